@@ -1,0 +1,112 @@
+# Ternion build. Plain GNU make; everything lands in $(B)/ (build/ by default,
+# build-asan/ for `make asan`). Layout:
+#   dsl/*.c            -> $(B)/libtdsl.a     typed shader builder (GLSL 450 + shaderc)
+#   runtime/*.c        -> $(B)/libtrt.a      GGUF, Vulkan runtime, tokenizer, sampler, CLI
+#   gen/*.c (not main) -> $(B)/libtgen.a     YAML model reader, passes, kernel builders
+#   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/
+#   generated/X/*.c    -> $(B)/X             one binary per model (runtime + schedule)
+#   tests/test_*.c     -> $(B)/tests/test_*  cmocka suites (tests/ref/*.c: CPU reference)
+#   tools/*.c          -> $(B)/tools/*       helpers (random-weight model writer, ...)
+#   examples/*.c       -> $(B)/examples/*
+# Useful targets: all (default), gen, test, asan, bench, run, fuzz, clean.
+
+B        ?= build
+CC       ?= cc
+OPT      ?= -O2
+CFLAGS_BASE = -std=c11 -g $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
+              -Wshadow -Wvla -D_DEFAULT_SOURCE -fno-strict-aliasing -I. -Idsl -Igen -Iruntime
+SAN      ?=
+CFLAGS   += $(CFLAGS_BASE) $(SAN)
+LDFLAGS  += $(SAN)
+LIBS_RT  = -lvulkan -lutf8proc -lm -lpthread
+LIBS_GEN = -lshaderc_shared -lyaml -lm
+
+MODELS   := $(basename $(notdir $(wildcard models/*.yaml)))
+
+DSL_SRC  := $(wildcard dsl/*.c)
+RT_SRC   := $(wildcard runtime/*.c)
+GEN_SRC  := $(filter-out gen/main.c,$(wildcard gen/*.c gen/*/*.c))
+REF_SRC  := $(wildcard tests/ref/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+TOOL_SRC := $(wildcard tools/*.c)
+EX_SRC   := $(wildcard examples/*.c)
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+LIB_DSL := $(B)/libtdsl.a
+LIB_RT  := $(B)/libtrt.a
+LIB_GEN := $(B)/libtgen.a
+LIB_REF := $(B)/libtref.a
+GEN_BIN := $(B)/ternion-gen
+TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
+TOOLS   := $(patsubst tools/%.c,$(B)/tools/%,$(TOOL_SRC))
+EXAMPLES:= $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
+MODEL_BINS := $(addprefix $(B)/,$(MODELS))
+
+.PHONY: all gen test asan bench run fuzz clean check-generated models
+all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(GEN_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) $(TESTS)
+models: $(MODEL_BINS)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB_DSL): $(call obj,$(DSL_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(LIB_RT): $(call obj,$(RT_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(LIB_GEN): $(call obj,$(GEN_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(LIB_REF): $(call obj,$(REF_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+
+$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
+
+# One binary per model: the generated schedule + the shared runtime/CLI.
+$(B)/%: $(B)/obj/generated/%/model.o $(LIB_RT)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
+$(B)/obj/generated/%/model.o: generated/%/model.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Wno-overlength-strings -MMD -MP -c $< -o $@
+
+$(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_RT)
+$(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
+$(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
+
+# `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic).
+gen: $(GEN_BIN)
+	@for m in $(MODELS); do $(GEN_BIN) models/$$m.yaml -o generated/$$m || exit 1; done
+
+# CI guard: generated/ must be exactly what `make gen` writes.
+check-generated: $(GEN_BIN)
+	@rm -rf $(B)/gencheck; mkdir -p $(B)/gencheck
+	@for m in $(MODELS); do $(GEN_BIN) models/$$m.yaml -o $(B)/gencheck/$$m || exit 1; done
+	@diff -r generated $(B)/gencheck >/dev/null || { echo "generated/ is stale: run 'make gen' and commit"; diff -r generated $(B)/gencheck | head -20; exit 1; }
+	@echo "generated/ matches make gen"
+
+test: all check-generated
+	@B=$(B) sh tests/run_tests.sh $(TESTS)
+
+asan:
+	$(MAKE) B=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+bench: all
+	@sh tests/bench.sh $(B)
+
+run: all
+	@sh tests/run_default.sh $(B) $(MODEL)
+
+fuzz:
+	@sh tests/fuzz/run_fuzz.sh
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

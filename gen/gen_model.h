@@ -1,0 +1,146 @@
+/* gen_model.h - a model description read from models/<name>.yaml (libyaml).
+ *
+ * Owns: the parsed model (hyperparameters, tensor table, value table, op lists)
+ * with the YAML line:col of every item, so later stages can report
+ * `models/x.yaml:12:5: message`. This is the single truth that both the GPU
+ * generator (gen/) and the CPU reference (tests/ref/) walk; they share this
+ * parser, never the arithmetic.
+ *
+ * The op list is in SSA-like form over named values: each op reads values that
+ * were defined earlier (in the same list, or before the layer loop) and defines
+ * `out`. Writing a name again (the residual `x = add(x, o)`) updates it; such a
+ * value is "state" and is carried from one layer to the next.
+ */
+#ifndef GEN_MODEL_H
+#define GEN_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GEN_MAX_NAME 64
+#define GEN_MAX_ARCH 8
+#define GEN_MAX_TENSORS 32
+#define GEN_MAX_VALUES 64
+#define GEN_MAX_OPS 64
+#define GEN_MAX_IN 3
+#define GEN_ERR_LEN 512
+
+/* Source ops of the YAML (name, number of value inputs). Fused kinds live in
+ * the generator's graph, not here. */
+#define GEN_OPS(X)                                                            \
+    X(EMBED, "embed", 0)         /* out[t] = f32(table[token[t]])          */ \
+    X(RMSNORM, "rmsnorm", 1)     /* out = in / sqrt(mean(in^2)+eps) * w    */ \
+    X(BITLINEAR, "bitlinear", 1) /* out = W(ternary, I2_S) . int8q(in)     */ \
+    X(ROPE, "rope", 1)           /* out = rope(in, pos), heads of head_dim */ \
+    X(KV_WRITE, "kv_write", 2)   /* cache[layer][pos] = (k=in0, v=in1)     */ \
+    X(ATTENTION, "attention", 1) /* out = softmax(q K^T/sqrt(hd)) V, GQA   */ \
+    X(ADD, "add", 2)             /* out = in0 + in1                        */ \
+    X(RELU2_MUL, "relu2_mul", 2) /* out = relu(in0)^2 * in1                */ \
+    X(SILU_MUL, "silu_mul", 2)   /* out = silu(in0) * in1                  */ \
+    X(LM_HEAD, "lm_head", 1)     /* out[v] = dot(W[v,:], in), W F16/F32    */
+
+typedef enum {
+#define GEN_OP_ENUM(id, name, nin) GEN_OP_##id,
+    GEN_OPS(GEN_OP_ENUM)
+#undef GEN_OP_ENUM
+    GEN_OP_COUNT
+} gen_op_kind;
+
+const char *gen_op_name(gen_op_kind k);
+int gen_op_arity(gen_op_kind k);
+
+typedef enum { GEN_T_F32, GEN_T_F16, GEN_T_I2_S } gen_ttype; /* tensor element types */
+typedef enum { GEN_ROPE_NEOX, GEN_ROPE_NORM } gen_rope_style;  /* split-half / interleaved */
+
+typedef struct {
+    int line, col; /* 1-based position in the YAML file */
+} gen_loc;
+
+/* Hyperparameters fixed by the YAML; each is checked against the GGUF key
+ * `<arch>.<gguf_key>` at load time when gguf_key is non-empty. */
+typedef struct {
+    int dim;        /* embedding width */
+    int n_heads;    /* query heads */
+    int n_kv_heads; /* key/value heads (GQA: query head h uses kv head h / (n_heads/n_kv_heads)) */
+    int head_dim;   /* per head; q width = n_heads*head_dim, kv width = n_kv_heads*head_dim */
+    int ffn_dim;    /* feed-forward hidden width */
+    float norm_eps; /* RMSNorm epsilon (all norms) */
+    float rope_base;
+    int rope_dims;  /* rotated dims per head (== head_dim for BitNet) */
+    gen_rope_style rope_style;
+    char kv_type[8]; /* "f16" or "f32": KV cache element type */
+} gen_hparams;
+
+/* A hyperparameter <-> GGUF key check, e.g. {"dim", "embedding_length", 2560}. */
+typedef struct {
+    char hparam[GEN_MAX_NAME];
+    char gguf_key[GEN_MAX_NAME]; /* without the "<arch>." prefix */
+    double value;
+    bool is_float;
+    gen_loc loc;
+} gen_key_check;
+
+/* Symbolic dimension of a tensor/value: a hparam name resolved to a number, or
+ * one of the run-time sizes taken from the GGUF. */
+#define GEN_DIM_VOCAB (-1) /* vocabulary size: from the GGUF (token_embd ne1) */
+
+typedef struct {
+    char key[GEN_MAX_NAME];       /* YAML name used by ops ("attn_q") */
+    char gguf[GEN_MAX_NAME];      /* GGUF name; "{L}" stands for the layer index */
+    gen_ttype type;
+    int n_dims;                   /* 1 or 2 */
+    int64_t ne[2];                /* GGUF ne order (ne[0] contiguous); GEN_DIM_VOCAB allowed */
+    bool per_layer;               /* gguf contains "{L}" */
+    gen_loc loc;
+} gen_tensor;
+
+typedef struct {
+    char name[GEN_MAX_NAME];
+    int width;   /* floats per token; GEN_DIM_VOCAB for logits */
+    bool state;  /* redefined by a later op (residual stream), lives across layers */
+    gen_loc loc; /* first definition */
+} gen_value;
+
+typedef struct {
+    gen_op_kind kind;
+    int in[GEN_MAX_IN]; /* value indices, arity from GEN_OPS */
+    int out;            /* value index, -1 for kv_write */
+    int weight;         /* tensor index, -1 if none (embed: the table) */
+    gen_loc loc;
+} gen_op;
+
+typedef struct {
+    char name[GEN_MAX_NAME];       /* model name: binary build/<name> */
+    char path[256];                /* the YAML file it came from */
+    char archs[GEN_MAX_ARCH][GEN_MAX_NAME]; /* accepted general.architecture values */
+    int n_archs;
+    gen_hparams hp;
+    gen_key_check checks[32];
+    int n_checks;
+    gen_tensor tensors[GEN_MAX_TENSORS];
+    int n_tensors;
+    gen_value values[GEN_MAX_VALUES];
+    int n_values;
+    /* Three op lists: before the layers (embedding), one layer (repeated
+     * block_count times, per-layer tensors resolved with {L}), after (head). */
+    gen_op pre[GEN_MAX_OPS];
+    int n_pre;
+    gen_op layer[GEN_MAX_OPS];
+    int n_layer;
+    gen_op post[GEN_MAX_OPS];
+    int n_post;
+    int input_value;  /* value written by embed (e.g. "x") */
+    int logits_value; /* value written by lm_head */
+} gen_model;
+
+/* Parse + validate. Returns 0, or non-zero with `err` = "path:line:col: message". */
+int gen_model_load(const char *path, gen_model *out_m, char *err);
+/* From a string (tests); `name` is used in messages. */
+int gen_model_parse(const char *yaml, size_t len, const char *name, gen_model *out_m, char *err);
+
+int gen_model_find_value(const gen_model *m, const char *name);   /* -1 if none */
+int gen_model_find_tensor(const gen_model *m, const char *key);   /* -1 if none */
+/* GGUF name of tensor t for layer L (L ignored if not per-layer). */
+void gen_tensor_name(const gen_tensor *t, int layer, char *out, int out_len);
+
+#endif

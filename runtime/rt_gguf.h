@@ -1,0 +1,129 @@
+/* rt_gguf.h - GGUF v2/v3 reader (memory-mapped, fully validated) and writer.
+ *
+ * Owns: the file mapping, the parsed metadata table and tensor-info table.
+ * Never exits or aborts: every failure returns non-zero and leaves one
+ * human-readable message (naming the file, key or tensor and the values) in
+ * the caller's `err` buffer. No read ever leaves the mapping.
+ */
+#ifndef RT_GGUF_H
+#define RT_GGUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_ERR_LEN 512 /* size of every `char *err` buffer in the runtime */
+
+/* ggml tensor types we know (ids as in ggml / bitnet.cpp). */
+typedef enum {
+    RT_TYPE_F32 = 0,
+    RT_TYPE_F16 = 1,
+    RT_TYPE_Q8_0 = 8,
+    RT_TYPE_BF16 = 30,
+    RT_TYPE_TQ1_0 = 34,
+    RT_TYPE_TQ2_0 = 35,
+    RT_TYPE_I2_S = 36, /* bitnet.cpp: ne0*ne1/4 code bytes + f32 scale + 28 pad */
+} rt_type;
+
+/* GGUF metadata value types (file encoding). */
+typedef enum {
+    RT_GGUF_U8 = 0, RT_GGUF_I8 = 1, RT_GGUF_U16 = 2, RT_GGUF_I16 = 3,
+    RT_GGUF_U32 = 4, RT_GGUF_I32 = 5, RT_GGUF_F32 = 6, RT_GGUF_BOOL = 7,
+    RT_GGUF_STRING = 8, RT_GGUF_ARRAY = 9, RT_GGUF_U64 = 10, RT_GGUF_I64 = 11,
+    RT_GGUF_F64 = 12,
+} rt_gguf_vtype;
+
+/* A string inside the mapping: not NUL-terminated. */
+typedef struct {
+    const char *ptr; /* borrowed from the mapping */
+    uint64_t len;
+} rt_gguf_str;
+
+typedef struct {
+    rt_gguf_str key;
+    rt_gguf_vtype type;     /* RT_GGUF_ARRAY for arrays */
+    rt_gguf_vtype arr_type; /* element type when type == ARRAY */
+    uint64_t arr_len;       /* element count when type == ARRAY */
+    const uint8_t *data;    /* points at the value (for arrays: first element) */
+    union { uint64_t u; int64_t i; double f; bool b; rt_gguf_str s; } v; /* scalars */
+} rt_gguf_kv;
+
+typedef struct {
+    rt_gguf_str name;
+    uint32_t n_dims;      /* 1..4 */
+    int64_t ne[4];        /* ne[0] contiguous; unused dims are 1 */
+    rt_type type;
+    uint64_t offset;      /* relative to the data section */
+    uint64_t nbytes;      /* exact size for its type (I2_S: ne0*ne1/4 + 32) */
+    const uint8_t *data;  /* into the mapping */
+} rt_gguf_tensor;
+
+typedef struct rt_gguf {
+    char path[256];
+    uint32_t version;       /* 2 or 3 */
+    const uint8_t *map;     /* owned mapping */
+    size_t map_len;
+    uint64_t n_kv, n_tensors;
+    rt_gguf_kv *kv;         /* owned array [n_kv] */
+    rt_gguf_tensor *tensors;/* owned array [n_tensors] */
+    uint64_t alignment;     /* general.alignment or 32 */
+    uint64_t data_offset;   /* start of the tensor data section in the file */
+    char arch[64];          /* general.architecture ("" if absent) */
+} rt_gguf;
+
+/* Open and validate. Returns 0 on success; on failure fills err (RT_ERR_LEN). */
+int rt_gguf_open(const char *path, rt_gguf **out_g, char *err);
+/* Same, over a caller-owned memory block (used by the fuzzer/tests). */
+int rt_gguf_open_mem(const void *data, size_t len, const char *name, rt_gguf **out_g, char *err);
+void rt_gguf_close(rt_gguf *g);
+
+/* Lookups. `key` may start with "%s." which is replaced by the architecture. */
+const rt_gguf_kv *rt_gguf_find(const rt_gguf *g, const char *key);
+const rt_gguf_tensor *rt_gguf_tensor_find(const rt_gguf *g, const char *name);
+
+/* Typed getters: 0 ok, 1 absent (out untouched), -1 wrong type (err filled).
+ * Integer getters accept any integer type whose value fits. */
+int rt_gguf_get_u32(const rt_gguf *g, const char *key, uint32_t *out, char *err);
+int rt_gguf_get_f32(const rt_gguf *g, const char *key, float *out, char *err);
+int rt_gguf_get_bool(const rt_gguf *g, const char *key, bool *out, char *err);
+int rt_gguf_get_str(const rt_gguf *g, const char *key, rt_gguf_str *out, char *err);
+/* Array getters: element i of a string array / an int or float array. */
+int rt_gguf_get_arr(const rt_gguf *g, const char *key, rt_gguf_vtype want_elem,
+                    const rt_gguf_kv **out, char *err);
+rt_gguf_str rt_gguf_arr_str(const rt_gguf_kv *kv, uint64_t i); /* string arrays: O(1) after open */
+int64_t rt_gguf_arr_int(const rt_gguf_kv *kv, uint64_t i);
+double rt_gguf_arr_float(const rt_gguf_kv *kv, uint64_t i);
+
+const char *rt_type_name(rt_type t);
+/* Bytes for a tensor of that type and shape; 0 (and err) if unknown/overflow. */
+uint64_t rt_type_nbytes(rt_type t, const int64_t ne[4], char *err);
+
+/* ---- writer ---- */
+typedef struct rt_gguf_writer rt_gguf_writer;
+rt_gguf_writer *rt_gguf_writer_new(uint32_t alignment);
+void rt_gguf_writer_free(rt_gguf_writer *w);
+void rt_gguf_w_u32(rt_gguf_writer *w, const char *key, uint32_t v);
+void rt_gguf_w_i32(rt_gguf_writer *w, const char *key, int32_t v);
+void rt_gguf_w_f32(rt_gguf_writer *w, const char *key, float v);
+void rt_gguf_w_bool(rt_gguf_writer *w, const char *key, bool v);
+void rt_gguf_w_str(rt_gguf_writer *w, const char *key, const char *v);
+void rt_gguf_w_arr_str(rt_gguf_writer *w, const char *key, const char *const *v, uint64_t n);
+void rt_gguf_w_arr_i32(rt_gguf_writer *w, const char *key, const int32_t *v, uint64_t n);
+void rt_gguf_w_arr_f32(rt_gguf_writer *w, const char *key, const float *v, uint64_t n);
+/* Tensor data is copied (or streamed at write time by the callback if data==NULL). */
+void rt_gguf_w_tensor(rt_gguf_writer *w, const char *name, rt_type type, uint32_t n_dims,
+                      const int64_t ne[4], const void *data, uint64_t nbytes);
+int rt_gguf_writer_save(rt_gguf_writer *w, const char *path, char *err);
+
+/* I2_S helpers (official x86 layout, 128-element blocks of 32 bytes).
+ * codes: int8 in {-1,0,1}, row-major [ne1][ne0]; writes ne0*ne1/4 + 32 bytes. */
+void rt_i2s_pack(const int8_t *tern, int64_t ne0, int64_t ne1, float scale, uint8_t *out);
+/* Ternary value (-1, 0, +1) of flat element e. */
+int rt_i2s_get(const uint8_t *packed, int64_t e);
+float rt_i2s_scale(const uint8_t *packed, int64_t ne0, int64_t ne1);
+
+/* IEEE half <-> float (round to nearest even), used across runtime and tests. */
+float rt_f16_to_f32(uint16_t h);
+uint16_t rt_f32_to_f16(float f);
+
+#endif
