@@ -29,13 +29,13 @@
 #define RT_PUSH_BYTES 128
 
 /* Per-step dynamic values, visible to every kernel as the uniform block
- * `layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint pad; }`.
+ * `layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; }`.
  * Kept in sync with dsl's dyn block declaration. */
 typedef struct {
     uint32_t pos;      /* position of the first token of this step */
     uint32_t n_tokens; /* tokens processed this step */
     uint32_t n_kv;     /* pos + n_tokens: KV entries valid after this step */
-    uint32_t token;    /* (unused by kernels) */
+    uint32_t out_start;/* first row whose logits the LM head computes (n_tokens-1: last only) */
 } rt_dyn;
 
 typedef struct rt_vk rt_vk;
