@@ -60,6 +60,18 @@ typedef struct {
     uint64_t device_local_bytes;
     uint32_t max_shared;       /* maxComputeSharedMemorySize */
     float timestamp_period_ns;
+    /* Added by the runtime (compatible extension): */
+    uint32_t api_version;      /* device apiVersion */
+    uint32_t min_subgroup_size, max_subgroup_size;
+    bool has_int8;             /* shaderInt8 enabled */
+    bool has_int16;            /* shaderInt16 enabled */
+    bool has_int64;            /* shaderInt64 enabled */
+    bool has_8bit_uniform;     /* uniformAndStorageBuffer8BitAccess enabled */
+    bool has_16bit_uniform;    /* uniformAndStorageBuffer16BitAccess enabled */
+    bool has_subgroup_size_control; /* subgroupSizeControl (+ computeFullSubgroups) enabled */
+    bool has_memory_model;     /* vulkanMemoryModel enabled */
+    bool has_timestamps;       /* compute-queue timestamps usable */
+    bool is_uma;               /* a DEVICE_LOCAL memory type is also HOST_VISIBLE|COHERENT|CACHED */
 } rt_vk_info;
 
 /* List devices on stdout (for --list-devices). */
@@ -68,6 +80,8 @@ int rt_vk_list_devices(char *err);
 int rt_vk_create(const rt_vk_opts *opts, rt_vk **out_vk, char *err);
 void rt_vk_destroy(rt_vk *vk);
 const rt_vk_info *rt_vk_get_info(const rt_vk *vk);
+/* Validation-layer warnings + errors seen by the debug messenger so far (0 when off). */
+uint32_t rt_vk_validation_count(const rt_vk *vk);
 
 /* ---- buffers ---- */
 typedef struct {
@@ -76,12 +90,16 @@ typedef struct {
     VkDeviceSize size;
     VkDeviceAddress addr; /* buffer device address */
     void *mapped;         /* non-NULL for host-visible buffers */
+    VkMemoryPropertyFlags mem_flags; /* of its memory type (added, compatible) */
 } rt_buf;
 
 typedef enum { RT_MEM_DEVICE, RT_MEM_HOST /* host-visible, coherent, mapped */ } rt_mem;
 
 /* Out-of-memory returns non-zero with "need X MiB, Y MiB available on <device>". */
 int rt_buf_create(rt_vk *vk, VkDeviceSize size, rt_mem mem, rt_buf *out_b, char *err);
+/* Same, naming the buffer in error messages ("... for tensor blk.0.attn_q ..."). */
+int rt_buf_create_named(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what, rt_buf *out_b,
+                        char *err);
 void rt_buf_destroy(rt_vk *vk, rt_buf *b);
 /* Upload/download through a bounded staging ring (works for device-local buffers). */
 int rt_buf_upload(rt_vk *vk, rt_buf *dst, VkDeviceSize off, const void *src, VkDeviceSize n, char *err);
@@ -90,6 +108,9 @@ int rt_buf_fill(rt_vk *vk, rt_buf *dst, uint32_t word, char *err); /* vkCmdFillB
 /* Progress callback for big uploads (bytes done, total). NULL: none. */
 typedef void (*rt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 void rt_vk_set_progress(rt_vk *vk, rt_progress_fn fn, void *ctx);
+/* Default on: upload/download memcpy directly when a device buffer's memory is host-visible,
+ * coherent and cached (UMA, lavapipe). Off: always go through the staging ring (tests). */
+void rt_vk_set_direct_copy(rt_vk *vk, bool on);
 
 /* The dynamic-values uniform buffer bound at set 0 binding 0 for every pipeline. */
 rt_buf *rt_vk_dyn_buffer(rt_vk *vk);
@@ -103,6 +124,13 @@ int rt_pipeline_get(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv
 void rt_pipeline_stats(const rt_vk *vk, uint32_t *out_created, uint32_t *out_reused);
 /* Save the VkPipelineCache to disk now (also done by rt_vk_destroy). */
 int rt_pipeline_cache_save(rt_vk *vk, char *err);
+/* What happened to the on-disk pipeline cache at rt_vk_create. */
+typedef enum {
+    RT_CACHE_NONE,     /* no cache file (or no usable cache directory) */
+    RT_CACHE_LOADED,   /* header valid, data handed to VkPipelineCache */
+    RT_CACHE_REJECTED, /* corrupt / other device / unreadable: ignored with a warning */
+} rt_cache_state;
+rt_cache_state rt_pipeline_cache_state(const rt_vk *vk);
 
 /* ---- command streams (record once, replay many) ---- */
 typedef struct rt_cmd rt_cmd;
@@ -118,7 +146,9 @@ int rt_cmd_end(rt_cmd *c, char *err);                           /* finish record
 int rt_cmd_submit(rt_cmd *c, char *err);
 void rt_cmd_free(rt_cmd *c);
 
-/* Profiling: when enabled before recording, a timestamp is written after every dispatch. */
+/* Profiling: when enabled before recording, a timestamp is written after every dispatch
+ * (at most RT_MAX_TIMESTAMPS - 1 dispatches are timed; no-op without timestamp support). */
+#define RT_MAX_TIMESTAMPS 8192
 void rt_cmd_enable_profiling(rt_cmd *c, bool on);
 /* After a submit: elapsed ns of dispatch i (in record order); count in *out_n. */
 int rt_cmd_timings(rt_cmd *c, const char **out_names /*[n] borrowed*/, double *out_ns, uint32_t max,
