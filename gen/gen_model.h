@@ -129,6 +129,7 @@ typedef struct {
     int n_layer;
     gen_op post[GEN_MAX_OPS];
     int n_post;
+    bool no_fuse;     /* YAML `fuse: false`: generate the unfused schedule */
     int input_value;  /* value written by embed (e.g. "x") */
     int logits_value; /* value written by lm_head */
 } gen_model;
