@@ -1,0 +1,487 @@
+/* dsl.h - public API of the typed shader DSL: a C-embedded builder (in the spirit of
+ * Hesper's ShaderM) that produces readable GLSL 450 compute shaders and compiles them to
+ * SPIR-V with libshaderc.
+ *
+ * Model
+ * -----
+ *  - A dsl_kernel owns everything: declarations, statements and expression nodes, all
+ *    bump-allocated in one arena freed at once (dsl_kernel_free / dsl_kernel_reset).
+ *  - A dsl_expr is a typed expression node. Every builder checks operand types when the
+ *    node is built; there are NO implicit conversions (use dsl_cast / dsl_bitcast).
+ *  - Statements are appended, in call order, to the innermost open block (main() at first);
+ *    dsl_if / dsl_for / dsl_while open blocks, dsl_end closes them.
+ *  - Value semantics: an expression denotes its value at the moment it was built. A
+ *    single-use expression is inlined where it is used when that gives the same value; an
+ *    expression used more than once (or read after an intervening statement, e.g. a load
+ *    before a barrier used after it) is bound to a local (`t0`, `t1`, ... or the name given
+ *    with dsl_let) at the point where it was built. Expressions built inside a block may not
+ *    be used after the block is closed.
+ *  - Sticky errors: the first error (type mismatch, store to a readonly buffer, push block
+ *    over 128 bytes, misuse of blocks, ...) is recorded as
+ *    "<caller file>:<line>: kernel '<name>': <message>" and later calls do nothing and
+ *    return a poison node. Check dsl_error(k) once at the end (dsl_emit_glsl / dsl_compile
+ *    also fail with it).
+ *  - Every public builder is a macro passing the caller's __FILE__/__LINE__ to an *_at
+ *    function, so errors name the line of the kernel code, not of the DSL.
+ *
+ * Fixed GLSL interface (docs/TEAM.md):
+ *  - storage buffers are buffer-device-address blocks
+ *      layout(buffer_reference, std430, buffer_reference_align=N) readonly buffer Buf_<name> { T d[]; };
+ *  - layout(push_constant) uniform Push { <buffer addresses, 8 bytes each, declaration order>
+ *      <32-bit scalar params, 4 bytes each, declaration order> } pc;   (<= 128 bytes)
+ *  - layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
+ *    emitted in every kernel (matches rt_dyn in runtime/rt_vk.h).
+ *
+ * Example (y[i] = x[i] * s):
+ *    dsl_kernel *k = dsl_kernel_new("scale", 64, 1, 1);
+ *    dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
+ *    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+ *    dsl_expr n = dsl_param(k, "n", DSL_U32);
+ *    dsl_expr s = dsl_param(k, "s", DSL_F32);
+ *    dsl_expr i = dsl_gid(k, 0);
+ *    dsl_return_if(k, dsl_ge(k, i, n));
+ *    dsl_store(k, y, i, dsl_mul(k, dsl_load(k, x, i), s));
+ *    if (dsl_compile(k, &spv, &spv_bytes) != 0) fprintf(stderr, "%s\n", dsl_error(k));
+ *    dsl_kernel_free(k);
+ */
+#ifndef DSL_H
+#define DSL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------------------
+ * Types
+ * ---------------------------------------------------------------------------------- */
+
+/* A type = scalar kind | (lanes - 1) << 4. Scalars have 1 lane, vectors 2..4. */
+typedef uint8_t dsl_type;
+
+enum {
+    DSL_VOID = 0, /* no value (statements, poison) */
+    DSL_BOOL,
+    DSL_I8,  /* storage (GL_EXT_shader_8bit_storage); arithmetic needs shaderInt8 */
+    DSL_U8,
+    DSL_I16, /* storage (GL_EXT_shader_16bit_storage); arithmetic needs shaderInt16 */
+    DSL_U16,
+    DSL_F16, /* float16_t; storage-only use needs 16-bit storage, arithmetic shaderFloat16 */
+    DSL_I32,
+    DSL_U32,
+    DSL_F32,
+    DSL_SCALAR_COUNT
+};
+
+/* Vector type of `n` (1..4) lanes of scalar `s`. */
+#define DSL_VECN(s, n) ((dsl_type)((s) | (((n) - 1) << 4)))
+
+enum {
+    DSL_VEC2 = DSL_VECN(DSL_F32, 2), DSL_VEC3 = DSL_VECN(DSL_F32, 3), DSL_VEC4 = DSL_VECN(DSL_F32, 4),
+    DSL_UVEC2 = DSL_VECN(DSL_U32, 2), DSL_UVEC3 = DSL_VECN(DSL_U32, 3), DSL_UVEC4 = DSL_VECN(DSL_U32, 4),
+    DSL_IVEC2 = DSL_VECN(DSL_I32, 2), DSL_IVEC3 = DSL_VECN(DSL_I32, 3), DSL_IVEC4 = DSL_VECN(DSL_I32, 4),
+    DSL_F16VEC2 = DSL_VECN(DSL_F16, 2), DSL_F16VEC4 = DSL_VECN(DSL_F16, 4),
+    DSL_BVEC2 = DSL_VECN(DSL_BOOL, 2), DSL_BVEC4 = DSL_VECN(DSL_BOOL, 4),
+};
+
+/* Scalar kind of `t` (DSL_F32 for vec4). */
+static inline dsl_type dsl_type_scalar(dsl_type t) { return (dsl_type)(t & 0x0f); }
+/* Number of lanes of `t` (1 for scalars). */
+static inline int dsl_type_lanes(dsl_type t) { return ((t >> 4) & 3) + 1; }
+/* GLSL spelling ("float", "uvec4", "float16_t", "i8vec2"); "?" for invalid types. */
+const char *dsl_type_glsl(dsl_type t);
+/* Short name for diagnostics ("f32", "u32x4"). */
+const char *dsl_type_name(dsl_type t);
+/* Size in bytes of one value (std430 array stride for buffers: vec3 -> 16). */
+uint32_t dsl_type_size(dsl_type t);
+/* Predicates on the scalar kind. */
+bool dsl_type_is_float(dsl_type t);  /* f16, f32 */
+bool dsl_type_is_int(dsl_type t);    /* i8..u32 */
+bool dsl_type_is_signed(dsl_type t); /* i8, i16, i32, f16, f32 */
+
+/* ------------------------------------------------------------------------------------
+ * Operators (one X-macro table: dsl/dsl_ops.def)
+ * ---------------------------------------------------------------------------------- */
+
+typedef enum {
+#define X(ID, name, glsl, arity, form, rule, ext, ex0, ex1, ex2) DSL_OP_##ID,
+#include "dsl_ops.def"
+#undef X
+    DSL_OP_COUNT
+} dsl_op;
+
+typedef enum { DSL_FORM_INFIX, DSL_FORM_PREFIX, DSL_FORM_CALL, DSL_FORM_TERNARY, DSL_FORM_ATOMIC,
+               DSL_FORM_HELPER } dsl_form;
+
+typedef struct {
+    const char *name;   /* "add" */
+    const char *glsl;   /* "+", "inversesqrt", "subgroupAdd", "dsl_dot4x8_ss" */
+    int arity;          /* operands */
+    dsl_form form;
+    dsl_type example[3];/* a valid operand type list (tests drive the table with it) */
+} dsl_op_info;
+
+/* Table row of `op` (NULL when out of range). */
+const dsl_op_info *dsl_op_get(dsl_op op);
+
+/* ------------------------------------------------------------------------------------
+ * Kernel lifecycle
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct dsl_kernel dsl_kernel;
+typedef struct dsl_node *dsl_expr; /* typed node owned by its kernel's arena */
+
+/* New kernel `name` (also used as GLSL comment and in errors) with workgroup size
+ * (x, y, z); sizes of 0 count as 1. Returns NULL only when out of memory. */
+dsl_kernel *dsl_kernel_new(const char *name, uint32_t wg_x, uint32_t wg_y, uint32_t wg_z);
+/* Free the kernel, its arena, emitted text and error. NULL is fine. */
+void dsl_kernel_free(dsl_kernel *k);
+/* Forget everything built so far and start kernel `name` anew, keeping the arena's memory
+ * for reuse (nodes of the old kernel become invalid). */
+void dsl_kernel_reset(dsl_kernel *k, const char *name, uint32_t wg_x, uint32_t wg_y, uint32_t wg_z);
+/* Kernel name as given. */
+const char *dsl_kernel_name(const dsl_kernel *k);
+/* Workgroup size into out[3]. */
+void dsl_kernel_wg_size(const dsl_kernel *k, uint32_t out[3]);
+/* Bytes currently reserved by the arena (for reuse tests and statistics). */
+size_t dsl_kernel_arena_bytes(const dsl_kernel *k);
+/* The first error ("file:line: kernel 'name': message"), or NULL when none. Valid until
+ * reset/free. */
+const char *dsl_error(const dsl_kernel *k);
+
+/* Device features a kernel needs, known after dsl_emit_glsl (bitmask of DSL_FEAT_*). */
+enum {
+    DSL_FEAT_STORAGE8 = 1u << 0,   /* storageBuffer8BitAccess */
+    DSL_FEAT_STORAGE16 = 1u << 1,  /* storageBuffer16BitAccess */
+    DSL_FEAT_INT8 = 1u << 2,       /* shaderInt8 (8-bit arithmetic/locals) */
+    DSL_FEAT_INT16 = 1u << 3,      /* shaderInt16 */
+    DSL_FEAT_FLOAT16 = 1u << 4,    /* shaderFloat16 */
+    DSL_FEAT_SUBGROUP = 1u << 5,   /* any subgroup operation or builtin */
+    DSL_FEAT_ATOMICS = 1u << 6,    /* buffer/shared atomics */
+};
+uint32_t dsl_kernel_features(const dsl_kernel *k);
+
+/* ------------------------------------------------------------------------------------
+ * Declarations (buffers, push params, shared arrays, constants)
+ * ---------------------------------------------------------------------------------- */
+
+typedef enum {
+    DSL_READONLY = 1,
+    DSL_WRITEONLY = 2,
+    DSL_READWRITE = 3,
+    DSL_COHERENT = 4, /* flag: add `coherent` (cross-workgroup communication via atomics) */
+} dsl_access;
+
+/* Storage buffer `name` (a buffer device address in the push block, 8 bytes) of elements of
+ * type `elem` (f32, f16, i32, u32, i8, u8, i16, u16, vectors) with `access`. Returns the
+ * buffer handle for dsl_at/dsl_load/dsl_store/atomics. buffer_reference_align is the element
+ * alignment (dsl_type_size); dsl_buffer_aligned sets it (power of two >= that). Push block
+ * over 128 bytes is an error. */
+#define dsl_buffer(k, name, elem, access) dsl_buffer_at((k), (name), (elem), (access), 0, __FILE__, __LINE__)
+#define dsl_buffer_aligned(k, name, elem, access, align) \
+    dsl_buffer_at((k), (name), (elem), (access), (align), __FILE__, __LINE__)
+/* Push-constant scalar parameter (u32, i32 or f32; 4 bytes after all addresses). The
+ * returned expression reads `pc.<name>`. */
+#define dsl_param(k, name, type) dsl_param_at((k), (name), (type), __FILE__, __LINE__)
+/* Workgroup-shared array `shared T name[n];` (n > 0). Use with dsl_at/dsl_load/dsl_store. */
+#define dsl_shared(k, name, type, n) dsl_shared_at((k), (name), (type), (n), __FILE__, __LINE__)
+/* Baked named constants (`const uint NAME = 64u;`), readable as expressions. */
+#define dsl_const_u32(k, name, v) dsl_const_at((k), (name), DSL_U32, (double)(v), __FILE__, __LINE__)
+#define dsl_const_i32(k, name, v) dsl_const_at((k), (name), DSL_I32, (double)(v), __FILE__, __LINE__)
+#define dsl_const_f32(k, name, v) dsl_const_at((k), (name), DSL_F32, (double)(v), __FILE__, __LINE__)
+/* Specialization constant `layout(constant_id = id) const uint NAME = v;` (u32/i32/f32/bool). */
+#define dsl_spec_const(k, name, type, id, v) dsl_spec_const_at((k), (name), (type), (id), (double)(v), __FILE__, __LINE__)
+
+/* Push-constant layout, for filling dispatch pushes: buffers (addresses) come first in
+ * declaration order at offsets 0, 8, ..., then params at 4-byte steps. */
+int dsl_kernel_n_buffers(const dsl_kernel *k);
+int dsl_kernel_n_params(const dsl_kernel *k);
+/* Name / element type / access of buffer i (declaration order); NULL name if out of range. */
+const char *dsl_kernel_buffer(const dsl_kernel *k, int i, dsl_type *out_elem, dsl_access *out_access);
+/* Name / type of param i; NULL if out of range. */
+const char *dsl_kernel_param(const dsl_kernel *k, int i, dsl_type *out_type);
+/* Byte offset of buffer i / param i in the push block. */
+uint32_t dsl_kernel_buffer_offset(const dsl_kernel *k, int i);
+uint32_t dsl_kernel_param_offset(const dsl_kernel *k, int i);
+/* Total push bytes used (<= 128). */
+uint32_t dsl_kernel_push_bytes(const dsl_kernel *k);
+
+/* ------------------------------------------------------------------------------------
+ * Leaves: literals, builtins, dynamic values
+ * ---------------------------------------------------------------------------------- */
+
+#define dsl_u32(k, v) dsl_lit_at((k), DSL_U32, (double)(v), __FILE__, __LINE__)
+#define dsl_i32(k, v) dsl_lit_at((k), DSL_I32, (double)(v), __FILE__, __LINE__)
+#define dsl_f32(k, v) dsl_lit_at((k), DSL_F32, (double)(v), __FILE__, __LINE__)
+#define dsl_f16(k, v) dsl_lit_at((k), DSL_F16, (double)(v), __FILE__, __LINE__)
+#define dsl_bool(k, v) dsl_lit_at((k), DSL_BOOL, (v) ? 1.0 : 0.0, __FILE__, __LINE__)
+/* Literal of any scalar type (integers must be exact; f32 printed round-trip exact). */
+#define dsl_lit(k, type, v) dsl_lit_at((k), (type), (double)(v), __FILE__, __LINE__)
+
+typedef enum {
+    DSL_GLOBAL_ID,        /* uvec3 gl_GlobalInvocationID */
+    DSL_LOCAL_ID,         /* uvec3 gl_LocalInvocationID */
+    DSL_WORKGROUP_ID,     /* uvec3 gl_WorkGroupID */
+    DSL_NUM_WORKGROUPS,   /* uvec3 gl_NumWorkGroups */
+    DSL_LOCAL_INDEX,      /* uint gl_LocalInvocationIndex */
+    DSL_SUBGROUP_INVOCATION, /* uint gl_SubgroupInvocationID (GL_KHR_shader_subgroup_basic) */
+    DSL_SUBGROUP_SIZE,    /* uint gl_SubgroupSize */
+    DSL_SUBGROUP_ID,      /* uint gl_SubgroupID */
+    DSL_NUM_SUBGROUPS,    /* uint gl_NumSubgroups */
+    DSL_BUILTIN_COUNT
+} dsl_builtin_id;
+/* Builtin value. */
+#define dsl_builtin(k, which) dsl_builtin_at((k), (which), __FILE__, __LINE__)
+/* Convenience: component `axis` (0..2) of global id / local id / workgroup id /
+ * number of workgroups, as u32. */
+#define dsl_gid(k, axis) dsl_comp(k, dsl_builtin(k, DSL_GLOBAL_ID), (axis))
+#define dsl_lid(k, axis) dsl_comp(k, dsl_builtin(k, DSL_LOCAL_ID), (axis))
+#define dsl_wgid(k, axis) dsl_comp(k, dsl_builtin(k, DSL_WORKGROUP_ID), (axis))
+#define dsl_nwg(k, axis) dsl_comp(k, dsl_builtin(k, DSL_NUM_WORKGROUPS), (axis))
+
+typedef enum { DSL_DYN_POS, DSL_DYN_N_TOKENS, DSL_DYN_N_KV, DSL_DYN_OUT_START, DSL_DYN_COUNT } dsl_dyn_field;
+/* Per-step dynamic value (u32) from the Dyn uniform block: `dyn.pos`, ... */
+#define dsl_dyn(k, field) dsl_dyn_at((k), (field), __FILE__, __LINE__)
+
+/* ------------------------------------------------------------------------------------
+ * Expressions
+ * ---------------------------------------------------------------------------------- */
+
+/* Generic operator application (checks arity and the op's type rule). */
+#define dsl_op0(k, op) dsl_op_at((k), (op), 0, NULL, __FILE__, __LINE__)
+#define dsl_op1(k, op, a) dsl_op_at((k), (op), 1, (dsl_expr[]){(a)}, __FILE__, __LINE__)
+#define dsl_op2(k, op, a, b) dsl_op_at((k), (op), 2, (dsl_expr[]){(a), (b)}, __FILE__, __LINE__)
+#define dsl_op3(k, op, a, b, c) dsl_op_at((k), (op), 3, (dsl_expr[]){(a), (b), (c)}, __FILE__, __LINE__)
+
+/* Arithmetic: same types, or vector op scalar of its component type. mod: integers. */
+#define dsl_add(k, a, b) dsl_op2(k, DSL_OP_ADD, a, b)
+#define dsl_sub(k, a, b) dsl_op2(k, DSL_OP_SUB, a, b)
+#define dsl_mul(k, a, b) dsl_op2(k, DSL_OP_MUL, a, b)
+#define dsl_div(k, a, b) dsl_op2(k, DSL_OP_DIV, a, b)
+#define dsl_mod(k, a, b) dsl_op2(k, DSL_OP_MOD, a, b)
+#define dsl_neg(k, a) dsl_op1(k, DSL_OP_NEG, a)
+/* Comparisons of scalars of one type -> bool (eq/ne also on bools). */
+#define dsl_lt(k, a, b) dsl_op2(k, DSL_OP_LT, a, b)
+#define dsl_le(k, a, b) dsl_op2(k, DSL_OP_LE, a, b)
+#define dsl_gt(k, a, b) dsl_op2(k, DSL_OP_GT, a, b)
+#define dsl_ge(k, a, b) dsl_op2(k, DSL_OP_GE, a, b)
+#define dsl_eq(k, a, b) dsl_op2(k, DSL_OP_EQ, a, b)
+#define dsl_ne(k, a, b) dsl_op2(k, DSL_OP_NE, a, b)
+/* Logic on bools. */
+#define dsl_and(k, a, b) dsl_op2(k, DSL_OP_AND, a, b)
+#define dsl_or(k, a, b) dsl_op2(k, DSL_OP_OR, a, b)
+#define dsl_not(k, a) dsl_op1(k, DSL_OP_NOT, a)
+/* Bits on integers; shift amount: any 32-bit integer scalar (or same-lane vector). */
+#define dsl_band(k, a, b) dsl_op2(k, DSL_OP_BAND, a, b)
+#define dsl_bor(k, a, b) dsl_op2(k, DSL_OP_BOR, a, b)
+#define dsl_bxor(k, a, b) dsl_op2(k, DSL_OP_BXOR, a, b)
+#define dsl_bnot(k, a) dsl_op1(k, DSL_OP_BNOT, a)
+#define dsl_shl(k, a, b) dsl_op2(k, DSL_OP_SHL, a, b)
+#define dsl_shr(k, a, b) dsl_op2(k, DSL_OP_SHR, a, b)
+/* bitfieldExtract(value, offset, bits): offset/bits i32 or u32 (u32 wrapped in int()).
+ * Signed values sign-extend. */
+#define dsl_bfe(k, v, off, bits) dsl_op3(k, DSL_OP_BFE, v, off, bits)
+#define dsl_bitcount(k, a) dsl_op1(k, DSL_OP_BITCOUNT, a)
+#define dsl_findmsb(k, a) dsl_op1(k, DSL_OP_FINDMSB, a)
+/* Float math (f32/f16, scalar or vector). */
+#define dsl_exp(k, a) dsl_op1(k, DSL_OP_EXP, a)
+#define dsl_exp2(k, a) dsl_op1(k, DSL_OP_EXP2, a)
+#define dsl_log(k, a) dsl_op1(k, DSL_OP_LOG, a)
+#define dsl_log2(k, a) dsl_op1(k, DSL_OP_LOG2, a)
+#define dsl_sqrt(k, a) dsl_op1(k, DSL_OP_SQRT, a)
+#define dsl_inversesqrt(k, a) dsl_op1(k, DSL_OP_INVSQRT, a)
+#define dsl_floor(k, a) dsl_op1(k, DSL_OP_FLOOR, a)
+#define dsl_ceil(k, a) dsl_op1(k, DSL_OP_CEIL, a)
+#define dsl_fract(k, a) dsl_op1(k, DSL_OP_FRACT, a)
+#define dsl_trunc(k, a) dsl_op1(k, DSL_OP_TRUNC, a)
+#define dsl_round(k, a) dsl_op1(k, DSL_OP_ROUND, a)
+#define dsl_round_even(k, a) dsl_op1(k, DSL_OP_ROUND_EVEN, a)
+#define dsl_sin(k, a) dsl_op1(k, DSL_OP_SIN, a)
+#define dsl_cos(k, a) dsl_op1(k, DSL_OP_COS, a)
+#define dsl_tanh(k, a) dsl_op1(k, DSL_OP_TANH, a)
+#define dsl_pow(k, a, b) dsl_op2(k, DSL_OP_POW, a, b)
+#define dsl_fmod(k, a, b) dsl_op2(k, DSL_OP_FMOD, a, b)
+#define dsl_fma(k, a, b, c) dsl_op3(k, DSL_OP_FMA, a, b, c)
+/* mix(a, b, t): t same type as a or its scalar. */
+#define dsl_mix(k, a, b, t) dsl_op3(k, DSL_OP_MIX, a, b, t)
+/* Float vector dot product -> scalar. */
+#define dsl_dot(k, a, b) dsl_op2(k, DSL_OP_DOT, a, b)
+/* Numeric (signed ints, floats; min/max/clamp any numeric). */
+#define dsl_abs(k, a) dsl_op1(k, DSL_OP_ABS, a)
+#define dsl_sign(k, a) dsl_op1(k, DSL_OP_SIGN, a)
+#define dsl_min(k, a, b) dsl_op2(k, DSL_OP_MIN, a, b)
+#define dsl_max(k, a, b) dsl_op2(k, DSL_OP_MAX, a, b)
+#define dsl_clamp(k, x, lo, hi) dsl_op3(k, DSL_OP_CLAMP, x, lo, hi)
+/* cond ? a : b (cond a bool scalar; a, b same type). */
+#define dsl_select(k, c, a, b) dsl_op3(k, DSL_OP_SELECT, c, a, b)
+/* f16 packing: packHalf2x16(vec2) -> u32, unpackHalf2x16(u32) -> vec2. */
+#define dsl_pack_half2x16(k, v) dsl_op1(k, DSL_OP_PACK_HALF, v)
+#define dsl_unpack_half2x16(k, u) dsl_op1(k, DSL_OP_UNPACK_HALF, u)
+/* Integer dot product of 4 packed 8-bit lanes (operands u32 or i32 words):
+ * ss: signed x signed -> i32; uu: unsigned x unsigned -> u32; su: signed a x unsigned b -> i32.
+ * *_sat(a, b, acc): acc + dot with saturation (acc i32 for ss/su, u32 for uu). */
+#define dsl_dot4x8_ss(k, a, b) dsl_op2(k, DSL_OP_DOT4X8_SS, a, b)
+#define dsl_dot4x8_uu(k, a, b) dsl_op2(k, DSL_OP_DOT4X8_UU, a, b)
+#define dsl_dot4x8_su(k, a, b) dsl_op2(k, DSL_OP_DOT4X8_SU, a, b)
+#define dsl_dot4x8_ss_sat(k, a, b, acc) dsl_op3(k, DSL_OP_DOT4X8_SS_SAT, a, b, acc)
+#define dsl_dot4x8_uu_sat(k, a, b, acc) dsl_op3(k, DSL_OP_DOT4X8_UU_SAT, a, b, acc)
+#define dsl_dot4x8_su_sat(k, a, b, acc) dsl_op3(k, DSL_OP_DOT4X8_SU_SAT, a, b, acc)
+/* Byte `idx` (u32/i32 expression, 0..3) of word w (u32 or i32) as u32 (sign = false) or
+ * sign-extended i32 (sign = true). */
+#define dsl_unpack8(k, w, idx, sign) dsl_unpack8_at((k), (w), (idx), (sign), __FILE__, __LINE__)
+
+/* Subgroup operations (the needed GL_KHR_shader_subgroup_* extensions are added). */
+#define dsl_subgroup_add(k, a) dsl_op1(k, DSL_OP_SG_ADD, a)
+#define dsl_subgroup_mul(k, a) dsl_op1(k, DSL_OP_SG_MUL, a)
+#define dsl_subgroup_min(k, a) dsl_op1(k, DSL_OP_SG_MIN, a)
+#define dsl_subgroup_max(k, a) dsl_op1(k, DSL_OP_SG_MAX, a)
+#define dsl_subgroup_inclusive_add(k, a) dsl_op1(k, DSL_OP_SG_INCL_ADD, a)
+#define dsl_subgroup_exclusive_add(k, a) dsl_op1(k, DSL_OP_SG_EXCL_ADD, a)
+#define dsl_subgroup_shuffle(k, a, lane) dsl_op2(k, DSL_OP_SG_SHUFFLE, a, lane)
+#define dsl_subgroup_shuffle_xor(k, a, mask) dsl_op2(k, DSL_OP_SG_SHUFFLE_XOR, a, mask)
+#define dsl_subgroup_broadcast_first(k, a) dsl_op1(k, DSL_OP_SG_BROADCAST_FIRST, a)
+#define dsl_subgroup_elect(k) dsl_op0(k, DSL_OP_SG_ELECT)
+#define dsl_subgroup_all(k, b) dsl_op1(k, DSL_OP_SG_ALL, b)
+#define dsl_subgroup_any(k, b) dsl_op1(k, DSL_OP_SG_ANY, b)
+#define dsl_subgroup_invocation(k) dsl_builtin(k, DSL_SUBGROUP_INVOCATION)
+#define dsl_subgroup_size(k) dsl_builtin(k, DSL_SUBGROUP_SIZE)
+
+/* Conversions. dsl_cast: value conversion `T(e)` between numeric/bool types with the same
+ * lane count (8/16-bit storage values can only be cast to/from 32-bit types without the
+ * matching arithmetic feature). dsl_bitcast: reinterpret bits between same-size types
+ * (f32 <-> u32/i32 via floatBitsToUint/..., u32 <-> i32). */
+#define dsl_cast(k, e, type) dsl_cast_at((k), (e), (type), __FILE__, __LINE__)
+#define dsl_bitcast(k, e, type) dsl_bitcast_at((k), (e), (type), __FILE__, __LINE__)
+
+/* Vector construction from scalars/vectors of one component type (lanes sum to 2..4). */
+#define dsl_vec2(k, a, b) dsl_vec_at((k), 2, (dsl_expr[]){(a), (b)}, __FILE__, __LINE__)
+#define dsl_vec3(k, a, b, c) dsl_vec_at((k), 3, (dsl_expr[]){(a), (b), (c)}, __FILE__, __LINE__)
+#define dsl_vec4(k, a, b, c, d) dsl_vec_at((k), 4, (dsl_expr[]){(a), (b), (c), (d)}, __FILE__, __LINE__)
+/* Vector of `type` with every lane = scalar s (same component type). */
+#define dsl_splat(k, type, s) dsl_splat_at((k), (type), (s), __FILE__, __LINE__)
+/* Component i (0..3) of a vector (an lvalue when v is one: assign to it). */
+#define dsl_comp(k, v, i) dsl_swizzle_at((k), (v), NULL, (i), __FILE__, __LINE__)
+/* Swizzle "xy", "wzyx", ... (1..4 of xyzw, within the vector's lanes). */
+#define dsl_swizzle(k, v, sw) dsl_swizzle_at((k), (v), (sw), -1, __FILE__, __LINE__)
+
+/* Element idx (u32 or i32) of a buffer, shared array or local array: an lvalue. Reading a
+ * writeonly buffer element or writing a readonly one is an error. */
+#define dsl_at(k, arr, idx) dsl_at_at((k), (arr), (idx), __FILE__, __LINE__)
+/* Shorthands: read element / `arr[idx] = v;` (v must have the element type exactly). */
+#define dsl_load(k, arr, idx) dsl_at(k, arr, idx)
+#define dsl_store(k, arr, idx, v) dsl_assign(k, dsl_at(k, arr, idx), v)
+
+/* Atomic read-modify-write on a buffer or shared element (u32/i32); returns the old value
+ * (the call is emitted exactly once, where it is built, even if the result is unused). */
+#define dsl_atomic_add(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_ADD, lv, v)
+#define dsl_atomic_min(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_MIN, lv, v)
+#define dsl_atomic_max(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_MAX, lv, v)
+#define dsl_atomic_and(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_AND, lv, v)
+#define dsl_atomic_or(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_OR, lv, v)
+#define dsl_atomic_xor(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_XOR, lv, v)
+#define dsl_atomic_exchange(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_XCHG, lv, v)
+#define dsl_atomic_comp_swap(k, lv, cmp, v) dsl_op3(k, DSL_OP_ATOMIC_CAS, lv, cmp, v)
+
+/* ------------------------------------------------------------------------------------
+ * Statements
+ * ---------------------------------------------------------------------------------- */
+
+/* Local variable `T name = init;` (init NULL: zero of `type`; else must have `type`).
+ * Returns an lvalue usable in expressions (read at use) and dsl_assign. */
+#define dsl_var(k, name, type, init) dsl_var_at((k), (name), (type), (init), __FILE__, __LINE__)
+/* Local array `T name[n];` (not initialised); access with dsl_at. */
+#define dsl_var_array(k, name, type, n) dsl_var_array_at((k), (name), (type), (n), __FILE__, __LINE__)
+/* Bind the current value of e to a named local `T name = e;` now; returns it (read-only). */
+#define dsl_let(k, name, e) dsl_let_at((k), (name), (e), __FILE__, __LINE__)
+/* `lv = v;` (types must match exactly; lv: var, element, or component of one). */
+#define dsl_assign(k, lv, v) dsl_assign_at((k), (lv), DSL_OP_COUNT, (v), __FILE__, __LINE__)
+/* Compound `lv op= v;` for op in ADD SUB MUL DIV MOD BAND BOR BXOR SHL SHR (op's type rule). */
+#define dsl_assign_op(k, lv, op, v) dsl_assign_at((k), (lv), (op), (v), __FILE__, __LINE__)
+#define dsl_add_to(k, lv, v) dsl_assign_op(k, lv, DSL_OP_ADD, v)
+
+/* `if (cond) {` ... [dsl_else: `} else {`] ... dsl_end: `}`. cond: bool scalar. */
+#define dsl_if(k, cond) dsl_if_at((k), (cond), __FILE__, __LINE__)
+#define dsl_else(k) dsl_else_at((k), __FILE__, __LINE__)
+/* Counted loop `for (T name = start; name < end; name += step) {` (T u32 or i32, all three
+ * the same type; step NULL = 1; bounds are evaluated as in GLSL, keep them loop-invariant).
+ * Returns the loop variable (read-only). Close with dsl_end. dsl_for_unroll adds
+ * `[[unroll]]` (GL_EXT_control_flow_attributes). */
+#define dsl_for(k, name, start, end, step) dsl_for_at((k), (name), (start), (end), (step), false, __FILE__, __LINE__)
+#define dsl_for_unroll(k, name, start, end, step) dsl_for_at((k), (name), (start), (end), (step), true, __FILE__, __LINE__)
+/* `while (true) {` ... dsl_end; leave it with dsl_break / dsl_break_if. */
+#define dsl_while(k) dsl_while_at((k), __FILE__, __LINE__)
+/* Close the innermost if/else/for/while. */
+#define dsl_end(k) dsl_end_at((k), __FILE__, __LINE__)
+/* `break;` / `continue;` (inside a loop), `if (cond) break;`. */
+#define dsl_break(k) dsl_jump_at((k), 0, NULL, __FILE__, __LINE__)
+#define dsl_continue(k) dsl_jump_at((k), 1, NULL, __FILE__, __LINE__)
+#define dsl_break_if(k, cond) dsl_jump_at((k), 0, (cond), __FILE__, __LINE__)
+/* `return;` and `if (cond) return;` (early exit of main). */
+#define dsl_return(k) dsl_jump_at((k), 2, NULL, __FILE__, __LINE__)
+#define dsl_return_if(k, cond) dsl_jump_at((k), 2, (cond), __FILE__, __LINE__)
+
+/* Barriers. dsl_barrier: `barrier();` (workgroup execution + shared memory). dsl_memory_barrier:
+ * memoryBarrierShared()/memoryBarrierBuffer()/memoryBarrier() per flags. */
+enum { DSL_MEM_SHARED = 1, DSL_MEM_BUFFER = 2, DSL_MEM_ALL = 4 };
+#define dsl_barrier(k) dsl_barrier_at((k), 0, __FILE__, __LINE__)
+#define dsl_memory_barrier(k, flags) dsl_barrier_at((k), (flags), __FILE__, __LINE__)
+/* `subgroupBarrier();` */
+#define dsl_subgroup_barrier(k) dsl_barrier_at((k), 8, __FILE__, __LINE__)
+
+/* ------------------------------------------------------------------------------------
+ * Output
+ * ---------------------------------------------------------------------------------- */
+
+/* Emit the GLSL (deterministic; sections: header comment, #version, sorted #extension lines,
+ * buffer types, push block, dyn block, shared arrays, constants, helpers, main). Returns the
+ * text owned by the kernel (valid until reset/free; later builder calls invalidate it), or
+ * NULL on error (see dsl_error). */
+const char *dsl_emit_glsl(dsl_kernel *k);
+/* Emit + compile to SPIR-V (Vulkan 1.2 / SPIR-V 1.5, optimised for performance).
+ * *out_spv is malloc'd (caller frees), *out_bytes its size. Returns 0, or non-zero with
+ * dsl_error(k) set; a compiler rejection includes the generated source with line numbers. */
+int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
+/* Compile any GLSL compute source with the same settings. On failure returns non-zero and
+ * *out_err (malloc'd, caller frees) holds shaderc's message followed by the numbered
+ * source. `name` is used as the file name in messages. */
+int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
+                     char **out_err);
+
+/* ------------------------------------------------------------------------------------
+ * *_at implementations (call through the macros above)
+ * ---------------------------------------------------------------------------------- */
+
+dsl_expr dsl_buffer_at(dsl_kernel *k, const char *name, dsl_type elem, int access, uint32_t align,
+                       const char *file, int line);
+dsl_expr dsl_param_at(dsl_kernel *k, const char *name, dsl_type type, const char *file, int line);
+dsl_expr dsl_shared_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t n, const char *file,
+                       int line);
+dsl_expr dsl_const_at(dsl_kernel *k, const char *name, dsl_type type, double v, const char *file, int line);
+dsl_expr dsl_spec_const_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t id, double v,
+                           const char *file, int line);
+dsl_expr dsl_lit_at(dsl_kernel *k, dsl_type type, double v, const char *file, int line);
+dsl_expr dsl_builtin_at(dsl_kernel *k, dsl_builtin_id which, const char *file, int line);
+dsl_expr dsl_dyn_at(dsl_kernel *k, dsl_dyn_field field, const char *file, int line);
+dsl_expr dsl_op_at(dsl_kernel *k, dsl_op op, int n, const dsl_expr *args, const char *file, int line);
+dsl_expr dsl_unpack8_at(dsl_kernel *k, dsl_expr w, dsl_expr idx, bool sign, const char *file, int line);
+dsl_expr dsl_cast_at(dsl_kernel *k, dsl_expr e, dsl_type type, const char *file, int line);
+dsl_expr dsl_bitcast_at(dsl_kernel *k, dsl_expr e, dsl_type type, const char *file, int line);
+dsl_expr dsl_vec_at(dsl_kernel *k, int n, const dsl_expr *args, const char *file, int line);
+dsl_expr dsl_splat_at(dsl_kernel *k, dsl_type type, dsl_expr s, const char *file, int line);
+/* sw NULL: component `comp` (0..3); else the swizzle string. */
+dsl_expr dsl_swizzle_at(dsl_kernel *k, dsl_expr v, const char *sw, int comp, const char *file, int line);
+dsl_expr dsl_at_at(dsl_kernel *k, dsl_expr arr, dsl_expr idx, const char *file, int line);
+dsl_expr dsl_var_at(dsl_kernel *k, const char *name, dsl_type type, dsl_expr init, const char *file, int line);
+dsl_expr dsl_var_array_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t n, const char *file,
+                          int line);
+dsl_expr dsl_let_at(dsl_kernel *k, const char *name, dsl_expr e, const char *file, int line);
+void dsl_assign_at(dsl_kernel *k, dsl_expr lv, dsl_op op, dsl_expr v, const char *file, int line);
+void dsl_if_at(dsl_kernel *k, dsl_expr cond, const char *file, int line);
+void dsl_else_at(dsl_kernel *k, const char *file, int line);
+dsl_expr dsl_for_at(dsl_kernel *k, const char *name, dsl_expr start, dsl_expr end, dsl_expr step,
+                    bool unroll, const char *file, int line);
+void dsl_while_at(dsl_kernel *k, const char *file, int line);
+void dsl_end_at(dsl_kernel *k, const char *file, int line);
+void dsl_jump_at(dsl_kernel *k, int kind, dsl_expr cond, const char *file, int line);
+void dsl_barrier_at(dsl_kernel *k, int flags, const char *file, int line);
+
+#endif
