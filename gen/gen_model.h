@@ -15,6 +15,7 @@
 #define GEN_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define GEN_MAX_NAME 64
