@@ -14,7 +14,7 @@ B        ?= build
 CC       ?= cc
 OPT      ?= -O2
 CFLAGS_BASE = -std=c11 -g $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
-              -Wshadow -Wvla -D_DEFAULT_SOURCE -fno-strict-aliasing -I. -Idsl -Igen -Iruntime
+              -Wshadow -Wvla -Wno-format-truncation -D_DEFAULT_SOURCE -fno-strict-aliasing -I. -Idsl -Igen -Iruntime
 SAN      ?=
 CFLAGS   += $(CFLAGS_BASE) $(SAN)
 LDFLAGS  += $(SAN)
