@@ -1,0 +1,220 @@
+/* gen_desc.c - build an rt_model_desc in memory from a parsed model.
+ *
+ * Pipeline: gen_graph_build (lowering, fusion, buffer plan, barriers) ->
+ * gen_kernel_build for each kernel op, once for the decode schedule and once
+ * for the prefill schedule -> GLSL (dsl) -> SPIR-V (shaderc). Kernels with the
+ * same GLSL text are stored once.
+ */
+#include "gen_desc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl.h"
+#include "gen_kernels.h"
+#include "rt_gguf.h"
+
+static uint64_t fnv64(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Emit + compile a kernel, or find an identical one. Returns the kernel index. */
+static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
+{
+    const char *text = dsl_emit_glsl(k);
+    if (!text) {
+        snprintf(err, GEN_ERR_LEN, "%s", dsl_error(k) ? dsl_error(k) : "GLSL emission failed");
+        return -1;
+    }
+    char *glsl = strdup(text);
+    if (!glsl) {
+        snprintf(err, GEN_ERR_LEN, "out of memory");
+        return -1;
+    }
+    for (uint32_t i = 0; i < d->n_kernels; i++)
+        if (strcmp(d->glsl[i], glsl) == 0) {
+            free(glsl);
+            return (int)i;
+        }
+    if (d->n_kernels >= GEN_MAX_KERNELS) {
+        snprintf(err, GEN_ERR_LEN, "too many distinct kernels (max %d)", GEN_MAX_KERNELS);
+        free(glsl);
+        return -1;
+    }
+    uint32_t *spv = NULL;
+    size_t spv_bytes = 0;
+    char *cerr = NULL;
+    if (dsl_compile_glsl(dsl_kernel_name(k), glsl, &spv, &spv_bytes, &cerr)) {
+        fprintf(stderr, "%s\n", cerr ? cerr : "");
+        snprintf(err, GEN_ERR_LEN, "kernel '%s' does not compile (source above)", dsl_kernel_name(k));
+        free(cerr);
+        free(glsl);
+        return -1;
+    }
+    free(cerr);
+    uint32_t i = d->n_kernels++;
+    /* Stable, unique names: the DSL name, suffixed when two kernels share it. */
+    char name[96];
+    snprintf(name, sizeof(name), "%s", dsl_kernel_name(k));
+    for (int sfx = 2;; sfx++) {
+        bool clash = false;
+        for (uint32_t j = 0; j < i; j++)
+            clash |= strcmp(d->kname[j], name) == 0;
+        if (!clash)
+            break;
+        snprintf(name, sizeof(name), "%s_%d", dsl_kernel_name(k), sfx);
+    }
+    d->kname[i] = strdup(name);
+    d->glsl[i] = glsl;
+    d->spv[i] = spv;
+    d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes};
+    return (int)i;
+}
+
+static int build_schedule(gen_desc *d, bool decode, rt_schedule *out_s, char *err)
+{
+    const gen_graph *g = &d->graph;
+    rt_dispatch *disp = d->disp[decode ? 0 : 1];
+    uint32_t counts[3] = {0, 0, 0};
+    for (int ki = 0; ki < g->n_kops; ki++) {
+        const gen_kop *kop = &g->kops[ki];
+        gen_kernel_out ko;
+        memset(&ko, 0, sizeof(ko));
+        if (gen_kernel_build(g, kop, decode, &ko, err)) {
+            gen_kernel_out_free(&ko);
+            return -1;
+        }
+        int kid = intern_kernel(d, (dsl_kernel *)ko.k, err);
+        if (kid < 0) {
+            gen_kernel_out_free(&ko);
+            return -1;
+        }
+        rt_dispatch *dp = &disp[ki];
+        memset(dp, 0, sizeof(*dp));
+        dp->kernel = (uint16_t)kid;
+        dp->n_args = (uint8_t)ko.n_args;
+        for (int a = 0; a < ko.n_args; a++)
+            dp->args[a] = (rt_arg){.kind = ko.args[a].kind, .index = (uint16_t)ko.args[a].ref};
+        dp->n_params = (uint8_t)ko.n_params;
+        memcpy(dp->params, ko.params, sizeof(rt_param) * (size_t)ko.n_params);
+        memcpy(dp->groups, ko.groups, sizeof(dp->groups));
+        dp->barrier = g->barrier[ki];
+        dp->bytes = ko.bytes;
+        dp->label = kop->label;
+        counts[kop->sec]++;
+        gen_kernel_out_free(&ko);
+    }
+    /* kops are stored section by section (pre, layer, post) */
+    out_s->pre = disp;
+    out_s->n_pre = counts[GEN_SEC_PRE];
+    out_s->layer = disp + counts[GEN_SEC_PRE];
+    out_s->n_layer = counts[GEN_SEC_LAYER];
+    out_s->post = disp + counts[GEN_SEC_PRE] + counts[GEN_SEC_LAYER];
+    out_s->n_post = counts[GEN_SEC_POST];
+    return 0;
+}
+
+static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char *err)
+{
+    if (!k) {
+        snprintf(err, GEN_ERR_LEN, "auxiliary kernel: out of memory");
+        return -1;
+    }
+    int id = intern_kernel(d, (dsl_kernel *)k, err);
+    dsl_kernel_free((dsl_kernel *)k);
+    if (id < 0)
+        return -1;
+    *out_id = (uint16_t)id;
+    return 0;
+}
+
+static const uint8_t ttype_rt[] = {[GEN_T_F32] = RT_TYPE_F32, [GEN_T_F16] = RT_TYPE_F16, [GEN_T_I2_S] = RT_TYPE_I2_S};
+
+int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
+{
+    gen_desc *d = out_d;
+    memset(d, 0, sizeof(*d));
+    if (gen_graph_build(m, fuse, &d->graph, err))
+        return -1;
+    rt_model_desc *md = &d->desc;
+    md->name = m->name;
+    for (int i = 0; i < m->n_archs; i++)
+        d->archs[i] = m->archs[i];
+    md->archs = d->archs;
+    md->n_archs = (uint32_t)m->n_archs;
+    for (int i = 0; i < m->n_checks; i++)
+        d->checks[i] = (rt_hparam_check){.name = m->checks[i].gguf_key, .value = m->checks[i].value,
+                                         .is_float = m->checks[i].is_float};
+    md->checks = d->checks;
+    md->n_checks = (uint32_t)m->n_checks;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gen_tensor *t = &m->tensors[i];
+        d->tensors[i] = (rt_tensor_desc){.gguf = t->gguf, .type = ttype_rt[t->type], .n_dims = (uint8_t)t->n_dims,
+                                         .ne = {t->ne[0], t->n_dims > 1 ? t->ne[1] : 1},
+                                         .per_layer = t->per_layer};
+    }
+    md->tensors = d->tensors;
+    md->n_tensors = (uint32_t)m->n_tensors;
+    for (int i = 0; i < m->n_pre; i++)
+        if (m->pre[i].kind == GEN_OP_EMBED)
+            md->vocab_tensor = (uint32_t)m->pre[i].weight;
+    for (int i = 0; i < d->graph.n_bufs; i++)
+        d->acts[i] = (rt_act_desc){.name = d->graph.bufs[i].name, .bytes_per_token = d->graph.bufs[i].bytes_per_token};
+    md->acts = d->acts;
+    md->n_acts = (uint32_t)d->graph.n_bufs;
+    md->kv_dim = (uint32_t)(m->hp.n_kv_heads * m->hp.head_dim);
+    md->kv_elem_bytes = strcmp(m->hp.kv_type, "f32") == 0 ? 4 : 2;
+    if (build_schedule(d, true, &md->decode, err) || build_schedule(d, false, &md->prefill, err) ||
+        aux_kernel(d, gen_kernel_argmax(), &md->k_argmax, err) ||
+        aux_kernel(d, gen_kernel_topk(), &md->k_topk, err) || aux_kernel(d, gen_kernel_copy(), &md->k_copy, err)) {
+        gen_desc_free(d);
+        return -1;
+    }
+    md->topk_groups_x = 1;
+    md->kernels = d->kernels;
+    md->n_kernels = d->n_kernels;
+
+    /* MANIFEST: what this description was made from, with content hashes. */
+    size_t cap = 4096 + 128 * (size_t)d->n_kernels, len = 0;
+    d->manifest = malloc(cap);
+    if (!d->manifest) {
+        snprintf(err, GEN_ERR_LEN, "out of memory");
+        gen_desc_free(d);
+        return -1;
+    }
+    FILE *yf = fopen(m->path, "rb");
+    uint64_t yh = 0;
+    if (yf) {
+        char buf[65536];
+        size_t n = fread(buf, 1, sizeof(buf), yf);
+        yh = fnv64(buf, n);
+        fclose(yf);
+    }
+    len += (size_t)snprintf(d->manifest + len, cap - len,
+                            "model %s\nsource %s fnv64:%016llx\nfusion %s\nkernels %u\n", m->name, m->path,
+                            (unsigned long long)yh, fuse ? "on" : "off", d->n_kernels);
+    for (uint32_t i = 0; i < d->n_kernels && len < cap; i++)
+        len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx spv-bytes:%u\n",
+                                d->kname[i], (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),
+                                d->kernels[i].spv_bytes);
+    md->manifest = d->manifest;
+    return 0;
+}
+
+void gen_desc_free(gen_desc *d)
+{
+    for (uint32_t i = 0; i < d->n_kernels; i++) {
+        free(d->glsl[i]);
+        free(d->kname[i]);
+        free(d->spv[i]);
+    }
+    free(d->manifest);
+    d->n_kernels = 0;
+    d->manifest = NULL;
+}

@@ -1,0 +1,42 @@
+/* gen_desc.h - the generator's product: an rt_model_desc built in memory.
+ *
+ * gen_desc_build runs the whole pipeline (graph + fusion + planning, kernel
+ * builders, GLSL emission, shaderc) and fills an rt_model_desc whose tables
+ * point into storage owned by the gen_desc. The same description is either
+ * written out as generated/<model>/ (gen_emit.c) or handed directly to the
+ * runtime by tests (fused vs unfused, kernels vs the CPU reference).
+ */
+#ifndef GEN_DESC_H
+#define GEN_DESC_H
+
+#include <stdbool.h>
+
+#include "gen_graph.h"
+#include "rt_schedule.h"
+
+#define GEN_MAX_KERNELS 64
+
+typedef struct {
+    rt_model_desc desc;                    /* tables point into the fields below */
+    gen_graph graph;                       /* the planned graph it came from */
+    char *glsl[GEN_MAX_KERNELS];           /* owned GLSL text per kernel */
+    char *kname[GEN_MAX_KERNELS];          /* owned kernel names */
+    uint32_t *spv[GEN_MAX_KERNELS];        /* owned SPIR-V */
+    rt_kernel_desc kernels[GEN_MAX_KERNELS];
+    uint32_t n_kernels;
+    const char *archs[GEN_MAX_ARCH];
+    rt_hparam_check checks[32];
+    rt_tensor_desc tensors[GEN_MAX_TENSORS];
+    rt_act_desc acts[GEN_MAX_BUFS];
+    rt_dispatch disp[2][GEN_MAX_KOPS];     /* [0] decode, [1] prefill, in kop order */
+    char *manifest;                        /* owned */
+} gen_desc;
+
+int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err);
+void gen_desc_free(gen_desc *d);
+
+/* Write generated/<model>/: kernels/<name>.comp + .spv, model.c, schedule.txt,
+ * MANIFEST. Deterministic. */
+int gen_desc_write(const gen_desc *d, const char *dir, char *err);
+
+#endif

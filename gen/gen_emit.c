@@ -1,0 +1,265 @@
+/* gen_emit.c - write a gen_desc as generated/<model>/ (deterministic text).
+ *
+ *   kernels/<name>.comp   readable GLSL of every kernel
+ *   kernels/<name>.spv    its SPIR-V
+ *   model.c               static rt_model_desc tables + main() -> rt_cli_main
+ *   schedule.txt          the decode and prefill dispatch lists, one line each
+ *   MANIFEST              inputs and content hashes
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gen_desc.h"
+#include "rt_gguf.h"
+
+static int mkdir_p(const char *dir, char *err)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof(tmp), "%s", dir);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+    if (mkdir(tmp, 0755) && errno != EEXIST) {
+        snprintf(err, GEN_ERR_LEN, "%s: cannot create directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static FILE *open_out(const char *dir, const char *name, const char *mode, char *err)
+{
+    char path[768];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, mode);
+    if (!f)
+        snprintf(err, GEN_ERR_LEN, "%s: cannot write: %s", path, strerror(errno));
+    return f;
+}
+
+static int close_out(FILE *f, const char *name, char *err)
+{
+    if (ferror(f) | fclose(f)) {
+        snprintf(err, GEN_ERR_LEN, "%s: write failed", name);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *arg_kind_name(uint8_t k)
+{
+    static const char *const n[] = {"RT_ARG_WEIGHT", "RT_ARG_ACT",    "RT_ARG_KCACHE", "RT_ARG_VCACHE",
+                                    "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT"};
+    return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
+}
+
+static const char *param_kind_name(uint8_t k)
+{
+    static const char *const n[] = {"RT_P_CONST", "RT_P_VOCAB", "RT_P_N_CTX", "RT_P_LAYER"};
+    return k < 4 ? n[k] : "?";
+}
+
+/* One line describing an argument, for comments and schedule.txt. */
+static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
+{
+    switch (a.kind) {
+    case RT_ARG_WEIGHT: snprintf(out, n, "%s", md->tensors[a.index].gguf); break;
+    case RT_ARG_ACT: snprintf(out, n, "%s", md->acts[a.index].name); break;
+    case RT_ARG_KCACHE: snprintf(out, n, "kcache[L]"); break;
+    case RT_ARG_VCACHE: snprintf(out, n, "vcache[L]"); break;
+    case RT_ARG_TOKENS: snprintf(out, n, "tokens"); break;
+    case RT_ARG_LOGITS: snprintf(out, n, "logits"); break;
+    default: snprintf(out, n, "result"); break;
+    }
+}
+
+static void write_barrier_text(FILE *f, const rt_model_desc *md, uint64_t b)
+{
+    if (!b)
+        return;
+    fprintf(f, "  [barrier:");
+    for (uint32_t i = 0; i < md->n_acts; i++)
+        if (b & (1ull << i))
+            fprintf(f, " %s", md->acts[i].name);
+    if (b & RT_BAR_KCACHE)
+        fprintf(f, " kcache");
+    if (b & RT_BAR_VCACHE)
+        fprintf(f, " vcache");
+    if (b & RT_BAR_LOGITS)
+        fprintf(f, " logits");
+    fprintf(f, "]");
+}
+
+static void write_dispatch_line(FILE *f, const rt_model_desc *md, const rt_dispatch *d, const char *indent,
+                                const char *end)
+{
+    char a[128];
+    fprintf(f, "%s%-28s %-24s (", indent, d->label, md->kernels[d->kernel].name);
+    for (int i = 0; i < d->n_args; i++) {
+        arg_text(md, d->args[i], a, sizeof(a));
+        fprintf(f, "%s%s", i ? ", " : "", a);
+    }
+    fprintf(f, ")");
+    write_barrier_text(f, md, d->barrier);
+    fputs(end, f);
+}
+
+static void write_schedule_text(FILE *f, const rt_model_desc *md, const rt_schedule *s, const char *what)
+{
+    fprintf(f, "%s:\n", what);
+    for (uint32_t i = 0; i < s->n_pre; i++)
+        write_dispatch_line(f, md, &s->pre[i], "  ", "\n");
+    fprintf(f, "  for L in 0 .. n_layers-1:\n");
+    for (uint32_t i = 0; i < s->n_layer; i++)
+        write_dispatch_line(f, md, &s->layer[i], "    ", "\n");
+    for (uint32_t i = 0; i < s->n_post; i++)
+        write_dispatch_line(f, md, &s->post[i], "  ", "\n");
+    fprintf(f, "  %u dispatches per step + %u per layer\n\n", s->n_pre + s->n_post, s->n_layer);
+}
+
+static void write_dispatch_c(FILE *f, const rt_model_desc *md, const rt_dispatch *d)
+{
+    fprintf(f, "    /* ");
+    write_dispatch_line(f, md, d, "", " */\n");
+    fprintf(f, "    {.kernel = %u, .n_args = %u, .args = {", d->kernel, d->n_args);
+    for (int i = 0; i < d->n_args; i++)
+        fprintf(f, "%s{%s, %u}", i ? ", " : "", arg_kind_name(d->args[i].kind), d->args[i].index);
+    fprintf(f, "},\n     .n_params = %u, .params = {", d->n_params);
+    for (int i = 0; i < d->n_params; i++)
+        fprintf(f, "%s{%s, %uu}", i ? ", " : "", param_kind_name(d->params[i].kind), d->params[i].value);
+    fprintf(f, "},\n     .groups = {");
+    for (int i = 0; i < 3; i++)
+        fprintf(f, "%s{%u, %u, %u}", i ? ", " : "", d->groups[i].mul, d->groups[i].add, d->groups[i].div);
+    fprintf(f, "}, .barrier = 0x%llxull, .bytes = %lluull, .label = \"%s\"},\n",
+            (unsigned long long)d->barrier, (unsigned long long)d->bytes, d->label);
+}
+
+static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule *s, const char *name)
+{
+    fprintf(f, "static const rt_dispatch %s[] = {\n", name);
+    const rt_dispatch *parts[3] = {s->pre, s->layer, s->post};
+    const uint32_t counts[3] = {s->n_pre, s->n_layer, s->n_post};
+    const char *titles[3] = {"before the layers", "each layer L", "after the layers"};
+    for (int p = 0; p < 3; p++) {
+        fprintf(f, "    /* ---- %s ---- */\n", titles[p]);
+        for (uint32_t i = 0; i < counts[p]; i++)
+            write_dispatch_c(f, md, &parts[p][i]);
+    }
+    fprintf(f, "};\n\n");
+}
+
+static int write_model_c(const gen_desc *d, const char *dir, char *err)
+{
+    const rt_model_desc *md = &d->desc;
+    FILE *f = open_out(dir, "model.c", "w", err);
+    if (!f)
+        return -1;
+    fprintf(f, "/* model.c - generated by ternion-gen from %s. Do not edit: run `make gen`.\n"
+               " * The model '%s' as static tables for the runtime (see runtime/rt_schedule.h);\n"
+               " * the readable dispatch list is schedule.txt, the kernels are kernels/ *.comp. */\n"
+               "#include \"rt_gguf.h\"\n#include \"rt_schedule.h\"\n\n",
+            d->graph.m->path, md->name);
+    for (uint32_t k = 0; k < md->n_kernels; k++) {
+        const uint32_t *w = md->kernels[k].spv;
+        uint32_t nw = md->kernels[k].spv_bytes / 4;
+        fprintf(f, "static const uint32_t spv_%s[%u] = {", md->kernels[k].name, nw);
+        for (uint32_t i = 0; i < nw; i++)
+            fprintf(f, "%s0x%08x,", i % 8 ? " " : "\n    ", w[i]);
+        fprintf(f, "\n};\n");
+    }
+    fprintf(f, "\nstatic const rt_kernel_desc kernels[%u] = {\n", md->n_kernels);
+    for (uint32_t k = 0; k < md->n_kernels; k++)
+        fprintf(f, "    {\"%s\", spv_%s, sizeof(spv_%s)},\n", md->kernels[k].name, md->kernels[k].name,
+                md->kernels[k].name);
+    fprintf(f, "};\n\nstatic const char *const archs[] = {");
+    for (uint32_t i = 0; i < md->n_archs; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : "", md->archs[i]);
+    fprintf(f, "};\n\n/* hyperparameters fixed by the YAML, checked against the GGUF at load */\n");
+    fprintf(f, "static const rt_hparam_check checks[] = {\n");
+    for (uint32_t i = 0; i < md->n_checks; i++)
+        fprintf(f, "    {\"%s\", %.9g, %u},\n", md->checks[i].name, md->checks[i].value, md->checks[i].is_float);
+    fprintf(f, "};\n\nstatic const rt_tensor_desc tensors[] = {\n");
+    static const char *const tnames[] = {[RT_TYPE_F32] = "RT_TYPE_F32", [RT_TYPE_F16] = "RT_TYPE_F16",
+                                         [RT_TYPE_I2_S] = "RT_TYPE_I2_S"};
+    for (uint32_t i = 0; i < md->n_tensors; i++) {
+        const rt_tensor_desc *t = &md->tensors[i];
+        fprintf(f, "    {\"%s\", %s, %u, {%lld, %lld}, %u},\n", t->gguf, tnames[t->type], t->n_dims,
+                (long long)t->ne[0], (long long)t->ne[1], t->per_layer);
+    }
+    fprintf(f, "};\n\n/* activation buffers (planned: values with disjoint lifetimes share one) */\n");
+    fprintf(f, "static const rt_act_desc acts[] = {\n");
+    for (uint32_t i = 0; i < md->n_acts; i++)
+        fprintf(f, "    {\"%s\", %u},\n", md->acts[i].name, md->acts[i].bytes_per_token);
+    fprintf(f, "};\n\n");
+    write_schedule_c(f, md, &md->decode, "decode");
+    write_schedule_c(f, md, &md->prefill, "prefill");
+    fprintf(f, "static const char manifest[] =\n");
+    for (const char *p = md->manifest; *p;) {
+        const char *e = strchr(p, '\n');
+        int n = e ? (int)(e - p) : (int)strlen(p);
+        fprintf(f, "    \"%.*s\\n\"\n", n, p);
+        p += n + (e ? 1 : 0);
+    }
+    fprintf(f, "    ;\n\nconst rt_model_desc rt_model = {\n"
+               "    .name = \"%s\", .archs = archs, .n_archs = %u,\n"
+               "    .checks = checks, .n_checks = %u,\n"
+               "    .tensors = tensors, .n_tensors = %u, .vocab_tensor = %u,\n"
+               "    .acts = acts, .n_acts = %u,\n"
+               "    .kv_dim = %u, .kv_elem_bytes = %u,\n"
+               "    .kernels = kernels, .n_kernels = %u,\n",
+            md->name, md->n_archs, md->n_checks, md->n_tensors, md->vocab_tensor, md->n_acts, md->kv_dim,
+            md->kv_elem_bytes, md->n_kernels);
+    const rt_schedule *s[2] = {&md->decode, &md->prefill};
+    const char *sn[2] = {"decode", "prefill"};
+    for (int i = 0; i < 2; i++)
+        fprintf(f, "    .%s = {%s, %u, %s + %u, %u, %s + %u, %u},\n", sn[i], sn[i], s[i]->n_pre, sn[i],
+                s[i]->n_pre, s[i]->n_layer, sn[i], s[i]->n_pre + s[i]->n_layer, s[i]->n_post);
+    fprintf(f, "    .k_argmax = %u, .k_topk = %u, .k_copy = %u, .topk_groups_x = %u,\n"
+               "    .manifest = manifest,\n};\n\n"
+               "int main(int argc, char **argv)\n{\n    return rt_cli_main(argc, argv, &rt_model);\n}\n",
+            md->k_argmax, md->k_topk, md->k_copy, md->topk_groups_x);
+    return close_out(f, "model.c", err);
+}
+
+int gen_desc_write(const gen_desc *d, const char *dir, char *err)
+{
+    const rt_model_desc *md = &d->desc;
+    char kdir[600];
+    snprintf(kdir, sizeof(kdir), "%s/kernels", dir);
+    if (mkdir_p(kdir, err))
+        return -1;
+    for (uint32_t k = 0; k < md->n_kernels; k++) {
+        char name[160];
+        snprintf(name, sizeof(name), "%s.comp", md->kernels[k].name);
+        FILE *f = open_out(kdir, name, "w", err);
+        if (!f)
+            return -1;
+        fputs(d->glsl[k], f);
+        if (close_out(f, name, err))
+            return -1;
+        snprintf(name, sizeof(name), "%s.spv", md->kernels[k].name);
+        if (!(f = open_out(kdir, name, "wb", err)))
+            return -1;
+        fwrite(md->kernels[k].spv, 1, md->kernels[k].spv_bytes, f);
+        if (close_out(f, name, err))
+            return -1;
+    }
+    FILE *f = open_out(dir, "schedule.txt", "w", err);
+    if (!f)
+        return -1;
+    fprintf(f, "# %s: dispatch schedule generated from %s\n\n", md->name, d->graph.m->path);
+    write_schedule_text(f, md, &md->decode, "decode (1 token)");
+    write_schedule_text(f, md, &md->prefill, "prefill (n_tokens tokens)");
+    if (close_out(f, "schedule.txt", err))
+        return -1;
+    if (!(f = open_out(dir, "MANIFEST", "w", err)))
+        return -1;
+    fputs(md->manifest, f);
+    if (close_out(f, "MANIFEST", err))
+        return -1;
+    return write_model_c(d, dir, err);
+}

@@ -1,0 +1,316 @@
+/* gen_graph.c - lowering of the YAML op lists into kernel ops, with the fusion pass.
+ *
+ * Unfused, every source op becomes one kernel op and every bitlinear quantizes
+ * its own input (QUANT + BITLINEAR). The fusion pass (gen_graph_build(.., fuse=1))
+ * applies four rules, each only when the intermediate value has no other reader:
+ *   - rmsnorm whose output only feeds bitlinears   -> NORM_QUANT (one quantization,
+ *     shared by every projection that reads it)
+ *   - bitlinear a, bitlinear b (same input), relu2_mul/silu_mul(a, b) -> BITLINEAR_GLU
+ *   - bitlinear o, add(r, o) -> r                   -> BITLINEAR with residual r
+ *   - rope(k) -> kr, kv_write(kr, v)                -> ROPE_KV
+ * Both paths do the same arithmetic in the same order, so fused == unfused.
+ * Buffer planning and barriers are in gen_plan.c.
+ */
+#include "gen_graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *gen_kop_name(gen_kop_kind k)
+{
+    static const char *const names[] = {
+#define GEN_KOP_NAME(id, name) name,
+        GEN_KOPS(GEN_KOP_NAME)
+#undef GEN_KOP_NAME
+    };
+    return (unsigned)k < GEN_K_COUNT ? names[k] : "?";
+}
+
+typedef struct {
+    const gen_model *m;
+    gen_graph *g;
+    bool fuse;
+    int gv_of[GEN_MAX_VALUES]; /* model value -> F32 gval (-1 none yet) */
+    int q8_of[GEN_MAX_VALUES]; /* model value -> shared Q8 gval (fused path) */
+    char *err;
+} lower_ctx;
+
+/* A section's op list (pre / layer / post). */
+typedef struct {
+    const gen_op *ops;
+    int n;
+    gen_section sec;
+} sect;
+
+static int add_gval(lower_ctx *c, const char *name, gen_gval_kind kind, int width, int model_val)
+{
+    gen_graph *g = c->g;
+    if (g->n_vals >= GEN_MAX_GVALS) {
+        snprintf(c->err, GEN_ERR_LEN, "%s: too many values (max %d)", c->m->path, GEN_MAX_GVALS);
+        return -1;
+    }
+    gen_gval *v = &g->vals[g->n_vals];
+    memset(v, 0, sizeof(*v));
+    snprintf(v->name, sizeof(v->name), "%s", name);
+    v->kind = kind;
+    v->width = width;
+    v->model_val = model_val;
+    v->buf = v->buf_s = -1;
+    return g->n_vals++;
+}
+
+static int f32_val(lower_ctx *c, int mv)
+{
+    if (c->gv_of[mv] < 0)
+        c->gv_of[mv] = add_gval(c, c->m->values[mv].name, GEN_GV_F32, c->m->values[mv].width, mv);
+    return c->gv_of[mv];
+}
+
+static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const gen_op *src)
+{
+    gen_graph *g = c->g;
+    if (g->n_kops >= GEN_MAX_KOPS) {
+        snprintf(c->err, GEN_ERR_LEN, "%s:%d:%d: too many kernel ops (max %d)", c->m->path,
+                 src->loc.line, src->loc.col, GEN_MAX_KOPS);
+        return NULL;
+    }
+    gen_kop *k = &g->kops[g->n_kops++];
+    memset(k, 0, sizeof(*k));
+    k->kind = kind;
+    k->sec = sec;
+    k->in[0] = k->in[1] = k->in[2] = -1;
+    k->out = k->res = -1;
+    k->w[0] = k->w[1] = -1;
+    k->loc = src->loc;
+    const char *what = src->weight >= 0 ? c->m->tensors[src->weight].key
+                       : src->out >= 0  ? c->m->values[src->out].name
+                                        : "";
+    snprintf(k->label, sizeof(k->label), "%s %s", gen_kop_name(kind), what);
+    return k;
+}
+
+/* Number of reads of model value v in all three op lists. */
+static int count_uses(const gen_model *m, int v)
+{
+    const sect all[3] = {{m->pre, m->n_pre, GEN_SEC_PRE}, {m->layer, m->n_layer, GEN_SEC_LAYER},
+                         {m->post, m->n_post, GEN_SEC_POST}};
+    int n = 0;
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < all[s].n; i++)
+            for (int a = 0; a < gen_op_arity(all[s].ops[i].kind); a++)
+                n += all[s].ops[i].in[a] == v;
+    return n;
+}
+
+static bool only_bitlinear_uses(const gen_model *m, int v)
+{
+    const sect all[3] = {{m->pre, m->n_pre, GEN_SEC_PRE}, {m->layer, m->n_layer, GEN_SEC_LAYER},
+                         {m->post, m->n_post, GEN_SEC_POST}};
+    int n = 0;
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < all[s].n; i++)
+            for (int a = 0; a < gen_op_arity(all[s].ops[i].kind); a++)
+                if (all[s].ops[i].in[a] == v) {
+                    if (all[s].ops[i].kind != GEN_OP_BITLINEAR)
+                        return false;
+                    n++;
+                }
+    return n > 0;
+}
+
+/* Index j > i in the section of the op reading value v, or -1. */
+static int next_use(const sect *s, int i, int v)
+{
+    for (int j = i + 1; j < s->n; j++)
+        for (int a = 0; a < gen_op_arity(s->ops[j].kind); a++)
+            if (s->ops[j].in[a] == v)
+                return j;
+    return -1;
+}
+
+/* Does any op strictly between i and j write value v? */
+static bool written_between(const sect *s, int i, int j, int v)
+{
+    for (int k = i + 1; k < j; k++)
+        if (s->ops[k].out == v)
+            return true;
+    return false;
+}
+
+/* The Q8 gval a bitlinear reads: shared per value when fusing, fresh otherwise. */
+static int quant_input(lower_ctx *c, const sect *s, const gen_op *op)
+{
+    int mv = op->in[0];
+    if (c->fuse && c->q8_of[mv] >= 0)
+        return c->q8_of[mv];
+    char name[GEN_MAX_NAME + 8];
+    snprintf(name, sizeof(name), "%.*s_q", GEN_MAX_NAME - 8,
+             c->fuse ? c->m->values[mv].name : c->m->values[op->out].name);
+    int q = add_gval(c, name, GEN_GV_Q8, c->m->values[mv].width, -1);
+    if (q < 0)
+        return -1;
+    gen_kop *k = add_kop(c, GEN_K_QUANT, s->sec, op);
+    if (!k)
+        return -1;
+    k->in[0] = f32_val(c, mv);
+    k->out = q;
+    snprintf(k->label, sizeof(k->label), "quant %s", c->m->values[mv].name);
+    if (c->fuse)
+        c->q8_of[mv] = q;
+    return q;
+}
+
+static int lower_section(lower_ctx *c, const sect *s)
+{
+    const gen_model *m = c->m;
+    bool skip[GEN_MAX_OPS] = {false};
+    int rope_kv_src[GEN_MAX_OPS]; /* kv_write index -> fused rope op index */
+    for (int i = 0; i < s->n; i++)
+        rope_kv_src[i] = -1;
+
+    for (int i = 0; i < s->n; i++) {
+        if (skip[i])
+            continue;
+        const gen_op *op = &s->ops[i];
+        gen_kop *k = NULL;
+        if (op->out >= 0)
+            c->q8_of[op->out] = -1; /* a redefined value needs a new quantization */
+        switch (op->kind) {
+        case GEN_OP_RMSNORM:
+            if (c->fuse && only_bitlinear_uses(m, op->out)) {
+                char name[GEN_MAX_NAME + 8];
+                snprintf(name, sizeof(name), "%.*s_q", GEN_MAX_NAME - 8, m->values[op->out].name);
+                int q = add_gval(c, name, GEN_GV_Q8, m->values[op->out].width, -1);
+                if (q < 0 || !(k = add_kop(c, GEN_K_NORM_QUANT, s->sec, op)))
+                    return -1;
+                k->in[0] = f32_val(c, op->in[0]);
+                k->w[0] = op->weight;
+                k->out = q;
+                c->q8_of[op->out] = q;
+                break;
+            }
+            if (!(k = add_kop(c, GEN_K_RMSNORM, s->sec, op)))
+                return -1;
+            k->in[0] = f32_val(c, op->in[0]);
+            k->w[0] = op->weight;
+            k->out = f32_val(c, op->out);
+            break;
+        case GEN_OP_BITLINEAR: {
+            int q = quant_input(c, s, op);
+            if (q < 0)
+                return -1;
+            int u = c->fuse ? next_use(s, i, op->out) : -1;
+            const gen_op *use = u >= 0 ? &s->ops[u] : NULL;
+            /* GLU: bitlinear(a) i, bitlinear(b) j, act_mul(a_out, b_out) */
+            if (use && (use->kind == GEN_OP_RELU2_MUL || use->kind == GEN_OP_SILU_MUL) &&
+                use->in[0] == op->out && count_uses(m, op->out) == 1) {
+                int j = -1;
+                for (int t = i + 1; t < u; t++)
+                    if (s->ops[t].kind == GEN_OP_BITLINEAR && s->ops[t].out == use->in[1] &&
+                        s->ops[t].in[0] == op->in[0] && !skip[t])
+                        j = t;
+                if (j >= 0 && count_uses(m, s->ops[j].out) == 1) {
+                    if (!(k = add_kop(c, GEN_K_BITLINEAR_GLU, s->sec, op)))
+                        return -1;
+                    k->in[0] = q;
+                    k->w[0] = op->weight;
+                    k->w[1] = s->ops[j].weight;
+                    k->relu2 = use->kind == GEN_OP_RELU2_MUL;
+                    k->out = f32_val(c, use->out);
+                    snprintf(k->label, sizeof(k->label), "bitlinear_glu %s+%s", m->tensors[op->weight].key,
+                             m->tensors[s->ops[j].weight].key);
+                    skip[j] = skip[u] = true;
+                    break;
+                }
+            }
+            /* residual: bitlinear o; r = add(r, o) */
+            if (use && use->kind == GEN_OP_ADD && count_uses(m, op->out) == 1) {
+                int r = use->in[0] == op->out ? use->in[1] : use->in[0];
+                if (use->out == r && r != op->out && !written_between(s, i, u, r)) {
+                    if (!(k = add_kop(c, GEN_K_BITLINEAR, s->sec, op)))
+                        return -1;
+                    k->in[0] = q;
+                    k->w[0] = op->weight;
+                    k->res = k->out = f32_val(c, r);
+                    c->q8_of[r] = -1;
+                    snprintf(k->label, sizeof(k->label), "bitlinear+add %s", m->tensors[op->weight].key);
+                    skip[u] = true;
+                    break;
+                }
+            }
+            if (!(k = add_kop(c, GEN_K_BITLINEAR, s->sec, op)))
+                return -1;
+            k->in[0] = q;
+            k->w[0] = op->weight;
+            k->out = f32_val(c, op->out);
+            break;
+        }
+        case GEN_OP_ROPE: {
+            int u = c->fuse ? next_use(s, i, op->out) : -1;
+            if (u >= 0 && s->ops[u].kind == GEN_OP_KV_WRITE && s->ops[u].in[0] == op->out &&
+                count_uses(m, op->out) == 1 && !written_between(s, i, u, op->in[0])) {
+                rope_kv_src[u] = i; /* emitted at the kv_write, where v is defined */
+                break;
+            }
+            if (!(k = add_kop(c, GEN_K_ROPE, s->sec, op)))
+                return -1;
+            k->in[0] = f32_val(c, op->in[0]);
+            k->out = f32_val(c, op->out);
+            break;
+        }
+        case GEN_OP_KV_WRITE: {
+            int src = rope_kv_src[i];
+            if (!(k = add_kop(c, src >= 0 ? GEN_K_ROPE_KV : GEN_K_KV_WRITE, s->sec, op)))
+                return -1;
+            k->in[0] = f32_val(c, src >= 0 ? s->ops[src].in[0] : op->in[0]);
+            k->in[1] = f32_val(c, op->in[1]);
+            snprintf(k->label, sizeof(k->label), "%s", src >= 0 ? "rope_kv" : "kv_write");
+            break;
+        }
+        default: {
+            static const gen_kop_kind direct[GEN_OP_COUNT] = {
+                [GEN_OP_EMBED] = GEN_K_EMBED,         [GEN_OP_ATTENTION] = GEN_K_ATTENTION,
+                [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_RELU2_MUL] = GEN_K_RELU2_MUL,
+                [GEN_OP_SILU_MUL] = GEN_K_SILU_MUL,   [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,
+            };
+            if (!(k = add_kop(c, direct[op->kind], s->sec, op)))
+                return -1;
+            for (int a = 0; a < gen_op_arity(op->kind); a++)
+                k->in[a] = f32_val(c, op->in[a]);
+            k->w[0] = op->weight;
+            if (op->kind == GEN_OP_LM_HEAD) {
+                int lv = add_gval(c, m->values[op->out].name, GEN_GV_F32, GEN_DIM_VOCAB, op->out);
+                if (lv < 0)
+                    return -1;
+                c->gv_of[op->out] = lv;
+                k->out = lv;
+            } else {
+                k->out = f32_val(c, op->out);
+            }
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+int gen_plan(gen_graph *g, char *err); /* gen_plan.c */
+
+int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err)
+{
+    memset(out_g, 0, sizeof(*out_g));
+    out_g->m = m;
+    lower_ctx c = {.m = m, .g = out_g, .fuse = fuse, .err = err};
+    for (int i = 0; i < GEN_MAX_VALUES; i++)
+        c.gv_of[i] = c.q8_of[i] = -1;
+    const sect secs[3] = {{m->pre, m->n_pre, GEN_SEC_PRE}, {m->layer, m->n_layer, GEN_SEC_LAYER},
+                          {m->post, m->n_post, GEN_SEC_POST}};
+    for (int s = 0; s < 3; s++) {
+        /* A Q8 copy is only valid inside the section that made it. */
+        for (int i = 0; i < GEN_MAX_VALUES; i++)
+            c.q8_of[i] = -1;
+        if (lower_section(&c, &secs[s]))
+            return -1;
+    }
+    return gen_plan(out_g, err);
+}

@@ -1,0 +1,100 @@
+/* gen_graph.h - the kernel-level graph the generator schedules.
+ *
+ * Owns: the lowering of a gen_model's op lists into kernel ops (gen_kop), with
+ * the fusion pass (optional), activation-buffer planning (liveness -> reuse) and
+ * barrier placement (true dependencies only). Kernel builders (gen_kernels.h)
+ * turn each gen_kop into a DSL kernel; gen_emit.c writes the tables.
+ *
+ * Values of the graph (gen_gval) are what kernels read and write: f32 vectors
+ * per token (the model's values) and int8-quantized activations (Q8: packed
+ * codes u32[width/4] per token + a per-token [scale, sum of codes] pair).
+ */
+#ifndef GEN_GRAPH_H
+#define GEN_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gen_model.h"
+
+#define GEN_MAX_GVALS 96
+#define GEN_MAX_KOPS 96
+#define GEN_MAX_BUFS 48
+
+/* Kernel-op kinds: source ops plus the fused ones. */
+#define GEN_KOPS(X)                                                                   \
+    X(EMBED, "embed")             /* x[t] = f32(table[tok[t]])                    */ \
+    X(RMSNORM, "rmsnorm")         /* y = rmsnorm(x) * w                            */ \
+    X(QUANT, "quant")             /* q, s = act_quant(x)                           */ \
+    X(NORM_QUANT, "norm_quant")   /* q, s = act_quant(rmsnorm(x) * w)   (fused)    */ \
+    X(BITLINEAR, "bitlinear")     /* y = W.q / s * ws  (+ res when fused)          */ \
+    X(BITLINEAR_GLU, "bitlinear_glu") /* y = act(Wg.q) * (Wu.q)         (fused)    */ \
+    X(ROPE, "rope")               /* y = rope(x, pos)                              */ \
+    X(ROPE_KV, "rope_kv")         /* Kc[pos] = rope(k), Vc[pos] = v     (fused)    */ \
+    X(KV_WRITE, "kv_write")       /* Kc[pos] = k, Vc[pos] = v                      */ \
+    X(ATTENTION, "attention")     /* y = softmax(q Kc^T / sqrt(hd)) Vc, causal     */ \
+    X(ADD, "add")                 /* y = a + b                                     */ \
+    X(RELU2_MUL, "relu2_mul")     /* y = relu(a)^2 * b                             */ \
+    X(SILU_MUL, "silu_mul")       /* y = silu(a) * b                               */ \
+    X(LM_HEAD, "lm_head")         /* logits[t] = W x[t]                            */
+
+typedef enum {
+#define GEN_KOP_ENUM(id, name) GEN_K_##id,
+    GEN_KOPS(GEN_KOP_ENUM)
+#undef GEN_KOP_ENUM
+    GEN_K_COUNT
+} gen_kop_kind;
+
+const char *gen_kop_name(gen_kop_kind k);
+
+typedef enum { GEN_GV_F32, GEN_GV_Q8 } gen_gval_kind;
+
+typedef struct {
+    char name[GEN_MAX_NAME];
+    gen_gval_kind kind;
+    int width;      /* elements per token (GEN_DIM_VOCAB for logits) */
+    int model_val;  /* index in gen_model.values, -1 for Q8 values */
+    int buf;        /* planned act buffer (F32 / Q8 codes); -1 = logits */
+    int buf_s;      /* Q8 only: buffer of [scale, sum] per token */
+} gen_gval;
+
+typedef enum { GEN_SEC_PRE, GEN_SEC_LAYER, GEN_SEC_POST } gen_section;
+
+typedef struct {
+    gen_kop_kind kind;
+    gen_section sec;
+    int in[3];      /* gval indices (-1 unused) */
+    int out;        /* gval index, -1 for kv writes */
+    int res;        /* BITLINEAR: residual gval added to the result (== out), else -1 */
+    int w[2];       /* tensor indices into gen_model.tensors (-1 unused) */
+    bool relu2;     /* BITLINEAR_GLU: relu^2 (true) or silu (false) */
+    gen_loc loc;    /* YAML position of the (first) source op */
+    char label[96]; /* "bitlinear attn_q" */
+} gen_kop;
+
+typedef struct {
+    char name[GEN_MAX_NAME];
+    uint32_t bytes_per_token;
+} gen_buf;
+
+typedef struct {
+    const gen_model *m;
+    gen_gval vals[GEN_MAX_GVALS];
+    int n_vals;
+    gen_kop kops[GEN_MAX_KOPS];
+    int n_kops;
+    gen_buf bufs[GEN_MAX_BUFS];
+    int n_bufs;
+    uint64_t barrier[GEN_MAX_KOPS]; /* rt_schedule barrier mask before each kop */
+} gen_graph;
+
+/* Lower the model (fuse = apply the fusion pass) and plan buffers + barriers.
+ * Returns 0, or non-zero with err "path:line:col: message". */
+int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err);
+
+/* For kernels and the emitter: buffers read / written by a kop. Each entry is a
+ * barrier-bit index (act buffer index, or 60/61/62 for K cache, V cache, logits). */
+int gen_kop_reads(const gen_graph *g, const gen_kop *k, int *out_bits, int max);
+int gen_kop_writes(const gen_graph *g, const gen_kop *k, int *out_bits, int max);
+
+#endif

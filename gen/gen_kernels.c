@@ -1,0 +1,41 @@
+/* gen_kernels.c - kernel-op kind -> kernel family builder. */
+#include "gen_kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dsl.h"
+
+static const gen_kernel_fn builders[GEN_K_COUNT] = {
+    [GEN_K_EMBED] = gen_k_embed,
+    [GEN_K_RMSNORM] = gen_k_norm,
+    [GEN_K_QUANT] = gen_k_norm,
+    [GEN_K_NORM_QUANT] = gen_k_norm,
+    [GEN_K_BITLINEAR] = gen_k_bitlinear,
+    [GEN_K_BITLINEAR_GLU] = gen_k_bitlinear,
+    [GEN_K_ROPE] = gen_k_rope,
+    [GEN_K_ROPE_KV] = gen_k_rope,
+    [GEN_K_KV_WRITE] = gen_k_rope,
+    [GEN_K_ATTENTION] = gen_k_attention,
+    [GEN_K_ADD] = gen_k_eltwise,
+    [GEN_K_RELU2_MUL] = gen_k_eltwise,
+    [GEN_K_SILU_MUL] = gen_k_eltwise,
+    [GEN_K_LM_HEAD] = gen_k_lm_head,
+};
+
+int gen_kernel_build(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    memset(out, 0, sizeof(*out));
+    if ((unsigned)kop->kind >= GEN_K_COUNT || !builders[kop->kind]) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: no kernel for op '%s'", g->m->path, kop->loc.line, kop->loc.col,
+                 gen_kop_name(kop->kind));
+        return -1;
+    }
+    return builders[kop->kind](g, kop, decode, out, err);
+}
+
+void gen_kernel_out_free(gen_kernel_out *out)
+{
+    dsl_kernel_free((dsl_kernel *)out->k);
+    out->k = NULL;
+}

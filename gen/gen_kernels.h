@@ -1,0 +1,53 @@
+/* gen_kernels.h - kernel builders: one family per file in gen/kernels/, each
+ * turning a gen_kop into a DSL kernel specialised to the model's widths, plus
+ * its launch shape, bindings and the bytes it moves (for the profiler's GB/s).
+ */
+#ifndef GEN_KERNELS_H
+#define GEN_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gen_graph.h"
+#include "rt_schedule.h"
+
+struct dsl_kernel;
+
+/* What a dispatch binds, in the kernel's declaration order. */
+typedef struct {
+    uint8_t kind; /* rt_arg_kind */
+    int ref;      /* ACT: act buffer index; WEIGHT: tensor index; else 0 */
+} gen_arg;
+
+typedef struct {
+    struct dsl_kernel *k;          /* owned; freed by gen_kernel_out_free */
+    rt_groups groups[3];
+    int n_args;
+    gen_arg args[RT_MAX_ARGS];
+    int n_params;
+    rt_param params[RT_MAX_PARAMS];
+    uint64_t bytes;                /* bytes read + written for one token */
+} gen_kernel_out;
+
+/* Build the kernel for `kop` (decode: specialised for one token; else a batch
+ * of dyn.n_tokens tokens). Returns 0 or non-zero with err. */
+int gen_kernel_build(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err);
+void gen_kernel_out_free(gen_kernel_out *out);
+
+/* Model-independent auxiliary kernels (see rt_model_desc): argmax, top-k, copy. */
+struct dsl_kernel *gen_kernel_argmax(void);
+struct dsl_kernel *gen_kernel_topk(void);
+struct dsl_kernel *gen_kernel_copy(void);
+
+/* Per-family builders (gen/kernels/gen_k_*.c), dispatched by gen_kernel_build. */
+typedef int (*gen_kernel_fn)(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out,
+                             char *err);
+int gen_k_embed(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
+int gen_k_norm(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* RMSNORM, QUANT, NORM_QUANT */
+int gen_k_bitlinear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *); /* BITLINEAR(_GLU) */
+int gen_k_rope(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* ROPE, ROPE_KV, KV_WRITE */
+int gen_k_attention(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
+int gen_k_eltwise(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);   /* ADD, *_MUL */
+int gen_k_lm_head(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
+
+#endif

@@ -1,0 +1,128 @@
+/* gen_k_bitlinear.c - ternary (I2_S) x int8 matrix kernels: BITLINEAR (optionally
+ * with a fused residual add) and BITLINEAR_GLU (gate and up rows in one pass,
+ * then relu^2(gate) * up or silu(gate) * up).
+ *
+ * Layout walk: an I2_S row of K weights is K/4 bytes = K/16 u32 words; word w of a
+ * 128-element block (8 words) holds, in its bits 7-6, 5-4, 3-2, 1-0 of each byte,
+ * the codes of elements 4w+b, 32+4w+b, 64+4w+b, 96+4w+b (b = byte). So
+ * (word >> (6 - 2g)) & 0x03030303 are the codes (0, 1, 2 = -1, 0, +1) of 4
+ * consecutive elements 32g + 4w .. +3, which face exactly one packed word of the
+ * int8 activations: a 4x8-bit integer dot product per (word, g). As in bitnet.cpp
+ * the dot uses the unsigned codes and subtracts sum(q) (kept by the quant kernel):
+ *   y = float(sum(code * q) - sum(q)) / s * w_scale      (s = 127 / amax)
+ * Each subgroup owns one output row at a time (lanes stride over the row's words,
+ * then subgroupAdd), 8 rows per workgroup. Decode handles one token; prefill walks
+ * the tokens in tiles of GEN_TOKEN_TILE, reusing each weight word for the tile.
+ */
+#include "gen_k_common.h"
+
+#define WG 256
+#define ROWS 8
+
+int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_model *m = g->m;
+    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, res = kop->res >= 0;
+    const int K = g->vals[kop->in[0]].width;
+    const int M = (int)m->tensors[kop->w[0]].ne[1];
+    const int TT = decode ? 1 : GEN_TOKEN_TILE;
+    char name[96];
+    snprintf(name, sizeof(name), "bitlinear%s%s_m%d_k%d_%s", glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "",
+             res ? "_res" : "", M, K, decode ? "decode" : "batch");
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+
+    dsl_expr q = dsl_buffer(k, "q", DSL_U32, DSL_READONLY);
+    dsl_expr qs = dsl_buffer(k, "qs", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr W[2] = {dsl_buffer(k, "w", DSL_U32, DSL_READONLY), NULL};
+    gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
+    if (glu) {
+        W[1] = dsl_buffer(k, "wu", DSL_U32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[1]);
+    }
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, res ? DSL_READWRITE : DSL_WRITEONLY);
+    gen_out_val(out, g, kop->out);
+
+    dsl_expr K4 = dsl_const_u32(k, "K4", K / 4);       /* u32 words of int8 activations per token */
+    dsl_expr KW = dsl_const_u32(k, "KW", K / 16);      /* u32 words of I2_S codes per row */
+    dsl_expr Mc = dsl_const_u32(k, "M", M);
+    const int nw = glu ? 2 : 1;
+    dsl_expr ws[2];
+    for (int j = 0; j < nw; j++)
+        ws[j] = dsl_let(k, j ? "ws_up" : "ws",
+                        dsl_bitcast(k, dsl_load(k, W[j], U((uint64_t)M * K / 16)), DSL_F32));
+    dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
+    dsl_expr n_tok = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
+
+    dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
+    dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), rl));
+    dsl_break_if(k, dsl_ge(k, r, Mc));
+    dsl_expr t0 = decode ? U(0) : dsl_for(k, "t0", U(0), n_tok, U(TT));
+    dsl_expr acc[2][GEN_TOKEN_TILE], qrow[GEN_TOKEN_TILE];
+    for (int tt = 0; tt < TT; tt++) {
+        char vn[16];
+        for (int j = 0; j < nw; j++) {
+            snprintf(vn, sizeof(vn), "acc%s%d", j ? "u" : "", tt);
+            acc[j][tt] = dsl_var(k, vn, DSL_I32, I(0));
+        }
+        snprintf(vn, sizeof(vn), "qrow%d", tt);
+        dsl_expr t = decode ? U(0) : dsl_min(k, dsl_add(k, t0, U(tt)), dsl_sub(k, n_tok, U(1)));
+        qrow[tt] = dsl_let(k, vn, dsl_mul(k, t, K4));
+    }
+    dsl_expr w = dsl_for(k, "w", lane, KW, sgs);
+    dsl_expr wd[2];
+    for (int j = 0; j < nw; j++)
+        wd[j] = dsl_let(k, j ? "wdu" : "wd", dsl_load(k, W[j], dsl_add(k, dsl_mul(k, r, KW), w)));
+    dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
+    for (int gq = 0; gq < 4; gq++) {
+        dsl_expr codes[2];
+        for (int j = 0; j < nw; j++)
+            codes[j] = dsl_let(k, j ? "cu" : "c", dsl_band(k, dsl_shr(k, wd[j], U(6 - 2 * gq)), U(0x03030303u)));
+        for (int tt = 0; tt < TT; tt++) {
+            dsl_expr qw = dsl_load(k, q, dsl_add(k, qrow[tt], dsl_add(k, qb, U(8 * gq))));
+            if (glu)
+                qw = dsl_let(k, "qw", qw);
+            for (int j = 0; j < nw; j++)
+                dsl_add_to(k, acc[j][tt], dsl_dot4x8_su(k, qw, codes[j]));
+        }
+    }
+    dsl_end(k); /* w */
+
+    for (int tt = 0; tt < TT; tt++) {
+        dsl_expr tot[2];
+        for (int j = 0; j < nw; j++)
+            tot[j] = dsl_subgroup_add(k, acc[j][tt]);
+        dsl_expr t = decode ? U(0) : dsl_add(k, t0, U(tt));
+        dsl_if(k, dsl_and(k, dsl_eq(k, lane, U(0)), dsl_lt(k, t, n_tok)));
+        dsl_expr sc = dsl_load(k, qs, dsl_mul(k, t, U(2)));
+        dsl_expr qsum = dsl_cast(k, dsl_load(k, qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1))), DSL_I32);
+        qsum = dsl_let(k, "qsum", qsum);
+        sc = dsl_let(k, "sc", sc);
+        dsl_expr v[2];
+        for (int j = 0; j < nw; j++)
+            v[j] = dsl_let(k, j ? "vu" : "v",
+                           dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
+        dsl_expr yi = dsl_let(k, "yi", dsl_add(k, dsl_mul(k, t, Mc), r));
+        dsl_expr val = v[0];
+        if (glu && kop->relu2) {
+            dsl_expr rr = dsl_let(k, "rg", dsl_max(k, v[0], F(0)));
+            val = dsl_mul(k, dsl_mul(k, rr, rr), v[1]);
+        } else if (glu) {
+            val = dsl_mul(k, dsl_div(k, v[0], dsl_add(k, F(1), dsl_exp(k, dsl_neg(k, v[0])))), v[1]);
+        }
+        if (res)
+            val = dsl_add(k, dsl_load(k, y, yi), val);
+        dsl_store(k, y, yi, val);
+        dsl_end(k);
+    }
+    if (!decode)
+        dsl_end(k); /* t0 */
+    dsl_end(k);     /* rl */
+
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, (uint32_t)((M + ROWS - 1) / ROWS), 1);
+    out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
+    return gen_out_kernel(out, k, err);
+}

@@ -1,0 +1,96 @@
+/* gen_k_common.h - small helpers shared by the kernel builders in gen/kernels/.
+ *
+ * Conventions of every model kernel:
+ *  - activations are f32 [token][width]; Q8 activations are u32 [token][width/4]
+ *    (4 int8 lanes, element 4w+b in byte b) plus f32 [token][2] = {127/amax, sum(q)};
+ *  - I2_S weights are u32 words of the GGUF tensor (codes, then the f32 scale at
+ *    word ne0*ne1/16); F16 tables are read as u32 pairs with unpackHalf2x16;
+ *  - the token count of a step is dyn.n_tokens, its first position dyn.pos.
+ */
+#ifndef GEN_K_COMMON_H
+#define GEN_K_COMMON_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dsl.h"
+#include "gen_kernels.h"
+
+#define U(v) dsl_u32(k, (v))
+#define I(v) dsl_i32(k, (v))
+#define F(v) dsl_f32(k, (v))
+
+/* Tokens handled per pass by the batched (prefill) matrix kernels. */
+#define GEN_TOKEN_TILE 8
+
+static inline void gen_out_arg(gen_kernel_out *o, uint8_t kind, int ref)
+{
+    o->args[o->n_args].kind = kind;
+    o->args[o->n_args].ref = ref;
+    o->n_args++;
+}
+
+/* Bind the activation buffer(s) of graph value gv (Q8: codes then scales). */
+static inline void gen_out_val(gen_kernel_out *o, const gen_graph *g, int gv)
+{
+    const gen_gval *v = &g->vals[gv];
+    if (v->buf < 0) {
+        gen_out_arg(o, RT_ARG_LOGITS, 0);
+        return;
+    }
+    gen_out_arg(o, RT_ARG_ACT, v->buf);
+    if (v->kind == GEN_GV_Q8)
+        gen_out_arg(o, RT_ARG_ACT, v->buf_s);
+}
+
+static inline void gen_out_groups(gen_kernel_out *o, int axis, uint32_t mul, uint32_t add, uint32_t div)
+{
+    o->groups[axis].mul = mul;
+    o->groups[axis].add = add;
+    o->groups[axis].div = div ? div : 1;
+}
+
+/* Groups = 1 on every axis (callers then set what they need). */
+static inline void gen_out_groups_one(gen_kernel_out *o)
+{
+    for (int a = 0; a < 3; a++)
+        gen_out_groups(o, a, 0, 1, 1);
+}
+
+/* Finish: record the kernel and report a builder error. */
+static inline int gen_out_kernel(gen_kernel_out *o, dsl_kernel *k, char *err)
+{
+    o->k = (struct dsl_kernel *)k;
+    if (!k) {
+        snprintf(err, GEN_ERR_LEN, "out of memory building a kernel");
+        return -1;
+    }
+    if (dsl_error(k)) {
+        snprintf(err, GEN_ERR_LEN, "%s", dsl_error(k));
+        return -1;
+    }
+    return 0;
+}
+
+/* Workgroup-wide reduction of v (type t: f32 or i32) through subgroup ops and the
+ * shared array `sh` (>= number of subgroups entries, type t). Every invocation gets
+ * the same result (subgroup partials combined in subgroup order). Contains two
+ * barriers: call in uniform control flow. Returns a local variable. */
+static inline dsl_expr gen_wg_reduce(dsl_kernel *k, dsl_expr sh, dsl_expr v, dsl_type t, bool is_max,
+                                     const char *name)
+{
+    dsl_expr r = is_max ? dsl_subgroup_max(k, v) : dsl_subgroup_add(k, v);
+    dsl_if(k, dsl_subgroup_elect(k));
+    dsl_store(k, sh, dsl_builtin(k, DSL_SUBGROUP_ID), r);
+    dsl_end(k);
+    dsl_barrier(k);
+    dsl_expr acc = dsl_var(k, name, t, dsl_load(k, sh, U(0)));
+    dsl_expr i = dsl_for(k, "s", U(1), dsl_builtin(k, DSL_NUM_SUBGROUPS), NULL);
+    dsl_expr e = dsl_load(k, sh, i);
+    dsl_assign(k, acc, is_max ? dsl_max(k, acc, e) : dsl_add(k, acc, e));
+    dsl_end(k);
+    dsl_barrier(k);
+    return acc;
+}
+
+#endif

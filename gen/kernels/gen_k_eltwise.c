@@ -1,0 +1,86 @@
+/* gen_k_eltwise.c - element-wise kernels: EMBED (table row gather) and ADD,
+ * RELU2_MUL (relu(a)^2 * b), SILU_MUL (a / (1 + exp(-a)) * b), as ggml computes them.
+ * One invocation per element (EMBED: per pair of F16 elements), one workgroup row
+ * per token.
+ */
+#include "gen_k_common.h"
+
+#define WG 256
+
+int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_tensor *tab = &g->m->tensors[kop->w[0]];
+    const int dim = (int)tab->ne[0];
+    const bool f16 = tab->type == GEN_T_F16;
+    char name[64];
+    snprintf(name, sizeof(name), "embed_%s_n%d", f16 ? "f16" : "f32", dim);
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    (void)decode;
+    dsl_expr tokens = dsl_buffer(k, "tokens", DSL_U32, DSL_READONLY);
+    gen_out_arg(out, RT_ARG_TOKENS, 0);
+    dsl_expr table = dsl_buffer(k, "table", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    gen_out_val(out, g, kop->out);
+    dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
+    out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
+    dsl_expr D = dsl_const_u32(k, "D", dim);
+    dsl_expr i = dsl_gid(k, 0), t = dsl_wgid(k, 1);
+    dsl_expr per = U(f16 ? dim / 2 : dim);
+    dsl_return_if(k, dsl_ge(k, i, per));
+    /* ids are validated by the runtime; clamp anyway so a bad id cannot read outside */
+    dsl_expr tok = dsl_let(k, "tok", dsl_min(k, dsl_load(k, tokens, t), dsl_sub(k, vocab, U(1))));
+    dsl_expr yb = dsl_let(k, "yb", dsl_mul(k, t, D));
+    if (f16) {
+        dsl_expr p = dsl_let(k, "p", dsl_unpack_half2x16(k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, per), i))));
+        dsl_store(k, y, dsl_add(k, yb, dsl_mul(k, i, U(2))), dsl_comp(k, p, 0));
+        dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(2)), U(1))), dsl_comp(k, p, 1));
+    } else {
+        dsl_store(k, y, dsl_add(k, yb, i), dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, D), i)));
+    }
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, (uint32_t)((dim / (f16 ? 2 : 1) + WG - 1) / WG), 1);
+    gen_out_groups(out, 1, 1, 0, 1);
+    out->bytes = (uint64_t)dim * (f16 ? 6 : 8) + 4;
+    return gen_out_kernel(out, k, err);
+}
+
+int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const int width = g->vals[kop->out].width;
+    char name[64];
+    snprintf(name, sizeof(name), "%s_n%d", gen_kop_name(kop->kind), width);
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    (void)decode;
+    dsl_expr a = dsl_buffer(k, "a", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr b = dsl_buffer(k, "b", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[1]);
+    /* in place (y is a or b) is fine: each element is read before it is written */
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    gen_out_val(out, g, kop->out);
+    dsl_expr N = dsl_const_u32(k, "N", width);
+    dsl_expr i = dsl_gid(k, 0), t = dsl_wgid(k, 1);
+    dsl_return_if(k, dsl_ge(k, i, N));
+    dsl_expr idx = dsl_let(k, "idx", dsl_add(k, dsl_mul(k, t, N), i));
+    dsl_expr av = dsl_let(k, "av", dsl_load(k, a, idx)), bv = dsl_load(k, b, idx);
+    dsl_expr val;
+    if (kop->kind == GEN_K_ADD) {
+        val = dsl_add(k, av, bv);
+    } else if (kop->kind == GEN_K_RELU2_MUL) {
+        dsl_expr r = dsl_let(k, "r", dsl_max(k, av, F(0)));
+        val = dsl_mul(k, dsl_mul(k, r, r), bv);
+    } else {
+        val = dsl_mul(k, dsl_div(k, av, dsl_add(k, F(1), dsl_exp(k, dsl_neg(k, av)))), bv);
+    }
+    dsl_store(k, y, idx, val);
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, (uint32_t)((width + WG - 1) / WG), 1);
+    gen_out_groups(out, 1, 1, 0, 1);
+    out->bytes = (uint64_t)width * 12;
+    return gen_out_kernel(out, k, err);
+}

@@ -1,0 +1,187 @@
+/* gen_k_head.c - the LM head (logits = W x with an F16 or F32 table [vocab][dim])
+ * and the model-independent auxiliary kernels: argmax, top-k, copy.
+ *
+ * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
+ * last position only, unless all logits were asked for). Each subgroup owns one
+ * vocabulary row at a time; workgroups stride over the vocabulary (the vocabulary
+ * size is a run-time value, so the group count is fixed). F16 weights are read as
+ * pairs; accumulation in f32 (the reference's batched path keeps the input in f32).
+ */
+#include "gen_k_common.h"
+
+#define WG 256
+#define ROWS 8
+#define HEAD_GROUPS 512
+
+int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_tensor *tab = &g->m->tensors[kop->w[0]];
+    const int dim = (int)tab->ne[0];
+    const bool f16 = tab->type == GEN_T_F16;
+    const int TT = decode ? 1 : GEN_TOKEN_TILE;
+    char name[64];
+    snprintf(name, sizeof(name), "lm_head_%s_n%d_%s", f16 ? "f16" : "f32", dim, decode ? "decode" : "batch");
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr W = dsl_buffer(k, "w", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
+    dsl_expr y = dsl_buffer(k, "logits", DSL_F32, DSL_WRITEONLY);
+    gen_out_arg(out, RT_ARG_LOGITS, 0);
+    dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
+    out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
+    dsl_expr D = dsl_const_u32(k, "D", dim);
+    dsl_expr DW = dsl_const_u32(k, "DW", f16 ? dim / 2 : dim); /* table words per row */
+    dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
+    dsl_expr t_first = decode ? U(0) : dsl_dyn(k, DSL_DYN_OUT_START);
+    dsl_expr t_end = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
+
+    dsl_expr vb = dsl_for(k, "vb", dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), vocab, dsl_mul(k, dsl_nwg(k, 0), U(ROWS)));
+    dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
+    dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
+    dsl_break_if(k, dsl_ge(k, v, vocab));
+    dsl_expr t0 = decode ? U(0) : dsl_for(k, "t0", t_first, t_end, U(TT));
+    dsl_expr acc[GEN_TOKEN_TILE], xrow[GEN_TOKEN_TILE];
+    for (int tt = 0; tt < TT; tt++) {
+        char vn[16];
+        snprintf(vn, sizeof(vn), "acc%d", tt);
+        acc[tt] = dsl_var(k, vn, DSL_F32, F(0));
+        snprintf(vn, sizeof(vn), "xrow%d", tt);
+        dsl_expr t = decode ? U(0) : dsl_min(k, dsl_add(k, t0, U(tt)), dsl_sub(k, t_end, U(1)));
+        xrow[tt] = dsl_let(k, vn, dsl_mul(k, t, D));
+    }
+    dsl_expr w = dsl_for(k, "w", lane, DW, sgs);
+    dsl_expr wv = dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w));
+    if (f16) {
+        dsl_expr p = dsl_let(k, "p", dsl_unpack_half2x16(k, wv));
+        for (int tt = 0; tt < TT; tt++) {
+            dsl_expr xi = dsl_add(k, xrow[tt], dsl_mul(k, w, U(2)));
+            dsl_expr xv = dsl_vec2(k, dsl_load(k, x, xi), dsl_load(k, x, dsl_add(k, xi, U(1))));
+            dsl_add_to(k, acc[tt], dsl_dot(k, p, xv));
+        }
+    } else {
+        dsl_expr p = dsl_let(k, "p", wv);
+        for (int tt = 0; tt < TT; tt++)
+            dsl_add_to(k, acc[tt], dsl_mul(k, p, dsl_load(k, x, dsl_add(k, xrow[tt], w))));
+    }
+    dsl_end(k); /* w */
+    for (int tt = 0; tt < TT; tt++) {
+        dsl_expr tot = dsl_subgroup_add(k, acc[tt]);
+        dsl_expr t = decode ? U(0) : dsl_add(k, t0, U(tt));
+        dsl_if(k, dsl_and(k, dsl_eq(k, lane, U(0)), dsl_lt(k, t, t_end)));
+        dsl_store(k, y, dsl_add(k, dsl_mul(k, dsl_sub(k, t, t_first), vocab), v), tot);
+        dsl_end(k);
+    }
+    if (!decode)
+        dsl_end(k); /* t0 */
+    dsl_end(k);     /* rl */
+    dsl_end(k);     /* vb */
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, HEAD_GROUPS, 1);
+    out->bytes = (uint64_t)dim * (f16 ? 2 : 4) * (uint64_t)(tab->ne[1] > 0 ? tab->ne[1] : 1) + (uint64_t)dim * 4;
+    return gen_out_kernel(out, k, err);
+}
+
+/* Shared tail of argmax / top-k: each invocation offers (val, idx); the workgroup
+ * keeps the largest value, lowest index on ties; result in bv[0], bi[0]. */
+static void best_reduce(dsl_kernel *k, dsl_expr bv, dsl_expr bi, dsl_expr val, dsl_expr idx)
+{
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_store(k, bv, lid, val);
+    dsl_store(k, bi, lid, idx);
+    dsl_barrier(k);
+    for (int s = WG / 2; s > 0; s /= 2) {
+        dsl_if(k, dsl_lt(k, lid, U(s)));
+        dsl_expr ov = dsl_let(k, "ov", dsl_load(k, bv, dsl_add(k, lid, U(s))));
+        dsl_expr oi = dsl_let(k, "oi", dsl_load(k, bi, dsl_add(k, lid, U(s))));
+        dsl_expr mv = dsl_let(k, "mv", dsl_load(k, bv, lid));
+        dsl_if(k, dsl_or(k, dsl_gt(k, ov, mv), dsl_and(k, dsl_eq(k, ov, mv), dsl_lt(k, oi, dsl_load(k, bi, lid)))));
+        dsl_store(k, bv, lid, ov);
+        dsl_store(k, bi, lid, oi);
+        dsl_end(k);
+        dsl_end(k);
+        dsl_barrier(k);
+    }
+}
+
+struct dsl_kernel *gen_kernel_argmax(void)
+{
+    dsl_kernel *k = dsl_kernel_new("argmax", WG, 1, 1);
+    if (!k)
+        return NULL;
+    dsl_expr logits = dsl_buffer(k, "logits", DSL_F32, DSL_READONLY);
+    dsl_expr res = dsl_buffer(k, "result", DSL_U32, DSL_WRITEONLY);
+    dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
+    dsl_expr bv = dsl_shared(k, "bv", DSL_F32, WG), bi = dsl_shared(k, "bi", DSL_U32, WG);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr best = dsl_var(k, "best", DSL_F32, F(-3.0e38));
+    dsl_expr bidx = dsl_var(k, "bidx", DSL_U32, U(0xffffffffu));
+    dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
+    dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
+    dsl_if(k, dsl_gt(k, v, best));
+    dsl_assign(k, best, v);
+    dsl_assign(k, bidx, i);
+    dsl_end(k);
+    dsl_end(k);
+    best_reduce(k, bv, bi, best, bidx);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, res, U(0), dsl_load(k, bi, U(0)));
+    dsl_end(k);
+    return (struct dsl_kernel *)k;
+}
+
+struct dsl_kernel *gen_kernel_topk(void)
+{
+    dsl_kernel *k = dsl_kernel_new("topk", WG, 1, 1);
+    if (!k)
+        return NULL;
+    dsl_expr logits = dsl_buffer(k, "logits", DSL_F32, DSL_READONLY);
+    dsl_expr res = dsl_buffer(k, "result", DSL_U32, DSL_WRITEONLY);
+    dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
+    dsl_expr kk = dsl_param(k, "k", DSL_U32);
+    dsl_expr bv = dsl_shared(k, "bv", DSL_F32, WG), bi = dsl_shared(k, "bi", DSL_U32, WG);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    /* candidates come in (value desc, index asc) order: each round takes the best
+     * element strictly after the previous one in that order */
+    dsl_expr pv = dsl_var(k, "pv", DSL_F32, F(3.0e38));
+    dsl_expr pi = dsl_var(k, "pidx", DSL_U32, U(0));
+    dsl_expr first = dsl_var(k, "first", DSL_BOOL, dsl_bool(k, 1));
+    dsl_expr it = dsl_for(k, "it", U(0), dsl_min(k, kk, dsl_min(k, vocab, U(256))), NULL);
+    dsl_expr best = dsl_var(k, "best", DSL_F32, F(-3.0e38));
+    dsl_expr bidx = dsl_var(k, "bidx", DSL_U32, U(0xffffffffu));
+    dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
+    dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
+    dsl_expr after = dsl_or(k, first, dsl_or(k, dsl_lt(k, v, pv), dsl_and(k, dsl_eq(k, v, pv), dsl_gt(k, i, pi))));
+    dsl_if(k, dsl_and(k, after, dsl_or(k, dsl_gt(k, v, best), dsl_eq(k, bidx, U(0xffffffffu)))));
+    dsl_assign(k, best, v);
+    dsl_assign(k, bidx, i);
+    dsl_end(k);
+    dsl_end(k);
+    best_reduce(k, bv, bi, best, bidx);
+    dsl_assign(k, pv, dsl_load(k, bv, U(0)));
+    dsl_assign(k, pi, dsl_load(k, bi, U(0)));
+    dsl_assign(k, first, dsl_bool(k, 0));
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, res, it, pi);
+    dsl_store(k, res, dsl_add(k, it, U(256)), dsl_bitcast(k, pv, DSL_U32));
+    dsl_end(k);
+    dsl_barrier(k);
+    dsl_end(k); /* it */
+    return (struct dsl_kernel *)k;
+}
+
+struct dsl_kernel *gen_kernel_copy(void)
+{
+    dsl_kernel *k = dsl_kernel_new("copy", WG, 1, 1);
+    if (!k)
+        return NULL;
+    dsl_expr src = dsl_buffer(k, "src", DSL_UVEC4, DSL_READONLY);
+    dsl_expr dst = dsl_buffer(k, "dst", DSL_UVEC4, DSL_WRITEONLY);
+    dsl_expr n = dsl_param(k, "n_words", DSL_U32);
+    dsl_expr i = dsl_for(k, "i", dsl_gid(k, 0), dsl_div(k, n, U(4)), dsl_mul(k, dsl_nwg(k, 0), U(WG)));
+    dsl_store(k, dst, i, dsl_load(k, src, i));
+    dsl_end(k);
+    return (struct dsl_kernel *)k;
+}

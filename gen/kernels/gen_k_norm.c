@@ -1,0 +1,108 @@
+/* gen_k_norm.c - per-token row kernels: RMSNORM, QUANT and the fused NORM_QUANT.
+ *
+ * One workgroup of 256 invocations per token. Numerics as the reference:
+ *   rmsnorm: scale = 1 / sqrt(sum(x^2) / n + eps); y = (x * scale) * w
+ *   quant:   amax = max(max|y|, 1e-5); s = 127 / amax;
+ *            q = clamp(roundEven(y * s), -128, 127); also sum(q) for the ternary dot
+ */
+#include "gen_k_common.h"
+
+#define WG 256
+
+/* Element i of the row being normalised/quantised. */
+static dsl_expr row_value(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale)
+{
+    dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
+    if (!scale)
+        return xv;
+    return dsl_mul(k, dsl_mul(k, xv, scale), dsl_load(k, w, i));
+}
+
+int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_model *m = g->m;
+    const int width = g->vals[kop->in[0]].width;
+    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_RMSNORM;
+    char name[96];
+    snprintf(name, sizeof(name), "%s_n%d", gen_kop_name(kop->kind), width);
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    (void)decode; /* one workgroup per token serves both schedules */
+
+    dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr w = NULL, y = NULL, q = NULL, s = NULL;
+    if (norm) {
+        w = dsl_buffer(k, "w", DSL_F32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
+    }
+    if (quant) {
+        q = dsl_buffer(k, "q", DSL_U32, DSL_WRITEONLY);
+        s = dsl_buffer(k, "qs", DSL_F32, DSL_WRITEONLY);
+    } else {
+        y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    }
+    gen_out_val(out, g, kop->out);
+    dsl_expr N = dsl_const_u32(k, "N", width);
+    dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
+    dsl_expr tok = dsl_wgid(k, 0);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr base = dsl_let(k, "base", dsl_mul(k, tok, N));
+
+    dsl_expr scale = NULL;
+    if (norm) {
+        dsl_expr ss = dsl_var(k, "ss", DSL_F32, F(0));
+        dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
+        dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
+        dsl_add_to(k, ss, dsl_mul(k, xv, xv));
+        dsl_end(k);
+        dsl_expr sum = gen_wg_reduce(k, red, ss, DSL_F32, false, "sum");
+        scale = dsl_let(k, "scale", dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, dsl_cast(k, N, DSL_F32)),
+                                                                           F(m->hp.norm_eps)))));
+    }
+    if (!quant) {
+        dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
+        dsl_store(k, y, dsl_add(k, base, i), row_value(k, x, w, base, i, scale));
+        dsl_end(k);
+        gen_out_groups_one(out);
+        gen_out_groups(out, 0, 1, 0, 1);
+        out->bytes = (uint64_t)width * 4 * (norm ? 3 : 2);
+        return gen_out_kernel(out, k, err);
+    }
+
+    dsl_expr am = dsl_var(k, "am", DSL_F32, F(0));
+    {
+        dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
+        dsl_assign(k, am, dsl_max(k, am, dsl_abs(k, row_value(k, x, w, base, i, scale))));
+        dsl_end(k);
+    }
+    dsl_expr amax = gen_wg_reduce(k, red, am, DSL_F32, true, "amax");
+    dsl_expr sq = dsl_let(k, "s", dsl_div(k, F(127.0), dsl_max(k, amax, F(1e-5))));
+    dsl_expr qsum = dsl_var(k, "qsum", DSL_I32, I(0));
+    dsl_expr NW = dsl_const_u32(k, "NW", width / 4);
+    dsl_expr wi = dsl_for(k, "wi", lid, NW, U(WG));
+    dsl_expr packed = dsl_var(k, "packed", DSL_U32, U(0));
+    for (int b = 0; b < 4; b++) {
+        dsl_expr e = dsl_add(k, dsl_mul(k, wi, U(4)), U(b));
+        dsl_expr v = row_value(k, x, w, base, e, scale);
+        dsl_expr qi = dsl_clamp(k, dsl_cast(k, dsl_round_even(k, dsl_mul(k, v, sq)), DSL_I32), I(-128), I(127));
+        qi = dsl_let(k, "qv", qi);
+        dsl_add_to(k, qsum, qi);
+        dsl_assign_op(k, packed, DSL_OP_BOR,
+                      dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), U(0xff)), U(8 * b)));
+    }
+    dsl_store(k, q, dsl_add(k, dsl_mul(k, tok, NW), wi), packed);
+    dsl_end(k);
+    dsl_expr redi = dsl_shared(k, "redi", DSL_I32, WG);
+    dsl_expr total = gen_wg_reduce(k, redi, qsum, DSL_I32, false, "total");
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, s, dsl_mul(k, tok, U(2)), sq);
+    dsl_store(k, s, dsl_add(k, dsl_mul(k, tok, U(2)), U(1)), dsl_cast(k, total, DSL_F32));
+    dsl_end(k);
+
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 1, 0, 1);
+    out->bytes = (uint64_t)width * (norm ? 8 : 4) + width + 8;
+    return gen_out_kernel(out, k, err);
+}

@@ -1,0 +1,94 @@
+/* gen_k_rope.c - rotary position embedding and KV-cache writes: ROPE (f32 -> f32),
+ * KV_WRITE (k, v -> caches at this step's positions) and the fused ROPE_KV.
+ *
+ * One invocation per output element. Angles follow ggml exactly: for pair i,
+ * theta = pos * ts^i accumulated by repeated float multiplication with
+ * ts = powf(base, -2 / rope_dims) (baked here), then reduced modulo 2*pi
+ * (Cody-Waite, two constants) before cos/sin so that GPU cos/sin stay accurate at
+ * large positions. NEOX pairs (i, i + dims/2); NORM pairs (2i, 2i + 1). Dims past
+ * rope_dims are copied.
+ */
+#include <math.h>
+
+#include "gen_k_common.h"
+
+#define WG 256
+
+/* Rotated (or copied) element e (within a row) of vector x at row base `base`. */
+static dsl_expr rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e,
+                          dsl_expr pos)
+{
+    const int hd = hp->head_dim, rd = hp->rope_dims, half = rd / 2;
+    const bool neox = hp->rope_style == GEN_ROPE_NEOX;
+    dsl_expr d = dsl_let(k, "d", dsl_mod(k, e, U(hd)));
+    dsl_expr out = dsl_var(k, "r", DSL_F32, dsl_load(k, x, dsl_add(k, base, e)));
+    dsl_if(k, dsl_lt(k, d, U(rd)));
+    /* pair index i, partner element, and whether e is the first of its pair */
+    dsl_expr first = dsl_let(k, "first", neox ? dsl_lt(k, d, U(half)) : dsl_eq(k, dsl_band(k, d, U(1)), U(0)));
+    dsl_expr i = dsl_let(k, "pi", neox ? dsl_select(k, first, d, dsl_sub(k, d, U(half))) : dsl_shr(k, d, U(1)));
+    dsl_expr off = U(neox ? half : 1);
+    dsl_expr partner = dsl_let(k, "pe", dsl_select(k, first, dsl_add(k, e, off), dsl_sub(k, e, off)));
+    dsl_expr theta = dsl_var(k, "theta", DSL_F32, dsl_cast(k, pos, DSL_F32));
+    dsl_expr j = dsl_for(k, "j", U(0), i, NULL);
+    (void)j;
+    dsl_assign_op(k, theta, DSL_OP_MUL, F(powf(hp->rope_base, -2.0f / (float)rd)));
+    dsl_end(k);
+    dsl_expr kq = dsl_let(k, "kq", dsl_round_even(k, dsl_mul(k, theta, F(0.15915494309189535))));
+    dsl_expr red = dsl_let(k, "th", dsl_sub(k, dsl_sub(k, theta, dsl_mul(k, kq, F(6.28125))),
+                                            dsl_mul(k, kq, F(0.0019353071795864769))));
+    dsl_expr c = dsl_let(k, "cs", dsl_cos(k, red)), s = dsl_let(k, "sn", dsl_sin(k, red));
+    dsl_expr xp = dsl_let(k, "xp", dsl_load(k, x, dsl_add(k, base, partner)));
+    /* first: x*cos - xp*sin ; second: xp*sin + x*cos (xp is then the first element) */
+    dsl_assign(k, out, dsl_select(k, first, dsl_sub(k, dsl_mul(k, out, c), dsl_mul(k, xp, s)),
+                                  dsl_add(k, dsl_mul(k, xp, s), dsl_mul(k, out, c))));
+    dsl_end(k);
+    return out;
+}
+
+int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_hparams *hp = &g->m->hp;
+    const bool rope = kop->kind != GEN_K_KV_WRITE, to_cache = kop->kind != GEN_K_ROPE;
+    const int width = g->vals[kop->in[0]].width;
+    const bool f16 = strcmp(hp->kv_type, "f32") != 0;
+    char name[96];
+    snprintf(name, sizeof(name), "%s_n%d%s", gen_kop_name(kop->kind), width, to_cache ? (f16 ? "_f16" : "_f32") : "");
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    (void)decode;
+
+    dsl_expr x = dsl_buffer(k, to_cache ? "k" : "x", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr v = NULL, y = NULL, kc = NULL, vc = NULL;
+    if (to_cache) {
+        v = dsl_buffer(k, "v", DSL_F32, DSL_READONLY);
+        gen_out_val(out, g, kop->in[1]);
+        kc = dsl_buffer(k, "kcache", f16 ? DSL_F16 : DSL_F32, DSL_WRITEONLY);
+        vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, DSL_WRITEONLY);
+        gen_out_arg(out, RT_ARG_KCACHE, 0);
+        gen_out_arg(out, RT_ARG_VCACHE, 0);
+    } else {
+        y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+        gen_out_val(out, g, kop->out);
+    }
+    dsl_expr N = dsl_const_u32(k, "N", width);
+    dsl_expr e = dsl_gid(k, 0), t = dsl_wgid(k, 1);
+    dsl_return_if(k, dsl_ge(k, e, N));
+    dsl_expr base = dsl_let(k, "base", dsl_mul(k, t, N));
+    dsl_expr pos = dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t));
+    dsl_expr val = rope ? rope_elem(k, hp, x, base, e, pos) : dsl_load(k, x, dsl_add(k, base, e));
+    if (to_cache) {
+        dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, pos, N), e));
+        dsl_expr vv = dsl_load(k, v, dsl_add(k, base, e));
+        dsl_store(k, kc, ci, f16 ? dsl_cast(k, val, DSL_F16) : val);
+        dsl_store(k, vc, ci, f16 ? dsl_cast(k, vv, DSL_F16) : vv);
+    } else {
+        dsl_store(k, y, dsl_add(k, base, e), val);
+    }
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, (uint32_t)((width + WG - 1) / WG), 1);
+    gen_out_groups(out, 1, 1, 0, 1);
+    out->bytes = (uint64_t)width * (to_cache ? (f16 ? 12 : 16) : 8);
+    return gen_out_kernel(out, k, err);
+}
