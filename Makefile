@@ -82,7 +82,10 @@ $(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 
 # `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic).
 gen: $(GEN_BIN)
-	@for m in $(MODELS); do $(GEN_BIN) models/$$m.yaml -o generated/$$m || exit 1; done
+	@for m in $(MODELS); do rm -rf generated/$$m && $(GEN_BIN) models/$$m.yaml -o generated/$$m || exit 1; done
+
+generated/%/model.c:
+	@echo "generated/$*/model.c is missing: run 'make gen' (models/$*.yaml)"; exit 1
 
 # CI guard: generated/ must be exactly what `make gen` writes.
 check-generated: $(GEN_BIN)
