@@ -1,0 +1,449 @@
+/* dsl_emit.c - the GLSL printer: decides which expressions are bound to locals, prints
+ * expressions (spellings from the dsl_ops.def rows) and statements, collects the needed
+ * #extension lines and device features, and assembles the sections in their fixed order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl_priv.h"
+
+void dsl_sb_vprintf(dsl_sb *b, const char *fmt, va_list ap)
+{
+    if (b->oom) return;
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + (size_t)n + 1) cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void dsl_sb_printf(dsl_sb *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dsl_sb_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+typedef struct {
+    dsl_kernel *k;
+    dsl_sb *o;
+    uint32_t ext;
+    uint64_t helpers; /* bit per HELPER op used */
+    bool atomics;
+    int tmp;
+} emitter;
+
+/* ---- integer dot product helpers (glslang 12 has no GL_EXT_integer_dot_product) ---- */
+
+#define UNPACK_S(v) "ivec4(int(" v ") << 24, int(" v ") << 16, int(" v ") << 8, int(" v ")) >> 24"
+#define UNPACK_U(v) "(uvec4(" v ") >> uvec4(0u, 8u, 16u, 24u)) & 255u"
+#define SUM4 "    return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;\n}\n"
+static const char *const helper_src[DSL_OP_COUNT] = {
+    [DSL_OP_DOT4X8_SS] = "int dsl_dot4x8_ss(uint a, uint b)\n{\n    ivec4 x = " UNPACK_S("a") ";\n    ivec4 y = "
+                         UNPACK_S("b") ";\n" SUM4,
+    [DSL_OP_DOT4X8_UU] = "uint dsl_dot4x8_uu(uint a, uint b)\n{\n    uvec4 x = " UNPACK_U("a") ";\n    uvec4 y = "
+                         UNPACK_U("b") ";\n" SUM4,
+    [DSL_OP_DOT4X8_SU] = "int dsl_dot4x8_su(uint a, uint b)\n{\n    ivec4 x = " UNPACK_S("a") ";\n    ivec4 y = ivec4("
+                         UNPACK_U("b") ");\n" SUM4,
+    [DSL_OP_DOT4X8_SS_SAT] = "int dsl_dot4x8_ss_sat(uint a, uint b, int acc)\n{\n    int d = dsl_dot4x8_ss(a, b);\n"
+                             "    int r = acc + d;\n    if (d > 0 && r < acc) r = 2147483647;\n"
+                             "    if (d < 0 && r > acc) r = int(0x80000000u);\n    return r;\n}\n",
+    [DSL_OP_DOT4X8_UU_SAT] = "uint dsl_dot4x8_uu_sat(uint a, uint b, uint acc)\n{\n    uint r = acc + dsl_dot4x8_uu(a, b);\n"
+                             "    return r < acc ? 0xffffffffu : r;\n}\n",
+    [DSL_OP_DOT4X8_SU_SAT] = "int dsl_dot4x8_su_sat(uint a, uint b, int acc)\n{\n    int d = dsl_dot4x8_su(a, b);\n"
+                             "    int r = acc + d;\n    if (d > 0 && r < acc) r = 2147483647;\n"
+                             "    if (d < 0 && r > acc) r = int(0x80000000u);\n    return r;\n}\n",
+};
+/* The non-saturating helper a saturating one calls. */
+static dsl_op helper_base(dsl_op op)
+{
+    return op == DSL_OP_DOT4X8_SS_SAT ? DSL_OP_DOT4X8_SS
+         : op == DSL_OP_DOT4X8_UU_SAT ? DSL_OP_DOT4X8_UU
+         : op == DSL_OP_DOT4X8_SU_SAT ? DSL_OP_DOT4X8_SU : op;
+}
+
+/* ---- expressions ---- */
+
+static void ex(emitter *e, const dsl_node *n);
+static void ex_raw(emitter *e, const dsl_node *n, bool lvalue);
+
+static void note_type(emitter *e, dsl_type t) { e->ext |= dsl_type_arith_ext(t); }
+
+static bool compound(const dsl_node *n)
+{
+    if (n->bound) return false;
+    if (n->kind == N_LIT) return n->text[0] == '-';
+    if (n->kind != N_OP) return false;
+    int f = dsl_op_rows[n->op].form;
+    return f == DSL_FORM_INFIX || f == DSL_FORM_PREFIX || f == DSL_FORM_TERNARY;
+}
+
+static void operand(emitter *e, const dsl_node *n)
+{
+    if (compound(n)) {
+        dsl_sb_printf(e->o, "(");
+        ex(e, n);
+        dsl_sb_printf(e->o, ")");
+    } else {
+        ex(e, n);
+    }
+}
+
+static void ex(emitter *e, const dsl_node *n)
+{
+    if (n->bound) dsl_sb_printf(e->o, "%s", n->name);
+    else ex_raw(e, n, false);
+}
+
+/* Argument of a call that wants `want` while n has another 32-bit integer type. */
+static void arg_as(emitter *e, const dsl_node *n, dsl_type want)
+{
+    if (n->type == want) {
+        ex(e, n);
+        return;
+    }
+    dsl_sb_printf(e->o, "%s(", dsl_type_glsl(want));
+    ex(e, n);
+    dsl_sb_printf(e->o, ")");
+}
+
+static void ex_op(emitter *e, const dsl_node *n)
+{
+    const dsl_op_row *r = &dsl_op_rows[n->op];
+    e->ext |= r->ext;
+    note_type(e, n->type);
+    for (int i = 0; i < n->nargs; i++) note_type(e, n->args[i]->type);
+    switch (r->form) {
+    case DSL_FORM_INFIX:
+        operand(e, n->args[0]);
+        dsl_sb_printf(e->o, " %s ", r->glsl);
+        operand(e, n->args[1]);
+        return;
+    case DSL_FORM_PREFIX:
+        dsl_sb_printf(e->o, "%s", r->glsl);
+        operand(e, n->args[0]);
+        return;
+    case DSL_FORM_TERNARY:
+        operand(e, n->args[0]);
+        dsl_sb_printf(e->o, " ? ");
+        operand(e, n->args[1]);
+        dsl_sb_printf(e->o, " : ");
+        operand(e, n->args[2]);
+        return;
+    default: break;
+    }
+    if (r->form == DSL_FORM_HELPER) e->helpers |= (1ull << n->op) | (1ull << helper_base((dsl_op)n->op));
+    if (r->form == DSL_FORM_ATOMIC) e->atomics = true;
+    dsl_sb_printf(e->o, "%s(", r->glsl);
+    for (int i = 0; i < n->nargs; i++) {
+        if (i) dsl_sb_printf(e->o, ", ");
+        if (r->form == DSL_FORM_ATOMIC && i == 0) ex_raw(e, n->args[0], true);
+        else if (r->form == DSL_FORM_HELPER && i < 2) arg_as(e, n->args[i], DSL_U32);
+        else if (n->op == DSL_OP_BFE && i > 0) arg_as(e, n->args[i], DSL_I32);
+        else ex(e, n->args[i]);
+    }
+    dsl_sb_printf(e->o, ")");
+}
+
+static void ex_raw(emitter *e, const dsl_node *n, bool lvalue)
+{
+    dsl_sb *o = e->o;
+    switch ((dsl_nkind)n->kind) {
+    case N_POISON: dsl_sb_printf(o, "0 /* poison */"); return;
+    case N_LIT:
+        note_type(e, n->type);
+        dsl_sb_printf(o, "%s", n->text);
+        return;
+    case N_BUILTIN:
+        e->ext |= dsl_builtin_ext(n->op);
+        dsl_sb_printf(o, "%s", n->text);
+        return;
+    case N_DYN: dsl_sb_printf(o, "%s", n->text); return;
+    case N_PARAM: dsl_sb_printf(o, "pc.%s", n->name); return;
+    case N_CONST: case N_VAR: case N_SHARED: dsl_sb_printf(o, "%s", n->name); return;
+    case N_BUFFER: dsl_sb_printf(o, "pc.%s.d", n->name); return;
+    case N_LET: ex(e, n->args[0]); return;
+    case N_ELEM:
+        ex_raw(e, n->args[0], true);
+        dsl_sb_printf(o, "[");
+        ex(e, n->args[1]);
+        dsl_sb_printf(o, "]");
+        return;
+    case N_SWZ:
+        if (lvalue || (n->lvalue && !n->args[0]->bound)) ex_raw(e, n->args[0], lvalue);
+        else operand(e, n->args[0]);
+        dsl_sb_printf(o, ".%s", n->text);
+        return;
+    case N_OP: ex_op(e, n); return;
+    case N_CAST: case N_BITCAST: case N_VEC: case N_SPLAT:
+        if (n->kind != N_CAST) note_type(e, n->type);
+        if (n->kind == N_BITCAST && dsl_type_scalar(n->type) == DSL_F16) note_type(e, DSL_F16);
+        if (n->kind == N_BITCAST && dsl_type_scalar(n->args[0]->type) == DSL_F16) note_type(e, DSL_F16);
+        dsl_sb_printf(o, "%s(", n->text);
+        for (int i = 0; i < n->nargs; i++) {
+            if (i) dsl_sb_printf(o, ", ");
+            ex(e, n->args[i]);
+        }
+        dsl_sb_printf(o, ")");
+        return;
+    }
+}
+
+/* ---- statements ---- */
+
+static void indent(emitter *e, int d) { dsl_sb_printf(e->o, "%*s", 4 * d, ""); }
+
+static void decl_bind(emitter *e, dsl_node *n, int d)
+{
+    indent(e, d);
+    if (n->uses == 0 && n->kind == N_OP && dsl_op_rows[n->op].form == DSL_FORM_ATOMIC) {
+        ex_raw(e, n, false); /* result unused: a plain call statement */
+        dsl_sb_printf(e->o, ";\n");
+        return;
+    }
+    if (!n->name) { /* temporaries t0, t1, ... skipping user names */
+        char buf[32];
+        do snprintf(buf, sizeof(buf), "t%d", e->tmp++);
+        while (dsl_name_taken(e->k, buf));
+        n->name = dsl_arena_strdup(&e->k->arena, buf);
+    }
+    note_type(e, n->type);
+    dsl_sb_printf(e->o, "%s %s = ", dsl_type_glsl(n->type), n->name);
+    ex_raw(e, n, false);
+    dsl_sb_printf(e->o, ";\n");
+    n->bound = true;
+}
+
+static void block(emitter *e, const dsl_blk *b, int d);
+
+static void jump(emitter *e, const dsl_stmt *s, const char *word, int d)
+{
+    indent(e, d);
+    if (s->a) {
+        dsl_sb_printf(e->o, "if (");
+        ex(e, s->a);
+        dsl_sb_printf(e->o, ") ");
+    }
+    dsl_sb_printf(e->o, "%s;\n", word);
+}
+
+static void stmt(emitter *e, const dsl_stmt *s, int d)
+{
+    dsl_sb *o = e->o;
+    switch (s->kind) {
+    case S_DECL:
+        indent(e, d);
+        note_type(e, s->a->type);
+        if (s->a->is_array) {
+            dsl_sb_printf(o, "%s %s[%u];\n", dsl_type_glsl(s->a->type), s->a->name, s->a->n);
+            return;
+        }
+        dsl_sb_printf(o, "%s %s = ", dsl_type_glsl(s->a->type), s->a->name);
+        if (s->b) ex(e, s->b);
+        else dsl_sb_printf(o, "%s", dsl_zero_text(e->k, s->a->type));
+        dsl_sb_printf(o, ";\n");
+        return;
+    case S_ASSIGN:
+        indent(e, d);
+        ex_raw(e, s->a, true);
+        dsl_sb_printf(o, " %s= ", s->op == DSL_OP_COUNT ? "" : dsl_op_rows[s->op].glsl);
+        ex(e, s->b);
+        dsl_sb_printf(o, ";\n");
+        return;
+    case S_EXPR: return;
+    case S_IF:
+        indent(e, d);
+        dsl_sb_printf(o, "if (");
+        ex(e, s->a);
+        dsl_sb_printf(o, ") {\n");
+        block(e, s->body, d + 1);
+        if (s->els) {
+            indent(e, d);
+            dsl_sb_printf(o, "} else {\n");
+            block(e, s->els, d + 1);
+        }
+        indent(e, d);
+        dsl_sb_printf(o, "}\n");
+        return;
+    case S_FOR:
+        indent(e, d);
+        if (s->op) {
+            e->ext |= E_CFA;
+            dsl_sb_printf(o, "[[unroll]] ");
+        }
+        dsl_sb_printf(o, "for (%s %s = ", dsl_type_glsl(s->a->type), s->a->name);
+        ex(e, s->b);
+        dsl_sb_printf(o, "; %s < ", s->a->name);
+        ex(e, s->c);
+        if (s->d) {
+            dsl_sb_printf(o, "; %s += ", s->a->name);
+            ex(e, s->d);
+            dsl_sb_printf(o, ") {\n");
+        } else {
+            dsl_sb_printf(o, "; %s++) {\n", s->a->name);
+        }
+        block(e, s->body, d + 1);
+        indent(e, d);
+        dsl_sb_printf(o, "}\n");
+        return;
+    case S_WHILE:
+        indent(e, d);
+        dsl_sb_printf(o, "while (true) {\n");
+        block(e, s->body, d + 1);
+        indent(e, d);
+        dsl_sb_printf(o, "}\n");
+        return;
+    case S_BREAK: jump(e, s, "break", d); return;
+    case S_CONTINUE: jump(e, s, "continue", d); return;
+    case S_RETURN: jump(e, s, "return", d); return;
+    case S_BARRIER:
+        indent(e, d);
+        if (s->op == 8) {
+            e->ext |= E_SG_BASIC;
+            dsl_sb_printf(o, "subgroupBarrier();\n");
+        } else if (s->op == 0) {
+            dsl_sb_printf(o, "barrier();\n");
+        } else {
+            const char *sep = "";
+            if (s->op & DSL_MEM_SHARED) dsl_sb_printf(o, "%smemoryBarrierShared();", sep), sep = " ";
+            if (s->op & DSL_MEM_BUFFER) dsl_sb_printf(o, "%smemoryBarrierBuffer();", sep), sep = " ";
+            if (s->op & DSL_MEM_ALL) dsl_sb_printf(o, "%smemoryBarrier();", sep);
+            dsl_sb_printf(o, "\n");
+        }
+        return;
+    }
+}
+
+static void block(emitter *e, const dsl_blk *b, int d)
+{
+    dsl_node *bind = b->binds;
+    uint32_t i = 0;
+    for (const dsl_stmt *s = b->head; s; s = s->next, i++) {
+        for (; bind && bind->pos <= i; bind = bind->next_bind) decl_bind(e, bind, d);
+        stmt(e, s, d);
+    }
+    for (; bind; bind = bind->next_bind) decl_bind(e, bind, d);
+}
+
+/* Decide the bound nodes and hang them on their creation blocks (in creation order). */
+static void plan_binds(dsl_kernel *k)
+{
+    for (dsl_node *n = k->nodes; n; n = n->next)
+        if (n->blk) n->blk->binds = n->blk->binds_tail = NULL;
+    for (dsl_node *n = k->nodes; n; n = n->next) {
+        n->bound = false;
+        if (n->kind == N_OP || n->kind == N_CAST || n->kind == N_BITCAST || n->kind == N_VEC ||
+            n->kind == N_SPLAT || n->kind == N_SWZ || n->kind == N_ELEM)
+            n->name = NULL; /* temporaries are named during emission */
+        bool trivial = dsl_is_leaf(n) || (n->kind == N_SWZ && dsl_is_leaf(n->args[0]) && n->args[0]->kind != N_VAR);
+        bool bind = n->kind != N_POISON && n->blk &&
+                    (n->force_bind || (!trivial && n->uses > 0 && (n->uses > 1 || n->late)));
+        if (n->kind == N_VAR) bind = false;
+        if (!bind) continue;
+        n->bound = false; /* set once declared */
+        n->next_bind = NULL;
+        dsl_blk *b = n->blk;
+        if (b->binds_tail) b->binds_tail->next_bind = n;
+        else b->binds = n;
+        b->binds_tail = n;
+    }
+}
+
+static uint32_t features_of(uint32_t ext, bool atomics)
+{
+    uint32_t f = 0;
+    if (ext & E_STORAGE8) f |= DSL_FEAT_STORAGE8;
+    if (ext & E_STORAGE16) f |= DSL_FEAT_STORAGE16;
+    if (ext & E_ARITH_I8) f |= DSL_FEAT_INT8;
+    if (ext & E_ARITH_I16) f |= DSL_FEAT_INT16;
+    if (ext & E_ARITH_F16) f |= DSL_FEAT_FLOAT16;
+    if (ext & (E_SG_BASIC | E_SG_ARITH | E_SG_SHUFFLE | E_SG_BALLOT | E_SG_VOTE)) f |= DSL_FEAT_SUBGROUP;
+    if (atomics) f |= DSL_FEAT_ATOMICS;
+    return f;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static void header(emitter *e, dsl_sb *o)
+{
+    dsl_kernel *k = e->k;
+    for (dsl_node *b = k->buffers.head; b; b = b->next_decl) e->ext |= E_BUFREF | dsl_type_storage_ext(b->type);
+    for (dsl_node *s = k->shared.head; s; s = s->next_decl) note_type(e, s->type);
+    if (e->ext & (E_SG_ARITH | E_SG_SHUFFLE | E_SG_BALLOT | E_SG_VOTE)) e->ext |= E_SG_BASIC;
+    dsl_sb_printf(o, "// kernel: %s (generated by the ternion DSL; do not edit)\n#version 450\n", k->name);
+    const char *names[E_COUNT_BITS];
+    int n = 0;
+    for (int i = 0; i < E_COUNT_BITS; i++)
+        if (e->ext & (1u << i)) names[n++] = dsl_ext_names[i];
+    qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+    for (int i = 0; i < n; i++) dsl_sb_printf(o, "#extension %s : require\n", names[i]);
+    dsl_sb_printf(o, "\nlayout(local_size_x = %u, local_size_y = %u, local_size_z = %u) in;\n", k->wg[0], k->wg[1],
+                  k->wg[2]);
+    if (k->buffers.n) dsl_sb_printf(o, "\n");
+    for (dsl_node *b = k->buffers.head; b; b = b->next_decl) {
+        int acc = b->access & DSL_READWRITE;
+        dsl_sb_printf(o, "layout(buffer_reference, std430, buffer_reference_align = %u) %s%sbuffer Buf_%s { %s d[]; };\n",
+                      b->n, b->access & DSL_COHERENT ? "coherent " : "",
+                      acc == DSL_READONLY ? "readonly " : acc == DSL_WRITEONLY ? "writeonly " : "", b->name,
+                      dsl_type_glsl(b->type));
+    }
+    if (k->buffers.n || k->params.n) {
+        dsl_sb_printf(o, "\nlayout(push_constant) uniform Push {\n");
+        for (dsl_node *b = k->buffers.head; b; b = b->next_decl) dsl_sb_printf(o, "    Buf_%s %s;\n", b->name, b->name);
+        for (dsl_node *p = k->params.head; p; p = p->next_decl)
+            dsl_sb_printf(o, "    %s %s;\n", dsl_type_glsl(p->type), p->name);
+        dsl_sb_printf(o, "} pc;\n");
+    }
+    dsl_sb_printf(o, "\nlayout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;\n");
+    if (k->shared.n) dsl_sb_printf(o, "\n");
+    for (dsl_node *s = k->shared.head; s; s = s->next_decl)
+        dsl_sb_printf(o, "shared %s %s[%u];\n", dsl_type_glsl(s->type), s->name, s->n);
+    if (k->consts.n) dsl_sb_printf(o, "\n");
+    for (dsl_node *c = k->consts.head; c; c = c->next_decl) {
+        if (c->is_spec) dsl_sb_printf(o, "layout(constant_id = %u) ", c->n);
+        dsl_sb_printf(o, "const %s %s = %s;\n", dsl_type_glsl(c->type), c->name, c->text);
+    }
+    for (int op = 0; op < DSL_OP_COUNT; op++)
+        if ((e->helpers >> op) & 1) dsl_sb_printf(o, "\n%s", helper_src[op]);
+}
+
+const char *dsl_emit_glsl(dsl_kernel *k)
+{
+    if (!k || k->err) return NULL;
+    if (k->glsl) return k->glsl;
+    if (k->cur != k->main) {
+        const dsl_stmt *s = k->cur->owner;
+        dsl_fail(k, s->file, s->line, "block opened here is not closed (missing dsl_end)");
+        return NULL;
+    }
+    plan_binds(k);
+    dsl_sb body = {0}, out = {0};
+    emitter e = {.k = k, .o = &body};
+    block(&e, k->main, 1);
+    header(&e, &out);
+    dsl_sb_printf(&out, "\nvoid main()\n{\n%s}\n", body.s ? body.s : "");
+    free(body.s);
+    if (out.oom || body.oom) {
+        free(out.s);
+        dsl_fail(k, "dsl", 0, "out of memory emitting GLSL");
+        return NULL;
+    }
+    k->features = features_of(e.ext, e.atomics);
+    k->glsl = out.s;
+    return k->glsl;
+}
