@@ -246,6 +246,9 @@ typedef enum { DSL_DYN_POS, DSL_DYN_N_TOKENS, DSL_DYN_N_KV, DSL_DYN_OUT_START, D
  * Expressions
  * ---------------------------------------------------------------------------------- */
 
+/* Type of an expression (element type for buffers/arrays; DSL_VOID for NULL/poison). */
+dsl_type dsl_typeof(dsl_expr e);
+
 /* Generic operator application (checks arity and the op's type rule). */
 #define dsl_op0(k, op) dsl_op_at((k), (op), 0, NULL, __FILE__, __LINE__)
 #define dsl_op1(k, op, a) dsl_op_at((k), (op), 1, (dsl_expr[]){(a)}, __FILE__, __LINE__)

@@ -67,6 +67,7 @@ void dsl_kernel_wg_size(const dsl_kernel *k, uint32_t out[3])
 }
 
 size_t dsl_kernel_arena_bytes(const dsl_kernel *k) { return k ? k->arena.reserved : 0; }
+dsl_type dsl_typeof(dsl_expr e) { return e ? e->type : DSL_VOID; }
 const char *dsl_error(const dsl_kernel *k) { return k ? k->err : NULL; }
 uint32_t dsl_kernel_features(const dsl_kernel *k) { return k ? k->features : 0; }
 

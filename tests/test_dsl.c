@@ -1,0 +1,414 @@
+/* test_dsl.c - unit tests of the shader DSL: types, every operator's GLSL spelling (driven
+ * by the dsl_ops.def table), type errors with the caller's file:line, sticky errors,
+ * binding/inlining, names, push layout, arena reuse, golden GLSL files (tests/golden/<kernel>.comp;
+ * regenerate with TERNION_UPDATE_GOLDEN=1), and shaderc compilation of every kernel built.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsl.h"
+#include "test_dsl_kernels.h"
+
+/* Emit + compile; fails the test with the kernel's error. */
+static const char *emit_ok(dsl_kernel *k)
+{
+    const char *s = dsl_emit_glsl(k);
+    if (!s) fail_msg("emit failed: %s", dsl_error(k));
+    uint32_t *spv = NULL;
+    size_t n = 0;
+    if (dsl_compile(k, &spv, &n) != 0) fail_msg("compile failed: %s", dsl_error(k));
+    assert_true(n > 20 && spv[0] == 0x07230203u);
+    free(spv);
+    return dsl_emit_glsl(k);
+}
+
+static void assert_has(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle)) fail_msg("expected \"%s\" in:\n%s", needle, hay ? hay : "(null)");
+}
+
+/* ---- types ---- */
+
+static void test_types(void **st)
+{
+    (void)st;
+    assert_string_equal(dsl_type_glsl(DSL_F32), "float");
+    assert_string_equal(dsl_type_glsl(DSL_VEC4), "vec4");
+    assert_string_equal(dsl_type_glsl(DSL_UVEC2), "uvec2");
+    assert_string_equal(dsl_type_glsl(DSL_F16), "float16_t");
+    assert_string_equal(dsl_type_glsl(DSL_F16VEC2), "f16vec2");
+    assert_string_equal(dsl_type_glsl(DSL_VECN(DSL_I8, 4)), "i8vec4");
+    assert_string_equal(dsl_type_glsl(DSL_U8), "uint8_t");
+    assert_string_equal(dsl_type_glsl(DSL_BVEC2), "bvec2");
+    assert_string_equal(dsl_type_name(DSL_UVEC3), "u32x3");
+    assert_int_equal(dsl_type_size(DSL_F16), 2);
+    assert_int_equal(dsl_type_size(DSL_VEC3), 16);
+    assert_int_equal(dsl_type_size(DSL_U8), 1);
+    assert_int_equal(dsl_type_lanes(DSL_IVEC4), 4);
+    assert_int_equal(dsl_type_scalar(DSL_IVEC4), DSL_I32);
+    assert_true(dsl_type_is_float(DSL_F16VEC2));
+    assert_true(dsl_type_is_int(DSL_U8));
+    assert_false(dsl_type_is_signed(DSL_U32));
+    assert_true(dsl_type_is_signed(DSL_I8));
+}
+
+/* ---- the op table: every op builds from its example types, emits its spelling, compiles ---- */
+
+static dsl_expr example_operand(dsl_kernel *k, dsl_type t, int i, dsl_expr sh)
+{
+    char name[8];
+    snprintf(name, sizeof(name), "a%d", i);
+    if (sh && i == 0) return dsl_at(k, sh, dsl_u32(k, 1));
+    return dsl_var(k, name, t, NULL);
+}
+
+static void test_op_table(void **st)
+{
+    (void)st;
+    for (int op = 0; op < DSL_OP_COUNT; op++) {
+        const dsl_op_info *in = dsl_op_get((dsl_op)op);
+        assert_non_null(in);
+        dsl_kernel *k = dsl_kernel_new(in->name, 64, 1, 1);
+        dsl_expr sh = in->form == DSL_FORM_ATOMIC ? dsl_shared(k, "sh", in->example[0], 4) : NULL;
+        dsl_expr a[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < in->arity; i++) a[i] = example_operand(k, in->example[i], i, sh);
+        dsl_expr r = dsl_op_at(k, (dsl_op)op, in->arity, a, __FILE__, __LINE__);
+        assert_null(dsl_error(k));
+        dsl_var(k, "r", dsl_typeof(r), r);
+        const char *s = emit_ok(k);
+        char want[64];
+        switch (in->form) {
+        case DSL_FORM_INFIX: snprintf(want, sizeof(want), " %s ", in->glsl); break;
+        case DSL_FORM_PREFIX: snprintf(want, sizeof(want), "= %s", in->glsl); break;
+        case DSL_FORM_TERNARY: snprintf(want, sizeof(want), " ? "); break;
+        default: snprintf(want, sizeof(want), "%s(", in->glsl); break;
+        }
+        assert_has(s, want);
+        dsl_kernel_free(k);
+    }
+    /* a few spellings pinned independently of the table */
+    assert_string_equal(dsl_op_get(DSL_OP_INVSQRT)->glsl, "inversesqrt");
+    assert_string_equal(dsl_op_get(DSL_OP_ROUND_EVEN)->glsl, "roundEven");
+    assert_string_equal(dsl_op_get(DSL_OP_SHR)->glsl, ">>");
+    assert_string_equal(dsl_op_get(DSL_OP_SG_SHUFFLE_XOR)->glsl, "subgroupShuffleXor");
+    assert_string_equal(dsl_op_get(DSL_OP_ATOMIC_MAX)->glsl, "atomicMax");
+    assert_null(dsl_op_get(DSL_OP_COUNT));
+}
+
+/* ---- errors ---- */
+
+static void test_type_error_has_caller_line(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("bad_add", 64, 1, 1);
+    dsl_expr f = dsl_f32(k, 1.0);
+    dsl_expr u = dsl_u32(k, 2);
+    int line = __LINE__ + 1;
+    dsl_expr r = dsl_add(k, f, u);
+    assert_non_null(r);
+    char want[128];
+    snprintf(want, sizeof(want), "test_dsl.c:%d: kernel 'bad_add':", line);
+    assert_has(dsl_error(k), want);
+    assert_has(dsl_error(k), "f32 and u32 differ");
+    /* sticky: later errors do not replace the first; builders return poison; emit fails */
+    const char *first = dsl_error(k);
+    dsl_expr p = dsl_mul(k, dsl_bool(k, 1), u);
+    assert_ptr_equal(p, r);
+    assert_ptr_equal(dsl_error(k), first);
+    assert_null(dsl_emit_glsl(k));
+    uint32_t *spv;
+    size_t n;
+    assert_int_not_equal(dsl_compile(k, &spv, &n), 0);
+    assert_null(spv);
+    dsl_kernel_free(k);
+}
+
+/* Build a kernel with one bad call at a known line; check its message. */
+#define EXPECT_ERR(name, setup, bad, msg) \
+    do { \
+        dsl_kernel *k = dsl_kernel_new(name, 64, 1, 1); \
+        setup; \
+        int line_ = __LINE__; bad; \
+        char w_[128]; \
+        snprintf(w_, sizeof(w_), ": kernel '%s': ", name); \
+        assert_has(dsl_error(k), w_); \
+        assert_has(dsl_error(k), msg); \
+        const char *at_ = strstr(dsl_error(k), "test_dsl.c:"); \
+        assert_non_null(at_); /* the caller's line (a multi-line macro call may shift it by one) */ \
+        assert_in_range(atoi(at_ + 11), line_ - 2, line_ + 2); \
+        dsl_kernel_free(k); \
+    } while (0)
+
+static void test_errors(void **st)
+{
+    (void)st;
+    dsl_expr b, v;
+    EXPECT_ERR("ro_store", b = dsl_buffer(k, "w", DSL_F32, DSL_READONLY),
+               dsl_store(k, b, dsl_u32(k, 0), dsl_f32(k, 1)), "store to readonly buffer 'w'");
+    EXPECT_ERR("wo_load", b = dsl_buffer(k, "o", DSL_F32, DSL_WRITEONLY),
+               dsl_var(k, "x", DSL_F32, dsl_load(k, b, dsl_u32(k, 0))), "read of writeonly buffer 'o'");
+    EXPECT_ERR("elem_type", b = dsl_buffer(k, "h", DSL_F16, DSL_READWRITE),
+               dsl_store(k, b, dsl_u32(k, 0), dsl_f32(k, 1)), "assignment of f32 to 'h' of type f16");
+    EXPECT_ERR("idx_type", b = dsl_buffer(k, "h", DSL_F32, DSL_READWRITE),
+               dsl_load(k, b, dsl_f32(k, 0)), "index into 'h' is f32");
+    EXPECT_ERR("push_full", for (int i = 0; i < 16; i++) dsl_buffer(k, "b", DSL_U32, DSL_READONLY),
+               dsl_param(k, "n", DSL_U32), "would need 132 bytes");
+    EXPECT_ERR("cmp_vec", v = dsl_var(k, "v", DSL_VEC2, NULL), dsl_lt(k, v, v), "expected a number scalar");
+    EXPECT_ERR("if_cond", (void)0, dsl_if(k, dsl_u32(k, 1)), "if condition is u32, expected bool");
+    EXPECT_ERR("end", (void)0, dsl_end(k), "dsl_end without an open block");
+    EXPECT_ERR("brk", (void)0, dsl_break(k), "break outside a loop");
+    EXPECT_ERR("scope", (dsl_if(k, dsl_bool(k, 1)), v = dsl_var(k, "v", DSL_F32, NULL), dsl_end(k)),
+               dsl_var(k, "w", DSL_F32, v), "used after that block was closed");
+    EXPECT_ERR("loopvar", (v = dsl_for(k, "i", dsl_u32(k, 0), dsl_u32(k, 4), NULL)),
+               dsl_assign(k, v, dsl_u32(k, 1)), "'i' is read-only");
+    EXPECT_ERR("atomic_ro", b = dsl_buffer(k, "c", DSL_U32, DSL_READONLY),
+               dsl_atomic_add(k, dsl_at(k, b, dsl_u32(k, 0)), dsl_u32(k, 1)), "buffer 'c' is not readwrite");
+    EXPECT_ERR("cast_lanes", (void)0, dsl_cast(k, dsl_u32(k, 1), DSL_VEC2), "changes the lane count");
+    EXPECT_ERR("bitcast", (void)0, dsl_bitcast(k, dsl_f32(k, 1), DSL_F16), "sizes differ");
+    EXPECT_ERR("swz", v = dsl_var(k, "v", DSL_VEC2, NULL), dsl_swizzle(k, v, "xz"), "out of range");
+    EXPECT_ERR("lit", (void)0, dsl_u32(k, -1), "does not fit u32");
+    EXPECT_ERR("arity", (void)0, dsl_op1(k, DSL_OP_ADD, dsl_u32(k, 1)), "add takes 2 operand(s), got 1");
+    EXPECT_ERR("compound", v = dsl_var(k, "v", DSL_U32, NULL), dsl_assign_op(k, v, DSL_OP_LT, dsl_u32(k, 1)),
+               "'lt' is not a compound assignment operator");
+    EXPECT_ERR("as_value", b = dsl_buffer(k, "q", DSL_U32, DSL_READONLY), dsl_add(k, b, b), "used as a value");
+
+    /* an unclosed block is reported at the line that opened it */
+    dsl_kernel *k = dsl_kernel_new("unclosed", 64, 1, 1);
+    int line = __LINE__ + 1;
+    dsl_if(k, dsl_bool(k, 1));
+    assert_null(dsl_emit_glsl(k));
+    char want[96];
+    snprintf(want, sizeof(want), "test_dsl.c:%d: kernel 'unclosed': block opened here", line);
+    assert_has(dsl_error(k), want);
+    dsl_kernel_free(k);
+}
+
+static void test_compile_error_lists_source(void **st)
+{
+    (void)st;
+    uint32_t *spv = NULL;
+    size_t n = 0;
+    char *err = NULL;
+    int rc = dsl_compile_glsl("broken", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { x = 1; }\n",
+                              &spv, &n, &err);
+    assert_int_not_equal(rc, 0);
+    assert_null(spv);
+    assert_has(err, "broken.comp");
+    assert_has(err, "   3: void main() { x = 1; }");
+    assert_has(err, "   1: #version 450");
+    free(err);
+}
+
+/* ---- emission details ---- */
+
+static void test_bind_and_inline(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("binds", 64, 1, 1);
+    dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READWRITE);
+    dsl_expr sh = dsl_shared(k, "sh", DSL_F32, 64);
+    dsl_expr i = dsl_gid(k, 0);
+    dsl_expr twice = dsl_mul(k, i, dsl_u32(k, 2));       /* used twice: bound to t0 */
+    dsl_expr once = dsl_add(k, dsl_load(k, x, i), dsl_f32(k, 1)); /* used once, same point: inlined */
+    dsl_store(k, x, twice, once);
+    dsl_store(k, x, dsl_add(k, twice, dsl_u32(k, 1)), dsl_f32(k, 0.5));
+    dsl_expr before = dsl_load(k, sh, dsl_lid(k, 0));   /* read before the barrier, used after */
+    dsl_barrier(k);
+    dsl_store(k, x, i, before);
+    dsl_expr named = dsl_let(k, "scaled", dsl_mul(k, dsl_load(k, x, i), dsl_f32(k, 0.5)));
+    dsl_store(k, x, i, named);
+    const char *s = emit_ok(k);
+    assert_has(s, "    uint t0 = gl_GlobalInvocationID.x * 2u;\n    pc.x.d[t0] = pc.x.d[gl_GlobalInvocationID.x] + 1.0;\n");
+    assert_has(s, "    pc.x.d[t0 + 1u] = 0.5;\n    float t1 = sh[gl_LocalInvocationID.x];\n    barrier();\n"
+                  "    pc.x.d[gl_GlobalInvocationID.x] = t1;\n");
+    assert_has(s, "float scaled = pc.x.d[gl_GlobalInvocationID.x] * 0.5;\n    pc.x.d[gl_GlobalInvocationID.x] = scaled;");
+    dsl_kernel_free(k);
+}
+
+static void test_names_and_literals(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("names", 8, 2, 1);
+    dsl_expr a = dsl_var(k, "acc", DSL_F32, dsl_f32(k, 0.1));
+    dsl_expr b = dsl_var(k, "acc", DSL_F32, dsl_f32(k, 1));
+    dsl_expr c = dsl_var(k, "max", DSL_F32, dsl_f32(k, -2.5e-7));
+    dsl_expr d = dsl_var(k, "gl_x y", DSL_I32, dsl_i32(k, -2147483648.0));
+    dsl_expr t = dsl_var(k, "t0", DSL_U32, dsl_u32(k, 4000000000.0));
+    dsl_expr sum = dsl_add(k, a, b);
+    dsl_assign(k, c, dsl_add(k, sum, sum));
+    dsl_assign(k, d, dsl_neg(k, dsl_i32(k, -3)));
+    dsl_assign(k, t, dsl_bitcast(k, dsl_f32(k, 1.0 / 0.0), DSL_U32));
+    const char *s = emit_ok(k);
+    assert_has(s, "float acc = 0.1;");
+    assert_has(s, "float acc1 = 1.0;");
+    assert_has(s, "float max1 = -2.5e-07;");
+    assert_has(s, "int vgl_x_y = int(0x80000000u);");
+    assert_has(s, "uint t0 = 4000000000u;");
+    assert_has(s, "float t1 = acc + acc1;"); /* temp skips the user's t0 */
+    assert_has(s, "vgl_x_y = -(-3);");
+    assert_has(s, "floatBitsToUint(uintBitsToFloat(0x7f800000u))");
+    assert_has(s, "layout(local_size_x = 8, local_size_y = 2, local_size_z = 1) in;");
+    assert_has(s, "// kernel: names");
+    dsl_kernel_free(k);
+}
+
+static void test_push_layout(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("push", 64, 1, 1);
+    dsl_param(k, "n", DSL_U32);
+    dsl_buffer(k, "a", DSL_F32, DSL_READONLY);
+    dsl_param(k, "eps", DSL_F32);
+    dsl_buffer(k, "b", DSL_VEC4, DSL_WRITEONLY | DSL_COHERENT);
+    assert_int_equal(dsl_kernel_n_buffers(k), 2);
+    assert_int_equal(dsl_kernel_n_params(k), 2);
+    assert_int_equal(dsl_kernel_buffer_offset(k, 1), 8);
+    assert_int_equal(dsl_kernel_param_offset(k, 0), 16);
+    assert_int_equal(dsl_kernel_param_offset(k, 1), 20);
+    assert_int_equal(dsl_kernel_push_bytes(k), 24);
+    dsl_type t;
+    dsl_access acc;
+    assert_string_equal(dsl_kernel_buffer(k, 1, &t, &acc), "b");
+    assert_int_equal(t, DSL_VEC4);
+    assert_int_equal(acc, DSL_WRITEONLY | DSL_COHERENT);
+    assert_string_equal(dsl_kernel_param(k, 1, &t), "eps");
+    assert_int_equal(t, DSL_F32);
+    assert_null(dsl_kernel_param(k, 2, &t));
+    const char *s = emit_ok(k);
+    assert_has(s, "layout(push_constant) uniform Push {\n    Buf_a a;\n    Buf_b b;\n    uint n;\n    float eps;\n} pc;");
+    assert_has(s, "layout(buffer_reference, std430, buffer_reference_align = 16) coherent writeonly buffer Buf_b { vec4 d[]; };");
+    assert_has(s, "layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;");
+    dsl_kernel_free(k);
+}
+
+static void test_statements(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("stmts", 64, 1, 1);
+    dsl_expr cnt = dsl_buffer(k, "cnt", DSL_U32, DSL_READWRITE);
+    dsl_expr v = dsl_var(k, "v", DSL_VEC4, NULL);
+    dsl_expr arr = dsl_var_array(k, "arr", DSL_U32, 4);
+    dsl_expr spec = dsl_spec_const(k, "SPEC", DSL_U32, 3, 7);
+    dsl_assign(k, dsl_comp(k, v, 2), dsl_f32(k, 1));
+    dsl_assign(k, dsl_swizzle(k, v, "xy"), dsl_vec2(k, dsl_f32(k, 1), dsl_f32(k, 2)));
+    dsl_store(k, arr, dsl_u32(k, 0), dsl_dyn(k, DSL_DYN_N_KV));
+    dsl_while(k);
+    dsl_break_if(k, dsl_ge(k, dsl_load(k, arr, dsl_u32(k, 0)), spec));
+    dsl_add_to(k, dsl_at(k, arr, dsl_u32(k, 0)), dsl_u32(k, 1));
+    dsl_end(k);
+    dsl_if(k, dsl_subgroup_elect(k));
+    dsl_atomic_add(k, dsl_at(k, cnt, dsl_u32(k, 0)), dsl_load(k, arr, dsl_u32(k, 0)));
+    dsl_else(k);
+    dsl_memory_barrier(k, DSL_MEM_BUFFER | DSL_MEM_SHARED);
+    dsl_end(k);
+    dsl_expr old = dsl_atomic_max(k, dsl_at(k, cnt, dsl_u32(k, 1)), dsl_u32(k, 5));
+    dsl_store(k, cnt, dsl_u32(k, 2), dsl_add(k, old, dsl_cast(k, dsl_comp(k, v, 0), DSL_U32)));
+    dsl_return(k);
+    const char *s = emit_ok(k);
+    assert_has(s, "    vec4 v = vec4(0.0);\n    uint arr[4];\n    v.z = 1.0;\n    v.xy = vec2(1.0, 2.0);\n");
+    assert_has(s, "layout(constant_id = 3) const uint SPEC = 7u;");
+    assert_has(s, "    while (true) {\n        if (arr[0u] >= SPEC) break;\n        arr[0u] += 1u;\n    }\n");
+    assert_has(s, "        atomicAdd(pc.cnt.d[0u], arr[0u]);\n    } else {\n        memoryBarrierShared(); memoryBarrierBuffer();\n");
+    assert_has(s, "uint t0 = atomicMax(pc.cnt.d[1u], 5u);");
+    assert_has(s, "pc.cnt.d[2u] = t0 + uint(v.x);");
+    assert_has(s, "#extension GL_KHR_shader_subgroup_basic : require");
+    assert_true(dsl_kernel_features(k) & DSL_FEAT_ATOMICS);
+    assert_true(dsl_kernel_features(k) & DSL_FEAT_SUBGROUP);
+    dsl_kernel_free(k);
+}
+
+static void test_arena_reuse(void **st)
+{
+    (void)st;
+    dsl_kernel *k = tk_int8_dot();
+    char *first = strdup(emit_ok(k));
+    size_t bytes = dsl_kernel_arena_bytes(k);
+    assert_true(bytes > 0);
+    for (int r = 0; r < 5; r++) {
+        dsl_kernel_reset(k, "reused", 32, 1, 1);
+        assert_null(dsl_error(k));
+        dsl_expr b = dsl_buffer(k, "b", DSL_F32, DSL_READWRITE);
+        dsl_store(k, b, dsl_gid(k, 0), dsl_f32(k, r));
+        assert_has(emit_ok(k), "// kernel: reused");
+        assert_int_equal(dsl_kernel_arena_bytes(k), bytes);
+    }
+    dsl_kernel_free(k);
+    /* deterministic: building again gives the same text */
+    k = tk_int8_dot();
+    assert_string_equal(emit_ok(k), first);
+    free(first);
+    dsl_kernel_free(k);
+}
+
+/* ---- golden files ---- */
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static void golden(dsl_kernel *k)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof(dir), "%s", __FILE__);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof(dir), ".");
+    snprintf(path, sizeof(path), "%s/golden/%s.comp", dir, dsl_kernel_name(k));
+    const char *s = emit_ok(k);
+    const char *upd = getenv("TERNION_UPDATE_GOLDEN");
+    if (upd && *upd == '1') {
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        fputs(s, f);
+        fclose(f);
+    }
+    char *want = read_all(path);
+    if (!want) fail_msg("missing %s (run with TERNION_UPDATE_GOLDEN=1 to create it)", path);
+    if (strcmp(want, s) != 0)
+        fail_msg("%s differs from the emitted GLSL (TERNION_UPDATE_GOLDEN=1 regenerates):\n%s", path, s);
+    free(want);
+    dsl_kernel_free(k);
+}
+
+static void test_golden_reduce_shared(void **st) { (void)st; golden(tk_reduce_shared()); }
+static void test_golden_reduce_subgroup(void **st) { (void)st; golden(tk_reduce_subgroup()); }
+static void test_golden_f16_unpack(void **st) { (void)st; golden(tk_f16_unpack()); }
+static void test_golden_int8_dot(void **st) { (void)st; golden(tk_int8_dot()); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_types),
+        cmocka_unit_test(test_op_table),
+        cmocka_unit_test(test_type_error_has_caller_line),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_compile_error_lists_source),
+        cmocka_unit_test(test_bind_and_inline),
+        cmocka_unit_test(test_names_and_literals),
+        cmocka_unit_test(test_push_layout),
+        cmocka_unit_test(test_statements),
+        cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_golden_reduce_shared),
+        cmocka_unit_test(test_golden_reduce_subgroup),
+        cmocka_unit_test(test_golden_f16_unpack),
+        cmocka_unit_test(test_golden_int8_dot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
