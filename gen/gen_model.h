@@ -144,5 +144,7 @@ int gen_model_find_value(const gen_model *m, const char *name);   /* -1 if none 
 int gen_model_find_tensor(const gen_model *m, const char *key);   /* -1 if none */
 /* GGUF name of tensor t for layer L (L ignored if not per-layer). */
 void gen_tensor_name(const gen_tensor *t, int layer, char *out, int out_len);
+/* "f32", "f16", "i2_s" (the YAML spelling). */
+const char *gen_ttype_name(gen_ttype t);
 
 #endif

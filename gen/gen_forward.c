@@ -1,0 +1,296 @@
+/* gen_forward.c - the `forward:` section of a model YAML -> gen_model op lists.
+ *
+ * Owns: reading the three op lists (input, layer, output), resolving value and
+ * weight names, def-before-use, per-op rules (fields, sections, tensor types)
+ * and width inference/consistency, marking redefined values as state, and
+ * input_value / logits_value. Messages look like
+ * `models/x.yaml:12:5: bitlinear 'attn_q': input 'h2' is not defined`.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_model.h"
+#include "gen_yaml.h"
+
+enum { SEC_IN = 1, SEC_LAYER = 2, SEC_OUT = 4, SEC_ALL = 7 };
+#define T(x) (1u << GEN_T_##x)
+
+/* Per-op rules: takes a weight (YAML key `table` for embed, else `weight`),
+ * accepted weight types, defines `out`, sections it may appear in. */
+static const struct {
+    bool weight;
+    unsigned types;
+    bool out;
+    unsigned secs;
+} k_rules[GEN_OP_COUNT] = {
+    [GEN_OP_EMBED] = {true, T(F16) | T(F32), true, SEC_IN},
+    [GEN_OP_RMSNORM] = {true, T(F32), true, SEC_ALL},
+    [GEN_OP_BITLINEAR] = {true, T(I2_S), true, SEC_ALL},
+    [GEN_OP_ROPE] = {false, 0, true, SEC_ALL},
+    [GEN_OP_KV_WRITE] = {false, 0, false, SEC_LAYER},
+    [GEN_OP_ATTENTION] = {false, 0, true, SEC_LAYER},
+    [GEN_OP_ADD] = {false, 0, true, SEC_ALL},
+    [GEN_OP_RELU2_MUL] = {false, 0, true, SEC_ALL},
+    [GEN_OP_SILU_MUL] = {false, 0, true, SEC_ALL},
+    [GEN_OP_LM_HEAD] = {true, T(F16) | T(F32), true, SEC_OUT},
+};
+static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
+                                          [SEC_OUT] = "forward.output"};
+
+typedef struct {
+    gen_yaml *y;
+    gen_model *m;
+    int sec;
+    bool kv_written; /* in the current layer list */
+    char label[GEN_MAX_NAME + 16]; /* "bitlinear 'attn_q'" or "add": message prefix */
+} fwd_ctx;
+
+static const char *width_str(int w, char *buf, size_t cap)
+{
+    if (w == GEN_DIM_VOCAB)
+        return "vocab";
+    snprintf(buf, cap, "%d", w);
+    return buf;
+}
+
+/* Resolves the input value named by node n. */
+static int input(fwd_ctx *c, yaml_node_t *n, int *out)
+{
+    char name[GEN_MAX_NAME];
+    if (gen_yaml_str(c->y, n, "in", name, sizeof(name)))
+        return -1;
+    int v = gen_model_find_value(c->m, name);
+    if (v < 0)
+        return gen_yaml_fail(c->y, n, "%s: input '%s' is not defined", c->label, name);
+    if (c->m->values[v].width == GEN_DIM_VOCAB)
+        return gen_yaml_fail(c->y, n, "%s: input '%s' has vocab width (logits cannot be an input)", c->label, name);
+    *out = v;
+    return 0;
+}
+
+static int parse_inputs(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
+{
+    int nin = gen_op_arity(op->kind);
+    yaml_node_t *in = gen_yaml_get(c->y, opn, "in");
+    if (nin == 0) {
+        if (in)
+            return gen_yaml_fail(c->y, in, "%s takes no 'in'", c->label);
+        return 0;
+    }
+    if (!(in = gen_yaml_need(c->y, opn, "in", c->label)))
+        return -1;
+    if (nin == 1 && gen_yaml_text(in))
+        return input(c, in, &op->in[0]);
+    if (in->type != YAML_SEQUENCE_NODE || gen_yaml_seq_len(in) != nin)
+        return gen_yaml_fail(c->y, in, "%s needs %d input%s in 'in', got %s", c->label, nin, nin > 1 ? "s" : "",
+                             in->type == YAML_SEQUENCE_NODE ? (gen_yaml_seq_len(in) == 1 ? "1" : "another count")
+                                                            : gen_yaml_kind(in));
+    for (int i = 0; i < nin; i++)
+        if (input(c, gen_yaml_seq_item(c->y, in, i), &op->in[i]))
+            return -1;
+    return 0;
+}
+
+static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
+{
+    const char *wkey = op->kind == GEN_OP_EMBED ? "table" : "weight";
+    const char *other = op->kind == GEN_OP_EMBED ? "weight" : "table";
+    yaml_node_t *w = gen_yaml_get(c->y, opn, other);
+    if (w)
+        return gen_yaml_fail(c->y, w, "%s takes no '%s'%s", c->label, other,
+                             k_rules[op->kind].weight ? (op->kind == GEN_OP_EMBED ? " (use 'table')" : " (use 'weight')")
+                                                      : "");
+    w = gen_yaml_get(c->y, opn, wkey);
+    if (!k_rules[op->kind].weight) {
+        if (w)
+            return gen_yaml_fail(c->y, w, "%s takes no '%s'", c->label, wkey);
+        return 0;
+    }
+    char name[GEN_MAX_NAME];
+    if (!(w = gen_yaml_need(c->y, opn, wkey, c->label)) || gen_yaml_str(c->y, w, wkey, name, sizeof(name)))
+        return -1;
+    snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " '%s'", name);
+    op->weight = gen_model_find_tensor(c->m, name);
+    if (op->weight < 0)
+        return gen_yaml_fail(c->y, w, "%s: %s '%s' is not in tensors", c->label, wkey, name);
+    const gen_tensor *t = &c->m->tensors[op->weight];
+    if (!(k_rules[op->kind].types & (1u << t->type))) {
+        char allowed[32] = "";
+        for (int i = 0; i <= GEN_T_I2_S; i++)
+            if (k_rules[op->kind].types & (1u << i))
+                snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", allowed[0] ? " or " : "",
+                         gen_ttype_name((gen_ttype)i));
+        return gen_yaml_fail(c->y, w, "%s: tensor '%s' has type %s, %s needs %s", c->label, name,
+                             gen_ttype_name(t->type), gen_op_name(op->kind), allowed);
+    }
+    if (t->per_layer && c->sec != SEC_LAYER)
+        return gen_yaml_fail(c->y, w, "%s: per-layer tensor '%s' used outside forward.layer", c->label, name);
+    bool two_d = op->kind != GEN_OP_RMSNORM;
+    if (t->n_dims != (two_d ? 2 : 1))
+        return gen_yaml_fail(c->y, w, "%s: tensor '%s' must be %s, it has %d dims", c->label, name,
+                             two_d ? "2-D" : "1-D", t->n_dims);
+    if ((op->kind == GEN_OP_EMBED || op->kind == GEN_OP_LM_HEAD) && t->ne[1] != GEN_DIM_VOCAB)
+        return gen_yaml_fail(c->y, w, "%s: tensor '%s' must have shape [width, vocab]", c->label, name);
+    return 0;
+}
+
+/* Checks the op's widths; returns the width of its output in *out_w. */
+static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
+{
+    const gen_model *m = c->m;
+    const gen_hparams *hp = &m->hp;
+    const gen_tensor *t = op->weight >= 0 ? &m->tensors[op->weight] : NULL;
+    int w0 = op->in[0] >= 0 ? m->values[op->in[0]].width : 0, w1 = op->in[1] >= 0 ? m->values[op->in[1]].width : 0;
+    const char *n0 = op->in[0] >= 0 ? m->values[op->in[0]].name : "", *n1 = op->in[1] >= 0 ? m->values[op->in[1]].name : "";
+    int q_dim = hp->n_heads * hp->head_dim, kv_dim = hp->n_kv_heads * hp->head_dim;
+    switch (op->kind) {
+    case GEN_OP_EMBED:
+        *out_w = (int)t->ne[0];
+        return 0;
+    case GEN_OP_RMSNORM:
+    case GEN_OP_BITLINEAR:
+    case GEN_OP_LM_HEAD:
+        if (t->ne[0] != w0)
+            return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, weight ne0 is %lld", c->label, n0, w0,
+                                    (long long)t->ne[0]);
+        *out_w = op->kind == GEN_OP_RMSNORM ? w0 : (int)t->ne[1];
+        return 0;
+    case GEN_OP_ROPE:
+        if (w0 % hp->head_dim)
+            return gen_yaml_fail_at(c->y, loc, "%s: input '%s' width %d is not a multiple of head_dim %d", c->label,
+                                    n0, w0, hp->head_dim);
+        *out_w = w0;
+        return 0;
+    case GEN_OP_KV_WRITE:
+        if (w0 != kv_dim || w1 != kv_dim)
+            return gen_yaml_fail_at(c->y, loc, "%s: k '%s' (%d) and v '%s' (%d) must both have width kv_dim = %d",
+                                    c->label, n0, w0, n1, w1, kv_dim);
+        *out_w = 0;
+        return 0;
+    case GEN_OP_ATTENTION:
+        if (!c->kv_written)
+            return gen_yaml_fail_at(c->y, loc, "%s: no kv_write before it in forward.layer", c->label);
+        if (w0 != q_dim)
+            return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, n_heads*head_dim is %d", c->label, n0,
+                                    w0, q_dim);
+        *out_w = w0;
+        return 0;
+    default: /* add, relu2_mul, silu_mul */
+        if (w0 != w1)
+            return gen_yaml_fail_at(c->y, loc, "%s: inputs '%s' (%d) and '%s' (%d) differ in width", c->label, n0, w0,
+                                    n1, w1);
+        *out_w = w0;
+        return 0;
+    }
+}
+
+static int define_output(fwd_ctx *c, yaml_node_t *opn, gen_op *op, int width)
+{
+    yaml_node_t *o = gen_yaml_get(c->y, opn, "out");
+    if (!k_rules[op->kind].out) {
+        if (o)
+            return gen_yaml_fail(c->y, o, "%s takes no 'out'", c->label);
+        return 0;
+    }
+    char name[GEN_MAX_NAME], b0[16], b1[16];
+    if (!(o = gen_yaml_need(c->y, opn, "out", c->label)) || gen_yaml_str(c->y, o, "out", name, sizeof(name)))
+        return -1;
+    gen_model *m = c->m;
+    int v = gen_model_find_value(m, name);
+    if (v >= 0) {
+        if (m->values[v].width != width)
+            return gen_yaml_fail(c->y, o, "%s: output '%s' has width %s, it was defined with width %s at line %d",
+                                 c->label, name, width_str(width, b0, sizeof(b0)),
+                                 width_str(m->values[v].width, b1, sizeof(b1)), m->values[v].loc.line);
+        m->values[v].state = true;
+    } else {
+        if (m->n_values == GEN_MAX_VALUES)
+            return gen_yaml_fail(c->y, o, "too many values (at most %d)", GEN_MAX_VALUES);
+        v = m->n_values++;
+        gen_value *val = &m->values[v];
+        snprintf(val->name, sizeof(val->name), "%s", name);
+        val->width = width;
+        val->loc = gen_yaml_loc(o);
+    }
+    op->out = v;
+    return 0;
+}
+
+static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
+{
+    static const char *const keys[] = {"op", "in", "out", "weight", "table", NULL};
+    char kind[GEN_MAX_NAME];
+    snprintf(c->label, sizeof(c->label), "op in %s", k_sec_names[c->sec]);
+    yaml_node_t *k;
+    if (gen_yaml_check_map(c->y, opn, c->label, keys) || !(k = gen_yaml_need(c->y, opn, "op", c->label)) ||
+        gen_yaml_str(c->y, k, "op", kind, sizeof(kind)))
+        return -1;
+    int kk = -1;
+    for (int i = 0; i < GEN_OP_COUNT; i++)
+        if (!strcmp(kind, gen_op_name((gen_op_kind)i)))
+            kk = i;
+    if (kk < 0)
+        return gen_yaml_fail(c->y, k, "unknown op '%s'", kind);
+    *op = (gen_op){.kind = (gen_op_kind)kk, .in = {-1, -1, -1}, .out = -1, .weight = -1, .loc = gen_yaml_loc(opn)};
+    snprintf(c->label, sizeof(c->label), "%s", kind);
+    if (!(k_rules[kk].secs & (unsigned)c->sec)) {
+        int only = k_rules[kk].secs;
+        return gen_yaml_fail(c->y, k, "%s is not allowed in %s (only in %s)", kind, k_sec_names[c->sec],
+                             k_sec_names[only]);
+    }
+    int width = 0;
+    if (parse_weight(c, opn, op) || parse_inputs(c, opn, op) || infer_width(c, op, op->loc, &width) ||
+        define_output(c, opn, op, width))
+        return -1;
+    if (op->kind == GEN_OP_KV_WRITE) {
+        if (c->kv_written)
+            return gen_yaml_fail(c->y, k, "kv_write: forward.layer may write the KV cache only once");
+        c->kv_written = true;
+    }
+    if (op->kind == GEN_OP_EMBED) {
+        if (c->m->input_value >= 0)
+            return gen_yaml_fail(c->y, k, "embed: forward.input may have only one embed op");
+        c->m->input_value = op->out;
+    }
+    if (op->kind == GEN_OP_LM_HEAD) {
+        if (c->m->logits_value >= 0)
+            return gen_yaml_fail(c->y, k, "lm_head: forward.output may have only one lm_head op");
+        c->m->logits_value = op->out;
+    }
+    return 0;
+}
+
+static int parse_list(fwd_ctx *c, yaml_node_t *fwd, const char *key, int sec, gen_op *ops, int *out_n)
+{
+    yaml_node_t *l = gen_yaml_need(c->y, fwd, key, "forward");
+    if (!l || gen_yaml_need_seq(c->y, l, k_sec_names[sec]))
+        return -1;
+    int len = gen_yaml_seq_len(l);
+    if (len == 0)
+        return gen_yaml_fail(c->y, l, "%s is empty", k_sec_names[sec]);
+    if (len > GEN_MAX_OPS)
+        return gen_yaml_fail(c->y, l, "%s has %d ops (at most %d)", k_sec_names[sec], len, GEN_MAX_OPS);
+    c->sec = sec;
+    for (int i = 0; i < len; i++) {
+        if (parse_op(c, gen_yaml_seq_item(c->y, l, i), &ops[i]))
+            return -1;
+        (*out_n)++;
+    }
+    return 0;
+}
+
+int gen_forward_parse(gen_yaml *y, yaml_node_t *fwd, gen_model *m)
+{
+    static const char *const keys[] = {"input", "layer", "output", NULL};
+    fwd_ctx c = {.y = y, .m = m};
+    if (gen_yaml_check_map(y, fwd, "forward", keys) || parse_list(&c, fwd, "input", SEC_IN, m->pre, &m->n_pre))
+        return -1;
+    if (m->input_value < 0)
+        return gen_yaml_fail(y, gen_yaml_get(y, fwd, "input"), "forward.input has no embed op");
+    if (parse_list(&c, fwd, "layer", SEC_LAYER, m->layer, &m->n_layer) ||
+        parse_list(&c, fwd, "output", SEC_OUT, m->post, &m->n_post))
+        return -1;
+    if (m->logits_value < 0)
+        return gen_yaml_fail(y, gen_yaml_get(y, fwd, "output"), "forward.output has no lm_head op");
+    return 0;
+}

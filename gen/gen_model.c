@@ -1,0 +1,398 @@
+/* gen_model.c - models/<name>.yaml -> gen_model (see gen_model.h, models/README.md).
+ *
+ * Owns: the top-level schema (name, architectures, hparams, gguf_checks,
+ * tensors, fuse), hyperparameter and tensor-shape validation, the public API
+ * (load/parse, find, tensor names, op names). The forward op lists are read
+ * and width-checked by gen_forward.c; the YAML walking is gen_yaml.c.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_model.h"
+#include "gen_yaml.h"
+
+int gen_forward_parse(gen_yaml *y, yaml_node_t *fwd, gen_model *m); /* gen_forward.c */
+
+static const char *const k_op_names[] = {
+#define GEN_OP_NAME(id, name, nin) name,
+    GEN_OPS(GEN_OP_NAME)
+#undef GEN_OP_NAME
+};
+static const int k_op_arity[] = {
+#define GEN_OP_NIN(id, name, nin) nin,
+    GEN_OPS(GEN_OP_NIN)
+#undef GEN_OP_NIN
+};
+
+const char *gen_op_name(gen_op_kind k)
+{
+    return (unsigned)k < GEN_OP_COUNT ? k_op_names[k] : "?";
+}
+
+int gen_op_arity(gen_op_kind k)
+{
+    return (unsigned)k < GEN_OP_COUNT ? k_op_arity[k] : 0;
+}
+
+/* Hyperparameters by name: the keys of gguf_checks, and (integers) shape symbols. */
+static const struct {
+    const char *name;
+    size_t off;
+    bool is_float;
+} k_hparams[] = {
+    {"dim", offsetof(gen_hparams, dim), false},
+    {"n_heads", offsetof(gen_hparams, n_heads), false},
+    {"n_kv_heads", offsetof(gen_hparams, n_kv_heads), false},
+    {"head_dim", offsetof(gen_hparams, head_dim), false},
+    {"ffn_dim", offsetof(gen_hparams, ffn_dim), false},
+    {"norm_eps", offsetof(gen_hparams, norm_eps), true},
+    {"rope.base", offsetof(gen_hparams, rope_base), true},
+    {"rope.dims", offsetof(gen_hparams, rope_dims), false},
+};
+#define N_HPARAMS ((int)(sizeof(k_hparams) / sizeof(k_hparams[0])))
+
+static int find_hparam(const char *name)
+{
+    for (int i = 0; i < N_HPARAMS; i++)
+        if (!strcmp(k_hparams[i].name, name))
+            return i;
+    return -1;
+}
+
+static double hparam_value(const gen_hparams *hp, int i)
+{
+    const char *p = (const char *)hp + k_hparams[i].off;
+    return k_hparams[i].is_float ? (double)*(const float *)p : (double)*(const int *)p;
+}
+
+/* A positive integer field `key` of mapping n (at most 1<<24). */
+static int pos_int(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, int *out)
+{
+    yaml_node_t *v = gen_yaml_need(y, n, key, what);
+    int64_t x;
+    if (!v || gen_yaml_int(y, v, key, &x))
+        return -1;
+    if (x <= 0 || x > (1 << 24))
+        return gen_yaml_fail(y, v, "'%s' must be a positive integer, got %lld", key, (long long)x);
+    *out = (int)x;
+    return 0;
+}
+
+static int pos_float(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, float *out)
+{
+    yaml_node_t *v = gen_yaml_need(y, n, key, what);
+    double x;
+    if (!v || gen_yaml_float(y, v, key, &x))
+        return -1;
+    if (!(x > 0))
+        return gen_yaml_fail(y, v, "'%s' must be positive, got %g", key, x);
+    *out = (float)x;
+    return 0;
+}
+
+static int parse_rope(gen_yaml *y, yaml_node_t *n, gen_hparams *hp)
+{
+    static const char *const keys[] = {"style", "base", "dims", NULL};
+    if (gen_yaml_check_map(y, n, "hparams.rope", keys) || pos_float(y, n, "base", "hparams.rope", &hp->rope_base) ||
+        pos_int(y, n, "dims", "hparams.rope", &hp->rope_dims))
+        return -1;
+    hp->rope_style = GEN_ROPE_NEOX;
+    yaml_node_t *s = gen_yaml_get(y, n, "style");
+    char style[16];
+    if (s) {
+        if (gen_yaml_str(y, s, "style", style, sizeof(style)))
+            return -1;
+        if (!strcmp(style, "norm"))
+            hp->rope_style = GEN_ROPE_NORM;
+        else if (strcmp(style, "neox"))
+            return gen_yaml_fail(y, s, "unknown rope style '%s' (neox or norm)", style);
+    }
+    yaml_node_t *d = gen_yaml_get(y, n, "dims");
+    if (hp->rope_dims % 2)
+        return gen_yaml_fail(y, d, "rope.dims (%d) must be even", hp->rope_dims);
+    if (hp->rope_dims > hp->head_dim)
+        return gen_yaml_fail(y, d, "rope.dims (%d) exceeds head_dim (%d)", hp->rope_dims, hp->head_dim);
+    return 0;
+}
+
+static int parse_hparams(gen_yaml *y, yaml_node_t *n, gen_hparams *hp)
+{
+    static const char *const keys[] = {"dim", "n_heads", "n_kv_heads", "head_dim", "ffn_dim",
+                                       "norm_eps", "rope", "kv_cache", NULL};
+    const char *w = "hparams";
+    if (gen_yaml_check_map(y, n, w, keys) || pos_int(y, n, "dim", w, &hp->dim) ||
+        pos_int(y, n, "n_heads", w, &hp->n_heads) || pos_int(y, n, "n_kv_heads", w, &hp->n_kv_heads) ||
+        pos_int(y, n, "head_dim", w, &hp->head_dim) || pos_int(y, n, "ffn_dim", w, &hp->ffn_dim) ||
+        pos_float(y, n, "norm_eps", w, &hp->norm_eps))
+        return -1;
+    if (hp->n_heads % hp->n_kv_heads)
+        return gen_yaml_fail(y, gen_yaml_get(y, n, "n_kv_heads"), "n_heads (%d) is not a multiple of n_kv_heads (%d)",
+                             hp->n_heads, hp->n_kv_heads);
+    if (hp->head_dim % 2)
+        return gen_yaml_fail(y, gen_yaml_get(y, n, "head_dim"), "head_dim (%d) must be even", hp->head_dim);
+    yaml_node_t *rope = gen_yaml_need(y, n, "rope", w);
+    if (!rope || parse_rope(y, rope, hp))
+        return -1;
+    strcpy(hp->kv_type, "f16");
+    yaml_node_t *kv = gen_yaml_get(y, n, "kv_cache");
+    if (kv) {
+        if (gen_yaml_str(y, kv, "kv_cache", hp->kv_type, sizeof(hp->kv_type)))
+            return -1;
+        if (strcmp(hp->kv_type, "f16") && strcmp(hp->kv_type, "f32"))
+            return gen_yaml_fail(y, kv, "kv_cache must be f16 or f32, got '%s'", hp->kv_type);
+    }
+    return 0;
+}
+
+static int parse_checks(gen_yaml *y, yaml_node_t *n, gen_model *m)
+{
+    if (gen_yaml_check_map(y, n, "gguf_checks", NULL))
+        return -1;
+    int len = gen_yaml_map_len(n);
+    if (len > (int)(sizeof(m->checks) / sizeof(m->checks[0])))
+        return gen_yaml_fail(y, n, "too many gguf_checks (%d, at most %d)", len,
+                             (int)(sizeof(m->checks) / sizeof(m->checks[0])));
+    for (int i = 0; i < len; i++) {
+        yaml_node_t *k = gen_yaml_pair_key(y, n, i), *v = gen_yaml_pair_value(y, n, i);
+        gen_key_check *c = &m->checks[m->n_checks];
+        int h = find_hparam(gen_yaml_text(k));
+        if (h < 0)
+            return gen_yaml_fail(y, k, "unknown hparam '%s' in gguf_checks", gen_yaml_text(k));
+        snprintf(c->hparam, sizeof(c->hparam), "%s", k_hparams[h].name);
+        if (gen_yaml_str(y, v, c->hparam, c->gguf_key, sizeof(c->gguf_key)))
+            return -1;
+        c->value = hparam_value(&m->hp, h);
+        c->is_float = k_hparams[h].is_float;
+        c->loc = gen_yaml_loc(k);
+        m->n_checks++;
+    }
+    return 0;
+}
+
+/* A shape entry: a positive integer literal or a symbol (int hparam, q_dim, kv_dim, vocab). */
+static int shape_dim(gen_yaml *y, yaml_node_t *n, const gen_hparams *hp, int64_t *out)
+{
+    const char *s = gen_yaml_text(n);
+    if (!s)
+        return gen_yaml_fail(y, n, "shape entries must be numbers or symbols, got %s", gen_yaml_kind(n));
+    if (*s >= '0' && *s <= '9') {
+        if (gen_yaml_int(y, n, "shape", out))
+            return -1;
+        if (*out <= 0)
+            return gen_yaml_fail(y, n, "shape entries must be positive, got %lld", (long long)*out);
+        return 0;
+    }
+    if (!strcmp(s, "vocab")) {
+        *out = GEN_DIM_VOCAB;
+        return 0;
+    }
+    if (!strcmp(s, "q_dim") || !strcmp(s, "kv_dim")) {
+        *out = (int64_t)(s[0] == 'q' ? hp->n_heads : hp->n_kv_heads) * hp->head_dim;
+        return 0;
+    }
+    int h = find_hparam(s);
+    if (h < 0 || k_hparams[h].is_float)
+        return gen_yaml_fail(y, n, "unknown shape symbol '%s'", s);
+    *out = (int64_t)hparam_value(hp, h);
+    return 0;
+}
+
+static const char *const k_ttype_names[] = {[GEN_T_F32] = "f32", [GEN_T_F16] = "f16", [GEN_T_I2_S] = "i2_s"};
+
+const char *gen_ttype_name(gen_ttype t)
+{
+    return (unsigned)t <= GEN_T_I2_S ? k_ttype_names[t] : "?";
+}
+
+static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *m)
+{
+    static const char *const keys[] = {"gguf", "type", "shape", NULL};
+    gen_tensor *t = &m->tensors[m->n_tensors];
+    char what[GEN_MAX_NAME + 16];
+    if (gen_yaml_str(y, k, "tensor name", t->key, sizeof(t->key)))
+        return -1;
+    snprintf(what, sizeof(what), "tensor '%s'", t->key);
+    t->loc = gen_yaml_loc(k);
+    yaml_node_t *g, *ty, *sh;
+    char type[16];
+    if (gen_yaml_check_map(y, n, what, keys) || !(g = gen_yaml_need(y, n, "gguf", what)) ||
+        !(ty = gen_yaml_need(y, n, "type", what)) || !(sh = gen_yaml_need(y, n, "shape", what)) ||
+        gen_yaml_str(y, g, "gguf", t->gguf, sizeof(t->gguf)) || gen_yaml_str(y, ty, "type", type, sizeof(type)))
+        return -1;
+    int n_open = 0, n_close = 0;
+    for (const char *p = t->gguf; *p; p++)
+        n_open += *p == '{', n_close += *p == '}';
+    t->per_layer = strstr(t->gguf, "{L}") != NULL;
+    if (n_open != n_close || n_open > 1 || (n_open && !t->per_layer))
+        return gen_yaml_fail(y, g, "%s: gguf name '%s' may contain only one '{L}' placeholder", what, t->gguf);
+    int ti = -1;
+    for (int i = 0; i <= GEN_T_I2_S; i++)
+        if (!strcmp(type, k_ttype_names[i]))
+            ti = i;
+    if (ti < 0)
+        return gen_yaml_fail(y, ty, "%s: unknown type '%s' (f32, f16 or i2_s)", what, type);
+    t->type = (gen_ttype)ti;
+    if (gen_yaml_need_seq(y, sh, "shape"))
+        return -1;
+    t->n_dims = gen_yaml_seq_len(sh);
+    if (t->n_dims < 1 || t->n_dims > 2)
+        return gen_yaml_fail(y, sh, "%s: shape must have 1 or 2 entries, got %d", what, t->n_dims);
+    t->ne[1] = 1;
+    for (int d = 0; d < t->n_dims; d++)
+        if (shape_dim(y, gen_yaml_seq_item(y, sh, d), &m->hp, &t->ne[d]))
+            return -1;
+    if (t->type == GEN_T_I2_S) {
+        if (t->n_dims != 2)
+            return gen_yaml_fail(y, sh, "%s: i2_s tensors must be 2-D", what);
+        if (t->ne[0] <= 0 || t->ne[0] % 128)
+            return gen_yaml_fail(y, sh, "%s: i2_s input width ne0 = %lld is not a multiple of 128", what,
+                                 (long long)t->ne[0]);
+    }
+    m->n_tensors++;
+    return 0;
+}
+
+static int parse_tensors(gen_yaml *y, yaml_node_t *n, gen_model *m)
+{
+    if (gen_yaml_check_map(y, n, "tensors", NULL))
+        return -1;
+    int len = gen_yaml_map_len(n);
+    if (len == 0)
+        return gen_yaml_fail(y, n, "tensors is empty");
+    if (len > GEN_MAX_TENSORS)
+        return gen_yaml_fail(y, n, "too many tensors (%d, at most %d)", len, GEN_MAX_TENSORS);
+    for (int i = 0; i < len; i++)
+        if (parse_tensor(y, gen_yaml_pair_key(y, n, i), gen_yaml_pair_value(y, n, i), m))
+            return -1;
+    return 0;
+}
+
+static int parse_archs(gen_yaml *y, yaml_node_t *n, gen_model *m)
+{
+    if (gen_yaml_text(n))
+        return gen_yaml_str(y, n, "architectures", m->archs[m->n_archs++], GEN_MAX_NAME);
+    if (gen_yaml_need_seq(y, n, "architectures"))
+        return -1;
+    int len = gen_yaml_seq_len(n);
+    if (len < 1 || len > GEN_MAX_ARCH)
+        return gen_yaml_fail(y, n, "architectures must list 1 to %d names, got %d", GEN_MAX_ARCH, len);
+    for (int i = 0; i < len; i++)
+        if (gen_yaml_str(y, gen_yaml_seq_item(y, n, i), "architectures", m->archs[m->n_archs++], GEN_MAX_NAME))
+            return -1;
+    return 0;
+}
+
+static int parse_root(gen_yaml *y, gen_model *m)
+{
+    static const char *const keys[] = {"name", "description", "architectures", "hparams", "gguf_checks",
+                                       "tensors", "forward", "fuse", NULL};
+    yaml_node_t *r = gen_yaml_root(y), *name, *archs, *hp, *tens, *fwd, *v;
+    const char *w = "the model";
+    if (r->type != YAML_MAPPING_NODE)
+        return gen_yaml_fail(y, r, "the model must be a mapping, got %s", gen_yaml_kind(r));
+    if (gen_yaml_check_map(y, r, w, NULL))
+        return -1;
+    for (int i = 0; i < gen_yaml_map_len(r); i++) {
+        yaml_node_t *k = gen_yaml_pair_key(y, r, i);
+        bool ok = false;
+        for (const char *const *a = keys; *a && !ok; a++)
+            ok = !strcmp(*a, gen_yaml_text(k));
+        if (!ok)
+            return gen_yaml_fail(y, k, "unknown top-level key '%s'", gen_yaml_text(k));
+    }
+    if (!(name = gen_yaml_need(y, r, "name", w)) ||
+        !(archs = gen_yaml_need(y, r, "architectures", w)) || !(hp = gen_yaml_need(y, r, "hparams", w)) ||
+        !(tens = gen_yaml_need(y, r, "tensors", w)) || !(fwd = gen_yaml_need(y, r, "forward", w)))
+        return -1;
+    if (gen_yaml_str(y, name, "name", m->name, sizeof(m->name)))
+        return -1;
+    for (const char *p = m->name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-", *p)))
+            return gen_yaml_fail(y, name, "name '%s' may use only letters, digits, '.', '_' and '-'", m->name);
+    if ((v = gen_yaml_get(y, r, "description")) && !gen_yaml_text(v))
+        return gen_yaml_fail(y, v, "'description' must be a string, got %s", gen_yaml_kind(v));
+    bool fuse = true;
+    if ((v = gen_yaml_get(y, r, "fuse")) && gen_yaml_bool(y, v, "fuse", &fuse))
+        return -1;
+    m->no_fuse = !fuse;
+    if (parse_archs(y, archs, m) || parse_hparams(y, hp, &m->hp))
+        return -1;
+    if ((v = gen_yaml_get(y, r, "gguf_checks")) && parse_checks(y, v, m))
+        return -1;
+    if (parse_tensors(y, tens, m))
+        return -1;
+    return gen_forward_parse(y, fwd, m);
+}
+
+int gen_model_parse(const char *yaml, size_t len, const char *name, gen_model *out_m, char *err)
+{
+    memset(out_m, 0, sizeof(*out_m));
+    out_m->input_value = out_m->logits_value = -1;
+    snprintf(out_m->path, sizeof(out_m->path), "%s", name);
+    err[0] = 0;
+    gen_yaml y;
+    int rc = gen_yaml_open(&y, yaml, len, name, err);
+    if (!rc)
+        rc = parse_root(&y, out_m);
+    gen_yaml_close(&y);
+    return rc ? -1 : 0;
+}
+
+int gen_model_load(const char *path, gen_model *out_m, char *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, GEN_ERR_LEN, "%s: cannot open the model description", path);
+        return -1;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (size_t k; buf && (k = fread(buf + len, 1, cap - len, f)) > 0;) {
+        len += k;
+        if (len == cap) {
+            char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!nb)
+                free(buf);
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        snprintf(err, GEN_ERR_LEN, "%s: cannot read the model description (%s)", path,
+                 bad ? "read error" : "too large or out of memory");
+        return -1;
+    }
+    int rc = gen_model_parse(buf, len, path, out_m, err);
+    free(buf);
+    return rc;
+}
+
+int gen_model_find_value(const gen_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_values; i++)
+        if (!strcmp(m->values[i].name, name))
+            return i;
+    return -1;
+}
+
+int gen_model_find_tensor(const gen_model *m, const char *key)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (!strcmp(m->tensors[i].key, key))
+            return i;
+    return -1;
+}
+
+void gen_tensor_name(const gen_tensor *t, int layer, char *out, int out_len)
+{
+    const char *p = t->per_layer ? strstr(t->gguf, "{L}") : NULL;
+    if (!p)
+        snprintf(out, (size_t)out_len, "%s", t->gguf);
+    else
+        snprintf(out, (size_t)out_len, "%.*s%d%s", (int)(p - t->gguf), t->gguf, layer, p + 3);
+}
