@@ -1,0 +1,257 @@
+/* test_dsl_gpu.c - DSL kernels run on a Vulkan device (lavapipe in CI) through the runtime
+ * (runtime/rt_vk.h): a shared-memory workgroup reduction, a subgroup reduction, f16
+ * unpacking/storage, and packed int8 dot products, each against a plain-C reference on
+ * random data with every output buffer poisoned first. Skips only when no device exists.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsl.h"
+#include "rt_vk.h"
+#include "test_dsl_kernels.h"
+
+#define POISON 0xffffffffu
+#define OK(call) \
+    do { \
+        if ((call) != 0) fail_msg("%s: %s", #call, err); \
+    } while (0)
+
+static rt_vk *g_vk;
+static char err[RT_ERR_LEN];
+
+static int setup(void **st)
+{
+    (void)st;
+    rt_vk_opts o = {.device_index = -1, .validation = true};
+    if (rt_vk_create(&o, &g_vk, err) != 0) {
+        g_vk = NULL;
+        fprintf(stderr, "note: %s\n", err);
+    }
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    rt_vk_destroy(g_vk);
+    return 0;
+}
+
+static void need_device(void)
+{
+    if (!g_vk) {
+        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
+        skip();
+    }
+}
+
+static uint32_t rng_state = 12345;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+static float rndf(void) { return (float)((rnd() >> 8) * (2.0 / 16777216.0) - 1.0); }
+
+/* Kernel + its buffers (declaration order) and params; run one dispatch of gx groups. */
+typedef struct {
+    rt_buf buf[8];
+    int n;
+} bufset;
+
+static void make_buf(bufset *b, const void *data, size_t bytes)
+{
+    rt_buf *x = &b->buf[b->n++];
+    OK(rt_buf_create(g_vk, bytes, RT_MEM_DEVICE, x, err));
+    if (data) OK(rt_buf_upload(g_vk, x, 0, data, bytes, err));
+    else OK(rt_buf_fill(g_vk, x, POISON, err)); /* outputs start poisoned */
+}
+
+static void run(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx)
+{
+    uint32_t *spv = NULL;
+    size_t spv_bytes = 0;
+    if (dsl_compile(k, &spv, &spv_bytes) != 0) fail_msg("%s", dsl_error(k));
+    uint32_t f = dsl_kernel_features(k);
+    const rt_vk_info *in = rt_vk_get_info(g_vk);
+    if (((f & DSL_FEAT_STORAGE8) && !in->has_int8_storage) || ((f & DSL_FEAT_STORAGE16) && !in->has_16bit_storage))
+        fail_msg("device %s lacks the storage features kernel %s needs", in->name, dsl_kernel_name(k));
+    rt_pipeline *p = NULL;
+    OK(rt_pipeline_get(g_vk, dsl_kernel_name(k), spv, spv_bytes, &p, err));
+    free(spv);
+    uint8_t push[RT_PUSH_BYTES] = {0};
+    assert_int_equal(dsl_kernel_n_buffers(k), b->n);
+    for (int i = 0; i < b->n; i++) memcpy(push + dsl_kernel_buffer_offset(k, i), &b->buf[i].addr, 8);
+    for (int i = 0; i < dsl_kernel_n_params(k); i++) memcpy(push + dsl_kernel_param_offset(k, i), &params[i], 4);
+    rt_cmd *c = NULL;
+    OK(rt_cmd_begin(g_vk, &c, err));
+    rt_cmd_dispatch(c, p, push, dsl_kernel_push_bytes(k), gx, 1, 1);
+    OK(rt_cmd_end(c, err));
+    OK(rt_cmd_submit(c, err));
+    rt_cmd_free(c);
+    assert_int_equal(rt_vk_validation_count(g_vk), 0);
+}
+
+static void *download(bufset *b, int i)
+{
+    void *out = malloc(b->buf[i].size);
+    assert_non_null(out);
+    OK(rt_buf_download(g_vk, &b->buf[i], 0, out, b->buf[i].size, err));
+    return out;
+}
+
+static void free_bufs(bufset *b)
+{
+    for (int i = 0; i < b->n; i++) rt_buf_destroy(g_vk, &b->buf[i]);
+    b->n = 0;
+}
+
+/* ---- reductions ---- */
+
+static void reduction(dsl_kernel *k)
+{
+    need_device();
+    const uint32_t rows = 37, n = 1000;
+    float *x = malloc(sizeof(float) * rows * n);
+    for (uint32_t i = 0; i < rows * n; i++) x[i] = rndf();
+    bufset b = {0};
+    make_buf(&b, x, sizeof(float) * rows * n);
+    make_buf(&b, NULL, sizeof(float) * rows);
+    run(k, &b, (uint32_t[]){n}, rows);
+    float *y = download(&b, 1);
+    for (uint32_t r = 0; r < rows; r++) {
+        double ref = 0, mag = 0;
+        for (uint32_t i = 0; i < n; i++) ref += x[r * n + i], mag += fabs(x[r * n + i]);
+        double rel = fabs(y[r] - ref) / mag; /* relative to the summands' magnitude */
+        if (!(rel < 1e-5)) fail_msg("%s row %u: got %g, want %g (rel err %g)", dsl_kernel_name(k), r, y[r], ref, rel);
+    }
+    free(x);
+    free(y);
+    free_bufs(&b);
+    dsl_kernel_free(k);
+}
+
+static void test_reduce_shared(void **st) { (void)st; reduction(tk_reduce_shared()); }
+static void test_reduce_subgroup(void **st) { (void)st; reduction(tk_reduce_subgroup()); }
+
+/* ---- f16 ---- */
+
+/* Independent half -> float (IEEE binary16). */
+static float half_to_float(uint16_t h)
+{
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return (float)(s ? -v : v);
+}
+
+/* Random finite half with exponent field < 30 (doubling stays finite). */
+static uint16_t rnd_half(void)
+{
+    uint16_t h;
+    do h = (uint16_t)rnd();
+    while (((h >> 10) & 31) >= 30);
+    return h;
+}
+
+static void test_f16_unpack(void **st)
+{
+    (void)st;
+    need_device();
+    dsl_kernel *k = tk_f16_unpack();
+    const uint32_t n = 777;
+    uint32_t *w = malloc(4 * n);
+    uint16_t *h = malloc(2 * n);
+    for (uint32_t i = 0; i < n; i++) {
+        w[i] = rnd_half() | (uint32_t)rnd_half() << 16;
+        h[i] = rnd_half();
+    }
+    bufset b = {0};
+    make_buf(&b, w, 4 * n);
+    make_buf(&b, h, 2 * n);
+    make_buf(&b, NULL, 8 * n);
+    make_buf(&b, NULL, 4 * n);
+    make_buf(&b, NULL, 2 * n);
+    run(k, &b, (uint32_t[]){n}, (n + TK_WG - 1) / TK_WG);
+    float *y = download(&b, 2), *z = download(&b, 3);
+    uint16_t *hs = download(&b, 4);
+    for (uint32_t i = 0; i < n; i++) {
+        float want[4] = {half_to_float((uint16_t)w[i]), half_to_float((uint16_t)(w[i] >> 16)), half_to_float(h[i]),
+                         2 * half_to_float(h[i])};
+        float got[4] = {y[2 * i], y[2 * i + 1], z[i], half_to_float(hs[i])};
+        for (int j = 0; j < 4; j++) {
+            double rel = fabs(got[j] - want[j]) / fmax(fabs(want[j]), 1e-30);
+            if (!(rel == 0) && !(got[j] == want[j]))
+                fail_msg("f16 item %u/%d: got %g, want %g (rel err %g)", i, j, got[j], want[j], rel);
+        }
+    }
+    free(w), free(h), free(y), free(z), free(hs);
+    free_bufs(&b);
+    dsl_kernel_free(k);
+}
+
+/* ---- packed int8 dot ---- */
+
+static int32_t sbyte(uint32_t w, int j) { return (int8_t)(uint8_t)(w >> (8 * j)); }
+static uint32_t ubyte(uint32_t w, int j) { return (w >> (8 * j)) & 255u; }
+
+static void test_int8_dot(void **st)
+{
+    (void)st;
+    need_device();
+    dsl_kernel *k = tk_int8_dot();
+    const uint32_t n = 1031;
+    const int32_t acc = INT32_MAX - 20000; /* positive dots above 20000 saturate */
+    uint32_t *a = malloc(4 * n), *bw = malloc(4 * n);
+    int8_t *c = malloc(n);
+    for (uint32_t i = 0; i < n; i++) a[i] = rnd(), bw[i] = rnd(), c[i] = (int8_t)rnd();
+    a[0] = 0x80808080u, bw[0] = 0x80808080u; /* 4 * 128 * 128: the largest positive dot */
+    bufset b = {0};
+    make_buf(&b, a, 4 * n);
+    make_buf(&b, bw, 4 * n);
+    make_buf(&b, c, n);
+    for (int i = 0; i < 5; i++) make_buf(&b, NULL, 4 * n);
+    run(k, &b, (uint32_t[]){n, (uint32_t)acc}, (n + TK_WG - 1) / TK_WG);
+    int32_t *ss = download(&b, 3), *su = download(&b, 5), *sat = download(&b, 6), *e = download(&b, 7);
+    uint32_t *uu = download(&b, 4);
+    int saturated = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t rss = 0, rsu = 0, ruu = 0, re = c[i];
+        for (int j = 0; j < 4; j++) {
+            rss += sbyte(a[i], j) * sbyte(bw[i], j);
+            rsu += sbyte(a[i], j) * (int32_t)ubyte(bw[i], j);
+            ruu += ubyte(a[i], j) * ubyte(bw[i], j);
+            re += sbyte(a[i], j);
+        }
+        int64_t rsat = (int64_t)acc + rss;
+        if (rsat > INT32_MAX) rsat = INT32_MAX, saturated++;
+        int64_t got[5] = {ss[i], su[i], uu[i], sat[i], e[i]}, want[5] = {rss, rsu, ruu, rsat, re};
+        for (int j = 0; j < 5; j++)
+            if (got[j] != want[j]) /* integers: relative error must be exactly 0 */
+                fail_msg("int8 item %u/%d: got %lld, want %lld", i, j, (long long)got[j], (long long)want[j]);
+    }
+    assert_true(saturated > 0);
+    free(a), free(bw), free(c), free(ss), free(su), free(sat), free(e), free(uu);
+    free_bufs(&b);
+    dsl_kernel_free(k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reduce_shared),
+        cmocka_unit_test(test_reduce_subgroup),
+        cmocka_unit_test(test_f16_unpack),
+        cmocka_unit_test(test_int8_dot),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
