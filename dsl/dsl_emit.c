@@ -43,7 +43,7 @@ typedef struct {
     dsl_kernel *k;
     dsl_sb *o;
     uint32_t ext;
-    uint64_t helpers; /* bit per HELPER op used */
+    bool helpers[DSL_OP_COUNT]; /* HELPER ops used */
     bool atomics;
     int tmp;
 } emitter;
@@ -147,7 +147,7 @@ static void ex_op(emitter *e, const dsl_node *n)
         return;
     default: break;
     }
-    if (r->form == DSL_FORM_HELPER) e->helpers |= (1ull << n->op) | (1ull << helper_base((dsl_op)n->op));
+    if (r->form == DSL_FORM_HELPER) e->helpers[n->op] = e->helpers[helper_base((dsl_op)n->op)] = true;
     if (r->form == DSL_FORM_ATOMIC) e->atomics = true;
     dsl_sb_printf(e->o, "%s(", r->glsl);
     for (int i = 0; i < n->nargs; i++) {
@@ -419,7 +419,7 @@ static void header(emitter *e, dsl_sb *o)
         dsl_sb_printf(o, "const %s %s = %s;\n", dsl_type_glsl(c->type), c->name, c->text);
     }
     for (int op = 0; op < DSL_OP_COUNT; op++)
-        if ((e->helpers >> op) & 1) dsl_sb_printf(o, "\n%s", helper_src[op]);
+        if (e->helpers[op]) dsl_sb_printf(o, "\n%s", helper_src[op]);
 }
 
 const char *dsl_emit_glsl(dsl_kernel *k)
