@@ -19,7 +19,7 @@ SAN      ?=
 CFLAGS   += $(CFLAGS_BASE) $(SAN)
 LDFLAGS  += $(SAN)
 LIBS_RT  = -lvulkan -lutf8proc -lm -lpthread
-LIBS_GEN = -lshaderc_shared -lyaml -lm
+LIBS_GEN = -lshaderc_combined -lglslang -lMachineIndependent -lOSDependent -lGenericCodeGen -lOGLCompiler -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lpthread -lyaml -lm
 
 MODELS   := $(basename $(notdir $(wildcard models/*.yaml)))
 
@@ -64,7 +64,7 @@ $(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 
 # One binary per model: the generated schedule + the shared runtime/CLI.
-$(B)/%: $(B)/obj/generated/%/model.o $(LIB_RT)
+$(MODEL_BINS): $(B)/%: $(B)/obj/generated/%/model.o $(LIB_RT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
 $(B)/obj/generated/%/model.o: generated/%/model.c
 	@mkdir -p $(dir $@)
@@ -84,8 +84,8 @@ $(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 gen: $(GEN_BIN)
 	@for m in $(MODELS); do rm -rf generated/$$m && $(GEN_BIN) models/$$m.yaml -o generated/$$m || exit 1; done
 
-generated/%/model.c:
-	@echo "generated/$*/model.c is missing: run 'make gen' (models/$*.yaml)"; exit 1
+$(patsubst %,generated/%/model.c,$(MODELS)):
+	@echo "$@ is missing: run 'make gen'"; exit 1
 
 # CI guard: generated/ must be exactly what `make gen` writes.
 check-generated: $(GEN_BIN)
