@@ -242,6 +242,15 @@ static void jump(emitter *e, const dsl_stmt *s, const char *word, int d)
     dsl_sb_printf(e->o, "%s;\n", word);
 }
 
+/* " {\n" + the block one level deeper + indented "}" (no newline). */
+static void body(emitter *e, const dsl_blk *b, int d)
+{
+    dsl_sb_printf(e->o, " {\n");
+    block(e, b, d + 1);
+    indent(e, d);
+    dsl_sb_printf(e->o, "}");
+}
+
 static void stmt(emitter *e, const dsl_stmt *s, int d)
 {
     dsl_sb *o = e->o;
@@ -270,15 +279,13 @@ static void stmt(emitter *e, const dsl_stmt *s, int d)
         indent(e, d);
         dsl_sb_printf(o, "if (");
         ex(e, s->a);
-        dsl_sb_printf(o, ") {\n");
-        block(e, s->body, d + 1);
+        dsl_sb_printf(o, ")");
+        body(e, s->body, d);
         if (s->els) {
-            indent(e, d);
-            dsl_sb_printf(o, "} else {\n");
-            block(e, s->els, d + 1);
+            dsl_sb_printf(o, " else");
+            body(e, s->els, d);
         }
-        indent(e, d);
-        dsl_sb_printf(o, "}\n");
+        dsl_sb_printf(o, "\n");
         return;
     case S_FOR:
         indent(e, d);
@@ -293,20 +300,18 @@ static void stmt(emitter *e, const dsl_stmt *s, int d)
         if (s->d) {
             dsl_sb_printf(o, "; %s += ", s->a->name);
             ex(e, s->d);
-            dsl_sb_printf(o, ") {\n");
+            dsl_sb_printf(o, ")");
         } else {
-            dsl_sb_printf(o, "; %s++) {\n", s->a->name);
+            dsl_sb_printf(o, "; %s++)", s->a->name);
         }
-        block(e, s->body, d + 1);
-        indent(e, d);
-        dsl_sb_printf(o, "}\n");
+        body(e, s->body, d);
+        dsl_sb_printf(o, "\n");
         return;
     case S_WHILE:
         indent(e, d);
-        dsl_sb_printf(o, "while (true) {\n");
-        block(e, s->body, d + 1);
-        indent(e, d);
-        dsl_sb_printf(o, "}\n");
+        dsl_sb_printf(o, "while (true)");
+        body(e, s->body, d);
+        dsl_sb_printf(o, "\n");
         return;
     case S_BREAK: jump(e, s, "break", d); return;
     case S_CONTINUE: jump(e, s, "continue", d); return;
