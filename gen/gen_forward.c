@@ -109,10 +109,10 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     char name[GEN_MAX_NAME];
     if (!(w = gen_yaml_need(c->y, opn, wkey, c->label)) || gen_yaml_str(c->y, w, wkey, name, sizeof(name)))
         return -1;
-    snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " '%s'", name);
     op->weight = gen_model_find_tensor(c->m, name);
     if (op->weight < 0)
         return gen_yaml_fail(c->y, w, "%s: %s '%s' is not in tensors", c->label, wkey, name);
+    snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " '%s'", name);
     const gen_tensor *t = &c->m->tensors[op->weight];
     if (!(k_rules[op->kind].types & (1u << t->type))) {
         char allowed[32] = "";
@@ -120,17 +120,17 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
             if (k_rules[op->kind].types & (1u << i))
                 snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", allowed[0] ? " or " : "",
                          gen_ttype_name((gen_ttype)i));
-        return gen_yaml_fail(c->y, w, "%s: tensor '%s' has type %s, %s needs %s", c->label, name,
-                             gen_ttype_name(t->type), gen_op_name(op->kind), allowed);
+        return gen_yaml_fail(c->y, w, "%s: %s has type %s, %s needs %s", c->label, wkey, gen_ttype_name(t->type),
+                             gen_op_name(op->kind), allowed);
     }
     if (t->per_layer && c->sec != SEC_LAYER)
-        return gen_yaml_fail(c->y, w, "%s: per-layer tensor '%s' used outside forward.layer", c->label, name);
+        return gen_yaml_fail(c->y, w, "%s: per-layer tensor used outside forward.layer", c->label);
     bool two_d = op->kind != GEN_OP_RMSNORM;
     if (t->n_dims != (two_d ? 2 : 1))
-        return gen_yaml_fail(c->y, w, "%s: tensor '%s' must be %s, it has %d dims", c->label, name,
-                             two_d ? "2-D" : "1-D", t->n_dims);
+        return gen_yaml_fail(c->y, w, "%s: %s must be %s, it has %d dims", c->label, wkey, two_d ? "2-D" : "1-D",
+                             t->n_dims);
     if ((op->kind == GEN_OP_EMBED || op->kind == GEN_OP_LM_HEAD) && t->ne[1] != GEN_DIM_VOCAB)
-        return gen_yaml_fail(c->y, w, "%s: tensor '%s' must have shape [width, vocab]", c->label, name);
+        return gen_yaml_fail(c->y, w, "%s: %s must have shape [width, vocab]", c->label, wkey);
     return 0;
 }
 

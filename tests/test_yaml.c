@@ -1,0 +1,428 @@
+/* test_yaml.c - tests of the model YAML reader (gen/gen_model.c, gen_forward.c, gen_yaml.c):
+ * the three models in models/ load with the expected hparams, tensors, values, widths and
+ * op lists; bad descriptions (inline mutations of a small valid model, and files in
+ * tests/data/yaml/) fail with the exact `name:LINE:COL: message`.
+ * Run from the repository root (as `make test` does).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gen_model.h"
+
+static gen_model g_m;
+
+static void load(const char *path)
+{
+    char err[GEN_ERR_LEN] = "";
+    int rc = gen_model_load(path, &g_m, err);
+    if (rc)
+        print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(g_m.path, path);
+}
+
+static const gen_value *val(const char *name)
+{
+    int v = gen_model_find_value(&g_m, name);
+    if (v < 0)
+        print_error("no value '%s'\n", name);
+    assert_true(v >= 0);
+    return &g_m.values[v];
+}
+
+static const gen_tensor *ten(const char *key)
+{
+    int t = gen_model_find_tensor(&g_m, key);
+    if (t < 0)
+        print_error("no tensor '%s'\n", key);
+    assert_true(t >= 0);
+    return &g_m.tensors[t];
+}
+
+/* The op kinds of a list, as "embed rmsnorm ...". */
+static void kinds(const gen_op *ops, int n, char *out, size_t cap)
+{
+    out[0] = 0;
+    for (int i = 0; i < n; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "", gen_op_name(ops[i].kind));
+}
+
+static void check_common(int dim, int q_dim, int kv_dim, int ffn)
+{
+    assert_int_equal(g_m.n_pre, 1);
+    assert_int_equal(g_m.pre[0].kind, GEN_OP_EMBED);
+    assert_int_equal(g_m.pre[0].weight, gen_model_find_tensor(&g_m, "token_embd"));
+    assert_int_equal(g_m.pre[0].in[0], -1);
+    assert_int_equal(g_m.input_value, gen_model_find_value(&g_m, "x"));
+    assert_int_equal(g_m.logits_value, gen_model_find_value(&g_m, "logits"));
+    assert_int_equal(val("logits")->width, GEN_DIM_VOCAB);
+    assert_int_equal(val("x")->width, dim);
+    assert_true(val("x")->state);
+    assert_int_equal(val("q")->width, q_dim);
+    assert_int_equal(val("k")->width, kv_dim);
+    assert_int_equal(val("v")->width, kv_dim);
+    assert_int_equal(val("a")->width, q_dim);
+    assert_int_equal(val("gate")->width, ffn);
+    assert_int_equal(val("d")->width, dim);
+    for (int i = 0; i < g_m.n_values; i++)
+        assert_int_equal(g_m.values[i].state, !strcmp(g_m.values[i].name, "x"));
+    /* kv_write: two inputs, no output, no weight; add reads and writes x. */
+    int kv = -1, add = -1;
+    for (int i = 0; i < g_m.n_layer; i++) {
+        if (g_m.layer[i].kind == GEN_OP_KV_WRITE)
+            kv = i;
+        if (g_m.layer[i].kind == GEN_OP_ADD && add < 0)
+            add = i;
+    }
+    assert_true(kv >= 0 && add >= 0);
+    assert_int_equal(g_m.layer[kv].out, -1);
+    assert_int_equal(g_m.layer[kv].weight, -1);
+    assert_int_equal(g_m.layer[kv].in[0], gen_model_find_value(&g_m, "kr"));
+    assert_int_equal(g_m.layer[kv].in[1], gen_model_find_value(&g_m, "v"));
+    assert_int_equal(g_m.layer[add].out, g_m.input_value);
+    assert_int_equal(g_m.layer[add].in[0], g_m.input_value);
+    assert_int_equal(g_m.layer[add].in[2], -1);
+    const gen_tensor *q = ten("attn_q"), *k = ten("attn_k"), *down = ten("ffn_down");
+    assert_int_equal(q->type, GEN_T_I2_S);
+    assert_true(q->per_layer);
+    assert_int_equal(q->ne[0], dim);
+    assert_int_equal(q->ne[1], q_dim);
+    assert_int_equal(k->ne[1], kv_dim);
+    assert_int_equal(down->ne[0], ffn);
+    assert_int_equal(down->ne[1], dim);
+    const gen_tensor *e = ten("token_embd");
+    assert_int_equal(e->type, GEN_T_F16);
+    assert_false(e->per_layer);
+    assert_int_equal(e->n_dims, 2);
+    assert_int_equal(e->ne[0], dim);
+    assert_int_equal(e->ne[1], GEN_DIM_VOCAB);
+    assert_int_equal(ten("output_norm")->n_dims, 1);
+    assert_int_equal(ten("output_norm")->type, GEN_T_F32);
+    assert_int_equal(g_m.n_checks, 7);
+    assert_string_equal(g_m.checks[0].hparam, "dim");
+    assert_string_equal(g_m.checks[0].gguf_key, "embedding_length");
+    assert_true(g_m.checks[0].value == dim);
+    assert_false(g_m.checks[0].is_float);
+    assert_string_equal(g_m.checks[5].hparam, "rope.base");
+    assert_string_equal(g_m.checks[5].gguf_key, "rope.freq_base");
+    assert_true(g_m.checks[5].is_float);
+    assert_true(g_m.checks[5].value == g_m.hp.rope_base);
+    assert_true(g_m.checks[4].value == (double)1.0e-5f);
+    assert_string_equal(g_m.hp.kv_type, "f16");
+    assert_int_equal(g_m.hp.rope_style, GEN_ROPE_NEOX);
+    assert_false(g_m.no_fuse);
+}
+
+static const char *k_bitnet_layer = "rmsnorm bitlinear bitlinear bitlinear rope rope kv_write attention rmsnorm "
+                                    "bitlinear add rmsnorm bitlinear bitlinear relu2_mul rmsnorm bitlinear add";
+
+static void test_bitnet_2b(void **state)
+{
+    load("models/bitnet-b1.58-2b.yaml");
+    assert_string_equal(g_m.name, "bitnet-b1.58-2b");
+    assert_int_equal(g_m.n_archs, 2);
+    assert_string_equal(g_m.archs[0], "bitnet-b1.58");
+    assert_string_equal(g_m.archs[1], "bitnet-25");
+    const gen_hparams *hp = &g_m.hp;
+    assert_int_equal(hp->dim, 2560);
+    assert_int_equal(hp->n_heads, 20);
+    assert_int_equal(hp->n_kv_heads, 5);
+    assert_int_equal(hp->head_dim, 128);
+    assert_int_equal(hp->ffn_dim, 6912);
+    assert_true(hp->norm_eps == 1.0e-5f);
+    assert_true(hp->rope_base == 500000.0f);
+    assert_int_equal(hp->rope_dims, 128);
+    assert_int_equal(g_m.n_tensors, 13);
+    assert_int_equal(g_m.n_values, 18);
+    assert_int_equal(g_m.n_layer, 18);
+    assert_int_equal(g_m.n_post, 2);
+    check_common(2560, 2560, 640, 6912);
+    char buf[512];
+    kinds(g_m.layer, g_m.n_layer, buf, sizeof(buf));
+    assert_string_equal(buf, k_bitnet_layer);
+    kinds(g_m.post, g_m.n_post, buf, sizeof(buf));
+    assert_string_equal(buf, "rmsnorm lm_head");
+    /* tied head: lm_head reads token_embd */
+    assert_int_equal(g_m.post[1].weight, gen_model_find_tensor(&g_m, "token_embd"));
+    assert_int_equal(g_m.post[1].in[0], gen_model_find_value(&g_m, "xn"));
+    assert_int_equal(ten("ffn_sub_norm")->ne[0], 6912);
+    /* locations: first layer op is on line 45, column 7 ("- {op: ..." indented 4) */
+    assert_int_equal(g_m.layer[0].loc.line, 45);
+    assert_int_equal(g_m.layer[0].loc.col, 7);
+    assert_int_equal(ten("token_embd")->loc.line, 27);
+    assert_int_equal(ten("token_embd")->loc.col, 3);
+}
+
+static void test_bitnet_tiny(void **state)
+{
+    load("models/bitnet-tiny.yaml");
+    assert_string_equal(g_m.name, "bitnet-tiny");
+    assert_int_equal(g_m.hp.dim, 512);
+    assert_int_equal(g_m.hp.n_heads, 8);
+    assert_int_equal(g_m.hp.n_kv_heads, 2);
+    assert_int_equal(g_m.hp.head_dim, 64);
+    assert_int_equal(g_m.hp.ffn_dim, 1536);
+    assert_int_equal(g_m.hp.rope_dims, 64);
+    check_common(512, 512, 128, 1536);
+    char buf[512];
+    kinds(g_m.layer, g_m.n_layer, buf, sizeof(buf));
+    assert_string_equal(buf, k_bitnet_layer);
+}
+
+static void test_llama_ternary_tiny(void **state)
+{
+    load("models/llama-ternary-tiny.yaml");
+    assert_string_equal(g_m.name, "llama-ternary-tiny");
+    assert_int_equal(g_m.n_archs, 1);
+    assert_string_equal(g_m.archs[0], "llama-ternary");
+    assert_int_equal(g_m.hp.dim, 256);
+    assert_int_equal(g_m.hp.n_heads, 4);
+    assert_int_equal(g_m.hp.n_kv_heads, 2);
+    assert_true(g_m.hp.rope_base == 10000.0f);
+    check_common(256, 256, 128, 768);
+    assert_int_equal(g_m.n_tensors, 12);
+    assert_int_equal(g_m.n_values, 16);
+    assert_int_equal(gen_model_find_tensor(&g_m, "attn_sub_norm"), -1);
+    char buf[512];
+    kinds(g_m.layer, g_m.n_layer, buf, sizeof(buf));
+    assert_string_equal(buf, "rmsnorm bitlinear bitlinear bitlinear rope rope kv_write attention bitlinear add "
+                             "rmsnorm bitlinear bitlinear silu_mul bitlinear add");
+    const gen_tensor *out = ten("output");
+    assert_int_equal(g_m.post[1].kind, GEN_OP_LM_HEAD);
+    assert_int_equal(g_m.post[1].weight, gen_model_find_tensor(&g_m, "output"));
+    assert_string_equal(out->gguf, "output.weight");
+    assert_int_equal(out->type, GEN_T_F16);
+    assert_int_equal(out->ne[1], GEN_DIM_VOCAB);
+}
+
+static void test_api(void **state)
+{
+    assert_string_equal(gen_op_name(GEN_OP_EMBED), "embed");
+    assert_string_equal(gen_op_name(GEN_OP_RELU2_MUL), "relu2_mul");
+    assert_string_equal(gen_op_name(GEN_OP_LM_HEAD), "lm_head");
+    assert_string_equal(gen_op_name(GEN_OP_COUNT), "?");
+    assert_int_equal(gen_op_arity(GEN_OP_EMBED), 0);
+    assert_int_equal(gen_op_arity(GEN_OP_BITLINEAR), 1);
+    assert_int_equal(gen_op_arity(GEN_OP_KV_WRITE), 2);
+    assert_int_equal(gen_op_arity(GEN_OP_SILU_MUL), 2);
+    assert_string_equal(gen_ttype_name(GEN_T_I2_S), "i2_s");
+    load("models/bitnet-tiny.yaml");
+    char name[GEN_MAX_NAME];
+    gen_tensor_name(ten("attn_q"), 17, name, sizeof(name));
+    assert_string_equal(name, "blk.17.attn_q.weight");
+    gen_tensor_name(ten("token_embd"), 3, name, sizeof(name));
+    assert_string_equal(name, "token_embd.weight");
+    gen_tensor_name(ten("ffn_down"), 0, name, 8); /* truncates safely */
+    assert_string_equal(name, "blk.0.f");
+    assert_int_equal(gen_model_find_value(&g_m, "nope"), -1);
+    assert_int_equal(gen_model_find_tensor(&g_m, "nope"), -1);
+}
+
+/* A small valid model; each bad case replaces one substring of it. */
+static const char *k_base =
+    "name: t\n"                                                                /* 1 */
+    "architectures: [bitnet-b1.58]\n"                                          /* 2 */
+    "hparams:\n"                                                               /* 3 */
+    "  dim: 256\n"                                                             /* 4 */
+    "  n_heads: 4\n"                                                           /* 5 */
+    "  n_kv_heads: 2\n"                                                        /* 6 */
+    "  head_dim: 64\n"                                                         /* 7 */
+    "  ffn_dim: 384\n"                                                         /* 8 */
+    "  norm_eps: 1.0e-5\n"                                                     /* 9 */
+    "  rope: {style: neox, base: 10000.0, dims: 64}\n"                         /* 10 */
+    "gguf_checks:\n"                                                           /* 11 */
+    "  dim: embedding_length\n"                                                /* 12 */
+    "tensors:\n"                                                               /* 13 */
+    "  emb:   {gguf: token_embd.weight, type: f16, shape: [dim, vocab]}\n"     /* 14 */
+    "  onorm: {gguf: output_norm.weight, type: f32, shape: [dim]}\n"           /* 15 */
+    "  anorm: {gguf: \"blk.{L}.attn_norm.weight\", type: f32, shape: [dim]}\n" /* 16 */
+    "  wq:    {gguf: \"blk.{L}.attn_q.weight\", type: i2_s, shape: [dim, q_dim]}\n"
+    "  wk:    {gguf: \"blk.{L}.attn_k.weight\", type: i2_s, shape: [dim, kv_dim]}\n"
+    "  wv:    {gguf: \"blk.{L}.attn_v.weight\", type: i2_s, shape: [dim, kv_dim]}\n"
+    "  wo:    {gguf: \"blk.{L}.attn_output.weight\", type: i2_s, shape: [q_dim, dim]}\n" /* 20 */
+    "  wg:    {gguf: \"blk.{L}.ffn_gate.weight\", type: i2_s, shape: [dim, ffn_dim]}\n"
+    "  wu:    {gguf: \"blk.{L}.ffn_up.weight\", type: i2_s, shape: [dim, ffn_dim]}\n"
+    "  wd:    {gguf: \"blk.{L}.ffn_down.weight\", type: i2_s, shape: [ffn_dim, dim]}\n"
+    "forward:\n"                                                               /* 24 */
+    "  input:\n"                                                               /* 25 */
+    "    - {op: embed, table: emb, out: x}\n"                                  /* 26 */
+    "  layer:\n"                                                               /* 27 */
+    "    - {op: rmsnorm, in: x, weight: anorm, out: h}\n"                      /* 28 */
+    "    - {op: bitlinear, in: h, weight: wq, out: q}\n"                       /* 29 */
+    "    - {op: bitlinear, in: h, weight: wk, out: k}\n"                       /* 30 */
+    "    - {op: bitlinear, in: h, weight: wv, out: v}\n"                       /* 31 */
+    "    - {op: rope, in: q, out: qr}\n"                                       /* 32 */
+    "    - {op: rope, in: k, out: kr}\n"                                       /* 33 */
+    "    - {op: kv_write, in: [kr, v]}\n"                                      /* 34 */
+    "    - {op: attention, in: qr, out: a}\n"                                  /* 35 */
+    "    - {op: bitlinear, in: a, weight: wo, out: o}\n"                       /* 36 */
+    "    - {op: add, in: [x, o], out: x}\n"                                    /* 37 */
+    "    - {op: bitlinear, in: x, weight: wg, out: gate}\n"                    /* 38 */
+    "    - {op: bitlinear, in: x, weight: wu, out: up}\n"                      /* 39 */
+    "    - {op: silu_mul, in: [gate, up], out: f}\n"                           /* 40 */
+    "    - {op: bitlinear, in: f, weight: wd, out: d}\n"                       /* 41 */
+    "    - {op: add, in: [x, d], out: x}\n"                                    /* 42 */
+    "  output:\n"                                                              /* 43 */
+    "    - {op: rmsnorm, in: x, weight: onorm, out: xn}\n"                     /* 44 */
+    "    - {op: lm_head, in: xn, weight: emb, out: logits}\n";                 /* 45 */
+
+typedef struct {
+    const char *find, *replace, *expect;
+} bad_case;
+
+static const bad_case k_bad[] = {
+    {"", "colour: red\n", "t.yaml:46:1: unknown top-level key 'colour'"},
+    {"op: silu_mul", "op: gelu_mul", "t.yaml:40:12: unknown op 'gelu_mul'"},
+    {", weight: anorm", "", "t.yaml:28:7: missing field 'weight' in rmsnorm"},
+    {"dim: 256", "dim: \"256\"", "t.yaml:4:8: 'dim' must be an integer, got the string \"256\""},
+    {"dim: 256", "dim: [256]", "t.yaml:4:8: 'dim' must be an integer, got a list"},
+    {"base: 10000.0", "base: high", "t.yaml:10:29: 'base' must be a number, got 'high'"},
+    {"  ffn_dim: 384\n", "  ffn_dim: 384\n  n_layers: 2\n", "t.yaml:9:3: unknown key 'n_layers' in hparams"},
+    {"dim: embedding_length", "dims: embedding_length", "t.yaml:12:3: unknown hparam 'dims' in gguf_checks"},
+    {"[dim, q_dim]", "[dim, qdim]", "t.yaml:17:67: unknown shape symbol 'qdim'"},
+    {"[q_dim, dim]", "[ffn_dim, dim]", "t.yaml:36:7: bitlinear 'wo': input 'a' has width 256, weight ne0 is 384"},
+    {"output_norm.weight, type: f32, shape: [dim]", "output_norm.weight, type: f32, shape: [ffn_dim]",
+     "t.yaml:44:7: rmsnorm 'onorm': input 'x' has width 256, weight ne0 is 384"},
+    {"in: [x, o]", "in: [x, k]", "t.yaml:37:7: add: inputs 'x' (256) and 'k' (128) differ in width"},
+    {"in: [gate, up]", "in: [gate, x]", "t.yaml:40:7: silu_mul: inputs 'gate' (384) and 'x' (256) differ in width"},
+    {"attn_k.weight\", type: i2_s, shape: [dim, kv_dim]", "attn_k.weight\", type: i2_s, shape: [dim, 96]",
+     "t.yaml:33:7: rope: input 'k' width 96 is not a multiple of head_dim 64"},
+    {"in: [kr, v]", "in: [qr, v]", "t.yaml:34:7: kv_write: k 'qr' (256) and v 'v' (128) must both have width kv_dim = 128"},
+    {"in: qr,", "in: kr,", "t.yaml:35:7: attention: input 'kr' has width 128, n_heads*head_dim is 256"},
+    {"in: xn,", "in: f,", "t.yaml:45:7: lm_head 'emb': input 'f' has width 384, weight ne0 is 256"},
+    {"in: h, weight: wq", "in: h2, weight: wq", "t.yaml:29:27: bitlinear 'wq': input 'h2' is not defined"},
+    {"rope, in: q,", "rope, in: a,", "t.yaml:32:22: rope: input 'a' is not defined"},
+    {"weight: wq,", "weight: wqq,", "t.yaml:29:38: bitlinear: weight 'wqq' is not in tensors"},
+    {"attn_q.weight\", type: i2_s", "attn_q.weight\", type: f16",
+     "t.yaml:29:38: bitlinear 'wq': weight has type f16, bitlinear needs i2_s"},
+    {"token_embd.weight, type: f16", "token_embd.weight, type: i2_s",
+     "t.yaml:26:26: embed 'emb': table has type i2_s, embed needs f32 or f16"},
+    {"attn_norm.weight\", type: f32", "attn_norm.weight\", type: f16",
+     "t.yaml:28:36: rmsnorm 'anorm': weight has type f16, rmsnorm needs f32"},
+    {"n_kv_heads: 2", "n_kv_heads: 3", "t.yaml:6:15: n_heads (4) is not a multiple of n_kv_heads (3)"},
+    {"ffn_dim: 384", "ffn_dim: 320", "t.yaml:23:63: tensor 'wd': i2_s input width ne0 = 320 is not a multiple of 128"},
+    {"dims: 64}", "dims: 128}", "t.yaml:10:44: rope.dims (128) exceeds head_dim (64)"},
+    {"  n_heads: 4\n", "  n_heads: 4\n  dim: 512\n", "t.yaml:6:3: duplicate key 'dim' in hparams (first at line 4)"},
+    {"{op: silu_mul, in: [gate, up], out: f}", "{op: silu_mul, in: [gate, up], out: f, in: [up, up]}",
+     "t.yaml:40:46: duplicate key 'in' in op in forward.layer (first at line 40)"},
+    {"dims: 64}", "dims: 64", "t.yaml:11:12: YAML syntax error: did not find expected ',' or '}' while parsing a flow mapping"},
+    {"out: gate}", "out: x}", "t.yaml:38:47: bitlinear 'wg': output 'x' has width 384, it was defined with width 256 at line 26"},
+    {"{op: rmsnorm, in: x, weight: onorm, out: xn}", "{op: attention, in: x, out: xn}",
+     "t.yaml:44:12: attention is not allowed in forward.output (only in forward.layer)"},
+    {"weight: onorm", "weight: anorm", "t.yaml:44:36: rmsnorm 'anorm': per-layer tensor used outside forward.layer"},
+    {"    - {op: lm_head, in: xn, weight: emb, out: logits}\n", "", "t.yaml:44:5: forward.output has no lm_head op"},
+    {"in: [gate, up]", "in: gate", "t.yaml:40:26: silu_mul needs 2 inputs in 'in', got a scalar"},
+    {"name: t\n", "", "t.yaml:1:1: missing field 'name' in the model"},
+    {"blk.{L}.attn_q", "blk.{N}.attn_q",
+     "t.yaml:17:17: tensor 'wq': gguf name 'blk.{N}.attn_q.weight' may contain only one '{L}' placeholder"},
+    {"{op: kv_write, in: [kr, v]}", "{op: add, in: [kr, v], out: kv}",
+     "t.yaml:35:7: attention: no kv_write before it in forward.layer"},
+    {"", "fuse: maybe\n", "t.yaml:46:7: 'fuse' must be true or false, got 'maybe'"},
+    {"{op: add, in: [x, o], out: x}", "{op: add, in: [x, o], weight: wo, out: x}",
+     "t.yaml:37:37: add takes no 'weight'"},
+    {"{op: kv_write, in: [kr, v]}", "{op: kv_write, in: [kr, v], out: kv}", "t.yaml:34:40: kv_write takes no 'out'"},
+    {"{op: embed, table: emb, out: x}", "{op: embed, weight: emb, out: x}",
+     "t.yaml:26:27: embed takes no 'weight' (use 'table')"},
+    {"n_heads: 4", "n_heads: 0", "t.yaml:5:12: 'n_heads' must be a positive integer, got 0"},
+    {"type: f32, shape: [dim]}", "type: bf16, shape: [dim]}", "t.yaml:15:43: tensor 'onorm': unknown type 'bf16' (f32, f16 or i2_s)"},
+    {"in: xn,", "in: logits,", "t.yaml:45:25: lm_head 'emb': input 'logits' is not defined"},
+};
+
+/* k_base with the first occurrence of c->find replaced (an empty find appends). */
+static char *mutate(const bad_case *c)
+{
+    size_t bl = strlen(k_base), fl = strlen(c->find), rl = strlen(c->replace);
+    const char *at = fl ? strstr(k_base, c->find) : k_base + bl;
+    if (!at)
+        print_error("case '%s': pattern not in the base model\n", c->find);
+    assert_non_null(at);
+    char *s = malloc(bl - fl + rl + 1);
+    assert_non_null(s);
+    size_t pre = (size_t)(at - k_base);
+    memcpy(s, k_base, pre);
+    memcpy(s + pre, c->replace, rl);
+    memcpy(s + pre + rl, at + fl, bl - pre - fl + 1);
+    return s;
+}
+
+static void test_base_valid(void **state)
+{
+    char err[GEN_ERR_LEN] = "";
+    int rc = gen_model_parse(k_base, strlen(k_base), "t.yaml", &g_m, err);
+    if (rc)
+        print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(g_m.n_layer, 15);
+    assert_int_equal(g_m.n_checks, 1);
+    assert_string_equal(g_m.path, "t.yaml");
+}
+
+/* Prints line `line` of s with ">>>" before column `col` (for a failing case). */
+static void show_pos(const char *s, int line, int col)
+{
+    for (int l = 1; l < line && s; l++)
+        s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL;
+    if (!s)
+        return;
+    int len = (int)(strchr(s, '\n') ? strchr(s, '\n') - s : (long)strlen(s));
+    if (col < 1 || col > len + 1)
+        col = 1;
+    print_error("  at:   %.*s>>>%.*s\n", col - 1, s, len - col + 1, s + col - 1);
+}
+
+static void test_bad_cases(void **state)
+{
+    int n = (int)(sizeof(k_bad) / sizeof(k_bad[0])), failed = 0;
+    for (int i = 0; i < n; i++) {
+        char *s = mutate(&k_bad[i]);
+        char err[GEN_ERR_LEN] = "";
+        int rc = gen_model_parse(s, strlen(s), "t.yaml", &g_m, err);
+        if (rc == 0 || strcmp(err, k_bad[i].expect)) {
+            int line = 0, col = 0;
+            print_error("case %d: rc %d\n  want: %s\n  got:  %s\n", i, rc, k_bad[i].expect, err);
+            if (sscanf(err, "t.yaml:%d:%d:", &line, &col) == 2)
+                show_pos(s, line, col);
+            failed++;
+        }
+        free(s);
+    }
+    assert_int_equal(failed, 0);
+}
+
+static void expect_file_error(const char *path, const char *expect)
+{
+    char err[GEN_ERR_LEN] = "";
+    int rc = gen_model_load(path, &g_m, err);
+    assert_int_not_equal(rc, 0);
+    assert_string_equal(err, expect);
+}
+
+static void test_bad_files(void **state)
+{
+    expect_file_error("tests/data/yaml/no-such-file.yaml",
+                      "tests/data/yaml/no-such-file.yaml: cannot open the model description");
+    expect_file_error("tests/data/yaml/empty.yaml", "tests/data/yaml/empty.yaml:1:1: empty document");
+    expect_file_error("tests/data/yaml/not-a-mapping.yaml",
+                      "tests/data/yaml/not-a-mapping.yaml:2:1: the model must be a mapping, got a list");
+    expect_file_error("tests/data/yaml/tab-indent.yaml",
+                      "tests/data/yaml/tab-indent.yaml:3:1: YAML syntax error: found character that cannot start any token while scanning for the next token");
+    expect_file_error("tests/data/yaml/undefined-value.yaml",
+                      "tests/data/yaml/undefined-value.yaml:33:27: bitlinear 'wv': input 'hh' is not defined");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bitnet_2b),  cmocka_unit_test(test_bitnet_tiny), cmocka_unit_test(test_llama_ternary_tiny),
+        cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
+        cmocka_unit_test(test_bad_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
