@@ -60,7 +60,7 @@ $(LIB_GEN): $(call obj,$(GEN_SRC))
 $(LIB_REF): $(call obj,$(REF_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
-$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 
 # One binary per model: the generated schedule + the shared runtime/CLI.

@@ -7,9 +7,10 @@
  * never reads and writes the same buffer unless it is in place by design).
  *
  * Barriers: a simulated run of pre, layer, layer, post tracks for each buffer
- * whether it was written / read since its last barrier. A kernel that reads a
- * pending write (RAW), or writes a buffer with a pending read or write (WAR, WAW),
- * gets a buffer barrier on exactly that buffer. The layer's masks are the union of
+ * whether it was written since the last barrier naming it, and read since the last
+ * barrier of any kind (an execution dependency is enough for write-after-read). A
+ * kernel that reads a pending write (RAW), or writes a buffer with a pending read
+ * or write (WAR, WAW), gets a buffer barrier on exactly those buffers. The layer's masks are the union of
  * its two simulated iterations, which covers the loop-carried dependencies.
  */
 #include "gen_graph.h"
@@ -148,6 +149,14 @@ static int plan_buffers(gen_graph *g, char *err)
                 g->bufs[b].bytes_per_token = ent[e].bytes;
             if (ent[e].last > buf_last[b])
                 buf_last[b] = ent[e].last;
+            if (pass == 1 || ent[e].part || g->bufs[b].name[0] == 0) {
+                /* name = the values sharing the buffer, "h_q/qr/an_q" (truncated) */
+                char nm[GEN_MAX_NAME + 4];
+                snprintf(nm, sizeof(nm), "%s%s", g->vals[ent[e].gval].name, ent[e].part ? "_s" : "");
+                size_t have = strlen(g->bufs[b].name);
+                if (have && strstr(g->bufs[b].name, nm) == NULL && have + strlen(nm) + 2 < sizeof(g->bufs[b].name))
+                    snprintf(g->bufs[b].name + have, sizeof(g->bufs[b].name) - have, "/%s", nm);
+            }
             if (ent[e].part)
                 g->vals[ent[e].gval].buf_s = b;
             else
@@ -186,11 +195,15 @@ static void simulate(gen_graph *g, int ki, int iter, bool *pw, bool *pr)
     for (int i = 0; i < nw; i++)
         if (pw[sim_id(wr[i], iter)] || pr[sim_id(wr[i], iter)])
             mask |= mask_bit(wr[i]);
-    /* a barrier on a buffer clears its pending accesses */
-    for (int i = 0; i < nr + nw; i++) {
-        int bit = i < nr ? rd[i] : wr[i - nr];
-        if (mask & mask_bit(bit))
-            pw[sim_id(bit, iter)] = pr[sim_id(bit, iter)] = false;
+    /* Any barrier is an execution dependency: it settles every earlier read (WAR).
+     * Writes become visible only through a barrier that names their buffer. */
+    if (mask) {
+        memset(pr, 0, sizeof(bool) * SIM_N);
+        for (int i = 0; i < nr + nw; i++) {
+            int bit = i < nr ? rd[i] : wr[i - nr];
+            if (mask & mask_bit(bit))
+                pw[sim_id(bit, iter)] = false;
+        }
     }
     for (int i = 0; i < nr; i++)
         pr[sim_id(rd[i], iter)] = true;
