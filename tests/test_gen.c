@@ -1,0 +1,229 @@
+/* test_gen.c - the generator's passes: lowering + fusion, buffer planning, barrier
+ * placement, determinism of the emitted kernels, and the fused vs unfused graphs.
+ * (Numerical equality of fused and unfused schedules is checked on the GPU in
+ * test_e2e.c.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gen_desc.h"
+#include "gen_graph.h"
+#include "gen_model.h"
+
+static gen_model model;
+static gen_graph graph;
+
+static void load(const char *path)
+{
+    char err[GEN_ERR_LEN] = "";
+    int rc = gen_model_load(path, &model, err);
+    if (rc)
+        fail_msg("%s", err);
+}
+
+static int count_kind(const gen_graph *g, gen_kop_kind kind, gen_section sec)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_kops; i++)
+        n += g->kops[i].kind == kind && g->kops[i].sec == sec;
+    return n;
+}
+
+static void test_unfused_lowering(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    load("models/bitnet-b1.58-2b.yaml");
+    assert_int_equal(gen_graph_build(&model, false, &graph, err), 0);
+    /* one kernel op per source op, plus one QUANT per bitlinear */
+    assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR, GEN_SEC_LAYER), 7);
+    assert_int_equal(count_kind(&graph, GEN_K_QUANT, GEN_SEC_LAYER), 7);
+    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_LAYER), 4);
+    assert_int_equal(count_kind(&graph, GEN_K_ADD, GEN_SEC_LAYER), 2);
+    assert_int_equal(count_kind(&graph, GEN_K_RELU2_MUL, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_ROPE, GEN_SEC_LAYER), 2);
+    assert_int_equal(count_kind(&graph, GEN_K_KV_WRITE, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 0);
+    assert_int_equal(count_kind(&graph, GEN_K_LM_HEAD, GEN_SEC_POST), 1);
+}
+
+static void test_fusion_rules(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    load("models/bitnet-b1.58-2b.yaml");
+    assert_int_equal(gen_graph_build(&model, true, &graph, err), 0);
+    /* norm + quant fused for the four norms that feed projections */
+    assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 4);
+    assert_int_equal(count_kind(&graph, GEN_K_QUANT, GEN_SEC_LAYER), 0);
+    /* q, k, v, o, down stay projections; gate+up+relu2_mul become one GLU */
+    assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR, GEN_SEC_LAYER), 5);
+    assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR_GLU, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_RELU2_MUL, GEN_SEC_LAYER), 0);
+    /* both residual adds folded into their projections */
+    assert_int_equal(count_kind(&graph, GEN_K_ADD, GEN_SEC_LAYER), 0);
+    int res = 0;
+    for (int i = 0; i < graph.n_kops; i++)
+        res += graph.kops[i].kind == GEN_K_BITLINEAR && graph.kops[i].res >= 0;
+    assert_int_equal(res, 2);
+    /* rope(k) + kv_write -> rope_kv; rope(q) stays */
+    assert_int_equal(count_kind(&graph, GEN_K_ROPE_KV, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_ROPE, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_KV_WRITE, GEN_SEC_LAYER), 0);
+    /* the final norm feeds the LM head, not a projection: stays a plain rmsnorm */
+    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 1);
+    /* the activation quantization of h is shared by q, k and v */
+    int q8 = -1;
+    for (int i = 0; i < graph.n_kops; i++) {
+        const gen_kop *k = &graph.kops[i];
+        if (k->kind == GEN_K_BITLINEAR && k->sec == GEN_SEC_LAYER && k->res < 0 && q8 < 0)
+            q8 = k->in[0];
+    }
+    int users = 0;
+    for (int i = 0; i < graph.n_kops; i++)
+        users += graph.kops[i].kind == GEN_K_BITLINEAR && graph.kops[i].in[0] == q8;
+    assert_int_equal(users, 3);
+}
+
+static void test_silu_variant(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    load("models/llama-ternary-tiny.yaml");
+    assert_int_equal(gen_graph_build(&model, true, &graph, err), 0);
+    assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR_GLU, GEN_SEC_LAYER), 1);
+    for (int i = 0; i < graph.n_kops; i++)
+        if (graph.kops[i].kind == GEN_K_BITLINEAR_GLU)
+            assert_false(graph.kops[i].relu2);
+    /* no sub-norms: the attention output and the GLU output are quantized directly */
+    assert_int_equal(count_kind(&graph, GEN_K_QUANT, GEN_SEC_LAYER), 2);
+}
+
+/* No kernel reads and writes the same buffer unless it is an in-place design
+ * (residual projection), and the buffers of one kop's inputs are distinct from
+ * its output buffer. */
+static void check_plan(const gen_graph *g)
+{
+    for (int i = 0; i < g->n_kops; i++) {
+        const gen_kop *k = &g->kops[i];
+        int rd[8], wr[8];
+        int nr = gen_kop_reads(g, k, rd, 8), nw = gen_kop_writes(g, k, wr, 8);
+        for (int a = 0; a < nr; a++)
+            for (int b = 0; b < nw; b++)
+                if (rd[a] == wr[b] && rd[a] < 60) {
+                    bool inplace = k->res >= 0 && g->vals[k->res].buf == rd[a];
+                    inplace |= k->kind == GEN_K_ADD || k->kind == GEN_K_RELU2_MUL || k->kind == GEN_K_SILU_MUL;
+                    if (!inplace)
+                        fail_msg("kop %d (%s) reads and writes buffer %d", i, k->label, rd[a]);
+                }
+    }
+    for (int b = 0; b < g->n_bufs; b++)
+        assert_true(g->bufs[b].bytes_per_token > 0);
+}
+
+/* Every read of a buffer written earlier in the step is preceded by a barrier on
+ * it (checked by replaying the schedule: pre, layer x2, post). */
+static void check_barriers(const gen_graph *g)
+{
+    bool dirty[64] = {false};
+    for (int pass = 0; pass < 4; pass++) {
+        gen_section sec = pass == 0 ? GEN_SEC_PRE : pass == 3 ? GEN_SEC_POST : GEN_SEC_LAYER;
+        for (int i = 0; i < g->n_kops; i++) {
+            const gen_kop *k = &g->kops[i];
+            if (k->sec != sec)
+                continue;
+            uint64_t bar = g->barrier[i];
+            for (int b = 0; b < 64; b++)
+                if (bar & (1ull << b))
+                    dirty[b] = false;
+            int rd[8], wr[8];
+            int nr = gen_kop_reads(g, k, rd, 8), nw = gen_kop_writes(g, k, wr, 8);
+            for (int a = 0; a < nr; a++)
+                if (dirty[rd[a]])
+                    fail_msg("kop %d (%s) reads buffer bit %d without a barrier", i, k->label, rd[a]);
+            for (int a = 0; a < nw; a++)
+                dirty[wr[a]] = true;
+            if (pass == 1 && (k->kind == GEN_K_ROPE_KV || k->kind == GEN_K_KV_WRITE))
+                dirty[60] = dirty[61] = false; /* next layer: another layer's cache */
+        }
+        if (pass == 1)
+            dirty[60] = dirty[61] = false;
+    }
+}
+
+static void test_plan_and_barriers(void **state)
+{
+    (void)state;
+    const char *models[] = {"models/bitnet-b1.58-2b.yaml", "models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml"};
+    for (int mi = 0; mi < 3; mi++)
+        for (int fuse = 0; fuse < 2; fuse++) {
+            char err[GEN_ERR_LEN] = "";
+            load(models[mi]);
+            assert_int_equal(gen_graph_build(&model, fuse, &graph, err), 0);
+            check_plan(&graph);
+            check_barriers(&graph);
+        }
+}
+
+static void test_no_barrier_between_independent_projections(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    load("models/bitnet-b1.58-2b.yaml");
+    assert_int_equal(gen_graph_build(&model, true, &graph, err), 0);
+    /* q, k, v read the same quantized input and write different buffers */
+    int seen = 0;
+    for (int i = 0; i < graph.n_kops; i++) {
+        const gen_kop *k = &graph.kops[i];
+        if (k->kind == GEN_K_BITLINEAR && k->sec == GEN_SEC_LAYER && k->res < 0) {
+            if (seen > 0)
+                assert_int_equal(graph.barrier[i], 0);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 3);
+}
+
+static gen_desc d1, d2;
+
+static void test_deterministic_and_shared_kernels(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    load("models/bitnet-tiny.yaml");
+    assert_int_equal(gen_desc_build(&model, true, &d1, err), 0);
+    assert_int_equal(gen_desc_build(&model, true, &d2, err), 0);
+    assert_int_equal(d1.n_kernels, d2.n_kernels);
+    for (uint32_t i = 0; i < d1.n_kernels; i++) {
+        assert_string_equal(d1.glsl[i], d2.glsl[i]);
+        assert_int_equal(d1.kernels[i].spv_bytes, d2.kernels[i].spv_bytes);
+        assert_memory_equal(d1.kernels[i].spv, d2.kernels[i].spv, d1.kernels[i].spv_bytes);
+        for (uint32_t j = 0; j < i; j++)
+            assert_string_not_equal(d1.glsl[i], d1.glsl[j]); /* identical kernels are stored once */
+    }
+    /* decode and prefill walk the same op list */
+    assert_int_equal(d1.desc.decode.n_layer, d1.desc.prefill.n_layer);
+    assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
+    gen_desc_free(&d1);
+    gen_desc_free(&d2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unfused_lowering),
+        cmocka_unit_test(test_fusion_rules),
+        cmocka_unit_test(test_silu_variant),
+        cmocka_unit_test(test_plan_and_barriers),
+        cmocka_unit_test(test_no_barrier_between_independent_projections),
+        cmocka_unit_test(test_deterministic_and_shared_kernels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
