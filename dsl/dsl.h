@@ -179,6 +179,10 @@ typedef enum {
 #define dsl_buffer(k, name, elem, access) dsl_buffer_at((k), (name), (elem), (access), 0, __FILE__, __LINE__)
 #define dsl_buffer_aligned(k, name, elem, access, align) \
     dsl_buffer_at((k), (name), (elem), (access), (align), __FILE__, __LINE__)
+/* A second view of buffer `buf` with another element type (e.g. the u32 words of a weight
+ * buffer read as uvec4): no push space, same address and access, align = element size (the
+ * caller keeps the address aligned). Emitted as `Buf_<name>(pc.<buf>).d[i]`. */
+#define dsl_buffer_view(k, name, buf, elem) dsl_buffer_view_at((k), (name), (buf), (elem), __FILE__, __LINE__)
 /* Push-constant scalar parameter (u32, i32 or f32; 4 bytes after all addresses). The
  * returned expression reads `pc.<name>`. */
 #define dsl_param(k, name, type) dsl_param_at((k), (name), (type), __FILE__, __LINE__)
@@ -455,6 +459,8 @@ int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size
 
 dsl_expr dsl_buffer_at(dsl_kernel *k, const char *name, dsl_type elem, int access, uint32_t align,
                        const char *file, int line);
+dsl_expr dsl_buffer_view_at(dsl_kernel *k, const char *name, dsl_expr buf, dsl_type elem, const char *file,
+                            int line);
 dsl_expr dsl_param_at(dsl_kernel *k, const char *name, dsl_type type, const char *file, int line);
 dsl_expr dsl_shared_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t n, const char *file,
                        int line);

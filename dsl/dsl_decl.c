@@ -64,6 +64,28 @@ dsl_expr dsl_buffer_at(dsl_kernel *k, const char *name, dsl_type elem, int acces
     return n;
 }
 
+dsl_expr dsl_buffer_view_at(dsl_kernel *k, const char *name, dsl_expr buf, dsl_type elem, const char *file,
+                            int line)
+{
+    if (!k) return NULL;
+    if (k->err) return k->poison;
+    if (!buf || buf->k != k || buf->kind != N_BUFFER || buf->view_of) {
+        dsl_fail(k, file, line, "view '%s': operand is not a declared buffer", name);
+        return k->poison;
+    }
+    if (!dsl_type_size(elem) || dsl_type_scalar(elem) == DSL_BOOL) {
+        dsl_fail(k, file, line, "view '%s': element type %s not allowed in storage", name, dsl_type_name(elem));
+        return k->poison;
+    }
+    dsl_node *n = leaf(k, N_BUFFER, elem, file, line);
+    n->access = buf->access;
+    n->n = dsl_type_size(elem);
+    n->view_of = buf;
+    n->name = dsl_unique_name(k, name);
+    list_add(&k->views, n);
+    return n;
+}
+
 dsl_expr dsl_param_at(dsl_kernel *k, const char *name, dsl_type type, const char *file, int line)
 {
     if (!k) return NULL;

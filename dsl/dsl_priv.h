@@ -104,6 +104,7 @@ struct dsl_node {
     const char *text;       /* literal text, swizzle, cast function */
     const char *name;       /* de-duplicated GLSL name (decls, vars, lets); emit sets temps */
     dsl_node *args[4];
+    dsl_node *view_of;      /* N_BUFFER view: the declared buffer it re-types */
     dsl_blk *blk;           /* creation block (NULL: global leaf) */
     uint32_t pos;           /* statements in blk at creation */
     const char *file;
@@ -150,7 +151,7 @@ struct dsl_kernel {
     dsl_blk *main, *cur;
     dsl_node *nodes, *nodes_tail;
     uint32_t n_nodes;
-    dsl_list buffers, params, shared, consts;
+    dsl_list buffers, views, params, shared, consts;
     const char **names; /* used GLSL names (arena), for de-duplication */
     int n_names, cap_names;
     bool frozen_names;

@@ -324,6 +324,72 @@ static void test_statements(void **st)
     dsl_kernel_free(k);
 }
 
+/* 8/16-bit types: storage-only use needs only the storage extensions; arithmetic adds the
+ * explicit-arithmetic ones and the matching device features. */
+static void test_small_types(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("small_storage", 64, 1, 1);
+    dsl_expr h = dsl_buffer(k, "h", DSL_F16, DSL_READWRITE);
+    dsl_expr b8 = dsl_buffer(k, "b8", DSL_U8, DSL_READWRITE);
+    dsl_expr i = dsl_gid(k, 0);
+    dsl_store(k, h, i, dsl_cast(k, dsl_mul(k, dsl_cast(k, dsl_load(k, h, i), DSL_F32), dsl_f32(k, 3)), DSL_F16));
+    dsl_store(k, b8, i, dsl_cast(k, dsl_add(k, dsl_cast(k, dsl_load(k, b8, i), DSL_U32), dsl_u32(k, 1)), DSL_U8));
+    const char *s = emit_ok(k);
+    assert_has(s, "#extension GL_EXT_shader_16bit_storage : require\n#extension GL_EXT_shader_8bit_storage : require\n\n");
+    assert_int_equal(dsl_kernel_features(k), DSL_FEAT_STORAGE8 | DSL_FEAT_STORAGE16);
+    dsl_kernel_free(k);
+
+    k = dsl_kernel_new("small_arith", 64, 1, 1);
+    h = dsl_buffer(k, "h", DSL_F16VEC2, DSL_READWRITE);
+    dsl_expr c = dsl_buffer(k, "c", DSL_I8, DSL_READONLY);
+    dsl_expr u = dsl_buffer(k, "u", DSL_U32, DSL_READWRITE);
+    i = dsl_gid(k, 0);
+    dsl_expr hv = dsl_load(k, h, i);
+    dsl_store(k, h, i, dsl_add(k, dsl_mul(k, hv, hv), dsl_splat(k, DSL_F16VEC2, dsl_f16(k, 0.5))));
+    dsl_store(k, u, i, dsl_bitcast(k, dsl_load(k, h, dsl_add(k, i, dsl_u32(k, 1))), DSL_U32));
+    dsl_expr s8 = dsl_var(k, "s8", DSL_I8, dsl_load(k, c, i));
+    dsl_store(k, u, dsl_add(k, i, dsl_u32(k, 2)), dsl_cast(k, dsl_mul(k, s8, s8), DSL_U32));
+    s = emit_ok(k);
+    assert_has(s, "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require");
+    assert_has(s, "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require");
+    assert_has(s, "f16vec2(float16_t(0.5))");
+    assert_has(s, "packFloat2x16(");
+    assert_true(dsl_kernel_features(k) & DSL_FEAT_FLOAT16);
+    assert_true(dsl_kernel_features(k) & DSL_FEAT_INT8);
+    dsl_kernel_free(k);
+}
+
+static void test_buffer_view(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("view", 64, 1, 1);
+    dsl_expr w = dsl_buffer(k, "w", DSL_U32, DSL_READONLY);
+    dsl_expr w4 = dsl_buffer_view(k, "w4", w, DSL_UVEC4);
+    dsl_expr o = dsl_buffer(k, "o", DSL_U32, DSL_WRITEONLY);
+    dsl_expr i = dsl_gid(k, 0);
+    dsl_expr v = dsl_load(k, w4, i);
+    dsl_store(k, o, i, dsl_add(k, dsl_comp(k, v, 0), dsl_load(k, w, i)));
+    int line = __LINE__ + 1;
+    dsl_store(k, w4, i, v);
+    char want[64];
+    snprintf(want, sizeof(want), "test_dsl.c:%d:", line);
+    assert_has(dsl_error(k), want);
+    assert_has(dsl_error(k), "store to readonly buffer 'w4'");
+    dsl_kernel_reset(k, "view", 64, 1, 1);
+    w = dsl_buffer(k, "w", DSL_U32, DSL_READONLY);
+    w4 = dsl_buffer_view(k, "w4", w, DSL_UVEC4);
+    o = dsl_buffer(k, "o", DSL_U32, DSL_WRITEONLY);
+    i = dsl_gid(k, 0);
+    dsl_store(k, o, i, dsl_add(k, dsl_comp(k, dsl_load(k, w4, i), 3), dsl_load(k, w, i)));
+    const char *s = emit_ok(k);
+    assert_has(s, "readonly buffer Buf_w4 { uvec4 d[]; };");
+    assert_has(s, "pc.o.d[gl_GlobalInvocationID.x] = Buf_w4(pc.w).d[gl_GlobalInvocationID.x].w + pc.w.d[gl_GlobalInvocationID.x];");
+    assert_int_equal(dsl_kernel_n_buffers(k), 2);
+    assert_int_equal(dsl_kernel_push_bytes(k), 16);
+    dsl_kernel_free(k);
+}
+
 static void test_arena_reuse(void **st)
 {
     (void)st;
@@ -404,6 +470,8 @@ int main(void)
         cmocka_unit_test(test_names_and_literals),
         cmocka_unit_test(test_push_layout),
         cmocka_unit_test(test_statements),
+        cmocka_unit_test(test_small_types),
+        cmocka_unit_test(test_buffer_view),
         cmocka_unit_test(test_arena_reuse),
         cmocka_unit_test(test_golden_reduce_shared),
         cmocka_unit_test(test_golden_reduce_subgroup),
