@@ -45,7 +45,11 @@ typedef struct {
     rt_gguf_vtype arr_type; /* element type when type == ARRAY */
     uint64_t arr_len;       /* element count when type == ARRAY */
     const uint8_t *data;    /* points at the value (for arrays: first element) */
-    union { uint64_t u; int64_t i; double f; bool b; rt_gguf_str s; } v; /* scalars */
+    union { uint64_t u; int64_t i; double f; bool b; rt_gguf_str s; } v; /* scalars:
+                               u for U8/U16/U32/U64, i for I8..I64, f for F32/F64 */
+    /* Arrays of strings / of arrays: byte offset of element i from `data` (owned by the
+     * rt_gguf; NULL for nested arrays returned by rt_gguf_arr_sub, which are walked). */
+    const uint64_t *arr_off;
 } rt_gguf_kv;
 
 typedef struct {
@@ -90,16 +94,28 @@ int rt_gguf_get_str(const rt_gguf *g, const char *key, rt_gguf_str *out, char *e
 /* Array getters: element i of a string array / an int or float array. */
 int rt_gguf_get_arr(const rt_gguf *g, const char *key, rt_gguf_vtype want_elem,
                     const rt_gguf_kv **out, char *err);
+/* Element accessors never fail hard: an out-of-range index or the wrong element type
+ * gives {NULL,0} / 0. */
 rt_gguf_str rt_gguf_arr_str(const rt_gguf_kv *kv, uint64_t i); /* string arrays: O(1) after open */
-int64_t rt_gguf_arr_int(const rt_gguf_kv *kv, uint64_t i);
-double rt_gguf_arr_float(const rt_gguf_kv *kv, uint64_t i);
+int64_t rt_gguf_arr_int(const rt_gguf_kv *kv, uint64_t i);   /* any integer or bool element */
+double rt_gguf_arr_float(const rt_gguf_kv *kv, uint64_t i);  /* float or integer element */
+/* Arrays of arrays: fills *out with inner array i (key empty, type ARRAY). 0 ok, -1 if kv is
+ * not an array of arrays or i is out of range. O(1) for top-level arrays, O(i) deeper. */
+int rt_gguf_arr_sub(const rt_gguf_kv *kv, uint64_t i, rt_gguf_kv *out);
+const char *rt_gguf_vtype_name(rt_gguf_vtype t);
 
 const char *rt_type_name(rt_type t);
 /* Bytes for a tensor of that type and shape; 0 (and err) if unknown/overflow. */
 uint64_t rt_type_nbytes(rt_type t, const int64_t ne[4], char *err);
 
-/* ---- writer ---- */
+/* ---- writer ----
+ * Always writes GGUF v3, little-endian. The w_* calls never fail loudly: the first misuse
+ * (duplicate key/tensor, bad alignment, nbytes not matching the type and shape, out of
+ * memory) is remembered and reported by rt_gguf_writer_save. Metadata values are copied;
+ * tensor data is NOT copied (see rt_gguf_w_tensor). */
 typedef struct rt_gguf_writer rt_gguf_writer;
+/* alignment: power of two; 0 means the default 32. A value other than 32 also writes the
+ * general.alignment key (u32). */
 rt_gguf_writer *rt_gguf_writer_new(uint32_t alignment);
 void rt_gguf_writer_free(rt_gguf_writer *w);
 void rt_gguf_w_u32(rt_gguf_writer *w, const char *key, uint32_t v);
@@ -110,15 +126,40 @@ void rt_gguf_w_str(rt_gguf_writer *w, const char *key, const char *v);
 void rt_gguf_w_arr_str(rt_gguf_writer *w, const char *key, const char *const *v, uint64_t n);
 void rt_gguf_w_arr_i32(rt_gguf_writer *w, const char *key, const int32_t *v, uint64_t n);
 void rt_gguf_w_arr_f32(rt_gguf_writer *w, const char *key, const float *v, uint64_t n);
-/* Tensor data is copied (or streamed at write time by the callback if data==NULL). */
+void rt_gguf_w_u8(rt_gguf_writer *w, const char *key, uint8_t v);
+void rt_gguf_w_i8(rt_gguf_writer *w, const char *key, int8_t v);
+void rt_gguf_w_u16(rt_gguf_writer *w, const char *key, uint16_t v);
+void rt_gguf_w_i16(rt_gguf_writer *w, const char *key, int16_t v);
+void rt_gguf_w_u64(rt_gguf_writer *w, const char *key, uint64_t v);
+void rt_gguf_w_i64(rt_gguf_writer *w, const char *key, int64_t v);
+void rt_gguf_w_f64(rt_gguf_writer *w, const char *key, double v);
+/* Array of any fixed-size element type (not STRING/ARRAY): n host-order elements. */
+void rt_gguf_w_arr(rt_gguf_writer *w, const char *key, rt_gguf_vtype elem, const void *v,
+                   uint64_t n);
+/* Any value given as its encoded payload (the bytes after the value-type field, e.g. for an
+ * array: elem type u32, count u64, elements). Used for arrays of arrays and by tests. */
+void rt_gguf_w_raw(rt_gguf_writer *w, const char *key, rt_gguf_vtype type,
+                   const void *payload, uint64_t len);
+/* Tensor data is NOT copied: `data` (nbytes, must equal rt_type_nbytes of type and shape)
+ * must stay valid and unchanged until rt_gguf_writer_save returns; it is streamed to disk
+ * there. Tensors are written in call order, each at an aligned offset. */
 void rt_gguf_w_tensor(rt_gguf_writer *w, const char *name, rt_type type, uint32_t n_dims,
                       const int64_t ne[4], const void *data, uint64_t nbytes);
+/* Same, but the bytes are produced at save time, in increasing order, by fill(ctx, dst, off,
+ * n): write bytes [off, off+n) of the tensor into dst (n <= 1 MiB). Nothing is held in RAM. */
+typedef void (*rt_gguf_fill_fn)(void *ctx, uint8_t *dst, uint64_t off, uint64_t n);
+void rt_gguf_w_tensor_cb(rt_gguf_writer *w, const char *name, rt_type type, uint32_t n_dims,
+                         const int64_t ne[4], uint64_t nbytes, rt_gguf_fill_fn fill, void *ctx);
+/* Writes path (via path.tmp + rename). 0 ok; non-zero with err filled. */
 int rt_gguf_writer_save(rt_gguf_writer *w, const char *path, char *err);
+/* Same into a malloc'd buffer (*out_data, free() it). */
+int rt_gguf_writer_save_mem(rt_gguf_writer *w, uint8_t **out_data, size_t *out_len, char *err);
 
 /* I2_S helpers (official x86 layout, 128-element blocks of 32 bytes).
  * codes: int8 in {-1,0,1}, row-major [ne1][ne0]; writes ne0*ne1/4 + 32 bytes. */
 void rt_i2s_pack(const int8_t *tern, int64_t ne0, int64_t ne1, float scale, uint8_t *out);
-/* Ternary value (-1, 0, +1) of flat element e. */
+/* Preconditions of pack: ne0 a positive multiple of 128, ne1 >= 1, out holds ne0*ne1/4+32.
+ * Ternary value (-1, 0, +1) of flat element e (the never-written code 3 gives 2). */
 int rt_i2s_get(const uint8_t *packed, int64_t e);
 float rt_i2s_scale(const uint8_t *packed, int64_t ne0, int64_t ne1);
 
