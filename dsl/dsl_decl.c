@@ -27,6 +27,17 @@ static dsl_node *leaf(dsl_kernel *k, dsl_nkind kind, dsl_type t, const char *fil
     return n;
 }
 
+/* A named global declaration appended to list l. */
+static dsl_node *declare(dsl_kernel *k, dsl_list *l, dsl_nkind kind, dsl_type t, const char *name,
+                         const char *file, int line)
+{
+    dsl_node *n = leaf(k, kind, t, file, line);
+    if (n == k->poison) return n;
+    n->name = dsl_unique_name(k, name);
+    list_add(l, n);
+    return n;
+}
+
 static bool push_fits(dsl_kernel *k, int add_buf, int add_par, const char *what, const char *file, int line)
 {
     uint32_t need = 8u * (uint32_t)(k->buffers.n + add_buf) + 4u * (uint32_t)(k->params.n + add_par);
@@ -56,11 +67,9 @@ dsl_expr dsl_buffer_at(dsl_kernel *k, const char *name, dsl_type elem, int acces
         return k->poison;
     }
     if (!push_fits(k, 1, 0, name, file, line)) return k->poison;
-    dsl_node *n = leaf(k, N_BUFFER, elem, file, line);
+    dsl_node *n = declare(k, &k->buffers, N_BUFFER, elem, name, file, line);
     n->access = access;
     n->n = align;
-    n->name = dsl_unique_name(k, name);
-    list_add(&k->buffers, n);
     return n;
 }
 
@@ -77,12 +86,10 @@ dsl_expr dsl_buffer_view_at(dsl_kernel *k, const char *name, dsl_expr buf, dsl_t
         dsl_fail(k, file, line, "view '%s': element type %s not allowed in storage", name, dsl_type_name(elem));
         return k->poison;
     }
-    dsl_node *n = leaf(k, N_BUFFER, elem, file, line);
+    dsl_node *n = declare(k, &k->views, N_BUFFER, elem, name, file, line);
     n->access = buf->access;
     n->n = dsl_type_size(elem);
     n->view_of = buf;
-    n->name = dsl_unique_name(k, name);
-    list_add(&k->views, n);
     return n;
 }
 
@@ -95,10 +102,7 @@ dsl_expr dsl_param_at(dsl_kernel *k, const char *name, dsl_type type, const char
         return k->poison;
     }
     if (!push_fits(k, 0, 1, name, file, line)) return k->poison;
-    dsl_node *n = leaf(k, N_PARAM, type, file, line);
-    n->name = dsl_unique_name(k, name);
-    list_add(&k->params, n);
-    return n;
+    return declare(k, &k->params, N_PARAM, type, name, file, line);
 }
 
 dsl_expr dsl_shared_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t count, const char *file,
@@ -110,10 +114,8 @@ dsl_expr dsl_shared_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t 
         dsl_fail(k, file, line, "shared '%s': bad type %s or length %u", name, dsl_type_name(type), count);
         return k->poison;
     }
-    dsl_node *n = leaf(k, N_SHARED, type, file, line);
+    dsl_node *n = declare(k, &k->shared, N_SHARED, type, name, file, line);
     n->n = count;
-    n->name = dsl_unique_name(k, name);
-    list_add(&k->shared, n);
     return n;
 }
 
@@ -206,13 +208,11 @@ static dsl_node *named_const(dsl_kernel *k, const char *name, dsl_type type, dou
             dsl_fail(k, file, line, "constant '%s': constant_id %u already used by '%s'", name, id, c->name);
             return k->poison;
         }
-    dsl_node *n = leaf(k, N_CONST, type, file, line);
+    dsl_node *n = declare(k, &k->consts, N_CONST, type, name, file, line);
     n->value = v;
     n->text = dsl_lit_text(k, type, v);
     n->is_spec = spec;
     n->n = id;
-    n->name = dsl_unique_name(k, name);
-    list_add(&k->consts, n);
     return n;
 }
 
