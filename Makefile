@@ -19,7 +19,7 @@ SAN      ?=
 CFLAGS   += $(CFLAGS_BASE) $(SAN)
 LDFLAGS  += $(SAN)
 LIBS_RT  = -lvulkan -lutf8proc -lm -lpthread
-LIBS_GEN = -lshaderc_combined -lglslang -lMachineIndependent -lOSDependent -lGenericCodeGen -lOGLCompiler -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lpthread -lyaml -lm
+LIBS_GEN = -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndependent -lOSDependent -lOGLCompiler -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -Wl,--end-group -lstdc++ -lyaml -lm -lpthread
 
 MODELS   := $(basename $(notdir $(wildcard models/*.yaml)))
 
