@@ -43,7 +43,7 @@ TOOLS   := $(patsubst tools/%.c,$(B)/tools/%,$(TOOL_SRC))
 EXAMPLES:= $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 MODEL_BINS := $(addprefix $(B)/,$(MODELS))
 
-.PHONY: all gen test asan bench run fuzz clean check-generated models
+.PHONY: all gen test asan validate bench run fuzz clean check-generated models
 all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(GEN_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) $(TESTS)
 models: $(MODEL_BINS)
 
@@ -98,7 +98,14 @@ test: all check-generated
 	@B=$(B) sh tests/run_tests.sh $(TESTS)
 
 asan:
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	$(MAKE) B=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+# The test suite with the Khronos validation layer on every Vulkan instance; any
+# validation message fails the run (tests/run_tests.sh checks the output).
+validate:
+	VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation $(MAKE) test
 
 bench: all
 	@sh tests/bench.sh $(B)

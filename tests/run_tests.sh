@@ -12,6 +12,9 @@ for t in "$@"; do
     pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
     if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then fail=$((fail + 1)); bad="$bad $t(rc=$rc)"; fi
     [ $rc -ne 0 ] && bad="$bad $t"
+    if printf '%s\n' "$out" | grep -q -E 'Validation Error|VUID-'; then
+        fail=$((fail + 1)); bad="$bad $t(validation)"
+    fi
 done
 [ -n "$bad" ] && echo "failing:$bad"
 echo "tests: $pass passed, $fail failed, $skip skipped"
