@@ -61,10 +61,15 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(VkDebugUtilsMessageSeverityFlagBi
                                                const VkDebugUtilsMessengerCallbackDataEXT *data,
                                                void *user)
 {
+    bool is_error = sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    /* General (loader) warnings such as "env var VK_INSTANCE_LAYERS defined" are not findings. */
+    if (!is_error && !(types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                                VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)))
+        return VK_FALSE;
     uint32_t *count = user;
     if (count) (*count)++;
     fprintf(stderr, "ternion: vulkan %s: %s\n",
-            (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error" : "warning",
+            is_error ? "error" : "warning",
             data && data->pMessage ? data->pMessage : "(no message)");
     return VK_FALSE;
 }

@@ -41,7 +41,7 @@ static void cache_path(rt_vk *vk, const uint8_t uuid[VK_UUID_SIZE], char *dir, s
     else return;
     char hex[2 * VK_UUID_SIZE + 1];
     for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", uuid[i]);
-    snprintf(vk->cache_path, sizeof(vk->cache_path), "%s/pipelines-%s.bin", dir, hex);
+    snprintf(vk->cache_path, sizeof(vk->cache_path), "%.900s/pipelines-%s.bin", dir, hex);
 }
 
 static uint32_t rd32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
