@@ -107,13 +107,12 @@ int rt_buf_create_named(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *wh
     }
     RT_VK(r);
     RT_VK(vkBindBufferMemory(vk->dev, out_b->buf, out_b->mem, 0));
-    out_b->mem_flags = vk->mem_props.memoryTypes[type].propertyFlags;
     if (mem == RT_MEM_HOST) RT_VK(vkMapMemory(vk->dev, out_b->mem, 0, VK_WHOLE_SIZE, 0, &out_b->mapped));
     VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = out_b->buf};
     out_b->addr = vkGetBufferDeviceAddress(vk->dev, &ai);
     out_b->size = size;
-    if (vk->mem_props.memoryHeaps[heap].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-        vk->device_bytes_in_use += req.size;
+    out_b->mem_flags = vk->mem_props.memoryTypes[type].propertyFlags; /* set last: rt_buf_destroy accounting */
+    if (out_b->mem_flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) vk->device_bytes_in_use += req.size;
     return 0;
 fail:
     rt_buf_destroy(vk, out_b);
