@@ -434,8 +434,9 @@ typedef struct { uint64_t off, idx; } off_idx;
 
 static int cmp_off(const void *a, const void *b)
 {
-    uint64_t x = ((const off_idx *)a)->off, y = ((const off_idx *)b)->off;
-    return x < y ? -1 : x > y;
+    const off_idx *x = a, *y = b;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx; /* stable: file order on ties */
 }
 
 static int parse_tensors(rt_gguf_priv *P, cursor *c)
