@@ -1,0 +1,64 @@
+/* rt_cli_priv.h - shared declarations of the model-binary CLI (runtime/rt_cli*.c).
+ *
+ * Owns: the parsed command-line options (rt_cli_opts) and the split of the CLI into
+ * argument parsing (rt_cli_args.c), the main driver, one-shot generation and the check
+ * modes (rt_cli.c), interactive chat (rt_cli_chat.c) and the benchmark (rt_cli_bench.c).
+ * Exit codes of every mode: 0 ok, 1 runtime error (engine, GGUF, I/O), 2 usage error.
+ */
+#ifndef RT_CLI_PRIV_H
+#define RT_CLI_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rt_engine.h"
+#include "rt_schedule.h"
+
+#define RT_CLI_EXIT_OK 0
+#define RT_CLI_EXIT_ERR 1
+#define RT_CLI_EXIT_USAGE 2
+
+typedef struct {
+    const char *prog;          /* argv[0] */
+    const char *model;         /* -m */
+    const char *prompt;        /* -p */
+    const char *prompt_file;   /* -f */
+    int n_predict;             /* -n: tokens to generate; -1 = until EOS / context full */
+    int n_ctx;                 /* -c: 0 = model default */
+    int n_batch;               /* -b: 0 = engine default */
+    float temp, top_p, min_p, repeat_penalty;
+    int top_k, repeat_last_n;
+    uint64_t seed;             /* --seed; seed_set false = time-based */
+    bool seed_set;
+    bool chat;                 /* --chat / -i */
+    const char *system;        /* -sys */
+    int device;                /* --device, -1 auto */
+    bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation;
+    /* check modes (automated tests) */
+    const char *tokens;        /* --tokens "ID ID ...": prompt ids as given, no BOS */
+    const char *logits_out;    /* --logits-out FILE */
+    bool print_ids;            /* --print-ids */
+    const char *tokenize;      /* --tokenize TEXT */
+    /* benchmark */
+    int bench_layers, bench_vocab; /* 0 = the model's full shape */
+    const char *bench_mkmodel; /* path of tools/mkmodel; NULL = next to the binary */
+    const char *bench_yaml;    /* models/<name>.yaml; NULL = searched */
+} rt_cli_opts;
+
+/* Parses argv into *o (defaults first). 0 ok; otherwise prints one message + the usage
+ * hint on stderr and returns RT_CLI_EXIT_USAGE. */
+int rt_cli_parse(int argc, char **argv, rt_cli_opts *o);
+void rt_cli_usage(const char *prog, const rt_model_desc *desc);
+
+/* Modes. Each returns the process exit code. */
+int rt_cli_chat(const rt_cli_opts *o, const rt_model_desc *desc);
+int rt_cli_bench(const rt_cli_opts *o, const rt_model_desc *desc);
+
+/* Shared helpers (rt_cli.c). */
+double rt_cli_now_ms(void);
+/* Opens the engine for o (model path, device, ctx, batch, profile); prints the error and
+ * the download hint for a missing file. 0 ok, else the exit code. */
+int rt_cli_open_engine(const rt_cli_opts *o, const rt_model_desc *desc, const char *path,
+                       int n_ctx, rt_engine **out_e);
+
+#endif
