@@ -1,0 +1,608 @@
+/* test_cli.c - the model binary as a user (and the automated checks) see it.
+ *
+ * Runs $TERNION_BUILD/bitnet-tiny (default build/bitnet-tiny) with fork/exec, stdin from
+ * a file, stdout/stderr captured to files, and checks exit codes and messages of every
+ * error path, --tokenize on the Llama 3 vocabulary fixture, and end to end on the tiny
+ * fixture model: --tokens/--logits-out, greedy --print-ids, text generation with the
+ * stats line, chat (two turns, /reset, EOF), a full context, --bench --json.
+ * Skips (with a message) when the binary, the fixtures or a Vulkan device are absent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define MAX_OUT (1 << 20)
+#define TIMEOUT_S 300
+
+typedef struct {
+    int rc;            /* exit status; 128+sig if killed */
+    char *out, *err;   /* captured, NUL-terminated */
+} run_result;
+
+static char bin[512];
+static char tmpdir[256];
+static const char *vocab_gguf = "../shared/fixtures/llama3-vocab/llama3-vocab.gguf";
+static char tiny_dir[512];
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return p && stat(p, &st) == 0;
+}
+
+static char *slurp(const char *path, size_t *out_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *b = malloc(MAX_OUT + 1);
+    size_t n = b ? fread(b, 1, MAX_OUT, f) : 0;
+    fclose(f);
+    if (b) b[n] = 0;
+    if (out_len) *out_len = n;
+    return b;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Runs bin with args (NULL-terminated) and optional stdin text. */
+static run_result run(const char *stdin_text, const char *const *args)
+{
+    char in[300], out[300], err[300];
+    snprintf(in, sizeof(in), "%s/stdin", tmpdir);
+    snprintf(out, sizeof(out), "%s/stdout", tmpdir);
+    snprintf(err, sizeof(err), "%s/stderr", tmpdir);
+    write_file(in, stdin_text ? stdin_text : "");
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = bin;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fi = open(in, O_RDONLY), fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+            fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fi < 0 || fo < 0 || fe < 0) _exit(126);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        setenv("XDG_CACHE_HOME", tmpdir, 1);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    run_result r = {0};
+    int st = 0;
+    time_t t0 = time(NULL);
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) break;
+        if (time(NULL) - t0 > TIMEOUT_S) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            break;
+        }
+        usleep(2000);
+    }
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(out, NULL);
+    r.err = slurp(err, NULL);
+    assert_non_null(r.out);
+    assert_non_null(r.err);
+    return r;
+}
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+#define RUN(r, stdin_text, ...) run_result r = run(stdin_text, (const char *const[]){__VA_ARGS__, NULL})
+
+static void expect(const run_result *r, int rc, const char *in_err)
+{
+    if (r->rc != rc || (in_err && !strstr(r->err, in_err)))
+        print_error("want rc %d and stderr containing '%s'; got rc %d\nstdout: %.2000s\nstderr: %.2000s\n", rc,
+                    in_err ? in_err : "", r->rc, r->out, r->err);
+    assert_int_equal(r->rc, rc);
+    if (in_err) assert_non_null(strstr(r->err, in_err));
+}
+
+static bool have_bin(void)
+{
+    if (exists(bin) && access(bin, X_OK) == 0) return true;
+    print_message("SKIP: %s not built yet (make models)\n", bin);
+    return false;
+}
+
+#define NEED_BIN()             \
+    do {                       \
+        if (!have_bin()) skip(); \
+    } while (0)
+
+static bool have_tiny(void)
+{
+    if (!have_bin()) return false;
+    if (tiny_dir[0]) return true;
+    print_message("SKIP: no tiny fixture (tests/data/bitnet-tiny or ../shared/fixtures/bitnet-tiny)\n");
+    return false;
+}
+
+#define NEED_TINY()              \
+    do {                         \
+        if (!have_tiny()) skip(); \
+    } while (0)
+
+static const char *tiny_model(void)
+{
+    static char p[600];
+    snprintf(p, sizeof(p), "%s/model.gguf", tiny_dir);
+    return p;
+}
+
+/* Engine-backed runs skip when no Vulkan device exists. */
+static bool no_device(const run_result *r)
+{
+    if (r->rc != 0 && (strstr(r->err, "no Vulkan device") || strstr(r->err, "VK_ERROR_INCOMPATIBLE_DRIVER") ||
+                       strstr(r->err, "vkCreateInstance"))) {
+        print_message("SKIP: no Vulkan device: %s\n", r->err);
+        return true;
+    }
+    return false;
+}
+
+#define SKIP_NO_DEVICE(r)   \
+    do {                    \
+        if (no_device(&r)) { \
+            run_free(&r);   \
+            skip();         \
+        }                   \
+    } while (0)
+
+/* ---- usage errors ---- */
+
+static void test_help_version(void **state)
+{
+    NEED_BIN();
+    RUN(h, NULL, "--help");
+    expect(&h, 0, NULL);
+    assert_non_null(strstr(h.out, "usage:"));
+    assert_non_null(strstr(h.out, "--temp"));
+    assert_non_null(strstr(h.out, "ggml-model-i2_s.gguf"));
+    run_free(&h);
+    RUN(v, NULL, "--version");
+    expect(&v, 0, NULL);
+    assert_non_null(strstr(v.out, "bitnet-tiny"));
+    assert_non_null(strstr(v.out, "kernel "));
+    run_free(&v);
+}
+
+static void test_unknown_flag(void **state)
+{
+    NEED_BIN();
+    RUN(r, NULL, "--bogus", "-p", "x");
+    expect(&r, 2, "unknown option '--bogus'");
+    assert_non_null(strstr(r.err, "--help"));
+    assert_null(strstr(r.err, "options:")); /* one message + hint, not the whole usage */
+    run_free(&r);
+    RUN(s, NULL, "stray");
+    expect(&s, 2, "unexpected argument 'stray'");
+    run_free(&s);
+}
+
+static void test_bad_numbers(void **state)
+{
+    NEED_BIN();
+    static const char *cases[][3] = {
+        {"-n", "abc", "invalid value 'abc' for -n"}, {"-n", "12x", "invalid value '12x' for -n"},
+        {"-n", "-2", "for -n"},                      {"-c", "-5", "for -c"},
+        {"-b", "", "for -b"},                        {"--temp", "nan", "for --temp"},
+        {"--temp", "-1", "for --temp"},              {"--top-k", "1000", "for --top-k"},
+        {"--top-p", "1.5", "for --top-p"},           {"--seed", "-3", "for --seed"},
+        {"--device", "x", "for --device"},           {"-n", "99999999999999999999", "for -n"},
+        {"--min-p", "0.1.2", "for --min-p"},         {"--repeat-last-n", "1e3", "for --repeat-last-n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        RUN(r, NULL, "-m", "x.gguf", cases[i][0], cases[i][1], "-p", "hi");
+        expect(&r, 2, cases[i][2]);
+        assert_non_null(strstr(r.err, "--help"));
+        run_free(&r);
+    }
+    RUN(m, NULL, "-p", "x", "-n");
+    expect(&m, 2, "-n needs a value");
+    run_free(&m);
+    RUN(e, NULL, "--temp=0.5x", "-p", "x");
+    expect(&e, 2, "invalid value '0.5x' for --temp");
+    run_free(&e);
+}
+
+static void test_bad_combinations(void **state)
+{
+    NEED_BIN();
+    RUN(a, NULL, "-m", "x.gguf", "--logits-out", "o.f32");
+    expect(&a, 2, "--logits-out needs --tokens");
+    run_free(&a);
+    RUN(b, NULL, "-m", "x.gguf", "-p", "a", "-f", "b.txt");
+    expect(&b, 2, "-p and -f");
+    run_free(&b);
+    RUN(c, NULL, "-m", "x.gguf", "--chat", "--tokens", "1 2");
+    expect(&c, 2, "--chat cannot");
+    run_free(&c);
+    RUN(d, NULL, "-p", "hello");
+    expect(&d, 2, "-m path/to/ggml-model-i2_s.gguf");
+    run_free(&d);
+    RUN(e, NULL, "--help=1");
+    expect(&e, 2, "takes no value");
+    run_free(&e);
+}
+
+static void test_missing_model(void **state)
+{
+    NEED_BIN();
+    RUN(r, NULL, "-m", "/nonexistent/ggml-model-i2_s.gguf", "-p", "hello");
+    expect(&r, 1, "/nonexistent/ggml-model-i2_s.gguf");
+    assert_non_null(strstr(r.err, "microsoft/bitnet-b1.58-2B-4T-gguf"));
+    assert_non_null(strstr(r.err, "ggml-model-i2_s.gguf"));
+    assert_non_null(strstr(r.err, "-m path/to/ggml-model-i2_s.gguf"));
+    assert_null(strstr(r.err, "Segmentation"));
+    run_free(&r);
+    /* the same hint in chat and --tokens modes */
+    RUN(c, "hi\n", "-m", "/nonexistent/m.gguf", "--chat");
+    expect(&c, 1, "microsoft/bitnet-b1.58-2B-4T-gguf");
+    run_free(&c);
+}
+
+static void test_bad_files(void **state)
+{
+    NEED_BIN();
+    char p[300];
+    snprintf(p, sizeof(p), "%s/not.gguf", tmpdir);
+    write_file(p, "this is not a gguf file");
+    RUN(r, NULL, "-m", p, "-p", "hello");
+    expect(&r, 1, "not.gguf");
+    run_free(&r);
+    RUN(t, NULL, "-m", p, "--tokenize", "hello");
+    expect(&t, 1, "not.gguf");
+    run_free(&t);
+    RUN(f, NULL, "-m", p, "-f", "/nonexistent/prompt.txt");
+    expect(&f, 1, "/nonexistent/prompt.txt");
+    run_free(&f);
+    RUN(d, NULL, "-m", tmpdir, "-p", "x"); /* a directory */
+    assert_true(d.rc == 1);
+    run_free(&d);
+}
+
+static void test_bad_tokens(void **state)
+{
+    NEED_BIN();
+    RUN(a, NULL, "-m", "x.gguf", "--tokens", "1 2 abc", "--print-ids");
+    expect(&a, 2, "--tokens");
+    assert_non_null(strstr(a.err, "abc"));
+    run_free(&a);
+    RUN(b, NULL, "-m", "x.gguf", "--tokens", "", "--print-ids");
+    expect(&b, 2, "--tokens");
+    run_free(&b);
+    RUN(c, NULL, "-m", "x.gguf", "--tokens", "-4", "--print-ids");
+    expect(&c, 2, "--tokens");
+    run_free(&c);
+}
+
+/* ---- --tokenize (no engine, no Vulkan) ---- */
+
+static void test_tokenize_llama3(void **state)
+{
+    NEED_BIN();
+    if (!exists(vocab_gguf)) {
+        print_message("SKIP: %s absent\n", vocab_gguf);
+        skip();
+    }
+    RUN(a, NULL, "-m", vocab_gguf, "--tokenize", "Hello world");
+    expect(&a, 0, NULL);
+    assert_string_equal(a.out, "9906 1917\n");
+    run_free(&a);
+    RUN(b, NULL, "-m", vocab_gguf, "--tokenize", " the");
+    expect(&b, 0, NULL);
+    assert_string_equal(b.out, "279\n");
+    run_free(&b);
+    RUN(c, NULL, "-m", vocab_gguf, "--tokenize", "\n\n");
+    expect(&c, 0, NULL);
+    assert_string_equal(c.out, "271\n");
+    run_free(&c);
+    RUN(d, NULL, "-m", vocab_gguf, "--tokenize", "<|eot_id|>", "--parse-special");
+    expect(&d, 0, NULL);
+    assert_string_equal(d.out, "128009\n");
+    run_free(&d);
+    RUN(e, NULL, "-m", vocab_gguf, "--tokenize", "<|eot_id|>");
+    expect(&e, 0, NULL);
+    assert_string_equal(e.out, "27 91 68 354 851 91 29\n");
+    run_free(&e);
+    RUN(f, NULL, "-m", vocab_gguf, "--tokenize", "");
+    expect(&f, 0, NULL);
+    assert_string_equal(f.out, "\n");
+    run_free(&f);
+    RUN(g, NULL, "-m", "/nonexistent/v.gguf", "--tokenize", "x");
+    expect(&g, 1, "microsoft/bitnet-b1.58-2B-4T-gguf");
+    run_free(&g);
+}
+
+/* The tiny model's vocabulary vs the oracle's prompt tokens (BOS is not printed). */
+static void test_tokenize_tiny(void **state)
+{
+    NEED_TINY();
+    char p[700];
+    snprintf(p, sizeof(p), "%s/prompt.txt", tiny_dir);
+    char *prompt = slurp(p, NULL);
+    snprintf(p, sizeof(p), "%s/prompt_tokens.txt", tiny_dir);
+    char *ids = slurp(p, NULL);
+    if (!prompt || !ids) {
+        free(prompt);
+        free(ids);
+        print_message("SKIP: tiny fixture has no prompt files\n");
+        skip();
+    }
+    char want[4096] = "";
+    char *save = NULL;
+    int k = 0;
+    for (char *t = strtok_r(ids, " \n", &save); t; t = strtok_r(NULL, " \n", &save), k++) {
+        if (k == 0) continue; /* BOS */
+        strcat(want, k > 1 ? " " : "");
+        strcat(want, t);
+    }
+    strcat(want, "\n");
+    RUN(r, NULL, "-m", tiny_model(), "--tokenize", prompt);
+    expect(&r, 0, NULL);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    free(prompt);
+    free(ids);
+}
+
+/* ---- end to end on the tiny model ---- */
+
+static int read_ids(const char *text, int32_t *ids, int max)
+{
+    int n = 0;
+    const char *s = text;
+    char *end;
+    while (n < max) {
+        long v = strtol(s, &end, 10);
+        if (end == s) break;
+        ids[n++] = (int32_t)v;
+        s = end;
+    }
+    return n;
+}
+
+static char *prompt_ids(void)
+{
+    char p[700];
+    snprintf(p, sizeof(p), "%s/prompt_tokens.txt", tiny_dir);
+    char *s = slurp(p, NULL);
+    assert_non_null(s);
+    for (char *c = s; *c; c++)
+        if (*c == '\n') *c = ' ';
+    return s;
+}
+
+static void test_logits_out(void **state)
+{
+    NEED_TINY();
+    char *ids = prompt_ids();
+    char out[300];
+    snprintf(out, sizeof(out), "%s/logits.f32", tmpdir);
+    unlink(out);
+    RUN(r, NULL, "-m", tiny_model(), "--tokens", ids, "--logits-out", out);
+    SKIP_NO_DEVICE(r);
+    expect(&r, 0, NULL);
+    run_free(&r);
+    int32_t t[512];
+    int n = read_ids(ids, t, 512);
+    free(ids);
+    size_t len = 0, rlen = 0;
+    char *got = slurp(out, &len);
+    char p[700];
+    snprintf(p, sizeof(p), "%s/logits.f32", tiny_dir);
+    char *ref = slurp(p, &rlen);
+    assert_non_null(got);
+    assert_non_null(ref);
+    assert_int_equal(len, rlen);
+    int vocab = (int)(len / 4 / (size_t)n);
+    assert_int_equal((size_t)n * (size_t)vocab * 4, len);
+    const float *g = (const float *)got, *f = (const float *)ref;
+    int agree = 0;
+    for (int i = 0; i < n; i++) {
+        int ag = 0, af = 0;
+        for (int j = 1; j < vocab; j++) {
+            if (g[i * vocab + j] > g[i * vocab + ag]) ag = j;
+            if (f[i * vocab + j] > f[i * vocab + af]) af = j;
+        }
+        agree += ag == af;
+        for (int j = 0; j < vocab; j++) assert_true(isfinite(g[i * vocab + j]));
+    }
+    print_message("logits-out: %d rows x %d, top-1 agreement with the oracle %d/%d\n", n, vocab, agree, n);
+    assert_true(agree * 10 >= n * 9);
+    free(got);
+    free(ref);
+}
+
+static void test_greedy_ids(void **state)
+{
+    NEED_TINY();
+    char *ids = prompt_ids();
+    RUN(a, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids");
+    SKIP_NO_DEVICE(a);
+    expect(&a, 0, NULL);
+    RUN(b, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids");
+    expect(&b, 0, NULL);
+    assert_string_equal(a.out, b.out); /* deterministic */
+    int32_t got[64];
+    int n = read_ids(a.out, got, 64);
+    assert_true(n >= 1 && n <= 8); /* fewer only if EOS/EOT came */
+    assert_non_null(strchr(a.out, '\n'));
+    char p[700];
+    snprintf(p, sizeof(p), "%s/greedy_tokens.txt", tiny_dir);
+    char *ref = slurp(p, NULL);
+    if (ref) {
+        int32_t want[64];
+        read_ids(ref, want, 64);
+        assert_int_equal(got[0], want[0]); /* the prompt's argmax: margins are large here */
+        free(ref);
+    }
+    run_free(&a);
+    run_free(&b);
+    free(ids);
+}
+
+static void test_generate_text(void **state)
+{
+    NEED_TINY();
+    RUN(r, NULL, "-m", tiny_model(), "-p", "The old lighthouse keeper", "-n", "12", "--seed", "7");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.err, "tok/s"));
+    assert_non_null(strstr(r.err, "first token"));
+    RUN(s, NULL, "-m", tiny_model(), "-p", "The old lighthouse keeper", "-n", "12", "--seed", "7");
+    expect(&s, 0, NULL);
+    assert_string_equal(r.out, s.out); /* same seed, same text */
+    run_free(&r);
+    run_free(&s);
+    char pf[300];
+    snprintf(pf, sizeof(pf), "%s/prompt.txt", tmpdir);
+    write_file(pf, "Once upon a time");
+    RUN(f, NULL, "-m", tiny_model(), "-f", pf, "-n", "4", "--temp", "0", "--top-k", "5");
+    expect(&f, 0, NULL);
+    run_free(&f);
+    RUN(g, NULL, "-m", tiny_model(), "-p", "hi", "-n", "6", "--temp", "1.2", "--top-k", "0", "--top-p", "0.5",
+        "--min-p", "0", "--repeat-penalty", "1.3", "--repeat-last-n", "16");
+    expect(&g, 0, NULL);
+    run_free(&g);
+}
+
+static void test_prompt_too_long(void **state)
+{
+    NEED_TINY();
+    char text[4096] = "";
+    for (int i = 0; i < 100; i++) strcat(text, "lighthouse waves ");
+    RUN(r, NULL, "-m", tiny_model(), "-c", "32", "-p", text, "-n", "4");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 1, "context");
+    assert_non_null(strstr(r.err, "32"));
+    run_free(&r);
+    char *ids = prompt_ids(); /* 65 ids */
+    RUN(t, NULL, "-m", tiny_model(), "-c", "16", "--tokens", ids, "--print-ids", "-n", "2");
+    expect(&t, 1, "context");
+    run_free(&t);
+    RUN(u, NULL, "-m", tiny_model(), "--tokens", "1 2 999999", "--print-ids", "-n", "2");
+    expect(&u, 1, "999999");
+    run_free(&u);
+    free(ids);
+}
+
+static void test_chat(void **state)
+{
+    NEED_TINY();
+    RUN(r, "Hello there\nHow are you?\n/reset\nAgain\n", "-m", tiny_model(), "--chat", "-n", "6", "--seed", "3",
+        "-sys", "You are terse.");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 0, NULL);
+    assert_null(strstr(r.out, "> ")); /* no prompt when stdin is not a tty */
+    assert_non_null(strstr(r.err, "reset"));
+    run_free(&r);
+    /* EOF right away */
+    RUN(e, "", "-m", tiny_model(), "-i");
+    expect(&e, 0, NULL);
+    run_free(&e);
+}
+
+static void test_chat_context_full(void **state)
+{
+    NEED_TINY();
+    char in[8192] = "";
+    for (int i = 0; i < 60; i++) strcat(in, "lighthouse waves ");
+    strcat(in, "\nshort\n/reset\nshort\n");
+    RUN(r, in, "-m", tiny_model(), "--chat", "-c", "64", "-n", "4", "--temp", "0");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 0, "context full (64 tokens); /reset to start over");
+    run_free(&r);
+}
+
+static void test_bench(void **state)
+{
+    NEED_TINY();
+    RUN(r, NULL, "-m", tiny_model(), "--bench", "--json");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 0, NULL);
+    assert_int_equal(r.out[0], '{');
+    assert_non_null(strstr(r.out, "\"decode_tok_s\":"));
+    assert_non_null(strstr(r.out, "\"prompt512_tok_s\":null")); /* tiny context is 256 */
+    assert_non_null(strstr(r.out, "\"copy_gbs\":"));
+    char *nl = strchr(r.out, '\n');
+    assert_non_null(nl);
+    assert_int_equal(nl[1], 0); /* one line */
+    run_free(&r);
+    RUN(m, NULL, "--bench", "--bench-mkmodel", "/nonexistent/mkmodel");
+    expect(&m, 1, "/nonexistent/mkmodel");
+    run_free(&m);
+}
+
+static int setup(void **state)
+{
+    const char *b = getenv("TERNION_BUILD");
+    snprintf(bin, sizeof(bin), "%s/bitnet-tiny", b && *b ? b : "build");
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_cli.XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    const char *roots[] = {"tests/data/bitnet-tiny", "../shared/fixtures/bitnet-tiny"};
+    for (int i = 0; i < 2; i++) {
+        char p[600];
+        snprintf(p, sizeof(p), "%s/model.gguf", roots[i]);
+        if (exists(p)) {
+            snprintf(tiny_dir, sizeof(tiny_dir), "%s", roots[i]);
+            break;
+        }
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_version),    cmocka_unit_test(test_unknown_flag),
+        cmocka_unit_test(test_bad_numbers),     cmocka_unit_test(test_bad_combinations),
+        cmocka_unit_test(test_missing_model),   cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_bad_tokens),      cmocka_unit_test(test_tokenize_llama3),
+        cmocka_unit_test(test_tokenize_tiny),   cmocka_unit_test(test_logits_out),
+        cmocka_unit_test(test_greedy_ids),      cmocka_unit_test(test_generate_text),
+        cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_chat),
+        cmocka_unit_test(test_chat_context_full), cmocka_unit_test(test_bench),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
