@@ -1,0 +1,52 @@
+#!/bin/sh
+# run_fuzz.sh - builds tests/fuzz/fuzz_gguf.c with libFuzzer + ASan + UBSan (clang) and runs
+# it for a bounded time over the seed corpus tests/data/gguf/ (malformed and valid files).
+# Env: FUZZ_SECONDS (default 60), FUZZ_JOBS (parallel workers, default 1), CLANG (default
+# clang, then clang-14), FUZZ_OUT (build/fuzz). New inputs go to $FUZZ_OUT/corpus (the seed
+# directory is never modified); crashes to $FUZZ_OUT/crash-*.
+set -eu
+cd "$(dirname "$0")/../.."
+SECS=${FUZZ_SECONDS:-60}
+JOBS=${FUZZ_JOBS:-1}
+OUT=${FUZZ_OUT:-build/fuzz}
+CC_F=${CLANG:-}
+if [ -z "$CC_F" ]; then
+    for c in clang clang-14 clang-15 clang-16; do
+        if command -v "$c" >/dev/null 2>&1; then CC_F=$c; break; fi
+    done
+fi
+if [ -z "$CC_F" ]; then
+    echo "run_fuzz.sh: clang not found. Install the Debian packages 'clang-14' and 'libclang-rt-14-dev'" >&2
+    echo "  (apt-get install clang-14 libclang-rt-14-dev), or set CLANG=/path/to/clang." >&2
+    exit 1
+fi
+mkdir -p "$OUT/corpus"
+probe="$OUT/probe.c"
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){(void)d;(void)n;return 0;}\n' > "$probe"
+if ! "$CC_F" -fsanitize=fuzzer,address,undefined "$probe" -o "$OUT/probe" 2>"$OUT/probe.log"; then
+    echo "run_fuzz.sh: $CC_F cannot link -fsanitize=fuzzer (libFuzzer runtime missing)." >&2
+    echo "  Install the Debian package 'libclang-rt-14-dev' (matching your clang version)." >&2
+    sed 's/^/  /' "$OUT/probe.log" | head -5 >&2
+    exit 1
+fi
+SRC="tests/fuzz/fuzz_gguf.c runtime/rt_gguf.c runtime/rt_gguf_get.c runtime/rt_gguf_types.c runtime/rt_i2s.c runtime/rt_f16.c"
+"$CC_F" -std=c11 -g -O1 -D_DEFAULT_SOURCE -Iruntime -Wall -Wextra -Werror -Wno-unused-parameter \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+    $SRC -o "$OUT/fuzz_gguf"
+echo "run_fuzz.sh: fuzzing for ${SECS}s with $JOBS job(s), seeds tests/data/gguf/, output $OUT/"
+ROOT=$(pwd)
+set +e
+if [ "$JOBS" -gt 1 ]; then # workers log to $OUT/fuzz-N.log
+    (cd "$OUT" && ./fuzz_gguf -max_total_time="$SECS" -jobs="$JOBS" -workers="$JOBS" -max_len=65536 \
+        -artifact_prefix="./" -print_final_stats=1 corpus "$ROOT/tests/data/gguf")
+else
+    (cd "$OUT" && ./fuzz_gguf -max_total_time="$SECS" -max_len=65536 -artifact_prefix="./" \
+        -print_final_stats=1 corpus "$ROOT/tests/data/gguf")
+fi
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+    echo "run_fuzz.sh: FAILED (rc $rc); reproducer(s): $(ls "$OUT"/crash-* "$OUT"/leak-* "$OUT"/timeout-* 2>/dev/null | tr '\n' ' ')" >&2
+    exit $rc
+fi
+echo "run_fuzz.sh: no crash in ${SECS}s"
