@@ -2,11 +2,13 @@
  *
  * Unfused, every source op becomes one kernel op and every bitlinear quantizes
  * its own input (QUANT + BITLINEAR). The fusion pass (gen_graph_build(.., fuse=1))
- * applies four rules, each only when the intermediate value has no other reader:
+ * applies these rules, each only when the intermediate value has no other reader:
  *   - rmsnorm whose output only feeds bitlinears   -> NORM_QUANT (one quantization,
  *     shared by every projection that reads it)
  *   - bitlinear a, bitlinear b (same input), relu2_mul/silu_mul(a, b) -> BITLINEAR_GLU
  *   - bitlinear o, add(r, o) -> r                   -> BITLINEAR with residual r
+ *   - 2..3 other bitlinears of one input (q, k, v)  -> BITLINEAR_MULTI (one dispatch,
+ *     workgroups cover the concatenated rows; each part keeps its own weight/output)
  *   - rope(k) -> kr, kv_write(kr, v)                -> ROPE_KV
  * Both paths do the same arithmetic in the same order, so fused == unfused.
  * Buffer planning and barriers are in gen_plan.c.
@@ -80,7 +82,8 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     k->sec = sec;
     k->in[0] = k->in[1] = k->in[2] = -1;
     k->out = k->res = -1;
-    k->w[0] = k->w[1] = -1;
+    for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
+        k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
     const char *what = src->weight >= 0 ? c->m->tensors[src->weight].key
                        : src->out >= 0  ? c->m->values[src->out].name
@@ -135,6 +138,54 @@ static bool written_between(const sect *s, int i, int j, int v)
         if (s->ops[k].out == v)
             return true;
     return false;
+}
+
+/* Does op i's output go to a use that another rule fuses with it (GLU, residual)? */
+static bool feeds_fused_use(const sect *s, int i)
+{
+    int u = next_use(s, i, s->ops[i].out);
+    if (u < 0)
+        return false;
+    gen_op_kind k = s->ops[u].kind;
+    return k == GEN_OP_ADD || k == GEN_OP_RELU2_MUL || k == GEN_OP_SILU_MUL;
+}
+
+/* Does any op strictly between i and j read or write value v? */
+static bool touched_between(const sect *s, int i, int j, int v)
+{
+    for (int k = i + 1; k < j; k++) {
+        if (s->ops[k].out == v)
+            return true;
+        for (int a = 0; a < gen_op_arity(s->ops[k].kind); a++)
+            if (s->ops[k].in[a] == v)
+                return true;
+    }
+    return false;
+}
+
+/* Projections j > i of the same input that can move up to op i (BITLINEAR_MULTI):
+ * fills parts[0] = i, parts[1..]; returns the count (1 = nothing to merge). */
+static int multi_parts(const sect *s, int i, const bool *skip, int *parts)
+{
+    const gen_op *op = &s->ops[i];
+    int np = 1;
+    parts[0] = i;
+    if (feeds_fused_use(s, i))
+        return 1;
+    for (int j = i + 1; j < s->n && np < GEN_KOP_MAX_PARTS; j++) {
+        const gen_op *o = &s->ops[j];
+        if (written_between(s, i, j, op->in[0]) || o->out == op->in[0])
+            break;
+        if (skip[j] || o->kind != GEN_OP_BITLINEAR || o->in[0] != op->in[0] || feeds_fused_use(s, j) ||
+            touched_between(s, i, j, o->out))
+            continue;
+        bool dup = false;
+        for (int p = 0; p < np; p++)
+            dup |= s->ops[parts[p]].out == o->out;
+        if (!dup)
+            parts[np++] = j;
+    }
+    return np;
 }
 
 /* The Q8 gval a bitlinear reads: shared per value when fusing, fresh otherwise. */
@@ -237,6 +288,28 @@ static int lower_section(lower_ctx *c, const sect *s)
                     skip[u] = true;
                     break;
                 }
+            }
+            /* several projections of one input: bitlinear(h) x 2..3 -> BITLINEAR_MULTI */
+            int parts[GEN_KOP_MAX_PARTS];
+            int np = c->fuse ? multi_parts(s, i, skip, parts) : 1;
+            if (np > 1) {
+                if (!(k = add_kop(c, GEN_K_BITLINEAR_MULTI, s->sec, op)))
+                    return -1;
+                k->in[0] = q;
+                k->n_parts = np;
+                int len = snprintf(k->label, sizeof(k->label), "bitlinear_multi");
+                for (int p = 0; p < np; p++) {
+                    const gen_op *o = &s->ops[parts[p]];
+                    k->w[p] = o->weight;
+                    k->part_out[p] = f32_val(c, o->out);
+                    c->q8_of[o->out] = -1;
+                    skip[parts[p]] = true;
+                    if (len < (int)sizeof(k->label))
+                        len += snprintf(k->label + len, sizeof(k->label) - (size_t)len, "%s%s", p ? "+" : " ",
+                                        m->tensors[o->weight].key);
+                }
+                k->out = k->part_out[0];
+                break;
             }
             if (!(k = add_kop(c, GEN_K_BITLINEAR, s->sec, op)))
                 return -1;

@@ -20,6 +20,7 @@
 #define GEN_MAX_GVALS 96
 #define GEN_MAX_KOPS 96
 #define GEN_MAX_BUFS 48
+#define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
 
 /* Kernel-op kinds: source ops plus the fused ones. */
 #define GEN_KOPS(X)                                                                   \
@@ -29,6 +30,7 @@
     X(NORM_QUANT, "norm_quant")   /* q, s = act_quant(rmsnorm(x) * w)   (fused)    */ \
     X(BITLINEAR, "bitlinear")     /* y = W.q / s * ws  (+ res when fused)          */ \
     X(BITLINEAR_GLU, "bitlinear_glu") /* y = act(Wg.q) * (Wu.q)         (fused)    */ \
+    X(BITLINEAR_MULTI, "bitlinear_multi") /* y_p = W_p.q for 2..3 parts  (fused)    */ \
     X(ROPE, "rope")               /* y = rope(x, pos)                              */ \
     X(ROPE_KV, "rope_kv")         /* Kc[pos] = rope(k), Vc[pos] = v     (fused)    */ \
     X(KV_WRITE, "kv_write")       /* Kc[pos] = k, Vc[pos] = v                      */ \
@@ -64,9 +66,11 @@ typedef struct {
     gen_kop_kind kind;
     gen_section sec;
     int in[3];      /* gval indices (-1 unused) */
-    int out;        /* gval index, -1 for kv writes */
+    int out;        /* gval index, -1 for kv writes (BITLINEAR_MULTI: part 0's output) */
     int res;        /* BITLINEAR: residual gval added to the result (== out), else -1 */
-    int w[2];       /* tensor indices into gen_model.tensors (-1 unused) */
+    int w[GEN_KOP_MAX_PARTS]; /* tensor indices into gen_model.tensors (-1 unused) */
+    int n_parts;    /* BITLINEAR_MULTI: parts (weight w[p] -> output part_out[p]) */
+    int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
     bool relu2;     /* BITLINEAR_GLU: relu^2 (true) or silu (false) */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */

@@ -13,6 +13,7 @@ static const gen_kernel_fn builders[GEN_K_COUNT] = {
     [GEN_K_NORM_QUANT] = gen_k_norm,
     [GEN_K_BITLINEAR] = gen_k_bitlinear,
     [GEN_K_BITLINEAR_GLU] = gen_k_bitlinear,
+    [GEN_K_BITLINEAR_MULTI] = gen_k_bitlinear,
     [GEN_K_ROPE] = gen_k_rope,
     [GEN_K_ROPE_KV] = gen_k_rope,
     [GEN_K_KV_WRITE] = gen_k_rope,

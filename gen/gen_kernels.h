@@ -44,7 +44,7 @@ typedef int (*gen_kernel_fn)(const gen_graph *g, const gen_kop *kop, bool decode
                              char *err);
 int gen_k_embed(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_norm(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* RMSNORM, QUANT, NORM_QUANT */
-int gen_k_bitlinear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *); /* BITLINEAR(_GLU) */
+int gen_k_bitlinear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *); /* BITLINEAR(_GLU, _MULTI) */
 int gen_k_rope(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* ROPE, ROPE_KV, KV_WRITE */
 int gen_k_attention(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_eltwise(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);   /* ADD, *_MUL */

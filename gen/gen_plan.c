@@ -58,6 +58,9 @@ static int io_bits(const gen_graph *g, const gen_kop *k, bool writes, int *out, 
         if (k->kind == GEN_K_ROPE_KV || k->kind == GEN_K_KV_WRITE) {
             PUT(60);
             PUT(61);
+        } else if (k->kind == GEN_K_BITLINEAR_MULTI) {
+            for (int p = 0; p < k->n_parts; p++)
+                PUT(g->vals[k->part_out[p]].buf);
         } else if (k->out >= 0) {
             v = &g->vals[k->out];
             PUT(v->buf < 0 ? 62 : v->buf);
@@ -101,8 +104,10 @@ static int plan_buffers(gen_graph *g, char *err)
     /* liveness */
     for (int ki = 0; ki < g->n_kops; ki++) {
         const gen_kop *k = &g->kops[ki];
-        int ids[5] = {k->in[0], k->in[1], k->in[2], k->res, k->out};
-        for (int j = 0; j < 5; j++) {
+        int ids[5 + GEN_KOP_MAX_PARTS] = {k->in[0], k->in[1], k->in[2], k->res, k->out};
+        for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
+            ids[5 + p] = k->part_out[p];
+        for (int j = 0; j < 5 + GEN_KOP_MAX_PARTS; j++) {
             if (ids[j] < 0)
                 continue;
             for (int e = 0; e < n; e++) {

@@ -63,8 +63,9 @@ static void test_fusion_rules(void **state)
     /* norm + quant fused for the four norms that feed projections */
     assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 4);
     assert_int_equal(count_kind(&graph, GEN_K_QUANT, GEN_SEC_LAYER), 0);
-    /* q, k, v, o, down stay projections; gate+up+relu2_mul become one GLU */
-    assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR, GEN_SEC_LAYER), 5);
+    /* q, k, v become one multi-projection; o, down stay projections; gate+up+relu2_mul one GLU */
+    assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR_MULTI, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR, GEN_SEC_LAYER), 2);
     assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR_GLU, GEN_SEC_LAYER), 1);
     assert_int_equal(count_kind(&graph, GEN_K_RELU2_MUL, GEN_SEC_LAYER), 0);
     /* both residual adds folded into their projections */
@@ -79,17 +80,18 @@ static void test_fusion_rules(void **state)
     assert_int_equal(count_kind(&graph, GEN_K_KV_WRITE, GEN_SEC_LAYER), 0);
     /* the final norm feeds the LM head, not a projection: stays a plain rmsnorm */
     assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 1);
-    /* the activation quantization of h is shared by q, k and v */
-    int q8 = -1;
+    /* the activation quantization of h is shared by q, k and v (one multi-projection) */
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
-        if (k->kind == GEN_K_BITLINEAR && k->sec == GEN_SEC_LAYER && k->res < 0 && q8 < 0)
-            q8 = k->in[0];
+        if (k->kind != GEN_K_BITLINEAR_MULTI)
+            continue;
+        assert_int_equal(k->n_parts, 3);
+        assert_int_equal(graph.vals[k->in[0]].kind, GEN_GV_Q8);
+        assert_int_equal(k->out, k->part_out[0]);
+        for (int p = 0; p < 3; p++)
+            for (int r = 0; r < p; r++)
+                assert_int_not_equal(graph.vals[k->part_out[p]].buf, graph.vals[k->part_out[r]].buf);
     }
-    int users = 0;
-    for (int i = 0; i < graph.n_kops; i++)
-        users += graph.kops[i].kind == GEN_K_BITLINEAR && graph.kops[i].in[0] == q8;
-    assert_int_equal(users, 3);
 }
 
 static void test_silu_variant(void **state)
@@ -178,17 +180,22 @@ static void test_no_barrier_between_independent_projections(void **state)
     char err[GEN_ERR_LEN] = "";
     load("models/bitnet-b1.58-2b.yaml");
     assert_int_equal(gen_graph_build(&model, true, &graph, err), 0);
-    /* q, k, v read the same quantized input and write different buffers */
+    /* q, k, v read the same quantized input and write different buffers: one dispatch
+     * whose barrier names only its input (the Q8 codes and scales) */
     int seen = 0;
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
-        if (k->kind == GEN_K_BITLINEAR && k->sec == GEN_SEC_LAYER && k->res < 0) {
-            if (seen > 0)
-                assert_int_equal(graph.barrier[i], 0);
-            seen++;
-        }
+        if (k->kind != GEN_K_BITLINEAR_MULTI)
+            continue;
+        int rd[8];
+        int nr = gen_kop_reads(&graph, k, rd, 8);
+        uint64_t in_mask = 0;
+        for (int a = 0; a < nr; a++)
+            in_mask |= 1ull << rd[a];
+        assert_int_equal(graph.barrier[i] & ~in_mask, 0);
+        seen++;
     }
-    assert_int_equal(seen, 3);
+    assert_int_equal(seen, 1);
 }
 
 static gen_desc d1, d2;

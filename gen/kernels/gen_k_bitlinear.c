@@ -13,42 +13,29 @@
  * Each subgroup owns one output row at a time (lanes stride over the row's words,
  * then subgroupAdd), 8 rows per workgroup. Decode handles one token; prefill walks
  * the tokens in tiles of GEN_TOKEN_TILE, reusing each weight word for the tile.
+ * BITLINEAR_MULTI (q, k, v of one input) runs 2..3 such matrices in one dispatch:
+ * part p owns a contiguous range of ceil(M_p / 8) workgroups and runs exactly the
+ * row loop of a single BITLINEAR (bl_rows) on its own weight and output.
  */
 #include "gen_k_common.h"
 
 #define WG 256
 #define ROWS 8
 
-int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+/* What the row loop of every bitlinear kernel shares. */
+typedef struct {
+    bool decode, glu, relu2, res;
+    int K;
+    dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */
+    dsl_expr K4, KW;  /* u32 words of int8 activations per token / of I2_S codes per row */
+} bl_ctx;
+
+/* Rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
+static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
 {
-    const gen_model *m = g->m;
-    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, res = kop->res >= 0;
-    const int K = g->vals[kop->in[0]].width;
-    const int M = (int)m->tensors[kop->w[0]].ne[1];
-    const int TT = decode ? 1 : GEN_TOKEN_TILE;
-    char name[96];
-    snprintf(name, sizeof(name), "bitlinear%s%s_m%d_k%d_%s", glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "",
-             res ? "_res" : "", M, K, decode ? "decode" : "batch");
-    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
-    if (!k)
-        return gen_out_kernel(out, NULL, err);
-
-    dsl_expr q = dsl_buffer(k, "q", DSL_U32, DSL_READONLY);
-    dsl_expr qs = dsl_buffer(k, "qs", DSL_F32, DSL_READONLY);
-    gen_out_val(out, g, kop->in[0]);
-    dsl_expr W[2] = {dsl_buffer(k, "w", DSL_U32, DSL_READONLY), NULL};
-    gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
-    if (glu) {
-        W[1] = dsl_buffer(k, "wu", DSL_U32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[1]);
-    }
-    dsl_expr y = dsl_buffer(k, "y", DSL_F32, res ? DSL_READWRITE : DSL_WRITEONLY);
-    gen_out_val(out, g, kop->out);
-
-    dsl_expr K4 = dsl_const_u32(k, "K4", K / 4);       /* u32 words of int8 activations per token */
-    dsl_expr KW = dsl_const_u32(k, "KW", K / 16);      /* u32 words of I2_S codes per row */
-    dsl_expr Mc = dsl_const_u32(k, "M", M);
-    const int nw = glu ? 2 : 1;
+    const bool decode = c->decode, glu = c->glu;
+    const int K = c->K, TT = decode ? 1 : GEN_TOKEN_TILE, nw = glu ? 2 : 1;
+    dsl_expr q = c->q, qs = c->qs, K4 = c->K4, KW = c->KW;
     dsl_expr ws[2];
     for (int j = 0; j < nw; j++)
         ws[j] = dsl_let(k, j ? "ws_up" : "ws",
@@ -57,7 +44,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr n_tok = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
 
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
-    dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), rl));
+    dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, wg, U(ROWS)), rl));
     dsl_break_if(k, dsl_ge(k, r, Mc));
     dsl_expr t0 = decode ? U(0) : dsl_for(k, "t0", U(0), n_tok, U(TT));
     dsl_expr acc[2][GEN_TOKEN_TILE], qrow[GEN_TOKEN_TILE];
@@ -106,13 +93,13 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
                            dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
         dsl_expr yi = dsl_let(k, "yi", dsl_add(k, dsl_mul(k, t, Mc), r));
         dsl_expr val = v[0];
-        if (glu && kop->relu2) {
+        if (glu && c->relu2) {
             dsl_expr rr = dsl_let(k, "rg", dsl_max(k, v[0], F(0)));
             val = dsl_mul(k, dsl_mul(k, rr, rr), v[1]);
         } else if (glu) {
             val = dsl_mul(k, dsl_div(k, v[0], dsl_add(k, F(1), dsl_exp(k, dsl_neg(k, v[0])))), v[1]);
         }
-        if (res)
+        if (c->res)
             val = dsl_add(k, dsl_load(k, y, yi), val);
         dsl_store(k, y, yi, val);
         dsl_end(k);
@@ -120,9 +107,82 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     if (!decode)
         dsl_end(k); /* t0 */
     dsl_end(k);     /* rl */
+}
+
+static int groups_of(int M)
+{
+    return (M + ROWS - 1) / ROWS;
+}
+
+int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_model *m = g->m;
+    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, res = kop->res >= 0;
+    const bool multi = kop->kind == GEN_K_BITLINEAR_MULTI;
+    const int np = multi ? kop->n_parts : 1;
+    const int K = g->vals[kop->in[0]].width;
+    int Ms[GEN_KOP_MAX_PARTS] = {0};
+    for (int p = 0; p < np; p++)
+        Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
+    const int M = Ms[0];
+    char name[96];
+    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s", multi ? "_multi" : "",
+                       glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "", res ? "_res" : "");
+    for (int p = 0; p < np; p++)
+        len += snprintf(name + len, sizeof(name) - (size_t)len, "_m%d", Ms[p]);
+    snprintf(name + len, sizeof(name) - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+
+    bl_ctx c = {.decode = decode, .glu = glu, .relu2 = kop->relu2, .res = res, .K = K};
+    c.q = dsl_buffer(k, "q", DSL_U32, DSL_READONLY);
+    c.qs = dsl_buffer(k, "qs", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr W[GEN_KOP_MAX_PARTS], y[GEN_KOP_MAX_PARTS];
+    static const char *const wn[GEN_KOP_MAX_PARTS] = {"w", "w1", "w2"}, *const yn[GEN_KOP_MAX_PARTS] = {"y", "y1", "y2"};
+    for (int p = 0; p < np; p++) {
+        W[p] = dsl_buffer(k, wn[p], DSL_U32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[p]);
+    }
+    if (glu) {
+        W[1] = dsl_buffer(k, "wu", DSL_U32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[1]);
+    }
+    for (int p = 0; p < np; p++) {
+        y[p] = dsl_buffer(k, yn[p], DSL_F32, res ? DSL_READWRITE : DSL_WRITEONLY);
+        gen_out_val(out, g, multi ? kop->part_out[p] : kop->out);
+    }
+
+    c.K4 = dsl_const_u32(k, "K4", K / 4);
+    c.KW = dsl_const_u32(k, "KW", K / 16);
+    uint32_t groups = 0;
+    if (!multi) {
+        bl_rows(k, &c, W, y[0], M, dsl_const_u32(k, "M", M), dsl_wgid(k, 0));
+        groups = (uint32_t)groups_of(M);
+        out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
+    } else {
+        /* part p: workgroups [first_p, first_p + groups_of(M_p)) */
+        dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
+        out->bytes = (uint64_t)K + 8;
+        for (int p = 0; p < np; p++) {
+            char cn[8];
+            snprintf(cn, sizeof(cn), "M%d", p);
+            dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
+            uint32_t first = groups;
+            groups += (uint32_t)groups_of(Ms[p]);
+            if (p + 1 < np)
+                dsl_if(k, dsl_lt(k, wg, U(groups)));
+            bl_rows(k, &c, &W[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
+            if (p + 1 < np)
+                dsl_else(k);
+            out->bytes += (uint64_t)Ms[p] * K / 4 + (uint64_t)Ms[p] * 4;
+        }
+        for (int p = 0; p + 1 < np; p++)
+            dsl_end(k);
+    }
 
     gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, (uint32_t)((M + ROWS - 1) / ROWS), 1);
-    out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
+    gen_out_groups(out, 0, 0, groups, 1);
     return gen_out_kernel(out, k, err);
 }
