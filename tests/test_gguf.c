@@ -218,9 +218,8 @@ static void test_roundtrip_values(void **state)
 }
 
 /* [[1,2],[],[3]] of i32, [["a","bc"],["d"]] and a 3-level [[[7]],[[8,9]]] */
-static void test_roundtrip_nested(void **state)
+static rt_gguf_writer *nested_writer(void)
 {
-    (void)state;
     bb a = {0}, s = {0}, d = {0};
     bb_u32(&a, RT_GGUF_ARRAY); bb_u64(&a, 3);
     bb_u32(&a, RT_GGUF_I32); bb_u64(&a, 2); bb_u32(&a, 1); bb_u32(&a, 2);
@@ -237,10 +236,17 @@ static void test_roundtrip_nested(void **state)
     rt_gguf_w_raw(w, "nest.str", RT_GGUF_ARRAY, s.p, s.len);
     rt_gguf_w_raw(w, "nest.deep", RT_GGUF_ARRAY, d.p, d.len);
     rt_gguf_w_u32(w, "after", 42); /* parsing continues correctly after nested arrays */
+    free(a.p); free(s.p); free(d.p);
+    return w;
+}
+
+static void test_roundtrip_nested(void **state)
+{
+    (void)state;
+    rt_gguf_writer *w = nested_writer();
     size_t n;
     uint8_t *p = save_mem(w, &n);
     rt_gguf_writer_free(w);
-    free(a.p); free(s.p); free(d.p);
     rt_gguf *g = open_ok(p, n);
     const rt_gguf_kv *kv = rt_gguf_find(g, "nest.i32");
     rt_gguf_kv in, in2;
@@ -322,6 +328,25 @@ static void test_roundtrip_tensors(void **state)
         rt_gguf_close(g);
         unlink(path);
     }
+}
+
+/* GGUF v2 has the same layout as v3 (64-bit counts): only the version field differs. */
+static void test_version2(void **state)
+{
+    (void)state;
+    uint8_t *keep;
+    rt_gguf_writer *w = small_model(0, "bitnet-25", &keep);
+    size_t n;
+    uint8_t *p = save_mem(w, &n);
+    rt_gguf_writer_free(w);
+    p[4] = 2;
+    rt_gguf *g = open_ok(p, n);
+    assert_int_equal(g->version, 2);
+    assert_int_equal(g->n_tensors, 2);
+    assert_non_null(rt_gguf_find(g, "%s.embedding_length"));
+    close_copy(g);
+    free(p);
+    free(keep);
 }
 
 /* A callback tensor bigger than the 1 MiB fill chunk, written to disk. */
@@ -784,7 +809,16 @@ static void write_corpus(const char *dir)
         rt_gguf_writer_free(w);
         free(keep);
     }
-    printf("wrote %zu malformed + 2 valid files to %s\n", N_BAD_CASES, dir);
+    uint8_t *p;
+    size_t n;
+    char err[RT_ERR_LEN];
+    rt_gguf_writer *w = nested_writer();
+    if (rt_gguf_writer_save_mem(w, &p, &n, err) == 0) {
+        write_file(dir, "ok_nested.gguf", p, n);
+        free(p);
+    }
+    rt_gguf_writer_free(w);
+    printf("wrote %zu malformed + 3 valid files to %s\n", N_BAD_CASES, dir);
 }
 
 int main(void)
@@ -805,6 +839,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip_values),
         cmocka_unit_test(test_roundtrip_nested),
         cmocka_unit_test(test_roundtrip_tensors),
+        cmocka_unit_test(test_version2),
         cmocka_unit_test(test_writer_fill_chunks),
         cmocka_unit_test(test_writer_errors),
         cmocka_unit_test(test_getters_arch_prefix),
