@@ -10,6 +10,8 @@
  *   - 2..3 other bitlinears of one input (q, k, v)  -> BITLINEAR_MULTI (one dispatch,
  *     workgroups cover the concatenated rows; each part keeps its own weight/output)
  *   - rope(k) -> kr, kv_write(kr, v)                -> ROPE_KV
+ *   - rope(q) -> qr, attention(qr)                  -> ATTENTION with rope (the kernel
+ *     rotates each q element with its partner on load, gen_rope_elem)
  * Both paths do the same arithmetic in the same order, so fused == unfused.
  * Buffer planning and barriers are in gen_plan.c.
  */
@@ -216,8 +218,9 @@ static int lower_section(lower_ctx *c, const sect *s)
     const gen_model *m = c->m;
     bool skip[GEN_MAX_OPS] = {false};
     int rope_kv_src[GEN_MAX_OPS]; /* kv_write index -> fused rope op index */
+    int rope_q_src[GEN_MAX_OPS];  /* attention index -> fused rope op index */
     for (int i = 0; i < s->n; i++)
-        rope_kv_src[i] = -1;
+        rope_kv_src[i] = rope_q_src[i] = -1;
 
     for (int i = 0; i < s->n; i++) {
         if (skip[i])
@@ -325,6 +328,11 @@ static int lower_section(lower_ctx *c, const sect *s)
                 rope_kv_src[u] = i; /* emitted at the kv_write, where v is defined */
                 break;
             }
+            if (u >= 0 && s->ops[u].kind == GEN_OP_ATTENTION && s->ops[u].in[0] == op->out &&
+                count_uses(m, op->out) == 1 && !written_between(s, i, u, op->in[0])) {
+                rope_q_src[u] = i; /* the attention kernel rotates q on load */
+                break;
+            }
             if (!(k = add_kop(c, GEN_K_ROPE, s->sec, op)))
                 return -1;
             k->in[0] = f32_val(c, op->in[0]);
@@ -351,6 +359,11 @@ static int lower_section(lower_ctx *c, const sect *s)
             for (int a = 0; a < gen_op_arity(op->kind); a++)
                 k->in[a] = f32_val(c, op->in[a]);
             k->w[0] = op->weight;
+            if (rope_q_src[i] >= 0) {
+                k->in[0] = f32_val(c, s->ops[rope_q_src[i]].in[0]);
+                k->rope = true;
+                snprintf(k->label, sizeof(k->label), "attention+rope %s", m->values[op->out].name);
+            }
             if (op->kind == GEN_OP_LM_HEAD) {
                 int lv = add_gval(c, m->values[op->out].name, GEN_GV_F32, GEN_DIM_VOCAB, op->out);
                 if (lv < 0)

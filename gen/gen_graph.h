@@ -35,6 +35,7 @@
     X(ROPE_KV, "rope_kv")         /* Kc[pos] = rope(k), Vc[pos] = v     (fused)    */ \
     X(KV_WRITE, "kv_write")       /* Kc[pos] = k, Vc[pos] = v                      */ \
     X(ATTENTION, "attention")     /* y = softmax(q Kc^T / sqrt(hd)) Vc, causal     */ \
+                                  /*   (rope: q = rope(in) on load        (fused)) */ \
     X(ADD, "add")                 /* y = a + b                                     */ \
     X(RELU2_MUL, "relu2_mul")     /* y = relu(a)^2 * b                             */ \
     X(SILU_MUL, "silu_mul")       /* y = silu(a) * b                               */ \
@@ -72,6 +73,7 @@ typedef struct {
     int n_parts;    /* BITLINEAR_MULTI: parts (weight w[p] -> output part_out[p]) */
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
     bool relu2;     /* BITLINEAR_GLU: relu^2 (true) or silu (false) */
+    bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */
 } gen_kop;

@@ -74,9 +74,12 @@ static void test_fusion_rules(void **state)
     for (int i = 0; i < graph.n_kops; i++)
         res += graph.kops[i].kind == GEN_K_BITLINEAR && graph.kops[i].res >= 0;
     assert_int_equal(res, 2);
-    /* rope(k) + kv_write -> rope_kv; rope(q) stays */
+    /* rope(k) + kv_write -> rope_kv; rope(q) folded into the attention */
     assert_int_equal(count_kind(&graph, GEN_K_ROPE_KV, GEN_SEC_LAYER), 1);
-    assert_int_equal(count_kind(&graph, GEN_K_ROPE, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_ROPE, GEN_SEC_LAYER), 0);
+    for (int i = 0; i < graph.n_kops; i++)
+        if (graph.kops[i].kind == GEN_K_ATTENTION)
+            assert_true(graph.kops[i].rope);
     assert_int_equal(count_kind(&graph, GEN_K_KV_WRITE, GEN_SEC_LAYER), 0);
     /* the final norm feeds the LM head, not a projection: stays a plain rmsnorm */
     assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 1);

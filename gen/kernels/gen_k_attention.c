@@ -6,11 +6,14 @@
  * reference does for Q.K; K from the F16 cache), the chunk's probabilities are
  * shared, and each invocation accumulates one output dimension, with an online
  * softmax (running max and sum, rescaled per chunk) so any context length works.
- * Query head h reads KV head h / (n_heads / n_kv_heads).
+ * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
+ * (kop->rope), q is read before RoPE and each invocation rotates its element with
+ * its partner (gen_rope_elem, the ROPE kernel's code) before the F16 rounding.
  */
 #include <math.h>
 
 #include "gen_k_common.h"
+#include "gen_k_rope.h"
 
 int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
@@ -19,7 +22,8 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     const int group = hp->n_heads / hp->n_kv_heads;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     char name[96];
-    snprintf(name, sizeof(name), "attention_h%d_kv%d_d%d%s", hp->n_heads, hp->n_kv_heads, hd, f16 ? "_f16" : "");
+    snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
+             hd, f16 ? "_f16" : "");
     dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -41,8 +45,11 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr kvoff = dsl_let(k, "kvoff", dsl_mul(k, dsl_div(k, h, U(group)), HD));
     dsl_expr qi = dsl_let(k, "qi", dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, h, HD)), lid));
     dsl_expr n = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t), U(1)));
-    /* Q rounded to F16 */
-    dsl_expr qh = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, dsl_load(k, q, qi), F(0)))), 0);
+    /* Q (rotated here when the rope of q is fused: same code as the ROPE kernel), rounded to F16 */
+    dsl_expr qv = kop->rope ? gen_rope_elem(k, hp, q, dsl_mul(k, t, U(QD)), dsl_add(k, dsl_mul(k, h, HD), lid),
+                                            dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t)))
+                            : dsl_load(k, q, qi);
+    dsl_expr qh = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, qv, F(0)))), 0);
     dsl_store(k, qsh, lid, qh);
     dsl_barrier(k);
 

@@ -11,11 +11,12 @@
 #include <math.h>
 
 #include "gen_k_common.h"
+#include "gen_k_rope.h"
 
 #define WG 256
 
 /* Rotated (or copied) element e (within a row) of vector x at row base `base`. */
-static dsl_expr rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e,
+dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e,
                           dsl_expr pos)
 {
     const int hd = hp->head_dim, rd = hp->rope_dims, half = rd / 2;
@@ -77,7 +78,7 @@ int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     dsl_return_if(k, dsl_ge(k, e, N));
     dsl_expr base = dsl_let(k, "base", dsl_mul(k, t, N));
     dsl_expr pos = dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t));
-    dsl_expr val = rope ? rope_elem(k, hp, x, base, e, pos) : dsl_load(k, x, dsl_add(k, base, e));
+    dsl_expr val = rope ? gen_rope_elem(k, hp, x, base, e, pos) : dsl_load(k, x, dsl_add(k, base, e));
     if (to_cache) {
         dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, pos, N), e));
         dsl_expr vv = dsl_load(k, v, dsl_add(k, base, e));
