@@ -54,7 +54,50 @@ void rt_cli_usage(const char *prog, const rt_model_desc *desc);
 int rt_cli_chat(const rt_cli_opts *o, const rt_model_desc *desc);
 int rt_cli_bench(const rt_cli_opts *o, const rt_model_desc *desc);
 
+/* ---- generation (rt_cli_gen.c), shared by one-shot runs and chat ---- */
+#include "rt_sampler.h"
+#include "rt_tokenizer.h"
+
+typedef struct {
+    const rt_cli_opts *o;
+    rt_engine *e;
+    rt_tok *tok;                /* owned */
+    rt_sampler *smp;            /* owned; NULL = greedy (rt_engine_argmax) */
+    rt_tok_stream stream;       /* UTF-8-safe text output */
+    int n_ctx, k;               /* context; top-k candidates read back when sampling */
+    int32_t *cand_ids;          /* [k] */
+    float *cand_logits;         /* [k] */
+    rt_cand *cands;             /* [k] */
+    int n_out;                  /* ids printed on the current --print-ids line */
+} rt_cli_gen;
+
+typedef struct {
+    int n_prompt;               /* tokens evaluated before the first new token */
+    double prompt_ms;           /* their evaluation (+ the first token's selection) */
+    int n_gen;                  /* new tokens chosen (the stop token included) */
+    double gen_ms;              /* from the first new token to the last */
+    int32_t last;               /* the last chosen token: never evaluated */
+    bool stopped;               /* the last token is EOS/EOT */
+    bool ctx_full;              /* generation ended because the context is full */
+    int pos;                    /* KV entries valid after the turn */
+} rt_cli_turn;
+
+int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, rt_engine *e, char *err);
+void rt_cli_gen_free(rt_cli_gen *g);
+/* Tokenizes text (BOS first when add_bos and the model wants it). Count, or -1 + err. */
+int rt_cli_tokenize(const rt_tok *tok, const char *text, bool add_bos, bool parse_special, int32_t **out_ids,
+                    char *err);
+/* Evaluates ids[0..n) at positions pos.., then generates up to n_predict tokens (-1: until a
+ * stop token or a full context), streaming text (or ids with --print-ids) to stdout. */
+int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_predict, rt_cli_turn *out,
+                    char *err);
+/* The stats line on stderr (llama.cpp style). */
+void rt_cli_print_stats(const rt_cli_turn *t);
+/* One-shot run: the prompt must fit; prints text/ids + stats. Returns the exit code. */
+int rt_cli_gen_oneshot(rt_cli_gen *g, const int32_t *ids, int n, int n_predict);
+
 /* Shared helpers (rt_cli.c). */
+int rt_cli_check_model_file(const char *path);
 double rt_cli_now_ms(void);
 /* Opens the engine for o (model path, device, ctx, batch, profile); prints the error and
  * the download hint for a missing file. 0 ok, else the exit code. */
