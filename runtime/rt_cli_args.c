@@ -177,6 +177,10 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         int rc = set_value(o, f, name, val);
         if (rc) return rc;
     }
+    if (o->top_p <= 0 || o->repeat_penalty <= 0) {
+        fprintf(stderr, "error: %s must be greater than 0\n", o->top_p <= 0 ? "--top-p" : "--repeat-penalty");
+        return usage_error(o->prog);
+    }
     if (o->prompt && o->prompt_file) {
         fprintf(stderr, "error: -p and -f both give a prompt; use one\n");
         return usage_error(o->prog);
