@@ -1,9 +1,11 @@
 /* gen_desc.c - build an rt_model_desc in memory from a parsed model.
  *
- * Pipeline: gen_graph_build (lowering, fusion, buffer plan, barriers) ->
- * gen_kernel_build for each kernel op, once for the decode schedule and once
- * for the prefill schedule -> GLSL (dsl) -> SPIR-V (shaderc). Kernels with the
- * same GLSL text are stored once.
+ * Pipeline: gen_graph_build_sched (lowering, fusion, buffer plan, barriers), once
+ * for the decode schedule (with the decode-only folds) and once for prefill ->
+ * gen_kernel_build for each kernel op of each -> GLSL (dsl) -> SPIR-V (shaderc).
+ * Kernels with the same GLSL text are stored once. Activation buffers are per-step
+ * scratch, so the two schedules share the act table: act i is big enough for the
+ * i-th buffer of both plans.
  */
 #include "gen_desc.h"
 
@@ -79,7 +81,7 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
 
 static int build_schedule(gen_desc *d, bool decode, rt_schedule *out_s, char *err)
 {
-    const gen_graph *g = &d->graph;
+    const gen_graph *g = decode ? &d->graph_dec : &d->graph;
     rt_dispatch *disp = d->disp[decode ? 0 : 1];
     uint32_t counts[3] = {0, 0, 0};
     for (int ki = 0; ki < g->n_kops; ki++) {
@@ -140,7 +142,8 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
 {
     gen_desc *d = out_d;
     memset(d, 0, sizeof(*d));
-    if (gen_graph_build(m, fuse, &d->graph, err))
+    if (gen_graph_build_sched(m, fuse, false, &d->graph, err) ||
+        gen_graph_build_sched(m, fuse, true, &d->graph_dec, err))
         return -1;
     rt_model_desc *md = &d->desc;
     md->name = m->name;
@@ -164,10 +167,21 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     for (int i = 0; i < m->n_pre; i++)
         if (m->pre[i].kind == GEN_OP_EMBED)
             md->vocab_tensor = (uint32_t)m->pre[i].weight;
-    for (int i = 0; i < d->graph.n_bufs; i++)
-        d->acts[i] = (rt_act_desc){.name = d->graph.bufs[i].name, .bytes_per_token = d->graph.bufs[i].bytes_per_token};
+    const gen_graph *gp = &d->graph, *gd = &d->graph_dec;
+    int n_acts = gp->n_bufs > gd->n_bufs ? gp->n_bufs : gd->n_bufs;
+    for (int i = 0; i < n_acts; i++) {
+        const gen_buf *bp = i < gp->n_bufs ? &gp->bufs[i] : NULL, *bd = i < gd->n_bufs ? &gd->bufs[i] : NULL;
+        if (bp && bd && strcmp(bp->name, bd->name) != 0)
+            snprintf(d->act_names[i], sizeof(d->act_names[i]), "%s|%s", bp->name, bd->name);
+        else
+            snprintf(d->act_names[i], sizeof(d->act_names[i]), "%s", bp ? bp->name : bd->name);
+        uint32_t bytes = bp ? bp->bytes_per_token : 0;
+        if (bd && bd->bytes_per_token > bytes)
+            bytes = bd->bytes_per_token;
+        d->acts[i] = (rt_act_desc){.name = d->act_names[i], .bytes_per_token = bytes};
+    }
     md->acts = d->acts;
-    md->n_acts = (uint32_t)d->graph.n_bufs;
+    md->n_acts = (uint32_t)n_acts;
     md->kv_dim = (uint32_t)(m->hp.n_kv_heads * m->hp.head_dim);
     md->kv_elem_bytes = strcmp(m->hp.kv_type, "f32") == 0 ? 4 : 2;
     if (build_schedule(d, true, &md->decode, err) || build_schedule(d, false, &md->prefill, err) ||

@@ -18,7 +18,9 @@
 
 typedef struct {
     rt_model_desc desc;                    /* tables point into the fields below */
-    gen_graph graph;                       /* the planned graph it came from */
+    gen_graph graph;                       /* the planned graph of the prefill schedule */
+    gen_graph graph_dec;                   /* ... of the decode schedule (decode-only folds) */
+    char act_names[GEN_MAX_BUFS][2 * GEN_MAX_NAME + 2]; /* "prefill|decode" names of an act */
     char *glsl[GEN_MAX_KERNELS];           /* owned GLSL text per kernel */
     char *kname[GEN_MAX_KERNELS];          /* owned kernel names */
     uint32_t *spv[GEN_MAX_KERNELS];        /* owned SPIR-V */

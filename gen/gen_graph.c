@@ -12,6 +12,10 @@
  *   - rope(k) -> kr, kv_write(kr, v)                -> ROPE_KV
  *   - rope(q) -> qr, attention(qr)                  -> ATTENTION with rope (the kernel
  *     rotates each q element with its partner on load, gen_rope_elem)
+ * Decode only (gen_graph_build_sched(.., decode=1), one token), fold_decode_norms:
+ *   - rmsnorm -> xn, lm_head(xn)                    -> LM_HEAD with norm_w
+ *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with norm_w: every
+ *     workgroup recomputes the norm + quantization of the row into shared memory
  * Both paths do the same arithmetic in the same order, so fused == unfused.
  * Buffer planning and barriers are in gen_plan.c.
  */
@@ -83,7 +87,7 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     k->kind = kind;
     k->sec = sec;
     k->in[0] = k->in[1] = k->in[2] = -1;
-    k->out = k->res = -1;
+    k->out = k->res = k->norm_w = -1;
     for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
         k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
@@ -380,9 +384,67 @@ static int lower_section(lower_ctx *c, const sect *s)
     return 0;
 }
 
+/* Number of kops reading gval v, and the last of them. */
+static int kop_readers(const gen_graph *g, int v, int *out_last)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_kops; i++)
+        for (int a = 0; a < 3; a++)
+            if (g->kops[i].in[a] == v) {
+                n++;
+                *out_last = i;
+            }
+    return n;
+}
+
+static bool kop_writes_between(const gen_graph *g, int i, int j, int v)
+{
+    for (int k = i + 1; k < j; k++) {
+        const gen_kop *o = &g->kops[k];
+        if (o->out == v || o->res == v)
+            return true;
+        for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
+            if (o->part_out[p] == v)
+                return true;
+    }
+    return false;
+}
+
+/* Decode-only folds: an rmsnorm read only by the LM head, a NORM_QUANT read only by
+ * one (multi-)projection; the reader takes the norm's input and weight. */
+static void fold_decode_norms(gen_graph *g)
+{
+    for (int i = 0; i < g->n_kops; i++) {
+        gen_kop *n = &g->kops[i];
+        if (n->kind != GEN_K_RMSNORM && n->kind != GEN_K_NORM_QUANT)
+            continue;
+        int j = -1;
+        if (kop_readers(g, n->out, &j) != 1 || kop_writes_between(g, i, j, n->in[0]))
+            continue;
+        gen_kop *r = &g->kops[j];
+        bool ok = n->kind == GEN_K_RMSNORM ? r->kind == GEN_K_LM_HEAD
+                                           : r->kind == GEN_K_BITLINEAR || r->kind == GEN_K_BITLINEAR_MULTI;
+        if (!ok || r->in[0] != n->out || r->sec != n->sec || r->norm_w >= 0)
+            continue;
+        r->in[0] = n->in[0];
+        r->norm_w = n->w[0];
+        char label[sizeof(r->label)];
+        snprintf(label, sizeof(label), "%.40s+%s", n->label, r->label);
+        memcpy(r->label, label, sizeof(label));
+        memmove(n, n + 1, sizeof(*n) * (size_t)(g->n_kops - i - 1));
+        g->n_kops--;
+        i--;
+    }
+}
+
 int gen_plan(gen_graph *g, char *err); /* gen_plan.c */
 
 int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err)
+{
+    return gen_graph_build_sched(m, fuse, false, out_g, err);
+}
+
+int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err)
 {
     memset(out_g, 0, sizeof(*out_g));
     out_g->m = m;
@@ -398,5 +460,7 @@ int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err)
         if (lower_section(&c, &secs[s]))
             return -1;
     }
+    if (fuse && decode)
+        fold_decode_norms(out_g);
     return gen_plan(out_g, err);
 }

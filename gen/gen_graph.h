@@ -74,6 +74,9 @@ typedef struct {
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
     bool relu2;     /* BITLINEAR_GLU: relu^2 (true) or silu (false) */
     bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
+    int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
+                     * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
+                     * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */
 } gen_kop;
@@ -95,8 +98,14 @@ typedef struct {
 } gen_graph;
 
 /* Lower the model (fuse = apply the fusion pass) and plan buffers + barriers.
- * Returns 0, or non-zero with err "path:line:col: message". */
+ * Returns 0, or non-zero with err "path:line:col: message". The graph serves the
+ * prefill schedule (and decode when no decode-only fusion applies). */
 int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err);
+/* Same, for one schedule: decode (one token) with fuse also folds norms into the
+ * kernel that reads them (each workgroup recomputes the row: cheap for one token):
+ * rmsnorm -> LM_HEAD, and NORM_QUANT -> a BITLINEAR / BITLINEAR_MULTI that is its
+ * only reader. decode = false is gen_graph_build. */
+int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err);
 
 /* For kernels and the emitter: buffers read / written by a kop. Each entry is a
  * barrier-bit index (act buffer index, or 60/61/62 for K cache, V cache, logits). */

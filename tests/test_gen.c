@@ -171,9 +171,11 @@ static void test_plan_and_barriers(void **state)
         for (int fuse = 0; fuse < 2; fuse++) {
             char err[GEN_ERR_LEN] = "";
             load(models[mi]);
-            assert_int_equal(gen_graph_build(&model, fuse, &graph, err), 0);
-            check_plan(&graph);
-            check_barriers(&graph);
+            for (int decode = 0; decode < 2; decode++) {
+                assert_int_equal(gen_graph_build_sched(&model, fuse, decode, &graph, err), 0);
+                check_plan(&graph);
+                check_barriers(&graph);
+            }
         }
 }
 
@@ -201,6 +203,43 @@ static void test_no_barrier_between_independent_projections(void **state)
     assert_int_equal(seen, 1);
 }
 
+/* Decode-only folds: norms recomputed in the prologue of their only reader. */
+static void test_decode_folds(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    load("models/bitnet-b1.58-2b.yaml");
+    assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
+    /* attn_norm -> qkv, attn_sub_norm -> o, ffn_sub_norm -> down; ffn_norm feeds the GLU */
+    assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
+    int folded = 0, layer = 0;
+    for (int i = 0; i < graph.n_kops; i++) {
+        const gen_kop *k = &graph.kops[i];
+        layer += k->sec == GEN_SEC_LAYER;
+        if (k->norm_w < 0)
+            continue;
+        folded++;
+        assert_true(k->kind == GEN_K_BITLINEAR || k->kind == GEN_K_BITLINEAR_MULTI || k->kind == GEN_K_LM_HEAD);
+        assert_int_equal(graph.vals[k->in[0]].kind, GEN_GV_F32);
+        assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
+    }
+    assert_int_equal(folded, 4);
+    /* 7 per layer + embed + lm_head: 2 + 7 * 30 = 212 dispatches per token */
+    assert_int_equal(layer, 7);
+    assert_int_equal(graph.n_kops - layer, 2);
+    /* unfused: decode is the plain lowering too */
+    gen_graph plain;
+    assert_int_equal(gen_graph_build_sched(&model, false, true, &graph, err), 0);
+    assert_int_equal(gen_graph_build(&model, false, &plain, err), 0);
+    assert_int_equal(graph.n_kops, plain.n_kops);
+    for (int i = 0; i < graph.n_kops; i++) {
+        assert_int_equal(graph.kops[i].kind, plain.kops[i].kind);
+        assert_int_equal(graph.kops[i].norm_w, -1);
+        assert_false(graph.kops[i].rope);
+    }
+}
+
 static gen_desc d1, d2;
 
 static void test_deterministic_and_shared_kernels(void **state)
@@ -218,9 +257,15 @@ static void test_deterministic_and_shared_kernels(void **state)
         for (uint32_t j = 0; j < i; j++)
             assert_string_not_equal(d1.glsl[i], d1.glsl[j]); /* identical kernels are stored once */
     }
-    /* decode and prefill walk the same op list */
-    assert_int_equal(d1.desc.decode.n_layer, d1.desc.prefill.n_layer);
-    assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
+    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after) */
+    assert_int_equal(d1.desc.decode.n_layer + 3, d1.desc.prefill.n_layer);
+    assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post + 1, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
+    /* the act table covers both plans */
+    assert_true(d1.desc.n_acts >= (uint32_t)d1.graph.n_bufs && d1.desc.n_acts >= (uint32_t)d1.graph_dec.n_bufs);
+    for (int i = 0; i < d1.graph_dec.n_bufs; i++)
+        assert_true(d1.desc.acts[i].bytes_per_token >= d1.graph_dec.bufs[i].bytes_per_token);
+    for (int i = 0; i < d1.graph.n_bufs; i++)
+        assert_true(d1.desc.acts[i].bytes_per_token >= d1.graph.bufs[i].bytes_per_token);
     gen_desc_free(&d1);
     gen_desc_free(&d2);
 }
@@ -233,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_silu_variant),
         cmocka_unit_test(test_plan_and_barriers),
         cmocka_unit_test(test_no_barrier_between_independent_projections),
+        cmocka_unit_test(test_decode_folds),
         cmocka_unit_test(test_deterministic_and_shared_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,8 +16,12 @@
  * BITLINEAR_MULTI (q, k, v of one input) runs 2..3 such matrices in one dispatch:
  * part p owns a contiguous range of ceil(M_p / 8) workgroups and runs exactly the
  * row loop of a single BITLINEAR (bl_rows) on its own weight and output.
+ * Decode with a folded norm (kop->norm_w): the input is the F32 row before its
+ * rmsnorm; every workgroup first runs the NORM_QUANT code (gen_k_norm.h) on it into
+ * shared memory (K/4 words), then the same row loop reads the codes from there.
  */
 #include "gen_k_common.h"
+#include "gen_k_norm.h"
 
 #define WG 256
 #define ROWS 8
@@ -27,6 +31,7 @@ typedef struct {
     bool decode, glu, relu2, res;
     int K;
     dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */
+    dsl_expr sc, qsum; /* folded norm (decode): the row's scale and code sum, else NULL */
     dsl_expr K4, KW;  /* u32 words of int8 activations per token / of I2_S codes per row */
 } bl_ctx;
 
@@ -83,10 +88,13 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             tot[j] = dsl_subgroup_add(k, acc[j][tt]);
         dsl_expr t = decode ? U(0) : dsl_add(k, t0, U(tt));
         dsl_if(k, dsl_and(k, dsl_eq(k, lane, U(0)), dsl_lt(k, t, n_tok)));
-        dsl_expr sc = dsl_load(k, qs, dsl_mul(k, t, U(2)));
-        dsl_expr qsum = dsl_cast(k, dsl_load(k, qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1))), DSL_I32);
-        qsum = dsl_let(k, "qsum", qsum);
-        sc = dsl_let(k, "sc", sc);
+        dsl_expr sc = c->sc, qsum = c->qsum; /* sum(q) < 2^24: exact through the f32 of qs */
+        if (!sc) {
+            sc = dsl_load(k, qs, dsl_mul(k, t, U(2)));
+            qsum = dsl_cast(k, dsl_load(k, qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1))), DSL_I32);
+            qsum = dsl_let(k, "qsum", qsum);
+            sc = dsl_let(k, "sc", sc);
+        }
         dsl_expr v[2];
         for (int j = 0; j < nw; j++)
             v[j] = dsl_let(k, j ? "vu" : "v",
@@ -126,7 +134,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
     const int M = Ms[0];
     char name[96];
-    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s", multi ? "_multi" : "",
+    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
                        glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "", res ? "_res" : "");
     for (int p = 0; p < np; p++)
         len += snprintf(name + len, sizeof(name) - (size_t)len, "_m%d", Ms[p]);
@@ -136,9 +144,24 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         return gen_out_kernel(out, NULL, err);
 
     bl_ctx c = {.decode = decode, .glu = glu, .relu2 = kop->relu2, .res = res, .K = K};
-    c.q = dsl_buffer(k, "q", DSL_U32, DSL_READONLY);
-    c.qs = dsl_buffer(k, "qs", DSL_F32, DSL_READONLY);
-    gen_out_val(out, g, kop->in[0]);
+    const bool norm = kop->norm_w >= 0;
+    dsl_expr x = NULL, nw = NULL;
+    if (norm && (!decode || glu)) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: a folded norm needs a decode bitlinear (not GLU)", m->path,
+                 kop->loc.line, kop->loc.col);
+        dsl_kernel_free(k);
+        return -1;
+    }
+    if (norm) { /* F32 input before the norm, and the norm weight */
+        x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
+        gen_out_val(out, g, kop->in[0]);
+        nw = dsl_buffer(k, "nw", DSL_F32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->norm_w);
+    } else {
+        c.q = dsl_buffer(k, "q", DSL_U32, DSL_READONLY);
+        c.qs = dsl_buffer(k, "qs", DSL_F32, DSL_READONLY);
+        gen_out_val(out, g, kop->in[0]);
+    }
     dsl_expr W[GEN_KOP_MAX_PARTS], y[GEN_KOP_MAX_PARTS];
     static const char *const wn[GEN_KOP_MAX_PARTS] = {"w", "w1", "w2"}, *const yn[GEN_KOP_MAX_PARTS] = {"y", "y1", "y2"};
     for (int p = 0; p < np; p++) {
@@ -156,6 +179,14 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
 
     c.K4 = dsl_const_u32(k, "K4", K / 4);
     c.KW = dsl_const_u32(k, "KW", K / 16);
+    if (norm) {
+        /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */
+        dsl_expr N = dsl_const_u32(k, "N", K), red = dsl_shared(k, "red", DSL_F32, WG);
+        dsl_expr scale = gen_norm_scale(k, m->hp.norm_eps, x, U(0), N, red);
+        c.q = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
+        gen_quant_row(k, x, nw, U(0), scale, K, N, red, c.q, NULL, &c.sc, &c.qsum);
+        dsl_barrier(k);
+    }
     uint32_t groups = 0;
     if (!multi) {
         bl_rows(k, &c, W, y[0], M, dsl_const_u32(k, "M", M), dsl_wgid(k, 0));

@@ -6,8 +6,12 @@
  * vocabulary row at a time; workgroups stride over the vocabulary (the vocabulary
  * size is a run-time value, so the group count is fixed). F16 weights are read as
  * pairs; accumulation in f32 (the reference's batched path keeps the input in f32).
+ * Decode with a folded final norm (kop->norm_w): x is the residual stream; every
+ * workgroup recomputes its rmsnorm scale (gen_norm_scale, the RMSNORM kernel's code)
+ * and reads (x * scale) * w on the fly.
  */
 #include "gen_k_common.h"
+#include "gen_k_norm.h"
 
 #define WG 256
 #define ROWS 8
@@ -20,7 +24,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     const bool f16 = tab->type == GEN_T_F16;
     const int TT = decode ? 1 : GEN_TOKEN_TILE;
     char name[64];
-    snprintf(name, sizeof(name), "lm_head_%s_n%d_%s", f16 ? "f16" : "f32", dim, decode ? "decode" : "batch");
+    snprintf(name, sizeof(name), "lm_head%s_%s_n%d_%s", kop->norm_w >= 0 ? "_norm" : "", f16 ? "f16" : "f32", dim,
+             decode ? "decode" : "batch");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -30,9 +35,23 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "logits", DSL_F32, DSL_WRITEONLY);
     gen_out_arg(out, RT_ARG_LOGITS, 0);
+    const bool norm = kop->norm_w >= 0; /* decode fold: x is the value before the final rmsnorm */
+    dsl_expr nw = NULL;
+    if (norm) {
+        if (!decode) {
+            snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head with a folded norm is decode-only", g->m->path,
+                     kop->loc.line, kop->loc.col);
+            dsl_kernel_free(k);
+            return -1;
+        }
+        nw = dsl_buffer(k, "nw", DSL_F32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->norm_w);
+    }
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
+    /* every workgroup recomputes the row scale, exactly as the RMSNORM kernel does */
+    dsl_expr scale = norm ? gen_norm_scale(k, g->m->hp.norm_eps, x, U(0), D, dsl_shared(k, "red", DSL_F32, WG)) : NULL;
     dsl_expr DW = dsl_const_u32(k, "DW", f16 ? dim / 2 : dim); /* table words per row */
     dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
     dsl_expr t_first = decode ? U(0) : dsl_dyn(k, DSL_DYN_OUT_START);
@@ -57,14 +76,22 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     if (f16) {
         dsl_expr p = dsl_let(k, "p", dsl_unpack_half2x16(k, wv));
         for (int tt = 0; tt < TT; tt++) {
-            dsl_expr xi = dsl_add(k, xrow[tt], dsl_mul(k, w, U(2)));
-            dsl_expr xv = dsl_vec2(k, dsl_load(k, x, xi), dsl_load(k, x, dsl_add(k, xi, U(1))));
+            dsl_expr xv;
+            if (norm) {
+                dsl_expr i0 = dsl_mul(k, w, U(2));
+                xv = dsl_vec2(k, gen_norm_elem(k, x, nw, xrow[tt], i0, scale),
+                              gen_norm_elem(k, x, nw, xrow[tt], dsl_add(k, i0, U(1)), scale));
+            } else {
+                dsl_expr xi = dsl_add(k, xrow[tt], dsl_mul(k, w, U(2)));
+                xv = dsl_vec2(k, dsl_load(k, x, xi), dsl_load(k, x, dsl_add(k, xi, U(1))));
+            }
             dsl_add_to(k, acc[tt], dsl_dot(k, p, xv));
         }
     } else {
         dsl_expr p = dsl_let(k, "p", wv);
         for (int tt = 0; tt < TT; tt++)
-            dsl_add_to(k, acc[tt], dsl_mul(k, p, dsl_load(k, x, dsl_add(k, xrow[tt], w))));
+            dsl_add_to(k, acc[tt], dsl_mul(k, p, norm ? gen_norm_elem(k, x, nw, xrow[tt], w, scale)
+                                                      : dsl_load(k, x, dsl_add(k, xrow[tt], w))));
     }
     dsl_end(k); /* w */
     for (int tt = 0; tt < TT; tt++) {

@@ -4,18 +4,66 @@
  *   rmsnorm: scale = 1 / sqrt(sum(x^2) / n + eps); y = (x * scale) * w
  *   quant:   amax = max(max|y|, 1e-5); s = 127 / amax;
  *            q = clamp(roundEven(y * s), -128, 127); also sum(q) for the ternary dot
+ * The row code (gen_k_norm.h) is shared with the decode kernels that fold a norm
+ * into their prologue (LM head, bitlinear), so both paths compute the same values.
  */
 #include "gen_k_common.h"
+#include "gen_k_norm.h"
 
 #define WG 256
 
-/* Element i of the row being normalised/quantised. */
-static dsl_expr row_value(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale)
+/* Element i of the row being normalised/quantised: (x * scale) * w, or x when scale is NULL. */
+dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale)
 {
     dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
     if (!scale)
         return xv;
     return dsl_mul(k, dsl_mul(k, xv, scale), dsl_load(k, w, i));
+}
+
+dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr base, dsl_expr N, dsl_expr red)
+{
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr ss = dsl_var(k, "ss", DSL_F32, F(0));
+    dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
+    dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
+    dsl_add_to(k, ss, dsl_mul(k, xv, xv));
+    dsl_end(k);
+    dsl_expr sum = gen_wg_reduce(k, red, ss, DSL_F32, false, "sum");
+    return dsl_let(k, "scale",
+                   dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, dsl_cast(k, N, DSL_F32)), F(eps)))));
+}
+
+void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr scale, int width, dsl_expr N,
+                   dsl_expr red, dsl_expr q, dsl_expr tok, dsl_expr *out_s, dsl_expr *out_total)
+{
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr am = dsl_var(k, "am", DSL_F32, F(0));
+    {
+        dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
+        dsl_assign(k, am, dsl_max(k, am, dsl_abs(k, gen_norm_elem(k, x, w, base, i, scale))));
+        dsl_end(k);
+    }
+    dsl_expr amax = gen_wg_reduce(k, red, am, DSL_F32, true, "amax");
+    dsl_expr sq = dsl_let(k, "s", dsl_div(k, F(127.0), dsl_max(k, amax, F(1e-5))));
+    dsl_expr qsum = dsl_var(k, "qsum", DSL_I32, I(0));
+    dsl_expr NW = dsl_const_u32(k, "NW", width / 4);
+    dsl_expr wi = dsl_for(k, "wi", lid, NW, U(WG));
+    dsl_expr packed = dsl_var(k, "packed", DSL_U32, U(0));
+    for (int b = 0; b < 4; b++) {
+        dsl_expr e = dsl_add(k, dsl_mul(k, wi, U(4)), U(b));
+        dsl_expr v = gen_norm_elem(k, x, w, base, e, scale);
+        dsl_expr qi = dsl_clamp(k, dsl_cast(k, dsl_round_even(k, dsl_mul(k, v, sq)), DSL_I32), I(-128), I(127));
+        qi = dsl_let(k, "qv", qi);
+        dsl_add_to(k, qsum, qi);
+        dsl_assign_op(k, packed, DSL_OP_BOR,
+                      dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), U(0xff)), U(8 * b)));
+    }
+    dsl_store(k, q, tok ? dsl_add(k, dsl_mul(k, tok, NW), wi) : wi, packed);
+    dsl_end(k);
+    dsl_expr redi = dsl_shared(k, "redi", DSL_I32, WG);
+    *out_total = gen_wg_reduce(k, redi, qsum, DSL_I32, false, "total");
+    *out_s = sq;
 }
 
 int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
@@ -50,20 +98,10 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr base = dsl_let(k, "base", dsl_mul(k, tok, N));
 
-    dsl_expr scale = NULL;
-    if (norm) {
-        dsl_expr ss = dsl_var(k, "ss", DSL_F32, F(0));
-        dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
-        dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
-        dsl_add_to(k, ss, dsl_mul(k, xv, xv));
-        dsl_end(k);
-        dsl_expr sum = gen_wg_reduce(k, red, ss, DSL_F32, false, "sum");
-        scale = dsl_let(k, "scale", dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, dsl_cast(k, N, DSL_F32)),
-                                                                           F(m->hp.norm_eps)))));
-    }
+    dsl_expr scale = norm ? gen_norm_scale(k, m->hp.norm_eps, x, base, N, red) : NULL;
     if (!quant) {
         dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
-        dsl_store(k, y, dsl_add(k, base, i), row_value(k, x, w, base, i, scale));
+        dsl_store(k, y, dsl_add(k, base, i), gen_norm_elem(k, x, w, base, i, scale));
         dsl_end(k);
         gen_out_groups_one(out);
         gen_out_groups(out, 0, 1, 0, 1);
@@ -71,31 +109,8 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         return gen_out_kernel(out, k, err);
     }
 
-    dsl_expr am = dsl_var(k, "am", DSL_F32, F(0));
-    {
-        dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
-        dsl_assign(k, am, dsl_max(k, am, dsl_abs(k, row_value(k, x, w, base, i, scale))));
-        dsl_end(k);
-    }
-    dsl_expr amax = gen_wg_reduce(k, red, am, DSL_F32, true, "amax");
-    dsl_expr sq = dsl_let(k, "s", dsl_div(k, F(127.0), dsl_max(k, amax, F(1e-5))));
-    dsl_expr qsum = dsl_var(k, "qsum", DSL_I32, I(0));
-    dsl_expr NW = dsl_const_u32(k, "NW", width / 4);
-    dsl_expr wi = dsl_for(k, "wi", lid, NW, U(WG));
-    dsl_expr packed = dsl_var(k, "packed", DSL_U32, U(0));
-    for (int b = 0; b < 4; b++) {
-        dsl_expr e = dsl_add(k, dsl_mul(k, wi, U(4)), U(b));
-        dsl_expr v = row_value(k, x, w, base, e, scale);
-        dsl_expr qi = dsl_clamp(k, dsl_cast(k, dsl_round_even(k, dsl_mul(k, v, sq)), DSL_I32), I(-128), I(127));
-        qi = dsl_let(k, "qv", qi);
-        dsl_add_to(k, qsum, qi);
-        dsl_assign_op(k, packed, DSL_OP_BOR,
-                      dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), U(0xff)), U(8 * b)));
-    }
-    dsl_store(k, q, dsl_add(k, dsl_mul(k, tok, NW), wi), packed);
-    dsl_end(k);
-    dsl_expr redi = dsl_shared(k, "redi", DSL_I32, WG);
-    dsl_expr total = gen_wg_reduce(k, redi, qsum, DSL_I32, false, "total");
+    dsl_expr sq, total;
+    gen_quant_row(k, x, w, base, scale, width, N, red, q, tok, &sq, &total);
     dsl_if(k, dsl_eq(k, lid, U(0)));
     dsl_store(k, s, dsl_mul(k, tok, U(2)), sq);
     dsl_store(k, s, dsl_add(k, dsl_mul(k, tok, U(2)), U(1)), dsl_cast(k, total, DSL_F32));

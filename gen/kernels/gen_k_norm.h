@@ -1,0 +1,26 @@
+/* gen_k_norm.h - the RMSNorm / activation-quantization row code of gen_k_norm.c,
+ * shared with the decode kernels that fold a norm into their prologue (LM head,
+ * bitlinear): same loops, same workgroup size (256) and reduction order, so a
+ * folded norm computes exactly the values of the RMSNORM / NORM_QUANT kernels.
+ * All calls must be in uniform control flow of a 256-invocation workgroup.
+ */
+#ifndef GEN_K_NORM_H
+#define GEN_K_NORM_H
+
+#include "dsl.h"
+
+/* (x[base + i] * scale) * w[i]; x[base + i] when scale is NULL. */
+dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale);
+
+/* 1 / sqrt(sum(x^2) / N + eps) over x[base .. base+N) (N a u32 expression); red: shared
+ * f32[256]. Returns a local every invocation holds. */
+dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr base, dsl_expr N, dsl_expr red);
+
+/* act_quant of the row v_i = gen_norm_elem(x, w, base, i, scale), i < width (== N):
+ * packed int8 codes into q[tok * width/4 + i/4] (q[i/4] when tok is NULL; q a buffer or
+ * shared array); *out_s = 127 / amax (f32), *out_total = sum of the codes (i32), held
+ * by every invocation. */
+void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr scale, int width, dsl_expr N,
+                   dsl_expr red, dsl_expr q, dsl_expr tok, dsl_expr *out_s, dsl_expr *out_total);
+
+#endif

@@ -1,0 +1,389 @@
+/* test_kernels_fused.c - the fused kernel kinds on a Vulkan device (lavapipe in CI):
+ * for every kop of the fused decode graph of models/bitnet-tiny.yaml that folds work
+ * (BITLINEAR_MULTI, a norm folded into a bitlinear or the LM head, rope(q) folded into
+ * ATTENTION), run it and the plain kernels it replaces (from the unfused graph) on the
+ * same random data, outputs poisoned first, and compare: same arithmetic, so the
+ * results must agree to float rounding. The folded-norm bitlinears are also checked
+ * against a plain-C reference (rmsnorm -> act_quant -> ternary dot). Skips only when
+ * no Vulkan device exists.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsl.h"
+#include "gen_graph.h"
+#include "gen_kernels.h"
+#include "gen_model.h"
+#include "rt_gguf.h"
+#include "rt_vk.h"
+
+#define POISON 0xffffffffu
+#define VOCAB 1000u
+#define POS 5u /* decode position: cache rows 0..POS are valid */
+#define OK(call)                                               \
+    do {                                                       \
+        if ((call) != 0)                                       \
+            fail_msg("%s: %s", #call, err);                    \
+    } while (0)
+
+static rt_vk *g_vk;
+static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
+static gen_model model;
+static gen_graph fused, plain; /* decode graph with fusion / the unfused lowering */
+
+/* Device buffers: weights by tensor, caches, logits; act buffers per graph plan. */
+static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits;
+typedef struct {
+    const gen_graph *g;
+    rt_buf act[GEN_MAX_BUFS];
+} planbufs;
+static planbufs pf, pp;
+
+static uint32_t rng_state = 2024;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+static float rndf(void) { return (float)((rnd() >> 8) * (2.0 / 16777216.0) - 1.0); }
+
+static void upload(rt_buf *b, const void *data, size_t bytes)
+{
+    OK(rt_buf_create(g_vk, bytes < 256 ? 256 : bytes, RT_MEM_DEVICE, b, err));
+    if (data)
+        OK(rt_buf_upload(g_vk, b, 0, data, bytes, err));
+    else
+        OK(rt_buf_fill(g_vk, b, POISON, err));
+}
+
+/* Random tensor contents: I2_S codes in {0,1,2} + a scale, F32 norm weights near 1, F16 table. */
+static void make_weight(int t)
+{
+    const gen_tensor *ts = &model.tensors[t];
+    int64_t ne0 = ts->ne[0], ne1 = ts->n_dims > 1 ? (ts->ne[1] == GEN_DIM_VOCAB ? VOCAB : ts->ne[1]) : 1;
+    size_t bytes = ts->type == GEN_T_I2_S ? (size_t)(ne0 * ne1 / 4 + 32) : (size_t)(ne0 * ne1 * (ts->type == GEN_T_F16 ? 2 : 4));
+    uint8_t *d = calloc(1, bytes);
+    assert_non_null(d);
+    if (ts->type == GEN_T_I2_S) {
+        for (int64_t i = 0; i < ne0 * ne1 / 4; i++)
+            for (int b = 0; b < 4; b++)
+                d[i] |= (uint8_t)((rnd() % 3) << (2 * b));
+        float sc = 0.5f + (float)(rnd() % 1000) / 1000.0f;
+        memcpy(d + ne0 * ne1 / 4, &sc, 4);
+    } else if (ts->type == GEN_T_F16) {
+        for (int64_t i = 0; i < ne0 * ne1; i++)
+            ((uint16_t *)d)[i] = rt_f32_to_f16(rndf());
+    } else {
+        for (int64_t i = 0; i < ne0 * ne1; i++)
+            ((float *)d)[i] = 1.0f + 0.5f * rndf();
+    }
+    upload(&wbuf[t], d, bytes);
+    free(d);
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    rt_vk_opts o = {.device_index = -1, .validation = true};
+    if (rt_vk_create(&o, &g_vk, err) != 0) {
+        g_vk = NULL;
+        fprintf(stderr, "note: %s\n", err);
+        return 0;
+    }
+    if (gen_model_load("models/bitnet-tiny.yaml", &model, err) ||
+        gen_graph_build_sched(&model, true, true, &fused, err) || gen_graph_build(&model, false, &plain, err))
+        fail_msg("%s", err);
+    pf.g = &fused;
+    pp.g = &plain;
+    for (int t = 0; t < model.n_tensors; t++)
+        make_weight(t);
+    size_t kvb = (size_t)(POS + 1) * (size_t)(model.hp.n_kv_heads * model.hp.head_dim) * 2;
+    uint16_t *h = malloc(kvb);
+    for (size_t i = 0; i < kvb / 2; i++)
+        h[i] = rt_f32_to_f16(rndf());
+    upload(&kc, h, kvb);
+    for (size_t i = 0; i < kvb / 2; i++)
+        h[i] = rt_f32_to_f16(rndf());
+    upload(&vc, h, kvb);
+    free(h);
+    upload(&logits, NULL, VOCAB * 4);
+    rt_dyn dyn = {.pos = POS, .n_tokens = 1, .n_kv = POS + 1, .out_start = 0};
+    OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    if (!g_vk)
+        return 0;
+    for (int t = 0; t < model.n_tensors; t++)
+        rt_buf_destroy(g_vk, &wbuf[t]);
+    planbufs *ps[2] = {&pf, &pp};
+    for (int p = 0; p < 2; p++)
+        for (int b = 0; b < GEN_MAX_BUFS; b++)
+            if (ps[p]->act[b].size)
+                rt_buf_destroy(g_vk, &ps[p]->act[b]);
+    rt_buf_destroy(g_vk, &kc);
+    rt_buf_destroy(g_vk, &vc);
+    rt_buf_destroy(g_vk, &logits);
+    rt_vk_destroy(g_vk);
+    return 0;
+}
+
+static void need_device(void)
+{
+    if (!g_vk) {
+        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
+        skip();
+    }
+}
+
+static rt_buf *act(planbufs *p, int b)
+{
+    if (!p->act[b].size)
+        upload(&p->act[b], NULL, p->g->bufs[b].bytes_per_token);
+    return &p->act[b];
+}
+
+/* One decode dispatch of kop (kernel built by the generator, args bound as the runtime does). */
+static void run_kop(planbufs *p, const gen_kop *kop)
+{
+    gen_kernel_out ko;
+    if (gen_kernel_build(p->g, kop, true, &ko, err))
+        fail_msg("%s", err);
+    dsl_kernel *k = (dsl_kernel *)ko.k;
+    uint32_t *spv = NULL;
+    size_t spv_bytes = 0;
+    if (dsl_compile(k, &spv, &spv_bytes) != 0)
+        fail_msg("%s", dsl_error(k));
+    rt_pipeline *pl = NULL;
+    OK(rt_pipeline_get(g_vk, dsl_kernel_name(k), spv, spv_bytes, &pl, err));
+    free(spv);
+    uint8_t push[RT_PUSH_BYTES] = {0};
+    assert_int_equal(dsl_kernel_n_buffers(k), ko.n_args);
+    for (int a = 0; a < ko.n_args; a++) {
+        const rt_buf *b = ko.args[a].kind == RT_ARG_WEIGHT ? &wbuf[ko.args[a].ref]
+                          : ko.args[a].kind == RT_ARG_ACT  ? act(p, ko.args[a].ref)
+                          : ko.args[a].kind == RT_ARG_KCACHE ? &kc
+                          : ko.args[a].kind == RT_ARG_VCACHE ? &vc
+                                                             : &logits;
+        assert_true(ko.args[a].kind != RT_ARG_TOKENS && ko.args[a].kind != RT_ARG_RESULT);
+        memcpy(push + dsl_kernel_buffer_offset(k, a), &b->addr, 8);
+    }
+    for (int i = 0; i < ko.n_params; i++) {
+        uint32_t v = ko.params[i].kind == RT_P_VOCAB ? VOCAB : ko.params[i].value;
+        memcpy(push + dsl_kernel_param_offset(k, i), &v, 4);
+    }
+    uint32_t gr[3];
+    for (int a = 0; a < 3; a++)
+        gr[a] = (ko.groups[a].mul + ko.groups[a].add + ko.groups[a].div - 1) / ko.groups[a].div;
+    rt_cmd *c = NULL;
+    OK(rt_cmd_begin(g_vk, &c, err));
+    rt_cmd_dispatch(c, pl, push, dsl_kernel_push_bytes(k), gr[0], gr[1], gr[2]);
+    OK(rt_cmd_end(c, err));
+    OK(rt_cmd_submit(c, err));
+    rt_cmd_free(c);
+    gen_kernel_out_free(&ko);
+    assert_int_equal(rt_vk_validation_count(g_vk), 0);
+}
+
+/* The gval of graph g named like fused gval v. */
+static int same_val(const gen_graph *g, const gen_graph *from, int v)
+{
+    for (int i = 0; i < g->n_vals; i++)
+        if (g->vals[i].kind == from->vals[v].kind && strcmp(g->vals[i].name, from->vals[v].name) == 0)
+            return i;
+    fail_msg("no value %s in the unfused graph", from->vals[v].name);
+    return -1;
+}
+
+static float *download_val(planbufs *p, int v, int n)
+{
+    float *out = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(out);
+    if (p->g->vals[v].buf < 0)
+        OK(rt_buf_download(g_vk, &logits, 0, out, sizeof(float) * (size_t)n, err));
+    else
+        OK(rt_buf_download(g_vk, act(p, p->g->vals[v].buf), 0, out, sizeof(float) * (size_t)n, err));
+    return out;
+}
+
+static void upload_val(int fv, const float *data, int n)
+{
+    OK(rt_buf_upload(g_vk, act(&pf, fused.vals[fv].buf), 0, data, sizeof(float) * (size_t)n, err));
+    int pv = same_val(&plain, &fused, fv);
+    OK(rt_buf_upload(g_vk, act(&pp, plain.vals[pv].buf), 0, data, sizeof(float) * (size_t)n, err));
+}
+
+static double max_rel(const float *a, const float *b, int n)
+{
+    double m = 0, scale = 1e-30;
+    for (int i = 0; i < n; i++)
+        scale = fmax(scale, fabs(b[i]));
+    for (int i = 0; i < n; i++) {
+        if (a[i] != a[i] || b[i] != b[i])
+            return INFINITY; /* poison (NaN) left */
+        m = fmax(m, fabs((double)a[i] - b[i]) / scale);
+    }
+    return m;
+}
+
+/* C reference of one folded-norm bitlinear part: rmsnorm(x) * nw -> act_quant -> W . q / s * ws. */
+static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M, float *y)
+{
+    float *nw = malloc(sizeof(float) * (size_t)K), *h = malloc(sizeof(float) * (size_t)K);
+    uint8_t *w = malloc((size_t)M * K / 4 + 32);
+    OK(rt_buf_download(g_vk, &wbuf[t_norm], 0, nw, sizeof(float) * (size_t)K, err));
+    OK(rt_buf_download(g_vk, &wbuf[t_w], 0, w, (size_t)M * K / 4 + 32, err));
+    double ss = 0;
+    for (int i = 0; i < K; i++)
+        ss += (double)x[i] * x[i];
+    float scale = 1.0f / sqrtf((float)(ss / K) + model.hp.norm_eps), amax = 1e-5f;
+    for (int i = 0; i < K; i++) {
+        h[i] = x[i] * scale * nw[i];
+        amax = fmaxf(amax, fabsf(h[i]));
+    }
+    float s = 127.0f / amax, ws;
+    memcpy(&ws, w + (size_t)M * K / 4, 4);
+    for (int r = 0; r < M; r++) {
+        int64_t acc = 0;
+        for (int i = 0; i < K; i++) {
+            float qf = rintf(h[i] * s);
+            int q = qf < -128 ? -128 : qf > 127 ? 127 : (int)qf;
+            int64_t e = (int64_t)r * K + i;
+            int code = (w[(e / 128) * 32 + e % 32] >> (6 - 2 * ((e % 128) / 32))) & 3;
+            acc += (int64_t)(code - 1) * q;
+        }
+        y[r] = (float)acc / s * ws;
+    }
+    free(nw);
+    free(h);
+    free(w);
+}
+
+/* The unfused kops that fused kop fk replaces: the plain kops between the first one
+ * using any of its weights / inputs and the one defining its output. */
+static int plain_range(const gen_kop *fk, int *out_first)
+{
+    int first = -1, last = -1;
+    for (int i = 0; i < plain.n_kops; i++) {
+        const gen_kop *k = &plain.kops[i];
+        if (k->sec != fk->sec)
+            continue;
+        bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w);
+        for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
+            mine |= fk->w[p] >= 0 && k->w[0] == fk->w[p];
+        mine |= fk->kind == GEN_K_ATTENTION && (k->kind == GEN_K_ROPE || k->kind == GEN_K_ATTENTION) &&
+                (k->kind == GEN_K_ATTENTION || strcmp(plain.vals[k->in[0]].name, fused.vals[fk->in[0]].name) == 0);
+        if (!mine)
+            continue;
+        if (first < 0)
+            first = i;
+        last = i;
+    }
+    assert_true(first >= 0);
+    /* the residual add after a projection (unfused: bitlinear, then add) */
+    if (fk->res >= 0 && last + 1 < plain.n_kops && plain.kops[last + 1].kind == GEN_K_ADD)
+        last++;
+    *out_first = first;
+    return last;
+}
+
+static void check_fused_kop(const gen_kop *fk)
+{
+    const int K = fused.vals[fk->in[0]].width;
+    float *x = malloc(sizeof(float) * (size_t)K * 4);
+    for (int i = 0; i < K; i++)
+        x[i] = 3.0f * rndf();
+    upload_val(fk->in[0], x, K);
+    int np = fk->kind == GEN_K_BITLINEAR_MULTI ? fk->n_parts : 1;
+    int outs[GEN_KOP_MAX_PARTS] = {fk->kind == GEN_K_BITLINEAR_MULTI ? fk->part_out[0] : fk->out};
+    for (int p = 1; p < np; p++)
+        outs[p] = fk->part_out[p];
+    float *res0 = NULL;
+    if (fk->res >= 0) { /* in place: the residual starts with the same data on both sides */
+        int n = fused.vals[fk->res].width;
+        res0 = malloc(sizeof(float) * (size_t)n);
+        for (int i = 0; i < n; i++)
+            res0[i] = rndf();
+        upload_val(fk->res, res0, n);
+    }
+    run_kop(&pf, fk);
+    float *got[GEN_KOP_MAX_PARTS]; /* fused results, read before the unfused run (logits are shared) */
+    int len[GEN_KOP_MAX_PARTS];
+    for (int p = 0; p < np; p++) {
+        len[p] = fused.vals[outs[p]].width == GEN_DIM_VOCAB ? (int)VOCAB : fused.vals[outs[p]].width;
+        got[p] = download_val(&pf, outs[p], len[p]);
+    }
+    int first, last = plain_range(fk, &first);
+    for (int i = first; i <= last; i++) {
+        const gen_kop *k = &plain.kops[i];
+        if (k->kind == GEN_K_ADD && fk->res < 0)
+            continue;
+        /* rope(q) + attention: leave the other rope and the cache write out (the cache holds the test data) */
+        if (k->kind == GEN_K_KV_WRITE || (k->kind == GEN_K_ROPE && strcmp(plain.vals[k->in[0]].name,
+                                                                          fused.vals[fk->in[0]].name) != 0))
+            continue;
+        run_kop(&pp, k);
+    }
+    for (int p = 0; p < np; p++) {
+        int n = len[p];
+        float *a = got[p];
+        float *b = download_val(&pp, same_val(&plain, &fused, outs[p]), n);
+        double e = max_rel(a, b, n);
+        if (!(e <= 1e-6))
+            fail_msg("%s part %d: fused vs unfused max rel err %g", fk->label, p, e);
+        if (fk->norm_w >= 0 && fk->kind != GEN_K_LM_HEAD) {
+            int M = n;
+            float *r = malloc(sizeof(float) * (size_t)M);
+            ref_norm_bitlinear(x, fk->norm_w, fk->w[p], K, M, r);
+            if (res0)
+                for (int i = 0; i < M; i++)
+                    r[i] += res0[i];
+            /* the C sums differ in order: a flipped int8 rounding moves one step */
+            double er = max_rel(a, r, M);
+            if (!(er <= 2e-2))
+                fail_msg("%s part %d: vs C reference max rel err %g", fk->label, p, er);
+            free(r);
+        }
+        free(a);
+        free(b);
+    }
+    free(res0);
+    free(x);
+}
+
+static void test_fused_kernels_match_unfused(void **state)
+{
+    (void)state;
+    need_device();
+    int n = 0;
+    for (int i = 0; i < fused.n_kops; i++) {
+        const gen_kop *k = &fused.kops[i];
+        if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
+            check_fused_kop(k);
+            n++;
+        }
+    }
+    /* qkv (multi + norm), o (norm), down (norm), attention+rope, lm_head (norm) */
+    assert_int_equal(n, 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fused_kernels_match_unfused),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
