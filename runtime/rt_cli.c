@@ -220,7 +220,17 @@ static int cmd_generate(const rt_cli_opts *o, const rt_model_desc *desc)
         free(file_text);
         return rc;
     }
-    if (o->logits_out) {
+    for (int i = 0; o->tokens && i < n; i++) {
+        if (ids[i] >= rt_engine_vocab(e)) {
+            fprintf(stderr, "error: --tokens: id %d is out of range (vocabulary of %d tokens)\n", ids[i],
+                    rt_engine_vocab(e));
+            rc = RT_CLI_EXIT_ERR;
+            break;
+        }
+    }
+    if (rc) {
+        /* reported above */
+    } else if (o->logits_out) {
         rc = cmd_logits(e, ids, n, o->logits_out);
     } else {
         rt_cli_gen g;
