@@ -1,0 +1,647 @@
+/* test_tokenizer.c - byte-level BPE tokenizer: Llama 3 reference cases (ids, ids_plain,
+ * round trip), bitnet fixture prompts (llama.cpp `default` pre-tokenizer), a synthetic
+ * in-memory vocabulary (pre-tokenizer rules, special tokens, load errors), streaming decode
+ * and a 100 KB timing print (no threshold).
+ *
+ * Needs ../shared for the Llama 3 vocabulary and the bitnet fixtures: those tests skip with a
+ * message when it is absent. The cases themselves are a copy in tests/data/llama3-cases.jsonl.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt_gguf.h"
+#include "rt_tokenizer.h"
+
+#define LLAMA3_GGUF "../shared/fixtures/llama3-vocab/llama3-vocab.gguf"
+#define CASES "tests/data/llama3-cases.jsonl"
+
+static rt_tok *load_or_skip(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "SKIP: %s is absent (needs ../shared)\n", path);
+        return NULL;
+    }
+    fclose(f);
+    char err[RT_ERR_LEN];
+    rt_tok *t = NULL;
+    if (rt_tok_load_file(path, &t, err))
+        fail_msg("%s", err);
+    return t;
+}
+
+/* ---- a tiny JSON-lines reader for the cases file ---- */
+
+typedef struct {
+    char *text;
+    size_t text_len;
+    rt_ids ids, ids_plain;
+    int has_plain;
+} jcase;
+
+static const char *parse_str(const char *p, char **out, size_t *out_len)
+{
+    assert_true(*p == '"');
+    p++;
+    char *s = malloc(strlen(p) + 1);
+    size_t n = 0;
+    while (*p != '"') {
+        if (*p == '\\') {
+            p++;
+            char c = *p == 'n' ? '\n' : *p == 'r' ? '\r' : *p == 't' ? '\t' : *p;
+            assert_true(strchr("nrt\"\\", *p) != NULL);
+            s[n++] = c;
+        } else {
+            s[n++] = *p;
+        }
+        p++;
+    }
+    s[n] = 0;
+    *out = s;
+    *out_len = n;
+    return p + 1;
+}
+
+static const char *parse_ids(const char *p, rt_ids *out)
+{
+    assert_true(*p == '[');
+    p++;
+    while (*p != ']') {
+        char *end;
+        long v = strtol(p, &end, 10);
+        assert_true(end != p);
+        assert_int_equal(rt_ids_push(out, (int32_t)v), 0);
+        p = end;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return p + 1;
+}
+
+static int parse_line(const char *line, jcase *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *p = strstr(line, "\"text\": ");
+    if (!p)
+        return -1;
+    parse_str(p + 8, &c->text, &c->text_len);
+    p = strstr(line, "\"ids\": ");
+    assert_non_null(p);
+    parse_ids(p + 7, &c->ids);
+    p = strstr(line, "\"ids_plain\": ");
+    if (p) {
+        parse_ids(p + 13, &c->ids_plain);
+        c->has_plain = 1;
+    }
+    return 0;
+}
+
+static void free_case(jcase *c)
+{
+    free(c->text);
+    rt_ids_free(&c->ids);
+    rt_ids_free(&c->ids_plain);
+}
+
+static void print_ids(const char *what, const rt_ids *a)
+{
+    fprintf(stderr, "  %s:", what);
+    for (size_t i = 0; i < a->n; i++)
+        fprintf(stderr, " %d", a->v[i]);
+    fprintf(stderr, "\n");
+}
+
+static int same_ids(const rt_ids *a, const rt_ids *b)
+{
+    return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, a->n * sizeof *a->v) == 0);
+}
+
+static void test_llama3_cases(void **state)
+{
+    (void)state;
+    rt_tok *t = load_or_skip(LLAMA3_GGUF);
+    if (!t)
+        skip();
+    assert_int_equal(rt_tok_n_vocab(t), 128256);
+    assert_int_equal(rt_tok_pre_type(t), RT_PRE_LLAMA3);
+    assert_int_equal(rt_tok_bos(t), 128000);
+    assert_int_equal(rt_tok_eos(t), 128001);
+    assert_int_equal(rt_tok_eot(t), 128009);
+    assert_true(rt_tok_add_bos(t));
+    assert_true(rt_tok_is_eog(t, 128009) && rt_tok_is_eog(t, 128001));
+    assert_false(rt_tok_is_eog(t, 128000));
+
+    FILE *f = fopen(CASES, "rb");
+    assert_non_null(f);
+    char *line = NULL;
+    size_t cap = 0;
+    int n_cases = 0, n_bad = 0, n_plain = 0;
+    char err[RT_ERR_LEN];
+    while (getline(&line, &cap, f) > 0) {
+        jcase c;
+        if (parse_line(line, &c))
+            continue;
+        n_cases++;
+        rt_ids got = { 0 };
+        assert_int_equal(rt_tok_encode(t, c.text, c.text_len, true, &got, err), 0);
+        if (!same_ids(&got, &c.ids)) {
+            n_bad++;
+            fprintf(stderr, "MISMATCH (parse_special) line %d: \"%s\"\n", n_cases, c.text);
+            print_ids("want", &c.ids);
+            print_ids("got ", &got);
+        }
+        /* round trip, special tokens kept as text */
+        char *dec;
+        size_t dlen;
+        assert_int_equal(rt_tok_decode(t, got.v, got.n, true, &dec, &dlen, err), 0);
+        if (dlen != c.text_len || memcmp(dec, c.text, dlen) != 0) {
+            n_bad++;
+            fprintf(stderr, "ROUND TRIP line %d: \"%s\" -> \"%s\"\n", n_cases, c.text, dec);
+        }
+        free(dec);
+        rt_ids plain = { 0 };
+        assert_int_equal(rt_tok_encode(t, c.text, c.text_len, false, &plain, err), 0);
+        const rt_ids *want_plain = c.has_plain ? &c.ids_plain : &c.ids;
+        n_plain += c.has_plain;
+        if (!same_ids(&plain, want_plain)) {
+            n_bad++;
+            fprintf(stderr, "MISMATCH (plain) line %d: \"%s\"\n", n_cases, c.text);
+            print_ids("want", want_plain);
+            print_ids("got ", &plain);
+        }
+        rt_ids_free(&got);
+        rt_ids_free(&plain);
+        free_case(&c);
+    }
+    free(line);
+    fclose(f);
+    fprintf(stderr, "llama3 cases: %d lines (%d with ids_plain), %d mismatches\n", n_cases,
+            n_plain, n_bad);
+    assert_int_equal(n_cases, 100);
+    assert_int_equal(n_bad, 0);
+    rt_tok_free(t);
+}
+
+/* Spot checks from the fixture README, and the control-token piece policy. */
+static void test_llama3_spot(void **state)
+{
+    (void)state;
+    rt_tok *t = load_or_skip(LLAMA3_GGUF);
+    if (!t)
+        skip();
+    static const struct { const char *s; int32_t ids[4]; size_t n; } cases[] = {
+        { "Hello world", { 9906, 1917 }, 2 }, { "hello world", { 15339, 1917 }, 2 },
+        { " the", { 279 }, 1 }, { "\n\n", { 271 }, 1 },
+    };
+    char err[RT_ERR_LEN];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rt_ids a = { 0 };
+        assert_int_equal(rt_tok_encode(t, cases[i].s, strlen(cases[i].s), false, &a, err), 0);
+        assert_int_equal(a.n, cases[i].n);
+        assert_memory_equal(a.v, cases[i].ids, a.n * sizeof(int32_t));
+        rt_ids_free(&a);
+    }
+    size_t len;
+    rt_tok_piece(t, 128009, false, &len);
+    assert_int_equal(len, 0);
+    const char *p = rt_tok_piece(t, 128009, true, &len);
+    assert_int_equal(len, 10);
+    assert_memory_equal(p, "<|eot_id|>", 10);
+    p = rt_tok_piece(t, 279, false, &len);
+    assert_int_equal(len, 4);
+    assert_memory_equal(p, " the", 4);
+    rt_tok_free(t);
+}
+
+static char *read_all(const char *path, size_t *out_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    *out_len = (size_t)n;
+    return s;
+}
+
+static void check_fixture_prompt(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "../shared/fixtures/%s/model.gguf", dir);
+    rt_tok *t = load_or_skip(path);
+    if (!t)
+        skip();
+    assert_int_equal(rt_tok_pre_type(t), RT_PRE_DEFAULT);
+    size_t len, tlen;
+    snprintf(path, sizeof path, "../shared/fixtures/%s/prompt.txt", dir);
+    char *prompt = read_all(path, &len);
+    snprintf(path, sizeof path, "../shared/fixtures/%s/prompt_tokens.txt", dir);
+    char *toks = read_all(path, &tlen);
+    assert_non_null(prompt);
+    assert_non_null(toks);
+    rt_ids want = { 0 }, got = { 0 };
+    for (char *p = toks, *end; *p; p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        rt_ids_push(&want, (int32_t)v);
+    }
+    char err[RT_ERR_LEN];
+    assert_true(rt_tok_add_bos(t));
+    rt_ids_push(&got, rt_tok_bos(t));
+    assert_int_equal(rt_tok_encode(t, prompt, len, false, &got, err), 0);
+    if (!same_ids(&got, &want)) {
+        print_ids("want", &want);
+        print_ids("got ", &got);
+        fail_msg("%s: prompt tokens differ", dir);
+    }
+    char *dec;
+    assert_int_equal(rt_tok_decode(t, got.v + 1, got.n - 1, false, &dec, NULL, err), 0);
+    assert_string_equal(dec, prompt);
+    free(dec);
+    rt_ids_free(&want);
+    rt_ids_free(&got);
+    free(prompt);
+    free(toks);
+    rt_tok_free(t);
+}
+
+static void test_fixture_tiny(void **state) { (void)state; check_fixture_prompt("bitnet-tiny"); }
+static void test_fixture_2b_shape(void **state) { (void)state; check_fixture_prompt("bitnet-2b-shape"); }
+
+/* ---- synthetic vocabulary: rules checked without ../shared ---- */
+
+/* GPT-2 stored form of a byte string. */
+static void stored(const char *s, char *out)
+{
+    size_t m = 0;
+    for (const uint8_t *p = (const uint8_t *)s; *p; p++) {
+        int b = *p, cp = b;
+        if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255))) {
+            int k = 0;
+            for (int x = 0; x < b; x++)
+                if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255)))
+                    k++;
+            cp = 256 + k;
+        }
+        if (cp < 0x80) {
+            out[m++] = (char)cp;
+        } else {
+            out[m++] = (char)(0xC0 | cp >> 6);
+            out[m++] = (char)(0x80 | (cp & 63));
+        }
+    }
+    out[m] = 0;
+}
+
+/* 256 byte tokens + merged tokens + specials; returns a writer ready to save. */
+typedef struct {
+    char **tok;
+    int32_t *type;
+    int n;
+} synth;
+
+static int32_t synth_add(synth *v, const char *bytes, int32_t type, int raw)
+{
+    char buf[256];
+    if (raw)
+        snprintf(buf, sizeof buf, "%s", bytes);
+    else
+        stored(bytes, buf);
+    v->tok = realloc(v->tok, (size_t)(v->n + 1) * sizeof *v->tok);
+    v->type = realloc(v->type, (size_t)(v->n + 1) * sizeof *v->type);
+    v->tok[v->n] = strdup(buf);
+    v->type[v->n] = type;
+    return v->n++;
+}
+
+static rt_tok *synth_tok(const char *pre, const char *const *merges, size_t n_merges,
+                         int with_specials, char *err)
+{
+    synth v = { 0 };
+    for (int b = 0; b < 256; b++) {
+        char s[2] = { (char)b, 0 };
+        if (b == 0) { /* NUL cannot go through a C string: its stored form is U+0100 */
+            synth_add(&v, "\xC4\x80", 1, 1);
+            continue;
+        }
+        synth_add(&v, s, 1, 0);
+    }
+    char **ms = calloc(n_merges + 1, sizeof *ms);
+    for (size_t i = 0; i < n_merges; i++) { /* merges given as "left right" in bytes */
+        char l[64], r[64], sl[128], sr[128], both[128];
+        sscanf(merges[i], "%63[^|]|%63[^|]", l, r);
+        stored(l, sl);
+        stored(r, sr);
+        snprintf(both, sizeof both, "%s%s", l, r);
+        synth_add(&v, both, 1, 0);
+        ms[i] = malloc(strlen(sl) + strlen(sr) + 2);
+        sprintf(ms[i], "%s %s", sl, sr);
+    }
+    int32_t bos = synth_add(&v, "<|begin_of_text|>", 3, 1);
+    if (with_specials) {
+        synth_add(&v, "<|eot_id|>", 3, 1);
+        synth_add(&v, "<|eot|>", 3, 1); /* a shorter special sharing a prefix */
+        synth_add(&v, "[USR]", 4, 1);
+    }
+    rt_gguf_writer *w = rt_gguf_writer_new(0);
+    rt_gguf_w_str(w, "general.architecture", "anything");
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    if (pre)
+        rt_gguf_w_str(w, "tokenizer.ggml.pre", pre);
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v.tok, (uint64_t)v.n);
+    rt_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", v.type, (uint64_t)v.n);
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)ms, n_merges);
+    rt_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
+    rt_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
+    uint8_t *data;
+    size_t len;
+    rt_gguf *g;
+    rt_tok *t = NULL;
+    assert_int_equal(rt_gguf_writer_save_mem(w, &data, &len, err), 0);
+    rt_gguf_writer_free(w);
+    assert_int_equal(rt_gguf_open_mem(data, len, "synth.gguf", &g, err), 0);
+    int rc = rt_tok_load(g, &t, err);
+    rt_gguf_close(g);
+    free(data);
+    for (int i = 0; i < v.n; i++)
+        free(v.tok[i]);
+    for (size_t i = 0; i < n_merges; i++)
+        free(ms[i]);
+    free(ms);
+    free(v.tok);
+    free(v.type);
+    return rc ? NULL : t;
+}
+
+/* The pieces of the text: decode each id; a "|" between ids. */
+static void pieces_of(const rt_tok *t, const char *s, bool special, char *out)
+{
+    rt_ids a = { 0 };
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_tok_encode(t, s, strlen(s), special, &a, err), 0);
+    size_t m = 0;
+    for (size_t i = 0; i < a.n; i++) {
+        size_t len;
+        const char *p = rt_tok_piece(t, a.v[i], true, &len);
+        if (i)
+            out[m++] = '|';
+        memcpy(out + m, p, len);
+        m += len;
+    }
+    out[m] = 0;
+    rt_ids_free(&a);
+}
+
+/* With no merges every byte is a token; so pre-tokens show up only through merges. Give
+ * merges that would glue across any boundary, then look at what stays apart. */
+static const char *const k_merges[] = {
+    "a|b", "ab|c", " |ab", "1|2", "12|3", " |123", "!|!", " |!!", "'|s", "s|'", "x|y", " | ",
+    "  | ", ",| ", "\n|\n", "a|1", "é|t",
+};
+
+static void test_synth_default(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN], out[512];
+    rt_tok *t = synth_tok(NULL, k_merges, sizeof k_merges / sizeof k_merges[0], 1, err);
+    assert_non_null(t);
+    assert_int_equal(rt_tok_pre_type(t), RT_PRE_DEFAULT);
+    assert_false(rt_tok_add_bos(t));
+    assert_int_equal(rt_tok_eot(t), rt_tok_find(t, "<|eot_id|>", 10));
+    /* punctuation is cut off first: "'s" is not a contraction any more */
+    pieces_of(t, "abc's !!", false, out);
+    assert_string_equal(out, "abc|'|s| |!!");
+    /* digits: \p{N}+ then runs of three; " 1234" -> " " + "123" + "4" */
+    pieces_of(t, "x 1234", false, out);
+    assert_string_equal(out, "x| |123|4");
+    /* \s+(?!\S) leaves the last space to the word */
+    pieces_of(t, "a   ab", false, out);
+    assert_string_equal(out, "a|  | ab");
+    /* "a1" is no merge across the letter/number split */
+    pieces_of(t, "a1", false, out);
+    assert_string_equal(out, "a|1");
+    pieces_of(t, "\n\n", false, out);
+    assert_string_equal(out, "\n\n");
+    rt_tok_free(t);
+}
+
+static void test_synth_llama3(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN], out[512];
+    rt_tok *t = synth_tok("llama-bpe", k_merges, sizeof k_merges / sizeof k_merges[0], 1, err);
+    assert_non_null(t);
+    assert_int_equal(rt_tok_pre_type(t), RT_PRE_LLAMA3);
+    pieces_of(t, "abc's !!", false, out);
+    assert_string_equal(out, "abc|'s| !!");
+    pieces_of(t, "x 1234", false, out);
+    assert_string_equal(out, "x| |123|4");
+    pieces_of(t, "a   ab", false, out);
+    assert_string_equal(out, "a|  | ab");
+    pieces_of(t, "a1", false, out);
+    assert_string_equal(out, "a|1");
+    pieces_of(t, "IT'S", false, out); /* case-insensitive contraction */
+    assert_string_equal(out, "I|T|'|S");
+    pieces_of(t, ",\n\nab", false, out); /* [^\s..]+[\r\n]* then letters */
+    assert_string_equal(out, ",|\n\n|ab");
+    rt_tok_free(t);
+
+    t = synth_tok("gpt-2", k_merges, sizeof k_merges / sizeof k_merges[0], 0, err);
+    assert_non_null(t);
+    assert_int_equal(rt_tok_pre_type(t), RT_PRE_GPT2);
+    pieces_of(t, "abc's !!", false, out);
+    assert_string_equal(out, "abc|'s| !!");
+    pieces_of(t, "x 1234", false, out);
+    assert_string_equal(out, "x| 123|4");
+    rt_tok_free(t);
+
+    assert_null(synth_tok("nonsense-pre", k_merges, 1, 0, err));
+    assert_non_null(strstr(err, "nonsense-pre"));
+}
+
+static void test_synth_specials(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN], out[512];
+    rt_tok *t = synth_tok(NULL, k_merges, sizeof k_merges / sizeof k_merges[0], 1, err);
+    assert_non_null(t);
+    int32_t eot = rt_tok_find(t, "<|eot_id|>", 10), eot2 = rt_tok_find(t, "<|eot|>", 7);
+    int32_t usr = rt_tok_find(t, "[USR]", 5);
+    rt_ids a = { 0 };
+    const char *s = "ab<|eot_id|><|eot|>[USR]<|eot_i";
+    assert_int_equal(rt_tok_encode(t, s, strlen(s), true, &a, err), 0);
+    int32_t want[3] = { eot, eot2, usr };
+    assert_int_equal(a.v[0], rt_tok_find(t, "ab", 2));
+    assert_memory_equal(a.v + 1, want, sizeof want);
+    assert_int_equal(a.n, 4 + strlen("<|eot_i"));
+    rt_ids_free(&a);
+    /* parse_special off: all of it is text, control and user-defined alike */
+    assert_int_equal(rt_tok_encode(t, s, strlen(s), false, &a, err), 0);
+    for (size_t i = 0; i < a.n; i++)
+        assert_true(a.v[i] != eot && a.v[i] != eot2 && a.v[i] != usr);
+    char *dec;
+    assert_int_equal(rt_tok_decode(t, a.v, a.n, false, &dec, NULL, err), 0);
+    assert_string_equal(dec, s);
+    free(dec);
+    rt_ids_free(&a);
+    pieces_of(t, "<|eot_id|>ab", true, out);
+    assert_string_equal(out, "<|eot_id|>|ab");
+    rt_tok_free(t);
+}
+
+static void test_synth_bad(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    rt_gguf_writer *w = rt_gguf_writer_new(0);
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    uint8_t *data;
+    size_t len;
+    rt_gguf *g;
+    rt_tok *t;
+    assert_int_equal(rt_gguf_writer_save_mem(w, &data, &len, err), 0);
+    rt_gguf_writer_free(w);
+    assert_int_equal(rt_gguf_open_mem(data, len, "bad.gguf", &g, err), 0);
+    assert_int_not_equal(rt_tok_load(g, &t, err), 0);
+    assert_null(t);
+    assert_non_null(strstr(err, "llama"));
+    rt_gguf_close(g);
+    free(data);
+
+    w = rt_gguf_writer_new(0);
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    const char *toks[2] = { "a", "b" };
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, 2);
+    assert_int_equal(rt_gguf_writer_save_mem(w, &data, &len, err), 0);
+    rt_gguf_writer_free(w);
+    assert_int_equal(rt_gguf_open_mem(data, len, "nomerges.gguf", &g, err), 0);
+    assert_int_not_equal(rt_tok_load(g, &t, err), 0);
+    assert_non_null(strstr(err, "tokenizer.ggml.merges"));
+    rt_gguf_close(g);
+    free(data);
+}
+
+/* Streaming: a character split over tokens comes out whole; every chunk ends on a
+ * character boundary; concatenation equals the full decode. */
+static void test_stream(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    rt_tok *t = synth_tok(NULL, k_merges, 3, 1, err);
+    assert_non_null(t);
+    const char *s = "a\xC3\xA9\xE2\x80\x94\xF0\x9F\x99\x82z\xE2\x80"; /* a é — 🙂 z + cut */
+    rt_ids a = { 0 };
+    assert_int_equal(rt_tok_encode(t, s, strlen(s), false, &a, err), 0);
+    assert_int_equal(a.n, strlen(s)); /* no merges apply: one byte per token */
+    rt_tok_stream st;
+    assert_int_equal(rt_tok_stream_init(&st, t, false), 0);
+    char all[64];
+    size_t m = 0, len;
+    static const size_t want_chunk[] = { 1, 0, 2, 0, 0, 3, 0, 0, 0, 4, 1, 0, 0 };
+    for (size_t i = 0; i < a.n; i++) {
+        const char *p = rt_tok_stream_push(&st, a.v[i], &len);
+        assert_int_equal(len, want_chunk[i]);
+        memcpy(all + m, p, len);
+        m += len;
+    }
+    const char *p = rt_tok_stream_flush(&st, &len);
+    assert_int_equal(len, 2); /* the incomplete "\xE2\x80" at the end */
+    memcpy(all + m, p, len);
+    m += len;
+    assert_int_equal(m, strlen(s));
+    assert_memory_equal(all, s, m);
+    /* an invalid continuation releases the held bytes at once */
+    p = rt_tok_stream_push(&st, a.v[1], &len); /* \xC3 */
+    assert_int_equal(len, 0);
+    p = rt_tok_stream_push(&st, a.v[0], &len); /* 'a' */
+    assert_int_equal(len, 2);
+    assert_memory_equal(p, "\xC3" "a", 2);
+    rt_tok_stream_free(&st);
+    rt_ids_free(&a);
+    rt_tok_free(t);
+}
+
+/* 100 KB of mixed text: prints the time (no threshold) and checks the round trip. */
+static void test_speed(void **state)
+{
+    (void)state;
+    rt_tok *t = load_or_skip(LLAMA3_GGUF);
+    if (!t)
+        skip();
+    static const char *parts[] = {
+        "The quick brown fox jumps over the lazy dog. ", "int main(void) { return 0; }\n",
+        "    indented  code\t\there\n\n", "Tôi biết việc này hợp lý. ", "1234567890 3.14159 ",
+        "日本語のテキストです。", "Привет, мир! ", "supercalifragilisticexpialidocious",
+        "<|eot_id|>", "🙂👍🏽 ",
+    };
+    size_t cap = 100 * 1024, n = 0;
+    char *text = malloc(cap + 64);
+    for (unsigned k = 0; n < cap; k = k * 7 + 3) {
+        const char *p = parts[k % (sizeof parts / sizeof parts[0])];
+        memcpy(text + n, p, strlen(p));
+        n += strlen(p);
+    }
+    text[n] = 0;
+    char err[RT_ERR_LEN];
+    rt_ids a = { 0 };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(rt_tok_encode(t, text, n, true, &a, err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    fprintf(stderr, "encode %zu bytes -> %zu tokens in %.1f ms\n", n, a.n, ms);
+    /* one long word without any split: the heap keeps this O(n log n) */
+    char *word = malloc(20001);
+    for (int i = 0; i < 20000; i++)
+        word[i] = (char)('a' + (i * 7 + i / 13) % 26);
+    word[20000] = 0;
+    rt_ids b = { 0 };
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(rt_tok_encode(t, word, 20000, false, &b, err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    fprintf(stderr, "encode a 20000-letter word -> %zu tokens in %.1f ms\n", b.n, ms);
+    char *dec;
+    assert_int_equal(rt_tok_decode(t, a.v, a.n, true, &dec, NULL, err), 0);
+    assert_string_equal(dec, text);
+    free(dec);
+    assert_int_equal(rt_tok_decode(t, b.v, b.n, true, &dec, NULL, err), 0);
+    assert_string_equal(dec, word);
+    free(dec);
+    free(word);
+    free(text);
+    rt_ids_free(&a);
+    rt_ids_free(&b);
+    rt_tok_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama3_cases),
+        cmocka_unit_test(test_llama3_spot),
+        cmocka_unit_test(test_fixture_tiny),
+        cmocka_unit_test(test_fixture_2b_shape),
+        cmocka_unit_test(test_synth_default),
+        cmocka_unit_test(test_synth_llama3),
+        cmocka_unit_test(test_synth_specials),
+        cmocka_unit_test(test_synth_bad),
+        cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_speed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
