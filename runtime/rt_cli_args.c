@@ -67,13 +67,15 @@ static void defaults(rt_cli_opts *o, const char *prog)
 {
     memset(o, 0, sizeof(*o));
     o->prog = prog;
+    rt_sampler_params sp; /* llama.cpp's sampling defaults, one source of truth */
+    rt_sampler_params_default(&sp);
     o->n_predict = -1;
-    o->temp = 0.8f;
-    o->top_k = 40;
-    o->top_p = 0.95f;
-    o->min_p = 0.05f;
-    o->repeat_penalty = 1.0f;
-    o->repeat_last_n = 64;
+    o->temp = sp.temp;
+    o->top_k = sp.top_k;
+    o->top_p = sp.top_p;
+    o->min_p = sp.min_p;
+    o->repeat_penalty = sp.repeat_penalty;
+    o->repeat_last_n = sp.repeat_last_n;
     o->device = -1;
 }
 
