@@ -186,33 +186,14 @@ static size_t m_digits3(const subj *t, size_t pos, size_t e)
     return 3;
 }
 
-static int push(rt_pieces *p, size_t len)
-{
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 64;
-        uint32_t *v = realloc(p->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        p->v = v;
-        p->cap = cap;
-    }
-    p->v[p->n++] = (uint32_t)len;
-    return 0;
-}
-
-void rt_pieces_free(rt_pieces *p)
-{
-    free(p->v);
-    p->v = NULL;
-    p->n = p->cap = 0;
-}
+static int push(rt_pieces *p, size_t len) { return rt_ids_push(p, (int32_t)len); }
 
 /* Split every piece of `in` (lengths over the subject from 0) with m, appending to out. */
 static int split_pieces(const subj *t, const rt_pieces *in, matcher m, rt_pieces *out)
 {
     size_t s = 0;
     for (size_t k = 0; k < in->n; k++) {
-        size_t e = s + in->v[k], gap = s, pos = s;
+        size_t e = s + (size_t)in->v[k], gap = s, pos = s;
         while (pos < e) {
             size_t n = m(t, pos, e);
             if (n == 0) {
@@ -239,7 +220,7 @@ int rt_pretok_split(rt_tok_pre pre, const uint32_t *cps, const uint8_t *cls, siz
     if (n == 0)
         return 0;
     subj t = { cps, cls };
-    uint32_t whole = (uint32_t)n;
+    int32_t whole = (int32_t)n;
     rt_pieces all = { &whole, 1, 1 };
     if (pre == RT_PRE_LLAMA3)
         return split_pieces(&t, &all, m_llama3, out);
@@ -255,7 +236,7 @@ int rt_pretok_split(rt_tok_pre pre, const uint32_t *cps, const uint8_t *cls, siz
         rc = split_pieces(&t, cur, chain[i], i == 3 ? out : dst);
         cur = dst;
     }
-    rt_pieces_free(&a);
-    rt_pieces_free(&b);
+    rt_ids_free(&a);
+    rt_ids_free(&b);
     return rc;
 }

@@ -14,11 +14,8 @@
 /* Code point class bits (Unicode general category / White_Space), see rt_pretok_class. */
 enum { RT_CP_L = 1, RT_CP_N = 2, RT_CP_P = 4, RT_CP_WS = 8 };
 
-/* A growable vector of piece lengths (in code points). Zero-init is empty. */
-typedef struct {
-    uint32_t *v;
-    size_t n, cap;
-} rt_pieces;
+/* Piece lengths (in code points) are kept in an rt_ids vector. */
+typedef rt_ids rt_pieces;
 
 uint8_t rt_pretok_class(uint32_t cp);
 
@@ -26,6 +23,5 @@ uint8_t rt_pretok_class(uint32_t cp);
  * (summing to n) to out. 0 ok, -1 out of memory. */
 int rt_pretok_split(rt_tok_pre pre, const uint32_t *cps, const uint8_t *cls, size_t n,
                     rt_pieces *out);
-void rt_pieces_free(rt_pieces *p);
 
 #endif

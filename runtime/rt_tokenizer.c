@@ -566,8 +566,8 @@ static int encode_plain(const rt_tok *t, scratch *w, const uint8_t *s, size_t n,
         return -1;
     size_t c = 0;
     for (size_t k = 0; k < w->pieces.n; k++) {
-        size_t b0 = w->off[c], b1 = w->off[c + w->pieces.v[k]];
-        c += w->pieces.v[k];
+        size_t b0 = w->off[c], b1 = w->off[c + (size_t)w->pieces.v[k]];
+        c += (size_t)w->pieces.v[k];
         if (bpe_piece(t, w, s + b0, b1 - b0, out))
             return -1;
     }
@@ -633,6 +633,6 @@ done:
     free(w.next);
     free(w.heap);
     free(w.enc);
-    rt_pieces_free(&w.pieces);
+    rt_ids_free(&w.pieces);
     return rc;
 }

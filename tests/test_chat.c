@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rt_chat.h"
+#include "tok_fixture.h"
 
 static const rt_chat_msg k_conv[] = {
     { RT_ROLE_SYSTEM, "You are a helpful assistant." },
@@ -37,21 +38,6 @@ static void test_format_text(void **state)
     assert_string_equal(s, "<|begin_of_text|>Assistant: ");
     free(s);
     assert_string_equal(rt_chat_role_name(RT_ROLE_ASSISTANT), "Assistant");
-}
-
-static rt_tok *load_or_skip(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "SKIP: %s is absent (needs ../shared)\n", path);
-        return NULL;
-    }
-    fclose(f);
-    char err[RT_ERR_LEN];
-    rt_tok *t = NULL;
-    if (rt_tok_load_file(path, &t, err))
-        fail_msg("%s", err);
-    return t;
 }
 
 /* Build the k_conv conversation turn by turn as a CLI would (the assistant reply "generated"

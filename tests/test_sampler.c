@@ -146,6 +146,18 @@ static void check_vs_reference(const float *logits, const rt_sampler_params *p, 
     rt_sampler_free(s);
 }
 
+/* Defaults with the four filter knobs set. */
+static rt_sampler_params params(int32_t top_k, float top_p, float min_p, float temp)
+{
+    rt_sampler_params p;
+    rt_sampler_params_default(&p);
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.temp = temp;
+    return p;
+}
+
 static void test_filters_vs_reference(void **state)
 {
     (void)state;
@@ -161,22 +173,13 @@ static void test_filters_vs_reference(void **state)
             for (size_t b = 0; b < 4; b++)
                 for (size_t m = 0; m < 3; m++)
                     for (size_t t = 0; t < 4; t++) {
-                        rt_sampler_params p;
-                        rt_sampler_params_default(&p);
-                        p.top_k = ks[a];
-                        p.top_p = tps[b];
-                        p.min_p = mps[m];
-                        p.temp = temps[t];
+                        rt_sampler_params p = params(ks[a], tps[b], mps[m], temps[t]);
                         check_vs_reference(logits, &p, 256, NULL, 0);
                         n_checked++;
                     }
     }
     /* top-k off: exact only over the full vocabulary as candidate set */
-    rt_sampler_params p;
-    rt_sampler_params_default(&p);
-    p.top_k = 0;
-    p.top_p = 0.9f;
-    p.min_p = 0.0f;
+    rt_sampler_params p = params(0, 0.9f, 0.0f, 0.8f);
     check_vs_reference(logits, &p, V, NULL, 0);
     assert_int_equal(rt_sampler_cands_needed(&p), 0);
     fprintf(stderr, "%d parameter sets match the full-distribution reference\n", n_checked + 1);
@@ -186,12 +189,7 @@ static void test_determinism(void **state)
 {
     (void)state;
     char err[RT_ERR_LEN];
-    rt_sampler_params p;
-    rt_sampler_params_default(&p);
-    p.top_k = 50;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.temp = 1.5f;
+    rt_sampler_params p = params(50, 1.0f, 0.0f, 1.5f);
     float logits[V];
     random_logits(logits, V, 1.0f);
     int32_t seq[3][200];
@@ -222,11 +220,7 @@ static void test_temperature(void **state)
 {
     (void)state;
     char err[RT_ERR_LEN];
-    rt_sampler_params p;
-    rt_sampler_params_default(&p);
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
+    rt_sampler_params p = params(0, 1.0f, 0.0f, 1.0f);
     p.seed = 7;
     const float l[4] = { 2.0f, 1.0f, 0.5f, -1.0f };
     static const float temps[] = { 0.5f, 1.0f, 2.0f };
@@ -299,11 +293,7 @@ static void test_penalty(void **state)
     int hist[20];
     for (int i = 0; i < 20; i++)
         hist[i] = top[i * 2].id;
-    rt_sampler_params_default(&p);
-    p.top_k = 40;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.temp = 1.0f;
+    p = params(40, 1.0f, 0.0f, 1.0f);
     p.repeat_penalty = 3.0f;
     p.repeat_last_n = 20;
     assert_int_equal(rt_sampler_cands_needed(&p), 60);

@@ -19,24 +19,10 @@
 
 #include "rt_gguf.h"
 #include "rt_tokenizer.h"
+#include "tok_fixture.h"
 
 #define LLAMA3_GGUF "../shared/fixtures/llama3-vocab/llama3-vocab.gguf"
 #define CASES "tests/data/llama3-cases.jsonl"
-
-static rt_tok *load_or_skip(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "SKIP: %s is absent (needs ../shared)\n", path);
-        return NULL;
-    }
-    fclose(f);
-    char err[RT_ERR_LEN];
-    rt_tok *t = NULL;
-    if (rt_tok_load_file(path, &t, err))
-        fail_msg("%s", err);
-    return t;
-}
 
 /* ---- a tiny JSON-lines reader for the cases file ---- */
 
@@ -413,62 +399,56 @@ static const char *const k_merges[] = {
     "  | ", ",| ", "\n|\n", "a|1", "é|t",
 };
 
+typedef struct { const char *text, *want; } piece_case;
+
+static void check_pieces(const char *pre, rt_tok_pre want_pre, const piece_case *cases, size_t n)
+{
+    char err[RT_ERR_LEN], out[512];
+    rt_tok *t = synth_tok(pre, k_merges, sizeof k_merges / sizeof k_merges[0], 1, err);
+    if (!t)
+        fail_msg("%s", err);
+    assert_int_equal(rt_tok_pre_type(t), want_pre);
+    for (size_t i = 0; i < n; i++) {
+        pieces_of(t, cases[i].text, false, out);
+        if (strcmp(out, cases[i].want) != 0)
+            fail_msg("pre %s: \"%s\" -> \"%s\", want \"%s\"", rt_tok_pre_name(want_pre),
+                     cases[i].text, out, cases[i].want);
+    }
+    rt_tok_free(t);
+}
+
 static void test_synth_default(void **state)
 {
     (void)state;
-    char err[RT_ERR_LEN], out[512];
-    rt_tok *t = synth_tok(NULL, k_merges, sizeof k_merges / sizeof k_merges[0], 1, err);
+    static const piece_case cases[] = {
+        { "abc's !!", "abc|'|s| |!!" }, /* punctuation is cut off first: no contraction */
+        { "x 1234", "x| |123|4" },      /* \p{N}+ then runs of three */
+        { "a   ab", "a|  | ab" },       /* \s+(?!\S) leaves the last space to the word */
+        { "a1", "a|1" },                /* no merge across the letter/number split */
+        { "\n\n", "\n\n" },
+    };
+    check_pieces(NULL, RT_PRE_DEFAULT, cases, sizeof cases / sizeof cases[0]);
+    char err[RT_ERR_LEN];
+    rt_tok *t = synth_tok(NULL, k_merges, 1, 1, err);
     assert_non_null(t);
-    assert_int_equal(rt_tok_pre_type(t), RT_PRE_DEFAULT);
     assert_false(rt_tok_add_bos(t));
     assert_int_equal(rt_tok_eot(t), rt_tok_find(t, "<|eot_id|>", 10));
-    /* punctuation is cut off first: "'s" is not a contraction any more */
-    pieces_of(t, "abc's !!", false, out);
-    assert_string_equal(out, "abc|'|s| |!!");
-    /* digits: \p{N}+ then runs of three; " 1234" -> " " + "123" + "4" */
-    pieces_of(t, "x 1234", false, out);
-    assert_string_equal(out, "x| |123|4");
-    /* \s+(?!\S) leaves the last space to the word */
-    pieces_of(t, "a   ab", false, out);
-    assert_string_equal(out, "a|  | ab");
-    /* "a1" is no merge across the letter/number split */
-    pieces_of(t, "a1", false, out);
-    assert_string_equal(out, "a|1");
-    pieces_of(t, "\n\n", false, out);
-    assert_string_equal(out, "\n\n");
     rt_tok_free(t);
 }
 
 static void test_synth_llama3(void **state)
 {
     (void)state;
-    char err[RT_ERR_LEN], out[512];
-    rt_tok *t = synth_tok("llama-bpe", k_merges, sizeof k_merges / sizeof k_merges[0], 1, err);
-    assert_non_null(t);
-    assert_int_equal(rt_tok_pre_type(t), RT_PRE_LLAMA3);
-    pieces_of(t, "abc's !!", false, out);
-    assert_string_equal(out, "abc|'s| !!");
-    pieces_of(t, "x 1234", false, out);
-    assert_string_equal(out, "x| |123|4");
-    pieces_of(t, "a   ab", false, out);
-    assert_string_equal(out, "a|  | ab");
-    pieces_of(t, "a1", false, out);
-    assert_string_equal(out, "a|1");
-    pieces_of(t, "IT'S", false, out); /* case-insensitive contraction */
-    assert_string_equal(out, "I|T|'|S");
-    pieces_of(t, ",\n\nab", false, out); /* [^\s..]+[\r\n]* then letters */
-    assert_string_equal(out, ",|\n\n|ab");
-    rt_tok_free(t);
-
-    t = synth_tok("gpt-2", k_merges, sizeof k_merges / sizeof k_merges[0], 0, err);
-    assert_non_null(t);
-    assert_int_equal(rt_tok_pre_type(t), RT_PRE_GPT2);
-    pieces_of(t, "abc's !!", false, out);
-    assert_string_equal(out, "abc|'s| !!");
-    pieces_of(t, "x 1234", false, out);
-    assert_string_equal(out, "x| 123|4");
-    rt_tok_free(t);
-
+    static const piece_case llama3[] = {
+        { "abc's !!", "abc|'s| !!" }, { "x 1234", "x| |123|4" }, { "a   ab", "a|  | ab" },
+        { "a1", "a|1" },
+        { "IT'S", "I|T|'|S" },           /* case-insensitive contraction */
+        { ",\n\nab", ",|\n\n|ab" },     /* [^\s..]+[\r\n]* then letters */
+    };
+    check_pieces("llama-bpe", RT_PRE_LLAMA3, llama3, sizeof llama3 / sizeof llama3[0]);
+    static const piece_case gpt2[] = { { "abc's !!", "abc|'s| !!" }, { "x 1234", "x| 123|4" } };
+    check_pieces("gpt-2", RT_PRE_GPT2, gpt2, sizeof gpt2 / sizeof gpt2[0]);
+    char err[RT_ERR_LEN];
     assert_null(synth_tok("nonsense-pre", k_merges, 1, 0, err));
     assert_non_null(strstr(err, "nonsense-pre"));
 }
