@@ -1,0 +1,1169 @@
+/* test_kernels.c - every GPU kernel the generator builds, run on a Vulkan device
+ * (lavapipe in CI) against the independent plain-C reference (tests/ref/ref_ops.h)
+ * on random data, with every output buffer poisoned (0xFFFFFFFF: an f32 / f16 NaN)
+ * before the run.
+ *
+ * Kernels come from the graphs of models/bitnet-tiny.yaml and
+ * models/llama-ternary-tiny.yaml, unfused and fused (gen_graph_build): one of each
+ * distinct kernel (by generated name), built for decode and for a batch, compiled with
+ * dsl_compile and dispatched exactly as the runtime does (push = arg addresses then
+ * params, groups from gen_kernel_out.groups with N = n_tokens, rt_dyn uniform).
+ * Batch kernels run with 1, 3, 8 and 13 tokens (not only multiples of the tile 8);
+ * rope / attention at pos > 0 and across the 64-row key chunk of attention; the
+ * K/V rows past the causal limit are left poisoned, so reading one gives NaN.
+ * Plus the auxiliary argmax / top-k / copy kernels. Skips only with no Vulkan device.
+ *
+ * Tolerances (relative error, elementwise with a floor of 1% of the row's largest
+ * reference magnitude): bitlinear, norms, eltwise, LM head 1e-5 (bitlinear is integer
+ * math + one division and one multiply: ~1e-7 seen); rope / attention 1e-4 (GPU
+ * cos / sin / exp). int8 codes must match exactly except where x * s sits within a
+ * float rounding of a .5 tie (the GPU sums the RMS in another order): such a code may
+ * move by one, at most 1 in 1000 codes.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsl.h"
+#include "gen_graph.h"
+#include "gen_kernels.h"
+#include "gen_model.h"
+#include "rt_gguf.h"
+#include "rt_vk.h"
+
+#define POISON 0xffffffffu
+#define VOCAB 1003u /* not a multiple of the 8 rows a workgroup owns */
+#define NMAX 13u    /* most tokens of a batch run */
+#define CTX 160u    /* K/V cache rows */
+#define OK(call)                                    \
+    do {                                            \
+        if ((call) != 0)                            \
+            fail_msg("%s: %s", #call, err);         \
+    } while (0)
+
+static rt_vk *g_vk;
+static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
+
+#define N_MODELS 2
+static const char *const model_paths[N_MODELS] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml"};
+static gen_model models[N_MODELS];
+static gen_graph graphs[N_MODELS][2]; /* [model][fuse] */
+
+/* Largest error seen per kernel kind (printed at the end) and the kinds run. */
+static double worst[GEN_K_COUNT];
+static int runs[GEN_K_COUNT];
+
+/* ---------------------------------------------------------------- random data */
+
+static uint32_t rng_state = 777;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+static float rndf(void) { return (float)((rnd() >> 8) * (2.0 / 16777216.0) - 1.0); }
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    return p;
+}
+
+static float *rnd_vec(size_t n, float amp)
+{
+    float *v = xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = amp * rndf();
+    return v;
+}
+
+/* Rows of different magnitude per token (the norms must not depend on the scale). */
+static float *rnd_rows(int n_tok, int width)
+{
+    float *v = xmalloc(sizeof(float) * (size_t)n_tok * (size_t)width);
+    for (int t = 0; t < n_tok; t++) {
+        float amp = 0.05f + 4.0f * (float)(rnd() % 1000) / 1000.0f;
+        for (int i = 0; i < width; i++)
+            v[(size_t)t * width + i] = amp * rndf();
+    }
+    return v;
+}
+
+/* Ternary matrix [M][K] and its I2_S tensor (codes, then the scale). */
+typedef struct {
+    int8_t *tern;
+    uint8_t *packed;
+    size_t bytes;
+    float scale;
+} i2s_mat;
+
+static i2s_mat make_i2s(int K, int M)
+{
+    i2s_mat w;
+    w.tern = xmalloc((size_t)K * M);
+    for (size_t i = 0; i < (size_t)K * M; i++)
+        w.tern[i] = (int8_t)((int)(rnd() % 3) - 1);
+    w.scale = 0.25f + (float)(rnd() % 1000) / 1000.0f;
+    w.bytes = (size_t)K * M / 4 + 32;
+    w.packed = xmalloc(w.bytes);
+    rt_i2s_pack(w.tern, K, M, w.scale, w.packed);
+    return w;
+}
+
+static void free_i2s(i2s_mat *w)
+{
+    free(w->tern);
+    free(w->packed);
+}
+
+/* Random int8 activations [n][K] packed 4 per u32 (element 4w+b in byte b), with
+ * [scale, sum(q)] per token; the codes also returned as int8. */
+typedef struct {
+    int8_t *q;
+    uint32_t *packed;
+    float *qs;
+} q8_act;
+
+static q8_act make_q8(int n, int K)
+{
+    q8_act a;
+    a.q = xmalloc((size_t)n * K);
+    a.packed = xmalloc((size_t)n * K);
+    a.qs = xmalloc(sizeof(float) * 2 * (size_t)n);
+    for (int t = 0; t < n; t++) {
+        int sum = 0;
+        for (int i = 0; i < K; i++) {
+            int v = (int)(rnd() % 256) - 128; /* full range, -128 included */
+            a.q[(size_t)t * K + i] = (int8_t)v;
+            sum += v;
+        }
+        a.qs[2 * t] = 127.0f / (0.5f + (float)(rnd() % 1000) / 200.0f);
+        a.qs[2 * t + 1] = (float)sum;
+    }
+    memcpy(a.packed, a.q, (size_t)n * K); /* little-endian: byte b of word w = element 4w+b */
+    return a;
+}
+
+static void free_q8(q8_act *a)
+{
+    free(a->q);
+    free(a->packed);
+    free(a->qs);
+}
+
+/* ---------------------------------------------------------------- reference (temporary local) */
+
+static void cref_embed(const float *tab, int dim, uint32_t tok, float *y)
+{
+    memcpy(y, tab + (size_t)tok * dim, 4 * (size_t)dim);
+}
+
+static void cref_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
+{
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    float sc = (float)(1.0 / sqrt(ss / n + eps));
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * sc * w[i];
+}
+
+static void cref_act_quant(const float *x, int n, int8_t *q, float *out_s, int32_t *out_sum)
+{
+    float amax = 0;
+    for (int i = 0; i < n; i++)
+        amax = fmaxf(amax, fabsf(x[i]));
+    float s = 127.0f / fmaxf(amax, 1e-5f);
+    int32_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        float v = nearbyintf(x[i] * s);
+        q[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+        sum += q[i];
+    }
+    *out_s = s;
+    *out_sum = sum;
+}
+
+static void cref_bitlinear(const int8_t *tern, float ws, int K, int M, const int8_t *q, float s, float *y)
+{
+    for (int r = 0; r < M; r++) {
+        int64_t acc = 0;
+        for (int i = 0; i < K; i++)
+            acc += tern[(size_t)r * K + i] * q[i];
+        y[r] = (float)acc / s * ws;
+    }
+}
+
+static void cref_relu2_mul(const float *a, const float *b, int n, float *y)
+{
+    for (int i = 0; i < n; i++) {
+        float r = fmaxf(a[i], 0);
+        y[i] = r * r * b[i];
+    }
+}
+
+static void cref_silu_mul(const float *a, const float *b, int n, float *y)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = (float)(a[i] / (1.0 + exp(-(double)a[i])) * b[i]);
+}
+
+static float cref_f16_round(float x) { return rt_f16_to_f32(rt_f32_to_f16(x)); }
+
+static void cref_rope(const gen_hparams *hp, const float *x, int width, uint32_t pos, float *y)
+{
+    const int hd = hp->head_dim, rd = hp->rope_dims, half = rd / 2;
+    const float ts = powf(hp->rope_base, -2.0f / (float)rd);
+    memcpy(y, x, 4 * (size_t)width);
+    for (int h = 0; h < width / hd; h++) {
+        float theta = (float)pos;
+        for (int i = 0; i < half; i++) {
+            int a = hp->rope_style == GEN_ROPE_NEOX ? i : 2 * i, b = hp->rope_style == GEN_ROPE_NEOX ? i + half : 2 * i + 1;
+            double c = cos((double)theta), sn = sin((double)theta);
+            float x0 = x[h * hd + a], x1 = x[h * hd + b];
+            y[h * hd + a] = (float)(x0 * c - x1 * sn);
+            y[h * hd + b] = (float)(x0 * sn + x1 * c);
+            theta *= ts;
+        }
+    }
+}
+
+static void cref_attention(const gen_hparams *hp, const float *q, const float *kc, const float *vc, uint32_t n_kv,
+                           float *y)
+{
+    const int hd = hp->head_dim, KVD = hp->n_kv_heads * hd, group = hp->n_heads / hp->n_kv_heads;
+    double *sc = xmalloc(sizeof(double) * n_kv);
+    for (int h = 0; h < hp->n_heads; h++) {
+        const int kvo = (h / group) * hd;
+        double mx = -1e300, l = 0;
+        for (uint32_t j = 0; j < n_kv; j++) {
+            double d = 0;
+            for (int i = 0; i < hd; i++)
+                d += (double)cref_f16_round(q[h * hd + i]) * kc[(size_t)j * KVD + kvo + i];
+            sc[j] = d / sqrt((double)hd);
+            mx = fmax(mx, sc[j]);
+        }
+        for (uint32_t j = 0; j < n_kv; j++)
+            l += (sc[j] = exp(sc[j] - mx));
+        for (int i = 0; i < hd; i++) {
+            double a = 0;
+            for (uint32_t j = 0; j < n_kv; j++)
+                a += sc[j] * vc[(size_t)j * KVD + kvo + i];
+            y[h * hd + i] = (float)(a / l);
+        }
+    }
+    free(sc);
+}
+
+static void cref_lm_head(const float *tab, int dim, int vocab, const float *x, float *y)
+{
+    for (int v = 0; v < vocab; v++) {
+        double a = 0;
+        for (int i = 0; i < dim; i++)
+            a += (double)tab[(size_t)v * dim + i] * x[i];
+        y[v] = (float)a;
+    }
+}
+
+static uint32_t cref_argmax(const float *l, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (l[i] > l[b])
+            b = i;
+    return (uint32_t)b;
+}
+
+/* ---------------------------------------------------------------- device plumbing */
+
+static int setup(void **st)
+{
+    (void)st;
+    rt_vk_opts o = {.device_index = -1, .validation = true};
+    if (rt_vk_create(&o, &g_vk, err) != 0) {
+        g_vk = NULL;
+        fprintf(stderr, "note: %s\n", err);
+    }
+    for (int m = 0; m < N_MODELS; m++) {
+        if (gen_model_load(model_paths[m], &models[m], err))
+            fail_msg("%s", err);
+        for (int f = 0; f < 2; f++)
+            if (gen_graph_build(&models[m], f == 1, &graphs[m][f], err))
+                fail_msg("%s", err);
+    }
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    if (g_vk) {
+        printf("max relative error per kernel kind (runs):\n");
+        for (int k = 0; k < GEN_K_COUNT; k++)
+            if (runs[k])
+                printf("  %-16s %.3g (%d)\n", gen_kop_name((gen_kop_kind)k), worst[k], runs[k]);
+    }
+    rt_vk_destroy(g_vk);
+    return 0;
+}
+
+static void need_device(void)
+{
+    if (!g_vk) {
+        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
+        skip();
+    }
+}
+
+/* A device-local buffer holding data, or poisoned when data is NULL. */
+static rt_buf dev(size_t bytes, const void *data)
+{
+    rt_buf b;
+    OK(rt_buf_create(g_vk, bytes < 256 ? 256 : bytes, RT_MEM_DEVICE, &b, err));
+    OK(rt_buf_fill(g_vk, &b, POISON, err));
+    if (data)
+        OK(rt_buf_upload(g_vk, &b, 0, data, bytes, err));
+    return b;
+}
+
+static void *fetch(const rt_buf *b, size_t bytes)
+{
+    void *d = xmalloc(bytes);
+    OK(rt_buf_download(g_vk, b, 0, d, bytes, err));
+    return d;
+}
+
+static void free_bufs(rt_buf *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        rt_buf_destroy(g_vk, &b[i]);
+}
+
+/* A compiled kernel and its pipeline. */
+typedef struct {
+    gen_kernel_out ko;
+    dsl_kernel *k;
+    rt_pipeline *pl;
+    bool decode;
+} kern;
+
+static void kern_compile(kern *kn)
+{
+    uint32_t *spv = NULL;
+    size_t spv_bytes = 0;
+    if (dsl_compile(kn->k, &spv, &spv_bytes) != 0)
+        fail_msg("%s", dsl_error(kn->k));
+    OK(rt_pipeline_get(g_vk, dsl_kernel_name(kn->k), spv, spv_bytes, &kn->pl, err));
+    free(spv);
+}
+
+static void kern_build(kern *kn, const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    memset(kn, 0, sizeof(*kn));
+    if (gen_kernel_build(g, kop, decode, &kn->ko, err))
+        fail_msg("%s: %s", kop->label, err);
+    kn->k = (dsl_kernel *)kn->ko.k;
+    kn->decode = decode;
+    assert_int_equal(dsl_kernel_n_buffers(kn->k), kn->ko.n_args);
+    assert_int_equal(dsl_kernel_n_params(kn->k), kn->ko.n_params);
+    kern_compile(kn);
+}
+
+static void kern_free(kern *kn) { gen_kernel_out_free(&kn->ko); }
+
+static void set_dyn(uint32_t pos, uint32_t n_tokens, uint32_t out_start)
+{
+    rt_dyn dyn = {.pos = pos, .n_tokens = n_tokens, .n_kv = pos + n_tokens, .out_start = out_start};
+    OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
+}
+
+/* One dispatch: args (in declaration order) and params given; groups gx, gy, gz. */
+static void dispatch(dsl_kernel *k, rt_pipeline *pl, const rt_buf *const *args, int n_args, const uint32_t *params,
+                     int n_params, const uint32_t gr[3])
+{
+    uint8_t push[RT_PUSH_BYTES] = {0};
+    assert_true(dsl_kernel_push_bytes(k) <= RT_PUSH_BYTES);
+    for (int a = 0; a < n_args; a++)
+        memcpy(push + dsl_kernel_buffer_offset(k, a), &args[a]->addr, 8);
+    for (int i = 0; i < n_params; i++)
+        memcpy(push + dsl_kernel_param_offset(k, i), &params[i], 4);
+    rt_cmd *c = NULL;
+    OK(rt_cmd_begin(g_vk, &c, err));
+    rt_cmd_dispatch(c, pl, push, dsl_kernel_push_bytes(k), gr[0], gr[1], gr[2]);
+    OK(rt_cmd_end(c, err));
+    OK(rt_cmd_submit(c, err));
+    rt_cmd_free(c);
+    assert_int_equal(rt_vk_validation_count(g_vk), 0);
+}
+
+/* Run a model kernel for a step of n tokens at pos (the runtime's push + groups). */
+static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t pos, uint32_t out_start)
+{
+    const gen_kernel_out *ko = &kn->ko;
+    uint32_t params[RT_MAX_PARAMS], gr[3], N = kn->decode ? 1 : n;
+    for (int i = 0; i < ko->n_params; i++) {
+        assert_true(ko->params[i].kind == RT_P_VOCAB || ko->params[i].kind == RT_P_CONST);
+        params[i] = ko->params[i].kind == RT_P_VOCAB ? VOCAB : ko->params[i].value;
+    }
+    for (int a = 0; a < 3; a++)
+        gr[a] = (ko->groups[a].mul * N + ko->groups[a].add + ko->groups[a].div - 1) / ko->groups[a].div;
+    set_dyn(pos, n, out_start);
+    dispatch(kn->k, kn->pl, args, ko->n_args, params, ko->n_params, gr);
+}
+
+/* ---------------------------------------------------------------- comparison */
+
+/* TERNION_TEST_VERBOSE=1: where the largest error sits (index, got, reference). */
+static void explain(const float *got, const float *ref, size_t n, double floor_frac)
+{
+    if (!getenv("TERNION_TEST_VERBOSE"))
+        return;
+    double mx = 1e-30, e = -1;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs(ref[i]));
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - ref[i]) / fmax(fabs(ref[i]), floor_frac * mx);
+        if (!(d <= e))
+            e = d, at = i;
+    }
+    printf("    worst at %zu: got %.9g ref %.9g (abs err %.3g of max %.3g)\n", at, got[at], ref[at],
+           fabs((double)got[at] - ref[at]), mx);
+}
+
+/* max_i |got - ref| / max(|ref_i|, floor_frac * max|ref|); NaN (poison left) -> inf.
+ * floor_frac ELEM (1%): elementwise relative error, small values floored; NORM (1):
+ * error relative to the largest reference magnitude (sums of many signed terms, GPU
+ * cos / sin / exp: the error follows the magnitude of the terms, not of the result). */
+#define ELEM 0.01
+#define NORM 1.0
+static double rel_err(const float *got, const float *ref, size_t n, double floor_frac)
+{
+    double mx = 1e-30, e = 0;
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs(ref[i]));
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(got[i]) || isinf(got[i]) || isnan(ref[i]))
+            return INFINITY;
+        e = fmax(e, fabs((double)got[i] - ref[i]) / fmax(fabs(ref[i]), floor_frac * mx));
+    }
+    explain(got, ref, n, floor_frac);
+    return e;
+}
+
+static void expect(const gen_kop *kop, const char *what, bool decode, uint32_t n, uint32_t pos, double e, double tol)
+{
+    if (e > worst[kop->kind])
+        worst[kop->kind] = e;
+    runs[kop->kind]++;
+    if (!(e <= tol))
+        fail_msg("%s (%s) %s, %u tokens at pos %u: max rel err %g > %g", kop->label, decode ? "decode" : "batch", what,
+                 n, pos, e, tol);
+}
+
+static bool all_poison(const uint32_t *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != POISON)
+            return false;
+    return true;
+}
+
+/* ---------------------------------------------------------------- kernel walk */
+
+/* Run fn on one kop of each distinct kernel (by generated name) among the kinds `want`
+ * of both models' graphs, unfused and fused. Returns how many were run. */
+typedef void (*kop_fn)(const gen_graph *g, const gen_kop *kop, bool decode);
+
+static int for_each_kernel(const bool want[GEN_K_COUNT], kop_fn fn)
+{
+    char seen[GEN_MAX_KOPS * 4][96];
+    int n_seen = 0;
+    for (int m = 0; m < N_MODELS; m++)
+        for (int f = 0; f < 2; f++) {
+            const gen_graph *g = &graphs[m][f];
+            for (int i = 0; i < g->n_kops; i++) {
+                const gen_kop *kop = &g->kops[i];
+                if (!want[kop->kind])
+                    continue;
+                for (int d = 0; d < 2; d++) {
+                    gen_kernel_out ko;
+                    if (gen_kernel_build(g, kop, d == 1, &ko, err))
+                        fail_msg("%s: %s", kop->label, err);
+                    char name[96];
+                    snprintf(name, sizeof(name), "%s/%d", dsl_kernel_name((dsl_kernel *)ko.k), d);
+                    gen_kernel_out_free(&ko);
+                    bool dup = false;
+                    for (int s = 0; s < n_seen && !dup; s++)
+                        dup = strcmp(seen[s], name) == 0;
+                    if (dup)
+                        continue;
+                    assert_true(n_seen < GEN_MAX_KOPS * 4);
+                    snprintf(seen[n_seen++], sizeof(seen[0]), "%s", name);
+                    fn(g, kop, d == 1);
+                }
+            }
+        }
+    return n_seen;
+}
+
+static const uint32_t batch_sizes[] = {1, 3, 8, 13};
+#define N_SIZES(decode) ((decode) ? 1 : (int)(sizeof(batch_sizes) / sizeof(batch_sizes[0])))
+
+static int width_of(const gen_graph *g, int gv) { return g->vals[gv].width; }
+
+/* ---------------------------------------------------------------- EMBED */
+
+static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const gen_tensor *ts = &g->m->tensors[kop->w[0]];
+    const int dim = (int)ts->ne[0];
+    const bool f16 = ts->type == GEN_T_F16;
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    size_t nt = (size_t)VOCAB * dim;
+    float *tab = rnd_vec(nt, 2.0f);
+    uint16_t *h = xmalloc(nt * 2);
+    for (size_t i = 0; i < nt; i++) {
+        h[i] = rt_f32_to_f16(tab[i]);
+        if (f16)
+            tab[i] = rt_f16_to_f32(h[i]);
+    }
+    for (int s = 0; s < N_SIZES(decode); s++) {
+        uint32_t n = decode ? 1 : batch_sizes[s], tok[NMAX];
+        for (uint32_t t = 0; t < n; t++)
+            tok[t] = t == 0 ? VOCAB - 1 : t == 1 ? 0 : rnd() % VOCAB;
+        rt_buf b[3] = {dev(sizeof(tok), tok), f16 ? dev(nt * 2, h) : dev(nt * 4, tab), dev(4 * NMAX * dim, NULL)};
+        const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
+        kern_run(&kn, args, n, 0, 0);
+        float *y = fetch(&b[2], 4 * NMAX * dim), *ref = xmalloc(4 * (size_t)n * dim);
+        for (uint32_t t = 0; t < n; t++)
+            cref_embed(tab, dim, tok[t], ref + (size_t)t * dim);
+        expect(kop, "rows", decode, n, 0, rel_err(y, ref, (size_t)n * dim, ELEM), 0);
+        assert_true(all_poison((uint32_t *)y + (size_t)n * dim, (NMAX - n) * (size_t)dim));
+        free(y);
+        free(ref);
+        free_bufs(b, 3);
+    }
+    free(tab);
+    free(h);
+    kern_free(&kn);
+}
+
+/* ---------------------------------------------------------------- RMSNORM, QUANT, NORM_QUANT */
+
+/* GPU int8 codes of one token vs the reference: equal, or one step apart where v * s
+ * is within a float rounding of a .5 tie. Returns the number of such moved codes. */
+static int cmp_codes(const gen_kop *kop, const int8_t *got, const int8_t *ref, const float *v, float s, int width)
+{
+    int moved = 0;
+    for (int i = 0; i < width; i++) {
+        if (got[i] == ref[i])
+            continue;
+        double x = (double)v[i] * s, frac = fabs(x - floor(x) - 0.5);
+        if (abs(got[i] - ref[i]) != 1 || frac > 1e-3)
+            fail_msg("%s: code %d is %d, reference %d (v*s = %.7g)", kop->label, i, got[i], ref[i], x);
+        moved++;
+    }
+    return moved;
+}
+
+static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const int width = width_of(g, kop->in[0]);
+    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_RMSNORM;
+    const float eps = g->m->hp.norm_eps;
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    float *w = rnd_vec((size_t)width, 0.5f);
+    for (int i = 0; i < width; i++)
+        w[i] += 1.0f;
+    int moved = 0, total = 0;
+    for (int s = 0; s < N_SIZES(decode); s++) {
+        uint32_t n = decode ? 1 : batch_sizes[s];
+        size_t nx = (size_t)NMAX * width;
+        float *x = rnd_rows(NMAX, width);
+        rt_buf b[4];
+        int nb = 0;
+        b[nb++] = dev(4 * nx, x);
+        if (norm)
+            b[nb++] = dev(4 * (size_t)width, w);
+        if (quant) {
+            b[nb++] = dev(nx, NULL);
+            b[nb++] = dev(8 * NMAX, NULL);
+        } else {
+            b[nb++] = dev(4 * nx, NULL);
+        }
+        const rt_buf *args[4] = {&b[0], &b[1], &b[2], &b[3]};
+        assert_int_equal(nb, kn.ko.n_args);
+        kern_run(&kn, args, n, 0, 0);
+        float *h = xmalloc(4 * nx);
+        for (uint32_t t = 0; t < n; t++) {
+            if (norm)
+                cref_rmsnorm(x + (size_t)t * width, w, width, eps, h + (size_t)t * width);
+            else
+                memcpy(h + (size_t)t * width, x + (size_t)t * width, 4 * (size_t)width);
+        }
+        if (!quant) {
+            float *y = fetch(&b[nb - 1], 4 * nx);
+            expect(kop, "y", decode, n, 0, rel_err(y, h, (size_t)n * width, ELEM), 1e-5);
+            assert_true(all_poison((uint32_t *)y + (size_t)n * width, (NMAX - n) * (size_t)width));
+            free(y);
+        } else {
+            int8_t *q = fetch(&b[nb - 2], nx), *rq = xmalloc((size_t)width);
+            float *qs = fetch(&b[nb - 1], 8 * NMAX);
+            for (uint32_t t = 0; t < n; t++) {
+                float rs;
+                int32_t rsum;
+                const int8_t *gq = q + (size_t)t * width;
+                cref_act_quant(h + (size_t)t * width, width, rq, &rs, &rsum);
+                expect(kop, "scale", decode, n, 0, rel_err(&qs[2 * t], &rs, 1, ELEM), 1e-5);
+                int m = cmp_codes(kop, gq, rq, h + (size_t)t * width, rs, width);
+                int32_t gsum = 0;
+                for (int i = 0; i < width; i++)
+                    gsum += gq[i];
+                if (qs[2 * t + 1] != (float)gsum || abs(gsum - rsum) > m)
+                    fail_msg("%s: token %u sum(q) %g, codes sum to %d, reference %d (%d moved)", kop->label, t,
+                             qs[2 * t + 1], gsum, rsum, m);
+                moved += m;
+                total += width;
+            }
+            assert_true(all_poison((uint32_t *)q + (size_t)n * width / 4, (NMAX - n) * (size_t)width / 4));
+            assert_true(all_poison((uint32_t *)qs + 2 * n, 2 * (NMAX - n)));
+            free(q);
+            free(rq);
+            free(qs);
+        }
+        free(h);
+        free(x);
+        free_bufs(b, nb);
+    }
+    if (moved * 1000 > total)
+        fail_msg("%s: %d of %d codes moved at ties", kop->label, moved, total);
+    if (moved)
+        printf("  note: %s: %d of %d int8 codes one step off at a .5 tie (rmsnorm sum order)\n", kop->label, moved,
+               total);
+    free(w);
+    kern_free(&kn);
+}
+
+/* ---------------------------------------------------------------- BITLINEAR (_GLU, _MULTI, + residual) */
+
+static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
+    const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = width_of(g, kop->in[0]);
+    assert_true(kop->norm_w < 0); /* folded norms: decode-only graph, tests/test_kernels_fused.c */
+    int M[GEN_KOP_MAX_PARTS];
+    i2s_mat W[GEN_KOP_MAX_PARTS];
+    for (int j = 0; j < nw; j++)
+        W[j] = make_i2s(K, (int)g->m->tensors[kop->w[j]].ne[1]);
+    for (int p = 0; p < np; p++)
+        M[p] = (int)g->m->tensors[kop->w[p]].ne[1];
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    for (int s = 0; s < N_SIZES(decode); s++) {
+        uint32_t n = decode ? 1 : batch_sizes[s];
+        q8_act a = make_q8((int)NMAX, K);
+        rt_buf b[RT_MAX_ARGS];
+        float *r0[GEN_KOP_MAX_PARTS] = {0};
+        int nb = 0;
+        b[nb++] = dev((size_t)NMAX * K, a.packed);
+        b[nb++] = dev(8 * NMAX, a.qs);
+        for (int j = 0; j < nw; j++)
+            b[nb++] = dev(W[j].bytes, W[j].packed);
+        for (int p = 0; p < np; p++) {
+            if (res)
+                r0[p] = rnd_vec((size_t)NMAX * M[p], 2.0f);
+            b[nb++] = dev(4 * (size_t)NMAX * M[p], r0[p]);
+        }
+        assert_int_equal(nb, kn.ko.n_args);
+        const rt_buf *args[RT_MAX_ARGS];
+        for (int i = 0; i < nb; i++)
+            args[i] = &b[i];
+        kern_run(&kn, args, n, 0, 0);
+        for (int p = 0; p < np; p++) {
+            size_t ny = (size_t)NMAX * M[p];
+            float *y = fetch(&b[nb - np + p], 4 * ny), *ref = xmalloc(4 * ny), *up = xmalloc(4 * (size_t)M[p]);
+            for (uint32_t t = 0; t < n; t++) {
+                float *yr = ref + (size_t)t * M[p];
+                const int8_t *qt = a.q + (size_t)t * K;
+                cref_bitlinear(W[p].tern, W[p].scale, K, M[p], qt, a.qs[2 * t], yr);
+                if (glu) {
+                    cref_bitlinear(W[1].tern, W[1].scale, K, M[p], qt, a.qs[2 * t], up);
+                    if (kop->relu2)
+                        cref_relu2_mul(yr, up, M[p], yr);
+                    else
+                        cref_silu_mul(yr, up, M[p], yr);
+                }
+                if (res)
+                    for (int i = 0; i < M[p]; i++)
+                        yr[i] += r0[p][(size_t)t * M[p] + i];
+            }
+            char what[32];
+            snprintf(what, sizeof(what), "part %d (M %d, K %d)", p, M[p], K);
+            expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu && !kop->relu2 ? 2e-6 : 1e-6);
+            /* rows of tokens past n untouched (still poison or the residual) */
+            if (res)
+                assert_memory_equal(y + (size_t)n * M[p], r0[p] + (size_t)n * M[p], 4 * (NMAX - n) * (size_t)M[p]);
+            else
+                assert_true(all_poison((uint32_t *)y + (size_t)n * M[p], (NMAX - n) * (size_t)M[p]));
+            free(y);
+            free(ref);
+            free(up);
+            free(r0[p]);
+        }
+        free_q8(&a);
+        free_bufs(b, nb);
+    }
+    for (int j = 0; j < nw; j++)
+        free_i2s(&W[j]);
+    kern_free(&kn);
+}
+
+/* ---------------------------------------------------------------- ROPE, ROPE_KV, KV_WRITE */
+
+static void rope_rows(const gen_hparams *hp, const float *x, int width, uint32_t n, uint32_t pos, float *out)
+{
+    for (uint32_t t = 0; t < n; t++)
+        cref_rope(hp, x + (size_t)t * width, width, pos + t, out + (size_t)t * width);
+}
+
+static const uint32_t rope_pos[] = {0, 5, 70, 1000};
+
+static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const gen_hparams *hp = &g->m->hp;
+    const int width = width_of(g, kop->in[0]);
+    const bool rope = kop->kind != GEN_K_KV_WRITE, cache = kop->kind != GEN_K_ROPE;
+    const bool f16 = strcmp(hp->kv_type, "f32") != 0;
+    const size_t eb = f16 ? 2 : 4, nc = (size_t)CTX * width, nx = (size_t)NMAX * width;
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    for (int s = 0; s < N_SIZES(decode); s++)
+        for (size_t pi = 0; pi < sizeof(rope_pos) / sizeof(rope_pos[0]); pi++) {
+            uint32_t n = decode ? 1 : batch_sizes[s], pos = rope_pos[pi];
+            if (cache && pos + n > CTX)
+                continue;
+            float *x = rnd_rows(NMAX, width), *v = rnd_rows(NMAX, width), *ref = xmalloc(4 * nx);
+            if (rope)
+                rope_rows(hp, x, width, n, pos, ref);
+            else
+                memcpy(ref, x, 4 * nx);
+            rt_buf b[4];
+            int nb = 0;
+            b[nb++] = dev(4 * nx, x);
+            if (cache) {
+                b[nb++] = dev(4 * nx, v);
+                b[nb++] = dev(eb * nc, NULL);
+                b[nb++] = dev(eb * nc, NULL);
+            } else {
+                b[nb++] = dev(4 * nx, NULL);
+            }
+            assert_int_equal(nb, kn.ko.n_args);
+            const rt_buf *args[4] = {&b[0], &b[1], &b[2], &b[3]};
+            kern_run(&kn, args, n, pos, 0);
+            if (!cache) {
+                float *y = fetch(&b[1], 4 * nx);
+                expect(kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * width, NORM), 1e-4);
+                assert_true(all_poison((uint32_t *)y + (size_t)n * width, (NMAX - n) * (size_t)width));
+                free(y);
+            } else {
+                for (int c = 0; c < 2; c++) {
+                    const float *want = c == 0 ? ref : v;
+                    uint8_t *raw = fetch(&b[2 + c], eb * nc);
+                    float *got = xmalloc(4 * (size_t)n * width), *wr = xmalloc(4 * (size_t)n * width);
+                    for (size_t i = 0; i < (size_t)n * width; i++) {
+                        size_t ci = (size_t)pos * width + i;
+                        got[i] = f16 ? rt_f16_to_f32(((uint16_t *)raw)[ci]) : ((float *)raw)[ci];
+                        wr[i] = f16 ? cref_f16_round(want[i]) : want[i];
+                    }
+                    /* K after rope: an f32 one ulp apart may round to the next f16 (2^-11 rel) */
+                    expect(kop, c ? "v cache" : "k cache", decode, n, pos, rel_err(got, wr, (size_t)n * width, c == 0 && rope ? NORM : ELEM),
+                           c == 0 && rope ? (f16 ? 1e-3 : 1e-4) : 0);
+                    /* rows outside pos .. pos+n-1 untouched */
+                    for (size_t by = 0; by < eb * nc; by++)
+                        if (by < eb * pos * (size_t)width || by >= eb * (pos + n) * (size_t)width)
+                            if (raw[by] != 0xff)
+                                fail_msg("%s: %s cache byte %zu written (rows %u..%u only)", kop->label,
+                                         c ? "v" : "k", by, pos, pos + n - 1);
+                    free(raw);
+                    free(got);
+                    free(wr);
+                }
+            }
+            free(x);
+            free(v);
+            free(ref);
+            free_bufs(b, nb);
+        }
+    kern_free(&kn);
+}
+
+/* ---------------------------------------------------------------- ATTENTION */
+
+/* (pos, n): decode uses n = 1; 60 + 13 and 70 + 3 cross the kernel's 64-key chunk. */
+static const uint32_t att_cases[][2] = {{0, 1}, {5, 1}, {130, 1}, {0, 13}, {5, 7}, {0, 8}, {60, 13}, {70, 3}};
+
+static void check_attention(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const gen_hparams *hp = &g->m->hp;
+    const int hd = hp->head_dim, QD = hp->n_heads * hd, KVD = hp->n_kv_heads * hd;
+    const bool f16 = strcmp(hp->kv_type, "f32") != 0;
+    const size_t eb = f16 ? 2 : 4, nc = (size_t)CTX * KVD, nq = (size_t)NMAX * QD;
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    for (size_t ci = 0; ci < sizeof(att_cases) / sizeof(att_cases[0]); ci++) {
+        uint32_t pos = att_cases[ci][0], n = att_cases[ci][1];
+        if (decode != (n == 1))
+            continue;
+        /* rows 0 .. pos+n-1 hold known values (f16-exact), the rest stay poisoned (NaN):
+         * a key read past the causal limit turns the output into NaN */
+        size_t nkv = (size_t)(pos + n) * KVD;
+        float *kc = rnd_vec(nkv, 1.5f), *vc = rnd_vec(nkv, 1.0f), *q = rnd_rows(NMAX, QD);
+        uint8_t *kraw = xmalloc(eb * nkv), *vraw = xmalloc(eb * nkv);
+        for (size_t i = 0; i < nkv; i++) {
+            if (f16) {
+                uint16_t hk = rt_f32_to_f16(kc[i]), hv = rt_f32_to_f16(vc[i]);
+                kc[i] = rt_f16_to_f32(hk);
+                vc[i] = rt_f16_to_f32(hv);
+                memcpy(kraw + 2 * i, &hk, 2);
+                memcpy(vraw + 2 * i, &hv, 2);
+            } else {
+                memcpy(kraw + 4 * i, &kc[i], 4);
+                memcpy(vraw + 4 * i, &vc[i], 4);
+            }
+        }
+        rt_buf b[4] = {dev(4 * nq, q), dev(eb * nc, NULL), dev(eb * nc, NULL), dev(4 * nq, NULL)};
+        OK(rt_buf_upload(g_vk, &b[1], 0, kraw, eb * nkv, err));
+        OK(rt_buf_upload(g_vk, &b[2], 0, vraw, eb * nkv, err));
+        assert_int_equal(kn.ko.n_args, 4);
+        const rt_buf *args[4] = {&b[0], &b[1], &b[2], &b[3]};
+        kern_run(&kn, args, n, pos, 0);
+        float *y = fetch(&b[3], 4 * nq), *ref = xmalloc(4 * nq), *qr = xmalloc(4 * nq);
+        if (kop->rope)
+            rope_rows(hp, q, QD, n, pos, qr);
+        else
+            memcpy(qr, q, 4 * nq);
+        for (uint32_t t = 0; t < n; t++)
+            cref_attention(hp, qr + (size_t)t * QD, kc, vc, pos + t + 1, ref + (size_t)t * QD);
+        expect(kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM), 1e-4);
+        assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (NMAX - n) * (size_t)QD));
+        free(y);
+        free(ref);
+        free(qr);
+        free(q);
+        free(kc);
+        free(vc);
+        free(kraw);
+        free(vraw);
+        free_bufs(b, 4);
+    }
+    kern_free(&kn);
+}
+
+/* ---------------------------------------------------------------- ADD, RELU2_MUL, SILU_MUL */
+
+static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const int width = width_of(g, kop->out);
+    const size_t nx = (size_t)NMAX * width;
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    for (int s = 0; s < N_SIZES(decode); s++) {
+        uint32_t n = decode ? 1 : batch_sizes[s];
+        float *a = rnd_rows(NMAX, width), *bv = rnd_rows(NMAX, width), *ref = xmalloc(4 * nx);
+        rt_buf b[3] = {dev(4 * nx, a), dev(4 * nx, bv), dev(4 * nx, NULL)};
+        const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
+        assert_int_equal(kn.ko.n_args, 3);
+        kern_run(&kn, args, n, 0, 0);
+        size_t m = (size_t)n * width;
+        if (kop->kind == GEN_K_ADD)
+            for (size_t i = 0; i < m; i++)
+                ref[i] = a[i] + bv[i];
+        else if (kop->kind == GEN_K_RELU2_MUL)
+            cref_relu2_mul(a, bv, (int)m, ref);
+        else
+            cref_silu_mul(a, bv, (int)m, ref);
+        float *y = fetch(&b[2], 4 * nx);
+        expect(kop, "y", decode, n, 0, rel_err(y, ref, m, ELEM), kop->kind == GEN_K_SILU_MUL ? 2e-6 : 1e-7);
+        assert_true(all_poison((uint32_t *)y + m, nx - m));
+        free(y);
+        free(a);
+        free(bv);
+        free(ref);
+        free_bufs(b, 3);
+    }
+    kern_free(&kn);
+}
+
+/* ---------------------------------------------------------------- LM_HEAD */
+
+static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const gen_tensor *ts = &g->m->tensors[kop->w[0]];
+    const int dim = (int)ts->ne[0];
+    const bool f16 = ts->type == GEN_T_F16;
+    assert_true(kop->norm_w < 0); /* folded norm: tests/test_kernels_fused.c */
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB;
+    float *tab = rnd_vec(nt, 1.0f);
+    uint16_t *h = xmalloc(nt * 2);
+    for (size_t i = 0; i < nt; i++) {
+        h[i] = rt_f32_to_f16(tab[i]);
+        if (f16)
+            tab[i] = rt_f16_to_f32(h[i]);
+    }
+    rt_buf wb = f16 ? dev(nt * 2, h) : dev(nt * 4, tab);
+    for (int s = 0; s < N_SIZES(decode); s++)
+        for (int all = 0; all < (decode ? 1 : 2); all++) {
+            uint32_t n = decode ? 1 : batch_sizes[s], out_start = all || decode ? 0 : n - 1;
+            float *x = rnd_rows(NMAX, dim);
+            rt_buf b[2] = {dev(4 * (size_t)NMAX * dim, x), dev(4 * nl, NULL)};
+            const rt_buf *args[3] = {&b[0], &wb, &b[1]};
+            assert_int_equal(kn.ko.n_args, 3);
+            kern_run(&kn, args, n, 0, out_start);
+            uint32_t rows = n - out_start;
+            float *y = fetch(&b[1], 4 * nl), *ref = xmalloc(4 * (size_t)rows * VOCAB);
+            for (uint32_t r = 0; r < rows; r++)
+                cref_lm_head(tab, dim, (int)VOCAB, x + (size_t)(out_start + r) * dim, ref + (size_t)r * VOCAB);
+            expect(kop, all ? "all rows" : "last row", decode, n, 0, rel_err(y, ref, (size_t)rows * VOCAB, NORM), 1e-6);
+            assert_true(all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
+            free(y);
+            free(ref);
+            free(x);
+            free_bufs(b, 2);
+        }
+    rt_buf_destroy(g_vk, &wb);
+    free(tab);
+    free(h);
+    kern_free(&kn);
+}
+
+/* ---------------------------------------------------------------- argmax, top-k, copy */
+
+static void aux_kernel(kern *kn, struct dsl_kernel *k)
+{
+    memset(kn, 0, sizeof(*kn));
+    assert_non_null(k);
+    kn->k = (dsl_kernel *)k;
+    kern_compile(kn);
+}
+
+/* Logits with repeated values (ties must go to the lower index). */
+static float *tie_logits(void)
+{
+    float *l = xmalloc(4 * VOCAB);
+    for (uint32_t i = 0; i < VOCAB; i++)
+        l[i] = (float)(rnd() % 200) * 0.125f - 12.0f;
+    return l;
+}
+
+static void test_argmax(void **state)
+{
+    (void)state;
+    need_device();
+    kern kn;
+    aux_kernel(&kn, gen_kernel_argmax());
+    for (int c = 0; c < 4; c++) {
+        float *l = tie_logits();
+        if (c == 1)
+            l[VOCAB - 1] = 100.0f; /* the last element */
+        if (c == 2)
+            l[0] = 100.0f;
+        if (c == 3)
+            l[700] = l[300] = 100.0f; /* tie: the lower index */
+        rt_buf b[2] = {dev(4 * VOCAB, l), dev(4096, NULL)};
+        const rt_buf *args[2] = {&b[0], &b[1]};
+        uint32_t params[1] = {VOCAB}, gr[3] = {1, 1, 1};
+        dispatch(kn.k, kn.pl, args, 2, params, 1, gr);
+        uint32_t *r = fetch(&b[1], 4096);
+        assert_int_equal(r[0], cref_argmax(l, (int)VOCAB));
+        assert_true(all_poison(r + 1, 1023));
+        free(r);
+        free(l);
+        free_bufs(b, 2);
+    }
+    dsl_kernel_free(kn.k);
+}
+
+/* Plain reference: the k best (value desc, index asc) by selection. */
+static void ref_topk(const float *l, int n, int k, uint32_t *ids)
+{
+    for (int it = 0; it < k; it++) {
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            bool used = false;
+            for (int j = 0; j < it && !used; j++)
+                used = ids[j] == (uint32_t)i;
+            if (!used && (best < 0 || l[i] > l[best]))
+                best = i;
+        }
+        ids[it] = (uint32_t)best;
+    }
+}
+
+static void test_topk(void **state)
+{
+    (void)state;
+    need_device();
+    kern kn;
+    aux_kernel(&kn, gen_kernel_topk());
+    static const uint32_t ks[] = {1, 40, 256};
+    for (size_t c = 0; c < sizeof(ks) / sizeof(ks[0]); c++) {
+        uint32_t k = ks[c], ids[256];
+        float *l = tie_logits();
+        rt_buf b[2] = {dev(4 * VOCAB, l), dev(4096, NULL)};
+        const rt_buf *args[2] = {&b[0], &b[1]};
+        uint32_t params[2] = {VOCAB, k}, gr[3] = {1, 1, 1};
+        dispatch(kn.k, kn.pl, args, 2, params, 2, gr);
+        uint32_t *r = fetch(&b[1], 4096);
+        ref_topk(l, (int)VOCAB, (int)k, ids);
+        for (uint32_t i = 0; i < k; i++) {
+            float v;
+            memcpy(&v, &r[256 + i], 4);
+            if (r[i] != ids[i] || v != l[ids[i]])
+                fail_msg("topk k=%u: rank %u is id %u (%g), reference id %u (%g)", k, i, r[i], v, ids[i], l[ids[i]]);
+        }
+        assert_true(all_poison(r + k, 256 - k));
+        assert_true(all_poison(r + 256 + k, 768 - k));
+        free(r);
+        free(l);
+        free_bufs(b, 2);
+    }
+    dsl_kernel_free(kn.k);
+}
+
+static void test_copy(void **state)
+{
+    (void)state;
+    need_device();
+    kern kn;
+    aux_kernel(&kn, gen_kernel_copy());
+    static const uint32_t sizes[][2] = {{4, 1}, {1024, 1}, {40000, 3}, {40000, 200}}; /* n_words, groups */
+    for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
+        uint32_t n = sizes[c][0], pad = 64;
+        uint32_t *src = xmalloc(4 * (size_t)(n + pad));
+        for (uint32_t i = 0; i < n + pad; i++)
+            src[i] = rnd() & 0x7fffffffu;
+        rt_buf b[2] = {dev(4 * (size_t)(n + pad), src), dev(4 * (size_t)(n + pad), NULL)};
+        const rt_buf *args[2] = {&b[0], &b[1]};
+        uint32_t params[1] = {n}, gr[3] = {sizes[c][1], 1, 1};
+        dispatch(kn.k, kn.pl, args, 2, params, 1, gr);
+        uint32_t *d = fetch(&b[1], 4 * (size_t)(n + pad));
+        assert_memory_equal(d, src, 4 * (size_t)n);
+        assert_true(all_poison(d + n, pad));
+        free(d);
+        free(src);
+        free_bufs(b, 2);
+    }
+    dsl_kernel_free(kn.k);
+}
+
+/* ---------------------------------------------------------------- the model kernels */
+
+static int run_kinds(const int *kinds, int n, kop_fn fn)
+{
+    bool want[GEN_K_COUNT] = {0};
+    for (int i = 0; i < n; i++)
+        want[kinds[i]] = true;
+    return for_each_kernel(want, fn);
+}
+#define RUN_KINDS(fn, ...) run_kinds((const int[]){__VA_ARGS__}, (int)sizeof((int[]){__VA_ARGS__}) / (int)sizeof(int), fn)
+
+static void test_embed(void **state)
+{
+    (void)state;
+    need_device();
+    assert_true(RUN_KINDS(check_embed, GEN_K_EMBED) >= 4); /* f16 n512, n256 x decode, batch */
+}
+
+static void test_norms(void **state)
+{
+    (void)state;
+    need_device();
+    assert_true(RUN_KINDS(check_norm, GEN_K_RMSNORM, GEN_K_QUANT, GEN_K_NORM_QUANT) >= 6);
+    assert_true(runs[GEN_K_RMSNORM] && runs[GEN_K_QUANT] && runs[GEN_K_NORM_QUANT]);
+}
+
+static void test_bitlinear(void **state)
+{
+    (void)state;
+    need_device();
+    RUN_KINDS(check_bitlinear, GEN_K_BITLINEAR, GEN_K_BITLINEAR_GLU, GEN_K_BITLINEAR_MULTI);
+    assert_true(runs[GEN_K_BITLINEAR] && runs[GEN_K_BITLINEAR_GLU] && runs[GEN_K_BITLINEAR_MULTI]);
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    need_device();
+    RUN_KINDS(check_rope, GEN_K_ROPE, GEN_K_ROPE_KV, GEN_K_KV_WRITE);
+    assert_true(runs[GEN_K_ROPE] && runs[GEN_K_ROPE_KV] && runs[GEN_K_KV_WRITE]);
+}
+
+static void test_attention(void **state)
+{
+    (void)state;
+    need_device();
+    assert_true(RUN_KINDS(check_attention, GEN_K_ATTENTION) >= 4); /* with and without rope(q) */
+}
+
+static void test_eltwise(void **state)
+{
+    (void)state;
+    need_device();
+    RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_RELU2_MUL, GEN_K_SILU_MUL);
+    assert_true(runs[GEN_K_ADD] && runs[GEN_K_RELU2_MUL] && runs[GEN_K_SILU_MUL]);
+}
+
+static void test_lm_head(void **state)
+{
+    (void)state;
+    need_device();
+    assert_true(RUN_KINDS(check_lm_head, GEN_K_LM_HEAD) >= 4);
+}
+
+/* Every kernel kind the graphs produce is one a test above runs. */
+static void test_all_kinds_covered(void **state)
+{
+    (void)state;
+    bool seen[GEN_K_COUNT] = {0};
+    for (int m = 0; m < N_MODELS; m++)
+        for (int f = 0; f < 2; f++)
+            for (int i = 0; i < graphs[m][f].n_kops; i++)
+                seen[graphs[m][f].kops[i].kind] = true;
+    for (int k = 0; k < GEN_K_COUNT; k++)
+        if (!seen[k])
+            fail_msg("no graph of the tiny models has a %s kernel: its test would not run",
+                     gen_kop_name((gen_kop_kind)k));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_kinds_covered),
+        cmocka_unit_test(test_embed),
+        cmocka_unit_test(test_norms),
+        cmocka_unit_test(test_bitlinear),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_eltwise),
+        cmocka_unit_test(test_lm_head),
+        cmocka_unit_test(test_argmax),
+        cmocka_unit_test(test_topk),
+        cmocka_unit_test(test_copy),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
