@@ -1,0 +1,282 @@
+/* ref_forward.c - generic reference forward pass over a gen_model's op lists (ref_forward.h). */
+#include "ref_forward.h"
+
+#include "ref_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ref_model {
+    const gen_model *m;
+    const rt_gguf *g;
+    int n_ctx, n_layers, vocab;
+    ref_numerics num;
+    bool kv_f16;
+    const rt_gguf_tensor **w; /* [n_tensors][n_layers] (non per-layer: column 0) */
+    float **kc, **vc;         /* [n_layers][n_ctx * kv_width] */
+    int kv_width;
+    ref_dump_fn dump;
+    void *dump_ctx;
+};
+
+static rt_type want_type(gen_ttype t)
+{
+    return t == GEN_T_F32 ? RT_TYPE_F32 : t == GEN_T_F16 ? RT_TYPE_F16 : RT_TYPE_I2_S;
+}
+
+/* Resolves and checks tensor ti for layer L. */
+static int resolve(ref_model *r, int ti, int L, char *err)
+{
+    const gen_tensor *t = &r->m->tensors[ti];
+    char name[128];
+    gen_tensor_name(t, L, name, sizeof(name));
+    const rt_gguf_tensor *gt = rt_gguf_tensor_find(r->g, name);
+    if (!gt) {
+        snprintf(err, RT_ERR_LEN, "%s: tensor %s (YAML %s:%d, key %s) not found", r->g->path,
+                 name, r->m->path, t->loc.line, t->key);
+        return -1;
+    }
+    if (gt->type != want_type(t->type)) {
+        snprintf(err, RT_ERR_LEN, "%s: tensor %s has type %s, YAML %s:%d wants %s", r->g->path,
+                 name, rt_type_name(gt->type), r->m->path, t->loc.line, gen_ttype_name(t->type));
+        return -1;
+    }
+    for (int d = 0; d < 2; d++) {
+        int64_t want = d < t->n_dims ? t->ne[d] : 1;
+        if (want == GEN_DIM_VOCAB) {
+            if (r->vocab == 0) r->vocab = (int)gt->ne[d];
+            want = r->vocab;
+        }
+        if (gt->ne[d] != want) {
+            snprintf(err, RT_ERR_LEN, "%s: tensor %s ne[%d] = %lld, YAML %s:%d wants %lld",
+                     r->g->path, name, d, (long long)gt->ne[d], r->m->path, t->loc.line,
+                     (long long)want);
+            return -1;
+        }
+    }
+    r->w[ti * r->n_layers + L] = gt;
+    return 0;
+}
+
+ref_model *ref_open(const gen_model *m, const rt_gguf *g, int n_ctx, ref_numerics num,
+                    char *err)
+{
+    uint32_t nl = 0;
+    int rc = rt_gguf_get_u32(g, "%s.block_count", &nl, err);
+    if (rc == 1) snprintf(err, RT_ERR_LEN, "%s: key %s.block_count missing", g->path, g->arch);
+    if (rc) return NULL;
+    if (nl < 1 || nl > 1024 || n_ctx < 1) {
+        snprintf(err, RT_ERR_LEN, "%s: block_count %u / n_ctx %d out of range", g->path, nl, n_ctx);
+        return NULL;
+    }
+    ref_model *r = calloc(1, sizeof(*r));
+    if (!r) goto oom;
+    r->m = m;
+    r->g = g;
+    r->n_ctx = n_ctx;
+    r->n_layers = (int)nl;
+    r->num = num;
+    r->kv_f16 = strcmp(m->hp.kv_type, "f32") != 0;
+    r->kv_width = m->hp.n_kv_heads * m->hp.head_dim;
+    r->w = calloc((size_t)m->n_tensors * nl, sizeof(*r->w));
+    r->kc = calloc(nl, sizeof(float *));
+    r->vc = calloc(nl, sizeof(float *));
+    if (!r->w || !r->kc || !r->vc) goto oom;
+    /* Tensors holding the vocabulary dimension first, so vocab is known for the others. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int ti = 0; ti < m->n_tensors; ti++) {
+            const gen_tensor *t = &m->tensors[ti];
+            bool has_vocab = t->ne[0] == GEN_DIM_VOCAB || (t->n_dims > 1 && t->ne[1] == GEN_DIM_VOCAB);
+            if (has_vocab != (pass == 0)) continue;
+            for (int L = 0; L < (t->per_layer ? r->n_layers : 1); L++)
+                if (resolve(r, ti, L, err)) {
+                    ref_close(r);
+                    return NULL;
+                }
+        }
+    for (int L = 0; L < r->n_layers; L++) {
+        r->kc[L] = calloc((size_t)n_ctx * r->kv_width, sizeof(float));
+        r->vc[L] = calloc((size_t)n_ctx * r->kv_width, sizeof(float));
+        if (!r->kc[L] || !r->vc[L]) goto oom;
+    }
+    return r;
+oom:
+    ref_close(r);
+    snprintf(err, RT_ERR_LEN, "%s: out of memory for the reference model", g->path);
+    return NULL;
+}
+
+void ref_close(ref_model *r)
+{
+    if (!r) return;
+    for (int L = 0; L < r->n_layers && r->kc; L++) free(r->kc[L]);
+    for (int L = 0; L < r->n_layers && r->vc; L++) free(r->vc[L]);
+    free(r->kc);
+    free(r->vc);
+    free(r->w);
+    free(r);
+}
+
+int ref_vocab(const ref_model *r) { return r->vocab; }
+int ref_n_layers(const ref_model *r) { return r->n_layers; }
+void ref_set_numerics(ref_model *r, ref_numerics num) { r->num = num; }
+void ref_set_dump(ref_model *r, ref_dump_fn fn, void *ctx)
+{
+    r->dump = fn;
+    r->dump_ctx = ctx;
+}
+
+typedef struct {
+    ref_model *r;
+    float **val; /* [n_values] -> [n][width] */
+    const int32_t *tokens;
+    int n, pos;
+    bool inc; /* F16 probabilities / LM-head input */
+    char *err;
+} eval_ctx;
+
+static int width_of(const eval_ctx *e, int v)
+{
+    int w = e->r->m->values[v].width;
+    return w == GEN_DIM_VOCAB ? e->r->vocab : w;
+}
+
+/* Weight shape vs the value widths the op reads/writes. */
+static int check_shape(eval_ctx *e, const gen_op *op, const rt_gguf_tensor *w, int wi, int wo)
+{
+    int64_t want0 = op->kind == GEN_OP_EMBED ? wo : wi;
+    int64_t want1 = op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_LM_HEAD ? wo : w->ne[1];
+    if (w->ne[0] == want0 && w->ne[1] == want1) return 0;
+    snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s: weight %.*s is [%lld, %lld], values want [%lld, %lld]",
+             e->r->m->path, op->loc.line, gen_op_name(op->kind), (int)w->name.len, w->name.ptr,
+             (long long)w->ne[0], (long long)w->ne[1], (long long)want0, (long long)want1);
+    return -1;
+}
+
+static int run_op(eval_ctx *e, const gen_op *op, int L)
+{
+    ref_model *r = e->r;
+    const gen_hparams *hp = &r->m->hp;
+    const rt_gguf_tensor *w = NULL;
+    if (op->weight >= 0)
+        w = r->w[op->weight * r->n_layers + (r->m->tensors[op->weight].per_layer && L > 0 ? L : 0)];
+    const int n = e->n;
+    float *in0 = gen_op_arity(op->kind) > 0 ? e->val[op->in[0]] : NULL;
+    float *in1 = gen_op_arity(op->kind) > 1 ? e->val[op->in[1]] : NULL;
+    const int wi = in0 ? width_of(e, op->in[0]) : 0;
+    float *out = op->out >= 0 ? e->val[op->out] : NULL;
+    const int wo = op->out >= 0 ? width_of(e, op->out) : 0;
+    if (w && check_shape(e, op, w, wi, wo)) return -1;
+    switch (op->kind) {
+    case GEN_OP_EMBED:
+        for (int t = 0; t < n; t++) {
+            if (e->tokens[t] < 0 || e->tokens[t] >= w->ne[1]) {
+                snprintf(e->err, RT_ERR_LEN, "token %d at %d out of range [0, %lld)",
+                         (int)e->tokens[t], e->pos + t, (long long)w->ne[1]);
+                return -1;
+            }
+            const size_t row = (size_t)e->tokens[t] * (size_t)wo;
+            for (int i = 0; i < wo; i++)
+                out[(size_t)t * wo + i] = w->type == RT_TYPE_F16
+                                              ? rt_f16_to_f32(((const uint16_t *)w->data)[row + i])
+                                              : ((const float *)w->data)[row + i];
+        }
+        break;
+    case GEN_OP_RMSNORM:
+        for (int t = 0; t < n; t++)
+            ref_rmsnorm(in0 + (size_t)t * wi, w ? (const float *)w->data : NULL, wi, hp->norm_eps,
+                        out + (size_t)t * wo);
+        break;
+    case GEN_OP_BITLINEAR:
+        ref_bitlinear(w->data, wi, wo, in0, n, out);
+        break;
+    case GEN_OP_ROPE:
+        for (int t = 0; t < n; t++)
+            ref_rope(in0 + (size_t)t * wi, wi / hp->head_dim, hp->head_dim, hp->rope_dims,
+                     e->pos + t, hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, out + (size_t)t * wo);
+        break;
+    case GEN_OP_KV_WRITE:
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < r->kv_width; i++) {
+                float k = in0[(size_t)t * r->kv_width + i], v = in1[(size_t)t * r->kv_width + i];
+                size_t at = (size_t)(e->pos + t) * r->kv_width + i;
+                r->kc[L][at] = r->kv_f16 ? ref_f16_round(k) : k;
+                r->vc[L][at] = r->kv_f16 ? ref_f16_round(v) : v;
+            }
+        break;
+    case GEN_OP_ATTENTION: {
+        unsigned fl = r->kv_f16 ? REF_ATT_Q_F16 | (e->inc ? REF_ATT_P_F16 : 0) : 0;
+        for (int t = 0; t < n; t++)
+            ref_attention(in0 + (size_t)t * wi, r->kc[L], r->vc[L], e->pos + t + 1, hp->n_heads,
+                          hp->n_kv_heads, hp->head_dim, fl, out + (size_t)t * wo);
+        break;
+    }
+    case GEN_OP_ADD:
+        for (size_t i = 0; i < (size_t)n * wo; i++) out[i] = in0[i] + in1[i];
+        break;
+    case GEN_OP_RELU2_MUL:
+        ref_relu2_mul(in0, in1, n * wo, out);
+        break;
+    case GEN_OP_SILU_MUL:
+        ref_silu_mul(in0, in1, n * wo, out);
+        break;
+    case GEN_OP_LM_HEAD:
+        for (int t = 0; t < n; t++) {
+            if (w->type == RT_TYPE_F16)
+                ref_lm_head_f16((const uint16_t *)w->data, wi, wo, in0 + (size_t)t * wi, e->inc, out + (size_t)t * wo);
+            else
+                ref_lm_head_f32((const float *)w->data, wi, wo, in0 + (size_t)t * wi, 0,
+                                out + (size_t)t * wo);
+        }
+        break;
+    default:
+        snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s not supported by the reference", r->m->path,
+                 op->loc.line, gen_op_name(op->kind));
+        return -1;
+    }
+    return 0;
+}
+
+static int run_list(eval_ctx *e, const gen_op *ops, int n_ops, int list, int L)
+{
+    for (int i = 0; i < n_ops; i++) {
+        if (run_op(e, &ops[i], L)) return -1;
+        int o = ops[i].out;
+        if (o >= 0 && e->r->dump)
+            e->r->dump(e->r->dump_ctx, e->r->m->values[o].name, L, list, i, e->val[o], e->n,
+                       width_of(e, o));
+    }
+    return 0;
+}
+
+int ref_eval(ref_model *r, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
+{
+    const gen_model *m = r->m;
+    if (n < 1 || pos < 0 || pos + n > r->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "ref_eval: positions %d..%d outside the context of %d", pos,
+                 pos + n - 1, r->n_ctx);
+        return -1;
+    }
+    eval_ctx e = {r, calloc((size_t)m->n_values, sizeof(float *)), tokens, n, pos,
+                  r->num == REF_NUM_INCREMENTAL || (r->num == REF_NUM_ORACLE && n == 1), err};
+    int rc = -1;
+    if (!e.val) goto oom;
+    for (int v = 0; v < m->n_values; v++) {
+        e.val[v] = calloc((size_t)n * (size_t)width_of(&e, v), sizeof(float));
+        if (!e.val[v]) goto oom;
+    }
+    if (run_list(&e, m->pre, m->n_pre, 0, -1)) goto done;
+    for (int L = 0; L < r->n_layers; L++)
+        if (run_list(&e, m->layer, m->n_layer, 1, L)) goto done;
+    if (run_list(&e, m->post, m->n_post, 2, -1)) goto done;
+    memcpy(out_logits, e.val[m->logits_value], sizeof(float) * (size_t)n * r->vocab);
+    rc = 0;
+    goto done;
+oom:
+    snprintf(err, RT_ERR_LEN, "ref_eval: out of memory for %d tokens", n);
+done:
+    for (int v = 0; e.val && v < m->n_values; v++) free(e.val[v]);
+    free(e.val);
+    return rc;
+}

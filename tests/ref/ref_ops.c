@@ -1,0 +1,201 @@
+/* ref_ops.c - plain-loop reference ops in the oracle's numerics (see ref_ops.h). */
+#include "ref_ops.h"
+
+#include "rt_gguf.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+float ref_f16_round(float x) { return rt_f16_to_f32(rt_f32_to_f16(x)); }
+
+void ref_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = 0; i < n; i++) {
+        float v = x[i] * scale;
+        y[i] = w ? v * w[i] : v;
+    }
+}
+
+float ref_act_quant(const float *x, int n, int8_t *q, int32_t *out_sum)
+{
+    float amax = 1e-5f;
+    for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
+    const float s = 127.0f / amax;
+    int32_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        float r = nearbyintf(x[i] * s); /* default rounding mode: half to even */
+        r = r > 127.0f ? 127.0f : r < -128.0f ? -128.0f : r;
+        q[i] = (int8_t)r;
+        sum += q[i];
+    }
+    if (out_sum) *out_sum = sum;
+    return s;
+}
+
+void ref_i2s_row(const uint8_t *blob, int K, int m, int8_t *out)
+{
+    const uint8_t *row = blob + (size_t)m * (size_t)K / 4; /* K is a multiple of 128 */
+    for (int b = 0; b < K / 128; b++) {
+        const uint8_t *blk = row + (size_t)b * 32;
+        for (int j = 0; j < 128; j++)
+            out[b * 128 + j] = (int8_t)(((blk[j % 32] >> (6 - 2 * (j / 32))) & 3) - 1);
+    }
+}
+
+void ref_bitlinear_q(const uint8_t *blob, int K, int M, const int8_t *q, const float *s, int n,
+                     float *y)
+{
+    float ws;
+    memcpy(&ws, blob + (size_t)K * (size_t)M / 4, 4);
+    int8_t *t = malloc((size_t)K);
+    if (!t) return;
+    for (int m = 0; m < M; m++) {
+        ref_i2s_row(blob, K, m, t);
+        for (int tok = 0; tok < n; tok++) {
+            const int8_t *qt = q + (size_t)tok * K;
+            int32_t acc = 0;
+            for (int k = 0; k < K; k++) acc += (int32_t)t[k] * qt[k];
+            y[(size_t)tok * M + m] = (float)acc / s[tok] * ws;
+        }
+    }
+    free(t);
+}
+
+void ref_bitlinear(const uint8_t *blob, int K, int M, const float *x, int n, float *y)
+{
+    int8_t *q = malloc((size_t)K * (size_t)n);
+    float *s = malloc(sizeof(float) * (size_t)n);
+    if (q && s) {
+        for (int t = 0; t < n; t++) s[t] = ref_act_quant(x + (size_t)t * K, K, q + (size_t)t * K, NULL);
+        ref_bitlinear_q(blob, K, M, q, s, n, y);
+    }
+    free(q);
+    free(s);
+}
+
+void ref_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base,
+              int neox, float *y)
+{
+    const float theta_scale = powf(base, -2.0f / (float)rope_dims);
+    const int half = rope_dims / 2;
+    for (int h = 0; h < n_heads; h++) {
+        const float *xh = x + (size_t)h * head_dim;
+        float *yh = y + (size_t)h * head_dim;
+        float theta = (float)pos;
+        for (int i = 0; i < half; i++) {
+            const float c = cosf(theta), sn = sinf(theta);
+            const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            const float x0 = xh[i0], x1 = xh[i1];
+            yh[i0] = x0 * c - x1 * sn;
+            yh[i1] = x0 * sn + x1 * c;
+            theta *= theta_scale;
+        }
+        for (int i = rope_dims; i < head_dim; i++) yh[i] = xh[i];
+    }
+}
+
+void ref_attention(const float *q, const float *kc, const float *vc, int n_kv, int n_heads,
+                   int n_kv_heads, int head_dim, unsigned flags, float *out)
+{
+    const int kvw = n_kv_heads * head_dim, group = n_heads / n_kv_heads;
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    float *p = malloc(sizeof(float) * (size_t)(n_kv > 0 ? n_kv : 1));
+    float *qh = malloc(sizeof(float) * (size_t)head_dim);
+    if (!p || !qh) goto done;
+    for (int h = 0; h < n_heads; h++) {
+        const int kvo = (h / group) * head_dim;
+        for (int i = 0; i < head_dim; i++) {
+            float v = q[(size_t)h * head_dim + i];
+            qh[i] = (flags & REF_ATT_Q_F16) ? ref_f16_round(v) : v;
+        }
+        float mx = -INFINITY;
+        for (int j = 0; j < n_kv; j++) {
+            const float *k = kc + (size_t)j * kvw + kvo;
+            double d = 0.0;
+            for (int i = 0; i < head_dim; i++) d += (double)qh[i] * k[i];
+            p[j] = (float)d * scale;
+            mx = fmaxf(mx, p[j]);
+        }
+        double sum = 0.0;
+        for (int j = 0; j < n_kv; j++) {
+            p[j] = expf(p[j] - mx);
+            sum += (double)p[j];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int j = 0; j < n_kv; j++) {
+            p[j] *= inv;
+            if (flags & REF_ATT_P_F16) p[j] = ref_f16_round(p[j]);
+        }
+        for (int i = 0; i < head_dim; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < n_kv; j++) acc += (double)p[j] * vc[(size_t)j * kvw + kvo + i];
+            out[(size_t)h * head_dim + i] = (float)acc;
+        }
+    }
+done:
+    free(p);
+    free(qh);
+}
+
+void ref_relu2_mul(const float *a, const float *b, int n, float *y)
+{
+    for (int i = 0; i < n; i++) {
+        float r = a[i] > 0.0f ? a[i] : 0.0f;
+        y[i] = r * r * b[i];
+    }
+}
+
+void ref_silu_mul(const float *a, const float *b, int n, float *y)
+{
+    for (int i = 0; i < n; i++) y[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+}
+
+/* x, optionally rounded to f16, into a scratch copy. */
+static float *lm_input(const float *x, int dim, int round_x_f16)
+{
+    float *xs = malloc(sizeof(float) * (size_t)dim);
+    if (xs)
+        for (int i = 0; i < dim; i++) xs[i] = round_x_f16 ? ref_f16_round(x[i]) : x[i];
+    return xs;
+}
+
+void ref_lm_head_f16(const uint16_t *w, int dim, int vocab, const float *x, int round_x_f16,
+                     float *y)
+{
+    float *xs = lm_input(x, dim, round_x_f16);
+    if (!xs) return;
+    for (int v = 0; v < vocab; v++) {
+        const uint16_t *row = w + (size_t)v * dim;
+        double acc = 0.0;
+        for (int i = 0; i < dim; i++) acc += (double)rt_f16_to_f32(row[i]) * xs[i];
+        y[v] = (float)acc;
+    }
+    free(xs);
+}
+
+void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int round_x_f16,
+                     float *y)
+{
+    float *xs = lm_input(x, dim, round_x_f16);
+    if (!xs) return;
+    for (int v = 0; v < vocab; v++) {
+        const float *row = w + (size_t)v * dim;
+        double acc = 0.0;
+        for (int i = 0; i < dim; i++) acc += (double)row[i] * xs[i];
+        y[v] = (float)acc;
+    }
+    free(xs);
+}
+
+int ref_argmax(const float *x, int n)
+{
+    int best = n > 0 ? 0 : -1;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}

@@ -1,0 +1,72 @@
+/* ref_ops.h - plain-loop CPU reference ops (the independent truth for kernel tests and the
+ * reference forward pass in ref_forward.h).
+ *
+ * Owns: the arithmetic of every YAML op, written as obvious loops with no GPU code, in the
+ * numerics of the oracle (Microsoft's bitnet.cpp / ggml CPU, see
+ * /work/shared/docs/bitnet-format.md and the fixture READMEs): float32 where ggml is float32,
+ * double accumulation only where ggml sums into a double (ggml_float) or where the oracle's
+ * exact summation order is unknowable (SIMD dot products: double is closest to any order).
+ * Layouts are row-major, one row per token; GGUF matrices are [ne1 rows][ne0 contiguous].
+ */
+#ifndef REF_OPS_H
+#define REF_OPS_H
+
+#include <stdint.h>
+
+/* f16 rounding of a float (round to nearest even, via rt_f32_to_f16/rt_f16_to_f32). */
+float ref_f16_round(float x);
+
+/* RMSNorm as ggml: sum of float squares x*x accumulated in double, mean = (float)(sum/n),
+ * scale = 1/sqrtf(mean + eps), y = (x*scale) * w (w may be NULL: no weight). y may alias x. */
+void ref_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
+
+/* BitNet per-row int8 activation quantization (bitnet.cpp quantize_row_i8_s):
+ * amax = max(max|x|, 1e-5), s = 127/amax (float), q = clamp(round_half_even(x*s), -128, 127).
+ * Returns s; *out_sum (may be NULL) = sum of q. */
+float ref_act_quant(const float *x, int n, int8_t *q, int32_t *out_sum);
+
+/* Decodes row m (K ternary values -1/0/+1) of an I2_S blob of shape [ne0=K, ne1=M]. */
+void ref_i2s_row(const uint8_t *blob, int K, int m, int8_t *out);
+
+/* BitLinear product from an I2_S blob [ne0=K, ne1=M] for n tokens:
+ * acc = exact int32 sum_k t[m][k]*q[t][k]; y[t][m] = ((float)acc / s[t]) * w_scale in float32,
+ * in that order (the x86 kernel's (sum(code*q) - sum(q)) / act_scale * i2_scale). */
+void ref_bitlinear_q(const uint8_t *blob, int K, int M, const int8_t *q, const float *s, int n,
+                     float *y);
+/* Same from float activations x [n][K]: ref_act_quant per token, then ref_bitlinear_q. */
+void ref_bitlinear(const uint8_t *blob, int K, int M, const float *x, int n, float *y);
+
+/* RoPE of one token's vector of n_heads heads of head_dim floats at position pos; the first
+ * rope_dims dims of each head rotate, the rest copy. theta_i = pos * base^(-2i/rope_dims),
+ * evaluated as ggml does (float theta, multiplied by powf(base, -2/rope_dims) per pair).
+ * neox != 0: pairs (i, i + rope_dims/2) (NeoX split-half); else (2i, 2i+1) (interleaved).
+ * y may alias x. */
+void ref_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base,
+              int neox, float *y);
+
+/* Attention options (bit flags). K and V are used as given (a cache rounds them on write). */
+#define REF_ATT_Q_F16 1u /* round q to f16 before Q.K (the oracle always does) */
+#define REF_ATT_P_F16 2u /* round the probabilities to f16 before P.V (oracle: 1-token decode) */
+
+/* One query token: q [n_heads*head_dim]; kc, vc [n_kv][n_kv_heads*head_dim] (rows = positions
+ * 0..n_kv-1, all visible); query head h reads kv head h / (n_heads/n_kv_heads).
+ * s = (float)(q.k) * (1/sqrtf(head_dim)); p = expf(s - max) / sum (sum in double, as ggml);
+ * out [n_heads*head_dim] = sum_j p[j] v[j] (double accumulation). */
+void ref_attention(const float *q, const float *kc, const float *vc, int n_kv, int n_heads,
+                   int n_kv_heads, int head_dim, unsigned flags, float *out);
+
+/* y = relu(a)^2 * b and y = silu(a) * b, elementwise in float. y may alias a or b. */
+void ref_relu2_mul(const float *a, const float *b, int n, float *y);
+void ref_silu_mul(const float *a, const float *b, int n, float *y);
+
+/* LM head over a table W [vocab rows][dim] (F16 bits or F32): y[v] = sum_i W[v][i] * x[i]
+ * (double accumulation). round_x_f16: round x to f16 first (the oracle's 1-token decode). */
+void ref_lm_head_f16(const uint16_t *w, int dim, int vocab, const float *x, int round_x_f16,
+                     float *y);
+void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int round_x_f16,
+                     float *y);
+
+/* Index of the largest value (the first one on ties); -1 if n <= 0. */
+int ref_argmax(const float *x, int n);
+
+#endif
