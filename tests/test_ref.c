@@ -1,0 +1,369 @@
+/* test_ref.c - unit tests of the CPU reference ops (tests/ref/ref_ops.h) on hand-computed
+ * cases, and of tools/mkmodel: a random-weight GGUF for every models/NAME.yaml, opened with
+ * rt_gguf (keys, tensor types and shapes), its tokenizer, and the reference forward pass on it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gen_model.h"
+#include "rt_gguf.h"
+#include "rt_tokenizer.h"
+#include "tests/ref/ref_forward.h"
+#include "tests/ref/ref_ops.h"
+
+#define NEAR(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol))
+
+static void test_f16_round(void **state)
+{
+    assert_true(ref_f16_round(1.0f) == 1.0f);
+    assert_true(ref_f16_round(1.0f + 0x1p-11f) == 1.0f);               /* tie -> even */
+    assert_true(ref_f16_round(1.0f + 3 * 0x1p-11f) == 1.0f + 0x1p-9f); /* tie -> even (up) */
+    assert_true(ref_f16_round(1.0f + 0x1p-11f + 0x1p-20f) == 1.0f + 0x1p-10f);
+    assert_true(ref_f16_round(65520.0f) == INFINITY);
+}
+
+static void test_rmsnorm(void **state)
+{
+    const float x[2] = {3, 4}, w[2] = {1, 2};
+    float y[2];
+    ref_rmsnorm(x, w, 2, 1e-5f, y);
+    const double sc = 1.0 / sqrt(12.5 + 1e-5);
+    NEAR(y[0], 3 * sc, 1e-6);
+    NEAR(y[1], 8 * sc, 1e-6);
+    ref_rmsnorm(x, NULL, 2, 0.0f, y);
+    NEAR(y[0] * y[0] + y[1] * y[1], 2.0, 1e-6);
+}
+
+static void test_act_quant(void **state)
+{
+    /* amax 127 -> s = 1: x*s lands exactly on .5 ties, which go to the even integer. */
+    const float x[8] = {127, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, -127};
+    const int8_t want[8] = {127, 0, 2, 2, 0, -2, -2, -127};
+    int8_t q[8];
+    int32_t sum;
+    float s = ref_act_quant(x, 8, q, &sum);
+    assert_true(s == 1.0f);
+    assert_memory_equal(q, want, 8);
+    assert_int_equal(sum, 0);
+    /* The 1e-5 floor: an all-zero row, and a tiny one (1e-6 * 127/1e-5 = 12.7 -> 13). */
+    const float z[2] = {0, 1e-6f};
+    s = ref_act_quant(z, 2, q, NULL);
+    assert_true(s == 127.0f / 1e-5f);
+    assert_int_equal(q[0], 0);
+    assert_int_equal(q[1], 13);
+}
+
+static void test_i2s_decode(void **state)
+{
+    /* Byte 0 = 0b10'01'00'10: element 0 -> +1, 32 -> 0, 64 -> -1, 96 -> +1; 0x55 = all zeros. */
+    uint8_t blob[32 + 32];
+    memset(blob, 0x55, sizeof(blob));
+    blob[0] = 0x92;
+    int8_t t[128];
+    ref_i2s_row(blob, 128, 0, t);
+    assert_int_equal(t[0], 1);
+    assert_int_equal(t[32], 0);
+    assert_int_equal(t[64], -1);
+    assert_int_equal(t[96], 1);
+    for (int i = 0; i < 128; i++)
+        if (i % 32) assert_int_equal(t[i], 0);
+    /* Round trip through the runtime's packer, several rows. */
+    enum { K = 256, M = 4 };
+    int8_t tern[K * M], row[K];
+    uint8_t packed[K * M / 4 + 32];
+    for (int i = 0; i < K * M; i++) tern[i] = (int8_t)((i * 7 + i / 5) % 3 - 1);
+    rt_i2s_pack(tern, K, M, 0.25f, packed);
+    for (int m = 0; m < M; m++) {
+        ref_i2s_row(packed, K, m, row);
+        assert_memory_equal(row, tern + m * K, K);
+    }
+}
+
+static void test_bitlinear(void **state)
+{
+    /* Row 0 all +1, row 1 +1 at even k / -1 at odd k; x = {127, 1, 1, ...} -> s = 1, q = x.
+     * acc0 = 127 + 127 = 254, acc1 = 127 + 63 - 64 = 126; y = acc / s * 0.5. */
+    enum { K = 128, M = 2 };
+    int8_t tern[K * M];
+    float x[K];
+    for (int k = 0; k < K; k++) {
+        tern[k] = 1;
+        tern[K + k] = (int8_t)(k % 2 ? -1 : 1);
+        x[k] = k ? 1.0f : 127.0f;
+    }
+    uint8_t packed[K * M / 4 + 32];
+    rt_i2s_pack(tern, K, M, 0.5f, packed);
+    float y[M];
+    ref_bitlinear(packed, K, M, x, 1, y);
+    assert_true(y[0] == 127.0f);
+    assert_true(y[1] == 63.0f);
+    /* Division by s happens before the weight scale, in float (x = 2*previous: s = 0.5). */
+    for (int k = 0; k < K; k++) x[k] *= 2;
+    ref_bitlinear(packed, K, M, x, 1, y);
+    assert_true(y[0] == 254.0f / 0.5f * 0.5f);
+}
+
+static void test_rope(void **state)
+{
+    /* head_dim 4, base 10000: theta_0 = pos, theta_1 = pos / 100. */
+    const float e0[4] = {1, 0, 0, 0}, e1[4] = {0, 1, 0, 0};
+    float y[8];
+    ref_rope(e0, 1, 4, 4, 1, 10000.0f, 1, y); /* neox pairs (0,2), (1,3) */
+    NEAR(y[0], cos(1.0), 1e-6);
+    NEAR(y[2], sin(1.0), 1e-6);
+    ref_rope(e1, 1, 4, 4, 3, 10000.0f, 1, y);
+    NEAR(y[1], cos(0.03), 1e-6);
+    NEAR(y[3], sin(0.03), 1e-6);
+    ref_rope(e1, 1, 4, 4, 1, 10000.0f, 0, y); /* interleaved pairs (0,1), (2,3) */
+    NEAR(y[0], -sin(1.0), 1e-6);
+    NEAR(y[1], cos(1.0), 1e-6);
+    /* Partial rotation: dims beyond rope_dims are copied; two heads rotate alike. */
+    const float x[8] = {1, 2, 3, 4, 1, 2, 3, 4};
+    ref_rope(x, 2, 4, 2, 2, 10000.0f, 1, y);
+    NEAR(y[0], cos(2.0) - 2 * sin(2.0), 1e-6);
+    NEAR(y[1], sin(2.0) + 2 * cos(2.0), 1e-6);
+    assert_true(y[2] == 3 && y[3] == 4);
+    float y2[8];
+    ref_rope(x, 2, 4, 2, 2, 10000.0f, 1, y2);
+    assert_memory_equal(y2, y2 + 4, 4 * sizeof(float));
+    /* Position 0 is the identity. */
+    ref_rope(x, 2, 4, 4, 0, 10000.0f, 1, y2);
+    assert_memory_equal(y2, x, sizeof(x));
+}
+
+static void test_attention(void **state)
+{
+    /* head_dim 2, one KV head shared by 2 query heads (GQA). Scores 0 and ln 3 -> p = 1/4, 3/4. */
+    const float c = (float)(log(3.0) * sqrt(2.0));
+    const float q[4] = {1, 0, 0, 1};
+    const float k[4] = {0, 0, c, c}, v[4] = {4, 0, 0, 8};
+    float out[4];
+    ref_attention(q, k, v, 2, 2, 1, 2, 0, out);
+    NEAR(out[0], 1.0, 1e-5);
+    NEAR(out[1], 6.0, 1e-5);
+    NEAR(out[2], 1.0, 1e-5); /* head 1 sees the same scores */
+    NEAR(out[3], 6.0, 1e-5);
+    /* One key: output = v exactly; Q_F16 and P_F16 cannot change p = 1. */
+    ref_attention(q, k, v, 1, 2, 1, 2, REF_ATT_Q_F16 | REF_ATT_P_F16, out);
+    assert_true(out[0] == 4 && out[1] == 0 && out[2] == 4 && out[3] == 0);
+    /* P_F16: p = 1/4, 3/4 are exact in f16, so the result is unchanged. */
+    ref_attention(q, k, v, 2, 2, 1, 2, REF_ATT_P_F16, out);
+    NEAR(out[1], 6.0, 2e-3);
+}
+
+static void test_elementwise(void **state)
+{
+    const float a[3] = {-2, 0.5f, 3}, b[3] = {5, 2, -1};
+    float y[3];
+    ref_relu2_mul(a, b, 3, y);
+    assert_true(y[0] == 0 && y[1] == 0.5f && y[2] == -9);
+    ref_silu_mul(a, b, 3, y);
+    NEAR(y[0], -2 / (1 + exp(2.0)) * 5, 1e-6);
+    NEAR(y[2], 3 / (1 + exp(-3.0)) * -1, 1e-6);
+}
+
+static void test_lm_head_argmax(void **state)
+{
+    /* vocab 3, dim 2; rows (1,0), (0,2), (1,1) in f16 bits. */
+    const uint16_t w16[6] = {0x3c00, 0, 0, 0x4000, 0x3c00, 0x3c00};
+    const float w32[6] = {1, 0, 0, 2, 1, 1};
+    const float x[2] = {1.0f + 0x1p-11f, 0.25f};
+    float y[3], y2[3];
+    ref_lm_head_f16(w16, 2, 3, x, 0, y);
+    ref_lm_head_f32(w32, 2, 3, x, 0, y2);
+    assert_memory_equal(y, y2, sizeof(y));
+    NEAR(y[2], 1.25 + 0x1p-11, 1e-7);
+    ref_lm_head_f16(w16, 2, 3, x, 1, y); /* x rounded: 1 + 2^-11 -> 1 */
+    assert_true(y[0] == 1.0f && y[2] == 1.25f);
+    assert_int_equal(ref_argmax(y, 3), 2);
+    const float tie[4] = {1, 3, 3, 2};
+    assert_int_equal(ref_argmax(tie, 4), 1);
+    assert_int_equal(ref_argmax(tie, 0), -1);
+}
+
+/* ---- mkmodel ---- */
+
+static const char *mkmodel_path(void)
+{
+    static char p[300];
+    const char *b = getenv("TERNION_BUILD");
+    snprintf(p, sizeof(p), "%s/tools/mkmodel", b && *b ? b : "build");
+    return p;
+}
+
+static int run_mkmodel(const char *yaml, const char *out, const char *extra)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers 2 --vocab 600 --ctx 128 %s 2>/dev/null",
+             mkmodel_path(), yaml, out, extra);
+    return system(cmd);
+}
+
+static void check_model(const char *yaml)
+{
+    char err[RT_ERR_LEN], out[256];
+    snprintf(out, sizeof(out), "/tmp/ternion-test-ref-%d.gguf", (int)getpid());
+    assert_int_equal(run_mkmodel(yaml, out, "--seed 7"), 0);
+    gen_model *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    if (gen_model_load(yaml, m, err)) fail_msg("%s", err);
+    rt_gguf *g;
+    if (rt_gguf_open(out, &g, err)) fail_msg("%s", err);
+    /* Metadata: the YAML's first architecture, sizes, every gguf_check key with its value. */
+    assert_string_equal(g->arch, m->archs[0]);
+    uint32_t u = 0;
+    assert_int_equal(rt_gguf_get_u32(g, "%s.block_count", &u, err), 0);
+    assert_int_equal(u, 2);
+    assert_int_equal(rt_gguf_get_u32(g, "%s.vocab_size", &u, err), 0);
+    assert_int_equal(u, 600);
+    assert_int_equal(rt_gguf_get_u32(g, "%s.context_length", &u, err), 0);
+    assert_int_equal(u, 128);
+    for (int i = 0; i < m->n_checks; i++) {
+        char key[160];
+        snprintf(key, sizeof(key), "%%s.%s", m->checks[i].gguf_key);
+        float f = 0;
+        if (m->checks[i].is_float) {
+            assert_int_equal(rt_gguf_get_f32(g, key, &f, err), 0);
+            NEAR(f, m->checks[i].value, 1e-6 * fabs(m->checks[i].value));
+        } else {
+            assert_int_equal(rt_gguf_get_u32(g, key, &u, err), 0);
+            assert_int_equal(u, (uint32_t)m->checks[i].value);
+        }
+    }
+    /* Tensors: type and shape as the YAML says (ref_open checks them all, for both layers). */
+    ref_model *r = ref_open(m, g, 64, REF_NUM_ORACLE, err);
+    if (!r) fail_msg("%s", err);
+    assert_int_equal(ref_vocab(r), 600);
+    assert_int_equal(ref_n_layers(r), 2);
+    /* Tokenizer: specials at the end, text round trip. */
+    rt_tok *tok;
+    if (rt_tok_load(g, &tok, err)) fail_msg("%s", err);
+    assert_int_equal(rt_tok_bos(tok), 597);
+    assert_int_equal(rt_tok_eos(tok), 598);
+    assert_int_equal(rt_tok_eot(tok), 599);
+    const char *text = "The quick brown fox jumps over the lazy dog. Once upon a time";
+    rt_ids ids = {0};
+    assert_int_equal(rt_ids_push(&ids, rt_tok_bos(tok)), 0);
+    assert_int_equal(rt_tok_encode(tok, text, strlen(text), false, &ids, err), 0);
+    assert_true(ids.n < strlen(text)); /* merges applied */
+    char *dec;
+    size_t dl;
+    assert_int_equal(rt_tok_decode(tok, ids.v + 1, ids.n - 1, false, &dec, &dl, err), 0);
+    assert_string_equal(dec, text);
+    free(dec);
+    /* Forward pass: finite logits; then 16 greedy tokens one at a time. */
+    const int n = (int)ids.n, V = 600;
+    float *lg = malloc(sizeof(float) * (size_t)n * V);
+    if (ref_eval(r, ids.v, n, 0, lg, err)) fail_msg("%s", err);
+    for (size_t i = 0; i < (size_t)n * V; i++) assert_true(isfinite(lg[i]));
+    int32_t t = ref_argmax(lg + (size_t)(n - 1) * V, V), gen[16], distinct = 0;
+    for (int i = 0; i < 16; i++) {
+        gen[i] = t;
+        if (ref_eval(r, &t, 1, n + i, lg, err)) fail_msg("%s", err);
+        t = ref_argmax(lg, V);
+    }
+    for (int i = 0; i < 16; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= gen[j] == gen[i];
+        distinct += !seen;
+    }
+    print_message("%s: %zu prompt tokens, greedy continuation has %d distinct ids of 16\n", yaml,
+                  ids.n, distinct);
+    assert_true(distinct > 1);
+    free(lg);
+    rt_ids_free(&ids);
+    rt_tok_free(tok);
+    ref_close(r);
+    rt_gguf_close(g);
+    free(m);
+    unlink(out);
+}
+
+static bool have_mkmodel(void)
+{
+    if (access(mkmodel_path(), X_OK) == 0) return true;
+    print_message("skip: %s not built (make %s)\n", mkmodel_path(), mkmodel_path());
+    return false;
+}
+
+static void test_mkmodel_tiny(void **state)
+{
+    if (!have_mkmodel()) skip();
+    check_model("models/bitnet-tiny.yaml");
+}
+
+static void test_mkmodel_2b(void **state)
+{
+    if (!have_mkmodel()) skip();
+    check_model("models/bitnet-b1.58-2b.yaml");
+}
+
+static void test_mkmodel_llama(void **state)
+{
+    if (!have_mkmodel()) skip();
+    check_model("models/llama-ternary-tiny.yaml");
+}
+
+static long file_bytes(const char *p, uint8_t **out)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = malloc((size_t)n);
+    if (fread(*out, 1, (size_t)n, f) != (size_t)n) n = -1;
+    fclose(f);
+    return n;
+}
+
+static void test_mkmodel_deterministic(void **state)
+{
+    if (!have_mkmodel()) skip();
+    char a[128], b[128];
+    snprintf(a, sizeof(a), "/tmp/ternion-test-ref-a-%d.gguf", (int)getpid());
+    snprintf(b, sizeof(b), "/tmp/ternion-test-ref-b-%d.gguf", (int)getpid());
+    uint8_t *da, *db;
+    assert_int_equal(run_mkmodel("models/bitnet-tiny.yaml", a, "--seed 3"), 0);
+    assert_int_equal(run_mkmodel("models/bitnet-tiny.yaml", b, "--seed 3"), 0);
+    long na = file_bytes(a, &da), nb = file_bytes(b, &db);
+    assert_true(na > 0 && na == nb);
+    assert_memory_equal(da, db, (size_t)na);
+    free(db);
+    assert_int_equal(run_mkmodel("models/bitnet-tiny.yaml", b, "--seed 4"), 0);
+    nb = file_bytes(b, &db);
+    assert_true(na == nb && memcmp(da, db, (size_t)na) != 0);
+    free(da);
+    free(db);
+    /* Usage errors: exit status 2, nothing written. */
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s models/bitnet-tiny.yaml 2>/dev/null", mkmodel_path());
+    int st = system(cmd);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    assert_int_not_equal(run_mkmodel("models/nonexistent.yaml", a, ""), 0);
+    unlink(a);
+    unlink(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16_round),     cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_act_quant),     cmocka_unit_test(test_i2s_decode),
+        cmocka_unit_test(test_bitlinear),     cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_attention),     cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_lm_head_argmax), cmocka_unit_test(test_mkmodel_tiny),
+        cmocka_unit_test(test_mkmodel_2b),    cmocka_unit_test(test_mkmodel_llama),
+        cmocka_unit_test(test_mkmodel_deterministic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,367 @@
+/* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
+ *
+ *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S]
+ *
+ * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
+ * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
+ * 2560), 1-D norms 1+0.1*N(0,1), linear weights N(0,1)*gain/sqrt(fan_in) pre-ternarized per
+ * tensor (I2_S codes round(W/mean|W|) clamped to [-1,1], scale = mean|W| = gain/sqrt(fan_in)
+ * * sqrt(2/pi)); gain 5.0 for a bitlinear whose output feeds an `add` (writes the residual
+ * stream), 1.5 otherwise. Plus a byte-level GPT-2 style tokenizer (256 byte tokens, merges
+ * spelling common English pieces, filler tokens, then <|begin_of_text|>, <|end_of_text|>,
+ * <|eot_id|> as the last three ids) and every metadata key the YAML's gguf_checks name.
+ * Tensor bytes are generated at save time through rt_gguf_w_tensor_cb, so the full 2B4T shape
+ * (about 1.2 GB) never sits in RAM. Defaults: the YAML's known full shape (bitnet-b1.58-2b:
+ * 30 layers, vocab 128256, ctx 4096), else 2 layers, vocab 512, ctx 256; seed 1.
+ */
+#include "gen_model.h"
+#include "rt_gguf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- deterministic normal stream ---- */
+
+typedef struct {
+    uint64_t s;
+    double spare;
+    int has_spare;
+} rng;
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double gauss(rng *r)
+{
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
+    double u = ((splitmix(&r->s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double v = (splitmix(&r->s) >> 11) * (1.0 / 9007199254740992.0);
+    double m = sqrt(-2.0 * log(u));
+    r->spare = m * sin(2 * M_PI * v);
+    r->has_spare = 1;
+    return m * cos(2 * M_PI * v);
+}
+
+static uint64_t hash_str(const char *s, uint64_t seed)
+{
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* ---- tensor streams: bytes produced in increasing order, one unit at a time ---- */
+
+enum { K_NORM, K_EMB, K_TERN };
+
+typedef struct {
+    int kind;
+    rt_type type;
+    uint64_t seed, n_elem, code_bytes; /* code_bytes: I2_S ne/4 */
+    double std;                        /* K_EMB: emb_std; K_TERN: scale (mean|W|) */
+    rng r;
+    int64_t unit;  /* index of the unit held in buf (-1: none) */
+    uint8_t buf[32];
+} stream;
+
+static int unit_size(const stream *st)
+{
+    return st->kind == K_TERN ? 32 : st->type == RT_TYPE_F16 ? 2 : 4;
+}
+
+static void next_unit(stream *st)
+{
+    st->unit++;
+    if (st->kind == K_TERN) { /* 128 elements -> 32 bytes */
+        memset(st->buf, 0, 32);
+        for (int j = 0; j < 128; j++) {
+            double z = gauss(&st->r) * sqrt(M_PI / 2); /* W / mean|W| */
+            int t = (int)nearbyint(z);
+            t = t > 1 ? 1 : t < -1 ? -1 : t;
+            st->buf[j % 32] |= (uint8_t)((t + 1) << (6 - 2 * (j / 32)));
+        }
+        return;
+    }
+    float v = st->kind == K_NORM ? (float)(1.0 + 0.1 * gauss(&st->r)) : (float)(gauss(&st->r) * st->std);
+    if (st->type == RT_TYPE_F16) {
+        uint16_t h = rt_f32_to_f16(v);
+        memcpy(st->buf, &h, 2);
+    } else {
+        memcpy(st->buf, &v, 4);
+    }
+}
+
+static void fill(void *ctx, uint8_t *dst, uint64_t off, uint64_t n)
+{
+    stream *st = ctx;
+    const int us = unit_size(st);
+    if (off == 0 || st->unit < 0 || (int64_t)(off / us) < st->unit) { /* (re)start */
+        st->r = (rng){st->seed, 0, 0};
+        st->unit = -1;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t p = off + i;
+        if (st->kind == K_TERN && p >= st->code_bytes) { /* f32 scale + 28 zero bytes */
+            float s = (float)st->std;
+            uint64_t k = p - st->code_bytes;
+            dst[i] = k < 4 ? ((const uint8_t *)&s)[k] : 0;
+            continue;
+        }
+        while (st->unit < (int64_t)(p / us)) next_unit(st);
+        dst[i] = st->buf[p % us];
+    }
+}
+
+/* ---- tokenizer ---- */
+
+/* GPT-2 bytes_to_unicode: printable bytes map to themselves, the rest to 256, 257, ... */
+static void byte_token(int b, char *out)
+{
+    int cp;
+    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255)) {
+        cp = b;
+    } else {
+        int k = 0;
+        for (int c = 0; c < b; c++)
+            if (!((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || (c >= 174 && c <= 255))) k++;
+        cp = 256 + k;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        out[1] = 0;
+    } else {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        out[2] = 0;
+    }
+}
+
+static const char *const WORDS[] = {
+    " the", " and", " of", " to", " in", " a", " is", " that", " for", " it", " was", " on",
+    " with", " he", " as", " you", " be", " at", " by", " this", " have", " from", " or", " one",
+    " had", " not", " but", " what", " all", " were", " when", " we", " there", " can", " an",
+    " The", " Once", " upon", " time", " quick", " brown", " fox", " jumps", " over", " lazy",
+    " dog", "ing", "ed", "er", "tion", "ly", "es", " story", " model", " language", " people",
+    " world", " day", " said", " they", " she", " her", " his", " would", " could", " about",
+    ".\n", ", ", " 1", " 2", " 10", " 100", " 2024",
+};
+
+typedef struct {
+    char **text;
+    int n, cap;
+    char **merges;
+    int n_merges;
+} vocab;
+
+static int vocab_find(const vocab *v, const char *s)
+{
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->text[i], s)) return i;
+    return -1;
+}
+
+/* Spells word w (raw bytes) left to right: merge (prefix, next byte) until the whole word is
+ * a token; stops when `limit` tokens exist. */
+static void add_word(vocab *v, const char *w, int limit)
+{
+    char pre[256] = "", b[4], joined[300];
+    for (const char *c = w; *c && v->n < limit; c++) {
+        byte_token((uint8_t)*c, b);
+        if (!pre[0]) {
+            snprintf(pre, sizeof(pre), "%s", b);
+            continue;
+        }
+        snprintf(joined, sizeof(joined), "%s%s", pre, b);
+        if (vocab_find(v, joined) < 0) {
+            v->text[v->n++] = strdup(joined);
+            size_t ml = strlen(pre) + strlen(b) + 2;
+            v->merges[v->n_merges] = malloc(ml);
+            snprintf(v->merges[v->n_merges++], ml, "%s %s", pre, b);
+        }
+        snprintf(pre, sizeof(pre), "%s", joined);
+    }
+}
+
+static int build_vocab(vocab *v, int n_vocab)
+{
+    v->text = calloc((size_t)n_vocab, sizeof(char *));
+    v->merges = calloc((size_t)n_vocab, sizeof(char *));
+    if (!v->text || !v->merges) return -1;
+    char b[4];
+    for (int i = 0; i < 256; i++) {
+        byte_token(i, b);
+        v->text[v->n++] = strdup(b);
+    }
+    for (size_t i = 0; i < sizeof(WORDS) / sizeof(WORDS[0]); i++) add_word(v, WORDS[i], n_vocab - 3);
+    for (int i = 0; v->n < n_vocab - 3; i++) {
+        char f[48];
+        snprintf(f, sizeof(f), "<|reserved_%d|>", i);
+        v->text[v->n++] = strdup(f);
+    }
+    v->text[v->n++] = strdup("<|begin_of_text|>");
+    v->text[v->n++] = strdup("<|end_of_text|>");
+    v->text[v->n++] = strdup("<|eot_id|>");
+    return 0;
+}
+
+static void free_vocab(vocab *v)
+{
+    for (int i = 0; i < v->n; i++) free(v->text[i]);
+    for (int i = 0; i < v->n_merges; i++) free(v->merges[i]);
+    free(v->text);
+    free(v->merges);
+}
+
+static void write_tokenizer(rt_gguf_writer *w, const vocab *v, int n_merge_tokens)
+{
+    int32_t *type = malloc(sizeof(int32_t) * (size_t)v->n);
+    float *score = malloc(sizeof(float) * (size_t)v->n);
+    for (int i = 0; type && score && i < v->n; i++) {
+        type[i] = i >= v->n - 3 ? 3 : i >= 256 + n_merge_tokens ? 5 : 1; /* control / unused / normal */
+        score[i] = 0.0f;
+    }
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->text, (uint64_t)v->n);
+    if (type) rt_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)v->n);
+    if (score) rt_gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)v->n);
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merges, (uint64_t)v->n_merges);
+    rt_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)(v->n - 3));
+    rt_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(v->n - 2));
+    rt_gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)(v->n - 2));
+    rt_gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)(v->n - 1));
+    rt_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", true);
+    free(type);
+    free(score);
+}
+
+/* ---- model ---- */
+
+/* A bitlinear weight whose output value feeds an `add` writes the residual stream. */
+static bool writes_residual(const gen_model *m, int ti)
+{
+    for (int i = 0; i < m->n_layer; i++) {
+        if (m->layer[i].kind != GEN_OP_BITLINEAR || m->layer[i].weight != ti) continue;
+        for (int j = 0; j < m->n_layer; j++)
+            if (m->layer[j].kind == GEN_OP_ADD &&
+                (m->layer[j].in[0] == m->layer[i].out || m->layer[j].in[1] == m->layer[i].out))
+                return true;
+    }
+    return false;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
+                    "[--seed S]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
+                    "other models: 2 layers, vocab 512, ctx 256; seed 1\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    const char *yaml = NULL, *out = NULL;
+    long layers = 0, n_vocab = 0, ctx = 0;
+    unsigned long long seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (!strcmp(a, "-o") && val) { out = val; i++; continue; }
+        long *dst = !strcmp(a, "--layers") ? &layers : !strcmp(a, "--vocab") ? &n_vocab
+                  : !strcmp(a, "--ctx") ? &ctx : NULL;
+        if (dst && val) {
+            *dst = strtol(val, &end, 10);
+            if (*end || *dst < 1) { fprintf(stderr, "mkmodel: %s: bad value '%s'\n", a, val); return 2; }
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--seed") && val) {
+            seed = strtoull(val, &end, 10);
+            if (*end) { fprintf(stderr, "mkmodel: --seed: bad value '%s'\n", val); return 2; }
+            i++;
+            continue;
+        }
+        if (a[0] == '-' || yaml) { fprintf(stderr, "mkmodel: unexpected argument '%s'\n", a); return usage(); }
+        yaml = a;
+    }
+    if (!yaml || !out) return usage();
+    static gen_model m;
+    char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
+    if (gen_model_load(yaml, &m, err)) { fprintf(stderr, "mkmodel: %s\n", err); return 1; }
+    bool full = !strcmp(m.name, "bitnet-b1.58-2b");
+    if (!layers) layers = full ? 30 : 2;
+    if (!n_vocab) n_vocab = full ? 128256 : 512;
+    if (!ctx) ctx = full ? 4096 : 256;
+    if (n_vocab < 259 || n_vocab > 1 << 24 || layers > 4096) {
+        fprintf(stderr, "mkmodel: --vocab %ld must be in [259, 16777216], --layers %ld at most 4096\n",
+                n_vocab, layers);
+        return 2;
+    }
+    const char *arch = m.archs[0];
+    char key[160];
+    rt_gguf_writer *w = rt_gguf_writer_new(0);
+    if (!w) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
+    rt_gguf_w_str(w, "general.architecture", arch);
+    rt_gguf_w_str(w, "general.name", m.name);
+    rt_gguf_w_u32(w, "general.file_type", 40);
+#define ARCH_KEY(k) (snprintf(key, sizeof(key), "%s.%s", arch, (k)), key)
+    rt_gguf_w_u32(w, ARCH_KEY("vocab_size"), (uint32_t)n_vocab);
+    rt_gguf_w_u32(w, ARCH_KEY("context_length"), (uint32_t)ctx);
+    rt_gguf_w_u32(w, ARCH_KEY("block_count"), (uint32_t)layers);
+    for (int i = 0; i < m.n_checks; i++) {
+        if (m.checks[i].is_float) rt_gguf_w_f32(w, ARCH_KEY(m.checks[i].gguf_key), (float)m.checks[i].value);
+        else rt_gguf_w_u32(w, ARCH_KEY(m.checks[i].gguf_key), (uint32_t)m.checks[i].value);
+    }
+    vocab v = {0};
+    if (build_vocab(&v, (int)n_vocab)) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
+    write_tokenizer(w, &v, v.n_merges);
+
+    stream *st = calloc((size_t)m.n_tensors * (size_t)layers, sizeof(stream));
+    if (!st) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
+    int ns = 0;
+    uint64_t total = 0;
+    for (int ti = 0; ti < m.n_tensors; ti++) {
+        const gen_tensor *t = &m.tensors[ti];
+        for (long L = 0; L < (t->per_layer ? layers : 1); L++) {
+            stream *s = &st[ns++];
+            char name[160];
+            gen_tensor_name(t, (int)L, name, sizeof(name));
+            int64_t ne[4] = {1, 1, 1, 1};
+            for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? n_vocab : t->ne[d];
+            s->type = t->type == GEN_T_F32 ? RT_TYPE_F32 : t->type == GEN_T_F16 ? RT_TYPE_F16 : RT_TYPE_I2_S;
+            s->seed = hash_str(name, seed);
+            s->unit = -1;
+            s->n_elem = (uint64_t)ne[0] * (uint64_t)ne[1];
+            if (s->type == RT_TYPE_I2_S) {
+                double gain = writes_residual(&m, ti) ? 5.0 : 1.5;
+                s->kind = K_TERN;
+                s->code_bytes = s->n_elem / 4;
+                s->std = gain / sqrt((double)ne[0]) * sqrt(2.0 / M_PI);
+            } else {
+                s->kind = t->n_dims == 1 ? K_NORM : K_EMB;
+                s->std = 6.8 / sqrt((double)m.hp.dim);
+            }
+            uint64_t nb = rt_type_nbytes(s->type, ne, err);
+            if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return 1; }
+            total += nb;
+            rt_gguf_w_tensor_cb(w, name, s->type, (uint32_t)t->n_dims, ne, nb, fill, s);
+        }
+    }
+    int rc = rt_gguf_writer_save(w, out, err);
+    if (rc) fprintf(stderr, "mkmodel: %s\n", err);
+    else
+        fprintf(stderr, "mkmodel: wrote %s (%s, %ld layers, vocab %ld, ctx %ld, %d tensors, %.1f MB of data)\n",
+                out, arch, layers, n_vocab, ctx, ns, total / 1e6);
+    rt_gguf_writer_free(w);
+    free(st);
+    free_vocab(&v);
+    return rc ? 1 : 0;
+}
