@@ -5,7 +5,7 @@
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
  * 2560), 1-D norms 1+0.1*N(0,1), linear weights N(0,1)*gain/sqrt(fan_in) pre-ternarized per
- * tensor (I2_S codes round(W/mean|W|) clamped to [-1,1], scale = mean|W| = gain/sqrt(fan_in)
+ * tensor (I2_S codes round(W/mean|W|) clamped to [-1,1], drawn directly, scale = mean|W| = gain/sqrt(fan_in)
  * * sqrt(2/pi)); gain 5.0 for a bitlinear whose output feeds an `add` (writes the residual
  * stream), 1.5 otherwise. Plus a byte-level GPT-2 style tokenizer (256 byte tokens, merges
  * spelling common English pieces, filler tokens, then <|begin_of_text|>, <|end_of_text|>,
@@ -83,10 +83,12 @@ static void next_unit(stream *st)
     st->unit++;
     if (st->kind == K_TERN) { /* 128 elements -> 32 bytes */
         memset(st->buf, 0, 32);
+        /* round(z*sqrt(pi/2)) clamped, z ~ N(0,1): 0 with probability erf(1/(2 sqrt(pi))),
+         * else -1/+1 alike; drawn from one uniform per element (same distribution, no gauss). */
+        const uint64_t p0 = (uint64_t)(erf(0.5 / sqrt(M_PI)) * 9007199254740992.0);
         for (int j = 0; j < 128; j++) {
-            double z = gauss(&st->r) * sqrt(M_PI / 2); /* W / mean|W| */
-            int t = (int)nearbyint(z);
-            t = t > 1 ? 1 : t < -1 ? -1 : t;
+            uint64_t u = splitmix(&st->r.s);
+            int t = (u >> 11) < p0 ? 0 : (u & 1) ? 1 : -1;
             st->buf[j % 32] |= (uint8_t)((t + 1) << (6 - 2 * (j / 32)));
         }
         return;

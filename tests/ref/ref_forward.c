@@ -18,7 +18,11 @@ struct ref_model {
     int kv_width;
     ref_dump_fn dump;
     void *dump_ctx;
+    int8_t **tern;       /* [n_tensors][n_layers]: decoded I2_S, made on first use */
+    int64_t tern_budget; /* bytes of decoded weights still allowed (then decode per call) */
 };
+
+#define REF_TERN_CACHE (512ll << 20)
 
 static rt_type want_type(gen_ttype t)
 {
@@ -80,9 +84,11 @@ ref_model *ref_open(const gen_model *m, const rt_gguf *g, int n_ctx, ref_numeric
     r->kv_f16 = strcmp(m->hp.kv_type, "f32") != 0;
     r->kv_width = m->hp.n_kv_heads * m->hp.head_dim;
     r->w = calloc((size_t)m->n_tensors * nl, sizeof(*r->w));
+    r->tern = calloc((size_t)m->n_tensors * nl, sizeof(*r->tern));
+    r->tern_budget = REF_TERN_CACHE;
     r->kc = calloc(nl, sizeof(float *));
     r->vc = calloc(nl, sizeof(float *));
-    if (!r->w || !r->kc || !r->vc) goto oom;
+    if (!r->w || !r->tern || !r->kc || !r->vc) goto oom;
     /* Tensors holding the vocabulary dimension first, so vocab is known for the others. */
     for (int pass = 0; pass < 2; pass++)
         for (int ti = 0; ti < m->n_tensors; ti++) {
@@ -114,6 +120,8 @@ void ref_close(ref_model *r)
     for (int L = 0; L < r->n_layers && r->vc; L++) free(r->vc[L]);
     free(r->kc);
     free(r->vc);
+    for (int i = 0; r->tern && i < r->m->n_tensors * r->n_layers; i++) free(r->tern[i]);
+    free(r->tern);
     free(r->w);
     free(r);
 }
@@ -154,6 +162,34 @@ static int check_shape(eval_ctx *e, const gen_op *op, const rt_gguf_tensor *w, i
     return -1;
 }
 
+/* BitLinear through the decoded-weight cache while it has room, else from the blob. */
+static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w,
+                     const float *x, int K, int M, float *y)
+{
+    ref_model *r = e->r;
+    int8_t **slot = &r->tern[op->weight * r->n_layers +
+                             (r->m->tensors[op->weight].per_layer && L > 0 ? L : 0)];
+    const int64_t bytes = (int64_t)K * M;
+    if (!*slot && bytes <= r->tern_budget && (*slot = malloc((size_t)bytes))) {
+        r->tern_budget -= bytes;
+        for (int m = 0; m < M; m++) ref_i2s_row(w->data, K, m, *slot + (size_t)m * K);
+    }
+    int8_t *q = malloc((size_t)K * (size_t)e->n);
+    float *s = malloc(sizeof(float) * (size_t)e->n);
+    if (!q || !s) {
+        free(q);
+        free(s);
+        snprintf(e->err, RT_ERR_LEN, "ref_eval: out of memory for %d tokens", e->n);
+        return -1;
+    }
+    ref_act_quant_rows(x, e->n, K, q, s);
+    if (*slot) ref_bitlinear_t(*slot, rt_i2s_scale(w->data, K, M), K, M, q, s, e->n, y);
+    else ref_bitlinear_q(w->data, K, M, q, s, e->n, y);
+    free(q);
+    free(s);
+    return 0;
+}
+
 static int run_op(eval_ctx *e, const gen_op *op, int L)
 {
     ref_model *r = e->r;
@@ -189,8 +225,7 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
                         out + (size_t)t * wo);
         break;
     case GEN_OP_BITLINEAR:
-        ref_bitlinear(w->data, wi, wo, in0, n, out);
-        break;
+        return bitlinear(e, op, L, w, in0, wi, wo, out);
     case GEN_OP_ROPE:
         for (int t = 0; t < n; t++)
             ref_rope(in0 + (size_t)t * wi, wi / hp->head_dim, hp->head_dim, hp->rope_dims,

@@ -47,6 +47,24 @@ void ref_i2s_row(const uint8_t *blob, int K, int m, int8_t *out)
     }
 }
 
+/* y[t][m] for one decoded row m. */
+static void row_dot(const int8_t *t, float ws, int K, int M, int m, const int8_t *q,
+                    const float *s, int n, float *y)
+{
+    for (int tok = 0; tok < n; tok++) {
+        const int8_t *qt = q + (size_t)tok * K;
+        int32_t acc = 0;
+        for (int k = 0; k < K; k++) acc += (int32_t)t[k] * qt[k];
+        y[(size_t)tok * M + m] = (float)acc / s[tok] * ws;
+    }
+}
+
+void ref_bitlinear_t(const int8_t *tern, float w_scale, int K, int M, const int8_t *q,
+                     const float *s, int n, float *y)
+{
+    for (int m = 0; m < M; m++) row_dot(tern + (size_t)m * K, w_scale, K, M, m, q, s, n, y);
+}
+
 void ref_bitlinear_q(const uint8_t *blob, int K, int M, const int8_t *q, const float *s, int n,
                      float *y)
 {
@@ -56,14 +74,14 @@ void ref_bitlinear_q(const uint8_t *blob, int K, int M, const int8_t *q, const f
     if (!t) return;
     for (int m = 0; m < M; m++) {
         ref_i2s_row(blob, K, m, t);
-        for (int tok = 0; tok < n; tok++) {
-            const int8_t *qt = q + (size_t)tok * K;
-            int32_t acc = 0;
-            for (int k = 0; k < K; k++) acc += (int32_t)t[k] * qt[k];
-            y[(size_t)tok * M + m] = (float)acc / s[tok] * ws;
-        }
+        row_dot(t, ws, K, M, m, q, s, n, y);
     }
     free(t);
+}
+
+void ref_act_quant_rows(const float *x, int n, int K, int8_t *q, float *s)
+{
+    for (int t = 0; t < n; t++) s[t] = ref_act_quant(x + (size_t)t * K, K, q + (size_t)t * K, NULL);
 }
 
 void ref_bitlinear(const uint8_t *blob, int K, int M, const float *x, int n, float *y)
@@ -71,7 +89,7 @@ void ref_bitlinear(const uint8_t *blob, int K, int M, const float *x, int n, flo
     int8_t *q = malloc((size_t)K * (size_t)n);
     float *s = malloc(sizeof(float) * (size_t)n);
     if (q && s) {
-        for (int t = 0; t < n; t++) s[t] = ref_act_quant(x + (size_t)t * K, K, q + (size_t)t * K, NULL);
+        ref_act_quant_rows(x, n, K, q, s);
         ref_bitlinear_q(blob, K, M, q, s, n, y);
     }
     free(q);

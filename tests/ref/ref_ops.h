@@ -33,8 +33,13 @@ void ref_i2s_row(const uint8_t *blob, int K, int m, int8_t *out);
  * in that order (the x86 kernel's (sum(code*q) - sum(q)) / act_scale * i2_scale). */
 void ref_bitlinear_q(const uint8_t *blob, int K, int M, const int8_t *q, const float *s, int n,
                      float *y);
+/* Same over ternary values already decoded (tern [M][K], -1/0/+1) with scale w_scale. */
+void ref_bitlinear_t(const int8_t *tern, float w_scale, int K, int M, const int8_t *q,
+                     const float *s, int n, float *y);
 /* Same from float activations x [n][K]: ref_act_quant per token, then ref_bitlinear_q. */
 void ref_bitlinear(const uint8_t *blob, int K, int M, const float *x, int n, float *y);
+/* Quantizes x [n][K] per token into q [n][K], s [n] (ref_act_quant). */
+void ref_act_quant_rows(const float *x, int n, int K, int8_t *q, float *s);
 
 /* RoPE of one token's vector of n_heads heads of head_dim floats at position pos; the first
  * rope_dims dims of each head rotate, the rest copy. theta_i = pos * base^(-2i/rope_dims),
