@@ -4,6 +4,7 @@
 #include "rt_gguf.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,41 +174,34 @@ void ref_silu_mul(const float *a, const float *b, int n, float *y)
     for (int i = 0; i < n; i++) y[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
 }
 
-/* x, optionally rounded to f16, into a scratch copy. */
-static float *lm_input(const float *x, int dim, int round_x_f16)
+/* y[v] = W[v] . x over an F16 (is_f16) or F32 table, x optionally rounded to f16 first. */
+static void lm_head(const void *w, bool is_f16, int dim, int vocab, const float *x,
+                    int round_x_f16, float *y)
 {
     float *xs = malloc(sizeof(float) * (size_t)dim);
-    if (xs)
-        for (int i = 0; i < dim; i++) xs[i] = round_x_f16 ? ref_f16_round(x[i]) : x[i];
-    return xs;
+    if (!xs) return;
+    for (int i = 0; i < dim; i++) xs[i] = round_x_f16 ? ref_f16_round(x[i]) : x[i];
+    for (int v = 0; v < vocab; v++) {
+        const size_t row = (size_t)v * dim;
+        double acc = 0.0;
+        for (int i = 0; i < dim; i++)
+            acc += (double)(is_f16 ? rt_f16_to_f32(((const uint16_t *)w)[row + i])
+                                   : ((const float *)w)[row + i]) * xs[i];
+        y[v] = (float)acc;
+    }
+    free(xs);
 }
 
 void ref_lm_head_f16(const uint16_t *w, int dim, int vocab, const float *x, int round_x_f16,
                      float *y)
 {
-    float *xs = lm_input(x, dim, round_x_f16);
-    if (!xs) return;
-    for (int v = 0; v < vocab; v++) {
-        const uint16_t *row = w + (size_t)v * dim;
-        double acc = 0.0;
-        for (int i = 0; i < dim; i++) acc += (double)rt_f16_to_f32(row[i]) * xs[i];
-        y[v] = (float)acc;
-    }
-    free(xs);
+    lm_head(w, true, dim, vocab, x, round_x_f16, y);
 }
 
 void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int round_x_f16,
                      float *y)
 {
-    float *xs = lm_input(x, dim, round_x_f16);
-    if (!xs) return;
-    for (int v = 0; v < vocab; v++) {
-        const float *row = w + (size_t)v * dim;
-        double acc = 0.0;
-        for (int i = 0; i < dim; i++) acc += (double)row[i] * xs[i];
-        y[v] = (float)acc;
-    }
-    free(xs);
+    lm_head(w, false, dim, vocab, x, round_x_f16, y);
 }
 
 int ref_argmax(const float *x, int n)
