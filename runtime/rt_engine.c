@@ -1,0 +1,533 @@
+/* rt_engine.c - a generated model (rt_model_desc) on a Vulkan device.
+ *
+ * Owns: the GGUF mapping, one device buffer per weight tensor (per layer), the
+ * activation buffers, the per-layer KV caches, the TOKENS / LOGITS / RESULT
+ * buffers and the recorded command streams: the decode stream is recorded once at
+ * load and replayed for every token; prefill streams are recorded per token count
+ * on first use and cached. Per-step values go through the dyn uniform block.
+ */
+#include "rt_engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_schedule.h"
+#include "rt_vk.h"
+
+#define MAX_PREFILL 8
+#define RESULT_WORDS 512
+
+struct rt_engine {
+    const rt_model_desc *d;
+    rt_vk *vk;
+    rt_gguf *g;
+    int n_layers, vocab, n_ctx, n_batch;
+    bool profile;
+    rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
+    bool *w_ok;
+    rt_buf *acts;         /* [n_acts] */
+    rt_buf *kc, *vc;      /* [n_layers] */
+    rt_buf tokens, logits, result;
+    rt_pipeline **pipes;  /* [n_kernels] */
+    rt_cmd *decode;
+    struct { int n; rt_cmd *c; } pre[MAX_PREFILL];
+    int pre_next;
+    int last_row;         /* LOGITS row of the last position after eval */
+    rt_engine_stats stats;
+};
+
+static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
+{
+    switch (a.kind) {
+    case RT_ARG_WEIGHT: {
+        int L = e->d->tensors[a.index].per_layer ? layer : 0;
+        return &e->w[(size_t)a.index * e->n_layers + L];
+    }
+    case RT_ARG_ACT: return &e->acts[a.index];
+    case RT_ARG_KCACHE: return &e->kc[layer];
+    case RT_ARG_VCACHE: return &e->vc[layer];
+    case RT_ARG_TOKENS: return &e->tokens;
+    case RT_ARG_LOGITS: return &e->logits;
+    default: return &e->result;
+    }
+}
+
+static uint32_t groups(rt_groups g, uint32_t n)
+{
+    uint32_t div = g.div ? g.div : 1;
+    uint32_t v = (g.mul * n + g.add + div - 1) / div;
+    return v ? v : 1;
+}
+
+static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n)
+{
+    if (dp->barrier) {
+        const rt_buf *bufs[64];
+        int nb = 0;
+        for (uint32_t i = 0; i < e->d->n_acts && i < 60; i++)
+            if (dp->barrier & (1ull << i))
+                bufs[nb++] = &e->acts[i];
+        if (dp->barrier & RT_BAR_KCACHE)
+            bufs[nb++] = &e->kc[layer];
+        if (dp->barrier & RT_BAR_VCACHE)
+            bufs[nb++] = &e->vc[layer];
+        if (dp->barrier & RT_BAR_LOGITS)
+            bufs[nb++] = &e->logits;
+        if (dp->barrier & RT_BAR_RESULT)
+            bufs[nb++] = &e->result;
+        rt_cmd_barrier(c, bufs, nb);
+    }
+    uint8_t push[RT_PUSH_BYTES];
+    uint32_t off = 0;
+    memset(push, 0, sizeof(push));
+    for (int i = 0; i < dp->n_args && off + 8 <= RT_PUSH_BYTES; i++, off += 8) {
+        VkDeviceAddress a = arg_buf(e, dp->args[i], layer)->addr;
+        memcpy(push + off, &a, 8);
+    }
+    for (int i = 0; i < dp->n_params && off + 4 <= RT_PUSH_BYTES; i++, off += 4) {
+        uint32_t v = dp->params[i].value;
+        switch (dp->params[i].kind) {
+        case RT_P_VOCAB: v = (uint32_t)e->vocab; break;
+        case RT_P_N_CTX: v = (uint32_t)e->n_ctx; break;
+        case RT_P_LAYER: v = (uint32_t)layer; break;
+        default: break;
+        }
+        memcpy(push + off, &v, 4);
+    }
+    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, groups(dp->groups[0], n),
+                    groups(dp->groups[1], n), groups(dp->groups[2], n));
+}
+
+static int record(rt_engine *e, const rt_schedule *s, uint32_t n, rt_cmd **out_c, char *err)
+{
+    rt_cmd *c = NULL;
+    if (rt_cmd_begin(e->vk, &c, err))
+        return -1;
+    if (e->profile)
+        rt_cmd_enable_profiling(c, true);
+    for (uint32_t i = 0; i < s->n_pre; i++)
+        record_dispatch(e, c, &s->pre[i], 0, n);
+    for (int L = 0; L < e->n_layers; L++)
+        for (uint32_t i = 0; i < s->n_layer; i++)
+            record_dispatch(e, c, &s->layer[i], L, n);
+    for (uint32_t i = 0; i < s->n_post; i++)
+        record_dispatch(e, c, &s->post[i], 0, n);
+    if (rt_cmd_end(c, err)) {
+        rt_cmd_free(c);
+        return -1;
+    }
+    *out_c = c;
+    return 0;
+}
+
+/* ---- loading ---- */
+
+static const char *type_name(uint8_t t) { return rt_type_name((rt_type)t); }
+
+static int check_model(rt_engine *e, const char *path, char *err)
+{
+    const rt_model_desc *d = e->d;
+    rt_gguf *g = e->g;
+    bool arch_ok = false;
+    for (uint32_t i = 0; i < d->n_archs; i++)
+        arch_ok |= strcmp(g->arch, d->archs[i]) == 0;
+    if (!arch_ok) {
+        snprintf(err, RT_ERR_LEN, "%s: general.architecture is '%s', but models/%s.yaml accepts '%s'%s", path,
+                 g->arch, d->name, d->n_archs ? d->archs[0] : "", d->n_archs > 1 ? " (and others)" : "");
+        return -1;
+    }
+    char key[160], kerr[RT_ERR_LEN];
+    for (uint32_t i = 0; i < d->n_checks; i++) {
+        snprintf(key, sizeof(key), "%%s.%s", d->checks[i].name);
+        double got = 0;
+        int rc;
+        if (d->checks[i].is_float) {
+            float f = 0;
+            rc = rt_gguf_get_f32(g, key, &f, kerr);
+            got = f;
+        } else {
+            uint32_t u = 0;
+            rc = rt_gguf_get_u32(g, key, &u, kerr);
+            got = u;
+        }
+        if (rc == 1) {
+            snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is missing (models/%s.yaml expects %.9g)", path, g->arch,
+                     d->checks[i].name, d->name, d->checks[i].value);
+            return -1;
+        }
+        if (rc) {
+            snprintf(err, RT_ERR_LEN, "%s", kerr);
+            return -1;
+        }
+        double want = d->checks[i].value;
+        bool same = d->checks[i].is_float ? fabs(got - want) <= 1e-6 * fmax(1.0, fabs(want)) : got == want;
+        if (!same) {
+            snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %.9g, but models/%s.yaml says %.9g", path, g->arch,
+                     d->checks[i].name, got, d->name, want);
+            return -1;
+        }
+    }
+    uint32_t nl = 0;
+    snprintf(key, sizeof(key), "%%s.block_count");
+    if (rt_gguf_get_u32(g, key, &nl, kerr) || nl == 0 || nl > 4096) {
+        snprintf(err, RT_ERR_LEN, "%s: key '%s.block_count' is missing or invalid", path, g->arch);
+        return -1;
+    }
+    e->n_layers = (int)nl;
+    /* vocabulary from the table tensor */
+    const rt_gguf_tensor *vt = rt_gguf_tensor_find(g, d->tensors[d->vocab_tensor].gguf);
+    if (!vt) {
+        snprintf(err, RT_ERR_LEN, "%s: tensor '%s' missing (models/%s.yaml expects it)", path,
+                 d->tensors[d->vocab_tensor].gguf, d->name);
+        return -1;
+    }
+    e->vocab = (int)vt->ne[1];
+    char name[160];
+    for (uint32_t t = 0; t < d->n_tensors; t++) {
+        const rt_tensor_desc *td = &d->tensors[t];
+        for (int L = 0; L < (td->per_layer ? e->n_layers : 1); L++) {
+            const char *p = strstr(td->gguf, "{L}");
+            if (p)
+                snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - td->gguf), td->gguf, L, p + 3);
+            else
+                snprintf(name, sizeof(name), "%s", td->gguf);
+            const rt_gguf_tensor *gt = rt_gguf_tensor_find(g, name);
+            if (!gt) {
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s' missing (models/%s.yaml expects it)", path, name, d->name);
+                return -1;
+            }
+            int64_t w0 = td->ne[0] < 0 ? e->vocab : td->ne[0];
+            int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? e->vocab : td->ne[1]) : 1;
+            if (gt->type != (rt_type)td->type || gt->ne[0] != w0 || gt->ne[1] != w1) {
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]", path,
+                         name, type_name(td->type), (long long)w0, (long long)w1, rt_type_name(gt->type),
+                         (long long)gt->ne[0], (long long)gt->ne[1]);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx;
+    if (total < (64u << 20) || !isatty(2))
+        return;
+    fprintf(stderr, "\rloading weights: %6.1f / %6.1f MB (%3.0f%%)", done / 1e6, total / 1e6, 100.0 * done / total);
+    if (done >= total)
+        fprintf(stderr, "\n");
+}
+
+static int upload_weights(rt_engine *e, char *err)
+{
+    const rt_model_desc *d = e->d;
+    size_t nw = (size_t)d->n_tensors * e->n_layers;
+    e->w = calloc(nw, sizeof(rt_buf));
+    e->w_ok = calloc(nw, sizeof(bool));
+    if (!e->w || !e->w_ok) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    uint64_t total = 0, done = 0;
+    char name[160];
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t t = 0; t < d->n_tensors; t++)
+            for (int L = 0; L < (d->tensors[t].per_layer ? e->n_layers : 1); L++) {
+                const char *p = strstr(d->tensors[t].gguf, "{L}");
+                if (p)
+                    snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - d->tensors[t].gguf), d->tensors[t].gguf, L,
+                             p + 3);
+                else
+                    snprintf(name, sizeof(name), "%s", d->tensors[t].gguf);
+                const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, name);
+                if (pass == 0) {
+                    total += gt->nbytes;
+                    continue;
+                }
+                size_t i = (size_t)t * e->n_layers + L;
+                if (rt_buf_create_named(e->vk, gt->nbytes, RT_MEM_DEVICE, name, &e->w[i], err))
+                    return -1;
+                e->w_ok[i] = true;
+                if (rt_buf_upload(e->vk, &e->w[i], 0, gt->data, gt->nbytes, err))
+                    return -1;
+                done += gt->nbytes;
+                progress(NULL, done, total);
+            }
+    return 0;
+}
+
+int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err)
+{
+    *out_e = NULL;
+    rt_engine *e = calloc(1, sizeof(*e));
+    if (!e) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    e->d = desc;
+    e->profile = opts->profile;
+    if (rt_gguf_open(opts->model_path, &e->g, err) || check_model(e, opts->model_path, err))
+        goto fail;
+    uint32_t ctx = 0;
+    char kerr[RT_ERR_LEN];
+    if (rt_gguf_get_u32(e->g, "%s.context_length", &ctx, kerr) || ctx == 0)
+        ctx = 4096;
+    e->n_ctx = opts->n_ctx > 0 ? opts->n_ctx : (int)(ctx < 4096 ? ctx : 4096);
+    e->n_batch = opts->n_batch > 0 ? opts->n_batch : 512;
+    if (e->n_batch > e->n_ctx)
+        e->n_batch = e->n_ctx;
+    rt_vk_opts vo = {.device_index = opts->device_index, .validation = opts->validation, .verbose = opts->verbose};
+    if (rt_vk_create(&vo, &e->vk, err))
+        goto fail;
+    if (upload_weights(e, err))
+        goto fail;
+    e->acts = calloc(desc->n_acts ? desc->n_acts : 1, sizeof(rt_buf));
+    e->kc = calloc((size_t)e->n_layers, sizeof(rt_buf));
+    e->vc = calloc((size_t)e->n_layers, sizeof(rt_buf));
+    e->pipes = calloc(desc->n_kernels, sizeof(rt_pipeline *));
+    if (!e->acts || !e->kc || !e->vc || !e->pipes) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < desc->n_acts; i++) {
+        uint64_t sz = (uint64_t)desc->acts[i].bytes_per_token * e->n_batch;
+        if (rt_buf_create_named(e->vk, sz < 256 ? 256 : sz, RT_MEM_DEVICE, desc->acts[i].name, &e->acts[i], err))
+            goto fail;
+    }
+    uint64_t kvsz = (uint64_t)e->n_ctx * desc->kv_dim * desc->kv_elem_bytes;
+    for (int L = 0; L < e->n_layers; L++)
+        if (rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "K cache", &e->kc[L], err) ||
+            rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "V cache", &e->vc[L], err))
+            goto fail;
+    if (rt_buf_create_named(e->vk, (uint64_t)e->n_batch * 4, RT_MEM_HOST, "tokens", &e->tokens, err) ||
+        rt_buf_create_named(e->vk, (uint64_t)e->n_batch * e->vocab * 4, RT_MEM_DEVICE, "logits", &e->logits, err) ||
+        rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err))
+        goto fail;
+    for (uint32_t k = 0; k < desc->n_kernels; k++)
+        if (rt_pipeline_get(e->vk, desc->kernels[k].name, desc->kernels[k].spv, desc->kernels[k].spv_bytes,
+                            &e->pipes[k], err))
+            goto fail;
+    if (record(e, &desc->decode, 1, &e->decode, err))
+        goto fail;
+    e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode);
+    e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode);
+    const rt_schedule *s = &desc->decode;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < s->n_pre; i++)
+        bytes += s->pre[i].bytes;
+    for (uint32_t i = 0; i < s->n_layer; i++)
+        bytes += s->layer[i].bytes * (uint64_t)e->n_layers;
+    for (uint32_t i = 0; i < s->n_post; i++)
+        bytes += s->post[i].bytes;
+    /* the LM head's byte count was taken with the table's declared shape: use the real vocab */
+    e->stats.weight_bytes_per_token = bytes;
+    *out_e = e;
+    return 0;
+fail:
+    rt_engine_close(e);
+    return -1;
+}
+
+void rt_engine_close(rt_engine *e)
+{
+    if (!e)
+        return;
+    if (e->vk) {
+        rt_cmd_free(e->decode);
+        for (int i = 0; i < MAX_PREFILL; i++)
+            rt_cmd_free(e->pre[i].c);
+        if (e->w)
+            for (size_t i = 0; i < (size_t)e->d->n_tensors * e->n_layers; i++)
+                if (e->w_ok[i])
+                    rt_buf_destroy(e->vk, &e->w[i]);
+        if (e->acts)
+            for (uint32_t i = 0; i < e->d->n_acts; i++)
+                rt_buf_destroy(e->vk, &e->acts[i]);
+        for (int L = 0; L < e->n_layers && e->kc; L++) {
+            rt_buf_destroy(e->vk, &e->kc[L]);
+            rt_buf_destroy(e->vk, &e->vc[L]);
+        }
+        rt_buf_destroy(e->vk, &e->tokens);
+        rt_buf_destroy(e->vk, &e->logits);
+        rt_buf_destroy(e->vk, &e->result);
+        rt_vk_destroy(e->vk);
+    }
+    free(e->w);
+    free(e->w_ok);
+    free(e->acts);
+    free(e->kc);
+    free(e->vc);
+    free(e->pipes);
+    rt_gguf_close(e->g);
+    free(e);
+}
+
+int rt_engine_vocab(const rt_engine *e) { return e->vocab; }
+int rt_engine_n_ctx(const rt_engine *e) { return e->n_ctx; }
+const rt_gguf *rt_engine_gguf(const rt_engine *e) { return e->g; }
+
+static rt_cmd *prefill_stream(rt_engine *e, int n, char *err)
+{
+    for (int i = 0; i < MAX_PREFILL; i++)
+        if (e->pre[i].c && e->pre[i].n == n)
+            return e->pre[i].c;
+    int slot = e->pre_next;
+    e->pre_next = (e->pre_next + 1) % MAX_PREFILL;
+    rt_cmd_free(e->pre[slot].c);
+    e->pre[slot].c = NULL;
+    if (record(e, &e->d->prefill, (uint32_t)n, &e->pre[slot].c, err))
+        return NULL;
+    e->pre[slot].n = n;
+    return e->pre[slot].c;
+}
+
+int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
+{
+    if (n < 1 || pos < 0 || pos + n > e->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "%d tokens at position %d exceed the context of %d tokens (use -c)", n, pos, e->n_ctx);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= e->vocab) {
+            snprintf(err, RT_ERR_LEN, "token id %d at index %d is outside the vocabulary (0..%d)", tokens[i], i,
+                     e->vocab - 1);
+            return -1;
+        }
+    for (int done = 0; done < n;) {
+        int m = n - done < e->n_batch ? n - done : e->n_batch;
+        memcpy(e->tokens.mapped, tokens + done, (size_t)m * 4);
+        rt_dyn dyn = {.pos = (uint32_t)(pos + done), .n_tokens = (uint32_t)m, .n_kv = (uint32_t)(pos + done + m),
+                      .out_start = out_logits ? 0u : (uint32_t)(m - 1)};
+        memcpy(rt_vk_dyn_buffer(e->vk)->mapped, &dyn, sizeof(dyn));
+        rt_cmd *c = m == 1 ? e->decode : prefill_stream(e, m, err);
+        if (!c || rt_cmd_submit(c, err))
+            return -1;
+        if (out_logits &&
+            rt_buf_download(e->vk, &e->logits, 0, out_logits + (size_t)done * e->vocab, (size_t)m * e->vocab * 4, err))
+            return -1;
+        e->last_row = out_logits ? m - 1 : 0;
+        done += m;
+    }
+    return 0;
+}
+
+static int run_aux(rt_engine *e, uint16_t kernel, uint32_t k, char *err)
+{
+    rt_cmd *c = NULL;
+    if (rt_cmd_begin(e->vk, &c, err))
+        return -1;
+    uint8_t push[24];
+    VkDeviceAddress a = e->logits.addr + (VkDeviceAddress)e->last_row * e->vocab * 4, r = e->result.addr;
+    uint32_t v = (uint32_t)e->vocab;
+    memcpy(push, &a, 8);
+    memcpy(push + 8, &r, 8);
+    memcpy(push + 16, &v, 4);
+    memcpy(push + 20, &k, 4);
+    rt_cmd_dispatch(c, e->pipes[kernel], push, kernel == e->d->k_topk ? 24 : 20, 1, 1, 1);
+    int rc = rt_cmd_end(c, err) || rt_cmd_submit(c, err);
+    rt_cmd_free(c);
+    return rc ? -1 : 0;
+}
+
+int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err)
+{
+    if (run_aux(e, e->d->k_argmax, 0, err))
+        return -1;
+    *out_id = (int32_t)((const uint32_t *)e->result.mapped)[0];
+    return 0;
+}
+
+int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, char *err)
+{
+    if (k < 1 || k > 256) {
+        snprintf(err, RT_ERR_LEN, "top-k of %d candidates: must be 1..256", k);
+        return -1;
+    }
+    if (k > e->vocab)
+        k = e->vocab;
+    if (run_aux(e, e->d->k_topk, (uint32_t)k, err))
+        return -1;
+    const uint32_t *r = e->result.mapped;
+    for (int i = 0; i < k; i++) {
+        out_ids[i] = (int32_t)r[i];
+        memcpy(&out_logits[i], &r[256 + i], 4);
+    }
+    return 0;
+}
+
+void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out) { *out = e->stats; }
+
+void rt_engine_print_profile(rt_engine *e)
+{
+    enum { MAXD = 8192 };
+    static const char *names[MAXD];
+    static double ns[MAXD];
+    uint32_t n = 0;
+    char err[RT_ERR_LEN];
+    if (!e->profile || rt_cmd_timings(e->decode, names, ns, MAXD, &n, err)) {
+        fprintf(stderr, "profile: not available (%s)\n", e->profile ? err : "run with --profile");
+        return;
+    }
+    double total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += ns[i];
+    fprintf(stderr, "%-40s %6s %10s %7s\n", "kernel", "count", "total ms", "% step");
+    for (uint32_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (uint32_t j = 0; j < i; j++)
+            seen |= strcmp(names[j], names[i]) == 0;
+        if (seen)
+            continue;
+        double t = 0;
+        int cnt = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (strcmp(names[j], names[i]) == 0) {
+                t += ns[j];
+                cnt++;
+            }
+        fprintf(stderr, "%-40s %6d %10.4f %6.1f%%\n", names[i], cnt, t / 1e6, total > 0 ? 100 * t / total : 0);
+    }
+    fprintf(stderr, "%-40s %6u %10.4f\n", "step", n, total / 1e6);
+}
+
+int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
+{
+    uint64_t bytes = 64ull << 20;
+    rt_buf a = {0}, b = {0};
+    rt_cmd *c = NULL;
+    int rc = -1;
+    if (rt_buf_create_named(e->vk, bytes, RT_MEM_DEVICE, "copy probe", &a, err) ||
+        rt_buf_create_named(e->vk, bytes, RT_MEM_DEVICE, "copy probe", &b, err) || rt_cmd_begin(e->vk, &c, err))
+        goto done;
+    uint8_t push[20];
+    uint32_t words = (uint32_t)(bytes / 4);
+    memcpy(push, &a.addr, 8);
+    memcpy(push + 8, &b.addr, 8);
+    memcpy(push + 16, &words, 4);
+    for (int i = 0; i < 4; i++) {
+        rt_cmd_barrier(c, NULL, 0);
+        rt_cmd_dispatch(c, e->pipes[e->d->k_copy], push, 20, 1024, 1, 1);
+    }
+    if (rt_cmd_end(c, err) || rt_cmd_submit(c, err))
+        goto done;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (rt_cmd_submit(c, err))
+        goto done;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    *out_gbs = 4.0 * 2.0 * (double)bytes / s / 1e9;
+    rc = 0;
+done:
+    rt_cmd_free(c);
+    if (a.buf)
+        rt_buf_destroy(e->vk, &a);
+    if (b.buf)
+        rt_buf_destroy(e->vk, &b);
+    return rc;
+}
