@@ -26,6 +26,7 @@
 #include "gen_model.h"
 #include "rt_engine.h"
 #include "rt_schedule.h"
+#include "ref/ref_forward.h"
 
 typedef struct {
     const char *name;     /* fixture name */
@@ -294,6 +295,55 @@ static void test_tiny_internal(void **st) { (void)st; check_internal(&fixtures[0
 static void test_2b_prompt(void **st) { (void)st; check_prompt_logits(&fixtures[1]); }
 static void test_2b_greedy(void **st) { (void)st; check_greedy(&fixtures[1]); }
 
+/* A YAML variant (SiLU GLU, no sub-norms, untied F16 head, GQA 2:1): random
+ * weights written by tools/mkmodel, GPU forward pass vs the CPU reference that
+ * walks the same op list. */
+static void test_llama_variant_vs_reference(void **st)
+{
+    (void)st;
+    const char *tool = "build/tools/mkmodel", *gguf = "build/test-e2e-llama.gguf";
+    if (!exists(tool)) {
+        printf("skip: %s not built\n", tool);
+        skip();
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s models/llama-ternary-tiny.yaml -o %s --layers 2 --vocab 512 --seed 7 >/dev/null",
+             tool, gguf);
+    assert_int_equal(system(cmd), 0);
+    rig r;
+    char err[RT_ERR_LEN] = "";
+    int rc = rig_open(&r, "models/llama-ternary-tiny.yaml", gguf, true, err);
+    if (rc == 1 && strstr(err, "no Vulkan device")) {
+        printf("skip: %s\n", err);
+        skip();
+    }
+    if (rc)
+        fail_msg("%s", err);
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    ref_model *ref = ref_open(&r.m, g, 64, REF_NUM_BATCHED, err);
+    if (!ref)
+        fail_msg("%s", err);
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = (i * 37 + 11) % r.vocab;
+    size_t sz = (size_t)20 * r.vocab;
+    float *a = malloc(sz * 4), *b = malloc(sz * 4);
+    if (rt_engine_eval(r.e, ids, 20, 0, a, err) || ref_eval(ref, ids, 20, 0, b, err))
+        fail_msg("%s", err);
+    cmp_stats s = compare(a, b, 20, r.vocab);
+    printf("llama-ternary-tiny: GPU vs CPU reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", s.top1_agree,
+           s.mean_abs, s.max_abs);
+    assert_true(s.top1_agree >= 18);
+    assert_true(s.mean_abs <= 0.05);
+    free(a);
+    free(b);
+    ref_close(ref);
+    rt_gguf_close(g);
+    rig_close(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_tiny_internal),
         cmocka_unit_test(test_2b_prompt),
         cmocka_unit_test(test_2b_greedy),
+        cmocka_unit_test(test_llama_variant_vs_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
