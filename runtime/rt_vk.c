@@ -4,6 +4,11 @@
  * Owns: struct rt_vk's lifetime (rt_vk_create / rt_vk_destroy). Buffers live in
  * rt_vk_buf.c, pipelines in rt_vk_pipeline.c, command streams in rt_vk_cmd.c.
  */
+#if defined(__SANITIZE_ADDRESS__)
+#define _GNU_SOURCE /* dl_iterate_phdr, RTLD_NODELETE */
+#include <dlfcn.h>
+#include <link.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,6 +499,21 @@ fail:
     return 1;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+/* ASan builds only: keep the Vulkan driver and layer libraries loaded after
+ * vkDestroyInstance. The loader unloads them, which leaves lavapipe's few
+ * process-lifetime allocations unattributable ("<unknown module>"), so LeakSanitizer
+ * could neither symbolize nor suppress them (tests/lsan.supp names these libraries). */
+static int pin_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size, (void)data;
+    const char *n = info->dlpi_name;
+    if (n && (strstr(n, "libvulkan_") || strstr(n, "VkLayer_")))
+        dlopen(n, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    return 0;
+}
+#endif
+
 int rt_vk_create(const rt_vk_opts *opts, rt_vk **out_vk, char *err)
 {
     rt_vk_opts defaults = {.device_index = -1};
@@ -515,6 +535,9 @@ int rt_vk_create(const rt_vk_opts *opts, rt_vk **out_vk, char *err)
     free(pds);
     pds = NULL;
     if (create_device(vk, err)) goto fail;
+#if defined(__SANITIZE_ADDRESS__)
+    dl_iterate_phdr(pin_module, NULL);
+#endif
     if (vk->verbose)
         fprintf(stderr, "ternion: Vulkan device %u: %s [%s], driver %s, %.1f GiB device-local%s\n", idx,
                 vk->info.name, type_name(vk->info.type), vk->info.driver,
