@@ -35,6 +35,7 @@
 #include "gen_graph.h"
 #include "gen_kernels.h"
 #include "gen_model.h"
+#include "tests/ref/ref_ops.h"
 #include "rt_gguf.h"
 #include "rt_vk.h"
 
@@ -193,128 +194,51 @@ static void free_q8(q8_act *a)
     free(a->qs);
 }
 
-/* ---------------------------------------------------------------- reference (temporary local) */
+/* ---------------------------------------------------------------- reference
+ * tests/ref/ref_ops.h, in this file's argument order; the embedding row copy and top-k
+ * (not ops of ref_ops) are written here. */
 
 static void cref_embed(const float *tab, int dim, uint32_t tok, float *y)
 {
     memcpy(y, tab + (size_t)tok * dim, 4 * (size_t)dim);
 }
 
-static void cref_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
-{
-    double ss = 0;
-    for (int i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
-    float sc = (float)(1.0 / sqrt(ss / n + eps));
-    for (int i = 0; i < n; i++)
-        y[i] = x[i] * sc * w[i];
-}
+static void cref_rmsnorm(const float *x, const float *w, int n, float eps, float *y) { ref_rmsnorm(x, w, n, eps, y); }
 
 static void cref_act_quant(const float *x, int n, int8_t *q, float *out_s, int32_t *out_sum)
 {
-    float amax = 0;
-    for (int i = 0; i < n; i++)
-        amax = fmaxf(amax, fabsf(x[i]));
-    float s = 127.0f / fmaxf(amax, 1e-5f);
-    int32_t sum = 0;
-    for (int i = 0; i < n; i++) {
-        float v = nearbyintf(x[i] * s);
-        q[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
-        sum += q[i];
-    }
-    *out_s = s;
-    *out_sum = sum;
+    *out_s = ref_act_quant(x, n, q, out_sum);
 }
 
-static void cref_bitlinear(const int8_t *tern, float ws, int K, int M, const int8_t *q, float s, float *y)
+/* One token through the I2_S blob [ne0 = K, ne1 = M] (the reference decodes the layout itself). */
+static void cref_bitlinear(const uint8_t *blob, int K, int M, const int8_t *q, float s, float *y)
 {
-    for (int r = 0; r < M; r++) {
-        int64_t acc = 0;
-        for (int i = 0; i < K; i++)
-            acc += tern[(size_t)r * K + i] * q[i];
-        y[r] = (float)acc / s * ws;
-    }
+    ref_bitlinear_q(blob, K, M, q, &s, 1, y);
 }
 
-static void cref_relu2_mul(const float *a, const float *b, int n, float *y)
-{
-    for (int i = 0; i < n; i++) {
-        float r = fmaxf(a[i], 0);
-        y[i] = r * r * b[i];
-    }
-}
-
-static void cref_silu_mul(const float *a, const float *b, int n, float *y)
-{
-    for (int i = 0; i < n; i++)
-        y[i] = (float)(a[i] / (1.0 + exp(-(double)a[i])) * b[i]);
-}
-
-static float cref_f16_round(float x) { return rt_f16_to_f32(rt_f32_to_f16(x)); }
+static void cref_relu2_mul(const float *a, const float *b, int n, float *y) { ref_relu2_mul(a, b, n, y); }
+static void cref_silu_mul(const float *a, const float *b, int n, float *y) { ref_silu_mul(a, b, n, y); }
+static float cref_f16_round(float x) { return ref_f16_round(x); }
 
 static void cref_rope(const gen_hparams *hp, const float *x, int width, uint32_t pos, float *y)
 {
-    const int hd = hp->head_dim, rd = hp->rope_dims, half = rd / 2;
-    const float ts = powf(hp->rope_base, -2.0f / (float)rd);
-    memcpy(y, x, 4 * (size_t)width);
-    for (int h = 0; h < width / hd; h++) {
-        float theta = (float)pos;
-        for (int i = 0; i < half; i++) {
-            int a = hp->rope_style == GEN_ROPE_NEOX ? i : 2 * i, b = hp->rope_style == GEN_ROPE_NEOX ? i + half : 2 * i + 1;
-            double c = cos((double)theta), sn = sin((double)theta);
-            float x0 = x[h * hd + a], x1 = x[h * hd + b];
-            y[h * hd + a] = (float)(x0 * c - x1 * sn);
-            y[h * hd + b] = (float)(x0 * sn + x1 * c);
-            theta *= ts;
-        }
-    }
+    ref_rope(x, width / hp->head_dim, hp->head_dim, hp->rope_dims, (int)pos, hp->rope_base,
+             hp->rope_style == GEN_ROPE_NEOX, y);
 }
 
+/* The kernel rounds q to F16 for Q.K (as the oracle does) and keeps P in f32. */
 static void cref_attention(const gen_hparams *hp, const float *q, const float *kc, const float *vc, uint32_t n_kv,
                            float *y)
 {
-    const int hd = hp->head_dim, KVD = hp->n_kv_heads * hd, group = hp->n_heads / hp->n_kv_heads;
-    double *sc = xmalloc(sizeof(double) * n_kv);
-    for (int h = 0; h < hp->n_heads; h++) {
-        const int kvo = (h / group) * hd;
-        double mx = -1e300, l = 0;
-        for (uint32_t j = 0; j < n_kv; j++) {
-            double d = 0;
-            for (int i = 0; i < hd; i++)
-                d += (double)cref_f16_round(q[h * hd + i]) * kc[(size_t)j * KVD + kvo + i];
-            sc[j] = d / sqrt((double)hd);
-            mx = fmax(mx, sc[j]);
-        }
-        for (uint32_t j = 0; j < n_kv; j++)
-            l += (sc[j] = exp(sc[j] - mx));
-        for (int i = 0; i < hd; i++) {
-            double a = 0;
-            for (uint32_t j = 0; j < n_kv; j++)
-                a += sc[j] * vc[(size_t)j * KVD + kvo + i];
-            y[h * hd + i] = (float)(a / l);
-        }
-    }
-    free(sc);
+    ref_attention(q, kc, vc, (int)n_kv, hp->n_heads, hp->n_kv_heads, hp->head_dim, REF_ATT_Q_F16, y);
 }
 
 static void cref_lm_head(const float *tab, int dim, int vocab, const float *x, float *y)
 {
-    for (int v = 0; v < vocab; v++) {
-        double a = 0;
-        for (int i = 0; i < dim; i++)
-            a += (double)tab[(size_t)v * dim + i] * x[i];
-        y[v] = (float)a;
-    }
+    ref_lm_head_f32(tab, dim, vocab, x, 0, y);
 }
 
-static uint32_t cref_argmax(const float *l, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (l[i] > l[b])
-            b = i;
-    return (uint32_t)b;
-}
+static uint32_t cref_argmax(const float *l, int n) { return (uint32_t)ref_argmax(l, n); }
 
 /* ---------------------------------------------------------------- device plumbing */
 
@@ -733,9 +657,9 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
             for (uint32_t t = 0; t < n; t++) {
                 float *yr = ref + (size_t)t * M[p];
                 const int8_t *qt = a.q + (size_t)t * K;
-                cref_bitlinear(W[p].tern, W[p].scale, K, M[p], qt, a.qs[2 * t], yr);
+                cref_bitlinear(W[p].packed, K, M[p], qt, a.qs[2 * t], yr);
                 if (glu) {
-                    cref_bitlinear(W[1].tern, W[1].scale, K, M[p], qt, a.qs[2 * t], up);
+                    cref_bitlinear(W[1].packed, K, M[p], qt, a.qs[2 * t], up);
                     if (kop->relu2)
                         cref_relu2_mul(yr, up, M[p], yr);
                     else
