@@ -63,6 +63,9 @@ $(LIB_REF): $(call obj,$(REF_SRC))
 $(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 
+# Static pattern rules below name every object explicitly, so make never treats one
+# as an intermediate file (deleted after the link, then not rebuilt on a header change).
+
 # One binary per model: the generated schedule + the shared runtime/CLI.
 $(MODEL_BINS): $(B)/%: $(B)/obj/generated/%/model.o $(LIB_RT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
@@ -70,13 +73,13 @@ $(B)/obj/generated/%/model.o: generated/%/model.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-overlength-strings -MMD -MP -c $< -o $@
 
-$(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+$(TESTS): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_RT)
-$(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+$(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
-$(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+$(EXAMPLES): $(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 

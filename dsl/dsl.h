@@ -157,6 +157,8 @@ enum {
     DSL_FEAT_FLOAT16 = 1u << 4,    /* shaderFloat16 */
     DSL_FEAT_SUBGROUP = 1u << 5,   /* any subgroup operation or builtin */
     DSL_FEAT_ATOMICS = 1u << 6,    /* buffer/shared atomics */
+    DSL_FEAT_INT_DOT = 1u << 7,    /* integer dot products: dsl_compile_native_dot gives a
+                                      variant with the native instructions (shaderIntegerDotProduct) */
 };
 uint32_t dsl_kernel_features(const dsl_kernel *k);
 
@@ -447,11 +449,18 @@ const char *dsl_emit_glsl(dsl_kernel *k);
  * *out_spv is malloc'd (caller frees), *out_bytes its size. Returns 0, or non-zero with
  * dsl_error(k) set; a compiler rejection includes the generated source with line numbers. */
 int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
+/* The same with DSL_NATIVE_DOT defined: integer dot products become the
+ * SPV_KHR_integer_dot_product instructions (OpSDot, OpUDot, OpSUDot and their AccSat
+ * forms), for devices with shaderIntegerDotProduct. Bit-exact with dsl_compile's output. */
+int dsl_compile_native_dot(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
 /* Compile any GLSL compute source with the same settings. On failure returns non-zero and
  * *out_err (malloc'd, caller frees) holds shaderc's message followed by the numbered
  * source. `name` is used as the file name in messages. */
 int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
                      char **out_err);
+/* dsl_compile_glsl with DSL_NATIVE_DOT defined (see dsl_compile_native_dot). */
+int dsl_compile_glsl_native_dot(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
+                                char **out_err);
 
 /* ------------------------------------------------------------------------------------
  * *_at implementations (call through the macros above)

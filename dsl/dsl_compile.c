@@ -26,7 +26,8 @@ static char *numbered_error(const char *name, const char *msg, const char *src)
     return b.s;
 }
 
-int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes, char **out_err)
+static int compile_glsl(const char *name, const char *src, bool native_dot, uint32_t **out_spv, size_t *out_bytes,
+                        char **out_err)
 {
     *out_spv = NULL;
     *out_bytes = 0;
@@ -43,6 +44,7 @@ int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size
     shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
     shaderc_compile_options_set_target_spirv(o, shaderc_spirv_version_1_5);
     shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
+    if (native_dot) shaderc_compile_options_add_macro_definition(o, "DSL_NATIVE_DOT", 14, "1", 1);
     char fname[160];
     snprintf(fname, sizeof(fname), "%s.comp", name ? name : "kernel");
     shaderc_compilation_result_t r =
@@ -68,7 +70,18 @@ int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size
     return rc;
 }
 
-int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
+int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes, char **out_err)
+{
+    return compile_glsl(name, src, false, out_spv, out_bytes, out_err);
+}
+
+int dsl_compile_glsl_native_dot(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
+                                char **out_err)
+{
+    return compile_glsl(name, src, true, out_spv, out_bytes, out_err);
+}
+
+static int compile_kernel(dsl_kernel *k, bool native_dot, uint32_t **out_spv, size_t *out_bytes)
 {
     *out_spv = NULL;
     *out_bytes = 0;
@@ -76,7 +89,7 @@ int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
     const char *src = dsl_emit_glsl(k);
     if (!src) return -1;
     char *err = NULL;
-    if (dsl_compile_glsl(k->name, src, out_spv, out_bytes, &err) == 0) return 0;
+    if (compile_glsl(k->name, src, native_dot, out_spv, out_bytes, &err) == 0) return 0;
     /* A rejection is an error of the kernel as a whole (no caller line to blame). */
     size_t n = (err ? strlen(err) : 0) + strlen(k->name) + 64;
     free(k->err);
@@ -84,4 +97,14 @@ int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
     if (k->err) snprintf(k->err, n, "kernel '%s': %s", k->name, err ? err : "compile failed");
     free(err);
     return -1;
+}
+
+int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
+{
+    return compile_kernel(k, false, out_spv, out_bytes);
+}
+
+int dsl_compile_native_dot(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
+{
+    return compile_kernel(k, true, out_spv, out_bytes);
 }

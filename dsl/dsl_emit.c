@@ -48,7 +48,11 @@ typedef struct {
     int tmp;
 } emitter;
 
-/* ---- integer dot product helpers (glslang 12 has no GL_EXT_integer_dot_product) ---- */
+/* ---- integer dot product helpers ----
+ * glslang 12 has no GL_EXT_integer_dot_product, so each helper is emitted twice:
+ * under DSL_NATIVE_DOT (dsl_compile_native_dot) as the SPV_KHR_integer_dot_product
+ * instruction through GL_EXT_spirv_intrinsics (needs shaderIntegerDotProduct), else
+ * as plain integer arithmetic that any device runs. Both give the same exact result. */
 
 #define UNPACK_S(v) "ivec4(int(" v ") << 24, int(" v ") << 16, int(" v ") << 8, int(" v ")) >> 24"
 #define UNPACK_U(v) "(uvec4(" v ") >> uvec4(0u, 8u, 16u, 24u)) & 255u"
@@ -69,6 +73,20 @@ static const char *const helper_src[DSL_OP_COUNT] = {
                              "    int r = acc + d;\n    if (d > 0 && r < acc) r = 2147483647;\n"
                              "    if (d < 0 && r > acc) r = int(0x80000000u);\n    return r;\n}\n",
 };
+#define SPV_DOT(id, ret, fn, params) \
+    "spirv_instruction(extensions = [\"SPV_KHR_integer_dot_product\"], capabilities = [6019, 6018], id = " #id ")\n" \
+    ret " " fn "(" params ", spirv_literal int fmt);\n"
+#define NATIVE(id, ret, name, params, args) \
+    SPV_DOT(id, ret, "spv_" name, params) ret " dsl_" name "(" params ")\n{\n    return spv_" name "(" args ", 0);\n}\n"
+static const char *const native_src[DSL_OP_COUNT] = {
+    [DSL_OP_DOT4X8_SS] = NATIVE(4450, "int", "dot4x8_ss", "uint a, uint b", "a, b"),
+    [DSL_OP_DOT4X8_UU] = NATIVE(4451, "uint", "dot4x8_uu", "uint a, uint b", "a, b"),
+    [DSL_OP_DOT4X8_SU] = NATIVE(4452, "int", "dot4x8_su", "uint a, uint b", "a, b"),
+    [DSL_OP_DOT4X8_SS_SAT] = NATIVE(4453, "int", "dot4x8_ss_sat", "uint a, uint b, int acc", "a, b, acc"),
+    [DSL_OP_DOT4X8_UU_SAT] = NATIVE(4454, "uint", "dot4x8_uu_sat", "uint a, uint b, uint acc", "a, b, acc"),
+    [DSL_OP_DOT4X8_SU_SAT] = NATIVE(4455, "int", "dot4x8_su_sat", "uint a, uint b, int acc", "a, b, acc"),
+};
+
 /* The non-saturating helper a saturating one calls. */
 static dsl_op helper_base(dsl_op op)
 {
@@ -411,6 +429,9 @@ static void header(emitter *e, dsl_sb *o)
         if (e->ext & (1u << i)) names[n++] = dsl_ext_names[i];
     qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
     for (int i = 0; i < n; i++) dsl_sb_printf(o, "#extension %s : require\n", names[i]);
+    bool dot = false;
+    for (int op = 0; op < DSL_OP_COUNT; op++) dot |= e->helpers[op] && native_src[op];
+    if (dot) dsl_sb_printf(o, "#ifdef DSL_NATIVE_DOT\n#extension GL_EXT_spirv_intrinsics : require\n#endif\n");
     dsl_sb_printf(o, "\nlayout(local_size_x = %u, local_size_y = %u, local_size_z = %u) in;\n", k->wg[0], k->wg[1],
                   k->wg[2]);
     if (k->buffers.n) dsl_sb_printf(o, "\n");
@@ -432,8 +453,13 @@ static void header(emitter *e, dsl_sb *o)
         if (c->is_spec) dsl_sb_printf(o, "layout(constant_id = %u) ", c->n);
         dsl_sb_printf(o, "const %s %s = %s;\n", dsl_type_glsl(c->type), c->name, c->text);
     }
-    for (int op = 0; op < DSL_OP_COUNT; op++)
-        if (e->helpers[op]) dsl_sb_printf(o, "\n%s", helper_src[op]);
+    for (int op = 0; op < DSL_OP_COUNT; op++) {
+        if (!e->helpers[op]) continue;
+        if (native_src[op])
+            dsl_sb_printf(o, "\n#ifdef DSL_NATIVE_DOT\n%s#else\n%s#endif\n", native_src[op], helper_src[op]);
+        else
+            dsl_sb_printf(o, "\n%s", helper_src[op]);
+    }
 }
 
 const char *dsl_emit_glsl(dsl_kernel *k)
@@ -458,6 +484,8 @@ const char *dsl_emit_glsl(dsl_kernel *k)
         return NULL;
     }
     k->features = features_of(e.ext, e.atomics);
+    for (int op = 0; op < DSL_OP_COUNT; op++)
+        if (e.helpers[op] && native_src[op]) k->features |= DSL_FEAT_INT_DOT;
     k->glsl = out.s;
     return k->glsl;
 }

@@ -60,6 +60,19 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
         return -1;
     }
     free(cerr);
+    uint32_t *spv_dot = NULL; /* the native integer-dot variant of the same source */
+    size_t spv_dot_bytes = 0;
+    if ((dsl_kernel_features(k) & DSL_FEAT_INT_DOT) &&
+        dsl_compile_glsl_native_dot(dsl_kernel_name(k), glsl, &spv_dot, &spv_dot_bytes, &cerr)) {
+        fprintf(stderr, "%s\n", cerr ? cerr : "");
+        snprintf(err, GEN_ERR_LEN, "kernel '%s' does not compile with DSL_NATIVE_DOT (source above)",
+                 dsl_kernel_name(k));
+        free(cerr);
+        free(spv);
+        free(glsl);
+        return -1;
+    }
+    free(cerr);
     uint32_t i = d->n_kernels++;
     /* Stable, unique names: the DSL name, suffixed when two kernels share it. */
     char name[96];
@@ -75,7 +88,9 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     d->kname[i] = strdup(name);
     d->glsl[i] = glsl;
     d->spv[i] = spv;
-    d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes};
+    d->spv_dot[i] = spv_dot;
+    d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes,
+                                     .spv_dot = spv_dot, .spv_dot_bytes = (uint32_t)spv_dot_bytes};
     return (int)i;
 }
 
@@ -108,6 +123,8 @@ static int build_schedule(gen_desc *d, bool decode, rt_schedule *out_s, char *er
         memcpy(dp->groups, ko.groups, sizeof(dp->groups));
         dp->barrier = g->barrier[ki];
         dp->bytes = ko.bytes;
+        dp->bytes_vocab = ko.bytes_per_vocab;
+        dp->bytes_kv = ko.bytes_per_kv;
         dp->label = kop->label;
         counts[kop->sec]++;
         gen_kernel_out_free(&ko);
@@ -214,9 +231,9 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
                             "model %s\nsource %s fnv64:%016llx\nfusion %s\nkernels %u\n", m->name, m->path,
                             (unsigned long long)yh, fuse ? "on" : "off", d->n_kernels);
     for (uint32_t i = 0; i < d->n_kernels && len < cap; i++)
-        len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx spv-bytes:%u\n",
+        len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx spv-bytes:%u%s\n",
                                 d->kname[i], (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),
-                                d->kernels[i].spv_bytes);
+                                d->kernels[i].spv_bytes, d->spv_dot[i] ? " +native-dot" : "");
     md->manifest = d->manifest;
     return 0;
 }
@@ -227,6 +244,7 @@ void gen_desc_free(gen_desc *d)
         free(d->glsl[i]);
         free(d->kname[i]);
         free(d->spv[i]);
+        free(d->spv_dot[i]);
     }
     free(d->manifest);
     d->n_kernels = 0;

@@ -134,8 +134,9 @@ static void write_dispatch_c(FILE *f, const rt_model_desc *md, const rt_dispatch
     fprintf(f, "},\n     .groups = {");
     for (int i = 0; i < 3; i++)
         fprintf(f, "%s{%u, %u, %u}", i ? ", " : "", d->groups[i].mul, d->groups[i].add, d->groups[i].div);
-    fprintf(f, "}, .barrier = 0x%llxull, .bytes = %lluull, .label = \"%s\"},\n",
-            (unsigned long long)d->barrier, (unsigned long long)d->bytes, d->label);
+    fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, .label = \"%s\"},\n",
+            (unsigned long long)d->barrier, (unsigned long long)d->bytes, (unsigned long long)d->bytes_vocab,
+            (unsigned long long)d->bytes_kv, d->label);
 }
 
 static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule *s, const char *name)
@@ -152,6 +153,14 @@ static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule
     fprintf(f, "};\n\n");
 }
 
+static void write_words(FILE *f, const char *prefix, const char *name, const uint32_t *w, uint32_t bytes)
+{
+    fprintf(f, "static const uint32_t %s%s[%u] = {", prefix, name, bytes / 4);
+    for (uint32_t i = 0; i < bytes / 4; i++)
+        fprintf(f, "%s0x%08x,", i % 8 ? " " : "\n    ", w[i]);
+    fprintf(f, "\n};\n");
+}
+
 static int write_model_c(const gen_desc *d, const char *dir, char *err)
 {
     const rt_model_desc *md = &d->desc;
@@ -164,17 +173,20 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                "#include \"rt_gguf.h\"\n#include \"rt_schedule.h\"\n\n",
             d->graph.m->path, md->name);
     for (uint32_t k = 0; k < md->n_kernels; k++) {
-        const uint32_t *w = md->kernels[k].spv;
-        uint32_t nw = md->kernels[k].spv_bytes / 4;
-        fprintf(f, "static const uint32_t spv_%s[%u] = {", md->kernels[k].name, nw);
-        for (uint32_t i = 0; i < nw; i++)
-            fprintf(f, "%s0x%08x,", i % 8 ? " " : "\n    ", w[i]);
-        fprintf(f, "\n};\n");
+        write_words(f, "spv_", md->kernels[k].name, md->kernels[k].spv, md->kernels[k].spv_bytes);
+        if (md->kernels[k].spv_dot)
+            write_words(f, "spv_dot_", md->kernels[k].name, md->kernels[k].spv_dot, md->kernels[k].spv_dot_bytes);
     }
     fprintf(f, "\nstatic const rt_kernel_desc kernels[%u] = {\n", md->n_kernels);
-    for (uint32_t k = 0; k < md->n_kernels; k++)
-        fprintf(f, "    {\"%s\", spv_%s, sizeof(spv_%s)},\n", md->kernels[k].name, md->kernels[k].name,
-                md->kernels[k].name);
+    for (uint32_t k = 0; k < md->n_kernels; k++) {
+        const char *n = md->kernels[k].name;
+        fprintf(f, "    {\"%s\", spv_%s, sizeof(spv_%s)", n, n, n);
+        if (md->kernels[k].spv_dot)
+            fprintf(f, ", spv_dot_%s, sizeof(spv_dot_%s)", n, n);
+        else
+            fprintf(f, ", NULL, 0");
+        fprintf(f, "},\n");
+    }
     fprintf(f, "};\n\nstatic const char *const archs[] = {");
     for (uint32_t i = 0; i < md->n_archs; i++)
         fprintf(f, "%s\"%s\"", i ? ", " : "", md->archs[i]);
@@ -245,6 +257,14 @@ int gen_desc_write(const gen_desc *d, const char *dir, char *err)
         if (!(f = open_out(kdir, name, "wb", err)))
             return -1;
         fwrite(md->kernels[k].spv, 1, md->kernels[k].spv_bytes, f);
+        if (close_out(f, name, err))
+            return -1;
+        if (!md->kernels[k].spv_dot)
+            continue;
+        snprintf(name, sizeof(name), "%s.native-dot.spv", md->kernels[k].name);
+        if (!(f = open_out(kdir, name, "wb", err)))
+            return -1;
+        fwrite(md->kernels[k].spv_dot, 1, md->kernels[k].spv_dot_bytes, f);
         if (close_out(f, name, err))
             return -1;
     }

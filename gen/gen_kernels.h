@@ -26,7 +26,9 @@ typedef struct {
     gen_arg args[RT_MAX_ARGS];
     int n_params;
     rt_param params[RT_MAX_PARAMS];
-    uint64_t bytes;                /* bytes read + written for one token */
+    uint64_t bytes;                /* bytes read + written for one token ... */
+    uint64_t bytes_per_vocab;      /* ... + this per vocabulary entry (LM head) ... */
+    uint64_t bytes_per_kv;         /* ... + this per cache row attended (attention) */
 } gen_kernel_out;
 
 /* Build the kernel for `kop` (decode: specialised for one token; else a batch

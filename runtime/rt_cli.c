@@ -62,6 +62,7 @@ int rt_cli_open_engine(const rt_cli_opts *o, const rt_model_desc *desc, const ch
         .profile = o->profile,
         .verbose = o->verbose,
         .validation = o->validation,
+        .no_int_dot = o->no_int_dot,
     };
     if (rt_engine_open(desc, &eo, out_e, err)) {
         fprintf(stderr, "error: %s\n", err[0] ? err : "cannot open the model");

@@ -55,6 +55,7 @@ static const flag_def flags[] = {
     {"--tokens", NULL, F_STR, O(tokens), 0, 0, "\"ID ...\"", "use these token ids as the prompt (no BOS added)"},
     {"--logits-out", NULL, F_STR, O(logits_out), 0, 0, "FILE", "with --tokens: write float32 logits [n][vocab] and exit"},
     {"--print-ids", NULL, F_BOOL, O(print_ids), 0, 0, NULL, "print generated token ids instead of text"},
+    {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
     {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
     {"-h", "--help", F_BOOL, O(help), 0, 0, NULL, "this help"},

@@ -32,6 +32,7 @@ typedef struct {
     uint32_t dispatches, barriers;
     uint64_t bytes;
     double achieved_gbs, copy_gbs;
+    bool native_dot;       /* kernels with native integer dot products */
 } bench_result;
 
 static const int prompt_sizes[2] = {128, 512};
@@ -245,15 +246,7 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
     }
     r->dec_ms = median(runs, DEC_RUNS);
     r->dec_tps = 1000.0 / r->dec_ms;
-    if (o->profile && !o->json) rt_engine_print_profile(e);
-    if (o->profile && o->json) { /* keep stdout one JSON line: the table goes to stderr */
-        fflush(stdout);
-        int saved = dup(1);
-        dup2(2, 1);
-        rt_engine_print_profile(e);
-        fflush(stdout);
-        if (saved >= 0) { dup2(saved, 1); close(saved); }
-    }
+    if (o->profile) rt_engine_print_profile(e); /* on stderr: stdout stays one JSON line with --json */
     /* prompt processing */
     for (int p = 0; p < 2; p++) {
         int n = prompt_sizes[p];
@@ -270,8 +263,9 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
     rt_engine_stats st;
     rt_engine_get_stats(e, &st);
     r->dispatches = st.dispatches_per_token;
+    r->native_dot = st.native_dot;
     r->barriers = st.barriers_per_token;
-    r->bytes = st.weight_bytes_per_token;
+    r->bytes = rt_engine_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
     if (rt_engine_copy_bandwidth(e, &r->copy_gbs, err)) {
         fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", err);
@@ -308,6 +302,7 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
             if (r->prompt_tps[p] < 0) printf("\"prompt%d_tok_s\":null,", prompt_sizes[p]);
             else printf("\"prompt%d_tok_s\":%.3f,", prompt_sizes[p], r->prompt_tps[p]);
         }
+        printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
                "\"achieved_gbs\":%.3f,\"copy_gbs\":%.3f,\"ratio\":%.4f,\"profile\":%s}\n",
                r->dispatches, r->barriers, (unsigned long long)r->bytes, r->achieved_gbs, r->copy_gbs, ratio,
@@ -317,6 +312,7 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
     printf("bench %s: %s, %d layers, vocab %d, context %d\n", desc->name, o->model ? path : "random weights",
            r->layers, r->vocab, r->n_ctx);
     printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
+    printf("kernels:     %s integer dot products\n", r->native_dot ? "native" : "portable (emulated)");
     printf("decode:      %.2f tok/s, %.3f ms/token (context %d, median of %d runs x %d tokens)%s\n", r->dec_tps,
            r->dec_ms, DEC_POS, DEC_RUNS, DEC_STEPS, o->profile ? " [profiling on: includes timestamp cost]" : "");
     for (int p = 0; p < 2; p++) {

@@ -27,6 +27,7 @@ struct rt_engine {
     rt_gguf *g;
     int n_layers, vocab, n_ctx, n_batch;
     bool profile;
+    bool native_dot;      /* pipelines use the kernels' native integer-dot variants */
     rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
     bool *w_ok;
     rt_buf *acts;         /* [n_acts] */
@@ -37,6 +38,7 @@ struct rt_engine {
     struct { int n; rt_cmd *c; } pre[MAX_PREFILL];
     int pre_next;
     int last_row;         /* LOGITS row of the last position after eval */
+    int last_decode_kv;   /* cache rows the last decode step attended (profile) */
     rt_engine_stats stats;
 };
 
@@ -308,24 +310,21 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
         rt_buf_create_named(e->vk, (uint64_t)e->n_batch * e->vocab * 4, RT_MEM_DEVICE, "logits", &e->logits, err) ||
         rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err))
         goto fail;
-    for (uint32_t k = 0; k < desc->n_kernels; k++)
-        if (rt_pipeline_get(e->vk, desc->kernels[k].name, desc->kernels[k].spv, desc->kernels[k].spv_bytes,
+    e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
+    for (uint32_t k = 0; k < desc->n_kernels; k++) {
+        const rt_kernel_desc *kd = &desc->kernels[k];
+        bool nd = e->native_dot && kd->spv_dot;
+        if (rt_pipeline_get(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
                             &e->pipes[k], err))
             goto fail;
+    }
+    if (opts->verbose)
+        fprintf(stderr, "kernels: %s integer dot products\n", e->native_dot ? "native" : "portable (emulated)");
     if (record(e, &desc->decode, 1, &e->decode, err))
         goto fail;
     e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode);
     e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode);
-    const rt_schedule *s = &desc->decode;
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; i < s->n_pre; i++)
-        bytes += s->pre[i].bytes;
-    for (uint32_t i = 0; i < s->n_layer; i++)
-        bytes += s->layer[i].bytes * (uint64_t)e->n_layers;
-    for (uint32_t i = 0; i < s->n_post; i++)
-        bytes += s->post[i].bytes;
-    /* the LM head's byte count was taken with the table's declared shape: use the real vocab */
-    e->stats.weight_bytes_per_token = bytes;
+    e->stats.native_dot = e->native_dot;
     *out_e = e;
     return 0;
 fail:
@@ -411,6 +410,8 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
             rt_buf_download(e->vk, &e->logits, 0, out_logits + (size_t)done * e->vocab, (size_t)m * e->vocab * 4, err))
             return -1;
         e->last_row = out_logits ? m - 1 : 0;
+        if (m == 1)
+            e->last_decode_kv = pos + done + 1;
         done += m;
     }
     return 0;
@@ -462,6 +463,35 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
 
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out) { *out = e->stats; }
 
+static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv)
+{
+    return dp->bytes + dp->bytes_vocab * (uint64_t)e->vocab + dp->bytes_kv * (uint64_t)n_kv;
+}
+
+/* The decode dispatches in recording order (see record()): pre, layer x n_layers, post. */
+static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i)
+{
+    const rt_schedule *s = &e->d->decode;
+    if (i < s->n_pre)
+        return &s->pre[i];
+    i -= s->n_pre;
+    if (i < s->n_layer * (uint32_t)e->n_layers)
+        return &s->layer[i % s->n_layer];
+    i -= s->n_layer * (uint32_t)e->n_layers;
+    return i < s->n_post ? &s->post[i] : NULL;
+}
+
+uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv)
+{
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++) {
+        const rt_dispatch *dp = decode_dispatch(e, i);
+        if (dp)
+            bytes += dispatch_bytes(e, dp, n_kv);
+    }
+    return bytes;
+}
+
 void rt_engine_print_profile(rt_engine *e)
 {
     enum { MAXD = 8192 };
@@ -473,26 +503,35 @@ void rt_engine_print_profile(rt_engine *e)
         fprintf(stderr, "profile: not available (%s)\n", e->profile ? err : "run with --profile");
         return;
     }
-    double total = 0;
-    for (uint32_t i = 0; i < n; i++)
+    /* bytes of each timed dispatch at the last decode step's context */
+    double total = 0, total_bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const rt_dispatch *dp = decode_dispatch(e, i);
         total += ns[i];
-    fprintf(stderr, "%-40s %6s %10s %7s\n", "kernel", "count", "total ms", "% step");
+        total_bytes += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : 0;
+    }
+    fprintf(stderr, "decode step at a context of %d tokens:\n", e->last_decode_kv);
+    fprintf(stderr, "%-40s %6s %10s %7s %10s %9s\n", "kernel", "count", "total ms", "% step", "MB", "GB/s");
     for (uint32_t i = 0; i < n; i++) {
         bool seen = false;
         for (uint32_t j = 0; j < i; j++)
             seen |= strcmp(names[j], names[i]) == 0;
         if (seen)
             continue;
-        double t = 0;
+        double t = 0, b = 0;
         int cnt = 0;
         for (uint32_t j = i; j < n; j++)
             if (strcmp(names[j], names[i]) == 0) {
+                const rt_dispatch *dp = decode_dispatch(e, j);
                 t += ns[j];
+                b += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : 0;
                 cnt++;
             }
-        fprintf(stderr, "%-40s %6d %10.4f %6.1f%%\n", names[i], cnt, t / 1e6, total > 0 ? 100 * t / total : 0);
+        fprintf(stderr, "%-40s %6d %10.4f %6.1f%% %10.3f %9.1f\n", names[i], cnt, t / 1e6,
+                total > 0 ? 100 * t / total : 0, b / 1e6, t > 0 ? b / t : 0);
     }
-    fprintf(stderr, "%-40s %6u %10.4f\n", "step", n, total / 1e6);
+    fprintf(stderr, "%-40s %6u %10.4f %7s %10.3f %9.1f\n", "step", n, total / 1e6, "", total_bytes / 1e6,
+            total > 0 ? total_bytes / total : 0);
 }
 
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)

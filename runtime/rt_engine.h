@@ -25,6 +25,7 @@ typedef struct {
     bool profile;       /* timestamp every dispatch */
     bool verbose;       /* device + load progress on stderr */
     bool validation;    /* Vulkan validation layers */
+    bool no_int_dot;    /* use the portable kernels even where the device has integer dot products */
 } rt_engine_opts;
 
 int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err);
@@ -51,9 +52,12 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
 typedef struct {
     uint32_t dispatches_per_token; /* decode schedule */
     uint32_t barriers_per_token;
-    uint64_t weight_bytes_per_token; /* bytes the decode step reads */
+    bool native_dot;                 /* kernels use native integer dot products */
 } rt_engine_stats;
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
+/* Bytes one decode step reads and writes (weights, activations, the KV rows of a
+ * context of n_kv tokens), from the generated per-dispatch byte counts. */
+uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv);
 /* Print the per-kernel profile table of the last decode step (needs opts.profile). */
 void rt_engine_print_profile(rt_engine *e);
 /* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */

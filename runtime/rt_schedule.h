@@ -70,7 +70,9 @@ typedef struct {
      * state values) that this one reads or overwrites: a buffer barrier on each
      * before the dispatch. 0 = no barrier needed. */
     uint64_t barrier;
-    uint64_t bytes;    /* bytes this dispatch reads+writes for one token (profiling GB/s) */
+    /* Bytes this dispatch reads+writes for one token (profiling GB/s):
+     * bytes + bytes_vocab * vocabulary size + bytes_kv * cache rows attended. */
+    uint64_t bytes, bytes_vocab, bytes_kv;
     const char *label; /* e.g. "bitlinear attn_q" */
 } rt_dispatch;
 
@@ -85,8 +87,11 @@ typedef struct {
 
 typedef struct {
     const char *name;     /* kernel name (profiling, pipeline cache) */
-    const uint32_t *spv;  /* SPIR-V words */
+    const uint32_t *spv;  /* SPIR-V words, portable (integer dots as plain arithmetic) */
     uint32_t spv_bytes;
+    const uint32_t *spv_dot; /* the variant with native integer dot products, for devices with
+                                shaderIntegerDotProduct; NULL when the kernel has none */
+    uint32_t spv_dot_bytes;
 } rt_kernel_desc;
 
 typedef struct {

@@ -26,6 +26,11 @@ static const char *emit_ok(dsl_kernel *k)
     if (dsl_compile(k, &spv, &n) != 0) fail_msg("compile failed: %s", dsl_error(k));
     assert_true(n > 20 && spv[0] == 0x07230203u);
     free(spv);
+    if (dsl_kernel_features(k) & DSL_FEAT_INT_DOT) { /* and the native integer-dot variant */
+        if (dsl_compile_native_dot(k, &spv, &n) != 0) fail_msg("native-dot compile failed: %s", dsl_error(k));
+        assert_true(n > 20 && spv[0] == 0x07230203u);
+        free(spv);
+    }
     return dsl_emit_glsl(k);
 }
 

@@ -77,11 +77,12 @@ static void make_buf(bufset *b, const void *data, size_t bytes)
     else OK(rt_buf_fill(g_vk, x, POISON, err)); /* outputs start poisoned */
 }
 
-static void run(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx)
+/* native_dot: the variant with SPV_KHR_integer_dot_product instructions */
+static void run_variant(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx, bool native_dot)
 {
     uint32_t *spv = NULL;
     size_t spv_bytes = 0;
-    if (dsl_compile(k, &spv, &spv_bytes) != 0) fail_msg("%s", dsl_error(k));
+    if ((native_dot ? dsl_compile_native_dot : dsl_compile)(k, &spv, &spv_bytes) != 0) fail_msg("%s", dsl_error(k));
     uint32_t f = dsl_kernel_features(k);
     const rt_vk_info *in = rt_vk_get_info(g_vk);
     if (((f & DSL_FEAT_STORAGE8) && !in->has_int8_storage) || ((f & DSL_FEAT_STORAGE16) && !in->has_16bit_storage))
@@ -100,6 +101,11 @@ static void run(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx)
     OK(rt_cmd_submit(c, err));
     rt_cmd_free(c);
     assert_int_equal(rt_vk_validation_count(g_vk), 0);
+}
+
+static void run(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx)
+{
+    run_variant(k, b, params, gx, false);
 }
 
 static void *download(bufset *b, int i)
@@ -204,10 +210,13 @@ static void test_f16_unpack(void **st)
 static int32_t sbyte(uint32_t w, int j) { return (int8_t)(uint8_t)(w >> (8 * j)); }
 static uint32_t ubyte(uint32_t w, int j) { return (w >> (8 * j)) & 255u; }
 
-static void test_int8_dot(void **st)
+static void int8_dot(bool native_dot)
 {
-    (void)st;
     need_device();
+    if (native_dot && !rt_vk_get_info(g_vk)->has_int_dot) {
+        print_message("skip: %s has no shaderIntegerDotProduct\n", rt_vk_get_info(g_vk)->name);
+        skip();
+    }
     dsl_kernel *k = tk_int8_dot();
     const uint32_t n = 1031;
     const int32_t acc = INT32_MAX - 20000; /* positive dots above 20000 saturate */
@@ -220,7 +229,8 @@ static void test_int8_dot(void **st)
     make_buf(&b, bw, 4 * n);
     make_buf(&b, c, n);
     for (int i = 0; i < 5; i++) make_buf(&b, NULL, 4 * n);
-    run(k, &b, (uint32_t[]){n, (uint32_t)acc}, (n + TK_WG - 1) / TK_WG);
+    run_variant(k, &b, (uint32_t[]){n, (uint32_t)acc}, (n + TK_WG - 1) / TK_WG, native_dot);
+    assert_true(dsl_kernel_features(k) & DSL_FEAT_INT_DOT); /* known once emitted */
     int32_t *ss = download(&b, 3), *su = download(&b, 5), *sat = download(&b, 6), *e = download(&b, 7);
     uint32_t *uu = download(&b, 4);
     int saturated = 0;
@@ -245,6 +255,19 @@ static void test_int8_dot(void **st)
     dsl_kernel_free(k);
 }
 
+static void test_int8_dot(void **st)
+{
+    (void)st;
+    int8_dot(false);
+}
+
+/* The same kernel with the native instructions (lavapipe has shaderIntegerDotProduct). */
+static void test_int8_dot_native(void **st)
+{
+    (void)st;
+    int8_dot(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_reduce_subgroup),
         cmocka_unit_test(test_f16_unpack),
         cmocka_unit_test(test_int8_dot),
+        cmocka_unit_test(test_int8_dot_native),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -103,12 +103,15 @@ typedef struct {
     int vocab;
 } rig;
 
-static int rig_open(rig *r, const char *yaml, const char *gguf, bool fuse, char *err)
+enum { RIG_FUSE = 1, RIG_NO_INT_DOT = 2 };
+
+static int rig_open(rig *r, const char *yaml, const char *gguf, int flags, char *err)
 {
     memset(r, 0, sizeof(*r));
-    if (gen_model_load(yaml, &r->m, err) || gen_desc_build(&r->m, fuse, &r->d, err))
+    if (gen_model_load(yaml, &r->m, err) || gen_desc_build(&r->m, flags & RIG_FUSE, &r->d, err))
         return -1;
-    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128};
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
+                        .no_int_dot = flags & RIG_NO_INT_DOT};
     if (rt_engine_open(&r->d.desc, &o, &r->e, err)) {
         gen_desc_free(&r->d);
         return 1; /* 1: no device or load failure, see err */
@@ -164,11 +167,11 @@ static cmp_stats compare(const float *a, const float *b, int rows, int vocab)
         }                                                                                          \
     } while (0)
 
-static void open_or_skip(rig *r, const fixture *f, bool fuse)
+static void open_or_skip(rig *r, const fixture *f, int flags)
 {
     char err[RT_ERR_LEN] = "", gguf[700];
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", f->dir);
-    int rc = rig_open(r, f->yaml, gguf, fuse, err);
+    int rc = rig_open(r, f->yaml, gguf, flags, err);
     if (rc == 1 && strstr(err, "no Vulkan device")) {
         printf("skip: %s\n", err);
         skip();
@@ -182,7 +185,7 @@ static void check_prompt_logits(fixture *f)
 {
     SKIP_IF_ABSENT(f);
     rig r;
-    open_or_skip(&r, f, true);
+    open_or_skip(&r, f, RIG_FUSE);
     int32_t ids[512];
     int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
     assert_true(n > 0);
@@ -212,7 +215,7 @@ static void check_greedy(fixture *f)
 {
     SKIP_IF_ABSENT(f);
     rig r;
-    open_or_skip(&r, f, true);
+    open_or_skip(&r, f, RIG_FUSE);
     int32_t ids[512], want[128];
     int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
     int nw = read_ids(f->dir, "greedy_tokens.txt", want, 128);
@@ -264,8 +267,8 @@ static void check_internal(fixture *f)
     if (n > 24)
         n = 24;
     rig a, b;
-    open_or_skip(&a, f, true);
-    open_or_skip(&b, f, false);
+    open_or_skip(&a, f, RIG_FUSE);
+    open_or_skip(&b, f, 0);
     size_t sz = (size_t)n * a.vocab;
     float *la = malloc(sz * 4), *lb = malloc(sz * 4), *li = malloc(sz * 4);
     char err[RT_ERR_LEN] = "";
@@ -282,11 +285,29 @@ static void check_internal(fixture *f)
     printf("%s: batched vs incremental: top-1 %d/%d, max |d| %.4g\n", f->name, s.top1_agree, n, s.max_abs);
     assert_true(s.top1_agree * 10 >= n * 9);
     assert_true(s.max_abs <= 1.5 * f->self_max);
+    /* native integer dot products (where the device has them) vs the portable kernels:
+     * integer sums either way, so the logits must be bit-identical, batched and decode */
+    rig c;
+    open_or_skip(&c, f, RIG_FUSE | RIG_NO_INT_DOT);
+    rt_engine_stats sa, sc;
+    rt_engine_get_stats(a.e, &sa);
+    rt_engine_get_stats(c.e, &sc);
+    assert_false(sc.native_dot);
+    if (rt_engine_eval(c.e, ids, n, 0, lb, err))
+        fail_msg("%s", err);
+    assert_memory_equal(la, lb, sz * 4);
+    for (int i = 0; i < n; i++)
+        if (rt_engine_eval(c.e, &ids[i], 1, i, lb + (size_t)i * a.vocab, err))
+            fail_msg("%s", err);
+    assert_memory_equal(li, lb, sz * 4);
+    printf("%s: %s integer dot products == portable kernels, bit for bit\n", f->name,
+           sa.native_dot ? "native" : "(device has no native; portable twice)");
     free(la);
     free(lb);
     free(li);
     rig_close(&a);
     rig_close(&b);
+    rig_close(&c);
 }
 
 static void test_tiny_prompt(void **st) { (void)st; check_prompt_logits(&fixtures[0]); }
@@ -312,7 +333,7 @@ static void test_llama_variant_vs_reference(void **st)
     assert_int_equal(system(cmd), 0);
     rig r;
     char err[RT_ERR_LEN] = "";
-    int rc = rig_open(&r, "models/llama-ternary-tiny.yaml", gguf, true, err);
+    int rc = rig_open(&r, "models/llama-ternary-tiny.yaml", gguf, RIG_FUSE, err);
     if (rc == 1 && strstr(err, "no Vulkan device")) {
         printf("skip: %s\n", err);
         skip();

@@ -104,6 +104,9 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)hp->n_heads, 1);
     gen_out_groups(out, 1, 1, 0, 1);
-    out->bytes = (uint64_t)QD * 8; /* + the K/V rows read, which grow with the context */
+    out->bytes = (uint64_t)QD * 8;
+    /* distinct bytes: one K and one V row per cache position (the query heads of a
+     * KV group re-read the same rows, which the cache serves) */
+    out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);
     return gen_out_kernel(out, k, err);
 }

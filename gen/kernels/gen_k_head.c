@@ -107,7 +107,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_end(k);     /* vb */
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, HEAD_GROUPS, 1);
-    out->bytes = (uint64_t)dim * (f16 ? 2 : 4) * (uint64_t)(tab->ne[1] > 0 ? tab->ne[1] : 1) + (uint64_t)dim * 4;
+    out->bytes = (uint64_t)dim * 4;                        /* the normed input */
+    out->bytes_per_vocab = (uint64_t)dim * (f16 ? 2 : 4) + 4; /* a table row + its logit */
     return gen_out_kernel(out, k, err);
 }
 

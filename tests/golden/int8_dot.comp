@@ -3,6 +3,9 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_8bit_storage : require
+#ifdef DSL_NATIVE_DOT
+#extension GL_EXT_spirv_intrinsics : require
+#endif
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
 
@@ -30,27 +33,62 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+#ifdef DSL_NATIVE_DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int spv_dot4x8_ss(uint a, uint b, spirv_literal int fmt);
+int dsl_dot4x8_ss(uint a, uint b)
+{
+    return spv_dot4x8_ss(a, b, 0);
+}
+#else
 int dsl_dot4x8_ss(uint a, uint b)
 {
     ivec4 x = ivec4(int(a) << 24, int(a) << 16, int(a) << 8, int(a)) >> 24;
     ivec4 y = ivec4(int(b) << 24, int(b) << 16, int(b) << 8, int(b)) >> 24;
     return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
 }
+#endif
 
+#ifdef DSL_NATIVE_DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4451)
+uint spv_dot4x8_uu(uint a, uint b, spirv_literal int fmt);
+uint dsl_dot4x8_uu(uint a, uint b)
+{
+    return spv_dot4x8_uu(a, b, 0);
+}
+#else
 uint dsl_dot4x8_uu(uint a, uint b)
 {
     uvec4 x = (uvec4(a) >> uvec4(0u, 8u, 16u, 24u)) & 255u;
     uvec4 y = (uvec4(b) >> uvec4(0u, 8u, 16u, 24u)) & 255u;
     return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
 }
+#endif
 
+#ifdef DSL_NATIVE_DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
+int spv_dot4x8_su(uint a, uint b, spirv_literal int fmt);
+int dsl_dot4x8_su(uint a, uint b)
+{
+    return spv_dot4x8_su(a, b, 0);
+}
+#else
 int dsl_dot4x8_su(uint a, uint b)
 {
     ivec4 x = ivec4(int(a) << 24, int(a) << 16, int(a) << 8, int(a)) >> 24;
     ivec4 y = ivec4((uvec4(b) >> uvec4(0u, 8u, 16u, 24u)) & 255u);
     return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
 }
+#endif
 
+#ifdef DSL_NATIVE_DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4453)
+int spv_dot4x8_ss_sat(uint a, uint b, int acc, spirv_literal int fmt);
+int dsl_dot4x8_ss_sat(uint a, uint b, int acc)
+{
+    return spv_dot4x8_ss_sat(a, b, acc, 0);
+}
+#else
 int dsl_dot4x8_ss_sat(uint a, uint b, int acc)
 {
     int d = dsl_dot4x8_ss(a, b);
@@ -59,6 +97,7 @@ int dsl_dot4x8_ss_sat(uint a, uint b, int acc)
     if (d < 0 && r > acc) r = int(0x80000000u);
     return r;
 }
+#endif
 
 void main()
 {

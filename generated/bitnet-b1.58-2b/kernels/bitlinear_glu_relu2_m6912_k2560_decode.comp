@@ -3,6 +3,9 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
+#ifdef DSL_NATIVE_DOT
+#extension GL_EXT_spirv_intrinsics : require
+#endif
 
 layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 
@@ -26,12 +29,21 @@ const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 6912u;
 
+#ifdef DSL_NATIVE_DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
+int spv_dot4x8_su(uint a, uint b, spirv_literal int fmt);
+int dsl_dot4x8_su(uint a, uint b)
+{
+    return spv_dot4x8_su(a, b, 0);
+}
+#else
 int dsl_dot4x8_su(uint a, uint b)
 {
     ivec4 x = ivec4(int(a) << 24, int(a) << 16, int(a) << 8, int(a)) >> 24;
     ivec4 y = ivec4((uvec4(b) >> uvec4(0u, 8u, 16u, 24u)) & 255u);
     return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
 }
+#endif
 
 void main()
 {
