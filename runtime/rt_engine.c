@@ -5,6 +5,12 @@
  * buffers and the recorded command streams: the decode stream is recorded once at
  * load and replayed for every token; prefill streams are recorded per token count
  * on first use and cached. Per-step values go through the dyn uniform block.
+ *
+ * A decode step is submitted lazily: rt_engine_eval of one token only prepares it,
+ * and rt_engine_argmax / rt_engine_topk then submit the decode stream with that
+ * kernel appended (one submission and one wait per token; only the token id, or k
+ * candidates, read back); anything else that needs the step (logits, the next
+ * eval) submits the plain decode stream.
  */
 #include "rt_engine.h"
 
@@ -34,7 +40,13 @@ struct rt_engine {
     rt_buf *kc, *vc;      /* [n_layers] */
     rt_buf tokens, logits, result;
     rt_pipeline **pipes;  /* [n_kernels] */
-    rt_cmd *decode;
+    rt_cmd *decode;       /* the decode schedule */
+    rt_cmd *decode_argmax; /* ... + argmax of its logits row 0 */
+    rt_cmd *argmax0;      /* argmax of logits row 0 alone */
+    rt_cmd *decode_topk;  /* decode + top-k of row 0, recorded on first use for decode_topk_k */
+    int decode_topk_k;
+    bool pending;         /* a decode step is prepared (dyn written) but not submitted */
+    rt_cmd *last_decode;  /* stream of the last submitted decode step (profile) */
     struct { int n; rt_cmd *c; } pre[MAX_PREFILL];
     int pre_next;
     int last_row;         /* LOGITS row of the last position after eval */
@@ -104,20 +116,42 @@ static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
                     groups(dp->groups[1], n), groups(dp->groups[2], n));
 }
 
-static int record(rt_engine *e, const rt_schedule *s, uint32_t n, rt_cmd **out_c, char *err)
+/* An auxiliary kernel (argmax, top-k) over logits row `row`: push = logits row
+ * address, result address, vocab, k. */
+static void record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32_t k)
+{
+    uint8_t push[24];
+    VkDeviceAddress a = e->logits.addr + (VkDeviceAddress)row * e->vocab * 4, r = e->result.addr;
+    uint32_t v = (uint32_t)e->vocab;
+    memcpy(push, &a, 8);
+    memcpy(push + 8, &r, 8);
+    memcpy(push + 16, &v, 4);
+    memcpy(push + 20, &k, 4);
+    rt_cmd_dispatch(c, e->pipes[kernel], push, kernel == e->d->k_topk ? 24 : 20, 1, 1, 1);
+}
+
+/* Record schedule s for n tokens (s NULL: nothing), then optionally (aux >= 0) the
+ * auxiliary kernel `aux` over logits row 0, behind a barrier on the logits. */
+static int record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err)
 {
     rt_cmd *c = NULL;
     if (rt_cmd_begin(e->vk, &c, err))
         return -1;
     if (e->profile)
         rt_cmd_enable_profiling(c, true);
-    for (uint32_t i = 0; i < s->n_pre; i++)
+    for (uint32_t i = 0; s && i < s->n_pre; i++)
         record_dispatch(e, c, &s->pre[i], 0, n);
-    for (int L = 0; L < e->n_layers; L++)
+    for (int L = 0; s && L < e->n_layers; L++)
         for (uint32_t i = 0; i < s->n_layer; i++)
             record_dispatch(e, c, &s->layer[i], L, n);
-    for (uint32_t i = 0; i < s->n_post; i++)
+    for (uint32_t i = 0; s && i < s->n_post; i++)
         record_dispatch(e, c, &s->post[i], 0, n);
+    if (aux >= 0) {
+        const rt_buf *lg = &e->logits;
+        if (s)
+            rt_cmd_barrier(c, &lg, 1);
+        record_aux(e, c, (uint16_t)aux, 0, k);
+    }
     if (rt_cmd_end(c, err)) {
         rt_cmd_free(c);
         return -1;
@@ -320,10 +354,13 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     }
     if (opts->verbose)
         fprintf(stderr, "kernels: %s integer dot products\n", e->native_dot ? "native" : "portable (emulated)");
-    if (record(e, &desc->decode, 1, &e->decode, err))
+    if (record(e, &desc->decode, 1, -1, 0, &e->decode, err) ||
+        record(e, &desc->decode, 1, desc->k_argmax, 0, &e->decode_argmax, err) ||
+        record(e, NULL, 0, desc->k_argmax, 0, &e->argmax0, err))
         goto fail;
-    e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode);
-    e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode);
+    e->last_decode = e->decode;
+    e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
+    e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
     e->stats.native_dot = e->native_dot;
     *out_e = e;
     return 0;
@@ -338,6 +375,9 @@ void rt_engine_close(rt_engine *e)
         return;
     if (e->vk) {
         rt_cmd_free(e->decode);
+        rt_cmd_free(e->decode_argmax);
+        rt_cmd_free(e->argmax0);
+        rt_cmd_free(e->decode_topk);
         for (int i = 0; i < MAX_PREFILL; i++)
             rt_cmd_free(e->pre[i].c);
         if (e->w)
@@ -379,14 +419,26 @@ static rt_cmd *prefill_stream(rt_engine *e, int n, char *err)
     e->pre_next = (e->pre_next + 1) % MAX_PREFILL;
     rt_cmd_free(e->pre[slot].c);
     e->pre[slot].c = NULL;
-    if (record(e, &e->d->prefill, (uint32_t)n, &e->pre[slot].c, err))
+    if (record(e, &e->d->prefill, (uint32_t)n, -1, 0, &e->pre[slot].c, err))
         return NULL;
     e->pre[slot].n = n;
     return e->pre[slot].c;
 }
 
+/* Submit a prepared decode step: stream c (e->decode, or one with a kernel appended). */
+static int flush(rt_engine *e, rt_cmd *c, char *err)
+{
+    if (!e->pending)
+        return 0;
+    e->pending = false;
+    e->last_decode = c;
+    return rt_cmd_submit(c, err) ? -1 : 0;
+}
+
 int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
 {
+    if (flush(e, e->decode, err))
+        return -1;
     if (n < 1 || pos < 0 || pos + n > e->n_ctx) {
         snprintf(err, RT_ERR_LEN, "%d tokens at position %d exceed the context of %d tokens (use -c)", n, pos, e->n_ctx);
         return -1;
@@ -403,15 +455,20 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
         rt_dyn dyn = {.pos = (uint32_t)(pos + done), .n_tokens = (uint32_t)m, .n_kv = (uint32_t)(pos + done + m),
                       .out_start = out_logits ? 0u : (uint32_t)(m - 1)};
         memcpy(rt_vk_dyn_buffer(e->vk)->mapped, &dyn, sizeof(dyn));
-        rt_cmd *c = m == 1 ? e->decode : prefill_stream(e, m, err);
-        if (!c || rt_cmd_submit(c, err))
-            return -1;
+        e->last_row = out_logits ? m - 1 : 0;
+        if (m == 1) {
+            e->last_decode_kv = pos + done + 1;
+            e->pending = true; /* submitted by argmax (with it), or by whatever comes next */
+            if (out_logits && flush(e, e->decode, err))
+                return -1;
+        } else {
+            rt_cmd *c = prefill_stream(e, m, err);
+            if (!c || rt_cmd_submit(c, err))
+                return -1;
+        }
         if (out_logits &&
             rt_buf_download(e->vk, &e->logits, 0, out_logits + (size_t)done * e->vocab, (size_t)m * e->vocab * 4, err))
             return -1;
-        e->last_row = out_logits ? m - 1 : 0;
-        if (m == 1)
-            e->last_decode_kv = pos + done + 1;
         done += m;
     }
     return 0;
@@ -420,16 +477,9 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
 static int run_aux(rt_engine *e, uint16_t kernel, uint32_t k, char *err)
 {
     rt_cmd *c = NULL;
-    if (rt_cmd_begin(e->vk, &c, err))
+    if (flush(e, e->decode, err) || rt_cmd_begin(e->vk, &c, err))
         return -1;
-    uint8_t push[24];
-    VkDeviceAddress a = e->logits.addr + (VkDeviceAddress)e->last_row * e->vocab * 4, r = e->result.addr;
-    uint32_t v = (uint32_t)e->vocab;
-    memcpy(push, &a, 8);
-    memcpy(push + 8, &r, 8);
-    memcpy(push + 16, &v, 4);
-    memcpy(push + 20, &k, 4);
-    rt_cmd_dispatch(c, e->pipes[kernel], push, kernel == e->d->k_topk ? 24 : 20, 1, 1, 1);
+    record_aux(e, c, kernel, e->last_row, k);
     int rc = rt_cmd_end(c, err) || rt_cmd_submit(c, err);
     rt_cmd_free(c);
     return rc ? -1 : 0;
@@ -437,7 +487,10 @@ static int run_aux(rt_engine *e, uint16_t kernel, uint32_t k, char *err)
 
 int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err)
 {
-    if (run_aux(e, e->d->k_argmax, 0, err))
+    int rc = e->pending ? flush(e, e->decode_argmax, err)
+             : e->last_row == 0 ? (rt_cmd_submit(e->argmax0, err) ? -1 : 0)
+                                : run_aux(e, e->d->k_argmax, 0, err);
+    if (rc)
         return -1;
     *out_id = (int32_t)((const uint32_t *)e->result.mapped)[0];
     return 0;
@@ -451,7 +504,15 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
     }
     if (k > e->vocab)
         k = e->vocab;
-    if (run_aux(e, e->d->k_topk, (uint32_t)k, err))
+    if (e->pending && e->decode_topk_k != k) {
+        rt_cmd_free(e->decode_topk);
+        e->decode_topk = NULL;
+        e->decode_topk_k = 0;
+        if (record(e, &e->d->decode, 1, e->d->k_topk, (uint32_t)k, &e->decode_topk, err))
+            return -1;
+        e->decode_topk_k = k;
+    }
+    if (e->pending ? flush(e, e->decode_topk, err) : run_aux(e, e->d->k_topk, (uint32_t)k, err))
         return -1;
     const uint32_t *r = e->result.mapped;
     for (int i = 0; i < k; i++) {
@@ -486,8 +547,7 @@ uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv)
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++) {
         const rt_dispatch *dp = decode_dispatch(e, i);
-        if (dp)
-            bytes += dispatch_bytes(e, dp, n_kv);
+        bytes += dp ? dispatch_bytes(e, dp, n_kv) : (uint64_t)e->vocab * 4; /* the argmax reads the logits */
     }
     return bytes;
 }
@@ -499,7 +559,7 @@ void rt_engine_print_profile(rt_engine *e)
     static double ns[MAXD];
     uint32_t n = 0;
     char err[RT_ERR_LEN];
-    if (!e->profile || rt_cmd_timings(e->decode, names, ns, MAXD, &n, err)) {
+    if (!e->profile || rt_cmd_timings(e->last_decode, names, ns, MAXD, &n, err)) {
         fprintf(stderr, "profile: not available (%s)\n", e->profile ? err : "run with --profile");
         return;
     }
@@ -508,10 +568,10 @@ void rt_engine_print_profile(rt_engine *e)
     for (uint32_t i = 0; i < n; i++) {
         const rt_dispatch *dp = decode_dispatch(e, i);
         total += ns[i];
-        total_bytes += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : 0;
+        total_bytes += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : (double)e->vocab * 4;
     }
     fprintf(stderr, "decode step at a context of %d tokens:\n", e->last_decode_kv);
-    fprintf(stderr, "%-40s %6s %10s %7s %10s %9s\n", "kernel", "count", "total ms", "% step", "MB", "GB/s");
+    fprintf(stderr, "%-52s %6s %10s %7s %10s %9s\n", "kernel", "count", "total ms", "% step", "MB", "GB/s");
     for (uint32_t i = 0; i < n; i++) {
         bool seen = false;
         for (uint32_t j = 0; j < i; j++)
@@ -524,13 +584,13 @@ void rt_engine_print_profile(rt_engine *e)
             if (strcmp(names[j], names[i]) == 0) {
                 const rt_dispatch *dp = decode_dispatch(e, j);
                 t += ns[j];
-                b += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : 0;
+                b += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : (double)e->vocab * 4;
                 cnt++;
             }
-        fprintf(stderr, "%-40s %6d %10.4f %6.1f%% %10.3f %9.1f\n", names[i], cnt, t / 1e6,
+        fprintf(stderr, "%-52s %6d %10.4f %6.1f%% %10.3f %9.1f\n", names[i], cnt, t / 1e6,
                 total > 0 ? 100 * t / total : 0, b / 1e6, t > 0 ? b / t : 0);
     }
-    fprintf(stderr, "%-40s %6u %10.4f %7s %10.3f %9.1f\n", "step", n, total / 1e6, "", total_bytes / 1e6,
+    fprintf(stderr, "%-52s %6u %10.4f %7s %10.3f %9.1f\n", "step", n, total / 1e6, "", total_bytes / 1e6,
             total > 0 ? total_bytes / total : 0);
 }
 

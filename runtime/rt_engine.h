@@ -50,7 +50,7 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
 
 /* Figures for the benchmark / --profile. */
 typedef struct {
-    uint32_t dispatches_per_token; /* decode schedule */
+    uint32_t dispatches_per_token; /* a greedy decode step: the decode schedule + argmax */
     uint32_t barriers_per_token;
     bool native_dot;                 /* kernels use native integer dot products */
 } rt_engine_stats;

@@ -310,6 +310,53 @@ static void check_internal(fixture *f)
     rig_close(&c);
 }
 
+/* The decode step's argmax / top-k kernels ride in the same submission as the step
+ * (rt_engine.c submits lazily): their answers must equal a CPU argmax / sort of the
+ * logits of the same step read back, including when k changes between steps. */
+static void check_aux_kernels(fixture *f)
+{
+    SKIP_IF_ABSENT(f);
+    rig r;
+    open_or_skip(&r, f, RIG_FUSE);
+    int32_t ids[512];
+    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
+    if (n > 16)
+        n = 16;
+    char err[RT_ERR_LEN] = "";
+    float *lg = malloc((size_t)r.vocab * 4);
+    if (rt_engine_eval(r.e, ids, n, 0, NULL, err))
+        fail_msg("%s", err);
+    static const int ks[] = {40, 40, 7, 1, 256};
+    int32_t tok = ids[n - 1], top_ids[256];
+    float top_v[256];
+    for (int step = 0; step < 5; step++) {
+        int pos = n + step, k = ks[step] < r.vocab ? ks[step] : r.vocab;
+        int32_t am = -1;
+        /* step, argmax in its submission; again, top-k in its submission; again with logits */
+        if (rt_engine_eval(r.e, &tok, 1, pos, NULL, err) || rt_engine_argmax(r.e, &am, err) ||
+            rt_engine_eval(r.e, &tok, 1, pos, NULL, err) || rt_engine_topk(r.e, ks[step], top_ids, top_v, err) ||
+            rt_engine_eval(r.e, &tok, 1, pos, lg, err))
+            fail_msg("%s", err);
+        assert_int_equal(am, argmax_row(lg, r.vocab));
+        float prev = INFINITY;
+        for (int i = 0; i < k; i++) {
+            assert_true(top_ids[i] >= 0 && top_ids[i] < r.vocab);
+            assert_memory_equal(&top_v[i], &lg[top_ids[i]], 4); /* the logit of that id, bit for bit */
+            assert_true(top_v[i] <= prev);
+            prev = top_v[i];
+        }
+        int above = 0; /* no logit outside the set beats its smallest */
+        for (int v = 0; v < r.vocab; v++)
+            above += lg[v] > top_v[k - 1];
+        assert_true(above <= k - 1);
+        tok = am;
+    }
+    printf("%s: argmax / top-k in the decode submission == CPU over the read-back logits (5 steps)\n", f->name);
+    free(lg);
+    rig_close(&r);
+}
+
+static void test_tiny_aux_kernels(void **st) { (void)st; check_aux_kernels(&fixtures[0]); }
 static void test_tiny_prompt(void **st) { (void)st; check_prompt_logits(&fixtures[0]); }
 static void test_tiny_greedy(void **st) { (void)st; check_greedy(&fixtures[0]); }
 static void test_tiny_internal(void **st) { (void)st; check_internal(&fixtures[0]); }
@@ -371,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_tiny_prompt),
         cmocka_unit_test(test_tiny_greedy),
         cmocka_unit_test(test_tiny_internal),
+        cmocka_unit_test(test_tiny_aux_kernels),
         cmocka_unit_test(test_2b_prompt),
         cmocka_unit_test(test_2b_greedy),
         cmocka_unit_test(test_llama_variant_vs_reference),
