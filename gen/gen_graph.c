@@ -16,6 +16,9 @@
  *   - rmsnorm -> xn, lm_head(xn)                    -> LM_HEAD with norm_w
  *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with norm_w: every
  *     workgroup recomputes the norm + quantization of the row into shared memory
+ * Decode, fused or not (split_decode_attention): ATTENTION -> ATTENTION over
+ * GEN_ATTN_SPLITS key ranges per head (partials: acc[hd], max, sum per range) +
+ * ATTN_COMBINE, so a long context spreads over n_heads * splits workgroups.
  * Both paths do the same arithmetic in the same order, so fused == unfused.
  * Buffer planning and barriers are in gen_plan.c.
  */
@@ -437,6 +440,40 @@ static void fold_decode_norms(gen_graph *g)
     }
 }
 
+static int split_decode_attention(lower_ctx *c)
+{
+    gen_graph *g = c->g;
+    const gen_hparams *hp = &c->m->hp;
+    for (int i = 0; i < g->n_kops; i++) {
+        gen_kop *a = &g->kops[i];
+        if (a->kind != GEN_K_ATTENTION)
+            continue;
+        if (g->n_kops >= GEN_MAX_KOPS) {
+            snprintf(c->err, GEN_ERR_LEN, "%s: too many kernel ops (max %d)", c->m->path, GEN_MAX_KOPS);
+            return -1;
+        }
+        char name[GEN_MAX_NAME];
+        snprintf(name, sizeof(name), "%.*s.part", GEN_MAX_NAME - 6, g->vals[a->out].name);
+        int part = add_gval(c, name, GEN_GV_F32, hp->n_heads * GEN_ATTN_SPLITS * (hp->head_dim + 2), -1);
+        if (part < 0)
+            return -1;
+        memmove(a + 2, a + 1, sizeof(*a) * (size_t)(g->n_kops - i - 1));
+        g->n_kops++;
+        gen_kop *m = a + 1;
+        *m = *a;
+        m->kind = GEN_K_ATTN_COMBINE;
+        m->in[0] = part;
+        m->in[1] = m->in[2] = -1;
+        m->rope = false;
+        snprintf(m->label, sizeof(m->label), "attn_combine %.*s", GEN_MAX_NAME, g->vals[a->out].name);
+        m->splits = GEN_ATTN_SPLITS;
+        a->out = part;
+        a->splits = GEN_ATTN_SPLITS;
+        i++;
+    }
+    return 0;
+}
+
 int gen_plan(gen_graph *g, char *err); /* gen_plan.c */
 
 int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err)
@@ -462,5 +499,7 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
     }
     if (fuse && decode)
         fold_decode_norms(out_g);
+    if (decode && split_decode_attention(&c))
+        return -1;
     return gen_plan(out_g, err);
 }

@@ -20,6 +20,7 @@
 #define GEN_MAX_GVALS 96
 #define GEN_MAX_KOPS 96
 #define GEN_MAX_BUFS 48
+#define GEN_ATTN_SPLITS 16 /* decode attention: key ranges per head (flash decoding) */
 #define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
 
 /* Kernel-op kinds: source ops plus the fused ones. */
@@ -36,6 +37,8 @@
     X(KV_WRITE, "kv_write")       /* Kc[pos] = k, Vc[pos] = v                      */ \
     X(ATTENTION, "attention")     /* y = softmax(q Kc^T / sqrt(hd)) Vc, causal     */ \
                                   /*   (rope: q = rope(in) on load        (fused)) */ \
+                                  /*   (splits: per key range partials  (decode))  */ \
+    X(ATTN_COMBINE, "attn_combine") /* y = merge of ATTENTION's split partials    */ \
     X(ADD, "add")                 /* y = a + b                                     */ \
     X(RELU2_MUL, "relu2_mul")     /* y = relu(a)^2 * b                             */ \
     X(SILU_MUL, "silu_mul")       /* y = silu(a) * b                               */ \
@@ -74,6 +77,9 @@ typedef struct {
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
     bool relu2;     /* BITLINEAR_GLU: relu^2 (true) or silu (false) */
     bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
+    int splits;     /* ATTENTION (decode): the cache rows are cut into this many ranges,
+                     * one workgroup each per head, writing partials (out) that the
+                     * next kop, ATTN_COMBINE, merges; 0 = one workgroup per head */
     int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
                      * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
                      * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */
@@ -104,7 +110,8 @@ int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err);
 /* Same, for one schedule: decode (one token) with fuse also folds norms into the
  * kernel that reads them (each workgroup recomputes the row: cheap for one token):
  * rmsnorm -> LM_HEAD, and NORM_QUANT -> a BITLINEAR / BITLINEAR_MULTI that is its
- * only reader. decode = false is gen_graph_build. */
+ * only reader. Decode attention (fused or not) is split-K: ATTENTION with
+ * GEN_ATTN_SPLITS key ranges + ATTN_COMBINE. decode = false is gen_graph_build. */
 int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err);
 
 /* For kernels and the emitter: buffers read / written by a kop. Each entry is a

@@ -18,6 +18,7 @@ static const gen_kernel_fn builders[GEN_K_COUNT] = {
     [GEN_K_ROPE_KV] = gen_k_rope,
     [GEN_K_KV_WRITE] = gen_k_rope,
     [GEN_K_ATTENTION] = gen_k_attention,
+    [GEN_K_ATTN_COMBINE] = gen_k_attn_combine,
     [GEN_K_ADD] = gen_k_eltwise,
     [GEN_K_RELU2_MUL] = gen_k_eltwise,
     [GEN_K_SILU_MUL] = gen_k_eltwise,

@@ -48,7 +48,8 @@ int gen_k_embed(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char
 int gen_k_norm(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* RMSNORM, QUANT, NORM_QUANT */
 int gen_k_bitlinear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *); /* BITLINEAR(_GLU, _MULTI) */
 int gen_k_rope(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* ROPE, ROPE_KV, KV_WRITE */
-int gen_k_attention(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
+int gen_k_attention(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);    /* (split) */
+int gen_k_attn_combine(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_eltwise(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);   /* ADD, *_MUL */
 int gen_k_lm_head(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 

@@ -18,7 +18,8 @@
 #include "rt_cli_priv.h"
 #include "rt_vk.h"
 
-#define BENCH_CTX 1024     /* context of the generated model and of the run */
+#define BENCH_CTX 1024     /* context_length written into the generated model */
+#define RUN_CTX 4096       /* context of the run without -m (the long-context decodes need it) */
 #define DEC_POS 128        /* decode is measured at a 128-token context */
 #define DEC_RUNS 7
 #define DEC_STEPS 8        /* tokens per decode run */
@@ -29,6 +30,7 @@ typedef struct {
     int layers, vocab, n_ctx;
     double dec_ms, dec_tps;
     double prompt_tps[2];  /* 128, 512; < 0: skipped */
+    double long_ms[2];     /* decode ms/token at the long contexts; < 0: skipped */
     uint32_t dispatches, barriers;
     uint64_t bytes;
     double achieved_gbs, copy_gbs;
@@ -36,6 +38,8 @@ typedef struct {
 } bench_result;
 
 static const int prompt_sizes[2] = {128, 512};
+static const int long_ctx[2] = {2048, 4096};
+#define LONG_RUNS 3
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -246,6 +250,22 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
     }
     r->dec_ms = median(runs, DEC_RUNS);
     r->dec_tps = 1000.0 / r->dec_ms;
+    /* decode with C-1 cache rows before the step: what attention costs at a long
+     * context. The rows are not prefilled (zeros / earlier data): only the time counts. */
+    for (int c = 0; c < 2; c++) {
+        int p0 = long_ctx[c] - DEC_STEPS;
+        r->long_ms[c] = -1;
+        if (long_ctx[c] > r->n_ctx) continue;
+        double lr[LONG_RUNS];
+        for (int k = -1; k < LONG_RUNS; k++) { /* k = -1: warm-up */
+            double t0 = rt_cli_now_ms();
+            for (int s = 0; s < DEC_STEPS; s++)
+                if (rt_engine_eval(e, &id, 1, p0 + s, NULL, err) || rt_engine_argmax(e, &id, err))
+                    return fail("long-context decode", err);
+            if (k >= 0) lr[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
+        }
+        r->long_ms[c] = median(lr, LONG_RUNS);
+    }
     if (o->profile) rt_engine_print_profile(e); /* on stderr: stdout stays one JSON line with --json */
     /* prompt processing */
     for (int p = 0; p < 2; p++) {
@@ -302,6 +322,10 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
             if (r->prompt_tps[p] < 0) printf("\"prompt%d_tok_s\":null,", prompt_sizes[p]);
             else printf("\"prompt%d_tok_s\":%.3f,", prompt_sizes[p], r->prompt_tps[p]);
         }
+        for (int c = 0; c < 2; c++) {
+            if (r->long_ms[c] < 0) printf("\"decode%d_tok_s\":null,", long_ctx[c]);
+            else printf("\"decode%d_tok_s\":%.3f,", long_ctx[c], 1000.0 / r->long_ms[c]);
+        }
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
                "\"achieved_gbs\":%.3f,\"copy_gbs\":%.3f,\"ratio\":%.4f,\"profile\":%s}\n",
@@ -315,6 +339,11 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
     printf("kernels:     %s integer dot products\n", r->native_dot ? "native" : "portable (emulated)");
     printf("decode:      %.2f tok/s, %.3f ms/token (context %d, median of %d runs x %d tokens)%s\n", r->dec_tps,
            r->dec_ms, DEC_POS, DEC_RUNS, DEC_STEPS, o->profile ? " [profiling on: includes timestamp cost]" : "");
+    for (int c = 0; c < 2; c++) {
+        if (r->long_ms[c] < 0) printf("decode @%d: skipped (context %d)\n", long_ctx[c], r->n_ctx);
+        else printf("decode @%d: %.2f tok/s, %.3f ms/token (%.0f%% of the speed at %d)\n", long_ctx[c],
+                    1000.0 / r->long_ms[c], r->long_ms[c], 100.0 * r->dec_ms / r->long_ms[c], DEC_POS);
+    }
     for (int p = 0; p < 2; p++) {
         if (r->prompt_tps[p] < 0) printf("prompt %3d:  skipped (context %d)\n", prompt_sizes[p], r->n_ctx);
         else printf("prompt %3d:  %.1f tok/s (median of %d)\n", prompt_sizes[p], r->prompt_tps[p], PROMPT_RUNS);
@@ -337,7 +366,7 @@ int rt_cli_bench(const rt_cli_opts *o, const rt_model_desc *desc)
     memset(&r, 0, sizeof(r));
     device_info(o, &r);
     rt_engine *e;
-    int rc = rt_cli_open_engine(o, desc, path, o->n_ctx ? o->n_ctx : (o->model ? 0 : BENCH_CTX), &e);
+    int rc = rt_cli_open_engine(o, desc, path, o->n_ctx ? o->n_ctx : (o->model ? 0 : RUN_CTX), &e);
     if (rc) return rc;
     r.vocab = rt_engine_vocab(e);
     r.n_ctx = rt_engine_n_ctx(e);

@@ -225,19 +225,37 @@ static void test_decode_folds(void **state)
         assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
     }
     assert_int_equal(folded, 4);
-    /* 7 per layer + embed + lm_head: 2 + 7 * 30 = 212 dispatches per token */
-    assert_int_equal(layer, 7);
+    /* 8 per layer + embed + lm_head: 2 + 8 * 30 = 242 dispatches per token (+ argmax) */
+    assert_int_equal(layer, 8);
     assert_int_equal(graph.n_kops - layer, 2);
-    /* unfused: decode is the plain lowering too */
+    /* split-K attention: ATTENTION writes partials that ATTN_COMBINE, right after, merges */
+    for (int i = 0; i < graph.n_kops; i++) {
+        const gen_kop *k = &graph.kops[i];
+        if (k->kind != GEN_K_ATTENTION)
+            continue;
+        assert_int_equal(k->splits, GEN_ATTN_SPLITS);
+        assert_true(i + 1 < graph.n_kops);
+        const gen_kop *c = &graph.kops[i + 1];
+        assert_int_equal(c->kind, GEN_K_ATTN_COMBINE);
+        assert_int_equal(c->in[0], k->out);
+        assert_int_equal(graph.vals[k->out].width, 20 * GEN_ATTN_SPLITS * (128 + 2));
+        assert_string_equal(graph.vals[c->out].name, "a");
+    }
+    assert_int_equal(count_kind(&graph, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 1);
+    /* unfused: decode is the plain lowering too, with the attention split */
     gen_graph plain;
     assert_int_equal(gen_graph_build_sched(&model, false, true, &graph, err), 0);
     assert_int_equal(gen_graph_build(&model, false, &plain, err), 0);
-    assert_int_equal(graph.n_kops, plain.n_kops);
-    for (int i = 0; i < graph.n_kops; i++) {
-        assert_int_equal(graph.kops[i].kind, plain.kops[i].kind);
+    assert_int_equal(graph.n_kops, plain.n_kops + 1);
+    for (int i = 0, j = 0; i < graph.n_kops; i++) {
+        if (graph.kops[i].kind == GEN_K_ATTN_COMBINE)
+            continue;
+        assert_int_equal(graph.kops[i].kind, plain.kops[j++].kind);
         assert_int_equal(graph.kops[i].norm_w, -1);
         assert_false(graph.kops[i].rope);
     }
+    /* prefill keeps one attention kop per layer, unsplit */
+    assert_int_equal(count_kind(&plain, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
 }
 
 static gen_desc d1, d2;
@@ -257,8 +275,9 @@ static void test_deterministic_and_shared_kernels(void **state)
         for (uint32_t j = 0; j < i; j++)
             assert_string_not_equal(d1.glsl[i], d1.glsl[j]); /* identical kernels are stored once */
     }
-    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after) */
-    assert_int_equal(d1.desc.decode.n_layer + 3, d1.desc.prefill.n_layer);
+    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after),
+     * plus the combine of the split attention */
+    assert_int_equal(d1.desc.decode.n_layer + 3 - 1, d1.desc.prefill.n_layer);
     assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post + 1, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
     /* the act table covers both plans */
     assert_true(d1.desc.n_acts >= (uint32_t)d1.graph.n_bufs && d1.desc.n_acts >= (uint32_t)d1.graph_dec.n_bufs);

@@ -88,6 +88,7 @@ static void load_variant(const char *path, gen_model *m)
 }
 static gen_model models[N_MODELS];
 static gen_graph graphs[N_MODELS][2]; /* [model][fuse] */
+static gen_graph dec_graphs[N_MODELS]; /* fused decode schedules (split attention, norm folds) */
 
 /* Largest error seen per kernel kind (printed at the end) and the kinds run. */
 static double worst[GEN_K_COUNT];
@@ -259,6 +260,8 @@ static int setup(void **st)
         for (int f = 0; f < 2; f++)
             if (gen_graph_build(&models[m], f == 1, &graphs[m][f], err))
                 fail_msg("%s", err);
+        if (gen_graph_build_sched(&models[m], true, true, &dec_graphs[m], err))
+            fail_msg("%s", err);
     }
     return 0;
 }
@@ -771,17 +774,25 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
 
 /* ---------------------------------------------------------------- ATTENTION */
 
-/* (pos, n): decode uses n = 1; 60 + 13 and 70 + 3 cross the kernel's 64-key chunk. */
-static const uint32_t att_cases[][2] = {{0, 1}, {5, 1}, {130, 1}, {0, 13}, {5, 7}, {0, 8}, {60, 13}, {70, 3}};
+/* (pos, n): decode uses n = 1; 60 + 13 and 70 + 3 cross the kernel's 64-key chunk;
+ * for split attention (16 ranges) 0..14 leave ranges empty, 130 and 159 give ranges
+ * of 9 and 10 rows, the last one short. */
+static const uint32_t att_cases[][2] = {{0, 1},  {5, 1}, {130, 1},  {159, 1}, {14, 1},
+                                        {0, 13}, {5, 7}, {0, 8}, {60, 13}, {70, 3}};
 
-static void check_attention(const gen_graph *g, const gen_kop *kop, bool decode)
+/* Attention kop `kop`; with `comb` (decode split-K), the partials it writes go
+ * through the ATTN_COMBINE kop `comb` into y. */
+static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_kop *comb, bool decode)
 {
     const gen_hparams *hp = &g->m->hp;
     const int hd = hp->head_dim, QD = hp->n_heads * hd, KVD = hp->n_kv_heads * hd;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     const size_t eb = f16 ? 2 : 4, nc = (size_t)CTX * KVD, nq = (size_t)NMAX * QD;
-    kern kn;
+    const size_t np = comb ? (size_t)g->vals[kop->out].width : 1;
+    kern kn, kc2;
     kern_build(&kn, g, kop, decode);
+    if (comb)
+        kern_build(&kc2, g, comb, decode);
     for (size_t ci = 0; ci < sizeof(att_cases) / sizeof(att_cases[0]); ci++) {
         uint32_t pos = att_cases[ci][0], n = att_cases[ci][1];
         if (decode != (n == 1))
@@ -803,12 +814,22 @@ static void check_attention(const gen_graph *g, const gen_kop *kop, bool decode)
                 memcpy(vraw + 4 * i, &vc[i], 4);
             }
         }
-        rt_buf b[4] = {dev(4 * nq, q), dev(eb * nc, NULL), dev(eb * nc, NULL), dev(4 * nq, NULL)};
+        rt_buf b[5] = {dev(4 * nq, q), dev(eb * nc, NULL), dev(eb * nc, NULL), dev(4 * nq, NULL), dev(4 * np, NULL)};
         OK(rt_buf_upload(g_vk, &b[1], 0, kraw, eb * nkv, err));
         OK(rt_buf_upload(g_vk, &b[2], 0, vraw, eb * nkv, err));
         assert_int_equal(kn.ko.n_args, 4);
-        const rt_buf *args[4] = {&b[0], &b[1], &b[2], &b[3]};
+        const rt_buf *args[4] = {&b[0], &b[1], &b[2], comb ? &b[4] : &b[3]};
         kern_run(&kn, args, n, pos, 0);
+        if (comb) { /* every partial written (none left poisoned), then merged */
+            uint32_t *pw = fetch(&b[4], 4 * np);
+            for (size_t i = 0; i < np; i++)
+                if (pw[i] == POISON)
+                    fail_msg("%s: partial %zu not written (pos %u)", kop->label, i, pos);
+            free(pw);
+            assert_int_equal(kc2.ko.n_args, 2);
+            const rt_buf *cargs[2] = {&b[4], &b[3]};
+            kern_run(&kc2, cargs, n, pos, 0);
+        }
         float *y = fetch(&b[3], 4 * nq), *ref = xmalloc(4 * nq), *qr = xmalloc(4 * nq);
         if (kop->rope)
             rope_rows(hp, q, QD, n, pos, qr);
@@ -818,7 +839,7 @@ static void check_attention(const gen_graph *g, const gen_kop *kop, bool decode)
             cref_attention(hp, qr + (size_t)t * QD, kc, vc, pos + t + 1, ref + (size_t)t * QD);
         /* fused rope(q): a GPU cos / sin error can move q's F16 rounding by one step
          * (2^-11), which moves a score by ~1e-4: 5e-4 then, 1e-4 for an exact q */
-        expect(kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM), kop->rope ? 5e-4 : 1e-4);
+        expect(comb ? comb : kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM), kop->rope ? 5e-4 : 1e-4);
         assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (NMAX - n) * (size_t)QD));
         free(y);
         free(ref);
@@ -828,9 +849,16 @@ static void check_attention(const gen_graph *g, const gen_kop *kop, bool decode)
         free(vc);
         free(kraw);
         free(vraw);
-        free_bufs(b, 4);
+        free_bufs(b, 5);
     }
     kern_free(&kn);
+    if (comb)
+        kern_free(&kc2);
+}
+
+static void check_attention(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    attention_cases(g, kop, NULL, decode);
 }
 
 /* ---------------------------------------------------------------- ADD, RELU2_MUL, SILU_MUL */
@@ -1081,6 +1109,25 @@ static void test_attention(void **state)
     assert_true(RUN_KINDS(check_attention, GEN_K_ATTENTION) >= 4); /* with and without rope(q) */
 }
 
+/* Decode split-K attention (the fused decode graphs): ATTENTION + ATTN_COMBINE. */
+static void test_attention_split(void **state)
+{
+    (void)state;
+    need_device();
+    int n = 0;
+    for (int m = 0; m < N_MODELS; m++) {
+        const gen_graph *g = &dec_graphs[m];
+        for (int i = 0; i + 1 < g->n_kops; i++)
+            if (g->kops[i].kind == GEN_K_ATTENTION) {
+                assert_true(g->kops[i].splits > 1);
+                assert_int_equal(g->kops[i + 1].kind, GEN_K_ATTN_COMBINE);
+                attention_cases(g, &g->kops[i], &g->kops[i + 1], true);
+                n++;
+            }
+    }
+    assert_true(n >= N_MODELS);
+}
+
 static void test_eltwise(void **state)
 {
     (void)state;
@@ -1101,10 +1148,13 @@ static void test_all_kinds_covered(void **state)
 {
     (void)state;
     bool seen[GEN_K_COUNT] = {0};
-    for (int m = 0; m < N_MODELS; m++)
+    for (int m = 0; m < N_MODELS; m++) {
         for (int f = 0; f < 2; f++)
             for (int i = 0; i < graphs[m][f].n_kops; i++)
                 seen[graphs[m][f].kops[i].kind] = true;
+        for (int i = 0; i < dec_graphs[m].n_kops; i++)
+            seen[dec_graphs[m].kops[i].kind] = true;
+    }
     for (int k = 0; k < GEN_K_COUNT; k++)
         if (!seen[k])
             fail_msg("no graph of the tiny models has a %s kernel: its test would not run",
@@ -1120,6 +1170,7 @@ int main(void)
         cmocka_unit_test(test_bitlinear),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_split),
         cmocka_unit_test(test_eltwise),
         cmocka_unit_test(test_lm_head),
         cmocka_unit_test(test_argmax),

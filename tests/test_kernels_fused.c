@@ -320,6 +320,11 @@ static void check_fused_kop(const gen_kop *fk)
         upload_val(fk->res, res0, n);
     }
     run_kop(&pf, fk);
+    if (fk->kind == GEN_K_ATTENTION && fk->splits) { /* split-K decode: merge the partials into y */
+        assert_int_equal(fk[1].kind, GEN_K_ATTN_COMBINE);
+        run_kop(&pf, fk + 1);
+        outs[0] = fk[1].out;
+    }
     float *got[GEN_KOP_MAX_PARTS]; /* fused results, read before the unfused run (logits are shared) */
     int len[GEN_KOP_MAX_PARTS];
     for (int p = 0; p < np; p++) {

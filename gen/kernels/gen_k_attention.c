@@ -9,6 +9,12 @@
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
  * its partner (gen_rope_elem, the ROPE kernel's code) before the F16 rounding.
+ *
+ * Split-K (decode, kop->splits = S, flash decoding): workgroup (h, s) runs the same
+ * loop over its own range of ceil(n / S) cache rows and writes the partial state
+ * part[(h * S + s) * (hd + 2) ..] = acc[hd], running max, running sum instead of y;
+ * ATTN_COMBINE (gen_k_attn_combine) then rescales the S partials of each head to the
+ * common max and divides. An empty range leaves (0, -1e30, 0), which weighs 0.
  */
 #include <math.h>
 
@@ -22,12 +28,14 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     const int group = hp->n_heads / hp->n_kv_heads;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     char name[96];
+    const int S = decode ? kop->splits : 0;
     snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
              hd, f16 ? "_f16" : "");
+    if (S)
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d", S);
     dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
-    (void)decode;
 
     dsl_expr q = dsl_buffer(k, "q", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
@@ -35,13 +43,14 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
-    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
     dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)hd);
     dsl_expr sc = dsl_shared(k, "sc", DSL_F32, (uint32_t)hd);
-    dsl_expr h = dsl_wgid(k, 0), t = dsl_wgid(k, 1), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    /* split: axis 1 is the key range (one token); else the token */
+    dsl_expr h = dsl_wgid(k, 0), t = S ? U(0) : dsl_wgid(k, 1), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr kvoff = dsl_let(k, "kvoff", dsl_mul(k, dsl_div(k, h, U(group)), HD));
     dsl_expr qi = dsl_let(k, "qi", dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, h, HD)), lid));
     dsl_expr n = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t), U(1)));
@@ -56,10 +65,17 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr M = dsl_var(k, "mx", DSL_F32, F(-1e30));
     dsl_expr L = dsl_var(k, "l", DSL_F32, F(0));
     dsl_expr acc = dsl_var(k, "acc", DSL_F32, F(0));
-    dsl_expr c0 = dsl_for(k, "c0", U(0), n, HD);
+    /* the cache rows [lo, hi) this workgroup attends to */
+    dsl_expr lo = U(0), hi = n;
+    if (S) {
+        dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, n, U(S - 1)), U(S)));
+        lo = dsl_let(k, "lo", dsl_mul(k, dsl_wgid(k, 1), chunk));
+        hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, lo, chunk), n));
+    }
+    dsl_expr c0 = dsl_for(k, "c0", lo, hi, HD);
     dsl_expr j = dsl_let(k, "j", dsl_add(k, c0, lid));
     dsl_expr s = dsl_var(k, "s", DSL_F32, F(-1e30));
-    dsl_if(k, dsl_lt(k, j, n));
+    dsl_if(k, dsl_lt(k, j, hi));
     {
         dsl_expr dot = dsl_var(k, "dot", DSL_F32, F(0));
         dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(KVD)), kvoff));
@@ -81,9 +97,9 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr mn = dsl_let(k, "mn", dsl_max(k, M, mc));
     dsl_expr alpha = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, M, mn)));
     dsl_barrier(k);
-    dsl_store(k, sc, lid, dsl_select(k, dsl_lt(k, j, n), dsl_exp(k, dsl_sub(k, s, mn)), F(0)));
+    dsl_store(k, sc, lid, dsl_select(k, dsl_lt(k, j, hi), dsl_exp(k, dsl_sub(k, s, mn)), F(0)));
     dsl_barrier(k);
-    dsl_expr cnt = dsl_let(k, "cnt", dsl_min(k, HD, dsl_sub(k, n, c0)));
+    dsl_expr cnt = dsl_let(k, "cnt", dsl_min(k, HD, dsl_sub(k, hi, c0)));
     dsl_expr psum = dsl_var(k, "psum", DSL_F32, F(0));
     dsl_expr av = dsl_var(k, "av", DSL_F32, F(0));
     {
@@ -99,14 +115,70 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_assign(k, M, mn);
     dsl_barrier(k);
     dsl_end(k); /* c0 */
-    dsl_store(k, y, qi, dsl_div(k, acc, L));
+    if (S) {
+        dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, h, U(S)), dsl_wgid(k, 1)), U(hd + 2)));
+        dsl_store(k, y, dsl_add(k, base, lid), acc);
+        dsl_if(k, dsl_eq(k, lid, U(0)));
+        dsl_store(k, y, dsl_add(k, base, HD), M);
+        dsl_store(k, y, dsl_add(k, base, U(hd + 1)), L);
+        dsl_end(k);
+    } else {
+        dsl_store(k, y, qi, dsl_div(k, acc, L));
+    }
 
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)hp->n_heads, 1);
-    gen_out_groups(out, 1, 1, 0, 1);
-    out->bytes = (uint64_t)QD * 8;
+    if (S)
+        gen_out_groups(out, 1, 0, (uint32_t)S, 1);
+    else
+        gen_out_groups(out, 1, 1, 0, 1);
+    out->bytes = (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
     /* distinct bytes: one K and one V row per cache position (the query heads of a
      * KV group re-read the same rows, which the cache serves) */
     out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);
+    return gen_out_kernel(out, k, err);
+}
+
+/* Merge the S partials of each head (workgroup = head, invocation = output dim):
+ * y = sum_s acc_s * e^(m_s - M) / sum_s l_s * e^(m_s - M), M = max_s m_s. */
+int gen_k_attn_combine(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_hparams *hp = &g->m->hp;
+    const int hd = hp->head_dim, S = kop->splits, QD = hp->n_heads * hd;
+    if (S <= 0 || !decode) {
+        snprintf(err, GEN_ERR_LEN, "%s: attn_combine needs the splits of a decode attention", kop->label);
+        return -1;
+    }
+    char name[96];
+    snprintf(name, sizeof(name), "attn_combine_h%d_d%d_s%d", hp->n_heads, hd, S);
+    dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, k, err);
+    dsl_expr part = dsl_buffer(k, "part", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    gen_out_val(out, g, kop->out);
+    dsl_expr h = dsl_wgid(k, 0), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr b0 = dsl_let(k, "b0", dsl_mul(k, h, U((uint64_t)S * (hd + 2))));
+    dsl_expr M = dsl_var(k, "mx", DSL_F32, F(-1e30));
+    {
+        dsl_expr s = dsl_for(k, "s", U(0), U(S), NULL);
+        dsl_assign(k, M, dsl_max(k, M, dsl_load(k, part, dsl_add(k, b0, dsl_add(k, dsl_mul(k, s, U(hd + 2)), U(hd))))));
+        dsl_end(k);
+    }
+    dsl_expr L = dsl_var(k, "l", DSL_F32, F(0));
+    dsl_expr acc = dsl_var(k, "acc", DSL_F32, F(0));
+    {
+        dsl_expr s = dsl_for(k, "s", U(0), U(S), NULL);
+        dsl_expr bs = dsl_let(k, "bs", dsl_add(k, b0, dsl_mul(k, s, U(hd + 2))));
+        dsl_expr w = dsl_let(k, "w", dsl_exp(k, dsl_sub(k, dsl_load(k, part, dsl_add(k, bs, U(hd))), M)));
+        dsl_add_to(k, L, dsl_mul(k, dsl_load(k, part, dsl_add(k, bs, U(hd + 1))), w));
+        dsl_add_to(k, acc, dsl_mul(k, dsl_load(k, part, dsl_add(k, bs, lid)), w));
+        dsl_end(k);
+    }
+    dsl_store(k, y, dsl_add(k, dsl_mul(k, h, U(hd)), lid), dsl_div(k, acc, L));
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, (uint32_t)hp->n_heads, 1);
+    out->bytes = (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
     return gen_out_kernel(out, k, err);
 }
