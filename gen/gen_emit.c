@@ -153,6 +153,18 @@ static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule
     fprintf(f, "};\n\n");
 }
 
+/* kdir/<name><suffix> with these bytes. */
+static int write_blob(const char *kdir, const char *name, const char *suffix, const void *data, size_t n, char *err)
+{
+    char file[192];
+    snprintf(file, sizeof(file), "%s%s", name, suffix);
+    FILE *f = open_out(kdir, file, "wb", err);
+    if (!f)
+        return -1;
+    fwrite(data, 1, n, f);
+    return close_out(f, file, err);
+}
+
 static void write_words(FILE *f, const char *prefix, const char *name, const uint32_t *w, uint32_t bytes)
 {
     fprintf(f, "static const uint32_t %s%s[%u] = {", prefix, name, bytes / 4);
@@ -245,27 +257,10 @@ int gen_desc_write(const gen_desc *d, const char *dir, char *err)
     if (mkdir_p(kdir, err))
         return -1;
     for (uint32_t k = 0; k < md->n_kernels; k++) {
-        char name[160];
-        snprintf(name, sizeof(name), "%s.comp", md->kernels[k].name);
-        FILE *f = open_out(kdir, name, "w", err);
-        if (!f)
-            return -1;
-        fputs(d->glsl[k], f);
-        if (close_out(f, name, err))
-            return -1;
-        snprintf(name, sizeof(name), "%s.spv", md->kernels[k].name);
-        if (!(f = open_out(kdir, name, "wb", err)))
-            return -1;
-        fwrite(md->kernels[k].spv, 1, md->kernels[k].spv_bytes, f);
-        if (close_out(f, name, err))
-            return -1;
-        if (!md->kernels[k].spv_dot)
-            continue;
-        snprintf(name, sizeof(name), "%s.native-dot.spv", md->kernels[k].name);
-        if (!(f = open_out(kdir, name, "wb", err)))
-            return -1;
-        fwrite(md->kernels[k].spv_dot, 1, md->kernels[k].spv_dot_bytes, f);
-        if (close_out(f, name, err))
+        const rt_kernel_desc *kd = &md->kernels[k];
+        if (write_blob(kdir, kd->name, ".comp", d->glsl[k], strlen(d->glsl[k]), err) ||
+            write_blob(kdir, kd->name, ".spv", kd->spv, kd->spv_bytes, err) ||
+            (kd->spv_dot && write_blob(kdir, kd->name, ".native-dot.spv", kd->spv_dot, kd->spv_dot_bytes, err)))
             return -1;
     }
     FILE *f = open_out(dir, "schedule.txt", "w", err);
