@@ -20,7 +20,7 @@
 #define GEN_MAX_GVALS 96
 #define GEN_MAX_KOPS 96
 #define GEN_MAX_BUFS 48
-#define GEN_ATTN_SPLITS 16 /* decode attention: key ranges per head (flash decoding) */
+#define GEN_ATTN_SPLITS 32 /* decode attention: key ranges per KV head (flash decoding) */
 #define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
 
 /* Kernel-op kinds: source ops plus the fused ones. */

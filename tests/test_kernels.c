@@ -775,8 +775,8 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
 /* ---------------------------------------------------------------- ATTENTION */
 
 /* (pos, n): decode uses n = 1; 60 + 13 and 70 + 3 cross the kernel's 64-key chunk;
- * for split attention (16 ranges) 0..14 leave ranges empty, 130 and 159 give ranges
- * of 9 and 10 rows, the last one short. */
+ * for split attention (GEN_ATTN_SPLITS = 32 ranges) 0, 5 and 14 leave ranges empty,
+ * 130 gives ranges of 5 rows with a short last one, 159 ranges of exactly 5. */
 static const uint32_t att_cases[][2] = {{0, 1},  {5, 1}, {130, 1},  {159, 1}, {14, 1},
                                         {0, 13}, {5, 7}, {0, 8}, {60, 13}, {70, 3}};
 
@@ -1126,6 +1126,20 @@ static void test_attention_split(void **state)
             }
     }
     assert_true(n >= N_MODELS);
+    /* the models above have GQA groups of 4 and 2 (one workgroup serves the group);
+     * plain multi-head attention (group 1) through bitnet-tiny with 8 KV heads */
+    static gen_model mha;
+    static gen_graph gm;
+    mha = models[0]; /* shallow copy: only the graph reads it, models[0] keeps ownership */
+    mha.hp.n_kv_heads = mha.hp.n_heads;
+    if (gen_graph_build_sched(&mha, true, true, &gm, err))
+        fail_msg("%s", err);
+    for (int i = 0; i + 1 < gm.n_kops; i++)
+        if (gm.kops[i].kind == GEN_K_ATTENTION) {
+            attention_cases(&gm, &gm.kops[i], &gm.kops[i + 1], true);
+            n++;
+        }
+    assert_true(n >= N_MODELS + 1);
 }
 
 static void test_eltwise(void **state)

@@ -1,18 +1,20 @@
 /* gen_k_attention.c - causal grouped-query attention over the KV cache.
  *
- * One workgroup (head_dim invocations) per (query head, token). Token t of the step
- * sits at position pos + t and attends to cache rows 0 .. pos + t. Keys are visited in
- * chunks of head_dim rows: each invocation scores one key (Q rounded to F16, as the
- * reference does for Q.K; K from the F16 cache), the chunk's probabilities are
+ * Prefill: one workgroup (head_dim invocations) per (query head, token). Token t of
+ * the step sits at position pos + t and attends to cache rows 0 .. pos + t. Keys are
+ * visited in chunks of head_dim rows: each invocation scores one key (Q rounded to F16,
+ * as the reference does for Q.K; K from the F16 cache), the chunk's probabilities are
  * shared, and each invocation accumulates one output dimension, with an online
  * softmax (running max and sum, rescaled per chunk) so any context length works.
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
  * its partner (gen_rope_elem, the ROPE kernel's code) before the F16 rounding.
  *
- * Split-K (decode, kop->splits = S, flash decoding): workgroup (h, s) runs the same
- * loop over its own range of ceil(n / S) cache rows and writes the partial state
- * part[(h * S + s) * (hd + 2) ..] = acc[hd], running max, running sum instead of y;
+ * Split-K decode (kop->splits = S, flash decoding): workgroup (g, s) serves all the
+ * query heads of KV head g (GQA: each K and V element is read once for the group,
+ * not once per query head) over its own range of ceil(n / S) cache rows, running the
+ * same per-head arithmetic, and writes each head's partial state
+ * part[(h * S + s) * (hd + 2) ..] = acc[hd], running max, running sum;
  * ATTN_COMBINE (gen_k_attn_combine) then rescales the S partials of each head to the
  * common max and divides. An empty range leaves (0, -1e30, 0), which weighs 0.
  */
@@ -21,18 +23,21 @@
 #include "gen_k_common.h"
 #include "gen_k_rope.h"
 
+#define MAX_GROUP 8 /* query heads one split workgroup serves (larger GQA groups: one each) */
+
 int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_hparams *hp = &g->m->hp;
     const int hd = hp->head_dim, QD = hp->n_heads * hd, KVD = hp->n_kv_heads * hd;
     const int group = hp->n_heads / hp->n_kv_heads;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
-    char name[96];
     const int S = decode ? kop->splits : 0;
+    const int G = S && group <= MAX_GROUP ? group : 1; /* query heads per workgroup */
+    char name[96];
     snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
              hd, f16 ? "_f16" : "");
     if (S)
-        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d", S);
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d", S, G);
     dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -47,24 +52,33 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     gen_out_val(out, g, kop->out);
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
-    dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)hd);
-    dsl_expr sc = dsl_shared(k, "sc", DSL_F32, (uint32_t)hd);
-    /* split: axis 1 is the key range (one token); else the token */
-    dsl_expr h = dsl_wgid(k, 0), t = S ? U(0) : dsl_wgid(k, 1), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    dsl_expr kvoff = dsl_let(k, "kvoff", dsl_mul(k, dsl_div(k, h, U(group)), HD));
-    dsl_expr qi = dsl_let(k, "qi", dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, h, HD)), lid));
+    dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)(G * hd));
+    dsl_expr sc = dsl_shared(k, "sc", DSL_F32, (uint32_t)(G * hd));
+    /* axis 0: the query head (G = 1) or the KV head (split, G = group); axis 1: the key
+     * range (split, one token) or the token */
+    dsl_expr w0 = dsl_wgid(k, 0), t = S ? U(0) : dsl_wgid(k, 1), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr kvh = G > 1 ? w0 : dsl_let(k, "kvh", dsl_div(k, w0, U(group)));
+    dsl_expr kvoff = dsl_let(k, "kvoff", dsl_mul(k, kvh, HD));
     dsl_expr n = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t), U(1)));
-    /* Q (rotated here when the rope of q is fused: same code as the ROPE kernel), rounded to F16 */
-    dsl_expr qv = kop->rope ? gen_rope_elem(k, hp, q, dsl_mul(k, t, U(QD)), dsl_add(k, dsl_mul(k, h, HD), lid),
-                                            dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t)))
-                            : dsl_load(k, q, qi);
-    dsl_expr qh = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, qv, F(0)))), 0);
-    dsl_store(k, qsh, lid, qh);
+    dsl_expr posv = kop->rope ? dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t)) : NULL;
+    dsl_expr head[MAX_GROUP];
+    /* Q of each head (rotated here when the rope of q is fused: the ROPE kernel's code), rounded to F16 */
+    for (int hh = 0; hh < G; hh++) {
+        head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, kvh, U(G)), U(hh))) : w0;
+        dsl_expr e = dsl_add(k, dsl_mul(k, head[hh], HD), lid);
+        dsl_expr qv = kop->rope ? gen_rope_elem(k, hp, q, dsl_mul(k, t, U(QD)), e, posv)
+                                : dsl_load(k, q, dsl_add(k, dsl_mul(k, t, U(QD)), e));
+        dsl_expr qh = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, qv, F(0)))), 0);
+        dsl_store(k, qsh, dsl_add(k, U((uint64_t)hh * hd), lid), qh);
+    }
     dsl_barrier(k);
 
-    dsl_expr M = dsl_var(k, "mx", DSL_F32, F(-1e30));
-    dsl_expr L = dsl_var(k, "l", DSL_F32, F(0));
-    dsl_expr acc = dsl_var(k, "acc", DSL_F32, F(0));
+    dsl_expr M[MAX_GROUP], L[MAX_GROUP], acc[MAX_GROUP];
+    for (int hh = 0; hh < G; hh++) {
+        M[hh] = dsl_var(k, "mx", DSL_F32, F(-1e30));
+        L[hh] = dsl_var(k, "l", DSL_F32, F(0));
+        acc[hh] = dsl_var(k, "acc", DSL_F32, F(0));
+    }
     /* the cache rows [lo, hi) this workgroup attends to */
     dsl_expr lo = U(0), hi = n;
     if (S) {
@@ -74,67 +88,92 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     }
     dsl_expr c0 = dsl_for(k, "c0", lo, hi, HD);
     dsl_expr j = dsl_let(k, "j", dsl_add(k, c0, lid));
-    dsl_expr s = dsl_var(k, "s", DSL_F32, F(-1e30));
+    dsl_expr sv[MAX_GROUP];
+    for (int hh = 0; hh < G; hh++)
+        sv[hh] = dsl_var(k, "s", DSL_F32, F(-1e30));
     dsl_if(k, dsl_lt(k, j, hi));
     {
-        dsl_expr dot = dsl_var(k, "dot", DSL_F32, F(0));
+        dsl_expr dot[MAX_GROUP];
+        for (int hh = 0; hh < G; hh++)
+            dot[hh] = dsl_var(k, "dot", DSL_F32, F(0));
         dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(KVD)), kvoff));
         dsl_expr d = dsl_for(k, "d", U(0), HD, NULL);
         dsl_expr kv = dsl_load(k, kc, dsl_add(k, kb, d));
-        dsl_add_to(k, dot, dsl_mul(k, dsl_load(k, qsh, d), f16 ? dsl_cast(k, kv, DSL_F32) : kv));
+        if (f16 || G > 1)
+            kv = dsl_let(k, "kv", f16 ? dsl_cast(k, kv, DSL_F32) : kv);
+        for (int hh = 0; hh < G; hh++)
+            dsl_add_to(k, dot[hh], dsl_mul(k, dsl_load(k, qsh, dsl_add(k, U((uint64_t)hh * hd), d)), kv));
         dsl_end(k);
-        dsl_assign(k, s, dsl_mul(k, dot, F(1.0f / sqrtf((float)hd))));
+        for (int hh = 0; hh < G; hh++)
+            dsl_assign(k, sv[hh], dsl_mul(k, dot[hh], F(1.0f / sqrtf((float)hd))));
     }
     dsl_end(k);
-    dsl_store(k, sc, lid, s);
+    for (int hh = 0; hh < G; hh++)
+        dsl_store(k, sc, dsl_add(k, U((uint64_t)hh * hd), lid), sv[hh]);
     dsl_barrier(k);
-    dsl_expr mc = dsl_var(k, "mc", DSL_F32, dsl_load(k, sc, U(0)));
-    {
+    dsl_expr mn[MAX_GROUP], alpha[MAX_GROUP];
+    for (int hh = 0; hh < G; hh++) {
+        dsl_expr mc = dsl_var(k, "mc", DSL_F32, dsl_load(k, sc, U((uint64_t)hh * hd)));
         dsl_expr i = dsl_for(k, "i", U(1), HD, NULL);
-        dsl_assign(k, mc, dsl_max(k, mc, dsl_load(k, sc, i)));
+        dsl_assign(k, mc, dsl_max(k, mc, dsl_load(k, sc, dsl_add(k, U((uint64_t)hh * hd), i))));
         dsl_end(k);
+        mn[hh] = dsl_let(k, "mn", dsl_max(k, M[hh], mc));
+        alpha[hh] = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, M[hh], mn[hh])));
     }
-    dsl_expr mn = dsl_let(k, "mn", dsl_max(k, M, mc));
-    dsl_expr alpha = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, M, mn)));
     dsl_barrier(k);
-    dsl_store(k, sc, lid, dsl_select(k, dsl_lt(k, j, hi), dsl_exp(k, dsl_sub(k, s, mn)), F(0)));
+    for (int hh = 0; hh < G; hh++)
+        dsl_store(k, sc, dsl_add(k, U((uint64_t)hh * hd), lid),
+                  dsl_select(k, dsl_lt(k, j, hi), dsl_exp(k, dsl_sub(k, sv[hh], mn[hh])), F(0)));
     dsl_barrier(k);
     dsl_expr cnt = dsl_let(k, "cnt", dsl_min(k, HD, dsl_sub(k, hi, c0)));
-    dsl_expr psum = dsl_var(k, "psum", DSL_F32, F(0));
-    dsl_expr av = dsl_var(k, "av", DSL_F32, F(0));
+    dsl_expr psum[MAX_GROUP], av[MAX_GROUP];
+    for (int hh = 0; hh < G; hh++) {
+        psum[hh] = dsl_var(k, "psum", DSL_F32, F(0));
+        av[hh] = dsl_var(k, "av", DSL_F32, F(0));
+    }
     {
         dsl_expr i = dsl_for(k, "i", U(0), cnt, NULL);
-        dsl_expr p = dsl_let(k, "p", dsl_load(k, sc, i));
-        dsl_add_to(k, psum, p);
         dsl_expr vv = dsl_load(k, vc, dsl_add(k, dsl_add(k, dsl_mul(k, dsl_add(k, c0, i), U(KVD)), kvoff), lid));
-        dsl_add_to(k, av, dsl_mul(k, p, f16 ? dsl_cast(k, vv, DSL_F32) : vv));
+        if (f16 || G > 1)
+            vv = dsl_let(k, "vv", f16 ? dsl_cast(k, vv, DSL_F32) : vv);
+        for (int hh = 0; hh < G; hh++) {
+            dsl_expr p = dsl_let(k, "p", dsl_load(k, sc, dsl_add(k, U((uint64_t)hh * hd), i)));
+            dsl_add_to(k, psum[hh], p);
+            dsl_add_to(k, av[hh], dsl_mul(k, p, vv));
+        }
         dsl_end(k);
     }
-    dsl_assign(k, L, dsl_add(k, dsl_mul(k, L, alpha), psum));
-    dsl_assign(k, acc, dsl_add(k, dsl_mul(k, acc, alpha), av));
-    dsl_assign(k, M, mn);
+    for (int hh = 0; hh < G; hh++) {
+        dsl_assign(k, L[hh], dsl_add(k, dsl_mul(k, L[hh], alpha[hh]), psum[hh]));
+        dsl_assign(k, acc[hh], dsl_add(k, dsl_mul(k, acc[hh], alpha[hh]), av[hh]));
+        dsl_assign(k, M[hh], mn[hh]);
+    }
     dsl_barrier(k);
     dsl_end(k); /* c0 */
     if (S) {
-        dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, h, U(S)), dsl_wgid(k, 1)), U(hd + 2)));
-        dsl_store(k, y, dsl_add(k, base, lid), acc);
-        dsl_if(k, dsl_eq(k, lid, U(0)));
-        dsl_store(k, y, dsl_add(k, base, HD), M);
-        dsl_store(k, y, dsl_add(k, base, U(hd + 1)), L);
-        dsl_end(k);
+        for (int hh = 0; hh < G; hh++) {
+            dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, head[hh], U(S)), dsl_wgid(k, 1)),
+                                                       U(hd + 2)));
+            dsl_store(k, y, dsl_add(k, base, lid), acc[hh]);
+            dsl_if(k, dsl_eq(k, lid, U(0)));
+            dsl_store(k, y, dsl_add(k, base, HD), M[hh]);
+            dsl_store(k, y, dsl_add(k, base, U(hd + 1)), L[hh]);
+            dsl_end(k);
+        }
     } else {
-        dsl_store(k, y, qi, dsl_div(k, acc, L));
+        dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, w0, HD)), lid),
+                  dsl_div(k, acc[0], L[0]));
     }
 
     gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, (uint32_t)hp->n_heads, 1);
+    gen_out_groups(out, 0, 0, (uint32_t)(G > 1 ? hp->n_kv_heads : hp->n_heads), 1);
     if (S)
         gen_out_groups(out, 1, 0, (uint32_t)S, 1);
     else
         gen_out_groups(out, 1, 1, 0, 1);
     out->bytes = (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
-    /* distinct bytes: one K and one V row per cache position (the query heads of a
-     * KV group re-read the same rows, which the cache serves) */
+    /* distinct bytes: one K and one V row per cache position (heads of a KV group that
+     * are not served together re-read the same rows, which the cache serves) */
     out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);
     return gen_out_kernel(out, k, err);
 }

@@ -26,8 +26,8 @@ const uint HD = 64u;
 
 void main()
 {
-    uint kvoff = (gl_WorkGroupID.x / 4u) * HD;
-    uint qi = ((gl_WorkGroupID.y * 512u) + (gl_WorkGroupID.x * HD)) + gl_LocalInvocationIndex;
+    uint kvh = gl_WorkGroupID.x / 4u;
+    uint kvoff = kvh * HD;
     uint n = (dyn.pos + gl_WorkGroupID.y) + 1u;
     uint pos = dyn.pos + gl_WorkGroupID.y;
     uint t0 = (gl_WorkGroupID.x * HD) + gl_LocalInvocationIndex;
@@ -49,7 +49,7 @@ void main()
         float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
-    qsh[gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
+    qsh[0u + gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
     barrier();
     float mx = -1e+30;
     float l = 0.0;
@@ -61,33 +61,35 @@ void main()
             float dot1 = 0.0;
             uint kb = (j1 * 128u) + kvoff;
             for (uint d2 = 0u; d2 < HD; d2++) {
-                dot1 += qsh[d2] * float(pc.kcache.d[kb + d2]);
+                float kv = float(pc.kcache.d[kb + d2]);
+                dot1 += qsh[0u + d2] * kv;
             }
             s = dot1 * 0.125;
         }
-        sc[gl_LocalInvocationIndex] = s;
+        sc[0u + gl_LocalInvocationIndex] = s;
         barrier();
         float mc = sc[0u];
         for (uint i = 1u; i < HD; i++) {
-            mc = max(mc, sc[i]);
+            mc = max(mc, sc[0u + i]);
         }
         float mn = max(mx, mc);
         float alpha = exp(mx - mn);
         barrier();
-        sc[gl_LocalInvocationIndex] = (j1 < n) ? exp(s - mn) : 0.0;
+        sc[0u + gl_LocalInvocationIndex] = (j1 < n) ? exp(s - mn) : 0.0;
         barrier();
         uint cnt = min(HD, n - c0);
         float psum = 0.0;
         float av = 0.0;
         for (uint i1 = 0u; i1 < cnt; i1++) {
-            float p = sc[i1];
+            float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
+            float p = sc[0u + i1];
             psum += p;
-            av += p * float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
+            av += p * vv;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
         mx = mn;
         barrier();
     }
-    pc.y.d[qi] = acc / l;
+    pc.y.d[((gl_WorkGroupID.y * 512u) + (gl_WorkGroupID.x * HD)) + gl_LocalInvocationIndex] = acc / l;
 }
