@@ -458,6 +458,11 @@ static void test_greedy_ids(void **state)
     RUN(b, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids");
     expect(&b, 0, NULL);
     assert_string_equal(a.out, b.out); /* deterministic */
+    /* the portable kernels give the same tokens as the native integer-dot ones */
+    RUN(c, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids", "--no-int-dot");
+    expect(&c, 0, NULL);
+    assert_string_equal(a.out, c.out);
+    run_free(&c);
     int32_t got[64];
     int n = read_ids(a.out, got, 64);
     assert_true(n >= 1 && n <= 8); /* fewer only if EOS/EOT came */
@@ -559,6 +564,8 @@ static void test_bench(void **state)
     assert_non_null(strstr(r.out, "\"decode_tok_s\":"));
     assert_non_null(strstr(r.out, "\"prompt512_tok_s\":null")); /* tiny context is 256 */
     assert_non_null(strstr(r.out, "\"copy_gbs\":"));
+    assert_non_null(strstr(r.out, "\"native_int_dot\":"));
+    assert_non_null(strstr(r.out, "\"decode4096_tok_s\":null")); /* needs a 4096-token context */
     char *nl = strchr(r.out, '\n');
     assert_non_null(nl);
     assert_int_equal(nl[1], 0); /* one line */
