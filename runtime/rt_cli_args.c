@@ -55,6 +55,7 @@ static const flag_def flags[] = {
     {"--tokens", NULL, F_STR, O(tokens), 0, 0, "\"ID ...\"", "use these token ids as the prompt (no BOS added)"},
     {"--logits-out", NULL, F_STR, O(logits_out), 0, 0, "FILE", "with --tokens: write float32 logits [n][vocab] and exit"},
     {"--print-ids", NULL, F_BOOL, O(print_ids), 0, 0, NULL, "print generated token ids instead of text"},
+    {"--decode-chain", NULL, F_INT, O(decode_chain), 1, RT_ENGINE_MAX_CHAIN, "N", "greedy: decode N tokens per GPU submission, printed in bursts (1..16, default 8)"},
     {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
     {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
@@ -78,6 +79,7 @@ static void defaults(rt_cli_opts *o, const char *prog)
     o->repeat_penalty = sp.repeat_penalty;
     o->repeat_last_n = sp.repeat_last_n;
     o->device = -1;
+    o->decode_chain = 8;
 }
 
 static const flag_def *find_flag(const char *name)

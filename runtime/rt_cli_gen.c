@@ -132,9 +132,13 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
     pos += n;
     out->pos = pos;
     double t_first = 0;
+    /* greedy: ids a chain already produced; chained[qi - 1] was evaluated when qi < qn */
+    int32_t chained[RT_ENGINE_MAX_CHAIN];
+    int qn = 0, qi = 0;
     while (n_predict < 0 || out->n_gen < n_predict) {
         int32_t id;
-        if (choose(g, &id, err)) return 1;
+        if (qi < qn) id = chained[qi++];
+        else if (choose(g, &id, err)) return 1;
         if (out->n_gen == 0) {
             t_first = rt_cli_now_ms();
             out->prompt_ms = t_first - t0;
@@ -155,7 +159,20 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
             out->ctx_full = true;
             break;
         }
-        if (rt_engine_eval(g->e, &id, 1, pos, NULL, err)) return 1;
+        if (qi < qn) { /* the chain evaluated id at pos already */
+            out->pos = ++pos;
+            continue;
+        }
+        int m = g->smp ? 1 : g->o->decode_chain; /* tokens the next submission decodes */
+        if (n_predict >= 0 && m > n_predict - out->n_gen) m = n_predict - out->n_gen;
+        if (m > g->n_ctx - pos) m = g->n_ctx - pos;
+        if (m > 1) {
+            if (rt_engine_greedy_chain(g->e, id, pos, m, chained, err)) return 1;
+            qn = m;
+            qi = 0;
+        } else if (rt_engine_eval(g->e, &id, 1, pos, NULL, err)) {
+            return 1;
+        }
         out->pos = ++pos;
     }
     emit_end(g);

@@ -33,6 +33,7 @@ typedef struct {
     bool chat;                 /* --chat / -i */
     const char *system;        /* -sys */
     int device;                /* --device, -1 auto */
+    int decode_chain;          /* --decode-chain: greedy tokens per submission (1..RT_ENGINE_MAX_CHAIN) */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
     /* check modes (automated tests) */
     const char *tokens;        /* --tokens "ID ID ...": prompt ids as given, no BOS */

@@ -11,6 +11,11 @@
  * kernel appended (one submission and one wait per token; only the token id, or k
  * candidates, read back); anything else that needs the step (logits, the next
  * eval) submits the plain decode stream.
+ *
+ * Greedy chains (rt_engine_greedy_chain) keep the CPU out of the loop for n tokens:
+ * one stream runs n decode steps back to back, each step's position copied into the
+ * dyn block from a host-written table and its input token copied from the previous
+ * step's argmax, all on the device; the n ids come back at the end.
  */
 #include "rt_engine.h"
 
@@ -26,6 +31,8 @@
 
 #define MAX_PREFILL 8
 #define RESULT_WORDS 512
+#define CHAIN_SLOTS 4 /* greedy-chain streams cached (by length) */
+#define CHAIN_IDS_OFF ((VkDeviceSize)RT_ENGINE_MAX_CHAIN * sizeof(rt_dyn)) /* ids after the dyn table */
 
 struct rt_engine {
     const rt_model_desc *d;
@@ -46,6 +53,9 @@ struct rt_engine {
     rt_cmd *decode_topk;  /* decode + top-k of row 0, recorded on first use for decode_topk_k */
     int decode_topk_k;
     bool pending;         /* a decode step is prepared (dyn written) but not submitted */
+    rt_buf chainbuf;      /* host: rt_dyn[RT_ENGINE_MAX_CHAIN] per step, then u32 ids[RT_ENGINE_MAX_CHAIN] */
+    struct { int n; rt_cmd *c; } chain[CHAIN_SLOTS];
+    int chain_next;
     rt_cmd *last_decode;  /* stream of the last submitted decode step (profile) */
     struct { int n; rt_cmd *c; } pre[MAX_PREFILL];
     int pre_next;
@@ -130,6 +140,18 @@ static void record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32
     rt_cmd_dispatch(c, e->pipes[kernel], push, kernel == e->d->k_topk ? 24 : 20, 1, 1, 1);
 }
 
+/* Every dispatch of schedule s for n tokens: pre, the layers, post. */
+static void record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n)
+{
+    for (uint32_t i = 0; i < s->n_pre; i++)
+        record_dispatch(e, c, &s->pre[i], 0, n);
+    for (int L = 0; L < e->n_layers; L++)
+        for (uint32_t i = 0; i < s->n_layer; i++)
+            record_dispatch(e, c, &s->layer[i], L, n);
+    for (uint32_t i = 0; i < s->n_post; i++)
+        record_dispatch(e, c, &s->post[i], 0, n);
+}
+
 /* Record schedule s for n tokens (s NULL: nothing), then optionally (aux >= 0) the
  * auxiliary kernel `aux` over logits row 0, behind a barrier on the logits. */
 static int record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err)
@@ -139,13 +161,8 @@ static int record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint3
         return -1;
     if (e->profile)
         rt_cmd_enable_profiling(c, true);
-    for (uint32_t i = 0; s && i < s->n_pre; i++)
-        record_dispatch(e, c, &s->pre[i], 0, n);
-    for (int L = 0; s && L < e->n_layers; L++)
-        for (uint32_t i = 0; i < s->n_layer; i++)
-            record_dispatch(e, c, &s->layer[i], L, n);
-    for (uint32_t i = 0; s && i < s->n_post; i++)
-        record_dispatch(e, c, &s->post[i], 0, n);
+    if (s)
+        record_schedule(e, c, s, n);
     if (aux >= 0) {
         const rt_buf *lg = &e->logits;
         if (s)
@@ -343,7 +360,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
             goto fail;
     if (rt_buf_create_named(e->vk, (uint64_t)e->n_batch * 4, RT_MEM_HOST, "tokens", &e->tokens, err) ||
         rt_buf_create_named(e->vk, (uint64_t)e->n_batch * e->vocab * 4, RT_MEM_DEVICE, "logits", &e->logits, err) ||
-        rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err))
+        rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err) ||
+        rt_buf_create_named(e->vk, CHAIN_IDS_OFF + RT_ENGINE_MAX_CHAIN * 4, RT_MEM_HOST, "greedy chain", &e->chainbuf,
+                            err))
         goto fail;
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
     for (uint32_t k = 0; k < desc->n_kernels; k++) {
@@ -395,6 +414,9 @@ void rt_engine_close(rt_engine *e)
         rt_buf_destroy(e->vk, &e->tokens);
         rt_buf_destroy(e->vk, &e->logits);
         rt_buf_destroy(e->vk, &e->result);
+        rt_buf_destroy(e->vk, &e->chainbuf);
+        for (int i = 0; i < CHAIN_SLOTS; i++)
+            rt_cmd_free(e->chain[i].c);
         rt_vk_destroy(e->vk);
     }
     free(e->w);
@@ -484,6 +506,73 @@ static int run_aux(rt_engine *e, uint16_t kernel, uint32_t k, char *err)
     int rc = rt_cmd_end(c, err) || rt_cmd_submit(c, err);
     rt_cmd_free(c);
     return rc ? -1 : 0;
+}
+
+/* n greedy decode steps in one stream (see the header comment). */
+static rt_cmd *chain_stream(rt_engine *e, int n, char *err)
+{
+    for (int i = 0; i < CHAIN_SLOTS; i++)
+        if (e->chain[i].c && e->chain[i].n == n)
+            return e->chain[i].c;
+    int slot = e->chain_next;
+    e->chain_next = (e->chain_next + 1) % CHAIN_SLOTS;
+    rt_cmd_free(e->chain[slot].c);
+    e->chain[slot].c = NULL;
+    rt_cmd *c = NULL;
+    if (rt_cmd_begin(e->vk, &c, err))
+        return NULL;
+    rt_buf *dyn = rt_vk_dyn_buffer(e->vk);
+    const rt_buf *lg = &e->logits;
+    for (int i = 0; i < n; i++) {
+        rt_cmd_copy(c, &e->chainbuf, (VkDeviceSize)i * sizeof(rt_dyn), dyn, 0, sizeof(rt_dyn));
+        if (i)
+            rt_cmd_copy(c, &e->result, 0, &e->tokens, 0, 4); /* the previous step's argmax */
+        rt_cmd_barrier(c, NULL, 0); /* all of step i - 1 before step i: no fence between them */
+        record_schedule(e, c, &e->d->decode, 1);
+        rt_cmd_barrier(c, &lg, 1);
+        record_aux(e, c, e->d->k_argmax, 0, 0);
+        rt_cmd_copy(c, &e->result, 0, &e->chainbuf, CHAIN_IDS_OFF + (VkDeviceSize)i * 4, 4);
+    }
+    if (rt_cmd_end(c, err)) {
+        rt_cmd_free(c);
+        return NULL;
+    }
+    e->chain[slot].c = c;
+    e->chain[slot].n = n;
+    return c;
+}
+
+int rt_engine_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err)
+{
+    if (n < 1 || n > RT_ENGINE_MAX_CHAIN) {
+        snprintf(err, RT_ERR_LEN, "a greedy chain of %d tokens: must be 1..%d", n, RT_ENGINE_MAX_CHAIN);
+        return -1;
+    }
+    if (pos < 0 || pos + n > e->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "%d tokens at position %d exceed the context of %d tokens (use -c)", n, pos, e->n_ctx);
+        return -1;
+    }
+    if (token < 0 || token >= e->vocab) {
+        snprintf(err, RT_ERR_LEN, "token id %d is outside the vocabulary (0..%d)", token, e->vocab - 1);
+        return -1;
+    }
+    if (flush(e, e->decode, err))
+        return -1;
+    rt_cmd *c = chain_stream(e, n, err);
+    if (!c)
+        return -1;
+    memcpy(e->tokens.mapped, &token, 4);
+    rt_dyn *dy = e->chainbuf.mapped;
+    for (int i = 0; i < n; i++)
+        dy[i] = (rt_dyn){.pos = (uint32_t)(pos + i), .n_tokens = 1, .n_kv = (uint32_t)(pos + i + 1), .out_start = 0};
+    if (rt_cmd_submit(c, err))
+        return -1;
+    const uint32_t *ids = (const uint32_t *)((const uint8_t *)e->chainbuf.mapped + CHAIN_IDS_OFF);
+    for (int i = 0; i < n; i++)
+        out_ids[i] = (int32_t)ids[i];
+    e->last_row = 0; /* logits row 0 holds the last step's logits (argmax / top-k may follow) */
+    e->last_decode_kv = pos + n;
+    return 0;
 }
 
 int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err)

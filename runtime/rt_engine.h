@@ -44,6 +44,12 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
 
 /* After eval: greedy id of the last position (GPU argmax, 4 bytes read back). */
 int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err);
+/* Greedy decoding of n tokens (1..RT_ENGINE_MAX_CHAIN) in one submission, the CPU out
+ * of the loop: evaluates `token` at pos, then each step's argmax at the next position;
+ * out_ids[i] is the argmax after position pos + i (so out_ids[n-1] is not evaluated
+ * yet). Same kernels and results as eval + argmax n times. Needs pos + n <= n_ctx. */
+#define RT_ENGINE_MAX_CHAIN 16
+int rt_engine_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err);
 /* After eval: the k largest logits of the last position, sorted descending
  * (GPU selection; only k pairs read back). k <= 256. */
 int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, char *err);

@@ -140,6 +140,9 @@ int rt_cmd_begin(rt_vk *vk, rt_cmd **out_c, char *err);       /* new stream, rec
 void rt_cmd_barrier(rt_cmd *c, const rt_buf *const *bufs, int n);
 void rt_cmd_dispatch(rt_cmd *c, rt_pipeline *p, const void *push, uint32_t push_bytes,
                      uint32_t gx, uint32_t gy, uint32_t gz);
+/* Copy n bytes between buffers inside the stream, ordered after every earlier dispatch
+ * and copy (their writes of src visible, their reads of dst done) and before every
+ * later one (which sees the copied bytes, uniform reads included). */
 void rt_cmd_copy(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, rt_buf *dst, VkDeviceSize doff, VkDeviceSize n);
 int rt_cmd_end(rt_cmd *c, char *err);                           /* finish recording */
 /* Submit and wait. Can be called any number of times after rt_cmd_end. */

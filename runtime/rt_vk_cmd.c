@@ -169,15 +169,21 @@ void rt_cmd_copy(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, rt_buf *dst, V
                  (unsigned long long)doff, (unsigned long long)dst->size);
         return;
     }
+    /* Earlier dispatches' writes (the source) visible to the copy, and their reads of
+     * the destination (a uniform block, say) done before it is overwritten. */
+    const VkPipelineStageFlags cs = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, tr = VK_PIPELINE_STAGE_TRANSFER_BIT;
+    VkMemoryBarrier pre = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                           .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                           .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    vkCmdPipelineBarrier(c->cb, cs | tr, tr, 0, 1, &pre, 0, NULL, 0, NULL);
     VkBufferCopy r = {.srcOffset = soff, .dstOffset = doff, .size = n};
     vkCmdCopyBuffer(c->cb, src->buf, dst->buf, 1, &r);
-    /* Make the copy visible to later dispatches/copies in this stream. */
+    /* Make the copy visible to later dispatches (storage or uniform reads) and copies. */
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
-    vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL,
-                         0, NULL);
+                                           VK_ACCESS_UNIFORM_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                                           VK_ACCESS_TRANSFER_WRITE_BIT};
+    vkCmdPipelineBarrier(c->cb, tr, cs | tr, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
 int rt_cmd_end(rt_cmd *c, char *err)

@@ -463,6 +463,15 @@ static void test_greedy_ids(void **state)
     expect(&c, 0, NULL);
     assert_string_equal(a.out, c.out);
     run_free(&c);
+    /* chains of 7 (the default 8, cut to -n) == one token per submission; 3 + 3 + 1 */
+    RUN(d, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids", "--decode-chain", "1");
+    expect(&d, 0, NULL);
+    assert_string_equal(a.out, d.out);
+    run_free(&d);
+    RUN(e3, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids", "--decode-chain", "3");
+    expect(&e3, 0, NULL);
+    assert_string_equal(a.out, e3.out);
+    run_free(&e3);
     int32_t got[64];
     int n = read_ids(a.out, got, 64);
     assert_true(n >= 1 && n <= 8); /* fewer only if EOS/EOT came */

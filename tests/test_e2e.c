@@ -356,6 +356,47 @@ static void check_aux_kernels(fixture *f)
     rig_close(&r);
 }
 
+/* Greedy chains (n decode steps in one submission, token fed back on the device) give
+ * exactly the ids of eval + argmax one step at a time; chains of different lengths
+ * (separately recorded streams) join up; argmax after a chain sees its last step. */
+static void check_chain(fixture *f)
+{
+    SKIP_IF_ABSENT(f);
+    rig r;
+    open_or_skip(&r, f, RIG_FUSE);
+    int32_t ids[512];
+    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
+    if (n > 16)
+        n = 16;
+    enum { STEPS = 12 };
+    char err[RT_ERR_LEN] = "";
+    int32_t first, one[STEPS], ch[STEPS];
+    if (rt_engine_eval(r.e, ids, n, 0, NULL, err) || rt_engine_argmax(r.e, &first, err))
+        fail_msg("%s", err);
+    int32_t tok = first;
+    for (int i = 0; i < STEPS; i++) {
+        if (rt_engine_eval(r.e, &tok, 1, n + i, NULL, err) || rt_engine_argmax(r.e, &tok, err))
+            fail_msg("%s", err);
+        one[i] = tok;
+    }
+    /* the same continuation as chains of 5 and 7 (positions n .. n+11 rewritten) */
+    if (rt_engine_greedy_chain(r.e, first, n, 5, ch, err) || rt_engine_greedy_chain(r.e, ch[4], n + 5, 7, ch + 5, err))
+        fail_msg("%s", err);
+    assert_memory_equal(one, ch, sizeof(one));
+    int32_t am = -1;
+    if (rt_engine_argmax(r.e, &am, err))
+        fail_msg("%s", err);
+    assert_int_equal(am, ch[STEPS - 1]);
+    /* bad arguments are errors, not crashes */
+    assert_int_not_equal(rt_engine_greedy_chain(r.e, first, n, 0, ch, err), 0);
+    assert_int_not_equal(rt_engine_greedy_chain(r.e, first, n, RT_ENGINE_MAX_CHAIN + 1, ch, err), 0);
+    assert_int_not_equal(rt_engine_greedy_chain(r.e, first, rt_engine_n_ctx(r.e) - 2, 3, ch, err), 0);
+    assert_int_not_equal(rt_engine_greedy_chain(r.e, r.vocab, n, 2, ch, err), 0);
+    printf("%s: greedy chains of 5 + 7 == 12 single steps\n", f->name);
+    rig_close(&r);
+}
+
+static void test_tiny_chain(void **st) { (void)st; check_chain(&fixtures[0]); }
 static void test_tiny_aux_kernels(void **st) { (void)st; check_aux_kernels(&fixtures[0]); }
 static void test_tiny_prompt(void **st) { (void)st; check_prompt_logits(&fixtures[0]); }
 static void test_tiny_greedy(void **st) { (void)st; check_greedy(&fixtures[0]); }
@@ -419,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_tiny_greedy),
         cmocka_unit_test(test_tiny_internal),
         cmocka_unit_test(test_tiny_aux_kernels),
+        cmocka_unit_test(test_tiny_chain),
         cmocka_unit_test(test_2b_prompt),
         cmocka_unit_test(test_2b_greedy),
         cmocka_unit_test(test_llama_variant_vs_reference),
