@@ -36,6 +36,8 @@ static const flag_def flags[] = {
     {"--top-p", NULL, F_FLOAT, O(top_p), 0, 1, "P", "top-p sampling, 1 = off (default 0.95)"},
     {"--min-p", NULL, F_FLOAT, O(min_p), 0, 1, "P", "min-p sampling, 0 = off (default 0.05)"},
     {"--repeat-penalty", NULL, F_FLOAT, O(repeat_penalty), 0, 100, "X", "penalize repeated tokens, 1 = off (default 1.0)"},
+    {"--frequency-penalty", NULL, F_FLOAT, O(freq_penalty), -100, 100, "X", "subtract X per repetition in the last-n window, 0 = off (default 0)"},
+    {"--presence-penalty", NULL, F_FLOAT, O(presence_penalty), -100, 100, "X", "subtract X from tokens in the last-n window, 0 = off (default 0)"},
     {"--repeat-last-n", NULL, F_INT, O(repeat_last_n), 0, 128, "N", "tokens the repeat penalty looks back (default 64, at most 128)"},
     {"-s", "--seed", F_U64, O(seed), 0, 0, "N", "random seed (default: from the clock)"},
     {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
@@ -78,6 +80,8 @@ static void defaults(rt_cli_opts *o, const char *prog)
     o->min_p = sp.min_p;
     o->repeat_penalty = sp.repeat_penalty;
     o->repeat_last_n = sp.repeat_last_n;
+    o->freq_penalty = sp.freq_penalty;
+    o->presence_penalty = sp.presence_penalty;
     o->device = -1;
     o->decode_chain = 8;
 }

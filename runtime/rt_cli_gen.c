@@ -65,7 +65,8 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, rt_engine *e, char *err
         return 1;
     }
     if (o->temp > 0) {
-        int k = (o->top_k > 40 ? o->top_k : 40) + (o->repeat_penalty != 1.0f ? o->repeat_last_n : 0);
+        bool pen = o->repeat_penalty != 1.0f || o->freq_penalty != 0.0f || o->presence_penalty != 0.0f;
+        int k = (o->top_k > 40 ? o->top_k : 40) + (pen ? o->repeat_last_n : 0);
         int vocab = rt_engine_vocab(e);
         g->k = k > 256 ? 256 : k;
         if (g->k > vocab) g->k = vocab;
@@ -78,6 +79,8 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, rt_engine *e, char *err
             .top_p = o->top_p,
             .min_p = o->min_p,
             .repeat_penalty = o->repeat_penalty,
+            .freq_penalty = o->freq_penalty,
+            .presence_penalty = o->presence_penalty,
             .repeat_last_n = o->repeat_last_n,
             .seed = o->seed_set ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32),
         };

@@ -1,4 +1,5 @@
-/* rt_sampler.c - next-token sampling on a candidate set: repetition penalty, top-k, top-p,
+/* rt_sampler.c - next-token sampling on a candidate set: repetition, frequency and presence
+ * penalties, top-k, top-p,
  * min-p, temperature, seeded draw (xoshiro256** seeded by splitmix64). Semantics and the
  * exactness argument for candidate sets are in rt_sampler.h.
  */
@@ -27,6 +28,8 @@ void rt_sampler_params_default(rt_sampler_params *p)
     p->min_p = 0.05f;
     p->repeat_penalty = 1.0f;
     p->repeat_last_n = 64;
+    p->freq_penalty = 0.0f;
+    p->presence_penalty = 0.0f;
     p->seed = 0;
 }
 
@@ -79,6 +82,11 @@ int rt_sampler_new(const rt_sampler_params *p, rt_sampler **out_s, char *err)
     else if (p->repeat_last_n < 0 || p->repeat_last_n > MAX_LAST_N)
         bad = "repeat_last_n", snprintf(what, sizeof what, "%d (must be in [0, %d])",
                                         p->repeat_last_n, MAX_LAST_N);
+    else if (!isfinite(p->freq_penalty))
+        bad = "frequency_penalty", snprintf(what, sizeof what, "%g (must be finite; 0 is off)", p->freq_penalty);
+    else if (!isfinite(p->presence_penalty))
+        bad = "presence_penalty", snprintf(what, sizeof what, "%g (must be finite; 0 is off)",
+                                           p->presence_penalty);
     if (bad) {
         snprintf(err, RT_ERR_LEN, "sampler: %s = %s", bad, what);
         return -1;
@@ -116,12 +124,12 @@ void rt_sampler_accept(rt_sampler *s, int32_t id)
         s->hist_n++;
 }
 
-static bool in_history(const rt_sampler *s, int32_t id)
+static int history_count(const rt_sampler *s, int32_t id)
 {
+    int n = 0;
     for (size_t i = 0; i < s->hist_n; i++)
-        if (s->hist[i] == id)
-            return true;
-    return false;
+        n += s->hist[i] == id;
+    return n;
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -149,11 +157,15 @@ size_t rt_sampler_filter(rt_sampler *s, rt_cand *c, size_t n)
     const rt_sampler_params *p = &s->p;
     if (n == 0)
         return 0;
-    if (p->repeat_penalty != 1.0f && s->hist_n > 0)
-        for (size_t i = 0; i < n; i++)
-            if (in_history(s, c[i].id))
-                c[i].logit = c[i].logit <= 0 ? c[i].logit * p->repeat_penalty
-                                             : c[i].logit / p->repeat_penalty;
+    bool pen = p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f;
+    if (pen && s->hist_n > 0)
+        for (size_t i = 0; i < n; i++) {
+            int cnt = history_count(s, c[i].id);
+            if (cnt == 0)
+                continue;
+            c[i].logit = c[i].logit <= 0 ? c[i].logit * p->repeat_penalty : c[i].logit / p->repeat_penalty;
+            c[i].logit -= (float)cnt * p->freq_penalty + p->presence_penalty;
+        }
     qsort(c, n, sizeof *c, cand_cmp);
     if (p->temp <= 0.0f) {
         c[0].p = 1.0f;
@@ -204,6 +216,7 @@ size_t rt_sampler_cands_needed(const rt_sampler_params *p)
 {
     if (p->top_k <= 0)
         return 0;
-    bool pen = p->repeat_penalty != 1.0f && p->repeat_last_n > 0;
+    bool pen = (p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f) &&
+               p->repeat_last_n > 0;
     return (size_t)p->top_k + (pen ? (size_t)p->repeat_last_n : 0);
 }

@@ -5,8 +5,9 @@
  *
  * Input is a candidate set: the C largest logits of the step (ids + logits, sorted
  * descending), e.g. C = 256 from rt_engine_topk. The chain, in llama.cpp's default order:
- *   1. repetition penalty over the last repeat_last_n accepted tokens (llama.cpp semantics:
- *      logit > 0 is divided by the penalty, otherwise multiplied), then re-sort;
+ *   1. penalties over the last repeat_last_n accepted tokens (llama.cpp semantics: the
+ *      repetition penalty divides a logit > 0 and multiplies one <= 0; then
+ *      logit -= count * frequency_penalty + (count > 0) * presence_penalty), then re-sort;
  *   2. greedy (temp <= 0): the largest penalized logit, done;
  *   3. top-k, 4. top-p (softmax over what is left, at temperature 1), 5. min-p (keep
  *      p >= min_p * p_max, i.e. logit >= max + ln(min_p)), 6. temperature, 7. draw.
@@ -16,15 +17,15 @@
  *     logits of the vocabulary are the first k candidates. top-p and min-p run after top-k,
  *     so they only ever look at those k tokens: exact as well (min-p's ratio p_i/p_max does
  *     not even depend on the normalizer).
- *   - Penalty (> 1) only lowers logits. A token outside the candidate set therefore stays
+ *   - Penalties (repeat > 1, frequency and presence >= 0) only lower logits. A token outside the candidate set therefore stays
  *     below every unpenalized candidate. With P distinct penalized ids (P <= repeat_last_n),
  *     at least C - P candidates keep their logit, so if C >= k + P the k largest penalized
  *     logits of the whole vocabulary are all in the set: the result is exact.
  *     rt_sampler_cands_needed() gives k + repeat_last_n for sizing the read-back.
  *   - With top-k off (top_k <= 0) the distribution is the softmax over the C candidates
  *     only (tokens ranked below C are treated as probability 0): an approximation, exact
- *     only when C is the vocabulary size. A penalty < 1 (a boost) can likewise pull in a
- *     token from outside the set: not exact either.
+ *     only when C is the vocabulary size. A penalty that boosts (repeat < 1, frequency or
+ *     presence < 0) can likewise pull in a token from outside the set: not exact either.
  */
 #ifndef RT_SAMPLER_H
 #define RT_SAMPLER_H
@@ -39,12 +40,14 @@ typedef struct {
     float top_p;            /* >= 1: off */
     float min_p;            /* <= 0: off */
     float repeat_penalty;   /* 1: off; > 0 */
-    int32_t repeat_last_n;  /* history window for the penalty; 0: off */
+    int32_t repeat_last_n;  /* history window for the penalties; 0: off */
+    float freq_penalty;     /* subtracted per occurrence in the window; 0: off */
+    float presence_penalty; /* subtracted once if present in the window; 0: off */
     uint64_t seed;
 } rt_sampler_params;
 
 /* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1.0,
- * repeat_last_n 64, seed 0. */
+ * repeat_last_n 64, frequency and presence penalties 0, seed 0. */
 void rt_sampler_params_default(rt_sampler_params *p);
 
 /* One candidate. p is filled by rt_sampler_filter (probability after the whole chain). */

@@ -224,6 +224,9 @@ static void test_bad_numbers(void **state)
         {"--top-p", "1.5", "for --top-p"},           {"--seed", "-3", "for --seed"},
         {"--device", "x", "for --device"},           {"-n", "99999999999999999999", "for -n"},
         {"--min-p", "0.1.2", "for --min-p"},         {"--repeat-last-n", "1e3", "for --repeat-last-n"},
+        {"--frequency-penalty", "inf", "for --frequency-penalty"},
+        {"--presence-penalty", "x", "for --presence-penalty"},
+        {"--decode-chain", "0", "for --decode-chain"}, {"--decode-chain", "17", "for --decode-chain"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         RUN(r, NULL, "-m", "x.gguf", cases[i][0], cases[i][1], "-p", "hi");

@@ -56,9 +56,11 @@ static int reference(const float *logits, const rt_sampler_params *p, const int 
         double l = logits[i];
         int seen = 0;
         for (int h = 0; h < n_hist; h++)
-            seen |= hist[h] == i;
-        if (seen && p->repeat_penalty != 1.0f)
+            seen += hist[h] == i;
+        if (seen) {
             l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
+            l = (float)l - ((float)seen * p->freq_penalty + p->presence_penalty);
+        }
         r[i].id = i;
         r[i].l = (float)l;
     }
@@ -303,6 +305,56 @@ static void test_penalty(void **state)
     check_vs_reference(logits, &p, 60, hist, 20);
     p.temp = 0.0f;
     check_vs_reference(logits, &p, 60, hist, 20);
+    /* frequency and presence penalties (only lower logits: exact with k + P candidates),
+     * with ids repeated in the history */
+    for (int i = 0; i < 20; i++)
+        hist[i] = top[(i % 7) * 3].id;
+    p = params(40, 1.0f, 0.0f, 1.0f);
+    p.repeat_last_n = 20;
+    p.freq_penalty = 0.7f;
+    p.presence_penalty = 0.4f;
+    assert_int_equal(rt_sampler_cands_needed(&p), 60);
+    check_vs_reference(logits, &p, 60, hist, 20);
+    p.repeat_penalty = 1.5f;
+    p.top_p = 0.9f;
+    check_vs_reference(logits, &p, 60, hist, 20);
+}
+
+/* llama.cpp's order on one hand-checked case: repeat penalty, then count * frequency +
+ * presence subtracted; a token out of the window is left alone. */
+static void test_freq_presence(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    rt_sampler_params p;
+    rt_sampler_params_default(&p);
+    p.temp = 0.0f;
+    p.repeat_penalty = 2.0f;
+    p.freq_penalty = 0.5f;
+    p.presence_penalty = 0.25f;
+    p.repeat_last_n = 4;
+    rt_sampler *s;
+    assert_int_equal(rt_sampler_new(&p, &s, err), 0);
+    const int32_t acc[5] = {9, 2, 2, 3, 2}; /* window of 4: 2 x3, 3 x1; 9 fell out */
+    for (int i = 0; i < 5; i++)
+        rt_sampler_accept(s, acc[i]);
+    rt_cand c[4] = {{2, 4.0f, 0}, {3, -1.0f, 0}, {9, 1.0f, 0}, {5, 0.5f, 0}};
+    assert_int_equal(rt_sampler_filter(s, c, 4), 1);
+    /* 2: 4 / 2 - (3 * 0.5 + 0.25) = 0.25; 3: -1 * 2 - (0.5 + 0.25) = -2.75; 9, 5 unchanged */
+    const int32_t want_ids[4] = {9, 5, 2, 3};
+    const float want_l[4] = {1.0f, 0.5f, 0.25f, -2.75f};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c[i].id, want_ids[i]);
+        assert_true(c[i].logit == want_l[i]);
+    }
+    rt_sampler_free(s);
+    p.freq_penalty = INFINITY;
+    assert_int_not_equal(rt_sampler_new(&p, &s, err), 0);
+    assert_non_null(strstr(err, "frequency_penalty"));
+    p.freq_penalty = 0.0f;
+    p.presence_penalty = NAN;
+    assert_int_not_equal(rt_sampler_new(&p, &s, err), 0);
+    assert_non_null(strstr(err, "presence_penalty"));
 }
 
 static void test_bad_params(void **state)
@@ -340,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_temperature),
         cmocka_unit_test(test_penalty),
+        cmocka_unit_test(test_freq_presence),
         cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
