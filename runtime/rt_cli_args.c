@@ -38,7 +38,7 @@ static const flag_def flags[] = {
     {"--repeat-penalty", NULL, F_FLOAT, O(repeat_penalty), 0, 100, "X", "penalize repeated tokens, 1 = off (default 1.0)"},
     {"--frequency-penalty", NULL, F_FLOAT, O(freq_penalty), -100, 100, "X", "subtract X per repetition in the last-n window, 0 = off (default 0)"},
     {"--presence-penalty", NULL, F_FLOAT, O(presence_penalty), -100, 100, "X", "subtract X from tokens in the last-n window, 0 = off (default 0)"},
-    {"--repeat-last-n", NULL, F_INT, O(repeat_last_n), 0, 128, "N", "tokens the repeat penalty looks back (default 64, at most 128)"},
+    {"--repeat-last-n", NULL, F_INT, O(repeat_last_n), 0, 128, "N", "tokens the penalties look back (default 64, at most 128)"},
     {"-s", "--seed", F_U64, O(seed), 0, 0, "N", "random seed (default: from the clock)"},
     {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
     {"-cnv", "--interactive", F_BOOL, O(chat), 0, 0, NULL, "same as --chat"},
