@@ -166,7 +166,8 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
             out->pos = ++pos;
             continue;
         }
-        int m = g->smp ? 1 : g->o->decode_chain; /* tokens the next submission decodes */
+        /* tokens the next submission decodes (--profile times single decode steps) */
+        int m = g->smp || g->o->profile ? 1 : g->o->decode_chain;
         if (n_predict >= 0 && m > n_predict - out->n_gen) m = n_predict - out->n_gen;
         if (m > g->n_ctx - pos) m = g->n_ctx - pos;
         if (m > 1) {

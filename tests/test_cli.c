@@ -516,6 +516,16 @@ static void test_generate_text(void **state)
         "--min-p", "0", "--repeat-penalty", "1.3", "--repeat-last-n", "16");
     expect(&g, 0, NULL);
     run_free(&g);
+    /* --profile: the per-kernel table of a decode step follows the stats, greedy and sampled */
+    static const char *const temps[2] = {"0", "0.8"};
+    for (int i = 0; i < 2; i++) {
+        RUN(p, NULL, "-m", tiny_model(), "-p", "hi", "-n", "5", "--temp", temps[i], "--seed", "1", "--profile");
+        expect(&p, 0, NULL);
+        assert_non_null(strstr(p.err, "GB/s"));
+        assert_non_null(strstr(p.err, "lm_head"));
+        assert_null(strstr(p.err, "profile: not available"));
+        run_free(&p);
+    }
 }
 
 static void test_prompt_too_long(void **state)
