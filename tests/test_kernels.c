@@ -987,43 +987,55 @@ static void test_argmax(void **state)
     dsl_kernel_free(kn.k);
 }
 
-/* Plain reference: the k best (value desc, index asc) by selection. */
-static void ref_topk(const float *l, int n, int k, uint32_t *ids)
+/* Plain reference: the k best (value desc, index asc), by sorting all indices. */
+static const float *ref_topk_vals;
+static int ref_topk_cmp(const void *a, const void *b)
 {
-    for (int it = 0; it < k; it++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            bool used = false;
-            for (int j = 0; j < it && !used; j++)
-                used = ids[j] == (uint32_t)i;
-            if (!used && (best < 0 || l[i] > l[best]))
-                best = i;
-        }
-        ids[it] = (uint32_t)best;
-    }
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    float vx = ref_topk_vals[x], vy = ref_topk_vals[y];
+    if (vx != vy)
+        return vx > vy ? -1 : 1;
+    return x < y ? -1 : 1;
 }
 
+static void ref_topk(const float *l, int n, int k, uint32_t *ids)
+{
+    uint32_t *all = xmalloc(4 * (size_t)n);
+    for (int i = 0; i < n; i++)
+        all[i] = (uint32_t)i;
+    ref_topk_vals = l;
+    qsort(all, (size_t)n, 4, ref_topk_cmp);
+    memcpy(ids, all, 4 * (size_t)k);
+    free(all);
+}
+
+/* Radix-select top-k: a small row with many ties, a 50k row (ties at the boundary, a
+ * few outliers, negative values), k from 1 to 256. */
 static void test_topk(void **state)
 {
     (void)state;
     need_device();
     kern kn;
     aux_kernel(&kn, gen_kernel_topk());
-    static const uint32_t ks[] = {1, 40, 256};
-    for (size_t c = 0; c < sizeof(ks) / sizeof(ks[0]); c++) {
-        uint32_t k = ks[c], ids[256];
-        float *l = tie_logits();
-        rt_buf b[2] = {dev(4 * VOCAB, l), dev(4096, NULL)};
+    static const uint32_t cases[][2] = {{VOCAB, 1}, {VOCAB, 40}, {VOCAB, 256}, {50021, 104}, {50021, 256}, {50021, 7}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint32_t n = cases[c][0], k = cases[c][1], ids[256];
+        float *l = n == VOCAB ? tie_logits() : xmalloc(4 * (size_t)n);
+        if (n != VOCAB)
+            for (uint32_t i = 0; i < n; i++)
+                l[i] = (float)(rnd() % 300) * 0.125f - 30.0f + (rnd() % 997 == 0 ? 40.0f : 0.0f);
+        rt_buf b[2] = {dev(4 * (size_t)n, l), dev(4096, NULL)};
         const rt_buf *args[2] = {&b[0], &b[1]};
-        uint32_t params[2] = {VOCAB, k}, gr[3] = {1, 1, 1};
+        uint32_t params[2] = {n, k}, gr[3] = {1, 1, 1};
         dispatch(kn.k, kn.pl, args, 2, params, 2, gr);
         uint32_t *r = fetch(&b[1], 4096);
-        ref_topk(l, (int)VOCAB, (int)k, ids);
+        ref_topk(l, (int)n, (int)k, ids);
         for (uint32_t i = 0; i < k; i++) {
             float v;
             memcpy(&v, &r[256 + i], 4);
             if (r[i] != ids[i] || v != l[ids[i]])
-                fail_msg("topk k=%u: rank %u is id %u (%g), reference id %u (%g)", k, i, r[i], v, ids[i], l[ids[i]]);
+                fail_msg("topk n=%u k=%u: rank %u is id %u (%g), reference id %u (%g)", n, k, i, r[i], v, ids[i],
+                         l[ids[i]]);
         }
         assert_true(all_poison(r + k, 256 - k));
         assert_true(all_poison(r + 256 + k, 768 - k));

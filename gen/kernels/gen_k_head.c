@@ -160,6 +160,23 @@ struct dsl_kernel *gen_kernel_argmax(void)
     return (struct dsl_kernel *)k;
 }
 
+/* Order-preserving u32 key of a float: larger float, larger key. */
+static dsl_expr sort_key(dsl_kernel *k, dsl_expr v)
+{
+    dsl_expr b = dsl_let(k, "bits", dsl_bitcast(k, v, DSL_U32));
+    return dsl_let(k, "key", dsl_select(k, dsl_ne(k, dsl_band(k, b, U(0x80000000u)), U(0)), dsl_bnot(k, b),
+                                        dsl_bor(k, b, U(0x80000000u))));
+}
+
+/* Top-k of one row in one workgroup, in a fixed number of passes whatever k is:
+ *  1. radix select on the order-preserving keys, 8 bits a pass (4 passes, a 256-bin
+ *     histogram in shared memory each): T = the k-th largest key, need = how many
+ *     elements equal to T belong to the top k;
+ *  2. gather the elements above T (any order), then the `need` elements equal to T
+ *     with the lowest indices (each invocation scans a contiguous block; an exclusive
+ *     scan of the blocks' counts gives each tie its rank);
+ *  3. bitonic sort of the (at most 256) gathered entries by (value desc, index asc).
+ * Result: u32[0..k) ids, f32[256..256+k) logits. */
 struct dsl_kernel *gen_kernel_topk(void)
 {
     dsl_kernel *k = dsl_kernel_new("topk", WG, 1, 1);
@@ -168,35 +185,127 @@ struct dsl_kernel *gen_kernel_topk(void)
     dsl_expr logits = dsl_buffer(k, "logits", DSL_F32, DSL_READONLY);
     dsl_expr res = dsl_buffer(k, "result", DSL_U32, DSL_WRITEONLY);
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
-    dsl_expr kk = dsl_param(k, "k", DSL_U32);
-    dsl_expr bv = dsl_shared(k, "bv", DSL_F32, WG), bi = dsl_shared(k, "bi", DSL_U32, WG);
+    dsl_expr kp = dsl_param(k, "k", DSL_U32);
+    dsl_expr hist = dsl_shared(k, "hist", DSL_U32, WG), st = dsl_shared(k, "st", DSL_U32, 4);
+    dsl_expr sid = dsl_shared(k, "sid", DSL_U32, WG), sval = dsl_shared(k, "sval", DSL_F32, WG);
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    /* candidates come in (value desc, index asc) order: each round takes the best
-     * element strictly after the previous one in that order */
-    dsl_expr pv = dsl_var(k, "pv", DSL_F32, F(3.0e38));
-    dsl_expr pi = dsl_var(k, "pidx", DSL_U32, U(0));
-    dsl_expr first = dsl_var(k, "first", DSL_BOOL, dsl_bool(k, 1));
-    dsl_expr it = dsl_for(k, "it", U(0), dsl_min(k, kk, dsl_min(k, vocab, U(256))), NULL);
-    dsl_expr best = dsl_var(k, "best", DSL_F32, F(-3.0e38));
-    dsl_expr bidx = dsl_var(k, "bidx", DSL_U32, U(0xffffffffu));
-    dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
-    dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
-    dsl_expr after = dsl_or(k, first, dsl_or(k, dsl_lt(k, v, pv), dsl_and(k, dsl_eq(k, v, pv), dsl_gt(k, i, pi))));
-    dsl_if(k, dsl_and(k, after, dsl_or(k, dsl_gt(k, v, best), dsl_eq(k, bidx, U(0xffffffffu)))));
-    dsl_assign(k, best, v);
-    dsl_assign(k, bidx, i);
-    dsl_end(k);
-    dsl_end(k);
-    best_reduce(k, bv, bi, best, bidx);
-    dsl_assign(k, pv, dsl_load(k, bv, U(0)));
-    dsl_assign(k, pi, dsl_load(k, bi, U(0)));
-    dsl_assign(k, first, dsl_bool(k, 0));
+    dsl_expr kk = dsl_let(k, "kk", dsl_min(k, kp, dsl_min(k, vocab, U(WG))));
+    /* empty slots sort last */
+    dsl_store(k, sid, lid, U(0xffffffffu));
+    dsl_store(k, sval, lid, F(-3.0e38));
+    dsl_expr prefix = dsl_var(k, "prefix", DSL_U32, U(0));
+    dsl_expr need = dsl_var(k, "need", DSL_U32, kk);
+    for (int d = 0; d < 4; d++) {
+        const uint32_t shift = 24u - 8u * (uint32_t)d, mask = d ? 0xffffffffu << (32u - 8u * (uint32_t)d) : 0u;
+        dsl_store(k, hist, lid, U(0));
+        dsl_barrier(k);
+        dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
+        dsl_expr key = sort_key(k, dsl_load(k, logits, i));
+        dsl_if(k, dsl_eq(k, dsl_band(k, key, U(mask)), prefix));
+        dsl_atomic_add(k, dsl_at(k, hist, dsl_band(k, dsl_shr(k, key, U(shift)), U(255))), U(1));
+        dsl_end(k);
+        dsl_end(k); /* i */
+        dsl_barrier(k);
+        dsl_if(k, dsl_eq(k, lid, U(0))); /* the bin holding the need-th largest key */
+        {
+            dsl_expr acc = dsl_var(k, "acc", DSL_U32, U(0));
+            dsl_expr bin = dsl_var(k, "bin", DSL_U32, U(255));
+            dsl_while(k);
+            dsl_expr h = dsl_let(k, "h", dsl_load(k, hist, bin));
+            dsl_break_if(k, dsl_or(k, dsl_ge(k, dsl_add(k, acc, h), need), dsl_eq(k, bin, U(0))));
+            dsl_add_to(k, acc, h);
+            dsl_assign(k, bin, dsl_sub(k, bin, U(1)));
+            dsl_end(k);
+            dsl_store(k, st, U(0), dsl_bor(k, prefix, dsl_shl(k, bin, U(shift))));
+            dsl_store(k, st, U(1), dsl_sub(k, need, acc));
+        }
+        dsl_end(k);
+        dsl_barrier(k);
+        dsl_assign(k, prefix, dsl_load(k, st, U(0)));
+        dsl_assign(k, need, dsl_load(k, st, U(1)));
+        dsl_barrier(k);
+    }
+    /* prefix = T; the kk - need elements above T, in any order */
+    dsl_expr above = dsl_let(k, "above", dsl_sub(k, kk, need));
     dsl_if(k, dsl_eq(k, lid, U(0)));
-    dsl_store(k, res, it, pi);
-    dsl_store(k, res, dsl_add(k, it, U(256)), dsl_bitcast(k, pv, DSL_U32));
+    dsl_store(k, st, U(2), U(0));
     dsl_end(k);
     dsl_barrier(k);
-    dsl_end(k); /* it */
+    {
+        dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
+        dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
+        dsl_if(k, dsl_gt(k, sort_key(k, v), prefix));
+        dsl_expr slot = dsl_let(k, "slot", dsl_atomic_add(k, dsl_at(k, st, U(2)), U(1)));
+        dsl_store(k, sid, slot, i);
+        dsl_store(k, sval, slot, v);
+        dsl_end(k);
+        dsl_end(k);
+    }
+    /* the ties: contiguous blocks per invocation, ranked by an exclusive scan */
+    dsl_expr blk = dsl_let(k, "blk", dsl_div(k, dsl_add(k, vocab, U(WG - 1)), U(WG)));
+    dsl_expr b0 = dsl_let(k, "b0", dsl_min(k, dsl_mul(k, lid, blk), vocab));
+    dsl_expr b1 = dsl_let(k, "b1", dsl_min(k, dsl_add(k, b0, blk), vocab));
+    dsl_expr ties = dsl_var(k, "ties", DSL_U32, U(0));
+    {
+        dsl_expr i = dsl_for(k, "i", b0, b1, NULL);
+        dsl_if(k, dsl_eq(k, sort_key(k, dsl_load(k, logits, i)), prefix));
+        dsl_add_to(k, ties, U(1));
+        dsl_end(k);
+        dsl_end(k);
+    }
+    dsl_barrier(k); /* hist is free again */
+    dsl_store(k, hist, lid, ties);
+    dsl_barrier(k);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    {
+        dsl_expr run = dsl_var(k, "run", DSL_U32, U(0));
+        dsl_expr j = dsl_for(k, "j", U(0), U(WG), NULL);
+        dsl_expr h = dsl_let(k, "h", dsl_load(k, hist, j));
+        dsl_store(k, hist, j, run);
+        dsl_add_to(k, run, h);
+        dsl_end(k);
+    }
+    dsl_end(k);
+    dsl_barrier(k);
+    {
+        dsl_expr r = dsl_var(k, "r", DSL_U32, dsl_load(k, hist, lid));
+        dsl_expr i = dsl_for(k, "i", b0, b1, NULL);
+        dsl_break_if(k, dsl_ge(k, r, need));
+        dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
+        dsl_if(k, dsl_eq(k, sort_key(k, v), prefix));
+        dsl_store(k, sid, dsl_add(k, above, r), i);
+        dsl_store(k, sval, dsl_add(k, above, r), v);
+        dsl_add_to(k, r, U(1));
+        dsl_end(k);
+        dsl_end(k);
+    }
+    dsl_barrier(k);
+    /* bitonic sort of the WG slots: entry a goes before b if a.val > b.val, or equal and a.id < b.id */
+    {
+        dsl_expr ls = dsl_for(k, "ls", U(1), U(9), NULL); /* segment size 2^ls */
+        dsl_expr j = dsl_for(k, "j", U(0), ls, NULL);     /* stride 2^(ls - 1 - j) */
+        dsl_expr stride = dsl_let(k, "stride", dsl_shl(k, U(1), dsl_sub(k, dsl_sub(k, ls, U(1)), j)));
+        dsl_expr p = dsl_let(k, "p", dsl_bxor(k, lid, stride));
+        dsl_if(k, dsl_gt(k, p, lid));
+        dsl_expr av = dsl_let(k, "av", dsl_load(k, sval, lid)), ai = dsl_let(k, "ai", dsl_load(k, sid, lid));
+        dsl_expr bv = dsl_let(k, "bv", dsl_load(k, sval, p)), bi = dsl_let(k, "bi", dsl_load(k, sid, p));
+        dsl_expr a_first = dsl_or(k, dsl_gt(k, av, bv), dsl_and(k, dsl_eq(k, av, bv), dsl_lt(k, ai, bi)));
+        dsl_expr up = dsl_eq(k, dsl_band(k, lid, dsl_shl(k, U(1), ls)), U(0));
+        dsl_if(k, dsl_ne(k, up, a_first));
+        dsl_store(k, sval, lid, bv);
+        dsl_store(k, sid, lid, bi);
+        dsl_store(k, sval, p, av);
+        dsl_store(k, sid, p, ai);
+        dsl_end(k);
+        dsl_end(k);
+        dsl_barrier(k);
+        dsl_end(k); /* j */
+        dsl_end(k); /* ls */
+    }
+    dsl_if(k, dsl_lt(k, lid, kk));
+    dsl_store(k, res, lid, dsl_load(k, sid, lid));
+    dsl_store(k, res, dsl_add(k, lid, U(256)), dsl_bitcast(k, dsl_load(k, sval, lid), DSL_U32));
+    dsl_end(k);
     return (struct dsl_kernel *)k;
 }
 

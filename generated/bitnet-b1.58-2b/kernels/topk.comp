@@ -16,114 +16,195 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float bv[256];
-shared uint bi[256];
+shared uint hist[256];
+shared uint st[4];
+shared uint sid[256];
+shared float sval[256];
 
 void main()
 {
-    float pv = 3e+38;
-    uint pidx = 0u;
-    bool first = true;
-    for (uint it = 0u; it < min(pc.k, min(pc.vocab, 256u)); it++) {
-        float best = -3e+38;
-        uint bidx = 4294967295u;
-        for (uint i = gl_LocalInvocationIndex; i < pc.vocab; i += 256u) {
-            float v = pc.logits.d[i];
-            if ((first || ((v < pv) || ((v == pv) && (i > pidx)))) && ((v > best) || (bidx == 4294967295u))) {
-                best = v;
-                bidx = i;
+    uint kk = min(pc.k, min(pc.vocab, 256u));
+    sid[gl_LocalInvocationIndex] = 4294967295u;
+    sval[gl_LocalInvocationIndex] = -3e+38;
+    uint prefix = 0u;
+    uint need = kk;
+    hist[gl_LocalInvocationIndex] = 0u;
+    barrier();
+    for (uint i = gl_LocalInvocationIndex; i < pc.vocab; i += 256u) {
+        uint bits = floatBitsToUint(pc.logits.d[i]);
+        uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
+        if ((key & 0u) == prefix) {
+            atomicAdd(hist[(key >> 24u) & 255u], 1u);
+        }
+    }
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        uint acc = 0u;
+        uint bin = 255u;
+        while (true) {
+            uint h = hist[bin];
+            if (((acc + h) >= need) || (bin == 0u)) break;
+            acc += h;
+            bin = bin - 1u;
+        }
+        st[0u] = prefix | (bin << 24u);
+        st[1u] = need - acc;
+    }
+    barrier();
+    prefix = st[0u];
+    need = st[1u];
+    barrier();
+    hist[gl_LocalInvocationIndex] = 0u;
+    barrier();
+    for (uint i1 = gl_LocalInvocationIndex; i1 < pc.vocab; i1 += 256u) {
+        uint bits1 = floatBitsToUint(pc.logits.d[i1]);
+        uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
+        if ((key1 & 4278190080u) == prefix) {
+            atomicAdd(hist[(key1 >> 16u) & 255u], 1u);
+        }
+    }
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        uint acc1 = 0u;
+        uint bin1 = 255u;
+        while (true) {
+            uint h1 = hist[bin1];
+            if (((acc1 + h1) >= need) || (bin1 == 0u)) break;
+            acc1 += h1;
+            bin1 = bin1 - 1u;
+        }
+        st[0u] = prefix | (bin1 << 16u);
+        st[1u] = need - acc1;
+    }
+    barrier();
+    prefix = st[0u];
+    need = st[1u];
+    barrier();
+    hist[gl_LocalInvocationIndex] = 0u;
+    barrier();
+    for (uint i2 = gl_LocalInvocationIndex; i2 < pc.vocab; i2 += 256u) {
+        uint bits2 = floatBitsToUint(pc.logits.d[i2]);
+        uint key2 = ((bits2 & 2147483648u) != 0u) ? (~bits2) : (bits2 | 2147483648u);
+        if ((key2 & 4294901760u) == prefix) {
+            atomicAdd(hist[(key2 >> 8u) & 255u], 1u);
+        }
+    }
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        uint acc2 = 0u;
+        uint bin2 = 255u;
+        while (true) {
+            uint h2 = hist[bin2];
+            if (((acc2 + h2) >= need) || (bin2 == 0u)) break;
+            acc2 += h2;
+            bin2 = bin2 - 1u;
+        }
+        st[0u] = prefix | (bin2 << 8u);
+        st[1u] = need - acc2;
+    }
+    barrier();
+    prefix = st[0u];
+    need = st[1u];
+    barrier();
+    hist[gl_LocalInvocationIndex] = 0u;
+    barrier();
+    for (uint i3 = gl_LocalInvocationIndex; i3 < pc.vocab; i3 += 256u) {
+        uint bits3 = floatBitsToUint(pc.logits.d[i3]);
+        uint key3 = ((bits3 & 2147483648u) != 0u) ? (~bits3) : (bits3 | 2147483648u);
+        if ((key3 & 4294967040u) == prefix) {
+            atomicAdd(hist[(key3 >> 0u) & 255u], 1u);
+        }
+    }
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        uint acc3 = 0u;
+        uint bin3 = 255u;
+        while (true) {
+            uint h3 = hist[bin3];
+            if (((acc3 + h3) >= need) || (bin3 == 0u)) break;
+            acc3 += h3;
+            bin3 = bin3 - 1u;
+        }
+        st[0u] = prefix | (bin3 << 0u);
+        st[1u] = need - acc3;
+    }
+    barrier();
+    prefix = st[0u];
+    need = st[1u];
+    barrier();
+    uint above = kk - need;
+    if (gl_LocalInvocationIndex == 0u) {
+        st[2u] = 0u;
+    }
+    barrier();
+    for (uint i4 = gl_LocalInvocationIndex; i4 < pc.vocab; i4 += 256u) {
+        float v = pc.logits.d[i4];
+        uint bits4 = floatBitsToUint(v);
+        uint key4 = ((bits4 & 2147483648u) != 0u) ? (~bits4) : (bits4 | 2147483648u);
+        if (key4 > prefix) {
+            uint t0 = atomicAdd(st[2u], 1u);
+            uint slot = t0;
+            sid[slot] = i4;
+            sval[slot] = v;
+        }
+    }
+    uint blk = (pc.vocab + 255u) / 256u;
+    uint b0 = min(gl_LocalInvocationIndex * blk, pc.vocab);
+    uint b1 = min(b0 + blk, pc.vocab);
+    uint ties = 0u;
+    for (uint i5 = b0; i5 < b1; i5++) {
+        uint bits5 = floatBitsToUint(pc.logits.d[i5]);
+        uint key5 = ((bits5 & 2147483648u) != 0u) ? (~bits5) : (bits5 | 2147483648u);
+        if (key5 == prefix) {
+            ties += 1u;
+        }
+    }
+    barrier();
+    hist[gl_LocalInvocationIndex] = ties;
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        uint run = 0u;
+        for (uint j = 0u; j < 256u; j++) {
+            uint h4 = hist[j];
+            hist[j] = run;
+            run += h4;
+        }
+    }
+    barrier();
+    uint r = hist[gl_LocalInvocationIndex];
+    for (uint i6 = b0; i6 < b1; i6++) {
+        if (r >= need) break;
+        float v1 = pc.logits.d[i6];
+        uint bits6 = floatBitsToUint(v1);
+        uint key6 = ((bits6 & 2147483648u) != 0u) ? (~bits6) : (bits6 | 2147483648u);
+        if (key6 == prefix) {
+            sid[above + r] = i6;
+            sval[above + r] = v1;
+            r += 1u;
+        }
+    }
+    barrier();
+    for (uint ls = 1u; ls < 9u; ls++) {
+        for (uint j1 = 0u; j1 < ls; j1++) {
+            uint stride = 1u << ((ls - 1u) - j1);
+            uint p = gl_LocalInvocationIndex ^ stride;
+            if (p > gl_LocalInvocationIndex) {
+                float av = sval[gl_LocalInvocationIndex];
+                uint ai = sid[gl_LocalInvocationIndex];
+                float bv = sval[p];
+                uint bi = sid[p];
+                if (((gl_LocalInvocationIndex & (1u << ls)) == 0u) != ((av > bv) || ((av == bv) && (ai < bi)))) {
+                    sval[gl_LocalInvocationIndex] = bv;
+                    sid[gl_LocalInvocationIndex] = bi;
+                    sval[p] = av;
+                    sid[p] = ai;
+                }
             }
+            barrier();
         }
-        bv[gl_LocalInvocationIndex] = best;
-        bi[gl_LocalInvocationIndex] = bidx;
-        barrier();
-        if (gl_LocalInvocationIndex < 128u) {
-            float ov = bv[gl_LocalInvocationIndex + 128u];
-            uint oi = bi[gl_LocalInvocationIndex + 128u];
-            float mv = bv[gl_LocalInvocationIndex];
-            if ((ov > mv) || ((ov == mv) && (oi < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov;
-                bi[gl_LocalInvocationIndex] = oi;
-            }
-        }
-        barrier();
-        if (gl_LocalInvocationIndex < 64u) {
-            float ov1 = bv[gl_LocalInvocationIndex + 64u];
-            uint oi1 = bi[gl_LocalInvocationIndex + 64u];
-            float mv1 = bv[gl_LocalInvocationIndex];
-            if ((ov1 > mv1) || ((ov1 == mv1) && (oi1 < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov1;
-                bi[gl_LocalInvocationIndex] = oi1;
-            }
-        }
-        barrier();
-        if (gl_LocalInvocationIndex < 32u) {
-            float ov2 = bv[gl_LocalInvocationIndex + 32u];
-            uint oi2 = bi[gl_LocalInvocationIndex + 32u];
-            float mv2 = bv[gl_LocalInvocationIndex];
-            if ((ov2 > mv2) || ((ov2 == mv2) && (oi2 < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov2;
-                bi[gl_LocalInvocationIndex] = oi2;
-            }
-        }
-        barrier();
-        if (gl_LocalInvocationIndex < 16u) {
-            float ov3 = bv[gl_LocalInvocationIndex + 16u];
-            uint oi3 = bi[gl_LocalInvocationIndex + 16u];
-            float mv3 = bv[gl_LocalInvocationIndex];
-            if ((ov3 > mv3) || ((ov3 == mv3) && (oi3 < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov3;
-                bi[gl_LocalInvocationIndex] = oi3;
-            }
-        }
-        barrier();
-        if (gl_LocalInvocationIndex < 8u) {
-            float ov4 = bv[gl_LocalInvocationIndex + 8u];
-            uint oi4 = bi[gl_LocalInvocationIndex + 8u];
-            float mv4 = bv[gl_LocalInvocationIndex];
-            if ((ov4 > mv4) || ((ov4 == mv4) && (oi4 < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov4;
-                bi[gl_LocalInvocationIndex] = oi4;
-            }
-        }
-        barrier();
-        if (gl_LocalInvocationIndex < 4u) {
-            float ov5 = bv[gl_LocalInvocationIndex + 4u];
-            uint oi5 = bi[gl_LocalInvocationIndex + 4u];
-            float mv5 = bv[gl_LocalInvocationIndex];
-            if ((ov5 > mv5) || ((ov5 == mv5) && (oi5 < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov5;
-                bi[gl_LocalInvocationIndex] = oi5;
-            }
-        }
-        barrier();
-        if (gl_LocalInvocationIndex < 2u) {
-            float ov6 = bv[gl_LocalInvocationIndex + 2u];
-            uint oi6 = bi[gl_LocalInvocationIndex + 2u];
-            float mv6 = bv[gl_LocalInvocationIndex];
-            if ((ov6 > mv6) || ((ov6 == mv6) && (oi6 < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov6;
-                bi[gl_LocalInvocationIndex] = oi6;
-            }
-        }
-        barrier();
-        if (gl_LocalInvocationIndex < 1u) {
-            float ov7 = bv[gl_LocalInvocationIndex + 1u];
-            uint oi7 = bi[gl_LocalInvocationIndex + 1u];
-            float mv7 = bv[gl_LocalInvocationIndex];
-            if ((ov7 > mv7) || ((ov7 == mv7) && (oi7 < bi[gl_LocalInvocationIndex]))) {
-                bv[gl_LocalInvocationIndex] = ov7;
-                bi[gl_LocalInvocationIndex] = oi7;
-            }
-        }
-        barrier();
-        pv = bv[0u];
-        pidx = bi[0u];
-        first = false;
-        if (gl_LocalInvocationIndex == 0u) {
-            pc.result.d[it] = pidx;
-            pc.result.d[it + 256u] = floatBitsToUint(pv);
-        }
-        barrier();
+    }
+    if (gl_LocalInvocationIndex < kk) {
+        pc.result.d[gl_LocalInvocationIndex] = sid[gl_LocalInvocationIndex];
+        pc.result.d[gl_LocalInvocationIndex + 256u] = floatBitsToUint(sval[gl_LocalInvocationIndex]);
     }
 }
