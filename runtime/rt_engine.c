@@ -34,6 +34,13 @@
 #define CHAIN_SLOTS 4 /* greedy-chain streams cached (by length) */
 #define CHAIN_IDS_OFF ((VkDeviceSize)RT_ENGINE_MAX_CHAIN * sizeof(rt_dyn)) /* ids after the dyn table */
 
+/* A few recorded streams keyed by token count, replaced round-robin (prefill steps of
+ * n tokens, greedy chains of n steps). */
+typedef struct {
+    struct { int n; rt_cmd *c; } slot[MAX_PREFILL];
+    int count, next; /* slots in use (<= MAX_PREFILL), next one to replace */
+} stream_cache;
+
 struct rt_engine {
     const rt_model_desc *d;
     rt_vk *vk;
@@ -54,11 +61,9 @@ struct rt_engine {
     int decode_topk_k;
     bool pending;         /* a decode step is prepared (dyn written) but not submitted */
     rt_buf chainbuf;      /* host: rt_dyn[RT_ENGINE_MAX_CHAIN] per step, then u32 ids[RT_ENGINE_MAX_CHAIN] */
-    struct { int n; rt_cmd *c; } chain[CHAIN_SLOTS];
-    int chain_next;
+    stream_cache chain;   /* greedy chains by length */
     rt_cmd *last_decode;  /* stream of the last submitted decode step (profile) */
-    struct { int n; rt_cmd *c; } pre[MAX_PREFILL];
-    int pre_next;
+    stream_cache pre;     /* prefill streams by token count */
     int last_row;         /* LOGITS row of the last position after eval */
     int last_decode_kv;   /* cache rows the last decode step attended (profile) */
     rt_engine_stats stats;
@@ -324,6 +329,8 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     }
     e->d = desc;
     e->profile = opts->profile;
+    e->pre.count = MAX_PREFILL;
+    e->chain.count = CHAIN_SLOTS;
     if (rt_gguf_open(opts->model_path, &e->g, err) || check_model(e, opts->model_path, err))
         goto fail;
     uint32_t ctx = 0;
@@ -398,8 +405,8 @@ void rt_engine_close(rt_engine *e)
         rt_cmd_free(e->decode_argmax);
         rt_cmd_free(e->argmax0);
         rt_cmd_free(e->decode_topk);
-        for (int i = 0; i < MAX_PREFILL; i++)
-            rt_cmd_free(e->pre[i].c);
+        for (int i = 0; i < e->pre.count; i++)
+            rt_cmd_free(e->pre.slot[i].c);
         if (e->w)
             for (size_t i = 0; i < (size_t)e->d->n_tensors * e->n_layers; i++)
                 if (e->w_ok[i])
@@ -415,8 +422,8 @@ void rt_engine_close(rt_engine *e)
         rt_buf_destroy(e->vk, &e->logits);
         rt_buf_destroy(e->vk, &e->result);
         rt_buf_destroy(e->vk, &e->chainbuf);
-        for (int i = 0; i < CHAIN_SLOTS; i++)
-            rt_cmd_free(e->chain[i].c);
+        for (int i = 0; i < e->chain.count; i++)
+            rt_cmd_free(e->chain.slot[i].c);
         rt_vk_destroy(e->vk);
     }
     free(e->w);
@@ -433,19 +440,30 @@ int rt_engine_vocab(const rt_engine *e) { return e->vocab; }
 int rt_engine_n_ctx(const rt_engine *e) { return e->n_ctx; }
 const rt_gguf *rt_engine_gguf(const rt_engine *e) { return e->g; }
 
+/* The cached stream for n (*out_hit), or an emptied slot for n to record it into. */
+static rt_cmd **cache_get(stream_cache *sc, int n, bool *out_hit)
+{
+    for (int i = 0; i < sc->count; i++)
+        if (sc->slot[i].c && sc->slot[i].n == n) {
+            *out_hit = true;
+            return &sc->slot[i].c;
+        }
+    int s = sc->next;
+    sc->next = (sc->next + 1) % sc->count;
+    rt_cmd_free(sc->slot[s].c);
+    sc->slot[s].c = NULL;
+    sc->slot[s].n = n;
+    *out_hit = false;
+    return &sc->slot[s].c;
+}
+
 static rt_cmd *prefill_stream(rt_engine *e, int n, char *err)
 {
-    for (int i = 0; i < MAX_PREFILL; i++)
-        if (e->pre[i].c && e->pre[i].n == n)
-            return e->pre[i].c;
-    int slot = e->pre_next;
-    e->pre_next = (e->pre_next + 1) % MAX_PREFILL;
-    rt_cmd_free(e->pre[slot].c);
-    e->pre[slot].c = NULL;
-    if (record(e, &e->d->prefill, (uint32_t)n, -1, 0, &e->pre[slot].c, err))
+    bool hit;
+    rt_cmd **slot = cache_get(&e->pre, n, &hit);
+    if (!hit && record(e, &e->d->prefill, (uint32_t)n, -1, 0, slot, err))
         return NULL;
-    e->pre[slot].n = n;
-    return e->pre[slot].c;
+    return *slot;
 }
 
 /* Submit a prepared decode step: stream c (e->decode, or one with a kernel appended). */
@@ -511,13 +529,10 @@ static int run_aux(rt_engine *e, uint16_t kernel, uint32_t k, char *err)
 /* n greedy decode steps in one stream (see the header comment). */
 static rt_cmd *chain_stream(rt_engine *e, int n, char *err)
 {
-    for (int i = 0; i < CHAIN_SLOTS; i++)
-        if (e->chain[i].c && e->chain[i].n == n)
-            return e->chain[i].c;
-    int slot = e->chain_next;
-    e->chain_next = (e->chain_next + 1) % CHAIN_SLOTS;
-    rt_cmd_free(e->chain[slot].c);
-    e->chain[slot].c = NULL;
+    bool hit;
+    rt_cmd **slot = cache_get(&e->chain, n, &hit);
+    if (hit)
+        return *slot;
     rt_cmd *c = NULL;
     if (rt_cmd_begin(e->vk, &c, err))
         return NULL;
@@ -537,8 +552,7 @@ static rt_cmd *chain_stream(rt_engine *e, int n, char *err)
         rt_cmd_free(c);
         return NULL;
     }
-    e->chain[slot].c = c;
-    e->chain[slot].n = n;
+    *slot = c;
     return c;
 }
 

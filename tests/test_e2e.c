@@ -310,6 +310,15 @@ static void check_internal(fixture *f)
     rig_close(&c);
 }
 
+/* The fused engine over fixture f, and the first (at most max) prompt ids. */
+static int open_with_prompt(rig *r, fixture *f, int32_t *ids, int max)
+{
+    open_or_skip(r, f, RIG_FUSE);
+    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
+    assert_true(n > 0);
+    return n < max ? n : max;
+}
+
 /* The decode step's argmax / top-k kernels ride in the same submission as the step
  * (rt_engine.c submits lazily): their answers must equal a CPU argmax / sort of the
  * logits of the same step read back, including when k changes between steps. */
@@ -317,11 +326,8 @@ static void check_aux_kernels(fixture *f)
 {
     SKIP_IF_ABSENT(f);
     rig r;
-    open_or_skip(&r, f, RIG_FUSE);
     int32_t ids[512];
-    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
-    if (n > 16)
-        n = 16;
+    int n = open_with_prompt(&r, f, ids, 16);
     char err[RT_ERR_LEN] = "";
     float *lg = malloc((size_t)r.vocab * 4);
     if (rt_engine_eval(r.e, ids, n, 0, NULL, err))
@@ -363,11 +369,8 @@ static void check_chain(fixture *f)
 {
     SKIP_IF_ABSENT(f);
     rig r;
-    open_or_skip(&r, f, RIG_FUSE);
     int32_t ids[512];
-    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
-    if (n > 16)
-        n = 16;
+    int n = open_with_prompt(&r, f, ids, 16);
     enum { STEPS = 12 };
     char err[RT_ERR_LEN] = "";
     int32_t first, one[STEPS], ch[STEPS];

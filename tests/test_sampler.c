@@ -258,33 +258,39 @@ static void test_temperature(void **state)
     }
 }
 
+/* Greedy filter of candidates c[n] after accepting acc[n_acc]: the penalized logits,
+ * re-sorted, must be exactly want_ids / want_l. */
+static void penalized(const rt_sampler_params *p, const int32_t *acc, int n_acc, rt_cand *c, int n,
+                      const int32_t *want_ids, const float *want_l)
+{
+    char err[RT_ERR_LEN];
+    rt_sampler *s;
+    assert_int_equal(rt_sampler_new(p, &s, err), 0);
+    for (int i = 0; i < n_acc; i++)
+        rt_sampler_accept(s, acc[i]);
+    assert_int_equal(rt_sampler_filter(s, c, (size_t)n), 1);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(c[i].id, want_ids[i]);
+        assert_true(c[i].logit == want_l[i]);
+    }
+    rt_sampler_free(s);
+}
+
 static void test_penalty(void **state)
 {
     (void)state;
-    char err[RT_ERR_LEN];
     rt_sampler_params p;
     rt_sampler_params_default(&p);
     p.temp = 0.0f;
     p.repeat_penalty = 2.0f;
     p.repeat_last_n = 3;
-    rt_sampler *s;
-    assert_int_equal(rt_sampler_new(&p, &s, err), 0);
-    /* history window 3: 1 falls out after three more tokens */
-    rt_sampler_accept(s, 1);
-    rt_sampler_accept(s, 2);
-    rt_sampler_accept(s, 3);
-    rt_sampler_accept(s, 4);
+    /* history window 3: 1 falls out after three more tokens;
+     * 2: 4 -> 2, 3: -1 -> -2, 4: 1 -> 0.5, 1 and 5 unchanged */
+    const int32_t acc[4] = {1, 2, 3, 4};
     rt_cand c[5] = { { 2, 4.0f, 0 }, { 1, 3.5f, 0 }, { 3, -1.0f, 0 }, { 4, 1.0f, 0 }, { 5, 0.5f, 0 } };
-    assert_int_equal(rt_sampler_filter(s, c, 5), 1);
-    /* 2: 4 -> 2, 3: -1 -> -2, 4: 1 -> 0.5, 1 and 5 unchanged */
-    assert_int_equal(c[0].id, 1);
     const int32_t want_ids[5] = { 1, 2, 4, 5, 3 };
     const float want_l[5] = { 3.5f, 2.0f, 0.5f, 0.5f, -2.0f };
-    for (int i = 0; i < 5; i++) {
-        assert_int_equal(c[i].id, want_ids[i]);
-        assert_true(c[i].logit == want_l[i]);
-    }
-    rt_sampler_free(s);
+    penalized(&p, acc, 4, c, 5, want_ids, want_l);
 
     /* Exactness with C = k + P candidates: penalize ids at the top so that tokens from
      * beyond the first k move in. */
@@ -333,21 +339,13 @@ static void test_freq_presence(void **state)
     p.freq_penalty = 0.5f;
     p.presence_penalty = 0.25f;
     p.repeat_last_n = 4;
-    rt_sampler *s;
-    assert_int_equal(rt_sampler_new(&p, &s, err), 0);
     const int32_t acc[5] = {9, 2, 2, 3, 2}; /* window of 4: 2 x3, 3 x1; 9 fell out */
-    for (int i = 0; i < 5; i++)
-        rt_sampler_accept(s, acc[i]);
     rt_cand c[4] = {{2, 4.0f, 0}, {3, -1.0f, 0}, {9, 1.0f, 0}, {5, 0.5f, 0}};
-    assert_int_equal(rt_sampler_filter(s, c, 4), 1);
     /* 2: 4 / 2 - (3 * 0.5 + 0.25) = 0.25; 3: -1 * 2 - (0.5 + 0.25) = -2.75; 9, 5 unchanged */
     const int32_t want_ids[4] = {9, 5, 2, 3};
     const float want_l[4] = {1.0f, 0.5f, 0.25f, -2.75f};
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(c[i].id, want_ids[i]);
-        assert_true(c[i].logit == want_l[i]);
-    }
-    rt_sampler_free(s);
+    penalized(&p, acc, 5, c, 4, want_ids, want_l);
+    rt_sampler *s;
     p.freq_penalty = INFINITY;
     assert_int_not_equal(rt_sampler_new(&p, &s, err), 0);
     assert_non_null(strstr(err, "frequency_penalty"));
