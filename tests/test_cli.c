@@ -558,6 +558,17 @@ static void test_chat(void **state)
     assert_null(strstr(r.out, "> ")); /* no prompt when stdin is not a tty */
     assert_non_null(strstr(r.err, "reset"));
     run_free(&r);
+    /* greedy chat: chained decoding (default) == one token per submission, over two turns
+     * (the second turn starts where the first one's accepted tokens end) */
+    RUN(c1, "Hello there\nWhat is up\n", "-m", tiny_model(), "--chat", "-n", "20", "--temp", "0");
+    expect(&c1, 0, NULL);
+    RUN(c2, "Hello there\nWhat is up\n", "-m", tiny_model(), "--chat", "-n", "20", "--temp", "0", "--decode-chain",
+        "1");
+    expect(&c2, 0, NULL);
+    assert_true(strlen(c1.out) > 0);
+    assert_string_equal(c1.out, c2.out);
+    run_free(&c1);
+    run_free(&c2);
     /* EOF right away */
     RUN(e, "", "-m", tiny_model(), "-i");
     expect(&e, 0, NULL);
