@@ -65,14 +65,6 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, rt_engine *e, char *err
         return 1;
     }
     if (o->temp > 0) {
-        bool pen = o->repeat_penalty != 1.0f || o->freq_penalty != 0.0f || o->presence_penalty != 0.0f;
-        int k = (o->top_k > 40 ? o->top_k : 40) + (pen ? o->repeat_last_n : 0);
-        int vocab = rt_engine_vocab(e);
-        g->k = k > 256 ? 256 : k;
-        if (g->k > vocab) g->k = vocab;
-        g->cand_ids = malloc((size_t)g->k * sizeof(int32_t));
-        g->cand_logits = malloc((size_t)g->k * sizeof(float));
-        g->cands = malloc((size_t)g->k * sizeof(rt_cand));
         rt_sampler_params sp = {
             .temp = o->temp,
             .top_k = o->top_k,
@@ -84,6 +76,14 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, rt_engine *e, char *err
             .repeat_last_n = o->repeat_last_n,
             .seed = o->seed_set ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32),
         };
+        /* candidates read back: top-k (at least 40), plus the penalty window */
+        int k = (o->top_k > 40 ? o->top_k : 40) + (rt_sampler_penalizes(&sp) ? o->repeat_last_n : 0);
+        int vocab = rt_engine_vocab(e);
+        g->k = k > 256 ? 256 : k;
+        if (g->k > vocab) g->k = vocab;
+        g->cand_ids = malloc((size_t)g->k * sizeof(int32_t));
+        g->cand_logits = malloc((size_t)g->k * sizeof(float));
+        g->cands = malloc((size_t)g->k * sizeof(rt_cand));
         if (!g->cand_ids || !g->cand_logits || !g->cands || rt_sampler_new(&sp, &g->smp, err)) {
             if (!err[0]) snprintf(err, RT_ERR_LEN, "out of memory for the sampler");
             rt_cli_gen_free(g);

@@ -389,6 +389,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
     e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
     e->stats.native_dot = e->native_dot;
+    e->stats.native_dot_available = rt_vk_get_info(e->vk)->has_int_dot;
     *out_e = e;
     return 0;
 fail:
@@ -646,13 +647,19 @@ static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i)
     return i < s->n_post ? &s->post[i] : NULL;
 }
 
+/* Bytes of the i-th dispatch of a decode step: the schedule's, then the argmax / top-k
+ * appended to it (it reads the logits row). */
+static uint64_t step_bytes(const rt_engine *e, uint32_t i, int n_kv)
+{
+    const rt_dispatch *dp = decode_dispatch(e, i);
+    return dp ? dispatch_bytes(e, dp, n_kv) : (uint64_t)e->vocab * 4;
+}
+
 uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv)
 {
     uint64_t bytes = 0;
-    for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++) {
-        const rt_dispatch *dp = decode_dispatch(e, i);
-        bytes += dp ? dispatch_bytes(e, dp, n_kv) : (uint64_t)e->vocab * 4; /* the argmax reads the logits */
-    }
+    for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++)
+        bytes += step_bytes(e, i, n_kv);
     return bytes;
 }
 
@@ -670,9 +677,8 @@ void rt_engine_print_profile(rt_engine *e)
     /* bytes of each timed dispatch at the last decode step's context */
     double total = 0, total_bytes = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const rt_dispatch *dp = decode_dispatch(e, i);
         total += ns[i];
-        total_bytes += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : (double)e->vocab * 4;
+        total_bytes += (double)step_bytes(e, i, e->last_decode_kv);
     }
     fprintf(stderr, "decode step at a context of %d tokens:\n", e->last_decode_kv);
     fprintf(stderr, "%-52s %6s %10s %7s %10s %9s\n", "kernel", "count", "total ms", "% step", "MB", "GB/s");
@@ -686,9 +692,8 @@ void rt_engine_print_profile(rt_engine *e)
         int cnt = 0;
         for (uint32_t j = i; j < n; j++)
             if (strcmp(names[j], names[i]) == 0) {
-                const rt_dispatch *dp = decode_dispatch(e, j);
                 t += ns[j];
-                b += dp ? (double)dispatch_bytes(e, dp, e->last_decode_kv) : (double)e->vocab * 4;
+                b += (double)step_bytes(e, j, e->last_decode_kv);
                 cnt++;
             }
         fprintf(stderr, "%-52s %6d %10.4f %6.1f%% %10.3f %9.1f\n", names[i], cnt, t / 1e6,

@@ -59,6 +59,7 @@ typedef struct {
     uint32_t dispatches_per_token; /* a greedy decode step: the decode schedule + argmax */
     uint32_t barriers_per_token;
     bool native_dot;                 /* kernels use native integer dot products */
+    bool native_dot_available;       /* the device has them (native_dot unless --no-int-dot) */
 } rt_engine_stats;
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 /* Bytes one decode step reads and writes (weights, activations, the KV rows of a

@@ -157,8 +157,7 @@ size_t rt_sampler_filter(rt_sampler *s, rt_cand *c, size_t n)
     const rt_sampler_params *p = &s->p;
     if (n == 0)
         return 0;
-    bool pen = p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f;
-    if (pen && s->hist_n > 0)
+    if (rt_sampler_penalizes(p) && s->hist_n > 0)
         for (size_t i = 0; i < n; i++) {
             int cnt = history_count(s, c[i].id);
             if (cnt == 0)
@@ -216,7 +215,11 @@ size_t rt_sampler_cands_needed(const rt_sampler_params *p)
 {
     if (p->top_k <= 0)
         return 0;
-    bool pen = (p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f) &&
-               p->repeat_last_n > 0;
+    bool pen = rt_sampler_penalizes(p) && p->repeat_last_n > 0;
     return (size_t)p->top_k + (pen ? (size_t)p->repeat_last_n : 0);
+}
+
+bool rt_sampler_penalizes(const rt_sampler_params *p)
+{
+    return p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f;
 }

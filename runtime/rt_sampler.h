@@ -78,6 +78,9 @@ int32_t rt_sampler_sample(rt_sampler *s, rt_cand *cands, size_t n);
 /* Candidates to read back so that the chain is exact (see above): top_k + repeat_last_n when
  * the penalty is on, top_k otherwise; 0 when top_k is off (no finite set is exact). */
 size_t rt_sampler_cands_needed(const rt_sampler_params *p);
+/* Whether any penalty (repeat, frequency, presence) is on: the read-back then needs
+ * repeat_last_n more candidates. */
+bool rt_sampler_penalizes(const rt_sampler_params *p);
 
 /* The RNG alone (tests): uniform double in [0, 1) from the sampler's stream. */
 double rt_sampler_uniform(rt_sampler *s);

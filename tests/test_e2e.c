@@ -293,6 +293,8 @@ static void check_internal(fixture *f)
     rt_engine_get_stats(a.e, &sa);
     rt_engine_get_stats(c.e, &sc);
     assert_false(sc.native_dot);
+    assert_int_equal(sa.native_dot, sa.native_dot_available); /* the default picks native where it can */
+    assert_true(sc.native_dot_available == sa.native_dot_available);
     if (rt_engine_eval(c.e, ids, n, 0, lb, err))
         fail_msg("%s", err);
     assert_memory_equal(la, lb, sz * 4);
