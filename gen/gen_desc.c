@@ -94,40 +94,74 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     return (int)i;
 }
 
+/* Build kop (index ki of g) into dispatch *dp. */
+static int build_dispatch(gen_desc *d, const gen_graph *g, const gen_kop *kop, int ki, bool decode, rt_dispatch *dp,
+                          char *err)
+{
+    gen_kernel_out ko;
+    memset(&ko, 0, sizeof(ko));
+    int kid = -1;
+    if (gen_kernel_build(g, kop, decode, &ko, err) == 0)
+        kid = intern_kernel(d, (dsl_kernel *)ko.k, err);
+    if (kid < 0) {
+        gen_kernel_out_free(&ko);
+        return -1;
+    }
+    memset(dp, 0, sizeof(*dp));
+    dp->kernel = (uint16_t)kid;
+    dp->n_args = (uint8_t)ko.n_args;
+    for (int a = 0; a < ko.n_args; a++)
+        dp->args[a] = (rt_arg){.kind = ko.args[a].kind, .index = (uint16_t)ko.args[a].ref};
+    dp->n_params = (uint8_t)ko.n_params;
+    memcpy(dp->params, ko.params, sizeof(rt_param) * (size_t)ko.n_params);
+    memcpy(dp->groups, ko.groups, sizeof(dp->groups));
+    dp->barrier = g->barrier[ki];
+    dp->bytes = ko.bytes;
+    dp->bytes_vocab = ko.bytes_per_vocab;
+    dp->bytes_kv = ko.bytes_per_kv;
+    dp->label = kop->label;
+    gen_kernel_out_free(&ko);
+    return 0;
+}
+
+/* The --lm-head q8 variant of the post section: the same dispatches, the LM head
+ * reading the Q8_0 copy of its table. None (post_q8 NULL) when the table's width is
+ * not a multiple of RT_Q8_ROW_MULTIPLE. */
+static int build_post_q8(gen_desc *d, const gen_graph *g, bool decode, rt_schedule *s, char *err)
+{
+    int first = (int)(s->n_pre + s->n_layer), sched = decode ? 0 : 1;
+    rt_dispatch *disp = d->disp_q8[sched];
+    if (s->n_post > GEN_MAX_POST) {
+        snprintf(err, GEN_ERR_LEN, "too many dispatches after the layers (max %d)", GEN_MAX_POST);
+        return -1;
+    }
+    for (uint32_t i = 0; i < s->n_post; i++) {
+        const gen_kop *kop = &g->kops[first + (int)i];
+        disp[i] = s->post[i];
+        if (kop->kind != GEN_K_LM_HEAD)
+            continue;
+        if (g->m->tensors[kop->w[0]].ne[0] % RT_Q8_ROW_MULTIPLE)
+            return 0;
+        gen_kop q = *kop;
+        q.q8 = true;
+        snprintf(d->q8_label[sched], sizeof(d->q8_label[sched]), "%.80s (q8)", kop->label);
+        if (build_dispatch(d, g, &q, first + (int)i, decode, &disp[i], err))
+            return -1;
+        disp[i].label = d->q8_label[sched];
+    }
+    s->post_q8 = disp;
+    return 0;
+}
+
 static int build_schedule(gen_desc *d, bool decode, rt_schedule *out_s, char *err)
 {
     const gen_graph *g = decode ? &d->graph_dec : &d->graph;
     rt_dispatch *disp = d->disp[decode ? 0 : 1];
     uint32_t counts[3] = {0, 0, 0};
     for (int ki = 0; ki < g->n_kops; ki++) {
-        const gen_kop *kop = &g->kops[ki];
-        gen_kernel_out ko;
-        memset(&ko, 0, sizeof(ko));
-        if (gen_kernel_build(g, kop, decode, &ko, err)) {
-            gen_kernel_out_free(&ko);
+        if (build_dispatch(d, g, &g->kops[ki], ki, decode, &disp[ki], err))
             return -1;
-        }
-        int kid = intern_kernel(d, (dsl_kernel *)ko.k, err);
-        if (kid < 0) {
-            gen_kernel_out_free(&ko);
-            return -1;
-        }
-        rt_dispatch *dp = &disp[ki];
-        memset(dp, 0, sizeof(*dp));
-        dp->kernel = (uint16_t)kid;
-        dp->n_args = (uint8_t)ko.n_args;
-        for (int a = 0; a < ko.n_args; a++)
-            dp->args[a] = (rt_arg){.kind = ko.args[a].kind, .index = (uint16_t)ko.args[a].ref};
-        dp->n_params = (uint8_t)ko.n_params;
-        memcpy(dp->params, ko.params, sizeof(rt_param) * (size_t)ko.n_params);
-        memcpy(dp->groups, ko.groups, sizeof(dp->groups));
-        dp->barrier = g->barrier[ki];
-        dp->bytes = ko.bytes;
-        dp->bytes_vocab = ko.bytes_per_vocab;
-        dp->bytes_kv = ko.bytes_per_kv;
-        dp->label = kop->label;
-        counts[kop->sec]++;
-        gen_kernel_out_free(&ko);
+        counts[g->kops[ki].sec]++;
     }
     /* kops are stored section by section (pre, layer, post) */
     out_s->pre = disp;
@@ -136,7 +170,7 @@ static int build_schedule(gen_desc *d, bool decode, rt_schedule *out_s, char *er
     out_s->n_layer = counts[GEN_SEC_LAYER];
     out_s->post = disp + counts[GEN_SEC_PRE] + counts[GEN_SEC_LAYER];
     out_s->n_post = counts[GEN_SEC_POST];
-    return 0;
+    return build_post_q8(d, g, decode, out_s, err);
 }
 
 static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char *err)

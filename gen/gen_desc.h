@@ -15,6 +15,7 @@
 #include "rt_schedule.h"
 
 #define GEN_MAX_KERNELS 64
+#define GEN_MAX_POST 8 /* dispatches after the layers */
 
 typedef struct {
     rt_model_desc desc;                    /* tables point into the fields below */
@@ -32,6 +33,8 @@ typedef struct {
     rt_tensor_desc tensors[GEN_MAX_TENSORS];
     rt_act_desc acts[GEN_MAX_BUFS];
     rt_dispatch disp[2][GEN_MAX_KOPS];     /* [0] decode, [1] prefill, in kop order */
+    rt_dispatch disp_q8[2][GEN_MAX_POST];  /* post sections with the Q8_0 LM head (post_q8) */
+    char q8_label[2][96];                  /* their LM head labels */
     char *manifest;                        /* owned */
 } gen_desc;
 

@@ -53,7 +53,7 @@ static int close_out(FILE *f, const char *name, char *err)
 static const char *arg_kind_name(uint8_t k)
 {
     static const char *const n[] = {"RT_ARG_WEIGHT", "RT_ARG_ACT",    "RT_ARG_KCACHE", "RT_ARG_VCACHE",
-                                    "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT"};
+                                    "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT", "RT_ARG_WEIGHT_Q8"};
     return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
 
@@ -68,6 +68,7 @@ static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
 {
     switch (a.kind) {
     case RT_ARG_WEIGHT: snprintf(out, n, "%s", md->tensors[a.index].gguf); break;
+    case RT_ARG_WEIGHT_Q8: snprintf(out, n, "q8_0(%s)", md->tensors[a.index].gguf); break;
     case RT_ARG_ACT: snprintf(out, n, "%s", md->acts[a.index].name); break;
     case RT_ARG_KCACHE: snprintf(out, n, "kcache[L]"); break;
     case RT_ARG_VCACHE: snprintf(out, n, "vcache[L]"); break;
@@ -118,7 +119,13 @@ static void write_schedule_text(FILE *f, const rt_model_desc *md, const rt_sched
         write_dispatch_line(f, md, &s->layer[i], "    ", "\n");
     for (uint32_t i = 0; i < s->n_post; i++)
         write_dispatch_line(f, md, &s->post[i], "  ", "\n");
-    fprintf(f, "  %u dispatches per step + %u per layer\n\n", s->n_pre + s->n_post, s->n_layer);
+    fprintf(f, "  %u dispatches per step + %u per layer\n", s->n_pre + s->n_post, s->n_layer);
+    if (s->post_q8) {
+        fprintf(f, "  with --lm-head q8, after the layers:\n");
+        for (uint32_t i = 0; i < s->n_post; i++)
+            write_dispatch_line(f, md, &s->post_q8[i], "  ", "\n");
+    }
+    fprintf(f, "\n");
 }
 
 static void write_dispatch_c(FILE *f, const rt_model_desc *md, const rt_dispatch *d)
@@ -141,6 +148,13 @@ static void write_dispatch_c(FILE *f, const rt_model_desc *md, const rt_dispatch
 
 static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule *s, const char *name)
 {
+    if (s->post_q8) {
+        fprintf(f, "/* %s after the layers with --lm-head q8 */\nstatic const rt_dispatch %s_post_q8[] = {\n", name,
+                name);
+        for (uint32_t i = 0; i < s->n_post; i++)
+            write_dispatch_c(f, md, &s->post_q8[i]);
+        fprintf(f, "};\n\n");
+    }
     fprintf(f, "static const rt_dispatch %s[] = {\n", name);
     const rt_dispatch *parts[3] = {s->pre, s->layer, s->post};
     const uint32_t counts[3] = {s->n_pre, s->n_layer, s->n_post};
@@ -239,9 +253,12 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
             md->kv_elem_bytes, md->n_kernels);
     const rt_schedule *s[2] = {&md->decode, &md->prefill};
     const char *sn[2] = {"decode", "prefill"};
-    for (int i = 0; i < 2; i++)
-        fprintf(f, "    .%s = {%s, %u, %s + %u, %u, %s + %u, %u},\n", sn[i], sn[i], s[i]->n_pre, sn[i],
-                s[i]->n_pre, s[i]->n_layer, sn[i], s[i]->n_pre + s[i]->n_layer, s[i]->n_post);
+    for (int i = 0; i < 2; i++) {
+        char q8[32];
+        snprintf(q8, sizeof(q8), s[i]->post_q8 ? "%s_post_q8" : "NULL", sn[i]);
+        fprintf(f, "    .%s = {%s, %u, %s + %u, %u, %s + %u, %u, %s},\n", sn[i], sn[i], s[i]->n_pre, sn[i],
+                s[i]->n_pre, s[i]->n_layer, sn[i], s[i]->n_pre + s[i]->n_layer, s[i]->n_post, q8);
+    }
     fprintf(f, "    .k_argmax = %u, .k_topk = %u, .k_copy = %u, .topk_groups_x = %u,\n"
                "    .manifest = manifest,\n};\n\n"
                "int main(int argc, char **argv)\n{\n    return rt_cli_main(argc, argv, &rt_model);\n}\n",

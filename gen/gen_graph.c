@@ -13,7 +13,8 @@
  *   - rope(q) -> qr, attention(qr)                  -> ATTENTION with rope (the kernel
  *     rotates each q element with its partner on load, gen_rope_elem)
  * Decode only (gen_graph_build_sched(.., decode=1), one token), fold_decode_norms:
- *   - rmsnorm -> xn, lm_head(xn)                    -> LM_HEAD with norm_w
+ *   - rmsnorm -> xn, lm_head(xn)                    -> LM_HEAD with norm_w (widths up to
+ *     GEN_HEAD_FOLD_MAX_WIDTH: the normed row is staged in shared memory)
  *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with norm_w: every
  *     workgroup recomputes the norm + quantization of the row into shared memory
  * Decode, fused or not (split_decode_attention): ATTENTION -> ATTENTION over
@@ -425,8 +426,9 @@ static void fold_decode_norms(gen_graph *g)
         if (kop_readers(g, n->out, &j) != 1 || kop_writes_between(g, i, j, n->in[0]))
             continue;
         gen_kop *r = &g->kops[j];
-        bool ok = n->kind == GEN_K_RMSNORM ? r->kind == GEN_K_LM_HEAD
-                                           : r->kind == GEN_K_BITLINEAR || r->kind == GEN_K_BITLINEAR_MULTI;
+        bool ok = n->kind == GEN_K_RMSNORM
+                      ? r->kind == GEN_K_LM_HEAD && g->vals[n->out].width <= GEN_HEAD_FOLD_MAX_WIDTH
+                      : r->kind == GEN_K_BITLINEAR || r->kind == GEN_K_BITLINEAR_MULTI;
         if (!ok || r->in[0] != n->out || r->sec != n->sec || r->norm_w >= 0)
             continue;
         r->in[0] = n->in[0];

@@ -21,6 +21,9 @@
 #define GEN_MAX_KOPS 96
 #define GEN_MAX_BUFS 48
 #define GEN_ATTN_SPLITS 32 /* decode attention: key ranges per KV head (flash decoding) */
+#define GEN_HEAD_FOLD_MAX_WIDTH 3072 /* final norm folded into the LM head only up to this
+                                      * width: its f32 row + the 1 KB reduction array stay in
+                                      * Vulkan's guaranteed 16 KB of shared memory */
 #define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
 
 /* Kernel-op kinds: source ops plus the fused ones. */
@@ -83,6 +86,8 @@ typedef struct {
     int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
                      * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
                      * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */
+    bool q8;        /* LM_HEAD: read the runtime's Q8_0 copy of w[0] (RT_ARG_WEIGHT_Q8),
+                     * the --lm-head q8 variant gen_desc adds next to the post section */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */
 } gen_kop;

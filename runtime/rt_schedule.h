@@ -9,6 +9,10 @@
  * Buffers a dispatch can name (rt_arg.kind):
  *   WEIGHT  desc->tensors[index] of the current layer (per_layer) or global; the whole
  *           GGUF tensor (I2_S: codes then the f32 scale at byte ne0*ne1/4)
+ *   WEIGHT_Q8  the Q8_0 copy of desc->tensors[index] made at load (--lm-head q8):
+ *           int8 codes [ne1][ne0] (4 per u32, element 4w+b in byte b), then the f16
+ *           block scales [ne1][ne0/RT_Q8_BLOCK], two per u32 (lower half first);
+ *           code = round(v / d), d = amax / 127 of the block (llama.cpp's Q8_0)
  *   ACT     desc->acts[index]: activation buffer of bytes_per_token * n_batch bytes
  *   KCACHE / VCACHE  the K / V cache of the current layer: [n_ctx][kv_dim] of kv type
  *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)
@@ -28,7 +32,11 @@
 
 typedef enum {
     RT_ARG_WEIGHT, RT_ARG_ACT, RT_ARG_KCACHE, RT_ARG_VCACHE, RT_ARG_TOKENS, RT_ARG_LOGITS, RT_ARG_RESULT,
+    RT_ARG_WEIGHT_Q8,
 } rt_arg_kind;
+
+#define RT_Q8_BLOCK 32        /* elements per Q8_0 scale */
+#define RT_Q8_ROW_MULTIPLE 64 /* a Q8_0 copy needs ne0 % 64 == 0 (whole scale words per row) */
 
 typedef struct {
     uint8_t kind;   /* rt_arg_kind */
@@ -83,6 +91,8 @@ typedef struct {
     uint32_t n_layer;
     const rt_dispatch *post;  /* once per step, after the layers (head) */
     uint32_t n_post;
+    const rt_dispatch *post_q8; /* post with the LM head reading the Q8_0 copy of its table
+                                   (--lm-head q8), n_post entries; NULL: no such variant */
 } rt_schedule;
 
 typedef struct {

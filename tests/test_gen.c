@@ -289,6 +289,46 @@ static void test_deterministic_and_shared_kernels(void **state)
     gen_desc_free(&d2);
 }
 
+/* --lm-head q8: each schedule's post section has a twin whose only change is the LM
+ * head reading the Q8_0 copy of the same table (1 + 2/32 bytes per weight). */
+static void test_q8_head_variant(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    static const char *const yamls[] = {"models/bitnet-tiny.yaml", "models/bitnet-b1.58-2b.yaml",
+                                        "models/llama-ternary-tiny.yaml"};
+    for (int y = 0; y < 3; y++) {
+        load(yamls[y]);
+        assert_int_equal(gen_desc_build(&model, true, &d1, err), 0);
+        const rt_schedule *ss[2] = {&d1.desc.decode, &d1.desc.prefill};
+        for (int s = 0; s < 2; s++) {
+            assert_non_null(ss[s]->post_q8);
+            int heads = 0;
+            for (uint32_t i = 0; i < ss[s]->n_post; i++) {
+                const rt_dispatch *a = &ss[s]->post[i], *q = &ss[s]->post_q8[i];
+                if (strncmp(d1.desc.kernels[a->kernel].name, "lm_head", 7) != 0) { /* not the head: unchanged */
+                    assert_memory_equal(a, q, sizeof(*a));
+                    continue;
+                }
+                heads++;
+                assert_int_not_equal(a->kernel, q->kernel);
+                assert_non_null(strstr(d1.desc.kernels[q->kernel].name, "_q8_"));
+                assert_int_equal(a->n_args, q->n_args);
+                assert_int_equal(a->args[1].kind, RT_ARG_WEIGHT);
+                assert_int_equal(q->args[1].kind, RT_ARG_WEIGHT_Q8);
+                assert_int_equal(q->args[1].index, a->args[1].index);
+                int64_t dim = model.tensors[a->args[1].index].ne[0];
+                assert_int_equal(a->bytes_vocab, 2 * dim + 4);
+                assert_int_equal(q->bytes_vocab, dim + dim / 16 + 4);
+                assert_int_equal(a->barrier, q->barrier);
+                assert_memory_equal(a->groups, q->groups, sizeof(a->groups));
+            }
+            assert_int_equal(heads, 1);
+        }
+        gen_desc_free(&d1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_no_barrier_between_independent_projections),
         cmocka_unit_test(test_decode_folds),
         cmocka_unit_test(test_deterministic_and_shared_kernels),
+        cmocka_unit_test(test_q8_head_variant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

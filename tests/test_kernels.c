@@ -898,36 +898,71 @@ static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
 
 /* ---------------------------------------------------------------- LM_HEAD */
 
-static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
+/* The LM head kop as built (q8 false), or its --lm-head q8 variant: the table is F16 /
+ * F32, or its Q8_0 copy (quantized here by the reference, packed as RT_ARG_WEIGHT_Q8:
+ * codes, then f16 scales). A folded final norm (decode graphs) is checked against
+ * rmsnorm + the head in C. */
+static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, bool q8)
 {
-    const gen_tensor *ts = &g->m->tensors[kop->w[0]];
+    gen_kop kop = *kop0;
+    kop.q8 = q8;
+    const gen_tensor *ts = &g->m->tensors[kop.w[0]];
     const int dim = (int)ts->ne[0];
-    const bool f16 = ts->type == GEN_T_F16;
-    assert_true(kop->norm_w < 0); /* folded norm: tests/test_kernels_fused.c */
+    const bool f16 = ts->type == GEN_T_F16, norm = kop.norm_w >= 0;
     kern kn;
-    kern_build(&kn, g, kop, decode);
-    size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB;
-    float *tab = rnd_vec(nt, 1.0f);
+    kern_build(&kn, g, &kop, decode);
+    size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB, nb = nt / 32;
+    float *tab = rnd_vec(nt, 1.0f), *dq = xmalloc(4 * nb);
+    for (size_t i = 0; i < nt; i += 32) /* blocks of different magnitude */
+        for (size_t j = 0; j < 32; j++)
+            tab[i + j] *= (float)(1 + (i / 32) % 5);
     uint16_t *h = xmalloc(nt * 2);
     for (size_t i = 0; i < nt; i++) {
         h[i] = rt_f32_to_f16(tab[i]);
         if (f16)
             tab[i] = rt_f16_to_f32(h[i]);
     }
-    rt_buf wb = f16 ? dev(nt * 2, h) : dev(nt * 4, tab);
+    rt_buf wb;
+    int8_t *qc = NULL;
+    if (q8) {
+        qc = xmalloc(nt + 2 * nb); /* codes, then the f16 scales */
+        ref_quantize_q8_0(tab, (int)nt, qc, dq);
+        for (size_t b = 0; b < nb; b++) {
+            uint16_t d16 = rt_f32_to_f16(dq[b]);
+            memcpy(qc + nt + 2 * b, &d16, 2);
+        }
+        wb = dev(nt + 2 * nb, qc);
+    } else {
+        wb = f16 ? dev(nt * 2, h) : dev(nt * 4, tab);
+    }
+    float *nw = norm ? rnd_vec((size_t)dim, 1.0f) : NULL, *xn = xmalloc(4 * (size_t)dim);
+    for (int i = 0; norm && i < dim; i++)
+        nw[i] += 1.5f;
+    rt_buf nwb = norm ? dev(4 * (size_t)dim, nw) : (rt_buf){0};
     for (int s = 0; s < N_SIZES(decode); s++)
         for (int all = 0; all < (decode ? 1 : 2); all++) {
             uint32_t n = decode ? 1 : batch_sizes[s], out_start = all || decode ? 0 : n - 1;
             float *x = rnd_rows(NMAX, dim);
             rt_buf b[2] = {dev(4 * (size_t)NMAX * dim, x), dev(4 * nl, NULL)};
-            const rt_buf *args[3] = {&b[0], &wb, &b[1]};
-            assert_int_equal(kn.ko.n_args, 3);
+            const rt_buf *args[4] = {&b[0], &wb, &b[1], &nwb};
+            assert_int_equal(kn.ko.n_args, norm ? 4 : 3);
+            assert_int_equal(kn.ko.args[1].kind, q8 ? RT_ARG_WEIGHT_Q8 : RT_ARG_WEIGHT);
             kern_run(&kn, args, n, 0, out_start);
             uint32_t rows = n - out_start;
             float *y = fetch(&b[1], 4 * nl), *ref = xmalloc(4 * (size_t)rows * VOCAB);
-            for (uint32_t r = 0; r < rows; r++)
-                cref_lm_head(tab, dim, (int)VOCAB, x + (size_t)(out_start + r) * dim, ref + (size_t)r * VOCAB);
-            expect(kop, all ? "all rows" : "last row", decode, n, 0, rel_err(y, ref, (size_t)rows * VOCAB, NORM), 1e-6);
+            for (uint32_t r = 0; r < rows; r++) {
+                const float *xr = x + (size_t)(out_start + r) * dim;
+                if (norm)
+                    cref_rmsnorm(xr, nw, dim, g->m->hp.norm_eps, xn), xr = xn;
+                if (q8)
+                    ref_lm_head_q8_0(qc, dq, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
+                else
+                    cref_lm_head(tab, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
+            }
+            char what[64];
+            snprintf(what, sizeof(what), "%s%s%s", q8 ? "q8, " : "", norm ? "folded norm, " : "",
+                     all ? "all rows" : "last row");
+            expect(&kop, what, decode, n, 0, rel_err(y, ref, (size_t)rows * VOCAB, NORM), norm ? 1e-5 : 1e-6);
             assert_true(all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
             free(y);
             free(ref);
@@ -935,9 +970,26 @@ static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
             free_bufs(b, 2);
         }
     rt_buf_destroy(g_vk, &wb);
+    if (norm)
+        rt_buf_destroy(g_vk, &nwb);
     free(tab);
+    free(dq);
     free(h);
+    free(qc);
+    free(nw);
+    free(xn);
     kern_free(&kn);
+}
+
+static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    assert_true(kop->norm_w < 0); /* folded norm: the decode graphs, test_lm_head */
+    lm_head_case(g, kop, decode, false);
+}
+
+static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    lm_head_case(g, kop, decode, true);
 }
 
 /* ---------------------------------------------------------------- argmax, top-k, copy */
@@ -1167,6 +1219,17 @@ static void test_lm_head(void **state)
     (void)state;
     need_device();
     assert_true(RUN_KINDS(check_lm_head, GEN_K_LM_HEAD) >= 4);
+    assert_true(RUN_KINDS(check_lm_head_q8, GEN_K_LM_HEAD) >= 4);
+    /* the decode graphs' head with the final norm folded in, as stored and Q8_0 */
+    int n = 0;
+    for (int m = 0; m < N_MODELS; m++)
+        for (int i = 0; i < dec_graphs[m].n_kops; i++)
+            if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm_w >= 0) {
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true);
+                n++;
+            }
+    assert_int_equal(n, N_MODELS);
 }
 
 /* Every kernel kind the graphs produce is one a test above runs. */

@@ -1,5 +1,5 @@
-/* gen_k_head.c - the LM head (logits = W x with an F16 or F32 table [vocab][dim])
- * and the model-independent auxiliary kernels: argmax, top-k, copy.
+/* gen_k_head.c - the LM head (logits = W x with an F16 or F32 table [vocab][dim],
+ * or its Q8_0 copy) and the model-independent auxiliary kernels: argmax, top-k, copy.
  *
  * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
  * last position only, unless all logits were asked for). Each subgroup owns one
@@ -8,7 +8,12 @@
  * pairs; accumulation in f32 (the reference's batched path keeps the input in f32).
  * Decode with a folded final norm (kop->norm_w): x is the residual stream; every
  * workgroup recomputes its rmsnorm scale (gen_norm_scale, the RMSNORM kernel's code)
- * and reads (x * scale) * w on the fly.
+ * and stages the normed row (x * scale) * w in shared memory once, so the row loop
+ * reads one shared value per element.
+ * Q8_0 head (kop->q8, --lm-head q8): the runtime's copy of the table (rt_q8.h):
+ * int8 codes [vocab][dim] as u32 words, then f16 block scales [vocab][dim/32] packed
+ * two per word; logit = sum over blocks b of d_b * sum_i q_i x_i, x in f32 (only the
+ * weights are quantized). Each lane reads one word of 4 codes and its block's scale.
  */
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
@@ -17,22 +22,34 @@
 #define ROWS 8
 #define HEAD_GROUPS 512
 
+/* The f32 type holding n (1, 2, 4) table elements, and such a value from n scalars. */
+static dsl_type word_type(int n) { return n == 4 ? DSL_VEC4 : n == 2 ? DSL_VEC2 : DSL_F32; }
+static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
+{
+    return n == 4 ? dsl_vec4(k, e[0], e[1], e[2], e[3]) : n == 2 ? dsl_vec2(k, e[0], e[1]) : e[0];
+}
+
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
-    const bool f16 = tab->type == GEN_T_F16;
+    const bool q8 = kop->q8, f16 = !q8 && tab->type == GEN_T_F16;
     const int TT = decode ? 1 : GEN_TOKEN_TILE;
+    if (q8 && dim % RT_Q8_ROW_MULTIPLE) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
+                 kop->loc.line, kop->loc.col, dim, RT_Q8_ROW_MULTIPLE);
+        return -1;
+    }
     char name[64];
-    snprintf(name, sizeof(name), "lm_head%s_%s_n%d_%s", kop->norm_w >= 0 ? "_norm" : "", f16 ? "f16" : "f32", dim,
-             decode ? "decode" : "batch");
+    snprintf(name, sizeof(name), "lm_head%s_%s_n%d_%s", kop->norm_w >= 0 ? "_norm" : "",
+             q8 ? "q8" : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr W = dsl_buffer(k, "w", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
-    gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
+    dsl_expr W = dsl_buffer(k, "w", f16 || q8 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    gen_out_arg(out, q8 ? RT_ARG_WEIGHT_Q8 : RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "logits", DSL_F32, DSL_WRITEONLY);
     gen_out_arg(out, RT_ARG_LOGITS, 0);
     const bool norm = kop->norm_w >= 0; /* decode fold: x is the value before the final rmsnorm */
@@ -50,9 +67,32 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
-    /* every workgroup recomputes the row scale, exactly as the RMSNORM kernel does */
-    dsl_expr scale = norm ? gen_norm_scale(k, g->m->hp.norm_eps, x, U(0), D, dsl_shared(k, "red", DSL_F32, WG)) : NULL;
-    dsl_expr DW = dsl_const_u32(k, "DW", f16 ? dim / 2 : dim); /* table words per row */
+    const int per_word = q8 ? 4 : f16 ? 2 : 1; /* table elements per u32 / f32 word */
+    dsl_expr DW = dsl_const_u32(k, "DW", dim / per_word); /* table words per row */
+    /* Q8_0: the scales follow the codes; SW scale words (two f16 each) per row */
+    dsl_expr SW = q8 ? dsl_const_u32(k, "SW", dim / (2 * RT_Q8_BLOCK)) : NULL;
+    dsl_expr sbase = q8 ? dsl_let(k, "sbase", dsl_mul(k, vocab, DW)) : NULL;
+    /* every workgroup recomputes the row scale, exactly as the RMSNORM kernel does, and
+     * stages the normed row in shared memory, one vector per table word
+     * (GEN_HEAD_FOLD_MAX_WIDTH keeps it in budget) */
+    dsl_expr xs = NULL;
+    if (norm) {
+        if (dim > GEN_HEAD_FOLD_MAX_WIDTH) {
+            snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head with a folded norm: width %d > %d", g->m->path,
+                     kop->loc.line, kop->loc.col, dim, GEN_HEAD_FOLD_MAX_WIDTH);
+            dsl_kernel_free(k);
+            return -1;
+        }
+        dsl_expr scale = gen_norm_scale(k, g->m->hp.norm_eps, x, U(0), D, dsl_shared(k, "red", DSL_F32, WG));
+        xs = dsl_shared(k, "xs", word_type(per_word), (uint32_t)(dim / per_word));
+        dsl_expr j = dsl_for(k, "j", dsl_builtin(k, DSL_LOCAL_INDEX), DW, U(WG));
+        dsl_expr e[4];
+        for (int l = 0; l < per_word; l++)
+            e[l] = gen_norm_elem(k, x, nw, U(0), dsl_add(k, dsl_mul(k, j, U(per_word)), U(l)), scale);
+        dsl_store(k, xs, j, word_vec(k, per_word, e));
+        dsl_end(k);
+        dsl_barrier(k);
+    }
     dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
     dsl_expr t_first = decode ? U(0) : dsl_dyn(k, DSL_DYN_OUT_START);
     dsl_expr t_end = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
@@ -69,29 +109,34 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         acc[tt] = dsl_var(k, vn, DSL_F32, F(0));
         snprintf(vn, sizeof(vn), "xrow%d", tt);
         dsl_expr t = decode ? U(0) : dsl_min(k, dsl_add(k, t0, U(tt)), dsl_sub(k, t_end, U(1)));
-        xrow[tt] = dsl_let(k, vn, dsl_mul(k, t, D));
+        xrow[tt] = norm ? NULL : dsl_let(k, vn, dsl_mul(k, t, D)); /* norm: the row is in xs */
     }
     dsl_expr w = dsl_for(k, "w", lane, DW, sgs);
     dsl_expr wv = dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w));
-    if (f16) {
-        dsl_expr p = dsl_let(k, "p", dsl_unpack_half2x16(k, wv));
-        for (int tt = 0; tt < TT; tt++) {
-            dsl_expr xv;
-            if (norm) {
-                dsl_expr i0 = dsl_mul(k, w, U(2));
-                xv = dsl_vec2(k, gen_norm_elem(k, x, nw, xrow[tt], i0, scale),
-                              gen_norm_elem(k, x, nw, xrow[tt], dsl_add(k, i0, U(1)), scale));
-            } else {
-                dsl_expr xi = dsl_add(k, xrow[tt], dsl_mul(k, w, U(2)));
-                xv = dsl_vec2(k, dsl_load(k, x, xi), dsl_load(k, x, dsl_add(k, xi, U(1))));
-            }
-            dsl_add_to(k, acc[tt], dsl_dot(k, p, xv));
-        }
+    dsl_expr p, d = NULL; /* the word's table values (vector or scalar); Q8_0: its block scale */
+    if (q8) {
+        dsl_expr q[4];
+        for (int b = 0; b < 4; b++)
+            q[b] = dsl_cast(k, dsl_unpack8(k, wv, U(b), true), DSL_F32);
+        p = dsl_let(k, "p", dsl_vec4(k, q[0], q[1], q[2], q[3]));
+        /* word w is in block w / 8: scale word w / 16 of the row, half (w / 8) & 1 */
+        dsl_expr sw = dsl_load(k, W, dsl_add(k, sbase, dsl_add(k, dsl_mul(k, v, SW), dsl_shr(k, w, U(4)))));
+        dsl_expr sp = dsl_let(k, "sp", dsl_unpack_half2x16(k, sw));
+        dsl_expr hi = dsl_eq(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(1));
+        d = dsl_let(k, "d", dsl_select(k, hi, dsl_comp(k, sp, 1), dsl_comp(k, sp, 0)));
     } else {
-        dsl_expr p = dsl_let(k, "p", wv);
-        for (int tt = 0; tt < TT; tt++)
-            dsl_add_to(k, acc[tt], dsl_mul(k, p, norm ? gen_norm_elem(k, x, nw, xrow[tt], w, scale)
-                                                      : dsl_load(k, x, dsl_add(k, xrow[tt], w))));
+        p = dsl_let(k, "p", f16 ? dsl_unpack_half2x16(k, wv) : wv);
+    }
+    dsl_expr i0 = !norm && per_word > 1 ? dsl_let(k, "i0", dsl_mul(k, w, U(per_word))) : w; /* word's first element */
+    for (int tt = 0; tt < TT; tt++) {
+        dsl_expr xv = norm ? dsl_load(k, xs, w) : NULL; /* the input values under the word */
+        if (!norm) {
+            dsl_expr e[4];
+            for (int l = 0; l < per_word; l++)
+                e[l] = dsl_load(k, x, dsl_add(k, xrow[tt], l ? dsl_add(k, i0, U(l)) : i0));
+            xv = word_vec(k, per_word, e);
+        }
+        dsl_add_to(k, acc[tt], q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
     }
     dsl_end(k); /* w */
     for (int tt = 0; tt < TT; tt++) {
@@ -107,8 +152,9 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_end(k);     /* vb */
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, HEAD_GROUPS, 1);
-    out->bytes = (uint64_t)dim * 4;                        /* the normed input */
-    out->bytes_per_vocab = (uint64_t)dim * (f16 ? 2 : 4) + 4; /* a table row + its logit */
+    out->bytes = (uint64_t)dim * 4; /* the normed input */
+    /* a table row (Q8_0: codes + f16 scales) + its logit */
+    out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / RT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
     return gen_out_kernel(out, k, err);
 }
 

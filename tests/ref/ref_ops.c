@@ -204,6 +204,31 @@ void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int rou
     lm_head(w, false, dim, vocab, x, round_x_f16, y);
 }
 
+void ref_quantize_q8_0(const float *x, int n, int8_t *q, float *out_d)
+{
+    for (int b = 0; b < n / 32; b++) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        out_d[b] = ref_f16_round(d);
+        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)roundf(x[b * 32 + j] * id);
+    }
+}
+
+void ref_lm_head_q8_0(const int8_t *q, const float *d, int dim, int vocab, const float *x, float *y)
+{
+    for (int v = 0; v < vocab; v++) {
+        double acc = 0.0;
+        for (int b = 0; b < dim / 32; b++) {
+            double blk = 0.0;
+            for (int j = 0; j < 32; j++) blk += (double)q[(size_t)v * dim + b * 32 + j] * x[b * 32 + j];
+            acc += (double)d[(size_t)v * (dim / 32) + b] * blk;
+        }
+        y[v] = (float)acc;
+    }
+}
+
 int ref_argmax(const float *x, int n)
 {
     int best = n > 0 ? 0 : -1;

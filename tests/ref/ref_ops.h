@@ -71,6 +71,14 @@ void ref_lm_head_f16(const uint16_t *w, int dim, int vocab, const float *x, int 
 void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int round_x_f16,
                      float *y);
 
+/* llama.cpp's quantize_row_q8_0_ref on n floats (n % 32 == 0): per block of 32,
+ * d = amax / 127, q = roundf(x * (1 / d)) (0 when d == 0); out_d gets d rounded to f16
+ * (what is stored), one per block. */
+void ref_quantize_q8_0(const float *x, int n, int8_t *q, float *out_d);
+/* LM head over a Q8_0 table: y[v] = sum over blocks b of d[v][b] * sum_i q[v][i] * x[i]
+ * (q [vocab][dim], d [vocab][dim / 32]; double accumulation). */
+void ref_lm_head_q8_0(const int8_t *q, const float *d, int dim, int vocab, const float *x, float *y);
+
 /* Index of the largest value (the first one on ties); -1 if n <= 0. */
 int ref_argmax(const float *x, int n);
 

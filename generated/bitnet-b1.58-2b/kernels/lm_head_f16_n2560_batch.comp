@@ -47,62 +47,55 @@ void main()
                 uint xrow7 = min(t0 + 7u, dyn.n_tokens - 1u) * D;
                 for (uint w1 = gl_SubgroupInvocationID; w1 < DW; w1 += gl_SubgroupSize) {
                     vec2 p = unpackHalf2x16(pc.w.d[(v * DW) + w1]);
-                    uint t1 = xrow0 + (w1 * 2u);
-                    acc0 += dot(p, vec2(pc.x.d[t1], pc.x.d[t1 + 1u]));
-                    uint t2 = xrow1 + (w1 * 2u);
-                    acc1 += dot(p, vec2(pc.x.d[t2], pc.x.d[t2 + 1u]));
-                    uint t3 = xrow2 + (w1 * 2u);
-                    acc2 += dot(p, vec2(pc.x.d[t3], pc.x.d[t3 + 1u]));
-                    uint t4 = xrow3 + (w1 * 2u);
-                    acc3 += dot(p, vec2(pc.x.d[t4], pc.x.d[t4 + 1u]));
-                    uint t5 = xrow4 + (w1 * 2u);
-                    acc4 += dot(p, vec2(pc.x.d[t5], pc.x.d[t5 + 1u]));
-                    uint t6 = xrow5 + (w1 * 2u);
-                    acc5 += dot(p, vec2(pc.x.d[t6], pc.x.d[t6 + 1u]));
-                    uint t7 = xrow6 + (w1 * 2u);
-                    acc6 += dot(p, vec2(pc.x.d[t7], pc.x.d[t7 + 1u]));
-                    uint t8 = xrow7 + (w1 * 2u);
-                    acc7 += dot(p, vec2(pc.x.d[t8], pc.x.d[t8 + 1u]));
+                    uint i0 = w1 * 2u;
+                    acc0 += dot(p, vec2(pc.x.d[xrow0 + i0], pc.x.d[xrow0 + (i0 + 1u)]));
+                    acc1 += dot(p, vec2(pc.x.d[xrow1 + i0], pc.x.d[xrow1 + (i0 + 1u)]));
+                    acc2 += dot(p, vec2(pc.x.d[xrow2 + i0], pc.x.d[xrow2 + (i0 + 1u)]));
+                    acc3 += dot(p, vec2(pc.x.d[xrow3 + i0], pc.x.d[xrow3 + (i0 + 1u)]));
+                    acc4 += dot(p, vec2(pc.x.d[xrow4 + i0], pc.x.d[xrow4 + (i0 + 1u)]));
+                    acc5 += dot(p, vec2(pc.x.d[xrow5 + i0], pc.x.d[xrow5 + (i0 + 1u)]));
+                    acc6 += dot(p, vec2(pc.x.d[xrow6 + i0], pc.x.d[xrow6 + (i0 + 1u)]));
+                    acc7 += dot(p, vec2(pc.x.d[xrow7 + i0], pc.x.d[xrow7 + (i0 + 1u)]));
                 }
-                float t9 = subgroupAdd(acc0);
-                uint t10 = t0 + 0u;
+                float t1 = subgroupAdd(acc0);
+                uint t2 = t0 + 0u;
+                if ((gl_SubgroupInvocationID == 0u) && (t2 < dyn.n_tokens)) {
+                    pc.logits.d[((t2 - dyn.out_start) * pc.vocab) + v] = t1;
+                }
+                float t3 = subgroupAdd(acc1);
+                uint t4 = t0 + 1u;
+                if ((gl_SubgroupInvocationID == 0u) && (t4 < dyn.n_tokens)) {
+                    pc.logits.d[((t4 - dyn.out_start) * pc.vocab) + v] = t3;
+                }
+                float t5 = subgroupAdd(acc2);
+                uint t6 = t0 + 2u;
+                if ((gl_SubgroupInvocationID == 0u) && (t6 < dyn.n_tokens)) {
+                    pc.logits.d[((t6 - dyn.out_start) * pc.vocab) + v] = t5;
+                }
+                float t7 = subgroupAdd(acc3);
+                uint t8 = t0 + 3u;
+                if ((gl_SubgroupInvocationID == 0u) && (t8 < dyn.n_tokens)) {
+                    pc.logits.d[((t8 - dyn.out_start) * pc.vocab) + v] = t7;
+                }
+                float t9 = subgroupAdd(acc4);
+                uint t10 = t0 + 4u;
                 if ((gl_SubgroupInvocationID == 0u) && (t10 < dyn.n_tokens)) {
                     pc.logits.d[((t10 - dyn.out_start) * pc.vocab) + v] = t9;
                 }
-                float t11 = subgroupAdd(acc1);
-                uint t12 = t0 + 1u;
+                float t11 = subgroupAdd(acc5);
+                uint t12 = t0 + 5u;
                 if ((gl_SubgroupInvocationID == 0u) && (t12 < dyn.n_tokens)) {
                     pc.logits.d[((t12 - dyn.out_start) * pc.vocab) + v] = t11;
                 }
-                float t13 = subgroupAdd(acc2);
-                uint t14 = t0 + 2u;
+                float t13 = subgroupAdd(acc6);
+                uint t14 = t0 + 6u;
                 if ((gl_SubgroupInvocationID == 0u) && (t14 < dyn.n_tokens)) {
                     pc.logits.d[((t14 - dyn.out_start) * pc.vocab) + v] = t13;
                 }
-                float t15 = subgroupAdd(acc3);
-                uint t16 = t0 + 3u;
+                float t15 = subgroupAdd(acc7);
+                uint t16 = t0 + 7u;
                 if ((gl_SubgroupInvocationID == 0u) && (t16 < dyn.n_tokens)) {
                     pc.logits.d[((t16 - dyn.out_start) * pc.vocab) + v] = t15;
-                }
-                float t17 = subgroupAdd(acc4);
-                uint t18 = t0 + 4u;
-                if ((gl_SubgroupInvocationID == 0u) && (t18 < dyn.n_tokens)) {
-                    pc.logits.d[((t18 - dyn.out_start) * pc.vocab) + v] = t17;
-                }
-                float t19 = subgroupAdd(acc5);
-                uint t20 = t0 + 5u;
-                if ((gl_SubgroupInvocationID == 0u) && (t20 < dyn.n_tokens)) {
-                    pc.logits.d[((t20 - dyn.out_start) * pc.vocab) + v] = t19;
-                }
-                float t21 = subgroupAdd(acc6);
-                uint t22 = t0 + 6u;
-                if ((gl_SubgroupInvocationID == 0u) && (t22 < dyn.n_tokens)) {
-                    pc.logits.d[((t22 - dyn.out_start) * pc.vocab) + v] = t21;
-                }
-                float t23 = subgroupAdd(acc7);
-                uint t24 = t0 + 7u;
-                if ((gl_SubgroupInvocationID == 0u) && (t24 < dyn.n_tokens)) {
-                    pc.logits.d[((t24 - dyn.out_start) * pc.vocab) + v] = t23;
                 }
             }
         }

@@ -22,6 +22,7 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 shared float red[256];
+shared vec2 xs[1280];
 
 const uint D = 2560u;
 const uint DW = 1280u;
@@ -44,17 +45,20 @@ void main()
     }
     barrier();
     float scale = 1.0 / sqrt((sum / float(D)) + 1e-05);
+    for (uint j = gl_LocalInvocationIndex; j < DW; j += 256u) {
+        uint t2 = (j * 2u) + 0u;
+        uint t3 = (j * 2u) + 1u;
+        xs[j] = vec2((pc.x.d[0u + t2] * scale) * pc.nw.d[t2], (pc.x.d[0u + t3] * scale) * pc.nw.d[t3]);
+    }
+    barrier();
     for (uint vb = gl_WorkGroupID.x * 8u; vb < pc.vocab; vb += gl_NumWorkGroups.x * 8u) {
         for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
             uint v = vb + rl;
             if (v >= pc.vocab) break;
             float acc0 = 0.0;
-            uint xrow0 = 0u * D;
             for (uint w1 = gl_SubgroupInvocationID; w1 < DW; w1 += gl_SubgroupSize) {
                 vec2 p = unpackHalf2x16(pc.w.d[(v * DW) + w1]);
-                uint t2 = w1 * 2u;
-                uint t3 = t2 + 1u;
-                acc0 += dot(p, vec2((pc.x.d[xrow0 + t2] * scale) * pc.nw.d[t2], (pc.x.d[xrow0 + t3] * scale) * pc.nw.d[t3]));
+                acc0 += dot(p, xs[w1]);
             }
             float t4 = subgroupAdd(acc0);
             if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
