@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rt_q8.h"
 #include "rt_schedule.h"
 #include "rt_vk.h"
 
@@ -50,6 +51,8 @@ struct rt_engine {
     bool native_dot;      /* pipelines use the kernels' native integer-dot variants */
     rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
     bool *w_ok;
+    bool head_q8;         /* post sections are the schedules' post_q8 */
+    rt_buf *wq8;          /* [n_tensors]: Q8_0 copies of the tables post_q8 reads (head_q8) */
     rt_buf *acts;         /* [n_acts] */
     rt_buf *kc, *vc;      /* [n_layers] */
     rt_buf tokens, logits, result;
@@ -76,6 +79,7 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
         int L = e->d->tensors[a.index].per_layer ? layer : 0;
         return &e->w[(size_t)a.index * e->n_layers + L];
     }
+    case RT_ARG_WEIGHT_Q8: return &e->wq8[a.index];
     case RT_ARG_ACT: return &e->acts[a.index];
     case RT_ARG_KCACHE: return &e->kc[layer];
     case RT_ARG_VCACHE: return &e->vc[layer];
@@ -145,16 +149,23 @@ static void record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32
     rt_cmd_dispatch(c, e->pipes[kernel], push, kernel == e->d->k_topk ? 24 : 20, 1, 1, 1);
 }
 
+/* The post section this engine runs (--lm-head q8: the Q8_0 head). */
+static const rt_dispatch *post_of(const rt_engine *e, const rt_schedule *s)
+{
+    return e->head_q8 ? s->post_q8 : s->post;
+}
+
 /* Every dispatch of schedule s for n tokens: pre, the layers, post. */
 static void record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n)
 {
+    const rt_dispatch *post = post_of(e, s);
     for (uint32_t i = 0; i < s->n_pre; i++)
         record_dispatch(e, c, &s->pre[i], 0, n);
     for (int L = 0; L < e->n_layers; L++)
         for (uint32_t i = 0; i < s->n_layer; i++)
             record_dispatch(e, c, &s->layer[i], L, n);
     for (uint32_t i = 0; i < s->n_post; i++)
-        record_dispatch(e, c, &s->post[i], 0, n);
+        record_dispatch(e, c, &post[i], 0, n);
 }
 
 /* Record schedule s for n tokens (s NULL: nothing), then optionally (aux >= 0) the
@@ -319,6 +330,77 @@ static int upload_weights(rt_engine *e, char *err)
     return 0;
 }
 
+/* --lm-head q8: a Q8_0 copy (rt_q8.h) of every table the post_q8 sections read,
+ * quantized and uploaded a slice of rows at a time. */
+static int make_q8_tables(rt_engine *e, const char *path, char *err)
+{
+    enum { SLICE_ROWS = 8192 };
+    const rt_model_desc *d = e->d;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const int threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (int)ncpu;
+    if (!d->decode.post_q8 || !d->prefill.post_q8) {
+        snprintf(err, RT_ERR_LEN, "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
+                 d->name, RT_Q8_ROW_MULTIPLE);
+        return -1;
+    }
+    e->wq8 = calloc(d->n_tensors, sizeof(rt_buf));
+    if (!e->wq8) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    const rt_schedule *sched[2] = {&d->decode, &d->prefill};
+    int8_t *codes = NULL;
+    uint16_t *scales = NULL;
+    int rc = -1;
+    for (int si = 0; si < 2; si++)
+        for (uint32_t i = 0; i < sched[si]->n_post; i++)
+            for (int a = 0; a < sched[si]->post_q8[i].n_args; a++) {
+                const rt_arg arg = sched[si]->post_q8[i].args[a];
+                if (arg.kind != RT_ARG_WEIGHT_Q8 || e->wq8[arg.index].buf)
+                    continue;
+                const rt_tensor_desc *td = &d->tensors[arg.index];
+                const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, td->gguf);
+                if (td->per_layer || !gt || gt->n_dims > 2) { /* the generator never asks for these */
+                    snprintf(err, RT_ERR_LEN, "--lm-head q8: no Q8_0 copy of '%s' in %s", td->gguf, path);
+                    goto done;
+                }
+                const int64_t ne0 = gt->ne[0], rows = gt->ne[1];
+                const uint64_t code_bytes = (uint64_t)ne0 * (uint64_t)rows;
+                char what[200];
+                snprintf(what, sizeof(what), "q8_0(%s)", td->gguf);
+                if (rt_buf_create_named(e->vk, rt_q8_bytes(ne0, rows), RT_MEM_DEVICE, what, &e->wq8[arg.index], err))
+                    goto done;
+                free(codes);
+                free(scales);
+                codes = malloc((size_t)ne0 * SLICE_ROWS);
+                scales = malloc((size_t)(ne0 / RT_Q8_BLOCK) * SLICE_ROWS * 2);
+                if (!codes || !scales) {
+                    snprintf(err, RT_ERR_LEN, "out of host memory");
+                    goto done;
+                }
+                const size_t esz = gt->type == RT_TYPE_F16 ? 2 : 4;
+                for (int64_t r = 0; r < rows; r += SLICE_ROWS) {
+                    int64_t n = rows - r < SLICE_ROWS ? rows - r : SLICE_ROWS;
+                    uint64_t nc = (uint64_t)n * (uint64_t)ne0, ns = nc / RT_Q8_BLOCK * 2;
+                    if (rt_q8_quantize_mt((const uint8_t *)gt->data + (size_t)r * (size_t)ne0 * esz, gt->type, ne0,
+                                          n, codes, scales, threads)) {
+                        snprintf(err, RT_ERR_LEN, "--lm-head q8: '%s' (%s) cannot be quantized", td->gguf,
+                                 rt_type_name(gt->type));
+                        goto done;
+                    }
+                    if (rt_buf_upload(e->vk, &e->wq8[arg.index], (uint64_t)r * (uint64_t)ne0, codes, nc, err) ||
+                        rt_buf_upload(e->vk, &e->wq8[arg.index], code_bytes + (uint64_t)r * (uint64_t)(ne0 / RT_Q8_BLOCK) * 2,
+                                      scales, ns, err))
+                        goto done;
+                }
+            }
+    rc = 0;
+done:
+    free(codes);
+    free(scales);
+    return rc;
+}
+
 int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err)
 {
     *out_e = NULL;
@@ -345,6 +427,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (rt_vk_create(&vo, &e->vk, err))
         goto fail;
     if (upload_weights(e, err))
+        goto fail;
+    e->head_q8 = opts->lm_head_q8;
+    if (e->head_q8 && make_q8_tables(e, opts->model_path, err))
         goto fail;
     e->acts = calloc(desc->n_acts ? desc->n_acts : 1, sizeof(rt_buf));
     e->kc = calloc((size_t)e->n_layers, sizeof(rt_buf));
@@ -390,6 +475,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
     e->stats.native_dot = e->native_dot;
     e->stats.native_dot_available = rt_vk_get_info(e->vk)->has_int_dot;
+    e->stats.lm_head_q8 = e->head_q8;
     *out_e = e;
     return 0;
 fail:
@@ -412,6 +498,8 @@ void rt_engine_close(rt_engine *e)
             for (size_t i = 0; i < (size_t)e->d->n_tensors * e->n_layers; i++)
                 if (e->w_ok[i])
                     rt_buf_destroy(e->vk, &e->w[i]);
+        for (uint32_t i = 0; e->wq8 && i < e->d->n_tensors; i++)
+            rt_buf_destroy(e->vk, &e->wq8[i]);
         if (e->acts)
             for (uint32_t i = 0; i < e->d->n_acts; i++)
                 rt_buf_destroy(e->vk, &e->acts[i]);
@@ -429,6 +517,7 @@ void rt_engine_close(rt_engine *e)
     }
     free(e->w);
     free(e->w_ok);
+    free(e->wq8);
     free(e->acts);
     free(e->kc);
     free(e->vc);
@@ -644,7 +733,7 @@ static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i)
     if (i < s->n_layer * (uint32_t)e->n_layers)
         return &s->layer[i % s->n_layer];
     i -= s->n_layer * (uint32_t)e->n_layers;
-    return i < s->n_post ? &s->post[i] : NULL;
+    return i < s->n_post ? &post_of(e, s)[i] : NULL;
 }
 
 /* Bytes of the i-th dispatch of a decode step: the schedule's, then the argmax / top-k

@@ -26,6 +26,9 @@ typedef struct {
     bool verbose;       /* device + load progress on stderr */
     bool validation;    /* Vulkan validation layers */
     bool no_int_dot;    /* use the portable kernels even where the device has integer dot products */
+    bool lm_head_q8;    /* LM head on a Q8_0 copy of its table made at load (rt_q8.h): about half
+                           the bytes of an F16 head, logits change slightly; error if the model
+                           has no such variant (schedule post_q8) */
 } rt_engine_opts;
 
 int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err);
@@ -60,6 +63,7 @@ typedef struct {
     uint32_t barriers_per_token;
     bool native_dot;                 /* kernels use native integer dot products */
     bool native_dot_available;       /* the device has them (native_dot unless --no-int-dot) */
+    bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
 } rt_engine_stats;
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 /* Bytes one decode step reads and writes (weights, activations, the KV rows of a

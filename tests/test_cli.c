@@ -227,6 +227,7 @@ static void test_bad_numbers(void **state)
         {"--frequency-penalty", "inf", "for --frequency-penalty"},
         {"--presence-penalty", "x", "for --presence-penalty"},
         {"--decode-chain", "0", "for --decode-chain"}, {"--decode-chain", "17", "for --decode-chain"},
+        {"--lm-head", "q4", "invalid value 'q4' for --lm-head: expected f16 or q8"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         RUN(r, NULL, "-m", "x.gguf", cases[i][0], cases[i][1], "-p", "hi");
@@ -475,6 +476,16 @@ static void test_greedy_ids(void **state)
     expect(&e3, 0, NULL);
     assert_string_equal(a.out, e3.out);
     run_free(&e3);
+    /* --lm-head q8: another head, but the tiny model's margins keep these 8 ids (test_e2e
+     * measures the agreement); --lm-head f16 is the default */
+    RUN(q8, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids", "--lm-head", "q8");
+    expect(&q8, 0, NULL);
+    assert_string_equal(a.out, q8.out);
+    run_free(&q8);
+    RUN(f16, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids", "--lm-head=f16");
+    expect(&f16, 0, NULL);
+    assert_string_equal(a.out, f16.out);
+    run_free(&f16);
     int32_t got[64];
     int n = read_ids(a.out, got, 64);
     assert_true(n >= 1 && n <= 8); /* fewer only if EOS/EOT came */

@@ -103,7 +103,7 @@ typedef struct {
     int vocab;
 } rig;
 
-enum { RIG_FUSE = 1, RIG_NO_INT_DOT = 2 };
+enum { RIG_FUSE = 1, RIG_NO_INT_DOT = 2, RIG_HEAD_Q8 = 4 };
 
 static int rig_open(rig *r, const char *yaml, const char *gguf, int flags, char *err)
 {
@@ -111,7 +111,7 @@ static int rig_open(rig *r, const char *yaml, const char *gguf, int flags, char 
     if (gen_model_load(yaml, &r->m, err) || gen_desc_build(&r->m, flags & RIG_FUSE, &r->d, err))
         return -1;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
-                        .no_int_dot = flags & RIG_NO_INT_DOT};
+                        .no_int_dot = flags & RIG_NO_INT_DOT, .lm_head_q8 = flags & RIG_HEAD_Q8};
     if (rt_engine_open(&r->d.desc, &o, &r->e, err)) {
         gen_desc_free(&r->d);
         return 1; /* 1: no device or load failure, see err */
@@ -401,6 +401,70 @@ static void check_chain(fixture *f)
     rig_close(&r);
 }
 
+/* --lm-head q8: the Q8_0 copy of the head against the F16 head and bitnet.cpp, batched
+ * (the batch kernel) and one token at a time (the decode kernel with the folded norm).
+ * Only the head's weights change, so the logits must stay within the oracle's own
+ * batched-vs-incremental noise; the agreement figures are printed (bench/NOTES.md). */
+static void check_q8_head(fixture *f)
+{
+    SKIP_IF_ABSENT(f);
+    rig a, q;
+    open_or_skip(&a, f, RIG_FUSE);
+    open_or_skip(&q, f, RIG_FUSE | RIG_HEAD_Q8);
+    int32_t ids[512];
+    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
+    assert_true(n > 0);
+    size_t nref = 0;
+    float *ref = read_f32(f->dir, "logits.f32", &nref);
+    assert_non_null(ref);
+    assert_int_equal(nref, (size_t)n * a.vocab);
+    float *la = malloc(nref * 4), *lq = malloc(nref * 4), *li = malloc(nref * 4);
+    char err[RT_ERR_LEN] = "";
+    for (size_t i = 0; i < nref; i++)
+        lq[i] = li[i] = NAN; /* poison */
+    if (rt_engine_eval(a.e, ids, n, 0, la, err) || rt_engine_eval(q.e, ids, n, 0, lq, err))
+        fail_msg("%s", err);
+    for (int i = 0; i < n; i++)
+        if (rt_engine_eval(q.e, &ids[i], 1, i, li + (size_t)i * q.vocab, err))
+            fail_msg("%s", err);
+    cmp_stats sh = compare(lq, la, n, a.vocab), so = compare(lq, ref, n, a.vocab), si = compare(li, la, n, a.vocab);
+    printf("%s: --lm-head q8 vs the F16 head: top-1 %d/%d batched, %d/%d one token at a time; mean |d| %.4g, max |d| "
+           "%.4g\n",
+           f->name, sh.top1_agree, n, si.top1_agree, n, sh.mean_abs, sh.max_abs);
+    printf("%s: --lm-head q8 vs bitnet.cpp: top-1 %d/%d, mean |d| %.4g, max |d| %.4g (oracle self max %.4g)\n",
+           f->name, so.top1_agree, n, so.mean_abs, so.max_abs, f->self_max);
+    assert_true(sh.top1_agree * 10 >= n * 9 && si.top1_agree * 10 >= n * 9);
+    assert_true(sh.max_abs > 0);                /* it is another head ... */
+    assert_true(sh.max_abs <= 0.5 * f->self_max); /* ... within the oracle's own noise */
+    assert_true(si.max_abs <= 1.5 * f->self_max);
+    assert_true(so.top1_agree * 10 >= n * 9 && so.mean_abs <= 0.2 && so.max_abs <= 1.5 * f->self_max);
+    rt_engine_stats st;
+    rt_engine_get_stats(q.e, &st);
+    assert_true(st.lm_head_q8);
+    /* the head's table: F16 2 bytes per weight -> 1 + 2/32 */
+    int64_t dim = a.m.tensors[a.m.pre[0].weight].ne[0];
+    assert_int_equal(rt_engine_decode_bytes(a.e, 1) - rt_engine_decode_bytes(q.e, 1),
+                     (uint64_t)a.vocab * (uint64_t)(2 * dim - dim - dim / 16));
+    /* a model description without the variant: a clear error, no engine */
+    rt_model_desc no_q8 = a.d.desc;
+    no_q8.decode.post_q8 = NULL;
+    char gguf[700];
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", f->dir);
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .lm_head_q8 = true};
+    rt_engine *e = NULL;
+    assert_int_not_equal(rt_engine_open(&no_q8, &o, &e, err), 0);
+    assert_null(e);
+    assert_non_null(strstr(err, "--lm-head q8"));
+    free(la);
+    free(lq);
+    free(li);
+    free(ref);
+    rig_close(&a);
+    rig_close(&q);
+}
+
+static void test_tiny_q8_head(void **st) { (void)st; check_q8_head(&fixtures[0]); }
+static void test_2b_q8_head(void **st) { (void)st; check_q8_head(&fixtures[1]); }
 static void test_tiny_chain(void **st) { (void)st; check_chain(&fixtures[0]); }
 static void test_tiny_aux_kernels(void **st) { (void)st; check_aux_kernels(&fixtures[0]); }
 static void test_tiny_prompt(void **st) { (void)st; check_prompt_logits(&fixtures[0]); }
@@ -468,6 +532,8 @@ int main(void)
         cmocka_unit_test(test_tiny_chain),
         cmocka_unit_test(test_2b_prompt),
         cmocka_unit_test(test_2b_greedy),
+        cmocka_unit_test(test_tiny_q8_head),
+        cmocka_unit_test(test_2b_q8_head),
         cmocka_unit_test(test_llama_variant_vs_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

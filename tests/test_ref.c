@@ -16,6 +16,7 @@
 
 #include "gen_model.h"
 #include "rt_gguf.h"
+#include "rt_q8.h"
 #include "rt_tokenizer.h"
 #include "tests/ref/ref_forward.h"
 #include "tests/ref/ref_ops.h"
@@ -190,6 +191,60 @@ static void test_lm_head_argmax(void **state)
     assert_int_equal(ref_argmax(tie, 0), -1);
 }
 
+/* Q8_0 (--lm-head q8): the reference on hand-checked values, then the runtime's
+ * quantizer (rt_q8.c) against it on random F16 and F32 rows, bit for bit. */
+static void test_q8_0(void **state)
+{
+    float x[64], d[2], y[2];
+    int8_t q[64];
+    for (int j = 0; j < 32; j++) x[j] = (float)(j - 16) * 0.5f; /* amax 8: d = 8/127 */
+    for (int j = 32; j < 64; j++) x[j] = 0.0f;                  /* zero block: d = 0, codes 0 */
+    ref_quantize_q8_0(x, 64, q, d);
+    assert_true(q[0] == -127 && q[16] == 0 && q[17] == 8 && q[31] == 119); /* 0.5, 7.5 -> 7.94, 119.06 */
+    assert_true(d[0] == ref_f16_round(8.0f / 127.0f) && d[1] == 0.0f);
+    for (int j = 32; j < 64; j++) assert_int_equal(q[j], 0);
+    const float ones[64] = {[0] = 1.0f, [33] = 2.0f};
+    ref_lm_head_q8_0(q, d, 64, 1, ones, y);
+    NEAR(y[0], d[0] * -127.0, 1e-6); /* q[0] * d[0]; block 1 contributes 0 */
+
+    enum { W = 128, ROWS = 9 };
+    static uint16_t h[W * ROWS];
+    static float f[W * ROWS], want_d[W * ROWS / 32];
+    static int8_t codes[W * ROWS], want_q[W * ROWS];
+    static uint16_t scales[W * ROWS / 32];
+    uint32_t r = 12345;
+    for (int type = 0; type < 2; type++) {
+        for (int i = 0; i < W * ROWS; i++) {
+            r = r * 1664525u + 1013904223u;
+            float v = ((float)(r >> 8) / 16777216.0f - 0.5f) * (float)(1 + (i / 32) % 7); /* block scales vary */
+            h[i] = rt_f32_to_f16(v);
+            f[i] = type == 0 ? rt_f16_to_f32(h[i]) : v;
+        }
+        for (int i = 0; i < 32; i++) f[5 * 32 + i] = h[5 * 32 + i] = 0; /* an all-zero block */
+        assert_int_equal(rt_q8_quantize(type == 0 ? (const void *)h : f, type == 0 ? RT_TYPE_F16 : RT_TYPE_F32, W,
+                                        ROWS, codes, scales), 0);
+        ref_quantize_q8_0(f, W * ROWS, want_q, want_d);
+        assert_memory_equal(codes, want_q, sizeof(codes));
+        for (int b = 0; b < W * ROWS / 32; b++) assert_true(rt_f16_to_f32(scales[b]) == want_d[b]);
+        /* rows split over threads (the engine's loader): the same bytes */
+        static int8_t mt_codes[W * ROWS];
+        static uint16_t mt_scales[W * ROWS / 32];
+        assert_int_equal(rt_q8_quantize_mt(type == 0 ? (const void *)h : f, type == 0 ? RT_TYPE_F16 : RT_TYPE_F32, W,
+                                           ROWS, mt_codes, mt_scales, 4),
+                         0);
+        assert_memory_equal(mt_codes, codes, sizeof(codes));
+        assert_memory_equal(mt_scales, scales, sizeof(scales));
+    }
+    assert_int_equal(rt_q8_bytes(W, ROWS), W * ROWS + W * ROWS / 32 * 2);
+    /* what cannot be quantized is refused; non-finite values never give out-of-range codes */
+    assert_int_equal(rt_q8_quantize(f, RT_TYPE_I2_S, W, ROWS, codes, scales), -1);
+    assert_int_equal(rt_q8_quantize(f, RT_TYPE_F32, 96, 1, codes, scales), -1);
+    f[0] = INFINITY;
+    f[1] = NAN;
+    assert_int_equal(rt_q8_quantize(f, RT_TYPE_F32, W, 1, codes, scales), 0);
+    for (int j = 0; j < 32; j++) assert_true(codes[j] >= -127 && codes[j] <= 127);
+}
+
 /* ---- mkmodel ---- */
 
 static const char *mkmodel_path(void)
@@ -361,7 +416,7 @@ int main(void)
         cmocka_unit_test(test_act_quant),     cmocka_unit_test(test_i2s_decode),
         cmocka_unit_test(test_bitlinear),     cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),     cmocka_unit_test(test_elementwise),
-        cmocka_unit_test(test_lm_head_argmax), cmocka_unit_test(test_mkmodel_tiny),
+        cmocka_unit_test(test_lm_head_argmax), cmocka_unit_test(test_q8_0), cmocka_unit_test(test_mkmodel_tiny),
         cmocka_unit_test(test_mkmodel_2b),    cmocka_unit_test(test_mkmodel_llama),
         cmocka_unit_test(test_mkmodel_deterministic),
     };
