@@ -180,6 +180,20 @@ static void open_or_skip(rig *r, const fixture *f, int flags)
         fail_msg("%s", err);
 }
 
+/* The fixture's prompt ids (ids[512]) and bitnet.cpp's logits of every prompt position. */
+static float *prompt_and_logits(const fixture *f, int vocab, int32_t *ids, int *out_n, size_t *out_nref)
+{
+    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
+    assert_true(n > 0);
+    size_t nref = 0;
+    float *ref = read_f32(f->dir, "logits.f32", &nref);
+    assert_non_null(ref);
+    assert_int_equal(nref, (size_t)n * vocab);
+    *out_n = n;
+    *out_nref = nref;
+    return ref;
+}
+
 /* Batched prompt logits vs the oracle's logits.f32. */
 static void check_prompt_logits(fixture *f)
 {
@@ -187,12 +201,9 @@ static void check_prompt_logits(fixture *f)
     rig r;
     open_or_skip(&r, f, RIG_FUSE);
     int32_t ids[512];
-    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
-    assert_true(n > 0);
-    size_t nref = 0;
-    float *ref = read_f32(f->dir, "logits.f32", &nref);
-    assert_non_null(ref);
-    assert_int_equal(nref, (size_t)n * r.vocab);
+    int n;
+    size_t nref;
+    float *ref = prompt_and_logits(f, r.vocab, ids, &n, &nref);
     float *got = malloc(nref * sizeof(float));
     for (size_t i = 0; i < nref; i++)
         got[i] = NAN; /* poison */
@@ -412,12 +423,9 @@ static void check_q8_head(fixture *f)
     open_or_skip(&a, f, RIG_FUSE);
     open_or_skip(&q, f, RIG_FUSE | RIG_HEAD_Q8);
     int32_t ids[512];
-    int n = read_ids(f->dir, "prompt_tokens.txt", ids, 512);
-    assert_true(n > 0);
-    size_t nref = 0;
-    float *ref = read_f32(f->dir, "logits.f32", &nref);
-    assert_non_null(ref);
-    assert_int_equal(nref, (size_t)n * a.vocab);
+    int n;
+    size_t nref;
+    float *ref = prompt_and_logits(f, a.vocab, ids, &n, &nref);
     float *la = malloc(nref * 4), *lq = malloc(nref * 4), *li = malloc(nref * 4);
     char err[RT_ERR_LEN] = "";
     for (size_t i = 0; i < nref; i++)

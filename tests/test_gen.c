@@ -258,6 +258,36 @@ static void test_decode_folds(void **state)
     assert_int_equal(count_kind(&plain, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
 }
 
+/* The final norm folds into the decode LM head only while its f32 row fits the shared
+ * memory Vulkan guarantees: a 4096-wide variant keeps rmsnorm + lm_head. */
+static void test_wide_head_not_folded(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "", txt[1 << 14];
+    FILE *f = fopen("models/bitnet-tiny.yaml", "rb");
+    assert_non_null(f);
+    size_t n = fread(txt, 1, sizeof(txt) - 1, f);
+    fclose(f);
+    txt[n] = 0;
+    static const char *const edits[][2] = {{"dim: 512", "dim: 4096"}, {"n_heads: 8", "n_heads: 64"}};
+    for (int e = 0; e < 2; e++) {
+        char *at = strstr(txt, edits[e][0]), rest[1 << 14];
+        assert_non_null(at);
+        snprintf(rest, sizeof(rest), "%s", at + strlen(edits[e][0]));
+        snprintf(at, sizeof(txt) - (size_t)(at - txt), "%s%s", edits[e][1], rest);
+    }
+    if (gen_model_parse(txt, strlen(txt), "wide.yaml", &model, err))
+        fail_msg("%s", err);
+    assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
+    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 1);
+    for (int i = 0; i < graph.n_kops; i++)
+        if (graph.kops[i].kind == GEN_K_LM_HEAD)
+            assert_int_equal(graph.kops[i].norm_w, -1);
+    load("models/bitnet-tiny.yaml"); /* the shipped widths fold */
+    assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
+    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
+}
+
 static gen_desc d1, d2;
 
 static void test_deterministic_and_shared_kernels(void **state)
@@ -340,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_decode_folds),
         cmocka_unit_test(test_deterministic_and_shared_kernels),
         cmocka_unit_test(test_q8_head_variant),
+        cmocka_unit_test(test_wide_head_not_folded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
