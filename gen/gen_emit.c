@@ -53,7 +53,8 @@ static int close_out(FILE *f, const char *name, char *err)
 static const char *arg_kind_name(uint8_t k)
 {
     static const char *const n[] = {"RT_ARG_WEIGHT", "RT_ARG_ACT",    "RT_ARG_KCACHE", "RT_ARG_VCACHE",
-                                    "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT", "RT_ARG_WEIGHT_Q8"};
+                                    "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT", "RT_ARG_WEIGHT_Q8",
+                                    "RT_ARG_SYNC"};
     return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
 
@@ -74,6 +75,7 @@ static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
     case RT_ARG_VCACHE: snprintf(out, n, "vcache[L]"); break;
     case RT_ARG_TOKENS: snprintf(out, n, "tokens"); break;
     case RT_ARG_LOGITS: snprintf(out, n, "logits"); break;
+    case RT_ARG_SYNC: snprintf(out, n, "sync"); break;
     default: snprintf(out, n, "result"); break;
     }
 }
@@ -86,6 +88,8 @@ static void write_barrier_text(FILE *f, const rt_model_desc *md, uint64_t b)
     for (uint32_t i = 0; i < md->n_acts; i++)
         if (b & (1ull << i))
             fprintf(f, " %s", md->acts[i].name);
+    if (b & RT_BAR_SYNC)
+        fprintf(f, " sync");
     if (b & RT_BAR_KCACHE)
         fprintf(f, " kcache");
     if (b & RT_BAR_VCACHE)

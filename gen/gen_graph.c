@@ -19,11 +19,14 @@
  *     workgroup recomputes the norm + quantization of the row into shared memory
  * Decode, fused or not (split_decode_attention): ATTENTION -> ATTENTION over
  * GEN_ATTN_SPLITS key ranges per head (partials: acc[hd], max, sum per range) +
- * ATTN_COMBINE, so a long context spreads over n_heads * splits workgroups.
+ * ATTN_COMBINE, so a long context spreads over n_heads * splits workgroups; fused,
+ * the combine is merged into the attention (kop->part): the last workgroup of each
+ * head to finish (a counter in the SYNC buffer) merges the partials, one dispatch.
  * Both paths do the same arithmetic in the same order, so fused == unfused.
  * Buffer planning and barriers are in gen_plan.c.
  */
 #include "gen_graph.h"
+#include "rt_schedule.h" /* RT_SYNC_WORDS */
 
 #include <stdio.h>
 #include <string.h>
@@ -91,7 +94,7 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     k->kind = kind;
     k->sec = sec;
     k->in[0] = k->in[1] = k->in[2] = -1;
-    k->out = k->res = k->norm_w = -1;
+    k->out = k->res = k->norm_w = k->part = -1;
     for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
         k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
@@ -459,6 +462,11 @@ static int split_decode_attention(lower_ctx *c)
         int part = add_gval(c, name, GEN_GV_F32, hp->n_heads * GEN_ATTN_SPLITS * (hp->head_dim + 2), -1);
         if (part < 0)
             return -1;
+        a->splits = GEN_ATTN_SPLITS;
+        if (c->fuse && hp->n_heads <= RT_SYNC_WORDS) { /* one counter per workgroup column */
+            a->part = part;
+            continue;
+        }
         memmove(a + 2, a + 1, sizeof(*a) * (size_t)(g->n_kops - i - 1));
         g->n_kops++;
         gen_kop *m = a + 1;
@@ -470,7 +478,6 @@ static int split_decode_attention(lower_ctx *c)
         snprintf(m->label, sizeof(m->label), "attn_combine %.*s", GEN_MAX_NAME, g->vals[a->out].name);
         m->splits = GEN_ATTN_SPLITS;
         a->out = part;
-        a->splits = GEN_ATTN_SPLITS;
         i++;
     }
     return 0;

@@ -41,6 +41,7 @@
     X(ATTENTION, "attention")     /* y = softmax(q Kc^T / sqrt(hd)) Vc, causal     */ \
                                   /*   (rope: q = rope(in) on load        (fused)) */ \
                                   /*   (splits: per key range partials  (decode))  */ \
+                                  /*   (part: + merged by the last one    (fused)) */ \
     X(ATTN_COMBINE, "attn_combine") /* y = merge of ATTENTION's split partials    */ \
     X(ADD, "add")                 /* y = a + b                                     */ \
     X(RELU2_MUL, "relu2_mul")     /* y = relu(a)^2 * b                             */ \
@@ -83,6 +84,9 @@ typedef struct {
     int splits;     /* ATTENTION (decode): the cache rows are cut into this many ranges,
                      * one workgroup each per head, writing partials (out) that the
                      * next kop, ATTN_COMBINE, merges; 0 = one workgroup per head */
+    int part;       /* ATTENTION with splits, fused: the partials gval; the last workgroup
+                     * of each head (a SYNC counter) merges them into out itself, with
+                     * ATTN_COMBINE's code, and no ATTN_COMBINE follows. -1 otherwise */
     int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
                      * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
                      * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */

@@ -10,8 +10,11 @@
  * whether it was written since the last barrier naming it, and read since the last
  * barrier of any kind (an execution dependency is enough for write-after-read). A
  * kernel that reads a pending write (RAW), or writes a buffer with a pending read
- * or write (WAR, WAW), gets a buffer barrier on exactly those buffers. The layer's masks are the union of
- * its two simulated iterations, which covers the loop-carried dependencies.
+ * or write (WAR, WAW), gets a buffer barrier on exactly those buffers. The layer's
+ * masks are the union of its two simulated iterations, which covers the loop-carried
+ * dependencies. A split attention that merges its own partials writes the SYNC
+ * counters (bit 59), so the next one (next layer, next step) waits for them behind a
+ * barrier naming SYNC.
  */
 #include "gen_graph.h"
 
@@ -62,6 +65,10 @@ static int io_bits(const gen_graph *g, const gen_kop *k, bool writes, int *out, 
             for (int p = 0; p < k->n_parts; p++)
                 PUT(g->vals[k->part_out[p]].buf);
         } else if (k->out >= 0) {
+            if (k->part >= 0) { /* partials + SYNC counters, then out */
+                PUT(g->vals[k->part].buf);
+                PUT(59);
+            }
             v = &g->vals[k->out];
             PUT(v->buf < 0 ? 62 : v->buf);
             if (v->kind == GEN_GV_Q8)
@@ -104,10 +111,10 @@ static int plan_buffers(gen_graph *g, char *err)
     /* liveness */
     for (int ki = 0; ki < g->n_kops; ki++) {
         const gen_kop *k = &g->kops[ki];
-        int ids[5 + GEN_KOP_MAX_PARTS] = {k->in[0], k->in[1], k->in[2], k->res, k->out};
+        int ids[6 + GEN_KOP_MAX_PARTS] = {k->in[0], k->in[1], k->in[2], k->res, k->out, k->part};
         for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
-            ids[5 + p] = k->part_out[p];
-        for (int j = 0; j < 5 + GEN_KOP_MAX_PARTS; j++) {
+            ids[6 + p] = k->part_out[p];
+        for (int j = 0; j < 6 + GEN_KOP_MAX_PARTS; j++) {
             if (ids[j] < 0)
                 continue;
             for (int e = 0; e < n; e++) {
@@ -138,7 +145,7 @@ static int plan_buffers(gen_graph *g, char *err)
                     break;
                 }
             if (b < 0) {
-                if (g->n_bufs >= GEN_MAX_BUFS || g->n_bufs >= 60) {
+                if (g->n_bufs >= GEN_MAX_BUFS || g->n_bufs >= 59) { /* barrier bits 59.. are not acts */
                     snprintf(err, GEN_ERR_LEN, "%s: too many activation buffers", g->m->path);
                     return -1;
                 }
@@ -172,7 +179,7 @@ static int plan_buffers(gen_graph *g, char *err)
 }
 
 /* Resource ids of the simulation: act buffers, then per-iteration caches, logits. */
-enum { SIM_KC = GEN_MAX_BUFS, SIM_LOGITS = GEN_MAX_BUFS + 4, SIM_N };
+enum { SIM_KC = GEN_MAX_BUFS, SIM_LOGITS = GEN_MAX_BUFS + 4, SIM_SYNC, SIM_N };
 
 static int sim_id(int bit, int iter)
 {
@@ -180,11 +187,15 @@ static int sim_id(int bit, int iter)
         return SIM_KC + 2 * iter + (bit - 60);
     if (bit == 62)
         return SIM_LOGITS;
+    if (bit == 59)
+        return SIM_SYNC;
     return bit;
 }
 
 static uint64_t mask_bit(int bit)
 {
+    if (bit == 59)
+        return RT_BAR_SYNC;
     return bit == 60 ? RT_BAR_KCACHE : bit == 61 ? RT_BAR_VCACHE : bit == 62 ? RT_BAR_LOGITS : (1ull << bit);
 }
 

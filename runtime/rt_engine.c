@@ -56,6 +56,7 @@ struct rt_engine {
     rt_buf *acts;         /* [n_acts] */
     rt_buf *kc, *vc;      /* [n_layers] */
     rt_buf tokens, logits, result;
+    rt_buf sync;          /* u32[RT_SYNC_WORDS] cross-workgroup counters, zero between dispatches */
     rt_pipeline **pipes;  /* [n_kernels] */
     rt_cmd *decode;       /* the decode schedule */
     rt_cmd *decode_argmax; /* ... + argmax of its logits row 0 */
@@ -85,6 +86,7 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
     case RT_ARG_VCACHE: return &e->vc[layer];
     case RT_ARG_TOKENS: return &e->tokens;
     case RT_ARG_LOGITS: return &e->logits;
+    case RT_ARG_SYNC: return &e->sync;
     default: return &e->result;
     }
 }
@@ -101,9 +103,11 @@ static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
     if (dp->barrier) {
         const rt_buf *bufs[64];
         int nb = 0;
-        for (uint32_t i = 0; i < e->d->n_acts && i < 60; i++)
+        for (uint32_t i = 0; i < e->d->n_acts && i < 59; i++)
             if (dp->barrier & (1ull << i))
                 bufs[nb++] = &e->acts[i];
+        if (dp->barrier & RT_BAR_SYNC)
+            bufs[nb++] = &e->sync;
         if (dp->barrier & RT_BAR_KCACHE)
             bufs[nb++] = &e->kc[layer];
         if (dp->barrier & RT_BAR_VCACHE)
@@ -453,6 +457,8 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (rt_buf_create_named(e->vk, (uint64_t)e->n_batch * 4, RT_MEM_HOST, "tokens", &e->tokens, err) ||
         rt_buf_create_named(e->vk, (uint64_t)e->n_batch * e->vocab * 4, RT_MEM_DEVICE, "logits", &e->logits, err) ||
         rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err) ||
+        rt_buf_create_named(e->vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, "sync", &e->sync, err) ||
+        rt_buf_fill(e->vk, &e->sync, 0, err) ||
         rt_buf_create_named(e->vk, CHAIN_IDS_OFF + RT_ENGINE_MAX_CHAIN * 4, RT_MEM_HOST, "greedy chain", &e->chainbuf,
                             err))
         goto fail;
@@ -510,6 +516,7 @@ void rt_engine_close(rt_engine *e)
         rt_buf_destroy(e->vk, &e->tokens);
         rt_buf_destroy(e->vk, &e->logits);
         rt_buf_destroy(e->vk, &e->result);
+        rt_buf_destroy(e->vk, &e->sync);
         rt_buf_destroy(e->vk, &e->chainbuf);
         for (int i = 0; i < e->chain.count; i++)
             rt_cmd_free(e->chain.slot[i].c);

@@ -18,6 +18,9 @@
  *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)
  *   LOGITS  f32[n_batch][vocab]: rows out_start..n_tokens-1 of this step, row 0 first
  *   RESULT  u32[512] + f32[512] host-visible: argmax / top-k output
+ *   SYNC    u32[RT_SYNC_WORDS], zero at load: cross-workgroup counters (the last
+ *           workgroup of a split attention merges the partials); a kernel that
+ *           counts leaves its counters zero again
  * Each dispatch's push constants are: the addresses of its args (8 bytes each, in
  * order), then its params (4 bytes each, in order); 128 bytes at most.
  * Every kernel also sees the uniform rt_dyn block (pos, n_tokens, n_kv, out_start).
@@ -32,8 +35,10 @@
 
 typedef enum {
     RT_ARG_WEIGHT, RT_ARG_ACT, RT_ARG_KCACHE, RT_ARG_VCACHE, RT_ARG_TOKENS, RT_ARG_LOGITS, RT_ARG_RESULT,
-    RT_ARG_WEIGHT_Q8,
+    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC,
 } rt_arg_kind;
+
+#define RT_SYNC_WORDS 1024
 
 #define RT_Q8_BLOCK 32        /* elements per Q8_0 scale */
 #define RT_Q8_ROW_MULTIPLE 64 /* a Q8_0 copy needs ne0 % 64 == 0 (whole scale words per row) */
@@ -61,7 +66,8 @@ typedef struct {
     uint32_t mul, add, div;
 } rt_groups;
 
-/* Barrier bits: bit i (< 60) = act buffer i; then these. */
+/* Barrier bits: bit i (< 59) = act buffer i; then these. */
+#define RT_BAR_SYNC (1ull << 59)
 #define RT_BAR_KCACHE (1ull << 60)
 #define RT_BAR_VCACHE (1ull << 61)
 #define RT_BAR_LOGITS (1ull << 62)

@@ -296,6 +296,15 @@ static void check_internal(fixture *f)
     printf("%s: batched vs incremental: top-1 %d/%d, max |d| %.4g\n", f->name, s.top1_agree, n, s.max_abs);
     assert_true(s.top1_agree * 10 >= n * 9);
     assert_true(s.max_abs <= 1.5 * f->self_max);
+    /* decode, fused (norm folds, attention merging its own partials) vs unfused (separate
+     * norms, split attention + ATTN_COMBINE): the same arithmetic in the same order */
+    for (int i = 0; i < n; i++)
+        if (rt_engine_eval(b.e, &ids[i], 1, i, lb + (size_t)i * a.vocab, err))
+            fail_msg("%s", err);
+    s = compare(li, lb, n, a.vocab);
+    printf("%s: decode fused vs unfused: top-1 %d/%d, max |d| %.4g\n", f->name, s.top1_agree, n, s.max_abs);
+    assert_int_equal(s.top1_agree, n);
+    assert_true(s.max_abs <= 0.5 * f->self_max);
     /* native integer dot products (where the device has them) vs the portable kernels:
      * integer sums either way, so the logits must be bit-identical, batched and decode */
     rig c;

@@ -153,8 +153,11 @@ static void check_barriers(const gen_graph *g)
             for (int a = 0; a < nr; a++)
                 if (dirty[rd[a]])
                     fail_msg("kop %d (%s) reads buffer bit %d without a barrier", i, k->label, rd[a]);
-            for (int a = 0; a < nw; a++)
+            for (int a = 0; a < nw; a++) {
+                if (wr[a] == 59 && dirty[59]) /* SYNC counters: atomics after the last reset */
+                    fail_msg("kop %d (%s) counts in SYNC without a barrier", i, k->label);
                 dirty[wr[a]] = true;
+            }
             if (pass == 1 && (k->kind == GEN_K_ROPE_KV || k->kind == GEN_K_KV_WRITE))
                 dirty[60] = dirty[61] = false; /* next layer: another layer's cache */
         }
@@ -225,31 +228,45 @@ static void test_decode_folds(void **state)
         assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
     }
     assert_int_equal(folded, 4);
-    /* 8 per layer + embed + lm_head: 2 + 8 * 30 = 242 dispatches per token (+ argmax) */
-    assert_int_equal(layer, 8);
+    /* 7 per layer + embed + lm_head: 2 + 7 * 30 = 212 dispatches per token (+ argmax) */
+    assert_int_equal(layer, 7);
     assert_int_equal(graph.n_kops - layer, 2);
-    /* split-K attention: ATTENTION writes partials that ATTN_COMBINE, right after, merges */
+    /* split-K attention writing partials that its last workgroup per column merges into
+     * "a" (SYNC counters, barrier-tracked as bit 59): no ATTN_COMBINE */
+    int attn = 0;
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
         if (k->kind != GEN_K_ATTENTION)
             continue;
+        attn++;
         assert_int_equal(k->splits, GEN_ATTN_SPLITS);
-        assert_true(i + 1 < graph.n_kops);
-        const gen_kop *c = &graph.kops[i + 1];
-        assert_int_equal(c->kind, GEN_K_ATTN_COMBINE);
-        assert_int_equal(c->in[0], k->out);
-        assert_int_equal(graph.vals[k->out].width, 20 * GEN_ATTN_SPLITS * (128 + 2));
-        assert_string_equal(graph.vals[c->out].name, "a");
+        assert_true(k->part >= 0);
+        assert_int_equal(graph.vals[k->part].width, 20 * GEN_ATTN_SPLITS * (128 + 2));
+        assert_string_equal(graph.vals[k->out].name, "a");
+        assert_true(graph.barrier[i] & RT_BAR_SYNC); /* the previous layer's counters */
+        int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0;
+        for (int w = 0; w < nw; w++)
+            sync += wr[w] == 59;
+        assert_int_equal(sync, 1);
     }
-    assert_int_equal(count_kind(&graph, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 1);
-    /* unfused: decode is the plain lowering too, with the attention split */
+    assert_int_equal(attn, 1);
+    assert_int_equal(count_kind(&graph, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
+    for (int i = 0; i < graph.n_kops; i++) /* only the attention touches the counters */
+        if (graph.kops[i].kind != GEN_K_ATTENTION)
+            assert_false(graph.barrier[i] & RT_BAR_SYNC);
+    /* unfused: decode is the plain lowering too, with the attention split + ATTN_COMBINE */
     gen_graph plain;
     assert_int_equal(gen_graph_build_sched(&model, false, true, &graph, err), 0);
     assert_int_equal(gen_graph_build(&model, false, &plain, err), 0);
     assert_int_equal(graph.n_kops, plain.n_kops + 1);
     for (int i = 0, j = 0; i < graph.n_kops; i++) {
-        if (graph.kops[i].kind == GEN_K_ATTN_COMBINE)
+        if (graph.kops[i].kind == GEN_K_ATTN_COMBINE) {
+            assert_int_equal(graph.kops[i - 1].kind, GEN_K_ATTENTION);
+            assert_int_equal(graph.kops[i].in[0], graph.kops[i - 1].out);
+            assert_string_equal(graph.vals[graph.kops[i].out].name, "a");
+            assert_true(graph.kops[i - 1].part < 0);
             continue;
+        }
         assert_int_equal(graph.kops[i].kind, plain.kops[j++].kind);
         assert_int_equal(graph.kops[i].norm_w, -1);
         assert_false(graph.kops[i].rope);
@@ -305,9 +322,9 @@ static void test_deterministic_and_shared_kernels(void **state)
         for (uint32_t j = 0; j < i; j++)
             assert_string_not_equal(d1.glsl[i], d1.glsl[j]); /* identical kernels are stored once */
     }
-    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after),
-     * plus the combine of the split attention */
-    assert_int_equal(d1.desc.decode.n_layer + 3 - 1, d1.desc.prefill.n_layer);
+    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after);
+     * the split attention merges its own partials */
+    assert_int_equal(d1.desc.decode.n_layer + 3, d1.desc.prefill.n_layer);
     assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post + 1, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
     /* the act table covers both plans */
     assert_true(d1.desc.n_acts >= (uint32_t)d1.graph.n_bufs && d1.desc.n_acts >= (uint32_t)d1.graph_dec.n_bufs);

@@ -88,7 +88,8 @@ static void load_variant(const char *path, gen_model *m)
 }
 static gen_model models[N_MODELS];
 static gen_graph graphs[N_MODELS][2]; /* [model][fuse] */
-static gen_graph dec_graphs[N_MODELS]; /* fused decode schedules (split attention, norm folds) */
+static gen_graph dec_graphs[N_MODELS]; /* fused decode schedules (merged split attention, norm folds) */
+static gen_graph dec_plain[N_MODELS];  /* unfused decode schedules (split attention + ATTN_COMBINE) */
 
 /* Largest error seen per kernel kind (printed at the end) and the kinds run. */
 static double worst[GEN_K_COUNT];
@@ -260,7 +261,8 @@ static int setup(void **st)
         for (int f = 0; f < 2; f++)
             if (gen_graph_build(&models[m], f == 1, &graphs[m][f], err))
                 fail_msg("%s", err);
-        if (gen_graph_build_sched(&models[m], true, true, &dec_graphs[m], err))
+        if (gen_graph_build_sched(&models[m], true, true, &dec_graphs[m], err) ||
+            gen_graph_build_sched(&models[m], false, true, &dec_plain[m], err))
             fail_msg("%s", err);
     }
     return 0;
@@ -788,7 +790,8 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
     const int hd = hp->head_dim, QD = hp->n_heads * hd, KVD = hp->n_kv_heads * hd;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     const size_t eb = f16 ? 2 : 4, nc = (size_t)CTX * KVD, nq = (size_t)NMAX * QD;
-    const size_t np = comb ? (size_t)g->vals[kop->out].width : 1;
+    const bool merged = kop->part >= 0; /* the last workgroup merges: no ATTN_COMBINE */
+    const size_t np = comb ? (size_t)g->vals[kop->out].width : merged ? (size_t)g->vals[kop->part].width : 1;
     kern kn, kc2;
     kern_build(&kn, g, kop, decode);
     if (comb)
@@ -814,12 +817,25 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
                 memcpy(vraw + 4 * i, &vc[i], 4);
             }
         }
-        rt_buf b[5] = {dev(4 * nq, q), dev(eb * nc, NULL), dev(eb * nc, NULL), dev(4 * nq, NULL), dev(4 * np, NULL)};
+        rt_buf b[6] = {dev(4 * nq, q),          dev(eb * nc, NULL), dev(eb * nc, NULL),
+                       dev(4 * nq, NULL),       dev(4 * np, NULL),  dev(4 * RT_SYNC_WORDS, NULL)};
         OK(rt_buf_upload(g_vk, &b[1], 0, kraw, eb * nkv, err));
         OK(rt_buf_upload(g_vk, &b[2], 0, vraw, eb * nkv, err));
-        assert_int_equal(kn.ko.n_args, 4);
-        const rt_buf *args[4] = {&b[0], &b[1], &b[2], comb ? &b[4] : &b[3]};
+        OK(rt_buf_fill(g_vk, &b[5], 0, err)); /* counters start at zero (the engine's state) */
+        assert_int_equal(kn.ko.n_args, merged ? 6 : 4);
+        const rt_buf *args[6] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5]};
         kern_run(&kn, args, n, pos, 0);
+        if (merged) { /* every counter back at zero; partials all written */
+            uint32_t *cnt = fetch(&b[5], 4 * RT_SYNC_WORDS), *pw = fetch(&b[4], 4 * np);
+            for (size_t i = 0; i < RT_SYNC_WORDS; i++)
+                if (cnt[i])
+                    fail_msg("%s: sync counter %zu left at %u (pos %u)", kop->label, i, cnt[i], pos);
+            for (size_t i = 0; i < np; i++)
+                if (pw[i] == POISON)
+                    fail_msg("%s: partial %zu not written (pos %u)", kop->label, i, pos);
+            free(cnt);
+            free(pw);
+        }
         if (comb) { /* every partial written (none left poisoned), then merged */
             uint32_t *pw = fetch(&b[4], 4 * np);
             for (size_t i = 0; i < np; i++)
@@ -849,7 +865,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         free(vc);
         free(kraw);
         free(vraw);
-        free_bufs(b, 5);
+        free_bufs(b, 6);
     }
     kern_free(&kn);
     if (comb)
@@ -1173,23 +1189,32 @@ static void test_attention(void **state)
     assert_true(RUN_KINDS(check_attention, GEN_K_ATTENTION) >= 4); /* with and without rope(q) */
 }
 
-/* Decode split-K attention (the fused decode graphs): ATTENTION + ATTN_COMBINE. */
+/* Decode split-K attention: ATTENTION + ATTN_COMBINE (unfused decode graphs), and the
+ * fused decode graphs' attention whose last workgroup per column merges the partials. */
 static void test_attention_split(void **state)
 {
     (void)state;
     need_device();
     int n = 0;
     for (int m = 0; m < N_MODELS; m++) {
-        const gen_graph *g = &dec_graphs[m];
+        const gen_graph *g = &dec_plain[m];
         for (int i = 0; i + 1 < g->n_kops; i++)
             if (g->kops[i].kind == GEN_K_ATTENTION) {
-                assert_true(g->kops[i].splits > 1);
+                assert_true(g->kops[i].splits > 1 && g->kops[i].part < 0);
                 assert_int_equal(g->kops[i + 1].kind, GEN_K_ATTN_COMBINE);
                 attention_cases(g, &g->kops[i], &g->kops[i + 1], true);
                 n++;
             }
+        g = &dec_graphs[m];
+        for (int i = 0; i < g->n_kops; i++)
+            if (g->kops[i].kind == GEN_K_ATTENTION) {
+                assert_true(g->kops[i].splits > 1 && g->kops[i].part >= 0);
+                assert_true(i + 1 == g->n_kops || g->kops[i + 1].kind != GEN_K_ATTN_COMBINE);
+                attention_cases(g, &g->kops[i], NULL, true);
+                n++;
+            }
     }
-    assert_true(n >= N_MODELS);
+    assert_true(n >= 2 * N_MODELS);
     /* the models above have GQA groups of 4 and 2 (one workgroup serves the group);
      * plain multi-head attention (group 1) through bitnet-tiny with 8 KV heads */
     static gen_model mha;
@@ -1198,12 +1223,12 @@ static void test_attention_split(void **state)
     mha.hp.n_kv_heads = mha.hp.n_heads;
     if (gen_graph_build_sched(&mha, true, true, &gm, err))
         fail_msg("%s", err);
-    for (int i = 0; i + 1 < gm.n_kops; i++)
+    for (int i = 0; i < gm.n_kops; i++)
         if (gm.kops[i].kind == GEN_K_ATTENTION) {
-            attention_cases(&gm, &gm.kops[i], &gm.kops[i + 1], true);
+            attention_cases(&gm, &gm.kops[i], NULL, true); /* merged */
             n++;
         }
-    assert_true(n >= N_MODELS + 1);
+    assert_true(n >= 2 * N_MODELS + 1);
 }
 
 static void test_eltwise(void **state)
@@ -1243,6 +1268,8 @@ static void test_all_kinds_covered(void **state)
                 seen[graphs[m][f].kops[i].kind] = true;
         for (int i = 0; i < dec_graphs[m].n_kops; i++)
             seen[dec_graphs[m].kops[i].kind] = true;
+        for (int i = 0; i < dec_plain[m].n_kops; i++)
+            seen[dec_plain[m].kops[i].kind] = true;
     }
     for (int k = 0; k < GEN_K_COUNT; k++)
         if (!seen[k])

@@ -1,11 +1,11 @@
 /* test_kernels_fused.c - the fused kernel kinds on a Vulkan device (lavapipe in CI):
  * for every kop of the fused decode graph of models/bitnet-tiny.yaml that folds work
  * (BITLINEAR_MULTI, a norm folded into a bitlinear or the LM head, rope(q) folded into
- * ATTENTION), run it and the plain kernels it replaces (from the unfused graph) on the
+ * the split ATTENTION that merges its own partials), run it and the plain kernels it replaces (from the unfused graph) on the
  * same random data, outputs poisoned first, and compare: same arithmetic, so the
  * results must agree to float rounding. The folded-norm bitlinears are also checked
- * against a plain-C reference (rmsnorm -> act_quant -> ternary dot). Skips only when
- * no Vulkan device exists.
+ * against a plain-C reference (rmsnorm -> act_quant -> ternary dot), and the merged
+ * attention must leave its SYNC counters at zero. Skips only when no Vulkan device exists.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -40,7 +40,7 @@ static gen_model model;
 static gen_graph fused, plain; /* decode graph with fusion / the unfused lowering */
 
 /* Device buffers: weights by tensor, caches, logits; act buffers per graph plan. */
-static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits;
+static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits, sync;
 typedef struct {
     const gen_graph *g;
     rt_buf act[GEN_MAX_BUFS];
@@ -117,6 +117,8 @@ static int setup(void **st)
     upload(&vc, h, kvb);
     free(h);
     upload(&logits, NULL, VOCAB * 4);
+    OK(rt_buf_create(g_vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, &sync, err));
+    OK(rt_buf_fill(g_vk, &sync, 0, err)); /* as the engine leaves it */
     rt_dyn dyn = {.pos = POS, .n_tokens = 1, .n_kv = POS + 1, .out_start = 0};
     OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
     return 0;
@@ -137,6 +139,7 @@ static int teardown(void **st)
     rt_buf_destroy(g_vk, &kc);
     rt_buf_destroy(g_vk, &vc);
     rt_buf_destroy(g_vk, &logits);
+    rt_buf_destroy(g_vk, &sync);
     rt_vk_destroy(g_vk);
     return 0;
 }
@@ -177,6 +180,7 @@ static void run_kop(planbufs *p, const gen_kop *kop)
                           : ko.args[a].kind == RT_ARG_ACT  ? act(p, ko.args[a].ref)
                           : ko.args[a].kind == RT_ARG_KCACHE ? &kc
                           : ko.args[a].kind == RT_ARG_VCACHE ? &vc
+                          : ko.args[a].kind == RT_ARG_SYNC   ? &sync
                                                              : &logits;
         assert_true(ko.args[a].kind != RT_ARG_TOKENS && ko.args[a].kind != RT_ARG_RESULT);
         memcpy(push + dsl_kernel_buffer_offset(k, a), &b->addr, 8);
@@ -320,7 +324,13 @@ static void check_fused_kop(const gen_kop *fk)
         upload_val(fk->res, res0, n);
     }
     run_kop(&pf, fk);
-    if (fk->kind == GEN_K_ATTENTION && fk->splits) { /* split-K decode: merge the partials into y */
+    if (fk->kind == GEN_K_ATTENTION && fk->part >= 0) { /* split-K, merged by the last workgroup */
+        uint32_t cnt[RT_SYNC_WORDS];
+        OK(rt_buf_download(g_vk, &sync, 0, cnt, sizeof(cnt), err));
+        for (int i = 0; i < RT_SYNC_WORDS; i++)
+            if (cnt[i])
+                fail_msg("%s: sync counter %d left at %u (must be zero again)", fk->label, i, cnt[i]);
+    } else if (fk->kind == GEN_K_ATTENTION && fk->splits) { /* split-K decode: merge the partials into y */
         assert_int_equal(fk[1].kind, GEN_K_ATTN_COMBINE);
         run_kop(&pf, fk + 1);
         outs[0] = fk[1].out;

@@ -17,6 +17,10 @@
  * part[(h * S + s) * (hd + 2) ..] = acc[hd], running max, running sum;
  * ATTN_COMBINE (gen_k_attn_combine) then rescales the S partials of each head to the
  * common max and divides. An empty range leaves (0, -1e30, 0), which weighs 0.
+ * Fused (kop->part), there is no ATTN_COMBINE: each workgroup makes its partials
+ * visible (coherent buffer + memoryBarrierBuffer), then counts itself in with an
+ * atomic on its column's SYNC counter; the workgroup that arrives last merges the
+ * column's partials with the combine kernel's code and zeroes the counter again.
  */
 #include <math.h>
 
@@ -24,6 +28,8 @@
 #include "gen_k_rope.h"
 
 #define MAX_GROUP 8 /* query heads one split workgroup serves (larger GQA groups: one each) */
+
+static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, int S, int hd);
 
 int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
@@ -37,7 +43,8 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
              hd, f16 ? "_f16" : "");
     if (S)
-        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d", S, G);
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s", S, G,
+                 kop->part >= 0 ? "_merged" : "");
     dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -48,8 +55,16 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
-    dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, DSL_WRITEONLY);
-    gen_out_val(out, g, kop->out);
+    const bool merge = S && kop->part >= 0; /* the last workgroup of a column merges the partials */
+    dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
+    gen_out_val(out, g, merge ? kop->part : kop->out);
+    dsl_expr yout = NULL, sync = NULL;
+    if (merge) {
+        yout = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+        gen_out_val(out, g, kop->out);
+        sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
+        gen_out_arg(out, RT_ARG_SYNC, 0);
+    }
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
     dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)(G * hd));
@@ -160,6 +175,25 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             dsl_store(k, y, dsl_add(k, base, U(hd + 1)), L[hh]);
             dsl_end(k);
         }
+        if (merge) {
+            /* partials visible device-wide, then count this workgroup in; the one that
+             * makes the count S merges (ATTN_COMBINE's code) and zeroes the counter */
+            dsl_memory_barrier(k, DSL_MEM_BUFFER);
+            dsl_barrier(k);
+            dsl_expr arrived = dsl_shared(k, "arrived", DSL_U32, 1);
+            dsl_if(k, dsl_eq(k, lid, U(0)));
+            dsl_store(k, arrived, U(0), dsl_atomic_add(k, dsl_at(k, sync, w0), U(1)));
+            dsl_end(k);
+            dsl_barrier(k);
+            dsl_if(k, dsl_eq(k, dsl_load(k, arrived, U(0)), U(S - 1)));
+            dsl_memory_barrier(k, DSL_MEM_BUFFER);
+            for (int hh = 0; hh < G; hh++)
+                combine_head(k, y, yout, head[hh], lid, S, hd);
+            dsl_if(k, dsl_eq(k, lid, U(0)));
+            dsl_atomic_exchange(k, dsl_at(k, sync, w0), U(0));
+            dsl_end(k);
+            dsl_end(k);
+        }
     } else {
         dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, w0, HD)), lid),
                   dsl_div(k, acc[0], L[0]));
@@ -172,32 +206,21 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     else
         gen_out_groups(out, 1, 1, 0, 1);
     out->bytes = (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
+    if (merge) /* the merge reads the partials back and writes y */
+        out->bytes += (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
     /* distinct bytes: one K and one V row per cache position (heads of a KV group that
      * are not served together re-read the same rows, which the cache serves) */
     out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);
     return gen_out_kernel(out, k, err);
 }
 
-/* Merge the S partials of each head (workgroup = head, invocation = output dim):
- * y = sum_s acc_s * e^(m_s - M) / sum_s l_s * e^(m_s - M), M = max_s m_s. */
-int gen_k_attn_combine(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+/* ATTN_COMBINE's arithmetic for head h (invocation lid = output dim): the S partials
+ * part[(h * S + s) * (hd + 2) ..] = acc[hd], max, sum merged as
+ * y[h * hd + lid] = sum_s acc_s * e^(m_s - M) / sum_s l_s * e^(m_s - M), M = max_s m_s.
+ * Shared by the combine kernel and the split attention that merges its own partials,
+ * so the two give the same bits. */
+static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, int S, int hd)
 {
-    const gen_hparams *hp = &g->m->hp;
-    const int hd = hp->head_dim, S = kop->splits, QD = hp->n_heads * hd;
-    if (S <= 0 || !decode) {
-        snprintf(err, GEN_ERR_LEN, "%s: attn_combine needs the splits of a decode attention", kop->label);
-        return -1;
-    }
-    char name[96];
-    snprintf(name, sizeof(name), "attn_combine_h%d_d%d_s%d", hp->n_heads, hd, S);
-    dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
-    if (!k)
-        return gen_out_kernel(out, k, err);
-    dsl_expr part = dsl_buffer(k, "part", DSL_F32, DSL_READONLY);
-    gen_out_val(out, g, kop->in[0]);
-    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
-    gen_out_val(out, g, kop->out);
-    dsl_expr h = dsl_wgid(k, 0), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr b0 = dsl_let(k, "b0", dsl_mul(k, h, U((uint64_t)S * (hd + 2))));
     dsl_expr M = dsl_var(k, "mx", DSL_F32, F(-1e30));
     {
@@ -216,6 +239,27 @@ int gen_k_attn_combine(const gen_graph *g, const gen_kop *kop, bool decode, gen_
         dsl_end(k);
     }
     dsl_store(k, y, dsl_add(k, dsl_mul(k, h, U(hd)), lid), dsl_div(k, acc, L));
+}
+
+/* Merge the S partials of each head (workgroup = head, invocation = output dim). */
+int gen_k_attn_combine(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_hparams *hp = &g->m->hp;
+    const int hd = hp->head_dim, S = kop->splits, QD = hp->n_heads * hd;
+    if (S <= 0 || !decode) {
+        snprintf(err, GEN_ERR_LEN, "%s: attn_combine needs the splits of a decode attention", kop->label);
+        return -1;
+    }
+    char name[96];
+    snprintf(name, sizeof(name), "attn_combine_h%d_d%d_s%d", hp->n_heads, hd, S);
+    dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, k, err);
+    dsl_expr part = dsl_buffer(k, "part", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    gen_out_val(out, g, kop->out);
+    combine_head(k, part, y, dsl_wgid(k, 0), dsl_builtin(k, DSL_LOCAL_INDEX), S, hd);
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)hp->n_heads, 1);
     out->bytes = (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
