@@ -334,14 +334,53 @@ static int upload_weights(rt_engine *e, char *err)
     return 0;
 }
 
-/* --lm-head q8: a Q8_0 copy (rt_q8.h) of every table the post_q8 sections read,
- * quantized and uploaded a slice of rows at a time. */
-static int make_q8_tables(rt_engine *e, const char *path, char *err)
+/* The Q8_0 copy (rt_q8.h) of global table t into e->wq8[t], quantized (threads) and
+ * uploaded a slice of rows at a time. */
+static int make_q8_copy(rt_engine *e, uint32_t t, const char *path, char *err)
 {
     enum { SLICE_ROWS = 8192 };
-    const rt_model_desc *d = e->d;
+    const rt_tensor_desc *td = &e->d->tensors[t];
+    const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, td->gguf);
+    if (td->per_layer || !gt || gt->n_dims > 2) { /* the generator never asks for these */
+        snprintf(err, RT_ERR_LEN, "--lm-head q8: no Q8_0 copy of '%s' in %s", td->gguf, path);
+        return -1;
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     const int threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (int)ncpu;
+    const int64_t ne0 = gt->ne[0], rows = gt->ne[1];
+    const uint64_t code_bytes = (uint64_t)ne0 * (uint64_t)rows, scale_row = (uint64_t)(ne0 / RT_Q8_BLOCK) * 2;
+    const size_t esz = gt->type == RT_TYPE_F16 ? 2 : 4;
+    char what[200];
+    snprintf(what, sizeof(what), "q8_0(%s)", td->gguf);
+    if (rt_buf_create_named(e->vk, rt_q8_bytes(ne0, rows), RT_MEM_DEVICE, what, &e->wq8[t], err))
+        return -1;
+    int8_t *codes = malloc((size_t)ne0 * SLICE_ROWS);
+    uint16_t *scales = malloc((size_t)scale_row * SLICE_ROWS);
+    int rc = codes && scales ? 0 : -1;
+    if (rc)
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+    for (int64_t r = 0; r < rows && !rc; r += SLICE_ROWS) {
+        int64_t n = rows - r < SLICE_ROWS ? rows - r : SLICE_ROWS;
+        const uint8_t *src = (const uint8_t *)gt->data + (size_t)r * (size_t)ne0 * esz;
+        if (rt_q8_quantize_mt(src, gt->type, ne0, n, codes, scales, threads)) {
+            snprintf(err, RT_ERR_LEN, "--lm-head q8: '%s' (%s) cannot be quantized", td->gguf, rt_type_name(gt->type));
+            rc = -1;
+        } else {
+            rc = rt_buf_upload(e->vk, &e->wq8[t], (uint64_t)r * (uint64_t)ne0, codes, (uint64_t)n * (uint64_t)ne0,
+                               err) ||
+                 rt_buf_upload(e->vk, &e->wq8[t], code_bytes + (uint64_t)r * scale_row, scales,
+                               (uint64_t)n * scale_row, err);
+        }
+    }
+    free(codes);
+    free(scales);
+    return rc ? -1 : 0;
+}
+
+/* --lm-head q8: the Q8_0 copies of every table the post_q8 sections read. */
+static int make_q8_tables(rt_engine *e, const char *path, char *err)
+{
+    const rt_model_desc *d = e->d;
     if (!d->decode.post_q8 || !d->prefill.post_q8) {
         snprintf(err, RT_ERR_LEN, "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
                  d->name, RT_Q8_ROW_MULTIPLE);
@@ -353,56 +392,15 @@ static int make_q8_tables(rt_engine *e, const char *path, char *err)
         return -1;
     }
     const rt_schedule *sched[2] = {&d->decode, &d->prefill};
-    int8_t *codes = NULL;
-    uint16_t *scales = NULL;
-    int rc = -1;
     for (int si = 0; si < 2; si++)
         for (uint32_t i = 0; i < sched[si]->n_post; i++)
             for (int a = 0; a < sched[si]->post_q8[i].n_args; a++) {
                 const rt_arg arg = sched[si]->post_q8[i].args[a];
-                if (arg.kind != RT_ARG_WEIGHT_Q8 || e->wq8[arg.index].buf)
-                    continue;
-                const rt_tensor_desc *td = &d->tensors[arg.index];
-                const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, td->gguf);
-                if (td->per_layer || !gt || gt->n_dims > 2) { /* the generator never asks for these */
-                    snprintf(err, RT_ERR_LEN, "--lm-head q8: no Q8_0 copy of '%s' in %s", td->gguf, path);
-                    goto done;
-                }
-                const int64_t ne0 = gt->ne[0], rows = gt->ne[1];
-                const uint64_t code_bytes = (uint64_t)ne0 * (uint64_t)rows;
-                char what[200];
-                snprintf(what, sizeof(what), "q8_0(%s)", td->gguf);
-                if (rt_buf_create_named(e->vk, rt_q8_bytes(ne0, rows), RT_MEM_DEVICE, what, &e->wq8[arg.index], err))
-                    goto done;
-                free(codes);
-                free(scales);
-                codes = malloc((size_t)ne0 * SLICE_ROWS);
-                scales = malloc((size_t)(ne0 / RT_Q8_BLOCK) * SLICE_ROWS * 2);
-                if (!codes || !scales) {
-                    snprintf(err, RT_ERR_LEN, "out of host memory");
-                    goto done;
-                }
-                const size_t esz = gt->type == RT_TYPE_F16 ? 2 : 4;
-                for (int64_t r = 0; r < rows; r += SLICE_ROWS) {
-                    int64_t n = rows - r < SLICE_ROWS ? rows - r : SLICE_ROWS;
-                    uint64_t nc = (uint64_t)n * (uint64_t)ne0, ns = nc / RT_Q8_BLOCK * 2;
-                    if (rt_q8_quantize_mt((const uint8_t *)gt->data + (size_t)r * (size_t)ne0 * esz, gt->type, ne0,
-                                          n, codes, scales, threads)) {
-                        snprintf(err, RT_ERR_LEN, "--lm-head q8: '%s' (%s) cannot be quantized", td->gguf,
-                                 rt_type_name(gt->type));
-                        goto done;
-                    }
-                    if (rt_buf_upload(e->vk, &e->wq8[arg.index], (uint64_t)r * (uint64_t)ne0, codes, nc, err) ||
-                        rt_buf_upload(e->vk, &e->wq8[arg.index], code_bytes + (uint64_t)r * (uint64_t)(ne0 / RT_Q8_BLOCK) * 2,
-                                      scales, ns, err))
-                        goto done;
-                }
+                if (arg.kind == RT_ARG_WEIGHT_Q8 && !e->wq8[arg.index].buf &&
+                    make_q8_copy(e, arg.index, path, err))
+                    return -1;
             }
-    rc = 0;
-done:
-    free(codes);
-    free(scales);
-    return rc;
+    return 0;
 }
 
 int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err)
