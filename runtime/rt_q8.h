@@ -2,8 +2,8 @@
  *
  * Layout (RT_ARG_WEIGHT_Q8 in rt_schedule.h): int8 codes [rows][ne0], then f16 block
  * scales [rows][ne0 / RT_Q8_BLOCK]. Per block of 32 values: d = amax / 127, code =
- * round(v / d) (llama.cpp's quantize_row_q8_0_ref: the f32 d divides, the f16 d is
- * stored). Needs ne0 % RT_Q8_ROW_MULTIPLE == 0.
+ * roundf(v * (1 / d)) (llama.cpp's quantize_row_q8_0_ref: the f32 d scales, the f16 d
+ * is stored). Needs ne0 % RT_Q8_ROW_MULTIPLE == 0.
  */
 #ifndef RT_Q8_H
 #define RT_Q8_H

@@ -12,7 +12,7 @@
  *   WEIGHT_Q8  the Q8_0 copy of desc->tensors[index] made at load (--lm-head q8):
  *           int8 codes [ne1][ne0] (4 per u32, element 4w+b in byte b), then the f16
  *           block scales [ne1][ne0/RT_Q8_BLOCK], two per u32 (lower half first);
- *           code = round(v / d), d = amax / 127 of the block (llama.cpp's Q8_0)
+ *           code = roundf(v * (1 / d)), d = amax / 127 of the block (llama.cpp's Q8_0)
  *   ACT     desc->acts[index]: activation buffer of bytes_per_token * n_batch bytes
  *   KCACHE / VCACHE  the K / V cache of the current layer: [n_ctx][kv_dim] of kv type
  *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)

@@ -968,8 +968,10 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             float *y = fetch(&b[1], 4 * nl), *ref = xmalloc(4 * (size_t)rows * VOCAB);
             for (uint32_t r = 0; r < rows; r++) {
                 const float *xr = x + (size_t)(out_start + r) * dim;
-                if (norm)
-                    cref_rmsnorm(xr, nw, dim, g->m->hp.norm_eps, xn), xr = xn;
+                if (norm) {
+                    cref_rmsnorm(xr, nw, dim, g->m->hp.norm_eps, xn);
+                    xr = xn;
+                }
                 if (q8)
                     ref_lm_head_q8_0(qc, dq, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
                 else
