@@ -23,6 +23,10 @@
  * the combine is merged into the attention (kop->part): the last workgroup of each
  * head to finish (a counter in the SYNC buffer) merges the partials, one dispatch.
  * Both paths do the same arithmetic in the same order, so fused == unfused.
+ * Decode, fused, after that (fold_decode_kv_write):
+ *   - rope_kv / kv_write, then the merged attention   -> ATTENTION with kv_fold: the
+ *     workgroup whose key range holds pos writes the cache row (the rope_kv kernel's
+ *     code) and scores that key from shared memory, so no other reads it in flight
  * Buffer planning and barriers are in gen_plan.c.
  */
 #include "gen_graph.h"
@@ -483,6 +487,39 @@ static int split_decode_attention(lower_ctx *c)
     return 0;
 }
 
+/* Decode, fused: a ROPE_KV / KV_WRITE whose cache row is next read by a merged split
+ * attention of the same section folds into it (kv_fold): the attention takes k and v
+ * as in[1], in[2], writes the cache row itself, and scores that key from shared memory
+ * (the only workgroup that reads row pos is the one whose range holds it). */
+static void fold_decode_kv_write(gen_graph *g)
+{
+    for (int i = 0; i < g->n_kops; i++) {
+        gen_kop *w = &g->kops[i];
+        if (w->kind != GEN_K_ROPE_KV && w->kind != GEN_K_KV_WRITE)
+            continue;
+        int j = i + 1;
+        while (j < g->n_kops && g->kops[j].kind != GEN_K_ATTENTION && g->kops[j].kind != GEN_K_ROPE_KV &&
+               g->kops[j].kind != GEN_K_KV_WRITE)
+            j++;
+        if (j == g->n_kops)
+            continue;
+        gen_kop *a = &g->kops[j];
+        if (a->kind != GEN_K_ATTENTION || a->part < 0 || a->kv_fold || a->sec != w->sec || a->in[1] >= 0 ||
+            kop_writes_between(g, i, j, w->in[0]) || kop_writes_between(g, i, j, w->in[1]))
+            continue;
+        a->in[1] = w->in[0];
+        a->in[2] = w->in[1];
+        a->kv_fold = true;
+        a->kv_rope = w->kind == GEN_K_ROPE_KV;
+        char label[sizeof(a->label)];
+        snprintf(label, sizeof(label), "%s+%.80s", w->label, a->label);
+        memcpy(a->label, label, sizeof(label));
+        memmove(w, w + 1, sizeof(*w) * (size_t)(g->n_kops - i - 1));
+        g->n_kops--;
+        i--;
+    }
+}
+
 int gen_plan(gen_graph *g, char *err); /* gen_plan.c */
 
 int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err)
@@ -510,5 +547,7 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
         fold_decode_norms(out_g);
     if (decode && split_decode_attention(&c))
         return -1;
+    if (fuse && decode)
+        fold_decode_kv_write(out_g);
     return gen_plan(out_g, err);
 }

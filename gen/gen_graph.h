@@ -42,6 +42,7 @@
                                   /*   (rope: q = rope(in) on load        (fused)) */ \
                                   /*   (splits: per key range partials  (decode))  */ \
                                   /*   (part: + merged by the last one    (fused)) */ \
+                                  /*   (kv_fold: + rope_kv / kv_write   (fused))   */ \
     X(ATTN_COMBINE, "attn_combine") /* y = merge of ATTENTION's split partials    */ \
     X(ADD, "add")                 /* y = a + b                                     */ \
     X(RELU2_MUL, "relu2_mul")     /* y = relu(a)^2 * b                             */ \
@@ -87,6 +88,11 @@ typedef struct {
     int part;       /* ATTENTION with splits, fused: the partials gval; the last workgroup
                      * of each head (a SYNC counter) merges them into out itself, with
                      * ATTN_COMBINE's code, and no ATTN_COMBINE follows. -1 otherwise */
+    bool kv_fold;   /* ATTENTION (decode, merged): the step's ROPE_KV / KV_WRITE is folded
+                     * in: in[1], in[2] = this token's k (before RoPE when kv_rope) and v;
+                     * the workgroup whose key range holds pos writes the cache row and
+                     * scores that key from shared memory */
+    bool kv_rope;   /* with kv_fold: k is rotated (the folded kop was ROPE_KV) */
     int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
                      * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
                      * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */

@@ -58,10 +58,12 @@ static int io_bits(const gen_graph *g, const gen_kop *k, bool writes, int *out, 
             PUT(61);
         }
     } else {
-        if (k->kind == GEN_K_ROPE_KV || k->kind == GEN_K_KV_WRITE) {
+        /* kv writes (out = -1), and an attention with a folded kv write */
+        if (k->kind == GEN_K_ROPE_KV || k->kind == GEN_K_KV_WRITE || k->kv_fold) {
             PUT(60);
             PUT(61);
-        } else if (k->kind == GEN_K_BITLINEAR_MULTI) {
+        }
+        if (k->kind == GEN_K_BITLINEAR_MULTI) {
             for (int p = 0; p < k->n_parts; p++)
                 PUT(g->vals[k->part_out[p]].buf);
         } else if (k->out >= 0) {

@@ -228,11 +228,13 @@ static void test_decode_folds(void **state)
         assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
     }
     assert_int_equal(folded, 4);
-    /* 7 per layer + embed + lm_head: 2 + 7 * 30 = 212 dispatches per token (+ argmax) */
-    assert_int_equal(layer, 7);
+    /* 6 per layer + embed + lm_head: 2 + 6 * 30 = 182 dispatches per token (+ argmax) */
+    assert_int_equal(layer, 6);
     assert_int_equal(graph.n_kops - layer, 2);
     /* split-K attention writing partials that its last workgroup per column merges into
-     * "a" (SYNC counters, barrier-tracked as bit 59): no ATTN_COMBINE */
+     * "a" (SYNC counters, barrier-tracked as bit 59): no ATTN_COMBINE; the step's rope_kv
+     * folded in (k, v read raw; the caches written, so barrier-tracked as writes) */
+    assert_int_equal(count_kind(&graph, GEN_K_ROPE_KV, GEN_SEC_LAYER), 0);
     int attn = 0;
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
@@ -244,10 +246,21 @@ static void test_decode_folds(void **state)
         assert_int_equal(graph.vals[k->part].width, 20 * GEN_ATTN_SPLITS * (128 + 2));
         assert_string_equal(graph.vals[k->out].name, "a");
         assert_true(graph.barrier[i] & RT_BAR_SYNC); /* the previous layer's counters */
-        int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0;
-        for (int w = 0; w < nw; w++)
+        int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0, cache = 0;
+        for (int w = 0; w < nw; w++) {
             sync += wr[w] == 59;
+            cache += wr[w] == 60 || wr[w] == 61;
+        }
         assert_int_equal(sync, 1);
+        assert_true(k->kv_fold && k->kv_rope);
+        assert_int_equal(cache, 2);
+        assert_string_equal(graph.vals[k->in[1]].name, "k");
+        assert_string_equal(graph.vals[k->in[2]].name, "v");
+        /* k, v and the partials / output live at once: three different buffers */
+        assert_true(graph.vals[k->in[1]].buf != graph.vals[k->part].buf &&
+                    graph.vals[k->in[2]].buf != graph.vals[k->part].buf &&
+                    graph.vals[k->in[1]].buf != graph.vals[k->out].buf &&
+                    graph.vals[k->in[2]].buf != graph.vals[k->out].buf);
     }
     assert_int_equal(attn, 1);
     assert_int_equal(count_kind(&graph, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
@@ -269,7 +282,7 @@ static void test_decode_folds(void **state)
         }
         assert_int_equal(graph.kops[i].kind, plain.kops[j++].kind);
         assert_int_equal(graph.kops[i].norm_w, -1);
-        assert_false(graph.kops[i].rope);
+        assert_false(graph.kops[i].rope || graph.kops[i].kv_fold);
     }
     /* prefill keeps one attention kop per layer, unsplit */
     assert_int_equal(count_kind(&plain, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
@@ -322,9 +335,9 @@ static void test_deterministic_and_shared_kernels(void **state)
         for (uint32_t j = 0; j < i; j++)
             assert_string_not_equal(d1.glsl[i], d1.glsl[j]); /* identical kernels are stored once */
     }
-    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after);
-     * the split attention merges its own partials */
-    assert_int_equal(d1.desc.decode.n_layer + 3, d1.desc.prefill.n_layer);
+    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after)
+     * and the folded rope_kv; the split attention merges its own partials */
+    assert_int_equal(d1.desc.decode.n_layer + 4, d1.desc.prefill.n_layer);
     assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post + 1, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
     /* the act table covers both plans */
     assert_true(d1.desc.n_acts >= (uint32_t)d1.graph.n_bufs && d1.desc.n_acts >= (uint32_t)d1.graph_dec.n_bufs);

@@ -782,8 +782,34 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
 static const uint32_t att_cases[][2] = {{0, 1},  {5, 1}, {130, 1},  {159, 1}, {14, 1},
                                         {0, 13}, {5, 7}, {0, 8}, {60, 13}, {70, 3}};
 
+/* Check the cache rows after an attention with a folded kv write: rows below pos as
+ * uploaded (`old`), row pos = `want` (K within the ROPE kernels' tolerance, V exact),
+ * rows past pos untouched. */
+static void check_cache_rows(const gen_kop *kop, const rt_buf *b, const uint8_t *old, const float *want,
+                             uint32_t pos, int KVD, bool f16, bool is_k)
+{
+    const size_t eb = f16 ? 2 : 4, row = eb * (size_t)KVD, nc = (size_t)CTX * KVD;
+    uint8_t *raw = fetch(b, eb * nc);
+    if (pos && memcmp(raw, old, row * pos))
+        fail_msg("%s: %s cache rows below %u changed", kop->label, is_k ? "k" : "v", pos);
+    for (size_t by = row * (pos + 1); by < eb * nc; by++)
+        if (raw[by] != 0xff)
+            fail_msg("%s: %s cache byte %zu written (row %u only)", kop->label, is_k ? "k" : "v", by, pos);
+    float *got = xmalloc(4 * (size_t)KVD);
+    for (int i = 0; i < KVD; i++) {
+        size_t ci = (size_t)pos * KVD + (size_t)i;
+        got[i] = f16 ? rt_f16_to_f32(((uint16_t *)raw)[ci]) : ((float *)raw)[ci];
+    }
+    bool rot = is_k && kop->kv_rope;
+    expect(kop, is_k ? "k cache" : "v cache", true, 1, pos, rel_err(got, want, (size_t)KVD, rot ? NORM : ELEM),
+           rot ? (f16 ? 1e-3 : 1e-4) : 0);
+    free(got);
+    free(raw);
+}
+
 /* Attention kop `kop`; with `comb` (decode split-K), the partials it writes go
- * through the ATTN_COMBINE kop `comb` into y. */
+ * through the ATTN_COMBINE kop `comb` into y. With a folded kv write (kop->kv_fold),
+ * row pos of the caches is poisoned and the kernel gets this token's raw k and v. */
 static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_kop *comb, bool decode)
 {
     const gen_hparams *hp = &g->m->hp;
@@ -802,8 +828,9 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
             continue;
         /* rows 0 .. pos+n-1 hold known values (f16-exact), the rest stay poisoned (NaN):
          * a key read past the causal limit turns the output into NaN */
-        size_t nkv = (size_t)(pos + n) * KVD;
+        size_t nkv = (size_t)(pos + n) * KVD, nup = kop->kv_fold ? (size_t)pos * KVD : nkv;
         float *kc = rnd_vec(nkv, 1.5f), *vc = rnd_vec(nkv, 1.0f), *q = rnd_rows(NMAX, QD);
+        float *kin = rnd_vec(KVD, 1.5f), *vin = rnd_vec(KVD, 1.0f); /* kv_fold: this token's k, v */
         uint8_t *kraw = xmalloc(eb * nkv), *vraw = xmalloc(eb * nkv);
         for (size_t i = 0; i < nkv; i++) {
             if (f16) {
@@ -817,14 +844,33 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
                 memcpy(vraw + 4 * i, &vc[i], 4);
             }
         }
-        rt_buf b[6] = {dev(4 * nq, q),          dev(eb * nc, NULL), dev(eb * nc, NULL),
-                       dev(4 * nq, NULL),       dev(4 * np, NULL),  dev(4 * RT_SYNC_WORDS, NULL)};
-        OK(rt_buf_upload(g_vk, &b[1], 0, kraw, eb * nkv, err));
-        OK(rt_buf_upload(g_vk, &b[2], 0, vraw, eb * nkv, err));
+        if (kop->kv_fold) { /* the reference's row pos: rope(k) and v as the cache stores them */
+            float *kr = xmalloc(4 * (size_t)KVD);
+            if (kop->kv_rope)
+                cref_rope(hp, kin, KVD, pos, kr);
+            else
+                memcpy(kr, kin, 4 * (size_t)KVD);
+            for (int i = 0; i < KVD; i++) {
+                kc[(size_t)pos * KVD + i] = f16 ? cref_f16_round(kr[i]) : kr[i];
+                vc[(size_t)pos * KVD + i] = f16 ? cref_f16_round(vin[i]) : vin[i];
+            }
+            free(kr);
+        }
+        rt_buf b[8] = {dev(4 * nq, q),    dev(eb * nc, NULL), dev(eb * nc, NULL),         dev(4 * nq, NULL),
+                       dev(4 * np, NULL), dev(4 * RT_SYNC_WORDS, NULL), dev(4 * (size_t)KVD, kin),
+                       dev(4 * (size_t)KVD, vin)};
+        if (nup) {
+            OK(rt_buf_upload(g_vk, &b[1], 0, kraw, eb * nup, err));
+            OK(rt_buf_upload(g_vk, &b[2], 0, vraw, eb * nup, err));
+        }
         OK(rt_buf_fill(g_vk, &b[5], 0, err)); /* counters start at zero (the engine's state) */
-        assert_int_equal(kn.ko.n_args, merged ? 6 : 4);
-        const rt_buf *args[6] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5]};
+        assert_int_equal(kn.ko.n_args, kop->kv_fold ? 8 : merged ? 6 : 4);
+        const rt_buf *args[8] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5], &b[6], &b[7]};
         kern_run(&kn, args, n, pos, 0);
+        if (kop->kv_fold) {
+            check_cache_rows(kop, &b[1], kraw, kc + (size_t)pos * KVD, pos, KVD, f16, true);
+            check_cache_rows(kop, &b[2], vraw, vc + (size_t)pos * KVD, pos, KVD, f16, false);
+        }
         if (merged) { /* every counter back at zero; partials all written */
             uint32_t *cnt = fetch(&b[5], 4 * RT_SYNC_WORDS), *pw = fetch(&b[4], 4 * np);
             for (size_t i = 0; i < RT_SYNC_WORDS; i++)
@@ -855,7 +901,8 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
             cref_attention(hp, qr + (size_t)t * QD, kc, vc, pos + t + 1, ref + (size_t)t * QD);
         /* fused rope(q): a GPU cos / sin error can move q's F16 rounding by one step
          * (2^-11), which moves a score by ~1e-4: 5e-4 then, 1e-4 for an exact q */
-        expect(comb ? comb : kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM), kop->rope ? 5e-4 : 1e-4);
+        expect(comb ? comb : kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM),
+               kop->rope || kop->kv_rope ? 5e-4 : 1e-4);
         assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (NMAX - n) * (size_t)QD));
         free(y);
         free(ref);
@@ -865,7 +912,9 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         free(vc);
         free(kraw);
         free(vraw);
-        free_bufs(b, 6);
+        free(kin);
+        free(vin);
+        free_bufs(b, 8);
     }
     kern_free(&kn);
     if (comb)
@@ -1218,19 +1267,30 @@ static void test_attention_split(void **state)
     }
     assert_true(n >= 2 * N_MODELS);
     /* the models above have GQA groups of 4 and 2 (one workgroup serves the group);
-     * plain multi-head attention (group 1) through bitnet-tiny with 8 KV heads */
-    static gen_model mha;
+     * plain multi-head attention (group 1) through bitnet-tiny with 8 KV heads, and a
+     * group of 16 (> the 8 heads one workgroup serves: one workgroup per query head,
+     * the first of each group writes the folded cache row) with 16 heads of 32 */
+    static gen_model var;
     static gen_graph gm;
-    mha = models[0]; /* shallow copy: only the graph reads it, models[0] keeps ownership */
-    mha.hp.n_kv_heads = mha.hp.n_heads;
-    if (gen_graph_build_sched(&mha, true, true, &gm, err))
-        fail_msg("%s", err);
-    for (int i = 0; i < gm.n_kops; i++)
-        if (gm.kops[i].kind == GEN_K_ATTENTION) {
-            attention_cases(&gm, &gm.kops[i], NULL, true); /* merged */
-            n++;
+    for (int v = 0; v < 2; v++) {
+        var = models[0]; /* shallow copy: only the graph reads it, models[0] keeps ownership */
+        if (v == 0) {
+            var.hp.n_kv_heads = var.hp.n_heads;
+        } else {
+            var.hp.n_heads *= var.hp.head_dim / 32;
+            var.hp.head_dim = var.hp.rope_dims = 32;
+            var.hp.n_kv_heads = 1;
         }
-    assert_true(n >= 2 * N_MODELS + 1);
+        if (gen_graph_build_sched(&var, true, true, &gm, err))
+            fail_msg("%s", err);
+        for (int i = 0; i < gm.n_kops; i++)
+            if (gm.kops[i].kind == GEN_K_ATTENTION) {
+                assert_true(gm.kops[i].part >= 0 && gm.kops[i].kv_fold); /* merged, kv write folded */
+                attention_cases(&gm, &gm.kops[i], NULL, true);
+                n++;
+            }
+    }
+    assert_true(n >= 2 * N_MODELS + 2);
 }
 
 static void test_eltwise(void **state)

@@ -21,6 +21,11 @@
  * visible (coherent buffer + memoryBarrierBuffer), then counts itself in with an
  * atomic on its column's SYNC counter; the workgroup that arrives last merges the
  * column's partials with the combine kernel's code and zeroes the counter again.
+ * With the step's kv write folded in (kop->kv_fold, fused decode), k and v of this
+ * token come in raw: the workgroup whose key range holds pos rotates k (the ROPE_KV
+ * kernel's gen_rope_elem), writes both cache rows, and keeps their F16-rounded values
+ * in shared memory for that one key, in the order the cache path would use them, so
+ * the result is the same bits as rope_kv + attention. No other workgroup reads row pos.
  */
 #include <math.h>
 
@@ -30,6 +35,36 @@
 #define MAX_GROUP 8 /* query heads one split workgroup serves (larger GQA groups: one each) */
 
 static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, int S, int hd);
+
+/* v as it reads back from an F16 cache (f32 -> f16 -> f32) */
+static dsl_expr f16_round(dsl_kernel *k, dsl_expr v)
+{
+    return dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, v, F(0)))), 0);
+}
+
+/* dot[hh] += qsh[hh * hd + d] * key[base + d] over d < HD (the constant hd), for the G heads */
+static void score_dots(dsl_kernel *k, dsl_expr qsh, dsl_expr key, dsl_expr base, bool to_f32, int G, dsl_expr HD,
+                       int hd, const dsl_expr *dot)
+{
+    dsl_expr d = dsl_for(k, "d", U(0), HD, NULL);
+    dsl_expr kv = dsl_load(k, key, dsl_add(k, base, d));
+    if (to_f32 || G > 1)
+        kv = dsl_let(k, "kv", to_f32 ? dsl_cast(k, kv, DSL_F32) : kv);
+    for (int hh = 0; hh < G; hh++)
+        dsl_add_to(k, dot[hh], dsl_mul(k, dsl_load(k, qsh, dsl_add(k, U((uint64_t)hh * hd), d)), kv));
+    dsl_end(k);
+}
+
+/* psum[hh] += p, av[hh] += p * vv with p = sc[hh * hd + i], for the G heads */
+static void accum_value(dsl_kernel *k, dsl_expr sc, dsl_expr i, dsl_expr vv, int G, int hd, const dsl_expr *psum,
+                        const dsl_expr *av)
+{
+    for (int hh = 0; hh < G; hh++) {
+        dsl_expr p = dsl_let(k, "p", dsl_load(k, sc, dsl_add(k, U((uint64_t)hh * hd), i)));
+        dsl_add_to(k, psum[hh], p);
+        dsl_add_to(k, av[hh], dsl_mul(k, p, vv));
+    }
+}
 
 int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
@@ -43,19 +78,24 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
              hd, f16 ? "_f16" : "");
     if (S)
-        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s", S, G,
-                 kop->part >= 0 ? "_merged" : "");
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s%s", S, G,
+                 kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
+    if (kop->kv_fold && (!S || kop->part < 0)) {
+        snprintf(err, GEN_ERR_LEN, "%s: a folded kv write needs the merged split decode attention", kop->label);
+        return -1;
+    }
     dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
 
     dsl_expr q = dsl_buffer(k, "q", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr kc = dsl_buffer(k, "kcache", f16 ? DSL_F16 : DSL_F32, DSL_READONLY);
-    dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, DSL_READONLY);
+    const bool merge = S && kop->part >= 0; /* the last workgroup of a column merges the partials */
+    const bool kvw = kop->kv_fold; /* this kernel writes the step's cache row (merge is checked above) */
+    dsl_expr kc = dsl_buffer(k, "kcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
+    dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
-    const bool merge = S && kop->part >= 0; /* the last workgroup of a column merges the partials */
     dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, merge ? kop->part : kop->out);
     dsl_expr yout = NULL, sync = NULL;
@@ -64,6 +104,13 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         gen_out_val(out, g, kop->out);
         sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
         gen_out_arg(out, RT_ARG_SYNC, 0);
+    }
+    dsl_expr kin = NULL, vin = NULL; /* kv_fold: this token's k (before RoPE with kv_rope) and v */
+    if (kvw) {
+        kin = dsl_buffer(k, "k", DSL_F32, DSL_READONLY);
+        gen_out_val(out, g, kop->in[1]);
+        vin = dsl_buffer(k, "v", DSL_F32, DSL_READONLY);
+        gen_out_val(out, g, kop->in[2]);
     }
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
@@ -83,8 +130,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         dsl_expr e = dsl_add(k, dsl_mul(k, head[hh], HD), lid);
         dsl_expr qv = kop->rope ? gen_rope_elem(k, hp, q, dsl_mul(k, t, U(QD)), e, posv)
                                 : dsl_load(k, q, dsl_add(k, dsl_mul(k, t, U(QD)), e));
-        dsl_expr qh = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, qv, F(0)))), 0);
-        dsl_store(k, qsh, dsl_add(k, U((uint64_t)hh * hd), lid), qh);
+        dsl_store(k, qsh, dsl_add(k, U((uint64_t)hh * hd), lid), f16_round(k, qv));
     }
     dsl_barrier(k);
 
@@ -101,6 +147,29 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         lo = dsl_let(k, "lo", dsl_mul(k, dsl_wgid(k, 1), chunk));
         hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, lo, chunk), n));
     }
+    /* kv_fold: the range holding pos (= n - 1, one token) writes the cache rows of its
+     * KV head (the first query head of the group when G = 1) and keeps them in shared */
+    dsl_expr pos = NULL, knew = NULL, vnew = NULL;
+    if (kvw) {
+        pos = dsl_let(k, "kpos", dsl_dyn(k, DSL_DYN_POS));
+        knew = dsl_shared(k, "knew", DSL_F32, (uint32_t)hd);
+        vnew = dsl_shared(k, "vnew", DSL_F32, (uint32_t)hd);
+        dsl_if(k, dsl_and(k, dsl_le(k, lo, pos), dsl_lt(k, pos, hi)));
+        dsl_expr e = dsl_let(k, "e", dsl_add(k, kvoff, lid));
+        dsl_expr kr = kop->kv_rope ? gen_rope_elem(k, hp, kin, U(0), e, pos) : dsl_load(k, kin, e);
+        dsl_expr vr = dsl_let(k, "vr", dsl_load(k, vin, e));
+        if (G == 1 && group > 1)
+            dsl_if(k, dsl_eq(k, dsl_mod(k, w0, U(group)), U(0)));
+        dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, pos, U(KVD)), e));
+        dsl_store(k, kc, ci, f16 ? dsl_cast(k, kr, DSL_F16) : kr);
+        dsl_store(k, vc, ci, f16 ? dsl_cast(k, vr, DSL_F16) : vr);
+        if (G == 1 && group > 1)
+            dsl_end(k);
+        dsl_store(k, knew, lid, f16 ? f16_round(k, kr) : kr);
+        dsl_store(k, vnew, lid, f16 ? f16_round(k, vr) : vr);
+        dsl_end(k);
+        dsl_barrier(k);
+    }
     dsl_expr c0 = dsl_for(k, "c0", lo, hi, HD);
     dsl_expr j = dsl_let(k, "j", dsl_add(k, c0, lid));
     dsl_expr sv[MAX_GROUP];
@@ -111,14 +180,15 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         dsl_expr dot[MAX_GROUP];
         for (int hh = 0; hh < G; hh++)
             dot[hh] = dsl_var(k, "dot", DSL_F32, F(0));
+        if (kvw) { /* key pos: from shared (knew == the cache row, read back) */
+            dsl_if(k, dsl_eq(k, j, pos));
+            score_dots(k, qsh, knew, U(0), false, G, HD, hd, dot);
+            dsl_else(k);
+        }
         dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(KVD)), kvoff));
-        dsl_expr d = dsl_for(k, "d", U(0), HD, NULL);
-        dsl_expr kv = dsl_load(k, kc, dsl_add(k, kb, d));
-        if (f16 || G > 1)
-            kv = dsl_let(k, "kv", f16 ? dsl_cast(k, kv, DSL_F32) : kv);
-        for (int hh = 0; hh < G; hh++)
-            dsl_add_to(k, dot[hh], dsl_mul(k, dsl_load(k, qsh, dsl_add(k, U((uint64_t)hh * hd), d)), kv));
-        dsl_end(k);
+        score_dots(k, qsh, kc, kb, f16, G, HD, hd, dot);
+        if (kvw)
+            dsl_end(k);
         for (int hh = 0; hh < G; hh++)
             dsl_assign(k, sv[hh], dsl_mul(k, dot[hh], F(1.0f / sqrtf((float)hd))));
     }
@@ -147,16 +217,20 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         av[hh] = dsl_var(k, "av", DSL_F32, F(0));
     }
     {
-        dsl_expr i = dsl_for(k, "i", U(0), cnt, NULL);
+        /* kv_fold: row pos, the chunk's last, is taken from shared after the cache rows */
+        dsl_expr tail = kvw ? dsl_let(k, "tail", dsl_lt(k, pos, dsl_add(k, c0, cnt))) : NULL;
+        dsl_expr ncache = kvw ? dsl_let(k, "ncache", dsl_select(k, tail, dsl_sub(k, cnt, U(1)), cnt)) : cnt;
+        dsl_expr i = dsl_for(k, "i", U(0), ncache, NULL);
         dsl_expr vv = dsl_load(k, vc, dsl_add(k, dsl_add(k, dsl_mul(k, dsl_add(k, c0, i), U(KVD)), kvoff), lid));
         if (f16 || G > 1)
             vv = dsl_let(k, "vv", f16 ? dsl_cast(k, vv, DSL_F32) : vv);
-        for (int hh = 0; hh < G; hh++) {
-            dsl_expr p = dsl_let(k, "p", dsl_load(k, sc, dsl_add(k, U((uint64_t)hh * hd), i)));
-            dsl_add_to(k, psum[hh], p);
-            dsl_add_to(k, av[hh], dsl_mul(k, p, vv));
-        }
+        accum_value(k, sc, i, vv, G, hd, psum, av);
         dsl_end(k);
+        if (kvw) {
+            dsl_if(k, tail);
+            accum_value(k, sc, ncache, dsl_load(k, vnew, lid), G, hd, psum, av);
+            dsl_end(k);
+        }
     }
     for (int hh = 0; hh < G; hh++) {
         dsl_assign(k, L[hh], dsl_add(k, dsl_mul(k, L[hh], alpha[hh]), psum[hh]));
@@ -208,6 +282,8 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     out->bytes = (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
     if (merge) /* the merge reads the partials back and writes y */
         out->bytes += (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
+    if (kvw) /* k, v in; one cache row each out */
+        out->bytes += (uint64_t)KVD * (8 + 2 * (f16 ? 2 : 4));
     /* distinct bytes: one K and one V row per cache position (heads of a KV group that
      * are not served together re-read the same rows, which the cache serves) */
     out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);
