@@ -17,6 +17,8 @@
  *     GEN_HEAD_FOLD_MAX_WIDTH: the normed row is staged in shared memory)
  *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with norm_w: every
  *     workgroup recomputes the norm + quantization of the row into shared memory
+ *   - bitlinear + add -> x, NORM_QUANT(x) right after -> BITLINEAR with last_out: the
+ *     last workgroup to finish (a SYNC counter) runs the NORM_QUANT code on the new x
  * Decode, fused or not (split_decode_attention): ATTENTION -> ATTENTION over
  * GEN_ATTN_SPLITS key ranges per head (partials: acc[hd], max, sum per range) +
  * ATTN_COMBINE, so a long context spreads over n_heads * splits workgroups; fused,
@@ -98,7 +100,7 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     k->kind = kind;
     k->sec = sec;
     k->in[0] = k->in[1] = k->in[2] = -1;
-    k->out = k->res = k->norm_w = k->part = -1;
+    k->out = k->res = k->norm_w = k->part = k->last_out = k->last_norm_w = -1;
     for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
         k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
@@ -449,6 +451,27 @@ static void fold_decode_norms(gen_graph *g)
     }
 }
 
+/* Decode-only: a NORM_QUANT right after the residual bitlinear that wrote its input
+ * folds into that kernel's end: its last workgroup to finish normalises and quantises
+ * the whole new row (the NORM_QUANT kernel's code), so the norm needs no dispatch. */
+static void fold_decode_next_norm(gen_graph *g)
+{
+    for (int i = 1; i < g->n_kops; i++) {
+        gen_kop *n = &g->kops[i], *b = &g->kops[i - 1];
+        if (n->kind != GEN_K_NORM_QUANT || b->kind != GEN_K_BITLINEAR || b->res < 0 || b->out != n->in[0] ||
+            b->sec != n->sec || b->last_out >= 0)
+            continue;
+        b->last_out = n->out;
+        b->last_norm_w = n->w[0];
+        char label[sizeof(b->label)];
+        snprintf(label, sizeof(label), "%.60s+%.34s", b->label, n->label);
+        memcpy(b->label, label, sizeof(label));
+        memmove(n, n + 1, sizeof(*n) * (size_t)(g->n_kops - i - 1));
+        g->n_kops--;
+        i--;
+    }
+}
+
 static int split_decode_attention(lower_ctx *c)
 {
     gen_graph *g = c->g;
@@ -467,7 +490,7 @@ static int split_decode_attention(lower_ctx *c)
         if (part < 0)
             return -1;
         a->splits = GEN_ATTN_SPLITS;
-        if (c->fuse && hp->n_heads <= RT_SYNC_WORDS) { /* one counter per workgroup column */
+        if (c->fuse && hp->n_heads <= GEN_SYNC_LAST_NORM) { /* one counter per workgroup column */
             a->part = part;
             continue;
         }
@@ -543,8 +566,10 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
         if (lower_section(&c, &secs[s]))
             return -1;
     }
-    if (fuse && decode)
+    if (fuse && decode) {
         fold_decode_norms(out_g);
+        fold_decode_next_norm(out_g);
+    }
     if (decode && split_decode_attention(&c))
         return -1;
     if (fuse && decode)

@@ -25,6 +25,9 @@
                                       * width: its f32 row + the 1 KB reduction array stay in
                                       * Vulkan's guaranteed 16 KB of shared memory */
 #define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
+#define GEN_SYNC_LAST_NORM 1023 /* the SYNC counter (< RT_SYNC_WORDS) of the bitlinears whose
+                                 * last workgroup runs the next norm (kop->last_out); the
+                                 * split attentions' columns use the words below it */
 
 /* Kernel-op kinds: source ops plus the fused ones. */
 #define GEN_KOPS(X)                                                                   \
@@ -33,6 +36,7 @@
     X(QUANT, "quant")             /* q, s = act_quant(x)                           */ \
     X(NORM_QUANT, "norm_quant")   /* q, s = act_quant(rmsnorm(x) * w)   (fused)    */ \
     X(BITLINEAR, "bitlinear")     /* y = W.q / s * ws  (+ res when fused)          */ \
+                                  /*   (last_out: + norm_quant(y) by the last wg) */ \
     X(BITLINEAR_GLU, "bitlinear_glu") /* y = act(Wg.q) * (Wu.q)         (fused)    */ \
     X(BITLINEAR_MULTI, "bitlinear_multi") /* y_p = W_p.q for 2..3 parts  (fused)    */ \
     X(ROPE, "rope")               /* y = rope(x, pos)                              */ \
@@ -93,6 +97,11 @@ typedef struct {
                      * the workgroup whose key range holds pos writes the cache row and
                      * scores that key from shared memory */
     bool kv_rope;   /* with kv_fold: k is rotated (the folded kop was ROPE_KV) */
+    int last_out;   /* BITLINEAR with a residual (decode, fused): the NORM_QUANT that
+                     * followed it folded in: the workgroup that finishes last (SYNC
+                     * counter GEN_SYNC_LAST_NORM) runs it on the whole new row `out`
+                     * with weight last_norm_w into this Q8 gval. -1 none */
+    int last_norm_w;
     int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
                      * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
                      * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */

@@ -12,9 +12,9 @@
  * kernel that reads a pending write (RAW), or writes a buffer with a pending read
  * or write (WAR, WAW), gets a buffer barrier on exactly those buffers. The layer's
  * masks are the union of its two simulated iterations, which covers the loop-carried
- * dependencies. A split attention that merges its own partials writes the SYNC
- * counters (bit 59), so the next one (next layer, next step) waits for them behind a
- * barrier naming SYNC.
+ * dependencies. A split attention that merges its own partials, and a bitlinear
+ * whose last workgroup runs the next norm, write the SYNC counters (bit 59), so the
+ * next user (next layer, next step) waits for them behind a barrier naming SYNC.
  */
 #include "gen_graph.h"
 
@@ -76,6 +76,11 @@ static int io_bits(const gen_graph *g, const gen_kop *k, bool writes, int *out, 
             if (v->kind == GEN_GV_Q8)
                 PUT(v->buf_s);
         }
+        if (k->last_out >= 0) { /* the folded next norm's Q8 row, and the SYNC counter */
+            PUT(g->vals[k->last_out].buf);
+            PUT(g->vals[k->last_out].buf_s);
+            PUT(59);
+        }
     }
 #undef PUT
     return n;
@@ -113,10 +118,10 @@ static int plan_buffers(gen_graph *g, char *err)
     /* liveness */
     for (int ki = 0; ki < g->n_kops; ki++) {
         const gen_kop *k = &g->kops[ki];
-        int ids[6 + GEN_KOP_MAX_PARTS] = {k->in[0], k->in[1], k->in[2], k->res, k->out, k->part};
+        int ids[7 + GEN_KOP_MAX_PARTS] = {k->in[0], k->in[1], k->in[2], k->res, k->out, k->part, k->last_out};
         for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
-            ids[6 + p] = k->part_out[p];
-        for (int j = 0; j < 6 + GEN_KOP_MAX_PARTS; j++) {
+            ids[7 + p] = k->part_out[p];
+        for (int j = 0; j < 7 + GEN_KOP_MAX_PARTS; j++) {
             if (ids[j] < 0)
                 continue;
             for (int e = 0; e < n; e++) {

@@ -19,8 +19,9 @@
  *   LOGITS  f32[n_batch][vocab]: rows out_start..n_tokens-1 of this step, row 0 first
  *   RESULT  u32[512] + f32[512] host-visible: argmax / top-k output
  *   SYNC    u32[RT_SYNC_WORDS], zero at load: cross-workgroup counters (the last
- *           workgroup of a split attention merges the partials); a kernel that
- *           counts leaves its counters zero again
+ *           workgroup of a split attention merges the partials; the last of a
+ *           bitlinear runs the next norm); a kernel that counts leaves its
+ *           counters zero again
  * Each dispatch's push constants are: the addresses of its args (8 bytes each, in
  * order), then its params (4 bytes each, in order); 128 bytes at most.
  * Every kernel also sees the uniform rt_dyn block (pos, n_tokens, n_kv, out_start).

@@ -213,13 +213,32 @@ static void test_decode_folds(void **state)
     char err[GEN_ERR_LEN] = "";
     load("models/bitnet-b1.58-2b.yaml");
     assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
-    /* attn_norm -> qkv, attn_sub_norm -> o, ffn_sub_norm -> down; ffn_norm feeds the GLU */
-    assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 1);
+    /* attn_norm -> qkv, attn_sub_norm -> o, ffn_sub_norm -> down; ffn_norm (read by the
+     * GLU) runs in o's last workgroup */
+    assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 0);
     assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
-    int folded = 0, layer = 0;
+    int folded = 0, layer = 0, last = 0;
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
         layer += k->sec == GEN_SEC_LAYER;
+        if (k->last_out >= 0) { /* the attn_output projection, writing the GLU's input */
+            last++;
+            assert_int_equal(k->kind, GEN_K_BITLINEAR);
+            assert_true(k->res >= 0);
+            assert_string_equal(model.tensors[k->w[0]].key, "attn_output");
+            assert_string_equal(model.tensors[k->last_norm_w].key, "ffn_norm");
+            assert_int_equal(graph.vals[k->last_out].kind, GEN_GV_Q8);
+            assert_int_equal(graph.kops[i + 1].kind, GEN_K_BITLINEAR_GLU);
+            assert_int_equal(graph.kops[i + 1].in[0], k->last_out);
+            assert_true(graph.barrier[i + 1] & (1ull << graph.vals[k->last_out].buf)); /* GLU waits for it */
+            int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0, q8 = 0;
+            for (int w = 0; w < nw; w++) {
+                sync += wr[w] == 59;
+                q8 += wr[w] == graph.vals[k->last_out].buf || wr[w] == graph.vals[k->last_out].buf_s;
+            }
+            assert_int_equal(sync, 1);
+            assert_int_equal(q8, 2);
+        }
         if (k->norm_w < 0)
             continue;
         folded++;
@@ -228,8 +247,9 @@ static void test_decode_folds(void **state)
         assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
     }
     assert_int_equal(folded, 4);
-    /* 6 per layer + embed + lm_head: 2 + 6 * 30 = 182 dispatches per token (+ argmax) */
-    assert_int_equal(layer, 6);
+    assert_int_equal(last, 1);
+    /* 5 per layer + embed + lm_head: 2 + 5 * 30 = 152 dispatches per token (+ argmax) */
+    assert_int_equal(layer, 5);
     assert_int_equal(graph.n_kops - layer, 2);
     /* split-K attention writing partials that its last workgroup per column merges into
      * "a" (SYNC counters, barrier-tracked as bit 59): no ATTN_COMBINE; the step's rope_kv
@@ -264,8 +284,8 @@ static void test_decode_folds(void **state)
     }
     assert_int_equal(attn, 1);
     assert_int_equal(count_kind(&graph, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
-    for (int i = 0; i < graph.n_kops; i++) /* only the attention touches the counters */
-        if (graph.kops[i].kind != GEN_K_ATTENTION)
+    for (int i = 0; i < graph.n_kops; i++) /* only the two counting kernels wait for the counters */
+        if (graph.kops[i].kind != GEN_K_ATTENTION && graph.kops[i].last_out < 0)
             assert_false(graph.barrier[i] & RT_BAR_SYNC);
     /* unfused: decode is the plain lowering too, with the attention split + ATTN_COMBINE */
     gen_graph plain;
@@ -282,7 +302,7 @@ static void test_decode_folds(void **state)
         }
         assert_int_equal(graph.kops[i].kind, plain.kops[j++].kind);
         assert_int_equal(graph.kops[i].norm_w, -1);
-        assert_false(graph.kops[i].rope || graph.kops[i].kv_fold);
+        assert_false(graph.kops[i].rope || graph.kops[i].kv_fold || graph.kops[i].last_out >= 0);
     }
     /* prefill keeps one attention kop per layer, unsplit */
     assert_int_equal(count_kind(&plain, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
@@ -335,9 +355,9 @@ static void test_deterministic_and_shared_kernels(void **state)
         for (uint32_t j = 0; j < i; j++)
             assert_string_not_equal(d1.glsl[i], d1.glsl[j]); /* identical kernels are stored once */
     }
-    /* decode walks the prefill op list minus the folded norms (3 per layer, 1 after)
+    /* decode walks the prefill op list minus the folded norms (4 per layer, 1 after)
      * and the folded rope_kv; the split attention merges its own partials */
-    assert_int_equal(d1.desc.decode.n_layer + 4, d1.desc.prefill.n_layer);
+    assert_int_equal(d1.desc.decode.n_layer + 5, d1.desc.prefill.n_layer);
     assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post + 1, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
     /* the act table covers both plans */
     assert_true(d1.desc.n_acts >= (uint32_t)d1.graph.n_bufs && d1.desc.n_acts >= (uint32_t)d1.graph_dec.n_bufs);

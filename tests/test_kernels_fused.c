@@ -1,11 +1,14 @@
 /* test_kernels_fused.c - the fused kernel kinds on a Vulkan device (lavapipe in CI):
  * for every kop of the fused decode graph of models/bitnet-tiny.yaml that folds work
- * (BITLINEAR_MULTI, a norm folded into a bitlinear or the LM head, rope(q) folded into
- * the split ATTENTION that merges its own partials), run it and the plain kernels it replaces (from the unfused graph) on the
- * same random data, outputs poisoned first, and compare: same arithmetic, so the
- * results must agree to float rounding. The folded-norm bitlinears are also checked
- * against a plain-C reference (rmsnorm -> act_quant -> ternary dot), and the merged
- * attention must leave its SYNC counters at zero. Skips only when no Vulkan device exists.
+ * (BITLINEAR_MULTI, a norm folded into a bitlinear or the LM head, the next norm run
+ * by a bitlinear's last workgroup, rope(q) and the rope_kv cache write folded into the
+ * split ATTENTION that merges its own partials), run it and the plain kernels it
+ * replaces (from the unfused graph) on the same random data, outputs poisoned first,
+ * and compare: same arithmetic, so the results must agree to float rounding (the
+ * written cache rows bit for bit). The folded-norm bitlinears are also checked against
+ * a plain-C reference (rmsnorm -> act_quant -> ternary dot, and the next norm's int8
+ * row), and every kernel that counts must leave its SYNC counters at zero. Skips only
+ * when no Vulkan device exists.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -243,13 +246,11 @@ static double max_rel(const float *a, const float *b, int n)
     return m;
 }
 
-/* C reference of one folded-norm bitlinear part: rmsnorm(x) * nw -> act_quant -> W . q / s * ws. */
-static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M, float *y)
+/* C reference of rmsnorm(x) * nw (tensor t_norm) -> act_quant: int8 codes q[K]; returns s = 127 / amax. */
+static float ref_norm_quant(const float *x, int t_norm, int K, int8_t *q)
 {
     float *nw = malloc(sizeof(float) * (size_t)K), *h = malloc(sizeof(float) * (size_t)K);
-    uint8_t *w = malloc((size_t)M * K / 4 + 32);
     OK(rt_buf_download(g_vk, &wbuf[t_norm], 0, nw, sizeof(float) * (size_t)K, err));
-    OK(rt_buf_download(g_vk, &wbuf[t_w], 0, w, (size_t)M * K / 4 + 32, err));
     double ss = 0;
     for (int i = 0; i < K; i++)
         ss += (double)x[i] * x[i];
@@ -258,22 +259,100 @@ static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M
         h[i] = x[i] * scale * nw[i];
         amax = fmaxf(amax, fabsf(h[i]));
     }
-    float s = 127.0f / amax, ws;
+    float s = 127.0f / amax;
+    for (int i = 0; i < K; i++) {
+        float qf = rintf(h[i] * s);
+        q[i] = (int8_t)(qf < -128 ? -128 : qf > 127 ? 127 : qf);
+    }
+    free(nw);
+    free(h);
+    return s;
+}
+
+/* C reference of one folded-norm bitlinear part: rmsnorm(x) * nw -> act_quant -> W . q / s * ws. */
+static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M, float *y)
+{
+    int8_t *q = malloc((size_t)K);
+    uint8_t *w = malloc((size_t)M * K / 4 + 32);
+    OK(rt_buf_download(g_vk, &wbuf[t_w], 0, w, (size_t)M * K / 4 + 32, err));
+    float s = ref_norm_quant(x, t_norm, K, q), ws;
     memcpy(&ws, w + (size_t)M * K / 4, 4);
     for (int r = 0; r < M; r++) {
         int64_t acc = 0;
         for (int i = 0; i < K; i++) {
-            float qf = rintf(h[i] * s);
-            int q = qf < -128 ? -128 : qf > 127 ? 127 : (int)qf;
             int64_t e = (int64_t)r * K + i;
             int code = (w[(e / 128) * 32 + e % 32] >> (6 - 2 * ((e % 128) / 32))) & 3;
-            acc += (int64_t)(code - 1) * q;
+            acc += (int64_t)(code - 1) * q[i];
         }
         y[r] = (float)acc / s * ws;
     }
-    free(nw);
-    free(h);
+    free(q);
     free(w);
+}
+
+/* The Q8 row a bitlinear's last workgroup wrote (kop->last_out) against the C
+ * reference on the new row x_new: the scale, every code within one step (the C norm
+ * sums in another order) with at most 1 % moved, and the code sum exact. */
+static void check_last_norm(const gen_kop *fk, const float *x_new, int M)
+{
+    const gen_gval *v = &fused.vals[fk->last_out];
+    uint32_t *codes = malloc((size_t)M);
+    float qs[2];
+    int8_t *ref = malloc((size_t)M);
+    OK(rt_buf_download(g_vk, act(&pf, v->buf), 0, codes, (size_t)M, err));
+    OK(rt_buf_download(g_vk, act(&pf, v->buf_s), 0, qs, sizeof(qs), err));
+    float s = ref_norm_quant(x_new, fk->last_norm_w, M, ref);
+    if (!(fabs(qs[0] - s) <= 1e-5 * s))
+        fail_msg("%s: next norm scale %g, C reference %g", fk->label, qs[0], s);
+    int64_t sum = 0;
+    int moved = 0;
+    for (int i = 0; i < M; i++) {
+        int q = (int8_t)(codes[i / 4] >> (8 * (i % 4)));
+        sum += q;
+        if (abs(q - ref[i]) > 1)
+            fail_msg("%s: next norm code %d is %d, C reference %d", fk->label, i, q, ref[i]);
+        moved += q != ref[i];
+    }
+    if (moved > M / 100)
+        fail_msg("%s: %d of %d next-norm codes differ from the C reference", fk->label, moved, M);
+    if ((double)sum != qs[1])
+        fail_msg("%s: next norm code sum %g, codes add up to %lld", fk->label, qs[1], (long long)sum);
+    free(codes);
+    free(ref);
+}
+
+/* The plain kops that stand for an attention with folded rope(q) / rope_kv: its ROPE of
+ * q, and with kv_fold the ROPE of k and the KV_WRITE. */
+static bool plain_attention_part(const gen_kop *fk, const gen_kop *k)
+{
+    if (fk->kind != GEN_K_ATTENTION)
+        return false;
+    if (k->kind == GEN_K_ATTENTION)
+        return true;
+    if (k->kind == GEN_K_KV_WRITE)
+        return fk->kv_fold;
+    if (k->kind != GEN_K_ROPE)
+        return false;
+    const char *in = plain.vals[k->in[0]].name;
+    return strcmp(in, fused.vals[fk->in[0]].name) == 0 ||
+           (fk->kv_fold && fk->kv_rope && strcmp(in, fused.vals[fk->in[1]].name) == 0);
+}
+
+/* Cache row POS of both caches (f16): poisoned before each run of a folded kv write, read after. */
+static void cache_row(bool poison, uint16_t *out_row)
+{
+    const size_t n = (size_t)model.hp.n_kv_heads * model.hp.head_dim, off = 2 * n * POS;
+    rt_buf *c[2] = {&kc, &vc};
+    for (int i = 0; i < 2; i++) {
+        if (poison) {
+            uint16_t *p = malloc(2 * n);
+            memset(p, 0xff, 2 * n);
+            OK(rt_buf_upload(g_vk, c[i], off, p, 2 * n, err));
+            free(p);
+        } else {
+            OK(rt_buf_download(g_vk, c[i], off, out_row + i * n, 2 * n, err));
+        }
+    }
 }
 
 /* The unfused kops that fused kop fk replaces: the plain kops between the first one
@@ -285,11 +364,10 @@ static int plain_range(const gen_kop *fk, int *out_first)
         const gen_kop *k = &plain.kops[i];
         if (k->sec != fk->sec)
             continue;
-        bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w);
+        bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w) || (fk->last_out >= 0 && k->w[0] == fk->last_norm_w);
         for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
             mine |= fk->w[p] >= 0 && k->w[0] == fk->w[p];
-        mine |= fk->kind == GEN_K_ATTENTION && (k->kind == GEN_K_ROPE || k->kind == GEN_K_ATTENTION) &&
-                (k->kind == GEN_K_ATTENTION || strcmp(plain.vals[k->in[0]].name, fused.vals[fk->in[0]].name) == 0);
+        mine |= plain_attention_part(fk, k);
         if (!mine)
             continue;
         if (first < 0)
@@ -323,8 +401,22 @@ static void check_fused_kop(const gen_kop *fk)
             res0[i] = rndf();
         upload_val(fk->res, res0, n);
     }
+    const size_t kvd = (size_t)model.hp.n_kv_heads * model.hp.head_dim;
+    uint16_t *rows = fk->kv_fold ? malloc(2 * 2 * kvd * sizeof(uint16_t)) : NULL; /* fused, then plain */
+    if (fk->kv_fold) { /* this token's k and v, the same on both sides; row POS poisoned */
+        for (int a = 1; a < 3; a++) {
+            float *kv = malloc(sizeof(float) * kvd);
+            for (size_t i = 0; i < kvd; i++)
+                kv[i] = 2.0f * rndf();
+            upload_val(fk->in[a], kv, (int)kvd);
+            free(kv);
+        }
+        cache_row(true, NULL);
+    }
     run_kop(&pf, fk);
-    if (fk->kind == GEN_K_ATTENTION && fk->part >= 0) { /* split-K, merged by the last workgroup */
+    if (fk->kv_fold)
+        cache_row(false, rows);
+    if (fk->part >= 0 || fk->last_out >= 0) { /* split-K merged by the last workgroup, or the next norm */
         uint32_t cnt[RT_SYNC_WORDS];
         OK(rt_buf_download(g_vk, &sync, 0, cnt, sizeof(cnt), err));
         for (int i = 0; i < RT_SYNC_WORDS; i++)
@@ -341,16 +433,26 @@ static void check_fused_kop(const gen_kop *fk)
         len[p] = fused.vals[outs[p]].width == GEN_DIM_VOCAB ? (int)VOCAB : fused.vals[outs[p]].width;
         got[p] = download_val(&pf, outs[p], len[p]);
     }
+    if (fk->last_out >= 0)
+        check_last_norm(fk, got[0], len[0]);
     int first, last = plain_range(fk, &first);
+    if (fk->kv_fold)
+        cache_row(true, NULL);
     for (int i = first; i <= last; i++) {
         const gen_kop *k = &plain.kops[i];
         if (k->kind == GEN_K_ADD && fk->res < 0)
             continue;
-        /* rope(q) + attention: leave the other rope and the cache write out (the cache holds the test data) */
-        if (k->kind == GEN_K_KV_WRITE || (k->kind == GEN_K_ROPE && strcmp(plain.vals[k->in[0]].name,
-                                                                          fused.vals[fk->in[0]].name) != 0))
+        /* rope(q) + attention: leave the other rope and, unless folded, the cache write
+         * out (the cache holds the test data) */
+        if ((k->kind == GEN_K_KV_WRITE || k->kind == GEN_K_ROPE) && !plain_attention_part(fk, k))
             continue;
         run_kop(&pp, k);
+    }
+    if (fk->kv_fold) { /* the fused kernel wrote the rows rope(k) + kv_write write, bit for bit */
+        cache_row(false, rows + 2 * kvd);
+        if (memcmp(rows, rows + 2 * kvd, 2 * 2 * kvd))
+            fail_msg("%s: cache row %u differs from rope + kv_write's", fk->label, POS);
+        free(rows);
     }
     for (int p = 0; p < np; p++) {
         int n = len[p];
@@ -383,16 +485,20 @@ static void test_fused_kernels_match_unfused(void **state)
 {
     (void)state;
     need_device();
-    int n = 0;
+    int n = 0, kv = 0, last = 0;
     for (int i = 0; i < fused.n_kops; i++) {
         const gen_kop *k = &fused.kops[i];
         if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
             check_fused_kop(k);
             n++;
+            kv += k->kv_fold;
+            last += k->last_out >= 0;
         }
     }
-    /* qkv (multi + norm), o (norm), down (norm), attention+rope, lm_head (norm) */
+    /* qkv (multi + norm), rope_kv+attention+rope, o (norm + next norm), down (norm), lm_head (norm) */
     assert_int_equal(n, 5);
+    assert_int_equal(kv, 1);
+    assert_int_equal(last, 1);
 }
 
 int main(void)

@@ -19,6 +19,10 @@
  * Decode with a folded norm (kop->norm_w): the input is the F32 row before its
  * rmsnorm; every workgroup first runs the NORM_QUANT code (gen_k_norm.h) on it into
  * shared memory (K/4 words), then the same row loop reads the codes from there.
+ * Decode with the next norm folded in (kop->last_out, a residual BITLINEAR): every
+ * workgroup makes its rows visible (coherent y + memoryBarrierBuffer) and counts
+ * itself in on the SYNC counter GEN_SYNC_LAST_NORM; the one that arrives last runs
+ * the NORM_QUANT code on the whole new row into the Q8 output and zeroes the counter.
  */
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
@@ -117,6 +121,32 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     dsl_end(k);     /* rl */
 }
 
+/* last_out: rows visible, count this workgroup in on GEN_SYNC_LAST_NORM; the last of
+ * the `groups` runs the NORM_QUANT kernel's code on y[0 .. M) into lq / lqs and zeroes
+ * the counter. Called in uniform control flow (after the row loop). */
+static void last_norm(dsl_kernel *k, float eps, dsl_expr y, dsl_expr w, dsl_expr lq, dsl_expr lqs, dsl_expr sync,
+                      dsl_expr red, int M, dsl_expr Mc, uint32_t groups)
+{
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
+    dsl_memory_barrier(k, DSL_MEM_BUFFER);
+    dsl_barrier(k);
+    dsl_expr arrived = dsl_shared(k, "arrived", DSL_U32, 1);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, arrived, U(0), dsl_atomic_add(k, cnt, U(1)));
+    dsl_end(k);
+    dsl_barrier(k);
+    dsl_if(k, dsl_eq(k, dsl_load(k, arrived, U(0)), U(groups - 1)));
+    dsl_memory_barrier(k, DSL_MEM_BUFFER);
+    dsl_expr scale = gen_norm_scale(k, eps, y, U(0), Mc, red), sq, total;
+    gen_quant_row(k, y, w, U(0), scale, M, Mc, red, lq, NULL, &sq, &total);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, lqs, U(0), sq);
+    dsl_store(k, lqs, U(1), dsl_cast(k, total, DSL_F32));
+    dsl_atomic_exchange(k, cnt, U(0));
+    dsl_end(k);
+    dsl_end(k);
+}
+
 static int groups_of(int M)
 {
     return (M + ROWS - 1) / ROWS;
@@ -134,8 +164,9 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
     const int M = Ms[0];
     char name[96];
-    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
-                       glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "", res ? "_res" : "");
+    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
+                       glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "", res ? "_res" : "",
+                       kop->last_out >= 0 ? "_nextnorm" : "");
     for (int p = 0; p < np; p++)
         len += snprintf(name + len, sizeof(name) - (size_t)len, "_m%d", Ms[p]);
     snprintf(name + len, sizeof(name) - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
@@ -144,11 +175,11 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         return gen_out_kernel(out, NULL, err);
 
     bl_ctx c = {.decode = decode, .glu = glu, .relu2 = kop->relu2, .res = res, .K = K};
-    const bool norm = kop->norm_w >= 0;
+    const bool norm = kop->norm_w >= 0, last = kop->last_out >= 0;
     dsl_expr x = NULL, nw = NULL;
-    if (norm && (!decode || glu)) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: a folded norm needs a decode bitlinear (not GLU)", m->path,
-                 kop->loc.line, kop->loc.col);
+    if ((norm && (!decode || glu)) || (last && (!decode || glu || multi || !res))) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: a folded norm needs a decode bitlinear (not GLU%s)", m->path,
+                 kop->loc.line, kop->loc.col, last ? "; the next norm: a single one with a residual" : "");
         dsl_kernel_free(k);
         return -1;
     }
@@ -173,15 +204,26 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         gen_out_arg(out, RT_ARG_WEIGHT, kop->w[1]);
     }
     for (int p = 0; p < np; p++) {
-        y[p] = dsl_buffer(k, yn[p], DSL_F32, res ? DSL_READWRITE : DSL_WRITEONLY);
+        y[p] = dsl_buffer(k, yn[p], DSL_F32, (res ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
         gen_out_val(out, g, multi ? kop->part_out[p] : kop->out);
+    }
+    dsl_expr lnw = NULL, lq = NULL, lqs = NULL, sync = NULL; /* last_out: the next norm's weight and Q8 row */
+    if (last) {
+        lnw = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->last_norm_w);
+        lq = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
+        lqs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
+        gen_out_val(out, g, kop->last_out);
+        sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
+        gen_out_arg(out, RT_ARG_SYNC, 0);
     }
 
     c.K4 = dsl_const_u32(k, "K4", K / 4);
     c.KW = dsl_const_u32(k, "KW", K / 16);
+    dsl_expr red = norm || last ? dsl_shared(k, "red", DSL_F32, WG) : NULL;
     if (norm) {
         /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */
-        dsl_expr N = dsl_const_u32(k, "N", K), red = dsl_shared(k, "red", DSL_F32, WG);
+        dsl_expr N = dsl_const_u32(k, "N", K);
         dsl_expr scale = gen_norm_scale(k, m->hp.norm_eps, x, U(0), N, red);
         c.q = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
         gen_quant_row(k, x, nw, U(0), scale, K, N, red, c.q, NULL, &c.sc, &c.qsum);
@@ -189,9 +231,14 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     }
     uint32_t groups = 0;
     if (!multi) {
-        bl_rows(k, &c, W, y[0], M, dsl_const_u32(k, "M", M), dsl_wgid(k, 0));
+        dsl_expr Mc = dsl_const_u32(k, "M", M);
+        bl_rows(k, &c, W, y[0], M, Mc, dsl_wgid(k, 0));
         groups = (uint32_t)groups_of(M);
         out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
+        if (last) {
+            last_norm(k, m->hp.norm_eps, y[0], lnw, lq, lqs, sync, red, M, Mc, groups);
+            out->bytes += (uint64_t)M * 9 + 8; /* row + weight read back, codes + [scale, sum] out */
+        }
     } else {
         /* part p: workgroups [first_p, first_p + groups_of(M_p)) */
         dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
