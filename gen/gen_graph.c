@@ -17,8 +17,9 @@
  *     GEN_HEAD_FOLD_MAX_WIDTH: the normed row is staged in shared memory)
  *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with norm_w: every
  *     workgroup recomputes the norm + quantization of the row into shared memory
- *   - bitlinear + add -> x, NORM_QUANT(x) right after -> BITLINEAR with last_out: the
- *     last workgroup to finish (a SYNC counter) runs the NORM_QUANT code on the new x
+ *   - bitlinear + add -> x (or a GLU -> f), NORM_QUANT of it right after -> that kop
+ *     with last_out: its last workgroup to finish (a SYNC counter) runs the NORM_QUANT
+ *     code on the whole new row once (applied first, so the reader needs no prologue)
  * Decode, fused or not (split_decode_attention): ATTENTION -> ATTENTION over
  * GEN_ATTN_SPLITS key ranges per head (partials: acc[hd], max, sum per range) +
  * ATTN_COMBINE, so a long context spreads over n_heads * splits workgroups; fused,
@@ -451,15 +452,16 @@ static void fold_decode_norms(gen_graph *g)
     }
 }
 
-/* Decode-only: a NORM_QUANT right after the residual bitlinear that wrote its input
- * folds into that kernel's end: its last workgroup to finish normalises and quantises
- * the whole new row (the NORM_QUANT kernel's code), so the norm needs no dispatch. */
+/* Decode-only: a NORM_QUANT right after the residual bitlinear or the GLU that wrote
+ * its input folds into that kernel's end: its last workgroup to finish normalises and
+ * quantises the whole new row (the NORM_QUANT kernel's code) once, so the norm needs
+ * no dispatch and its reader no prologue. Runs before fold_decode_norms. */
 static void fold_decode_next_norm(gen_graph *g)
 {
     for (int i = 1; i < g->n_kops; i++) {
         gen_kop *n = &g->kops[i], *b = &g->kops[i - 1];
-        if (n->kind != GEN_K_NORM_QUANT || b->kind != GEN_K_BITLINEAR || b->res < 0 || b->out != n->in[0] ||
-            b->sec != n->sec || b->last_out >= 0)
+        bool producer = (b->kind == GEN_K_BITLINEAR && b->res >= 0) || b->kind == GEN_K_BITLINEAR_GLU;
+        if (n->kind != GEN_K_NORM_QUANT || !producer || b->out != n->in[0] || b->sec != n->sec || b->last_out >= 0)
             continue;
         b->last_out = n->out;
         b->last_norm_w = n->w[0];
@@ -567,8 +569,8 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
             return -1;
     }
     if (fuse && decode) {
-        fold_decode_norms(out_g);
         fold_decode_next_norm(out_g);
+        fold_decode_norms(out_g);
     }
     if (decode && split_decode_attention(&c))
         return -1;

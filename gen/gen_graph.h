@@ -36,8 +36,8 @@
     X(QUANT, "quant")             /* q, s = act_quant(x)                           */ \
     X(NORM_QUANT, "norm_quant")   /* q, s = act_quant(rmsnorm(x) * w)   (fused)    */ \
     X(BITLINEAR, "bitlinear")     /* y = W.q / s * ws  (+ res when fused)          */ \
-                                  /*   (last_out: + norm_quant(y) by the last wg) */ \
     X(BITLINEAR_GLU, "bitlinear_glu") /* y = act(Wg.q) * (Wu.q)         (fused)    */ \
+                                  /* both: (last_out: + norm_quant(y), last wg)    */ \
     X(BITLINEAR_MULTI, "bitlinear_multi") /* y_p = W_p.q for 2..3 parts  (fused)    */ \
     X(ROPE, "rope")               /* y = rope(x, pos)                              */ \
     X(ROPE_KV, "rope_kv")         /* Kc[pos] = rope(k), Vc[pos] = v     (fused)    */ \
@@ -97,7 +97,7 @@ typedef struct {
                      * the workgroup whose key range holds pos writes the cache row and
                      * scores that key from shared memory */
     bool kv_rope;   /* with kv_fold: k is rotated (the folded kop was ROPE_KV) */
-    int last_out;   /* BITLINEAR with a residual (decode, fused): the NORM_QUANT that
+    int last_out;   /* BITLINEAR with a residual or BITLINEAR_GLU (decode, fused): the NORM_QUANT that
                      * followed it folded in: the workgroup that finishes last (SYNC
                      * counter GEN_SYNC_LAST_NORM) runs it on the whole new row `out`
                      * with weight last_norm_w into this Q8 gval. -1 none */

@@ -24,6 +24,7 @@ typedef struct {
     rt_groups groups[3];
     int n_args;
     gen_arg args[RT_MAX_ARGS];
+    bool too_many_args;            /* a builder bound more than RT_MAX_ARGS (reported by gen_out_kernel) */
     int n_params;
     rt_param params[RT_MAX_PARAMS];
     uint64_t bytes;                /* bytes read + written for one token ... */

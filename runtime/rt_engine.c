@@ -118,6 +118,7 @@ static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
             bufs[nb++] = &e->result;
         rt_cmd_barrier(c, bufs, nb);
     }
+    _Static_assert(RT_MAX_ARGS * 8 + RT_MAX_PARAMS * 4 <= RT_PUSH_BYTES, "a dispatch's push constants must fit");
     uint8_t push[RT_PUSH_BYTES];
     uint32_t off = 0;
     memset(push, 0, sizeof(push));

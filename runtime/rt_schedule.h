@@ -31,8 +31,10 @@
 
 #include <stdint.h>
 
-#define RT_MAX_ARGS 8
-#define RT_MAX_PARAMS 14
+/* buffer addresses (8 bytes) and params (4 bytes) of one dispatch: together at most
+ * the 128 bytes of push constants every Vulkan device offers (RT_PUSH_BYTES) */
+#define RT_MAX_ARGS 12
+#define RT_MAX_PARAMS 8
 
 typedef enum {
     RT_ARG_WEIGHT, RT_ARG_ACT, RT_ARG_KCACHE, RT_ARG_VCACHE, RT_ARG_TOKENS, RT_ARG_LOGITS, RT_ARG_RESULT,

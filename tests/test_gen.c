@@ -213,23 +213,27 @@ static void test_decode_folds(void **state)
     char err[GEN_ERR_LEN] = "";
     load("models/bitnet-b1.58-2b.yaml");
     assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
-    /* attn_norm -> qkv, attn_sub_norm -> o, ffn_sub_norm -> down; ffn_norm (read by the
-     * GLU) runs in o's last workgroup */
+    /* attn_norm -> qkv, attn_sub_norm -> o (prologues); ffn_norm (read by the GLU) runs
+     * in o's last workgroup, ffn_sub_norm (read by down) in the GLU's */
     assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 0);
     assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
     int folded = 0, layer = 0, last = 0;
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
         layer += k->sec == GEN_SEC_LAYER;
-        if (k->last_out >= 0) { /* the attn_output projection, writing the GLU's input */
-            last++;
-            assert_int_equal(k->kind, GEN_K_BITLINEAR);
-            assert_true(k->res >= 0);
-            assert_string_equal(model.tensors[k->w[0]].key, "attn_output");
-            assert_string_equal(model.tensors[k->last_norm_w].key, "ffn_norm");
+        if (k->last_out >= 0) { /* attn_output writing the GLU's input, the GLU writing down's */
+            static const char *const want[2][3] = {{"attn_output", "ffn_norm", "ffn_gate"},
+                                                   {"ffn_gate", "ffn_sub_norm", "ffn_down"}};
+            assert_true(last < 2);
+            assert_int_equal(k->kind, last ? GEN_K_BITLINEAR_GLU : GEN_K_BITLINEAR);
+            assert_true(last ? k->res < 0 : k->res >= 0);
+            assert_string_equal(model.tensors[k->w[0]].key, want[last][0]);
+            assert_string_equal(model.tensors[k->last_norm_w].key, want[last][1]);
             assert_int_equal(graph.vals[k->last_out].kind, GEN_GV_Q8);
-            assert_int_equal(graph.kops[i + 1].kind, GEN_K_BITLINEAR_GLU);
+            assert_string_equal(model.tensors[graph.kops[i + 1].w[0]].key, want[last][2]);
             assert_int_equal(graph.kops[i + 1].in[0], k->last_out);
+            assert_int_equal(graph.kops[i + 1].norm_w, -1); /* no prologue: it reads the Q8 row */
+            last++;
             assert_true(graph.barrier[i + 1] & (1ull << graph.vals[k->last_out].buf)); /* GLU waits for it */
             int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0, q8 = 0;
             for (int w = 0; w < nw; w++) {
@@ -246,8 +250,8 @@ static void test_decode_folds(void **state)
         assert_int_equal(graph.vals[k->in[0]].kind, GEN_GV_F32);
         assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
     }
-    assert_int_equal(folded, 4);
-    assert_int_equal(last, 1);
+    assert_int_equal(folded, 3);
+    assert_int_equal(last, 2);
     /* 5 per layer + embed + lm_head: 2 + 5 * 30 = 152 dispatches per token (+ argmax) */
     assert_int_equal(layer, 5);
     assert_int_equal(graph.n_kops - layer, 2);

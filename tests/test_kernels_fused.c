@@ -7,7 +7,8 @@
  * and compare: same arithmetic, so the results must agree to float rounding (the
  * written cache rows bit for bit). The folded-norm bitlinears are also checked against
  * a plain-C reference (rmsnorm -> act_quant -> ternary dot, and the next norm's int8
- * row), and every kernel that counts must leave its SYNC counters at zero. Skips only
+ * row); the GLU that runs the next norm is checked against C only (its unfused twin
+ * quantises per projection); every kernel that counts must leave its SYNC counters at zero. Skips only
  * when no Vulkan device exists.
  */
 #include <math.h>
@@ -269,13 +270,12 @@ static float ref_norm_quant(const float *x, int t_norm, int K, int8_t *q)
     return s;
 }
 
-/* C reference of one folded-norm bitlinear part: rmsnorm(x) * nw -> act_quant -> W . q / s * ws. */
-static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M, float *y)
+/* C reference of the ternary product y = W . q / s * ws (W: I2_S tensor t_w, M x K). */
+static void ref_ternary(const int8_t *q, float s, int t_w, int K, int M, float *y)
 {
-    int8_t *q = malloc((size_t)K);
     uint8_t *w = malloc((size_t)M * K / 4 + 32);
     OK(rt_buf_download(g_vk, &wbuf[t_w], 0, w, (size_t)M * K / 4 + 32, err));
-    float s = ref_norm_quant(x, t_norm, K, q), ws;
+    float ws;
     memcpy(&ws, w + (size_t)M * K / 4, 4);
     for (int r = 0; r < M; r++) {
         int64_t acc = 0;
@@ -286,8 +286,16 @@ static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M
         }
         y[r] = (float)acc / s * ws;
     }
-    free(q);
     free(w);
+}
+
+/* C reference of one folded-norm bitlinear part: rmsnorm(x) * nw -> act_quant -> W . q / s * ws. */
+static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M, float *y)
+{
+    int8_t *q = malloc((size_t)K);
+    float s = ref_norm_quant(x, t_norm, K, q);
+    ref_ternary(q, s, t_w, K, M, y);
+    free(q);
 }
 
 /* The Q8 row a bitlinear's last workgroup wrote (kop->last_out) against the C
@@ -319,6 +327,49 @@ static void check_last_norm(const gen_kop *fk, const float *x_new, int M)
         fail_msg("%s: next norm code sum %g, codes add up to %lld", fk->label, qs[1], (long long)sum);
     free(codes);
     free(ref);
+}
+
+/* Every SYNC counter back at zero after a kernel that counts. */
+static void check_sync_zero(const gen_kop *fk)
+{
+    uint32_t cnt[RT_SYNC_WORDS];
+    OK(rt_buf_download(g_vk, &sync, 0, cnt, sizeof(cnt), err));
+    for (int i = 0; i < RT_SYNC_WORDS; i++)
+        if (cnt[i])
+            fail_msg("%s: sync counter %d left at %u (must be zero again)", fk->label, i, cnt[i]);
+}
+
+/* A GLU whose last workgroup runs the next norm: random int8 input row, the product
+ * against a C reference (relu^2(gate) * up, or silu), then the Q8 row it wrote. */
+static void check_glu_last(const gen_kop *fk)
+{
+    const gen_gval *in = &fused.vals[fk->in[0]];
+    const int K = in->width, M = fused.vals[fk->out].width;
+    int8_t *q = malloc((size_t)K);
+    float qs[2] = {127.0f / 3.0f, 0};
+    for (int i = 0; i < K; i++) {
+        q[i] = (int8_t)((int)(rnd() % 255) - 127);
+        qs[1] += q[i];
+    }
+    OK(rt_buf_upload(g_vk, act(&pf, in->buf), 0, q, (size_t)K, err));
+    OK(rt_buf_upload(g_vk, act(&pf, in->buf_s), 0, qs, sizeof(qs), err));
+    run_kop(&pf, fk);
+    check_sync_zero(fk);
+    float *y = download_val(&pf, fk->out, M), *g = malloc(sizeof(float) * (size_t)M), *u = malloc(sizeof(float) * (size_t)M);
+    ref_ternary(q, qs[0], fk->w[0], K, M, g);
+    ref_ternary(q, qs[0], fk->w[1], K, M, u);
+    for (int r = 0; r < M; r++) {
+        float a = g[r] > 0 ? g[r] : 0;
+        g[r] = fk->relu2 ? a * a * u[r] : g[r] / (1.0f + expf(-g[r])) * u[r];
+    }
+    double e = max_rel(y, g, M);
+    if (!(e <= 1e-5))
+        fail_msg("%s: vs C reference max rel err %g", fk->label, e);
+    check_last_norm(fk, y, M);
+    free(q);
+    free(y);
+    free(g);
+    free(u);
 }
 
 /* The plain kops that stand for an attention with folded rope(q) / rope_kv: its ROPE of
@@ -417,11 +468,7 @@ static void check_fused_kop(const gen_kop *fk)
     if (fk->kv_fold)
         cache_row(false, rows);
     if (fk->part >= 0 || fk->last_out >= 0) { /* split-K merged by the last workgroup, or the next norm */
-        uint32_t cnt[RT_SYNC_WORDS];
-        OK(rt_buf_download(g_vk, &sync, 0, cnt, sizeof(cnt), err));
-        for (int i = 0; i < RT_SYNC_WORDS; i++)
-            if (cnt[i])
-                fail_msg("%s: sync counter %d left at %u (must be zero again)", fk->label, i, cnt[i]);
+        check_sync_zero(fk);
     } else if (fk->kind == GEN_K_ATTENTION && fk->splits) { /* split-K decode: merge the partials into y */
         assert_int_equal(fk[1].kind, GEN_K_ATTN_COMBINE);
         run_kop(&pf, fk + 1);
@@ -488,17 +535,21 @@ static void test_fused_kernels_match_unfused(void **state)
     int n = 0, kv = 0, last = 0;
     for (int i = 0; i < fused.n_kops; i++) {
         const gen_kop *k = &fused.kops[i];
-        if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
+        if (k->kind == GEN_K_BITLINEAR_GLU && k->last_out >= 0) {
+            check_glu_last(k);
+            n++;
+            last++;
+        } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
             check_fused_kop(k);
             n++;
             kv += k->kv_fold;
             last += k->last_out >= 0;
         }
     }
-    /* qkv (multi + norm), rope_kv+attention+rope, o (norm + next norm), down (norm), lm_head (norm) */
+    /* qkv (multi + norm), rope_kv+attention+rope, o (norm + next norm), GLU (next norm), lm_head (norm) */
     assert_int_equal(n, 5);
     assert_int_equal(kv, 1);
-    assert_int_equal(last, 1);
+    assert_int_equal(last, 2);
 }
 
 int main(void)

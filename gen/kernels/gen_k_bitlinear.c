@@ -19,7 +19,7 @@
  * Decode with a folded norm (kop->norm_w): the input is the F32 row before its
  * rmsnorm; every workgroup first runs the NORM_QUANT code (gen_k_norm.h) on it into
  * shared memory (K/4 words), then the same row loop reads the codes from there.
- * Decode with the next norm folded in (kop->last_out, a residual BITLINEAR): every
+ * Decode with the next norm folded in (kop->last_out, a residual BITLINEAR or a GLU): every
  * workgroup makes its rows visible (coherent y + memoryBarrierBuffer) and counts
  * itself in on the SYNC counter GEN_SYNC_LAST_NORM; the one that arrives last runs
  * the NORM_QUANT code on the whole new row into the Q8 output and zeroes the counter.
@@ -177,9 +177,9 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     bl_ctx c = {.decode = decode, .glu = glu, .relu2 = kop->relu2, .res = res, .K = K};
     const bool norm = kop->norm_w >= 0, last = kop->last_out >= 0;
     dsl_expr x = NULL, nw = NULL;
-    if ((norm && (!decode || glu)) || (last && (!decode || glu || multi || !res))) {
+    if ((norm && (!decode || glu)) || (last && (!decode || multi || !(res || glu)))) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: a folded norm needs a decode bitlinear (not GLU%s)", m->path,
-                 kop->loc.line, kop->loc.col, last ? "; the next norm: a single one with a residual" : "");
+                 kop->loc.line, kop->loc.col, last ? "; the next norm: one with a residual, or a GLU" : "");
         dsl_kernel_free(k);
         return -1;
     }
@@ -204,7 +204,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         gen_out_arg(out, RT_ARG_WEIGHT, kop->w[1]);
     }
     for (int p = 0; p < np; p++) {
-        y[p] = dsl_buffer(k, yn[p], DSL_F32, (res ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
+        y[p] = dsl_buffer(k, yn[p], DSL_F32, (res || last ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
         gen_out_val(out, g, multi ? kop->part_out[p] : kop->out);
     }
     dsl_expr lnw = NULL, lq = NULL, lqs = NULL, sync = NULL; /* last_out: the next norm's weight and Q8 row */

@@ -25,6 +25,10 @@
 
 static inline void gen_out_arg(gen_kernel_out *o, uint8_t kind, int ref)
 {
+    if (o->n_args >= RT_MAX_ARGS) {
+        o->too_many_args = true;
+        return;
+    }
     o->args[o->n_args].kind = kind;
     o->args[o->n_args].ref = ref;
     o->n_args++;
@@ -67,6 +71,10 @@ static inline int gen_out_kernel(gen_kernel_out *o, dsl_kernel *k, char *err)
     }
     if (dsl_error(k)) {
         snprintf(err, GEN_ERR_LEN, "%s", dsl_error(k));
+        return -1;
+    }
+    if (o->too_many_args) {
+        snprintf(err, GEN_ERR_LEN, "kernel %s binds more than %d buffers", dsl_kernel_name(k), RT_MAX_ARGS);
         return -1;
     }
     return 0;
