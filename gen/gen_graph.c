@@ -424,6 +424,17 @@ static bool kop_writes_between(const gen_graph *g, int i, int j, int v)
     return false;
 }
 
+/* Remove kop i, folded into kop `into` (labelled "first+second"); the kops after i
+ * move down one place (so does `into` when it comes after i). */
+static void fold_kop_away(gen_graph *g, int i, gen_kop *into, const char *first, const char *second)
+{
+    char label[sizeof(into->label)];
+    snprintf(label, sizeof(label), "%s+%s", first, second);
+    memcpy(into->label, label, sizeof(label));
+    memmove(&g->kops[i], &g->kops[i + 1], sizeof(g->kops[0]) * (size_t)(g->n_kops - i - 1));
+    g->n_kops--;
+}
+
 /* Decode-only folds: an rmsnorm read only by the LM head, a NORM_QUANT read only by
  * one (multi-)projection; the reader takes the norm's input and weight. */
 static void fold_decode_norms(gen_graph *g)
@@ -443,12 +454,7 @@ static void fold_decode_norms(gen_graph *g)
             continue;
         r->in[0] = n->in[0];
         r->norm_w = n->w[0];
-        char label[sizeof(r->label)];
-        snprintf(label, sizeof(label), "%.40s+%s", n->label, r->label);
-        memcpy(r->label, label, sizeof(label));
-        memmove(n, n + 1, sizeof(*n) * (size_t)(g->n_kops - i - 1));
-        g->n_kops--;
-        i--;
+        fold_kop_away(g, i--, r, n->label, r->label);
     }
 }
 
@@ -465,12 +471,7 @@ static void fold_decode_next_norm(gen_graph *g)
             continue;
         b->last_out = n->out;
         b->last_norm_w = n->w[0];
-        char label[sizeof(b->label)];
-        snprintf(label, sizeof(label), "%.60s+%.34s", b->label, n->label);
-        memcpy(b->label, label, sizeof(label));
-        memmove(n, n + 1, sizeof(*n) * (size_t)(g->n_kops - i - 1));
-        g->n_kops--;
-        i--;
+        fold_kop_away(g, i--, b, b->label, n->label);
     }
 }
 
@@ -536,12 +537,7 @@ static void fold_decode_kv_write(gen_graph *g)
         a->in[2] = w->in[1];
         a->kv_fold = true;
         a->kv_rope = w->kind == GEN_K_ROPE_KV;
-        char label[sizeof(a->label)];
-        snprintf(label, sizeof(label), "%s+%.80s", w->label, a->label);
-        memcpy(a->label, label, sizeof(label));
-        memmove(w, w + 1, sizeof(*w) * (size_t)(g->n_kops - i - 1));
-        g->n_kops--;
-        i--;
+        fold_kop_away(g, i--, a, w->label, a->label);
     }
 }
 
