@@ -252,21 +252,10 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         if (merge) {
             /* partials visible device-wide, then count this workgroup in; the one that
              * makes the count S merges (ATTN_COMBINE's code) and zeroes the counter */
-            dsl_memory_barrier(k, DSL_MEM_BUFFER);
-            dsl_barrier(k);
-            dsl_expr arrived = dsl_shared(k, "arrived", DSL_U32, 1);
-            dsl_if(k, dsl_eq(k, lid, U(0)));
-            dsl_store(k, arrived, U(0), dsl_atomic_add(k, dsl_at(k, sync, w0), U(1)));
-            dsl_end(k);
-            dsl_barrier(k);
-            dsl_if(k, dsl_eq(k, dsl_load(k, arrived, U(0)), U(S - 1)));
-            dsl_memory_barrier(k, DSL_MEM_BUFFER);
+            gen_last_wg_begin(k, dsl_at(k, sync, w0), (uint32_t)S);
             for (int hh = 0; hh < G; hh++)
                 combine_head(k, y, yout, head[hh], lid, S, hd);
-            dsl_if(k, dsl_eq(k, lid, U(0)));
-            dsl_atomic_exchange(k, dsl_at(k, sync, w0), U(0));
-            dsl_end(k);
-            dsl_end(k);
+            gen_last_wg_end(k, dsl_at(k, sync, w0));
         }
     } else {
         dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, w0, HD)), lid),

@@ -127,24 +127,15 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
 static void last_norm(dsl_kernel *k, float eps, dsl_expr y, dsl_expr w, dsl_expr lq, dsl_expr lqs, dsl_expr sync,
                       dsl_expr red, int M, dsl_expr Mc, uint32_t groups)
 {
-    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
-    dsl_memory_barrier(k, DSL_MEM_BUFFER);
-    dsl_barrier(k);
-    dsl_expr arrived = dsl_shared(k, "arrived", DSL_U32, 1);
-    dsl_if(k, dsl_eq(k, lid, U(0)));
-    dsl_store(k, arrived, U(0), dsl_atomic_add(k, cnt, U(1)));
-    dsl_end(k);
-    dsl_barrier(k);
-    dsl_if(k, dsl_eq(k, dsl_load(k, arrived, U(0)), U(groups - 1)));
-    dsl_memory_barrier(k, DSL_MEM_BUFFER);
+    dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
+    gen_last_wg_begin(k, cnt, groups);
     dsl_expr scale = gen_norm_scale(k, eps, y, U(0), Mc, red), sq, total;
     gen_quant_row(k, y, w, U(0), scale, M, Mc, red, lq, NULL, &sq, &total);
-    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
     dsl_store(k, lqs, U(0), sq);
     dsl_store(k, lqs, U(1), dsl_cast(k, total, DSL_F32));
-    dsl_atomic_exchange(k, cnt, U(0));
     dsl_end(k);
-    dsl_end(k);
+    gen_last_wg_end(k, cnt);
 }
 
 static int groups_of(int M)

@@ -101,4 +101,31 @@ static inline dsl_expr gen_wg_reduce(dsl_kernel *k, dsl_expr sh, dsl_expr v, dsl
     return acc;
 }
 
+/* The last workgroup to arrive (a cross-workgroup merge without spin-waits): make this
+ * workgroup's buffer writes visible (what the last one reads must be coherent), count
+ * it in on the u32 counter `cnt` (an element of the coherent SYNC buffer), and open
+ * `if (it was the n-th to arrive) {` behind a buffer memory barrier. gen_last_wg_end
+ * zeroes the counter again and closes the if. Call both in uniform control flow. */
+static inline void gen_last_wg_begin(dsl_kernel *k, dsl_expr cnt, uint32_t n)
+{
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_memory_barrier(k, DSL_MEM_BUFFER);
+    dsl_barrier(k);
+    dsl_expr arrived = dsl_shared(k, "arrived", DSL_U32, 1);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, arrived, U(0), dsl_atomic_add(k, cnt, U(1)));
+    dsl_end(k);
+    dsl_barrier(k);
+    dsl_if(k, dsl_eq(k, dsl_load(k, arrived, U(0)), U(n - 1)));
+    dsl_memory_barrier(k, DSL_MEM_BUFFER);
+}
+
+static inline void gen_last_wg_end(dsl_kernel *k, dsl_expr cnt)
+{
+    dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
+    dsl_atomic_exchange(k, cnt, U(0));
+    dsl_end(k);
+    dsl_end(k);
+}
+
 #endif

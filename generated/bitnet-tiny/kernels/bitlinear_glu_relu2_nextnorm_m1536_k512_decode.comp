@@ -179,6 +179,8 @@ void main()
         if (gl_LocalInvocationIndex == 0u) {
             pc.lqs.d[0u] = s2;
             pc.lqs.d[1u] = float(total);
+        }
+        if (gl_LocalInvocationIndex == 0u) {
             atomicExchange(pc.sync.d[1023u], 0u);
         }
     }

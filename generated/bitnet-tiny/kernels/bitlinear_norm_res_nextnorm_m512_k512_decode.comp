@@ -224,6 +224,8 @@ void main()
         if (gl_LocalInvocationIndex == 0u) {
             pc.lqs.d[0u] = s6;
             pc.lqs.d[1u] = float(total1);
+        }
+        if (gl_LocalInvocationIndex == 0u) {
             atomicExchange(pc.sync.d[1023u], 0u);
         }
     }
