@@ -54,14 +54,14 @@ static const char *arg_kind_name(uint8_t k)
 {
     static const char *const n[] = {"RT_ARG_WEIGHT", "RT_ARG_ACT",    "RT_ARG_KCACHE", "RT_ARG_VCACHE",
                                     "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT", "RT_ARG_WEIGHT_Q8",
-                                    "RT_ARG_SYNC"};
+                                    "RT_ARG_SYNC",   "RT_ARG_WEIGHT_NEXT"};
     return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
 
 static const char *param_kind_name(uint8_t k)
 {
-    static const char *const n[] = {"RT_P_CONST", "RT_P_VOCAB", "RT_P_N_CTX", "RT_P_LAYER"};
-    return k < 4 ? n[k] : "?";
+    static const char *const n[] = {"RT_P_CONST", "RT_P_VOCAB", "RT_P_N_CTX", "RT_P_LAYER", "RT_P_HAS_NEXT"};
+    return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
 
 /* One line describing an argument, for comments and schedule.txt. */
@@ -70,6 +70,14 @@ static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
     switch (a.kind) {
     case RT_ARG_WEIGHT: snprintf(out, n, "%s", md->tensors[a.index].gguf); break;
     case RT_ARG_WEIGHT_Q8: snprintf(out, n, "q8_0(%s)", md->tensors[a.index].gguf); break;
+    case RT_ARG_WEIGHT_NEXT: { /* blk.{L+1}.name */
+        const char *nm = md->tensors[a.index].gguf, *l = strstr(nm, "{L}");
+        if (l)
+            snprintf(out, n, "%.*s{L+1}%s", (int)(l - nm), nm, l + 3);
+        else
+            snprintf(out, n, "%s", nm);
+        break;
+    }
     case RT_ARG_ACT: snprintf(out, n, "%s", md->acts[a.index].name); break;
     case RT_ARG_KCACHE: snprintf(out, n, "kcache[L]"); break;
     case RT_ARG_VCACHE: snprintf(out, n, "vcache[L]"); break;

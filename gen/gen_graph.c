@@ -458,21 +458,57 @@ static void fold_decode_norms(gen_graph *g)
     }
 }
 
-/* Decode-only: a NORM_QUANT right after the residual bitlinear or the GLU that wrote
- * its input folds into that kernel's end: its last workgroup to finish normalises and
- * quantises the whole new row (the NORM_QUANT kernel's code) once, so the norm needs
- * no dispatch and its reader no prologue. Runs before fold_decode_norms. */
+/* Decode-only: a NORM_QUANT right after the residual bitlinear, the GLU or the
+ * embedding that wrote its input folds into that kernel's end: its last workgroup to
+ * finish normalises and quantises the whole new row (the NORM_QUANT kernel's code)
+ * once, so the norm needs no dispatch and its reader no prologue. Runs after
+ * fold_decode_loop_norm and before fold_decode_norms. */
 static void fold_decode_next_norm(gen_graph *g)
 {
     for (int i = 1; i < g->n_kops; i++) {
         gen_kop *n = &g->kops[i], *b = &g->kops[i - 1];
-        bool producer = (b->kind == GEN_K_BITLINEAR && b->res >= 0) || b->kind == GEN_K_BITLINEAR_GLU;
+        bool producer = (b->kind == GEN_K_BITLINEAR && b->res >= 0) || b->kind == GEN_K_BITLINEAR_GLU ||
+                        b->kind == GEN_K_EMBED;
         if (n->kind != GEN_K_NORM_QUANT || !producer || b->out != n->in[0] || b->sec != n->sec || b->last_out >= 0)
             continue;
         b->last_out = n->out;
         b->last_norm_w = n->w[0];
         fold_kop_away(g, i--, b, b->label, n->label);
     }
+}
+
+/* Decode-only, across the layer loop: when the layer starts with a NORM_QUANT of the
+ * residual stream that the layer's last kop (a residual bitlinear) writes, that
+ * bitlinear's last workgroup runs the next layer's norm (last_next: the weight of
+ * layer L+1, nothing on the last layer) and layer 0's norm moves to the end of the
+ * pre section (where fold_decode_next_norm puts it into the embedding's tail). The
+ * Q8 row then crosses the loop, so it keeps its own buffer (gen_plan pins values
+ * used outside their section). */
+static void fold_decode_loop_norm(gen_graph *g)
+{
+    int f = -1, l = -1;
+    for (int i = 0; i < g->n_kops; i++)
+        if (g->kops[i].sec == GEN_SEC_LAYER) {
+            f = f < 0 ? i : f;
+            l = i;
+        }
+    if (f < 0 || f == l)
+        return;
+    gen_kop *n = &g->kops[f], *b = &g->kops[l];
+    if (n->kind != GEN_K_NORM_QUANT || b->kind != GEN_K_BITLINEAR || b->res < 0 || b->out != n->in[0] ||
+        b->last_out >= 0)
+        return;
+    for (int i = 0; i < g->n_kops; i++) /* the Q8 row: read only inside the layer */
+        for (int a = 0; a < 3; a++)
+            if (g->kops[i].in[a] == n->out && g->kops[i].sec != GEN_SEC_LAYER)
+                return;
+    b->last_out = n->out;
+    b->last_norm_w = n->w[0];
+    b->last_next = true;
+    char label[sizeof(b->label)];
+    snprintf(label, sizeof(label), "%s+%s[L+1]", b->label, n->label);
+    memcpy(b->label, label, sizeof(label));
+    n->sec = GEN_SEC_PRE;
 }
 
 static int split_decode_attention(lower_ctx *c)
@@ -565,6 +601,7 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
             return -1;
     }
     if (fuse && decode) {
+        fold_decode_loop_norm(out_g);
         fold_decode_next_norm(out_g);
         fold_decode_norms(out_g);
     }

@@ -25,7 +25,7 @@
                                       * width: its f32 row + the 1 KB reduction array stay in
                                       * Vulkan's guaranteed 16 KB of shared memory */
 #define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
-#define GEN_SYNC_LAST_NORM 1023 /* the SYNC counter (< RT_SYNC_WORDS) of the bitlinears whose
+#define GEN_SYNC_LAST_NORM 1023 /* the SYNC counter (< RT_SYNC_WORDS) of the kernels whose
                                  * last workgroup runs the next norm (kop->last_out); the
                                  * split attentions' columns use the words below it */
 
@@ -97,11 +97,14 @@ typedef struct {
                      * the workgroup whose key range holds pos writes the cache row and
                      * scores that key from shared memory */
     bool kv_rope;   /* with kv_fold: k is rotated (the folded kop was ROPE_KV) */
-    int last_out;   /* BITLINEAR with a residual or BITLINEAR_GLU (decode, fused): the NORM_QUANT that
+    int last_out;   /* BITLINEAR with a residual, BITLINEAR_GLU, EMBED (decode, fused): the NORM_QUANT that
                      * followed it folded in: the workgroup that finishes last (SYNC
                      * counter GEN_SYNC_LAST_NORM) runs it on the whole new row `out`
                      * with weight last_norm_w into this Q8 gval. -1 none */
     int last_norm_w;
+    bool last_next; /* with last_out: the norm is the next layer's first kop (last_norm_w
+                     * resolves to layer L+1, RT_ARG_WEIGHT_NEXT); skipped on the last
+                     * layer (RT_P_HAS_NEXT); layer 0's copy runs in the pre section */
     int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
                      * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
                      * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */

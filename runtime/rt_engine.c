@@ -76,8 +76,11 @@ struct rt_engine {
 static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
 {
     switch (a.kind) {
-    case RT_ARG_WEIGHT: {
-        int L = e->d->tensors[a.index].per_layer ? layer : 0;
+    case RT_ARG_WEIGHT:
+    case RT_ARG_WEIGHT_NEXT: {
+        int L = !e->d->tensors[a.index].per_layer ? 0
+                : a.kind == RT_ARG_WEIGHT_NEXT && layer + 1 < e->n_layers ? layer + 1
+                                                                          : layer;
         return &e->w[(size_t)a.index * e->n_layers + L];
     }
     case RT_ARG_WEIGHT_Q8: return &e->wq8[a.index];
@@ -132,6 +135,7 @@ static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         case RT_P_VOCAB: v = (uint32_t)e->vocab; break;
         case RT_P_N_CTX: v = (uint32_t)e->n_ctx; break;
         case RT_P_LAYER: v = (uint32_t)layer; break;
+        case RT_P_HAS_NEXT: v = layer + 1 < e->n_layers; break;
         default: break;
         }
         memcpy(push + off, &v, 4);

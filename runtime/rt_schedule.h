@@ -9,6 +9,8 @@
  * Buffers a dispatch can name (rt_arg.kind):
  *   WEIGHT  desc->tensors[index] of the current layer (per_layer) or global; the whole
  *           GGUF tensor (I2_S: codes then the f32 scale at byte ne0*ne1/4)
+ *   WEIGHT_NEXT  the same tensor of the next layer (the last layer: its own; a kernel
+ *           that reads one takes an RT_P_HAS_NEXT param and skips that work there)
  *   WEIGHT_Q8  the Q8_0 copy of desc->tensors[index] made at load (--lm-head q8):
  *           int8 codes [ne1][ne0] (4 per u32, element 4w+b in byte b), then the f16
  *           block scales [ne1][ne0/RT_Q8_BLOCK], two per u32 (lower half first);
@@ -38,7 +40,7 @@
 
 typedef enum {
     RT_ARG_WEIGHT, RT_ARG_ACT, RT_ARG_KCACHE, RT_ARG_VCACHE, RT_ARG_TOKENS, RT_ARG_LOGITS, RT_ARG_RESULT,
-    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC,
+    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC, RT_ARG_WEIGHT_NEXT,
 } rt_arg_kind;
 
 #define RT_SYNC_WORDS 1024
@@ -48,7 +50,7 @@ typedef enum {
 
 typedef struct {
     uint8_t kind;   /* rt_arg_kind */
-    uint16_t index; /* tensor index (WEIGHT) or act index (ACT); 0 otherwise */
+    uint16_t index; /* tensor index (WEIGHT*) or act index (ACT); 0 otherwise */
 } rt_arg;
 
 typedef enum {
@@ -56,6 +58,7 @@ typedef enum {
     RT_P_VOCAB, /* vocabulary size (from the GGUF) */
     RT_P_N_CTX, /* context length of this run */
     RT_P_LAYER, /* index of the current layer */
+    RT_P_HAS_NEXT, /* 1 when a layer follows the current one, else 0 (layer section only) */
 } rt_param_kind;
 
 typedef struct {

@@ -206,35 +206,55 @@ static void test_no_barrier_between_independent_projections(void **state)
     assert_int_equal(seen, 1);
 }
 
-/* Decode-only folds: norms recomputed in the prologue of their only reader. */
+/* Decode-only folds: norms run by the last workgroup of their input's producer, or
+ * recomputed in the prologue of their only reader. */
 static void test_decode_folds(void **state)
 {
     (void)state;
     char err[GEN_ERR_LEN] = "";
     load("models/bitnet-b1.58-2b.yaml");
     assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
-    /* attn_norm -> qkv, attn_sub_norm -> o (prologues); ffn_norm (read by the GLU) runs
-     * in o's last workgroup, ffn_sub_norm (read by down) in the GLU's */
+    /* attn_sub_norm -> o (prologue); attn_norm runs in the embedding's last workgroup
+     * (layer 0) and in ffn_down's (the next layer's), ffn_norm (read by the GLU) in o's,
+     * ffn_sub_norm (read by down) in the GLU's; the final norm in the LM head's prologue */
     assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 0);
+    assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_PRE), 0);
     assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
+    int first = -1;
+    for (int i = 0; i < graph.n_kops && first < 0; i++)
+        first = graph.kops[i].sec == GEN_SEC_LAYER ? i : -1;
+    assert_true(first > 0);
     int folded = 0, layer = 0, last = 0;
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
         layer += k->sec == GEN_SEC_LAYER;
-        if (k->last_out >= 0) { /* attn_output writing the GLU's input, the GLU writing down's */
-            static const char *const want[2][3] = {{"attn_output", "ffn_norm", "ffn_gate"},
-                                                   {"ffn_gate", "ffn_sub_norm", "ffn_down"}};
-            assert_true(last < 2);
-            assert_int_equal(k->kind, last ? GEN_K_BITLINEAR_GLU : GEN_K_BITLINEAR);
-            assert_true(last ? k->res < 0 : k->res >= 0);
+        if (k->last_out >= 0) { /* producer, the norm it runs, the reader of the Q8 row */
+            static const char *const want[4][3] = {{"token_embd", "attn_norm", "attn_q"},
+                                                   {"attn_output", "ffn_norm", "ffn_gate"},
+                                                   {"ffn_gate", "ffn_sub_norm", "ffn_down"},
+                                                   {"ffn_down", "attn_norm", "attn_q"}};
+            static const gen_kop_kind kind[4] = {GEN_K_EMBED, GEN_K_BITLINEAR, GEN_K_BITLINEAR_GLU, GEN_K_BITLINEAR};
+            assert_true(last < 4);
+            assert_int_equal(k->kind, kind[last]);
+            assert_int_equal(k->sec, last ? GEN_SEC_LAYER : GEN_SEC_PRE);
+            assert_true(last == 1 || last == 3 ? k->res >= 0 : k->res < 0);
+            assert_true(k->last_next == (last == 3)); /* down: layer L+1's weight, skipped on the last */
             assert_string_equal(model.tensors[k->w[0]].key, want[last][0]);
             assert_string_equal(model.tensors[k->last_norm_w].key, want[last][1]);
             assert_int_equal(graph.vals[k->last_out].kind, GEN_GV_Q8);
-            assert_string_equal(model.tensors[graph.kops[i + 1].w[0]].key, want[last][2]);
-            assert_int_equal(graph.kops[i + 1].in[0], k->last_out);
-            assert_int_equal(graph.kops[i + 1].norm_w, -1); /* no prologue: it reads the Q8 row */
+            /* the reader: the next kop, or the layer's first (across the loop) */
+            int r = last == 0 || last == 3 ? first : i + 1;
+            assert_string_equal(model.tensors[graph.kops[r].w[0]].key, want[last][2]);
+            assert_int_equal(graph.kops[r].in[0], k->last_out);
+            assert_int_equal(graph.kops[r].norm_w, -1); /* no prologue: it reads the Q8 row */
+            assert_true(graph.barrier[r] & (1ull << graph.vals[k->last_out].buf)); /* waits for it */
+            if (k->last_next) { /* the row crosses the loop: no other value shares its buffers */
+                assert_int_equal(k->last_out, graph.kops[first - 1].last_out); /* == the embedding's */
+                for (int v = 0; v < graph.n_vals; v++)
+                    assert_true(v == k->last_out || (graph.vals[v].buf != graph.vals[k->last_out].buf &&
+                                                      graph.vals[v].buf != graph.vals[k->last_out].buf_s));
+            }
             last++;
-            assert_true(graph.barrier[i + 1] & (1ull << graph.vals[k->last_out].buf)); /* GLU waits for it */
             int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0, q8 = 0;
             for (int w = 0; w < nw; w++) {
                 sync += wr[w] == 59;
@@ -246,12 +266,12 @@ static void test_decode_folds(void **state)
         if (k->norm_w < 0)
             continue;
         folded++;
-        assert_true(k->kind == GEN_K_BITLINEAR || k->kind == GEN_K_BITLINEAR_MULTI || k->kind == GEN_K_LM_HEAD);
+        assert_true(k->kind == GEN_K_BITLINEAR || k->kind == GEN_K_LM_HEAD);
         assert_int_equal(graph.vals[k->in[0]].kind, GEN_GV_F32);
         assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
     }
-    assert_int_equal(folded, 3);
-    assert_int_equal(last, 2);
+    assert_int_equal(folded, 2);
+    assert_int_equal(last, 4);
     /* 5 per layer + embed + lm_head: 2 + 5 * 30 = 152 dispatches per token (+ argmax) */
     assert_int_equal(layer, 5);
     assert_int_equal(graph.n_kops - layer, 2);

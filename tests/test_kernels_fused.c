@@ -32,6 +32,7 @@
 #define POISON 0xffffffffu
 #define VOCAB 1000u
 #define POS 5u /* decode position: cache rows 0..POS are valid */
+#define TOKEN 777u /* the token the embedding reads */
 #define OK(call)                                               \
     do {                                                       \
         if ((call) != 0)                                       \
@@ -44,7 +45,8 @@ static gen_model model;
 static gen_graph fused, plain; /* decode graph with fusion / the unfused lowering */
 
 /* Device buffers: weights by tensor, caches, logits; act buffers per graph plan. */
-static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits, sync;
+static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits, sync, tokens;
+static uint32_t has_next = 1; /* RT_P_HAS_NEXT of the next run_kop */
 typedef struct {
     const gen_graph *g;
     rt_buf act[GEN_MAX_BUFS];
@@ -121,6 +123,8 @@ static int setup(void **st)
     upload(&vc, h, kvb);
     free(h);
     upload(&logits, NULL, VOCAB * 4);
+    const uint32_t tok[1] = {TOKEN};
+    upload(&tokens, tok, sizeof(tok));
     OK(rt_buf_create(g_vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, &sync, err));
     OK(rt_buf_fill(g_vk, &sync, 0, err)); /* as the engine leaves it */
     rt_dyn dyn = {.pos = POS, .n_tokens = 1, .n_kv = POS + 1, .out_start = 0};
@@ -144,6 +148,7 @@ static int teardown(void **st)
     rt_buf_destroy(g_vk, &vc);
     rt_buf_destroy(g_vk, &logits);
     rt_buf_destroy(g_vk, &sync);
+    rt_buf_destroy(g_vk, &tokens);
     rt_vk_destroy(g_vk);
     return 0;
 }
@@ -180,17 +185,22 @@ static void run_kop(planbufs *p, const gen_kop *kop)
     uint8_t push[RT_PUSH_BYTES] = {0};
     assert_int_equal(dsl_kernel_n_buffers(k), ko.n_args);
     for (int a = 0; a < ko.n_args; a++) {
-        const rt_buf *b = ko.args[a].kind == RT_ARG_WEIGHT ? &wbuf[ko.args[a].ref]
-                          : ko.args[a].kind == RT_ARG_ACT  ? act(p, ko.args[a].ref)
-                          : ko.args[a].kind == RT_ARG_KCACHE ? &kc
-                          : ko.args[a].kind == RT_ARG_VCACHE ? &vc
-                          : ko.args[a].kind == RT_ARG_SYNC   ? &sync
-                                                             : &logits;
-        assert_true(ko.args[a].kind != RT_ARG_TOKENS && ko.args[a].kind != RT_ARG_RESULT);
+        /* one set of weights: layer L+1's tensor (WEIGHT_NEXT) is the same buffer */
+        const uint8_t kind = ko.args[a].kind;
+        const rt_buf *b = kind == RT_ARG_WEIGHT || kind == RT_ARG_WEIGHT_NEXT ? &wbuf[ko.args[a].ref]
+                          : kind == RT_ARG_ACT                                ? act(p, ko.args[a].ref)
+                          : kind == RT_ARG_KCACHE                             ? &kc
+                          : kind == RT_ARG_VCACHE                             ? &vc
+                          : kind == RT_ARG_SYNC                               ? &sync
+                          : kind == RT_ARG_TOKENS                             ? &tokens
+                                                                              : &logits;
+        assert_true(kind != RT_ARG_RESULT);
         memcpy(push + dsl_kernel_buffer_offset(k, a), &b->addr, 8);
     }
     for (int i = 0; i < ko.n_params; i++) {
-        uint32_t v = ko.params[i].kind == RT_P_VOCAB ? VOCAB : ko.params[i].value;
+        uint32_t v = ko.params[i].kind == RT_P_VOCAB      ? VOCAB
+                     : ko.params[i].kind == RT_P_HAS_NEXT ? has_next
+                                                          : ko.params[i].value;
         memcpy(push + dsl_kernel_param_offset(k, i), &v, 4);
     }
     uint32_t gr[3];
@@ -339,11 +349,22 @@ static void check_sync_zero(const gen_kop *fk)
             fail_msg("%s: sync counter %d left at %u (must be zero again)", fk->label, i, cnt[i]);
 }
 
-/* A GLU whose last workgroup runs the next norm: random int8 input row, the product
- * against a C reference (relu^2(gate) * up, or silu), then the Q8 row it wrote. */
-static void check_glu_last(const gen_kop *fk)
+/* Poison both halves of Q8 gval v (fused plan). */
+static void poison_q8(int v)
+{
+    OK(rt_buf_fill(g_vk, act(&pf, fused.vals[v].buf), POISON, err));
+    OK(rt_buf_fill(g_vk, act(&pf, fused.vals[v].buf_s), POISON, err));
+}
+
+/* A bitlinear with an int8 input whose last workgroup runs the next norm (the GLU,
+ * ffn_down running the next layer's attn_norm): random int8 row, the product against
+ * a C reference (relu^2(gate) * up, silu, or + the residual), then the Q8 row it wrote.
+ * With last_next also on the last layer (has_next = 0): the same product, and the
+ * norm skipped (its Q8 row still poison). */
+static void check_q8_last(const gen_kop *fk)
 {
     const gen_gval *in = &fused.vals[fk->in[0]];
+    const bool glu = fk->kind == GEN_K_BITLINEAR_GLU;
     const int K = in->width, M = fused.vals[fk->out].width;
     int8_t *q = malloc((size_t)K);
     float qs[2] = {127.0f / 3.0f, 0};
@@ -351,25 +372,65 @@ static void check_glu_last(const gen_kop *fk)
         q[i] = (int8_t)((int)(rnd() % 255) - 127);
         qs[1] += q[i];
     }
-    OK(rt_buf_upload(g_vk, act(&pf, in->buf), 0, q, (size_t)K, err));
-    OK(rt_buf_upload(g_vk, act(&pf, in->buf_s), 0, qs, sizeof(qs), err));
-    run_kop(&pf, fk);
-    check_sync_zero(fk);
-    float *y = download_val(&pf, fk->out, M), *g = malloc(sizeof(float) * (size_t)M), *u = malloc(sizeof(float) * (size_t)M);
+    float *g = malloc(sizeof(float) * (size_t)M), *u = malloc(sizeof(float) * (size_t)M);
+    float *res0 = malloc(sizeof(float) * (size_t)M);
+    for (int i = 0; i < M; i++)
+        res0[i] = rndf();
     ref_ternary(q, qs[0], fk->w[0], K, M, g);
-    ref_ternary(q, qs[0], fk->w[1], K, M, u);
+    if (glu)
+        ref_ternary(q, qs[0], fk->w[1], K, M, u);
     for (int r = 0; r < M; r++) {
         float a = g[r] > 0 ? g[r] : 0;
-        g[r] = fk->relu2 ? a * a * u[r] : g[r] / (1.0f + expf(-g[r])) * u[r];
+        g[r] = !glu ? res0[r] + g[r] : fk->relu2 ? a * a * u[r] : g[r] / (1.0f + expf(-g[r])) * u[r];
     }
-    double e = max_rel(y, g, M);
-    if (!(e <= 1e-5))
-        fail_msg("%s: vs C reference max rel err %g", fk->label, e);
-    check_last_norm(fk, y, M);
+    for (int run = 0; run < (fk->last_next ? 2 : 1); run++) {
+        has_next = run == 0; /* second run: the last layer */
+        OK(rt_buf_upload(g_vk, act(&pf, in->buf), 0, q, (size_t)K, err));
+        OK(rt_buf_upload(g_vk, act(&pf, in->buf_s), 0, qs, sizeof(qs), err));
+        if (fk->res >= 0)
+            OK(rt_buf_upload(g_vk, act(&pf, fused.vals[fk->res].buf), 0, res0, sizeof(float) * (size_t)M, err));
+        poison_q8(fk->last_out);
+        run_kop(&pf, fk);
+        check_sync_zero(fk);
+        float *y = download_val(&pf, fk->out, M);
+        double e = max_rel(y, g, M);
+        if (!(e <= 1e-5))
+            fail_msg("%s (has_next %u): vs C reference max rel err %g", fk->label, has_next, e);
+        if (has_next) {
+            check_last_norm(fk, y, M);
+        } else { /* no next layer: nothing written */
+            uint32_t w[2];
+            OK(rt_buf_download(g_vk, act(&pf, fused.vals[fk->last_out].buf), 0, w, 4, err));
+            OK(rt_buf_download(g_vk, act(&pf, fused.vals[fk->last_out].buf_s), 0, w + 1, 4, err));
+            if (w[0] != POISON || w[1] != POISON)
+                fail_msg("%s: wrote the next norm's row on the last layer", fk->label);
+        }
+        free(y);
+    }
+    has_next = 1;
     free(q);
-    free(y);
     free(g);
     free(u);
+    free(res0);
+}
+
+/* The embedding running the first layer's norm in its last workgroup: x = the F16
+ * table row of TOKEN (exact), and the Q8 row against the C reference. */
+static void check_embed_last(const gen_kop *fk)
+{
+    const int D = fused.vals[fk->out].width;
+    poison_q8(fk->last_out);
+    run_kop(&pf, fk);
+    check_sync_zero(fk);
+    float *x = download_val(&pf, fk->out, D);
+    uint16_t *row = malloc(sizeof(uint16_t) * (size_t)D);
+    OK(rt_buf_download(g_vk, &wbuf[fk->w[0]], (size_t)TOKEN * D * 2, row, sizeof(uint16_t) * (size_t)D, err));
+    for (int i = 0; i < D; i++)
+        if (x[i] != rt_f16_to_f32(row[i]))
+            fail_msg("%s: x[%d] = %g, table row %u has %g", fk->label, i, x[i], TOKEN, rt_f16_to_f32(row[i]));
+    check_last_norm(fk, x, D);
+    free(row);
+    free(x);
 }
 
 /* The plain kops that stand for an attention with folded rope(q) / rope_kv: its ROPE of
@@ -415,7 +476,8 @@ static int plain_range(const gen_kop *fk, int *out_first)
         const gen_kop *k = &plain.kops[i];
         if (k->sec != fk->sec)
             continue;
-        bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w) || (fk->last_out >= 0 && k->w[0] == fk->last_norm_w);
+        bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w) ||
+                    (fk->last_out >= 0 && !fk->last_next && k->w[0] == fk->last_norm_w);
         for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
             mine |= fk->w[p] >= 0 && k->w[0] == fk->w[p];
         mine |= plain_attention_part(fk, k);
@@ -433,13 +495,32 @@ static int plain_range(const gen_kop *fk, int *out_first)
     return last;
 }
 
+/* Int8 codes q[K] + [scale, sum] qs into Q8 gval v of plan p. */
+static void upload_q8(planbufs *p, int v, const int8_t *q, const float *qs, int K)
+{
+    OK(rt_buf_upload(g_vk, act(p, p->g->vals[v].buf), 0, q, (size_t)K, err));
+    OK(rt_buf_upload(g_vk, act(p, p->g->vals[v].buf_s), 0, qs, 2 * sizeof(float), err));
+}
+
 static void check_fused_kop(const gen_kop *fk)
 {
     const int K = fused.vals[fk->in[0]].width;
     float *x = malloc(sizeof(float) * (size_t)K * 4);
     for (int i = 0; i < K; i++)
         x[i] = 3.0f * rndf();
-    upload_val(fk->in[0], x, K);
+    /* a projection without a prologue norm reads int8 codes: the same on both sides
+     * (the unfused graph quantises per projection: each plain bitlinear gets them) */
+    const bool q8in = fused.vals[fk->in[0]].kind == GEN_GV_Q8;
+    int8_t *q = malloc((size_t)K);
+    float qs[2] = {127.0f / 2.5f, 0};
+    for (int i = 0; i < K; i++) {
+        q[i] = (int8_t)((int)(rnd() % 255) - 127);
+        qs[1] += q[i];
+    }
+    if (q8in)
+        upload_q8(&pf, fk->in[0], q, qs, K);
+    else
+        upload_val(fk->in[0], x, K);
     int np = fk->kind == GEN_K_BITLINEAR_MULTI ? fk->n_parts : 1;
     int outs[GEN_KOP_MAX_PARTS] = {fk->kind == GEN_K_BITLINEAR_MULTI ? fk->part_out[0] : fk->out};
     for (int p = 1; p < np; p++)
@@ -493,6 +574,10 @@ static void check_fused_kop(const gen_kop *fk)
          * out (the cache holds the test data) */
         if ((k->kind == GEN_K_KV_WRITE || k->kind == GEN_K_ROPE) && !plain_attention_part(fk, k))
             continue;
+        if (q8in && k->kind == GEN_K_QUANT)
+            continue;
+        if (q8in && k->kind == GEN_K_BITLINEAR)
+            upload_q8(&pp, k->in[0], q, qs, K);
         run_kop(&pp, k);
     }
     if (fk->kv_fold) { /* the fused kernel wrote the rows rope(k) + kv_write write, bit for bit */
@@ -526,19 +611,26 @@ static void check_fused_kop(const gen_kop *fk)
     }
     free(res0);
     free(x);
+    free(q);
 }
 
 static void test_fused_kernels_match_unfused(void **state)
 {
     (void)state;
     need_device();
-    int n = 0, kv = 0, last = 0;
+    int n = 0, kv = 0, last = 0, next = 0;
     for (int i = 0; i < fused.n_kops; i++) {
         const gen_kop *k = &fused.kops[i];
-        if (k->kind == GEN_K_BITLINEAR_GLU && k->last_out >= 0) {
-            check_glu_last(k);
+        if (k->kind == GEN_K_EMBED && k->last_out >= 0) {
+            check_embed_last(k);
             n++;
             last++;
+        } else if (k->norm_w < 0 && k->last_out >= 0) {
+            assert_true(k->kind == GEN_K_BITLINEAR_GLU || k->kind == GEN_K_BITLINEAR);
+            check_q8_last(k);
+            n++;
+            last++;
+            next += k->last_next;
         } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
             check_fused_kop(k);
             n++;
@@ -546,10 +638,12 @@ static void test_fused_kernels_match_unfused(void **state)
             last += k->last_out >= 0;
         }
     }
-    /* qkv (multi + norm), rope_kv+attention+rope, o (norm + next norm), GLU (next norm), lm_head (norm) */
-    assert_int_equal(n, 5);
+    /* embed (next norm), qkv (multi), rope_kv+attention+rope, o (norm + next norm), GLU
+     * (next norm), down (the next layer's norm), lm_head (norm) */
+    assert_int_equal(n, 7);
     assert_int_equal(kv, 1);
-    assert_int_equal(last, 2);
+    assert_int_equal(last, 4);
+    assert_int_equal(next, 1);
 }
 
 int main(void)

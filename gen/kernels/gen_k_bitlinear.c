@@ -23,6 +23,8 @@
  * workgroup makes its rows visible (coherent y + memoryBarrierBuffer) and counts
  * itself in on the SYNC counter GEN_SYNC_LAST_NORM; the one that arrives last runs
  * the NORM_QUANT code on the whole new row into the Q8 output and zeroes the counter.
+ * With kop->last_next (the layer's last bitlinear running the next layer's first
+ * norm) the norm weight is layer L+1's and a has_next param skips it on the last layer.
  */
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
@@ -121,23 +123,6 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     dsl_end(k);     /* rl */
 }
 
-/* last_out: rows visible, count this workgroup in on GEN_SYNC_LAST_NORM; the last of
- * the `groups` runs the NORM_QUANT kernel's code on y[0 .. M) into lq / lqs and zeroes
- * the counter. Called in uniform control flow (after the row loop). */
-static void last_norm(dsl_kernel *k, float eps, dsl_expr y, dsl_expr w, dsl_expr lq, dsl_expr lqs, dsl_expr sync,
-                      dsl_expr red, int M, dsl_expr Mc, uint32_t groups)
-{
-    dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
-    gen_last_wg_begin(k, cnt, groups);
-    dsl_expr scale = gen_norm_scale(k, eps, y, U(0), Mc, red), sq, total;
-    gen_quant_row(k, y, w, U(0), scale, M, Mc, red, lq, NULL, &sq, &total);
-    dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
-    dsl_store(k, lqs, U(0), sq);
-    dsl_store(k, lqs, U(1), dsl_cast(k, total, DSL_F32));
-    dsl_end(k);
-    gen_last_wg_end(k, cnt);
-}
-
 static int groups_of(int M)
 {
     return (M + ROWS - 1) / ROWS;
@@ -157,7 +142,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     char name[96];
     int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
                        glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "", res ? "_res" : "",
-                       kop->last_out >= 0 ? "_nextnorm" : "");
+                       kop->last_out < 0 ? "" : kop->last_next ? "_nextlayernorm" : "_nextnorm");
     for (int p = 0; p < np; p++)
         len += snprintf(name + len, sizeof(name) - (size_t)len, "_m%d", Ms[p]);
     snprintf(name + len, sizeof(name) - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
@@ -201,12 +186,17 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr lnw = NULL, lq = NULL, lqs = NULL, sync = NULL; /* last_out: the next norm's weight and Q8 row */
     if (last) {
         lnw = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->last_norm_w);
+        gen_out_arg(out, kop->last_next ? RT_ARG_WEIGHT_NEXT : RT_ARG_WEIGHT, kop->last_norm_w);
         lq = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
         lqs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
         gen_out_val(out, g, kop->last_out);
         sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
         gen_out_arg(out, RT_ARG_SYNC, 0);
+    }
+    dsl_expr has_next = NULL; /* last_next: 0 on the last layer (no next norm) */
+    if (last && kop->last_next) {
+        has_next = dsl_param(k, "has_next", DSL_U32);
+        out->params[out->n_params++] = (rt_param){.kind = RT_P_HAS_NEXT};
     }
 
     c.K4 = dsl_const_u32(k, "K4", K / 4);
@@ -227,7 +217,11 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         groups = (uint32_t)groups_of(M);
         out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
         if (last) {
-            last_norm(k, m->hp.norm_eps, y[0], lnw, lq, lqs, sync, red, M, Mc, groups);
+            if (has_next) /* a push constant: uniform, so the tail's barriers are fine */
+                dsl_if(k, dsl_ne(k, has_next, U(0)));
+            gen_last_norm(k, m->hp.norm_eps, y[0], lnw, lq, lqs, sync, red, M, Mc, groups);
+            if (has_next)
+                dsl_end(k);
             out->bytes += (uint64_t)M * 9 + 8; /* row + weight read back, codes + [scale, sum] out */
         }
     } else {

@@ -1,9 +1,11 @@
 /* gen_k_eltwise.c - element-wise kernels: EMBED (table row gather) and ADD,
  * RELU2_MUL (relu(a)^2 * b), SILU_MUL (a / (1 + exp(-a)) * b), as ggml computes them.
  * One invocation per element (EMBED: per pair of F16 elements), one workgroup row
- * per token.
+ * per token. Decode, fused: the embedding can run the first layer's norm in its last
+ * workgroup (kop->last_out, gen_last_norm: the NORM_QUANT kernel's code).
  */
 #include "gen_k_common.h"
+#include "gen_k_norm.h"
 
 #define WG 256
 
@@ -11,39 +13,61 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
-    const bool f16 = tab->type == GEN_T_F16;
+    const bool f16 = tab->type == GEN_T_F16, last = kop->last_out >= 0;
     char name[64];
-    snprintf(name, sizeof(name), "embed_%s_n%d", f16 ? "f16" : "f32", dim);
+    snprintf(name, sizeof(name), "embed_%s_n%d%s", f16 ? "f16" : "f32", dim, last ? "_nextnorm" : "");
+    if (last && (!decode || kop->last_next)) {
+        snprintf(err, GEN_ERR_LEN, "%s: the embedding runs a next norm in decode only", kop->label);
+        return -1;
+    }
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
-    (void)decode;
     dsl_expr tokens = dsl_buffer(k, "tokens", DSL_U32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_TOKENS, 0);
     dsl_expr table = dsl_buffer(k, "table", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
-    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
+    dsl_expr lnw = NULL, lq = NULL, lqs = NULL, sync = NULL; /* last_out: the next norm's weight and Q8 row */
+    if (last) {
+        lnw = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->last_norm_w);
+        lq = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
+        lqs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
+        gen_out_val(out, g, kop->last_out);
+        sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
+        gen_out_arg(out, RT_ARG_SYNC, 0);
+    }
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
     dsl_expr i = dsl_gid(k, 0), t = dsl_wgid(k, 1);
-    dsl_expr per = U(f16 ? dim / 2 : dim);
-    dsl_return_if(k, dsl_ge(k, i, per));
+    const uint32_t per = (uint32_t)(f16 ? dim / 2 : dim), groups = (per + WG - 1) / WG;
+    if (last) /* the tail's barriers need every invocation: no early return */
+        dsl_if(k, dsl_lt(k, i, U(per)));
+    else
+        dsl_return_if(k, dsl_ge(k, i, U(per)));
     /* ids are validated by the runtime; clamp anyway so a bad id cannot read outside */
     dsl_expr tok = dsl_let(k, "tok", dsl_min(k, dsl_load(k, tokens, t), dsl_sub(k, vocab, U(1))));
     dsl_expr yb = dsl_let(k, "yb", dsl_mul(k, t, D));
     if (f16) {
-        dsl_expr p = dsl_let(k, "p", dsl_unpack_half2x16(k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, per), i))));
+        dsl_expr p = dsl_let(k, "p", dsl_unpack_half2x16(k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, U(per)), i))));
         dsl_store(k, y, dsl_add(k, yb, dsl_mul(k, i, U(2))), dsl_comp(k, p, 0));
         dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(2)), U(1))), dsl_comp(k, p, 1));
     } else {
         dsl_store(k, y, dsl_add(k, yb, i), dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, D), i)));
     }
-    gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, (uint32_t)((dim / (f16 ? 2 : 1) + WG - 1) / WG), 1);
-    gen_out_groups(out, 1, 1, 0, 1);
     out->bytes = (uint64_t)dim * (f16 ? 6 : 8) + 4;
+    if (last) {
+        dsl_end(k);
+        dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
+        gen_last_norm(k, g->m->hp.norm_eps, y, lnw, lq, lqs, sync, red, dim, D, groups);
+        out->bytes += (uint64_t)dim * 9 + 8; /* row + weight read back, codes + [scale, sum] out */
+    }
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, groups, 1);
+    gen_out_groups(out, 1, 1, 0, 1);
     return gen_out_kernel(out, k, err);
 }
 

@@ -66,6 +66,20 @@ void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_exp
     *out_s = sq;
 }
 
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, dsl_expr w, dsl_expr lq, dsl_expr lqs, dsl_expr sync,
+                   dsl_expr red, int M, dsl_expr Mc, uint32_t groups)
+{
+    dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
+    gen_last_wg_begin(k, cnt, groups);
+    dsl_expr scale = gen_norm_scale(k, eps, y, U(0), Mc, red), sq, total;
+    gen_quant_row(k, y, w, U(0), scale, M, Mc, red, lq, NULL, &sq, &total);
+    dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
+    dsl_store(k, lqs, U(0), sq);
+    dsl_store(k, lqs, U(1), dsl_cast(k, total, DSL_F32));
+    dsl_end(k);
+    gen_last_wg_end(k, cnt);
+}
+
 int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_model *m = g->m;

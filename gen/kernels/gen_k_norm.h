@@ -7,6 +7,8 @@
 #ifndef GEN_K_NORM_H
 #define GEN_K_NORM_H
 
+#include <stdint.h>
+
 #include "dsl.h"
 
 /* (x[base + i] * scale) * w[i]; x[base + i] when scale is NULL. */
@@ -22,5 +24,13 @@ dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr base, dsl
  * by every invocation. */
 void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr scale, int width, dsl_expr N,
                    dsl_expr red, dsl_expr q, dsl_expr tok, dsl_expr *out_s, dsl_expr *out_total);
+
+/* The next norm run by the last workgroup (kop->last_out): this workgroup's writes to
+ * y made visible, counted in on SYNC word GEN_SYNC_LAST_NORM of `sync`; the last of
+ * `groups` runs gen_norm_scale + gen_quant_row on y[0 .. M) (Mc: M as a constant) with
+ * weight w into lq (codes) / lqs ([scale, sum]) and zeroes the counter. y must be a
+ * coherent buffer; red: shared f32[256]. Call in uniform control flow. */
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, dsl_expr w, dsl_expr lq, dsl_expr lqs, dsl_expr sync,
+                   dsl_expr red, int M, dsl_expr Mc, uint32_t groups);
 
 #endif
