@@ -458,8 +458,8 @@ static void fold_decode_norms(gen_graph *g)
     }
 }
 
-/* Decode-only: a NORM_QUANT right after the residual bitlinear, the GLU or the
- * embedding that wrote its input folds into that kernel's end: its last workgroup to
+/* Decode-only: a NORM_QUANT right after the residual bitlinear, the GLU, the embedding
+ * or the merged split attention that wrote its input folds into that kernel's end: its last workgroup to
  * finish normalises and quantises the whole new row (the NORM_QUANT kernel's code)
  * once, so the norm needs no dispatch and its reader no prologue. Runs after
  * fold_decode_loop_norm and before fold_decode_norms. */
@@ -468,7 +468,8 @@ static void fold_decode_next_norm(gen_graph *g)
     for (int i = 1; i < g->n_kops; i++) {
         gen_kop *n = &g->kops[i], *b = &g->kops[i - 1];
         bool producer = (b->kind == GEN_K_BITLINEAR && b->res >= 0) || b->kind == GEN_K_BITLINEAR_GLU ||
-                        b->kind == GEN_K_EMBED;
+                        b->kind == GEN_K_EMBED ||
+                        (b->kind == GEN_K_ATTENTION && b->part >= 0 && 256 % g->m->hp.head_dim == 0);
         if (n->kind != GEN_K_NORM_QUANT || !producer || b->out != n->in[0] || b->sec != n->sec || b->last_out >= 0)
             continue;
         b->last_out = n->out;
@@ -600,14 +601,13 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
         if (lower_section(&c, &secs[s]))
             return -1;
     }
+    if (decode && split_decode_attention(&c)) /* first: the folds below need its merged attentions */
+        return -1;
     if (fuse && decode) {
         fold_decode_loop_norm(out_g);
         fold_decode_next_norm(out_g);
         fold_decode_norms(out_g);
-    }
-    if (decode && split_decode_attention(&c))
-        return -1;
-    if (fuse && decode)
         fold_decode_kv_write(out_g);
+    }
     return gen_plan(out_g, err);
 }

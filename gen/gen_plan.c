@@ -79,7 +79,8 @@ static int io_bits(const gen_graph *g, const gen_kop *k, bool writes, int *out, 
         if (k->last_out >= 0) { /* the folded next norm's Q8 row, and the SYNC counter */
             PUT(g->vals[k->last_out].buf);
             PUT(g->vals[k->last_out].buf_s);
-            PUT(59);
+            if (k->part < 0) /* a merging attention has counted it already */
+                PUT(59);
         }
     }
 #undef PUT

@@ -214,9 +214,10 @@ static void test_decode_folds(void **state)
     char err[GEN_ERR_LEN] = "";
     load("models/bitnet-b1.58-2b.yaml");
     assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
-    /* attn_sub_norm -> o (prologue); attn_norm runs in the embedding's last workgroup
-     * (layer 0) and in ffn_down's (the next layer's), ffn_norm (read by the GLU) in o's,
-     * ffn_sub_norm (read by down) in the GLU's; the final norm in the LM head's prologue */
+    /* attn_norm runs in the embedding's last workgroup (layer 0) and in ffn_down's (the
+     * next layer's), attn_sub_norm in the attention's last merging workgroup, ffn_norm
+     * (read by the GLU) in o's, ffn_sub_norm (read by down) in the GLU's; the final norm
+     * in the LM head's prologue */
     assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 0);
     assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_PRE), 0);
     assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
@@ -229,21 +230,24 @@ static void test_decode_folds(void **state)
         const gen_kop *k = &graph.kops[i];
         layer += k->sec == GEN_SEC_LAYER;
         if (k->last_out >= 0) { /* producer, the norm it runs, the reader of the Q8 row */
-            static const char *const want[4][3] = {{"token_embd", "attn_norm", "attn_q"},
+            static const char *const want[5][3] = {{"token_embd", "attn_norm", "attn_q"},
+                                                   {NULL, "attn_sub_norm", "attn_output"},
                                                    {"attn_output", "ffn_norm", "ffn_gate"},
                                                    {"ffn_gate", "ffn_sub_norm", "ffn_down"},
                                                    {"ffn_down", "attn_norm", "attn_q"}};
-            static const gen_kop_kind kind[4] = {GEN_K_EMBED, GEN_K_BITLINEAR, GEN_K_BITLINEAR_GLU, GEN_K_BITLINEAR};
-            assert_true(last < 4);
+            static const gen_kop_kind kind[5] = {GEN_K_EMBED, GEN_K_ATTENTION, GEN_K_BITLINEAR, GEN_K_BITLINEAR_GLU,
+                                                 GEN_K_BITLINEAR};
+            assert_true(last < 5);
             assert_int_equal(k->kind, kind[last]);
             assert_int_equal(k->sec, last ? GEN_SEC_LAYER : GEN_SEC_PRE);
-            assert_true(last == 1 || last == 3 ? k->res >= 0 : k->res < 0);
-            assert_true(k->last_next == (last == 3)); /* down: layer L+1's weight, skipped on the last */
-            assert_string_equal(model.tensors[k->w[0]].key, want[last][0]);
+            assert_true(last == 2 || last == 4 ? k->res >= 0 : k->res < 0);
+            assert_true(k->last_next == (last == 4)); /* down: layer L+1's weight, skipped on the last */
+            if (want[last][0])
+                assert_string_equal(model.tensors[k->w[0]].key, want[last][0]);
             assert_string_equal(model.tensors[k->last_norm_w].key, want[last][1]);
             assert_int_equal(graph.vals[k->last_out].kind, GEN_GV_Q8);
             /* the reader: the next kop, or the layer's first (across the loop) */
-            int r = last == 0 || last == 3 ? first : i + 1;
+            int r = last == 0 || last == 4 ? first : i + 1;
             assert_string_equal(model.tensors[graph.kops[r].w[0]].key, want[last][2]);
             assert_int_equal(graph.kops[r].in[0], k->last_out);
             assert_int_equal(graph.kops[r].norm_w, -1); /* no prologue: it reads the Q8 row */
@@ -270,8 +274,8 @@ static void test_decode_folds(void **state)
         assert_int_equal(graph.vals[k->in[0]].kind, GEN_GV_F32);
         assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
     }
-    assert_int_equal(folded, 2);
-    assert_int_equal(last, 4);
+    assert_int_equal(folded, 1);
+    assert_int_equal(last, 5);
     /* 5 per layer + embed + lm_head: 2 + 5 * 30 = 152 dispatches per token (+ argmax) */
     assert_int_equal(layer, 5);
     assert_int_equal(graph.n_kops - layer, 2);

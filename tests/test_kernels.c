@@ -807,6 +807,28 @@ static void check_cache_rows(const gen_kop *kop, const rt_buf *b, const uint8_t 
     free(raw);
 }
 
+/* An attention's next norm (kop->last_out): int8 codes q and [scale, sum] qs of
+ * rmsnorm(y) * w against the C reference on the kernel's own y. */
+static void check_attention_next_norm(const gen_kop *kop, const float *y, const float *w, float eps, int width,
+                                      const rt_buf *bq, const rt_buf *bqs)
+{
+    int8_t *q = fetch(bq, (size_t)width), *rq = xmalloc((size_t)width);
+    float *qs = fetch(bqs, 8), *h = xmalloc(4 * (size_t)width), rs;
+    int32_t rsum, gsum = 0;
+    cref_rmsnorm(y, w, width, eps, h);
+    cref_act_quant(h, width, rq, &rs, &rsum);
+    expect(kop, "next norm scale", true, 1, 0, rel_err(qs, &rs, 1, ELEM), 1e-5);
+    int m = cmp_codes(kop, q, rq, h, rs, width);
+    for (int i = 0; i < width; i++)
+        gsum += q[i];
+    if (qs[1] != (float)gsum || abs(gsum - rsum) > m || m * 100 > width)
+        fail_msg("%s: next norm sum(q) %g, codes sum to %d, reference %d (%d moved)", kop->label, qs[1], gsum, rsum, m);
+    free(q);
+    free(rq);
+    free(qs);
+    free(h);
+}
+
 /* Attention kop `kop`; with `comb` (decode split-K), the partials it writes go
  * through the ATTN_COMBINE kop `comb` into y. With a folded kv write (kop->kv_fold),
  * row pos of the caches is poisoned and the kernel gets this token's raw k and v. */
@@ -856,16 +878,22 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
             }
             free(kr);
         }
-        rt_buf b[8] = {dev(4 * nq, q),    dev(eb * nc, NULL), dev(eb * nc, NULL),         dev(4 * nq, NULL),
-                       dev(4 * np, NULL), dev(4 * RT_SYNC_WORDS, NULL), dev(4 * (size_t)KVD, kin),
-                       dev(4 * (size_t)KVD, vin)};
+        float *lw = rnd_vec((size_t)QD, 0.5f); /* last_out: the next norm's weight, near 1 */
+        for (int i = 0; i < QD; i++)
+            lw[i] += 1.0f;
+        rt_buf b[11] = {dev(4 * nq, q),    dev(eb * nc, NULL), dev(eb * nc, NULL),         dev(4 * nq, NULL),
+                        dev(4 * np, NULL), dev(4 * RT_SYNC_WORDS, NULL), dev(4 * (size_t)KVD, kin),
+                        dev(4 * (size_t)KVD, vin), dev(4 * (size_t)QD, lw), dev((size_t)QD, NULL), dev(8, NULL)};
         if (nup) {
             OK(rt_buf_upload(g_vk, &b[1], 0, kraw, eb * nup, err));
             OK(rt_buf_upload(g_vk, &b[2], 0, vraw, eb * nup, err));
         }
         OK(rt_buf_fill(g_vk, &b[5], 0, err)); /* counters start at zero (the engine's state) */
-        assert_int_equal(kn.ko.n_args, kop->kv_fold ? 8 : merged ? 6 : 4);
-        const rt_buf *args[8] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5], &b[6], &b[7]};
+        const bool last = kop->last_out >= 0; /* + the next norm's weight and Q8 row */
+        assert_int_equal(kn.ko.n_args, (kop->kv_fold ? 8 : merged ? 6 : 4) + (last ? 3 : 0));
+        const rt_buf *args[11] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5], &b[6], &b[7]};
+        for (int a = 0; a < 3 && last; a++)
+            args[kop->kv_fold ? 8 + a : 6 + a] = &b[8 + a];
         kern_run(&kn, args, n, pos, 0);
         if (kop->kv_fold) {
             check_cache_rows(kop, &b[1], kraw, kc + (size_t)pos * KVD, pos, KVD, f16, true);
@@ -904,9 +932,12 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         expect(comb ? comb : kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM),
                kop->rope || kop->kv_rope ? 5e-4 : 1e-4);
         assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (NMAX - n) * (size_t)QD));
+        if (last) /* the last merger's norm of the output row y, against the C norm of y */
+            check_attention_next_norm(kop, y, lw, hp->norm_eps, QD, &b[9], &b[10]);
         free(y);
         free(ref);
         free(qr);
+        free(lw);
         free(q);
         free(kc);
         free(vc);
@@ -914,7 +945,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         free(vraw);
         free(kin);
         free(vin);
-        free_bufs(b, 8);
+        free_bufs(b, 11);
     }
     kern_free(&kn);
     if (comb)

@@ -26,10 +26,15 @@
  * kernel's gen_rope_elem), writes both cache rows, and keeps their F16-rounded values
  * in shared memory for that one key, in the order the cache path would use them, so
  * the result is the same bits as rope_kv + attention. No other workgroup reads row pos.
+ * With the next norm folded in (kop->last_out, fused decode), the mergers count
+ * themselves in once more on SYNC word GEN_SYNC_LAST_NORM; the last of the columns
+ * runs the NORM_QUANT code (gen_last_norm: head_dim invocations playing the 256 of the
+ * norm kernel, so the same bits) on the whole output row into the Q8 row.
  */
 #include <math.h>
 
 #include "gen_k_common.h"
+#include "gen_k_norm.h"
 #include "gen_k_rope.h"
 
 #define MAX_GROUP 8 /* query heads one split workgroup serves (larger GQA groups: one each) */
@@ -74,14 +79,19 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     const int S = decode ? kop->splits : 0;
     const int G = S && group <= MAX_GROUP ? group : 1; /* query heads per workgroup */
+    const uint32_t columns = (uint32_t)(G > 1 ? hp->n_kv_heads : hp->n_heads); /* workgroups along axis 0 */
     char name[96];
     snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
              hd, f16 ? "_f16" : "");
     if (S)
         snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s%s", S, G,
                  kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
-    if (kop->kv_fold && (!S || kop->part < 0)) {
-        snprintf(err, GEN_ERR_LEN, "%s: a folded kv write needs the merged split decode attention", kop->label);
+    const bool last = kop->last_out >= 0; /* the next norm, run by the last merging workgroup */
+    if (last)
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_nextnorm");
+    if ((kop->kv_fold || last) && (!S || kop->part < 0 || (last && (256 % hd || kop->last_next)))) {
+        snprintf(err, GEN_ERR_LEN, "%s: a folded %s needs the merged split decode attention%s", kop->label,
+                 last ? "next norm" : "kv write", last ? " and a head_dim dividing 256" : "");
         return -1;
     }
     dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
@@ -99,8 +109,8 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, merge ? kop->part : kop->out);
     dsl_expr yout = NULL, sync = NULL;
-    if (merge) {
-        yout = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    if (merge) { /* with the next norm, its last workgroup reads y back */
+        yout = dsl_buffer(k, "y", DSL_F32, last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
         gen_out_val(out, g, kop->out);
         sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
         gen_out_arg(out, RT_ARG_SYNC, 0);
@@ -111,6 +121,14 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         gen_out_val(out, g, kop->in[1]);
         vin = dsl_buffer(k, "v", DSL_F32, DSL_READONLY);
         gen_out_val(out, g, kop->in[2]);
+    }
+    dsl_expr lnw = NULL, lq = NULL, lqs = NULL; /* last_out: the next norm's weight and Q8 row */
+    if (last) {
+        lnw = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->last_norm_w);
+        lq = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
+        lqs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
+        gen_out_val(out, g, kop->last_out);
     }
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
@@ -255,6 +273,9 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             gen_last_wg_begin(k, dsl_at(k, sync, w0), (uint32_t)S);
             for (int hh = 0; hh < G; hh++)
                 combine_head(k, y, yout, head[hh], lid, S, hd);
+            if (last) /* second level: the last of the columns' mergers runs the next norm */
+                gen_last_norm(k, hp->norm_eps, yout, lnw, lq, lqs, sync, dsl_shared(k, "red", DSL_F32, 256), QD,
+                              dsl_const_u32(k, "QD", QD), columns);
             gen_last_wg_end(k, dsl_at(k, sync, w0));
         }
     } else {
@@ -263,7 +284,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     }
 
     gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, (uint32_t)(G > 1 ? hp->n_kv_heads : hp->n_heads), 1);
+    gen_out_groups(out, 0, 0, columns, 1);
     if (S)
         gen_out_groups(out, 1, 0, (uint32_t)S, 1);
     else
@@ -273,6 +294,8 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         out->bytes += (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
     if (kvw) /* k, v in; one cache row each out */
         out->bytes += (uint64_t)KVD * (8 + 2 * (f16 ? 2 : 4));
+    if (last) /* y + the norm weight read back, codes + [scale, sum] out */
+        out->bytes += (uint64_t)QD * 9 + 8;
     /* distinct bytes: one K and one V row per cache position (heads of a KV group that
      * are not served together re-read the same rows, which the cache serves) */
     out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);

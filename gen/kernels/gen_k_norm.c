@@ -21,15 +21,61 @@ dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl
     return dsl_mul(k, dsl_mul(k, xv, scale), dsl_load(k, w, i));
 }
 
+/* Invocations of k's (1-D) workgroup. */
+static uint32_t lanes_of(const dsl_kernel *k)
+{
+    uint32_t wg[3];
+    dsl_kernel_wg_size(k, wg);
+    return wg[0];
+}
+
+/* The sum of squares of a smaller workgroup (lanes = WG / V) in the order of a WG-wide
+ * one: invocation lid plays virtual lanes lid + v * lanes (v < V), each with its own
+ * partial over i = lid + v * lanes, += WG; virtual subgroup sgid + v * nsg is real
+ * subgroup sgid on partial v, so the subgroup sums and their in-order total are those
+ * of the NORM kernels (given the same subgroup size and contiguous subgroups). */
+static dsl_expr sum_squares_virtual(dsl_kernel *k, dsl_expr x, dsl_expr base, dsl_expr N, dsl_expr red,
+                                    uint32_t lanes, uint32_t V)
+{
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), ss[WG], r[WG];
+    for (uint32_t v = 0; v < V; v++) {
+        ss[v] = dsl_var(k, "ss", DSL_F32, F(0));
+        dsl_expr i = dsl_for(k, "i", v ? dsl_add(k, lid, U(v * lanes)) : lid, N, U(WG));
+        dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
+        dsl_add_to(k, ss[v], dsl_mul(k, xv, xv));
+        dsl_end(k);
+    }
+    dsl_expr nsg = dsl_builtin(k, DSL_NUM_SUBGROUPS), sgid = dsl_builtin(k, DSL_SUBGROUP_ID);
+    for (uint32_t v = 0; v < V; v++)
+        r[v] = dsl_let(k, "r", dsl_subgroup_add(k, ss[v]));
+    dsl_if(k, dsl_subgroup_elect(k));
+    for (uint32_t v = 0; v < V; v++)
+        dsl_store(k, red, v ? dsl_add(k, sgid, dsl_mul(k, nsg, U(v))) : sgid, r[v]);
+    dsl_end(k);
+    dsl_barrier(k);
+    dsl_expr acc = dsl_var(k, "sum", DSL_F32, dsl_load(k, red, U(0)));
+    dsl_expr s = dsl_for(k, "s", U(1), dsl_mul(k, nsg, U(V)), NULL);
+    dsl_assign(k, acc, dsl_add(k, acc, dsl_load(k, red, s)));
+    dsl_end(k);
+    dsl_barrier(k);
+    return acc;
+}
+
 dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr base, dsl_expr N, dsl_expr red)
 {
-    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    dsl_expr ss = dsl_var(k, "ss", DSL_F32, F(0));
-    dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
-    dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
-    dsl_add_to(k, ss, dsl_mul(k, xv, xv));
-    dsl_end(k);
-    dsl_expr sum = gen_wg_reduce(k, red, ss, DSL_F32, false, "sum");
+    const uint32_t lanes = lanes_of(k);
+    dsl_expr sum;
+    if (lanes < WG && WG % lanes == 0) {
+        sum = sum_squares_virtual(k, x, base, N, red, lanes, WG / lanes);
+    } else {
+        dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+        dsl_expr ss = dsl_var(k, "ss", DSL_F32, F(0));
+        dsl_expr i = dsl_for(k, "i", lid, N, U(lanes));
+        dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
+        dsl_add_to(k, ss, dsl_mul(k, xv, xv));
+        dsl_end(k);
+        sum = gen_wg_reduce(k, red, ss, DSL_F32, false, "sum");
+    }
     return dsl_let(k, "scale",
                    dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, dsl_cast(k, N, DSL_F32)), F(eps)))));
 }
@@ -38,9 +84,10 @@ void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_exp
                    dsl_expr red, dsl_expr q, dsl_expr tok, dsl_expr *out_s, dsl_expr *out_total)
 {
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    const uint32_t lanes = lanes_of(k); /* max and integer sums: any order gives the same */
     dsl_expr am = dsl_var(k, "am", DSL_F32, F(0));
     {
-        dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
+        dsl_expr i = dsl_for(k, "i", lid, N, U(lanes));
         dsl_assign(k, am, dsl_max(k, am, dsl_abs(k, gen_norm_elem(k, x, w, base, i, scale))));
         dsl_end(k);
     }
@@ -48,7 +95,7 @@ void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_exp
     dsl_expr sq = dsl_let(k, "s", dsl_div(k, F(127.0), dsl_max(k, amax, F(1e-5))));
     dsl_expr qsum = dsl_var(k, "qsum", DSL_I32, I(0));
     dsl_expr NW = dsl_const_u32(k, "NW", width / 4);
-    dsl_expr wi = dsl_for(k, "wi", lid, NW, U(WG));
+    dsl_expr wi = dsl_for(k, "wi", lid, NW, U(lanes));
     dsl_expr packed = dsl_var(k, "packed", DSL_U32, U(0));
     for (int b = 0; b < 4; b++) {
         dsl_expr e = dsl_add(k, dsl_mul(k, wi, U(4)), U(b));

@@ -2,7 +2,10 @@
  * shared with the decode kernels that fold a norm into their prologue (LM head,
  * bitlinear): same loops, same workgroup size (256) and reduction order, so a
  * folded norm computes exactly the values of the RMSNORM / NORM_QUANT kernels.
- * All calls must be in uniform control flow of a 256-invocation workgroup.
+ * All calls must be in uniform control flow of a 256-invocation workgroup, or of one
+ * whose size divides 256 (the attention's head_dim): the row code then plays 256 / size
+ * virtual invocations each, so the float sum keeps the 256-wide order (max and integer
+ * sums are order-free).
  */
 #ifndef GEN_K_NORM_H
 #define GEN_K_NORM_H
