@@ -87,8 +87,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s%s", S, G,
                  kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
     const bool last = kop->last_out >= 0; /* the next norm, run by the last merging workgroup */
-    if (last)
-        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_nextnorm");
+    snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s", gen_last_suffix(kop));
     if ((kop->kv_fold || last) && (!S || kop->part < 0 || (last && (256 % hd || kop->last_next)))) {
         snprintf(err, GEN_ERR_LEN, "%s: a folded %s needs the merged split decode attention%s", kop->label,
                  last ? "next norm" : "kv write", last ? " and a head_dim dividing 256" : "");
@@ -122,14 +121,9 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         vin = dsl_buffer(k, "v", DSL_F32, DSL_READONLY);
         gen_out_val(out, g, kop->in[2]);
     }
-    dsl_expr lnw = NULL, lq = NULL, lqs = NULL; /* last_out: the next norm's weight and Q8 row */
-    if (last) {
-        lnw = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->last_norm_w);
-        lq = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
-        lqs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
-        gen_out_val(out, g, kop->last_out);
-    }
+    gen_last_bufs lb = {0}; /* last_out: the next norm's weight and Q8 row */
+    if (last)
+        lb = gen_last_bind(k, g, kop, out);
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
     dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)(G * hd));
@@ -274,7 +268,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             for (int hh = 0; hh < G; hh++)
                 combine_head(k, y, yout, head[hh], lid, S, hd);
             if (last) /* second level: the last of the columns' mergers runs the next norm */
-                gen_last_norm(k, hp->norm_eps, yout, lnw, lq, lqs, sync, dsl_shared(k, "red", DSL_F32, 256), QD,
+                gen_last_norm(k, hp->norm_eps, yout, &lb, sync, dsl_shared(k, "red", DSL_F32, 256), QD,
                               dsl_const_u32(k, "QD", QD), columns);
             gen_last_wg_end(k, dsl_at(k, sync, w0));
         }

@@ -142,7 +142,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     char name[96];
     int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
                        glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "", res ? "_res" : "",
-                       kop->last_out < 0 ? "" : kop->last_next ? "_nextlayernorm" : "_nextnorm");
+                       gen_last_suffix(kop));
     for (int p = 0; p < np; p++)
         len += snprintf(name + len, sizeof(name) - (size_t)len, "_m%d", Ms[p]);
     snprintf(name + len, sizeof(name) - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
@@ -183,13 +183,10 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         y[p] = dsl_buffer(k, yn[p], DSL_F32, (res || last ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
         gen_out_val(out, g, multi ? kop->part_out[p] : kop->out);
     }
-    dsl_expr lnw = NULL, lq = NULL, lqs = NULL, sync = NULL; /* last_out: the next norm's weight and Q8 row */
+    gen_last_bufs lb = {0}; /* last_out: the next norm's weight and Q8 row */
+    dsl_expr sync = NULL;
     if (last) {
-        lnw = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, kop->last_next ? RT_ARG_WEIGHT_NEXT : RT_ARG_WEIGHT, kop->last_norm_w);
-        lq = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
-        lqs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
-        gen_out_val(out, g, kop->last_out);
+        lb = gen_last_bind(k, g, kop, out);
         sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
         gen_out_arg(out, RT_ARG_SYNC, 0);
     }
@@ -219,7 +216,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         if (last) {
             if (has_next) /* a push constant: uniform, so the tail's barriers are fine */
                 dsl_if(k, dsl_ne(k, has_next, U(0)));
-            gen_last_norm(k, m->hp.norm_eps, y[0], lnw, lq, lqs, sync, red, M, Mc, groups);
+            gen_last_norm(k, m->hp.norm_eps, y[0], &lb, sync, red, M, Mc, groups);
             if (has_next)
                 dsl_end(k);
             out->bytes += (uint64_t)M * 9 + 8; /* row + weight read back, codes + [scale, sum] out */

@@ -15,7 +15,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     const int dim = (int)tab->ne[0];
     const bool f16 = tab->type == GEN_T_F16, last = kop->last_out >= 0;
     char name[64];
-    snprintf(name, sizeof(name), "embed_%s_n%d%s", f16 ? "f16" : "f32", dim, last ? "_nextnorm" : "");
+    snprintf(name, sizeof(name), "embed_%s_n%d%s", f16 ? "f16" : "f32", dim, gen_last_suffix(kop));
     if (last && (!decode || kop->last_next)) {
         snprintf(err, GEN_ERR_LEN, "%s: the embedding runs a next norm in decode only", kop->label);
         return -1;
@@ -29,13 +29,10 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
-    dsl_expr lnw = NULL, lq = NULL, lqs = NULL, sync = NULL; /* last_out: the next norm's weight and Q8 row */
+    gen_last_bufs lb = {0}; /* last_out: the next norm's weight and Q8 row */
+    dsl_expr sync = NULL;
     if (last) {
-        lnw = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->last_norm_w);
-        lq = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
-        lqs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
-        gen_out_val(out, g, kop->last_out);
+        lb = gen_last_bind(k, g, kop, out);
         sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
         gen_out_arg(out, RT_ARG_SYNC, 0);
     }
@@ -62,7 +59,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     if (last) {
         dsl_end(k);
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
-        gen_last_norm(k, g->m->hp.norm_eps, y, lnw, lq, lqs, sync, red, dim, D, groups);
+        gen_last_norm(k, g->m->hp.norm_eps, y, &lb, sync, red, dim, D, groups);
         out->bytes += (uint64_t)dim * 9 + 8; /* row + weight read back, codes + [scale, sum] out */
     }
     gen_out_groups_one(out);

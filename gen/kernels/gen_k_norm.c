@@ -113,16 +113,34 @@ void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_exp
     *out_s = sq;
 }
 
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, dsl_expr w, dsl_expr lq, dsl_expr lqs, dsl_expr sync,
-                   dsl_expr red, int M, dsl_expr Mc, uint32_t groups)
+gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, gen_kernel_out *out)
+{
+    gen_last_bufs lb = {0};
+    if (kop->last_norm_w >= 0) {
+        lb.w = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
+        gen_out_arg(out, kop->last_next ? RT_ARG_WEIGHT_NEXT : RT_ARG_WEIGHT, kop->last_norm_w);
+    }
+    lb.q = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
+    lb.qs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
+    gen_out_val(out, g, kop->last_out);
+    return lb;
+}
+
+const char *gen_last_suffix(const gen_kop *kop)
+{
+    return kop->last_out < 0 ? "" : kop->last_next ? "_nextlayernorm" : kop->last_norm_w < 0 ? "_nextquant" : "_nextnorm";
+}
+
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr sync, dsl_expr red, int M,
+                   dsl_expr Mc, uint32_t groups)
 {
     dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
     gen_last_wg_begin(k, cnt, groups);
-    dsl_expr scale = gen_norm_scale(k, eps, y, U(0), Mc, red), sq, total;
-    gen_quant_row(k, y, w, U(0), scale, M, Mc, red, lq, NULL, &sq, &total);
+    dsl_expr scale = lb->w ? gen_norm_scale(k, eps, y, U(0), Mc, red) : NULL, sq, total;
+    gen_quant_row(k, y, lb->w, U(0), scale, M, Mc, red, lb->q, NULL, &sq, &total);
     dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
-    dsl_store(k, lqs, U(0), sq);
-    dsl_store(k, lqs, U(1), dsl_cast(k, total, DSL_F32));
+    dsl_store(k, lb->qs, U(0), sq);
+    dsl_store(k, lb->qs, U(1), dsl_cast(k, total, DSL_F32));
     dsl_end(k);
     gen_last_wg_end(k, cnt);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "dsl.h"
+#include "gen_kernels.h"
 
 /* (x[base + i] * scale) * w[i]; x[base + i] when scale is NULL. */
 dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale);
@@ -28,12 +29,24 @@ dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr base, dsl
 void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr scale, int width, dsl_expr N,
                    dsl_expr red, dsl_expr q, dsl_expr tok, dsl_expr *out_s, dsl_expr *out_total);
 
-/* The next norm run by the last workgroup (kop->last_out): this workgroup's writes to
- * y made visible, counted in on SYNC word GEN_SYNC_LAST_NORM of `sync`; the last of
- * `groups` runs gen_norm_scale + gen_quant_row on y[0 .. M) (Mc: M as a constant) with
- * weight w into lq (codes) / lqs ([scale, sum]) and zeroes the counter. y must be a
- * coherent buffer; red: shared f32[256]. Call in uniform control flow. */
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, dsl_expr w, dsl_expr lq, dsl_expr lqs, dsl_expr sync,
-                   dsl_expr red, int M, dsl_expr Mc, uint32_t groups);
+/* The buffers of a next norm folded into a kernel (kop->last_out): its weight (NULL for
+ * a bare QUANT) and the Q8 row it writes (codes, [scale, sum]). */
+typedef struct {
+    dsl_expr w, q, qs;
+} gen_last_bufs;
+
+/* Declare and bind them (the weight: layer L+1's when kop->last_next). */
+gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, gen_kernel_out *out);
+
+/* Kernel-name suffix for kop's next norm: "", "_nextnorm", "_nextquant", "_nextlayernorm". */
+const char *gen_last_suffix(const gen_kop *kop);
+
+/* The next norm run by the last workgroup: this workgroup's writes to y made visible,
+ * counted in on SYNC word GEN_SYNC_LAST_NORM of `sync`; the last of `groups` runs
+ * gen_norm_scale + gen_quant_row (only the latter for a bare QUANT) on y[0 .. M) (Mc:
+ * M as a constant) into lb's Q8 row and zeroes the counter. y must be a coherent
+ * buffer; red: shared f32[256]. Call in uniform control flow. */
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr sync, dsl_expr red, int M,
+                   dsl_expr Mc, uint32_t groups);
 
 #endif
