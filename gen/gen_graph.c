@@ -458,8 +458,9 @@ static void fold_decode_norms(gen_graph *g)
     }
 }
 
-/* Decode-only: a NORM_QUANT right after the residual bitlinear, the GLU, the embedding
- * or the merged split attention that wrote its input folds into that kernel's end: its last workgroup to
+/* Decode-only: a NORM_QUANT (or a bare QUANT) right after the residual bitlinear, the
+ * GLU, the embedding or the merged split attention that wrote its input folds into that
+ * kernel's end: its last workgroup to
  * finish normalises and quantises the whole new row (the NORM_QUANT kernel's code)
  * once, so the norm needs no dispatch and its reader no prologue. Runs after
  * fold_decode_loop_norm and before fold_decode_norms. */
@@ -470,10 +471,11 @@ static void fold_decode_next_norm(gen_graph *g)
         bool producer = (b->kind == GEN_K_BITLINEAR && b->res >= 0) || b->kind == GEN_K_BITLINEAR_GLU ||
                         b->kind == GEN_K_EMBED ||
                         (b->kind == GEN_K_ATTENTION && b->part >= 0 && 256 % g->m->hp.head_dim == 0);
-        if (n->kind != GEN_K_NORM_QUANT || !producer || b->out != n->in[0] || b->sec != n->sec || b->last_out >= 0)
+        if ((n->kind != GEN_K_NORM_QUANT && n->kind != GEN_K_QUANT) || !producer || b->out != n->in[0] ||
+            b->sec != n->sec || b->last_out >= 0)
             continue;
         b->last_out = n->out;
-        b->last_norm_w = n->w[0];
+        b->last_norm_w = n->kind == GEN_K_QUANT ? -1 : n->w[0]; /* a bare QUANT: no norm */
         fold_kop_away(g, i--, b, b->label, n->label);
     }
 }

@@ -98,11 +98,11 @@ typedef struct {
                      * scores that key from shared memory */
     bool kv_rope;   /* with kv_fold: k is rotated (the folded kop was ROPE_KV) */
     int last_out;   /* BITLINEAR with a residual, BITLINEAR_GLU, EMBED, merged ATTENTION
-                     * (decode, fused): the NORM_QUANT that followed it folded in: the
-                     * workgroup that finishes last (SYNC counter GEN_SYNC_LAST_NORM) runs
-                     * it on the whole new row `out` with weight last_norm_w into this Q8
-                     * gval. -1 none */
-    int last_norm_w;
+                     * (decode, fused): the NORM_QUANT (or QUANT) that followed it folded
+                     * in: the workgroup that finishes last (SYNC counter
+                     * GEN_SYNC_LAST_NORM) runs it on the whole new row `out` with weight
+                     * last_norm_w into this Q8 gval. -1 none */
+    int last_norm_w; /* -1: a bare QUANT (no norm) */
     bool last_next; /* with last_out: the norm is the next layer's first kop (last_norm_w
                      * resolves to layer L+1, RT_ARG_WEIGHT_NEXT); skipped on the last
                      * layer (RT_P_HAS_NEXT); layer 0's copy runs in the pre section */

@@ -551,6 +551,32 @@ static void test_llama_variant_vs_reference(void **st)
            s.mean_abs, s.max_abs);
     assert_true(s.top1_agree >= 18);
     assert_true(s.mean_abs <= 0.05);
+    /* decode, one token at a time (the fused decode schedule: norms and the bare QUANTs
+     * run by the last workgroup of the kernel before them) against the reference, then
+     * against the unfused decode schedule: bit-identical on a CPU device */
+    float *c = malloc(sz * 4), *d = malloc(sz * 4);
+    for (int i = 0; i < 20; i++)
+        if (rt_engine_eval(r.e, &ids[i], 1, i, c + (size_t)i * r.vocab, err))
+            fail_msg("%s", err);
+    s = compare(c, b, 20, r.vocab);
+    printf("llama-ternary-tiny: decode vs CPU reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", s.top1_agree,
+           s.mean_abs, s.max_abs);
+    assert_true(s.top1_agree >= 18);
+    assert_true(s.mean_abs <= 0.05);
+    rig u;
+    if (rig_open(&u, "models/llama-ternary-tiny.yaml", gguf, 0, err))
+        fail_msg("%s", err);
+    for (int i = 0; i < 20; i++)
+        if (rt_engine_eval(u.e, &ids[i], 1, i, d + (size_t)i * r.vocab, err))
+            fail_msg("%s", err);
+    s = compare(c, d, 20, r.vocab);
+    printf("llama-ternary-tiny: decode fused vs unfused: top-1 %d/20, max |d| %.4g\n", s.top1_agree, s.max_abs);
+    assert_int_equal(s.top1_agree, 20);
+    if (default_device_is_cpu() && s.max_abs != 0)
+        fail_msg("llama-ternary-tiny: decode fused vs unfused differ (max |d| %g) on a CPU device", s.max_abs);
+    rig_close(&u);
+    free(c);
+    free(d);
     free(a);
     free(b);
     ref_close(ref);

@@ -97,6 +97,8 @@ static void test_fusion_rules(void **state)
     }
 }
 
+static void check_plan(const gen_graph *g);
+
 static void test_silu_variant(void **state)
 {
     (void)state;
@@ -109,6 +111,23 @@ static void test_silu_variant(void **state)
             assert_false(graph.kops[i].relu2);
     /* no sub-norms: the attention output and the GLU output are quantized directly */
     assert_int_equal(count_kind(&graph, GEN_K_QUANT, GEN_SEC_LAYER), 2);
+    /* fused decode: those QUANTs run in the last workgroup of the attention and the GLU
+     * (no norm weight), the norms as in BitNet: 5 kops per layer */
+    assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
+    int layer = 0, quant = 0;
+    for (int i = 0; i < graph.n_kops; i++) {
+        const gen_kop *k = &graph.kops[i];
+        layer += k->sec == GEN_SEC_LAYER;
+        assert_true(k->kind != GEN_K_QUANT && k->kind != GEN_K_NORM_QUANT);
+        if (k->last_out >= 0 && k->last_norm_w < 0) {
+            assert_true(k->kind == GEN_K_ATTENTION || k->kind == GEN_K_BITLINEAR_GLU);
+            assert_int_equal(graph.kops[i + 1].in[0], k->last_out);
+            quant++;
+        }
+    }
+    assert_int_equal(layer, 5);
+    assert_int_equal(quant, 2);
+    check_plan(&graph);
 }
 
 /* No kernel reads and writes the same buffer unless it is an in-place design

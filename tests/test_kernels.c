@@ -808,14 +808,18 @@ static void check_cache_rows(const gen_kop *kop, const rt_buf *b, const uint8_t 
 }
 
 /* An attention's next norm (kop->last_out): int8 codes q and [scale, sum] qs of
- * rmsnorm(y) * w against the C reference on the kernel's own y. */
+ * rmsnorm(y) * w (of y itself when w is NULL: a bare QUANT) against the C reference
+ * on the kernel's own y. */
 static void check_attention_next_norm(const gen_kop *kop, const float *y, const float *w, float eps, int width,
                                       const rt_buf *bq, const rt_buf *bqs)
 {
     int8_t *q = fetch(bq, (size_t)width), *rq = xmalloc((size_t)width);
     float *qs = fetch(bqs, 8), *h = xmalloc(4 * (size_t)width), rs;
     int32_t rsum, gsum = 0;
-    cref_rmsnorm(y, w, width, eps, h);
+    if (w)
+        cref_rmsnorm(y, w, width, eps, h);
+    else
+        memcpy(h, y, 4 * (size_t)width);
     cref_act_quant(h, width, rq, &rs, &rsum);
     expect(kop, "next norm scale", true, 1, 0, rel_err(qs, &rs, 1, ELEM), 1e-5);
     int m = cmp_codes(kop, q, rq, h, rs, width);
@@ -889,11 +893,13 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
             OK(rt_buf_upload(g_vk, &b[2], 0, vraw, eb * nup, err));
         }
         OK(rt_buf_fill(g_vk, &b[5], 0, err)); /* counters start at zero (the engine's state) */
-        const bool last = kop->last_out >= 0; /* + the next norm's weight and Q8 row */
-        assert_int_equal(kn.ko.n_args, (kop->kv_fold ? 8 : merged ? 6 : 4) + (last ? 3 : 0));
+        /* + the next norm's weight (none for a bare QUANT) and Q8 row */
+        const bool last = kop->last_out >= 0, lnorm = last && kop->last_norm_w >= 0;
+        const int nl = last ? 2 + lnorm : 0, a0 = kop->kv_fold ? 8 : merged ? 6 : 4;
+        assert_int_equal(kn.ko.n_args, a0 + nl);
         const rt_buf *args[11] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5], &b[6], &b[7]};
-        for (int a = 0; a < 3 && last; a++)
-            args[kop->kv_fold ? 8 + a : 6 + a] = &b[8 + a];
+        for (int a = 0; a < nl; a++)
+            args[a0 + a] = &b[11 - nl + a];
         kern_run(&kn, args, n, pos, 0);
         if (kop->kv_fold) {
             check_cache_rows(kop, &b[1], kraw, kc + (size_t)pos * KVD, pos, KVD, f16, true);
@@ -933,7 +939,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
                kop->rope || kop->kv_rope ? 5e-4 : 1e-4);
         assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (NMAX - n) * (size_t)QD));
         if (last) /* the last merger's norm of the output row y, against the C norm of y */
-            check_attention_next_norm(kop, y, lw, hp->norm_eps, QD, &b[9], &b[10]);
+            check_attention_next_norm(kop, y, lnorm ? lw : NULL, hp->norm_eps, QD, &b[9], &b[10]);
         free(y);
         free(ref);
         free(qr);

@@ -1,5 +1,6 @@
 /* test_kernels_fused.c - the fused kernel kinds on a Vulkan device (lavapipe in CI):
- * for every kop of the fused decode graph of models/bitnet-tiny.yaml that folds work
+ * for every kop of the fused decode graphs of models/bitnet-tiny.yaml and
+ * models/llama-ternary-tiny.yaml (bare QUANTs instead of sub-norms) that folds work
  * (BITLINEAR_MULTI, a norm folded into a bitlinear or the LM head, the next norm run
  * by a bitlinear's last workgroup, rope(q) and the rope_kv cache write folded into the
  * split ATTENTION that merges its own partials), run it and the plain kernels it
@@ -97,16 +98,18 @@ static void make_weight(int t)
     free(d);
 }
 
+/* *st: the model YAML of this test (bitnet-tiny, or the llama variant whose attention
+ * and GLU outputs are quantised without a norm). */
 static int setup(void **st)
 {
-    (void)st;
+    const char *yaml = *st;
     rt_vk_opts o = {.device_index = -1, .validation = true};
     if (rt_vk_create(&o, &g_vk, err) != 0) {
         g_vk = NULL;
         fprintf(stderr, "note: %s\n", err);
         return 0;
     }
-    if (gen_model_load("models/bitnet-tiny.yaml", &model, err) ||
+    if (gen_model_load(yaml, &model, err) ||
         gen_graph_build_sched(&model, true, true, &fused, err) || gen_graph_build(&model, false, &plain, err))
         fail_msg("%s", err);
     pf.g = &fused;
@@ -150,6 +153,7 @@ static int teardown(void **st)
     rt_buf_destroy(g_vk, &sync);
     rt_buf_destroy(g_vk, &tokens);
     rt_vk_destroy(g_vk);
+    g_vk = NULL;
     return 0;
 }
 
@@ -257,17 +261,19 @@ static double max_rel(const float *a, const float *b, int n)
     return m;
 }
 
-/* C reference of rmsnorm(x) * nw (tensor t_norm) -> act_quant: int8 codes q[K]; returns s = 127 / amax. */
+/* C reference of rmsnorm(x) * nw (tensor t_norm; t_norm < 0: no norm) -> act_quant:
+ * int8 codes q[K]; returns s = 127 / amax. */
 static float ref_norm_quant(const float *x, int t_norm, int K, int8_t *q)
 {
     float *nw = malloc(sizeof(float) * (size_t)K), *h = malloc(sizeof(float) * (size_t)K);
-    OK(rt_buf_download(g_vk, &wbuf[t_norm], 0, nw, sizeof(float) * (size_t)K, err));
     double ss = 0;
     for (int i = 0; i < K; i++)
         ss += (double)x[i] * x[i];
     float scale = 1.0f / sqrtf((float)(ss / K) + model.hp.norm_eps), amax = 1e-5f;
+    if (t_norm >= 0)
+        OK(rt_buf_download(g_vk, &wbuf[t_norm], 0, nw, sizeof(float) * (size_t)K, err));
     for (int i = 0; i < K; i++) {
-        h[i] = x[i] * scale * nw[i];
+        h[i] = t_norm >= 0 ? x[i] * scale * nw[i] : x[i]; /* t_norm < 0: act_quant(x) alone */
         amax = fmaxf(amax, fabsf(h[i]));
     }
     float s = 127.0f / amax;
@@ -477,7 +483,7 @@ static int plain_range(const gen_kop *fk, int *out_first)
         if (k->sec != fk->sec)
             continue;
         bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w) ||
-                    (fk->last_out >= 0 && !fk->last_next && k->w[0] == fk->last_norm_w);
+                    (fk->last_out >= 0 && !fk->last_next && fk->last_norm_w >= 0 && k->w[0] == fk->last_norm_w);
         for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
             mine |= fk->w[p] >= 0 && k->w[0] == fk->w[p];
         mine |= plain_attention_part(fk, k);
@@ -649,7 +655,10 @@ static void test_fused_kernels_match_unfused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fused_kernels_match_unfused),
+        {"fused_kernels_match_unfused(bitnet-tiny)", test_fused_kernels_match_unfused, setup, teardown,
+         (void *)"models/bitnet-tiny.yaml"},
+        {"fused_kernels_match_unfused(llama-ternary-tiny)", test_fused_kernels_match_unfused, setup, teardown,
+         (void *)"models/llama-ternary-tiny.yaml"},
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }
