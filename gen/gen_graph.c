@@ -514,6 +514,30 @@ static void fold_decode_loop_norm(gen_graph *g)
     n->sec = GEN_SEC_PRE;
 }
 
+/* Decode, fused: the LM head also computes the argmax of its row (kop->argmax), with
+ * a partials value of GEN_HEAD_GROUPS (value, index) pairs; one dispatch fewer per
+ * greedy token. */
+static int fold_decode_argmax(lower_ctx *c)
+{
+    gen_graph *g = c->g;
+    for (int i = 0; i < g->n_kops; i++) {
+        gen_kop *h = &g->kops[i];
+        if (h->kind != GEN_K_LM_HEAD)
+            continue;
+        char name[GEN_MAX_NAME];
+        snprintf(name, sizeof(name), "%.*s.best", GEN_MAX_NAME - 6, g->vals[h->out].name);
+        int part = add_gval(c, name, GEN_GV_F32, 2 * GEN_HEAD_GROUPS, -1);
+        if (part < 0)
+            return -1;
+        h->part = part;
+        h->argmax = true;
+        char label[sizeof(h->label)];
+        snprintf(label, sizeof(label), "%s+argmax", h->label);
+        memcpy(h->label, label, sizeof(label));
+    }
+    return 0;
+}
+
 static int split_decode_attention(lower_ctx *c)
 {
     gen_graph *g = c->g;
@@ -610,6 +634,8 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
         fold_decode_next_norm(out_g);
         fold_decode_norms(out_g);
         fold_decode_kv_write(out_g);
+        if (fold_decode_argmax(&c))
+            return -1;
     }
     return gen_plan(out_g, err);
 }

@@ -24,6 +24,7 @@
 #define GEN_HEAD_FOLD_MAX_WIDTH 3072 /* final norm folded into the LM head only up to this
                                       * width: its f32 row + the 1 KB reduction array stay in
                                       * Vulkan's guaranteed 16 KB of shared memory */
+#define GEN_HEAD_GROUPS 512 /* LM head: workgroups (they stride over the vocabulary) */
 #define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
 #define GEN_SYNC_LAST_NORM 1023 /* the SYNC counter (< RT_SYNC_WORDS) of the kernels whose
                                  * last workgroup runs the next norm (kop->last_out); the
@@ -109,6 +110,10 @@ typedef struct {
     int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
                      * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
                      * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */
+    bool argmax;    /* LM_HEAD (decode, fused): also the argmax of the logits row into
+                     * RESULT u32[0] (the engine's argmax kernel then does not run): each
+                     * workgroup's best (value, index) into `part` (GEN_HEAD_GROUPS pairs),
+                     * the last workgroup (SYNC GEN_SYNC_LAST_NORM) reduces them */
     bool q8;        /* LM_HEAD: read the runtime's Q8_0 copy of w[0] (RT_ARG_WEIGHT_Q8),
                      * the --lm-head q8 variant gen_desc adds next to the post section */
     gen_loc loc;    /* YAML position of the (first) source op */

@@ -73,6 +73,8 @@ static int io_bits(const gen_graph *g, const gen_kop *k, bool writes, int *out, 
             }
             v = &g->vals[k->out];
             PUT(v->buf < 0 ? 62 : v->buf);
+            if (k->argmax) /* the LM head's argmax of its row */
+                PUT(63);
             if (v->kind == GEN_GV_Q8)
                 PUT(v->buf_s);
         }
@@ -186,8 +188,8 @@ static int plan_buffers(gen_graph *g, char *err)
     return 0;
 }
 
-/* Resource ids of the simulation: act buffers, then per-iteration caches, logits. */
-enum { SIM_KC = GEN_MAX_BUFS, SIM_LOGITS = GEN_MAX_BUFS + 4, SIM_SYNC, SIM_N };
+/* Resource ids of the simulation: act buffers, then per-iteration caches, logits, SYNC, RESULT. */
+enum { SIM_KC = GEN_MAX_BUFS, SIM_LOGITS = GEN_MAX_BUFS + 4, SIM_SYNC, SIM_RESULT, SIM_N };
 
 static int sim_id(int bit, int iter)
 {
@@ -197,6 +199,8 @@ static int sim_id(int bit, int iter)
         return SIM_LOGITS;
     if (bit == 59)
         return SIM_SYNC;
+    if (bit == 63)
+        return SIM_RESULT;
     return bit;
 }
 
@@ -204,6 +208,7 @@ static uint64_t mask_bit(int bit)
 {
     if (bit == 59)
         return RT_BAR_SYNC;
+    /* act buffers are bits 0..58; 63 is RT_BAR_RESULT itself */
     return bit == 60 ? RT_BAR_KCACHE : bit == 61 ? RT_BAR_VCACHE : bit == 62 ? RT_BAR_LOGITS : (1ull << bit);
 }
 

@@ -52,6 +52,7 @@ struct rt_engine {
     rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
     bool *w_ok;
     bool head_q8;         /* post sections are the schedules' post_q8 */
+    bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
     rt_buf *wq8;          /* [n_tensors]: Q8_0 copies of the tables post_q8 reads (head_q8) */
     rt_buf *acts;         /* [n_acts] */
     rt_buf *kc, *vc;      /* [n_layers] */
@@ -158,6 +159,17 @@ static void record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32
     rt_cmd_dispatch(c, e->pipes[kernel], push, kernel == e->d->k_topk ? 24 : 20, 1, 1, 1);
 }
 
+/* Does a dispatch of post[0 .. n) bind RESULT (a decode LM head that computes the
+ * argmax of its row: the argmax kernel is then not needed)? */
+static bool writes_result(const rt_dispatch *post, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (int a = 0; a < post[i].n_args; a++)
+            if (post[i].args[a].kind == RT_ARG_RESULT)
+                return true;
+    return false;
+}
+
 /* The post section this engine runs (--lm-head q8: the Q8_0 head). */
 static const rt_dispatch *post_of(const rt_engine *e, const rt_schedule *s)
 {
@@ -189,9 +201,9 @@ static int record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint3
     if (s)
         record_schedule(e, c, s, n);
     if (aux >= 0) {
-        const rt_buf *lg = &e->logits;
+        const rt_buf *lr[2] = {&e->logits, &e->result}; /* the head may have written RESULT */
         if (s)
-            rt_cmd_barrier(c, &lg, 1);
+            rt_cmd_barrier(c, lr, 2);
         record_aux(e, c, (uint16_t)aux, 0, k);
     }
     if (rt_cmd_end(c, err)) {
@@ -475,8 +487,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     }
     if (opts->verbose)
         fprintf(stderr, "kernels: %s integer dot products\n", e->native_dot ? "native" : "portable (emulated)");
+    e->head_argmax = writes_result(post_of(e, &desc->decode), desc->decode.n_post);
     if (record(e, &desc->decode, 1, -1, 0, &e->decode, err) ||
-        record(e, &desc->decode, 1, desc->k_argmax, 0, &e->decode_argmax, err) ||
+        record(e, &desc->decode, 1, e->head_argmax ? -1 : desc->k_argmax, 0, &e->decode_argmax, err) ||
         record(e, NULL, 0, desc->k_argmax, 0, &e->argmax0, err))
         goto fail;
     e->last_decode = e->decode;
@@ -644,8 +657,10 @@ static rt_cmd *chain_stream(rt_engine *e, int n, char *err)
             rt_cmd_copy(c, &e->result, 0, &e->tokens, 0, 4); /* the previous step's argmax */
         rt_cmd_barrier(c, NULL, 0); /* all of step i - 1 before step i: no fence between them */
         record_schedule(e, c, &e->d->decode, 1);
-        rt_cmd_barrier(c, &lg, 1);
-        record_aux(e, c, e->d->k_argmax, 0, 0);
+        if (!e->head_argmax) {
+            rt_cmd_barrier(c, &lg, 1);
+            record_aux(e, c, e->d->k_argmax, 0, 0);
+        }
         rt_cmd_copy(c, &e->result, 0, &e->chainbuf, CHAIN_IDS_OFF + (VkDeviceSize)i * 4, 4);
     }
     if (rt_cmd_end(c, err)) {

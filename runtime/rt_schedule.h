@@ -19,7 +19,9 @@
  *   KCACHE / VCACHE  the K / V cache of the current layer: [n_ctx][kv_dim] of kv type
  *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)
  *   LOGITS  f32[n_batch][vocab]: rows out_start..n_tokens-1 of this step, row 0 first
- *   RESULT  u32[512] + f32[512] host-visible: argmax / top-k output
+ *   RESULT  u32[512] + f32[512] host-visible: argmax / top-k output (a decode LM head
+ *           that binds it writes the argmax of its row to u32[0] itself, and the
+ *           engine runs no argmax kernel after it)
  *   SYNC    u32[RT_SYNC_WORDS], zero at load: cross-workgroup counters (the last
  *           workgroup of a split attention merges the partials; the last of a
  *           bitlinear runs the next norm); a kernel that counts leaves its

@@ -331,9 +331,28 @@ static void test_decode_folds(void **state)
     }
     assert_int_equal(attn, 1);
     assert_int_equal(count_kind(&graph, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);
-    for (int i = 0; i < graph.n_kops; i++) /* only the two counting kernels wait for the counters */
-        if (graph.kops[i].kind != GEN_K_ATTENTION && graph.kops[i].last_out < 0)
+    for (int i = 0; i < graph.n_kops; i++) /* only the counting kernels wait for the counters */
+        if (graph.kops[i].kind != GEN_K_ATTENTION && graph.kops[i].last_out < 0 && !graph.kops[i].argmax)
             assert_false(graph.barrier[i] & RT_BAR_SYNC);
+    /* the LM head computes the argmax of its row: partials, the counters and RESULT */
+    int heads = 0;
+    for (int i = 0; i < graph.n_kops; i++) {
+        const gen_kop *k = &graph.kops[i];
+        if (k->kind != GEN_K_LM_HEAD)
+            continue;
+        heads++;
+        assert_true(k->argmax && k->part >= 0);
+        assert_int_equal(graph.vals[k->part].width, 2 * GEN_HEAD_GROUPS);
+        assert_true(graph.barrier[i] & RT_BAR_SYNC); /* ffn_down's counter, the last before it */
+        int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), res = 0, sync = 0;
+        for (int w = 0; w < nw; w++) {
+            res += wr[w] == 63;
+            sync += wr[w] == 59;
+        }
+        assert_int_equal(res, 1);
+        assert_int_equal(sync, 1);
+    }
+    assert_int_equal(heads, 1);
     /* unfused: decode is the plain lowering too, with the attention split + ATTN_COMBINE */
     gen_graph plain;
     assert_int_equal(gen_graph_build_sched(&model, false, true, &graph, err), 0);
@@ -349,7 +368,8 @@ static void test_decode_folds(void **state)
         }
         assert_int_equal(graph.kops[i].kind, plain.kops[j++].kind);
         assert_int_equal(graph.kops[i].norm_w, -1);
-        assert_false(graph.kops[i].rope || graph.kops[i].kv_fold || graph.kops[i].last_out >= 0);
+        assert_false(graph.kops[i].rope || graph.kops[i].kv_fold || graph.kops[i].last_out >= 0 ||
+                     graph.kops[i].argmax);
     }
     /* prefill keeps one attention kop per layer, unsplit */
     assert_int_equal(count_kind(&plain, GEN_K_ATTN_COMBINE, GEN_SEC_LAYER), 0);

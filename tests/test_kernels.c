@@ -41,6 +41,7 @@
 
 #define POISON 0xffffffffu
 #define VOCAB 1003u /* not a multiple of the 8 rows a workgroup owns */
+#define TIE_VOCAB 9001u /* > 2 x 512 workgroups x 8 rows: several rows per invocation */
 #define NMAX 13u    /* most tokens of a batch run */
 #define CTX 160u    /* K/V cache rows */
 #define OK(call)                                    \
@@ -371,13 +372,15 @@ static void dispatch(dsl_kernel *k, rt_pipeline *pl, const rt_buf *const *args, 
 }
 
 /* Run a model kernel for a step of n tokens at pos (the runtime's push + groups). */
+static uint32_t run_vocab = VOCAB; /* RT_P_VOCAB of kern_run */
+
 static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t pos, uint32_t out_start)
 {
     const gen_kernel_out *ko = &kn->ko;
     uint32_t params[RT_MAX_PARAMS], gr[3], N = kn->decode ? 1 : n;
     for (int i = 0; i < ko->n_params; i++) {
         assert_true(ko->params[i].kind == RT_P_VOCAB || ko->params[i].kind == RT_P_CONST);
-        params[i] = ko->params[i].kind == RT_P_VOCAB ? VOCAB : ko->params[i].value;
+        params[i] = ko->params[i].kind == RT_P_VOCAB ? run_vocab : ko->params[i].value;
     }
     for (int a = 0; a < 3; a++)
         gr[a] = (ko->groups[a].mul * N + ko->groups[a].add + ko->groups[a].div - 1) / ko->groups[a].div;
@@ -1000,6 +1003,39 @@ static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
 
 /* ---------------------------------------------------------------- LM_HEAD */
 
+/* A decode LM head that computes the argmax (kop->argmax): partials (poisoned),
+ * SYNC counters (zero, as the engine leaves them), RESULT (poisoned) into ab / args. */
+static void head_argmax_bufs(const gen_kop *kop, rt_buf *ab, const rt_buf **args)
+{
+    if (!kop->argmax)
+        return;
+    ab[0] = dev(4 * 2 * GEN_HEAD_GROUPS, NULL);
+    ab[1] = dev(4 * RT_SYNC_WORDS, NULL);
+    OK(rt_buf_fill(g_vk, &ab[1], 0, err));
+    ab[2] = dev(4096, NULL);
+    for (int i = 0; i < 3; i++)
+        args[i] = &ab[i];
+}
+
+/* result[0] is the argmax of logits row y[0 .. vocab) (largest value, lowest index), the rest of
+ * RESULT untouched, every counter back at zero; frees ab. */
+static void check_head_argmax(const gen_kop *kop, rt_buf *ab, const float *y, uint32_t vocab)
+{
+    if (!kop->argmax)
+        return;
+    uint32_t *r = fetch(&ab[2], 4096), *cnt = fetch(&ab[1], 4 * RT_SYNC_WORDS);
+    if (r[0] != cref_argmax(y, (int)vocab))
+        fail_msg("%s: argmax %u, the logits' is %u (vocabulary %u)", kop->label, r[0], cref_argmax(y, (int)vocab),
+                 vocab);
+    assert_true(all_poison(r + 1, 1023));
+    for (int i = 0; i < RT_SYNC_WORDS; i++)
+        if (cnt[i])
+            fail_msg("%s: sync counter %d left at %u", kop->label, i, cnt[i]);
+    free(r);
+    free(cnt);
+    free_bufs(ab, 3);
+}
+
 /* The LM head kop as built (q8 false), or its --lm-head q8 variant: the table is F16 /
  * F32, or its Q8_0 copy (quantized here by the reference, packed as RT_ARG_WEIGHT_Q8:
  * codes, then f16 scales). A folded final norm (decode graphs) is checked against
@@ -1046,12 +1082,15 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             uint32_t n = decode ? 1 : batch_sizes[s], out_start = all || decode ? 0 : n - 1;
             float *x = rnd_rows(NMAX, dim);
             rt_buf b[2] = {dev(4 * (size_t)NMAX * dim, x), dev(4 * nl, NULL)};
-            const rt_buf *args[4] = {&b[0], &wb, &b[1], &nwb};
-            assert_int_equal(kn.ko.n_args, norm ? 4 : 3);
+            const rt_buf *args[7] = {&b[0], &wb, &b[1], &nwb};
+            assert_int_equal(kn.ko.n_args, (norm ? 4 : 3) + (kop.argmax ? 3 : 0));
             assert_int_equal(kn.ko.args[1].kind, q8 ? RT_ARG_WEIGHT_Q8 : RT_ARG_WEIGHT);
+            rt_buf ab[3]; /* argmax: partials, counters, result */
+            head_argmax_bufs(&kop, ab, args + (norm ? 4 : 3));
             kern_run(&kn, args, n, 0, out_start);
             uint32_t rows = n - out_start;
             float *y = fetch(&b[1], 4 * nl), *ref = xmalloc(4 * (size_t)rows * VOCAB);
+            check_head_argmax(&kop, ab, y, VOCAB);
             for (uint32_t r = 0; r < rows; r++) {
                 const float *xr = x + (size_t)(out_start + r) * dim;
                 if (norm) {
@@ -1073,6 +1112,33 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             free(x);
             free_bufs(b, 2);
         }
+    if (kop.argmax) { /* TIE_VOCAB copies of row 0: every logit ties, the argmax is row 0
+                       * (with several rows per invocation and per workgroup) */
+        const size_t rb = q8 ? (size_t)dim : (size_t)dim * (f16 ? 2 : 4), sb = q8 ? 2 * (size_t)(dim / 32) : 0;
+        uint8_t *t2 = xmalloc((rb + sb) * TIE_VOCAB);
+        const uint8_t *row0 = q8 ? (const uint8_t *)qc : f16 ? (const uint8_t *)h : (const uint8_t *)tab;
+        for (size_t r = 0; r < TIE_VOCAB; r++) {
+            memcpy(t2 + r * rb, row0, rb);
+            if (q8) /* the scales follow all the codes */
+                memcpy(t2 + TIE_VOCAB * rb + r * sb, qc + nt, sb);
+        }
+        rt_buf tw = dev((rb + sb) * TIE_VOCAB, t2);
+        float *x = rnd_rows(1, dim);
+        rt_buf b[2] = {dev(4 * (size_t)dim, x), dev(4 * TIE_VOCAB, NULL)}, ab[3];
+        const rt_buf *args[7] = {&b[0], &tw, &b[1], &nwb};
+        head_argmax_bufs(&kop, ab, args + (norm ? 4 : 3));
+        run_vocab = TIE_VOCAB;
+        kern_run(&kn, args, 1, 0, 0);
+        run_vocab = VOCAB;
+        float *y = fetch(&b[1], 4 * TIE_VOCAB);
+        assert_true(y[0] == y[TIE_VOCAB - 1] && y[0] == y[TIE_VOCAB / 2]);
+        check_head_argmax(&kop, ab, y, TIE_VOCAB);
+        free(y);
+        free(x);
+        free(t2);
+        free_bufs(b, 2);
+        rt_buf_destroy(g_vk, &tw);
+    }
     rt_buf_destroy(g_vk, &wb);
     if (norm)
         rt_buf_destroy(g_vk, &nwb);

@@ -1,16 +1,17 @@
 /* test_kernels_fused.c - the fused kernel kinds on a Vulkan device (lavapipe in CI):
  * for every kop of the fused decode graphs of models/bitnet-tiny.yaml and
  * models/llama-ternary-tiny.yaml (bare QUANTs instead of sub-norms) that folds work
- * (BITLINEAR_MULTI, a norm folded into a bitlinear or the LM head, the next norm run
- * by a bitlinear's last workgroup, rope(q) and the rope_kv cache write folded into the
- * split ATTENTION that merges its own partials), run it and the plain kernels it
+ * (BITLINEAR_MULTI, a norm folded into the LM head, the next norm or QUANT run by the
+ * last workgroup of the embedding, the attention or a bitlinear (ffn_down's for the
+ * next layer), rope(q) and the rope_kv cache write folded into the split ATTENTION
+ * that merges its own partials, the LM head's argmax), run it and the plain kernels it
  * replaces (from the unfused graph) on the same random data, outputs poisoned first,
  * and compare: same arithmetic, so the results must agree to float rounding (the
- * written cache rows bit for bit). The folded-norm bitlinears are also checked against
- * a plain-C reference (rmsnorm -> act_quant -> ternary dot, and the next norm's int8
- * row); the GLU that runs the next norm is checked against C only (its unfused twin
- * quantises per projection); every kernel that counts must leave its SYNC counters at zero. Skips only
- * when no Vulkan device exists.
+ * written cache rows bit for bit). Next-norm rows are checked against a plain-C
+ * rmsnorm + act_quant of the kernel's own output; bitlinears with an int8 input and a
+ * next norm against a C ternary product (ffn_down also on the last layer, where it
+ * must write no row); the argmax against the logits it wrote; every kernel that
+ * counts must leave its SYNC counters at zero. Skips only when no Vulkan device exists.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -46,7 +47,7 @@ static gen_model model;
 static gen_graph fused, plain; /* decode graph with fusion / the unfused lowering */
 
 /* Device buffers: weights by tensor, caches, logits; act buffers per graph plan. */
-static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits, sync, tokens;
+static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits, sync, tokens, result;
 static uint32_t has_next = 1; /* RT_P_HAS_NEXT of the next run_kop */
 typedef struct {
     const gen_graph *g;
@@ -128,6 +129,7 @@ static int setup(void **st)
     upload(&logits, NULL, VOCAB * 4);
     const uint32_t tok[1] = {TOKEN};
     upload(&tokens, tok, sizeof(tok));
+    upload(&result, NULL, 4096);
     OK(rt_buf_create(g_vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, &sync, err));
     OK(rt_buf_fill(g_vk, &sync, 0, err)); /* as the engine leaves it */
     rt_dyn dyn = {.pos = POS, .n_tokens = 1, .n_kv = POS + 1, .out_start = 0};
@@ -152,6 +154,7 @@ static int teardown(void **st)
     rt_buf_destroy(g_vk, &logits);
     rt_buf_destroy(g_vk, &sync);
     rt_buf_destroy(g_vk, &tokens);
+    rt_buf_destroy(g_vk, &result);
     rt_vk_destroy(g_vk);
     g_vk = NULL;
     return 0;
@@ -197,8 +200,8 @@ static void run_kop(planbufs *p, const gen_kop *kop)
                           : kind == RT_ARG_VCACHE                             ? &vc
                           : kind == RT_ARG_SYNC                               ? &sync
                           : kind == RT_ARG_TOKENS                             ? &tokens
+                          : kind == RT_ARG_RESULT                             ? &result
                                                                               : &logits;
-        assert_true(kind != RT_ARG_RESULT);
         memcpy(push + dsl_kernel_buffer_offset(k, a), &b->addr, 8);
     }
     for (int i = 0; i < ko.n_params; i++) {
@@ -569,6 +572,14 @@ static void check_fused_kop(const gen_kop *fk)
     }
     if (fk->last_out >= 0)
         check_last_norm(fk, got[0], len[0]);
+    if (fk->argmax) { /* the LM head's argmax of its logits: the largest, the lowest index */
+        uint32_t r, best = 0;
+        OK(rt_buf_download(g_vk, &result, 0, &r, 4, err));
+        for (int i = 1; i < len[0]; i++)
+            best = got[0][i] > got[0][best] ? (uint32_t)i : best;
+        if (r != best)
+            fail_msg("%s: argmax %u, its logits' %u", fk->label, r, best);
+    }
     int first, last = plain_range(fk, &first);
     if (fk->kv_fold)
         cache_row(true, NULL);

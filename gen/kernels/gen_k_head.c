@@ -20,7 +20,9 @@
 
 #define WG 256
 #define ROWS 8
-#define HEAD_GROUPS 512
+#define HEAD_GROUPS GEN_HEAD_GROUPS
+
+static void head_argmax(dsl_kernel *k, dsl_expr part, dsl_expr sync, dsl_expr res, dsl_expr best, dsl_expr bidx);
 
 /* The f32 type holding n (1, 2, 4) table elements, and such a value from n scalars. */
 static dsl_type word_type(int n) { return n == 4 ? DSL_VEC4 : n == 2 ? DSL_VEC2 : DSL_F32; }
@@ -40,9 +42,14 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
                  kop->loc.line, kop->loc.col, dim, RT_Q8_ROW_MULTIPLE);
         return -1;
     }
+    const bool amax = kop->argmax;
+    if (amax && (!decode || kop->part < 0)) {
+        snprintf(err, GEN_ERR_LEN, "%s: the LM head's argmax is decode-only and needs its partials", kop->label);
+        return -1;
+    }
     char name[64];
-    snprintf(name, sizeof(name), "lm_head%s_%s_n%d_%s", kop->norm_w >= 0 ? "_norm" : "",
-             q8 ? "q8" : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch");
+    snprintf(name, sizeof(name), "lm_head%s_%s_n%d_%s%s", kop->norm_w >= 0 ? "_norm" : "",
+             q8 ? "q8" : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch", amax ? "_argmax" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -63,6 +70,15 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         }
         nw = dsl_buffer(k, "nw", DSL_F32, DSL_READONLY);
         gen_out_arg(out, RT_ARG_WEIGHT, kop->norm_w);
+    }
+    dsl_expr part = NULL, sync = NULL, res = NULL; /* argmax: partials, counter, result */
+    if (amax) {
+        part = dsl_buffer(k, "best", DSL_F32, DSL_READWRITE | DSL_COHERENT);
+        gen_out_val(out, g, kop->part);
+        sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
+        gen_out_arg(out, RT_ARG_SYNC, 0);
+        res = dsl_buffer(k, "result", DSL_U32, DSL_WRITEONLY);
+        gen_out_arg(out, RT_ARG_RESULT, 0);
     }
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
@@ -97,6 +113,9 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr t_first = decode ? U(0) : dsl_dyn(k, DSL_DYN_OUT_START);
     dsl_expr t_end = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
 
+    /* argmax: this invocation's best row so far (rows ascend: '>' keeps the lowest index) */
+    dsl_expr best = amax ? dsl_var(k, "best", DSL_F32, F(-3.0e38)) : NULL;
+    dsl_expr bidx = amax ? dsl_var(k, "bidx", DSL_U32, U(0xffffffffu)) : NULL;
     dsl_expr vb = dsl_for(k, "vb", dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), vocab, dsl_mul(k, dsl_nwg(k, 0), U(ROWS)));
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
@@ -144,17 +163,27 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         dsl_expr t = decode ? U(0) : dsl_add(k, t0, U(tt));
         dsl_if(k, dsl_and(k, dsl_eq(k, lane, U(0)), dsl_lt(k, t, t_end)));
         dsl_store(k, y, dsl_add(k, dsl_mul(k, dsl_sub(k, t, t_first), vocab), v), tot);
+        if (amax) {
+            dsl_if(k, dsl_gt(k, tot, best));
+            dsl_assign(k, best, tot);
+            dsl_assign(k, bidx, v);
+            dsl_end(k);
+        }
         dsl_end(k);
     }
     if (!decode)
         dsl_end(k); /* t0 */
     dsl_end(k);     /* rl */
     dsl_end(k);     /* vb */
+    if (amax)
+        head_argmax(k, part, sync, res, best, bidx);
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, HEAD_GROUPS, 1);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
     out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / RT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
+    if (amax) /* partials out and back, the result */
+        out->bytes += (uint64_t)HEAD_GROUPS * 16 + 4;
     return gen_out_kernel(out, k, err);
 }
 
@@ -178,6 +207,66 @@ static void best_reduce(dsl_kernel *k, dsl_expr bv, dsl_expr bi, dsl_expr val, d
         dsl_end(k);
         dsl_barrier(k);
     }
+}
+
+/* The workgroup's best (val, idx) pair: the largest value, the lowest index among its
+ * equals, through subgroup max / min and one pass over the subgroups' pairs in shared
+ * memory (two barriers, not a log2(WG)-step tree); bv, bi: shared, >= subgroups.
+ * Every invocation offers a pair; invocation 0 holds the result in (*out_v, *out_i).
+ * Values are never NaN (the callers only ever keep a value that compared greater). */
+static void best_of_wg(dsl_kernel *k, dsl_expr bv, dsl_expr bi, dsl_expr val, dsl_expr idx, dsl_expr *out_v,
+                       dsl_expr *out_i)
+{
+    dsl_expr m = dsl_let(k, "m", dsl_subgroup_max(k, val));
+    dsl_expr mi = dsl_let(k, "mi", dsl_subgroup_min(k, dsl_select(k, dsl_eq(k, val, m), idx, U(0xffffffffu))));
+    dsl_expr sg = dsl_builtin(k, DSL_SUBGROUP_ID);
+    dsl_if(k, dsl_subgroup_elect(k));
+    dsl_store(k, bv, sg, m);
+    dsl_store(k, bi, sg, mi);
+    dsl_end(k);
+    dsl_barrier(k);
+    *out_v = dsl_var(k, "wv", DSL_F32, dsl_load(k, bv, U(0)));
+    *out_i = dsl_var(k, "wi", DSL_U32, dsl_load(k, bi, U(0)));
+    dsl_expr s = dsl_for(k, "s", U(1), dsl_builtin(k, DSL_NUM_SUBGROUPS), NULL);
+    dsl_expr sv = dsl_let(k, "sv", dsl_load(k, bv, s)), si = dsl_let(k, "si", dsl_load(k, bi, s));
+    dsl_if(k, dsl_or(k, dsl_gt(k, sv, *out_v), dsl_and(k, dsl_eq(k, sv, *out_v), dsl_lt(k, si, *out_i))));
+    dsl_assign(k, *out_v, sv);
+    dsl_assign(k, *out_i, si);
+    dsl_end(k);
+    dsl_end(k);
+    dsl_barrier(k);
+}
+
+/* The LM head's argmax (kop->argmax): the workgroup's best (value, index) into
+ * part[2 wg], part[2 wg + 1] (the index's bits); the last workgroup to count itself in
+ * reduces the HEAD_GROUPS pairs, larger value first, then lower index (the argmax
+ * kernel's order: the lowest index of the largest value, NaNs never win) and writes
+ * the index to result[0]. */
+static void head_argmax(dsl_kernel *k, dsl_expr part, dsl_expr sync, dsl_expr res, dsl_expr best, dsl_expr bidx)
+{
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), wg = dsl_wgid(k, 0), wv, wi;
+    dsl_expr bv = dsl_shared(k, "bv", DSL_F32, WG), bi = dsl_shared(k, "bi", DSL_U32, WG);
+    best_of_wg(k, bv, bi, best, bidx, &wv, &wi);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, part, dsl_mul(k, wg, U(2)), wv);
+    dsl_store(k, part, dsl_add(k, dsl_mul(k, wg, U(2)), U(1)), dsl_bitcast(k, wi, DSL_F32));
+    dsl_end(k);
+    dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
+    gen_last_wg_begin(k, cnt, HEAD_GROUPS);
+    dsl_expr mv = dsl_var(k, "mv", DSL_F32, F(-3.0e38)), mx = dsl_var(k, "mx", DSL_U32, U(0xffffffffu));
+    dsl_expr p = dsl_for(k, "p", lid, U(HEAD_GROUPS), U(WG));
+    dsl_expr pv = dsl_let(k, "pv", dsl_load(k, part, dsl_mul(k, p, U(2))));
+    dsl_expr pi = dsl_let(k, "pi", dsl_bitcast(k, dsl_load(k, part, dsl_add(k, dsl_mul(k, p, U(2)), U(1))), DSL_U32));
+    dsl_if(k, dsl_or(k, dsl_gt(k, pv, mv), dsl_and(k, dsl_eq(k, pv, mv), dsl_lt(k, pi, mx))));
+    dsl_assign(k, mv, pv);
+    dsl_assign(k, mx, pi);
+    dsl_end(k);
+    dsl_end(k);
+    best_of_wg(k, bv, bi, mv, mx, &wv, &wi);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, res, U(0), wi);
+    dsl_end(k);
+    gen_last_wg_end(k, cnt);
 }
 
 struct dsl_kernel *gen_kernel_argmax(void)
