@@ -291,6 +291,7 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
         }
         r->prompt_tps[p] = n * 1000.0 / median(pr, PROMPT_RUNS);
     }
+    if (o->profile) rt_engine_print_prefill_profile(e); /* the last prompt step (512 tokens) */
     rt_engine_stats st;
     rt_engine_get_stats(e, &st);
     r->dispatches = st.dispatches_per_token;

@@ -68,6 +68,8 @@ struct rt_engine {
     rt_buf chainbuf;      /* host: rt_dyn[RT_ENGINE_MAX_CHAIN] per step, then u32 ids[RT_ENGINE_MAX_CHAIN] */
     stream_cache chain;   /* greedy chains by length */
     rt_cmd *last_decode;  /* stream of the last submitted decode step (profile) */
+    rt_cmd *last_prefill; /* stream of the last prompt step (profile); NULL before one */
+    int last_prefill_n, last_prefill_pos; /* its token count and first position */
     stream_cache pre;     /* prefill streams by token count */
     int last_row;         /* LOGITS row of the last position after eval */
     int last_decode_kv;   /* cache rows the last decode step attended (profile) */
@@ -619,6 +621,9 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
             rt_cmd *c = prefill_stream(e, m, err);
             if (!c || rt_cmd_submit(c, err))
                 return -1;
+            e->last_prefill = c;
+            e->last_prefill_n = m;
+            e->last_prefill_pos = pos + done;
         }
         if (out_logits &&
             rt_buf_download(e->vk, &e->logits, 0, out_logits + (size_t)done * e->vocab, (size_t)m * e->vocab * 4, err))
@@ -777,25 +782,31 @@ uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv)
     return bytes;
 }
 
-void rt_engine_print_profile(rt_engine *e)
+/* The per-kernel table of recorded stream c (timed dispatches, grouped by kernel, in
+ * first-seen order) on stderr. Decode (n_tok == 0): MB and GB/s per kernel at a
+ * context of n_kv; a prompt step of n_tok tokens: microseconds per token instead. */
+static void print_table(rt_engine *e, rt_cmd *c, int n_tok, int n_kv)
 {
     enum { MAXD = 8192 };
     static const char *names[MAXD];
     static double ns[MAXD];
     uint32_t n = 0;
     char err[RT_ERR_LEN];
-    if (!e->profile || rt_cmd_timings(e->last_decode, names, ns, MAXD, &n, err)) {
-        fprintf(stderr, "profile: not available (%s)\n", e->profile ? err : "run with --profile");
+    if (!e->profile || !c || rt_cmd_timings(c, names, ns, MAXD, &n, err)) {
+        fprintf(stderr, "profile: not available (%s)\n", !e->profile ? "run with --profile" : c ? err : "no such step");
         return;
     }
-    /* bytes of each timed dispatch at the last decode step's context */
     double total = 0, total_bytes = 0;
     for (uint32_t i = 0; i < n; i++) {
         total += ns[i];
-        total_bytes += (double)step_bytes(e, i, e->last_decode_kv);
+        total_bytes += n_tok ? 0 : (double)step_bytes(e, i, n_kv);
     }
-    fprintf(stderr, "decode step at a context of %d tokens:\n", e->last_decode_kv);
-    fprintf(stderr, "%-52s %6s %10s %7s %10s %9s\n", "kernel", "count", "total ms", "% step", "MB", "GB/s");
+    if (n_tok)
+        fprintf(stderr, "prompt step of %d tokens at position %d:\n%-52s %6s %10s %7s %10s\n", n_tok, n_kv - n_tok,
+                "kernel", "count", "total ms", "% step", "us/token");
+    else
+        fprintf(stderr, "decode step at a context of %d tokens:\n%-52s %6s %10s %7s %10s %9s\n", n_kv, "kernel",
+                "count", "total ms", "% step", "MB", "GB/s");
     for (uint32_t i = 0; i < n; i++) {
         bool seen = false;
         for (uint32_t j = 0; j < i; j++)
@@ -807,14 +818,30 @@ void rt_engine_print_profile(rt_engine *e)
         for (uint32_t j = i; j < n; j++)
             if (strcmp(names[j], names[i]) == 0) {
                 t += ns[j];
-                b += (double)step_bytes(e, j, e->last_decode_kv);
+                b += n_tok ? 0 : (double)step_bytes(e, j, n_kv);
                 cnt++;
             }
-        fprintf(stderr, "%-52s %6d %10.4f %6.1f%% %10.3f %9.1f\n", names[i], cnt, t / 1e6,
-                total > 0 ? 100 * t / total : 0, b / 1e6, t > 0 ? b / t : 0);
+        fprintf(stderr, "%-52s %6d %10.4f %6.1f%% ", names[i], cnt, t / 1e6, total > 0 ? 100 * t / total : 0);
+        if (n_tok)
+            fprintf(stderr, "%10.2f\n", t / 1e3 / n_tok);
+        else
+            fprintf(stderr, "%10.3f %9.1f\n", b / 1e6, t > 0 ? b / t : 0);
     }
-    fprintf(stderr, "%-52s %6u %10.4f %7s %10.3f %9.1f\n", "step", n, total / 1e6, "", total_bytes / 1e6,
-            total > 0 ? total_bytes / total : 0);
+    fprintf(stderr, "%-52s %6u %10.4f %7s ", "step", n, total / 1e6, "");
+    if (n_tok)
+        fprintf(stderr, "%10.2f\n", total / 1e3 / n_tok);
+    else
+        fprintf(stderr, "%10.3f %9.1f\n", total_bytes / 1e6, total > 0 ? total_bytes / total : 0);
+}
+
+void rt_engine_print_profile(rt_engine *e)
+{
+    print_table(e, e->last_decode, 0, e->last_decode_kv);
+}
+
+void rt_engine_print_prefill_profile(rt_engine *e)
+{
+    print_table(e, e->last_prefill, e->last_prefill_n, e->last_prefill_pos + e->last_prefill_n);
 }
 
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
