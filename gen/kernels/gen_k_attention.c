@@ -1,6 +1,8 @@
 /* gen_k_attention.c - causal grouped-query attention over the KV cache.
  *
- * Prefill: one workgroup (head_dim invocations) per (query head, token). Token t of
+ * Prefill: one workgroup (head_dim invocations) per (KV head, token), serving the
+ * group's query heads (GQA: each K and V element read once for the group; larger
+ * groups than MAX_GROUP: one workgroup per query head). Token t of
  * the step sits at position pos + t and attends to cache rows 0 .. pos + t. Keys are
  * visited in chunks of head_dim rows: each invocation scores one key (Q rounded to F16,
  * as the reference does for Q.K; K from the F16 cache), the chunk's probabilities are
@@ -78,11 +80,13 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     const int group = hp->n_heads / hp->n_kv_heads;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     const int S = decode ? kop->splits : 0;
-    const int G = S && group <= MAX_GROUP ? group : 1; /* query heads per workgroup */
+    const int G = group <= MAX_GROUP ? group : 1; /* query heads per workgroup */
     const uint32_t columns = (uint32_t)(G > 1 ? hp->n_kv_heads : hp->n_heads); /* workgroups along axis 0 */
     char name[96];
     snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
              hd, f16 ? "_f16" : "");
+    if (!S && G > 1)
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_g%d", G);
     if (S)
         snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s%s", S, G,
                  kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
@@ -128,7 +132,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
     dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)(G * hd));
     dsl_expr sc = dsl_shared(k, "sc", DSL_F32, (uint32_t)(G * hd));
-    /* axis 0: the query head (G = 1) or the KV head (split, G = group); axis 1: the key
+    /* axis 0: the query head (G = 1) or the KV head (G = group); axis 1: the key
      * range (split, one token) or the token */
     dsl_expr w0 = dsl_wgid(k, 0), t = S ? U(0) : dsl_wgid(k, 1), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr kvh = G > 1 ? w0 : dsl_let(k, "kvh", dsl_div(k, w0, U(group)));
@@ -273,8 +277,9 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             gen_last_wg_end(k, dsl_at(k, sync, w0));
         }
     } else {
-        dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, w0, HD)), lid),
-                  dsl_div(k, acc[0], L[0]));
+        for (int hh = 0; hh < G; hh++)
+            dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, head[hh], HD)), lid),
+                      dsl_div(k, acc[hh], L[hh]));
     }
 
     gen_out_groups_one(out);
