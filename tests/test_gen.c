@@ -16,6 +16,7 @@
 #include "gen_desc.h"
 #include "gen_graph.h"
 #include "gen_model.h"
+#include "kernels/gen_k_common.h"
 
 static gen_model model;
 static gen_graph graph;
@@ -476,6 +477,26 @@ static void test_q8_head_variant(void **state)
     }
 }
 
+/* A kernel binding more buffers than a dispatch can address: the argument table stays
+ * in bounds and the builder reports it by name instead of emitting a broken dispatch. */
+static void test_too_many_buffers(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    gen_kernel_out out;
+    memset(&out, 0, sizeof(out));
+    for (int i = 0; i < RT_MAX_ARGS; i++)
+        gen_out_arg(&out, RT_ARG_ACT, i);
+    assert_false(out.too_many_args);
+    gen_out_arg(&out, RT_ARG_WEIGHT, 7); /* one too many */
+    assert_true(out.too_many_args);
+    assert_int_equal(out.n_args, RT_MAX_ARGS);
+    assert_int_equal(out.args[RT_MAX_ARGS - 1].ref, RT_MAX_ARGS - 1); /* the table is untouched */
+    assert_int_equal(gen_out_kernel(&out, dsl_kernel_new("wide", 64, 1, 1), err), -1);
+    assert_non_null(strstr(err, "kernel wide binds more than"));
+    gen_kernel_out_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_deterministic_and_shared_kernels),
         cmocka_unit_test(test_q8_head_variant),
         cmocka_unit_test(test_wide_head_not_folded),
+        cmocka_unit_test(test_too_many_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
