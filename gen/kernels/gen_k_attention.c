@@ -127,7 +127,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     }
     gen_last_bufs lb = {0}; /* last_out: the next norm's weight and Q8 row */
     if (last)
-        lb = gen_last_bind(k, g, kop, out);
+        lb = gen_last_bind(k, g, kop, out, sync); /* merge bound the counters */
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
     dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)(G * hd));
@@ -272,7 +272,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             for (int hh = 0; hh < G; hh++)
                 combine_head(k, y, yout, head[hh], lid, S, hd);
             if (last) /* second level: the last of the columns' mergers runs the next norm */
-                gen_last_norm(k, hp->norm_eps, yout, &lb, sync, dsl_shared(k, "red", DSL_F32, 256), QD,
+                gen_last_norm(k, hp->norm_eps, yout, &lb, dsl_shared(k, "red", DSL_F32, 256), QD,
                               dsl_const_u32(k, "QD", QD), columns);
             gen_last_wg_end(k, dsl_at(k, sync, w0));
         }

@@ -183,13 +183,9 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         y[p] = dsl_buffer(k, yn[p], DSL_F32, (res || last ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
         gen_out_val(out, g, multi ? kop->part_out[p] : kop->out);
     }
-    gen_last_bufs lb = {0}; /* last_out: the next norm's weight and Q8 row */
-    dsl_expr sync = NULL;
-    if (last) {
-        lb = gen_last_bind(k, g, kop, out);
-        sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
-        gen_out_arg(out, RT_ARG_SYNC, 0);
-    }
+    gen_last_bufs lb = {0}; /* last_out: the next norm's weight, Q8 row, counters */
+    if (last)
+        lb = gen_last_bind(k, g, kop, out, NULL);
     dsl_expr has_next = NULL; /* last_next: 0 on the last layer (no next norm) */
     if (last && kop->last_next) {
         has_next = dsl_param(k, "has_next", DSL_U32);
@@ -216,7 +212,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         if (last) {
             if (has_next) /* a push constant: uniform, so the tail's barriers are fine */
                 dsl_if(k, dsl_ne(k, has_next, U(0)));
-            gen_last_norm(k, m->hp.norm_eps, y[0], &lb, sync, red, M, Mc, groups);
+            gen_last_norm(k, m->hp.norm_eps, y[0], &lb, red, M, Mc, groups);
             if (has_next)
                 dsl_end(k);
             out->bytes += (uint64_t)M * 9 + 8; /* row + weight read back, codes + [scale, sum] out */

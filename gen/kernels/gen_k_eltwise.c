@@ -29,13 +29,9 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
-    gen_last_bufs lb = {0}; /* last_out: the next norm's weight and Q8 row */
-    dsl_expr sync = NULL;
-    if (last) {
-        lb = gen_last_bind(k, g, kop, out);
-        sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
-        gen_out_arg(out, RT_ARG_SYNC, 0);
-    }
+    gen_last_bufs lb = {0}; /* last_out: the next norm's weight, Q8 row, counters */
+    if (last)
+        lb = gen_last_bind(k, g, kop, out, NULL);
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
@@ -59,7 +55,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     if (last) {
         dsl_end(k);
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
-        gen_last_norm(k, g->m->hp.norm_eps, y, &lb, sync, red, dim, D, groups);
+        gen_last_norm(k, g->m->hp.norm_eps, y, &lb, red, dim, D, groups);
         out->bytes += (uint64_t)dim * 9 + 8; /* row + weight read back, codes + [scale, sum] out */
     }
     gen_out_groups_one(out);

@@ -113,7 +113,8 @@ void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_exp
     *out_s = sq;
 }
 
-gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, gen_kernel_out *out)
+gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, gen_kernel_out *out,
+                            dsl_expr sync)
 {
     gen_last_bufs lb = {0};
     if (kop->last_norm_w >= 0) {
@@ -123,6 +124,11 @@ gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *ko
     lb.q = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
     lb.qs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->last_out);
+    lb.sync = sync;
+    if (!sync) {
+        lb.sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
+        gen_out_arg(out, RT_ARG_SYNC, 0);
+    }
     return lb;
 }
 
@@ -131,10 +137,10 @@ const char *gen_last_suffix(const gen_kop *kop)
     return kop->last_out < 0 ? "" : kop->last_next ? "_nextlayernorm" : kop->last_norm_w < 0 ? "_nextquant" : "_nextnorm";
 }
 
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr sync, dsl_expr red, int M,
-                   dsl_expr Mc, uint32_t groups)
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr Mc,
+                   uint32_t groups)
 {
-    dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
+    dsl_expr cnt = dsl_at(k, lb->sync, U(GEN_SYNC_LAST_NORM));
     gen_last_wg_begin(k, cnt, groups);
     dsl_expr scale = lb->w ? gen_norm_scale(k, eps, y, U(0), Mc, red) : NULL, sq, total;
     gen_quant_row(k, y, lb->w, U(0), scale, M, Mc, red, lb->q, NULL, &sq, &total);

@@ -30,23 +30,25 @@ void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_exp
                    dsl_expr red, dsl_expr q, dsl_expr tok, dsl_expr *out_s, dsl_expr *out_total);
 
 /* The buffers of a next norm folded into a kernel (kop->last_out): its weight (NULL for
- * a bare QUANT) and the Q8 row it writes (codes, [scale, sum]). */
+ * a bare QUANT), the Q8 row it writes (codes, [scale, sum]) and the SYNC counters. */
 typedef struct {
-    dsl_expr w, q, qs;
+    dsl_expr w, q, qs, sync;
 } gen_last_bufs;
 
-/* Declare and bind them (the weight: layer L+1's when kop->last_next). */
-gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, gen_kernel_out *out);
+/* Declare and bind them (the weight: layer L+1's when kop->last_next); sync: the
+ * kernel's SYNC buffer if it has one already, else NULL (declared and bound here). */
+gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, gen_kernel_out *out,
+                            dsl_expr sync);
 
 /* Kernel-name suffix for kop's next norm: "", "_nextnorm", "_nextquant", "_nextlayernorm". */
 const char *gen_last_suffix(const gen_kop *kop);
 
 /* The next norm run by the last workgroup: this workgroup's writes to y made visible,
- * counted in on SYNC word GEN_SYNC_LAST_NORM of `sync`; the last of `groups` runs
+ * counted in on SYNC word GEN_SYNC_LAST_NORM of lb->sync; the last of `groups` runs
  * gen_norm_scale + gen_quant_row (only the latter for a bare QUANT) on y[0 .. M) (Mc:
  * M as a constant) into lb's Q8 row and zeroes the counter. y must be a coherent
  * buffer; red: shared f32[256]. Call in uniform control flow. */
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr sync, dsl_expr red, int M,
-                   dsl_expr Mc, uint32_t groups);
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr Mc,
+                   uint32_t groups);
 
 #endif
