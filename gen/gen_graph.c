@@ -460,10 +460,9 @@ static void fold_decode_norms(gen_graph *g)
 
 /* Decode-only: a NORM_QUANT (or a bare QUANT) right after the residual bitlinear, the
  * GLU, the embedding or the merged split attention that wrote its input folds into that
- * kernel's end: its last workgroup to
- * finish normalises and quantises the whole new row (the NORM_QUANT kernel's code)
- * once, so the norm needs no dispatch and its reader no prologue. Runs after
- * fold_decode_loop_norm and before fold_decode_norms. */
+ * kernel's end: its last workgroup to finish normalises and quantises the whole new row
+ * (the NORM_QUANT kernel's code) once, so the norm needs no dispatch and its reader no
+ * prologue. Runs after fold_decode_loop_norm and before fold_decode_norms. */
 static void fold_decode_next_norm(gen_graph *g)
 {
     for (int i = 1; i < g->n_kops; i++) {

@@ -618,6 +618,7 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
             if (out_logits && flush(e, e->decode, err))
                 return -1;
         } else {
+            e->last_prefill = NULL; /* recording may free the stream it pointed to */
             rt_cmd *c = prefill_stream(e, m, err);
             if (!c || rt_cmd_submit(c, err))
                 return -1;
