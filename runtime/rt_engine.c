@@ -60,7 +60,8 @@ struct rt_engine {
     rt_buf sync;          /* u32[RT_SYNC_WORDS] cross-workgroup counters, zero between dispatches */
     rt_pipeline **pipes;  /* [n_kernels] */
     rt_cmd *decode;       /* the decode schedule */
-    rt_cmd *decode_argmax; /* ... + argmax of its logits row 0 */
+    rt_cmd *decode_argmax; /* ... + argmax of its logits row 0; == decode when the head
+                              computes it (head_argmax: not recorded twice) */
     rt_cmd *argmax0;      /* argmax of logits row 0 alone */
     rt_cmd *decode_topk;  /* decode + top-k of row 0, recorded on first use for decode_topk_k */
     int decode_topk_k;
@@ -491,9 +492,11 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
         fprintf(stderr, "kernels: %s integer dot products\n", e->native_dot ? "native" : "portable (emulated)");
     e->head_argmax = writes_result(post_of(e, &desc->decode), desc->decode.n_post);
     if (record(e, &desc->decode, 1, -1, 0, &e->decode, err) ||
-        record(e, &desc->decode, 1, e->head_argmax ? -1 : desc->k_argmax, 0, &e->decode_argmax, err) ||
+        (!e->head_argmax && record(e, &desc->decode, 1, desc->k_argmax, 0, &e->decode_argmax, err)) ||
         record(e, NULL, 0, desc->k_argmax, 0, &e->argmax0, err))
         goto fail;
+    if (e->head_argmax)
+        e->decode_argmax = e->decode;
     e->last_decode = e->decode;
     e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
     e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
@@ -513,7 +516,8 @@ void rt_engine_close(rt_engine *e)
         return;
     if (e->vk) {
         rt_cmd_free(e->decode);
-        rt_cmd_free(e->decode_argmax);
+        if (e->decode_argmax != e->decode)
+            rt_cmd_free(e->decode_argmax);
         rt_cmd_free(e->argmax0);
         rt_cmd_free(e->decode_topk);
         for (int i = 0; i < e->pre.count; i++)
