@@ -273,7 +273,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
                 combine_head(k, y, yout, head[hh], lid, S, hd);
             if (last) /* second level: the last of the columns' mergers runs the next norm */
                 gen_last_norm(k, hp->norm_eps, yout, &lb, dsl_shared(k, "red", DSL_F32, 256), QD,
-                              dsl_const_u32(k, "QD", QD), columns);
+                              dsl_const_u32(k, "QD", QD), columns, out);
             gen_last_wg_end(k, dsl_at(k, sync, w0));
         }
     } else {
@@ -288,13 +288,12 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         gen_out_groups(out, 1, 0, (uint32_t)S, 1);
     else
         gen_out_groups(out, 1, 1, 0, 1);
-    out->bytes = (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
+    /* += : the next norm's tail (gen_last_norm) has counted its bytes already */
+    out->bytes += (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
     if (merge) /* the merge reads the partials back and writes y */
         out->bytes += (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
     if (kvw) /* k, v in; one cache row each out */
         out->bytes += (uint64_t)KVD * (8 + 2 * (f16 ? 2 : 4));
-    if (last) /* y + the norm weight read back, codes + [scale, sum] out */
-        out->bytes += (uint64_t)QD * 9 + 8;
     /* distinct bytes: one K and one V row per cache position (heads of a KV group that
      * are not served together re-read the same rows, which the cache serves) */
     out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);

@@ -138,8 +138,10 @@ const char *gen_last_suffix(const gen_kop *kop)
 }
 
 void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr Mc,
-                   uint32_t groups)
+                   uint32_t groups, gen_kernel_out *out)
 {
+    /* the row (and the norm weight) read back, codes + [scale, sum] out, once */
+    out->bytes += (uint64_t)M * (lb->w ? 8 : 4) + (uint64_t)M + 8;
     dsl_expr cnt = dsl_at(k, lb->sync, U(GEN_SYNC_LAST_NORM));
     gen_last_wg_begin(k, cnt, groups);
     dsl_expr scale = lb->w ? gen_norm_scale(k, eps, y, U(0), Mc, red) : NULL, sq, total;

@@ -47,8 +47,9 @@ const char *gen_last_suffix(const gen_kop *kop);
  * counted in on SYNC word GEN_SYNC_LAST_NORM of lb->sync; the last of `groups` runs
  * gen_norm_scale + gen_quant_row (only the latter for a bare QUANT) on y[0 .. M) (Mc:
  * M as a constant) into lb's Q8 row and zeroes the counter. y must be a coherent
- * buffer; red: shared f32[256]. Call in uniform control flow. */
+ * buffer; red: shared f32[256]. Adds the tail's bytes to out->bytes. Call in uniform
+ * control flow. */
 void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr Mc,
-                   uint32_t groups);
+                   uint32_t groups, gen_kernel_out *out);
 
 #endif

@@ -12956,7 +12956,7 @@ static const rt_dispatch decode[] = {
     {.kernel = 2, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
      .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
-     .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+quant a"},
+     .bytes = 72456ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+quant a"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (a_q/f_q_s, a_q_s, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, q/a_q_s/f|q/g_q/logits.best, k|k/g_q_s, sync)  [barrier: x q/a_q_s/f|q/g_q/logits.best k|k/g_q_s a_q/f_q_s a_q_s sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
@@ -12966,7 +12966,7 @@ static const rt_dispatch decode[] = {
     {.kernel = 4, .n_args = 8, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
-     .bytes = 108560ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+quant f"},
+     .bytes = 105488ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+quant f"},
     /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m256_k768_decode (a/f_q, a_q/f_q_s, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, sync)  [barrier: x a/f_q a_q/f_q_s sync] */
     {.kernel = 5, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
