@@ -226,6 +226,15 @@ static void test_no_barrier_between_independent_projections(void **state)
     assert_int_equal(seen, 1);
 }
 
+/* How many times kop k lists resource `bit` among its writes (gen_plan's bits). */
+static int writes_of(const gen_graph *g, const gen_kop *k, int bit)
+{
+    int wr[8], nw = gen_kop_writes(g, k, wr, 8), n = 0;
+    for (int w = 0; w < nw; w++)
+        n += wr[w] == bit;
+    return n;
+}
+
 /* Decode-only folds: norms run by the last workgroup of their input's producer, or
  * recomputed in the prologue of their only reader. */
 static void test_decode_folds(void **state)
@@ -279,13 +288,9 @@ static void test_decode_folds(void **state)
                                                       graph.vals[v].buf != graph.vals[k->last_out].buf_s));
             }
             last++;
-            int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0, q8 = 0;
-            for (int w = 0; w < nw; w++) {
-                sync += wr[w] == 59;
-                q8 += wr[w] == graph.vals[k->last_out].buf || wr[w] == graph.vals[k->last_out].buf_s;
-            }
-            assert_int_equal(sync, 1);
-            assert_int_equal(q8, 2);
+            assert_int_equal(writes_of(&graph, k, 59), 1); /* the SYNC counters, once */
+            assert_int_equal(writes_of(&graph, k, graph.vals[k->last_out].buf), 1);
+            assert_int_equal(writes_of(&graph, k, graph.vals[k->last_out].buf_s), 1);
         }
         if (k->norm_w < 0)
             continue;
@@ -314,14 +319,10 @@ static void test_decode_folds(void **state)
         assert_int_equal(graph.vals[k->part].width, 20 * GEN_ATTN_SPLITS * (128 + 2));
         assert_string_equal(graph.vals[k->out].name, "a");
         assert_true(graph.barrier[i] & RT_BAR_SYNC); /* the previous layer's counters */
-        int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), sync = 0, cache = 0;
-        for (int w = 0; w < nw; w++) {
-            sync += wr[w] == 59;
-            cache += wr[w] == 60 || wr[w] == 61;
-        }
-        assert_int_equal(sync, 1);
+        assert_int_equal(writes_of(&graph, k, 59), 1);
         assert_true(k->kv_fold && k->kv_rope);
-        assert_int_equal(cache, 2);
+        assert_int_equal(writes_of(&graph, k, 60), 1); /* both cache rows */
+        assert_int_equal(writes_of(&graph, k, 61), 1);
         assert_string_equal(graph.vals[k->in[1]].name, "k");
         assert_string_equal(graph.vals[k->in[2]].name, "v");
         /* k, v and the partials / output live at once: three different buffers */
@@ -345,13 +346,8 @@ static void test_decode_folds(void **state)
         assert_true(k->argmax && k->part >= 0);
         assert_int_equal(graph.vals[k->part].width, 2 * GEN_HEAD_GROUPS);
         assert_true(graph.barrier[i] & RT_BAR_SYNC); /* ffn_down's counter, the last before it */
-        int wr[8], nw = gen_kop_writes(&graph, k, wr, 8), res = 0, sync = 0;
-        for (int w = 0; w < nw; w++) {
-            res += wr[w] == 63;
-            sync += wr[w] == 59;
-        }
-        assert_int_equal(res, 1);
-        assert_int_equal(sync, 1);
+        assert_int_equal(writes_of(&graph, k, 63), 1);
+        assert_int_equal(writes_of(&graph, k, 59), 1);
     }
     assert_int_equal(heads, 1);
     /* unfused: decode is the plain lowering too, with the attention split + ATTN_COMBINE */
