@@ -8,7 +8,8 @@
  * distinct kernel (by generated name), built for decode and for a batch, compiled with
  * dsl_compile and dispatched exactly as the runtime does (push = arg addresses then
  * params, groups from gen_kernel_out.groups with N = n_tokens, rt_dyn uniform).
- * Batch kernels run with 1, 3, 8 and 13 tokens (not only multiples of the tile 8);
+ * Batch kernels run with 1, 3, 8 and 13 tokens (not only multiples of the tile 8),
+ * the bitlinear kernels also with 70 (their tiles are 64 tokens: one full, one partial);
  * rope / attention at pos > 0 and across the 64-row key chunk of attention; the
  * K/V rows past the causal limit are left poisoned, so reading one gives NaN.
  * Plus the auxiliary argmax / top-k / copy kernels. Skips only with no Vulkan device.
@@ -53,14 +54,19 @@
 static rt_vk *g_vk;
 static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
 
-/* The two tiny models, plus bitnet-tiny with interleaved (norm-style) RoPE over 32 of
- * the 64 head dims and an f32 KV cache: the rope / cache paths no shipped model uses. */
+/* The two tiny models, plus bitnet-tiny with interleaved (norm-style) RoPE over 16 of
+ * 32 head dims, an f32 KV cache and 16 heads sharing one KV head: the rope / cache
+ * paths no shipped model uses, and K / V matrices of 32 rows, fewer than a prefill
+ * tile's 64 (the row tail of the batched matrix kernels). */
 #define N_MODELS 3
 static const char *const model_paths[N_MODELS] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml",
                                                   "models/bitnet-tiny.yaml"};
 static const char *const variant_edits[][2] = {
-    {"rope: {style: neox, base: 500000.0, dims: 64}", "rope: {style: norm, base: 10000.0, dims: 32}"},
+    {"rope: {style: neox, base: 500000.0, dims: 64}", "rope: {style: norm, base: 10000.0, dims: 16}"},
     {"kv_cache: f16", "kv_cache: f32"},
+    {"n_heads: 8", "n_heads: 16"},
+    {"n_kv_heads: 2 ", "n_kv_heads: 1 "},
+    {"head_dim: 64", "head_dim: 32"},
 };
 
 static void *xmalloc(size_t n);
@@ -82,7 +88,7 @@ static void load_variant(const char *path, gen_model *m)
         snprintf(out, 1 << 16, "%.*s%s%s", (int)(at - txt), txt, variant_edits[e][1], at + strlen(variant_edits[e][0]));
         memcpy(txt, out, strlen(out) + 1);
     }
-    if (gen_model_parse(txt, strlen(txt), "bitnet-tiny (norm rope, f32 cache)", m, err))
+    if (gen_model_parse(txt, strlen(txt), "bitnet-tiny (norm rope, f32 cache, 16 x 32 heads, 1 KV head)", m, err))
         fail_msg("%s", err);
     free(txt);
     free(out);
@@ -486,6 +492,10 @@ static int for_each_kernel(const bool want[GEN_K_COUNT], kop_fn fn)
 
 static const uint32_t batch_sizes[] = {1, 3, 8, 13};
 #define N_SIZES(decode) ((decode) ? 1 : (int)(sizeof(batch_sizes) / sizeof(batch_sizes[0])))
+/* The prefill matrix kernels work on tiles of 64 tokens: also one full and one partial tile. */
+static const uint32_t bl_batch_sizes[] = {1, 3, 8, 13, 70};
+#define BL_NMAX 70u
+#define BL_N_SIZES(decode) ((decode) ? 1 : (int)(sizeof(bl_batch_sizes) / sizeof(bl_batch_sizes[0])))
 
 static int width_of(const gen_graph *g, int gv) { return g->vals[gv].width; }
 
@@ -639,20 +649,20 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
         M[p] = (int)g->m->tensors[kop->w[p]].ne[1];
     kern kn;
     kern_build(&kn, g, kop, decode);
-    for (int s = 0; s < N_SIZES(decode); s++) {
-        uint32_t n = decode ? 1 : batch_sizes[s];
-        q8_act a = make_q8((int)NMAX, K);
+    for (int s = 0; s < BL_N_SIZES(decode); s++) {
+        uint32_t n = decode ? 1 : bl_batch_sizes[s];
+        q8_act a = make_q8((int)BL_NMAX, K);
         rt_buf b[RT_MAX_ARGS];
         float *r0[GEN_KOP_MAX_PARTS] = {0};
         int nb = 0;
-        b[nb++] = dev((size_t)NMAX * K, a.packed);
-        b[nb++] = dev(8 * NMAX, a.qs);
+        b[nb++] = dev((size_t)BL_NMAX * K, a.packed);
+        b[nb++] = dev(8 * BL_NMAX, a.qs);
         for (int j = 0; j < nw; j++)
             b[nb++] = dev(W[j].bytes, W[j].packed);
         for (int p = 0; p < np; p++) {
             if (res)
-                r0[p] = rnd_vec((size_t)NMAX * M[p], 2.0f);
-            b[nb++] = dev(4 * (size_t)NMAX * M[p], r0[p]);
+                r0[p] = rnd_vec((size_t)BL_NMAX * M[p], 2.0f);
+            b[nb++] = dev(4 * (size_t)BL_NMAX * M[p], r0[p]);
         }
         assert_int_equal(nb, kn.ko.n_args);
         const rt_buf *args[RT_MAX_ARGS];
@@ -660,7 +670,7 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
             args[i] = &b[i];
         kern_run(&kn, args, n, 0, 0);
         for (int p = 0; p < np; p++) {
-            size_t ny = (size_t)NMAX * M[p];
+            size_t ny = (size_t)BL_NMAX * M[p];
             float *y = fetch(&b[nb - np + p], 4 * ny), *ref = xmalloc(4 * ny), *up = xmalloc(4 * (size_t)M[p]);
             for (uint32_t t = 0; t < n; t++) {
                 float *yr = ref + (size_t)t * M[p];
@@ -682,9 +692,9 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu && !kop->relu2 ? 2e-6 : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
             if (res)
-                assert_memory_equal(y + (size_t)n * M[p], r0[p] + (size_t)n * M[p], 4 * (NMAX - n) * (size_t)M[p]);
+                assert_memory_equal(y + (size_t)n * M[p], r0[p] + (size_t)n * M[p], 4 * (BL_NMAX - n) * (size_t)M[p]);
             else
-                assert_true(all_poison((uint32_t *)y + (size_t)n * M[p], (NMAX - n) * (size_t)M[p]));
+                assert_true(all_poison((uint32_t *)y + (size_t)n * M[p], (BL_NMAX - n) * (size_t)M[p]));
             free(y);
             free(ref);
             free(up);

@@ -10,9 +10,11 @@
  * int8 activations: a 4x8-bit integer dot product per (word, g). As in bitnet.cpp
  * the dot uses the unsigned codes and subtracts sum(q) (kept by the quant kernel):
  *   y = float(sum(code * q) - sum(q)) / s * w_scale      (s = 127 / amax)
- * Each subgroup owns one output row at a time (lanes stride over the row's words,
- * then subgroupAdd), 8 rows per workgroup. Decode handles one token; prefill walks
- * the tokens in tiles of GEN_TOKEN_TILE, reusing each weight word for the tile.
+ * Decode (one token): each subgroup owns one output row at a time (lanes stride over
+ * the row's words, then subgroupAdd), 8 rows per workgroup. Prefill: each workgroup
+ * owns a tile of 64 rows x 64 tokens and stages each 128-element block of K (codes
+ * and int8 activations) in shared memory; every invocation keeps 4 x 4 integer sums
+ * (bl_tile). All sums are integers, so both give the same values in any order.
  * BITLINEAR_MULTI (q, k, v of one input) runs 2..3 such matrices in one dispatch:
  * part p owns a contiguous range of ceil(M_p / 8) workgroups and runs exactly the
  * row loop of a single BITLINEAR (bl_rows) on its own weight and output.
@@ -30,7 +32,12 @@
 #include "gen_k_norm.h"
 
 #define WG 256
-#define ROWS 8
+#define ROWS 8 /* decode: rows per workgroup, one subgroup per row at a time */
+#define TM 64  /* prefill: rows x tokens of a workgroup's tile */
+#define TN 64
+#define RT 4 /* prefill: rows and tokens per invocation (TM = TN = 16 x RT) */
+#define WSTR (TM + 4) /* shared row strides (bank-conflict padding) */
+#define ASTR (TN + 1)
 
 /* What the row loop of every bitlinear kernel shares. */
 typedef struct {
@@ -39,36 +46,53 @@ typedef struct {
     dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */
     dsl_expr sc, qsum; /* folded norm (decode): the row's scale and code sum, else NULL */
     dsl_expr K4, KW;  /* u32 words of int8 activations per token / of I2_S codes per row */
+    dsl_expr wsh, ash; /* prefill: the tile's staged code and activation words (shared) */
 } bl_ctx;
 
-/* Rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
+/* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
+ * token's activation scale and code sum and the matrix scales ws: plus the residual,
+ * or through the GLU. */
+static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, dsl_expr sc, dsl_expr qsum, const dsl_expr *ws,
+                     dsl_expr y, dsl_expr yi)
+{
+    dsl_expr v[2];
+    for (int j = 0; j < (c->glu ? 2 : 1); j++)
+        v[j] = dsl_let(k, j ? "vu" : "v", dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
+    dsl_expr val = v[0];
+    if (c->glu && c->relu2) {
+        dsl_expr rr = dsl_let(k, "rg", dsl_max(k, v[0], F(0)));
+        val = dsl_mul(k, dsl_mul(k, rr, rr), v[1]);
+    } else if (c->glu) {
+        val = dsl_mul(k, dsl_div(k, v[0], dsl_add(k, F(1), dsl_exp(k, dsl_neg(k, v[0])))), v[1]);
+    }
+    if (c->res)
+        val = dsl_add(k, dsl_load(k, y, yi), val);
+    dsl_store(k, y, yi, val);
+}
+
+/* The weight scale of each matrix (the f32 after the codes). */
+static void bl_scales(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws)
+{
+    for (int j = 0; j < (c->glu ? 2 : 1); j++)
+        out_ws[j] = dsl_let(k, j ? "ws_up" : "ws",
+                            dsl_bitcast(k, dsl_load(k, W[j], U((uint64_t)M * c->K / 16)), DSL_F32));
+}
+
+/* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
 static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
 {
-    const bool decode = c->decode, glu = c->glu;
-    const int K = c->K, TT = decode ? 1 : GEN_TOKEN_TILE, nw = glu ? 2 : 1;
-    dsl_expr q = c->q, qs = c->qs, K4 = c->K4, KW = c->KW;
+    const int nw = c->glu ? 2 : 1;
+    dsl_expr q = c->q, KW = c->KW;
     dsl_expr ws[2];
-    for (int j = 0; j < nw; j++)
-        ws[j] = dsl_let(k, j ? "ws_up" : "ws",
-                        dsl_bitcast(k, dsl_load(k, W[j], U((uint64_t)M * K / 16)), DSL_F32));
+    bl_scales(k, c, W, M, ws);
     dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
-    dsl_expr n_tok = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
 
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, wg, U(ROWS)), rl));
     dsl_break_if(k, dsl_ge(k, r, Mc));
-    dsl_expr t0 = decode ? U(0) : dsl_for(k, "t0", U(0), n_tok, U(TT));
-    dsl_expr acc[2][GEN_TOKEN_TILE], qrow[GEN_TOKEN_TILE];
-    for (int tt = 0; tt < TT; tt++) {
-        char vn[16];
-        for (int j = 0; j < nw; j++) {
-            snprintf(vn, sizeof(vn), "acc%s%d", j ? "u" : "", tt);
-            acc[j][tt] = dsl_var(k, vn, DSL_I32, I(0));
-        }
-        snprintf(vn, sizeof(vn), "qrow%d", tt);
-        dsl_expr t = decode ? U(0) : dsl_min(k, dsl_add(k, t0, U(tt)), dsl_sub(k, n_tok, U(1)));
-        qrow[tt] = dsl_let(k, vn, dsl_mul(k, t, K4));
-    }
+    dsl_expr acc[2];
+    for (int j = 0; j < nw; j++)
+        acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
     dsl_expr w = dsl_for(k, "w", lane, KW, sgs);
     dsl_expr wd[2];
     for (int j = 0; j < nw; j++)
@@ -78,54 +102,124 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
         dsl_expr codes[2];
         for (int j = 0; j < nw; j++)
             codes[j] = dsl_let(k, j ? "cu" : "c", dsl_band(k, dsl_shr(k, wd[j], U(6 - 2 * gq)), U(0x03030303u)));
-        for (int tt = 0; tt < TT; tt++) {
-            dsl_expr qw = dsl_load(k, q, dsl_add(k, qrow[tt], dsl_add(k, qb, U(8 * gq))));
-            if (glu)
-                qw = dsl_let(k, "qw", qw);
-            for (int j = 0; j < nw; j++)
-                dsl_add_to(k, acc[j][tt], dsl_dot4x8_su(k, qw, codes[j]));
-        }
+        dsl_expr qw = dsl_load(k, q, dsl_add(k, qb, U(8 * gq)));
+        if (nw > 1)
+            qw = dsl_let(k, "qw", qw);
+        for (int j = 0; j < nw; j++)
+            dsl_add_to(k, acc[j], dsl_dot4x8_su(k, qw, codes[j]));
     }
     dsl_end(k); /* w */
 
-    for (int tt = 0; tt < TT; tt++) {
-        dsl_expr tot[2];
-        for (int j = 0; j < nw; j++)
-            tot[j] = dsl_subgroup_add(k, acc[j][tt]);
-        dsl_expr t = decode ? U(0) : dsl_add(k, t0, U(tt));
-        dsl_if(k, dsl_and(k, dsl_eq(k, lane, U(0)), dsl_lt(k, t, n_tok)));
-        dsl_expr sc = c->sc, qsum = c->qsum; /* sum(q) < 2^24: exact through the f32 of qs */
-        if (!sc) {
-            sc = dsl_load(k, qs, dsl_mul(k, t, U(2)));
-            qsum = dsl_cast(k, dsl_load(k, qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1))), DSL_I32);
-            qsum = dsl_let(k, "qsum", qsum);
-            sc = dsl_let(k, "sc", sc);
-        }
-        dsl_expr v[2];
-        for (int j = 0; j < nw; j++)
-            v[j] = dsl_let(k, j ? "vu" : "v",
-                           dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
-        dsl_expr yi = dsl_let(k, "yi", dsl_add(k, dsl_mul(k, t, Mc), r));
-        dsl_expr val = v[0];
-        if (glu && c->relu2) {
-            dsl_expr rr = dsl_let(k, "rg", dsl_max(k, v[0], F(0)));
-            val = dsl_mul(k, dsl_mul(k, rr, rr), v[1]);
-        } else if (glu) {
-            val = dsl_mul(k, dsl_div(k, v[0], dsl_add(k, F(1), dsl_exp(k, dsl_neg(k, v[0])))), v[1]);
-        }
-        if (c->res)
-            val = dsl_add(k, dsl_load(k, y, yi), val);
-        dsl_store(k, y, yi, val);
-        dsl_end(k);
+    dsl_expr tot[2];
+    for (int j = 0; j < nw; j++)
+        tot[j] = dsl_subgroup_add(k, acc[j]);
+    dsl_if(k, dsl_eq(k, lane, U(0)));
+    dsl_expr sc = c->sc, qsum = c->qsum; /* sum(q) < 2^24: exact through the f32 of qs */
+    if (!sc) {
+        qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, U(1)), DSL_I32));
+        sc = dsl_let(k, "sc", dsl_load(k, c->qs, U(0)));
     }
-    if (!decode)
-        dsl_end(k); /* t0 */
-    dsl_end(k);     /* rl */
+    bl_store(k, c, tot, sc, qsum, ws, y, r);
+    dsl_end(k);
+    dsl_end(k); /* rl */
 }
 
-static int groups_of(int M)
+/* Prefill: the tile of rows TM*wg .. +TM-1 and tokens TN*wgid.y .. +TN-1 of the M-row
+ * matrix W[0] (and W[1]) into y. Per 128-element block of K, the workgroup stages the
+ * tile's 8 code words per row (wsh, [matrix][word][row], row stride WSTR) and 32
+ * activation words per token (ash, [word][token], stride ASTR: the padding keeps a
+ * warp's stores in distinct banks); invocation (tx, ty) = (lid % 16, lid / 16) then
+ * owns rows tx + 16a and tokens ty + 16b (a, b < 4): 16 int32 sums per matrix, each
+ * staged word used 4 times from shared memory. Rows past M and tokens past n_tokens
+ * read the last row / token (in bounds) and store nothing. Integer sums: the same
+ * values as the decode loop, in any order. */
+static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
 {
-    return (M + ROWS - 1) / ROWS;
+    dsl_expr wsh = c->wsh, ash = c->ash;
+    const int nw = c->glu ? 2 : 1;
+    dsl_expr ws[2];
+    bl_scales(k, c, W, M, ws);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), n_tok = dsl_dyn(k, DSL_DYN_N_TOKENS);
+    dsl_expr tx = dsl_let(k, "tx", dsl_band(k, lid, U(15))), ty = dsl_let(k, "ty", dsl_shr(k, lid, U(4)));
+    dsl_expr row0 = dsl_let(k, "row0", dsl_mul(k, wg, U(TM)));
+    dsl_expr tok0 = dsl_let(k, "tok0", dsl_mul(k, dsl_wgid(k, 1), U(TN)));
+    dsl_expr acc[2][RT][RT];
+    for (int j = 0; j < nw; j++)
+        for (int a = 0; a < RT; a++)
+            for (int b = 0; b < RT; b++) {
+                char vn[16];
+                snprintf(vn, sizeof(vn), "acc%s%d%d", j ? "u" : "", a, b);
+                acc[j][a][b] = dsl_var(k, vn, DSL_I32, I(0));
+            }
+
+    dsl_expr kb = dsl_for(k, "kb", U(0), U((uint32_t)c->K / 128), NULL);
+    for (int j = 0; j < nw; j++)
+        for (int h = 0; h < TM * 8 / WG; h++) { /* a warp reads 4 rows x 32 bytes */
+            dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, U(WG * h)));
+            dsl_expr r = dsl_let(k, "r", dsl_shr(k, e, U(3))), wi = dsl_let(k, "wi", dsl_band(k, e, U(7)));
+            dsl_expr gr = dsl_min(k, dsl_add(k, row0, r), dsl_sub(k, Mc, U(1)));
+            dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
+            dsl_store(k, wsh, dsl_add(k, dsl_mul(k, wi, U(WSTR)), dsl_add(k, r, U(j * 8 * WSTR))), dsl_load(k, W[j], src));
+        }
+    for (int h = 0; h < TN * 32 / WG; h++) { /* a warp reads one token's 128 bytes */
+        dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, U(WG * h)));
+        dsl_expr t = dsl_let(k, "t", dsl_shr(k, e, U(5))), jw = dsl_let(k, "jw", dsl_band(k, e, U(31)));
+        dsl_expr gt = dsl_min(k, dsl_add(k, tok0, t), dsl_sub(k, n_tok, U(1)));
+        dsl_expr src = dsl_add(k, dsl_mul(k, gt, c->K4), dsl_add(k, dsl_mul(k, kb, U(32)), jw));
+        dsl_store(k, ash, dsl_add(k, dsl_mul(k, jw, U(ASTR)), t), dsl_load(k, c->q, src));
+    }
+    dsl_barrier(k);
+    dsl_expr wl = dsl_for(k, "wl", U(0), U(8), NULL);
+    dsl_expr wv[2][RT];
+    for (int j = 0; j < nw; j++)
+        for (int a = 0; a < RT; a++)
+            wv[j][a] = dsl_let(k, "wv", dsl_load(k, wsh, dsl_add(k, dsl_mul(k, wl, U(WSTR)), dsl_add(k, tx, U(j * 8 * WSTR + 16 * a)))));
+    for (int gq = 0; gq < 4; gq++) {
+        dsl_expr av[RT];
+        dsl_expr abase = dsl_let(k, "ab", dsl_add(k, dsl_mul(k, dsl_add(k, wl, U(8 * gq)), U(ASTR)), ty));
+        for (int b = 0; b < RT; b++)
+            av[b] = dsl_let(k, "av", dsl_load(k, ash, dsl_add(k, abase, U(16 * b))));
+        for (int j = 0; j < nw; j++)
+            for (int a = 0; a < RT; a++) {
+                dsl_expr code = dsl_let(k, "c", dsl_band(k, dsl_shr(k, wv[j][a], U(6 - 2 * gq)), U(0x03030303u)));
+                for (int b = 0; b < RT; b++)
+                    dsl_add_to(k, acc[j][a][b], dsl_dot4x8_su(k, av[b], code));
+            }
+    }
+    dsl_end(k); /* wl */
+    dsl_barrier(k);
+    dsl_end(k); /* kb */
+
+    for (int b = 0; b < RT; b++) {
+        dsl_expr t = dsl_let(k, "tok", dsl_add(k, tok0, dsl_add(k, ty, U(16 * b))));
+        dsl_if(k, dsl_lt(k, t, n_tok));
+        dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1))), DSL_I32));
+        dsl_expr sc = dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, t, U(2))));
+        for (int a = 0; a < RT; a++) {
+            dsl_expr r = dsl_let(k, "row", dsl_add(k, row0, dsl_add(k, tx, U(16 * a))));
+            dsl_if(k, dsl_lt(k, r, Mc));
+            dsl_expr tot[2] = {acc[0][a][b], nw > 1 ? acc[1][a][b] : NULL};
+            bl_store(k, c, tot, sc, qsum, ws, y, dsl_add(k, dsl_mul(k, t, Mc), r));
+            dsl_end(k);
+        }
+        dsl_end(k);
+    }
+}
+
+/* Workgroups along x for an M-row matrix. */
+static int groups_of(const bl_ctx *c, int M)
+{
+    const int rows = c->decode ? ROWS : TM;
+    return (M + rows - 1) / rows;
+}
+
+/* One matrix: the decode row loop or the prefill tile. */
+static void bl_matrix(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
+{
+    if (c->decode)
+        bl_rows(k, c, W, y, M, Mc, wg);
+    else
+        bl_tile(k, c, W, y, M, Mc, wg);
 }
 
 int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
@@ -195,6 +289,10 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     c.K4 = dsl_const_u32(k, "K4", K / 4);
     c.KW = dsl_const_u32(k, "KW", K / 16);
     dsl_expr red = norm || last ? dsl_shared(k, "red", DSL_F32, WG) : NULL;
+    if (!decode) {
+        c.wsh = dsl_shared(k, "wsh", DSL_U32, (glu ? 2 : 1) * 8 * WSTR);
+        c.ash = dsl_shared(k, "ash", DSL_U32, 32 * ASTR);
+    }
     if (norm) {
         /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */
         dsl_expr N = dsl_const_u32(k, "N", K);
@@ -206,8 +304,8 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     uint32_t groups = 0;
     if (!multi) {
         dsl_expr Mc = dsl_const_u32(k, "M", M);
-        bl_rows(k, &c, W, y[0], M, Mc, dsl_wgid(k, 0));
-        groups = (uint32_t)groups_of(M);
+        bl_matrix(k, &c, W, y[0], M, Mc, dsl_wgid(k, 0));
+        groups = (uint32_t)groups_of(&c, M);
         out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
         if (last) {
             if (has_next) /* a push constant: uniform, so the tail's barriers are fine */
@@ -225,10 +323,10 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             snprintf(cn, sizeof(cn), "M%d", p);
             dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
             uint32_t first = groups;
-            groups += (uint32_t)groups_of(Ms[p]);
+            groups += (uint32_t)groups_of(&c, Ms[p]);
             if (p + 1 < np)
                 dsl_if(k, dsl_lt(k, wg, U(groups)));
-            bl_rows(k, &c, &W[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
+            bl_matrix(k, &c, &W[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
             if (p + 1 < np)
                 dsl_else(k);
             out->bytes += (uint64_t)Ms[p] * K / 4 + (uint64_t)Ms[p] * 4;
@@ -239,5 +337,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
 
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);
+    if (!decode)
+        gen_out_groups(out, 1, 1, 0, TN);
     return gen_out_kernel(out, k, err);
 }

@@ -20,7 +20,8 @@
 #define I(v) dsl_i32(k, (v))
 #define F(v) dsl_f32(k, (v))
 
-/* Tokens handled per pass by the batched (prefill) matrix kernels. */
+/* Tokens handled per pass by the batched (prefill) LM head (the bitlinear kernels
+ * tile their own way: gen_k_bitlinear.c). */
 #define GEN_TOKEN_TILE 8
 
 static inline void gen_out_arg(gen_kernel_out *o, uint8_t kind, int ref)

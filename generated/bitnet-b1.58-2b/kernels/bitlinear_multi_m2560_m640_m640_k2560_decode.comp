@@ -61,27 +61,25 @@ void main()
         for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
             uint row = (wg * 8u) + rl;
             if (row >= M0) break;
-            int acc0 = 0;
-            uint qrow0 = 0u * K4;
+            int acc = 0;
             for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
                 uint wd = pc.w.d[(row * KW) + w3];
                 uint qb = ((w3 >> 3u) * 32u) + (w3 & 7u);
                 uint c = (wd >> 6u) & 50529027u;
-                acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 0u)], c);
+                acc += dsl_dot4x8_su(pc.q.d[qb + 0u], c);
                 uint c1 = (wd >> 4u) & 50529027u;
-                acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 8u)], c1);
+                acc += dsl_dot4x8_su(pc.q.d[qb + 8u], c1);
                 uint c2 = (wd >> 2u) & 50529027u;
-                acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 16u)], c2);
+                acc += dsl_dot4x8_su(pc.q.d[qb + 16u], c2);
                 uint c3 = (wd >> 0u) & 50529027u;
-                acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 24u)], c3);
+                acc += dsl_dot4x8_su(pc.q.d[qb + 24u], c3);
             }
-            int t0 = subgroupAdd(acc0);
-            if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                int qsum = int(pc.qs.d[(0u * 2u) + 1u]);
-                float sc = pc.qs.d[0u * 2u];
+            int t0 = subgroupAdd(acc);
+            if (gl_SubgroupInvocationID == 0u) {
+                int qsum = int(pc.qs.d[1u]);
+                float sc = pc.qs.d[0u];
                 float v = (float(t0 - qsum) / sc) * ws;
-                uint yi = (0u * M0) + row;
-                pc.y.d[yi] = v;
+                pc.y.d[row] = v;
             }
         }
     } else {
@@ -90,27 +88,25 @@ void main()
             for (uint rl1 = gl_SubgroupID; rl1 < 8u; rl1 += gl_NumSubgroups) {
                 uint row1 = ((wg - 320u) * 8u) + rl1;
                 if (row1 >= M1) break;
-                int acc01 = 0;
-                uint qrow01 = 0u * K4;
+                int acc1 = 0;
                 for (uint w4 = gl_SubgroupInvocationID; w4 < KW; w4 += gl_SubgroupSize) {
                     uint wd1 = pc.w1.d[(row1 * KW) + w4];
                     uint qb1 = ((w4 >> 3u) * 32u) + (w4 & 7u);
                     uint c4 = (wd1 >> 6u) & 50529027u;
-                    acc01 += dsl_dot4x8_su(pc.q.d[qrow01 + (qb1 + 0u)], c4);
+                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 0u], c4);
                     uint c5 = (wd1 >> 4u) & 50529027u;
-                    acc01 += dsl_dot4x8_su(pc.q.d[qrow01 + (qb1 + 8u)], c5);
+                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 8u], c5);
                     uint c6 = (wd1 >> 2u) & 50529027u;
-                    acc01 += dsl_dot4x8_su(pc.q.d[qrow01 + (qb1 + 16u)], c6);
+                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 16u], c6);
                     uint c7 = (wd1 >> 0u) & 50529027u;
-                    acc01 += dsl_dot4x8_su(pc.q.d[qrow01 + (qb1 + 24u)], c7);
+                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 24u], c7);
                 }
-                int t1 = subgroupAdd(acc01);
-                if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                    int qsum1 = int(pc.qs.d[(0u * 2u) + 1u]);
-                    float sc1 = pc.qs.d[0u * 2u];
+                int t1 = subgroupAdd(acc1);
+                if (gl_SubgroupInvocationID == 0u) {
+                    int qsum1 = int(pc.qs.d[1u]);
+                    float sc1 = pc.qs.d[0u];
                     float v1 = (float(t1 - qsum1) / sc1) * ws1;
-                    uint yi1 = (0u * M1) + row1;
-                    pc.y1.d[yi1] = v1;
+                    pc.y1.d[row1] = v1;
                 }
             }
         } else {
@@ -118,27 +114,25 @@ void main()
             for (uint rl2 = gl_SubgroupID; rl2 < 8u; rl2 += gl_NumSubgroups) {
                 uint row2 = ((wg - 400u) * 8u) + rl2;
                 if (row2 >= M2) break;
-                int acc02 = 0;
-                uint qrow02 = 0u * K4;
+                int acc2 = 0;
                 for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
                     uint wd2 = pc.w2.d[(row2 * KW) + w5];
                     uint qb2 = ((w5 >> 3u) * 32u) + (w5 & 7u);
                     uint c8 = (wd2 >> 6u) & 50529027u;
-                    acc02 += dsl_dot4x8_su(pc.q.d[qrow02 + (qb2 + 0u)], c8);
+                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 0u], c8);
                     uint c9 = (wd2 >> 4u) & 50529027u;
-                    acc02 += dsl_dot4x8_su(pc.q.d[qrow02 + (qb2 + 8u)], c9);
+                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 8u], c9);
                     uint c10 = (wd2 >> 2u) & 50529027u;
-                    acc02 += dsl_dot4x8_su(pc.q.d[qrow02 + (qb2 + 16u)], c10);
+                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 16u], c10);
                     uint c11 = (wd2 >> 0u) & 50529027u;
-                    acc02 += dsl_dot4x8_su(pc.q.d[qrow02 + (qb2 + 24u)], c11);
+                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 24u], c11);
                 }
-                int t2 = subgroupAdd(acc02);
-                if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                    int qsum2 = int(pc.qs.d[(0u * 2u) + 1u]);
-                    float sc2 = pc.qs.d[0u * 2u];
+                int t2 = subgroupAdd(acc2);
+                if (gl_SubgroupInvocationID == 0u) {
+                    int qsum2 = int(pc.qs.d[1u]);
+                    float sc2 = pc.qs.d[0u];
                     float v2 = (float(t2 - qsum2) / sc2) * ws2;
-                    uint yi2 = (0u * M2) + row2;
-                    pc.y2.d[yi2] = v2;
+                    pc.y2.d[row2] = v2;
                 }
             }
         }

@@ -63,27 +63,25 @@ void main()
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
-        int acc0 = 0;
-        uint qrow0 = 0u * K4;
+        int acc = 0;
         for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
             uint wd = pc.w.d[(row * KW) + w1];
             uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
             uint c = (wd >> 6u) & 50529027u;
-            acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 0u)], c);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 0u], c);
             uint c1 = (wd >> 4u) & 50529027u;
-            acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 8u)], c1);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 8u], c1);
             uint c2 = (wd >> 2u) & 50529027u;
-            acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 16u)], c2);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 16u], c2);
             uint c3 = (wd >> 0u) & 50529027u;
-            acc0 += dsl_dot4x8_su(pc.q.d[qrow0 + (qb + 24u)], c3);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 24u], c3);
         }
-        int t0 = subgroupAdd(acc0);
-        if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-            int qsum = int(pc.qs.d[(0u * 2u) + 1u]);
-            float sc = pc.qs.d[0u * 2u];
+        int t0 = subgroupAdd(acc);
+        if (gl_SubgroupInvocationID == 0u) {
+            int qsum = int(pc.qs.d[1u]);
+            float sc = pc.qs.d[0u];
             float v = (float(t0 - qsum) / sc) * ws;
-            uint yi = (0u * M) + row;
-            pc.y.d[yi] = pc.y.d[yi] + v;
+            pc.y.d[row] = pc.y.d[row] + v;
         }
     }
     if (pc.has_next != 0u) {

@@ -65,44 +65,42 @@ void main()
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
-        int acc0 = 0;
-        int accu0 = 0;
-        uint qrow0 = 0u * K4;
+        int acc = 0;
+        int accu = 0;
         for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
             uint wd = pc.w.d[(row * KW) + w1];
             uint wdu = pc.wu.d[(row * KW) + w1];
             uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
             uint c = (wd >> 6u) & 50529027u;
             uint cu = (wdu >> 6u) & 50529027u;
-            uint qw = pc.q.d[qrow0 + (qb + 0u)];
-            acc0 += dsl_dot4x8_su(qw, c);
-            accu0 += dsl_dot4x8_su(qw, cu);
+            uint qw = pc.q.d[qb + 0u];
+            acc += dsl_dot4x8_su(qw, c);
+            accu += dsl_dot4x8_su(qw, cu);
             uint c1 = (wd >> 4u) & 50529027u;
             uint cu1 = (wdu >> 4u) & 50529027u;
-            uint qw1 = pc.q.d[qrow0 + (qb + 8u)];
-            acc0 += dsl_dot4x8_su(qw1, c1);
-            accu0 += dsl_dot4x8_su(qw1, cu1);
+            uint qw1 = pc.q.d[qb + 8u];
+            acc += dsl_dot4x8_su(qw1, c1);
+            accu += dsl_dot4x8_su(qw1, cu1);
             uint c2 = (wd >> 2u) & 50529027u;
             uint cu2 = (wdu >> 2u) & 50529027u;
-            uint qw2 = pc.q.d[qrow0 + (qb + 16u)];
-            acc0 += dsl_dot4x8_su(qw2, c2);
-            accu0 += dsl_dot4x8_su(qw2, cu2);
+            uint qw2 = pc.q.d[qb + 16u];
+            acc += dsl_dot4x8_su(qw2, c2);
+            accu += dsl_dot4x8_su(qw2, cu2);
             uint c3 = (wd >> 0u) & 50529027u;
             uint cu3 = (wdu >> 0u) & 50529027u;
-            uint qw3 = pc.q.d[qrow0 + (qb + 24u)];
-            acc0 += dsl_dot4x8_su(qw3, c3);
-            accu0 += dsl_dot4x8_su(qw3, cu3);
+            uint qw3 = pc.q.d[qb + 24u];
+            acc += dsl_dot4x8_su(qw3, c3);
+            accu += dsl_dot4x8_su(qw3, cu3);
         }
-        int t0 = subgroupAdd(acc0);
-        int t1 = subgroupAdd(accu0);
-        if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-            int qsum = int(pc.qs.d[(0u * 2u) + 1u]);
-            float sc = pc.qs.d[0u * 2u];
+        int t0 = subgroupAdd(acc);
+        int t1 = subgroupAdd(accu);
+        if (gl_SubgroupInvocationID == 0u) {
+            int qsum = int(pc.qs.d[1u]);
+            float sc = pc.qs.d[0u];
             float v = (float(t0 - qsum) / sc) * ws;
             float vu = (float(t1 - qsum) / sc) * ws_up;
-            uint yi = (0u * M) + row;
             float rg = max(v, 0.0);
-            pc.y.d[yi] = (rg * rg) * vu;
+            pc.y.d[row] = (rg * rg) * vu;
         }
     }
     memoryBarrierBuffer();
