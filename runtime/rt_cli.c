@@ -168,8 +168,9 @@ static int cmd_tokenize(const rt_cli_opts *o)
     return rc;
 }
 
-/* --tokens ... --logits-out FILE: one batch from position 0, all rows written. */
-static int cmd_logits(rt_engine *e, const int32_t *ids, int n, const char *out_path)
+/* --tokens ... --logits-out FILE: one batch from position 0, all rows written
+ * (with --profile, the last prompt step's kernel table on stderr). */
+static int cmd_logits(rt_engine *e, const int32_t *ids, int n, const char *out_path, bool profile)
 {
     char err[RT_ERR_LEN] = "";
     int vocab = rt_engine_vocab(e);
@@ -188,6 +189,8 @@ static int cmd_logits(rt_engine *e, const int32_t *ids, int n, const char *out_p
         fprintf(stderr, "error: %s\n", err);
         rc = RT_CLI_EXIT_ERR;
     } else {
+        if (profile)
+            rt_engine_print_prefill_profile(e);
         FILE *f = fopen(out_path, "wb");
         size_t cnt = (size_t)n * (size_t)vocab;
         /* float32 little-endian: the host order on every platform we build for */
@@ -233,7 +236,7 @@ static int cmd_generate(const rt_cli_opts *o, const rt_model_desc *desc)
     if (rc) {
         /* reported above */
     } else if (o->logits_out) {
-        rc = cmd_logits(e, ids, n, o->logits_out);
+        rc = cmd_logits(e, ids, n, o->logits_out, o->profile);
     } else {
         rt_cli_gen g;
         char err[RT_ERR_LEN] = "";

@@ -209,6 +209,9 @@ int rt_cli_gen_oneshot(rt_cli_gen *g, const int32_t *ids, int n, int n_predict)
     fflush(stdout);
     if (t.ctx_full) fprintf(stderr, "(stopped: the context of %d tokens is full)\n", g->n_ctx);
     rt_cli_print_stats(&t);
-    if (g->o->profile && t.n_gen > 1) rt_engine_print_profile(g->e);
+    if (g->o->profile) {
+        rt_engine_print_prefill_profile(g->e); /* the prompt's last step */
+        if (t.n_gen > 1) rt_engine_print_profile(g->e);
+    }
     return 0;
 }

@@ -418,9 +418,12 @@ static void test_logits_out(void **state)
     char out[300];
     snprintf(out, sizeof(out), "%s/logits.f32", tmpdir);
     unlink(out);
-    RUN(r, NULL, "-m", tiny_model(), "--tokens", ids, "--logits-out", out);
+    RUN(r, NULL, "-m", tiny_model(), "--tokens", ids, "--logits-out", out, "--profile");
     SKIP_NO_DEVICE(r);
     expect(&r, 0, NULL);
+    /* --profile: the prompt step's kernel table on stderr */
+    assert_non_null(strstr(r.err, "prompt step of"));
+    assert_non_null(strstr(r.err, "bitlinear"));
     run_free(&r);
     int32_t t[512];
     int n = read_ids(ids, t, 512);
@@ -527,13 +530,15 @@ static void test_generate_text(void **state)
         "--min-p", "0", "--repeat-penalty", "1.3", "--repeat-last-n", "16");
     expect(&g, 0, NULL);
     run_free(&g);
-    /* --profile: the per-kernel table of a decode step follows the stats, greedy and sampled */
+    /* --profile: the per-kernel tables of the prompt's last step and of a decode step
+     * follow the stats, greedy and sampled */
     static const char *const temps[2] = {"0", "0.8"};
     for (int i = 0; i < 2; i++) {
         RUN(p, NULL, "-m", tiny_model(), "-p", "hi", "-n", "5", "--temp", temps[i], "--seed", "1", "--profile");
         expect(&p, 0, NULL);
         assert_non_null(strstr(p.err, "GB/s"));
         assert_non_null(strstr(p.err, "lm_head"));
+        assert_non_null(strstr(p.err, "prompt step of"));
         assert_null(strstr(p.err, "profile: not available"));
         run_free(&p);
     }
