@@ -5,8 +5,9 @@
  * groups than MAX_GROUP: one workgroup per query head). Token t of
  * the step sits at position pos + t and attends to cache rows 0 .. pos + t. Keys are
  * visited in chunks of head_dim rows: each invocation scores one key (Q rounded to F16,
- * as the reference does for Q.K; K from the F16 cache), the chunk's probabilities are
- * shared, and each invocation accumulates one output dimension, with an online
+ * as the reference does for Q.K; K from the F16 cache), the chunk's max per head comes
+ * from subgroup maxima, its probabilities are shared, and each invocation accumulates
+ * one output dimension, with an online
  * softmax (running max and sum, rescaled per chunk) so any context length works.
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
@@ -132,6 +133,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
     dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)(G * hd));
     dsl_expr sc = dsl_shared(k, "sc", DSL_F32, (uint32_t)(G * hd));
+    dsl_expr red = dsl_shared(k, "smax", DSL_F32, (uint32_t)(G * hd)); /* [head][subgroup] (<= hd subgroups) */
     /* axis 0: the query head (G = 1) or the KV head (G = group); axis 1: the key
      * range (split, one token) or the token */
     dsl_expr w0 = dsl_wgid(k, 0), t = S ? U(0) : dsl_wgid(k, 1), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
@@ -209,19 +211,25 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             dsl_assign(k, sv[hh], dsl_mul(k, dot[hh], F(1.0f / sqrtf((float)hd))));
     }
     dsl_end(k);
+    /* the chunk's max per head: subgroup maxima through `red` (max is exact in any order) */
+    dsl_expr sgid = dsl_builtin(k, DSL_SUBGROUP_ID);
+    dsl_expr sgmax[MAX_GROUP];
     for (int hh = 0; hh < G; hh++)
-        dsl_store(k, sc, dsl_add(k, U((uint64_t)hh * hd), lid), sv[hh]);
+        sgmax[hh] = dsl_subgroup_max(k, sv[hh]);
+    dsl_if(k, dsl_subgroup_elect(k));
+    for (int hh = 0; hh < G; hh++)
+        dsl_store(k, red, dsl_add(k, U((uint64_t)hh * hd), sgid), sgmax[hh]);
+    dsl_end(k);
     dsl_barrier(k);
     dsl_expr mn[MAX_GROUP], alpha[MAX_GROUP];
     for (int hh = 0; hh < G; hh++) {
-        dsl_expr mc = dsl_var(k, "mc", DSL_F32, dsl_load(k, sc, U((uint64_t)hh * hd)));
-        dsl_expr i = dsl_for(k, "i", U(1), HD, NULL);
-        dsl_assign(k, mc, dsl_max(k, mc, dsl_load(k, sc, dsl_add(k, U((uint64_t)hh * hd), i))));
+        dsl_expr mc = dsl_var(k, "mc", DSL_F32, dsl_load(k, red, U((uint64_t)hh * hd)));
+        dsl_expr i = dsl_for(k, "i", U(1), dsl_builtin(k, DSL_NUM_SUBGROUPS), NULL);
+        dsl_assign(k, mc, dsl_max(k, mc, dsl_load(k, red, dsl_add(k, U((uint64_t)hh * hd), i))));
         dsl_end(k);
         mn[hh] = dsl_let(k, "mn", dsl_max(k, M[hh], mc));
         alpha[hh] = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, M[hh], mn[hh])));
     }
-    dsl_barrier(k);
     for (int hh = 0; hh < G; hh++)
         dsl_store(k, sc, dsl_add(k, U((uint64_t)hh * hd), lid),
                   dsl_select(k, dsl_lt(k, j, hi), dsl_exp(k, dsl_sub(k, sv[hh], mn[hh])), F(0)));

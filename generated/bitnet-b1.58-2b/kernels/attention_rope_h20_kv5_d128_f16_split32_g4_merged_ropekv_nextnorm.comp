@@ -37,6 +37,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared float qsh[512];
 shared float sc[512];
+shared float smax[512];
 shared float knew[128];
 shared float vnew[128];
 shared uint arrived[1];
@@ -215,36 +216,41 @@ void main()
             s2 = dot3 * 0.088388346;
             s3 = dot4 * 0.088388346;
         }
-        sc[0u + gl_LocalInvocationIndex] = s;
-        sc[128u + gl_LocalInvocationIndex] = s1;
-        sc[256u + gl_LocalInvocationIndex] = s2;
-        sc[384u + gl_LocalInvocationIndex] = s3;
+        float t8 = subgroupMax(s);
+        float t9 = subgroupMax(s1);
+        float t10 = subgroupMax(s2);
+        float t11 = subgroupMax(s3);
+        if (subgroupElect()) {
+            smax[0u + gl_SubgroupID] = t8;
+            smax[128u + gl_SubgroupID] = t9;
+            smax[256u + gl_SubgroupID] = t10;
+            smax[384u + gl_SubgroupID] = t11;
+        }
         barrier();
-        float mc = sc[0u];
-        for (uint i = 1u; i < HD; i++) {
-            mc = max(mc, sc[0u + i]);
+        float mc = smax[0u];
+        for (uint i = 1u; i < gl_NumSubgroups; i++) {
+            mc = max(mc, smax[0u + i]);
         }
         float mn = max(mx, mc);
         float alpha = exp(mx - mn);
-        float mc1 = sc[128u];
-        for (uint i1 = 1u; i1 < HD; i1++) {
-            mc1 = max(mc1, sc[128u + i1]);
+        float mc1 = smax[128u];
+        for (uint i1 = 1u; i1 < gl_NumSubgroups; i1++) {
+            mc1 = max(mc1, smax[128u + i1]);
         }
         float mn1 = max(mx1, mc1);
         float alpha1 = exp(mx1 - mn1);
-        float mc2 = sc[256u];
-        for (uint i2 = 1u; i2 < HD; i2++) {
-            mc2 = max(mc2, sc[256u + i2]);
+        float mc2 = smax[256u];
+        for (uint i2 = 1u; i2 < gl_NumSubgroups; i2++) {
+            mc2 = max(mc2, smax[256u + i2]);
         }
         float mn2 = max(mx2, mc2);
         float alpha2 = exp(mx2 - mn2);
-        float mc3 = sc[384u];
-        for (uint i3 = 1u; i3 < HD; i3++) {
-            mc3 = max(mc3, sc[384u + i3]);
+        float mc3 = smax[384u];
+        for (uint i3 = 1u; i3 < gl_NumSubgroups; i3++) {
+            mc3 = max(mc3, smax[384u + i3]);
         }
         float mn3 = max(mx3, mc3);
         float alpha3 = exp(mx3 - mn3);
-        barrier();
         sc[0u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s - mn) : 0.0;
         sc[128u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s1 - mn1) : 0.0;
         sc[256u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s2 - mn2) : 0.0;
@@ -277,19 +283,19 @@ void main()
             av3 += p3 * vv;
         }
         if (tail) {
-            float t8 = vnew[gl_LocalInvocationIndex];
+            float t12 = vnew[gl_LocalInvocationIndex];
             float p4 = sc[0u + ncache];
             psum += p4;
-            av += p4 * t8;
+            av += p4 * t12;
             float p5 = sc[128u + ncache];
             psum1 += p5;
-            av1 += p5 * t8;
+            av1 += p5 * t12;
             float p6 = sc[256u + ncache];
             psum2 += p6;
-            av2 += p6 * t8;
+            av2 += p6 * t12;
             float p7 = sc[384u + ncache];
             psum3 += p7;
-            av3 += p7 * t8;
+            av3 += p7 * t12;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
@@ -332,8 +338,8 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t9 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
-        arrived[0u] = t9;
+        uint t13 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
+        arrived[0u] = t13;
     }
     barrier();
     if (arrived[0u] == 31u) {
@@ -397,21 +403,21 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t10 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived1[0u] = t10;
+            uint t14 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived1[0u] = t14;
         }
         barrier();
         if (arrived1[0u] == 4u) {
             memoryBarrierBuffer();
             float ss = 0.0;
             for (uint i5 = gl_LocalInvocationIndex; i5 < QD; i5 += 256u) {
-                float t11 = pc.y.d[0u + i5];
-                ss += t11 * t11;
+                float t15 = pc.y.d[0u + i5];
+                ss += t15 * t15;
             }
             float ss1 = 0.0;
             for (uint i6 = gl_LocalInvocationIndex + 128u; i6 < QD; i6 += 256u) {
-                float t12 = pc.y.d[0u + i6];
-                ss1 += t12 * t12;
+                float t16 = pc.y.d[0u + i6];
+                ss1 += t16 * t16;
             }
             float r5 = subgroupAdd(ss);
             float r6 = subgroupAdd(ss1);
@@ -430,9 +436,9 @@ void main()
             for (uint i7 = gl_LocalInvocationIndex; i7 < QD; i7 += 128u) {
                 am = max(am, abs((pc.y.d[0u + i7] * scale) * pc.lnw.d[i7]));
             }
-            float t13 = subgroupMax(am);
+            float t17 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t13;
+                red[gl_SubgroupID] = t17;
             }
             barrier();
             float amax = red[0u];
@@ -444,27 +450,27 @@ void main()
             int qsum = 0;
             for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 128u) {
                 uint packed = 0u;
-                uint t14 = (wi * 4u) + 0u;
-                int qv = clamp(int(roundEven(((pc.y.d[0u + t14] * scale) * pc.lnw.d[t14]) * s14)), -128, 127);
+                uint t18 = (wi * 4u) + 0u;
+                int qv = clamp(int(roundEven(((pc.y.d[0u + t18] * scale) * pc.lnw.d[t18]) * s14)), -128, 127);
                 qsum += qv;
                 packed |= (uint(qv) & 255u) << 0u;
-                uint t15 = (wi * 4u) + 1u;
-                int qv1 = clamp(int(roundEven(((pc.y.d[0u + t15] * scale) * pc.lnw.d[t15]) * s14)), -128, 127);
+                uint t19 = (wi * 4u) + 1u;
+                int qv1 = clamp(int(roundEven(((pc.y.d[0u + t19] * scale) * pc.lnw.d[t19]) * s14)), -128, 127);
                 qsum += qv1;
                 packed |= (uint(qv1) & 255u) << 8u;
-                uint t16 = (wi * 4u) + 2u;
-                int qv2 = clamp(int(roundEven(((pc.y.d[0u + t16] * scale) * pc.lnw.d[t16]) * s14)), -128, 127);
+                uint t20 = (wi * 4u) + 2u;
+                int qv2 = clamp(int(roundEven(((pc.y.d[0u + t20] * scale) * pc.lnw.d[t20]) * s14)), -128, 127);
                 qsum += qv2;
                 packed |= (uint(qv2) & 255u) << 16u;
-                uint t17 = (wi * 4u) + 3u;
-                int qv3 = clamp(int(roundEven(((pc.y.d[0u + t17] * scale) * pc.lnw.d[t17]) * s14)), -128, 127);
+                uint t21 = (wi * 4u) + 3u;
+                int qv3 = clamp(int(roundEven(((pc.y.d[0u + t21] * scale) * pc.lnw.d[t21]) * s14)), -128, 127);
                 qsum += qv3;
                 packed |= (uint(qv3) & 255u) << 24u;
                 pc.lq.d[wi] = packed;
             }
-            int t18 = subgroupAdd(qsum);
+            int t22 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t18;
+                redi[gl_SubgroupID] = t22;
             }
             barrier();
             int total = redi[0u];

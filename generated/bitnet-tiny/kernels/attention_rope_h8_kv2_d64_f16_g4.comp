@@ -2,6 +2,8 @@
 #version 450
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
 
@@ -21,6 +23,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared float qsh[256];
 shared float sc[256];
+shared float smax[256];
 
 const uint HD = 64u;
 
@@ -150,36 +153,41 @@ void main()
             s2 = dot3 * 0.125;
             s3 = dot4 * 0.125;
         }
-        sc[0u + gl_LocalInvocationIndex] = s;
-        sc[64u + gl_LocalInvocationIndex] = s1;
-        sc[128u + gl_LocalInvocationIndex] = s2;
-        sc[192u + gl_LocalInvocationIndex] = s3;
+        float t8 = subgroupMax(s);
+        float t9 = subgroupMax(s1);
+        float t10 = subgroupMax(s2);
+        float t11 = subgroupMax(s3);
+        if (subgroupElect()) {
+            smax[0u + gl_SubgroupID] = t8;
+            smax[64u + gl_SubgroupID] = t9;
+            smax[128u + gl_SubgroupID] = t10;
+            smax[192u + gl_SubgroupID] = t11;
+        }
         barrier();
-        float mc = sc[0u];
-        for (uint i = 1u; i < HD; i++) {
-            mc = max(mc, sc[0u + i]);
+        float mc = smax[0u];
+        for (uint i = 1u; i < gl_NumSubgroups; i++) {
+            mc = max(mc, smax[0u + i]);
         }
         float mn = max(mx, mc);
         float alpha = exp(mx - mn);
-        float mc1 = sc[64u];
-        for (uint i1 = 1u; i1 < HD; i1++) {
-            mc1 = max(mc1, sc[64u + i1]);
+        float mc1 = smax[64u];
+        for (uint i1 = 1u; i1 < gl_NumSubgroups; i1++) {
+            mc1 = max(mc1, smax[64u + i1]);
         }
         float mn1 = max(mx1, mc1);
         float alpha1 = exp(mx1 - mn1);
-        float mc2 = sc[128u];
-        for (uint i2 = 1u; i2 < HD; i2++) {
-            mc2 = max(mc2, sc[128u + i2]);
+        float mc2 = smax[128u];
+        for (uint i2 = 1u; i2 < gl_NumSubgroups; i2++) {
+            mc2 = max(mc2, smax[128u + i2]);
         }
         float mn2 = max(mx2, mc2);
         float alpha2 = exp(mx2 - mn2);
-        float mc3 = sc[192u];
-        for (uint i3 = 1u; i3 < HD; i3++) {
-            mc3 = max(mc3, sc[192u + i3]);
+        float mc3 = smax[192u];
+        for (uint i3 = 1u; i3 < gl_NumSubgroups; i3++) {
+            mc3 = max(mc3, smax[192u + i3]);
         }
         float mn3 = max(mx3, mc3);
         float alpha3 = exp(mx3 - mn3);
-        barrier();
         sc[0u + gl_LocalInvocationIndex] = (j4 < n) ? exp(s - mn) : 0.0;
         sc[64u + gl_LocalInvocationIndex] = (j4 < n) ? exp(s1 - mn1) : 0.0;
         sc[128u + gl_LocalInvocationIndex] = (j4 < n) ? exp(s2 - mn2) : 0.0;

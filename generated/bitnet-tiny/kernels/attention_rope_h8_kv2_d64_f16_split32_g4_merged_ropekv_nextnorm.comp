@@ -37,6 +37,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared float qsh[256];
 shared float sc[256];
+shared float smax[256];
 shared float knew[64];
 shared float vnew[64];
 shared uint arrived[1];
@@ -215,36 +216,41 @@ void main()
             s2 = dot3 * 0.125;
             s3 = dot4 * 0.125;
         }
-        sc[0u + gl_LocalInvocationIndex] = s;
-        sc[64u + gl_LocalInvocationIndex] = s1;
-        sc[128u + gl_LocalInvocationIndex] = s2;
-        sc[192u + gl_LocalInvocationIndex] = s3;
+        float t8 = subgroupMax(s);
+        float t9 = subgroupMax(s1);
+        float t10 = subgroupMax(s2);
+        float t11 = subgroupMax(s3);
+        if (subgroupElect()) {
+            smax[0u + gl_SubgroupID] = t8;
+            smax[64u + gl_SubgroupID] = t9;
+            smax[128u + gl_SubgroupID] = t10;
+            smax[192u + gl_SubgroupID] = t11;
+        }
         barrier();
-        float mc = sc[0u];
-        for (uint i = 1u; i < HD; i++) {
-            mc = max(mc, sc[0u + i]);
+        float mc = smax[0u];
+        for (uint i = 1u; i < gl_NumSubgroups; i++) {
+            mc = max(mc, smax[0u + i]);
         }
         float mn = max(mx, mc);
         float alpha = exp(mx - mn);
-        float mc1 = sc[64u];
-        for (uint i1 = 1u; i1 < HD; i1++) {
-            mc1 = max(mc1, sc[64u + i1]);
+        float mc1 = smax[64u];
+        for (uint i1 = 1u; i1 < gl_NumSubgroups; i1++) {
+            mc1 = max(mc1, smax[64u + i1]);
         }
         float mn1 = max(mx1, mc1);
         float alpha1 = exp(mx1 - mn1);
-        float mc2 = sc[128u];
-        for (uint i2 = 1u; i2 < HD; i2++) {
-            mc2 = max(mc2, sc[128u + i2]);
+        float mc2 = smax[128u];
+        for (uint i2 = 1u; i2 < gl_NumSubgroups; i2++) {
+            mc2 = max(mc2, smax[128u + i2]);
         }
         float mn2 = max(mx2, mc2);
         float alpha2 = exp(mx2 - mn2);
-        float mc3 = sc[192u];
-        for (uint i3 = 1u; i3 < HD; i3++) {
-            mc3 = max(mc3, sc[192u + i3]);
+        float mc3 = smax[192u];
+        for (uint i3 = 1u; i3 < gl_NumSubgroups; i3++) {
+            mc3 = max(mc3, smax[192u + i3]);
         }
         float mn3 = max(mx3, mc3);
         float alpha3 = exp(mx3 - mn3);
-        barrier();
         sc[0u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s - mn) : 0.0;
         sc[64u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s1 - mn1) : 0.0;
         sc[128u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s2 - mn2) : 0.0;
@@ -277,19 +283,19 @@ void main()
             av3 += p3 * vv;
         }
         if (tail) {
-            float t8 = vnew[gl_LocalInvocationIndex];
+            float t12 = vnew[gl_LocalInvocationIndex];
             float p4 = sc[0u + ncache];
             psum += p4;
-            av += p4 * t8;
+            av += p4 * t12;
             float p5 = sc[64u + ncache];
             psum1 += p5;
-            av1 += p5 * t8;
+            av1 += p5 * t12;
             float p6 = sc[128u + ncache];
             psum2 += p6;
-            av2 += p6 * t8;
+            av2 += p6 * t12;
             float p7 = sc[192u + ncache];
             psum3 += p7;
-            av3 += p7 * t8;
+            av3 += p7 * t12;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
@@ -332,8 +338,8 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t9 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
-        arrived[0u] = t9;
+        uint t13 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
+        arrived[0u] = t13;
     }
     barrier();
     if (arrived[0u] == 31u) {
@@ -397,31 +403,31 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t10 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived1[0u] = t10;
+            uint t14 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived1[0u] = t14;
         }
         barrier();
         if (arrived1[0u] == 1u) {
             memoryBarrierBuffer();
             float ss = 0.0;
             for (uint i5 = gl_LocalInvocationIndex; i5 < QD; i5 += 256u) {
-                float t11 = pc.y.d[0u + i5];
-                ss += t11 * t11;
+                float t15 = pc.y.d[0u + i5];
+                ss += t15 * t15;
             }
             float ss1 = 0.0;
             for (uint i6 = gl_LocalInvocationIndex + 64u; i6 < QD; i6 += 256u) {
-                float t12 = pc.y.d[0u + i6];
-                ss1 += t12 * t12;
+                float t16 = pc.y.d[0u + i6];
+                ss1 += t16 * t16;
             }
             float ss2 = 0.0;
             for (uint i7 = gl_LocalInvocationIndex + 128u; i7 < QD; i7 += 256u) {
-                float t13 = pc.y.d[0u + i7];
-                ss2 += t13 * t13;
+                float t17 = pc.y.d[0u + i7];
+                ss2 += t17 * t17;
             }
             float ss3 = 0.0;
             for (uint i8 = gl_LocalInvocationIndex + 192u; i8 < QD; i8 += 256u) {
-                float t14 = pc.y.d[0u + i8];
-                ss3 += t14 * t14;
+                float t18 = pc.y.d[0u + i8];
+                ss3 += t18 * t18;
             }
             float r5 = subgroupAdd(ss);
             float r6 = subgroupAdd(ss1);
@@ -444,9 +450,9 @@ void main()
             for (uint i9 = gl_LocalInvocationIndex; i9 < QD; i9 += 64u) {
                 am = max(am, abs((pc.y.d[0u + i9] * scale) * pc.lnw.d[i9]));
             }
-            float t15 = subgroupMax(am);
+            float t19 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t15;
+                red[gl_SubgroupID] = t19;
             }
             barrier();
             float amax = red[0u];
@@ -458,27 +464,27 @@ void main()
             int qsum = 0;
             for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 64u) {
                 uint packed = 0u;
-                uint t16 = (wi * 4u) + 0u;
-                int qv = clamp(int(roundEven(((pc.y.d[0u + t16] * scale) * pc.lnw.d[t16]) * s14)), -128, 127);
+                uint t20 = (wi * 4u) + 0u;
+                int qv = clamp(int(roundEven(((pc.y.d[0u + t20] * scale) * pc.lnw.d[t20]) * s14)), -128, 127);
                 qsum += qv;
                 packed |= (uint(qv) & 255u) << 0u;
-                uint t17 = (wi * 4u) + 1u;
-                int qv1 = clamp(int(roundEven(((pc.y.d[0u + t17] * scale) * pc.lnw.d[t17]) * s14)), -128, 127);
+                uint t21 = (wi * 4u) + 1u;
+                int qv1 = clamp(int(roundEven(((pc.y.d[0u + t21] * scale) * pc.lnw.d[t21]) * s14)), -128, 127);
                 qsum += qv1;
                 packed |= (uint(qv1) & 255u) << 8u;
-                uint t18 = (wi * 4u) + 2u;
-                int qv2 = clamp(int(roundEven(((pc.y.d[0u + t18] * scale) * pc.lnw.d[t18]) * s14)), -128, 127);
+                uint t22 = (wi * 4u) + 2u;
+                int qv2 = clamp(int(roundEven(((pc.y.d[0u + t22] * scale) * pc.lnw.d[t22]) * s14)), -128, 127);
                 qsum += qv2;
                 packed |= (uint(qv2) & 255u) << 16u;
-                uint t19 = (wi * 4u) + 3u;
-                int qv3 = clamp(int(roundEven(((pc.y.d[0u + t19] * scale) * pc.lnw.d[t19]) * s14)), -128, 127);
+                uint t23 = (wi * 4u) + 3u;
+                int qv3 = clamp(int(roundEven(((pc.y.d[0u + t23] * scale) * pc.lnw.d[t23]) * s14)), -128, 127);
                 qsum += qv3;
                 packed |= (uint(qv3) & 255u) << 24u;
                 pc.lq.d[wi] = packed;
             }
-            int t20 = subgroupAdd(qsum);
+            int t24 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t20;
+                redi[gl_SubgroupID] = t24;
             }
             barrier();
             int total = redi[0u];

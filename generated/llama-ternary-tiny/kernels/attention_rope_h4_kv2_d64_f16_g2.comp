@@ -2,6 +2,8 @@
 #version 450
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
 
@@ -21,6 +23,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared float qsh[128];
 shared float sc[128];
+shared float smax[128];
 
 const uint HD = 64u;
 
@@ -94,22 +97,25 @@ void main()
             s = dot1 * 0.125;
             s1 = dot2 * 0.125;
         }
-        sc[0u + gl_LocalInvocationIndex] = s;
-        sc[64u + gl_LocalInvocationIndex] = s1;
+        float t4 = subgroupMax(s);
+        float t5 = subgroupMax(s1);
+        if (subgroupElect()) {
+            smax[0u + gl_SubgroupID] = t4;
+            smax[64u + gl_SubgroupID] = t5;
+        }
         barrier();
-        float mc = sc[0u];
-        for (uint i = 1u; i < HD; i++) {
-            mc = max(mc, sc[0u + i]);
+        float mc = smax[0u];
+        for (uint i = 1u; i < gl_NumSubgroups; i++) {
+            mc = max(mc, smax[0u + i]);
         }
         float mn = max(mx, mc);
         float alpha = exp(mx - mn);
-        float mc1 = sc[64u];
-        for (uint i1 = 1u; i1 < HD; i1++) {
-            mc1 = max(mc1, sc[64u + i1]);
+        float mc1 = smax[64u];
+        for (uint i1 = 1u; i1 < gl_NumSubgroups; i1++) {
+            mc1 = max(mc1, smax[64u + i1]);
         }
         float mn1 = max(mx1, mc1);
         float alpha1 = exp(mx1 - mn1);
-        barrier();
         sc[0u + gl_LocalInvocationIndex] = (j2 < n) ? exp(s - mn) : 0.0;
         sc[64u + gl_LocalInvocationIndex] = (j2 < n) ? exp(s1 - mn1) : 0.0;
         barrier();

@@ -35,6 +35,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared float qsh[128];
 shared float sc[128];
+shared float smax[128];
 shared float knew[64];
 shared float vnew[64];
 shared uint arrived[1];
@@ -155,22 +156,25 @@ void main()
             s = dot1 * 0.125;
             s1 = dot2 * 0.125;
         }
-        sc[0u + gl_LocalInvocationIndex] = s;
-        sc[64u + gl_LocalInvocationIndex] = s1;
+        float t4 = subgroupMax(s);
+        float t5 = subgroupMax(s1);
+        if (subgroupElect()) {
+            smax[0u + gl_SubgroupID] = t4;
+            smax[64u + gl_SubgroupID] = t5;
+        }
         barrier();
-        float mc = sc[0u];
-        for (uint i = 1u; i < HD; i++) {
-            mc = max(mc, sc[0u + i]);
+        float mc = smax[0u];
+        for (uint i = 1u; i < gl_NumSubgroups; i++) {
+            mc = max(mc, smax[0u + i]);
         }
         float mn = max(mx, mc);
         float alpha = exp(mx - mn);
-        float mc1 = sc[64u];
-        for (uint i1 = 1u; i1 < HD; i1++) {
-            mc1 = max(mc1, sc[64u + i1]);
+        float mc1 = smax[64u];
+        for (uint i1 = 1u; i1 < gl_NumSubgroups; i1++) {
+            mc1 = max(mc1, smax[64u + i1]);
         }
         float mn1 = max(mx1, mc1);
         float alpha1 = exp(mx1 - mn1);
-        barrier();
         sc[0u + gl_LocalInvocationIndex] = (j3 < hi) ? exp(s - mn) : 0.0;
         sc[64u + gl_LocalInvocationIndex] = (j3 < hi) ? exp(s1 - mn1) : 0.0;
         barrier();
@@ -191,13 +195,13 @@ void main()
             av1 += p1 * vv;
         }
         if (tail) {
-            float t4 = vnew[gl_LocalInvocationIndex];
+            float t6 = vnew[gl_LocalInvocationIndex];
             float p2 = sc[0u + ncache];
             psum += p2;
-            av += p2 * t4;
+            av += p2 * t6;
             float p3 = sc[64u + ncache];
             psum1 += p3;
-            av1 += p3 * t4;
+            av1 += p3 * t6;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
@@ -222,8 +226,8 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t5 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
-        arrived[0u] = t5;
+        uint t7 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
+        arrived[0u] = t7;
     }
     barrier();
     if (arrived[0u] == 31u) {
@@ -259,8 +263,8 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t6 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived1[0u] = t6;
+            uint t8 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived1[0u] = t8;
         }
         barrier();
         if (arrived1[0u] == 1u) {
@@ -269,9 +273,9 @@ void main()
             for (uint i3 = gl_LocalInvocationIndex; i3 < QD; i3 += 64u) {
                 am = max(am, abs(pc.y.d[0u + i3]));
             }
-            float t7 = subgroupMax(am);
+            float t9 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t7;
+                red[gl_SubgroupID] = t9;
             }
             barrier();
             float amax = red[0u];
@@ -297,9 +301,9 @@ void main()
                 packed |= (uint(qv3) & 255u) << 24u;
                 pc.lq.d[wi] = packed;
             }
-            int t8 = subgroupAdd(qsum);
+            int t10 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t8;
+                redi[gl_SubgroupID] = t10;
             }
             barrier();
             int total = redi[0u];
