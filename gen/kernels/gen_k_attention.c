@@ -63,6 +63,33 @@ static void score_dots(dsl_kernel *k, dsl_expr qsh, dsl_expr key, dsl_expr base,
     dsl_end(k);
 }
 
+/* score_dots over a cache row read 16 bytes at a time: key4 is a uvec4 view of the F16
+ * cache (8 halves per load, f16) or a vec4 view of the F32 one; base (in elements) is a
+ * multiple of the load. The same products summed in the same order d = 0, 1, ..: the
+ * same bits as the scalar loop, in 8x (4x) fewer load instructions. */
+static void score_dots_vec(dsl_kernel *k, dsl_expr qsh, dsl_expr key4, dsl_expr base, bool f16, int G, int hd,
+                           const dsl_expr *dot)
+{
+    const int per = f16 ? 8 : 4;
+    dsl_expr b4 = dsl_let(k, "kb4", dsl_shr(k, base, U(f16 ? 3 : 2)));
+    dsl_expr d = dsl_for(k, "d", U(0), U((uint32_t)(hd / per)), NULL);
+    dsl_expr w = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, b4, d)));
+    dsl_expr d0 = dsl_let(k, "d0", dsl_mul(k, d, U((uint32_t)per)));
+    for (int c = 0; c < 4; c++) {
+        dsl_expr pair = f16 ? dsl_let(k, "kh", dsl_unpack_half2x16(k, dsl_comp(k, w, c))) : NULL;
+        for (int e = 0; e < (f16 ? 2 : 1); e++) {
+            dsl_expr kv = f16 ? dsl_comp(k, pair, e) : dsl_comp(k, w, c);
+            if (G > 1)
+                kv = dsl_let(k, "kv", kv);
+            const int off = f16 ? 2 * c + e : c;
+            for (int hh = 0; hh < G; hh++)
+                dsl_add_to(k, dot[hh],
+                           dsl_mul(k, dsl_load(k, qsh, dsl_add(k, d0, U((uint64_t)hh * hd + off))), kv));
+        }
+    }
+    dsl_end(k);
+}
+
 /* psum[hh] += p, av[hh] += p * vv with p = sc[hh * hd + i], for the G heads */
 static void accum_value(dsl_kernel *k, dsl_expr sc, dsl_expr i, dsl_expr vv, int G, int hd, const dsl_expr *psum,
                         const dsl_expr *av)
@@ -110,6 +137,11 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
+    /* K rows read 16 bytes at a time where every row slice starts 16-byte aligned */
+    const int per16 = f16 ? 8 : 4;
+    dsl_expr kc4 = hd % per16 == 0 && KVD % per16 == 0
+                       ? dsl_buffer_view(k, "kcache4", kc, f16 ? DSL_UVEC4 : DSL_VEC4)
+                       : NULL;
     dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, merge ? kop->part : kop->out);
     dsl_expr yout = NULL, sync = NULL;
@@ -204,7 +236,10 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             dsl_else(k);
         }
         dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(KVD)), kvoff));
-        score_dots(k, qsh, kc, kb, f16, G, HD, hd, dot);
+        if (kc4)
+            score_dots_vec(k, qsh, kc4, kb, f16, G, hd, dot);
+        else
+            score_dots(k, qsh, kc, kb, f16, G, HD, hd, dot);
         if (kvw)
             dsl_end(k);
         for (int hh = 0; hh < G; hh++)

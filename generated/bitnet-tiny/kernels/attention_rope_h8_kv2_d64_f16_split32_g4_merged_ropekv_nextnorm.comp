@@ -18,6 +18,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_lnw { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Buf_kcache4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -203,12 +204,54 @@ void main()
                 }
             } else {
                 uint kb = (j5 * 128u) + kvoff;
-                for (uint d7 = 0u; d7 < HD; d7++) {
-                    float kv1 = float(pc.kcache.d[kb + d7]);
-                    dot1 += qsh[0u + d7] * kv1;
-                    dot2 += qsh[64u + d7] * kv1;
-                    dot3 += qsh[128u + d7] * kv1;
-                    dot4 += qsh[192u + d7] * kv1;
+                uint kb4 = kb >> 3u;
+                for (uint d7 = 0u; d7 < 8u; d7++) {
+                    uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d7];
+                    uint d0 = d7 * 8u;
+                    vec2 kh = unpackHalf2x16(kw.x);
+                    float kv1 = kh.x;
+                    dot1 += qsh[d0 + 0u] * kv1;
+                    dot2 += qsh[d0 + 64u] * kv1;
+                    dot3 += qsh[d0 + 128u] * kv1;
+                    dot4 += qsh[d0 + 192u] * kv1;
+                    float kv2 = kh.y;
+                    dot1 += qsh[d0 + 1u] * kv2;
+                    dot2 += qsh[d0 + 65u] * kv2;
+                    dot3 += qsh[d0 + 129u] * kv2;
+                    dot4 += qsh[d0 + 193u] * kv2;
+                    vec2 kh1 = unpackHalf2x16(kw.y);
+                    float kv3 = kh1.x;
+                    dot1 += qsh[d0 + 2u] * kv3;
+                    dot2 += qsh[d0 + 66u] * kv3;
+                    dot3 += qsh[d0 + 130u] * kv3;
+                    dot4 += qsh[d0 + 194u] * kv3;
+                    float kv4 = kh1.y;
+                    dot1 += qsh[d0 + 3u] * kv4;
+                    dot2 += qsh[d0 + 67u] * kv4;
+                    dot3 += qsh[d0 + 131u] * kv4;
+                    dot4 += qsh[d0 + 195u] * kv4;
+                    vec2 kh2 = unpackHalf2x16(kw.z);
+                    float kv5 = kh2.x;
+                    dot1 += qsh[d0 + 4u] * kv5;
+                    dot2 += qsh[d0 + 68u] * kv5;
+                    dot3 += qsh[d0 + 132u] * kv5;
+                    dot4 += qsh[d0 + 196u] * kv5;
+                    float kv6 = kh2.y;
+                    dot1 += qsh[d0 + 5u] * kv6;
+                    dot2 += qsh[d0 + 69u] * kv6;
+                    dot3 += qsh[d0 + 133u] * kv6;
+                    dot4 += qsh[d0 + 197u] * kv6;
+                    vec2 kh3 = unpackHalf2x16(kw.w);
+                    float kv7 = kh3.x;
+                    dot1 += qsh[d0 + 6u] * kv7;
+                    dot2 += qsh[d0 + 70u] * kv7;
+                    dot3 += qsh[d0 + 134u] * kv7;
+                    dot4 += qsh[d0 + 198u] * kv7;
+                    float kv8 = kh3.y;
+                    dot1 += qsh[d0 + 7u] * kv8;
+                    dot2 += qsh[d0 + 71u] * kv8;
+                    dot3 += qsh[d0 + 135u] * kv8;
+                    dot4 += qsh[d0 + 199u] * kv8;
                 }
             }
             s = dot1 * 0.125;

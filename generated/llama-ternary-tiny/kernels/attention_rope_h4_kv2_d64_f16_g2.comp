@@ -11,6 +11,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer Buf_kcache { float16_t d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer Buf_vcache { float16_t d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_y { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_kcache4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -89,10 +90,38 @@ void main()
             float dot1 = 0.0;
             float dot2 = 0.0;
             uint kb = (j2 * 128u) + kvoff;
-            for (uint d3 = 0u; d3 < HD; d3++) {
-                float kv = float(pc.kcache.d[kb + d3]);
-                dot1 += qsh[0u + d3] * kv;
-                dot2 += qsh[64u + d3] * kv;
+            uint kb4 = kb >> 3u;
+            for (uint d3 = 0u; d3 < 8u; d3++) {
+                uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d3];
+                uint d0 = d3 * 8u;
+                vec2 kh = unpackHalf2x16(kw.x);
+                float kv = kh.x;
+                dot1 += qsh[d0 + 0u] * kv;
+                dot2 += qsh[d0 + 64u] * kv;
+                float kv1 = kh.y;
+                dot1 += qsh[d0 + 1u] * kv1;
+                dot2 += qsh[d0 + 65u] * kv1;
+                vec2 kh1 = unpackHalf2x16(kw.y);
+                float kv2 = kh1.x;
+                dot1 += qsh[d0 + 2u] * kv2;
+                dot2 += qsh[d0 + 66u] * kv2;
+                float kv3 = kh1.y;
+                dot1 += qsh[d0 + 3u] * kv3;
+                dot2 += qsh[d0 + 67u] * kv3;
+                vec2 kh2 = unpackHalf2x16(kw.z);
+                float kv4 = kh2.x;
+                dot1 += qsh[d0 + 4u] * kv4;
+                dot2 += qsh[d0 + 68u] * kv4;
+                float kv5 = kh2.y;
+                dot1 += qsh[d0 + 5u] * kv5;
+                dot2 += qsh[d0 + 69u] * kv5;
+                vec2 kh3 = unpackHalf2x16(kw.w);
+                float kv6 = kh3.x;
+                dot1 += qsh[d0 + 6u] * kv6;
+                dot2 += qsh[d0 + 70u] * kv6;
+                float kv7 = kh3.y;
+                dot1 += qsh[d0 + 7u] * kv7;
+                dot2 += qsh[d0 + 71u] * kv7;
             }
             s = dot1 * 0.125;
             s1 = dot2 * 0.125;

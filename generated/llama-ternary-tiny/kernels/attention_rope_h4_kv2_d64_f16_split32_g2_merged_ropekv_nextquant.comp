@@ -17,6 +17,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_v { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Buf_kcache4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -147,10 +148,38 @@ void main()
                 }
             } else {
                 uint kb = (j3 * 128u) + kvoff;
-                for (uint d5 = 0u; d5 < HD; d5++) {
-                    float kv1 = float(pc.kcache.d[kb + d5]);
-                    dot1 += qsh[0u + d5] * kv1;
-                    dot2 += qsh[64u + d5] * kv1;
+                uint kb4 = kb >> 3u;
+                for (uint d5 = 0u; d5 < 8u; d5++) {
+                    uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d5];
+                    uint d0 = d5 * 8u;
+                    vec2 kh = unpackHalf2x16(kw.x);
+                    float kv1 = kh.x;
+                    dot1 += qsh[d0 + 0u] * kv1;
+                    dot2 += qsh[d0 + 64u] * kv1;
+                    float kv2 = kh.y;
+                    dot1 += qsh[d0 + 1u] * kv2;
+                    dot2 += qsh[d0 + 65u] * kv2;
+                    vec2 kh1 = unpackHalf2x16(kw.y);
+                    float kv3 = kh1.x;
+                    dot1 += qsh[d0 + 2u] * kv3;
+                    dot2 += qsh[d0 + 66u] * kv3;
+                    float kv4 = kh1.y;
+                    dot1 += qsh[d0 + 3u] * kv4;
+                    dot2 += qsh[d0 + 67u] * kv4;
+                    vec2 kh2 = unpackHalf2x16(kw.z);
+                    float kv5 = kh2.x;
+                    dot1 += qsh[d0 + 4u] * kv5;
+                    dot2 += qsh[d0 + 68u] * kv5;
+                    float kv6 = kh2.y;
+                    dot1 += qsh[d0 + 5u] * kv6;
+                    dot2 += qsh[d0 + 69u] * kv6;
+                    vec2 kh3 = unpackHalf2x16(kw.w);
+                    float kv7 = kh3.x;
+                    dot1 += qsh[d0 + 6u] * kv7;
+                    dot2 += qsh[d0 + 70u] * kv7;
+                    float kv8 = kh3.y;
+                    dot1 += qsh[d0 + 7u] * kv8;
+                    dot2 += qsh[d0 + 71u] * kv8;
                 }
             }
             s = dot1 * 0.125;
