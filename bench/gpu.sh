@@ -10,7 +10,8 @@
 #                             there: unpack the libraries, find the NVIDIA Vulkan driver, run
 #                             the kernel / end-to-end suites on the GPU (exactness against the C
 #                             reference and the fixtures), then the full-shape bench with the F16
-#                             and the q8 LM head (JSON lines + per-kernel profiles) into $OUT.
+#                             and the q8 LM head (JSON lines + per-kernel profiles) into $OUT,
+#                             and the F16 one again with --gemv scalar (4-byte decode loads).
 #
 # The device image has no compiler packages for shaderc and no network, so nothing is built
 # there; binaries from Debian 12 run on it (x86-64, newer glibc). GPU_SH_QUICK=1 runs the
@@ -71,6 +72,11 @@ device)
             >"$OUT/bench-$head.json" 2>"$OUT/profile-$head.txt" || rc=1
         cat "$OUT/bench-$head.txt"
     done
+    # decode matrix rows with 4-byte loads, against the GPU default of 16 (--gemv)
+    # shellcheck disable=SC2086
+    "$G/bin/bitnet-b1.58-2b" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --gemv scalar --json --profile \
+        >"$OUT/bench-f16-gemv-scalar.json" 2>"$OUT/profile-f16-gemv-scalar.txt" || rc=1
+    cat "$OUT/bench-f16-gemv-scalar.json"
     exit $rc
     ;;
 *)

@@ -63,6 +63,7 @@ int rt_cli_open_engine(const rt_cli_opts *o, const rt_model_desc *desc, const ch
         .verbose = o->verbose,
         .validation = o->validation,
         .no_int_dot = o->no_int_dot,
+        .gemv_vec = !o->gemv ? 0 : !strcmp(o->gemv, "vec4") ? 2 : 1,
         .lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8"),
     };
     if (rt_engine_open(desc, &eo, out_e, err)) {

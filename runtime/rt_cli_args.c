@@ -59,6 +59,7 @@ static const flag_def flags[] = {
     {"--print-ids", NULL, F_BOOL, O(print_ids), 0, 0, NULL, "print generated token ids instead of text"},
     {"--decode-chain", NULL, F_INT, O(decode_chain), 1, RT_ENGINE_MAX_CHAIN, "N", "greedy: decode N tokens per GPU submission, printed in bursts (1..16, default 8)"},
     {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
+    {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
     {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
     {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
@@ -187,6 +188,8 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         int rc = set_value(o, f, name, val);
         if (rc) return rc;
     }
+    if (o->gemv && strcmp(o->gemv, "scalar") && strcmp(o->gemv, "vec4"))
+        return bad_value(o->prog, "--gemv", o->gemv, "scalar or vec4");
     if (o->lm_head && strcmp(o->lm_head, "f16") && strcmp(o->lm_head, "q8"))
         return bad_value(o->prog, "--lm-head", o->lm_head, "f16 or q8");
     if (o->top_p <= 0 || o->repeat_penalty <= 0) {

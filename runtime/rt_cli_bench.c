@@ -37,6 +37,7 @@ typedef struct {
     double achieved_gbs, copy_gbs;
     bool native_dot;       /* kernels with native integer dot products */
     bool lm_head_q8;       /* --lm-head q8 */
+    bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
 } bench_result;
 
 static const int prompt_sizes[2] = {128, 512};
@@ -297,6 +298,7 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
     r->dispatches = st.dispatches_per_token;
     r->native_dot = st.native_dot;
     r->lm_head_q8 = st.lm_head_q8;
+    r->gemv_vec = st.gemv_vec;
     r->barriers = st.barriers_per_token;
     r->bytes = rt_engine_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
@@ -342,6 +344,7 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
         printf("\"decode_chain_tok_s\":%.3f,", 1000.0 / r->chain_ms);
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
+        json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
         printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
                "\"achieved_gbs\":%.3f,\"copy_gbs\":%.3f,\"ratio\":%.4f,\"profile\":%s}\n",
                r->dispatches, r->barriers, (unsigned long long)r->bytes, r->achieved_gbs, r->copy_gbs, ratio,
@@ -351,8 +354,9 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
     printf("bench %s: %s, %d layers, vocab %d, context %d\n", desc->name, o->model ? path : "random weights",
            r->layers, r->vocab, r->n_ctx);
     printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
-    printf("kernels:     %s integer dot products; LM head %s\n", r->native_dot ? "native" : "portable (emulated)",
-           r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored");
+    printf("kernels:     %s integer dot products; LM head %s; decode matrix rows read %s\n",
+           r->native_dot ? "native" : "portable (emulated)", r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
+           r->gemv_vec ? "16 bytes per lane (--gemv vec4)" : "4 bytes per lane (--gemv scalar)");
     printf("decode:      %.2f tok/s, %.3f ms/token (context %d, median of %d runs x %d tokens)%s\n", r->dec_tps,
            r->dec_ms, DEC_POS, DEC_RUNS, DEC_STEPS, o->profile ? " [profiling on: includes timestamp cost]" : "");
     printf("chained:     %.2f tok/s, %.3f ms/token (greedy, %d tokens per submission, the CPU out of the loop)\n",

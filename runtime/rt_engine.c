@@ -49,6 +49,7 @@ struct rt_engine {
     int n_layers, vocab, n_ctx, n_batch;
     bool profile;
     bool native_dot;      /* pipelines use the kernels' native integer-dot variants */
+    bool gemv_vec;        /* GEMV_VEC specialization of every pipeline (rt_engine_opts.gemv_vec) */
     rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
     bool *w_ok;
     bool head_q8;         /* post sections are the schedules' post_q8 */
@@ -481,15 +482,20 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
                             err))
         goto fail;
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
+    /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
+    e->gemv_vec = opts->gemv_vec ? opts->gemv_vec == 2 : rt_vk_get_info(e->vk)->type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    uint32_t spec[1];
+    spec[RT_SPEC_GEMV_VEC] = e->gemv_vec;
     for (uint32_t k = 0; k < desc->n_kernels; k++) {
         const rt_kernel_desc *kd = &desc->kernels[k];
         bool nd = e->native_dot && kd->spv_dot;
-        if (rt_pipeline_get(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
-                            &e->pipes[k], err))
+        if (rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
+                                 spec, 1, &e->pipes[k], err))
             goto fail;
     }
     if (opts->verbose)
-        fprintf(stderr, "kernels: %s integer dot products\n", e->native_dot ? "native" : "portable (emulated)");
+        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane\n",
+                e->native_dot ? "native" : "portable (emulated)", e->gemv_vec ? 16 : 4);
     e->head_argmax = writes_result(post_of(e, &desc->decode), desc->decode.n_post);
     if (record(e, &desc->decode, 1, -1, 0, &e->decode, err) ||
         (!e->head_argmax && record(e, &desc->decode, 1, desc->k_argmax, 0, &e->decode_argmax, err)) ||
@@ -502,6 +508,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
     e->stats.native_dot = e->native_dot;
     e->stats.native_dot_available = rt_vk_get_info(e->vk)->has_int_dot;
+    e->stats.gemv_vec = e->gemv_vec;
     e->stats.lm_head_q8 = e->head_q8;
     *out_e = e;
     return 0;

@@ -26,6 +26,8 @@ typedef struct {
     bool verbose;       /* device + load progress on stderr */
     bool validation;    /* Vulkan validation layers */
     bool no_int_dot;    /* use the portable kernels even where the device has integer dot products */
+    int gemv_vec;       /* decode bitlinear loads (GEMV_VEC): 0 auto (16 bytes on GPUs, 4 on CPU
+                           devices), 1: 4 bytes, 2: 16 bytes. Same results either way */
     bool lm_head_q8;    /* LM head on a Q8_0 copy of its table made at load (rt_q8.h): about half
                            the bytes of an F16 head, logits change slightly; error if the model
                            has no such variant (schedule post_q8) */
@@ -63,6 +65,7 @@ typedef struct {
     uint32_t barriers_per_token;
     bool native_dot;                 /* kernels use native integer dot products */
     bool native_dot_available;       /* the device has them (native_dot unless --no-int-dot) */
+    bool gemv_vec;                   /* decode bitlinears read 16 bytes per lane (else 4) */
     bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
 } rt_engine_stats;
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);

@@ -37,6 +37,10 @@
 
 /* buffer addresses (8 bytes) and params (4 bytes) of one dispatch: together at most
  * the 128 bytes of push constants every Vulkan device offers (RT_PUSH_BYTES) */
+/* Specialization constant ids the runtime sets on every pipeline (kernels that do not
+ * declare one ignore it). GEMV_VEC: the decode bitlinears read their rows 16 bytes per
+ * lane (1) or 4 (0); same integer sums, so the same results. */
+#define RT_SPEC_GEMV_VEC 0
 #define RT_MAX_ARGS 12
 #define RT_MAX_PARAMS 8
 

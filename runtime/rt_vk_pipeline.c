@@ -194,6 +194,12 @@ void rt_pipeline_table_destroy(rt_vk *vk)
 int rt_pipeline_get(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv_bytes, rt_pipeline **out_p,
                     char *err)
 {
+    return rt_pipeline_get_spec(vk, name, spv, spv_bytes, NULL, 0, out_p, err);
+}
+
+int rt_pipeline_get_spec(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv_bytes, const uint32_t *spec,
+                         uint32_t n_spec, rt_pipeline **out_p, char *err)
+{
     *out_p = NULL;
     if (!name) name = "(unnamed)";
     if (!spv || spv_bytes < 20 || spv_bytes % 4 || spv[0] != SPIRV_MAGIC) {
@@ -201,10 +207,15 @@ int rt_pipeline_get(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv
                  spv && spv_bytes >= 4 ? spv[0] : 0);
         return 1;
     }
+    if (n_spec > RT_MAX_SPEC) {
+        snprintf(err, RT_ERR_LEN, "kernel %s: %u specialization constants (at most %d)", name, n_spec, RT_MAX_SPEC);
+        return 1;
+    }
     uint64_t h = hash64(spv, spv_bytes);
     for (uint32_t i = 0; i < vk->n_pipes; i++) {
         struct rt_pipeline *q = vk->pipes[i];
-        if (q->hash == h && q->spv_bytes == spv_bytes && memcmp(q->spv, spv, spv_bytes) == 0) {
+        if (q->hash == h && q->spv_bytes == spv_bytes && q->n_spec == n_spec &&
+            (!n_spec || memcmp(q->spec, spec, 4 * n_spec) == 0) && memcmp(q->spv, spv, spv_bytes) == 0) {
             vk->n_reused++;
             *out_p = q;
             return 0;
@@ -219,6 +230,9 @@ int rt_pipeline_get(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv
     memcpy(p->spv, spv, spv_bytes);
     p->spv_bytes = spv_bytes;
     p->hash = h;
+    if (n_spec)
+        memcpy(p->spec, spec, 4 * n_spec);
+    p->n_spec = n_spec;
     if (vk->n_pipes == vk->cap_pipes) {
         uint32_t cap = vk->cap_pipes ? vk->cap_pipes * 2 : 32;
         struct rt_pipeline **np = realloc(vk->pipes, cap * sizeof(*np));
@@ -232,10 +246,15 @@ int rt_pipeline_get(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv
     VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = spv_bytes,
                                     .pCode = spv};
     RT_VK(vkCreateShaderModule(vk->dev, &mci, NULL, &mod));
+    VkSpecializationMapEntry map[RT_MAX_SPEC];
+    for (uint32_t i = 0; i < n_spec; i++)
+        map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    VkSpecializationInfo si = {.mapEntryCount = n_spec, .pMapEntries = map, .dataSize = 4 * n_spec, .pData = p->spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main"},
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main",
+                  .pSpecializationInfo = n_spec ? &si : NULL},
         .layout = vk->pipe_layout,
     };
     RT_VK(vkCreateComputePipelines(vk->dev, vk->pcache, 1, &ci, NULL, &p->pipe));

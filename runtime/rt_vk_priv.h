@@ -76,6 +76,8 @@ struct rt_pipeline {
     uint32_t *spv;      /* owned copy, compared on hash hit */
     size_t spv_bytes;
     char *name;         /* owned */
+    uint32_t spec[RT_MAX_SPEC]; /* specialization constants 0..n_spec-1 */
+    uint32_t n_spec;
     VkPipeline pipe;
 };
 

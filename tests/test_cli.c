@@ -228,6 +228,7 @@ static void test_bad_numbers(void **state)
         {"--presence-penalty", "x", "for --presence-penalty"},
         {"--decode-chain", "0", "for --decode-chain"}, {"--decode-chain", "17", "for --decode-chain"},
         {"--lm-head", "q4", "invalid value 'q4' for --lm-head: expected f16 or q8"},
+        {"--gemv", "wide", "invalid value 'wide' for --gemv: expected scalar or vec4"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         RUN(r, NULL, "-m", "x.gguf", cases[i][0], cases[i][1], "-p", "hi");
@@ -489,6 +490,14 @@ static void test_greedy_ids(void **state)
     expect(&f16, 0, NULL);
     assert_string_equal(a.out, f16.out);
     run_free(&f16);
+    /* --gemv: 16- or 4-byte loads in the decode matrix rows, the same ids either way */
+    static const char *const gemv[2] = {"vec4", "scalar"};
+    for (int i = 0; i < 2; i++) {
+        RUN(gv, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "8", "--temp", "0", "--print-ids", "--gemv", gemv[i]);
+        expect(&gv, 0, NULL);
+        assert_string_equal(a.out, gv.out);
+        run_free(&gv);
+    }
     int32_t got[64];
     int n = read_ids(a.out, got, 64);
     assert_true(n >= 1 && n <= 8); /* fewer only if EOS/EOT came */

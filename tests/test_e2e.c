@@ -104,7 +104,7 @@ typedef struct {
     int vocab;
 } rig;
 
-enum { RIG_FUSE = 1, RIG_NO_INT_DOT = 2, RIG_HEAD_Q8 = 4 };
+enum { RIG_FUSE = 1, RIG_NO_INT_DOT = 2, RIG_HEAD_Q8 = 4, RIG_GEMV_SCALAR = 8, RIG_GEMV_VEC4 = 16 };
 
 static int rig_open(rig *r, const char *yaml, const char *gguf, int flags, char *err)
 {
@@ -112,7 +112,8 @@ static int rig_open(rig *r, const char *yaml, const char *gguf, int flags, char 
     if (gen_model_load(yaml, &r->m, err) || gen_desc_build(&r->m, flags & RIG_FUSE, &r->d, err))
         return -1;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
-                        .no_int_dot = flags & RIG_NO_INT_DOT, .lm_head_q8 = flags & RIG_HEAD_Q8};
+                        .no_int_dot = flags & RIG_NO_INT_DOT, .lm_head_q8 = flags & RIG_HEAD_Q8,
+                        .gemv_vec = flags & RIG_GEMV_SCALAR ? 1 : flags & RIG_GEMV_VEC4 ? 2 : 0};
     if (rt_engine_open(&r->d.desc, &o, &r->e, err)) {
         gen_desc_free(&r->d);
         return 1; /* 1: no device or load failure, see err */
@@ -343,6 +344,21 @@ static void check_internal(fixture *f)
     assert_memory_equal(li, lb, sz * 4);
     printf("%s: %s integer dot products == portable kernels, bit for bit\n", f->name,
            sa.native_dot ? "native" : "(device has no native; portable twice)");
+    /* decode matrix rows read 16 bytes per lane vs 4 (--gemv): integer sums, the same bits */
+    for (int v = 0; v < 2; v++) {
+        rig gv;
+        open_or_skip(&gv, f, RIG_FUSE | (v ? RIG_GEMV_VEC4 : RIG_GEMV_SCALAR));
+        rt_engine_stats sv;
+        rt_engine_get_stats(gv.e, &sv);
+        assert_int_equal(sv.gemv_vec, v);
+        for (int i = 0; i < n; i++)
+            if (rt_engine_eval(gv.e, &ids[i], 1, i, lb + (size_t)i * a.vocab, err))
+                fail_msg("%s", err);
+        assert_memory_equal(li, lb, sz * 4);
+        rig_close(&gv);
+    }
+    assert_int_equal(sa.gemv_vec, !default_device_is_cpu()); /* the default: 16 bytes on GPUs */
+    printf("%s: decode with 16-byte and 4-byte matrix loads == the default, bit for bit\n", f->name);
     free(la);
     free(lb);
     free(li);

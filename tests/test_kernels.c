@@ -326,6 +326,7 @@ typedef struct {
     dsl_kernel *k;
     rt_pipeline *pl;
     bool decode;
+    uint32_t gemv_vec; /* the GEMV_VEC specialization constant (decode bitlinears) */
 } kern;
 
 static void kern_compile(kern *kn)
@@ -334,20 +335,29 @@ static void kern_compile(kern *kn)
     size_t spv_bytes = 0;
     if (dsl_compile(kn->k, &spv, &spv_bytes) != 0)
         fail_msg("%s", dsl_error(kn->k));
-    OK(rt_pipeline_get(g_vk, dsl_kernel_name(kn->k), spv, spv_bytes, &kn->pl, err));
+    uint32_t spec[RT_SPEC_GEMV_VEC + 1] = {0};
+    spec[RT_SPEC_GEMV_VEC] = kn->gemv_vec;
+    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), spv, spv_bytes, spec, RT_SPEC_GEMV_VEC + 1, &kn->pl, err));
     free(spv);
 }
 
-static void kern_build(kern *kn, const gen_graph *g, const gen_kop *kop, bool decode)
+/* with GEMV_VEC = gemv_vec */
+static void kern_build_spec(kern *kn, const gen_graph *g, const gen_kop *kop, bool decode, uint32_t gemv_vec)
 {
     memset(kn, 0, sizeof(*kn));
     if (gen_kernel_build(g, kop, decode, &kn->ko, err))
         fail_msg("%s: %s", kop->label, err);
     kn->k = (dsl_kernel *)kn->ko.k;
     kn->decode = decode;
+    kn->gemv_vec = gemv_vec;
     assert_int_equal(dsl_kernel_n_buffers(kn->k), kn->ko.n_args);
     assert_int_equal(dsl_kernel_n_params(kn->k), kn->ko.n_params);
     kern_compile(kn);
+}
+
+static void kern_build(kern *kn, const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    kern_build_spec(kn, g, kop, decode, 0);
 }
 
 static void kern_free(kern *kn) { gen_kernel_out_free(&kn->ko); }
@@ -636,7 +646,8 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
 
 /* ---------------------------------------------------------------- BITLINEAR (_GLU, _MULTI, + residual) */
 
-static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
+/* The decode kernels read their rows 4 bytes (gemv_vec 0) or 16 bytes (1) per lane. */
+static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool decode, uint32_t gemv_vec)
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
     const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = width_of(g, kop->in[0]);
@@ -648,7 +659,7 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
     for (int p = 0; p < np; p++)
         M[p] = (int)g->m->tensors[kop->w[p]].ne[1];
     kern kn;
-    kern_build(&kn, g, kop, decode);
+    kern_build_spec(&kn, g, kop, decode, gemv_vec);
     for (int s = 0; s < BL_N_SIZES(decode); s++) {
         uint32_t n = decode ? 1 : bl_batch_sizes[s];
         q8_act a = make_q8((int)BL_NMAX, K);
@@ -687,8 +698,8 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
                     for (int i = 0; i < M[p]; i++)
                         yr[i] += r0[p][(size_t)t * M[p] + i];
             }
-            char what[32];
-            snprintf(what, sizeof(what), "part %d (M %d, K %d)", p, M[p], K);
+            char what[64];
+            snprintf(what, sizeof(what), "part %d (M %d, K %d%s)", p, M[p], K, gemv_vec ? ", 16-byte loads" : "");
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu && !kop->relu2 ? 2e-6 : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
             if (res)
@@ -706,6 +717,12 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
     for (int j = 0; j < nw; j++)
         free_i2s(&W[j]);
     kern_free(&kn);
+}
+
+static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
+        check_bitlinear_spec(g, kop, decode, v);
 }
 
 /* ---------------------------------------------------------------- ROPE, ROPE_KV, KV_WRITE */

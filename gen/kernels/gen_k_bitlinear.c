@@ -11,7 +11,10 @@
  * the dot uses the unsigned codes and subtracts sum(q) (kept by the quant kernel):
  *   y = float(sum(code * q) - sum(q)) / s * w_scale      (s = 127 / amax)
  * Decode (one token): each subgroup owns one output row at a time (lanes stride over
- * the row's words, then subgroupAdd), 8 rows per workgroup. Prefill: each workgroup
+ * the row's words, then subgroupAdd), 8 rows per workgroup; a lane reads one u32 code
+ * word (and 4 activation words) per step, or with the specialization constant GEMV_VEC
+ * (set by the runtime per device) one uvec4 of 4 code words (and 4 uvec4 of
+ * activations): the same products, so the same sums. Prefill: each workgroup
  * owns a tile of 64 rows x 64 tokens and stages each 128-element block of K (codes
  * and int8 activations) in shared memory; every invocation keeps 4 x 4 integer sums
  * (bl_tile). All sums are integers, so both give the same values in any order.
@@ -47,6 +50,8 @@ typedef struct {
     dsl_expr sc, qsum; /* folded norm (decode): the row's scale and code sum, else NULL */
     dsl_expr K4, KW;  /* u32 words of int8 activations per token / of I2_S codes per row */
     dsl_expr wsh, ash; /* prefill: the tile's staged code and activation words (shared) */
+    dsl_expr vec, q4;  /* decode with a global Q8 input: the GEMV_VEC specialization constant
+                        * and the codes as uvec4; else NULL (4-byte loads only) */
 } bl_ctx;
 
 /* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
@@ -79,7 +84,8 @@ static void bl_scales(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, int M, 
 }
 
 /* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
-static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
+static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl_expr *W4, dsl_expr y, int M,
+                    dsl_expr Mc, dsl_expr wg)
 {
     const int nw = c->glu ? 2 : 1;
     dsl_expr q = c->q, KW = c->KW;
@@ -93,6 +99,27 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     dsl_expr acc[2];
     for (int j = 0; j < nw; j++)
         acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
+    if (c->vec) { /* GEMV_VEC: 16-byte loads, 4 code words (64 weights) per lane and step */
+        dsl_if(k, dsl_ne(k, c->vec, U(0)));
+        dsl_expr KV4 = dsl_const_u32(k, "KV4", (uint32_t)c->K / 64);
+        dsl_expr w4 = dsl_for(k, "w4", lane, KV4, sgs);
+        dsl_expr wd4[2];
+        for (int j = 0; j < nw; j++)
+            wd4[j] = dsl_let(k, j ? "wdu4" : "wd4", dsl_load(k, W4[j], dsl_add(k, dsl_mul(k, r, KV4), w4)));
+        /* words 4 w4 + e (e < 4) face activation words (w4 / 2) * 32 + (w4 % 2) * 4 + e + 8 g */
+        dsl_expr qb4 = dsl_let(k, "qb4", dsl_add(k, dsl_mul(k, dsl_shr(k, w4, U(1)), U(8)), dsl_band(k, w4, U(1))));
+        for (int gq = 0; gq < 4; gq++) {
+            dsl_expr a4 = dsl_let(k, "a4", dsl_load(k, c->q4, dsl_add(k, qb4, U(2 * gq))));
+            for (int e = 0; e < 4; e++)
+                for (int j = 0; j < nw; j++)
+                    dsl_add_to(k, acc[j],
+                               dsl_dot4x8_su(k, dsl_comp(k, a4, e),
+                                             dsl_band(k, dsl_shr(k, dsl_comp(k, wd4[j], e), U(6 - 2 * gq)),
+                                                      U(0x03030303u))));
+        }
+        dsl_end(k); /* w4 */
+        dsl_else(k);
+    }
     dsl_expr w = dsl_for(k, "w", lane, KW, sgs);
     dsl_expr wd[2];
     for (int j = 0; j < nw; j++)
@@ -109,6 +136,8 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             dsl_add_to(k, acc[j], dsl_dot4x8_su(k, qw, codes[j]));
     }
     dsl_end(k); /* w */
+    if (c->vec)
+        dsl_end(k);
 
     dsl_expr tot[2];
     for (int j = 0; j < nw; j++)
@@ -214,10 +243,11 @@ static int groups_of(const bl_ctx *c, int M)
 }
 
 /* One matrix: the decode row loop or the prefill tile. */
-static void bl_matrix(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
+static void bl_matrix(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl_expr *W4, dsl_expr y, int M,
+                      dsl_expr Mc, dsl_expr wg)
 {
     if (c->decode)
-        bl_rows(k, c, W, y, M, Mc, wg);
+        bl_rows(k, c, W, W4, y, M, Mc, wg);
     else
         bl_tile(k, c, W, y, M, Mc, wg);
 }
@@ -277,6 +307,15 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         y[p] = dsl_buffer(k, yn[p], DSL_F32, (res || last ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
         gen_out_val(out, g, multi ? kop->part_out[p] : kop->out);
     }
+    /* decode: the same rows with 16-byte loads, picked at pipeline creation (GEMV_VEC) */
+    dsl_expr W4[GEN_KOP_MAX_PARTS] = {0};
+    if (decode && !norm) {
+        static const char *const wn4[GEN_KOP_MAX_PARTS] = {"w4", "w14", "w24"};
+        c.vec = dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0);
+        c.q4 = dsl_buffer_view(k, "q4", c.q, DSL_UVEC4);
+        for (int p = 0; p < (glu ? 2 : np); p++)
+            W4[p] = dsl_buffer_view(k, glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
+    }
     gen_last_bufs lb = {0}; /* last_out: the next norm's weight, Q8 row, counters */
     if (last)
         lb = gen_last_bind(k, g, kop, out, NULL);
@@ -304,7 +343,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     uint32_t groups = 0;
     if (!multi) {
         dsl_expr Mc = dsl_const_u32(k, "M", M);
-        bl_matrix(k, &c, W, y[0], M, Mc, dsl_wgid(k, 0));
+        bl_matrix(k, &c, W, W4, y[0], M, Mc, dsl_wgid(k, 0));
         groups = (uint32_t)groups_of(&c, M);
         out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
         if (last) {
@@ -326,7 +365,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             groups += (uint32_t)groups_of(&c, Ms[p]);
             if (p + 1 < np)
                 dsl_if(k, dsl_lt(k, wg, U(groups)));
-            bl_matrix(k, &c, &W[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
+            bl_matrix(k, &c, &W[p], &W4[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
             if (p + 1 < np)
                 dsl_else(k);
             out->bytes += (uint64_t)Ms[p] * K / 4 + (uint64_t)Ms[p] * 4;

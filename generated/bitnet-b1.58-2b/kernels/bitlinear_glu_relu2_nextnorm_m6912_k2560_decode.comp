@@ -18,6 +18,9 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_sync { uint d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_q4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_wu4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -37,9 +40,11 @@ shared float red[256];
 shared uint arrived[1];
 shared int redi[256];
 
+layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 6912u;
+const uint KV4 = 40u;
 const uint NW = 1728u;
 
 #ifdef DSL_NATIVE_DOT
@@ -67,30 +72,74 @@ void main()
         if (row >= M) break;
         int acc = 0;
         int accu = 0;
-        for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
-            uint wd = pc.w.d[(row * KW) + w1];
-            uint wdu = pc.wu.d[(row * KW) + w1];
-            uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
-            uint c = (wd >> 6u) & 50529027u;
-            uint cu = (wdu >> 6u) & 50529027u;
-            uint qw = pc.q.d[qb + 0u];
-            acc += dsl_dot4x8_su(qw, c);
-            accu += dsl_dot4x8_su(qw, cu);
-            uint c1 = (wd >> 4u) & 50529027u;
-            uint cu1 = (wdu >> 4u) & 50529027u;
-            uint qw1 = pc.q.d[qb + 8u];
-            acc += dsl_dot4x8_su(qw1, c1);
-            accu += dsl_dot4x8_su(qw1, cu1);
-            uint c2 = (wd >> 2u) & 50529027u;
-            uint cu2 = (wdu >> 2u) & 50529027u;
-            uint qw2 = pc.q.d[qb + 16u];
-            acc += dsl_dot4x8_su(qw2, c2);
-            accu += dsl_dot4x8_su(qw2, cu2);
-            uint c3 = (wd >> 0u) & 50529027u;
-            uint cu3 = (wdu >> 0u) & 50529027u;
-            uint qw3 = pc.q.d[qb + 24u];
-            acc += dsl_dot4x8_su(qw3, c3);
-            accu += dsl_dot4x8_su(qw3, cu3);
+        if (GEMV_VEC != 0u) {
+            for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
+                uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
+                uvec4 wdu4 = Buf_wu4(pc.wu).d[(row * KV4) + w41];
+                uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
+                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                accu += dsl_dot4x8_su(a4.x, (wdu4.x >> 6u) & 50529027u);
+                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                accu += dsl_dot4x8_su(a4.y, (wdu4.y >> 6u) & 50529027u);
+                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                accu += dsl_dot4x8_su(a4.z, (wdu4.z >> 6u) & 50529027u);
+                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                accu += dsl_dot4x8_su(a4.w, (wdu4.w >> 6u) & 50529027u);
+                uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
+                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                accu += dsl_dot4x8_su(a41.x, (wdu4.x >> 4u) & 50529027u);
+                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                accu += dsl_dot4x8_su(a41.y, (wdu4.y >> 4u) & 50529027u);
+                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                accu += dsl_dot4x8_su(a41.z, (wdu4.z >> 4u) & 50529027u);
+                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                accu += dsl_dot4x8_su(a41.w, (wdu4.w >> 4u) & 50529027u);
+                uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
+                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                accu += dsl_dot4x8_su(a42.x, (wdu4.x >> 2u) & 50529027u);
+                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                accu += dsl_dot4x8_su(a42.y, (wdu4.y >> 2u) & 50529027u);
+                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                accu += dsl_dot4x8_su(a42.z, (wdu4.z >> 2u) & 50529027u);
+                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                accu += dsl_dot4x8_su(a42.w, (wdu4.w >> 2u) & 50529027u);
+                uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
+                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                accu += dsl_dot4x8_su(a43.x, (wdu4.x >> 0u) & 50529027u);
+                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                accu += dsl_dot4x8_su(a43.y, (wdu4.y >> 0u) & 50529027u);
+                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                accu += dsl_dot4x8_su(a43.z, (wdu4.z >> 0u) & 50529027u);
+                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                accu += dsl_dot4x8_su(a43.w, (wdu4.w >> 0u) & 50529027u);
+            }
+        } else {
+            for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
+                uint wd = pc.w.d[(row * KW) + w1];
+                uint wdu = pc.wu.d[(row * KW) + w1];
+                uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
+                uint c = (wd >> 6u) & 50529027u;
+                uint cu = (wdu >> 6u) & 50529027u;
+                uint qw = pc.q.d[qb + 0u];
+                acc += dsl_dot4x8_su(qw, c);
+                accu += dsl_dot4x8_su(qw, cu);
+                uint c1 = (wd >> 4u) & 50529027u;
+                uint cu1 = (wdu >> 4u) & 50529027u;
+                uint qw1 = pc.q.d[qb + 8u];
+                acc += dsl_dot4x8_su(qw1, c1);
+                accu += dsl_dot4x8_su(qw1, cu1);
+                uint c2 = (wd >> 2u) & 50529027u;
+                uint cu2 = (wdu >> 2u) & 50529027u;
+                uint qw2 = pc.q.d[qb + 16u];
+                acc += dsl_dot4x8_su(qw2, c2);
+                accu += dsl_dot4x8_su(qw2, cu2);
+                uint c3 = (wd >> 0u) & 50529027u;
+                uint cu3 = (wdu >> 0u) & 50529027u;
+                uint qw3 = pc.q.d[qb + 24u];
+                acc += dsl_dot4x8_su(qw3, c3);
+                accu += dsl_dot4x8_su(qw3, cu3);
+            }
         }
         int t0 = subgroupAdd(acc);
         int t1 = subgroupAdd(accu);

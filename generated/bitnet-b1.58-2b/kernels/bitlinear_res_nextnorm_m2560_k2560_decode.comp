@@ -17,6 +17,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_sync { uint d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_q4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -35,9 +37,11 @@ shared float red[256];
 shared uint arrived[1];
 shared int redi[256];
 
+layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 2560u;
+const uint KV4 = 40u;
 const uint NW = 640u;
 
 #ifdef DSL_NATIVE_DOT
@@ -63,17 +67,44 @@ void main()
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
         int acc = 0;
-        for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
-            uint wd = pc.w.d[(row * KW) + w1];
-            uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
-            uint c = (wd >> 6u) & 50529027u;
-            acc += dsl_dot4x8_su(pc.q.d[qb + 0u], c);
-            uint c1 = (wd >> 4u) & 50529027u;
-            acc += dsl_dot4x8_su(pc.q.d[qb + 8u], c1);
-            uint c2 = (wd >> 2u) & 50529027u;
-            acc += dsl_dot4x8_su(pc.q.d[qb + 16u], c2);
-            uint c3 = (wd >> 0u) & 50529027u;
-            acc += dsl_dot4x8_su(pc.q.d[qb + 24u], c3);
+        if (GEMV_VEC != 0u) {
+            for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
+                uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
+                uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
+                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
+                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
+                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
+                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+            }
+        } else {
+            for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
+                uint wd = pc.w.d[(row * KW) + w1];
+                uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
+                uint c = (wd >> 6u) & 50529027u;
+                acc += dsl_dot4x8_su(pc.q.d[qb + 0u], c);
+                uint c1 = (wd >> 4u) & 50529027u;
+                acc += dsl_dot4x8_su(pc.q.d[qb + 8u], c1);
+                uint c2 = (wd >> 2u) & 50529027u;
+                acc += dsl_dot4x8_su(pc.q.d[qb + 16u], c2);
+                uint c3 = (wd >> 0u) & 50529027u;
+                acc += dsl_dot4x8_su(pc.q.d[qb + 24u], c3);
+            }
         }
         int t0 = subgroupAdd(acc);
         if (gl_SubgroupInvocationID == 0u) {

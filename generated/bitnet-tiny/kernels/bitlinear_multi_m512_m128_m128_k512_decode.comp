@@ -17,6 +17,10 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_y { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_y1 { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_y2 { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_q4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w14 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w24 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -31,11 +35,15 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M0 = 512u;
+const uint KV4 = 8u;
 const uint M1 = 128u;
+const uint KV41 = 8u;
 const uint M2 = 128u;
+const uint KV42 = 8u;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -62,17 +70,44 @@ void main()
             uint row = (wg * 8u) + rl;
             if (row >= M0) break;
             int acc = 0;
-            for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
-                uint wd = pc.w.d[(row * KW) + w3];
-                uint qb = ((w3 >> 3u) * 32u) + (w3 & 7u);
-                uint c = (wd >> 6u) & 50529027u;
-                acc += dsl_dot4x8_su(pc.q.d[qb + 0u], c);
-                uint c1 = (wd >> 4u) & 50529027u;
-                acc += dsl_dot4x8_su(pc.q.d[qb + 8u], c1);
-                uint c2 = (wd >> 2u) & 50529027u;
-                acc += dsl_dot4x8_su(pc.q.d[qb + 16u], c2);
-                uint c3 = (wd >> 0u) & 50529027u;
-                acc += dsl_dot4x8_su(pc.q.d[qb + 24u], c3);
+            if (GEMV_VEC != 0u) {
+                for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
+                    uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
+                    uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                    uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
+                    acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                    acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                    acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                    acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                    uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
+                    acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                    acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                    acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                    acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                    uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
+                    acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                    acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                    acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                    acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                    uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
+                    acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                    acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                    acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                    acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                }
+            } else {
+                for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
+                    uint wd = pc.w.d[(row * KW) + w3];
+                    uint qb = ((w3 >> 3u) * 32u) + (w3 & 7u);
+                    uint c = (wd >> 6u) & 50529027u;
+                    acc += dsl_dot4x8_su(pc.q.d[qb + 0u], c);
+                    uint c1 = (wd >> 4u) & 50529027u;
+                    acc += dsl_dot4x8_su(pc.q.d[qb + 8u], c1);
+                    uint c2 = (wd >> 2u) & 50529027u;
+                    acc += dsl_dot4x8_su(pc.q.d[qb + 16u], c2);
+                    uint c3 = (wd >> 0u) & 50529027u;
+                    acc += dsl_dot4x8_su(pc.q.d[qb + 24u], c3);
+                }
             }
             int t0 = subgroupAdd(acc);
             if (gl_SubgroupInvocationID == 0u) {
@@ -89,17 +124,44 @@ void main()
                 uint row1 = ((wg - 64u) * 8u) + rl1;
                 if (row1 >= M1) break;
                 int acc1 = 0;
-                for (uint w4 = gl_SubgroupInvocationID; w4 < KW; w4 += gl_SubgroupSize) {
-                    uint wd1 = pc.w1.d[(row1 * KW) + w4];
-                    uint qb1 = ((w4 >> 3u) * 32u) + (w4 & 7u);
-                    uint c4 = (wd1 >> 6u) & 50529027u;
-                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 0u], c4);
-                    uint c5 = (wd1 >> 4u) & 50529027u;
-                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 8u], c5);
-                    uint c6 = (wd1 >> 2u) & 50529027u;
-                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 16u], c6);
-                    uint c7 = (wd1 >> 0u) & 50529027u;
-                    acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 24u], c7);
+                if (GEMV_VEC != 0u) {
+                    for (uint w42 = gl_SubgroupInvocationID; w42 < KV41; w42 += gl_SubgroupSize) {
+                        uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV41) + w42];
+                        uint qb41 = ((w42 >> 1u) * 8u) + (w42 & 1u);
+                        uvec4 a44 = Buf_q4(pc.q).d[qb41 + 0u];
+                        acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
+                        uvec4 a45 = Buf_q4(pc.q).d[qb41 + 2u];
+                        acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
+                        uvec4 a46 = Buf_q4(pc.q).d[qb41 + 4u];
+                        acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
+                        uvec4 a47 = Buf_q4(pc.q).d[qb41 + 6u];
+                        acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
+                        acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
+                    }
+                } else {
+                    for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
+                        uint wd1 = pc.w1.d[(row1 * KW) + w5];
+                        uint qb1 = ((w5 >> 3u) * 32u) + (w5 & 7u);
+                        uint c4 = (wd1 >> 6u) & 50529027u;
+                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 0u], c4);
+                        uint c5 = (wd1 >> 4u) & 50529027u;
+                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 8u], c5);
+                        uint c6 = (wd1 >> 2u) & 50529027u;
+                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 16u], c6);
+                        uint c7 = (wd1 >> 0u) & 50529027u;
+                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 24u], c7);
+                    }
                 }
                 int t1 = subgroupAdd(acc1);
                 if (gl_SubgroupInvocationID == 0u) {
@@ -115,17 +177,44 @@ void main()
                 uint row2 = ((wg - 80u) * 8u) + rl2;
                 if (row2 >= M2) break;
                 int acc2 = 0;
-                for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
-                    uint wd2 = pc.w2.d[(row2 * KW) + w5];
-                    uint qb2 = ((w5 >> 3u) * 32u) + (w5 & 7u);
-                    uint c8 = (wd2 >> 6u) & 50529027u;
-                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 0u], c8);
-                    uint c9 = (wd2 >> 4u) & 50529027u;
-                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 8u], c9);
-                    uint c10 = (wd2 >> 2u) & 50529027u;
-                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 16u], c10);
-                    uint c11 = (wd2 >> 0u) & 50529027u;
-                    acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 24u], c11);
+                if (GEMV_VEC != 0u) {
+                    for (uint w43 = gl_SubgroupInvocationID; w43 < KV42; w43 += gl_SubgroupSize) {
+                        uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV42) + w43];
+                        uint qb42 = ((w43 >> 1u) * 8u) + (w43 & 1u);
+                        uvec4 a48 = Buf_q4(pc.q).d[qb42 + 0u];
+                        acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
+                        uvec4 a49 = Buf_q4(pc.q).d[qb42 + 2u];
+                        acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
+                        uvec4 a410 = Buf_q4(pc.q).d[qb42 + 4u];
+                        acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
+                        uvec4 a411 = Buf_q4(pc.q).d[qb42 + 6u];
+                        acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
+                        acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                    }
+                } else {
+                    for (uint w6 = gl_SubgroupInvocationID; w6 < KW; w6 += gl_SubgroupSize) {
+                        uint wd2 = pc.w2.d[(row2 * KW) + w6];
+                        uint qb2 = ((w6 >> 3u) * 32u) + (w6 & 7u);
+                        uint c8 = (wd2 >> 6u) & 50529027u;
+                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 0u], c8);
+                        uint c9 = (wd2 >> 4u) & 50529027u;
+                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 8u], c9);
+                        uint c10 = (wd2 >> 2u) & 50529027u;
+                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 16u], c10);
+                        uint c11 = (wd2 >> 0u) & 50529027u;
+                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 24u], c11);
+                    }
                 }
                 int t2 = subgroupAdd(acc2);
                 if (gl_SubgroupInvocationID == 0u) {
