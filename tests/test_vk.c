@@ -44,6 +44,19 @@ static const char *k_affine =
     "    if (i < p.n) p.dst.v[i] = p.src.v[i] * p.mul + dyn.pos * 1000u + dyn.n_tokens;\n"
     "}\n";
 
+/* k_affine's push layout with a specialization constant: out[i] = in[i] * mul + ADD. */
+static const char *k_spec =
+    "#version 450\n"
+    "#extension GL_EXT_buffer_reference : require\n"
+    "layout(local_size_x = 64) in;\n"
+    "layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32s { uint v[]; };\n"
+    "layout(push_constant) uniform P { U32s src; U32s dst; uint n; uint mul; } p;\n"
+    "layout(constant_id = 1) const uint ADD = 7u;\n"
+    "void main() {\n"
+    "    uint i = gl_GlobalInvocationID.x;\n"
+    "    if (i < p.n) p.dst.v[i] = p.src.v[i] * p.mul + ADD;\n"
+    "}\n";
+
 /* A second, different kernel: out[i] = in[i] + 1. */
 static const char *k_inc =
     "#version 450\n"
@@ -494,6 +507,52 @@ static void test_pipeline_cache(void **state)
     free(spv);
 }
 
+/* rt_pipeline_get_spec: values reach the shader, ids it does not declare are ignored,
+ * pipelines are cached per (SPIR-V, values), and too many values is an error. */
+static void test_spec_constants(void **state)
+{
+    size_t n;
+    uint32_t *spv = compile(k_spec, &n);
+    rt_vk *vk = open_vk(false);
+    enum { N = 100 };
+    rt_buf b;
+    OK(rt_buf_create(vk, 8 * N, RT_MEM_DEVICE, &b, err));
+    uint32_t in[N], out[N];
+    fill_random(in, N, 5);
+    OK(rt_buf_upload(vk, &b, 0, in, sizeof(in), err));
+    const uint32_t add[3] = {7, 100, 200}; /* the default, then two values of constant 1 */
+    rt_pipeline *p[3];
+    uint32_t created0, reused0, created, reused;
+    rt_pipeline_stats(vk, &created0, &reused0);
+    for (int v = 0; v < 3; v++) {
+        uint32_t spec[2] = {12345, add[v]}; /* id 0: not in the shader */
+        OK(rt_pipeline_get_spec(vk, "spec", spv, n, v ? spec : NULL, v ? 2 : 0, &p[v], err));
+        OK(rt_buf_fill(vk, &b, POISON, err));
+        OK(rt_buf_upload(vk, &b, 0, in, sizeof(in), err));
+        run_affine(vk, p[v], b.addr, b.addr + 4 * N, N, 3);
+        OK(rt_buf_download(vk, &b, 4 * N, out, sizeof(out), err));
+        for (int i = 0; i < N; i++)
+            if (out[i] != in[i] * 3u + add[v])
+                fail_msg("ADD = %u: out[%d] = %u, want %u", add[v], i, out[i], in[i] * 3u + add[v]);
+    }
+    assert_ptr_not_equal(p[0], p[1]);
+    assert_ptr_not_equal(p[1], p[2]);
+    rt_pipeline *again;
+    uint32_t spec[2] = {12345, 100};
+    OK(rt_pipeline_get_spec(vk, "spec", spv, n, spec, 2, &again, err));
+    assert_ptr_equal(again, p[1]);
+    rt_pipeline_stats(vk, &created, &reused);
+    assert_int_equal(created - created0, 3);
+    assert_int_equal(reused - reused0, 1);
+    uint32_t many[RT_MAX_SPEC + 1] = {0};
+    char e[RT_ERR_LEN] = "";
+    assert_int_not_equal(rt_pipeline_get_spec(vk, "spec", spv, n, many, RT_MAX_SPEC + 1, &again, e), 0);
+    assert_non_null(strstr(e, "specialization constants"));
+    rt_buf_destroy(vk, &b);
+    close_vk(vk);
+    free(spv);
+}
+
 static void test_huge_allocation(void **state)
 {
     rt_vk *vk = open_vk(false);
@@ -595,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_cmd_errors),
         cmocka_unit_test(test_timestamps),
         cmocka_unit_test(test_pipeline_cache),
+        cmocka_unit_test(test_spec_constants),
         cmocka_unit_test(test_huge_allocation),
         cmocka_unit_test(test_validation_clean),
         cmocka_unit_test(test_no_device),

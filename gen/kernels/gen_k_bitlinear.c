@@ -57,12 +57,13 @@ typedef struct {
 /* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
  * token's activation scale and code sum and the matrix scales ws: plus the residual,
  * or through the GLU. */
-static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, dsl_expr sc, dsl_expr qsum, const dsl_expr *ws,
-                     dsl_expr y, dsl_expr yi)
+static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, dsl_expr sc, dsl_expr qsum,
+                     const dsl_expr *ws, dsl_expr y, dsl_expr yi)
 {
     dsl_expr v[2];
     for (int j = 0; j < (c->glu ? 2 : 1); j++)
-        v[j] = dsl_let(k, j ? "vu" : "v", dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
+        v[j] = dsl_let(k, j ? "vu" : "v",
+                       dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
     dsl_expr val = v[0];
     if (c->glu && c->relu2) {
         dsl_expr rr = dsl_let(k, "rg", dsl_max(k, v[0], F(0)));
@@ -188,7 +189,8 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             dsl_expr r = dsl_let(k, "r", dsl_shr(k, e, U(3))), wi = dsl_let(k, "wi", dsl_band(k, e, U(7)));
             dsl_expr gr = dsl_min(k, dsl_add(k, row0, r), dsl_sub(k, Mc, U(1)));
             dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
-            dsl_store(k, wsh, dsl_add(k, dsl_mul(k, wi, U(WSTR)), dsl_add(k, r, U(j * 8 * WSTR))), dsl_load(k, W[j], src));
+            dsl_expr dst = dsl_add(k, dsl_mul(k, wi, U(WSTR)), dsl_add(k, r, U(j * 8 * WSTR)));
+            dsl_store(k, wsh, dst, dsl_load(k, W[j], src));
         }
     for (int h = 0; h < TN * 32 / WG; h++) { /* a warp reads one token's 128 bytes */
         dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, U(WG * h)));
@@ -202,7 +204,8 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     dsl_expr wv[2][RT];
     for (int j = 0; j < nw; j++)
         for (int a = 0; a < RT; a++)
-            wv[j][a] = dsl_let(k, "wv", dsl_load(k, wsh, dsl_add(k, dsl_mul(k, wl, U(WSTR)), dsl_add(k, tx, U(j * 8 * WSTR + 16 * a)))));
+            wv[j][a] = dsl_let(k, "wv", dsl_load(k, wsh, dsl_add(k, dsl_mul(k, wl, U(WSTR)),
+                                                               dsl_add(k, tx, U(j * 8 * WSTR + 16 * a)))));
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr av[RT];
         dsl_expr abase = dsl_let(k, "ab", dsl_add(k, dsl_mul(k, dsl_add(k, wl, U(8 * gq)), U(ASTR)), ty));
@@ -222,7 +225,8 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     for (int b = 0; b < RT; b++) {
         dsl_expr t = dsl_let(k, "tok", dsl_add(k, tok0, dsl_add(k, ty, U(16 * b))));
         dsl_if(k, dsl_lt(k, t, n_tok));
-        dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1))), DSL_I32));
+        dsl_expr qs1 = dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1)));
+        dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, qs1, DSL_I32));
         dsl_expr sc = dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, t, U(2))));
         for (int a = 0; a < RT; a++) {
             dsl_expr r = dsl_let(k, "row", dsl_add(k, row0, dsl_add(k, tx, U(16 * a))));
