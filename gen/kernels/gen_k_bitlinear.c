@@ -76,6 +76,12 @@ static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, dsl_ex
     dsl_store(k, y, yi, val);
 }
 
+/* The codes (0, 1, 2 per byte) of group g of an I2_S word: elements 32 g + 4 w .. +3. */
+static dsl_expr i2s_codes(dsl_kernel *k, dsl_expr word, int g)
+{
+    return dsl_band(k, dsl_shr(k, word, U((uint32_t)(6 - 2 * g))), U(0x03030303u));
+}
+
 /* The weight scale of each matrix (the f32 after the codes). */
 static void bl_scales(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws)
 {
@@ -114,9 +120,7 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
             for (int e = 0; e < 4; e++)
                 for (int j = 0; j < nw; j++)
                     dsl_add_to(k, acc[j],
-                               dsl_dot4x8_su(k, dsl_comp(k, a4, e),
-                                             dsl_band(k, dsl_shr(k, dsl_comp(k, wd4[j], e), U(6 - 2 * gq)),
-                                                      U(0x03030303u))));
+                               dsl_dot4x8_su(k, dsl_comp(k, a4, e), i2s_codes(k, dsl_comp(k, wd4[j], e), gq)));
         }
         dsl_end(k); /* w4 */
         dsl_else(k);
@@ -129,7 +133,7 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr codes[2];
         for (int j = 0; j < nw; j++)
-            codes[j] = dsl_let(k, j ? "cu" : "c", dsl_band(k, dsl_shr(k, wd[j], U(6 - 2 * gq)), U(0x03030303u)));
+            codes[j] = dsl_let(k, j ? "cu" : "c", i2s_codes(k, wd[j], gq));
         dsl_expr qw = dsl_load(k, q, dsl_add(k, qb, U(8 * gq)));
         if (nw > 1)
             qw = dsl_let(k, "qw", qw);
@@ -213,7 +217,7 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             av[b] = dsl_let(k, "av", dsl_load(k, ash, dsl_add(k, abase, U(16 * b))));
         for (int j = 0; j < nw; j++)
             for (int a = 0; a < RT; a++) {
-                dsl_expr code = dsl_let(k, "c", dsl_band(k, dsl_shr(k, wv[j][a], U(6 - 2 * gq)), U(0x03030303u)));
+                dsl_expr code = dsl_let(k, "c", i2s_codes(k, wv[j][a], gq));
                 for (int b = 0; b < RT; b++)
                     dsl_add_to(k, acc[j][a][b], dsl_dot4x8_su(k, av[b], code));
             }
