@@ -1066,8 +1066,8 @@ static void check_head_argmax(const gen_kop *kop, rt_buf *ab, const float *y, ui
 /* The LM head kop as built (q8 false), or its --lm-head q8 variant: the table is F16 /
  * F32, or its Q8_0 copy (quantized here by the reference, packed as RT_ARG_WEIGHT_Q8:
  * codes, then f16 scales). A folded final norm (decode graphs) is checked against
- * rmsnorm + the head in C. */
-static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, bool q8)
+ * rmsnorm + the head in C. gemv_vec: the GEMV_VEC constant (F16 decode: 16-byte loads). */
+static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, bool q8, uint32_t gemv_vec)
 {
     gen_kop kop = *kop0;
     kop.q8 = q8;
@@ -1075,7 +1075,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     const int dim = (int)ts->ne[0];
     const bool f16 = ts->type == GEN_T_F16, norm = kop.norm_w >= 0;
     kern kn;
-    kern_build(&kn, g, &kop, decode);
+    kern_build_spec(&kn, g, &kop, decode, gemv_vec);
     size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB, nb = nt / 32;
     float *tab = rnd_vec(nt, 1.0f), *dq = xmalloc(4 * nb);
     for (size_t i = 0; i < nt; i += 32) /* blocks of different magnitude */
@@ -1130,8 +1130,8 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
                     cref_lm_head(tab, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
             }
             char what[64];
-            snprintf(what, sizeof(what), "%s%s%s", q8 ? "q8, " : "", norm ? "folded norm, " : "",
-                     all ? "all rows" : "last row");
+            snprintf(what, sizeof(what), "%s%s%s%s", q8 ? "q8, " : "", norm ? "folded norm, " : "",
+                     gemv_vec ? "16-byte loads, " : "", all ? "all rows" : "last row");
             expect(&kop, what, decode, n, 0, rel_err(y, ref, (size_t)rows * VOCAB, NORM), norm ? 1e-5 : 1e-6);
             assert_true(all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
             free(y);
@@ -1181,12 +1181,13 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
 static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     assert_true(kop->norm_w < 0); /* folded norm: the decode graphs, test_lm_head */
-    lm_head_case(g, kop, decode, false);
+    for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
+        lm_head_case(g, kop, decode, false, v);
 }
 
 static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode)
 {
-    lm_head_case(g, kop, decode, true);
+    lm_head_case(g, kop, decode, true, 0);
 }
 
 /* ---------------------------------------------------------------- argmax, top-k, copy */
@@ -1442,8 +1443,9 @@ static void test_lm_head(void **state)
     for (int m = 0; m < N_MODELS; m++)
         for (int i = 0; i < dec_graphs[m].n_kops; i++)
             if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm_w >= 0) {
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0);
                 n++;
             }
     assert_int_equal(n, N_MODELS);

@@ -5,7 +5,10 @@
  * last position only, unless all logits were asked for). Each subgroup owns one
  * vocabulary row at a time; workgroups stride over the vocabulary (the vocabulary
  * size is a run-time value, so the group count is fixed). F16 weights are read as
- * pairs; accumulation in f32 (the reference's batched path keeps the input in f32).
+ * pairs, each lane taking 4 consecutive words (8 halves) per step: in decode one
+ * uvec4 load when the runtime sets GEMV_VEC, else 4 u32 loads, the same sums in the
+ * same order (batch too, so batched and decoded logits are the same bits);
+ * accumulation in f32 (the reference's batched path keeps the input in f32).
  * Decode with a folded final norm (kop->norm_w): x is the residual stream; every
  * workgroup recomputes its rmsnorm scale (gen_norm_scale, the RMSNORM kernel's code)
  * and stages the normed row (x * scale) * w in shared memory once, so the row loop
@@ -29,6 +32,46 @@ static dsl_type word_type(int n) { return n == 4 ? DSL_VEC4 : n == 2 ? DSL_VEC2 
 static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
 {
     return n == 4 ? dsl_vec4(k, e[0], e[1], e[2], e[3]) : n == 2 ? dsl_vec2(k, e[0], e[1]) : e[0];
+}
+
+/* What the row loop of the LM head accumulates from one table word. */
+typedef struct {
+    bool q8, f16, norm;
+    int TT, per_word;
+    dsl_expr W, x, xs; /* table words; input rows (f32) or the staged normed row (norm) */
+    dsl_expr v, DW, SW, sbase; /* the vocabulary row; words (and Q8_0 scale words) per row */
+    dsl_expr *acc, *xrow;      /* per token of the tile: f32 sum, offset of its input row */
+} head_row;
+
+/* acc[tt] += table word wv (word w of row v) . the input values under it, for each token */
+static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w)
+{
+    const int per_word = r->per_word;
+    dsl_expr p, d = NULL; /* the word's table values (vector or scalar); Q8_0: its block scale */
+    if (r->q8) {
+        dsl_expr q[4];
+        for (int b = 0; b < 4; b++)
+            q[b] = dsl_cast(k, dsl_unpack8(k, wv, U(b), true), DSL_F32);
+        p = dsl_let(k, "p", dsl_vec4(k, q[0], q[1], q[2], q[3]));
+        /* word w is in block w / 8: scale word w / 16 of the row, half (w / 8) & 1 */
+        dsl_expr sw = dsl_load(k, r->W, dsl_add(k, r->sbase, dsl_add(k, dsl_mul(k, r->v, r->SW), dsl_shr(k, w, U(4)))));
+        dsl_expr sp = dsl_let(k, "sp", dsl_unpack_half2x16(k, sw));
+        dsl_expr hi = dsl_eq(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(1));
+        d = dsl_let(k, "d", dsl_select(k, hi, dsl_comp(k, sp, 1), dsl_comp(k, sp, 0)));
+    } else {
+        p = dsl_let(k, "p", r->f16 ? dsl_unpack_half2x16(k, wv) : wv);
+    }
+    dsl_expr i0 = !r->norm && per_word > 1 ? dsl_let(k, "i0", dsl_mul(k, w, U(per_word))) : w; /* word's first element */
+    for (int tt = 0; tt < r->TT; tt++) {
+        dsl_expr xv = r->norm ? dsl_load(k, r->xs, w) : NULL; /* the input values under the word */
+        if (!r->norm) {
+            dsl_expr e[4];
+            for (int l = 0; l < per_word; l++)
+                e[l] = dsl_load(k, r->x, dsl_add(k, r->xrow[tt], l ? dsl_add(k, i0, U(l)) : i0));
+            xv = word_vec(k, per_word, e);
+        }
+        dsl_add_to(k, r->acc[tt], r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : r->f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
+    }
 }
 
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
@@ -109,6 +152,11 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         dsl_end(k);
         dsl_barrier(k);
     }
+    /* F16 heads walk each row 4 words (8 halves) per lane at a time: in decode one uvec4
+     * load with GEMV_VEC, else 4 u32 loads; the same sums in the same order either way
+     * (and batch == decode: one token's logits do not depend on the path) */
+    const bool blocked = f16 && dim % 8 == 0;
+    dsl_expr W4 = blocked && decode ? dsl_buffer_view(k, "w4", W, DSL_UVEC4) : NULL;
     dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
     dsl_expr t_first = decode ? U(0) : dsl_dyn(k, DSL_DYN_OUT_START);
     dsl_expr t_end = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
@@ -130,34 +178,31 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         dsl_expr t = decode ? U(0) : dsl_min(k, dsl_add(k, t0, U(tt)), dsl_sub(k, t_end, U(1)));
         xrow[tt] = norm ? NULL : dsl_let(k, vn, dsl_mul(k, t, D)); /* norm: the row is in xs */
     }
-    dsl_expr w = dsl_for(k, "w", lane, DW, sgs);
-    dsl_expr wv = dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w));
-    dsl_expr p, d = NULL; /* the word's table values (vector or scalar); Q8_0: its block scale */
-    if (q8) {
-        dsl_expr q[4];
-        for (int b = 0; b < 4; b++)
-            q[b] = dsl_cast(k, dsl_unpack8(k, wv, U(b), true), DSL_F32);
-        p = dsl_let(k, "p", dsl_vec4(k, q[0], q[1], q[2], q[3]));
-        /* word w is in block w / 8: scale word w / 16 of the row, half (w / 8) & 1 */
-        dsl_expr sw = dsl_load(k, W, dsl_add(k, sbase, dsl_add(k, dsl_mul(k, v, SW), dsl_shr(k, w, U(4)))));
-        dsl_expr sp = dsl_let(k, "sp", dsl_unpack_half2x16(k, sw));
-        dsl_expr hi = dsl_eq(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(1));
-        d = dsl_let(k, "d", dsl_select(k, hi, dsl_comp(k, sp, 1), dsl_comp(k, sp, 0)));
-    } else {
-        p = dsl_let(k, "p", f16 ? dsl_unpack_half2x16(k, wv) : wv);
-    }
-    dsl_expr i0 = !norm && per_word > 1 ? dsl_let(k, "i0", dsl_mul(k, w, U(per_word))) : w; /* word's first element */
-    for (int tt = 0; tt < TT; tt++) {
-        dsl_expr xv = norm ? dsl_load(k, xs, w) : NULL; /* the input values under the word */
-        if (!norm) {
-            dsl_expr e[4];
-            for (int l = 0; l < per_word; l++)
-                e[l] = dsl_load(k, x, dsl_add(k, xrow[tt], l ? dsl_add(k, i0, U(l)) : i0));
-            xv = word_vec(k, per_word, e);
+    head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .TT = TT, .per_word = per_word, .W = W, .x = x, .xs = xs,
+                  .v = v, .DW = DW, .SW = SW, .sbase = sbase, .acc = acc, .xrow = xrow};
+    if (blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
+        dsl_expr DW4 = dsl_const_u32(k, "DW4", dim / 8);
+        for (int vec = decode; vec >= 0; vec--) {
+            if (vec)
+                dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));
+            dsl_expr u = dsl_for(k, "u", lane, DW4, sgs);
+            dsl_expr w0 = dsl_let(k, "w0", dsl_mul(k, u, U(4)));
+            dsl_expr w4 = vec ? dsl_let(k, "wv4", dsl_load(k, W4, dsl_add(k, dsl_mul(k, v, DW4), u))) : NULL;
+            for (int c = 0; c < 4; c++) {
+                dsl_expr w = c ? dsl_add(k, w0, U(c)) : w0;
+                head_word(k, &r, vec ? dsl_comp(k, w4, c) : dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w);
+            }
+            dsl_end(k); /* u */
+            if (vec)
+                dsl_else(k);
         }
-        dsl_add_to(k, acc[tt], q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
+        if (decode)
+            dsl_end(k);
+    } else {
+        dsl_expr w = dsl_for(k, "w", lane, DW, sgs);
+        head_word(k, &r, dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w);
+        dsl_end(k); /* w */
     }
-    dsl_end(k); /* w */
     for (int tt = 0; tt < TT; tt++) {
         dsl_expr tot = dsl_subgroup_add(k, acc[tt]);
         dsl_expr t = decode ? U(0) : dsl_add(k, t0, U(tt));

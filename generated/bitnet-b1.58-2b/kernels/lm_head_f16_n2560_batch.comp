@@ -21,6 +21,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 const uint D = 2560u;
 const uint DW = 1280u;
+const uint DW4 = 320u;
 
 void main()
 {
@@ -45,9 +46,10 @@ void main()
                 uint xrow6 = min(t0 + 6u, dyn.n_tokens - 1u) * D;
                 float acc7 = 0.0;
                 uint xrow7 = min(t0 + 7u, dyn.n_tokens - 1u) * D;
-                for (uint w1 = gl_SubgroupInvocationID; w1 < DW; w1 += gl_SubgroupSize) {
-                    vec2 p = unpackHalf2x16(pc.w.d[(v * DW) + w1]);
-                    uint i0 = w1 * 2u;
+                for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
+                    uint w0 = u * 4u;
+                    vec2 p = unpackHalf2x16(pc.w.d[(v * DW) + w0]);
+                    uint i0 = w0 * 2u;
                     acc0 += dot(p, vec2(pc.x.d[xrow0 + i0], pc.x.d[xrow0 + (i0 + 1u)]));
                     acc1 += dot(p, vec2(pc.x.d[xrow1 + i0], pc.x.d[xrow1 + (i0 + 1u)]));
                     acc2 += dot(p, vec2(pc.x.d[xrow2 + i0], pc.x.d[xrow2 + (i0 + 1u)]));
@@ -56,46 +58,79 @@ void main()
                     acc5 += dot(p, vec2(pc.x.d[xrow5 + i0], pc.x.d[xrow5 + (i0 + 1u)]));
                     acc6 += dot(p, vec2(pc.x.d[xrow6 + i0], pc.x.d[xrow6 + (i0 + 1u)]));
                     acc7 += dot(p, vec2(pc.x.d[xrow7 + i0], pc.x.d[xrow7 + (i0 + 1u)]));
+                    uint t1 = w0 + 1u;
+                    vec2 p1 = unpackHalf2x16(pc.w.d[(v * DW) + t1]);
+                    uint i01 = t1 * 2u;
+                    acc0 += dot(p1, vec2(pc.x.d[xrow0 + i01], pc.x.d[xrow0 + (i01 + 1u)]));
+                    acc1 += dot(p1, vec2(pc.x.d[xrow1 + i01], pc.x.d[xrow1 + (i01 + 1u)]));
+                    acc2 += dot(p1, vec2(pc.x.d[xrow2 + i01], pc.x.d[xrow2 + (i01 + 1u)]));
+                    acc3 += dot(p1, vec2(pc.x.d[xrow3 + i01], pc.x.d[xrow3 + (i01 + 1u)]));
+                    acc4 += dot(p1, vec2(pc.x.d[xrow4 + i01], pc.x.d[xrow4 + (i01 + 1u)]));
+                    acc5 += dot(p1, vec2(pc.x.d[xrow5 + i01], pc.x.d[xrow5 + (i01 + 1u)]));
+                    acc6 += dot(p1, vec2(pc.x.d[xrow6 + i01], pc.x.d[xrow6 + (i01 + 1u)]));
+                    acc7 += dot(p1, vec2(pc.x.d[xrow7 + i01], pc.x.d[xrow7 + (i01 + 1u)]));
+                    uint t2 = w0 + 2u;
+                    vec2 p2 = unpackHalf2x16(pc.w.d[(v * DW) + t2]);
+                    uint i02 = t2 * 2u;
+                    acc0 += dot(p2, vec2(pc.x.d[xrow0 + i02], pc.x.d[xrow0 + (i02 + 1u)]));
+                    acc1 += dot(p2, vec2(pc.x.d[xrow1 + i02], pc.x.d[xrow1 + (i02 + 1u)]));
+                    acc2 += dot(p2, vec2(pc.x.d[xrow2 + i02], pc.x.d[xrow2 + (i02 + 1u)]));
+                    acc3 += dot(p2, vec2(pc.x.d[xrow3 + i02], pc.x.d[xrow3 + (i02 + 1u)]));
+                    acc4 += dot(p2, vec2(pc.x.d[xrow4 + i02], pc.x.d[xrow4 + (i02 + 1u)]));
+                    acc5 += dot(p2, vec2(pc.x.d[xrow5 + i02], pc.x.d[xrow5 + (i02 + 1u)]));
+                    acc6 += dot(p2, vec2(pc.x.d[xrow6 + i02], pc.x.d[xrow6 + (i02 + 1u)]));
+                    acc7 += dot(p2, vec2(pc.x.d[xrow7 + i02], pc.x.d[xrow7 + (i02 + 1u)]));
+                    uint t3 = w0 + 3u;
+                    vec2 p3 = unpackHalf2x16(pc.w.d[(v * DW) + t3]);
+                    uint i03 = t3 * 2u;
+                    acc0 += dot(p3, vec2(pc.x.d[xrow0 + i03], pc.x.d[xrow0 + (i03 + 1u)]));
+                    acc1 += dot(p3, vec2(pc.x.d[xrow1 + i03], pc.x.d[xrow1 + (i03 + 1u)]));
+                    acc2 += dot(p3, vec2(pc.x.d[xrow2 + i03], pc.x.d[xrow2 + (i03 + 1u)]));
+                    acc3 += dot(p3, vec2(pc.x.d[xrow3 + i03], pc.x.d[xrow3 + (i03 + 1u)]));
+                    acc4 += dot(p3, vec2(pc.x.d[xrow4 + i03], pc.x.d[xrow4 + (i03 + 1u)]));
+                    acc5 += dot(p3, vec2(pc.x.d[xrow5 + i03], pc.x.d[xrow5 + (i03 + 1u)]));
+                    acc6 += dot(p3, vec2(pc.x.d[xrow6 + i03], pc.x.d[xrow6 + (i03 + 1u)]));
+                    acc7 += dot(p3, vec2(pc.x.d[xrow7 + i03], pc.x.d[xrow7 + (i03 + 1u)]));
                 }
-                float t1 = subgroupAdd(acc0);
-                uint t2 = t0 + 0u;
-                if ((gl_SubgroupInvocationID == 0u) && (t2 < dyn.n_tokens)) {
-                    pc.logits.d[((t2 - dyn.out_start) * pc.vocab) + v] = t1;
+                float t4 = subgroupAdd(acc0);
+                uint t5 = t0 + 0u;
+                if ((gl_SubgroupInvocationID == 0u) && (t5 < dyn.n_tokens)) {
+                    pc.logits.d[((t5 - dyn.out_start) * pc.vocab) + v] = t4;
                 }
-                float t3 = subgroupAdd(acc1);
-                uint t4 = t0 + 1u;
-                if ((gl_SubgroupInvocationID == 0u) && (t4 < dyn.n_tokens)) {
-                    pc.logits.d[((t4 - dyn.out_start) * pc.vocab) + v] = t3;
+                float t6 = subgroupAdd(acc1);
+                uint t7 = t0 + 1u;
+                if ((gl_SubgroupInvocationID == 0u) && (t7 < dyn.n_tokens)) {
+                    pc.logits.d[((t7 - dyn.out_start) * pc.vocab) + v] = t6;
                 }
-                float t5 = subgroupAdd(acc2);
-                uint t6 = t0 + 2u;
-                if ((gl_SubgroupInvocationID == 0u) && (t6 < dyn.n_tokens)) {
-                    pc.logits.d[((t6 - dyn.out_start) * pc.vocab) + v] = t5;
+                float t8 = subgroupAdd(acc2);
+                uint t9 = t0 + 2u;
+                if ((gl_SubgroupInvocationID == 0u) && (t9 < dyn.n_tokens)) {
+                    pc.logits.d[((t9 - dyn.out_start) * pc.vocab) + v] = t8;
                 }
-                float t7 = subgroupAdd(acc3);
-                uint t8 = t0 + 3u;
-                if ((gl_SubgroupInvocationID == 0u) && (t8 < dyn.n_tokens)) {
-                    pc.logits.d[((t8 - dyn.out_start) * pc.vocab) + v] = t7;
+                float t10 = subgroupAdd(acc3);
+                uint t11 = t0 + 3u;
+                if ((gl_SubgroupInvocationID == 0u) && (t11 < dyn.n_tokens)) {
+                    pc.logits.d[((t11 - dyn.out_start) * pc.vocab) + v] = t10;
                 }
-                float t9 = subgroupAdd(acc4);
-                uint t10 = t0 + 4u;
-                if ((gl_SubgroupInvocationID == 0u) && (t10 < dyn.n_tokens)) {
-                    pc.logits.d[((t10 - dyn.out_start) * pc.vocab) + v] = t9;
+                float t12 = subgroupAdd(acc4);
+                uint t13 = t0 + 4u;
+                if ((gl_SubgroupInvocationID == 0u) && (t13 < dyn.n_tokens)) {
+                    pc.logits.d[((t13 - dyn.out_start) * pc.vocab) + v] = t12;
                 }
-                float t11 = subgroupAdd(acc5);
-                uint t12 = t0 + 5u;
-                if ((gl_SubgroupInvocationID == 0u) && (t12 < dyn.n_tokens)) {
-                    pc.logits.d[((t12 - dyn.out_start) * pc.vocab) + v] = t11;
+                float t14 = subgroupAdd(acc5);
+                uint t15 = t0 + 5u;
+                if ((gl_SubgroupInvocationID == 0u) && (t15 < dyn.n_tokens)) {
+                    pc.logits.d[((t15 - dyn.out_start) * pc.vocab) + v] = t14;
                 }
-                float t13 = subgroupAdd(acc6);
-                uint t14 = t0 + 6u;
-                if ((gl_SubgroupInvocationID == 0u) && (t14 < dyn.n_tokens)) {
-                    pc.logits.d[((t14 - dyn.out_start) * pc.vocab) + v] = t13;
+                float t16 = subgroupAdd(acc6);
+                uint t17 = t0 + 6u;
+                if ((gl_SubgroupInvocationID == 0u) && (t17 < dyn.n_tokens)) {
+                    pc.logits.d[((t17 - dyn.out_start) * pc.vocab) + v] = t16;
                 }
-                float t15 = subgroupAdd(acc7);
-                uint t16 = t0 + 7u;
-                if ((gl_SubgroupInvocationID == 0u) && (t16 < dyn.n_tokens)) {
-                    pc.logits.d[((t16 - dyn.out_start) * pc.vocab) + v] = t15;
+                float t18 = subgroupAdd(acc7);
+                uint t19 = t0 + 7u;
+                if ((gl_SubgroupInvocationID == 0u) && (t19 < dyn.n_tokens)) {
+                    pc.logits.d[((t19 - dyn.out_start) * pc.vocab) + v] = t18;
                 }
             }
         }

@@ -13,6 +13,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_best { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_sync { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_result { uint d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_x x;
@@ -35,6 +36,8 @@ shared uint arrived[1];
 
 const uint D = 2560u;
 const uint DW = 1280u;
+const uint DW4 = 320u;
+layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
 void main()
 {
@@ -67,15 +70,40 @@ void main()
             uint v = vb + rl;
             if (v >= pc.vocab) break;
             float acc0 = 0.0;
-            for (uint w1 = gl_SubgroupInvocationID; w1 < DW; w1 += gl_SubgroupSize) {
-                vec2 p = unpackHalf2x16(pc.w.d[(v * DW) + w1]);
-                acc0 += dot(p, xs[w1]);
+            if (GEMV_VEC != 0u) {
+                for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
+                    uint w0 = u * 4u;
+                    uvec4 wv4 = Buf_w4(pc.w).d[(v * DW4) + u];
+                    vec2 p = unpackHalf2x16(wv4.x);
+                    acc0 += dot(p, xs[w0]);
+                    vec2 p1 = unpackHalf2x16(wv4.y);
+                    acc0 += dot(p1, xs[w0 + 1u]);
+                    vec2 p2 = unpackHalf2x16(wv4.z);
+                    acc0 += dot(p2, xs[w0 + 2u]);
+                    vec2 p3 = unpackHalf2x16(wv4.w);
+                    acc0 += dot(p3, xs[w0 + 3u]);
+                }
+            } else {
+                for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
+                    uint w01 = u1 * 4u;
+                    vec2 p4 = unpackHalf2x16(pc.w.d[(v * DW) + w01]);
+                    acc0 += dot(p4, xs[w01]);
+                    uint t4 = w01 + 1u;
+                    vec2 p5 = unpackHalf2x16(pc.w.d[(v * DW) + t4]);
+                    acc0 += dot(p5, xs[t4]);
+                    uint t5 = w01 + 2u;
+                    vec2 p6 = unpackHalf2x16(pc.w.d[(v * DW) + t5]);
+                    acc0 += dot(p6, xs[t5]);
+                    uint t6 = w01 + 3u;
+                    vec2 p7 = unpackHalf2x16(pc.w.d[(v * DW) + t6]);
+                    acc0 += dot(p7, xs[t6]);
+                }
             }
-            float t4 = subgroupAdd(acc0);
+            float t7 = subgroupAdd(acc0);
             if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t4;
-                if (t4 > best1) {
-                    best1 = t4;
+                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t7;
+                if (t7 > best1) {
+                    best1 = t7;
                     bidx = v;
                 }
             }
@@ -106,17 +134,17 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t5 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t5;
+        uint t8 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t8;
     }
     barrier();
     if (arrived[0u] == 511u) {
         memoryBarrierBuffer();
         float mv = -3e+38;
         uint mx = 4294967295u;
-        for (uint p1 = gl_LocalInvocationIndex; p1 < 512u; p1 += 256u) {
-            float pv = pc.best.d[p1 * 2u];
-            uint pi = floatBitsToUint(pc.best.d[(p1 * 2u) + 1u]);
+        for (uint p8 = gl_LocalInvocationIndex; p8 < 512u; p8 += 256u) {
+            float pv = pc.best.d[p8 * 2u];
+            uint pi = floatBitsToUint(pc.best.d[(p8 * 2u) + 1u]);
             if ((pv > mv) || ((pv == mv) && (pi < mx))) {
                 mv = pv;
                 mx = pi;
