@@ -19,8 +19,9 @@
  * and int8 activations) in shared memory; every invocation keeps 4 x 4 integer sums
  * (bl_tile). All sums are integers, so both give the same values in any order.
  * BITLINEAR_MULTI (q, k, v of one input) runs 2..3 such matrices in one dispatch:
- * part p owns a contiguous range of ceil(M_p / 8) workgroups and runs exactly the
- * row loop of a single BITLINEAR (bl_rows) on its own weight and output.
+ * part p owns a contiguous range of ceil(M_p / 8) workgroups (prefill: ceil(M_p / 64))
+ * and runs exactly the code of a single BITLINEAR (bl_rows / bl_tile) on its own weight
+ * and output.
  * Decode with a folded norm (kop->norm_w): the input is the F32 row before its
  * rmsnorm; every workgroup first runs the NORM_QUANT code (gen_k_norm.h) on it into
  * shared memory (K/4 words), then the same row loop reads the codes from there.

@@ -54,7 +54,8 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w)
             q[b] = dsl_cast(k, dsl_unpack8(k, wv, U(b), true), DSL_F32);
         p = dsl_let(k, "p", dsl_vec4(k, q[0], q[1], q[2], q[3]));
         /* word w is in block w / 8: scale word w / 16 of the row, half (w / 8) & 1 */
-        dsl_expr sw = dsl_load(k, r->W, dsl_add(k, r->sbase, dsl_add(k, dsl_mul(k, r->v, r->SW), dsl_shr(k, w, U(4)))));
+        dsl_expr si = dsl_add(k, r->sbase, dsl_add(k, dsl_mul(k, r->v, r->SW), dsl_shr(k, w, U(4))));
+        dsl_expr sw = dsl_load(k, r->W, si);
         dsl_expr sp = dsl_let(k, "sp", dsl_unpack_half2x16(k, sw));
         dsl_expr hi = dsl_eq(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(1));
         d = dsl_let(k, "d", dsl_select(k, hi, dsl_comp(k, sp, 1), dsl_comp(k, sp, 0)));
@@ -70,7 +71,8 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w)
                 e[l] = dsl_load(k, r->x, dsl_add(k, r->xrow[tt], l ? dsl_add(k, i0, U(l)) : i0));
             xv = word_vec(k, per_word, e);
         }
-        dsl_add_to(k, r->acc[tt], r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : r->f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
+        dsl_add_to(k, r->acc[tt],
+                   r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : r->f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
     }
 }
 
