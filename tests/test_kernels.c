@@ -1187,7 +1187,8 @@ static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
 
 static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode)
 {
-    lm_head_case(g, kop, decode, true, 0);
+    for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
+        lm_head_case(g, kop, decode, true, v);
 }
 
 /* ---------------------------------------------------------------- argmax, top-k, copy */
@@ -1446,6 +1447,7 @@ static void test_lm_head(void **state)
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1);
                 n++;
             }
     assert_int_equal(n, N_MODELS);

@@ -5,9 +5,9 @@
  * last position only, unless all logits were asked for). Each subgroup owns one
  * vocabulary row at a time; workgroups stride over the vocabulary (the vocabulary
  * size is a run-time value, so the group count is fixed). F16 weights are read as
- * pairs, each lane taking 4 consecutive words (8 halves) per step: in decode one
- * uvec4 load when the runtime sets GEMV_VEC, else 4 u32 loads, the same sums in the
- * same order (batch too, so batched and decoded logits are the same bits);
+ * pairs, each lane taking 4 consecutive words (8 halves; Q8_0: 16 codes) per step: in
+ * decode one uvec4 load when the runtime sets GEMV_VEC, else 4 u32 loads, the same
+ * sums in the same order (batch too, so batched and decoded logits are the same bits);
  * accumulation in f32 (the reference's batched path keeps the input in f32).
  * Decode with a folded final norm (kop->norm_w): x is the residual stream; every
  * workgroup recomputes its rmsnorm scale (gen_norm_scale, the RMSNORM kernel's code)
@@ -16,7 +16,7 @@
  * Q8_0 head (kop->q8, --lm-head q8): the runtime's copy of the table (rt_q8.h):
  * int8 codes [vocab][dim] as u32 words, then f16 block scales [vocab][dim/32] packed
  * two per word; logit = sum over blocks b of d_b * sum_i q_i x_i, x in f32 (only the
- * weights are quantized). Each lane reads one word of 4 codes and its block's scale.
+ * weights are quantized). Each word of 4 codes is scaled by its block's scale.
  */
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
@@ -154,10 +154,11 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         dsl_end(k);
         dsl_barrier(k);
     }
-    /* F16 heads walk each row 4 words (8 halves) per lane at a time: in decode one uvec4
-     * load with GEMV_VEC, else 4 u32 loads; the same sums in the same order either way
-     * (and batch == decode: one token's logits do not depend on the path) */
-    const bool blocked = f16 && dim % 8 == 0;
+    /* F16 and Q8_0 heads walk each row 4 words (8 halves, 16 codes: half a Q8_0 block) per
+     * lane at a time: in decode one uvec4 load with GEMV_VEC, else 4 u32 loads; the same
+     * sums in the same order either way (and batch == decode: one token's logits do not
+     * depend on the path) */
+    const bool blocked = (f16 || q8) && (dim / per_word) % 4 == 0;
     dsl_expr W4 = blocked && decode ? dsl_buffer_view(k, "w4", W, DSL_UVEC4) : NULL;
     dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
     dsl_expr t_first = decode ? U(0) : dsl_dyn(k, DSL_DYN_OUT_START);
@@ -183,7 +184,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .TT = TT, .per_word = per_word, .W = W, .x = x, .xs = xs,
                   .v = v, .DW = DW, .SW = SW, .sbase = sbase, .acc = acc, .xrow = xrow};
     if (blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
-        dsl_expr DW4 = dsl_const_u32(k, "DW4", dim / 8);
+        dsl_expr DW4 = dsl_const_u32(k, "DW4", dim / per_word / 4);
         for (int vec = decode; vec >= 0; vec--) {
             if (vec)
                 dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));

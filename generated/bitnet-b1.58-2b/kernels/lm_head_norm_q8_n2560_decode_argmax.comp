@@ -13,6 +13,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_best { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_sync { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_result { uint d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_x x;
@@ -36,6 +37,8 @@ shared uint arrived[1];
 const uint D = 2560u;
 const uint DW = 640u;
 const uint SW = 40u;
+const uint DW4 = 160u;
+layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
 void main()
 {
@@ -71,18 +74,63 @@ void main()
             uint v = vb + rl;
             if (v >= pc.vocab) break;
             float acc0 = 0.0;
-            for (uint w1 = gl_SubgroupInvocationID; w1 < DW; w1 += gl_SubgroupSize) {
-                uint t6 = pc.w.d[(v * DW) + w1];
-                vec4 p = vec4(float(bitfieldExtract(int(t6), int(0u * 8u), 8)), float(bitfieldExtract(int(t6), int(1u * 8u), 8)), float(bitfieldExtract(int(t6), int(2u * 8u), 8)), float(bitfieldExtract(int(t6), int(3u * 8u), 8)));
-                vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w1 >> 4u))]);
-                float d1 = (((w1 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
-                acc0 += d1 * dot(p, xs[w1]);
+            if (GEMV_VEC != 0u) {
+                for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
+                    uint w0 = u * 4u;
+                    uvec4 wv4 = Buf_w4(pc.w).d[(v * DW4) + u];
+                    vec4 p = vec4(float(bitfieldExtract(int(wv4.x), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(3u * 8u), 8)));
+                    vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w0 >> 4u))]);
+                    float d1 = (((w0 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
+                    acc0 += d1 * dot(p, xs[w0]);
+                    uint t6 = w0 + 1u;
+                    vec4 p1 = vec4(float(bitfieldExtract(int(wv4.y), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(3u * 8u), 8)));
+                    vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t6 >> 4u))]);
+                    float d2 = (((t6 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
+                    acc0 += d2 * dot(p1, xs[t6]);
+                    uint t7 = w0 + 2u;
+                    vec4 p2 = vec4(float(bitfieldExtract(int(wv4.z), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(3u * 8u), 8)));
+                    vec2 sp2 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t7 >> 4u))]);
+                    float d3 = (((t7 >> 3u) & 1u) == 1u) ? sp2.y : sp2.x;
+                    acc0 += d3 * dot(p2, xs[t7]);
+                    uint t8 = w0 + 3u;
+                    vec4 p3 = vec4(float(bitfieldExtract(int(wv4.w), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(3u * 8u), 8)));
+                    vec2 sp3 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t8 >> 4u))]);
+                    float d4 = (((t8 >> 3u) & 1u) == 1u) ? sp3.y : sp3.x;
+                    acc0 += d4 * dot(p3, xs[t8]);
+                }
+            } else {
+                for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
+                    uint w01 = u1 * 4u;
+                    uint t9 = pc.w.d[(v * DW) + w01];
+                    vec4 p4 = vec4(float(bitfieldExtract(int(t9), int(0u * 8u), 8)), float(bitfieldExtract(int(t9), int(1u * 8u), 8)), float(bitfieldExtract(int(t9), int(2u * 8u), 8)), float(bitfieldExtract(int(t9), int(3u * 8u), 8)));
+                    vec2 sp4 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
+                    float d5 = (((w01 >> 3u) & 1u) == 1u) ? sp4.y : sp4.x;
+                    acc0 += d5 * dot(p4, xs[w01]);
+                    uint t10 = w01 + 1u;
+                    uint t11 = pc.w.d[(v * DW) + t10];
+                    vec4 p5 = vec4(float(bitfieldExtract(int(t11), int(0u * 8u), 8)), float(bitfieldExtract(int(t11), int(1u * 8u), 8)), float(bitfieldExtract(int(t11), int(2u * 8u), 8)), float(bitfieldExtract(int(t11), int(3u * 8u), 8)));
+                    vec2 sp5 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t10 >> 4u))]);
+                    float d6 = (((t10 >> 3u) & 1u) == 1u) ? sp5.y : sp5.x;
+                    acc0 += d6 * dot(p5, xs[t10]);
+                    uint t12 = w01 + 2u;
+                    uint t13 = pc.w.d[(v * DW) + t12];
+                    vec4 p6 = vec4(float(bitfieldExtract(int(t13), int(0u * 8u), 8)), float(bitfieldExtract(int(t13), int(1u * 8u), 8)), float(bitfieldExtract(int(t13), int(2u * 8u), 8)), float(bitfieldExtract(int(t13), int(3u * 8u), 8)));
+                    vec2 sp6 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t12 >> 4u))]);
+                    float d7 = (((t12 >> 3u) & 1u) == 1u) ? sp6.y : sp6.x;
+                    acc0 += d7 * dot(p6, xs[t12]);
+                    uint t14 = w01 + 3u;
+                    uint t15 = pc.w.d[(v * DW) + t14];
+                    vec4 p7 = vec4(float(bitfieldExtract(int(t15), int(0u * 8u), 8)), float(bitfieldExtract(int(t15), int(1u * 8u), 8)), float(bitfieldExtract(int(t15), int(2u * 8u), 8)), float(bitfieldExtract(int(t15), int(3u * 8u), 8)));
+                    vec2 sp7 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t14 >> 4u))]);
+                    float d8 = (((t14 >> 3u) & 1u) == 1u) ? sp7.y : sp7.x;
+                    acc0 += d8 * dot(p7, xs[t14]);
+                }
             }
-            float t7 = subgroupAdd(acc0);
+            float t16 = subgroupAdd(acc0);
             if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t7;
-                if (t7 > best1) {
-                    best1 = t7;
+                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t16;
+                if (t16 > best1) {
+                    best1 = t16;
                     bidx = v;
                 }
             }
@@ -113,17 +161,17 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t8 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t8;
+        uint t17 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t17;
     }
     barrier();
     if (arrived[0u] == 511u) {
         memoryBarrierBuffer();
         float mv = -3e+38;
         uint mx = 4294967295u;
-        for (uint p1 = gl_LocalInvocationIndex; p1 < 512u; p1 += 256u) {
-            float pv = pc.best.d[p1 * 2u];
-            uint pi = floatBitsToUint(pc.best.d[(p1 * 2u) + 1u]);
+        for (uint p8 = gl_LocalInvocationIndex; p8 < 512u; p8 += 256u) {
+            float pv = pc.best.d[p8 * 2u];
+            uint pi = floatBitsToUint(pc.best.d[(p8 * 2u) + 1u]);
             if ((pv > mv) || ((pv == mv) && (pi < mx))) {
                 mv = pv;
                 mx = pi;

@@ -22,6 +22,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 const uint D = 2560u;
 const uint DW = 640u;
 const uint SW = 40u;
+const uint DW4 = 160u;
 
 void main()
 {
@@ -47,12 +48,13 @@ void main()
                 uint xrow6 = min(t0 + 6u, dyn.n_tokens - 1u) * D;
                 float acc7 = 0.0;
                 uint xrow7 = min(t0 + 7u, dyn.n_tokens - 1u) * D;
-                for (uint w1 = gl_SubgroupInvocationID; w1 < DW; w1 += gl_SubgroupSize) {
-                    uint t1 = pc.w.d[(v * DW) + w1];
+                for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
+                    uint w0 = u * 4u;
+                    uint t1 = pc.w.d[(v * DW) + w0];
                     vec4 p = vec4(float(bitfieldExtract(int(t1), int(0u * 8u), 8)), float(bitfieldExtract(int(t1), int(1u * 8u), 8)), float(bitfieldExtract(int(t1), int(2u * 8u), 8)), float(bitfieldExtract(int(t1), int(3u * 8u), 8)));
-                    vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w1 >> 4u))]);
-                    float d1 = (((w1 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
-                    uint i0 = w1 * 4u;
+                    vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w0 >> 4u))]);
+                    float d1 = (((w0 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
+                    uint i0 = w0 * 4u;
                     acc0 += d1 * dot(p, vec4(pc.x.d[xrow0 + i0], pc.x.d[xrow0 + (i0 + 1u)], pc.x.d[xrow0 + (i0 + 2u)], pc.x.d[xrow0 + (i0 + 3u)]));
                     acc1 += d1 * dot(p, vec4(pc.x.d[xrow1 + i0], pc.x.d[xrow1 + (i0 + 1u)], pc.x.d[xrow1 + (i0 + 2u)], pc.x.d[xrow1 + (i0 + 3u)]));
                     acc2 += d1 * dot(p, vec4(pc.x.d[xrow2 + i0], pc.x.d[xrow2 + (i0 + 1u)], pc.x.d[xrow2 + (i0 + 2u)], pc.x.d[xrow2 + (i0 + 3u)]));
@@ -61,46 +63,88 @@ void main()
                     acc5 += d1 * dot(p, vec4(pc.x.d[xrow5 + i0], pc.x.d[xrow5 + (i0 + 1u)], pc.x.d[xrow5 + (i0 + 2u)], pc.x.d[xrow5 + (i0 + 3u)]));
                     acc6 += d1 * dot(p, vec4(pc.x.d[xrow6 + i0], pc.x.d[xrow6 + (i0 + 1u)], pc.x.d[xrow6 + (i0 + 2u)], pc.x.d[xrow6 + (i0 + 3u)]));
                     acc7 += d1 * dot(p, vec4(pc.x.d[xrow7 + i0], pc.x.d[xrow7 + (i0 + 1u)], pc.x.d[xrow7 + (i0 + 2u)], pc.x.d[xrow7 + (i0 + 3u)]));
+                    uint t2 = w0 + 1u;
+                    uint t3 = pc.w.d[(v * DW) + t2];
+                    vec4 p1 = vec4(float(bitfieldExtract(int(t3), int(0u * 8u), 8)), float(bitfieldExtract(int(t3), int(1u * 8u), 8)), float(bitfieldExtract(int(t3), int(2u * 8u), 8)), float(bitfieldExtract(int(t3), int(3u * 8u), 8)));
+                    vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t2 >> 4u))]);
+                    float d2 = (((t2 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
+                    uint i01 = t2 * 4u;
+                    acc0 += d2 * dot(p1, vec4(pc.x.d[xrow0 + i01], pc.x.d[xrow0 + (i01 + 1u)], pc.x.d[xrow0 + (i01 + 2u)], pc.x.d[xrow0 + (i01 + 3u)]));
+                    acc1 += d2 * dot(p1, vec4(pc.x.d[xrow1 + i01], pc.x.d[xrow1 + (i01 + 1u)], pc.x.d[xrow1 + (i01 + 2u)], pc.x.d[xrow1 + (i01 + 3u)]));
+                    acc2 += d2 * dot(p1, vec4(pc.x.d[xrow2 + i01], pc.x.d[xrow2 + (i01 + 1u)], pc.x.d[xrow2 + (i01 + 2u)], pc.x.d[xrow2 + (i01 + 3u)]));
+                    acc3 += d2 * dot(p1, vec4(pc.x.d[xrow3 + i01], pc.x.d[xrow3 + (i01 + 1u)], pc.x.d[xrow3 + (i01 + 2u)], pc.x.d[xrow3 + (i01 + 3u)]));
+                    acc4 += d2 * dot(p1, vec4(pc.x.d[xrow4 + i01], pc.x.d[xrow4 + (i01 + 1u)], pc.x.d[xrow4 + (i01 + 2u)], pc.x.d[xrow4 + (i01 + 3u)]));
+                    acc5 += d2 * dot(p1, vec4(pc.x.d[xrow5 + i01], pc.x.d[xrow5 + (i01 + 1u)], pc.x.d[xrow5 + (i01 + 2u)], pc.x.d[xrow5 + (i01 + 3u)]));
+                    acc6 += d2 * dot(p1, vec4(pc.x.d[xrow6 + i01], pc.x.d[xrow6 + (i01 + 1u)], pc.x.d[xrow6 + (i01 + 2u)], pc.x.d[xrow6 + (i01 + 3u)]));
+                    acc7 += d2 * dot(p1, vec4(pc.x.d[xrow7 + i01], pc.x.d[xrow7 + (i01 + 1u)], pc.x.d[xrow7 + (i01 + 2u)], pc.x.d[xrow7 + (i01 + 3u)]));
+                    uint t4 = w0 + 2u;
+                    uint t5 = pc.w.d[(v * DW) + t4];
+                    vec4 p2 = vec4(float(bitfieldExtract(int(t5), int(0u * 8u), 8)), float(bitfieldExtract(int(t5), int(1u * 8u), 8)), float(bitfieldExtract(int(t5), int(2u * 8u), 8)), float(bitfieldExtract(int(t5), int(3u * 8u), 8)));
+                    vec2 sp2 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t4 >> 4u))]);
+                    float d3 = (((t4 >> 3u) & 1u) == 1u) ? sp2.y : sp2.x;
+                    uint i02 = t4 * 4u;
+                    acc0 += d3 * dot(p2, vec4(pc.x.d[xrow0 + i02], pc.x.d[xrow0 + (i02 + 1u)], pc.x.d[xrow0 + (i02 + 2u)], pc.x.d[xrow0 + (i02 + 3u)]));
+                    acc1 += d3 * dot(p2, vec4(pc.x.d[xrow1 + i02], pc.x.d[xrow1 + (i02 + 1u)], pc.x.d[xrow1 + (i02 + 2u)], pc.x.d[xrow1 + (i02 + 3u)]));
+                    acc2 += d3 * dot(p2, vec4(pc.x.d[xrow2 + i02], pc.x.d[xrow2 + (i02 + 1u)], pc.x.d[xrow2 + (i02 + 2u)], pc.x.d[xrow2 + (i02 + 3u)]));
+                    acc3 += d3 * dot(p2, vec4(pc.x.d[xrow3 + i02], pc.x.d[xrow3 + (i02 + 1u)], pc.x.d[xrow3 + (i02 + 2u)], pc.x.d[xrow3 + (i02 + 3u)]));
+                    acc4 += d3 * dot(p2, vec4(pc.x.d[xrow4 + i02], pc.x.d[xrow4 + (i02 + 1u)], pc.x.d[xrow4 + (i02 + 2u)], pc.x.d[xrow4 + (i02 + 3u)]));
+                    acc5 += d3 * dot(p2, vec4(pc.x.d[xrow5 + i02], pc.x.d[xrow5 + (i02 + 1u)], pc.x.d[xrow5 + (i02 + 2u)], pc.x.d[xrow5 + (i02 + 3u)]));
+                    acc6 += d3 * dot(p2, vec4(pc.x.d[xrow6 + i02], pc.x.d[xrow6 + (i02 + 1u)], pc.x.d[xrow6 + (i02 + 2u)], pc.x.d[xrow6 + (i02 + 3u)]));
+                    acc7 += d3 * dot(p2, vec4(pc.x.d[xrow7 + i02], pc.x.d[xrow7 + (i02 + 1u)], pc.x.d[xrow7 + (i02 + 2u)], pc.x.d[xrow7 + (i02 + 3u)]));
+                    uint t6 = w0 + 3u;
+                    uint t7 = pc.w.d[(v * DW) + t6];
+                    vec4 p3 = vec4(float(bitfieldExtract(int(t7), int(0u * 8u), 8)), float(bitfieldExtract(int(t7), int(1u * 8u), 8)), float(bitfieldExtract(int(t7), int(2u * 8u), 8)), float(bitfieldExtract(int(t7), int(3u * 8u), 8)));
+                    vec2 sp3 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t6 >> 4u))]);
+                    float d4 = (((t6 >> 3u) & 1u) == 1u) ? sp3.y : sp3.x;
+                    uint i03 = t6 * 4u;
+                    acc0 += d4 * dot(p3, vec4(pc.x.d[xrow0 + i03], pc.x.d[xrow0 + (i03 + 1u)], pc.x.d[xrow0 + (i03 + 2u)], pc.x.d[xrow0 + (i03 + 3u)]));
+                    acc1 += d4 * dot(p3, vec4(pc.x.d[xrow1 + i03], pc.x.d[xrow1 + (i03 + 1u)], pc.x.d[xrow1 + (i03 + 2u)], pc.x.d[xrow1 + (i03 + 3u)]));
+                    acc2 += d4 * dot(p3, vec4(pc.x.d[xrow2 + i03], pc.x.d[xrow2 + (i03 + 1u)], pc.x.d[xrow2 + (i03 + 2u)], pc.x.d[xrow2 + (i03 + 3u)]));
+                    acc3 += d4 * dot(p3, vec4(pc.x.d[xrow3 + i03], pc.x.d[xrow3 + (i03 + 1u)], pc.x.d[xrow3 + (i03 + 2u)], pc.x.d[xrow3 + (i03 + 3u)]));
+                    acc4 += d4 * dot(p3, vec4(pc.x.d[xrow4 + i03], pc.x.d[xrow4 + (i03 + 1u)], pc.x.d[xrow4 + (i03 + 2u)], pc.x.d[xrow4 + (i03 + 3u)]));
+                    acc5 += d4 * dot(p3, vec4(pc.x.d[xrow5 + i03], pc.x.d[xrow5 + (i03 + 1u)], pc.x.d[xrow5 + (i03 + 2u)], pc.x.d[xrow5 + (i03 + 3u)]));
+                    acc6 += d4 * dot(p3, vec4(pc.x.d[xrow6 + i03], pc.x.d[xrow6 + (i03 + 1u)], pc.x.d[xrow6 + (i03 + 2u)], pc.x.d[xrow6 + (i03 + 3u)]));
+                    acc7 += d4 * dot(p3, vec4(pc.x.d[xrow7 + i03], pc.x.d[xrow7 + (i03 + 1u)], pc.x.d[xrow7 + (i03 + 2u)], pc.x.d[xrow7 + (i03 + 3u)]));
                 }
-                float t2 = subgroupAdd(acc0);
-                uint t3 = t0 + 0u;
-                if ((gl_SubgroupInvocationID == 0u) && (t3 < dyn.n_tokens)) {
-                    pc.logits.d[((t3 - dyn.out_start) * pc.vocab) + v] = t2;
-                }
-                float t4 = subgroupAdd(acc1);
-                uint t5 = t0 + 1u;
-                if ((gl_SubgroupInvocationID == 0u) && (t5 < dyn.n_tokens)) {
-                    pc.logits.d[((t5 - dyn.out_start) * pc.vocab) + v] = t4;
-                }
-                float t6 = subgroupAdd(acc2);
-                uint t7 = t0 + 2u;
-                if ((gl_SubgroupInvocationID == 0u) && (t7 < dyn.n_tokens)) {
-                    pc.logits.d[((t7 - dyn.out_start) * pc.vocab) + v] = t6;
-                }
-                float t8 = subgroupAdd(acc3);
-                uint t9 = t0 + 3u;
+                float t8 = subgroupAdd(acc0);
+                uint t9 = t0 + 0u;
                 if ((gl_SubgroupInvocationID == 0u) && (t9 < dyn.n_tokens)) {
                     pc.logits.d[((t9 - dyn.out_start) * pc.vocab) + v] = t8;
                 }
-                float t10 = subgroupAdd(acc4);
-                uint t11 = t0 + 4u;
+                float t10 = subgroupAdd(acc1);
+                uint t11 = t0 + 1u;
                 if ((gl_SubgroupInvocationID == 0u) && (t11 < dyn.n_tokens)) {
                     pc.logits.d[((t11 - dyn.out_start) * pc.vocab) + v] = t10;
                 }
-                float t12 = subgroupAdd(acc5);
-                uint t13 = t0 + 5u;
+                float t12 = subgroupAdd(acc2);
+                uint t13 = t0 + 2u;
                 if ((gl_SubgroupInvocationID == 0u) && (t13 < dyn.n_tokens)) {
                     pc.logits.d[((t13 - dyn.out_start) * pc.vocab) + v] = t12;
                 }
-                float t14 = subgroupAdd(acc6);
-                uint t15 = t0 + 6u;
+                float t14 = subgroupAdd(acc3);
+                uint t15 = t0 + 3u;
                 if ((gl_SubgroupInvocationID == 0u) && (t15 < dyn.n_tokens)) {
                     pc.logits.d[((t15 - dyn.out_start) * pc.vocab) + v] = t14;
                 }
-                float t16 = subgroupAdd(acc7);
-                uint t17 = t0 + 7u;
+                float t16 = subgroupAdd(acc4);
+                uint t17 = t0 + 4u;
                 if ((gl_SubgroupInvocationID == 0u) && (t17 < dyn.n_tokens)) {
                     pc.logits.d[((t17 - dyn.out_start) * pc.vocab) + v] = t16;
+                }
+                float t18 = subgroupAdd(acc5);
+                uint t19 = t0 + 5u;
+                if ((gl_SubgroupInvocationID == 0u) && (t19 < dyn.n_tokens)) {
+                    pc.logits.d[((t19 - dyn.out_start) * pc.vocab) + v] = t18;
+                }
+                float t20 = subgroupAdd(acc6);
+                uint t21 = t0 + 6u;
+                if ((gl_SubgroupInvocationID == 0u) && (t21 < dyn.n_tokens)) {
+                    pc.logits.d[((t21 - dyn.out_start) * pc.vocab) + v] = t20;
+                }
+                float t22 = subgroupAdd(acc7);
+                uint t23 = t0 + 7u;
+                if ((gl_SubgroupInvocationID == 0u) && (t23 < dyn.n_tokens)) {
+                    pc.logits.d[((t23 - dyn.out_start) * pc.vocab) + v] = t22;
                 }
             }
         }
