@@ -484,13 +484,13 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
     /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
     e->gemv_vec = opts->gemv_vec ? opts->gemv_vec == 2 : rt_vk_get_info(e->vk)->type != VK_PHYSICAL_DEVICE_TYPE_CPU;
-    uint32_t spec[1];
+    uint32_t spec[RT_SPEC_GEMV_VEC + 1] = {0};
     spec[RT_SPEC_GEMV_VEC] = e->gemv_vec;
     for (uint32_t k = 0; k < desc->n_kernels; k++) {
         const rt_kernel_desc *kd = &desc->kernels[k];
         bool nd = e->native_dot && kd->spv_dot;
         if (rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
-                                 spec, 1, &e->pipes[k], err))
+                                 spec, RT_SPEC_GEMV_VEC + 1, &e->pipes[k], err))
             goto fail;
     }
     if (opts->verbose)
