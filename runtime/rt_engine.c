@@ -853,6 +853,8 @@ void rt_engine_print_profile(rt_engine *e)
 
 void rt_engine_print_prefill_profile(rt_engine *e)
 {
+    if (e->profile && !e->last_prefill)
+        return; /* no prompt step ran (a one-token prompt is a decode step) */
     print_table(e, e->last_prefill, e->last_prefill_n, e->last_prefill_pos + e->last_prefill_n);
 }
 

@@ -74,7 +74,8 @@ void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv);
 /* Print the per-kernel profile table of the last decode step (needs opts.profile). */
 void rt_engine_print_profile(rt_engine *e);
-/* The same for the last prompt (batched) step: time per kernel and per token. */
+/* The same for the last prompt (batched) step: time per kernel and per token; nothing
+ * when no prompt step ran. */
 void rt_engine_print_prefill_profile(rt_engine *e);
 /* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err);

@@ -550,6 +550,13 @@ static void test_generate_text(void **state)
         assert_non_null(strstr(p.err, "prompt step of"));
         assert_null(strstr(p.err, "profile: not available"));
         run_free(&p);
+        /* a one-token prompt runs as a decode step: no prompt table, no complaint */
+        RUN(p1, NULL, "-m", tiny_model(), "--tokens", "5", "-n", "3", "--temp", temps[i], "--seed", "1", "--profile");
+        expect(&p1, 0, NULL);
+        assert_null(strstr(p1.err, "prompt step of"));
+        assert_null(strstr(p1.err, "profile: not available"));
+        assert_non_null(strstr(p1.err, "decode step"));
+        run_free(&p1);
     }
 }
 
