@@ -43,26 +43,34 @@ typedef struct {
     dsl_expr *acc, *xrow;      /* per token of the tile: f32 sum, offset of its input row */
 } head_row;
 
-/* acc[tt] += table word wv (word w of row v) . the input values under it, for each token */
-static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w)
+/* Q8_0: the scale of the block holding word w of row r->v */
+static dsl_expr q8_scale(dsl_kernel *k, const head_row *r, dsl_expr w)
+{
+    /* word w is in block w / 8: scale word w / 16 of the row, half (w / 8) & 1 */
+    dsl_expr si = dsl_add(k, r->sbase, dsl_add(k, dsl_mul(k, r->v, r->SW), dsl_shr(k, w, U(4))));
+    dsl_expr sp = dsl_let(k, "sp", dsl_unpack_half2x16(k, dsl_load(k, r->W, si)));
+    dsl_expr hi = dsl_eq(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(1));
+    return dsl_let(k, "d", dsl_select(k, hi, dsl_comp(k, sp, 1), dsl_comp(k, sp, 0)));
+}
+
+/* acc[tt] += table word wv (word w of row v) . the input values under it, for each token;
+ * d: Q8_0, the word's block scale (NULL: looked up here) */
+static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w, dsl_expr d)
 {
     const int per_word = r->per_word;
-    dsl_expr p, d = NULL; /* the word's table values (vector or scalar); Q8_0: its block scale */
+    dsl_expr p; /* the word's table values (vector or scalar) */
     if (r->q8) {
         dsl_expr q[4];
         for (int b = 0; b < 4; b++)
             q[b] = dsl_cast(k, dsl_unpack8(k, wv, U(b), true), DSL_F32);
         p = dsl_let(k, "p", dsl_vec4(k, q[0], q[1], q[2], q[3]));
-        /* word w is in block w / 8: scale word w / 16 of the row, half (w / 8) & 1 */
-        dsl_expr si = dsl_add(k, r->sbase, dsl_add(k, dsl_mul(k, r->v, r->SW), dsl_shr(k, w, U(4))));
-        dsl_expr sw = dsl_load(k, r->W, si);
-        dsl_expr sp = dsl_let(k, "sp", dsl_unpack_half2x16(k, sw));
-        dsl_expr hi = dsl_eq(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(1));
-        d = dsl_let(k, "d", dsl_select(k, hi, dsl_comp(k, sp, 1), dsl_comp(k, sp, 0)));
+        if (!d)
+            d = q8_scale(k, r, w);
     } else {
         p = dsl_let(k, "p", r->f16 ? dsl_unpack_half2x16(k, wv) : wv);
     }
-    dsl_expr i0 = !r->norm && per_word > 1 ? dsl_let(k, "i0", dsl_mul(k, w, U(per_word))) : w; /* word's first element */
+    /* the word's first element */
+    dsl_expr i0 = !r->norm && per_word > 1 ? dsl_let(k, "i0", dsl_mul(k, w, U(per_word))) : w;
     for (int tt = 0; tt < r->TT; tt++) {
         dsl_expr xv = r->norm ? dsl_load(k, r->xs, w) : NULL; /* the input values under the word */
         if (!r->norm) {
@@ -191,9 +199,10 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
             dsl_expr u = dsl_for(k, "u", lane, DW4, sgs);
             dsl_expr w0 = dsl_let(k, "w0", dsl_mul(k, u, U(4)));
             dsl_expr w4 = vec ? dsl_let(k, "wv4", dsl_load(k, W4, dsl_add(k, dsl_mul(k, v, DW4), u))) : NULL;
+            dsl_expr d = q8 ? q8_scale(k, &r, w0) : NULL; /* the 4 words share a Q8_0 block */
             for (int c = 0; c < 4; c++) {
                 dsl_expr w = c ? dsl_add(k, w0, U(c)) : w0;
-                head_word(k, &r, vec ? dsl_comp(k, w4, c) : dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w);
+                head_word(k, &r, vec ? dsl_comp(k, w4, c) : dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, d);
             }
             dsl_end(k); /* u */
             if (vec)
@@ -203,7 +212,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
             dsl_end(k);
     } else {
         dsl_expr w = dsl_for(k, "w", lane, DW, sgs);
-        head_word(k, &r, dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w);
+        head_word(k, &r, dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, NULL);
         dsl_end(k); /* w */
     }
     for (int tt = 0; tt < TT; tt++) {

@@ -78,59 +78,44 @@ void main()
                 for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
                     uint w0 = u * 4u;
                     uvec4 wv4 = Buf_w4(pc.w).d[(v * DW4) + u];
-                    vec4 p = vec4(float(bitfieldExtract(int(wv4.x), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(3u * 8u), 8)));
                     vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w0 >> 4u))]);
                     float d1 = (((w0 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
+                    vec4 p = vec4(float(bitfieldExtract(int(wv4.x), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(3u * 8u), 8)));
                     acc0 += d1 * dot(p, xs[w0]);
-                    uint t6 = w0 + 1u;
                     vec4 p1 = vec4(float(bitfieldExtract(int(wv4.y), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(3u * 8u), 8)));
-                    vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t6 >> 4u))]);
-                    float d2 = (((t6 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
-                    acc0 += d2 * dot(p1, xs[t6]);
-                    uint t7 = w0 + 2u;
+                    acc0 += d1 * dot(p1, xs[w0 + 1u]);
                     vec4 p2 = vec4(float(bitfieldExtract(int(wv4.z), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(3u * 8u), 8)));
-                    vec2 sp2 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t7 >> 4u))]);
-                    float d3 = (((t7 >> 3u) & 1u) == 1u) ? sp2.y : sp2.x;
-                    acc0 += d3 * dot(p2, xs[t7]);
-                    uint t8 = w0 + 3u;
+                    acc0 += d1 * dot(p2, xs[w0 + 2u]);
                     vec4 p3 = vec4(float(bitfieldExtract(int(wv4.w), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(3u * 8u), 8)));
-                    vec2 sp3 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t8 >> 4u))]);
-                    float d4 = (((t8 >> 3u) & 1u) == 1u) ? sp3.y : sp3.x;
-                    acc0 += d4 * dot(p3, xs[t8]);
+                    acc0 += d1 * dot(p3, xs[w0 + 3u]);
                 }
             } else {
                 for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
                     uint w01 = u1 * 4u;
-                    uint t9 = pc.w.d[(v * DW) + w01];
-                    vec4 p4 = vec4(float(bitfieldExtract(int(t9), int(0u * 8u), 8)), float(bitfieldExtract(int(t9), int(1u * 8u), 8)), float(bitfieldExtract(int(t9), int(2u * 8u), 8)), float(bitfieldExtract(int(t9), int(3u * 8u), 8)));
-                    vec2 sp4 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
-                    float d5 = (((w01 >> 3u) & 1u) == 1u) ? sp4.y : sp4.x;
-                    acc0 += d5 * dot(p4, xs[w01]);
-                    uint t10 = w01 + 1u;
-                    uint t11 = pc.w.d[(v * DW) + t10];
-                    vec4 p5 = vec4(float(bitfieldExtract(int(t11), int(0u * 8u), 8)), float(bitfieldExtract(int(t11), int(1u * 8u), 8)), float(bitfieldExtract(int(t11), int(2u * 8u), 8)), float(bitfieldExtract(int(t11), int(3u * 8u), 8)));
-                    vec2 sp5 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t10 >> 4u))]);
-                    float d6 = (((t10 >> 3u) & 1u) == 1u) ? sp5.y : sp5.x;
-                    acc0 += d6 * dot(p5, xs[t10]);
-                    uint t12 = w01 + 2u;
-                    uint t13 = pc.w.d[(v * DW) + t12];
-                    vec4 p6 = vec4(float(bitfieldExtract(int(t13), int(0u * 8u), 8)), float(bitfieldExtract(int(t13), int(1u * 8u), 8)), float(bitfieldExtract(int(t13), int(2u * 8u), 8)), float(bitfieldExtract(int(t13), int(3u * 8u), 8)));
-                    vec2 sp6 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t12 >> 4u))]);
-                    float d7 = (((t12 >> 3u) & 1u) == 1u) ? sp6.y : sp6.x;
-                    acc0 += d7 * dot(p6, xs[t12]);
-                    uint t14 = w01 + 3u;
-                    uint t15 = pc.w.d[(v * DW) + t14];
-                    vec4 p7 = vec4(float(bitfieldExtract(int(t15), int(0u * 8u), 8)), float(bitfieldExtract(int(t15), int(1u * 8u), 8)), float(bitfieldExtract(int(t15), int(2u * 8u), 8)), float(bitfieldExtract(int(t15), int(3u * 8u), 8)));
-                    vec2 sp7 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (t14 >> 4u))]);
-                    float d8 = (((t14 >> 3u) & 1u) == 1u) ? sp7.y : sp7.x;
-                    acc0 += d8 * dot(p7, xs[t14]);
+                    vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
+                    float d2 = (((w01 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
+                    uint t6 = pc.w.d[(v * DW) + w01];
+                    vec4 p4 = vec4(float(bitfieldExtract(int(t6), int(0u * 8u), 8)), float(bitfieldExtract(int(t6), int(1u * 8u), 8)), float(bitfieldExtract(int(t6), int(2u * 8u), 8)), float(bitfieldExtract(int(t6), int(3u * 8u), 8)));
+                    acc0 += d2 * dot(p4, xs[w01]);
+                    uint t7 = w01 + 1u;
+                    uint t8 = pc.w.d[(v * DW) + t7];
+                    vec4 p5 = vec4(float(bitfieldExtract(int(t8), int(0u * 8u), 8)), float(bitfieldExtract(int(t8), int(1u * 8u), 8)), float(bitfieldExtract(int(t8), int(2u * 8u), 8)), float(bitfieldExtract(int(t8), int(3u * 8u), 8)));
+                    acc0 += d2 * dot(p5, xs[t7]);
+                    uint t9 = w01 + 2u;
+                    uint t10 = pc.w.d[(v * DW) + t9];
+                    vec4 p6 = vec4(float(bitfieldExtract(int(t10), int(0u * 8u), 8)), float(bitfieldExtract(int(t10), int(1u * 8u), 8)), float(bitfieldExtract(int(t10), int(2u * 8u), 8)), float(bitfieldExtract(int(t10), int(3u * 8u), 8)));
+                    acc0 += d2 * dot(p6, xs[t9]);
+                    uint t11 = w01 + 3u;
+                    uint t12 = pc.w.d[(v * DW) + t11];
+                    vec4 p7 = vec4(float(bitfieldExtract(int(t12), int(0u * 8u), 8)), float(bitfieldExtract(int(t12), int(1u * 8u), 8)), float(bitfieldExtract(int(t12), int(2u * 8u), 8)), float(bitfieldExtract(int(t12), int(3u * 8u), 8)));
+                    acc0 += d2 * dot(p7, xs[t11]);
                 }
             }
-            float t16 = subgroupAdd(acc0);
+            float t13 = subgroupAdd(acc0);
             if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t16;
-                if (t16 > best1) {
-                    best1 = t16;
+                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t13;
+                if (t13 > best1) {
+                    best1 = t13;
                     bidx = v;
                 }
             }
@@ -161,8 +146,8 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t17 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t17;
+        uint t14 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t14;
     }
     barrier();
     if (arrived[0u] == 511u) {
