@@ -808,9 +808,12 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
 
 /* (pos, n): decode uses n = 1; 60 + 13 and 70 + 3 cross the kernel's 64-key chunk;
  * for split attention (GEN_ATTN_SPLITS = 32 ranges) 0, 5 and 14 leave ranges empty,
- * 130 gives ranges of 5 rows with a short last one, 159 ranges of exactly 5. */
-static const uint32_t att_cases[][2] = {{0, 1},  {5, 1}, {130, 1},  {159, 1}, {14, 1},
-                                        {0, 13}, {5, 7}, {0, 8}, {60, 13}, {70, 3}};
+ * 130 gives ranges of 5 rows with a short last one, 159 ranges of exactly 5. Prefill
+ * tiles hold 16 / group tokens (4, 8 or 16 here): 0 + 40 and 90 + 37 run several tiles
+ * whose tokens see different numbers of chunks, 13, 7 and 37 end in a partial tile. */
+#define ATT_NMAX 40u
+static const uint32_t att_cases[][2] = {{0, 1},  {5, 1}, {130, 1}, {159, 1},  {14, 1},  {0, 13},
+                                        {5, 7},  {0, 8}, {60, 13}, {70, 3},   {0, 40},  {90, 37}};
 
 /* Check the cache rows after an attention with a folded kv write: rows below pos as
  * uploaded (`old`), row pos = `want` (K within the ROPE kernels' tolerance, V exact),
@@ -871,7 +874,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
     const gen_hparams *hp = &g->m->hp;
     const int hd = hp->head_dim, QD = hp->n_heads * hd, KVD = hp->n_kv_heads * hd;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
-    const size_t eb = f16 ? 2 : 4, nc = (size_t)CTX * KVD, nq = (size_t)NMAX * QD;
+    const size_t eb = f16 ? 2 : 4, nc = (size_t)CTX * KVD, nq = (size_t)ATT_NMAX * QD;
     const bool merged = kop->part >= 0; /* the last workgroup merges: no ATTN_COMBINE */
     const size_t np = comb ? (size_t)g->vals[kop->out].width : merged ? (size_t)g->vals[kop->part].width : 1;
     kern kn, kc2;
@@ -885,7 +888,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         /* rows 0 .. pos+n-1 hold known values (f16-exact), the rest stay poisoned (NaN):
          * a key read past the causal limit turns the output into NaN */
         size_t nkv = (size_t)(pos + n) * KVD, nup = kop->kv_fold ? (size_t)pos * KVD : nkv;
-        float *kc = rnd_vec(nkv, 1.5f), *vc = rnd_vec(nkv, 1.0f), *q = rnd_rows(NMAX, QD);
+        float *kc = rnd_vec(nkv, 1.5f), *vc = rnd_vec(nkv, 1.0f), *q = rnd_rows(ATT_NMAX, QD);
         float *kin = rnd_vec(KVD, 1.5f), *vin = rnd_vec(KVD, 1.0f); /* kv_fold: this token's k, v */
         uint8_t *kraw = xmalloc(eb * nkv), *vraw = xmalloc(eb * nkv);
         for (size_t i = 0; i < nkv; i++) {
@@ -967,7 +970,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
          * (2^-11), which moves a score by ~1e-4: 5e-4 then, 1e-4 for an exact q */
         expect(comb ? comb : kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM),
                kop->rope || kop->kv_rope ? 5e-4 : 1e-4);
-        assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (NMAX - n) * (size_t)QD));
+        assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (ATT_NMAX - n) * (size_t)QD));
         if (last) /* the last merger's norm of the output row y, against the C norm of y */
             check_attention_next_norm(kop, y, lnorm ? lw : NULL, hp->norm_eps, QD, &b[9], &b[10]);
         free(y);

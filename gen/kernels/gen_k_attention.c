@@ -1,14 +1,19 @@
 /* gen_k_attention.c - causal grouped-query attention over the KV cache.
  *
- * Prefill: one workgroup (head_dim invocations) per (KV head, token), serving the
- * group's query heads (GQA: each K and V element read once for the group; larger
- * groups than MAX_GROUP: one workgroup per query head). Token t of
- * the step sits at position pos + t and attends to cache rows 0 .. pos + t. Keys are
- * visited in chunks of head_dim rows: each invocation scores one key (Q rounded to F16,
- * as the reference does for Q.K; K from the F16 cache), the chunk's max per head comes
- * from subgroup maxima, its probabilities are shared, and each invocation accumulates
- * one output dimension, with an online
- * softmax (running max and sum, rescaled per chunk) so any context length works.
+ * Prefill: one workgroup (head_dim invocations) per (KV head, tile of T tokens),
+ * serving R = T x group query rows (GQA: the group's heads; larger groups than
+ * MAX_GROUP: one workgroup per query head), T = MAX_ROWS / group within the shared
+ * memory every device has: each K and V element is read once for the whole tile.
+ * Token t of the step sits at position pos + t and attends to cache rows 0 .. pos + t.
+ * Keys are visited in chunks of head_dim rows: each invocation scores one key against
+ * the R rows (Q rounded to F16, as the reference does for Q.K, kept as F16 pairs in
+ * shared memory; K from the F16 cache, 16 bytes a load), the chunk's max per row comes
+ * from subgroup maxima folded by a shared atomicMax on order-preserving keys, the
+ * probabilities are shared (one vec4 per key holds 4 rows), and each invocation
+ * accumulates one output dimension of every row, with an online softmax (running max
+ * and sum, rescaled per chunk) so any context length works. A token's keys past its
+ * own position (the tile's later tokens') score -1e30 and weigh exactly 0, so every
+ * row's sums are the bits a one-token workgroup would compute.
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
  * its partner (gen_rope_elem, the ROPE kernel's code) before the F16 rounding.
@@ -40,7 +45,9 @@
 #include "gen_k_norm.h"
 #include "gen_k_rope.h"
 
-#define MAX_GROUP 8 /* query heads one split workgroup serves (larger GQA groups: one each) */
+#define MAX_GROUP 8 /* query heads one workgroup serves (larger GQA groups: one each) */
+#define MAX_ROWS 16 /* query rows (tokens x heads of the group) one prefill workgroup serves */
+#define SHARED_BUDGET 16384 /* bytes: the maxComputeSharedMemorySize every Vulkan device has */
 
 static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, int S, int hd);
 
@@ -50,54 +57,97 @@ static dsl_expr f16_round(dsl_kernel *k, dsl_expr v)
     return dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, v, F(0)))), 0);
 }
 
-/* dot[hh] += qsh[hh * hd + d] * key[base + d] over d < HD (the constant hd), for the G heads */
-static void score_dots(dsl_kernel *k, dsl_expr qsh, dsl_expr key, dsl_expr base, bool to_f32, int G, dsl_expr HD,
+/* Shared bytes of a workgroup serving R query rows: scores (f32), q (F16 pairs when
+ * packed, else f32) and the chunk maxima. */
+static int attn_shared_bytes(int R, int hd, bool qpack)
+{
+    return R * hd * 4 + R * hd * (qpack ? 2 : 4) + R * 4;
+}
+
+/* dot[r] += qsh[r * hd + d] * key[base + d] over d < HD (the constant hd), for the R rows */
+static void score_dots(dsl_kernel *k, dsl_expr qsh, dsl_expr key, dsl_expr base, bool to_f32, int R, dsl_expr HD,
                        int hd, const dsl_expr *dot)
 {
     dsl_expr d = dsl_for(k, "d", U(0), HD, NULL);
     dsl_expr kv = dsl_load(k, key, dsl_add(k, base, d));
-    if (to_f32 || G > 1)
+    if (to_f32 || R > 1)
         kv = dsl_let(k, "kv", to_f32 ? dsl_cast(k, kv, DSL_F32) : kv);
-    for (int hh = 0; hh < G; hh++)
-        dsl_add_to(k, dot[hh], dsl_mul(k, dsl_load(k, qsh, dsl_add(k, U((uint64_t)hh * hd), d)), kv));
+    for (int r = 0; r < R; r++)
+        dsl_add_to(k, dot[r], dsl_mul(k, dsl_load(k, qsh, dsl_add(k, U((uint64_t)r * hd), d)), kv));
     dsl_end(k);
 }
 
-/* score_dots over a cache row read 16 bytes at a time: key4 is a uvec4 view of the F16
- * cache (8 halves per load, f16) or a vec4 view of the F32 one; base (in elements) is a
- * multiple of the load. The same products summed in the same order d = 0, 1, ..: the
- * same bits as the scalar loop, in 8x (4x) fewer load instructions. */
-static void score_dots_vec(dsl_kernel *k, dsl_expr qsh, dsl_expr key4, dsl_expr base, bool f16, int G, int hd,
-                           const dsl_expr *dot)
+/* score_dots with q packed as F16 pairs (qsh4: uvec4 [R][hd / 8], 8 halves a load) and
+ * the key read 8 elements a step: key4 is a uvec4 view of the F16 cache (one load) or
+ * a vec4 view of the F32 one (two loads); with key4 NULL, `key` is an f32 array read
+ * element by element (the folded kv write's row in shared memory). base (elements) is a
+ * multiple of 8. Per row the products are summed in the order d = 0, 1, ..: the same
+ * bits as score_dots, in 8x fewer q loads and 8x (4x) fewer key loads. */
+static void score_dots_packed(dsl_kernel *k, dsl_expr qsh4, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16,
+                              int R, int hd, const dsl_expr *dot)
 {
-    const int per = f16 ? 8 : 4;
-    dsl_expr b4 = dsl_let(k, "kb4", dsl_shr(k, base, U(f16 ? 3 : 2)));
-    dsl_expr d = dsl_for(k, "d", U(0), U((uint32_t)(hd / per)), NULL);
-    dsl_expr w = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, b4, d)));
-    dsl_expr d0 = dsl_let(k, "d0", dsl_mul(k, d, U((uint32_t)per)));
-    for (int c = 0; c < 4; c++) {
-        dsl_expr pair = f16 ? dsl_let(k, "kh", dsl_unpack_half2x16(k, dsl_comp(k, w, c))) : NULL;
-        for (int e = 0; e < (f16 ? 2 : 1); e++) {
-            dsl_expr kv = f16 ? dsl_comp(k, pair, e) : dsl_comp(k, w, c);
-            if (G > 1)
-                kv = dsl_let(k, "kv", kv);
-            const int off = f16 ? 2 * c + e : c;
-            for (int hh = 0; hh < G; hh++)
-                dsl_add_to(k, dot[hh],
-                           dsl_mul(k, dsl_load(k, qsh, dsl_add(k, d0, U((uint64_t)hh * hd + off))), kv));
+    dsl_expr kb = key4 ? dsl_let(k, "kb4", dsl_shr(k, base, U(f16 ? 3 : 2))) : base;
+    dsl_expr d = dsl_for(k, "d", U(0), U((uint32_t)(hd / 8)), NULL);
+    dsl_expr kv[8];
+    if (key4 && f16) {
+        dsl_expr w = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, kb, d)));
+        for (int c = 0; c < 4; c++) {
+            dsl_expr pair = dsl_let(k, "kh", dsl_unpack_half2x16(k, dsl_comp(k, w, c)));
+            kv[2 * c] = dsl_let(k, "kv", dsl_comp(k, pair, 0));
+            kv[2 * c + 1] = dsl_let(k, "kv", dsl_comp(k, pair, 1));
+        }
+    } else if (key4) {
+        dsl_expr d2 = dsl_let(k, "d2", dsl_add(k, kb, dsl_mul(k, d, U(2))));
+        dsl_expr w0 = dsl_let(k, "kw", dsl_load(k, key4, d2));
+        dsl_expr w1 = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, d2, U(1))));
+        for (int c = 0; c < 4; c++) {
+            kv[c] = dsl_comp(k, w0, c);
+            kv[4 + c] = dsl_comp(k, w1, c);
+        }
+    } else {
+        dsl_expr d8 = dsl_let(k, "d8", dsl_add(k, kb, dsl_mul(k, d, U(8))));
+        for (int e = 0; e < 8; e++)
+            kv[e] = dsl_let(k, "kv", dsl_load(k, key, dsl_add(k, d8, U((uint32_t)e))));
+    }
+    for (int r = 0; r < R; r++) {
+        dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, dsl_add(k, U((uint64_t)r * (hd / 8)), d)));
+        for (int c = 0; c < 4; c++) {
+            dsl_expr qp = dsl_let(k, "qp", dsl_unpack_half2x16(k, dsl_comp(k, qw, c)));
+            dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qp, 0), kv[2 * c]));
+            dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qp, 1), kv[2 * c + 1]));
         }
     }
     dsl_end(k);
 }
 
-/* psum[hh] += p, av[hh] += p * vv with p = sc[hh * hd + i], for the G heads */
-static void accum_value(dsl_kernel *k, dsl_expr sc, dsl_expr i, dsl_expr vv, int G, int hd, const dsl_expr *psum,
+/* Lanes of the shared score array's elements: the R rows' probabilities of one key
+ * are P-wide vectors, so the value loop reads P rows per load. */
+static int sc_lanes(int R)
+{
+    return R % 4 == 0 ? 4 : R % 2 == 0 ? 2 : 1;
+}
+
+/* The probability of key i (chunk-relative) for row r, an lvalue: sc[i * (R / P) + r / P] lane r % P */
+static dsl_expr sc_at(dsl_kernel *k, dsl_expr sc, dsl_expr i, int r, int R)
+{
+    const int P = sc_lanes(R);
+    dsl_expr e = dsl_at(k, sc, dsl_add(k, dsl_mul(k, i, U((uint32_t)(R / P))), U((uint32_t)(r / P))));
+    return P > 1 ? dsl_comp(k, e, r % P) : e;
+}
+
+/* psum[r] += p, av[r] += p * vv with p = row r's probability of key i, for the R rows */
+static void accum_value(dsl_kernel *k, dsl_expr sc, dsl_expr i, dsl_expr vv, int R, const dsl_expr *psum,
                         const dsl_expr *av)
 {
-    for (int hh = 0; hh < G; hh++) {
-        dsl_expr p = dsl_let(k, "p", dsl_load(k, sc, dsl_add(k, U((uint64_t)hh * hd), i)));
-        dsl_add_to(k, psum[hh], p);
-        dsl_add_to(k, av[hh], dsl_mul(k, p, vv));
+    const int P = sc_lanes(R);
+    for (int r0 = 0; r0 < R; r0 += P) {
+        dsl_expr pv = dsl_let(k, "pv", dsl_load(k, sc, dsl_add(k, dsl_mul(k, i, U((uint32_t)(R / P))),
+                                                            U((uint32_t)(r0 / P)))));
+        for (int r = r0; r < r0 + P; r++) {
+            dsl_expr p = P > 1 ? dsl_comp(k, pv, r - r0) : pv;
+            dsl_add_to(k, psum[r], p);
+            dsl_add_to(k, av[r], dsl_mul(k, p, vv));
+        }
     }
 }
 
@@ -110,11 +160,23 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     const int S = decode ? kop->splits : 0;
     const int G = group <= MAX_GROUP ? group : 1; /* query heads per workgroup */
     const uint32_t columns = (uint32_t)(G > 1 ? hp->n_kv_heads : hp->n_heads); /* workgroups along axis 0 */
+    /* q kept as F16 pairs and K rows read 16 bytes at a time where every row slice
+     * starts 16-byte aligned */
+    const bool qpack = hd % 8 == 0 && KVD % 8 == 0;
+    int T = 1; /* tokens per workgroup: prefill tiles of T tokens share each K and V load */
+    if (!S) {
+        T = MAX_ROWS / G;
+        while (T > 1 && attn_shared_bytes(T * G, hd, qpack) > SHARED_BUDGET)
+            T--;
+    }
+    const int R = T * G; /* query rows: row r = token r / G of the tile, head r % G of the group */
     char name[96];
     snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
              hd, f16 ? "_f16" : "");
     if (!S && G > 1)
         snprintf(name + strlen(name), sizeof(name) - strlen(name), "_g%d", G);
+    if (!S && T > 1)
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_t%d", T);
     if (S)
         snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s%s", S, G,
                  kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
@@ -137,11 +199,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
-    /* K rows read 16 bytes at a time where every row slice starts 16-byte aligned */
-    const int per16 = f16 ? 8 : 4;
-    dsl_expr kc4 = hd % per16 == 0 && KVD % per16 == 0
-                       ? dsl_buffer_view(k, "kcache4", kc, f16 ? DSL_UVEC4 : DSL_VEC4)
-                       : NULL;
+    dsl_expr kc4 = qpack ? dsl_buffer_view(k, "kcache4", kc, f16 ? DSL_UVEC4 : DSL_VEC4) : NULL;
     dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, merge ? kop->part : kop->out);
     dsl_expr yout = NULL, sync = NULL;
@@ -163,39 +221,101 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         lb = gen_last_bind(k, g, kop, out, sync); /* merge bound the counters */
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
-    dsl_expr qsh = dsl_shared(k, "qsh", DSL_F32, (uint32_t)(G * hd));
-    dsl_expr sc = dsl_shared(k, "sc", DSL_F32, (uint32_t)(G * hd));
-    dsl_expr red = dsl_shared(k, "smax", DSL_F32, (uint32_t)(G * hd)); /* [head][subgroup] (<= hd subgroups) */
+    /* q of the R rows (F16-rounded; uvec4 of 8 halves when packed), the chunk's
+     * probabilities (also q's f32 staging before packing) and maxima */
+    dsl_expr qsh = qpack ? dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8))
+                         : dsl_shared(k, "qsh", DSL_F32, (uint32_t)(R * hd));
+    const int P = sc_lanes(R);
+    dsl_expr sc = dsl_shared(k, "sc", P == 4 ? DSL_VEC4 : P == 2 ? DSL_VEC2 : DSL_F32, (uint32_t)(R * hd / P));
+    dsl_expr mkey = dsl_shared(k, "mkey", DSL_U32, (uint32_t)R); /* order-preserving keys */
     /* axis 0: the query head (G = 1) or the KV head (G = group); axis 1: the key
-     * range (split, one token) or the token */
-    dsl_expr w0 = dsl_wgid(k, 0), t = S ? U(0) : dsl_wgid(k, 1), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+     * range (split, one token) or the tile of T tokens */
+    dsl_expr w0 = dsl_wgid(k, 0), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr kvh = G > 1 ? w0 : dsl_let(k, "kvh", dsl_div(k, w0, U(group)));
     dsl_expr kvoff = dsl_let(k, "kvoff", dsl_mul(k, kvh, HD));
-    dsl_expr n = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t), U(1)));
-    dsl_expr posv = kop->rope ? dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t)) : NULL;
+    dsl_expr tok[MAX_ROWS] = {0}, nr[MAX_ROWS] = {0}, live[MAX_ROWS] = {0}, hi = NULL;
+    if (S) {
+        tok[0] = U(0);
+        nr[0] = dsl_let(k, "n", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), U(1)));
+    } else {
+        /* token tok of the step sits at pos + tok and sees cache rows 0 .. pos + tok */
+        dsl_expr tb = T > 1 ? dsl_let(k, "tb", dsl_mul(k, dsl_wgid(k, 1), U((uint32_t)T))) : dsl_wgid(k, 1);
+        for (int tt = 0; tt < T; tt++) {
+            tok[tt] = T > 1 ? dsl_let(k, "t", dsl_add(k, tb, U((uint32_t)tt))) : tb;
+            nr[tt] = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), tok[tt]), U(1)));
+            live[tt] = T > 1 ? dsl_let(k, "live", dsl_lt(k, tok[tt], dsl_dyn(k, DSL_DYN_N_TOKENS))) : NULL;
+        }
+        /* the tile's keys: those of its last token in the step */
+        hi = T > 1 ? dsl_let(k, "hi", dsl_add(k, dsl_dyn(k, DSL_DYN_POS),
+                                              dsl_min(k, dsl_add(k, tb, U((uint32_t)T)), dsl_dyn(k, DSL_DYN_N_TOKENS))))
+                   : nr[0];
+    }
     dsl_expr head[MAX_GROUP];
-    /* Q of each head (rotated here when the rope of q is fused: the ROPE kernel's code), rounded to F16 */
-    for (int hh = 0; hh < G; hh++) {
+    for (int hh = 0; hh < G; hh++)
         head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, kvh, U(G)), U(hh))) : w0;
-        dsl_expr e = dsl_add(k, dsl_mul(k, head[hh], HD), lid);
-        dsl_expr qv = kop->rope ? gen_rope_elem(k, hp, q, dsl_mul(k, t, U(QD)), e, posv)
-                                : dsl_load(k, q, dsl_add(k, dsl_mul(k, t, U(QD)), e));
-        dsl_store(k, qsh, dsl_add(k, U((uint64_t)hh * hd), lid), f16_round(k, qv));
+    /* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
+     * rounded to F16; rows of tokens past the step's stay 0 */
+    for (int tt = 0; tt < T; tt++) {
+        dsl_expr posv = kop->rope ? dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), tok[tt])) : NULL;
+        for (int hh = 0; hh < G; hh++) {
+            dsl_expr e = dsl_add(k, dsl_mul(k, head[hh], HD), lid), qv;
+            dsl_expr qb = dsl_mul(k, tok[tt], U(QD));
+            if (T > 1) {
+                qv = dsl_var(k, "qv", DSL_F32, F(0));
+                dsl_if(k, live[tt]);
+            }
+            dsl_expr qr = kop->rope ? gen_rope_elem(k, hp, q, qb, e, posv) : dsl_load(k, q, dsl_add(k, qb, e));
+            if (T > 1) {
+                dsl_assign(k, qv, qr);
+                dsl_end(k);
+            } else {
+                qv = qr;
+            }
+            if (qpack)
+                dsl_assign(k, sc_at(k, sc, lid, tt * G + hh, R), f16_round(k, qv));
+            else
+                dsl_store(k, qsh, dsl_add(k, U((uint64_t)(tt * G + hh) * hd), lid), f16_round(k, qv));
+        }
+    }
+    {
+        dsl_expr i = dsl_for(k, "i", lid, U((uint32_t)R), HD);
+        dsl_store(k, mkey, i, U(0)); /* below every float's key */
+        dsl_end(k);
     }
     dsl_barrier(k);
+    if (qpack) { /* 8 halves per uvec4 (exact: the values are F16 already); m = block, rows / P */
+        dsl_expr m = dsl_for(k, "m", lid, U((uint32_t)(hd / 8 * (R / P))), HD);
+        dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, U((uint32_t)(R / P))));
+        dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, U((uint32_t)(R / P))));
+        for (int c = 0; c < P; c++) {
+            dsl_expr h[8], h2[4];
+            for (int e = 0; e < 8; e++) {
+                dsl_expr el = dsl_load(k, sc, dsl_add(k, dsl_mul(k, dsl_add(k, dsl_mul(k, blk, U(8)), U((uint32_t)e)),
+                                                                 U((uint32_t)(R / P))), rg));
+                h[e] = P > 1 ? dsl_comp(k, el, c) : el;
+            }
+            for (int e = 0; e < 4; e++)
+                h2[e] = dsl_pack_half2x16(k, dsl_vec2(k, h[2 * e], h[2 * e + 1]));
+            dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)c));
+            dsl_store(k, qsh, dsl_add(k, dsl_mul(k, row, U((uint32_t)(hd / 8))), blk),
+                      dsl_vec4(k, h2[0], h2[1], h2[2], h2[3]));
+        }
+        dsl_end(k);
+        dsl_barrier(k);
+    }
 
-    dsl_expr M[MAX_GROUP], L[MAX_GROUP], acc[MAX_GROUP];
-    for (int hh = 0; hh < G; hh++) {
-        M[hh] = dsl_var(k, "mx", DSL_F32, F(-1e30));
-        L[hh] = dsl_var(k, "l", DSL_F32, F(0));
-        acc[hh] = dsl_var(k, "acc", DSL_F32, F(0));
+    dsl_expr M[MAX_ROWS], L[MAX_ROWS], acc[MAX_ROWS];
+    for (int r = 0; r < R; r++) {
+        M[r] = dsl_var(k, "mx", DSL_F32, F(-1e30));
+        L[r] = dsl_var(k, "l", DSL_F32, F(0));
+        acc[r] = dsl_var(k, "acc", DSL_F32, F(0));
     }
     /* the cache rows [lo, hi) this workgroup attends to */
-    dsl_expr lo = U(0), hi = n;
+    dsl_expr lo = U(0);
     if (S) {
-        dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, n, U(S - 1)), U(S)));
+        dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, nr[0], U(S - 1)), U(S)));
         lo = dsl_let(k, "lo", dsl_mul(k, dsl_wgid(k, 1), chunk));
-        hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, lo, chunk), n));
+        hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, lo, chunk), nr[0]));
     }
     /* kv_fold: the range holding pos (= n - 1, one token) writes the cache rows of its
      * KV head (the first query head of the group when G = 1) and keeps them in shared */
@@ -220,60 +340,68 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         dsl_end(k);
         dsl_barrier(k);
     }
+    /* row r's key limit: its token's (prefill tiles: keys past it score -1e30 and weigh
+     * 0, which leaves its sums exactly as they were) */
+    dsl_expr rlim[MAX_ROWS];
+    for (int r = 0; r < R; r++)
+        rlim[r] = T > 1 ? nr[r / G] : hi;
     dsl_expr c0 = dsl_for(k, "c0", lo, hi, HD);
     dsl_expr j = dsl_let(k, "j", dsl_add(k, c0, lid));
-    dsl_expr sv[MAX_GROUP];
-    for (int hh = 0; hh < G; hh++)
-        sv[hh] = dsl_var(k, "s", DSL_F32, F(-1e30));
+    dsl_expr sv[MAX_ROWS];
+    for (int r = 0; r < R; r++)
+        sv[r] = dsl_var(k, "s", DSL_F32, F(-1e30));
     dsl_if(k, dsl_lt(k, j, hi));
     {
-        dsl_expr dot[MAX_GROUP];
-        for (int hh = 0; hh < G; hh++)
-            dot[hh] = dsl_var(k, "dot", DSL_F32, F(0));
+        dsl_expr dot[MAX_ROWS];
+        for (int r = 0; r < R; r++)
+            dot[r] = dsl_var(k, "dot", DSL_F32, F(0));
         if (kvw) { /* key pos: from shared (knew == the cache row, read back) */
             dsl_if(k, dsl_eq(k, j, pos));
-            score_dots(k, qsh, knew, U(0), false, G, HD, hd, dot);
+            if (qpack)
+                score_dots_packed(k, qsh, NULL, knew, U(0), false, R, hd, dot);
+            else
+                score_dots(k, qsh, knew, U(0), false, R, HD, hd, dot);
             dsl_else(k);
         }
         dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(KVD)), kvoff));
-        if (kc4)
-            score_dots_vec(k, qsh, kc4, kb, f16, G, hd, dot);
+        if (qpack)
+            score_dots_packed(k, qsh, kc4, NULL, kb, f16, R, hd, dot);
         else
-            score_dots(k, qsh, kc, kb, f16, G, HD, hd, dot);
+            score_dots(k, qsh, kc, kb, f16, R, HD, hd, dot);
         if (kvw)
             dsl_end(k);
-        for (int hh = 0; hh < G; hh++)
-            dsl_assign(k, sv[hh], dsl_mul(k, dot[hh], F(1.0f / sqrtf((float)hd))));
+        for (int r = 0; r < R; r++) {
+            dsl_expr s = dsl_mul(k, dot[r], F(1.0f / sqrtf((float)hd)));
+            dsl_assign(k, sv[r], T > 1 ? dsl_select(k, dsl_lt(k, j, rlim[r]), s, F(-1e30)) : s);
+        }
     }
     dsl_end(k);
-    /* the chunk's max per head: subgroup maxima through `red` (max is exact in any order) */
-    dsl_expr sgid = dsl_builtin(k, DSL_SUBGROUP_ID);
-    dsl_expr sgmax[MAX_GROUP];
-    for (int hh = 0; hh < G; hh++)
-        sgmax[hh] = dsl_subgroup_max(k, sv[hh]);
+    /* the chunk's max per row: subgroup maxima folded with shared atomicMax on
+     * order-preserving keys (max is exact in any order). mkey is never reset: it holds
+     * the max over all chunks so far, which is max(M, this chunk's max) = mn anyway */
+    dsl_expr sgmax[MAX_ROWS];
+    for (int r = 0; r < R; r++)
+        sgmax[r] = dsl_subgroup_max(k, sv[r]);
     dsl_if(k, dsl_subgroup_elect(k));
-    for (int hh = 0; hh < G; hh++)
-        dsl_store(k, red, dsl_add(k, U((uint64_t)hh * hd), sgid), sgmax[hh]);
+    for (int r = 0; r < R; r++)
+        dsl_atomic_max(k, dsl_at(k, mkey, U((uint32_t)r)), gen_float_key(k, sgmax[r]));
     dsl_end(k);
     dsl_barrier(k);
-    dsl_expr mn[MAX_GROUP], alpha[MAX_GROUP];
-    for (int hh = 0; hh < G; hh++) {
-        dsl_expr mc = dsl_var(k, "mc", DSL_F32, dsl_load(k, red, U((uint64_t)hh * hd)));
-        dsl_expr i = dsl_for(k, "i", U(1), dsl_builtin(k, DSL_NUM_SUBGROUPS), NULL);
-        dsl_assign(k, mc, dsl_max(k, mc, dsl_load(k, red, dsl_add(k, U((uint64_t)hh * hd), i))));
-        dsl_end(k);
-        mn[hh] = dsl_let(k, "mn", dsl_max(k, M[hh], mc));
-        alpha[hh] = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, M[hh], mn[hh])));
+    dsl_expr mn[MAX_ROWS], alpha[MAX_ROWS];
+    for (int r = 0; r < R; r++) {
+        dsl_expr mc = gen_float_unkey(k, dsl_load(k, mkey, U((uint32_t)r)));
+        mn[r] = dsl_let(k, "mn", dsl_max(k, M[r], mc));
+        alpha[r] = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, M[r], mn[r])));
     }
-    for (int hh = 0; hh < G; hh++)
-        dsl_store(k, sc, dsl_add(k, U((uint64_t)hh * hd), lid),
-                  dsl_select(k, dsl_lt(k, j, hi), dsl_exp(k, dsl_sub(k, sv[hh], mn[hh])), F(0)));
+    for (int r = 0; r < R; r++)
+        dsl_assign(k, sc_at(k, sc, lid, r, R),
+                   dsl_select(k, dsl_lt(k, j, rlim[r]), dsl_exp(k, dsl_sub(k, sv[r], mn[r])), F(0)));
     dsl_barrier(k);
     dsl_expr cnt = dsl_let(k, "cnt", dsl_min(k, HD, dsl_sub(k, hi, c0)));
-    dsl_expr psum[MAX_GROUP], av[MAX_GROUP];
-    for (int hh = 0; hh < G; hh++) {
-        psum[hh] = dsl_var(k, "psum", DSL_F32, F(0));
-        av[hh] = dsl_var(k, "av", DSL_F32, F(0));
+    dsl_expr psum[MAX_ROWS], av[MAX_ROWS];
+    for (int r = 0; r < R; r++) {
+        psum[r] = dsl_var(k, "psum", DSL_F32, F(0));
+        av[r] = dsl_var(k, "av", DSL_F32, F(0));
     }
     {
         /* kv_fold: row pos, the chunk's last, is taken from shared after the cache rows */
@@ -281,20 +409,20 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         dsl_expr ncache = kvw ? dsl_let(k, "ncache", dsl_select(k, tail, dsl_sub(k, cnt, U(1)), cnt)) : cnt;
         dsl_expr i = dsl_for(k, "i", U(0), ncache, NULL);
         dsl_expr vv = dsl_load(k, vc, dsl_add(k, dsl_add(k, dsl_mul(k, dsl_add(k, c0, i), U(KVD)), kvoff), lid));
-        if (f16 || G > 1)
+        if (f16 || R > 1)
             vv = dsl_let(k, "vv", f16 ? dsl_cast(k, vv, DSL_F32) : vv);
-        accum_value(k, sc, i, vv, G, hd, psum, av);
+        accum_value(k, sc, i, vv, R, psum, av);
         dsl_end(k);
         if (kvw) {
             dsl_if(k, tail);
-            accum_value(k, sc, ncache, dsl_load(k, vnew, lid), G, hd, psum, av);
+            accum_value(k, sc, ncache, dsl_load(k, vnew, lid), R, psum, av);
             dsl_end(k);
         }
     }
-    for (int hh = 0; hh < G; hh++) {
-        dsl_assign(k, L[hh], dsl_add(k, dsl_mul(k, L[hh], alpha[hh]), psum[hh]));
-        dsl_assign(k, acc[hh], dsl_add(k, dsl_mul(k, acc[hh], alpha[hh]), av[hh]));
-        dsl_assign(k, M[hh], mn[hh]);
+    for (int r = 0; r < R; r++) {
+        dsl_assign(k, L[r], dsl_add(k, dsl_mul(k, L[r], alpha[r]), psum[r]));
+        dsl_assign(k, acc[r], dsl_add(k, dsl_mul(k, acc[r], alpha[r]), av[r]));
+        dsl_assign(k, M[r], mn[r]);
     }
     dsl_barrier(k);
     dsl_end(k); /* c0 */
@@ -320,9 +448,17 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             gen_last_wg_end(k, dsl_at(k, sync, w0));
         }
     } else {
-        for (int hh = 0; hh < G; hh++)
-            dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, t, U(QD)), dsl_mul(k, head[hh], HD)), lid),
-                      dsl_div(k, acc[hh], L[hh]));
+        for (int tt = 0; tt < T; tt++) {
+            if (T > 1)
+                dsl_if(k, live[tt]);
+            for (int hh = 0; hh < G; hh++) {
+                const int r = tt * G + hh;
+                dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, tok[tt], U(QD)), dsl_mul(k, head[hh], HD)), lid),
+                          dsl_div(k, acc[r], L[r]));
+            }
+            if (T > 1)
+                dsl_end(k);
+        }
     }
 
     gen_out_groups_one(out);
@@ -330,7 +466,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     if (S)
         gen_out_groups(out, 1, 0, (uint32_t)S, 1);
     else
-        gen_out_groups(out, 1, 1, 0, 1);
+        gen_out_groups(out, 1, 1, 0, (uint32_t)T);
     /* += : the next norm's tail (gen_last_norm) has counted its bytes already */
     out->bytes += (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
     if (merge) /* the merge reads the partials back and writes y */

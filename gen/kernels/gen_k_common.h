@@ -102,6 +102,23 @@ static inline dsl_expr gen_wg_reduce(dsl_kernel *k, dsl_expr sh, dsl_expr v, dsl
     return acc;
 }
 
+/* Order-preserving u32 key of a float: larger float, larger key (max / top-k through
+ * integer compares and shared atomics). gen_float_unkey inverts it. */
+static inline dsl_expr gen_float_key(dsl_kernel *k, dsl_expr v)
+{
+    dsl_expr b = dsl_let(k, "bits", dsl_bitcast(k, v, DSL_U32));
+    return dsl_let(k, "key", dsl_select(k, dsl_ne(k, dsl_band(k, b, U(0x80000000u)), U(0)), dsl_bnot(k, b),
+                                        dsl_bor(k, b, U(0x80000000u))));
+}
+
+static inline dsl_expr gen_float_unkey(dsl_kernel *k, dsl_expr key)
+{
+    dsl_expr u = dsl_let(k, "key", key);
+    return dsl_let(k, "val", dsl_bitcast(k, dsl_select(k, dsl_ne(k, dsl_band(k, u, U(0x80000000u)), U(0)),
+                                                        dsl_bxor(k, u, U(0x80000000u)), dsl_bnot(k, u)),
+                                          DSL_F32));
+}
+
 /* The last workgroup to arrive (a cross-workgroup merge without spin-waits): make this
  * workgroup's buffer writes visible (what the last one reads must be coherent), count
  * it in on the u32 counter `cnt` (an element of the coherent SYNC buffer), and open

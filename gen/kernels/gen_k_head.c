@@ -352,14 +352,6 @@ struct dsl_kernel *gen_kernel_argmax(void)
     return (struct dsl_kernel *)k;
 }
 
-/* Order-preserving u32 key of a float: larger float, larger key. */
-static dsl_expr sort_key(dsl_kernel *k, dsl_expr v)
-{
-    dsl_expr b = dsl_let(k, "bits", dsl_bitcast(k, v, DSL_U32));
-    return dsl_let(k, "key", dsl_select(k, dsl_ne(k, dsl_band(k, b, U(0x80000000u)), U(0)), dsl_bnot(k, b),
-                                        dsl_bor(k, b, U(0x80000000u))));
-}
-
 /* Top-k of one row in one workgroup, in a fixed number of passes whatever k is:
  *  1. radix select on the order-preserving keys, 8 bits a pass (4 passes, a 256-bin
  *     histogram in shared memory each): T = the k-th largest key, need = how many
@@ -392,7 +384,7 @@ struct dsl_kernel *gen_kernel_topk(void)
         dsl_store(k, hist, lid, U(0));
         dsl_barrier(k);
         dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
-        dsl_expr key = sort_key(k, dsl_load(k, logits, i));
+        dsl_expr key = gen_float_key(k, dsl_load(k, logits, i));
         dsl_if(k, dsl_eq(k, dsl_band(k, key, U(mask)), prefix));
         dsl_atomic_add(k, dsl_at(k, hist, dsl_band(k, dsl_shr(k, key, U(shift)), U(255))), U(1));
         dsl_end(k);
@@ -426,7 +418,7 @@ struct dsl_kernel *gen_kernel_topk(void)
     {
         dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
         dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
-        dsl_if(k, dsl_gt(k, sort_key(k, v), prefix));
+        dsl_if(k, dsl_gt(k, gen_float_key(k, v), prefix));
         dsl_expr slot = dsl_let(k, "slot", dsl_atomic_add(k, dsl_at(k, st, U(2)), U(1)));
         dsl_store(k, sid, slot, i);
         dsl_store(k, sval, slot, v);
@@ -440,7 +432,7 @@ struct dsl_kernel *gen_kernel_topk(void)
     dsl_expr ties = dsl_var(k, "ties", DSL_U32, U(0));
     {
         dsl_expr i = dsl_for(k, "i", b0, b1, NULL);
-        dsl_if(k, dsl_eq(k, sort_key(k, dsl_load(k, logits, i)), prefix));
+        dsl_if(k, dsl_eq(k, gen_float_key(k, dsl_load(k, logits, i)), prefix));
         dsl_add_to(k, ties, U(1));
         dsl_end(k);
         dsl_end(k);
@@ -464,7 +456,7 @@ struct dsl_kernel *gen_kernel_topk(void)
         dsl_expr i = dsl_for(k, "i", b0, b1, NULL);
         dsl_break_if(k, dsl_ge(k, r, need));
         dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
-        dsl_if(k, dsl_eq(k, sort_key(k, v), prefix));
+        dsl_if(k, dsl_eq(k, gen_float_key(k, v), prefix));
         dsl_store(k, sid, dsl_add(k, above, r), i);
         dsl_store(k, sval, dsl_add(k, above, r), v);
         dsl_add_to(k, r, U(1));

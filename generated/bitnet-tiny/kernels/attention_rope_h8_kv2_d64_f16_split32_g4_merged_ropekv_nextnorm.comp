@@ -36,9 +36,9 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float qsh[256];
-shared float sc[256];
-shared float smax[256];
+shared uvec4 qsh[32];
+shared vec4 sc[64];
+shared uint mkey[4];
 shared float knew[64];
 shared float vnew[64];
 shared uint arrived[1];
@@ -53,9 +53,12 @@ const uint NW = 128u;
 void main()
 {
     uint kvoff = gl_WorkGroupID.x * HD;
-    uint n = (dyn.pos + 0u) + 1u;
-    uint pos = dyn.pos + 0u;
+    uint n = dyn.pos + 1u;
     uint h = (gl_WorkGroupID.x * 4u) + 0u;
+    uint h1 = (gl_WorkGroupID.x * 4u) + 1u;
+    uint h2 = (gl_WorkGroupID.x * 4u) + 2u;
+    uint h3 = (gl_WorkGroupID.x * 4u) + 3u;
+    uint pos = dyn.pos + 0u;
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
     uint t1 = 0u * 512u;
     uint d1 = t0 % 64u;
@@ -75,8 +78,7 @@ void main()
         float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
-    qsh[0u + gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
-    uint h1 = (gl_WorkGroupID.x * 4u) + 1u;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
     uint t2 = (h1 * HD) + gl_LocalInvocationIndex;
     uint t3 = 0u * 512u;
     uint d2 = t2 % 64u;
@@ -96,8 +98,7 @@ void main()
         float xp1 = pc.q.d[t3 + pe1];
         r1 = first1 ? ((r1 * cs1) - (xp1 * sn1)) : ((xp1 * sn1) + (r1 * cs1));
     }
-    qsh[64u + gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
-    uint h2 = (gl_WorkGroupID.x * 4u) + 2u;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
     uint t4 = (h2 * HD) + gl_LocalInvocationIndex;
     uint t5 = 0u * 512u;
     uint d3 = t4 % 64u;
@@ -117,8 +118,7 @@ void main()
         float xp2 = pc.q.d[t5 + pe2];
         r2 = first2 ? ((r2 * cs2) - (xp2 * sn2)) : ((xp2 * sn2) + (r2 * cs2));
     }
-    qsh[128u + gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
-    uint h3 = (gl_WorkGroupID.x * 4u) + 3u;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].z = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
     uint t6 = (h3 * HD) + gl_LocalInvocationIndex;
     uint t7 = 0u * 512u;
     uint d4 = t6 % 64u;
@@ -138,7 +138,19 @@ void main()
         float xp3 = pc.q.d[t7 + pe3];
         r3 = first3 ? ((r3 * cs3) - (xp3 * sn3)) : ((xp3 * sn3) + (r3 * cs3));
     }
-    qsh[192u + gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r3, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].w = unpackHalf2x16(packHalf2x16(vec2(r3, 0.0))).x;
+    for (uint i = gl_LocalInvocationIndex; i < 4u; i += HD) {
+        mkey[i] = 0u;
+    }
+    barrier();
+    for (uint m = gl_LocalInvocationIndex; m < 8u; m += HD) {
+        uint blk = m / 1u;
+        uint rg = m % 1u;
+        qsh[(((rg * 4u) + 0u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
+        qsh[(((rg * 4u) + 1u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
+        qsh[(((rg * 4u) + 2u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].z, sc[(((blk * 8u) + 1u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].z, sc[(((blk * 8u) + 3u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].z, sc[(((blk * 8u) + 5u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].z, sc[(((blk * 8u) + 7u) * 1u) + rg].z)));
+        qsh[(((rg * 4u) + 3u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].w, sc[(((blk * 8u) + 1u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].w, sc[(((blk * 8u) + 3u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].w, sc[(((blk * 8u) + 5u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].w, sc[(((blk * 8u) + 7u) * 1u) + rg].w)));
+    }
     barrier();
     float mx = -1e+30;
     float l = 0.0;
@@ -195,63 +207,138 @@ void main()
             float dot3 = 0.0;
             float dot4 = 0.0;
             if (j5 == kpos) {
-                for (uint d6 = 0u; d6 < HD; d6++) {
-                    float kv = knew[0u + d6];
-                    dot1 += qsh[0u + d6] * kv;
-                    dot2 += qsh[64u + d6] * kv;
-                    dot3 += qsh[128u + d6] * kv;
-                    dot4 += qsh[192u + d6] * kv;
+                for (uint d6 = 0u; d6 < 8u; d6++) {
+                    uint d8 = 0u + (d6 * 8u);
+                    float kv = knew[d8 + 0u];
+                    float kv1 = knew[d8 + 1u];
+                    float kv2 = knew[d8 + 2u];
+                    float kv3 = knew[d8 + 3u];
+                    float kv4 = knew[d8 + 4u];
+                    float kv5 = knew[d8 + 5u];
+                    float kv6 = knew[d8 + 6u];
+                    float kv7 = knew[d8 + 7u];
+                    uvec4 qw = qsh[0u + d6];
+                    vec2 qp = unpackHalf2x16(qw.x);
+                    dot1 += qp.x * kv;
+                    dot1 += qp.y * kv1;
+                    vec2 qp1 = unpackHalf2x16(qw.y);
+                    dot1 += qp1.x * kv2;
+                    dot1 += qp1.y * kv3;
+                    vec2 qp2 = unpackHalf2x16(qw.z);
+                    dot1 += qp2.x * kv4;
+                    dot1 += qp2.y * kv5;
+                    vec2 qp3 = unpackHalf2x16(qw.w);
+                    dot1 += qp3.x * kv6;
+                    dot1 += qp3.y * kv7;
+                    uvec4 qw1 = qsh[8u + d6];
+                    vec2 qp4 = unpackHalf2x16(qw1.x);
+                    dot2 += qp4.x * kv;
+                    dot2 += qp4.y * kv1;
+                    vec2 qp5 = unpackHalf2x16(qw1.y);
+                    dot2 += qp5.x * kv2;
+                    dot2 += qp5.y * kv3;
+                    vec2 qp6 = unpackHalf2x16(qw1.z);
+                    dot2 += qp6.x * kv4;
+                    dot2 += qp6.y * kv5;
+                    vec2 qp7 = unpackHalf2x16(qw1.w);
+                    dot2 += qp7.x * kv6;
+                    dot2 += qp7.y * kv7;
+                    uvec4 qw2 = qsh[16u + d6];
+                    vec2 qp8 = unpackHalf2x16(qw2.x);
+                    dot3 += qp8.x * kv;
+                    dot3 += qp8.y * kv1;
+                    vec2 qp9 = unpackHalf2x16(qw2.y);
+                    dot3 += qp9.x * kv2;
+                    dot3 += qp9.y * kv3;
+                    vec2 qp10 = unpackHalf2x16(qw2.z);
+                    dot3 += qp10.x * kv4;
+                    dot3 += qp10.y * kv5;
+                    vec2 qp11 = unpackHalf2x16(qw2.w);
+                    dot3 += qp11.x * kv6;
+                    dot3 += qp11.y * kv7;
+                    uvec4 qw3 = qsh[24u + d6];
+                    vec2 qp12 = unpackHalf2x16(qw3.x);
+                    dot4 += qp12.x * kv;
+                    dot4 += qp12.y * kv1;
+                    vec2 qp13 = unpackHalf2x16(qw3.y);
+                    dot4 += qp13.x * kv2;
+                    dot4 += qp13.y * kv3;
+                    vec2 qp14 = unpackHalf2x16(qw3.z);
+                    dot4 += qp14.x * kv4;
+                    dot4 += qp14.y * kv5;
+                    vec2 qp15 = unpackHalf2x16(qw3.w);
+                    dot4 += qp15.x * kv6;
+                    dot4 += qp15.y * kv7;
                 }
             } else {
                 uint kb = (j5 * 128u) + kvoff;
                 uint kb4 = kb >> 3u;
                 for (uint d7 = 0u; d7 < 8u; d7++) {
                     uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d7];
-                    uint d0 = d7 * 8u;
                     vec2 kh = unpackHalf2x16(kw.x);
-                    float kv1 = kh.x;
-                    dot1 += qsh[d0 + 0u] * kv1;
-                    dot2 += qsh[d0 + 64u] * kv1;
-                    dot3 += qsh[d0 + 128u] * kv1;
-                    dot4 += qsh[d0 + 192u] * kv1;
-                    float kv2 = kh.y;
-                    dot1 += qsh[d0 + 1u] * kv2;
-                    dot2 += qsh[d0 + 65u] * kv2;
-                    dot3 += qsh[d0 + 129u] * kv2;
-                    dot4 += qsh[d0 + 193u] * kv2;
+                    float kv8 = kh.x;
+                    float kv9 = kh.y;
                     vec2 kh1 = unpackHalf2x16(kw.y);
-                    float kv3 = kh1.x;
-                    dot1 += qsh[d0 + 2u] * kv3;
-                    dot2 += qsh[d0 + 66u] * kv3;
-                    dot3 += qsh[d0 + 130u] * kv3;
-                    dot4 += qsh[d0 + 194u] * kv3;
-                    float kv4 = kh1.y;
-                    dot1 += qsh[d0 + 3u] * kv4;
-                    dot2 += qsh[d0 + 67u] * kv4;
-                    dot3 += qsh[d0 + 131u] * kv4;
-                    dot4 += qsh[d0 + 195u] * kv4;
+                    float kv10 = kh1.x;
+                    float kv11 = kh1.y;
                     vec2 kh2 = unpackHalf2x16(kw.z);
-                    float kv5 = kh2.x;
-                    dot1 += qsh[d0 + 4u] * kv5;
-                    dot2 += qsh[d0 + 68u] * kv5;
-                    dot3 += qsh[d0 + 132u] * kv5;
-                    dot4 += qsh[d0 + 196u] * kv5;
-                    float kv6 = kh2.y;
-                    dot1 += qsh[d0 + 5u] * kv6;
-                    dot2 += qsh[d0 + 69u] * kv6;
-                    dot3 += qsh[d0 + 133u] * kv6;
-                    dot4 += qsh[d0 + 197u] * kv6;
+                    float kv12 = kh2.x;
+                    float kv13 = kh2.y;
                     vec2 kh3 = unpackHalf2x16(kw.w);
-                    float kv7 = kh3.x;
-                    dot1 += qsh[d0 + 6u] * kv7;
-                    dot2 += qsh[d0 + 70u] * kv7;
-                    dot3 += qsh[d0 + 134u] * kv7;
-                    dot4 += qsh[d0 + 198u] * kv7;
-                    float kv8 = kh3.y;
-                    dot1 += qsh[d0 + 7u] * kv8;
-                    dot2 += qsh[d0 + 71u] * kv8;
-                    dot3 += qsh[d0 + 135u] * kv8;
-                    dot4 += qsh[d0 + 199u] * kv8;
+                    float kv14 = kh3.x;
+                    float kv15 = kh3.y;
+                    uvec4 qw4 = qsh[0u + d7];
+                    vec2 qp16 = unpackHalf2x16(qw4.x);
+                    dot1 += qp16.x * kv8;
+                    dot1 += qp16.y * kv9;
+                    vec2 qp17 = unpackHalf2x16(qw4.y);
+                    dot1 += qp17.x * kv10;
+                    dot1 += qp17.y * kv11;
+                    vec2 qp18 = unpackHalf2x16(qw4.z);
+                    dot1 += qp18.x * kv12;
+                    dot1 += qp18.y * kv13;
+                    vec2 qp19 = unpackHalf2x16(qw4.w);
+                    dot1 += qp19.x * kv14;
+                    dot1 += qp19.y * kv15;
+                    uvec4 qw5 = qsh[8u + d7];
+                    vec2 qp20 = unpackHalf2x16(qw5.x);
+                    dot2 += qp20.x * kv8;
+                    dot2 += qp20.y * kv9;
+                    vec2 qp21 = unpackHalf2x16(qw5.y);
+                    dot2 += qp21.x * kv10;
+                    dot2 += qp21.y * kv11;
+                    vec2 qp22 = unpackHalf2x16(qw5.z);
+                    dot2 += qp22.x * kv12;
+                    dot2 += qp22.y * kv13;
+                    vec2 qp23 = unpackHalf2x16(qw5.w);
+                    dot2 += qp23.x * kv14;
+                    dot2 += qp23.y * kv15;
+                    uvec4 qw6 = qsh[16u + d7];
+                    vec2 qp24 = unpackHalf2x16(qw6.x);
+                    dot3 += qp24.x * kv8;
+                    dot3 += qp24.y * kv9;
+                    vec2 qp25 = unpackHalf2x16(qw6.y);
+                    dot3 += qp25.x * kv10;
+                    dot3 += qp25.y * kv11;
+                    vec2 qp26 = unpackHalf2x16(qw6.z);
+                    dot3 += qp26.x * kv12;
+                    dot3 += qp26.y * kv13;
+                    vec2 qp27 = unpackHalf2x16(qw6.w);
+                    dot3 += qp27.x * kv14;
+                    dot3 += qp27.y * kv15;
+                    uvec4 qw7 = qsh[24u + d7];
+                    vec2 qp28 = unpackHalf2x16(qw7.x);
+                    dot4 += qp28.x * kv8;
+                    dot4 += qp28.y * kv9;
+                    vec2 qp29 = unpackHalf2x16(qw7.y);
+                    dot4 += qp29.x * kv10;
+                    dot4 += qp29.y * kv11;
+                    vec2 qp30 = unpackHalf2x16(qw7.z);
+                    dot4 += qp30.x * kv12;
+                    dot4 += qp30.y * kv13;
+                    vec2 qp31 = unpackHalf2x16(qw7.w);
+                    dot4 += qp31.x * kv14;
+                    dot4 += qp31.y * kv15;
                 }
             }
             s = dot1 * 0.125;
@@ -264,40 +351,40 @@ void main()
         float t10 = subgroupMax(s2);
         float t11 = subgroupMax(s3);
         if (subgroupElect()) {
-            smax[0u + gl_SubgroupID] = t8;
-            smax[64u + gl_SubgroupID] = t9;
-            smax[128u + gl_SubgroupID] = t10;
-            smax[192u + gl_SubgroupID] = t11;
+            uint bits = floatBitsToUint(t8);
+            uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
+            atomicMax(mkey[0u], key);
+            uint bits1 = floatBitsToUint(t9);
+            uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
+            atomicMax(mkey[1u], key1);
+            uint bits2 = floatBitsToUint(t10);
+            uint key2 = ((bits2 & 2147483648u) != 0u) ? (~bits2) : (bits2 | 2147483648u);
+            atomicMax(mkey[2u], key2);
+            uint bits3 = floatBitsToUint(t11);
+            uint key3 = ((bits3 & 2147483648u) != 0u) ? (~bits3) : (bits3 | 2147483648u);
+            atomicMax(mkey[3u], key3);
         }
         barrier();
-        float mc = smax[0u];
-        for (uint i = 1u; i < gl_NumSubgroups; i++) {
-            mc = max(mc, smax[0u + i]);
-        }
-        float mn = max(mx, mc);
+        uint key4 = mkey[0u];
+        float val = uintBitsToFloat(((key4 & 2147483648u) != 0u) ? (key4 ^ 2147483648u) : (~key4));
+        float mn = max(mx, val);
         float alpha = exp(mx - mn);
-        float mc1 = smax[64u];
-        for (uint i1 = 1u; i1 < gl_NumSubgroups; i1++) {
-            mc1 = max(mc1, smax[64u + i1]);
-        }
-        float mn1 = max(mx1, mc1);
+        uint key5 = mkey[1u];
+        float val1 = uintBitsToFloat(((key5 & 2147483648u) != 0u) ? (key5 ^ 2147483648u) : (~key5));
+        float mn1 = max(mx1, val1);
         float alpha1 = exp(mx1 - mn1);
-        float mc2 = smax[128u];
-        for (uint i2 = 1u; i2 < gl_NumSubgroups; i2++) {
-            mc2 = max(mc2, smax[128u + i2]);
-        }
-        float mn2 = max(mx2, mc2);
+        uint key6 = mkey[2u];
+        float val2 = uintBitsToFloat(((key6 & 2147483648u) != 0u) ? (key6 ^ 2147483648u) : (~key6));
+        float mn2 = max(mx2, val2);
         float alpha2 = exp(mx2 - mn2);
-        float mc3 = smax[192u];
-        for (uint i3 = 1u; i3 < gl_NumSubgroups; i3++) {
-            mc3 = max(mc3, smax[192u + i3]);
-        }
-        float mn3 = max(mx3, mc3);
+        uint key7 = mkey[3u];
+        float val3 = uintBitsToFloat(((key7 & 2147483648u) != 0u) ? (key7 ^ 2147483648u) : (~key7));
+        float mn3 = max(mx3, val3);
         float alpha3 = exp(mx3 - mn3);
-        sc[0u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s - mn) : 0.0;
-        sc[64u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s1 - mn1) : 0.0;
-        sc[128u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s2 - mn2) : 0.0;
-        sc[192u + gl_LocalInvocationIndex] = (j5 < hi) ? exp(s3 - mn3) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j5 < hi) ? exp(s - mn) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j5 < hi) ? exp(s1 - mn1) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].z = (j5 < hi) ? exp(s2 - mn2) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].w = (j5 < hi) ? exp(s3 - mn3) : 0.0;
         barrier();
         uint cnt = min(HD, hi - c0);
         float psum = 0.0;
@@ -310,35 +397,29 @@ void main()
         float av3 = 0.0;
         bool tail = kpos < (c0 + cnt);
         uint ncache = tail ? (cnt - 1u) : cnt;
-        for (uint i4 = 0u; i4 < ncache; i4++) {
-            float vv = float(pc.vcache.d[(((c0 + i4) * 128u) + kvoff) + gl_LocalInvocationIndex]);
-            float p = sc[0u + i4];
-            psum += p;
-            av += p * vv;
-            float p1 = sc[64u + i4];
-            psum1 += p1;
-            av1 += p1 * vv;
-            float p2 = sc[128u + i4];
-            psum2 += p2;
-            av2 += p2 * vv;
-            float p3 = sc[192u + i4];
-            psum3 += p3;
-            av3 += p3 * vv;
+        for (uint i1 = 0u; i1 < ncache; i1++) {
+            float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
+            vec4 pv = sc[(i1 * 1u) + 0u];
+            psum += pv.x;
+            av += pv.x * vv;
+            psum1 += pv.y;
+            av1 += pv.y * vv;
+            psum2 += pv.z;
+            av2 += pv.z * vv;
+            psum3 += pv.w;
+            av3 += pv.w * vv;
         }
         if (tail) {
             float t12 = vnew[gl_LocalInvocationIndex];
-            float p4 = sc[0u + ncache];
-            psum += p4;
-            av += p4 * t12;
-            float p5 = sc[64u + ncache];
-            psum1 += p5;
-            av1 += p5 * t12;
-            float p6 = sc[128u + ncache];
-            psum2 += p6;
-            av2 += p6 * t12;
-            float p7 = sc[192u + ncache];
-            psum3 += p7;
-            av3 += p7 * t12;
+            vec4 pv1 = sc[(ncache * 1u) + 0u];
+            psum += pv1.x;
+            av += pv1.x * t12;
+            psum1 += pv1.y;
+            av1 += pv1.y * t12;
+            psum2 += pv1.z;
+            av2 += pv1.z * t12;
+            psum3 += pv1.w;
+            av3 += pv1.w * t12;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
@@ -453,23 +534,23 @@ void main()
         if (arrived1[0u] == 1u) {
             memoryBarrierBuffer();
             float ss = 0.0;
-            for (uint i5 = gl_LocalInvocationIndex; i5 < QD; i5 += 256u) {
-                float t15 = pc.y.d[0u + i5];
+            for (uint i2 = gl_LocalInvocationIndex; i2 < QD; i2 += 256u) {
+                float t15 = pc.y.d[0u + i2];
                 ss += t15 * t15;
             }
             float ss1 = 0.0;
-            for (uint i6 = gl_LocalInvocationIndex + 64u; i6 < QD; i6 += 256u) {
-                float t16 = pc.y.d[0u + i6];
+            for (uint i3 = gl_LocalInvocationIndex + 64u; i3 < QD; i3 += 256u) {
+                float t16 = pc.y.d[0u + i3];
                 ss1 += t16 * t16;
             }
             float ss2 = 0.0;
-            for (uint i7 = gl_LocalInvocationIndex + 128u; i7 < QD; i7 += 256u) {
-                float t17 = pc.y.d[0u + i7];
+            for (uint i4 = gl_LocalInvocationIndex + 128u; i4 < QD; i4 += 256u) {
+                float t17 = pc.y.d[0u + i4];
                 ss2 += t17 * t17;
             }
             float ss3 = 0.0;
-            for (uint i8 = gl_LocalInvocationIndex + 192u; i8 < QD; i8 += 256u) {
-                float t18 = pc.y.d[0u + i8];
+            for (uint i5 = gl_LocalInvocationIndex + 192u; i5 < QD; i5 += 256u) {
+                float t18 = pc.y.d[0u + i5];
                 ss3 += t18 * t18;
             }
             float r5 = subgroupAdd(ss);
@@ -490,8 +571,8 @@ void main()
             barrier();
             float scale = 1.0 / sqrt((sum / float(QD)) + 1e-05);
             float am = 0.0;
-            for (uint i9 = gl_LocalInvocationIndex; i9 < QD; i9 += 64u) {
-                am = max(am, abs((pc.y.d[0u + i9] * scale) * pc.lnw.d[i9]));
+            for (uint i6 = gl_LocalInvocationIndex; i6 < QD; i6 += 64u) {
+                am = max(am, abs((pc.y.d[0u + i6] * scale) * pc.lnw.d[i6]));
             }
             float t19 = subgroupMax(am);
             if (subgroupElect()) {

@@ -34,9 +34,9 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float qsh[128];
-shared float sc[128];
-shared float smax[128];
+shared uvec4 qsh[16];
+shared vec2 sc[64];
+shared uint mkey[2];
 shared float knew[64];
 shared float vnew[64];
 shared uint arrived[1];
@@ -51,9 +51,10 @@ const uint NW = 64u;
 void main()
 {
     uint kvoff = gl_WorkGroupID.x * HD;
-    uint n = (dyn.pos + 0u) + 1u;
-    uint pos = dyn.pos + 0u;
+    uint n = dyn.pos + 1u;
     uint h = (gl_WorkGroupID.x * 2u) + 0u;
+    uint h1 = (gl_WorkGroupID.x * 2u) + 1u;
+    uint pos = dyn.pos + 0u;
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
     uint t1 = 0u * 256u;
     uint d1 = t0 % 64u;
@@ -73,8 +74,7 @@ void main()
         float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
-    qsh[0u + gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
-    uint h1 = (gl_WorkGroupID.x * 2u) + 1u;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
     uint t2 = (h1 * HD) + gl_LocalInvocationIndex;
     uint t3 = 0u * 256u;
     uint d2 = t2 % 64u;
@@ -94,7 +94,17 @@ void main()
         float xp1 = pc.q.d[t3 + pe1];
         r1 = first1 ? ((r1 * cs1) - (xp1 * sn1)) : ((xp1 * sn1) + (r1 * cs1));
     }
-    qsh[64u + gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
+    for (uint i = gl_LocalInvocationIndex; i < 2u; i += HD) {
+        mkey[i] = 0u;
+    }
+    barrier();
+    for (uint m = gl_LocalInvocationIndex; m < 8u; m += HD) {
+        uint blk = m / 1u;
+        uint rg = m % 1u;
+        qsh[(((rg * 2u) + 0u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
+        qsh[(((rg * 2u) + 1u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
+    }
     barrier();
     float mx = -1e+30;
     float l = 0.0;
@@ -141,45 +151,86 @@ void main()
             float dot1 = 0.0;
             float dot2 = 0.0;
             if (j3 == kpos) {
-                for (uint d4 = 0u; d4 < HD; d4++) {
-                    float kv = knew[0u + d4];
-                    dot1 += qsh[0u + d4] * kv;
-                    dot2 += qsh[64u + d4] * kv;
+                for (uint d4 = 0u; d4 < 8u; d4++) {
+                    uint d8 = 0u + (d4 * 8u);
+                    float kv = knew[d8 + 0u];
+                    float kv1 = knew[d8 + 1u];
+                    float kv2 = knew[d8 + 2u];
+                    float kv3 = knew[d8 + 3u];
+                    float kv4 = knew[d8 + 4u];
+                    float kv5 = knew[d8 + 5u];
+                    float kv6 = knew[d8 + 6u];
+                    float kv7 = knew[d8 + 7u];
+                    uvec4 qw = qsh[0u + d4];
+                    vec2 qp = unpackHalf2x16(qw.x);
+                    dot1 += qp.x * kv;
+                    dot1 += qp.y * kv1;
+                    vec2 qp1 = unpackHalf2x16(qw.y);
+                    dot1 += qp1.x * kv2;
+                    dot1 += qp1.y * kv3;
+                    vec2 qp2 = unpackHalf2x16(qw.z);
+                    dot1 += qp2.x * kv4;
+                    dot1 += qp2.y * kv5;
+                    vec2 qp3 = unpackHalf2x16(qw.w);
+                    dot1 += qp3.x * kv6;
+                    dot1 += qp3.y * kv7;
+                    uvec4 qw1 = qsh[8u + d4];
+                    vec2 qp4 = unpackHalf2x16(qw1.x);
+                    dot2 += qp4.x * kv;
+                    dot2 += qp4.y * kv1;
+                    vec2 qp5 = unpackHalf2x16(qw1.y);
+                    dot2 += qp5.x * kv2;
+                    dot2 += qp5.y * kv3;
+                    vec2 qp6 = unpackHalf2x16(qw1.z);
+                    dot2 += qp6.x * kv4;
+                    dot2 += qp6.y * kv5;
+                    vec2 qp7 = unpackHalf2x16(qw1.w);
+                    dot2 += qp7.x * kv6;
+                    dot2 += qp7.y * kv7;
                 }
             } else {
                 uint kb = (j3 * 128u) + kvoff;
                 uint kb4 = kb >> 3u;
                 for (uint d5 = 0u; d5 < 8u; d5++) {
                     uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d5];
-                    uint d0 = d5 * 8u;
                     vec2 kh = unpackHalf2x16(kw.x);
-                    float kv1 = kh.x;
-                    dot1 += qsh[d0 + 0u] * kv1;
-                    dot2 += qsh[d0 + 64u] * kv1;
-                    float kv2 = kh.y;
-                    dot1 += qsh[d0 + 1u] * kv2;
-                    dot2 += qsh[d0 + 65u] * kv2;
+                    float kv8 = kh.x;
+                    float kv9 = kh.y;
                     vec2 kh1 = unpackHalf2x16(kw.y);
-                    float kv3 = kh1.x;
-                    dot1 += qsh[d0 + 2u] * kv3;
-                    dot2 += qsh[d0 + 66u] * kv3;
-                    float kv4 = kh1.y;
-                    dot1 += qsh[d0 + 3u] * kv4;
-                    dot2 += qsh[d0 + 67u] * kv4;
+                    float kv10 = kh1.x;
+                    float kv11 = kh1.y;
                     vec2 kh2 = unpackHalf2x16(kw.z);
-                    float kv5 = kh2.x;
-                    dot1 += qsh[d0 + 4u] * kv5;
-                    dot2 += qsh[d0 + 68u] * kv5;
-                    float kv6 = kh2.y;
-                    dot1 += qsh[d0 + 5u] * kv6;
-                    dot2 += qsh[d0 + 69u] * kv6;
+                    float kv12 = kh2.x;
+                    float kv13 = kh2.y;
                     vec2 kh3 = unpackHalf2x16(kw.w);
-                    float kv7 = kh3.x;
-                    dot1 += qsh[d0 + 6u] * kv7;
-                    dot2 += qsh[d0 + 70u] * kv7;
-                    float kv8 = kh3.y;
-                    dot1 += qsh[d0 + 7u] * kv8;
-                    dot2 += qsh[d0 + 71u] * kv8;
+                    float kv14 = kh3.x;
+                    float kv15 = kh3.y;
+                    uvec4 qw2 = qsh[0u + d5];
+                    vec2 qp8 = unpackHalf2x16(qw2.x);
+                    dot1 += qp8.x * kv8;
+                    dot1 += qp8.y * kv9;
+                    vec2 qp9 = unpackHalf2x16(qw2.y);
+                    dot1 += qp9.x * kv10;
+                    dot1 += qp9.y * kv11;
+                    vec2 qp10 = unpackHalf2x16(qw2.z);
+                    dot1 += qp10.x * kv12;
+                    dot1 += qp10.y * kv13;
+                    vec2 qp11 = unpackHalf2x16(qw2.w);
+                    dot1 += qp11.x * kv14;
+                    dot1 += qp11.y * kv15;
+                    uvec4 qw3 = qsh[8u + d5];
+                    vec2 qp12 = unpackHalf2x16(qw3.x);
+                    dot2 += qp12.x * kv8;
+                    dot2 += qp12.y * kv9;
+                    vec2 qp13 = unpackHalf2x16(qw3.y);
+                    dot2 += qp13.x * kv10;
+                    dot2 += qp13.y * kv11;
+                    vec2 qp14 = unpackHalf2x16(qw3.z);
+                    dot2 += qp14.x * kv12;
+                    dot2 += qp14.y * kv13;
+                    vec2 qp15 = unpackHalf2x16(qw3.w);
+                    dot2 += qp15.x * kv14;
+                    dot2 += qp15.y * kv15;
                 }
             }
             s = dot1 * 0.125;
@@ -188,24 +239,24 @@ void main()
         float t4 = subgroupMax(s);
         float t5 = subgroupMax(s1);
         if (subgroupElect()) {
-            smax[0u + gl_SubgroupID] = t4;
-            smax[64u + gl_SubgroupID] = t5;
+            uint bits = floatBitsToUint(t4);
+            uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
+            atomicMax(mkey[0u], key);
+            uint bits1 = floatBitsToUint(t5);
+            uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
+            atomicMax(mkey[1u], key1);
         }
         barrier();
-        float mc = smax[0u];
-        for (uint i = 1u; i < gl_NumSubgroups; i++) {
-            mc = max(mc, smax[0u + i]);
-        }
-        float mn = max(mx, mc);
+        uint key2 = mkey[0u];
+        float val = uintBitsToFloat(((key2 & 2147483648u) != 0u) ? (key2 ^ 2147483648u) : (~key2));
+        float mn = max(mx, val);
         float alpha = exp(mx - mn);
-        float mc1 = smax[64u];
-        for (uint i1 = 1u; i1 < gl_NumSubgroups; i1++) {
-            mc1 = max(mc1, smax[64u + i1]);
-        }
-        float mn1 = max(mx1, mc1);
+        uint key3 = mkey[1u];
+        float val1 = uintBitsToFloat(((key3 & 2147483648u) != 0u) ? (key3 ^ 2147483648u) : (~key3));
+        float mn1 = max(mx1, val1);
         float alpha1 = exp(mx1 - mn1);
-        sc[0u + gl_LocalInvocationIndex] = (j3 < hi) ? exp(s - mn) : 0.0;
-        sc[64u + gl_LocalInvocationIndex] = (j3 < hi) ? exp(s1 - mn1) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j3 < hi) ? exp(s - mn) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j3 < hi) ? exp(s1 - mn1) : 0.0;
         barrier();
         uint cnt = min(HD, hi - c0);
         float psum = 0.0;
@@ -214,23 +265,21 @@ void main()
         float av1 = 0.0;
         bool tail = kpos < (c0 + cnt);
         uint ncache = tail ? (cnt - 1u) : cnt;
-        for (uint i2 = 0u; i2 < ncache; i2++) {
-            float vv = float(pc.vcache.d[(((c0 + i2) * 128u) + kvoff) + gl_LocalInvocationIndex]);
-            float p = sc[0u + i2];
-            psum += p;
-            av += p * vv;
-            float p1 = sc[64u + i2];
-            psum1 += p1;
-            av1 += p1 * vv;
+        for (uint i1 = 0u; i1 < ncache; i1++) {
+            float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
+            vec2 pv = sc[(i1 * 1u) + 0u];
+            psum += pv.x;
+            av += pv.x * vv;
+            psum1 += pv.y;
+            av1 += pv.y * vv;
         }
         if (tail) {
             float t6 = vnew[gl_LocalInvocationIndex];
-            float p2 = sc[0u + ncache];
-            psum += p2;
-            av += p2 * t6;
-            float p3 = sc[64u + ncache];
-            psum1 += p3;
-            av1 += p3 * t6;
+            vec2 pv1 = sc[(ncache * 1u) + 0u];
+            psum += pv1.x;
+            av += pv1.x * t6;
+            psum1 += pv1.y;
+            av1 += pv1.y * t6;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
@@ -299,8 +348,8 @@ void main()
         if (arrived1[0u] == 1u) {
             memoryBarrierBuffer();
             float am = 0.0;
-            for (uint i3 = gl_LocalInvocationIndex; i3 < QD; i3 += 64u) {
-                am = max(am, abs(pc.y.d[0u + i3]));
+            for (uint i2 = gl_LocalInvocationIndex; i2 < QD; i2 += 64u) {
+                am = max(am, abs(pc.y.d[0u + i2]));
             }
             float t9 = subgroupMax(am);
             if (subgroupElect()) {
