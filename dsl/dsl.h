@@ -142,6 +142,9 @@ void dsl_kernel_reset(dsl_kernel *k, const char *name, uint32_t wg_x, uint32_t w
 const char *dsl_kernel_name(const dsl_kernel *k);
 /* Workgroup size into out[3]. */
 void dsl_kernel_wg_size(const dsl_kernel *k, uint32_t out[3]);
+/* Bytes of workgroup shared memory the kernel's shared arrays take (element size x
+ * length, summed): what a device's maxComputeSharedMemorySize must hold. */
+uint32_t dsl_kernel_shared_bytes(const dsl_kernel *k);
 /* Bytes currently reserved by the arena (for reuse tests and statistics). */
 size_t dsl_kernel_arena_bytes(const dsl_kernel *k);
 /* The first error ("file:line: kernel 'name': message"), or NULL when none. Valid until

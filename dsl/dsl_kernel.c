@@ -66,6 +66,14 @@ void dsl_kernel_wg_size(const dsl_kernel *k, uint32_t out[3])
     for (int i = 0; i < 3; i++) out[i] = k ? k->wg[i] : 0;
 }
 
+uint32_t dsl_kernel_shared_bytes(const dsl_kernel *k)
+{
+    uint64_t n = 0;
+    for (const dsl_node *s = k ? k->shared.head : NULL; s; s = s->next_decl)
+        n += (uint64_t)dsl_type_size(s->type) * s->n;
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 size_t dsl_kernel_arena_bytes(const dsl_kernel *k) { return k ? k->arena.reserved : 0; }
 dsl_type dsl_typeof(dsl_expr e) { return e ? e->type : DSL_VOID; }
 const char *dsl_error(const dsl_kernel *k) { return k ? k->err : NULL; }

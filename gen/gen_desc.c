@@ -89,8 +89,11 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     d->glsl[i] = glsl;
     d->spv[i] = spv;
     d->spv_dot[i] = spv_dot;
+    uint32_t wg[3];
+    dsl_kernel_wg_size(k, wg);
     d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes,
-                                     .spv_dot = spv_dot, .spv_dot_bytes = (uint32_t)spv_dot_bytes};
+                                     .spv_dot = spv_dot, .spv_dot_bytes = (uint32_t)spv_dot_bytes,
+                                     .shared_bytes = dsl_kernel_shared_bytes(k), .invocations = wg[0] * wg[1] * wg[2]};
     return (int)i;
 }
 

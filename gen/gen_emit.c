@@ -223,7 +223,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
             fprintf(f, ", spv_dot_%s, sizeof(spv_dot_%s)", n, n);
         else
             fprintf(f, ", NULL, 0");
-        fprintf(f, "},\n");
+        fprintf(f, ", %u, %u},\n", md->kernels[k].shared_bytes, md->kernels[k].invocations);
     }
     fprintf(f, "};\n\nstatic const char *const archs[] = {");
     for (uint32_t i = 0; i < md->n_archs; i++)

@@ -488,6 +488,15 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     spec[RT_SPEC_GEMV_VEC] = e->gemv_vec;
     for (uint32_t k = 0; k < desc->n_kernels; k++) {
         const rt_kernel_desc *kd = &desc->kernels[k];
+        const rt_vk_info *vi = rt_vk_get_info(e->vk);
+        if (kd->shared_bytes > vi->max_shared || kd->invocations > vi->max_invocations) {
+            snprintf(err, RT_ERR_LEN,
+                     "kernel %s needs %u bytes of workgroup shared memory and %u invocations per workgroup; "
+                     "device '%s' offers %u bytes and %u invocations (maxComputeSharedMemorySize, "
+                     "maxComputeWorkGroupInvocations): this model cannot run on it",
+                     kd->name, kd->shared_bytes, kd->invocations, vi->name, vi->max_shared, vi->max_invocations);
+            goto fail;
+        }
         bool nd = e->native_dot && kd->spv_dot;
         if (rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
                                  spec, RT_SPEC_GEMV_VEC + 1, &e->pipes[k], err))

@@ -120,6 +120,8 @@ typedef struct {
     const uint32_t *spv_dot; /* the variant with native integer dot products, for devices with
                                 shaderIntegerDotProduct; NULL when the kernel has none */
     uint32_t spv_dot_bytes;
+    uint32_t shared_bytes; /* workgroup shared memory it declares (checked against the device) */
+    uint32_t invocations;  /* workgroup size x * y * z (checked against the device) */
 } rt_kernel_desc;
 
 typedef struct {

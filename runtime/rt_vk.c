@@ -452,6 +452,7 @@ static int create_device(rt_vk *vk, char *err)
     vkGetPhysicalDeviceMemoryProperties(pd, &vk->mem_props);
     in->device_local_bytes = device_local_bytes(&vk->mem_props);
     in->max_shared = props.limits.maxComputeSharedMemorySize;
+    in->max_invocations = props.limits.maxComputeWorkGroupInvocations;
     in->timestamp_period_ns = props.limits.timestampPeriod;
     const VkMemoryPropertyFlags uma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;

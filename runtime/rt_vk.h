@@ -59,6 +59,7 @@ typedef struct {
     uint64_t max_alloc;        /* maxMemoryAllocationSize */
     uint64_t device_local_bytes;
     uint32_t max_shared;       /* maxComputeSharedMemorySize */
+    uint32_t max_invocations;  /* maxComputeWorkGroupInvocations */
     float timestamp_period_ns;
     /* Added by the runtime (compatible extension): */
     uint32_t api_version;      /* device apiVersion */

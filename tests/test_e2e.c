@@ -515,6 +515,49 @@ static void check_q8_head(fixture *f)
     rig_close(&q);
 }
 
+/* A kernel needing more workgroup shared memory (or invocations) than the device
+ * offers: one clear error naming the kernel and the limit, no engine. The limits are
+ * the device's own; the descriptions are copies with one kernel's needs raised. */
+static void test_device_limits(void **st)
+{
+    (void)st;
+    fixture *f = &fixtures[0];
+    SKIP_IF_ABSENT(f);
+    gen_model m;
+    gen_desc d;
+    char err[RT_ERR_LEN] = "", gguf[700];
+    if (gen_model_load(f->yaml, &m, err) || gen_desc_build(&m, true, &d, err))
+        fail_msg("%s", err);
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", f->dir);
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64};
+    rt_kernel_desc *ks = malloc(sizeof(rt_kernel_desc) * d.desc.n_kernels);
+    assert_non_null(ks);
+    for (int what = 0; what < 3; what++) {
+        memcpy(ks, d.desc.kernels, sizeof(rt_kernel_desc) * d.desc.n_kernels);
+        const uint32_t k = d.desc.n_kernels / 2;
+        if (what == 1)
+            ks[k].shared_bytes = UINT32_MAX;
+        if (what == 2)
+            ks[k].invocations = UINT32_MAX;
+        rt_model_desc md = d.desc;
+        md.kernels = ks;
+        rt_engine *e = NULL;
+        int rc = rt_engine_open(&md, &o, &e, err);
+        if (what == 0) { /* as generated: every kernel fits (the copy itself is sound) */
+            if (rc)
+                fail_msg("%s", err);
+            rt_engine_close(e);
+            continue;
+        }
+        assert_int_not_equal(rc, 0);
+        assert_null(e);
+        assert_non_null(strstr(err, ks[k].name));
+        assert_non_null(strstr(err, what == 1 ? "maxComputeSharedMemorySize" : "maxComputeWorkGroupInvocations"));
+    }
+    free(ks);
+    gen_desc_free(&d);
+}
+
 static void test_tiny_q8_head(void **st) { (void)st; check_q8_head(&fixtures[0]); }
 static void test_2b_q8_head(void **st) { (void)st; check_q8_head(&fixtures[1]); }
 static void test_tiny_chain(void **st) { (void)st; check_chain(&fixtures[0]); }
@@ -613,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_tiny_q8_head),
         cmocka_unit_test(test_2b_q8_head),
         cmocka_unit_test(test_llama_variant_vs_reference),
+        cmocka_unit_test(test_device_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

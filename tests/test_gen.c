@@ -402,6 +402,51 @@ static void test_wide_head_not_folded(void **state)
     assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
 }
 
+/* Every kernel's recorded shared-memory bytes and invocations (what the runtime checks
+ * against the device) match its GLSL, read back here independently; and every kernel of
+ * the shipped models fits the 16 KB of shared memory every Vulkan device offers. */
+static void test_kernel_limits(void **state)
+{
+    (void)state;
+    static const char *yamls[] = {"models/bitnet-b1.58-2b.yaml", "models/bitnet-tiny.yaml",
+                                  "models/llama-ternary-tiny.yaml"};
+    static const struct { const char *t; uint32_t bytes; } sizes[] = {
+        {"float", 4}, {"uint", 4}, {"int", 4}, {"vec2", 8}, {"uvec2", 8}, {"ivec2", 8},
+        {"vec4", 16}, {"uvec4", 16}, {"ivec4", 16}};
+    char err[GEN_ERR_LEN] = "";
+    for (size_t y = 0; y < sizeof(yamls) / sizeof(yamls[0]); y++) {
+        load(yamls[y]);
+        gen_desc d;
+        assert_int_equal(gen_desc_build(&model, true, &d, err), 0);
+        for (uint32_t i = 0; i < d.n_kernels; i++) {
+            uint32_t want = 0, wx = 0, wy = 0, wz = 0;
+            for (const char *p = strstr(d.glsl[i], "\nshared "); p; p = strstr(p + 1, "\nshared ")) {
+                char t[16], name[64];
+                unsigned n = 0;
+                assert_int_equal(sscanf(p + 8, "%15s %63[^[][%u];", t, name, &n), 3);
+                uint32_t b = 0;
+                for (size_t j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++)
+                    if (!strcmp(sizes[j].t, t))
+                        b = sizes[j].bytes;
+                if (!b)
+                    fail_msg("%s: shared type %s not in the test's table", d.kernels[i].name, t);
+                want += b * n;
+            }
+            const char *ls = strstr(d.glsl[i], "layout(local_size_x = ");
+            assert_non_null(ls);
+            assert_int_equal(sscanf(ls, "layout(local_size_x = %u, local_size_y = %u, local_size_z = %u)", &wx, &wy,
+                                    &wz), 3);
+            if (d.kernels[i].shared_bytes != want || d.kernels[i].invocations != wx * wy * wz)
+                fail_msg("%s: recorded %u shared bytes, %u invocations; its GLSL declares %u, %u x %u x %u",
+                         d.kernels[i].name, d.kernels[i].shared_bytes, d.kernels[i].invocations, want, wx, wy, wz);
+            if (want > 16384)
+                fail_msg("%s (%s): %u bytes of shared memory, more than the 16384 every device has",
+                         d.kernels[i].name, yamls[y], want);
+        }
+        gen_desc_free(&d);
+    }
+}
+
 static gen_desc d1, d2;
 
 static void test_deterministic_and_shared_kernels(void **state)
@@ -506,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_q8_head_variant),
         cmocka_unit_test(test_wide_head_not_folded),
         cmocka_unit_test(test_too_many_buffers),
+        cmocka_unit_test(test_kernel_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
