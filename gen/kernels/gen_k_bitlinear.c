@@ -164,10 +164,12 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
  * tile's 8 code words per row (wsh, [matrix][word][row], row stride WSTR) and 32
  * activation words per token (ash, [word][token], stride ASTR: the padding keeps a
  * warp's stores in distinct banks); invocation (tx, ty) = (lid % 16, lid / 16) then
- * owns rows tx + 16a and tokens ty + 16b (a, b < 4): 16 int32 sums per matrix, each
+ * owns rows tx + 16a and tokens 4 ty + b (a, b < 4): 16 int32 sums per matrix, each
  * staged word used 4 times from shared memory. Rows past M and tokens past n_tokens
- * read the last row / token (in bounds) and store nothing. Integer sums: the same
- * values as the decode loop, in any order. */
+ * read the last row / token (in bounds) and store nothing; an invocation whose 4
+ * tokens are all past n_tokens skips the products (a 32-lane subgroup holds 8
+ * consecutive tokens, so a short prompt's tile idles whole subgroups instead of
+ * computing 64 tokens). Integer sums: the same values as the decode loop, in any order. */
 static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
 {
     dsl_expr wsh = c->wsh, ash = c->ash;
@@ -205,6 +207,7 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
         dsl_store(k, ash, dsl_add(k, dsl_mul(k, jw, U(ASTR)), t), dsl_load(k, c->q, src));
     }
     dsl_barrier(k);
+    dsl_if(k, dsl_lt(k, dsl_add(k, tok0, dsl_mul(k, ty, U(RT))), n_tok)); /* any of its tokens */
     dsl_expr wl = dsl_for(k, "wl", U(0), U(8), NULL);
     dsl_expr wv[2][RT];
     for (int j = 0; j < nw; j++)
@@ -213,9 +216,10 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
                                                                dsl_add(k, tx, U(j * 8 * WSTR + 16 * a)))));
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr av[RT];
-        dsl_expr abase = dsl_let(k, "ab", dsl_add(k, dsl_mul(k, dsl_add(k, wl, U(8 * gq)), U(ASTR)), ty));
+        dsl_expr abase = dsl_let(k, "ab", dsl_add(k, dsl_mul(k, dsl_add(k, wl, U(8 * gq)), U(ASTR)),
+                                                  dsl_mul(k, ty, U(RT))));
         for (int b = 0; b < RT; b++)
-            av[b] = dsl_let(k, "av", dsl_load(k, ash, dsl_add(k, abase, U(16 * b))));
+            av[b] = dsl_let(k, "av", dsl_load(k, ash, dsl_add(k, abase, U(b))));
         for (int j = 0; j < nw; j++)
             for (int a = 0; a < RT; a++) {
                 dsl_expr code = dsl_let(k, "c", i2s_codes(k, wv[j][a], gq));
@@ -224,11 +228,12 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             }
     }
     dsl_end(k); /* wl */
+    dsl_end(k); /* any token */
     dsl_barrier(k);
     dsl_end(k); /* kb */
 
     for (int b = 0; b < RT; b++) {
-        dsl_expr t = dsl_let(k, "tok", dsl_add(k, tok0, dsl_add(k, ty, U(16 * b))));
+        dsl_expr t = dsl_let(k, "tok", dsl_add(k, tok0, dsl_add(k, dsl_mul(k, ty, U(RT)), U(b))));
         dsl_if(k, dsl_lt(k, t, n_tok));
         dsl_expr qs1 = dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1)));
         dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, qs1, DSL_I32));
