@@ -34,12 +34,15 @@ static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
     return n == 4 ? dsl_vec4(k, e[0], e[1], e[2], e[3]) : n == 2 ? dsl_vec2(k, e[0], e[1]) : e[0];
 }
 
-/* What the row loop of the LM head accumulates from one table word. */
+/* The LM head's row loop: what it reads, and accumulates from one table word. */
 typedef struct {
-    bool q8, f16, norm;
-    int TT, per_word;
-    dsl_expr W, x, xs; /* table words; input rows (f32) or the staged normed row (norm) */
-    dsl_expr v, DW, SW, sbase; /* the vocabulary row; words (and Q8_0 scale words) per row */
+    bool q8, f16, norm, decode, blocked; /* blocked: 4 words per lane and step */
+    int TT, per_word, dim;
+    dsl_expr W, W4, x, xs, y; /* table words (W4: uvec4 view, decode); input rows (f32) or the
+                                 staged normed row (norm); logits */
+    dsl_expr v, D, DW, SW, sbase; /* the vocabulary row; width, words (and Q8_0 scale words) per row */
+    dsl_expr vocab, lane, sgs, t_first, t_end; /* tokens t_first .. t_end - 1 wanted */
+    dsl_expr best, bidx;       /* argmax (decode): this invocation's best logit and row, else NULL */
     dsl_expr *acc, *xrow;      /* per token of the tile: f32 sum, offset of its input row */
 } head_row;
 
@@ -84,12 +87,68 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
     }
 }
 
+/* Row r->v's logits for the TT tokens t0 .. t0 + TT - 1 (rows past t_end - 1 read the
+ * last one and store nothing); with best, the argmax bookkeeping. */
+static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
+{
+    const bool decode = r->decode;
+    dsl_expr acc[GEN_TOKEN_TILE], xrow[GEN_TOKEN_TILE];
+    for (int tt = 0; tt < TT; tt++) {
+        char vn[16];
+        snprintf(vn, sizeof(vn), "acc%d", tt);
+        acc[tt] = dsl_var(k, vn, DSL_F32, F(0));
+        snprintf(vn, sizeof(vn), "xrow%d", tt);
+        dsl_expr t = TT == 1 ? t0 : dsl_min(k, dsl_add(k, t0, U(tt)), dsl_sub(k, r->t_end, U(1)));
+        xrow[tt] = r->norm ? NULL : dsl_let(k, vn, dsl_mul(k, t, r->D)); /* norm: the row is in xs */
+    }
+    r->TT = TT;
+    r->acc = acc;
+    r->xrow = xrow;
+    dsl_expr v = r->v, W = r->W, DW = r->DW;
+    if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
+        dsl_expr DW4 = dsl_const_u32(k, "DW4", r->dim / r->per_word / 4);
+        for (int vec = decode; vec >= 0; vec--) {
+            if (vec)
+                dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));
+            dsl_expr u = dsl_for(k, "u", r->lane, DW4, r->sgs);
+            dsl_expr w0 = dsl_let(k, "w0", dsl_mul(k, u, U(4)));
+            dsl_expr w4 = vec ? dsl_let(k, "wv4", dsl_load(k, r->W4, dsl_add(k, dsl_mul(k, v, DW4), u))) : NULL;
+            dsl_expr d = r->q8 ? q8_scale(k, r, w0) : NULL; /* the 4 words share a Q8_0 block */
+            for (int c = 0; c < 4; c++) {
+                dsl_expr w = c ? dsl_add(k, w0, U(c)) : w0;
+                head_word(k, r, vec ? dsl_comp(k, w4, c) : dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, d);
+            }
+            dsl_end(k); /* u */
+            if (vec)
+                dsl_else(k);
+        }
+        if (decode)
+            dsl_end(k);
+    } else {
+        dsl_expr w = dsl_for(k, "w", r->lane, DW, r->sgs);
+        head_word(k, r, dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, NULL);
+        dsl_end(k); /* w */
+    }
+    for (int tt = 0; tt < TT; tt++) {
+        dsl_expr tot = dsl_subgroup_add(k, acc[tt]);
+        dsl_expr t = tt ? dsl_add(k, t0, U(tt)) : t0;
+        dsl_if(k, dsl_and(k, dsl_eq(k, r->lane, U(0)), dsl_lt(k, t, r->t_end)));
+        dsl_store(k, r->y, dsl_add(k, dsl_mul(k, dsl_sub(k, t, r->t_first), r->vocab), v), tot);
+        if (r->best) {
+            dsl_if(k, dsl_gt(k, tot, r->best));
+            dsl_assign(k, r->best, tot);
+            dsl_assign(k, r->bidx, v);
+            dsl_end(k);
+        }
+        dsl_end(k);
+    }
+}
+
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool q8 = kop->q8, f16 = !q8 && tab->type == GEN_T_F16;
-    const int TT = decode ? 1 : GEN_TOKEN_TILE;
     if (q8 && dim % RT_Q8_ROW_MULTIPLE) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
                  kop->loc.line, kop->loc.col, dim, RT_Q8_ROW_MULTIPLE);
@@ -179,57 +238,21 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, vocab));
-    dsl_expr t0 = decode ? U(0) : dsl_for(k, "t0", t_first, t_end, U(TT));
-    dsl_expr acc[GEN_TOKEN_TILE], xrow[GEN_TOKEN_TILE];
-    for (int tt = 0; tt < TT; tt++) {
-        char vn[16];
-        snprintf(vn, sizeof(vn), "acc%d", tt);
-        acc[tt] = dsl_var(k, vn, DSL_F32, F(0));
-        snprintf(vn, sizeof(vn), "xrow%d", tt);
-        dsl_expr t = decode ? U(0) : dsl_min(k, dsl_add(k, t0, U(tt)), dsl_sub(k, t_end, U(1)));
-        xrow[tt] = norm ? NULL : dsl_let(k, vn, dsl_mul(k, t, D)); /* norm: the row is in xs */
-    }
-    head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .TT = TT, .per_word = per_word, .W = W, .x = x, .xs = xs,
-                  .v = v, .DW = DW, .SW = SW, .sbase = sbase, .acc = acc, .xrow = xrow};
-    if (blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
-        dsl_expr DW4 = dsl_const_u32(k, "DW4", dim / per_word / 4);
-        for (int vec = decode; vec >= 0; vec--) {
-            if (vec)
-                dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));
-            dsl_expr u = dsl_for(k, "u", lane, DW4, sgs);
-            dsl_expr w0 = dsl_let(k, "w0", dsl_mul(k, u, U(4)));
-            dsl_expr w4 = vec ? dsl_let(k, "wv4", dsl_load(k, W4, dsl_add(k, dsl_mul(k, v, DW4), u))) : NULL;
-            dsl_expr d = q8 ? q8_scale(k, &r, w0) : NULL; /* the 4 words share a Q8_0 block */
-            for (int c = 0; c < 4; c++) {
-                dsl_expr w = c ? dsl_add(k, w0, U(c)) : w0;
-                head_word(k, &r, vec ? dsl_comp(k, w4, c) : dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, d);
-            }
-            dsl_end(k); /* u */
-            if (vec)
-                dsl_else(k);
-        }
-        if (decode)
-            dsl_end(k);
-    } else {
-        dsl_expr w = dsl_for(k, "w", lane, DW, sgs);
-        head_word(k, &r, dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, NULL);
-        dsl_end(k); /* w */
-    }
-    for (int tt = 0; tt < TT; tt++) {
-        dsl_expr tot = dsl_subgroup_add(k, acc[tt]);
-        dsl_expr t = decode ? U(0) : dsl_add(k, t0, U(tt));
-        dsl_if(k, dsl_and(k, dsl_eq(k, lane, U(0)), dsl_lt(k, t, t_end)));
-        dsl_store(k, y, dsl_add(k, dsl_mul(k, dsl_sub(k, t, t_first), vocab), v), tot);
-        if (amax) {
-            dsl_if(k, dsl_gt(k, tot, best));
-            dsl_assign(k, best, tot);
-            dsl_assign(k, bidx, v);
-            dsl_end(k);
-        }
+    head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .decode = decode, .blocked = blocked, .per_word = per_word,
+                  .dim = dim, .W = W, .W4 = W4, .x = x, .xs = xs, .y = y, .v = v, .D = D, .DW = DW, .SW = SW,
+                  .sbase = sbase, .vocab = vocab, .lane = lane, .sgs = sgs, .t_first = t_first, .t_end = t_end,
+                  .best = best, .bidx = bidx};
+    if (decode) {
+        head_tokens(k, &r, 1, U(0));
+    } else { /* one row wanted (generation: the last token's): no tile of 8 copies of it */
+        dsl_if(k, dsl_eq(k, dsl_sub(k, t_end, t_first), U(1)));
+        head_tokens(k, &r, 1, t_first);
+        dsl_else(k);
+        dsl_expr t0 = dsl_for(k, "t0", t_first, t_end, U(GEN_TOKEN_TILE));
+        head_tokens(k, &r, GEN_TOKEN_TILE, t0);
+        dsl_end(k); /* t0 */
         dsl_end(k);
     }
-    if (!decode)
-        dsl_end(k); /* t0 */
     dsl_end(k);     /* rl */
     dsl_end(k);     /* vb */
     if (amax)
