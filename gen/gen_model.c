@@ -130,8 +130,9 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, gen_hparams *hp)
     if (hp->n_heads % hp->n_kv_heads)
         return gen_yaml_fail(y, gen_yaml_get(y, n, "n_kv_heads"), "n_heads (%d) is not a multiple of n_kv_heads (%d)",
                              hp->n_heads, hp->n_kv_heads);
-    if (hp->head_dim % 2)
-        return gen_yaml_fail(y, gen_yaml_get(y, n, "head_dim"), "head_dim (%d) must be even", hp->head_dim);
+    if (hp->head_dim % 8) /* the attention reads q and K rows 8 elements (16 bytes of F16) at a time */
+        return gen_yaml_fail(y, gen_yaml_get(y, n, "head_dim"), "head_dim (%d) must be a multiple of 8",
+                             hp->head_dim);
     yaml_node_t *rope = gen_yaml_need(y, n, "rope", w);
     if (!rope || parse_rope(y, rope, hp))
         return -1;

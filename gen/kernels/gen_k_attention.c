@@ -57,34 +57,21 @@ static dsl_expr f16_round(dsl_kernel *k, dsl_expr v)
     return dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, v, F(0)))), 0);
 }
 
-/* Shared bytes of a workgroup serving R query rows: scores (f32), q (F16 pairs when
- * packed, else f32) and the chunk maxima. */
-static int attn_shared_bytes(int R, int hd, bool qpack)
+/* Shared bytes of a workgroup serving R query rows: scores (f32), q (F16 pairs) and
+ * the chunk maxima. */
+static int attn_shared_bytes(int R, int hd)
 {
-    return R * hd * 4 + R * hd * (qpack ? 2 : 4) + R * 4;
+    return R * hd * (4 + 2) + R * 4;
 }
 
-/* dot[r] += qsh[r * hd + d] * key[base + d] over d < HD (the constant hd), for the R rows */
-static void score_dots(dsl_kernel *k, dsl_expr qsh, dsl_expr key, dsl_expr base, bool to_f32, int R, dsl_expr HD,
+/* dot[r] += q_r[d] * key[base + d] over d < hd, for the R rows: q packed as F16 pairs
+ * (qsh4: uvec4 [R][hd / 8], 8 halves a load), the key read 8 elements a step: key4 is
+ * a uvec4 view of the F16 cache (one load) or a vec4 view of the F32 one (two loads);
+ * with key4 NULL, `key` is an f32 array read element by element (the folded kv write's
+ * row in shared memory). base (elements) is a multiple of 8 (the model loader makes
+ * head_dim one). Per row the products are summed in the order d = 0, 1, ... */
+static void score_dots(dsl_kernel *k, dsl_expr qsh4, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16, int R,
                        int hd, const dsl_expr *dot)
-{
-    dsl_expr d = dsl_for(k, "d", U(0), HD, NULL);
-    dsl_expr kv = dsl_load(k, key, dsl_add(k, base, d));
-    if (to_f32 || R > 1)
-        kv = dsl_let(k, "kv", to_f32 ? dsl_cast(k, kv, DSL_F32) : kv);
-    for (int r = 0; r < R; r++)
-        dsl_add_to(k, dot[r], dsl_mul(k, dsl_load(k, qsh, dsl_add(k, U((uint64_t)r * hd), d)), kv));
-    dsl_end(k);
-}
-
-/* score_dots with q packed as F16 pairs (qsh4: uvec4 [R][hd / 8], 8 halves a load) and
- * the key read 8 elements a step: key4 is a uvec4 view of the F16 cache (one load) or
- * a vec4 view of the F32 one (two loads); with key4 NULL, `key` is an f32 array read
- * element by element (the folded kv write's row in shared memory). base (elements) is a
- * multiple of 8. Per row the products are summed in the order d = 0, 1, ..: the same
- * bits as score_dots, in 8x fewer q loads and 8x (4x) fewer key loads. */
-static void score_dots_packed(dsl_kernel *k, dsl_expr qsh4, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16,
-                              int R, int hd, const dsl_expr *dot)
 {
     dsl_expr kb = key4 ? dsl_let(k, "kb4", dsl_shr(k, base, U(f16 ? 3 : 2))) : base;
     dsl_expr d = dsl_for(k, "d", U(0), U((uint32_t)(hd / 8)), NULL);
@@ -160,13 +147,10 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     const int S = decode ? kop->splits : 0;
     const int G = group <= MAX_GROUP ? group : 1; /* query heads per workgroup */
     const uint32_t columns = (uint32_t)(G > 1 ? hp->n_kv_heads : hp->n_heads); /* workgroups along axis 0 */
-    /* q kept as F16 pairs and K rows read 16 bytes at a time where every row slice
-     * starts 16-byte aligned */
-    const bool qpack = hd % 8 == 0 && KVD % 8 == 0;
     int T = 1; /* tokens per workgroup: prefill tiles of T tokens share each K and V load */
     if (!S) {
         T = MAX_ROWS / G;
-        while (T > 1 && attn_shared_bytes(T * G, hd, qpack) > SHARED_BUDGET)
+        while (T > 1 && attn_shared_bytes(T * G, hd) > SHARED_BUDGET)
             T--;
     }
     const int R = T * G; /* query rows: row r = token r / G of the tile, head r % G of the group */
@@ -199,7 +183,13 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
-    dsl_expr kc4 = qpack ? dsl_buffer_view(k, "kcache4", kc, f16 ? DSL_UVEC4 : DSL_VEC4) : NULL;
+    if (hd % 8) { /* gen_model refuses such a head_dim */
+        snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 8", kop->label, hd);
+        dsl_kernel_free(k);
+        return -1;
+    }
+    /* K rows read 16 bytes at a time (every row slice starts 16-byte aligned) */
+    dsl_expr kc4 = dsl_buffer_view(k, "kcache4", kc, f16 ? DSL_UVEC4 : DSL_VEC4);
     dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, merge ? kop->part : kop->out);
     dsl_expr yout = NULL, sync = NULL;
@@ -221,10 +211,9 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         lb = gen_last_bind(k, g, kop, out, sync); /* merge bound the counters */
 
     dsl_expr HD = dsl_const_u32(k, "HD", hd);
-    /* q of the R rows (F16-rounded; uvec4 of 8 halves when packed), the chunk's
-     * probabilities (also q's f32 staging before packing) and maxima */
-    dsl_expr qsh = qpack ? dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8))
-                         : dsl_shared(k, "qsh", DSL_F32, (uint32_t)(R * hd));
+    /* q of the R rows (F16-rounded, uvec4 of 8 halves), the chunk's probabilities
+     * (also q's f32 staging before packing) and maxima */
+    dsl_expr qsh = dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8));
     const int P = sc_lanes(R);
     dsl_expr sc = dsl_shared(k, "sc", P == 4 ? DSL_VEC4 : P == 2 ? DSL_VEC2 : DSL_F32, (uint32_t)(R * hd / P));
     dsl_expr mkey = dsl_shared(k, "mkey", DSL_U32, (uint32_t)R); /* order-preserving keys */
@@ -271,10 +260,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             } else {
                 qv = qr;
             }
-            if (qpack)
-                dsl_assign(k, sc_at(k, sc, lid, tt * G + hh, R), f16_round(k, qv));
-            else
-                dsl_store(k, qsh, dsl_add(k, U((uint64_t)(tt * G + hh) * hd), lid), f16_round(k, qv));
+            dsl_assign(k, sc_at(k, sc, lid, tt * G + hh, R), f16_round(k, qv));
         }
     }
     {
@@ -283,7 +269,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         dsl_end(k);
     }
     dsl_barrier(k);
-    if (qpack) { /* 8 halves per uvec4 (exact: the values are F16 already); m = block, rows / P */
+    { /* 8 halves per uvec4 (exact: the values are F16 already); m = block, rows / P */
         dsl_expr m = dsl_for(k, "m", lid, U((uint32_t)(hd / 8 * (R / P))), HD);
         dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, U((uint32_t)(R / P))));
         dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, U((uint32_t)(R / P))));
@@ -357,17 +343,11 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             dot[r] = dsl_var(k, "dot", DSL_F32, F(0));
         if (kvw) { /* key pos: from shared (knew == the cache row, read back) */
             dsl_if(k, dsl_eq(k, j, pos));
-            if (qpack)
-                score_dots_packed(k, qsh, NULL, knew, U(0), false, R, hd, dot);
-            else
-                score_dots(k, qsh, knew, U(0), false, R, HD, hd, dot);
+            score_dots(k, qsh, NULL, knew, U(0), false, R, hd, dot);
             dsl_else(k);
         }
         dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(KVD)), kvoff));
-        if (qpack)
-            score_dots_packed(k, qsh, kc4, NULL, kb, f16, R, hd, dot);
-        else
-            score_dots(k, qsh, kc, kb, f16, R, HD, hd, dot);
+        score_dots(k, qsh, kc4, NULL, kb, f16, R, hd, dot);
         if (kvw)
             dsl_end(k);
         for (int r = 0; r < R; r++) {
