@@ -24,13 +24,14 @@
 #define DEC_RUNS 7
 #define DEC_STEPS 8        /* tokens per decode run */
 #define PROMPT_RUNS 3
+#define N_PROMPTS 3
 
 typedef struct {
     char device[256], driver[256], dev_type[16];
     int layers, vocab, n_ctx;
     double dec_ms, dec_tps;
     double chain_ms;       /* decode ms/token in greedy chains of DEC_STEPS (one submission each) */
-    double prompt_tps[2];  /* 128, 512; < 0: skipped */
+    double prompt_tps[N_PROMPTS]; /* prompt_sizes; < 0: skipped */
     double long_ms[2];     /* decode ms/token at the long contexts; < 0: skipped */
     uint32_t dispatches, barriers;
     uint64_t bytes;
@@ -40,7 +41,8 @@ typedef struct {
     bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
 } bench_result;
 
-static const int prompt_sizes[2] = {128, 512};
+/* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
+static const int prompt_sizes[N_PROMPTS] = {16, 128, 512};
 static const int long_ctx[2] = {2048, 4096};
 #define LONG_RUNS 3
 
@@ -280,7 +282,7 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
     }
     if (o->profile) rt_engine_print_profile(e); /* on stderr: stdout stays one JSON line with --json */
     /* prompt processing */
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < N_PROMPTS; p++) {
         int n = prompt_sizes[p];
         r->prompt_tps[p] = -1;
         if (n > r->n_ctx) continue;
@@ -333,7 +335,7 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
         json_str("device_type", r->dev_type, true);
         printf("\"decode_context\":%d,\"decode_tok_s\":%.3f,\"decode_ms_per_token\":%.4f,", DEC_POS, r->dec_tps,
                r->dec_ms);
-        for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < N_PROMPTS; p++) {
             if (r->prompt_tps[p] < 0) printf("\"prompt%d_tok_s\":null,", prompt_sizes[p]);
             else printf("\"prompt%d_tok_s\":%.3f,", prompt_sizes[p], r->prompt_tps[p]);
         }
@@ -366,9 +368,10 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
         else printf("decode @%d: %.2f tok/s, %.3f ms/token (%.0f%% of the speed at %d)\n", long_ctx[c],
                     1000.0 / r->long_ms[c], r->long_ms[c], 100.0 * r->dec_ms / r->long_ms[c], DEC_POS);
     }
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < N_PROMPTS; p++) {
         if (r->prompt_tps[p] < 0) printf("prompt %3d:  skipped (context %d)\n", prompt_sizes[p], r->n_ctx);
-        else printf("prompt %3d:  %.1f tok/s (median of %d)\n", prompt_sizes[p], r->prompt_tps[p], PROMPT_RUNS);
+        else printf("prompt %3d:  %.1f tok/s, first token after %.1f ms (median of %d)\n", prompt_sizes[p],
+                    r->prompt_tps[p], prompt_sizes[p] * 1000.0 / r->prompt_tps[p], PROMPT_RUNS);
     }
     printf("per token:   %u dispatches, %u barriers, %.2f MB read\n", r->dispatches, r->barriers, r->bytes / 1e6);
     printf("bandwidth:   %.2f GB/s achieved; device copy %.2f GB/s (read+write); ratio %.1f%%\n", r->achieved_gbs,

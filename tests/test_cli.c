@@ -628,6 +628,8 @@ static void test_bench(void **state)
     assert_int_equal(r.out[0], '{');
     assert_non_null(strstr(r.out, "\"decode_tok_s\":"));
     assert_non_null(strstr(r.out, "\"prompt512_tok_s\":null")); /* tiny context is 256 */
+    assert_non_null(strstr(r.out, "\"prompt16_tok_s\":"));
+    assert_null(strstr(r.out, "\"prompt16_tok_s\":null"));
     assert_non_null(strstr(r.out, "\"copy_gbs\":"));
     assert_non_null(strstr(r.out, "\"native_int_dot\":"));
     assert_non_null(strstr(r.out, "\"decode4096_tok_s\":null")); /* needs a 4096-token context */
