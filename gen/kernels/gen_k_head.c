@@ -37,10 +37,11 @@ static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
 /* The LM head's row loop: what it reads, and accumulates from one table word. */
 typedef struct {
     bool q8, f16, norm, decode, blocked; /* blocked: 4 words per lane and step */
-    int TT, per_word, dim;
+    int TT, per_word;
     dsl_expr W, W4, x, xs, y; /* table words (W4: uvec4 view, decode); input rows (f32) or the
                                  staged normed row (norm); logits */
-    dsl_expr v, D, DW, SW, sbase; /* the vocabulary row; width, words (and Q8_0 scale words) per row */
+    dsl_expr v, D, DW, DW4, SW, sbase; /* the vocabulary row; width, words (blocked: 4-word
+                                          steps; Q8_0: scale words) per row */
     dsl_expr vocab, lane, sgs, t_first, t_end; /* tokens t_first .. t_end - 1 wanted */
     dsl_expr best, bidx;       /* argmax (decode): this invocation's best logit and row, else NULL */
     dsl_expr *acc, *xrow;      /* per token of the tile: f32 sum, offset of its input row */
@@ -104,9 +105,8 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
     r->TT = TT;
     r->acc = acc;
     r->xrow = xrow;
-    dsl_expr v = r->v, W = r->W, DW = r->DW;
+    dsl_expr v = r->v, W = r->W, DW = r->DW, DW4 = r->DW4;
     if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
-        dsl_expr DW4 = dsl_const_u32(k, "DW4", r->dim / r->per_word / 4);
         for (int vec = decode; vec >= 0; vec--) {
             if (vec)
                 dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));
@@ -239,7 +239,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, vocab));
     head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .decode = decode, .blocked = blocked, .per_word = per_word,
-                  .dim = dim, .W = W, .W4 = W4, .x = x, .xs = xs, .y = y, .v = v, .D = D, .DW = DW, .SW = SW,
+                  .W = W, .W4 = W4, .x = x, .xs = xs, .y = y, .v = v, .D = D, .DW = DW, .SW = SW,
+                  .DW4 = blocked ? dsl_const_u32(k, "DW4", dim / per_word / 4) : NULL,
                   .sbase = sbase, .vocab = vocab, .lane = lane, .sgs = sgs, .t_first = t_first, .t_end = t_end,
                   .best = best, .bidx = bidx};
     if (decode) {

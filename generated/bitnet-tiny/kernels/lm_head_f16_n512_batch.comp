@@ -22,7 +22,6 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 const uint D = 512u;
 const uint DW = 256u;
 const uint DW4 = 64u;
-const uint DW41 = 64u;
 
 void main()
 {
@@ -73,7 +72,7 @@ void main()
                     uint xrow6 = min(t0 + 6u, dyn.n_tokens - 1u) * D;
                     float acc7 = 0.0;
                     uint xrow7 = min(t0 + 7u, dyn.n_tokens - 1u) * D;
-                    for (uint u1 = gl_SubgroupInvocationID; u1 < DW41; u1 += gl_SubgroupSize) {
+                    for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
                         uint w01 = u1 * 4u;
                         vec2 p4 = unpackHalf2x16(pc.w.d[(v * DW) + w01]);
                         uint i04 = w01 * 2u;

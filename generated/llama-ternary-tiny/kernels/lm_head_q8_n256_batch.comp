@@ -23,7 +23,6 @@ const uint D = 256u;
 const uint DW = 64u;
 const uint SW = 4u;
 const uint DW4 = 16u;
-const uint DW41 = 16u;
 
 void main()
 {
@@ -81,7 +80,7 @@ void main()
                     uint xrow6 = min(t0 + 6u, dyn.n_tokens - 1u) * D;
                     float acc7 = 0.0;
                     uint xrow7 = min(t0 + 7u, dyn.n_tokens - 1u) * D;
-                    for (uint u1 = gl_SubgroupInvocationID; u1 < DW41; u1 += gl_SubgroupSize) {
+                    for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
                         uint w01 = u1 * 4u;
                         vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
                         float d2 = (((w01 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
