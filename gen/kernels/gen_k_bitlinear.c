@@ -53,6 +53,7 @@ typedef struct {
     dsl_expr wsh, ash; /* prefill: the tile's staged code and activation words (shared) */
     dsl_expr vec, q4;  /* decode with a global Q8 input: the GEMV_VEC specialization constant
                         * and the codes as uvec4; else NULL (4-byte loads only) */
+    dsl_expr KV4;      /* with vec: uvec4 steps (4 code words) per row */
 } bl_ctx;
 
 /* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
@@ -109,7 +110,7 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
         acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
     if (c->vec) { /* GEMV_VEC: 16-byte loads, 4 code words (64 weights) per lane and step */
         dsl_if(k, dsl_ne(k, c->vec, U(0)));
-        dsl_expr KV4 = dsl_const_u32(k, "KV4", (uint32_t)c->K / 64);
+        dsl_expr KV4 = c->KV4;
         dsl_expr w4 = dsl_for(k, "w4", lane, KV4, sgs);
         dsl_expr wd4[2];
         for (int j = 0; j < nw; j++)
@@ -327,6 +328,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         static const char *const wn4[GEN_KOP_MAX_PARTS] = {"w4", "w14", "w24"};
         c.vec = dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0);
         c.q4 = dsl_buffer_view(k, "q4", c.q, DSL_UVEC4);
+        c.KV4 = dsl_const_u32(k, "KV4", (uint32_t)K / 64);
         for (int p = 0; p < (glu ? 2 : np); p++)
             W4[p] = dsl_buffer_view(k, glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
     }

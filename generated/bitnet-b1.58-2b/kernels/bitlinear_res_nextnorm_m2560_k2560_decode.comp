@@ -38,10 +38,10 @@ shared uint arrived[1];
 shared int redi[256];
 
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint KV4 = 40u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 2560u;
-const uint KV4 = 40u;
 const uint NW = 640u;
 
 #ifdef DSL_NATIVE_DOT

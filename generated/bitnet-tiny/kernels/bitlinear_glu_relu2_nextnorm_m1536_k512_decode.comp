@@ -41,10 +41,10 @@ shared uint arrived[1];
 shared int redi[256];
 
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint KV4 = 8u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M = 1536u;
-const uint KV4 = 8u;
 const uint NW = 384u;
 
 #ifdef DSL_NATIVE_DOT

@@ -39,10 +39,10 @@ shared uint arrived[1];
 shared int redi[256];
 
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint KV4 = 24u;
 const uint K4 = 384u;
 const uint KW = 96u;
 const uint M = 512u;
-const uint KV4 = 24u;
 const uint NW = 128u;
 
 #ifdef DSL_NATIVE_DOT

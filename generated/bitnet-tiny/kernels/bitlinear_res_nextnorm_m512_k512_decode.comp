@@ -38,10 +38,10 @@ shared uint arrived[1];
 shared int redi[256];
 
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint KV4 = 8u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M = 512u;
-const uint KV4 = 8u;
 const uint NW = 128u;
 
 #ifdef DSL_NATIVE_DOT

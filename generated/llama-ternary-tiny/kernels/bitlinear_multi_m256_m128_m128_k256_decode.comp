@@ -36,14 +36,12 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint KV4 = 4u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M0 = 256u;
-const uint KV4 = 4u;
 const uint M1 = 128u;
-const uint KV41 = 4u;
 const uint M2 = 128u;
-const uint KV42 = 4u;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -125,8 +123,8 @@ void main()
                 if (row1 >= M1) break;
                 int acc1 = 0;
                 if (GEMV_VEC != 0u) {
-                    for (uint w42 = gl_SubgroupInvocationID; w42 < KV41; w42 += gl_SubgroupSize) {
-                        uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV41) + w42];
+                    for (uint w42 = gl_SubgroupInvocationID; w42 < KV4; w42 += gl_SubgroupSize) {
+                        uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV4) + w42];
                         uint qb41 = ((w42 >> 1u) * 8u) + (w42 & 1u);
                         uvec4 a44 = Buf_q4(pc.q).d[qb41 + 0u];
                         acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
@@ -178,8 +176,8 @@ void main()
                 if (row2 >= M2) break;
                 int acc2 = 0;
                 if (GEMV_VEC != 0u) {
-                    for (uint w43 = gl_SubgroupInvocationID; w43 < KV42; w43 += gl_SubgroupSize) {
-                        uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV42) + w43];
+                    for (uint w43 = gl_SubgroupInvocationID; w43 < KV4; w43 += gl_SubgroupSize) {
+                        uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV4) + w43];
                         uint qb42 = ((w43 >> 1u) * 8u) + (w43 & 1u);
                         uvec4 a48 = Buf_q4(pc.q).d[qb42 + 0u];
                         acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);

@@ -39,10 +39,10 @@ shared uint arrived[1];
 shared int redi[256];
 
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint KV4 = 12u;
 const uint K4 = 192u;
 const uint KW = 48u;
 const uint M = 256u;
-const uint KV4 = 12u;
 const uint NW = 64u;
 
 #ifdef DSL_NATIVE_DOT

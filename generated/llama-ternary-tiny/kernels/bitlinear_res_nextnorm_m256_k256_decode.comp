@@ -38,10 +38,10 @@ shared uint arrived[1];
 shared int redi[256];
 
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint KV4 = 4u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 256u;
-const uint KV4 = 4u;
 const uint NW = 64u;
 
 #ifdef DSL_NATIVE_DOT
