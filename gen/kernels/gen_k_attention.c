@@ -16,7 +16,8 @@
  * row's sums are the bits a one-token workgroup would compute.
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
- * its partner (gen_rope_elem, the ROPE kernel's code) before the F16 rounding.
+ * its partner (the ROPE kernel's code, the angle computed once per token for all the
+ * heads of the row: gen_rope_angle / gen_rope_apply) before the F16 rounding.
  *
  * Split-K decode (kop->splits = S, flash decoding): workgroup (g, s) serves all the
  * query heads of KV head g (GQA: each K and V element is read once for the group,
@@ -244,8 +245,10 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, kvh, U(G)), U(hh))) : w0;
     /* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
      * rounded to F16; rows of tokens past the step's stay 0 */
+    gen_rope_rot rot = {0}; /* the rotation of this lane's dim at the token's position, for every head */
     for (int tt = 0; tt < T; tt++) {
-        dsl_expr posv = kop->rope ? dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), tok[tt])) : NULL;
+        if (kop->rope)
+            rot = gen_rope_angle(k, hp, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), tok[tt])));
         for (int hh = 0; hh < G; hh++) {
             dsl_expr e = dsl_add(k, dsl_mul(k, head[hh], HD), lid), qv;
             dsl_expr qb = dsl_mul(k, tok[tt], U(QD));
@@ -253,7 +256,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
                 qv = dsl_var(k, "qv", DSL_F32, F(0));
                 dsl_if(k, live[tt]);
             }
-            dsl_expr qr = kop->rope ? gen_rope_elem(k, hp, q, qb, e, posv) : dsl_load(k, q, dsl_add(k, qb, e));
+            dsl_expr qr = kop->rope ? gen_rope_apply(k, hp, &rot, q, qb, e) : dsl_load(k, q, dsl_add(k, qb, e));
             if (T > 1) {
                 dsl_assign(k, qv, qr);
                 dsl_end(k);
@@ -312,7 +315,10 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         vnew = dsl_shared(k, "vnew", DSL_F32, (uint32_t)hd);
         dsl_if(k, dsl_and(k, dsl_le(k, lo, pos), dsl_lt(k, pos, hi)));
         dsl_expr e = dsl_let(k, "e", dsl_add(k, kvoff, lid));
-        dsl_expr kr = kop->kv_rope ? gen_rope_elem(k, hp, kin, U(0), e, pos) : dsl_load(k, kin, e);
+        /* k sits at pos too (decode: one token): the q rotation's angle when q was rotated here */
+        dsl_expr kr = !kop->kv_rope ? dsl_load(k, kin, e)
+                      : kop->rope   ? gen_rope_apply(k, hp, &rot, kin, U(0), e)
+                                    : gen_rope_elem(k, hp, kin, U(0), e, pos);
         dsl_expr vr = dsl_let(k, "vr", dsl_load(k, vin, e));
         if (G == 1 && group > 1)
             dsl_if(k, dsl_eq(k, dsl_mod(k, w0, U(group)), U(0)));

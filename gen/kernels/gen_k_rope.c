@@ -15,20 +15,18 @@
 
 #define WG 256
 
-/* Rotated (or copied) element e (within a row) of vector x at row base `base`. */
-dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e,
-                          dsl_expr pos)
+gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr d, dsl_expr pos)
 {
-    const int hd = hp->head_dim, rd = hp->rope_dims, half = rd / 2;
+    const int rd = hp->rope_dims, half = rd / 2;
     const bool neox = hp->rope_style == GEN_ROPE_NEOX;
-    dsl_expr d = dsl_let(k, "d", dsl_mod(k, e, U(hd)));
-    dsl_expr out = dsl_var(k, "r", DSL_F32, dsl_load(k, x, dsl_add(k, base, e)));
-    dsl_if(k, dsl_lt(k, d, U(rd)));
-    /* pair index i, partner element, and whether e is the first of its pair */
-    dsl_expr first = dsl_let(k, "first", neox ? dsl_lt(k, d, U(half)) : dsl_eq(k, dsl_band(k, d, U(1)), U(0)));
-    dsl_expr i = dsl_let(k, "pi", neox ? dsl_select(k, first, d, dsl_sub(k, d, U(half))) : dsl_shr(k, d, U(1)));
-    dsl_expr off = U(neox ? half : 1);
-    dsl_expr partner = dsl_let(k, "pe", dsl_select(k, first, dsl_add(k, e, off), dsl_sub(k, e, off)));
+    gen_rope_rot r;
+    r.d = dsl_let(k, "d", d);
+    r.cs = dsl_var(k, "cs", DSL_F32, F(1));
+    r.sn = dsl_var(k, "sn", DSL_F32, F(0));
+    /* whether d is the first of its pair; past rope_dims: copied */
+    r.first = dsl_let(k, "first", neox ? dsl_lt(k, r.d, U(half)) : dsl_eq(k, dsl_band(k, r.d, U(1)), U(0)));
+    dsl_if(k, dsl_lt(k, r.d, U(rd)));
+    dsl_expr i = dsl_let(k, "pi", neox ? dsl_select(k, r.first, r.d, dsl_sub(k, r.d, U(half))) : dsl_shr(k, r.d, U(1)));
     dsl_expr theta = dsl_var(k, "theta", DSL_F32, dsl_cast(k, pos, DSL_F32));
     dsl_expr j = dsl_for(k, "j", U(0), i, NULL);
     (void)j;
@@ -37,13 +35,33 @@ dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_exp
     dsl_expr kq = dsl_let(k, "kq", dsl_round_even(k, dsl_mul(k, theta, F(0.15915494309189535))));
     dsl_expr red = dsl_let(k, "th", dsl_sub(k, dsl_sub(k, theta, dsl_mul(k, kq, F(6.28125))),
                                             dsl_mul(k, kq, F(0.0019353071795864769))));
-    dsl_expr c = dsl_let(k, "cs", dsl_cos(k, red)), s = dsl_let(k, "sn", dsl_sin(k, red));
+    dsl_assign(k, r.cs, dsl_cos(k, red));
+    dsl_assign(k, r.sn, dsl_sin(k, red));
+    dsl_end(k);
+    return r;
+}
+
+dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot *r, dsl_expr x, dsl_expr base,
+                        dsl_expr e)
+{
+    const int rd = hp->rope_dims;
+    dsl_expr off = U(hp->rope_style == GEN_ROPE_NEOX ? rd / 2 : 1);
+    dsl_expr out = dsl_var(k, "r", DSL_F32, dsl_load(k, x, dsl_add(k, base, e)));
+    dsl_if(k, dsl_lt(k, r->d, U(rd)));
+    dsl_expr partner = dsl_let(k, "pe", dsl_select(k, r->first, dsl_add(k, e, off), dsl_sub(k, e, off)));
     dsl_expr xp = dsl_let(k, "xp", dsl_load(k, x, dsl_add(k, base, partner)));
     /* first: x*cos - xp*sin ; second: xp*sin + x*cos (xp is then the first element) */
-    dsl_assign(k, out, dsl_select(k, first, dsl_sub(k, dsl_mul(k, out, c), dsl_mul(k, xp, s)),
-                                  dsl_add(k, dsl_mul(k, xp, s), dsl_mul(k, out, c))));
+    dsl_assign(k, out, dsl_select(k, r->first, dsl_sub(k, dsl_mul(k, out, r->cs), dsl_mul(k, xp, r->sn)),
+                                  dsl_add(k, dsl_mul(k, xp, r->sn), dsl_mul(k, out, r->cs))));
     dsl_end(k);
     return out;
+}
+
+dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e,
+                          dsl_expr pos)
+{
+    gen_rope_rot r = gen_rope_angle(k, hp, dsl_mod(k, e, U(hp->head_dim)), pos);
+    return gen_rope_apply(k, hp, &r, x, base, e);
 }
 
 int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)

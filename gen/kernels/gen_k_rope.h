@@ -13,4 +13,16 @@
  * and its pair partner; angles as ggml (see gen_k_rope.c). */
 dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e, dsl_expr pos);
 
+/* The same in two steps, for kernels that rotate several heads' element d (the same
+ * dim within a head) at one position: the angle once (gen_rope_angle: cos, sin of
+ * head dim d at pos; 1, 0 past rope_dims), then each element (gen_rope_apply, e
+ * with e % head_dim == d). The same operations as gen_rope_elem, so the same bits. */
+typedef struct {
+    dsl_expr d, first; /* dim within the head; first of its pair */
+    dsl_expr cs, sn;   /* variables: cos / sin of the angle */
+} gen_rope_rot;
+gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr d, dsl_expr pos);
+dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot *r, dsl_expr x, dsl_expr base,
+                        dsl_expr e);
+
 #endif

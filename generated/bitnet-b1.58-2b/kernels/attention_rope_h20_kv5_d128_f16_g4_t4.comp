@@ -50,24 +50,28 @@ void main()
     uint h2 = (gl_WorkGroupID.x * 4u) + 2u;
     uint h3 = (gl_WorkGroupID.x * 4u) + 3u;
     uint pos = dyn.pos + t;
+    uint d1 = gl_LocalInvocationIndex;
+    float cs = 1.0;
+    float sn = 0.0;
+    bool first = d1 < 64u;
+    if (d1 < 128u) {
+        uint pi = first ? d1 : (d1 - 64u);
+        float theta = float(pos);
+        for (uint j = 0u; j < pi; j++) {
+            theta *= 0.8146172;
+        }
+        float kq = roundEven(theta * 0.15915494);
+        float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        cs = cos(th);
+        sn = sin(th);
+    }
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
     uint t4 = t * 2560u;
     float qv = 0.0;
     if (live) {
-        uint d1 = t0 % 128u;
         float r = pc.q.d[t4 + t0];
         if (d1 < 128u) {
-            bool first = d1 < 64u;
-            uint pi = first ? d1 : (d1 - 64u);
             uint pe = first ? (t0 + 64u) : (t0 - 64u);
-            float theta = float(pos);
-            for (uint j = 0u; j < pi; j++) {
-                theta *= 0.8146172;
-            }
-            float kq = roundEven(theta * 0.15915494);
-            float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
-            float cs = cos(th);
-            float sn = sin(th);
             float xp = pc.q.d[t4 + pe];
             r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
         }
@@ -78,22 +82,11 @@ void main()
     uint t6 = t * 2560u;
     float qv1 = 0.0;
     if (live) {
-        uint d2 = t5 % 128u;
         float r1 = pc.q.d[t6 + t5];
-        if (d2 < 128u) {
-            bool first1 = d2 < 64u;
-            uint pi1 = first1 ? d2 : (d2 - 64u);
-            uint pe1 = first1 ? (t5 + 64u) : (t5 - 64u);
-            float theta1 = float(pos);
-            for (uint j1 = 0u; j1 < pi1; j1++) {
-                theta1 *= 0.8146172;
-            }
-            float kq1 = roundEven(theta1 * 0.15915494);
-            float th1 = (theta1 - (kq1 * 6.28125)) - (kq1 * 0.0019353072);
-            float cs1 = cos(th1);
-            float sn1 = sin(th1);
+        if (d1 < 128u) {
+            uint pe1 = first ? (t5 + 64u) : (t5 - 64u);
             float xp1 = pc.q.d[t6 + pe1];
-            r1 = first1 ? ((r1 * cs1) - (xp1 * sn1)) : ((xp1 * sn1) + (r1 * cs1));
+            r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
         }
         qv1 = r1;
     }
@@ -102,22 +95,11 @@ void main()
     uint t8 = t * 2560u;
     float qv2 = 0.0;
     if (live) {
-        uint d3 = t7 % 128u;
         float r2 = pc.q.d[t8 + t7];
-        if (d3 < 128u) {
-            bool first2 = d3 < 64u;
-            uint pi2 = first2 ? d3 : (d3 - 64u);
-            uint pe2 = first2 ? (t7 + 64u) : (t7 - 64u);
-            float theta2 = float(pos);
-            for (uint j2 = 0u; j2 < pi2; j2++) {
-                theta2 *= 0.8146172;
-            }
-            float kq2 = roundEven(theta2 * 0.15915494);
-            float th2 = (theta2 - (kq2 * 6.28125)) - (kq2 * 0.0019353072);
-            float cs2 = cos(th2);
-            float sn2 = sin(th2);
+        if (d1 < 128u) {
+            uint pe2 = first ? (t7 + 64u) : (t7 - 64u);
             float xp2 = pc.q.d[t8 + pe2];
-            r2 = first2 ? ((r2 * cs2) - (xp2 * sn2)) : ((xp2 * sn2) + (r2 * cs2));
+            r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
         }
         qv2 = r2;
     }
@@ -126,47 +108,40 @@ void main()
     uint t10 = t * 2560u;
     float qv3 = 0.0;
     if (live) {
-        uint d4 = t9 % 128u;
         float r3 = pc.q.d[t10 + t9];
-        if (d4 < 128u) {
-            bool first3 = d4 < 64u;
-            uint pi3 = first3 ? d4 : (d4 - 64u);
-            uint pe3 = first3 ? (t9 + 64u) : (t9 - 64u);
-            float theta3 = float(pos);
-            for (uint j3 = 0u; j3 < pi3; j3++) {
-                theta3 *= 0.8146172;
-            }
-            float kq3 = roundEven(theta3 * 0.15915494);
-            float th3 = (theta3 - (kq3 * 6.28125)) - (kq3 * 0.0019353072);
-            float cs3 = cos(th3);
-            float sn3 = sin(th3);
+        if (d1 < 128u) {
+            uint pe3 = first ? (t9 + 64u) : (t9 - 64u);
             float xp3 = pc.q.d[t10 + pe3];
-            r3 = first3 ? ((r3 * cs3) - (xp3 * sn3)) : ((xp3 * sn3) + (r3 * cs3));
+            r3 = first ? ((r3 * cs) - (xp3 * sn)) : ((xp3 * sn) + (r3 * cs));
         }
         qv3 = r3;
     }
     sc[(gl_LocalInvocationIndex * 4u) + 0u].w = unpackHalf2x16(packHalf2x16(vec2(qv3, 0.0))).x;
     uint pos1 = dyn.pos + t1;
+    uint d2 = gl_LocalInvocationIndex;
+    float cs1 = 1.0;
+    float sn1 = 0.0;
+    bool first1 = d2 < 64u;
+    if (d2 < 128u) {
+        uint pi1 = first1 ? d2 : (d2 - 64u);
+        float theta1 = float(pos1);
+        for (uint j1 = 0u; j1 < pi1; j1++) {
+            theta1 *= 0.8146172;
+        }
+        float kq1 = roundEven(theta1 * 0.15915494);
+        float th1 = (theta1 - (kq1 * 6.28125)) - (kq1 * 0.0019353072);
+        cs1 = cos(th1);
+        sn1 = sin(th1);
+    }
     uint t11 = (h * HD) + gl_LocalInvocationIndex;
     uint t12 = t1 * 2560u;
     float qv4 = 0.0;
     if (live1) {
-        uint d5 = t11 % 128u;
         float r4 = pc.q.d[t12 + t11];
-        if (d5 < 128u) {
-            bool first4 = d5 < 64u;
-            uint pi4 = first4 ? d5 : (d5 - 64u);
-            uint pe4 = first4 ? (t11 + 64u) : (t11 - 64u);
-            float theta4 = float(pos1);
-            for (uint j4 = 0u; j4 < pi4; j4++) {
-                theta4 *= 0.8146172;
-            }
-            float kq4 = roundEven(theta4 * 0.15915494);
-            float th4 = (theta4 - (kq4 * 6.28125)) - (kq4 * 0.0019353072);
-            float cs4 = cos(th4);
-            float sn4 = sin(th4);
+        if (d2 < 128u) {
+            uint pe4 = first1 ? (t11 + 64u) : (t11 - 64u);
             float xp4 = pc.q.d[t12 + pe4];
-            r4 = first4 ? ((r4 * cs4) - (xp4 * sn4)) : ((xp4 * sn4) + (r4 * cs4));
+            r4 = first1 ? ((r4 * cs1) - (xp4 * sn1)) : ((xp4 * sn1) + (r4 * cs1));
         }
         qv4 = r4;
     }
@@ -175,22 +150,11 @@ void main()
     uint t14 = t1 * 2560u;
     float qv5 = 0.0;
     if (live1) {
-        uint d6 = t13 % 128u;
         float r5 = pc.q.d[t14 + t13];
-        if (d6 < 128u) {
-            bool first5 = d6 < 64u;
-            uint pi5 = first5 ? d6 : (d6 - 64u);
-            uint pe5 = first5 ? (t13 + 64u) : (t13 - 64u);
-            float theta5 = float(pos1);
-            for (uint j5 = 0u; j5 < pi5; j5++) {
-                theta5 *= 0.8146172;
-            }
-            float kq5 = roundEven(theta5 * 0.15915494);
-            float th5 = (theta5 - (kq5 * 6.28125)) - (kq5 * 0.0019353072);
-            float cs5 = cos(th5);
-            float sn5 = sin(th5);
+        if (d2 < 128u) {
+            uint pe5 = first1 ? (t13 + 64u) : (t13 - 64u);
             float xp5 = pc.q.d[t14 + pe5];
-            r5 = first5 ? ((r5 * cs5) - (xp5 * sn5)) : ((xp5 * sn5) + (r5 * cs5));
+            r5 = first1 ? ((r5 * cs1) - (xp5 * sn1)) : ((xp5 * sn1) + (r5 * cs1));
         }
         qv5 = r5;
     }
@@ -199,22 +163,11 @@ void main()
     uint t16 = t1 * 2560u;
     float qv6 = 0.0;
     if (live1) {
-        uint d7 = t15 % 128u;
         float r6 = pc.q.d[t16 + t15];
-        if (d7 < 128u) {
-            bool first6 = d7 < 64u;
-            uint pi6 = first6 ? d7 : (d7 - 64u);
-            uint pe6 = first6 ? (t15 + 64u) : (t15 - 64u);
-            float theta6 = float(pos1);
-            for (uint j6 = 0u; j6 < pi6; j6++) {
-                theta6 *= 0.8146172;
-            }
-            float kq6 = roundEven(theta6 * 0.15915494);
-            float th6 = (theta6 - (kq6 * 6.28125)) - (kq6 * 0.0019353072);
-            float cs6 = cos(th6);
-            float sn6 = sin(th6);
+        if (d2 < 128u) {
+            uint pe6 = first1 ? (t15 + 64u) : (t15 - 64u);
             float xp6 = pc.q.d[t16 + pe6];
-            r6 = first6 ? ((r6 * cs6) - (xp6 * sn6)) : ((xp6 * sn6) + (r6 * cs6));
+            r6 = first1 ? ((r6 * cs1) - (xp6 * sn1)) : ((xp6 * sn1) + (r6 * cs1));
         }
         qv6 = r6;
     }
@@ -223,47 +176,40 @@ void main()
     uint t18 = t1 * 2560u;
     float qv7 = 0.0;
     if (live1) {
-        uint d8 = t17 % 128u;
         float r7 = pc.q.d[t18 + t17];
-        if (d8 < 128u) {
-            bool first7 = d8 < 64u;
-            uint pi7 = first7 ? d8 : (d8 - 64u);
-            uint pe7 = first7 ? (t17 + 64u) : (t17 - 64u);
-            float theta7 = float(pos1);
-            for (uint j7 = 0u; j7 < pi7; j7++) {
-                theta7 *= 0.8146172;
-            }
-            float kq7 = roundEven(theta7 * 0.15915494);
-            float th7 = (theta7 - (kq7 * 6.28125)) - (kq7 * 0.0019353072);
-            float cs7 = cos(th7);
-            float sn7 = sin(th7);
+        if (d2 < 128u) {
+            uint pe7 = first1 ? (t17 + 64u) : (t17 - 64u);
             float xp7 = pc.q.d[t18 + pe7];
-            r7 = first7 ? ((r7 * cs7) - (xp7 * sn7)) : ((xp7 * sn7) + (r7 * cs7));
+            r7 = first1 ? ((r7 * cs1) - (xp7 * sn1)) : ((xp7 * sn1) + (r7 * cs1));
         }
         qv7 = r7;
     }
     sc[(gl_LocalInvocationIndex * 4u) + 1u].w = unpackHalf2x16(packHalf2x16(vec2(qv7, 0.0))).x;
     uint pos2 = dyn.pos + t2;
+    uint d3 = gl_LocalInvocationIndex;
+    float cs2 = 1.0;
+    float sn2 = 0.0;
+    bool first2 = d3 < 64u;
+    if (d3 < 128u) {
+        uint pi2 = first2 ? d3 : (d3 - 64u);
+        float theta2 = float(pos2);
+        for (uint j2 = 0u; j2 < pi2; j2++) {
+            theta2 *= 0.8146172;
+        }
+        float kq2 = roundEven(theta2 * 0.15915494);
+        float th2 = (theta2 - (kq2 * 6.28125)) - (kq2 * 0.0019353072);
+        cs2 = cos(th2);
+        sn2 = sin(th2);
+    }
     uint t19 = (h * HD) + gl_LocalInvocationIndex;
     uint t20 = t2 * 2560u;
     float qv8 = 0.0;
     if (live2) {
-        uint d9 = t19 % 128u;
         float r8 = pc.q.d[t20 + t19];
-        if (d9 < 128u) {
-            bool first8 = d9 < 64u;
-            uint pi8 = first8 ? d9 : (d9 - 64u);
-            uint pe8 = first8 ? (t19 + 64u) : (t19 - 64u);
-            float theta8 = float(pos2);
-            for (uint j8 = 0u; j8 < pi8; j8++) {
-                theta8 *= 0.8146172;
-            }
-            float kq8 = roundEven(theta8 * 0.15915494);
-            float th8 = (theta8 - (kq8 * 6.28125)) - (kq8 * 0.0019353072);
-            float cs8 = cos(th8);
-            float sn8 = sin(th8);
+        if (d3 < 128u) {
+            uint pe8 = first2 ? (t19 + 64u) : (t19 - 64u);
             float xp8 = pc.q.d[t20 + pe8];
-            r8 = first8 ? ((r8 * cs8) - (xp8 * sn8)) : ((xp8 * sn8) + (r8 * cs8));
+            r8 = first2 ? ((r8 * cs2) - (xp8 * sn2)) : ((xp8 * sn2) + (r8 * cs2));
         }
         qv8 = r8;
     }
@@ -272,22 +218,11 @@ void main()
     uint t22 = t2 * 2560u;
     float qv9 = 0.0;
     if (live2) {
-        uint d10 = t21 % 128u;
         float r9 = pc.q.d[t22 + t21];
-        if (d10 < 128u) {
-            bool first9 = d10 < 64u;
-            uint pi9 = first9 ? d10 : (d10 - 64u);
-            uint pe9 = first9 ? (t21 + 64u) : (t21 - 64u);
-            float theta9 = float(pos2);
-            for (uint j9 = 0u; j9 < pi9; j9++) {
-                theta9 *= 0.8146172;
-            }
-            float kq9 = roundEven(theta9 * 0.15915494);
-            float th9 = (theta9 - (kq9 * 6.28125)) - (kq9 * 0.0019353072);
-            float cs9 = cos(th9);
-            float sn9 = sin(th9);
+        if (d3 < 128u) {
+            uint pe9 = first2 ? (t21 + 64u) : (t21 - 64u);
             float xp9 = pc.q.d[t22 + pe9];
-            r9 = first9 ? ((r9 * cs9) - (xp9 * sn9)) : ((xp9 * sn9) + (r9 * cs9));
+            r9 = first2 ? ((r9 * cs2) - (xp9 * sn2)) : ((xp9 * sn2) + (r9 * cs2));
         }
         qv9 = r9;
     }
@@ -296,22 +231,11 @@ void main()
     uint t24 = t2 * 2560u;
     float qv10 = 0.0;
     if (live2) {
-        uint d11 = t23 % 128u;
         float r10 = pc.q.d[t24 + t23];
-        if (d11 < 128u) {
-            bool first10 = d11 < 64u;
-            uint pi10 = first10 ? d11 : (d11 - 64u);
-            uint pe10 = first10 ? (t23 + 64u) : (t23 - 64u);
-            float theta10 = float(pos2);
-            for (uint j10 = 0u; j10 < pi10; j10++) {
-                theta10 *= 0.8146172;
-            }
-            float kq10 = roundEven(theta10 * 0.15915494);
-            float th10 = (theta10 - (kq10 * 6.28125)) - (kq10 * 0.0019353072);
-            float cs10 = cos(th10);
-            float sn10 = sin(th10);
+        if (d3 < 128u) {
+            uint pe10 = first2 ? (t23 + 64u) : (t23 - 64u);
             float xp10 = pc.q.d[t24 + pe10];
-            r10 = first10 ? ((r10 * cs10) - (xp10 * sn10)) : ((xp10 * sn10) + (r10 * cs10));
+            r10 = first2 ? ((r10 * cs2) - (xp10 * sn2)) : ((xp10 * sn2) + (r10 * cs2));
         }
         qv10 = r10;
     }
@@ -320,47 +244,40 @@ void main()
     uint t26 = t2 * 2560u;
     float qv11 = 0.0;
     if (live2) {
-        uint d12 = t25 % 128u;
         float r11 = pc.q.d[t26 + t25];
-        if (d12 < 128u) {
-            bool first11 = d12 < 64u;
-            uint pi11 = first11 ? d12 : (d12 - 64u);
-            uint pe11 = first11 ? (t25 + 64u) : (t25 - 64u);
-            float theta11 = float(pos2);
-            for (uint j11 = 0u; j11 < pi11; j11++) {
-                theta11 *= 0.8146172;
-            }
-            float kq11 = roundEven(theta11 * 0.15915494);
-            float th11 = (theta11 - (kq11 * 6.28125)) - (kq11 * 0.0019353072);
-            float cs11 = cos(th11);
-            float sn11 = sin(th11);
+        if (d3 < 128u) {
+            uint pe11 = first2 ? (t25 + 64u) : (t25 - 64u);
             float xp11 = pc.q.d[t26 + pe11];
-            r11 = first11 ? ((r11 * cs11) - (xp11 * sn11)) : ((xp11 * sn11) + (r11 * cs11));
+            r11 = first2 ? ((r11 * cs2) - (xp11 * sn2)) : ((xp11 * sn2) + (r11 * cs2));
         }
         qv11 = r11;
     }
     sc[(gl_LocalInvocationIndex * 4u) + 2u].w = unpackHalf2x16(packHalf2x16(vec2(qv11, 0.0))).x;
     uint pos3 = dyn.pos + t3;
+    uint d4 = gl_LocalInvocationIndex;
+    float cs3 = 1.0;
+    float sn3 = 0.0;
+    bool first3 = d4 < 64u;
+    if (d4 < 128u) {
+        uint pi3 = first3 ? d4 : (d4 - 64u);
+        float theta3 = float(pos3);
+        for (uint j3 = 0u; j3 < pi3; j3++) {
+            theta3 *= 0.8146172;
+        }
+        float kq3 = roundEven(theta3 * 0.15915494);
+        float th3 = (theta3 - (kq3 * 6.28125)) - (kq3 * 0.0019353072);
+        cs3 = cos(th3);
+        sn3 = sin(th3);
+    }
     uint t27 = (h * HD) + gl_LocalInvocationIndex;
     uint t28 = t3 * 2560u;
     float qv12 = 0.0;
     if (live3) {
-        uint d13 = t27 % 128u;
         float r12 = pc.q.d[t28 + t27];
-        if (d13 < 128u) {
-            bool first12 = d13 < 64u;
-            uint pi12 = first12 ? d13 : (d13 - 64u);
-            uint pe12 = first12 ? (t27 + 64u) : (t27 - 64u);
-            float theta12 = float(pos3);
-            for (uint j12 = 0u; j12 < pi12; j12++) {
-                theta12 *= 0.8146172;
-            }
-            float kq12 = roundEven(theta12 * 0.15915494);
-            float th12 = (theta12 - (kq12 * 6.28125)) - (kq12 * 0.0019353072);
-            float cs12 = cos(th12);
-            float sn12 = sin(th12);
+        if (d4 < 128u) {
+            uint pe12 = first3 ? (t27 + 64u) : (t27 - 64u);
             float xp12 = pc.q.d[t28 + pe12];
-            r12 = first12 ? ((r12 * cs12) - (xp12 * sn12)) : ((xp12 * sn12) + (r12 * cs12));
+            r12 = first3 ? ((r12 * cs3) - (xp12 * sn3)) : ((xp12 * sn3) + (r12 * cs3));
         }
         qv12 = r12;
     }
@@ -369,22 +286,11 @@ void main()
     uint t30 = t3 * 2560u;
     float qv13 = 0.0;
     if (live3) {
-        uint d14 = t29 % 128u;
         float r13 = pc.q.d[t30 + t29];
-        if (d14 < 128u) {
-            bool first13 = d14 < 64u;
-            uint pi13 = first13 ? d14 : (d14 - 64u);
-            uint pe13 = first13 ? (t29 + 64u) : (t29 - 64u);
-            float theta13 = float(pos3);
-            for (uint j13 = 0u; j13 < pi13; j13++) {
-                theta13 *= 0.8146172;
-            }
-            float kq13 = roundEven(theta13 * 0.15915494);
-            float th13 = (theta13 - (kq13 * 6.28125)) - (kq13 * 0.0019353072);
-            float cs13 = cos(th13);
-            float sn13 = sin(th13);
+        if (d4 < 128u) {
+            uint pe13 = first3 ? (t29 + 64u) : (t29 - 64u);
             float xp13 = pc.q.d[t30 + pe13];
-            r13 = first13 ? ((r13 * cs13) - (xp13 * sn13)) : ((xp13 * sn13) + (r13 * cs13));
+            r13 = first3 ? ((r13 * cs3) - (xp13 * sn3)) : ((xp13 * sn3) + (r13 * cs3));
         }
         qv13 = r13;
     }
@@ -393,22 +299,11 @@ void main()
     uint t32 = t3 * 2560u;
     float qv14 = 0.0;
     if (live3) {
-        uint d15 = t31 % 128u;
         float r14 = pc.q.d[t32 + t31];
-        if (d15 < 128u) {
-            bool first14 = d15 < 64u;
-            uint pi14 = first14 ? d15 : (d15 - 64u);
-            uint pe14 = first14 ? (t31 + 64u) : (t31 - 64u);
-            float theta14 = float(pos3);
-            for (uint j14 = 0u; j14 < pi14; j14++) {
-                theta14 *= 0.8146172;
-            }
-            float kq14 = roundEven(theta14 * 0.15915494);
-            float th14 = (theta14 - (kq14 * 6.28125)) - (kq14 * 0.0019353072);
-            float cs14 = cos(th14);
-            float sn14 = sin(th14);
+        if (d4 < 128u) {
+            uint pe14 = first3 ? (t31 + 64u) : (t31 - 64u);
             float xp14 = pc.q.d[t32 + pe14];
-            r14 = first14 ? ((r14 * cs14) - (xp14 * sn14)) : ((xp14 * sn14) + (r14 * cs14));
+            r14 = first3 ? ((r14 * cs3) - (xp14 * sn3)) : ((xp14 * sn3) + (r14 * cs3));
         }
         qv14 = r14;
     }
@@ -417,22 +312,11 @@ void main()
     uint t34 = t3 * 2560u;
     float qv15 = 0.0;
     if (live3) {
-        uint d16 = t33 % 128u;
         float r15 = pc.q.d[t34 + t33];
-        if (d16 < 128u) {
-            bool first15 = d16 < 64u;
-            uint pi15 = first15 ? d16 : (d16 - 64u);
-            uint pe15 = first15 ? (t33 + 64u) : (t33 - 64u);
-            float theta15 = float(pos3);
-            for (uint j15 = 0u; j15 < pi15; j15++) {
-                theta15 *= 0.8146172;
-            }
-            float kq15 = roundEven(theta15 * 0.15915494);
-            float th15 = (theta15 - (kq15 * 6.28125)) - (kq15 * 0.0019353072);
-            float cs15 = cos(th15);
-            float sn15 = sin(th15);
+        if (d4 < 128u) {
+            uint pe15 = first3 ? (t33 + 64u) : (t33 - 64u);
             float xp15 = pc.q.d[t34 + pe15];
-            r15 = first15 ? ((r15 * cs15) - (xp15 * sn15)) : ((xp15 * sn15) + (r15 * cs15));
+            r15 = first3 ? ((r15 * cs3) - (xp15 * sn3)) : ((xp15 * sn3) + (r15 * cs3));
         }
         qv15 = r15;
     }
@@ -499,7 +383,7 @@ void main()
     float l15 = 0.0;
     float acc15 = 0.0;
     for (uint c0 = 0u; c0 < hi; c0 += HD) {
-        uint j16 = c0 + gl_LocalInvocationIndex;
+        uint j4 = c0 + gl_LocalInvocationIndex;
         float s = -1e+30;
         float s1 = -1e+30;
         float s2 = -1e+30;
@@ -516,7 +400,7 @@ void main()
         float s13 = -1e+30;
         float s14 = -1e+30;
         float s15 = -1e+30;
-        if (j16 < hi) {
+        if (j4 < hi) {
             float dot1 = 0.0;
             float dot2 = 0.0;
             float dot3 = 0.0;
@@ -533,10 +417,10 @@ void main()
             float dot14 = 0.0;
             float dot15 = 0.0;
             float dot16 = 0.0;
-            uint kb = (j16 * 640u) + kvoff;
+            uint kb = (j4 * 640u) + kvoff;
             uint kb4 = kb >> 3u;
-            for (uint d17 = 0u; d17 < 16u; d17++) {
-                uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d17];
+            for (uint d5 = 0u; d5 < 16u; d5++) {
+                uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d5];
                 vec2 kh = unpackHalf2x16(kw.x);
                 float kv = kh.x;
                 float kv1 = kh.y;
@@ -549,7 +433,7 @@ void main()
                 vec2 kh3 = unpackHalf2x16(kw.w);
                 float kv6 = kh3.x;
                 float kv7 = kh3.y;
-                uvec4 qw = qsh[0u + d17];
+                uvec4 qw = qsh[0u + d5];
                 vec2 qp = unpackHalf2x16(qw.x);
                 dot1 += qp.x * kv;
                 dot1 += qp.y * kv1;
@@ -562,7 +446,7 @@ void main()
                 vec2 qp3 = unpackHalf2x16(qw.w);
                 dot1 += qp3.x * kv6;
                 dot1 += qp3.y * kv7;
-                uvec4 qw1 = qsh[16u + d17];
+                uvec4 qw1 = qsh[16u + d5];
                 vec2 qp4 = unpackHalf2x16(qw1.x);
                 dot2 += qp4.x * kv;
                 dot2 += qp4.y * kv1;
@@ -575,7 +459,7 @@ void main()
                 vec2 qp7 = unpackHalf2x16(qw1.w);
                 dot2 += qp7.x * kv6;
                 dot2 += qp7.y * kv7;
-                uvec4 qw2 = qsh[32u + d17];
+                uvec4 qw2 = qsh[32u + d5];
                 vec2 qp8 = unpackHalf2x16(qw2.x);
                 dot3 += qp8.x * kv;
                 dot3 += qp8.y * kv1;
@@ -588,7 +472,7 @@ void main()
                 vec2 qp11 = unpackHalf2x16(qw2.w);
                 dot3 += qp11.x * kv6;
                 dot3 += qp11.y * kv7;
-                uvec4 qw3 = qsh[48u + d17];
+                uvec4 qw3 = qsh[48u + d5];
                 vec2 qp12 = unpackHalf2x16(qw3.x);
                 dot4 += qp12.x * kv;
                 dot4 += qp12.y * kv1;
@@ -601,7 +485,7 @@ void main()
                 vec2 qp15 = unpackHalf2x16(qw3.w);
                 dot4 += qp15.x * kv6;
                 dot4 += qp15.y * kv7;
-                uvec4 qw4 = qsh[64u + d17];
+                uvec4 qw4 = qsh[64u + d5];
                 vec2 qp16 = unpackHalf2x16(qw4.x);
                 dot5 += qp16.x * kv;
                 dot5 += qp16.y * kv1;
@@ -614,7 +498,7 @@ void main()
                 vec2 qp19 = unpackHalf2x16(qw4.w);
                 dot5 += qp19.x * kv6;
                 dot5 += qp19.y * kv7;
-                uvec4 qw5 = qsh[80u + d17];
+                uvec4 qw5 = qsh[80u + d5];
                 vec2 qp20 = unpackHalf2x16(qw5.x);
                 dot6 += qp20.x * kv;
                 dot6 += qp20.y * kv1;
@@ -627,7 +511,7 @@ void main()
                 vec2 qp23 = unpackHalf2x16(qw5.w);
                 dot6 += qp23.x * kv6;
                 dot6 += qp23.y * kv7;
-                uvec4 qw6 = qsh[96u + d17];
+                uvec4 qw6 = qsh[96u + d5];
                 vec2 qp24 = unpackHalf2x16(qw6.x);
                 dot7 += qp24.x * kv;
                 dot7 += qp24.y * kv1;
@@ -640,7 +524,7 @@ void main()
                 vec2 qp27 = unpackHalf2x16(qw6.w);
                 dot7 += qp27.x * kv6;
                 dot7 += qp27.y * kv7;
-                uvec4 qw7 = qsh[112u + d17];
+                uvec4 qw7 = qsh[112u + d5];
                 vec2 qp28 = unpackHalf2x16(qw7.x);
                 dot8 += qp28.x * kv;
                 dot8 += qp28.y * kv1;
@@ -653,7 +537,7 @@ void main()
                 vec2 qp31 = unpackHalf2x16(qw7.w);
                 dot8 += qp31.x * kv6;
                 dot8 += qp31.y * kv7;
-                uvec4 qw8 = qsh[128u + d17];
+                uvec4 qw8 = qsh[128u + d5];
                 vec2 qp32 = unpackHalf2x16(qw8.x);
                 dot9 += qp32.x * kv;
                 dot9 += qp32.y * kv1;
@@ -666,7 +550,7 @@ void main()
                 vec2 qp35 = unpackHalf2x16(qw8.w);
                 dot9 += qp35.x * kv6;
                 dot9 += qp35.y * kv7;
-                uvec4 qw9 = qsh[144u + d17];
+                uvec4 qw9 = qsh[144u + d5];
                 vec2 qp36 = unpackHalf2x16(qw9.x);
                 dot10 += qp36.x * kv;
                 dot10 += qp36.y * kv1;
@@ -679,7 +563,7 @@ void main()
                 vec2 qp39 = unpackHalf2x16(qw9.w);
                 dot10 += qp39.x * kv6;
                 dot10 += qp39.y * kv7;
-                uvec4 qw10 = qsh[160u + d17];
+                uvec4 qw10 = qsh[160u + d5];
                 vec2 qp40 = unpackHalf2x16(qw10.x);
                 dot11 += qp40.x * kv;
                 dot11 += qp40.y * kv1;
@@ -692,7 +576,7 @@ void main()
                 vec2 qp43 = unpackHalf2x16(qw10.w);
                 dot11 += qp43.x * kv6;
                 dot11 += qp43.y * kv7;
-                uvec4 qw11 = qsh[176u + d17];
+                uvec4 qw11 = qsh[176u + d5];
                 vec2 qp44 = unpackHalf2x16(qw11.x);
                 dot12 += qp44.x * kv;
                 dot12 += qp44.y * kv1;
@@ -705,7 +589,7 @@ void main()
                 vec2 qp47 = unpackHalf2x16(qw11.w);
                 dot12 += qp47.x * kv6;
                 dot12 += qp47.y * kv7;
-                uvec4 qw12 = qsh[192u + d17];
+                uvec4 qw12 = qsh[192u + d5];
                 vec2 qp48 = unpackHalf2x16(qw12.x);
                 dot13 += qp48.x * kv;
                 dot13 += qp48.y * kv1;
@@ -718,7 +602,7 @@ void main()
                 vec2 qp51 = unpackHalf2x16(qw12.w);
                 dot13 += qp51.x * kv6;
                 dot13 += qp51.y * kv7;
-                uvec4 qw13 = qsh[208u + d17];
+                uvec4 qw13 = qsh[208u + d5];
                 vec2 qp52 = unpackHalf2x16(qw13.x);
                 dot14 += qp52.x * kv;
                 dot14 += qp52.y * kv1;
@@ -731,7 +615,7 @@ void main()
                 vec2 qp55 = unpackHalf2x16(qw13.w);
                 dot14 += qp55.x * kv6;
                 dot14 += qp55.y * kv7;
-                uvec4 qw14 = qsh[224u + d17];
+                uvec4 qw14 = qsh[224u + d5];
                 vec2 qp56 = unpackHalf2x16(qw14.x);
                 dot15 += qp56.x * kv;
                 dot15 += qp56.y * kv1;
@@ -744,7 +628,7 @@ void main()
                 vec2 qp59 = unpackHalf2x16(qw14.w);
                 dot15 += qp59.x * kv6;
                 dot15 += qp59.y * kv7;
-                uvec4 qw15 = qsh[240u + d17];
+                uvec4 qw15 = qsh[240u + d5];
                 vec2 qp60 = unpackHalf2x16(qw15.x);
                 dot16 += qp60.x * kv;
                 dot16 += qp60.y * kv1;
@@ -758,22 +642,22 @@ void main()
                 dot16 += qp63.x * kv6;
                 dot16 += qp63.y * kv7;
             }
-            s = (j16 < n) ? (dot1 * 0.088388346) : (-1e+30);
-            s1 = (j16 < n) ? (dot2 * 0.088388346) : (-1e+30);
-            s2 = (j16 < n) ? (dot3 * 0.088388346) : (-1e+30);
-            s3 = (j16 < n) ? (dot4 * 0.088388346) : (-1e+30);
-            s4 = (j16 < n1) ? (dot5 * 0.088388346) : (-1e+30);
-            s5 = (j16 < n1) ? (dot6 * 0.088388346) : (-1e+30);
-            s6 = (j16 < n1) ? (dot7 * 0.088388346) : (-1e+30);
-            s7 = (j16 < n1) ? (dot8 * 0.088388346) : (-1e+30);
-            s8 = (j16 < n2) ? (dot9 * 0.088388346) : (-1e+30);
-            s9 = (j16 < n2) ? (dot10 * 0.088388346) : (-1e+30);
-            s10 = (j16 < n2) ? (dot11 * 0.088388346) : (-1e+30);
-            s11 = (j16 < n2) ? (dot12 * 0.088388346) : (-1e+30);
-            s12 = (j16 < n3) ? (dot13 * 0.088388346) : (-1e+30);
-            s13 = (j16 < n3) ? (dot14 * 0.088388346) : (-1e+30);
-            s14 = (j16 < n3) ? (dot15 * 0.088388346) : (-1e+30);
-            s15 = (j16 < n3) ? (dot16 * 0.088388346) : (-1e+30);
+            s = (j4 < n) ? (dot1 * 0.088388346) : (-1e+30);
+            s1 = (j4 < n) ? (dot2 * 0.088388346) : (-1e+30);
+            s2 = (j4 < n) ? (dot3 * 0.088388346) : (-1e+30);
+            s3 = (j4 < n) ? (dot4 * 0.088388346) : (-1e+30);
+            s4 = (j4 < n1) ? (dot5 * 0.088388346) : (-1e+30);
+            s5 = (j4 < n1) ? (dot6 * 0.088388346) : (-1e+30);
+            s6 = (j4 < n1) ? (dot7 * 0.088388346) : (-1e+30);
+            s7 = (j4 < n1) ? (dot8 * 0.088388346) : (-1e+30);
+            s8 = (j4 < n2) ? (dot9 * 0.088388346) : (-1e+30);
+            s9 = (j4 < n2) ? (dot10 * 0.088388346) : (-1e+30);
+            s10 = (j4 < n2) ? (dot11 * 0.088388346) : (-1e+30);
+            s11 = (j4 < n2) ? (dot12 * 0.088388346) : (-1e+30);
+            s12 = (j4 < n3) ? (dot13 * 0.088388346) : (-1e+30);
+            s13 = (j4 < n3) ? (dot14 * 0.088388346) : (-1e+30);
+            s14 = (j4 < n3) ? (dot15 * 0.088388346) : (-1e+30);
+            s15 = (j4 < n3) ? (dot16 * 0.088388346) : (-1e+30);
         }
         float t35 = subgroupMax(s);
         float t36 = subgroupMax(s1);
@@ -906,22 +790,22 @@ void main()
         float val15 = uintBitsToFloat(((key31 & 2147483648u) != 0u) ? (key31 ^ 2147483648u) : (~key31));
         float mn15 = max(mx15, val15);
         float alpha15 = exp(mx15 - mn15);
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].x = (j16 < n) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].y = (j16 < n) ? exp(s1 - mn1) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].z = (j16 < n) ? exp(s2 - mn2) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].w = (j16 < n) ? exp(s3 - mn3) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].x = (j16 < n1) ? exp(s4 - mn4) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].y = (j16 < n1) ? exp(s5 - mn5) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].z = (j16 < n1) ? exp(s6 - mn6) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].w = (j16 < n1) ? exp(s7 - mn7) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].x = (j16 < n2) ? exp(s8 - mn8) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].y = (j16 < n2) ? exp(s9 - mn9) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].z = (j16 < n2) ? exp(s10 - mn10) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].w = (j16 < n2) ? exp(s11 - mn11) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].x = (j16 < n3) ? exp(s12 - mn12) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].y = (j16 < n3) ? exp(s13 - mn13) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].z = (j16 < n3) ? exp(s14 - mn14) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].w = (j16 < n3) ? exp(s15 - mn15) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 0u].x = (j4 < n) ? exp(s - mn) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 0u].y = (j4 < n) ? exp(s1 - mn1) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 0u].z = (j4 < n) ? exp(s2 - mn2) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 0u].w = (j4 < n) ? exp(s3 - mn3) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 1u].x = (j4 < n1) ? exp(s4 - mn4) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 1u].y = (j4 < n1) ? exp(s5 - mn5) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 1u].z = (j4 < n1) ? exp(s6 - mn6) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 1u].w = (j4 < n1) ? exp(s7 - mn7) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 2u].x = (j4 < n2) ? exp(s8 - mn8) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 2u].y = (j4 < n2) ? exp(s9 - mn9) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 2u].z = (j4 < n2) ? exp(s10 - mn10) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 2u].w = (j4 < n2) ? exp(s11 - mn11) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 3u].x = (j4 < n3) ? exp(s12 - mn12) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 3u].y = (j4 < n3) ? exp(s13 - mn13) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 3u].z = (j4 < n3) ? exp(s14 - mn14) : 0.0;
+        sc[(gl_LocalInvocationIndex * 4u) + 3u].w = (j4 < n3) ? exp(s15 - mn15) : 0.0;
         barrier();
         uint cnt = min(HD, hi - c0);
         float psum = 0.0;

@@ -59,84 +59,55 @@ void main()
     uint h2 = (gl_WorkGroupID.x * 4u) + 2u;
     uint h3 = (gl_WorkGroupID.x * 4u) + 3u;
     uint pos = dyn.pos + 0u;
-    uint t0 = (h * HD) + gl_LocalInvocationIndex;
-    uint t1 = 0u * 512u;
-    uint d1 = t0 % 64u;
-    float r = pc.q.d[t1 + t0];
+    uint d1 = gl_LocalInvocationIndex;
+    float cs = 1.0;
+    float sn = 0.0;
+    bool first = d1 < 32u;
     if (d1 < 64u) {
-        bool first = d1 < 32u;
         uint pi = first ? d1 : (d1 - 32u);
-        uint pe = first ? (t0 + 32u) : (t0 - 32u);
         float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
             theta *= 0.6636012;
         }
         float kq = roundEven(theta * 0.15915494);
         float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
-        float cs = cos(th);
-        float sn = sin(th);
+        cs = cos(th);
+        sn = sin(th);
+    }
+    uint t0 = (h * HD) + gl_LocalInvocationIndex;
+    uint t1 = 0u * 512u;
+    float r = pc.q.d[t1 + t0];
+    if (d1 < 64u) {
+        uint pe = first ? (t0 + 32u) : (t0 - 32u);
         float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
     sc[(gl_LocalInvocationIndex * 1u) + 0u].x = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
     uint t2 = (h1 * HD) + gl_LocalInvocationIndex;
     uint t3 = 0u * 512u;
-    uint d2 = t2 % 64u;
     float r1 = pc.q.d[t3 + t2];
-    if (d2 < 64u) {
-        bool first1 = d2 < 32u;
-        uint pi1 = first1 ? d2 : (d2 - 32u);
-        uint pe1 = first1 ? (t2 + 32u) : (t2 - 32u);
-        float theta1 = float(pos);
-        for (uint j1 = 0u; j1 < pi1; j1++) {
-            theta1 *= 0.6636012;
-        }
-        float kq1 = roundEven(theta1 * 0.15915494);
-        float th1 = (theta1 - (kq1 * 6.28125)) - (kq1 * 0.0019353072);
-        float cs1 = cos(th1);
-        float sn1 = sin(th1);
+    if (d1 < 64u) {
+        uint pe1 = first ? (t2 + 32u) : (t2 - 32u);
         float xp1 = pc.q.d[t3 + pe1];
-        r1 = first1 ? ((r1 * cs1) - (xp1 * sn1)) : ((xp1 * sn1) + (r1 * cs1));
+        r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
     }
     sc[(gl_LocalInvocationIndex * 1u) + 0u].y = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
     uint t4 = (h2 * HD) + gl_LocalInvocationIndex;
     uint t5 = 0u * 512u;
-    uint d3 = t4 % 64u;
     float r2 = pc.q.d[t5 + t4];
-    if (d3 < 64u) {
-        bool first2 = d3 < 32u;
-        uint pi2 = first2 ? d3 : (d3 - 32u);
-        uint pe2 = first2 ? (t4 + 32u) : (t4 - 32u);
-        float theta2 = float(pos);
-        for (uint j2 = 0u; j2 < pi2; j2++) {
-            theta2 *= 0.6636012;
-        }
-        float kq2 = roundEven(theta2 * 0.15915494);
-        float th2 = (theta2 - (kq2 * 6.28125)) - (kq2 * 0.0019353072);
-        float cs2 = cos(th2);
-        float sn2 = sin(th2);
+    if (d1 < 64u) {
+        uint pe2 = first ? (t4 + 32u) : (t4 - 32u);
         float xp2 = pc.q.d[t5 + pe2];
-        r2 = first2 ? ((r2 * cs2) - (xp2 * sn2)) : ((xp2 * sn2) + (r2 * cs2));
+        r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
     }
     sc[(gl_LocalInvocationIndex * 1u) + 0u].z = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
     uint t6 = (h3 * HD) + gl_LocalInvocationIndex;
     uint t7 = 0u * 512u;
-    uint d4 = t6 % 64u;
     float r3 = pc.q.d[t7 + t6];
-    if (d4 < 64u) {
-        bool first3 = d4 < 32u;
-        uint pi3 = first3 ? d4 : (d4 - 32u);
-        uint pe3 = first3 ? (t6 + 32u) : (t6 - 32u);
-        float theta3 = float(pos);
-        for (uint j3 = 0u; j3 < pi3; j3++) {
-            theta3 *= 0.6636012;
-        }
-        float kq3 = roundEven(theta3 * 0.15915494);
-        float th3 = (theta3 - (kq3 * 6.28125)) - (kq3 * 0.0019353072);
-        float cs3 = cos(th3);
-        float sn3 = sin(th3);
+    if (d1 < 64u) {
+        uint pe3 = first ? (t6 + 32u) : (t6 - 32u);
         float xp3 = pc.q.d[t7 + pe3];
-        r3 = first3 ? ((r3 * cs3) - (xp3 * sn3)) : ((xp3 * sn3) + (r3 * cs3));
+        r3 = first ? ((r3 * cs) - (xp3 * sn)) : ((xp3 * sn) + (r3 * cs));
     }
     sc[(gl_LocalInvocationIndex * 1u) + 0u].w = unpackHalf2x16(packHalf2x16(vec2(r3, 0.0))).x;
     for (uint i = gl_LocalInvocationIndex; i < 4u; i += HD) {
@@ -170,22 +141,11 @@ void main()
     uint kpos = dyn.pos;
     if ((lo <= kpos) && (kpos < hi)) {
         uint e = kvoff + gl_LocalInvocationIndex;
-        uint d5 = e % 64u;
         float r4 = pc.k.d[0u + e];
-        if (d5 < 64u) {
-            bool first4 = d5 < 32u;
-            uint pi4 = first4 ? d5 : (d5 - 32u);
-            uint pe4 = first4 ? (e + 32u) : (e - 32u);
-            float theta4 = float(kpos);
-            for (uint j4 = 0u; j4 < pi4; j4++) {
-                theta4 *= 0.6636012;
-            }
-            float kq4 = roundEven(theta4 * 0.15915494);
-            float th4 = (theta4 - (kq4 * 6.28125)) - (kq4 * 0.0019353072);
-            float cs4 = cos(th4);
-            float sn4 = sin(th4);
+        if (d1 < 64u) {
+            uint pe4 = first ? (e + 32u) : (e - 32u);
             float xp4 = pc.k.d[0u + pe4];
-            r4 = first4 ? ((r4 * cs4) - (xp4 * sn4)) : ((xp4 * sn4) + (r4 * cs4));
+            r4 = first ? ((r4 * cs) - (xp4 * sn)) : ((xp4 * sn) + (r4 * cs));
         }
         float vr = pc.v.d[e];
         uint ci = (kpos * 128u) + e;
@@ -196,19 +156,19 @@ void main()
     }
     barrier();
     for (uint c0 = lo; c0 < hi; c0 += HD) {
-        uint j5 = c0 + gl_LocalInvocationIndex;
+        uint j1 = c0 + gl_LocalInvocationIndex;
         float s = -1e+30;
         float s1 = -1e+30;
         float s2 = -1e+30;
         float s3 = -1e+30;
-        if (j5 < hi) {
+        if (j1 < hi) {
             float dot1 = 0.0;
             float dot2 = 0.0;
             float dot3 = 0.0;
             float dot4 = 0.0;
-            if (j5 == kpos) {
-                for (uint d6 = 0u; d6 < 8u; d6++) {
-                    uint d8 = 0u + (d6 * 8u);
+            if (j1 == kpos) {
+                for (uint d2 = 0u; d2 < 8u; d2++) {
+                    uint d8 = 0u + (d2 * 8u);
                     float kv = knew[d8 + 0u];
                     float kv1 = knew[d8 + 1u];
                     float kv2 = knew[d8 + 2u];
@@ -217,7 +177,7 @@ void main()
                     float kv5 = knew[d8 + 5u];
                     float kv6 = knew[d8 + 6u];
                     float kv7 = knew[d8 + 7u];
-                    uvec4 qw = qsh[0u + d6];
+                    uvec4 qw = qsh[0u + d2];
                     vec2 qp = unpackHalf2x16(qw.x);
                     dot1 += qp.x * kv;
                     dot1 += qp.y * kv1;
@@ -230,7 +190,7 @@ void main()
                     vec2 qp3 = unpackHalf2x16(qw.w);
                     dot1 += qp3.x * kv6;
                     dot1 += qp3.y * kv7;
-                    uvec4 qw1 = qsh[8u + d6];
+                    uvec4 qw1 = qsh[8u + d2];
                     vec2 qp4 = unpackHalf2x16(qw1.x);
                     dot2 += qp4.x * kv;
                     dot2 += qp4.y * kv1;
@@ -243,7 +203,7 @@ void main()
                     vec2 qp7 = unpackHalf2x16(qw1.w);
                     dot2 += qp7.x * kv6;
                     dot2 += qp7.y * kv7;
-                    uvec4 qw2 = qsh[16u + d6];
+                    uvec4 qw2 = qsh[16u + d2];
                     vec2 qp8 = unpackHalf2x16(qw2.x);
                     dot3 += qp8.x * kv;
                     dot3 += qp8.y * kv1;
@@ -256,7 +216,7 @@ void main()
                     vec2 qp11 = unpackHalf2x16(qw2.w);
                     dot3 += qp11.x * kv6;
                     dot3 += qp11.y * kv7;
-                    uvec4 qw3 = qsh[24u + d6];
+                    uvec4 qw3 = qsh[24u + d2];
                     vec2 qp12 = unpackHalf2x16(qw3.x);
                     dot4 += qp12.x * kv;
                     dot4 += qp12.y * kv1;
@@ -271,10 +231,10 @@ void main()
                     dot4 += qp15.y * kv7;
                 }
             } else {
-                uint kb = (j5 * 128u) + kvoff;
+                uint kb = (j1 * 128u) + kvoff;
                 uint kb4 = kb >> 3u;
-                for (uint d7 = 0u; d7 < 8u; d7++) {
-                    uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d7];
+                for (uint d3 = 0u; d3 < 8u; d3++) {
+                    uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d3];
                     vec2 kh = unpackHalf2x16(kw.x);
                     float kv8 = kh.x;
                     float kv9 = kh.y;
@@ -287,7 +247,7 @@ void main()
                     vec2 kh3 = unpackHalf2x16(kw.w);
                     float kv14 = kh3.x;
                     float kv15 = kh3.y;
-                    uvec4 qw4 = qsh[0u + d7];
+                    uvec4 qw4 = qsh[0u + d3];
                     vec2 qp16 = unpackHalf2x16(qw4.x);
                     dot1 += qp16.x * kv8;
                     dot1 += qp16.y * kv9;
@@ -300,7 +260,7 @@ void main()
                     vec2 qp19 = unpackHalf2x16(qw4.w);
                     dot1 += qp19.x * kv14;
                     dot1 += qp19.y * kv15;
-                    uvec4 qw5 = qsh[8u + d7];
+                    uvec4 qw5 = qsh[8u + d3];
                     vec2 qp20 = unpackHalf2x16(qw5.x);
                     dot2 += qp20.x * kv8;
                     dot2 += qp20.y * kv9;
@@ -313,7 +273,7 @@ void main()
                     vec2 qp23 = unpackHalf2x16(qw5.w);
                     dot2 += qp23.x * kv14;
                     dot2 += qp23.y * kv15;
-                    uvec4 qw6 = qsh[16u + d7];
+                    uvec4 qw6 = qsh[16u + d3];
                     vec2 qp24 = unpackHalf2x16(qw6.x);
                     dot3 += qp24.x * kv8;
                     dot3 += qp24.y * kv9;
@@ -326,7 +286,7 @@ void main()
                     vec2 qp27 = unpackHalf2x16(qw6.w);
                     dot3 += qp27.x * kv14;
                     dot3 += qp27.y * kv15;
-                    uvec4 qw7 = qsh[24u + d7];
+                    uvec4 qw7 = qsh[24u + d3];
                     vec2 qp28 = unpackHalf2x16(qw7.x);
                     dot4 += qp28.x * kv8;
                     dot4 += qp28.y * kv9;
@@ -381,10 +341,10 @@ void main()
         float val3 = uintBitsToFloat(((key7 & 2147483648u) != 0u) ? (key7 ^ 2147483648u) : (~key7));
         float mn3 = max(mx3, val3);
         float alpha3 = exp(mx3 - mn3);
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j5 < hi) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j5 < hi) ? exp(s1 - mn1) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].z = (j5 < hi) ? exp(s2 - mn2) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].w = (j5 < hi) ? exp(s3 - mn3) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j1 < hi) ? exp(s - mn) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j1 < hi) ? exp(s1 - mn1) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].z = (j1 < hi) ? exp(s2 - mn2) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].w = (j1 < hi) ? exp(s3 - mn3) : 0.0;
         barrier();
         uint cnt = min(HD, hi - c0);
         float psum = 0.0;

@@ -27,19 +27,23 @@ void main()
     uint base = gl_WorkGroupID.y * N;
     uint pos = dyn.pos + gl_WorkGroupID.y;
     uint d1 = gl_GlobalInvocationID.x % 64u;
-    float r = pc.k.d[base + gl_GlobalInvocationID.x];
+    float cs = 1.0;
+    float sn = 0.0;
+    bool first = d1 < 32u;
     if (d1 < 64u) {
-        bool first = d1 < 32u;
         uint pi = first ? d1 : (d1 - 32u);
-        uint pe = first ? (gl_GlobalInvocationID.x + 32u) : (gl_GlobalInvocationID.x - 32u);
         float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
             theta *= 0.6636012;
         }
         float kq = roundEven(theta * 0.15915494);
         float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
-        float cs = cos(th);
-        float sn = sin(th);
+        cs = cos(th);
+        sn = sin(th);
+    }
+    float r = pc.k.d[base + gl_GlobalInvocationID.x];
+    if (d1 < 64u) {
+        uint pe = first ? (gl_GlobalInvocationID.x + 32u) : (gl_GlobalInvocationID.x - 32u);
         float xp = pc.k.d[base + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }

@@ -55,44 +55,37 @@ void main()
     uint h = (gl_WorkGroupID.x * 2u) + 0u;
     uint h1 = (gl_WorkGroupID.x * 2u) + 1u;
     uint pos = dyn.pos + 0u;
-    uint t0 = (h * HD) + gl_LocalInvocationIndex;
-    uint t1 = 0u * 256u;
-    uint d1 = t0 % 64u;
-    float r = pc.q.d[t1 + t0];
+    uint d1 = gl_LocalInvocationIndex;
+    float cs = 1.0;
+    float sn = 0.0;
+    bool first = d1 < 32u;
     if (d1 < 64u) {
-        bool first = d1 < 32u;
         uint pi = first ? d1 : (d1 - 32u);
-        uint pe = first ? (t0 + 32u) : (t0 - 32u);
         float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
             theta *= 0.7498942;
         }
         float kq = roundEven(theta * 0.15915494);
         float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
-        float cs = cos(th);
-        float sn = sin(th);
+        cs = cos(th);
+        sn = sin(th);
+    }
+    uint t0 = (h * HD) + gl_LocalInvocationIndex;
+    uint t1 = 0u * 256u;
+    float r = pc.q.d[t1 + t0];
+    if (d1 < 64u) {
+        uint pe = first ? (t0 + 32u) : (t0 - 32u);
         float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
     sc[(gl_LocalInvocationIndex * 1u) + 0u].x = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
     uint t2 = (h1 * HD) + gl_LocalInvocationIndex;
     uint t3 = 0u * 256u;
-    uint d2 = t2 % 64u;
     float r1 = pc.q.d[t3 + t2];
-    if (d2 < 64u) {
-        bool first1 = d2 < 32u;
-        uint pi1 = first1 ? d2 : (d2 - 32u);
-        uint pe1 = first1 ? (t2 + 32u) : (t2 - 32u);
-        float theta1 = float(pos);
-        for (uint j1 = 0u; j1 < pi1; j1++) {
-            theta1 *= 0.7498942;
-        }
-        float kq1 = roundEven(theta1 * 0.15915494);
-        float th1 = (theta1 - (kq1 * 6.28125)) - (kq1 * 0.0019353072);
-        float cs1 = cos(th1);
-        float sn1 = sin(th1);
+    if (d1 < 64u) {
+        uint pe1 = first ? (t2 + 32u) : (t2 - 32u);
         float xp1 = pc.q.d[t3 + pe1];
-        r1 = first1 ? ((r1 * cs1) - (xp1 * sn1)) : ((xp1 * sn1) + (r1 * cs1));
+        r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
     }
     sc[(gl_LocalInvocationIndex * 1u) + 0u].y = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
     for (uint i = gl_LocalInvocationIndex; i < 2u; i += HD) {
@@ -118,22 +111,11 @@ void main()
     uint kpos = dyn.pos;
     if ((lo <= kpos) && (kpos < hi)) {
         uint e = kvoff + gl_LocalInvocationIndex;
-        uint d3 = e % 64u;
         float r2 = pc.k.d[0u + e];
-        if (d3 < 64u) {
-            bool first2 = d3 < 32u;
-            uint pi2 = first2 ? d3 : (d3 - 32u);
-            uint pe2 = first2 ? (e + 32u) : (e - 32u);
-            float theta2 = float(kpos);
-            for (uint j2 = 0u; j2 < pi2; j2++) {
-                theta2 *= 0.7498942;
-            }
-            float kq2 = roundEven(theta2 * 0.15915494);
-            float th2 = (theta2 - (kq2 * 6.28125)) - (kq2 * 0.0019353072);
-            float cs2 = cos(th2);
-            float sn2 = sin(th2);
+        if (d1 < 64u) {
+            uint pe2 = first ? (e + 32u) : (e - 32u);
             float xp2 = pc.k.d[0u + pe2];
-            r2 = first2 ? ((r2 * cs2) - (xp2 * sn2)) : ((xp2 * sn2) + (r2 * cs2));
+            r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
         }
         float vr = pc.v.d[e];
         uint ci = (kpos * 128u) + e;
@@ -144,15 +126,15 @@ void main()
     }
     barrier();
     for (uint c0 = lo; c0 < hi; c0 += HD) {
-        uint j3 = c0 + gl_LocalInvocationIndex;
+        uint j1 = c0 + gl_LocalInvocationIndex;
         float s = -1e+30;
         float s1 = -1e+30;
-        if (j3 < hi) {
+        if (j1 < hi) {
             float dot1 = 0.0;
             float dot2 = 0.0;
-            if (j3 == kpos) {
-                for (uint d4 = 0u; d4 < 8u; d4++) {
-                    uint d8 = 0u + (d4 * 8u);
+            if (j1 == kpos) {
+                for (uint d2 = 0u; d2 < 8u; d2++) {
+                    uint d8 = 0u + (d2 * 8u);
                     float kv = knew[d8 + 0u];
                     float kv1 = knew[d8 + 1u];
                     float kv2 = knew[d8 + 2u];
@@ -161,7 +143,7 @@ void main()
                     float kv5 = knew[d8 + 5u];
                     float kv6 = knew[d8 + 6u];
                     float kv7 = knew[d8 + 7u];
-                    uvec4 qw = qsh[0u + d4];
+                    uvec4 qw = qsh[0u + d2];
                     vec2 qp = unpackHalf2x16(qw.x);
                     dot1 += qp.x * kv;
                     dot1 += qp.y * kv1;
@@ -174,7 +156,7 @@ void main()
                     vec2 qp3 = unpackHalf2x16(qw.w);
                     dot1 += qp3.x * kv6;
                     dot1 += qp3.y * kv7;
-                    uvec4 qw1 = qsh[8u + d4];
+                    uvec4 qw1 = qsh[8u + d2];
                     vec2 qp4 = unpackHalf2x16(qw1.x);
                     dot2 += qp4.x * kv;
                     dot2 += qp4.y * kv1;
@@ -189,10 +171,10 @@ void main()
                     dot2 += qp7.y * kv7;
                 }
             } else {
-                uint kb = (j3 * 128u) + kvoff;
+                uint kb = (j1 * 128u) + kvoff;
                 uint kb4 = kb >> 3u;
-                for (uint d5 = 0u; d5 < 8u; d5++) {
-                    uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d5];
+                for (uint d3 = 0u; d3 < 8u; d3++) {
+                    uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d3];
                     vec2 kh = unpackHalf2x16(kw.x);
                     float kv8 = kh.x;
                     float kv9 = kh.y;
@@ -205,7 +187,7 @@ void main()
                     vec2 kh3 = unpackHalf2x16(kw.w);
                     float kv14 = kh3.x;
                     float kv15 = kh3.y;
-                    uvec4 qw2 = qsh[0u + d5];
+                    uvec4 qw2 = qsh[0u + d3];
                     vec2 qp8 = unpackHalf2x16(qw2.x);
                     dot1 += qp8.x * kv8;
                     dot1 += qp8.y * kv9;
@@ -218,7 +200,7 @@ void main()
                     vec2 qp11 = unpackHalf2x16(qw2.w);
                     dot1 += qp11.x * kv14;
                     dot1 += qp11.y * kv15;
-                    uvec4 qw3 = qsh[8u + d5];
+                    uvec4 qw3 = qsh[8u + d3];
                     vec2 qp12 = unpackHalf2x16(qw3.x);
                     dot2 += qp12.x * kv8;
                     dot2 += qp12.y * kv9;
@@ -255,8 +237,8 @@ void main()
         float val1 = uintBitsToFloat(((key3 & 2147483648u) != 0u) ? (key3 ^ 2147483648u) : (~key3));
         float mn1 = max(mx1, val1);
         float alpha1 = exp(mx1 - mn1);
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j3 < hi) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j3 < hi) ? exp(s1 - mn1) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j1 < hi) ? exp(s - mn) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j1 < hi) ? exp(s1 - mn1) : 0.0;
         barrier();
         uint cnt = min(HD, hi - c0);
         float psum = 0.0;
