@@ -172,6 +172,10 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
                  last ? "next norm" : "kv write", last ? " and a head_dim dividing 256" : "");
         return -1;
     }
+    if (hd % 8) { /* gen_model refuses such a head_dim */
+        snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 8", kop->label, hd);
+        return -1;
+    }
     dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -184,11 +188,6 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
-    if (hd % 8) { /* gen_model refuses such a head_dim */
-        snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 8", kop->label, hd);
-        dsl_kernel_free(k);
-        return -1;
-    }
     /* K rows read 16 bytes at a time (every row slice starts 16-byte aligned) */
     dsl_expr kc4 = dsl_buffer_view(k, "kcache4", kc, f16 ? DSL_UVEC4 : DSL_VEC4);
     dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
