@@ -193,7 +193,9 @@ typedef enum {
 #define dsl_param(k, name, type) dsl_param_at((k), (name), (type), __FILE__, __LINE__)
 /* Workgroup-shared array `shared T name[n];` (n > 0). Use with dsl_at/dsl_load/dsl_store. */
 #define dsl_shared(k, name, type, n) dsl_shared_at((k), (name), (type), (n), __FILE__, __LINE__)
-/* Baked named constants (`const uint NAME = 64u;`), readable as expressions. */
+/* Baked named constants (`const uint NAME = 64u;`), readable as expressions. Asking for
+ * a name and value already declared returns that constant (one declaration); the same
+ * name with another value gets a new, suffixed name. */
 #define dsl_const_u32(k, name, v) dsl_const_at((k), (name), DSL_U32, (double)(v), __FILE__, __LINE__)
 #define dsl_const_i32(k, name, v) dsl_const_at((k), (name), DSL_I32, (double)(v), __FILE__, __LINE__)
 #define dsl_const_f32(k, name, v) dsl_const_at((k), (name), DSL_F32, (double)(v), __FILE__, __LINE__)

@@ -208,6 +208,10 @@ static dsl_node *named_const(dsl_kernel *k, const char *name, dsl_type type, dou
             dsl_fail(k, file, line, "constant '%s': constant_id %u already used by '%s'", name, id, c->name);
             return k->poison;
         }
+    /* the same baked constant asked for twice (two code paths of one kernel) is one declaration */
+    for (dsl_node *c = k->consts.head; !spec && c; c = c->next_decl)
+        if (!c->is_spec && c->type == type && c->value == v && strcmp(c->name, name) == 0)
+            return c;
     dsl_node *n = declare(k, &k->consts, N_CONST, type, name, file, line);
     n->value = v;
     n->text = dsl_lit_text(k, type, v);

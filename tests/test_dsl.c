@@ -262,6 +262,20 @@ static void test_names_and_literals(void **st)
     assert_has(s, "layout(local_size_x = 8, local_size_y = 2, local_size_z = 1) in;");
     assert_has(s, "// kernel: names");
     dsl_kernel_free(k);
+
+    /* a baked constant asked for twice is one declaration; another value, another name */
+    k = dsl_kernel_new("consts", 8, 1, 1);
+    dsl_expr n1 = dsl_const_u32(k, "N", 4), n2 = dsl_const_u32(k, "N", 4), n3 = dsl_const_u32(k, "N", 5);
+    assert_ptr_equal(n1, n2);
+    assert_ptr_not_equal(n1, n3);
+    dsl_expr o = dsl_buffer(k, "o", DSL_U32, DSL_WRITEONLY);
+    dsl_store(k, o, dsl_builtin(k, DSL_LOCAL_INDEX), dsl_add(k, n2, n3));
+    s = emit_ok(k);
+    assert_has(s, "const uint N = 4u;");
+    assert_has(s, "const uint N1 = 5u;");
+    assert_null(strstr(strstr(s, "const uint N = 4u;") + 1, "const uint N = 4u;"));
+    assert_has(s, "N + N1");
+    dsl_kernel_free(k);
 }
 
 static void test_push_layout(void **st)
