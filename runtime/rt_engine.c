@@ -317,6 +317,24 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
         fprintf(stderr, "\n");
 }
 
+/* Every kernel fits the device's workgroup limits (checked before the weights go up). */
+static int check_limits(const rt_engine *e, char *err)
+{
+    const rt_vk_info *vi = rt_vk_get_info(e->vk);
+    for (uint32_t k = 0; k < e->d->n_kernels; k++) {
+        const rt_kernel_desc *kd = &e->d->kernels[k];
+        if (kd->shared_bytes > vi->max_shared || kd->invocations > vi->max_invocations) {
+            snprintf(err, RT_ERR_LEN,
+                     "kernel %s needs %u bytes of workgroup shared memory and %u invocations per workgroup; "
+                     "device '%s' offers %u bytes and %u invocations (maxComputeSharedMemorySize, "
+                     "maxComputeWorkGroupInvocations): this model cannot run on it",
+                     kd->name, kd->shared_bytes, kd->invocations, vi->name, vi->max_shared, vi->max_invocations);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int upload_weights(rt_engine *e, char *err)
 {
     const rt_model_desc *d = e->d;
@@ -447,7 +465,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (e->n_batch > e->n_ctx)
         e->n_batch = e->n_ctx;
     rt_vk_opts vo = {.device_index = opts->device_index, .validation = opts->validation, .verbose = opts->verbose};
-    if (rt_vk_create(&vo, &e->vk, err))
+    if (rt_vk_create(&vo, &e->vk, err) || check_limits(e, err))
         goto fail;
     if (upload_weights(e, err))
         goto fail;
@@ -488,15 +506,6 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     spec[RT_SPEC_GEMV_VEC] = e->gemv_vec;
     for (uint32_t k = 0; k < desc->n_kernels; k++) {
         const rt_kernel_desc *kd = &desc->kernels[k];
-        const rt_vk_info *vi = rt_vk_get_info(e->vk);
-        if (kd->shared_bytes > vi->max_shared || kd->invocations > vi->max_invocations) {
-            snprintf(err, RT_ERR_LEN,
-                     "kernel %s needs %u bytes of workgroup shared memory and %u invocations per workgroup; "
-                     "device '%s' offers %u bytes and %u invocations (maxComputeSharedMemorySize, "
-                     "maxComputeWorkGroupInvocations): this model cannot run on it",
-                     kd->name, kd->shared_bytes, kd->invocations, vi->name, vi->max_shared, vi->max_invocations);
-            goto fail;
-        }
         bool nd = e->native_dot && kd->spv_dot;
         if (rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
                                  spec, RT_SPEC_GEMV_VEC + 1, &e->pipes[k], err))
