@@ -97,8 +97,10 @@ check-generated: $(GEN_BIN)
 	@diff -r generated $(B)/gencheck >/dev/null || { echo "generated/ is stale: run 'make gen' and commit"; diff -r generated $(B)/gencheck | head -20; exit 1; }
 	@echo "generated/ matches make gen"
 
+# Then the kernel suites again at 4- and 16-lane subgroups (lavapipe only; see the script).
 test: all check-generated
 	@B=$(B) sh tests/run_tests.sh $(TESTS)
+	@B=$(B) sh tests/run_subgroups.sh
 
 asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \

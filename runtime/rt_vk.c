@@ -249,15 +249,20 @@ int rt_vk_list_devices(char *err)
         return 1;
     }
     for (uint32_t i = 0; i < n; i++) {
-        VkPhysicalDeviceProperties p;
+        VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
         VkPhysicalDeviceMemoryProperties mp;
         char drv[600];
-        vkGetPhysicalDeviceProperties(pds[i], &p);
+        vkGetPhysicalDeviceProperties(pds[i], &p2.properties);
+        if (p2.properties.apiVersion >= VK_API_VERSION_1_1) /* subgroup properties are 1.1 */
+            vkGetPhysicalDeviceProperties2(pds[i], &p2);
+        const VkPhysicalDeviceProperties *p = &p2.properties;
         vkGetPhysicalDeviceMemoryProperties(pds[i], &mp);
         driver_string(pds[i], drv, sizeof(drv));
-        printf("%u: %s [%s] driver %s, Vulkan %u.%u, %.1f GiB device-local\n", i, p.deviceName,
-               type_name(p.deviceType), drv, VK_API_VERSION_MAJOR(p.apiVersion),
-               VK_API_VERSION_MINOR(p.apiVersion), device_local_bytes(&mp) / (1024.0 * 1024 * 1024));
+        printf("%u: %s [%s] driver %s, Vulkan %u.%u, %.1f GiB device-local, subgroup %u\n", i, p->deviceName,
+               type_name(p->deviceType), drv, VK_API_VERSION_MAJOR(p->apiVersion),
+               VK_API_VERSION_MINOR(p->apiVersion), device_local_bytes(&mp) / (1024.0 * 1024 * 1024),
+               sg.subgroupSize);
     }
     free(pds);
     destroy_instance(inst, msgr);
