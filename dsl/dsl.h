@@ -150,6 +150,10 @@ size_t dsl_kernel_arena_bytes(const dsl_kernel *k);
 /* The first error ("file:line: kernel 'name': message"), or NULL when none. Valid until
  * reset/free. */
 const char *dsl_error(const dsl_kernel *k);
+/* Set the sticky error from a kernel builder (a shape its code cannot handle), at the
+ * caller's file:line; the first error wins, later building is a no-op. */
+void dsl_fail(dsl_kernel *k, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define dsl_kernel_fail(k, ...) dsl_fail((k), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Device features a kernel needs, known after dsl_emit_glsl (bitmask of DSL_FEAT_*). */
 enum {

@@ -160,8 +160,7 @@ struct dsl_kernel {
 };
 
 /* Build helpers (dsl_build.c, dsl_decl.c). */
-void dsl_fail(dsl_kernel *k, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* dsl_fail: declared in dsl.h (kernel builders report shape errors through it too). */
 dsl_node *dsl_node_new(dsl_kernel *k, dsl_nkind kind, dsl_type type, const char *file, int line);
 /* Record a value (or lvalue) use of n at the current point; false after an error. */
 bool dsl_use(dsl_kernel *k, dsl_node *n, bool as_lvalue, const char *file, int line);

@@ -350,10 +350,8 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     }
     if (norm) {
         /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */
-        dsl_expr N = dsl_const_u32(k, "N", K);
-        dsl_expr scale = gen_norm_scale(k, m->hp.norm_eps, x, U(0), N, red);
         c.q = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
-        gen_quant_row(k, x, nw, U(0), scale, K, N, red, c.q, NULL, &c.sc, &c.qsum);
+        gen_norm_quant_row(k, m->hp.norm_eps, x, nw, NULL, K, red, c.q, &c.sc, &c.qsum);
         dsl_barrier(k);
     }
     uint32_t groups = 0;

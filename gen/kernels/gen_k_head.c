@@ -211,7 +211,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
             dsl_kernel_free(k);
             return -1;
         }
-        dsl_expr scale = gen_norm_scale(k, g->m->hp.norm_eps, x, U(0), D, dsl_shared(k, "red", DSL_F32, WG));
+        dsl_expr scale = gen_norm_scale(k, g->m->hp.norm_eps, x, NULL, dim, dsl_shared(k, "red", DSL_F32, WG));
         xs = dsl_shared(k, "xs", word_type(per_word), (uint32_t)(dim / per_word));
         dsl_expr j = dsl_for(k, "j", dsl_builtin(k, DSL_LOCAL_INDEX), DW, U(WG));
         dsl_expr e[4];

@@ -18,16 +18,24 @@
 /* (x[base + i] * scale) * w[i]; x[base + i] when scale is NULL. */
 dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale);
 
-/* 1 / sqrt(sum(x^2) / N + eps) over x[base .. base+N) (N a u32 expression); red: shared
- * f32[256]. Returns a local every invocation holds. */
-dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr base, dsl_expr N, dsl_expr red);
+/* A row of at most this many 16-byte words per invocation (V * ceil(width / 1024), V =
+ * 256 / invocations) is read once into registers; a longer one (the GLU's 6912, or any
+ * row of the attention's 128-wide tail) is re-read by each pass, same order and values,
+ * so that the kernels holding it keep their register budget. */
+#define GEN_ROW_REG_WORDS 4
 
-/* act_quant of the row v_i = gen_norm_elem(x, w, base, i, scale), i < width (== N):
- * packed int8 codes into q[tok * width/4 + i/4] (q[i/4] when tok is NULL; q a buffer or
- * shared array); *out_s = 127 / amax (f32), *out_total = sum of the codes (i32), held
- * by every invocation. */
-void gen_quant_row(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr scale, int width, dsl_expr N,
-                   dsl_expr red, dsl_expr q, dsl_expr tok, dsl_expr *out_s, dsl_expr *out_total);
+/* 1 / sqrt(sum(x^2) / width + eps) over row tok of x (x[tok * width ..], tok NULL: row
+ * 0; width a multiple of 4, rows 16-byte aligned); red: shared f32[256]. Returns a local
+ * every invocation holds. */
+dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr tok, int width, dsl_expr red);
+
+/* act_quant of row tok of x (tok NULL: row 0), after an rmsnorm with weight w when w is
+ * not NULL (v_i = (x_i * scale) * w_i, the scale as gen_norm_scale), else of x itself:
+ * the row is read with 16-byte loads (once when short: GEN_ROW_REG_WORDS); packed int8 codes into q[tok * width/4 + i/4]
+ * (q a buffer or a shared array); *out_s = 127 / amax (f32), *out_total = sum of the
+ * codes (i32), held by every invocation. */
+void gen_norm_quant_row(dsl_kernel *k, float eps, dsl_expr x, dsl_expr w, dsl_expr tok, int width, dsl_expr red,
+                        dsl_expr q, dsl_expr *out_s, dsl_expr *out_total);
 
 /* The buffers of a next norm folded into a kernel (kop->last_out): its weight (NULL for
  * a bare QUANT), the Q8 row it writes (codes, [scale, sum]) and the SYNC counters. */

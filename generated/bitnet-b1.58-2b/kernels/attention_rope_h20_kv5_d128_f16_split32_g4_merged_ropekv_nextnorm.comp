@@ -19,6 +19,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Buf_kcache4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -48,7 +50,6 @@ shared int redi[256];
 
 const uint HD = 128u;
 const uint QD = 2560u;
-const uint NW = 640u;
 
 void main()
 {
@@ -494,14 +495,28 @@ void main()
         if (arrived1[0u] == 4u) {
             memoryBarrierBuffer();
             float ss = 0.0;
-            for (uint i2 = gl_LocalInvocationIndex; i2 < QD; i2 += 256u) {
-                float t15 = pc.y.d[0u + i2];
-                ss += t15 * t15;
-            }
             float ss1 = 0.0;
-            for (uint i3 = gl_LocalInvocationIndex + 128u; i3 < QD; i3 += 256u) {
-                float t16 = pc.y.d[0u + i3];
-                ss1 += t16 * t16;
+            for (uint wi = gl_LocalInvocationIndex; wi < 640u; wi += 256u) {
+                vec4 xv = Buf_xrow4(pc.y).d[wi];
+                float e1 = xv.x;
+                ss += e1 * e1;
+                float e2 = xv.y;
+                ss += e2 * e2;
+                float e3 = xv.z;
+                ss += e3 * e3;
+                float e4 = xv.w;
+                ss += e4 * e4;
+            }
+            for (uint wi1 = gl_LocalInvocationIndex + 128u; wi1 < 640u; wi1 += 256u) {
+                vec4 xv1 = Buf_xrow4(pc.y).d[wi1];
+                float e5 = xv1.x;
+                ss1 += e5 * e5;
+                float e6 = xv1.y;
+                ss1 += e6 * e6;
+                float e7 = xv1.z;
+                ss1 += e7 * e7;
+                float e8 = xv1.w;
+                ss1 += e8 * e8;
             }
             float r5 = subgroupAdd(ss);
             float r6 = subgroupAdd(ss1);
@@ -515,14 +530,25 @@ void main()
                 sum = sum + red[s12];
             }
             barrier();
-            float scale = 1.0 / sqrt((sum / float(QD)) + 1e-05);
+            float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
             float am = 0.0;
-            for (uint i4 = gl_LocalInvocationIndex; i4 < QD; i4 += 128u) {
-                am = max(am, abs((pc.y.d[0u + i4] * scale) * pc.lnw.d[i4]));
+            for (uint wi2 = gl_LocalInvocationIndex; wi2 < 640u; wi2 += 256u) {
+                vec4 xv2 = (Buf_xrow4(pc.y).d[wi2] * scale) * Buf_nwrow4(pc.lnw).d[wi2];
+                am = max(am, abs(xv2.x));
+                am = max(am, abs(xv2.y));
+                am = max(am, abs(xv2.z));
+                am = max(am, abs(xv2.w));
             }
-            float t17 = subgroupMax(am);
+            for (uint wi3 = gl_LocalInvocationIndex + 128u; wi3 < 640u; wi3 += 256u) {
+                vec4 xv3 = (Buf_xrow4(pc.y).d[wi3] * scale) * Buf_nwrow4(pc.lnw).d[wi3];
+                am = max(am, abs(xv3.x));
+                am = max(am, abs(xv3.y));
+                am = max(am, abs(xv3.z));
+                am = max(am, abs(xv3.w));
+            }
+            float t15 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t17;
+                red[gl_SubgroupID] = t15;
             }
             barrier();
             float amax = red[0u];
@@ -532,29 +558,33 @@ void main()
             barrier();
             float s14 = 127.0 / max(amax, 1e-05);
             int qsum = 0;
-            for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 128u) {
-                uint packed = 0u;
-                uint t18 = (wi * 4u) + 0u;
-                int qv = clamp(int(roundEven(((pc.y.d[0u + t18] * scale) * pc.lnw.d[t18]) * s14)), -128, 127);
+            for (uint wi4 = gl_LocalInvocationIndex; wi4 < 640u; wi4 += 256u) {
+                vec4 xv4 = (Buf_xrow4(pc.y).d[wi4] * scale) * Buf_nwrow4(pc.lnw).d[wi4];
+                int qv = clamp(int(roundEven(xv4.x * s14)), -128, 127);
                 qsum += qv;
-                packed |= (uint(qv) & 255u) << 0u;
-                uint t19 = (wi * 4u) + 1u;
-                int qv1 = clamp(int(roundEven(((pc.y.d[0u + t19] * scale) * pc.lnw.d[t19]) * s14)), -128, 127);
+                int qv1 = clamp(int(roundEven(xv4.y * s14)), -128, 127);
                 qsum += qv1;
-                packed |= (uint(qv1) & 255u) << 8u;
-                uint t20 = (wi * 4u) + 2u;
-                int qv2 = clamp(int(roundEven(((pc.y.d[0u + t20] * scale) * pc.lnw.d[t20]) * s14)), -128, 127);
+                int qv2 = clamp(int(roundEven(xv4.z * s14)), -128, 127);
                 qsum += qv2;
-                packed |= (uint(qv2) & 255u) << 16u;
-                uint t21 = (wi * 4u) + 3u;
-                int qv3 = clamp(int(roundEven(((pc.y.d[0u + t21] * scale) * pc.lnw.d[t21]) * s14)), -128, 127);
+                int qv3 = clamp(int(roundEven(xv4.w * s14)), -128, 127);
                 qsum += qv3;
-                packed |= (uint(qv3) & 255u) << 24u;
-                pc.lq.d[wi] = packed;
+                pc.lq.d[wi4] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int t22 = subgroupAdd(qsum);
+            for (uint wi5 = gl_LocalInvocationIndex + 128u; wi5 < 640u; wi5 += 256u) {
+                vec4 xv5 = (Buf_xrow4(pc.y).d[wi5] * scale) * Buf_nwrow4(pc.lnw).d[wi5];
+                int qv4 = clamp(int(roundEven(xv5.x * s14)), -128, 127);
+                qsum += qv4;
+                int qv5 = clamp(int(roundEven(xv5.y * s14)), -128, 127);
+                qsum += qv5;
+                int qv6 = clamp(int(roundEven(xv5.z * s14)), -128, 127);
+                qsum += qv6;
+                int qv7 = clamp(int(roundEven(xv5.w * s14)), -128, 127);
+                qsum += qv7;
+                pc.lq.d[wi5] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+            }
+            int t16 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t22;
+                redi[gl_SubgroupID] = t16;
             }
             barrier();
             int total = redi[0u];

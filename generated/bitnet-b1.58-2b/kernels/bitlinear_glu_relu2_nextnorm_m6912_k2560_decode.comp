@@ -21,6 +21,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_q4 { uvec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_wu4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -45,7 +47,6 @@ const uint KV4 = 40u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 6912u;
-const uint NW = 1728u;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -162,13 +163,20 @@ void main()
     if (arrived[0u] == 863u) {
         memoryBarrierBuffer();
         float ss = 0.0;
-        for (uint i = gl_LocalInvocationIndex; i < M; i += 256u) {
-            float t3 = pc.y.d[0u + i];
-            ss += t3 * t3;
+        for (uint wi = gl_LocalInvocationIndex; wi < 1728u; wi += 256u) {
+            vec4 xv = Buf_xrow4(pc.y).d[wi];
+            float e = xv.x;
+            ss += e * e;
+            float e1 = xv.y;
+            ss += e1 * e1;
+            float e2 = xv.z;
+            ss += e2 * e2;
+            float e3 = xv.w;
+            ss += e3 * e3;
         }
-        float t4 = subgroupAdd(ss);
+        float r = subgroupAdd(ss);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t4;
+            red[gl_SubgroupID] = r;
         }
         barrier();
         float sum = red[0u];
@@ -176,14 +184,18 @@ void main()
             sum = sum + red[s];
         }
         barrier();
-        float scale = 1.0 / sqrt((sum / float(M)) + 1e-05);
+        float scale = 1.0 / sqrt((sum / 6912.0) + 1e-05);
         float am = 0.0;
-        for (uint i1 = gl_LocalInvocationIndex; i1 < M; i1 += 256u) {
-            am = max(am, abs((pc.y.d[0u + i1] * scale) * pc.lnw.d[i1]));
+        for (uint wi1 = gl_LocalInvocationIndex; wi1 < 1728u; wi1 += 256u) {
+            vec4 xv1 = (Buf_xrow4(pc.y).d[wi1] * scale) * Buf_nwrow4(pc.lnw).d[wi1];
+            am = max(am, abs(xv1.x));
+            am = max(am, abs(xv1.y));
+            am = max(am, abs(xv1.z));
+            am = max(am, abs(xv1.w));
         }
-        float t5 = subgroupMax(am);
+        float t3 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t5;
+            red[gl_SubgroupID] = t3;
         }
         barrier();
         float amax = red[0u];
@@ -193,29 +205,21 @@ void main()
         barrier();
         float s2 = 127.0 / max(amax, 1e-05);
         int qsum1 = 0;
-        for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-            uint packed = 0u;
-            uint t6 = (wi * 4u) + 0u;
-            int qv = clamp(int(roundEven(((pc.y.d[0u + t6] * scale) * pc.lnw.d[t6]) * s2)), -128, 127);
+        for (uint wi2 = gl_LocalInvocationIndex; wi2 < 1728u; wi2 += 256u) {
+            vec4 xv2 = (Buf_xrow4(pc.y).d[wi2] * scale) * Buf_nwrow4(pc.lnw).d[wi2];
+            int qv = clamp(int(roundEven(xv2.x * s2)), -128, 127);
             qsum1 += qv;
-            packed |= (uint(qv) & 255u) << 0u;
-            uint t7 = (wi * 4u) + 1u;
-            int qv1 = clamp(int(roundEven(((pc.y.d[0u + t7] * scale) * pc.lnw.d[t7]) * s2)), -128, 127);
+            int qv1 = clamp(int(roundEven(xv2.y * s2)), -128, 127);
             qsum1 += qv1;
-            packed |= (uint(qv1) & 255u) << 8u;
-            uint t8 = (wi * 4u) + 2u;
-            int qv2 = clamp(int(roundEven(((pc.y.d[0u + t8] * scale) * pc.lnw.d[t8]) * s2)), -128, 127);
+            int qv2 = clamp(int(roundEven(xv2.z * s2)), -128, 127);
             qsum1 += qv2;
-            packed |= (uint(qv2) & 255u) << 16u;
-            uint t9 = (wi * 4u) + 3u;
-            int qv3 = clamp(int(roundEven(((pc.y.d[0u + t9] * scale) * pc.lnw.d[t9]) * s2)), -128, 127);
+            int qv3 = clamp(int(roundEven(xv2.w * s2)), -128, 127);
             qsum1 += qv3;
-            packed |= (uint(qv3) & 255u) << 24u;
-            pc.lq.d[wi] = packed;
+            pc.lq.d[wi2] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
-        int t10 = subgroupAdd(qsum1);
+        int t4 = subgroupAdd(qsum1);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t10;
+            redi[gl_SubgroupID] = t4;
         }
         barrier();
         int total = redi[0u];

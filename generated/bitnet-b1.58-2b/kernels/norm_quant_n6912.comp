@@ -10,6 +10,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_w { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_q { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_qs { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_x x;
@@ -24,19 +26,26 @@ shared float red[256];
 shared int redi[256];
 
 const uint N = 6912u;
-const uint NW = 1728u;
 
 void main()
 {
     uint base = gl_WorkGroupID.x * N;
+    uint rbase = gl_WorkGroupID.x * 1728u;
     float ss = 0.0;
-    for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
-        float t0 = pc.x.d[base + i];
-        ss += t0 * t0;
+    for (uint wi = gl_LocalInvocationIndex; wi < 1728u; wi += 256u) {
+        vec4 xv = Buf_xrow4(pc.x).d[rbase + wi];
+        float e = xv.x;
+        ss += e * e;
+        float e1 = xv.y;
+        ss += e1 * e1;
+        float e2 = xv.z;
+        ss += e2 * e2;
+        float e3 = xv.w;
+        ss += e3 * e3;
     }
-    float t1 = subgroupAdd(ss);
+    float r = subgroupAdd(ss);
     if (subgroupElect()) {
-        red[gl_SubgroupID] = t1;
+        red[gl_SubgroupID] = r;
     }
     barrier();
     float sum = red[0u];
@@ -44,14 +53,18 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / float(N)) + 1e-05);
+    float scale = 1.0 / sqrt((sum / 6912.0) + 1e-05);
     float am = 0.0;
-    for (uint i1 = gl_LocalInvocationIndex; i1 < N; i1 += 256u) {
-        am = max(am, abs((pc.x.d[base + i1] * scale) * pc.w.d[i1]));
+    for (uint wi1 = gl_LocalInvocationIndex; wi1 < 1728u; wi1 += 256u) {
+        vec4 xv1 = (Buf_xrow4(pc.x).d[rbase + wi1] * scale) * Buf_nwrow4(pc.w).d[wi1];
+        am = max(am, abs(xv1.x));
+        am = max(am, abs(xv1.y));
+        am = max(am, abs(xv1.z));
+        am = max(am, abs(xv1.w));
     }
-    float t2 = subgroupMax(am);
+    float t0 = subgroupMax(am);
     if (subgroupElect()) {
-        red[gl_SubgroupID] = t2;
+        red[gl_SubgroupID] = t0;
     }
     barrier();
     float amax = red[0u];
@@ -61,29 +74,22 @@ void main()
     barrier();
     float s2 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-        uint packed = 0u;
-        uint t3 = (wi * 4u) + 0u;
-        int qv = clamp(int(roundEven(((pc.x.d[base + t3] * scale) * pc.w.d[t3]) * s2)), -128, 127);
+    uint qbase = gl_WorkGroupID.x * 1728u;
+    for (uint wi2 = gl_LocalInvocationIndex; wi2 < 1728u; wi2 += 256u) {
+        vec4 xv2 = (Buf_xrow4(pc.x).d[rbase + wi2] * scale) * Buf_nwrow4(pc.w).d[wi2];
+        int qv = clamp(int(roundEven(xv2.x * s2)), -128, 127);
         qsum += qv;
-        packed |= (uint(qv) & 255u) << 0u;
-        uint t4 = (wi * 4u) + 1u;
-        int qv1 = clamp(int(roundEven(((pc.x.d[base + t4] * scale) * pc.w.d[t4]) * s2)), -128, 127);
+        int qv1 = clamp(int(roundEven(xv2.y * s2)), -128, 127);
         qsum += qv1;
-        packed |= (uint(qv1) & 255u) << 8u;
-        uint t5 = (wi * 4u) + 2u;
-        int qv2 = clamp(int(roundEven(((pc.x.d[base + t5] * scale) * pc.w.d[t5]) * s2)), -128, 127);
+        int qv2 = clamp(int(roundEven(xv2.z * s2)), -128, 127);
         qsum += qv2;
-        packed |= (uint(qv2) & 255u) << 16u;
-        uint t6 = (wi * 4u) + 3u;
-        int qv3 = clamp(int(roundEven(((pc.x.d[base + t6] * scale) * pc.w.d[t6]) * s2)), -128, 127);
+        int qv3 = clamp(int(roundEven(xv2.w * s2)), -128, 127);
         qsum += qv3;
-        packed |= (uint(qv3) & 255u) << 24u;
-        pc.q.d[(gl_WorkGroupID.x * NW) + wi] = packed;
+        pc.q.d[qbase + wi2] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
     }
-    int t7 = subgroupAdd(qsum);
+    int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {
-        redi[gl_SubgroupID] = t7;
+        redi[gl_SubgroupID] = t1;
     }
     barrier();
     int total = redi[0u];

@@ -9,6 +9,7 @@ layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_x { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_w { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_y { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_xrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_x x;
@@ -25,14 +26,45 @@ const uint N = 2560u;
 void main()
 {
     uint base = gl_WorkGroupID.x * N;
-    float ss = 0.0;
-    for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
-        float t0 = pc.x.d[base + i];
-        ss += t0 * t0;
+    uint rbase = gl_WorkGroupID.x * 640u;
+    uint wi = gl_LocalInvocationIndex;
+    uint wi1 = gl_LocalInvocationIndex + 256u;
+    uint wi2 = gl_LocalInvocationIndex + 512u;
+    bool inrow = wi2 < 640u;
+    vec4 xr = Buf_xrow4(pc.x).d[rbase + wi];
+    vec4 xr1 = Buf_xrow4(pc.x).d[rbase + wi1];
+    vec4 xr2 = vec4(0.0);
+    if (inrow) {
+        xr2 = Buf_xrow4(pc.x).d[rbase + wi2];
     }
-    float t1 = subgroupAdd(ss);
+    float ss = 0.0;
+    float e = xr.x;
+    ss += e * e;
+    float e1 = xr.y;
+    ss += e1 * e1;
+    float e2 = xr.z;
+    ss += e2 * e2;
+    float e3 = xr.w;
+    ss += e3 * e3;
+    float e4 = xr1.x;
+    ss += e4 * e4;
+    float e5 = xr1.y;
+    ss += e5 * e5;
+    float e6 = xr1.z;
+    ss += e6 * e6;
+    float e7 = xr1.w;
+    ss += e7 * e7;
+    float e8 = xr2.x;
+    ss += e8 * e8;
+    float e9 = xr2.y;
+    ss += e9 * e9;
+    float e10 = xr2.z;
+    ss += e10 * e10;
+    float e11 = xr2.w;
+    ss += e11 * e11;
+    float r = subgroupAdd(ss);
     if (subgroupElect()) {
-        red[gl_SubgroupID] = t1;
+        red[gl_SubgroupID] = r;
     }
     barrier();
     float sum = red[0u];
@@ -40,8 +72,8 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / float(N)) + 1e-05);
-    for (uint i1 = gl_LocalInvocationIndex; i1 < N; i1 += 256u) {
-        pc.y.d[base + i1] = (pc.x.d[base + i1] * scale) * pc.w.d[i1];
+    float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+    for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
+        pc.y.d[base + i] = (pc.x.d[base + i] * scale) * pc.w.d[i];
     }
 }

@@ -19,6 +19,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Buf_kcache4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -48,7 +50,6 @@ shared int redi[256];
 
 const uint HD = 64u;
 const uint QD = 512u;
-const uint NW = 128u;
 
 void main()
 {
@@ -493,26 +494,82 @@ void main()
         barrier();
         if (arrived1[0u] == 1u) {
             memoryBarrierBuffer();
+            uint wi = gl_LocalInvocationIndex;
+            bool inrow = wi < 128u;
+            uint wi1 = gl_LocalInvocationIndex + 64u;
+            bool inrow1 = wi1 < 128u;
+            uint wi2 = gl_LocalInvocationIndex + 128u;
+            bool inrow2 = wi2 < 128u;
+            uint wi3 = gl_LocalInvocationIndex + 192u;
+            bool inrow3 = wi3 < 128u;
+            vec4 xr = vec4(0.0);
+            if (inrow) {
+                xr = Buf_xrow4(pc.y).d[wi];
+            }
+            vec4 xr1 = vec4(0.0);
+            if (inrow1) {
+                xr1 = Buf_xrow4(pc.y).d[wi1];
+            }
+            vec4 xr2 = vec4(0.0);
+            if (inrow2) {
+                xr2 = Buf_xrow4(pc.y).d[wi2];
+            }
+            vec4 xr3 = vec4(0.0);
+            if (inrow3) {
+                xr3 = Buf_xrow4(pc.y).d[wi3];
+            }
+            vec4 wr = vec4(0.0);
+            if (inrow) {
+                wr = Buf_nwrow4(pc.lnw).d[wi];
+            }
+            vec4 wr1 = vec4(0.0);
+            if (inrow1) {
+                wr1 = Buf_nwrow4(pc.lnw).d[wi1];
+            }
+            vec4 wr2 = vec4(0.0);
+            if (inrow2) {
+                wr2 = Buf_nwrow4(pc.lnw).d[wi2];
+            }
+            vec4 wr3 = vec4(0.0);
+            if (inrow3) {
+                wr3 = Buf_nwrow4(pc.lnw).d[wi3];
+            }
             float ss = 0.0;
-            for (uint i2 = gl_LocalInvocationIndex; i2 < QD; i2 += 256u) {
-                float t15 = pc.y.d[0u + i2];
-                ss += t15 * t15;
-            }
             float ss1 = 0.0;
-            for (uint i3 = gl_LocalInvocationIndex + 64u; i3 < QD; i3 += 256u) {
-                float t16 = pc.y.d[0u + i3];
-                ss1 += t16 * t16;
-            }
             float ss2 = 0.0;
-            for (uint i4 = gl_LocalInvocationIndex + 128u; i4 < QD; i4 += 256u) {
-                float t17 = pc.y.d[0u + i4];
-                ss2 += t17 * t17;
-            }
             float ss3 = 0.0;
-            for (uint i5 = gl_LocalInvocationIndex + 192u; i5 < QD; i5 += 256u) {
-                float t18 = pc.y.d[0u + i5];
-                ss3 += t18 * t18;
-            }
+            float e1 = xr.x;
+            ss += e1 * e1;
+            float e2 = xr.y;
+            ss += e2 * e2;
+            float e3 = xr.z;
+            ss += e3 * e3;
+            float e4 = xr.w;
+            ss += e4 * e4;
+            float e5 = xr1.x;
+            ss1 += e5 * e5;
+            float e6 = xr1.y;
+            ss1 += e6 * e6;
+            float e7 = xr1.z;
+            ss1 += e7 * e7;
+            float e8 = xr1.w;
+            ss1 += e8 * e8;
+            float e9 = xr2.x;
+            ss2 += e9 * e9;
+            float e10 = xr2.y;
+            ss2 += e10 * e10;
+            float e11 = xr2.z;
+            ss2 += e11 * e11;
+            float e12 = xr2.w;
+            ss2 += e12 * e12;
+            float e13 = xr3.x;
+            ss3 += e13 * e13;
+            float e14 = xr3.y;
+            ss3 += e14 * e14;
+            float e15 = xr3.z;
+            ss3 += e15 * e15;
+            float e16 = xr3.w;
+            ss3 += e16 * e16;
             float r5 = subgroupAdd(ss);
             float r6 = subgroupAdd(ss1);
             float r7 = subgroupAdd(ss2);
@@ -529,14 +586,31 @@ void main()
                 sum = sum + red[s12];
             }
             barrier();
-            float scale = 1.0 / sqrt((sum / float(QD)) + 1e-05);
+            float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
+            vec4 y1 = (xr * scale) * wr;
+            vec4 y2 = (xr1 * scale) * wr1;
+            vec4 y3 = (xr2 * scale) * wr2;
+            vec4 y4 = (xr3 * scale) * wr3;
             float am = 0.0;
-            for (uint i6 = gl_LocalInvocationIndex; i6 < QD; i6 += 64u) {
-                am = max(am, abs((pc.y.d[0u + i6] * scale) * pc.lnw.d[i6]));
-            }
-            float t19 = subgroupMax(am);
+            am = max(am, abs(y1.x));
+            am = max(am, abs(y1.y));
+            am = max(am, abs(y1.z));
+            am = max(am, abs(y1.w));
+            am = max(am, abs(y2.x));
+            am = max(am, abs(y2.y));
+            am = max(am, abs(y2.z));
+            am = max(am, abs(y2.w));
+            am = max(am, abs(y3.x));
+            am = max(am, abs(y3.y));
+            am = max(am, abs(y3.z));
+            am = max(am, abs(y3.w));
+            am = max(am, abs(y4.x));
+            am = max(am, abs(y4.y));
+            am = max(am, abs(y4.z));
+            am = max(am, abs(y4.w));
+            float t15 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t19;
+                red[gl_SubgroupID] = t15;
             }
             barrier();
             float amax = red[0u];
@@ -546,29 +620,53 @@ void main()
             barrier();
             float s14 = 127.0 / max(amax, 1e-05);
             int qsum = 0;
-            for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 64u) {
-                uint packed = 0u;
-                uint t20 = (wi * 4u) + 0u;
-                int qv = clamp(int(roundEven(((pc.y.d[0u + t20] * scale) * pc.lnw.d[t20]) * s14)), -128, 127);
-                qsum += qv;
-                packed |= (uint(qv) & 255u) << 0u;
-                uint t21 = (wi * 4u) + 1u;
-                int qv1 = clamp(int(roundEven(((pc.y.d[0u + t21] * scale) * pc.lnw.d[t21]) * s14)), -128, 127);
-                qsum += qv1;
-                packed |= (uint(qv1) & 255u) << 8u;
-                uint t22 = (wi * 4u) + 2u;
-                int qv2 = clamp(int(roundEven(((pc.y.d[0u + t22] * scale) * pc.lnw.d[t22]) * s14)), -128, 127);
-                qsum += qv2;
-                packed |= (uint(qv2) & 255u) << 16u;
-                uint t23 = (wi * 4u) + 3u;
-                int qv3 = clamp(int(roundEven(((pc.y.d[0u + t23] * scale) * pc.lnw.d[t23]) * s14)), -128, 127);
-                qsum += qv3;
-                packed |= (uint(qv3) & 255u) << 24u;
-                pc.lq.d[wi] = packed;
+            int qv = clamp(int(roundEven(y1.x * s14)), -128, 127);
+            qsum += qv;
+            int qv1 = clamp(int(roundEven(y1.y * s14)), -128, 127);
+            qsum += qv1;
+            int qv2 = clamp(int(roundEven(y1.z * s14)), -128, 127);
+            qsum += qv2;
+            int qv3 = clamp(int(roundEven(y1.w * s14)), -128, 127);
+            qsum += qv3;
+            if (inrow) {
+                pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int t24 = subgroupAdd(qsum);
+            int qv4 = clamp(int(roundEven(y2.x * s14)), -128, 127);
+            qsum += qv4;
+            int qv5 = clamp(int(roundEven(y2.y * s14)), -128, 127);
+            qsum += qv5;
+            int qv6 = clamp(int(roundEven(y2.z * s14)), -128, 127);
+            qsum += qv6;
+            int qv7 = clamp(int(roundEven(y2.w * s14)), -128, 127);
+            qsum += qv7;
+            if (inrow1) {
+                pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+            }
+            int qv8 = clamp(int(roundEven(y3.x * s14)), -128, 127);
+            qsum += qv8;
+            int qv9 = clamp(int(roundEven(y3.y * s14)), -128, 127);
+            qsum += qv9;
+            int qv10 = clamp(int(roundEven(y3.z * s14)), -128, 127);
+            qsum += qv10;
+            int qv11 = clamp(int(roundEven(y3.w * s14)), -128, 127);
+            qsum += qv11;
+            if (inrow2) {
+                pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+            }
+            int qv12 = clamp(int(roundEven(y4.x * s14)), -128, 127);
+            qsum += qv12;
+            int qv13 = clamp(int(roundEven(y4.y * s14)), -128, 127);
+            qsum += qv13;
+            int qv14 = clamp(int(roundEven(y4.z * s14)), -128, 127);
+            qsum += qv14;
+            int qv15 = clamp(int(roundEven(y4.w * s14)), -128, 127);
+            qsum += qv15;
+            if (inrow3) {
+                pc.lq.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);
+            }
+            int t16 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t24;
+                redi[gl_SubgroupID] = t16;
             }
             barrier();
             int total = redi[0u];

@@ -21,6 +21,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_q4 { uvec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_wu4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -45,7 +47,6 @@ const uint KV4 = 8u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M = 1536u;
-const uint NW = 384u;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -161,14 +162,39 @@ void main()
     barrier();
     if (arrived[0u] == 191u) {
         memoryBarrierBuffer();
-        float ss = 0.0;
-        for (uint i = gl_LocalInvocationIndex; i < M; i += 256u) {
-            float t3 = pc.y.d[0u + i];
-            ss += t3 * t3;
+        uint wi = gl_LocalInvocationIndex;
+        uint wi1 = gl_LocalInvocationIndex + 256u;
+        bool inrow = wi1 < 384u;
+        vec4 xr = Buf_xrow4(pc.y).d[wi];
+        vec4 xr1 = vec4(0.0);
+        if (inrow) {
+            xr1 = Buf_xrow4(pc.y).d[wi1];
         }
-        float t4 = subgroupAdd(ss);
+        vec4 wr = Buf_nwrow4(pc.lnw).d[wi];
+        vec4 wr1 = vec4(0.0);
+        if (inrow) {
+            wr1 = Buf_nwrow4(pc.lnw).d[wi1];
+        }
+        float ss = 0.0;
+        float e = xr.x;
+        ss += e * e;
+        float e1 = xr.y;
+        ss += e1 * e1;
+        float e2 = xr.z;
+        ss += e2 * e2;
+        float e3 = xr.w;
+        ss += e3 * e3;
+        float e4 = xr1.x;
+        ss += e4 * e4;
+        float e5 = xr1.y;
+        ss += e5 * e5;
+        float e6 = xr1.z;
+        ss += e6 * e6;
+        float e7 = xr1.w;
+        ss += e7 * e7;
+        float r = subgroupAdd(ss);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t4;
+            red[gl_SubgroupID] = r;
         }
         barrier();
         float sum = red[0u];
@@ -176,14 +202,21 @@ void main()
             sum = sum + red[s];
         }
         barrier();
-        float scale = 1.0 / sqrt((sum / float(M)) + 1e-05);
+        float scale = 1.0 / sqrt((sum / 1536.0) + 1e-05);
+        vec4 y1 = (xr * scale) * wr;
+        vec4 y2 = (xr1 * scale) * wr1;
         float am = 0.0;
-        for (uint i1 = gl_LocalInvocationIndex; i1 < M; i1 += 256u) {
-            am = max(am, abs((pc.y.d[0u + i1] * scale) * pc.lnw.d[i1]));
-        }
-        float t5 = subgroupMax(am);
+        am = max(am, abs(y1.x));
+        am = max(am, abs(y1.y));
+        am = max(am, abs(y1.z));
+        am = max(am, abs(y1.w));
+        am = max(am, abs(y2.x));
+        am = max(am, abs(y2.y));
+        am = max(am, abs(y2.z));
+        am = max(am, abs(y2.w));
+        float t3 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t5;
+            red[gl_SubgroupID] = t3;
         }
         barrier();
         float amax = red[0u];
@@ -193,29 +226,29 @@ void main()
         barrier();
         float s2 = 127.0 / max(amax, 1e-05);
         int qsum1 = 0;
-        for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-            uint packed = 0u;
-            uint t6 = (wi * 4u) + 0u;
-            int qv = clamp(int(roundEven(((pc.y.d[0u + t6] * scale) * pc.lnw.d[t6]) * s2)), -128, 127);
-            qsum1 += qv;
-            packed |= (uint(qv) & 255u) << 0u;
-            uint t7 = (wi * 4u) + 1u;
-            int qv1 = clamp(int(roundEven(((pc.y.d[0u + t7] * scale) * pc.lnw.d[t7]) * s2)), -128, 127);
-            qsum1 += qv1;
-            packed |= (uint(qv1) & 255u) << 8u;
-            uint t8 = (wi * 4u) + 2u;
-            int qv2 = clamp(int(roundEven(((pc.y.d[0u + t8] * scale) * pc.lnw.d[t8]) * s2)), -128, 127);
-            qsum1 += qv2;
-            packed |= (uint(qv2) & 255u) << 16u;
-            uint t9 = (wi * 4u) + 3u;
-            int qv3 = clamp(int(roundEven(((pc.y.d[0u + t9] * scale) * pc.lnw.d[t9]) * s2)), -128, 127);
-            qsum1 += qv3;
-            packed |= (uint(qv3) & 255u) << 24u;
-            pc.lq.d[wi] = packed;
+        int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+        qsum1 += qv;
+        int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+        qsum1 += qv1;
+        int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+        qsum1 += qv2;
+        int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+        qsum1 += qv3;
+        pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+        int qv4 = clamp(int(roundEven(y2.x * s2)), -128, 127);
+        qsum1 += qv4;
+        int qv5 = clamp(int(roundEven(y2.y * s2)), -128, 127);
+        qsum1 += qv5;
+        int qv6 = clamp(int(roundEven(y2.z * s2)), -128, 127);
+        qsum1 += qv6;
+        int qv7 = clamp(int(roundEven(y2.w * s2)), -128, 127);
+        qsum1 += qv7;
+        if (inrow) {
+            pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
         }
-        int t10 = subgroupAdd(qsum1);
+        int t4 = subgroupAdd(qsum1);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t10;
+            redi[gl_SubgroupID] = t4;
         }
         barrier();
         int total = redi[0u];

@@ -19,6 +19,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Bu
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_sync { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_q4 { uvec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -42,7 +44,6 @@ const uint KV4 = 8u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M = 512u;
-const uint NW = 128u;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -123,14 +124,28 @@ void main()
     barrier();
     if (arrived[0u] == 63u) {
         memoryBarrierBuffer();
-        float ss = 0.0;
-        for (uint i = gl_LocalInvocationIndex; i < M; i += 256u) {
-            float t2 = pc.y.d[0u + i];
-            ss += t2 * t2;
+        uint wi = gl_LocalInvocationIndex;
+        bool inrow = wi < 128u;
+        vec4 xr = vec4(0.0);
+        if (inrow) {
+            xr = Buf_xrow4(pc.y).d[wi];
         }
-        float t3 = subgroupAdd(ss);
+        vec4 wr = vec4(0.0);
+        if (inrow) {
+            wr = Buf_nwrow4(pc.lnw).d[wi];
+        }
+        float ss = 0.0;
+        float e = xr.x;
+        ss += e * e;
+        float e1 = xr.y;
+        ss += e1 * e1;
+        float e2 = xr.z;
+        ss += e2 * e2;
+        float e3 = xr.w;
+        ss += e3 * e3;
+        float r = subgroupAdd(ss);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t3;
+            red[gl_SubgroupID] = r;
         }
         barrier();
         float sum = red[0u];
@@ -138,14 +153,16 @@ void main()
             sum = sum + red[s];
         }
         barrier();
-        float scale = 1.0 / sqrt((sum / float(M)) + 1e-05);
+        float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
+        vec4 y1 = (xr * scale) * wr;
         float am = 0.0;
-        for (uint i1 = gl_LocalInvocationIndex; i1 < M; i1 += 256u) {
-            am = max(am, abs((pc.y.d[0u + i1] * scale) * pc.lnw.d[i1]));
-        }
-        float t4 = subgroupMax(am);
+        am = max(am, abs(y1.x));
+        am = max(am, abs(y1.y));
+        am = max(am, abs(y1.z));
+        am = max(am, abs(y1.w));
+        float t2 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t4;
+            red[gl_SubgroupID] = t2;
         }
         barrier();
         float amax = red[0u];
@@ -155,29 +172,20 @@ void main()
         barrier();
         float s2 = 127.0 / max(amax, 1e-05);
         int qsum1 = 0;
-        for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-            uint packed = 0u;
-            uint t5 = (wi * 4u) + 0u;
-            int qv = clamp(int(roundEven(((pc.y.d[0u + t5] * scale) * pc.lnw.d[t5]) * s2)), -128, 127);
-            qsum1 += qv;
-            packed |= (uint(qv) & 255u) << 0u;
-            uint t6 = (wi * 4u) + 1u;
-            int qv1 = clamp(int(roundEven(((pc.y.d[0u + t6] * scale) * pc.lnw.d[t6]) * s2)), -128, 127);
-            qsum1 += qv1;
-            packed |= (uint(qv1) & 255u) << 8u;
-            uint t7 = (wi * 4u) + 2u;
-            int qv2 = clamp(int(roundEven(((pc.y.d[0u + t7] * scale) * pc.lnw.d[t7]) * s2)), -128, 127);
-            qsum1 += qv2;
-            packed |= (uint(qv2) & 255u) << 16u;
-            uint t8 = (wi * 4u) + 3u;
-            int qv3 = clamp(int(roundEven(((pc.y.d[0u + t8] * scale) * pc.lnw.d[t8]) * s2)), -128, 127);
-            qsum1 += qv3;
-            packed |= (uint(qv3) & 255u) << 24u;
-            pc.lq.d[wi] = packed;
+        int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+        qsum1 += qv;
+        int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+        qsum1 += qv1;
+        int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+        qsum1 += qv2;
+        int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+        qsum1 += qv3;
+        if (inrow) {
+            pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
-        int t9 = subgroupAdd(qsum1);
+        int t3 = subgroupAdd(qsum1);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t9;
+            redi[gl_SubgroupID] = t3;
         }
         barrier();
         int total = redi[0u];

@@ -13,6 +13,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_best { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_sync { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_result { uint d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_xrow4 { vec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
 
 layout(push_constant) uniform Push {
@@ -41,14 +42,24 @@ layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
 void main()
 {
-    float ss = 0.0;
-    for (uint i = gl_LocalInvocationIndex; i < D; i += 256u) {
-        float t0 = pc.x.d[0u + i];
-        ss += t0 * t0;
+    uint wi = gl_LocalInvocationIndex;
+    bool inrow = wi < 128u;
+    vec4 xr = vec4(0.0);
+    if (inrow) {
+        xr = Buf_xrow4(pc.x).d[wi];
     }
-    float t1 = subgroupAdd(ss);
+    float ss = 0.0;
+    float e = xr.x;
+    ss += e * e;
+    float e1 = xr.y;
+    ss += e1 * e1;
+    float e2 = xr.z;
+    ss += e2 * e2;
+    float e3 = xr.w;
+    ss += e3 * e3;
+    float r = subgroupAdd(ss);
     if (subgroupElect()) {
-        red[gl_SubgroupID] = t1;
+        red[gl_SubgroupID] = r;
     }
     barrier();
     float sum = red[0u];
@@ -56,11 +67,11 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / float(D)) + 1e-05);
+    float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
     for (uint j = gl_LocalInvocationIndex; j < DW; j += 256u) {
-        uint t2 = (j * 2u) + 0u;
-        uint t3 = (j * 2u) + 1u;
-        xs[j] = vec2((pc.x.d[0u + t2] * scale) * pc.nw.d[t2], (pc.x.d[0u + t3] * scale) * pc.nw.d[t3]);
+        uint t0 = (j * 2u) + 0u;
+        uint t1 = (j * 2u) + 1u;
+        xs[j] = vec2((pc.x.d[0u + t0] * scale) * pc.nw.d[t0], (pc.x.d[0u + t1] * scale) * pc.nw.d[t1]);
     }
     barrier();
     float best1 = -3e+38;
@@ -88,22 +99,22 @@ void main()
                     uint w01 = u1 * 4u;
                     vec2 p4 = unpackHalf2x16(pc.w.d[(v * DW) + w01]);
                     acc0 += dot(p4, xs[w01]);
-                    uint t4 = w01 + 1u;
-                    vec2 p5 = unpackHalf2x16(pc.w.d[(v * DW) + t4]);
-                    acc0 += dot(p5, xs[t4]);
-                    uint t5 = w01 + 2u;
-                    vec2 p6 = unpackHalf2x16(pc.w.d[(v * DW) + t5]);
-                    acc0 += dot(p6, xs[t5]);
-                    uint t6 = w01 + 3u;
-                    vec2 p7 = unpackHalf2x16(pc.w.d[(v * DW) + t6]);
-                    acc0 += dot(p7, xs[t6]);
+                    uint t2 = w01 + 1u;
+                    vec2 p5 = unpackHalf2x16(pc.w.d[(v * DW) + t2]);
+                    acc0 += dot(p5, xs[t2]);
+                    uint t3 = w01 + 2u;
+                    vec2 p6 = unpackHalf2x16(pc.w.d[(v * DW) + t3]);
+                    acc0 += dot(p6, xs[t3]);
+                    uint t4 = w01 + 3u;
+                    vec2 p7 = unpackHalf2x16(pc.w.d[(v * DW) + t4]);
+                    acc0 += dot(p7, xs[t4]);
                 }
             }
-            float t7 = subgroupAdd(acc0);
+            float t5 = subgroupAdd(acc0);
             if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t7;
-                if (t7 > best1) {
-                    best1 = t7;
+                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t5;
+                if (t5 > best1) {
+                    best1 = t5;
                     bidx = v;
                 }
             }
@@ -117,25 +128,25 @@ void main()
     }
     barrier();
     float wv = bv[0u];
-    uint wi = bi[0u];
+    uint wi1 = bi[0u];
     for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
         float sv = bv[s1];
         uint si = bi[s1];
-        if ((sv > wv) || ((sv == wv) && (si < wi))) {
+        if ((sv > wv) || ((sv == wv) && (si < wi1))) {
             wv = sv;
-            wi = si;
+            wi1 = si;
         }
     }
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
         pc.best.d[gl_WorkGroupID.x * 2u] = wv;
-        pc.best.d[(gl_WorkGroupID.x * 2u) + 1u] = uintBitsToFloat(wi);
+        pc.best.d[(gl_WorkGroupID.x * 2u) + 1u] = uintBitsToFloat(wi1);
     }
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t8 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t8;
+        uint t6 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t6;
     }
     barrier();
     if (arrived[0u] == 511u) {
@@ -158,18 +169,18 @@ void main()
         }
         barrier();
         float wv1 = bv[0u];
-        uint wi1 = bi[0u];
+        uint wi2 = bi[0u];
         for (uint s2 = 1u; s2 < gl_NumSubgroups; s2++) {
             float sv1 = bv[s2];
             uint si1 = bi[s2];
-            if ((sv1 > wv1) || ((sv1 == wv1) && (si1 < wi1))) {
+            if ((sv1 > wv1) || ((sv1 == wv1) && (si1 < wi2))) {
                 wv1 = sv1;
-                wi1 = si1;
+                wi2 = si1;
             }
         }
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            pc.result.d[0u] = wi1;
+            pc.result.d[0u] = wi2;
         }
         if (gl_LocalInvocationIndex == 0u) {
             atomicExchange(pc.sync.d[1023u], 0u);

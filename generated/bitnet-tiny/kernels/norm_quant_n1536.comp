@@ -10,6 +10,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_w { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_q { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_qs { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_x x;
@@ -24,19 +26,44 @@ shared float red[256];
 shared int redi[256];
 
 const uint N = 1536u;
-const uint NW = 384u;
 
 void main()
 {
     uint base = gl_WorkGroupID.x * N;
-    float ss = 0.0;
-    for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
-        float t0 = pc.x.d[base + i];
-        ss += t0 * t0;
+    uint rbase = gl_WorkGroupID.x * 384u;
+    uint wi = gl_LocalInvocationIndex;
+    uint wi1 = gl_LocalInvocationIndex + 256u;
+    bool inrow = wi1 < 384u;
+    vec4 xr = Buf_xrow4(pc.x).d[rbase + wi];
+    vec4 xr1 = vec4(0.0);
+    if (inrow) {
+        xr1 = Buf_xrow4(pc.x).d[rbase + wi1];
     }
-    float t1 = subgroupAdd(ss);
+    vec4 wr = Buf_nwrow4(pc.w).d[wi];
+    vec4 wr1 = vec4(0.0);
+    if (inrow) {
+        wr1 = Buf_nwrow4(pc.w).d[wi1];
+    }
+    float ss = 0.0;
+    float e = xr.x;
+    ss += e * e;
+    float e1 = xr.y;
+    ss += e1 * e1;
+    float e2 = xr.z;
+    ss += e2 * e2;
+    float e3 = xr.w;
+    ss += e3 * e3;
+    float e4 = xr1.x;
+    ss += e4 * e4;
+    float e5 = xr1.y;
+    ss += e5 * e5;
+    float e6 = xr1.z;
+    ss += e6 * e6;
+    float e7 = xr1.w;
+    ss += e7 * e7;
+    float r = subgroupAdd(ss);
     if (subgroupElect()) {
-        red[gl_SubgroupID] = t1;
+        red[gl_SubgroupID] = r;
     }
     barrier();
     float sum = red[0u];
@@ -44,14 +71,21 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / float(N)) + 1e-05);
+    float scale = 1.0 / sqrt((sum / 1536.0) + 1e-05);
+    vec4 y = (xr * scale) * wr;
+    vec4 y1 = (xr1 * scale) * wr1;
     float am = 0.0;
-    for (uint i1 = gl_LocalInvocationIndex; i1 < N; i1 += 256u) {
-        am = max(am, abs((pc.x.d[base + i1] * scale) * pc.w.d[i1]));
-    }
-    float t2 = subgroupMax(am);
+    am = max(am, abs(y.x));
+    am = max(am, abs(y.y));
+    am = max(am, abs(y.z));
+    am = max(am, abs(y.w));
+    am = max(am, abs(y1.x));
+    am = max(am, abs(y1.y));
+    am = max(am, abs(y1.z));
+    am = max(am, abs(y1.w));
+    float t0 = subgroupMax(am);
     if (subgroupElect()) {
-        red[gl_SubgroupID] = t2;
+        red[gl_SubgroupID] = t0;
     }
     barrier();
     float amax = red[0u];
@@ -61,29 +95,30 @@ void main()
     barrier();
     float s2 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-        uint packed = 0u;
-        uint t3 = (wi * 4u) + 0u;
-        int qv = clamp(int(roundEven(((pc.x.d[base + t3] * scale) * pc.w.d[t3]) * s2)), -128, 127);
-        qsum += qv;
-        packed |= (uint(qv) & 255u) << 0u;
-        uint t4 = (wi * 4u) + 1u;
-        int qv1 = clamp(int(roundEven(((pc.x.d[base + t4] * scale) * pc.w.d[t4]) * s2)), -128, 127);
-        qsum += qv1;
-        packed |= (uint(qv1) & 255u) << 8u;
-        uint t5 = (wi * 4u) + 2u;
-        int qv2 = clamp(int(roundEven(((pc.x.d[base + t5] * scale) * pc.w.d[t5]) * s2)), -128, 127);
-        qsum += qv2;
-        packed |= (uint(qv2) & 255u) << 16u;
-        uint t6 = (wi * 4u) + 3u;
-        int qv3 = clamp(int(roundEven(((pc.x.d[base + t6] * scale) * pc.w.d[t6]) * s2)), -128, 127);
-        qsum += qv3;
-        packed |= (uint(qv3) & 255u) << 24u;
-        pc.q.d[(gl_WorkGroupID.x * NW) + wi] = packed;
+    uint qbase = gl_WorkGroupID.x * 384u;
+    int qv = clamp(int(roundEven(y.x * s2)), -128, 127);
+    qsum += qv;
+    int qv1 = clamp(int(roundEven(y.y * s2)), -128, 127);
+    qsum += qv1;
+    int qv2 = clamp(int(roundEven(y.z * s2)), -128, 127);
+    qsum += qv2;
+    int qv3 = clamp(int(roundEven(y.w * s2)), -128, 127);
+    qsum += qv3;
+    pc.q.d[qbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+    int qv4 = clamp(int(roundEven(y1.x * s2)), -128, 127);
+    qsum += qv4;
+    int qv5 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+    qsum += qv5;
+    int qv6 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+    qsum += qv6;
+    int qv7 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+    qsum += qv7;
+    if (inrow) {
+        pc.q.d[qbase + wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
     }
-    int t7 = subgroupAdd(qsum);
+    int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {
-        redi[gl_SubgroupID] = t7;
+        redi[gl_SubgroupID] = t1;
     }
     barrier();
     int total = redi[0u];

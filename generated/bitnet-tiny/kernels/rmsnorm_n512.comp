@@ -9,6 +9,7 @@ layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_x { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_w { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_y { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_xrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_x x;
@@ -25,14 +26,25 @@ const uint N = 512u;
 void main()
 {
     uint base = gl_WorkGroupID.x * N;
-    float ss = 0.0;
-    for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
-        float t0 = pc.x.d[base + i];
-        ss += t0 * t0;
+    uint rbase = gl_WorkGroupID.x * 128u;
+    uint wi = gl_LocalInvocationIndex;
+    bool inrow = wi < 128u;
+    vec4 xr = vec4(0.0);
+    if (inrow) {
+        xr = Buf_xrow4(pc.x).d[rbase + wi];
     }
-    float t1 = subgroupAdd(ss);
+    float ss = 0.0;
+    float e = xr.x;
+    ss += e * e;
+    float e1 = xr.y;
+    ss += e1 * e1;
+    float e2 = xr.z;
+    ss += e2 * e2;
+    float e3 = xr.w;
+    ss += e3 * e3;
+    float r = subgroupAdd(ss);
     if (subgroupElect()) {
-        red[gl_SubgroupID] = t1;
+        red[gl_SubgroupID] = r;
     }
     barrier();
     float sum = red[0u];
@@ -40,8 +52,8 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / float(N)) + 1e-05);
-    for (uint i1 = gl_LocalInvocationIndex; i1 < N; i1 += 256u) {
-        pc.y.d[base + i1] = (pc.x.d[base + i1] * scale) * pc.w.d[i1];
+    float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
+    for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
+        pc.y.d[base + i] = (pc.x.d[base + i] * scale) * pc.w.d[i];
     }
 }

@@ -18,6 +18,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Buf_kcache4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -46,7 +47,6 @@ shared int redi[256];
 
 const uint HD = 64u;
 const uint QD = 256u;
-const uint NW = 64u;
 
 void main()
 {
@@ -329,10 +329,47 @@ void main()
         barrier();
         if (arrived1[0u] == 1u) {
             memoryBarrierBuffer();
-            float am = 0.0;
-            for (uint i2 = gl_LocalInvocationIndex; i2 < QD; i2 += 64u) {
-                am = max(am, abs(pc.y.d[0u + i2]));
+            uint wi = gl_LocalInvocationIndex;
+            bool inrow = wi < 64u;
+            uint wi1 = gl_LocalInvocationIndex + 64u;
+            bool inrow1 = wi1 < 64u;
+            uint wi2 = gl_LocalInvocationIndex + 128u;
+            bool inrow2 = wi2 < 64u;
+            uint wi3 = gl_LocalInvocationIndex + 192u;
+            bool inrow3 = wi3 < 64u;
+            vec4 xr = vec4(0.0);
+            if (inrow) {
+                xr = Buf_xrow4(pc.y).d[wi];
             }
+            vec4 xr1 = vec4(0.0);
+            if (inrow1) {
+                xr1 = Buf_xrow4(pc.y).d[wi1];
+            }
+            vec4 xr2 = vec4(0.0);
+            if (inrow2) {
+                xr2 = Buf_xrow4(pc.y).d[wi2];
+            }
+            vec4 xr3 = vec4(0.0);
+            if (inrow3) {
+                xr3 = Buf_xrow4(pc.y).d[wi3];
+            }
+            float am = 0.0;
+            am = max(am, abs(xr.x));
+            am = max(am, abs(xr.y));
+            am = max(am, abs(xr.z));
+            am = max(am, abs(xr.w));
+            am = max(am, abs(xr1.x));
+            am = max(am, abs(xr1.y));
+            am = max(am, abs(xr1.z));
+            am = max(am, abs(xr1.w));
+            am = max(am, abs(xr2.x));
+            am = max(am, abs(xr2.y));
+            am = max(am, abs(xr2.z));
+            am = max(am, abs(xr2.w));
+            am = max(am, abs(xr3.x));
+            am = max(am, abs(xr3.y));
+            am = max(am, abs(xr3.z));
+            am = max(am, abs(xr3.w));
             float t9 = subgroupMax(am);
             if (subgroupElect()) {
                 red[gl_SubgroupID] = t9;
@@ -345,21 +382,49 @@ void main()
             barrier();
             float s7 = 127.0 / max(amax, 1e-05);
             int qsum = 0;
-            for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 64u) {
-                uint packed = 0u;
-                int qv = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 0u)] * s7)), -128, 127);
-                qsum += qv;
-                packed |= (uint(qv) & 255u) << 0u;
-                int qv1 = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 1u)] * s7)), -128, 127);
-                qsum += qv1;
-                packed |= (uint(qv1) & 255u) << 8u;
-                int qv2 = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 2u)] * s7)), -128, 127);
-                qsum += qv2;
-                packed |= (uint(qv2) & 255u) << 16u;
-                int qv3 = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 3u)] * s7)), -128, 127);
-                qsum += qv3;
-                packed |= (uint(qv3) & 255u) << 24u;
-                pc.lq.d[wi] = packed;
+            int qv = clamp(int(roundEven(xr.x * s7)), -128, 127);
+            qsum += qv;
+            int qv1 = clamp(int(roundEven(xr.y * s7)), -128, 127);
+            qsum += qv1;
+            int qv2 = clamp(int(roundEven(xr.z * s7)), -128, 127);
+            qsum += qv2;
+            int qv3 = clamp(int(roundEven(xr.w * s7)), -128, 127);
+            qsum += qv3;
+            if (inrow) {
+                pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+            }
+            int qv4 = clamp(int(roundEven(xr1.x * s7)), -128, 127);
+            qsum += qv4;
+            int qv5 = clamp(int(roundEven(xr1.y * s7)), -128, 127);
+            qsum += qv5;
+            int qv6 = clamp(int(roundEven(xr1.z * s7)), -128, 127);
+            qsum += qv6;
+            int qv7 = clamp(int(roundEven(xr1.w * s7)), -128, 127);
+            qsum += qv7;
+            if (inrow1) {
+                pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+            }
+            int qv8 = clamp(int(roundEven(xr2.x * s7)), -128, 127);
+            qsum += qv8;
+            int qv9 = clamp(int(roundEven(xr2.y * s7)), -128, 127);
+            qsum += qv9;
+            int qv10 = clamp(int(roundEven(xr2.z * s7)), -128, 127);
+            qsum += qv10;
+            int qv11 = clamp(int(roundEven(xr2.w * s7)), -128, 127);
+            qsum += qv11;
+            if (inrow2) {
+                pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+            }
+            int qv12 = clamp(int(roundEven(xr3.x * s7)), -128, 127);
+            qsum += qv12;
+            int qv13 = clamp(int(roundEven(xr3.y * s7)), -128, 127);
+            qsum += qv13;
+            int qv14 = clamp(int(roundEven(xr3.z * s7)), -128, 127);
+            qsum += qv14;
+            int qv15 = clamp(int(roundEven(xr3.w * s7)), -128, 127);
+            qsum += qv15;
+            if (inrow3) {
+                pc.lq.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);
             }
             int t10 = subgroupAdd(qsum);
             if (subgroupElect()) {

@@ -20,6 +20,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_q4 { uvec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_w4 { uvec4 d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_wu4 { uvec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_q q;
@@ -43,7 +44,6 @@ const uint KV4 = 4u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 768u;
-const uint NW = 192u;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -158,10 +158,17 @@ void main()
     barrier();
     if (arrived[0u] == 95u) {
         memoryBarrierBuffer();
-        float am = 0.0;
-        for (uint i = gl_LocalInvocationIndex; i < M; i += 256u) {
-            am = max(am, abs(pc.y.d[0u + i]));
+        uint wi = gl_LocalInvocationIndex;
+        bool inrow = wi < 192u;
+        vec4 xr = vec4(0.0);
+        if (inrow) {
+            xr = Buf_xrow4(pc.y).d[wi];
         }
+        float am = 0.0;
+        am = max(am, abs(xr.x));
+        am = max(am, abs(xr.y));
+        am = max(am, abs(xr.z));
+        am = max(am, abs(xr.w));
         float t3 = subgroupMax(am);
         if (subgroupElect()) {
             red[gl_SubgroupID] = t3;
@@ -174,21 +181,16 @@ void main()
         barrier();
         float s1 = 127.0 / max(amax, 1e-05);
         int qsum1 = 0;
-        for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-            uint packed = 0u;
-            int qv = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 0u)] * s1)), -128, 127);
-            qsum1 += qv;
-            packed |= (uint(qv) & 255u) << 0u;
-            int qv1 = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 1u)] * s1)), -128, 127);
-            qsum1 += qv1;
-            packed |= (uint(qv1) & 255u) << 8u;
-            int qv2 = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 2u)] * s1)), -128, 127);
-            qsum1 += qv2;
-            packed |= (uint(qv2) & 255u) << 16u;
-            int qv3 = clamp(int(roundEven(pc.y.d[0u + ((wi * 4u) + 3u)] * s1)), -128, 127);
-            qsum1 += qv3;
-            packed |= (uint(qv3) & 255u) << 24u;
-            pc.lq.d[wi] = packed;
+        int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
+        qsum1 += qv;
+        int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
+        qsum1 += qv1;
+        int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
+        qsum1 += qv2;
+        int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
+        qsum1 += qv3;
+        if (inrow) {
+            pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
         int t4 = subgroupAdd(qsum1);
         if (subgroupElect()) {

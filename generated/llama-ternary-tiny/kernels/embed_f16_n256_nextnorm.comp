@@ -13,6 +13,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lq { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_lqs { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Buf_sync { uint d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Buf_xrow4 { vec4 d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_nwrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_tokens tokens;
@@ -32,7 +34,6 @@ shared uint arrived[1];
 shared int redi[256];
 
 const uint D = 256u;
-const uint NW = 64u;
 
 void main()
 {
@@ -52,14 +53,28 @@ void main()
     barrier();
     if (arrived[0u] == 0u) {
         memoryBarrierBuffer();
-        float ss = 0.0;
-        for (uint i = gl_LocalInvocationIndex; i < D; i += 256u) {
-            float t1 = pc.y.d[0u + i];
-            ss += t1 * t1;
+        uint wi = gl_LocalInvocationIndex;
+        bool inrow = wi < 64u;
+        vec4 xr = vec4(0.0);
+        if (inrow) {
+            xr = Buf_xrow4(pc.y).d[wi];
         }
-        float t2 = subgroupAdd(ss);
+        vec4 wr = vec4(0.0);
+        if (inrow) {
+            wr = Buf_nwrow4(pc.lnw).d[wi];
+        }
+        float ss = 0.0;
+        float e = xr.x;
+        ss += e * e;
+        float e1 = xr.y;
+        ss += e1 * e1;
+        float e2 = xr.z;
+        ss += e2 * e2;
+        float e3 = xr.w;
+        ss += e3 * e3;
+        float r = subgroupAdd(ss);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t2;
+            red[gl_SubgroupID] = r;
         }
         barrier();
         float sum = red[0u];
@@ -67,14 +82,16 @@ void main()
             sum = sum + red[s];
         }
         barrier();
-        float scale = 1.0 / sqrt((sum / float(D)) + 1e-05);
+        float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+        vec4 y1 = (xr * scale) * wr;
         float am = 0.0;
-        for (uint i1 = gl_LocalInvocationIndex; i1 < D; i1 += 256u) {
-            am = max(am, abs((pc.y.d[0u + i1] * scale) * pc.lnw.d[i1]));
-        }
-        float t3 = subgroupMax(am);
+        am = max(am, abs(y1.x));
+        am = max(am, abs(y1.y));
+        am = max(am, abs(y1.z));
+        am = max(am, abs(y1.w));
+        float t1 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t3;
+            red[gl_SubgroupID] = t1;
         }
         barrier();
         float amax = red[0u];
@@ -84,29 +101,20 @@ void main()
         barrier();
         float s2 = 127.0 / max(amax, 1e-05);
         int qsum = 0;
-        for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-            uint packed = 0u;
-            uint t4 = (wi * 4u) + 0u;
-            int qv = clamp(int(roundEven(((pc.y.d[0u + t4] * scale) * pc.lnw.d[t4]) * s2)), -128, 127);
-            qsum += qv;
-            packed |= (uint(qv) & 255u) << 0u;
-            uint t5 = (wi * 4u) + 1u;
-            int qv1 = clamp(int(roundEven(((pc.y.d[0u + t5] * scale) * pc.lnw.d[t5]) * s2)), -128, 127);
-            qsum += qv1;
-            packed |= (uint(qv1) & 255u) << 8u;
-            uint t6 = (wi * 4u) + 2u;
-            int qv2 = clamp(int(roundEven(((pc.y.d[0u + t6] * scale) * pc.lnw.d[t6]) * s2)), -128, 127);
-            qsum += qv2;
-            packed |= (uint(qv2) & 255u) << 16u;
-            uint t7 = (wi * 4u) + 3u;
-            int qv3 = clamp(int(roundEven(((pc.y.d[0u + t7] * scale) * pc.lnw.d[t7]) * s2)), -128, 127);
-            qsum += qv3;
-            packed |= (uint(qv3) & 255u) << 24u;
-            pc.lq.d[wi] = packed;
+        int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+        qsum += qv;
+        int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+        qsum += qv1;
+        int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+        qsum += qv2;
+        int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+        qsum += qv3;
+        if (inrow) {
+            pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
-        int t8 = subgroupAdd(qsum);
+        int t2 = subgroupAdd(qsum);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t8;
+            redi[gl_SubgroupID] = t2;
         }
         barrier();
         int total = redi[0u];

@@ -9,6 +9,7 @@ layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Buf_x { float d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_q { uint d[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Buf_qs { float d[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Buf_xrow4 { vec4 d[]; };
 
 layout(push_constant) uniform Push {
     Buf_x x;
@@ -22,15 +23,22 @@ shared float red[256];
 shared int redi[256];
 
 const uint N = 768u;
-const uint NW = 192u;
 
 void main()
 {
     uint base = gl_WorkGroupID.x * N;
-    float am = 0.0;
-    for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
-        am = max(am, abs(pc.x.d[base + i]));
+    uint rbase = gl_WorkGroupID.x * 192u;
+    uint wi = gl_LocalInvocationIndex;
+    bool inrow = wi < 192u;
+    vec4 xr = vec4(0.0);
+    if (inrow) {
+        xr = Buf_xrow4(pc.x).d[rbase + wi];
     }
+    float am = 0.0;
+    am = max(am, abs(xr.x));
+    am = max(am, abs(xr.y));
+    am = max(am, abs(xr.z));
+    am = max(am, abs(xr.w));
     float t0 = subgroupMax(am);
     if (subgroupElect()) {
         red[gl_SubgroupID] = t0;
@@ -43,21 +51,17 @@ void main()
     barrier();
     float s1 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    for (uint wi = gl_LocalInvocationIndex; wi < NW; wi += 256u) {
-        uint packed = 0u;
-        int qv = clamp(int(roundEven(pc.x.d[base + ((wi * 4u) + 0u)] * s1)), -128, 127);
-        qsum += qv;
-        packed |= (uint(qv) & 255u) << 0u;
-        int qv1 = clamp(int(roundEven(pc.x.d[base + ((wi * 4u) + 1u)] * s1)), -128, 127);
-        qsum += qv1;
-        packed |= (uint(qv1) & 255u) << 8u;
-        int qv2 = clamp(int(roundEven(pc.x.d[base + ((wi * 4u) + 2u)] * s1)), -128, 127);
-        qsum += qv2;
-        packed |= (uint(qv2) & 255u) << 16u;
-        int qv3 = clamp(int(roundEven(pc.x.d[base + ((wi * 4u) + 3u)] * s1)), -128, 127);
-        qsum += qv3;
-        packed |= (uint(qv3) & 255u) << 24u;
-        pc.q.d[(gl_WorkGroupID.x * NW) + wi] = packed;
+    uint qbase = gl_WorkGroupID.x * 192u;
+    int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
+    qsum += qv;
+    int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
+    qsum += qv1;
+    int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
+    qsum += qv2;
+    int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
+    qsum += qv3;
+    if (inrow) {
+        pc.q.d[qbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
     }
     int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {
