@@ -17,6 +17,7 @@
 #include "gen_graph.h"
 #include "gen_model.h"
 #include "kernels/gen_k_common.h"
+#include "kernels/gen_k_norm.h"
 
 static gen_model model;
 static gen_graph graph;
@@ -538,6 +539,41 @@ static void test_too_many_buffers(void **state)
     gen_kernel_out_free(&out);
 }
 
+/* The norm row code refuses, through the kernel's sticky error (dsl_kernel_fail), a
+ * workgroup that does not divide its 256-wide walk or a row that is not whole 16-byte
+ * words, instead of emitting a kernel with another summation order; a divisor works,
+ * for short (registers) and long (re-read) rows alike. */
+static void test_row_code_shapes(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t lanes;
+        int width;
+        bool ok;
+    } cases[] = {{256, 2560, true}, {128, 2560, true}, {64, 6912, true}, {32, 512, true},
+                 {96, 2560, false}, {512, 2560, false}, {256, 2562, false}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dsl_kernel *k = dsl_kernel_new("row", cases[i].lanes, 1, 1);
+        dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY), w = dsl_buffer(k, "w", DSL_F32, DSL_READONLY);
+        dsl_expr q = dsl_buffer(k, "q", DSL_U32, DSL_WRITEONLY), qs = dsl_buffer(k, "qs", DSL_F32, DSL_WRITEONLY);
+        dsl_expr red = dsl_shared(k, "red", DSL_F32, 256), s, total;
+        gen_norm_quant_row(k, 1e-5f, x, w, NULL, cases[i].width, red, q, &s, &total);
+        dsl_store(k, qs, dsl_u32(k, 0), s);
+        dsl_store(k, qs, dsl_u32(k, 1), dsl_cast(k, total, DSL_F32));
+        if (cases[i].ok) {
+            if (dsl_error(k))
+                fail_msg("lanes %u width %d: %s", cases[i].lanes, cases[i].width, dsl_error(k));
+            assert_non_null(dsl_emit_glsl(k));
+        } else {
+            assert_non_null(dsl_error(k));
+            assert_non_null(strstr(dsl_error(k), "gen_k_norm.c:"));
+            assert_non_null(strstr(dsl_error(k), "row code: width"));
+            assert_null(dsl_emit_glsl(k));
+        }
+        dsl_kernel_free(k);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -552,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_wide_head_not_folded),
         cmocka_unit_test(test_too_many_buffers),
         cmocka_unit_test(test_kernel_limits),
+        cmocka_unit_test(test_row_code_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,7 @@ static const char *const variant_edits[][2] = {
     {"n_heads: 8", "n_heads: 16"},
     {"n_kv_heads: 2 ", "n_kv_heads: 1 "},
     {"head_dim: 64", "head_dim: 32"},
+    {"ffn_dim: 1536", "ffn_dim: 4224"}, /* 1056 words: the norm row code's re-read walk, partial last t */
 };
 
 static void *xmalloc(size_t n);
@@ -88,7 +89,7 @@ static void load_variant(const char *path, gen_model *m)
         snprintf(out, 1 << 16, "%.*s%s%s", (int)(at - txt), txt, variant_edits[e][1], at + strlen(variant_edits[e][0]));
         memcpy(txt, out, strlen(out) + 1);
     }
-    if (gen_model_parse(txt, strlen(txt), "bitnet-tiny (norm rope, f32 cache, 16 x 32 heads, 1 KV head)", m, err))
+    if (gen_model_parse(txt, strlen(txt), "bitnet-tiny (norm rope, f32 cache, 16 x 32 heads, 1 KV head, ffn 4224)", m, err))
         fail_msg("%s", err);
     free(txt);
     free(out);
