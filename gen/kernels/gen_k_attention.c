@@ -428,8 +428,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
             for (int hh = 0; hh < G; hh++)
                 combine_head(k, y, yout, head[hh], lid, S, hd);
             if (last) /* second level: the last of the columns' mergers runs the next norm */
-                gen_last_norm(k, hp->norm_eps, yout, &lb, dsl_shared(k, "red", DSL_F32, 256), QD,
-                              dsl_const_u32(k, "QD", QD), columns, out);
+                gen_last_norm(k, hp->norm_eps, yout, &lb, dsl_shared(k, "red", DSL_F32, 256), QD, columns, out);
             gen_last_wg_end(k, dsl_at(k, sync, w0));
         }
     } else {

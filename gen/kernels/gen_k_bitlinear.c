@@ -363,7 +363,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         if (last) {
             if (has_next) /* a push constant: uniform, so the tail's barriers are fine */
                 dsl_if(k, dsl_ne(k, has_next, U(0)));
-            gen_last_norm(k, m->hp.norm_eps, y[0], &lb, red, M, Mc, groups, out);
+            gen_last_norm(k, m->hp.norm_eps, y[0], &lb, red, M, groups, out);
             if (has_next)
                 dsl_end(k);
         }

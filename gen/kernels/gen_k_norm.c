@@ -244,7 +244,7 @@ void gen_norm_quant_row(dsl_kernel *k, float eps, dsl_expr x, dsl_expr w, dsl_ex
     quant_ctx c = {.s = dsl_let(k, "s", dsl_div(k, F(127.0), dsl_max(k, amax, F(1e-5)))),
                    .qsum = dsl_var(k, "qsum", DSL_I32, I(0)),
                    .q = q,
-                   .qbase = tok ? dsl_let(k, "qbase", dsl_mul(k, tok, U((uint32_t)width / 4))) : NULL};
+                   .qbase = r.base}; /* codes: width / 4 words per token, as the row's vec4 words */
     row_each(k, &r, quant_word, &c);
     dsl_expr redi = dsl_shared(k, "redi", DSL_I32, WG);
     *out_total = gen_wg_reduce(k, redi, c.qsum, DSL_I32, false, "total");
@@ -275,14 +275,13 @@ const char *gen_last_suffix(const gen_kop *kop)
     return kop->last_out < 0 ? "" : kop->last_next ? "_nextlayernorm" : kop->last_norm_w < 0 ? "_nextquant" : "_nextnorm";
 }
 
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr Mc,
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
                    uint32_t groups, gen_kernel_out *out)
 {
     /* the row (and the norm weight) read back, codes + [scale, sum] out, once */
     out->bytes += (uint64_t)M * (lb->w ? 8 : 4) + (uint64_t)M + 8;
     dsl_expr cnt = dsl_at(k, lb->sync, U(GEN_SYNC_LAST_NORM));
     gen_last_wg_begin(k, cnt, groups);
-    (void)Mc;
     dsl_expr sq, total;
     gen_norm_quant_row(k, eps, y, lb->w, NULL, M, red, lb->q, &sq, &total);
     dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
@@ -318,20 +317,20 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     }
     gen_out_val(out, g, kop->out);
-    dsl_expr N = dsl_const_u32(k, "N", width);
     dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
     dsl_expr tok = dsl_wgid(k, 0);
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    dsl_expr base = dsl_let(k, "base", dsl_mul(k, tok, N));
 
     if (!quant) {
         dsl_expr scale = gen_norm_scale(k, m->hp.norm_eps, x, tok, width, red);
+        dsl_expr N = dsl_const_u32(k, "N", width);
+        dsl_expr base = dsl_let(k, "base", dsl_mul(k, tok, N));
         dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
         dsl_store(k, y, dsl_add(k, base, i), gen_norm_elem(k, x, w, base, i, scale));
         dsl_end(k);
         gen_out_groups_one(out);
         gen_out_groups(out, 0, 1, 0, 1);
-        out->bytes = (uint64_t)width * 4 * 4; /* x twice (scale, then the stores), w, y */
+        out->bytes = (uint64_t)width * 4 * 3; /* x, w, y (x's second read hits the cache) */
         return gen_out_kernel(out, k, err);
     }
 

@@ -31,9 +31,9 @@ dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr tok, int 
 
 /* act_quant of row tok of x (tok NULL: row 0), after an rmsnorm with weight w when w is
  * not NULL (v_i = (x_i * scale) * w_i, the scale as gen_norm_scale), else of x itself:
- * the row is read with 16-byte loads (once when short: GEN_ROW_REG_WORDS); packed int8 codes into q[tok * width/4 + i/4]
- * (q a buffer or a shared array); *out_s = 127 / amax (f32), *out_total = sum of the
- * codes (i32), held by every invocation. */
+ * the row is read with 16-byte loads (once when short: GEN_ROW_REG_WORDS); packed int8
+ * codes into q[tok * width/4 + i/4] (q a buffer or a shared array); *out_s = 127 / amax
+ * (f32), *out_total = sum of the codes (i32), held by every invocation. */
 void gen_norm_quant_row(dsl_kernel *k, float eps, dsl_expr x, dsl_expr w, dsl_expr tok, int width, dsl_expr red,
                         dsl_expr q, dsl_expr *out_s, dsl_expr *out_total);
 
@@ -53,11 +53,10 @@ const char *gen_last_suffix(const gen_kop *kop);
 
 /* The next norm run by the last workgroup: this workgroup's writes to y made visible,
  * counted in on SYNC word GEN_SYNC_LAST_NORM of lb->sync; the last of `groups` runs
- * gen_norm_scale + gen_quant_row (only the latter for a bare QUANT) on y[0 .. M) (Mc:
- * M as a constant) into lb's Q8 row and zeroes the counter. y must be a coherent
- * buffer; red: shared f32[256]. Adds the tail's bytes to out->bytes. Call in uniform
- * control flow. */
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr Mc,
+ * gen_norm_quant_row (with lb->w's norm, or none for a bare QUANT) on y[0 .. M) into
+ * lb's Q8 row and zeroes the counter. y must be a coherent buffer; red: shared
+ * f32[256]. Adds the tail's bytes to out->bytes. Call in uniform control flow. */
+void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
                    uint32_t groups, gen_kernel_out *out);
 
 #endif

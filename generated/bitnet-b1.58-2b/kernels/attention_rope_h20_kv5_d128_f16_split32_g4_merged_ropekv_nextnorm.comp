@@ -49,7 +49,6 @@ shared uint arrived1[1];
 shared int redi[256];
 
 const uint HD = 128u;
-const uint QD = 2560u;
 
 void main()
 {

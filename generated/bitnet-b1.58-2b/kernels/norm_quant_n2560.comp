@@ -25,11 +25,8 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 shared float red[256];
 shared int redi[256];
 
-const uint N = 2560u;
-
 void main()
 {
-    uint base = gl_WorkGroupID.x * N;
     uint rbase = gl_WorkGroupID.x * 640u;
     uint wi = gl_LocalInvocationIndex;
     uint wi1 = gl_LocalInvocationIndex + 256u;
@@ -111,7 +108,6 @@ void main()
     barrier();
     float s2 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    uint qbase = gl_WorkGroupID.x * 640u;
     int qv = clamp(int(roundEven(y.x * s2)), -128, 127);
     qsum += qv;
     int qv1 = clamp(int(roundEven(y.y * s2)), -128, 127);
@@ -120,7 +116,7 @@ void main()
     qsum += qv2;
     int qv3 = clamp(int(roundEven(y.w * s2)), -128, 127);
     qsum += qv3;
-    pc.q.d[qbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+    pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
     int qv4 = clamp(int(roundEven(y1.x * s2)), -128, 127);
     qsum += qv4;
     int qv5 = clamp(int(roundEven(y1.y * s2)), -128, 127);
@@ -129,7 +125,7 @@ void main()
     qsum += qv6;
     int qv7 = clamp(int(roundEven(y1.w * s2)), -128, 127);
     qsum += qv7;
-    pc.q.d[qbase + wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+    pc.q.d[rbase + wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
     int qv8 = clamp(int(roundEven(y2.x * s2)), -128, 127);
     qsum += qv8;
     int qv9 = clamp(int(roundEven(y2.y * s2)), -128, 127);
@@ -139,7 +135,7 @@ void main()
     int qv11 = clamp(int(roundEven(y2.w * s2)), -128, 127);
     qsum += qv11;
     if (inrow) {
-        pc.q.d[qbase + wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+        pc.q.d[rbase + wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
     }
     int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {

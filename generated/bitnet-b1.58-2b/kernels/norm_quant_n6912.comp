@@ -25,11 +25,8 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 shared float red[256];
 shared int redi[256];
 
-const uint N = 6912u;
-
 void main()
 {
-    uint base = gl_WorkGroupID.x * N;
     uint rbase = gl_WorkGroupID.x * 1728u;
     float ss = 0.0;
     for (uint wi = gl_LocalInvocationIndex; wi < 1728u; wi += 256u) {
@@ -74,7 +71,6 @@ void main()
     barrier();
     float s2 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    uint qbase = gl_WorkGroupID.x * 1728u;
     for (uint wi2 = gl_LocalInvocationIndex; wi2 < 1728u; wi2 += 256u) {
         vec4 xv2 = (Buf_xrow4(pc.x).d[rbase + wi2] * scale) * Buf_nwrow4(pc.w).d[wi2];
         int qv = clamp(int(roundEven(xv2.x * s2)), -128, 127);
@@ -85,7 +81,7 @@ void main()
         qsum += qv2;
         int qv3 = clamp(int(roundEven(xv2.w * s2)), -128, 127);
         qsum += qv3;
-        pc.q.d[qbase + wi2] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+        pc.q.d[rbase + wi2] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
     }
     int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {

@@ -25,7 +25,6 @@ const uint N = 2560u;
 
 void main()
 {
-    uint base = gl_WorkGroupID.x * N;
     uint rbase = gl_WorkGroupID.x * 640u;
     uint wi = gl_LocalInvocationIndex;
     uint wi1 = gl_LocalInvocationIndex + 256u;
@@ -73,6 +72,7 @@ void main()
     }
     barrier();
     float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+    uint base = gl_WorkGroupID.x * N;
     for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
         pc.y.d[base + i] = (pc.x.d[base + i] * scale) * pc.w.d[i];
     }

@@ -49,7 +49,6 @@ shared uint arrived1[1];
 shared int redi[256];
 
 const uint HD = 64u;
-const uint QD = 512u;
 
 void main()
 {

@@ -25,7 +25,6 @@ const uint N = 512u;
 
 void main()
 {
-    uint base = gl_WorkGroupID.x * N;
     uint rbase = gl_WorkGroupID.x * 128u;
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 128u;
@@ -53,6 +52,7 @@ void main()
     }
     barrier();
     float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
+    uint base = gl_WorkGroupID.x * N;
     for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
         pc.y.d[base + i] = (pc.x.d[base + i] * scale) * pc.w.d[i];
     }

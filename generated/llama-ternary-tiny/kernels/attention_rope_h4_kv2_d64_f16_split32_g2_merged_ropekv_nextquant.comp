@@ -46,7 +46,6 @@ shared uint arrived1[1];
 shared int redi[256];
 
 const uint HD = 64u;
-const uint QD = 256u;
 
 void main()
 {

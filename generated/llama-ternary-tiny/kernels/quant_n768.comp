@@ -22,11 +22,8 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 shared float red[256];
 shared int redi[256];
 
-const uint N = 768u;
-
 void main()
 {
-    uint base = gl_WorkGroupID.x * N;
     uint rbase = gl_WorkGroupID.x * 192u;
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 192u;
@@ -51,7 +48,6 @@ void main()
     barrier();
     float s1 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    uint qbase = gl_WorkGroupID.x * 192u;
     int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
     qsum += qv;
     int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
@@ -61,7 +57,7 @@ void main()
     int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
     qsum += qv3;
     if (inrow) {
-        pc.q.d[qbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+        pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
     }
     int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {

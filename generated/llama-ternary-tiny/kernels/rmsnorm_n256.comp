@@ -25,7 +25,6 @@ const uint N = 256u;
 
 void main()
 {
-    uint base = gl_WorkGroupID.x * N;
     uint rbase = gl_WorkGroupID.x * 64u;
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 64u;
@@ -53,6 +52,7 @@ void main()
     }
     barrier();
     float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+    uint base = gl_WorkGroupID.x * N;
     for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
         pc.y.d[base + i] = (pc.x.d[base + i] * scale) * pc.w.d[i];
     }
