@@ -24,7 +24,7 @@ LIBS_GEN = -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndependent -
 MODELS   := $(basename $(notdir $(wildcard models/*.yaml)))
 
 DSL_SRC  := $(wildcard dsl/*.c)
-RT_SRC   := $(wildcard runtime/*.c)
+RT_SRC   := $(wildcard runtime/*/*.c)
 GEN_SRC  := $(filter-out gen/main.c,$(wildcard gen/*.c gen/*/*.c))
 REF_SRC  := $(wildcard tests/ref/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)

@@ -30,7 +30,7 @@
  *  - layout(push_constant) uniform Push { <buffer addresses, 8 bytes each, declaration order>
  *      <32-bit scalar params, 4 bytes each, declaration order> } pc;   (<= 128 bytes)
  *  - layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
- *    emitted in every kernel (matches rt_dyn in runtime/rt_vk.h).
+ *    emitted in every kernel (matches rt_dyn in runtime/vk/rt_vk.h).
  *
  * Example (y[i] = x[i] * s):
  *    dsl_kernel *k = dsl_kernel_new("scale", 64, 1, 1);

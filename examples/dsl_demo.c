@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dsl.h"
-#include "rt_vk.h"
+#include "vk/rt_vk.h"
 
 #define WG 128
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_chat.h"
+#include "tok/rt_chat.h"
 #include "tok_fixture.h"
 
 static const rt_chat_msg k_conv[] = {

@@ -1,5 +1,5 @@
 /* test_dsl_gpu.c - DSL kernels run on a Vulkan device (lavapipe in CI) through the runtime
- * (runtime/rt_vk.h): a shared-memory workgroup reduction, a subgroup reduction, f16
+ * (runtime/vk/rt_vk.h): a shared-memory workgroup reduction, a subgroup reduction, f16
  * unpacking/storage, and packed int8 dot products, each against a plain-C reference on
  * random data with every output buffer poisoned first. Skips only when no device exists.
  */
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "dsl.h"
-#include "rt_vk.h"
+#include "vk/rt_vk.h"
 #include "test_dsl_kernels.h"
 
 #define POISON 0xffffffffu

@@ -24,9 +24,9 @@
 
 #include "gen_desc.h"
 #include "gen_model.h"
-#include "rt_engine.h"
-#include "rt_schedule.h"
-#include "rt_vk.h"
+#include "engine/rt_engine.h"
+#include "engine/rt_schedule.h"
+#include "vk/rt_vk.h"
 #include "ref/ref_forward.h"
 
 typedef struct {

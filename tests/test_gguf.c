@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "gguf_bad_cases.h"
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 #define CORPUS_DIR "tests/data/gguf"
 #define FIX_DIR "../shared/fixtures"

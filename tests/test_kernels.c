@@ -37,8 +37,8 @@
 #include "gen_kernels.h"
 #include "gen_model.h"
 #include "tests/ref/ref_ops.h"
-#include "rt_gguf.h"
-#include "rt_vk.h"
+#include "gguf/rt_gguf.h"
+#include "vk/rt_vk.h"
 
 #define POISON 0xffffffffu
 #define VOCAB 1003u /* not a multiple of the 8 rows a workgroup owns */

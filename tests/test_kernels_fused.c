@@ -28,8 +28,8 @@
 #include "gen_graph.h"
 #include "gen_kernels.h"
 #include "gen_model.h"
-#include "rt_gguf.h"
-#include "rt_vk.h"
+#include "gguf/rt_gguf.h"
+#include "vk/rt_vk.h"
 
 #define POISON 0xffffffffu
 #define VOCAB 1000u

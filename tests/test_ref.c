@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "gen_model.h"
-#include "rt_gguf.h"
-#include "rt_q8.h"
-#include "rt_tokenizer.h"
+#include "gguf/rt_gguf.h"
+#include "gguf/rt_q8.h"
+#include "tok/rt_tokenizer.h"
 #include "tests/ref/ref_forward.h"
 #include "tests/ref/ref_ops.h"
 

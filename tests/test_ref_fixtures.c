@@ -19,7 +19,7 @@
 #include "gen_model.h"
 #include "tests/ref/ref_forward.h"
 #include "tests/ref/ref_ops.h"
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 typedef struct {
     char dir[256];

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_gguf.h"
-#include "rt_sampler.h"
+#include "gguf/rt_gguf.h"
+#include "engine/rt_sampler.h"
 
 #define V 1000
 

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "rt_gguf.h"
-#include "rt_tokenizer.h"
+#include "gguf/rt_gguf.h"
+#include "tok/rt_tokenizer.h"
 #include "tok_fixture.h"
 
 #define LLAMA3_GGUF "../shared/fixtures/llama3-vocab/llama3-vocab.gguf"

@@ -1,4 +1,4 @@
-/* test_vk.c - tests of the thin Vulkan layer (runtime/rt_vk*.c) on lavapipe: buffers and the
+/* test_vk.c - tests of the thin Vulkan layer (runtime/vk/rt_vk*.c) on lavapipe: buffers and the
  * staging ring, buffers beyond maxStorageBufferRange through device addresses, the dyn
  * block, replayed command streams, barriers, the pipeline cache (reuse, reload, corrupt
  * file), clear out-of-memory / no-device errors, timestamps. Test kernels are small GLSL
@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <shaderc/shaderc.h>
 
-#include "rt_vk.h"
+#include "vk/rt_vk.h"
 
 #define MIB (1024ull * 1024ull)
 #define POISON 0xDEADBEEFu

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 static volatile uint64_t sink;
 

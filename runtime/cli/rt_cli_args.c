@@ -1,0 +1,238 @@
+/* rt_cli_args.c - command-line parsing and --help of the model binaries.
+ *
+ * Owns: the flag table (llama.cpp-style names), strict number parsing with ranges, the
+ * usage text. One table drives both parsing and --help, so they cannot drift apart.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/rt_cli_priv.h"
+
+typedef enum { F_STR, F_INT, F_FLOAT, F_U64, F_BOOL } flag_kind;
+
+typedef struct {
+    const char *name1, *name2; /* e.g. "-n", "--n-predict" */
+    flag_kind kind;
+    size_t off;                /* into rt_cli_opts */
+    double lo, hi;             /* numeric range */
+    const char *meta;          /* value name in --help */
+    const char *help;
+} flag_def;
+
+#define O(f) offsetof(rt_cli_opts, f)
+static const flag_def flags[] = {
+    {"-m", "--model", F_STR, O(model), 0, 0, "FILE", "model GGUF (e.g. ggml-model-i2_s.gguf)"},
+    {"-p", "--prompt", F_STR, O(prompt), 0, 0, "TEXT", "prompt to continue"},
+    {"-f", "--file", F_STR, O(prompt_file), 0, 0, "FILE", "read the prompt from a file"},
+    {"-n", "--n-predict", F_INT, O(n_predict), -1, 1e9, "N", "tokens to generate (-1: until end of text; default -1)"},
+    {"-c", "--ctx-size", F_INT, O(n_ctx), 0, 1 << 24, "N", "context length (0: from the model, at most 4096)"},
+    {"-b", "--batch-size", F_INT, O(n_batch), 0, 1 << 20, "N", "max tokens per prompt step (0: 512)"},
+    {"--temp", NULL, F_FLOAT, O(temp), 0, 100, "T", "temperature; 0 = greedy (default 0.8)"},
+    {"--top-k", NULL, F_INT, O(top_k), 0, 256, "N", "top-k sampling, 0 = off (default 40, at most 256)"},
+    {"--top-p", NULL, F_FLOAT, O(top_p), 0, 1, "P", "top-p sampling, 1 = off (default 0.95)"},
+    {"--min-p", NULL, F_FLOAT, O(min_p), 0, 1, "P", "min-p sampling, 0 = off (default 0.05)"},
+    {"--repeat-penalty", NULL, F_FLOAT, O(repeat_penalty), 0, 100, "X", "penalize repeated tokens, 1 = off (default 1.0)"},
+    {"--frequency-penalty", NULL, F_FLOAT, O(freq_penalty), -100, 100, "X", "subtract X per repetition in the last-n window, 0 = off (default 0)"},
+    {"--presence-penalty", NULL, F_FLOAT, O(presence_penalty), -100, 100, "X", "subtract X from tokens in the last-n window, 0 = off (default 0)"},
+    {"--repeat-last-n", NULL, F_INT, O(repeat_last_n), 0, 128, "N", "tokens the penalties look back (default 64, at most 128)"},
+    {"-s", "--seed", F_U64, O(seed), 0, 0, "N", "random seed (default: from the clock)"},
+    {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
+    {"-cnv", "--interactive", F_BOOL, O(chat), 0, 0, NULL, "same as --chat"},
+    {"-sys", "--system-prompt", F_STR, O(system), 0, 0, "TEXT", "system prompt for --chat"},
+    {"--device", "-dev", F_INT, O(device), -1, 1024, "N", "Vulkan device index (see --list-devices)"},
+    {"--list-devices", NULL, F_BOOL, O(list_devices), 0, 0, NULL, "list Vulkan devices and exit"},
+    {"--profile", NULL, F_BOOL, O(profile), 0, 0, NULL, "time every kernel; print a per-kernel table"},
+    {"--bench", NULL, F_BOOL, O(bench), 0, 0, NULL, "benchmark (random weights of the full shape without -m)"},
+    {"--json", NULL, F_BOOL, O(json), 0, 0, NULL, "--bench: print the figures as one JSON line"},
+    {"--bench-layers", NULL, F_INT, O(bench_layers), 0, 4096, "N", "--bench without -m: layers (0: full)"},
+    {"--bench-vocab", NULL, F_INT, O(bench_vocab), 0, 1 << 24, "N", "--bench without -m: vocabulary (0: full)"},
+    {"--bench-mkmodel", NULL, F_STR, O(bench_mkmodel), 0, 0, "PATH", "--bench: mkmodel tool (default <bindir>/tools/mkmodel)"},
+    {"--bench-yaml", NULL, F_STR, O(bench_yaml), 0, 0, "PATH", "--bench: model YAML (default models/<model>.yaml)"},
+    {"--parse-special", "-sp", F_BOOL, O(parse_special), 0, 0, NULL, "parse special-token text (<|eot_id|>) in prompts"},
+    {"--tokenize", NULL, F_STR, O(tokenize), 0, 0, "TEXT", "print the token ids of TEXT (no BOS) and exit"},
+    {"--tokens", NULL, F_STR, O(tokens), 0, 0, "\"ID ...\"", "use these token ids as the prompt (no BOS added)"},
+    {"--logits-out", NULL, F_STR, O(logits_out), 0, 0, "FILE", "with --tokens: write float32 logits [n][vocab] and exit"},
+    {"--print-ids", NULL, F_BOOL, O(print_ids), 0, 0, NULL, "print generated token ids instead of text"},
+    {"--decode-chain", NULL, F_INT, O(decode_chain), 1, RT_ENGINE_MAX_CHAIN, "N", "greedy: decode N tokens per GPU submission, printed in bursts (1..16, default 8)"},
+    {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
+    {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
+    {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},
+    {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
+    {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
+    {"-h", "--help", F_BOOL, O(help), 0, 0, NULL, "this help"},
+    {"--version", NULL, F_BOOL, O(version), 0, 0, NULL, "model name and build manifest"},
+};
+#undef O
+#define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
+
+static void defaults(rt_cli_opts *o, const char *prog)
+{
+    memset(o, 0, sizeof(*o));
+    o->prog = prog;
+    rt_sampler_params sp; /* llama.cpp's sampling defaults, one source of truth */
+    rt_sampler_params_default(&sp);
+    o->n_predict = -1;
+    o->temp = sp.temp;
+    o->top_k = sp.top_k;
+    o->top_p = sp.top_p;
+    o->min_p = sp.min_p;
+    o->repeat_penalty = sp.repeat_penalty;
+    o->repeat_last_n = sp.repeat_last_n;
+    o->freq_penalty = sp.freq_penalty;
+    o->presence_penalty = sp.presence_penalty;
+    o->device = -1;
+    o->decode_chain = 8;
+}
+
+static const flag_def *find_flag(const char *name)
+{
+    for (size_t i = 0; i < N_FLAGS; i++)
+        if (!strcmp(name, flags[i].name1) || (flags[i].name2 && !strcmp(name, flags[i].name2)))
+            return &flags[i];
+    return NULL;
+}
+
+static int usage_error(const char *prog)
+{
+    fprintf(stderr, "run '%s --help' for usage\n", prog);
+    return RT_CLI_EXIT_USAGE;
+}
+
+static int bad_value(const char *prog, const char *flag, const char *val, const char *want)
+{
+    fprintf(stderr, "error: invalid value '%s' for %s: expected %s\n", val, flag, want);
+    return usage_error(prog);
+}
+
+/* Stores `val` into the field of `f`. 0 ok, else prints and returns the exit code. */
+static int set_value(rt_cli_opts *o, const flag_def *f, const char *flag, const char *val)
+{
+    char *p = (char *)o + f->off;
+    char want[96];
+    char *end = NULL;
+    errno = 0;
+    switch (f->kind) {
+    case F_STR:
+        *(const char **)p = val;
+        return 0;
+    case F_BOOL:
+        *(bool *)p = true;
+        return 0;
+    case F_INT: {
+        long v = strtol(val, &end, 10);
+        snprintf(want, sizeof(want), "an integer in %.0f..%.0f", f->lo, f->hi);
+        if (!*val || *end || errno || v < f->lo || v > f->hi) return bad_value(o->prog, flag, val, want);
+        *(int *)p = (int)v;
+        return 0;
+    }
+    case F_FLOAT: {
+        double v = strtod(val, &end);
+        snprintf(want, sizeof(want), "a number in %g..%g", f->lo, f->hi);
+        if (!*val || *end || errno || !isfinite(v) || v < f->lo || v > f->hi)
+            return bad_value(o->prog, flag, val, want);
+        *(float *)p = (float)v;
+        return 0;
+    }
+    case F_U64: {
+        unsigned long long v = strtoull(val, &end, 10);
+        if (!*val || *end || errno || val[0] == '-')
+            return bad_value(o->prog, flag, val, "a non-negative integer");
+        *(uint64_t *)p = (uint64_t)v;
+        o->seed_set = true;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
+{
+    defaults(o, argc > 0 && argv[0] ? argv[0] : "ternion");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        char name[64];
+        /* --flag=value */
+        const char *eq = (a[0] == '-' && a[1] == '-') ? strchr(a, '=') : NULL;
+        if (eq && (size_t)(eq - a) < sizeof(name)) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof(name), "%s", a);
+        }
+        const flag_def *f = find_flag(name);
+        if (!f) {
+            if (a[0] == '-')
+                fprintf(stderr, "error: unknown option '%s'\n", a);
+            else
+                fprintf(stderr, "error: unexpected argument '%s' (a prompt goes after -p)\n", a);
+            return usage_error(o->prog);
+        }
+        if (f->kind == F_BOOL) {
+            if (val) {
+                fprintf(stderr, "error: %s takes no value\n", name);
+                return usage_error(o->prog);
+            }
+        } else if (!val) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "error: %s needs a value (%s)\n", name, f->meta);
+                return usage_error(o->prog);
+            }
+            val = argv[++i];
+        }
+        int rc = set_value(o, f, name, val);
+        if (rc) return rc;
+    }
+    if (o->gemv && strcmp(o->gemv, "scalar") && strcmp(o->gemv, "vec4"))
+        return bad_value(o->prog, "--gemv", o->gemv, "scalar or vec4");
+    if (o->lm_head && strcmp(o->lm_head, "f16") && strcmp(o->lm_head, "q8"))
+        return bad_value(o->prog, "--lm-head", o->lm_head, "f16 or q8");
+    if (o->top_p <= 0 || o->repeat_penalty <= 0) {
+        fprintf(stderr, "error: %s must be greater than 0\n", o->top_p <= 0 ? "--top-p" : "--repeat-penalty");
+        return usage_error(o->prog);
+    }
+    if (o->prompt && o->prompt_file) {
+        fprintf(stderr, "error: -p and -f both give a prompt; use one\n");
+        return usage_error(o->prog);
+    }
+    if (o->logits_out && !o->tokens) {
+        fprintf(stderr, "error: --logits-out needs --tokens \"ID ID ...\"\n");
+        return usage_error(o->prog);
+    }
+    if (o->tokens && (o->prompt || o->prompt_file)) {
+        fprintf(stderr, "error: --tokens replaces the prompt; do not combine it with -p/-f\n");
+        return usage_error(o->prog);
+    }
+    if (o->chat && (o->tokens || o->tokenize || o->bench)) {
+        fprintf(stderr, "error: --chat cannot be combined with --tokens, --tokenize or --bench\n");
+        return usage_error(o->prog);
+    }
+    return 0;
+}
+
+void rt_cli_usage(const char *prog, const rt_model_desc *desc)
+{
+    printf("usage: %s -m FILE [-p PROMPT | -f FILE | --chat] [options]\n\n", prog);
+    printf("Runs %s on a Vulkan GPU. Get the official weights from Hugging Face:\n"
+           "  microsoft/bitnet-b1.58-2B-4T-gguf, file ggml-model-i2_s.gguf\n\n",
+           desc->name);
+    printf("examples:\n"
+           "  %s -m ggml-model-i2_s.gguf -p \"The capital of France is\" -n 64\n"
+           "  %s -m ggml-model-i2_s.gguf --chat -sys \"You are a helpful assistant.\"\n"
+           "  %s --bench            (random weights of the model's full shape)\n\noptions:\n",
+           prog, prog, prog);
+    for (size_t i = 0; i < N_FLAGS; i++) {
+        const flag_def *f = &flags[i];
+        char left[64];
+        snprintf(left, sizeof(left), "%s%s%s%s%s", f->name1, f->name2 ? ", " : "", f->name2 ? f->name2 : "",
+                 f->meta ? " " : "", f->meta ? f->meta : "");
+        printf("  %-30s %s\n", left, f->help);
+    }
+    printf("\nchat commands: /reset clears the conversation; Ctrl-D quits.\n"
+           "environment: TERNION_DEVICE=N picks the Vulkan device when --device is not given.\n");
+}

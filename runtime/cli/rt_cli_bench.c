@@ -1,0 +1,406 @@
+/* rt_cli_bench.c - `<model> --bench`: decode and prompt throughput, memory traffic.
+ *
+ * Owns: the random-weight benchmark model (made once with tools/mkmodel, cached under
+ * $XDG_CACHE_HOME/ternion or ~/.cache/ternion, keyed by the YAML hash and the shape), the
+ * measurement protocol (warm-up, then the median of several runs) and the text / JSON
+ * report. With -m FILE the given model is measured instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/rt_cli_priv.h"
+#include "vk/rt_vk.h"
+
+#define BENCH_CTX 1024     /* context_length written into the generated model */
+#define RUN_CTX 4096       /* context of the run without -m (the long-context decodes need it) */
+#define DEC_POS 128        /* decode is measured at a 128-token context */
+#define DEC_RUNS 7
+#define DEC_STEPS 8        /* tokens per decode run */
+#define PROMPT_RUNS 3
+#define N_PROMPTS 3
+
+typedef struct {
+    char device[256], driver[256], dev_type[16];
+    int layers, vocab, n_ctx;
+    double dec_ms, dec_tps;
+    double chain_ms;       /* decode ms/token in greedy chains of DEC_STEPS (one submission each) */
+    double prompt_tps[N_PROMPTS]; /* prompt_sizes; < 0: skipped */
+    double long_ms[2];     /* decode ms/token at the long contexts; < 0: skipped */
+    uint32_t dispatches, barriers;
+    uint64_t bytes;
+    double achieved_gbs, copy_gbs;
+    bool native_dot;       /* kernels with native integer dot products */
+    bool lm_head_q8;       /* --lm-head q8 */
+    bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
+} bench_result;
+
+/* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
+static const int prompt_sizes[N_PROMPTS] = {16, 128, 512};
+static const int long_ctx[2] = {2048, 4096};
+#define LONG_RUNS 3
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static bool file_exists(const char *p)
+{
+    struct stat st;
+    return p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Directory of the running binary (for tools/mkmodel and ../models). */
+static void bin_dir(const char *argv0, char *out, size_t n)
+{
+    char buf[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (len > 0) {
+        buf[len] = 0;
+    } else {
+        snprintf(buf, sizeof(buf), "%s", argv0);
+    }
+    char *slash = strrchr(buf, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(buf, sizeof(buf), ".");
+    snprintf(out, n, "%s", buf);
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return (mkdir(tmp, 0755) && errno != EEXIST) ? -1 : 0;
+}
+
+static int cache_dir(char *out, size_t n)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(out, n, "%s/ternion", xdg);
+    else if (home && *home)
+        snprintf(out, n, "%s/.cache/ternion", home);
+    else
+        snprintf(out, n, "/tmp/ternion-cache");
+    return mkdir_p(out);
+}
+
+/* "fnv64:..." of the manifest's source line: the cache key changes with the YAML. */
+static void yaml_hash(const rt_model_desc *desc, char *out, size_t n)
+{
+    snprintf(out, n, "nohash");
+    const char *s = desc->manifest ? strstr(desc->manifest, "fnv64:") : NULL;
+    if (!s) return;
+    s += 6;
+    size_t k = 0;
+    while (k + 1 < n && s[k] && s[k] != '\n' && s[k] != ' ') {
+        out[k] = s[k];
+        k++;
+    }
+    out[k] = 0;
+}
+
+static int run_mkmodel(const char *tool, const char *yaml, const char *out, const rt_cli_opts *o)
+{
+    char layers[16], vocab[16], ctx[16];
+    snprintf(layers, sizeof(layers), "%d", o->bench_layers);
+    snprintf(vocab, sizeof(vocab), "%d", o->bench_vocab);
+    snprintf(ctx, sizeof(ctx), "%d", BENCH_CTX);
+    const char *args[16];
+    int na = 0;
+    args[na++] = tool;
+    args[na++] = yaml;
+    args[na++] = "-o";
+    args[na++] = out;
+    if (o->bench_layers > 0) { args[na++] = "--layers"; args[na++] = layers; }
+    if (o->bench_vocab > 0) { args[na++] = "--vocab"; args[na++] = vocab; }
+    args[na++] = "--ctx";
+    args[na++] = ctx;
+    args[na++] = "--seed";
+    args[na++] = "1";
+    args[na] = NULL;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        dup2(2, 1); /* mkmodel's progress must not mix with the report on stdout */
+        execv(tool, (char *const *)args);
+        fprintf(stderr, "error: cannot run %s: %s\n", tool, strerror(errno));
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return (WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : -1;
+}
+
+/* Finds or makes the random-weight GGUF; fills path. 0 ok, else the exit code. */
+static int bench_model(const rt_cli_opts *o, const rt_model_desc *desc, char *path, size_t n)
+{
+    char dir[PATH_MAX], bdir[PATH_MAX], tool[PATH_MAX], yaml[PATH_MAX], hash[32];
+    bin_dir(o->prog, bdir, sizeof(bdir));
+    snprintf(tool, sizeof(tool), "%s", o->bench_mkmodel ? o->bench_mkmodel : "");
+    if (!o->bench_mkmodel) snprintf(tool, sizeof(tool), "%s/tools/mkmodel", bdir);
+    if (o->bench_yaml) {
+        snprintf(yaml, sizeof(yaml), "%s", o->bench_yaml);
+    } else {
+        snprintf(yaml, sizeof(yaml), "models/%s.yaml", desc->name);
+        if (!file_exists(yaml)) snprintf(yaml, sizeof(yaml), "%s/../models/%s.yaml", bdir, desc->name);
+    }
+    if (cache_dir(dir, sizeof(dir))) {
+        fprintf(stderr, "error: cannot create the cache directory %s: %s\n", dir, strerror(errno));
+        return RT_CLI_EXIT_ERR;
+    }
+    yaml_hash(desc, hash, sizeof(hash));
+    snprintf(path, n, "%s/bench-%s-%s-L%d-V%d-C%d.gguf", dir, desc->name, hash, o->bench_layers, o->bench_vocab,
+             BENCH_CTX);
+    if (file_exists(path)) {
+        if (o->verbose) fprintf(stderr, "bench: reusing %s\n", path);
+        return 0;
+    }
+    if (!file_exists(tool) || access(tool, X_OK)) {
+        fprintf(stderr, "error: --bench without -m needs the model writer %s (build it with `make`, pass "
+                        "--bench-mkmodel PATH, or benchmark a real file with -m FILE)\n", tool);
+        return RT_CLI_EXIT_ERR;
+    }
+    if (!file_exists(yaml)) {
+        fprintf(stderr, "error: --bench without -m needs %s (run from the repository root or pass --bench-yaml "
+                        "PATH)\n", yaml);
+        return RT_CLI_EXIT_ERR;
+    }
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof(tmp), "%s.%ld.part", path, (long)getpid());
+    fprintf(stderr, "bench: writing a random-weight %s model to %s (once; cached)\n", desc->name, path);
+    if (run_mkmodel(tool, yaml, tmp, o) || rename(tmp, path)) {
+        unlink(tmp);
+        fprintf(stderr, "error: %s %s failed; no benchmark model\n", tool, yaml);
+        return RT_CLI_EXIT_ERR;
+    }
+    return 0;
+}
+
+/* Device name / driver / type of the device the engine will pick (same selection rules). */
+static void device_info(const rt_cli_opts *o, bench_result *r)
+{
+    rt_vk *vk;
+    char err[RT_ERR_LEN];
+    rt_vk_opts vo = {.device_index = o->device, .validation = false, .verbose = false};
+    snprintf(r->device, sizeof(r->device), "unknown");
+    if (rt_vk_create(&vo, &vk, err)) return;
+    const rt_vk_info *in = rt_vk_get_info(vk);
+    snprintf(r->device, sizeof(r->device), "%s", in->name);
+    snprintf(r->driver, sizeof(r->driver), "%s", in->driver);
+    const char *t = in->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU   ? "discrete"
+                    : in->type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated"
+                    : in->type == VK_PHYSICAL_DEVICE_TYPE_CPU            ? "cpu"
+                                                                         : "other";
+    snprintf(r->dev_type, sizeof(r->dev_type), "%s", t);
+    rt_vk_destroy(vk);
+}
+
+static int fail(const char *what, const char *err)
+{
+    fprintf(stderr, "error: bench %s: %s\n", what, err);
+    return RT_CLI_EXIT_ERR;
+}
+
+static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
+{
+    char err[RT_ERR_LEN];
+    int32_t toks[512], id;
+    uint32_t x = 12345;
+    for (int i = 0; i < 512; i++) {
+        x = x * 1664525u + 1013904223u;
+        toks[i] = (int32_t)((x >> 8) % (uint32_t)r->vocab);
+    }
+    /* decode at a 128-token context */
+    if (r->n_ctx < DEC_POS + DEC_STEPS) {
+        snprintf(err, sizeof(err), "context %d is too small (need %d; pass -c)", r->n_ctx, DEC_POS + DEC_STEPS);
+        return fail("decode", err);
+    }
+    if (rt_engine_eval(e, toks, DEC_POS, 0, NULL, err) || rt_engine_argmax(e, &id, err)) return fail("prefill", err);
+    for (int w = 0; w < 3; w++)
+        if (rt_engine_eval(e, &id, 1, DEC_POS + w, NULL, err) || rt_engine_argmax(e, &id, err))
+            return fail("decode", err);
+    double runs[DEC_RUNS];
+    for (int k = 0; k < DEC_RUNS; k++) {
+        double t0 = rt_cli_now_ms();
+        for (int s = 0; s < DEC_STEPS; s++)
+            if (rt_engine_eval(e, &id, 1, DEC_POS + s, NULL, err) || rt_engine_argmax(e, &id, err))
+                return fail("decode", err);
+        runs[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
+    }
+    r->dec_ms = median(runs, DEC_RUNS);
+    r->dec_tps = 1000.0 / r->dec_ms;
+    /* the same steps as greedy chains: one submission for DEC_STEPS tokens */
+    int32_t chained[DEC_STEPS];
+    for (int k = -1; k < DEC_RUNS; k++) { /* k = -1: warm-up (records the stream) */
+        double t0 = rt_cli_now_ms();
+        if (rt_engine_greedy_chain(e, id, DEC_POS, DEC_STEPS, chained, err)) return fail("chained decode", err);
+        if (k >= 0) runs[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
+        id = chained[DEC_STEPS - 1];
+    }
+    r->chain_ms = median(runs, DEC_RUNS);
+    /* decode with C-1 cache rows before the step: what attention costs at a long
+     * context. The rows are not prefilled (zeros / earlier data): only the time counts. */
+    for (int c = 0; c < 2; c++) {
+        int p0 = long_ctx[c] - DEC_STEPS;
+        r->long_ms[c] = -1;
+        if (long_ctx[c] > r->n_ctx) continue;
+        double lr[LONG_RUNS];
+        for (int k = -1; k < LONG_RUNS; k++) { /* k = -1: warm-up */
+            double t0 = rt_cli_now_ms();
+            for (int s = 0; s < DEC_STEPS; s++)
+                if (rt_engine_eval(e, &id, 1, p0 + s, NULL, err) || rt_engine_argmax(e, &id, err))
+                    return fail("long-context decode", err);
+            if (k >= 0) lr[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
+        }
+        r->long_ms[c] = median(lr, LONG_RUNS);
+    }
+    if (o->profile) rt_engine_print_profile(e); /* on stderr: stdout stays one JSON line with --json */
+    /* prompt processing */
+    for (int p = 0; p < N_PROMPTS; p++) {
+        int n = prompt_sizes[p];
+        r->prompt_tps[p] = -1;
+        if (n > r->n_ctx) continue;
+        double pr[PROMPT_RUNS];
+        for (int k = -1; k < PROMPT_RUNS; k++) { /* k = -1: warm-up */
+            double t0 = rt_cli_now_ms();
+            if (rt_engine_eval(e, toks, n, 0, NULL, err) || rt_engine_argmax(e, &id, err)) return fail("prompt", err);
+            if (k >= 0) pr[k] = rt_cli_now_ms() - t0;
+        }
+        r->prompt_tps[p] = n * 1000.0 / median(pr, PROMPT_RUNS);
+    }
+    if (o->profile) rt_engine_print_prefill_profile(e); /* the last prompt step (512 tokens) */
+    rt_engine_stats st;
+    rt_engine_get_stats(e, &st);
+    r->dispatches = st.dispatches_per_token;
+    r->native_dot = st.native_dot;
+    r->lm_head_q8 = st.lm_head_q8;
+    r->gemv_vec = st.gemv_vec;
+    r->barriers = st.barriers_per_token;
+    r->bytes = rt_engine_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
+    r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
+    if (rt_engine_copy_bandwidth(e, &r->copy_gbs, err)) {
+        fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", err);
+        r->copy_gbs = 0;
+    }
+    return 0;
+}
+
+static void json_str(const char *key, const char *s, bool comma)
+{
+    printf("\"%s\":\"", key);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    printf("\"%s", comma ? "," : "");
+}
+
+static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *path, const bench_result *r)
+{
+    double ratio = r->copy_gbs > 0 ? r->achieved_gbs / r->copy_gbs : 0;
+    if (o->json) {
+        printf("{");
+        json_str("model", desc->name, true);
+        json_str("weights", o->model ? path : "random", true);
+        printf("\"layers\":%d,\"vocab\":%d,\"n_ctx\":%d,", r->layers, r->vocab, r->n_ctx);
+        json_str("device", r->device, true);
+        json_str("driver", r->driver, true);
+        json_str("device_type", r->dev_type, true);
+        printf("\"decode_context\":%d,\"decode_tok_s\":%.3f,\"decode_ms_per_token\":%.4f,", DEC_POS, r->dec_tps,
+               r->dec_ms);
+        for (int p = 0; p < N_PROMPTS; p++) {
+            if (r->prompt_tps[p] < 0) printf("\"prompt%d_tok_s\":null,", prompt_sizes[p]);
+            else printf("\"prompt%d_tok_s\":%.3f,", prompt_sizes[p], r->prompt_tps[p]);
+        }
+        for (int c = 0; c < 2; c++) {
+            if (r->long_ms[c] < 0) printf("\"decode%d_tok_s\":null,", long_ctx[c]);
+            else printf("\"decode%d_tok_s\":%.3f,", long_ctx[c], 1000.0 / r->long_ms[c]);
+        }
+        printf("\"decode_chain_tok_s\":%.3f,", 1000.0 / r->chain_ms);
+        printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
+        json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
+        json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
+        printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
+               "\"achieved_gbs\":%.3f,\"copy_gbs\":%.3f,\"ratio\":%.4f,\"profile\":%s}\n",
+               r->dispatches, r->barriers, (unsigned long long)r->bytes, r->achieved_gbs, r->copy_gbs, ratio,
+               o->profile ? "true" : "false");
+        return;
+    }
+    printf("bench %s: %s, %d layers, vocab %d, context %d\n", desc->name, o->model ? path : "random weights",
+           r->layers, r->vocab, r->n_ctx);
+    printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
+    printf("kernels:     %s integer dot products; LM head %s; decode matrix rows read %s\n",
+           r->native_dot ? "native" : "portable (emulated)", r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
+           r->gemv_vec ? "16 bytes per lane (--gemv vec4)" : "4 bytes per lane (--gemv scalar)");
+    printf("decode:      %.2f tok/s, %.3f ms/token (context %d, median of %d runs x %d tokens)%s\n", r->dec_tps,
+           r->dec_ms, DEC_POS, DEC_RUNS, DEC_STEPS, o->profile ? " [profiling on: includes timestamp cost]" : "");
+    printf("chained:     %.2f tok/s, %.3f ms/token (greedy, %d tokens per submission, the CPU out of the loop)\n",
+           1000.0 / r->chain_ms, r->chain_ms, DEC_STEPS);
+    for (int c = 0; c < 2; c++) {
+        if (r->long_ms[c] < 0) printf("decode @%d: skipped (context %d)\n", long_ctx[c], r->n_ctx);
+        else printf("decode @%d: %.2f tok/s, %.3f ms/token (%.0f%% of the speed at %d)\n", long_ctx[c],
+                    1000.0 / r->long_ms[c], r->long_ms[c], 100.0 * r->dec_ms / r->long_ms[c], DEC_POS);
+    }
+    for (int p = 0; p < N_PROMPTS; p++) {
+        if (r->prompt_tps[p] < 0) printf("prompt %3d:  skipped (context %d)\n", prompt_sizes[p], r->n_ctx);
+        else printf("prompt %3d:  %.1f tok/s, first token after %.1f ms (median of %d)\n", prompt_sizes[p],
+                    r->prompt_tps[p], prompt_sizes[p] * 1000.0 / r->prompt_tps[p], PROMPT_RUNS);
+    }
+    printf("per token:   %u dispatches, %u barriers, %.2f MB read\n", r->dispatches, r->barriers, r->bytes / 1e6);
+    printf("bandwidth:   %.2f GB/s achieved; device copy %.2f GB/s (read+write); ratio %.1f%%\n", r->achieved_gbs,
+           r->copy_gbs, 100.0 * ratio);
+}
+
+int rt_cli_bench(const rt_cli_opts *o, const rt_model_desc *desc)
+{
+    char path[PATH_MAX];
+    if (o->model) {
+        snprintf(path, sizeof(path), "%s", o->model);
+    } else {
+        int rc = bench_model(o, desc, path, sizeof(path));
+        if (rc) return rc;
+    }
+    bench_result r;
+    memset(&r, 0, sizeof(r));
+    device_info(o, &r);
+    rt_engine *e;
+    int rc = rt_cli_open_engine(o, desc, path, o->n_ctx ? o->n_ctx : (o->model ? 0 : RUN_CTX), &e);
+    if (rc) return rc;
+    r.vocab = rt_engine_vocab(e);
+    r.n_ctx = rt_engine_n_ctx(e);
+    uint32_t layers = 0;
+    char err[RT_ERR_LEN];
+    rt_gguf_get_u32(rt_engine_gguf(e), "%s.block_count", &layers, err);
+    r.layers = (int)layers;
+    rc = measure(e, o, &r);
+    if (!rc) report(o, desc, path, &r);
+    rt_engine_close(e);
+    return rc;
+}

@@ -1,0 +1,110 @@
+/* rt_cli_priv.h - shared declarations of the model-binary CLI (runtime/cli/rt_cli*.c).
+ *
+ * Owns: the parsed command-line options (rt_cli_opts) and the split of the CLI into
+ * argument parsing (rt_cli_args.c), the main driver, one-shot generation and the check
+ * modes (rt_cli.c), interactive chat (rt_cli_chat.c) and the benchmark (rt_cli_bench.c).
+ * Exit codes of every mode: 0 ok, 1 runtime error (engine, GGUF, I/O), 2 usage error.
+ */
+#ifndef RT_CLI_PRIV_H
+#define RT_CLI_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/rt_engine.h"
+#include "engine/rt_schedule.h"
+
+#define RT_CLI_EXIT_OK 0
+#define RT_CLI_EXIT_ERR 1
+#define RT_CLI_EXIT_USAGE 2
+
+typedef struct {
+    const char *prog;          /* argv[0] */
+    const char *model;         /* -m */
+    const char *prompt;        /* -p */
+    const char *prompt_file;   /* -f */
+    int n_predict;             /* -n: tokens to generate; -1 = until EOS / context full */
+    int n_ctx;                 /* -c: 0 = model default */
+    int n_batch;               /* -b: 0 = engine default */
+    float temp, top_p, min_p, repeat_penalty, freq_penalty, presence_penalty;
+    int top_k, repeat_last_n;
+    uint64_t seed;             /* --seed; seed_set false = time-based */
+    bool seed_set;
+    bool chat;                 /* --chat / -i */
+    const char *system;        /* -sys */
+    int device;                /* --device, -1 auto */
+    int decode_chain;          /* --decode-chain: greedy tokens per submission (1..RT_ENGINE_MAX_CHAIN) */
+    bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
+    const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
+    const char *gemv;          /* --gemv: "scalar", "vec4" or NULL (by device type) */
+    /* check modes (automated tests) */
+    const char *tokens;        /* --tokens "ID ID ...": prompt ids as given, no BOS */
+    const char *logits_out;    /* --logits-out FILE */
+    bool print_ids;            /* --print-ids */
+    const char *tokenize;      /* --tokenize TEXT */
+    /* benchmark */
+    int bench_layers, bench_vocab; /* 0 = the model's full shape */
+    const char *bench_mkmodel; /* path of tools/mkmodel; NULL = next to the binary */
+    const char *bench_yaml;    /* models/<name>.yaml; NULL = searched */
+} rt_cli_opts;
+
+/* Parses argv into *o (defaults first). 0 ok; otherwise prints one message + the usage
+ * hint on stderr and returns RT_CLI_EXIT_USAGE. */
+int rt_cli_parse(int argc, char **argv, rt_cli_opts *o);
+void rt_cli_usage(const char *prog, const rt_model_desc *desc);
+
+/* Modes. Each returns the process exit code. */
+int rt_cli_chat(const rt_cli_opts *o, const rt_model_desc *desc);
+int rt_cli_bench(const rt_cli_opts *o, const rt_model_desc *desc);
+
+/* ---- generation (rt_cli_gen.c), shared by one-shot runs and chat ---- */
+#include "engine/rt_sampler.h"
+#include "tok/rt_tokenizer.h"
+
+typedef struct {
+    const rt_cli_opts *o;
+    rt_engine *e;
+    rt_tok *tok;                /* owned */
+    rt_sampler *smp;            /* owned; NULL = greedy (rt_engine_argmax) */
+    rt_tok_stream stream;       /* UTF-8-safe text output */
+    int n_ctx, k;               /* context; top-k candidates read back when sampling */
+    int32_t *cand_ids;          /* [k] */
+    float *cand_logits;         /* [k] */
+    rt_cand *cands;             /* [k] */
+    int n_out;                  /* ids printed on the current --print-ids line */
+} rt_cli_gen;
+
+typedef struct {
+    int n_prompt;               /* tokens evaluated before the first new token */
+    double prompt_ms;           /* their evaluation (+ the first token's selection) */
+    int n_gen;                  /* new tokens chosen (the stop token included) */
+    double gen_ms;              /* from the first new token to the last */
+    int32_t last;               /* the last chosen token: never evaluated */
+    bool stopped;               /* the last token is EOS/EOT */
+    bool ctx_full;              /* generation ended because the context is full */
+    int pos;                    /* KV entries valid after the turn */
+} rt_cli_turn;
+
+int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, rt_engine *e, char *err);
+void rt_cli_gen_free(rt_cli_gen *g);
+/* Tokenizes text (BOS first when add_bos and the model wants it). Count, or -1 + err. */
+int rt_cli_tokenize(const rt_tok *tok, const char *text, bool add_bos, bool parse_special, int32_t **out_ids,
+                    char *err);
+/* Evaluates ids[0..n) at positions pos.., then generates up to n_predict tokens (-1: until a
+ * stop token or a full context), streaming text (or ids with --print-ids) to stdout. */
+int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_predict, rt_cli_turn *out,
+                    char *err);
+/* The stats line on stderr (llama.cpp style). */
+void rt_cli_print_stats(const rt_cli_turn *t);
+/* One-shot run: the prompt must fit; prints text/ids + stats. Returns the exit code. */
+int rt_cli_gen_oneshot(rt_cli_gen *g, const int32_t *ids, int n, int n_predict);
+
+/* Shared helpers (rt_cli.c). */
+int rt_cli_check_model_file(const char *path);
+double rt_cli_now_ms(void);
+/* Opens the engine for o (model path, device, ctx, batch, profile); prints the error and
+ * the download hint for a missing file. 0 ok, else the exit code. */
+int rt_cli_open_engine(const rt_cli_opts *o, const rt_model_desc *desc, const char *path,
+                       int n_ctx, rt_engine **out_e);
+
+#endif

@@ -1,0 +1,83 @@
+/* rt_engine.h - a loaded model on a Vulkan device, driven one step at a time.
+ *
+ * Owns: the GGUF mapping, device weights, activation buffers, KV cache and the
+ * recorded command streams of one model (prefill and decode schedules). The
+ * CLI (rt_cli.c) and the benchmark drive it only through this interface; the
+ * generated model.c supplies the model description (rt_model_desc, see
+ * rt_schedule.h).
+ */
+#ifndef RT_ENGINE_H
+#define RT_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf/rt_gguf.h"
+
+typedef struct rt_model_desc rt_model_desc; /* generated tables (rt_schedule.h) */
+typedef struct rt_engine rt_engine;
+
+typedef struct {
+    const char *model_path;
+    int device_index;   /* -1 auto */
+    int n_ctx;          /* 0: min(GGUF context_length, 4096) */
+    int n_batch;        /* max tokens per prefill step; 0: 512 */
+    bool profile;       /* timestamp every dispatch */
+    bool verbose;       /* device + load progress on stderr */
+    bool validation;    /* Vulkan validation layers */
+    bool no_int_dot;    /* use the portable kernels even where the device has integer dot products */
+    int gemv_vec;       /* decode bitlinear loads (GEMV_VEC): 0 auto (16 bytes on GPUs, 4 on CPU
+                           devices), 1: 4 bytes, 2: 16 bytes. Same results either way */
+    bool lm_head_q8;    /* LM head on a Q8_0 copy of its table made at load (rt_q8.h): about half
+                           the bytes of an F16 head, logits change slightly; error if the model
+                           has no such variant (schedule post_q8) */
+} rt_engine_opts;
+
+int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err);
+void rt_engine_close(rt_engine *e);
+
+int rt_engine_vocab(const rt_engine *e);
+int rt_engine_n_ctx(const rt_engine *e);
+const rt_gguf *rt_engine_gguf(const rt_engine *e); /* for the tokenizer */
+
+/* Run `n` tokens at positions pos..pos+n-1 (n may exceed n_batch: split
+ * internally). KV cache entries >= pos are overwritten. If `out_logits` is
+ * non-NULL it receives [n][vocab] float logits of every position (checks);
+ * otherwise only the last position's logits are kept on the device for
+ * rt_engine_argmax / rt_engine_topk. Errors: pos+n > n_ctx, bad token id. */
+int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err);
+
+/* After eval: greedy id of the last position (GPU argmax, 4 bytes read back). */
+int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err);
+/* Greedy decoding of n tokens (1..RT_ENGINE_MAX_CHAIN) in one submission, the CPU out
+ * of the loop: evaluates `token` at pos, then each step's argmax at the next position;
+ * out_ids[i] is the argmax after position pos + i (so out_ids[n-1] is not evaluated
+ * yet). Same kernels and results as eval + argmax n times. Needs pos + n <= n_ctx. */
+#define RT_ENGINE_MAX_CHAIN 16
+int rt_engine_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err);
+/* After eval: the k largest logits of the last position, sorted descending
+ * (GPU selection; only k pairs read back). k <= 256. */
+int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, char *err);
+
+/* Figures for the benchmark / --profile. */
+typedef struct {
+    uint32_t dispatches_per_token; /* a greedy decode step: the decode schedule + argmax */
+    uint32_t barriers_per_token;
+    bool native_dot;                 /* kernels use native integer dot products */
+    bool native_dot_available;       /* the device has them (native_dot unless --no-int-dot) */
+    bool gemv_vec;                   /* decode bitlinears read 16 bytes per lane (else 4) */
+    bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
+} rt_engine_stats;
+void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
+/* Bytes one decode step reads and writes (weights, activations, the KV rows of a
+ * context of n_kv tokens), from the generated per-dispatch byte counts. */
+uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv);
+/* Print the per-kernel profile table of the last decode step (needs opts.profile). */
+void rt_engine_print_profile(rt_engine *e);
+/* The same for the last prompt (batched) step: time per kernel and per token; nothing
+ * when no prompt step ran. */
+void rt_engine_print_prefill_profile(rt_engine *e);
+/* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */
+int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err);
+
+#endif

@@ -1,0 +1,177 @@
+/* rt_schedule.h - the generated model description: kernels (SPIR-V), tensors,
+ * activation buffers and dispatch schedules, as static C tables.
+ *
+ * gen/ writes one `generated/<model>/model.c` that defines
+ *     const rt_model_desc rt_model = { ... };
+ * plus `int main(int argc, char **argv) { return rt_cli_main(argc, argv, &rt_model); }`.
+ * The runtime (rt_engine.c) reads only these tables: no YAML and no DSL at run time.
+ *
+ * Buffers a dispatch can name (rt_arg.kind):
+ *   WEIGHT  desc->tensors[index] of the current layer (per_layer) or global; the whole
+ *           GGUF tensor (I2_S: codes then the f32 scale at byte ne0*ne1/4)
+ *   WEIGHT_NEXT  the same tensor of the next layer (the last layer: its own; a kernel
+ *           that reads one takes an RT_P_HAS_NEXT param and skips that work there)
+ *   WEIGHT_Q8  the Q8_0 copy of desc->tensors[index] made at load (--lm-head q8):
+ *           int8 codes [ne1][ne0] (4 per u32, element 4w+b in byte b), then the f16
+ *           block scales [ne1][ne0/RT_Q8_BLOCK], two per u32 (lower half first);
+ *           code = roundf(v * (1 / d)), d = amax / 127 of the block (llama.cpp's Q8_0)
+ *   ACT     desc->acts[index]: activation buffer of bytes_per_token * n_batch bytes
+ *   KCACHE / VCACHE  the K / V cache of the current layer: [n_ctx][kv_dim] of kv type
+ *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)
+ *   LOGITS  f32[n_batch][vocab]: rows out_start..n_tokens-1 of this step, row 0 first
+ *   RESULT  u32[512] + f32[512] host-visible: argmax / top-k output (a decode LM head
+ *           that binds it writes the argmax of its row to u32[0] itself, and the
+ *           engine runs no argmax kernel after it)
+ *   SYNC    u32[RT_SYNC_WORDS], zero at load: cross-workgroup counters (the last
+ *           workgroup of a split attention merges the partials; the last of a
+ *           bitlinear runs the next norm); a kernel that counts leaves its
+ *           counters zero again
+ * Each dispatch's push constants are: the addresses of its args (8 bytes each, in
+ * order), then its params (4 bytes each, in order); 128 bytes at most.
+ * Every kernel also sees the uniform rt_dyn block (pos, n_tokens, n_kv, out_start).
+ */
+#ifndef RT_SCHEDULE_H
+#define RT_SCHEDULE_H
+
+#include <stdint.h>
+
+/* buffer addresses (8 bytes) and params (4 bytes) of one dispatch: together at most
+ * the 128 bytes of push constants every Vulkan device offers (RT_PUSH_BYTES) */
+/* Specialization constant ids the runtime sets on every pipeline (kernels that do not
+ * declare one ignore it). GEMV_VEC: the decode bitlinears read their rows 16 bytes per
+ * lane (1) or 4 (0); same integer sums, so the same results. */
+#define RT_SPEC_GEMV_VEC 0
+#define RT_MAX_ARGS 12
+#define RT_MAX_PARAMS 8
+
+typedef enum {
+    RT_ARG_WEIGHT, RT_ARG_ACT, RT_ARG_KCACHE, RT_ARG_VCACHE, RT_ARG_TOKENS, RT_ARG_LOGITS, RT_ARG_RESULT,
+    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC, RT_ARG_WEIGHT_NEXT,
+} rt_arg_kind;
+
+#define RT_SYNC_WORDS 1024
+
+#define RT_Q8_BLOCK 32        /* elements per Q8_0 scale */
+#define RT_Q8_ROW_MULTIPLE 64 /* a Q8_0 copy needs ne0 % 64 == 0 (whole scale words per row) */
+
+typedef struct {
+    uint8_t kind;   /* rt_arg_kind */
+    uint16_t index; /* tensor index (WEIGHT*) or act index (ACT); 0 otherwise */
+} rt_arg;
+
+typedef enum {
+    RT_P_CONST, /* value */
+    RT_P_VOCAB, /* vocabulary size (from the GGUF) */
+    RT_P_N_CTX, /* context length of this run */
+    RT_P_LAYER, /* index of the current layer */
+    RT_P_HAS_NEXT, /* 1 when a layer follows the current one, else 0 (layer section only) */
+} rt_param_kind;
+
+typedef struct {
+    uint8_t kind;   /* rt_param_kind */
+    uint32_t value; /* RT_P_CONST: the value (f32 params are stored as their bits) */
+} rt_param;
+
+/* Workgroup count along one axis for a step of N tokens:
+ * (mul * N + add + div - 1) / div. Decode uses N = 1. */
+typedef struct {
+    uint32_t mul, add, div;
+} rt_groups;
+
+/* Barrier bits: bit i (< 59) = act buffer i; then these. */
+#define RT_BAR_SYNC (1ull << 59)
+#define RT_BAR_KCACHE (1ull << 60)
+#define RT_BAR_VCACHE (1ull << 61)
+#define RT_BAR_LOGITS (1ull << 62)
+#define RT_BAR_RESULT (1ull << 63)
+
+typedef struct {
+    uint16_t kernel; /* index into desc->kernels */
+    uint8_t n_args;
+    rt_arg args[RT_MAX_ARGS];
+    uint8_t n_params;
+    rt_param params[RT_MAX_PARAMS];
+    rt_groups groups[3];
+    /* Buffers written by an earlier dispatch (this step, or the previous layer for
+     * state values) that this one reads or overwrites: a buffer barrier on each
+     * before the dispatch. 0 = no barrier needed. */
+    uint64_t barrier;
+    /* Bytes this dispatch reads+writes for one token (profiling GB/s):
+     * bytes + bytes_vocab * vocabulary size + bytes_kv * cache rows attended. */
+    uint64_t bytes, bytes_vocab, bytes_kv;
+    const char *label; /* e.g. "bitlinear attn_q" */
+} rt_dispatch;
+
+typedef struct {
+    const rt_dispatch *pre;   /* once per step, before the layers (embedding) */
+    uint32_t n_pre;
+    const rt_dispatch *layer; /* repeated for each layer (per-layer tensors resolved) */
+    uint32_t n_layer;
+    const rt_dispatch *post;  /* once per step, after the layers (head) */
+    uint32_t n_post;
+    const rt_dispatch *post_q8; /* post with the LM head reading the Q8_0 copy of its table
+                                   (--lm-head q8), n_post entries; NULL: no such variant */
+} rt_schedule;
+
+typedef struct {
+    const char *name;     /* kernel name (profiling, pipeline cache) */
+    const uint32_t *spv;  /* SPIR-V words, portable (integer dots as plain arithmetic) */
+    uint32_t spv_bytes;
+    const uint32_t *spv_dot; /* the variant with native integer dot products, for devices with
+                                shaderIntegerDotProduct; NULL when the kernel has none */
+    uint32_t spv_dot_bytes;
+    uint32_t shared_bytes; /* workgroup shared memory it declares (checked against the device) */
+    uint32_t invocations;  /* workgroup size x * y * z (checked against the device) */
+} rt_kernel_desc;
+
+typedef struct {
+    const char *gguf;  /* GGUF tensor name; "{L}" = layer index */
+    uint8_t type;      /* rt_type */
+    uint8_t n_dims;
+    int64_t ne[2];     /* expected shape; -1 = vocabulary size (checked for consistency) */
+    uint8_t per_layer;
+} rt_tensor_desc;
+
+typedef struct {
+    const char *name;         /* "<arch>." is prefixed */
+    double value;
+    uint8_t is_float;         /* compare with relative tolerance 1e-6 */
+} rt_hparam_check;
+
+typedef struct {
+    const char *name;
+    uint32_t bytes_per_token; /* allocation = bytes_per_token * n_batch (at least 256) */
+} rt_act_desc;
+
+struct rt_model_desc {
+    const char *name;               /* "bitnet-b1.58-2b" */
+    const char *const *archs;       /* accepted general.architecture values */
+    uint32_t n_archs;
+    const rt_hparam_check *checks;
+    uint32_t n_checks;
+    const rt_tensor_desc *tensors;
+    uint32_t n_tensors;
+    uint32_t vocab_tensor;          /* tensor whose ne[1] is the vocabulary (token_embd) */
+    const rt_act_desc *acts;
+    uint32_t n_acts;
+    uint32_t kv_dim;                /* n_kv_heads * head_dim */
+    uint32_t kv_elem_bytes;         /* 2 (f16) or 4 (f32) */
+    const rt_kernel_desc *kernels;
+    uint32_t n_kernels;
+    rt_schedule decode;             /* n_tokens == 1 */
+    rt_schedule prefill;            /* 1 <= n_tokens <= n_batch */
+    /* Auxiliary kernels run by the engine itself (push layouts):
+     *  argmax: [logits addr, result addr] + [vocab]: result.u32[0] = argmax of row 0
+     *  topk:   [logits addr, result addr] + [vocab, k]: result.u32[0..k) ids, f32[256..256+k) logits, sorted desc
+     *  copy:   [src addr, dst addr] + [n_words]: dst[i] = src[i] (bandwidth probe), 256 threads/group */
+    uint16_t k_argmax, k_topk, k_copy;
+    uint32_t topk_groups_x;         /* group count of the topk dispatch (1) */
+    const char *manifest;           /* text: inputs hashes, for --version */
+};
+
+typedef struct rt_model_desc rt_model_desc;
+
+/* The shared CLI driver (runtime/cli/rt_cli.c). */
+int rt_cli_main(int argc, char **argv, const rt_model_desc *desc);
+
+#endif

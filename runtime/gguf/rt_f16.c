@@ -1,0 +1,51 @@
+/* rt_f16.c - IEEE 754 binary16 <-> binary32 conversion (round to nearest even; infinities,
+ * NaNs and subnormals handled exactly), bit-level and independent of compiler support.
+ */
+#include "gguf/rt_gguf.h"
+
+#include <string.h>
+
+float rt_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | man << 13; /* inf / NaN (payload kept) */
+    } else if (exp != 0) {
+        bits = sign | (exp + 112) << 23 | man << 13;
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do { man <<= 1; e++; } while (!(man & 0x400));
+        bits = sign | (uint32_t)(112 - e) << 23 | (man & 0x3ff) << 13;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t rt_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t exp = (x >> 23) & 0xff, man = x & 0x7fffff;
+    if (exp == 0xff) {
+        if (!man) return sign | 0x7c00;
+        uint16_t m = (uint16_t)(man >> 13);
+        return sign | 0x7c00 | (m ? m : 0x200); /* keep NaN a NaN */
+    }
+    int e = (int)exp - 127 + 15;
+    if (e >= 0x1f) return sign | 0x7c00; /* overflow -> inf */
+    if (e <= 0) {                          /* subnormal half (or zero) */
+        if (e < -10) return sign;          /* below half the smallest subnormal */
+        man |= 0x800000;                   /* implicit bit */
+        int shift = 14 - e;                /* 24-bit mantissa -> 10-bit field */
+        uint32_t q = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        return sign | (uint16_t)q; /* q == 0x400 rolls over to the smallest normal */
+    }
+    uint32_t q = (uint32_t)e << 10 | man >> 13, rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++; /* may carry into inf: correct */
+    return sign | (uint16_t)q;
+}

@@ -1,0 +1,172 @@
+/* rt_tok_decode.c - token ids back to bytes.
+ *
+ * Owns: the GPT-2 bytes_to_unicode table and its inverse, the decoded piece of every token
+ * (built once at load), whole-sequence decode and the streaming decoder that holds back
+ * incomplete UTF-8 characters.
+ */
+#include "tok/rt_tok_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rt_tok_byte_map(struct rt_tok *t)
+{
+    /* Printable bytes map to themselves; the other 68 take 256, 257, ... in byte order. */
+    uint16_t next = 256;
+    for (int b = 0; b < 256; b++) {
+        bool keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        t->byte_cp[b] = keep ? (uint16_t)b : next++;
+    }
+    memset(t->cp_byte, 0xff, sizeof t->cp_byte);
+    for (int b = 0; b < 256; b++)
+        t->cp_byte[t->byte_cp[b]] = (int16_t)b;
+}
+
+/* Inverse byte map of stored text s[0..n) into dst; returns bytes written (<= n). Code points
+ * outside the map (not produced by a byte-level vocabulary) are copied as they are. */
+static size_t unmap(const struct rt_tok *t, const char *s, size_t n, char *dst)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = (uint8_t)s[i];
+        if (c < 0x80) {
+            int16_t b = t->cp_byte[c];
+            dst[m++] = b >= 0 ? (char)b : (char)c;
+            i++;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0 && i + 1 < n && ((uint8_t)s[i + 1] & 0xC0) == 0x80) {
+            uint32_t cp = (c & 0x1Fu) << 6 | ((uint8_t)s[i + 1] & 0x3Fu);
+            if (cp < 324 && t->cp_byte[cp] >= 0) {
+                dst[m++] = (char)t->cp_byte[cp];
+                i += 2;
+                continue;
+            }
+        }
+        dst[m++] = s[i++];
+    }
+    return m;
+}
+
+int rt_tok_build_pieces(struct rt_tok *t)
+{
+    int32_t n = t->n_vocab;
+    t->piece = malloc((size_t)t->text_off[n] + 1);
+    t->piece_off = malloc(((size_t)n + 1) * sizeof *t->piece_off);
+    if (!t->piece || !t->piece_off)
+        return -1;
+    uint32_t off = 0;
+    t->max_piece = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const char *s = t->text + t->text_off[i];
+        size_t len = t->text_off[i + 1] - t->text_off[i], m;
+        t->piece_off[i] = off;
+        if (t->type[i] == RT_TOKTYPE_CONTROL || t->type[i] == RT_TOKTYPE_USER_DEFINED) {
+            memcpy(t->piece + off, s, len);
+            m = len;
+        } else {
+            m = unmap(t, s, len, t->piece + off);
+        }
+        off += (uint32_t)m;
+        if (m > t->max_piece)
+            t->max_piece = m;
+    }
+    t->piece_off[n] = off;
+    return 0;
+}
+
+const char *rt_tok_piece(const rt_tok *t, int32_t id, bool special, size_t *out_len)
+{
+    *out_len = 0;
+    if (id < 0 || id >= t->n_vocab)
+        return "";
+    if (t->type[id] == RT_TOKTYPE_CONTROL && !special)
+        return "";
+    *out_len = t->piece_off[id + 1] - t->piece_off[id];
+    return t->piece + t->piece_off[id];
+}
+
+size_t rt_tok_max_piece(const rt_tok *t) { return t->max_piece; }
+
+int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, char **out_str,
+                  size_t *out_len, char *err)
+{
+    size_t total = 0, len;
+    for (size_t i = 0; i < n; i++) {
+        rt_tok_piece(t, ids[i], special, &len);
+        total += len;
+    }
+    char *s = malloc(total + 1);
+    if (!s) {
+        snprintf(err, RT_ERR_LEN, "tokenizer: out of memory decoding %zu tokens", n);
+        return -1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = rt_tok_piece(t, ids[i], special, &len);
+        memcpy(s + m, p, len);
+        m += len;
+    }
+    s[m] = 0;
+    *out_str = s;
+    if (out_len)
+        *out_len = m;
+    return 0;
+}
+
+/* ---- streaming ---- */
+
+int rt_tok_stream_init(rt_tok_stream *s, const rt_tok *t, bool special)
+{
+    memset(s, 0, sizeof *s);
+    s->tok = t;
+    s->special = special;
+    s->cap = t->max_piece + 8;
+    s->buf = malloc(s->cap);
+    return s->buf ? 0 : -1;
+}
+
+void rt_tok_stream_free(rt_tok_stream *s)
+{
+    free(s->buf);
+    memset(s, 0, sizeof *s);
+}
+
+static size_t utf8_len_of_lead(uint8_t c)
+{
+    return c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+         : (c & 0xF8) == 0xF0 ? 4 : 1; /* continuation or invalid byte: stands alone */
+}
+
+const char *rt_tok_stream_push(rt_tok_stream *s, int32_t id, size_t *out_len)
+{
+    size_t len;
+    const char *p = rt_tok_piece(s->tok, id, s->special, &len);
+    size_t n = (size_t)s->n_pend;
+    memcpy(s->buf, s->pend, n);
+    memcpy(s->buf + n, p, len);
+    n += len;
+    /* Hold back a trailing lead byte (and its continuation bytes) still short of its length. */
+    size_t cut = n;
+    for (size_t k = 1; k <= 4 && k <= n; k++) {
+        uint8_t c = (uint8_t)s->buf[n - k];
+        if ((c & 0xC0) == 0x80)
+            continue; /* continuation: keep looking for its lead byte */
+        if (utf8_len_of_lead(c) > k)
+            cut = n - k;
+        break;
+    }
+    s->n_pend = (int)(n - cut);
+    memcpy(s->pend, s->buf + cut, n - cut);
+    *out_len = cut;
+    return s->buf;
+}
+
+const char *rt_tok_stream_flush(rt_tok_stream *s, size_t *out_len)
+{
+    memcpy(s->buf, s->pend, (size_t)s->n_pend);
+    *out_len = (size_t)s->n_pend;
+    s->n_pend = 0;
+    return s->buf;
+}

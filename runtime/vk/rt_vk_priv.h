@@ -1,0 +1,92 @@
+/* rt_vk_priv.h - internals shared by the rt_vk_*.c files (not for other modules).
+ *
+ * Owns: the definition of struct rt_vk (instance, device, shared layouts, dyn
+ * buffer, staging ring, pipeline table) and the RT_VK() error macro.
+ * Single-threaded: one rt_vk is used from one thread at a time.
+ */
+#ifndef RT_VK_PRIV_H
+#define RT_VK_PRIV_H
+
+#include <stdio.h>
+
+#include "vk/rt_vk.h"
+
+/* Run a Vulkan call; on failure write "<call> failed: VK_ERROR_... (file:line)"
+ * into `err` (char[RT_ERR_LEN] in scope) and jump to the function's `fail:` label. */
+#define RT_VK(call)                                                                      \
+    do {                                                                                 \
+        VkResult rt_vk_res_ = (call);                                                    \
+        if (rt_vk_res_ != VK_SUCCESS) {                                                  \
+            snprintf(err, RT_ERR_LEN, "%s failed: %s (%s:%d)", #call,                   \
+                     rt_vk_result_name(rt_vk_res_), __FILE__, __LINE__);                 \
+            goto fail;                                                                   \
+        }                                                                                \
+    } while (0)
+
+#define RT_STAGING_SLOTS 2
+#define RT_STAGING_BYTES (16u << 20)
+
+typedef struct {
+    rt_buf buf;          /* host-visible, mapped */
+    VkCommandBuffer cmd;
+    VkFence fence;
+    bool busy;           /* submitted, fence not waited yet */
+} rt_staging_slot;
+
+struct rt_vk {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;   /* VK_NULL_HANDLE when validation is off */
+    uint32_t n_messages;                  /* validation warnings + errors seen */
+    VkPhysicalDevice phys;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t queue_family;
+    bool has_timestamps;
+    uint32_t timestamp_bits;              /* timestampValidBits of the queue family */
+    bool has_budget;                      /* VK_EXT_memory_budget enabled */
+    bool verbose;
+    VkPhysicalDeviceMemoryProperties mem_props;
+    rt_vk_info info;
+    uint64_t device_bytes_in_use;         /* our device-local allocations */
+
+    VkCommandPool pool;                   /* resettable; staging + rt_cmd buffers */
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipe_layout;
+    VkDescriptorPool desc_pool;
+    VkDescriptorSet dyn_set;
+    rt_buf dyn;                           /* sizeof(rt_dyn), host-visible */
+
+    rt_staging_slot staging[RT_STAGING_SLOTS]; /* created on first use */
+    bool staging_ready;
+    bool direct_copy;                     /* memcpy into host-visible device memory */
+    rt_progress_fn progress;
+    void *progress_ctx;
+
+    struct rt_pipeline **pipes;           /* owned, n_pipes entries */
+    uint32_t n_pipes, cap_pipes;
+    uint32_t n_created, n_reused;
+    VkPipelineCache pcache;
+    char cache_path[1024];                /* "" when no cache directory is usable */
+    rt_cache_state cache_state;
+    bool cache_dirty;
+};
+
+struct rt_pipeline {
+    uint64_t hash;
+    uint32_t *spv;      /* owned copy, compared on hash hit */
+    size_t spv_bytes;
+    char *name;         /* owned */
+    uint32_t spec[RT_MAX_SPEC]; /* specialization constants 0..n_spec-1 */
+    uint32_t n_spec;
+    VkPipeline pipe;
+};
+
+/* rt_vk_pipeline.c */
+void rt_pipeline_cache_open(rt_vk *vk);
+void rt_pipeline_table_destroy(rt_vk *vk);
+/* rt_vk_buf.c */
+void rt_staging_destroy(rt_vk *vk);
+uint32_t rt_find_memory_type(const rt_vk *vk, uint32_t type_bits, VkMemoryPropertyFlags need,
+                             VkMemoryPropertyFlags want);
+
+#endif
