@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "rt_tokenizer.h"
+#include "tok/rt_tokenizer.h"
 
 static inline rt_tok *load_or_skip(const char *path)
 {

@@ -15,7 +15,7 @@
  * 30 layers, vocab 128256, ctx 4096), else 2 layers, vocab 512, ctx 256; seed 1.
  */
 #include "gen_model.h"
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #define REF_FORWARD_H
 
 #include "gen_model.h"
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* ref_ops.c - plain-loop reference ops in the oracle's numerics (see ref_ops.h). */
 #include "ref_ops.h"
 
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 #include <math.h>
 #include <stdbool.h>
