@@ -377,7 +377,7 @@ static int open_with_prompt(rig *r, fixture *f, int32_t *ids, int max)
 }
 
 /* The decode step's argmax / top-k kernels ride in the same submission as the step
- * (rt_engine.c submits lazily): their answers must equal a CPU argmax / sort of the
+ * (the engine submits lazily): their answers must equal a CPU argmax / sort of the
  * logits of the same step read back, including when k changes between steps. */
 static void check_aux_kernels(fixture *f)
 {

@@ -4,7 +4,7 @@
  * gen/ writes one `generated/<model>/model.c` that defines
  *     const rt_model_desc rt_model = { ... };
  * plus `int main(int argc, char **argv) { return rt_cli_main(argc, argv, &rt_model); }`.
- * The runtime (rt_engine.c) reads only these tables: no YAML and no DSL at run time.
+ * The runtime (runtime/engine/rt_engine_*.c) reads only these tables: no YAML and no DSL at run time.
  *
  * Buffers a dispatch can name (rt_arg.kind):
  *   WEIGHT  desc->tensors[index] of the current layer (per_layer) or global; the whole

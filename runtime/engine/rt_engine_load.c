@@ -1,0 +1,377 @@
+/* rt_engine_load.c - opening a model on a device: GGUF checks, limits, weight upload, Q8_0 head copies, teardown (see rt_engine_priv.h for how the engine is split). */
+#include "engine/rt_engine_priv.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gguf/rt_q8.h"
+
+/* ---- loading ---- */
+
+static const char *type_name(uint8_t t) { return rt_type_name((rt_type)t); }
+
+static int check_model(rt_engine *e, const char *path, char *err)
+{
+    const rt_model_desc *d = e->d;
+    rt_gguf *g = e->g;
+    bool arch_ok = false;
+    for (uint32_t i = 0; i < d->n_archs; i++)
+        arch_ok |= strcmp(g->arch, d->archs[i]) == 0;
+    if (!arch_ok) {
+        snprintf(err, RT_ERR_LEN, "%s: general.architecture is '%s', but models/%s.yaml accepts '%s'%s", path,
+                 g->arch, d->name, d->n_archs ? d->archs[0] : "", d->n_archs > 1 ? " (and others)" : "");
+        return -1;
+    }
+    char key[160], kerr[RT_ERR_LEN];
+    for (uint32_t i = 0; i < d->n_checks; i++) {
+        snprintf(key, sizeof(key), "%%s.%s", d->checks[i].name);
+        double got = 0;
+        int rc;
+        if (d->checks[i].is_float) {
+            float f = 0;
+            rc = rt_gguf_get_f32(g, key, &f, kerr);
+            got = f;
+        } else {
+            uint32_t u = 0;
+            rc = rt_gguf_get_u32(g, key, &u, kerr);
+            got = u;
+        }
+        if (rc == 1) {
+            snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is missing (models/%s.yaml expects %.9g)", path, g->arch,
+                     d->checks[i].name, d->name, d->checks[i].value);
+            return -1;
+        }
+        if (rc) {
+            snprintf(err, RT_ERR_LEN, "%s", kerr);
+            return -1;
+        }
+        double want = d->checks[i].value;
+        bool same = d->checks[i].is_float ? fabs(got - want) <= 1e-6 * fmax(1.0, fabs(want)) : got == want;
+        if (!same) {
+            snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %.9g, but models/%s.yaml says %.9g", path, g->arch,
+                     d->checks[i].name, got, d->name, want);
+            return -1;
+        }
+    }
+    uint32_t nl = 0;
+    snprintf(key, sizeof(key), "%%s.block_count");
+    if (rt_gguf_get_u32(g, key, &nl, kerr) || nl == 0 || nl > 4096) {
+        snprintf(err, RT_ERR_LEN, "%s: key '%s.block_count' is missing or invalid", path, g->arch);
+        return -1;
+    }
+    e->n_layers = (int)nl;
+    /* vocabulary from the table tensor */
+    const rt_gguf_tensor *vt = rt_gguf_tensor_find(g, d->tensors[d->vocab_tensor].gguf);
+    if (!vt) {
+        snprintf(err, RT_ERR_LEN, "%s: tensor '%s' missing (models/%s.yaml expects it)", path,
+                 d->tensors[d->vocab_tensor].gguf, d->name);
+        return -1;
+    }
+    e->vocab = (int)vt->ne[1];
+    char name[160];
+    for (uint32_t t = 0; t < d->n_tensors; t++) {
+        const rt_tensor_desc *td = &d->tensors[t];
+        for (int L = 0; L < (td->per_layer ? e->n_layers : 1); L++) {
+            const char *p = strstr(td->gguf, "{L}");
+            if (p)
+                snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - td->gguf), td->gguf, L, p + 3);
+            else
+                snprintf(name, sizeof(name), "%s", td->gguf);
+            const rt_gguf_tensor *gt = rt_gguf_tensor_find(g, name);
+            if (!gt) {
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s' missing (models/%s.yaml expects it)", path, name, d->name);
+                return -1;
+            }
+            int64_t w0 = td->ne[0] < 0 ? e->vocab : td->ne[0];
+            int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? e->vocab : td->ne[1]) : 1;
+            if (gt->type != (rt_type)td->type || gt->ne[0] != w0 || gt->ne[1] != w1) {
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]", path,
+                         name, type_name(td->type), (long long)w0, (long long)w1, rt_type_name(gt->type),
+                         (long long)gt->ne[0], (long long)gt->ne[1]);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx;
+    if (total < (64u << 20) || !isatty(2))
+        return;
+    fprintf(stderr, "\rloading weights: %6.1f / %6.1f MB (%3.0f%%)", done / 1e6, total / 1e6, 100.0 * done / total);
+    if (done >= total)
+        fprintf(stderr, "\n");
+}
+
+/* Every kernel fits the device's workgroup limits (checked before the weights go up). */
+static int check_limits(const rt_engine *e, char *err)
+{
+    const rt_vk_info *vi = rt_vk_get_info(e->vk);
+    for (uint32_t k = 0; k < e->d->n_kernels; k++) {
+        const rt_kernel_desc *kd = &e->d->kernels[k];
+        if (kd->shared_bytes > vi->max_shared || kd->invocations > vi->max_invocations) {
+            snprintf(err, RT_ERR_LEN,
+                     "kernel %s needs %u bytes of workgroup shared memory and %u invocations per workgroup; "
+                     "device '%s' offers %u bytes and %u invocations (maxComputeSharedMemorySize, "
+                     "maxComputeWorkGroupInvocations): this model cannot run on it",
+                     kd->name, kd->shared_bytes, kd->invocations, vi->name, vi->max_shared, vi->max_invocations);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int upload_weights(rt_engine *e, char *err)
+{
+    const rt_model_desc *d = e->d;
+    size_t nw = (size_t)d->n_tensors * e->n_layers;
+    e->w = calloc(nw, sizeof(rt_buf));
+    e->w_ok = calloc(nw, sizeof(bool));
+    if (!e->w || !e->w_ok) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    uint64_t total = 0, done = 0;
+    char name[160];
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t t = 0; t < d->n_tensors; t++)
+            for (int L = 0; L < (d->tensors[t].per_layer ? e->n_layers : 1); L++) {
+                const char *p = strstr(d->tensors[t].gguf, "{L}");
+                if (p)
+                    snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - d->tensors[t].gguf), d->tensors[t].gguf, L,
+                             p + 3);
+                else
+                    snprintf(name, sizeof(name), "%s", d->tensors[t].gguf);
+                const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, name);
+                if (pass == 0) {
+                    total += gt->nbytes;
+                    continue;
+                }
+                size_t i = (size_t)t * e->n_layers + L;
+                if (rt_buf_create_named(e->vk, gt->nbytes, RT_MEM_DEVICE, name, &e->w[i], err))
+                    return -1;
+                e->w_ok[i] = true;
+                if (rt_buf_upload(e->vk, &e->w[i], 0, gt->data, gt->nbytes, err))
+                    return -1;
+                done += gt->nbytes;
+                progress(NULL, done, total);
+            }
+    return 0;
+}
+
+/* The Q8_0 copy (rt_q8.h) of global table t into e->wq8[t], quantized (threads) and
+ * uploaded a slice of rows at a time. */
+static int make_q8_copy(rt_engine *e, uint32_t t, const char *path, char *err)
+{
+    enum { SLICE_ROWS = 8192 };
+    const rt_tensor_desc *td = &e->d->tensors[t];
+    const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, td->gguf);
+    if (td->per_layer || !gt || gt->n_dims > 2) { /* the generator never asks for these */
+        snprintf(err, RT_ERR_LEN, "--lm-head q8: no Q8_0 copy of '%s' in %s", td->gguf, path);
+        return -1;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const int threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (int)ncpu;
+    const int64_t ne0 = gt->ne[0], rows = gt->ne[1];
+    const uint64_t code_bytes = (uint64_t)ne0 * (uint64_t)rows, scale_row = (uint64_t)(ne0 / RT_Q8_BLOCK) * 2;
+    const size_t esz = gt->type == RT_TYPE_F16 ? 2 : 4;
+    char what[200];
+    snprintf(what, sizeof(what), "q8_0(%s)", td->gguf);
+    if (rt_buf_create_named(e->vk, rt_q8_bytes(ne0, rows), RT_MEM_DEVICE, what, &e->wq8[t], err))
+        return -1;
+    int8_t *codes = malloc((size_t)ne0 * SLICE_ROWS);
+    uint16_t *scales = malloc((size_t)scale_row * SLICE_ROWS);
+    int rc = codes && scales ? 0 : -1;
+    if (rc)
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+    for (int64_t r = 0; r < rows && !rc; r += SLICE_ROWS) {
+        int64_t n = rows - r < SLICE_ROWS ? rows - r : SLICE_ROWS;
+        const uint8_t *src = (const uint8_t *)gt->data + (size_t)r * (size_t)ne0 * esz;
+        if (rt_q8_quantize_mt(src, gt->type, ne0, n, codes, scales, threads)) {
+            snprintf(err, RT_ERR_LEN, "--lm-head q8: '%s' (%s) cannot be quantized", td->gguf, rt_type_name(gt->type));
+            rc = -1;
+        } else {
+            rc = rt_buf_upload(e->vk, &e->wq8[t], (uint64_t)r * (uint64_t)ne0, codes, (uint64_t)n * (uint64_t)ne0,
+                               err) ||
+                 rt_buf_upload(e->vk, &e->wq8[t], code_bytes + (uint64_t)r * scale_row, scales,
+                               (uint64_t)n * scale_row, err);
+        }
+    }
+    free(codes);
+    free(scales);
+    return rc ? -1 : 0;
+}
+
+/* --lm-head q8: the Q8_0 copies of every table the post_q8 sections read. */
+static int make_q8_tables(rt_engine *e, const char *path, char *err)
+{
+    const rt_model_desc *d = e->d;
+    if (!d->decode.post_q8 || !d->prefill.post_q8) {
+        snprintf(err, RT_ERR_LEN, "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
+                 d->name, RT_Q8_ROW_MULTIPLE);
+        return -1;
+    }
+    e->wq8 = calloc(d->n_tensors, sizeof(rt_buf));
+    if (!e->wq8) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    const rt_schedule *sched[2] = {&d->decode, &d->prefill};
+    for (int si = 0; si < 2; si++)
+        for (uint32_t i = 0; i < sched[si]->n_post; i++)
+            for (int a = 0; a < sched[si]->post_q8[i].n_args; a++) {
+                const rt_arg arg = sched[si]->post_q8[i].args[a];
+                if (arg.kind == RT_ARG_WEIGHT_Q8 && !e->wq8[arg.index].buf &&
+                    make_q8_copy(e, arg.index, path, err))
+                    return -1;
+            }
+    return 0;
+}
+
+int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err)
+{
+    *out_e = NULL;
+    rt_engine *e = calloc(1, sizeof(*e));
+    if (!e) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    e->d = desc;
+    e->profile = opts->profile;
+    e->pre.count = MAX_PREFILL;
+    e->chain.count = CHAIN_SLOTS;
+    if (rt_gguf_open(opts->model_path, &e->g, err) || check_model(e, opts->model_path, err))
+        goto fail;
+    uint32_t ctx = 0;
+    char kerr[RT_ERR_LEN];
+    if (rt_gguf_get_u32(e->g, "%s.context_length", &ctx, kerr) || ctx == 0)
+        ctx = 4096;
+    e->n_ctx = opts->n_ctx > 0 ? opts->n_ctx : (int)(ctx < 4096 ? ctx : 4096);
+    e->n_batch = opts->n_batch > 0 ? opts->n_batch : 512;
+    if (e->n_batch > e->n_ctx)
+        e->n_batch = e->n_ctx;
+    rt_vk_opts vo = {.device_index = opts->device_index, .validation = opts->validation, .verbose = opts->verbose};
+    if (rt_vk_create(&vo, &e->vk, err) || check_limits(e, err))
+        goto fail;
+    if (upload_weights(e, err))
+        goto fail;
+    e->head_q8 = opts->lm_head_q8;
+    if (e->head_q8 && make_q8_tables(e, opts->model_path, err))
+        goto fail;
+    e->acts = calloc(desc->n_acts ? desc->n_acts : 1, sizeof(rt_buf));
+    e->kc = calloc((size_t)e->n_layers, sizeof(rt_buf));
+    e->vc = calloc((size_t)e->n_layers, sizeof(rt_buf));
+    e->pipes = calloc(desc->n_kernels, sizeof(rt_pipeline *));
+    if (!e->acts || !e->kc || !e->vc || !e->pipes) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < desc->n_acts; i++) {
+        uint64_t sz = (uint64_t)desc->acts[i].bytes_per_token * e->n_batch;
+        if (rt_buf_create_named(e->vk, sz < 256 ? 256 : sz, RT_MEM_DEVICE, desc->acts[i].name, &e->acts[i], err))
+            goto fail;
+    }
+    uint64_t kvsz = (uint64_t)e->n_ctx * desc->kv_dim * desc->kv_elem_bytes;
+    for (int L = 0; L < e->n_layers; L++)
+        if (rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "K cache", &e->kc[L], err) ||
+            rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "V cache", &e->vc[L], err) ||
+            rt_buf_fill(e->vk, &e->kc[L], 0, err) || rt_buf_fill(e->vk, &e->vc[L], 0, err)) /* never stale data */
+            goto fail;
+    if (rt_buf_create_named(e->vk, (uint64_t)e->n_batch * 4, RT_MEM_HOST, "tokens", &e->tokens, err) ||
+        rt_buf_create_named(e->vk, (uint64_t)e->n_batch * e->vocab * 4, RT_MEM_DEVICE, "logits", &e->logits, err) ||
+        rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err) ||
+        rt_buf_create_named(e->vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, "sync", &e->sync, err) ||
+        rt_buf_fill(e->vk, &e->sync, 0, err) ||
+        rt_buf_create_named(e->vk, CHAIN_IDS_OFF + RT_ENGINE_MAX_CHAIN * 4, RT_MEM_HOST, "greedy chain", &e->chainbuf,
+                            err))
+        goto fail;
+    e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
+    /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
+    e->gemv_vec = opts->gemv_vec ? opts->gemv_vec == 2 : rt_vk_get_info(e->vk)->type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    uint32_t spec[RT_SPEC_GEMV_VEC + 1] = {0};
+    spec[RT_SPEC_GEMV_VEC] = e->gemv_vec;
+    for (uint32_t k = 0; k < desc->n_kernels; k++) {
+        const rt_kernel_desc *kd = &desc->kernels[k];
+        bool nd = e->native_dot && kd->spv_dot;
+        if (rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
+                                 spec, RT_SPEC_GEMV_VEC + 1, &e->pipes[k], err))
+            goto fail;
+    }
+    if (opts->verbose)
+        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane\n",
+                e->native_dot ? "native" : "portable (emulated)", e->gemv_vec ? 16 : 4);
+    e->head_argmax = rt_eng_writes_result(rt_eng_post_of(e, &desc->decode), desc->decode.n_post);
+    if (rt_eng_record(e, &desc->decode, 1, -1, 0, &e->decode, err) ||
+        (!e->head_argmax && rt_eng_record(e, &desc->decode, 1, desc->k_argmax, 0, &e->decode_argmax, err)) ||
+        rt_eng_record(e, NULL, 0, desc->k_argmax, 0, &e->argmax0, err))
+        goto fail;
+    if (e->head_argmax)
+        e->decode_argmax = e->decode;
+    e->last_decode = e->decode;
+    e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
+    e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
+    e->stats.native_dot = e->native_dot;
+    e->stats.native_dot_available = rt_vk_get_info(e->vk)->has_int_dot;
+    e->stats.gemv_vec = e->gemv_vec;
+    e->stats.lm_head_q8 = e->head_q8;
+    *out_e = e;
+    return 0;
+fail:
+    rt_engine_close(e);
+    return -1;
+}
+
+void rt_engine_close(rt_engine *e)
+{
+    if (!e)
+        return;
+    if (e->vk) {
+        rt_cmd_free(e->decode);
+        if (e->decode_argmax != e->decode)
+            rt_cmd_free(e->decode_argmax);
+        rt_cmd_free(e->argmax0);
+        rt_cmd_free(e->decode_topk);
+        for (int i = 0; i < e->pre.count; i++)
+            rt_cmd_free(e->pre.slot[i].c);
+        if (e->w)
+            for (size_t i = 0; i < (size_t)e->d->n_tensors * e->n_layers; i++)
+                if (e->w_ok[i])
+                    rt_buf_destroy(e->vk, &e->w[i]);
+        for (uint32_t i = 0; e->wq8 && i < e->d->n_tensors; i++)
+            rt_buf_destroy(e->vk, &e->wq8[i]);
+        if (e->acts)
+            for (uint32_t i = 0; i < e->d->n_acts; i++)
+                rt_buf_destroy(e->vk, &e->acts[i]);
+        for (int L = 0; L < e->n_layers && e->kc; L++) {
+            rt_buf_destroy(e->vk, &e->kc[L]);
+            rt_buf_destroy(e->vk, &e->vc[L]);
+        }
+        rt_buf_destroy(e->vk, &e->tokens);
+        rt_buf_destroy(e->vk, &e->logits);
+        rt_buf_destroy(e->vk, &e->result);
+        rt_buf_destroy(e->vk, &e->sync);
+        rt_buf_destroy(e->vk, &e->chainbuf);
+        for (int i = 0; i < e->chain.count; i++)
+            rt_cmd_free(e->chain.slot[i].c);
+        rt_vk_destroy(e->vk);
+    }
+    free(e->w);
+    free(e->w_ok);
+    free(e->wq8);
+    free(e->acts);
+    free(e->kc);
+    free(e->vc);
+    free(e->pipes);
+    rt_gguf_close(e->g);
+    free(e);
+}
+
+int rt_engine_vocab(const rt_engine *e) { return e->vocab; }
+int rt_engine_n_ctx(const rt_engine *e) { return e->n_ctx; }
+const rt_gguf *rt_engine_gguf(const rt_engine *e) { return e->g; }

@@ -1,0 +1,96 @@
+/* rt_engine_priv.h - the engine's state (struct rt_engine) and the functions its files
+ * share. Only runtime/engine/rt_engine_*.c include this; everything else uses rt_engine.h.
+
+ * The engine is split by concern:
+ *   rt_engine_record.c  recording schedules into command streams (dispatch arguments,
+ *                       group counts, the argmax / top-k tails)
+ *   rt_engine_load.c    opening a model: GGUF checks against the generated tables,
+ *                       device limits, weight upload, Q8_0 head copies, teardown
+ *   rt_engine_run.c     running steps: prompt (prefill) streams, decode, greedy chains,
+ *                       argmax / top-k read-back
+ *   rt_engine_stats.c   figures for the bench and --profile (bytes per step, per-kernel
+ *                       tables, copy bandwidth)
+
+ * How the engine works as a whole:
+
+ * Owns: the GGUF mapping, one device buffer per weight tensor (per layer), the
+ * activation buffers, the per-layer KV caches, the TOKENS / LOGITS / RESULT
+ * buffers and the recorded command streams: the decode stream is recorded once at
+ * load and replayed for every token; prefill streams are recorded per token count
+ * on first use and cached. Per-step values go through the dyn uniform block.
+
+ * A decode step is submitted lazily: rt_engine_eval of one token only prepares it,
+ * and rt_engine_argmax / rt_engine_topk then submit the decode stream with that
+ * kernel appended (one submission and one wait per token; only the token id, or k
+ * candidates, read back); anything else that needs the step (logits, the next
+ * eval) submits the plain decode stream.
+
+ * Greedy chains (rt_engine_greedy_chain) keep the CPU out of the loop for n tokens:
+ * one stream runs n decode steps back to back, each step's position copied into the
+ * dyn block from a host-written table and its input token copied from the previous
+ * step's argmax, all on the device; the n ids come back at the end.
+
+ */
+#ifndef RT_ENGINE_PRIV_H
+#define RT_ENGINE_PRIV_H
+
+#include "engine/rt_engine.h"
+#include "engine/rt_schedule.h"
+#include "vk/rt_vk.h"
+
+#define MAX_PREFILL 8
+#define RESULT_WORDS 512
+#define CHAIN_SLOTS 4 /* greedy-chain streams cached (by length) */
+#define CHAIN_IDS_OFF ((VkDeviceSize)RT_ENGINE_MAX_CHAIN * sizeof(rt_dyn)) /* ids after the dyn table */
+
+/* A few recorded streams keyed by token count, replaced round-robin (prefill steps of
+ * n tokens, greedy chains of n steps). */
+typedef struct {
+    struct { int n; rt_cmd *c; } slot[MAX_PREFILL];
+    int count, next; /* slots in use (<= MAX_PREFILL), next one to replace */
+} stream_cache;
+
+struct rt_engine {
+    const rt_model_desc *d;
+    rt_vk *vk;
+    rt_gguf *g;
+    int n_layers, vocab, n_ctx, n_batch;
+    bool profile;
+    bool native_dot;      /* pipelines use the kernels' native integer-dot variants */
+    bool gemv_vec;        /* GEMV_VEC specialization of every pipeline (rt_engine_opts.gemv_vec) */
+    rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
+    bool *w_ok;
+    bool head_q8;         /* post sections are the schedules' post_q8 */
+    bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
+    rt_buf *wq8;          /* [n_tensors]: Q8_0 copies of the tables post_q8 reads (head_q8) */
+    rt_buf *acts;         /* [n_acts] */
+    rt_buf *kc, *vc;      /* [n_layers] */
+    rt_buf tokens, logits, result;
+    rt_buf sync;          /* u32[RT_SYNC_WORDS] cross-workgroup counters, zero between dispatches */
+    rt_pipeline **pipes;  /* [n_kernels] */
+    rt_cmd *decode;       /* the decode schedule */
+    rt_cmd *decode_argmax; /* ... + argmax of its logits row 0; == decode when the head
+                              computes it (head_argmax: not recorded twice) */
+    rt_cmd *argmax0;      /* argmax of logits row 0 alone */
+    rt_cmd *decode_topk;  /* decode + top-k of row 0, recorded on first use for decode_topk_k */
+    int decode_topk_k;
+    bool pending;         /* a decode step is prepared (dyn written) but not submitted */
+    rt_buf chainbuf;      /* host: rt_dyn[RT_ENGINE_MAX_CHAIN] per step, then u32 ids[RT_ENGINE_MAX_CHAIN] */
+    stream_cache chain;   /* greedy chains by length */
+    rt_cmd *last_decode;  /* stream of the last submitted decode step (profile) */
+    rt_cmd *last_prefill; /* stream of the last prompt step (profile); NULL before one */
+    int last_prefill_n, last_prefill_pos; /* its token count and first position */
+    stream_cache pre;     /* prefill streams by token count */
+    int last_row;         /* LOGITS row of the last position after eval */
+    int last_decode_kv;   /* cache rows the last decode step attended (profile) */
+    rt_engine_stats stats;
+};
+
+/* rt_engine_record.c */
+int rt_eng_record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err);
+void rt_eng_record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32_t k);
+void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n);
+const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s);
+bool rt_eng_writes_result(const rt_dispatch *post, uint32_t n);
+
+#endif

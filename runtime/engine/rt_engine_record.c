@@ -1,0 +1,149 @@
+/* rt_engine_record.c - recording schedules into command streams (see rt_engine_priv.h for how the engine is split). */
+#include "engine/rt_engine_priv.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
+{
+    switch (a.kind) {
+    case RT_ARG_WEIGHT:
+    case RT_ARG_WEIGHT_NEXT: {
+        int L = !e->d->tensors[a.index].per_layer ? 0
+                : a.kind == RT_ARG_WEIGHT_NEXT && layer + 1 < e->n_layers ? layer + 1
+                                                                          : layer;
+        return &e->w[(size_t)a.index * e->n_layers + L];
+    }
+    case RT_ARG_WEIGHT_Q8: return &e->wq8[a.index];
+    case RT_ARG_ACT: return &e->acts[a.index];
+    case RT_ARG_KCACHE: return &e->kc[layer];
+    case RT_ARG_VCACHE: return &e->vc[layer];
+    case RT_ARG_TOKENS: return &e->tokens;
+    case RT_ARG_LOGITS: return &e->logits;
+    case RT_ARG_SYNC: return &e->sync;
+    default: return &e->result;
+    }
+}
+
+static uint32_t groups(rt_groups g, uint32_t n)
+{
+    uint32_t div = g.div ? g.div : 1;
+    uint32_t v = (g.mul * n + g.add + div - 1) / div;
+    return v ? v : 1;
+}
+
+static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n)
+{
+    if (dp->barrier) {
+        const rt_buf *bufs[64];
+        int nb = 0;
+        for (uint32_t i = 0; i < e->d->n_acts && i < 59; i++)
+            if (dp->barrier & (1ull << i))
+                bufs[nb++] = &e->acts[i];
+        if (dp->barrier & RT_BAR_SYNC)
+            bufs[nb++] = &e->sync;
+        if (dp->barrier & RT_BAR_KCACHE)
+            bufs[nb++] = &e->kc[layer];
+        if (dp->barrier & RT_BAR_VCACHE)
+            bufs[nb++] = &e->vc[layer];
+        if (dp->barrier & RT_BAR_LOGITS)
+            bufs[nb++] = &e->logits;
+        if (dp->barrier & RT_BAR_RESULT)
+            bufs[nb++] = &e->result;
+        rt_cmd_barrier(c, bufs, nb);
+    }
+    _Static_assert(RT_MAX_ARGS * 8 + RT_MAX_PARAMS * 4 <= RT_PUSH_BYTES, "a dispatch's push constants must fit");
+    uint8_t push[RT_PUSH_BYTES];
+    uint32_t off = 0;
+    memset(push, 0, sizeof(push));
+    for (int i = 0; i < dp->n_args && off + 8 <= RT_PUSH_BYTES; i++, off += 8) {
+        VkDeviceAddress a = arg_buf(e, dp->args[i], layer)->addr;
+        memcpy(push + off, &a, 8);
+    }
+    for (int i = 0; i < dp->n_params && off + 4 <= RT_PUSH_BYTES; i++, off += 4) {
+        uint32_t v = dp->params[i].value;
+        switch (dp->params[i].kind) {
+        case RT_P_VOCAB: v = (uint32_t)e->vocab; break;
+        case RT_P_N_CTX: v = (uint32_t)e->n_ctx; break;
+        case RT_P_LAYER: v = (uint32_t)layer; break;
+        case RT_P_HAS_NEXT: v = layer + 1 < e->n_layers; break;
+        default: break;
+        }
+        memcpy(push + off, &v, 4);
+    }
+    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, groups(dp->groups[0], n),
+                    groups(dp->groups[1], n), groups(dp->groups[2], n));
+}
+
+/* An auxiliary kernel (argmax, top-k) over logits row `row`: push = logits row
+ * address, result address, vocab, k. */
+void rt_eng_record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32_t k)
+{
+    uint8_t push[24];
+    VkDeviceAddress a = e->logits.addr + (VkDeviceAddress)row * e->vocab * 4, r = e->result.addr;
+    uint32_t v = (uint32_t)e->vocab;
+    memcpy(push, &a, 8);
+    memcpy(push + 8, &r, 8);
+    memcpy(push + 16, &v, 4);
+    memcpy(push + 20, &k, 4);
+    rt_cmd_dispatch(c, e->pipes[kernel], push, kernel == e->d->k_topk ? 24 : 20, 1, 1, 1);
+}
+
+/* Does a dispatch of post[0 .. n) bind RESULT (a decode LM head that computes the
+ * argmax of its row: the argmax kernel is then not needed)? */
+bool rt_eng_writes_result(const rt_dispatch *post, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (int a = 0; a < post[i].n_args; a++)
+            if (post[i].args[a].kind == RT_ARG_RESULT)
+                return true;
+    return false;
+}
+
+/* The post section this engine runs (--lm-head q8: the Q8_0 head). */
+const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s)
+{
+    return e->head_q8 ? s->post_q8 : s->post;
+}
+
+/* Every dispatch of schedule s for n tokens: pre, the layers, post. */
+void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n)
+{
+    const rt_dispatch *post = rt_eng_post_of(e, s);
+    for (uint32_t i = 0; i < s->n_pre; i++)
+        record_dispatch(e, c, &s->pre[i], 0, n);
+    for (int L = 0; L < e->n_layers; L++)
+        for (uint32_t i = 0; i < s->n_layer; i++)
+            record_dispatch(e, c, &s->layer[i], L, n);
+    for (uint32_t i = 0; i < s->n_post; i++)
+        record_dispatch(e, c, &post[i], 0, n);
+}
+
+/* Record schedule s for n tokens (s NULL: nothing), then optionally (aux >= 0) the
+ * auxiliary kernel `aux` over logits row 0, behind a barrier on the logits. */
+int rt_eng_record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err)
+{
+    rt_cmd *c = NULL;
+    if (rt_cmd_begin(e->vk, &c, err))
+        return -1;
+    if (e->profile)
+        rt_cmd_enable_profiling(c, true);
+    if (s)
+        rt_eng_record_schedule(e, c, s, n);
+    if (aux >= 0) {
+        const rt_buf *lr[2] = {&e->logits, &e->result}; /* the head may have written RESULT */
+        if (s)
+            rt_cmd_barrier(c, lr, 2);
+        rt_eng_record_aux(e, c, (uint16_t)aux, 0, k);
+    }
+    if (rt_cmd_end(c, err)) {
+        rt_cmd_free(c);
+        return -1;
+    }
+    *out_c = c;
+    return 0;
+}
