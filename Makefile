@@ -6,6 +6,7 @@
 #   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/
 #   generated/X/*.c    -> $(B)/X             one binary per model (runtime + schedule)
 #   tests/test_*.c     -> $(B)/tests/test_*  cmocka suites (tests/ref/*.c: CPU reference)
+#   server/*.c         -> $(B)/libtsrv.a     HTTP server (libmicrohttpd + cJSON)
 #   tools/*.c          -> $(B)/tools/*       helpers (random-weight model writer, ...)
 #   examples/*.c       -> $(B)/examples/*
 # Useful targets: all (default), gen, test, asan, bench, run, fuzz, clean.
@@ -19,6 +20,7 @@ SAN      ?=
 CFLAGS   += $(CFLAGS_BASE) $(SAN)
 LDFLAGS  += $(SAN)
 LIBS_RT  = -lvulkan -lutf8proc -lm -lpthread
+LIBS_SRV = -lmicrohttpd -lcjson
 LIBS_GEN = -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndependent -lOSDependent -lOGLCompiler -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -Wl,--end-group -lstdc++ -lyaml -lm -lpthread
 
 MODELS   := $(basename $(notdir $(wildcard models/*.yaml)))
@@ -27,6 +29,7 @@ DSL_SRC  := $(wildcard dsl/*.c)
 RT_SRC   := $(wildcard runtime/*/*.c)
 GEN_SRC  := $(filter-out gen/main.c,$(wildcard gen/*.c gen/*/*.c))
 REF_SRC  := $(wildcard tests/ref/*.c)
+SRV_SRC  := $(filter-out server/srv_main.c server/srv_model_ternion.c,$(wildcard server/*.c))
 TEST_SRC := $(wildcard tests/test_*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 EX_SRC   := $(wildcard examples/*.c)
@@ -37,6 +40,7 @@ LIB_DSL := $(B)/libtdsl.a
 LIB_RT  := $(B)/libtrt.a
 LIB_GEN := $(B)/libtgen.a
 LIB_REF := $(B)/libtref.a
+LIB_SRV := $(B)/libtsrv.a
 GEN_BIN := $(B)/ternion-gen
 TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TOOLS   := $(patsubst tools/%.c,$(B)/tools/%,$(TOOL_SRC))
@@ -44,7 +48,7 @@ EXAMPLES:= $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 MODEL_BINS := $(addprefix $(B)/,$(MODELS))
 
 .PHONY: all gen test asan validate bench run fuzz clean check-generated models
-all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(GEN_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) $(TESTS)
+all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) $(TESTS)
 models: $(MODEL_BINS)
 
 $(B)/obj/%.o: %.c
@@ -58,6 +62,8 @@ $(LIB_RT): $(call obj,$(RT_SRC))
 $(LIB_GEN): $(call obj,$(GEN_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(LIB_REF): $(call obj,$(REF_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(LIB_SRV): $(call obj,$(SRV_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
 $(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL)
@@ -73,9 +79,9 @@ $(B)/obj/generated/%/model.o: generated/%/model.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-overlength-strings -MMD -MP -c $< -o $@
 
-$(TESTS): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+$(TESTS): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_RT)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)

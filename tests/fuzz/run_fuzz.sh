@@ -1,6 +1,8 @@
 #!/bin/sh
 # run_fuzz.sh - builds tests/fuzz/fuzz_gguf.c with libFuzzer + ASan + UBSan (clang) and runs
-# it for a bounded time over the seed corpus tests/data/gguf/ (malformed and valid files).
+# it for a bounded time over the seed corpus tests/data/gguf/ (malformed and valid files),
+# then tests/fuzz/fuzz_request.c (the server's request parsing, needs libcjson-dev) over
+# tests/data/requests/ for the same time.
 # Env: FUZZ_SECONDS (default 60), FUZZ_JOBS (parallel workers, default 1), CLANG (default
 # clang, then clang-14), FUZZ_OUT (build/fuzz). New inputs go to $FUZZ_OUT/corpus (the seed
 # directory is never modified); crashes to $FUZZ_OUT/crash-*.
@@ -50,3 +52,16 @@ if [ $rc -ne 0 ]; then
     exit $rc
 fi
 echo "run_fuzz.sh: no crash in ${SECS}s"
+# the server's request parser: single job, same time, seeds tests/data/requests/
+mkdir -p "$OUT/corpus-request"
+"$CC_F" -std=c11 -g -O1 -D_DEFAULT_SOURCE -I. -Wall -Wextra -Werror -Wno-unused-parameter \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+    tests/fuzz/fuzz_request.c server/srv_request.c server/srv_json.c server/srv_text.c -lcjson \
+    -o "$OUT/fuzz_request"
+echo "run_fuzz.sh: fuzzing the request parser for ${SECS}s, seeds tests/data/requests/"
+(cd "$OUT" && ./fuzz_request -max_total_time="$SECS" -max_len=8192 -artifact_prefix="./request-" \
+    -print_final_stats=1 corpus-request "$ROOT/tests/data/requests") || {
+    echo "run_fuzz.sh: request parser FAILED; reproducer(s): $(ls "$OUT"/request-* 2>/dev/null | tr '\n' ' ')" >&2
+    exit 1
+}
+echo "run_fuzz.sh: request parser: no crash in ${SECS}s"

@@ -1,0 +1,526 @@
+/* srv_http.c - HTTP routes on libmicrohttpd (see srv_http.h).
+ *
+ * MHD runs one thread per connection, so a handler may block: a non-streamed request
+ * waits for its job in the handler, a streamed one waits inside the response's content
+ * callback. Both wake at least every WAIT_MS to check whether the client is still there
+ * (a zero-byte MSG_PEEK read means the peer closed) and cancel the job when it is not.
+ */
+#include "srv_http.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "srv_json.h"
+#include "srv_metrics.h"
+#include "srv_text.h"
+
+#define WAIT_MS 100
+
+enum { EP_CHAT, EP_COMPLETIONS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER, EP_N };
+static const char *const ep_name[EP_N] = {"chat_completions", "completions", "models", "health", "metrics", "other"};
+static const int statuses[] = {200, 400, 401, 404, 405, 413, 500, 503};
+#define N_STATUS ((int)(sizeof(statuses) / sizeof(statuses[0])))
+
+struct srv_http {
+    struct MHD_Daemon *d;
+    srv_model *m;
+    srv_sched *s;
+    char *api_key;
+    long long created;
+    int port;
+    pthread_mutex_t mu;
+    uint64_t count[EP_N][N_STATUS];
+    uint64_t next_id;
+};
+
+typedef struct {
+    int ep;
+    char *body;
+    size_t len, cap;
+    bool too_big;
+} conn;
+
+typedef struct {
+    srv_http *h;
+    struct MHD_Connection *c;
+    srv_job *job;
+    srv_answer_head head;
+    char id[48];
+    char *buf;
+    size_t len, off, cap;
+    bool ended, include_usage, failed;
+} stream;
+
+static void count(srv_http *h, int ep, int status)
+{
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < N_STATUS; i++)
+        if (statuses[i] == status)
+            h->count[ep][i]++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int route(const char *url)
+{
+    static const struct { const char *path; int ep; } routes[] = {
+        {"/v1/chat/completions", EP_CHAT}, {"/chat/completions", EP_CHAT}, {"/v1/completions", EP_COMPLETIONS},
+        {"/completions", EP_COMPLETIONS}, {"/v1/models", EP_MODELS},   {"/models", EP_MODELS},
+        {"/health", EP_HEALTH},           {"/metrics", EP_METRICS},
+    };
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+        if (strcmp(url, routes[i].path) == 0)
+            return routes[i].ep;
+    return EP_OTHER;
+}
+
+/* Queue body (malloc'd, taken) with status; counts it. */
+static enum MHD_Result respond(srv_http *h, struct MHD_Connection *c, int ep, int status, const char *type, char *body)
+{
+    static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,"
+                              "\"code\":null}}";
+    struct MHD_Response *r =
+        body ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    if (!body)
+        status = 500, type = "application/json";
+    MHD_add_response_header(r, "Content-Type", type);
+    if (status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    count(h, ep, status);
+    return rc;
+}
+
+static enum MHD_Result respond_error(srv_http *h, struct MHD_Connection *c, int ep, const srv_error *e)
+{
+    return respond(h, c, ep, e->status, "application/json", srv_json_error(e));
+}
+
+static bool client_gone(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return true;
+    char b;
+    ssize_t r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static bool authorized(const srv_http *h, struct MHD_Connection *c)
+{
+    if (!h->api_key)
+        return true;
+    const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!a || strncmp(a, "Bearer ", 7) != 0)
+        return false;
+    a += 7;
+    size_t n = strlen(a), k = strlen(h->api_key);
+    unsigned diff = (unsigned)(n != k);
+    for (size_t i = 0; i < n && i < k; i++) /* no early exit on the first difference */
+        diff |= (unsigned)(a[i] ^ h->api_key[i]);
+    return diff == 0;
+}
+
+static void new_id(srv_http *h, srv_kind kind, char *out, size_t n)
+{
+    pthread_mutex_lock(&h->mu);
+    uint64_t k = ++h->next_id;
+    pthread_mutex_unlock(&h->mu);
+    snprintf(out, n, "%s-%llx%06llx", kind == SRV_KIND_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)time(NULL),
+             (unsigned long long)k);
+}
+
+/* ---- streamed answers (server-sent events) ---- */
+
+static int sse_put(stream *st, const char *json)
+{
+    if (!json)
+        return -1;
+    size_t n = strlen(json) + 8;
+    if (st->len + n > st->cap) {
+        size_t cap = st->cap ? st->cap : 1024;
+        while (cap < st->len + n)
+            cap *= 2;
+        char *b = realloc(st->buf, cap);
+        if (!b)
+            return -1;
+        st->buf = b;
+        st->cap = cap;
+    }
+    st->len += (size_t)sprintf(st->buf + st->len, "data: %s\n\n", json);
+    return 0;
+}
+
+/* The end of a stream: the last chunk (finish reason) or the error, usage, [DONE]. */
+static int sse_end(stream *st)
+{
+    srv_result r;
+    srv_job_result(st->h->s, st->job, &r);
+    char *a = NULL, *b = NULL;
+    int rc = 0;
+    if (r.failed) {
+        rc = sse_put(st, a = srv_json_error(&r.err));
+    } else {
+        rc = sse_put(st, a = srv_json_chunk(&st->head, NULL, false, r.finish ? r.finish : "stop"));
+        if (!rc && st->include_usage)
+            rc = sse_put(st, b = srv_json_usage_chunk(&st->head, r.n_prompt, r.n_gen));
+    }
+    free(a);
+    free(b);
+    if (!rc && sse_put(st, "[DONE]"))
+        rc = -1;
+    st->ended = true;
+    return rc;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    stream *st = cls;
+    (void)pos;
+    while (st->off >= st->len) {
+        st->off = st->len = 0;
+        if (st->ended)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        char *text = NULL;
+        bool done = false;
+        if (srv_job_wait(st->h->s, st->job, WAIT_MS, &text, &done))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        int rc = 0;
+        if (text) {
+            char *j = srv_json_chunk(&st->head, text, false, NULL);
+            rc = sse_put(st, j);
+            free(j);
+            free(text);
+        } else if (done) {
+            rc = sse_end(st);
+        } else if (client_gone(st->c)) {
+            srv_job_cancel(st->h->s, st->job);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (rc)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = st->len - st->off < max ? st->len - st->off : max;
+    memcpy(out, st->buf + st->off, n);
+    st->off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    stream *st = cls;
+    srv_job_release(st->h->s, st->job);
+    free(st->buf);
+    free(st);
+}
+
+static enum MHD_Result start_stream(srv_http *h, struct MHD_Connection *c, int ep, srv_job *job,
+                                    const srv_answer_head *head, const char *echo)
+{
+    stream *st = calloc(1, sizeof(*st));
+    if (!st) {
+        srv_job_release(h->s, job);
+        return respond(h, c, ep, 500, "application/json", NULL);
+    }
+    st->h = h;
+    st->c = c;
+    st->job = job;
+    st->head = *head;
+    snprintf(st->id, sizeof(st->id), "%s", head->id);
+    st->head.id = st->id;
+    st->include_usage = srv_job_req(job)->include_usage;
+    /* the first chunk at once: the role (chat), or the echoed prompt (completions) */
+    char *first = ep == EP_CHAT || echo ? srv_json_chunk(&st->head, echo, ep == EP_CHAT, NULL) : NULL;
+    struct MHD_Response *r = NULL;
+    if ((ep == EP_CHAT || echo) && sse_put(st, first))
+        goto fail;
+    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free);
+    if (!r)
+        goto fail;
+    free(first);
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result rc = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r); /* the stream lives on in r until MHD is done with it */
+    count(h, ep, 200);
+    return rc;
+fail:
+    free(first);
+    stream_free(st);
+    return respond(h, c, ep, 500, "application/json", NULL);
+}
+
+/* ---- generation requests ---- */
+
+static enum MHD_Result wait_answer(srv_http *h, struct MHD_Connection *c, int ep, srv_job *job,
+                                   const srv_answer_head *head, const char *echo)
+{
+    srv_text t = {0};
+    bool done = false, oom = echo && srv_text_append(&t, echo, strlen(echo));
+    double checked = now_ms();
+    while (!done && !oom) {
+        char *text = NULL;
+        oom = srv_job_wait(h->s, job, WAIT_MS, &text, &done) != 0;
+        if (text)
+            oom = srv_text_append(&t, text, strlen(text)) != 0;
+        if (!done && now_ms() - checked >= WAIT_MS && (checked = now_ms(), client_gone(c))) {
+            free(text);
+            srv_job_release(h->s, job);
+            srv_text_free(&t);
+            return MHD_NO; /* nobody to answer */
+        }
+        free(text);
+    }
+    srv_result r;
+    srv_job_result(h->s, job, &r);
+    srv_job_release(h->s, job);
+    enum MHD_Result rc;
+    if (oom)
+        rc = respond(h, c, ep, 500, "application/json", NULL);
+    else if (r.failed)
+        rc = respond_error(h, c, ep, &r.err);
+    else
+        rc = respond(h, c, ep, 200, "application/json",
+                     srv_json_answer(head, t.buf ? t.buf : "", r.finish ? r.finish : "stop", r.n_prompt, r.n_gen));
+    srv_text_free(&t);
+    return rc;
+}
+
+static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
+{
+    srv_kind kind = cn->ep == EP_CHAT ? SRV_KIND_CHAT : SRV_KIND_COMPLETION;
+    srv_req req;
+    srv_error e;
+    char err[SRV_ERR_LEN] = "";
+    if (cn->too_big) {
+        srv_error_set(&e, 413, "invalid_request_error", "request_too_large", NULL,
+                      "the request body is larger than %u bytes", SRV_MAX_BODY);
+        return respond_error(h, c, cn->ep, &e);
+    }
+    if (srv_req_parse(cn->body ? cn->body : "", cn->len, kind, &req, &e))
+        return respond_error(h, c, cn->ep, &e);
+    int32_t *ids = NULL;
+    int n = 0;
+    if (req.model && strcmp(req.model, h->m->name) != 0) {
+        srv_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
+                      "the model '%.100s' does not exist; this server serves '%s'", req.model, h->m->name);
+        goto fail;
+    }
+    int rc = kind == SRV_KIND_CHAT ? h->m->chat(h->m->ctx, req.msgs, req.n_msgs, &ids, &n, err)
+                                   : h->m->tokenize(h->m->ctx, req.prompt, &ids, &n, err);
+    if (rc) {
+        srv_error_set(&e, 500, "server_error", NULL, NULL, "%s", err);
+        goto fail;
+    }
+    if (n < 1) {
+        srv_error_set(&e, 400, "invalid_request_error", NULL, "prompt", "the prompt is empty");
+        goto fail;
+    }
+    if (n >= h->m->n_ctx) {
+        srv_error_set(&e, 400, "invalid_request_error", "context_length_exceeded",
+                      kind == SRV_KIND_CHAT ? "messages" : "prompt",
+                      "the prompt is %d tokens; a slot's context is %d tokens (--ctx-size), which must also hold "
+                      "at least one generated token", n, h->m->n_ctx);
+        goto fail;
+    }
+    char id[48];
+    new_id(h, kind, id, sizeof(id));
+    srv_answer_head head = {.kind = kind, .id = id, .created = (long long)time(NULL), .model = h->m->name};
+    bool streamed = req.stream;
+    char *echo = req.echo && req.prompt ? srv_utf8_clean(req.prompt, strlen(req.prompt)) : NULL;
+    srv_job *job = srv_sched_submit(h->s, &req, ids, n, &e); /* takes req and ids */
+    if (!job) {
+        free(echo);
+        return respond_error(h, c, cn->ep, &e);
+    }
+    enum MHD_Result r = streamed ? start_stream(h, c, cn->ep, job, &head, echo)
+                               : wait_answer(h, c, cn->ep, job, &head, echo);
+    free(echo);
+    return r;
+fail:
+    free(ids);
+    srv_req_free(&req);
+    return respond_error(h, c, cn->ep, &e);
+}
+
+/* ---- routing ---- */
+
+static enum MHD_Result get_route(srv_http *h, struct MHD_Connection *c, int ep)
+{
+    if (ep == EP_HEALTH) {
+        char *b = malloc(32);
+        if (b)
+            strcpy(b, "{\"status\":\"ok\"}");
+        return respond(h, c, ep, 200, "application/json", b);
+    }
+    if (ep == EP_MODELS)
+        return respond(h, c, ep, 200, "application/json", srv_json_models(h->m->name, h->created));
+    srv_stats st;
+    srv_sched_stats(h->s, &st);
+    srv_http_count counts[EP_N * N_STATUS];
+    int n = 0;
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < EP_N; i++)
+        for (int k = 0; k < N_STATUS; k++)
+            if (h->count[i][k])
+                counts[n++] = (srv_http_count){ep_name[i], statuses[k], h->count[i][k]};
+    pthread_mutex_unlock(&h->mu);
+    return respond(h, c, ep, 200, "text/plain; version=0.0.4; charset=utf-8", srv_metrics_text(&st, counts, n));
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    srv_http *h = cls;
+    conn *cn = *con_cls;
+    (void)version;
+    if (!cn) { /* headers only so far: refuse early what no body can fix */
+        if (!(cn = calloc(1, sizeof(*cn))))
+            return MHD_NO;
+        *con_cls = cn;
+        cn->ep = route(url);
+        srv_error e;
+        if (cn->ep != EP_HEALTH && !authorized(h, c)) {
+            srv_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
+                          "missing or wrong API key: send the header 'Authorization: Bearer <key>'");
+            return respond_error(h, c, cn->ep, &e);
+        }
+        /* a body far over the limit is refused unread (the client may miss the answer while
+         * it is still sending); one a little over it is read and dropped, then refused */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > 16 * (uint64_t)SRV_MAX_BODY) {
+            srv_error_set(&e, 413, "invalid_request_error", "request_too_large", NULL,
+                          "the request body is larger than %u bytes", SRV_MAX_BODY);
+            return respond_error(h, c, cn->ep, &e);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!cn->too_big && cn->len + *upload_size > SRV_MAX_BODY) {
+            cn->too_big = true;
+            free(cn->body);
+            cn->body = NULL;
+            cn->len = cn->cap = 0;
+        }
+        if (!cn->too_big) {
+            if (cn->len + *upload_size + 1 > cn->cap) {
+                size_t cap = cn->cap ? cn->cap : 4096;
+                while (cap < cn->len + *upload_size + 1)
+                    cap *= 2;
+                char *b = realloc(cn->body, cap);
+                if (!b)
+                    return MHD_NO;
+                cn->body = b;
+                cn->cap = cap;
+            }
+            memcpy(cn->body + cn->len, upload, *upload_size);
+            cn->len += *upload_size;
+            cn->body[cn->len] = 0;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    bool post = strcmp(method, "POST") == 0, get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    srv_error e;
+    if (cn->ep == EP_OTHER) {
+        srv_error_set(&e, 404, "invalid_request_error", "not_found", NULL, "no route %.6s %.200s", method, url);
+        return respond_error(h, c, cn->ep, &e);
+    }
+    bool want_post = cn->ep == EP_CHAT || cn->ep == EP_COMPLETIONS;
+    if (want_post ? !post : !get) {
+        srv_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL, "%.200s takes %s, not %.10s",
+                      url, want_post ? "POST" : "GET", method);
+        return respond_error(h, c, cn->ep, &e);
+    }
+    return want_post ? generate(h, c, cn) : get_route(h, c, cn->ep);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
+{
+    (void)cls;
+    (void)c;
+    (void)tc;
+    conn *cn = *con_cls;
+    if (cn) {
+        free(cn->body);
+        free(cn);
+    }
+    *con_cls = NULL;
+}
+
+int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http **out, char *err)
+{
+    srv_http *h = calloc(1, sizeof(*h));
+    if (!h) {
+        snprintf(err, SRV_ERR_LEN, "out of memory");
+        return -1;
+    }
+    h->m = m;
+    h->s = s;
+    h->created = (long long)time(NULL);
+    pthread_mutex_init(&h->mu, NULL);
+    if (o->api_key && o->api_key[0] && !(h->api_key = strdup(o->api_key))) {
+        snprintf(err, SRV_ERR_LEN, "out of memory");
+        srv_http_stop(h);
+        return -1;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof(port), "%d", o->port);
+    int gr = getaddrinfo(o->host, port, &hints, &ai);
+    if (gr) {
+        snprintf(err, SRV_ERR_LEN, "--host %s: %s", o->host, gai_strerror(gr));
+        srv_http_stop(h);
+        return -1;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)(o->max_connections > 0 ? o->max_connections : 256),
+                            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!h->d) {
+        snprintf(err, SRV_ERR_LEN, "cannot listen on %s:%d (%s)", o->host, o->port,
+                 errno ? strerror(errno) : "port in use or not allowed?");
+        srv_http_stop(h);
+        return -1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = di ? di->port : o->port;
+    *out = h;
+    return 0;
+}
+
+int srv_http_port(const srv_http *h) { return h->port; }
+
+void srv_http_stop(srv_http *h)
+{
+    if (!h)
+        return;
+    if (h->d)
+        MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->mu);
+    free(h->api_key);
+    free(h);
+}

@@ -1,0 +1,31 @@
+/* srv_json.h - the JSON the server answers with, in OpenAI's shapes (built with cJSON).
+ *
+ * Owns: error objects, chat / text completion objects, their streamed chunks, the model
+ * list. Every function returns a malloc'd NUL-terminated string (NULL: out of memory); text
+ * arguments must be valid UTF-8 (srv_utf8_clean makes it so).
+ */
+#ifndef SRV_JSON_H
+#define SRV_JSON_H
+
+#include <stdbool.h>
+
+#include "srv_request.h"
+
+typedef struct {
+    srv_kind kind;
+    const char *id;      /* "chatcmpl-..." / "cmpl-..." */
+    long long created;   /* unix seconds */
+    const char *model;
+} srv_answer_head;
+
+char *srv_json_error(const srv_error *e);
+/* The whole answer (non-streamed). */
+char *srv_json_answer(const srv_answer_head *h, const char *text, const char *finish, int n_prompt, int n_gen);
+/* One streamed chunk: text (may be NULL), first (chat: the delta carries the role),
+ * finish (NULL while generating). */
+char *srv_json_chunk(const srv_answer_head *h, const char *text, bool first, const char *finish);
+/* The last chunk of a stream with stream_options.include_usage: no choices, usage. */
+char *srv_json_usage_chunk(const srv_answer_head *h, int n_prompt, int n_gen);
+char *srv_json_models(const char *model, long long created);
+
+#endif

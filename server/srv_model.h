@@ -1,0 +1,61 @@
+/* srv_model.h - what the server's scheduler needs from a loaded model.
+ *
+ * Owns: the interface between the slot scheduler (srv_sched.c) and the model library
+ * (srv_model_ternion.c implements it on ternion.h; tests may implement it on a fake).
+ * Sequence ids are slot indexes 0..n_seq-1; each has its own KV cache of n_ctx positions.
+ *
+ * Threads: tokenize / chat / is_eog are called from HTTP threads and the scheduler thread
+ * at once and must be safe for that (they only read the vocabulary); everything else is
+ * called from the scheduler thread only.
+ */
+#ifndef SRV_MODEL_H
+#define SRV_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "srv_request.h"
+
+#define SRV_ERR_LEN 512
+
+/* One row of a decode step: `token` at position `pos` of sequence `seq`. */
+typedef struct {
+    int32_t token, pos, seq;
+} srv_row;
+
+/* Sampling parameters of one request (from srv_req). temperature 0: greedy. */
+typedef struct {
+    float temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
+    int top_k;
+    uint64_t seed;
+} srv_sampling;
+
+typedef struct srv_model srv_model;
+struct srv_model {
+    void *ctx;
+    const char *name;   /* served model id (GET /v1/models, the "model" field) */
+    int n_ctx;          /* KV positions per sequence */
+    int n_seq;          /* sequences (slots) */
+    /* Prompt ids: text (BOS first when the model wants one), or a chat in the model's chat
+     * format ending in the assistant's generation prompt. Malloc'd *ids; 0 ok, -1 + err. */
+    int (*tokenize)(void *ctx, const char *text, int32_t **ids, int *n, char *err);
+    int (*chat)(void *ctx, const srv_msg *msgs, int n_msgs, int32_t **ids, int *n, char *err);
+    const char *(*piece)(void *ctx, int32_t id, size_t *len); /* decoded bytes of a token */
+    bool (*is_eog)(void *ctx, int32_t id);
+    /* Keep only positions < n_keep of sequence seq (prefix reuse). */
+    int (*seq_keep)(void *ctx, int seq, int n_keep, char *err);
+    /* Evaluate ids[0..n) of sequence seq at positions pos..; the last position's logits
+     * are row -1 for choose(). */
+    int (*prompt)(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err);
+    /* One decode step over rows[0..n) (one per sequence); row i's logits for choose(i). */
+    int (*step)(void *ctx, const srv_row *rows, int n, char *err);
+    /* Sampler state per request (temperature 0: greedy, penalties still apply). */
+    void *(*sampler_new)(void *ctx, const srv_sampling *p, char *err);
+    void (*sampler_free)(void *ctx, void *smp);
+    void (*sampler_accept)(void *ctx, void *smp, int32_t id);
+    /* Next token from the logits of row `row` of the last step() (-1 after prompt()). */
+    int (*choose)(void *ctx, void *smp, int row, int32_t *id, char *err);
+};
+
+#endif

@@ -1,0 +1,333 @@
+/* srv_request.c - parsing and checking of OpenAI request bodies with cJSON (see
+ * srv_request.h). Every field is read through one typed getter that names the field in its
+ * error, so a wrong type or range gives a 400 that says which field and why.
+ */
+#include "srv_request.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD "invalid_request_error"
+
+int srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
+                  const char *fmt, ...)
+{
+    e->status = status;
+    e->type = type;
+    e->code = code;
+    snprintf(e->param, sizeof(e->param), "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof(e->message), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void srv_req_defaults(srv_req *r, srv_kind kind)
+{
+    memset(r, 0, sizeof(*r));
+    r->kind = kind;
+    r->temperature = 0.8f;
+    r->top_k = 40;
+    r->top_p = 0.95f;
+    r->min_p = 0.05f;
+    r->repeat_penalty = 1.0f;
+    r->max_tokens = -1;
+}
+
+void srv_req_free(srv_req *r)
+{
+    free(r->model);
+    for (int i = 0; i < r->n_msgs; i++)
+        free(r->msgs[i].content);
+    free(r->msgs);
+    free(r->prompt);
+    for (int i = 0; i < r->n_stop; i++)
+        free(r->stop[i]);
+    memset(r, 0, sizeof(*r));
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d)
+        memcpy(d, s, n + 1);
+    return d;
+}
+
+static int oom(srv_error *e)
+{
+    return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory parsing the request");
+}
+
+/* A present field that is not JSON null (null means "default", as in OpenAI's API). */
+static const cJSON *field(const cJSON *root, const char *name)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
+    return f && !cJSON_IsNull(f) ? f : NULL;
+}
+
+static int get_bool(const cJSON *root, const char *name, bool *out, srv_error *e)
+{
+    const cJSON *f = field(root, name);
+    if (!f)
+        return 0;
+    if (!cJSON_IsBool(f))
+        return srv_error_set(e, 400, BAD, NULL, name, "'%s' must be a boolean", name);
+    *out = cJSON_IsTrue(f);
+    return 0;
+}
+
+static int get_num(const cJSON *root, const char *name, double lo, double hi, float *out, srv_error *e)
+{
+    const cJSON *f = field(root, name);
+    if (!f)
+        return 0;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
+        return srv_error_set(e, 400, BAD, NULL, name, "'%s' must be a number", name);
+    if (f->valuedouble < lo || f->valuedouble > hi)
+        return srv_error_set(e, 400, BAD, NULL, name, "'%s' is %g; it must be in [%g, %g]", name, f->valuedouble,
+                             lo, hi);
+    *out = (float)f->valuedouble;
+    return 0;
+}
+
+static int get_int(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e)
+{
+    const cJSON *f = field(root, name);
+    if (!f)
+        return 1;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || f->valuedouble != floor(f->valuedouble))
+        return srv_error_set(e, 400, BAD, NULL, name, "'%s' must be an integer", name);
+    if (f->valuedouble < lo || f->valuedouble > hi)
+        return srv_error_set(e, 400, BAD, NULL, name, "'%s' is %.0f; it must be in [%.0f, %.0f]", name,
+                             f->valuedouble, lo, hi);
+    *out = f->valuedouble;
+    return 0;
+}
+
+/* Message content: a string, or an array of {"type": "text", "text": "..."} parts (joined). */
+static int get_content(const cJSON *c, int i, char **out, srv_error *e)
+{
+    char param[48];
+    snprintf(param, sizeof(param), "messages[%d].content", i);
+    if (!c) {
+        *out = dup_str("");
+        return *out ? 0 : oom(e);
+    }
+    if (cJSON_IsString(c)) {
+        *out = dup_str(c->valuestring);
+        return *out ? 0 : oom(e);
+    }
+    if (!cJSON_IsArray(c))
+        return srv_error_set(e, 400, BAD, NULL, param, "'%s' must be a string or an array of text parts", param);
+    size_t total = 1;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, c) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsObject(p) || !cJSON_IsString(t) || strcmp(t->valuestring, "text") != 0 || !cJSON_IsString(x))
+            return srv_error_set(e, 400, BAD, NULL, param,
+                                 "'%s': only parts of type \"text\" with a string \"text\" are supported", param);
+        total += strlen(x->valuestring);
+    }
+    char *s = malloc(total);
+    if (!s)
+        return oom(e);
+    size_t n = 0;
+    cJSON_ArrayForEach(p, c) {
+        const char *x = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
+        size_t m = strlen(x);
+        memcpy(s + n, x, m);
+        n += m;
+    }
+    s[n] = 0;
+    *out = s;
+    return 0;
+}
+
+static int parse_messages(const cJSON *root, srv_req *r, srv_error *e)
+{
+    const cJSON *m = field(root, "messages");
+    if (!m)
+        return srv_error_set(e, 400, BAD, NULL, "messages", "'messages' is required");
+    if (!cJSON_IsArray(m))
+        return srv_error_set(e, 400, BAD, NULL, "messages", "'messages' must be an array");
+    int n = cJSON_GetArraySize(m);
+    if (n < 1)
+        return srv_error_set(e, 400, BAD, NULL, "messages", "'messages' must hold at least one message");
+    r->msgs = calloc((size_t)n, sizeof(srv_msg));
+    if (!r->msgs)
+        return oom(e);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, m) {
+        int i = r->n_msgs;
+        char param[48];
+        snprintf(param, sizeof(param), "messages[%d].role", i);
+        const cJSON *role = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "role") : NULL;
+        if (!cJSON_IsObject(it))
+            return srv_error_set(e, 400, BAD, NULL, param, "messages[%d] must be an object", i);
+        if (!cJSON_IsString(role))
+            return srv_error_set(e, 400, BAD, NULL, param, "'%s' must be a string", param);
+        const char *rs = role->valuestring;
+        srv_role ro;
+        if (!strcmp(rs, "system") || !strcmp(rs, "developer"))
+            ro = SRV_ROLE_SYSTEM;
+        else if (!strcmp(rs, "user"))
+            ro = SRV_ROLE_USER;
+        else if (!strcmp(rs, "assistant"))
+            ro = SRV_ROLE_ASSISTANT;
+        else
+            return srv_error_set(e, 400, BAD, NULL, param,
+                                 "'%s' is \"%.40s\"; supported roles: system, developer, user, assistant", param, rs);
+        r->msgs[i].role = ro;
+        if (get_content(field(it, "content"), i, &r->msgs[i].content, e))
+            return -1;
+        r->n_msgs++;
+    }
+    return 0;
+}
+
+static int parse_prompt(const cJSON *root, srv_req *r, srv_error *e)
+{
+    const cJSON *p = field(root, "prompt");
+    if (!p)
+        return srv_error_set(e, 400, BAD, NULL, "prompt", "'prompt' is required");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
+        p = cJSON_GetArrayItem(p, 0);
+    if (!cJSON_IsString(p))
+        return srv_error_set(e, 400, BAD, NULL, "prompt", "'prompt' must be a string (or an array of one string)");
+    r->prompt = dup_str(p->valuestring);
+    return r->prompt ? 0 : oom(e);
+}
+
+static int parse_stop(const cJSON *root, srv_req *r, srv_error *e)
+{
+    const cJSON *s = field(root, "stop");
+    if (!s)
+        return 0;
+    if (cJSON_IsString(s)) {
+        if (strlen(s->valuestring) > SRV_MAX_STOP_LEN)
+            return srv_error_set(e, 400, BAD, NULL, "stop", "'stop' is longer than %d bytes", SRV_MAX_STOP_LEN);
+        if (!s->valuestring[0])
+            return 0;
+        if (!(r->stop[0] = dup_str(s->valuestring)))
+            return oom(e);
+        r->n_stop = 1;
+        return 0;
+    }
+    if (!cJSON_IsArray(s))
+        return srv_error_set(e, 400, BAD, NULL, "stop", "'stop' must be a string or an array of strings");
+    if (cJSON_GetArraySize(s) > SRV_MAX_STOP)
+        return srv_error_set(e, 400, BAD, NULL, "stop", "'stop' holds more than %d sequences", SRV_MAX_STOP);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, s) {
+        if (!cJSON_IsString(it))
+            return srv_error_set(e, 400, BAD, NULL, "stop", "'stop' must be a string or an array of strings");
+        if (strlen(it->valuestring) > SRV_MAX_STOP_LEN)
+            return srv_error_set(e, 400, BAD, NULL, "stop", "a 'stop' sequence is longer than %d bytes",
+                                 SRV_MAX_STOP_LEN);
+        if (!it->valuestring[0])
+            continue;
+        if (!(r->stop[r->n_stop] = dup_str(it->valuestring)))
+            return oom(e);
+        r->n_stop++;
+    }
+    return 0;
+}
+
+static int parse_sampling(const cJSON *root, srv_req *r, srv_error *e)
+{
+    double v;
+    int rc;
+    if (get_num(root, "temperature", 0, 2, &r->temperature, e) || get_num(root, "top_p", 0, 1, &r->top_p, e) ||
+        get_num(root, "min_p", 0, 1, &r->min_p, e) ||
+        get_num(root, "presence_penalty", -2, 2, &r->presence_penalty, e) ||
+        get_num(root, "frequency_penalty", -2, 2, &r->frequency_penalty, e) ||
+        get_num(root, "repeat_penalty", 0.01, 10, &r->repeat_penalty, e))
+        return -1;
+    if (field(root, "top_p") && r->top_p <= 0)
+        return srv_error_set(e, 400, BAD, NULL, "top_p", "'top_p' must be greater than 0");
+    if ((rc = get_int(root, "top_k", -1, 1e9, &v, e)) < 0)
+        return -1;
+    if (rc == 0)
+        r->top_k = (int)v;
+    const char *mt = r->kind == SRV_KIND_CHAT && field(root, "max_completion_tokens") ? "max_completion_tokens"
+                                                                                      : "max_tokens";
+    if ((rc = get_int(root, mt, 1, 1e9, &v, e)) < 0)
+        return -1;
+    if (rc == 0)
+        r->max_tokens = (int)v;
+    if ((rc = get_int(root, "seed", -9.2e18, 1.8e19, &v, e)) < 0)
+        return -1;
+    if (rc == 0) {
+        r->seed_set = true;
+        r->seed = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
+    }
+    if ((rc = get_int(root, "n", 1, 1, &v, e)) < 0)
+        return srv_error_set(e, 400, BAD, NULL, "n", "'n' must be 1 (one choice per request)");
+    return 0;
+}
+
+static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e)
+{
+    if (!cJSON_IsObject(root))
+        return srv_error_set(e, 400, BAD, NULL, NULL, "the request body must be a JSON object");
+    const cJSON *m = field(root, "model");
+    if (m && !cJSON_IsString(m))
+        return srv_error_set(e, 400, BAD, NULL, "model", "'model' must be a string");
+    if (m && !(r->model = dup_str(m->valuestring)))
+        return oom(e);
+    if (get_bool(root, "stream", &r->stream, e))
+        return -1;
+    const cJSON *so = field(root, "stream_options");
+    if (so && !cJSON_IsObject(so))
+        return srv_error_set(e, 400, BAD, NULL, "stream_options", "'stream_options' must be an object");
+    if (so && get_bool(so, "include_usage", &r->include_usage, e))
+        return -1;
+    if (kind == SRV_KIND_COMPLETION && get_bool(root, "echo", &r->echo, e))
+        return -1;
+    bool lp = false;
+    if (get_bool(root, "logprobs", &lp, e))
+        return -1;
+    if (lp || (kind == SRV_KIND_COMPLETION && field(root, "logprobs")))
+        return srv_error_set(e, 400, BAD, NULL, "logprobs", "'logprobs' is not supported by this server");
+    if (field(root, "tools") || field(root, "functions"))
+        return srv_error_set(e, 400, BAD, NULL, field(root, "tools") ? "tools" : "functions",
+                             "tool and function calling are not supported by this server");
+    if (parse_sampling(root, r, e) || parse_stop(root, r, e))
+        return -1;
+    return kind == SRV_KIND_CHAT ? parse_messages(root, r, e) : parse_prompt(root, r, e);
+}
+
+int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv_error *err)
+{
+    srv_req_defaults(out, kind);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!root) {
+        size_t at = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
+        if (len == 0)
+            return srv_error_set(err, 400, BAD, NULL, NULL, "the request body is empty; it must be a JSON object");
+        return srv_error_set(err, 400, BAD, NULL, NULL, "the request body is not valid JSON (error near byte %zu)",
+                             at);
+    }
+    while (end && end < body + len && (isspace((unsigned char)*end) || *end == 0))
+        end++;
+    int rc;
+    if (end && end < body + len)
+        rc = srv_error_set(err, 400, BAD, NULL, NULL, "the request body has data after the JSON value (byte %zu)",
+                           (size_t)(end - body));
+    else
+        rc = parse_root(root, kind, out, err);
+    cJSON_Delete(root);
+    if (rc)
+        srv_req_free(out);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* srv_request.h - OpenAI request bodies (chat and text completions) parsed and checked.
+ *
+ * Owns: the parsed request (srv_req: messages or prompt, sampling parameters, stop strings,
+ * stream flags) and the OpenAI error value (srv_error: HTTP status, type, param, code,
+ * message). Parsing is pure (no model, no I/O) so the fuzz target drives it directly:
+ * any byte string either parses into a checked srv_req or yields one srv_error, never a
+ * crash. Unknown fields are ignored as OpenAI's API does for forward compatibility; known
+ * fields of the wrong type or out of range are errors naming the field.
+ */
+#ifndef SRV_REQUEST_H
+#define SRV_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_MAX_STOP 4          /* OpenAI: up to 4 stop sequences */
+#define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
+
+typedef enum { SRV_KIND_CHAT, SRV_KIND_COMPLETION } srv_kind;
+
+typedef enum { SRV_ROLE_SYSTEM, SRV_ROLE_USER, SRV_ROLE_ASSISTANT } srv_role;
+
+typedef struct {
+    srv_role role;
+    char *content; /* UTF-8, NUL-terminated (text parts joined) */
+} srv_msg;
+
+typedef struct {
+    srv_kind kind;
+    char *model;              /* NULL: not given (the served model) */
+    srv_msg *msgs;            /* chat */
+    int n_msgs;
+    char *prompt;             /* completion */
+    bool stream;
+    bool include_usage;       /* stream_options.include_usage: a last chunk with usage */
+    bool echo;                /* completion: prompt text before the answer */
+    float temperature;        /* 0: greedy */
+    float top_p, min_p;
+    int top_k;                /* <= 0: off */
+    float presence_penalty, frequency_penalty, repeat_penalty;
+    int max_tokens;           /* -1: until a stop token or the context is full */
+    bool seed_set;
+    uint64_t seed;
+    char *stop[SRV_MAX_STOP];
+    int n_stop;
+} srv_req;
+
+typedef struct {
+    int status;               /* HTTP status: 400, 401, 404, 413, 500, 503 */
+    const char *type;         /* "invalid_request_error", "server_error", ... */
+    const char *code;         /* NULL or e.g. "invalid_api_key", "model_not_found" */
+    char param[64];           /* offending field, "" when none */
+    char message[320];
+} srv_error;
+
+/* Fill *e (printf-style message). Returns -1 for `return srv_error_set(...)`. */
+int srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* The defaults of an absent field: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05
+ * (llama.cpp's server), penalties off, max_tokens -1, no seed (a fresh one per request). */
+void srv_req_defaults(srv_req *r, srv_kind kind);
+
+/* Parse body[0..len) (need not be NUL-terminated) as a request of `kind`. 0 ok (free with
+ * srv_req_free), -1 with *err filled (nothing to free). */
+int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv_error *err);
+void srv_req_free(srv_req *r);
+
+#endif

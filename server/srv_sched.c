@@ -1,0 +1,541 @@
+/* srv_sched.c - the slot scheduler and its decode loop (see srv_sched.h).
+ *
+ * Locking: one mutex (s->mu) guards the queue, the slot <-> job links, every job's output
+ * and flags, and the counters. The scheduler thread drops it while the model runs, so HTTP
+ * threads can always queue, read output and cancel; the slot fields other than `job` are
+ * the scheduler thread's alone.
+ */
+#include "srv_sched.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "srv_text.h"
+
+struct srv_job {
+    srv_req req;
+    int32_t *ids;
+    int n_ids;
+    /* under s->mu */
+    char *out;
+    size_t out_len, out_cap;
+    bool done, failed, cancelled;
+    const char *finish;
+    srv_error err;
+    int n_gen, refs;
+    pthread_cond_t cv;
+    srv_job *next;
+};
+
+typedef struct {
+    srv_job *job;      /* NULL: free (written under s->mu) */
+    bool started;      /* the prompt is evaluated, `pending` holds the next token to evaluate */
+    int32_t *cache;    /* tokens whose KV the sequence holds, positions 0..n_cache-1 */
+    int n_cache;
+    int32_t pending;
+    uint64_t used;     /* admission count when it last took a request (least recently used) */
+    srv_text text;
+    void *smp;
+    int n_gen;
+} slot;
+
+struct srv_sched {
+    srv_model *m;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t th;
+    bool th_ok, stop;
+    srv_job *qhead, *qtail;
+    int qlen, qmax;
+    slot *slots;
+    int n_slots;
+    srv_row *rows;
+    int *row_slot;
+    srv_stats st;
+    uint64_t admissions;
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void job_unref_locked(srv_job *j)
+{
+    if (--j->refs > 0)
+        return;
+    srv_req_free(&j->req);
+    free(j->ids);
+    free(j->out);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+/* Append text to the job's output (s->mu held). */
+static void push_locked(srv_job *j, const char *t, size_t n)
+{
+    if (!n || j->done)
+        return;
+    if (j->out_len + n + 1 > j->out_cap) {
+        size_t cap = j->out_cap ? j->out_cap : 256;
+        while (cap < j->out_len + n + 1)
+            cap *= 2;
+        char *b = realloc(j->out, cap);
+        if (!b) {
+            j->failed = true;
+            srv_error_set(&j->err, 500, "server_error", NULL, NULL, "out of memory for the answer");
+            return;
+        }
+        j->out = b;
+        j->out_cap = cap;
+    }
+    memcpy(j->out + j->out_len, t, n);
+    j->out_len += n;
+    j->out[j->out_len] = 0;
+    pthread_cond_broadcast(&j->cv);
+}
+
+/* End the slot's request: output up to `upto` of its text is sent first; err != NULL fails it. */
+static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, const srv_error *err)
+{
+    srv_job *j = sl->job;
+    pthread_mutex_lock(&s->mu);
+    if (upto > sl->text.sent)
+        push_locked(j, sl->text.buf + sl->text.sent, upto - sl->text.sent);
+    if (err && !j->failed) {
+        j->failed = true;
+        j->err = *err;
+    }
+    j->finish = reason;
+    j->n_gen = sl->n_gen;
+    j->done = true;
+    if (j->failed)
+        s->st.requests_failed++;
+    else if (j->cancelled)
+        s->st.requests_cancelled++;
+    else
+        s->st.requests_ok++;
+    pthread_cond_broadcast(&j->cv);
+    sl->job = NULL;
+    job_unref_locked(j);
+    pthread_mutex_unlock(&s->mu);
+    if (sl->smp)
+        s->m->sampler_free(s->m->ctx, sl->smp);
+    sl->smp = NULL;
+    srv_text_free(&sl->text);
+    sl->started = false;
+    sl->n_gen = 0;
+}
+
+static void fail(srv_sched *s, slot *sl, int status, const char *msg)
+{
+    srv_error e;
+    srv_error_set(&e, status, "server_error", NULL, NULL, "%s", msg);
+    sl->n_cache = 0; /* the sequence's KV is in an unknown state */
+    finish(s, sl, NULL, 0, &e);
+}
+
+static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    int i = 0;
+    while (i < na && i < nb && a[i] == b[i])
+        i++;
+    return i;
+}
+
+/* The free slot for a prompt (s->mu held): the one whose cached tokens cover the most of
+ * it when that is more than half of the prompt (its KV is kept), else the least recently
+ * used one (so a slot's cache survives unrelated requests). -1: none free. */
+static int pick_slot(srv_sched *s, const srv_job *j)
+{
+    int best = -1, best_len = -1, lru = -1;
+    for (int i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->job)
+            continue;
+        int c = common_prefix(sl->cache, sl->n_cache, j->ids, j->n_ids);
+        if (c > best_len)
+            best = i, best_len = c;
+        if (lru < 0 || sl->used < s->slots[lru].used)
+            lru = i;
+    }
+    return best >= 0 && 2 * best_len > j->n_ids ? best : lru;
+}
+
+/* Queued jobs into free slots (s->mu held). */
+static void admit_locked(srv_sched *s)
+{
+    while (s->qhead) {
+        srv_job *j = s->qhead;
+        if (j->cancelled) {
+            s->qhead = j->next;
+            if (!s->qhead)
+                s->qtail = NULL;
+            s->qlen--;
+            j->done = true;
+            s->st.requests_cancelled++;
+            job_unref_locked(j);
+            continue;
+        }
+        int best = pick_slot(s, j);
+        if (best < 0)
+            return;
+        s->qhead = j->next;
+        if (!s->qhead)
+            s->qtail = NULL;
+        s->qlen--;
+        s->slots[best].job = j;
+        s->slots[best].started = false;
+        s->slots[best].used = ++s->admissions;
+    }
+}
+
+/* A chosen token: stop checks, text out, or keep it as the next one to evaluate. */
+static void take_token(srv_sched *s, slot *sl, int32_t id)
+{
+    srv_model *m = s->m;
+    srv_job *j = sl->job;
+    const srv_req *r = &j->req;
+    if (m->is_eog(m->ctx, id)) {
+        finish(s, sl, "stop", srv_text_ready(&sl->text, r->stop, r->n_stop, true, &(bool){0}), NULL);
+        return;
+    }
+    sl->n_gen++;
+    m->sampler_accept(m->ctx, sl->smp, id);
+    size_t n = 0;
+    const char *p = m->piece(m->ctx, id, &n);
+    if (srv_text_append(&sl->text, p, n)) {
+        fail(s, sl, 500, "out of memory for the answer");
+        return;
+    }
+    bool stopped = false;
+    bool last = (r->max_tokens > 0 && sl->n_gen >= r->max_tokens) || sl->n_cache >= m->n_ctx;
+    size_t ready = srv_text_ready(&sl->text, r->stop, r->n_stop, last, &stopped);
+    if (stopped || last) {
+        finish(s, sl, stopped ? "stop" : "length", ready, NULL);
+        return;
+    }
+    if (ready > sl->text.sent) {
+        pthread_mutex_lock(&s->mu);
+        push_locked(j, sl->text.buf + sl->text.sent, ready - sl->text.sent);
+        pthread_mutex_unlock(&s->mu);
+        sl->text.sent = ready;
+    }
+    sl->pending = id;
+}
+
+/* Evaluate the prompt of a slot's new request (reusing the KV of a shared prefix). */
+static void start(srv_sched *s, slot *sl, int seq)
+{
+    srv_model *m = s->m;
+    srv_job *j = sl->job;
+    char err[SRV_ERR_LEN] = "";
+    int n = j->n_ids;
+    int c = common_prefix(sl->cache, sl->n_cache, j->ids, n);
+    if (c >= n)
+        c = n - 1; /* the last prompt token is evaluated again for its logits */
+    if (m->seq_keep(m->ctx, seq, c, err)) {
+        fail(s, sl, 500, err);
+        return;
+    }
+    sl->n_cache = c;
+    const srv_req *r = &j->req;
+    srv_sampling p = {
+        .temperature = r->temperature, .top_p = r->top_p, .min_p = r->min_p, .top_k = r->top_k,
+        .presence_penalty = r->presence_penalty, .frequency_penalty = r->frequency_penalty,
+        .repeat_penalty = r->repeat_penalty,
+        .seed = r->seed_set ? r->seed : (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)j << 16),
+    };
+    if (!(sl->smp = m->sampler_new(m->ctx, &p, err))) {
+        srv_error e;
+        srv_error_set(&e, 400, "invalid_request_error", NULL, NULL, "%s", err);
+        finish(s, sl, NULL, 0, &e);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        m->sampler_accept(m->ctx, sl->smp, j->ids[i]);
+    double t0 = now_s();
+    if (m->prompt(m->ctx, seq, j->ids + c, n - c, c, err)) {
+        fail(s, sl, 500, err);
+        return;
+    }
+    memcpy(sl->cache + c, j->ids + c, (size_t)(n - c) * sizeof(int32_t));
+    sl->n_cache = n;
+    int32_t id;
+    int rc = m->choose(m->ctx, sl->smp, -1, &id, err);
+    pthread_mutex_lock(&s->mu);
+    s->st.prompt_tokens += (uint64_t)n;
+    s->st.prompt_tokens_evaluated += (uint64_t)(n - c);
+    s->st.prompt_seconds += now_s() - t0;
+    pthread_mutex_unlock(&s->mu);
+    if (rc) {
+        fail(s, sl, 500, err);
+        return;
+    }
+    sl->started = true;
+    take_token(s, sl, id);
+}
+
+/* One decode step: the pending token of every started slot, all in one model step. */
+static void decode_step(srv_sched *s)
+{
+    srv_model *m = s->m;
+    int n = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->job || !sl->started)
+            continue;
+        s->rows[n] = (srv_row){.token = sl->pending, .pos = sl->n_cache, .seq = i};
+        s->row_slot[n++] = i;
+    }
+    if (!n)
+        return;
+    char err[SRV_ERR_LEN] = "";
+    double t0 = now_s();
+    if (m->step(m->ctx, s->rows, n, err)) {
+        for (int r = 0; r < n; r++)
+            fail(s, &s->slots[s->row_slot[r]], 500, err);
+        return;
+    }
+    for (int r = 0; r < n; r++) {
+        slot *sl = &s->slots[s->row_slot[r]];
+        sl->cache[sl->n_cache++] = sl->pending;
+        int32_t id;
+        if (m->choose(m->ctx, sl->smp, r, &id, err)) {
+            fail(s, sl, 500, err);
+            continue;
+        }
+        take_token(s, sl, id);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->st.decode_steps++;
+    s->st.decode_rows += (uint64_t)n;
+    s->st.generated_tokens += (uint64_t)n;
+    s->st.decode_seconds += now_s() - t0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *loop(void *arg)
+{
+    srv_sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        admit_locked(s);
+        int busy = 0;
+        for (int i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->job && sl->job->cancelled) {
+                pthread_mutex_unlock(&s->mu);
+                finish(s, sl, NULL, 0, NULL);
+                pthread_mutex_lock(&s->mu);
+            }
+            busy += sl->job != NULL;
+        }
+        if (!busy) {
+            pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].job && !s->slots[i].started)
+                start(s, &s->slots[i], i);
+        decode_step(s);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int srv_sched_new(srv_model *m, int max_queue, srv_sched **out, char *err)
+{
+    srv_sched *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, SRV_ERR_LEN, "out of memory");
+        return -1;
+    }
+    s->m = m;
+    s->qmax = max_queue;
+    s->n_slots = m->n_seq;
+    s->slots = calloc((size_t)m->n_seq, sizeof(slot));
+    s->rows = calloc((size_t)m->n_seq, sizeof(srv_row));
+    s->row_slot = calloc((size_t)m->n_seq, sizeof(int));
+    bool ok = s->slots && s->rows && s->row_slot;
+    for (int i = 0; ok && i < m->n_seq; i++)
+        ok = (s->slots[i].cache = malloc((size_t)m->n_ctx * sizeof(int32_t))) != NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    s->st.slots_total = m->n_seq;
+    if (!ok || pthread_create(&s->th, NULL, loop, s)) {
+        snprintf(err, SRV_ERR_LEN, ok ? "cannot start the scheduler thread" : "out of memory for %d slots", m->n_seq);
+        srv_sched_free(s);
+        return -1;
+    }
+    s->th_ok = true;
+    *out = s;
+    return 0;
+}
+
+void srv_sched_stop(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool was = s->stop;
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (was)
+        return;
+    if (s->th_ok)
+        pthread_join(s->th, NULL);
+    s->th_ok = false;
+    srv_error e;
+    srv_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+    for (int i = 0; s->slots && i < s->n_slots; i++)
+        if (s->slots[i].job)
+            finish(s, &s->slots[i], NULL, 0, &e);
+    pthread_mutex_lock(&s->mu);
+    while (s->qhead) {
+        srv_job *j = s->qhead;
+        s->qhead = j->next;
+        s->qlen--;
+        j->failed = j->done = true;
+        j->err = e;
+        pthread_cond_broadcast(&j->cv);
+        job_unref_locked(j);
+    }
+    s->qtail = NULL;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_sched_free(srv_sched *s)
+{
+    if (!s)
+        return;
+    srv_sched_stop(s);
+    for (int i = 0; s->slots && i < s->n_slots; i++)
+        free(s->slots[i].cache);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->slots);
+    free(s->rows);
+    free(s->row_slot);
+    free(s);
+}
+
+srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_error *err)
+{
+    srv_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        free(ids);
+        srv_req_free(req);
+        srv_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        return NULL;
+    }
+    j->req = *req;
+    memset(req, 0, sizeof(*req));
+    j->ids = ids;
+    j->n_ids = n_ids;
+    j->refs = 2;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_lock(&s->mu);
+    if (s->stop || s->qlen >= s->qmax) {
+        bool stopping = s->stop;
+        j->refs = 1;
+        job_unref_locked(j);
+        pthread_mutex_unlock(&s->mu);
+        srv_error_set(err, 503, "server_error", NULL, NULL,
+                      stopping ? "the server is shutting down" : "the server is busy: %d requests are waiting",
+                      s->qmax);
+        return NULL;
+    }
+    if (s->qtail)
+        s->qtail->next = j;
+    else
+        s->qhead = j;
+    s->qtail = j;
+    s->qlen++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return j;
+}
+
+int srv_job_wait(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += timeout_ms / 1000;
+    t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    *text = NULL;
+    pthread_mutex_lock(&s->mu);
+    while (!j->out_len && !j->done)
+        if (pthread_cond_timedwait(&j->cv, &s->mu, &t) == ETIMEDOUT)
+            break;
+    int rc = 0;
+    if (j->out_len) {
+        *text = srv_utf8_clean(j->out, j->out_len);
+        rc = *text ? 0 : -1;
+        j->out_len = 0;
+    }
+    *done = j->done && !j->out_len;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void srv_job_cancel(srv_sched *s, srv_job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    j->cancelled = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_job_release(srv_sched *s, srv_job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    if (!j->done)
+        j->cancelled = true;
+    pthread_cond_broadcast(&s->cv);
+    job_unref_locked(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_job_result(srv_sched *s, srv_job *j, srv_result *out)
+{
+    pthread_mutex_lock(&s->mu);
+    out->finish = j->finish;
+    out->n_prompt = j->n_ids;
+    out->n_gen = j->n_gen;
+    out->failed = j->failed;
+    out->err = j->err;
+    pthread_mutex_unlock(&s->mu);
+}
+
+const srv_req *srv_job_req(const srv_job *j) { return &j->req; }
+
+void srv_sched_stats(srv_sched *s, srv_stats *out)
+{
+    pthread_mutex_lock(&s->mu);
+    *out = s->st;
+    out->queue_len = s->qlen;
+    out->slots_busy = 0;
+    for (int i = 0; i < s->n_slots; i++)
+        out->slots_busy += s->slots[i].job != NULL;
+    pthread_mutex_unlock(&s->mu);
+}

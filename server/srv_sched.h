@@ -1,0 +1,62 @@
+/* srv_sched.h - request queue, slots and the decode loop (continuous batching).
+ *
+ * Owns: the scheduler thread, the queue of waiting requests (srv_job), the slots (one
+ * model sequence each: its KV cache, the tokens it holds for prefix reuse, the request it
+ * serves) and the server's counters. Each loop turn: waiting requests take free slots
+ * (the free slot whose cached tokens share the longest prefix with the prompt, whose KV is
+ * kept), new slots evaluate their prompts, then ONE decode step runs the next token of
+ * every active slot together; a finished or cancelled request frees its slot at once.
+ *
+ * A job is shared by the HTTP thread that made it and the scheduler; it lives until both
+ * let go (srv_job_release by the HTTP side; the scheduler drops it when it ends).
+ */
+#ifndef SRV_SCHED_H
+#define SRV_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "srv_model.h"
+#include "srv_request.h"
+
+typedef struct srv_sched srv_sched;
+typedef struct srv_job srv_job;
+
+/* Counters for /metrics (a snapshot). */
+typedef struct {
+    uint64_t requests_ok, requests_failed, requests_cancelled;
+    uint64_t prompt_tokens, prompt_tokens_evaluated, generated_tokens, decode_steps, decode_rows;
+    double prompt_seconds, decode_seconds;
+    int slots_busy, slots_total, queue_len;
+} srv_stats;
+
+int srv_sched_new(srv_model *m, int max_queue, srv_sched **out, char *err);
+/* Stop the loop: every queued or running job ends with a 503 error, new ones are refused.
+ * The jobs' owners may still wait on and release them until srv_sched_free. */
+void srv_sched_stop(srv_sched *s);
+void srv_sched_free(srv_sched *s); /* stops first if needed */
+
+/* Queue a request (takes ownership of *req's contents and of ids). NULL with *err
+ * (503 when the queue is full) or the job. */
+srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_error *err);
+
+/* Wait up to timeout_ms for new text or the end. *text: malloc'd new bytes (valid UTF-8,
+ * NUL-terminated; NULL when none), *done: the job ended (then see srv_job_result). */
+int srv_job_wait(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done);
+/* The client went away: stop generating. */
+void srv_job_cancel(srv_sched *s, srv_job *j);
+void srv_job_release(srv_sched *s, srv_job *j);
+
+typedef struct {
+    const char *finish;  /* "stop" or "length"; NULL on error */
+    int n_prompt, n_gen;
+    bool failed;
+    srv_error err;       /* when failed */
+} srv_result;
+void srv_job_result(srv_sched *s, srv_job *j, srv_result *out);
+const srv_req *srv_job_req(const srv_job *j);
+
+void srv_sched_stats(srv_sched *s, srv_stats *out);
+
+#endif

@@ -1,0 +1,179 @@
+/* srv_fake_model.h - a deterministic stand-in model for the server's tests (header-only,
+ * test_server.c): the next token is a fixed function of (token, position), so every
+ * answer is known in advance whatever the batching; every step checks what a real KV
+ * cache needs (one row per sequence, positions continuing each sequence) and fails the
+ * step otherwise, so scheduler mistakes become visible errors.
+ *   vocabulary: 0 = end of generation, 1..60 = one letter each ('a'+(id%26), 60 = "\xC3\xA9"), 61 = BOS
+ *   next(token, pos) = (token * 7 + pos * 3 + 5) % 61
+ */
+#ifndef SRV_FAKE_MODEL_H
+#define SRV_FAKE_MODEL_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/srv_model.h"
+
+#define FAKE_SEQ 8
+#define FAKE_VOCAB 62
+#define FAKE_BOS 61
+
+typedef struct {
+    int len[FAKE_SEQ];
+    int32_t next[FAKE_SEQ + 1]; /* per row of the last step; [FAKE_SEQ]: after a prompt */
+    int step_us;                /* sleep per step (lets concurrent requests overlap) */
+    bool endless;               /* never end a generation (0 becomes 1) */
+    char piece[4];
+    pthread_mutex_t mu;
+    long steps, rows;
+} fake_model;
+
+static int32_t fake_next(int32_t tok, int32_t pos) { return (tok * 7 + pos * 3 + 5) % 61; }
+
+static int fake_tokenize(void *ctx, const char *text, int32_t **ids, int *n, char *err)
+{
+    (void)ctx;
+    (void)err;
+    size_t len = strlen(text);
+    int32_t *v = malloc((len + 1) * sizeof(int32_t));
+    v[0] = FAKE_BOS;
+    for (size_t i = 0; i < len; i++)
+        v[i + 1] = (int32_t)((unsigned char)text[i] % 60) + 1;
+    *ids = v;
+    *n = (int)len + 1;
+    return 0;
+}
+
+static int fake_chat(void *ctx, const srv_msg *msgs, int n_msgs, int32_t **ids, int *n, char *err)
+{
+    size_t total = 8;
+    for (int i = 0; i < n_msgs; i++)
+        total += strlen(msgs[i].content) + 4;
+    char *s = malloc(total), *p = s;
+    for (int i = 0; i < n_msgs; i++)
+        p += sprintf(p, "%c:%s|", "SUA"[msgs[i].role], msgs[i].content);
+    strcpy(p, "A:");
+    int rc = fake_tokenize(ctx, s, ids, n, err);
+    free(s);
+    return rc;
+}
+
+static const char *fake_piece(void *ctx, int32_t id, size_t *len)
+{
+    fake_model *f = ctx;
+    if (id == 60) {
+        *len = 2;
+        return "\xC3\xA9";
+    }
+    f->piece[0] = (char)('a' + id % 26);
+    *len = id > 0 && id < 60 ? 1 : 0;
+    return f->piece;
+}
+
+static bool fake_is_eog(void *ctx, int32_t id) { (void)ctx; return id == 0; }
+
+static int fake_seq_keep(void *ctx, int seq, int n_keep, char *err)
+{
+    fake_model *f = ctx;
+    if (seq < 0 || seq >= FAKE_SEQ || n_keep < 0)
+        return snprintf(err, SRV_ERR_LEN, "fake: seq_keep(%d, %d)", seq, n_keep), -1;
+    if (f->len[seq] > n_keep)
+        f->len[seq] = n_keep;
+    return 0;
+}
+
+static int fake_prompt(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err)
+{
+    fake_model *f = ctx;
+    if (seq < 0 || seq >= FAKE_SEQ || n < 1 || pos != f->len[seq])
+        return snprintf(err, SRV_ERR_LEN, "fake: prompt of seq %d at %d, length %d", seq, pos, f->len[seq]), -1;
+    f->len[seq] = pos + n;
+    f->next[FAKE_SEQ] = fake_next(ids[n - 1], pos + n - 1);
+    return 0;
+}
+
+static int fake_step(void *ctx, const srv_row *rows, int n, char *err)
+{
+    fake_model *f = ctx;
+    bool seen[FAKE_SEQ] = {0};
+    for (int i = 0; i < n; i++) {
+        const srv_row *r = &rows[i];
+        if (r->seq < 0 || r->seq >= FAKE_SEQ || seen[r->seq] || r->pos != f->len[r->seq] || r->token < 0 ||
+            r->token >= FAKE_VOCAB)
+            return snprintf(err, SRV_ERR_LEN, "fake: bad row %d (seq %d pos %d token %d)", i, r->seq, r->pos,
+                            r->token), -1;
+        seen[r->seq] = true;
+        f->len[r->seq]++;
+        f->next[i] = fake_next(r->token, r->pos);
+        if (f->endless && f->next[i] == 0)
+            f->next[i] = 1;
+    }
+    pthread_mutex_lock(&f->mu);
+    f->steps++;
+    f->rows += n;
+    pthread_mutex_unlock(&f->mu);
+    if (f->step_us)
+        nanosleep(&(struct timespec){0, f->step_us * 1000L}, NULL);
+    return 0;
+}
+
+static void *fake_sampler_new(void *ctx, const srv_sampling *p, char *err)
+{
+    (void)ctx;
+    (void)p;
+    (void)err;
+    return malloc(1);
+}
+static void fake_sampler_free(void *ctx, void *smp) { (void)ctx; free(smp); }
+static void fake_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; (void)smp; (void)id; }
+
+static int fake_choose(void *ctx, void *smp, int row, int32_t *id, char *err)
+{
+    fake_model *f = ctx;
+    (void)smp;
+    (void)err;
+    *id = f->next[row < 0 ? FAKE_SEQ : row];
+    return 0;
+}
+
+static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
+{
+    memset(f, 0, sizeof(*f));
+    pthread_mutex_init(&f->mu, NULL);
+    *m = (srv_model){
+        .ctx = f, .name = "fake-model", .n_ctx = n_ctx, .n_seq = n_seq, .tokenize = fake_tokenize,
+        .chat = fake_chat, .piece = fake_piece, .is_eog = fake_is_eog, .seq_keep = fake_seq_keep,
+        .prompt = fake_prompt, .step = fake_step, .sampler_new = fake_sampler_new,
+        .sampler_free = fake_sampler_free, .sampler_accept = fake_sampler_accept, .choose = fake_choose,
+    };
+}
+
+/* The text the fake model answers to prompt ids (greedy, no stop sequences): what every
+ * server answer must equal. *out_n: tokens generated (the stop token not counted). */
+static void fake_expect(const int32_t *ids, int n, int max_tokens, int n_ctx, char *out, size_t cap, int *out_n)
+{
+    size_t k = 0;
+    int gen = 0;
+    int32_t t = fake_next(ids[n - 1], n - 1);
+    int pos = n;
+    for (;;) {
+        if (t == 0)
+            break;
+        gen++;
+        if (t == 60) {
+            if (k + 2 < cap) out[k++] = (char)0xC3, out[k++] = (char)0xA9;
+        } else if (k + 1 < cap) {
+            out[k++] = (char)('a' + t % 26);
+        }
+        if ((max_tokens > 0 && gen >= max_tokens) || pos >= n_ctx)
+            break;
+        t = fake_next(t, pos++);
+    }
+    out[k] = 0;
+    *out_n = gen;
+}
+
+#endif

@@ -1,0 +1,546 @@
+/* test_server.c - the HTTP server: request parsing and text handling (units), then the
+ * whole server in-process (libmicrohttpd + scheduler) on a deterministic fake model
+ * (tests/srv_fake_model.h): routes, OpenAI error shapes and statuses, auth, streamed and
+ * non-streamed answers equal to the known output, 8 concurrent requests each equal to its
+ * answer alone and batched into shared steps, a client that disconnects mid-stream, 1000
+ * malformed requests followed by a healthy /health. The real model through the real
+ * binary and the `openai` Node client: test_server_e2e.c.
+ * Sockets are plain blocking ones (tests/srv_http_client.h), so requests that ordinary
+ * clients refuse to send (cut JSON, wrong lengths, hang-ups) can be sent.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <pthread.h>
+
+#include "server/srv_http.h"
+#include "server/srv_json.h"
+#include "server/srv_metrics.h"
+#include "server/srv_request.h"
+#include "server/srv_sched.h"
+#include "server/srv_text.h"
+#include "srv_fake_model.h"
+#include "srv_http_client.h"
+
+/* ---- units: parsing ---- */
+
+static void parse_ok(srv_kind kind, const char *body, srv_req *r)
+{
+    srv_error e;
+    if (srv_req_parse(body, strlen(body), kind, r, &e))
+        fail_msg("%s -> %d %s", body, e.status, e.message);
+}
+
+static void parse_bad(srv_kind kind, const char *body, int status, const char *param)
+{
+    srv_req r;
+    srv_error e;
+    memset(&e, 0, sizeof(e));
+    if (srv_req_parse(body, strlen(body), kind, &r, &e) == 0) {
+        srv_req_free(&r);
+        fail_msg("accepted: %s", body);
+    }
+    assert_int_equal(e.status, status);
+    assert_true(e.message[0] != 0);
+    if (param)
+        assert_string_equal(e.param, param);
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    srv_req r;
+    parse_ok(SRV_KIND_CHAT,
+             "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\","
+             "\"content\":[{\"type\":\"text\",\"text\":\"hel\"},{\"type\":\"text\",\"text\":\"lo\"}]}],"
+             "\"temperature\":0,\"top_k\":5,\"max_tokens\":7,\"stop\":[\"a\",\"bc\"],\"seed\":42,\"stream\":true,"
+             "\"stream_options\":{\"include_usage\":true},\"presence_penalty\":0.5,\"unknown_field\":{}}",
+             &r);
+    assert_int_equal(r.n_msgs, 2);
+    assert_int_equal(r.msgs[0].role, SRV_ROLE_SYSTEM);
+    assert_string_equal(r.msgs[1].content, "hello");
+    assert_true(r.temperature == 0 && r.top_k == 5 && r.max_tokens == 7 && r.seed_set && r.seed == 42);
+    assert_true(r.stream && r.include_usage && r.presence_penalty == 0.5f);
+    assert_int_equal(r.n_stop, 2);
+    assert_string_equal(r.stop[1], "bc");
+    assert_string_equal(r.model, "m");
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_COMPLETION, " {\"prompt\":[\"x\"],\"stop\":\"\\n\",\"max_tokens\":null} \n", &r);
+    assert_string_equal(r.prompt, "x");
+    assert_int_equal(r.max_tokens, -1);
+    assert_int_equal(r.n_stop, 1);
+    assert_true(r.temperature == 0.8f && r.model == NULL);
+    srv_req_free(&r);
+
+    parse_bad(SRV_KIND_CHAT, "", 400, NULL);
+    parse_bad(SRV_KIND_CHAT, "{", 400, NULL);
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[]} x", 400, NULL);
+    parse_bad(SRV_KIND_CHAT, "[1,2]", 400, NULL);
+    parse_bad(SRV_KIND_CHAT, "{}", 400, "messages");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":\"hi\"}", 400, "messages");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[]}", 400, "messages");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", 400, "messages[0].role");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", 400, "messages[0].content");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", 400,
+              "messages[0].content");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":\"hot\"}", 400,
+              "temperature");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":3}", 400,
+              "temperature");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1.5}", 400,
+              "max_tokens");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", 400,
+              "max_tokens");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":2}", 400, "n");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", 400, "stream");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", 400, "stop");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"a\",\"b\",\"c\","
+              "\"d\",\"e\"]}", 400, "stop");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":7}", 400, "model");
+    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":[1,2]}", 400, "prompt");
+    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"top_p\":0}", 400, "top_p");
+    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"seed\":1e300}", 400, "seed");
+}
+
+/* ---- units: stop sequences and UTF-8 boundaries ---- */
+
+static size_t ready_after(srv_text *t, const char *add, char *const *stops, int n, bool *stopped)
+{
+    assert_int_equal(srv_text_append(t, add, strlen(add)), 0);
+    return srv_text_ready(t, stops, n, false, stopped);
+}
+
+static void test_text(void **state)
+{
+    (void)state;
+    char *stops[] = {"END", "\n\n"};
+    srv_text t = {0};
+    bool st;
+    assert_int_equal(ready_after(&t, "abc", stops, 2, &st), 3);
+    t.sent = 3;
+    assert_int_equal(ready_after(&t, "E", stops, 2, &st), 3); /* could begin END: held */
+    assert_false(st);
+    assert_int_equal(ready_after(&t, "x", stops, 2, &st), 5); /* no longer */
+    t.sent = 5;
+    assert_int_equal(ready_after(&t, "yEN", stops, 2, &st), 6);
+    assert_int_equal(ready_after(&t, "D tail", stops, 2, &st), 6); /* the stop itself is never sent */
+    assert_true(st);
+    srv_text_free(&t);
+    /* a character split across tokens waits for its last byte */
+    assert_int_equal(ready_after(&t, "a\xE2\x82", NULL, 0, &st), 1);
+    assert_int_equal(ready_after(&t, "\xAC", NULL, 0, &st), 4);
+    assert_int_equal(ready_after(&t, "\xFF", NULL, 0, &st), 5); /* never valid: passed on */
+    assert_int_equal(srv_text_ready(&t, NULL, 0, true, &st), 5);
+    srv_text_free(&t);
+    char *c = srv_utf8_clean("a\xFF\xC3\xA9\xE2\x82", 6);
+    assert_string_equal(c, "a\xEF\xBF\xBD\xC3\xA9\xEF\xBF\xBD\xEF\xBF\xBD");
+    free(c);
+}
+
+/* ---- the server in-process on the fake model ---- */
+
+typedef struct {
+    fake_model f;
+    srv_model m;
+    srv_sched *s;
+    srv_http *h;
+    int port;
+} rig;
+
+static void rig_start(rig *r, int n_seq, int n_ctx, const char *api_key, int step_us)
+{
+    char err[SRV_ERR_LEN];
+    fake_init(&r->f, &r->m, n_seq, n_ctx);
+    r->f.step_us = step_us;
+    srv_http_opts o = {.host = "127.0.0.1", .port = 0, .api_key = api_key};
+    if (srv_sched_new(&r->m, 64, &r->s, err) || srv_http_start(&o, &r->m, r->s, &r->h, err))
+        fail_msg("%s", err);
+    r->port = srv_http_port(r->h);
+}
+
+static void rig_stop(rig *r)
+{
+    srv_sched_stop(r->s);
+    srv_http_stop(r->h);
+    srv_sched_free(r->s);
+    pthread_mutex_destroy(&r->f.mu);
+}
+
+/* The answer as JSON, checked to be an OpenAI error object when status >= 400. */
+static cJSON *call(rig *r, const char *method, const char *path, const char *extra, const char *body, int want)
+{
+    char *b;
+    int status = hc_request(r->port, method, path, extra, body, &b);
+    if (status != want)
+        fail_msg("%s %s: status %d, want %d (%s)", method, path, status, want, b);
+    cJSON *j = cJSON_Parse(b);
+    if (!j)
+        fail_msg("%s %s: not JSON: %s", method, path, b);
+    free(b);
+    if (want >= 400) {
+        cJSON *e = cJSON_GetObjectItem(j, "error");
+        assert_true(cJSON_IsObject(e));
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(e, "message")));
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(e, "type")));
+        assert_non_null(cJSON_GetObjectItem(e, "param"));
+        assert_non_null(cJSON_GetObjectItem(e, "code"));
+    }
+    return j;
+}
+
+static const char *jstr(const cJSON *j, const char *path)
+{
+    /* "a.b.0.c": objects by name, arrays by index */
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", path);
+    const cJSON *o = j;
+    for (char *tok = strtok(buf, "."); tok && o; tok = strtok(NULL, "."))
+        o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(tok)) : cJSON_GetObjectItem(o, tok);
+    return cJSON_IsString(o) ? o->valuestring : NULL;
+}
+
+static int jint(const cJSON *j, const char *obj, const char *name)
+{
+    const cJSON *o = cJSON_GetObjectItem(cJSON_GetObjectItem(j, obj), name);
+    return cJSON_IsNumber(o) ? o->valueint : -1;
+}
+
+static void expect_for(const char *prompt, int max_tokens, int n_ctx, char *out, int *n_gen)
+{
+    int32_t *ids;
+    int n;
+    char err[SRV_ERR_LEN];
+    fake_tokenize(NULL, prompt, &ids, &n, err);
+    fake_expect(ids, n, max_tokens, n_ctx, out, 4096, n_gen);
+    free(ids);
+}
+
+static void test_routes_and_errors(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 2, 64, NULL, 0);
+    cJSON *j = call(&r, "GET", "/health", NULL, NULL, 200);
+    assert_string_equal(jstr(j, "status"), "ok");
+    cJSON_Delete(j);
+    j = call(&r, "GET", "/v1/models", NULL, NULL, 200);
+    assert_string_equal(jstr(j, "data.0.id"), "fake-model");
+    cJSON_Delete(j);
+    static const struct { const char *method, *path, *body; int status; const char *param, *code; } cases[] = {
+        {"POST", "/v1/chat/completions", "{\"messages\":", 400, NULL, NULL},
+        {"POST", "/v1/chat/completions", "", 400, NULL, NULL},
+        {"POST", "/v1/chat/completions", "{\"messages\":5}", 400, "messages", NULL},
+        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_k\":\"5\"}",
+         400, "top_k", NULL},
+        {"POST", "/v1/chat/completions", "{\"model\":\"gpt-4\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+         404, "model", "model_not_found"},
+        {"POST", "/v1/completions", "{\"prompt\":\"0123456789012345678901234567890123456789012345678901234567890123"
+         "\"}", 400, "prompt", "context_length_exceeded"},
+        {"GET", "/v1/completions", NULL, 405, NULL, "method_not_allowed"},
+        {"POST", "/health", "{}", 405, NULL, "method_not_allowed"},
+        {"GET", "/v2/nothing", NULL, 404, NULL, "not_found"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        j = call(&r, cases[i].method, cases[i].path, NULL, cases[i].body, cases[i].status);
+        const char *param = jstr(j, "error.param"), *code = jstr(j, "error.code");
+        if (cases[i].param)
+            assert_string_equal(param, cases[i].param);
+        if (cases[i].code)
+            assert_string_equal(code, cases[i].code);
+        cJSON_Delete(j);
+    }
+    /* a body over 1 MiB: refused from its Content-Length, and when sent without one (chunked) */
+    size_t big = SRV_MAX_BODY + 10;
+    char *b = malloc(big + 1);
+    memset(b, ' ', big);
+    b[big] = 0;
+    b[0] = '{';
+    b[big - 1] = '}';
+    j = call(&r, "POST", "/v1/completions", NULL, b, 413);
+    assert_string_equal(jstr(j, "error.code"), "request_too_large");
+    cJSON_Delete(j);
+    free(b);
+    rig_stop(&r);
+}
+
+static void test_auth(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 1, 256, "s3cret", 0);
+    const char *body = "{\"prompt\":\"hi\",\"max_tokens\":3}";
+    cJSON *j = call(&r, "POST", "/v1/completions", NULL, body, 401);
+    assert_string_equal(jstr(j, "error.code"), "invalid_api_key");
+    cJSON_Delete(j);
+    cJSON_Delete(call(&r, "POST", "/v1/completions", "Authorization: Bearer s3cre\r\n", body, 401));
+    cJSON_Delete(call(&r, "POST", "/v1/completions", "Authorization: Bearer s3cret!\r\n", body, 401));
+    cJSON_Delete(call(&r, "GET", "/v1/models", NULL, NULL, 401));
+    cJSON_Delete(call(&r, "GET", "/health", NULL, NULL, 200));
+    cJSON_Delete(call(&r, "POST", "/v1/completions", "Authorization: Bearer s3cret\r\n", body, 200));
+    rig_stop(&r);
+}
+
+/* The text of an SSE body: every chunk's content / text joined; checks the [DONE] end. */
+static char *sse_text(const char *body, srv_kind kind, const char **finish, int *n_chunks)
+{
+    char *out = calloc(1, strlen(body) + 1);
+    static char fin[32];
+    fin[0] = 0;
+    *n_chunks = 0;
+    bool done = false;
+    for (const char *p = body; (p = strstr(p, "data: ")); ) {
+        p += 6;
+        const char *e = strstr(p, "\n\n");
+        assert_non_null(e);
+        if (!strncmp(p, "[DONE]", 6)) {
+            done = true;
+            break;
+        }
+        cJSON *j = cJSON_ParseWithLength(p, (size_t)(e - p));
+        assert_non_null(j);
+        const char *t = kind == SRV_KIND_CHAT ? jstr(j, "choices.0.delta.content") : jstr(j, "choices.0.text");
+        if (t)
+            strcat(out, t);
+        const char *f = jstr(j, "choices.0.finish_reason");
+        if (f)
+            snprintf(fin, sizeof(fin), "%s", f);
+        (*n_chunks)++;
+        cJSON_Delete(j);
+        p = e;
+    }
+    assert_true(done);
+    *finish = fin;
+    return out;
+}
+
+static void test_answers(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 2, 256, NULL, 0);
+    char want[4096];
+    int n_gen;
+    /* non-streamed completion: the known text, usage, finish "length" at max_tokens */
+    expect_for("Hello", 20, 256, want, &n_gen);
+    cJSON *j = call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"Hello\",\"max_tokens\":20,\"temperature\":0}",
+                    200);
+    assert_string_equal(jstr(j, "object"), "text_completion");
+    assert_string_equal(jstr(j, "choices.0.text"), want);
+    assert_int_equal(jint(j, "usage", "prompt_tokens"), 6);
+    assert_int_equal(jint(j, "usage", "completion_tokens"), n_gen);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), n_gen == 20 ? "length" : "stop");
+    cJSON_Delete(j);
+    /* streamed: the same text in chunks */
+    char *b;
+    assert_int_equal(hc_request(r.port, "POST", "/v1/completions", NULL,
+                                "{\"prompt\":\"Hello\",\"max_tokens\":20,\"stream\":true}", &b), 200);
+    const char *fin;
+    int chunks;
+    char *t = sse_text(b, SRV_KIND_COMPLETION, &fin, &chunks);
+    assert_string_equal(t, want);
+    assert_true(chunks >= 2);
+    free(t);
+    free(b);
+    /* a stop sequence cuts the text before it; finish "stop" */
+    char body[256], stop[3] = {want[3], want[4], 0};
+    snprintf(body, sizeof(body), "{\"prompt\":\"Hello\",\"max_tokens\":20,\"stop\":[\"%s\"],\"stream\":true}", stop);
+    assert_int_equal(hc_request(r.port, "POST", "/v1/completions", NULL, body, &b), 200);
+    t = sse_text(b, SRV_KIND_COMPLETION, &fin, &chunks);
+    assert_true(strstr(want, stop) != NULL);
+    assert_int_equal(strlen(t), (size_t)(strstr(want, stop) - want));
+    assert_string_equal(fin, "stop");
+    free(t);
+    free(b);
+    /* chat, streamed with usage: role first, the fake's chat format, then usage and [DONE] */
+    expect_for("U:hi|A:", 12, 256, want, &n_gen);
+    assert_int_equal(hc_request(r.port, "POST", "/v1/chat/completions", NULL,
+                                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":12,"
+                                "\"stream\":true,\"stream_options\":{\"include_usage\":true}}", &b), 200);
+    assert_non_null(strstr(b, "\"role\":\"assistant\""));
+    assert_non_null(strstr(b, "\"completion_tokens\":"));
+    t = sse_text(b, SRV_KIND_CHAT, &fin, &chunks);
+    assert_string_equal(t, want);
+    free(t);
+    free(b);
+    /* prefix reuse: the same prompt again evaluates only its last token */
+    srv_stats st0, st1;
+    srv_sched_stats(r.s, &st0);
+    cJSON_Delete(call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"Hello\",\"max_tokens\":2}", 200));
+    srv_sched_stats(r.s, &st1);
+    assert_int_equal(st1.prompt_tokens - st0.prompt_tokens, 6);
+    assert_int_equal(st1.prompt_tokens_evaluated - st0.prompt_tokens_evaluated, 1);
+    /* /metrics: Prometheus text, every sample line "name{labels} value" */
+    assert_int_equal(hc_request(r.port, "GET", "/metrics", NULL, NULL, &b), 200);
+    assert_non_null(strstr(b, "# TYPE ternion_generated_tokens_total counter"));
+    assert_non_null(strstr(b, "ternion_http_requests_total{endpoint=\"completions\",status=\"200\"}"));
+    for (char *line = strtok(b, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#')
+            continue;
+        char name[128];
+        double v;
+        assert_int_equal(sscanf(line, "%127[a-zA-Z0-9_:{}=\",] %lf", name, &v), 2);
+    }
+    free(b);
+    rig_stop(&r);
+}
+
+typedef struct {
+    int port;
+    char prompt[32];
+    char text[4096];
+    int status;
+} par_job;
+
+static void *par_run(void *arg)
+{
+    par_job *p = arg;
+    char body[256], *b;
+    snprintf(body, sizeof(body), "{\"prompt\":\"%s\",\"max_tokens\":40,\"stream\":true}", p->prompt);
+    p->status = hc_request(p->port, "POST", "/v1/completions", NULL, body, &b);
+    const char *fin;
+    int chunks;
+    char *t = p->status == 200 ? sse_text(b, SRV_KIND_COMPLETION, &fin, &chunks) : NULL;
+    snprintf(p->text, sizeof(p->text), "%s", t ? t : "");
+    free(t);
+    free(b);
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 8, 256, NULL, 2000);
+    par_job jobs[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        jobs[i].port = r.port;
+        snprintf(jobs[i].prompt, sizeof(jobs[i].prompt), "prompt %d %s", i, i % 2 ? "odd" : "even one");
+        pthread_create(&th[i], NULL, par_run, &jobs[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 8; i++) {
+        char want[4096];
+        int n_gen;
+        expect_for(jobs[i].prompt, 40, 256, want, &n_gen);
+        assert_int_equal(jobs[i].status, 200);
+        assert_string_equal(jobs[i].text, want);
+    }
+    /* the requests shared decode steps: more rows than steps */
+    srv_stats st;
+    srv_sched_stats(r.s, &st);
+    printf("8 concurrent requests: %llu decode rows in %llu steps\n", (unsigned long long)st.decode_rows,
+           (unsigned long long)st.decode_steps);
+    assert_true(st.decode_rows >= 2 * st.decode_steps);
+    rig_stop(&r);
+}
+
+/* Wait (up to 10 s) until no slot is busy, nothing waits and `cancelled` requests were
+ * cancelled in all. */
+static void wait_idle(rig *r, srv_stats *st, uint64_t cancelled)
+{
+    for (int i = 0; i < 1000; i++) {
+        srv_sched_stats(r->s, st);
+        if (st->slots_busy == 0 && st->queue_len == 0 && st->requests_cancelled >= cancelled)
+            return;
+        usleep(10000);
+    }
+    fail_msg("the slots did not become free (%d busy, %d waiting, %llu cancelled, %llu ok, %llu failed)",
+             st->slots_busy, st->queue_len, (unsigned long long)st->requests_cancelled,
+             (unsigned long long)st->requests_ok, (unsigned long long)st->requests_failed);
+}
+
+static void test_disconnect(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 1, 1 << 16, NULL, 2000);
+    r.f.endless = true;
+    /* a stream that would run for minutes: read its first bytes, then hang up */
+    const char *body = "{\"prompt\":\"go\",\"stream\":true}";
+    int fd = hc_start(r.port, "POST", "/v1/completions", NULL, body, strlen(body));
+    assert_true(fd >= 0);
+    char buf[256];
+    assert_true(recv(fd, buf, sizeof(buf), 0) > 0);
+    close(fd);
+    srv_stats st;
+    wait_idle(&r, &st, 1);
+    assert_int_equal(st.requests_cancelled, 1);
+    /* the same for a non-streamed request */
+    body = "{\"prompt\":\"go\"}";
+    fd = hc_start(r.port, "POST", "/v1/completions", NULL, body, strlen(body));
+    usleep(100000);
+    close(fd);
+    wait_idle(&r, &st, 2);
+    assert_int_equal(st.requests_cancelled, 2);
+    /* the slot serves the next request */
+    cJSON_Delete(call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"go\",\"max_tokens\":3}", 200));
+    rig_stop(&r);
+}
+
+static void test_malformed_flood(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 2, 128, NULL, 0);
+    const char *valid = "{\"model\":\"fake-model\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                        "\"max_tokens\":2,\"temperature\":0.5,\"stop\":[\"x\"]}";
+    size_t n = strlen(valid);
+    char *b = malloc(n + 64);
+    uint64_t x = 88172645463325252ull;
+    int ok = 0, bad = 0;
+    for (int i = 0; i < 1000; i++) {
+        memcpy(b, valid, n + 1);
+        size_t len = n;
+        for (int k = 0; k < 1 + i % 4; k++) { /* xorshift: flip, cut or duplicate bytes */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            if (!len)
+                break;
+            size_t at = (size_t)(x % len);
+            switch ((x >> 32) % 3) {
+            case 0: b[at] = (char)(x >> 40); break;
+            case 1: len = at; break;
+            default: if (len + 1 < n + 64) { memmove(b + at + 1, b + at, len - at); len++; } break;
+            }
+        }
+        char *out;
+        int fd = hc_start(r.port, "POST", i % 2 ? "/v1/chat/completions" : "/v1/completions", NULL, b, len);
+        int status = fd >= 0 ? hc_finish(fd, &out) : -1;
+        if (fd < 0)
+            fail_msg("request %d: cannot connect", i);
+        assert_true(status == 200 || (status >= 400 && status < 500));
+        if (status != 200) {
+            cJSON *j = cJSON_Parse(out);
+            assert_non_null(cJSON_GetObjectItem(j, "error"));
+            cJSON_Delete(j);
+        }
+        status == 200 ? ok++ : bad++;
+        free(out);
+    }
+    printf("1000 mutated requests: %d answered, %d refused with an error\n", ok, bad);
+    free(b);
+    cJSON_Delete(call(&r, "GET", "/health", NULL, NULL, 200));
+    srv_stats st;
+    wait_idle(&r, &st, 0);
+    rig_stop(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_routes_and_errors),
+        cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_disconnect),
+        cmocka_unit_test(test_malformed_flood),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
