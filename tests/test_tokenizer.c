@@ -1,7 +1,8 @@
 /* test_tokenizer.c - byte-level BPE tokenizer: Llama 3 reference cases (ids, ids_plain,
  * round trip), bitnet fixture prompts (llama.cpp `default` pre-tokenizer), a synthetic
  * in-memory vocabulary (pre-tokenizer rules, special tokens, load errors), streaming decode
- * and a 100 KB timing print (no threshold).
+ * a 100 KB timing print (no threshold) and the pre-tokenizer's linear-time bound (counted
+ * steps on 1 MB adversarial texts).
  *
  * Needs ../shared for the Llama 3 vocabulary and the bitnet fixtures: those tests skip with a
  * message when it is absent. The cases themselves are a copy in tests/data/llama3-cases.jsonl.
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "gguf/rt_gguf.h"
+#include "tok/rt_pretok.h"
 #include "tok/rt_tokenizer.h"
 #include "tok_fixture.h"
 
@@ -609,6 +611,123 @@ static void test_speed(void **state)
     rt_tok_free(t);
 }
 
+/* ---- linear time: the pre-tokenizer's counted steps on 1 MB adversarial texts ---- */
+
+typedef enum { TXT_DIGITS, TXT_SPACES, TXT_WORD, TXT_RANDOM, TXT_MIXED, TXT_N } txt_kind;
+static const char *const txt_name[TXT_N] = { "digits", "spaces", "one word", "random bytes",
+                                             "digit/space/newline runs" };
+
+/* n bytes of one kind (deterministic LCG for the random ones). */
+static char *adversarial_text(txt_kind k, size_t n)
+{
+    char *s = malloc(n + 1);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        switch (k) {
+        case TXT_DIGITS: s[i] = (char)('0' + (i * 7) % 10); break;
+        case TXT_SPACES: s[i] = ' '; break;
+        case TXT_WORD: s[i] = (char)('a' + (i * 7 + i / 13) % 26); break;
+        case TXT_RANDOM: s[i] = (char)(x >> 24); break;
+        default: s[i] = " \n1\t\r'9 "[(x >> 24) % 8]; break;
+        }
+    }
+    s[n] = 0;
+    return s;
+}
+
+/* Code points and classes as rt_tok_encode makes them (invalid bytes: U+FFFD, class 0). */
+static size_t text_cps(const char *s, size_t n, uint32_t *cps, uint8_t *cls)
+{
+    size_t nc = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp = (uint8_t)s[i];
+        size_t len = 1;
+        if (cp >= 0x80) { /* good enough here: 2-byte forms are decoded, the rest is "other" */
+            if ((cp & 0xE0) == 0xC0 && i + 1 < n && ((uint8_t)s[i + 1] & 0xC0) == 0x80 && cp >= 0xC2) {
+                cp = (cp & 0x1F) << 6 | ((uint8_t)s[i + 1] & 0x3F);
+                len = 2;
+            } else {
+                cp = 0xFFFD;
+            }
+        }
+        cps[nc] = cp;
+        cls[nc++] = cp == 0xFFFD ? 0 : rt_pretok_class(cp);
+        i += len;
+    }
+    return nc;
+}
+
+/* Every pre-tokenizer inspects at most STEP_BOUND positions per code point on every kind of
+ * text (the matchers look at the positions they consume plus O(1) look-ahead, measured: at
+ * most ~6). The quadratic digit scan this guards against needed ~n/6 per code point. */
+#define STEP_BOUND 16
+
+static void test_pretok_linear(void **state)
+{
+    (void)state;
+    const size_t n = 1 << 20;
+    uint32_t *cps = malloc(n * sizeof *cps);
+    uint8_t *cls = malloc(n);
+    static const rt_tok_pre pres[3] = { RT_PRE_DEFAULT, RT_PRE_GPT2, RT_PRE_LLAMA3 };
+    for (int k = 0; k < TXT_N; k++) {
+        char *s = adversarial_text((txt_kind)k, n);
+        size_t nc = text_cps(s, n, cps, cls);
+        for (int p = 0; p < 3; p++) {
+            rt_pieces out = { 0 };
+            size_t steps = 0, sum = 0;
+            assert_int_equal(rt_pretok_split_counted(pres[p], cps, cls, nc, &out, &steps), 0);
+            for (size_t i = 0; i < out.n; i++)
+                sum += (size_t)out.v[i];
+            assert_int_equal(sum, nc);
+            print_message("pre-tokenizer %-7s %-26s %zu code points: %zu steps (%.2f per code point)\n",
+                          rt_tok_pre_name(pres[p]), txt_name[k], nc, steps, (double)steps / (double)nc);
+            if (steps > STEP_BOUND * nc)
+                fail_msg("%s on 1 MB of %s: %zu steps for %zu code points (bound %d per code point)",
+                         rt_tok_pre_name(pres[p]), txt_name[k], steps, nc, STEP_BOUND);
+            rt_ids_free(&out);
+        }
+        free(s);
+    }
+    free(cps);
+    free(cls);
+}
+
+/* The whole encoder on the same 1 MB texts (synthetic vocabulary with merges over digits,
+ * spaces and letters): round trip exact; the time is printed, not checked. */
+static void test_encode_1mb(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    const size_t n = 1 << 20;
+    static const char *const pres[3] = { NULL, "gpt-2", "llama-bpe" };
+    for (int p = 0; p < 3; p++) {
+        rt_tok *t = synth_tok(pres[p], k_merges, sizeof k_merges / sizeof k_merges[0], 1, err);
+        if (!t)
+            fail_msg("%s", err);
+        for (int k = 0; k < TXT_N; k++) {
+            char *s = adversarial_text((txt_kind)k, n);
+            rt_ids a = { 0 };
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            assert_int_equal(rt_tok_encode(t, s, n, false, &a, err), 0);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+            print_message("encode (%s) 1 MB of %s -> %zu tokens in %.0f ms\n",
+                          rt_tok_pre_name(rt_tok_pre_type(t)), txt_name[k], a.n, ms);
+            char *dec;
+            size_t len;
+            assert_int_equal(rt_tok_decode(t, a.v, a.n, false, &dec, &len, err), 0);
+            assert_int_equal(len, n);
+            assert_memory_equal(dec, s, n);
+            free(dec);
+            rt_ids_free(&a);
+            free(s);
+        }
+        rt_tok_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -622,6 +741,8 @@ int main(void)
         cmocka_unit_test(test_synth_bad),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_speed),
+        cmocka_unit_test(test_pretok_linear),
+        cmocka_unit_test(test_encode_1mb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

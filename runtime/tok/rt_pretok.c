@@ -17,6 +17,11 @@
  *
  * Classes: \p{L} = categories L*, \p{N} = N*, \p{P} = P* (libutf8proc), \s = Unicode
  * White_Space (what Rust regex, Oniguruma and llama.cpp's flags use).
+ *
+ * Time is linear in the text: a matcher only looks at the positions it returns (plus O(1)
+ * look-ahead), and a bounded quantifier (\p{N}{1,3}) stops scanning at its bound. The
+ * split counts every position a matcher inspects (rt_pretok_split_counted) so the tests
+ * check this bound on adversarial inputs instead of timing them.
  */
 #include "tok/rt_pretok.h"
 
@@ -55,6 +60,7 @@ uint8_t rt_pretok_class(uint32_t cp)
 typedef struct {
     const uint32_t *cp;
     const uint8_t *cl;
+    size_t *steps; /* positions inspected by the matchers (the linear-time check) */
 } subj;
 
 typedef size_t (*matcher)(const subj *t, size_t pos, size_t e);
@@ -62,12 +68,19 @@ typedef size_t (*matcher)(const subj *t, size_t pos, size_t e);
 #define IS(t, i, bit) (((t)->cl[i] & (bit)) != 0)
 #define OTHER(t, i) (((t)->cl[i] & (RT_CP_L | RT_CP_N | RT_CP_WS)) == 0) /* [^\s\p{L}\p{N}] */
 
+/* Length of the run of class `bits` at pos, at most max. */
+static size_t run_max(const subj *t, size_t pos, size_t e, uint8_t bits, size_t max)
+{
+    size_t i = pos, end = e - pos > max ? pos + max : e;
+    while (i < end && IS(t, i, bits))
+        i++;
+    *t->steps += i - pos + 1;
+    return i - pos;
+}
+
 static size_t run_of(const subj *t, size_t pos, size_t e, uint8_t bits)
 {
-    size_t i = pos;
-    while (i < e && IS(t, i, bits))
-        i++;
-    return i - pos;
+    return run_max(t, pos, e, bits, SIZE_MAX);
 }
 
 static size_t run_other(const subj *t, size_t pos, size_t e)
@@ -75,6 +88,7 @@ static size_t run_other(const subj *t, size_t pos, size_t e)
     size_t i = pos;
     while (i < e && OTHER(t, i))
         i++;
+    *t->steps += i - pos + 1;
     return i - pos;
 }
 
@@ -139,9 +153,9 @@ static size_t m_llama3(const subj *t, size_t pos, size_t e)
         return 1 + n;
     if ((n = run_of(t, pos, e, RT_CP_L)) > 0)
         return n;
-    /* \p{N}{1,3} */
-    if ((n = run_of(t, pos, e, RT_CP_N)) > 0)
-        return n < 3 ? n : 3;
+    /* \p{N}{1,3}: scanning the whole run here made digit runs quadratic */
+    if ((n = run_max(t, pos, e, RT_CP_N, 3)) > 0)
+        return n;
     /* ` ?[^\s\p{L}\p{N}]+[\r\n]*` */
     size_t sp = (c == ' ' && pos + 1 < e && OTHER(t, pos + 1)) ? 1 : 0;
     if ((n = run_other(t, pos + sp, e)) > 0) {
@@ -152,9 +166,11 @@ static size_t m_llama3(const subj *t, size_t pos, size_t e)
     }
     /* \s*[\r\n]+ : up to and including the last CR/LF of the whitespace run */
     n = run_of(t, pos, e, RT_CP_WS);
-    for (size_t i = pos + n; i > pos; i--)
+    for (size_t i = pos + n; i > pos; i--) {
+        ++*t->steps;
         if (t->cp[i - 1] == '\r' || t->cp[i - 1] == '\n')
             return i - pos;
+    }
     /* \s+(?!\S)|\s+ */
     return spaces_tail(t, pos, e, true);
 }
@@ -171,6 +187,7 @@ static size_t m_punct(const subj *t, size_t pos, size_t e)
     size_t i = pos;
     while (i < e && punct_class(t, i))
         i++;
+    *t->steps += i - pos + 1;
     return i - pos;
 }
 
@@ -195,6 +212,7 @@ static int split_pieces(const subj *t, const rt_pieces *in, matcher m, rt_pieces
     for (size_t k = 0; k < in->n; k++) {
         size_t e = s + (size_t)in->v[k], gap = s, pos = s;
         while (pos < e) {
+            ++*t->steps;
             size_t n = m(t, pos, e);
             if (n == 0) {
                 pos++;
@@ -217,9 +235,16 @@ static int split_pieces(const subj *t, const rt_pieces *in, matcher m, rt_pieces
 int rt_pretok_split(rt_tok_pre pre, const uint32_t *cps, const uint8_t *cls, size_t n,
                     rt_pieces *out)
 {
+    size_t steps = 0;
+    return rt_pretok_split_counted(pre, cps, cls, n, out, &steps);
+}
+
+int rt_pretok_split_counted(rt_tok_pre pre, const uint32_t *cps, const uint8_t *cls, size_t n,
+                            rt_pieces *out, size_t *steps)
+{
     if (n == 0)
         return 0;
-    subj t = { cps, cls };
+    subj t = { cps, cls, steps };
     int32_t whole = (int32_t)n;
     rt_pieces all = { &whole, 1, 1 };
     if (pre == RT_PRE_LLAMA3)

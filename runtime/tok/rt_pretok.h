@@ -23,5 +23,9 @@ uint8_t rt_pretok_class(uint32_t cp);
  * (summing to n) to out. 0 ok, -1 out of memory. */
 int rt_pretok_split(rt_tok_pre pre, const uint32_t *cps, const uint8_t *cls, size_t n,
                     rt_pieces *out);
+/* Same, adding to *steps the number of positions the matchers inspected: at most a small
+ * constant times n for any text (the linear-time guarantee the tests check). */
+int rt_pretok_split_counted(rt_tok_pre pre, const uint32_t *cps, const uint8_t *cls, size_t n,
+                            rt_pieces *out, size_t *steps);
 
 #endif
