@@ -398,7 +398,7 @@ static void pieces_of(const rt_tok *t, const char *s, bool special, char *out)
  * merges that would glue across any boundary, then look at what stays apart. */
 static const char *const k_merges[] = {
     "a|b", "ab|c", " |ab", "1|2", "12|3", " |123", "!|!", " |!!", "'|s", "s|'", "x|y", " | ",
-    "  | ", ",| ", "\n|\n", "a|1", "é|t",
+    "  | ", ",| ", "\n|\n", "a|1", "\xC3|\xA9", "é|t",
 };
 
 typedef struct { const char *text, *want; } piece_case;
@@ -515,6 +515,99 @@ static void test_synth_bad(void **state)
     assert_non_null(strstr(err, "tokenizer.ggml.merges"));
     rt_gguf_close(g);
     free(data);
+}
+
+/* Load a vocabulary of the 256 byte tokens (minus skip_byte, if >= 0) plus extra tokens
+ * (stored form) with the given merges (stored form, "left right"). NULL on failure (err). */
+static rt_tok *raw_tok(int skip_byte, const char *const *extra, size_t n_extra,
+                       const char *const *merges, size_t n_merges, char *err)
+{
+    char **toks = calloc(256 + n_extra, sizeof *toks);
+    size_t n = 0;
+    for (int b = 0; b < 256; b++) {
+        char in[2] = { (char)b, 0 }, out[8];
+        if (b == skip_byte)
+            continue;
+        if (b == 0)
+            snprintf(out, sizeof out, "\xC4\x80");
+        else
+            stored(in, out);
+        toks[n++] = strdup(out);
+    }
+    for (size_t i = 0; i < n_extra; i++)
+        toks[n++] = strdup(extra[i]);
+    rt_gguf_writer *w = rt_gguf_writer_new(0);
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, n);
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, n_merges);
+    uint8_t *data;
+    size_t len;
+    rt_gguf *g;
+    rt_tok *t = NULL;
+    assert_int_equal(rt_gguf_writer_save_mem(w, &data, &len, err), 0);
+    rt_gguf_writer_free(w);
+    assert_int_equal(rt_gguf_open_mem(data, len, "raw.gguf", &g, err), 0);
+    int rc = rt_tok_load(g, &t, err);
+    assert_true(rc == 0 ? t != NULL : t == NULL);
+    rt_gguf_close(g);
+    free(data);
+    for (size_t i = 0; i < n; i++)
+        free(toks[i]);
+    free(toks);
+    return t;
+}
+
+/* A vocabulary without one of the 256 byte tokens is refused, naming the byte: text holding
+ * it could not be encoded (it used to be dropped silently). */
+static void test_missing_byte_token(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    rt_tok *t = raw_tok(-1, NULL, 0, NULL, 0, err);
+    if (!t)
+        fail_msg("%s", err);
+    rt_tok_free(t);
+    assert_null(raw_tok('q', NULL, 0, NULL, 0, err));
+    assert_non_null(strstr(err, "byte 0x71"));
+    assert_null(raw_tok(0xE9, NULL, 0, NULL, 0, err));
+    assert_non_null(strstr(err, "byte 0xE9"));
+    assert_non_null(strstr(err, "raw.gguf"));
+}
+
+/* The one merge rule of rt_tokenizer.h: left, right and left+right must all be vocabulary
+ * entries and the entry needs a separating space; otherwise the file is refused naming the
+ * merge. A pair listed twice keeps its first rank. */
+static void test_merge_rule(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    static const char *const extra[] = { "ab", "bc", "abc" };
+    static const char *const good[] = { "a b", "ab c", "b c", "a b" };
+    rt_tok *t = raw_tok(-1, extra, 3, good, 4, err);
+    if (!t)
+        fail_msg("%s", err);
+    rt_ids a = { 0 };
+    assert_int_equal(rt_tok_encode(t, "abc", 3, false, &a, err), 0);
+    assert_int_equal(a.n, 1); /* a b (rank 0) then ab c (rank 1) */
+    assert_int_equal(a.v[0], rt_tok_find(t, "abc", 3));
+    rt_ids_free(&a);
+    rt_tok_free(t);
+    static const struct { const char *merge, *says; } bad[] = {
+        { "a zz", "its right token" },   /* right side unknown */
+        { "zz b", "its left token" },    /* left side unknown */
+        { "c a", "the merged token" },   /* "ca" is not in the vocabulary */
+        { "ab", "no space" },            /* not two tokens */
+        { " ab", "no space" },           /* the first byte may be the space itself */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *ms[2] = { "a b", bad[i].merge };
+        t = raw_tok(-1, extra, 3, ms, 2, err);
+        if (t)
+            fail_msg("merge '%s' was accepted", bad[i].merge);
+        if (!strstr(err, bad[i].says) || !strstr(err, "merge 1 "))
+            fail_msg("merge '%s': error \"%s\" should say \"%s\" and name merge 1", bad[i].merge,
+                     err, bad[i].says);
+    }
 }
 
 /* Streaming: a character split over tokens comes out whole; every chunk ends on a
@@ -739,6 +832,8 @@ int main(void)
         cmocka_unit_test(test_synth_llama3),
         cmocka_unit_test(test_synth_specials),
         cmocka_unit_test(test_synth_bad),
+        cmocka_unit_test(test_missing_byte_token),
+        cmocka_unit_test(test_merge_rule),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_speed),
         cmocka_unit_test(test_pretok_linear),

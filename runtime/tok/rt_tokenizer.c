@@ -239,13 +239,20 @@ static int load_merges(rt_tok *t, const rt_gguf *g, char *err)
         }
         size_t ll = (size_t)(sp - s.ptr), rl = s.len - ll - 1;
         int32_t l = rt_tok_find(t, s.ptr, ll), rr = rt_tok_find(t, sp + 1, rl);
-        if (l < 0 || rr < 0 || ll + rl > max_text)
-            continue; /* can never fire: a symbol's text is always a vocabulary entry */
-        memcpy(buf, s.ptr, ll);
-        memcpy(buf + ll, sp + 1, rl);
-        int32_t res = rt_tok_find(t, buf, ll + rl);
-        if (res < 0)
-            continue; /* result not in the vocabulary: skipped (HF rejects such files) */
+        int32_t res = -1;
+        if (l >= 0 && rr >= 0 && ll + rl <= max_text) {
+            memcpy(buf, s.ptr, ll);
+            memcpy(buf + ll, sp + 1, rl);
+            res = rt_tok_find(t, buf, ll + rl);
+        }
+        if (res < 0) { /* the rule of rt_tokenizer.h: refused, as Hugging Face does */
+            snprintf(err, RT_ERR_LEN, "%s: key 'tokenizer.ggml.merges': merge %llu '%.*s': %s "
+                     "is not in the vocabulary", g->path, (unsigned long long)r,
+                     (int)(s.len > 100 ? 100 : s.len), s.ptr,
+                     l < 0 ? "its left token" : rr < 0 ? "its right token" : "the merged token");
+            free(buf);
+            return -1;
+        }
         uint64_t key = mg_keyof(l, rr);
         uint32_t h = mg_slot(t, key);
         if (t->mg_key[h] == key)
@@ -321,6 +328,24 @@ static int load_pre(rt_tok *t, const rt_gguf *g, char *err)
     return -1;
 }
 
+/* Byte-level BPE starts every piece from the 256 one-byte tokens: without one, text holding
+ * that byte could not be encoded (it would be dropped silently), so such a vocabulary is
+ * refused here, naming the first missing byte. */
+static int check_byte_tokens(const rt_tok *t, const rt_gguf *g, char *err)
+{
+    int missing = 0, first = -1;
+    for (int b = 0; b < 256; b++)
+        if (t->byte_tok[b] < 0 && missing++ == 0)
+            first = b;
+    if (missing == 0)
+        return 0;
+    snprintf(err, RT_ERR_LEN, "%s: tokenizer: the vocabulary has no token for byte 0x%02X "
+             "(GPT-2 form U+%04X)%s%d of the 256 byte tokens are missing; a byte-level BPE "
+             "vocabulary needs all of them, else text with those bytes cannot be encoded",
+             g->path, first, t->byte_cp[first], missing > 1 ? " and others: " : ": ", missing);
+    return -1;
+}
+
 static int load_all(rt_tok *t, const rt_gguf *g, char *err)
 {
     rt_gguf_str model;
@@ -345,7 +370,7 @@ static int load_all(rt_tok *t, const rt_gguf *g, char *err)
     }
     if (rt_tok_build_pieces(t))
         return oom(err, g);
-    if (load_merges(t, g, err) || load_specials(t, g, err))
+    if (load_merges(t, g, err) || load_specials(t, g, err) || check_byte_tokens(t, g, err))
         return -1;
     if (load_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab, &t->bos, err) ||
         load_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos, err) ||

@@ -61,7 +61,12 @@ int rt_ids_push(rt_ids *a, int32_t id); /* 0 ok, -1 out of memory */
 void rt_ids_free(rt_ids *a);            /* frees and zeroes */
 
 /* Load from an open GGUF. 0 ok; non-zero with err (RT_ERR_LEN) filled (missing/ill-typed
- * key, model not "gpt2", merge naming an unknown token, unknown pre-tokenizer, ...). */
+ * key, model not "gpt2", unknown pre-tokenizer, a vocabulary missing one of the 256
+ * one-byte tokens, a malformed merge, ...).
+ * Merges, one rule (as Hugging Face's BPE loader): every entry is "left right" split at the
+ * first space after its first byte, and left, right and left+right must all be vocabulary
+ * entries; anything else is refused naming the merge. A pair listed twice keeps its first
+ * (best) rank. */
 int rt_tok_load(const rt_gguf *g, rt_tok **out_tok, char *err);
 /* Same from a path (opens, loads, closes). */
 int rt_tok_load_file(const char *path, rt_tok **out_tok, char *err);
