@@ -1,6 +1,7 @@
 /* gen_yaml.c - typed walker over a libyaml document (see gen_yaml.h).
  *
  * Owns: document load/free, `name:line:col: message` errors from node marks,
+ * the stream checks (one document, a nesting limit),
  * mapping key checks (unknown / duplicate / non-scalar keys) and scalar
  * conversions (string, integer, float, bool) with wrong-type messages.
  */
@@ -47,19 +48,73 @@ int gen_yaml_fail(gen_yaml *y, const yaml_node_t *n, const char *fmt, ...)
     return -1;
 }
 
+static int syntax_error(gen_yaml *y, yaml_parser_t *p)
+{
+    gen_loc loc = {(int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1};
+    return gen_yaml_fail_at(y, loc, "YAML syntax error: %s%s%s", p->problem ? p->problem : "unknown",
+                            p->context ? " " : "", p->context ? p->context : "");
+}
+
+static gen_loc mark_loc(yaml_mark_t m) { return (gen_loc){(int)m.line + 1, (int)m.column + 1}; }
+
+/* A pass over the parser's events before the document is built: the whole stream must be
+ * valid YAML holding one document (a second one, after `---`, would otherwise be ignored
+ * silently), nested at most GEN_YAML_MAX_DEPTH deep (a model needs 4; the limit keeps
+ * hostile input from costing more than its length). */
+static int check_stream(gen_yaml *y, const char *text, size_t len)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return gen_yaml_fail(y, NULL, "out of memory (libyaml)");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int rc = 0, depth = 0, docs = 0;
+    for (bool end = false; !end && rc == 0;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            rc = syntax_error(y, &p);
+            break;
+        }
+        switch (ev.type) {
+        case YAML_DOCUMENT_START_EVENT:
+            if (++docs > 1)
+                rc = gen_yaml_fail_at(y, mark_loc(ev.start_mark), "a second YAML document: a model "
+                                      "description is exactly one document (remove the '---')");
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > GEN_YAML_MAX_DEPTH)
+                rc = gen_yaml_fail_at(y, mark_loc(ev.start_mark), "nested more than %d levels deep",
+                                      GEN_YAML_MAX_DEPTH);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_STREAM_END_EVENT:
+            end = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
 int gen_yaml_open(gen_yaml *y, const char *text, size_t len, const char *name, char *err)
 {
     memset(y, 0, sizeof(*y));
     y->name = name;
     y->err = err;
+    if (check_stream(y, text, len))
+        return -1;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
         return gen_yaml_fail(y, NULL, "out of memory (libyaml)");
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     if (!yaml_parser_load(&p, &y->doc)) {
-        gen_loc loc = {(int)p.problem_mark.line + 1, (int)p.problem_mark.column + 1};
-        gen_yaml_fail_at(y, loc, "YAML syntax error: %s%s%s", p.problem ? p.problem : "unknown",
-                         p.context ? " " : "", p.context ? p.context : "");
+        syntax_error(y, &p);
         yaml_parser_delete(&p);
         return -1;
     }

@@ -1,6 +1,7 @@
 /* gen_yaml.h - a small typed walker over a libyaml document (internal to gen/).
  *
- * Owns: loading one YAML document with libyaml's node API (yaml_parser_load),
+ * Owns: loading one YAML document with libyaml's node API (yaml_parser_load), after an
+ * event pass that refuses a second document and nesting deeper than GEN_YAML_MAX_DEPTH,
  * and typed accessors that report every problem as `name:LINE:COL: message`
  * (1-based, from the node's start mark) into the caller's error buffer.
  * Mappings are checked for non-scalar and duplicate keys (libyaml does not).
@@ -22,7 +23,11 @@ typedef struct {
     char *err;        /* GEN_ERR_LEN bytes (borrowed) */
 } gen_yaml;
 
-/* Parses the first document of `text`. Returns 0, or -1 with err set. */
+/* Deepest nesting of lists / mappings accepted (a model description needs 4). */
+#define GEN_YAML_MAX_DEPTH 32
+
+/* Parses `text`, which must be exactly one document nested at most GEN_YAML_MAX_DEPTH
+ * deep. Returns 0, or -1 with err set. */
 int gen_yaml_open(gen_yaml *y, const char *text, size_t len, const char *name, char *err);
 void gen_yaml_close(gen_yaml *y);
 yaml_node_t *gen_yaml_root(gen_yaml *y);

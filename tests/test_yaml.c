@@ -1,7 +1,8 @@
 /* test_yaml.c - tests of the model YAML reader (gen/gen_model.c, gen_forward.c, gen_yaml.c):
  * the three models in models/ load with the expected hparams, tensors, values, widths and
  * op lists; bad descriptions (inline mutations of a small valid model, and files in
- * tests/data/yaml/) fail with the exact `name:LINE:COL: message`.
+ * tests/data/yaml/, a second document, deep nesting) fail with the exact
+ * `name:LINE:COL: message`.
  * Run from the repository root (as `make test` does).
  */
 #include <setjmp.h>
@@ -334,6 +335,12 @@ static const bad_case k_bad[] = {
     {"n_heads: 4", "n_heads: 0", "t.yaml:5:12: 'n_heads' must be a positive integer, got 0"},
     {"type: f32, shape: [dim]}", "type: bf16, shape: [dim]}", "t.yaml:15:43: tensor 'onorm': unknown type 'bf16' (f32, f16 or i2_s)"},
     {"in: xn,", "in: logits,", "t.yaml:45:25: lm_head 'emb': input 'logits' is not defined"},
+    {"", "---\nname: other\n",
+     "t.yaml:46:1: a second YAML document: a model description is exactly one document (remove the '---')"},
+    {"", "---\n", "t.yaml:46:1: a second YAML document: a model description is exactly one document (remove the '---')"},
+    {"", "...\n--- [\n", "t.yaml:47:1: a second YAML document: a model description is exactly one document (remove the '---')"},
+    {"", "deep: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+     "t.yaml:46:38: nested more than 32 levels deep"},
 };
 
 /* k_base with the first occurrence of c->find replaced (an empty find appends). */
@@ -397,6 +404,22 @@ static void test_bad_cases(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* A million nested lists stop at the depth limit (no deep recursion, no big allocation). */
+static void test_deep_nesting(void **state)
+{
+    size_t n = 1000000, pre = strlen(k_base);
+    char *s = malloc(pre + 6 + 2 * n + 2);
+    memcpy(s, k_base, pre);
+    memcpy(s + pre, "deep: ", 6);
+    memset(s + pre + 6, '[', n);
+    memset(s + pre + 6 + n, ']', n);
+    memcpy(s + pre + 6 + 2 * n, "\n", 2);
+    char err[GEN_ERR_LEN] = "";
+    assert_int_not_equal(gen_model_parse(s, strlen(s), "t.yaml", &g_m, err), 0);
+    assert_string_equal(err, "t.yaml:46:38: nested more than 32 levels deep");
+    free(s);
+}
+
 static void expect_file_error(const char *path, const char *expect)
 {
     char err[GEN_ERR_LEN] = "";
@@ -423,7 +446,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bitnet_2b),  cmocka_unit_test(test_bitnet_tiny), cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
-        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
