@@ -103,9 +103,21 @@ check-generated: $(GEN_BIN)
 	@diff -r generated $(B)/gencheck >/dev/null || { echo "generated/ is stale: run 'make gen' and commit"; diff -r generated $(B)/gencheck | head -20; exit 1; }
 	@echo "generated/ matches make gen"
 
-# Then the kernel suites again at 4- and 16-lane subgroups (lavapipe only; see the script).
-test: all check-generated
-	@B=$(B) sh tests/run_tests.sh $(TESTS)
+# The generator's suites (test_yaml, test_gen) run built with UBSan, in place of their plain
+# builds (signed overflow in the shape arithmetic is invisible otherwise); under `make asan`
+# every suite already has it. Then the kernel suites again at 4- and 16-lane subgroups
+# (lavapipe only; see the script).
+ifeq ($(SAN),)
+GEN_UBSAN := $(B)/ubsan/tests/test_yaml $(B)/ubsan/tests/test_gen
+endif
+TEST_RUN := $(filter-out $(patsubst $(B)/ubsan/%,$(B)/%,$(GEN_UBSAN)),$(TESTS)) $(GEN_UBSAN)
+
+.PHONY: gen-ubsan
+gen-ubsan:
+	@$(MAKE) --no-print-directory B=$(B)/ubsan SAN="-fsanitize=undefined -fno-sanitize-recover=undefined" $(GEN_UBSAN)
+
+test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
+	@B=$(B) sh tests/run_tests.sh $(TEST_RUN)
 	@B=$(B) sh tests/run_subgroups.sh
 
 asan:

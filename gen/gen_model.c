@@ -67,15 +67,18 @@ static double hparam_value(const gen_hparams *hp, int i)
     return k_hparams[i].is_float ? (double)*(const float *)p : (double)*(const int *)p;
 }
 
-/* A positive integer field `key` of mapping n (at most 1<<24). */
+/* A positive integer field `key` of mapping n (at most GEN_MAX_WIDTH). */
 static int pos_int(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, int *out)
 {
     yaml_node_t *v = gen_yaml_need(y, n, key, what);
     int64_t x;
     if (!v || gen_yaml_int(y, v, key, &x))
         return -1;
-    if (x <= 0 || x > (1 << 24))
+    if (x <= 0)
         return gen_yaml_fail(y, v, "'%s' must be a positive integer, got %lld", key, (long long)x);
+    if (x > GEN_MAX_WIDTH)
+        return gen_yaml_fail(y, v, "'%s' is %lld, more than the largest width supported (%d)", key,
+                             (long long)x, GEN_MAX_WIDTH);
     *out = (int)x;
     return 0;
 }
@@ -133,6 +136,10 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, gen_hparams *hp)
     if (hp->head_dim % 8) /* the attention reads q and K rows 8 elements (16 bytes of F16) at a time */
         return gen_yaml_fail(y, gen_yaml_get(y, n, "head_dim"), "head_dim (%d) must be a multiple of 8",
                              hp->head_dim);
+    if ((int64_t)hp->n_heads * hp->head_dim > GEN_MAX_WIDTH) /* kv_dim <= q_dim */
+        return gen_yaml_fail(y, gen_yaml_get(y, n, "n_heads"), "q_dim = n_heads * head_dim = %lld is more "
+                             "than the largest width supported (%d)",
+                             (long long)hp->n_heads * hp->head_dim, GEN_MAX_WIDTH);
     yaml_node_t *rope = gen_yaml_need(y, n, "rope", w);
     if (!rope || parse_rope(y, rope, hp))
         return -1;
@@ -183,6 +190,9 @@ static int shape_dim(gen_yaml *y, yaml_node_t *n, const gen_hparams *hp, int64_t
             return -1;
         if (*out <= 0)
             return gen_yaml_fail(y, n, "shape entries must be positive, got %lld", (long long)*out);
+        if (*out > GEN_MAX_WIDTH)
+            return gen_yaml_fail(y, n, "shape entry %lld is more than the largest width supported (%d)",
+                                 (long long)*out, GEN_MAX_WIDTH);
         return 0;
     }
     if (!strcmp(s, "vocab")) {

@@ -25,6 +25,11 @@
 #define GEN_MAX_OPS 64
 #define GEN_MAX_IN 3
 #define GEN_ERR_LEN 512
+/* Largest width (floats per token) of any tensor dimension, hparam or q_dim / kv_dim the
+ * generator accepts: 64x the widest real model's (16384), and small enough that every size
+ * the generator derives from widths (e.g. the split attention's n_heads * 32 * (head_dim + 2)
+ * floats, times 4 bytes) fits a 32-bit int. A larger YAML value is refused, not wrapped. */
+#define GEN_MAX_WIDTH (1 << 20)
 
 /* Source ops of the YAML (name, number of value inputs). Fused kinds live in
  * the generator's graph, not here. */

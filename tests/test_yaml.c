@@ -335,6 +335,13 @@ static const bad_case k_bad[] = {
     {"n_heads: 4", "n_heads: 0", "t.yaml:5:12: 'n_heads' must be a positive integer, got 0"},
     {"type: f32, shape: [dim]}", "type: bf16, shape: [dim]}", "t.yaml:15:43: tensor 'onorm': unknown type 'bf16' (f32, f16 or i2_s)"},
     {"in: xn,", "in: logits,", "t.yaml:45:25: lm_head 'emb': input 'logits' is not defined"},
+    /* widths that would overflow the generator's int arithmetic are refused (GEN_MAX_WIDTH) */
+    {"  n_heads: 4\n  n_kv_heads: 2\n  head_dim: 64\n", "  n_heads: 16777216\n  n_kv_heads: 2\n  head_dim: 16777216\n",
+     "t.yaml:5:12: 'n_heads' is 16777216, more than the largest width supported (1048576)"},
+    {"  n_heads: 4\n  n_kv_heads: 2\n", "  n_heads: 65536\n  n_kv_heads: 2\n",
+     "t.yaml:5:12: q_dim = n_heads * head_dim = 4194304 is more than the largest width supported (1048576)"},
+    {"[dim, q_dim]", "[dim, 4294967552]", "t.yaml:17:67: shape entry 4294967552 is more than the largest width supported (1048576)"},
+    {"ffn_dim: 384", "ffn_dim: 1048704", "t.yaml:8:12: 'ffn_dim' is 1048704, more than the largest width supported (1048576)"},
     {"", "---\nname: other\n",
      "t.yaml:46:1: a second YAML document: a model description is exactly one document (remove the '---')"},
     {"", "---\n", "t.yaml:46:1: a second YAML document: a model description is exactly one document (remove the '---')"},
