@@ -122,6 +122,7 @@ static int build_dispatch(gen_desc *d, const gen_graph *g, const gen_kop *kop, i
     dp->bytes = ko.bytes;
     dp->bytes_vocab = ko.bytes_per_vocab;
     dp->bytes_kv = ko.bytes_per_kv;
+    dp->bytes_active = ko.bytes_active;
     dp->label = kop->label;
     gen_kernel_out_free(&ko);
     return 0;
@@ -130,9 +131,9 @@ static int build_dispatch(gen_desc *d, const gen_graph *g, const gen_kop *kop, i
 /* The --lm-head q8 variant of the post section: the same dispatches, the LM head
  * reading the Q8_0 copy of its table. None (post_q8 NULL) when the table's width is
  * not a multiple of RT_Q8_ROW_MULTIPLE. */
-static int build_post_q8(gen_desc *d, const gen_graph *g, bool decode, rt_schedule *s, char *err)
+static int build_post_q8(gen_desc *d, const gen_graph *g, int sched, bool decode, rt_schedule *s, char *err)
 {
-    int first = (int)(s->n_pre + s->n_layer), sched = decode ? 0 : 1;
+    int first = (int)(s->n_pre + s->n_layer);
     rt_dispatch *disp = d->disp_q8[sched];
     if (s->n_post > GEN_MAX_POST) {
         snprintf(err, GEN_ERR_LEN, "too many dispatches after the layers (max %d)", GEN_MAX_POST);
@@ -156,10 +157,11 @@ static int build_post_q8(gen_desc *d, const gen_graph *g, bool decode, rt_schedu
     return 0;
 }
 
-static int build_schedule(gen_desc *d, bool decode, rt_schedule *out_s, char *err)
+/* Schedule `sched` (0 decode, 1 prefill, 2 decode_exact) from its graph g. */
+static int build_schedule(gen_desc *d, const gen_graph *g, int sched, rt_schedule *out_s, char *err)
 {
-    const gen_graph *g = decode ? &d->graph_dec : &d->graph;
-    rt_dispatch *disp = d->disp[decode ? 0 : 1];
+    const bool decode = sched != 1;
+    rt_dispatch *disp = d->disp[sched];
     uint32_t counts[3] = {0, 0, 0};
     for (int ki = 0; ki < g->n_kops; ki++) {
         if (build_dispatch(d, g, &g->kops[ki], ki, decode, &disp[ki], err))
@@ -173,7 +175,7 @@ static int build_schedule(gen_desc *d, bool decode, rt_schedule *out_s, char *er
     out_s->n_layer = counts[GEN_SEC_LAYER];
     out_s->post = disp + counts[GEN_SEC_PRE] + counts[GEN_SEC_LAYER];
     out_s->n_post = counts[GEN_SEC_POST];
-    return build_post_q8(d, g, decode, out_s, err);
+    return build_post_q8(d, g, sched, decode, out_s, err);
 }
 
 static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char *err)
@@ -199,6 +201,8 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     if (gen_graph_build_sched(m, fuse, false, &d->graph, err) ||
         gen_graph_build_sched(m, fuse, true, &d->graph_dec, err))
         return -1;
+    if (m->sparse_ffn && gen_graph_build_sparse(m, GEN_SPARSE_EXACT, &d->graph_exact, err))
+        return -1;
     rt_model_desc *md = &d->desc;
     md->name = m->name;
     for (int i = 0; i < m->n_archs; i++)
@@ -221,24 +225,34 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     for (int i = 0; i < m->n_pre; i++)
         if (m->pre[i].kind == GEN_OP_EMBED)
             md->vocab_tensor = (uint32_t)m->pre[i].weight;
-    const gen_graph *gp = &d->graph, *gd = &d->graph_dec;
+    const gen_graph *gp = &d->graph, *gd = &d->graph_dec, *ge = &d->graph_exact;
     int n_acts = gp->n_bufs > gd->n_bufs ? gp->n_bufs : gd->n_bufs;
+    n_acts = ge->n_bufs > n_acts ? ge->n_bufs : n_acts;
     for (int i = 0; i < n_acts; i++) {
         const gen_buf *bp = i < gp->n_bufs ? &gp->bufs[i] : NULL, *bd = i < gd->n_bufs ? &gd->bufs[i] : NULL;
+        const gen_buf *be = i < ge->n_bufs ? &ge->bufs[i] : NULL;
+        char *an = d->act_names[i];
+        const size_t cap = sizeof(d->act_names[i]);
+        int len = 0;
         if (bp && bd && strcmp(bp->name, bd->name) != 0)
-            snprintf(d->act_names[i], sizeof(d->act_names[i]), "%s|%s", bp->name, bd->name);
-        else
-            snprintf(d->act_names[i], sizeof(d->act_names[i]), "%s", bp ? bp->name : bd->name);
+            len = snprintf(an, cap, "%s|%s", bp->name, bd->name);
+        else if (bp || bd)
+            len = snprintf(an, cap, "%s", bp ? bp->name : bd->name);
+        if (be && (!bp || strcmp(be->name, bp->name)) && (!bd || strcmp(be->name, bd->name)))
+            snprintf(an + len, cap - (size_t)len, "%s%s", len ? "|" : "", be->name);
         uint32_t bytes = bp ? bp->bytes_per_token : 0;
         if (bd && bd->bytes_per_token > bytes)
             bytes = bd->bytes_per_token;
+        if (be && be->bytes_per_token > bytes)
+            bytes = be->bytes_per_token;
         d->acts[i] = (rt_act_desc){.name = d->act_names[i], .bytes_per_token = bytes};
     }
     md->acts = d->acts;
     md->n_acts = (uint32_t)n_acts;
     md->kv_dim = (uint32_t)(m->hp.n_kv_heads * m->hp.head_dim);
     md->kv_elem_bytes = strcmp(m->hp.kv_type, "f32") == 0 ? 4 : 2;
-    if (build_schedule(d, true, &md->decode, err) || build_schedule(d, false, &md->prefill, err) ||
+    if (build_schedule(d, gd, 0, &md->decode, err) || build_schedule(d, gp, 1, &md->prefill, err) ||
+        (ge->n_kops && build_schedule(d, ge, 2, &md->decode_exact, err)) ||
         aux_kernel(d, gen_kernel_argmax(), &md->k_argmax, err) ||
         aux_kernel(d, gen_kernel_topk(), &md->k_topk, err) || aux_kernel(d, gen_kernel_copy(), &md->k_copy, err)) {
         gen_desc_free(d);

@@ -21,7 +21,9 @@ typedef struct {
     rt_model_desc desc;                    /* tables point into the fields below */
     gen_graph graph;                       /* the planned graph of the prefill schedule */
     gen_graph graph_dec;                   /* ... of the decode schedule (decode-only folds) */
-    char act_names[GEN_MAX_BUFS][2 * GEN_MAX_NAME + 2]; /* "prefill|decode" names of an act */
+    gen_graph graph_exact;                 /* ... of the decode schedule with the exact sparse FFN
+                                              (n_kops 0 unless the YAML asks for it) */
+    char act_names[GEN_MAX_BUFS][3 * GEN_MAX_NAME + 3]; /* "prefill|decode[|exact]" names of an act */
     char *glsl[GEN_MAX_KERNELS];           /* owned GLSL text per kernel */
     char *kname[GEN_MAX_KERNELS];          /* owned kernel names */
     uint32_t *spv[GEN_MAX_KERNELS];        /* owned SPIR-V */
@@ -32,9 +34,9 @@ typedef struct {
     rt_hparam_check checks[32];
     rt_tensor_desc tensors[GEN_MAX_TENSORS];
     rt_act_desc acts[GEN_MAX_BUFS];
-    rt_dispatch disp[2][GEN_MAX_KOPS];     /* [0] decode, [1] prefill, in kop order */
-    rt_dispatch disp_q8[2][GEN_MAX_POST];  /* post sections with the Q8_0 LM head (post_q8) */
-    char q8_label[2][96];                  /* their LM head labels */
+    rt_dispatch disp[3][GEN_MAX_KOPS];     /* [0] decode, [1] prefill, [2] decode_exact, in kop order */
+    rt_dispatch disp_q8[3][GEN_MAX_POST];  /* post sections with the Q8_0 LM head (post_q8) */
+    char q8_label[3][96];                  /* their LM head labels */
     char *manifest;                        /* owned */
 } gen_desc;
 

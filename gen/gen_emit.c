@@ -54,7 +54,7 @@ static const char *arg_kind_name(uint8_t k)
 {
     static const char *const n[] = {"RT_ARG_WEIGHT", "RT_ARG_ACT",    "RT_ARG_KCACHE", "RT_ARG_VCACHE",
                                     "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT", "RT_ARG_WEIGHT_Q8",
-                                    "RT_ARG_SYNC",   "RT_ARG_WEIGHT_NEXT"};
+                                    "RT_ARG_SYNC",   "RT_ARG_WEIGHT_NEXT", "RT_ARG_WEIGHT_T", "RT_ARG_STATS"};
     return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
 
@@ -70,6 +70,8 @@ static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
     switch (a.kind) {
     case RT_ARG_WEIGHT: snprintf(out, n, "%s", md->tensors[a.index].gguf); break;
     case RT_ARG_WEIGHT_Q8: snprintf(out, n, "q8_0(%s)", md->tensors[a.index].gguf); break;
+    case RT_ARG_WEIGHT_T: snprintf(out, n, "transposed(%s)", md->tensors[a.index].gguf); break;
+    case RT_ARG_STATS: snprintf(out, n, "stats"); break;
     case RT_ARG_WEIGHT_NEXT: { /* blk.{L+1}.name */
         const char *nm = md->tensors[a.index].gguf, *l = strstr(nm, "{L}");
         if (l)
@@ -153,9 +155,12 @@ static void write_dispatch_c(FILE *f, const rt_model_desc *md, const rt_dispatch
     fprintf(f, "},\n     .groups = {");
     for (int i = 0; i < 3; i++)
         fprintf(f, "%s{%u, %u, %u}", i ? ", " : "", d->groups[i].mul, d->groups[i].add, d->groups[i].div);
-    fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, .label = \"%s\"},\n",
+    fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",
             (unsigned long long)d->barrier, (unsigned long long)d->bytes, (unsigned long long)d->bytes_vocab,
-            (unsigned long long)d->bytes_kv, d->label);
+            (unsigned long long)d->bytes_kv);
+    if (d->bytes_active)
+        fprintf(f, ".bytes_active = %lluull, ", (unsigned long long)d->bytes_active);
+    fprintf(f, ".label = \"%s\"},\n", d->label);
 }
 
 static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule *s, const char *name)
@@ -247,6 +252,8 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     fprintf(f, "};\n\n");
     write_schedule_c(f, md, &md->decode, "decode");
     write_schedule_c(f, md, &md->prefill, "prefill");
+    if (md->decode_exact.n_layer)
+        write_schedule_c(f, md, &md->decode_exact, "decode_exact");
     fprintf(f, "static const char manifest[] =\n");
     for (const char *p = md->manifest; *p;) {
         const char *e = strchr(p, '\n');
@@ -263,9 +270,9 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                "    .kernels = kernels, .n_kernels = %u,\n",
             md->name, md->n_archs, md->n_checks, md->n_tensors, md->vocab_tensor, md->n_acts, md->kv_dim,
             md->kv_elem_bytes, md->n_kernels);
-    const rt_schedule *s[2] = {&md->decode, &md->prefill};
-    const char *sn[2] = {"decode", "prefill"};
-    for (int i = 0; i < 2; i++) {
+    const rt_schedule *s[3] = {&md->decode, &md->prefill, &md->decode_exact};
+    const char *sn[3] = {"decode", "prefill", "decode_exact"};
+    for (int i = 0; i < (md->decode_exact.n_layer ? 3 : 2); i++) {
         char q8[32];
         snprintf(q8, sizeof(q8), s[i]->post_q8 ? "%s_post_q8" : "NULL", sn[i]);
         fprintf(f, "    .%s = {%s, %u, %s + %u, %u, %s + %u, %u, %s},\n", sn[i], sn[i], s[i]->n_pre, sn[i],
@@ -298,6 +305,8 @@ int gen_desc_write(const gen_desc *d, const char *dir, char *err)
     fprintf(f, "# %s: dispatch schedule generated from %s\n\n", md->name, d->graph.m->path);
     write_schedule_text(f, md, &md->decode, "decode (1 token)");
     write_schedule_text(f, md, &md->prefill, "prefill (n_tokens tokens)");
+    if (md->decode_exact.n_layer)
+        write_schedule_text(f, md, &md->decode_exact, "decode with --sparse-ffn exact (1 token)");
     if (close_out(f, "schedule.txt", err))
         return -1;
     if (!(f = open_out(dir, "MANIFEST", "w", err)))

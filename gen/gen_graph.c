@@ -603,14 +603,19 @@ static void fold_decode_kv_write(gen_graph *g)
     }
 }
 
-int gen_plan(gen_graph *g, char *err); /* gen_plan.c */
-
 int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err)
 {
     return gen_graph_build_sched(m, fuse, false, out_g, err);
 }
 
 int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err)
+{
+    if (gen_graph_lower_sched(m, fuse, decode, out_g, err))
+        return -1;
+    return gen_plan(out_g, err);
+}
+
+int gen_graph_lower_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err)
 {
     memset(out_g, 0, sizeof(*out_g));
     out_g->m = m;
@@ -636,5 +641,5 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
         if (fold_decode_argmax(&c))
             return -1;
     }
-    return gen_plan(out_g, err);
+    return 0;
 }

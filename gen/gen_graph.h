@@ -52,7 +52,13 @@
     X(ADD, "add")                 /* y = a + b                                     */ \
     X(RELU2_MUL, "relu2_mul")     /* y = relu(a)^2 * b                             */ \
     X(SILU_MUL, "silu_mul")       /* y = silu(a) * b                               */ \
-    X(LM_HEAD, "lm_head")         /* logits[t] = W x[t]                            */
+    X(LM_HEAD, "lm_head")         /* logits[t] = W x[t]                            */ \
+    /* sparse FFN (decode, gen_sparse.c): the GLU + down pair of a relu^2 FFN      */ \
+    X(SPARSE_GATE, "sparse_gate") /* out = Wg.q; part = list of rows with out > 0  */ \
+    X(SPARSE_UP, "sparse_up")     /* out[r] = relu(g[r])^2 * (Wu.q)[r], r listed;  */ \
+                                  /*   0 elsewhere (+ last_out: next norm)         */ \
+    X(SPARSE_DOWN, "sparse_down") /* out = res + W.q over the listed columns       */ \
+                                  /*   (transposed copy, + last_out)               */
 
 typedef enum {
 #define GEN_KOP_ENUM(id, name) GEN_K_##id,
@@ -146,6 +152,15 @@ int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err);
  * only reader. Decode attention (fused or not) is split-K: ATTENTION with
  * GEN_ATTN_SPLITS key ranges + ATTN_COMBINE. decode = false is gen_graph_build. */
 int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err);
+
+/* The lowering alone (gen_graph_build_sched without the buffer plan), for passes
+ * that rewrite the kernel ops before planning (gen_sparse.c); gen_plan plans them. */
+int gen_graph_lower_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err);
+int gen_plan(gen_graph *g, char *err);
+/* The fused decode graph of sparse-FFN mode `mode` (GEN_SPARSE_*): every layer's
+ * relu^2 GLU + residual down projection become SPARSE_GATE, SPARSE_UP, SPARSE_DOWN
+ * (gen_sparse.c). An error names the YAML's sparse_ffn when the layer has no such FFN. */
+int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, char *err);
 
 /* For kernels and the emitter: buffers read / written by a kop. Each entry is a
  * barrier-bit index (act buffer index, or 60/61/62 for K cache, V cache, logits). */

@@ -23,6 +23,9 @@ static const gen_kernel_fn builders[GEN_K_COUNT] = {
     [GEN_K_RELU2_MUL] = gen_k_eltwise,
     [GEN_K_SILU_MUL] = gen_k_eltwise,
     [GEN_K_LM_HEAD] = gen_k_lm_head,
+    [GEN_K_SPARSE_GATE] = gen_k_sparse,
+    [GEN_K_SPARSE_UP] = gen_k_sparse,
+    [GEN_K_SPARSE_DOWN] = gen_k_sparse,
 };
 
 int gen_kernel_build(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)

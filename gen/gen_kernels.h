@@ -30,6 +30,7 @@ typedef struct {
     uint64_t bytes;                /* bytes read + written for one token ... */
     uint64_t bytes_per_vocab;      /* ... + this per vocabulary entry (LM head) ... */
     uint64_t bytes_per_kv;         /* ... + this per cache row attended (attention) */
+    uint64_t bytes_active;         /* ... + this per active neuron (sparse FFN) */
 } gen_kernel_out;
 
 /* Build the kernel for `kop` (decode: specialised for one token; else a batch
@@ -53,5 +54,6 @@ int gen_k_attention(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, 
 int gen_k_attn_combine(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_eltwise(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);   /* ADD, *_MUL */
 int gen_k_lm_head(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
+int gen_k_sparse(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);     /* SPARSE_* (decode) */
 
 #endif

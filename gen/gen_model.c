@@ -295,10 +295,33 @@ static int parse_archs(gen_yaml *y, yaml_node_t *n, gen_model *m)
     return 0;
 }
 
+/* sparse_ffn: one mode name or a list of them (the decode variants to generate). */
+static int parse_sparse(gen_yaml *y, yaml_node_t *n, gen_model *m)
+{
+    static const struct { const char *name; unsigned bit; } modes[] = {{"exact", GEN_SPARSE_EXACT}};
+    const bool seq = n->type == YAML_SEQUENCE_NODE;
+    const int len = seq ? gen_yaml_seq_len(n) : 1;
+    m->sparse_loc = gen_yaml_loc(n);
+    if (seq && len < 1)
+        return gen_yaml_fail(y, n, "sparse_ffn must name at least one mode (exact)");
+    for (int i = 0; i < len; i++) {
+        yaml_node_t *it = seq ? gen_yaml_seq_item(y, n, i) : n;
+        const char *t = gen_yaml_text(it);
+        unsigned bit = 0;
+        for (size_t j = 0; t && j < sizeof(modes) / sizeof(modes[0]); j++)
+            if (!strcmp(t, modes[j].name))
+                bit = modes[j].bit;
+        if (!bit)
+            return gen_yaml_fail(y, it, "unknown sparse_ffn mode '%s' (known: exact)", t ? t : gen_yaml_kind(it));
+        m->sparse_ffn |= bit;
+    }
+    return 0;
+}
+
 static int parse_root(gen_yaml *y, gen_model *m)
 {
     static const char *const keys[] = {"name", "description", "architectures", "hparams", "gguf_checks",
-                                       "tensors", "forward", "fuse", NULL};
+                                       "tensors", "forward", "fuse", "sparse_ffn", NULL};
     yaml_node_t *r = gen_yaml_root(y), *name, *archs, *hp, *tens, *fwd, *v;
     const char *w = "the model";
     if (r->type != YAML_MAPPING_NODE)
@@ -328,6 +351,8 @@ static int parse_root(gen_yaml *y, gen_model *m)
     if ((v = gen_yaml_get(y, r, "fuse")) && gen_yaml_bool(y, v, "fuse", &fuse))
         return -1;
     m->no_fuse = !fuse;
+    if ((v = gen_yaml_get(y, r, "sparse_ffn")) && parse_sparse(y, v, m))
+        return -1;
     if (parse_archs(y, archs, m) || parse_hparams(y, hp, &m->hp))
         return -1;
     if ((v = gen_yaml_get(y, r, "gguf_checks")) && parse_checks(y, v, m))

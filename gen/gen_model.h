@@ -136,9 +136,15 @@ typedef struct {
     gen_op post[GEN_MAX_OPS];
     int n_post;
     bool no_fuse;     /* YAML `fuse: false`: generate the unfused schedule */
+    unsigned sparse_ffn; /* YAML `sparse_ffn`: GEN_SPARSE_* bits, the sparse-FFN decode
+                            schedules to generate next to the dense one (gen_sparse.c) */
+    gen_loc sparse_loc;  /* where `sparse_ffn` was given (errors of the sparse lowering) */
     int input_value;  /* value written by embed (e.g. "x") */
     int logits_value; /* value written by lm_head */
 } gen_model;
+
+/* Sparse-FFN decode schedules (YAML `sparse_ffn: exact`, or a list of modes). */
+#define GEN_SPARSE_EXACT 1u /* skip the up rows / down columns of neurons with gate <= 0 */
 
 /* Parse + validate. Returns 0, or non-zero with `err` = "path:line:col: message". */
 int gen_model_load(const char *path, gen_model *out_m, char *err);

@@ -15,6 +15,13 @@
  *           int8 codes [ne1][ne0] (4 per u32, element 4w+b in byte b), then the f16
  *           block scales [ne1][ne0/RT_Q8_BLOCK], two per u32 (lower half first);
  *           code = roundf(v * (1 / d)), d = amax / 127 of the block (llama.cpp's Q8_0)
+ *   WEIGHT_T  the transposed copy of I2_S tensor desc->tensors[index] (current layer)
+ *           made at load for the sparse FFN (rt_sparse_layout.c): column c of the
+ *           [ne1 rows][ne0] matrix is ne1/16 u32 words at word c * ne1/16, row r's
+ *           code (0, 1, 2 = -1, 0, +1) in bits 2(r%16)..+1 of word r/16; then the
+ *           tensor's f32 scale (word ne0*ne1/16) and 12 bytes of zeros
+ *   STATS   u32[RT_STATS_WORDS] host-visible, zero at load: counters the sparse FFN
+ *           adds to per decode step (word 2L: active neurons of layer L, 2L+1: steps)
  *   ACT     desc->acts[index]: activation buffer of bytes_per_token * n_batch bytes
  *   KCACHE / VCACHE  the K / V cache of the current layer: [n_ctx][kv_dim] of kv type
  *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)
@@ -46,8 +53,10 @@
 
 typedef enum {
     RT_ARG_WEIGHT, RT_ARG_ACT, RT_ARG_KCACHE, RT_ARG_VCACHE, RT_ARG_TOKENS, RT_ARG_LOGITS, RT_ARG_RESULT,
-    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC, RT_ARG_WEIGHT_NEXT,
+    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC, RT_ARG_WEIGHT_NEXT, RT_ARG_WEIGHT_T, RT_ARG_STATS,
 } rt_arg_kind;
+
+#define RT_STATS_WORDS 1024 /* 2 per layer: the sparse FFN needs n_layers <= 512 */
 
 #define RT_SYNC_WORDS 1024
 
@@ -99,6 +108,9 @@ typedef struct {
     /* Bytes this dispatch reads+writes for one token (profiling GB/s):
      * bytes + bytes_vocab * vocabulary size + bytes_kv * cache rows attended. */
     uint64_t bytes, bytes_vocab, bytes_kv;
+    /* sparse FFN: + this per active neuron (the rows / columns actually read); the
+     * active count per layer is in STATS */
+    uint64_t bytes_active;
     const char *label; /* e.g. "bitlinear attn_q" */
 } rt_dispatch;
 
@@ -160,6 +172,9 @@ struct rt_model_desc {
     uint32_t n_kernels;
     rt_schedule decode;             /* n_tokens == 1 */
     rt_schedule prefill;            /* 1 <= n_tokens <= n_batch */
+    /* The decode schedule with the exact sparse FFN (YAML sparse_ffn: exact; n_layer 0
+     * when the model has none): same results as decode, reads only active neurons. */
+    rt_schedule decode_exact;
     /* Auxiliary kernels run by the engine itself (push layouts):
      *  argmax: [logits addr, result addr] + [vocab]: result.u32[0] = argmax of row 0
      *  topk:   [logits addr, result addr] + [vocab, k]: result.u32[0..k) ids, f32[256..256+k) logits, sorted desc

@@ -1,0 +1,126 @@
+/* gen_sparse.c - the sparse-FFN decode graphs (YAML `sparse_ffn`).
+ *
+ * BitNet's FFN is f = relu(gate)^2 * up, fn = act_quant(rmsnorm(f) * w_sub), then
+ * x += down(fn). A neuron whose gate is <= 0 has f = 0 exactly; the sub-norm's sum
+ * of squares and the absmax of the quantization do not change with exact zeros, and
+ * their code is 0, so its row of `up` and its column of `down` contribute nothing and
+ * need not be read. Exact mode rewrites, in the fused decode graph, each layer's
+ *     BITLINEAR_GLU (relu^2, + next norm)  ->  SPARSE_GATE, SPARSE_UP (+ next norm)
+ *     BITLINEAR + add (down, + next norm)  ->  SPARSE_DOWN (+ next norm)
+ * SPARSE_GATE computes every gate row and the ascending list of rows with gate > 0
+ * (count first); SPARSE_UP computes the listed up rows, f (zero elsewhere) and the
+ * sub-norm's Q8 row with the dense kernel's code; SPARSE_DOWN sums the listed columns
+ * of a transposed copy of ffn_down that the runtime makes at load (RT_ARG_WEIGHT_T).
+ * Every sum is an integer and every float expression is the dense kernels', so the
+ * logits are bit-identical to the dense schedule (tests/test_sparse.c checks it).
+ * Kernels: gen/kernels/gen_k_sparse.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_graph.h"
+
+static int new_val(gen_graph *g, const char *base, const char *sfx, int width, char *err)
+{
+    if (g->n_vals >= GEN_MAX_GVALS) {
+        snprintf(err, GEN_ERR_LEN, "%s: too many values (max %d)", g->m->path, GEN_MAX_GVALS);
+        return -1;
+    }
+    gen_gval *v = &g->vals[g->n_vals];
+    memset(v, 0, sizeof(*v));
+    snprintf(v->name, sizeof(v->name), "%.*s.%s", GEN_MAX_NAME - 8, base, sfx);
+    v->kind = GEN_GV_F32; /* u32 list words take the same 4 bytes per entry */
+    v->width = width;
+    v->model_val = -1;
+    v->buf = v->buf_s = -1;
+    return g->n_vals++;
+}
+
+/* Is kop i the GLU + down pair exact mode rewrites? */
+static bool sparse_pair(const gen_graph *g, int i)
+{
+    const gen_kop *glu = &g->kops[i], *dn = &g->kops[i + 1];
+    return glu->kind == GEN_K_BITLINEAR_GLU && glu->relu2 && glu->sec == GEN_SEC_LAYER && glu->last_out >= 0 &&
+           glu->last_norm_w >= 0 && dn->kind == GEN_K_BITLINEAR && dn->res >= 0 && dn->norm_w < 0 &&
+           dn->in[0] == glu->last_out && dn->sec == GEN_SEC_LAYER;
+}
+
+static void relabel(gen_kop *k, const char *kind, const char *old_prefix)
+{
+    char label[sizeof(k->label)];
+    size_t n = strlen(old_prefix);
+    const char *rest = strncmp(k->label, old_prefix, n) == 0 ? k->label + n : k->label;
+    snprintf(label, sizeof(label), "%s%.80s", kind, rest);
+    memcpy(k->label, label, sizeof(label));
+}
+
+/* Rewrite the pair at kop i (GLU at i, down at i + 1) into three kops. */
+static int rewrite_pair(gen_graph *g, int i, char *err)
+{
+    const gen_model *m = g->m;
+    if (g->n_kops + 1 > GEN_MAX_KOPS) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: too many kernel ops (max %d)", m->path, m->sparse_loc.line,
+                 m->sparse_loc.col, GEN_MAX_KOPS);
+        return -1;
+    }
+    const int dim = (int)m->tensors[g->kops[i + 1].w[0]].ne[1];
+    if (dim % 128) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: the down projection's output width (%d) must be a multiple "
+                 "of 128", m->path, m->sparse_loc.line, m->sparse_loc.col, dim);
+        return -1;
+    }
+    const int f = g->kops[i].out, ffn = g->vals[f].width;
+    int gate = new_val(g, g->vals[f].name, "gate", ffn, err);
+    int list = gate < 0 ? -1 : new_val(g, g->vals[f].name, "list", ffn + 1, err);
+    if (list < 0)
+        return -1;
+    memmove(&g->kops[i + 2], &g->kops[i + 1], sizeof(g->kops[0]) * (size_t)(g->n_kops - i - 1));
+    g->n_kops++;
+    gen_kop *gk = &g->kops[i], *up = &g->kops[i + 1], *dn = &g->kops[i + 2];
+    *up = *gk;
+    gk->kind = GEN_K_SPARSE_GATE;
+    gk->w[1] = -1;
+    gk->out = gate;
+    gk->part = list;
+    gk->last_out = gk->last_norm_w = -1;
+    snprintf(gk->label, sizeof(gk->label), "sparse_gate %s", m->tensors[gk->w[0]].key);
+    up->kind = GEN_K_SPARSE_UP;
+    up->in[1] = gate;
+    up->in[2] = list;
+    up->w[0] = up->w[1];
+    up->w[1] = -1;
+    relabel(up, "sparse_up ", "bitlinear_glu ");
+    char *plus = strchr(up->label, '+'); /* "sparse_up ffn_gate+ffn_up+..." -> "sparse_up ffn_up+..." */
+    if (plus)
+        memmove(up->label + strlen("sparse_up "), plus + 1, strlen(plus + 1) + 1);
+    dn->kind = GEN_K_SPARSE_DOWN;
+    dn->in[1] = list;
+    relabel(dn, "sparse_down ", "bitlinear+add ");
+    return 0;
+}
+
+int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, char *err)
+{
+    if (mode != GEN_SPARSE_EXACT) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: unknown mode %u", m->path, m->sparse_loc.line,
+                 m->sparse_loc.col, mode);
+        return -1;
+    }
+    if (gen_graph_lower_sched(m, true, true, out_g, err))
+        return -1;
+    int n = 0;
+    for (int i = 0; i + 1 < out_g->n_kops; i++)
+        if (sparse_pair(out_g, i)) {
+            if (rewrite_pair(out_g, i, err))
+                return -1;
+            n++;
+            i += 2;
+        }
+    if (!n) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn needs a fused layer FFN: relu2_mul(bitlinear gate, bitlinear up) "
+                 "of one input, an rmsnorm of it read by a bitlinear down, and that added to the residual stream "
+                 "(and fuse not false)", m->path, m->sparse_loc.line, m->sparse_loc.col);
+        return -1;
+    }
+    return gen_plan(out_g, err);
+}

@@ -1,0 +1,615 @@
+/* test_sparse.c - the exact sparse FFN (gen_sparse.c, gen/kernels/gen_k_sparse.c,
+ * runtime/engine/rt_sparse_layout.c).
+ *
+ *  - the transposed I2_S copy: every code at its place, the scale after them;
+ *  - the three kernels of models/bitnet-tiny.yaml's sparse decode graph on a device
+ *    (lavapipe in CI), outputs poisoned before each run, against C references on
+ *    random data: the gate rows, the active list (exactly the rows whose gate the
+ *    kernel wrote > 0, ascending, and the STATS counters), f (exact zeros off the
+ *    list), the sub-norm's Q8 row, the residual down product over all columns, the
+ *    next layer's Q8 row (none on the last layer), SYNC counters back at zero;
+ *    float values within 1e-5 of the largest reference value (the rule of
+ *    test_kernels_fused: a GPU division may be off by 2.5 ulp, the sums are
+ *    integers), Q8 codes within one step with at most 1 % moved;
+ *  - the same inputs through the dense GLU and down kernels: f, both Q8 rows and x
+ *    bit for bit on a CPU device (every sum an integer, every float expression the
+ *    dense one), else within the tolerance above;
+ *  - a layer whose gates are all zero: nothing listed, x unchanged bit for bit;
+ *  - YAML errors: an unknown mode, a SiLU FFN asked to be sparse.
+ * Skips the device parts only when no Vulkan device exists.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsl.h"
+#include "gen_graph.h"
+#include "gen_kernels.h"
+#include "gen_model.h"
+#include "engine/rt_schedule.h"
+#include "engine/rt_sparse_layout.h"
+#include "gguf/rt_gguf.h"
+#include "vk/rt_vk.h"
+
+#define POISON 0xffffffffu
+#define LAYER 3u /* RT_P_LAYER of the runs: STATS words 6, 7 */
+#define OK(call)                                               \
+    do {                                                       \
+        if ((call) != 0)                                       \
+            fail_msg("%s: %s", #call, err);                    \
+    } while (0)
+
+static rt_vk *g_vk;
+static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
+static gen_model model;
+static gen_graph sg, dg; /* the sparse decode graph, the dense one */
+static rt_buf wbuf[GEN_MAX_TENSORS], wt, stats, sync;
+static uint8_t *whost[GEN_MAX_TENSORS];
+static size_t wbytes[GEN_MAX_TENSORS];
+static uint32_t has_next = 1;
+typedef struct {
+    const gen_graph *g;
+    rt_buf act[GEN_MAX_BUFS];
+} planbufs;
+static planbufs ps, pd;
+static const gen_kop *kg, *ku, *kd; /* sparse gate, up, down */
+static const gen_kop *dglu, *ddown; /* the dense GLU and down they replace */
+
+static uint32_t rng_state = 1807;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+static float rndf(void) { return (float)((rnd() >> 8) * (2.0 / 16777216.0) - 1.0); }
+
+static void upload(rt_buf *b, const void *data, size_t bytes)
+{
+    OK(rt_buf_create(g_vk, bytes < 256 ? 256 : bytes, RT_MEM_DEVICE, b, err));
+    if (data)
+        OK(rt_buf_upload(g_vk, b, 0, data, bytes, err));
+    else
+        OK(rt_buf_fill(g_vk, b, POISON, err));
+}
+
+static void make_i2s(uint8_t *d, int64_t ne0, int64_t ne1)
+{
+    memset(d, 0, (size_t)(ne0 * ne1 / 4 + 32));
+    for (int64_t i = 0; i < ne0 * ne1 / 4; i++)
+        for (int b = 0; b < 4; b++)
+            d[i] |= (uint8_t)((rnd() % 3) << (2 * b));
+    float sc = 0.5f + (float)(rnd() % 1000) / 1000.0f;
+    memcpy(d + ne0 * ne1 / 4, &sc, 4);
+}
+
+static void make_weight(int t)
+{
+    const gen_tensor *ts = &model.tensors[t];
+    int64_t ne0 = ts->ne[0], ne1 = ts->n_dims > 1 ? (ts->ne[1] == GEN_DIM_VOCAB ? 1000 : ts->ne[1]) : 1;
+    size_t bytes = ts->type == GEN_T_I2_S ? (size_t)(ne0 * ne1 / 4 + 32) : (size_t)(ne0 * ne1 * (ts->type == GEN_T_F16 ? 2 : 4));
+    uint8_t *d = calloc(1, bytes);
+    assert_non_null(d);
+    if (ts->type == GEN_T_I2_S)
+        make_i2s(d, ne0, ne1);
+    else if (ts->type == GEN_T_F16)
+        for (int64_t i = 0; i < ne0 * ne1; i++)
+            ((uint16_t *)d)[i] = rt_f32_to_f16(rndf());
+    else
+        for (int64_t i = 0; i < ne0 * ne1; i++)
+            ((float *)d)[i] = 1.0f + 0.5f * rndf();
+    upload(&wbuf[t], d, bytes);
+    whost[t] = d;
+    wbytes[t] = bytes;
+}
+
+static const gen_kop *find_kop(const gen_graph *g, gen_kop_kind kind, int after)
+{
+    for (int i = after + 1; i < g->n_kops; i++)
+        if (g->kops[i].kind == kind && g->kops[i].sec == GEN_SEC_LAYER)
+            return &g->kops[i];
+    return NULL;
+}
+
+static void upload_transposed_down(void)
+{
+    const gen_tensor *t = &model.tensors[kd->w[0]];
+    uint64_t n = rt_i2s_transposed_bytes(t->ne[0], t->ne[1]);
+    uint32_t *d = malloc(n);
+    assert_non_null(d);
+    rt_i2s_transpose(whost[kd->w[0]], t->ne[0], t->ne[1], d);
+    if (wt.size)
+        rt_buf_destroy(g_vk, &wt);
+    upload(&wt, d, n);
+    free(d);
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    if (gen_model_load("models/bitnet-tiny.yaml", &model, err) ||
+        gen_graph_build_sparse(&model, GEN_SPARSE_EXACT, &sg, err) || gen_graph_build_sched(&model, true, true, &dg, err))
+        fail_msg("%s", err);
+    kg = find_kop(&sg, GEN_K_SPARSE_GATE, -1);
+    ku = find_kop(&sg, GEN_K_SPARSE_UP, -1);
+    kd = find_kop(&sg, GEN_K_SPARSE_DOWN, -1);
+    dglu = find_kop(&dg, GEN_K_BITLINEAR_GLU, -1);
+    ddown = dglu ? find_kop(&dg, GEN_K_BITLINEAR, (int)(dglu - dg.kops)) : NULL;
+    assert_true(kg && ku && kd && dglu && ddown);
+    rt_vk_opts o = {.device_index = -1, .validation = true};
+    if (rt_vk_create(&o, &g_vk, err) != 0) {
+        g_vk = NULL;
+        fprintf(stderr, "note: %s\n", err);
+        return 0;
+    }
+    ps.g = &sg;
+    pd.g = &dg;
+    for (int t = 0; t < model.n_tensors; t++)
+        make_weight(t);
+    upload_transposed_down();
+    OK(rt_buf_create(g_vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, &sync, err));
+    OK(rt_buf_fill(g_vk, &sync, 0, err));
+    OK(rt_buf_create(g_vk, RT_STATS_WORDS * 4, RT_MEM_DEVICE, &stats, err));
+    rt_dyn dyn = {.pos = 0, .n_tokens = 1, .n_kv = 1, .out_start = 0};
+    OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    for (int t = 0; t < model.n_tensors; t++)
+        free(whost[t]);
+    if (!g_vk)
+        return 0;
+    for (int t = 0; t < model.n_tensors; t++)
+        rt_buf_destroy(g_vk, &wbuf[t]);
+    planbufs *p[2] = {&ps, &pd};
+    for (int i = 0; i < 2; i++)
+        for (int b = 0; b < GEN_MAX_BUFS; b++)
+            if (p[i]->act[b].size)
+                rt_buf_destroy(g_vk, &p[i]->act[b]);
+    rt_buf_destroy(g_vk, &wt);
+    rt_buf_destroy(g_vk, &stats);
+    rt_buf_destroy(g_vk, &sync);
+    rt_vk_destroy(g_vk);
+    g_vk = NULL;
+    return 0;
+}
+
+static void need_device(void)
+{
+    if (!g_vk) {
+        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
+        skip();
+    }
+}
+
+static rt_buf *act(planbufs *p, int b)
+{
+    if (!p->act[b].size)
+        upload(&p->act[b], NULL, p->g->bufs[b].bytes_per_token);
+    return &p->act[b];
+}
+
+/* One decode dispatch of kop, bound as the runtime binds it. */
+static void run_kop(planbufs *p, const gen_kop *kop)
+{
+    gen_kernel_out ko;
+    if (gen_kernel_build(p->g, kop, true, &ko, err))
+        fail_msg("%s", err);
+    dsl_kernel *k = (dsl_kernel *)ko.k;
+    uint32_t *spv = NULL;
+    size_t spv_bytes = 0;
+    if (dsl_compile(k, &spv, &spv_bytes) != 0)
+        fail_msg("%s", dsl_error(k));
+    rt_pipeline *pl = NULL;
+    OK(rt_pipeline_get(g_vk, dsl_kernel_name(k), spv, spv_bytes, &pl, err));
+    free(spv);
+    uint8_t push[RT_PUSH_BYTES] = {0};
+    assert_int_equal(dsl_kernel_n_buffers(k), ko.n_args);
+    for (int a = 0; a < ko.n_args; a++) {
+        const uint8_t kind = ko.args[a].kind;
+        const rt_buf *b = kind == RT_ARG_WEIGHT || kind == RT_ARG_WEIGHT_NEXT ? &wbuf[ko.args[a].ref]
+                          : kind == RT_ARG_WEIGHT_T                           ? &wt
+                          : kind == RT_ARG_ACT                                ? act(p, ko.args[a].ref)
+                          : kind == RT_ARG_STATS                              ? &stats
+                          : kind == RT_ARG_SYNC                               ? &sync
+                                                                              : NULL;
+        assert_non_null(b);
+        memcpy(push + dsl_kernel_buffer_offset(k, a), &b->addr, 8);
+    }
+    for (int i = 0; i < ko.n_params; i++) {
+        uint32_t v = ko.params[i].kind == RT_P_HAS_NEXT ? has_next
+                     : ko.params[i].kind == RT_P_LAYER  ? LAYER
+                                                        : ko.params[i].value;
+        memcpy(push + dsl_kernel_param_offset(k, i), &v, 4);
+    }
+    uint32_t gr[3];
+    for (int a = 0; a < 3; a++)
+        gr[a] = (ko.groups[a].mul + ko.groups[a].add + ko.groups[a].div - 1) / ko.groups[a].div;
+    rt_cmd *c = NULL;
+    OK(rt_cmd_begin(g_vk, &c, err));
+    rt_cmd_dispatch(c, pl, push, dsl_kernel_push_bytes(k), gr[0], gr[1], gr[2]);
+    OK(rt_cmd_end(c, err));
+    OK(rt_cmd_submit(c, err));
+    rt_cmd_free(c);
+    gen_kernel_out_free(&ko);
+    assert_int_equal(rt_vk_validation_count(g_vk), 0);
+    uint32_t cnt[RT_SYNC_WORDS];
+    OK(rt_buf_download(g_vk, &sync, 0, cnt, sizeof(cnt), err));
+    for (int i = 0; i < RT_SYNC_WORDS; i++)
+        if (cnt[i])
+            fail_msg("%s: sync counter %d left at %u", kop->label, i, cnt[i]);
+}
+
+static void *get(planbufs *p, int buf, size_t bytes)
+{
+    void *out = malloc(bytes);
+    assert_non_null(out);
+    OK(rt_buf_download(g_vk, act(p, buf), 0, out, bytes, err));
+    return out;
+}
+
+static void put(planbufs *p, int buf, const void *data, size_t bytes)
+{
+    OK(rt_buf_upload(g_vk, act(p, buf), 0, data, bytes, err));
+}
+
+static void poison(planbufs *p, int gv)
+{
+    OK(rt_buf_fill(g_vk, act(p, p->g->vals[gv].buf), POISON, err));
+    if (p->g->vals[gv].kind == GEN_GV_Q8)
+        OK(rt_buf_fill(g_vk, act(p, p->g->vals[gv].buf_s), POISON, err));
+}
+
+/* C reference: W (I2_S host copy of tensor t, M x K) . q / s * ws. */
+static void ref_ternary(const int8_t *q, float s, int t, int K, int M, float *y)
+{
+    const uint8_t *w = whost[t];
+    float ws;
+    memcpy(&ws, w + (size_t)M * K / 4, 4);
+    for (int r = 0; r < M; r++) {
+        int64_t acc = 0;
+        for (int i = 0; i < K; i++) {
+            int64_t e = (int64_t)r * K + i;
+            acc += (int64_t)(((w[(e / 128) * 32 + e % 32] >> (6 - 2 * ((e % 128) / 32))) & 3) - 1) * q[i];
+        }
+        y[r] = (float)acc / s * ws;
+    }
+}
+
+/* C reference of rmsnorm(x) * w (norm tensor t) -> act_quant: codes, returns 127 / amax. */
+static float ref_norm_quant(const float *x, int t, int K, int8_t *q)
+{
+    const float *nw = (const float *)whost[t];
+    double ss = 0;
+    for (int i = 0; i < K; i++)
+        ss += (double)x[i] * x[i];
+    float scale = 1.0f / sqrtf((float)(ss / K) + model.hp.norm_eps), amax = 1e-5f;
+    float *h = malloc(sizeof(float) * (size_t)K);
+    for (int i = 0; i < K; i++) {
+        h[i] = x[i] * scale * nw[i];
+        amax = fmaxf(amax, fabsf(h[i]));
+    }
+    float s = 127.0f / amax;
+    for (int i = 0; i < K; i++) {
+        float qf = rintf(h[i] * s);
+        q[i] = (int8_t)(qf < -128 ? -128 : qf > 127 ? 127 : qf);
+    }
+    free(h);
+    return s;
+}
+
+/* max |a - b| over max |b|: the tolerance rule of the header (NaN = poison left: fails). */
+static double max_rel(const float *a, const float *b, int n)
+{
+    double m = 0, scale = 1e-30;
+    for (int i = 0; i < n; i++)
+        scale = fmax(scale, fabs(b[i]));
+    for (int i = 0; i < n; i++) {
+        if (a[i] != a[i] || b[i] != b[i])
+            return INFINITY;
+        m = fmax(m, fabs((double)a[i] - b[i]) / scale);
+    }
+    return m;
+}
+
+/* The Q8 row of gval v (codes as int8, [scale, sum]) against the C norm_quant of x. */
+static void check_q8(planbufs *p, int v, int t_norm, const float *x, int M, const char *what, int8_t *out_codes,
+                     float *out_qs)
+{
+    int8_t *codes = get(p, p->g->vals[v].buf, (size_t)M), *ref = malloc((size_t)M);
+    float *qs = get(p, p->g->vals[v].buf_s, 8);
+    float s = ref_norm_quant(x, t_norm, M, ref);
+    if (!(fabs(qs[0] - s) <= 1e-5 * s))
+        fail_msg("%s: scale %g, C reference %g", what, qs[0], s);
+    int64_t sum = 0;
+    int moved = 0;
+    for (int i = 0; i < M; i++) {
+        sum += codes[i];
+        if (abs(codes[i] - ref[i]) > 1)
+            fail_msg("%s: code %d is %d, C reference %d", what, i, codes[i], ref[i]);
+        moved += codes[i] != ref[i];
+    }
+    if (moved > M / 100 || (double)sum != qs[1])
+        fail_msg("%s: %d of %d codes moved, sum %lld vs stored %g", what, moved, M, (long long)sum, qs[1]);
+    if (out_codes)
+        memcpy(out_codes, codes, (size_t)M);
+    if (out_qs)
+        memcpy(out_qs, qs, 8);
+    free(codes);
+    free(ref);
+    free(qs);
+}
+
+typedef struct {
+    float *gate, *f, *x;
+    uint32_t *list;
+    int8_t fq[8192], hq[8192];
+    float fqs[2], hqs[2];
+} sparse_out;
+
+static void free_out(sparse_out *o)
+{
+    free(o->gate);
+    free(o->f);
+    free(o->x);
+    free(o->list);
+}
+
+/* The three sparse kernels on input (q, qs) and residual x0, checked against C. */
+static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse_out *o)
+{
+    const int K = sg.vals[kg->in[0]].width, M = sg.vals[kg->out].width, D = sg.vals[kd->out].width;
+    const gen_gval *in = &sg.vals[kg->in[0]];
+    put(&ps, in->buf, q, (size_t)K);
+    put(&ps, in->buf_s, qs, 8);
+    put(&ps, sg.vals[kd->out].buf, x0, sizeof(float) * (size_t)D);
+    poison(&ps, kg->out);
+    poison(&ps, kg->part);
+    OK(rt_buf_fill(g_vk, &stats, 0, err));
+    run_kop(&ps, kg);
+    o->gate = get(&ps, sg.vals[kg->out].buf, sizeof(float) * (size_t)M);
+    o->list = get(&ps, sg.vals[kg->part].buf, sizeof(uint32_t) * (size_t)(M + 1));
+    float *ref = malloc(sizeof(float) * (size_t)M), *up = malloc(sizeof(float) * (size_t)M);
+    ref_ternary(q, qs[0], kg->w[0], K, M, ref);
+    double e = max_rel(o->gate, ref, M);
+    if (!(e <= 1e-5))
+        fail_msg("sparse gate vs C: max rel err %g", e);
+    uint32_t n = 0;
+    for (int r = 0; r < M; r++)
+        if (o->gate[r] > 0) {
+            if (n >= o->list[0] || o->list[1 + n] != (uint32_t)r)
+                fail_msg("sparse gate: list entry %u is %u, the %u-th row with gate > 0 is %d", n,
+                         n < o->list[0] ? o->list[1 + n] : 0, n, r);
+            n++;
+        }
+    if (n != o->list[0])
+        fail_msg("sparse gate: %u rows listed, %u have gate > 0", o->list[0], n);
+    uint32_t st[RT_STATS_WORDS];
+    OK(rt_buf_download(g_vk, &stats, 0, st, sizeof(st), err));
+    assert_int_equal(st[2 * LAYER], n);
+    assert_int_equal(st[2 * LAYER + 1], 1);
+    for (int i = 0; i < RT_STATS_WORDS; i++)
+        if (i != 2 * (int)LAYER && i != 2 * (int)LAYER + 1 && st[i])
+            fail_msg("stats word %d written", i);
+
+    poison(&ps, ku->out);
+    poison(&ps, ku->last_out);
+    run_kop(&ps, ku);
+    o->f = get(&ps, sg.vals[ku->out].buf, sizeof(float) * (size_t)M);
+    ref_ternary(q, qs[0], ku->w[0], K, M, up);
+    for (int r = 0; r < M; r++) {
+        float a = o->gate[r] > 0 ? o->gate[r] : 0;
+        ref[r] = a * a * up[r];
+        if (!(o->gate[r] > 0) && o->f[r] != 0)
+            fail_msg("sparse up: inactive row %d has f = %g", r, o->f[r]);
+    }
+    e = max_rel(o->f, ref, M);
+    if (!(e <= 1e-5))
+        fail_msg("sparse up vs C: max rel err %g", e);
+    check_q8(&ps, ku->last_out, ku->last_norm_w, o->f, M, "sparse up: sub-norm Q8 row", o->fq, o->fqs);
+
+    poison(&ps, kd->last_out);
+    run_kop(&ps, kd);
+    o->x = get(&ps, sg.vals[kd->out].buf, sizeof(float) * (size_t)D);
+    float *xr = malloc(sizeof(float) * (size_t)D);
+    ref_ternary(o->fq, o->fqs[0], kd->w[0], M, D, xr); /* every column, the I2_S layout */
+    for (int i = 0; i < D; i++)
+        xr[i] += x0[i];
+    e = max_rel(o->x, xr, D);
+    if (!(e <= 1e-5))
+        fail_msg("sparse down vs C: max rel err %g", e);
+    check_q8(&ps, kd->last_out, kd->last_norm_w, o->x, D, "sparse down: next layer's Q8 row", o->hq, o->hqs);
+    free(ref);
+    free(up);
+    free(xr);
+}
+
+static bool device_is_cpu(void) { return rt_vk_get_info(g_vk)->type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+
+static void random_input(int8_t *q, float *qs, float *x0, int K, int D)
+{
+    qs[0] = 127.0f / 3.0f;
+    qs[1] = 0;
+    for (int i = 0; i < K; i++) {
+        q[i] = (int8_t)((int)(rnd() % 255) - 127);
+        qs[1] += q[i];
+    }
+    for (int i = 0; i < D; i++)
+        x0[i] = rndf();
+}
+
+static void test_kernels_match_reference_and_dense(void **st)
+{
+    (void)st;
+    need_device();
+    const int K = sg.vals[kg->in[0]].width, M = sg.vals[kg->out].width, D = sg.vals[kd->out].width;
+    int8_t q[8192];
+    float qs[2], x0[8192];
+    random_input(q, qs, x0, K, D);
+    sparse_out o;
+    run_sparse(q, qs, x0, &o);
+    printf("sparse: %u of %d neurons active (%.1f %%)\n", o.list[0], M, 100.0 * o.list[0] / M);
+    assert_true(o.list[0] > 0 && o.list[0] < (uint32_t)M);
+
+    /* the dense kernels on the same input */
+    const gen_gval *in = &dg.vals[dglu->in[0]];
+    put(&pd, in->buf, q, (size_t)K);
+    put(&pd, in->buf_s, qs, 8);
+    poison(&pd, dglu->out);
+    poison(&pd, dglu->last_out);
+    run_kop(&pd, dglu);
+    put(&pd, dg.vals[ddown->out].buf, x0, sizeof(float) * (size_t)D);
+    poison(&pd, ddown->last_out);
+    run_kop(&pd, ddown);
+    float *f = get(&pd, dg.vals[dglu->out].buf, sizeof(float) * (size_t)M);
+    float *x = get(&pd, dg.vals[ddown->out].buf, sizeof(float) * (size_t)D);
+    int8_t *fq = get(&pd, dg.vals[dglu->last_out].buf, (size_t)M), *hq = get(&pd, dg.vals[ddown->last_out].buf, (size_t)D);
+    float *fqs = get(&pd, dg.vals[dglu->last_out].buf_s, 8), *hqs = get(&pd, dg.vals[ddown->last_out].buf_s, 8);
+    for (int r = 0; r < M; r++) /* the dense f of an inactive neuron is +-0 */
+        if (!(o.gate[r] > 0))
+            assert_true(f[r] == 0);
+    const bool bits = device_is_cpu();
+    double ef = max_rel(o.f, f, M), ex = max_rel(o.x, x, D);
+    int dq = 0;
+    for (int i = 0; i < M; i++)
+        dq += o.fq[i] != fq[i];
+    for (int i = 0; i < D; i++)
+        dq += o.hq[i] != hq[i];
+    printf("sparse vs dense kernels: f max rel %g, x max rel %g, %d Q8 codes differ\n", ef, ex, dq);
+    if (bits) {
+        for (int r = 0; r < M; r++)
+            if (o.f[r] != f[r])
+                fail_msg("f[%d]: sparse %.9g, dense %.9g (must be bit-identical on a CPU device)", r, o.f[r], f[r]);
+        assert_memory_equal(o.x, x, sizeof(float) * (size_t)D);
+        assert_int_equal(dq, 0);
+        assert_memory_equal(o.fqs, fqs, 8);
+        assert_memory_equal(o.hqs, hqs, 8);
+    } else {
+        assert_true(ef <= 1e-5 && ex <= 1e-5);
+    }
+    free(f);
+    free(x);
+    free(fq);
+    free(hq);
+    free(fqs);
+    free(hqs);
+
+    /* the last layer (has_next 0): the same x, no next-layer row */
+    has_next = 0;
+    put(&ps, sg.vals[kd->out].buf, x0, sizeof(float) * (size_t)D);
+    poison(&ps, kd->last_out);
+    run_kop(&ps, kd);
+    has_next = 1;
+    float *x2 = get(&ps, sg.vals[kd->out].buf, sizeof(float) * (size_t)D);
+    assert_memory_equal(x2, o.x, sizeof(float) * (size_t)D);
+    uint32_t *w = get(&ps, sg.vals[kd->last_out].buf, 4);
+    assert_int_equal(w[0], POISON);
+    free(w);
+    free(x2);
+    free_out(&o);
+}
+
+/* All gate weights zero: every gate is 0, nothing listed, f all zero, x unchanged. */
+static void test_all_inactive(void **st)
+{
+    (void)st;
+    need_device();
+    const int K = sg.vals[kg->in[0]].width, M = sg.vals[kg->out].width, D = sg.vals[kd->out].width;
+    const int t = kg->w[0];
+    uint8_t *zero = malloc(wbytes[t]);
+    memset(zero, 0x55, (size_t)M * K / 4); /* code 1 = 0 everywhere */
+    memcpy(zero + (size_t)M * K / 4, whost[t] + (size_t)M * K / 4, 32);
+    OK(rt_buf_upload(g_vk, &wbuf[t], 0, zero, wbytes[t], err));
+    uint8_t *keep = whost[t];
+    whost[t] = zero;
+    int8_t q[8192];
+    float qs[2], x0[8192];
+    random_input(q, qs, x0, K, D);
+    sparse_out o;
+    run_sparse(q, qs, x0, &o);
+    assert_int_equal(o.list[0], 0);
+    for (int r = 0; r < M; r++)
+        assert_true(o.f[r] == 0);
+    assert_memory_equal(o.x, x0, sizeof(float) * (size_t)D);
+    free_out(&o);
+    whost[t] = keep;
+    OK(rt_buf_upload(g_vk, &wbuf[t], 0, keep, wbytes[t], err));
+    free(zero);
+}
+
+/* Every code of the transposed copy at its place (odd shapes, raw codes incl. 3). */
+static void test_transpose_layout(void **st)
+{
+    (void)st;
+    const int64_t ne0 = 384, ne1 = 48;
+    uint8_t *src = malloc((size_t)(ne0 * ne1 / 4 + 32));
+    for (int64_t i = 0; i < ne0 * ne1 / 4 + 32; i++)
+        src[i] = (uint8_t)rnd();
+    uint32_t *dst = malloc(rt_i2s_transposed_bytes(ne0, ne1));
+    rt_i2s_transpose(src, ne0, ne1, dst);
+    for (int64_t r = 0; r < ne1; r++)
+        for (int64_t c = 0; c < ne0; c++) {
+            int64_t e = r * ne0 + c;
+            unsigned want = (src[(e / 128) * 32 + e % 32] >> (6 - 2 * ((e % 128) / 32))) & 3u;
+            unsigned got = (dst[c * (ne1 / 16) + r / 16] >> (2 * (r % 16))) & 3u;
+            if (got != want)
+                fail_msg("transposed code (row %lld, col %lld) = %u, I2_S has %u", (long long)r, (long long)c, got, want);
+        }
+    assert_memory_equal(&dst[ne0 * ne1 / 16], src + ne0 * ne1 / 4, 4);
+    assert_int_equal(dst[ne0 * ne1 / 16 + 1] | dst[ne0 * ne1 / 16 + 2] | dst[ne0 * ne1 / 16 + 3], 0);
+    free(src);
+    free(dst);
+}
+
+/* models/X.yaml with `extra` inserted before its gguf_checks. */
+static int parse_with(const char *path, const char *extra, gen_model *m)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[65536], out[70000];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char *at = strstr(text, "\ngguf_checks:");
+    assert_non_null(at);
+    snprintf(out, sizeof(out), "%.*s\n%s%s", (int)(at - text), text, extra, at);
+    return gen_model_parse(out, strlen(out), path, m, err);
+}
+
+static void test_yaml_errors(void **st)
+{
+    (void)st;
+    static gen_model m;
+    static gen_graph g;
+    assert_int_not_equal(parse_with("models/llama-ternary-tiny.yaml", "sparse_ffn: fast\n", &m), 0);
+    assert_non_null(strstr(err, "unknown sparse_ffn mode 'fast'"));
+    assert_int_not_equal(parse_with("models/llama-ternary-tiny.yaml", "sparse_ffn: []\n", &m), 0);
+    assert_non_null(strstr(err, "sparse_ffn must name"));
+    assert_int_equal(parse_with("models/llama-ternary-tiny.yaml", "sparse_ffn: [exact]\n", &m), 0);
+    assert_int_equal(m.sparse_ffn, GEN_SPARSE_EXACT);
+    assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, err), 0);
+    assert_non_null(strstr(err, "sparse_ffn needs a fused layer FFN"));
+    assert_non_null(strstr(err, "llama-ternary-tiny.yaml:"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_transpose_layout),
+        cmocka_unit_test(test_yaml_errors),
+        cmocka_unit_test(test_kernels_match_reference_and_dense),
+        cmocka_unit_test(test_all_inactive),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
