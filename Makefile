@@ -1,15 +1,23 @@
 # Ternion build. Plain GNU make; everything lands in $(B)/ (build/ by default,
 # build-asan/ for `make asan`). Layout:
 #   dsl/*.c            -> $(B)/libtdsl.a     typed shader builder (GLSL 450 + shaderc)
-#   runtime/*.c        -> $(B)/libtrt.a      GGUF, Vulkan runtime, tokenizer, sampler, CLI
+#   runtime/*/*.c      -> $(B)/libtrt.a      GGUF, Vulkan runtime, tokenizer, engine, sampler,
+#                                            the public API (runtime/api); not the CLI
+#   libtrt + generated/X/model.c + the model registry
+#                      -> $(B)/libternion.a, $(B)/libternion.so (+ ternion.pc at install)
+#                                            the public library (runtime/api/ternion.h); only
+#                                            ternion_* is exported (-fvisibility=hidden)
+#   runtime/cli/*.c    -> $(B)/ternion       the CLI, on ternion.h only; the generated model is
+#                                            chosen from the GGUF's metadata
+#                      -> $(B)/X             the same CLI with model X pinned, one per model
 #   gen/*.c (not main) -> $(B)/libtgen.a     YAML model reader, passes, kernel builders
 #   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/
-#   generated/X/*.c    -> $(B)/X             one binary per model (runtime + schedule)
 #   tests/test_*.c     -> $(B)/tests/test_*  cmocka suites (tests/ref/*.c: CPU reference)
 #   server/*.c         -> $(B)/libtsrv.a     HTTP server (libmicrohttpd + cJSON)
 #   tools/*.c          -> $(B)/tools/*       helpers (random-weight model writer, ...)
-#   examples/*.c       -> $(B)/examples/*
-# Useful targets: all (default), gen, test, asan, bench, run, fuzz, clean.
+#   examples/*.c       -> $(B)/examples/*    (simple, batched: on ternion.h only)
+# Useful targets: all (default), gen, test, asan, bench, run, fuzz, examples,
+# install (PREFIX=/usr/local, DESTDIR), clean.
 
 B        ?= build
 CC       ?= cc
@@ -26,13 +34,15 @@ LIBS_GEN = -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndependent -
 MODELS   := $(basename $(notdir $(wildcard models/*.yaml)))
 
 DSL_SRC  := $(wildcard dsl/*.c)
-RT_SRC   := $(wildcard runtime/*/*.c)
+CLI_SRC  := $(filter-out runtime/cli/rt_cli_main.c,$(wildcard runtime/cli/*.c))
+RT_SRC   := $(filter-out runtime/cli/%,$(wildcard runtime/*/*.c))
 GEN_SRC  := $(filter-out gen/main.c,$(wildcard gen/*.c gen/*/*.c))
 REF_SRC  := $(wildcard tests/ref/*.c)
 SRV_SRC  := $(filter-out server/srv_main.c server/srv_model_ternion.c,$(wildcard server/*.c))
 TEST_SRC := $(wildcard tests/test_*.c)
 TOOL_SRC := $(wildcard tools/*.c)
-EX_SRC   := $(wildcard examples/*.c)
+EX_API_SRC := examples/simple.c examples/batched.c
+EX_SRC   := $(filter-out $(EX_API_SRC),$(wildcard examples/*.c))
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -45,15 +55,74 @@ GEN_BIN := $(B)/ternion-gen
 TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TOOLS   := $(patsubst tools/%.c,$(B)/tools/%,$(TOOL_SRC))
 EXAMPLES:= $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
+EXAMPLES_API := $(patsubst examples/%.c,$(B)/examples/%,$(EX_API_SRC))
 MODEL_BINS := $(addprefix $(B)/,$(MODELS))
+CLI_BIN  := $(B)/ternion
+LIB_A    := $(B)/libternion.a
+LIB_SO   := $(B)/libternion.so
+CLI_OBJ  := $(call obj,$(CLI_SRC))
+MODEL_OBJ := $(patsubst %,$(B)/obj/generated/%/model.o,$(MODELS))
+LIB_OBJ  := $(call obj,$(RT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 
-.PHONY: all gen test asan validate bench run fuzz clean check-generated models
-all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) $(TESTS)
+.PHONY: all gen test asan validate bench run fuzz clean check-generated models examples install lib FORCE
+all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
+     $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check
 models: $(MODEL_BINS)
+lib: $(LIB_A) $(LIB_SO)
+examples: $(EXAMPLES) $(EXAMPLES_API)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+# (make's built-in "link X from X.o" would otherwise try to make the included .d files)
+%: %.o
+
+# Library objects: position-independent (for libternion.so), symbols hidden unless marked
+# TERNION_API in ternion.h.
+$(B)/obj/runtime/%.o $(B)/obj/generated/%.o $(B)/obj/registry.o $(B)/obj/commit.o: CFLAGS += -fPIC -fvisibility=hidden
+
+# The CLI and the API examples see only the public header: any include of the engine's
+# headers fails to compile (and cli-api-check below fails to link any call past ternion.h).
+CFLAGS_API = -std=c11 -g $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wvla \
+             -Wno-format-truncation -D_DEFAULT_SOURCE -Iruntime/api $(SAN)
+$(CLI_OBJ): $(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_API) -MMD -MP -c $< -o $@
+$(B)/obj/cli-main/ternion.o: runtime/cli/rt_cli_main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_API) -MMD -MP -c $< -o $@
+$(B)/obj/cli-main/%.o: runtime/cli/rt_cli_main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_API) -DRT_CLI_MODEL='"$*"' -MMD -MP -c $< -o $@
+
+# The registry of generated models (runtime/api/rt_registry.h): every
+# `const rt_model_desc rt_model_<id>` the generated model.c files define.
+$(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) Makefile
+	@mkdir -p $(B)
+	@{ echo '/* registry.c - written by the Makefile: the generated models in libternion. */'; \
+	  echo '#include <stddef.h>'; echo '#include "api/rt_registry.h"'; \
+	  syms=$$(for m in $(sort $(MODELS)); do sed -n 's/^const rt_model_desc \(rt_model_[A-Za-z0-9_]*\) = {$$/\1/p' generated/$$m/model.c; done); \
+	  for s in $$syms; do echo "extern const rt_model_desc $$s;"; done; \
+	  echo 'const rt_model_desc *const rt_registry[] = {'; \
+	  for s in $$syms; do echo "    &$$s,"; done; \
+	  echo '    NULL,'; echo '};'; \
+	  echo "const unsigned rt_registry_count = $$(echo $$syms | wc -w);"; } > $@.tmp && mv $@.tmp $@
+$(B)/obj/registry.o: $(B)/registry.c
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The git commit of the build (ternion_commit, --version); rewritten only when it changes.
+GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(B)/commit.c: FORCE
+	@mkdir -p $(B)
+	@echo 'const char rt_git_commit[] = "$(GIT_COMMIT)";' > $@.tmp; \
+	 if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(B)/obj/commit.o: $(B)/commit.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(LIB_SO): $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libternion.so.0 -Wl,--no-undefined -o $@ $^ $(LIBS_RT)
 
 $(LIB_DSL): $(call obj,$(DSL_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
@@ -72,14 +141,28 @@ $(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL)
 # Static pattern rules below name every object explicitly, so make never treats one
 # as an intermediate file (deleted after the link, then not rebuilt on a header change).
 
-# One binary per model: the generated schedule + the shared runtime/CLI.
-$(MODEL_BINS): $(B)/%: $(B)/obj/generated/%/model.o $(LIB_RT)
+# The CLI: `ternion`, and one binary per model with that model pinned (static: they run
+# anywhere the Vulkan loader is, e.g. copied to a GPU machine).
+$(CLI_BIN): $(B)/obj/cli-main/ternion.o $(CLI_OBJ) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
+$(MODEL_BINS): $(B)/%: $(B)/obj/cli-main/%.o $(CLI_OBJ) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
 $(B)/obj/generated/%/model.o: generated/%/model.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-overlength-strings -MMD -MP -c $< -o $@
+# Proof that the CLI calls nothing but ternion.h: linked against the shared library, which
+# exports only ternion_* (any other symbol is an undefined reference); and the exports are
+# exactly the functions ternion.h declares.
+$(B)/cli-api-check: $(B)/obj/cli-main/ternion.o $(CLI_OBJ) $(LIB_SO) runtime/api/ternion.h
+	$(CC) $(LDFLAGS) -o $(B)/obj/cli-shared $(B)/obj/cli-main/ternion.o $(CLI_OBJ) $(LIB_SO) $(LIBS_RT)
+	@sh tests/check_exports.sh $(LIB_SO) runtime/api/ternion.h
+	@touch $@
 
-$(TESTS): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT)
+# test_api sees only ternion.h, like any program using the library.
+$(B)/tests/test_api: tests/test_api.c $(LIB_A) runtime/api/ternion.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) -lcmocka $(LIBS_RT)
+$(filter-out $(B)/tests/test_api,$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
@@ -88,6 +171,9 @@ $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 $(EXAMPLES): $(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
+$(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_A) runtime/api/ternion.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) $(LIBS_RT)
 
 # `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic).
 gen: $(GEN_BIN)
@@ -138,6 +224,26 @@ run: all
 
 fuzz:
 	@sh tests/fuzz/run_fuzz.sh
+
+# `make install PREFIX=/opt/ternion` (DESTDIR for staging): the library (static, shared),
+# ternion.h, the pkg-config file, the CLI and the model binaries, the model YAMLs (for
+# --bench) and the random-weight model writer. Programs then build with
+#   cc app.c $(pkg-config --cflags --libs ternion)
+PREFIX  ?= /usr/local
+VERSION := $(shell sed -n 's/^\#define TERNION_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' runtime/api/ternion.h | paste -sd.)
+install: lib $(CLI_BIN) $(MODEL_BINS) $(B)/tools/mkmodel
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	    $(DESTDIR)$(PREFIX)/share/ternion/models
+	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libternion.a
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libternion.so.$(VERSION)
+	ln -sf libternion.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libternion.so.0
+	ln -sf libternion.so.0 $(DESTDIR)$(PREFIX)/lib/libternion.so
+	install -m 644 runtime/api/ternion.h $(DESTDIR)$(PREFIX)/include/ternion.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/api/ternion.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ternion.pc
+	install -m 755 $(CLI_BIN) $(MODEL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(B)/tools/mkmodel $(DESTDIR)$(PREFIX)/bin/ternion-mkmodel
+	install -m 644 models/*.yaml $(DESTDIR)$(PREFIX)/share/ternion/models/
 
 clean:
 	rm -rf build build-asan

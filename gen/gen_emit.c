@@ -2,7 +2,8 @@
  *
  *   kernels/<name>.comp   readable GLSL of every kernel
  *   kernels/<name>.spv    its SPIR-V
- *   model.c               static rt_model_desc tables + main() -> rt_cli_main
+ *   model.c               static tables + `const rt_model_desc rt_model_<id>` (id: the name,
+ *                         non-alphanumerics as '_'), listed in libternion's model registry
  *   schedule.txt          the decode and prefill dispatch lists, one line each
  *   MANIFEST              inputs and content hashes
  */
@@ -261,14 +262,19 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
         fprintf(f, "    \"%.*s\\n\"\n", n, p);
         p += n + (e ? 1 : 0);
     }
-    fprintf(f, "    ;\n\nconst rt_model_desc rt_model = {\n"
+    char id[128];
+    size_t ni = 0;
+    for (const char *p = md->name; *p && ni + 1 < sizeof(id); p++, ni++)
+        id[ni] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '_';
+    id[ni] = 0;
+    fprintf(f, "    ;\n\nconst rt_model_desc rt_model_%s = {\n"
                "    .name = \"%s\", .archs = archs, .n_archs = %u,\n"
                "    .checks = checks, .n_checks = %u,\n"
                "    .tensors = tensors, .n_tensors = %u, .vocab_tensor = %u,\n"
                "    .acts = acts, .n_acts = %u,\n"
                "    .kv_dim = %u, .kv_elem_bytes = %u,\n"
                "    .kernels = kernels, .n_kernels = %u,\n",
-            md->name, md->n_archs, md->n_checks, md->n_tensors, md->vocab_tensor, md->n_acts, md->kv_dim,
+            id, md->name, md->n_archs, md->n_checks, md->n_tensors, md->vocab_tensor, md->n_acts, md->kv_dim,
             md->kv_elem_bytes, md->n_kernels);
     const rt_schedule *s[3] = {&md->decode, &md->prefill, &md->decode_exact};
     const char *sn[3] = {"decode", "prefill", "decode_exact"};
@@ -279,8 +285,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                 s[i]->n_pre, s[i]->n_layer, sn[i], s[i]->n_pre + s[i]->n_layer, s[i]->n_post, q8);
     }
     fprintf(f, "    .k_argmax = %u, .k_topk = %u, .k_copy = %u, .topk_groups_x = %u,\n"
-               "    .manifest = manifest,\n};\n\n"
-               "int main(int argc, char **argv)\n{\n    return rt_cli_main(argc, argv, &rt_model);\n}\n",
+               "    .manifest = manifest,\n};\n",
             md->k_argmax, md->k_topk, md->k_copy, md->topk_groups_x);
     return close_out(f, "model.c", err);
 }

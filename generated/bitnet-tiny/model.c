@@ -23697,7 +23697,7 @@ static const char manifest[] =
     "kernel copy glsl-fnv64:d191af80ad79f6ba spv-bytes:1376\n"
     ;
 
-const rt_model_desc rt_model = {
+const rt_model_desc rt_model_bitnet_tiny = {
     .name = "bitnet-tiny", .archs = archs, .n_archs = 2,
     .checks = checks, .n_checks = 7,
     .tensors = tensors, .n_tensors = 13, .vocab_tensor = 0,
@@ -23710,8 +23710,3 @@ const rt_model_desc rt_model = {
     .k_argmax = 23, .k_topk = 24, .k_copy = 25, .topk_groups_x = 1,
     .manifest = manifest,
 };
-
-int main(int argc, char **argv)
-{
-    return rt_cli_main(argc, argv, &rt_model);
-}

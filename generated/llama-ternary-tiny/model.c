@@ -21634,7 +21634,7 @@ static const char manifest[] =
     "kernel copy glsl-fnv64:d191af80ad79f6ba spv-bytes:1376\n"
     ;
 
-const rt_model_desc rt_model = {
+const rt_model_desc rt_model_llama_ternary_tiny = {
     .name = "llama-ternary-tiny", .archs = archs, .n_archs = 1,
     .checks = checks, .n_checks = 7,
     .tensors = tensors, .n_tensors = 12, .vocab_tensor = 0,
@@ -21646,8 +21646,3 @@ const rt_model_desc rt_model = {
     .k_argmax = 21, .k_topk = 22, .k_copy = 23, .topk_groups_x = 1,
     .manifest = manifest,
 };
-
-int main(int argc, char **argv)
-{
-    return rt_cli_main(argc, argv, &rt_model);
-}

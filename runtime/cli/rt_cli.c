@@ -1,8 +1,9 @@
-/* rt_cli.c - rt_cli_main: the command-line driver every generated model binary runs.
+/* rt_cli.c - rt_cli_main: the command-line driver of `ternion` and every model binary.
  *
  * Owns: mode dispatch (--help, --version, --list-devices, --tokenize, --bench, --chat,
- * --tokens/--logits-out, text generation), opening the engine with the user-facing error
- * messages (where to download the official GGUF), reading prompts, and the check modes the
+ * --tokens/--logits-out, text generation), loading the model and making its context with
+ * the user-facing error messages (where to download the official GGUF), load progress and
+ * -v's device line, reading prompts, and the check modes the
  * automated tests rely on (exact contracts in docs / the --help text):
  *   --tokens "ID ..." --logits-out F   one batch from position 0, float32 [n][vocab] to F
  *   --tokens "ID ..." -n N --print-ids the generated ids on one line
@@ -17,8 +18,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli/rt_cli_priv.h"
-#include "vk/rt_vk.h"
+#include <unistd.h>
+
+#include "rt_cli_priv.h"
 
 double rt_cli_now_ms(void)
 {
@@ -48,29 +50,77 @@ int rt_cli_check_model_file(const char *path)
     return 0;
 }
 
-int rt_cli_open_engine(const rt_cli_opts *o, const rt_model_desc *desc, const char *path, int n_ctx,
-                       rt_engine **out_e)
+/* Weights upload progress on a terminal, for big models (as llama.cpp's dots). */
+static void load_progress(const char *stage, uint64_t done, uint64_t total, void *user)
 {
+    (void)user;
+    if (total < (64u << 20) || !isatty(2))
+        return;
+    fprintf(stderr, "\rloading %s: %6.1f / %6.1f MB (%3.0f%%)", stage, done / 1e6, total / 1e6, 100.0 * done / total);
+    if (done >= total)
+        fprintf(stderr, "\n");
+}
+
+static const char *type_name(ternion_device_type t)
+{
+    static const char *const names[] = {"other", "integrated", "discrete", "virtual", "cpu"};
+    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "other";
+}
+
+static ternion_model *load_model(const rt_cli_opts *o, const char *path, bool vocab_only)
+{
+    ternion_model_params mp = ternion_model_default_params();
+    mp.builtin = o->model_type ? o->model_type : o->pinned;
+    mp.vocab_only = vocab_only;
+    mp.progress = load_progress;
+    ternion_model *m = NULL;
+    if (ternion_model_load(path, &mp, &m))
+        fprintf(stderr, "error: %s\n", ternion_last_error());
+    return m;
+}
+
+void rt_cli_close(ternion_model *m, ternion_context *c)
+{
+    ternion_context_free(c);
+    ternion_model_free(m);
+}
+
+int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model **out_m, ternion_context **out_c)
+{
+    *out_m = NULL;
+    *out_c = NULL;
     int rc = rt_cli_check_model_file(path);
     if (rc) return rc;
-    char err[RT_ERR_LEN] = "";
-    rt_engine_opts eo = {
-        .model_path = path,
-        .device_index = o->device,
-        .n_ctx = n_ctx,
-        .n_batch = o->n_batch,
-        .profile = o->profile,
-        .verbose = o->verbose,
-        .validation = o->validation,
-        .no_int_dot = o->no_int_dot,
-        .gemv_vec = !o->gemv ? 0 : !strcmp(o->gemv, "vec4") ? 2 : 1,
-        .lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8"),
-    };
-    if (rt_engine_open(desc, &eo, out_e, err)) {
-        fprintf(stderr, "error: %s\n", err[0] ? err : "cannot open the model");
-        *out_e = NULL;
+    ternion_model *m = load_model(o, path, false);
+    if (!m) return RT_CLI_EXIT_ERR;
+    ternion_context_params cp = ternion_context_default_params();
+    cp.device = o->device;
+    cp.n_ctx = n_ctx;
+    cp.n_batch = o->n_batch;
+    cp.profile = o->profile;
+    cp.validation = o->validation;
+    cp.no_int_dot = o->no_int_dot;
+    cp.gemv = !o->gemv ? 0 : !strcmp(o->gemv, "vec4") ? 2 : 1;
+    cp.lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8");
+    ternion_context *c = NULL;
+    if (ternion_context_new(m, &cp, &c)) {
+        fprintf(stderr, "error: %s\n", ternion_last_error());
+        ternion_model_free(m);
         return RT_CLI_EXIT_ERR;
     }
+    if (o->verbose) {
+        ternion_device_info di;
+        ternion_perf pf;
+        ternion_context_device(c, &di);
+        ternion_perf_get(c, &pf);
+        fprintf(stderr, "ternion: %s (%s) on Vulkan device %s [%s], driver %s, %.1f GiB device-local\n",
+                ternion_model_builtin(m), path, di.name, type_name(di.type), di.driver,
+                di.device_local_bytes / (1024.0 * 1024 * 1024));
+        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane\n",
+                pf.native_int_dot ? "native" : "portable (emulated)", pf.gemv_vec ? 16 : 4);
+    }
+    *out_m = m;
+    *out_c = c;
     return 0;
 }
 
@@ -137,7 +187,7 @@ static char *read_text_file(const char *path)
     return b;
 }
 
-/* --tokenize: GGUF + tokenizer only, no engine (works on vocab-only files). */
+/* --tokenize: GGUF + tokenizer only, no device (works on vocab-only files). */
 static int cmd_tokenize(const rt_cli_opts *o)
 {
     if (!o->model) {
@@ -146,16 +196,11 @@ static int cmd_tokenize(const rt_cli_opts *o)
     }
     int rc = rt_cli_check_model_file(o->model);
     if (rc) return rc;
-    char err[RT_ERR_LEN] = "";
-    rt_gguf *g = NULL;
-    rt_tok *tok = NULL;
-    if (rt_gguf_open(o->model, &g, err) || rt_tok_load(g, &tok, err)) {
-        fprintf(stderr, "error: %s\n", err);
-        rt_gguf_close(g);
-        return RT_CLI_EXIT_ERR;
-    }
+    char err[RT_CLI_ERR_LEN] = "";
+    ternion_model *m = load_model(o, o->model, true);
+    if (!m) return RT_CLI_EXIT_ERR;
     int32_t *ids = NULL;
-    int n = rt_cli_tokenize(tok, o->tokenize, false, o->parse_special, &ids, err);
+    int n = rt_cli_tokenize(m, o->tokenize, false, o->parse_special, &ids, err);
     if (n < 0) {
         fprintf(stderr, "error: %s\n", err);
         rc = RT_CLI_EXIT_ERR;
@@ -164,49 +209,53 @@ static int cmd_tokenize(const rt_cli_opts *o)
         printf("\n");
     }
     free(ids);
-    rt_tok_free(tok);
-    rt_gguf_close(g);
+    ternion_model_free(m);
     return rc;
 }
 
 /* --tokens ... --logits-out FILE: one batch from position 0, all rows written
  * (with --profile, the last prompt step's kernel table on stderr). */
-static int cmd_logits(rt_engine *e, const int32_t *ids, int n, const char *out_path, bool profile)
+static int cmd_logits(ternion_context *c, const int32_t *ids, int n, const char *out_path, bool profile)
 {
-    char err[RT_ERR_LEN] = "";
-    int vocab = rt_engine_vocab(e);
-    if (n > rt_engine_n_ctx(e)) {
+    int vocab = ternion_model_n_vocab(ternion_context_model(c));
+    if (n > ternion_n_ctx(c)) {
         fprintf(stderr, "error: %d tokens are longer than the context (%d tokens); pass a larger -c\n", n,
-                rt_engine_n_ctx(e));
+                ternion_n_ctx(c));
         return RT_CLI_EXIT_ERR;
     }
-    float *logits = malloc((size_t)n * (size_t)vocab * sizeof(float));
-    if (!logits) {
-        fprintf(stderr, "error: out of memory for %d x %d logits\n", n, vocab);
+    int8_t *keep = malloc((size_t)n);
+    if (!keep) {
+        fprintf(stderr, "error: out of memory for %d rows\n", n);
         return RT_CLI_EXIT_ERR;
     }
+    memset(keep, 1, (size_t)n);
+    ternion_batch b = {.n_tokens = n, .token = ids, .logits = keep};
     int rc = 0;
-    if (rt_engine_eval(e, ids, n, 0, logits, err)) {
-        fprintf(stderr, "error: %s\n", err);
+    if (ternion_decode(c, &b)) {
+        fprintf(stderr, "error: %s\n", ternion_context_error(c));
         rc = RT_CLI_EXIT_ERR;
     } else {
         if (profile)
-            rt_engine_print_prefill_profile(e);
+            rt_cli_print_profile(c, TERNION_PROFILE_PROMPT);
         FILE *f = fopen(out_path, "wb");
-        size_t cnt = (size_t)n * (size_t)vocab;
         /* float32 little-endian: the host order on every platform we build for */
-        if (!f || fwrite(logits, sizeof(float), cnt, f) != cnt || fclose(f)) {
+        bool ok = f != NULL;
+        for (int i = 0; ok && i < n; i++) {
+            const float *row = ternion_get_logits(c, i);
+            ok = row && fwrite(row, sizeof(float), (size_t)vocab, f) == (size_t)vocab;
+        }
+        if (f && fclose(f)) ok = false;
+        if (!ok) {
             fprintf(stderr, "error: cannot write %s: %s\n", out_path, strerror(errno));
-            if (f) fclose(f);
             rc = RT_CLI_EXIT_ERR;
         }
     }
-    free(logits);
+    free(keep);
     return rc;
 }
 
 /* One-shot generation: -p/-f text or --tokens ids. */
-static int cmd_generate(const rt_cli_opts *o, const rt_model_desc *desc)
+static int cmd_generate(const rt_cli_opts *o)
 {
     int32_t *ids = NULL;
     int n = 0;
@@ -219,17 +268,18 @@ static int cmd_generate(const rt_cli_opts *o, const rt_model_desc *desc)
         file_text = read_text_file(o->prompt_file);
         if (!file_text) return RT_CLI_EXIT_ERR;
     }
-    rt_engine *e = NULL;
-    int rc = rt_cli_open_engine(o, desc, o->model, o->n_ctx, &e);
+    ternion_model *m = NULL;
+    ternion_context *e = NULL;
+    int rc = rt_cli_open(o, o->model, o->n_ctx, &m, &e);
     if (rc) {
         free(ids);
         free(file_text);
         return rc;
     }
     for (int i = 0; o->tokens && i < n; i++) {
-        if (ids[i] >= rt_engine_vocab(e)) {
+        if (ids[i] >= ternion_model_n_vocab(m)) {
             fprintf(stderr, "error: --tokens: id %d is out of range (vocabulary of %d tokens)\n", ids[i],
-                    rt_engine_vocab(e));
+                    ternion_model_n_vocab(m));
             rc = RT_CLI_EXIT_ERR;
             break;
         }
@@ -240,14 +290,14 @@ static int cmd_generate(const rt_cli_opts *o, const rt_model_desc *desc)
         rc = cmd_logits(e, ids, n, o->logits_out, o->profile);
     } else {
         rt_cli_gen g;
-        char err[RT_ERR_LEN] = "";
+        char err[RT_CLI_ERR_LEN] = "";
         if (rt_cli_gen_init(&g, o, e, err)) {
             fprintf(stderr, "error: %s\n", err);
             rc = RT_CLI_EXIT_ERR;
         } else {
             if (!o->tokens) {
                 const char *text = file_text ? file_text : o->prompt;
-                n = rt_cli_tokenize(g.tok, text, true, o->parse_special, &ids, err);
+                n = rt_cli_tokenize(m, text, true, o->parse_special, &ids, err);
                 if (n < 0) {
                     fprintf(stderr, "error: %s\n", err);
                     rc = RT_CLI_EXIT_ERR;
@@ -262,44 +312,71 @@ static int cmd_generate(const rt_cli_opts *o, const rt_model_desc *desc)
     }
     free(ids);
     free(file_text);
-    rt_engine_close(e);
+    rt_cli_close(m, e);
     return rc;
 }
 
-int rt_cli_main(int argc, char **argv, const rt_model_desc *desc)
+/* --version: the library, its commit, and the generated model(s) with their manifests. */
+static void print_version(const rt_cli_opts *o)
+{
+    printf("ternion %s (commit %s)\n", ternion_version(), ternion_commit());
+    for (int32_t i = 0; i < ternion_builtin_count(); i++) {
+        const char *name = ternion_builtin_name(i);
+        if (!o->pinned)
+            printf("model %s\n", name);
+        else if (!strcmp(name, o->pinned)) /* a model binary: its build manifest ("model <name>" first) */
+            printf("%s", ternion_builtin_manifest(i));
+    }
+}
+
+static int list_devices(void)
+{
+    int32_t n = ternion_device_count();
+    if (n < 0) {
+        fprintf(stderr, "error: %s\n", ternion_last_error());
+        return RT_CLI_EXIT_ERR;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        ternion_device_info d;
+        if (ternion_device_get(i, &d)) {
+            fprintf(stderr, "error: %s\n", ternion_last_error());
+            return RT_CLI_EXIT_ERR;
+        }
+        printf("%d: %s [%s] driver %s, Vulkan %u.%u, %.1f GiB device-local, subgroup %u\n", i, d.name,
+               type_name(d.type), d.driver, d.api_major, d.api_minor,
+               d.device_local_bytes / (1024.0 * 1024 * 1024), d.subgroup_size);
+    }
+    return 0;
+}
+
+int rt_cli_main(int argc, char **argv, const char *pinned)
 {
     rt_cli_opts o;
     int rc = rt_cli_parse(argc, argv, &o);
+    o.pinned = pinned;
     if (rc) return rc;
     setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* flushed per token in generation */
     if (o.help) {
-        rt_cli_usage(o.prog, desc);
+        rt_cli_usage(&o);
         return 0;
     }
     if (o.version) {
-        printf("%s (ternion)\n%s", desc->name, desc->manifest ? desc->manifest : "");
+        print_version(&o);
         return 0;
     }
-    if (o.list_devices) {
-        char err[RT_ERR_LEN] = "";
-        if (rt_vk_list_devices(err)) {
-            fprintf(stderr, "error: %s\n", err);
-            return RT_CLI_EXIT_ERR;
-        }
-        return 0;
-    }
+    if (o.list_devices) return list_devices();
     if (o.tokenize) return cmd_tokenize(&o);
-    if (o.bench) return rt_cli_bench(&o, desc);
+    if (o.bench) return rt_cli_bench(&o);
     if (!o.model) {
         fprintf(stderr, "error: no model given: pass -m path/to/ggml-model-i2_s.gguf\n%s", download_hint);
         fprintf(stderr, "run '%s --help' for usage\n", o.prog);
         return RT_CLI_EXIT_USAGE;
     }
-    if (o.chat) return rt_cli_chat(&o, desc);
+    if (o.chat) return rt_cli_chat(&o);
     if (!o.tokens && !o.prompt && !o.prompt_file) {
         fprintf(stderr, "error: nothing to do: give a prompt (-p TEXT or -f FILE), --chat, or --bench\n"
                         "run '%s --help' for usage\n", o.prog);
         return RT_CLI_EXIT_USAGE;
     }
-    return cmd_generate(&o, desc);
+    return cmd_generate(&o);
 }

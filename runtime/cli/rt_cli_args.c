@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/rt_cli_priv.h"
+#include "rt_cli_priv.h"
 
 typedef enum { F_STR, F_INT, F_FLOAT, F_U64, F_BOOL } flag_kind;
 
@@ -26,6 +26,7 @@ typedef struct {
 #define O(f) offsetof(rt_cli_opts, f)
 static const flag_def flags[] = {
     {"-m", "--model", F_STR, O(model), 0, 0, "FILE", "model GGUF (e.g. ggml-model-i2_s.gguf)"},
+    {"--model-type", NULL, F_STR, O(model_type), 0, 0, "NAME", "generated model to run the file with (default: the one its metadata matches; see --version)"},
     {"-p", "--prompt", F_STR, O(prompt), 0, 0, "TEXT", "prompt to continue"},
     {"-f", "--file", F_STR, O(prompt_file), 0, 0, "FILE", "read the prompt from a file"},
     {"-n", "--n-predict", F_INT, O(n_predict), -1, 1e9, "N", "tokens to generate (-1: until end of text; default -1)"},
@@ -57,14 +58,14 @@ static const flag_def flags[] = {
     {"--tokens", NULL, F_STR, O(tokens), 0, 0, "\"ID ...\"", "use these token ids as the prompt (no BOS added)"},
     {"--logits-out", NULL, F_STR, O(logits_out), 0, 0, "FILE", "with --tokens: write float32 logits [n][vocab] and exit"},
     {"--print-ids", NULL, F_BOOL, O(print_ids), 0, 0, NULL, "print generated token ids instead of text"},
-    {"--decode-chain", NULL, F_INT, O(decode_chain), 1, RT_ENGINE_MAX_CHAIN, "N", "greedy: decode N tokens per GPU submission, printed in bursts (1..16, default 8)"},
+    {"--decode-chain", NULL, F_INT, O(decode_chain), 1, TERNION_MAX_CHAIN, "N", "greedy: decode N tokens per GPU submission, printed in bursts (1..16, default 8)"},
     {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
     {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
     {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
     {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
     {"-h", "--help", F_BOOL, O(help), 0, 0, NULL, "this help"},
-    {"--version", NULL, F_BOOL, O(version), 0, 0, NULL, "model name and build manifest"},
+    {"--version", NULL, F_BOOL, O(version), 0, 0, NULL, "version, git commit, the generated model(s) and build manifest"},
 };
 #undef O
 #define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -73,8 +74,7 @@ static void defaults(rt_cli_opts *o, const char *prog)
 {
     memset(o, 0, sizeof(*o));
     o->prog = prog;
-    rt_sampler_params sp; /* llama.cpp's sampling defaults, one source of truth */
-    rt_sampler_params_default(&sp);
+    ternion_sampler_params sp = ternion_sampler_default_params(); /* llama.cpp's, one source of truth */
     o->n_predict = -1;
     o->temp = sp.temp;
     o->top_k = sp.top_k;
@@ -215,12 +215,19 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
     return 0;
 }
 
-void rt_cli_usage(const char *prog, const rt_model_desc *desc)
+void rt_cli_usage(const rt_cli_opts *o)
 {
+    const char *prog = o->prog;
     printf("usage: %s -m FILE [-p PROMPT | -f FILE | --chat] [options]\n\n", prog);
-    printf("Runs %s on a Vulkan GPU. Get the official weights from Hugging Face:\n"
-           "  microsoft/bitnet-b1.58-2B-4T-gguf, file ggml-model-i2_s.gguf\n\n",
-           desc->name);
+    if (o->pinned) {
+        printf("Runs %s on a Vulkan GPU.", o->pinned);
+    } else {
+        printf("Runs a model on a Vulkan GPU with the generated model its metadata matches (built in:");
+        for (int32_t i = 0; i < ternion_builtin_count(); i++) printf("%s %s", i ? "," : "", ternion_builtin_name(i));
+        printf(").");
+    }
+    printf(" Get the official weights from Hugging Face:\n"
+           "  microsoft/bitnet-b1.58-2B-4T-gguf, file ggml-model-i2_s.gguf\n\n");
     printf("examples:\n"
            "  %s -m ggml-model-i2_s.gguf -p \"The capital of France is\" -n 64\n"
            "  %s -m ggml-model-i2_s.gguf --chat -sys \"You are a helpful assistant.\"\n"

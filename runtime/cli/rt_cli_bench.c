@@ -15,8 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/rt_cli_priv.h"
-#include "vk/rt_vk.h"
+#include "rt_cli_priv.h"
 
 #define BENCH_CTX 1024     /* context_length written into the generated model */
 #define RUN_CTX 4096       /* context of the run without -m (the long-context decodes need it) */
@@ -108,11 +107,20 @@ static int cache_dir(char *out, size_t n)
     return mkdir_p(out);
 }
 
+/* The generated model's build manifest (NULL: not built in). */
+static const char *manifest_of(const char *name)
+{
+    for (int32_t i = 0; i < ternion_builtin_count(); i++)
+        if (!strcmp(ternion_builtin_name(i), name)) return ternion_builtin_manifest(i);
+    return NULL;
+}
+
 /* "fnv64:..." of the manifest's source line: the cache key changes with the YAML. */
-static void yaml_hash(const rt_model_desc *desc, char *out, size_t n)
+static void yaml_hash(const char *name, char *out, size_t n)
 {
     snprintf(out, n, "nohash");
-    const char *s = desc->manifest ? strstr(desc->manifest, "fnv64:") : NULL;
+    const char *manifest = manifest_of(name);
+    const char *s = manifest ? strstr(manifest, "fnv64:") : NULL;
     if (!s) return;
     s += 6;
     size_t k = 0;
@@ -157,25 +165,30 @@ static int run_mkmodel(const char *tool, const char *yaml, const char *out, cons
     return (WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : -1;
 }
 
-/* Finds or makes the random-weight GGUF; fills path. 0 ok, else the exit code. */
-static int bench_model(const rt_cli_opts *o, const rt_model_desc *desc, char *path, size_t n)
+/* Finds or makes the random-weight GGUF of the generated model `name`; fills path. 0 ok,
+ * else the exit code. */
+static int bench_model(const rt_cli_opts *o, const char *name, char *path, size_t n)
 {
     char dir[PATH_MAX], bdir[PATH_MAX], tool[PATH_MAX], yaml[PATH_MAX], hash[32];
     bin_dir(o->prog, bdir, sizeof(bdir));
     snprintf(tool, sizeof(tool), "%s", o->bench_mkmodel ? o->bench_mkmodel : "");
-    if (!o->bench_mkmodel) snprintf(tool, sizeof(tool), "%s/tools/mkmodel", bdir);
+    if (!o->bench_mkmodel) {
+        snprintf(tool, sizeof(tool), "%s/tools/mkmodel", bdir);          /* the build tree */
+        if (!file_exists(tool)) snprintf(tool, sizeof(tool), "%s/ternion-mkmodel", bdir); /* installed */
+    }
     if (o->bench_yaml) {
         snprintf(yaml, sizeof(yaml), "%s", o->bench_yaml);
     } else {
-        snprintf(yaml, sizeof(yaml), "models/%s.yaml", desc->name);
-        if (!file_exists(yaml)) snprintf(yaml, sizeof(yaml), "%s/../models/%s.yaml", bdir, desc->name);
+        snprintf(yaml, sizeof(yaml), "models/%s.yaml", name);
+        if (!file_exists(yaml)) snprintf(yaml, sizeof(yaml), "%s/../models/%s.yaml", bdir, name);
+        if (!file_exists(yaml)) snprintf(yaml, sizeof(yaml), "%s/../share/ternion/models/%s.yaml", bdir, name);
     }
     if (cache_dir(dir, sizeof(dir))) {
         fprintf(stderr, "error: cannot create the cache directory %s: %s\n", dir, strerror(errno));
         return RT_CLI_EXIT_ERR;
     }
-    yaml_hash(desc, hash, sizeof(hash));
-    snprintf(path, n, "%s/bench-%s-%s-L%d-V%d-C%d.gguf", dir, desc->name, hash, o->bench_layers, o->bench_vocab,
+    yaml_hash(name, hash, sizeof(hash));
+    snprintf(path, n, "%s/bench-%s-%s-L%d-V%d-C%d.gguf", dir, name, hash, o->bench_layers, o->bench_vocab,
              BENCH_CTX);
     if (file_exists(path)) {
         if (o->verbose) fprintf(stderr, "bench: reusing %s\n", path);
@@ -193,7 +206,7 @@ static int bench_model(const rt_cli_opts *o, const rt_model_desc *desc, char *pa
     }
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof(tmp), "%s.%ld.part", path, (long)getpid());
-    fprintf(stderr, "bench: writing a random-weight %s model to %s (once; cached)\n", desc->name, path);
+    fprintf(stderr, "bench: writing a random-weight %s model to %s (once; cached)\n", name, path);
     if (run_mkmodel(tool, yaml, tmp, o) || rename(tmp, path)) {
         unlink(tmp);
         fprintf(stderr, "error: %s %s failed; no benchmark model\n", tool, yaml);
@@ -202,34 +215,39 @@ static int bench_model(const rt_cli_opts *o, const rt_model_desc *desc, char *pa
     return 0;
 }
 
-/* Device name / driver / type of the device the engine will pick (same selection rules). */
-static void device_info(const rt_cli_opts *o, bench_result *r)
+/* Device name / driver / type of the context's device. */
+static void device_info(ternion_context *c, bench_result *r)
 {
-    rt_vk *vk;
-    char err[RT_ERR_LEN];
-    rt_vk_opts vo = {.device_index = o->device, .validation = false, .verbose = false};
+    ternion_device_info in;
     snprintf(r->device, sizeof(r->device), "unknown");
-    if (rt_vk_create(&vo, &vk, err)) return;
-    const rt_vk_info *in = rt_vk_get_info(vk);
-    snprintf(r->device, sizeof(r->device), "%s", in->name);
-    snprintf(r->driver, sizeof(r->driver), "%s", in->driver);
-    const char *t = in->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU   ? "discrete"
-                    : in->type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated"
-                    : in->type == VK_PHYSICAL_DEVICE_TYPE_CPU            ? "cpu"
-                                                                         : "other";
+    if (ternion_context_device(c, &in)) return;
+    snprintf(r->device, sizeof(r->device), "%s", in.name);
+    snprintf(r->driver, sizeof(r->driver), "%s", in.driver);
+    const char *t = in.type == TERNION_DEVICE_DISCRETE_GPU     ? "discrete"
+                    : in.type == TERNION_DEVICE_INTEGRATED_GPU ? "integrated"
+                    : in.type == TERNION_DEVICE_CPU            ? "cpu"
+                                                               : "other";
     snprintf(r->dev_type, sizeof(r->dev_type), "%s", t);
-    rt_vk_destroy(vk);
 }
 
-static int fail(const char *what, const char *err)
+static int fail(const char *what, ternion_context *c)
 {
-    fprintf(stderr, "error: bench %s: %s\n", what, err);
+    fprintf(stderr, "error: bench %s: %s\n", what, ternion_context_error(c));
     return RT_CLI_EXIT_ERR;
 }
 
-static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
+/* Evaluates n tokens of sequence 0 at position pos (replacing what was there) and picks the
+ * greedy next token into *id. */
+static int step(ternion_context *c, ternion_sampler *greedy, const int32_t *toks, int n, int pos, int32_t *id)
 {
-    char err[RT_ERR_LEN];
+    int32_t p[512];
+    for (int i = 0; i < n; i++) p[i] = pos + i;
+    ternion_batch b = {.n_tokens = n, .token = toks, .pos = p};
+    return ternion_decode(c, &b) || ternion_sample(c, greedy, -1, id);
+}
+
+static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o, bench_result *r)
+{
     int32_t toks[512], id;
     uint32_t x = 12345;
     for (int i = 0; i < 512; i++) {
@@ -238,19 +256,18 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
     }
     /* decode at a 128-token context */
     if (r->n_ctx < DEC_POS + DEC_STEPS) {
-        snprintf(err, sizeof(err), "context %d is too small (need %d; pass -c)", r->n_ctx, DEC_POS + DEC_STEPS);
-        return fail("decode", err);
+        fprintf(stderr, "error: bench decode: context %d is too small (need %d; pass -c)\n", r->n_ctx,
+                DEC_POS + DEC_STEPS);
+        return RT_CLI_EXIT_ERR;
     }
-    if (rt_engine_eval(e, toks, DEC_POS, 0, NULL, err) || rt_engine_argmax(e, &id, err)) return fail("prefill", err);
+    if (step(e, g, toks, DEC_POS, 0, &id)) return fail("prefill", e);
     for (int w = 0; w < 3; w++)
-        if (rt_engine_eval(e, &id, 1, DEC_POS + w, NULL, err) || rt_engine_argmax(e, &id, err))
-            return fail("decode", err);
+        if (step(e, g, &id, 1, DEC_POS + w, &id)) return fail("decode", e);
     double runs[DEC_RUNS];
     for (int k = 0; k < DEC_RUNS; k++) {
         double t0 = rt_cli_now_ms();
         for (int s = 0; s < DEC_STEPS; s++)
-            if (rt_engine_eval(e, &id, 1, DEC_POS + s, NULL, err) || rt_engine_argmax(e, &id, err))
-                return fail("decode", err);
+            if (step(e, g, &id, 1, DEC_POS + s, &id)) return fail("decode", e);
         runs[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
     }
     r->dec_ms = median(runs, DEC_RUNS);
@@ -259,7 +276,8 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
     int32_t chained[DEC_STEPS];
     for (int k = -1; k < DEC_RUNS; k++) { /* k = -1: warm-up (records the stream) */
         double t0 = rt_cli_now_ms();
-        if (rt_engine_greedy_chain(e, id, DEC_POS, DEC_STEPS, chained, err)) return fail("chained decode", err);
+        if (ternion_kv_seq_truncate(e, 0, DEC_POS) || ternion_decode_greedy(e, 0, id, DEC_STEPS, chained))
+            return fail("chained decode", e);
         if (k >= 0) runs[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
         id = chained[DEC_STEPS - 1];
     }
@@ -270,17 +288,17 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
         int p0 = long_ctx[c] - DEC_STEPS;
         r->long_ms[c] = -1;
         if (long_ctx[c] > r->n_ctx) continue;
+        if (ternion_bench_kv_seq_len(e, 0, p0)) return fail("long-context decode", e);
         double lr[LONG_RUNS];
         for (int k = -1; k < LONG_RUNS; k++) { /* k = -1: warm-up */
             double t0 = rt_cli_now_ms();
             for (int s = 0; s < DEC_STEPS; s++)
-                if (rt_engine_eval(e, &id, 1, p0 + s, NULL, err) || rt_engine_argmax(e, &id, err))
-                    return fail("long-context decode", err);
+                if (step(e, g, &id, 1, p0 + s, &id)) return fail("long-context decode", e);
             if (k >= 0) lr[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
         }
         r->long_ms[c] = median(lr, LONG_RUNS);
     }
-    if (o->profile) rt_engine_print_profile(e); /* on stderr: stdout stays one JSON line with --json */
+    if (o->profile) rt_cli_print_profile(e, TERNION_PROFILE_DECODE); /* stderr: stdout stays one JSON line */
     /* prompt processing */
     for (int p = 0; p < N_PROMPTS; p++) {
         int n = prompt_sizes[p];
@@ -289,23 +307,23 @@ static int measure(rt_engine *e, const rt_cli_opts *o, bench_result *r)
         double pr[PROMPT_RUNS];
         for (int k = -1; k < PROMPT_RUNS; k++) { /* k = -1: warm-up */
             double t0 = rt_cli_now_ms();
-            if (rt_engine_eval(e, toks, n, 0, NULL, err) || rt_engine_argmax(e, &id, err)) return fail("prompt", err);
+            if (step(e, g, toks, n, 0, &id)) return fail("prompt", e);
             if (k >= 0) pr[k] = rt_cli_now_ms() - t0;
         }
         r->prompt_tps[p] = n * 1000.0 / median(pr, PROMPT_RUNS);
     }
-    if (o->profile) rt_engine_print_prefill_profile(e); /* the last prompt step (512 tokens) */
-    rt_engine_stats st;
-    rt_engine_get_stats(e, &st);
+    if (o->profile) rt_cli_print_profile(e, TERNION_PROFILE_PROMPT); /* the last prompt step (512 tokens) */
+    ternion_perf st;
+    ternion_perf_get(e, &st);
     r->dispatches = st.dispatches_per_token;
-    r->native_dot = st.native_dot;
+    r->native_dot = st.native_int_dot;
     r->lm_head_q8 = st.lm_head_q8;
     r->gemv_vec = st.gemv_vec;
     r->barriers = st.barriers_per_token;
-    r->bytes = rt_engine_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
+    r->bytes = ternion_perf_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
-    if (rt_engine_copy_bandwidth(e, &r->copy_gbs, err)) {
-        fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", err);
+    if (ternion_perf_copy_bandwidth(e, &r->copy_gbs)) {
+        fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", ternion_context_error(e));
         r->copy_gbs = 0;
     }
     return 0;
@@ -322,12 +340,12 @@ static void json_str(const char *key, const char *s, bool comma)
     printf("\"%s", comma ? "," : "");
 }
 
-static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *path, const bench_result *r)
+static void report(const rt_cli_opts *o, const char *name, const char *path, const bench_result *r)
 {
     double ratio = r->copy_gbs > 0 ? r->achieved_gbs / r->copy_gbs : 0;
     if (o->json) {
         printf("{");
-        json_str("model", desc->name, true);
+        json_str("model", name, true);
         json_str("weights", o->model ? path : "random", true);
         printf("\"layers\":%d,\"vocab\":%d,\"n_ctx\":%d,", r->layers, r->vocab, r->n_ctx);
         json_str("device", r->device, true);
@@ -353,7 +371,7 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
                o->profile ? "true" : "false");
         return;
     }
-    printf("bench %s: %s, %d layers, vocab %d, context %d\n", desc->name, o->model ? path : "random weights",
+    printf("bench %s: %s, %d layers, vocab %d, context %d\n", name, o->model ? path : "random weights",
            r->layers, r->vocab, r->n_ctx);
     printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
     printf("kernels:     %s integer dot products; LM head %s; decode matrix rows read %s\n",
@@ -378,29 +396,45 @@ static void report(const rt_cli_opts *o, const rt_model_desc *desc, const char *
            r->copy_gbs, 100.0 * ratio);
 }
 
-int rt_cli_bench(const rt_cli_opts *o, const rt_model_desc *desc)
+int rt_cli_bench(const rt_cli_opts *o)
 {
     char path[PATH_MAX];
+    const char *name = o->model_type ? o->model_type : o->pinned;
     if (o->model) {
         snprintf(path, sizeof(path), "%s", o->model);
     } else {
-        int rc = bench_model(o, desc, path, sizeof(path));
+        if (!name || !manifest_of(name)) {
+            fprintf(stderr, "error: --bench without -m needs the generated model to benchmark: --model-type NAME (");
+            for (int32_t i = 0; i < ternion_builtin_count(); i++)
+                fprintf(stderr, "%s%s", i ? ", " : "", ternion_builtin_name(i));
+            fprintf(stderr, ")\n");
+            return RT_CLI_EXIT_USAGE;
+        }
+        int rc = bench_model(o, name, path, sizeof(path));
         if (rc) return rc;
     }
     bench_result r;
     memset(&r, 0, sizeof(r));
-    device_info(o, &r);
-    rt_engine *e;
-    int rc = rt_cli_open_engine(o, desc, path, o->n_ctx ? o->n_ctx : (o->model ? 0 : RUN_CTX), &e);
+    ternion_model *m;
+    ternion_context *e;
+    int rc = rt_cli_open(o, path, o->n_ctx ? o->n_ctx : (o->model ? 0 : RUN_CTX), &m, &e);
     if (rc) return rc;
-    r.vocab = rt_engine_vocab(e);
-    r.n_ctx = rt_engine_n_ctx(e);
-    uint32_t layers = 0;
-    char err[RT_ERR_LEN];
-    rt_gguf_get_u32(rt_engine_gguf(e), "%s.block_count", &layers, err);
-    r.layers = (int)layers;
-    rc = measure(e, o, &r);
-    if (!rc) report(o, desc, path, &r);
-    rt_engine_close(e);
+    device_info(e, &r);
+    r.vocab = ternion_model_n_vocab(m);
+    r.n_ctx = ternion_n_ctx(e);
+    r.layers = ternion_model_n_layer(m);
+    ternion_sampler_params gp = ternion_sampler_default_params();
+    gp.temp = 0;
+    gp.repeat_penalty = 1;
+    ternion_sampler *g = NULL;
+    if (ternion_sampler_new(&gp, &g)) {
+        fprintf(stderr, "error: %s\n", ternion_last_error());
+        rt_cli_close(m, e);
+        return RT_CLI_EXIT_ERR;
+    }
+    rc = measure(e, g, o, &r);
+    if (!rc) report(o, ternion_model_builtin(m), path, &r);
+    ternion_sampler_free(g);
+    rt_cli_close(m, e);
     return rc;
 }

@@ -1,8 +1,13 @@
-/* rt_cli_priv.h - shared declarations of the model-binary CLI (runtime/cli/rt_cli*.c).
+/* rt_cli_priv.h - shared declarations of the command line (runtime/cli/rt_cli*.c).
  *
  * Owns: the parsed command-line options (rt_cli_opts) and the split of the CLI into
  * argument parsing (rt_cli_args.c), the main driver, one-shot generation and the check
- * modes (rt_cli.c), interactive chat (rt_cli_chat.c) and the benchmark (rt_cli_bench.c).
+ * modes (rt_cli.c), interactive chat (rt_cli_chat.c), the benchmark (rt_cli_bench.c) and
+ * the profile tables (rt_cli_profile.c); rt_cli_main.c is main() of `ternion` and of each
+ * model binary (build/<model>: the same program with the generated model pinned).
+ * The CLI uses only the public API (ternion.h): it is compiled with runtime/api as its only
+ * include directory, and the build links it once against the shared libternion, which
+ * exports nothing else (Makefile: cli-api-check).
  * Exit codes of every mode: 0 ok, 1 runtime error (engine, GGUF, I/O), 2 usage error.
  */
 #ifndef RT_CLI_PRIV_H
@@ -11,8 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/rt_engine.h"
-#include "engine/rt_schedule.h"
+#include "ternion.h"
+
+#define RT_CLI_ERR_LEN 1024 /* message buffers */
 
 #define RT_CLI_EXIT_OK 0
 #define RT_CLI_EXIT_ERR 1
@@ -20,7 +26,9 @@
 
 typedef struct {
     const char *prog;          /* argv[0] */
+    const char *pinned;        /* the generated model this binary is built for; NULL: `ternion` */
     const char *model;         /* -m */
+    const char *model_type;    /* --model-type: generated model to use (default: pinned, else by metadata) */
     const char *prompt;        /* -p */
     const char *prompt_file;   /* -f */
     int n_predict;             /* -n: tokens to generate; -1 = until EOS / context full */
@@ -33,7 +41,7 @@ typedef struct {
     bool chat;                 /* --chat / -i */
     const char *system;        /* -sys */
     int device;                /* --device, -1 auto */
-    int decode_chain;          /* --decode-chain: greedy tokens per submission (1..RT_ENGINE_MAX_CHAIN) */
+    int decode_chain;          /* --decode-chain: greedy tokens per submission (1..TERNION_MAX_CHAIN) */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
     const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
     const char *gemv;          /* --gemv: "scalar", "vec4" or NULL (by device type) */
@@ -51,26 +59,28 @@ typedef struct {
 /* Parses argv into *o (defaults first). 0 ok; otherwise prints one message + the usage
  * hint on stderr and returns RT_CLI_EXIT_USAGE. */
 int rt_cli_parse(int argc, char **argv, rt_cli_opts *o);
-void rt_cli_usage(const char *prog, const rt_model_desc *desc);
+void rt_cli_usage(const rt_cli_opts *o);
+
+/* The driver: `pinned` is the generated model of a model binary, NULL for `ternion`. */
+int rt_cli_main(int argc, char **argv, const char *pinned);
 
 /* Modes. Each returns the process exit code. */
-int rt_cli_chat(const rt_cli_opts *o, const rt_model_desc *desc);
-int rt_cli_bench(const rt_cli_opts *o, const rt_model_desc *desc);
+int rt_cli_chat(const rt_cli_opts *o);
+int rt_cli_bench(const rt_cli_opts *o);
+
+/* The per-kernel tables of --profile on stderr (rt_cli_profile.c). */
+void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step);
 
 /* ---- generation (rt_cli_gen.c), shared by one-shot runs and chat ---- */
-#include "engine/rt_sampler.h"
-#include "tok/rt_tokenizer.h"
 
 typedef struct {
     const rt_cli_opts *o;
-    rt_engine *e;
-    rt_tok *tok;                /* owned */
-    rt_sampler *smp;            /* owned; NULL = greedy (rt_engine_argmax) */
-    rt_tok_stream stream;       /* UTF-8-safe text output */
-    int n_ctx, k;               /* context; top-k candidates read back when sampling */
-    int32_t *cand_ids;          /* [k] */
-    float *cand_logits;         /* [k] */
-    rt_cand *cands;             /* [k] */
+    ternion_context *ctx;
+    const ternion_model *m;
+    ternion_sampler *smp;       /* owned: the chain of the options (greedy at --temp 0) */
+    bool fast_greedy;           /* greedy without penalties: greedy chains on the device */
+    ternion_detok *detok;       /* UTF-8-safe text output */
+    int n_ctx;
     int n_out;                  /* ids printed on the current --print-ids line */
 } rt_cli_gen;
 
@@ -85,10 +95,10 @@ typedef struct {
     int pos;                    /* KV entries valid after the turn */
 } rt_cli_turn;
 
-int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, rt_engine *e, char *err);
+int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, ternion_context *ctx, char *err);
 void rt_cli_gen_free(rt_cli_gen *g);
 /* Tokenizes text (BOS first when add_bos and the model wants it). Count, or -1 + err. */
-int rt_cli_tokenize(const rt_tok *tok, const char *text, bool add_bos, bool parse_special, int32_t **out_ids,
+int rt_cli_tokenize(const ternion_model *m, const char *text, bool add_bos, bool parse_special, int32_t **out_ids,
                     char *err);
 /* Evaluates ids[0..n) at positions pos.., then generates up to n_predict tokens (-1: until a
  * stop token or a full context), streaming text (or ids with --print-ids) to stdout. */
@@ -102,9 +112,10 @@ int rt_cli_gen_oneshot(rt_cli_gen *g, const int32_t *ids, int n, int n_predict);
 /* Shared helpers (rt_cli.c). */
 int rt_cli_check_model_file(const char *path);
 double rt_cli_now_ms(void);
-/* Opens the engine for o (model path, device, ctx, batch, profile); prints the error and
- * the download hint for a missing file. 0 ok, else the exit code. */
-int rt_cli_open_engine(const rt_cli_opts *o, const rt_model_desc *desc, const char *path,
-                       int n_ctx, rt_engine **out_e);
+/* Loads the model at path (the generated model: --model-type, else the pinned one, else by
+ * metadata) and makes a context for o (device, ctx, batch, profile, kernels); prints the
+ * error (and the download hint for a missing file). 0 ok, else the exit code. */
+int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model **out_m, ternion_context **out_c);
+void rt_cli_close(ternion_model *m, ternion_context *c);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "gguf/rt_gguf.h"
+#include "vk/rt_vk.h"
 
 typedef struct rt_model_desc rt_model_desc; /* generated tables (rt_schedule.h) */
 typedef struct rt_engine rt_engine;
@@ -31,13 +32,31 @@ typedef struct {
     bool lm_head_q8;    /* LM head on a Q8_0 copy of its table made at load (rt_q8.h): about half
                            the bytes of an F16 head, logits change slightly; error if the model
                            has no such variant (schedule post_q8) */
+    int n_seq;          /* sequences with their own KV cache (rt_engine_set_seq); 0: 1 */
+    /* progress of the weights upload ("weights", bytes done, total); NULL: none. The
+     * engine never prints (verbose: the Vulkan layer's device line only). */
+    void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
+    void *progress_user;
 } rt_engine_opts;
+
+/* Does the GGUF g fit the generated model d (general.architecture, the hyperparameters the
+ * YAML fixes, every tensor's type and shape)? 0 with the layer count and vocabulary size;
+ * -1 with err naming the first mismatch ("<path>: ..."). */
+int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_layers, int *out_vocab, char *err);
 
 int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err);
 void rt_engine_close(rt_engine *e);
 
 int rt_engine_vocab(const rt_engine *e);
 int rt_engine_n_ctx(const rt_engine *e);
+int rt_engine_n_batch(const rt_engine *e);
+/* Bind the KV cache of sequence seq (0..n_seq-1) for what follows: the recorded streams are
+ * recorded again for it (a pending step is submitted first). Positions are per sequence. */
+int rt_engine_set_seq(rt_engine *e, int seq, char *err);
+/* The logits of the last position after eval / greedy_chain, read from the device. */
+int rt_engine_logits_last(rt_engine *e, float *out, char *err);
+/* The device the engine runs on. */
+void rt_engine_device(const rt_engine *e, rt_vk_device_desc *out);
 const rt_gguf *rt_engine_gguf(const rt_engine *e); /* for the tokenizer */
 
 /* Run `n` tokens at positions pos..pos+n-1 (n may exceed n_batch: split
@@ -72,11 +91,18 @@ void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 /* Bytes one decode step reads and writes (weights, activations, the KV rows of a
  * context of n_kv tokens), from the generated per-dispatch byte counts. */
 uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv);
-/* Print the per-kernel profile table of the last decode step (needs opts.profile). */
-void rt_engine_print_profile(rt_engine *e);
-/* The same for the last prompt (batched) step: time per kernel and per token; nothing
- * when no prompt step ran. */
-void rt_engine_print_prefill_profile(rt_engine *e);
+/* Per-dispatch GPU times of the last decode step (prefill false; with the argmax / top-k
+ * appended to it) or the last prompt step of more than one token (needs opts.profile):
+ * *out_rows (engine-owned, valid until the next call) in dispatch order, with each decode
+ * dispatch's bytes at that step's context (prompt steps: 0). 0 ok; 1 (err says why) when
+ * profiling is off or no such step ran; -1 on a device error. */
+typedef struct {
+    const char *name;
+    double ns;
+    uint64_t bytes;
+} rt_engine_profile_row;
+int rt_engine_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n,
+                      int *out_tokens, int *out_n_kv, char *err);
 /* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err);
 

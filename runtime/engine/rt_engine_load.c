@@ -14,10 +14,9 @@
 
 static const char *type_name(uint8_t t) { return rt_type_name((rt_type)t); }
 
-static int check_model(rt_engine *e, const char *path, char *err)
+int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_layers, int *out_vocab, char *err)
 {
-    const rt_model_desc *d = e->d;
-    rt_gguf *g = e->g;
+    const char *path = g->path;
     bool arch_ok = false;
     for (uint32_t i = 0; i < d->n_archs; i++)
         arch_ok |= strcmp(g->arch, d->archs[i]) == 0;
@@ -63,7 +62,7 @@ static int check_model(rt_engine *e, const char *path, char *err)
         snprintf(err, RT_ERR_LEN, "%s: key '%s.block_count' is missing or invalid", path, g->arch);
         return -1;
     }
-    e->n_layers = (int)nl;
+    int n_layers = (int)nl;
     /* vocabulary from the table tensor */
     const rt_gguf_tensor *vt = rt_gguf_tensor_find(g, d->tensors[d->vocab_tensor].gguf);
     if (!vt) {
@@ -71,11 +70,16 @@ static int check_model(rt_engine *e, const char *path, char *err)
                  d->tensors[d->vocab_tensor].gguf, d->name);
         return -1;
     }
-    e->vocab = (int)vt->ne[1];
+    if (vt->ne[1] < 1 || vt->ne[1] > INT32_MAX) {
+        snprintf(err, RT_ERR_LEN, "%s: tensor '%s' has %lld rows: not a vocabulary size", path,
+                 d->tensors[d->vocab_tensor].gguf, (long long)vt->ne[1]);
+        return -1;
+    }
+    int vocab = (int)vt->ne[1];
     char name[160];
     for (uint32_t t = 0; t < d->n_tensors; t++) {
         const rt_tensor_desc *td = &d->tensors[t];
-        for (int L = 0; L < (td->per_layer ? e->n_layers : 1); L++) {
+        for (int L = 0; L < (td->per_layer ? n_layers : 1); L++) {
             const char *p = strstr(td->gguf, "{L}");
             if (p)
                 snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - td->gguf), td->gguf, L, p + 3);
@@ -86,8 +90,8 @@ static int check_model(rt_engine *e, const char *path, char *err)
                 snprintf(err, RT_ERR_LEN, "%s: tensor '%s' missing (models/%s.yaml expects it)", path, name, d->name);
                 return -1;
             }
-            int64_t w0 = td->ne[0] < 0 ? e->vocab : td->ne[0];
-            int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? e->vocab : td->ne[1]) : 1;
+            int64_t w0 = td->ne[0] < 0 ? vocab : td->ne[0];
+            int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? vocab : td->ne[1]) : 1;
             if (gt->type != (rt_type)td->type || gt->ne[0] != w0 || gt->ne[1] != w1) {
                 snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]", path,
                          name, type_name(td->type), (long long)w0, (long long)w1, rt_type_name(gt->type),
@@ -96,17 +100,9 @@ static int check_model(rt_engine *e, const char *path, char *err)
             }
         }
     }
+    *out_layers = n_layers;
+    *out_vocab = vocab;
     return 0;
-}
-
-static void progress(void *ctx, uint64_t done, uint64_t total)
-{
-    (void)ctx;
-    if (total < (64u << 20) || !isatty(2))
-        return;
-    fprintf(stderr, "\rloading weights: %6.1f / %6.1f MB (%3.0f%%)", done / 1e6, total / 1e6, 100.0 * done / total);
-    if (done >= total)
-        fprintf(stderr, "\n");
 }
 
 /* Every kernel fits the device's workgroup limits (checked before the weights go up). */
@@ -160,7 +156,8 @@ static int upload_weights(rt_engine *e, char *err)
                 if (rt_buf_upload(e->vk, &e->w[i], 0, gt->data, gt->nbytes, err))
                     return -1;
                 done += gt->nbytes;
-                progress(NULL, done, total);
+                if (e->progress)
+                    e->progress(e->progress_user, "weights", done, total);
             }
     return 0;
 }
@@ -246,7 +243,11 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->profile = opts->profile;
     e->pre.count = MAX_PREFILL;
     e->chain.count = CHAIN_SLOTS;
-    if (rt_gguf_open(opts->model_path, &e->g, err) || check_model(e, opts->model_path, err))
+    e->n_seq = opts->n_seq > 0 ? opts->n_seq : 1;
+    e->progress = opts->progress;
+    e->progress_user = opts->progress_user;
+    if (rt_gguf_open(opts->model_path, &e->g, err) ||
+        rt_engine_check_model(desc, e->g, &e->n_layers, &e->vocab, err))
         goto fail;
     uint32_t ctx = 0;
     char kerr[RT_ERR_LEN];
@@ -265,8 +266,8 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (e->head_q8 && make_q8_tables(e, opts->model_path, err))
         goto fail;
     e->acts = calloc(desc->n_acts ? desc->n_acts : 1, sizeof(rt_buf));
-    e->kc = calloc((size_t)e->n_layers, sizeof(rt_buf));
-    e->vc = calloc((size_t)e->n_layers, sizeof(rt_buf));
+    e->kc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
+    e->vc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
     e->pipes = calloc(desc->n_kernels, sizeof(rt_pipeline *));
     if (!e->acts || !e->kc || !e->vc || !e->pipes) {
         snprintf(err, RT_ERR_LEN, "out of host memory");
@@ -278,7 +279,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
             goto fail;
     }
     uint64_t kvsz = (uint64_t)e->n_ctx * desc->kv_dim * desc->kv_elem_bytes;
-    for (int L = 0; L < e->n_layers; L++)
+    for (int L = 0; L < e->n_layers * e->n_seq; L++)
         if (rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "K cache", &e->kc[L], err) ||
             rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "V cache", &e->vc[L], err) ||
             rt_buf_fill(e->vk, &e->kc[L], 0, err) || rt_buf_fill(e->vk, &e->vc[L], 0, err)) /* never stale data */
@@ -348,7 +349,7 @@ void rt_engine_close(rt_engine *e)
         if (e->acts)
             for (uint32_t i = 0; i < e->d->n_acts; i++)
                 rt_buf_destroy(e->vk, &e->acts[i]);
-        for (int L = 0; L < e->n_layers && e->kc; L++) {
+        for (int L = 0; L < e->n_layers * e->n_seq && e->kc; L++) {
             rt_buf_destroy(e->vk, &e->kc[L]);
             rt_buf_destroy(e->vk, &e->vc[L]);
         }
@@ -368,10 +369,12 @@ void rt_engine_close(rt_engine *e)
     free(e->kc);
     free(e->vc);
     free(e->pipes);
+    free(e->prof);
     rt_gguf_close(e->g);
     free(e);
 }
 
 int rt_engine_vocab(const rt_engine *e) { return e->vocab; }
 int rt_engine_n_ctx(const rt_engine *e) { return e->n_ctx; }
+int rt_engine_n_batch(const rt_engine *e) { return e->n_batch; }
 const rt_gguf *rt_engine_gguf(const rt_engine *e) { return e->g; }

@@ -64,7 +64,12 @@ struct rt_engine {
     bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
     rt_buf *wq8;          /* [n_tensors]: Q8_0 copies of the tables post_q8 reads (head_q8) */
     rt_buf *acts;         /* [n_acts] */
-    rt_buf *kc, *vc;      /* [n_layers] */
+    rt_buf *kc, *vc;      /* [n_seq][n_layers]: a KV cache per sequence */
+    int n_seq, seq;       /* sequences; the one the recorded streams bind (rt_engine_set_seq) */
+    void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total); /* opts.progress */
+    void *progress_user;
+    rt_engine_profile_row *prof; /* rt_engine_profile's rows */
+    uint32_t prof_cap;
     rt_buf tokens, logits, result;
     rt_buf sync;          /* u32[RT_SYNC_WORDS] cross-workgroup counters, zero between dispatches */
     rt_pipeline **pipes;  /* [n_kernels] */

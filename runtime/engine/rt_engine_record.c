@@ -20,8 +20,8 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
     }
     case RT_ARG_WEIGHT_Q8: return &e->wq8[a.index];
     case RT_ARG_ACT: return &e->acts[a.index];
-    case RT_ARG_KCACHE: return &e->kc[layer];
-    case RT_ARG_VCACHE: return &e->vc[layer];
+    case RT_ARG_KCACHE: return &e->kc[(size_t)e->seq * e->n_layers + layer];
+    case RT_ARG_VCACHE: return &e->vc[(size_t)e->seq * e->n_layers + layer];
     case RT_ARG_TOKENS: return &e->tokens;
     case RT_ARG_LOGITS: return &e->logits;
     case RT_ARG_SYNC: return &e->sync;
@@ -47,9 +47,9 @@ static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         if (dp->barrier & RT_BAR_SYNC)
             bufs[nb++] = &e->sync;
         if (dp->barrier & RT_BAR_KCACHE)
-            bufs[nb++] = &e->kc[layer];
+            bufs[nb++] = &e->kc[(size_t)e->seq * e->n_layers + layer];
         if (dp->barrier & RT_BAR_VCACHE)
-            bufs[nb++] = &e->vc[layer];
+            bufs[nb++] = &e->vc[(size_t)e->seq * e->n_layers + layer];
         if (dp->barrier & RT_BAR_LOGITS)
             bufs[nb++] = &e->logits;
         if (dp->barrier & RT_BAR_RESULT)

@@ -199,3 +199,49 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
     }
     return 0;
 }
+
+int rt_engine_set_seq(rt_engine *e, int seq, char *err)
+{
+    if (seq < 0 || seq >= e->n_seq) {
+        snprintf(err, RT_ERR_LEN, "sequence %d out of range (0..%d)", seq, e->n_seq - 1);
+        return -1;
+    }
+    if (seq == e->seq)
+        return 0;
+    if (flush(e, e->decode, err))
+        return -1;
+    /* every recorded stream binds the cache of e->seq: record them again for the new one */
+    e->seq = seq;
+    e->last_decode = e->last_prefill = NULL;
+    for (int i = 0; i < e->pre.count; i++) {
+        rt_cmd_free(e->pre.slot[i].c);
+        e->pre.slot[i].c = NULL;
+    }
+    for (int i = 0; i < e->chain.count; i++) {
+        rt_cmd_free(e->chain.slot[i].c);
+        e->chain.slot[i].c = NULL;
+    }
+    rt_cmd_free(e->decode_topk);
+    e->decode_topk = NULL;
+    e->decode_topk_k = 0;
+    if (e->decode_argmax != e->decode)
+        rt_cmd_free(e->decode_argmax);
+    rt_cmd_free(e->decode);
+    e->decode = e->decode_argmax = NULL;
+    const rt_model_desc *d = e->d;
+    if (rt_eng_record(e, &d->decode, 1, -1, 0, &e->decode, err) ||
+        (!e->head_argmax && rt_eng_record(e, &d->decode, 1, d->k_argmax, 0, &e->decode_argmax, err)))
+        return -1;
+    if (e->head_argmax)
+        e->decode_argmax = e->decode;
+    e->last_decode = e->decode;
+    return 0;
+}
+
+int rt_engine_logits_last(rt_engine *e, float *out, char *err)
+{
+    if (flush(e, e->decode, err))
+        return -1;
+    return rt_buf_download(e->vk, &e->logits, (VkDeviceSize)e->last_row * e->vocab * 4, out, (size_t)e->vocab * 4,
+                           err) ? -1 : 0;
+}

@@ -1,4 +1,6 @@
-/* rt_engine_stats.c - figures for the bench and --profile (see rt_engine_priv.h for how the engine is split). */
+/* rt_engine_stats.c - figures for the bench and --profile: bytes per step, per-dispatch
+ * timings (the tables are printed by the CLI), copy bandwidth, the device (see
+ * rt_engine_priv.h for how the engine is split). */
 #include "engine/rt_engine_priv.h"
 
 #include <math.h>
@@ -44,68 +46,58 @@ uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv)
     return bytes;
 }
 
-/* The per-kernel table of recorded stream c (timed dispatches, grouped by kernel, in
- * first-seen order) on stderr. Decode (n_tok == 0): MB and GB/s per kernel at a
- * context of n_kv; a prompt step of n_tok tokens: microseconds per token instead. */
-static void print_table(rt_engine *e, rt_cmd *c, int n_tok, int n_kv)
+int rt_engine_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n,
+                      int *out_tokens, int *out_n_kv, char *err)
 {
-    enum { MAXD = 8192 };
-    static const char *names[MAXD];
-    static double ns[MAXD];
+    rt_cmd *c = prefill ? e->last_prefill : e->last_decode;
+    int n_tok = prefill ? e->last_prefill_n : 1;
+    int n_kv = prefill ? e->last_prefill_pos + e->last_prefill_n : e->last_decode_kv;
+    if (!e->profile || !c) {
+        snprintf(err, RT_ERR_LEN, "%s", !e->profile ? "run with --profile (profiling is off)"
+                                        : prefill   ? "no prompt step ran"
+                                                    : "no decode step ran");
+        return 1;
+    }
+    uint32_t cap = rt_cmd_dispatch_count(c) + 8; /* + the argmax / top-k appended */
+    if (cap > e->prof_cap) {
+        rt_engine_profile_row *r = realloc(e->prof, cap * sizeof(*r));
+        if (!r) {
+            snprintf(err, RT_ERR_LEN, "out of host memory");
+            return -1;
+        }
+        e->prof = r;
+        e->prof_cap = cap;
+    }
+    const char **names = malloc(cap * sizeof(*names));
+    double *ns = malloc(cap * sizeof(*ns));
     uint32_t n = 0;
-    char err[RT_ERR_LEN];
-    if (!e->profile || !c || rt_cmd_timings(c, names, ns, MAXD, &n, err)) {
-        fprintf(stderr, "profile: not available (%s)\n", !e->profile ? "run with --profile" : c ? err : "no such step");
-        return;
-    }
-    double total = 0, total_bytes = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        total += ns[i];
-        total_bytes += n_tok ? 0 : (double)step_bytes(e, i, n_kv);
-    }
-    if (n_tok)
-        fprintf(stderr, "prompt step of %d tokens at position %d:\n%-52s %6s %10s %7s %10s\n", n_tok, n_kv - n_tok,
-                "kernel", "count", "total ms", "% step", "us/token");
-    else
-        fprintf(stderr, "decode step at a context of %d tokens:\n%-52s %6s %10s %7s %10s %9s\n", n_kv, "kernel",
-                "count", "total ms", "% step", "MB", "GB/s");
-    for (uint32_t i = 0; i < n; i++) {
-        bool seen = false;
-        for (uint32_t j = 0; j < i; j++)
-            seen |= strcmp(names[j], names[i]) == 0;
-        if (seen)
-            continue;
-        double t = 0, b = 0;
-        int cnt = 0;
-        for (uint32_t j = i; j < n; j++)
-            if (strcmp(names[j], names[i]) == 0) {
-                t += ns[j];
-                b += n_tok ? 0 : (double)step_bytes(e, j, n_kv);
-                cnt++;
-            }
-        fprintf(stderr, "%-52s %6d %10.4f %6.1f%% ", names[i], cnt, t / 1e6, total > 0 ? 100 * t / total : 0);
-        if (n_tok)
-            fprintf(stderr, "%10.2f\n", t / 1e3 / n_tok);
-        else
-            fprintf(stderr, "%10.3f %9.1f\n", b / 1e6, t > 0 ? b / t : 0);
-    }
-    fprintf(stderr, "%-52s %6u %10.4f %7s ", "step", n, total / 1e6, "");
-    if (n_tok)
-        fprintf(stderr, "%10.2f\n", total / 1e3 / n_tok);
-    else
-        fprintf(stderr, "%10.3f %9.1f\n", total_bytes / 1e6, total > 0 ? total_bytes / total : 0);
+    int rc = !names || !ns ? -1 : rt_cmd_timings(c, names, ns, cap, &n, err) ? -1 : 0;
+    if (!names || !ns)
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+    for (uint32_t i = 0; !rc && i < n; i++)
+        e->prof[i] = (rt_engine_profile_row){.name = names[i], .ns = ns[i],
+                                             .bytes = prefill ? 0 : step_bytes(e, i, n_kv)};
+    free(names);
+    free(ns);
+    if (rc)
+        return -1;
+    *out_rows = e->prof;
+    *out_n = n;
+    *out_tokens = n_tok;
+    *out_n_kv = n_kv;
+    return 0;
 }
 
-void rt_engine_print_profile(rt_engine *e)
+void rt_engine_device(const rt_engine *e, rt_vk_device_desc *out)
 {
-    print_table(e, e->last_decode, 0, e->last_decode_kv);
-}
-
-void rt_engine_print_prefill_profile(rt_engine *e)
-{
-    if (e->profile && !e->last_prefill)
-        return; /* no prompt step ran (a one-token prompt is a decode step) */
-    print_table(e, e->last_prefill, e->last_prefill_n, e->last_prefill_pos + e->last_prefill_n);
+    const rt_vk_info *in = rt_vk_get_info(e->vk);
+    memset(out, 0, sizeof(*out));
+    snprintf(out->name, sizeof(out->name), "%s", in->name);
+    snprintf(out->driver, sizeof(out->driver), "%s", in->driver);
+    out->type = in->type;
+    out->api_version = in->api_version;
+    out->device_local_bytes = in->device_local_bytes;
+    out->subgroup_size = in->subgroup_size;
 }
 
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)

@@ -2,8 +2,9 @@
  * activation buffers and dispatch schedules, as static C tables.
  *
  * gen/ writes one `generated/<model>/model.c` that defines
- *     const rt_model_desc rt_model = { ... };
- * plus `int main(int argc, char **argv) { return rt_cli_main(argc, argv, &rt_model); }`.
+ *     const rt_model_desc rt_model_<id> = { ... };
+ * (id: the model name, non-alphanumerics as _), which the Makefile lists in libternion's registry
+ * (runtime/api/rt_registry.h).
  * The runtime (runtime/engine/rt_engine_*.c) reads only these tables: no YAML and no DSL at run time.
  *
  * Buffers a dispatch can name (rt_arg.kind):
@@ -185,8 +186,5 @@ struct rt_model_desc {
 };
 
 typedef struct rt_model_desc rt_model_desc;
-
-/* The shared CLI driver (runtime/cli/rt_cli.c). */
-int rt_cli_main(int argc, char **argv, const rt_model_desc *desc);
 
 #endif

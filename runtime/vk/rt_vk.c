@@ -237,10 +237,11 @@ static void driver_string(VkPhysicalDevice pd, char *out, size_t cap)
     snprintf(out, cap, "%s %s", drv.driverName, drv.driverInfo);
 }
 
-int rt_vk_list_devices(char *err)
+int rt_vk_enum_devices(rt_vk_device_desc *out, uint32_t cap, uint32_t *out_n, char *err)
 {
     VkInstance inst;
     VkDebugUtilsMessengerEXT msgr;
+    *out_n = 0;
     if (create_instance(false, NULL, &inst, &msgr, err)) return 1;
     VkPhysicalDevice *pds;
     uint32_t n;
@@ -248,24 +249,43 @@ int rt_vk_list_devices(char *err)
         destroy_instance(inst, msgr);
         return 1;
     }
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && i < cap; i++) {
         VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
         VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
         VkPhysicalDeviceMemoryProperties mp;
-        char drv[600];
         vkGetPhysicalDeviceProperties(pds[i], &p2.properties);
         if (p2.properties.apiVersion >= VK_API_VERSION_1_1) /* subgroup properties are 1.1 */
             vkGetPhysicalDeviceProperties2(pds[i], &p2);
         const VkPhysicalDeviceProperties *p = &p2.properties;
         vkGetPhysicalDeviceMemoryProperties(pds[i], &mp);
-        driver_string(pds[i], drv, sizeof(drv));
-        printf("%u: %s [%s] driver %s, Vulkan %u.%u, %.1f GiB device-local, subgroup %u\n", i, p->deviceName,
-               type_name(p->deviceType), drv, VK_API_VERSION_MAJOR(p->apiVersion),
-               VK_API_VERSION_MINOR(p->apiVersion), device_local_bytes(&mp) / (1024.0 * 1024 * 1024),
-               sg.subgroupSize);
+        rt_vk_device_desc *d = &out[i];
+        memset(d, 0, sizeof(*d));
+        snprintf(d->name, sizeof(d->name), "%s", p->deviceName);
+        driver_string(pds[i], d->driver, sizeof(d->driver));
+        d->type = p->deviceType;
+        d->api_version = p->apiVersion;
+        d->device_local_bytes = device_local_bytes(&mp);
+        d->subgroup_size = sg.subgroupSize;
     }
+    *out_n = n;
     free(pds);
     destroy_instance(inst, msgr);
+    return 0;
+}
+
+const char *rt_vk_type_name(VkPhysicalDeviceType t) { return type_name(t); }
+
+int rt_vk_list_devices(char *err)
+{
+    enum { MAXD = 64 };
+    rt_vk_device_desc d[MAXD];
+    uint32_t n = 0;
+    if (rt_vk_enum_devices(d, MAXD, &n, err)) return 1;
+    for (uint32_t i = 0; i < n && i < MAXD; i++)
+        printf("%u: %s [%s] driver %s, Vulkan %u.%u, %.1f GiB device-local, subgroup %u\n", i, d[i].name,
+               type_name(d[i].type), d[i].driver, VK_API_VERSION_MAJOR(d[i].api_version),
+               VK_API_VERSION_MINOR(d[i].api_version), d[i].device_local_bytes / (1024.0 * 1024 * 1024),
+               d[i].subgroup_size);
     return 0;
 }
 

@@ -75,7 +75,21 @@ typedef struct {
     bool is_uma;               /* a DEVICE_LOCAL memory type is also HOST_VISIBLE|COHERENT|CACHED */
 } rt_vk_info;
 
-/* List devices on stdout (for --list-devices). */
+/* One device as enumerated (the index is its place in the list). */
+typedef struct {
+    char name[256];
+    char driver[600];          /* driver name and info */
+    VkPhysicalDeviceType type;
+    uint32_t api_version;
+    uint64_t device_local_bytes;
+    uint32_t subgroup_size;
+} rt_vk_device_desc;
+/* The devices: up to cap written to out (out may be NULL with cap 0), *out_n = how many
+ * exist. 0 ok; non-zero with err (no Vulkan, no device). Prints nothing. */
+int rt_vk_enum_devices(rt_vk_device_desc *out, uint32_t cap, uint32_t *out_n, char *err);
+/* "discrete", "integrated", "virtual", "cpu", "other". */
+const char *rt_vk_type_name(VkPhysicalDeviceType t);
+/* List devices on stdout (tests; the CLI prints ternion_device_get's answers the same way). */
 int rt_vk_list_devices(char *err);
 /* Create instance + device. Honors TERNION_DEVICE=N when opts->device_index < 0. */
 int rt_vk_create(const rt_vk_opts *opts, rt_vk **out_vk, char *err);

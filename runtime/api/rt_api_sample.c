@@ -1,0 +1,198 @@
+/* rt_api_sample.c - ternion_sampler: the sampling chain of rt_sampler.h on a context's
+ * logits, or a user callback.
+ *
+ * Where the candidates come from:
+ *   - the row is still on the device (the usual generation step): greedy without penalties
+ *     asks the engine for the argmax (one id read back); anything else for the k largest
+ *     logits (rt_engine_topk), k = max(top_k, 40) + repeat_last_n when a penalty is on,
+ *     at most 256 and the vocabulary (what the chain needs to be exact: rt_sampler.h);
+ *   - the row is in host memory (a batch that kept several rows): the same k candidates
+ *     selected on the CPU (ties: the lower id first, as the device's selection).
+ * A user callback always gets the whole row (read from the device if needed).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/rt_api_priv.h"
+
+#define MAX_CANDS 256 /* the engine's top-k read-back */
+
+struct ternion_sampler {
+    rt_sampler *s;           /* NULL for a user callback */
+    rt_sampler_params p;
+    bool fast_greedy;        /* greedy, no penalty: the device argmax is the answer */
+    int k;                   /* candidates read back */
+    int32_t ids[MAX_CANDS];
+    float logits[MAX_CANDS];
+    rt_cand cands[MAX_CANDS];
+    ternion_sample_fn fn;
+    void *user;
+    int32_t *hist;           /* accepted tokens (user callback) */
+    size_t n_hist, cap_hist;
+};
+
+ternion_sampler_params ternion_sampler_default_params(void)
+{
+    rt_sampler_params d;
+    rt_sampler_params_default(&d);
+    return (ternion_sampler_params){
+        .temp = d.temp,
+        .top_k = d.top_k,
+        .top_p = d.top_p,
+        .min_p = d.min_p,
+        .repeat_penalty = d.repeat_penalty,
+        .repeat_last_n = d.repeat_last_n,
+        .freq_penalty = d.freq_penalty,
+        .presence_penalty = d.presence_penalty,
+        .seed = d.seed,
+    };
+}
+
+int ternion_sampler_new(const ternion_sampler_params *params, ternion_sampler **out)
+{
+    if (!out)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_new: out is NULL");
+    *out = NULL;
+    ternion_sampler_params q = params ? *params : ternion_sampler_default_params();
+    ternion_sampler *s = calloc(1, sizeof(*s));
+    if (!s)
+        return rt_api_fail(TERNION_E_NOMEM, "out of host memory");
+    s->p = (rt_sampler_params){
+        .temp = q.temp,
+        .top_k = q.top_k,
+        .top_p = q.top_p,
+        .min_p = q.min_p,
+        .repeat_penalty = q.repeat_penalty,
+        .repeat_last_n = q.repeat_last_n,
+        .freq_penalty = q.freq_penalty,
+        .presence_penalty = q.presence_penalty,
+        .seed = q.seed,
+    };
+    char err[RT_ERR_LEN] = "";
+    if (rt_sampler_new(&s->p, &s->s, err)) {
+        free(s);
+        return rt_api_fail(TERNION_E_INVALID, "%s", err);
+    }
+    bool pen = rt_sampler_penalizes(&s->p);
+    s->fast_greedy = s->p.temp <= 0 && !pen;
+    int k = (s->p.top_k > 40 ? s->p.top_k : 40) + (pen ? s->p.repeat_last_n : 0);
+    s->k = k > MAX_CANDS ? MAX_CANDS : k;
+    *out = s;
+    return 0;
+}
+
+int ternion_sampler_new_custom(ternion_sample_fn fn, void *user, ternion_sampler **out)
+{
+    if (!out)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_new_custom: out is NULL");
+    *out = NULL;
+    if (!fn)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_new_custom: no callback");
+    ternion_sampler *s = calloc(1, sizeof(*s));
+    if (!s)
+        return rt_api_fail(TERNION_E_NOMEM, "out of host memory");
+    s->fn = fn;
+    s->user = user;
+    *out = s;
+    return 0;
+}
+
+void ternion_sampler_free(ternion_sampler *s)
+{
+    if (!s)
+        return;
+    rt_sampler_free(s->s);
+    free(s->hist);
+    free(s);
+}
+
+void ternion_sampler_accept(ternion_sampler *s, int32_t token)
+{
+    if (!s)
+        return;
+    if (s->s) {
+        rt_sampler_accept(s->s, token);
+        return;
+    }
+    if (s->n_hist == s->cap_hist) {
+        size_t cap = s->cap_hist ? s->cap_hist * 2 : 256;
+        int32_t *h = realloc(s->hist, cap * sizeof(int32_t));
+        if (!h)
+            return; /* the history stops growing; the callback still gets what there is */
+        s->hist = h;
+        s->cap_hist = cap;
+    }
+    s->hist[s->n_hist++] = token;
+}
+
+void ternion_sampler_reset(ternion_sampler *s)
+{
+    if (!s)
+        return;
+    if (s->s)
+        rt_sampler_reset(s->s);
+    s->n_hist = 0;
+}
+
+/* The k largest of row[0..nv) into ids/logits, sorted descending (ties: lower id first). */
+static void cpu_topk(const float *row, int32_t nv, int k, int32_t *ids, float *lg)
+{
+    int n = 0;
+    for (int32_t v = 0; v < nv; v++) {
+        float x = row[v];
+        if (n == k && !(x > lg[n - 1]))
+            continue;
+        int j = n < k ? n++ : k - 1;
+        while (j > 0 && x > lg[j - 1]) {
+            lg[j] = lg[j - 1];
+            ids[j] = ids[j - 1];
+            j--;
+        }
+        lg[j] = x;
+        ids[j] = v;
+    }
+}
+
+int ternion_sample(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *out_token)
+{
+    if (!c)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sample: NULL context");
+    if (!s || !out_token)
+        return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_sample: NULL sampler or out_token");
+    int32_t r = rt_api_row(c, i);
+    if (r < 0)
+        return TERNION_E_STATE;
+    double t0 = rt_api_now_ms();
+    int32_t nv = c->m->n_vocab, id = -1;
+    char err[RT_ERR_LEN] = "";
+    bool on_device = r == c->dev_row && !c->filled[c->row_slot[r]];
+    int k = s->k > nv ? nv : s->k;
+    if (s->fn) {
+        const float *row = rt_api_row_logits(c, i);
+        if (!row)
+            return TERNION_E_DEVICE;
+        id = s->fn(row, nv, s->hist, (int32_t)s->n_hist, s->user);
+        if (id < 0 || id >= nv)
+            return rt_api_ctx_fail(c, TERNION_E_INVALID, "the sampler callback returned %d: not a token id (0..%d)",
+                                   id, nv - 1);
+    } else if (on_device && s->fast_greedy) {
+        if (rt_engine_argmax(c->e, &id, err))
+            return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
+    } else {
+        if (on_device) {
+            if (rt_engine_topk(c->e, k, s->ids, s->logits, err))
+                return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
+        } else {
+            cpu_topk(rt_api_row_logits(c, i), nv, k, s->ids, s->logits);
+        }
+        for (int j = 0; j < k; j++)
+            s->cands[j] = (rt_cand){.id = s->ids[j], .logit = s->logits[j]};
+        id = rt_sampler_sample(s->s, s->cands, (size_t)k);
+        if (id < 0)
+            return rt_api_ctx_fail(c, TERNION_E_STATE, "the sampler chose no token");
+    }
+    c->perf.n_sample++;
+    c->perf.t_sample_ms += rt_api_now_ms() - t0;
+    *out_token = id;
+    return 0;
+}

@@ -1,0 +1,396 @@
+/* ternion.h - the public C API of libternion: run a ternary-weight LLM (BitNet b1.58 and the
+ * other models generated from models/<name>.yaml) on a Vulkan device.
+ *
+ * One header, opaque handles, plain C11. The model binaries (build/<model>, `ternion`), the
+ * HTTP server and users' programs all use only this header:
+ *
+ *     cc app.c $(pkg-config --cflags --libs ternion)
+ *
+ * Objects:
+ *   ternion_model    a GGUF file, checked against the generated model it matches (chosen
+ *                    from general.architecture, the hyperparameters and the tensor shapes,
+ *                    or named by the caller), with its tokenizer. Read-only once loaded.
+ *   ternion_context  the model on one Vulkan device: weights, KV caches of n_seq_max
+ *                    sequences, recorded command streams, logits of the last batch.
+ *   ternion_sampler  the sampling chain (penalties, top-k, top-p, min-p, temperature) with
+ *                    its RNG and token history, or a user callback.
+ *   ternion_chat     the model's chat format, built turn by turn (BitNet b1.58 2B4T format).
+ *   ternion_detok    streaming detokenizer: token ids in, UTF-8 text out on character
+ *                    boundaries (a character split across tokens is held back).
+ *
+ * Errors: every call that can fail returns a ternion_status (0 = TERNION_OK, negative =
+ * error) or a documented sentinel, and leaves one message saying what went wrong:
+ * ternion_last_error() (the calling thread's last failure, for every call, including the
+ * ones that create handles) and ternion_context_error() (the context's last failure). The
+ * library never prints, never exits and never aborts on bad input (files, arguments, token
+ * ids, sizes); out-of-memory is reported as TERNION_E_NOMEM.
+ *
+ * Thread safety:
+ *   - Thread-safe: ternion_version*, ternion_builtin_*, ternion_status_name,
+ *     ternion_last_error (per thread), ternion_device_*, and every call taking only a
+ *     `const ternion_model *` (tokenize, detokenize, token queries, model queries): a
+ *     loaded model may be shared by any number of threads.
+ *   - Not thread-safe per handle: one ternion_context, ternion_sampler, ternion_chat or
+ *     ternion_detok must be used by one thread at a time (different handles: any threads).
+ *   - ternion_model_free only after every context made from the model is freed.
+ *
+ * Sizes: token ids and counts are int32_t; `n_ctx` is per sequence.
+ */
+#ifndef TERNION_H
+#define TERNION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TERNION_API __attribute__((visibility("default")))
+#else
+#define TERNION_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version ---------------------------------------------------------------------- */
+
+#define TERNION_VERSION_MAJOR 0
+#define TERNION_VERSION_MINOR 1
+#define TERNION_VERSION_PATCH 0
+
+/* "0.1.0" */
+TERNION_API const char *ternion_version(void);
+/* The git commit the library was built from ("a1b2c3d", "a1b2c3d-dirty"; "unknown" when
+ * built outside a git checkout). */
+TERNION_API const char *ternion_commit(void);
+
+/* ---- status and errors ------------------------------------------------------------ */
+
+typedef enum {
+    TERNION_OK = 0,
+    TERNION_E_INVALID = -1,      /* an argument is wrong (NULL handle, value out of range,
+                                    token id outside the vocabulary, position gap, ...) */
+    TERNION_E_IO = -2,           /* a file cannot be opened or read */
+    TERNION_E_FORMAT = -3,       /* not a valid GGUF, or no generated model matches it */
+    TERNION_E_DEVICE = -4,       /* Vulkan: no usable device, device memory, a failed call */
+    TERNION_E_NOMEM = -5,        /* host memory */
+    TERNION_E_CONTEXT_FULL = -6, /* the tokens do not fit the sequence's context */
+    TERNION_E_STATE = -7,        /* the call needs something that did not happen (logits of
+                                    a row that did not ask for them, profiling off, ...) */
+} ternion_status;
+
+/* "TERNION_E_INVALID", ...; "unknown status" for other values. */
+TERNION_API const char *ternion_status_name(int status);
+/* The message of the calling thread's last failed call ("" if none). Valid until this
+ * thread's next failing call. */
+TERNION_API const char *ternion_last_error(void);
+
+/* ---- generated models built into the library -------------------------------------- */
+
+/* Models generated from models/<name>.yaml and linked into this library. */
+TERNION_API int32_t ternion_builtin_count(void);
+/* Name of the i-th ("bitnet-b1.58-2b"); NULL when i is out of range. */
+TERNION_API const char *ternion_builtin_name(int32_t i);
+/* Its generator manifest (source YAML hash, kernels); NULL when out of range. */
+TERNION_API const char *ternion_builtin_manifest(int32_t i);
+
+/* ---- devices ---------------------------------------------------------------------- */
+
+typedef enum {
+    TERNION_DEVICE_OTHER = 0,
+    TERNION_DEVICE_INTEGRATED_GPU = 1,
+    TERNION_DEVICE_DISCRETE_GPU = 2,
+    TERNION_DEVICE_VIRTUAL_GPU = 3,
+    TERNION_DEVICE_CPU = 4,
+} ternion_device_type;
+
+typedef struct {
+    char name[256];
+    char driver[512];         /* driver name and version */
+    ternion_device_type type;
+    uint32_t api_major, api_minor; /* Vulkan version of the device */
+    uint64_t device_local_bytes;
+    uint32_t subgroup_size;
+} ternion_device_info;
+
+/* Vulkan devices on this machine (the index is the `device` of the context params).
+ * Returns the count (>= 0) or a negative ternion_status. */
+TERNION_API int32_t ternion_device_count(void);
+TERNION_API int ternion_device_get(int32_t index, ternion_device_info *out);
+
+/* ---- progress --------------------------------------------------------------------- */
+
+/* Long work (uploading weights, making the Q8_0 head) reports progress: `stage` names it
+ * ("weights", "q8 head"), done / total in bytes. Called on the calling thread. */
+typedef void (*ternion_progress_fn)(const char *stage, uint64_t done, uint64_t total, void *user);
+
+/* ---- model ------------------------------------------------------------------------ */
+
+typedef struct ternion_model ternion_model;
+
+typedef struct {
+    /* The generated model to run the file with (a ternion_builtin_name); NULL: the one the
+     * file's metadata and tensor shapes match (TERNION_E_FORMAT naming every built-in model
+     * and why it does not fit, when none does). */
+    const char *builtin;
+    /* Only the tokenizer: no generated model is chosen (any general.architecture, no
+     * tensors needed), no context can be made; for tokenize / detokenize / chat. */
+    bool vocab_only;
+    /* Progress of the long work of contexts made from this model (see above); NULL: none. */
+    ternion_progress_fn progress;
+    void *progress_user;
+} ternion_model_params;
+
+TERNION_API ternion_model_params ternion_model_default_params(void);
+/* Map and validate the GGUF at path, pick the generated model, load the tokenizer. No
+ * device work. On failure *out is NULL. */
+TERNION_API int ternion_model_load(const char *path, const ternion_model_params *params, ternion_model **out);
+TERNION_API void ternion_model_free(ternion_model *model);
+
+TERNION_API const char *ternion_model_builtin(const ternion_model *model); /* generated model; NULL: vocab_only */
+TERNION_API const char *ternion_model_arch(const ternion_model *model);    /* general.architecture */
+TERNION_API int32_t ternion_model_n_vocab(const ternion_model *model);
+TERNION_API int32_t ternion_model_n_layer(const ternion_model *model);
+TERNION_API int32_t ternion_model_n_ctx_train(const ternion_model *model); /* 0 when absent */
+
+/* ---- tokens ----------------------------------------------------------------------- */
+
+TERNION_API int32_t ternion_token_bos(const ternion_model *model); /* -1 if none */
+TERNION_API int32_t ternion_token_eos(const ternion_model *model); /* -1 if none */
+TERNION_API int32_t ternion_token_eot(const ternion_model *model); /* <|eot_id|>, -1 if none */
+/* Whether the model wants BOS at the start of a prompt (tokenizer.ggml.add_bos_token). */
+TERNION_API bool ternion_add_bos(const ternion_model *model);
+/* End of generation: EOS or end-of-turn. */
+TERNION_API bool ternion_token_is_eog(const ternion_model *model, int32_t token);
+
+/* Tokenize text[0..len) (BOS first when add_bos and the model wants it; special-token text
+ * such as "<|eot_id|>" is one token only with parse_special). Returns the number of tokens
+ * n >= 0; they are written only if n <= n_max (otherwise nothing is written: call again
+ * with n_max >= n). Negative: a ternion_status. Time and memory linear in len. */
+TERNION_API int32_t ternion_tokenize(const ternion_model *model, const char *text, size_t len, int32_t *tokens,
+                                     int32_t n_max, bool add_bos, bool parse_special);
+/* The bytes of one token (no NUL): control tokens only when special. Returns the length n;
+ * written only if n <= size. Negative: TERNION_E_INVALID (id out of range). */
+TERNION_API int32_t ternion_token_to_piece(const ternion_model *model, int32_t token, char *buf, int32_t size,
+                                           bool special);
+/* The text of tokens[0..n): NUL-terminated when it fits; returns the length without the NUL
+ * (written only if length < size). Negative: a ternion_status. */
+TERNION_API int32_t ternion_detokenize(const ternion_model *model, const int32_t *tokens, int32_t n, char *buf,
+                                       int32_t size, bool special);
+
+/* Streaming detokenizer for printing while generating. */
+typedef struct ternion_detok ternion_detok;
+TERNION_API ternion_detok *ternion_detok_new(const ternion_model *model, bool special); /* NULL: out of memory */
+TERNION_API void ternion_detok_free(ternion_detok *d);
+/* Text ready after token (ends on a UTF-8 character boundary; may be empty). Borrowed
+ * until the next call on d. */
+TERNION_API const char *ternion_detok_push(ternion_detok *d, int32_t token, size_t *out_len);
+/* Whatever is still held back (an incomplete character at the end), then resets. */
+TERNION_API const char *ternion_detok_flush(ternion_detok *d, size_t *out_len);
+
+/* ---- chat format ------------------------------------------------------------------ */
+
+typedef enum { TERNION_ROLE_SYSTEM = 0, TERNION_ROLE_USER = 1, TERNION_ROLE_ASSISTANT = 2 } ternion_role;
+
+/* The conversation built incrementally, so a caller that keeps its KV cache feeds only the
+ * tokens of each new turn: `<|begin_of_text|>System: ...<|eot_id|>User: ...<|eot_id|>
+ * Assistant: `. Each call appends tokens to the chat's pending list; ternion_chat_take
+ * hands them out. */
+typedef struct ternion_chat ternion_chat;
+/* NULL (+ ternion_last_error) when the vocabulary has no BOS or <|eot_id|>. */
+TERNION_API ternion_chat *ternion_chat_new(const ternion_model *model);
+TERNION_API void ternion_chat_free(ternion_chat *chat);
+TERNION_API int ternion_chat_reset(ternion_chat *chat); /* a new conversation, nothing pending */
+/* A complete turn `Role: content<|eot_id|>` (BOS first at the start; an open reply is
+ * closed first). */
+TERNION_API int ternion_chat_add(ternion_chat *chat, ternion_role role, const char *content);
+/* Close the open reply: appends <|eot_id|> unless eot_fed (the caller already fed it). */
+TERNION_API int ternion_chat_end_reply(ternion_chat *chat, bool eot_fed);
+/* [close the open reply] + the user turn + `Assistant: ` (the generation prompt). */
+TERNION_API int ternion_chat_user_turn(ternion_chat *chat, const char *content);
+/* Whether anything (BOS) was emitted since the last reset. */
+TERNION_API bool ternion_chat_started(const ternion_chat *chat);
+/* The tokens appended since the last take; borrowed until the next call on chat. */
+TERNION_API const int32_t *ternion_chat_take(ternion_chat *chat, int32_t *out_n);
+/* Undo the last take and everything appended since: the conversation is as it was before
+ * the tokens that take handed out (for a turn that turned out not to fit the context). */
+TERNION_API int ternion_chat_rewind(ternion_chat *chat);
+
+/* ---- context ---------------------------------------------------------------------- */
+
+typedef struct ternion_context ternion_context;
+
+typedef struct {
+    int32_t n_ctx;      /* positions per sequence; 0: the model's training context, at most 4096 */
+    int32_t n_batch;    /* most tokens one engine step processes; 0: 512 (larger batches are split) */
+    int32_t n_seq_max;  /* sequences with their own KV cache (ids 0..n_seq_max-1); 0: 1 */
+    int32_t device;     /* Vulkan device index (ternion_device_get); -1: the TERNION_DEVICE
+                           environment variable, else the best device */
+    bool profile;       /* time every dispatch (ternion_profile_get) */
+    bool validation;    /* Vulkan validation layers (development; messages go to stderr) */
+    bool no_int_dot;    /* portable kernels even where the device has integer dot products */
+    int32_t gemv;       /* decode matrix loads per lane: 0 by device, 1: 4 bytes, 2: 16 bytes
+                           (same results either way) */
+    bool lm_head_q8;    /* the LM head on a Q8_0 copy made at load: about half its bytes, logits
+                           change slightly; TERNION_E_INVALID when the model has no such head */
+} ternion_context_params;
+
+TERNION_API ternion_context_params ternion_context_default_params(void);
+/* Upload the model's weights to the device, allocate the KV caches, record the command
+ * streams. Each context holds its own copy of the weights. On failure *out is NULL. */
+TERNION_API int ternion_context_new(ternion_model *model, const ternion_context_params *params,
+                                    ternion_context **out);
+TERNION_API void ternion_context_free(ternion_context *ctx);
+/* The context's last failure ("" if none). */
+TERNION_API const char *ternion_context_error(const ternion_context *ctx);
+
+TERNION_API const ternion_model *ternion_context_model(const ternion_context *ctx);
+TERNION_API int32_t ternion_n_ctx(const ternion_context *ctx);
+TERNION_API int32_t ternion_n_batch(const ternion_context *ctx);
+TERNION_API int32_t ternion_n_seq_max(const ternion_context *ctx);
+TERNION_API int ternion_context_device(const ternion_context *ctx, ternion_device_info *out);
+
+/* ---- decoding --------------------------------------------------------------------- */
+
+/* A batch of tokens, like llama.cpp's llama_batch; the arrays belong to the caller.
+ *   token[i]   the token id
+ *   pos[i]     its position in its sequence; NULL: each sequence continues where it ends
+ *   seq_id[i]  its sequence, 0..n_seq_max-1; NULL: every token is in sequence 0
+ *   logits[i]  non-zero: keep the logits of row i (ternion_get_logits(ctx, i)); NULL: the
+ *              last token of each sequence in the batch
+ * Rules: the tokens of one sequence keep their order and have consecutive positions p,
+ * p+1, ...; p may be at most the sequence's length (ternion_kv_seq_len): the cells from p
+ * on are replaced. Sequences may be interleaved. All rows may ask for logits (perplexity).
+ * Today the sequences of a batch run one after another inside the library; the API is the
+ * same when the engine processes several sequences in one step. */
+typedef struct {
+    int32_t n_tokens;
+    const int32_t *token;
+    const int32_t *pos;
+    const int32_t *seq_id;
+    const int8_t *logits;
+} ternion_batch;
+
+/* A batch of n tokens of sequence 0 continuing where it ends, logits of the last one. */
+TERNION_API ternion_batch ternion_batch_one(const int32_t *tokens, int32_t n);
+
+/* Run the batch. The whole batch is checked before anything runs (ids, sequences,
+ * positions, room in the context: TERNION_E_CONTEXT_FULL); on a device error during the
+ * run the affected sequences' caches are undefined beyond their length before the call. */
+TERNION_API int ternion_decode(ternion_context *ctx, const ternion_batch *batch);
+
+/* Logits [n_vocab] of batch row i of the last ternion_decode (i < 0: counted from the end
+ * of the rows that asked for logits, -1 the last), or of the last step of
+ * ternion_decode_greedy (i = -1). NULL + TERNION_E_STATE when that row did not ask for
+ * logits. May read them from the device; the pointer stays valid until the next decode. */
+TERNION_API const float *ternion_get_logits(ternion_context *ctx, int32_t i);
+
+/* Greedy fast path: evaluates `token` at the end of sequence seq, then n-1 more steps each
+ * fed the previous step's most likely token, on the device without the CPU in the loop.
+ * out[i] is the most likely token after step i; the sequence grows by n (out[n-1] itself is
+ * not evaluated yet). Same results as n decode + greedy sample calls. n: 1..TERNION_MAX_CHAIN. */
+#define TERNION_MAX_CHAIN 16
+TERNION_API int ternion_decode_greedy(ternion_context *ctx, int32_t seq, int32_t token, int32_t n, int32_t *out);
+
+/* ---- KV cache --------------------------------------------------------------------- */
+
+/* Positions of sequence seq held in the cache (its next position). -1: bad seq. */
+TERNION_API int32_t ternion_kv_seq_len(const ternion_context *ctx, int32_t seq);
+/* Forget sequence seq (seq < 0: every sequence). */
+TERNION_API int ternion_kv_seq_clear(ternion_context *ctx, int32_t seq);
+/* Keep positions [0, pos) of sequence seq; pos > length is TERNION_E_INVALID. */
+TERNION_API int ternion_kv_seq_truncate(ternion_context *ctx, int32_t seq, int32_t pos);
+
+/* Benchmarks only: declare that sequence seq holds len positions (0..n_ctx) without
+ * computing them, to time decode steps at a long context quickly. The cells hold whatever
+ * was there (zeros after ternion_context_new): the logits that follow are meaningless. */
+TERNION_API int ternion_bench_kv_seq_len(ternion_context *ctx, int32_t seq, int32_t len);
+
+/* ---- sampling --------------------------------------------------------------------- */
+
+typedef struct {
+    float temp;             /* <= 0: greedy (most likely token after the penalties) */
+    int32_t top_k;          /* <= 0: off */
+    float top_p;            /* >= 1: off; > 0 */
+    float min_p;            /* <= 0: off */
+    float repeat_penalty;   /* 1: off; > 0 */
+    int32_t repeat_last_n;  /* history window of the penalties; 0: off */
+    float freq_penalty;     /* subtracted per occurrence in the window; 0: off */
+    float presence_penalty; /* subtracted once if present in the window; 0: off */
+    uint64_t seed;
+} ternion_sampler_params;
+
+/* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1.0,
+ * repeat_last_n 64, frequency and presence penalties 0, seed 0. */
+TERNION_API ternion_sampler_params ternion_sampler_default_params(void);
+
+/* A user sampler: gets the logits row and the history handed to accept; returns a token id
+ * (an id outside the vocabulary makes ternion_sample fail with TERNION_E_INVALID). */
+typedef int32_t (*ternion_sample_fn)(const float *logits, int32_t n_vocab, const int32_t *history,
+                                     int32_t n_history, void *user);
+
+typedef struct ternion_sampler ternion_sampler;
+/* The sampling chain, in llama.cpp's order: penalties, greedy or top-k, top-p, min-p,
+ * temperature, draw (xoshiro256** seeded by splitmix64 from seed). Candidates come from the
+ * device's top-k selection (at most 256; exact whenever top_k is on, see rt_sampler.h);
+ * greedy without penalties reads back only the chosen id. */
+TERNION_API int ternion_sampler_new(const ternion_sampler_params *params, ternion_sampler **out);
+TERNION_API int ternion_sampler_new_custom(ternion_sample_fn fn, void *user, ternion_sampler **out);
+TERNION_API void ternion_sampler_free(ternion_sampler *s);
+/* Record a token in the history the penalties look at (prompt and generated tokens). */
+TERNION_API void ternion_sampler_accept(ternion_sampler *s, int32_t token);
+/* Clear the history and re-seed with the original seed. */
+TERNION_API void ternion_sampler_reset(ternion_sampler *s);
+/* Choose the next token from the logits of row i (as ternion_get_logits). Does not call
+ * accept. */
+TERNION_API int ternion_sample(ternion_context *ctx, ternion_sampler *s, int32_t i, int32_t *out_token);
+
+/* ---- performance ------------------------------------------------------------------ */
+
+typedef struct {
+    double t_load_ms;        /* ternion_context_new */
+    int32_t n_prompt;        /* tokens in steps of more than one token */
+    double t_prompt_ms;
+    int32_t n_decode;        /* single-token steps (ternion_decode_greedy counts n) */
+    double t_decode_ms;
+    int32_t n_sample;        /* ternion_sample calls */
+    double t_sample_ms;
+    /* the engine's figures for a greedy decode step */
+    uint32_t dispatches_per_token;
+    uint32_t barriers_per_token;
+    bool native_int_dot;           /* kernels use native integer dot products */
+    bool native_int_dot_available; /* the device has them */
+    bool gemv_vec;                 /* decode matrix rows read 16 bytes per lane (else 4) */
+    bool lm_head_q8;               /* the LM head reads the Q8_0 copy */
+} ternion_perf;
+
+TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
+TERNION_API void ternion_perf_reset(ternion_context *ctx); /* zeroes the counters (not t_load_ms) */
+/* Bytes one decode step reads and writes at a context of n_kv positions (weights,
+ * activations, KV rows), from the generated per-dispatch byte counts. */
+TERNION_API uint64_t ternion_perf_decode_bytes(const ternion_context *ctx, int32_t n_kv);
+/* The device's copy bandwidth in GB/s (read + write), measured with a copy kernel. */
+TERNION_API int ternion_perf_copy_bandwidth(ternion_context *ctx, double *out_gbs);
+
+/* Per-dispatch GPU times of the last decode step or the last prompt step (a step of more
+ * than one token), with ternion_context_params.profile. */
+typedef enum { TERNION_PROFILE_DECODE = 0, TERNION_PROFILE_PROMPT = 1 } ternion_profile_step;
+
+typedef struct {
+    const char *kernel;  /* kernel name; valid while the context lives */
+    double ns;           /* GPU time */
+    uint64_t bytes;      /* bytes the dispatch reads + writes (decode steps; 0 for prompt steps) */
+} ternion_profile_row;
+
+/* Rows of the step in dispatch order: at most cap are written, *out_n gets the count
+ * written; *out_tokens the step's token count, *out_n_kv the context it attended.
+ * TERNION_E_STATE when profiling is off or no such step ran. */
+TERNION_API int ternion_profile_get(ternion_context *ctx, ternion_profile_step step, ternion_profile_row *rows,
+                                    int32_t cap, int32_t *out_n, int32_t *out_tokens, int32_t *out_n_kv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,69 @@
+/* rt_cli_profile.c - the --profile tables: time (and for decode steps MB and GB/s) per
+ * kernel of the last decode step or the last prompt step, from ternion_profile_get.
+ *
+ * Owns: grouping the timed dispatches by kernel name (first-seen order) and the layout of
+ * the table on stderr.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_cli_priv.h"
+
+#define MAX_ROWS 8192
+
+void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
+{
+    ternion_profile_row *rows = malloc(MAX_ROWS * sizeof(*rows));
+    int32_t n = 0, n_tok = 0, n_kv = 0;
+    bool decode = step == TERNION_PROFILE_DECODE;
+    if (!rows) {
+        fprintf(stderr, "profile: not available (out of memory)\n");
+        return;
+    }
+    int rc = ternion_profile_get(ctx, step, rows, MAX_ROWS, &n, &n_tok, &n_kv);
+    if (rc) {
+        /* no prompt step ran (a one-token prompt is a decode step): nothing to show */
+        if (decode || rc != TERNION_E_STATE)
+            fprintf(stderr, "profile: not available (%s)\n", ternion_context_error(ctx));
+        free(rows);
+        return;
+    }
+    double total = 0, total_bytes = 0;
+    for (int32_t i = 0; i < n; i++) {
+        total += rows[i].ns;
+        total_bytes += (double)rows[i].bytes;
+    }
+    if (!decode)
+        fprintf(stderr, "prompt step of %d tokens at position %d:\n%-52s %6s %10s %7s %10s\n", n_tok, n_kv - n_tok,
+                "kernel", "count", "total ms", "% step", "us/token");
+    else
+        fprintf(stderr, "decode step at a context of %d tokens:\n%-52s %6s %10s %7s %10s %9s\n", n_kv, "kernel",
+                "count", "total ms", "% step", "MB", "GB/s");
+    for (int32_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (int32_t j = 0; j < i && !seen; j++)
+            seen = strcmp(rows[j].kernel, rows[i].kernel) == 0;
+        if (seen)
+            continue;
+        double t = 0, b = 0;
+        int cnt = 0;
+        for (int32_t j = i; j < n; j++)
+            if (strcmp(rows[j].kernel, rows[i].kernel) == 0) {
+                t += rows[j].ns;
+                b += (double)rows[j].bytes;
+                cnt++;
+            }
+        fprintf(stderr, "%-52s %6d %10.4f %6.1f%% ", rows[i].kernel, cnt, t / 1e6, total > 0 ? 100 * t / total : 0);
+        if (!decode)
+            fprintf(stderr, "%10.2f\n", t / 1e3 / (n_tok ? n_tok : 1));
+        else
+            fprintf(stderr, "%10.3f %9.1f\n", b / 1e6, t > 0 ? b / t : 0);
+    }
+    fprintf(stderr, "%-52s %6d %10.4f %7s ", "step", n, total / 1e6, "");
+    if (!decode)
+        fprintf(stderr, "%10.2f\n", total / 1e3 / (n_tok ? n_tok : 1));
+    else
+        fprintf(stderr, "%10.3f %9.1f\n", total_bytes / 1e6, total > 0 ? total_bytes / total : 0);
+    free(rows);
+}
