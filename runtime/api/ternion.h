@@ -22,8 +22,11 @@
  * error) or a documented sentinel, and leaves one message saying what went wrong:
  * ternion_last_error() (the calling thread's last failure, for every call, including the
  * ones that create handles) and ternion_context_error() (the context's last failure). The
- * library never prints, never exits and never aborts on bad input (files, arguments, token
- * ids, sizes); out-of-memory is reported as TERNION_E_NOMEM.
+ * library never exits and never aborts on bad input (files, arguments, token ids, sizes);
+ * out-of-memory is reported as TERNION_E_NOMEM. It prints nothing, with two exceptions on
+ * stderr: the Vulkan validation layer's messages when a context asks for it (validation),
+ * and one warning line when the on-disk pipeline cache ($XDG_CACHE_HOME/ternion) is
+ * unusable and is ignored.
  *
  * Thread safety:
  *   - Thread-safe: ternion_version*, ternion_builtin_*, ternion_status_name,
