@@ -13,7 +13,9 @@
 #   gen/*.c (not main) -> $(B)/libtgen.a     YAML model reader, passes, kernel builders
 #   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/
 #   tests/test_*.c     -> $(B)/tests/test_*  cmocka suites (tests/ref/*.c: CPU reference)
-#   server/*.c         -> $(B)/libtsrv.a     HTTP server (libmicrohttpd + cJSON)
+#   server/*.c         -> $(B)/ternion-server  the OpenAI-compatible HTTP server (libmicrohttpd +
+#                                            cJSON), on ternion.h only; its request, JSON,
+#                                            scheduler and HTTP parts also as $(B)/libtsrv.a (tests)
 #   tools/*.c          -> $(B)/tools/*       helpers (random-weight model writer, ...)
 #   examples/*.c       -> $(B)/examples/*    (simple, batched: on ternion.h only)
 # Useful targets: all (default), gen, test, asan, bench, run, fuzz, examples,
@@ -51,6 +53,8 @@ LIB_RT  := $(B)/libtrt.a
 LIB_GEN := $(B)/libtgen.a
 LIB_REF := $(B)/libtref.a
 LIB_SRV := $(B)/libtsrv.a
+SRV_BIN := $(B)/ternion-server
+SRV_OBJ := $(call obj,server/srv_main.c server/srv_model_ternion.c)
 GEN_BIN := $(B)/ternion-gen
 TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TOOLS   := $(patsubst tools/%.c,$(B)/tools/%,$(TOOL_SRC))
@@ -66,7 +70,7 @@ LIB_OBJ  := $(call obj,$(RT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/comm
 
 .PHONY: all gen test asan validate bench run fuzz clean check-generated models examples install lib FORCE
 all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
-     $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check
+     $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check $(SRV_BIN) $(B)/srv-api-check
 models: $(MODEL_BINS)
 lib: $(LIB_A) $(LIB_SO)
 examples: $(EXAMPLES) $(EXAMPLES_API)
@@ -156,6 +160,13 @@ $(B)/obj/generated/%/model.o: generated/%/model.c
 $(B)/cli-api-check: $(B)/obj/cli-main/ternion.o $(CLI_OBJ) $(LIB_SO) runtime/api/ternion.h
 	$(CC) $(LDFLAGS) -o $(B)/obj/cli-shared $(B)/obj/cli-main/ternion.o $(CLI_OBJ) $(LIB_SO) $(LIBS_RT)
 	@sh tests/check_exports.sh $(LIB_SO) runtime/api/ternion.h
+	@touch $@
+
+# The HTTP server; srv-api-check proves it calls nothing but ternion.h (as cli-api-check).
+$(SRV_BIN): $(SRV_OBJ) $(LIB_SRV) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SRV) $(LIBS_RT)
+$(B)/srv-api-check: $(SRV_OBJ) $(LIB_SRV) $(LIB_SO)
+	$(CC) $(LDFLAGS) -o $(B)/obj/srv-shared $^ $(LIBS_SRV) $(LIBS_RT)
 	@touch $@
 
 # test_api sees only ternion.h, like any program using the library.

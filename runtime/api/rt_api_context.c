@@ -303,6 +303,22 @@ int ternion_decode(ternion_context *c, const ternion_batch *b)
     }
     c->n_rows = n;
     c->n_want = n_keep;
+    c->dev_multi = false;
+    /* one token of each of several sequences (a server's decode step): one multi-row engine
+     * step, the LM head read once for all rows (rt_engine_multi.c) */
+    if (n_order == n && n > 1 && n <= RT_ENGINE_MAX_ROWS && n <= c->n_batch) {
+        char err[RT_ERR_LEN] = "";
+        double t0 = rt_api_now_ms();
+        rc = rt_engine_decode_rows(c->e, n, b->token, pos, b->seq_id, err)
+                 ? rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err)
+                 : 0;
+        c->perf.n_decode += n;
+        c->perf.t_decode_ms += rt_api_now_ms() - t0;
+        for (int32_t i = 0; !rc && i < n; i++)
+            c->seq_len[b->seq_id[i]] = pos[i] + 1;
+        c->dev_multi = rc == 0;
+        n_order = 0; /* done: no per-sequence runs */
+    }
     for (int q = 0; q < n_order && !rc; q++) {
         int s = order[q];
         int32_t m = 0, p0 = -1;
@@ -319,6 +335,7 @@ int ternion_decode(ternion_context *c, const ternion_batch *b)
     if (rc) { /* nothing of this batch is readable */
         c->n_rows = c->n_want = 0;
         c->dev_row = -1;
+        c->dev_multi = false;
     }
     return rc;
 }
@@ -341,7 +358,12 @@ const float *rt_api_row_logits(ternion_context *c, int32_t i)
         return NULL;
     int32_t slot = c->row_slot[r];
     if (!c->filled[slot]) {
-        if (r != c->dev_row) { /* cannot happen: every kept row is filled or the device row */
+        char err[RT_ERR_LEN] = "";
+        if (c->dev_multi && rt_engine_use_row(c->e, r, err)) {
+            rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
+            return NULL;
+        }
+        if (r != c->dev_row && !c->dev_multi) { /* cannot happen: every kept row is filled or on the device */
             rt_api_ctx_fail(c, TERNION_E_STATE, "logits of batch row %d are not available", r);
             return NULL;
         }
@@ -379,6 +401,7 @@ int ternion_decode_greedy(ternion_context *c, int32_t seq, int32_t token, int32_
         return rt_api_ctx_fail(c, TERNION_E_NOMEM, "out of host memory");
     c->n_rows = c->n_want = 0;
     c->dev_row = -1;
+    c->dev_multi = false;
     char err[RT_ERR_LEN] = "";
     if (seq != c->cur_seq) {
         if (rt_engine_set_seq(c->e, seq, err))

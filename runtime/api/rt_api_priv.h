@@ -64,6 +64,8 @@ struct ternion_context {
     bool *filled;            /* [slots_cap]: slot holds its row's logits */
     int32_t slots_cap;
     int32_t dev_row;         /* row whose logits are the engine's last row (not read yet), or -1 */
+    bool dev_multi;          /* the last batch ran as one multi-row step: row i's logits are the
+                                engine's LOGITS row i (rt_engine_use_row) until read */
     /* scratch for one sequence's run of a batch */
     int32_t *run_tok, *run_row;
     float *run_logits;       /* [n_batch-sized run][vocab] when a run keeps inner rows */

@@ -165,7 +165,9 @@ int ternion_sample(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *o
     double t0 = rt_api_now_ms();
     int32_t nv = c->m->n_vocab, id = -1;
     char err[RT_ERR_LEN] = "";
-    bool on_device = r == c->dev_row && !c->filled[c->row_slot[r]];
+    bool on_device = (r == c->dev_row || c->dev_multi) && !c->filled[c->row_slot[r]];
+    if (on_device && c->dev_multi && rt_engine_use_row(c->e, r, err))
+        return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
     int k = s->k > nv ? nv : s->k;
     if (s->fn) {
         const float *row = rt_api_row_logits(c, i);

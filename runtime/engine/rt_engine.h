@@ -66,6 +66,16 @@ const rt_gguf *rt_engine_gguf(const rt_engine *e); /* for the tokenizer */
  * rt_engine_argmax / rt_engine_topk. Errors: pos+n > n_ctx, bad token id. */
 int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err);
 
+/* One decode step of n rows (1..min(n_batch, RT_ENGINE_MAX_ROWS)), row i: tokens[i] at
+ * position pos[i] of sequence seq[i] (one row per sequence), in one submission; the LM
+ * head runs once over all rows (rt_engine_multi.c). Row i's logits are then LOGITS row i:
+ * rt_engine_use_row(e, i) makes it the "last position" of argmax / topk / logits_last.
+ * The same logits, bit for bit on a CPU device, as n single-sequence steps. */
+#define RT_ENGINE_MAX_ROWS 64
+int rt_engine_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                          char *err);
+int rt_engine_use_row(rt_engine *e, int row, char *err);
+
 /* After eval: greedy id of the last position (GPU argmax, 4 bytes read back). */
 int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err);
 /* Greedy decoding of n tokens (1..RT_ENGINE_MAX_CHAIN) in one submission, the CPU out

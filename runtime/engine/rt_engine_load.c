@@ -290,7 +290,8 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
         rt_buf_create_named(e->vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, "sync", &e->sync, err) ||
         rt_buf_fill(e->vk, &e->sync, 0, err) ||
         rt_buf_create_named(e->vk, CHAIN_IDS_OFF + RT_ENGINE_MAX_CHAIN * 4, RT_MEM_HOST, "greedy chain", &e->chainbuf,
-                            err))
+                            err) ||
+        rt_eng_multi_init(e, err))
         goto fail;
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
     /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
@@ -358,6 +359,7 @@ void rt_engine_close(rt_engine *e)
         rt_buf_destroy(e->vk, &e->result);
         rt_buf_destroy(e->vk, &e->sync);
         rt_buf_destroy(e->vk, &e->chainbuf);
+        rt_eng_multi_free(e);
         for (int i = 0; i < e->chain.count; i++)
             rt_cmd_free(e->chain.slot[i].c);
         rt_vk_destroy(e->vk);

@@ -40,6 +40,7 @@
 
 #define MAX_PREFILL 8
 #define RESULT_WORDS 512
+#define MULTI_STREAMS 4 /* multi-row decode streams cached (by sequences in row order) */
 #define CHAIN_SLOTS 4 /* greedy-chain streams cached (by length) */
 #define CHAIN_IDS_OFF ((VkDeviceSize)RT_ENGINE_MAX_CHAIN * sizeof(rt_dyn)) /* ids after the dyn table */
 
@@ -89,7 +90,18 @@ struct rt_engine {
     int last_row;         /* LOGITS row of the last position after eval */
     int last_decode_kv;   /* cache rows the last decode step attended (profile) */
     rt_engine_stats stats;
+    /* multi-row decode steps (rt_engine_multi.c) */
+    rt_buf multibuf;      /* host: rt_dyn[RT_ENGINE_MAX_ROWS + 1] (rows, then the head's), u32 tokens[] */
+    struct { int n; int32_t seq[RT_ENGINE_MAX_ROWS]; rt_cmd *c; } multi[MULTI_STREAMS]; /* by row layout */
+    int multi_next;
+    int multi_rows;       /* rows of the last multi-row step (their logits are LOGITS rows 0..) */
 };
+
+/* rt_engine_run.c: submit a prepared decode step, if any */
+int rt_eng_flush(rt_engine *e, char *err);
+/* rt_engine_multi.c: its host table (at open) and streams (at close) */
+int rt_eng_multi_init(rt_engine *e, char *err);
+void rt_eng_multi_free(rt_engine *e);
 
 /* rt_engine_record.c */
 int rt_eng_record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err);

@@ -44,6 +44,8 @@ static int flush(rt_engine *e, rt_cmd *c, char *err)
     return rt_cmd_submit(c, err) ? -1 : 0;
 }
 
+int rt_eng_flush(rt_engine *e, char *err) { return flush(e, e->decode, err); }
+
 int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
 {
     if (flush(e, e->decode, err))

@@ -1,0 +1,47 @@
+#!/bin/sh
+# bench/server.sh [BUILD_DIR] - aggregate generated tokens/s of build/ternion-server for 1, 2,
+# 4 and 8 concurrent streams (tests/server/bench.mjs, Node's fetch: no npm packages needed).
+# Model: random weights of the BitNet b1.58 2B4T shape made once by tools/mkmodel and cached
+# under ~/.cache/ternion; BENCH_LAYERS (default 2) and BENCH_VOCAB (default: the full 128256)
+# shrink it. BENCH_TOKENS tokens per stream (default 32), BENCH_STREAMS (default "1 2 4 8").
+# `-m FILE` as first argument after the build dir benchmarks a real GGUF instead.
+set -eu
+B=${1:-build}
+[ $# -gt 0 ] && shift
+SRV="$B/ternion-server"
+[ -x "$SRV" ] || { echo "bench/server.sh: $SRV is missing: run 'make' first" >&2; exit 1; }
+LAYERS=${BENCH_LAYERS:-2}
+VOCAB=${BENCH_VOCAB:-0}
+TOKENS=${BENCH_TOKENS:-32}
+STREAMS=${BENCH_STREAMS:-"1 2 4 8"}
+if [ "${1:-}" = "-m" ]; then
+    MODEL=$2
+else
+    CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/ternion
+    mkdir -p "$CACHE"
+    MODEL="$CACHE/server-bench-2b-L$LAYERS-V$VOCAB.gguf"
+    if [ ! -f "$MODEL" ]; then
+        echo "bench/server.sh: writing a random-weight 2B4T-shape model ($LAYERS layers) to $MODEL (once)" >&2
+        set -- models/bitnet-b1.58-2b.yaml -o "$MODEL.part" --layers "$LAYERS" --ctx 4096 --seed 1
+        [ "$VOCAB" != 0 ] && set -- "$@" --vocab "$VOCAB"
+        "$B/tools/mkmodel" "$@" >&2 && mv "$MODEL.part" "$MODEL"
+    fi
+fi
+MAX=0
+for s in $STREAMS; do [ "$s" -gt "$MAX" ] && MAX=$s; done
+LOG=$(mktemp)
+"$SRV" -m "$MODEL" --port 0 --parallel "$MAX" --ctx-size 256 2>"$LOG" &
+PID=$!
+trap 'kill $PID 2>/dev/null; rm -f "$LOG"' EXIT
+PORT=""
+for _ in $(seq 1 600); do
+    PORT=$(sed -n 's/^listening on http:\/\/[^:]*:\([0-9]*\)$/\1/p' "$LOG")
+    [ -n "$PORT" ] && break
+    kill -0 $PID 2>/dev/null || { cat "$LOG" >&2; exit 1; }
+    sleep 0.5
+done
+[ -n "$PORT" ] || { echo "bench/server.sh: the server did not start" >&2; cat "$LOG" >&2; exit 1; }
+head -1 "$LOG" >&2
+NAME=$(curl -s "http://127.0.0.1:$PORT/v1/models" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+# shellcheck disable=SC2086
+node tests/server/bench.mjs "http://127.0.0.1:$PORT" "$NAME" "$TOKENS" $STREAMS

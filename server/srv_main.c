@@ -1,0 +1,151 @@
+/* srv_main.c - `ternion-server`: the OpenAI-compatible HTTP server for any generated model.
+ *
+ * Owns: the command line, start-up order (model -> scheduler -> HTTP) and shutdown on
+ * SIGINT / SIGTERM (HTTP requests in flight end with a 503, then everything is freed).
+ * Prints "listening on http://HOST:PORT" on stderr once requests are accepted.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_http.h"
+#include "srv_model_ternion.h"
+#include "srv_sched.h"
+
+typedef struct {
+    srv_ternion_opts m;
+    srv_http_opts h;
+    int queue;
+    bool help;
+} opts;
+
+static void usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "usage: %s -m MODEL.gguf [options]\n"
+            "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+            "GET /v1/models, GET /health, GET /metrics.\n"
+            "  -m, --model PATH      GGUF model file (required)\n"
+            "  --host ADDR           address to listen on (default 127.0.0.1)\n"
+            "  --port N              port (default 8080; 0: any free port)\n"
+            "  -np, --parallel N     slots: requests generated at once, batched in each step (default 4)\n"
+            "  -c, --ctx-size N      context per slot in tokens (default: the model's, at most 4096)\n"
+            "  -b, --batch-size N    most prompt tokens per engine step (default 512)\n"
+            "  --api-key KEY         require 'Authorization: Bearer KEY' (also $TERNION_API_KEY)\n"
+            "  --alias NAME          model id clients use (default: the generated model's name)\n"
+            "  --queue N             requests that may wait for a slot before 503 (default 64)\n"
+            "  --device N            Vulkan device index (default: auto)\n"
+            "  --lm-head q8|f16      LM head table (default f16)\n"
+            "  -h, --help            this text\n",
+            prog);
+}
+
+static int int_arg(const char *flag, const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "error: %s needs an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        bool takes = true;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+            o->help = true, takes = false;
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model"))
+            o->m.model_path = v;
+        else if (!strcmp(a, "--host"))
+            o->h.host = v;
+        else if (!strcmp(a, "--port"))
+            rc = int_arg(a, v, 0, 65535, &o->h.port);
+        else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
+            rc = int_arg(a, v, 1, 256, &o->m.n_seq);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
+            rc = int_arg(a, v, 0, 1 << 20, &o->m.n_ctx);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
+            rc = int_arg(a, v, 0, 1 << 16, &o->m.n_batch);
+        else if (!strcmp(a, "--api-key"))
+            o->h.api_key = v;
+        else if (!strcmp(a, "--alias"))
+            o->m.alias = v;
+        else if (!strcmp(a, "--queue"))
+            rc = int_arg(a, v, 0, 1 << 20, &o->queue);
+        else if (!strcmp(a, "--device"))
+            rc = int_arg(a, v, -1, 64, &o->m.device);
+        else if (!strcmp(a, "--lm-head")) {
+            if (!v || (strcmp(v, "q8") && strcmp(v, "f16"))) {
+                fprintf(stderr, "error: --lm-head takes q8 or f16\n");
+                return -1;
+            }
+            o->m.lm_head_q8 = !strcmp(v, "q8");
+        } else {
+            fprintf(stderr, "error: unknown option '%s' (see --help)\n", a);
+            return -1;
+        }
+        if (rc)
+            return -1;
+        if (takes && !v) {
+            fprintf(stderr, "error: %s needs a value\n", a);
+            return -1;
+        }
+        i += takes;
+    }
+    if (!o->help && !o->m.model_path) {
+        fprintf(stderr, "error: no model: pass -m MODEL.gguf (see --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {.m = {.n_seq = 4, .device = -1}, .h = {.host = "127.0.0.1", .port = 8080}, .queue = 64};
+    o.h.api_key = getenv("TERNION_API_KEY");
+    if (parse(argc, argv, &o))
+        return 2;
+    if (o.help) {
+        usage(stdout, argv[0]);
+        return 0;
+    }
+    /* signals go to the main thread's sigwait only: block them before any thread starts */
+    sigset_t sig;
+    sigemptyset(&sig);
+    sigaddset(&sig, SIGINT);
+    sigaddset(&sig, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sig, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    char err[SRV_ERR_LEN] = "";
+    srv_model m = {0};
+    srv_sched *s = NULL;
+    srv_http *h = NULL;
+    if (srv_model_ternion_open(&o.m, &m, err) || srv_sched_new(&m, o.queue, &s, err) ||
+        srv_http_start(&o.h, &m, s, &h, err)) {
+        fprintf(stderr, "error: %s\n", err);
+        srv_sched_free(s);
+        srv_model_ternion_close(&m);
+        return 1;
+    }
+    fprintf(stderr, "serving %s: %d slots of %d tokens%s\nlistening on http://%s:%d\n", m.name, m.n_seq, m.n_ctx,
+            o.h.api_key && o.h.api_key[0] ? ", API key required" : "", o.h.host, srv_http_port(h));
+    int got = 0;
+    sigwait(&sig, &got);
+    fprintf(stderr, "%s: shutting down\n", got == SIGINT ? "SIGINT" : "SIGTERM");
+    srv_sched_stop(s);
+    srv_http_stop(h);
+    srv_sched_free(s);
+    srv_model_ternion_close(&m);
+    return 0;
+}

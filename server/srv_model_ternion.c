@@ -1,0 +1,241 @@
+/* srv_model_ternion.c - the server's model interface (srv_model.h) on the public C API
+ * (ternion.h): one ternion_context with one sequence per slot; a decode step is one
+ * ternion_decode batch holding a token of every active slot, each row asking for logits.
+ */
+#include "srv_model_ternion.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/ternion.h"
+
+typedef struct {
+    ternion_model *model;
+    ternion_context *ctx;
+    int32_t *tok, *pos, *seq;
+    int8_t *want;
+    char piece[256];
+    char *piece_big;
+    int32_t piece_big_len;
+} tmodel;
+
+static int fail(char *err, const char *what)
+{
+    snprintf(err, SRV_ERR_LEN, "%s: %s", what, ternion_last_error());
+    return -1;
+}
+
+static int tokenize_into(const ternion_model *m, const char *text, bool add_bos, int32_t **ids, int *n, char *err)
+{
+    size_t len = strlen(text);
+    int32_t k = ternion_tokenize(m, text, len, NULL, 0, add_bos, false);
+    if (k < 0)
+        return fail(err, "tokenize");
+    int32_t *v = malloc(((size_t)k + 1) * sizeof(int32_t));
+    if (!v) {
+        snprintf(err, SRV_ERR_LEN, "out of memory for %d tokens", k);
+        return -1;
+    }
+    if (k && ternion_tokenize(m, text, len, v, k, add_bos, false) != k) {
+        free(v);
+        return fail(err, "tokenize");
+    }
+    *ids = v;
+    *n = k;
+    return 0;
+}
+
+static int t_tokenize(void *ctx, const char *text, int32_t **ids, int *n, char *err)
+{
+    tmodel *t = ctx;
+    return tokenize_into(t->model, text, true, ids, n, err);
+}
+
+/* The messages in the model's chat format, ending in the assistant's generation prompt. */
+static int t_chat(void *ctx, const srv_msg *msgs, int n_msgs, int32_t **ids, int *n, char *err)
+{
+    tmodel *t = ctx;
+    static const ternion_role roles[] = {[SRV_ROLE_SYSTEM] = TERNION_ROLE_SYSTEM,
+                                         [SRV_ROLE_USER] = TERNION_ROLE_USER,
+                                         [SRV_ROLE_ASSISTANT] = TERNION_ROLE_ASSISTANT};
+    ternion_chat *c = ternion_chat_new(t->model);
+    if (!c)
+        return fail(err, "chat format");
+    int rc = 0;
+    bool last_user = msgs[n_msgs - 1].role == SRV_ROLE_USER;
+    for (int i = 0; i < n_msgs && !rc; i++)
+        rc = i == n_msgs - 1 && last_user ? ternion_chat_user_turn(c, msgs[i].content)
+                                          : ternion_chat_add(c, roles[msgs[i].role], msgs[i].content);
+    int32_t k = 0;
+    const int32_t *v = rc ? NULL : ternion_chat_take(c, &k);
+    int32_t *tail = NULL;
+    int n_tail = 0;
+    if (!rc && !last_user) /* the generation prompt after a system or assistant turn */
+        rc = tokenize_into(t->model, "Assistant: ", false, &tail, &n_tail, err) ? 1 : 0;
+    int32_t *out = rc || !v ? NULL : malloc(((size_t)k + (size_t)n_tail + 1) * sizeof(int32_t));
+    if (out) {
+        memcpy(out, v, (size_t)k * sizeof(int32_t));
+        if (n_tail)
+            memcpy(out + k, tail, (size_t)n_tail * sizeof(int32_t));
+        *ids = out;
+        *n = k + n_tail;
+    } else if (!err[0]) {
+        fail(err, "chat format");
+    }
+    free(tail);
+    ternion_chat_free(c);
+    return out ? 0 : -1;
+}
+
+static const char *t_piece(void *ctx, int32_t id, size_t *len)
+{
+    tmodel *t = ctx;
+    int32_t n = ternion_token_to_piece(t->model, id, t->piece, (int32_t)sizeof(t->piece), false);
+    if (n < 0) {
+        *len = 0;
+        return "";
+    }
+    if ((size_t)n <= sizeof(t->piece)) {
+        *len = (size_t)n;
+        return t->piece;
+    }
+    if (n > t->piece_big_len) {
+        char *b = realloc(t->piece_big, (size_t)n);
+        if (!b) {
+            *len = 0;
+            return "";
+        }
+        t->piece_big = b;
+        t->piece_big_len = n;
+    }
+    n = ternion_token_to_piece(t->model, id, t->piece_big, t->piece_big_len, false);
+    *len = n > 0 ? (size_t)n : 0;
+    return t->piece_big;
+}
+
+static bool t_is_eog(void *ctx, int32_t id) { return ternion_token_is_eog(((tmodel *)ctx)->model, id); }
+
+static int t_seq_keep(void *ctx, int seq, int n_keep, char *err)
+{
+    tmodel *t = ctx;
+    int32_t len = ternion_kv_seq_len(t->ctx, seq);
+    if (len < 0 || ternion_kv_seq_truncate(t->ctx, seq, n_keep < len ? n_keep : len))
+        return fail(err, "KV cache");
+    return 0;
+}
+
+static int t_prompt(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err)
+{
+    tmodel *t = ctx;
+    int32_t *p = malloc((size_t)n * 2 * sizeof(int32_t));
+    if (!p) {
+        snprintf(err, SRV_ERR_LEN, "out of memory for a prompt of %d tokens", n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        p[i] = pos + i;
+        p[n + i] = seq;
+    }
+    ternion_batch b = {.n_tokens = n, .token = ids, .pos = p, .seq_id = p + n, .logits = NULL};
+    int rc = ternion_decode(t->ctx, &b);
+    free(p);
+    return rc ? fail(err, "prompt") : 0;
+}
+
+static int t_step(void *ctx, const srv_row *rows, int n, char *err)
+{
+    tmodel *t = ctx;
+    for (int i = 0; i < n; i++) {
+        t->tok[i] = rows[i].token;
+        t->pos[i] = rows[i].pos;
+        t->seq[i] = rows[i].seq;
+        t->want[i] = 1;
+    }
+    ternion_batch b = {.n_tokens = n, .token = t->tok, .pos = t->pos, .seq_id = t->seq, .logits = t->want};
+    return ternion_decode(t->ctx, &b) ? fail(err, "decode") : 0;
+}
+
+static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
+{
+    (void)ctx;
+    ternion_sampler_params sp = ternion_sampler_default_params();
+    sp.temp = p->temperature;
+    sp.top_k = p->top_k;
+    sp.top_p = p->top_p;
+    sp.min_p = p->min_p;
+    sp.repeat_penalty = p->repeat_penalty;
+    sp.freq_penalty = p->frequency_penalty;
+    sp.presence_penalty = p->presence_penalty;
+    sp.seed = p->seed;
+    ternion_sampler *s = NULL;
+    if (ternion_sampler_new(&sp, &s)) {
+        fail(err, "sampling parameters");
+        return NULL;
+    }
+    return s;
+}
+
+static void t_sampler_free(void *ctx, void *smp) { (void)ctx; ternion_sampler_free(smp); }
+static void t_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; ternion_sampler_accept(smp, id); }
+
+static int t_choose(void *ctx, void *smp, int row, int32_t *id, char *err)
+{
+    tmodel *t = ctx;
+    return ternion_sample(t->ctx, smp, row, id) ? fail(err, "sampling") : 0;
+}
+
+int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
+{
+    tmodel *t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(err, SRV_ERR_LEN, "out of memory");
+        return -1;
+    }
+    ternion_model_params mp = ternion_model_default_params();
+    ternion_context_params cp = ternion_context_default_params();
+    cp.n_ctx = o->n_ctx;
+    cp.n_batch = o->n_batch;
+    cp.n_seq_max = o->n_seq;
+    cp.device = o->device;
+    cp.lm_head_q8 = o->lm_head_q8;
+    size_t n = (size_t)o->n_seq;
+    if (ternion_model_load(o->model_path, &mp, &t->model) || ternion_context_new(t->model, &cp, &t->ctx)) {
+        fail(err, o->model_path);
+        srv_model_ternion_close(&(srv_model){.ctx = t});
+        return -1;
+    }
+    t->tok = malloc(n * sizeof(int32_t));
+    t->pos = malloc(n * sizeof(int32_t));
+    t->seq = malloc(n * sizeof(int32_t));
+    t->want = malloc(n);
+    if (!t->tok || !t->pos || !t->seq || !t->want) {
+        snprintf(err, SRV_ERR_LEN, "out of memory");
+        srv_model_ternion_close(&(srv_model){.ctx = t});
+        return -1;
+    }
+    *out = (srv_model){
+        .ctx = t, .name = o->alias ? o->alias : ternion_model_builtin(t->model),
+        .n_ctx = ternion_n_ctx(t->ctx), .n_seq = o->n_seq,
+        .tokenize = t_tokenize, .chat = t_chat, .piece = t_piece, .is_eog = t_is_eog, .seq_keep = t_seq_keep,
+        .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
+        .sampler_accept = t_sampler_accept, .choose = t_choose,
+    };
+    return 0;
+}
+
+void srv_model_ternion_close(srv_model *m)
+{
+    tmodel *t = m->ctx;
+    if (!t)
+        return;
+    ternion_context_free(t->ctx);
+    ternion_model_free(t->model);
+    free(t->tok);
+    free(t->pos);
+    free(t->seq);
+    free(t->want);
+    free(t->piece_big);
+    free(t);
+    m->ctx = NULL;
+}

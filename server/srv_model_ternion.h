@@ -1,0 +1,22 @@
+/* srv_model_ternion.h - open a GGUF through ternion.h as the server's srv_model. */
+#ifndef SRV_MODEL_TERNION_H
+#define SRV_MODEL_TERNION_H
+
+#include <stdbool.h>
+
+#include "srv_model.h"
+
+typedef struct {
+    const char *model_path;
+    const char *alias;   /* served model id; NULL: the generated model's name */
+    int n_ctx;           /* per slot; 0: the library's default */
+    int n_batch;         /* 0: the library's default */
+    int n_seq;           /* slots */
+    int device;          /* -1: auto */
+    bool lm_head_q8;
+} srv_ternion_opts;
+
+int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err);
+void srv_model_ternion_close(srv_model *m);
+
+#endif

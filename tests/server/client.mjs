@@ -1,0 +1,155 @@
+// client.mjs - checks of a running ternion-server with the official `openai` Node client
+// (and fetch for the routes the client has no call for). Run by tests/test_server_e2e.c:
+//   node client.mjs BASE_URL SCENARIO [ARGS...]
+// Prints one JSON line with what it saw on stdout; exits non-zero (message on stderr) when
+// a check fails. Scenarios:
+//   chat-stream PROMPT N          streamed chat: role first, text chunks, a finish reason, usage
+//   completion PROMPT N [SEED T]  non-streamed completion (greedy unless T), its text and usage
+//   concurrent K N                K different streamed completions at once, then each alone:
+//                                 every concurrent text must equal its text alone
+//   errors                        unknown model (404), prompt too long (400), bad values (400)
+//   disconnect                    a stream aborted after its first chunks frees its slot
+//   metrics                       /metrics is Prometheus text (every line checked)
+import OpenAI from 'openai';
+
+const [base, scenario, ...args] = process.argv.slice(2);
+const apiKey = process.env.TERNION_API_KEY || 'none';
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 600000 });
+const model = process.env.TERNION_MODEL;
+
+function check(cond, msg) {
+  if (!cond) {
+    console.error(`client.mjs ${scenario}: ${msg}`);
+    process.exit(1);
+  }
+}
+
+async function streamCompletion(prompt, n) {
+  const s = await client.completions.create({ model, prompt, max_tokens: n, temperature: 0, stream: true });
+  let text = '';
+  let finish = null;
+  for await (const c of s) {
+    text += c.choices[0]?.text ?? '';
+    finish = c.choices[0]?.finish_reason ?? finish;
+  }
+  check(finish === 'stop' || finish === 'length', `finish_reason ${finish}`);
+  return text;
+}
+
+async function metric(name) {
+  const r = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  const m = (await r.text()).match(new RegExp(`^ternion_${name} (\\S+)$`, 'm'));
+  return m ? Number(m[1]) : NaN;
+}
+
+async function expectError(p, status, what) {
+  try {
+    await p;
+  } catch (e) {
+    check(e instanceof OpenAI.APIError, `${what}: not an API error: ${e}`);
+    check(e.status === status, `${what}: status ${e.status}, want ${status}`);
+    check(typeof e.error?.message === 'string' && e.error.message.length > 0, `${what}: no error message`);
+    return e.error;
+  }
+  check(false, `${what}: accepted`);
+}
+
+const scenarios = {
+  async 'chat-stream'(prompt, n) {
+    const s = await client.chat.completions.create({
+      model, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: prompt }],
+      max_tokens: Number(n), temperature: 0, stream: true, stream_options: { include_usage: true },
+    });
+    let text = '', role = null, finish = null, usage = null, chunks = 0;
+    for await (const c of s) {
+      chunks++;
+      if (c.usage) usage = c.usage;
+      const ch = c.choices[0];
+      if (!ch) continue;
+      if (chunks === 1) role = ch.delta.role;
+      text += ch.delta.content ?? '';
+      finish = ch.finish_reason ?? finish;
+    }
+    check(role === 'assistant', `first chunk role ${role}`);
+    check(finish === 'stop' || finish === 'length', `finish_reason ${finish}`);
+    check(usage && usage.completion_tokens >= 1 && usage.prompt_tokens > 0, `usage ${JSON.stringify(usage)}`);
+    check(usage.total_tokens === usage.prompt_tokens + usage.completion_tokens, 'usage total');
+    return { text, finish, usage, chunks };
+  },
+  async completion(prompt, n, seed, temperature) {
+    const r = await client.completions.create({
+      model, prompt, max_tokens: Number(n), temperature: temperature ? Number(temperature) : 0,
+      ...(seed ? { seed: Number(seed) } : {}),
+    });
+    check(r.object === 'text_completion', `object ${r.object}`);
+    check(r.usage.completion_tokens >= 1, 'no tokens');
+    return { text: r.choices[0].text, finish: r.choices[0].finish_reason, usage: r.usage };
+  },
+  async concurrent(k, n) {
+    const prompts = Array.from({ length: Number(k) }, (_, i) => `Story ${i}: once upon a time${' and'.repeat(i % 3)}`);
+    const together = await Promise.all(prompts.map((p) => streamCompletion(p, Number(n))));
+    const alone = [];
+    for (const p of prompts) alone.push(await streamCompletion(p, Number(n)));
+    for (let i = 0; i < prompts.length; i++)
+      check(together[i] === alone[i], `stream ${i} differs:\n  together: ${JSON.stringify(together[i])}\n  alone:    ${JSON.stringify(alone[i])}`);
+    check(new Set(alone).size > 1, 'every prompt gave the same text: the check could not tell them apart');
+    return { streams: together.length, texts: alone };
+  },
+  async errors() {
+    const msgs = [{ role: 'user', content: 'hi' }];
+    const e1 = await expectError(client.chat.completions.create({ model: 'no-such-model', messages: msgs }), 404, 'unknown model');
+    check(e1.code === 'model_not_found', `code ${e1.code}`);
+    const e2 = await expectError(client.completions.create({ model, prompt: 'word '.repeat(5000), max_tokens: 4 }), 400, 'long prompt');
+    check(e2.code === 'context_length_exceeded', `code ${e2.code}`);
+    await expectError(client.chat.completions.create({ model, messages: msgs, temperature: 7 }), 400, 'temperature 7');
+    await expectError(client.chat.completions.create({ model, messages: 'hi' }), 400, 'messages as a string');
+    await expectError(client.chat.completions.create({ model, messages: msgs, n: 3 }), 400, 'n 3');
+    return { ok: true };
+  },
+  async disconnect() {
+    const before = await metric('requests_cancelled_total');
+    const ac = new AbortController();
+    const s = await client.completions.create({ model, prompt: 'Tell me a long story', max_tokens: 100000, temperature: 0, stream: true },
+      { signal: ac.signal });
+    let chunks = 0;
+    try {
+      for await (const c of s) {
+        if (c.choices[0]?.text !== undefined && ++chunks === 2) ac.abort();
+      }
+    } catch (e) {
+      check(e instanceof OpenAI.APIUserAbortError || e.name === 'AbortError', `abort: ${e}`);
+    }
+    for (let i = 0; i < 200; i++) {
+      if ((await metric('requests_cancelled_total')) > before && (await metric('slots_busy')) === 0) {
+        const h = await fetch(`${base}/health`);
+        check(h.status === 200, `/health ${h.status}`);
+        return { cancelled: true };
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    check(false, 'the aborted stream was not cancelled');
+  },
+  async metrics() {
+    const r = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${apiKey}` } });
+    check(r.status === 200, `status ${r.status}`);
+    check((r.headers.get('content-type') || '').startsWith('text/plain'), 'content type');
+    const lines = (await r.text()).trimEnd().split('\n');
+    const typed = new Set();
+    let samples = 0;
+    for (const l of lines) {
+      let m;
+      if ((m = l.match(/^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/))) typed.add(m[1]);
+      else if (l.startsWith('# HELP ')) continue;
+      else if ((m = l.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? (-?[0-9.eE+-]+|NaN|[+-]Inf)$/))) {
+        check(typed.has(m[1]), `sample before its TYPE: ${l}`);
+        samples++;
+      } else check(false, `not Prometheus text: ${JSON.stringify(l)}`);
+    }
+    check(samples >= 10, `only ${samples} samples`);
+    return { samples };
+  },
+};
+
+check(scenarios[scenario], `unknown scenario ${scenario}`);
+const out = await scenarios[scenario](...args);
+console.log(JSON.stringify(out));

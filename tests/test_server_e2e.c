@@ -1,0 +1,319 @@
+/* test_server_e2e.c - ternion-server as users run it: the real binary on the tiny model
+ * (tests/data/bitnet-tiny), started the way the README says, driven by the official
+ * `openai` Node client (tests/server/client.mjs) and by curl:
+ *   a streamed chat, a non-streamed completion, greedy output identical to the CLI's for
+ *   the same prompt, 8 concurrent streams each equal to its text alone, OpenAI errors,
+ *   an API key, a stream aborted mid-way (its slot freed), /metrics as Prometheus text,
+ *   and a clean exit on SIGTERM.
+ * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
+ * Skips when the fixture or a Vulkan device is absent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/srv_text.h"
+
+#define MODEL "tests/data/bitnet-tiny/model.gguf"
+
+static char build[256], server_bin[512], cli_bin[512];
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char base[64];
+} server;
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* Run argv, stdout captured (malloc'd into *out), stderr passed through. Exit status. */
+static int run(const char *const *argv, char **out)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        close(p[1]);
+        execvp(argv[0], (char *const *)argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(p[1]);
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    for (;;) {
+        if (n + 4096 > cap) b = realloc(b, cap *= 2);
+        ssize_t r = read(p[0], b + n, cap - n - 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    close(p[0]);
+    b[n] = 0;
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    *out = b;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Start the server (extra args NULL-terminated); waits for its "listening on" line. */
+static void start(server *s, const char *const *extra)
+{
+    const char *argv[32] = {server_bin, "-m", MODEL, "--port", "0"};
+    int n = 5;
+    for (int i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+    argv[n] = NULL;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        dup2(p[1], 2);
+        close(p[0]);
+        close(p[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(p[1]);
+    char buf[8192];
+    size_t len = 0;
+    s->port = 0;
+    time_t t0 = time(NULL);
+    while (!s->port && time(NULL) - t0 < 300) {
+        struct pollfd pf = {.fd = p[0], .events = POLLIN};
+        if (poll(&pf, 1, 1000) <= 0) continue;
+        ssize_t r = read(p[0], buf + len, sizeof(buf) - len - 1);
+        if (r <= 0) break;
+        len += (size_t)r;
+        buf[len] = 0;
+        const char *l = strstr(buf, "listening on http://");
+        if (l && strchr(l, '\n')) sscanf(strrchr(l, ':') + 1, "%d", &s->port);
+    }
+    close(p[0]); /* later messages of the server go nowhere */
+    if (!s->port) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        if (strstr(buf, "no Vulkan device") || strstr(buf, "no usable device")) {
+            printf("skip: %s\n", buf);
+            skip();
+        }
+        fail_msg("the server did not start: %s", buf);
+    }
+    snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
+}
+
+/* SIGTERM: the server must shut down cleanly (exit 0). */
+static void stop(server *s)
+{
+    kill(s->pid, SIGTERM);
+    int st;
+    while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {}
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* node client.mjs BASE SCENARIO ARGS...: must exit 0; its JSON line (malloc'd). */
+static char *node(const server *s, const char *scenario, const char *a1, const char *a2, const char *a3,
+                  const char *a4)
+{
+    const char *argv[] = {"node", "tests/server/client.mjs", s->base, scenario, a1, a2, a3, a4, NULL};
+    char *out;
+    int rc = run(argv, &out);
+    if (rc)
+        fail_msg("node client.mjs %s: exit %d: %s", scenario, rc, out);
+    return out;
+}
+
+/* The "text" string of the client's JSON line (unescaped enough for ASCII + \n + \"). */
+static char *json_text(const char *j)
+{
+    const char *p = strstr(j, "\"text\":\"");
+    assert_non_null(p);
+    p += 8;
+    char *o = malloc(strlen(p) + 1), *w = o;
+    for (; *p && *p != '"'; p++) {
+        if (*p == '\\' && p[1] == 'u') { /* \uXXXX (BMP; JSON.stringify escapes few) as UTF-8 */
+            unsigned cp = (unsigned)strtoul((char[5]){p[2], p[3], p[4], p[5], 0}, NULL, 16);
+            if (cp < 0x80) *w++ = (char)cp;
+            else if (cp < 0x800) *w++ = (char)(0xC0 | cp >> 6), *w++ = (char)(0x80 | (cp & 63));
+            else *w++ = (char)(0xE0 | cp >> 12), *w++ = (char)(0x80 | ((cp >> 6) & 63)), *w++ = (char)(0x80 | (cp & 63));
+            p += 5;
+        } else if (*p == '\\') {
+            p++;
+            *w++ = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p == 'r' ? '\r' : *p == 'b' ? '\b' : *p == 'f' ? '\f' : *p;
+        } else {
+            *w++ = *p;
+        }
+    }
+    *w = 0;
+    return o;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *b = getenv("TERNION_BUILD");
+    snprintf(build, sizeof(build), "%s", b ? b : "build");
+    snprintf(server_bin, sizeof(server_bin), "%s/ternion-server", build);
+    snprintf(cli_bin, sizeof(cli_bin), "%s/bitnet-tiny", build);
+    if (!exists(MODEL) || !exists(server_bin)) {
+        printf("skip: %s or %s missing\n", MODEL, server_bin);
+        return 0;
+    }
+    if (!exists("tests/server/node_modules/openai")) {
+        const char *argv[] = {"npm", "ci", "--prefix", "tests/server", "--no-audit", "--no-fund", NULL};
+        char *out;
+        int rc = run(argv, &out);
+        free(out);
+        if (rc) {
+            fprintf(stderr, "test_server_e2e: `npm ci --prefix tests/server` failed (exit %d): the tests need "
+                            "node, npm and the npm registry (Debian: apt-get install nodejs npm)\n", rc);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void skip_if_absent(void)
+{
+    if (!exists(MODEL) || !exists(server_bin))
+        skip();
+}
+
+static void test_openai_client(void **state)
+{
+    (void)state;
+    skip_if_absent();
+    server s;
+    start(&s, (const char *const[]){"--parallel", "4", "--ctx-size", "256", NULL});
+    setenv("TERNION_MODEL", "bitnet-tiny", 1);
+    char *o = node(&s, "chat-stream", "What is the capital of France?", "8", NULL, NULL);
+    printf("streamed chat: %s", o);
+    free(o);
+    o = node(&s, "completion", "The capital of France is", "8", NULL, NULL);
+    printf("completion: %s", o);
+    free(o);
+    free(node(&s, "errors", NULL, NULL, NULL, NULL));
+    free(node(&s, "disconnect", NULL, NULL, NULL, NULL));
+    o = node(&s, "metrics", NULL, NULL, NULL, NULL);
+    printf("metrics: %s", o);
+    free(o);
+    stop(&s);
+}
+
+/* Greedy: the server's completion == the CLI's text for the same prompt and length. */
+static void test_same_as_cli(void **state)
+{
+    (void)state;
+    skip_if_absent();
+    if (!exists(cli_bin))
+        skip();
+    const char *prompt = "The capital of France is";
+    const char *cli[] = {cli_bin, "-m", MODEL, "-p", prompt, "-n", "16", "--temp", "0", NULL};
+    char *raw;
+    assert_int_equal(run(cli, &raw), 0);
+    size_t n = strlen(raw), skip_prompt = strncmp(raw, prompt, strlen(prompt)) ? 0 : strlen(prompt);
+    while (n > skip_prompt && raw[n - 1] == '\n') raw[--n] = 0; /* the CLI ends its output with a newline */
+    /* JSON strings are UTF-8: the server sends bytes that are not as U+FFFD; so must the CLI's be */
+    char *want = srv_utf8_clean(raw + skip_prompt, n - skip_prompt);
+    free(raw);
+    server s;
+    start(&s, (const char *const[]){"--parallel", "2", "--ctx-size", "256", NULL});
+    char *o = node(&s, "completion", prompt, "16", NULL, NULL);
+    char *got = json_text(o);
+    printf("CLI:    %s\nserver: %s\n", want, got);
+    assert_string_equal(got, want);
+    free(o);
+    free(got);
+    free(want);
+    stop(&s);
+}
+
+static void test_concurrent_streams(void **state)
+{
+    (void)state;
+    skip_if_absent();
+    server s;
+    start(&s, (const char *const[]){"--parallel", "8", "--ctx-size", "128", NULL});
+    char *o = node(&s, "concurrent", "8", "8", NULL, NULL);
+    printf("8 concurrent streams == each alone: %.300s\n", o);
+    free(o);
+    stop(&s);
+}
+
+/* curl: a streamed chat as SSE, error statuses, the API key. */
+static void test_curl(void **state)
+{
+    (void)state;
+    skip_if_absent();
+    server s;
+    start(&s, (const char *const[]){"--parallel", "2", "--ctx-size", "128", "--api-key", "k3y", NULL});
+    char url[128], *out;
+    snprintf(url, sizeof(url), "%s/v1/chat/completions", s.base);
+    const char *body = "{\"model\":\"bitnet-tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],"
+                       "\"max_tokens\":8,\"temperature\":0,\"stream\":true}";
+    const char *ok[] = {"curl", "-sS", "-N", "-H", "Authorization: Bearer k3y", "-H", "Content-Type: application/json",
+                        "-d", body, url, NULL};
+    assert_int_equal(run(ok, &out), 0);
+    assert_non_null(strstr(out, "data: {"));
+    assert_non_null(strstr(out, "\"object\":\"chat.completion.chunk\""));
+    assert_non_null(strstr(out, "\"finish_reason\":\""));
+    assert_non_null(strstr(out, "data: [DONE]\n\n"));
+    free(out);
+    static const struct { const char *key, *body; const char *status; } cases[] = {
+        {NULL, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", "401"},
+        {"Authorization: Bearer nope", "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", "401"},
+        {"Authorization: Bearer k3y", "{\"messages\":[{\"role\":\"user\",", "400"},
+        {"Authorization: Bearer k3y", "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":\"8\"}",
+         "400"},
+        {"Authorization: Bearer k3y", "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}",
+         "404"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *argv[] = {"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                              cases[i].key ? cases[i].key : "X-None: 1", "-d", cases[i].body, url, NULL};
+        assert_int_equal(run(argv, &out), 0);
+        if (strcmp(out, cases[i].status))
+            fail_msg("case %zu: status %s, want %s", i, out, cases[i].status);
+        free(out);
+    }
+    snprintf(url, sizeof(url), "%s/health", s.base);
+    const char *health[] = {"curl", "-sS", url, NULL};
+    assert_int_equal(run(health, &out), 0);
+    assert_string_equal(out, "{\"status\":\"ok\"}");
+    free(out);
+    stop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_openai_client),
+        cmocka_unit_test(test_same_as_cli),
+        cmocka_unit_test(test_concurrent_streams),
+        cmocka_unit_test(test_curl),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
