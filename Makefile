@@ -1,5 +1,6 @@
 # Ternion build. Plain GNU make; everything lands in $(B)/ (build/ by default,
 # build-asan/ for `make asan`). Layout:
+#   format/*.c         -> $(B)/libtfmt.a     weight codecs (plain C; in everything below)
 #   dsl/*.c            -> $(B)/libtdsl.a     typed shader builder (GLSL 450 + shaderc)
 #   runtime/*/*.c      -> $(B)/libtrt.a      GGUF, Vulkan runtime, tokenizer, engine, sampler,
 #                                            the public API (runtime/api); not the CLI
@@ -35,6 +36,7 @@ LIBS_GEN = -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndependent -
 
 MODELS   := $(basename $(notdir $(wildcard models/*.yaml)))
 
+FMT_SRC  := $(wildcard format/*.c)
 DSL_SRC  := $(wildcard dsl/*.c)
 CLI_SRC  := $(filter-out runtime/cli/rt_cli_main.c,$(wildcard runtime/cli/*.c))
 RT_SRC   := $(filter-out runtime/cli/%,$(wildcard runtime/*/*.c))
@@ -48,6 +50,7 @@ EX_SRC   := $(filter-out $(EX_API_SRC),$(wildcard examples/*.c))
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
+LIB_FMT := $(B)/libtfmt.a
 LIB_DSL := $(B)/libtdsl.a
 LIB_RT  := $(B)/libtrt.a
 LIB_GEN := $(B)/libtgen.a
@@ -66,10 +69,10 @@ LIB_A    := $(B)/libternion.a
 LIB_SO   := $(B)/libternion.so
 CLI_OBJ  := $(call obj,$(CLI_SRC))
 MODEL_OBJ := $(patsubst %,$(B)/obj/generated/%/model.o,$(MODELS))
-LIB_OBJ  := $(call obj,$(RT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
+LIB_OBJ  := $(call obj,$(RT_SRC) $(FMT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 
 .PHONY: all gen test asan validate bench run fuzz clean check-generated models examples install lib FORCE
-all: $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
+all: $(LIB_FMT) $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
      $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check $(SRV_BIN) $(B)/srv-api-check
 models: $(MODEL_BINS)
 lib: $(LIB_A) $(LIB_SO)
@@ -83,7 +86,7 @@ $(B)/obj/%.o: %.c
 
 # Library objects: position-independent (for libternion.so), symbols hidden unless marked
 # TERNION_API in ternion.h.
-$(B)/obj/runtime/%.o $(B)/obj/generated/%.o $(B)/obj/registry.o $(B)/obj/commit.o: CFLAGS += -fPIC -fvisibility=hidden
+$(B)/obj/runtime/%.o $(B)/obj/format/%.o $(B)/obj/generated/%.o $(B)/obj/registry.o $(B)/obj/commit.o: CFLAGS += -fPIC -fvisibility=hidden
 
 # The CLI and the API examples see only the public header: any include of the engine's
 # headers fails to compile (and cli-api-check below fails to link any call past ternion.h).
@@ -128,6 +131,8 @@ $(LIB_A): $(LIB_OBJ)
 $(LIB_SO): $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libternion.so.0 -Wl,--no-undefined -o $@ $^ $(LIBS_RT)
 
+$(LIB_FMT): $(call obj,$(FMT_SRC))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(LIB_DSL): $(call obj,$(DSL_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(LIB_RT): $(call obj,$(RT_SRC))
@@ -139,7 +144,7 @@ $(LIB_REF): $(call obj,$(REF_SRC))
 $(LIB_SRV): $(call obj,$(SRV_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
-$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL)
+$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_FMT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 
 # Static pattern rules below name every object explicitly, so make never treats one
@@ -173,13 +178,13 @@ $(B)/srv-api-check: $(SRV_OBJ) $(LIB_SRV) $(LIB_SO)
 $(B)/tests/test_api: tests/test_api.c $(LIB_A) runtime/api/ternion.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) -lcmocka $(LIBS_RT)
-$(filter-out $(B)/tests/test_api,$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT)
+$(filter-out $(B)/tests/test_api,$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
-$(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+$(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
-$(EXAMPLES): $(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT)
+$(EXAMPLES): $(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 $(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_A) runtime/api/ternion.h

@@ -130,7 +130,7 @@ static int build_dispatch(gen_desc *d, const gen_graph *g, const gen_kop *kop, i
 
 /* The --lm-head q8 variant of the post section: the same dispatches, the LM head
  * reading the Q8_0 copy of its table. None (post_q8 NULL) when the table's width is
- * not a multiple of RT_Q8_ROW_MULTIPLE. */
+ * not a multiple of FMT_Q8_ROW_MULTIPLE. */
 static int build_post_q8(gen_desc *d, const gen_graph *g, int sched, bool decode, rt_schedule *s, char *err)
 {
     int first = (int)(s->n_pre + s->n_layer);
@@ -144,7 +144,7 @@ static int build_post_q8(gen_desc *d, const gen_graph *g, int sched, bool decode
         disp[i] = s->post[i];
         if (kop->kind != GEN_K_LM_HEAD)
             continue;
-        if (g->m->tensors[kop->w[0]].ne[0] % RT_Q8_ROW_MULTIPLE)
+        if (g->m->tensors[kop->w[0]].ne[0] % FMT_Q8_ROW_MULTIPLE)
             return 0;
         gen_kop q = *kop;
         q.q8 = true;
@@ -192,8 +192,6 @@ static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char 
     return 0;
 }
 
-static const uint8_t ttype_rt[] = {[GEN_T_F32] = RT_TYPE_F32, [GEN_T_F16] = RT_TYPE_F16, [GEN_T_I2_S] = RT_TYPE_I2_S};
-
 int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
 {
     gen_desc *d = out_d;
@@ -216,7 +214,7 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     md->n_checks = (uint32_t)m->n_checks;
     for (int i = 0; i < m->n_tensors; i++) {
         const gen_tensor *t = &m->tensors[i];
-        d->tensors[i] = (rt_tensor_desc){.gguf = t->gguf, .type = ttype_rt[t->type], .n_dims = (uint8_t)t->n_dims,
+        d->tensors[i] = (rt_tensor_desc){.gguf = t->gguf, .type = (uint8_t)t->type, .n_dims = (uint8_t)t->n_dims,
                                          .ne = {t->ne[0], t->n_dims > 1 ? t->ne[1] : 1},
                                          .per_layer = t->per_layer};
     }

@@ -239,11 +239,9 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     for (uint32_t i = 0; i < md->n_checks; i++)
         fprintf(f, "    {\"%s\", %.9g, %u},\n", md->checks[i].name, md->checks[i].value, md->checks[i].is_float);
     fprintf(f, "};\n\nstatic const rt_tensor_desc tensors[] = {\n");
-    static const char *const tnames[] = {[RT_TYPE_F32] = "RT_TYPE_F32", [RT_TYPE_F16] = "RT_TYPE_F16",
-                                         [RT_TYPE_I2_S] = "RT_TYPE_I2_S"};
     for (uint32_t i = 0; i < md->n_tensors; i++) {
         const rt_tensor_desc *t = &md->tensors[i];
-        fprintf(f, "    {\"%s\", %s, %u, {%lld, %lld}, %u},\n", t->gguf, tnames[t->type], t->n_dims,
+        fprintf(f, "    {\"%s\", FMT_%s, %u, {%lld, %lld}, %u},\n", t->gguf, fmt_type_name(t->type), t->n_dims,
                 (long long)t->ne[0], (long long)t->ne[1], t->per_layer);
     }
     fprintf(f, "};\n\n/* activation buffers (planned: values with disjoint lifetimes share one) */\n");

@@ -13,26 +13,25 @@
 #include "gen_yaml.h"
 
 enum { SEC_IN = 1, SEC_LAYER = 2, SEC_OUT = 4, SEC_ALL = 7 };
-#define T(x) (1u << GEN_T_##x)
 
 /* Per-op rules: takes a weight (YAML key `table` for embed, else `weight`),
- * accepted weight types, defines `out`, sections it may appear in. */
+ * the use its weight's codec must allow (FMT_USE_*), defines `out`, sections it may appear in. */
 static const struct {
     bool weight;
-    unsigned types;
+    unsigned uses;
     bool out;
     unsigned secs;
 } k_rules[GEN_OP_COUNT] = {
-    [GEN_OP_EMBED] = {true, T(F16) | T(F32), true, SEC_IN},
-    [GEN_OP_RMSNORM] = {true, T(F32), true, SEC_ALL},
-    [GEN_OP_BITLINEAR] = {true, T(I2_S), true, SEC_ALL},
+    [GEN_OP_EMBED] = {true, FMT_USE_TABLE, true, SEC_IN},
+    [GEN_OP_RMSNORM] = {true, FMT_USE_VECTOR, true, SEC_ALL},
+    [GEN_OP_BITLINEAR] = {true, FMT_USE_TERNARY, true, SEC_ALL},
     [GEN_OP_ROPE] = {false, 0, true, SEC_ALL},
     [GEN_OP_KV_WRITE] = {false, 0, false, SEC_LAYER},
     [GEN_OP_ATTENTION] = {false, 0, true, SEC_LAYER},
     [GEN_OP_ADD] = {false, 0, true, SEC_ALL},
     [GEN_OP_RELU2_MUL] = {false, 0, true, SEC_ALL},
     [GEN_OP_SILU_MUL] = {false, 0, true, SEC_ALL},
-    [GEN_OP_LM_HEAD] = {true, T(F16) | T(F32), true, SEC_OUT},
+    [GEN_OP_LM_HEAD] = {true, FMT_USE_TABLE, true, SEC_OUT},
 };
 static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
                                           [SEC_OUT] = "forward.output"};
@@ -114,12 +113,13 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
         return gen_yaml_fail(c->y, w, "%s: %s '%s' is not in tensors", c->label, wkey, name);
     snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " '%s'", name);
     const gen_tensor *t = &c->m->tensors[op->weight];
-    if (!(k_rules[op->kind].types & (1u << t->type))) {
-        char allowed[32] = "";
-        for (int i = 0; i <= GEN_T_I2_S; i++)
-            if (k_rules[op->kind].types & (1u << i))
+    const fmt_codec *codec = fmt_codec_find(t->type);
+    if (!codec || !(codec->uses & k_rules[op->kind].uses)) {
+        char allowed[64] = "";
+        for (int i = 0; i < fmt_codec_count(); i++)
+            if (fmt_codec_at(i)->yaml && (fmt_codec_at(i)->uses & k_rules[op->kind].uses))
                 snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", allowed[0] ? " or " : "",
-                         gen_ttype_name((gen_ttype)i));
+                         fmt_codec_at(i)->yaml);
         return gen_yaml_fail(c->y, w, "%s: %s has type %s, %s needs %s", c->label, wkey, gen_ttype_name(t->type),
                              gen_op_name(op->kind), allowed);
     }

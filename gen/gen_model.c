@@ -210,11 +210,24 @@ static int shape_dim(gen_yaml *y, yaml_node_t *n, const gen_hparams *hp, int64_t
     return 0;
 }
 
-static const char *const k_ttype_names[] = {[GEN_T_F32] = "f32", [GEN_T_F16] = "f16", [GEN_T_I2_S] = "i2_s"};
-
-const char *gen_ttype_name(gen_ttype t)
+const char *gen_ttype_name(uint32_t type)
 {
-    return (unsigned)t <= GEN_T_I2_S ? k_ttype_names[t] : "?";
+    const fmt_codec *c = fmt_codec_find(type);
+    return c && c->yaml ? c->yaml : fmt_type_name(type);
+}
+
+/* "f32, f16 or i2_s": the YAML spellings of the codec table (messages). */
+static void yaml_types(char *out, size_t cap)
+{
+    out[0] = 0;
+    int n = 0, k = 0;
+    for (int i = 0; i < fmt_codec_count(); i++)
+        n += fmt_codec_at(i)->yaml != NULL;
+    for (int i = 0; i < fmt_codec_count(); i++) {
+        const fmt_codec *c = fmt_codec_at(i);
+        if (c->yaml)
+            snprintf(out + strlen(out), cap - strlen(out), "%s%s", k++ ? (k == n ? " or " : ", ") : "", c->yaml);
+    }
 }
 
 static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *m)
@@ -238,13 +251,13 @@ static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *
     t->per_layer = strstr(t->gguf, "{L}") != NULL;
     if (n_open != n_close || n_open > 1 || (n_open && !t->per_layer))
         return gen_yaml_fail(y, g, "%s: gguf name '%s' may contain only one '{L}' placeholder", what, t->gguf);
-    int ti = -1;
-    for (int i = 0; i <= GEN_T_I2_S; i++)
-        if (!strcmp(type, k_ttype_names[i]))
-            ti = i;
-    if (ti < 0)
-        return gen_yaml_fail(y, ty, "%s: unknown type '%s' (f32, f16 or i2_s)", what, type);
-    t->type = (gen_ttype)ti;
+    const fmt_codec *codec = fmt_codec_by_yaml(type);
+    if (!codec) {
+        char names[96];
+        yaml_types(names, sizeof names);
+        return gen_yaml_fail(y, ty, "%s: unknown type '%s' (%s)", what, type, names);
+    }
+    t->type = codec->type;
     if (gen_yaml_need_seq(y, sh, "shape"))
         return -1;
     t->n_dims = gen_yaml_seq_len(sh);
@@ -254,13 +267,11 @@ static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *
     for (int d = 0; d < t->n_dims; d++)
         if (shape_dim(y, gen_yaml_seq_item(y, sh, d), &m->hp, &t->ne[d]))
             return -1;
-    if (t->type == GEN_T_I2_S) {
-        if (t->n_dims != 2)
-            return gen_yaml_fail(y, sh, "%s: i2_s tensors must be 2-D", what);
-        if (t->ne[0] <= 0 || t->ne[0] % 128)
-            return gen_yaml_fail(y, sh, "%s: i2_s input width ne0 = %lld is not a multiple of 128", what,
-                                 (long long)t->ne[0]);
-    }
+    if ((codec->uses & FMT_USE_TERNARY) && t->n_dims != 2)
+        return gen_yaml_fail(y, sh, "%s: %s tensors must be 2-D", what, codec->yaml);
+    if ((t->ne[0] <= 0 && (codec->uses & FMT_USE_TERNARY)) || (t->ne[0] > 0 && t->ne[0] % codec->blk))
+        return gen_yaml_fail(y, sh, "%s: %s input width ne0 = %lld is not a multiple of %u", what, codec->yaml,
+                             (long long)t->ne[0], codec->blk);
     m->n_tensors++;
     return 0;
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/fmt_codec.h"
+
 #define GEN_MAX_NAME 64
 #define GEN_MAX_ARCH 8
 #define GEN_MAX_TENSORS 32
@@ -55,7 +57,6 @@ typedef enum {
 const char *gen_op_name(gen_op_kind k);
 int gen_op_arity(gen_op_kind k);
 
-typedef enum { GEN_T_F32, GEN_T_F16, GEN_T_I2_S } gen_ttype; /* tensor element types */
 typedef enum { GEN_ROPE_NEOX, GEN_ROPE_NORM } gen_rope_style;  /* split-half / interleaved */
 
 typedef struct {
@@ -93,7 +94,7 @@ typedef struct {
 typedef struct {
     char key[GEN_MAX_NAME];       /* YAML name used by ops ("attn_q") */
     char gguf[GEN_MAX_NAME];      /* GGUF name; "{L}" stands for the layer index */
-    gen_ttype type;
+    uint32_t type;                /* GGUF type id of its codec (format/fmt_codec.h) */
     int n_dims;                   /* 1 or 2 */
     int64_t ne[2];                /* GGUF ne order (ne[0] contiguous); GEN_DIM_VOCAB allowed */
     bool per_layer;               /* gguf contains "{L}" */
@@ -155,7 +156,7 @@ int gen_model_find_value(const gen_model *m, const char *name);   /* -1 if none 
 int gen_model_find_tensor(const gen_model *m, const char *key);   /* -1 if none */
 /* GGUF name of tensor t for layer L (L ignored if not per-layer). */
 void gen_tensor_name(const gen_tensor *t, int layer, char *out, int out_len);
-/* "f32", "f16", "i2_s" (the YAML spelling). */
-const char *gen_ttype_name(gen_ttype t);
+/* The YAML spelling of a tensor type id ("f32", "i2_s"), or its GGUF name. */
+const char *gen_ttype_name(uint32_t type);
 
 #endif

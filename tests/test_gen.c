@@ -298,7 +298,7 @@ static void test_decode_folds(void **state)
         folded++;
         assert_true(k->kind == GEN_K_BITLINEAR || k->kind == GEN_K_LM_HEAD);
         assert_int_equal(graph.vals[k->in[0]].kind, GEN_GV_F32);
-        assert_int_equal(model.tensors[k->norm_w].type, GEN_T_F32);
+        assert_int_equal(model.tensors[k->norm_w].type, FMT_F32);
     }
     assert_int_equal(folded, 1);
     assert_int_equal(last, 5);

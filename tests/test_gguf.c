@@ -99,11 +99,11 @@ static rt_gguf_writer *small_model(uint32_t align, const char *arch, uint8_t **k
     const char *toks[] = {"a", "b", "", "<|eot_id|>"};
     rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, 4);
     int64_t ne[4] = {256, 2, 1, 1};
-    uint64_t nb = rt_type_nbytes(RT_TYPE_I2_S, ne, NULL);
+    uint64_t nb = fmt_nbytes(FMT_I2_S, ne, NULL);
     *keep = calloc(1, nb);
-    rt_gguf_w_tensor(w, "w.i2s", RT_TYPE_I2_S, 2, ne, *keep, nb);
+    rt_gguf_w_tensor(w, "w.i2s", FMT_I2_S, 2, ne, *keep, nb);
     int64_t ne1[4] = {5, 1, 1, 1};
-    rt_gguf_w_tensor_cb(w, "w.f32", RT_TYPE_F32, 1, ne1, 20, fill_pattern, (void *)7);
+    rt_gguf_w_tensor_cb(w, "w.f32", FMT_F32, 1, ne1, 20, fill_pattern, (void *)7);
     return w;
 }
 
@@ -276,8 +276,8 @@ static void test_roundtrip_nested(void **state)
 static void test_roundtrip_tensors(void **state)
 {
     (void)state;
-    static const rt_type types[] = {RT_TYPE_F32, RT_TYPE_F16, RT_TYPE_BF16, RT_TYPE_Q8_0,
-                                    RT_TYPE_TQ1_0, RT_TYPE_TQ2_0, RT_TYPE_I2_S};
+    static const rt_type types[] = {FMT_F32, FMT_F16, FMT_BF16, FMT_Q8_0,
+                                    FMT_TQ1_0, FMT_TQ2_0, FMT_I2_S};
     static const uint64_t want[] = {256 * 3 * 4, 256 * 3 * 2, 256 * 3 * 2, 24 * 34, 3 * 54, 3 * 66,
                                     256 * 3 / 4 + 32};
     const int nt = (int)(sizeof types / sizeof types[0]);
@@ -287,15 +287,15 @@ static void test_roundtrip_tensors(void **state)
         int64_t ne[4] = {256, 3, 1, 1};
         char name[32];
         for (int i = 0; i < nt; i++) {
-            uint64_t nb = rt_type_nbytes(types[i], ne, NULL);
+            uint64_t nb = fmt_nbytes(types[i], ne, NULL);
             assert_int_equal(nb, want[i]);
             bufs[i] = malloc(nb);
             fill_pattern((void *)(uintptr_t)i, bufs[i], 0, nb);
-            snprintf(name, sizeof name, "t.%s", rt_type_name(types[i]));
+            snprintf(name, sizeof name, "t.%s", fmt_type_name(types[i]));
             rt_gguf_w_tensor(w, name, types[i], 2, ne, bufs[i], nb);
         }
         int64_t ne4[4] = {2, 3, 4, 5};
-        rt_gguf_w_tensor_cb(w, "t.4d", RT_TYPE_F16, 4, ne4, 240, fill_pattern, (void *)99);
+        rt_gguf_w_tensor_cb(w, "t.4d", FMT_F16, 4, ne4, 240, fill_pattern, (void *)99);
         char path[] = "/tmp/test_gguf_XXXXXX";
         int fd = mkstemp(path);
         assert_true(fd >= 0);
@@ -310,7 +310,7 @@ static void test_roundtrip_tensors(void **state)
         assert_int_equal(g->n_tensors, nt + 1);
         assert_int_equal(g->data_offset % g->alignment, 0);
         for (int i = 0; i < nt; i++) {
-            snprintf(name, sizeof name, "t.%s", rt_type_name(types[i]));
+            snprintf(name, sizeof name, "t.%s", fmt_type_name(types[i]));
             const rt_gguf_tensor *t = rt_gguf_tensor_find(g, name);
             assert_non_null(t);
             assert_true(t->type == types[i] && t->n_dims == 2 && t->ne[0] == 256 && t->ne[1] == 3 &&
@@ -355,7 +355,7 @@ static void test_writer_fill_chunks(void **state)
     (void)state;
     rt_gguf_writer *w = rt_gguf_writer_new(64);
     int64_t ne[4] = {1024, 700, 1, 1}; /* 2.8 MB of F32 */
-    rt_gguf_w_tensor_cb(w, "big", RT_TYPE_F32, 2, ne, 1024 * 700 * 4, fill_pattern, (void *)3);
+    rt_gguf_w_tensor_cb(w, "big", FMT_F32, 2, ne, 1024 * 700 * 4, fill_pattern, (void *)3);
     size_t n;
     uint8_t *p = save_mem(w, &n);
     rt_gguf_writer_free(w);
@@ -388,18 +388,18 @@ static void test_writer_errors(void **state)
     expect_writer_error(w, "key 'k': duplicate key");
     expect_writer_error(rt_gguf_writer_new(24), "alignment 24 is not a power of two");
     w = rt_gguf_writer_new(0);
-    rt_gguf_w_tensor(w, "q", RT_TYPE_I2_S, 2, ne, buf, 57);
+    rt_gguf_w_tensor(w, "q", FMT_I2_S, 2, ne, buf, 57);
     expect_writer_error(w, "tensor 'q': I2_S needs ne0 to be a multiple of 128");
     w = rt_gguf_writer_new(0);
-    rt_gguf_w_tensor(w, "f", RT_TYPE_F32, 1, ne, buf, 64);
+    rt_gguf_w_tensor(w, "f", FMT_F32, 1, ne, buf, 64);
     expect_writer_error(w, "tensor 'f': nbytes 64, but F32 [100, 1, 1, 1] needs 400");
     w = rt_gguf_writer_new(0);
     ne[0] = 16;
-    rt_gguf_w_tensor(w, "f", RT_TYPE_F32, 1, ne, buf, 64);
-    rt_gguf_w_tensor(w, "f", RT_TYPE_F32, 1, ne, buf, 64);
+    rt_gguf_w_tensor(w, "f", FMT_F32, 1, ne, buf, 64);
+    rt_gguf_w_tensor(w, "f", FMT_F32, 1, ne, buf, 64);
     expect_writer_error(w, "tensor 'f': duplicate tensor name");
     w = rt_gguf_writer_new(0);
-    rt_gguf_w_tensor(w, "f", RT_TYPE_F32, 5, ne, buf, 64);
+    rt_gguf_w_tensor(w, "f", FMT_F32, 5, ne, buf, 64);
     expect_writer_error(w, "n_dims 5");
     w = rt_gguf_writer_new(0);
     char err[RT_ERR_LEN];
@@ -472,15 +472,15 @@ static void test_type_nbytes(void **state)
     (void)state;
     char err[RT_ERR_LEN];
     int64_t ne[4] = {2560, 6912, 1, 1};
-    assert_int_equal(rt_type_nbytes(RT_TYPE_I2_S, ne, err), 2560ull * 6912 / 4 + 32);
+    assert_int_equal(fmt_nbytes(FMT_I2_S, ne, err), 2560ull * 6912 / 4 + 32);
     int64_t big[4] = {INT64_MAX / 2 + 1, 1, 1, 1};
     big[0] -= big[0] % 256;
-    assert_true(rt_type_nbytes(RT_TYPE_F32, big, err) == 0 && strstr(err, "overflows 64 bits"));
-    assert_true(rt_type_nbytes((rt_type)77, ne, err) == 0 && strstr(err, "unknown tensor type 77"));
+    assert_true(fmt_nbytes(FMT_F32, big, err) == 0 && strstr(err, "overflows 64 bits"));
+    assert_true(fmt_nbytes((rt_type)77, ne, err) == 0 && strstr(err, "unknown tensor type 77"));
     int64_t z[4] = {4, -1, 1, 1};
-    assert_true(rt_type_nbytes(RT_TYPE_F32, z, err) == 0 && strstr(err, "dimension 1 is -1"));
-    assert_string_equal(rt_type_name(RT_TYPE_TQ2_0), "TQ2_0");
-    assert_string_equal(rt_type_name((rt_type)77), "unknown");
+    assert_true(fmt_nbytes(FMT_F32, z, err) == 0 && strstr(err, "dimension 1 is -1"));
+    assert_string_equal(fmt_type_name(FMT_TQ2_0), "TQ2_0");
+    assert_string_equal(fmt_type_name((rt_type)77), "unknown");
 }
 
 /* ---- I2_S ---- */
@@ -496,6 +496,14 @@ static void i2s_plain_decode(const uint8_t *p, int64_t n, int8_t *out)
             }
 }
 
+/* Element e of an I2_S blob through the codec's reference decode (its block only). */
+static int i2s_get(const uint8_t *p, int64_t e)
+{
+    int8_t t[128];
+    fmt_codec_find(FMT_I2_S)->decode_ternary(p + e / 128 * 32, 128, t);
+    return t[e % 128];
+}
+
 static void test_i2s_roundtrip(void **state)
 {
     (void)state;
@@ -505,11 +513,15 @@ static void test_i2s_roundtrip(void **state)
     srand(7);
     for (int64_t i = 0; i < n; i++) t[i] = (int8_t)(rand() % 3 - 1);
     memset(p, 0xAB, n / 4 + 32);
-    rt_i2s_pack(t, ne0, ne1, 0.8125f, p);
+    const fmt_codec *c = fmt_codec_find(FMT_I2_S);
+    assert_int_equal(fmt_encode_ternary(c, t, ne0, ne1, 0.8125f, p), 0);
     i2s_plain_decode(p, n, d);
     assert_memory_equal(t, d, n);
-    for (int64_t i = 0; i < n; i++) assert_int_equal(rt_i2s_get(p, i), t[i]);
-    assert_true(rt_i2s_scale(p, ne0, ne1) == 0.8125f);
+    for (int64_t r = 0; r < ne1; r++) {
+        assert_int_equal(fmt_decode_ternary_row(c, p, ne0, ne1, r, d), 0);
+        assert_memory_equal(t + r * ne0, d, ne0);
+    }
+    assert_true(fmt_ternary_scale(c, p, ne0, ne1) == 0.8125f);
     float s;
     memcpy(&s, p + n / 4, 4);
     assert_true(s == 0.8125f);
@@ -517,8 +529,8 @@ static void test_i2s_roundtrip(void **state)
     /* element 33 of block 1 lives in byte 32 + 1 at shift 4 */
     memset(p, 0x55, n / 4); /* all zeros (code 1) */
     p[32 + 1] = (uint8_t)((0x55 & ~(3 << 4)) | (2 << 4));
-    assert_int_equal(rt_i2s_get(p, 128 + 33), 1);
-    assert_int_equal(rt_i2s_get(p, 128 + 1), 0);
+    assert_int_equal(i2s_get(p, 128 + 33), 1);
+    assert_int_equal(i2s_get(p, 128 + 1), 0);
     free(t); free(d); free(p);
 }
 
@@ -535,14 +547,14 @@ static void test_f16_all_halves(void **state)
 {
     (void)state;
     for (uint32_t h = 0; h < 65536; h++) {
-        float f = rt_f16_to_f32((uint16_t)h);
+        float f = fmt_f16_to_f32((uint16_t)h);
         double r = f16_ref((uint16_t)h);
         if (isnan(r)) {
             assert_true(isnan(f));
-            assert_int_equal(rt_f32_to_f16(f), h); /* payload and sign kept */
+            assert_int_equal(fmt_f32_to_f16(f), h); /* payload and sign kept */
         } else {
             if ((double)f != r || !signbit(f) != !signbit(r)) fail_msg("half 0x%04x: %g vs %g", h, f, r);
-            assert_int_equal(rt_f32_to_f16(f), h);
+            assert_int_equal(fmt_f32_to_f16(f), h);
         }
     }
 }
@@ -579,21 +591,21 @@ static void test_f32_to_f16_rounding(void **state)
         float f;
         memcpy(&f, &bits, 4);
         if (isnan(f)) continue;
-        uint16_t got = rt_f32_to_f16(f), want = f32_to_f16_ref(f);
+        uint16_t got = fmt_f32_to_f16(f), want = f32_to_f16_ref(f);
         if (got != want) fail_msg("f32 0x%08x (%g): got 0x%04x want 0x%04x", bits, f, got, want);
     }
     /* midpoints between adjacent halves, all of them: ties go to the even one */
     for (uint32_t h = 0; h < 0x7bff; h++) {
         float mid = (float)((f16_ref((uint16_t)h) + f16_ref((uint16_t)(h + 1))) / 2);
-        assert_int_equal(rt_f32_to_f16(mid), (h & 1) ? h + 1 : h);
-        assert_int_equal(rt_f32_to_f16(-mid), 0x8000 | ((h & 1) ? h + 1 : h));
+        assert_int_equal(fmt_f32_to_f16(mid), (h & 1) ? h + 1 : h);
+        assert_int_equal(fmt_f32_to_f16(-mid), 0x8000 | ((h & 1) ? h + 1 : h));
     }
-    assert_int_equal(rt_f32_to_f16(65519.99f), 0x7bff);
-    assert_int_equal(rt_f32_to_f16(65520.0f), 0x7c00);
-    assert_int_equal(rt_f32_to_f16(1e-8f), 0);
-    assert_int_equal(rt_f32_to_f16(INFINITY), 0x7c00);
-    assert_int_equal(rt_f32_to_f16(-INFINITY), 0xfc00);
-    assert_true((rt_f32_to_f16(NAN) & 0x7fff) > 0x7c00);
+    assert_int_equal(fmt_f32_to_f16(65519.99f), 0x7bff);
+    assert_int_equal(fmt_f32_to_f16(65520.0f), 0x7c00);
+    assert_int_equal(fmt_f32_to_f16(1e-8f), 0);
+    assert_int_equal(fmt_f32_to_f16(INFINITY), 0x7c00);
+    assert_int_equal(fmt_f32_to_f16(-INFINITY), 0xfc00);
+    assert_true((fmt_f32_to_f16(NAN) & 0x7fff) > 0x7c00);
 }
 
 /* ---- corpus and fixtures ---- */
@@ -706,20 +718,27 @@ static void check_bitnet_fixture(const char *rel, uint32_t dim, uint32_t ffn, ui
     assert_int_equal(g->n_tensors, 24);
     assert_null(rt_gguf_tensor_find(g, "output.weight"));
     const rt_gguf_tensor *t = rt_gguf_tensor_find(g, "token_embd.weight");
-    assert_true(t && t->type == RT_TYPE_F16 && t->ne[0] == dim && t->ne[1] == vocab);
+    assert_true(t && t->type == FMT_F16 && t->ne[0] == dim && t->ne[1] == vocab);
     t = rt_gguf_tensor_find(g, "blk.1.ffn_sub_norm.weight");
-    assert_true(t && t->type == RT_TYPE_F32 && t->n_dims == 1 && t->ne[0] == ffn);
+    assert_true(t && t->type == FMT_F32 && t->n_dims == 1 && t->ne[0] == ffn);
     t = rt_gguf_tensor_find(g, "blk.0.attn_k.weight");
-    assert_true(t && t->type == RT_TYPE_I2_S && t->ne[0] == dim && t->ne[1] == dim / heads * kvh);
+    assert_true(t && t->type == FMT_I2_S && t->ne[0] == dim && t->ne[1] == dim / heads * kvh);
     t = rt_gguf_tensor_find(g, "blk.1.ffn_down.weight");
-    assert_true(t && t->type == RT_TYPE_I2_S && t->ne[0] == ffn && t->ne[1] == dim);
+    assert_true(t && t->type == FMT_I2_S && t->ne[0] == ffn && t->ne[1] == dim);
     assert_int_equal(t->nbytes, (uint64_t)ffn * dim / 4 + 32);
     /* the ternary codes are never 3 and the scale is a positive finite float */
     int hist[4] = {0};
-    for (int64_t e = 0; e < t->ne[0] * t->ne[1]; e++) hist[rt_i2s_get(t->data, e) + 1]++;
+    const fmt_codec *c = fmt_codec_find(FMT_I2_S);
+    int8_t *row = malloc((size_t)t->ne[0]);
+    assert_non_null(row);
+    for (int64_t r = 0; r < t->ne[1]; r++) {
+        assert_int_equal(fmt_decode_ternary_row(c, t->data, t->ne[0], t->ne[1], r, row), 0);
+        for (int64_t e = 0; e < t->ne[0]; e++) hist[row[e] + 1]++;
+    }
+    free(row);
     assert_int_equal(hist[3], 0);
     assert_true(hist[0] > 0 && hist[1] > 0 && hist[2] > 0);
-    float sc = rt_i2s_scale(t->data, t->ne[0], t->ne[1]);
+    float sc = fmt_ternary_scale(c, t->data, t->ne[0], t->ne[1]);
     assert_true(isfinite(sc) && sc > 0);
     rt_gguf_close(g);
 }

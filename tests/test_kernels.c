@@ -159,7 +159,7 @@ static i2s_mat make_i2s(int K, int M)
     w.scale = 0.25f + (float)(rnd() % 1000) / 1000.0f;
     w.bytes = (size_t)K * M / 4 + 32;
     w.packed = xmalloc(w.bytes);
-    rt_i2s_pack(w.tern, K, M, w.scale, w.packed);
+    fmt_encode_ternary(fmt_codec_find(FMT_I2_S), w.tern, K, M, w.scale, w.packed);
     return w;
 }
 
@@ -223,7 +223,7 @@ static void cref_act_quant(const float *x, int n, int8_t *q, float *out_s, int32
 /* One token through the I2_S blob [ne0 = K, ne1 = M] (the reference decodes the layout itself). */
 static void cref_bitlinear(const uint8_t *blob, int K, int M, const int8_t *q, float s, float *y)
 {
-    ref_bitlinear_q(blob, K, M, q, &s, 1, y);
+    ref_bitlinear_q(fmt_codec_find(FMT_I2_S), blob, K, M, q, &s, 1, y);
 }
 
 static void cref_relu2_mul(const float *a, const float *b, int n, float *y) { ref_relu2_mul(a, b, n, y); }
@@ -516,16 +516,16 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     const gen_tensor *ts = &g->m->tensors[kop->w[0]];
     const int dim = (int)ts->ne[0];
-    const bool f16 = ts->type == GEN_T_F16;
+    const bool f16 = ts->type == FMT_F16;
     kern kn;
     kern_build(&kn, g, kop, decode);
     size_t nt = (size_t)VOCAB * dim;
     float *tab = rnd_vec(nt, 2.0f);
     uint16_t *h = xmalloc(nt * 2);
     for (size_t i = 0; i < nt; i++) {
-        h[i] = rt_f32_to_f16(tab[i]);
+        h[i] = fmt_f32_to_f16(tab[i]);
         if (f16)
-            tab[i] = rt_f16_to_f32(h[i]);
+            tab[i] = fmt_f16_to_f32(h[i]);
     }
     for (int s = 0; s < N_SIZES(decode); s++) {
         uint32_t n = decode ? 1 : batch_sizes[s], tok[NMAX];
@@ -780,7 +780,7 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
                     float *got = xmalloc(4 * (size_t)n * width), *wr = xmalloc(4 * (size_t)n * width);
                     for (size_t i = 0; i < (size_t)n * width; i++) {
                         size_t ci = (size_t)pos * width + i;
-                        got[i] = f16 ? rt_f16_to_f32(((uint16_t *)raw)[ci]) : ((float *)raw)[ci];
+                        got[i] = f16 ? fmt_f16_to_f32(((uint16_t *)raw)[ci]) : ((float *)raw)[ci];
                         wr[i] = f16 ? cref_f16_round(want[i]) : want[i];
                     }
                     /* K after rope: an f32 one ulp apart may round to the next f16 (2^-11 rel) */
@@ -832,7 +832,7 @@ static void check_cache_rows(const gen_kop *kop, const rt_buf *b, const uint8_t 
     float *got = xmalloc(4 * (size_t)KVD);
     for (int i = 0; i < KVD; i++) {
         size_t ci = (size_t)pos * KVD + (size_t)i;
-        got[i] = f16 ? rt_f16_to_f32(((uint16_t *)raw)[ci]) : ((float *)raw)[ci];
+        got[i] = f16 ? fmt_f16_to_f32(((uint16_t *)raw)[ci]) : ((float *)raw)[ci];
     }
     bool rot = is_k && kop->kv_rope;
     expect(kop, is_k ? "k cache" : "v cache", true, 1, pos, rel_err(got, want, (size_t)KVD, rot ? NORM : ELEM),
@@ -894,9 +894,9 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         uint8_t *kraw = xmalloc(eb * nkv), *vraw = xmalloc(eb * nkv);
         for (size_t i = 0; i < nkv; i++) {
             if (f16) {
-                uint16_t hk = rt_f32_to_f16(kc[i]), hv = rt_f32_to_f16(vc[i]);
-                kc[i] = rt_f16_to_f32(hk);
-                vc[i] = rt_f16_to_f32(hv);
+                uint16_t hk = fmt_f32_to_f16(kc[i]), hv = fmt_f32_to_f16(vc[i]);
+                kc[i] = fmt_f16_to_f32(hk);
+                vc[i] = fmt_f16_to_f32(hv);
                 memcpy(kraw + 2 * i, &hk, 2);
                 memcpy(vraw + 2 * i, &hv, 2);
             } else {
@@ -1077,7 +1077,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     kop.q8 = q8;
     const gen_tensor *ts = &g->m->tensors[kop.w[0]];
     const int dim = (int)ts->ne[0];
-    const bool f16 = ts->type == GEN_T_F16, norm = kop.norm_w >= 0;
+    const bool f16 = ts->type == FMT_F16, norm = kop.norm_w >= 0;
     kern kn;
     kern_build_spec(&kn, g, &kop, decode, gemv_vec);
     size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB, nb = nt / 32;
@@ -1087,9 +1087,9 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             tab[i + j] *= (float)(1 + (i / 32) % 5);
     uint16_t *h = xmalloc(nt * 2);
     for (size_t i = 0; i < nt; i++) {
-        h[i] = rt_f32_to_f16(tab[i]);
+        h[i] = fmt_f32_to_f16(tab[i]);
         if (f16)
-            tab[i] = rt_f16_to_f32(h[i]);
+            tab[i] = fmt_f16_to_f32(h[i]);
     }
     rt_buf wb;
     int8_t *qc = NULL;
@@ -1097,7 +1097,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
         qc = xmalloc(nt + 2 * nb); /* codes, then the f16 scales */
         ref_quantize_q8_0(tab, (int)nt, qc, dq);
         for (size_t b = 0; b < nb; b++) {
-            uint16_t d16 = rt_f32_to_f16(dq[b]);
+            uint16_t d16 = fmt_f32_to_f16(dq[b]);
             memcpy(qc + nt + 2 * b, &d16, 2);
         }
         wb = dev(nt + 2 * nb, qc);

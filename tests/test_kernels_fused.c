@@ -79,18 +79,18 @@ static void make_weight(int t)
 {
     const gen_tensor *ts = &model.tensors[t];
     int64_t ne0 = ts->ne[0], ne1 = ts->n_dims > 1 ? (ts->ne[1] == GEN_DIM_VOCAB ? VOCAB : ts->ne[1]) : 1;
-    size_t bytes = ts->type == GEN_T_I2_S ? (size_t)(ne0 * ne1 / 4 + 32) : (size_t)(ne0 * ne1 * (ts->type == GEN_T_F16 ? 2 : 4));
+    size_t bytes = ts->type == FMT_I2_S ? (size_t)(ne0 * ne1 / 4 + 32) : (size_t)(ne0 * ne1 * (ts->type == FMT_F16 ? 2 : 4));
     uint8_t *d = calloc(1, bytes);
     assert_non_null(d);
-    if (ts->type == GEN_T_I2_S) {
+    if (ts->type == FMT_I2_S) {
         for (int64_t i = 0; i < ne0 * ne1 / 4; i++)
             for (int b = 0; b < 4; b++)
                 d[i] |= (uint8_t)((rnd() % 3) << (2 * b));
         float sc = 0.5f + (float)(rnd() % 1000) / 1000.0f;
         memcpy(d + ne0 * ne1 / 4, &sc, 4);
-    } else if (ts->type == GEN_T_F16) {
+    } else if (ts->type == FMT_F16) {
         for (int64_t i = 0; i < ne0 * ne1; i++)
-            ((uint16_t *)d)[i] = rt_f32_to_f16(rndf());
+            ((uint16_t *)d)[i] = fmt_f32_to_f16(rndf());
     } else {
         for (int64_t i = 0; i < ne0 * ne1; i++)
             ((float *)d)[i] = 1.0f + 0.5f * rndf();
@@ -120,10 +120,10 @@ static int setup(void **st)
     size_t kvb = (size_t)(POS + 1) * (size_t)(model.hp.n_kv_heads * model.hp.head_dim) * 2;
     uint16_t *h = malloc(kvb);
     for (size_t i = 0; i < kvb / 2; i++)
-        h[i] = rt_f32_to_f16(rndf());
+        h[i] = fmt_f32_to_f16(rndf());
     upload(&kc, h, kvb);
     for (size_t i = 0; i < kvb / 2; i++)
-        h[i] = rt_f32_to_f16(rndf());
+        h[i] = fmt_f32_to_f16(rndf());
     upload(&vc, h, kvb);
     free(h);
     upload(&logits, NULL, VOCAB * 4);
@@ -435,8 +435,8 @@ static void check_embed_last(const gen_kop *fk)
     uint16_t *row = malloc(sizeof(uint16_t) * (size_t)D);
     OK(rt_buf_download(g_vk, &wbuf[fk->w[0]], (size_t)TOKEN * D * 2, row, sizeof(uint16_t) * (size_t)D, err));
     for (int i = 0; i < D; i++)
-        if (x[i] != rt_f16_to_f32(row[i]))
-            fail_msg("%s: x[%d] = %g, table row %u has %g", fk->label, i, x[i], TOKEN, rt_f16_to_f32(row[i]));
+        if (x[i] != fmt_f16_to_f32(row[i]))
+            fail_msg("%s: x[%d] = %g, table row %u has %g", fk->label, i, x[i], TOKEN, fmt_f16_to_f32(row[i]));
     check_last_norm(fk, x, D);
     free(row);
     free(x);

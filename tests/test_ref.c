@@ -70,21 +70,22 @@ static void test_i2s_decode(void **state)
     memset(blob, 0x55, sizeof(blob));
     blob[0] = 0x92;
     int8_t t[128];
-    ref_i2s_row(blob, 128, 0, t);
+    const fmt_codec *c = fmt_codec_find(FMT_I2_S);
+    assert_int_equal(fmt_decode_ternary_row(c, blob, 128, 1, 0, t), 0);
     assert_int_equal(t[0], 1);
     assert_int_equal(t[32], 0);
     assert_int_equal(t[64], -1);
     assert_int_equal(t[96], 1);
     for (int i = 0; i < 128; i++)
         if (i % 32) assert_int_equal(t[i], 0);
-    /* Round trip through the runtime's packer, several rows. */
+    /* Round trip through the codec's encoder, several rows. */
     enum { K = 256, M = 4 };
     int8_t tern[K * M], row[K];
     uint8_t packed[K * M / 4 + 32];
     for (int i = 0; i < K * M; i++) tern[i] = (int8_t)((i * 7 + i / 5) % 3 - 1);
-    rt_i2s_pack(tern, K, M, 0.25f, packed);
+    assert_int_equal(fmt_encode_ternary(c, tern, K, M, 0.25f, packed), 0);
     for (int m = 0; m < M; m++) {
-        ref_i2s_row(packed, K, m, row);
+        assert_int_equal(fmt_decode_ternary_row(c, packed, K, M, m, row), 0);
         assert_memory_equal(row, tern + m * K, K);
     }
 }
@@ -102,14 +103,15 @@ static void test_bitlinear(void **state)
         x[k] = k ? 1.0f : 127.0f;
     }
     uint8_t packed[K * M / 4 + 32];
-    rt_i2s_pack(tern, K, M, 0.5f, packed);
+    const fmt_codec *c = fmt_codec_find(FMT_I2_S);
+    assert_int_equal(fmt_encode_ternary(c, tern, K, M, 0.5f, packed), 0);
     float y[M];
-    ref_bitlinear(packed, K, M, x, 1, y);
+    ref_bitlinear(c, packed, K, M, x, 1, y);
     assert_true(y[0] == 127.0f);
     assert_true(y[1] == 63.0f);
     /* Division by s happens before the weight scale, in float (x = 2*previous: s = 0.5). */
     for (int k = 0; k < K; k++) x[k] *= 2;
-    ref_bitlinear(packed, K, M, x, 1, y);
+    ref_bitlinear(c, packed, K, M, x, 1, y);
     assert_true(y[0] == 254.0f / 0.5f * 0.5f);
 }
 
@@ -217,31 +219,31 @@ static void test_q8_0(void **state)
         for (int i = 0; i < W * ROWS; i++) {
             r = r * 1664525u + 1013904223u;
             float v = ((float)(r >> 8) / 16777216.0f - 0.5f) * (float)(1 + (i / 32) % 7); /* block scales vary */
-            h[i] = rt_f32_to_f16(v);
-            f[i] = type == 0 ? rt_f16_to_f32(h[i]) : v;
+            h[i] = fmt_f32_to_f16(v);
+            f[i] = type == 0 ? fmt_f16_to_f32(h[i]) : v;
         }
         for (int i = 0; i < 32; i++) f[5 * 32 + i] = h[5 * 32 + i] = 0; /* an all-zero block */
-        assert_int_equal(rt_q8_quantize(type == 0 ? (const void *)h : f, type == 0 ? RT_TYPE_F16 : RT_TYPE_F32, W,
+        assert_int_equal(fmt_q8_copy(type == 0 ? (const void *)h : f, type == 0 ? FMT_F16 : FMT_F32, W,
                                         ROWS, codes, scales), 0);
         ref_quantize_q8_0(f, W * ROWS, want_q, want_d);
         assert_memory_equal(codes, want_q, sizeof(codes));
-        for (int b = 0; b < W * ROWS / 32; b++) assert_true(rt_f16_to_f32(scales[b]) == want_d[b]);
+        for (int b = 0; b < W * ROWS / 32; b++) assert_true(fmt_f16_to_f32(scales[b]) == want_d[b]);
         /* rows split over threads (the engine's loader): the same bytes */
         static int8_t mt_codes[W * ROWS];
         static uint16_t mt_scales[W * ROWS / 32];
-        assert_int_equal(rt_q8_quantize_mt(type == 0 ? (const void *)h : f, type == 0 ? RT_TYPE_F16 : RT_TYPE_F32, W,
+        assert_int_equal(rt_q8_quantize_mt(type == 0 ? (const void *)h : f, type == 0 ? FMT_F16 : FMT_F32, W,
                                            ROWS, mt_codes, mt_scales, 4),
                          0);
         assert_memory_equal(mt_codes, codes, sizeof(codes));
         assert_memory_equal(mt_scales, scales, sizeof(scales));
     }
-    assert_int_equal(rt_q8_bytes(W, ROWS), W * ROWS + W * ROWS / 32 * 2);
+    assert_int_equal(fmt_q8_copy_bytes(W, ROWS), W * ROWS + W * ROWS / 32 * 2);
     /* what cannot be quantized is refused; non-finite values never give out-of-range codes */
-    assert_int_equal(rt_q8_quantize(f, RT_TYPE_I2_S, W, ROWS, codes, scales), -1);
-    assert_int_equal(rt_q8_quantize(f, RT_TYPE_F32, 96, 1, codes, scales), -1);
+    assert_int_equal(fmt_q8_copy(f, FMT_I2_S, W, ROWS, codes, scales), -1);
+    assert_int_equal(fmt_q8_copy(f, FMT_F32, 96, 1, codes, scales), -1);
     f[0] = INFINITY;
     f[1] = NAN;
-    assert_int_equal(rt_q8_quantize(f, RT_TYPE_F32, W, 1, codes, scales), 0);
+    assert_int_equal(fmt_q8_copy(f, FMT_F32, W, 1, codes, scales), 0);
     for (int j = 0; j < 32; j++) assert_true(codes[j] >= -127 && codes[j] <= 127);
 }
 

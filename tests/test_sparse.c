@@ -95,14 +95,14 @@ static void make_weight(int t)
 {
     const gen_tensor *ts = &model.tensors[t];
     int64_t ne0 = ts->ne[0], ne1 = ts->n_dims > 1 ? (ts->ne[1] == GEN_DIM_VOCAB ? 1000 : ts->ne[1]) : 1;
-    size_t bytes = ts->type == GEN_T_I2_S ? (size_t)(ne0 * ne1 / 4 + 32) : (size_t)(ne0 * ne1 * (ts->type == GEN_T_F16 ? 2 : 4));
+    size_t bytes = ts->type == FMT_I2_S ? (size_t)(ne0 * ne1 / 4 + 32) : (size_t)(ne0 * ne1 * (ts->type == FMT_F16 ? 2 : 4));
     uint8_t *d = calloc(1, bytes);
     assert_non_null(d);
-    if (ts->type == GEN_T_I2_S)
+    if (ts->type == FMT_I2_S)
         make_i2s(d, ne0, ne1);
-    else if (ts->type == GEN_T_F16)
+    else if (ts->type == FMT_F16)
         for (int64_t i = 0; i < ne0 * ne1; i++)
-            ((uint16_t *)d)[i] = rt_f32_to_f16(rndf());
+            ((uint16_t *)d)[i] = fmt_f32_to_f16(rndf());
     else
         for (int64_t i = 0; i < ne0 * ne1; i++)
             ((float *)d)[i] = 1.0f + 0.5f * rndf();

@@ -25,7 +25,7 @@ static void test_tq1_fixed_point_digits(void **state)
         blk[0] = (uint8_t)((code * 256 + 242) / 243); /* byte 0: elements 0, 32, 64, 96, 128 */
         int div = 81;
         for (int n = 0; n < 5; n++, div /= 3)
-            assert_int_equal(rt_tq_get(RT_TYPE_TQ1_0, blk, 32 * n), (code / div) % 3 - 1);
+            assert_int_equal(rt_tq_get(FMT_TQ1_0, blk, 32 * n), (code / div) % 3 - 1);
     }
 }
 
@@ -43,13 +43,13 @@ static void test_tq2_hand_block(void **state)
     memset(want, 0, sizeof(want));
     want[5] = 1, want[37] = -1, want[101] = 1, want[135] = 1, want[167] = -1, want[199] = -1, want[231] = -1;
     for (int e = 0; e < 256; e++)
-        assert_int_equal(rt_tq_get(RT_TYPE_TQ2_0, blk, e), want[e]);
-    assert_true(rt_tq_scale(RT_TYPE_TQ2_0, blk, 17) == 0.5f);
+        assert_int_equal(rt_tq_get(FMT_TQ2_0, blk, e), want[e]);
+    assert_true(rt_tq_scale(FMT_TQ2_0, blk, 17) == 0.5f);
     uint8_t packed[RT_TQ2_BYTES];
-    rt_tq_pack(RT_TYPE_TQ2_0, want, 256, 0.5f, packed);
+    rt_tq_pack(FMT_TQ2_0, want, 256, 0.5f, packed);
     assert_memory_equal(packed, blk, sizeof(blk));
     float y[256];
-    rt_tq_dequantize(RT_TYPE_TQ2_0, blk, 256, y);
+    rt_tq_dequantize(FMT_TQ2_0, blk, 256, y);
     for (int e = 0; e < 256; e++)
         assert_true(y[e] == want[e] * 0.5f);
 }
@@ -73,17 +73,17 @@ static void test_tq1_hand_block(void **state)
     want[163] = -1, want[179] = 1, want[195] = 1, want[227] = -1;
     want[242] = 1, want[246] = 1, want[250] = -1;
     for (int e = 0; e < 256; e++)
-        assert_int_equal(rt_tq_get(RT_TYPE_TQ1_0, blk, e), want[e]);
-    assert_true(rt_tq_scale(RT_TYPE_TQ1_0, blk, 255) == 2.0f);
+        assert_int_equal(rt_tq_get(FMT_TQ1_0, blk, e), want[e]);
+    assert_true(rt_tq_scale(FMT_TQ1_0, blk, 255) == 2.0f);
     uint8_t packed[RT_TQ1_BYTES];
-    rt_tq_pack(RT_TYPE_TQ1_0, want, 256, 2.0f, packed);
+    rt_tq_pack(FMT_TQ1_0, want, 256, 2.0f, packed);
     assert_memory_equal(packed, blk, sizeof(blk));
     float x[256], y[256];
     for (int e = 0; e < 256; e++)
         x[e] = want[e] * 2.0f;
-    rt_tq_quantize_ref(RT_TYPE_TQ1_0, x, 256, packed);
+    rt_tq_quantize_ref(FMT_TQ1_0, x, 256, packed);
     assert_memory_equal(packed, blk, sizeof(blk));
-    rt_tq_dequantize(RT_TYPE_TQ1_0, blk, 256, y);
+    rt_tq_dequantize(FMT_TQ1_0, blk, 256, y);
     assert_memory_equal(y, x, sizeof(x));
 }
 
@@ -92,7 +92,7 @@ static void test_tq1_hand_block(void **state)
 static void test_tq_roundtrip(void **state)
 {
     enum { N = 256 * 6 };
-    static const rt_type T[2] = {RT_TYPE_TQ1_0, RT_TYPE_TQ2_0};
+    static const rt_type T[2] = {FMT_TQ1_0, FMT_TQ2_0};
     int8_t tern[N];
     float x[N], y[N];
     uint32_t s = 12345;
@@ -109,7 +109,7 @@ static void test_tq_roundtrip(void **state)
         rt_tq_pack(T[ti], tern, N, scale, a);
         rt_tq_quantize_ref(T[ti], x, N, b);
         assert_memory_equal(a, b, (size_t)N / 256 * rt_tq_block_bytes(T[ti]));
-        const float d = rt_f16_to_f32(rt_f32_to_f16(scale));
+        const float d = fmt_f16_to_f32(fmt_f32_to_f16(scale));
         for (int i = 0; i < N; i++) {
             assert_int_equal(rt_tq_get(T[ti], a, i), tern[i]);
             assert_true(rt_tq_scale(T[ti], a, i) == (i / 256 == 2 ? 0.0f : d));
@@ -124,19 +124,19 @@ static void test_tq_check(void **state)
 {
     char err[RT_ERR_LEN];
     int64_t ne[4] = {512, 3, 1, 1};
-    assert_int_equal(rt_tq_check(RT_TYPE_TQ1_0, "w", ne, 512 / 256 * 54 * 3, err), 0);
-    assert_int_equal(rt_tq_check(RT_TYPE_TQ2_0, "w", ne, 512 / 256 * 66 * 3, err), 0);
-    assert_int_equal(rt_tq_check(RT_TYPE_TQ2_0, "w", ne, 512 / 256 * 66 * 3 - 2, err), -1);
+    assert_int_equal(rt_tq_check(FMT_TQ1_0, "w", ne, 512 / 256 * 54 * 3, err), 0);
+    assert_int_equal(rt_tq_check(FMT_TQ2_0, "w", ne, 512 / 256 * 66 * 3, err), 0);
+    assert_int_equal(rt_tq_check(FMT_TQ2_0, "w", ne, 512 / 256 * 66 * 3 - 2, err), -1);
     assert_non_null(strstr(err, "needs 396 bytes"));
     ne[0] = 384;
-    assert_int_equal(rt_tq_check(RT_TYPE_TQ1_0, "blk.0.attn_q.weight", ne, 0, err), -1);
+    assert_int_equal(rt_tq_check(FMT_TQ1_0, "blk.0.attn_q.weight", ne, 0, err), -1);
     assert_non_null(strstr(err, "blk.0.attn_q.weight"));
     assert_non_null(strstr(err, "ne0 = 384 is not a multiple of 256"));
-    assert_int_equal(rt_tq_check(RT_TYPE_I2_S, "w", ne, 0, err), -1);
+    assert_int_equal(rt_tq_check(FMT_I2_S, "w", ne, 0, err), -1);
     /* the GGUF type table agrees with the block sizes */
     ne[0] = 256, ne[1] = 2;
-    assert_int_equal(rt_type_nbytes(RT_TYPE_TQ1_0, ne, err), 2 * 54);
-    assert_int_equal(rt_type_nbytes(RT_TYPE_TQ2_0, ne, err), 2 * 66);
+    assert_int_equal(fmt_nbytes(FMT_TQ1_0, ne, err), 2 * 54);
+    assert_int_equal(fmt_nbytes(FMT_TQ2_0, ne, err), 2 * 66);
 }
 
 int main(void)

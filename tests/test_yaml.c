@@ -91,7 +91,7 @@ static void check_common(int dim, int q_dim, int kv_dim, int ffn)
     assert_int_equal(g_m.layer[add].in[0], g_m.input_value);
     assert_int_equal(g_m.layer[add].in[2], -1);
     const gen_tensor *q = ten("attn_q"), *k = ten("attn_k"), *down = ten("ffn_down");
-    assert_int_equal(q->type, GEN_T_I2_S);
+    assert_int_equal(q->type, FMT_I2_S);
     assert_true(q->per_layer);
     assert_int_equal(q->ne[0], dim);
     assert_int_equal(q->ne[1], q_dim);
@@ -99,13 +99,13 @@ static void check_common(int dim, int q_dim, int kv_dim, int ffn)
     assert_int_equal(down->ne[0], ffn);
     assert_int_equal(down->ne[1], dim);
     const gen_tensor *e = ten("token_embd");
-    assert_int_equal(e->type, GEN_T_F16);
+    assert_int_equal(e->type, FMT_F16);
     assert_false(e->per_layer);
     assert_int_equal(e->n_dims, 2);
     assert_int_equal(e->ne[0], dim);
     assert_int_equal(e->ne[1], GEN_DIM_VOCAB);
     assert_int_equal(ten("output_norm")->n_dims, 1);
-    assert_int_equal(ten("output_norm")->type, GEN_T_F32);
+    assert_int_equal(ten("output_norm")->type, FMT_F32);
     assert_int_equal(g_m.n_checks, 7);
     assert_string_equal(g_m.checks[0].hparam, "dim");
     assert_string_equal(g_m.checks[0].gguf_key, "embedding_length");
@@ -199,7 +199,7 @@ static void test_llama_ternary_tiny(void **state)
     assert_int_equal(g_m.post[1].kind, GEN_OP_LM_HEAD);
     assert_int_equal(g_m.post[1].weight, gen_model_find_tensor(&g_m, "output"));
     assert_string_equal(out->gguf, "output.weight");
-    assert_int_equal(out->type, GEN_T_F16);
+    assert_int_equal(out->type, FMT_F16);
     assert_int_equal(out->ne[1], GEN_DIM_VOCAB);
 }
 
@@ -213,7 +213,7 @@ static void test_api(void **state)
     assert_int_equal(gen_op_arity(GEN_OP_BITLINEAR), 1);
     assert_int_equal(gen_op_arity(GEN_OP_KV_WRITE), 2);
     assert_int_equal(gen_op_arity(GEN_OP_SILU_MUL), 2);
-    assert_string_equal(gen_ttype_name(GEN_T_I2_S), "i2_s");
+    assert_string_equal(gen_ttype_name(FMT_I2_S), "i2_s");
     load("models/bitnet-tiny.yaml");
     char name[GEN_MAX_NAME];
     gen_tensor_name(ten("attn_q"), 17, name, sizeof(name));

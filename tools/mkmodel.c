@@ -63,59 +63,51 @@ static uint64_t hash_str(const char *s, uint64_t seed)
 
 enum { K_NORM, K_EMB, K_TERN };
 
+/* A unit is one block of the tensor's codec (format/fmt_codec.h), encoded by the codec. */
+#define MAX_BLK 256
+
 typedef struct {
     int kind;
-    rt_type type;
-    uint64_t seed, n_elem, code_bytes; /* code_bytes: I2_S ne/4 */
+    const fmt_codec *codec;
+    uint64_t seed, n_elem, code_bytes; /* code_bytes: the blocks, before the codec's tail */
     double std;                        /* K_EMB: emb_std; K_TERN: scale (mean|W|) */
     rng r;
     int64_t unit;  /* index of the unit held in buf (-1: none) */
-    uint8_t buf[32];
+    uint8_t buf[MAX_BLK], tail[MAX_BLK];
 } stream;
-
-static int unit_size(const stream *st)
-{
-    return st->kind == K_TERN ? 32 : st->type == RT_TYPE_F16 ? 2 : 4;
-}
 
 static void next_unit(stream *st)
 {
     st->unit++;
-    if (st->kind == K_TERN) { /* 128 elements -> 32 bytes */
-        memset(st->buf, 0, 32);
+    float v[MAX_BLK];
+    const int blk = (int)st->codec->blk;
+    if (st->kind == K_TERN) {
         /* round(z*sqrt(pi/2)) clamped, z ~ N(0,1): 0 with probability erf(1/(2 sqrt(pi))),
          * else -1/+1 alike; drawn from one uniform per element (same distribution, no gauss). */
         const uint64_t p0 = (uint64_t)(erf(0.5 / sqrt(M_PI)) * 9007199254740992.0);
-        for (int j = 0; j < 128; j++) {
+        for (int j = 0; j < blk; j++) {
             uint64_t u = splitmix(&st->r.s);
-            int t = (u >> 11) < p0 ? 0 : (u & 1) ? 1 : -1;
-            st->buf[j % 32] |= (uint8_t)((t + 1) << (6 - 2 * (j / 32)));
+            v[j] = (u >> 11) < p0 ? 0.0f : (u & 1) ? 1.0f : -1.0f;
         }
-        return;
-    }
-    float v = st->kind == K_NORM ? (float)(1.0 + 0.1 * gauss(&st->r)) : (float)(gauss(&st->r) * st->std);
-    if (st->type == RT_TYPE_F16) {
-        uint16_t h = rt_f32_to_f16(v);
-        memcpy(st->buf, &h, 2);
     } else {
-        memcpy(st->buf, &v, 4);
+        for (int j = 0; j < blk; j++)
+            v[j] = st->kind == K_NORM ? (float)(1.0 + 0.1 * gauss(&st->r)) : (float)(gauss(&st->r) * st->std);
     }
+    st->codec->encode(v, blk, st->buf);
 }
 
 static void fill(void *ctx, uint8_t *dst, uint64_t off, uint64_t n)
 {
     stream *st = ctx;
-    const int us = unit_size(st);
+    const uint64_t us = st->codec->blk_bytes;
     if (off == 0 || st->unit < 0 || (int64_t)(off / us) < st->unit) { /* (re)start */
         st->r = (rng){st->seed, 0, 0};
         st->unit = -1;
     }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t p = off + i;
-        if (st->kind == K_TERN && p >= st->code_bytes) { /* f32 scale + 28 zero bytes */
-            float s = (float)st->std;
-            uint64_t k = p - st->code_bytes;
-            dst[i] = k < 4 ? ((const uint8_t *)&s)[k] : 0;
+        if (p >= st->code_bytes) { /* the codec's tail (I2_S: the f32 scale + 28 zero bytes) */
+            dst[i] = st->tail[p - st->code_bytes];
             continue;
         }
         while (st->unit < (int64_t)(p / us)) next_unit(st);
@@ -338,23 +330,30 @@ int main(int argc, char **argv)
             gen_tensor_name(t, (int)L, name, sizeof(name));
             int64_t ne[4] = {1, 1, 1, 1};
             for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? n_vocab : t->ne[d];
-            s->type = t->type == GEN_T_F32 ? RT_TYPE_F32 : t->type == GEN_T_F16 ? RT_TYPE_F16 : RT_TYPE_I2_S;
+            s->codec = fmt_codec_find(t->type);
+            if (!s->codec || !s->codec->encode || s->codec->blk > MAX_BLK || s->codec->blk_bytes > MAX_BLK ||
+                s->codec->tail_bytes > MAX_BLK) {
+                fprintf(stderr, "mkmodel: tensor %s: no encoder for type %s\n", name, gen_ttype_name(t->type));
+                return 1;
+            }
             s->seed = hash_str(name, seed);
             s->unit = -1;
             s->n_elem = (uint64_t)ne[0] * (uint64_t)ne[1];
-            if (s->type == RT_TYPE_I2_S) {
+            s->code_bytes = s->n_elem / s->codec->blk * s->codec->blk_bytes;
+            if (s->codec->uses & FMT_USE_TERNARY) {
                 double gain = writes_residual(&m, ti) ? 5.0 : 1.5;
                 s->kind = K_TERN;
-                s->code_bytes = s->n_elem / 4;
                 s->std = gain / sqrt((double)ne[0]) * sqrt(2.0 / M_PI);
+                if (s->codec->encode_tail)
+                    s->codec->encode_tail((float)s->std, s->tail);
             } else {
                 s->kind = t->n_dims == 1 ? K_NORM : K_EMB;
                 s->std = 6.8 / sqrt((double)m.hp.dim);
             }
-            uint64_t nb = rt_type_nbytes(s->type, ne, err);
+            uint64_t nb = fmt_nbytes(t->type, ne, err);
             if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return 1; }
             total += nb;
-            rt_gguf_w_tensor_cb(w, name, s->type, (uint32_t)t->n_dims, ne, nb, fill, s);
+            rt_gguf_w_tensor_cb(w, name, t->type, (uint32_t)t->n_dims, ne, nb, fill, s);
         }
     }
     int rc = rt_gguf_writer_save(w, out, err);

@@ -31,7 +31,10 @@
  * the NORM_QUANT code on the whole new row into the Q8 output and zeroes the counter.
  * With kop->last_next (the layer's last bitlinear running the next layer's first
  * norm) the norm weight is layer L+1's and a has_next param skips it on the last layer.
+ * The codes and the scale come from the weight format's kernel-side codec
+ * (gen/codec/gen_codec_i2s.c); the word walk above is I2_S's interleave.
  */
+#include "codec/gen_codec.h"
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
 
@@ -45,6 +48,7 @@
 
 /* What the row loop of every bitlinear kernel shares. */
 typedef struct {
+    const gen_codec *codec; /* the weights' format (kernel-side decode) */
     bool decode, glu, relu2, res;
     int K;
     dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */
@@ -78,18 +82,17 @@ static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, dsl_ex
     dsl_store(k, y, yi, val);
 }
 
-/* The codes (0, 1, 2 per byte) of group g of an I2_S word: elements 32 g + 4 w .. +3. */
-static dsl_expr i2s_codes(dsl_kernel *k, dsl_expr word, int g)
+/* The codes (0, 1, 2 per byte) of group g of a weight word: elements 32 g + 4 w .. +3. */
+static dsl_expr bl_codes(dsl_kernel *k, const bl_ctx *c, dsl_expr word, int g)
 {
-    return dsl_band(k, dsl_shr(k, word, U((uint32_t)(6 - 2 * g))), U(0x03030303u));
+    return c->codec->ternary_codes(k, word, g);
 }
 
-/* The weight scale of each matrix (the f32 after the codes). */
+/* The weight scale of each matrix. */
 static void bl_scales(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws)
 {
     for (int j = 0; j < (c->glu ? 2 : 1); j++)
-        out_ws[j] = dsl_let(k, j ? "ws_up" : "ws",
-                            dsl_bitcast(k, dsl_load(k, W[j], U((uint64_t)M * c->K / 16)), DSL_F32));
+        out_ws[j] = dsl_let(k, j ? "ws_up" : "ws", c->codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
 }
 
 /* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
@@ -122,7 +125,7 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
             for (int e = 0; e < 4; e++)
                 for (int j = 0; j < nw; j++)
                     dsl_add_to(k, acc[j],
-                               dsl_dot4x8_su(k, dsl_comp(k, a4, e), i2s_codes(k, dsl_comp(k, wd4[j], e), gq)));
+                               dsl_dot4x8_su(k, dsl_comp(k, a4, e), bl_codes(k, c, dsl_comp(k, wd4[j], e), gq)));
         }
         dsl_end(k); /* w4 */
         dsl_else(k);
@@ -135,7 +138,7 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr codes[2];
         for (int j = 0; j < nw; j++)
-            codes[j] = dsl_let(k, j ? "cu" : "c", i2s_codes(k, wd[j], gq));
+            codes[j] = dsl_let(k, j ? "cu" : "c", bl_codes(k, c, wd[j], gq));
         dsl_expr qw = dsl_load(k, q, dsl_add(k, qb, U(8 * gq)));
         if (nw > 1)
             qw = dsl_let(k, "qw", qw);
@@ -223,7 +226,7 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             av[b] = dsl_let(k, "av", dsl_load(k, ash, dsl_add(k, abase, U(b))));
         for (int j = 0; j < nw; j++)
             for (int a = 0; a < RT; a++) {
-                dsl_expr code = dsl_let(k, "c", i2s_codes(k, wv[j][a], gq));
+                dsl_expr code = dsl_let(k, "c", bl_codes(k, c, wv[j][a], gq));
                 for (int b = 0; b < RT; b++)
                     dsl_add_to(k, acc[j][a][b], dsl_dot4x8_su(k, av[b], code));
             }
@@ -289,7 +292,14 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     if (!k)
         return gen_out_kernel(out, NULL, err);
 
-    bl_ctx c = {.decode = decode, .glu = glu, .relu2 = kop->relu2, .res = res, .K = K};
+    const uint32_t wtype = m->tensors[kop->w[0]].type;
+    bl_ctx c = {.codec = gen_codec_find(wtype), .decode = decode, .glu = glu, .relu2 = kop->relu2, .res = res, .K = K};
+    if (!c.codec || !c.codec->ternary_codes) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: bitlinear: weights of type %s have no kernel-side ternary decode",
+                 m->path, kop->loc.line, kop->loc.col, fmt_type_name(wtype));
+        dsl_kernel_free(k);
+        return -1;
+    }
     const bool norm = kop->norm_w >= 0, last = kop->last_out >= 0;
     dsl_expr x = NULL, nw = NULL;
     if ((norm && (!decode || glu)) || (last && (!decode || multi || !(res || glu)))) {

@@ -4,6 +4,7 @@
  * per token. Decode, fused: the embedding can run the first layer's norm in its last
  * workgroup (kop->last_out, gen_last_norm: the NORM_QUANT kernel's code).
  */
+#include "codec/gen_codec.h"
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
 
@@ -13,7 +14,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
-    const bool f16 = tab->type == GEN_T_F16, last = kop->last_out >= 0;
+    const bool f16 = tab->type == FMT_F16, last = kop->last_out >= 0;
     char name[64];
     snprintf(name, sizeof(name), "embed_%s_n%d%s", f16 ? "f16" : "f32", dim, gen_last_suffix(kop));
     if (last && (!decode || kop->last_next)) {
@@ -45,7 +46,8 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     dsl_expr tok = dsl_let(k, "tok", dsl_min(k, dsl_load(k, tokens, t), dsl_sub(k, vocab, U(1))));
     dsl_expr yb = dsl_let(k, "yb", dsl_mul(k, t, D));
     if (f16) {
-        dsl_expr p = dsl_let(k, "p", dsl_unpack_half2x16(k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, U(per)), i))));
+        dsl_expr p = dsl_let(k, "p", gen_codec_find(FMT_F16)->table_pair(
+                                         k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, U(per)), i))));
         dsl_store(k, y, dsl_add(k, yb, dsl_mul(k, i, U(2))), dsl_comp(k, p, 0));
         dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(2)), U(1))), dsl_comp(k, p, 1));
     } else {

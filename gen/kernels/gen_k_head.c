@@ -18,6 +18,7 @@
  * two per word; logit = sum over blocks b of d_b * sum_i q_i x_i, x in f32 (only the
  * weights are quantized). Each word of 4 codes is scaled by its block's scale.
  */
+#include "codec/gen_codec.h"
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
 
@@ -71,7 +72,7 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
         if (!d)
             d = q8_scale(k, r, w);
     } else {
-        p = dsl_let(k, "p", r->f16 ? dsl_unpack_half2x16(k, wv) : wv);
+        p = dsl_let(k, "p", r->f16 ? gen_codec_find(FMT_F16)->table_pair(k, wv) : wv);
     }
     /* the word's first element */
     dsl_expr i0 = !r->norm && per_word > 1 ? dsl_let(k, "i0", dsl_mul(k, w, U(per_word))) : w;
@@ -148,10 +149,10 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
-    const bool q8 = kop->q8, f16 = !q8 && tab->type == GEN_T_F16;
-    if (q8 && dim % RT_Q8_ROW_MULTIPLE) {
+    const bool q8 = kop->q8, f16 = !q8 && tab->type == FMT_F16;
+    if (q8 && dim % FMT_Q8_ROW_MULTIPLE) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
-                 kop->loc.line, kop->loc.col, dim, RT_Q8_ROW_MULTIPLE);
+                 kop->loc.line, kop->loc.col, dim, FMT_Q8_ROW_MULTIPLE);
         return -1;
     }
     const bool amax = kop->argmax;
@@ -198,7 +199,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     const int per_word = q8 ? 4 : f16 ? 2 : 1; /* table elements per u32 / f32 word */
     dsl_expr DW = dsl_const_u32(k, "DW", dim / per_word); /* table words per row */
     /* Q8_0: the scales follow the codes; SW scale words (two f16 each) per row */
-    dsl_expr SW = q8 ? dsl_const_u32(k, "SW", dim / (2 * RT_Q8_BLOCK)) : NULL;
+    dsl_expr SW = q8 ? dsl_const_u32(k, "SW", dim / (2 * FMT_Q8_BLOCK)) : NULL;
     dsl_expr sbase = q8 ? dsl_let(k, "sbase", dsl_mul(k, vocab, DW)) : NULL;
     /* every workgroup recomputes the row scale, exactly as the RMSNORM kernel does, and
      * stages the normed row in shared memory, one vector per table word
@@ -262,7 +263,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_groups(out, 0, 0, HEAD_GROUPS, 1);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
-    out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / RT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
+    out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
     if (amax) /* partials out and back, the result */
         out->bytes += (uint64_t)HEAD_GROUPS * 16 + 4;
     return gen_out_kernel(out, k, err);

@@ -23962,19 +23962,19 @@ static const rt_hparam_check checks[] = {
 };
 
 static const rt_tensor_desc tensors[] = {
-    {"token_embd.weight", RT_TYPE_F16, 2, {2560, -1}, 0},
-    {"output_norm.weight", RT_TYPE_F32, 1, {2560, 1}, 0},
-    {"blk.{L}.attn_norm.weight", RT_TYPE_F32, 1, {2560, 1}, 1},
-    {"blk.{L}.attn_q.weight", RT_TYPE_I2_S, 2, {2560, 2560}, 1},
-    {"blk.{L}.attn_k.weight", RT_TYPE_I2_S, 2, {2560, 640}, 1},
-    {"blk.{L}.attn_v.weight", RT_TYPE_I2_S, 2, {2560, 640}, 1},
-    {"blk.{L}.attn_sub_norm.weight", RT_TYPE_F32, 1, {2560, 1}, 1},
-    {"blk.{L}.attn_output.weight", RT_TYPE_I2_S, 2, {2560, 2560}, 1},
-    {"blk.{L}.ffn_norm.weight", RT_TYPE_F32, 1, {2560, 1}, 1},
-    {"blk.{L}.ffn_gate.weight", RT_TYPE_I2_S, 2, {2560, 6912}, 1},
-    {"blk.{L}.ffn_up.weight", RT_TYPE_I2_S, 2, {2560, 6912}, 1},
-    {"blk.{L}.ffn_sub_norm.weight", RT_TYPE_F32, 1, {6912, 1}, 1},
-    {"blk.{L}.ffn_down.weight", RT_TYPE_I2_S, 2, {6912, 2560}, 1},
+    {"token_embd.weight", FMT_F16, 2, {2560, -1}, 0},
+    {"output_norm.weight", FMT_F32, 1, {2560, 1}, 0},
+    {"blk.{L}.attn_norm.weight", FMT_F32, 1, {2560, 1}, 1},
+    {"blk.{L}.attn_q.weight", FMT_I2_S, 2, {2560, 2560}, 1},
+    {"blk.{L}.attn_k.weight", FMT_I2_S, 2, {2560, 640}, 1},
+    {"blk.{L}.attn_v.weight", FMT_I2_S, 2, {2560, 640}, 1},
+    {"blk.{L}.attn_sub_norm.weight", FMT_F32, 1, {2560, 1}, 1},
+    {"blk.{L}.attn_output.weight", FMT_I2_S, 2, {2560, 2560}, 1},
+    {"blk.{L}.ffn_norm.weight", FMT_F32, 1, {2560, 1}, 1},
+    {"blk.{L}.ffn_gate.weight", FMT_I2_S, 2, {2560, 6912}, 1},
+    {"blk.{L}.ffn_up.weight", FMT_I2_S, 2, {2560, 6912}, 1},
+    {"blk.{L}.ffn_sub_norm.weight", FMT_F32, 1, {6912, 1}, 1},
+    {"blk.{L}.ffn_down.weight", FMT_I2_S, 2, {6912, 2560}, 1},
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */

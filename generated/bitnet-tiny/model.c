@@ -23445,19 +23445,19 @@ static const rt_hparam_check checks[] = {
 };
 
 static const rt_tensor_desc tensors[] = {
-    {"token_embd.weight", RT_TYPE_F16, 2, {512, -1}, 0},
-    {"output_norm.weight", RT_TYPE_F32, 1, {512, 1}, 0},
-    {"blk.{L}.attn_norm.weight", RT_TYPE_F32, 1, {512, 1}, 1},
-    {"blk.{L}.attn_q.weight", RT_TYPE_I2_S, 2, {512, 512}, 1},
-    {"blk.{L}.attn_k.weight", RT_TYPE_I2_S, 2, {512, 128}, 1},
-    {"blk.{L}.attn_v.weight", RT_TYPE_I2_S, 2, {512, 128}, 1},
-    {"blk.{L}.attn_sub_norm.weight", RT_TYPE_F32, 1, {512, 1}, 1},
-    {"blk.{L}.attn_output.weight", RT_TYPE_I2_S, 2, {512, 512}, 1},
-    {"blk.{L}.ffn_norm.weight", RT_TYPE_F32, 1, {512, 1}, 1},
-    {"blk.{L}.ffn_gate.weight", RT_TYPE_I2_S, 2, {512, 1536}, 1},
-    {"blk.{L}.ffn_up.weight", RT_TYPE_I2_S, 2, {512, 1536}, 1},
-    {"blk.{L}.ffn_sub_norm.weight", RT_TYPE_F32, 1, {1536, 1}, 1},
-    {"blk.{L}.ffn_down.weight", RT_TYPE_I2_S, 2, {1536, 512}, 1},
+    {"token_embd.weight", FMT_F16, 2, {512, -1}, 0},
+    {"output_norm.weight", FMT_F32, 1, {512, 1}, 0},
+    {"blk.{L}.attn_norm.weight", FMT_F32, 1, {512, 1}, 1},
+    {"blk.{L}.attn_q.weight", FMT_I2_S, 2, {512, 512}, 1},
+    {"blk.{L}.attn_k.weight", FMT_I2_S, 2, {512, 128}, 1},
+    {"blk.{L}.attn_v.weight", FMT_I2_S, 2, {512, 128}, 1},
+    {"blk.{L}.attn_sub_norm.weight", FMT_F32, 1, {512, 1}, 1},
+    {"blk.{L}.attn_output.weight", FMT_I2_S, 2, {512, 512}, 1},
+    {"blk.{L}.ffn_norm.weight", FMT_F32, 1, {512, 1}, 1},
+    {"blk.{L}.ffn_gate.weight", FMT_I2_S, 2, {512, 1536}, 1},
+    {"blk.{L}.ffn_up.weight", FMT_I2_S, 2, {512, 1536}, 1},
+    {"blk.{L}.ffn_sub_norm.weight", FMT_F32, 1, {1536, 1}, 1},
+    {"blk.{L}.ffn_down.weight", FMT_I2_S, 2, {1536, 512}, 1},
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */

@@ -55,7 +55,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
         return rt_api_fail(TERNION_E_INVALID,
                            "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
-                           m->desc->name, RT_Q8_ROW_MULTIPLE);
+                           m->desc->name, FMT_Q8_ROW_MULTIPLE);
     ternion_context *c = calloc(1, sizeof(*c));
     if (!c)
         return rt_api_fail(TERNION_E_NOMEM, "out of host memory");

@@ -12,7 +12,7 @@
 
 /* ---- loading ---- */
 
-static const char *type_name(uint8_t t) { return rt_type_name((rt_type)t); }
+static const char *type_name(uint8_t t) { return fmt_type_name((rt_type)t); }
 
 int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_layers, int *out_vocab, char *err)
 {
@@ -94,7 +94,7 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? vocab : td->ne[1]) : 1;
             if (gt->type != (rt_type)td->type || gt->ne[0] != w0 || gt->ne[1] != w1) {
                 snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]", path,
-                         name, type_name(td->type), (long long)w0, (long long)w1, rt_type_name(gt->type),
+                         name, type_name(td->type), (long long)w0, (long long)w1, fmt_type_name(gt->type),
                          (long long)gt->ne[0], (long long)gt->ne[1]);
                 return -1;
             }
@@ -176,11 +176,11 @@ static int make_q8_copy(rt_engine *e, uint32_t t, const char *path, char *err)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     const int threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (int)ncpu;
     const int64_t ne0 = gt->ne[0], rows = gt->ne[1];
-    const uint64_t code_bytes = (uint64_t)ne0 * (uint64_t)rows, scale_row = (uint64_t)(ne0 / RT_Q8_BLOCK) * 2;
-    const size_t esz = gt->type == RT_TYPE_F16 ? 2 : 4;
+    const uint64_t code_bytes = (uint64_t)ne0 * (uint64_t)rows, scale_row = (uint64_t)(ne0 / FMT_Q8_BLOCK) * 2;
+    const size_t esz = gt->type == FMT_F16 ? 2 : 4;
     char what[200];
     snprintf(what, sizeof(what), "q8_0(%s)", td->gguf);
-    if (rt_buf_create_named(e->vk, rt_q8_bytes(ne0, rows), RT_MEM_DEVICE, what, &e->wq8[t], err))
+    if (rt_buf_create_named(e->vk, fmt_q8_copy_bytes(ne0, rows), RT_MEM_DEVICE, what, &e->wq8[t], err))
         return -1;
     int8_t *codes = malloc((size_t)ne0 * SLICE_ROWS);
     uint16_t *scales = malloc((size_t)scale_row * SLICE_ROWS);
@@ -191,7 +191,7 @@ static int make_q8_copy(rt_engine *e, uint32_t t, const char *path, char *err)
         int64_t n = rows - r < SLICE_ROWS ? rows - r : SLICE_ROWS;
         const uint8_t *src = (const uint8_t *)gt->data + (size_t)r * (size_t)ne0 * esz;
         if (rt_q8_quantize_mt(src, gt->type, ne0, n, codes, scales, threads)) {
-            snprintf(err, RT_ERR_LEN, "--lm-head q8: '%s' (%s) cannot be quantized", td->gguf, rt_type_name(gt->type));
+            snprintf(err, RT_ERR_LEN, "--lm-head q8: '%s' (%s) cannot be quantized", td->gguf, fmt_type_name(gt->type));
             rc = -1;
         } else {
             rc = rt_buf_upload(e->vk, &e->wq8[t], (uint64_t)r * (uint64_t)ne0, codes, (uint64_t)n * (uint64_t)ne0,
@@ -211,7 +211,7 @@ static int make_q8_tables(rt_engine *e, const char *path, char *err)
     const rt_model_desc *d = e->d;
     if (!d->decode.post_q8 || !d->prefill.post_q8) {
         snprintf(err, RT_ERR_LEN, "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
-                 d->name, RT_Q8_ROW_MULTIPLE);
+                 d->name, FMT_Q8_ROW_MULTIPLE);
         return -1;
     }
     e->wq8 = calloc(d->n_tensors, sizeof(rt_buf));

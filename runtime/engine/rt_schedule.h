@@ -14,7 +14,7 @@
  *           that reads one takes an RT_P_HAS_NEXT param and skips that work there)
  *   WEIGHT_Q8  the Q8_0 copy of desc->tensors[index] made at load (--lm-head q8):
  *           int8 codes [ne1][ne0] (4 per u32, element 4w+b in byte b), then the f16
- *           block scales [ne1][ne0/RT_Q8_BLOCK], two per u32 (lower half first);
+ *           block scales [ne1][ne0/FMT_Q8_BLOCK], two per u32 (lower half first);
  *           code = roundf(v * (1 / d)), d = amax / 127 of the block (llama.cpp's Q8_0)
  *   WEIGHT_T  the transposed copy of I2_S tensor desc->tensors[index] (current layer)
  *           made at load for the sparse FFN (rt_sparse_layout.c): column c of the
@@ -43,6 +43,8 @@
 
 #include <stdint.h>
 
+#include "format/fmt_codec.h" /* FMT_Q8_BLOCK, tensor type ids */
+
 /* buffer addresses (8 bytes) and params (4 bytes) of one dispatch: together at most
  * the 128 bytes of push constants every Vulkan device offers (RT_PUSH_BYTES) */
 /* Specialization constant ids the runtime sets on every pipeline (kernels that do not
@@ -61,8 +63,6 @@ typedef enum {
 
 #define RT_SYNC_WORDS 1024
 
-#define RT_Q8_BLOCK 32        /* elements per Q8_0 scale */
-#define RT_Q8_ROW_MULTIPLE 64 /* a Q8_0 copy needs ne0 % 64 == 0 (whole scale words per row) */
 
 typedef struct {
     uint8_t kind;   /* rt_arg_kind */
@@ -139,7 +139,7 @@ typedef struct {
 
 typedef struct {
     const char *gguf;  /* GGUF tensor name; "{L}" = layer index */
-    uint8_t type;      /* rt_type */
+    uint8_t type;      /* GGUF type id (format/fmt_codec.h) */
     uint8_t n_dims;
     int64_t ne[2];     /* expected shape; -1 = vocabulary size (checked for consistency) */
     uint8_t per_layer;

@@ -1,6 +1,6 @@
 /* rt_gguf.c - GGUF v2/v3 reader: mapping, header/metadata/tensor-info parsing with every
  * count, length and offset validated before use, key and tensor hash lookups.
- * Typed getters live in rt_gguf_get.c, type sizes in rt_gguf_types.c.
+ * Typed getters live in rt_gguf_get.c; type sizes are the codecs' (format/fmt_codec.h).
  */
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_gguf_priv.h"
@@ -476,7 +476,7 @@ static int parse_tensors(rt_gguf_priv *P, cursor *c)
         t->type = (rt_type)ty;
         if (rd_u64(c, &t->offset, ctx)) return -1;
         char terr[RT_ERR_LEN];
-        t->nbytes = rt_type_nbytes(t->type, t->ne, terr);
+        t->nbytes = fmt_nbytes(t->type, t->ne, terr);
         if (!t->nbytes) return fail(c->err, c->name, "%s: %s", ctx, terr);
         if (t->offset % g->alignment)
             return fail(c->err, c->name, "%s: offset %llu is not a multiple of the alignment %llu",
@@ -506,6 +506,11 @@ static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
                         g->map_len);
         }
         t->data = g->map + g->data_offset + t->offset;
+        const fmt_codec *fc = fmt_codec_find(t->type); /* known: fmt_nbytes accepted the type */
+        char cerr[FMT_ERR_LEN];
+        if (fc->check && fc->check(t->data, t->ne, cerr))
+            return fail(err, g->path, "tensor '%.*s' (%s): %s", (int)(t->name.len > 200 ? 200 : t->name.len),
+                        t->name.ptr, fc->name, cerr);
     }
     off_idx *ord = malloc(g->n_tensors * sizeof *ord);
     if (!ord) return fail(err, g->path, "out of memory");

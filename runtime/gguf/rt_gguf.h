@@ -12,18 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RT_ERR_LEN 512 /* size of every `char *err` buffer in the runtime */
+#include "format/fmt_codec.h"
 
-/* ggml tensor types we know (ids as in ggml / bitnet.cpp). */
-typedef enum {
-    RT_TYPE_F32 = 0,
-    RT_TYPE_F16 = 1,
-    RT_TYPE_Q8_0 = 8,
-    RT_TYPE_BF16 = 30,
-    RT_TYPE_TQ1_0 = 34,
-    RT_TYPE_TQ2_0 = 35,
-    RT_TYPE_I2_S = 36, /* bitnet.cpp: ne0*ne1/4 code bytes + f32 scale + 28 pad */
-} rt_type;
+#define RT_ERR_LEN FMT_ERR_LEN /* size of every `char *err` buffer in the runtime */
+
+/* Tensor types are the GGUF type ids of format/fmt_codec.h (FMT_F32, FMT_I2_S, ...); their
+ * sizes, checks and decoding are the codecs'. */
+typedef uint32_t rt_type;
 
 /* GGUF metadata value types (file encoding). */
 typedef enum {
@@ -56,9 +51,9 @@ typedef struct {
     rt_gguf_str name;
     uint32_t n_dims;      /* 1..4 */
     int64_t ne[4];        /* ne[0] contiguous; unused dims are 1 */
-    rt_type type;
+    rt_type type;         /* GGUF type id, one a codec names (format/fmt_codec.h) */
     uint64_t offset;      /* relative to the data section */
-    uint64_t nbytes;      /* exact size for its type (I2_S: ne0*ne1/4 + 32) */
+    uint64_t nbytes;      /* exact size for its type (fmt_nbytes) */
     const uint8_t *data;  /* into the mapping */
 } rt_gguf_tensor;
 
@@ -104,13 +99,9 @@ double rt_gguf_arr_float(const rt_gguf_kv *kv, uint64_t i);  /* float or integer
 int rt_gguf_arr_sub(const rt_gguf_kv *kv, uint64_t i, rt_gguf_kv *out);
 const char *rt_gguf_vtype_name(rt_gguf_vtype t);
 
-const char *rt_type_name(rt_type t);
-/* Bytes for a tensor of that type and shape; 0 (and err) if unknown/overflow. */
-uint64_t rt_type_nbytes(rt_type t, const int64_t ne[4], char *err);
-
 /* ---- writer ----
  * Always writes GGUF v3, little-endian. The w_* calls never fail loudly: the first misuse
- * (duplicate key/tensor, bad alignment, nbytes not matching the type and shape, out of
+ * (duplicate key/tensor, bad alignment, nbytes not matching fmt_nbytes of the type and shape, out of
  * memory) is remembered and reported by rt_gguf_writer_save. Metadata values are copied;
  * tensor data is NOT copied (see rt_gguf_w_tensor). */
 typedef struct rt_gguf_writer rt_gguf_writer;
@@ -140,7 +131,7 @@ void rt_gguf_w_arr(rt_gguf_writer *w, const char *key, rt_gguf_vtype elem, const
  * array: elem type u32, count u64, elements). Used for arrays of arrays and by tests. */
 void rt_gguf_w_raw(rt_gguf_writer *w, const char *key, rt_gguf_vtype type,
                    const void *payload, uint64_t len);
-/* Tensor data is NOT copied: `data` (nbytes, must equal rt_type_nbytes of type and shape)
+/* Tensor data is NOT copied: `data` (nbytes, must equal fmt_nbytes of type and shape)
  * must stay valid and unchanged until rt_gguf_writer_save returns; it is streamed to disk
  * there. Tensors are written in call order, each at an aligned offset. */
 void rt_gguf_w_tensor(rt_gguf_writer *w, const char *name, rt_type type, uint32_t n_dims,
@@ -154,17 +145,5 @@ void rt_gguf_w_tensor_cb(rt_gguf_writer *w, const char *name, rt_type type, uint
 int rt_gguf_writer_save(rt_gguf_writer *w, const char *path, char *err);
 /* Same into a malloc'd buffer (*out_data, free() it). */
 int rt_gguf_writer_save_mem(rt_gguf_writer *w, uint8_t **out_data, size_t *out_len, char *err);
-
-/* I2_S helpers (official x86 layout, 128-element blocks of 32 bytes).
- * codes: int8 in {-1,0,1}, row-major [ne1][ne0]; writes ne0*ne1/4 + 32 bytes. */
-void rt_i2s_pack(const int8_t *tern, int64_t ne0, int64_t ne1, float scale, uint8_t *out);
-/* Preconditions of pack: ne0 a positive multiple of 128, ne1 >= 1, out holds ne0*ne1/4+32.
- * Ternary value (-1, 0, +1) of flat element e (the never-written code 3 gives 2). */
-int rt_i2s_get(const uint8_t *packed, int64_t e);
-float rt_i2s_scale(const uint8_t *packed, int64_t ne0, int64_t ne1);
-
-/* IEEE half <-> float (round to nearest even), used across runtime and tests. */
-float rt_f16_to_f32(uint16_t h);
-uint16_t rt_f32_to_f16(float f);
 
 #endif

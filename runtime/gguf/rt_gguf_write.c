@@ -215,11 +215,11 @@ static int add_tensor(rt_gguf_writer *w, const char *name, rt_type type, uint32_
     wtensor t = {.type = type, .n_dims = n_dims, .nbytes = nbytes, .data = data, .fill = fill, .ctx = ctx};
     for (int d = 0; d < 4; d++) t.ne[d] = d < (int)n_dims ? ne[d] : 1;
     char e[RT_ERR_LEN];
-    uint64_t want = rt_type_nbytes(type, t.ne, e);
+    uint64_t want = fmt_nbytes(type, t.ne, e);
     if (!want) return werr(w, "tensor '%s': %s", name, e);
     if (want != nbytes)
         return werr(w, "tensor '%s': nbytes %llu, but %s [%lld, %lld, %lld, %lld] needs %llu", name,
-                    (unsigned long long)nbytes, rt_type_name(type), (long long)t.ne[0],
+                    (unsigned long long)nbytes, fmt_type_name(type), (long long)t.ne[0],
                     (long long)t.ne[1], (long long)t.ne[2], (long long)t.ne[3], (unsigned long long)want);
     if (!data && !fill) return werr(w, "tensor '%s': no data and no fill callback", name);
     if (w->n_t == w->cap_t) {

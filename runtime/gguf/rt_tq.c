@@ -11,11 +11,11 @@
 
 static const uint8_t POW3[5] = {1, 3, 9, 27, 81};
 
-int rt_tq_is(rt_type t) { return t == RT_TYPE_TQ1_0 || t == RT_TYPE_TQ2_0; }
+int rt_tq_is(rt_type t) { return t == FMT_TQ1_0 || t == FMT_TQ2_0; }
 
 uint32_t rt_tq_block_bytes(rt_type t)
 {
-    return t == RT_TYPE_TQ1_0 ? RT_TQ1_BYTES : t == RT_TYPE_TQ2_0 ? RT_TQ2_BYTES : 0;
+    return t == FMT_TQ1_0 ? RT_TQ1_BYTES : t == FMT_TQ2_0 ? RT_TQ2_BYTES : 0;
 }
 
 /* TQ1_0: the byte (of qs / qh, 0..51) and trit digit n holding element e of a block. */
@@ -42,7 +42,7 @@ static int tq1_trit(uint8_t v, int n)
 
 static int block_trit(rt_type t, const uint8_t *blk, int e)
 {
-    if (t == RT_TYPE_TQ2_0)
+    if (t == FMT_TQ2_0)
         return (blk[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
     int byte, n;
     tq1_loc(e, &byte, &n);
@@ -54,7 +54,7 @@ static void put_block(rt_type t, const uint8_t *trit, uint16_t d, uint8_t *blk)
 {
     const uint32_t bb = rt_tq_block_bytes(t);
     memset(blk, 0, bb);
-    if (t == RT_TYPE_TQ2_0) {
+    if (t == FMT_TQ2_0) {
         for (int e = 0; e < RT_TQ_BLOCK; e++)
             blk[32 * (e / 128) + e % 32] |= (uint8_t)((trit[e] & 3) << (2 * ((e % 128) / 32)));
     } else {
@@ -83,14 +83,14 @@ void rt_tq_quantize_ref(rt_type t, const float *x, int64_t n, uint8_t *out)
         const float id = amax ? 1.0f / amax : 0.0f;
         for (int i = 0; i < RT_TQ_BLOCK; i++)
             trit[i] = (uint8_t)(lroundf(xb[i] * id) + 1);
-        put_block(t, trit, rt_f32_to_f16(amax), out + (size_t)b * bb);
+        put_block(t, trit, fmt_f32_to_f16(amax), out + (size_t)b * bb);
     }
 }
 
 void rt_tq_pack(rt_type t, const int8_t *tern, int64_t n, float scale, uint8_t *out)
 {
     const uint32_t bb = rt_tq_block_bytes(t);
-    const uint16_t d = rt_f32_to_f16(scale);
+    const uint16_t d = fmt_f32_to_f16(scale);
     uint8_t trit[RT_TQ_BLOCK];
     for (int64_t b = 0; b < n / RT_TQ_BLOCK; b++) {
         int any = 0;
@@ -114,7 +114,7 @@ float rt_tq_scale(rt_type t, const uint8_t *blocks, int64_t e)
     const uint32_t bb = rt_tq_block_bytes(t);
     uint16_t d;
     memcpy(&d, blocks + (size_t)(e / RT_TQ_BLOCK) * bb + bb - 2, 2);
-    return rt_f16_to_f32(d);
+    return fmt_f16_to_f32(d);
 }
 
 void rt_tq_dequantize(rt_type t, const uint8_t *blocks, int64_t n, float *y)
@@ -124,7 +124,7 @@ void rt_tq_dequantize(rt_type t, const uint8_t *blocks, int64_t n, float *y)
         const uint8_t *blk = blocks + (size_t)b * bb;
         uint16_t h;
         memcpy(&h, blk + bb - 2, 2);
-        const float d = rt_f16_to_f32(h);
+        const float d = fmt_f16_to_f32(h);
         for (int e = 0; e < RT_TQ_BLOCK; e++)
             y[b * RT_TQ_BLOCK + e] = (float)(block_trit(t, blk, e) - 1) * d;
     }
@@ -133,16 +133,16 @@ void rt_tq_dequantize(rt_type t, const uint8_t *blocks, int64_t n, float *y)
 int rt_tq_check(rt_type t, const char *what, const int64_t ne[4], uint64_t nbytes, char *err)
 {
     if (!rt_tq_is(t)) {
-        snprintf(err, RT_ERR_LEN, "tensor '%s': type %s is not TQ1_0 or TQ2_0", what, rt_type_name(t));
+        snprintf(err, RT_ERR_LEN, "tensor '%s': type %s is not TQ1_0 or TQ2_0", what, fmt_type_name(t));
         return -1;
     }
     if (ne[0] <= 0 || ne[0] % RT_TQ_BLOCK) {
         snprintf(err, RT_ERR_LEN, "tensor '%s': %s row length ne0 = %lld is not a multiple of %d", what,
-                 rt_type_name(t), (long long)ne[0], RT_TQ_BLOCK);
+                 fmt_type_name(t), (long long)ne[0], RT_TQ_BLOCK);
         return -1;
     }
     char terr[RT_ERR_LEN];
-    uint64_t want = rt_type_nbytes(t, ne, terr);
+    uint64_t want = fmt_nbytes(t, ne, terr);
     if (!want) {
         snprintf(err, RT_ERR_LEN, "tensor '%s': %s", what, terr);
         return -1;
@@ -150,7 +150,7 @@ int rt_tq_check(rt_type t, const char *what, const int64_t ne[4], uint64_t nbyte
     if (nbytes != want) {
         snprintf(err, RT_ERR_LEN,
                  "tensor '%s': %s [%lld, %lld] needs %llu bytes (%u per 256 weights), the file gives %llu", what,
-                 rt_type_name(t), (long long)ne[0], (long long)ne[1], (unsigned long long)want,
+                 fmt_type_name(t), (long long)ne[0], (long long)ne[1], (unsigned long long)want,
                  rt_tq_block_bytes(t), (unsigned long long)nbytes);
         return -1;
     }

@@ -74,11 +74,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(name, sizeof name, "%.*s", (int)(t->name.len > 500 ? 500 : t->name.len), t->name.ptr);
         if (strlen(name) == t->name.len && rt_gguf_tensor_find(g, name) != t) abort();
         sink += t->data[0] + t->data[t->nbytes - 1];
-        if (t->type == RT_TYPE_I2_S && t->n_dims <= 2 && t->nbytes < (1u << 16)) {
-            for (int64_t e = 0; e < t->ne[0] * t->ne[1]; e++) sink += (uint64_t)rt_i2s_get(t->data, e);
-            sink += rt_i2s_scale(t->data, t->ne[0], t->ne[1]) > 0;
+        const fmt_codec *c = fmt_codec_find(t->type); /* known: the reader checked the type */
+        if (c->decode_ternary && t->n_dims <= 2 && t->nbytes < (1u << 16)) {
+            int8_t row[1 << 14];
+            for (int64_t r = 0; t->ne[0] <= (int64_t)sizeof row && r < t->ne[1]; r++) {
+                fmt_decode_ternary_row(c, t->data, t->ne[0], t->ne[1], r, row);
+                for (int64_t e = 0; e < t->ne[0]; e++) sink += (uint64_t)row[e];
+            }
+            sink += fmt_ternary_scale(c, t->data, t->ne[0], t->ne[1]) > 0;
         }
-        if (t->type == RT_TYPE_F16) sink += rt_f32_to_f16(rt_f16_to_f32((uint16_t)(t->data[0] | t->data[1] << 8)));
+        if (t->type == FMT_F16) sink += fmt_f32_to_f16(fmt_f16_to_f32((uint16_t)(t->data[0] | t->data[1] << 8)));
     }
     rt_gguf_close(g);
     return 0;

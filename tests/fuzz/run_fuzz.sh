@@ -31,8 +31,8 @@ if ! "$CC_F" -fsanitize=fuzzer,address,undefined "$probe" -o "$OUT/probe" 2>"$OU
     sed 's/^/  /' "$OUT/probe.log" | head -5 >&2
     exit 1
 fi
-SRC="tests/fuzz/fuzz_gguf.c runtime/gguf/rt_gguf.c runtime/gguf/rt_gguf_get.c runtime/gguf/rt_gguf_types.c runtime/gguf/rt_i2s.c runtime/gguf/rt_f16.c"
-"$CC_F" -std=c11 -g -O1 -D_DEFAULT_SOURCE -Iruntime -Wall -Wextra -Werror -Wno-unused-parameter \
+SRC="tests/fuzz/fuzz_gguf.c runtime/gguf/rt_gguf.c runtime/gguf/rt_gguf_get.c format/*.c"
+"$CC_F" -std=c11 -g -O1 -D_DEFAULT_SOURCE -I. -Iruntime -Wall -Wextra -Werror -Wno-unused-parameter \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
     $SRC -o "$OUT/fuzz_gguf"
 echo "run_fuzz.sh: fuzzing for ${SECS}s with $JOBS job(s), seeds tests/data/gguf/, output $OUT/"

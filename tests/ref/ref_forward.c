@@ -24,11 +24,6 @@ struct ref_model {
 
 #define REF_TERN_CACHE (512ll << 20)
 
-static rt_type want_type(gen_ttype t)
-{
-    return t == GEN_T_F32 ? RT_TYPE_F32 : t == GEN_T_F16 ? RT_TYPE_F16 : RT_TYPE_I2_S;
-}
-
 /* Resolves and checks tensor ti for layer L. */
 static int resolve(ref_model *r, int ti, int L, char *err)
 {
@@ -41,9 +36,9 @@ static int resolve(ref_model *r, int ti, int L, char *err)
                  name, r->m->path, t->loc.line, t->key);
         return -1;
     }
-    if (gt->type != want_type(t->type)) {
+    if (gt->type != t->type) {
         snprintf(err, RT_ERR_LEN, "%s: tensor %s has type %s, YAML %s:%d wants %s", r->g->path,
-                 name, rt_type_name(gt->type), r->m->path, t->loc.line, gen_ttype_name(t->type));
+                 name, fmt_type_name(gt->type), r->m->path, t->loc.line, gen_ttype_name(t->type));
         return -1;
     }
     for (int d = 0; d < 2; d++) {
@@ -167,12 +162,13 @@ static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor 
                      const float *x, int K, int M, float *y)
 {
     ref_model *r = e->r;
+    const fmt_codec *c = fmt_codec_find(w->type); /* resolve() matched the YAML's codec */
     int8_t **slot = &r->tern[op->weight * r->n_layers +
                              (r->m->tensors[op->weight].per_layer && L > 0 ? L : 0)];
     const int64_t bytes = (int64_t)K * M;
     if (!*slot && bytes <= r->tern_budget && (*slot = malloc((size_t)bytes))) {
         r->tern_budget -= bytes;
-        for (int m = 0; m < M; m++) ref_i2s_row(w->data, K, m, *slot + (size_t)m * K);
+        for (int m = 0; m < M; m++) fmt_decode_ternary_row(c, w->data, K, M, m, *slot + (size_t)m * K);
     }
     int8_t *q = malloc((size_t)K * (size_t)e->n);
     float *s = malloc(sizeof(float) * (size_t)e->n);
@@ -183,10 +179,39 @@ static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor 
         return -1;
     }
     ref_act_quant_rows(x, e->n, K, q, s);
-    if (*slot) ref_bitlinear_t(*slot, rt_i2s_scale(w->data, K, M), K, M, q, s, e->n, y);
-    else ref_bitlinear_q(w->data, K, M, q, s, e->n, y);
+    if (*slot) ref_bitlinear_t(*slot, fmt_ternary_scale(c, w->data, K, M), K, M, q, s, e->n, y);
+    else ref_bitlinear_q(c, w->data, K, M, q, s, e->n, y);
     free(q);
     free(s);
+    return 0;
+}
+
+/* LM head: an F16 table in the oracle's F16 numerics, any other codec's table as floats. */
+static int lm_head(eval_ctx *e, const rt_gguf_tensor *w, const float *x, int dim, int vocab, float *y)
+{
+    const float *tab = w->type == FMT_F32 ? (const float *)w->data : NULL;
+    float *dec = NULL;
+    if (w->type != FMT_F16 && !tab) {
+        const fmt_codec *c = fmt_codec_find(w->type);
+        dec = malloc(sizeof(float) * (size_t)dim * (size_t)vocab);
+        for (int v = 0; dec && v < vocab; v++)
+            if (fmt_decode_row(c, w->data, dim, vocab, v, dec + (size_t)v * dim)) {
+                free(dec);
+                dec = NULL;
+            }
+        if (!dec) {
+            snprintf(e->err, RT_ERR_LEN, "lm_head: cannot decode the %s table", fmt_type_name(w->type));
+            return -1;
+        }
+        tab = dec;
+    }
+    for (int t = 0; t < e->n; t++) {
+        if (w->type == FMT_F16)
+            ref_lm_head_f16((const uint16_t *)w->data, dim, vocab, x + (size_t)t * dim, e->inc, y + (size_t)t * vocab);
+        else
+            ref_lm_head_f32(tab, dim, vocab, x + (size_t)t * dim, 0, y + (size_t)t * vocab);
+    }
+    free(dec);
     return 0;
 }
 
@@ -212,18 +237,21 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
                          (int)e->tokens[t], e->pos + t, (long long)w->ne[1]);
                 return -1;
             }
-            const size_t row = (size_t)e->tokens[t] * (size_t)wo;
-            for (int i = 0; i < wo; i++)
-                out[(size_t)t * wo + i] = w->type == RT_TYPE_F16
-                                              ? rt_f16_to_f32(((const uint16_t *)w->data)[row + i])
-                                              : ((const float *)w->data)[row + i];
+            fmt_decode_row(fmt_codec_find(w->type), w->data, wo, w->ne[1], e->tokens[t], out + (size_t)t * wo);
         }
         break;
-    case GEN_OP_RMSNORM:
+    case GEN_OP_RMSNORM: {
+        float *nw = w ? malloc(sizeof(float) * (size_t)wi) : NULL;
+        if (w && (!nw || fmt_decode_row(fmt_codec_find(w->type), w->data, wi, 1, 0, nw))) {
+            free(nw);
+            snprintf(e->err, RT_ERR_LEN, "%s:%d: rmsnorm weight: out of memory", r->m->path, op->loc.line);
+            return -1;
+        }
         for (int t = 0; t < n; t++)
-            ref_rmsnorm(in0 + (size_t)t * wi, w ? (const float *)w->data : NULL, wi, hp->norm_eps,
-                        out + (size_t)t * wo);
+            ref_rmsnorm(in0 + (size_t)t * wi, nw, wi, hp->norm_eps, out + (size_t)t * wo);
+        free(nw);
         break;
+    }
     case GEN_OP_BITLINEAR:
         return bitlinear(e, op, L, w, in0, wi, wo, out);
     case GEN_OP_ROPE:
@@ -257,14 +285,7 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
         ref_silu_mul(in0, in1, n * wo, out);
         break;
     case GEN_OP_LM_HEAD:
-        for (int t = 0; t < n; t++) {
-            if (w->type == RT_TYPE_F16)
-                ref_lm_head_f16((const uint16_t *)w->data, wi, wo, in0 + (size_t)t * wi, e->inc, out + (size_t)t * wo);
-            else
-                ref_lm_head_f32((const float *)w->data, wi, wo, in0 + (size_t)t * wi, 0,
-                                out + (size_t)t * wo);
-        }
-        break;
+        return lm_head(e, w, in0, wi, wo, out);
     default:
         snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s not supported by the reference", r->m->path,
                  op->loc.line, gen_op_name(op->kind));

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-float ref_f16_round(float x) { return rt_f16_to_f32(rt_f32_to_f16(x)); }
+float ref_f16_round(float x) { return fmt_f16_to_f32(fmt_f32_to_f16(x)); }
 
 void ref_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
 {
@@ -38,16 +38,6 @@ float ref_act_quant(const float *x, int n, int8_t *q, int32_t *out_sum)
     return s;
 }
 
-void ref_i2s_row(const uint8_t *blob, int K, int m, int8_t *out)
-{
-    const uint8_t *row = blob + (size_t)m * (size_t)K / 4; /* K is a multiple of 128 */
-    for (int b = 0; b < K / 128; b++) {
-        const uint8_t *blk = row + (size_t)b * 32;
-        for (int j = 0; j < 128; j++)
-            out[b * 128 + j] = (int8_t)(((blk[j % 32] >> (6 - 2 * (j / 32))) & 3) - 1);
-    }
-}
-
 /* y[t][m] for one decoded row m. */
 static void row_dot(const int8_t *t, float ws, int K, int M, int m, const int8_t *q,
                     const float *s, int n, float *y)
@@ -66,15 +56,14 @@ void ref_bitlinear_t(const int8_t *tern, float w_scale, int K, int M, const int8
     for (int m = 0; m < M; m++) row_dot(tern + (size_t)m * K, w_scale, K, M, m, q, s, n, y);
 }
 
-void ref_bitlinear_q(const uint8_t *blob, int K, int M, const int8_t *q, const float *s, int n,
-                     float *y)
+void ref_bitlinear_q(const fmt_codec *c, const uint8_t *blob, int K, int M, const int8_t *q, const float *s,
+                     int n, float *y)
 {
-    float ws;
-    memcpy(&ws, blob + (size_t)K * (size_t)M / 4, 4);
+    const float ws = fmt_ternary_scale(c, blob, K, M);
     int8_t *t = malloc((size_t)K);
     if (!t) return;
     for (int m = 0; m < M; m++) {
-        ref_i2s_row(blob, K, m, t);
+        fmt_decode_ternary_row(c, blob, K, M, m, t);
         row_dot(t, ws, K, M, m, q, s, n, y);
     }
     free(t);
@@ -85,13 +74,13 @@ void ref_act_quant_rows(const float *x, int n, int K, int8_t *q, float *s)
     for (int t = 0; t < n; t++) s[t] = ref_act_quant(x + (size_t)t * K, K, q + (size_t)t * K, NULL);
 }
 
-void ref_bitlinear(const uint8_t *blob, int K, int M, const float *x, int n, float *y)
+void ref_bitlinear(const fmt_codec *c, const uint8_t *blob, int K, int M, const float *x, int n, float *y)
 {
     int8_t *q = malloc((size_t)K * (size_t)n);
     float *s = malloc(sizeof(float) * (size_t)n);
     if (q && s) {
         ref_act_quant_rows(x, n, K, q, s);
-        ref_bitlinear_q(blob, K, M, q, s, n, y);
+        ref_bitlinear_q(c, blob, K, M, q, s, n, y);
     }
     free(q);
     free(s);
@@ -185,7 +174,7 @@ static void lm_head(const void *w, bool is_f16, int dim, int vocab, const float 
         const size_t row = (size_t)v * dim;
         double acc = 0.0;
         for (int i = 0; i < dim; i++)
-            acc += (double)(is_f16 ? rt_f16_to_f32(((const uint16_t *)w)[row + i])
+            acc += (double)(is_f16 ? fmt_f16_to_f32(((const uint16_t *)w)[row + i])
                                    : ((const float *)w)[row + i]) * xs[i];
         y[v] = (float)acc;
     }

@@ -13,7 +13,9 @@
 
 #include <stdint.h>
 
-/* f16 rounding of a float (round to nearest even, via rt_f32_to_f16/rt_f16_to_f32). */
+#include "format/fmt_codec.h"
+
+/* f16 rounding of a float (round to nearest even, via fmt_f32_to_f16/fmt_f16_to_f32). */
 float ref_f16_round(float x);
 
 /* RMSNorm as ggml: sum of float squares x*x accumulated in double, mean = (float)(sum/n),
@@ -25,19 +27,17 @@ void ref_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
  * Returns s; *out_sum (may be NULL) = sum of q. */
 float ref_act_quant(const float *x, int n, int8_t *q, int32_t *out_sum);
 
-/* Decodes row m (K ternary values -1/0/+1) of an I2_S blob of shape [ne0=K, ne1=M]. */
-void ref_i2s_row(const uint8_t *blob, int K, int m, int8_t *out);
-
-/* BitLinear product from an I2_S blob [ne0=K, ne1=M] for n tokens:
+/* BitLinear product from a ternary blob [ne0=K, ne1=M] of codec c (I2_S: format/fmt_i2s.c;
+ * the codes and the scale through the codec's reference decode) for n tokens:
  * acc = exact int32 sum_k t[m][k]*q[t][k]; y[t][m] = ((float)acc / s[t]) * w_scale in float32,
  * in that order (the x86 kernel's (sum(code*q) - sum(q)) / act_scale * i2_scale). */
-void ref_bitlinear_q(const uint8_t *blob, int K, int M, const int8_t *q, const float *s, int n,
+void ref_bitlinear_q(const fmt_codec *c, const uint8_t *blob, int K, int M, const int8_t *q, const float *s, int n,
                      float *y);
 /* Same over ternary values already decoded (tern [M][K], -1/0/+1) with scale w_scale. */
 void ref_bitlinear_t(const int8_t *tern, float w_scale, int K, int M, const int8_t *q,
                      const float *s, int n, float *y);
 /* Same from float activations x [n][K]: ref_act_quant per token, then ref_bitlinear_q. */
-void ref_bitlinear(const uint8_t *blob, int K, int M, const float *x, int n, float *y);
+void ref_bitlinear(const fmt_codec *c, const uint8_t *blob, int K, int M, const float *x, int n, float *y);
 /* Quantizes x [n][K] per token into q [n][K], s [n] (ref_act_quant). */
 void ref_act_quant_rows(const float *x, int n, int K, int8_t *q, float *s);
 

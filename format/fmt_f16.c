@@ -1,11 +1,12 @@
-/* rt_f16.c - IEEE 754 binary16 <-> binary32 conversion (round to nearest even; infinities,
- * NaNs and subnormals handled exactly), bit-level and independent of compiler support.
+/* fmt_f16.c - the F16 weight format (GGUF type 1: IEEE 754 binary16, one per element) and
+ * the binary16 <-> binary32 conversion everything uses (round to nearest even; infinities,
+ * NaNs and subnormals exact), bit-level and independent of compiler support.
  */
-#include "gguf/rt_gguf.h"
+#include "format/fmt_codec.h"
 
 #include <string.h>
 
-float rt_f16_to_f32(uint16_t h)
+float fmt_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0x1f) {
@@ -24,7 +25,7 @@ float rt_f16_to_f32(uint16_t h)
     return f;
 }
 
-uint16_t rt_f32_to_f16(float f)
+uint16_t fmt_f32_to_f16(float f)
 {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -49,3 +50,27 @@ uint16_t rt_f32_to_f16(float f)
     if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++; /* may carry into inf: correct */
     return sign | (uint16_t)q;
 }
+
+static void f16_decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)
+{
+    (void)tail;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, blocks + 2 * i, 2);
+        out[i] = fmt_f16_to_f32(h);
+    }
+}
+
+static void f16_encode(const float *in, int64_t n, uint8_t *blocks)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = fmt_f32_to_f16(in[i]);
+        memcpy(blocks + 2 * i, &h, 2);
+    }
+}
+
+const fmt_codec fmt_codec_f16 = {
+    .type = FMT_F16, .name = "F16", .yaml = "f16", .blk = 1, .blk_bytes = 2,
+    .uses = FMT_USE_TABLE, /* the norm kernels read their weights as f32 */
+    .decode = f16_decode, .encode = f16_encode,
+};

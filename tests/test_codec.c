@@ -1,0 +1,140 @@
+/* test_codec.c - the weight-codec table (format/fmt_codec.h): every row's size rule, its
+ * encoder and reference decode against each other on random data, the I2_S and Q8_0
+ * layouts against bytes placed by hand, and unknown types refused everywhere.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/fmt_codec.h"
+#include "gen_model.h"
+
+static uint32_t rng = 1;
+static uint32_t next(void)
+{
+    rng = rng * 1664525u + 1013904223u;
+    return rng >> 8;
+}
+static float rndf(void) { return (float)next() / 8388608.0f - 1.0f; } /* uniform in [-1, 1) */
+
+/* Round trip of every decodable row: encode then decode n random values. Rule per row:
+ * F32 exact; F16 each value is the nearest half (fmt_f32_to_f16 is tested bit-exact in
+ * test_gguf); Q8_0 |x - d*q| <= d/2 + |x| * 2^-11 (rounding to a code, plus d's rounding
+ * to f16, 11 significant bits); ternary values round-trip exactly. */
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    enum { N = 512 };
+    float x[N], y[N];
+    uint8_t *blk = malloc(N * 8), tail[64] = {0};
+    assert_non_null(blk);
+    int decodable = 0;
+    for (int i = 0; i < fmt_codec_count(); i++) {
+        const fmt_codec *c = fmt_codec_at(i);
+        assert_non_null(c->name);
+        assert_true(c->blk > 0 && c->blk_bytes > 0 && N % c->blk == 0);
+        assert_ptr_equal(fmt_codec_find(c->type), c);
+        if (c->yaml)
+            assert_ptr_equal(fmt_codec_by_yaml(c->yaml), c);
+        if (!c->decode)
+            continue;
+        decodable++;
+        assert_non_null(c->encode);
+        const int tern = c->decode_ternary != NULL;
+        for (int j = 0; j < N; j++) /* ternary: -1 / 0 / +1; else block magnitudes vary */
+            x[j] = tern ? (float)((int)(next() % 3) - 1) : rndf() * (float)(1 + j / 32 % 5);
+        memset(blk, 0xA5, N * 8);
+        c->encode(x, N, blk);
+        if (c->encode_tail)
+            c->encode_tail(tern ? 1.0f : 0.0f, tail);
+        c->decode(blk, c->tail_bytes ? tail : NULL, N, y);
+        for (int j = 0; j < N; j++) {
+            float want = x[j], tol = 0;
+            if (c->type == FMT_F16)
+                want = fmt_f16_to_f32(fmt_f32_to_f16(x[j]));
+            if (c->type == FMT_Q8_0) {
+                float amax = 0;
+                for (int b = j / 32 * 32; b < j / 32 * 32 + 32; b++)
+                    amax = fabsf(x[b]) > amax ? fabsf(x[b]) : amax;
+                tol = amax / 127 / 2 + fabsf(x[j]) * 0x1p-11f;
+            }
+            if (!(fabsf(y[j] - want) <= tol))
+                fail_msg("%s element %d: decoded %.9g, want %.9g (tolerance %.3g)", c->name, j, y[j], want, tol);
+        }
+    }
+    assert_true(decodable >= 4); /* F32, F16, Q8_0, I2_S */
+    free(blk);
+}
+
+/* Byte sizes: blocks plus the tail; errors for unknown types and ragged widths. */
+static void test_sizes(void **state)
+{
+    (void)state;
+    char err[FMT_ERR_LEN];
+    int64_t ne[4] = {256, 3, 1, 1};
+    assert_int_equal(fmt_nbytes(FMT_F32, ne, err), 256 * 3 * 4);
+    assert_int_equal(fmt_nbytes(FMT_F16, ne, err), 256 * 3 * 2);
+    assert_int_equal(fmt_nbytes(FMT_Q8_0, ne, err), 256 * 3 / 32 * 34);
+    assert_int_equal(fmt_nbytes(FMT_I2_S, ne, err), 256 * 3 / 4 + 32);
+    assert_int_equal(fmt_nbytes(99, ne, err), 0);
+    assert_non_null(strstr(err, "unknown tensor type 99"));
+    assert_string_equal(fmt_type_name(99), "unknown");
+    assert_null(fmt_codec_find(99));
+    assert_null(fmt_codec_by_yaml("q4_k"));
+    ne[0] = 100;
+    assert_int_equal(fmt_nbytes(FMT_I2_S, ne, err), 0);
+    assert_non_null(strstr(err, "multiple of 128"));
+    /* a codec that can only be sized refuses to decode */
+    const fmt_codec *tq = fmt_codec_find(FMT_TQ2_0);
+    float row[256];
+    uint8_t z[66] = {0};
+    if (tq && !tq->decode)
+        assert_int_equal(fmt_decode_row(tq, z, 256, 1, 0, row), -1);
+}
+
+/* Q8_0's block: f16 d first, then 32 int8 codes. */
+static void test_q8_0_layout(void **state)
+{
+    (void)state;
+    const fmt_codec *c = fmt_codec_find(FMT_Q8_0);
+    uint8_t b[34];
+    uint16_t h = fmt_f32_to_f16(0.5f);
+    memcpy(b, &h, 2);
+    for (int j = 0; j < 32; j++)
+        b[2 + j] = (uint8_t)(int8_t)(j - 16);
+    float y[32];
+    c->decode(b, NULL, 32, y);
+    for (int j = 0; j < 32; j++)
+        assert_true(y[j] == 0.5f * (float)(j - 16));
+}
+
+/* The YAML reader names the codec table's spellings and refuses others. */
+static void test_yaml_types(void **state)
+{
+    (void)state;
+    static const char yaml[] = "name: t\narchitectures: [a]\nhparams: {dim: 128, n_heads: 1, n_kv_heads: 1, "
+                               "head_dim: 128, ffn_dim: 128, norm_eps: 1e-5, rope: {base: 1e4, dims: 128}}\n"
+                               "tensors:\n  w: {gguf: w, type: q4_k, shape: [dim, dim]}\n"
+                               "forward: {input: [], layer: [], output: []}\n";
+    static gen_model m;
+    char err[GEN_ERR_LEN];
+    assert_int_not_equal(gen_model_parse(yaml, sizeof yaml - 1, "t.yaml", &m, err), 0);
+    assert_non_null(strstr(err, "unknown type 'q4_k' (f32, f16 or i2_s)"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_q8_0_layout),
+        cmocka_unit_test(test_yaml_types),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
