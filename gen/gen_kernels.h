@@ -30,7 +30,7 @@ typedef struct {
     uint64_t bytes;                /* bytes read + written for one token ... */
     uint64_t bytes_per_vocab;      /* ... + this per vocabulary entry (LM head) ... */
     uint64_t bytes_per_kv;         /* ... + this per cache row attended (attention) */
-    uint64_t bytes_active;         /* ... + this per active neuron (sparse FFN) */
+    uint64_t bytes_active;         /* ... + these weight bytes per active neuron (sparse FFN) */
 } gen_kernel_out;
 
 /* Build the kernel for `kop` (decode: specialised for one token; else a batch

@@ -15,7 +15,14 @@
  *    bit for bit on a CPU device (every sum an integer, every float expression the
  *    dense one), else within the tolerance above;
  *  - a layer whose gates are all zero: nothing listed, x unchanged bit for bit;
- *  - YAML errors: an unknown mode, a SiLU FFN asked to be sparse.
+ *  - YAML errors: an unknown mode, a SiLU FFN asked to be sparse;
+ *  - the engine: fixtures A (bitnet-tiny) and B (bitnet-2b-shape, when present) decoded
+ *    one token at a time with --sparse-ffn exact and dense: logits bit for bit on a CPU
+ *    device (else within half the oracle's self-disagreement, test_e2e's fused-vs-unfused
+ *    rule), and against bitnet.cpp's logits.f32 with test_e2e's batched-vs-incremental
+ *    rule (top-1 on >= 90 % of the rows, max |d| <= 1.5 x the oracle's own); the
+ *    active-neuron counters: one count per step and layer, strictly between 0 and 1; a
+ *    model whose YAML has no sparse_ffn asked for it: one clear error.
  * Skips the device parts only when no Vulkan device exists.
  */
 #include <math.h>
@@ -33,7 +40,10 @@
 #include "gen_graph.h"
 #include "gen_kernels.h"
 #include "gen_model.h"
+#include "engine/rt_engine.h"
 #include "engine/rt_schedule.h"
+#include "gen_desc.h"
+#include <sys/stat.h>
 #include "engine/rt_sparse_layout.h"
 #include "gguf/rt_gguf.h"
 #include "vk/rt_vk.h"
@@ -437,6 +447,19 @@ static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse
 
 static bool device_is_cpu(void) { return rt_vk_get_info(g_vk)->type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
 
+/* The engine's default device is a CPU one (lavapipe): one compiler for every kernel. */
+static bool default_cpu(void)
+{
+    rt_vk *vk;
+    char e2[RT_ERR_LEN];
+    rt_vk_opts vo = {.device_index = -1};
+    if (rt_vk_create(&vo, &vk, e2))
+        return false;
+    bool cpu = rt_vk_get_info(vk)->type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    rt_vk_destroy(vk);
+    return cpu;
+}
+
 static void random_input(int8_t *q, float *qs, float *x0, int K, int D)
 {
     qs[0] = 127.0f / 3.0f;
@@ -603,6 +626,207 @@ static void test_yaml_errors(void **st)
     assert_non_null(strstr(err, "llama-ternary-tiny.yaml:"));
 }
 
+
+/* ---- the engine on the fixtures ---- */
+
+typedef struct {
+    const char *name, *yaml;
+    double self_max; /* the oracle's batched vs incremental max |d| (fixture README) */
+    int max_rows;    /* decode steps compared (lavapipe time) */
+} fixture;
+
+static const fixture fixtures[] = {
+    {"bitnet-tiny", "models/bitnet-tiny.yaml", 0.6769, 32},
+    {"bitnet-2b-shape", "models/bitnet-b1.58-2b.yaml", 0.9861, 8},
+};
+
+static bool fixture_dir(const fixture *f, char *dir, size_t n)
+{
+    const char *roots[] = {"tests/data", "../shared/fixtures"};
+    struct stat st;
+    for (int i = 0; i < 2; i++) {
+        char p[600];
+        snprintf(p, sizeof(p), "%s/%s/model.gguf", roots[i], f->name);
+        if (stat(p, &st) == 0) {
+            snprintf(dir, n, "%s/%s", roots[i], f->name);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void *read_file(const char *dir, const char *name, size_t *out_n)
+{
+    char p[700];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    FILE *fp = fopen(p, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long sz = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *v = malloc((size_t)sz + 1);
+    if (v && fread(v, 1, (size_t)sz, fp) != (size_t)sz) {
+        free(v);
+        v = NULL;
+    }
+    fclose(fp);
+    if (v)
+        v[sz] = 0;
+    *out_n = (size_t)sz;
+    return v;
+}
+
+typedef struct {
+    gen_model m;
+    gen_desc d;
+    rt_engine *e;
+} rig;
+
+/* 0 ok, 1 no device (skip), -1 error in err. */
+static int rig_open(rig *r, const char *yaml, const char *gguf, int sparse)
+{
+    memset(r, 0, sizeof(*r));
+    if (gen_model_load(yaml, &r->m, err) || gen_desc_build(&r->m, true, &r->d, err))
+        return -1;
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 128, .n_batch = 64, .sparse_ffn = sparse};
+    if (rt_engine_open(&r->d.desc, &o, &r->e, err)) {
+        gen_desc_free(&r->d);
+        return strstr(err, "no Vulkan device") ? 1 : -1;
+    }
+    return 0;
+}
+
+static void rig_close(rig *r)
+{
+    rt_engine_close(r->e);
+    gen_desc_free(&r->d);
+}
+
+static int argmax_row(const float *v, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[b])
+            b = i;
+    return b;
+}
+
+static void check_fixture(const fixture *f)
+{
+    char dir[600], gguf[700];
+    if (!fixture_dir(f, dir, sizeof(dir))) {
+        printf("skip: fixture %s not found in tests/data or ../shared/fixtures\n", f->name);
+        skip();
+    }
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
+    rig a, b;
+    int rc = rig_open(&a, f->yaml, gguf, RT_SPARSE_EXACT);
+    if (rc == 1)
+        skip();
+    if (rc || rig_open(&b, f->yaml, gguf, RT_SPARSE_DENSE))
+        fail_msg("%s", err);
+    size_t nt = 0, nref = 0;
+    char *txt = read_file(dir, "prompt_tokens.txt", &nt);
+    float *ref = read_file(dir, "logits.f32", &nref);
+    assert_true(txt && ref);
+    int32_t ids[512];
+    int n = 0;
+    for (char *p = txt, *end; n < 512; p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        ids[n++] = (int32_t)v;
+    }
+    const int vocab = rt_engine_vocab(a.e), rows = n < f->max_rows ? n : f->max_rows;
+    assert_int_equal(nref / 4, (size_t)n * vocab);
+    float *la = malloc(sizeof(float) * (size_t)vocab), *lb = malloc(sizeof(float) * (size_t)vocab);
+    double max_ab = 0, max_ref = 0;
+    int top1 = 0;
+    rt_engine_ffn_reset(a.e);
+    for (int i = 0; i < rows; i++) {
+        for (int j = 0; j < vocab; j++)
+            la[j] = lb[j] = NAN; /* poison */
+        if (rt_engine_eval(a.e, &ids[i], 1, i, la, err) || rt_engine_eval(b.e, &ids[i], 1, i, lb, err))
+            fail_msg("%s", err);
+        const float *rr = ref + (size_t)i * vocab;
+        for (int j = 0; j < vocab; j++) {
+            double d = fabs((double)la[j] - lb[j]), dr = fabs((double)la[j] - rr[j]);
+            max_ab = d > max_ab || d != d ? (d != d ? INFINITY : d) : max_ab;
+            max_ref = dr > max_ref || dr != dr ? (dr != dr ? INFINITY : dr) : max_ref;
+        }
+        top1 += argmax_row(la, vocab) == argmax_row(rr, vocab);
+    }
+    double act[RT_STATS_WORDS / 2];
+    int steps = rt_engine_ffn_active(a.e, act, RT_STATS_WORDS / 2), layers = rt_engine_n_layers(a.e);
+    printf("%s: %d decode steps, exact sparse vs dense max |d| %g; vs bitnet.cpp top-1 %d/%d, max |d| %.4g; "
+           "active neurons per layer:", f->name, rows, max_ab, top1, rows, max_ref);
+    for (int L = 0; L < layers; L++)
+        printf(" %.1f%%", 100 * act[L]);
+    printf("\n");
+    assert_int_equal(steps, rows);
+    for (int L = 0; L < layers; L++)
+        assert_true(act[L] > 0 && act[L] < 1);
+    double dense_act[4];
+    assert_int_equal(rt_engine_ffn_active(b.e, dense_act, 4), 0);
+    if (default_cpu())
+        assert_true(max_ab == 0);
+    else
+        assert_true(max_ab <= 0.5 * f->self_max);
+    assert_true(top1 * 10 >= rows * 9);
+    assert_true(max_ref <= 1.5 * f->self_max);
+    free(la);
+    free(lb);
+    free(txt);
+    free(ref);
+    rig_close(&a);
+    rig_close(&b);
+}
+
+static void test_fixture_tiny(void **st)
+{
+    (void)st;
+    check_fixture(&fixtures[0]);
+}
+
+static void test_fixture_2b(void **st)
+{
+    (void)st;
+    check_fixture(&fixtures[1]);
+}
+
+/* A model description without sparse_ffn asked to run it: one clear error. */
+static void test_no_sparse_schedule(void **st)
+{
+    (void)st;
+    char dir[600], gguf[700];
+    if (!fixture_dir(&fixtures[0], dir, sizeof(dir)))
+        skip();
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
+    static gen_model m;
+    static gen_desc d;
+    size_t n = 0;
+    char *y = read_file(".", "models/bitnet-tiny.yaml", &n);
+    char *k = strstr(y, "\nsparse_ffn:");
+    assert_non_null(k);
+    *k = 0;
+    if (gen_model_parse(y, strlen(y), "models/bitnet-tiny.yaml", &m, err) || gen_desc_build(&m, true, &d, err))
+        fail_msg("%s", err);
+    free(y);
+    assert_int_equal(d.desc.decode_exact.n_layer, 0);
+    rt_engine *e = NULL;
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT};
+    err[0] = 0;
+    int rc = rt_engine_open(&d.desc, &o, &e, err);
+    gen_desc_free(&d);
+    if (rc && strstr(err, "no Vulkan device"))
+        skip();
+    assert_int_not_equal(rc, 0);
+    assert_null(e);
+    printf("error: %s\n", err);
+    assert_non_null(strstr(err, "--sparse-ffn exact: models/bitnet-tiny.yaml has no 'sparse_ffn: exact'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +834,9 @@ int main(void)
         cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_kernels_match_reference_and_dense),
         cmocka_unit_test(test_all_inactive),
+        cmocka_unit_test(test_no_sparse_schedule),
+        cmocka_unit_test(test_fixture_tiny),
+        cmocka_unit_test(test_fixture_2b),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

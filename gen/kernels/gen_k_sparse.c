@@ -144,9 +144,8 @@ static int k_gate(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
 
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);
-    /* the gate matrix, q, the gate row written and read back, the list */
-    out->bytes = (uint64_t)M * K / 4 + 4 + (uint64_t)K + 8 + (uint64_t)M * 8 + 4;
-    out->bytes_active = 4;
+    /* the gate matrix, q, the gate row written and read back, the list (at most M + 1 words) */
+    out->bytes = (uint64_t)M * K / 4 + 4 + (uint64_t)K + 8 + (uint64_t)M * 8 + (uint64_t)(M + 1) * 4;
     return gen_out_kernel(out, k, err);
 }
 
@@ -200,8 +199,9 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
     dsl_end(k); /* rl */
 
     const uint32_t groups = (uint32_t)(M + ROWS - 1) / ROWS;
-    out->bytes = (uint64_t)K + 8 + 4 + (uint64_t)M * 4 * 2; /* q, n, gate read, f written */
-    out->bytes_active = (uint64_t)K / 4 + 4 + 4;           /* the up row, its list entry, gate */
+    /* q, the list and the gate row (at full width: an upper bound), f written */
+    out->bytes = (uint64_t)K + 8 + (uint64_t)(M + 1) * 4 + (uint64_t)M * 4 * 2;
+    out->bytes_active = (uint64_t)K / 4; /* the up row of each listed neuron */
     if (kop->last_out >= 0) {
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
         gen_last_norm(k, m->hp.norm_eps, y, &lb, red, M, groups, out);
@@ -281,8 +281,8 @@ static int k_down(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
     dsl_end(k);
 
     const uint32_t groups = (uint32_t)M / (16 * DOWN_WORDS);
-    out->bytes = (uint64_t)K + 8 + 4 + (uint64_t)M * 4 * 2; /* q, n, y read and written */
-    out->bytes_active = (uint64_t)M / 4 + 4;                /* the column, its list entry */
+    out->bytes = (uint64_t)K + 8 + (uint64_t)(K + 1) * 4 + (uint64_t)M * 4 * 2; /* q, the list, y read + written */
+    out->bytes_active = (uint64_t)M / 4; /* the transposed column of each listed neuron */
     if (last) {
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
         if (has_next) /* a push constant: uniform */

@@ -24162,17 +24162,17 @@ static const rt_dispatch decode_exact[] = {
     {.kernel = 20, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_LAYER, 0u}},
      .groups = {{0, 864, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000318ull,
-     .bytes = 4481552ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 4ull, .label = "sparse_gate ffn_gate"},
+     .bytes = 4509200ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "sparse_gate ffn_gate"},
     /* sparse_up ffn_up+norm_quant ffn_sub_norm sparse_up_relu2_nextnorm_m6912_k2560 (q/an_q_s/f|q/g_q/logits.best, k|k/g_q_s, an_q_s|an_q_s/f.gate, a.part|a.part/f.list, blk.{L}.ffn_up.weight, v|v/f, blk.{L}.ffn_sub_norm.weight, a/fn_q, an_q/fn_q_s, sync)  [barrier: a/fn_q an_q_s|an_q_s/f.gate a.part|a.part/f.list sync] */
     {.kernel = 21, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 864, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000340ull,
-     .bytes = 120084ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 648ull, .label = "sparse_up ffn_up+norm_quant ffn_sub_norm"},
+     .bytes = 147732ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 640ull, .label = "sparse_up ffn_up+norm_quant ffn_sub_norm"},
     /* sparse_down ffn_down+norm_quant attn_norm[L+1] sparse_down_res_nextlayernorm_m2560_k6912 (a/fn_q, an_q/fn_q_s, a.part|a.part/f.list, transposed(blk.{L}.ffn_down.weight), x, blk.{L+1}.attn_norm.weight, h_q/a/g_q/fn_q/xn|h_q, h_q_s/an_q/g_q_s/fn_q_s|h_q_s, sync)  [barrier: x a/fn_q an_q/fn_q_s sync] */
     {.kernel = 22, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
      .groups = {{0, 20, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
-     .bytes = 50452ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 644ull, .label = "sparse_down ffn_down+norm_quant attn_norm[L+1]"},
+     .bytes = 78100ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 640ull, .label = "sparse_down ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, q/an_q_s/f|q/g_q/logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},

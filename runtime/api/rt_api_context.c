@@ -52,6 +52,12 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID,
                            "ternion_context_new: n_ctx %d, n_batch %d, n_seq_max %d (1..256), gemv %d (0..2), "
                            "device %d: out of range", p.n_ctx, p.n_batch, p.n_seq_max, p.gemv, p.device);
+    if (p.sparse_ffn < TERNION_SPARSE_DENSE || p.sparse_ffn > TERNION_SPARSE_EXACT)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: sparse_ffn %d: out of range", p.sparse_ffn);
+    if (p.sparse_ffn == TERNION_SPARSE_EXACT && !m->desc->decode_exact.n_layer)
+        return rt_api_fail(TERNION_E_INVALID,
+                           "--sparse-ffn exact: models/%s.yaml has no 'sparse_ffn: exact', so this model carries no "
+                           "sparse decode schedule (add the key and run make gen)", m->desc->name);
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
         return rt_api_fail(TERNION_E_INVALID,
                            "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
@@ -75,6 +81,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         .no_int_dot = p.no_int_dot,
         .gemv_vec = p.gemv,
         .lm_head_q8 = p.lm_head_q8,
+        .sparse_ffn = p.sparse_ffn,
         .progress = progress_cb,
         .progress_user = m,
     };

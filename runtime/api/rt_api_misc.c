@@ -134,6 +134,7 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .native_int_dot_available = st.native_dot_available,
         .gemv_vec = st.gemv_vec,
         .lm_head_q8 = st.lm_head_q8,
+        .sparse_ffn = st.sparse_ffn,
     };
     return 0;
 }
@@ -150,6 +151,19 @@ void ternion_perf_reset(ternion_context *c)
 uint64_t ternion_perf_decode_bytes(const ternion_context *c, int32_t n_kv)
 {
     return c && n_kv >= 0 ? rt_engine_decode_bytes(c->e, n_kv) : 0;
+}
+
+uint64_t ternion_perf_decode_weight_bytes(const ternion_context *c)
+{
+    return c ? rt_engine_decode_weight_bytes(c->e) : 0;
+}
+
+int32_t ternion_perf_ffn_active(const ternion_context *c, double *out, int32_t cap)
+{
+    if (!c || !out || cap <= 0 || !rt_engine_ffn_active(c->e, out, cap))
+        return 0;
+    int32_t n = rt_engine_n_layers(c->e);
+    return n < cap ? n : cap;
 }
 
 int ternion_perf_copy_bandwidth(ternion_context *c, double *out_gbs)

@@ -237,7 +237,12 @@ typedef struct {
                            (same results either way) */
     bool lm_head_q8;    /* the LM head on a Q8_0 copy made at load: about half its bytes, logits
                            change slightly; TERNION_E_INVALID when the model has no such head */
+    int32_t sparse_ffn; /* TERNION_SPARSE_*: single-token steps skip the up rows and down columns
+                           of FFN neurons whose gate is <= 0 (the same logits); EXACT needs a
+                           model whose YAML has sparse_ffn: exact (else TERNION_E_INVALID) */
 } ternion_context_params;
+
+enum { TERNION_SPARSE_DENSE = 0, TERNION_SPARSE_EXACT = 1 };
 
 TERNION_API ternion_context_params ternion_context_default_params(void);
 /* Upload the model's weights to the device, allocate the KV caches, record the command
@@ -366,6 +371,7 @@ typedef struct {
     bool native_int_dot_available; /* the device has them */
     bool gemv_vec;                 /* decode matrix rows read 16 bytes per lane (else 4) */
     bool lm_head_q8;               /* the LM head reads the Q8_0 copy */
+    int32_t sparse_ffn;            /* TERNION_SPARSE_* of single-token steps */
 } ternion_perf;
 
 TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
@@ -373,6 +379,13 @@ TERNION_API void ternion_perf_reset(ternion_context *ctx); /* zeroes the counter
 /* Bytes one decode step reads and writes at a context of n_kv positions (weights,
  * activations, KV rows), from the generated per-dispatch byte counts. */
 TERNION_API uint64_t ternion_perf_decode_bytes(const ternion_context *ctx, int32_t n_kv);
+/* Weight bytes one decode step reads (matrices, tables, norm weights; the embedding's
+ * one row; the sparse FFN's up rows / down columns at the measured mean active count). */
+TERNION_API uint64_t ternion_perf_decode_weight_bytes(const ternion_context *ctx);
+/* Sparse FFN: per layer, the mean fraction of FFN neurons with gate > 0 over the
+ * single-token steps so far, into out[0 .. cap). Returns the layers written: 0 when the
+ * context runs the dense FFN (nothing measured) or no single-token step ran. */
+TERNION_API int32_t ternion_perf_ffn_active(const ternion_context *ctx, double *out, int32_t cap);
 /* The device's copy bandwidth in GB/s (read + write), measured with a copy kernel. */
 TERNION_API int ternion_perf_copy_bandwidth(ternion_context *ctx, double *out_gbs);
 

@@ -102,6 +102,7 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     cp.no_int_dot = o->no_int_dot;
     cp.gemv = !o->gemv ? 0 : !strcmp(o->gemv, "vec4") ? 2 : 1;
     cp.lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8");
+    cp.sparse_ffn = o->sparse_ffn && !strcmp(o->sparse_ffn, "exact") ? TERNION_SPARSE_EXACT : TERNION_SPARSE_DENSE;
     ternion_context *c = NULL;
     if (ternion_context_new(m, &cp, &c)) {
         fprintf(stderr, "error: %s\n", ternion_last_error());

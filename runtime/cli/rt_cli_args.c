@@ -62,6 +62,7 @@ static const flag_def flags[] = {
     {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
     {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
     {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},
+    {"--sparse-ffn", NULL, F_STR, O(sparse_ffn), 0, 0, "MODE", "dense (default) or exact: decode skips the up rows and down columns of FFN neurons whose gate is <= 0 (models with sparse_ffn in their YAML); same logits; --profile / --bench print the active fraction per layer"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
     {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
     {"-h", "--help", F_BOOL, O(help), 0, 0, NULL, "this help"},
@@ -192,6 +193,8 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         return bad_value(o->prog, "--gemv", o->gemv, "scalar or vec4");
     if (o->lm_head && strcmp(o->lm_head, "f16") && strcmp(o->lm_head, "q8"))
         return bad_value(o->prog, "--lm-head", o->lm_head, "f16 or q8");
+    if (o->sparse_ffn && strcmp(o->sparse_ffn, "dense") && strcmp(o->sparse_ffn, "exact"))
+        return bad_value(o->prog, "--sparse-ffn", o->sparse_ffn, "dense or exact");
     if (o->top_p <= 0 || o->repeat_penalty <= 0) {
         fprintf(stderr, "error: %s must be greater than 0\n", o->top_p <= 0 ? "--top-p" : "--repeat-penalty");
         return usage_error(o->prog);

@@ -24,6 +24,7 @@
 #define DEC_STEPS 8        /* tokens per decode run */
 #define PROMPT_RUNS 3
 #define N_PROMPTS 3
+#define MAX_FFN_LAYERS 512 /* layers whose active-neuron fraction the report shows */
 
 typedef struct {
     char device[256], driver[256], dev_type[16];
@@ -33,7 +34,10 @@ typedef struct {
     double prompt_tps[N_PROMPTS]; /* prompt_sizes; < 0: skipped */
     double long_ms[2];     /* decode ms/token at the long contexts; < 0: skipped */
     uint32_t dispatches, barriers;
-    uint64_t bytes;
+    uint64_t bytes, weight_bytes;
+    int sparse_ffn;        /* TERNION_SPARSE_* */
+    int n_ffn;             /* layers in ffn_active (0: not measured: dense) */
+    double ffn_active[MAX_FFN_LAYERS]; /* fraction of FFN neurons with gate > 0, per layer */
     double achieved_gbs, copy_gbs;
     bool native_dot;       /* kernels with native integer dot products */
     bool lm_head_q8;       /* --lm-head q8 */
@@ -321,6 +325,9 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->gemv_vec = st.gemv_vec;
     r->barriers = st.barriers_per_token;
     r->bytes = ternion_perf_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
+    r->weight_bytes = ternion_perf_decode_weight_bytes(e);
+    r->sparse_ffn = st.sparse_ffn;
+    r->n_ffn = ternion_perf_ffn_active(e, r->ffn_active, MAX_FFN_LAYERS);
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
     if (ternion_perf_copy_bandwidth(e, &r->copy_gbs)) {
         fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", ternion_context_error(e));
@@ -338,6 +345,14 @@ static void json_str(const char *key, const char *s, bool comma)
         else putchar(*s);
     }
     printf("\"%s", comma ? "," : "");
+}
+
+static double mean_active(const bench_result *r)
+{
+    double s = 0;
+    for (int L = 0; L < r->n_ffn; L++)
+        s += r->ffn_active[L];
+    return r->n_ffn ? s / r->n_ffn : 0;
 }
 
 static void report(const rt_cli_opts *o, const char *name, const char *path, const bench_result *r)
@@ -365,10 +380,20 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
+        json_str("sparse_ffn", r->sparse_ffn == TERNION_SPARSE_EXACT ? "exact" : "dense", true);
+        if (r->n_ffn) {
+            printf("\"ffn_active\":%.4f,\"ffn_active_layers\":[", mean_active(r));
+            for (int L = 0; L < r->n_ffn; L++)
+                printf("%s%.4f", L ? "," : "", r->ffn_active[L]);
+            printf("],");
+        } else {
+            printf("\"ffn_active\":null,\"ffn_active_layers\":null,");
+        }
         printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
+               "\"weight_bytes_per_token\":%llu,"
                "\"achieved_gbs\":%.3f,\"copy_gbs\":%.3f,\"ratio\":%.4f,\"profile\":%s}\n",
-               r->dispatches, r->barriers, (unsigned long long)r->bytes, r->achieved_gbs, r->copy_gbs, ratio,
-               o->profile ? "true" : "false");
+               r->dispatches, r->barriers, (unsigned long long)r->bytes, (unsigned long long)r->weight_bytes,
+               r->achieved_gbs, r->copy_gbs, ratio, o->profile ? "true" : "false");
         return;
     }
     printf("bench %s: %s, %d layers, vocab %d, context %d\n", name, o->model ? path : "random weights",
@@ -391,7 +416,16 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         else printf("prompt %3d:  %.1f tok/s, first token after %.1f ms (median of %d)\n", prompt_sizes[p],
                     r->prompt_tps[p], prompt_sizes[p] * 1000.0 / r->prompt_tps[p], PROMPT_RUNS);
     }
-    printf("per token:   %u dispatches, %u barriers, %.2f MB read\n", r->dispatches, r->barriers, r->bytes / 1e6);
+    printf("per token:   %u dispatches, %u barriers, %.2f MB read (%.2f MB of weights)\n", r->dispatches, r->barriers,
+           r->bytes / 1e6, r->weight_bytes / 1e6);
+    if (r->n_ffn) {
+        printf("sparse FFN:  exact; neurons with gate > 0: %.1f %% on average, per layer:", 100 * mean_active(r));
+        for (int L = 0; L < r->n_ffn; L++)
+            printf(" %.1f", 100 * r->ffn_active[L]);
+        printf("\n");
+    } else {
+        printf("sparse FFN:  dense (--sparse-ffn exact measures the active neurons per layer)\n");
+    }
     printf("bandwidth:   %.2f GB/s achieved; device copy %.2f GB/s (read+write); ratio %.1f%%\n", r->achieved_gbs,
            r->copy_gbs, 100.0 * ratio);
 }

@@ -45,6 +45,7 @@ typedef struct {
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
     const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
     const char *gemv;          /* --gemv: "scalar", "vec4" or NULL (by device type) */
+    const char *sparse_ffn;    /* --sparse-ffn: "dense" (NULL: the same) or "exact" */
     /* check modes (automated tests) */
     const char *tokens;        /* --tokens "ID ID ...": prompt ids as given, no BOS */
     const char *logits_out;    /* --logits-out FILE */

@@ -66,4 +66,12 @@ void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
     else
         fprintf(stderr, "%10.3f %9.1f\n", total_bytes / 1e6, total > 0 ? total_bytes / total : 0);
     free(rows);
+    double act[512];
+    int32_t nl = decode ? ternion_perf_ffn_active(ctx, act, 512) : 0;
+    if (nl) {
+        fprintf(stderr, "sparse FFN: neurons with gate > 0 per layer (%%, mean over the decode steps):");
+        for (int32_t L = 0; L < nl; L++)
+            fprintf(stderr, " %.1f", 100 * act[L]);
+        fprintf(stderr, "\n");
+    }
 }

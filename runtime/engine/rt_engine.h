@@ -37,7 +37,12 @@ typedef struct {
      * engine never prints (verbose: the Vulkan layer's device line only). */
     void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
     void *progress_user;
+    int sparse_ffn;     /* RT_SPARSE_*: decode with the exact sparse FFN (the schedule
+                           decode_exact, YAML sparse_ffn: exact; same logits, only the active
+                           neurons' up rows and down columns read); error if the model has none */
 } rt_engine_opts;
+
+enum { RT_SPARSE_DENSE = 0, RT_SPARSE_EXACT = 1 };
 
 /* Does the GGUF g fit the generated model d (general.architecture, the hyperparameters the
  * YAML fixes, every tensor's type and shape)? 0 with the layer count and vocabulary size;
@@ -96,6 +101,7 @@ typedef struct {
     bool native_dot_available;       /* the device has them (native_dot unless --no-int-dot) */
     bool gemv_vec;                   /* decode bitlinears read 16 bytes per lane (else 4) */
     bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
+    int sparse_ffn;                  /* RT_SPARSE_* of the decode schedule */
 } rt_engine_stats;
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 /* Bytes one decode step reads and writes (weights, activations, the KV rows of a
@@ -113,6 +119,17 @@ typedef struct {
 } rt_engine_profile_row;
 int rt_engine_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n,
                       int *out_tokens, int *out_n_kv, char *err);
+/* Sparse FFN (rt_engine_sparse.c): per layer, the mean fraction of FFN neurons with
+ * gate > 0 over the decode steps run since the last reset, into out[0 .. n_layers)
+ * (at most max). Returns the number of steps counted: 0 when the decode schedule is
+ * the dense one (nothing is measured) or no step ran yet. */
+int rt_engine_ffn_active(const rt_engine *e, double *out, int max);
+void rt_engine_ffn_reset(rt_engine *e);
+int rt_engine_n_layers(const rt_engine *e);
+/* Weight bytes one decode step reads: every matrix / table / norm weight its dispatches
+ * bind, whole (the embedding: one row), except the sparse FFN's up and down (bytes per
+ * active neuron times the measured mean, rt_engine_ffn_active). */
+uint64_t rt_engine_decode_weight_bytes(const rt_engine *e);
 /* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err);
 

@@ -265,6 +265,8 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->head_q8 = opts->lm_head_q8;
     if (e->head_q8 && make_q8_tables(e, opts->model_path, err))
         goto fail;
+    if (rt_eng_sparse_open(e, opts->sparse_ffn, err))
+        goto fail;
     e->acts = calloc(desc->n_acts ? desc->n_acts : 1, sizeof(rt_buf));
     e->kc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
     e->vc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
@@ -308,9 +310,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (opts->verbose)
         fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane\n",
                 e->native_dot ? "native" : "portable (emulated)", e->gemv_vec ? 16 : 4);
-    e->head_argmax = rt_eng_writes_result(rt_eng_post_of(e, &desc->decode), desc->decode.n_post);
-    if (rt_eng_record(e, &desc->decode, 1, -1, 0, &e->decode, err) ||
-        (!e->head_argmax && rt_eng_record(e, &desc->decode, 1, desc->k_argmax, 0, &e->decode_argmax, err)) ||
+    e->head_argmax = rt_eng_writes_result(rt_eng_post_of(e, e->dec), e->dec->n_post);
+    if (rt_eng_record(e, e->dec, 1, -1, 0, &e->decode, err) ||
+        (!e->head_argmax && rt_eng_record(e, e->dec, 1, desc->k_argmax, 0, &e->decode_argmax, err)) ||
         rt_eng_record(e, NULL, 0, desc->k_argmax, 0, &e->argmax0, err))
         goto fail;
     if (e->head_argmax)
@@ -322,6 +324,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->stats.native_dot_available = rt_vk_get_info(e->vk)->has_int_dot;
     e->stats.gemv_vec = e->gemv_vec;
     e->stats.lm_head_q8 = e->head_q8;
+    e->stats.sparse_ffn = opts->sparse_ffn;
     *out_e = e;
     return 0;
 fail:
@@ -362,6 +365,7 @@ void rt_engine_close(rt_engine *e)
         rt_eng_multi_free(e);
         for (int i = 0; i < e->chain.count; i++)
             rt_cmd_free(e->chain.slot[i].c);
+        rt_eng_sparse_close(e);
         rt_vk_destroy(e->vk);
     }
     free(e->w);

@@ -10,6 +10,8 @@
  *                       argmax / top-k read-back
  *   rt_engine_stats.c   figures for the bench and --profile (bytes per step, per-kernel
  *                       tables, copy bandwidth)
+ *   rt_engine_sparse.c  the sparse FFN's decode: transposed weight copies, the STATS
+ *                       counters of active neurons
 
  * How the engine works as a whole:
 
@@ -64,6 +66,9 @@ struct rt_engine {
     bool head_q8;         /* post sections are the schedules' post_q8 */
     bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
     rt_buf *wq8;          /* [n_tensors]: Q8_0 copies of the tables post_q8 reads (head_q8) */
+    const rt_schedule *dec; /* the decode schedule run: desc->decode, or decode_exact */
+    rt_buf *wt;           /* [n_tensors][n_layers]: transposed copies (RT_ARG_WEIGHT_T), sparse FFN */
+    rt_buf ffn_stats;     /* u32[RT_STATS_WORDS] host-visible (RT_ARG_STATS) */
     rt_buf *acts;         /* [n_acts] */
     rt_buf *kc, *vc;      /* [n_seq][n_layers]: a KV cache per sequence */
     int n_seq, seq;       /* sequences; the one the recorded streams bind (rt_engine_set_seq) */
@@ -102,6 +107,11 @@ int rt_eng_flush(rt_engine *e, char *err);
 /* rt_engine_multi.c: its host table (at open) and streams (at close) */
 int rt_eng_multi_init(rt_engine *e, char *err);
 void rt_eng_multi_free(rt_engine *e);
+/* rt_engine_sparse.c: the transposed weights and the STATS buffer of the sparse decode */
+int rt_eng_sparse_open(rt_engine *e, int mode, char *err);
+void rt_eng_sparse_close(rt_engine *e);
+/* Mean active neurons of layer L per decode step so far (the FFN width before any step). */
+double rt_eng_ffn_neurons(const rt_engine *e, int L);
 
 /* rt_engine_record.c */
 int rt_eng_record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err);

@@ -117,7 +117,7 @@ static rt_cmd *chain_stream(rt_engine *e, int n, char *err)
         if (i)
             rt_cmd_copy(c, &e->result, 0, &e->tokens, 0, 4); /* the previous step's argmax */
         rt_cmd_barrier(c, NULL, 0); /* all of step i - 1 before step i: no fence between them */
-        rt_eng_record_schedule(e, c, &e->d->decode, 1);
+        rt_eng_record_schedule(e, c, e->dec, 1);
         if (!e->head_argmax) {
             rt_cmd_barrier(c, &lg, 1);
             rt_eng_record_aux(e, c, e->d->k_argmax, 0, 0);
@@ -188,7 +188,7 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
         rt_cmd_free(e->decode_topk);
         e->decode_topk = NULL;
         e->decode_topk_k = 0;
-        if (rt_eng_record(e, &e->d->decode, 1, e->d->k_topk, (uint32_t)k, &e->decode_topk, err))
+        if (rt_eng_record(e, e->dec, 1, e->d->k_topk, (uint32_t)k, &e->decode_topk, err))
             return -1;
         e->decode_topk_k = k;
     }

@@ -18,24 +18,76 @@ static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_
 }
 
 /* The decode dispatches in recording order (see rt_eng_record()): pre, layer x n_layers, post. */
-static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i)
+static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i, int *out_layer)
 {
-    const rt_schedule *s = &e->d->decode;
+    const rt_schedule *s = e->dec;
+    *out_layer = -1;
     if (i < s->n_pre)
         return &s->pre[i];
     i -= s->n_pre;
-    if (i < s->n_layer * (uint32_t)e->n_layers)
+    if (i < s->n_layer * (uint32_t)e->n_layers) {
+        *out_layer = (int)(i / s->n_layer);
         return &s->layer[i % s->n_layer];
+    }
     i -= s->n_layer * (uint32_t)e->n_layers;
     return i < s->n_post ? &rt_eng_post_of(e, s)[i] : NULL;
 }
 
-/* Bytes of the i-th dispatch of a decode step: the schedule's, then the argmax / top-k
- * appended to it (it reads the logits row). */
+/* Bytes of the i-th dispatch of a decode step: the schedule's (a sparse FFN kernel's
+ * per active neuron times the layer's measured mean), then the argmax / top-k appended
+ * to it (it reads the logits row). */
 static uint64_t step_bytes(const rt_engine *e, uint32_t i, int n_kv)
 {
-    const rt_dispatch *dp = decode_dispatch(e, i);
-    return dp ? dispatch_bytes(e, dp, n_kv) : (uint64_t)e->vocab * 4;
+    int layer;
+    const rt_dispatch *dp = decode_dispatch(e, i, &layer);
+    if (!dp)
+        return (uint64_t)e->vocab * 4;
+    uint64_t b = dispatch_bytes(e, dp, n_kv);
+    if (dp->bytes_active)
+        b += (uint64_t)llround((double)dp->bytes_active * rt_eng_ffn_neurons(e, layer));
+    return b;
+}
+
+/* Bytes of weight tensor t as a dispatch of section `pre` reads it (kind: its arg kind). */
+static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre)
+{
+    const rt_tensor_desc *td = &e->d->tensors[a.index];
+    const int64_t ne1 = td->ne[1] < 0 ? e->vocab : td->ne[1];
+    const uint64_t n = (uint64_t)td->ne[0] * (uint64_t)(td->n_dims > 1 ? ne1 : 1);
+    if (a.kind == RT_ARG_WEIGHT_Q8)
+        return n + n / RT_Q8_BLOCK * 2;
+    if (td->type == RT_TYPE_I2_S)
+        return n / 4 + 4;
+    const uint64_t elem = td->type == RT_TYPE_F16 ? 2 : 4;
+    if (pre && a.index == e->d->vocab_tensor) /* the embedding reads the token's row */
+        return (uint64_t)td->ne[0] * elem;
+    return n * elem;
+}
+
+uint64_t rt_engine_decode_weight_bytes(const rt_engine *e)
+{
+    const rt_schedule *s = e->dec;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++) {
+        int layer;
+        const rt_dispatch *dp = decode_dispatch(e, i, &layer);
+        if (!dp)
+            continue;
+        const bool pre = i < s->n_pre;
+        for (int a = 0; a < dp->n_args; a++) {
+            const rt_arg arg = dp->args[a];
+            const bool wk = arg.kind == RT_ARG_WEIGHT || arg.kind == RT_ARG_WEIGHT_NEXT || arg.kind == RT_ARG_WEIGHT_Q8;
+            /* the sparse FFN's matrices (I2_S, or their transposed copy): per active neuron */
+            if (dp->bytes_active && (arg.kind == RT_ARG_WEIGHT_T ||
+                                     (wk && e->d->tensors[arg.index].type == RT_TYPE_I2_S)))
+                continue;
+            if (wk)
+                total += weight_arg_bytes(e, arg, pre);
+        }
+        if (dp->bytes_active)
+            total += (uint64_t)llround((double)dp->bytes_active * rt_eng_ffn_neurons(e, layer));
+    }
+    return total;
 }
 
 uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv)

@@ -109,8 +109,9 @@ typedef struct {
     /* Bytes this dispatch reads+writes for one token (profiling GB/s):
      * bytes + bytes_vocab * vocabulary size + bytes_kv * cache rows attended. */
     uint64_t bytes, bytes_vocab, bytes_kv;
-    /* sparse FFN: + this per active neuron (the rows / columns actually read); the
-     * active count per layer is in STATS */
+    /* sparse FFN: + these weight bytes per active neuron (its row of up / column of
+     * down; the activations are in `bytes` at full width); the active count per layer
+     * is in STATS */
     uint64_t bytes_active;
     const char *label; /* e.g. "bitlinear attn_q" */
 } rt_dispatch;
