@@ -155,6 +155,16 @@ const char *dsl_error(const dsl_kernel *k);
 void dsl_fail(dsl_kernel *k, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define dsl_kernel_fail(k, ...) dsl_fail((k), __FILE__, __LINE__, __VA_ARGS__)
 
+/* Exact arithmetic order for the whole kernel: every local (variables, lets and the
+ * temporaries the emitter binds) is declared `precise`, and a float value stored to a
+ * buffer or shared element is first bound to a precise temporary. glslang then marks every
+ * arithmetic instruction feeding a local or a store NoContraction (SPIR-V): no driver may
+ * fuse a*b+c into an FMA or reassociate, so two kernels that build the same expressions
+ * in the same order give the same bits on any conforming device (fused == unfused). Call
+ * before building; dsl_kernel_reset clears it. */
+void dsl_kernel_set_precise(dsl_kernel *k);
+bool dsl_kernel_is_precise(const dsl_kernel *k);
+
 /* Device features a kernel needs, known after dsl_emit_glsl (bitmask of DSL_FEAT_*). */
 enum {
     DSL_FEAT_STORAGE8 = 1u << 0,   /* storageBuffer8BitAccess */
@@ -410,6 +420,12 @@ dsl_type dsl_typeof(dsl_expr e);
 #define dsl_var_array(k, name, type, n) dsl_var_array_at((k), (name), (type), (n), __FILE__, __LINE__)
 /* Bind the current value of e to a named local `T name = e;` now; returns it (read-only). */
 #define dsl_let(k, name, e) dsl_let_at((k), (name), (e), __FILE__, __LINE__)
+/* Precise forms (GLSL `precise`, SPIR-V NoContraction on every arithmetic instruction that
+ * contributes to the value): `precise T name = init;` / `precise T name = e;`. Use them
+ * for the float accumulations whose evaluation order must be the one written (a value
+ * computed by two kernels that must agree bit for bit). */
+#define dsl_var_precise(k, name, type, init) dsl_var_precise_at((k), (name), (type), (init), __FILE__, __LINE__)
+#define dsl_precise(k, name, e) dsl_precise_at((k), (name), (e), __FILE__, __LINE__)
 /* `lv = v;` (types must match exactly; lv: var, element, or component of one). */
 #define dsl_assign(k, lv, v) dsl_assign_at((k), (lv), DSL_OP_COUNT, (v), __FILE__, __LINE__)
 /* Compound `lv op= v;` for op in ADD SUB MUL DIV MOD BAND BOR BXOR SHL SHR (op's type rule). */
@@ -501,6 +517,9 @@ dsl_expr dsl_var_at(dsl_kernel *k, const char *name, dsl_type type, dsl_expr ini
 dsl_expr dsl_var_array_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t n, const char *file,
                           int line);
 dsl_expr dsl_let_at(dsl_kernel *k, const char *name, dsl_expr e, const char *file, int line);
+dsl_expr dsl_var_precise_at(dsl_kernel *k, const char *name, dsl_type type, dsl_expr init, const char *file,
+                            int line);
+dsl_expr dsl_precise_at(dsl_kernel *k, const char *name, dsl_expr e, const char *file, int line);
 void dsl_assign_at(dsl_kernel *k, dsl_expr lv, dsl_op op, dsl_expr v, const char *file, int line);
 void dsl_if_at(dsl_kernel *k, dsl_expr cond, const char *file, int line);
 void dsl_else_at(dsl_kernel *k, const char *file, int line);

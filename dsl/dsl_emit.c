@@ -44,6 +44,7 @@ typedef struct {
     dsl_sb *o;
     uint32_t ext;
     bool helpers[DSL_OP_COUNT]; /* HELPER ops used */
+    bool pdot[256];             /* precise kernels: dsl_pdot overloads used, by operand type */
     bool atomics;
     int tmp;
 } emitter;
@@ -140,9 +141,36 @@ static void arg_as(emitter *e, const dsl_node *n, dsl_type want)
     dsl_sb_printf(e->o, ")");
 }
 
+/* A precise kernel's float dot product: glslang leaves OpDot without NoContraction (a
+ * driver may then use FMAs inside it), so it is spelled as a helper whose products and
+ * sums, in lane order, are precise: ((a.x * b.x + a.y * b.y) + a.z * b.z) + a.w * b.w. */
+static bool precise_dot(const emitter *e, const dsl_node *n)
+{
+    return e->k->precise_all && n->op == DSL_OP_DOT && dsl_type_is_float(n->args[0]->type);
+}
+
+static void pdot_helper(dsl_sb *o, dsl_type t)
+{
+    static const char lane[] = "xyzw";
+    const char *ts = dsl_type_glsl(dsl_type_scalar(t)), *tv = dsl_type_glsl(t);
+    dsl_sb_printf(o, "\n%s dsl_pdot(%s a, %s b)\n{\n    precise %s r = a.x * b.x", ts, tv, tv, ts);
+    for (int i = 1; i < dsl_type_lanes(t); i++) dsl_sb_printf(o, " + a.%c * b.%c", lane[i], lane[i]);
+    dsl_sb_printf(o, ";\n    return r;\n}\n");
+}
+
 static void ex_op(emitter *e, const dsl_node *n)
 {
     const dsl_op_row *r = &dsl_op_rows[n->op];
+    if (precise_dot(e, n)) {
+        note_type(e, n->args[0]->type);
+        e->pdot[n->args[0]->type] = true;
+        dsl_sb_printf(e->o, "dsl_pdot(");
+        ex(e, n->args[0]);
+        dsl_sb_printf(e->o, ", ");
+        ex(e, n->args[1]);
+        dsl_sb_printf(e->o, ")");
+        return;
+    }
     e->ext |= r->ext;
     note_type(e, n->type);
     for (int i = 0; i < n->nargs; i++) note_type(e, n->args[i]->type);
@@ -229,6 +257,43 @@ static void ex_raw(emitter *e, const dsl_node *n, bool lvalue)
 
 static void indent(emitter *e, int d) { dsl_sb_printf(e->o, "%*s", 4 * d, ""); }
 
+/* Float arithmetic in the tree of n, down to bound values and leaves (whose own
+ * declarations carry their precision): what NoContraction is about. */
+static bool float_math(const dsl_node *n)
+{
+    if (n->bound || dsl_is_leaf(n))
+        return false;
+    if (n->kind == N_OP && (dsl_type_is_float(n->type) || (n->nargs && dsl_type_is_float(n->args[0]->type))))
+        return true;
+    for (int i = 0; i < n->nargs; i++)
+        if (float_math(n->args[i]))
+            return true;
+    return false;
+}
+
+/* "precise " for local n declared precise, and in a precise kernel for every float local
+ * and every local whose value v is computed with float arithmetic (an int code rounded
+ * from a float product); integer-only locals stay plain (so no driver refuses to fuse
+ * their address arithmetic). */
+static const char *precise_word(const dsl_kernel *k, const dsl_node *n, const dsl_node *v)
+{
+    if (n->precise || (k->precise_all && dsl_type_is_float(n->type)))
+        return "precise ";
+    return k->precise_all && v && float_math(v) ? "precise " : "";
+}
+
+/* Value of an assignment in a precise kernel computed with float arithmetic, to a target
+ * that is not a precise local (a buffer or shared element, an integer local): bound to a
+ * precise temporary right before the assignment, so glslang marks it. */
+static bool assign_needs_precise(const dsl_kernel *k, const dsl_stmt *s)
+{
+    if (!k->precise_all || !float_math(s->b))
+        return false;
+    const dsl_node *lv = s->a;
+    while (lv->kind == N_SWZ) lv = lv->args[0];
+    return lv->kind != N_VAR || !*precise_word(k, lv, NULL);
+}
+
 static void decl_bind(emitter *e, dsl_node *n, int d)
 {
     indent(e, d);
@@ -244,7 +309,8 @@ static void decl_bind(emitter *e, dsl_node *n, int d)
         n->name = dsl_arena_strdup(&e->k->arena, buf);
     }
     note_type(e, n->type);
-    dsl_sb_printf(e->o, "%s %s = ", dsl_type_glsl(n->type), n->name);
+    dsl_sb_printf(e->o, "%s%s %s = ", precise_word(e->k, n, n->kind == N_LET ? n->args[0] : n),
+                  dsl_type_glsl(n->type), n->name);
     ex_raw(e, n, false);
     dsl_sb_printf(e->o, ";\n");
     n->bound = true;
@@ -280,15 +346,18 @@ static void stmt(emitter *e, const dsl_stmt *s, int d)
         indent(e, d);
         note_type(e, s->a->type);
         if (s->a->is_array) {
-            dsl_sb_printf(o, "%s %s[%u];\n", dsl_type_glsl(s->a->type), s->a->name, s->a->n);
+            dsl_sb_printf(o, "%s%s %s[%u];\n", precise_word(e->k, s->a, NULL), dsl_type_glsl(s->a->type),
+                          s->a->name, s->a->n);
             return;
         }
-        dsl_sb_printf(o, "%s %s = ", dsl_type_glsl(s->a->type), s->a->name);
+        dsl_sb_printf(o, "%s%s %s = ", precise_word(e->k, s->a, s->b), dsl_type_glsl(s->a->type), s->a->name);
         if (s->b) ex(e, s->b);
         else dsl_sb_printf(o, "%s", dsl_zero_text(e->k, s->a->type));
         dsl_sb_printf(o, ";\n");
         return;
     case S_ASSIGN:
+        if (assign_needs_precise(e->k, s))
+            decl_bind(e, s->b, d); /* `precise T tN = <value>;` right before the store */
         indent(e, d);
         ex_raw(e, s->a, true);
         dsl_sb_printf(o, " %s= ", s->op == DSL_OP_COUNT ? "" : dsl_op_rows[s->op].glsl);
@@ -453,6 +522,8 @@ static void header(emitter *e, dsl_sb *o)
         if (c->is_spec) dsl_sb_printf(o, "layout(constant_id = %u) ", c->n);
         dsl_sb_printf(o, "const %s %s = %s;\n", dsl_type_glsl(c->type), c->name, c->text);
     }
+    for (int t = 0; t < 256; t++)
+        if (e->pdot[t]) pdot_helper(o, (dsl_type)t);
     for (int op = 0; op < DSL_OP_COUNT; op++) {
         if (!e->helpers[op]) continue;
         if (native_src[op])

@@ -78,6 +78,16 @@ size_t dsl_kernel_arena_bytes(const dsl_kernel *k) { return k ? k->arena.reserve
 dsl_type dsl_typeof(dsl_expr e) { return e ? e->type : DSL_VOID; }
 const char *dsl_error(const dsl_kernel *k) { return k ? k->err : NULL; }
 uint32_t dsl_kernel_features(const dsl_kernel *k) { return k ? k->features : 0; }
+bool dsl_kernel_is_precise(const dsl_kernel *k) { return k && k->precise_all; }
+
+void dsl_kernel_set_precise(dsl_kernel *k)
+{
+    if (k && !k->err) {
+        k->precise_all = true;
+        free(k->glsl); /* emitted text (if any) no longer matches */
+        k->glsl = NULL;
+    }
+}
 
 void dsl_fail(dsl_kernel *k, const char *file, int line, const char *fmt, ...)
 {

@@ -90,6 +90,7 @@ struct dsl_node {
     bool impure;            /* value depends on when/where it is evaluated */
     bool late;              /* read after its creation point: bind at creation */
     bool force_bind;        /* let / atomic */
+    bool precise;           /* N_VAR / N_LET: declared `precise` (SPIR-V NoContraction) */
     bool readonly;          /* loop variable, let */
     bool is_array;          /* N_VAR local array */
     bool is_spec;           /* N_CONST specialization constant */
@@ -157,6 +158,7 @@ struct dsl_kernel {
     bool frozen_names;
     char *glsl;          /* emitted text (malloc) */
     uint32_t features;
+    bool precise_all;    /* dsl_kernel_set_precise: every local precise, stored values too */
 };
 
 /* Build helpers (dsl_build.c, dsl_decl.c). */

@@ -83,6 +83,24 @@ dsl_expr dsl_let_at(dsl_kernel *k, const char *name, dsl_expr e, const char *fil
     return x;
 }
 
+static dsl_expr mark_precise(dsl_kernel *k, dsl_expr x)
+{
+    if (x && x != k->poison && (x->kind == N_VAR || x->kind == N_LET))
+        x->precise = true;
+    return x;
+}
+
+dsl_expr dsl_var_precise_at(dsl_kernel *k, const char *name, dsl_type type, dsl_expr init, const char *file,
+                            int line)
+{
+    return mark_precise(k, dsl_var_at(k, name, type, init, file, line));
+}
+
+dsl_expr dsl_precise_at(dsl_kernel *k, const char *name, dsl_expr e, const char *file, int line)
+{
+    return mark_precise(k, dsl_let_at(k, name, e, file, line));
+}
+
 static const char *lv_what(const dsl_node *lv)
 {
     while (lv->kind == N_SWZ) lv = lv->args[0];

@@ -36,7 +36,15 @@ int gen_kernel_build(const gen_graph *g, const gen_kop *kop, bool decode, gen_ke
                  gen_kop_name(kop->kind));
         return -1;
     }
-    return builders[kop->kind](g, kop, decode, out, err);
+    int rc = builders[kop->kind](g, kop, decode, out, err);
+    /* Every model kernel is precise: each float operation is NoContraction in the SPIR-V,
+     * so no compiler (shaderc's optimiser included, which writes Fma on its own) fuses or
+     * reorders it. Kernels that build the same expressions in the same order (a fused
+     * kernel and the plain ones it replaces, decode and prompt rows) then round alike on
+     * every conforming device, not only on lavapipe. */
+    if (out->k)
+        dsl_kernel_set_precise((dsl_kernel *)out->k);
+    return rc;
 }
 
 void gen_kernel_out_free(gen_kernel_out *out)

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "dsl.h"
+#include "spv_precise.h"
 #include "test_dsl_kernels.h"
 
 /* Emit + compile; fails the test with the kernel's error. */
@@ -472,6 +473,83 @@ static void golden(dsl_kernel *k)
     dsl_kernel_free(k);
 }
 
+
+/* ---- precise (NoContraction) ---- */
+
+/* A sum of squares, a float scale rounded to an int code, a vec4 scaled into shared memory
+ * and a float expression stored to a buffer: every kind of float arithmetic a kernel has.
+ * mode 0: plain; 1: only the accumulator declared with dsl_var_precise; 2: the whole
+ * kernel precise. Returns the NoContraction statistics of its SPIR-V. */
+static spv_precise_stats precise_kernel(int mode, const char **glsl_out, dsl_kernel **kout)
+{
+    dsl_kernel *k = dsl_kernel_new("prec", 64, 1, 1);
+    if (mode == 2) dsl_kernel_set_precise(k);
+    dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READWRITE);
+    dsl_expr x4 = dsl_buffer_view(k, "x4", x, DSL_VEC4);
+    dsl_expr q = dsl_buffer(k, "q", DSL_I32, DSL_WRITEONLY);
+    dsl_expr sh = dsl_shared(k, "sh", DSL_VEC4, 64);
+    dsl_expr i = dsl_lid(k, 0);
+    dsl_expr acc = mode == 1 ? dsl_var_precise(k, "acc", DSL_F32, dsl_f32(k, 0))
+                             : dsl_var(k, "acc", DSL_F32, dsl_f32(k, 0));
+    dsl_expr j = dsl_for(k, "j", dsl_u32(k, 0), dsl_u32(k, 8), NULL);
+    dsl_expr e = dsl_let(k, "e", dsl_load(k, x, dsl_add(k, dsl_mul(k, i, dsl_u32(k, 8)), j)));
+    dsl_add_to(k, acc, dsl_mul(k, e, e));
+    dsl_end(k);
+    dsl_expr s = dsl_load(k, x, dsl_u32(k, 1000));
+    dsl_store(k, q, i, dsl_cast(k, dsl_round_even(k, dsl_add(k, dsl_mul(k, acc, s), dsl_f32(k, 0.5))), DSL_I32));
+    dsl_store(k, sh, i, dsl_add(k, dsl_mul(k, dsl_load(k, x4, i), acc), dsl_splat(k, DSL_VEC4, s)));
+    dsl_barrier(k);
+    dsl_store(k, x, i, dsl_add(k, dsl_mul(k, dsl_comp(k, dsl_load(k, sh, dsl_bxor(k, i, dsl_u32(k, 1))), 2), s),
+                               dsl_f32(k, 1)));
+    const char *g = emit_ok(k);
+    uint32_t *spv = NULL;
+    size_t n = 0;
+    if (dsl_compile(k, &spv, &n) != 0) fail_msg("%s", dsl_error(k));
+    spv_precise_stats st;
+    assert_int_equal(spv_precise_scan(spv, n / 4, &st), 0);
+    free(spv);
+    *glsl_out = g;
+    *kout = k;
+    return st;
+}
+
+static void test_precise(void **st_)
+{
+    (void)st_;
+    const char *g;
+    dsl_kernel *k;
+    /* plain: nothing marked, so the scanner can tell (the checks below can fail) */
+    spv_precise_stats st = precise_kernel(0, &g, &k);
+    if (getenv("TERNION_DEBUG_PRECISE"))
+        printf("%s\nfloat ops %d unmarked %d marked %d\n", g, st.float_ops, st.unmarked, st.marked_ids);
+    assert_null(strstr(g, "precise"));
+    assert_int_equal(st.marked_ids, 0);
+    assert_true(st.unmarked >= 3); /* the optimiser (shaderc -O) itself writes Fma here */
+    dsl_kernel_free(k);
+    /* one precise accumulator: its products and sums are marked, the rest is not */
+    st = precise_kernel(1, &g, &k);
+    if (getenv("TERNION_DEBUG_PRECISE"))
+        printf("%s\nfloat ops %d unmarked %d marked %d\n", g, st.float_ops, st.unmarked, st.marked_ids);
+    assert_has(g, "    precise float acc = 0.0;\n");
+    assert_false(dsl_kernel_is_precise(k));
+    assert_true(st.marked_ids >= 2);
+    assert_true(st.unmarked > 0 && st.unmarked < st.float_ops);
+    dsl_kernel_free(k);
+    /* precise kernel: every float instruction marked, integer-only locals left plain */
+    st = precise_kernel(2, &g, &k);
+    if (getenv("TERNION_DEBUG_PRECISE"))
+        printf("%s\nfloat ops %d unmarked %d marked %d\n", g, st.float_ops, st.unmarked, st.marked_ids);
+    assert_true(dsl_kernel_is_precise(k));
+    assert_has(g, "    precise float acc = 0.0;\n");
+    assert_has(g, "    precise float e = ");
+    assert_has(g, " = int(roundEven((acc * ");   /* the code: a precise temporary, then the store */
+    assert_has(g, "    precise vec4 t");         /* the shared store's value */
+    assert_null(strstr(g, "precise uint"));      /* index arithmetic stays plain */
+    assert_true(st.float_ops >= 6);
+    assert_int_equal(st.unmarked, 0);
+    dsl_kernel_free(k);
+}
+
 static void test_golden_reduce_shared(void **st) { (void)st; golden(tk_reduce_shared()); }
 static void test_golden_reduce_subgroup(void **st) { (void)st; golden(tk_reduce_subgroup()); }
 static void test_golden_f16_unpack(void **st) { (void)st; golden(tk_f16_unpack()); }
@@ -492,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_small_types),
         cmocka_unit_test(test_buffer_view),
         cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_precise),
         cmocka_unit_test(test_golden_reduce_shared),
         cmocka_unit_test(test_golden_reduce_subgroup),
         cmocka_unit_test(test_golden_f16_unpack),

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "gen_desc.h"
+#include "spv_precise.h"
 #include "gen_graph.h"
 #include "gen_model.h"
 #include "kernels/gen_k_common.h"
@@ -448,6 +449,51 @@ static void test_kernel_limits(void **state)
     }
 }
 
+
+/* Exact on every device: in the SPIR-V of every kernel of every shipped model (fused and
+ * unfused schedules, portable and native-dot builds), each float add, subtract, multiply,
+ * divide, negate and vector scale carries NoContraction and no Fma appears, so no driver
+ * may fuse or reorder the float sums (the H100 run's fused != unfused came from such
+ * contractions: shaderc's own optimiser writes Fma into plain GLSL, test_dsl's
+ * test_precise). The norm, attention, bitlinear and LM head kernels must have float
+ * arithmetic at all (else this would pass on a scanner that finds nothing). */
+static void test_kernels_precise(void **state)
+{
+    (void)state;
+    static const char *yamls[] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml",
+                                  "models/bitnet-b1.58-2b.yaml"};
+    static const char *need[] = {"norm", "attention", "bitlinear", "lm_head"};
+    char err[GEN_ERR_LEN] = "";
+    for (size_t y = 0; y < sizeof(yamls) / sizeof(yamls[0]); y++)
+        for (int fuse = 0; fuse < 2; fuse++) {
+            load(yamls[y]);
+            gen_desc d;
+            assert_int_equal(gen_desc_build(&model, fuse, &d, err), 0);
+            int seen[4] = {0};
+            for (uint32_t i = 0; i < d.n_kernels; i++)
+                for (int v = 0; v < 2; v++) {
+                    const uint32_t *spv = v ? d.kernels[i].spv_dot : d.kernels[i].spv;
+                    size_t bytes = v ? d.kernels[i].spv_dot_bytes : d.kernels[i].spv_bytes;
+                    if (!spv)
+                        continue;
+                    spv_precise_stats st;
+                    assert_int_equal(spv_precise_scan(spv, bytes / 4, &st), 0);
+                    if (st.unmarked && getenv("TERNION_DEBUG_PRECISE"))
+                        printf("%s\n", d.glsl[i]);
+                    if (st.unmarked)
+                        fail_msg("%s (%s%s): %d of %d float instructions (or Fma) without NoContraction",
+                                 d.kernels[i].name, yamls[y], v ? ", native dot" : "", st.unmarked, st.float_ops);
+                    for (int j = 0; j < 4; j++)
+                        if (strstr(d.kernels[i].name, need[j]) && st.float_ops > 0)
+                            seen[j]++;
+                }
+            for (int j = 0; j < 4; j++)
+                if (!seen[j])
+                    fail_msg("%s: no %s kernel with float arithmetic found", yamls[y], need[j]);
+            gen_desc_free(&d);
+        }
+}
+
 static gen_desc d1, d2;
 
 static void test_deterministic_and_shared_kernels(void **state)
@@ -588,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_wide_head_not_folded),
         cmocka_unit_test(test_too_many_buffers),
         cmocka_unit_test(test_kernel_limits),
+        cmocka_unit_test(test_kernels_precise),
         cmocka_unit_test(test_row_code_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

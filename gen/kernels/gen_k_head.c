@@ -354,6 +354,7 @@ static void head_argmax(dsl_kernel *k, dsl_expr part, dsl_expr sync, dsl_expr re
 struct dsl_kernel *gen_kernel_argmax(void)
 {
     dsl_kernel *k = dsl_kernel_new("argmax", WG, 1, 1);
+    dsl_kernel_set_precise(k); /* as every model kernel (gen_kernel_build) */
     if (!k)
         return NULL;
     dsl_expr logits = dsl_buffer(k, "logits", DSL_F32, DSL_READONLY);
@@ -389,6 +390,7 @@ struct dsl_kernel *gen_kernel_argmax(void)
 struct dsl_kernel *gen_kernel_topk(void)
 {
     dsl_kernel *k = dsl_kernel_new("topk", WG, 1, 1);
+    dsl_kernel_set_precise(k); /* as every model kernel (gen_kernel_build) */
     if (!k)
         return NULL;
     dsl_expr logits = dsl_buffer(k, "logits", DSL_F32, DSL_READONLY);
@@ -521,6 +523,7 @@ struct dsl_kernel *gen_kernel_topk(void)
 struct dsl_kernel *gen_kernel_copy(void)
 {
     dsl_kernel *k = dsl_kernel_new("copy", WG, 1, 1);
+    dsl_kernel_set_precise(k); /* as every model kernel (gen_kernel_build) */
     if (!k)
         return NULL;
     dsl_expr src = dsl_buffer(k, "src", DSL_UVEC4, DSL_READONLY);

@@ -40,7 +40,7 @@ void main()
     if (gl_GlobalInvocationID.x < 1280u) {
         uint tok = min(pc.tokens.d[gl_WorkGroupID.y], pc.vocab - 1u);
         uint yb = gl_WorkGroupID.y * D;
-        vec2 p = unpackHalf2x16(pc.table.d[(tok * 1280u) + gl_GlobalInvocationID.x]);
+        precise vec2 p = unpackHalf2x16(pc.table.d[(tok * 1280u) + gl_GlobalInvocationID.x]);
         pc.y.d[yb + (gl_GlobalInvocationID.x * 2u)] = p.x;
         pc.y.d[yb + ((gl_GlobalInvocationID.x * 2u) + 1u)] = p.y;
     }
@@ -57,58 +57,58 @@ void main()
         uint wi1 = gl_LocalInvocationIndex + 256u;
         uint wi2 = gl_LocalInvocationIndex + 512u;
         bool inrow = wi2 < 640u;
-        vec4 xr = Buf_xrow4(pc.y).d[wi];
-        vec4 xr1 = Buf_xrow4(pc.y).d[wi1];
-        vec4 xr2 = vec4(0.0);
+        precise vec4 xr = Buf_xrow4(pc.y).d[wi];
+        precise vec4 xr1 = Buf_xrow4(pc.y).d[wi1];
+        precise vec4 xr2 = vec4(0.0);
         if (inrow) {
             xr2 = Buf_xrow4(pc.y).d[wi2];
         }
-        vec4 wr = Buf_nwrow4(pc.lnw).d[wi];
-        vec4 wr1 = Buf_nwrow4(pc.lnw).d[wi1];
-        vec4 wr2 = vec4(0.0);
+        precise vec4 wr = Buf_nwrow4(pc.lnw).d[wi];
+        precise vec4 wr1 = Buf_nwrow4(pc.lnw).d[wi1];
+        precise vec4 wr2 = vec4(0.0);
         if (inrow) {
             wr2 = Buf_nwrow4(pc.lnw).d[wi2];
         }
-        float ss = 0.0;
-        float e = xr.x;
+        precise float ss = 0.0;
+        precise float e = xr.x;
         ss += e * e;
-        float e1 = xr.y;
+        precise float e1 = xr.y;
         ss += e1 * e1;
-        float e2 = xr.z;
+        precise float e2 = xr.z;
         ss += e2 * e2;
-        float e3 = xr.w;
+        precise float e3 = xr.w;
         ss += e3 * e3;
-        float e4 = xr1.x;
+        precise float e4 = xr1.x;
         ss += e4 * e4;
-        float e5 = xr1.y;
+        precise float e5 = xr1.y;
         ss += e5 * e5;
-        float e6 = xr1.z;
+        precise float e6 = xr1.z;
         ss += e6 * e6;
-        float e7 = xr1.w;
+        precise float e7 = xr1.w;
         ss += e7 * e7;
-        float e8 = xr2.x;
+        precise float e8 = xr2.x;
         ss += e8 * e8;
-        float e9 = xr2.y;
+        precise float e9 = xr2.y;
         ss += e9 * e9;
-        float e10 = xr2.z;
+        precise float e10 = xr2.z;
         ss += e10 * e10;
-        float e11 = xr2.w;
+        precise float e11 = xr2.w;
         ss += e11 * e11;
-        float r = subgroupAdd(ss);
+        precise float r = subgroupAdd(ss);
         if (subgroupElect()) {
             red[gl_SubgroupID] = r;
         }
         barrier();
-        float sum = red[0u];
+        precise float sum = red[0u];
         for (uint s = 1u; s < gl_NumSubgroups; s++) {
             sum = sum + red[s];
         }
         barrier();
-        float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
-        vec4 y1 = (xr * scale) * wr;
-        vec4 y2 = (xr1 * scale) * wr1;
-        vec4 y3 = (xr2 * scale) * wr2;
-        float am = 0.0;
+        precise float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+        precise vec4 y1 = (xr * scale) * wr;
+        precise vec4 y2 = (xr1 * scale) * wr1;
+        precise vec4 y3 = (xr2 * scale) * wr2;
+        precise float am = 0.0;
         am = max(am, abs(y1.x));
         am = max(am, abs(y1.y));
         am = max(am, abs(y1.z));
@@ -121,43 +121,43 @@ void main()
         am = max(am, abs(y3.y));
         am = max(am, abs(y3.z));
         am = max(am, abs(y3.w));
-        float t1 = subgroupMax(am);
+        precise float t1 = subgroupMax(am);
         if (subgroupElect()) {
             red[gl_SubgroupID] = t1;
         }
         barrier();
-        float amax = red[0u];
+        precise float amax = red[0u];
         for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
             amax = max(amax, red[s1]);
         }
         barrier();
-        float s2 = 127.0 / max(amax, 1e-05);
+        precise float s2 = 127.0 / max(amax, 1e-05);
         int qsum = 0;
-        int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+        precise int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
         qsum += qv;
-        int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+        precise int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
         qsum += qv1;
-        int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+        precise int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
         qsum += qv2;
-        int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+        precise int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
         qsum += qv3;
         pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
-        int qv4 = clamp(int(roundEven(y2.x * s2)), -128, 127);
+        precise int qv4 = clamp(int(roundEven(y2.x * s2)), -128, 127);
         qsum += qv4;
-        int qv5 = clamp(int(roundEven(y2.y * s2)), -128, 127);
+        precise int qv5 = clamp(int(roundEven(y2.y * s2)), -128, 127);
         qsum += qv5;
-        int qv6 = clamp(int(roundEven(y2.z * s2)), -128, 127);
+        precise int qv6 = clamp(int(roundEven(y2.z * s2)), -128, 127);
         qsum += qv6;
-        int qv7 = clamp(int(roundEven(y2.w * s2)), -128, 127);
+        precise int qv7 = clamp(int(roundEven(y2.w * s2)), -128, 127);
         qsum += qv7;
         pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
-        int qv8 = clamp(int(roundEven(y3.x * s2)), -128, 127);
+        precise int qv8 = clamp(int(roundEven(y3.x * s2)), -128, 127);
         qsum += qv8;
-        int qv9 = clamp(int(roundEven(y3.y * s2)), -128, 127);
+        precise int qv9 = clamp(int(roundEven(y3.y * s2)), -128, 127);
         qsum += qv9;
-        int qv10 = clamp(int(roundEven(y3.z * s2)), -128, 127);
+        precise int qv10 = clamp(int(roundEven(y3.z * s2)), -128, 127);
         qsum += qv10;
-        int qv11 = clamp(int(roundEven(y3.w * s2)), -128, 127);
+        precise int qv11 = clamp(int(roundEven(y3.w * s2)), -128, 127);
         qsum += qv11;
         if (inrow) {
             pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);

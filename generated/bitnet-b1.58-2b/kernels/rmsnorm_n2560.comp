@@ -30,50 +30,51 @@ void main()
     uint wi1 = gl_LocalInvocationIndex + 256u;
     uint wi2 = gl_LocalInvocationIndex + 512u;
     bool inrow = wi2 < 640u;
-    vec4 xr = Buf_xrow4(pc.x).d[rbase + wi];
-    vec4 xr1 = Buf_xrow4(pc.x).d[rbase + wi1];
-    vec4 xr2 = vec4(0.0);
+    precise vec4 xr = Buf_xrow4(pc.x).d[rbase + wi];
+    precise vec4 xr1 = Buf_xrow4(pc.x).d[rbase + wi1];
+    precise vec4 xr2 = vec4(0.0);
     if (inrow) {
         xr2 = Buf_xrow4(pc.x).d[rbase + wi2];
     }
-    float ss = 0.0;
-    float e = xr.x;
+    precise float ss = 0.0;
+    precise float e = xr.x;
     ss += e * e;
-    float e1 = xr.y;
+    precise float e1 = xr.y;
     ss += e1 * e1;
-    float e2 = xr.z;
+    precise float e2 = xr.z;
     ss += e2 * e2;
-    float e3 = xr.w;
+    precise float e3 = xr.w;
     ss += e3 * e3;
-    float e4 = xr1.x;
+    precise float e4 = xr1.x;
     ss += e4 * e4;
-    float e5 = xr1.y;
+    precise float e5 = xr1.y;
     ss += e5 * e5;
-    float e6 = xr1.z;
+    precise float e6 = xr1.z;
     ss += e6 * e6;
-    float e7 = xr1.w;
+    precise float e7 = xr1.w;
     ss += e7 * e7;
-    float e8 = xr2.x;
+    precise float e8 = xr2.x;
     ss += e8 * e8;
-    float e9 = xr2.y;
+    precise float e9 = xr2.y;
     ss += e9 * e9;
-    float e10 = xr2.z;
+    precise float e10 = xr2.z;
     ss += e10 * e10;
-    float e11 = xr2.w;
+    precise float e11 = xr2.w;
     ss += e11 * e11;
-    float r = subgroupAdd(ss);
+    precise float r = subgroupAdd(ss);
     if (subgroupElect()) {
         red[gl_SubgroupID] = r;
     }
     barrier();
-    float sum = red[0u];
+    precise float sum = red[0u];
     for (uint s = 1u; s < gl_NumSubgroups; s++) {
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
     uint base = gl_WorkGroupID.x * N;
     for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
-        pc.y.d[base + i] = (pc.x.d[base + i] * scale) * pc.w.d[i];
+        precise float t0 = (pc.x.d[base + i] * scale) * pc.w.d[i];
+        pc.y.d[base + i] = t0;
     }
 }

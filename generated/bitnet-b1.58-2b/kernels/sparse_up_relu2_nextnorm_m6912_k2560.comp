@@ -72,7 +72,7 @@ void main()
         }
     }
     uint n = pc.list.d[0u];
-    float ws_up = uintBitsToFloat(pc.w.d[1105920u]);
+    precise float ws_up = uintBitsToFloat(pc.w.d[1105920u]);
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint slot = (wg * 8u) + rl;
         if (slot >= n) break;
@@ -88,78 +88,79 @@ void main()
         }
         int tot = subgroupAdd(acc);
         if (gl_SubgroupInvocationID == 0u) {
-            float vu = (float(tot - int(pc.qs.d[1u])) / pc.qs.d[0u]) * ws_up;
-            float rg = max(pc.gate.d[row], 0.0);
-            pc.y.d[row] = (rg * rg) * vu;
+            precise float vu = (float(tot - int(pc.qs.d[1u])) / pc.qs.d[0u]) * ws_up;
+            precise float rg = max(pc.gate.d[row], 0.0);
+            precise float t0 = (rg * rg) * vu;
+            pc.y.d[row] = t0;
         }
     }
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t0 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t0;
+        uint t1 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t1;
     }
     barrier();
     if (arrived[0u] == 863u) {
         memoryBarrierBuffer();
-        float ss = 0.0;
+        precise float ss = 0.0;
         for (uint wi = gl_LocalInvocationIndex; wi < 1728u; wi += 256u) {
-            vec4 xv = Buf_xrow4(pc.y).d[wi];
-            float e = xv.x;
+            precise vec4 xv = Buf_xrow4(pc.y).d[wi];
+            precise float e = xv.x;
             ss += e * e;
-            float e1 = xv.y;
+            precise float e1 = xv.y;
             ss += e1 * e1;
-            float e2 = xv.z;
+            precise float e2 = xv.z;
             ss += e2 * e2;
-            float e3 = xv.w;
+            precise float e3 = xv.w;
             ss += e3 * e3;
         }
-        float r = subgroupAdd(ss);
+        precise float r = subgroupAdd(ss);
         if (subgroupElect()) {
             red[gl_SubgroupID] = r;
         }
         barrier();
-        float sum = red[0u];
+        precise float sum = red[0u];
         for (uint s = 1u; s < gl_NumSubgroups; s++) {
             sum = sum + red[s];
         }
         barrier();
-        float scale = 1.0 / sqrt((sum / 6912.0) + 1e-05);
-        float am = 0.0;
+        precise float scale = 1.0 / sqrt((sum / 6912.0) + 1e-05);
+        precise float am = 0.0;
         for (uint wi1 = gl_LocalInvocationIndex; wi1 < 1728u; wi1 += 256u) {
-            vec4 xv1 = (Buf_xrow4(pc.y).d[wi1] * scale) * Buf_nwrow4(pc.lnw).d[wi1];
+            precise vec4 xv1 = (Buf_xrow4(pc.y).d[wi1] * scale) * Buf_nwrow4(pc.lnw).d[wi1];
             am = max(am, abs(xv1.x));
             am = max(am, abs(xv1.y));
             am = max(am, abs(xv1.z));
             am = max(am, abs(xv1.w));
         }
-        float t1 = subgroupMax(am);
+        precise float t2 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t1;
+            red[gl_SubgroupID] = t2;
         }
         barrier();
-        float amax = red[0u];
+        precise float amax = red[0u];
         for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
             amax = max(amax, red[s1]);
         }
         barrier();
-        float s2 = 127.0 / max(amax, 1e-05);
+        precise float s2 = 127.0 / max(amax, 1e-05);
         int qsum = 0;
         for (uint wi2 = gl_LocalInvocationIndex; wi2 < 1728u; wi2 += 256u) {
-            vec4 xv2 = (Buf_xrow4(pc.y).d[wi2] * scale) * Buf_nwrow4(pc.lnw).d[wi2];
-            int qv = clamp(int(roundEven(xv2.x * s2)), -128, 127);
+            precise vec4 xv2 = (Buf_xrow4(pc.y).d[wi2] * scale) * Buf_nwrow4(pc.lnw).d[wi2];
+            precise int qv = clamp(int(roundEven(xv2.x * s2)), -128, 127);
             qsum += qv;
-            int qv1 = clamp(int(roundEven(xv2.y * s2)), -128, 127);
+            precise int qv1 = clamp(int(roundEven(xv2.y * s2)), -128, 127);
             qsum += qv1;
-            int qv2 = clamp(int(roundEven(xv2.z * s2)), -128, 127);
+            precise int qv2 = clamp(int(roundEven(xv2.z * s2)), -128, 127);
             qsum += qv2;
-            int qv3 = clamp(int(roundEven(xv2.w * s2)), -128, 127);
+            precise int qv3 = clamp(int(roundEven(xv2.w * s2)), -128, 127);
             qsum += qv3;
             pc.lq.d[wi2] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
-        int t2 = subgroupAdd(qsum);
+        int t3 = subgroupAdd(qsum);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t2;
+            redi[gl_SubgroupID] = t3;
         }
         barrier();
         int total = redi[0u];

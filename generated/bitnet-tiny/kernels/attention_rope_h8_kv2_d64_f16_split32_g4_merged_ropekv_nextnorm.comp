@@ -60,56 +60,60 @@ void main()
     uint h3 = (gl_WorkGroupID.x * 4u) + 3u;
     uint pos = dyn.pos + 0u;
     uint d1 = gl_LocalInvocationIndex;
-    float cs = 1.0;
-    float sn = 0.0;
+    precise float cs = 1.0;
+    precise float sn = 0.0;
     bool first = d1 < 32u;
     if (d1 < 64u) {
         uint pi = first ? d1 : (d1 - 32u);
-        float theta = float(pos);
+        precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
             theta *= 0.6636012;
         }
-        float kq = roundEven(theta * 0.15915494);
-        float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * 0.15915494);
+        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
         cs = cos(th);
         sn = sin(th);
     }
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
     uint t1 = 0u * 512u;
-    float r = pc.q.d[t1 + t0];
+    precise float r = pc.q.d[t1 + t0];
     if (d1 < 64u) {
         uint pe = first ? (t0 + 32u) : (t0 - 32u);
-        float xp = pc.q.d[t1 + pe];
+        precise float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
-    uint t2 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t3 = 0u * 512u;
-    float r1 = pc.q.d[t3 + t2];
+    precise float t2 = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t2;
+    uint t3 = (h1 * HD) + gl_LocalInvocationIndex;
+    uint t4 = 0u * 512u;
+    precise float r1 = pc.q.d[t4 + t3];
     if (d1 < 64u) {
-        uint pe1 = first ? (t2 + 32u) : (t2 - 32u);
-        float xp1 = pc.q.d[t3 + pe1];
+        uint pe1 = first ? (t3 + 32u) : (t3 - 32u);
+        precise float xp1 = pc.q.d[t4 + pe1];
         r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
     }
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
-    uint t4 = (h2 * HD) + gl_LocalInvocationIndex;
-    uint t5 = 0u * 512u;
-    float r2 = pc.q.d[t5 + t4];
+    precise float t5 = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t5;
+    uint t6 = (h2 * HD) + gl_LocalInvocationIndex;
+    uint t7 = 0u * 512u;
+    precise float r2 = pc.q.d[t7 + t6];
     if (d1 < 64u) {
-        uint pe2 = first ? (t4 + 32u) : (t4 - 32u);
-        float xp2 = pc.q.d[t5 + pe2];
+        uint pe2 = first ? (t6 + 32u) : (t6 - 32u);
+        precise float xp2 = pc.q.d[t7 + pe2];
         r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
     }
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].z = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
-    uint t6 = (h3 * HD) + gl_LocalInvocationIndex;
-    uint t7 = 0u * 512u;
-    float r3 = pc.q.d[t7 + t6];
+    precise float t8 = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].z = t8;
+    uint t9 = (h3 * HD) + gl_LocalInvocationIndex;
+    uint t10 = 0u * 512u;
+    precise float r3 = pc.q.d[t10 + t9];
     if (d1 < 64u) {
-        uint pe3 = first ? (t6 + 32u) : (t6 - 32u);
-        float xp3 = pc.q.d[t7 + pe3];
+        uint pe3 = first ? (t9 + 32u) : (t9 - 32u);
+        precise float xp3 = pc.q.d[t10 + pe3];
         r3 = first ? ((r3 * cs) - (xp3 * sn)) : ((xp3 * sn) + (r3 * cs));
     }
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].w = unpackHalf2x16(packHalf2x16(vec2(r3, 0.0))).x;
+    precise float t11 = unpackHalf2x16(packHalf2x16(vec2(r3, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].w = t11;
     for (uint i = gl_LocalInvocationIndex; i < 4u; i += HD) {
         mkey[i] = 0u;
     }
@@ -117,116 +121,122 @@ void main()
     for (uint m = gl_LocalInvocationIndex; m < 8u; m += HD) {
         uint blk = m / 1u;
         uint rg = m % 1u;
-        qsh[(((rg * 4u) + 0u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
-        qsh[(((rg * 4u) + 1u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
-        qsh[(((rg * 4u) + 2u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].z, sc[(((blk * 8u) + 1u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].z, sc[(((blk * 8u) + 3u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].z, sc[(((blk * 8u) + 5u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].z, sc[(((blk * 8u) + 7u) * 1u) + rg].z)));
-        qsh[(((rg * 4u) + 3u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].w, sc[(((blk * 8u) + 1u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].w, sc[(((blk * 8u) + 3u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].w, sc[(((blk * 8u) + 5u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].w, sc[(((blk * 8u) + 7u) * 1u) + rg].w)));
+        precise uvec4 t12 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
+        qsh[(((rg * 4u) + 0u) * 8u) + blk] = t12;
+        precise uvec4 t13 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
+        qsh[(((rg * 4u) + 1u) * 8u) + blk] = t13;
+        precise uvec4 t14 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].z, sc[(((blk * 8u) + 1u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].z, sc[(((blk * 8u) + 3u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].z, sc[(((blk * 8u) + 5u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].z, sc[(((blk * 8u) + 7u) * 1u) + rg].z)));
+        qsh[(((rg * 4u) + 2u) * 8u) + blk] = t14;
+        precise uvec4 t15 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].w, sc[(((blk * 8u) + 1u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].w, sc[(((blk * 8u) + 3u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].w, sc[(((blk * 8u) + 5u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].w, sc[(((blk * 8u) + 7u) * 1u) + rg].w)));
+        qsh[(((rg * 4u) + 3u) * 8u) + blk] = t15;
     }
     barrier();
-    float mx = -1e+30;
-    float l = 0.0;
-    float acc = 0.0;
-    float mx1 = -1e+30;
-    float l1 = 0.0;
-    float acc1 = 0.0;
-    float mx2 = -1e+30;
-    float l2 = 0.0;
-    float acc2 = 0.0;
-    float mx3 = -1e+30;
-    float l3 = 0.0;
-    float acc3 = 0.0;
+    precise float mx = -1e+30;
+    precise float l = 0.0;
+    precise float acc = 0.0;
+    precise float mx1 = -1e+30;
+    precise float l1 = 0.0;
+    precise float acc1 = 0.0;
+    precise float mx2 = -1e+30;
+    precise float l2 = 0.0;
+    precise float acc2 = 0.0;
+    precise float mx3 = -1e+30;
+    precise float l3 = 0.0;
+    precise float acc3 = 0.0;
     uint chunk = (n + 31u) / 32u;
     uint lo = gl_WorkGroupID.y * chunk;
     uint hi = min(lo + chunk, n);
     uint kpos = dyn.pos;
     if ((lo <= kpos) && (kpos < hi)) {
         uint e = kvoff + gl_LocalInvocationIndex;
-        float r4 = pc.k.d[0u + e];
+        precise float r4 = pc.k.d[0u + e];
         if (d1 < 64u) {
             uint pe4 = first ? (e + 32u) : (e - 32u);
-            float xp4 = pc.k.d[0u + pe4];
+            precise float xp4 = pc.k.d[0u + pe4];
             r4 = first ? ((r4 * cs) - (xp4 * sn)) : ((xp4 * sn) + (r4 * cs));
         }
-        float vr = pc.v.d[e];
+        precise float vr = pc.v.d[e];
         uint ci = (kpos * 128u) + e;
         pc.kcache.d[ci] = float16_t(r4);
         pc.vcache.d[ci] = float16_t(vr);
-        knew[gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r4, 0.0))).x;
-        vnew[gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(vr, 0.0))).x;
+        precise float t16 = unpackHalf2x16(packHalf2x16(vec2(r4, 0.0))).x;
+        knew[gl_LocalInvocationIndex] = t16;
+        precise float t17 = unpackHalf2x16(packHalf2x16(vec2(vr, 0.0))).x;
+        vnew[gl_LocalInvocationIndex] = t17;
     }
     barrier();
     for (uint c0 = lo; c0 < hi; c0 += HD) {
         uint j1 = c0 + gl_LocalInvocationIndex;
-        float s = -1e+30;
-        float s1 = -1e+30;
-        float s2 = -1e+30;
-        float s3 = -1e+30;
+        precise float s = -1e+30;
+        precise float s1 = -1e+30;
+        precise float s2 = -1e+30;
+        precise float s3 = -1e+30;
         if (j1 < hi) {
-            float dot1 = 0.0;
-            float dot2 = 0.0;
-            float dot3 = 0.0;
-            float dot4 = 0.0;
+            precise float dot1 = 0.0;
+            precise float dot2 = 0.0;
+            precise float dot3 = 0.0;
+            precise float dot4 = 0.0;
             if (j1 == kpos) {
                 for (uint d2 = 0u; d2 < 8u; d2++) {
                     uint d8 = 0u + (d2 * 8u);
-                    float kv = knew[d8 + 0u];
-                    float kv1 = knew[d8 + 1u];
-                    float kv2 = knew[d8 + 2u];
-                    float kv3 = knew[d8 + 3u];
-                    float kv4 = knew[d8 + 4u];
-                    float kv5 = knew[d8 + 5u];
-                    float kv6 = knew[d8 + 6u];
-                    float kv7 = knew[d8 + 7u];
+                    precise float kv = knew[d8 + 0u];
+                    precise float kv1 = knew[d8 + 1u];
+                    precise float kv2 = knew[d8 + 2u];
+                    precise float kv3 = knew[d8 + 3u];
+                    precise float kv4 = knew[d8 + 4u];
+                    precise float kv5 = knew[d8 + 5u];
+                    precise float kv6 = knew[d8 + 6u];
+                    precise float kv7 = knew[d8 + 7u];
                     uvec4 qw = qsh[0u + d2];
-                    vec2 qp = unpackHalf2x16(qw.x);
+                    precise vec2 qp = unpackHalf2x16(qw.x);
                     dot1 += qp.x * kv;
                     dot1 += qp.y * kv1;
-                    vec2 qp1 = unpackHalf2x16(qw.y);
+                    precise vec2 qp1 = unpackHalf2x16(qw.y);
                     dot1 += qp1.x * kv2;
                     dot1 += qp1.y * kv3;
-                    vec2 qp2 = unpackHalf2x16(qw.z);
+                    precise vec2 qp2 = unpackHalf2x16(qw.z);
                     dot1 += qp2.x * kv4;
                     dot1 += qp2.y * kv5;
-                    vec2 qp3 = unpackHalf2x16(qw.w);
+                    precise vec2 qp3 = unpackHalf2x16(qw.w);
                     dot1 += qp3.x * kv6;
                     dot1 += qp3.y * kv7;
                     uvec4 qw1 = qsh[8u + d2];
-                    vec2 qp4 = unpackHalf2x16(qw1.x);
+                    precise vec2 qp4 = unpackHalf2x16(qw1.x);
                     dot2 += qp4.x * kv;
                     dot2 += qp4.y * kv1;
-                    vec2 qp5 = unpackHalf2x16(qw1.y);
+                    precise vec2 qp5 = unpackHalf2x16(qw1.y);
                     dot2 += qp5.x * kv2;
                     dot2 += qp5.y * kv3;
-                    vec2 qp6 = unpackHalf2x16(qw1.z);
+                    precise vec2 qp6 = unpackHalf2x16(qw1.z);
                     dot2 += qp6.x * kv4;
                     dot2 += qp6.y * kv5;
-                    vec2 qp7 = unpackHalf2x16(qw1.w);
+                    precise vec2 qp7 = unpackHalf2x16(qw1.w);
                     dot2 += qp7.x * kv6;
                     dot2 += qp7.y * kv7;
                     uvec4 qw2 = qsh[16u + d2];
-                    vec2 qp8 = unpackHalf2x16(qw2.x);
+                    precise vec2 qp8 = unpackHalf2x16(qw2.x);
                     dot3 += qp8.x * kv;
                     dot3 += qp8.y * kv1;
-                    vec2 qp9 = unpackHalf2x16(qw2.y);
+                    precise vec2 qp9 = unpackHalf2x16(qw2.y);
                     dot3 += qp9.x * kv2;
                     dot3 += qp9.y * kv3;
-                    vec2 qp10 = unpackHalf2x16(qw2.z);
+                    precise vec2 qp10 = unpackHalf2x16(qw2.z);
                     dot3 += qp10.x * kv4;
                     dot3 += qp10.y * kv5;
-                    vec2 qp11 = unpackHalf2x16(qw2.w);
+                    precise vec2 qp11 = unpackHalf2x16(qw2.w);
                     dot3 += qp11.x * kv6;
                     dot3 += qp11.y * kv7;
                     uvec4 qw3 = qsh[24u + d2];
-                    vec2 qp12 = unpackHalf2x16(qw3.x);
+                    precise vec2 qp12 = unpackHalf2x16(qw3.x);
                     dot4 += qp12.x * kv;
                     dot4 += qp12.y * kv1;
-                    vec2 qp13 = unpackHalf2x16(qw3.y);
+                    precise vec2 qp13 = unpackHalf2x16(qw3.y);
                     dot4 += qp13.x * kv2;
                     dot4 += qp13.y * kv3;
-                    vec2 qp14 = unpackHalf2x16(qw3.z);
+                    precise vec2 qp14 = unpackHalf2x16(qw3.z);
                     dot4 += qp14.x * kv4;
                     dot4 += qp14.y * kv5;
-                    vec2 qp15 = unpackHalf2x16(qw3.w);
+                    precise vec2 qp15 = unpackHalf2x16(qw3.w);
                     dot4 += qp15.x * kv6;
                     dot4 += qp15.y * kv7;
                 }
@@ -235,68 +245,68 @@ void main()
                 uint kb4 = kb >> 3u;
                 for (uint d3 = 0u; d3 < 8u; d3++) {
                     uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d3];
-                    vec2 kh = unpackHalf2x16(kw.x);
-                    float kv8 = kh.x;
-                    float kv9 = kh.y;
-                    vec2 kh1 = unpackHalf2x16(kw.y);
-                    float kv10 = kh1.x;
-                    float kv11 = kh1.y;
-                    vec2 kh2 = unpackHalf2x16(kw.z);
-                    float kv12 = kh2.x;
-                    float kv13 = kh2.y;
-                    vec2 kh3 = unpackHalf2x16(kw.w);
-                    float kv14 = kh3.x;
-                    float kv15 = kh3.y;
+                    precise vec2 kh = unpackHalf2x16(kw.x);
+                    precise float kv8 = kh.x;
+                    precise float kv9 = kh.y;
+                    precise vec2 kh1 = unpackHalf2x16(kw.y);
+                    precise float kv10 = kh1.x;
+                    precise float kv11 = kh1.y;
+                    precise vec2 kh2 = unpackHalf2x16(kw.z);
+                    precise float kv12 = kh2.x;
+                    precise float kv13 = kh2.y;
+                    precise vec2 kh3 = unpackHalf2x16(kw.w);
+                    precise float kv14 = kh3.x;
+                    precise float kv15 = kh3.y;
                     uvec4 qw4 = qsh[0u + d3];
-                    vec2 qp16 = unpackHalf2x16(qw4.x);
+                    precise vec2 qp16 = unpackHalf2x16(qw4.x);
                     dot1 += qp16.x * kv8;
                     dot1 += qp16.y * kv9;
-                    vec2 qp17 = unpackHalf2x16(qw4.y);
+                    precise vec2 qp17 = unpackHalf2x16(qw4.y);
                     dot1 += qp17.x * kv10;
                     dot1 += qp17.y * kv11;
-                    vec2 qp18 = unpackHalf2x16(qw4.z);
+                    precise vec2 qp18 = unpackHalf2x16(qw4.z);
                     dot1 += qp18.x * kv12;
                     dot1 += qp18.y * kv13;
-                    vec2 qp19 = unpackHalf2x16(qw4.w);
+                    precise vec2 qp19 = unpackHalf2x16(qw4.w);
                     dot1 += qp19.x * kv14;
                     dot1 += qp19.y * kv15;
                     uvec4 qw5 = qsh[8u + d3];
-                    vec2 qp20 = unpackHalf2x16(qw5.x);
+                    precise vec2 qp20 = unpackHalf2x16(qw5.x);
                     dot2 += qp20.x * kv8;
                     dot2 += qp20.y * kv9;
-                    vec2 qp21 = unpackHalf2x16(qw5.y);
+                    precise vec2 qp21 = unpackHalf2x16(qw5.y);
                     dot2 += qp21.x * kv10;
                     dot2 += qp21.y * kv11;
-                    vec2 qp22 = unpackHalf2x16(qw5.z);
+                    precise vec2 qp22 = unpackHalf2x16(qw5.z);
                     dot2 += qp22.x * kv12;
                     dot2 += qp22.y * kv13;
-                    vec2 qp23 = unpackHalf2x16(qw5.w);
+                    precise vec2 qp23 = unpackHalf2x16(qw5.w);
                     dot2 += qp23.x * kv14;
                     dot2 += qp23.y * kv15;
                     uvec4 qw6 = qsh[16u + d3];
-                    vec2 qp24 = unpackHalf2x16(qw6.x);
+                    precise vec2 qp24 = unpackHalf2x16(qw6.x);
                     dot3 += qp24.x * kv8;
                     dot3 += qp24.y * kv9;
-                    vec2 qp25 = unpackHalf2x16(qw6.y);
+                    precise vec2 qp25 = unpackHalf2x16(qw6.y);
                     dot3 += qp25.x * kv10;
                     dot3 += qp25.y * kv11;
-                    vec2 qp26 = unpackHalf2x16(qw6.z);
+                    precise vec2 qp26 = unpackHalf2x16(qw6.z);
                     dot3 += qp26.x * kv12;
                     dot3 += qp26.y * kv13;
-                    vec2 qp27 = unpackHalf2x16(qw6.w);
+                    precise vec2 qp27 = unpackHalf2x16(qw6.w);
                     dot3 += qp27.x * kv14;
                     dot3 += qp27.y * kv15;
                     uvec4 qw7 = qsh[24u + d3];
-                    vec2 qp28 = unpackHalf2x16(qw7.x);
+                    precise vec2 qp28 = unpackHalf2x16(qw7.x);
                     dot4 += qp28.x * kv8;
                     dot4 += qp28.y * kv9;
-                    vec2 qp29 = unpackHalf2x16(qw7.y);
+                    precise vec2 qp29 = unpackHalf2x16(qw7.y);
                     dot4 += qp29.x * kv10;
                     dot4 += qp29.y * kv11;
-                    vec2 qp30 = unpackHalf2x16(qw7.z);
+                    precise vec2 qp30 = unpackHalf2x16(qw7.z);
                     dot4 += qp30.x * kv12;
                     dot4 += qp30.y * kv13;
-                    vec2 qp31 = unpackHalf2x16(qw7.w);
+                    precise vec2 qp31 = unpackHalf2x16(qw7.w);
                     dot4 += qp31.x * kv14;
                     dot4 += qp31.y * kv15;
                 }
@@ -306,60 +316,64 @@ void main()
             s2 = dot3 * 0.125;
             s3 = dot4 * 0.125;
         }
-        float t8 = subgroupMax(s);
-        float t9 = subgroupMax(s1);
-        float t10 = subgroupMax(s2);
-        float t11 = subgroupMax(s3);
+        precise float t18 = subgroupMax(s);
+        precise float t19 = subgroupMax(s1);
+        precise float t20 = subgroupMax(s2);
+        precise float t21 = subgroupMax(s3);
         if (subgroupElect()) {
-            uint bits = floatBitsToUint(t8);
+            uint bits = floatBitsToUint(t18);
             uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
             atomicMax(mkey[0u], key);
-            uint bits1 = floatBitsToUint(t9);
+            uint bits1 = floatBitsToUint(t19);
             uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
             atomicMax(mkey[1u], key1);
-            uint bits2 = floatBitsToUint(t10);
+            uint bits2 = floatBitsToUint(t20);
             uint key2 = ((bits2 & 2147483648u) != 0u) ? (~bits2) : (bits2 | 2147483648u);
             atomicMax(mkey[2u], key2);
-            uint bits3 = floatBitsToUint(t11);
+            uint bits3 = floatBitsToUint(t21);
             uint key3 = ((bits3 & 2147483648u) != 0u) ? (~bits3) : (bits3 | 2147483648u);
             atomicMax(mkey[3u], key3);
         }
         barrier();
         uint key4 = mkey[0u];
-        float val = uintBitsToFloat(((key4 & 2147483648u) != 0u) ? (key4 ^ 2147483648u) : (~key4));
-        float mn = max(mx, val);
-        float alpha = exp(mx - mn);
+        precise float val = uintBitsToFloat(((key4 & 2147483648u) != 0u) ? (key4 ^ 2147483648u) : (~key4));
+        precise float mn = max(mx, val);
+        precise float alpha = exp(mx - mn);
         uint key5 = mkey[1u];
-        float val1 = uintBitsToFloat(((key5 & 2147483648u) != 0u) ? (key5 ^ 2147483648u) : (~key5));
-        float mn1 = max(mx1, val1);
-        float alpha1 = exp(mx1 - mn1);
+        precise float val1 = uintBitsToFloat(((key5 & 2147483648u) != 0u) ? (key5 ^ 2147483648u) : (~key5));
+        precise float mn1 = max(mx1, val1);
+        precise float alpha1 = exp(mx1 - mn1);
         uint key6 = mkey[2u];
-        float val2 = uintBitsToFloat(((key6 & 2147483648u) != 0u) ? (key6 ^ 2147483648u) : (~key6));
-        float mn2 = max(mx2, val2);
-        float alpha2 = exp(mx2 - mn2);
+        precise float val2 = uintBitsToFloat(((key6 & 2147483648u) != 0u) ? (key6 ^ 2147483648u) : (~key6));
+        precise float mn2 = max(mx2, val2);
+        precise float alpha2 = exp(mx2 - mn2);
         uint key7 = mkey[3u];
-        float val3 = uintBitsToFloat(((key7 & 2147483648u) != 0u) ? (key7 ^ 2147483648u) : (~key7));
-        float mn3 = max(mx3, val3);
-        float alpha3 = exp(mx3 - mn3);
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j1 < hi) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j1 < hi) ? exp(s1 - mn1) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].z = (j1 < hi) ? exp(s2 - mn2) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].w = (j1 < hi) ? exp(s3 - mn3) : 0.0;
+        precise float val3 = uintBitsToFloat(((key7 & 2147483648u) != 0u) ? (key7 ^ 2147483648u) : (~key7));
+        precise float mn3 = max(mx3, val3);
+        precise float alpha3 = exp(mx3 - mn3);
+        precise float t22 = (j1 < hi) ? exp(s - mn) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t22;
+        precise float t23 = (j1 < hi) ? exp(s1 - mn1) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t23;
+        precise float t24 = (j1 < hi) ? exp(s2 - mn2) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].z = t24;
+        precise float t25 = (j1 < hi) ? exp(s3 - mn3) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].w = t25;
         barrier();
         uint cnt = min(HD, hi - c0);
-        float psum = 0.0;
-        float av = 0.0;
-        float psum1 = 0.0;
-        float av1 = 0.0;
-        float psum2 = 0.0;
-        float av2 = 0.0;
-        float psum3 = 0.0;
-        float av3 = 0.0;
+        precise float psum = 0.0;
+        precise float av = 0.0;
+        precise float psum1 = 0.0;
+        precise float av1 = 0.0;
+        precise float psum2 = 0.0;
+        precise float av2 = 0.0;
+        precise float psum3 = 0.0;
+        precise float av3 = 0.0;
         bool tail = kpos < (c0 + cnt);
         uint ncache = tail ? (cnt - 1u) : cnt;
         for (uint i1 = 0u; i1 < ncache; i1++) {
-            float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
-            vec4 pv = sc[(i1 * 1u) + 0u];
+            precise float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
+            precise vec4 pv = sc[(i1 * 1u) + 0u];
             psum += pv.x;
             av += pv.x * vv;
             psum1 += pv.y;
@@ -370,16 +384,16 @@ void main()
             av3 += pv.w * vv;
         }
         if (tail) {
-            float t12 = vnew[gl_LocalInvocationIndex];
-            vec4 pv1 = sc[(ncache * 1u) + 0u];
+            precise float t26 = vnew[gl_LocalInvocationIndex];
+            precise vec4 pv1 = sc[(ncache * 1u) + 0u];
             psum += pv1.x;
-            av += pv1.x * t12;
+            av += pv1.x * t26;
             psum1 += pv1.y;
-            av1 += pv1.y * t12;
+            av1 += pv1.y * t26;
             psum2 += pv1.z;
-            av2 += pv1.z * t12;
+            av2 += pv1.z * t26;
             psum3 += pv1.w;
-            av3 += pv1.w * t12;
+            av3 += pv1.w * t26;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
@@ -422,73 +436,77 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t13 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
-        arrived[0u] = t13;
+        uint t27 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
+        arrived[0u] = t27;
     }
     barrier();
     if (arrived[0u] == 31u) {
         memoryBarrierBuffer();
         uint b0 = h * 2112u;
-        float mx4 = -1e+30;
+        precise float mx4 = -1e+30;
         for (uint s4 = 0u; s4 < 32u; s4++) {
             mx4 = max(mx4, pc.part.d[b0 + ((s4 * 66u) + 64u)]);
         }
-        float l4 = 0.0;
-        float acc4 = 0.0;
+        precise float l4 = 0.0;
+        precise float acc4 = 0.0;
         for (uint s5 = 0u; s5 < 32u; s5++) {
             uint bs = b0 + (s5 * 66u);
-            float w = exp(pc.part.d[bs + 64u] - mx4);
+            precise float w = exp(pc.part.d[bs + 64u] - mx4);
             l4 += pc.part.d[bs + 65u] * w;
             acc4 += pc.part.d[bs + gl_LocalInvocationIndex] * w;
         }
-        pc.y.d[(h * 64u) + gl_LocalInvocationIndex] = acc4 / l4;
+        precise float t28 = acc4 / l4;
+        pc.y.d[(h * 64u) + gl_LocalInvocationIndex] = t28;
         uint b01 = h1 * 2112u;
-        float mx5 = -1e+30;
+        precise float mx5 = -1e+30;
         for (uint s6 = 0u; s6 < 32u; s6++) {
             mx5 = max(mx5, pc.part.d[b01 + ((s6 * 66u) + 64u)]);
         }
-        float l5 = 0.0;
-        float acc5 = 0.0;
+        precise float l5 = 0.0;
+        precise float acc5 = 0.0;
         for (uint s7 = 0u; s7 < 32u; s7++) {
             uint bs1 = b01 + (s7 * 66u);
-            float w1 = exp(pc.part.d[bs1 + 64u] - mx5);
+            precise float w1 = exp(pc.part.d[bs1 + 64u] - mx5);
             l5 += pc.part.d[bs1 + 65u] * w1;
             acc5 += pc.part.d[bs1 + gl_LocalInvocationIndex] * w1;
         }
-        pc.y.d[(h1 * 64u) + gl_LocalInvocationIndex] = acc5 / l5;
+        precise float t29 = acc5 / l5;
+        pc.y.d[(h1 * 64u) + gl_LocalInvocationIndex] = t29;
         uint b02 = h2 * 2112u;
-        float mx6 = -1e+30;
+        precise float mx6 = -1e+30;
         for (uint s8 = 0u; s8 < 32u; s8++) {
             mx6 = max(mx6, pc.part.d[b02 + ((s8 * 66u) + 64u)]);
         }
-        float l6 = 0.0;
-        float acc6 = 0.0;
+        precise float l6 = 0.0;
+        precise float acc6 = 0.0;
         for (uint s9 = 0u; s9 < 32u; s9++) {
             uint bs2 = b02 + (s9 * 66u);
-            float w2 = exp(pc.part.d[bs2 + 64u] - mx6);
+            precise float w2 = exp(pc.part.d[bs2 + 64u] - mx6);
             l6 += pc.part.d[bs2 + 65u] * w2;
             acc6 += pc.part.d[bs2 + gl_LocalInvocationIndex] * w2;
         }
-        pc.y.d[(h2 * 64u) + gl_LocalInvocationIndex] = acc6 / l6;
+        precise float t30 = acc6 / l6;
+        pc.y.d[(h2 * 64u) + gl_LocalInvocationIndex] = t30;
         uint b03 = h3 * 2112u;
-        float mx7 = -1e+30;
+        precise float mx7 = -1e+30;
         for (uint s10 = 0u; s10 < 32u; s10++) {
             mx7 = max(mx7, pc.part.d[b03 + ((s10 * 66u) + 64u)]);
         }
-        float l7 = 0.0;
-        float acc7 = 0.0;
+        precise float l7 = 0.0;
+        precise float acc7 = 0.0;
         for (uint s11 = 0u; s11 < 32u; s11++) {
             uint bs3 = b03 + (s11 * 66u);
-            float w3 = exp(pc.part.d[bs3 + 64u] - mx7);
+            precise float w3 = exp(pc.part.d[bs3 + 64u] - mx7);
             l7 += pc.part.d[bs3 + 65u] * w3;
             acc7 += pc.part.d[bs3 + gl_LocalInvocationIndex] * w3;
         }
-        pc.y.d[(h3 * 64u) + gl_LocalInvocationIndex] = acc7 / l7;
+        precise float t31 = acc7 / l7;
+        pc.y.d[(h3 * 64u) + gl_LocalInvocationIndex] = t31;
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t14 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived1[0u] = t14;
+            uint t32 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived1[0u] = t32;
         }
         barrier();
         if (arrived1[0u] == 1u) {
@@ -501,78 +519,78 @@ void main()
             bool inrow2 = wi2 < 128u;
             uint wi3 = gl_LocalInvocationIndex + 192u;
             bool inrow3 = wi3 < 128u;
-            vec4 xr = vec4(0.0);
+            precise vec4 xr = vec4(0.0);
             if (inrow) {
                 xr = Buf_xrow4(pc.y).d[wi];
             }
-            vec4 xr1 = vec4(0.0);
+            precise vec4 xr1 = vec4(0.0);
             if (inrow1) {
                 xr1 = Buf_xrow4(pc.y).d[wi1];
             }
-            vec4 xr2 = vec4(0.0);
+            precise vec4 xr2 = vec4(0.0);
             if (inrow2) {
                 xr2 = Buf_xrow4(pc.y).d[wi2];
             }
-            vec4 xr3 = vec4(0.0);
+            precise vec4 xr3 = vec4(0.0);
             if (inrow3) {
                 xr3 = Buf_xrow4(pc.y).d[wi3];
             }
-            vec4 wr = vec4(0.0);
+            precise vec4 wr = vec4(0.0);
             if (inrow) {
                 wr = Buf_nwrow4(pc.lnw).d[wi];
             }
-            vec4 wr1 = vec4(0.0);
+            precise vec4 wr1 = vec4(0.0);
             if (inrow1) {
                 wr1 = Buf_nwrow4(pc.lnw).d[wi1];
             }
-            vec4 wr2 = vec4(0.0);
+            precise vec4 wr2 = vec4(0.0);
             if (inrow2) {
                 wr2 = Buf_nwrow4(pc.lnw).d[wi2];
             }
-            vec4 wr3 = vec4(0.0);
+            precise vec4 wr3 = vec4(0.0);
             if (inrow3) {
                 wr3 = Buf_nwrow4(pc.lnw).d[wi3];
             }
-            float ss = 0.0;
-            float ss1 = 0.0;
-            float ss2 = 0.0;
-            float ss3 = 0.0;
-            float e1 = xr.x;
+            precise float ss = 0.0;
+            precise float ss1 = 0.0;
+            precise float ss2 = 0.0;
+            precise float ss3 = 0.0;
+            precise float e1 = xr.x;
             ss += e1 * e1;
-            float e2 = xr.y;
+            precise float e2 = xr.y;
             ss += e2 * e2;
-            float e3 = xr.z;
+            precise float e3 = xr.z;
             ss += e3 * e3;
-            float e4 = xr.w;
+            precise float e4 = xr.w;
             ss += e4 * e4;
-            float e5 = xr1.x;
+            precise float e5 = xr1.x;
             ss1 += e5 * e5;
-            float e6 = xr1.y;
+            precise float e6 = xr1.y;
             ss1 += e6 * e6;
-            float e7 = xr1.z;
+            precise float e7 = xr1.z;
             ss1 += e7 * e7;
-            float e8 = xr1.w;
+            precise float e8 = xr1.w;
             ss1 += e8 * e8;
-            float e9 = xr2.x;
+            precise float e9 = xr2.x;
             ss2 += e9 * e9;
-            float e10 = xr2.y;
+            precise float e10 = xr2.y;
             ss2 += e10 * e10;
-            float e11 = xr2.z;
+            precise float e11 = xr2.z;
             ss2 += e11 * e11;
-            float e12 = xr2.w;
+            precise float e12 = xr2.w;
             ss2 += e12 * e12;
-            float e13 = xr3.x;
+            precise float e13 = xr3.x;
             ss3 += e13 * e13;
-            float e14 = xr3.y;
+            precise float e14 = xr3.y;
             ss3 += e14 * e14;
-            float e15 = xr3.z;
+            precise float e15 = xr3.z;
             ss3 += e15 * e15;
-            float e16 = xr3.w;
+            precise float e16 = xr3.w;
             ss3 += e16 * e16;
-            float r5 = subgroupAdd(ss);
-            float r6 = subgroupAdd(ss1);
-            float r7 = subgroupAdd(ss2);
-            float r8 = subgroupAdd(ss3);
+            precise float r5 = subgroupAdd(ss);
+            precise float r6 = subgroupAdd(ss1);
+            precise float r7 = subgroupAdd(ss2);
+            precise float r8 = subgroupAdd(ss3);
             if (subgroupElect()) {
                 red[gl_SubgroupID] = r5;
                 red[gl_SubgroupID + (gl_NumSubgroups * 1u)] = r6;
@@ -580,17 +598,17 @@ void main()
                 red[gl_SubgroupID + (gl_NumSubgroups * 3u)] = r8;
             }
             barrier();
-            float sum = red[0u];
+            precise float sum = red[0u];
             for (uint s12 = 1u; s12 < gl_NumSubgroups * 4u; s12++) {
                 sum = sum + red[s12];
             }
             barrier();
-            float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
-            vec4 y1 = (xr * scale) * wr;
-            vec4 y2 = (xr1 * scale) * wr1;
-            vec4 y3 = (xr2 * scale) * wr2;
-            vec4 y4 = (xr3 * scale) * wr3;
-            float am = 0.0;
+            precise float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
+            precise vec4 y1 = (xr * scale) * wr;
+            precise vec4 y2 = (xr1 * scale) * wr1;
+            precise vec4 y3 = (xr2 * scale) * wr2;
+            precise vec4 y4 = (xr3 * scale) * wr3;
+            precise float am = 0.0;
             am = max(am, abs(y1.x));
             am = max(am, abs(y1.y));
             am = max(am, abs(y1.z));
@@ -607,65 +625,65 @@ void main()
             am = max(am, abs(y4.y));
             am = max(am, abs(y4.z));
             am = max(am, abs(y4.w));
-            float t15 = subgroupMax(am);
+            precise float t33 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t15;
+                red[gl_SubgroupID] = t33;
             }
             barrier();
-            float amax = red[0u];
+            precise float amax = red[0u];
             for (uint s13 = 1u; s13 < gl_NumSubgroups; s13++) {
                 amax = max(amax, red[s13]);
             }
             barrier();
-            float s14 = 127.0 / max(amax, 1e-05);
+            precise float s14 = 127.0 / max(amax, 1e-05);
             int qsum = 0;
-            int qv = clamp(int(roundEven(y1.x * s14)), -128, 127);
+            precise int qv = clamp(int(roundEven(y1.x * s14)), -128, 127);
             qsum += qv;
-            int qv1 = clamp(int(roundEven(y1.y * s14)), -128, 127);
+            precise int qv1 = clamp(int(roundEven(y1.y * s14)), -128, 127);
             qsum += qv1;
-            int qv2 = clamp(int(roundEven(y1.z * s14)), -128, 127);
+            precise int qv2 = clamp(int(roundEven(y1.z * s14)), -128, 127);
             qsum += qv2;
-            int qv3 = clamp(int(roundEven(y1.w * s14)), -128, 127);
+            precise int qv3 = clamp(int(roundEven(y1.w * s14)), -128, 127);
             qsum += qv3;
             if (inrow) {
                 pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int qv4 = clamp(int(roundEven(y2.x * s14)), -128, 127);
+            precise int qv4 = clamp(int(roundEven(y2.x * s14)), -128, 127);
             qsum += qv4;
-            int qv5 = clamp(int(roundEven(y2.y * s14)), -128, 127);
+            precise int qv5 = clamp(int(roundEven(y2.y * s14)), -128, 127);
             qsum += qv5;
-            int qv6 = clamp(int(roundEven(y2.z * s14)), -128, 127);
+            precise int qv6 = clamp(int(roundEven(y2.z * s14)), -128, 127);
             qsum += qv6;
-            int qv7 = clamp(int(roundEven(y2.w * s14)), -128, 127);
+            precise int qv7 = clamp(int(roundEven(y2.w * s14)), -128, 127);
             qsum += qv7;
             if (inrow1) {
                 pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
             }
-            int qv8 = clamp(int(roundEven(y3.x * s14)), -128, 127);
+            precise int qv8 = clamp(int(roundEven(y3.x * s14)), -128, 127);
             qsum += qv8;
-            int qv9 = clamp(int(roundEven(y3.y * s14)), -128, 127);
+            precise int qv9 = clamp(int(roundEven(y3.y * s14)), -128, 127);
             qsum += qv9;
-            int qv10 = clamp(int(roundEven(y3.z * s14)), -128, 127);
+            precise int qv10 = clamp(int(roundEven(y3.z * s14)), -128, 127);
             qsum += qv10;
-            int qv11 = clamp(int(roundEven(y3.w * s14)), -128, 127);
+            precise int qv11 = clamp(int(roundEven(y3.w * s14)), -128, 127);
             qsum += qv11;
             if (inrow2) {
                 pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
             }
-            int qv12 = clamp(int(roundEven(y4.x * s14)), -128, 127);
+            precise int qv12 = clamp(int(roundEven(y4.x * s14)), -128, 127);
             qsum += qv12;
-            int qv13 = clamp(int(roundEven(y4.y * s14)), -128, 127);
+            precise int qv13 = clamp(int(roundEven(y4.y * s14)), -128, 127);
             qsum += qv13;
-            int qv14 = clamp(int(roundEven(y4.z * s14)), -128, 127);
+            precise int qv14 = clamp(int(roundEven(y4.z * s14)), -128, 127);
             qsum += qv14;
-            int qv15 = clamp(int(roundEven(y4.w * s14)), -128, 127);
+            precise int qv15 = clamp(int(roundEven(y4.w * s14)), -128, 127);
             qsum += qv15;
             if (inrow3) {
                 pc.lq.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);
             }
-            int t16 = subgroupAdd(qsum);
+            int t34 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t16;
+                redi[gl_SubgroupID] = t34;
             }
             barrier();
             int total = redi[0u];

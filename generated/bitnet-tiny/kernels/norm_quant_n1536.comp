@@ -31,47 +31,47 @@ void main()
     uint wi = gl_LocalInvocationIndex;
     uint wi1 = gl_LocalInvocationIndex + 256u;
     bool inrow = wi1 < 384u;
-    vec4 xr = Buf_xrow4(pc.x).d[rbase + wi];
-    vec4 xr1 = vec4(0.0);
+    precise vec4 xr = Buf_xrow4(pc.x).d[rbase + wi];
+    precise vec4 xr1 = vec4(0.0);
     if (inrow) {
         xr1 = Buf_xrow4(pc.x).d[rbase + wi1];
     }
-    vec4 wr = Buf_nwrow4(pc.w).d[wi];
-    vec4 wr1 = vec4(0.0);
+    precise vec4 wr = Buf_nwrow4(pc.w).d[wi];
+    precise vec4 wr1 = vec4(0.0);
     if (inrow) {
         wr1 = Buf_nwrow4(pc.w).d[wi1];
     }
-    float ss = 0.0;
-    float e = xr.x;
+    precise float ss = 0.0;
+    precise float e = xr.x;
     ss += e * e;
-    float e1 = xr.y;
+    precise float e1 = xr.y;
     ss += e1 * e1;
-    float e2 = xr.z;
+    precise float e2 = xr.z;
     ss += e2 * e2;
-    float e3 = xr.w;
+    precise float e3 = xr.w;
     ss += e3 * e3;
-    float e4 = xr1.x;
+    precise float e4 = xr1.x;
     ss += e4 * e4;
-    float e5 = xr1.y;
+    precise float e5 = xr1.y;
     ss += e5 * e5;
-    float e6 = xr1.z;
+    precise float e6 = xr1.z;
     ss += e6 * e6;
-    float e7 = xr1.w;
+    precise float e7 = xr1.w;
     ss += e7 * e7;
-    float r = subgroupAdd(ss);
+    precise float r = subgroupAdd(ss);
     if (subgroupElect()) {
         red[gl_SubgroupID] = r;
     }
     barrier();
-    float sum = red[0u];
+    precise float sum = red[0u];
     for (uint s = 1u; s < gl_NumSubgroups; s++) {
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / 1536.0) + 1e-05);
-    vec4 y = (xr * scale) * wr;
-    vec4 y1 = (xr1 * scale) * wr1;
-    float am = 0.0;
+    precise float scale = 1.0 / sqrt((sum / 1536.0) + 1e-05);
+    precise vec4 y = (xr * scale) * wr;
+    precise vec4 y1 = (xr1 * scale) * wr1;
+    precise float am = 0.0;
     am = max(am, abs(y.x));
     am = max(am, abs(y.y));
     am = max(am, abs(y.z));
@@ -80,34 +80,34 @@ void main()
     am = max(am, abs(y1.y));
     am = max(am, abs(y1.z));
     am = max(am, abs(y1.w));
-    float t0 = subgroupMax(am);
+    precise float t0 = subgroupMax(am);
     if (subgroupElect()) {
         red[gl_SubgroupID] = t0;
     }
     barrier();
-    float amax = red[0u];
+    precise float amax = red[0u];
     for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
         amax = max(amax, red[s1]);
     }
     barrier();
-    float s2 = 127.0 / max(amax, 1e-05);
+    precise float s2 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    int qv = clamp(int(roundEven(y.x * s2)), -128, 127);
+    precise int qv = clamp(int(roundEven(y.x * s2)), -128, 127);
     qsum += qv;
-    int qv1 = clamp(int(roundEven(y.y * s2)), -128, 127);
+    precise int qv1 = clamp(int(roundEven(y.y * s2)), -128, 127);
     qsum += qv1;
-    int qv2 = clamp(int(roundEven(y.z * s2)), -128, 127);
+    precise int qv2 = clamp(int(roundEven(y.z * s2)), -128, 127);
     qsum += qv2;
-    int qv3 = clamp(int(roundEven(y.w * s2)), -128, 127);
+    precise int qv3 = clamp(int(roundEven(y.w * s2)), -128, 127);
     qsum += qv3;
     pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
-    int qv4 = clamp(int(roundEven(y1.x * s2)), -128, 127);
+    precise int qv4 = clamp(int(roundEven(y1.x * s2)), -128, 127);
     qsum += qv4;
-    int qv5 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+    precise int qv5 = clamp(int(roundEven(y1.y * s2)), -128, 127);
     qsum += qv5;
-    int qv6 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+    precise int qv6 = clamp(int(roundEven(y1.z * s2)), -128, 127);
     qsum += qv6;
-    int qv7 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+    precise int qv7 = clamp(int(roundEven(y1.w * s2)), -128, 127);
     qsum += qv7;
     if (inrow) {
         pc.q.d[rbase + wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);

@@ -107,81 +107,82 @@ void main()
     barrier();
     if (gl_LocalInvocationIndex < 128u) {
         uint o = (wg * 128u) + gl_LocalInvocationIndex;
-        float v = (float(osum[gl_LocalInvocationIndex] - int(pc.qs.d[1u])) / pc.qs.d[0u]) * uintBitsToFloat(pc.wt.d[49152u]);
-        pc.y.d[o] = pc.y.d[o] + v;
+        precise float v = (float(osum[gl_LocalInvocationIndex] - int(pc.qs.d[1u])) / pc.qs.d[0u]) * uintBitsToFloat(pc.wt.d[49152u]);
+        precise float t0 = pc.y.d[o] + v;
+        pc.y.d[o] = t0;
     }
     if (pc.has_next != 0u) {
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t0 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived[0u] = t0;
+            uint t1 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived[0u] = t1;
         }
         barrier();
         if (arrived[0u] == 3u) {
             memoryBarrierBuffer();
             uint wi1 = gl_LocalInvocationIndex;
             bool inrow = wi1 < 128u;
-            vec4 xr = vec4(0.0);
+            precise vec4 xr = vec4(0.0);
             if (inrow) {
                 xr = Buf_xrow4(pc.y).d[wi1];
             }
-            vec4 wr = vec4(0.0);
+            precise vec4 wr = vec4(0.0);
             if (inrow) {
                 wr = Buf_nwrow4(pc.lnw).d[wi1];
             }
-            float ss = 0.0;
-            float e = xr.x;
+            precise float ss = 0.0;
+            precise float e = xr.x;
             ss += e * e;
-            float e1 = xr.y;
+            precise float e1 = xr.y;
             ss += e1 * e1;
-            float e2 = xr.z;
+            precise float e2 = xr.z;
             ss += e2 * e2;
-            float e3 = xr.w;
+            precise float e3 = xr.w;
             ss += e3 * e3;
-            float r = subgroupAdd(ss);
+            precise float r = subgroupAdd(ss);
             if (subgroupElect()) {
                 red[gl_SubgroupID] = r;
             }
             barrier();
-            float sum = red[0u];
+            precise float sum = red[0u];
             for (uint s = 1u; s < gl_NumSubgroups; s++) {
                 sum = sum + red[s];
             }
             barrier();
-            float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
-            vec4 y1 = (xr * scale) * wr;
-            float am = 0.0;
+            precise float scale = 1.0 / sqrt((sum / 512.0) + 1e-05);
+            precise vec4 y1 = (xr * scale) * wr;
+            precise float am = 0.0;
             am = max(am, abs(y1.x));
             am = max(am, abs(y1.y));
             am = max(am, abs(y1.z));
             am = max(am, abs(y1.w));
-            float t1 = subgroupMax(am);
+            precise float t2 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t1;
+                red[gl_SubgroupID] = t2;
             }
             barrier();
-            float amax = red[0u];
+            precise float amax = red[0u];
             for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
                 amax = max(amax, red[s1]);
             }
             barrier();
-            float s2 = 127.0 / max(amax, 1e-05);
+            precise float s2 = 127.0 / max(amax, 1e-05);
             int qsum = 0;
-            int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+            precise int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
             qsum += qv;
-            int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+            precise int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
             qsum += qv1;
-            int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+            precise int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
             qsum += qv2;
-            int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+            precise int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
             qsum += qv3;
             if (inrow) {
                 pc.lq.d[wi1] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int t2 = subgroupAdd(qsum);
+            int t3 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t2;
+                redi[gl_SubgroupID] = t3;
             }
             barrier();
             int total = redi[0u];

@@ -54,7 +54,7 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    float ws = uintBitsToFloat(pc.w.d[49152u]);
+    precise float ws = uintBitsToFloat(pc.w.d[49152u]);
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
@@ -69,7 +69,7 @@ void main()
         }
         int tot = subgroupAdd(acc);
         if (gl_SubgroupInvocationID == 0u) {
-            float v = (float(tot - int(pc.qs.d[1u])) / pc.qs.d[0u]) * ws;
+            precise float v = (float(tot - int(pc.qs.d[1u])) / pc.qs.d[0u]) * ws;
             pc.gate.d[row] = v;
         }
     }
@@ -85,7 +85,7 @@ void main()
         uint base = 0u;
         for (uint c = 0u; c < 1536u; c += 256u) {
             uint i = c + gl_LocalInvocationIndex;
-            bool on = (i < 1536u) && (pc.gate.d[min(i, 1535u)] > 0.0);
+            precise bool on = (i < 1536u) && (pc.gate.d[min(i, 1535u)] > 0.0);
             uint flag = on ? 1u : 0u;
             uint pre = subgroupExclusiveAdd(flag);
             uint t1 = subgroupAdd(flag);

@@ -48,8 +48,8 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    float ws = uintBitsToFloat(pc.w.d[12288u]);
-    float ws_up = uintBitsToFloat(pc.wu.d[12288u]);
+    precise float ws = uintBitsToFloat(pc.w.d[12288u]);
+    precise float ws_up = uintBitsToFloat(pc.wu.d[12288u]);
     uint tx = gl_LocalInvocationIndex & 15u;
     uint ty = gl_LocalInvocationIndex >> 4u;
     uint row0 = gl_WorkGroupID.x * 64u;
@@ -333,117 +333,133 @@ void main()
     uint tok = tok0 + ((ty * 4u) + 0u);
     if (tok < dyn.n_tokens) {
         int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
-        float sc = pc.qs.d[tok * 2u];
+        precise float sc = pc.qs.d[tok * 2u];
         uint row = row0 + (tx + 0u);
         if (row < M) {
-            float v = (float(acc00 - qsum) / sc) * ws;
-            float vu = (float(accu00 - qsum) / sc) * ws_up;
-            pc.y.d[(tok * M) + row] = (v / (1.0 + exp(-v))) * vu;
+            precise float v = (float(acc00 - qsum) / sc) * ws;
+            precise float vu = (float(accu00 - qsum) / sc) * ws_up;
+            precise float t0 = (v / (1.0 + exp(-v))) * vu;
+            pc.y.d[(tok * M) + row] = t0;
         }
         uint row1 = row0 + (tx + 16u);
         if (row1 < M) {
-            float v1 = (float(acc10 - qsum) / sc) * ws;
-            float vu1 = (float(accu10 - qsum) / sc) * ws_up;
-            pc.y.d[(tok * M) + row1] = (v1 / (1.0 + exp(-v1))) * vu1;
+            precise float v1 = (float(acc10 - qsum) / sc) * ws;
+            precise float vu1 = (float(accu10 - qsum) / sc) * ws_up;
+            precise float t8 = (v1 / (1.0 + exp(-v1))) * vu1;
+            pc.y.d[(tok * M) + row1] = t8;
         }
         uint row2 = row0 + (tx + 32u);
         if (row2 < M) {
-            float v2 = (float(acc20 - qsum) / sc) * ws;
-            float vu2 = (float(accu20 - qsum) / sc) * ws_up;
-            pc.y.d[(tok * M) + row2] = (v2 / (1.0 + exp(-v2))) * vu2;
+            precise float v2 = (float(acc20 - qsum) / sc) * ws;
+            precise float vu2 = (float(accu20 - qsum) / sc) * ws_up;
+            precise float t9 = (v2 / (1.0 + exp(-v2))) * vu2;
+            pc.y.d[(tok * M) + row2] = t9;
         }
         uint row3 = row0 + (tx + 48u);
         if (row3 < M) {
-            float v3 = (float(acc30 - qsum) / sc) * ws;
-            float vu3 = (float(accu30 - qsum) / sc) * ws_up;
-            pc.y.d[(tok * M) + row3] = (v3 / (1.0 + exp(-v3))) * vu3;
+            precise float v3 = (float(acc30 - qsum) / sc) * ws;
+            precise float vu3 = (float(accu30 - qsum) / sc) * ws_up;
+            precise float t10 = (v3 / (1.0 + exp(-v3))) * vu3;
+            pc.y.d[(tok * M) + row3] = t10;
         }
     }
     uint tok1 = tok0 + ((ty * 4u) + 1u);
     if (tok1 < dyn.n_tokens) {
         int qsum1 = int(pc.qs.d[(tok1 * 2u) + 1u]);
-        float sc1 = pc.qs.d[tok1 * 2u];
+        precise float sc1 = pc.qs.d[tok1 * 2u];
         uint row4 = row0 + (tx + 0u);
         if (row4 < M) {
-            float v4 = (float(acc01 - qsum1) / sc1) * ws;
-            float vu4 = (float(accu01 - qsum1) / sc1) * ws_up;
-            pc.y.d[(tok1 * M) + row4] = (v4 / (1.0 + exp(-v4))) * vu4;
+            precise float v4 = (float(acc01 - qsum1) / sc1) * ws;
+            precise float vu4 = (float(accu01 - qsum1) / sc1) * ws_up;
+            precise float t11 = (v4 / (1.0 + exp(-v4))) * vu4;
+            pc.y.d[(tok1 * M) + row4] = t11;
         }
         uint row5 = row0 + (tx + 16u);
         if (row5 < M) {
-            float v5 = (float(acc11 - qsum1) / sc1) * ws;
-            float vu5 = (float(accu11 - qsum1) / sc1) * ws_up;
-            pc.y.d[(tok1 * M) + row5] = (v5 / (1.0 + exp(-v5))) * vu5;
+            precise float v5 = (float(acc11 - qsum1) / sc1) * ws;
+            precise float vu5 = (float(accu11 - qsum1) / sc1) * ws_up;
+            precise float t12 = (v5 / (1.0 + exp(-v5))) * vu5;
+            pc.y.d[(tok1 * M) + row5] = t12;
         }
         uint row6 = row0 + (tx + 32u);
         if (row6 < M) {
-            float v6 = (float(acc21 - qsum1) / sc1) * ws;
-            float vu6 = (float(accu21 - qsum1) / sc1) * ws_up;
-            pc.y.d[(tok1 * M) + row6] = (v6 / (1.0 + exp(-v6))) * vu6;
+            precise float v6 = (float(acc21 - qsum1) / sc1) * ws;
+            precise float vu6 = (float(accu21 - qsum1) / sc1) * ws_up;
+            precise float t13 = (v6 / (1.0 + exp(-v6))) * vu6;
+            pc.y.d[(tok1 * M) + row6] = t13;
         }
         uint row7 = row0 + (tx + 48u);
         if (row7 < M) {
-            float v7 = (float(acc31 - qsum1) / sc1) * ws;
-            float vu7 = (float(accu31 - qsum1) / sc1) * ws_up;
-            pc.y.d[(tok1 * M) + row7] = (v7 / (1.0 + exp(-v7))) * vu7;
+            precise float v7 = (float(acc31 - qsum1) / sc1) * ws;
+            precise float vu7 = (float(accu31 - qsum1) / sc1) * ws_up;
+            precise float t14 = (v7 / (1.0 + exp(-v7))) * vu7;
+            pc.y.d[(tok1 * M) + row7] = t14;
         }
     }
     uint tok2 = tok0 + ((ty * 4u) + 2u);
     if (tok2 < dyn.n_tokens) {
         int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
-        float sc2 = pc.qs.d[tok2 * 2u];
+        precise float sc2 = pc.qs.d[tok2 * 2u];
         uint row8 = row0 + (tx + 0u);
         if (row8 < M) {
-            float v8 = (float(acc02 - qsum2) / sc2) * ws;
-            float vu8 = (float(accu02 - qsum2) / sc2) * ws_up;
-            pc.y.d[(tok2 * M) + row8] = (v8 / (1.0 + exp(-v8))) * vu8;
+            precise float v8 = (float(acc02 - qsum2) / sc2) * ws;
+            precise float vu8 = (float(accu02 - qsum2) / sc2) * ws_up;
+            precise float t15 = (v8 / (1.0 + exp(-v8))) * vu8;
+            pc.y.d[(tok2 * M) + row8] = t15;
         }
         uint row9 = row0 + (tx + 16u);
         if (row9 < M) {
-            float v9 = (float(acc12 - qsum2) / sc2) * ws;
-            float vu9 = (float(accu12 - qsum2) / sc2) * ws_up;
-            pc.y.d[(tok2 * M) + row9] = (v9 / (1.0 + exp(-v9))) * vu9;
+            precise float v9 = (float(acc12 - qsum2) / sc2) * ws;
+            precise float vu9 = (float(accu12 - qsum2) / sc2) * ws_up;
+            precise float t16 = (v9 / (1.0 + exp(-v9))) * vu9;
+            pc.y.d[(tok2 * M) + row9] = t16;
         }
         uint row10 = row0 + (tx + 32u);
         if (row10 < M) {
-            float v10 = (float(acc22 - qsum2) / sc2) * ws;
-            float vu10 = (float(accu22 - qsum2) / sc2) * ws_up;
-            pc.y.d[(tok2 * M) + row10] = (v10 / (1.0 + exp(-v10))) * vu10;
+            precise float v10 = (float(acc22 - qsum2) / sc2) * ws;
+            precise float vu10 = (float(accu22 - qsum2) / sc2) * ws_up;
+            precise float t17 = (v10 / (1.0 + exp(-v10))) * vu10;
+            pc.y.d[(tok2 * M) + row10] = t17;
         }
         uint row11 = row0 + (tx + 48u);
         if (row11 < M) {
-            float v11 = (float(acc32 - qsum2) / sc2) * ws;
-            float vu11 = (float(accu32 - qsum2) / sc2) * ws_up;
-            pc.y.d[(tok2 * M) + row11] = (v11 / (1.0 + exp(-v11))) * vu11;
+            precise float v11 = (float(acc32 - qsum2) / sc2) * ws;
+            precise float vu11 = (float(accu32 - qsum2) / sc2) * ws_up;
+            precise float t18 = (v11 / (1.0 + exp(-v11))) * vu11;
+            pc.y.d[(tok2 * M) + row11] = t18;
         }
     }
     uint tok3 = tok0 + ((ty * 4u) + 3u);
     if (tok3 < dyn.n_tokens) {
         int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
-        float sc3 = pc.qs.d[tok3 * 2u];
+        precise float sc3 = pc.qs.d[tok3 * 2u];
         uint row12 = row0 + (tx + 0u);
         if (row12 < M) {
-            float v12 = (float(acc03 - qsum3) / sc3) * ws;
-            float vu12 = (float(accu03 - qsum3) / sc3) * ws_up;
-            pc.y.d[(tok3 * M) + row12] = (v12 / (1.0 + exp(-v12))) * vu12;
+            precise float v12 = (float(acc03 - qsum3) / sc3) * ws;
+            precise float vu12 = (float(accu03 - qsum3) / sc3) * ws_up;
+            precise float t19 = (v12 / (1.0 + exp(-v12))) * vu12;
+            pc.y.d[(tok3 * M) + row12] = t19;
         }
         uint row13 = row0 + (tx + 16u);
         if (row13 < M) {
-            float v13 = (float(acc13 - qsum3) / sc3) * ws;
-            float vu13 = (float(accu13 - qsum3) / sc3) * ws_up;
-            pc.y.d[(tok3 * M) + row13] = (v13 / (1.0 + exp(-v13))) * vu13;
+            precise float v13 = (float(acc13 - qsum3) / sc3) * ws;
+            precise float vu13 = (float(accu13 - qsum3) / sc3) * ws_up;
+            precise float t20 = (v13 / (1.0 + exp(-v13))) * vu13;
+            pc.y.d[(tok3 * M) + row13] = t20;
         }
         uint row14 = row0 + (tx + 32u);
         if (row14 < M) {
-            float v14 = (float(acc23 - qsum3) / sc3) * ws;
-            float vu14 = (float(accu23 - qsum3) / sc3) * ws_up;
-            pc.y.d[(tok3 * M) + row14] = (v14 / (1.0 + exp(-v14))) * vu14;
+            precise float v14 = (float(acc23 - qsum3) / sc3) * ws;
+            precise float vu14 = (float(accu23 - qsum3) / sc3) * ws_up;
+            precise float t21 = (v14 / (1.0 + exp(-v14))) * vu14;
+            pc.y.d[(tok3 * M) + row14] = t21;
         }
         uint row15 = row0 + (tx + 48u);
         if (row15 < M) {
-            float v15 = (float(acc33 - qsum3) / sc3) * ws;
-            float vu15 = (float(accu33 - qsum3) / sc3) * ws_up;
-            pc.y.d[(tok3 * M) + row15] = (v15 / (1.0 + exp(-v15))) * vu15;
+            precise float v15 = (float(acc33 - qsum3) / sc3) * ws;
+            precise float vu15 = (float(accu33 - qsum3) / sc3) * ws_up;
+            precise float t22 = (v15 / (1.0 + exp(-v15))) * vu15;
+            pc.y.d[(tok3 * M) + row15] = t22;
         }
     }
 }

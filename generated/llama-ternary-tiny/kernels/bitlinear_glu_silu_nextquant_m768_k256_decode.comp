@@ -63,8 +63,8 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    float ws = uintBitsToFloat(pc.w.d[12288u]);
-    float ws_up = uintBitsToFloat(pc.wu.d[12288u]);
+    precise float ws = uintBitsToFloat(pc.w.d[12288u]);
+    precise float ws_up = uintBitsToFloat(pc.wu.d[12288u]);
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
@@ -143,58 +143,59 @@ void main()
         int t1 = subgroupAdd(accu);
         if (gl_SubgroupInvocationID == 0u) {
             int qsum = int(pc.qs.d[1u]);
-            float sc = pc.qs.d[0u];
-            float v = (float(t0 - qsum) / sc) * ws;
-            float vu = (float(t1 - qsum) / sc) * ws_up;
-            pc.y.d[row] = (v / (1.0 + exp(-v))) * vu;
+            precise float sc = pc.qs.d[0u];
+            precise float v = (float(t0 - qsum) / sc) * ws;
+            precise float vu = (float(t1 - qsum) / sc) * ws_up;
+            precise float t2 = (v / (1.0 + exp(-v))) * vu;
+            pc.y.d[row] = t2;
         }
     }
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t2 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t2;
+        uint t3 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t3;
     }
     barrier();
     if (arrived[0u] == 95u) {
         memoryBarrierBuffer();
         uint wi = gl_LocalInvocationIndex;
         bool inrow = wi < 192u;
-        vec4 xr = vec4(0.0);
+        precise vec4 xr = vec4(0.0);
         if (inrow) {
             xr = Buf_xrow4(pc.y).d[wi];
         }
-        float am = 0.0;
+        precise float am = 0.0;
         am = max(am, abs(xr.x));
         am = max(am, abs(xr.y));
         am = max(am, abs(xr.z));
         am = max(am, abs(xr.w));
-        float t3 = subgroupMax(am);
+        precise float t4 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t3;
+            red[gl_SubgroupID] = t4;
         }
         barrier();
-        float amax = red[0u];
+        precise float amax = red[0u];
         for (uint s = 1u; s < gl_NumSubgroups; s++) {
             amax = max(amax, red[s]);
         }
         barrier();
-        float s1 = 127.0 / max(amax, 1e-05);
+        precise float s1 = 127.0 / max(amax, 1e-05);
         int qsum1 = 0;
-        int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
+        precise int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
         qsum1 += qv;
-        int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
+        precise int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
         qsum1 += qv1;
-        int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
+        precise int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
         qsum1 += qv2;
-        int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
+        precise int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
         qsum1 += qv3;
         if (inrow) {
             pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
-        int t4 = subgroupAdd(qsum1);
+        int t5 = subgroupAdd(qsum1);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t4;
+            redi[gl_SubgroupID] = t5;
         }
         barrier();
         int total = redi[0u];

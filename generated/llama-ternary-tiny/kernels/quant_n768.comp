@@ -27,34 +27,34 @@ void main()
     uint rbase = gl_WorkGroupID.x * 192u;
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 192u;
-    vec4 xr = vec4(0.0);
+    precise vec4 xr = vec4(0.0);
     if (inrow) {
         xr = Buf_xrow4(pc.x).d[rbase + wi];
     }
-    float am = 0.0;
+    precise float am = 0.0;
     am = max(am, abs(xr.x));
     am = max(am, abs(xr.y));
     am = max(am, abs(xr.z));
     am = max(am, abs(xr.w));
-    float t0 = subgroupMax(am);
+    precise float t0 = subgroupMax(am);
     if (subgroupElect()) {
         red[gl_SubgroupID] = t0;
     }
     barrier();
-    float amax = red[0u];
+    precise float amax = red[0u];
     for (uint s = 1u; s < gl_NumSubgroups; s++) {
         amax = max(amax, red[s]);
     }
     barrier();
-    float s1 = 127.0 / max(amax, 1e-05);
+    precise float s1 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
+    precise int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
     qsum += qv;
-    int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
+    precise int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
     qsum += qv1;
-    int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
+    precise int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
     qsum += qv2;
-    int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
+    precise int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
     qsum += qv3;
     if (inrow) {
         pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
