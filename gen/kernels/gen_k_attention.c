@@ -139,328 +139,422 @@ static void accum_value(dsl_kernel *k, dsl_expr sc, dsl_expr i, dsl_expr vv, int
     }
 }
 
-int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
-{
-    const gen_hparams *hp = &g->m->hp;
-    const int hd = hp->head_dim, QD = hp->n_heads * hd, KVD = hp->n_kv_heads * hd;
-    const int group = hp->n_heads / hp->n_kv_heads;
-    const bool f16 = strcmp(hp->kv_type, "f32") != 0;
-    const int S = decode ? kop->splits : 0;
-    const int G = group <= MAX_GROUP ? group : 1; /* query heads per workgroup */
-    const uint32_t columns = (uint32_t)(G > 1 ? hp->n_kv_heads : hp->n_heads); /* workgroups along axis 0 */
-    int T = 1; /* tokens per workgroup: prefill tiles of T tokens share each K and V load */
-    if (!S) {
-        T = MAX_ROWS / G;
-        while (T > 1 && attn_shared_bytes(T * G, hd) > SHARED_BUDGET)
-            T--;
-    }
-    const int R = T * G; /* query rows: row r = token r / G of the tile, head r % G of the group */
-    char name[96];
-    snprintf(name, sizeof(name), "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", hp->n_heads, hp->n_kv_heads,
-             hd, f16 ? "_f16" : "");
-    if (!S && G > 1)
-        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_g%d", G);
-    if (!S && T > 1)
-        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_t%d", T);
-    if (S)
-        snprintf(name + strlen(name), sizeof(name) - strlen(name), "_split%d_g%d%s%s", S, G,
-                 kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
-    const bool last = kop->last_out >= 0; /* the next norm, run by the last merging workgroup */
-    snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s", gen_last_suffix(kop));
-    if ((kop->kv_fold || last) && (!S || kop->part < 0 || (last && (256 % hd || kop->last_next)))) {
-        snprintf(err, GEN_ERR_LEN, "%s: a folded %s needs the merged split decode attention%s", kop->label,
-                 last ? "next norm" : "kv write", last ? " and a head_dim dividing 256" : "");
-        return -1;
-    }
-    if (hd % 8) { /* gen_model refuses such a head_dim */
-        snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 8", kop->label, hd);
-        return -1;
-    }
-    dsl_kernel *k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
-    if (!k)
-        return gen_out_kernel(out, NULL, err);
+/* One attention kernel being built: its shape and the expressions its parts share. */
+typedef struct {
+    dsl_kernel *k;
+    const gen_hparams *hp;
+    const gen_kop *kop;
+    int hd, QD, KVD, group, S, G, T, R;
+    bool f16, merge, kvw, last;
+    uint32_t columns;                      /* workgroups along axis 0 */
+    dsl_expr q, kc, vc, kc4, y, yout, sync, kin, vin;
+    gen_last_bufs lb;
+    dsl_expr HD, qsh, sc, mkey, w0, lid, kvh, kvoff;
+    dsl_expr tok[MAX_ROWS], nr[MAX_ROWS], live[MAX_ROWS], hi, lo;
+    dsl_expr head[MAX_GROUP];
+    gen_rope_rot rot;                      /* this lane's rotation at the token's position */
+    dsl_expr M[MAX_ROWS], L[MAX_ROWS], acc[MAX_ROWS];
+    dsl_expr pos, knew, vnew;              /* kv_fold: the step's position, its k and v rows */
+} att_ctx;
 
-    dsl_expr q = dsl_buffer(k, "q", DSL_F32, DSL_READONLY);
+/* Kernel name (shape, split, folds); -1 with err for a fold the kernel cannot take. */
+static int att_name(const att_ctx *c, char *name, size_t n, char *err)
+{
+    const gen_kop *kop = c->kop;
+    snprintf(name, n, "attention%s_h%d_kv%d_d%d%s", kop->rope ? "_rope" : "", c->hp->n_heads, c->hp->n_kv_heads,
+             c->hd, c->f16 ? "_f16" : "");
+    if (!c->S && c->G > 1)
+        snprintf(name + strlen(name), n - strlen(name), "_g%d", c->G);
+    if (!c->S && c->T > 1)
+        snprintf(name + strlen(name), n - strlen(name), "_t%d", c->T);
+    if (c->S)
+        snprintf(name + strlen(name), n - strlen(name), "_split%d_g%d%s%s", c->S, c->G,
+                 kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
+    snprintf(name + strlen(name), n - strlen(name), "%s", gen_last_suffix(kop));
+    if ((kop->kv_fold || c->last) &&
+        (!c->S || kop->part < 0 || (c->last && (256 % c->hd || kop->last_next)))) {
+        snprintf(err, GEN_ERR_LEN, "%s: a folded %s needs the merged split decode attention%s", kop->label,
+                 c->last ? "next norm" : "kv write", c->last ? " and a head_dim dividing 256" : "");
+        return -1;
+    }
+    if (c->hd % 8) { /* gen_model refuses such a head_dim */
+        snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 8", kop->label, c->hd);
+        return -1;
+    }
+    return 0;
+}
+
+/* Buffers (and their dispatch bindings), in the kernel's declaration order. */
+static void att_bind(att_ctx *c, const gen_graph *g, gen_kernel_out *out)
+{
+    dsl_kernel *k = c->k;
+    const gen_kop *kop = c->kop;
+    c->q = dsl_buffer(k, "q", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    const bool merge = S && kop->part >= 0; /* the last workgroup of a column merges the partials */
-    const bool kvw = kop->kv_fold; /* this kernel writes the step's cache row (merge is checked above) */
-    dsl_expr kc = dsl_buffer(k, "kcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
-    dsl_expr vc = dsl_buffer(k, "vcache", f16 ? DSL_F16 : DSL_F32, kvw ? DSL_READWRITE : DSL_READONLY);
+    c->kc = dsl_buffer(k, "kcache", c->f16 ? DSL_F16 : DSL_F32, c->kvw ? DSL_READWRITE : DSL_READONLY);
+    c->vc = dsl_buffer(k, "vcache", c->f16 ? DSL_F16 : DSL_F32, c->kvw ? DSL_READWRITE : DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
     /* K rows read 16 bytes at a time (every row slice starts 16-byte aligned) */
-    dsl_expr kc4 = dsl_buffer_view(k, "kcache4", kc, f16 ? DSL_UVEC4 : DSL_VEC4);
-    dsl_expr y = dsl_buffer(k, S ? "part" : "y", DSL_F32, merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
-    gen_out_val(out, g, merge ? kop->part : kop->out);
-    dsl_expr yout = NULL, sync = NULL;
-    if (merge) { /* with the next norm, its last workgroup reads y back */
-        yout = dsl_buffer(k, "y", DSL_F32, last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
+    c->kc4 = dsl_buffer_view(k, "kcache4", c->kc, c->f16 ? DSL_UVEC4 : DSL_VEC4);
+    c->y = dsl_buffer(k, c->S ? "part" : "y", DSL_F32, c->merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
+    gen_out_val(out, g, c->merge ? kop->part : kop->out);
+    if (c->merge) { /* with the next norm, its last workgroup reads y back */
+        c->yout = dsl_buffer(k, "y", DSL_F32, c->last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
         gen_out_val(out, g, kop->out);
-        sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
+        c->sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
         gen_out_arg(out, RT_ARG_SYNC, 0);
     }
-    dsl_expr kin = NULL, vin = NULL; /* kv_fold: this token's k (before RoPE with kv_rope) and v */
-    if (kvw) {
-        kin = dsl_buffer(k, "k", DSL_F32, DSL_READONLY);
+    if (c->kvw) { /* this token's k (before RoPE with kv_rope) and v */
+        c->kin = dsl_buffer(k, "k", DSL_F32, DSL_READONLY);
         gen_out_val(out, g, kop->in[1]);
-        vin = dsl_buffer(k, "v", DSL_F32, DSL_READONLY);
+        c->vin = dsl_buffer(k, "v", DSL_F32, DSL_READONLY);
         gen_out_val(out, g, kop->in[2]);
     }
-    gen_last_bufs lb = {0}; /* last_out: the next norm's weight and Q8 row */
-    if (last)
-        lb = gen_last_bind(k, g, kop, out, sync); /* merge bound the counters */
+    if (c->last) /* the next norm's weight and Q8 row (merge bound the counters) */
+        c->lb = gen_last_bind(k, g, kop, out, c->sync);
+}
 
-    dsl_expr HD = dsl_const_u32(k, "HD", hd);
+/* Shared arrays, the workgroup's KV head, its tokens / rows and query heads. */
+static void att_rows(att_ctx *c)
+{
+    dsl_kernel *k = c->k;
+    const int R = c->R, T = c->T, G = c->G, hd = c->hd;
+    c->HD = dsl_const_u32(k, "HD", hd);
     /* q of the R rows (F16-rounded, uvec4 of 8 halves), the chunk's probabilities
      * (also q's f32 staging before packing) and maxima */
-    dsl_expr qsh = dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8));
+    c->qsh = dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8));
     const int P = sc_lanes(R);
-    dsl_expr sc = dsl_shared(k, "sc", P == 4 ? DSL_VEC4 : P == 2 ? DSL_VEC2 : DSL_F32, (uint32_t)(R * hd / P));
-    dsl_expr mkey = dsl_shared(k, "mkey", DSL_U32, (uint32_t)R); /* order-preserving keys */
+    c->sc = dsl_shared(k, "sc", P == 4 ? DSL_VEC4 : P == 2 ? DSL_VEC2 : DSL_F32, (uint32_t)(R * hd / P));
+    c->mkey = dsl_shared(k, "mkey", DSL_U32, (uint32_t)R); /* order-preserving keys */
     /* axis 0: the query head (G = 1) or the KV head (G = group); axis 1: the key
      * range (split, one token) or the tile of T tokens */
-    dsl_expr w0 = dsl_wgid(k, 0), lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    dsl_expr kvh = G > 1 ? w0 : dsl_let(k, "kvh", dsl_div(k, w0, U(group)));
-    dsl_expr kvoff = dsl_let(k, "kvoff", dsl_mul(k, kvh, HD));
-    dsl_expr tok[MAX_ROWS] = {0}, nr[MAX_ROWS] = {0}, live[MAX_ROWS] = {0}, hi = NULL;
-    if (S) {
-        tok[0] = U(0);
-        nr[0] = dsl_let(k, "n", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), U(1)));
+    c->w0 = dsl_wgid(k, 0);
+    c->lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    c->kvh = G > 1 ? c->w0 : dsl_let(k, "kvh", dsl_div(k, c->w0, U(c->group)));
+    c->kvoff = dsl_let(k, "kvoff", dsl_mul(k, c->kvh, c->HD));
+    if (c->S) {
+        c->tok[0] = U(0);
+        c->nr[0] = dsl_let(k, "n", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), U(1)));
     } else {
         /* token tok of the step sits at pos + tok and sees cache rows 0 .. pos + tok */
         dsl_expr tb = T > 1 ? dsl_let(k, "tb", dsl_mul(k, dsl_wgid(k, 1), U((uint32_t)T))) : dsl_wgid(k, 1);
         for (int tt = 0; tt < T; tt++) {
-            tok[tt] = T > 1 ? dsl_let(k, "t", dsl_add(k, tb, U((uint32_t)tt))) : tb;
-            nr[tt] = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), tok[tt]), U(1)));
-            live[tt] = T > 1 ? dsl_let(k, "live", dsl_lt(k, tok[tt], dsl_dyn(k, DSL_DYN_N_TOKENS))) : NULL;
+            c->tok[tt] = T > 1 ? dsl_let(k, "t", dsl_add(k, tb, U((uint32_t)tt))) : tb;
+            c->nr[tt] = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt]), U(1)));
+            c->live[tt] = T > 1 ? dsl_let(k, "live", dsl_lt(k, c->tok[tt], dsl_dyn(k, DSL_DYN_N_TOKENS))) : NULL;
         }
         /* the tile's keys: those of its last token in the step */
-        hi = T > 1 ? dsl_let(k, "hi", dsl_add(k, dsl_dyn(k, DSL_DYN_POS),
-                                              dsl_min(k, dsl_add(k, tb, U((uint32_t)T)), dsl_dyn(k, DSL_DYN_N_TOKENS))))
-                   : nr[0];
+        c->hi = T > 1 ? dsl_let(k, "hi", dsl_add(k, dsl_dyn(k, DSL_DYN_POS),
+                                                 dsl_min(k, dsl_add(k, tb, U((uint32_t)T)),
+                                                         dsl_dyn(k, DSL_DYN_N_TOKENS))))
+                      : c->nr[0];
     }
-    dsl_expr head[MAX_GROUP];
     for (int hh = 0; hh < G; hh++)
-        head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, kvh, U(G)), U(hh))) : w0;
-    /* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
-     * rounded to F16; rows of tokens past the step's stay 0 */
-    gen_rope_rot rot = {0}; /* the rotation of this lane's dim at the token's position, for every head */
+        c->head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, c->kvh, U(G)), U(hh))) : c->w0;
+}
+
+/* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
+ * rounded to F16 and packed 8 halves per uvec4 into qsh; rows of tokens past the
+ * step's stay 0. Also resets the chunk maxima. */
+static void att_load_q(att_ctx *c)
+{
+    dsl_kernel *k = c->k;
+    const int R = c->R, T = c->T, G = c->G, hd = c->hd, P = sc_lanes(R);
+    dsl_expr lid = c->lid;
     for (int tt = 0; tt < T; tt++) {
-        if (kop->rope)
-            rot = gen_rope_angle(k, hp, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), tok[tt])));
+        if (c->kop->rope)
+            c->rot = gen_rope_angle(k, c->hp, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt])));
         for (int hh = 0; hh < G; hh++) {
-            dsl_expr e = dsl_add(k, dsl_mul(k, head[hh], HD), lid), qv;
-            dsl_expr qb = dsl_mul(k, tok[tt], U(QD));
+            dsl_expr e = dsl_add(k, dsl_mul(k, c->head[hh], c->HD), lid), qv;
+            dsl_expr qb = dsl_mul(k, c->tok[tt], U(c->QD));
             if (T > 1) {
                 qv = dsl_var(k, "qv", DSL_F32, F(0));
-                dsl_if(k, live[tt]);
+                dsl_if(k, c->live[tt]);
             }
-            dsl_expr qr = kop->rope ? gen_rope_apply(k, hp, &rot, q, qb, e) : dsl_load(k, q, dsl_add(k, qb, e));
+            dsl_expr qr = c->kop->rope ? gen_rope_apply(k, c->hp, &c->rot, c->q, qb, e)
+                                       : dsl_load(k, c->q, dsl_add(k, qb, e));
             if (T > 1) {
                 dsl_assign(k, qv, qr);
                 dsl_end(k);
             } else {
                 qv = qr;
             }
-            dsl_assign(k, sc_at(k, sc, lid, tt * G + hh, R), f16_round(k, qv));
+            dsl_assign(k, sc_at(k, c->sc, lid, tt * G + hh, R), f16_round(k, qv));
         }
     }
     {
-        dsl_expr i = dsl_for(k, "i", lid, U((uint32_t)R), HD);
-        dsl_store(k, mkey, i, U(0)); /* below every float's key */
+        dsl_expr i = dsl_for(k, "i", lid, U((uint32_t)R), c->HD);
+        dsl_store(k, c->mkey, i, U(0)); /* below every float's key */
         dsl_end(k);
     }
     dsl_barrier(k);
-    { /* 8 halves per uvec4 (exact: the values are F16 already); m = block, rows / P */
-        dsl_expr m = dsl_for(k, "m", lid, U((uint32_t)(hd / 8 * (R / P))), HD);
-        dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, U((uint32_t)(R / P))));
-        dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, U((uint32_t)(R / P))));
-        for (int c = 0; c < P; c++) {
-            dsl_expr h[8], h2[4];
-            for (int e = 0; e < 8; e++) {
-                dsl_expr el = dsl_load(k, sc, dsl_add(k, dsl_mul(k, dsl_add(k, dsl_mul(k, blk, U(8)), U((uint32_t)e)),
-                                                                 U((uint32_t)(R / P))), rg));
-                h[e] = P > 1 ? dsl_comp(k, el, c) : el;
-            }
-            for (int e = 0; e < 4; e++)
-                h2[e] = dsl_pack_half2x16(k, dsl_vec2(k, h[2 * e], h[2 * e + 1]));
-            dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)c));
-            dsl_store(k, qsh, dsl_add(k, dsl_mul(k, row, U((uint32_t)(hd / 8))), blk),
-                      dsl_vec4(k, h2[0], h2[1], h2[2], h2[3]));
+    /* 8 halves per uvec4 (exact: the values are F16 already); m = block, rows / P */
+    dsl_expr m = dsl_for(k, "m", lid, U((uint32_t)(hd / 8 * (R / P))), c->HD);
+    dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, U((uint32_t)(R / P))));
+    dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, U((uint32_t)(R / P))));
+    for (int l = 0; l < P; l++) {
+        dsl_expr h[8], h2[4];
+        for (int e = 0; e < 8; e++) {
+            dsl_expr el = dsl_load(k, c->sc, dsl_add(k, dsl_mul(k, dsl_add(k, dsl_mul(k, blk, U(8)), U((uint32_t)e)),
+                                                                U((uint32_t)(R / P))), rg));
+            h[e] = P > 1 ? dsl_comp(k, el, l) : el;
         }
-        dsl_end(k);
-        dsl_barrier(k);
+        for (int e = 0; e < 4; e++)
+            h2[e] = dsl_pack_half2x16(k, dsl_vec2(k, h[2 * e], h[2 * e + 1]));
+        dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)l));
+        dsl_store(k, c->qsh, dsl_add(k, dsl_mul(k, row, U((uint32_t)(hd / 8))), blk),
+                  dsl_vec4(k, h2[0], h2[1], h2[2], h2[3]));
     }
+    dsl_end(k);
+    dsl_barrier(k);
+}
 
-    dsl_expr M[MAX_ROWS], L[MAX_ROWS], acc[MAX_ROWS];
-    for (int r = 0; r < R; r++) {
-        M[r] = dsl_var(k, "mx", DSL_F32, F(-1e30));
-        L[r] = dsl_var(k, "l", DSL_F32, F(0));
-        acc[r] = dsl_var(k, "acc", DSL_F32, F(0));
+/* The online-softmax state per row, and the cache rows [lo, hi) this workgroup attends
+ * to; kv_fold: the range holding pos (= n - 1, one token) writes the cache rows of its
+ * KV head (the first query head of the group when G = 1) and keeps them in shared. */
+static void att_range(att_ctx *c)
+{
+    dsl_kernel *k = c->k;
+    for (int r = 0; r < c->R; r++) {
+        c->M[r] = dsl_var(k, "mx", DSL_F32, F(-1e30));
+        c->L[r] = dsl_var(k, "l", DSL_F32, F(0));
+        c->acc[r] = dsl_var(k, "acc", DSL_F32, F(0));
     }
-    /* the cache rows [lo, hi) this workgroup attends to */
-    dsl_expr lo = U(0);
-    if (S) {
-        dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, nr[0], U(S - 1)), U(S)));
-        lo = dsl_let(k, "lo", dsl_mul(k, dsl_wgid(k, 1), chunk));
-        hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, lo, chunk), nr[0]));
+    c->lo = U(0);
+    if (c->S) {
+        dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, c->nr[0], U(c->S - 1)), U(c->S)));
+        c->lo = dsl_let(k, "lo", dsl_mul(k, dsl_wgid(k, 1), chunk));
+        c->hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, c->lo, chunk), c->nr[0]));
     }
-    /* kv_fold: the range holding pos (= n - 1, one token) writes the cache rows of its
-     * KV head (the first query head of the group when G = 1) and keeps them in shared */
-    dsl_expr pos = NULL, knew = NULL, vnew = NULL;
-    if (kvw) {
-        pos = dsl_let(k, "kpos", dsl_dyn(k, DSL_DYN_POS));
-        knew = dsl_shared(k, "knew", DSL_F32, (uint32_t)hd);
-        vnew = dsl_shared(k, "vnew", DSL_F32, (uint32_t)hd);
-        dsl_if(k, dsl_and(k, dsl_le(k, lo, pos), dsl_lt(k, pos, hi)));
-        dsl_expr e = dsl_let(k, "e", dsl_add(k, kvoff, lid));
-        /* k sits at pos too (decode: one token): the q rotation's angle when q was rotated here */
-        dsl_expr kr = !kop->kv_rope ? dsl_load(k, kin, e)
-                      : kop->rope   ? gen_rope_apply(k, hp, &rot, kin, U(0), e)
-                                    : gen_rope_elem(k, hp, kin, U(0), e, pos);
-        dsl_expr vr = dsl_let(k, "vr", dsl_load(k, vin, e));
-        if (G == 1 && group > 1)
-            dsl_if(k, dsl_eq(k, dsl_mod(k, w0, U(group)), U(0)));
-        dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, pos, U(KVD)), e));
-        dsl_store(k, kc, ci, f16 ? dsl_cast(k, kr, DSL_F16) : kr);
-        dsl_store(k, vc, ci, f16 ? dsl_cast(k, vr, DSL_F16) : vr);
-        if (G == 1 && group > 1)
-            dsl_end(k);
-        dsl_store(k, knew, lid, f16 ? f16_round(k, kr) : kr);
-        dsl_store(k, vnew, lid, f16 ? f16_round(k, vr) : vr);
+    if (!c->kvw)
+        return;
+    const gen_kop *kop = c->kop;
+    dsl_expr lid = c->lid;
+    c->pos = dsl_let(k, "kpos", dsl_dyn(k, DSL_DYN_POS));
+    c->knew = dsl_shared(k, "knew", DSL_F32, (uint32_t)c->hd);
+    c->vnew = dsl_shared(k, "vnew", DSL_F32, (uint32_t)c->hd);
+    dsl_if(k, dsl_and(k, dsl_le(k, c->lo, c->pos), dsl_lt(k, c->pos, c->hi)));
+    dsl_expr e = dsl_let(k, "e", dsl_add(k, c->kvoff, lid));
+    /* k sits at pos too (decode: one token): the q rotation's angle when q was rotated here */
+    dsl_expr kr = !kop->kv_rope ? dsl_load(k, c->kin, e)
+                  : kop->rope   ? gen_rope_apply(k, c->hp, &c->rot, c->kin, U(0), e)
+                                : gen_rope_elem(k, c->hp, c->kin, U(0), e, c->pos);
+    dsl_expr vr = dsl_let(k, "vr", dsl_load(k, c->vin, e));
+    const bool first_only = c->G == 1 && c->group > 1;
+    if (first_only)
+        dsl_if(k, dsl_eq(k, dsl_mod(k, c->w0, U(c->group)), U(0)));
+    dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, c->pos, U(c->KVD)), e));
+    dsl_store(k, c->kc, ci, c->f16 ? dsl_cast(k, kr, DSL_F16) : kr);
+    dsl_store(k, c->vc, ci, c->f16 ? dsl_cast(k, vr, DSL_F16) : vr);
+    if (first_only)
         dsl_end(k);
-        dsl_barrier(k);
+    dsl_store(k, c->knew, lid, c->f16 ? f16_round(k, kr) : kr);
+    dsl_store(k, c->vnew, lid, c->f16 ? f16_round(k, vr) : vr);
+    dsl_end(k);
+    dsl_barrier(k);
+}
+
+/* One chunk's scores (key j = c0 + lid against the R rows, scaled; -1e30 past a row's
+ * keys) into sv[]. */
+static void att_scores(att_ctx *c, dsl_expr j, const dsl_expr *rlim, dsl_expr *sv)
+{
+    dsl_kernel *k = c->k;
+    const int R = c->R;
+    for (int r = 0; r < R; r++)
+        sv[r] = dsl_var(k, "s", DSL_F32, F(-1e30));
+    dsl_if(k, dsl_lt(k, j, c->hi));
+    dsl_expr dot[MAX_ROWS];
+    for (int r = 0; r < R; r++)
+        dot[r] = dsl_var(k, "dot", DSL_F32, F(0));
+    if (c->kvw) { /* key pos: from shared (knew == the cache row, read back) */
+        dsl_if(k, dsl_eq(k, j, c->pos));
+        score_dots(k, c->qsh, NULL, c->knew, U(0), false, R, c->hd, dot);
+        dsl_else(k);
     }
+    dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(c->KVD)), c->kvoff));
+    score_dots(k, c->qsh, c->kc4, NULL, kb, c->f16, R, c->hd, dot);
+    if (c->kvw)
+        dsl_end(k);
+    for (int r = 0; r < R; r++) {
+        dsl_expr s = dsl_mul(k, dot[r], F(1.0f / sqrtf((float)c->hd)));
+        dsl_assign(k, sv[r], c->T > 1 ? dsl_select(k, dsl_lt(k, j, rlim[r]), s, F(-1e30)) : s);
+    }
+    dsl_end(k);
+}
+
+/* The chunk's values: psum[r] / av[r] over its cache rows (kv_fold: row pos, the
+ * chunk's last, taken from shared after the cache rows). */
+static void att_values(att_ctx *c, dsl_expr c0, dsl_expr cnt, const dsl_expr *psum, const dsl_expr *av)
+{
+    dsl_kernel *k = c->k;
+    dsl_expr tail = c->kvw ? dsl_let(k, "tail", dsl_lt(k, c->pos, dsl_add(k, c0, cnt))) : NULL;
+    dsl_expr ncache = c->kvw ? dsl_let(k, "ncache", dsl_select(k, tail, dsl_sub(k, cnt, U(1)), cnt)) : cnt;
+    dsl_expr i = dsl_for(k, "i", U(0), ncache, NULL);
+    dsl_expr row = dsl_add(k, dsl_mul(k, dsl_add(k, c0, i), U(c->KVD)), c->kvoff);
+    dsl_expr vv = dsl_load(k, c->vc, dsl_add(k, row, c->lid));
+    if (c->f16 || c->R > 1)
+        vv = dsl_let(k, "vv", c->f16 ? dsl_cast(k, vv, DSL_F32) : vv);
+    accum_value(k, c->sc, i, vv, c->R, psum, av);
+    dsl_end(k);
+    if (c->kvw) {
+        dsl_if(k, tail);
+        accum_value(k, c->sc, ncache, dsl_load(k, c->vnew, c->lid), c->R, psum, av);
+        dsl_end(k);
+    }
+}
+
+/* Keys in chunks of head_dim: scores, the chunk max per row (subgroup maxima folded
+ * with shared atomicMax on order-preserving keys: max is exact in any order; mkey is
+ * never reset, it holds the max over all chunks so far, which is max(M, this chunk's
+ * max) = mn anyway), probabilities into shared, values, the rescaled running state. */
+static void att_chunks(att_ctx *c)
+{
+    dsl_kernel *k = c->k;
+    const int R = c->R;
     /* row r's key limit: its token's (prefill tiles: keys past it score -1e30 and weigh
      * 0, which leaves its sums exactly as they were) */
     dsl_expr rlim[MAX_ROWS];
     for (int r = 0; r < R; r++)
-        rlim[r] = T > 1 ? nr[r / G] : hi;
-    dsl_expr c0 = dsl_for(k, "c0", lo, hi, HD);
-    dsl_expr j = dsl_let(k, "j", dsl_add(k, c0, lid));
+        rlim[r] = c->T > 1 ? c->nr[r / c->G] : c->hi;
+    dsl_expr c0 = dsl_for(k, "c0", c->lo, c->hi, c->HD);
+    dsl_expr j = dsl_let(k, "j", dsl_add(k, c0, c->lid));
     dsl_expr sv[MAX_ROWS];
-    for (int r = 0; r < R; r++)
-        sv[r] = dsl_var(k, "s", DSL_F32, F(-1e30));
-    dsl_if(k, dsl_lt(k, j, hi));
-    {
-        dsl_expr dot[MAX_ROWS];
-        for (int r = 0; r < R; r++)
-            dot[r] = dsl_var(k, "dot", DSL_F32, F(0));
-        if (kvw) { /* key pos: from shared (knew == the cache row, read back) */
-            dsl_if(k, dsl_eq(k, j, pos));
-            score_dots(k, qsh, NULL, knew, U(0), false, R, hd, dot);
-            dsl_else(k);
-        }
-        dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(KVD)), kvoff));
-        score_dots(k, qsh, kc4, NULL, kb, f16, R, hd, dot);
-        if (kvw)
-            dsl_end(k);
-        for (int r = 0; r < R; r++) {
-            dsl_expr s = dsl_mul(k, dot[r], F(1.0f / sqrtf((float)hd)));
-            dsl_assign(k, sv[r], T > 1 ? dsl_select(k, dsl_lt(k, j, rlim[r]), s, F(-1e30)) : s);
-        }
-    }
-    dsl_end(k);
-    /* the chunk's max per row: subgroup maxima folded with shared atomicMax on
-     * order-preserving keys (max is exact in any order). mkey is never reset: it holds
-     * the max over all chunks so far, which is max(M, this chunk's max) = mn anyway */
+    att_scores(c, j, rlim, sv);
     dsl_expr sgmax[MAX_ROWS];
     for (int r = 0; r < R; r++)
         sgmax[r] = dsl_subgroup_max(k, sv[r]);
     dsl_if(k, dsl_subgroup_elect(k));
     for (int r = 0; r < R; r++)
-        dsl_atomic_max(k, dsl_at(k, mkey, U((uint32_t)r)), gen_float_key(k, sgmax[r]));
+        dsl_atomic_max(k, dsl_at(k, c->mkey, U((uint32_t)r)), gen_float_key(k, sgmax[r]));
     dsl_end(k);
     dsl_barrier(k);
     dsl_expr mn[MAX_ROWS], alpha[MAX_ROWS];
     for (int r = 0; r < R; r++) {
-        dsl_expr mc = gen_float_unkey(k, dsl_load(k, mkey, U((uint32_t)r)));
-        mn[r] = dsl_let(k, "mn", dsl_max(k, M[r], mc));
-        alpha[r] = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, M[r], mn[r])));
+        dsl_expr mc = gen_float_unkey(k, dsl_load(k, c->mkey, U((uint32_t)r)));
+        mn[r] = dsl_let(k, "mn", dsl_max(k, c->M[r], mc));
+        alpha[r] = dsl_let(k, "alpha", dsl_exp(k, dsl_sub(k, c->M[r], mn[r])));
     }
     for (int r = 0; r < R; r++)
-        dsl_assign(k, sc_at(k, sc, lid, r, R),
+        dsl_assign(k, sc_at(k, c->sc, c->lid, r, R),
                    dsl_select(k, dsl_lt(k, j, rlim[r]), dsl_exp(k, dsl_sub(k, sv[r], mn[r])), F(0)));
     dsl_barrier(k);
-    dsl_expr cnt = dsl_let(k, "cnt", dsl_min(k, HD, dsl_sub(k, hi, c0)));
+    dsl_expr cnt = dsl_let(k, "cnt", dsl_min(k, c->HD, dsl_sub(k, c->hi, c0)));
     dsl_expr psum[MAX_ROWS], av[MAX_ROWS];
     for (int r = 0; r < R; r++) {
         psum[r] = dsl_var(k, "psum", DSL_F32, F(0));
         av[r] = dsl_var(k, "av", DSL_F32, F(0));
     }
-    {
-        /* kv_fold: row pos, the chunk's last, is taken from shared after the cache rows */
-        dsl_expr tail = kvw ? dsl_let(k, "tail", dsl_lt(k, pos, dsl_add(k, c0, cnt))) : NULL;
-        dsl_expr ncache = kvw ? dsl_let(k, "ncache", dsl_select(k, tail, dsl_sub(k, cnt, U(1)), cnt)) : cnt;
-        dsl_expr i = dsl_for(k, "i", U(0), ncache, NULL);
-        dsl_expr vv = dsl_load(k, vc, dsl_add(k, dsl_add(k, dsl_mul(k, dsl_add(k, c0, i), U(KVD)), kvoff), lid));
-        if (f16 || R > 1)
-            vv = dsl_let(k, "vv", f16 ? dsl_cast(k, vv, DSL_F32) : vv);
-        accum_value(k, sc, i, vv, R, psum, av);
-        dsl_end(k);
-        if (kvw) {
-            dsl_if(k, tail);
-            accum_value(k, sc, ncache, dsl_load(k, vnew, lid), R, psum, av);
-            dsl_end(k);
-        }
-    }
+    att_values(c, c0, cnt, psum, av);
     for (int r = 0; r < R; r++) {
-        dsl_assign(k, L[r], dsl_add(k, dsl_mul(k, L[r], alpha[r]), psum[r]));
-        dsl_assign(k, acc[r], dsl_add(k, dsl_mul(k, acc[r], alpha[r]), av[r]));
-        dsl_assign(k, M[r], mn[r]);
+        dsl_assign(k, c->L[r], dsl_add(k, dsl_mul(k, c->L[r], alpha[r]), psum[r]));
+        dsl_assign(k, c->acc[r], dsl_add(k, dsl_mul(k, c->acc[r], alpha[r]), av[r]));
+        dsl_assign(k, c->M[r], mn[r]);
     }
     dsl_barrier(k);
     dsl_end(k); /* c0 */
-    if (S) {
-        for (int hh = 0; hh < G; hh++) {
-            dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, head[hh], U(S)), dsl_wgid(k, 1)),
-                                                       U(hd + 2)));
-            dsl_store(k, y, dsl_add(k, base, lid), acc[hh]);
-            dsl_if(k, dsl_eq(k, lid, U(0)));
-            dsl_store(k, y, dsl_add(k, base, HD), M[hh]);
-            dsl_store(k, y, dsl_add(k, base, U(hd + 1)), L[hh]);
-            dsl_end(k);
-        }
-        if (merge) {
-            /* partials visible device-wide, then count this workgroup in; the one that
-             * makes the count S merges (ATTN_COMBINE's code) and zeroes the counter */
-            gen_last_wg_begin(k, dsl_at(k, sync, w0), (uint32_t)S);
-            for (int hh = 0; hh < G; hh++)
-                combine_head(k, y, yout, head[hh], lid, S, hd);
-            if (last) /* second level: the last of the columns' mergers runs the next norm */
-                gen_last_norm(k, hp->norm_eps, yout, &lb, dsl_shared(k, "red", DSL_F32, 256), QD, columns, out);
-            gen_last_wg_end(k, dsl_at(k, sync, w0));
-        }
-    } else {
+}
+
+/* Split: each head's partial state (and, merging, the last workgroup of the column
+ * merges them, then maybe runs the next norm); else the rows' outputs acc / l. */
+static void att_store(att_ctx *c, gen_kernel_out *out)
+{
+    dsl_kernel *k = c->k;
+    const int hd = c->hd, S = c->S, G = c->G, T = c->T;
+    dsl_expr lid = c->lid;
+    if (!S) {
         for (int tt = 0; tt < T; tt++) {
             if (T > 1)
-                dsl_if(k, live[tt]);
+                dsl_if(k, c->live[tt]);
             for (int hh = 0; hh < G; hh++) {
                 const int r = tt * G + hh;
-                dsl_store(k, y, dsl_add(k, dsl_add(k, dsl_mul(k, tok[tt], U(QD)), dsl_mul(k, head[hh], HD)), lid),
-                          dsl_div(k, acc[r], L[r]));
+                dsl_expr at = dsl_add(k, dsl_mul(k, c->tok[tt], U(c->QD)), dsl_mul(k, c->head[hh], c->HD));
+                dsl_store(k, c->y, dsl_add(k, at, lid), dsl_div(k, c->acc[r], c->L[r]));
             }
             if (T > 1)
                 dsl_end(k);
         }
+        return;
     }
+    for (int hh = 0; hh < G; hh++) {
+        dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, c->head[hh], U(S)), dsl_wgid(k, 1)),
+                                                   U(hd + 2)));
+        dsl_store(k, c->y, dsl_add(k, base, lid), c->acc[hh]);
+        dsl_if(k, dsl_eq(k, lid, U(0)));
+        dsl_store(k, c->y, dsl_add(k, base, c->HD), c->M[hh]);
+        dsl_store(k, c->y, dsl_add(k, base, U(hd + 1)), c->L[hh]);
+        dsl_end(k);
+    }
+    if (!c->merge)
+        return;
+    /* partials visible device-wide, then count this workgroup in; the one that makes the
+     * count S merges (ATTN_COMBINE's code) and zeroes the counter */
+    gen_last_wg_begin(k, dsl_at(k, c->sync, c->w0), (uint32_t)S);
+    for (int hh = 0; hh < G; hh++)
+        combine_head(k, c->y, c->yout, c->head[hh], lid, S, hd);
+    if (c->last) /* second level: the last of the columns' mergers runs the next norm */
+        gen_last_norm(k, c->hp->norm_eps, c->yout, &c->lb, dsl_shared(k, "red", DSL_F32, 256), c->QD, c->columns,
+                      out);
+    gen_last_wg_end(k, dsl_at(k, c->sync, c->w0));
+}
 
+/* Launch shape and the bytes one step moves. */
+static void att_launch(const att_ctx *c, gen_kernel_out *out)
+{
+    const int hd = c->hd, S = c->S, QD = c->QD, KVD = c->KVD;
     gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, columns, 1);
+    gen_out_groups(out, 0, 0, c->columns, 1);
     if (S)
         gen_out_groups(out, 1, 0, (uint32_t)S, 1);
     else
-        gen_out_groups(out, 1, 1, 0, (uint32_t)T);
+        gen_out_groups(out, 1, 1, 0, (uint32_t)c->T);
     /* += : the next norm's tail (gen_last_norm) has counted its bytes already */
-    out->bytes += (uint64_t)QD * 4 + (S ? (uint64_t)hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
-    if (merge) /* the merge reads the partials back and writes y */
-        out->bytes += (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
-    if (kvw) /* k, v in; one cache row each out */
-        out->bytes += (uint64_t)KVD * (8 + 2 * (f16 ? 2 : 4));
+    out->bytes += (uint64_t)QD * 4 + (S ? (uint64_t)c->hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
+    if (c->merge) /* the merge reads the partials back and writes y */
+        out->bytes += (uint64_t)c->hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;
+    if (c->kvw) /* k, v in; one cache row each out */
+        out->bytes += (uint64_t)KVD * (8 + 2 * (c->f16 ? 2 : 4));
     /* distinct bytes: one K and one V row per cache position (heads of a KV group that
      * are not served together re-read the same rows, which the cache serves) */
-    out->bytes_per_kv = (uint64_t)KVD * 2 * (f16 ? 2 : 4);
-    return gen_out_kernel(out, k, err);
+    out->bytes_per_kv = (uint64_t)KVD * 2 * (c->f16 ? 2 : 4);
+}
+
+int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_hparams *hp = &g->m->hp;
+    att_ctx c = {.hp = hp, .kop = kop, .hd = hp->head_dim};
+    const int hd = c.hd;
+    c.QD = hp->n_heads * hd;
+    c.KVD = hp->n_kv_heads * hd;
+    c.group = hp->n_heads / hp->n_kv_heads;
+    c.f16 = strcmp(hp->kv_type, "f32") != 0;
+    c.S = decode ? kop->splits : 0;
+    c.G = c.group <= MAX_GROUP ? c.group : 1; /* query heads per workgroup */
+    c.columns = (uint32_t)(c.G > 1 ? hp->n_kv_heads : hp->n_heads);
+    c.T = 1; /* tokens per workgroup: prefill tiles of T tokens share each K and V load */
+    if (!c.S) {
+        c.T = MAX_ROWS / c.G;
+        while (c.T > 1 && attn_shared_bytes(c.T * c.G, hd) > SHARED_BUDGET)
+            c.T--;
+    }
+    c.R = c.T * c.G; /* query rows: row r = token r / G of the tile, head r % G of the group */
+    c.last = kop->last_out >= 0; /* the next norm, run by the last merging workgroup */
+    c.merge = c.S && kop->part >= 0; /* the last workgroup of a column merges the partials */
+    c.kvw = kop->kv_fold; /* this kernel writes the step's cache row (merge is checked in att_name) */
+    char name[96];
+    if (att_name(&c, name, sizeof(name), err))
+        return -1;
+    c.k = dsl_kernel_new(name, (uint32_t)hd, 1, 1);
+    if (!c.k)
+        return gen_out_kernel(out, NULL, err);
+    att_bind(&c, g, out);
+    att_rows(&c);
+    att_load_q(&c);
+    att_range(&c);
+    att_chunks(&c);
+    att_store(&c, out);
+    att_launch(&c, out);
+    return gen_out_kernel(out, c.k, err);
 }
 
 /* ATTN_COMBINE's arithmetic for head h (invocation lid = output dim): the S partials
