@@ -131,7 +131,7 @@ int main(int argc, char **argv)
     srv_model m = {0};
     srv_sched *s = NULL;
     srv_http *h = NULL;
-    if (srv_model_ternion_open(&o.m, &m, err) || srv_sched_new(&m, o.queue, &s, err) ||
+    if (srv_model_ternion_open(&o.m, &m, err) || srv_sched_new(&m, o.queue, 0, &s, err) ||
         srv_http_start(&o.h, &m, s, &h, err)) {
         fprintf(stderr, "error: %s\n", err);
         srv_sched_free(s);

@@ -33,6 +33,7 @@ struct srv_job {
 
 typedef struct {
     srv_job *job;      /* NULL: free (written under s->mu) */
+    bool prompting;    /* the prompt is being evaluated (n_cache tokens of it so far) */
     bool started;      /* the prompt is evaluated, `pending` holds the next token to evaluate */
     int32_t *cache;    /* tokens whose KV the sequence holds, positions 0..n_cache-1 */
     int n_cache;
@@ -51,6 +52,7 @@ struct srv_sched {
     bool th_ok, stop;
     srv_job *qhead, *qtail;
     int qlen, qmax;
+    int chunk;         /* prompt tokens per loop turn */
     slot *slots;
     int n_slots;
     srv_row *rows;
@@ -129,7 +131,7 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
         s->m->sampler_free(s->m->ctx, sl->smp);
     sl->smp = NULL;
     srv_text_free(&sl->text);
-    sl->started = false;
+    sl->started = sl->prompting = false;
     sl->n_gen = 0;
 }
 
@@ -191,7 +193,7 @@ static void admit_locked(srv_sched *s)
             s->qtail = NULL;
         s->qlen--;
         s->slots[best].job = j;
-        s->slots[best].started = false;
+        s->slots[best].started = s->slots[best].prompting = false;
         s->slots[best].used = ++s->admissions;
     }
 }
@@ -230,8 +232,9 @@ static void take_token(srv_sched *s, slot *sl, int32_t id)
     sl->pending = id;
 }
 
-/* Evaluate the prompt of a slot's new request (reusing the KV of a shared prefix). */
-static void start(srv_sched *s, slot *sl, int seq)
+/* A slot's new request: keep the KV of the prefix its cached tokens share with the prompt,
+ * make the sampler; the prompt is then evaluated in chunks (prompt_chunk). */
+static void prepare(srv_sched *s, slot *sl, int seq)
 {
     srv_model *m = s->m;
     srv_job *j = sl->job;
@@ -260,24 +263,43 @@ static void start(srv_sched *s, slot *sl, int seq)
     }
     for (int i = 0; i < n; i++)
         m->sampler_accept(m->ctx, sl->smp, j->ids[i]);
-    double t0 = now_s();
-    if (m->prompt(m->ctx, seq, j->ids + c, n - c, c, err)) {
-        fail(s, sl, 500, err);
-        return;
-    }
-    memcpy(sl->cache + c, j->ids + c, (size_t)(n - c) * sizeof(int32_t));
-    sl->n_cache = n;
-    int32_t id;
-    int rc = m->choose(m->ctx, sl->smp, -1, &id, err);
     pthread_mutex_lock(&s->mu);
     s->st.prompt_tokens += (uint64_t)n;
     s->st.prompt_tokens_evaluated += (uint64_t)(n - c);
+    pthread_mutex_unlock(&s->mu);
+    sl->prompting = true;
+}
+
+/* The next chunk of a slot's prompt (at most prompt_chunk tokens, so a long prompt never
+ * holds the other slots' decode steps for long); after the last one, the first token. */
+static void prompt_chunk(srv_sched *s, slot *sl, int seq)
+{
+    srv_model *m = s->m;
+    srv_job *j = sl->job;
+    char err[SRV_ERR_LEN] = "";
+    int k = j->n_ids - sl->n_cache;
+    if (k > s->chunk)
+        k = s->chunk;
+    double t0 = now_s();
+    if (m->prompt(m->ctx, seq, j->ids + sl->n_cache, k, sl->n_cache, err)) {
+        fail(s, sl, 500, err);
+        return;
+    }
+    memcpy(sl->cache + sl->n_cache, j->ids + sl->n_cache, (size_t)k * sizeof(int32_t));
+    sl->n_cache += k;
+    int32_t id = 0;
+    bool last = sl->n_cache == j->n_ids;
+    int rc = last ? m->choose(m->ctx, sl->smp, -1, &id, err) : 0;
+    pthread_mutex_lock(&s->mu);
     s->st.prompt_seconds += now_s() - t0;
     pthread_mutex_unlock(&s->mu);
     if (rc) {
         fail(s, sl, 500, err);
         return;
     }
+    if (!last)
+        return;
+    sl->prompting = false;
     sl->started = true;
     take_token(s, sl, id);
 }
@@ -342,9 +364,13 @@ static void *loop(void *arg)
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        for (int i = 0; i < s->n_slots; i++)
-            if (s->slots[i].job && !s->slots[i].started)
-                start(s, &s->slots[i], i);
+        for (int i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->job && !sl->started && !sl->prompting)
+                prepare(s, sl, i);
+            if (sl->job && sl->prompting)
+                prompt_chunk(s, sl, i);
+        }
         decode_step(s);
         pthread_mutex_lock(&s->mu);
     }
@@ -352,7 +378,7 @@ static void *loop(void *arg)
     return NULL;
 }
 
-int srv_sched_new(srv_model *m, int max_queue, srv_sched **out, char *err)
+int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out, char *err)
 {
     srv_sched *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -361,6 +387,7 @@ int srv_sched_new(srv_model *m, int max_queue, srv_sched **out, char *err)
     }
     s->m = m;
     s->qmax = max_queue;
+    s->chunk = prompt_chunk > 0 ? prompt_chunk : 256;
     s->n_slots = m->n_seq;
     s->slots = calloc((size_t)m->n_seq, sizeof(slot));
     s->rows = calloc((size_t)m->n_seq, sizeof(srv_row));

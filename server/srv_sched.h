@@ -4,8 +4,10 @@
  * model sequence each: its KV cache, the tokens it holds for prefix reuse, the request it
  * serves) and the server's counters. Each loop turn: waiting requests take free slots
  * (the free slot whose cached tokens share the longest prefix with the prompt, whose KV is
- * kept), new slots evaluate their prompts, then ONE decode step runs the next token of
- * every active slot together; a finished or cancelled request frees its slot at once.
+ * kept), slots with a new request evaluate the next chunk of their prompt (at most
+ * prompt_chunk tokens per turn, so a long prompt never stalls the others for long), then
+ * ONE decode step runs the next token of every active slot together; a finished or
+ * cancelled request frees its slot at once.
  *
  * A job is shared by the HTTP thread that made it and the scheduler; it lives until both
  * let go (srv_job_release by the HTTP side; the scheduler drops it when it ends).
@@ -31,7 +33,9 @@ typedef struct {
     int slots_busy, slots_total, queue_len;
 } srv_stats;
 
-int srv_sched_new(srv_model *m, int max_queue, srv_sched **out, char *err);
+/* max_queue: requests that may wait for a slot (more: 503); prompt_chunk: prompt tokens a
+ * slot evaluates per loop turn (<= 0: 256). */
+int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out, char *err);
 /* Stop the loop: every queued or running job ends with a 503 error, new ones are refused.
  * The jobs' owners may still wait on and release them until srv_sched_free. */
 void srv_sched_stop(srv_sched *s);

@@ -28,7 +28,7 @@ typedef struct {
     bool endless;               /* never end a generation (0 becomes 1) */
     char piece[4];
     pthread_mutex_t mu;
-    long steps, rows;
+    long steps, rows, prompt_calls;
 } fake_model;
 
 static int32_t fake_next(int32_t tok, int32_t pos) { return (tok * 7 + pos * 3 + 5) % 61; }
@@ -92,6 +92,7 @@ static int fake_prompt(void *ctx, int seq, const int32_t *ids, int n, int pos, c
         return snprintf(err, SRV_ERR_LEN, "fake: prompt of seq %d at %d, length %d", seq, pos, f->len[seq]), -1;
     f->len[seq] = pos + n;
     f->next[FAKE_SEQ] = fake_next(ids[n - 1], pos + n - 1);
+    f->prompt_calls++;
     return 0;
 }
 

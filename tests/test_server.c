@@ -157,7 +157,7 @@ static void rig_start(rig *r, int n_seq, int n_ctx, const char *api_key, int ste
     fake_init(&r->f, &r->m, n_seq, n_ctx);
     r->f.step_us = step_us;
     srv_http_opts o = {.host = "127.0.0.1", .port = 0, .api_key = api_key};
-    if (srv_sched_new(&r->m, 64, &r->s, err) || srv_http_start(&o, &r->m, r->s, &r->h, err))
+    if (srv_sched_new(&r->m, 64, 8, &r->s, err) || srv_http_start(&o, &r->m, r->s, &r->h, err))
         fail_msg("%s", err);
     r->port = srv_http_port(r->h);
 }
@@ -437,6 +437,11 @@ static void test_concurrent(void **state)
     printf("8 concurrent requests: %llu decode rows in %llu steps\n", (unsigned long long)st.decode_rows,
            (unsigned long long)st.decode_steps);
     assert_true(st.decode_rows >= 2 * st.decode_steps);
+    /* prompts of 13-18 tokens (BOS + bytes) in chunks of 8 (rig_start): 2-3 calls each */
+    long calls = 0;
+    for (int i = 0; i < 8; i++)
+        calls += (long)(strlen(jobs[i].prompt) + 1 + 7) / 8;
+    assert_int_equal(r.f.prompt_calls, calls);
     rig_stop(&r);
 }
 
