@@ -155,7 +155,7 @@ static int sse_put(stream *st, const char *json)
 {
     if (!json)
         return -1;
-    size_t n = strlen(json) + 8;
+    size_t n = strlen(json) + 9; /* "data: " + json + "\n\n" + the NUL sprintf writes */
     if (st->len + n > st->cap) {
         size_t cap = st->cap ? st->cap : 1024;
         while (cap < st->len + n)

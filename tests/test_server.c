@@ -198,7 +198,8 @@ static const char *jstr(const cJSON *j, const char *path)
     char buf[128];
     snprintf(buf, sizeof(buf), "%s", path);
     const cJSON *o = j;
-    for (char *tok = strtok(buf, "."); tok && o; tok = strtok(NULL, "."))
+    char *save = NULL; /* strtok_r: the concurrent test parses in several threads */
+    for (char *tok = strtok_r(buf, ".", &save); tok && o; tok = strtok_r(NULL, ".", &save))
         o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(tok)) : cJSON_GetObjectItem(o, tok);
     return cJSON_IsString(o) ? o->valuestring : NULL;
 }
