@@ -82,6 +82,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         .gemv_vec = p.gemv,
         .lm_head_q8 = p.lm_head_q8,
         .sparse_ffn = p.sparse_ffn,
+        .tune = p.tune,
         .progress = progress_cb,
         .progress_user = m,
     };

@@ -148,6 +148,13 @@ void ternion_perf_reset(ternion_context *c)
     c->perf.t_load_ms = load;
 }
 
+int ternion_perf_variants(const ternion_context *c, char *out, size_t n)
+{
+    if (!c || !out || !n)
+        return TERNION_TUNE_DEFAULTS;
+    return rt_engine_variants(c->e, out, n);
+}
+
 uint64_t ternion_perf_decode_bytes(const ternion_context *c, int32_t n_kv)
 {
     return c && n_kv >= 0 ? rt_engine_decode_bytes(c->e, n_kv) : 0;

@@ -240,9 +240,15 @@ typedef struct {
     int32_t sparse_ffn; /* TERNION_SPARSE_*: single-token steps skip the up rows and down columns
                            of FFN neurons whose gate is <= 0 (the same logits); EXACT needs a
                            model whose YAML has sparse_ffn: exact (else TERNION_E_INVALID) */
+    int32_t tune;       /* kernel variants (ternion_tune): TERNION_TUNE_OFF (the default: built-in
+                           choices), _AUTO (the choice stored for this device, driver and model,
+                           or on a GPU tune once when none, a progress line on stderr), _NOW
+                           (time every variant, print the table on stdout, store the fastest).
+                           Every variant gives the same results; gemv / no_int_dot override */
 } ternion_context_params;
 
 enum { TERNION_SPARSE_DENSE = 0, TERNION_SPARSE_EXACT = 1 };
+typedef enum { TERNION_TUNE_OFF = 0, TERNION_TUNE_AUTO = 1, TERNION_TUNE_NOW = 2 } ternion_tune;
 
 TERNION_API ternion_context_params ternion_context_default_params(void);
 /* Upload the model's weights to the device, allocate the KV caches, record the command
@@ -375,6 +381,12 @@ typedef struct {
 } ternion_perf;
 
 TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
+/* The variant each decode kernel that has several runs, "kernel=variant ..." into out (n
+ * bytes, NUL-terminated; e.g. "vec16+dot": 16-byte loads, native integer dots); returns
+ * how they were chosen: TERNION_TUNE_DEFAULTS, _STORED (this device's stored choice) or
+ * _TUNED (timed in this context). */
+typedef enum { TERNION_TUNE_DEFAULTS = 0, TERNION_TUNE_STORED = 1, TERNION_TUNE_TUNED = 2 } ternion_tune_state;
+TERNION_API int ternion_perf_variants(const ternion_context *ctx, char *out, size_t n);
 TERNION_API void ternion_perf_reset(ternion_context *ctx); /* zeroes the counters (not t_load_ms) */
 /* Bytes one decode step reads and writes at a context of n_kv positions (weights,
  * activations, KV rows), from the generated per-dispatch byte counts. */

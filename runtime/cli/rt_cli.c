@@ -103,6 +103,7 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     cp.gemv = !o->gemv ? 0 : !strcmp(o->gemv, "vec4") ? 2 : 1;
     cp.lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8");
     cp.sparse_ffn = o->sparse_ffn && !strcmp(o->sparse_ffn, "exact") ? TERNION_SPARSE_EXACT : TERNION_SPARSE_DENSE;
+    cp.tune = o->tune ? TERNION_TUNE_NOW : TERNION_TUNE_AUTO; /* the stored choice, or tune once */
     ternion_context *c = NULL;
     if (ternion_context_new(m, &cp, &c)) {
         fprintf(stderr, "error: %s\n", ternion_last_error());
@@ -367,7 +368,7 @@ int rt_cli_main(int argc, char **argv, const char *pinned)
     }
     if (o.list_devices) return list_devices();
     if (o.tokenize) return cmd_tokenize(&o);
-    if (o.bench) return rt_cli_bench(&o);
+    if (o.bench || (o.tune && !o.chat && !o.prompt && !o.prompt_file && !o.tokens)) return rt_cli_bench(&o);
     if (!o.model) {
         fprintf(stderr, "error: no model given: pass -m path/to/ggml-model-i2_s.gguf\n%s", download_hint);
         fprintf(stderr, "run '%s --help' for usage\n", o.prog);

@@ -59,6 +59,7 @@ static const flag_def flags[] = {
     {"--logits-out", NULL, F_STR, O(logits_out), 0, 0, "FILE", "with --tokens: write float32 logits [n][vocab] and exit"},
     {"--print-ids", NULL, F_BOOL, O(print_ids), 0, 0, NULL, "print generated token ids instead of text"},
     {"--decode-chain", NULL, F_INT, O(decode_chain), 1, TERNION_MAX_CHAIN, "N", "greedy: decode N tokens per GPU submission, printed in bursts (1..16, default 8)"},
+    {"--tune", NULL, F_BOOL, O(tune), 0, 0, NULL, "time every variant of every decode kernel on this device and model (random weights of the full shape without -m), print the table, store the fastest (normal runs use the stored choice, tuning once when none)"},
     {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
     {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
     {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},

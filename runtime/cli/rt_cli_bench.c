@@ -42,6 +42,8 @@ typedef struct {
     bool native_dot;       /* kernels with native integer dot products */
     bool lm_head_q8;       /* --lm-head q8 */
     bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
+    int tune_state;        /* rt_tune_state of the variants */
+    char variants[4096];   /* "kernel=variant ..." of the decode kernels with variants */
 } bench_result;
 
 /* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
@@ -323,6 +325,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->native_dot = st.native_int_dot;
     r->lm_head_q8 = st.lm_head_q8;
     r->gemv_vec = st.gemv_vec;
+    r->tune_state = ternion_perf_variants(e, r->variants, sizeof(r->variants));
     r->barriers = st.barriers_per_token;
     r->bytes = ternion_perf_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
     r->weight_bytes = ternion_perf_decode_weight_bytes(e);
@@ -354,6 +357,7 @@ static double mean_active(const bench_result *r)
         s += r->ffn_active[L];
     return r->n_ffn ? s / r->n_ffn : 0;
 }
+static const char *const tune_how[] = {"defaults", "stored", "tuned"};
 
 static void report(const rt_cli_opts *o, const char *name, const char *path, const bench_result *r)
 {
@@ -389,6 +393,8 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         } else {
             printf("\"ffn_active\":null,\"ffn_active_layers\":null,");
         }
+        json_str("tune", tune_how[r->tune_state < 0 || r->tune_state > 2 ? 0 : r->tune_state], true);
+        json_str("variants", r->variants, true);
         printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
                "\"weight_bytes_per_token\":%llu,"
                "\"achieved_gbs\":%.3f,\"copy_gbs\":%.3f,\"ratio\":%.4f,\"profile\":%s}\n",
@@ -426,6 +432,8 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
     } else {
         printf("sparse FFN:  dense (--sparse-ffn exact measures the active neurons per layer)\n");
     }
+    printf("variants:    (%s) %s\n", tune_how[r->tune_state < 0 || r->tune_state > 2 ? 0 : r->tune_state],
+           r->variants[0] ? r->variants : "none");
     printf("bandwidth:   %.2f GB/s achieved; device copy %.2f GB/s (read+write); ratio %.1f%%\n", r->achieved_gbs,
            r->copy_gbs, 100.0 * ratio);
 }
@@ -453,6 +461,10 @@ int rt_cli_bench(const rt_cli_opts *o)
     ternion_context *e;
     int rc = rt_cli_open(o, path, o->n_ctx ? o->n_ctx : (o->model ? 0 : RUN_CTX), &m, &e);
     if (rc) return rc;
+    if (!o->bench) { /* --tune alone: the table is printed, the choice stored */
+        rt_cli_close(m, e);
+        return 0;
+    }
     device_info(e, &r);
     r.vocab = ternion_model_n_vocab(m);
     r.n_ctx = ternion_n_ctx(e);

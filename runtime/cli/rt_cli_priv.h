@@ -43,6 +43,7 @@ typedef struct {
     int device;                /* --device, -1 auto */
     int decode_chain;          /* --decode-chain: greedy tokens per submission (1..TERNION_MAX_CHAIN) */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
+    bool tune;                 /* --tune: tune now (rt_tune.h), then the bench if --bench */
     const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
     const char *gemv;          /* --gemv: "scalar", "vec4" or NULL (by device type) */
     const char *sparse_ffn;    /* --sparse-ffn: "dense" (NULL: the same) or "exact" */

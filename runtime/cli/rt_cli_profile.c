@@ -65,6 +65,12 @@ void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
         fprintf(stderr, "%10.2f\n", total / 1e3 / (n_tok ? n_tok : 1));
     else
         fprintf(stderr, "%10.3f %9.1f\n", total_bytes / 1e6, total > 0 ? total_bytes / total : 0);
+    if (decode) { /* which variant of each kernel ran (--tune) */
+        static const char *const how[] = {"defaults", "stored choice", "tuned now"};
+        char v[4096];
+        int st = ternion_perf_variants(ctx, v, sizeof(v));
+        fprintf(stderr, "variants (%s): %s\n", how[st < 0 || st > 2 ? 0 : st], v[0] ? v : "none");
+    }
     free(rows);
     double act[512];
     int32_t nl = decode ? ternion_perf_ffn_active(ctx, act, 512) : 0;

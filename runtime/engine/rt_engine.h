@@ -29,6 +29,10 @@ typedef struct {
     bool no_int_dot;    /* use the portable kernels even where the device has integer dot products */
     int gemv_vec;       /* decode bitlinear loads (GEMV_VEC): 0 auto (16 bytes on GPUs, 4 on CPU
                            devices), 1: 4 bytes, 2: 16 bytes. Same results either way */
+    int tune;           /* rt_tune_mode (engine/rt_tune.h): 0 off (defaults), auto (the stored
+                           choice, or tune once; on CPU devices only the stored choice),
+                           force (tune now, print the table, store) */
+    int tune_steps;     /* timed decode steps per variant (0: 7, the median counts) */
     bool lm_head_q8;    /* LM head on a Q8_0 copy of its table made at load (rt_q8.h): about half
                            the bytes of an F16 head, logits change slightly; error if the model
                            has no such variant (schedule post_q8) */
@@ -102,6 +106,7 @@ typedef struct {
     bool gemv_vec;                   /* decode bitlinears read 16 bytes per lane (else 4) */
     bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
     int sparse_ffn;                  /* RT_SPARSE_* of the decode schedule */
+    int tune_state;                  /* rt_tune_state: defaults, stored choice, tuned now */
 } rt_engine_stats;
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 /* Bytes one decode step reads and writes (weights, activations, the KV rows of a
@@ -130,6 +135,9 @@ int rt_engine_n_layers(const rt_engine *e);
  * bind, whole (the embedding: one row), except the sparse FFN's up and down (bytes per
  * active neuron times the measured mean, rt_engine_ffn_active). */
 uint64_t rt_engine_decode_weight_bytes(const rt_engine *e);
+/* The variant each decode kernel with variants runs, "name=variant name=variant ..."
+ * (rt_tune.h; e.g. "vec16+dot"); returns rt_engine_stats.tune_state. */
+int rt_engine_variants(const rt_engine *e, char *out, size_t n);
 /* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err);
 

@@ -298,15 +298,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
     /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
     e->gemv_vec = opts->gemv_vec ? opts->gemv_vec == 2 : rt_vk_get_info(e->vk)->type != VK_PHYSICAL_DEVICE_TYPE_CPU;
-    uint32_t spec[RT_SPEC_GEMV_VEC + 1] = {0};
-    spec[RT_SPEC_GEMV_VEC] = e->gemv_vec;
-    for (uint32_t k = 0; k < desc->n_kernels; k++) {
-        const rt_kernel_desc *kd = &desc->kernels[k];
-        bool nd = e->native_dot && kd->spv_dot;
-        if (rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
-                                 spec, RT_SPEC_GEMV_VEC + 1, &e->pipes[k], err))
-            goto fail;
-    }
+    const bool overridden = opts->gemv_vec != 0 || opts->no_int_dot; /* --gemv / --no-int-dot fix them */
+    if (rt_eng_tune_setup(e, opts->tune, overridden, err))
+        goto fail;
     if (opts->verbose)
         fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane\n",
                 e->native_dot ? "native" : "portable (emulated)", e->gemv_vec ? 16 : 4);
@@ -318,6 +312,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (e->head_argmax)
         e->decode_argmax = e->decode;
     e->last_decode = e->decode;
+    if (rt_eng_tune_run(e, opts->tune, opts->tune_steps, overridden, err))
+        goto fail;
+    e->stats.tune_state = e->tune_state;
     e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
     e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
     e->stats.native_dot = e->native_dot;
@@ -376,6 +373,8 @@ void rt_engine_close(rt_engine *e)
     free(e->vc);
     free(e->pipes);
     free(e->prof);
+    free(e->var);
+    free(e->var_dims);
     rt_gguf_close(e->g);
     free(e);
 }

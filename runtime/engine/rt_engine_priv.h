@@ -38,6 +38,7 @@
 
 #include "engine/rt_engine.h"
 #include "engine/rt_schedule.h"
+#include "engine/rt_tune.h"
 #include "vk/rt_vk.h"
 
 #define MAX_PREFILL 8
@@ -79,6 +80,9 @@ struct rt_engine {
     rt_buf tokens, logits, result;
     rt_buf sync;          /* u32[RT_SYNC_WORDS] cross-workgroup counters, zero between dispatches */
     rt_pipeline **pipes;  /* [n_kernels] */
+    rt_variant *var;      /* [n_kernels] the variant each pipeline runs (rt_tune.c) */
+    uint8_t *var_dims;    /* [n_kernels] its tunable dimensions (0: one variant) */
+    int tune_state;       /* rt_tune_state */
     rt_cmd *decode;       /* the decode schedule */
     rt_cmd *decode_argmax; /* ... + argmax of its logits row 0; == decode when the head
                               computes it (head_argmax: not recorded twice) */
@@ -119,5 +123,13 @@ void rt_eng_record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32
 void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n);
 const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s);
 bool rt_eng_writes_result(const rt_dispatch *post, uint32_t n);
+
+/* rt_tune.c: variants per kernel (defaults, or the stored choice), their pipelines;
+ * tuning on the recorded decode schedule (mode rt_tune_mode; overridden: --gemv or
+ * --no-int-dot fixed the variants) */
+int rt_eng_tune_setup(rt_engine *e, int mode, bool overridden, char *err);
+int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *err);
+int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err);
+void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n);
 
 #endif

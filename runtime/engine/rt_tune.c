@@ -1,0 +1,329 @@
+/* rt_tune.c - the autotuner (see rt_tune.h): each kernel's variants, their pipelines,
+ * timing them on the decode schedule, and the stored choice next to the pipeline cache.
+ */
+#include "engine/rt_engine_priv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
+#define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
+#define TUNE_MAGIC "ternion-tune 1"
+
+enum { DIM_VEC = 1, DIM_DOT = 2 };
+
+/* SPIR-V: OpDecorate <id> SpecId <spec_id> present (the kernel declares the constant). */
+static bool spv_has_spec(const uint32_t *spv, uint32_t bytes, uint32_t spec_id)
+{
+    for (size_t i = 5, n = bytes / 4; spv && i < n;) {
+        uint32_t op = spv[i] & 0xffffu, len = spv[i] >> 16;
+        if (len == 0)
+            return false;
+        if (op == 71 && len >= 4 && i + 3 < n && spv[i + 2] == 1 && spv[i + 3] == spec_id)
+            return true;
+        i += len;
+    }
+    return false;
+}
+
+static uint8_t dims_of(const rt_engine *e, uint32_t k)
+{
+    const rt_kernel_desc *kd = &e->d->kernels[k];
+    return (uint8_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
+                     (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0));
+}
+
+void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
+{
+    const rt_variant v = e->var[k];
+    const uint8_t d = e->var_dims[k];
+    snprintf(out, n, "%s%s%s", d & DIM_VEC ? (v.vec ? "vec16" : "vec4") : "",
+             (d & DIM_VEC) && (d & DIM_DOT) ? "+" : "", d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
+}
+
+int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
+{
+    const rt_kernel_desc *kd = &e->d->kernels[k];
+    uint32_t spec[RT_SPEC_GEMV_VEC + 1] = {0};
+    spec[RT_SPEC_GEMV_VEC] = e->var[k].vec;
+    bool nd = e->var[k].dot && kd->spv_dot;
+    return rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
+                                spec, RT_SPEC_GEMV_VEC + 1, &e->pipes[k], err);
+}
+
+/* ---- the stored choice ---- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* $XDG_CACHE_HOME/ternion/tune-<key>.txt (or ~/.cache/ternion); false when neither is set. */
+static bool tune_path(const rt_engine *e, char *out, size_t n, bool make_dir)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[900];
+    if (xdg && *xdg)
+        snprintf(dir, sizeof(dir), "%.880s/ternion", xdg);
+    else if (home && *home)
+        snprintf(dir, sizeof(dir), "%.870s/.cache/ternion", home);
+    else
+        return false;
+    if (make_dir) { /* the parent and ternion/ (the pipeline cache usually made them already) */
+        char *slash = strrchr(dir, '/');
+        *slash = 0;
+        if (mkdir(dir, 0755) && errno != EEXIST)
+            return false;
+        *slash = '/';
+        if (mkdir(dir, 0755) && errno != EEXIST)
+            return false;
+    }
+    const rt_vk_info *vi = rt_vk_get_info(e->vk);
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv(h, vi->name, strlen(vi->name) + 1);
+    h = fnv(h, vi->driver, strlen(vi->driver) + 1);
+    h = fnv(h, &vi->vendor_id, sizeof(vi->vendor_id));
+    h = fnv(h, &vi->device_id, sizeof(vi->device_id));
+    for (uint32_t k = 0; k < e->d->n_kernels; k++) { /* the model's shapes are in its kernels */
+        const rt_kernel_desc *kd = &e->d->kernels[k];
+        h = fnv(h, kd->name, strlen(kd->name) + 1);
+        h = fnv(h, kd->spv, kd->spv_bytes);
+    }
+    snprintf(out, n, "%s/tune-%016llx.txt", dir, (unsigned long long)h);
+    return true;
+}
+
+/* Read the stored variants; false (nothing changed) when absent or not matching. */
+static bool tune_load(rt_engine *e, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    rt_variant *v = calloc(e->d->n_kernels, sizeof(*v));
+    bool *seen = calloc(e->d->n_kernels, 1);
+    char line[512], name[256];
+    bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
+    unsigned vec, dot;
+    while (ok && fgets(line, sizeof(line), f)) {
+        if (line[0] == '#')
+            continue;
+        if (sscanf(line, "%255s vec=%u dot=%u", name, &vec, &dot) != 3 || vec > 1 || dot > 1) {
+            ok = false;
+            break;
+        }
+        for (uint32_t k = 0; k < e->d->n_kernels; k++)
+            if (!strcmp(e->d->kernels[k].name, name)) {
+                v[k] = (rt_variant){.vec = (uint8_t)vec, .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT))};
+                seen[k] = true;
+            }
+    }
+    for (uint32_t k = 0; ok && k < e->d->n_kernels; k++)
+        ok = seen[k];
+    if (ok)
+        memcpy(e->var, v, e->d->n_kernels * sizeof(*v));
+    fclose(f);
+    free(v);
+    free(seen);
+    return ok;
+}
+
+static void tune_store(rt_engine *e, const char *path)
+{
+    char tmp[1100];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    const rt_vk_info *vi = rt_vk_get_info(e->vk);
+    fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
+    for (uint32_t k = 0; k < e->d->n_kernels; k++)
+        fprintf(f, "%s vec=%u dot=%u\n", e->d->kernels[k].name, e->var[k].vec, e->var[k].dot);
+    if (fclose(f) == 0)
+        rename(tmp, path);
+    else
+        remove(tmp);
+}
+
+/* ---- timing ---- */
+
+/* Record the decode streams again with the current pipelines. */
+static int rerecord(rt_engine *e, char *err)
+{
+    if (e->decode_argmax != e->decode)
+        rt_cmd_free(e->decode_argmax);
+    rt_cmd_free(e->decode);
+    e->decode = e->decode_argmax = e->last_decode = NULL;
+    if (rt_eng_record(e, e->dec, 1, -1, 0, &e->decode, err) ||
+        (!e->head_argmax && rt_eng_record(e, e->dec, 1, e->d->k_argmax, 0, &e->decode_argmax, err)))
+        return -1;
+    if (e->head_argmax)
+        e->decode_argmax = e->decode;
+    e->last_decode = e->decode;
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median ms of a greedy decode step (eval + argmax) at a fixed position. */
+static int time_step(rt_engine *e, int steps, double *out_ms, char *err)
+{
+    double t[TUNE_STEPS];
+    if (steps <= 0 || steps > TUNE_STEPS)
+        steps = TUNE_STEPS;
+    int pos = e->n_ctx > 128 ? 127 : e->n_ctx - 1;
+    int32_t tok = 1, id;
+    const int warm = steps < TUNE_STEPS ? 1 : TUNE_WARM;
+    for (int i = 0; i < warm + steps; i++) {
+        double t0 = now_ms();
+        if (rt_engine_eval(e, &tok, 1, pos, NULL, err) || rt_engine_argmax(e, &id, err))
+            return -1;
+        if (i >= warm)
+            t[i - warm] = now_ms() - t0;
+    }
+    qsort(t, (size_t)steps, sizeof(double), cmp_double);
+    *out_ms = t[steps / 2];
+    return 0;
+}
+
+/* Kernel k is dispatched by the decode schedule this engine runs. */
+static bool in_decode(const rt_engine *e, uint32_t k)
+{
+    const rt_schedule *s = e->dec; /* dense or sparse FFN */
+    const rt_dispatch *post = rt_eng_post_of(e, s);
+    for (uint32_t i = 0; i < s->n_pre; i++)
+        if (s->pre[i].kernel == k)
+            return true;
+    for (uint32_t i = 0; i < s->n_layer; i++)
+        if (s->layer[i].kernel == k)
+            return true;
+    for (uint32_t i = 0; i < s->n_post; i++)
+        if (post[i].kernel == k)
+            return true;
+    return false;
+}
+
+/* Every variant of kernel k, the others fixed; keeps the fastest. */
+static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *err)
+{
+    const uint8_t d = e->var_dims[k];
+    const rt_variant keep = e->var[k];
+    rt_variant best = keep;
+    double best_ms = 0;
+    char vn[32];
+    bool first = true;
+    for (int c = 0; c < 4; c++) {
+        rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)(c >> 1)};
+        if ((!(d & DIM_VEC) && v.vec != keep.vec) || (!(d & DIM_DOT) && v.dot != keep.dot))
+            continue;
+        e->var[k] = v;
+        double ms;
+        if (rt_eng_make_pipe(e, k, err) || rerecord(e, err) || time_step(e, steps, &ms, err))
+            return -1;
+        if (print) {
+            rt_eng_variant_name(e, k, vn, sizeof(vn));
+            printf("  %-60s %-12s %9.3f\n", first ? e->d->kernels[k].name : "", vn, ms);
+            first = false;
+        }
+        if (best_ms == 0 || ms < best_ms) {
+            best_ms = ms;
+            best = v;
+        }
+    }
+    e->var[k] = best;
+    return rt_eng_make_pipe(e, k, err);
+}
+
+int rt_eng_tune_setup(rt_engine *e, int mode, bool overridden, char *err)
+{
+    const uint32_t nk = e->d->n_kernels;
+    e->var = calloc(nk, sizeof(*e->var));
+    e->var_dims = calloc(nk, 1);
+    if (!e->var || !e->var_dims) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    for (uint32_t k = 0; k < nk; k++) {
+        e->var_dims[k] = dims_of(e, k);
+        e->var[k] = (rt_variant){.vec = e->gemv_vec, .dot = (uint8_t)(e->native_dot && e->d->kernels[k].spv_dot)};
+    }
+    e->tune_state = RT_TUNE_DEFAULT;
+    char path[1024];
+    bool have_path = mode != RT_TUNE_OFF && !overridden && tune_path(e, path, sizeof(path), mode == RT_TUNE_FORCE);
+    if (have_path && mode == RT_TUNE_AUTO && tune_load(e, path))
+        e->tune_state = RT_TUNE_LOADED;
+    for (uint32_t k = 0; k < nk; k++)
+        if (rt_eng_make_pipe(e, k, err))
+            return -1;
+    return 0;
+}
+
+int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *err)
+{
+    if (mode == RT_TUNE_OFF || overridden || e->tune_state == RT_TUNE_LOADED)
+        return 0;
+    if (mode == RT_TUNE_AUTO && rt_vk_get_info(e->vk)->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        return 0; /* not unasked on a CPU device (rt_tune.h) */
+    const bool print = mode == RT_TUNE_FORCE;
+    const rt_vk_info *vi = rt_vk_get_info(e->vk);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < e->d->n_kernels; k++)
+        n += e->var_dims[k] && in_decode(e, k);
+    if (print)
+        printf("tune: %s (%s), %u decode kernels with variants; median ms per decode step:\n", vi->name, vi->driver, n);
+    else
+        fprintf(stderr, "ternion: tuning %u kernels on %s (once per device, driver and model)...\n", n, vi->name);
+    for (uint32_t k = 0; k < e->d->n_kernels; k++)
+        if (e->var_dims[k] && in_decode(e, k) && tune_kernel(e, k, steps, print, err))
+            return -1;
+    if (rerecord(e, err))
+        return -1;
+    e->tune_state = RT_TUNE_TUNED;
+    char path[1024], vn[32];
+    if (tune_path(e, path, sizeof(path), true))
+        tune_store(e, path);
+    if (print) {
+        printf("tune: chosen:\n");
+        for (uint32_t k = 0; k < e->d->n_kernels; k++)
+            if (e->var_dims[k] && in_decode(e, k)) {
+                rt_eng_variant_name(e, k, vn, sizeof(vn));
+                printf("  %-60s %s\n", e->d->kernels[k].name, vn);
+            }
+        printf("tune: stored in %s\n", path);
+    }
+    return 0;
+}
+
+int rt_engine_variants(const rt_engine *e, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (uint32_t k = 0; k < e->d->n_kernels && len + 1 < n; k++) {
+        if (!e->var_dims[k] || !in_decode(e, k))
+            continue;
+        char vn[32];
+        rt_eng_variant_name(e, k, vn, sizeof(vn));
+        int w = snprintf(out + len, n - len, "%s%s=%s", len ? " " : "", e->d->kernels[k].name, vn);
+        if (w < 0 || (size_t)w >= n - len)
+            break;
+        len += (size_t)w;
+    }
+    return e->tune_state;
+}

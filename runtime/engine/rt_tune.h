@@ -1,0 +1,42 @@
+/* rt_tune.h - the on-device autotuner: per kernel, which of its variants the engine runs.
+ *
+ * A kernel's variants are the builds the generator gives it that compute the same
+ * results: the native integer-dot SPIR-V or the portable one (kernels with int8 dots, on
+ * devices with shaderIntegerDotProduct), and each value of its tunable specialization
+ * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads).
+ * Tuning times every variant of every kernel of the decode schedule on the loaded model
+ * (its real shapes) on this device, one kernel at a time with the others fixed, and keeps
+ * the fastest. The winners are stored next to the pipeline cache in
+ * $XDG_CACHE_HOME/ternion/tune-<key>.txt (or ~/.cache/ternion), the key hashing the device
+ * name, driver, vendor/device ids and every kernel's name and SPIR-V, so another device,
+ * driver or model shape tunes anew. Every variant gives bit-identical results (tested).
+ */
+#ifndef RT_TUNE_H
+#define RT_TUNE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* rt_engine_opts.tune */
+typedef enum {
+    RT_TUNE_OFF = 0, /* no tuning, no stored file: the defaults (library and tests) */
+    RT_TUNE_AUTO,    /* use the stored choice, or tune once (progress on stderr) when none;
+                        a CPU device (lavapipe) is not tuned unasked: its defaults are
+                        measured, and a shared CPU times noise */
+    RT_TUNE_FORCE,   /* tune now (--tune), print the table, store it */
+} rt_tune_mode;
+
+/* How the choices of an open engine came about (rt_engine_stats.tune_state). */
+typedef enum {
+    RT_TUNE_DEFAULT = 0, /* defaults (tuning off, or overridden by --gemv / --no-int-dot) */
+    RT_TUNE_LOADED,      /* read from the stored file */
+    RT_TUNE_TUNED,       /* measured in this run (and stored) */
+} rt_tune_state;
+
+/* One kernel's variant: values of its tunable dimensions. */
+typedef struct {
+    uint8_t vec; /* GEMV_VEC: 1 = 16-byte loads, 0 = 4-byte (kernels declaring it) */
+    uint8_t dot; /* 1 = native integer dot products (kernels with a native build) */
+} rt_variant;
+
+#endif

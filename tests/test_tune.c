@@ -1,0 +1,169 @@
+/* test_tune.c - the autotuner (runtime/engine/rt_tune.c) on the default Vulkan device
+ * (lavapipe in CI), on the small bitnet-tiny fixture so it stays fast (one timed decode
+ * step per variant): tuning times every variant of the decode kernels that have some,
+ * stores the choice next to the pipeline cache, and a second engine reuses it without
+ * tuning; the chosen variants give logits bit-identical to the defaults (every variant
+ * computes the same integer sums in the same order); a damaged choice file is ignored
+ * (defaults, no error). Each test gets an empty cache directory. Skips only when no
+ * Vulkan device exists.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine/rt_engine.h"
+#include "engine/rt_tune.h"
+#include "gen_desc.h"
+#include "gen_model.h"
+
+#define GGUF "tests/data/bitnet-tiny/model.gguf"
+#define N_IDS 6
+
+static gen_model model;
+static gen_desc desc;
+static char cache[64];
+
+static int setup(void **st)
+{
+    (void)st;
+    char err[GEN_ERR_LEN] = "";
+    if (gen_model_load("models/bitnet-tiny.yaml", &model, err) || gen_desc_build(&model, true, &desc, err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    snprintf(cache, sizeof(cache), "/tmp/ternion-tune-XXXXXX");
+    if (!mkdtemp(cache))
+        return -1;
+    setenv("XDG_CACHE_HOME", cache, 1);
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", cache);
+    gen_desc_free(&desc);
+    return 0;
+}
+
+/* An engine with tuning mode `tune`, or NULL (skip) when there is no device. */
+static rt_engine *open_engine(int tune)
+{
+    rt_engine_opts o = {.model_path = GGUF, .device_index = -1, .n_ctx = 256, .n_batch = 64, .tune = tune,
+                        .tune_steps = 1};
+    rt_engine *e = NULL;
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_open(&desc.desc, &o, &e, err)) {
+        if (strstr(err, "Vulkan") || strstr(err, "device")) {
+            printf("skip: %s\n", err);
+            skip();
+        }
+        fail_msg("%s", err);
+    }
+    return e;
+}
+
+/* Decode logits of N_IDS tokens one at a time (the schedule the tuner chose for). */
+static float *decode_logits(rt_engine *e)
+{
+    int vocab = rt_engine_vocab(e);
+    float *l = malloc(sizeof(float) * (size_t)vocab * N_IDS);
+    char err[RT_ERR_LEN] = "";
+    for (int i = 0; i < N_IDS; i++) {
+        int32_t id = (int32_t)((i * 131 + 7) % vocab);
+        if (rt_engine_eval(e, &id, 1, i, l + (size_t)i * vocab, err))
+            fail_msg("%s", err);
+    }
+    return l;
+}
+
+/* The tune-*.txt file in the cache: count, and its path in out. */
+static int tune_files(char *out, size_t n)
+{
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/ternion", cache);
+    DIR *d = opendir(dir);
+    int count = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (!strncmp(de->d_name, "tune-", 5)) {
+            count++;
+            snprintf(out, n, "%s/%s", dir, de->d_name);
+        }
+    if (d)
+        closedir(d);
+    return count;
+}
+
+static void test_tune_store_reuse(void **st)
+{
+    (void)st;
+    char vt[4096], vl[4096], path[512] = "";
+    /* defaults: no tuning, nothing stored */
+    rt_engine *e = open_engine(RT_TUNE_OFF);
+    float *ref = decode_logits(e);
+    rt_engine_stats s;
+    rt_engine_get_stats(e, &s);
+    assert_int_equal(s.tune_state, RT_TUNE_DEFAULT);
+    rt_engine_close(e);
+    assert_int_equal(tune_files(path, sizeof(path)), 0);
+    /* auto on a CPU device with nothing stored: the defaults, still nothing stored */
+    e = open_engine(RT_TUNE_AUTO);
+    rt_engine_get_stats(e, &s);
+    bool cpu = s.tune_state == RT_TUNE_DEFAULT;
+    rt_engine_close(e);
+    if (cpu)
+        assert_int_equal(tune_files(path, sizeof(path)), 0);
+    /* tune: every decode kernel with variants timed, the choice stored */
+    e = open_engine(RT_TUNE_FORCE);
+    rt_engine_get_stats(e, &s);
+    assert_int_equal(s.tune_state, RT_TUNE_TUNED);
+    assert_int_equal(rt_engine_variants(e, vt, sizeof(vt)), RT_TUNE_TUNED);
+    printf("tuned: %s\n", vt);
+    assert_non_null(strstr(vt, "bitlinear_multi_"));   /* QKV: 4- or 16-byte loads (and dot) */
+    assert_non_null(strstr(vt, "lm_head_"));           /* the head: 4- or 16-byte loads */
+    assert_true(strstr(vt, "=vec4") || strstr(vt, "=vec16"));
+    float *got = decode_logits(e);
+    assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);
+    free(got);
+    rt_engine_close(e);
+    assert_int_equal(tune_files(path, sizeof(path)), 1);
+    /* a second engine reuses the stored choice without tuning */
+    e = open_engine(RT_TUNE_AUTO);
+    rt_engine_get_stats(e, &s);
+    assert_int_equal(s.tune_state, RT_TUNE_LOADED);
+    rt_engine_variants(e, vl, sizeof(vl));
+    assert_string_equal(vl, vt);
+    got = decode_logits(e);
+    assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);
+    free(got);
+    rt_engine_close(e);
+    /* a damaged file is not used (and is no error) */
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("ternion-tune 1\nbitlinear_multi vec=7 dot=0\n", f);
+    fclose(f);
+    e = open_engine(RT_TUNE_AUTO);
+    rt_engine_get_stats(e, &s);
+    assert_int_not_equal(s.tune_state, RT_TUNE_LOADED);
+    rt_engine_close(e);
+    free(ref);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tune_store_reuse),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
