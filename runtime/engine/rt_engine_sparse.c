@@ -24,7 +24,7 @@ static void tensor_name(const rt_tensor_desc *td, int L, char *out, size_t n)
 static int make_transposed(rt_engine *e, uint32_t t, char *err)
 {
     const rt_tensor_desc *td = &e->d->tensors[t];
-    if (td->type != RT_TYPE_I2_S || !td->per_layer || td->ne[1] % 16) {
+    if (td->type != FMT_I2_S || !td->per_layer || td->ne[1] % 16) {
         snprintf(err, RT_ERR_LEN, "--sparse-ffn: '%s' is not a per-layer I2_S tensor with rows a multiple of 16",
                  td->gguf);
         return -1;

@@ -55,10 +55,10 @@ static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre)
     const int64_t ne1 = td->ne[1] < 0 ? e->vocab : td->ne[1];
     const uint64_t n = (uint64_t)td->ne[0] * (uint64_t)(td->n_dims > 1 ? ne1 : 1);
     if (a.kind == RT_ARG_WEIGHT_Q8)
-        return n + n / RT_Q8_BLOCK * 2;
-    if (td->type == RT_TYPE_I2_S)
+        return n + n / FMT_Q8_BLOCK * 2;
+    if (td->type == FMT_I2_S)
         return n / 4 + 4;
-    const uint64_t elem = td->type == RT_TYPE_F16 ? 2 : 4;
+    const uint64_t elem = td->type == FMT_F16 ? 2 : 4;
     if (pre && a.index == e->d->vocab_tensor) /* the embedding reads the token's row */
         return (uint64_t)td->ne[0] * elem;
     return n * elem;
@@ -79,7 +79,7 @@ uint64_t rt_engine_decode_weight_bytes(const rt_engine *e)
             const bool wk = arg.kind == RT_ARG_WEIGHT || arg.kind == RT_ARG_WEIGHT_NEXT || arg.kind == RT_ARG_WEIGHT_Q8;
             /* the sparse FFN's matrices (I2_S, or their transposed copy): per active neuron */
             if (dp->bytes_active && (arg.kind == RT_ARG_WEIGHT_T ||
-                                     (wk && e->d->tensors[arg.index].type == RT_TYPE_I2_S)))
+                                     (wk && e->d->tensors[arg.index].type == FMT_I2_S)))
                 continue;
             if (wk)
                 total += weight_arg_bytes(e, arg, pre);
