@@ -64,8 +64,6 @@ device)
     ldconfig
     icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
     [ -f "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ] && export VK_DRIVER_FILES="$icd"
-    # the tuner's choices and the pipeline cache go next to each other, inside the tarball
-    export XDG_CACHE_HOME="$PWD/$OUT/cache"
     M="$G/bin/bitnet-b1.58-2b"
     : >"$OUT/gpu.txt"
     if command -v nvidia-smi >/dev/null; then
@@ -104,6 +102,8 @@ device)
     "$M" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --gemv scalar --json --profile \
         >"$OUT/bench-f16-gemv-scalar.json" 2>"$OUT/profile-f16-gemv-scalar.txt" || rc=1
     cat "$OUT/bench-f16-gemv-scalar.json"
+    # the stored choices (the cache dir also holds the bench model: not carried back)
+    cp "${XDG_CACHE_HOME:-$HOME/.cache}"/ternion/tune-*.txt "$OUT/" 2>/dev/null || true
     echo "$rc" >"$OUT/rc"
     tar czf "$OUT.tar.gz" "$OUT"
     echo "results: $OUT.tar.gz (exit $rc)"
