@@ -14,13 +14,16 @@ V=bitnet-mini-silu
 T=$W/tree
 rm -rf "$T"
 mkdir -p "$T/build"
-# the sources and the finished objects, timestamps kept (make sees them up to date)
-for d in Makefile dsl gen runtime models generated tests tools examples server; do
-    [ -e "$d" ] && cp -pR "$d" "$T/"
+# the sources (every top-level entry but build directories, tests, benchmarks and docs) and
+# the finished library and CLI objects, timestamps kept (make sees them up to date)
+for d in *; do
+    case "$d" in build*|tests|bench|docs|node_modules) continue ;; esac
+    cp -pR "$d" "$T/"
 done
 mkdir -p "$T/build/obj"
-for d in runtime generated cli-main; do
-    [ -d "$B/obj/$d" ] && cp -pR "$B/obj/$d" "$T/build/obj/"
+for d in "$B"/obj/*; do
+    case "${d##*/}" in tests|examples|tools|gen|dsl) continue ;; esac
+    cp -pR "$d" "$T/build/obj/"
 done
 cd "$T"
 

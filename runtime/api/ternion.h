@@ -227,7 +227,8 @@ typedef struct ternion_context ternion_context;
 typedef struct {
     int32_t n_ctx;      /* positions per sequence; 0: the model's training context, at most 4096 */
     int32_t n_batch;    /* most tokens one engine step processes; 0: 512 (larger batches are split) */
-    int32_t n_seq_max;  /* sequences with their own KV cache (ids 0..n_seq_max-1); 0: 1 */
+    int32_t n_seq_max;  /* sequences with their own KV cache (ids 0..n_seq_max-1); 0: 1. The KV
+                           memory is n_seq_max * n_ctx positions (each sequence has all n_ctx) */
     int32_t device;     /* Vulkan device index (ternion_device_get); -1: the TERNION_DEVICE
                            environment variable, else the best device */
     bool profile;       /* time every dispatch (ternion_profile_get) */
