@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen_act.h"
 #include "gen_model.h"
 #include "gen_yaml.h"
 
@@ -29,8 +30,7 @@ static const struct {
     [GEN_OP_KV_WRITE] = {false, 0, false, SEC_LAYER},
     [GEN_OP_ATTENTION] = {false, 0, true, SEC_LAYER},
     [GEN_OP_ADD] = {false, 0, true, SEC_ALL},
-    [GEN_OP_RELU2_MUL] = {false, 0, true, SEC_ALL},
-    [GEN_OP_SILU_MUL] = {false, 0, true, SEC_ALL},
+    [GEN_OP_ACT_MUL] = {false, 0, true, SEC_ALL},
     [GEN_OP_LM_HEAD] = {true, FMT_USE_TABLE, true, SEC_OUT},
 };
 static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
@@ -175,7 +175,7 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
                                     w0, q_dim);
         *out_w = w0;
         return 0;
-    default: /* add, relu2_mul, silu_mul */
+    default: /* add, <act>_mul */
         if (w0 != w1)
             return gen_yaml_fail_at(c->y, loc, "%s: inputs '%s' (%d) and '%s' (%d) differ in width", c->label, n0, w0,
                                     n1, w1);
@@ -225,13 +225,16 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     if (gen_yaml_check_map(c->y, opn, c->label, keys) || !(k = gen_yaml_need(c->y, opn, "op", c->label)) ||
         gen_yaml_str(c->y, k, "op", kind, sizeof(kind)))
         return -1;
-    int kk = -1;
+    int kk = -1, act = gen_act_find_op(kind);
     for (int i = 0; i < GEN_OP_COUNT; i++)
-        if (!strcmp(kind, gen_op_name((gen_op_kind)i)))
+        if (!strcmp(kind, gen_op_name((gen_op_kind)i)) && i != GEN_OP_ACT_MUL)
             kk = i;
+    if (act >= 0)
+        kk = GEN_OP_ACT_MUL;
     if (kk < 0)
         return gen_yaml_fail(c->y, k, "unknown op '%s'", kind);
-    *op = (gen_op){.kind = (gen_op_kind)kk, .in = {-1, -1, -1}, .out = -1, .weight = -1, .loc = gen_yaml_loc(opn)};
+    *op = (gen_op){.kind = (gen_op_kind)kk, .act = act, .in = {-1, -1, -1}, .out = -1, .weight = -1,
+                   .loc = gen_yaml_loc(opn)};
     snprintf(c->label, sizeof(c->label), "%s", kind);
     if (!(k_rules[kk].secs & (unsigned)c->sec)) {
         int only = k_rules[kk].secs;

@@ -5,7 +5,7 @@
  * applies these rules, each only when the intermediate value has no other reader:
  *   - rmsnorm whose output only feeds bitlinears   -> NORM_QUANT (one quantization,
  *     shared by every projection that reads it)
- *   - bitlinear a, bitlinear b (same input), relu2_mul/silu_mul(a, b) -> BITLINEAR_GLU
+ *   - bitlinear a, bitlinear b (same input), <act>_mul(a, b) -> BITLINEAR_GLU
  *   - bitlinear o, add(r, o) -> r                   -> BITLINEAR with residual r
  *   - 2..3 other bitlinears of one input (q, k, v)  -> BITLINEAR_MULTI (one dispatch,
  *     workgroups cover the concatenated rows; each part keeps its own weight/output)
@@ -105,10 +105,11 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
         k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
+    k->act = kind == GEN_K_ACT_MUL ? src->act : -1;
     const char *what = src->weight >= 0 ? c->m->tensors[src->weight].key
                        : src->out >= 0  ? c->m->values[src->out].name
                                         : "";
-    snprintf(k->label, sizeof(k->label), "%s %s", gen_kop_name(kind), what);
+    snprintf(k->label, sizeof(k->label), "%s %s", kind == GEN_K_ACT_MUL ? gen_op_label(src) : gen_kop_name(kind), what);
     return k;
 }
 
@@ -167,7 +168,7 @@ static bool feeds_fused_use(const sect *s, int i)
     if (u < 0)
         return false;
     gen_op_kind k = s->ops[u].kind;
-    return k == GEN_OP_ADD || k == GEN_OP_RELU2_MUL || k == GEN_OP_SILU_MUL;
+    return k == GEN_OP_ADD || k == GEN_OP_ACT_MUL;
 }
 
 /* Does any op strictly between i and j read or write value v? */
@@ -274,7 +275,7 @@ static int lower_section(lower_ctx *c, const sect *s)
             int u = c->fuse ? next_use(s, i, op->out) : -1;
             const gen_op *use = u >= 0 ? &s->ops[u] : NULL;
             /* GLU: bitlinear(a) i, bitlinear(b) j, act_mul(a_out, b_out) */
-            if (use && (use->kind == GEN_OP_RELU2_MUL || use->kind == GEN_OP_SILU_MUL) &&
+            if (use && use->kind == GEN_OP_ACT_MUL &&
                 use->in[0] == op->out && count_uses(m, op->out) == 1) {
                 int j = -1;
                 for (int t = i + 1; t < u; t++)
@@ -287,7 +288,7 @@ static int lower_section(lower_ctx *c, const sect *s)
                     k->in[0] = q;
                     k->w[0] = op->weight;
                     k->w[1] = s->ops[j].weight;
-                    k->relu2 = use->kind == GEN_OP_RELU2_MUL;
+                    k->act = use->act;
                     k->out = f32_val(c, use->out);
                     snprintf(k->label, sizeof(k->label), "bitlinear_glu %s+%s", m->tensors[op->weight].key,
                              m->tensors[s->ops[j].weight].key);
@@ -369,8 +370,8 @@ static int lower_section(lower_ctx *c, const sect *s)
         default: {
             static const gen_kop_kind direct[GEN_OP_COUNT] = {
                 [GEN_OP_EMBED] = GEN_K_EMBED,         [GEN_OP_ATTENTION] = GEN_K_ATTENTION,
-                [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_RELU2_MUL] = GEN_K_RELU2_MUL,
-                [GEN_OP_SILU_MUL] = GEN_K_SILU_MUL,   [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,
+                [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_ACT_MUL] = GEN_K_ACT_MUL,
+                [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,
             };
             if (!(k = add_kop(c, direct[op->kind], s->sec, op)))
                 return -1;

@@ -50,8 +50,7 @@
                                   /*   (kv_fold: + rope_kv / kv_write   (fused))   */ \
     X(ATTN_COMBINE, "attn_combine") /* y = merge of ATTENTION's split partials    */ \
     X(ADD, "add")                 /* y = a + b                                     */ \
-    X(RELU2_MUL, "relu2_mul")     /* y = relu(a)^2 * b                             */ \
-    X(SILU_MUL, "silu_mul")       /* y = silu(a) * b                               */ \
+    X(ACT_MUL, "act_mul")         /* y = act(a) * b (act: gen_act.h)               */ \
     X(LM_HEAD, "lm_head")         /* logits[t] = W x[t]                            */ \
     /* sparse FFN (decode, gen_sparse.c): the GLU + down pair of a relu^2 FFN      */ \
     X(SPARSE_GATE, "sparse_gate") /* out = Wg.q; part = list of rows with out > 0  */ \
@@ -91,7 +90,7 @@ typedef struct {
     int w[GEN_KOP_MAX_PARTS]; /* tensor indices into gen_model.tensors (-1 unused) */
     int n_parts;    /* BITLINEAR_MULTI: parts (weight w[p] -> output part_out[p]) */
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
-    bool relu2;     /* BITLINEAR_GLU: relu^2 (true) or silu (false) */
+    int act;        /* BITLINEAR_GLU, ACT_MUL: the activation's row in gen_act.h, else -1 */
     bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
     int splits;     /* ATTENTION (decode): the cache rows are cut into this many ranges,
                      * one workgroup each per head, writing partials (out) that the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gen_model.h"
+#include "gen_act.h"
 #include "gen_yaml.h"
 
 int gen_forward_parse(gen_yaml *y, yaml_node_t *fwd, gen_model *m); /* gen_forward.c */
@@ -29,6 +30,12 @@ static const int k_op_arity[] = {
 const char *gen_op_name(gen_op_kind k)
 {
     return (unsigned)k < GEN_OP_COUNT ? k_op_names[k] : "?";
+}
+
+const char *gen_op_label(const gen_op *op)
+{
+    const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
+    return a ? a->op : gen_op_name(op->kind);
 }
 
 int gen_op_arity(gen_op_kind k)

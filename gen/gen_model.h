@@ -43,8 +43,7 @@
     X(KV_WRITE, "kv_write", 2)   /* cache[layer][pos] = (k=in0, v=in1)     */ \
     X(ATTENTION, "attention", 1) /* out = softmax(q K^T/sqrt(hd)) V, GQA   */ \
     X(ADD, "add", 2)             /* out = in0 + in1                        */ \
-    X(RELU2_MUL, "relu2_mul", 2) /* out = relu(in0)^2 * in1                */ \
-    X(SILU_MUL, "silu_mul", 2)   /* out = silu(in0) * in1                  */ \
+    X(ACT_MUL, "<act>_mul", 2)   /* out = act(in0) * in1, act: gen_act.h   */ \
     X(LM_HEAD, "lm_head", 1)     /* out[v] = dot(W[v,:], in), W F16/F32    */
 
 typedef enum {
@@ -55,6 +54,9 @@ typedef enum {
 } gen_op_kind;
 
 const char *gen_op_name(gen_op_kind k);
+struct gen_op;
+/* The YAML name of an op ("relu2_mul" for an ACT_MUL of relu2). */
+const char *gen_op_label(const struct gen_op *op);
 int gen_op_arity(gen_op_kind k);
 
 typedef enum { GEN_ROPE_NEOX, GEN_ROPE_NORM } gen_rope_style;  /* split-half / interleaved */
@@ -108,8 +110,9 @@ typedef struct {
     gen_loc loc; /* first definition */
 } gen_value;
 
-typedef struct {
+typedef struct gen_op {
     gen_op_kind kind;
+    int act;            /* ACT_MUL: row of the activation table (gen_act.h), else -1 */
     int in[GEN_MAX_IN]; /* value indices, arity from GEN_OPS */
     int out;            /* value index, -1 for kv_write */
     int weight;         /* tensor index, -1 if none (embed: the table) */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen_act.h"
 #include "gen_graph.h"
 
 static int new_val(gen_graph *g, const char *base, const char *sfx, int width, char *err)
@@ -40,7 +41,8 @@ static int new_val(gen_graph *g, const char *base, const char *sfx, int width, c
 static bool sparse_pair(const gen_graph *g, int i)
 {
     const gen_kop *glu = &g->kops[i], *dn = &g->kops[i + 1];
-    return glu->kind == GEN_K_BITLINEAR_GLU && glu->relu2 && glu->sec == GEN_SEC_LAYER && glu->last_out >= 0 &&
+    /* the sparse kernels compute relu(g)^2 * u: relu^2 GLUs only */
+    return glu->kind == GEN_K_BITLINEAR_GLU && glu->act == gen_act_find_op("relu2_mul") && glu->sec == GEN_SEC_LAYER && glu->last_out >= 0 &&
            glu->last_norm_w >= 0 && dn->kind == GEN_K_BITLINEAR && dn->res >= 0 && dn->norm_w < 0 &&
            dn->in[0] == glu->last_out && dn->sec == GEN_SEC_LAYER;
 }

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "dsl.h"
+#include "gen_act.h"
 #include "gen_graph.h"
 #include "gen_kernels.h"
 #include "gen_model.h"
@@ -226,8 +227,11 @@ static void cref_bitlinear(const uint8_t *blob, int K, int M, const int8_t *q, f
     ref_bitlinear_q(fmt_codec_find(FMT_I2_S), blob, K, M, q, &s, 1, y);
 }
 
-static void cref_relu2_mul(const float *a, const float *b, int n, float *y) { ref_relu2_mul(a, b, n, y); }
-static void cref_silu_mul(const float *a, const float *b, int n, float *y) { ref_silu_mul(a, b, n, y); }
+/* y = act(a) * b through the activation's C expression (its row in gen_act.h). */
+static void cref_act_mul(int act, const float *a, const float *b, int n, float *y)
+{
+    ref_act_mul(gen_act_at(act)->ref, a, b, n, y);
+}
 static float cref_f16_round(float x) { return ref_f16_round(x); }
 
 static void cref_rope(const gen_hparams *hp, const float *x, int width, uint32_t pos, float *y)
@@ -690,10 +694,7 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
                 cref_bitlinear(W[p].packed, K, M[p], qt, a.qs[2 * t], yr);
                 if (glu) {
                     cref_bitlinear(W[1].packed, K, M[p], qt, a.qs[2 * t], up);
-                    if (kop->relu2)
-                        cref_relu2_mul(yr, up, M[p], yr);
-                    else
-                        cref_silu_mul(yr, up, M[p], yr);
+                    cref_act_mul(kop->act, yr, up, M[p], yr);
                 }
                 if (res)
                     for (int i = 0; i < M[p]; i++)
@@ -701,7 +702,7 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
             }
             char what[64];
             snprintf(what, sizeof(what), "part %d (M %d, K %d%s)", p, M[p], K, gemv_vec ? ", 16-byte loads" : "");
-            expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu && !kop->relu2 ? 2e-6 : 1e-6);
+            expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu ? fmax(1e-6, gen_act_at(kop->act)->tol) : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
             if (res)
                 assert_memory_equal(y + (size_t)n * M[p], r0[p] + (size_t)n * M[p], 4 * (BL_NMAX - n) * (size_t)M[p]);
@@ -997,7 +998,7 @@ static void check_attention(const gen_graph *g, const gen_kop *kop, bool decode)
     attention_cases(g, kop, NULL, decode);
 }
 
-/* ---------------------------------------------------------------- ADD, RELU2_MUL, SILU_MUL */
+/* ---------------------------------------------------------------- ADD, ACT_MUL */
 
 static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
 {
@@ -1016,12 +1017,10 @@ static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
         if (kop->kind == GEN_K_ADD)
             for (size_t i = 0; i < m; i++)
                 ref[i] = a[i] + bv[i];
-        else if (kop->kind == GEN_K_RELU2_MUL)
-            cref_relu2_mul(a, bv, (int)m, ref);
         else
-            cref_silu_mul(a, bv, (int)m, ref);
+            cref_act_mul(kop->act, a, bv, (int)m, ref);
         float *y = fetch(&b[2], 4 * nx);
-        expect(kop, "y", decode, n, 0, rel_err(y, ref, m, ELEM), kop->kind == GEN_K_SILU_MUL ? 2e-6 : 1e-7);
+        expect(kop, "y", decode, n, 0, rel_err(y, ref, m, ELEM), kop->kind == GEN_K_ACT_MUL ? gen_act_at(kop->act)->tol : 1e-7);
         assert_true(all_poison((uint32_t *)y + m, nx - m));
         free(y);
         free(a);
@@ -1433,8 +1432,8 @@ static void test_eltwise(void **state)
 {
     (void)state;
     need_device();
-    RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_RELU2_MUL, GEN_K_SILU_MUL);
-    assert_true(runs[GEN_K_ADD] && runs[GEN_K_RELU2_MUL] && runs[GEN_K_SILU_MUL]);
+    RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_ACT_MUL);
+    assert_true(runs[GEN_K_ADD] && runs[GEN_K_ACT_MUL]);
 }
 
 static void test_lm_head(void **state)

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "dsl.h"
+#include "gen_act.h"
 #include "gen_graph.h"
 #include "gen_kernels.h"
 #include "gen_model.h"
@@ -388,10 +389,8 @@ static void check_q8_last(const gen_kop *fk)
     ref_ternary(q, qs[0], fk->w[0], K, M, g);
     if (glu)
         ref_ternary(q, qs[0], fk->w[1], K, M, u);
-    for (int r = 0; r < M; r++) {
-        float a = g[r] > 0 ? g[r] : 0;
-        g[r] = !glu ? res0[r] + g[r] : fk->relu2 ? a * a * u[r] : g[r] / (1.0f + expf(-g[r])) * u[r];
-    }
+    for (int r = 0; r < M; r++) /* the activation's C expression (its row in gen_act.h) */
+        g[r] = !glu ? res0[r] + g[r] : gen_act_at(fk->act)->ref(g[r]) * u[r];
     for (int run = 0; run < (fk->last_next ? 2 : 1); run++) {
         has_next = run == 0; /* second run: the last layer */
         OK(rt_buf_upload(g_vk, act(&pf, in->buf), 0, q, (size_t)K, err));

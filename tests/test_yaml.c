@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "gen_act.h"
 #include "gen_model.h"
 
 static gen_model g_m;
@@ -52,7 +53,7 @@ static void kinds(const gen_op *ops, int n, char *out, size_t cap)
 {
     out[0] = 0;
     for (int i = 0; i < n; i++)
-        snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "", gen_op_name(ops[i].kind));
+        snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "", gen_op_label(&ops[i]));
 }
 
 static void check_common(int dim, int q_dim, int kv_dim, int ffn)
@@ -206,13 +207,14 @@ static void test_llama_ternary_tiny(void **state)
 static void test_api(void **state)
 {
     assert_string_equal(gen_op_name(GEN_OP_EMBED), "embed");
-    assert_string_equal(gen_op_name(GEN_OP_RELU2_MUL), "relu2_mul");
+    gen_op relu2 = {.kind = GEN_OP_ACT_MUL, .act = gen_act_find_op("relu2_mul")};
+    assert_string_equal(gen_op_label(&relu2), "relu2_mul");
     assert_string_equal(gen_op_name(GEN_OP_LM_HEAD), "lm_head");
     assert_string_equal(gen_op_name(GEN_OP_COUNT), "?");
     assert_int_equal(gen_op_arity(GEN_OP_EMBED), 0);
     assert_int_equal(gen_op_arity(GEN_OP_BITLINEAR), 1);
     assert_int_equal(gen_op_arity(GEN_OP_KV_WRITE), 2);
-    assert_int_equal(gen_op_arity(GEN_OP_SILU_MUL), 2);
+    assert_int_equal(gen_op_arity(GEN_OP_ACT_MUL), 2);
     assert_string_equal(gen_ttype_name(FMT_I2_S), "i2_s");
     load("models/bitnet-tiny.yaml");
     char name[GEN_MAX_NAME];

@@ -1,6 +1,6 @@
 /* gen_k_bitlinear.c - ternary (I2_S) x int8 matrix kernels: BITLINEAR (optionally
  * with a fused residual add) and BITLINEAR_GLU (gate and up rows in one pass,
- * then relu^2(gate) * up or silu(gate) * up).
+ * then act(gate) * up, act from the activation table gen_act.h).
  *
  * Layout walk: an I2_S row of K weights is K/4 bytes = K/16 u32 words; word w of a
  * 128-element block (8 words) holds, in its bits 7-6, 5-4, 3-2, 1-0 of each byte,
@@ -35,6 +35,7 @@
  * (gen/codec/gen_codec_i2s.c); the word walk above is I2_S's interleave.
  */
 #include "codec/gen_codec.h"
+#include "gen_act.h"
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
 
@@ -49,7 +50,8 @@
 /* What the row loop of every bitlinear kernel shares. */
 typedef struct {
     const gen_codec *codec; /* the weights' format (kernel-side decode) */
-    bool decode, glu, relu2, res;
+    const gen_act *act; /* GLU: the activation of the gate */
+    bool decode, glu, res;
     int K;
     dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */
     dsl_expr sc, qsum; /* folded norm (decode): the row's scale and code sum, else NULL */
@@ -70,13 +72,7 @@ static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, dsl_ex
     for (int j = 0; j < (c->glu ? 2 : 1); j++)
         v[j] = dsl_let(k, j ? "vu" : "v",
                        dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
-    dsl_expr val = v[0];
-    if (c->glu && c->relu2) {
-        dsl_expr rr = dsl_let(k, "rg", dsl_max(k, v[0], F(0)));
-        val = dsl_mul(k, dsl_mul(k, rr, rr), v[1]);
-    } else if (c->glu) {
-        val = dsl_mul(k, dsl_div(k, v[0], dsl_add(k, F(1), dsl_exp(k, dsl_neg(k, v[0])))), v[1]);
-    }
+    dsl_expr val = c->glu ? dsl_mul(k, c->act->kernel(k, v[0]), v[1]) : v[0];
     if (c->res)
         val = dsl_add(k, dsl_load(k, y, yi), val);
     dsl_store(k, y, yi, val);
@@ -282,8 +278,8 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
     const int M = Ms[0];
     char name[96];
-    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
-                       glu ? (kop->relu2 ? "_glu_relu2" : "_glu_silu") : "", res ? "_res" : "",
+    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
+                       glu ? "_glu_" : "", glu ? gen_act_at(kop->act)->name : "", res ? "_res" : "",
                        gen_last_suffix(kop));
     for (int p = 0; p < np; p++)
         len += snprintf(name + len, sizeof(name) - (size_t)len, "_m%d", Ms[p]);
@@ -293,7 +289,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         return gen_out_kernel(out, NULL, err);
 
     const uint32_t wtype = m->tensors[kop->w[0]].type;
-    bl_ctx c = {.codec = gen_codec_find(wtype), .decode = decode, .glu = glu, .relu2 = kop->relu2, .res = res, .K = K};
+    bl_ctx c = {.codec = gen_codec_find(wtype), .decode = decode, .glu = glu, .act = gen_act_at(kop->act), .res = res, .K = K};
     if (!c.codec || !c.codec->ternary_codes) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: bitlinear: weights of type %s have no kernel-side ternary decode",
                  m->path, kop->loc.line, kop->loc.col, fmt_type_name(wtype));

@@ -1,10 +1,11 @@
 /* gen_k_eltwise.c - element-wise kernels: EMBED (table row gather) and ADD,
- * RELU2_MUL (relu(a)^2 * b), SILU_MUL (a / (1 + exp(-a)) * b), as ggml computes them.
+ * ACT_MUL (act(a) * b, act a row of gen_act.h: its kernel expression).
  * One invocation per element (EMBED: per pair of F16 elements), one workgroup row
  * per token. Decode, fused: the embedding can run the first layer's norm in its last
  * workgroup (kop->last_out, gen_last_norm: the NORM_QUANT kernel's code).
  */
 #include "codec/gen_codec.h"
+#include "gen_act.h"
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
 
@@ -69,7 +70,8 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
 {
     const int width = g->vals[kop->out].width;
     char name[64];
-    snprintf(name, sizeof(name), "%s_n%d", gen_kop_name(kop->kind), width);
+    const gen_act *act = kop->kind == GEN_K_ACT_MUL ? gen_act_at(kop->act) : NULL;
+    snprintf(name, sizeof(name), "%s_n%d", act ? act->op : gen_kop_name(kop->kind), width);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -86,15 +88,7 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_return_if(k, dsl_ge(k, i, N));
     dsl_expr idx = dsl_let(k, "idx", dsl_add(k, dsl_mul(k, t, N), i));
     dsl_expr av = dsl_let(k, "av", dsl_load(k, a, idx)), bv = dsl_load(k, b, idx);
-    dsl_expr val;
-    if (kop->kind == GEN_K_ADD) {
-        val = dsl_add(k, av, bv);
-    } else if (kop->kind == GEN_K_RELU2_MUL) {
-        dsl_expr r = dsl_let(k, "r", dsl_max(k, av, F(0)));
-        val = dsl_mul(k, dsl_mul(k, r, r), bv);
-    } else {
-        val = dsl_mul(k, dsl_div(k, av, dsl_add(k, F(1), dsl_exp(k, dsl_neg(k, av)))), bv);
-    }
+    dsl_expr val = act ? dsl_mul(k, act->kernel(k, av), bv) : dsl_add(k, av, bv);
     dsl_store(k, y, idx, val);
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)((width + WG - 1) / WG), 1);

@@ -2,6 +2,7 @@
 #include "ref_forward.h"
 
 #include "ref_ops.h"
+#include "gen_act.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ static int check_shape(eval_ctx *e, const gen_op *op, const rt_gguf_tensor *w, i
     int64_t want1 = op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_LM_HEAD ? wo : w->ne[1];
     if (w->ne[0] == want0 && w->ne[1] == want1) return 0;
     snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s: weight %.*s is [%lld, %lld], values want [%lld, %lld]",
-             e->r->m->path, op->loc.line, gen_op_name(op->kind), (int)w->name.len, w->name.ptr,
+             e->r->m->path, op->loc.line, gen_op_label(op), (int)w->name.len, w->name.ptr,
              (long long)w->ne[0], (long long)w->ne[1], (long long)want0, (long long)want1);
     return -1;
 }
@@ -278,17 +279,14 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
     case GEN_OP_ADD:
         for (size_t i = 0; i < (size_t)n * wo; i++) out[i] = in0[i] + in1[i];
         break;
-    case GEN_OP_RELU2_MUL:
-        ref_relu2_mul(in0, in1, n * wo, out);
-        break;
-    case GEN_OP_SILU_MUL:
-        ref_silu_mul(in0, in1, n * wo, out);
+    case GEN_OP_ACT_MUL:
+        ref_act_mul(gen_act_at(op->act)->ref, in0, in1, n * wo, out);
         break;
     case GEN_OP_LM_HEAD:
         return lm_head(e, w, in0, wi, wo, out);
     default:
         snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s not supported by the reference", r->m->path,
-                 op->loc.line, gen_op_name(op->kind));
+                 op->loc.line, gen_op_label(op));
         return -1;
     }
     return 0;

@@ -150,17 +150,9 @@ done:
     free(qh);
 }
 
-void ref_relu2_mul(const float *a, const float *b, int n, float *y)
+void ref_act_mul(float (*act_ref)(float), const float *a, const float *b, int n, float *y)
 {
-    for (int i = 0; i < n; i++) {
-        float r = a[i] > 0.0f ? a[i] : 0.0f;
-        y[i] = r * r * b[i];
-    }
-}
-
-void ref_silu_mul(const float *a, const float *b, int n, float *y)
-{
-    for (int i = 0; i < n; i++) y[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+    for (int i = 0; i < n; i++) y[i] = act_ref(a[i]) * b[i];
 }
 
 /* y[v] = W[v] . x over an F16 (is_f16) or F32 table, x optionally rounded to f16 first. */

@@ -1,0 +1,45 @@
+/* gen_act.c - the activation table (gen_act.h): one row per gated activation, with its
+ * kernel (DSL) and reference (C) expressions next to each other. */
+#include "gen_act.h"
+
+#include <math.h>
+#include <string.h>
+
+/* relu(a)^2 (BitNet b1.58's FFN) */
+static dsl_expr relu2_kernel(dsl_kernel *k, dsl_expr a)
+{
+    dsl_expr r = dsl_let(k, "rg", dsl_max(k, a, dsl_f32(k, 0))); /* "rg": relu of the gate */
+    return dsl_mul(k, r, r);
+}
+static float relu2_ref(float a)
+{
+    float r = a > 0.0f ? a : 0.0f;
+    return r * r;
+}
+
+/* silu(a) = a / (1 + exp(-a)) (Llama's FFN) */
+static dsl_expr silu_kernel(dsl_kernel *k, dsl_expr a)
+{
+    return dsl_div(k, a, dsl_add(k, dsl_f32(k, 1), dsl_exp(k, dsl_neg(k, a))));
+}
+static float silu_ref(float a) { return a / (1.0f + expf(-a)); }
+
+static const gen_act ACTS[] = {
+    /* max, *, *: the same roundings in the same order as the reference (one ulp of slack) */
+    {"relu2", "relu2_mul", "relu(a)^2", relu2_kernel, relu2_ref, 0x1p-23},
+    /* exp: Vulkan allows 3 + 2 |x| ulp; |a| <= 4 in the tests -> 11 ulp ~ 1.3e-6, plus the
+     * division's rounding */
+    {"silu", "silu_mul", "a / (1 + exp(-a))", silu_kernel, silu_ref, 2e-6},
+};
+#define N_ACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
+
+const gen_act *gen_act_at(int i) { return i >= 0 && i < N_ACTS ? &ACTS[i] : NULL; }
+int gen_act_count(void) { return N_ACTS; }
+
+int gen_act_find_op(const char *op)
+{
+    for (int i = 0; i < N_ACTS; i++)
+        if (!strcmp(op, ACTS[i].op))
+            return i;
+    return -1;
+}

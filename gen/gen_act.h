@@ -1,0 +1,35 @@
+/* gen_act.h - the gated activations: ops `<name>_mul` with y = act(a) * b, elementwise.
+ *
+ * One row per activation holds everything about it: its name (the YAML op is
+ * "<name>_mul"), its kernel expression (DSL, f32) and its C reference expression (float,
+ * the oracle's arithmetic). The YAML reader, the graph passes (GLU fusion), the kernel
+ * builders (the fused BITLINEAR_GLU and the unfused ACT_MUL kernel) and the CPU reference
+ * (tests/ref/) all read the row; nothing else names an activation. Adding one = one row
+ * in gen_act.c (docs/adding-an-op.md).
+ */
+#ifndef GEN_ACT_H
+#define GEN_ACT_H
+
+#include "dsl.h"
+
+typedef struct {
+    const char *name;    /* "relu2": kernel names (bitlinear_glu_relu2_...) */
+    const char *op;      /* "relu2_mul": the YAML op */
+    const char *formula; /* for messages and docs: "relu(a)^2" */
+    /* act(a) in a kernel: a is an f32 expression; may declare temporaries */
+    dsl_expr (*kernel)(dsl_kernel *k, dsl_expr a);
+    /* act(a) in the C reference, in float as ggml computes it */
+    float (*ref)(float a);
+    /* relative error per element a kernel may show against ref (tests/test_kernels.c):
+     * 2^-23 when both are the same IEEE operations in the same order; more when a GLSL
+     * builtin (exp, tanh) is less precise than libm (the bound and its reason in the row) */
+    double tol;
+} gen_act;
+
+/* Row i (0 <= i < gen_act_count()), or NULL. */
+const gen_act *gen_act_at(int i);
+int gen_act_count(void);
+/* The row whose YAML op is op ("relu2_mul"); -1 if none. */
+int gen_act_find_op(const char *op);
+
+#endif
