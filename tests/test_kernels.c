@@ -59,9 +59,12 @@ static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
  * 32 head dims, an f32 KV cache and 16 heads sharing one KV head: the rope / cache
  * paths no shipped model uses, and K / V matrices of 32 rows, fewer than a prefill
  * tile's 64 (the row tail of the batched matrix kernels). */
-#define N_MODELS 3
+#define N_MODELS 4
 static const char *const model_paths[N_MODELS] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml",
-                                                  "models/bitnet-tiny.yaml"};
+                                                  "models/bitnet-tiny.yaml", "tests/data/llama-gelu-tiny.yaml"};
+/* The gelu variant is llama-ternary-tiny with another activation: only the kernels that
+ * carry an activation (BITLINEAR_GLU, ACT_MUL) run for it. */
+#define GELU_MODEL 3
 static const char *const variant_edits[][2] = {
     {"rope: {style: neox, base: 500000.0, dims: 64}", "rope: {style: norm, base: 10000.0, dims: 16}"},
     {"kv_cache: f16", "kv_cache: f32"},
@@ -103,6 +106,7 @@ static gen_graph dec_plain[N_MODELS];  /* unfused decode schedules (split attent
 /* Largest error seen per kernel kind (printed at the end) and the kinds run. */
 static double worst[GEN_K_COUNT];
 static int runs[GEN_K_COUNT];
+static int act_runs[2][16]; /* [GLU 0 / ACT_MUL 1][activation row]: checks run on the device */
 
 /* ---------------------------------------------------------------- random data */
 
@@ -454,6 +458,8 @@ static void expect(const gen_kop *kop, const char *what, bool decode, uint32_t n
     if (e > worst[kop->kind])
         worst[kop->kind] = e;
     runs[kop->kind]++;
+    if (kop->act >= 0 && kop->act < 16)
+        act_runs[kop->kind == GEN_K_ACT_MUL][kop->act]++;
     if (!(e <= tol))
         fail_msg("%s (%s) %s, %u tokens at pos %u: max rel err %g > %g", kop->label, decode ? "decode" : "batch", what,
                  n, pos, e, tol);
@@ -482,7 +488,7 @@ static int for_each_kernel(const bool want[GEN_K_COUNT], kop_fn fn)
             const gen_graph *g = &graphs[m][f];
             for (int i = 0; i < g->n_kops; i++) {
                 const gen_kop *kop = &g->kops[i];
-                if (!want[kop->kind])
+                if (!want[kop->kind] || (m == GELU_MODEL && kop->act < 0))
                     continue;
                 for (int d = 0; d < 2; d++) {
                     gen_kernel_out ko;
@@ -1358,6 +1364,9 @@ static void test_bitlinear(void **state)
     need_device();
     RUN_KINDS(check_bitlinear, GEN_K_BITLINEAR, GEN_K_BITLINEAR_GLU, GEN_K_BITLINEAR_MULTI);
     assert_true(runs[GEN_K_BITLINEAR] && runs[GEN_K_BITLINEAR_GLU] && runs[GEN_K_BITLINEAR_MULTI]);
+    for (int a = 0; a < gen_act_count(); a++) /* every activation of the table, fused into a GLU */
+        if (!act_runs[0][a])
+            fail_msg("no test model has a %s GLU: its kernel never ran", gen_act_at(a)->op);
 }
 
 static void test_rope(void **state)
@@ -1434,6 +1443,9 @@ static void test_eltwise(void **state)
     need_device();
     RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_ACT_MUL);
     assert_true(runs[GEN_K_ADD] && runs[GEN_K_ACT_MUL]);
+    for (int a = 0; a < gen_act_count(); a++) /* every activation of the table, unfused */
+        if (!act_runs[1][a])
+            fail_msg("no test model uses %s: its kernel never ran", gen_act_at(a)->op);
 }
 
 static void test_lm_head(void **state)
@@ -1470,6 +1482,9 @@ static void test_all_kinds_covered(void **state)
         for (int i = 0; i < dec_plain[m].n_kops; i++)
             seen[dec_plain[m].kops[i].kind] = true;
     }
+    /* the sparse FFN's kernels appear only in sparse_ffn schedules: test_sparse.c runs them
+     * against its C reference */
+    seen[GEN_K_SPARSE_GATE] = seen[GEN_K_SPARSE_UP] = seen[GEN_K_SPARSE_DOWN] = true;
     for (int k = 0; k < GEN_K_COUNT; k++)
         if (!seen[k])
             fail_msg("no graph of the tiny models has a %s kernel: its test would not run",
