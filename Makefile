@@ -13,6 +13,7 @@
 #                      -> $(B)/X             the same CLI with model X pinned, one per model
 #   gen/*.c (not main) -> $(B)/libtgen.a     YAML model reader, passes, kernel builders
 #   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/
+#   generated/X/kernels/*.comp -> $(B)/spv/X/ SPIR-V (glslc), embedded in generated/X/model.o
 #   tests/test_*.c     -> $(B)/tests/test_*  cmocka suites (tests/ref/*.c: CPU reference)
 #   server/*.c         -> $(B)/ternion-server  the OpenAI-compatible HTTP server (libmicrohttpd +
 #                                            cJSON), on ternion.h only; its request, JSON,
@@ -150,6 +151,33 @@ $(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_FMT)
 # Static pattern rules below name every object explicitly, so make never treats one
 # as an intermediate file (deleted after the link, then not rebuilt on a header change).
 
+# SPIR-V is built, never checked in: every generated/<model>/kernels/<k>.comp is compiled
+# with glslc into $(B)/spv/<model>/kernels/<k>.spv, and again with DSL_NATIVE_DOT defined
+# into <k>.native-dot.spv when its source has that variant (the integer-dot kernels).
+# tools/spv_inc.sh writes them as C arrays into $(B)/spv/<model>/kernels.spv.inc, which
+# generated/<model>/model.c includes, so the library and binaries run standalone. Make's
+# timestamps are the cache: a kernel is recompiled only when its .comp changes.
+GLSLC      ?= glslc
+GLSLC_FLAGS = --target-env=vulkan1.2 --target-spv=spv1.5 -O -fshader-stage=compute
+COMPS      := $(wildcard generated/*/kernels/*.comp)
+DOT_COMPS  := $(if $(COMPS),$(shell grep -l DSL_NATIVE_DOT $(COMPS)))
+spv_of      = $(patsubst generated/%.comp,$(B)/spv/%.spv,$(filter generated/$(1)/%,$(COMPS))) \
+              $(patsubst generated/%.comp,$(B)/spv/%.native-dot.spv,$(filter generated/$(1)/%,$(DOT_COMPS)))
+
+$(B)/spv/%.native-dot.spv: generated/%.comp
+	@mkdir -p $(dir $@)
+	$(GLSLC) $(GLSLC_FLAGS) -DDSL_NATIVE_DOT=1 $< -o $@
+$(B)/spv/%.spv: generated/%.comp
+	@mkdir -p $(dir $@)
+	$(GLSLC) $(GLSLC_FLAGS) $< -o $@
+
+define MODEL_SPV
+$(B)/spv/$(1)/kernels.spv.inc: $(call spv_of,$(1)) tools/spv_inc.sh
+	sh tools/spv_inc.sh $$@ $(call spv_of,$(1))
+$(B)/obj/generated/$(1)/model.o: $(B)/spv/$(1)/kernels.spv.inc
+endef
+$(foreach m,$(MODELS),$(eval $(call MODEL_SPV,$(m))))
+
 # The CLI: `ternion`, and one binary per model with that model pinned (static: they run
 # anywhere the Vulkan loader is, e.g. copied to a GPU machine).
 $(CLI_BIN): $(B)/obj/cli-main/ternion.o $(CLI_OBJ) $(LIB_A)
@@ -158,7 +186,7 @@ $(MODEL_BINS): $(B)/%: $(B)/obj/cli-main/%.o $(CLI_OBJ) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
 $(B)/obj/generated/%/model.o: generated/%/model.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Wno-overlength-strings -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) -I$(B)/spv/$* -MMD -MP -c $< -o $@
 # Proof that the CLI calls nothing but ternion.h: linked against the shared library, which
 # exports only ternion_* (any other symbol is an undefined reference); and the exports are
 # exactly the functions ternion.h declares.

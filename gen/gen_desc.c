@@ -280,9 +280,9 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
                             "model %s\nsource %s fnv64:%016llx\nfusion %s\nkernels %u\n", m->name, m->path,
                             (unsigned long long)yh, fuse ? "on" : "off", d->n_kernels);
     for (uint32_t i = 0; i < d->n_kernels && len < cap; i++)
-        len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx spv-bytes:%u%s\n",
-                                d->kname[i], (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),
-                                d->kernels[i].spv_bytes, d->spv_dot[i] ? " +native-dot" : "");
+        len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx%s\n", d->kname[i],
+                                (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),
+                                d->spv_dot[i] ? " +native-dot" : "");
     md->manifest = d->manifest;
     return 0;
 }

@@ -43,8 +43,8 @@ typedef struct {
 int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err);
 void gen_desc_free(gen_desc *d);
 
-/* Write generated/<model>/: kernels/<name>.comp + .spv, model.c, schedule.txt,
- * MANIFEST. Deterministic. */
+/* Write generated/<model>/: kernels/<name>.comp, model.c, schedule.txt, MANIFEST.
+ * Deterministic, text only: the build compiles the .comp files to SPIR-V (Makefile). */
 int gen_desc_write(const gen_desc *d, const char *dir, char *err);
 
 #endif
