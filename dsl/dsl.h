@@ -24,7 +24,7 @@
  *  - Every public builder is a macro passing the caller's __FILE__/__LINE__ to an *_at
  *    function, so errors name the line of the kernel code, not of the DSL.
  *
- * Fixed GLSL interface (docs/TEAM.md):
+ * Fixed GLSL interface (docs/architecture.md, "Decisions"):
  *  - storage buffers are buffer-device-address blocks
  *      layout(buffer_reference, std430, buffer_reference_align=N) readonly buffer Buf_<name> { T d[]; };
  *  - layout(push_constant) uniform Push { <buffer addresses, 8 bytes each, declaration order>

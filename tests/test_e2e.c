@@ -461,7 +461,7 @@ static void check_chain(fixture *f)
 /* --lm-head q8: the Q8_0 copy of the head against the F16 head and bitnet.cpp, batched
  * (the batch kernel) and one token at a time (the decode kernel with the folded norm).
  * Only the head's weights change, so the logits must stay within the oracle's own
- * batched-vs-incremental noise; the agreement figures are printed (bench/NOTES.md). */
+ * batched-vs-incremental noise; the agreement figures are printed (docs/performance.md). */
 static void check_q8_head(fixture *f)
 {
     SKIP_IF_ABSENT(f);

@@ -663,7 +663,7 @@ static rt_gguf *open_fixture(const char *rel)
     char path[512], err[RT_ERR_LEN];
     snprintf(path, sizeof path, "%s/%s", FIX_DIR, rel);
     if (access(path, R_OK) != 0) {
-        printf("SKIP: fixture %s absent (needs /work/shared checked out as ../shared)\n", path);
+        printf("SKIP: fixture %s absent (the shared fixtures are expected at ../shared/fixtures)\n", path);
         return NULL;
     }
     rt_gguf *g;

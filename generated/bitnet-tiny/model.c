@@ -273,7 +273,7 @@ static const rt_dispatch decode_exact[] = {
 
 static const char manifest[] =
     "model bitnet-tiny\n"
-    "source models/bitnet-tiny.yaml fnv64:a6594904414eb26f\n"
+    "source models/bitnet-tiny.yaml fnv64:f66613ec78342b6c\n"
     "fusion on\n"
     "kernels 26\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:ce0dacc7df4765ed\n"

@@ -3,7 +3,7 @@
  * Owns: the conversation state needed to emit only the tokens of each new turn (so the CLI
  * keeps its KV cache between turns).
  *
- * Format (/work/shared/docs/bitnet-format.md; HF's template for every role):
+ * Format (docs/bitnet-format.md; HF's template for every role):
  *   <|begin_of_text|>System: {system}<|eot_id|>User: {msg}<|eot_id|>Assistant: {reply}<|eot_id|>...
  * Each turn is `Role: content<|eot_id|>`; generation starts after `Assistant: `. BOS appears
  * once, at the very start. Role prefix and content are tokenized with parse_special off (text

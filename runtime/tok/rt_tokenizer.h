@@ -20,7 +20,7 @@
  * ignore_merges off.
  * Divergence from bitnet.cpp: for the official 2B4T file (no pre key) bitnet.cpp's llama.cpp
  * fork falls back to RT_PRE_DEFAULT, which is NOT how the model was trained (Llama 3 split,
- * see /work/shared/docs/bitnet-format.md). We use the Llama 3 rules there, so our prompt ids
+ * see docs/bitnet-format.md). We use the Llama 3 rules there, so our prompt ids
  * differ from bitnet.cpp's on many texts but match Hugging Face's tokenizer. The small
  * bitnet fixtures (559 / 2048 tokens) keep the `default` rules and match bitnet.cpp exactly.
  *

@@ -3,7 +3,7 @@
  *
  * Owns: the arithmetic of every YAML op, written as obvious loops with no GPU code, in the
  * numerics of the oracle (Microsoft's bitnet.cpp / ggml CPU, see
- * /work/shared/docs/bitnet-format.md and the fixture READMEs): float32 where ggml is float32,
+ * docs/bitnet-format.md and the fixture READMEs): float32 where ggml is float32,
  * double accumulation only where ggml sums into a double (ggml_float) or where the oracle's
  * exact summation order is unknowable (SIMD dot products: double is closest to any order).
  * Layouts are row-major, one row per token; GGUF matrices are [ne1 rows][ne0 contiguous].
