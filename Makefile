@@ -247,6 +247,7 @@ gen-ubsan:
 	@$(MAKE) --no-print-directory B=$(B)/ubsan SAN="-fsanitize=undefined -fno-sanitize-recover=undefined" $(GEN_UBSAN)
 
 test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
+	@sh tests/check_sizes.sh
 	@B=$(B) sh tests/run_tests.sh $(TEST_RUN)
 	@B=$(B) sh tests/run_subgroups.sh
 

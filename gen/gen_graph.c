@@ -232,169 +232,220 @@ static int quant_input(lower_ctx *c, const sect *s, const gen_op *op)
     return q;
 }
 
-static int lower_section(lower_ctx *c, const sect *s)
-{
-    const gen_model *m = c->m;
-    bool skip[GEN_MAX_OPS] = {false};
+/* What lowering one section remembers between its ops. */
+typedef struct {
+    bool skip[GEN_MAX_OPS];       /* op already lowered as part of an earlier fusion */
     int rope_kv_src[GEN_MAX_OPS]; /* kv_write index -> fused rope op index */
     int rope_q_src[GEN_MAX_OPS];  /* attention index -> fused rope op index */
-    for (int i = 0; i < s->n; i++)
-        rope_kv_src[i] = rope_q_src[i] = -1;
+} sect_state;
 
+/* rmsnorm: fused with the quantization of its output when only bitlinears read it. */
+static int lower_rmsnorm(lower_ctx *c, const sect *s, const gen_op *op)
+{
+    const gen_model *m = c->m;
+    gen_kop *k;
+    if (c->fuse && only_bitlinear_uses(m, op->out)) {
+        char name[GEN_MAX_NAME + 8];
+        snprintf(name, sizeof(name), "%.*s_q", GEN_MAX_NAME - 8, m->values[op->out].name);
+        int q = add_gval(c, name, GEN_GV_Q8, m->values[op->out].width, -1);
+        if (q < 0 || !(k = add_kop(c, GEN_K_NORM_QUANT, s->sec, op)))
+            return -1;
+        k->in[0] = f32_val(c, op->in[0]);
+        k->w[0] = op->weight;
+        k->out = q;
+        c->q8_of[op->out] = q;
+        return 0;
+    }
+    if (!(k = add_kop(c, GEN_K_RMSNORM, s->sec, op)))
+        return -1;
+    k->in[0] = f32_val(c, op->in[0]);
+    k->w[0] = op->weight;
+    k->out = f32_val(c, op->out);
+    return 0;
+}
+
+/* GLU: bitlinear(a) i, bitlinear(b) j, act_mul(a_out, b_out) -> BITLINEAR_GLU. 1 if fused,
+ * 0 if the pattern is not there, -1 on error. */
+static int lower_glu(lower_ctx *c, const sect *s, int i, int u, int q, sect_state *st)
+{
+    const gen_model *m = c->m;
+    const gen_op *op = &s->ops[i], *use = &s->ops[u];
+    if (use->kind != GEN_OP_ACT_MUL || use->in[0] != op->out || count_uses(m, op->out) != 1)
+        return 0;
+    int j = -1;
+    for (int t = i + 1; t < u; t++)
+        if (s->ops[t].kind == GEN_OP_BITLINEAR && s->ops[t].out == use->in[1] && s->ops[t].in[0] == op->in[0] &&
+            !st->skip[t])
+            j = t;
+    if (j < 0 || count_uses(m, s->ops[j].out) != 1)
+        return 0;
+    gen_kop *k = add_kop(c, GEN_K_BITLINEAR_GLU, s->sec, op);
+    if (!k)
+        return -1;
+    k->in[0] = q;
+    k->w[0] = op->weight;
+    k->w[1] = s->ops[j].weight;
+    k->act = use->act;
+    k->out = f32_val(c, use->out);
+    snprintf(k->label, sizeof(k->label), "bitlinear_glu %s+%s", m->tensors[op->weight].key,
+             m->tensors[s->ops[j].weight].key);
+    st->skip[j] = st->skip[u] = true;
+    return 1;
+}
+
+/* residual: bitlinear o; r = add(r, o) -> BITLINEAR with res. 1 / 0 / -1 as lower_glu. */
+static int lower_residual(lower_ctx *c, const sect *s, int i, int u, int q, sect_state *st)
+{
+    const gen_model *m = c->m;
+    const gen_op *op = &s->ops[i], *use = &s->ops[u];
+    if (use->kind != GEN_OP_ADD || count_uses(m, op->out) != 1)
+        return 0;
+    int r = use->in[0] == op->out ? use->in[1] : use->in[0];
+    if (use->out != r || r == op->out || written_between(s, i, u, r))
+        return 0;
+    gen_kop *k = add_kop(c, GEN_K_BITLINEAR, s->sec, op);
+    if (!k)
+        return -1;
+    k->in[0] = q;
+    k->w[0] = op->weight;
+    k->res = k->out = f32_val(c, r);
+    c->q8_of[r] = -1;
+    snprintf(k->label, sizeof(k->label), "bitlinear+add %s", m->tensors[op->weight].key);
+    st->skip[u] = true;
+    return 1;
+}
+
+/* bitlinear: GLU, residual, several projections of one input (BITLINEAR_MULTI), or alone. */
+static int lower_bitlinear(lower_ctx *c, const sect *s, int i, sect_state *st)
+{
+    const gen_model *m = c->m;
+    const gen_op *op = &s->ops[i];
+    int q = quant_input(c, s, op);
+    if (q < 0)
+        return -1;
+    int u = c->fuse ? next_use(s, i, op->out) : -1, rc = 0;
+    if (u >= 0 && ((rc = lower_glu(c, s, i, u, q, st)) || (rc = lower_residual(c, s, i, u, q, st))))
+        return rc < 0 ? -1 : 0;
+    gen_kop *k;
+    int parts[GEN_KOP_MAX_PARTS];
+    int np = c->fuse ? multi_parts(s, i, st->skip, parts) : 1;
+    if (np > 1) {
+        if (!(k = add_kop(c, GEN_K_BITLINEAR_MULTI, s->sec, op)))
+            return -1;
+        k->in[0] = q;
+        k->n_parts = np;
+        int len = snprintf(k->label, sizeof(k->label), "bitlinear_multi");
+        for (int p = 0; p < np; p++) {
+            const gen_op *o = &s->ops[parts[p]];
+            k->w[p] = o->weight;
+            k->part_out[p] = f32_val(c, o->out);
+            c->q8_of[o->out] = -1;
+            st->skip[parts[p]] = true;
+            if (len < (int)sizeof(k->label))
+                len += snprintf(k->label + len, sizeof(k->label) - (size_t)len, "%s%s", p ? "+" : " ",
+                                m->tensors[o->weight].key);
+        }
+        k->out = k->part_out[0];
+        return 0;
+    }
+    if (!(k = add_kop(c, GEN_K_BITLINEAR, s->sec, op)))
+        return -1;
+    k->in[0] = q;
+    k->w[0] = op->weight;
+    k->out = f32_val(c, op->out);
+    return 0;
+}
+
+/* rope: folded into the kv_write (ROPE_KV) or the attention that reads it, else a kernel. */
+static int lower_rope(lower_ctx *c, const sect *s, int i, sect_state *st)
+{
+    const gen_model *m = c->m;
+    const gen_op *op = &s->ops[i];
+    int u = c->fuse ? next_use(s, i, op->out) : -1;
+    bool single = u >= 0 && s->ops[u].in[0] == op->out && count_uses(m, op->out) == 1 &&
+                  !written_between(s, i, u, op->in[0]);
+    if (single && s->ops[u].kind == GEN_OP_KV_WRITE) {
+        st->rope_kv_src[u] = i; /* emitted at the kv_write, where v is defined */
+        return 0;
+    }
+    if (single && s->ops[u].kind == GEN_OP_ATTENTION) {
+        st->rope_q_src[u] = i; /* the attention kernel rotates q on load */
+        return 0;
+    }
+    gen_kop *k = add_kop(c, GEN_K_ROPE, s->sec, op);
+    if (!k)
+        return -1;
+    k->in[0] = f32_val(c, op->in[0]);
+    k->out = f32_val(c, op->out);
+    return 0;
+}
+
+/* The ops that map to one kernel kind each (the attention with its folded rope). */
+static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st)
+{
+    static const gen_kop_kind direct[GEN_OP_COUNT] = {
+        [GEN_OP_EMBED] = GEN_K_EMBED,         [GEN_OP_ATTENTION] = GEN_K_ATTENTION,
+        [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_ACT_MUL] = GEN_K_ACT_MUL,
+        [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,
+    };
+    const gen_model *m = c->m;
+    const gen_op *op = &s->ops[i];
+    gen_kop *k = add_kop(c, direct[op->kind], s->sec, op);
+    if (!k)
+        return -1;
+    for (int a = 0; a < gen_op_arity(op->kind); a++)
+        k->in[a] = f32_val(c, op->in[a]);
+    k->w[0] = op->weight;
+    if (st->rope_q_src[i] >= 0) {
+        k->in[0] = f32_val(c, s->ops[st->rope_q_src[i]].in[0]);
+        k->rope = true;
+        snprintf(k->label, sizeof(k->label), "attention+rope %s", m->values[op->out].name);
+    }
+    if (op->kind == GEN_OP_LM_HEAD) {
+        int lv = add_gval(c, m->values[op->out].name, GEN_GV_F32, GEN_DIM_VOCAB, op->out);
+        if (lv < 0)
+            return -1;
+        c->gv_of[op->out] = lv;
+        k->out = lv;
+    } else {
+        k->out = f32_val(c, op->out);
+    }
+    return 0;
+}
+
+static int lower_section(lower_ctx *c, const sect *s)
+{
+    sect_state st;
     for (int i = 0; i < s->n; i++) {
-        if (skip[i])
+        st.skip[i] = false;
+        st.rope_kv_src[i] = st.rope_q_src[i] = -1;
+    }
+    for (int i = 0; i < s->n; i++) {
+        if (st.skip[i])
             continue;
         const gen_op *op = &s->ops[i];
-        gen_kop *k = NULL;
         if (op->out >= 0)
             c->q8_of[op->out] = -1; /* a redefined value needs a new quantization */
+        int rc;
         switch (op->kind) {
-        case GEN_OP_RMSNORM:
-            if (c->fuse && only_bitlinear_uses(m, op->out)) {
-                char name[GEN_MAX_NAME + 8];
-                snprintf(name, sizeof(name), "%.*s_q", GEN_MAX_NAME - 8, m->values[op->out].name);
-                int q = add_gval(c, name, GEN_GV_Q8, m->values[op->out].width, -1);
-                if (q < 0 || !(k = add_kop(c, GEN_K_NORM_QUANT, s->sec, op)))
-                    return -1;
-                k->in[0] = f32_val(c, op->in[0]);
-                k->w[0] = op->weight;
-                k->out = q;
-                c->q8_of[op->out] = q;
-                break;
-            }
-            if (!(k = add_kop(c, GEN_K_RMSNORM, s->sec, op)))
-                return -1;
-            k->in[0] = f32_val(c, op->in[0]);
-            k->w[0] = op->weight;
-            k->out = f32_val(c, op->out);
-            break;
-        case GEN_OP_BITLINEAR: {
-            int q = quant_input(c, s, op);
-            if (q < 0)
-                return -1;
-            int u = c->fuse ? next_use(s, i, op->out) : -1;
-            const gen_op *use = u >= 0 ? &s->ops[u] : NULL;
-            /* GLU: bitlinear(a) i, bitlinear(b) j, act_mul(a_out, b_out) */
-            if (use && use->kind == GEN_OP_ACT_MUL &&
-                use->in[0] == op->out && count_uses(m, op->out) == 1) {
-                int j = -1;
-                for (int t = i + 1; t < u; t++)
-                    if (s->ops[t].kind == GEN_OP_BITLINEAR && s->ops[t].out == use->in[1] &&
-                        s->ops[t].in[0] == op->in[0] && !skip[t])
-                        j = t;
-                if (j >= 0 && count_uses(m, s->ops[j].out) == 1) {
-                    if (!(k = add_kop(c, GEN_K_BITLINEAR_GLU, s->sec, op)))
-                        return -1;
-                    k->in[0] = q;
-                    k->w[0] = op->weight;
-                    k->w[1] = s->ops[j].weight;
-                    k->act = use->act;
-                    k->out = f32_val(c, use->out);
-                    snprintf(k->label, sizeof(k->label), "bitlinear_glu %s+%s", m->tensors[op->weight].key,
-                             m->tensors[s->ops[j].weight].key);
-                    skip[j] = skip[u] = true;
-                    break;
-                }
-            }
-            /* residual: bitlinear o; r = add(r, o) */
-            if (use && use->kind == GEN_OP_ADD && count_uses(m, op->out) == 1) {
-                int r = use->in[0] == op->out ? use->in[1] : use->in[0];
-                if (use->out == r && r != op->out && !written_between(s, i, u, r)) {
-                    if (!(k = add_kop(c, GEN_K_BITLINEAR, s->sec, op)))
-                        return -1;
-                    k->in[0] = q;
-                    k->w[0] = op->weight;
-                    k->res = k->out = f32_val(c, r);
-                    c->q8_of[r] = -1;
-                    snprintf(k->label, sizeof(k->label), "bitlinear+add %s", m->tensors[op->weight].key);
-                    skip[u] = true;
-                    break;
-                }
-            }
-            /* several projections of one input: bitlinear(h) x 2..3 -> BITLINEAR_MULTI */
-            int parts[GEN_KOP_MAX_PARTS];
-            int np = c->fuse ? multi_parts(s, i, skip, parts) : 1;
-            if (np > 1) {
-                if (!(k = add_kop(c, GEN_K_BITLINEAR_MULTI, s->sec, op)))
-                    return -1;
-                k->in[0] = q;
-                k->n_parts = np;
-                int len = snprintf(k->label, sizeof(k->label), "bitlinear_multi");
-                for (int p = 0; p < np; p++) {
-                    const gen_op *o = &s->ops[parts[p]];
-                    k->w[p] = o->weight;
-                    k->part_out[p] = f32_val(c, o->out);
-                    c->q8_of[o->out] = -1;
-                    skip[parts[p]] = true;
-                    if (len < (int)sizeof(k->label))
-                        len += snprintf(k->label + len, sizeof(k->label) - (size_t)len, "%s%s", p ? "+" : " ",
-                                        m->tensors[o->weight].key);
-                }
-                k->out = k->part_out[0];
-                break;
-            }
-            if (!(k = add_kop(c, GEN_K_BITLINEAR, s->sec, op)))
-                return -1;
-            k->in[0] = q;
-            k->w[0] = op->weight;
-            k->out = f32_val(c, op->out);
-            break;
-        }
-        case GEN_OP_ROPE: {
-            int u = c->fuse ? next_use(s, i, op->out) : -1;
-            if (u >= 0 && s->ops[u].kind == GEN_OP_KV_WRITE && s->ops[u].in[0] == op->out &&
-                count_uses(m, op->out) == 1 && !written_between(s, i, u, op->in[0])) {
-                rope_kv_src[u] = i; /* emitted at the kv_write, where v is defined */
-                break;
-            }
-            if (u >= 0 && s->ops[u].kind == GEN_OP_ATTENTION && s->ops[u].in[0] == op->out &&
-                count_uses(m, op->out) == 1 && !written_between(s, i, u, op->in[0])) {
-                rope_q_src[u] = i; /* the attention kernel rotates q on load */
-                break;
-            }
-            if (!(k = add_kop(c, GEN_K_ROPE, s->sec, op)))
-                return -1;
-            k->in[0] = f32_val(c, op->in[0]);
-            k->out = f32_val(c, op->out);
-            break;
-        }
+        case GEN_OP_RMSNORM: rc = lower_rmsnorm(c, s, op); break;
+        case GEN_OP_BITLINEAR: rc = lower_bitlinear(c, s, i, &st); break;
+        case GEN_OP_ROPE: rc = lower_rope(c, s, i, &st); break;
         case GEN_OP_KV_WRITE: {
-            int src = rope_kv_src[i];
-            if (!(k = add_kop(c, src >= 0 ? GEN_K_ROPE_KV : GEN_K_KV_WRITE, s->sec, op)))
-                return -1;
-            k->in[0] = f32_val(c, src >= 0 ? s->ops[src].in[0] : op->in[0]);
-            k->in[1] = f32_val(c, op->in[1]);
-            snprintf(k->label, sizeof(k->label), "%s", src >= 0 ? "rope_kv" : "kv_write");
-            break;
-        }
-        default: {
-            static const gen_kop_kind direct[GEN_OP_COUNT] = {
-                [GEN_OP_EMBED] = GEN_K_EMBED,         [GEN_OP_ATTENTION] = GEN_K_ATTENTION,
-                [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_ACT_MUL] = GEN_K_ACT_MUL,
-                [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,
-            };
-            if (!(k = add_kop(c, direct[op->kind], s->sec, op)))
-                return -1;
-            for (int a = 0; a < gen_op_arity(op->kind); a++)
-                k->in[a] = f32_val(c, op->in[a]);
-            k->w[0] = op->weight;
-            if (rope_q_src[i] >= 0) {
-                k->in[0] = f32_val(c, s->ops[rope_q_src[i]].in[0]);
-                k->rope = true;
-                snprintf(k->label, sizeof(k->label), "attention+rope %s", m->values[op->out].name);
-            }
-            if (op->kind == GEN_OP_LM_HEAD) {
-                int lv = add_gval(c, m->values[op->out].name, GEN_GV_F32, GEN_DIM_VOCAB, op->out);
-                if (lv < 0)
-                    return -1;
-                c->gv_of[op->out] = lv;
-                k->out = lv;
-            } else {
-                k->out = f32_val(c, op->out);
+            int src = st.rope_kv_src[i];
+            gen_kop *k = add_kop(c, src >= 0 ? GEN_K_ROPE_KV : GEN_K_KV_WRITE, s->sec, op);
+            rc = k ? 0 : -1;
+            if (k) {
+                k->in[0] = f32_val(c, src >= 0 ? s->ops[src].in[0] : op->in[0]);
+                k->in[1] = f32_val(c, op->in[1]);
+                snprintf(k->label, sizeof(k->label), "%s", src >= 0 ? "rope_kv" : "kv_write");
             }
             break;
         }
+        default: rc = lower_direct(c, s, i, &st); break;
         }
+        if (rc)
+            return -1;
     }
     return 0;
 }

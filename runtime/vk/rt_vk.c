@@ -334,40 +334,100 @@ static int choose_device(const VkPhysicalDevice *pds, uint32_t n, int want, uint
     return 0;
 }
 
+/* The device's features as queried (the chain's pNext pointers point into the struct, so
+ * it is filled in place and never copied). */
+typedef struct {
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot;
+    VkPhysicalDeviceSubgroupSizeControlFeatures sgc;
+    VkPhysicalDeviceVulkan13Features f13;
+    VkPhysicalDeviceVulkan12Features f12;
+    VkPhysicalDeviceVulkan11Features f11;
+    VkPhysicalDeviceFeatures2 f;
+    bool v13, ext_dot, ext_sgc, ext_budget;
+} dev_features;
+
+static void query_features(VkPhysicalDevice pd, const VkPhysicalDeviceProperties *props, dev_features *q)
+{
+    q->v13 = props->apiVersion >= VK_API_VERSION_1_3;
+    q->ext_dot = !q->v13 && has_device_ext(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    q->ext_sgc = !q->v13 && has_device_ext(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    q->ext_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    q->dot = (VkPhysicalDeviceShaderIntegerDotProductFeatures){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    q->sgc = (VkPhysicalDeviceSubgroupSizeControlFeatures){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    q->f13 = (VkPhysicalDeviceVulkan13Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+    q->f12 = (VkPhysicalDeviceVulkan12Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    q->f11 = (VkPhysicalDeviceVulkan11Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                                .pNext = &q->f12};
+    q->f = (VkPhysicalDeviceFeatures2){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &q->f11};
+    if (q->v13) q->f12.pNext = &q->f13;
+    else {
+        void **tail = &q->f12.pNext;
+        if (q->ext_dot) *tail = &q->dot, tail = &q->dot.pNext;
+        if (q->ext_sgc) *tail = &q->sgc;
+    }
+    vkGetPhysicalDeviceFeatures2(pd, &q->f);
+    if (q->v13) {
+        q->dot.shaderIntegerDotProduct = q->f13.shaderIntegerDotProduct;
+        q->sgc.subgroupSizeControl = q->f13.subgroupSizeControl;
+        q->sgc.computeFullSubgroups = q->f13.computeFullSubgroups;
+    }
+}
+
+/* vk->info from the properties and the queried features (after the device is made). */
+static void fill_info(rt_vk *vk, const VkPhysicalDeviceProperties *props, const dev_features *q)
+{
+    VkPhysicalDevice pd = vk->phys;
+    VkPhysicalDeviceSubgroupSizeControlProperties sgp = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceVulkan11Properties p11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
+                                              .pNext = (q->v13 || q->ext_sgc) ? &sgp : NULL};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p11};
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    rt_vk_info *in = &vk->info;
+    snprintf(in->name, sizeof(in->name), "%s", props->deviceName);
+    driver_string(pd, in->driver, sizeof(in->driver));
+    in->vendor_id = props->vendorID;
+    in->device_id = props->deviceID;
+    in->type = props->deviceType;
+    in->api_version = props->apiVersion;
+    in->subgroup_size = p11.subgroupSize;
+    in->min_subgroup_size = sgp.minSubgroupSize ? sgp.minSubgroupSize : p11.subgroupSize;
+    in->max_subgroup_size = sgp.maxSubgroupSize ? sgp.maxSubgroupSize : p11.subgroupSize;
+    in->has_int_dot = q->dot.shaderIntegerDotProduct;
+    in->has_f16 = q->f12.shaderFloat16;
+    in->has_int8 = q->f12.shaderInt8;
+    in->has_int16 = q->f.features.shaderInt16;
+    in->has_int64 = q->f.features.shaderInt64;
+    in->has_int8_storage = q->f12.storageBuffer8BitAccess;
+    in->has_16bit_storage = q->f11.storageBuffer16BitAccess;
+    in->has_8bit_uniform = q->f12.uniformAndStorageBuffer8BitAccess;
+    in->has_16bit_uniform = q->f11.uniformAndStorageBuffer16BitAccess;
+    in->has_subgroup_size_control = q->sgc.subgroupSizeControl && (q->v13 || q->ext_sgc);
+    in->has_memory_model = q->f12.vulkanMemoryModel;
+    in->has_timestamps = vk->has_timestamps;
+    in->max_alloc = p11.maxMemoryAllocationSize;
+    vkGetPhysicalDeviceMemoryProperties(pd, &vk->mem_props);
+    in->device_local_bytes = device_local_bytes(&vk->mem_props);
+    in->max_shared = props->limits.maxComputeSharedMemorySize;
+    in->max_invocations = props->limits.maxComputeWorkGroupInvocations;
+    in->timestamp_period_ns = props->limits.timestampPeriod;
+    const VkMemoryPropertyFlags uma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                      VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    for (uint32_t i = 0; i < vk->mem_props.memoryTypeCount; i++)
+        if ((vk->mem_props.memoryTypes[i].propertyFlags & uma) == uma) in->is_uma = true;
+}
+
 /* Query features and create the logical device with the ones we use. */
 static int create_device(rt_vk *vk, char *err)
 {
     VkPhysicalDevice pd = vk->phys;
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(pd, &props);
-    bool v13 = props.apiVersion >= VK_API_VERSION_1_3;
-    bool ext_dot = !v13 && has_device_ext(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
-    bool ext_sgc = !v13 && has_device_ext(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-    bool ext_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
-
-    /* ---- query ---- */
-    VkPhysicalDeviceShaderIntegerDotProductFeatures q_dot = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-    VkPhysicalDeviceSubgroupSizeControlFeatures q_sgc = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
-    VkPhysicalDeviceVulkan13Features q13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-    VkPhysicalDeviceVulkan12Features q12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceVulkan11Features q11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-                                            .pNext = &q12};
-    VkPhysicalDeviceFeatures2 qf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &q11};
-    if (v13) q12.pNext = &q13;
-    else {
-        void **tail = &q12.pNext;
-        if (ext_dot) *tail = &q_dot, tail = &q_dot.pNext;
-        if (ext_sgc) *tail = &q_sgc;
-    }
-    vkGetPhysicalDeviceFeatures2(pd, &qf);
-    if (v13) {
-        q_dot.shaderIntegerDotProduct = q13.shaderIntegerDotProduct;
-        q_sgc.subgroupSizeControl = q13.subgroupSizeControl;
-        q_sgc.computeFullSubgroups = q13.computeFullSubgroups;
-    }
-    if (!q12.bufferDeviceAddress) {
+    dev_features q;
+    query_features(pd, &props, &q);
+    if (!q.f12.bufferDeviceAddress) {
         snprintf(err, RT_ERR_LEN, "Vulkan device %s lacks bufferDeviceAddress (required)", props.deviceName);
         return 1;
     }
@@ -375,48 +435,48 @@ static int create_device(rt_vk *vk, char *err)
     /* ---- enable: only what we use ---- */
     VkPhysicalDeviceShaderIntegerDotProductFeatures e_dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
-        .shaderIntegerDotProduct = q_dot.shaderIntegerDotProduct};
+        .shaderIntegerDotProduct = q.dot.shaderIntegerDotProduct};
     VkPhysicalDeviceSubgroupSizeControlFeatures e_sgc = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
-        .subgroupSizeControl = q_sgc.subgroupSizeControl,
-        .computeFullSubgroups = q_sgc.computeFullSubgroups};
+        .subgroupSizeControl = q.sgc.subgroupSizeControl,
+        .computeFullSubgroups = q.sgc.computeFullSubgroups};
     VkPhysicalDeviceVulkan13Features e13 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-        .shaderIntegerDotProduct = q13.shaderIntegerDotProduct,
-        .subgroupSizeControl = q13.subgroupSizeControl,
-        .computeFullSubgroups = q13.computeFullSubgroups};
+        .shaderIntegerDotProduct = q.f13.shaderIntegerDotProduct,
+        .subgroupSizeControl = q.f13.subgroupSizeControl,
+        .computeFullSubgroups = q.f13.computeFullSubgroups};
     VkPhysicalDeviceVulkan12Features e12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
         .bufferDeviceAddress = VK_TRUE,
-        .shaderInt8 = q12.shaderInt8,
-        .shaderFloat16 = q12.shaderFloat16,
-        .storageBuffer8BitAccess = q12.storageBuffer8BitAccess,
-        .uniformAndStorageBuffer8BitAccess = q12.uniformAndStorageBuffer8BitAccess,
-        .vulkanMemoryModel = q12.vulkanMemoryModel,
-        .vulkanMemoryModelDeviceScope = q12.vulkanMemoryModelDeviceScope};
+        .shaderInt8 = q.f12.shaderInt8,
+        .shaderFloat16 = q.f12.shaderFloat16,
+        .storageBuffer8BitAccess = q.f12.storageBuffer8BitAccess,
+        .uniformAndStorageBuffer8BitAccess = q.f12.uniformAndStorageBuffer8BitAccess,
+        .vulkanMemoryModel = q.f12.vulkanMemoryModel,
+        .vulkanMemoryModelDeviceScope = q.f12.vulkanMemoryModelDeviceScope};
     VkPhysicalDeviceVulkan11Features e11 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
         .pNext = &e12,
-        .storageBuffer16BitAccess = q11.storageBuffer16BitAccess,
-        .uniformAndStorageBuffer16BitAccess = q11.uniformAndStorageBuffer16BitAccess};
+        .storageBuffer16BitAccess = q.f11.storageBuffer16BitAccess,
+        .uniformAndStorageBuffer16BitAccess = q.f11.uniformAndStorageBuffer16BitAccess};
     VkPhysicalDeviceFeatures2 ef = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &e11};
-    ef.features.shaderInt64 = qf.features.shaderInt64;
-    ef.features.shaderInt16 = qf.features.shaderInt16;
+    ef.features.shaderInt64 = q.f.features.shaderInt64;
+    ef.features.shaderInt16 = q.f.features.shaderInt16;
     const char *exts[3];
     uint32_t n_exts = 0;
-    if (v13) e12.pNext = &e13;
+    if (q.v13) e12.pNext = &e13;
     else {
         void **tail = &e12.pNext;
-        if (ext_dot && q_dot.shaderIntegerDotProduct) {
+        if (q.ext_dot && q.dot.shaderIntegerDotProduct) {
             exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
             *tail = &e_dot, tail = &e_dot.pNext;
         }
-        if (ext_sgc && q_sgc.subgroupSizeControl) {
+        if (q.ext_sgc && q.sgc.subgroupSizeControl) {
             exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
             *tail = &e_sgc;
         }
     }
-    if (ext_budget) exts[n_exts++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    if (q.ext_budget) exts[n_exts++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
 
     /* ---- one compute queue ---- */
     uint32_t nq = 0;
@@ -440,49 +500,11 @@ static int create_device(rt_vk *vk, char *err)
     RT_VK(vkCreateDevice(pd, &dci, NULL, &vk->dev));
     vkGetDeviceQueue(vk->dev, fam, 0, &vk->queue);
     vk->queue_family = fam;
-    vk->has_budget = ext_budget;
+    vk->has_budget = q.ext_budget;
     vk->timestamp_bits = qfp[fam].timestampValidBits;
     vk->has_timestamps = props.limits.timestampComputeAndGraphics && qfp[fam].timestampValidBits > 0;
 
-    /* ---- info ---- */
-    VkPhysicalDeviceSubgroupSizeControlProperties sgp = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
-    VkPhysicalDeviceVulkan11Properties p11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
-                                              .pNext = (v13 || ext_sgc) ? &sgp : NULL};
-    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p11};
-    vkGetPhysicalDeviceProperties2(pd, &p2);
-    rt_vk_info *in = &vk->info;
-    snprintf(in->name, sizeof(in->name), "%s", props.deviceName);
-    driver_string(pd, in->driver, sizeof(in->driver));
-    in->vendor_id = props.vendorID;
-    in->device_id = props.deviceID;
-    in->type = props.deviceType;
-    in->api_version = props.apiVersion;
-    in->subgroup_size = p11.subgroupSize;
-    in->min_subgroup_size = sgp.minSubgroupSize ? sgp.minSubgroupSize : p11.subgroupSize;
-    in->max_subgroup_size = sgp.maxSubgroupSize ? sgp.maxSubgroupSize : p11.subgroupSize;
-    in->has_int_dot = q_dot.shaderIntegerDotProduct;
-    in->has_f16 = q12.shaderFloat16;
-    in->has_int8 = q12.shaderInt8;
-    in->has_int16 = qf.features.shaderInt16;
-    in->has_int64 = qf.features.shaderInt64;
-    in->has_int8_storage = q12.storageBuffer8BitAccess;
-    in->has_16bit_storage = q11.storageBuffer16BitAccess;
-    in->has_8bit_uniform = q12.uniformAndStorageBuffer8BitAccess;
-    in->has_16bit_uniform = q11.uniformAndStorageBuffer16BitAccess;
-    in->has_subgroup_size_control = q_sgc.subgroupSizeControl && (v13 || ext_sgc);
-    in->has_memory_model = q12.vulkanMemoryModel;
-    in->has_timestamps = vk->has_timestamps;
-    in->max_alloc = p11.maxMemoryAllocationSize;
-    vkGetPhysicalDeviceMemoryProperties(pd, &vk->mem_props);
-    in->device_local_bytes = device_local_bytes(&vk->mem_props);
-    in->max_shared = props.limits.maxComputeSharedMemorySize;
-    in->max_invocations = props.limits.maxComputeWorkGroupInvocations;
-    in->timestamp_period_ns = props.limits.timestampPeriod;
-    const VkMemoryPropertyFlags uma = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                      VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
-    for (uint32_t i = 0; i < vk->mem_props.memoryTypeCount; i++)
-        if ((vk->mem_props.memoryTypes[i].propertyFlags & uma) == uma) in->is_uma = true;
+    fill_info(vk, &props, &q);
     return 0;
 fail:
     return 1;
