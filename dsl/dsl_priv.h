@@ -67,8 +67,6 @@ extern const dsl_op_row dsl_op_rows[DSL_OP_COUNT];
 /* Result type of applying `rule` to operand types t[0..n-1]; DSL_VOID with a message in
  * msg (size msz) when the types are not accepted. */
 dsl_type dsl_rule_check(int rule, const char *opname, int n, const dsl_type *t, char *msg, size_t msz);
-/* 8- or 16-bit scalar kind (storage-only without the arithmetic feature). */
-bool dsl_type_is_small(dsl_type t);
 /* Extension needed for arithmetic / storage on the small type t (E_NONE otherwise). */
 uint32_t dsl_type_arith_ext(dsl_type t);
 uint32_t dsl_type_storage_ext(dsl_type t);

@@ -108,12 +108,6 @@ bool dsl_type_is_signed(dsl_type t)
     return s == DSL_I8 || s == DSL_I16 || s == DSL_I32 || s == DSL_F16 || s == DSL_F32;
 }
 
-bool dsl_type_is_small(dsl_type t)
-{
-    dsl_type s = dsl_type_scalar(t);
-    return s == DSL_I8 || s == DSL_U8 || s == DSL_I16 || s == DSL_U16 || s == DSL_F16;
-}
-
 uint32_t dsl_type_arith_ext(dsl_type t)
 {
     switch (dsl_type_scalar(t)) {

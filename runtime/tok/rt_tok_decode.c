@@ -87,8 +87,6 @@ const char *rt_tok_piece(const rt_tok *t, int32_t id, bool special, size_t *out_
     return t->piece + t->piece_off[id];
 }
 
-size_t rt_tok_max_piece(const rt_tok *t) { return t->max_piece; }
-
 int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, char **out_str,
                   size_t *out_len, char *err)
 {

@@ -422,21 +422,6 @@ const char *rt_tok_pre_name(rt_tok_pre p)
     return p == RT_PRE_LLAMA3 ? "llama3" : p == RT_PRE_GPT2 ? "gpt-2" : "default";
 }
 
-int rt_tok_type(const rt_tok *t, int32_t id)
-{
-    return (id >= 0 && id < t->n_vocab) ? t->type[id] : 0;
-}
-
-const char *rt_tok_text(const rt_tok *t, int32_t id, size_t *out_len)
-{
-    if (id < 0 || id >= t->n_vocab) {
-        *out_len = 0;
-        return NULL;
-    }
-    *out_len = t->text_off[id + 1] - t->text_off[id];
-    return t->text + t->text_off[id];
-}
-
 /* ---- encoding ---- */
 
 /* Scratch buffers of one encode call, sized to the text. */

@@ -80,10 +80,6 @@ bool rt_tok_add_bos(const rt_tok *t); /* tokenizer.ggml.add_bos_token (default t
 bool rt_tok_is_eog(const rt_tok *t, int32_t id); /* id is eos or eot: stop generating */
 rt_tok_pre rt_tok_pre_type(const rt_tok *t);
 const char *rt_tok_pre_name(rt_tok_pre p); /* "default", "gpt-2", "llama3" */
-int rt_tok_type(const rt_tok *t, int32_t id); /* RT_TOKTYPE_*, 0 if id out of range */
-/* Vocabulary text of a token as stored (GPT-2 byte-to-unicode form), not NUL-terminated.
- * NULL (and *out_len 0) when id is out of range. */
-const char *rt_tok_text(const rt_tok *t, int32_t id, size_t *out_len);
 /* Id of an exact vocabulary entry (stored form), -1 if none. */
 int32_t rt_tok_find(const rt_tok *t, const char *text, size_t len);
 
@@ -96,8 +92,6 @@ int rt_tok_encode(const rt_tok *t, const char *text, size_t len, bool parse_spec
  * their UTF-8 bytes (inverse GPT-2 byte map). Control tokens: their text when `special`,
  * else empty. User-defined tokens: their text. Out of range: empty. */
 const char *rt_tok_piece(const rt_tok *t, int32_t id, bool special, size_t *out_len);
-/* Longest piece in bytes (buffer sizing). */
-size_t rt_tok_max_piece(const rt_tok *t);
 /* Whole sequence to a malloc'd NUL-terminated string (*out_len excludes the NUL).
  * 0 ok, -1 out of memory. */
 int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, char **out_str,
