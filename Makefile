@@ -248,9 +248,11 @@ gen-ubsan:
 
 test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_sizes.sh
-	@B=$(B) sh tests/run_tests.sh $(TEST_RUN)
-	@B=$(B) sh tests/run_subgroups.sh
+	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN)
+	@B=$(B) TERNION_BUILD=$(B) sh tests/run_subgroups.sh
 
+# (TERNION_BUILD tells the suites that run binaries, e.g. test_cli, which build to run: the
+# test rule sets it to $(B), so `make asan` runs build-asan/'s binaries, not build/'s.)
 asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -15,6 +15,7 @@
  * inputs in the same order, so any difference is a bug (no tolerance needed).
  * Skips (with a message) when the tiny fixture or a Vulkan device is absent.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -389,7 +391,11 @@ static void test_all_rows_and_profile(void **state)
     /* the same batch keeping only the last row: the same numbers (one LM head row) */
     assert_int_equal(ternion_kv_seq_clear(c, 0), 0);
     b = ternion_batch_one(ids, n);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_int_equal(ternion_decode(c, &b), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
     assert_memory_equal(ternion_get_logits(c, -1), last, (size_t)nv * 4);
     ternion_profile_row rows[4096];
     int32_t rn = 0, nt = 0, nkv = 0;
@@ -397,7 +403,14 @@ static void test_all_rows_and_profile(void **state)
     assert_int_equal(nt, n);
     assert_int_equal(nkv, n);
     assert_true(rn > 0);
-    for (int i = 0; i < rn; i++) assert_true(rows[i].kernel && rows[i].ns >= 0);
+    /* GPU timestamps of that step: each kernel's time is finite, >= 0 and within the step's
+     * wall-clock time (the host waited for all of them), and they are not all zero */
+    double sum_ns = 0;
+    for (int i = 0; i < rn; i++) {
+        assert_true(rows[i].kernel && isfinite(rows[i].ns) && rows[i].ns >= 0 && rows[i].ns <= wall_ns);
+        sum_ns += rows[i].ns;
+    }
+    assert_true(sum_ns > 0);
     free(last);
     ternion_context_free(c);
     ternion_model_free(m);
