@@ -160,9 +160,9 @@ uint64_t ternion_perf_decode_bytes(const ternion_context *c, int32_t n_kv)
     return c && n_kv >= 0 ? rt_engine_decode_bytes(c->e, n_kv) : 0;
 }
 
-uint64_t ternion_perf_decode_weight_bytes(const ternion_context *c)
+uint64_t ternion_perf_decode_weight_bytes(const ternion_context *c, bool layers_only)
 {
-    return c ? rt_engine_decode_weight_bytes(c->e) : 0;
+    return c ? rt_engine_decode_weight_bytes(c->e, layers_only) : 0;
 }
 
 int32_t ternion_perf_ffn_active(const ternion_context *c, double *out, int32_t cap)

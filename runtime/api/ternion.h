@@ -393,8 +393,9 @@ TERNION_API void ternion_perf_reset(ternion_context *ctx); /* zeroes the counter
  * activations, KV rows), from the generated per-dispatch byte counts. */
 TERNION_API uint64_t ternion_perf_decode_bytes(const ternion_context *ctx, int32_t n_kv);
 /* Weight bytes one decode step reads (matrices, tables, norm weights; the embedding's
- * one row; the sparse FFN's up rows / down columns at the measured mean active count). */
-TERNION_API uint64_t ternion_perf_decode_weight_bytes(const ternion_context *ctx);
+ * one row; the sparse FFN's up rows / down columns at the measured mean active count);
+ * layers_only: those of the repeated layers alone (no embedding row, no LM head). */
+TERNION_API uint64_t ternion_perf_decode_weight_bytes(const ternion_context *ctx, bool layers_only);
 /* Sparse FFN: per layer, the mean fraction of FFN neurons with gate > 0 over the
  * single-token steps so far, into out[0 .. cap). Returns the layers written: 0 when the
  * context runs the dense FFN (nothing measured) or no single-token step ran. */

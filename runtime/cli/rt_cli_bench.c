@@ -34,7 +34,7 @@ typedef struct {
     double prompt_tps[N_PROMPTS]; /* prompt_sizes; < 0: skipped */
     double long_ms[2];     /* decode ms/token at the long contexts; < 0: skipped */
     uint32_t dispatches, barriers;
-    uint64_t bytes, weight_bytes;
+    uint64_t bytes, weight_bytes, layer_weight_bytes;
     int sparse_ffn;        /* TERNION_SPARSE_* */
     int n_ffn;             /* layers in ffn_active (0: not measured: dense) */
     double ffn_active[MAX_FFN_LAYERS]; /* fraction of FFN neurons with gate > 0, per layer */
@@ -328,7 +328,8 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->tune_state = ternion_perf_variants(e, r->variants, sizeof(r->variants));
     r->barriers = st.barriers_per_token;
     r->bytes = ternion_perf_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
-    r->weight_bytes = ternion_perf_decode_weight_bytes(e);
+    r->weight_bytes = ternion_perf_decode_weight_bytes(e, false);
+    r->layer_weight_bytes = ternion_perf_decode_weight_bytes(e, true);
     r->sparse_ffn = st.sparse_ffn;
     r->n_ffn = ternion_perf_ffn_active(e, r->ffn_active, MAX_FFN_LAYERS);
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
@@ -396,9 +397,10 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         json_str("tune", tune_how[r->tune_state < 0 || r->tune_state > 2 ? 0 : r->tune_state], true);
         json_str("variants", r->variants, true);
         printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
-               "\"weight_bytes_per_token\":%llu,"
+               "\"weight_bytes_per_token\":%llu,\"layer_weight_bytes_per_token\":%llu,"
                "\"achieved_gbs\":%.3f,\"copy_gbs\":%.3f,\"ratio\":%.4f,\"profile\":%s}\n",
                r->dispatches, r->barriers, (unsigned long long)r->bytes, (unsigned long long)r->weight_bytes,
+               (unsigned long long)r->layer_weight_bytes,
                r->achieved_gbs, r->copy_gbs, ratio, o->profile ? "true" : "false");
         return;
     }
@@ -422,8 +424,8 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         else printf("prompt %3d:  %.1f tok/s, first token after %.1f ms (median of %d)\n", prompt_sizes[p],
                     r->prompt_tps[p], prompt_sizes[p] * 1000.0 / r->prompt_tps[p], PROMPT_RUNS);
     }
-    printf("per token:   %u dispatches, %u barriers, %.2f MB read (%.2f MB of weights)\n", r->dispatches, r->barriers,
-           r->bytes / 1e6, r->weight_bytes / 1e6);
+    printf("per token:   %u dispatches, %u barriers, %.2f MB read (%.2f MB of weights, %.2f MB of them in the layers)\n",
+           r->dispatches, r->barriers, r->bytes / 1e6, r->weight_bytes / 1e6, r->layer_weight_bytes / 1e6);
     if (r->n_ffn) {
         printf("sparse FFN:  exact; neurons with gate > 0: %.1f %% on average, per layer:", 100 * mean_active(r));
         for (int L = 0; L < r->n_ffn; L++)

@@ -133,8 +133,9 @@ void rt_engine_ffn_reset(rt_engine *e);
 int rt_engine_n_layers(const rt_engine *e);
 /* Weight bytes one decode step reads: every matrix / table / norm weight its dispatches
  * bind, whole (the embedding: one row), except the sparse FFN's up and down (bytes per
- * active neuron times the measured mean, rt_engine_ffn_active). */
-uint64_t rt_engine_decode_weight_bytes(const rt_engine *e);
+ * active neuron times the measured mean, rt_engine_ffn_active). layers_only: those of the
+ * per-layer dispatches alone (without the embedding row and the LM head). */
+uint64_t rt_engine_decode_weight_bytes(const rt_engine *e, bool layers_only);
 /* The variant each decode kernel with variants runs, "name=variant name=variant ..."
  * (rt_tune.h; e.g. "vec16+dot"); returns rt_engine_stats.tune_state. */
 int rt_engine_variants(const rt_engine *e, char *out, size_t n);

@@ -64,14 +64,14 @@ static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre)
     return n * elem;
 }
 
-uint64_t rt_engine_decode_weight_bytes(const rt_engine *e)
+uint64_t rt_engine_decode_weight_bytes(const rt_engine *e, bool layers_only)
 {
     const rt_schedule *s = e->dec;
     uint64_t total = 0;
     for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++) {
         int layer;
         const rt_dispatch *dp = decode_dispatch(e, i, &layer);
-        if (!dp)
+        if (!dp || (layers_only && layer < 0))
             continue;
         const bool pre = i < s->n_pre;
         for (int a = 0; a < dp->n_args; a++) {
