@@ -38,6 +38,7 @@
 #include "gen_act.h"
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
+#include "gen_k_ternary.h"
 
 #define WG 256
 #define ROWS 8 /* decode: rows per workgroup, one subgroup per row at a time */
@@ -60,18 +61,23 @@ typedef struct {
     dsl_expr vec, q4;  /* decode with a global Q8 input: the GEMV_VEC specialization constant
                         * and the codes as uvec4; else NULL (4-byte loads only) */
     dsl_expr KV4;      /* with vec: uvec4 steps (4 code words) per row */
+    dsl_expr fmt;      /* the WFMT specialization constant: I2_S, TQ2_0 or TQ1_0 weights */
+    dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
 } bl_ctx;
 
 /* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
  * token's activation scale and code sum and the matrix scales ws: plus the residual,
  * or through the GLU. */
-static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, dsl_expr sc, dsl_expr qsum,
-                     const dsl_expr *ws, dsl_expr y, dsl_expr yi)
+static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, const dsl_expr *totf, dsl_expr sc,
+                     dsl_expr qsum, const dsl_expr *ws, dsl_expr y, dsl_expr yi)
 {
     dsl_expr v[2];
-    for (int j = 0; j < (c->glu ? 2 : 1); j++)
-        v[j] = dsl_let(k, j ? "vu" : "v",
-                       dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]));
+    for (int j = 0; j < (c->glu ? 2 : 1); j++) {
+        dsl_expr vi = dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]);
+        if (c->fmt) /* TQ: the block-scaled float sum / s */
+            vi = dsl_select(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)), vi, dsl_div(k, totf[j], sc));
+        v[j] = dsl_let(k, j ? "vu" : "v", vi);
+    }
     dsl_expr val = c->glu ? dsl_mul(k, c->act->kernel(k, v[0]), v[1]) : v[0];
     if (c->res)
         val = dsl_add(k, dsl_load(k, y, yi), val);
@@ -84,11 +90,58 @@ static dsl_expr bl_codes(dsl_kernel *k, const bl_ctx *c, dsl_expr word, int g)
     return c->codec->ternary_codes(k, word, g);
 }
 
-/* The weight scale of each matrix. */
+/* The weight scale of each matrix (I2_S: the f32 after the codes; read only for I2_S, the
+ * TQ formats keep a scale per block). */
 static void bl_scales(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws)
 {
+    if (!c->fmt) {
+        for (int j = 0; j < (c->glu ? 2 : 1); j++)
+            out_ws[j] = dsl_let(k, j ? "ws_up" : "ws", c->codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
+        return;
+    }
     for (int j = 0; j < (c->glu ? 2 : 1); j++)
-        out_ws[j] = dsl_let(k, j ? "ws_up" : "ws", c->codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
+        out_ws[j] = dsl_var(k, j ? "ws_up" : "ws", DSL_F32, F(0));
+    dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+    for (int j = 0; j < (c->glu ? 2 : 1); j++)
+        dsl_assign(k, out_ws[j], c->codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
+    dsl_end(k);
+}
+
+/* Byte offset of 256-block B of row r of a format-f matrix with rows of K weights. */
+static dsl_expr tq_block(dsl_kernel *k, const bl_ctx *c, int f, dsl_expr r, dsl_expr B)
+{
+    const uint32_t bb = (uint32_t)gen_tq_block_bytes(f);
+    return dsl_add(k, dsl_mul(k, r, U((uint32_t)c->K / 256 * bb)), dsl_mul(k, B, U(bb)));
+}
+
+/* Decode, TQ format f: the lane's words w of row r (I2_S order, as the I2_S loop walks
+ * them), each one's 16 products summed in int32, then accf += float(sum) * d of its
+ * block (|sum| <= 16 * 128 and d has 11 significant bits: each term exact in f32; the
+ * terms are added in the lane's word order, then across the subgroup). */
+static void bl_rows_tq(dsl_kernel *k, const bl_ctx *c, int f, const dsl_expr *W, dsl_expr r, dsl_expr lane,
+                       dsl_expr sgs, const dsl_expr *accf)
+{
+    const int nw = c->glu ? 2 : 1;
+    dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
+    dsl_expr w = dsl_for(k, "w", lane, c->KW, sgs);
+    dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
+    dsl_expr l0 = dsl_let(k, "l0", dsl_add(k, dsl_shl(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(7)),
+                                          dsl_shl(k, dsl_band(k, w, U(7)), U(2))));
+    dsl_expr boff[2], aw[2];
+    for (int j = 0; j < nw; j++) {
+        boff[j] = dsl_let(k, "boff", tq_block(k, c, f, r, dsl_shr(k, w, U(4))));
+        aw[j] = dsl_var(k, j ? "awu" : "aw", DSL_I32, I(0));
+    }
+    for (int gq = 0; gq < 4; gq++) {
+        dsl_expr qw = dsl_let(k, "qw", dsl_load(k, c->q, dsl_add(k, qb, U(8 * gq))));
+        dsl_expr l = dsl_add(k, l0, U(32 * gq));
+        for (int j = 0; j < nw; j++)
+            dsl_add_to(k, aw[j], dsl_dot4x8_ss(k, qw, gen_tq_signed(k, gen_tq_codes(k, f, W[j], boff[j], l))));
+    }
+    for (int j = 0; j < nw; j++)
+        dsl_add_to(k, accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), gen_tq_scale(k, f, W[j], boff[j])));
+    dsl_end(k); /* w */
+    dsl_end(k);
 }
 
 /* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
@@ -104,9 +157,16 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, wg, U(ROWS)), rl));
     dsl_break_if(k, dsl_ge(k, r, Mc));
-    dsl_expr acc[2];
+    dsl_expr acc[2], accf[2] = {0};
     for (int j = 0; j < nw; j++)
         acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
+    if (c->fmt) {
+        for (int j = 0; j < nw; j++)
+            accf[j] = dsl_var(k, j ? "accfu" : "accf", DSL_F32, F(0));
+        bl_rows_tq(k, c, GEN_WFMT_TQ2, W, r, lane, sgs, accf);
+        bl_rows_tq(k, c, GEN_WFMT_TQ1, W, r, lane, sgs, accf);
+        dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+    }
     if (c->vec) { /* GEMV_VEC: 16-byte loads, 4 code words (64 weights) per lane and step */
         dsl_if(k, dsl_ne(k, c->vec, U(0)));
         dsl_expr KV4 = c->KV4;
@@ -144,19 +204,41 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     dsl_end(k); /* w */
     if (c->vec)
         dsl_end(k);
+    if (c->fmt)
+        dsl_end(k); /* I2_S */
 
-    dsl_expr tot[2];
-    for (int j = 0; j < nw; j++)
+    dsl_expr tot[2], totf[2] = {0};
+    for (int j = 0; j < nw; j++) {
         tot[j] = dsl_subgroup_add(k, acc[j]);
+        if (c->fmt)
+            totf[j] = dsl_subgroup_add(k, accf[j]);
+    }
     dsl_if(k, dsl_eq(k, lane, U(0)));
     dsl_expr sc = c->sc, qsum = c->qsum; /* sum(q) < 2^24: exact through the f32 of qs */
     if (!sc) {
         qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, U(1)), DSL_I32));
         sc = dsl_let(k, "sc", dsl_load(k, c->qs, U(0)));
     }
-    bl_store(k, c, tot, sc, qsum, ws, y, r);
+    bl_store(k, c, tot, totf, sc, qsum, ws, y, r);
     dsl_end(k);
     dsl_end(k); /* rl */
+}
+
+/* Prefill, TQ format f: word wi of 128-element step kb of row gr, decoded into the I2_S
+ * word form (elements 32 g + 4 wi + b in bits 6 - 2 g of byte b) at wsh[dst]. */
+static void bl_stage_tq(dsl_kernel *k, const bl_ctx *c, int f, dsl_expr Wj, dsl_expr gr, dsl_expr kb, dsl_expr wi,
+                        dsl_expr dst)
+{
+    dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
+    dsl_expr boff = dsl_let(k, "boff", tq_block(k, c, f, gr, dsl_shr(k, kb, U(1))));
+    dsl_expr l0 = dsl_let(k, "l0", dsl_add(k, dsl_shl(k, dsl_band(k, kb, U(1)), U(7)), dsl_shl(k, wi, U(2))));
+    dsl_expr word = NULL;
+    for (int g = 0; g < 4; g++) {
+        dsl_expr cg = dsl_shl(k, gen_tq_codes(k, f, Wj, boff, dsl_add(k, l0, U(32 * g))), U((uint32_t)(6 - 2 * g)));
+        word = word ? dsl_bor(k, word, cg) : cg;
+    }
+    dsl_store(k, c->wsh, dst, word);
+    dsl_end(k);
 }
 
 /* Prefill: the tile of rows TM*wg .. +TM-1 and tokens TN*wgid.y .. +TN-1 of the M-row
@@ -180,13 +262,15 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     dsl_expr tx = dsl_let(k, "tx", dsl_band(k, lid, U(15))), ty = dsl_let(k, "ty", dsl_shr(k, lid, U(4)));
     dsl_expr row0 = dsl_let(k, "row0", dsl_mul(k, wg, U(TM)));
     dsl_expr tok0 = dsl_let(k, "tok0", dsl_mul(k, dsl_wgid(k, 1), U(TN)));
-    dsl_expr acc[2][RT][RT];
+    dsl_expr acc[2][RT][RT], accf[2][RT][RT];
     for (int j = 0; j < nw; j++)
         for (int a = 0; a < RT; a++)
             for (int b = 0; b < RT; b++) {
                 char vn[16];
                 snprintf(vn, sizeof(vn), "acc%s%d%d", j ? "u" : "", a, b);
                 acc[j][a][b] = dsl_var(k, vn, DSL_I32, I(0));
+                snprintf(vn, sizeof(vn), "accf%s%d%d", j ? "u" : "", a, b);
+                accf[j][a][b] = c->fmt ? dsl_var(k, vn, DSL_F32, F(0)) : NULL;
             }
 
     dsl_expr kb = dsl_for(k, "kb", U(0), U((uint32_t)c->K / 128), NULL);
@@ -194,11 +278,26 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
         for (int h = 0; h < TM * 8 / WG; h++) { /* a warp reads 4 rows x 32 bytes */
             dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, U(WG * h)));
             dsl_expr r = dsl_let(k, "r", dsl_shr(k, e, U(3))), wi = dsl_let(k, "wi", dsl_band(k, e, U(7)));
-            dsl_expr gr = dsl_min(k, dsl_add(k, row0, r), dsl_sub(k, Mc, U(1)));
+            dsl_expr gr = dsl_let(k, "gr", dsl_min(k, dsl_add(k, row0, r), dsl_sub(k, Mc, U(1))));
+            dsl_expr dst = dsl_let(k, "dst", dsl_add(k, dsl_mul(k, wi, U(WSTR)), dsl_add(k, r, U(j * 8 * WSTR))));
+            if (c->fmt)
+                dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
             dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
-            dsl_expr dst = dsl_add(k, dsl_mul(k, wi, U(WSTR)), dsl_add(k, r, U(j * 8 * WSTR)));
             dsl_store(k, wsh, dst, dsl_load(k, W[j], src));
+            if (c->fmt) {
+                dsl_end(k);
+                bl_stage_tq(k, c, GEN_WFMT_TQ2, W[j], gr, kb, wi, dst);
+                bl_stage_tq(k, c, GEN_WFMT_TQ1, W[j], gr, kb, wi, dst);
+            }
         }
+    for (int f = GEN_WFMT_TQ2; c->fmt && f <= GEN_WFMT_TQ1; f++) { /* the tile rows' block scales */
+        dsl_if(k, dsl_and(k, dsl_eq(k, c->fmt, U((uint32_t)f)), dsl_lt(k, lid, U(TM))));
+        dsl_expr gr = dsl_min(k, dsl_add(k, row0, lid), dsl_sub(k, Mc, U(1)));
+        dsl_expr boff = dsl_let(k, "boff", tq_block(k, c, f, gr, dsl_shr(k, kb, U(1))));
+        for (int j = 0; j < nw; j++)
+            dsl_store(k, c->dsh, dsl_add(k, lid, U(j * TM)), gen_tq_scale(k, f, W[j], boff));
+        dsl_end(k);
+    }
     for (int h = 0; h < TN * 32 / WG; h++) { /* a warp reads one token's 128 bytes */
         dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, U(WG * h)));
         dsl_expr t = dsl_let(k, "t", dsl_shr(k, e, U(5))), jw = dsl_let(k, "jw", dsl_band(k, e, U(31)));
@@ -207,6 +306,7 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
         dsl_store(k, ash, dsl_add(k, dsl_mul(k, jw, U(ASTR)), t), dsl_load(k, c->q, src));
     }
     dsl_barrier(k);
+    dsl_expr tq = c->fmt ? dsl_let(k, "tq", dsl_ne(k, c->fmt, U(GEN_WFMT_I2S))) : NULL;
     dsl_if(k, dsl_lt(k, dsl_add(k, tok0, dsl_mul(k, ty, U(RT))), n_tok)); /* any of its tokens */
     dsl_expr wl = dsl_for(k, "wl", U(0), U(8), NULL);
     dsl_expr wv[2][RT];
@@ -222,13 +322,30 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             av[b] = dsl_let(k, "av", dsl_load(k, ash, dsl_add(k, abase, U(b))));
         for (int j = 0; j < nw; j++)
             for (int a = 0; a < RT; a++) {
-                dsl_expr code = dsl_let(k, "c", bl_codes(k, c, wv[j][a], gq));
+                /* I2_S: codes 0..2 (sum(q) subtracted at the end); TQ: signed trits */
+                dsl_expr code = bl_codes(k, c, wv[j][a], gq);
+                if (tq) /* codes 0..2 are the same bytes signed or unsigned: one signed dot */
+                    code = dsl_select(k, tq, gen_tq_signed(k, code), code);
+                code = dsl_let(k, "c", code);
                 for (int b = 0; b < RT; b++)
-                    dsl_add_to(k, acc[j][a][b], dsl_dot4x8_su(k, av[b], code));
+                    dsl_add_to(k, acc[j][a][b], tq ? dsl_dot4x8_ss(k, av[b], code) : dsl_dot4x8_su(k, av[b], code));
             }
     }
     dsl_end(k); /* wl */
     dsl_end(k); /* any token */
+    /* TQ: the 128 elements' integer sums times their block's scale, in kb order */
+    if (tq)
+        dsl_if(k, tq);
+    for (int j = 0; tq && j < nw; j++)
+        for (int a = 0; a < RT; a++) {
+            dsl_expr d = dsl_let(k, "d", dsl_load(k, c->dsh, dsl_add(k, tx, U(j * TM + 16 * a))));
+            for (int b = 0; b < RT; b++) {
+                dsl_add_to(k, accf[j][a][b], dsl_mul(k, dsl_cast(k, acc[j][a][b], DSL_F32), d));
+                dsl_assign(k, acc[j][a][b], I(0));
+            }
+        }
+    if (tq)
+        dsl_end(k);
     dsl_barrier(k);
     dsl_end(k); /* kb */
 
@@ -242,11 +359,19 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             dsl_expr r = dsl_let(k, "row", dsl_add(k, row0, dsl_add(k, tx, U(16 * a))));
             dsl_if(k, dsl_lt(k, r, Mc));
             dsl_expr tot[2] = {acc[0][a][b], nw > 1 ? acc[1][a][b] : NULL};
-            bl_store(k, c, tot, sc, qsum, ws, y, dsl_add(k, dsl_mul(k, t, Mc), r));
+            dsl_expr totf[2] = {accf[0][a][b], nw > 1 ? accf[1][a][b] : NULL};
+            bl_store(k, c, tot, totf, sc, qsum, ws, y, dsl_add(k, dsl_mul(k, t, Mc), r));
             dsl_end(k);
         }
         dsl_end(k);
     }
+}
+
+/* The default WFMT of a kernel: the format its weights have in the YAML. */
+static int kop_wfmt(const gen_graph *g, const gen_kop *kop)
+{
+    const uint32_t t = g->m->tensors[kop->w[0]].type;
+    return t == FMT_TQ1_0 ? GEN_WFMT_TQ1 : t == FMT_TQ2_0 ? GEN_WFMT_TQ2 : GEN_WFMT_I2S;
 }
 
 /* Workgroups along x for an M-row matrix. */
@@ -289,13 +414,18 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         return gen_out_kernel(out, NULL, err);
 
     const uint32_t wtype = m->tensors[kop->w[0]].type;
-    bl_ctx c = {.codec = gen_codec_find(wtype), .decode = decode, .glu = glu, .act = gen_act_at(kop->act), .res = res, .K = K};
+    /* TQ1_0 / TQ2_0 weights: the WFMT branches below; the I2_S branch uses the I2_S codec */
+    const bool tq_type = wtype == FMT_TQ1_0 || wtype == FMT_TQ2_0;
+    bl_ctx c = {.codec = gen_codec_find(tq_type ? FMT_I2_S : wtype), .decode = decode, .glu = glu,
+                .act = gen_act_at(kop->act), .res = res, .K = K};
     if (!c.codec || !c.codec->ternary_codes) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: bitlinear: weights of type %s have no kernel-side ternary decode",
                  m->path, kop->loc.line, kop->loc.col, fmt_type_name(wtype));
         dsl_kernel_free(k);
         return -1;
     }
+    if (K % 256 == 0) /* TQ blocks are 256 weights: other widths are I2_S only (WFMT absent) */
+        c.fmt = dsl_spec_const(k, "WFMT", DSL_U32, RT_SPEC_WFMT, kop_wfmt(g, kop));
     const bool norm = kop->norm_w >= 0, last = kop->last_out >= 0;
     dsl_expr x = NULL, nw = NULL;
     if ((norm && (!decode || glu)) || (last && (!decode || multi || !(res || glu)))) {
@@ -353,6 +483,8 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     if (!decode) {
         c.wsh = dsl_shared(k, "wsh", DSL_U32, (glu ? 2 : 1) * 8 * WSTR);
         c.ash = dsl_shared(k, "ash", DSL_U32, 32 * ASTR);
+        if (c.fmt)
+            c.dsh = dsl_shared(k, "dsh", DSL_F32, (uint32_t)(glu ? 2 : 1) * TM);
     }
     if (norm) {
         /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */

@@ -51,6 +51,11 @@
  * declare one ignore it). GEMV_VEC: the decode bitlinears read their rows 16 bytes per
  * lane (1) or 4 (0); same integer sums, so the same results. */
 #define RT_SPEC_GEMV_VEC 0
+/* WFMT: the format of a bitlinear's ternary weights (0 I2_S, 1 TQ2_0, 2 TQ1_0), declared by
+ * bitlinear kernels whose row length is a multiple of 256; the runtime sets it from the
+ * types of the tensors the kernel's dispatches bind (they must agree). */
+#define RT_SPEC_WFMT 1
+#define RT_SPEC_COUNT 2
 #define RT_MAX_ARGS 12
 #define RT_MAX_PARAMS 8
 

@@ -38,6 +38,63 @@ float ref_act_quant(const float *x, int n, int8_t *q, int32_t *out_sum)
     return s;
 }
 
+/* TQ1_0 / TQ2_0 (ggml types 34 / 35), decoded here in dequantize_row_tq*_0's walk order. */
+void ref_tq_row(int type, const uint8_t *blob, int K, int m, int8_t *out, float *d)
+{
+    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    const int bb = type == 34 ? 54 : 66;
+    const uint8_t *row = blob + (size_t)m * (size_t)(K / 256) * bb;
+    for (int b = 0; b < K / 256; b++) {
+        const uint8_t *x = row + (size_t)b * bb;
+        int8_t *y = out + b * 256;
+        uint16_t h = (uint16_t)(x[bb - 2] | x[bb - 1] << 8);
+        d[b] = fmt_f16_to_f32(h);
+        if (type == 35) {
+            for (int j = 0; j < 64; j += 32)
+                for (int l = 0; l < 4; l++)
+                    for (int i = 0; i < 32; i++) *y++ = (int8_t)(((x[j + i] >> (2 * l)) & 3) - 1);
+            continue;
+        }
+        /* qs[0..31] x 5 digits, qs[32..47] x 5 digits, qh[0..3] x 4 digits */
+        static const int start[3] = {0, 32, 48}, len[3] = {32, 16, 4}, digits[3] = {5, 5, 4};
+        for (int r = 0; r < 3; r++)
+            for (int n = 0; n < digits[r]; n++)
+                for (int i = 0; i < len[r]; i++) {
+                    uint8_t q = (uint8_t)(x[start[r] + i] * pow3[n]);
+                    *y++ = (int8_t)((((uint16_t)q * 3) >> 8) - 1);
+                }
+    }
+}
+
+void ref_bitlinear_tq(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *s,
+                      int n, float *y, float *bound)
+{
+    int8_t *t = malloc((size_t)K);
+    float *d = malloc(sizeof(float) * (size_t)(K / 256 + 1));
+    if (!t || !d) goto out;
+    for (int m = 0; m < M; m++) {
+        ref_tq_row(type, blob, K, m, t, d);
+        for (int tok = 0; tok < n; tok++) {
+            const int8_t *qt = q + (size_t)tok * K;
+            double sum = 0, abs_sum = 0;
+            for (int b = 0; b < K / 256; b++) {
+                int32_t acc = 0, aabs = 0;
+                for (int k = b * 256; k < b * 256 + 256; k++) {
+                    acc += (int32_t)t[k] * qt[k];
+                    aabs += abs((int32_t)t[k] * qt[k]);
+                }
+                sum += (double)d[b] * acc;
+                abs_sum += (double)d[b] * aabs;
+            }
+            y[(size_t)tok * M + m] = (float)(sum / s[tok]);
+            if (bound) bound[(size_t)tok * M + m] = (float)(abs_sum / s[tok]);
+        }
+    }
+out:
+    free(t);
+    free(d);
+}
+
 /* y[t][m] for one decoded row m. */
 static void row_dot(const int8_t *t, float ws, int K, int M, int m, const int8_t *q,
                     const float *s, int n, float *y)

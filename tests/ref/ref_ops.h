@@ -36,6 +36,13 @@ void ref_bitlinear_q(const fmt_codec *c, const uint8_t *blob, int K, int M, cons
 /* Same over ternary values already decoded (tern [M][K], -1/0/+1) with scale w_scale. */
 void ref_bitlinear_t(const int8_t *tern, float w_scale, int K, int M, const int8_t *q,
                      const float *s, int n, float *y);
+/* TQ1_0 (type 34) / TQ2_0 (35) row m of a [M][K] tensor: trits - 1 into out[K], the block
+ * scales into d[K / 256]. */
+void ref_tq_row(int type, const uint8_t *blob, int K, int m, int8_t *out, float *d);
+/* y[t][m] = (sum over 256-blocks B of d_B * sum_B(trit * q)) / s[t], summed in double; bound
+ * (if not NULL) gets the same with |trit * q|: the scale of the GPU's f32 rounding. */
+void ref_bitlinear_tq(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *s,
+                      int n, float *y, float *bound);
 /* Same from float activations x [n][K]: ref_act_quant per token, then ref_bitlinear_q. */
 void ref_bitlinear(const fmt_codec *c, const uint8_t *blob, int K, int M, const float *x, int n, float *y);
 /* Quantizes x [n][K] per token into q [n][K], s [n] (ref_act_quant). */

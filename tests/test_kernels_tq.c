@@ -1,0 +1,340 @@
+/* test_kernels_tq.c - every bitlinear kernel variant (BITLINEAR with and without the
+ * residual, BITLINEAR_GLU relu^2 / silu, BITLINEAR_MULTI; decode with 4- and 16-byte row
+ * loads and the batched tile) with TQ2_0 and TQ1_0 weights (the WFMT specialization
+ * constant), on a Vulkan device against the plain-C reference ref_bitlinear_tq, which
+ * decodes ggml's layout itself. Weights: random trits packed by rt_tq_pack, one random
+ * scale per 256-block; output buffers poisoned before each run.
+ *
+ * Tolerance, per element, from the data: the kernel adds f32 terms float(sum) * d (each
+ * exact) in some order: at most n = K/16 + 64 additions (lane words, the subgroup sum or
+ * the tile's K/128 steps), so |gpu - ref| <= n * 2^-24 * A + 2^-22 |ref| with
+ * A = sum |d * trit * q| / s (ref_bitlinear_tq's bound). The residual adds 2^-23 (|ref| +
+ * |r|); the GLU propagates both errors through relu(g)^2 u (2|g||u| eg + g^2 eu) or
+ * silu(g) u (1.1 |u| eg + |silu(g)| eu) plus 4e-6 |y| for the GPU's exp.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsl.h"
+#include "engine/rt_schedule.h"
+#include "gen_graph.h"
+#include "gen_kernels.h"
+#include "gen_model.h"
+#include "gguf/rt_gguf.h"
+#include "gguf/rt_tq.h"
+#include "kernels/gen_k_ternary.h"
+#include "tests/ref/ref_ops.h"
+#include "vk/rt_vk.h"
+
+#define POISON 0xffffffffu
+#define NMAX 70u /* tokens of the largest batch: one full 64-token tile and a partial one */
+#define OK(call)                                    \
+    do {                                            \
+        if ((call) != 0)                            \
+            fail_msg("%s: %s", #call, err);         \
+    } while (0)
+
+static rt_vk *g_vk;
+static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
+#define N_MODELS 2
+static const char *const model_paths[N_MODELS] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml"};
+static gen_model models[N_MODELS];
+static gen_graph graphs[N_MODELS][2];
+static const uint32_t batch_sizes[] = {3, 70};
+static int runs;
+static double worst; /* largest |gpu - ref| / bound seen */
+
+static uint32_t rng_state = 4242;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    return p;
+}
+
+/* A [M][K] matrix of random trits in format type, one random scale per block. */
+static uint8_t *make_tq(rt_type type, int K, int M, size_t *bytes)
+{
+    const uint32_t bb = rt_tq_block_bytes(type);
+    const size_t nb = (size_t)K / 256 * M;
+    *bytes = nb * bb;
+    uint8_t *p = xmalloc(*bytes + 4);
+    memset(p + *bytes, 0, 4);
+    int8_t t[256];
+    for (size_t b = 0; b < nb; b++) {
+        for (int i = 0; i < 256; i++)
+            t[i] = (int8_t)((int)(rnd() % 3) - 1);
+        rt_tq_pack(type, t, 256, 0.01f + (float)(rnd() % 1000) / 700.0f, p + b * bb);
+    }
+    return p;
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    rt_vk_opts o = {.device_index = -1, .validation = true};
+    if (rt_vk_create(&o, &g_vk, err) != 0) {
+        g_vk = NULL;
+        fprintf(stderr, "note: %s\n", err);
+    }
+    for (int m = 0; m < N_MODELS; m++) {
+        if (gen_model_load(model_paths[m], &models[m], err))
+            fail_msg("%s", err);
+        for (int f = 0; f < 2; f++)
+            if (gen_graph_build(&models[m], f == 1, &graphs[m][f], err))
+                fail_msg("%s", err);
+    }
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    printf("TQ bitlinear runs: %d, largest error / bound %.3g\n", runs, worst);
+    rt_vk_destroy(g_vk);
+    return 0;
+}
+
+static rt_buf dev(size_t bytes, const void *data)
+{
+    rt_buf b;
+    OK(rt_buf_create(g_vk, bytes < 256 ? 256 : bytes, RT_MEM_DEVICE, &b, err));
+    OK(rt_buf_fill(g_vk, &b, POISON, err));
+    if (data)
+        OK(rt_buf_upload(g_vk, &b, 0, data, bytes, err));
+    return b;
+}
+
+/* A built kernel, its SPIR-V, and the kernel names already checked. */
+typedef struct {
+    gen_kernel_out ko;
+    uint32_t *spv;
+    size_t spv_bytes;
+} built;
+static char seen[64][96];
+static int n_seen;
+
+static bool first_time(const char *name)
+{
+    for (int i = 0; i < n_seen; i++)
+        if (!strcmp(seen[i], name))
+            return false;
+    assert_true(n_seen < 64);
+    snprintf(seen[n_seen++], sizeof(seen[0]), "%s", name);
+    return true;
+}
+
+/* Runs the built kernel with spec GEMV_VEC, WFMT for n tokens. */
+static void run_kernel(const built *bk, bool decode, uint32_t vec, uint32_t wfmt, const rt_buf *const *args,
+                       int n_args, uint32_t n)
+{
+    const gen_kernel_out ko = bk->ko;
+    dsl_kernel *k = (dsl_kernel *)ko.k;
+    assert_int_equal(ko.n_args, n_args);
+    assert_int_equal(ko.n_params, 0);
+    uint32_t spec[RT_SPEC_COUNT] = {0};
+    spec[RT_SPEC_GEMV_VEC] = vec;
+    spec[RT_SPEC_WFMT] = wfmt;
+    rt_pipeline *pl = NULL;
+    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(k), bk->spv, bk->spv_bytes, spec, RT_SPEC_COUNT, &pl, err));
+    uint8_t push[RT_PUSH_BYTES] = {0};
+    for (int a = 0; a < n_args; a++)
+        memcpy(push + dsl_kernel_buffer_offset(k, a), &args[a]->addr, 8);
+    uint32_t gr[3], N = decode ? 1 : n;
+    for (int a = 0; a < 3; a++)
+        gr[a] = (ko.groups[a].mul * N + ko.groups[a].add + ko.groups[a].div - 1) / ko.groups[a].div;
+    rt_dyn dyn = {.pos = 0, .n_tokens = n, .n_kv = n, .out_start = 0};
+    OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
+    rt_cmd *c = NULL;
+    OK(rt_cmd_begin(g_vk, &c, err));
+    rt_cmd_dispatch(c, pl, push, dsl_kernel_push_bytes(k), gr[0], gr[1], gr[2]);
+    OK(rt_cmd_end(c, err));
+    OK(rt_cmd_submit(c, err));
+    rt_cmd_free(c);
+    assert_int_equal(rt_vk_validation_count(g_vk), 0);
+}
+
+/* |gpu - ref| <= bound for the n tokens' rows; the rows past n untouched. */
+static void compare(const gen_kop *kop, const float *y, const float *ref, const float *bound, size_t n_el,
+                    size_t total, const float *res0)
+{
+    for (size_t i = 0; i < n_el; i++) {
+        double e = fabs((double)y[i] - ref[i]);
+        if (!(e <= bound[i]))
+            fail_msg("%s: element %zu: gpu %.9g, reference %.9g, bound %.3g", kop->label, i, y[i], ref[i], bound[i]);
+        if (bound[i] > 0 && e / bound[i] > worst)
+            worst = e / bound[i];
+    }
+    for (size_t i = n_el; i < total; i++) {
+        uint32_t w;
+        memcpy(&w, &y[i], 4);
+        if (res0 ? y[i] != res0[i] : w != POISON)
+            fail_msg("%s: element %zu past the step's tokens was written", kop->label, i);
+    }
+}
+
+/* The reference of kop's part p (and its bound) for n tokens. */
+static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K, int M, int p, const int8_t *q,
+                      const float *s, uint32_t n, const float *res0, float *ref, float *bound)
+{
+    const double nadd = K / 16 + 64, u = 0x1p-24;
+    const size_t ny = (size_t)n * M;
+    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU;
+    ref_bitlinear_tq((int)type, W[p], K, M, q, s, (int)n, ref, bound);
+    for (size_t i = 0; i < ny; i++)
+        bound[i] = (float)(nadd * u * bound[i] + 4 * u * fabs(ref[i]));
+    if (glu) {
+        float *up = xmalloc(4 * ny), *ub = xmalloc(4 * ny);
+        ref_bitlinear_tq((int)type, W[1], K, M, q, s, (int)n, up, ub);
+        for (size_t i = 0; i < ny; i++) {
+            double g = ref[i], uu = up[i], eg = bound[i], eu = nadd * u * ub[i] + 4 * u * fabs(uu), y;
+            if (kop->relu2) {
+                double r = g > 0 ? g : 0;
+                y = r * r * uu;
+                bound[i] = (float)((g > -eg ? 2 * (fabs(g) + eg) * fabs(uu) * eg : 0) + (r + eg) * (r + eg) * eu +
+                                   8 * u * fabs(y));
+            } else {
+                double sg = g / (1 + exp(-g));
+                y = sg * uu;
+                bound[i] = (float)(1.1 * fabs(uu) * eg + (fabs(sg) + 1.1 * eg) * eu + 4e-6 * fabs(y));
+            }
+            ref[i] = (float)y;
+        }
+        free(up);
+        free(ub);
+    }
+    if (res0)
+        for (size_t i = 0; i < ny; i++) {
+            ref[i] += res0[i];
+            bound[i] += (float)(2 * u * (fabs(ref[i]) + fabs(res0[i])));
+        }
+}
+
+static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, bool decode, uint32_t vec,
+                      rt_type type)
+{
+    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
+    const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = g->vals[kop->in[0]].width;
+    const uint32_t wfmt = type == RT_TYPE_TQ1_0 ? GEN_WFMT_TQ1 : GEN_WFMT_TQ2;
+    int M[3];
+    uint8_t *W[3];
+    size_t wbytes[3];
+    for (int j = 0; j < nw; j++) {
+        M[j] = (int)g->m->tensors[kop->w[j]].ne[1];
+        W[j] = make_tq(type, K, M[j], &wbytes[j]);
+    }
+    for (size_t si = 0; si < (decode ? 1 : sizeof(batch_sizes) / sizeof(batch_sizes[0])); si++) {
+        const uint32_t n = decode ? 1 : batch_sizes[si];
+        int8_t *q = xmalloc((size_t)NMAX * K);
+        float qs[2 * NMAX], s[NMAX];
+        for (uint32_t t = 0; t < NMAX; t++) {
+            int sum = 0;
+            for (int i = 0; i < K; i++) {
+                q[(size_t)t * K + i] = (int8_t)((int)(rnd() % 256) - 128);
+                sum += q[(size_t)t * K + i];
+            }
+            s[t] = qs[2 * t] = 127.0f / (0.5f + (float)(rnd() % 1000) / 200.0f);
+            qs[2 * t + 1] = (float)sum;
+        }
+        rt_buf b[8];
+        float *r0[3] = {0};
+        int nb = 0;
+        b[nb++] = dev((size_t)NMAX * K, q);
+        b[nb++] = dev(sizeof(qs), qs);
+        for (int j = 0; j < nw; j++)
+            b[nb++] = dev(wbytes[j] + 4, W[j]);
+        for (int p = 0; p < np; p++) {
+            if (res) {
+                r0[p] = xmalloc(4 * (size_t)NMAX * M[p]);
+                for (size_t i = 0; i < (size_t)NMAX * M[p]; i++)
+                    r0[p][i] = (float)((int)(rnd() % 2001) - 1000) / 500.0f;
+            }
+            b[nb++] = dev(4 * (size_t)NMAX * M[p], r0[p]);
+        }
+        const rt_buf *args[8];
+        for (int i = 0; i < nb; i++)
+            args[i] = &b[i];
+        run_kernel(bk, decode, vec, wfmt, args, nb, n);
+        for (int p = 0; p < np; p++) {
+            const size_t total = (size_t)NMAX * M[p], ny = (size_t)n * M[p];
+            float *y = xmalloc(4 * total), *ref = xmalloc(4 * ny), *bound = xmalloc(4 * ny);
+            OK(rt_buf_download(g_vk, &b[nb - np + p], 0, y, 4 * total, err));
+            reference(kop, type, W, K, M[p], p, q, s, n, r0[p], ref, bound);
+            compare(kop, y, ref, bound, ny, total, r0[p]);
+            runs++;
+            free(y);
+            free(ref);
+            free(bound);
+            free(r0[p]);
+        }
+        for (int i = 0; i < nb; i++)
+            rt_buf_destroy(g_vk, &b[i]);
+        free(q);
+    }
+    for (int j = 0; j < nw; j++)
+        free(W[j]);
+}
+
+static void test_tq_bitlinear(void **state)
+{
+    (void)state;
+    if (!g_vk) {
+        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
+        skip();
+    }
+    static const rt_type types[2] = {RT_TYPE_TQ2_0, RT_TYPE_TQ1_0};
+    int kinds[3] = {0};
+    for (int m = 0; m < N_MODELS; m++)
+        for (int f = 0; f < 2; f++) {
+            const gen_graph *g = &graphs[m][f];
+            for (int i = 0; i < g->n_kops; i++) {
+                const gen_kop *kop = &g->kops[i];
+                int kind = kop->kind == GEN_K_BITLINEAR ? 0 : kop->kind == GEN_K_BITLINEAR_GLU ? 1
+                         : kop->kind == GEN_K_BITLINEAR_MULTI ? 2 : -1;
+                if (kind < 0 || g->vals[kop->in[0]].width % 256 || kop->norm_w >= 0 || kop->last_out >= 0)
+                    continue;
+                for (int decode = 0; decode < 2; decode++) {
+                    built bk = {0};
+                    if (gen_kernel_build(g, kop, decode, &bk.ko, err))
+                        fail_msg("%s: %s", kop->label, err);
+                    if (!first_time(dsl_kernel_name((dsl_kernel *)bk.ko.k))) {
+                        gen_kernel_out_free(&bk.ko);
+                        continue;
+                    }
+                    kinds[kind]++;
+                    if (dsl_compile((dsl_kernel *)bk.ko.k, &bk.spv, &bk.spv_bytes) != 0)
+                        fail_msg("%s", dsl_error((dsl_kernel *)bk.ko.k));
+                    for (int ti = 0; ti < 2; ti++)
+                        for (uint32_t vec = 0; vec < (decode ? 2u : 1u); vec++)
+                            check_kop(g, kop, &bk, decode, vec, types[ti]);
+                    free(bk.spv);
+                    gen_kernel_out_free(&bk.ko);
+                }
+            }
+        }
+    assert_true(kinds[0] && kinds[1] && kinds[2]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tq_bitlinear),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
