@@ -231,7 +231,7 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, b
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
     const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = g->vals[kop->in[0]].width;
-    const uint32_t wfmt = type == RT_TYPE_TQ1_0 ? GEN_WFMT_TQ1 : GEN_WFMT_TQ2;
+    const uint32_t wfmt = type == FMT_TQ1_0 ? GEN_WFMT_TQ1 : GEN_WFMT_TQ2;
     int M[3];
     uint8_t *W[3];
     size_t wbytes[3];
@@ -298,7 +298,7 @@ static void test_tq_bitlinear(void **state)
         fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
         skip();
     }
-    static const rt_type types[2] = {RT_TYPE_TQ2_0, RT_TYPE_TQ1_0};
+    static const rt_type types[2] = {FMT_TQ2_0, FMT_TQ1_0};
     int kinds[3] = {0};
     for (int m = 0; m < N_MODELS; m++)
         for (int f = 0; f < 2; f++) {

@@ -62,6 +62,7 @@ static const flag_def flags[] = {
     {"--tune", NULL, F_BOOL, O(tune), 0, 0, NULL, "time every variant of every decode kernel on this device and model (random weights of the full shape without -m), print the table, store the fastest (normal runs use the stored choice, tuning once when none)"},
     {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
     {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
+    {"--weights", NULL, F_STR, O(weights), 0, 0, "FMT", "tq1 / tq2: re-encode I2_S ternary weights at load into ggml's TQ1_0 (1.69 bits) / TQ2_0 (2.06 bits) blocks: fewer bytes per token, logits move by the F16 rounding of the scale"},
     {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},
     {"--sparse-ffn", NULL, F_STR, O(sparse_ffn), 0, 0, "MODE", "dense (default) or exact: decode skips the up rows and down columns of FFN neurons whose gate is <= 0 (models with sparse_ffn in their YAML); same logits; --profile / --bench print the active fraction per layer"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
@@ -192,6 +193,8 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
     }
     if (o->gemv && strcmp(o->gemv, "scalar") && strcmp(o->gemv, "vec4"))
         return bad_value(o->prog, "--gemv", o->gemv, "scalar or vec4");
+    if (o->weights && strcmp(o->weights, "tq1") && strcmp(o->weights, "tq2"))
+        return bad_value(o->prog, "--weights", o->weights, "tq1 or tq2");
     if (o->lm_head && strcmp(o->lm_head, "f16") && strcmp(o->lm_head, "q8"))
         return bad_value(o->prog, "--lm-head", o->lm_head, "f16 or q8");
     if (o->sparse_ffn && strcmp(o->sparse_ffn, "dense") && strcmp(o->sparse_ffn, "exact"))

@@ -384,6 +384,7 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         printf("\"decode_chain_tok_s\":%.3f,", 1000.0 / r->chain_ms);
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
+        json_str("weights", o->weights ? o->weights : "as stored", true);
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
         json_str("sparse_ffn", r->sparse_ffn == TERNION_SPARSE_EXACT ? "exact" : "dense", true);
         if (r->n_ffn) {
@@ -407,8 +408,9 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
     printf("bench %s: %s, %d layers, vocab %d, context %d\n", name, o->model ? path : "random weights",
            r->layers, r->vocab, r->n_ctx);
     printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
-    printf("kernels:     %s integer dot products; LM head %s; decode matrix rows read %s\n",
+    printf("kernels:     %s integer dot products; LM head %s; ternary weights %s; decode matrix rows read %s\n",
            r->native_dot ? "native" : "portable (emulated)", r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
+           o->weights ? o->weights : "as stored",
            r->gemv_vec ? "16 bytes per lane (--gemv vec4)" : "4 bytes per lane (--gemv scalar)");
     printf("decode:      %.2f tok/s, %.3f ms/token (context %d, median of %d runs x %d tokens)%s\n", r->dec_tps,
            r->dec_ms, DEC_POS, DEC_RUNS, DEC_STEPS, o->profile ? " [profiling on: includes timestamp cost]" : "");

@@ -44,6 +44,8 @@ typedef struct {
     int sparse_ffn;     /* RT_SPARSE_*: decode with the exact sparse FFN (the schedule
                            decode_exact, YAML sparse_ffn: exact; same logits, only the active
                            neurons' up rows and down columns read); error if the model has none */
+    int weights;        /* 0: ternary tensors as stored; RT_TYPE_TQ1_0 / RT_TYPE_TQ2_0 (rt_gguf.h):
+                           I2_S tensors re-encoded into those blocks at load (--weights tq1|tq2) */
 } rt_engine_opts;
 
 enum { RT_SPARSE_DENSE = 0, RT_SPARSE_EXACT = 1 };

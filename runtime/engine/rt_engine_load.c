@@ -92,7 +92,7 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             }
             int64_t w0 = td->ne[0] < 0 ? vocab : td->ne[0];
             int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? vocab : td->ne[1]) : 1;
-            if (gt->type != (rt_type)td->type || gt->ne[0] != w0 || gt->ne[1] != w1) {
+            if (!rt_eng_type_ok(td->type, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
                 snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]", path,
                          name, type_name(td->type), (long long)w0, (long long)w1, fmt_type_name(gt->type),
                          (long long)gt->ne[0], (long long)gt->ne[1]);
@@ -145,15 +145,17 @@ static int upload_weights(rt_engine *e, char *err)
                 else
                     snprintf(name, sizeof(name), "%s", d->tensors[t].gguf);
                 const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, name);
+                const uint64_t nbytes = rt_eng_weight_nbytes(e, gt, t, L);
                 if (pass == 0) {
-                    total += gt->nbytes;
+                    total += nbytes;
                     continue;
                 }
                 size_t i = (size_t)t * e->n_layers + L;
-                if (rt_buf_create_named(e->vk, gt->nbytes, RT_MEM_DEVICE, name, &e->w[i], err))
+                /* + 4: a TQ word read past a block's codes may touch 2 bytes beyond the last block */
+                if (rt_buf_create_named(e->vk, (nbytes + 4 + 3) / 4 * 4, RT_MEM_DEVICE, name, &e->w[i], err))
                     return -1;
                 e->w_ok[i] = true;
-                if (rt_buf_upload(e->vk, &e->w[i], 0, gt->data, gt->nbytes, err))
+                if (rt_eng_weight_upload(e, gt, t, L, &e->w[i], err))
                     return -1;
                 done += gt->nbytes;
                 if (e->progress)
@@ -260,7 +262,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     rt_vk_opts vo = {.device_index = opts->device_index, .validation = opts->validation, .verbose = opts->verbose};
     if (rt_vk_create(&vo, &e->vk, err) || check_limits(e, err))
         goto fail;
-    if (upload_weights(e, err))
+    if (rt_eng_weight_types(e, opts->weights, err) || upload_weights(e, err))
         goto fail;
     e->head_q8 = opts->lm_head_q8;
     if (e->head_q8 && make_q8_tables(e, opts->model_path, err))
@@ -298,6 +300,13 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
     /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
     e->gemv_vec = opts->gemv_vec ? opts->gemv_vec == 2 : rt_vk_get_info(e->vk)->type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    e->wfmt = calloc(desc->n_kernels ? desc->n_kernels : 1, sizeof(uint32_t)); /* WFMT per pipeline */
+    if (!e->wfmt) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        goto fail;
+    }
+    if (rt_eng_kernel_wfmt(e, e->wfmt, err))
+        goto fail;
     const bool overridden = opts->gemv_vec != 0 || opts->no_int_dot; /* --gemv / --no-int-dot fix them */
     if (rt_eng_tune_setup(e, opts->tune, overridden, err))
         goto fail;
@@ -367,6 +376,8 @@ void rt_engine_close(rt_engine *e)
     }
     free(e->w);
     free(e->w_ok);
+    free(e->wtype);
+    free(e->wfmt);
     free(e->wq8);
     free(e->acts);
     free(e->kc);

@@ -63,6 +63,8 @@ struct rt_engine {
     bool native_dot;      /* pipelines use the kernels' native integer-dot variants */
     bool gemv_vec;        /* GEMV_VEC specialization of every pipeline (rt_engine_opts.gemv_vec) */
     rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
+    uint8_t *wtype;       /* [n_tensors][n_layers]: rt_type of each device copy (--weights repacks) */
+    uint32_t *wfmt;       /* [n_kernels]: the WFMT specialization constant of each pipeline */
     bool *w_ok;
     bool head_q8;         /* post sections are the schedules' post_q8 */
     bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
@@ -123,6 +125,14 @@ void rt_eng_record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32
 void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n);
 const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s);
 bool rt_eng_writes_result(const rt_dispatch *post, uint32_t n);
+/* rt_engine_weights.c */
+bool rt_eng_type_ok(uint8_t want, uint8_t got);
+void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n);
+int rt_eng_weight_types(rt_engine *e, int repack, char *err);
+uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L);
+int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, char *err);
+int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err);
+uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp);
 
 /* rt_tune.c: variants per kernel (defaults, or the stored choice), their pipelines;
  * tuning on the recorded decode schedule (mode rt_tune_mode; overridden: --gemv or

@@ -14,7 +14,8 @@ void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out) { *out = e->s
 
 static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv)
 {
-    return dp->bytes + dp->bytes_vocab * (uint64_t)e->vocab + dp->bytes_kv * (uint64_t)n_kv;
+    return dp->bytes + dp->bytes_vocab * (uint64_t)e->vocab + dp->bytes_kv * (uint64_t)n_kv +
+           rt_eng_weight_bytes_delta(e, dp); /* weights held as TQ1_0 / TQ2_0 */
 }
 
 /* The decode dispatches in recording order (see rt_eng_record()): pre, layer x n_layers, post. */

@@ -48,11 +48,12 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
 int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
 {
     const rt_kernel_desc *kd = &e->d->kernels[k];
-    uint32_t spec[RT_SPEC_GEMV_VEC + 1] = {0};
+    uint32_t spec[RT_SPEC_COUNT] = {0};
     spec[RT_SPEC_GEMV_VEC] = e->var[k].vec;
+    spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
     bool nd = e->var[k].dot && kd->spv_dot;
     return rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
-                                spec, RT_SPEC_GEMV_VEC + 1, &e->pipes[k], err);
+                                spec, RT_SPEC_COUNT, &e->pipes[k], err);
 }
 
 /* ---- the stored choice ---- */

@@ -55,4 +55,9 @@ void rt_tq_dequantize(rt_type t, const uint8_t *blocks, int64_t n, float *y);
  * `what`, the row length (a multiple of 256 is needed) or the byte size expected. */
 int rt_tq_check(rt_type t, const char *what, const int64_t ne[4], uint64_t nbytes, char *err);
 
+/* Writes `out`: the GGUF `in` with its I2_S tensors (rows a multiple of 256) re-encoded as
+ * `to` (TQ1_0 / TQ2_0) by rt_tq_pack, all other tensors and the metadata kept,
+ * general.file_type 36 / 37. 0 ok (*n_converted tensors), else -1 with err. */
+int rt_tq_convert(const char *in, const char *out, rt_type to, int *n_converted, char *err);
+
 #endif

@@ -37,7 +37,11 @@ static int resolve(ref_model *r, int ti, int L, char *err)
                  name, r->m->path, t->loc.line, t->key);
         return -1;
     }
-    if (gt->type != t->type) {
+    /* a ternary tensor may come in any of the ternary formats (as the runtime accepts) */
+    const fmt_codec *tc = fmt_codec_find(t->type);
+    const bool tern_ok = tc && (tc->uses & FMT_USE_TERNARY) &&
+                         (gt->type == FMT_I2_S || gt->type == FMT_TQ1_0 || gt->type == FMT_TQ2_0);
+    if (gt->type != t->type && !tern_ok) {
         snprintf(err, RT_ERR_LEN, "%s: tensor %s has type %s, YAML %s:%d wants %s", r->g->path,
                  name, fmt_type_name(gt->type), r->m->path, t->loc.line, gen_ttype_name(t->type));
         return -1;
@@ -163,6 +167,19 @@ static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor 
                      const float *x, int K, int M, float *y)
 {
     ref_model *r = e->r;
+    if (w->type == FMT_TQ1_0 || w->type == FMT_TQ2_0) { /* per-block scales: ref_bitlinear_tq */
+        int8_t *q = malloc((size_t)K * (size_t)e->n);
+        float *s = malloc(sizeof(float) * (size_t)e->n);
+        if (q && s) {
+            ref_act_quant_rows(x, e->n, K, q, s);
+            ref_bitlinear_tq((int)w->type, w->data, K, M, q, s, e->n, y, NULL);
+        }
+        free(q);
+        free(s);
+        if (q && s) return 0;
+        snprintf(e->err, RT_ERR_LEN, "ref_eval: out of memory for %d tokens", e->n);
+        return -1;
+    }
     const fmt_codec *c = fmt_codec_find(w->type); /* resolve() matched the YAML's codec */
     int8_t **slot = &r->tern[op->weight * r->n_layers +
                              (r->m->tensors[op->weight].per_layer && L > 0 ? L : 0)];

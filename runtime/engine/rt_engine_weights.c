@@ -1,0 +1,181 @@
+/* rt_engine_weights.c - the ternary weight formats of a loaded model (see rt_engine_priv.h
+ * for how the engine is split).
+ *
+ * A tensor the YAML types ternary (i2_s, tq1_0, tq2_0) may come from the GGUF in any of
+ * the three formats; the bitlinear kernels decode all three and are told which one per
+ * pipeline by the WFMT specialization constant (RT_SPEC_WFMT), so the matrices one kernel
+ * reads must share a format. `--weights tq1|tq2` (opts.weights) re-encodes I2_S tensors
+ * at load into ggml's TQ1_0 / TQ2_0 blocks (rt_tq.h): every 256-block gets the tensor's
+ * scale rounded to F16 (0 for an all-zero block), so the logits move by that rounding only.
+ * e->wtype holds the format each device copy has; the byte counts of the bench follow it.
+ */
+#include "engine/rt_engine_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/rt_tq.h"
+
+static bool ternary(uint8_t t) { return t == FMT_I2_S || t == FMT_TQ1_0 || t == FMT_TQ2_0; }
+
+bool rt_eng_type_ok(uint8_t want, uint8_t got) { return want == got || (ternary(want) && ternary(got)); }
+
+static uint32_t wfmt_of(uint8_t t)
+{
+    return t == FMT_TQ1_0 ? 2u : t == FMT_TQ2_0 ? 1u : 0u; /* GEN_WFMT_* */
+}
+
+void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n)
+{
+    const char *g = e->d->tensors[t].gguf, *p = strstr(g, "{L}");
+    if (p)
+        snprintf(name, n, "%.*s%d%s", (int)(p - g), g, L, p + 3);
+    else
+        snprintf(name, n, "%s", g);
+}
+
+int rt_eng_weight_types(rt_engine *e, int repack, char *err)
+{
+    const rt_model_desc *d = e->d;
+    e->wtype = calloc((size_t)d->n_tensors * e->n_layers, 1);
+    if (!e->wtype) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    char name[160];
+    for (uint32_t t = 0; t < d->n_tensors; t++)
+        for (int L = 0; L < (d->tensors[t].per_layer ? e->n_layers : 1); L++) {
+            rt_eng_tensor_name(e, t, L, name, sizeof(name));
+            const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, name);
+            uint8_t ty = (uint8_t)gt->type;
+            if (ty == FMT_TQ1_0 || ty == FMT_TQ2_0) {
+                if (rt_tq_check(gt->type, name, gt->ne, gt->nbytes, err))
+                    return -1;
+            } else if (repack && ty == FMT_I2_S) {
+                if (gt->ne[0] % RT_TQ_BLOCK) {
+                    snprintf(err, RT_ERR_LEN,
+                             "--weights %s: tensor '%s' has rows of %lld weights; TQ1_0 / TQ2_0 need multiples of %d",
+                             repack == FMT_TQ1_0 ? "tq1" : "tq2", name, (long long)gt->ne[0], RT_TQ_BLOCK);
+                    return -1;
+                }
+                ty = (uint8_t)repack;
+            }
+            e->wtype[(size_t)t * e->n_layers + L] = ty;
+        }
+    return 0;
+}
+
+uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L)
+{
+    const uint8_t ty = e->wtype[(size_t)t * e->n_layers + L];
+    if (ty == gt->type)
+        return gt->nbytes;
+    return (uint64_t)gt->ne[0] * (uint64_t)gt->ne[1] / RT_TQ_BLOCK * rt_tq_block_bytes((rt_type)ty);
+}
+
+/* Rows [r0, r0 + n) of I2_S tensor gt as ternary values (format/fmt_i2s.c's layout, a byte at a time). */
+static void i2s_rows(const rt_gguf_tensor *gt, int64_t r0, int64_t n, int8_t *out)
+{
+    const int64_t ne0 = gt->ne[0];
+    const uint8_t *p = gt->data + (size_t)(r0 * ne0 / 4);
+    for (int64_t b = 0; b < n * ne0 / 128; b++, p += 32)
+        for (int j = 0; j < 32; j++)
+            for (int g = 0; g < 4; g++)
+                out[b * 128 + 32 * g + j] = (int8_t)(((p[j] >> (6 - 2 * g)) & 3) - 1);
+}
+
+int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, char *err)
+{
+    const uint8_t ty = e->wtype[(size_t)t * e->n_layers + L];
+    if (ty == gt->type)
+        return rt_buf_upload(e->vk, dst, 0, gt->data, gt->nbytes, err);
+    /* I2_S -> TQ: a slice of rows at a time */
+    enum { SLICE = 1 << 20 }; /* weights per slice */
+    const int64_t ne0 = gt->ne[0], rows = gt->ne[1], step = SLICE / ne0 > 0 ? SLICE / ne0 : 1;
+    const float scale = fmt_ternary_scale(fmt_codec_find(FMT_I2_S), gt->data, ne0, rows), d = fmt_f16_to_f32(fmt_f32_to_f16(scale));
+    if (scale != 0 && (d == 0 || d > 65504.0f || d != d)) {
+        snprintf(err, RT_ERR_LEN, "--weights: tensor '%.*s': scale %g has no F16 value", (int)gt->name.len,
+                 gt->name.ptr, scale);
+        return -1;
+    }
+    const uint64_t row_bytes = (uint64_t)ne0 / RT_TQ_BLOCK * rt_tq_block_bytes((rt_type)ty);
+    int8_t *tern = malloc((size_t)(step * ne0));
+    uint8_t *blocks = malloc((size_t)(step * row_bytes));
+    int rc = tern && blocks ? 0 : -1;
+    if (rc)
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+    for (int64_t r = 0; r < rows && !rc; r += step) {
+        int64_t n = rows - r < step ? rows - r : step;
+        i2s_rows(gt, r, n, tern);
+        rt_tq_pack((rt_type)ty, tern, n * ne0, scale, blocks);
+        rc = rt_buf_upload(e->vk, dst, (uint64_t)r * row_bytes, blocks, (uint64_t)n * row_bytes, err);
+    }
+    free(tern);
+    free(blocks);
+    return rc;
+}
+
+/* The ternary format of the WEIGHT args of dispatch dp at layer L; 0xff if it has none. */
+static int dispatch_format(const rt_engine *e, const rt_dispatch *dp, uint8_t *fmt, char *err)
+{
+    for (int a = 0; a < dp->n_args; a++) {
+        const rt_arg arg = dp->args[a];
+        if (arg.kind != RT_ARG_WEIGHT || !ternary(e->d->tensors[arg.index].type))
+            continue;
+        for (int L = 0; L < (e->d->tensors[arg.index].per_layer ? e->n_layers : 1); L++) {
+            uint8_t ty = e->wtype[(size_t)arg.index * e->n_layers + L];
+            if (*fmt != 0xff && *fmt != ty) {
+                char name[160];
+                rt_eng_tensor_name(e, arg.index, L, name, sizeof(name));
+                snprintf(err, RT_ERR_LEN,
+                         "kernel %s reads tensor '%s' as %s and another as %s: the matrices of one kernel "
+                         "(every layer) must share one format", e->d->kernels[dp->kernel].name, name,
+                         fmt_type_name((rt_type)ty), fmt_type_name((rt_type)*fmt));
+                return -1;
+            }
+            *fmt = ty;
+        }
+    }
+    return 0;
+}
+
+int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err)
+{
+    const rt_model_desc *d = e->d;
+    uint8_t *fmt = malloc(d->n_kernels ? d->n_kernels : 1);
+    if (!fmt) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    memset(fmt, 0xff, d->n_kernels);
+    const rt_schedule *ss[2] = {&d->decode, &d->prefill};
+    int rc = 0;
+    for (int si = 0; si < 2 && !rc; si++) {
+        const rt_dispatch *parts[4] = {ss[si]->pre, ss[si]->layer, ss[si]->post, ss[si]->post_q8};
+        const uint32_t counts[4] = {ss[si]->n_pre, ss[si]->n_layer, ss[si]->n_post, ss[si]->post_q8 ? ss[si]->n_post : 0};
+        for (int p = 0; p < 4 && !rc; p++)
+            for (uint32_t i = 0; i < counts[p] && !rc; i++)
+                rc = dispatch_format(e, &parts[p][i], &fmt[parts[p][i].kernel], err);
+    }
+    for (uint32_t k = 0; k < d->n_kernels; k++)
+        wfmt[k] = fmt[k] == 0xff ? 0 : wfmt_of(fmt[k]);
+    free(fmt);
+    return rc;
+}
+
+uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp)
+{
+    int64_t delta = 0;
+    for (int a = 0; a < dp->n_args; a++) {
+        const rt_arg arg = dp->args[a];
+        if ((arg.kind != RT_ARG_WEIGHT && arg.kind != RT_ARG_WEIGHT_NEXT) || !ternary(e->d->tensors[arg.index].type))
+            continue;
+        const rt_tensor_desc *td = &e->d->tensors[arg.index];
+        const uint8_t ty = e->wtype[(size_t)arg.index * e->n_layers];
+        const int64_t n = td->ne[0] * td->ne[1]; /* the generator counts I2_S codes: n / 4 bytes */
+        if (ty != FMT_I2_S)
+            delta += n / RT_TQ_BLOCK * (int64_t)rt_tq_block_bytes((rt_type)ty) - n / 4;
+    }
+    return (uint64_t)delta;
+}
