@@ -48,7 +48,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: %s was loaded vocab_only", m->path);
     ternion_context_params p = params ? *params : ternion_context_default_params();
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_seq_max < 0 || p.n_seq_max > 256 || p.gemv < 0 || p.gemv > 2 ||
-        p.device < -1)
+        p.device < -1 || p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ2 || p.vram_budget_mib < 0)
         return rt_api_fail(TERNION_E_INVALID,
                            "ternion_context_new: n_ctx %d, n_batch %d, n_seq_max %d (1..256), gemv %d (0..2), "
                            "device %d: out of range", p.n_ctx, p.n_batch, p.n_seq_max, p.gemv, p.device);
@@ -58,6 +58,9 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID,
                            "--sparse-ffn exact: models/%s.yaml has no 'sparse_ffn: exact', so this model carries no "
                            "sparse decode schedule (add the key and run make gen)", m->desc->name);
+    if (p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ2 || p.vram_budget_mib < 0)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: weights %d (0..2), vram_budget_mib %d: out of range",
+                           p.weights, p.vram_budget_mib);
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
         return rt_api_fail(TERNION_E_INVALID,
                            "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
@@ -83,6 +86,8 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         .lm_head_q8 = p.lm_head_q8,
         .sparse_ffn = p.sparse_ffn,
         .tune = p.tune,
+        .weights = p.weights == TERNION_WEIGHTS_TQ1 ? FMT_TQ1_0 : p.weights == TERNION_WEIGHTS_TQ2 ? FMT_TQ2_0 : 0,
+        .vram_budget_mib = p.vram_budget_mib,
         .progress = progress_cb,
         .progress_user = m,
     };

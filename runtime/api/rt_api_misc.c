@@ -135,6 +135,8 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .gemv_vec = st.gemv_vec,
         .lm_head_q8 = st.lm_head_q8,
         .sparse_ffn = st.sparse_ffn,
+        .streamed_layers = st.streamed_layers,
+        .streamed_bytes = st.streamed_bytes,
     };
     return 0;
 }
@@ -179,6 +181,16 @@ int ternion_perf_copy_bandwidth(ternion_context *c, double *out_gbs)
         return rt_api_fail(TERNION_E_INVALID, "ternion_perf_copy_bandwidth: NULL argument");
     char err[RT_ERR_LEN] = "";
     if (rt_engine_copy_bandwidth(c->e, out_gbs, err))
+        return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
+    return 0;
+}
+
+int ternion_perf_stream(ternion_context *c, double *copy_ms, double *compute_ms, double *step_ms)
+{
+    if (!c || !copy_ms || !compute_ms || !step_ms)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_perf_stream: NULL argument");
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_stream_measure(c->e, copy_ms, compute_ms, step_ms, err))
         return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
     return 0;
 }

@@ -246,7 +246,14 @@ typedef struct {
                            or on a GPU tune once when none, a progress line on stderr), _NOW
                            (time every variant, print the table on stdout, store the fastest).
                            Every variant gives the same results; gemv / no_int_dot override */
+    int32_t weights;    /* ternary weights: 0 as stored; TERNION_WEIGHTS_TQ1 / _TQ2: I2_S tensors
+                           re-encoded at load into ggml's TQ1_0 (1.69 bits) / TQ2_0 (2.06 bits)
+                           blocks; logits move by the F16 rounding of the scale */
+    int32_t vram_budget_mib; /* 0: every weight on the device; else the layers that do not fit
+                           beside two layer slots stay in host memory and are copied in per step,
+                           overlapping compute (same logits); too small: an error naming the least */
 } ternion_context_params;
+enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2 };
 
 enum { TERNION_SPARSE_DENSE = 0, TERNION_SPARSE_EXACT = 1 };
 typedef enum { TERNION_TUNE_OFF = 0, TERNION_TUNE_AUTO = 1, TERNION_TUNE_NOW = 2 } ternion_tune;
@@ -379,6 +386,8 @@ typedef struct {
     bool gemv_vec;                 /* decode matrix rows read 16 bytes per lane (else 4) */
     bool lm_head_q8;               /* the LM head reads the Q8_0 copy */
     int32_t sparse_ffn;            /* TERNION_SPARSE_* of single-token steps */
+    int32_t streamed_layers;       /* vram_budget_mib: layers copied in per step (0: all resident) */
+    uint64_t streamed_bytes;       /* bytes those copies move per step */
 } ternion_perf;
 
 TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
@@ -402,6 +411,10 @@ TERNION_API uint64_t ternion_perf_decode_weight_bytes(const ternion_context *ctx
 TERNION_API int32_t ternion_perf_ffn_active(const ternion_context *ctx, double *out, int32_t cap);
 /* The device's copy bandwidth in GB/s (read + write), measured with a copy kernel. */
 TERNION_API int ternion_perf_copy_bandwidth(ternion_context *ctx, double *out_gbs);
+/* Layer streaming: the fastest of 3 runs of the streamed copies alone, of a decode step's
+ * dispatches alone and of the whole decode step, in ms (overlap = copy + compute - step).
+ * Runs decode steps at the current position (use after generation). All 0 without streaming. */
+TERNION_API int ternion_perf_stream(ternion_context *ctx, double *copy_ms, double *compute_ms, double *step_ms);
 
 /* Per-dispatch GPU times of the last decode step or the last prompt step (a step of more
  * than one token), with ternion_context_params.profile. */

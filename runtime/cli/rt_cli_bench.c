@@ -44,6 +44,9 @@ typedef struct {
     bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
     int tune_state;        /* rt_tune_state of the variants */
     char variants[4096];   /* "kernel=variant ..." of the decode kernels with variants */
+    int streamed_layers;   /* --vram-budget: layers copied in per step */
+    uint64_t streamed_bytes;
+    double s_copy_ms, s_compute_ms, s_step_ms; /* rt_engine_stream_measure */
 } bench_result;
 
 /* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
@@ -327,6 +330,10 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->gemv_vec = st.gemv_vec;
     r->tune_state = ternion_perf_variants(e, r->variants, sizeof(r->variants));
     r->barriers = st.barriers_per_token;
+    r->streamed_layers = st.streamed_layers;
+    r->streamed_bytes = st.streamed_bytes;
+    if (st.streamed_layers && ternion_perf_stream(e, &r->s_copy_ms, &r->s_compute_ms, &r->s_step_ms))
+        return fail("streaming measure", e);
     r->bytes = ternion_perf_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
     r->weight_bytes = ternion_perf_decode_weight_bytes(e, false);
     r->layer_weight_bytes = ternion_perf_decode_weight_bytes(e, true);
@@ -384,7 +391,11 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         printf("\"decode_chain_tok_s\":%.3f,", 1000.0 / r->chain_ms);
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
-        json_str("weights", o->weights ? o->weights : "as stored", true);
+        json_str("ternary_format", o->weights ? o->weights : "as stored", true);
+        printf("\"vram_budget_mib\":%d,\"streamed_layers\":%d,\"streamed_bytes_per_token\":%llu,"
+               "\"stream_copy_ms\":%.3f,\"stream_compute_ms\":%.3f,\"stream_step_ms\":%.3f,\"h2d_gbs\":%.3f,",
+               o->vram_budget, r->streamed_layers, (unsigned long long)r->streamed_bytes, r->s_copy_ms,
+               r->s_compute_ms, r->s_step_ms, r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0);
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
         json_str("sparse_ffn", r->sparse_ffn == TERNION_SPARSE_EXACT ? "exact" : "dense", true);
         if (r->n_ffn) {
@@ -440,6 +451,12 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
            r->variants[0] ? r->variants : "none");
     printf("bandwidth:   %.2f GB/s achieved; device copy %.2f GB/s (read+write); ratio %.1f%%\n", r->achieved_gbs,
            r->copy_gbs, 100.0 * ratio);
+    if (r->streamed_layers)
+        printf("streaming:   --vram-budget %d MiB: %d layers streamed, %.2f MB host->device per token; copies alone "
+               "%.2f ms (%.2f GB/s), dispatches alone %.2f ms, step %.2f ms: overlap %.2f ms\n",
+               o->vram_budget, r->streamed_layers, r->streamed_bytes / 1e6, r->s_copy_ms,
+               r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0, r->s_compute_ms, r->s_step_ms,
+               r->s_copy_ms + r->s_compute_ms - r->s_step_ms);
 }
 
 int rt_cli_bench(const rt_cli_opts *o)

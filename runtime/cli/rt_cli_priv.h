@@ -34,6 +34,7 @@ typedef struct {
     int n_predict;             /* -n: tokens to generate; -1 = until EOS / context full */
     int n_ctx;                 /* -c: 0 = model default */
     int n_batch;               /* -b: 0 = engine default */
+    int vram_budget;           /* --vram-budget MiB: 0 = everything resident */
     float temp, top_p, min_p, repeat_penalty, freq_penalty, presence_penalty;
     int top_k, repeat_last_n;
     uint64_t seed;             /* --seed; seed_set false = time-based */

@@ -44,8 +44,12 @@ typedef struct {
     int sparse_ffn;     /* RT_SPARSE_*: decode with the exact sparse FFN (the schedule
                            decode_exact, YAML sparse_ffn: exact; same logits, only the active
                            neurons' up rows and down columns read); error if the model has none */
-    int weights;        /* 0: ternary tensors as stored; RT_TYPE_TQ1_0 / RT_TYPE_TQ2_0 (rt_gguf.h):
+    int weights;        /* 0: ternary tensors as stored; FMT_TQ1_0 / FMT_TQ2_0 (rt_gguf.h):
                            I2_S tensors re-encoded into those blocks at load (--weights tq1|tq2) */
+    int vram_budget_mib; /* 0: every weight on the device; else the matrices of the layers that do
+                           not fit beside two layer slots stay in host memory and are copied into
+                           the slots per step (rt_engine_stream.c); too small: an error with the least;
+                           < 0: every layer streamed even when all would fit (tests) */
 } rt_engine_opts;
 
 enum { RT_SPARSE_DENSE = 0, RT_SPARSE_EXACT = 1 };
@@ -109,6 +113,8 @@ typedef struct {
     bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
     int sparse_ffn;                  /* RT_SPARSE_* of the decode schedule */
     int tune_state;                  /* rt_tune_state: defaults, stored choice, tuned now */
+    int streamed_layers;             /* --vram-budget: layers whose matrices are copied per step */
+    uint64_t streamed_bytes;         /* bytes those copies move per step */
 } rt_engine_stats;
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 /* Bytes one decode step reads and writes (weights, activations, the KV rows of a
@@ -143,5 +149,10 @@ uint64_t rt_engine_decode_weight_bytes(const rt_engine *e, bool layers_only);
 int rt_engine_variants(const rt_engine *e, char *out, size_t n);
 /* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err);
+/* With layer streaming: the fastest of 3 runs of the streamed layers' copies alone, of the
+ * decode step's dispatches alone (slots as they are) and of the whole decode step, in ms
+ * (overlap = copy + compute - step). Runs decode steps at the current position. All 0
+ * without streaming. */
+int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, double *step_ms, char *err);
 
 #endif

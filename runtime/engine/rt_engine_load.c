@@ -151,11 +151,19 @@ static int upload_weights(rt_engine *e, char *err)
                     continue;
                 }
                 size_t i = (size_t)t * e->n_layers + L;
+                rt_buf *host;
+                uint64_t host_off;
+                if (rt_eng_stream_place(e, t, L, &e->w[i], &host, &host_off)) { /* streamed: host copy */
+                    if (rt_eng_weight_upload(e, gt, t, L, host, host_off, err))
+                        return -1;
+                    done += nbytes;
+                    continue;
+                }
                 /* + 4: a TQ word read past a block's codes may touch 2 bytes beyond the last block */
                 if (rt_buf_create_named(e->vk, (nbytes + 4 + 3) / 4 * 4, RT_MEM_DEVICE, name, &e->w[i], err))
                     return -1;
                 e->w_ok[i] = true;
-                if (rt_eng_weight_upload(e, gt, t, L, &e->w[i], err))
+                if (rt_eng_weight_upload(e, gt, t, L, &e->w[i], 0, err))
                     return -1;
                 done += gt->nbytes;
                 if (e->progress)
@@ -262,7 +270,8 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     rt_vk_opts vo = {.device_index = opts->device_index, .validation = opts->validation, .verbose = opts->verbose};
     if (rt_vk_create(&vo, &e->vk, err) || check_limits(e, err))
         goto fail;
-    if (rt_eng_weight_types(e, opts->weights, err) || upload_weights(e, err))
+    if (rt_eng_weight_types(e, opts->weights, err) || rt_eng_stream_plan(e, opts->vram_budget_mib, err) ||
+        upload_weights(e, err))
         goto fail;
     e->head_q8 = opts->lm_head_q8;
     if (e->head_q8 && make_q8_tables(e, opts->model_path, err))
@@ -372,6 +381,7 @@ void rt_engine_close(rt_engine *e)
         for (int i = 0; i < e->chain.count; i++)
             rt_cmd_free(e->chain.slot[i].c);
         rt_eng_sparse_close(e);
+        rt_eng_stream_free(e);
         rt_vk_destroy(e->vk);
     }
     free(e->w);

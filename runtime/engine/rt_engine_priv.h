@@ -65,6 +65,7 @@ struct rt_engine {
     rt_buf *w;            /* [n_tensors][n_layers] (global tensors at layer 0) */
     uint8_t *wtype;       /* [n_tensors][n_layers]: rt_type of each device copy (--weights repacks) */
     uint32_t *wfmt;       /* [n_kernels]: the WFMT specialization constant of each pipeline */
+    struct rt_eng_stream *stream; /* layer streaming (--vram-budget), NULL: all resident */
     bool *w_ok;
     bool head_q8;         /* post sections are the schedules' post_q8 */
     bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
@@ -130,9 +131,18 @@ bool rt_eng_type_ok(uint8_t want, uint8_t got);
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n);
 int rt_eng_weight_types(rt_engine *e, int repack, char *err);
 uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L);
-int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, char *err);
+int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, uint64_t off,
+                         char *err);
 int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err);
 uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp);
+/* rt_engine_stream.c */
+int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err);
+bool rt_eng_stream_place(rt_engine *e, uint32_t t, int L, rt_buf *view, rt_buf **host, uint64_t *host_off);
+void rt_eng_stream_step_begin(rt_engine *e, rt_cmd *c);
+void rt_eng_stream_layer_begin(rt_engine *e, rt_cmd *c, int L);
+void rt_eng_stream_layer_end(rt_engine *e, rt_cmd *c, int L);
+void rt_eng_stream_step_end(rt_engine *e, rt_cmd *c);
+void rt_eng_stream_free(rt_engine *e);
 
 /* rt_tune.c: variants per kernel (defaults, or the stored choice), their pipelines;
  * tuning on the recorded decode schedule (mode rt_tune_mode; overridden: --gemv or

@@ -116,13 +116,18 @@ const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s)
 void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n)
 {
     const rt_dispatch *post = rt_eng_post_of(e, s);
+    rt_eng_stream_step_begin(e, c); /* --vram-budget: copies of streamed layers (rt_engine_stream.c) */
     for (uint32_t i = 0; i < s->n_pre; i++)
         record_dispatch(e, c, &s->pre[i], 0, n);
-    for (int L = 0; L < e->n_layers; L++)
+    for (int L = 0; L < e->n_layers; L++) {
+        rt_eng_stream_layer_begin(e, c, L);
         for (uint32_t i = 0; i < s->n_layer; i++)
             record_dispatch(e, c, &s->layer[i], L, n);
+        rt_eng_stream_layer_end(e, c, L);
+    }
     for (uint32_t i = 0; i < s->n_post; i++)
         record_dispatch(e, c, &post[i], 0, n);
+    rt_eng_stream_step_end(e, c);
 }
 
 /* Record schedule s for n tokens (s NULL: nothing), then optionally (aux >= 0) the

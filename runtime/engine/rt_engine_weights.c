@@ -85,11 +85,12 @@ static void i2s_rows(const rt_gguf_tensor *gt, int64_t r0, int64_t n, int8_t *ou
                 out[b * 128 + 32 * g + j] = (int8_t)(((p[j] >> (6 - 2 * g)) & 3) - 1);
 }
 
-int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, char *err)
+int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, uint64_t off,
+                         char *err)
 {
     const uint8_t ty = e->wtype[(size_t)t * e->n_layers + L];
     if (ty == gt->type)
-        return rt_buf_upload(e->vk, dst, 0, gt->data, gt->nbytes, err);
+        return rt_buf_upload(e->vk, dst, off, gt->data, gt->nbytes, err);
     /* I2_S -> TQ: a slice of rows at a time */
     enum { SLICE = 1 << 20 }; /* weights per slice */
     const int64_t ne0 = gt->ne[0], rows = gt->ne[1], step = SLICE / ne0 > 0 ? SLICE / ne0 : 1;
@@ -109,7 +110,7 @@ int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int
         int64_t n = rows - r < step ? rows - r : step;
         i2s_rows(gt, r, n, tern);
         rt_tq_pack((rt_type)ty, tern, n * ne0, scale, blocks);
-        rc = rt_buf_upload(e->vk, dst, (uint64_t)r * row_bytes, blocks, (uint64_t)n * row_bytes, err);
+        rc = rt_buf_upload(e->vk, dst, off + (uint64_t)r * row_bytes, blocks, (uint64_t)n * row_bytes, err);
     }
     free(tern);
     free(blocks);

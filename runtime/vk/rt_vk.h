@@ -165,6 +165,17 @@ void rt_cmd_dispatch(rt_cmd *c, rt_pipeline *p, const void *push, uint32_t push_
  * and copy (their writes of src visible, their reads of dst done) and before every
  * later one (which sees the copied bytes, uniform reads included). */
 void rt_cmd_copy(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, rt_buf *dst, VkDeviceSize doff, VkDeviceSize n);
+/* Layer streaming: copy n bytes src -> dst once every dispatch recorded so far is done
+ * reading dst, then set event ev. Later dispatches are not ordered after the copy (they may
+ * run while it runs) until rt_cmd_wait_copy(ev, dst), which makes the bytes visible to the
+ * dispatches after it. An event is set once per stream instance: rt_cmd_reset_event after
+ * its last wait. */
+int rt_vk_event_create(rt_vk *vk, VkEvent *out, char *err);
+void rt_vk_event_destroy(rt_vk *vk, VkEvent ev);
+void rt_cmd_copy_async(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
+                       VkDeviceSize n, VkEvent ev);
+void rt_cmd_wait_copy(rt_cmd *c, VkEvent ev, const rt_buf *dst);
+void rt_cmd_reset_event(rt_cmd *c, VkEvent ev);
 int rt_cmd_end(rt_cmd *c, char *err);                           /* finish recording */
 /* Submit and wait. Can be called any number of times after rt_cmd_end. */
 int rt_cmd_submit(rt_cmd *c, char *err);

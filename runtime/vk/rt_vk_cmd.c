@@ -276,3 +276,60 @@ fail:
 
 uint32_t rt_cmd_dispatch_count(const rt_cmd *c) { return c->n_dispatch; }
 uint32_t rt_cmd_barrier_count(const rt_cmd *c) { return c->n_barrier; }
+
+/* ---- copies that only the dispatches waiting for them wait for (layer streaming) ---- */
+
+int rt_vk_event_create(rt_vk *vk, VkEvent *out, char *err)
+{
+    VkEventCreateInfo ei = {.sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
+    RT_VK(vkCreateEvent(vk->dev, &ei, NULL, out));
+    return 0;
+fail:
+    return 1;
+}
+
+void rt_vk_event_destroy(rt_vk *vk, VkEvent ev)
+{
+    if (ev) vkDestroyEvent(vk->dev, ev, NULL);
+}
+
+void rt_cmd_copy_async(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
+                       VkDeviceSize n, VkEvent ev)
+{
+    if (!can_record(c, "rt_cmd_copy_async")) return;
+    if (soff > src->size || n > src->size - soff || doff > dst->size || n > dst->size - doff) {
+        snprintf(c->err, RT_ERR_LEN, "rt_cmd_copy_async out of range: %llu bytes from offset %llu of %llu to "
+                 "offset %llu of %llu", (unsigned long long)n, (unsigned long long)soff,
+                 (unsigned long long)src->size, (unsigned long long)doff, (unsigned long long)dst->size);
+        return;
+    }
+    /* the dispatches recorded so far (the slot's previous layer) are done reading dst */
+    VkBufferMemoryBarrier war = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                                 .srcAccessMask = VK_ACCESS_SHADER_READ_BIT, .dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                                 .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                 .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = dst->buf, .offset = 0,
+                                 .size = VK_WHOLE_SIZE};
+    vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 1,
+                         &war, 0, NULL);
+    VkBufferCopy r = {.srcOffset = soff, .dstOffset = doff, .size = n};
+    vkCmdCopyBuffer(c->cb, src->buf, dst->buf, 1, &r);
+    vkCmdSetEvent(c->cb, ev, VK_PIPELINE_STAGE_TRANSFER_BIT);
+}
+
+void rt_cmd_wait_copy(rt_cmd *c, VkEvent ev, const rt_buf *dst)
+{
+    if (!can_record(c, "rt_cmd_wait_copy")) return;
+    VkBufferMemoryBarrier raw = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                                 .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .dstAccessMask = VK_ACCESS_SHADER_READ_BIT,
+                                 .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                 .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = dst->buf, .offset = 0,
+                                 .size = VK_WHOLE_SIZE};
+    vkCmdWaitEvents(c->cb, 1, &ev, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, NULL, 1,
+                    &raw, 0, NULL);
+}
+
+void rt_cmd_reset_event(rt_cmd *c, VkEvent ev)
+{
+    if (!can_record(c, "rt_cmd_reset_event")) return;
+    vkCmdResetEvent(c->cb, ev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT);
+}

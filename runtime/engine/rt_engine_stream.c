@@ -1,0 +1,245 @@
+/* rt_engine_stream.c - layer streaming under a device-memory budget (--vram-budget MiB; see
+ * rt_engine_priv.h for how the engine is split).
+ *
+ * What stays resident: every global tensor, every per-layer 1-D tensor (the norms, which a
+ * layer's last kernel also reads for the next layer: WEIGHT_NEXT), the KV caches and the
+ * activations, and the matrices of the first `first` layers, as many as the budget holds
+ * beside two layer slots. The matrices of layers first .. n_layers-1 live in one
+ * host-visible buffer (system memory the device reads over the bus), a layer's matrices
+ * contiguous at fixed offsets; on the device there are two slots of one layer each.
+ *
+ * Every recorded stream (decode, prompt steps, greedy chains: they all go through
+ * rt_eng_record_schedule) carries the copies: at the start of a step the first two
+ * streamed layers are copied into slots 0 and 1; streamed layer j waits (an event, not a
+ * barrier) for its own copy only; right after its last dispatch the copy of layer j + 2
+ * into its slot is recorded, ordered after the dispatches that read the slot. So the copy
+ * of layer j + 1 runs while layer j computes (double buffering), and no dispatch waits for
+ * a copy it does not need. The dispatches of streamed layer j bind slot j % 2 (the
+ * engine's per-tensor views point there), so the recorded push constants need no change.
+ * One queue and events rather than a transfer queue and timeline semaphores: every step
+ * stays one submission (greedy chains included); a device runs the copies beside the
+ * dispatches that do not wait for them.
+ */
+#include "engine/rt_engine_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SLOT_ALIGN 256 /* each matrix in a slot starts 256-byte aligned (uvec4 loads and more) */
+
+struct rt_eng_stream {
+    int first, n;           /* first streamed layer, streamed layers */
+    uint64_t layer_bytes;   /* one layer's matrices in a slot */
+    uint64_t *off;          /* [n_tensors]: offset in the slot; UINT64_MAX if not streamed */
+    rt_buf host;            /* n * layer_bytes, host-visible */
+    rt_buf slot[2];
+    VkEvent *ev;            /* [n]: copy of streamed layer j done */
+    bool quiet;             /* recording without the streaming commands (rt_engine_stream_measure) */
+};
+
+static bool streamed_kind(const rt_tensor_desc *td) { return td->per_layer && td->n_dims == 2; }
+
+/* Device bytes of every resident thing but the streamed matrices: global tensors, the
+ * per-layer 1-D tensors, activations, KV caches, logits and counters. */
+static uint64_t fixed_bytes(const rt_engine *e)
+{
+    const rt_model_desc *d = e->d;
+    uint64_t b = 0;
+    char name[160];
+    for (uint32_t t = 0; t < d->n_tensors; t++)
+        for (int L = 0; L < (d->tensors[t].per_layer ? e->n_layers : 1); L++)
+            if (!streamed_kind(&d->tensors[t])) {
+                rt_eng_tensor_name(e, t, L, name, sizeof(name));
+                b += rt_eng_weight_nbytes(e, rt_gguf_tensor_find(e->g, name), t, L) + 4;
+            }
+    for (uint32_t i = 0; i < d->n_acts; i++) {
+        uint64_t sz = (uint64_t)d->acts[i].bytes_per_token * e->n_batch;
+        b += sz < 256 ? 256 : sz;
+    }
+    b += 2ull * e->n_layers * e->n_ctx * d->kv_dim * d->kv_elem_bytes;
+    b += (uint64_t)e->n_batch * e->vocab * 4 + RT_SYNC_WORDS * 4;
+    return b;
+}
+
+/* The matrices of layer L, slot-packed (offsets into off[] when not NULL). */
+static uint64_t layer_bytes(const rt_engine *e, int L, uint64_t *off)
+{
+    uint64_t b = 0;
+    char name[160];
+    for (uint32_t t = 0; t < e->d->n_tensors; t++) {
+        if (off)
+            off[t] = UINT64_MAX;
+        if (!streamed_kind(&e->d->tensors[t]))
+            continue;
+        rt_eng_tensor_name(e, t, L, name, sizeof(name));
+        if (off)
+            off[t] = b;
+        b += (rt_eng_weight_nbytes(e, rt_gguf_tensor_find(e->g, name), t, L) + 4 + SLOT_ALIGN - 1) / SLOT_ALIGN *
+             SLOT_ALIGN;
+    }
+    return b;
+}
+
+int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err)
+{
+    if (budget_mib == 0)
+        return 0;
+    const bool force = budget_mib < 0; /* every layer streamed, whatever fits (tests) */
+    const uint64_t budget = force ? UINT64_MAX / 2 : (uint64_t)budget_mib << 20, fixed = fixed_bytes(e);
+    uint64_t lb = 0;
+    for (int L = 0; L < e->n_layers; L++) {
+        uint64_t b = layer_bytes(e, L, NULL);
+        lb = b > lb ? b : lb;
+    }
+    const int N = e->n_layers, slots = N < 2 ? N : 2;
+    if (!force && fixed + (uint64_t)N * lb <= budget)
+        return 0; /* everything fits */
+    if (lb == 0 || fixed + slots * lb > budget) {
+        const uint64_t need = fixed + slots * lb;
+        snprintf(err, RT_ERR_LEN,
+                 "--vram-budget %d MiB is too small: the resident tensors, KV cache and activations take %.1f MiB and "
+                 "%d layer slot%s %.1f MiB; the least budget is %llu MiB (0: everything resident)", budget_mib,
+                 fixed / 1048576.0, slots, slots > 1 ? "s" : "", slots * lb / 1048576.0,
+                 (unsigned long long)((need + (1u << 20) - 1) >> 20));
+        return -1;
+    }
+    int resident = force ? 0 : (int)((budget - fixed - slots * lb) / lb);
+    if (resident > N - slots)
+        resident = N - slots;
+    struct rt_eng_stream *s = calloc(1, sizeof(*s));
+    if (!s || !(s->off = calloc(e->d->n_tensors, sizeof(uint64_t))) ||
+        !(s->ev = calloc((size_t)(N - resident), sizeof(VkEvent)))) {
+        if (s)
+            free(s->off);
+        free(s);
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    e->stream = s;
+    s->first = resident;
+    s->n = N - resident;
+    s->layer_bytes = layer_bytes(e, 0, s->off);
+    if (layer_bytes(e, s->first, NULL) != s->layer_bytes) {
+        snprintf(err, RT_ERR_LEN, "--vram-budget: the layers' matrices differ in size; streaming needs equal layers");
+        return -1;
+    }
+    if (rt_buf_create_named(e->vk, (uint64_t)s->n * s->layer_bytes, RT_MEM_HOST, "streamed layers", &s->host, err) ||
+        rt_buf_create_named(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 0", &s->slot[0], err) ||
+        rt_buf_create_named(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 1", &s->slot[1], err))
+        return -1;
+    for (int j = 0; j < s->n; j++)
+        if (rt_vk_event_create(e->vk, &s->ev[j], err))
+            return -1;
+    e->stats.streamed_layers = s->n;
+    e->stats.streamed_bytes = (uint64_t)s->n * s->layer_bytes;
+    return 0;
+}
+
+bool rt_eng_stream_place(rt_engine *e, uint32_t t, int L, rt_buf *view, rt_buf **host, uint64_t *host_off)
+{
+    struct rt_eng_stream *s = e->stream;
+    if (!s || L < s->first || s->off[t] == UINT64_MAX)
+        return false;
+    const int j = L - s->first;
+    const rt_buf *slot = &s->slot[j % 2];
+    *view = *slot; /* same VkBuffer, the tensor's place in it */
+    view->addr = slot->addr + s->off[t];
+    view->size = slot->size - s->off[t];
+    view->mapped = NULL;
+    *host = &s->host;
+    *host_off = (uint64_t)j * s->layer_bytes + s->off[t];
+    return true;
+}
+
+static void copy_layer(const struct rt_eng_stream *s, rt_cmd *c, int j)
+{
+    rt_cmd_copy_async(c, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes, s->ev[j]);
+}
+
+void rt_eng_stream_step_begin(rt_engine *e, rt_cmd *c)
+{
+    const struct rt_eng_stream *s = e->stream;
+    for (int j = 0; s && !s->quiet && j < s->n && j < 2; j++)
+        copy_layer(s, c, j);
+}
+
+void rt_eng_stream_layer_begin(rt_engine *e, rt_cmd *c, int L)
+{
+    const struct rt_eng_stream *s = e->stream;
+    if (s && !s->quiet && L >= s->first)
+        rt_cmd_wait_copy(c, s->ev[L - s->first], &s->slot[(L - s->first) % 2]);
+}
+
+void rt_eng_stream_layer_end(rt_engine *e, rt_cmd *c, int L)
+{
+    const struct rt_eng_stream *s = e->stream;
+    if (s && !s->quiet && L >= s->first && L - s->first + 2 < s->n)
+        copy_layer(s, c, L - s->first + 2);
+}
+
+void rt_eng_stream_step_end(rt_engine *e, rt_cmd *c)
+{
+    const struct rt_eng_stream *s = e->stream;
+    for (int j = 0; s && !s->quiet && j < s->n; j++)
+        rt_cmd_reset_event(c, s->ev[j]);
+}
+
+void rt_eng_stream_free(rt_engine *e)
+{
+    struct rt_eng_stream *s = e->stream;
+    if (!s)
+        return;
+    for (int j = 0; s->ev && j < s->n; j++)
+        rt_vk_event_destroy(e->vk, s->ev[j]);
+    rt_buf_destroy(e->vk, &s->host);
+    rt_buf_destroy(e->vk, &s->slot[0]);
+    rt_buf_destroy(e->vk, &s->slot[1]);
+    free(s->ev);
+    free(s->off);
+    free(s);
+    e->stream = NULL;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Fastest of 3 submissions of c, in ms. */
+static int time_stream(rt_cmd *c, double *ms, char *err)
+{
+    *ms = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_ms();
+        if (rt_cmd_submit(c, err))
+            return -1;
+        double t = now_ms() - t0;
+        *ms = t < *ms ? t : *ms;
+    }
+    return 0;
+}
+
+int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, double *step_ms, char *err)
+{
+    struct rt_eng_stream *s = e->stream;
+    *copy_ms = *compute_ms = *step_ms = 0;
+    if (!s)
+        return 0;
+    rt_cmd *copies = NULL, *compute = NULL;
+    int rc = rt_cmd_begin(e->vk, &copies, err);
+    for (int j = 0; !rc && j < s->n; j++)
+        rt_cmd_copy(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
+    rc = rc || rt_cmd_end(copies, err);
+    s->quiet = true; /* the same dispatches without the copies (slots as they are: timing only) */
+    rc = rc || rt_eng_record(e, &e->d->decode, 1, -1, 0, &compute, err);
+    s->quiet = false;
+    rc = rc || time_stream(copies, copy_ms, err) || time_stream(compute, compute_ms, err) ||
+         time_stream(e->decode, step_ms, err);
+    rt_cmd_free(copies);
+    rt_cmd_free(compute);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,220 @@
+/* test_stream.c - layer streaming (--vram-budget, runtime/engine/rt_engine_stream.c) on
+ * fixture A (tests/data/bitnet-tiny) and fixture B (bitnet-2b-shape: real 2B4T layer
+ * shapes, 2 layers) when present.
+ *
+ * The budget is the least one the engine accepts (read back from its error for a budget
+ * of 1 MiB, which must be one clear error naming it), so every layer is streamed through
+ * the two slots. Streaming changes where the weights live, not the arithmetic: the prompt
+ * logits, the logits of steps fed one token at a time through the KV cache, and a greedy
+ * chain must equal the all-resident run's bit for bit. The 2-layer fixtures fit wherever two
+ * slots do, so there every layer is streamed by force (budget -1); a 6-layer random model
+ * streams at the least budget (the copy of layer j + 2 recorded behind layer j), also with
+ * --weights tq1 (the streamed copies then hold TQ1_0 blocks).
+ */
+#include <stdbool.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine/rt_engine.h"
+#include "gen_desc.h"
+#include "gen_model.h"
+#include "gguf/rt_gguf.h"
+
+#define STEPS 6
+
+typedef struct {
+    const char *yaml, *dirs[2];
+} fixture;
+
+static const fixture fixtures[2] = {
+    {"models/bitnet-tiny.yaml", {"tests/data/bitnet-tiny", "../shared/fixtures/bitnet-tiny"}},
+    {"models/bitnet-b1.58-2b.yaml", {"tests/data/bitnet-2b-shape", "../shared/fixtures/bitnet-2b-shape"}},
+};
+
+static int read_ids(const char *dir, int32_t *ids, int max)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/prompt_tokens.txt", dir);
+    FILE *fp = fopen(p, "r");
+    assert_non_null(fp);
+    int n = 0;
+    long v;
+    while (n < max && fscanf(fp, "%ld", &v) == 1)
+        ids[n++] = (int32_t)v;
+    fclose(fp);
+    return n;
+}
+
+/* Prompt logits, STEPS one-token steps' logits and a greedy chain of STEPS. */
+typedef struct {
+    float *prompt, *steps;
+    int32_t chain[STEPS];
+    rt_engine_stats st;
+} run_out;
+
+static int run(const gen_desc *d, const char *gguf, int budget, int weights, const int32_t *ids, int n, run_out *o,
+               char *err)
+{
+    rt_engine *e = NULL;
+    rt_engine_opts opts = {.model_path = gguf, .device_index = -1, .n_ctx = 128, .n_batch = 64,
+                           .vram_budget_mib = budget, .weights = weights};
+    if (rt_engine_open(&d->desc, &opts, &e, err))
+        return -1;
+    const int vocab = rt_engine_vocab(e);
+    o->prompt = malloc(sizeof(float) * (size_t)n * vocab);
+    o->steps = malloc(sizeof(float) * STEPS * (size_t)vocab);
+    assert_true(o->prompt && o->steps);
+    int rc = rt_engine_eval(e, ids, n, 0, o->prompt, err);
+    for (int i = 0; i < STEPS && !rc; i++) /* the prompt again, one token at a time */
+        rc = rt_engine_eval(e, &ids[i], 1, i, o->steps + (size_t)i * vocab, err);
+    rc = rc || rt_engine_greedy_chain(e, ids[STEPS], STEPS, STEPS, o->chain, err);
+    rt_engine_get_stats(e, &o->st);
+    rt_engine_close(e);
+    return rc;
+}
+
+/* The runs of budgets[0 .. nb) (0: the least the engine takes; -1: every layer streamed)
+ * against the all-resident run, with the weights as stored and as --weights tq1. */
+static void check_model(const char *yaml, const char *gguf, const char *dir, const int *budgets, int nb,
+                        int min_streamed, bool with_tq1)
+{
+    char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
+    gen_model m;
+    gen_desc d;
+    if (gen_model_load(yaml, &m, err) || gen_desc_build(&m, true, &d, err))
+        fail_msg("%s", err);
+    int32_t ids[256];
+    const int n = read_ids(dir, ids, 256);
+    assert_true(n > STEPS);
+    run_out all = {0}, st = {0};
+    if (run(&d, gguf, 0, 0, ids, n, &all, err)) {
+        if (strstr(err, "no Vulkan device")) {
+            printf("skip: %s\n", err);
+            gen_desc_free(&d);
+            skip();
+        }
+        fail_msg("%s", err);
+    }
+    assert_int_equal(all.st.streamed_layers, 0);
+    /* too small: one error with the least budget */
+    assert_int_not_equal(run(&d, gguf, 1, 0, ids, n, &st, err), 0);
+    printf("%s: %s\n", dir, err);
+    const char *at = strstr(err, "the least budget is ");
+    assert_non_null(at);
+    const int least = atoi(at + strlen("the least budget is "));
+    assert_true(least > 1);
+    for (int w = 0; w < 2 * nb; w++) {
+        if (w % 2 && !with_tq1)
+            continue;
+        run_out ref = all;
+        const int budget = budgets[w / 2] ? budgets[w / 2] : least, tq = w % 2;
+        if (tq && run(&d, gguf, 0, RT_TYPE_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
+            fail_msg("%s", err);
+        if (run(&d, gguf, budget, tq ? RT_TYPE_TQ1_0 : 0, ids, n, &st, err))
+            fail_msg("budget %d MiB: %s", budget, err);
+        printf("%s%s: budget %d MiB: %d layers streamed, %.2f MB copied per step\n", dir, tq ? " (tq1)" : "", budget,
+               st.st.streamed_layers, st.st.streamed_bytes / 1e6);
+        assert_true(st.st.streamed_layers >= min_streamed);
+        rt_gguf *g = NULL;
+        if (rt_gguf_open(gguf, &g, err))
+            fail_msg("%s", err);
+        const rt_gguf_tensor *emb = rt_gguf_tensor_find(g, "token_embd.weight");
+        assert_non_null(emb);
+        const size_t V = (size_t)emb->ne[1];
+        rt_gguf_close(g);
+        assert_memory_equal(st.prompt, ref.prompt, sizeof(float) * (size_t)n * V);
+        assert_memory_equal(st.steps, ref.steps, sizeof(float) * STEPS * V);
+        assert_memory_equal(st.chain, ref.chain, sizeof(st.chain));
+        free(st.prompt);
+        free(st.steps);
+        if (tq) {
+            free(ref.prompt);
+            free(ref.steps);
+        }
+    }
+    free(all.prompt);
+    free(all.steps);
+    gen_desc_free(&d);
+}
+
+/* Fixtures A and B have 2 layers, which fit wherever two slots do: every layer streamed. */
+static void check_fixture(const fixture *f)
+{
+    struct stat sb;
+    char gguf[600];
+    for (int i = 0; i < 2; i++) {
+        snprintf(gguf, sizeof(gguf), "%s/model.gguf", f->dirs[i]);
+        if (stat(gguf, &sb) == 0) {
+            const int budgets[1] = {-1};
+            check_model(f->yaml, gguf, f->dirs[i], budgets, 1, 2, false);
+            return;
+        }
+    }
+    printf("skip: no fixture for %s\n", f->yaml);
+}
+
+static void test_stream_tiny(void **state)
+{
+    (void)state;
+    check_fixture(&fixtures[0]);
+}
+
+static void test_stream_2b_shape(void **state)
+{
+    (void)state;
+    check_fixture(&fixtures[1]);
+}
+
+/* Six layers (tools/mkmodel, random weights): the least budget streams 6 layers through the
+ * two slots (copies of layer j + 2 recorded after layer j), a larger one keeps some resident. */
+static void test_stream_layers(void **state)
+{
+    (void)state;
+    const char *b = getenv("TERNION_BUILD");
+    char tool[300], out[300], cmd[1200];
+    snprintf(tool, sizeof(tool), "%s/tools/mkmodel", b && *b ? b : "build");
+    struct stat sb;
+    if (stat(tool, &sb) != 0) {
+        printf("skip: %s not built\n", tool);
+        skip();
+    }
+    snprintf(out, sizeof(out), "%s/ternion-stream-%d.gguf", P_tmpdir, (int)getpid());
+    snprintf(cmd, sizeof(cmd), "%s models/bitnet-tiny.yaml -o %s --layers 6 --vocab 600 --ctx 128 --seed 5 2>/dev/null",
+             tool, out);
+    assert_int_equal(system(cmd), 0);
+    /* the prompt: ids below 600 */
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/ternion-stream-ids-%d", P_tmpdir, (int)getpid());
+    mkdir(dir, 0700);
+    char ids_path[400];
+    snprintf(ids_path, sizeof(ids_path), "%s/prompt_tokens.txt", dir);
+    FILE *fp = fopen(ids_path, "w");
+    assert_non_null(fp);
+    for (int i = 0; i < 20; i++)
+        fprintf(fp, "%d ", (i * 37 + 11) % 600);
+    fclose(fp);
+    const int budgets[1] = {0};
+    check_model("models/bitnet-tiny.yaml", out, dir, budgets, 1, 6, true);
+    unlink(ids_path);
+    rmdir(dir);
+    unlink(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stream_tiny),
+        cmocka_unit_test(test_stream_2b_shape),
+        cmocka_unit_test(test_stream_layers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
