@@ -188,7 +188,7 @@ static void test_tq_fixture(void **st)
         /* the 14 ternary matrices: n/4 I2_S code bytes -> n/256 blocks of 54 / 66 bytes */
         uint64_t w = 0;
         for (int t = 0; t < g_m.n_tensors; t++)
-            if (g_m.tensors[t].type == GEN_T_I2_S)
+            if (g_m.tensors[t].type == FMT_I2_S)
                 w += (uint64_t)(g_m.tensors[t].ne[0] * g_m.tensors[t].ne[1]);
         w *= 2; /* two layers */
         const int64_t want = (int64_t)(w / 4) - (int64_t)(w / 256 * rt_tq_block_bytes(fmts[f]));

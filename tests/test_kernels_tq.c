@@ -27,6 +27,7 @@
 #include "engine/rt_schedule.h"
 #include "gen_graph.h"
 #include "gen_kernels.h"
+#include "gen_act.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_tq.h"
@@ -204,7 +205,7 @@ static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K
         ref_bitlinear_tq((int)type, W[1], K, M, q, s, (int)n, up, ub);
         for (size_t i = 0; i < ny; i++) {
             double g = ref[i], uu = up[i], eg = bound[i], eu = nadd * u * ub[i] + 4 * u * fabs(uu), y;
-            if (kop->relu2) {
+            if (!strcmp(gen_act_at(kop->act)->name, "relu2")) {
                 double r = g > 0 ? g : 0;
                 y = r * r * uu;
                 bound[i] = (float)((g > -eg ? 2 * (fabs(g) + eg) * fabs(uu) * eg : 0) + (r + eg) * (r + eg) * eu +

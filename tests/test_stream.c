@@ -117,9 +117,9 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
             continue;
         run_out ref = all;
         const int budget = budgets[w / 2] ? budgets[w / 2] : least, tq = w % 2;
-        if (tq && run(&d, gguf, 0, RT_TYPE_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
+        if (tq && run(&d, gguf, 0, FMT_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
             fail_msg("%s", err);
-        if (run(&d, gguf, budget, tq ? RT_TYPE_TQ1_0 : 0, ids, n, &st, err))
+        if (run(&d, gguf, budget, tq ? FMT_TQ1_0 : 0, ids, n, &st, err))
             fail_msg("budget %d MiB: %s", budget, err);
         printf("%s%s: budget %d MiB: %d layers streamed, %.2f MB copied per step\n", dir, tq ? " (tq1)" : "", budget,
                st.st.streamed_layers, st.st.streamed_bytes / 1e6);

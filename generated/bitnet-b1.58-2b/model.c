@@ -20,13 +20,13 @@ static const rt_kernel_desc kernels[26] = {
     {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, 13316, 256},
     {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, 0, 256},
     {"norm_quant_n2560", spv_norm_quant_n2560, sizeof(spv_norm_quant_n2560), NULL, 0, 2048, 256},
-    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), 10496, 256},
+    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), 10752, 256},
     {"rope_kv_n640_f16", spv_rope_kv_n640_f16, sizeof(spv_rope_kv_n640_f16), NULL, 0, 0, 256},
     {"attention_rope_h20_kv5_d128_f16_g4_t4", spv_attention_rope_h20_kv5_d128_f16_g4_t4, sizeof(spv_attention_rope_h20_kv5_d128_f16_g4_t4), NULL, 0, 12352, 128},
-    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), 10496, 256},
-    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), 12672, 256},
+    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), 10752, 256},
+    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), 13184, 256},
     {"norm_quant_n6912", spv_norm_quant_n6912, sizeof(spv_norm_quant_n6912), NULL, 0, 2048, 256},
-    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), 10496, 256},
+    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), 10752, 256},
     {"rmsnorm_n2560", spv_rmsnorm_n2560, sizeof(spv_rmsnorm_n2560), NULL, 0, 1024, 256},
     {"lm_head_f16_n2560_batch", spv_lm_head_f16_n2560_batch, sizeof(spv_lm_head_f16_n2560_batch), NULL, 0, 0, 256},
     {"lm_head_q8_n2560_batch", spv_lm_head_q8_n2560_batch, sizeof(spv_lm_head_q8_n2560_batch), NULL, 0, 0, 256},
@@ -277,22 +277,22 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 26\n"
     "kernel embed_f16_n2560_nextnorm glsl-fnv64:b638cf3e3900d3d0\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:db41c063fb0aad9e +native-dot\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:99d811786ec7a386 +native-dot\n"
     "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:3bfc1437ca0e181f\n"
-    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:5649e74387406ac5 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:8723b1fc328e9312 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:6f9024ed0f00f40e +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:ba1b7eaa84b99bc1 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:1e9e87aa2810d740 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:6eca737cf29629d9 +native-dot\n"
     "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:7a1e38342f9aa0da\n"
     "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:faff5e94f8c0b375\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"
     "kernel norm_quant_n2560 glsl-fnv64:60728ed8c66f4f6e\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:02964108ea9a7819 +native-dot\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:a5e84f1407f7f298 +native-dot\n"
     "kernel rope_kv_n640_f16 glsl-fnv64:091dabc520392626\n"
     "kernel attention_rope_h20_kv5_d128_f16_g4_t4 glsl-fnv64:c3916d737d52672e\n"
-    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:f6a0f33babd7a1d2 +native-dot\n"
-    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:79b6a60c7e1f0a11 +native-dot\n"
+    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:f461e597211a5c14 +native-dot\n"
+    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:67edab806568c3ee +native-dot\n"
     "kernel norm_quant_n6912 glsl-fnv64:6af538db40317fa3\n"
-    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:eafd65a46de998bb +native-dot\n"
+    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:bbb6893c3643282e +native-dot\n"
     "kernel rmsnorm_n2560 glsl-fnv64:84690f0368b5fb7b\n"
     "kernel lm_head_f16_n2560_batch glsl-fnv64:93a25f9c7e72e11d\n"
     "kernel lm_head_q8_n2560_batch glsl-fnv64:270d57b8db5fca2a\n"

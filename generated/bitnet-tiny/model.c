@@ -20,13 +20,13 @@ static const rt_kernel_desc kernels[26] = {
     {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, 5124, 256},
     {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, 0, 256},
     {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, 2048, 256},
-    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), 10496, 256},
+    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), 10752, 256},
     {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256},
     {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, 6208, 64},
-    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), 10496, 256},
-    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), 12672, 256},
+    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), 10752, 256},
+    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), 13184, 256},
     {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, 2048, 256},
-    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), 10496, 256},
+    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), 10752, 256},
     {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, 1024, 256},
     {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, 0, 256},
     {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, 0, 256},
@@ -277,22 +277,22 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 26\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:ce0dacc7df4765ed\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:b0368c083c839c9f +native-dot\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:19bef8e1221509a5 +native-dot\n"
     "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:6c966f8b9046af35\n"
-    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:4b5c1c805d6de291 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:7bf1d45737eb9709 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:63104777b873c0ab +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:2c0d0240b54e6f0d +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:3c4b77d0b7bf8f1b +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:32f9cf7fe0bfd9c3 +native-dot\n"
     "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:abca01f7d79756be\n"
     "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:4f5ec7019163a3bc\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"
     "kernel norm_quant_n512 glsl-fnv64:a718ce8fec2abc2b\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:a5d8ae9272676c26 +native-dot\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:e2840c6b1505f291 +native-dot\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:ad19d632ac0257a6\n"
     "kernel attention_rope_h8_kv2_d64_f16_g4_t4 glsl-fnv64:43b324552bd27bb0\n"
-    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:2d06d2b4d5f9cbab +native-dot\n"
-    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:9f7f6eb308a41141 +native-dot\n"
+    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:621f5d5fd56c838d +native-dot\n"
+    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:8387f1530431f36e +native-dot\n"
     "kernel norm_quant_n1536 glsl-fnv64:2831ab175078a5d9\n"
-    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:8003ee845af59d78 +native-dot\n"
+    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:5b3e39e323e6941e +native-dot\n"
     "kernel rmsnorm_n512 glsl-fnv64:d82351ad5f9d79ad\n"
     "kernel lm_head_f16_n512_batch glsl-fnv64:dfbaf513272a5f8e\n"
     "kernel lm_head_q8_n512_batch glsl-fnv64:9dd0fed6913e3e11\n"

@@ -20,14 +20,14 @@ static const rt_kernel_desc kernels[24] = {
     {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256},
     {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256},
     {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256},
-    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10496, 256},
+    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256},
     {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256},
     {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64},
     {"quant_n256", spv_quant_n256, sizeof(spv_quant_n256), NULL, 0, 2048, 256},
-    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10496, 256},
-    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), 12672, 256},
+    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256},
+    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), 13184, 256},
     {"quant_n768", spv_quant_n768, sizeof(spv_quant_n768), NULL, 0, 2048, 256},
-    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10496, 256},
+    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256},
     {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256},
     {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256},
     {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256},
@@ -219,23 +219,23 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 24\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:d96f6c51699ab78b\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:76dc0d9f3fa4d3de +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:40c738dacc935fd2 +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:b2d3b2a16685a72e\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:917abb8b2f959d01 +native-dot\n"
-    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:dbced874ebb41874 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:7607af91f67f74cb +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:48d1f21ea2fac873 +native-dot\n"
+    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:4b221bc481ee4240 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:277727642aa897cd +native-dot\n"
     "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:3ee180b42bfacd4d\n"
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:38833bedd4b7be9a\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
     "kernel norm_quant_n256 glsl-fnv64:48fd4255f6ce95c9\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:477e0dfb52441aed +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:f529256254e9250e +native-dot\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:96c58c5e2e218085\n"
     "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:3a5cb3c7f846c81b\n"
     "kernel quant_n256 glsl-fnv64:62e2a66c6726651a\n"
-    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:28edfa1efdd467d0 +native-dot\n"
-    "kernel bitlinear_glu_silu_m768_k256_batch glsl-fnv64:d2e05b897274c326 +native-dot\n"
+    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:6cf077d3ff087902 +native-dot\n"
+    "kernel bitlinear_glu_silu_m768_k256_batch glsl-fnv64:3f4c3a3b2b86c759 +native-dot\n"
     "kernel quant_n768 glsl-fnv64:32baffa66f29e04e\n"
-    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:3d7a2422fd8c69a7 +native-dot\n"
+    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:8648a3363be834b3 +native-dot\n"
     "kernel rmsnorm_n256 glsl-fnv64:874cbbe54bb624b8\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"
