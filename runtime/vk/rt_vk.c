@@ -604,7 +604,9 @@ void rt_vk_destroy(rt_vk *vk)
 {
     if (!vk) return;
     if (vk->dev) {
-        vkDeviceWaitIdle(vk->dev);
+        VkResult r = vkDeviceWaitIdle(vk->dev); /* nothing to return it to: said, then torn down */
+        if (r != VK_SUCCESS) fprintf(stderr, "ternion: warning: vkDeviceWaitIdle failed at shutdown: %s\n",
+                                     rt_vk_result_name(r));
         if (vk->pcache && vk->cache_dirty) {
             char err[RT_ERR_LEN];
             if (rt_pipeline_cache_save(vk, err)) fprintf(stderr, "ternion: warning: %s\n", err);

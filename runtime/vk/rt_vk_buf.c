@@ -180,12 +180,15 @@ fail:
     return 1;
 }
 
+/* Wait for the slot's copy and reset its fence. The slot stays busy until both succeeded: a
+ * failed wait must not let the next chunk overwrite memory a copy may still read, nor hand
+ * a signaled fence to the next submit. */
 static int slot_wait(rt_vk *vk, rt_staging_slot *s, char *err)
 {
     if (!s->busy) return 0;
-    s->busy = false;
     RT_VK(vkWaitForFences(vk->dev, 1, &s->fence, VK_TRUE, UINT64_MAX));
     RT_VK(vkResetFences(vk->dev, 1, &s->fence));
+    s->busy = false;
     return 0;
 fail:
     return 1;
@@ -257,6 +260,7 @@ static void *direct_map(rt_vk *vk, const rt_buf *b, bool *out_unmap)
                                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
     void *p = NULL;
     if (!vk->direct_copy || (b->mem_flags & uma) != uma) return NULL;
+    /* checked: a memory that cannot be mapped is copied through the staging ring instead */
     if (vkMapMemory(vk->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &p) != VK_SUCCESS) return NULL;
     *out_unmap = true;
     return p;
@@ -268,8 +272,9 @@ int rt_buf_upload(rt_vk *vk, rt_buf *dst, VkDeviceSize off, const void *src, VkD
     bool unmap;
     void *p = direct_map(vk, dst, &unmap);
     if (p) {
-        if (vkDeviceWaitIdle(vk->dev) != VK_SUCCESS) { /* the GPU may still read it */
-            snprintf(err, RT_ERR_LEN, "vkDeviceWaitIdle failed before upload (device lost?)");
+        VkResult r = vkDeviceWaitIdle(vk->dev); /* the GPU may still read it */
+        if (r != VK_SUCCESS) {
+            snprintf(err, RT_ERR_LEN, "vkDeviceWaitIdle failed before upload: %s", rt_vk_result_name(r));
             if (unmap) vkUnmapMemory(vk->dev, dst->mem);
             return 1;
         }
@@ -303,8 +308,9 @@ fail:
 int rt_buf_download(rt_vk *vk, const rt_buf *src, VkDeviceSize off, void *dst, VkDeviceSize n, char *err)
 {
     if (check_range(src, off, n, "download", err)) return 1;
-    if (vkDeviceWaitIdle(vk->dev) != VK_SUCCESS) {
-        snprintf(err, RT_ERR_LEN, "vkDeviceWaitIdle failed before download (device lost?)");
+    VkResult r = vkDeviceWaitIdle(vk->dev);
+    if (r != VK_SUCCESS) {
+        snprintf(err, RT_ERR_LEN, "vkDeviceWaitIdle failed before download: %s", rt_vk_result_name(r));
         return 1;
     }
     bool unmap;

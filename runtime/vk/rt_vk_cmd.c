@@ -218,9 +218,8 @@ int rt_cmd_submit(rt_cmd *c, char *err)
     }
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
     RT_VK(vkQueueSubmit(c->vk->queue, 1, &si, c->fence));
-    VkResult r = vkWaitForFences(c->vk->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
-    vkResetFences(c->vk->dev, 1, &c->fence);
-    RT_VK(r);
+    RT_VK(vkWaitForFences(c->vk->dev, 1, &c->fence, VK_TRUE, UINT64_MAX));
+    RT_VK(vkResetFences(c->vk->dev, 1, &c->fence));
     c->submitted = true;
     return 0;
 fail:
