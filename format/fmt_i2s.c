@@ -6,11 +6,13 @@
  * 0 / 1 / 2 mean -1 / 0 / +1 (the never-written code 3 decodes as +2, as the kernels'
  * sum(code * q) - sum(q) reads it). The weight is code * scale.
  *
- * Load-time checks: none beyond the size rule yet; a non-finite scale is the natural one
- * (set .check). Kernel-side decode: gen/codec/gen_codec_i2s.c.
+ * Load-time check: the scale is a finite number (a NaN / infinite one loaded, ran and printed
+ * garbage). Kernel-side decode: gen/codec/gen_codec_i2s.c.
  */
 #include "format/fmt_codec.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define I2S_BLK 128
@@ -31,6 +33,17 @@ static float i2s_tail_scale(const uint8_t *tail)
     float s;
     memcpy(&s, tail, 4);
     return s;
+}
+
+static int i2s_check(const uint8_t *data, const int64_t ne[4], char *err)
+{
+    uint64_t n = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3];
+    float s = i2s_tail_scale(data + n / I2S_BLK * I2S_BLK_BYTES);
+    if (isfinite(s))
+        return 0;
+    snprintf(err, FMT_ERR_LEN, "the scale, float 0 is %s; weights must be finite numbers",
+             isnan(s) ? "NaN" : s > 0 ? "+infinity" : "-infinity");
+    return -1;
 }
 
 static void i2s_decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)
@@ -64,6 +77,6 @@ static void i2s_encode_tail(float s, uint8_t *tail)
 const fmt_codec fmt_codec_i2s = {
     .type = FMT_I2_S, .name = "I2_S", .yaml = "i2_s", .blk = I2S_BLK, .blk_bytes = I2S_BLK_BYTES,
     .tail_bytes = I2S_TAIL, .uses = FMT_USE_TERNARY,
-    .decode = i2s_decode, .encode = i2s_encode,
+    .check = i2s_check, .decode = i2s_decode, .encode = i2s_encode,
     .decode_ternary = i2s_decode_ternary, .tail_scale = i2s_tail_scale, .encode_tail = i2s_encode_tail,
 };

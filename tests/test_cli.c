@@ -26,6 +26,8 @@
 
 #include <cmocka.h>
 
+#include "gguf/rt_gguf.h"
+
 #define MAX_OUT (1 << 20)
 #define TIMEOUT_S 300
 
@@ -642,6 +644,49 @@ static void test_bench(void **state)
     run_free(&m);
 }
 
+/* A weight file whose I2_S scale (or an F32 norm weight) is NaN / infinite is refused at load,
+ * naming the tensor (it used to load, run and exit 0). */
+static void patch_tensor(const char *out_path, const char *tensor, bool scale, float value)
+{
+    FILE *f = fopen(tiny_model(), "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    rt_gguf *g;
+    char err[RT_ERR_LEN];
+    if (rt_gguf_open_mem(buf, (size_t)n, "tiny", &g, err)) fail_msg("%s", err);
+    const rt_gguf_tensor *t = rt_gguf_tensor_find(g, tensor);
+    assert_non_null(t);
+    size_t at = (size_t)(t->data - buf) + (scale ? (size_t)(t->ne[0] * t->ne[1] / 4) : 4 * 5);
+    rt_gguf_close(g);
+    memcpy(buf + at, &value, 4);
+    f = fopen(out_path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    free(buf);
+}
+
+static void test_nonfinite_weights(void **state)
+{
+    NEED_TINY();
+    char path[300];
+    snprintf(path, sizeof(path), "%s/nan.gguf", tmpdir);
+    patch_tensor(path, "blk.1.ffn_down.weight", true, NAN);
+    RUN(r, NULL, "-m", path, "-p", "hello", "-n", "2");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 1, "tensor 'blk.1.ffn_down.weight' (I2_S): the scale, float 0 is NaN");
+    run_free(&r);
+    patch_tensor(path, "blk.0.attn_norm.weight", false, -INFINITY);
+    RUN(r2, NULL, "-m", path, "-p", "hello", "-n", "2");
+    expect(&r2, 1, "tensor 'blk.0.attn_norm.weight' (F32): element 5 is -infinity");
+    run_free(&r2);
+}
+
 static int setup(void **state)
 {
     const char *b = getenv("TERNION_BUILD");
@@ -678,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_greedy_ids),      cmocka_unit_test(test_generate_text),
         cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_chat),
         cmocka_unit_test(test_chat_context_full), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_nonfinite_weights),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -80,10 +80,13 @@ static rt_gguf *open_ok(const uint8_t *p, size_t n)
 
 static bool str_eq(rt_gguf_str s, const char *c) { return s.len == strlen(c) && memcmp(s.ptr, c, s.len) == 0; }
 
+/* Pattern bytes; bit 6 of every odd byte is clear, so read as F16 or F32 (or an I2_S scale)
+ * every value is finite (the reader refuses NaN / infinite weights). */
 static void fill_pattern(void *ctx, uint8_t *dst, uint64_t off, uint64_t n)
 {
     uint8_t seed = (uint8_t)(uintptr_t)ctx;
-    for (uint64_t i = 0; i < n; i++) dst[i] = (uint8_t)((off + i) * 31 + seed);
+    for (uint64_t i = 0; i < n; i++)
+        dst[i] = (uint8_t)(((off + i) * 31 + seed) & ((off + i) % 2 ? 0xBF : 0xFF));
 }
 
 /* A small valid model file: some metadata and tensors of several types. */
@@ -362,7 +365,7 @@ static void test_writer_fill_chunks(void **state)
     rt_gguf *g = open_ok(p, n);
     const rt_gguf_tensor *t = rt_gguf_tensor_find(g, "big");
     for (uint64_t i = 0; i < t->nbytes; i += 4093)
-        assert_int_equal(t->data[i], (uint8_t)(i * 31 + 3));
+        assert_int_equal(t->data[i], (uint8_t)((i * 31 + 3) & (i % 2 ? 0xBF : 0xFF)));
     close_copy(g);
     free(p);
 }
@@ -840,6 +843,59 @@ static void write_corpus(const char *dir)
     printf("wrote %zu malformed + 3 valid files to %s\n", N_BAD_CASES, dir);
 }
 
+/* Load-time value checks (the codecs' check hooks, run by the reader): a NaN / infinite I2_S
+ * scale, F32 or F16 element is refused naming the file, the tensor and the element; finite
+ * data opens. */
+static void test_nonfinite_values(void **state)
+{
+    (void)state;
+    const int64_t ne_i2[4] = {128, 2, 1, 1}, ne_f[4] = {7, 3, 1, 1};
+    uint64_t nb = fmt_nbytes(FMT_I2_S, ne_i2, NULL);
+    int8_t tern[256];
+    for (int i = 0; i < 256; i++) tern[i] = (int8_t)(i % 3 - 1);
+    static const float bad_f[3] = {NAN, INFINITY, -INFINITY};
+    static const char *const bad_name[3] = {"NaN", "+infinity", "-infinity"};
+    static const char *const names[3] = {"blk.3.ffn_up.weight", "output_norm.weight", "token_embd.weight"};
+    static const char *const want[3] = {"tensor 'blk.3.ffn_up.weight' (I2_S): the scale, float 0 is ",
+                                        "tensor 'output_norm.weight' (F32): element 13 is ",
+                                        "tensor 'token_embd.weight' (F16): element 20 is "};
+    for (int k = 0; k < 4; k++)     /* k == 3: all finite */
+        for (int t = 0; t < 3; t++) { /* the tensor holding the bad value */
+            uint8_t *i2 = malloc(nb);
+            assert_int_equal(fmt_encode_ternary(fmt_codec_find(FMT_I2_S), tern, 128, 2,
+                                                k < 3 && t == 0 ? bad_f[k] : 0.5f, i2), 0);
+            float f32[21];
+            uint16_t f16[21];
+            for (int i = 0; i < 21; i++) {
+                f32[i] = (float)i - 10.5f;
+                f16[i] = fmt_f32_to_f16(f32[i] * 1000.0f); /* up to 10500: no overflow */
+            }
+            if (k < 3 && t == 1) f32[13] = bad_f[k];
+            if (k < 3 && t == 2) f16[20] = fmt_f32_to_f16(bad_f[k]);
+            rt_gguf_writer *w = rt_gguf_writer_new(32);
+            rt_gguf_w_str(w, "general.architecture", "bitnet-b1.58");
+            rt_gguf_w_tensor(w, names[0], FMT_I2_S, 2, ne_i2, i2, nb);
+            rt_gguf_w_tensor(w, names[1], FMT_F32, 2, ne_f, f32, sizeof f32);
+            rt_gguf_w_tensor(w, names[2], FMT_F16, 2, ne_f, f16, sizeof f16);
+            size_t n;
+            uint8_t *p = save_mem(w, &n);
+            rt_gguf_writer_free(w);
+            rt_gguf *g = NULL;
+            char err[RT_ERR_LEN] = "";
+            int rc = open_copy(p, n, "m.gguf", &g, err);
+            if (k == 3) {
+                if (rc) fail_msg("finite data refused: %s", err);
+                close_copy(g);
+            } else if (rc == 0 || strncmp(err, "m.gguf: ", 8) || !strstr(err, want[t]) ||
+                       !strstr(err, bad_name[k])) {
+                fail_msg("%s with %s: rc %d, err '%s'", names[t], bad_name[k], rc, err);
+            }
+            free(p);
+            free(i2);
+            if (k == 3) break;
+        }
+}
+
 int main(void)
 {
     const char *corpus = getenv("GGUF_WRITE_CORPUS");
@@ -866,6 +922,7 @@ int main(void)
         cmocka_unit_test(test_i2s_roundtrip),
         cmocka_unit_test(test_f16_all_halves),
         cmocka_unit_test(test_f32_to_f16_rounding),
+        cmocka_unit_test(test_nonfinite_values),
         cmocka_unit_test(test_corpus_dir),
         cmocka_unit_test(test_fixture_bitnet_tiny),
         cmocka_unit_test(test_fixture_bitnet_2b_shape),
