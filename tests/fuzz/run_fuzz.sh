@@ -8,6 +8,9 @@
 # directory is never modified); crashes to $FUZZ_OUT/crash-*.
 set -eu
 cd "$(dirname "$0")/../.."
+# The Debian packages these targets need beyond the README's first command (the README's
+# fuzz command names each of them; tests/check_fuzz_deps.sh checks that it does).
+PACKAGES="clang-14 libclang-rt-14-dev libcjson-dev"
 SECS=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-1}
 OUT=${FUZZ_OUT:-build/fuzz}
@@ -18,8 +21,8 @@ if [ -z "$CC_F" ]; then
     done
 fi
 if [ -z "$CC_F" ]; then
-    echo "run_fuzz.sh: clang not found. Install the Debian packages 'clang-14' and 'libclang-rt-14-dev'" >&2
-    echo "  (apt-get install clang-14 libclang-rt-14-dev), or set CLANG=/path/to/clang." >&2
+    echo "run_fuzz.sh: clang not found. Install the Debian packages: apt-get install $PACKAGES" >&2
+    echo "  (or set CLANG=/path/to/clang)." >&2
     exit 1
 fi
 mkdir -p "$OUT/corpus"
