@@ -1,6 +1,6 @@
 /* test_chat.c - the trained chat format: conversation text vs hand-written strings, and the
  * incremental per-turn token builder vs tokenizing the whole conversation text (Llama 3
- * vocabulary and the bitnet-tiny vocabulary from ../shared; skipped when absent).
+ * vocabulary and the bitnet-tiny vocabulary, found as tests/fixture.h says; skipped when absent).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,20 +111,20 @@ static void check_incremental(const char *path)
 static void test_tokens_llama3(void **state)
 {
     (void)state;
-    check_incremental("../shared/fixtures/llama3-vocab/llama3-vocab.gguf");
+    check_incremental("llama3-vocab/llama3-vocab.gguf");
 }
 
 static void test_tokens_tiny(void **state)
 {
     (void)state;
-    check_incremental("../shared/fixtures/bitnet-tiny/model.gguf");
+    check_incremental("bitnet-tiny/model.gguf");
 }
 
 /* The opening turn as exact ids with the Llama 3 vocabulary. */
 static void test_llama3_ids(void **state)
 {
     (void)state;
-    rt_tok *t = load_or_skip("../shared/fixtures/llama3-vocab/llama3-vocab.gguf");
+    rt_tok *t = load_or_skip("llama3-vocab/llama3-vocab.gguf");
     if (!t)
         skip();
     char err[RT_ERR_LEN];

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "gen_desc.h"
 #include "gen_model.h"
 #include "engine/rt_engine.h"
@@ -49,16 +50,13 @@ static bool exists(const char *p)
 
 static void find_fixture(fixture *f)
 {
-    char p[600];
-    const char *roots[] = {"tests/data", "../shared/fixtures"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(p, sizeof(p), "%s/%s/model.gguf", roots[i], f->name);
-        if (exists(p)) {
-            snprintf(f->dir, sizeof(f->dir), "%s/%s", roots[i], f->name);
-            return;
-        }
-    }
+    char p[600], rel[300];
+    snprintf(rel, sizeof(rel), "%s/model.gguf", f->name);
     f->dir[0] = 0;
+    if (fixture_find(rel, p, sizeof(p))) {
+        *strrchr(p, '/') = 0;
+        snprintf(f->dir, sizeof(f->dir), "%s", p);
+    }
 }
 
 static float *read_f32(const char *dir, const char *file, size_t *out_n)
@@ -164,7 +162,7 @@ static cmp_stats compare(const float *a, const float *b, int rows, int vocab)
     do {                                                                                           \
         find_fixture(f);                                                                           \
         if (!(f)->dir[0]) {                                                                        \
-            printf("skip: fixture %s not found in tests/data or ../shared/fixtures\n", (f)->name); \
+            printf("skip: fixture %s not found (tests/data, ../shared/fixtures, $TERNION_FIXTURES)\n", (f)->name); \
             skip();                                                                                \
         }                                                                                          \
     } while (0)

@@ -3,7 +3,7 @@
  * truncation of a valid file, writer/reader round trips (all value types, nested arrays,
  * all tensor types, alignment, fill callback, mmap path), typed getters with the "%s."
  * architecture prefix, I2_S packing against a plain-C decode, f16 conversion against a
- * reference on all 65536 halves, and the real fixtures under ../shared/fixtures.
+ * reference on all 65536 halves, and the real fixtures (found as tests/fixture.h says).
  * `GGUF_WRITE_CORPUS=dir build/tests/test_gguf` writes the malformed and valid seed files.
  */
 #include <dirent.h>
@@ -21,11 +21,11 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "gguf_bad_cases.h"
 #include "gguf/rt_gguf.h"
 
 #define CORPUS_DIR "tests/data/gguf"
-#define FIX_DIR "../shared/fixtures"
 
 /* Opens an exact-size heap copy (so ASan sees any over-read). */
 static int open_copy(const void *p, size_t n, const char *name, rt_gguf **g, char *err)
@@ -663,10 +663,9 @@ static void test_corpus_dir(void **state)
 
 static rt_gguf *open_fixture(const char *rel)
 {
-    char path[512], err[RT_ERR_LEN];
-    snprintf(path, sizeof path, "%s/%s", FIX_DIR, rel);
-    if (access(path, R_OK) != 0) {
-        printf("SKIP: fixture %s absent (the shared fixtures are expected at ../shared/fixtures)\n", path);
+    char path[1024], err[RT_ERR_LEN];
+    if (!fixture_find(rel, path, sizeof path)) {
+        printf("SKIP: fixture %s absent\n", rel);
         return NULL;
     }
     rt_gguf *g;

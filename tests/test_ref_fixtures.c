@@ -1,6 +1,6 @@
 /* test_ref_fixtures.c - the CPU reference forward pass (tests/ref/ref_forward.h) against the
- * oracle's golden data: bitnet-tiny (tests/data/bitnet-tiny, else ../shared/fixtures) and
- * bitnet-2b-shape (../shared/fixtures only; skipped with a message when absent).
+ * oracle's golden data: bitnet-tiny and bitnet-2b-shape, found as tests/fixture.h says
+ * (tests/data, ../shared/fixtures, $TERNION_FIXTURES; skipped with a message when absent).
  *
  * Owns: fixture loading, logits comparison (max/mean |diff|, top-1), the layer-dump
  * comparison that localises a disagreement (fixture layers/index.txt <-> YAML value names).
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixture.h"
 #include "gen_model.h"
 #include "tests/ref/ref_forward.h"
 #include "tests/ref/ref_ops.h"
@@ -59,21 +60,14 @@ static float *read_f32(const char *dir, const char *name, size_t *out_n)
 }
 
 /* 0 ok, 1 absent (skip). */
-static int fixture_open(fixture *fx, const char *name, const char *yaml, bool shared_only)
+static int fixture_open(fixture *fx, const char *name, const char *yaml)
 {
-    const char *roots[] = {"tests/data", "../shared/fixtures"};
-    char err[RT_ERR_LEN];
+    char err[RT_ERR_LEN], rel[200], found[600];
     memset(fx, 0, sizeof(*fx));
-    for (int i = shared_only ? 1 : 0; i < 2 && !fx->dir[0]; i++) {
-        char p[300];
-        snprintf(p, sizeof(p), "%s/%s/model.gguf", roots[i], name);
-        FILE *f = fopen(p, "rb");
-        if (f) {
-            fclose(f);
-            snprintf(fx->dir, sizeof(fx->dir), "%s/%s", roots[i], name);
-        }
-    }
-    if (!fx->dir[0]) return 1;
+    snprintf(rel, sizeof(rel), "%s/model.gguf", name);
+    if (!fixture_find(rel, found, sizeof(found))) return 1;
+    *strrchr(found, '/') = 0;
+    snprintf(fx->dir, sizeof(fx->dir), "%s", found);
     if (gen_model_load(yaml, &fx->m, err)) fail_msg("%s", err);
     char p[300];
     snprintf(p, sizeof(p), "%s/model.gguf", fx->dir);
@@ -246,20 +240,18 @@ static cmp_stats run_incremental(fixture *fx)
 static void test_tiny_batched(void **state)
 {
     fixture fx;
-    if (fixture_open(&fx, "bitnet-tiny", "models/bitnet-tiny.yaml", false)) {
-        print_message("skip: bitnet-tiny fixture not in tests/data or ../shared/fixtures\n");
+    if (fixture_open(&fx, "bitnet-tiny", "models/bitnet-tiny.yaml")) {
+        print_message("skip: bitnet-tiny fixture not found (tests/data, ../shared/fixtures, $TERNION_FIXTURES)\n");
         skip();
     }
     print_message("fixture %s\n", fx.dir);
     /* The layer dumps live only in the shared copy. */
-    const char *layers = "../shared/fixtures/bitnet-tiny";
-    char probe[128];
-    snprintf(probe, sizeof(probe), "%s/layers/index.txt", layers);
-    FILE *f = fopen(probe, "r");
-    if (f) fclose(f);
-    else print_message("no %s: layer dumps not compared\n", probe);
+    char layers[600];
+    bool have_layers = fixture_find("bitnet-tiny/layers/index.txt", layers, sizeof(layers)) != NULL;
+    if (have_layers) *strstr(layers, "/layers/index.txt") = 0;
+    else print_message("no bitnet-tiny/layers/index.txt: layer dumps not compared\n");
     int greedy = 0;
-    cmp_stats c = run_batched(&fx, f ? layers : NULL, &greedy);
+    cmp_stats c = run_batched(&fx, have_layers ? layers : NULL, &greedy);
     assert_true(c.max <= 1e-3);
     assert_int_equal(c.top1, c.rows);
     assert_int_equal(greedy, fx.n_greedy); /* all 64 greedy ids, decoded one at a time */
@@ -269,8 +261,8 @@ static void test_tiny_batched(void **state)
 static void test_tiny_incremental(void **state)
 {
     fixture fx;
-    if (fixture_open(&fx, "bitnet-tiny", "models/bitnet-tiny.yaml", false)) {
-        print_message("skip: bitnet-tiny fixture not in tests/data or ../shared/fixtures\n");
+    if (fixture_open(&fx, "bitnet-tiny", "models/bitnet-tiny.yaml")) {
+        print_message("skip: bitnet-tiny fixture not found (tests/data, ../shared/fixtures, $TERNION_FIXTURES)\n");
         skip();
     }
     cmp_stats c = run_incremental(&fx);
@@ -282,8 +274,8 @@ static void test_tiny_incremental(void **state)
 static void test_2b_shape(void **state)
 {
     fixture fx;
-    if (fixture_open(&fx, "bitnet-2b-shape", "models/bitnet-b1.58-2b.yaml", true)) {
-        print_message("skip: ../shared/fixtures/bitnet-2b-shape is absent\n");
+    if (fixture_open(&fx, "bitnet-2b-shape", "models/bitnet-b1.58-2b.yaml")) {
+        print_message("skip: bitnet-2b-shape fixture not found (tests/data, ../shared/fixtures, $TERNION_FIXTURES)\n");
         skip();
     }
     /* README: an independent emulation reaches max 0.195 (3 rows off by > 1e-3, int8 rounding

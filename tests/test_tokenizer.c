@@ -4,8 +4,9 @@
  * a 100 KB timing print (no threshold) and the pre-tokenizer's linear-time bound (counted
  * steps on 1 MB adversarial texts).
  *
- * Needs ../shared for the Llama 3 vocabulary and the bitnet fixtures: those tests skip with a
- * message when it is absent. The cases themselves are a copy in tests/data/llama3-cases.jsonl.
+ * The Llama 3 vocabulary and the bitnet fixtures are found as tests/fixture.h says (tests/data,
+ * ../shared/fixtures, $TERNION_FIXTURES); those tests skip with a message when absent. The
+ * cases themselves are a copy in tests/data/llama3-cases.jsonl.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +24,7 @@
 #include "tok/rt_tokenizer.h"
 #include "tok_fixture.h"
 
-#define LLAMA3_GGUF "../shared/fixtures/llama3-vocab/llama3-vocab.gguf"
+#define LLAMA3_GGUF "llama3-vocab/llama3-vocab.gguf"
 #define CASES "tests/data/llama3-cases.jsonl"
 
 /* ---- a tiny JSON-lines reader for the cases file ---- */
@@ -227,17 +228,17 @@ static char *read_all(const char *path, size_t *out_len)
 
 static void check_fixture_prompt(const char *dir)
 {
-    char path[512];
-    snprintf(path, sizeof path, "../shared/fixtures/%s/model.gguf", dir);
-    rt_tok *t = load_or_skip(path);
+    char path[1024], rel[256];
+    snprintf(rel, sizeof rel, "%s/model.gguf", dir);
+    rt_tok *t = load_or_skip(rel);
     if (!t)
         skip();
     assert_int_equal(rt_tok_pre_type(t), RT_PRE_DEFAULT);
-    size_t len, tlen;
-    snprintf(path, sizeof path, "../shared/fixtures/%s/prompt.txt", dir);
-    char *prompt = read_all(path, &len);
-    snprintf(path, sizeof path, "../shared/fixtures/%s/prompt_tokens.txt", dir);
-    char *toks = read_all(path, &tlen);
+    size_t len = 0, tlen = 0;
+    snprintf(rel, sizeof rel, "%s/prompt.txt", dir);
+    char *prompt = fixture_find(rel, path, sizeof path) ? read_all(path, &len) : NULL;
+    snprintf(rel, sizeof rel, "%s/prompt_tokens.txt", dir);
+    char *toks = fixture_find(rel, path, sizeof path) ? read_all(path, &tlen) : NULL;
     assert_non_null(prompt);
     assert_non_null(toks);
     rt_ids want = { 0 }, got = { 0 };

@@ -1,22 +1,23 @@
-/* tok_fixture.h - shared by the tokenizer and chat tests: load a tokenizer from a GGUF under
- * ../shared, or return NULL (the caller skips) with a clear message when it is absent.
- * Include after <cmocka.h>.
+/* tok_fixture.h - shared by the tokenizer and chat tests: load a tokenizer from a fixture
+ * GGUF found by fixture_find (tests/data, ../shared/fixtures, $TERNION_FIXTURES), or return
+ * NULL (the caller skips) with a clear message when it is absent. Include after <cmocka.h>.
  */
 #ifndef TOK_FIXTURE_H
 #define TOK_FIXTURE_H
 
 #include <stdio.h>
 
+#include "fixture.h"
 #include "tok/rt_tokenizer.h"
 
-static inline rt_tok *load_or_skip(const char *path)
+/* rel: the fixture's path below a fixtures root, e.g. "llama3-vocab/llama3-vocab.gguf". */
+static inline rt_tok *load_or_skip(const char *rel)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "SKIP: %s is absent (needs ../shared)\n", path);
+    char path[1024];
+    if (!fixture_find(rel, path, sizeof path)) {
+        fprintf(stderr, "SKIP: fixture %s is absent\n", rel);
         return NULL;
     }
-    fclose(f);
     char err[RT_ERR_LEN];
     rt_tok *t = NULL;
     if (rt_tok_load_file(path, &t, err))
