@@ -202,11 +202,12 @@ $(B)/srv-api-check: $(SRV_OBJ) $(LIB_SRV) $(LIB_SO)
 	$(CC) $(LDFLAGS) -o $(B)/obj/srv-shared $^ $(LIBS_SRV) $(LIBS_RT)
 	@touch $@
 
-# test_api sees only ternion.h, like any program using the library.
-$(B)/tests/test_api: tests/test_api.c $(LIB_A) runtime/api/ternion.h
+# test_api and test_sampling see only ternion.h, like any program using the library.
+API_TESTS := $(B)/tests/test_api $(B)/tests/test_sampling
+$(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_A) runtime/api/ternion.h tests/fixture.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) -lcmocka $(LIBS_RT)
-$(filter-out $(B)/tests/test_api,$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT) $(LIB_FMT)
+$(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)

@@ -4,10 +4,14 @@
  * Where the candidates come from:
  *   - the row is still on the device (the usual generation step): greedy without penalties
  *     asks the engine for the argmax (one id read back); anything else for the k largest
- *     logits (rt_engine_topk), k = max(top_k, 40) + repeat_last_n when a penalty is on,
- *     at most 256 and the vocabulary (what the chain needs to be exact: rt_sampler.h);
+ *     logits (rt_engine_topk), k = rt_sampler_cands_needed (top_k, + repeat_last_n when a
+ *     penalty is on: what the chain needs to be exact, rt_sampler.h);
  *   - the row is in host memory (a batch that kept several rows): the same k candidates
- *     selected on the CPU (ties: the lower id first, as the device's selection).
+ *     selected on the CPU (ties: the lower id first, as the device's selection);
+ *   - when no k <= 256 (the engine's read-back) is exact - top-k off (`--top-k 0`), top_k +
+ *     repeat_last_n above 256, or a penalty that raises logits (repeat < 1, frequency or
+ *     presence < 0) - the whole row is read and every token of the vocabulary is a
+ *     candidate: the chain is exact then too, at the cost of a row read-back and a sort.
  * A user callback always gets the whole row (read from the device if needed).
  */
 #include <stdlib.h>
@@ -22,9 +26,12 @@ struct ternion_sampler {
     rt_sampler_params p;
     bool fast_greedy;        /* greedy, no penalty: the device argmax is the answer */
     int k;                   /* candidates read back */
+    bool whole_row;          /* every token is a candidate (no exact k <= MAX_CANDS) */
     int32_t ids[MAX_CANDS];
     float logits[MAX_CANDS];
     rt_cand cands[MAX_CANDS];
+    rt_cand *all;            /* whole_row: n_vocab candidates (allocated on first use) */
+    int32_t n_all;
     ternion_sample_fn fn;
     void *user;
     int32_t *hist;           /* accepted tokens (user callback) */
@@ -73,10 +80,12 @@ int ternion_sampler_new(const ternion_sampler_params *params, ternion_sampler **
         free(s);
         return rt_api_fail(TERNION_E_INVALID, "%s", err);
     }
-    bool pen = rt_sampler_penalizes(&s->p);
+    bool pen = rt_sampler_penalizes(&s->p) && s->p.repeat_last_n > 0;
+    bool boosts = pen && (s->p.repeat_penalty < 1.0f || s->p.freq_penalty < 0.0f || s->p.presence_penalty < 0.0f);
     s->fast_greedy = s->p.temp <= 0 && !pen;
-    int k = (s->p.top_k > 40 ? s->p.top_k : 40) + (pen ? s->p.repeat_last_n : 0);
-    s->k = k > MAX_CANDS ? MAX_CANDS : k;
+    size_t need = s->p.temp <= 0 ? 1 + (pen ? (size_t)s->p.repeat_last_n : 0) : rt_sampler_cands_needed(&s->p);
+    s->whole_row = need == 0 || need > MAX_CANDS || boosts;
+    s->k = s->whole_row ? MAX_CANDS : (int)need;
     *out = s;
     return 0;
 }
@@ -103,6 +112,7 @@ void ternion_sampler_free(ternion_sampler *s)
         return;
     rt_sampler_free(s->s);
     free(s->hist);
+    free(s->all);
     free(s);
 }
 
@@ -180,6 +190,22 @@ int ternion_sample(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *o
     } else if (on_device && s->fast_greedy) {
         if (rt_engine_argmax(c->e, &id, err))
             return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
+    } else if (s->whole_row) {
+        const float *row = rt_api_row_logits(c, i);
+        if (!row)
+            return TERNION_E_DEVICE;
+        if (s->n_all < nv) {
+            rt_cand *a = realloc(s->all, (size_t)nv * sizeof(*a));
+            if (!a)
+                return rt_api_ctx_fail(c, TERNION_E_NOMEM, "out of host memory");
+            s->all = a;
+            s->n_all = nv;
+        }
+        for (int32_t v = 0; v < nv; v++)
+            s->all[v] = (rt_cand){.id = v, .logit = row[v]};
+        id = rt_sampler_sample(s->s, s->all, (size_t)nv);
+        if (id < 0)
+            return rt_api_ctx_fail(c, TERNION_E_STATE, "the sampler chose no token");
     } else {
         if (on_device) {
             if (rt_engine_topk(c->e, k, s->ids, s->logits, err))

@@ -355,8 +355,9 @@ typedef int32_t (*ternion_sample_fn)(const float *logits, int32_t n_vocab, const
 typedef struct ternion_sampler ternion_sampler;
 /* The sampling chain, in llama.cpp's order: penalties, greedy or top-k, top-p, min-p,
  * temperature, draw (xoshiro256** seeded by splitmix64 from seed). Candidates come from the
- * device's top-k selection (at most 256; exact whenever top_k is on, see rt_sampler.h);
- * greedy without penalties reads back only the chosen id. */
+ * device's top-k selection when up to 256 of them make the chain exact (rt_sampler.h), else
+ * (top_k <= 0 = off, or larger k) from the whole row: every token can be drawn; greedy
+ * without penalties reads back only the chosen id. */
 TERNION_API int ternion_sampler_new(const ternion_sampler_params *params, ternion_sampler **out);
 TERNION_API int ternion_sampler_new_custom(ternion_sample_fn fn, void *user, ternion_sampler **out);
 TERNION_API void ternion_sampler_free(ternion_sampler *s);
