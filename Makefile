@@ -202,8 +202,8 @@ $(B)/srv-api-check: $(SRV_OBJ) $(LIB_SRV) $(LIB_SO)
 	$(CC) $(LDFLAGS) -o $(B)/obj/srv-shared $^ $(LIBS_SRV) $(LIBS_RT)
 	@touch $@
 
-# test_api and test_sampling see only ternion.h, like any program using the library.
-API_TESTS := $(B)/tests/test_api $(B)/tests/test_sampling
+# test_api, test_sampling and test_batch_sizes see only ternion.h, like any program using the library.
+API_TESTS := $(B)/tests/test_api $(B)/tests/test_sampling $(B)/tests/test_batch_sizes
 $(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_A) runtime/api/ternion.h tests/fixture.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) -lcmocka $(LIBS_RT)

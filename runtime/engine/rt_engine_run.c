@@ -70,7 +70,9 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
         if (m == 1) {
             e->last_decode_kv = pos + done + 1;
             e->pending = true; /* submitted by argmax (with it), or by whatever comes next */
-            if (out_logits && flush(e, e->decode, err))
+            /* ... unless another chunk follows: it rewrites the token and the dyn block, so
+             * this step must run first (with -b 1 only the last token used to be computed) */
+            if ((out_logits || done + m < n) && flush(e, e->decode, err))
                 return -1;
         } else {
             e->last_prefill = NULL; /* recording may free the stream it pointed to */
