@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "gguf/rt_gguf.h"
 
 #define MAX_OUT (1 << 20)
@@ -38,7 +39,7 @@ typedef struct {
 
 static char bin[512];
 static char tmpdir[256];
-static const char *vocab_gguf = "../shared/fixtures/llama3-vocab/llama3-vocab.gguf";
+static char vocab_gguf[1024]; /* fixture_find in setup; empty when absent */
 static char tiny_dir[512];
 
 static bool exists(const char *p)
@@ -149,7 +150,7 @@ static bool have_tiny(void)
 {
     if (!have_bin()) return false;
     if (tiny_dir[0]) return true;
-    print_message("SKIP: no tiny fixture (tests/data/bitnet-tiny or ../shared/fixtures/bitnet-tiny)\n");
+    print_message("SKIP: no tiny fixture (bitnet-tiny/model.gguf, see tests/fixture.h)\n");
     return false;
 }
 
@@ -193,7 +194,11 @@ static void test_help_version(void **state)
     expect(&h, 0, NULL);
     assert_non_null(strstr(h.out, "usage:"));
     assert_non_null(strstr(h.out, "--temp"));
-    assert_non_null(strstr(h.out, "ggml-model-i2_s.gguf"));
+    /* bitnet-tiny names its own model, not the 2B download */
+    assert_non_null(strstr(h.out, "models/bitnet-tiny.yaml"));
+    assert_non_null(strstr(h.out, "-m model.gguf"));
+    assert_null(strstr(h.out, "2B-4T"));
+    assert_null(strstr(h.out, "ggml-model-i2_s.gguf"));
     run_free(&h);
     RUN(v, NULL, "--version");
     expect(&v, 0, NULL);
@@ -259,8 +264,18 @@ static void test_bad_combinations(void **state)
     expect(&c, 2, "--chat cannot");
     run_free(&c);
     RUN(d, NULL, "-p", "hello");
-    expect(&d, 2, "-m path/to/ggml-model-i2_s.gguf");
+    expect(&d, 2, "-m path/to/model.gguf");
     run_free(&d);
+    /* flags that would do nothing are refused */
+    RUN(g, NULL, "-m", "x.gguf", "--chat", "-p", "hello");
+    expect(&g, 2, "-p does nothing with --chat");
+    run_free(&g);
+    RUN(h, NULL, "-m", "x.gguf", "-p", "hello", "-sys", "be brief");
+    expect(&h, 2, "-sys (system prompt) applies only to --chat");
+    run_free(&h);
+    RUN(j, NULL, "-m", "x.gguf", "-p", "hello", "--json");
+    expect(&j, 2, "--json applies only to --bench (and --tune)");
+    run_free(&j);
     RUN(e, NULL, "--help=1");
     expect(&e, 2, "takes no value");
     run_free(&e);
@@ -271,14 +286,16 @@ static void test_missing_model(void **state)
     NEED_BIN();
     RUN(r, NULL, "-m", "/nonexistent/ggml-model-i2_s.gguf", "-p", "hello");
     expect(&r, 1, "/nonexistent/ggml-model-i2_s.gguf");
-    assert_non_null(strstr(r.err, "microsoft/bitnet-b1.58-2B-4T-gguf"));
-    assert_non_null(strstr(r.err, "ggml-model-i2_s.gguf"));
-    assert_non_null(strstr(r.err, "-m path/to/ggml-model-i2_s.gguf"));
+    /* the hint names bitnet-tiny's own weights, not the 2B download */
+    assert_non_null(strstr(r.err, "models/bitnet-tiny.yaml"));
+    assert_non_null(strstr(r.err, "tests/data/bitnet-tiny/model.gguf"));
+    assert_non_null(strstr(r.err, "-m path/to/model.gguf"));
+    assert_null(strstr(r.err, "2B-4T"));
     assert_null(strstr(r.err, "Segmentation"));
     run_free(&r);
     /* the same hint in chat and --tokens modes */
     RUN(c, "hi\n", "-m", "/nonexistent/m.gguf", "--chat");
-    expect(&c, 1, "microsoft/bitnet-b1.58-2B-4T-gguf");
+    expect(&c, 1, "build/tools/mkmodel models/bitnet-tiny.yaml");
     run_free(&c);
 }
 
@@ -322,8 +339,8 @@ static void test_bad_tokens(void **state)
 static void test_tokenize_llama3(void **state)
 {
     NEED_BIN();
-    if (!exists(vocab_gguf)) {
-        print_message("SKIP: %s absent\n", vocab_gguf);
+    if (!vocab_gguf[0]) {
+        print_message("SKIP: fixture llama3-vocab/llama3-vocab.gguf absent\n");
         skip();
     }
     RUN(a, NULL, "-m", vocab_gguf, "--tokenize", "Hello world");
@@ -687,21 +704,206 @@ static void test_nonfinite_weights(void **state)
     run_free(&r2);
 }
 
+/* A NUL byte in a -f prompt is an error naming its offset (it used to cut the prompt there). */
+static void test_prompt_file_nul(void **state)
+{
+    NEED_TINY();
+    char path[300];
+    snprintf(path, sizeof(path), "%s/nul.txt", tmpdir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite("The cat\0 sat", 1, 12, f);
+    fclose(f);
+    RUN(r, NULL, "-m", tiny_model(), "-f", path, "-n", "2");
+    expect(&r, 1, "holds a NUL byte at offset 7");
+    run_free(&r);
+}
+
+/* The stats line's "generated: N tokens". */
+static int generated_count(const char *err)
+{
+    const char *p = strstr(err, "generated: ");
+    return p ? atoi(p + 11) : -1;
+}
+
+static int prompt_count(const char *err)
+{
+    const char *p = strstr(err, "prompt: ");
+    return p ? atoi(p + 8) : -1;
+}
+
+/* -e, --stop, --ignore-eos, -s -1 (llama.cpp's flags). */
+static void test_llama_flags(void **state)
+{
+    NEED_TINY();
+    /* -e: escapes in -p (4 newlines vs backslash-n written out) */
+    RUN(a, NULL, "-m", tiny_model(), "-p", "\\n\\n\\n\\nThe", "-n", "1", "--temp", "0");
+    SKIP_NO_DEVICE(a);
+    expect(&a, 0, NULL);
+    RUN(b, NULL, "-m", tiny_model(), "-p", "\\n\\n\\n\\nThe", "-e", "-n", "1", "--temp", "0");
+    expect(&b, 0, NULL);
+    RUN(b2, NULL, "-m", tiny_model(), "-p", "\n\n\n\nThe", "-n", "1", "--temp", "0");
+    expect(&b2, 0, NULL);
+    assert_int_equal(prompt_count(b.err), prompt_count(b2.err)); /* -e "\\n" == a real newline */
+    assert_true(prompt_count(a.err) > prompt_count(b.err));
+    run_free(&a);
+    run_free(&b);
+    run_free(&b2);
+    /* --stop: greedy text up to (not including) the first occurrence of the stop string */
+    RUN(c, NULL, "-m", tiny_model(), "-p", "Once upon a time", "-n", "40", "--temp", "0", "--ignore-eos");
+    expect(&c, 0, NULL);
+    const size_t np = strlen("Once upon a time"); /* the prompt is echoed first */
+    assert_memory_equal(c.out, "Once upon a time", np);
+    const char *gen = c.out + np;
+    if (strlen(gen) < 12) fail_msg("greedy text too short to pick a stop string: '%s'", c.out);
+    char stop[4] = {gen[4], gen[5], gen[6], 0};
+    const char *first = strstr(gen, stop);
+    RUN(d, NULL, "-m", tiny_model(), "-p", "Once upon a time", "-n", "40", "--temp", "0", "--ignore-eos", "--stop",
+        "zzzz-never", "--stop", stop);
+    expect(&d, 0, NULL);
+    size_t want = np + (size_t)(first - gen);
+    if (strlen(d.out) != want + 1 || memcmp(d.out, c.out, want) != 0) /* + the final newline */
+        fail_msg("--stop '%s': got '%s', want '%.*s'", stop, d.out, (int)want, c.out);
+    assert_true(generated_count(d.err) < generated_count(c.err));
+    run_free(&d);
+    /* --ignore-eos: exactly -n tokens whatever is chosen */
+    assert_int_equal(generated_count(c.err), 40);
+    run_free(&c);
+    /* -s -1: a random seed, printed; -s N prints N */
+    RUN(e, NULL, "-m", tiny_model(), "-p", "Hello", "-n", "2", "-s", "-1");
+    expect(&e, 0, "| seed ");
+    run_free(&e);
+    RUN(f, NULL, "-m", tiny_model(), "-p", "Hello", "-n", "2", "-s", "12345");
+    expect(&f, 0, "| seed 12345\n");
+    run_free(&f);
+    RUN(g, NULL, "-m", tiny_model(), "-p", "Hello", "-s", "-2");
+    expect(&g, 2, "or -1 for a random seed");
+    run_free(&g);
+}
+
+/* s is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF). */
+static bool valid_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i], len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (!len || i + len > n) return false;
+        unsigned v = len == 1 ? c : c & (0x7F >> len);
+        for (unsigned k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            v = v << 6 | (s[i + k] & 0x3F);
+        }
+        static const unsigned min_v[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (v < min_v[len] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return false;
+        i += len;
+    }
+    return true;
+}
+
+/* Random tokens of the tiny vocabulary (all 256 byte tokens among them) at a flat
+ * temperature: what is printed is valid UTF-8 with no control character but newline and
+ * tab (bad bytes were printed raw: a terminal takes them as commands). */
+static void test_output_printable(void **state)
+{
+    NEED_TINY();
+    RUN(r, NULL, "-m", tiny_model(), "-p", "x", "-n", "400", "--temp", "100", "--top-k", "0", "--top-p", "1",
+        "--min-p", "0", "--ignore-eos", "-s", "11");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 0, NULL);
+    size_t n = strlen(r.out);
+    if (!valid_utf8((const unsigned char *)r.out, n)) fail_msg("output is not valid UTF-8");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)r.out[i];
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) fail_msg("control byte 0x%02X at %zu", c, i);
+    }
+    assert_non_null(strstr(r.out, "\xEF\xBF\xBD")); /* some bytes were not UTF-8: replaced */
+    assert_non_null(strstr(r.out, "\\x"));           /* some were control characters: escaped */
+    run_free(&r);
+}
+
+/* Chat with stdin on a pipe: writes first_line, waits until the answer is being printed,
+ * sends n_int SIGINTs, then writes then_text and closes stdin. Returns the exit status;
+ * stderr into *out_err (malloc'd). */
+static int chat_interrupt(int n_int, const char *first_line, const char *then_text, char **out_err)
+{
+    char out[300], errp[300];
+    snprintf(out, sizeof(out), "%s/chat_out", tmpdir);
+    snprintf(errp, sizeof(errp), "%s/chat_err", tmpdir);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fds[0], 0);
+        close(fds[1]);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        setenv("XDG_CACHE_HOME", tmpdir, 1);
+        execl(bin, bin, "-m", tiny_model(), "--chat", "-n", "240", "-c", "256", "--ignore-eos", "--temp", "0",
+              "--verbose", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[0]);
+    assert_true(write(fds[1], first_line, strlen(first_line)) == (ssize_t)strlen(first_line));
+    struct stat st;
+    for (int i = 0; i < 60000 && (stat(out, &st) != 0 || st.st_size < 4); i++) usleep(1000); /* answer started */
+    for (int i = 0; i < n_int; i++) {
+        kill(pid, SIGINT);
+        usleep(20000);
+    }
+    if (then_text) {
+        ssize_t w = write(fds[1], then_text, strlen(then_text));
+        (void)w; /* the child may have quit already (n_int 2): EPIPE is fine */
+    }
+    close(fds[1]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *out_err = slurp(errp, NULL);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+/* Ctrl-C in chat: the first stops the answer and returns to the prompt (the next turn is
+ * answered), a second one (or Ctrl-D) quits; it used to kill the program. */
+static void test_chat_ctrl_c(void **state)
+{
+    NEED_TINY();
+    signal(SIGPIPE, SIG_IGN);
+    char *err = NULL;
+    int rc = chat_interrupt(1, "Tell me a long story\n", "Again\n", &err);
+    if (rc != 0 && strstr(err, "Vulkan")) {
+        free(err);
+        skip();
+    }
+    if (rc != 0 || count_of(err, "(answer stopped") != 1 || count_of(err, "generated: ") != 2)
+        fail_msg("one Ctrl-C: rc %d (want 0), stderr:\n%s", rc, err);
+    free(err);
+    rc = chat_interrupt(2, "Tell me a long story\n", "Again\n", &err);
+    if (rc != 130 || count_of(err, "generated: ") != 1)
+        fail_msg("two Ctrl-C: rc %d (want 130), stderr:\n%s", rc, err);
+    free(err);
+}
+
 static int setup(void **state)
 {
     const char *b = getenv("TERNION_BUILD");
     snprintf(bin, sizeof(bin), "%s/bitnet-tiny", b && *b ? b : "build");
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_cli.XXXXXX");
     if (!mkdtemp(tmpdir)) return -1;
-    const char *roots[] = {"tests/data/bitnet-tiny", "../shared/fixtures/bitnet-tiny"};
-    for (int i = 0; i < 2; i++) {
-        char p[600];
-        snprintf(p, sizeof(p), "%s/model.gguf", roots[i]);
-        if (exists(p)) {
-            snprintf(tiny_dir, sizeof(tiny_dir), "%s", roots[i]);
-            break;
-        }
+    char p[600];
+    if (fixture_find("bitnet-tiny/model.gguf", p, sizeof(p))) {
+        *strrchr(p, '/') = 0;
+        snprintf(tiny_dir, sizeof(tiny_dir), "%s", p);
     }
+    if (!fixture_find("llama3-vocab/llama3-vocab.gguf", vocab_gguf, sizeof(vocab_gguf))) vocab_gguf[0] = 0;
     return 0;
 }
 
@@ -723,7 +925,9 @@ int main(void)
         cmocka_unit_test(test_greedy_ids),      cmocka_unit_test(test_generate_text),
         cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_chat),
         cmocka_unit_test(test_chat_context_full), cmocka_unit_test(test_bench),
-        cmocka_unit_test(test_nonfinite_weights),
+        cmocka_unit_test(test_nonfinite_weights), cmocka_unit_test(test_prompt_file_nul),
+        cmocka_unit_test(test_llama_flags),     cmocka_unit_test(test_output_printable),
+        cmocka_unit_test(test_chat_ctrl_c),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

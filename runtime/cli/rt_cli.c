@@ -29,22 +29,44 @@ double rt_cli_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static const char download_hint[] =
-    "The official BitNet b1.58 2B4T weights are on Hugging Face: repository\n"
-    "  microsoft/bitnet-b1.58-2B-4T-gguf, file ggml-model-i2_s.gguf, e.g.\n"
-    "  huggingface-cli download microsoft/bitnet-b1.58-2B-4T-gguf ggml-model-i2_s.gguf --local-dir models/\n"
-    "then run with -m path/to/ggml-model-i2_s.gguf\n";
+static const char *g_pinned; /* this binary's model (rt_cli_main), for the weights hint */
 
-/* 0 if path is a readable regular file; otherwise prints why (+ the download hint). */
+/* Official weights exist for the 2B4T model (and `ternion`, which runs any); a binary built
+ * for another model names its own layout instead of sending the user to the 2B download. */
+static bool official_weights(const char *pinned) { return !pinned || !strcmp(pinned, "bitnet-b1.58-2b"); }
+
+const char *rt_cli_example_file(const char *pinned)
+{
+    return official_weights(pinned) ? "ggml-model-i2_s.gguf" : "model.gguf";
+}
+
+void rt_cli_weights_hint(FILE *f, const char *pinned)
+{
+    if (official_weights(pinned)) {
+        fprintf(f, "The official BitNet b1.58 2B4T weights are on Hugging Face: repository\n"
+                   "  microsoft/bitnet-b1.58-2B-4T-gguf, file ggml-model-i2_s.gguf, e.g.\n"
+                   "  huggingface-cli download microsoft/bitnet-b1.58-2B-4T-gguf ggml-model-i2_s.gguf --local-dir models/\n"
+                   "then run with -m path/to/ggml-model-i2_s.gguf\n");
+        return;
+    }
+    fprintf(f, "%s runs GGUF files in the layout of models/%s.yaml (no official download): the repository's\n"
+               "  fixture tests/data/%s/model.gguf if it has one, or random weights from\n"
+               "  build/tools/mkmodel models/%s.yaml -o model.gguf\n"
+               "then run with -m path/to/model.gguf\n", pinned, pinned, pinned, pinned);
+}
+
+/* 0 if path is a readable regular file; otherwise prints why (+ the weights hint). */
 int rt_cli_check_model_file(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        fprintf(stderr, "error: model file '%s' not found (%s).\n%s", path, strerror(errno), download_hint);
+        fprintf(stderr, "error: model file '%s' not found (%s).\n", path, strerror(errno));
+        rt_cli_weights_hint(stderr, g_pinned);
         return RT_CLI_EXIT_ERR;
     }
     if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, "error: model path '%s' is not a file.\n%s", path, download_hint);
+        fprintf(stderr, "error: model path '%s' is not a file.\n", path);
+        rt_cli_weights_hint(stderr, g_pinned);
         return RT_CLI_EXIT_ERR;
     }
     return 0;
@@ -187,6 +209,13 @@ static char *read_text_file(const char *path)
         b = NULL;
     }
     fclose(f);
+    const char *nul = b ? memchr(b, 0, n) : NULL;
+    if (nul) { /* the prompt is a C string from here on: refused rather than cut there silently */
+        fprintf(stderr, "error: prompt file '%s' holds a NUL byte at offset %zu: not a text prompt\n", path,
+                (size_t)(nul - b));
+        free(b);
+        return NULL;
+    }
     if (b) b[n] = 0;
     return b;
 }
@@ -353,9 +382,32 @@ static int list_devices(void)
     return 0;
 }
 
+/* The mode the options ask for; its exit code. */
+static int run_mode(const rt_cli_opts *op, const char *pinned)
+{
+    const rt_cli_opts o = *op;
+    if (o.list_devices) return list_devices();
+    if (o.tokenize) return cmd_tokenize(&o);
+    if (o.bench || (o.tune && !o.chat && !o.prompt && !o.prompt_file && !o.tokens)) return rt_cli_bench(&o);
+    if (!o.model) {
+        fprintf(stderr, "error: no model given: pass -m path/to/%s\n", rt_cli_example_file(pinned));
+        rt_cli_weights_hint(stderr, pinned);
+        fprintf(stderr, "run '%s --help' for usage\n", o.prog);
+        return RT_CLI_EXIT_USAGE;
+    }
+    if (o.chat) return rt_cli_chat(&o);
+    if (!o.tokens && !o.prompt && !o.prompt_file) {
+        fprintf(stderr, "error: nothing to do: give a prompt (-p TEXT or -f FILE), --chat, or --bench\n"
+                        "run '%s --help' for usage\n", o.prog);
+        return RT_CLI_EXIT_USAGE;
+    }
+    return cmd_generate(&o);
+}
+
 int rt_cli_main(int argc, char **argv, const char *pinned)
 {
     rt_cli_opts o;
+    g_pinned = pinned;
     int rc = rt_cli_parse(argc, argv, &o);
     o.pinned = pinned;
     if (rc) return rc;
@@ -368,19 +420,16 @@ int rt_cli_main(int argc, char **argv, const char *pinned)
         print_version(&o);
         return 0;
     }
-    if (o.list_devices) return list_devices();
-    if (o.tokenize) return cmd_tokenize(&o);
-    if (o.bench || (o.tune && !o.chat && !o.prompt && !o.prompt_file && !o.tokens)) return rt_cli_bench(&o);
-    if (!o.model) {
-        fprintf(stderr, "error: no model given: pass -m path/to/ggml-model-i2_s.gguf\n%s", download_hint);
-        fprintf(stderr, "run '%s --help' for usage\n", o.prog);
-        return RT_CLI_EXIT_USAGE;
+    char *prompt_esc = NULL, *system_esc = NULL;
+    if (o.escape) { /* -e: -p and -sys with their escapes processed */
+        if (o.prompt && !(o.prompt = prompt_esc = rt_cli_unescape(o.prompt))) return RT_CLI_EXIT_ERR;
+        if (o.system && !(o.system = system_esc = rt_cli_unescape(o.system))) {
+            free(prompt_esc);
+            return RT_CLI_EXIT_ERR;
+        }
     }
-    if (o.chat) return rt_cli_chat(&o);
-    if (!o.tokens && !o.prompt && !o.prompt_file) {
-        fprintf(stderr, "error: nothing to do: give a prompt (-p TEXT or -f FILE), --chat, or --bench\n"
-                        "run '%s --help' for usage\n", o.prog);
-        return RT_CLI_EXIT_USAGE;
-    }
-    return cmd_generate(&o);
+    rc = run_mode(&o, pinned);
+    free(prompt_esc);
+    free(system_esc);
+    return rc;
 }

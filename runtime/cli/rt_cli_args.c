@@ -12,7 +12,7 @@
 
 #include "rt_cli_priv.h"
 
-typedef enum { F_STR, F_INT, F_FLOAT, F_U64, F_BOOL } flag_kind;
+typedef enum { F_STR, F_INT, F_FLOAT, F_U64, F_BOOL, F_STOP } flag_kind;
 
 typedef struct {
     const char *name1, *name2; /* e.g. "-n", "--n-predict" */
@@ -25,7 +25,7 @@ typedef struct {
 
 #define O(f) offsetof(rt_cli_opts, f)
 static const flag_def flags[] = {
-    {"-m", "--model", F_STR, O(model), 0, 0, "FILE", "model GGUF (e.g. ggml-model-i2_s.gguf)"},
+    {"-m", "--model", F_STR, O(model), 0, 0, "FILE", "model GGUF"},
     {"--model-type", NULL, F_STR, O(model_type), 0, 0, "NAME", "generated model to run the file with (default: the one its metadata matches; see --version)"},
     {"-p", "--prompt", F_STR, O(prompt), 0, 0, "TEXT", "prompt to continue"},
     {"-f", "--file", F_STR, O(prompt_file), 0, 0, "FILE", "read the prompt from a file"},
@@ -33,14 +33,17 @@ static const flag_def flags[] = {
     {"-c", "--ctx-size", F_INT, O(n_ctx), 0, 1 << 24, "N", "context length (0: from the model, at most 4096)"},
     {"-b", "--batch-size", F_INT, O(n_batch), 0, 1 << 20, "N", "max tokens per prompt step (0: 512)"},
     {"--temp", NULL, F_FLOAT, O(temp), 0, 100, "T", "temperature; 0 = greedy (default 0.8)"},
-    {"--top-k", NULL, F_INT, O(top_k), 0, 256, "N", "top-k sampling, 0 = off (default 40, at most 256)"},
+    {"--top-k", NULL, F_INT, O(top_k), 0, 1 << 30, "N", "top-k sampling, 0 = off: the whole vocabulary (default 40)"},
     {"--top-p", NULL, F_FLOAT, O(top_p), 0, 1, "P", "top-p sampling, 1 = off (default 0.95)"},
     {"--min-p", NULL, F_FLOAT, O(min_p), 0, 1, "P", "min-p sampling, 0 = off (default 0.05)"},
     {"--repeat-penalty", NULL, F_FLOAT, O(repeat_penalty), 0, 100, "X", "penalize repeated tokens, 1 = off (default 1.0)"},
     {"--frequency-penalty", NULL, F_FLOAT, O(freq_penalty), -100, 100, "X", "subtract X per repetition in the last-n window, 0 = off (default 0)"},
     {"--presence-penalty", NULL, F_FLOAT, O(presence_penalty), -100, 100, "X", "subtract X from tokens in the last-n window, 0 = off (default 0)"},
     {"--repeat-last-n", NULL, F_INT, O(repeat_last_n), 0, 128, "N", "tokens the penalties look back (default 64, at most 128)"},
-    {"-s", "--seed", F_U64, O(seed), 0, 0, "N", "random seed (default: from the clock)"},
+    {"-s", "--seed", F_U64, O(seed), 0, 0, "N", "random seed (-1 or none: random; the stats line prints it)"},
+    {"-e", "--escape", F_BOOL, O(escape), 0, 0, NULL, "process escapes (\\n \\t \\\\) in -p and -sys"},
+    {"--stop", NULL, F_STOP, O(stop), 0, 0, "TEXT", "end the answer where the text reaches TEXT (repeatable)"},
+    {"--ignore-eos", NULL, F_BOOL, O(ignore_eos), 0, 0, NULL, "keep generating past the end-of-text token"},
     {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
     {"-cnv", "--interactive", F_BOOL, O(chat), 0, 0, NULL, "same as --chat"},
     {"-sys", "--system-prompt", F_STR, O(system), 0, 0, "TEXT", "system prompt for --chat"},
@@ -141,10 +144,19 @@ static int set_value(rt_cli_opts *o, const flag_def *f, const char *flag, const 
         *(float *)p = (float)v;
         return 0;
     }
+    case F_STOP:
+        if (!*val) return bad_value(o->prog, flag, val, "a non-empty string");
+        if (o->n_stop == RT_CLI_MAX_STOP) return bad_value(o->prog, flag, val, "at most 16 --stop strings");
+        o->stop[o->n_stop++] = val;
+        return 0;
     case F_U64: {
+        if (!strcmp(val, "-1")) { /* llama.cpp's "random seed" */
+            o->seed_set = false;
+            return 0;
+        }
         unsigned long long v = strtoull(val, &end, 10);
         if (!*val || *end || errno || val[0] == '-')
-            return bad_value(o->prog, flag, val, "a non-negative integer");
+            return bad_value(o->prog, flag, val, "a non-negative integer, or -1 for a random seed");
         *(uint64_t *)p = (uint64_t)v;
         o->seed_set = true;
         return 0;
@@ -220,6 +232,20 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         fprintf(stderr, "error: --chat cannot be combined with --tokens, --tokenize or --bench\n");
         return usage_error(o->prog);
     }
+    /* flags that would do nothing are refused, not ignored */
+    if (o->chat && (o->prompt || o->prompt_file)) {
+        fprintf(stderr, "error: %s does nothing with --chat (the turns are read from stdin); "
+                "give a system prompt with -sys\n", o->prompt ? "-p" : "-f");
+        return usage_error(o->prog);
+    }
+    if (o->system && !o->chat) {
+        fprintf(stderr, "error: -sys (system prompt) applies only to --chat\n");
+        return usage_error(o->prog);
+    }
+    if (o->json && !o->bench && !o->tune) {
+        fprintf(stderr, "error: --json applies only to --bench (and --tune)\n");
+        return usage_error(o->prog);
+    }
     return 0;
 }
 
@@ -234,13 +260,14 @@ void rt_cli_usage(const rt_cli_opts *o)
         for (int32_t i = 0; i < ternion_builtin_count(); i++) printf("%s %s", i ? "," : "", ternion_builtin_name(i));
         printf(").");
     }
-    printf(" Get the official weights from Hugging Face:\n"
-           "  microsoft/bitnet-b1.58-2B-4T-gguf, file ggml-model-i2_s.gguf\n\n");
-    printf("examples:\n"
-           "  %s -m ggml-model-i2_s.gguf -p \"The capital of France is\" -n 64\n"
-           "  %s -m ggml-model-i2_s.gguf --chat -sys \"You are a helpful assistant.\"\n"
+    printf("\n");
+    rt_cli_weights_hint(stdout, o->pinned);
+    const char *file = rt_cli_example_file(o->pinned);
+    printf("\nexamples:\n"
+           "  %s -m %s -p \"The capital of France is\" -n 64\n"
+           "  %s -m %s --chat -sys \"You are a helpful assistant.\"\n"
            "  %s --bench            (random weights of the model's full shape)\n\noptions:\n",
-           prog, prog, prog);
+           prog, file, prog, file, prog);
     for (size_t i = 0; i < N_FLAGS; i++) {
         const flag_def *f = &flags[i];
         char left[64];
@@ -250,4 +277,27 @@ void rt_cli_usage(const rt_cli_opts *o)
     }
     printf("\nchat commands: /reset clears the conversation; Ctrl-D quits.\n"
            "environment: TERNION_DEVICE=N picks the Vulkan device when --device is not given.\n");
+}
+
+char *rt_cli_unescape(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(n + 1), *w = out;
+    if (!out) return NULL;
+    for (const char *r = s; *r; r++) {
+        if (*r != '\\' || !r[1]) {
+            *w++ = *r;
+            continue;
+        }
+        static const char from[] = "ntr\\\"'", to[] = "\n\t\r\\\"'";
+        const char *k = strchr(from, r[1]);
+        if (k) {
+            *w++ = to[k - from];
+            r++;
+        } else {
+            *w++ = *r; /* an unknown escape stays as written */
+        }
+    }
+    *w = 0;
+    return out;
 }

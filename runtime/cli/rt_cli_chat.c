@@ -4,8 +4,12 @@
  * closed by <|eot_id|>); the KV cache is kept between turns, so each turn evaluates only its
  * own new tokens. "> " is shown only when stdin is a terminal. /reset starts over, EOF
  * (Ctrl-D) quits; a turn that does not fit the context is refused and the conversation is
- * left as it was.
+ * left as it was. Ctrl-C while an answer is generated stops that answer (the chosen tokens
+ * stay in the conversation) and returns to the prompt; a second Ctrl-C during the same
+ * answer, or one at the prompt, quits (exit status 130, as a shell reports SIGINT).
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,14 @@ static int build_turn(chat_state *s, const rt_cli_opts *o, const char *line, id_
     return 0;
 }
 
+static volatile sig_atomic_t g_sigint; /* Ctrl-C presses not yet handled */
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_sigint++;
+}
+
 static void chomp(char *line)
 {
     size_t n = strlen(line);
@@ -101,8 +113,13 @@ static int chat_loop(const rt_cli_opts *o, rt_cli_gen *g)
             printf("> ");
             fflush(stdout);
         }
+        if (g_sigint) { /* Ctrl-C after the answer, before this read */
+            rc = 130;
+            break;
+        }
         if (getline(&line, &cap, stdin) < 0) {
             if (tty) printf("\n");
+            if (g_sigint || errno == EINTR) rc = 130; /* Ctrl-C at the prompt */
             break;
         }
         chomp(line);
@@ -141,6 +158,17 @@ static int chat_loop(const rt_cli_opts *o, rt_cli_gen *g)
         s.pending = (!t.stopped && t.last >= 0) ? t.last : -1;
         printf("\n");
         fflush(stdout);
+        if (t.interrupted) {
+            /* a second Ctrl-C may come while the answer winds down: quit then */
+            fprintf(stderr, "(answer stopped; Ctrl-C again or Ctrl-D quits)\n");
+            if (o->verbose) rt_cli_print_stats(&t);
+            if (g_sigint > 1) {
+                rc = 130;
+                break;
+            }
+            g_sigint = 0; /* that one is handled */
+            continue;
+        }
         if (t.ctx_full) fprintf(stderr, "context full (%d tokens); /reset to start over\n", g->n_ctx);
         if (o->verbose) rt_cli_print_stats(&t);
     }
@@ -162,7 +190,15 @@ int rt_cli_chat(const rt_cli_opts *o)
         rt_cli_close(m, e);
         return RT_CLI_EXIT_ERR;
     }
+    /* Ctrl-C: no SA_RESTART, so a read at the prompt returns (and quits) */
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+    g.interrupt = &g_sigint;
     rc = chat_loop(o, &g);
+    sigaction(SIGINT, &old, NULL);
     rt_cli_gen_free(&g);
     rt_cli_close(m, e);
     return rc;

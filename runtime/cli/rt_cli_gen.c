@@ -3,28 +3,120 @@
  * Owns: the loop over ternion_decode / ternion_sample (greedy without penalties: chains of
  * --decode-chain tokens per submission with ternion_decode_greedy), the stop tokens (EOS,
  * <|eot_id|>), streaming the text (ternion_detok: a multi-byte character split across
- * tokens is held back until it is complete), and the llama.cpp-style speed line.
+ * tokens is held back until it is complete), the --stop strings (text that may be the start
+ * of one is held back until it is not; the answer ends before the string), and the
+ * llama.cpp-style speed line. What reaches the terminal is valid UTF-8 without control
+ * characters: a byte sequence that is not UTF-8 prints as U+FFFD, a control character other
+ * than newline and tab as an escape (\x1B, \u0085), so model output cannot drive the
+ * terminal.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <utf8proc.h>
 
 #include "rt_cli_priv.h"
 
-static void emit_token(rt_cli_gen *g, int32_t id)
+/* s[0..n) made printable (see the header) into g->safe; its length. */
+static size_t printable(rt_cli_gen *g, const char *s, size_t n)
 {
+    if (g->cap_safe < 6 * n + 1) { /* worst case: every byte one \\xNN or U+FFFD */
+        char *b = realloc(g->safe, 6 * n + 1);
+        if (!b) return 0;
+        g->safe = b;
+        g->cap_safe = 6 * n + 1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) { /* not UTF-8: one replacement character per bad byte */
+            memcpy(g->safe + m, "\xEF\xBF\xBD", 3);
+            m += 3;
+            i++;
+            continue;
+        }
+        if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7F)
+            m += (size_t)sprintf(g->safe + m, "\\x%02X", (unsigned)cp);
+        else if (cp >= 0x80 && cp < 0xA0) /* C1 controls */
+            m += (size_t)sprintf(g->safe + m, "\\u%04X", (unsigned)cp);
+        else {
+            memcpy(g->safe + m, s + i, (size_t)k);
+            m += (size_t)k;
+        }
+        i += (size_t)k;
+    }
+    return m;
+}
+
+/* Text s[0..n) to stdout through the --stop filter. Returns true when a stop string was
+ * reached: the text before it is printed, the rest dropped. */
+static bool emit_text(rt_cli_gen *g, const char *raw, size_t n_raw)
+{
+    const rt_cli_opts *o = g->o;
+    size_t n = printable(g, raw, n_raw);
+    const char *s = g->safe;
+    if (o->n_stop == 0) {
+        fwrite(s, 1, n, stdout);
+        return false;
+    }
+    if (g->n_hold + n + 1 > g->cap_hold) {
+        size_t cap = (g->n_hold + n + 1) * 2;
+        char *h = realloc(g->hold, cap);
+        if (!h) { /* no room to look: print as is */
+            fwrite(g->hold, 1, g->n_hold, stdout);
+            fwrite(s, 1, n, stdout);
+            g->n_hold = 0;
+            return false;
+        }
+        g->hold = h;
+        g->cap_hold = cap;
+    }
+    memcpy(g->hold + g->n_hold, s, n);
+    g->n_hold += n;
+    g->hold[g->n_hold] = 0;
+    size_t at = g->n_hold, keep = 0;
+    for (int i = 0; i < o->n_stop; i++) {
+        const char *hit = strstr(g->hold, o->stop[i]); /* token text has no NUL */
+        if (hit && (size_t)(hit - g->hold) < at) at = (size_t)(hit - g->hold);
+    }
+    if (at < g->n_hold) {
+        fwrite(g->hold, 1, at, stdout);
+        g->n_hold = 0;
+        return true;
+    }
+    /* keep the longest tail that is the start of a stop string */
+    for (int i = 0; i < o->n_stop; i++) {
+        size_t ls = strlen(o->stop[i]);
+        for (size_t k = ls - 1 < g->n_hold ? ls - 1 : g->n_hold; k > keep; k--)
+            if (!memcmp(g->hold + g->n_hold - k, o->stop[i], k)) {
+                keep = k;
+                break;
+            }
+    }
+    fwrite(g->hold, 1, g->n_hold - keep, stdout);
+    memmove(g->hold, g->hold + g->n_hold - keep, keep);
+    g->n_hold = keep;
+    return false;
+}
+
+/* Prints token id; true when its text reached a --stop string. */
+static bool emit_token(rt_cli_gen *g, int32_t id)
+{
+    bool stop = false;
     if (g->o->print_ids) {
         printf("%s%d", g->n_out++ ? " " : "", id);
     } else {
         size_t n = 0;
         const char *s = ternion_detok_push(g->detok, id, &n);
-        fwrite(s, 1, n, stdout);
+        stop = emit_text(g, s, n);
     }
     fflush(stdout);
+    return stop;
 }
 
-static void emit_end(rt_cli_gen *g)
+static void emit_end(rt_cli_gen *g, bool stopped)
 {
     if (g->o->print_ids) {
         if (g->n_out) printf("\n");
@@ -32,7 +124,8 @@ static void emit_end(rt_cli_gen *g)
     } else {
         size_t n = 0;
         const char *s = ternion_detok_flush(g->detok, &n);
-        fwrite(s, 1, n, stdout);
+        if (!stopped && !emit_text(g, s, n)) fwrite(g->hold, 1, g->n_hold, stdout);
+        g->n_hold = 0;
     }
     fflush(stdout);
 }
@@ -81,6 +174,7 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, ternion_context *ctx, c
         .repeat_last_n = o->repeat_last_n,
         .seed = o->seed_set ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32),
     };
+    g->seed = sp.seed;
     bool penalties = sp.repeat_last_n > 0 &&
                      (sp.repeat_penalty != 1.0f || sp.freq_penalty != 0.0f || sp.presence_penalty != 0.0f);
     g->fast_greedy = sp.temp <= 0 && !penalties;
@@ -96,6 +190,8 @@ void rt_cli_gen_free(rt_cli_gen *g)
 {
     ternion_sampler_free(g->smp);
     ternion_detok_free(g->detok);
+    free(g->hold);
+    free(g->safe);
     memset(g, 0, sizeof(*g));
 }
 
@@ -111,6 +207,7 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
     memset(out, 0, sizeof(*out));
     out->last = -1;
     out->n_prompt = n;
+    out->seed = g->seed;
     if (pos + n > g->n_ctx) {
         snprintf(err, RT_CLI_ERR_LEN, "the prompt (%d tokens) is longer than the context (%d tokens); pass a larger -c "
                  "(or a shorter prompt)", pos + n, g->n_ctx);
@@ -129,6 +226,7 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
     /* greedy: ids a chain already produced; chained[qi - 1] was evaluated when qi < qn */
     int32_t chained[TERNION_MAX_CHAIN];
     int qn = 0, qi = 0;
+    bool hit_stop = false;
     while (n_predict < 0 || out->n_gen < n_predict) {
         int32_t id;
         if (qi < qn) id = chained[qi++];
@@ -142,13 +240,20 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
         out->gen_ms = rt_cli_now_ms() - t_first;
         /* --print-ids -n N is the raw check mode: exactly N ids, stop tokens included */
         bool raw = g->o->print_ids && n_predict >= 0;
-        if (!raw && ternion_token_is_eog(g->m, id)) {
+        if (!raw && !g->o->ignore_eos && ternion_token_is_eog(g->m, id)) {
             out->stopped = true;
             break;
         }
-        emit_token(g, id);
         ternion_sampler_accept(g->smp, id);
+        if (emit_token(g, id)) { /* a --stop string: id is chosen, not evaluated (as EOS) */
+            out->stopped = hit_stop = true;
+            break;
+        }
         if (n_predict >= 0 && out->n_gen >= n_predict) break;
+        if (g->interrupt && *g->interrupt) { /* Ctrl-C in chat: this answer ends here */
+            out->interrupted = true;
+            break;
+        }
         if (pos >= g->n_ctx) {
             out->ctx_full = true;
             break;
@@ -171,7 +276,7 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
         }
         out->pos = ++pos;
     }
-    emit_end(g);
+    emit_end(g, hit_stop);
     return 0;
 }
 
@@ -179,9 +284,9 @@ void rt_cli_print_stats(const rt_cli_turn *t)
 {
     double dec = t->n_gen > 1 ? (t->n_gen - 1) * 1000.0 / (t->gen_ms > 0 ? t->gen_ms : 1e-9) : 0;
     fprintf(stderr, "\nprompt: %d tokens, %.2f ms, %.1f tok/s | generated: %d tokens, %.1f tok/s, %.2f ms/token"
-                    " | first token after %.1f ms\n",
+                    " | first token after %.1f ms | seed %llu\n",
             t->n_prompt, t->prompt_ms, t->prompt_ms > 0 ? t->n_prompt * 1000.0 / t->prompt_ms : 0, t->n_gen, dec,
-            dec > 0 ? 1000.0 / dec : 0, t->prompt_ms);
+            dec > 0 ? 1000.0 / dec : 0, t->prompt_ms, (unsigned long long)t->seed);
 }
 
 int rt_cli_gen_oneshot(rt_cli_gen *g, const int32_t *ids, int n, int n_predict)

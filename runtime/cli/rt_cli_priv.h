@@ -15,6 +15,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
 
 #include "ternion.h"
 
@@ -23,6 +25,7 @@
 #define RT_CLI_EXIT_OK 0
 #define RT_CLI_EXIT_ERR 1
 #define RT_CLI_EXIT_USAGE 2
+#define RT_CLI_MAX_STOP 16 /* --stop strings */
 
 typedef struct {
     const char *prog;          /* argv[0] */
@@ -37,8 +40,12 @@ typedef struct {
     int vram_budget;           /* --vram-budget MiB: 0 = everything resident */
     float temp, top_p, min_p, repeat_penalty, freq_penalty, presence_penalty;
     int top_k, repeat_last_n;
-    uint64_t seed;             /* --seed; seed_set false = time-based */
+    uint64_t seed;             /* --seed; seed_set false (or -s -1) = random, printed in the stats */
     bool seed_set;
+    bool escape;               /* -e: backslash escapes (n t r, backslash, quotes) in -p / -sys */
+    bool ignore_eos;           /* --ignore-eos: generate past EOS / EOT */
+    const char *stop[RT_CLI_MAX_STOP]; /* --stop STRING (repeatable): end the answer there */
+    int n_stop;
     bool chat;                 /* --chat / -i */
     const char *system;        /* -sys */
     int device;                /* --device, -1 auto */
@@ -63,10 +70,18 @@ typedef struct {
 /* Parses argv into *o (defaults first). 0 ok; otherwise prints one message + the usage
  * hint on stderr and returns RT_CLI_EXIT_USAGE. */
 int rt_cli_parse(int argc, char **argv, rt_cli_opts *o);
+/* -e: a malloc'd copy of s with the escapes backslash + n, t, r, backslash, double and single
+ * quote replaced (any other backslash is kept). NULL when out of memory. */
+char *rt_cli_unescape(const char *s);
 void rt_cli_usage(const rt_cli_opts *o);
 
 /* The driver: `pinned` is the generated model of a model binary, NULL for `ternion`. */
 int rt_cli_main(int argc, char **argv, const char *pinned);
+/* Where the weights of this binary's model come from (the 2B4T download for that model and
+ * `ternion`; the YAML layout, fixture and mkmodel for the others), and the file name the
+ * examples use ("ggml-model-i2_s.gguf" / "model.gguf"). */
+void rt_cli_weights_hint(FILE *f, const char *pinned);
+const char *rt_cli_example_file(const char *pinned);
 
 /* Modes. Each returns the process exit code. */
 int rt_cli_chat(const rt_cli_opts *o);
@@ -86,6 +101,12 @@ typedef struct {
     ternion_detok *detok;       /* UTF-8-safe text output */
     int n_ctx;
     int n_out;                  /* ids printed on the current --print-ids line */
+    uint64_t seed;              /* the sampler's seed (given or random) */
+    char *hold;                 /* text held back: it may be the start of a --stop string */
+    size_t n_hold, cap_hold;
+    char *safe;                 /* the printable form of a chunk (rt_cli_gen.c) */
+    volatile sig_atomic_t *interrupt; /* chat: Ctrl-C count (the answer stops when > 0); NULL */
+    size_t cap_safe;
 } rt_cli_gen;
 
 typedef struct {
@@ -94,8 +115,10 @@ typedef struct {
     int n_gen;                  /* new tokens chosen (the stop token included) */
     double gen_ms;              /* from the first new token to the last */
     int32_t last;               /* the last chosen token: never evaluated */
-    bool stopped;               /* the last token is EOS/EOT */
+    bool stopped;               /* the last token is EOS/EOT, or the text reached a --stop string */
+    uint64_t seed;              /* the sampler's seed */
     bool ctx_full;              /* generation ended because the context is full */
+    bool interrupted;           /* generation ended on Ctrl-C (chat) */
     int pos;                    /* KV entries valid after the turn */
 } rt_cli_turn;
 
