@@ -109,10 +109,13 @@ static void test_reset_fences_failure(void **state)
     assert_int_not_equal(rt_cmd_submit(c, err), 0);
     if (!strstr(err, "vkResetFences") || !strstr(err, "VK_ERROR_OUT_OF_DEVICE_MEMORY"))
         fail_msg("error \"%s\" should name vkResetFences and its result", err);
+    assert_int_equal(rt_cmd_submit(c, err), 0); /* recovers: the fence is reset first */
+    assert_int_equal(g_signaled_submits, 0);
     g_fail_wait = 1;
     assert_int_not_equal(rt_cmd_submit(c, err), 0);
     if (!strstr(err, "vkWaitForFences") || !strstr(err, "VK_ERROR_DEVICE_LOST"))
         fail_msg("error \"%s\" should name vkWaitForFences and its result", err);
+    assert_int_equal(vkDeviceWaitIdle(g_dev), VK_SUCCESS); /* the submission the failed wait left running */
     rt_cmd_free(c);
     close_vk(vk);
 }

@@ -14,6 +14,7 @@ struct rt_cmd {
     VkCommandBuffer cb;
     VkFence fence;
     bool recording, ended, submitted;
+    bool fence_signaled; /* waited on but not reset yet (the reset failed): reset before reuse */
     bool set_bound;
     VkPipeline bound;
     uint32_t n_dispatch, n_barrier;
@@ -217,9 +218,15 @@ int rt_cmd_submit(rt_cmd *c, char *err)
         return 1;
     }
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
+    if (c->fence_signaled) { /* an earlier reset failed: a submit needs an unsignaled fence */
+        RT_VK(vkResetFences(c->vk->dev, 1, &c->fence));
+        c->fence_signaled = false;
+    }
     RT_VK(vkQueueSubmit(c->vk->queue, 1, &si, c->fence));
     RT_VK(vkWaitForFences(c->vk->dev, 1, &c->fence, VK_TRUE, UINT64_MAX));
+    c->fence_signaled = true;
     RT_VK(vkResetFences(c->vk->dev, 1, &c->fence));
+    c->fence_signaled = false;
     c->submitted = true;
     return 0;
 fail:
