@@ -227,7 +227,7 @@ static void test_bad_numbers(void **state)
         {"-n", "abc", "invalid value 'abc' for -n"}, {"-n", "12x", "invalid value '12x' for -n"},
         {"-n", "-2", "for -n"},                      {"-c", "-5", "for -c"},
         {"-b", "", "for -b"},                        {"--temp", "nan", "for --temp"},
-        {"--temp", "-1", "for --temp"},              {"--top-k", "1000", "for --top-k"},
+        {"--temp", "-1", "for --temp"},              {"--top-k", "-1", "for --top-k"},
         {"--top-p", "1.5", "for --top-p"},           {"--seed", "-3", "for --seed"},
         {"--device", "x", "for --device"},           {"-n", "99999999999999999999", "for -n"},
         {"--min-p", "0.1.2", "for --min-p"},         {"--repeat-last-n", "1e3", "for --repeat-last-n"},
@@ -851,7 +851,15 @@ static int chat_interrupt(int n_int, const char *first_line, const char *then_te
     for (int i = 0; i < 60000 && (stat(out, &st) != 0 || st.st_size < 4); i++) usleep(1000); /* answer started */
     for (int i = 0; i < n_int; i++) {
         kill(pid, SIGINT);
-        usleep(20000);
+        /* two signals sent before the first is delivered merge into one: wait until the
+         * answer has stopped before the next */
+        for (int w = 0; i + 1 < n_int && w < 60000; w++) {
+            char *e = slurp(errp, NULL);
+            bool seen = e && strstr(e, "(answer stopped");
+            free(e);
+            if (seen) break;
+            usleep(1000);
+        }
     }
     if (then_text) {
         ssize_t w = write(fds[1], then_text, strlen(then_text));

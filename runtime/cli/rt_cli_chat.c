@@ -8,7 +8,6 @@
  * stay in the conversation) and returns to the prompt; a second Ctrl-C during the same
  * answer, or one at the prompt, quits (exit status 130, as a shell reports SIGINT).
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,7 +118,7 @@ static int chat_loop(const rt_cli_opts *o, rt_cli_gen *g)
         }
         if (getline(&line, &cap, stdin) < 0) {
             if (tty) printf("\n");
-            if (g_sigint || errno == EINTR) rc = 130; /* Ctrl-C at the prompt */
+            if (g_sigint) rc = 130; /* Ctrl-C at the prompt */
             break;
         }
         chomp(line);
@@ -159,14 +158,13 @@ static int chat_loop(const rt_cli_opts *o, rt_cli_gen *g)
         printf("\n");
         fflush(stdout);
         if (t.interrupted) {
-            /* a second Ctrl-C may come while the answer winds down: quit then */
-            fprintf(stderr, "(answer stopped; Ctrl-C again or Ctrl-D quits)\n");
-            if (o->verbose) rt_cli_print_stats(&t);
-            if (g_sigint > 1) {
+            if (g_sigint > 1) { /* a second Ctrl-C while the answer wound down: quit */
                 rc = 130;
                 break;
             }
-            g_sigint = 0; /* that one is handled */
+            g_sigint = 0; /* that one is handled; any later one quits */
+            fprintf(stderr, "(answer stopped; Ctrl-C again or Ctrl-D quits)\n");
+            if (o->verbose) rt_cli_print_stats(&t);
             continue;
         }
         if (t.ctx_full) fprintf(stderr, "context full (%d tokens); /reset to start over\n", g->n_ctx);
