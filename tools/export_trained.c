@@ -15,7 +15,7 @@
  * and the tokenizer.ggml.* keys copied from VOCAB.gguf (tools/vocabcut.c).
  */
 #include "gen_model.h"
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * prompts and perplexity texts at run time (rt_tok_encode, special tokens not parsed), so
  * the two can never disagree. uint16 output needs a vocabulary of at most 65536 tokens.
  */
-#include "rt_tokenizer.h"
+#include "tok/rt_tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

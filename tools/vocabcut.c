@@ -12,7 +12,7 @@
  * vocab-only GGUF (no tensors) written with the runtime's GGUF writer; the model exporter
  * (tools/export_trained.c) copies it into the model file.
  */
-#include "rt_gguf.h"
+#include "gguf/rt_gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
