@@ -395,6 +395,7 @@ static int run_mode(const rt_cli_opts *op, const char *pinned)
         fprintf(stderr, "run '%s --help' for usage\n", o.prog);
         return RT_CLI_EXIT_USAGE;
     }
+    if (o.perplexity) return rt_cli_perplexity(&o); /* rt_cli_ppl.c */
     if (o.chat) return rt_cli_chat(&o);
     if (!o.tokens && !o.prompt && !o.prompt_file) {
         fprintf(stderr, "error: nothing to do: give a prompt (-p TEXT or -f FILE), --chat, or --bench\n"

@@ -50,6 +50,7 @@ typedef struct {
     const char *system;        /* -sys */
     int device;                /* --device, -1 auto */
     int decode_chain;          /* --decode-chain: greedy tokens per submission (1..TERNION_MAX_CHAIN) */
+    bool perplexity;           /* --perplexity: score -f FILE (rt_cli_ppl.c) */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
     bool tune;                 /* --tune: tune now (rt_tune.h), then the bench if --bench */
     const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
@@ -86,6 +87,7 @@ const char *rt_cli_example_file(const char *pinned);
 /* Modes. Each returns the process exit code. */
 int rt_cli_chat(const rt_cli_opts *o);
 int rt_cli_bench(const rt_cli_opts *o);
+int rt_cli_perplexity(const rt_cli_opts *o);
 
 /* The per-kernel tables of --profile on stderr (rt_cli_profile.c). */
 void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step);
