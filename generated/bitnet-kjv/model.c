@@ -21663,7 +21663,7 @@ static const char manifest[] =
     "kernel copy glsl-fnv64:d191af80ad79f6ba spv-bytes:1376\n"
     ;
 
-const rt_model_desc rt_model = {
+const rt_model_desc rt_model_bitnet_kjv = {
     .name = "bitnet-kjv", .archs = archs, .n_archs = 2,
     .checks = checks, .n_checks = 7,
     .tensors = tensors, .n_tensors = 13, .vocab_tensor = 0,
@@ -21675,8 +21675,3 @@ const rt_model_desc rt_model = {
     .k_argmax = 20, .k_topk = 21, .k_copy = 22, .topk_groups_x = 1,
     .manifest = manifest,
 };
-
-int main(int argc, char **argv)
-{
-    return rt_cli_main(argc, argv, &rt_model);
-}

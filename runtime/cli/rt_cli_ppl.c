@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/rt_cli_priv.h"
+#include "rt_cli_priv.h"
 
 #define PIECE 64 /* logit rows read back per evaluation */
 
