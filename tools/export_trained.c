@@ -5,9 +5,9 @@
  * Owns: turning the training dump (tools/train/train.py dump(): magic "TRNW", version 1,
  * tensors as float32 values or int8 ternary codes + one float32 scale, shapes in GGUF ne
  * order) into the model file the runtime loads. Every tensor the YAML names is looked up in
- * the dump for each layer and written with the YAML's type: f32 as is, f16 rounded to
- * nearest even (rt_f32_to_f16), i2_s packed by rt_i2s_pack (128-element blocks, the scale
- * after the codes). The shape and the kind (ternary for i2_s, values otherwise) must match
+ * the dump for each layer and written with the YAML's type by that format's encoder
+ * (format/fmt_codec.h): f32 as is, f16 rounded to nearest even, i2_s packed in the official
+ * 128-element blocks with the scale after the codes. The shape and the kind (ternary for i2_s, values otherwise) must match
  * the YAML's; the layer count is the number of blk.N.attn_norm tensors in the dump; the
  * vocabulary size is token_embd's ne1 and must equal the vocabulary file's token count.
  * Metadata: general.architecture (the YAML's first), every gguf_checks key with the YAML's
@@ -15,6 +15,7 @@
  * and the tokenizer.ggml.* keys copied from VOCAB.gguf (tools/vocabcut.c).
  */
 #include "gen_model.h"
+#include "format/fmt_codec.h"
 #include "gguf/rt_gguf.h"
 
 #include <stdio.h>
@@ -136,8 +137,8 @@ static int copy_tokenizer(rt_gguf_writer *w, const rt_gguf *v, uint32_t *n_vocab
     return 0;
 }
 
-/* Converts dump tensor d to the YAML's type; 0 ok. */
-static int convert(dtensor *d, const gen_tensor *t, int64_t n_vocab, rt_type *type, uint64_t *nb)
+/* Converts dump tensor d to the YAML's type with that format's encoder (format/); 0 ok. */
+static int convert(dtensor *d, const gen_tensor *t, int64_t n_vocab, uint32_t *type, uint64_t *nb)
 {
     int64_t want[4] = { 1, 1, 1, 1 };
     for (int i = 0; i < t->n_dims; i++) want[i] = t->ne[i] == GEN_DIM_VOCAB ? n_vocab : t->ne[i];
@@ -146,24 +147,23 @@ static int convert(dtensor *d, const gen_tensor *t, int64_t n_vocab, rt_type *ty
                 d->name, (long long)d->ne[0], (long long)d->ne[1], (long long)want[0], (long long)want[1]);
         return -1;
     }
-    uint64_t cnt = (uint64_t)want[0] * (uint64_t)want[1];
-    char err[RT_ERR_LEN];
-    *type = t->type == GEN_T_F32 ? RT_TYPE_F32 : t->type == GEN_T_F16 ? RT_TYPE_F16 : RT_TYPE_I2_S;
-    if ((*type == RT_TYPE_I2_S) != (d->kind == 1)) {
-        fprintf(stderr, "export_trained: tensor %s: the YAML type and the dump's kind (%s) differ\n",
-                d->name, d->kind ? "ternary" : "values");
+    char err[FMT_ERR_LEN];
+    *type = t->type;
+    const fmt_codec *c = fmt_codec_find(t->type);
+    bool ternary = c && (c->uses & FMT_USE_TERNARY);
+    if (!c || !c->encode || ternary != (d->kind == 1)) {
+        fprintf(stderr, "export_trained: tensor %s: the YAML type %s does not fit the dump's %s\n", d->name,
+                fmt_type_name(t->type), d->kind ? "ternary codes" : "values");
         return -1;
     }
-    *nb = rt_type_nbytes(*type, want, err);
-    d->out = calloc(1, *nb);
-    if (!*nb || !d->out) return -1;
-    if (*type == RT_TYPE_F32) memcpy(d->out, d->val, cnt * 4);
-    else if (*type == RT_TYPE_F16)
-        for (uint64_t e = 0; e < cnt; e++) {
-            uint16_t h = rt_f32_to_f16(d->val[e]);
-            memcpy(d->out + 2 * e, &h, 2);
-        }
-    else rt_i2s_pack(d->codes, want[0], want[1], d->scale, d->out);
+    *nb = fmt_nbytes(t->type, want, err);
+    d->out = *nb ? calloc(1, *nb) : NULL;
+    if (!d->out) {
+        fprintf(stderr, "export_trained: tensor %s: %s\n", d->name, *nb ? "out of memory" : err);
+        return -1;
+    }
+    if (ternary) return fmt_encode_ternary(c, d->codes, want[0], want[1], d->scale, d->out) ? -1 : 0;
+    c->encode(d->val, want[0] * want[1], d->out); /* f32 as is, f16 rounded to nearest even */
     return 0;
 }
 
@@ -229,7 +229,7 @@ int main(int argc, char **argv)
         for (int L = 0; L < (t->per_layer ? layers : 1); L++) {
             gen_tensor_name(t, L, tn, sizeof tn);
             dtensor *d = find(dt, nd, tn);
-            rt_type type;
+            uint32_t type;
             uint64_t nb;
             if (!d) { fprintf(stderr, "export_trained: the dump has no tensor %s\n", tn); return 1; }
             if (convert(d, t, n_vocab, &type, &nb)) return 1;

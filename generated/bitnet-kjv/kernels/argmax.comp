@@ -20,10 +20,10 @@ shared uint bi[256];
 
 void main()
 {
-    float best = -3e+38;
+    precise float best = -3e+38;
     uint bidx = 4294967295u;
     for (uint i = gl_LocalInvocationIndex; i < pc.vocab; i += 256u) {
-        float v = pc.logits.d[i];
+        precise float v = pc.logits.d[i];
         if (v > best) {
             best = v;
             bidx = i;
@@ -33,9 +33,9 @@ void main()
     bi[gl_LocalInvocationIndex] = bidx;
     barrier();
     if (gl_LocalInvocationIndex < 128u) {
-        float ov = bv[gl_LocalInvocationIndex + 128u];
+        precise float ov = bv[gl_LocalInvocationIndex + 128u];
         uint oi = bi[gl_LocalInvocationIndex + 128u];
-        float mv = bv[gl_LocalInvocationIndex];
+        precise float mv = bv[gl_LocalInvocationIndex];
         if ((ov > mv) || ((ov == mv) && (oi < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov;
             bi[gl_LocalInvocationIndex] = oi;
@@ -43,9 +43,9 @@ void main()
     }
     barrier();
     if (gl_LocalInvocationIndex < 64u) {
-        float ov1 = bv[gl_LocalInvocationIndex + 64u];
+        precise float ov1 = bv[gl_LocalInvocationIndex + 64u];
         uint oi1 = bi[gl_LocalInvocationIndex + 64u];
-        float mv1 = bv[gl_LocalInvocationIndex];
+        precise float mv1 = bv[gl_LocalInvocationIndex];
         if ((ov1 > mv1) || ((ov1 == mv1) && (oi1 < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov1;
             bi[gl_LocalInvocationIndex] = oi1;
@@ -53,9 +53,9 @@ void main()
     }
     barrier();
     if (gl_LocalInvocationIndex < 32u) {
-        float ov2 = bv[gl_LocalInvocationIndex + 32u];
+        precise float ov2 = bv[gl_LocalInvocationIndex + 32u];
         uint oi2 = bi[gl_LocalInvocationIndex + 32u];
-        float mv2 = bv[gl_LocalInvocationIndex];
+        precise float mv2 = bv[gl_LocalInvocationIndex];
         if ((ov2 > mv2) || ((ov2 == mv2) && (oi2 < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov2;
             bi[gl_LocalInvocationIndex] = oi2;
@@ -63,9 +63,9 @@ void main()
     }
     barrier();
     if (gl_LocalInvocationIndex < 16u) {
-        float ov3 = bv[gl_LocalInvocationIndex + 16u];
+        precise float ov3 = bv[gl_LocalInvocationIndex + 16u];
         uint oi3 = bi[gl_LocalInvocationIndex + 16u];
-        float mv3 = bv[gl_LocalInvocationIndex];
+        precise float mv3 = bv[gl_LocalInvocationIndex];
         if ((ov3 > mv3) || ((ov3 == mv3) && (oi3 < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov3;
             bi[gl_LocalInvocationIndex] = oi3;
@@ -73,9 +73,9 @@ void main()
     }
     barrier();
     if (gl_LocalInvocationIndex < 8u) {
-        float ov4 = bv[gl_LocalInvocationIndex + 8u];
+        precise float ov4 = bv[gl_LocalInvocationIndex + 8u];
         uint oi4 = bi[gl_LocalInvocationIndex + 8u];
-        float mv4 = bv[gl_LocalInvocationIndex];
+        precise float mv4 = bv[gl_LocalInvocationIndex];
         if ((ov4 > mv4) || ((ov4 == mv4) && (oi4 < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov4;
             bi[gl_LocalInvocationIndex] = oi4;
@@ -83,9 +83,9 @@ void main()
     }
     barrier();
     if (gl_LocalInvocationIndex < 4u) {
-        float ov5 = bv[gl_LocalInvocationIndex + 4u];
+        precise float ov5 = bv[gl_LocalInvocationIndex + 4u];
         uint oi5 = bi[gl_LocalInvocationIndex + 4u];
-        float mv5 = bv[gl_LocalInvocationIndex];
+        precise float mv5 = bv[gl_LocalInvocationIndex];
         if ((ov5 > mv5) || ((ov5 == mv5) && (oi5 < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov5;
             bi[gl_LocalInvocationIndex] = oi5;
@@ -93,9 +93,9 @@ void main()
     }
     barrier();
     if (gl_LocalInvocationIndex < 2u) {
-        float ov6 = bv[gl_LocalInvocationIndex + 2u];
+        precise float ov6 = bv[gl_LocalInvocationIndex + 2u];
         uint oi6 = bi[gl_LocalInvocationIndex + 2u];
-        float mv6 = bv[gl_LocalInvocationIndex];
+        precise float mv6 = bv[gl_LocalInvocationIndex];
         if ((ov6 > mv6) || ((ov6 == mv6) && (oi6 < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov6;
             bi[gl_LocalInvocationIndex] = oi6;
@@ -103,9 +103,9 @@ void main()
     }
     barrier();
     if (gl_LocalInvocationIndex < 1u) {
-        float ov7 = bv[gl_LocalInvocationIndex + 1u];
+        precise float ov7 = bv[gl_LocalInvocationIndex + 1u];
         uint oi7 = bi[gl_LocalInvocationIndex + 1u];
-        float mv7 = bv[gl_LocalInvocationIndex];
+        precise float mv7 = bv[gl_LocalInvocationIndex];
         if ((ov7 > mv7) || ((ov7 == mv7) && (oi7 < bi[gl_LocalInvocationIndex]))) {
             bv[gl_LocalInvocationIndex] = ov7;
             bi[gl_LocalInvocationIndex] = oi7;

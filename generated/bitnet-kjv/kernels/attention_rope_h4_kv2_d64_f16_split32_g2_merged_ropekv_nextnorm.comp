@@ -58,38 +58,40 @@ void main()
     uint h1 = (gl_WorkGroupID.x * 2u) + 1u;
     uint pos = dyn.pos + 0u;
     uint d1 = gl_LocalInvocationIndex;
-    float cs = 1.0;
-    float sn = 0.0;
+    precise float cs = 1.0;
+    precise float sn = 0.0;
     bool first = d1 < 32u;
     if (d1 < 64u) {
         uint pi = first ? d1 : (d1 - 32u);
-        float theta = float(pos);
+        precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
             theta *= 0.6636012;
         }
-        float kq = roundEven(theta * 0.15915494);
-        float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * 0.15915494);
+        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
         cs = cos(th);
         sn = sin(th);
     }
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
     uint t1 = 0u * 256u;
-    float r = pc.q.d[t1 + t0];
+    precise float r = pc.q.d[t1 + t0];
     if (d1 < 64u) {
         uint pe = first ? (t0 + 32u) : (t0 - 32u);
-        float xp = pc.q.d[t1 + pe];
+        precise float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
-    uint t2 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t3 = 0u * 256u;
-    float r1 = pc.q.d[t3 + t2];
+    precise float t2 = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t2;
+    uint t3 = (h1 * HD) + gl_LocalInvocationIndex;
+    uint t4 = 0u * 256u;
+    precise float r1 = pc.q.d[t4 + t3];
     if (d1 < 64u) {
-        uint pe1 = first ? (t2 + 32u) : (t2 - 32u);
-        float xp1 = pc.q.d[t3 + pe1];
+        uint pe1 = first ? (t3 + 32u) : (t3 - 32u);
+        precise float xp1 = pc.q.d[t4 + pe1];
         r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
     }
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
+    precise float t5 = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
+    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t5;
     for (uint i = gl_LocalInvocationIndex; i < 2u; i += HD) {
         mkey[i] = 0u;
     }
@@ -97,78 +99,82 @@ void main()
     for (uint m = gl_LocalInvocationIndex; m < 8u; m += HD) {
         uint blk = m / 1u;
         uint rg = m % 1u;
-        qsh[(((rg * 2u) + 0u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
-        qsh[(((rg * 2u) + 1u) * 8u) + blk] = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
+        precise uvec4 t6 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
+        qsh[(((rg * 2u) + 0u) * 8u) + blk] = t6;
+        precise uvec4 t7 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
+        qsh[(((rg * 2u) + 1u) * 8u) + blk] = t7;
     }
     barrier();
-    float mx = -1e+30;
-    float l = 0.0;
-    float acc = 0.0;
-    float mx1 = -1e+30;
-    float l1 = 0.0;
-    float acc1 = 0.0;
+    precise float mx = -1e+30;
+    precise float l = 0.0;
+    precise float acc = 0.0;
+    precise float mx1 = -1e+30;
+    precise float l1 = 0.0;
+    precise float acc1 = 0.0;
     uint chunk = (n + 31u) / 32u;
     uint lo = gl_WorkGroupID.y * chunk;
     uint hi = min(lo + chunk, n);
     uint kpos = dyn.pos;
     if ((lo <= kpos) && (kpos < hi)) {
         uint e = kvoff + gl_LocalInvocationIndex;
-        float r2 = pc.k.d[0u + e];
+        precise float r2 = pc.k.d[0u + e];
         if (d1 < 64u) {
             uint pe2 = first ? (e + 32u) : (e - 32u);
-            float xp2 = pc.k.d[0u + pe2];
+            precise float xp2 = pc.k.d[0u + pe2];
             r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
         }
-        float vr = pc.v.d[e];
+        precise float vr = pc.v.d[e];
         uint ci = (kpos * 128u) + e;
         pc.kcache.d[ci] = float16_t(r2);
         pc.vcache.d[ci] = float16_t(vr);
-        knew[gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
-        vnew[gl_LocalInvocationIndex] = unpackHalf2x16(packHalf2x16(vec2(vr, 0.0))).x;
+        precise float t8 = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
+        knew[gl_LocalInvocationIndex] = t8;
+        precise float t9 = unpackHalf2x16(packHalf2x16(vec2(vr, 0.0))).x;
+        vnew[gl_LocalInvocationIndex] = t9;
     }
     barrier();
     for (uint c0 = lo; c0 < hi; c0 += HD) {
         uint j1 = c0 + gl_LocalInvocationIndex;
-        float s = -1e+30;
-        float s1 = -1e+30;
+        precise float s = -1e+30;
+        precise float s1 = -1e+30;
         if (j1 < hi) {
-            float dot1 = 0.0;
-            float dot2 = 0.0;
+            precise float dot1 = 0.0;
+            precise float dot2 = 0.0;
             if (j1 == kpos) {
                 for (uint d2 = 0u; d2 < 8u; d2++) {
                     uint d8 = 0u + (d2 * 8u);
-                    float kv = knew[d8 + 0u];
-                    float kv1 = knew[d8 + 1u];
-                    float kv2 = knew[d8 + 2u];
-                    float kv3 = knew[d8 + 3u];
-                    float kv4 = knew[d8 + 4u];
-                    float kv5 = knew[d8 + 5u];
-                    float kv6 = knew[d8 + 6u];
-                    float kv7 = knew[d8 + 7u];
+                    precise float kv = knew[d8 + 0u];
+                    precise float kv1 = knew[d8 + 1u];
+                    precise float kv2 = knew[d8 + 2u];
+                    precise float kv3 = knew[d8 + 3u];
+                    precise float kv4 = knew[d8 + 4u];
+                    precise float kv5 = knew[d8 + 5u];
+                    precise float kv6 = knew[d8 + 6u];
+                    precise float kv7 = knew[d8 + 7u];
                     uvec4 qw = qsh[0u + d2];
-                    vec2 qp = unpackHalf2x16(qw.x);
+                    precise vec2 qp = unpackHalf2x16(qw.x);
                     dot1 += qp.x * kv;
                     dot1 += qp.y * kv1;
-                    vec2 qp1 = unpackHalf2x16(qw.y);
+                    precise vec2 qp1 = unpackHalf2x16(qw.y);
                     dot1 += qp1.x * kv2;
                     dot1 += qp1.y * kv3;
-                    vec2 qp2 = unpackHalf2x16(qw.z);
+                    precise vec2 qp2 = unpackHalf2x16(qw.z);
                     dot1 += qp2.x * kv4;
                     dot1 += qp2.y * kv5;
-                    vec2 qp3 = unpackHalf2x16(qw.w);
+                    precise vec2 qp3 = unpackHalf2x16(qw.w);
                     dot1 += qp3.x * kv6;
                     dot1 += qp3.y * kv7;
                     uvec4 qw1 = qsh[8u + d2];
-                    vec2 qp4 = unpackHalf2x16(qw1.x);
+                    precise vec2 qp4 = unpackHalf2x16(qw1.x);
                     dot2 += qp4.x * kv;
                     dot2 += qp4.y * kv1;
-                    vec2 qp5 = unpackHalf2x16(qw1.y);
+                    precise vec2 qp5 = unpackHalf2x16(qw1.y);
                     dot2 += qp5.x * kv2;
                     dot2 += qp5.y * kv3;
-                    vec2 qp6 = unpackHalf2x16(qw1.z);
+                    precise vec2 qp6 = unpackHalf2x16(qw1.z);
                     dot2 += qp6.x * kv4;
                     dot2 += qp6.y * kv5;
-                    vec2 qp7 = unpackHalf2x16(qw1.w);
+                    precise vec2 qp7 = unpackHalf2x16(qw1.w);
                     dot2 += qp7.x * kv6;
                     dot2 += qp7.y * kv7;
                 }
@@ -177,42 +183,42 @@ void main()
                 uint kb4 = kb >> 3u;
                 for (uint d3 = 0u; d3 < 8u; d3++) {
                     uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d3];
-                    vec2 kh = unpackHalf2x16(kw.x);
-                    float kv8 = kh.x;
-                    float kv9 = kh.y;
-                    vec2 kh1 = unpackHalf2x16(kw.y);
-                    float kv10 = kh1.x;
-                    float kv11 = kh1.y;
-                    vec2 kh2 = unpackHalf2x16(kw.z);
-                    float kv12 = kh2.x;
-                    float kv13 = kh2.y;
-                    vec2 kh3 = unpackHalf2x16(kw.w);
-                    float kv14 = kh3.x;
-                    float kv15 = kh3.y;
+                    precise vec2 kh = unpackHalf2x16(kw.x);
+                    precise float kv8 = kh.x;
+                    precise float kv9 = kh.y;
+                    precise vec2 kh1 = unpackHalf2x16(kw.y);
+                    precise float kv10 = kh1.x;
+                    precise float kv11 = kh1.y;
+                    precise vec2 kh2 = unpackHalf2x16(kw.z);
+                    precise float kv12 = kh2.x;
+                    precise float kv13 = kh2.y;
+                    precise vec2 kh3 = unpackHalf2x16(kw.w);
+                    precise float kv14 = kh3.x;
+                    precise float kv15 = kh3.y;
                     uvec4 qw2 = qsh[0u + d3];
-                    vec2 qp8 = unpackHalf2x16(qw2.x);
+                    precise vec2 qp8 = unpackHalf2x16(qw2.x);
                     dot1 += qp8.x * kv8;
                     dot1 += qp8.y * kv9;
-                    vec2 qp9 = unpackHalf2x16(qw2.y);
+                    precise vec2 qp9 = unpackHalf2x16(qw2.y);
                     dot1 += qp9.x * kv10;
                     dot1 += qp9.y * kv11;
-                    vec2 qp10 = unpackHalf2x16(qw2.z);
+                    precise vec2 qp10 = unpackHalf2x16(qw2.z);
                     dot1 += qp10.x * kv12;
                     dot1 += qp10.y * kv13;
-                    vec2 qp11 = unpackHalf2x16(qw2.w);
+                    precise vec2 qp11 = unpackHalf2x16(qw2.w);
                     dot1 += qp11.x * kv14;
                     dot1 += qp11.y * kv15;
                     uvec4 qw3 = qsh[8u + d3];
-                    vec2 qp12 = unpackHalf2x16(qw3.x);
+                    precise vec2 qp12 = unpackHalf2x16(qw3.x);
                     dot2 += qp12.x * kv8;
                     dot2 += qp12.y * kv9;
-                    vec2 qp13 = unpackHalf2x16(qw3.y);
+                    precise vec2 qp13 = unpackHalf2x16(qw3.y);
                     dot2 += qp13.x * kv10;
                     dot2 += qp13.y * kv11;
-                    vec2 qp14 = unpackHalf2x16(qw3.z);
+                    precise vec2 qp14 = unpackHalf2x16(qw3.z);
                     dot2 += qp14.x * kv12;
                     dot2 += qp14.y * kv13;
-                    vec2 qp15 = unpackHalf2x16(qw3.w);
+                    precise vec2 qp15 = unpackHalf2x16(qw3.w);
                     dot2 += qp15.x * kv14;
                     dot2 += qp15.y * kv15;
                 }
@@ -220,50 +226,52 @@ void main()
             s = dot1 * 0.125;
             s1 = dot2 * 0.125;
         }
-        float t4 = subgroupMax(s);
-        float t5 = subgroupMax(s1);
+        precise float t10 = subgroupMax(s);
+        precise float t11 = subgroupMax(s1);
         if (subgroupElect()) {
-            uint bits = floatBitsToUint(t4);
+            uint bits = floatBitsToUint(t10);
             uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
             atomicMax(mkey[0u], key);
-            uint bits1 = floatBitsToUint(t5);
+            uint bits1 = floatBitsToUint(t11);
             uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
             atomicMax(mkey[1u], key1);
         }
         barrier();
         uint key2 = mkey[0u];
-        float val = uintBitsToFloat(((key2 & 2147483648u) != 0u) ? (key2 ^ 2147483648u) : (~key2));
-        float mn = max(mx, val);
-        float alpha = exp(mx - mn);
+        precise float val = uintBitsToFloat(((key2 & 2147483648u) != 0u) ? (key2 ^ 2147483648u) : (~key2));
+        precise float mn = max(mx, val);
+        precise float alpha = exp(mx - mn);
         uint key3 = mkey[1u];
-        float val1 = uintBitsToFloat(((key3 & 2147483648u) != 0u) ? (key3 ^ 2147483648u) : (~key3));
-        float mn1 = max(mx1, val1);
-        float alpha1 = exp(mx1 - mn1);
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = (j1 < hi) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = (j1 < hi) ? exp(s1 - mn1) : 0.0;
+        precise float val1 = uintBitsToFloat(((key3 & 2147483648u) != 0u) ? (key3 ^ 2147483648u) : (~key3));
+        precise float mn1 = max(mx1, val1);
+        precise float alpha1 = exp(mx1 - mn1);
+        precise float t12 = (j1 < hi) ? exp(s - mn) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t12;
+        precise float t13 = (j1 < hi) ? exp(s1 - mn1) : 0.0;
+        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t13;
         barrier();
         uint cnt = min(HD, hi - c0);
-        float psum = 0.0;
-        float av = 0.0;
-        float psum1 = 0.0;
-        float av1 = 0.0;
+        precise float psum = 0.0;
+        precise float av = 0.0;
+        precise float psum1 = 0.0;
+        precise float av1 = 0.0;
         bool tail = kpos < (c0 + cnt);
         uint ncache = tail ? (cnt - 1u) : cnt;
         for (uint i1 = 0u; i1 < ncache; i1++) {
-            float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
-            vec2 pv = sc[(i1 * 1u) + 0u];
+            precise float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
+            precise vec2 pv = sc[(i1 * 1u) + 0u];
             psum += pv.x;
             av += pv.x * vv;
             psum1 += pv.y;
             av1 += pv.y * vv;
         }
         if (tail) {
-            float t6 = vnew[gl_LocalInvocationIndex];
-            vec2 pv1 = sc[(ncache * 1u) + 0u];
+            precise float t14 = vnew[gl_LocalInvocationIndex];
+            precise vec2 pv1 = sc[(ncache * 1u) + 0u];
             psum += pv1.x;
-            av += pv1.x * t6;
+            av += pv1.x * t14;
             psum1 += pv1.y;
-            av1 += pv1.y * t6;
+            av1 += pv1.y * t14;
         }
         l = (l * alpha) + psum;
         acc = (acc * alpha) + av;
@@ -288,45 +296,47 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t7 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
-        arrived[0u] = t7;
+        uint t15 = atomicAdd(pc.sync.d[gl_WorkGroupID.x], 1u);
+        arrived[0u] = t15;
     }
     barrier();
     if (arrived[0u] == 31u) {
         memoryBarrierBuffer();
         uint b0 = h * 2112u;
-        float mx2 = -1e+30;
+        precise float mx2 = -1e+30;
         for (uint s2 = 0u; s2 < 32u; s2++) {
             mx2 = max(mx2, pc.part.d[b0 + ((s2 * 66u) + 64u)]);
         }
-        float l2 = 0.0;
-        float acc2 = 0.0;
+        precise float l2 = 0.0;
+        precise float acc2 = 0.0;
         for (uint s3 = 0u; s3 < 32u; s3++) {
             uint bs = b0 + (s3 * 66u);
-            float w = exp(pc.part.d[bs + 64u] - mx2);
+            precise float w = exp(pc.part.d[bs + 64u] - mx2);
             l2 += pc.part.d[bs + 65u] * w;
             acc2 += pc.part.d[bs + gl_LocalInvocationIndex] * w;
         }
-        pc.y.d[(h * 64u) + gl_LocalInvocationIndex] = acc2 / l2;
+        precise float t16 = acc2 / l2;
+        pc.y.d[(h * 64u) + gl_LocalInvocationIndex] = t16;
         uint b01 = h1 * 2112u;
-        float mx3 = -1e+30;
+        precise float mx3 = -1e+30;
         for (uint s4 = 0u; s4 < 32u; s4++) {
             mx3 = max(mx3, pc.part.d[b01 + ((s4 * 66u) + 64u)]);
         }
-        float l3 = 0.0;
-        float acc3 = 0.0;
+        precise float l3 = 0.0;
+        precise float acc3 = 0.0;
         for (uint s5 = 0u; s5 < 32u; s5++) {
             uint bs1 = b01 + (s5 * 66u);
-            float w1 = exp(pc.part.d[bs1 + 64u] - mx3);
+            precise float w1 = exp(pc.part.d[bs1 + 64u] - mx3);
             l3 += pc.part.d[bs1 + 65u] * w1;
             acc3 += pc.part.d[bs1 + gl_LocalInvocationIndex] * w1;
         }
-        pc.y.d[(h1 * 64u) + gl_LocalInvocationIndex] = acc3 / l3;
+        precise float t17 = acc3 / l3;
+        pc.y.d[(h1 * 64u) + gl_LocalInvocationIndex] = t17;
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t8 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived1[0u] = t8;
+            uint t18 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived1[0u] = t18;
         }
         barrier();
         if (arrived1[0u] == 1u) {
@@ -339,78 +349,78 @@ void main()
             bool inrow2 = wi2 < 64u;
             uint wi3 = gl_LocalInvocationIndex + 192u;
             bool inrow3 = wi3 < 64u;
-            vec4 xr = vec4(0.0);
+            precise vec4 xr = vec4(0.0);
             if (inrow) {
                 xr = Buf_xrow4(pc.y).d[wi];
             }
-            vec4 xr1 = vec4(0.0);
+            precise vec4 xr1 = vec4(0.0);
             if (inrow1) {
                 xr1 = Buf_xrow4(pc.y).d[wi1];
             }
-            vec4 xr2 = vec4(0.0);
+            precise vec4 xr2 = vec4(0.0);
             if (inrow2) {
                 xr2 = Buf_xrow4(pc.y).d[wi2];
             }
-            vec4 xr3 = vec4(0.0);
+            precise vec4 xr3 = vec4(0.0);
             if (inrow3) {
                 xr3 = Buf_xrow4(pc.y).d[wi3];
             }
-            vec4 wr = vec4(0.0);
+            precise vec4 wr = vec4(0.0);
             if (inrow) {
                 wr = Buf_nwrow4(pc.lnw).d[wi];
             }
-            vec4 wr1 = vec4(0.0);
+            precise vec4 wr1 = vec4(0.0);
             if (inrow1) {
                 wr1 = Buf_nwrow4(pc.lnw).d[wi1];
             }
-            vec4 wr2 = vec4(0.0);
+            precise vec4 wr2 = vec4(0.0);
             if (inrow2) {
                 wr2 = Buf_nwrow4(pc.lnw).d[wi2];
             }
-            vec4 wr3 = vec4(0.0);
+            precise vec4 wr3 = vec4(0.0);
             if (inrow3) {
                 wr3 = Buf_nwrow4(pc.lnw).d[wi3];
             }
-            float ss = 0.0;
-            float ss1 = 0.0;
-            float ss2 = 0.0;
-            float ss3 = 0.0;
-            float e1 = xr.x;
+            precise float ss = 0.0;
+            precise float ss1 = 0.0;
+            precise float ss2 = 0.0;
+            precise float ss3 = 0.0;
+            precise float e1 = xr.x;
             ss += e1 * e1;
-            float e2 = xr.y;
+            precise float e2 = xr.y;
             ss += e2 * e2;
-            float e3 = xr.z;
+            precise float e3 = xr.z;
             ss += e3 * e3;
-            float e4 = xr.w;
+            precise float e4 = xr.w;
             ss += e4 * e4;
-            float e5 = xr1.x;
+            precise float e5 = xr1.x;
             ss1 += e5 * e5;
-            float e6 = xr1.y;
+            precise float e6 = xr1.y;
             ss1 += e6 * e6;
-            float e7 = xr1.z;
+            precise float e7 = xr1.z;
             ss1 += e7 * e7;
-            float e8 = xr1.w;
+            precise float e8 = xr1.w;
             ss1 += e8 * e8;
-            float e9 = xr2.x;
+            precise float e9 = xr2.x;
             ss2 += e9 * e9;
-            float e10 = xr2.y;
+            precise float e10 = xr2.y;
             ss2 += e10 * e10;
-            float e11 = xr2.z;
+            precise float e11 = xr2.z;
             ss2 += e11 * e11;
-            float e12 = xr2.w;
+            precise float e12 = xr2.w;
             ss2 += e12 * e12;
-            float e13 = xr3.x;
+            precise float e13 = xr3.x;
             ss3 += e13 * e13;
-            float e14 = xr3.y;
+            precise float e14 = xr3.y;
             ss3 += e14 * e14;
-            float e15 = xr3.z;
+            precise float e15 = xr3.z;
             ss3 += e15 * e15;
-            float e16 = xr3.w;
+            precise float e16 = xr3.w;
             ss3 += e16 * e16;
-            float r3 = subgroupAdd(ss);
-            float r4 = subgroupAdd(ss1);
-            float r5 = subgroupAdd(ss2);
-            float r6 = subgroupAdd(ss3);
+            precise float r3 = subgroupAdd(ss);
+            precise float r4 = subgroupAdd(ss1);
+            precise float r5 = subgroupAdd(ss2);
+            precise float r6 = subgroupAdd(ss3);
             if (subgroupElect()) {
                 red[gl_SubgroupID] = r3;
                 red[gl_SubgroupID + (gl_NumSubgroups * 1u)] = r4;
@@ -418,17 +428,17 @@ void main()
                 red[gl_SubgroupID + (gl_NumSubgroups * 3u)] = r6;
             }
             barrier();
-            float sum = red[0u];
+            precise float sum = red[0u];
             for (uint s6 = 1u; s6 < gl_NumSubgroups * 4u; s6++) {
                 sum = sum + red[s6];
             }
             barrier();
-            float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
-            vec4 y1 = (xr * scale) * wr;
-            vec4 y2 = (xr1 * scale) * wr1;
-            vec4 y3 = (xr2 * scale) * wr2;
-            vec4 y4 = (xr3 * scale) * wr3;
-            float am = 0.0;
+            precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+            precise vec4 y1 = (xr * scale) * wr;
+            precise vec4 y2 = (xr1 * scale) * wr1;
+            precise vec4 y3 = (xr2 * scale) * wr2;
+            precise vec4 y4 = (xr3 * scale) * wr3;
+            precise float am = 0.0;
             am = max(am, abs(y1.x));
             am = max(am, abs(y1.y));
             am = max(am, abs(y1.z));
@@ -445,65 +455,65 @@ void main()
             am = max(am, abs(y4.y));
             am = max(am, abs(y4.z));
             am = max(am, abs(y4.w));
-            float t9 = subgroupMax(am);
+            precise float t19 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t9;
+                red[gl_SubgroupID] = t19;
             }
             barrier();
-            float amax = red[0u];
+            precise float amax = red[0u];
             for (uint s7 = 1u; s7 < gl_NumSubgroups; s7++) {
                 amax = max(amax, red[s7]);
             }
             barrier();
-            float s8 = 127.0 / max(amax, 1e-05);
+            precise float s8 = 127.0 / max(amax, 1e-05);
             int qsum = 0;
-            int qv = clamp(int(roundEven(y1.x * s8)), -128, 127);
+            precise int qv = clamp(int(roundEven(y1.x * s8)), -128, 127);
             qsum += qv;
-            int qv1 = clamp(int(roundEven(y1.y * s8)), -128, 127);
+            precise int qv1 = clamp(int(roundEven(y1.y * s8)), -128, 127);
             qsum += qv1;
-            int qv2 = clamp(int(roundEven(y1.z * s8)), -128, 127);
+            precise int qv2 = clamp(int(roundEven(y1.z * s8)), -128, 127);
             qsum += qv2;
-            int qv3 = clamp(int(roundEven(y1.w * s8)), -128, 127);
+            precise int qv3 = clamp(int(roundEven(y1.w * s8)), -128, 127);
             qsum += qv3;
             if (inrow) {
                 pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int qv4 = clamp(int(roundEven(y2.x * s8)), -128, 127);
+            precise int qv4 = clamp(int(roundEven(y2.x * s8)), -128, 127);
             qsum += qv4;
-            int qv5 = clamp(int(roundEven(y2.y * s8)), -128, 127);
+            precise int qv5 = clamp(int(roundEven(y2.y * s8)), -128, 127);
             qsum += qv5;
-            int qv6 = clamp(int(roundEven(y2.z * s8)), -128, 127);
+            precise int qv6 = clamp(int(roundEven(y2.z * s8)), -128, 127);
             qsum += qv6;
-            int qv7 = clamp(int(roundEven(y2.w * s8)), -128, 127);
+            precise int qv7 = clamp(int(roundEven(y2.w * s8)), -128, 127);
             qsum += qv7;
             if (inrow1) {
                 pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
             }
-            int qv8 = clamp(int(roundEven(y3.x * s8)), -128, 127);
+            precise int qv8 = clamp(int(roundEven(y3.x * s8)), -128, 127);
             qsum += qv8;
-            int qv9 = clamp(int(roundEven(y3.y * s8)), -128, 127);
+            precise int qv9 = clamp(int(roundEven(y3.y * s8)), -128, 127);
             qsum += qv9;
-            int qv10 = clamp(int(roundEven(y3.z * s8)), -128, 127);
+            precise int qv10 = clamp(int(roundEven(y3.z * s8)), -128, 127);
             qsum += qv10;
-            int qv11 = clamp(int(roundEven(y3.w * s8)), -128, 127);
+            precise int qv11 = clamp(int(roundEven(y3.w * s8)), -128, 127);
             qsum += qv11;
             if (inrow2) {
                 pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
             }
-            int qv12 = clamp(int(roundEven(y4.x * s8)), -128, 127);
+            precise int qv12 = clamp(int(roundEven(y4.x * s8)), -128, 127);
             qsum += qv12;
-            int qv13 = clamp(int(roundEven(y4.y * s8)), -128, 127);
+            precise int qv13 = clamp(int(roundEven(y4.y * s8)), -128, 127);
             qsum += qv13;
-            int qv14 = clamp(int(roundEven(y4.z * s8)), -128, 127);
+            precise int qv14 = clamp(int(roundEven(y4.z * s8)), -128, 127);
             qsum += qv14;
-            int qv15 = clamp(int(roundEven(y4.w * s8)), -128, 127);
+            precise int qv15 = clamp(int(roundEven(y4.w * s8)), -128, 127);
             qsum += qv15;
             if (inrow3) {
                 pc.lq.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);
             }
-            int t10 = subgroupAdd(qsum);
+            int t20 = subgroupAdd(qsum);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t10;
+                redi[gl_SubgroupID] = t20;
             }
             barrier();
             int total = redi[0u];

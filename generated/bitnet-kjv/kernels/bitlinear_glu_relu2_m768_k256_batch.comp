@@ -48,8 +48,8 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    float ws = uintBitsToFloat(pc.w.d[12288u]);
-    float ws_up = uintBitsToFloat(pc.wu.d[12288u]);
+    precise float ws = uintBitsToFloat(pc.w.d[12288u]);
+    precise float ws_up = uintBitsToFloat(pc.wu.d[12288u]);
     uint tx = gl_LocalInvocationIndex & 15u;
     uint ty = gl_LocalInvocationIndex >> 4u;
     uint row0 = gl_WorkGroupID.x * 64u;
@@ -333,133 +333,149 @@ void main()
     uint tok = tok0 + ((ty * 4u) + 0u);
     if (tok < dyn.n_tokens) {
         int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
-        float sc = pc.qs.d[tok * 2u];
+        precise float sc = pc.qs.d[tok * 2u];
         uint row = row0 + (tx + 0u);
         if (row < M) {
-            float v = (float(acc00 - qsum) / sc) * ws;
-            float vu = (float(accu00 - qsum) / sc) * ws_up;
-            float rg = max(v, 0.0);
-            pc.y.d[(tok * M) + row] = (rg * rg) * vu;
+            precise float v = (float(acc00 - qsum) / sc) * ws;
+            precise float vu = (float(accu00 - qsum) / sc) * ws_up;
+            precise float rg = max(v, 0.0);
+            precise float t0 = (rg * rg) * vu;
+            pc.y.d[(tok * M) + row] = t0;
         }
         uint row1 = row0 + (tx + 16u);
         if (row1 < M) {
-            float v1 = (float(acc10 - qsum) / sc) * ws;
-            float vu1 = (float(accu10 - qsum) / sc) * ws_up;
-            float rg1 = max(v1, 0.0);
-            pc.y.d[(tok * M) + row1] = (rg1 * rg1) * vu1;
+            precise float v1 = (float(acc10 - qsum) / sc) * ws;
+            precise float vu1 = (float(accu10 - qsum) / sc) * ws_up;
+            precise float rg1 = max(v1, 0.0);
+            precise float t8 = (rg1 * rg1) * vu1;
+            pc.y.d[(tok * M) + row1] = t8;
         }
         uint row2 = row0 + (tx + 32u);
         if (row2 < M) {
-            float v2 = (float(acc20 - qsum) / sc) * ws;
-            float vu2 = (float(accu20 - qsum) / sc) * ws_up;
-            float rg2 = max(v2, 0.0);
-            pc.y.d[(tok * M) + row2] = (rg2 * rg2) * vu2;
+            precise float v2 = (float(acc20 - qsum) / sc) * ws;
+            precise float vu2 = (float(accu20 - qsum) / sc) * ws_up;
+            precise float rg2 = max(v2, 0.0);
+            precise float t9 = (rg2 * rg2) * vu2;
+            pc.y.d[(tok * M) + row2] = t9;
         }
         uint row3 = row0 + (tx + 48u);
         if (row3 < M) {
-            float v3 = (float(acc30 - qsum) / sc) * ws;
-            float vu3 = (float(accu30 - qsum) / sc) * ws_up;
-            float rg3 = max(v3, 0.0);
-            pc.y.d[(tok * M) + row3] = (rg3 * rg3) * vu3;
+            precise float v3 = (float(acc30 - qsum) / sc) * ws;
+            precise float vu3 = (float(accu30 - qsum) / sc) * ws_up;
+            precise float rg3 = max(v3, 0.0);
+            precise float t10 = (rg3 * rg3) * vu3;
+            pc.y.d[(tok * M) + row3] = t10;
         }
     }
     uint tok1 = tok0 + ((ty * 4u) + 1u);
     if (tok1 < dyn.n_tokens) {
         int qsum1 = int(pc.qs.d[(tok1 * 2u) + 1u]);
-        float sc1 = pc.qs.d[tok1 * 2u];
+        precise float sc1 = pc.qs.d[tok1 * 2u];
         uint row4 = row0 + (tx + 0u);
         if (row4 < M) {
-            float v4 = (float(acc01 - qsum1) / sc1) * ws;
-            float vu4 = (float(accu01 - qsum1) / sc1) * ws_up;
-            float rg4 = max(v4, 0.0);
-            pc.y.d[(tok1 * M) + row4] = (rg4 * rg4) * vu4;
+            precise float v4 = (float(acc01 - qsum1) / sc1) * ws;
+            precise float vu4 = (float(accu01 - qsum1) / sc1) * ws_up;
+            precise float rg4 = max(v4, 0.0);
+            precise float t11 = (rg4 * rg4) * vu4;
+            pc.y.d[(tok1 * M) + row4] = t11;
         }
         uint row5 = row0 + (tx + 16u);
         if (row5 < M) {
-            float v5 = (float(acc11 - qsum1) / sc1) * ws;
-            float vu5 = (float(accu11 - qsum1) / sc1) * ws_up;
-            float rg5 = max(v5, 0.0);
-            pc.y.d[(tok1 * M) + row5] = (rg5 * rg5) * vu5;
+            precise float v5 = (float(acc11 - qsum1) / sc1) * ws;
+            precise float vu5 = (float(accu11 - qsum1) / sc1) * ws_up;
+            precise float rg5 = max(v5, 0.0);
+            precise float t12 = (rg5 * rg5) * vu5;
+            pc.y.d[(tok1 * M) + row5] = t12;
         }
         uint row6 = row0 + (tx + 32u);
         if (row6 < M) {
-            float v6 = (float(acc21 - qsum1) / sc1) * ws;
-            float vu6 = (float(accu21 - qsum1) / sc1) * ws_up;
-            float rg6 = max(v6, 0.0);
-            pc.y.d[(tok1 * M) + row6] = (rg6 * rg6) * vu6;
+            precise float v6 = (float(acc21 - qsum1) / sc1) * ws;
+            precise float vu6 = (float(accu21 - qsum1) / sc1) * ws_up;
+            precise float rg6 = max(v6, 0.0);
+            precise float t13 = (rg6 * rg6) * vu6;
+            pc.y.d[(tok1 * M) + row6] = t13;
         }
         uint row7 = row0 + (tx + 48u);
         if (row7 < M) {
-            float v7 = (float(acc31 - qsum1) / sc1) * ws;
-            float vu7 = (float(accu31 - qsum1) / sc1) * ws_up;
-            float rg7 = max(v7, 0.0);
-            pc.y.d[(tok1 * M) + row7] = (rg7 * rg7) * vu7;
+            precise float v7 = (float(acc31 - qsum1) / sc1) * ws;
+            precise float vu7 = (float(accu31 - qsum1) / sc1) * ws_up;
+            precise float rg7 = max(v7, 0.0);
+            precise float t14 = (rg7 * rg7) * vu7;
+            pc.y.d[(tok1 * M) + row7] = t14;
         }
     }
     uint tok2 = tok0 + ((ty * 4u) + 2u);
     if (tok2 < dyn.n_tokens) {
         int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
-        float sc2 = pc.qs.d[tok2 * 2u];
+        precise float sc2 = pc.qs.d[tok2 * 2u];
         uint row8 = row0 + (tx + 0u);
         if (row8 < M) {
-            float v8 = (float(acc02 - qsum2) / sc2) * ws;
-            float vu8 = (float(accu02 - qsum2) / sc2) * ws_up;
-            float rg8 = max(v8, 0.0);
-            pc.y.d[(tok2 * M) + row8] = (rg8 * rg8) * vu8;
+            precise float v8 = (float(acc02 - qsum2) / sc2) * ws;
+            precise float vu8 = (float(accu02 - qsum2) / sc2) * ws_up;
+            precise float rg8 = max(v8, 0.0);
+            precise float t15 = (rg8 * rg8) * vu8;
+            pc.y.d[(tok2 * M) + row8] = t15;
         }
         uint row9 = row0 + (tx + 16u);
         if (row9 < M) {
-            float v9 = (float(acc12 - qsum2) / sc2) * ws;
-            float vu9 = (float(accu12 - qsum2) / sc2) * ws_up;
-            float rg9 = max(v9, 0.0);
-            pc.y.d[(tok2 * M) + row9] = (rg9 * rg9) * vu9;
+            precise float v9 = (float(acc12 - qsum2) / sc2) * ws;
+            precise float vu9 = (float(accu12 - qsum2) / sc2) * ws_up;
+            precise float rg9 = max(v9, 0.0);
+            precise float t16 = (rg9 * rg9) * vu9;
+            pc.y.d[(tok2 * M) + row9] = t16;
         }
         uint row10 = row0 + (tx + 32u);
         if (row10 < M) {
-            float v10 = (float(acc22 - qsum2) / sc2) * ws;
-            float vu10 = (float(accu22 - qsum2) / sc2) * ws_up;
-            float rg10 = max(v10, 0.0);
-            pc.y.d[(tok2 * M) + row10] = (rg10 * rg10) * vu10;
+            precise float v10 = (float(acc22 - qsum2) / sc2) * ws;
+            precise float vu10 = (float(accu22 - qsum2) / sc2) * ws_up;
+            precise float rg10 = max(v10, 0.0);
+            precise float t17 = (rg10 * rg10) * vu10;
+            pc.y.d[(tok2 * M) + row10] = t17;
         }
         uint row11 = row0 + (tx + 48u);
         if (row11 < M) {
-            float v11 = (float(acc32 - qsum2) / sc2) * ws;
-            float vu11 = (float(accu32 - qsum2) / sc2) * ws_up;
-            float rg11 = max(v11, 0.0);
-            pc.y.d[(tok2 * M) + row11] = (rg11 * rg11) * vu11;
+            precise float v11 = (float(acc32 - qsum2) / sc2) * ws;
+            precise float vu11 = (float(accu32 - qsum2) / sc2) * ws_up;
+            precise float rg11 = max(v11, 0.0);
+            precise float t18 = (rg11 * rg11) * vu11;
+            pc.y.d[(tok2 * M) + row11] = t18;
         }
     }
     uint tok3 = tok0 + ((ty * 4u) + 3u);
     if (tok3 < dyn.n_tokens) {
         int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
-        float sc3 = pc.qs.d[tok3 * 2u];
+        precise float sc3 = pc.qs.d[tok3 * 2u];
         uint row12 = row0 + (tx + 0u);
         if (row12 < M) {
-            float v12 = (float(acc03 - qsum3) / sc3) * ws;
-            float vu12 = (float(accu03 - qsum3) / sc3) * ws_up;
-            float rg12 = max(v12, 0.0);
-            pc.y.d[(tok3 * M) + row12] = (rg12 * rg12) * vu12;
+            precise float v12 = (float(acc03 - qsum3) / sc3) * ws;
+            precise float vu12 = (float(accu03 - qsum3) / sc3) * ws_up;
+            precise float rg12 = max(v12, 0.0);
+            precise float t19 = (rg12 * rg12) * vu12;
+            pc.y.d[(tok3 * M) + row12] = t19;
         }
         uint row13 = row0 + (tx + 16u);
         if (row13 < M) {
-            float v13 = (float(acc13 - qsum3) / sc3) * ws;
-            float vu13 = (float(accu13 - qsum3) / sc3) * ws_up;
-            float rg13 = max(v13, 0.0);
-            pc.y.d[(tok3 * M) + row13] = (rg13 * rg13) * vu13;
+            precise float v13 = (float(acc13 - qsum3) / sc3) * ws;
+            precise float vu13 = (float(accu13 - qsum3) / sc3) * ws_up;
+            precise float rg13 = max(v13, 0.0);
+            precise float t20 = (rg13 * rg13) * vu13;
+            pc.y.d[(tok3 * M) + row13] = t20;
         }
         uint row14 = row0 + (tx + 32u);
         if (row14 < M) {
-            float v14 = (float(acc23 - qsum3) / sc3) * ws;
-            float vu14 = (float(accu23 - qsum3) / sc3) * ws_up;
-            float rg14 = max(v14, 0.0);
-            pc.y.d[(tok3 * M) + row14] = (rg14 * rg14) * vu14;
+            precise float v14 = (float(acc23 - qsum3) / sc3) * ws;
+            precise float vu14 = (float(accu23 - qsum3) / sc3) * ws_up;
+            precise float rg14 = max(v14, 0.0);
+            precise float t21 = (rg14 * rg14) * vu14;
+            pc.y.d[(tok3 * M) + row14] = t21;
         }
         uint row15 = row0 + (tx + 48u);
         if (row15 < M) {
-            float v15 = (float(acc33 - qsum3) / sc3) * ws;
-            float vu15 = (float(accu33 - qsum3) / sc3) * ws_up;
-            float rg15 = max(v15, 0.0);
-            pc.y.d[(tok3 * M) + row15] = (rg15 * rg15) * vu15;
+            precise float v15 = (float(acc33 - qsum3) / sc3) * ws;
+            precise float vu15 = (float(accu33 - qsum3) / sc3) * ws_up;
+            precise float rg15 = max(v15, 0.0);
+            precise float t22 = (rg15 * rg15) * vu15;
+            pc.y.d[(tok3 * M) + row15] = t22;
         }
     }
 }

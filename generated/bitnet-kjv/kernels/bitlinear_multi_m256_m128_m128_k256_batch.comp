@@ -58,7 +58,7 @@ void main()
 {
     uint wg = gl_WorkGroupID.x;
     if (wg < 4u) {
-        float ws = uintBitsToFloat(pc.w.d[4096u]);
+        precise float ws = uintBitsToFloat(pc.w.d[4096u]);
         uint tx = gl_LocalInvocationIndex & 15u;
         uint ty = gl_LocalInvocationIndex >> 4u;
         uint row0 = wg * 64u;
@@ -234,106 +234,106 @@ void main()
         uint tok = tok0 + ((ty * 4u) + 0u);
         if (tok < dyn.n_tokens) {
             int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
-            float sc = pc.qs.d[tok * 2u];
+            precise float sc = pc.qs.d[tok * 2u];
             uint row = row0 + (tx + 0u);
             if (row < M0) {
-                float v = (float(acc00 - qsum) / sc) * ws;
+                precise float v = (float(acc00 - qsum) / sc) * ws;
                 pc.y.d[(tok * M0) + row] = v;
             }
             uint row1 = row0 + (tx + 16u);
             if (row1 < M0) {
-                float v1 = (float(acc10 - qsum) / sc) * ws;
+                precise float v1 = (float(acc10 - qsum) / sc) * ws;
                 pc.y.d[(tok * M0) + row1] = v1;
             }
             uint row2 = row0 + (tx + 32u);
             if (row2 < M0) {
-                float v2 = (float(acc20 - qsum) / sc) * ws;
+                precise float v2 = (float(acc20 - qsum) / sc) * ws;
                 pc.y.d[(tok * M0) + row2] = v2;
             }
             uint row3 = row0 + (tx + 48u);
             if (row3 < M0) {
-                float v3 = (float(acc30 - qsum) / sc) * ws;
+                precise float v3 = (float(acc30 - qsum) / sc) * ws;
                 pc.y.d[(tok * M0) + row3] = v3;
             }
         }
         uint tok1 = tok0 + ((ty * 4u) + 1u);
         if (tok1 < dyn.n_tokens) {
             int qsum1 = int(pc.qs.d[(tok1 * 2u) + 1u]);
-            float sc1 = pc.qs.d[tok1 * 2u];
+            precise float sc1 = pc.qs.d[tok1 * 2u];
             uint row4 = row0 + (tx + 0u);
             if (row4 < M0) {
-                float v4 = (float(acc01 - qsum1) / sc1) * ws;
+                precise float v4 = (float(acc01 - qsum1) / sc1) * ws;
                 pc.y.d[(tok1 * M0) + row4] = v4;
             }
             uint row5 = row0 + (tx + 16u);
             if (row5 < M0) {
-                float v5 = (float(acc11 - qsum1) / sc1) * ws;
+                precise float v5 = (float(acc11 - qsum1) / sc1) * ws;
                 pc.y.d[(tok1 * M0) + row5] = v5;
             }
             uint row6 = row0 + (tx + 32u);
             if (row6 < M0) {
-                float v6 = (float(acc21 - qsum1) / sc1) * ws;
+                precise float v6 = (float(acc21 - qsum1) / sc1) * ws;
                 pc.y.d[(tok1 * M0) + row6] = v6;
             }
             uint row7 = row0 + (tx + 48u);
             if (row7 < M0) {
-                float v7 = (float(acc31 - qsum1) / sc1) * ws;
+                precise float v7 = (float(acc31 - qsum1) / sc1) * ws;
                 pc.y.d[(tok1 * M0) + row7] = v7;
             }
         }
         uint tok2 = tok0 + ((ty * 4u) + 2u);
         if (tok2 < dyn.n_tokens) {
             int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
-            float sc2 = pc.qs.d[tok2 * 2u];
+            precise float sc2 = pc.qs.d[tok2 * 2u];
             uint row8 = row0 + (tx + 0u);
             if (row8 < M0) {
-                float v8 = (float(acc02 - qsum2) / sc2) * ws;
+                precise float v8 = (float(acc02 - qsum2) / sc2) * ws;
                 pc.y.d[(tok2 * M0) + row8] = v8;
             }
             uint row9 = row0 + (tx + 16u);
             if (row9 < M0) {
-                float v9 = (float(acc12 - qsum2) / sc2) * ws;
+                precise float v9 = (float(acc12 - qsum2) / sc2) * ws;
                 pc.y.d[(tok2 * M0) + row9] = v9;
             }
             uint row10 = row0 + (tx + 32u);
             if (row10 < M0) {
-                float v10 = (float(acc22 - qsum2) / sc2) * ws;
+                precise float v10 = (float(acc22 - qsum2) / sc2) * ws;
                 pc.y.d[(tok2 * M0) + row10] = v10;
             }
             uint row11 = row0 + (tx + 48u);
             if (row11 < M0) {
-                float v11 = (float(acc32 - qsum2) / sc2) * ws;
+                precise float v11 = (float(acc32 - qsum2) / sc2) * ws;
                 pc.y.d[(tok2 * M0) + row11] = v11;
             }
         }
         uint tok3 = tok0 + ((ty * 4u) + 3u);
         if (tok3 < dyn.n_tokens) {
             int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
-            float sc3 = pc.qs.d[tok3 * 2u];
+            precise float sc3 = pc.qs.d[tok3 * 2u];
             uint row12 = row0 + (tx + 0u);
             if (row12 < M0) {
-                float v12 = (float(acc03 - qsum3) / sc3) * ws;
+                precise float v12 = (float(acc03 - qsum3) / sc3) * ws;
                 pc.y.d[(tok3 * M0) + row12] = v12;
             }
             uint row13 = row0 + (tx + 16u);
             if (row13 < M0) {
-                float v13 = (float(acc13 - qsum3) / sc3) * ws;
+                precise float v13 = (float(acc13 - qsum3) / sc3) * ws;
                 pc.y.d[(tok3 * M0) + row13] = v13;
             }
             uint row14 = row0 + (tx + 32u);
             if (row14 < M0) {
-                float v14 = (float(acc23 - qsum3) / sc3) * ws;
+                precise float v14 = (float(acc23 - qsum3) / sc3) * ws;
                 pc.y.d[(tok3 * M0) + row14] = v14;
             }
             uint row15 = row0 + (tx + 48u);
             if (row15 < M0) {
-                float v15 = (float(acc33 - qsum3) / sc3) * ws;
+                precise float v15 = (float(acc33 - qsum3) / sc3) * ws;
                 pc.y.d[(tok3 * M0) + row15] = v15;
             }
         }
     } else {
         if (wg < 6u) {
-            float ws1 = uintBitsToFloat(pc.w1.d[2048u]);
+            precise float ws1 = uintBitsToFloat(pc.w1.d[2048u]);
             uint tx1 = gl_LocalInvocationIndex & 15u;
             uint ty1 = gl_LocalInvocationIndex >> 4u;
             uint row01 = (wg - 4u) * 64u;
@@ -509,105 +509,105 @@ void main()
             uint tok4 = tok01 + ((ty1 * 4u) + 0u);
             if (tok4 < dyn.n_tokens) {
                 int qsum4 = int(pc.qs.d[(tok4 * 2u) + 1u]);
-                float sc4 = pc.qs.d[tok4 * 2u];
+                precise float sc4 = pc.qs.d[tok4 * 2u];
                 uint row16 = row01 + (tx1 + 0u);
                 if (row16 < M1) {
-                    float v16 = (float(acc001 - qsum4) / sc4) * ws1;
+                    precise float v16 = (float(acc001 - qsum4) / sc4) * ws1;
                     pc.y1.d[(tok4 * M1) + row16] = v16;
                 }
                 uint row17 = row01 + (tx1 + 16u);
                 if (row17 < M1) {
-                    float v17 = (float(acc101 - qsum4) / sc4) * ws1;
+                    precise float v17 = (float(acc101 - qsum4) / sc4) * ws1;
                     pc.y1.d[(tok4 * M1) + row17] = v17;
                 }
                 uint row18 = row01 + (tx1 + 32u);
                 if (row18 < M1) {
-                    float v18 = (float(acc201 - qsum4) / sc4) * ws1;
+                    precise float v18 = (float(acc201 - qsum4) / sc4) * ws1;
                     pc.y1.d[(tok4 * M1) + row18] = v18;
                 }
                 uint row19 = row01 + (tx1 + 48u);
                 if (row19 < M1) {
-                    float v19 = (float(acc301 - qsum4) / sc4) * ws1;
+                    precise float v19 = (float(acc301 - qsum4) / sc4) * ws1;
                     pc.y1.d[(tok4 * M1) + row19] = v19;
                 }
             }
             uint tok5 = tok01 + ((ty1 * 4u) + 1u);
             if (tok5 < dyn.n_tokens) {
                 int qsum5 = int(pc.qs.d[(tok5 * 2u) + 1u]);
-                float sc5 = pc.qs.d[tok5 * 2u];
+                precise float sc5 = pc.qs.d[tok5 * 2u];
                 uint row20 = row01 + (tx1 + 0u);
                 if (row20 < M1) {
-                    float v20 = (float(acc011 - qsum5) / sc5) * ws1;
+                    precise float v20 = (float(acc011 - qsum5) / sc5) * ws1;
                     pc.y1.d[(tok5 * M1) + row20] = v20;
                 }
                 uint row21 = row01 + (tx1 + 16u);
                 if (row21 < M1) {
-                    float v21 = (float(acc111 - qsum5) / sc5) * ws1;
+                    precise float v21 = (float(acc111 - qsum5) / sc5) * ws1;
                     pc.y1.d[(tok5 * M1) + row21] = v21;
                 }
                 uint row22 = row01 + (tx1 + 32u);
                 if (row22 < M1) {
-                    float v22 = (float(acc211 - qsum5) / sc5) * ws1;
+                    precise float v22 = (float(acc211 - qsum5) / sc5) * ws1;
                     pc.y1.d[(tok5 * M1) + row22] = v22;
                 }
                 uint row23 = row01 + (tx1 + 48u);
                 if (row23 < M1) {
-                    float v23 = (float(acc311 - qsum5) / sc5) * ws1;
+                    precise float v23 = (float(acc311 - qsum5) / sc5) * ws1;
                     pc.y1.d[(tok5 * M1) + row23] = v23;
                 }
             }
             uint tok6 = tok01 + ((ty1 * 4u) + 2u);
             if (tok6 < dyn.n_tokens) {
                 int qsum6 = int(pc.qs.d[(tok6 * 2u) + 1u]);
-                float sc6 = pc.qs.d[tok6 * 2u];
+                precise float sc6 = pc.qs.d[tok6 * 2u];
                 uint row24 = row01 + (tx1 + 0u);
                 if (row24 < M1) {
-                    float v24 = (float(acc021 - qsum6) / sc6) * ws1;
+                    precise float v24 = (float(acc021 - qsum6) / sc6) * ws1;
                     pc.y1.d[(tok6 * M1) + row24] = v24;
                 }
                 uint row25 = row01 + (tx1 + 16u);
                 if (row25 < M1) {
-                    float v25 = (float(acc121 - qsum6) / sc6) * ws1;
+                    precise float v25 = (float(acc121 - qsum6) / sc6) * ws1;
                     pc.y1.d[(tok6 * M1) + row25] = v25;
                 }
                 uint row26 = row01 + (tx1 + 32u);
                 if (row26 < M1) {
-                    float v26 = (float(acc221 - qsum6) / sc6) * ws1;
+                    precise float v26 = (float(acc221 - qsum6) / sc6) * ws1;
                     pc.y1.d[(tok6 * M1) + row26] = v26;
                 }
                 uint row27 = row01 + (tx1 + 48u);
                 if (row27 < M1) {
-                    float v27 = (float(acc321 - qsum6) / sc6) * ws1;
+                    precise float v27 = (float(acc321 - qsum6) / sc6) * ws1;
                     pc.y1.d[(tok6 * M1) + row27] = v27;
                 }
             }
             uint tok7 = tok01 + ((ty1 * 4u) + 3u);
             if (tok7 < dyn.n_tokens) {
                 int qsum7 = int(pc.qs.d[(tok7 * 2u) + 1u]);
-                float sc7 = pc.qs.d[tok7 * 2u];
+                precise float sc7 = pc.qs.d[tok7 * 2u];
                 uint row28 = row01 + (tx1 + 0u);
                 if (row28 < M1) {
-                    float v28 = (float(acc031 - qsum7) / sc7) * ws1;
+                    precise float v28 = (float(acc031 - qsum7) / sc7) * ws1;
                     pc.y1.d[(tok7 * M1) + row28] = v28;
                 }
                 uint row29 = row01 + (tx1 + 16u);
                 if (row29 < M1) {
-                    float v29 = (float(acc131 - qsum7) / sc7) * ws1;
+                    precise float v29 = (float(acc131 - qsum7) / sc7) * ws1;
                     pc.y1.d[(tok7 * M1) + row29] = v29;
                 }
                 uint row30 = row01 + (tx1 + 32u);
                 if (row30 < M1) {
-                    float v30 = (float(acc231 - qsum7) / sc7) * ws1;
+                    precise float v30 = (float(acc231 - qsum7) / sc7) * ws1;
                     pc.y1.d[(tok7 * M1) + row30] = v30;
                 }
                 uint row31 = row01 + (tx1 + 48u);
                 if (row31 < M1) {
-                    float v31 = (float(acc331 - qsum7) / sc7) * ws1;
+                    precise float v31 = (float(acc331 - qsum7) / sc7) * ws1;
                     pc.y1.d[(tok7 * M1) + row31] = v31;
                 }
             }
         } else {
-            float ws2 = uintBitsToFloat(pc.w2.d[2048u]);
+            precise float ws2 = uintBitsToFloat(pc.w2.d[2048u]);
             uint tx2 = gl_LocalInvocationIndex & 15u;
             uint ty2 = gl_LocalInvocationIndex >> 4u;
             uint row02 = (wg - 6u) * 64u;
@@ -783,100 +783,100 @@ void main()
             uint tok8 = tok02 + ((ty2 * 4u) + 0u);
             if (tok8 < dyn.n_tokens) {
                 int qsum8 = int(pc.qs.d[(tok8 * 2u) + 1u]);
-                float sc8 = pc.qs.d[tok8 * 2u];
+                precise float sc8 = pc.qs.d[tok8 * 2u];
                 uint row32 = row02 + (tx2 + 0u);
                 if (row32 < M2) {
-                    float v32 = (float(acc002 - qsum8) / sc8) * ws2;
+                    precise float v32 = (float(acc002 - qsum8) / sc8) * ws2;
                     pc.y2.d[(tok8 * M2) + row32] = v32;
                 }
                 uint row33 = row02 + (tx2 + 16u);
                 if (row33 < M2) {
-                    float v33 = (float(acc102 - qsum8) / sc8) * ws2;
+                    precise float v33 = (float(acc102 - qsum8) / sc8) * ws2;
                     pc.y2.d[(tok8 * M2) + row33] = v33;
                 }
                 uint row34 = row02 + (tx2 + 32u);
                 if (row34 < M2) {
-                    float v34 = (float(acc202 - qsum8) / sc8) * ws2;
+                    precise float v34 = (float(acc202 - qsum8) / sc8) * ws2;
                     pc.y2.d[(tok8 * M2) + row34] = v34;
                 }
                 uint row35 = row02 + (tx2 + 48u);
                 if (row35 < M2) {
-                    float v35 = (float(acc302 - qsum8) / sc8) * ws2;
+                    precise float v35 = (float(acc302 - qsum8) / sc8) * ws2;
                     pc.y2.d[(tok8 * M2) + row35] = v35;
                 }
             }
             uint tok9 = tok02 + ((ty2 * 4u) + 1u);
             if (tok9 < dyn.n_tokens) {
                 int qsum9 = int(pc.qs.d[(tok9 * 2u) + 1u]);
-                float sc9 = pc.qs.d[tok9 * 2u];
+                precise float sc9 = pc.qs.d[tok9 * 2u];
                 uint row36 = row02 + (tx2 + 0u);
                 if (row36 < M2) {
-                    float v36 = (float(acc012 - qsum9) / sc9) * ws2;
+                    precise float v36 = (float(acc012 - qsum9) / sc9) * ws2;
                     pc.y2.d[(tok9 * M2) + row36] = v36;
                 }
                 uint row37 = row02 + (tx2 + 16u);
                 if (row37 < M2) {
-                    float v37 = (float(acc112 - qsum9) / sc9) * ws2;
+                    precise float v37 = (float(acc112 - qsum9) / sc9) * ws2;
                     pc.y2.d[(tok9 * M2) + row37] = v37;
                 }
                 uint row38 = row02 + (tx2 + 32u);
                 if (row38 < M2) {
-                    float v38 = (float(acc212 - qsum9) / sc9) * ws2;
+                    precise float v38 = (float(acc212 - qsum9) / sc9) * ws2;
                     pc.y2.d[(tok9 * M2) + row38] = v38;
                 }
                 uint row39 = row02 + (tx2 + 48u);
                 if (row39 < M2) {
-                    float v39 = (float(acc312 - qsum9) / sc9) * ws2;
+                    precise float v39 = (float(acc312 - qsum9) / sc9) * ws2;
                     pc.y2.d[(tok9 * M2) + row39] = v39;
                 }
             }
             uint tok10 = tok02 + ((ty2 * 4u) + 2u);
             if (tok10 < dyn.n_tokens) {
                 int qsum10 = int(pc.qs.d[(tok10 * 2u) + 1u]);
-                float sc10 = pc.qs.d[tok10 * 2u];
+                precise float sc10 = pc.qs.d[tok10 * 2u];
                 uint row40 = row02 + (tx2 + 0u);
                 if (row40 < M2) {
-                    float v40 = (float(acc022 - qsum10) / sc10) * ws2;
+                    precise float v40 = (float(acc022 - qsum10) / sc10) * ws2;
                     pc.y2.d[(tok10 * M2) + row40] = v40;
                 }
                 uint row41 = row02 + (tx2 + 16u);
                 if (row41 < M2) {
-                    float v41 = (float(acc122 - qsum10) / sc10) * ws2;
+                    precise float v41 = (float(acc122 - qsum10) / sc10) * ws2;
                     pc.y2.d[(tok10 * M2) + row41] = v41;
                 }
                 uint row42 = row02 + (tx2 + 32u);
                 if (row42 < M2) {
-                    float v42 = (float(acc222 - qsum10) / sc10) * ws2;
+                    precise float v42 = (float(acc222 - qsum10) / sc10) * ws2;
                     pc.y2.d[(tok10 * M2) + row42] = v42;
                 }
                 uint row43 = row02 + (tx2 + 48u);
                 if (row43 < M2) {
-                    float v43 = (float(acc322 - qsum10) / sc10) * ws2;
+                    precise float v43 = (float(acc322 - qsum10) / sc10) * ws2;
                     pc.y2.d[(tok10 * M2) + row43] = v43;
                 }
             }
             uint tok11 = tok02 + ((ty2 * 4u) + 3u);
             if (tok11 < dyn.n_tokens) {
                 int qsum11 = int(pc.qs.d[(tok11 * 2u) + 1u]);
-                float sc11 = pc.qs.d[tok11 * 2u];
+                precise float sc11 = pc.qs.d[tok11 * 2u];
                 uint row44 = row02 + (tx2 + 0u);
                 if (row44 < M2) {
-                    float v44 = (float(acc032 - qsum11) / sc11) * ws2;
+                    precise float v44 = (float(acc032 - qsum11) / sc11) * ws2;
                     pc.y2.d[(tok11 * M2) + row44] = v44;
                 }
                 uint row45 = row02 + (tx2 + 16u);
                 if (row45 < M2) {
-                    float v45 = (float(acc132 - qsum11) / sc11) * ws2;
+                    precise float v45 = (float(acc132 - qsum11) / sc11) * ws2;
                     pc.y2.d[(tok11 * M2) + row45] = v45;
                 }
                 uint row46 = row02 + (tx2 + 32u);
                 if (row46 < M2) {
-                    float v46 = (float(acc232 - qsum11) / sc11) * ws2;
+                    precise float v46 = (float(acc232 - qsum11) / sc11) * ws2;
                     pc.y2.d[(tok11 * M2) + row46] = v46;
                 }
                 uint row47 = row02 + (tx2 + 48u);
                 if (row47 < M2) {
-                    float v47 = (float(acc332 - qsum11) / sc11) * ws2;
+                    precise float v47 = (float(acc332 - qsum11) / sc11) * ws2;
                     pc.y2.d[(tok11 * M2) + row47] = v47;
                 }
             }

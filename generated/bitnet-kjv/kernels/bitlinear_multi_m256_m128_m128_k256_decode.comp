@@ -63,7 +63,7 @@ void main()
 {
     uint wg = gl_WorkGroupID.x;
     if (wg < 32u) {
-        float ws = uintBitsToFloat(pc.w.d[4096u]);
+        precise float ws = uintBitsToFloat(pc.w.d[4096u]);
         for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
             uint row = (wg * 8u) + rl;
             if (row >= M0) break;
@@ -110,14 +110,14 @@ void main()
             int t0 = subgroupAdd(acc);
             if (gl_SubgroupInvocationID == 0u) {
                 int qsum = int(pc.qs.d[1u]);
-                float sc = pc.qs.d[0u];
-                float v = (float(t0 - qsum) / sc) * ws;
+                precise float sc = pc.qs.d[0u];
+                precise float v = (float(t0 - qsum) / sc) * ws;
                 pc.y.d[row] = v;
             }
         }
     } else {
         if (wg < 48u) {
-            float ws1 = uintBitsToFloat(pc.w1.d[2048u]);
+            precise float ws1 = uintBitsToFloat(pc.w1.d[2048u]);
             for (uint rl1 = gl_SubgroupID; rl1 < 8u; rl1 += gl_NumSubgroups) {
                 uint row1 = ((wg - 32u) * 8u) + rl1;
                 if (row1 >= M1) break;
@@ -164,13 +164,13 @@ void main()
                 int t1 = subgroupAdd(acc1);
                 if (gl_SubgroupInvocationID == 0u) {
                     int qsum1 = int(pc.qs.d[1u]);
-                    float sc1 = pc.qs.d[0u];
-                    float v1 = (float(t1 - qsum1) / sc1) * ws1;
+                    precise float sc1 = pc.qs.d[0u];
+                    precise float v1 = (float(t1 - qsum1) / sc1) * ws1;
                     pc.y1.d[row1] = v1;
                 }
             }
         } else {
-            float ws2 = uintBitsToFloat(pc.w2.d[2048u]);
+            precise float ws2 = uintBitsToFloat(pc.w2.d[2048u]);
             for (uint rl2 = gl_SubgroupID; rl2 < 8u; rl2 += gl_NumSubgroups) {
                 uint row2 = ((wg - 48u) * 8u) + rl2;
                 if (row2 >= M2) break;
@@ -217,8 +217,8 @@ void main()
                 int t2 = subgroupAdd(acc2);
                 if (gl_SubgroupInvocationID == 0u) {
                     int qsum2 = int(pc.qs.d[1u]);
-                    float sc2 = pc.qs.d[0u];
-                    float v2 = (float(t2 - qsum2) / sc2) * ws2;
+                    precise float sc2 = pc.qs.d[0u];
+                    precise float v2 = (float(t2 - qsum2) / sc2) * ws2;
                     pc.y2.d[row2] = v2;
                 }
             }

@@ -46,7 +46,7 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    float ws = uintBitsToFloat(pc.w.d[4096u]);
+    precise float ws = uintBitsToFloat(pc.w.d[4096u]);
     uint tx = gl_LocalInvocationIndex & 15u;
     uint ty = gl_LocalInvocationIndex >> 4u;
     uint row0 = gl_WorkGroupID.x * 64u;
@@ -222,117 +222,133 @@ void main()
     uint tok = tok0 + ((ty * 4u) + 0u);
     if (tok < dyn.n_tokens) {
         int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
-        float sc = pc.qs.d[tok * 2u];
+        precise float sc = pc.qs.d[tok * 2u];
         uint row = row0 + (tx + 0u);
         if (row < M) {
             uint t0 = (tok * M) + row;
-            float v = (float(acc00 - qsum) / sc) * ws;
-            pc.y.d[t0] = pc.y.d[t0] + v;
+            precise float v = (float(acc00 - qsum) / sc) * ws;
+            precise float t8 = pc.y.d[t0] + v;
+            pc.y.d[t0] = t8;
         }
         uint row1 = row0 + (tx + 16u);
         if (row1 < M) {
-            uint t8 = (tok * M) + row1;
-            float v1 = (float(acc10 - qsum) / sc) * ws;
-            pc.y.d[t8] = pc.y.d[t8] + v1;
+            uint t9 = (tok * M) + row1;
+            precise float v1 = (float(acc10 - qsum) / sc) * ws;
+            precise float t10 = pc.y.d[t9] + v1;
+            pc.y.d[t9] = t10;
         }
         uint row2 = row0 + (tx + 32u);
         if (row2 < M) {
-            uint t9 = (tok * M) + row2;
-            float v2 = (float(acc20 - qsum) / sc) * ws;
-            pc.y.d[t9] = pc.y.d[t9] + v2;
+            uint t11 = (tok * M) + row2;
+            precise float v2 = (float(acc20 - qsum) / sc) * ws;
+            precise float t12 = pc.y.d[t11] + v2;
+            pc.y.d[t11] = t12;
         }
         uint row3 = row0 + (tx + 48u);
         if (row3 < M) {
-            uint t10 = (tok * M) + row3;
-            float v3 = (float(acc30 - qsum) / sc) * ws;
-            pc.y.d[t10] = pc.y.d[t10] + v3;
+            uint t13 = (tok * M) + row3;
+            precise float v3 = (float(acc30 - qsum) / sc) * ws;
+            precise float t14 = pc.y.d[t13] + v3;
+            pc.y.d[t13] = t14;
         }
     }
     uint tok1 = tok0 + ((ty * 4u) + 1u);
     if (tok1 < dyn.n_tokens) {
         int qsum1 = int(pc.qs.d[(tok1 * 2u) + 1u]);
-        float sc1 = pc.qs.d[tok1 * 2u];
+        precise float sc1 = pc.qs.d[tok1 * 2u];
         uint row4 = row0 + (tx + 0u);
         if (row4 < M) {
-            uint t11 = (tok1 * M) + row4;
-            float v4 = (float(acc01 - qsum1) / sc1) * ws;
-            pc.y.d[t11] = pc.y.d[t11] + v4;
+            uint t15 = (tok1 * M) + row4;
+            precise float v4 = (float(acc01 - qsum1) / sc1) * ws;
+            precise float t16 = pc.y.d[t15] + v4;
+            pc.y.d[t15] = t16;
         }
         uint row5 = row0 + (tx + 16u);
         if (row5 < M) {
-            uint t12 = (tok1 * M) + row5;
-            float v5 = (float(acc11 - qsum1) / sc1) * ws;
-            pc.y.d[t12] = pc.y.d[t12] + v5;
+            uint t17 = (tok1 * M) + row5;
+            precise float v5 = (float(acc11 - qsum1) / sc1) * ws;
+            precise float t18 = pc.y.d[t17] + v5;
+            pc.y.d[t17] = t18;
         }
         uint row6 = row0 + (tx + 32u);
         if (row6 < M) {
-            uint t13 = (tok1 * M) + row6;
-            float v6 = (float(acc21 - qsum1) / sc1) * ws;
-            pc.y.d[t13] = pc.y.d[t13] + v6;
+            uint t19 = (tok1 * M) + row6;
+            precise float v6 = (float(acc21 - qsum1) / sc1) * ws;
+            precise float t20 = pc.y.d[t19] + v6;
+            pc.y.d[t19] = t20;
         }
         uint row7 = row0 + (tx + 48u);
         if (row7 < M) {
-            uint t14 = (tok1 * M) + row7;
-            float v7 = (float(acc31 - qsum1) / sc1) * ws;
-            pc.y.d[t14] = pc.y.d[t14] + v7;
+            uint t21 = (tok1 * M) + row7;
+            precise float v7 = (float(acc31 - qsum1) / sc1) * ws;
+            precise float t22 = pc.y.d[t21] + v7;
+            pc.y.d[t21] = t22;
         }
     }
     uint tok2 = tok0 + ((ty * 4u) + 2u);
     if (tok2 < dyn.n_tokens) {
         int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
-        float sc2 = pc.qs.d[tok2 * 2u];
+        precise float sc2 = pc.qs.d[tok2 * 2u];
         uint row8 = row0 + (tx + 0u);
         if (row8 < M) {
-            uint t15 = (tok2 * M) + row8;
-            float v8 = (float(acc02 - qsum2) / sc2) * ws;
-            pc.y.d[t15] = pc.y.d[t15] + v8;
+            uint t23 = (tok2 * M) + row8;
+            precise float v8 = (float(acc02 - qsum2) / sc2) * ws;
+            precise float t24 = pc.y.d[t23] + v8;
+            pc.y.d[t23] = t24;
         }
         uint row9 = row0 + (tx + 16u);
         if (row9 < M) {
-            uint t16 = (tok2 * M) + row9;
-            float v9 = (float(acc12 - qsum2) / sc2) * ws;
-            pc.y.d[t16] = pc.y.d[t16] + v9;
+            uint t25 = (tok2 * M) + row9;
+            precise float v9 = (float(acc12 - qsum2) / sc2) * ws;
+            precise float t26 = pc.y.d[t25] + v9;
+            pc.y.d[t25] = t26;
         }
         uint row10 = row0 + (tx + 32u);
         if (row10 < M) {
-            uint t17 = (tok2 * M) + row10;
-            float v10 = (float(acc22 - qsum2) / sc2) * ws;
-            pc.y.d[t17] = pc.y.d[t17] + v10;
+            uint t27 = (tok2 * M) + row10;
+            precise float v10 = (float(acc22 - qsum2) / sc2) * ws;
+            precise float t28 = pc.y.d[t27] + v10;
+            pc.y.d[t27] = t28;
         }
         uint row11 = row0 + (tx + 48u);
         if (row11 < M) {
-            uint t18 = (tok2 * M) + row11;
-            float v11 = (float(acc32 - qsum2) / sc2) * ws;
-            pc.y.d[t18] = pc.y.d[t18] + v11;
+            uint t29 = (tok2 * M) + row11;
+            precise float v11 = (float(acc32 - qsum2) / sc2) * ws;
+            precise float t30 = pc.y.d[t29] + v11;
+            pc.y.d[t29] = t30;
         }
     }
     uint tok3 = tok0 + ((ty * 4u) + 3u);
     if (tok3 < dyn.n_tokens) {
         int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
-        float sc3 = pc.qs.d[tok3 * 2u];
+        precise float sc3 = pc.qs.d[tok3 * 2u];
         uint row12 = row0 + (tx + 0u);
         if (row12 < M) {
-            uint t19 = (tok3 * M) + row12;
-            float v12 = (float(acc03 - qsum3) / sc3) * ws;
-            pc.y.d[t19] = pc.y.d[t19] + v12;
+            uint t31 = (tok3 * M) + row12;
+            precise float v12 = (float(acc03 - qsum3) / sc3) * ws;
+            precise float t32 = pc.y.d[t31] + v12;
+            pc.y.d[t31] = t32;
         }
         uint row13 = row0 + (tx + 16u);
         if (row13 < M) {
-            uint t20 = (tok3 * M) + row13;
-            float v13 = (float(acc13 - qsum3) / sc3) * ws;
-            pc.y.d[t20] = pc.y.d[t20] + v13;
+            uint t33 = (tok3 * M) + row13;
+            precise float v13 = (float(acc13 - qsum3) / sc3) * ws;
+            precise float t34 = pc.y.d[t33] + v13;
+            pc.y.d[t33] = t34;
         }
         uint row14 = row0 + (tx + 32u);
         if (row14 < M) {
-            uint t21 = (tok3 * M) + row14;
-            float v14 = (float(acc23 - qsum3) / sc3) * ws;
-            pc.y.d[t21] = pc.y.d[t21] + v14;
+            uint t35 = (tok3 * M) + row14;
+            precise float v14 = (float(acc23 - qsum3) / sc3) * ws;
+            precise float t36 = pc.y.d[t35] + v14;
+            pc.y.d[t35] = t36;
         }
         uint row15 = row0 + (tx + 48u);
         if (row15 < M) {
-            uint t22 = (tok3 * M) + row15;
-            float v15 = (float(acc33 - qsum3) / sc3) * ws;
-            pc.y.d[t22] = pc.y.d[t22] + v15;
+            uint t37 = (tok3 * M) + row15;
+            precise float v15 = (float(acc33 - qsum3) / sc3) * ws;
+            precise float t38 = pc.y.d[t37] + v15;
+            pc.y.d[t37] = t38;
         }
     }
 }

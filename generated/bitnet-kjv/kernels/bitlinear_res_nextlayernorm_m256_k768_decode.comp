@@ -64,7 +64,7 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    float ws = uintBitsToFloat(pc.w.d[12288u]);
+    precise float ws = uintBitsToFloat(pc.w.d[12288u]);
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
@@ -111,83 +111,84 @@ void main()
         int t0 = subgroupAdd(acc);
         if (gl_SubgroupInvocationID == 0u) {
             int qsum = int(pc.qs.d[1u]);
-            float sc = pc.qs.d[0u];
-            float v = (float(t0 - qsum) / sc) * ws;
-            pc.y.d[row] = pc.y.d[row] + v;
+            precise float sc = pc.qs.d[0u];
+            precise float v = (float(t0 - qsum) / sc) * ws;
+            precise float t1 = pc.y.d[row] + v;
+            pc.y.d[row] = t1;
         }
     }
     if (pc.has_next != 0u) {
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t1 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived[0u] = t1;
+            uint t2 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived[0u] = t2;
         }
         barrier();
         if (arrived[0u] == 31u) {
             memoryBarrierBuffer();
             uint wi = gl_LocalInvocationIndex;
             bool inrow = wi < 64u;
-            vec4 xr = vec4(0.0);
+            precise vec4 xr = vec4(0.0);
             if (inrow) {
                 xr = Buf_xrow4(pc.y).d[wi];
             }
-            vec4 wr = vec4(0.0);
+            precise vec4 wr = vec4(0.0);
             if (inrow) {
                 wr = Buf_nwrow4(pc.lnw).d[wi];
             }
-            float ss = 0.0;
-            float e = xr.x;
+            precise float ss = 0.0;
+            precise float e = xr.x;
             ss += e * e;
-            float e1 = xr.y;
+            precise float e1 = xr.y;
             ss += e1 * e1;
-            float e2 = xr.z;
+            precise float e2 = xr.z;
             ss += e2 * e2;
-            float e3 = xr.w;
+            precise float e3 = xr.w;
             ss += e3 * e3;
-            float r = subgroupAdd(ss);
+            precise float r = subgroupAdd(ss);
             if (subgroupElect()) {
                 red[gl_SubgroupID] = r;
             }
             barrier();
-            float sum = red[0u];
+            precise float sum = red[0u];
             for (uint s = 1u; s < gl_NumSubgroups; s++) {
                 sum = sum + red[s];
             }
             barrier();
-            float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
-            vec4 y1 = (xr * scale) * wr;
-            float am = 0.0;
+            precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+            precise vec4 y1 = (xr * scale) * wr;
+            precise float am = 0.0;
             am = max(am, abs(y1.x));
             am = max(am, abs(y1.y));
             am = max(am, abs(y1.z));
             am = max(am, abs(y1.w));
-            float t2 = subgroupMax(am);
+            precise float t3 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t2;
+                red[gl_SubgroupID] = t3;
             }
             barrier();
-            float amax = red[0u];
+            precise float amax = red[0u];
             for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
                 amax = max(amax, red[s1]);
             }
             barrier();
-            float s2 = 127.0 / max(amax, 1e-05);
+            precise float s2 = 127.0 / max(amax, 1e-05);
             int qsum1 = 0;
-            int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+            precise int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
             qsum1 += qv;
-            int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+            precise int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
             qsum1 += qv1;
-            int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+            precise int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
             qsum1 += qv2;
-            int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+            precise int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
             qsum1 += qv3;
             if (inrow) {
                 pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int t3 = subgroupAdd(qsum1);
+            int t4 = subgroupAdd(qsum1);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t3;
+                redi[gl_SubgroupID] = t4;
             }
             barrier();
             int total = redi[0u];

@@ -24,7 +24,7 @@ void main()
     if (gl_GlobalInvocationID.x >= 128u) return;
     uint tok = min(pc.tokens.d[gl_WorkGroupID.y], pc.vocab - 1u);
     uint yb = gl_WorkGroupID.y * D;
-    vec2 p = unpackHalf2x16(pc.table.d[(tok * 128u) + gl_GlobalInvocationID.x]);
+    precise vec2 p = unpackHalf2x16(pc.table.d[(tok * 128u) + gl_GlobalInvocationID.x]);
     pc.y.d[yb + (gl_GlobalInvocationID.x * 2u)] = p.x;
     pc.y.d[yb + ((gl_GlobalInvocationID.x * 2u) + 1u)] = p.y;
 }

@@ -40,7 +40,7 @@ void main()
     if (gl_GlobalInvocationID.x < 128u) {
         uint tok = min(pc.tokens.d[gl_WorkGroupID.y], pc.vocab - 1u);
         uint yb = gl_WorkGroupID.y * D;
-        vec2 p = unpackHalf2x16(pc.table.d[(tok * 128u) + gl_GlobalInvocationID.x]);
+        precise vec2 p = unpackHalf2x16(pc.table.d[(tok * 128u) + gl_GlobalInvocationID.x]);
         pc.y.d[yb + (gl_GlobalInvocationID.x * 2u)] = p.x;
         pc.y.d[yb + ((gl_GlobalInvocationID.x * 2u) + 1u)] = p.y;
     }
@@ -55,59 +55,59 @@ void main()
         memoryBarrierBuffer();
         uint wi = gl_LocalInvocationIndex;
         bool inrow = wi < 64u;
-        vec4 xr = vec4(0.0);
+        precise vec4 xr = vec4(0.0);
         if (inrow) {
             xr = Buf_xrow4(pc.y).d[wi];
         }
-        vec4 wr = vec4(0.0);
+        precise vec4 wr = vec4(0.0);
         if (inrow) {
             wr = Buf_nwrow4(pc.lnw).d[wi];
         }
-        float ss = 0.0;
-        float e = xr.x;
+        precise float ss = 0.0;
+        precise float e = xr.x;
         ss += e * e;
-        float e1 = xr.y;
+        precise float e1 = xr.y;
         ss += e1 * e1;
-        float e2 = xr.z;
+        precise float e2 = xr.z;
         ss += e2 * e2;
-        float e3 = xr.w;
+        precise float e3 = xr.w;
         ss += e3 * e3;
-        float r = subgroupAdd(ss);
+        precise float r = subgroupAdd(ss);
         if (subgroupElect()) {
             red[gl_SubgroupID] = r;
         }
         barrier();
-        float sum = red[0u];
+        precise float sum = red[0u];
         for (uint s = 1u; s < gl_NumSubgroups; s++) {
             sum = sum + red[s];
         }
         barrier();
-        float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
-        vec4 y1 = (xr * scale) * wr;
-        float am = 0.0;
+        precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+        precise vec4 y1 = (xr * scale) * wr;
+        precise float am = 0.0;
         am = max(am, abs(y1.x));
         am = max(am, abs(y1.y));
         am = max(am, abs(y1.z));
         am = max(am, abs(y1.w));
-        float t1 = subgroupMax(am);
+        precise float t1 = subgroupMax(am);
         if (subgroupElect()) {
             red[gl_SubgroupID] = t1;
         }
         barrier();
-        float amax = red[0u];
+        precise float amax = red[0u];
         for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
             amax = max(amax, red[s1]);
         }
         barrier();
-        float s2 = 127.0 / max(amax, 1e-05);
+        precise float s2 = 127.0 / max(amax, 1e-05);
         int qsum = 0;
-        int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+        precise int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
         qsum += qv;
-        int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+        precise int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
         qsum += qv1;
-        int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+        precise int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
         qsum += qv2;
-        int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+        precise int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
         qsum += qv3;
         if (inrow) {
             pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);

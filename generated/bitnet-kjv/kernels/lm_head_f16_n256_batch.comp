@@ -23,6 +23,12 @@ const uint D = 256u;
 const uint DW = 128u;
 const uint DW4 = 32u;
 
+float dsl_pdot(vec2 a, vec2 b)
+{
+    precise float r = a.x * b.x + a.y * b.y;
+    return r;
+}
+
 void main()
 {
     for (uint vb = gl_WorkGroupID.x * 8u; vb < pc.vocab; vb += gl_NumWorkGroups.x * 8u) {
@@ -30,129 +36,129 @@ void main()
             uint v = vb + rl;
             if (v >= pc.vocab) break;
             if ((dyn.n_tokens - dyn.out_start) == 1u) {
-                float acc0 = 0.0;
+                precise float acc0 = 0.0;
                 uint xrow0 = dyn.out_start * D;
                 for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
                     uint w0 = u * 4u;
-                    vec2 p = unpackHalf2x16(pc.w.d[(v * DW) + w0]);
+                    precise vec2 p = unpackHalf2x16(pc.w.d[(v * DW) + w0]);
                     uint i0 = w0 * 2u;
-                    acc0 += dot(p, vec2(pc.x.d[xrow0 + i0], pc.x.d[xrow0 + (i0 + 1u)]));
+                    acc0 += dsl_pdot(p, vec2(pc.x.d[xrow0 + i0], pc.x.d[xrow0 + (i0 + 1u)]));
                     uint t1 = w0 + 1u;
-                    vec2 p1 = unpackHalf2x16(pc.w.d[(v * DW) + t1]);
+                    precise vec2 p1 = unpackHalf2x16(pc.w.d[(v * DW) + t1]);
                     uint i01 = t1 * 2u;
-                    acc0 += dot(p1, vec2(pc.x.d[xrow0 + i01], pc.x.d[xrow0 + (i01 + 1u)]));
+                    acc0 += dsl_pdot(p1, vec2(pc.x.d[xrow0 + i01], pc.x.d[xrow0 + (i01 + 1u)]));
                     uint t2 = w0 + 2u;
-                    vec2 p2 = unpackHalf2x16(pc.w.d[(v * DW) + t2]);
+                    precise vec2 p2 = unpackHalf2x16(pc.w.d[(v * DW) + t2]);
                     uint i02 = t2 * 2u;
-                    acc0 += dot(p2, vec2(pc.x.d[xrow0 + i02], pc.x.d[xrow0 + (i02 + 1u)]));
+                    acc0 += dsl_pdot(p2, vec2(pc.x.d[xrow0 + i02], pc.x.d[xrow0 + (i02 + 1u)]));
                     uint t3 = w0 + 3u;
-                    vec2 p3 = unpackHalf2x16(pc.w.d[(v * DW) + t3]);
+                    precise vec2 p3 = unpackHalf2x16(pc.w.d[(v * DW) + t3]);
                     uint i03 = t3 * 2u;
-                    acc0 += dot(p3, vec2(pc.x.d[xrow0 + i03], pc.x.d[xrow0 + (i03 + 1u)]));
+                    acc0 += dsl_pdot(p3, vec2(pc.x.d[xrow0 + i03], pc.x.d[xrow0 + (i03 + 1u)]));
                 }
-                float t4 = subgroupAdd(acc0);
+                precise float t4 = subgroupAdd(acc0);
                 if ((gl_SubgroupInvocationID == 0u) && (dyn.out_start < dyn.n_tokens)) {
                     pc.logits.d[((dyn.out_start - dyn.out_start) * pc.vocab) + v] = t4;
                 }
             } else {
                 for (uint t0 = dyn.out_start; t0 < dyn.n_tokens; t0 += 8u) {
-                    float acc01 = 0.0;
+                    precise float acc01 = 0.0;
                     uint xrow01 = min(t0 + 0u, dyn.n_tokens - 1u) * D;
-                    float acc1 = 0.0;
+                    precise float acc1 = 0.0;
                     uint xrow1 = min(t0 + 1u, dyn.n_tokens - 1u) * D;
-                    float acc2 = 0.0;
+                    precise float acc2 = 0.0;
                     uint xrow2 = min(t0 + 2u, dyn.n_tokens - 1u) * D;
-                    float acc3 = 0.0;
+                    precise float acc3 = 0.0;
                     uint xrow3 = min(t0 + 3u, dyn.n_tokens - 1u) * D;
-                    float acc4 = 0.0;
+                    precise float acc4 = 0.0;
                     uint xrow4 = min(t0 + 4u, dyn.n_tokens - 1u) * D;
-                    float acc5 = 0.0;
+                    precise float acc5 = 0.0;
                     uint xrow5 = min(t0 + 5u, dyn.n_tokens - 1u) * D;
-                    float acc6 = 0.0;
+                    precise float acc6 = 0.0;
                     uint xrow6 = min(t0 + 6u, dyn.n_tokens - 1u) * D;
-                    float acc7 = 0.0;
+                    precise float acc7 = 0.0;
                     uint xrow7 = min(t0 + 7u, dyn.n_tokens - 1u) * D;
                     for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
                         uint w01 = u1 * 4u;
-                        vec2 p4 = unpackHalf2x16(pc.w.d[(v * DW) + w01]);
+                        precise vec2 p4 = unpackHalf2x16(pc.w.d[(v * DW) + w01]);
                         uint i04 = w01 * 2u;
-                        acc01 += dot(p4, vec2(pc.x.d[xrow01 + i04], pc.x.d[xrow01 + (i04 + 1u)]));
-                        acc1 += dot(p4, vec2(pc.x.d[xrow1 + i04], pc.x.d[xrow1 + (i04 + 1u)]));
-                        acc2 += dot(p4, vec2(pc.x.d[xrow2 + i04], pc.x.d[xrow2 + (i04 + 1u)]));
-                        acc3 += dot(p4, vec2(pc.x.d[xrow3 + i04], pc.x.d[xrow3 + (i04 + 1u)]));
-                        acc4 += dot(p4, vec2(pc.x.d[xrow4 + i04], pc.x.d[xrow4 + (i04 + 1u)]));
-                        acc5 += dot(p4, vec2(pc.x.d[xrow5 + i04], pc.x.d[xrow5 + (i04 + 1u)]));
-                        acc6 += dot(p4, vec2(pc.x.d[xrow6 + i04], pc.x.d[xrow6 + (i04 + 1u)]));
-                        acc7 += dot(p4, vec2(pc.x.d[xrow7 + i04], pc.x.d[xrow7 + (i04 + 1u)]));
+                        acc01 += dsl_pdot(p4, vec2(pc.x.d[xrow01 + i04], pc.x.d[xrow01 + (i04 + 1u)]));
+                        acc1 += dsl_pdot(p4, vec2(pc.x.d[xrow1 + i04], pc.x.d[xrow1 + (i04 + 1u)]));
+                        acc2 += dsl_pdot(p4, vec2(pc.x.d[xrow2 + i04], pc.x.d[xrow2 + (i04 + 1u)]));
+                        acc3 += dsl_pdot(p4, vec2(pc.x.d[xrow3 + i04], pc.x.d[xrow3 + (i04 + 1u)]));
+                        acc4 += dsl_pdot(p4, vec2(pc.x.d[xrow4 + i04], pc.x.d[xrow4 + (i04 + 1u)]));
+                        acc5 += dsl_pdot(p4, vec2(pc.x.d[xrow5 + i04], pc.x.d[xrow5 + (i04 + 1u)]));
+                        acc6 += dsl_pdot(p4, vec2(pc.x.d[xrow6 + i04], pc.x.d[xrow6 + (i04 + 1u)]));
+                        acc7 += dsl_pdot(p4, vec2(pc.x.d[xrow7 + i04], pc.x.d[xrow7 + (i04 + 1u)]));
                         uint t5 = w01 + 1u;
-                        vec2 p5 = unpackHalf2x16(pc.w.d[(v * DW) + t5]);
+                        precise vec2 p5 = unpackHalf2x16(pc.w.d[(v * DW) + t5]);
                         uint i05 = t5 * 2u;
-                        acc01 += dot(p5, vec2(pc.x.d[xrow01 + i05], pc.x.d[xrow01 + (i05 + 1u)]));
-                        acc1 += dot(p5, vec2(pc.x.d[xrow1 + i05], pc.x.d[xrow1 + (i05 + 1u)]));
-                        acc2 += dot(p5, vec2(pc.x.d[xrow2 + i05], pc.x.d[xrow2 + (i05 + 1u)]));
-                        acc3 += dot(p5, vec2(pc.x.d[xrow3 + i05], pc.x.d[xrow3 + (i05 + 1u)]));
-                        acc4 += dot(p5, vec2(pc.x.d[xrow4 + i05], pc.x.d[xrow4 + (i05 + 1u)]));
-                        acc5 += dot(p5, vec2(pc.x.d[xrow5 + i05], pc.x.d[xrow5 + (i05 + 1u)]));
-                        acc6 += dot(p5, vec2(pc.x.d[xrow6 + i05], pc.x.d[xrow6 + (i05 + 1u)]));
-                        acc7 += dot(p5, vec2(pc.x.d[xrow7 + i05], pc.x.d[xrow7 + (i05 + 1u)]));
+                        acc01 += dsl_pdot(p5, vec2(pc.x.d[xrow01 + i05], pc.x.d[xrow01 + (i05 + 1u)]));
+                        acc1 += dsl_pdot(p5, vec2(pc.x.d[xrow1 + i05], pc.x.d[xrow1 + (i05 + 1u)]));
+                        acc2 += dsl_pdot(p5, vec2(pc.x.d[xrow2 + i05], pc.x.d[xrow2 + (i05 + 1u)]));
+                        acc3 += dsl_pdot(p5, vec2(pc.x.d[xrow3 + i05], pc.x.d[xrow3 + (i05 + 1u)]));
+                        acc4 += dsl_pdot(p5, vec2(pc.x.d[xrow4 + i05], pc.x.d[xrow4 + (i05 + 1u)]));
+                        acc5 += dsl_pdot(p5, vec2(pc.x.d[xrow5 + i05], pc.x.d[xrow5 + (i05 + 1u)]));
+                        acc6 += dsl_pdot(p5, vec2(pc.x.d[xrow6 + i05], pc.x.d[xrow6 + (i05 + 1u)]));
+                        acc7 += dsl_pdot(p5, vec2(pc.x.d[xrow7 + i05], pc.x.d[xrow7 + (i05 + 1u)]));
                         uint t6 = w01 + 2u;
-                        vec2 p6 = unpackHalf2x16(pc.w.d[(v * DW) + t6]);
+                        precise vec2 p6 = unpackHalf2x16(pc.w.d[(v * DW) + t6]);
                         uint i06 = t6 * 2u;
-                        acc01 += dot(p6, vec2(pc.x.d[xrow01 + i06], pc.x.d[xrow01 + (i06 + 1u)]));
-                        acc1 += dot(p6, vec2(pc.x.d[xrow1 + i06], pc.x.d[xrow1 + (i06 + 1u)]));
-                        acc2 += dot(p6, vec2(pc.x.d[xrow2 + i06], pc.x.d[xrow2 + (i06 + 1u)]));
-                        acc3 += dot(p6, vec2(pc.x.d[xrow3 + i06], pc.x.d[xrow3 + (i06 + 1u)]));
-                        acc4 += dot(p6, vec2(pc.x.d[xrow4 + i06], pc.x.d[xrow4 + (i06 + 1u)]));
-                        acc5 += dot(p6, vec2(pc.x.d[xrow5 + i06], pc.x.d[xrow5 + (i06 + 1u)]));
-                        acc6 += dot(p6, vec2(pc.x.d[xrow6 + i06], pc.x.d[xrow6 + (i06 + 1u)]));
-                        acc7 += dot(p6, vec2(pc.x.d[xrow7 + i06], pc.x.d[xrow7 + (i06 + 1u)]));
+                        acc01 += dsl_pdot(p6, vec2(pc.x.d[xrow01 + i06], pc.x.d[xrow01 + (i06 + 1u)]));
+                        acc1 += dsl_pdot(p6, vec2(pc.x.d[xrow1 + i06], pc.x.d[xrow1 + (i06 + 1u)]));
+                        acc2 += dsl_pdot(p6, vec2(pc.x.d[xrow2 + i06], pc.x.d[xrow2 + (i06 + 1u)]));
+                        acc3 += dsl_pdot(p6, vec2(pc.x.d[xrow3 + i06], pc.x.d[xrow3 + (i06 + 1u)]));
+                        acc4 += dsl_pdot(p6, vec2(pc.x.d[xrow4 + i06], pc.x.d[xrow4 + (i06 + 1u)]));
+                        acc5 += dsl_pdot(p6, vec2(pc.x.d[xrow5 + i06], pc.x.d[xrow5 + (i06 + 1u)]));
+                        acc6 += dsl_pdot(p6, vec2(pc.x.d[xrow6 + i06], pc.x.d[xrow6 + (i06 + 1u)]));
+                        acc7 += dsl_pdot(p6, vec2(pc.x.d[xrow7 + i06], pc.x.d[xrow7 + (i06 + 1u)]));
                         uint t7 = w01 + 3u;
-                        vec2 p7 = unpackHalf2x16(pc.w.d[(v * DW) + t7]);
+                        precise vec2 p7 = unpackHalf2x16(pc.w.d[(v * DW) + t7]);
                         uint i07 = t7 * 2u;
-                        acc01 += dot(p7, vec2(pc.x.d[xrow01 + i07], pc.x.d[xrow01 + (i07 + 1u)]));
-                        acc1 += dot(p7, vec2(pc.x.d[xrow1 + i07], pc.x.d[xrow1 + (i07 + 1u)]));
-                        acc2 += dot(p7, vec2(pc.x.d[xrow2 + i07], pc.x.d[xrow2 + (i07 + 1u)]));
-                        acc3 += dot(p7, vec2(pc.x.d[xrow3 + i07], pc.x.d[xrow3 + (i07 + 1u)]));
-                        acc4 += dot(p7, vec2(pc.x.d[xrow4 + i07], pc.x.d[xrow4 + (i07 + 1u)]));
-                        acc5 += dot(p7, vec2(pc.x.d[xrow5 + i07], pc.x.d[xrow5 + (i07 + 1u)]));
-                        acc6 += dot(p7, vec2(pc.x.d[xrow6 + i07], pc.x.d[xrow6 + (i07 + 1u)]));
-                        acc7 += dot(p7, vec2(pc.x.d[xrow7 + i07], pc.x.d[xrow7 + (i07 + 1u)]));
+                        acc01 += dsl_pdot(p7, vec2(pc.x.d[xrow01 + i07], pc.x.d[xrow01 + (i07 + 1u)]));
+                        acc1 += dsl_pdot(p7, vec2(pc.x.d[xrow1 + i07], pc.x.d[xrow1 + (i07 + 1u)]));
+                        acc2 += dsl_pdot(p7, vec2(pc.x.d[xrow2 + i07], pc.x.d[xrow2 + (i07 + 1u)]));
+                        acc3 += dsl_pdot(p7, vec2(pc.x.d[xrow3 + i07], pc.x.d[xrow3 + (i07 + 1u)]));
+                        acc4 += dsl_pdot(p7, vec2(pc.x.d[xrow4 + i07], pc.x.d[xrow4 + (i07 + 1u)]));
+                        acc5 += dsl_pdot(p7, vec2(pc.x.d[xrow5 + i07], pc.x.d[xrow5 + (i07 + 1u)]));
+                        acc6 += dsl_pdot(p7, vec2(pc.x.d[xrow6 + i07], pc.x.d[xrow6 + (i07 + 1u)]));
+                        acc7 += dsl_pdot(p7, vec2(pc.x.d[xrow7 + i07], pc.x.d[xrow7 + (i07 + 1u)]));
                     }
-                    float t8 = subgroupAdd(acc01);
+                    precise float t8 = subgroupAdd(acc01);
                     if ((gl_SubgroupInvocationID == 0u) && (t0 < dyn.n_tokens)) {
                         pc.logits.d[((t0 - dyn.out_start) * pc.vocab) + v] = t8;
                     }
-                    float t9 = subgroupAdd(acc1);
+                    precise float t9 = subgroupAdd(acc1);
                     uint t10 = t0 + 1u;
                     if ((gl_SubgroupInvocationID == 0u) && (t10 < dyn.n_tokens)) {
                         pc.logits.d[((t10 - dyn.out_start) * pc.vocab) + v] = t9;
                     }
-                    float t11 = subgroupAdd(acc2);
+                    precise float t11 = subgroupAdd(acc2);
                     uint t12 = t0 + 2u;
                     if ((gl_SubgroupInvocationID == 0u) && (t12 < dyn.n_tokens)) {
                         pc.logits.d[((t12 - dyn.out_start) * pc.vocab) + v] = t11;
                     }
-                    float t13 = subgroupAdd(acc3);
+                    precise float t13 = subgroupAdd(acc3);
                     uint t14 = t0 + 3u;
                     if ((gl_SubgroupInvocationID == 0u) && (t14 < dyn.n_tokens)) {
                         pc.logits.d[((t14 - dyn.out_start) * pc.vocab) + v] = t13;
                     }
-                    float t15 = subgroupAdd(acc4);
+                    precise float t15 = subgroupAdd(acc4);
                     uint t16 = t0 + 4u;
                     if ((gl_SubgroupInvocationID == 0u) && (t16 < dyn.n_tokens)) {
                         pc.logits.d[((t16 - dyn.out_start) * pc.vocab) + v] = t15;
                     }
-                    float t17 = subgroupAdd(acc5);
+                    precise float t17 = subgroupAdd(acc5);
                     uint t18 = t0 + 5u;
                     if ((gl_SubgroupInvocationID == 0u) && (t18 < dyn.n_tokens)) {
                         pc.logits.d[((t18 - dyn.out_start) * pc.vocab) + v] = t17;
                     }
-                    float t19 = subgroupAdd(acc6);
+                    precise float t19 = subgroupAdd(acc6);
                     uint t20 = t0 + 6u;
                     if ((gl_SubgroupInvocationID == 0u) && (t20 < dyn.n_tokens)) {
                         pc.logits.d[((t20 - dyn.out_start) * pc.vocab) + v] = t19;
                     }
-                    float t21 = subgroupAdd(acc7);
+                    precise float t21 = subgroupAdd(acc7);
                     uint t22 = t0 + 7u;
                     if ((gl_SubgroupInvocationID == 0u) && (t22 < dyn.n_tokens)) {
                         pc.logits.d[((t22 - dyn.out_start) * pc.vocab) + v] = t21;

@@ -40,97 +40,104 @@ const uint DW = 128u;
 const uint DW4 = 32u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
+float dsl_pdot(vec2 a, vec2 b)
+{
+    precise float r = a.x * b.x + a.y * b.y;
+    return r;
+}
+
 void main()
 {
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 64u;
-    vec4 xr = vec4(0.0);
+    precise vec4 xr = vec4(0.0);
     if (inrow) {
         xr = Buf_xrow4(pc.x).d[wi];
     }
-    float ss = 0.0;
-    float e = xr.x;
+    precise float ss = 0.0;
+    precise float e = xr.x;
     ss += e * e;
-    float e1 = xr.y;
+    precise float e1 = xr.y;
     ss += e1 * e1;
-    float e2 = xr.z;
+    precise float e2 = xr.z;
     ss += e2 * e2;
-    float e3 = xr.w;
+    precise float e3 = xr.w;
     ss += e3 * e3;
-    float r = subgroupAdd(ss);
+    precise float r = subgroupAdd(ss);
     if (subgroupElect()) {
         red[gl_SubgroupID] = r;
     }
     barrier();
-    float sum = red[0u];
+    precise float sum = red[0u];
     for (uint s = 1u; s < gl_NumSubgroups; s++) {
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
     for (uint j = gl_LocalInvocationIndex; j < DW; j += 256u) {
         uint t0 = (j * 2u) + 0u;
         uint t1 = (j * 2u) + 1u;
-        xs[j] = vec2((pc.x.d[0u + t0] * scale) * pc.nw.d[t0], (pc.x.d[0u + t1] * scale) * pc.nw.d[t1]);
+        precise vec2 t2 = vec2((pc.x.d[0u + t0] * scale) * pc.nw.d[t0], (pc.x.d[0u + t1] * scale) * pc.nw.d[t1]);
+        xs[j] = t2;
     }
     barrier();
-    float best1 = -3e+38;
+    precise float best1 = -3e+38;
     uint bidx = 4294967295u;
     for (uint vb = gl_WorkGroupID.x * 8u; vb < pc.vocab; vb += gl_NumWorkGroups.x * 8u) {
         for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
             uint v = vb + rl;
             if (v >= pc.vocab) break;
-            float acc0 = 0.0;
+            precise float acc0 = 0.0;
             if (GEMV_VEC != 0u) {
                 for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
                     uint w0 = u * 4u;
                     uvec4 wv4 = Buf_w4(pc.w).d[(v * DW4) + u];
-                    vec2 p = unpackHalf2x16(wv4.x);
-                    acc0 += dot(p, xs[w0]);
-                    vec2 p1 = unpackHalf2x16(wv4.y);
-                    acc0 += dot(p1, xs[w0 + 1u]);
-                    vec2 p2 = unpackHalf2x16(wv4.z);
-                    acc0 += dot(p2, xs[w0 + 2u]);
-                    vec2 p3 = unpackHalf2x16(wv4.w);
-                    acc0 += dot(p3, xs[w0 + 3u]);
+                    precise vec2 p = unpackHalf2x16(wv4.x);
+                    acc0 += dsl_pdot(p, xs[w0]);
+                    precise vec2 p1 = unpackHalf2x16(wv4.y);
+                    acc0 += dsl_pdot(p1, xs[w0 + 1u]);
+                    precise vec2 p2 = unpackHalf2x16(wv4.z);
+                    acc0 += dsl_pdot(p2, xs[w0 + 2u]);
+                    precise vec2 p3 = unpackHalf2x16(wv4.w);
+                    acc0 += dsl_pdot(p3, xs[w0 + 3u]);
                 }
             } else {
                 for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
                     uint w01 = u1 * 4u;
-                    vec2 p4 = unpackHalf2x16(pc.w.d[(v * DW) + w01]);
-                    acc0 += dot(p4, xs[w01]);
-                    uint t2 = w01 + 1u;
-                    vec2 p5 = unpackHalf2x16(pc.w.d[(v * DW) + t2]);
-                    acc0 += dot(p5, xs[t2]);
-                    uint t3 = w01 + 2u;
-                    vec2 p6 = unpackHalf2x16(pc.w.d[(v * DW) + t3]);
-                    acc0 += dot(p6, xs[t3]);
-                    uint t4 = w01 + 3u;
-                    vec2 p7 = unpackHalf2x16(pc.w.d[(v * DW) + t4]);
-                    acc0 += dot(p7, xs[t4]);
+                    precise vec2 p4 = unpackHalf2x16(pc.w.d[(v * DW) + w01]);
+                    acc0 += dsl_pdot(p4, xs[w01]);
+                    uint t3 = w01 + 1u;
+                    precise vec2 p5 = unpackHalf2x16(pc.w.d[(v * DW) + t3]);
+                    acc0 += dsl_pdot(p5, xs[t3]);
+                    uint t4 = w01 + 2u;
+                    precise vec2 p6 = unpackHalf2x16(pc.w.d[(v * DW) + t4]);
+                    acc0 += dsl_pdot(p6, xs[t4]);
+                    uint t5 = w01 + 3u;
+                    precise vec2 p7 = unpackHalf2x16(pc.w.d[(v * DW) + t5]);
+                    acc0 += dsl_pdot(p7, xs[t5]);
                 }
             }
-            float t5 = subgroupAdd(acc0);
+            precise float t6 = subgroupAdd(acc0);
             if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t5;
-                if (t5 > best1) {
-                    best1 = t5;
+                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t6;
+                if (t6 > best1) {
+                    best1 = t6;
                     bidx = v;
                 }
             }
         }
     }
-    float m = subgroupMax(best1);
-    uint mi = subgroupMin((best1 == m) ? bidx : 4294967295u);
+    precise float m = subgroupMax(best1);
+    precise uint mi = subgroupMin((best1 == m) ? bidx : 4294967295u);
     if (subgroupElect()) {
         bv[gl_SubgroupID] = m;
         bi[gl_SubgroupID] = mi;
     }
     barrier();
-    float wv = bv[0u];
+    precise float wv = bv[0u];
     uint wi1 = bi[0u];
     for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
-        float sv = bv[s1];
+        precise float sv = bv[s1];
         uint si = bi[s1];
         if ((sv > wv) || ((sv == wv) && (si < wi1))) {
             wv = sv;
@@ -145,33 +152,33 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t6 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t6;
+        uint t7 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t7;
     }
     barrier();
     if (arrived[0u] == 511u) {
         memoryBarrierBuffer();
-        float mv = -3e+38;
+        precise float mv = -3e+38;
         uint mx = 4294967295u;
         for (uint p8 = gl_LocalInvocationIndex; p8 < 512u; p8 += 256u) {
-            float pv = pc.best.d[p8 * 2u];
+            precise float pv = pc.best.d[p8 * 2u];
             uint pi = floatBitsToUint(pc.best.d[(p8 * 2u) + 1u]);
             if ((pv > mv) || ((pv == mv) && (pi < mx))) {
                 mv = pv;
                 mx = pi;
             }
         }
-        float m1 = subgroupMax(mv);
-        uint mi1 = subgroupMin((mv == m1) ? mx : 4294967295u);
+        precise float m1 = subgroupMax(mv);
+        precise uint mi1 = subgroupMin((mv == m1) ? mx : 4294967295u);
         if (subgroupElect()) {
             bv[gl_SubgroupID] = m1;
             bi[gl_SubgroupID] = mi1;
         }
         barrier();
-        float wv1 = bv[0u];
+        precise float wv1 = bv[0u];
         uint wi2 = bi[0u];
         for (uint s2 = 1u; s2 < gl_NumSubgroups; s2++) {
-            float sv1 = bv[s2];
+            precise float sv1 = bv[s2];
             uint si1 = bi[s2];
             if ((sv1 > wv1) || ((sv1 == wv1) && (si1 < wi2))) {
                 wv1 = sv1;

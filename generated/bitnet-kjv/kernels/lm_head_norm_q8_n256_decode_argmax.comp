@@ -41,108 +41,115 @@ const uint SW = 4u;
 const uint DW4 = 16u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
+float dsl_pdot(vec4 a, vec4 b)
+{
+    precise float r = a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+    return r;
+}
+
 void main()
 {
     uint sbase = pc.vocab * DW;
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 64u;
-    vec4 xr = vec4(0.0);
+    precise vec4 xr = vec4(0.0);
     if (inrow) {
         xr = Buf_xrow4(pc.x).d[wi];
     }
-    float ss = 0.0;
-    float e = xr.x;
+    precise float ss = 0.0;
+    precise float e = xr.x;
     ss += e * e;
-    float e1 = xr.y;
+    precise float e1 = xr.y;
     ss += e1 * e1;
-    float e2 = xr.z;
+    precise float e2 = xr.z;
     ss += e2 * e2;
-    float e3 = xr.w;
+    precise float e3 = xr.w;
     ss += e3 * e3;
-    float r = subgroupAdd(ss);
+    precise float r = subgroupAdd(ss);
     if (subgroupElect()) {
         red[gl_SubgroupID] = r;
     }
     barrier();
-    float sum = red[0u];
+    precise float sum = red[0u];
     for (uint s = 1u; s < gl_NumSubgroups; s++) {
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
     for (uint j = gl_LocalInvocationIndex; j < DW; j += 256u) {
         uint t0 = (j * 4u) + 0u;
         uint t1 = (j * 4u) + 1u;
         uint t2 = (j * 4u) + 2u;
         uint t3 = (j * 4u) + 3u;
-        xs[j] = vec4((pc.x.d[0u + t0] * scale) * pc.nw.d[t0], (pc.x.d[0u + t1] * scale) * pc.nw.d[t1], (pc.x.d[0u + t2] * scale) * pc.nw.d[t2], (pc.x.d[0u + t3] * scale) * pc.nw.d[t3]);
+        precise vec4 t4 = vec4((pc.x.d[0u + t0] * scale) * pc.nw.d[t0], (pc.x.d[0u + t1] * scale) * pc.nw.d[t1], (pc.x.d[0u + t2] * scale) * pc.nw.d[t2], (pc.x.d[0u + t3] * scale) * pc.nw.d[t3]);
+        xs[j] = t4;
     }
     barrier();
-    float best1 = -3e+38;
+    precise float best1 = -3e+38;
     uint bidx = 4294967295u;
     for (uint vb = gl_WorkGroupID.x * 8u; vb < pc.vocab; vb += gl_NumWorkGroups.x * 8u) {
         for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
             uint v = vb + rl;
             if (v >= pc.vocab) break;
-            float acc0 = 0.0;
+            precise float acc0 = 0.0;
             if (GEMV_VEC != 0u) {
                 for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
                     uint w0 = u * 4u;
                     uvec4 wv4 = Buf_w4(pc.w).d[(v * DW4) + u];
-                    vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w0 >> 4u))]);
-                    float d1 = (((w0 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
-                    vec4 p = vec4(float(bitfieldExtract(int(wv4.x), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(3u * 8u), 8)));
-                    acc0 += d1 * dot(p, xs[w0]);
-                    vec4 p1 = vec4(float(bitfieldExtract(int(wv4.y), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(3u * 8u), 8)));
-                    acc0 += d1 * dot(p1, xs[w0 + 1u]);
-                    vec4 p2 = vec4(float(bitfieldExtract(int(wv4.z), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(3u * 8u), 8)));
-                    acc0 += d1 * dot(p2, xs[w0 + 2u]);
-                    vec4 p3 = vec4(float(bitfieldExtract(int(wv4.w), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(3u * 8u), 8)));
-                    acc0 += d1 * dot(p3, xs[w0 + 3u]);
+                    precise vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w0 >> 4u))]);
+                    precise float d1 = (((w0 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
+                    precise vec4 p = vec4(float(bitfieldExtract(int(wv4.x), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.x), int(3u * 8u), 8)));
+                    acc0 += d1 * dsl_pdot(p, xs[w0]);
+                    precise vec4 p1 = vec4(float(bitfieldExtract(int(wv4.y), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.y), int(3u * 8u), 8)));
+                    acc0 += d1 * dsl_pdot(p1, xs[w0 + 1u]);
+                    precise vec4 p2 = vec4(float(bitfieldExtract(int(wv4.z), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.z), int(3u * 8u), 8)));
+                    acc0 += d1 * dsl_pdot(p2, xs[w0 + 2u]);
+                    precise vec4 p3 = vec4(float(bitfieldExtract(int(wv4.w), int(0u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(1u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(2u * 8u), 8)), float(bitfieldExtract(int(wv4.w), int(3u * 8u), 8)));
+                    acc0 += d1 * dsl_pdot(p3, xs[w0 + 3u]);
                 }
             } else {
                 for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
                     uint w01 = u1 * 4u;
-                    vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
-                    float d2 = (((w01 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
-                    uint t4 = pc.w.d[(v * DW) + w01];
-                    vec4 p4 = vec4(float(bitfieldExtract(int(t4), int(0u * 8u), 8)), float(bitfieldExtract(int(t4), int(1u * 8u), 8)), float(bitfieldExtract(int(t4), int(2u * 8u), 8)), float(bitfieldExtract(int(t4), int(3u * 8u), 8)));
-                    acc0 += d2 * dot(p4, xs[w01]);
-                    uint t5 = w01 + 1u;
-                    uint t6 = pc.w.d[(v * DW) + t5];
-                    vec4 p5 = vec4(float(bitfieldExtract(int(t6), int(0u * 8u), 8)), float(bitfieldExtract(int(t6), int(1u * 8u), 8)), float(bitfieldExtract(int(t6), int(2u * 8u), 8)), float(bitfieldExtract(int(t6), int(3u * 8u), 8)));
-                    acc0 += d2 * dot(p5, xs[t5]);
-                    uint t7 = w01 + 2u;
-                    uint t8 = pc.w.d[(v * DW) + t7];
-                    vec4 p6 = vec4(float(bitfieldExtract(int(t8), int(0u * 8u), 8)), float(bitfieldExtract(int(t8), int(1u * 8u), 8)), float(bitfieldExtract(int(t8), int(2u * 8u), 8)), float(bitfieldExtract(int(t8), int(3u * 8u), 8)));
-                    acc0 += d2 * dot(p6, xs[t7]);
-                    uint t9 = w01 + 3u;
-                    uint t10 = pc.w.d[(v * DW) + t9];
-                    vec4 p7 = vec4(float(bitfieldExtract(int(t10), int(0u * 8u), 8)), float(bitfieldExtract(int(t10), int(1u * 8u), 8)), float(bitfieldExtract(int(t10), int(2u * 8u), 8)), float(bitfieldExtract(int(t10), int(3u * 8u), 8)));
-                    acc0 += d2 * dot(p7, xs[t9]);
+                    precise vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
+                    precise float d2 = (((w01 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
+                    uint t5 = pc.w.d[(v * DW) + w01];
+                    precise vec4 p4 = vec4(float(bitfieldExtract(int(t5), int(0u * 8u), 8)), float(bitfieldExtract(int(t5), int(1u * 8u), 8)), float(bitfieldExtract(int(t5), int(2u * 8u), 8)), float(bitfieldExtract(int(t5), int(3u * 8u), 8)));
+                    acc0 += d2 * dsl_pdot(p4, xs[w01]);
+                    uint t6 = w01 + 1u;
+                    uint t7 = pc.w.d[(v * DW) + t6];
+                    precise vec4 p5 = vec4(float(bitfieldExtract(int(t7), int(0u * 8u), 8)), float(bitfieldExtract(int(t7), int(1u * 8u), 8)), float(bitfieldExtract(int(t7), int(2u * 8u), 8)), float(bitfieldExtract(int(t7), int(3u * 8u), 8)));
+                    acc0 += d2 * dsl_pdot(p5, xs[t6]);
+                    uint t8 = w01 + 2u;
+                    uint t9 = pc.w.d[(v * DW) + t8];
+                    precise vec4 p6 = vec4(float(bitfieldExtract(int(t9), int(0u * 8u), 8)), float(bitfieldExtract(int(t9), int(1u * 8u), 8)), float(bitfieldExtract(int(t9), int(2u * 8u), 8)), float(bitfieldExtract(int(t9), int(3u * 8u), 8)));
+                    acc0 += d2 * dsl_pdot(p6, xs[t8]);
+                    uint t10 = w01 + 3u;
+                    uint t11 = pc.w.d[(v * DW) + t10];
+                    precise vec4 p7 = vec4(float(bitfieldExtract(int(t11), int(0u * 8u), 8)), float(bitfieldExtract(int(t11), int(1u * 8u), 8)), float(bitfieldExtract(int(t11), int(2u * 8u), 8)), float(bitfieldExtract(int(t11), int(3u * 8u), 8)));
+                    acc0 += d2 * dsl_pdot(p7, xs[t10]);
                 }
             }
-            float t11 = subgroupAdd(acc0);
+            precise float t12 = subgroupAdd(acc0);
             if ((gl_SubgroupInvocationID == 0u) && (0u < 1u)) {
-                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t11;
-                if (t11 > best1) {
-                    best1 = t11;
+                pc.logits.d[((0u - 0u) * pc.vocab) + v] = t12;
+                if (t12 > best1) {
+                    best1 = t12;
                     bidx = v;
                 }
             }
         }
     }
-    float m = subgroupMax(best1);
-    uint mi = subgroupMin((best1 == m) ? bidx : 4294967295u);
+    precise float m = subgroupMax(best1);
+    precise uint mi = subgroupMin((best1 == m) ? bidx : 4294967295u);
     if (subgroupElect()) {
         bv[gl_SubgroupID] = m;
         bi[gl_SubgroupID] = mi;
     }
     barrier();
-    float wv = bv[0u];
+    precise float wv = bv[0u];
     uint wi1 = bi[0u];
     for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
-        float sv = bv[s1];
+        precise float sv = bv[s1];
         uint si = bi[s1];
         if ((sv > wv) || ((sv == wv) && (si < wi1))) {
             wv = sv;
@@ -157,33 +164,33 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t12 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t12;
+        uint t13 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t13;
     }
     barrier();
     if (arrived[0u] == 511u) {
         memoryBarrierBuffer();
-        float mv = -3e+38;
+        precise float mv = -3e+38;
         uint mx = 4294967295u;
         for (uint p8 = gl_LocalInvocationIndex; p8 < 512u; p8 += 256u) {
-            float pv = pc.best.d[p8 * 2u];
+            precise float pv = pc.best.d[p8 * 2u];
             uint pi = floatBitsToUint(pc.best.d[(p8 * 2u) + 1u]);
             if ((pv > mv) || ((pv == mv) && (pi < mx))) {
                 mv = pv;
                 mx = pi;
             }
         }
-        float m1 = subgroupMax(mv);
-        uint mi1 = subgroupMin((mv == m1) ? mx : 4294967295u);
+        precise float m1 = subgroupMax(mv);
+        precise uint mi1 = subgroupMin((mv == m1) ? mx : 4294967295u);
         if (subgroupElect()) {
             bv[gl_SubgroupID] = m1;
             bi[gl_SubgroupID] = mi1;
         }
         barrier();
-        float wv1 = bv[0u];
+        precise float wv1 = bv[0u];
         uint wi2 = bi[0u];
         for (uint s2 = 1u; s2 < gl_NumSubgroups; s2++) {
-            float sv1 = bv[s2];
+            precise float sv1 = bv[s2];
             uint si1 = bi[s2];
             if ((sv1 > wv1) || ((sv1 == wv1) && (si1 < wi2))) {
                 wv1 = sv1;

@@ -24,6 +24,12 @@ const uint DW = 64u;
 const uint SW = 4u;
 const uint DW4 = 16u;
 
+float dsl_pdot(vec4 a, vec4 b)
+{
+    precise float r = a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+    return r;
+}
+
 void main()
 {
     uint sbase = pc.vocab * DW;
@@ -32,141 +38,141 @@ void main()
             uint v = vb + rl;
             if (v >= pc.vocab) break;
             if ((dyn.n_tokens - dyn.out_start) == 1u) {
-                float acc0 = 0.0;
+                precise float acc0 = 0.0;
                 uint xrow0 = dyn.out_start * D;
                 for (uint u = gl_SubgroupInvocationID; u < DW4; u += gl_SubgroupSize) {
                     uint w0 = u * 4u;
-                    vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w0 >> 4u))]);
-                    float d1 = (((w0 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
+                    precise vec2 sp = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w0 >> 4u))]);
+                    precise float d1 = (((w0 >> 3u) & 1u) == 1u) ? sp.y : sp.x;
                     uint t1 = pc.w.d[(v * DW) + w0];
-                    vec4 p = vec4(float(bitfieldExtract(int(t1), int(0u * 8u), 8)), float(bitfieldExtract(int(t1), int(1u * 8u), 8)), float(bitfieldExtract(int(t1), int(2u * 8u), 8)), float(bitfieldExtract(int(t1), int(3u * 8u), 8)));
+                    precise vec4 p = vec4(float(bitfieldExtract(int(t1), int(0u * 8u), 8)), float(bitfieldExtract(int(t1), int(1u * 8u), 8)), float(bitfieldExtract(int(t1), int(2u * 8u), 8)), float(bitfieldExtract(int(t1), int(3u * 8u), 8)));
                     uint i0 = w0 * 4u;
-                    acc0 += d1 * dot(p, vec4(pc.x.d[xrow0 + i0], pc.x.d[xrow0 + (i0 + 1u)], pc.x.d[xrow0 + (i0 + 2u)], pc.x.d[xrow0 + (i0 + 3u)]));
+                    acc0 += d1 * dsl_pdot(p, vec4(pc.x.d[xrow0 + i0], pc.x.d[xrow0 + (i0 + 1u)], pc.x.d[xrow0 + (i0 + 2u)], pc.x.d[xrow0 + (i0 + 3u)]));
                     uint t2 = w0 + 1u;
                     uint t3 = pc.w.d[(v * DW) + t2];
-                    vec4 p1 = vec4(float(bitfieldExtract(int(t3), int(0u * 8u), 8)), float(bitfieldExtract(int(t3), int(1u * 8u), 8)), float(bitfieldExtract(int(t3), int(2u * 8u), 8)), float(bitfieldExtract(int(t3), int(3u * 8u), 8)));
+                    precise vec4 p1 = vec4(float(bitfieldExtract(int(t3), int(0u * 8u), 8)), float(bitfieldExtract(int(t3), int(1u * 8u), 8)), float(bitfieldExtract(int(t3), int(2u * 8u), 8)), float(bitfieldExtract(int(t3), int(3u * 8u), 8)));
                     uint i01 = t2 * 4u;
-                    acc0 += d1 * dot(p1, vec4(pc.x.d[xrow0 + i01], pc.x.d[xrow0 + (i01 + 1u)], pc.x.d[xrow0 + (i01 + 2u)], pc.x.d[xrow0 + (i01 + 3u)]));
+                    acc0 += d1 * dsl_pdot(p1, vec4(pc.x.d[xrow0 + i01], pc.x.d[xrow0 + (i01 + 1u)], pc.x.d[xrow0 + (i01 + 2u)], pc.x.d[xrow0 + (i01 + 3u)]));
                     uint t4 = w0 + 2u;
                     uint t5 = pc.w.d[(v * DW) + t4];
-                    vec4 p2 = vec4(float(bitfieldExtract(int(t5), int(0u * 8u), 8)), float(bitfieldExtract(int(t5), int(1u * 8u), 8)), float(bitfieldExtract(int(t5), int(2u * 8u), 8)), float(bitfieldExtract(int(t5), int(3u * 8u), 8)));
+                    precise vec4 p2 = vec4(float(bitfieldExtract(int(t5), int(0u * 8u), 8)), float(bitfieldExtract(int(t5), int(1u * 8u), 8)), float(bitfieldExtract(int(t5), int(2u * 8u), 8)), float(bitfieldExtract(int(t5), int(3u * 8u), 8)));
                     uint i02 = t4 * 4u;
-                    acc0 += d1 * dot(p2, vec4(pc.x.d[xrow0 + i02], pc.x.d[xrow0 + (i02 + 1u)], pc.x.d[xrow0 + (i02 + 2u)], pc.x.d[xrow0 + (i02 + 3u)]));
+                    acc0 += d1 * dsl_pdot(p2, vec4(pc.x.d[xrow0 + i02], pc.x.d[xrow0 + (i02 + 1u)], pc.x.d[xrow0 + (i02 + 2u)], pc.x.d[xrow0 + (i02 + 3u)]));
                     uint t6 = w0 + 3u;
                     uint t7 = pc.w.d[(v * DW) + t6];
-                    vec4 p3 = vec4(float(bitfieldExtract(int(t7), int(0u * 8u), 8)), float(bitfieldExtract(int(t7), int(1u * 8u), 8)), float(bitfieldExtract(int(t7), int(2u * 8u), 8)), float(bitfieldExtract(int(t7), int(3u * 8u), 8)));
+                    precise vec4 p3 = vec4(float(bitfieldExtract(int(t7), int(0u * 8u), 8)), float(bitfieldExtract(int(t7), int(1u * 8u), 8)), float(bitfieldExtract(int(t7), int(2u * 8u), 8)), float(bitfieldExtract(int(t7), int(3u * 8u), 8)));
                     uint i03 = t6 * 4u;
-                    acc0 += d1 * dot(p3, vec4(pc.x.d[xrow0 + i03], pc.x.d[xrow0 + (i03 + 1u)], pc.x.d[xrow0 + (i03 + 2u)], pc.x.d[xrow0 + (i03 + 3u)]));
+                    acc0 += d1 * dsl_pdot(p3, vec4(pc.x.d[xrow0 + i03], pc.x.d[xrow0 + (i03 + 1u)], pc.x.d[xrow0 + (i03 + 2u)], pc.x.d[xrow0 + (i03 + 3u)]));
                 }
-                float t8 = subgroupAdd(acc0);
+                precise float t8 = subgroupAdd(acc0);
                 if ((gl_SubgroupInvocationID == 0u) && (dyn.out_start < dyn.n_tokens)) {
                     pc.logits.d[((dyn.out_start - dyn.out_start) * pc.vocab) + v] = t8;
                 }
             } else {
                 for (uint t0 = dyn.out_start; t0 < dyn.n_tokens; t0 += 8u) {
-                    float acc01 = 0.0;
+                    precise float acc01 = 0.0;
                     uint xrow01 = min(t0 + 0u, dyn.n_tokens - 1u) * D;
-                    float acc1 = 0.0;
+                    precise float acc1 = 0.0;
                     uint xrow1 = min(t0 + 1u, dyn.n_tokens - 1u) * D;
-                    float acc2 = 0.0;
+                    precise float acc2 = 0.0;
                     uint xrow2 = min(t0 + 2u, dyn.n_tokens - 1u) * D;
-                    float acc3 = 0.0;
+                    precise float acc3 = 0.0;
                     uint xrow3 = min(t0 + 3u, dyn.n_tokens - 1u) * D;
-                    float acc4 = 0.0;
+                    precise float acc4 = 0.0;
                     uint xrow4 = min(t0 + 4u, dyn.n_tokens - 1u) * D;
-                    float acc5 = 0.0;
+                    precise float acc5 = 0.0;
                     uint xrow5 = min(t0 + 5u, dyn.n_tokens - 1u) * D;
-                    float acc6 = 0.0;
+                    precise float acc6 = 0.0;
                     uint xrow6 = min(t0 + 6u, dyn.n_tokens - 1u) * D;
-                    float acc7 = 0.0;
+                    precise float acc7 = 0.0;
                     uint xrow7 = min(t0 + 7u, dyn.n_tokens - 1u) * D;
                     for (uint u1 = gl_SubgroupInvocationID; u1 < DW4; u1 += gl_SubgroupSize) {
                         uint w01 = u1 * 4u;
-                        vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
-                        float d2 = (((w01 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
+                        precise vec2 sp1 = unpackHalf2x16(pc.w.d[sbase + ((v * SW) + (w01 >> 4u))]);
+                        precise float d2 = (((w01 >> 3u) & 1u) == 1u) ? sp1.y : sp1.x;
                         uint t9 = pc.w.d[(v * DW) + w01];
-                        vec4 p4 = vec4(float(bitfieldExtract(int(t9), int(0u * 8u), 8)), float(bitfieldExtract(int(t9), int(1u * 8u), 8)), float(bitfieldExtract(int(t9), int(2u * 8u), 8)), float(bitfieldExtract(int(t9), int(3u * 8u), 8)));
+                        precise vec4 p4 = vec4(float(bitfieldExtract(int(t9), int(0u * 8u), 8)), float(bitfieldExtract(int(t9), int(1u * 8u), 8)), float(bitfieldExtract(int(t9), int(2u * 8u), 8)), float(bitfieldExtract(int(t9), int(3u * 8u), 8)));
                         uint i04 = w01 * 4u;
-                        acc01 += d2 * dot(p4, vec4(pc.x.d[xrow01 + i04], pc.x.d[xrow01 + (i04 + 1u)], pc.x.d[xrow01 + (i04 + 2u)], pc.x.d[xrow01 + (i04 + 3u)]));
-                        acc1 += d2 * dot(p4, vec4(pc.x.d[xrow1 + i04], pc.x.d[xrow1 + (i04 + 1u)], pc.x.d[xrow1 + (i04 + 2u)], pc.x.d[xrow1 + (i04 + 3u)]));
-                        acc2 += d2 * dot(p4, vec4(pc.x.d[xrow2 + i04], pc.x.d[xrow2 + (i04 + 1u)], pc.x.d[xrow2 + (i04 + 2u)], pc.x.d[xrow2 + (i04 + 3u)]));
-                        acc3 += d2 * dot(p4, vec4(pc.x.d[xrow3 + i04], pc.x.d[xrow3 + (i04 + 1u)], pc.x.d[xrow3 + (i04 + 2u)], pc.x.d[xrow3 + (i04 + 3u)]));
-                        acc4 += d2 * dot(p4, vec4(pc.x.d[xrow4 + i04], pc.x.d[xrow4 + (i04 + 1u)], pc.x.d[xrow4 + (i04 + 2u)], pc.x.d[xrow4 + (i04 + 3u)]));
-                        acc5 += d2 * dot(p4, vec4(pc.x.d[xrow5 + i04], pc.x.d[xrow5 + (i04 + 1u)], pc.x.d[xrow5 + (i04 + 2u)], pc.x.d[xrow5 + (i04 + 3u)]));
-                        acc6 += d2 * dot(p4, vec4(pc.x.d[xrow6 + i04], pc.x.d[xrow6 + (i04 + 1u)], pc.x.d[xrow6 + (i04 + 2u)], pc.x.d[xrow6 + (i04 + 3u)]));
-                        acc7 += d2 * dot(p4, vec4(pc.x.d[xrow7 + i04], pc.x.d[xrow7 + (i04 + 1u)], pc.x.d[xrow7 + (i04 + 2u)], pc.x.d[xrow7 + (i04 + 3u)]));
+                        acc01 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow01 + i04], pc.x.d[xrow01 + (i04 + 1u)], pc.x.d[xrow01 + (i04 + 2u)], pc.x.d[xrow01 + (i04 + 3u)]));
+                        acc1 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow1 + i04], pc.x.d[xrow1 + (i04 + 1u)], pc.x.d[xrow1 + (i04 + 2u)], pc.x.d[xrow1 + (i04 + 3u)]));
+                        acc2 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow2 + i04], pc.x.d[xrow2 + (i04 + 1u)], pc.x.d[xrow2 + (i04 + 2u)], pc.x.d[xrow2 + (i04 + 3u)]));
+                        acc3 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow3 + i04], pc.x.d[xrow3 + (i04 + 1u)], pc.x.d[xrow3 + (i04 + 2u)], pc.x.d[xrow3 + (i04 + 3u)]));
+                        acc4 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow4 + i04], pc.x.d[xrow4 + (i04 + 1u)], pc.x.d[xrow4 + (i04 + 2u)], pc.x.d[xrow4 + (i04 + 3u)]));
+                        acc5 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow5 + i04], pc.x.d[xrow5 + (i04 + 1u)], pc.x.d[xrow5 + (i04 + 2u)], pc.x.d[xrow5 + (i04 + 3u)]));
+                        acc6 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow6 + i04], pc.x.d[xrow6 + (i04 + 1u)], pc.x.d[xrow6 + (i04 + 2u)], pc.x.d[xrow6 + (i04 + 3u)]));
+                        acc7 += d2 * dsl_pdot(p4, vec4(pc.x.d[xrow7 + i04], pc.x.d[xrow7 + (i04 + 1u)], pc.x.d[xrow7 + (i04 + 2u)], pc.x.d[xrow7 + (i04 + 3u)]));
                         uint t10 = w01 + 1u;
                         uint t11 = pc.w.d[(v * DW) + t10];
-                        vec4 p5 = vec4(float(bitfieldExtract(int(t11), int(0u * 8u), 8)), float(bitfieldExtract(int(t11), int(1u * 8u), 8)), float(bitfieldExtract(int(t11), int(2u * 8u), 8)), float(bitfieldExtract(int(t11), int(3u * 8u), 8)));
+                        precise vec4 p5 = vec4(float(bitfieldExtract(int(t11), int(0u * 8u), 8)), float(bitfieldExtract(int(t11), int(1u * 8u), 8)), float(bitfieldExtract(int(t11), int(2u * 8u), 8)), float(bitfieldExtract(int(t11), int(3u * 8u), 8)));
                         uint i05 = t10 * 4u;
-                        acc01 += d2 * dot(p5, vec4(pc.x.d[xrow01 + i05], pc.x.d[xrow01 + (i05 + 1u)], pc.x.d[xrow01 + (i05 + 2u)], pc.x.d[xrow01 + (i05 + 3u)]));
-                        acc1 += d2 * dot(p5, vec4(pc.x.d[xrow1 + i05], pc.x.d[xrow1 + (i05 + 1u)], pc.x.d[xrow1 + (i05 + 2u)], pc.x.d[xrow1 + (i05 + 3u)]));
-                        acc2 += d2 * dot(p5, vec4(pc.x.d[xrow2 + i05], pc.x.d[xrow2 + (i05 + 1u)], pc.x.d[xrow2 + (i05 + 2u)], pc.x.d[xrow2 + (i05 + 3u)]));
-                        acc3 += d2 * dot(p5, vec4(pc.x.d[xrow3 + i05], pc.x.d[xrow3 + (i05 + 1u)], pc.x.d[xrow3 + (i05 + 2u)], pc.x.d[xrow3 + (i05 + 3u)]));
-                        acc4 += d2 * dot(p5, vec4(pc.x.d[xrow4 + i05], pc.x.d[xrow4 + (i05 + 1u)], pc.x.d[xrow4 + (i05 + 2u)], pc.x.d[xrow4 + (i05 + 3u)]));
-                        acc5 += d2 * dot(p5, vec4(pc.x.d[xrow5 + i05], pc.x.d[xrow5 + (i05 + 1u)], pc.x.d[xrow5 + (i05 + 2u)], pc.x.d[xrow5 + (i05 + 3u)]));
-                        acc6 += d2 * dot(p5, vec4(pc.x.d[xrow6 + i05], pc.x.d[xrow6 + (i05 + 1u)], pc.x.d[xrow6 + (i05 + 2u)], pc.x.d[xrow6 + (i05 + 3u)]));
-                        acc7 += d2 * dot(p5, vec4(pc.x.d[xrow7 + i05], pc.x.d[xrow7 + (i05 + 1u)], pc.x.d[xrow7 + (i05 + 2u)], pc.x.d[xrow7 + (i05 + 3u)]));
+                        acc01 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow01 + i05], pc.x.d[xrow01 + (i05 + 1u)], pc.x.d[xrow01 + (i05 + 2u)], pc.x.d[xrow01 + (i05 + 3u)]));
+                        acc1 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow1 + i05], pc.x.d[xrow1 + (i05 + 1u)], pc.x.d[xrow1 + (i05 + 2u)], pc.x.d[xrow1 + (i05 + 3u)]));
+                        acc2 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow2 + i05], pc.x.d[xrow2 + (i05 + 1u)], pc.x.d[xrow2 + (i05 + 2u)], pc.x.d[xrow2 + (i05 + 3u)]));
+                        acc3 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow3 + i05], pc.x.d[xrow3 + (i05 + 1u)], pc.x.d[xrow3 + (i05 + 2u)], pc.x.d[xrow3 + (i05 + 3u)]));
+                        acc4 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow4 + i05], pc.x.d[xrow4 + (i05 + 1u)], pc.x.d[xrow4 + (i05 + 2u)], pc.x.d[xrow4 + (i05 + 3u)]));
+                        acc5 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow5 + i05], pc.x.d[xrow5 + (i05 + 1u)], pc.x.d[xrow5 + (i05 + 2u)], pc.x.d[xrow5 + (i05 + 3u)]));
+                        acc6 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow6 + i05], pc.x.d[xrow6 + (i05 + 1u)], pc.x.d[xrow6 + (i05 + 2u)], pc.x.d[xrow6 + (i05 + 3u)]));
+                        acc7 += d2 * dsl_pdot(p5, vec4(pc.x.d[xrow7 + i05], pc.x.d[xrow7 + (i05 + 1u)], pc.x.d[xrow7 + (i05 + 2u)], pc.x.d[xrow7 + (i05 + 3u)]));
                         uint t12 = w01 + 2u;
                         uint t13 = pc.w.d[(v * DW) + t12];
-                        vec4 p6 = vec4(float(bitfieldExtract(int(t13), int(0u * 8u), 8)), float(bitfieldExtract(int(t13), int(1u * 8u), 8)), float(bitfieldExtract(int(t13), int(2u * 8u), 8)), float(bitfieldExtract(int(t13), int(3u * 8u), 8)));
+                        precise vec4 p6 = vec4(float(bitfieldExtract(int(t13), int(0u * 8u), 8)), float(bitfieldExtract(int(t13), int(1u * 8u), 8)), float(bitfieldExtract(int(t13), int(2u * 8u), 8)), float(bitfieldExtract(int(t13), int(3u * 8u), 8)));
                         uint i06 = t12 * 4u;
-                        acc01 += d2 * dot(p6, vec4(pc.x.d[xrow01 + i06], pc.x.d[xrow01 + (i06 + 1u)], pc.x.d[xrow01 + (i06 + 2u)], pc.x.d[xrow01 + (i06 + 3u)]));
-                        acc1 += d2 * dot(p6, vec4(pc.x.d[xrow1 + i06], pc.x.d[xrow1 + (i06 + 1u)], pc.x.d[xrow1 + (i06 + 2u)], pc.x.d[xrow1 + (i06 + 3u)]));
-                        acc2 += d2 * dot(p6, vec4(pc.x.d[xrow2 + i06], pc.x.d[xrow2 + (i06 + 1u)], pc.x.d[xrow2 + (i06 + 2u)], pc.x.d[xrow2 + (i06 + 3u)]));
-                        acc3 += d2 * dot(p6, vec4(pc.x.d[xrow3 + i06], pc.x.d[xrow3 + (i06 + 1u)], pc.x.d[xrow3 + (i06 + 2u)], pc.x.d[xrow3 + (i06 + 3u)]));
-                        acc4 += d2 * dot(p6, vec4(pc.x.d[xrow4 + i06], pc.x.d[xrow4 + (i06 + 1u)], pc.x.d[xrow4 + (i06 + 2u)], pc.x.d[xrow4 + (i06 + 3u)]));
-                        acc5 += d2 * dot(p6, vec4(pc.x.d[xrow5 + i06], pc.x.d[xrow5 + (i06 + 1u)], pc.x.d[xrow5 + (i06 + 2u)], pc.x.d[xrow5 + (i06 + 3u)]));
-                        acc6 += d2 * dot(p6, vec4(pc.x.d[xrow6 + i06], pc.x.d[xrow6 + (i06 + 1u)], pc.x.d[xrow6 + (i06 + 2u)], pc.x.d[xrow6 + (i06 + 3u)]));
-                        acc7 += d2 * dot(p6, vec4(pc.x.d[xrow7 + i06], pc.x.d[xrow7 + (i06 + 1u)], pc.x.d[xrow7 + (i06 + 2u)], pc.x.d[xrow7 + (i06 + 3u)]));
+                        acc01 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow01 + i06], pc.x.d[xrow01 + (i06 + 1u)], pc.x.d[xrow01 + (i06 + 2u)], pc.x.d[xrow01 + (i06 + 3u)]));
+                        acc1 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow1 + i06], pc.x.d[xrow1 + (i06 + 1u)], pc.x.d[xrow1 + (i06 + 2u)], pc.x.d[xrow1 + (i06 + 3u)]));
+                        acc2 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow2 + i06], pc.x.d[xrow2 + (i06 + 1u)], pc.x.d[xrow2 + (i06 + 2u)], pc.x.d[xrow2 + (i06 + 3u)]));
+                        acc3 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow3 + i06], pc.x.d[xrow3 + (i06 + 1u)], pc.x.d[xrow3 + (i06 + 2u)], pc.x.d[xrow3 + (i06 + 3u)]));
+                        acc4 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow4 + i06], pc.x.d[xrow4 + (i06 + 1u)], pc.x.d[xrow4 + (i06 + 2u)], pc.x.d[xrow4 + (i06 + 3u)]));
+                        acc5 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow5 + i06], pc.x.d[xrow5 + (i06 + 1u)], pc.x.d[xrow5 + (i06 + 2u)], pc.x.d[xrow5 + (i06 + 3u)]));
+                        acc6 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow6 + i06], pc.x.d[xrow6 + (i06 + 1u)], pc.x.d[xrow6 + (i06 + 2u)], pc.x.d[xrow6 + (i06 + 3u)]));
+                        acc7 += d2 * dsl_pdot(p6, vec4(pc.x.d[xrow7 + i06], pc.x.d[xrow7 + (i06 + 1u)], pc.x.d[xrow7 + (i06 + 2u)], pc.x.d[xrow7 + (i06 + 3u)]));
                         uint t14 = w01 + 3u;
                         uint t15 = pc.w.d[(v * DW) + t14];
-                        vec4 p7 = vec4(float(bitfieldExtract(int(t15), int(0u * 8u), 8)), float(bitfieldExtract(int(t15), int(1u * 8u), 8)), float(bitfieldExtract(int(t15), int(2u * 8u), 8)), float(bitfieldExtract(int(t15), int(3u * 8u), 8)));
+                        precise vec4 p7 = vec4(float(bitfieldExtract(int(t15), int(0u * 8u), 8)), float(bitfieldExtract(int(t15), int(1u * 8u), 8)), float(bitfieldExtract(int(t15), int(2u * 8u), 8)), float(bitfieldExtract(int(t15), int(3u * 8u), 8)));
                         uint i07 = t14 * 4u;
-                        acc01 += d2 * dot(p7, vec4(pc.x.d[xrow01 + i07], pc.x.d[xrow01 + (i07 + 1u)], pc.x.d[xrow01 + (i07 + 2u)], pc.x.d[xrow01 + (i07 + 3u)]));
-                        acc1 += d2 * dot(p7, vec4(pc.x.d[xrow1 + i07], pc.x.d[xrow1 + (i07 + 1u)], pc.x.d[xrow1 + (i07 + 2u)], pc.x.d[xrow1 + (i07 + 3u)]));
-                        acc2 += d2 * dot(p7, vec4(pc.x.d[xrow2 + i07], pc.x.d[xrow2 + (i07 + 1u)], pc.x.d[xrow2 + (i07 + 2u)], pc.x.d[xrow2 + (i07 + 3u)]));
-                        acc3 += d2 * dot(p7, vec4(pc.x.d[xrow3 + i07], pc.x.d[xrow3 + (i07 + 1u)], pc.x.d[xrow3 + (i07 + 2u)], pc.x.d[xrow3 + (i07 + 3u)]));
-                        acc4 += d2 * dot(p7, vec4(pc.x.d[xrow4 + i07], pc.x.d[xrow4 + (i07 + 1u)], pc.x.d[xrow4 + (i07 + 2u)], pc.x.d[xrow4 + (i07 + 3u)]));
-                        acc5 += d2 * dot(p7, vec4(pc.x.d[xrow5 + i07], pc.x.d[xrow5 + (i07 + 1u)], pc.x.d[xrow5 + (i07 + 2u)], pc.x.d[xrow5 + (i07 + 3u)]));
-                        acc6 += d2 * dot(p7, vec4(pc.x.d[xrow6 + i07], pc.x.d[xrow6 + (i07 + 1u)], pc.x.d[xrow6 + (i07 + 2u)], pc.x.d[xrow6 + (i07 + 3u)]));
-                        acc7 += d2 * dot(p7, vec4(pc.x.d[xrow7 + i07], pc.x.d[xrow7 + (i07 + 1u)], pc.x.d[xrow7 + (i07 + 2u)], pc.x.d[xrow7 + (i07 + 3u)]));
+                        acc01 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow01 + i07], pc.x.d[xrow01 + (i07 + 1u)], pc.x.d[xrow01 + (i07 + 2u)], pc.x.d[xrow01 + (i07 + 3u)]));
+                        acc1 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow1 + i07], pc.x.d[xrow1 + (i07 + 1u)], pc.x.d[xrow1 + (i07 + 2u)], pc.x.d[xrow1 + (i07 + 3u)]));
+                        acc2 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow2 + i07], pc.x.d[xrow2 + (i07 + 1u)], pc.x.d[xrow2 + (i07 + 2u)], pc.x.d[xrow2 + (i07 + 3u)]));
+                        acc3 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow3 + i07], pc.x.d[xrow3 + (i07 + 1u)], pc.x.d[xrow3 + (i07 + 2u)], pc.x.d[xrow3 + (i07 + 3u)]));
+                        acc4 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow4 + i07], pc.x.d[xrow4 + (i07 + 1u)], pc.x.d[xrow4 + (i07 + 2u)], pc.x.d[xrow4 + (i07 + 3u)]));
+                        acc5 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow5 + i07], pc.x.d[xrow5 + (i07 + 1u)], pc.x.d[xrow5 + (i07 + 2u)], pc.x.d[xrow5 + (i07 + 3u)]));
+                        acc6 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow6 + i07], pc.x.d[xrow6 + (i07 + 1u)], pc.x.d[xrow6 + (i07 + 2u)], pc.x.d[xrow6 + (i07 + 3u)]));
+                        acc7 += d2 * dsl_pdot(p7, vec4(pc.x.d[xrow7 + i07], pc.x.d[xrow7 + (i07 + 1u)], pc.x.d[xrow7 + (i07 + 2u)], pc.x.d[xrow7 + (i07 + 3u)]));
                     }
-                    float t16 = subgroupAdd(acc01);
+                    precise float t16 = subgroupAdd(acc01);
                     if ((gl_SubgroupInvocationID == 0u) && (t0 < dyn.n_tokens)) {
                         pc.logits.d[((t0 - dyn.out_start) * pc.vocab) + v] = t16;
                     }
-                    float t17 = subgroupAdd(acc1);
+                    precise float t17 = subgroupAdd(acc1);
                     uint t18 = t0 + 1u;
                     if ((gl_SubgroupInvocationID == 0u) && (t18 < dyn.n_tokens)) {
                         pc.logits.d[((t18 - dyn.out_start) * pc.vocab) + v] = t17;
                     }
-                    float t19 = subgroupAdd(acc2);
+                    precise float t19 = subgroupAdd(acc2);
                     uint t20 = t0 + 2u;
                     if ((gl_SubgroupInvocationID == 0u) && (t20 < dyn.n_tokens)) {
                         pc.logits.d[((t20 - dyn.out_start) * pc.vocab) + v] = t19;
                     }
-                    float t21 = subgroupAdd(acc3);
+                    precise float t21 = subgroupAdd(acc3);
                     uint t22 = t0 + 3u;
                     if ((gl_SubgroupInvocationID == 0u) && (t22 < dyn.n_tokens)) {
                         pc.logits.d[((t22 - dyn.out_start) * pc.vocab) + v] = t21;
                     }
-                    float t23 = subgroupAdd(acc4);
+                    precise float t23 = subgroupAdd(acc4);
                     uint t24 = t0 + 4u;
                     if ((gl_SubgroupInvocationID == 0u) && (t24 < dyn.n_tokens)) {
                         pc.logits.d[((t24 - dyn.out_start) * pc.vocab) + v] = t23;
                     }
-                    float t25 = subgroupAdd(acc5);
+                    precise float t25 = subgroupAdd(acc5);
                     uint t26 = t0 + 5u;
                     if ((gl_SubgroupInvocationID == 0u) && (t26 < dyn.n_tokens)) {
                         pc.logits.d[((t26 - dyn.out_start) * pc.vocab) + v] = t25;
                     }
-                    float t27 = subgroupAdd(acc6);
+                    precise float t27 = subgroupAdd(acc6);
                     uint t28 = t0 + 6u;
                     if ((gl_SubgroupInvocationID == 0u) && (t28 < dyn.n_tokens)) {
                         pc.logits.d[((t28 - dyn.out_start) * pc.vocab) + v] = t27;
                     }
-                    float t29 = subgroupAdd(acc7);
+                    precise float t29 = subgroupAdd(acc7);
                     uint t30 = t0 + 7u;
                     if ((gl_SubgroupInvocationID == 0u) && (t30 < dyn.n_tokens)) {
                         pc.logits.d[((t30 - dyn.out_start) * pc.vocab) + v] = t29;

@@ -30,59 +30,59 @@ void main()
     uint rbase = gl_WorkGroupID.x * 64u;
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 64u;
-    vec4 xr = vec4(0.0);
+    precise vec4 xr = vec4(0.0);
     if (inrow) {
         xr = Buf_xrow4(pc.x).d[rbase + wi];
     }
-    vec4 wr = vec4(0.0);
+    precise vec4 wr = vec4(0.0);
     if (inrow) {
         wr = Buf_nwrow4(pc.w).d[wi];
     }
-    float ss = 0.0;
-    float e = xr.x;
+    precise float ss = 0.0;
+    precise float e = xr.x;
     ss += e * e;
-    float e1 = xr.y;
+    precise float e1 = xr.y;
     ss += e1 * e1;
-    float e2 = xr.z;
+    precise float e2 = xr.z;
     ss += e2 * e2;
-    float e3 = xr.w;
+    precise float e3 = xr.w;
     ss += e3 * e3;
-    float r = subgroupAdd(ss);
+    precise float r = subgroupAdd(ss);
     if (subgroupElect()) {
         red[gl_SubgroupID] = r;
     }
     barrier();
-    float sum = red[0u];
+    precise float sum = red[0u];
     for (uint s = 1u; s < gl_NumSubgroups; s++) {
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
-    vec4 y = (xr * scale) * wr;
-    float am = 0.0;
+    precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+    precise vec4 y = (xr * scale) * wr;
+    precise float am = 0.0;
     am = max(am, abs(y.x));
     am = max(am, abs(y.y));
     am = max(am, abs(y.z));
     am = max(am, abs(y.w));
-    float t0 = subgroupMax(am);
+    precise float t0 = subgroupMax(am);
     if (subgroupElect()) {
         red[gl_SubgroupID] = t0;
     }
     barrier();
-    float amax = red[0u];
+    precise float amax = red[0u];
     for (uint s1 = 1u; s1 < gl_NumSubgroups; s1++) {
         amax = max(amax, red[s1]);
     }
     barrier();
-    float s2 = 127.0 / max(amax, 1e-05);
+    precise float s2 = 127.0 / max(amax, 1e-05);
     int qsum = 0;
-    int qv = clamp(int(roundEven(y.x * s2)), -128, 127);
+    precise int qv = clamp(int(roundEven(y.x * s2)), -128, 127);
     qsum += qv;
-    int qv1 = clamp(int(roundEven(y.y * s2)), -128, 127);
+    precise int qv1 = clamp(int(roundEven(y.y * s2)), -128, 127);
     qsum += qv1;
-    int qv2 = clamp(int(roundEven(y.z * s2)), -128, 127);
+    precise int qv2 = clamp(int(roundEven(y.z * s2)), -128, 127);
     qsum += qv2;
-    int qv3 = clamp(int(roundEven(y.w * s2)), -128, 127);
+    precise int qv3 = clamp(int(roundEven(y.w * s2)), -128, 127);
     qsum += qv3;
     if (inrow) {
         pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);

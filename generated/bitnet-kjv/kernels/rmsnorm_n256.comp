@@ -28,32 +28,33 @@ void main()
     uint rbase = gl_WorkGroupID.x * 64u;
     uint wi = gl_LocalInvocationIndex;
     bool inrow = wi < 64u;
-    vec4 xr = vec4(0.0);
+    precise vec4 xr = vec4(0.0);
     if (inrow) {
         xr = Buf_xrow4(pc.x).d[rbase + wi];
     }
-    float ss = 0.0;
-    float e = xr.x;
+    precise float ss = 0.0;
+    precise float e = xr.x;
     ss += e * e;
-    float e1 = xr.y;
+    precise float e1 = xr.y;
     ss += e1 * e1;
-    float e2 = xr.z;
+    precise float e2 = xr.z;
     ss += e2 * e2;
-    float e3 = xr.w;
+    precise float e3 = xr.w;
     ss += e3 * e3;
-    float r = subgroupAdd(ss);
+    precise float r = subgroupAdd(ss);
     if (subgroupElect()) {
         red[gl_SubgroupID] = r;
     }
     barrier();
-    float sum = red[0u];
+    precise float sum = red[0u];
     for (uint s = 1u; s < gl_NumSubgroups; s++) {
         sum = sum + red[s];
     }
     barrier();
-    float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
     uint base = gl_WorkGroupID.x * N;
     for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
-        pc.y.d[base + i] = (pc.x.d[base + i] * scale) * pc.w.d[i];
+        precise float t0 = (pc.x.d[base + i] * scale) * pc.w.d[i];
+        pc.y.d[base + i] = t0;
     }
 }

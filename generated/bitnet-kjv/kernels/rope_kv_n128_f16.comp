@@ -27,28 +27,28 @@ void main()
     uint base = gl_WorkGroupID.y * N;
     uint pos = dyn.pos + gl_WorkGroupID.y;
     uint d1 = gl_GlobalInvocationID.x % 64u;
-    float cs = 1.0;
-    float sn = 0.0;
+    precise float cs = 1.0;
+    precise float sn = 0.0;
     bool first = d1 < 32u;
     if (d1 < 64u) {
         uint pi = first ? d1 : (d1 - 32u);
-        float theta = float(pos);
+        precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
             theta *= 0.6636012;
         }
-        float kq = roundEven(theta * 0.15915494);
-        float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * 0.15915494);
+        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
         cs = cos(th);
         sn = sin(th);
     }
-    float r = pc.k.d[base + gl_GlobalInvocationID.x];
+    precise float r = pc.k.d[base + gl_GlobalInvocationID.x];
     if (d1 < 64u) {
         uint pe = first ? (gl_GlobalInvocationID.x + 32u) : (gl_GlobalInvocationID.x - 32u);
-        float xp = pc.k.d[base + pe];
+        precise float xp = pc.k.d[base + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
     uint ci = (pos * N) + gl_GlobalInvocationID.x;
-    float t0 = pc.v.d[base + gl_GlobalInvocationID.x];
+    precise float t0 = pc.v.d[base + gl_GlobalInvocationID.x];
     pc.kcache.d[ci] = float16_t(r);
     pc.vcache.d[ci] = float16_t(t0);
 }

@@ -138,7 +138,7 @@ void main()
     }
     barrier();
     for (uint i4 = gl_LocalInvocationIndex; i4 < pc.vocab; i4 += 256u) {
-        float v = pc.logits.d[i4];
+        precise float v = pc.logits.d[i4];
         uint bits4 = floatBitsToUint(v);
         uint key4 = ((bits4 & 2147483648u) != 0u) ? (~bits4) : (bits4 | 2147483648u);
         if (key4 > prefix) {
@@ -174,7 +174,7 @@ void main()
     uint r = hist[gl_LocalInvocationIndex];
     for (uint i6 = b0; i6 < b1; i6++) {
         if (r >= need) break;
-        float v1 = pc.logits.d[i6];
+        precise float v1 = pc.logits.d[i6];
         uint bits6 = floatBitsToUint(v1);
         uint key6 = ((bits6 & 2147483648u) != 0u) ? (~bits6) : (bits6 | 2147483648u);
         if (key6 == prefix) {
@@ -189,9 +189,9 @@ void main()
             uint stride = 1u << ((ls - 1u) - j1);
             uint p = gl_LocalInvocationIndex ^ stride;
             if (p > gl_LocalInvocationIndex) {
-                float av = sval[gl_LocalInvocationIndex];
+                precise float av = sval[gl_LocalInvocationIndex];
                 uint ai = sid[gl_LocalInvocationIndex];
-                float bv = sval[p];
+                precise float bv = sval[p];
                 uint bi = sid[p];
                 if (((gl_LocalInvocationIndex & (1u << ls)) == 0u) != ((av > bv) || ((av == bv) && (ai < bi)))) {
                     sval[gl_LocalInvocationIndex] = bv;
