@@ -20,13 +20,13 @@ static const rt_kernel_desc kernels[23] = {
     {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256},
     {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256},
     {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256},
-    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10496, 256},
+    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256},
     {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256},
     {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64},
-    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10496, 256},
-    {"bitlinear_glu_relu2_m768_k256_batch", spv_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_bitlinear_glu_relu2_m768_k256_batch), spv_dot_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_relu2_m768_k256_batch), 12672, 256},
+    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256},
+    {"bitlinear_glu_relu2_m768_k256_batch", spv_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_bitlinear_glu_relu2_m768_k256_batch), spv_dot_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_relu2_m768_k256_batch), 13184, 256},
     {"norm_quant_n768", spv_norm_quant_n768, sizeof(spv_norm_quant_n768), NULL, 0, 2048, 256},
-    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10496, 256},
+    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256},
     {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256},
     {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256},
     {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256},
@@ -219,22 +219,22 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 23\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:d96f6c51699ab78b\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:76dc0d9f3fa4d3de +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:40c738dacc935fd2 +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm glsl-fnv64:d7c6c609ca79197e\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:917abb8b2f959d01 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:cfcb36150d0ae7e5 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:7607af91f67f74cb +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:48d1f21ea2fac873 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:fb8e5e0e933268eb +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:277727642aa897cd +native-dot\n"
     "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:3ee180b42bfacd4d\n"
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:38833bedd4b7be9a\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
     "kernel norm_quant_n256 glsl-fnv64:48fd4255f6ce95c9\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:477e0dfb52441aed +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:f529256254e9250e +native-dot\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:ad19d632ac0257a6\n"
     "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:c8337daefee19ee3\n"
-    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:28edfa1efdd467d0 +native-dot\n"
-    "kernel bitlinear_glu_relu2_m768_k256_batch glsl-fnv64:103604c8d429152b +native-dot\n"
+    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:6cf077d3ff087902 +native-dot\n"
+    "kernel bitlinear_glu_relu2_m768_k256_batch glsl-fnv64:18bc80fc34ee33e0 +native-dot\n"
     "kernel norm_quant_n768 glsl-fnv64:efbb1fe3ce6a8c2f\n"
-    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:3d7a2422fd8c69a7 +native-dot\n"
+    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:8648a3363be834b3 +native-dot\n"
     "kernel rmsnorm_n256 glsl-fnv64:874cbbe54bb624b8\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"

@@ -42,11 +42,28 @@ shared float red[256];
 shared uint arrived[1];
 shared int redi[256];
 
+layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 4u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 768u;
+
+#ifdef DSL_NATIVE_DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int spv_dot4x8_ss(uint a, uint b, spirv_literal int fmt);
+int dsl_dot4x8_ss(uint a, uint b)
+{
+    return spv_dot4x8_ss(a, b, 0);
+}
+#else
+int dsl_dot4x8_ss(uint a, uint b)
+{
+    ivec4 x = ivec4(int(a) << 24, int(a) << 16, int(a) << 8, int(a)) >> 24;
+    ivec4 y = ivec4(int(b) << 24, int(b) << 16, int(b) << 8, int(b)) >> 24;
+    return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
+}
+#endif
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -66,99 +83,265 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    precise float ws = uintBitsToFloat(pc.w.d[12288u]);
-    precise float ws_up = uintBitsToFloat(pc.wu.d[12288u]);
+    precise float ws = 0.0;
+    precise float ws_up = 0.0;
+    if (WFMT == 0u) {
+        ws = uintBitsToFloat(pc.w.d[12288u]);
+        ws_up = uintBitsToFloat(pc.wu.d[12288u]);
+    }
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
         int acc = 0;
         int accu = 0;
-        if (GEMV_VEC != 0u) {
-            for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
-                uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
-                uvec4 wdu4 = Buf_wu4(pc.wu).d[(row * KV4) + w41];
-                uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
-                uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
-                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                accu += dsl_dot4x8_su(a4.x, (wdu4.x >> 6u) & 50529027u);
-                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                accu += dsl_dot4x8_su(a4.y, (wdu4.y >> 6u) & 50529027u);
-                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                accu += dsl_dot4x8_su(a4.z, (wdu4.z >> 6u) & 50529027u);
-                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
-                accu += dsl_dot4x8_su(a4.w, (wdu4.w >> 6u) & 50529027u);
-                uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
-                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                accu += dsl_dot4x8_su(a41.x, (wdu4.x >> 4u) & 50529027u);
-                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                accu += dsl_dot4x8_su(a41.y, (wdu4.y >> 4u) & 50529027u);
-                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                accu += dsl_dot4x8_su(a41.z, (wdu4.z >> 4u) & 50529027u);
-                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
-                accu += dsl_dot4x8_su(a41.w, (wdu4.w >> 4u) & 50529027u);
-                uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
-                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                accu += dsl_dot4x8_su(a42.x, (wdu4.x >> 2u) & 50529027u);
-                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                accu += dsl_dot4x8_su(a42.y, (wdu4.y >> 2u) & 50529027u);
-                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                accu += dsl_dot4x8_su(a42.z, (wdu4.z >> 2u) & 50529027u);
-                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
-                accu += dsl_dot4x8_su(a42.w, (wdu4.w >> 2u) & 50529027u);
-                uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
-                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                accu += dsl_dot4x8_su(a43.x, (wdu4.x >> 0u) & 50529027u);
-                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                accu += dsl_dot4x8_su(a43.y, (wdu4.y >> 0u) & 50529027u);
-                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                accu += dsl_dot4x8_su(a43.z, (wdu4.z >> 0u) & 50529027u);
-                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
-                accu += dsl_dot4x8_su(a43.w, (wdu4.w >> 0u) & 50529027u);
-            }
-        } else {
+        precise float accf = 0.0;
+        precise float accfu = 0.0;
+        if (WFMT == 1u) {
             for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
-                uint wd = pc.w.d[(row * KW) + w1];
-                uint wdu = pc.wu.d[(row * KW) + w1];
                 uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
-                uint c = (wd >> 6u) & 50529027u;
-                uint cu = (wdu >> 6u) & 50529027u;
+                uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
+                uint boff = (row * 66u) + ((w1 >> 4u) * 66u);
+                int aw = 0;
+                uint boff1 = (row * 66u) + ((w1 >> 4u) * 66u);
+                int awu = 0;
                 uint qw = pc.q.d[qb + 0u];
-                acc += dsl_dot4x8_su(qw, c);
-                accu += dsl_dot4x8_su(qw, cu);
-                uint c1 = (wd >> 4u) & 50529027u;
-                uint cu1 = (wdu >> 4u) & 50529027u;
+                uint t0 = l0 + 0u;
+                uint t1 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
+                uint twi = t1 >> 2u;
+                uint tlo = pc.w.d[twi];
+                aw += dsl_dot4x8_ss(qw, ((((((t1 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                uint t2 = boff1 + (((t0 >> 7u) << 5u) | (t0 & 31u));
+                uint twi1 = t2 >> 2u;
+                uint tlo1 = pc.wu.d[twi1];
+                awu += dsl_dot4x8_ss(qw, ((((((t2 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.wu.d[twi1 + 1u] << 16u)) : tlo1) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                 uint qw1 = pc.q.d[qb + 8u];
-                acc += dsl_dot4x8_su(qw1, c1);
-                accu += dsl_dot4x8_su(qw1, cu1);
-                uint c2 = (wd >> 2u) & 50529027u;
-                uint cu2 = (wdu >> 2u) & 50529027u;
+                uint t3 = l0 + 32u;
+                uint t4 = boff + (((t3 >> 7u) << 5u) | (t3 & 31u));
+                uint twi2 = t4 >> 2u;
+                uint tlo2 = pc.w.d[twi2];
+                aw += dsl_dot4x8_ss(qw1, ((((((t4 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t3 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                uint t5 = boff1 + (((t3 >> 7u) << 5u) | (t3 & 31u));
+                uint twi3 = t5 >> 2u;
+                uint tlo3 = pc.wu.d[twi3];
+                awu += dsl_dot4x8_ss(qw1, ((((((t5 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.wu.d[twi3 + 1u] << 16u)) : tlo3) >> (((t3 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                 uint qw2 = pc.q.d[qb + 16u];
-                acc += dsl_dot4x8_su(qw2, c2);
-                accu += dsl_dot4x8_su(qw2, cu2);
-                uint c3 = (wd >> 0u) & 50529027u;
-                uint cu3 = (wdu >> 0u) & 50529027u;
+                uint t6 = l0 + 64u;
+                uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
+                uint twi4 = t7 >> 2u;
+                uint tlo4 = pc.w.d[twi4];
+                aw += dsl_dot4x8_ss(qw2, ((((((t7 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                uint t8 = boff1 + (((t6 >> 7u) << 5u) | (t6 & 31u));
+                uint twi5 = t8 >> 2u;
+                uint tlo5 = pc.wu.d[twi5];
+                awu += dsl_dot4x8_ss(qw2, ((((((t8 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.wu.d[twi5 + 1u] << 16u)) : tlo5) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                 uint qw3 = pc.q.d[qb + 24u];
-                acc += dsl_dot4x8_su(qw3, c3);
-                accu += dsl_dot4x8_su(qw3, cu3);
+                uint t9 = l0 + 96u;
+                uint t10 = boff + (((t9 >> 7u) << 5u) | (t9 & 31u));
+                uint twi6 = t10 >> 2u;
+                uint tlo6 = pc.w.d[twi6];
+                aw += dsl_dot4x8_ss(qw3, ((((((t10 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t9 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                uint t11 = boff1 + (((t9 >> 7u) << 5u) | (t9 & 31u));
+                uint twi7 = t11 >> 2u;
+                uint tlo7 = pc.wu.d[twi7];
+                awu += dsl_dot4x8_ss(qw3, ((((((t11 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.wu.d[twi7 + 1u] << 16u)) : tlo7) >> (((t9 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                uint tdo = boff + 64u;
+                accf += float(aw) * unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                uint tdo1 = boff1 + 64u;
+                accfu += float(awu) * unpackHalf2x16((pc.wu.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
             }
         }
-        int t0 = subgroupAdd(acc);
-        int t1 = subgroupAdd(accu);
+        if (WFMT == 2u) {
+            for (uint w2 = gl_SubgroupInvocationID; w2 < KW; w2 += gl_SubgroupSize) {
+                uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
+                uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
+                uint boff2 = (row * 54u) + ((w2 >> 4u) * 54u);
+                int aw1 = 0;
+                uint boff3 = (row * 54u) + ((w2 >> 4u) * 54u);
+                int awu1 = 0;
+                uint qw4 = pc.q.d[qb1 + 0u];
+                uint t12 = l01 + 0u;
+                bool t13 = t12 < 160u;
+                bool t14 = t12 < 240u;
+                uint t15 = t12 - 160u;
+                uint tn = t13 ? (t12 >> 5u) : (t14 ? (t15 >> 4u) : ((t12 - 240u) >> 2u));
+                uint t16 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
+                uint t17 = boff2 + (t13 ? (t12 & 31u) : (t14 ? (32u + (t15 & 15u)) : 48u));
+                uint twi8 = t17 >> 2u;
+                uint tlo8 = pc.w.d[twi8];
+                uint t18 = ((t17 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8;
+                aw1 += dsl_dot4x8_ss(qw4, ((((((((t18 & 16711935u) * t16) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t18 >> 8u) & 16711935u) * t16) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                bool t19 = t12 < 160u;
+                bool t20 = t12 < 240u;
+                uint t21 = t12 - 160u;
+                uint tn1 = t19 ? (t12 >> 5u) : (t20 ? (t21 >> 4u) : ((t12 - 240u) >> 2u));
+                uint t22 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+                uint t23 = boff3 + (t19 ? (t12 & 31u) : (t20 ? (32u + (t21 & 15u)) : 48u));
+                uint twi9 = t23 >> 2u;
+                uint tlo9 = pc.wu.d[twi9];
+                uint t24 = ((t23 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.wu.d[twi9 + 1u] << 16u)) : tlo9;
+                awu1 += dsl_dot4x8_ss(qw4, ((((((((t24 & 16711935u) * t22) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t24 >> 8u) & 16711935u) * t22) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                uint qw5 = pc.q.d[qb1 + 8u];
+                uint t25 = l01 + 32u;
+                bool t26 = t25 < 160u;
+                bool t27 = t25 < 240u;
+                uint t28 = t25 - 160u;
+                uint tn2 = t26 ? (t25 >> 5u) : (t27 ? (t28 >> 4u) : ((t25 - 240u) >> 2u));
+                uint t29 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+                uint t30 = boff2 + (t26 ? (t25 & 31u) : (t27 ? (32u + (t28 & 15u)) : 48u));
+                uint twi10 = t30 >> 2u;
+                uint tlo10 = pc.w.d[twi10];
+                uint t31 = ((t30 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10;
+                aw1 += dsl_dot4x8_ss(qw5, ((((((((t31 & 16711935u) * t29) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t31 >> 8u) & 16711935u) * t29) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                bool t32 = t25 < 160u;
+                bool t33 = t25 < 240u;
+                uint t34 = t25 - 160u;
+                uint tn3 = t32 ? (t25 >> 5u) : (t33 ? (t34 >> 4u) : ((t25 - 240u) >> 2u));
+                uint t35 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+                uint t36 = boff3 + (t32 ? (t25 & 31u) : (t33 ? (32u + (t34 & 15u)) : 48u));
+                uint twi11 = t36 >> 2u;
+                uint tlo11 = pc.wu.d[twi11];
+                uint t37 = ((t36 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.wu.d[twi11 + 1u] << 16u)) : tlo11;
+                awu1 += dsl_dot4x8_ss(qw5, ((((((((t37 & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t37 >> 8u) & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                uint qw6 = pc.q.d[qb1 + 16u];
+                uint t38 = l01 + 64u;
+                bool t39 = t38 < 160u;
+                bool t40 = t38 < 240u;
+                uint t41 = t38 - 160u;
+                uint tn4 = t39 ? (t38 >> 5u) : (t40 ? (t41 >> 4u) : ((t38 - 240u) >> 2u));
+                uint t42 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                uint t43 = boff2 + (t39 ? (t38 & 31u) : (t40 ? (32u + (t41 & 15u)) : 48u));
+                uint twi12 = t43 >> 2u;
+                uint tlo12 = pc.w.d[twi12];
+                uint t44 = ((t43 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
+                aw1 += dsl_dot4x8_ss(qw6, ((((((((t44 & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t44 >> 8u) & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                bool t45 = t38 < 160u;
+                bool t46 = t38 < 240u;
+                uint t47 = t38 - 160u;
+                uint tn5 = t45 ? (t38 >> 5u) : (t46 ? (t47 >> 4u) : ((t38 - 240u) >> 2u));
+                uint t48 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                uint t49 = boff3 + (t45 ? (t38 & 31u) : (t46 ? (32u + (t47 & 15u)) : 48u));
+                uint twi13 = t49 >> 2u;
+                uint tlo13 = pc.wu.d[twi13];
+                uint t50 = ((t49 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.wu.d[twi13 + 1u] << 16u)) : tlo13;
+                awu1 += dsl_dot4x8_ss(qw6, ((((((((t50 & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t50 >> 8u) & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                uint qw7 = pc.q.d[qb1 + 24u];
+                uint t51 = l01 + 96u;
+                bool t52 = t51 < 160u;
+                bool t53 = t51 < 240u;
+                uint t54 = t51 - 160u;
+                uint tn6 = t52 ? (t51 >> 5u) : (t53 ? (t54 >> 4u) : ((t51 - 240u) >> 2u));
+                uint t55 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                uint t56 = boff2 + (t52 ? (t51 & 31u) : (t53 ? (32u + (t54 & 15u)) : 48u));
+                uint twi14 = t56 >> 2u;
+                uint tlo14 = pc.w.d[twi14];
+                uint t57 = ((t56 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
+                aw1 += dsl_dot4x8_ss(qw7, ((((((((t57 & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t57 >> 8u) & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                bool t58 = t51 < 160u;
+                bool t59 = t51 < 240u;
+                uint t60 = t51 - 160u;
+                uint tn7 = t58 ? (t51 >> 5u) : (t59 ? (t60 >> 4u) : ((t51 - 240u) >> 2u));
+                uint t61 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                uint t62 = boff3 + (t58 ? (t51 & 31u) : (t59 ? (32u + (t60 & 15u)) : 48u));
+                uint twi15 = t62 >> 2u;
+                uint tlo15 = pc.wu.d[twi15];
+                uint t63 = ((t62 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.wu.d[twi15 + 1u] << 16u)) : tlo15;
+                awu1 += dsl_dot4x8_ss(qw7, ((((((((t63 & 16711935u) * t61) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t63 >> 8u) & 16711935u) * t61) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                uint tdo2 = boff2 + 52u;
+                accf += float(aw1) * unpackHalf2x16((pc.w.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+                uint tdo3 = boff3 + 52u;
+                accfu += float(awu1) * unpackHalf2x16((pc.wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+            }
+        }
+        if (WFMT == 0u) {
+            if (GEMV_VEC != 0u) {
+                for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
+                    uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
+                    uvec4 wdu4 = Buf_wu4(pc.wu).d[(row * KV4) + w41];
+                    uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                    uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
+                    acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                    accu += dsl_dot4x8_su(a4.x, (wdu4.x >> 6u) & 50529027u);
+                    acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                    accu += dsl_dot4x8_su(a4.y, (wdu4.y >> 6u) & 50529027u);
+                    acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                    accu += dsl_dot4x8_su(a4.z, (wdu4.z >> 6u) & 50529027u);
+                    acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                    accu += dsl_dot4x8_su(a4.w, (wdu4.w >> 6u) & 50529027u);
+                    uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
+                    acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                    accu += dsl_dot4x8_su(a41.x, (wdu4.x >> 4u) & 50529027u);
+                    acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                    accu += dsl_dot4x8_su(a41.y, (wdu4.y >> 4u) & 50529027u);
+                    acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                    accu += dsl_dot4x8_su(a41.z, (wdu4.z >> 4u) & 50529027u);
+                    acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                    accu += dsl_dot4x8_su(a41.w, (wdu4.w >> 4u) & 50529027u);
+                    uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
+                    acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                    accu += dsl_dot4x8_su(a42.x, (wdu4.x >> 2u) & 50529027u);
+                    acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                    accu += dsl_dot4x8_su(a42.y, (wdu4.y >> 2u) & 50529027u);
+                    acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                    accu += dsl_dot4x8_su(a42.z, (wdu4.z >> 2u) & 50529027u);
+                    acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                    accu += dsl_dot4x8_su(a42.w, (wdu4.w >> 2u) & 50529027u);
+                    uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
+                    acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                    accu += dsl_dot4x8_su(a43.x, (wdu4.x >> 0u) & 50529027u);
+                    acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                    accu += dsl_dot4x8_su(a43.y, (wdu4.y >> 0u) & 50529027u);
+                    acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                    accu += dsl_dot4x8_su(a43.z, (wdu4.z >> 0u) & 50529027u);
+                    acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                    accu += dsl_dot4x8_su(a43.w, (wdu4.w >> 0u) & 50529027u);
+                }
+            } else {
+                for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
+                    uint wd = pc.w.d[(row * KW) + w3];
+                    uint wdu = pc.wu.d[(row * KW) + w3];
+                    uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
+                    uint c = (wd >> 6u) & 50529027u;
+                    uint cu = (wdu >> 6u) & 50529027u;
+                    uint qw8 = pc.q.d[qb2 + 0u];
+                    acc += dsl_dot4x8_su(qw8, c);
+                    accu += dsl_dot4x8_su(qw8, cu);
+                    uint c1 = (wd >> 4u) & 50529027u;
+                    uint cu1 = (wdu >> 4u) & 50529027u;
+                    uint qw9 = pc.q.d[qb2 + 8u];
+                    acc += dsl_dot4x8_su(qw9, c1);
+                    accu += dsl_dot4x8_su(qw9, cu1);
+                    uint c2 = (wd >> 2u) & 50529027u;
+                    uint cu2 = (wdu >> 2u) & 50529027u;
+                    uint qw10 = pc.q.d[qb2 + 16u];
+                    acc += dsl_dot4x8_su(qw10, c2);
+                    accu += dsl_dot4x8_su(qw10, cu2);
+                    uint c3 = (wd >> 0u) & 50529027u;
+                    uint cu3 = (wdu >> 0u) & 50529027u;
+                    uint qw11 = pc.q.d[qb2 + 24u];
+                    acc += dsl_dot4x8_su(qw11, c3);
+                    accu += dsl_dot4x8_su(qw11, cu3);
+                }
+            }
+        }
+        int t64 = subgroupAdd(acc);
+        precise float t65 = subgroupAdd(accf);
+        int t66 = subgroupAdd(accu);
+        precise float t67 = subgroupAdd(accfu);
         if (gl_SubgroupInvocationID == 0u) {
             int qsum = int(pc.qs.d[1u]);
             precise float sc = pc.qs.d[0u];
-            precise float v = (float(t0 - qsum) / sc) * ws;
-            precise float vu = (float(t1 - qsum) / sc) * ws_up;
+            precise float v = (WFMT == 0u) ? ((float(t64 - qsum) / sc) * ws) : (t65 / sc);
+            precise float vu = (WFMT == 0u) ? ((float(t66 - qsum) / sc) * ws_up) : (t67 / sc);
             precise float rg = max(v, 0.0);
-            precise float t2 = (rg * rg) * vu;
-            pc.y.d[row] = t2;
+            precise float t68 = (rg * rg) * vu;
+            pc.y.d[row] = t68;
         }
     }
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t3 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t3;
+        uint t69 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t69;
     }
     barrier();
     if (arrived[0u] == 95u) {
@@ -199,9 +382,9 @@ void main()
         am = max(am, abs(y1.y));
         am = max(am, abs(y1.z));
         am = max(am, abs(y1.w));
-        precise float t4 = subgroupMax(am);
+        precise float t70 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t4;
+            red[gl_SubgroupID] = t70;
         }
         barrier();
         precise float amax = red[0u];
@@ -222,9 +405,9 @@ void main()
         if (inrow) {
             pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
-        int t5 = subgroupAdd(qsum1);
+        int t71 = subgroupAdd(qsum1);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t5;
+            redi[gl_SubgroupID] = t71;
         }
         barrier();
         int total = redi[0u];

@@ -31,7 +31,9 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared uint wsh[544];
 shared uint ash[2080];
+shared float dsh[64];
 
+layout(constant_id = 1) const uint WFMT = 0u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M0 = 256u;
@@ -39,17 +41,17 @@ const uint M1 = 128u;
 const uint M2 = 128u;
 
 #ifdef DSL_NATIVE_DOT
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
-int spv_dot4x8_su(uint a, uint b, spirv_literal int fmt);
-int dsl_dot4x8_su(uint a, uint b)
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int spv_dot4x8_ss(uint a, uint b, spirv_literal int fmt);
+int dsl_dot4x8_ss(uint a, uint b)
 {
-    return spv_dot4x8_su(a, b, 0);
+    return spv_dot4x8_ss(a, b, 0);
 }
 #else
-int dsl_dot4x8_su(uint a, uint b)
+int dsl_dot4x8_ss(uint a, uint b)
 {
     ivec4 x = ivec4(int(a) << 24, int(a) << 16, int(a) << 8, int(a)) >> 24;
-    ivec4 y = ivec4((uvec4(b) >> uvec4(0u, 8u, 16u, 24u)) & 255u);
+    ivec4 y = ivec4(int(b) << 24, int(b) << 16, int(b) << 8, int(b)) >> 24;
     return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
 }
 #endif
@@ -58,36 +60,207 @@ void main()
 {
     uint wg = gl_WorkGroupID.x;
     if (wg < 4u) {
-        precise float ws = uintBitsToFloat(pc.w.d[4096u]);
+        precise float ws = 0.0;
+        if (WFMT == 0u) {
+            ws = uintBitsToFloat(pc.w.d[4096u]);
+        }
         uint tx = gl_LocalInvocationIndex & 15u;
         uint ty = gl_LocalInvocationIndex >> 4u;
         uint row0 = wg * 64u;
         uint tok0 = gl_WorkGroupID.y * 64u;
         int acc00 = 0;
+        precise float accf00 = 0.0;
         int acc01 = 0;
+        precise float accf01 = 0.0;
         int acc02 = 0;
+        precise float accf02 = 0.0;
         int acc03 = 0;
+        precise float accf03 = 0.0;
         int acc10 = 0;
+        precise float accf10 = 0.0;
         int acc11 = 0;
+        precise float accf11 = 0.0;
         int acc12 = 0;
+        precise float accf12 = 0.0;
         int acc13 = 0;
+        precise float accf13 = 0.0;
         int acc20 = 0;
+        precise float accf20 = 0.0;
         int acc21 = 0;
+        precise float accf21 = 0.0;
         int acc22 = 0;
+        precise float accf22 = 0.0;
         int acc23 = 0;
+        precise float accf23 = 0.0;
         int acc30 = 0;
+        precise float accf30 = 0.0;
         int acc31 = 0;
+        precise float accf31 = 0.0;
         int acc32 = 0;
+        precise float accf32 = 0.0;
         int acc33 = 0;
+        precise float accf33 = 0.0;
         for (uint kb = 0u; kb < 2u; kb++) {
             uint e = gl_LocalInvocationIndex + 0u;
             uint r = e >> 3u;
             uint wi = e & 7u;
-            wsh[(wi * 68u) + (r + 0u)] = pc.w.d[(min(row0 + r, M0 - 1u) * KW) + ((kb * 8u) + wi)];
+            uint gr = min(row0 + r, M0 - 1u);
+            uint dst = (wi * 68u) + (r + 0u);
+            if (WFMT == 0u) {
+                wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+            }
+            if (WFMT == 1u) {
+                uint boff = (gr * 66u) + ((kb >> 1u) * 66u);
+                uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t0 = l0 + 0u;
+                uint t24 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
+                uint twi = t24 >> 2u;
+                uint tlo = pc.w.d[twi];
+                uint t25 = l0 + 32u;
+                uint t26 = boff + (((t25 >> 7u) << 5u) | (t25 & 31u));
+                uint twi1 = t26 >> 2u;
+                uint tlo1 = pc.w.d[twi1];
+                uint t27 = l0 + 64u;
+                uint t28 = boff + (((t27 >> 7u) << 5u) | (t27 & 31u));
+                uint twi2 = t28 >> 2u;
+                uint tlo2 = pc.w.d[twi2];
+                uint t29 = l0 + 96u;
+                uint t30 = boff + (((t29 >> 7u) << 5u) | (t29 & 31u));
+                uint twi3 = t30 >> 2u;
+                uint tlo3 = pc.w.d[twi3];
+                wsh[dst] = ((((((((t24 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t26 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t25 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t28 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t27 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t30 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t29 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+            }
+            if (WFMT == 2u) {
+                uint boff1 = (gr * 54u) + ((kb >> 1u) * 54u);
+                uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t31 = l01 + 0u;
+                bool t32 = t31 < 160u;
+                bool t33 = t31 < 240u;
+                uint t34 = t31 - 160u;
+                uint tn = t32 ? (t31 >> 5u) : (t33 ? (t34 >> 4u) : ((t31 - 240u) >> 2u));
+                uint t35 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
+                uint t36 = boff1 + (t32 ? (t31 & 31u) : (t33 ? (32u + (t34 & 15u)) : 48u));
+                uint twi4 = t36 >> 2u;
+                uint tlo4 = pc.w.d[twi4];
+                uint t37 = ((t36 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
+                uint t38 = l01 + 32u;
+                bool t39 = t38 < 160u;
+                bool t40 = t38 < 240u;
+                uint t41 = t38 - 160u;
+                uint tn1 = t39 ? (t38 >> 5u) : (t40 ? (t41 >> 4u) : ((t38 - 240u) >> 2u));
+                uint t42 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+                uint t43 = boff1 + (t39 ? (t38 & 31u) : (t40 ? (32u + (t41 & 15u)) : 48u));
+                uint twi5 = t43 >> 2u;
+                uint tlo5 = pc.w.d[twi5];
+                uint t44 = ((t43 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
+                uint t45 = l01 + 64u;
+                bool t46 = t45 < 160u;
+                bool t47 = t45 < 240u;
+                uint t48 = t45 - 160u;
+                uint tn2 = t46 ? (t45 >> 5u) : (t47 ? (t48 >> 4u) : ((t45 - 240u) >> 2u));
+                uint t49 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+                uint t50 = boff1 + (t46 ? (t45 & 31u) : (t47 ? (32u + (t48 & 15u)) : 48u));
+                uint twi6 = t50 >> 2u;
+                uint tlo6 = pc.w.d[twi6];
+                uint t51 = ((t50 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
+                uint t52 = l01 + 96u;
+                bool t53 = t52 < 160u;
+                bool t54 = t52 < 240u;
+                uint t55 = t52 - 160u;
+                uint tn3 = t53 ? (t52 >> 5u) : (t54 ? (t55 >> 4u) : ((t52 - 240u) >> 2u));
+                uint t56 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+                uint t57 = boff1 + (t53 ? (t52 & 31u) : (t54 ? (32u + (t55 & 15u)) : 48u));
+                uint twi7 = t57 >> 2u;
+                uint tlo7 = pc.w.d[twi7];
+                uint t58 = ((t57 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
+                wsh[dst] = ((((((((((t37 & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t37 >> 8u) & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t44 & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t44 >> 8u) & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t51 & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t51 >> 8u) & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t58 & 16711935u) * t56) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t58 >> 8u) & 16711935u) * t56) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
             uint e1 = gl_LocalInvocationIndex + 256u;
             uint r1 = e1 >> 3u;
             uint wi1 = e1 & 7u;
-            wsh[(wi1 * 68u) + (r1 + 0u)] = pc.w.d[(min(row0 + r1, M0 - 1u) * KW) + ((kb * 8u) + wi1)];
+            uint gr1 = min(row0 + r1, M0 - 1u);
+            uint dst1 = (wi1 * 68u) + (r1 + 0u);
+            if (WFMT == 0u) {
+                wsh[dst1] = pc.w.d[(gr1 * KW) + ((kb * 8u) + wi1)];
+            }
+            if (WFMT == 1u) {
+                uint boff2 = (gr1 * 66u) + ((kb >> 1u) * 66u);
+                uint l02 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t59 = l02 + 0u;
+                uint t60 = boff2 + (((t59 >> 7u) << 5u) | (t59 & 31u));
+                uint twi8 = t60 >> 2u;
+                uint tlo8 = pc.w.d[twi8];
+                uint t61 = l02 + 32u;
+                uint t62 = boff2 + (((t61 >> 7u) << 5u) | (t61 & 31u));
+                uint twi9 = t62 >> 2u;
+                uint tlo9 = pc.w.d[twi9];
+                uint t63 = l02 + 64u;
+                uint t64 = boff2 + (((t63 >> 7u) << 5u) | (t63 & 31u));
+                uint twi10 = t64 >> 2u;
+                uint tlo10 = pc.w.d[twi10];
+                uint t65 = l02 + 96u;
+                uint t66 = boff2 + (((t65 >> 7u) << 5u) | (t65 & 31u));
+                uint twi11 = t66 >> 2u;
+                uint tlo11 = pc.w.d[twi11];
+                wsh[dst1] = ((((((((t60 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t59 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t62 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t61 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t64 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t63 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t66 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t65 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+            }
+            if (WFMT == 2u) {
+                uint boff3 = (gr1 * 54u) + ((kb >> 1u) * 54u);
+                uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t67 = l03 + 0u;
+                bool t68 = t67 < 160u;
+                bool t69 = t67 < 240u;
+                uint t70 = t67 - 160u;
+                uint tn4 = t68 ? (t67 >> 5u) : (t69 ? (t70 >> 4u) : ((t67 - 240u) >> 2u));
+                uint t71 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                uint t72 = boff3 + (t68 ? (t67 & 31u) : (t69 ? (32u + (t70 & 15u)) : 48u));
+                uint twi12 = t72 >> 2u;
+                uint tlo12 = pc.w.d[twi12];
+                uint t73 = ((t72 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
+                uint t74 = l03 + 32u;
+                bool t75 = t74 < 160u;
+                bool t76 = t74 < 240u;
+                uint t77 = t74 - 160u;
+                uint tn5 = t75 ? (t74 >> 5u) : (t76 ? (t77 >> 4u) : ((t74 - 240u) >> 2u));
+                uint t78 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                uint t79 = boff3 + (t75 ? (t74 & 31u) : (t76 ? (32u + (t77 & 15u)) : 48u));
+                uint twi13 = t79 >> 2u;
+                uint tlo13 = pc.w.d[twi13];
+                uint t80 = ((t79 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
+                uint t81 = l03 + 64u;
+                bool t82 = t81 < 160u;
+                bool t83 = t81 < 240u;
+                uint t84 = t81 - 160u;
+                uint tn6 = t82 ? (t81 >> 5u) : (t83 ? (t84 >> 4u) : ((t81 - 240u) >> 2u));
+                uint t85 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                uint t86 = boff3 + (t82 ? (t81 & 31u) : (t83 ? (32u + (t84 & 15u)) : 48u));
+                uint twi14 = t86 >> 2u;
+                uint tlo14 = pc.w.d[twi14];
+                uint t87 = ((t86 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
+                uint t88 = l03 + 96u;
+                bool t89 = t88 < 160u;
+                bool t90 = t88 < 240u;
+                uint t91 = t88 - 160u;
+                uint tn7 = t89 ? (t88 >> 5u) : (t90 ? (t91 >> 4u) : ((t88 - 240u) >> 2u));
+                uint t92 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                uint t93 = boff3 + (t89 ? (t88 & 31u) : (t90 ? (32u + (t91 & 15u)) : 48u));
+                uint twi15 = t93 >> 2u;
+                uint tlo15 = pc.w.d[twi15];
+                uint t94 = ((t93 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
+                wsh[dst1] = ((((((((((t73 & 16711935u) * t71) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t73 >> 8u) & 16711935u) * t71) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t80 & 16711935u) * t78) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t80 >> 8u) & 16711935u) * t78) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t87 & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t87 >> 8u) & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t94 & 16711935u) * t92) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t94 >> 8u) & 16711935u) * t92) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
+            if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
+                uint boff4 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 66u) + ((kb >> 1u) * 66u);
+                uint tdo = boff4 + 64u;
+                precise float t95 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                dsh[gl_LocalInvocationIndex + 0u] = t95;
+            }
+            if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
+                uint boff5 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 54u) + ((kb >> 1u) * 54u);
+                uint tdo1 = boff5 + 52u;
+                precise float t96 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                dsh[gl_LocalInvocationIndex + 0u] = t96;
+            }
             uint e2 = gl_LocalInvocationIndex + 0u;
             uint t = e2 >> 5u;
             uint jw = e2 & 31u;
@@ -121,6 +294,7 @@ void main()
             uint jw7 = e9 & 31u;
             ash[(jw7 * 65u) + t7] = pc.q.d[(min(tok0 + t7, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw7)];
             barrier();
+            bool tq = WFMT != 0u;
             if ((tok0 + (ty * 4u)) < dyn.n_tokens) {
                 for (uint wl = 0u; wl < 8u; wl++) {
                     uint wv = wsh[(wl * 68u) + (tx + 0u)];
@@ -132,102 +306,156 @@ void main()
                     uint av1 = ash[ab + 1u];
                     uint av2 = ash[ab + 2u];
                     uint av3 = ash[ab + 3u];
-                    uint c = (wv >> 6u) & 50529027u;
-                    acc00 += dsl_dot4x8_su(av, c);
-                    acc01 += dsl_dot4x8_su(av1, c);
-                    acc02 += dsl_dot4x8_su(av2, c);
-                    acc03 += dsl_dot4x8_su(av3, c);
-                    uint c1 = (wv1 >> 6u) & 50529027u;
-                    acc10 += dsl_dot4x8_su(av, c1);
-                    acc11 += dsl_dot4x8_su(av1, c1);
-                    acc12 += dsl_dot4x8_su(av2, c1);
-                    acc13 += dsl_dot4x8_su(av3, c1);
-                    uint c2 = (wv2 >> 6u) & 50529027u;
-                    acc20 += dsl_dot4x8_su(av, c2);
-                    acc21 += dsl_dot4x8_su(av1, c2);
-                    acc22 += dsl_dot4x8_su(av2, c2);
-                    acc23 += dsl_dot4x8_su(av3, c2);
-                    uint c3 = (wv3 >> 6u) & 50529027u;
-                    acc30 += dsl_dot4x8_su(av, c3);
-                    acc31 += dsl_dot4x8_su(av1, c3);
-                    acc32 += dsl_dot4x8_su(av2, c3);
-                    acc33 += dsl_dot4x8_su(av3, c3);
+                    uint t97 = (wv >> 6u) & 50529027u;
+                    uint c = tq ? ((t97 + 2139062143u) ^ 2155905152u) : t97;
+                    acc00 += dsl_dot4x8_ss(av, c);
+                    acc01 += dsl_dot4x8_ss(av1, c);
+                    acc02 += dsl_dot4x8_ss(av2, c);
+                    acc03 += dsl_dot4x8_ss(av3, c);
+                    uint t98 = (wv1 >> 6u) & 50529027u;
+                    uint c1 = tq ? ((t98 + 2139062143u) ^ 2155905152u) : t98;
+                    acc10 += dsl_dot4x8_ss(av, c1);
+                    acc11 += dsl_dot4x8_ss(av1, c1);
+                    acc12 += dsl_dot4x8_ss(av2, c1);
+                    acc13 += dsl_dot4x8_ss(av3, c1);
+                    uint t99 = (wv2 >> 6u) & 50529027u;
+                    uint c2 = tq ? ((t99 + 2139062143u) ^ 2155905152u) : t99;
+                    acc20 += dsl_dot4x8_ss(av, c2);
+                    acc21 += dsl_dot4x8_ss(av1, c2);
+                    acc22 += dsl_dot4x8_ss(av2, c2);
+                    acc23 += dsl_dot4x8_ss(av3, c2);
+                    uint t100 = (wv3 >> 6u) & 50529027u;
+                    uint c3 = tq ? ((t100 + 2139062143u) ^ 2155905152u) : t100;
+                    acc30 += dsl_dot4x8_ss(av, c3);
+                    acc31 += dsl_dot4x8_ss(av1, c3);
+                    acc32 += dsl_dot4x8_ss(av2, c3);
+                    acc33 += dsl_dot4x8_ss(av3, c3);
                     uint ab1 = ((wl + 8u) * 65u) + (ty * 4u);
                     uint av4 = ash[ab1 + 0u];
                     uint av5 = ash[ab1 + 1u];
                     uint av6 = ash[ab1 + 2u];
                     uint av7 = ash[ab1 + 3u];
-                    uint c4 = (wv >> 4u) & 50529027u;
-                    acc00 += dsl_dot4x8_su(av4, c4);
-                    acc01 += dsl_dot4x8_su(av5, c4);
-                    acc02 += dsl_dot4x8_su(av6, c4);
-                    acc03 += dsl_dot4x8_su(av7, c4);
-                    uint c5 = (wv1 >> 4u) & 50529027u;
-                    acc10 += dsl_dot4x8_su(av4, c5);
-                    acc11 += dsl_dot4x8_su(av5, c5);
-                    acc12 += dsl_dot4x8_su(av6, c5);
-                    acc13 += dsl_dot4x8_su(av7, c5);
-                    uint c6 = (wv2 >> 4u) & 50529027u;
-                    acc20 += dsl_dot4x8_su(av4, c6);
-                    acc21 += dsl_dot4x8_su(av5, c6);
-                    acc22 += dsl_dot4x8_su(av6, c6);
-                    acc23 += dsl_dot4x8_su(av7, c6);
-                    uint c7 = (wv3 >> 4u) & 50529027u;
-                    acc30 += dsl_dot4x8_su(av4, c7);
-                    acc31 += dsl_dot4x8_su(av5, c7);
-                    acc32 += dsl_dot4x8_su(av6, c7);
-                    acc33 += dsl_dot4x8_su(av7, c7);
+                    uint t101 = (wv >> 4u) & 50529027u;
+                    uint c4 = tq ? ((t101 + 2139062143u) ^ 2155905152u) : t101;
+                    acc00 += dsl_dot4x8_ss(av4, c4);
+                    acc01 += dsl_dot4x8_ss(av5, c4);
+                    acc02 += dsl_dot4x8_ss(av6, c4);
+                    acc03 += dsl_dot4x8_ss(av7, c4);
+                    uint t102 = (wv1 >> 4u) & 50529027u;
+                    uint c5 = tq ? ((t102 + 2139062143u) ^ 2155905152u) : t102;
+                    acc10 += dsl_dot4x8_ss(av4, c5);
+                    acc11 += dsl_dot4x8_ss(av5, c5);
+                    acc12 += dsl_dot4x8_ss(av6, c5);
+                    acc13 += dsl_dot4x8_ss(av7, c5);
+                    uint t103 = (wv2 >> 4u) & 50529027u;
+                    uint c6 = tq ? ((t103 + 2139062143u) ^ 2155905152u) : t103;
+                    acc20 += dsl_dot4x8_ss(av4, c6);
+                    acc21 += dsl_dot4x8_ss(av5, c6);
+                    acc22 += dsl_dot4x8_ss(av6, c6);
+                    acc23 += dsl_dot4x8_ss(av7, c6);
+                    uint t104 = (wv3 >> 4u) & 50529027u;
+                    uint c7 = tq ? ((t104 + 2139062143u) ^ 2155905152u) : t104;
+                    acc30 += dsl_dot4x8_ss(av4, c7);
+                    acc31 += dsl_dot4x8_ss(av5, c7);
+                    acc32 += dsl_dot4x8_ss(av6, c7);
+                    acc33 += dsl_dot4x8_ss(av7, c7);
                     uint ab2 = ((wl + 16u) * 65u) + (ty * 4u);
                     uint av8 = ash[ab2 + 0u];
                     uint av9 = ash[ab2 + 1u];
                     uint av10 = ash[ab2 + 2u];
                     uint av11 = ash[ab2 + 3u];
-                    uint c8 = (wv >> 2u) & 50529027u;
-                    acc00 += dsl_dot4x8_su(av8, c8);
-                    acc01 += dsl_dot4x8_su(av9, c8);
-                    acc02 += dsl_dot4x8_su(av10, c8);
-                    acc03 += dsl_dot4x8_su(av11, c8);
-                    uint c9 = (wv1 >> 2u) & 50529027u;
-                    acc10 += dsl_dot4x8_su(av8, c9);
-                    acc11 += dsl_dot4x8_su(av9, c9);
-                    acc12 += dsl_dot4x8_su(av10, c9);
-                    acc13 += dsl_dot4x8_su(av11, c9);
-                    uint c10 = (wv2 >> 2u) & 50529027u;
-                    acc20 += dsl_dot4x8_su(av8, c10);
-                    acc21 += dsl_dot4x8_su(av9, c10);
-                    acc22 += dsl_dot4x8_su(av10, c10);
-                    acc23 += dsl_dot4x8_su(av11, c10);
-                    uint c11 = (wv3 >> 2u) & 50529027u;
-                    acc30 += dsl_dot4x8_su(av8, c11);
-                    acc31 += dsl_dot4x8_su(av9, c11);
-                    acc32 += dsl_dot4x8_su(av10, c11);
-                    acc33 += dsl_dot4x8_su(av11, c11);
+                    uint t105 = (wv >> 2u) & 50529027u;
+                    uint c8 = tq ? ((t105 + 2139062143u) ^ 2155905152u) : t105;
+                    acc00 += dsl_dot4x8_ss(av8, c8);
+                    acc01 += dsl_dot4x8_ss(av9, c8);
+                    acc02 += dsl_dot4x8_ss(av10, c8);
+                    acc03 += dsl_dot4x8_ss(av11, c8);
+                    uint t106 = (wv1 >> 2u) & 50529027u;
+                    uint c9 = tq ? ((t106 + 2139062143u) ^ 2155905152u) : t106;
+                    acc10 += dsl_dot4x8_ss(av8, c9);
+                    acc11 += dsl_dot4x8_ss(av9, c9);
+                    acc12 += dsl_dot4x8_ss(av10, c9);
+                    acc13 += dsl_dot4x8_ss(av11, c9);
+                    uint t107 = (wv2 >> 2u) & 50529027u;
+                    uint c10 = tq ? ((t107 + 2139062143u) ^ 2155905152u) : t107;
+                    acc20 += dsl_dot4x8_ss(av8, c10);
+                    acc21 += dsl_dot4x8_ss(av9, c10);
+                    acc22 += dsl_dot4x8_ss(av10, c10);
+                    acc23 += dsl_dot4x8_ss(av11, c10);
+                    uint t108 = (wv3 >> 2u) & 50529027u;
+                    uint c11 = tq ? ((t108 + 2139062143u) ^ 2155905152u) : t108;
+                    acc30 += dsl_dot4x8_ss(av8, c11);
+                    acc31 += dsl_dot4x8_ss(av9, c11);
+                    acc32 += dsl_dot4x8_ss(av10, c11);
+                    acc33 += dsl_dot4x8_ss(av11, c11);
                     uint ab3 = ((wl + 24u) * 65u) + (ty * 4u);
                     uint av12 = ash[ab3 + 0u];
                     uint av13 = ash[ab3 + 1u];
                     uint av14 = ash[ab3 + 2u];
                     uint av15 = ash[ab3 + 3u];
-                    uint c12 = (wv >> 0u) & 50529027u;
-                    acc00 += dsl_dot4x8_su(av12, c12);
-                    acc01 += dsl_dot4x8_su(av13, c12);
-                    acc02 += dsl_dot4x8_su(av14, c12);
-                    acc03 += dsl_dot4x8_su(av15, c12);
-                    uint c13 = (wv1 >> 0u) & 50529027u;
-                    acc10 += dsl_dot4x8_su(av12, c13);
-                    acc11 += dsl_dot4x8_su(av13, c13);
-                    acc12 += dsl_dot4x8_su(av14, c13);
-                    acc13 += dsl_dot4x8_su(av15, c13);
-                    uint c14 = (wv2 >> 0u) & 50529027u;
-                    acc20 += dsl_dot4x8_su(av12, c14);
-                    acc21 += dsl_dot4x8_su(av13, c14);
-                    acc22 += dsl_dot4x8_su(av14, c14);
-                    acc23 += dsl_dot4x8_su(av15, c14);
-                    uint c15 = (wv3 >> 0u) & 50529027u;
-                    acc30 += dsl_dot4x8_su(av12, c15);
-                    acc31 += dsl_dot4x8_su(av13, c15);
-                    acc32 += dsl_dot4x8_su(av14, c15);
-                    acc33 += dsl_dot4x8_su(av15, c15);
+                    uint t109 = (wv >> 0u) & 50529027u;
+                    uint c12 = tq ? ((t109 + 2139062143u) ^ 2155905152u) : t109;
+                    acc00 += dsl_dot4x8_ss(av12, c12);
+                    acc01 += dsl_dot4x8_ss(av13, c12);
+                    acc02 += dsl_dot4x8_ss(av14, c12);
+                    acc03 += dsl_dot4x8_ss(av15, c12);
+                    uint t110 = (wv1 >> 0u) & 50529027u;
+                    uint c13 = tq ? ((t110 + 2139062143u) ^ 2155905152u) : t110;
+                    acc10 += dsl_dot4x8_ss(av12, c13);
+                    acc11 += dsl_dot4x8_ss(av13, c13);
+                    acc12 += dsl_dot4x8_ss(av14, c13);
+                    acc13 += dsl_dot4x8_ss(av15, c13);
+                    uint t111 = (wv2 >> 0u) & 50529027u;
+                    uint c14 = tq ? ((t111 + 2139062143u) ^ 2155905152u) : t111;
+                    acc20 += dsl_dot4x8_ss(av12, c14);
+                    acc21 += dsl_dot4x8_ss(av13, c14);
+                    acc22 += dsl_dot4x8_ss(av14, c14);
+                    acc23 += dsl_dot4x8_ss(av15, c14);
+                    uint t112 = (wv3 >> 0u) & 50529027u;
+                    uint c15 = tq ? ((t112 + 2139062143u) ^ 2155905152u) : t112;
+                    acc30 += dsl_dot4x8_ss(av12, c15);
+                    acc31 += dsl_dot4x8_ss(av13, c15);
+                    acc32 += dsl_dot4x8_ss(av14, c15);
+                    acc33 += dsl_dot4x8_ss(av15, c15);
                 }
+            }
+            if (tq) {
+                precise float d1 = dsh[tx + 0u];
+                accf00 += float(acc00) * d1;
+                acc00 = 0;
+                accf01 += float(acc01) * d1;
+                acc01 = 0;
+                accf02 += float(acc02) * d1;
+                acc02 = 0;
+                accf03 += float(acc03) * d1;
+                acc03 = 0;
+                precise float d2 = dsh[tx + 16u];
+                accf10 += float(acc10) * d2;
+                acc10 = 0;
+                accf11 += float(acc11) * d2;
+                acc11 = 0;
+                accf12 += float(acc12) * d2;
+                acc12 = 0;
+                accf13 += float(acc13) * d2;
+                acc13 = 0;
+                precise float d3 = dsh[tx + 32u];
+                accf20 += float(acc20) * d3;
+                acc20 = 0;
+                accf21 += float(acc21) * d3;
+                acc21 = 0;
+                accf22 += float(acc22) * d3;
+                acc22 = 0;
+                accf23 += float(acc23) * d3;
+                acc23 = 0;
+                precise float d4 = dsh[tx + 48u];
+                accf30 += float(acc30) * d4;
+                acc30 = 0;
+                accf31 += float(acc31) * d4;
+                acc31 = 0;
+                accf32 += float(acc32) * d4;
+                acc32 = 0;
+                accf33 += float(acc33) * d4;
+                acc33 = 0;
             }
             barrier();
         }
@@ -237,22 +465,22 @@ void main()
             precise float sc = pc.qs.d[tok * 2u];
             uint row = row0 + (tx + 0u);
             if (row < M0) {
-                precise float v = (float(acc00 - qsum) / sc) * ws;
+                precise float v = (WFMT == 0u) ? ((float(acc00 - qsum) / sc) * ws) : (accf00 / sc);
                 pc.y.d[(tok * M0) + row] = v;
             }
             uint row1 = row0 + (tx + 16u);
             if (row1 < M0) {
-                precise float v1 = (float(acc10 - qsum) / sc) * ws;
+                precise float v1 = (WFMT == 0u) ? ((float(acc10 - qsum) / sc) * ws) : (accf10 / sc);
                 pc.y.d[(tok * M0) + row1] = v1;
             }
             uint row2 = row0 + (tx + 32u);
             if (row2 < M0) {
-                precise float v2 = (float(acc20 - qsum) / sc) * ws;
+                precise float v2 = (WFMT == 0u) ? ((float(acc20 - qsum) / sc) * ws) : (accf20 / sc);
                 pc.y.d[(tok * M0) + row2] = v2;
             }
             uint row3 = row0 + (tx + 48u);
             if (row3 < M0) {
-                precise float v3 = (float(acc30 - qsum) / sc) * ws;
+                precise float v3 = (WFMT == 0u) ? ((float(acc30 - qsum) / sc) * ws) : (accf30 / sc);
                 pc.y.d[(tok * M0) + row3] = v3;
             }
         }
@@ -262,22 +490,22 @@ void main()
             precise float sc1 = pc.qs.d[tok1 * 2u];
             uint row4 = row0 + (tx + 0u);
             if (row4 < M0) {
-                precise float v4 = (float(acc01 - qsum1) / sc1) * ws;
+                precise float v4 = (WFMT == 0u) ? ((float(acc01 - qsum1) / sc1) * ws) : (accf01 / sc1);
                 pc.y.d[(tok1 * M0) + row4] = v4;
             }
             uint row5 = row0 + (tx + 16u);
             if (row5 < M0) {
-                precise float v5 = (float(acc11 - qsum1) / sc1) * ws;
+                precise float v5 = (WFMT == 0u) ? ((float(acc11 - qsum1) / sc1) * ws) : (accf11 / sc1);
                 pc.y.d[(tok1 * M0) + row5] = v5;
             }
             uint row6 = row0 + (tx + 32u);
             if (row6 < M0) {
-                precise float v6 = (float(acc21 - qsum1) / sc1) * ws;
+                precise float v6 = (WFMT == 0u) ? ((float(acc21 - qsum1) / sc1) * ws) : (accf21 / sc1);
                 pc.y.d[(tok1 * M0) + row6] = v6;
             }
             uint row7 = row0 + (tx + 48u);
             if (row7 < M0) {
-                precise float v7 = (float(acc31 - qsum1) / sc1) * ws;
+                precise float v7 = (WFMT == 0u) ? ((float(acc31 - qsum1) / sc1) * ws) : (accf31 / sc1);
                 pc.y.d[(tok1 * M0) + row7] = v7;
             }
         }
@@ -287,22 +515,22 @@ void main()
             precise float sc2 = pc.qs.d[tok2 * 2u];
             uint row8 = row0 + (tx + 0u);
             if (row8 < M0) {
-                precise float v8 = (float(acc02 - qsum2) / sc2) * ws;
+                precise float v8 = (WFMT == 0u) ? ((float(acc02 - qsum2) / sc2) * ws) : (accf02 / sc2);
                 pc.y.d[(tok2 * M0) + row8] = v8;
             }
             uint row9 = row0 + (tx + 16u);
             if (row9 < M0) {
-                precise float v9 = (float(acc12 - qsum2) / sc2) * ws;
+                precise float v9 = (WFMT == 0u) ? ((float(acc12 - qsum2) / sc2) * ws) : (accf12 / sc2);
                 pc.y.d[(tok2 * M0) + row9] = v9;
             }
             uint row10 = row0 + (tx + 32u);
             if (row10 < M0) {
-                precise float v10 = (float(acc22 - qsum2) / sc2) * ws;
+                precise float v10 = (WFMT == 0u) ? ((float(acc22 - qsum2) / sc2) * ws) : (accf22 / sc2);
                 pc.y.d[(tok2 * M0) + row10] = v10;
             }
             uint row11 = row0 + (tx + 48u);
             if (row11 < M0) {
-                precise float v11 = (float(acc32 - qsum2) / sc2) * ws;
+                precise float v11 = (WFMT == 0u) ? ((float(acc32 - qsum2) / sc2) * ws) : (accf32 / sc2);
                 pc.y.d[(tok2 * M0) + row11] = v11;
             }
         }
@@ -312,57 +540,228 @@ void main()
             precise float sc3 = pc.qs.d[tok3 * 2u];
             uint row12 = row0 + (tx + 0u);
             if (row12 < M0) {
-                precise float v12 = (float(acc03 - qsum3) / sc3) * ws;
+                precise float v12 = (WFMT == 0u) ? ((float(acc03 - qsum3) / sc3) * ws) : (accf03 / sc3);
                 pc.y.d[(tok3 * M0) + row12] = v12;
             }
             uint row13 = row0 + (tx + 16u);
             if (row13 < M0) {
-                precise float v13 = (float(acc13 - qsum3) / sc3) * ws;
+                precise float v13 = (WFMT == 0u) ? ((float(acc13 - qsum3) / sc3) * ws) : (accf13 / sc3);
                 pc.y.d[(tok3 * M0) + row13] = v13;
             }
             uint row14 = row0 + (tx + 32u);
             if (row14 < M0) {
-                precise float v14 = (float(acc23 - qsum3) / sc3) * ws;
+                precise float v14 = (WFMT == 0u) ? ((float(acc23 - qsum3) / sc3) * ws) : (accf23 / sc3);
                 pc.y.d[(tok3 * M0) + row14] = v14;
             }
             uint row15 = row0 + (tx + 48u);
             if (row15 < M0) {
-                precise float v15 = (float(acc33 - qsum3) / sc3) * ws;
+                precise float v15 = (WFMT == 0u) ? ((float(acc33 - qsum3) / sc3) * ws) : (accf33 / sc3);
                 pc.y.d[(tok3 * M0) + row15] = v15;
             }
         }
     } else {
         if (wg < 6u) {
-            precise float ws1 = uintBitsToFloat(pc.w1.d[2048u]);
+            precise float ws1 = 0.0;
+            if (WFMT == 0u) {
+                ws1 = uintBitsToFloat(pc.w1.d[2048u]);
+            }
             uint tx1 = gl_LocalInvocationIndex & 15u;
             uint ty1 = gl_LocalInvocationIndex >> 4u;
             uint row01 = (wg - 4u) * 64u;
             uint tok01 = gl_WorkGroupID.y * 64u;
             int acc001 = 0;
+            precise float accf001 = 0.0;
             int acc011 = 0;
+            precise float accf011 = 0.0;
             int acc021 = 0;
+            precise float accf021 = 0.0;
             int acc031 = 0;
+            precise float accf031 = 0.0;
             int acc101 = 0;
+            precise float accf101 = 0.0;
             int acc111 = 0;
+            precise float accf111 = 0.0;
             int acc121 = 0;
+            precise float accf121 = 0.0;
             int acc131 = 0;
+            precise float accf131 = 0.0;
             int acc201 = 0;
+            precise float accf201 = 0.0;
             int acc211 = 0;
+            precise float accf211 = 0.0;
             int acc221 = 0;
+            precise float accf221 = 0.0;
             int acc231 = 0;
+            precise float accf231 = 0.0;
             int acc301 = 0;
+            precise float accf301 = 0.0;
             int acc311 = 0;
+            precise float accf311 = 0.0;
             int acc321 = 0;
+            precise float accf321 = 0.0;
             int acc331 = 0;
+            precise float accf331 = 0.0;
             for (uint kb1 = 0u; kb1 < 2u; kb1++) {
                 uint e10 = gl_LocalInvocationIndex + 0u;
                 uint r2 = e10 >> 3u;
                 uint wi2 = e10 & 7u;
-                wsh[(wi2 * 68u) + (r2 + 0u)] = pc.w1.d[(min(row01 + r2, M1 - 1u) * KW) + ((kb1 * 8u) + wi2)];
+                uint gr2 = min(row01 + r2, M1 - 1u);
+                uint dst2 = (wi2 * 68u) + (r2 + 0u);
+                if (WFMT == 0u) {
+                    wsh[dst2] = pc.w1.d[(gr2 * KW) + ((kb1 * 8u) + wi2)];
+                }
+                if (WFMT == 1u) {
+                    uint boff6 = (gr2 * 66u) + ((kb1 >> 1u) * 66u);
+                    uint l04 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
+                    uint t113 = l04 + 0u;
+                    uint t114 = boff6 + (((t113 >> 7u) << 5u) | (t113 & 31u));
+                    uint twi16 = t114 >> 2u;
+                    uint tlo16 = pc.w1.d[twi16];
+                    uint t115 = l04 + 32u;
+                    uint t116 = boff6 + (((t115 >> 7u) << 5u) | (t115 & 31u));
+                    uint twi17 = t116 >> 2u;
+                    uint tlo17 = pc.w1.d[twi17];
+                    uint t117 = l04 + 64u;
+                    uint t118 = boff6 + (((t117 >> 7u) << 5u) | (t117 & 31u));
+                    uint twi18 = t118 >> 2u;
+                    uint tlo18 = pc.w1.d[twi18];
+                    uint t119 = l04 + 96u;
+                    uint t120 = boff6 + (((t119 >> 7u) << 5u) | (t119 & 31u));
+                    uint twi19 = t120 >> 2u;
+                    uint tlo19 = pc.w1.d[twi19];
+                    wsh[dst2] = ((((((((t114 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w1.d[twi16 + 1u] << 16u)) : tlo16) >> (((t113 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t116 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w1.d[twi17 + 1u] << 16u)) : tlo17) >> (((t115 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t118 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w1.d[twi18 + 1u] << 16u)) : tlo18) >> (((t117 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t120 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w1.d[twi19 + 1u] << 16u)) : tlo19) >> (((t119 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                }
+                if (WFMT == 2u) {
+                    uint boff7 = (gr2 * 54u) + ((kb1 >> 1u) * 54u);
+                    uint l05 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
+                    uint t121 = l05 + 0u;
+                    bool t122 = t121 < 160u;
+                    bool t123 = t121 < 240u;
+                    uint t124 = t121 - 160u;
+                    uint tn8 = t122 ? (t121 >> 5u) : (t123 ? (t124 >> 4u) : ((t121 - 240u) >> 2u));
+                    uint t125 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                    uint t126 = boff7 + (t122 ? (t121 & 31u) : (t123 ? (32u + (t124 & 15u)) : 48u));
+                    uint twi20 = t126 >> 2u;
+                    uint tlo20 = pc.w1.d[twi20];
+                    uint t127 = ((t126 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w1.d[twi20 + 1u] << 16u)) : tlo20;
+                    uint t128 = l05 + 32u;
+                    bool t129 = t128 < 160u;
+                    bool t130 = t128 < 240u;
+                    uint t131 = t128 - 160u;
+                    uint tn9 = t129 ? (t128 >> 5u) : (t130 ? (t131 >> 4u) : ((t128 - 240u) >> 2u));
+                    uint t132 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+                    uint t133 = boff7 + (t129 ? (t128 & 31u) : (t130 ? (32u + (t131 & 15u)) : 48u));
+                    uint twi21 = t133 >> 2u;
+                    uint tlo21 = pc.w1.d[twi21];
+                    uint t134 = ((t133 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w1.d[twi21 + 1u] << 16u)) : tlo21;
+                    uint t135 = l05 + 64u;
+                    bool t136 = t135 < 160u;
+                    bool t137 = t135 < 240u;
+                    uint t138 = t135 - 160u;
+                    uint tn10 = t136 ? (t135 >> 5u) : (t137 ? (t138 >> 4u) : ((t135 - 240u) >> 2u));
+                    uint t139 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                    uint t140 = boff7 + (t136 ? (t135 & 31u) : (t137 ? (32u + (t138 & 15u)) : 48u));
+                    uint twi22 = t140 >> 2u;
+                    uint tlo22 = pc.w1.d[twi22];
+                    uint t141 = ((t140 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w1.d[twi22 + 1u] << 16u)) : tlo22;
+                    uint t142 = l05 + 96u;
+                    bool t143 = t142 < 160u;
+                    bool t144 = t142 < 240u;
+                    uint t145 = t142 - 160u;
+                    uint tn11 = t143 ? (t142 >> 5u) : (t144 ? (t145 >> 4u) : ((t142 - 240u) >> 2u));
+                    uint t146 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                    uint t147 = boff7 + (t143 ? (t142 & 31u) : (t144 ? (32u + (t145 & 15u)) : 48u));
+                    uint twi23 = t147 >> 2u;
+                    uint tlo23 = pc.w1.d[twi23];
+                    uint t148 = ((t147 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w1.d[twi23 + 1u] << 16u)) : tlo23;
+                    wsh[dst2] = ((((((((((t127 & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t127 >> 8u) & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t134 & 16711935u) * t132) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t134 >> 8u) & 16711935u) * t132) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t141 & 16711935u) * t139) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t141 >> 8u) & 16711935u) * t139) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t148 & 16711935u) * t146) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t148 >> 8u) & 16711935u) * t146) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
                 uint e11 = gl_LocalInvocationIndex + 256u;
                 uint r3 = e11 >> 3u;
                 uint wi3 = e11 & 7u;
-                wsh[(wi3 * 68u) + (r3 + 0u)] = pc.w1.d[(min(row01 + r3, M1 - 1u) * KW) + ((kb1 * 8u) + wi3)];
+                uint gr3 = min(row01 + r3, M1 - 1u);
+                uint dst3 = (wi3 * 68u) + (r3 + 0u);
+                if (WFMT == 0u) {
+                    wsh[dst3] = pc.w1.d[(gr3 * KW) + ((kb1 * 8u) + wi3)];
+                }
+                if (WFMT == 1u) {
+                    uint boff8 = (gr3 * 66u) + ((kb1 >> 1u) * 66u);
+                    uint l06 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
+                    uint t149 = l06 + 0u;
+                    uint t150 = boff8 + (((t149 >> 7u) << 5u) | (t149 & 31u));
+                    uint twi24 = t150 >> 2u;
+                    uint tlo24 = pc.w1.d[twi24];
+                    uint t151 = l06 + 32u;
+                    uint t152 = boff8 + (((t151 >> 7u) << 5u) | (t151 & 31u));
+                    uint twi25 = t152 >> 2u;
+                    uint tlo25 = pc.w1.d[twi25];
+                    uint t153 = l06 + 64u;
+                    uint t154 = boff8 + (((t153 >> 7u) << 5u) | (t153 & 31u));
+                    uint twi26 = t154 >> 2u;
+                    uint tlo26 = pc.w1.d[twi26];
+                    uint t155 = l06 + 96u;
+                    uint t156 = boff8 + (((t155 >> 7u) << 5u) | (t155 & 31u));
+                    uint twi27 = t156 >> 2u;
+                    uint tlo27 = pc.w1.d[twi27];
+                    wsh[dst3] = ((((((((t150 & 2u) != 0u) ? ((tlo24 >> 16u) | (pc.w1.d[twi24 + 1u] << 16u)) : tlo24) >> (((t149 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t152 & 2u) != 0u) ? ((tlo25 >> 16u) | (pc.w1.d[twi25 + 1u] << 16u)) : tlo25) >> (((t151 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t154 & 2u) != 0u) ? ((tlo26 >> 16u) | (pc.w1.d[twi26 + 1u] << 16u)) : tlo26) >> (((t153 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t156 & 2u) != 0u) ? ((tlo27 >> 16u) | (pc.w1.d[twi27 + 1u] << 16u)) : tlo27) >> (((t155 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                }
+                if (WFMT == 2u) {
+                    uint boff9 = (gr3 * 54u) + ((kb1 >> 1u) * 54u);
+                    uint l07 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
+                    uint t157 = l07 + 0u;
+                    bool t158 = t157 < 160u;
+                    bool t159 = t157 < 240u;
+                    uint t160 = t157 - 160u;
+                    uint tn12 = t158 ? (t157 >> 5u) : (t159 ? (t160 >> 4u) : ((t157 - 240u) >> 2u));
+                    uint t161 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                    uint t162 = boff9 + (t158 ? (t157 & 31u) : (t159 ? (32u + (t160 & 15u)) : 48u));
+                    uint twi28 = t162 >> 2u;
+                    uint tlo28 = pc.w1.d[twi28];
+                    uint t163 = ((t162 & 2u) != 0u) ? ((tlo28 >> 16u) | (pc.w1.d[twi28 + 1u] << 16u)) : tlo28;
+                    uint t164 = l07 + 32u;
+                    bool t165 = t164 < 160u;
+                    bool t166 = t164 < 240u;
+                    uint t167 = t164 - 160u;
+                    uint tn13 = t165 ? (t164 >> 5u) : (t166 ? (t167 >> 4u) : ((t164 - 240u) >> 2u));
+                    uint t168 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                    uint t169 = boff9 + (t165 ? (t164 & 31u) : (t166 ? (32u + (t167 & 15u)) : 48u));
+                    uint twi29 = t169 >> 2u;
+                    uint tlo29 = pc.w1.d[twi29];
+                    uint t170 = ((t169 & 2u) != 0u) ? ((tlo29 >> 16u) | (pc.w1.d[twi29 + 1u] << 16u)) : tlo29;
+                    uint t171 = l07 + 64u;
+                    bool t172 = t171 < 160u;
+                    bool t173 = t171 < 240u;
+                    uint t174 = t171 - 160u;
+                    uint tn14 = t172 ? (t171 >> 5u) : (t173 ? (t174 >> 4u) : ((t171 - 240u) >> 2u));
+                    uint t175 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                    uint t176 = boff9 + (t172 ? (t171 & 31u) : (t173 ? (32u + (t174 & 15u)) : 48u));
+                    uint twi30 = t176 >> 2u;
+                    uint tlo30 = pc.w1.d[twi30];
+                    uint t177 = ((t176 & 2u) != 0u) ? ((tlo30 >> 16u) | (pc.w1.d[twi30 + 1u] << 16u)) : tlo30;
+                    uint t178 = l07 + 96u;
+                    bool t179 = t178 < 160u;
+                    bool t180 = t178 < 240u;
+                    uint t181 = t178 - 160u;
+                    uint tn15 = t179 ? (t178 >> 5u) : (t180 ? (t181 >> 4u) : ((t178 - 240u) >> 2u));
+                    uint t182 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                    uint t183 = boff9 + (t179 ? (t178 & 31u) : (t180 ? (32u + (t181 & 15u)) : 48u));
+                    uint twi31 = t183 >> 2u;
+                    uint tlo31 = pc.w1.d[twi31];
+                    uint t184 = ((t183 & 2u) != 0u) ? ((tlo31 >> 16u) | (pc.w1.d[twi31 + 1u] << 16u)) : tlo31;
+                    wsh[dst3] = ((((((((((t163 & 16711935u) * t161) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t163 >> 8u) & 16711935u) * t161) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t170 & 16711935u) * t168) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t170 >> 8u) & 16711935u) * t168) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t177 & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t177 >> 8u) & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t184 & 16711935u) * t182) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t184 >> 8u) & 16711935u) * t182) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
+                if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
+                    uint boff10 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 66u) + ((kb1 >> 1u) * 66u);
+                    uint tdo2 = boff10 + 64u;
+                    precise float t185 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t185;
+                }
+                if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
+                    uint boff11 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 54u) + ((kb1 >> 1u) * 54u);
+                    uint tdo3 = boff11 + 52u;
+                    precise float t186 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t186;
+                }
                 uint e12 = gl_LocalInvocationIndex + 0u;
                 uint t8 = e12 >> 5u;
                 uint jw8 = e12 & 31u;
@@ -396,6 +795,7 @@ void main()
                 uint jw15 = e19 & 31u;
                 ash[(jw15 * 65u) + t15] = pc.q.d[(min(tok01 + t15, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw15)];
                 barrier();
+                bool tq1 = WFMT != 0u;
                 if ((tok01 + (ty1 * 4u)) < dyn.n_tokens) {
                     for (uint wl1 = 0u; wl1 < 8u; wl1++) {
                         uint wv4 = wsh[(wl1 * 68u) + (tx1 + 0u)];
@@ -407,102 +807,156 @@ void main()
                         uint av17 = ash[ab4 + 1u];
                         uint av18 = ash[ab4 + 2u];
                         uint av19 = ash[ab4 + 3u];
-                        uint c16 = (wv4 >> 6u) & 50529027u;
-                        acc001 += dsl_dot4x8_su(av16, c16);
-                        acc011 += dsl_dot4x8_su(av17, c16);
-                        acc021 += dsl_dot4x8_su(av18, c16);
-                        acc031 += dsl_dot4x8_su(av19, c16);
-                        uint c17 = (wv5 >> 6u) & 50529027u;
-                        acc101 += dsl_dot4x8_su(av16, c17);
-                        acc111 += dsl_dot4x8_su(av17, c17);
-                        acc121 += dsl_dot4x8_su(av18, c17);
-                        acc131 += dsl_dot4x8_su(av19, c17);
-                        uint c18 = (wv6 >> 6u) & 50529027u;
-                        acc201 += dsl_dot4x8_su(av16, c18);
-                        acc211 += dsl_dot4x8_su(av17, c18);
-                        acc221 += dsl_dot4x8_su(av18, c18);
-                        acc231 += dsl_dot4x8_su(av19, c18);
-                        uint c19 = (wv7 >> 6u) & 50529027u;
-                        acc301 += dsl_dot4x8_su(av16, c19);
-                        acc311 += dsl_dot4x8_su(av17, c19);
-                        acc321 += dsl_dot4x8_su(av18, c19);
-                        acc331 += dsl_dot4x8_su(av19, c19);
+                        uint t187 = (wv4 >> 6u) & 50529027u;
+                        uint c16 = tq1 ? ((t187 + 2139062143u) ^ 2155905152u) : t187;
+                        acc001 += dsl_dot4x8_ss(av16, c16);
+                        acc011 += dsl_dot4x8_ss(av17, c16);
+                        acc021 += dsl_dot4x8_ss(av18, c16);
+                        acc031 += dsl_dot4x8_ss(av19, c16);
+                        uint t188 = (wv5 >> 6u) & 50529027u;
+                        uint c17 = tq1 ? ((t188 + 2139062143u) ^ 2155905152u) : t188;
+                        acc101 += dsl_dot4x8_ss(av16, c17);
+                        acc111 += dsl_dot4x8_ss(av17, c17);
+                        acc121 += dsl_dot4x8_ss(av18, c17);
+                        acc131 += dsl_dot4x8_ss(av19, c17);
+                        uint t189 = (wv6 >> 6u) & 50529027u;
+                        uint c18 = tq1 ? ((t189 + 2139062143u) ^ 2155905152u) : t189;
+                        acc201 += dsl_dot4x8_ss(av16, c18);
+                        acc211 += dsl_dot4x8_ss(av17, c18);
+                        acc221 += dsl_dot4x8_ss(av18, c18);
+                        acc231 += dsl_dot4x8_ss(av19, c18);
+                        uint t190 = (wv7 >> 6u) & 50529027u;
+                        uint c19 = tq1 ? ((t190 + 2139062143u) ^ 2155905152u) : t190;
+                        acc301 += dsl_dot4x8_ss(av16, c19);
+                        acc311 += dsl_dot4x8_ss(av17, c19);
+                        acc321 += dsl_dot4x8_ss(av18, c19);
+                        acc331 += dsl_dot4x8_ss(av19, c19);
                         uint ab5 = ((wl1 + 8u) * 65u) + (ty1 * 4u);
                         uint av20 = ash[ab5 + 0u];
                         uint av21 = ash[ab5 + 1u];
                         uint av22 = ash[ab5 + 2u];
                         uint av23 = ash[ab5 + 3u];
-                        uint c20 = (wv4 >> 4u) & 50529027u;
-                        acc001 += dsl_dot4x8_su(av20, c20);
-                        acc011 += dsl_dot4x8_su(av21, c20);
-                        acc021 += dsl_dot4x8_su(av22, c20);
-                        acc031 += dsl_dot4x8_su(av23, c20);
-                        uint c21 = (wv5 >> 4u) & 50529027u;
-                        acc101 += dsl_dot4x8_su(av20, c21);
-                        acc111 += dsl_dot4x8_su(av21, c21);
-                        acc121 += dsl_dot4x8_su(av22, c21);
-                        acc131 += dsl_dot4x8_su(av23, c21);
-                        uint c22 = (wv6 >> 4u) & 50529027u;
-                        acc201 += dsl_dot4x8_su(av20, c22);
-                        acc211 += dsl_dot4x8_su(av21, c22);
-                        acc221 += dsl_dot4x8_su(av22, c22);
-                        acc231 += dsl_dot4x8_su(av23, c22);
-                        uint c23 = (wv7 >> 4u) & 50529027u;
-                        acc301 += dsl_dot4x8_su(av20, c23);
-                        acc311 += dsl_dot4x8_su(av21, c23);
-                        acc321 += dsl_dot4x8_su(av22, c23);
-                        acc331 += dsl_dot4x8_su(av23, c23);
+                        uint t191 = (wv4 >> 4u) & 50529027u;
+                        uint c20 = tq1 ? ((t191 + 2139062143u) ^ 2155905152u) : t191;
+                        acc001 += dsl_dot4x8_ss(av20, c20);
+                        acc011 += dsl_dot4x8_ss(av21, c20);
+                        acc021 += dsl_dot4x8_ss(av22, c20);
+                        acc031 += dsl_dot4x8_ss(av23, c20);
+                        uint t192 = (wv5 >> 4u) & 50529027u;
+                        uint c21 = tq1 ? ((t192 + 2139062143u) ^ 2155905152u) : t192;
+                        acc101 += dsl_dot4x8_ss(av20, c21);
+                        acc111 += dsl_dot4x8_ss(av21, c21);
+                        acc121 += dsl_dot4x8_ss(av22, c21);
+                        acc131 += dsl_dot4x8_ss(av23, c21);
+                        uint t193 = (wv6 >> 4u) & 50529027u;
+                        uint c22 = tq1 ? ((t193 + 2139062143u) ^ 2155905152u) : t193;
+                        acc201 += dsl_dot4x8_ss(av20, c22);
+                        acc211 += dsl_dot4x8_ss(av21, c22);
+                        acc221 += dsl_dot4x8_ss(av22, c22);
+                        acc231 += dsl_dot4x8_ss(av23, c22);
+                        uint t194 = (wv7 >> 4u) & 50529027u;
+                        uint c23 = tq1 ? ((t194 + 2139062143u) ^ 2155905152u) : t194;
+                        acc301 += dsl_dot4x8_ss(av20, c23);
+                        acc311 += dsl_dot4x8_ss(av21, c23);
+                        acc321 += dsl_dot4x8_ss(av22, c23);
+                        acc331 += dsl_dot4x8_ss(av23, c23);
                         uint ab6 = ((wl1 + 16u) * 65u) + (ty1 * 4u);
                         uint av24 = ash[ab6 + 0u];
                         uint av25 = ash[ab6 + 1u];
                         uint av26 = ash[ab6 + 2u];
                         uint av27 = ash[ab6 + 3u];
-                        uint c24 = (wv4 >> 2u) & 50529027u;
-                        acc001 += dsl_dot4x8_su(av24, c24);
-                        acc011 += dsl_dot4x8_su(av25, c24);
-                        acc021 += dsl_dot4x8_su(av26, c24);
-                        acc031 += dsl_dot4x8_su(av27, c24);
-                        uint c25 = (wv5 >> 2u) & 50529027u;
-                        acc101 += dsl_dot4x8_su(av24, c25);
-                        acc111 += dsl_dot4x8_su(av25, c25);
-                        acc121 += dsl_dot4x8_su(av26, c25);
-                        acc131 += dsl_dot4x8_su(av27, c25);
-                        uint c26 = (wv6 >> 2u) & 50529027u;
-                        acc201 += dsl_dot4x8_su(av24, c26);
-                        acc211 += dsl_dot4x8_su(av25, c26);
-                        acc221 += dsl_dot4x8_su(av26, c26);
-                        acc231 += dsl_dot4x8_su(av27, c26);
-                        uint c27 = (wv7 >> 2u) & 50529027u;
-                        acc301 += dsl_dot4x8_su(av24, c27);
-                        acc311 += dsl_dot4x8_su(av25, c27);
-                        acc321 += dsl_dot4x8_su(av26, c27);
-                        acc331 += dsl_dot4x8_su(av27, c27);
+                        uint t195 = (wv4 >> 2u) & 50529027u;
+                        uint c24 = tq1 ? ((t195 + 2139062143u) ^ 2155905152u) : t195;
+                        acc001 += dsl_dot4x8_ss(av24, c24);
+                        acc011 += dsl_dot4x8_ss(av25, c24);
+                        acc021 += dsl_dot4x8_ss(av26, c24);
+                        acc031 += dsl_dot4x8_ss(av27, c24);
+                        uint t196 = (wv5 >> 2u) & 50529027u;
+                        uint c25 = tq1 ? ((t196 + 2139062143u) ^ 2155905152u) : t196;
+                        acc101 += dsl_dot4x8_ss(av24, c25);
+                        acc111 += dsl_dot4x8_ss(av25, c25);
+                        acc121 += dsl_dot4x8_ss(av26, c25);
+                        acc131 += dsl_dot4x8_ss(av27, c25);
+                        uint t197 = (wv6 >> 2u) & 50529027u;
+                        uint c26 = tq1 ? ((t197 + 2139062143u) ^ 2155905152u) : t197;
+                        acc201 += dsl_dot4x8_ss(av24, c26);
+                        acc211 += dsl_dot4x8_ss(av25, c26);
+                        acc221 += dsl_dot4x8_ss(av26, c26);
+                        acc231 += dsl_dot4x8_ss(av27, c26);
+                        uint t198 = (wv7 >> 2u) & 50529027u;
+                        uint c27 = tq1 ? ((t198 + 2139062143u) ^ 2155905152u) : t198;
+                        acc301 += dsl_dot4x8_ss(av24, c27);
+                        acc311 += dsl_dot4x8_ss(av25, c27);
+                        acc321 += dsl_dot4x8_ss(av26, c27);
+                        acc331 += dsl_dot4x8_ss(av27, c27);
                         uint ab7 = ((wl1 + 24u) * 65u) + (ty1 * 4u);
                         uint av28 = ash[ab7 + 0u];
                         uint av29 = ash[ab7 + 1u];
                         uint av30 = ash[ab7 + 2u];
                         uint av31 = ash[ab7 + 3u];
-                        uint c28 = (wv4 >> 0u) & 50529027u;
-                        acc001 += dsl_dot4x8_su(av28, c28);
-                        acc011 += dsl_dot4x8_su(av29, c28);
-                        acc021 += dsl_dot4x8_su(av30, c28);
-                        acc031 += dsl_dot4x8_su(av31, c28);
-                        uint c29 = (wv5 >> 0u) & 50529027u;
-                        acc101 += dsl_dot4x8_su(av28, c29);
-                        acc111 += dsl_dot4x8_su(av29, c29);
-                        acc121 += dsl_dot4x8_su(av30, c29);
-                        acc131 += dsl_dot4x8_su(av31, c29);
-                        uint c30 = (wv6 >> 0u) & 50529027u;
-                        acc201 += dsl_dot4x8_su(av28, c30);
-                        acc211 += dsl_dot4x8_su(av29, c30);
-                        acc221 += dsl_dot4x8_su(av30, c30);
-                        acc231 += dsl_dot4x8_su(av31, c30);
-                        uint c31 = (wv7 >> 0u) & 50529027u;
-                        acc301 += dsl_dot4x8_su(av28, c31);
-                        acc311 += dsl_dot4x8_su(av29, c31);
-                        acc321 += dsl_dot4x8_su(av30, c31);
-                        acc331 += dsl_dot4x8_su(av31, c31);
+                        uint t199 = (wv4 >> 0u) & 50529027u;
+                        uint c28 = tq1 ? ((t199 + 2139062143u) ^ 2155905152u) : t199;
+                        acc001 += dsl_dot4x8_ss(av28, c28);
+                        acc011 += dsl_dot4x8_ss(av29, c28);
+                        acc021 += dsl_dot4x8_ss(av30, c28);
+                        acc031 += dsl_dot4x8_ss(av31, c28);
+                        uint t200 = (wv5 >> 0u) & 50529027u;
+                        uint c29 = tq1 ? ((t200 + 2139062143u) ^ 2155905152u) : t200;
+                        acc101 += dsl_dot4x8_ss(av28, c29);
+                        acc111 += dsl_dot4x8_ss(av29, c29);
+                        acc121 += dsl_dot4x8_ss(av30, c29);
+                        acc131 += dsl_dot4x8_ss(av31, c29);
+                        uint t201 = (wv6 >> 0u) & 50529027u;
+                        uint c30 = tq1 ? ((t201 + 2139062143u) ^ 2155905152u) : t201;
+                        acc201 += dsl_dot4x8_ss(av28, c30);
+                        acc211 += dsl_dot4x8_ss(av29, c30);
+                        acc221 += dsl_dot4x8_ss(av30, c30);
+                        acc231 += dsl_dot4x8_ss(av31, c30);
+                        uint t202 = (wv7 >> 0u) & 50529027u;
+                        uint c31 = tq1 ? ((t202 + 2139062143u) ^ 2155905152u) : t202;
+                        acc301 += dsl_dot4x8_ss(av28, c31);
+                        acc311 += dsl_dot4x8_ss(av29, c31);
+                        acc321 += dsl_dot4x8_ss(av30, c31);
+                        acc331 += dsl_dot4x8_ss(av31, c31);
                     }
+                }
+                if (tq1) {
+                    precise float d5 = dsh[tx1 + 0u];
+                    accf001 += float(acc001) * d5;
+                    acc001 = 0;
+                    accf011 += float(acc011) * d5;
+                    acc011 = 0;
+                    accf021 += float(acc021) * d5;
+                    acc021 = 0;
+                    accf031 += float(acc031) * d5;
+                    acc031 = 0;
+                    precise float d6 = dsh[tx1 + 16u];
+                    accf101 += float(acc101) * d6;
+                    acc101 = 0;
+                    accf111 += float(acc111) * d6;
+                    acc111 = 0;
+                    accf121 += float(acc121) * d6;
+                    acc121 = 0;
+                    accf131 += float(acc131) * d6;
+                    acc131 = 0;
+                    precise float d7 = dsh[tx1 + 32u];
+                    accf201 += float(acc201) * d7;
+                    acc201 = 0;
+                    accf211 += float(acc211) * d7;
+                    acc211 = 0;
+                    accf221 += float(acc221) * d7;
+                    acc221 = 0;
+                    accf231 += float(acc231) * d7;
+                    acc231 = 0;
+                    precise float d8 = dsh[tx1 + 48u];
+                    accf301 += float(acc301) * d8;
+                    acc301 = 0;
+                    accf311 += float(acc311) * d8;
+                    acc311 = 0;
+                    accf321 += float(acc321) * d8;
+                    acc321 = 0;
+                    accf331 += float(acc331) * d8;
+                    acc331 = 0;
                 }
                 barrier();
             }
@@ -512,22 +966,22 @@ void main()
                 precise float sc4 = pc.qs.d[tok4 * 2u];
                 uint row16 = row01 + (tx1 + 0u);
                 if (row16 < M1) {
-                    precise float v16 = (float(acc001 - qsum4) / sc4) * ws1;
+                    precise float v16 = (WFMT == 0u) ? ((float(acc001 - qsum4) / sc4) * ws1) : (accf001 / sc4);
                     pc.y1.d[(tok4 * M1) + row16] = v16;
                 }
                 uint row17 = row01 + (tx1 + 16u);
                 if (row17 < M1) {
-                    precise float v17 = (float(acc101 - qsum4) / sc4) * ws1;
+                    precise float v17 = (WFMT == 0u) ? ((float(acc101 - qsum4) / sc4) * ws1) : (accf101 / sc4);
                     pc.y1.d[(tok4 * M1) + row17] = v17;
                 }
                 uint row18 = row01 + (tx1 + 32u);
                 if (row18 < M1) {
-                    precise float v18 = (float(acc201 - qsum4) / sc4) * ws1;
+                    precise float v18 = (WFMT == 0u) ? ((float(acc201 - qsum4) / sc4) * ws1) : (accf201 / sc4);
                     pc.y1.d[(tok4 * M1) + row18] = v18;
                 }
                 uint row19 = row01 + (tx1 + 48u);
                 if (row19 < M1) {
-                    precise float v19 = (float(acc301 - qsum4) / sc4) * ws1;
+                    precise float v19 = (WFMT == 0u) ? ((float(acc301 - qsum4) / sc4) * ws1) : (accf301 / sc4);
                     pc.y1.d[(tok4 * M1) + row19] = v19;
                 }
             }
@@ -537,22 +991,22 @@ void main()
                 precise float sc5 = pc.qs.d[tok5 * 2u];
                 uint row20 = row01 + (tx1 + 0u);
                 if (row20 < M1) {
-                    precise float v20 = (float(acc011 - qsum5) / sc5) * ws1;
+                    precise float v20 = (WFMT == 0u) ? ((float(acc011 - qsum5) / sc5) * ws1) : (accf011 / sc5);
                     pc.y1.d[(tok5 * M1) + row20] = v20;
                 }
                 uint row21 = row01 + (tx1 + 16u);
                 if (row21 < M1) {
-                    precise float v21 = (float(acc111 - qsum5) / sc5) * ws1;
+                    precise float v21 = (WFMT == 0u) ? ((float(acc111 - qsum5) / sc5) * ws1) : (accf111 / sc5);
                     pc.y1.d[(tok5 * M1) + row21] = v21;
                 }
                 uint row22 = row01 + (tx1 + 32u);
                 if (row22 < M1) {
-                    precise float v22 = (float(acc211 - qsum5) / sc5) * ws1;
+                    precise float v22 = (WFMT == 0u) ? ((float(acc211 - qsum5) / sc5) * ws1) : (accf211 / sc5);
                     pc.y1.d[(tok5 * M1) + row22] = v22;
                 }
                 uint row23 = row01 + (tx1 + 48u);
                 if (row23 < M1) {
-                    precise float v23 = (float(acc311 - qsum5) / sc5) * ws1;
+                    precise float v23 = (WFMT == 0u) ? ((float(acc311 - qsum5) / sc5) * ws1) : (accf311 / sc5);
                     pc.y1.d[(tok5 * M1) + row23] = v23;
                 }
             }
@@ -562,22 +1016,22 @@ void main()
                 precise float sc6 = pc.qs.d[tok6 * 2u];
                 uint row24 = row01 + (tx1 + 0u);
                 if (row24 < M1) {
-                    precise float v24 = (float(acc021 - qsum6) / sc6) * ws1;
+                    precise float v24 = (WFMT == 0u) ? ((float(acc021 - qsum6) / sc6) * ws1) : (accf021 / sc6);
                     pc.y1.d[(tok6 * M1) + row24] = v24;
                 }
                 uint row25 = row01 + (tx1 + 16u);
                 if (row25 < M1) {
-                    precise float v25 = (float(acc121 - qsum6) / sc6) * ws1;
+                    precise float v25 = (WFMT == 0u) ? ((float(acc121 - qsum6) / sc6) * ws1) : (accf121 / sc6);
                     pc.y1.d[(tok6 * M1) + row25] = v25;
                 }
                 uint row26 = row01 + (tx1 + 32u);
                 if (row26 < M1) {
-                    precise float v26 = (float(acc221 - qsum6) / sc6) * ws1;
+                    precise float v26 = (WFMT == 0u) ? ((float(acc221 - qsum6) / sc6) * ws1) : (accf221 / sc6);
                     pc.y1.d[(tok6 * M1) + row26] = v26;
                 }
                 uint row27 = row01 + (tx1 + 48u);
                 if (row27 < M1) {
-                    precise float v27 = (float(acc321 - qsum6) / sc6) * ws1;
+                    precise float v27 = (WFMT == 0u) ? ((float(acc321 - qsum6) / sc6) * ws1) : (accf321 / sc6);
                     pc.y1.d[(tok6 * M1) + row27] = v27;
                 }
             }
@@ -587,56 +1041,227 @@ void main()
                 precise float sc7 = pc.qs.d[tok7 * 2u];
                 uint row28 = row01 + (tx1 + 0u);
                 if (row28 < M1) {
-                    precise float v28 = (float(acc031 - qsum7) / sc7) * ws1;
+                    precise float v28 = (WFMT == 0u) ? ((float(acc031 - qsum7) / sc7) * ws1) : (accf031 / sc7);
                     pc.y1.d[(tok7 * M1) + row28] = v28;
                 }
                 uint row29 = row01 + (tx1 + 16u);
                 if (row29 < M1) {
-                    precise float v29 = (float(acc131 - qsum7) / sc7) * ws1;
+                    precise float v29 = (WFMT == 0u) ? ((float(acc131 - qsum7) / sc7) * ws1) : (accf131 / sc7);
                     pc.y1.d[(tok7 * M1) + row29] = v29;
                 }
                 uint row30 = row01 + (tx1 + 32u);
                 if (row30 < M1) {
-                    precise float v30 = (float(acc231 - qsum7) / sc7) * ws1;
+                    precise float v30 = (WFMT == 0u) ? ((float(acc231 - qsum7) / sc7) * ws1) : (accf231 / sc7);
                     pc.y1.d[(tok7 * M1) + row30] = v30;
                 }
                 uint row31 = row01 + (tx1 + 48u);
                 if (row31 < M1) {
-                    precise float v31 = (float(acc331 - qsum7) / sc7) * ws1;
+                    precise float v31 = (WFMT == 0u) ? ((float(acc331 - qsum7) / sc7) * ws1) : (accf331 / sc7);
                     pc.y1.d[(tok7 * M1) + row31] = v31;
                 }
             }
         } else {
-            precise float ws2 = uintBitsToFloat(pc.w2.d[2048u]);
+            precise float ws2 = 0.0;
+            if (WFMT == 0u) {
+                ws2 = uintBitsToFloat(pc.w2.d[2048u]);
+            }
             uint tx2 = gl_LocalInvocationIndex & 15u;
             uint ty2 = gl_LocalInvocationIndex >> 4u;
             uint row02 = (wg - 6u) * 64u;
             uint tok02 = gl_WorkGroupID.y * 64u;
             int acc002 = 0;
+            precise float accf002 = 0.0;
             int acc012 = 0;
+            precise float accf012 = 0.0;
             int acc022 = 0;
+            precise float accf022 = 0.0;
             int acc032 = 0;
+            precise float accf032 = 0.0;
             int acc102 = 0;
+            precise float accf102 = 0.0;
             int acc112 = 0;
+            precise float accf112 = 0.0;
             int acc122 = 0;
+            precise float accf122 = 0.0;
             int acc132 = 0;
+            precise float accf132 = 0.0;
             int acc202 = 0;
+            precise float accf202 = 0.0;
             int acc212 = 0;
+            precise float accf212 = 0.0;
             int acc222 = 0;
+            precise float accf222 = 0.0;
             int acc232 = 0;
+            precise float accf232 = 0.0;
             int acc302 = 0;
+            precise float accf302 = 0.0;
             int acc312 = 0;
+            precise float accf312 = 0.0;
             int acc322 = 0;
+            precise float accf322 = 0.0;
             int acc332 = 0;
+            precise float accf332 = 0.0;
             for (uint kb2 = 0u; kb2 < 2u; kb2++) {
                 uint e20 = gl_LocalInvocationIndex + 0u;
                 uint r4 = e20 >> 3u;
                 uint wi4 = e20 & 7u;
-                wsh[(wi4 * 68u) + (r4 + 0u)] = pc.w2.d[(min(row02 + r4, M2 - 1u) * KW) + ((kb2 * 8u) + wi4)];
+                uint gr4 = min(row02 + r4, M2 - 1u);
+                uint dst4 = (wi4 * 68u) + (r4 + 0u);
+                if (WFMT == 0u) {
+                    wsh[dst4] = pc.w2.d[(gr4 * KW) + ((kb2 * 8u) + wi4)];
+                }
+                if (WFMT == 1u) {
+                    uint boff12 = (gr4 * 66u) + ((kb2 >> 1u) * 66u);
+                    uint l08 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
+                    uint t203 = l08 + 0u;
+                    uint t204 = boff12 + (((t203 >> 7u) << 5u) | (t203 & 31u));
+                    uint twi32 = t204 >> 2u;
+                    uint tlo32 = pc.w2.d[twi32];
+                    uint t205 = l08 + 32u;
+                    uint t206 = boff12 + (((t205 >> 7u) << 5u) | (t205 & 31u));
+                    uint twi33 = t206 >> 2u;
+                    uint tlo33 = pc.w2.d[twi33];
+                    uint t207 = l08 + 64u;
+                    uint t208 = boff12 + (((t207 >> 7u) << 5u) | (t207 & 31u));
+                    uint twi34 = t208 >> 2u;
+                    uint tlo34 = pc.w2.d[twi34];
+                    uint t209 = l08 + 96u;
+                    uint t210 = boff12 + (((t209 >> 7u) << 5u) | (t209 & 31u));
+                    uint twi35 = t210 >> 2u;
+                    uint tlo35 = pc.w2.d[twi35];
+                    wsh[dst4] = ((((((((t204 & 2u) != 0u) ? ((tlo32 >> 16u) | (pc.w2.d[twi32 + 1u] << 16u)) : tlo32) >> (((t203 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t206 & 2u) != 0u) ? ((tlo33 >> 16u) | (pc.w2.d[twi33 + 1u] << 16u)) : tlo33) >> (((t205 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t208 & 2u) != 0u) ? ((tlo34 >> 16u) | (pc.w2.d[twi34 + 1u] << 16u)) : tlo34) >> (((t207 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t210 & 2u) != 0u) ? ((tlo35 >> 16u) | (pc.w2.d[twi35 + 1u] << 16u)) : tlo35) >> (((t209 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                }
+                if (WFMT == 2u) {
+                    uint boff13 = (gr4 * 54u) + ((kb2 >> 1u) * 54u);
+                    uint l09 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
+                    uint t211 = l09 + 0u;
+                    bool t212 = t211 < 160u;
+                    bool t213 = t211 < 240u;
+                    uint t214 = t211 - 160u;
+                    uint tn16 = t212 ? (t211 >> 5u) : (t213 ? (t214 >> 4u) : ((t211 - 240u) >> 2u));
+                    uint t215 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                    uint t216 = boff13 + (t212 ? (t211 & 31u) : (t213 ? (32u + (t214 & 15u)) : 48u));
+                    uint twi36 = t216 >> 2u;
+                    uint tlo36 = pc.w2.d[twi36];
+                    uint t217 = ((t216 & 2u) != 0u) ? ((tlo36 >> 16u) | (pc.w2.d[twi36 + 1u] << 16u)) : tlo36;
+                    uint t218 = l09 + 32u;
+                    bool t219 = t218 < 160u;
+                    bool t220 = t218 < 240u;
+                    uint t221 = t218 - 160u;
+                    uint tn17 = t219 ? (t218 >> 5u) : (t220 ? (t221 >> 4u) : ((t218 - 240u) >> 2u));
+                    uint t222 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
+                    uint t223 = boff13 + (t219 ? (t218 & 31u) : (t220 ? (32u + (t221 & 15u)) : 48u));
+                    uint twi37 = t223 >> 2u;
+                    uint tlo37 = pc.w2.d[twi37];
+                    uint t224 = ((t223 & 2u) != 0u) ? ((tlo37 >> 16u) | (pc.w2.d[twi37 + 1u] << 16u)) : tlo37;
+                    uint t225 = l09 + 64u;
+                    bool t226 = t225 < 160u;
+                    bool t227 = t225 < 240u;
+                    uint t228 = t225 - 160u;
+                    uint tn18 = t226 ? (t225 >> 5u) : (t227 ? (t228 >> 4u) : ((t225 - 240u) >> 2u));
+                    uint t229 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
+                    uint t230 = boff13 + (t226 ? (t225 & 31u) : (t227 ? (32u + (t228 & 15u)) : 48u));
+                    uint twi38 = t230 >> 2u;
+                    uint tlo38 = pc.w2.d[twi38];
+                    uint t231 = ((t230 & 2u) != 0u) ? ((tlo38 >> 16u) | (pc.w2.d[twi38 + 1u] << 16u)) : tlo38;
+                    uint t232 = l09 + 96u;
+                    bool t233 = t232 < 160u;
+                    bool t234 = t232 < 240u;
+                    uint t235 = t232 - 160u;
+                    uint tn19 = t233 ? (t232 >> 5u) : (t234 ? (t235 >> 4u) : ((t232 - 240u) >> 2u));
+                    uint t236 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
+                    uint t237 = boff13 + (t233 ? (t232 & 31u) : (t234 ? (32u + (t235 & 15u)) : 48u));
+                    uint twi39 = t237 >> 2u;
+                    uint tlo39 = pc.w2.d[twi39];
+                    uint t238 = ((t237 & 2u) != 0u) ? ((tlo39 >> 16u) | (pc.w2.d[twi39 + 1u] << 16u)) : tlo39;
+                    wsh[dst4] = ((((((((((t217 & 16711935u) * t215) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t217 >> 8u) & 16711935u) * t215) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t224 & 16711935u) * t222) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t224 >> 8u) & 16711935u) * t222) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t231 & 16711935u) * t229) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t231 >> 8u) & 16711935u) * t229) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t238 & 16711935u) * t236) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t238 >> 8u) & 16711935u) * t236) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
                 uint e21 = gl_LocalInvocationIndex + 256u;
                 uint r5 = e21 >> 3u;
                 uint wi5 = e21 & 7u;
-                wsh[(wi5 * 68u) + (r5 + 0u)] = pc.w2.d[(min(row02 + r5, M2 - 1u) * KW) + ((kb2 * 8u) + wi5)];
+                uint gr5 = min(row02 + r5, M2 - 1u);
+                uint dst5 = (wi5 * 68u) + (r5 + 0u);
+                if (WFMT == 0u) {
+                    wsh[dst5] = pc.w2.d[(gr5 * KW) + ((kb2 * 8u) + wi5)];
+                }
+                if (WFMT == 1u) {
+                    uint boff14 = (gr5 * 66u) + ((kb2 >> 1u) * 66u);
+                    uint l010 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
+                    uint t239 = l010 + 0u;
+                    uint t240 = boff14 + (((t239 >> 7u) << 5u) | (t239 & 31u));
+                    uint twi40 = t240 >> 2u;
+                    uint tlo40 = pc.w2.d[twi40];
+                    uint t241 = l010 + 32u;
+                    uint t242 = boff14 + (((t241 >> 7u) << 5u) | (t241 & 31u));
+                    uint twi41 = t242 >> 2u;
+                    uint tlo41 = pc.w2.d[twi41];
+                    uint t243 = l010 + 64u;
+                    uint t244 = boff14 + (((t243 >> 7u) << 5u) | (t243 & 31u));
+                    uint twi42 = t244 >> 2u;
+                    uint tlo42 = pc.w2.d[twi42];
+                    uint t245 = l010 + 96u;
+                    uint t246 = boff14 + (((t245 >> 7u) << 5u) | (t245 & 31u));
+                    uint twi43 = t246 >> 2u;
+                    uint tlo43 = pc.w2.d[twi43];
+                    wsh[dst5] = ((((((((t240 & 2u) != 0u) ? ((tlo40 >> 16u) | (pc.w2.d[twi40 + 1u] << 16u)) : tlo40) >> (((t239 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t242 & 2u) != 0u) ? ((tlo41 >> 16u) | (pc.w2.d[twi41 + 1u] << 16u)) : tlo41) >> (((t241 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t244 & 2u) != 0u) ? ((tlo42 >> 16u) | (pc.w2.d[twi42 + 1u] << 16u)) : tlo42) >> (((t243 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t246 & 2u) != 0u) ? ((tlo43 >> 16u) | (pc.w2.d[twi43 + 1u] << 16u)) : tlo43) >> (((t245 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                }
+                if (WFMT == 2u) {
+                    uint boff15 = (gr5 * 54u) + ((kb2 >> 1u) * 54u);
+                    uint l011 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
+                    uint t247 = l011 + 0u;
+                    bool t248 = t247 < 160u;
+                    bool t249 = t247 < 240u;
+                    uint t250 = t247 - 160u;
+                    uint tn20 = t248 ? (t247 >> 5u) : (t249 ? (t250 >> 4u) : ((t247 - 240u) >> 2u));
+                    uint t251 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
+                    uint t252 = boff15 + (t248 ? (t247 & 31u) : (t249 ? (32u + (t250 & 15u)) : 48u));
+                    uint twi44 = t252 >> 2u;
+                    uint tlo44 = pc.w2.d[twi44];
+                    uint t253 = ((t252 & 2u) != 0u) ? ((tlo44 >> 16u) | (pc.w2.d[twi44 + 1u] << 16u)) : tlo44;
+                    uint t254 = l011 + 32u;
+                    bool t255 = t254 < 160u;
+                    bool t256 = t254 < 240u;
+                    uint t257 = t254 - 160u;
+                    uint tn21 = t255 ? (t254 >> 5u) : (t256 ? (t257 >> 4u) : ((t254 - 240u) >> 2u));
+                    uint t258 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
+                    uint t259 = boff15 + (t255 ? (t254 & 31u) : (t256 ? (32u + (t257 & 15u)) : 48u));
+                    uint twi45 = t259 >> 2u;
+                    uint tlo45 = pc.w2.d[twi45];
+                    uint t260 = ((t259 & 2u) != 0u) ? ((tlo45 >> 16u) | (pc.w2.d[twi45 + 1u] << 16u)) : tlo45;
+                    uint t261 = l011 + 64u;
+                    bool t262 = t261 < 160u;
+                    bool t263 = t261 < 240u;
+                    uint t264 = t261 - 160u;
+                    uint tn22 = t262 ? (t261 >> 5u) : (t263 ? (t264 >> 4u) : ((t261 - 240u) >> 2u));
+                    uint t265 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
+                    uint t266 = boff15 + (t262 ? (t261 & 31u) : (t263 ? (32u + (t264 & 15u)) : 48u));
+                    uint twi46 = t266 >> 2u;
+                    uint tlo46 = pc.w2.d[twi46];
+                    uint t267 = ((t266 & 2u) != 0u) ? ((tlo46 >> 16u) | (pc.w2.d[twi46 + 1u] << 16u)) : tlo46;
+                    uint t268 = l011 + 96u;
+                    bool t269 = t268 < 160u;
+                    bool t270 = t268 < 240u;
+                    uint t271 = t268 - 160u;
+                    uint tn23 = t269 ? (t268 >> 5u) : (t270 ? (t271 >> 4u) : ((t268 - 240u) >> 2u));
+                    uint t272 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                    uint t273 = boff15 + (t269 ? (t268 & 31u) : (t270 ? (32u + (t271 & 15u)) : 48u));
+                    uint twi47 = t273 >> 2u;
+                    uint tlo47 = pc.w2.d[twi47];
+                    uint t274 = ((t273 & 2u) != 0u) ? ((tlo47 >> 16u) | (pc.w2.d[twi47 + 1u] << 16u)) : tlo47;
+                    wsh[dst5] = ((((((((((t253 & 16711935u) * t251) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t253 >> 8u) & 16711935u) * t251) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t260 & 16711935u) * t258) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t260 >> 8u) & 16711935u) * t258) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t267 & 16711935u) * t265) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t267 >> 8u) & 16711935u) * t265) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t274 & 16711935u) * t272) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t274 >> 8u) & 16711935u) * t272) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
+                if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
+                    uint boff16 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 66u) + ((kb2 >> 1u) * 66u);
+                    uint tdo4 = boff16 + 64u;
+                    precise float t275 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t275;
+                }
+                if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
+                    uint boff17 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 54u) + ((kb2 >> 1u) * 54u);
+                    uint tdo5 = boff17 + 52u;
+                    precise float t276 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t276;
+                }
                 uint e22 = gl_LocalInvocationIndex + 0u;
                 uint t16 = e22 >> 5u;
                 uint jw16 = e22 & 31u;
@@ -670,6 +1295,7 @@ void main()
                 uint jw23 = e29 & 31u;
                 ash[(jw23 * 65u) + t23] = pc.q.d[(min(tok02 + t23, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw23)];
                 barrier();
+                bool tq2 = WFMT != 0u;
                 if ((tok02 + (ty2 * 4u)) < dyn.n_tokens) {
                     for (uint wl2 = 0u; wl2 < 8u; wl2++) {
                         uint wv8 = wsh[(wl2 * 68u) + (tx2 + 0u)];
@@ -681,102 +1307,156 @@ void main()
                         uint av33 = ash[ab8 + 1u];
                         uint av34 = ash[ab8 + 2u];
                         uint av35 = ash[ab8 + 3u];
-                        uint c32 = (wv8 >> 6u) & 50529027u;
-                        acc002 += dsl_dot4x8_su(av32, c32);
-                        acc012 += dsl_dot4x8_su(av33, c32);
-                        acc022 += dsl_dot4x8_su(av34, c32);
-                        acc032 += dsl_dot4x8_su(av35, c32);
-                        uint c33 = (wv9 >> 6u) & 50529027u;
-                        acc102 += dsl_dot4x8_su(av32, c33);
-                        acc112 += dsl_dot4x8_su(av33, c33);
-                        acc122 += dsl_dot4x8_su(av34, c33);
-                        acc132 += dsl_dot4x8_su(av35, c33);
-                        uint c34 = (wv10 >> 6u) & 50529027u;
-                        acc202 += dsl_dot4x8_su(av32, c34);
-                        acc212 += dsl_dot4x8_su(av33, c34);
-                        acc222 += dsl_dot4x8_su(av34, c34);
-                        acc232 += dsl_dot4x8_su(av35, c34);
-                        uint c35 = (wv11 >> 6u) & 50529027u;
-                        acc302 += dsl_dot4x8_su(av32, c35);
-                        acc312 += dsl_dot4x8_su(av33, c35);
-                        acc322 += dsl_dot4x8_su(av34, c35);
-                        acc332 += dsl_dot4x8_su(av35, c35);
+                        uint t277 = (wv8 >> 6u) & 50529027u;
+                        uint c32 = tq2 ? ((t277 + 2139062143u) ^ 2155905152u) : t277;
+                        acc002 += dsl_dot4x8_ss(av32, c32);
+                        acc012 += dsl_dot4x8_ss(av33, c32);
+                        acc022 += dsl_dot4x8_ss(av34, c32);
+                        acc032 += dsl_dot4x8_ss(av35, c32);
+                        uint t278 = (wv9 >> 6u) & 50529027u;
+                        uint c33 = tq2 ? ((t278 + 2139062143u) ^ 2155905152u) : t278;
+                        acc102 += dsl_dot4x8_ss(av32, c33);
+                        acc112 += dsl_dot4x8_ss(av33, c33);
+                        acc122 += dsl_dot4x8_ss(av34, c33);
+                        acc132 += dsl_dot4x8_ss(av35, c33);
+                        uint t279 = (wv10 >> 6u) & 50529027u;
+                        uint c34 = tq2 ? ((t279 + 2139062143u) ^ 2155905152u) : t279;
+                        acc202 += dsl_dot4x8_ss(av32, c34);
+                        acc212 += dsl_dot4x8_ss(av33, c34);
+                        acc222 += dsl_dot4x8_ss(av34, c34);
+                        acc232 += dsl_dot4x8_ss(av35, c34);
+                        uint t280 = (wv11 >> 6u) & 50529027u;
+                        uint c35 = tq2 ? ((t280 + 2139062143u) ^ 2155905152u) : t280;
+                        acc302 += dsl_dot4x8_ss(av32, c35);
+                        acc312 += dsl_dot4x8_ss(av33, c35);
+                        acc322 += dsl_dot4x8_ss(av34, c35);
+                        acc332 += dsl_dot4x8_ss(av35, c35);
                         uint ab9 = ((wl2 + 8u) * 65u) + (ty2 * 4u);
                         uint av36 = ash[ab9 + 0u];
                         uint av37 = ash[ab9 + 1u];
                         uint av38 = ash[ab9 + 2u];
                         uint av39 = ash[ab9 + 3u];
-                        uint c36 = (wv8 >> 4u) & 50529027u;
-                        acc002 += dsl_dot4x8_su(av36, c36);
-                        acc012 += dsl_dot4x8_su(av37, c36);
-                        acc022 += dsl_dot4x8_su(av38, c36);
-                        acc032 += dsl_dot4x8_su(av39, c36);
-                        uint c37 = (wv9 >> 4u) & 50529027u;
-                        acc102 += dsl_dot4x8_su(av36, c37);
-                        acc112 += dsl_dot4x8_su(av37, c37);
-                        acc122 += dsl_dot4x8_su(av38, c37);
-                        acc132 += dsl_dot4x8_su(av39, c37);
-                        uint c38 = (wv10 >> 4u) & 50529027u;
-                        acc202 += dsl_dot4x8_su(av36, c38);
-                        acc212 += dsl_dot4x8_su(av37, c38);
-                        acc222 += dsl_dot4x8_su(av38, c38);
-                        acc232 += dsl_dot4x8_su(av39, c38);
-                        uint c39 = (wv11 >> 4u) & 50529027u;
-                        acc302 += dsl_dot4x8_su(av36, c39);
-                        acc312 += dsl_dot4x8_su(av37, c39);
-                        acc322 += dsl_dot4x8_su(av38, c39);
-                        acc332 += dsl_dot4x8_su(av39, c39);
+                        uint t281 = (wv8 >> 4u) & 50529027u;
+                        uint c36 = tq2 ? ((t281 + 2139062143u) ^ 2155905152u) : t281;
+                        acc002 += dsl_dot4x8_ss(av36, c36);
+                        acc012 += dsl_dot4x8_ss(av37, c36);
+                        acc022 += dsl_dot4x8_ss(av38, c36);
+                        acc032 += dsl_dot4x8_ss(av39, c36);
+                        uint t282 = (wv9 >> 4u) & 50529027u;
+                        uint c37 = tq2 ? ((t282 + 2139062143u) ^ 2155905152u) : t282;
+                        acc102 += dsl_dot4x8_ss(av36, c37);
+                        acc112 += dsl_dot4x8_ss(av37, c37);
+                        acc122 += dsl_dot4x8_ss(av38, c37);
+                        acc132 += dsl_dot4x8_ss(av39, c37);
+                        uint t283 = (wv10 >> 4u) & 50529027u;
+                        uint c38 = tq2 ? ((t283 + 2139062143u) ^ 2155905152u) : t283;
+                        acc202 += dsl_dot4x8_ss(av36, c38);
+                        acc212 += dsl_dot4x8_ss(av37, c38);
+                        acc222 += dsl_dot4x8_ss(av38, c38);
+                        acc232 += dsl_dot4x8_ss(av39, c38);
+                        uint t284 = (wv11 >> 4u) & 50529027u;
+                        uint c39 = tq2 ? ((t284 + 2139062143u) ^ 2155905152u) : t284;
+                        acc302 += dsl_dot4x8_ss(av36, c39);
+                        acc312 += dsl_dot4x8_ss(av37, c39);
+                        acc322 += dsl_dot4x8_ss(av38, c39);
+                        acc332 += dsl_dot4x8_ss(av39, c39);
                         uint ab10 = ((wl2 + 16u) * 65u) + (ty2 * 4u);
                         uint av40 = ash[ab10 + 0u];
                         uint av41 = ash[ab10 + 1u];
                         uint av42 = ash[ab10 + 2u];
                         uint av43 = ash[ab10 + 3u];
-                        uint c40 = (wv8 >> 2u) & 50529027u;
-                        acc002 += dsl_dot4x8_su(av40, c40);
-                        acc012 += dsl_dot4x8_su(av41, c40);
-                        acc022 += dsl_dot4x8_su(av42, c40);
-                        acc032 += dsl_dot4x8_su(av43, c40);
-                        uint c41 = (wv9 >> 2u) & 50529027u;
-                        acc102 += dsl_dot4x8_su(av40, c41);
-                        acc112 += dsl_dot4x8_su(av41, c41);
-                        acc122 += dsl_dot4x8_su(av42, c41);
-                        acc132 += dsl_dot4x8_su(av43, c41);
-                        uint c42 = (wv10 >> 2u) & 50529027u;
-                        acc202 += dsl_dot4x8_su(av40, c42);
-                        acc212 += dsl_dot4x8_su(av41, c42);
-                        acc222 += dsl_dot4x8_su(av42, c42);
-                        acc232 += dsl_dot4x8_su(av43, c42);
-                        uint c43 = (wv11 >> 2u) & 50529027u;
-                        acc302 += dsl_dot4x8_su(av40, c43);
-                        acc312 += dsl_dot4x8_su(av41, c43);
-                        acc322 += dsl_dot4x8_su(av42, c43);
-                        acc332 += dsl_dot4x8_su(av43, c43);
+                        uint t285 = (wv8 >> 2u) & 50529027u;
+                        uint c40 = tq2 ? ((t285 + 2139062143u) ^ 2155905152u) : t285;
+                        acc002 += dsl_dot4x8_ss(av40, c40);
+                        acc012 += dsl_dot4x8_ss(av41, c40);
+                        acc022 += dsl_dot4x8_ss(av42, c40);
+                        acc032 += dsl_dot4x8_ss(av43, c40);
+                        uint t286 = (wv9 >> 2u) & 50529027u;
+                        uint c41 = tq2 ? ((t286 + 2139062143u) ^ 2155905152u) : t286;
+                        acc102 += dsl_dot4x8_ss(av40, c41);
+                        acc112 += dsl_dot4x8_ss(av41, c41);
+                        acc122 += dsl_dot4x8_ss(av42, c41);
+                        acc132 += dsl_dot4x8_ss(av43, c41);
+                        uint t287 = (wv10 >> 2u) & 50529027u;
+                        uint c42 = tq2 ? ((t287 + 2139062143u) ^ 2155905152u) : t287;
+                        acc202 += dsl_dot4x8_ss(av40, c42);
+                        acc212 += dsl_dot4x8_ss(av41, c42);
+                        acc222 += dsl_dot4x8_ss(av42, c42);
+                        acc232 += dsl_dot4x8_ss(av43, c42);
+                        uint t288 = (wv11 >> 2u) & 50529027u;
+                        uint c43 = tq2 ? ((t288 + 2139062143u) ^ 2155905152u) : t288;
+                        acc302 += dsl_dot4x8_ss(av40, c43);
+                        acc312 += dsl_dot4x8_ss(av41, c43);
+                        acc322 += dsl_dot4x8_ss(av42, c43);
+                        acc332 += dsl_dot4x8_ss(av43, c43);
                         uint ab11 = ((wl2 + 24u) * 65u) + (ty2 * 4u);
                         uint av44 = ash[ab11 + 0u];
                         uint av45 = ash[ab11 + 1u];
                         uint av46 = ash[ab11 + 2u];
                         uint av47 = ash[ab11 + 3u];
-                        uint c44 = (wv8 >> 0u) & 50529027u;
-                        acc002 += dsl_dot4x8_su(av44, c44);
-                        acc012 += dsl_dot4x8_su(av45, c44);
-                        acc022 += dsl_dot4x8_su(av46, c44);
-                        acc032 += dsl_dot4x8_su(av47, c44);
-                        uint c45 = (wv9 >> 0u) & 50529027u;
-                        acc102 += dsl_dot4x8_su(av44, c45);
-                        acc112 += dsl_dot4x8_su(av45, c45);
-                        acc122 += dsl_dot4x8_su(av46, c45);
-                        acc132 += dsl_dot4x8_su(av47, c45);
-                        uint c46 = (wv10 >> 0u) & 50529027u;
-                        acc202 += dsl_dot4x8_su(av44, c46);
-                        acc212 += dsl_dot4x8_su(av45, c46);
-                        acc222 += dsl_dot4x8_su(av46, c46);
-                        acc232 += dsl_dot4x8_su(av47, c46);
-                        uint c47 = (wv11 >> 0u) & 50529027u;
-                        acc302 += dsl_dot4x8_su(av44, c47);
-                        acc312 += dsl_dot4x8_su(av45, c47);
-                        acc322 += dsl_dot4x8_su(av46, c47);
-                        acc332 += dsl_dot4x8_su(av47, c47);
+                        uint t289 = (wv8 >> 0u) & 50529027u;
+                        uint c44 = tq2 ? ((t289 + 2139062143u) ^ 2155905152u) : t289;
+                        acc002 += dsl_dot4x8_ss(av44, c44);
+                        acc012 += dsl_dot4x8_ss(av45, c44);
+                        acc022 += dsl_dot4x8_ss(av46, c44);
+                        acc032 += dsl_dot4x8_ss(av47, c44);
+                        uint t290 = (wv9 >> 0u) & 50529027u;
+                        uint c45 = tq2 ? ((t290 + 2139062143u) ^ 2155905152u) : t290;
+                        acc102 += dsl_dot4x8_ss(av44, c45);
+                        acc112 += dsl_dot4x8_ss(av45, c45);
+                        acc122 += dsl_dot4x8_ss(av46, c45);
+                        acc132 += dsl_dot4x8_ss(av47, c45);
+                        uint t291 = (wv10 >> 0u) & 50529027u;
+                        uint c46 = tq2 ? ((t291 + 2139062143u) ^ 2155905152u) : t291;
+                        acc202 += dsl_dot4x8_ss(av44, c46);
+                        acc212 += dsl_dot4x8_ss(av45, c46);
+                        acc222 += dsl_dot4x8_ss(av46, c46);
+                        acc232 += dsl_dot4x8_ss(av47, c46);
+                        uint t292 = (wv11 >> 0u) & 50529027u;
+                        uint c47 = tq2 ? ((t292 + 2139062143u) ^ 2155905152u) : t292;
+                        acc302 += dsl_dot4x8_ss(av44, c47);
+                        acc312 += dsl_dot4x8_ss(av45, c47);
+                        acc322 += dsl_dot4x8_ss(av46, c47);
+                        acc332 += dsl_dot4x8_ss(av47, c47);
                     }
+                }
+                if (tq2) {
+                    precise float d9 = dsh[tx2 + 0u];
+                    accf002 += float(acc002) * d9;
+                    acc002 = 0;
+                    accf012 += float(acc012) * d9;
+                    acc012 = 0;
+                    accf022 += float(acc022) * d9;
+                    acc022 = 0;
+                    accf032 += float(acc032) * d9;
+                    acc032 = 0;
+                    precise float d10 = dsh[tx2 + 16u];
+                    accf102 += float(acc102) * d10;
+                    acc102 = 0;
+                    accf112 += float(acc112) * d10;
+                    acc112 = 0;
+                    accf122 += float(acc122) * d10;
+                    acc122 = 0;
+                    accf132 += float(acc132) * d10;
+                    acc132 = 0;
+                    precise float d11 = dsh[tx2 + 32u];
+                    accf202 += float(acc202) * d11;
+                    acc202 = 0;
+                    accf212 += float(acc212) * d11;
+                    acc212 = 0;
+                    accf222 += float(acc222) * d11;
+                    acc222 = 0;
+                    accf232 += float(acc232) * d11;
+                    acc232 = 0;
+                    precise float d12 = dsh[tx2 + 48u];
+                    accf302 += float(acc302) * d12;
+                    acc302 = 0;
+                    accf312 += float(acc312) * d12;
+                    acc312 = 0;
+                    accf322 += float(acc322) * d12;
+                    acc322 = 0;
+                    accf332 += float(acc332) * d12;
+                    acc332 = 0;
                 }
                 barrier();
             }
@@ -786,22 +1466,22 @@ void main()
                 precise float sc8 = pc.qs.d[tok8 * 2u];
                 uint row32 = row02 + (tx2 + 0u);
                 if (row32 < M2) {
-                    precise float v32 = (float(acc002 - qsum8) / sc8) * ws2;
+                    precise float v32 = (WFMT == 0u) ? ((float(acc002 - qsum8) / sc8) * ws2) : (accf002 / sc8);
                     pc.y2.d[(tok8 * M2) + row32] = v32;
                 }
                 uint row33 = row02 + (tx2 + 16u);
                 if (row33 < M2) {
-                    precise float v33 = (float(acc102 - qsum8) / sc8) * ws2;
+                    precise float v33 = (WFMT == 0u) ? ((float(acc102 - qsum8) / sc8) * ws2) : (accf102 / sc8);
                     pc.y2.d[(tok8 * M2) + row33] = v33;
                 }
                 uint row34 = row02 + (tx2 + 32u);
                 if (row34 < M2) {
-                    precise float v34 = (float(acc202 - qsum8) / sc8) * ws2;
+                    precise float v34 = (WFMT == 0u) ? ((float(acc202 - qsum8) / sc8) * ws2) : (accf202 / sc8);
                     pc.y2.d[(tok8 * M2) + row34] = v34;
                 }
                 uint row35 = row02 + (tx2 + 48u);
                 if (row35 < M2) {
-                    precise float v35 = (float(acc302 - qsum8) / sc8) * ws2;
+                    precise float v35 = (WFMT == 0u) ? ((float(acc302 - qsum8) / sc8) * ws2) : (accf302 / sc8);
                     pc.y2.d[(tok8 * M2) + row35] = v35;
                 }
             }
@@ -811,22 +1491,22 @@ void main()
                 precise float sc9 = pc.qs.d[tok9 * 2u];
                 uint row36 = row02 + (tx2 + 0u);
                 if (row36 < M2) {
-                    precise float v36 = (float(acc012 - qsum9) / sc9) * ws2;
+                    precise float v36 = (WFMT == 0u) ? ((float(acc012 - qsum9) / sc9) * ws2) : (accf012 / sc9);
                     pc.y2.d[(tok9 * M2) + row36] = v36;
                 }
                 uint row37 = row02 + (tx2 + 16u);
                 if (row37 < M2) {
-                    precise float v37 = (float(acc112 - qsum9) / sc9) * ws2;
+                    precise float v37 = (WFMT == 0u) ? ((float(acc112 - qsum9) / sc9) * ws2) : (accf112 / sc9);
                     pc.y2.d[(tok9 * M2) + row37] = v37;
                 }
                 uint row38 = row02 + (tx2 + 32u);
                 if (row38 < M2) {
-                    precise float v38 = (float(acc212 - qsum9) / sc9) * ws2;
+                    precise float v38 = (WFMT == 0u) ? ((float(acc212 - qsum9) / sc9) * ws2) : (accf212 / sc9);
                     pc.y2.d[(tok9 * M2) + row38] = v38;
                 }
                 uint row39 = row02 + (tx2 + 48u);
                 if (row39 < M2) {
-                    precise float v39 = (float(acc312 - qsum9) / sc9) * ws2;
+                    precise float v39 = (WFMT == 0u) ? ((float(acc312 - qsum9) / sc9) * ws2) : (accf312 / sc9);
                     pc.y2.d[(tok9 * M2) + row39] = v39;
                 }
             }
@@ -836,22 +1516,22 @@ void main()
                 precise float sc10 = pc.qs.d[tok10 * 2u];
                 uint row40 = row02 + (tx2 + 0u);
                 if (row40 < M2) {
-                    precise float v40 = (float(acc022 - qsum10) / sc10) * ws2;
+                    precise float v40 = (WFMT == 0u) ? ((float(acc022 - qsum10) / sc10) * ws2) : (accf022 / sc10);
                     pc.y2.d[(tok10 * M2) + row40] = v40;
                 }
                 uint row41 = row02 + (tx2 + 16u);
                 if (row41 < M2) {
-                    precise float v41 = (float(acc122 - qsum10) / sc10) * ws2;
+                    precise float v41 = (WFMT == 0u) ? ((float(acc122 - qsum10) / sc10) * ws2) : (accf122 / sc10);
                     pc.y2.d[(tok10 * M2) + row41] = v41;
                 }
                 uint row42 = row02 + (tx2 + 32u);
                 if (row42 < M2) {
-                    precise float v42 = (float(acc222 - qsum10) / sc10) * ws2;
+                    precise float v42 = (WFMT == 0u) ? ((float(acc222 - qsum10) / sc10) * ws2) : (accf222 / sc10);
                     pc.y2.d[(tok10 * M2) + row42] = v42;
                 }
                 uint row43 = row02 + (tx2 + 48u);
                 if (row43 < M2) {
-                    precise float v43 = (float(acc322 - qsum10) / sc10) * ws2;
+                    precise float v43 = (WFMT == 0u) ? ((float(acc322 - qsum10) / sc10) * ws2) : (accf322 / sc10);
                     pc.y2.d[(tok10 * M2) + row43] = v43;
                 }
             }
@@ -861,22 +1541,22 @@ void main()
                 precise float sc11 = pc.qs.d[tok11 * 2u];
                 uint row44 = row02 + (tx2 + 0u);
                 if (row44 < M2) {
-                    precise float v44 = (float(acc032 - qsum11) / sc11) * ws2;
+                    precise float v44 = (WFMT == 0u) ? ((float(acc032 - qsum11) / sc11) * ws2) : (accf032 / sc11);
                     pc.y2.d[(tok11 * M2) + row44] = v44;
                 }
                 uint row45 = row02 + (tx2 + 16u);
                 if (row45 < M2) {
-                    precise float v45 = (float(acc132 - qsum11) / sc11) * ws2;
+                    precise float v45 = (WFMT == 0u) ? ((float(acc132 - qsum11) / sc11) * ws2) : (accf132 / sc11);
                     pc.y2.d[(tok11 * M2) + row45] = v45;
                 }
                 uint row46 = row02 + (tx2 + 32u);
                 if (row46 < M2) {
-                    precise float v46 = (float(acc232 - qsum11) / sc11) * ws2;
+                    precise float v46 = (WFMT == 0u) ? ((float(acc232 - qsum11) / sc11) * ws2) : (accf232 / sc11);
                     pc.y2.d[(tok11 * M2) + row46] = v46;
                 }
                 uint row47 = row02 + (tx2 + 48u);
                 if (row47 < M2) {
-                    precise float v47 = (float(acc332 - qsum11) / sc11) * ws2;
+                    precise float v47 = (WFMT == 0u) ? ((float(acc332 - qsum11) / sc11) * ws2) : (accf332 / sc11);
                     pc.y2.d[(tok11 * M2) + row47] = v47;
                 }
             }

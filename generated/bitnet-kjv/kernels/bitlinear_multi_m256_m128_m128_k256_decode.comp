@@ -35,6 +35,7 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 4u;
 const uint K4 = 64u;
@@ -42,6 +43,22 @@ const uint KW = 16u;
 const uint M0 = 256u;
 const uint M1 = 128u;
 const uint M2 = 128u;
+
+#ifdef DSL_NATIVE_DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int spv_dot4x8_ss(uint a, uint b, spirv_literal int fmt);
+int dsl_dot4x8_ss(uint a, uint b)
+{
+    return spv_dot4x8_ss(a, b, 0);
+}
+#else
+int dsl_dot4x8_ss(uint a, uint b)
+{
+    ivec4 x = ivec4(int(a) << 24, int(a) << 16, int(a) << 8, int(a)) >> 24;
+    ivec4 y = ivec4(int(b) << 24, int(b) << 16, int(b) << 8, int(b)) >> 24;
+    return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
+}
+#endif
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
@@ -63,162 +80,459 @@ void main()
 {
     uint wg = gl_WorkGroupID.x;
     if (wg < 32u) {
-        precise float ws = uintBitsToFloat(pc.w.d[4096u]);
+        precise float ws = 0.0;
+        if (WFMT == 0u) {
+            ws = uintBitsToFloat(pc.w.d[4096u]);
+        }
         for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
             uint row = (wg * 8u) + rl;
             if (row >= M0) break;
             int acc = 0;
-            if (GEMV_VEC != 0u) {
-                for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
-                    uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
-                    uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
-                    uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
-                    acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                    acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                    acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                    acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
-                    uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
-                    acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                    acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                    acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                    acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
-                    uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
-                    acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                    acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                    acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                    acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
-                    uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
-                    acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                    acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                    acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                    acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
-                }
-            } else {
+            precise float accf = 0.0;
+            if (WFMT == 1u) {
                 for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
-                    uint wd = pc.w.d[(row * KW) + w3];
                     uint qb = ((w3 >> 3u) * 32u) + (w3 & 7u);
-                    uint c = (wd >> 6u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb + 0u], c);
-                    uint c1 = (wd >> 4u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb + 8u], c1);
-                    uint c2 = (wd >> 2u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb + 16u], c2);
-                    uint c3 = (wd >> 0u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb + 24u], c3);
+                    uint l0 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
+                    uint boff = (row * 66u) + ((w3 >> 4u) * 66u);
+                    int aw = 0;
+                    uint qw = pc.q.d[qb + 0u];
+                    uint t0 = l0 + 0u;
+                    uint t1 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
+                    uint twi = t1 >> 2u;
+                    uint tlo = pc.w.d[twi];
+                    aw += dsl_dot4x8_ss(qw, ((((((t1 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                    uint qw1 = pc.q.d[qb + 8u];
+                    uint t2 = l0 + 32u;
+                    uint t3 = boff + (((t2 >> 7u) << 5u) | (t2 & 31u));
+                    uint twi1 = t3 >> 2u;
+                    uint tlo1 = pc.w.d[twi1];
+                    aw += dsl_dot4x8_ss(qw1, ((((((t3 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t2 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                    uint qw2 = pc.q.d[qb + 16u];
+                    uint t4 = l0 + 64u;
+                    uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
+                    uint twi2 = t5 >> 2u;
+                    uint tlo2 = pc.w.d[twi2];
+                    aw += dsl_dot4x8_ss(qw2, ((((((t5 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                    uint qw3 = pc.q.d[qb + 24u];
+                    uint t6 = l0 + 96u;
+                    uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
+                    uint twi3 = t7 >> 2u;
+                    uint tlo3 = pc.w.d[twi3];
+                    aw += dsl_dot4x8_ss(qw3, ((((((t7 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                    uint tdo = boff + 64u;
+                    accf += float(aw) * unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
                 }
             }
-            int t0 = subgroupAdd(acc);
+            if (WFMT == 2u) {
+                for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
+                    uint qb1 = ((w5 >> 3u) * 32u) + (w5 & 7u);
+                    uint l01 = (((w5 >> 3u) & 1u) << 7u) + ((w5 & 7u) << 2u);
+                    uint boff1 = (row * 54u) + ((w5 >> 4u) * 54u);
+                    int aw1 = 0;
+                    uint qw4 = pc.q.d[qb1 + 0u];
+                    uint t8 = l01 + 0u;
+                    bool t9 = t8 < 160u;
+                    bool t10 = t8 < 240u;
+                    uint t11 = t8 - 160u;
+                    uint tn = t9 ? (t8 >> 5u) : (t10 ? (t11 >> 4u) : ((t8 - 240u) >> 2u));
+                    uint t12 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
+                    uint t13 = boff1 + (t9 ? (t8 & 31u) : (t10 ? (32u + (t11 & 15u)) : 48u));
+                    uint twi4 = t13 >> 2u;
+                    uint tlo4 = pc.w.d[twi4];
+                    uint t14 = ((t13 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
+                    aw1 += dsl_dot4x8_ss(qw4, ((((((((t14 & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t14 >> 8u) & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                    uint qw5 = pc.q.d[qb1 + 8u];
+                    uint t15 = l01 + 32u;
+                    bool t16 = t15 < 160u;
+                    bool t17 = t15 < 240u;
+                    uint t18 = t15 - 160u;
+                    uint tn1 = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
+                    uint t19 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+                    uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
+                    uint twi5 = t20 >> 2u;
+                    uint tlo5 = pc.w.d[twi5];
+                    uint t21 = ((t20 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
+                    aw1 += dsl_dot4x8_ss(qw5, ((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                    uint qw6 = pc.q.d[qb1 + 16u];
+                    uint t22 = l01 + 64u;
+                    bool t23 = t22 < 160u;
+                    bool t24 = t22 < 240u;
+                    uint t25 = t22 - 160u;
+                    uint tn2 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
+                    uint t26 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+                    uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
+                    uint twi6 = t27 >> 2u;
+                    uint tlo6 = pc.w.d[twi6];
+                    uint t28 = ((t27 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
+                    aw1 += dsl_dot4x8_ss(qw6, ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                    uint qw7 = pc.q.d[qb1 + 24u];
+                    uint t29 = l01 + 96u;
+                    bool t30 = t29 < 160u;
+                    bool t31 = t29 < 240u;
+                    uint t32 = t29 - 160u;
+                    uint tn3 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
+                    uint t33 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+                    uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
+                    uint twi7 = t34 >> 2u;
+                    uint tlo7 = pc.w.d[twi7];
+                    uint t35 = ((t34 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
+                    aw1 += dsl_dot4x8_ss(qw7, ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                    uint tdo1 = boff1 + 52u;
+                    accf += float(aw1) * unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                }
+            }
+            if (WFMT == 0u) {
+                if (GEMV_VEC != 0u) {
+                    for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
+                        uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
+                        uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                        uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
+                        acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                        acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                        acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                        acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                        uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
+                        acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                        acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                        acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                        acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                        uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
+                        acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                        acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                        acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                        acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                        uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
+                        acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                        acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                        acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                        acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                    }
+                } else {
+                    for (uint w6 = gl_SubgroupInvocationID; w6 < KW; w6 += gl_SubgroupSize) {
+                        uint wd = pc.w.d[(row * KW) + w6];
+                        uint qb2 = ((w6 >> 3u) * 32u) + (w6 & 7u);
+                        uint c = (wd >> 6u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 0u], c);
+                        uint c1 = (wd >> 4u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 8u], c1);
+                        uint c2 = (wd >> 2u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 16u], c2);
+                        uint c3 = (wd >> 0u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 24u], c3);
+                    }
+                }
+            }
+            int t36 = subgroupAdd(acc);
+            precise float t37 = subgroupAdd(accf);
             if (gl_SubgroupInvocationID == 0u) {
                 int qsum = int(pc.qs.d[1u]);
                 precise float sc = pc.qs.d[0u];
-                precise float v = (float(t0 - qsum) / sc) * ws;
+                precise float v = (WFMT == 0u) ? ((float(t36 - qsum) / sc) * ws) : (t37 / sc);
                 pc.y.d[row] = v;
             }
         }
     } else {
         if (wg < 48u) {
-            precise float ws1 = uintBitsToFloat(pc.w1.d[2048u]);
+            precise float ws1 = 0.0;
+            if (WFMT == 0u) {
+                ws1 = uintBitsToFloat(pc.w1.d[2048u]);
+            }
             for (uint rl1 = gl_SubgroupID; rl1 < 8u; rl1 += gl_NumSubgroups) {
                 uint row1 = ((wg - 32u) * 8u) + rl1;
                 if (row1 >= M1) break;
                 int acc1 = 0;
-                if (GEMV_VEC != 0u) {
-                    for (uint w42 = gl_SubgroupInvocationID; w42 < KV4; w42 += gl_SubgroupSize) {
-                        uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV4) + w42];
-                        uint qb41 = ((w42 >> 1u) * 8u) + (w42 & 1u);
-                        uvec4 a44 = Buf_q4(pc.q).d[qb41 + 0u];
-                        acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
-                        uvec4 a45 = Buf_q4(pc.q).d[qb41 + 2u];
-                        acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
-                        uvec4 a46 = Buf_q4(pc.q).d[qb41 + 4u];
-                        acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
-                        uvec4 a47 = Buf_q4(pc.q).d[qb41 + 6u];
-                        acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
-                        acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
-                    }
-                } else {
-                    for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
-                        uint wd1 = pc.w1.d[(row1 * KW) + w5];
-                        uint qb1 = ((w5 >> 3u) * 32u) + (w5 & 7u);
-                        uint c4 = (wd1 >> 6u) & 50529027u;
-                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 0u], c4);
-                        uint c5 = (wd1 >> 4u) & 50529027u;
-                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 8u], c5);
-                        uint c6 = (wd1 >> 2u) & 50529027u;
-                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 16u], c6);
-                        uint c7 = (wd1 >> 0u) & 50529027u;
-                        acc1 += dsl_dot4x8_su(pc.q.d[qb1 + 24u], c7);
+                precise float accf1 = 0.0;
+                if (WFMT == 1u) {
+                    for (uint w7 = gl_SubgroupInvocationID; w7 < KW; w7 += gl_SubgroupSize) {
+                        uint qb3 = ((w7 >> 3u) * 32u) + (w7 & 7u);
+                        uint l02 = (((w7 >> 3u) & 1u) << 7u) + ((w7 & 7u) << 2u);
+                        uint boff2 = (row1 * 66u) + ((w7 >> 4u) * 66u);
+                        int aw2 = 0;
+                        uint qw8 = pc.q.d[qb3 + 0u];
+                        uint t38 = l02 + 0u;
+                        uint t39 = boff2 + (((t38 >> 7u) << 5u) | (t38 & 31u));
+                        uint twi8 = t39 >> 2u;
+                        uint tlo8 = pc.w1.d[twi8];
+                        aw2 += dsl_dot4x8_ss(qw8, ((((((t39 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w1.d[twi8 + 1u] << 16u)) : tlo8) >> (((t38 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw9 = pc.q.d[qb3 + 8u];
+                        uint t40 = l02 + 32u;
+                        uint t41 = boff2 + (((t40 >> 7u) << 5u) | (t40 & 31u));
+                        uint twi9 = t41 >> 2u;
+                        uint tlo9 = pc.w1.d[twi9];
+                        aw2 += dsl_dot4x8_ss(qw9, ((((((t41 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w1.d[twi9 + 1u] << 16u)) : tlo9) >> (((t40 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw10 = pc.q.d[qb3 + 16u];
+                        uint t42 = l02 + 64u;
+                        uint t43 = boff2 + (((t42 >> 7u) << 5u) | (t42 & 31u));
+                        uint twi10 = t43 >> 2u;
+                        uint tlo10 = pc.w1.d[twi10];
+                        aw2 += dsl_dot4x8_ss(qw10, ((((((t43 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w1.d[twi10 + 1u] << 16u)) : tlo10) >> (((t42 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw11 = pc.q.d[qb3 + 24u];
+                        uint t44 = l02 + 96u;
+                        uint t45 = boff2 + (((t44 >> 7u) << 5u) | (t44 & 31u));
+                        uint twi11 = t45 >> 2u;
+                        uint tlo11 = pc.w1.d[twi11];
+                        aw2 += dsl_dot4x8_ss(qw11, ((((((t45 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w1.d[twi11 + 1u] << 16u)) : tlo11) >> (((t44 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint tdo2 = boff2 + 64u;
+                        accf1 += float(aw2) * unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
                     }
                 }
-                int t1 = subgroupAdd(acc1);
+                if (WFMT == 2u) {
+                    for (uint w8 = gl_SubgroupInvocationID; w8 < KW; w8 += gl_SubgroupSize) {
+                        uint qb5 = ((w8 >> 3u) * 32u) + (w8 & 7u);
+                        uint l03 = (((w8 >> 3u) & 1u) << 7u) + ((w8 & 7u) << 2u);
+                        uint boff3 = (row1 * 54u) + ((w8 >> 4u) * 54u);
+                        int aw3 = 0;
+                        uint qw12 = pc.q.d[qb5 + 0u];
+                        uint t46 = l03 + 0u;
+                        bool t47 = t46 < 160u;
+                        bool t48 = t46 < 240u;
+                        uint t49 = t46 - 160u;
+                        uint tn4 = t47 ? (t46 >> 5u) : (t48 ? (t49 >> 4u) : ((t46 - 240u) >> 2u));
+                        uint t50 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                        uint t51 = boff3 + (t47 ? (t46 & 31u) : (t48 ? (32u + (t49 & 15u)) : 48u));
+                        uint twi12 = t51 >> 2u;
+                        uint tlo12 = pc.w1.d[twi12];
+                        uint t52 = ((t51 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12;
+                        aw3 += dsl_dot4x8_ss(qw12, ((((((((t52 & 16711935u) * t50) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t52 >> 8u) & 16711935u) * t50) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw13 = pc.q.d[qb5 + 8u];
+                        uint t53 = l03 + 32u;
+                        bool t54 = t53 < 160u;
+                        bool t55 = t53 < 240u;
+                        uint t56 = t53 - 160u;
+                        uint tn5 = t54 ? (t53 >> 5u) : (t55 ? (t56 >> 4u) : ((t53 - 240u) >> 2u));
+                        uint t57 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                        uint t58 = boff3 + (t54 ? (t53 & 31u) : (t55 ? (32u + (t56 & 15u)) : 48u));
+                        uint twi13 = t58 >> 2u;
+                        uint tlo13 = pc.w1.d[twi13];
+                        uint t59 = ((t58 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13;
+                        aw3 += dsl_dot4x8_ss(qw13, ((((((((t59 & 16711935u) * t57) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t59 >> 8u) & 16711935u) * t57) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw14 = pc.q.d[qb5 + 16u];
+                        uint t60 = l03 + 64u;
+                        bool t61 = t60 < 160u;
+                        bool t62 = t60 < 240u;
+                        uint t63 = t60 - 160u;
+                        uint tn6 = t61 ? (t60 >> 5u) : (t62 ? (t63 >> 4u) : ((t60 - 240u) >> 2u));
+                        uint t64 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                        uint t65 = boff3 + (t61 ? (t60 & 31u) : (t62 ? (32u + (t63 & 15u)) : 48u));
+                        uint twi14 = t65 >> 2u;
+                        uint tlo14 = pc.w1.d[twi14];
+                        uint t66 = ((t65 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14;
+                        aw3 += dsl_dot4x8_ss(qw14, ((((((((t66 & 16711935u) * t64) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t66 >> 8u) & 16711935u) * t64) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw15 = pc.q.d[qb5 + 24u];
+                        uint t67 = l03 + 96u;
+                        bool t68 = t67 < 160u;
+                        bool t69 = t67 < 240u;
+                        uint t70 = t67 - 160u;
+                        uint tn7 = t68 ? (t67 >> 5u) : (t69 ? (t70 >> 4u) : ((t67 - 240u) >> 2u));
+                        uint t71 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                        uint t72 = boff3 + (t68 ? (t67 & 31u) : (t69 ? (32u + (t70 & 15u)) : 48u));
+                        uint twi15 = t72 >> 2u;
+                        uint tlo15 = pc.w1.d[twi15];
+                        uint t73 = ((t72 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w1.d[twi15 + 1u] << 16u)) : tlo15;
+                        aw3 += dsl_dot4x8_ss(qw15, ((((((((t73 & 16711935u) * t71) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t73 >> 8u) & 16711935u) * t71) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint tdo3 = boff3 + 52u;
+                        accf1 += float(aw3) * unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                    }
+                }
+                if (WFMT == 0u) {
+                    if (GEMV_VEC != 0u) {
+                        for (uint w42 = gl_SubgroupInvocationID; w42 < KV4; w42 += gl_SubgroupSize) {
+                            uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV4) + w42];
+                            uint qb41 = ((w42 >> 1u) * 8u) + (w42 & 1u);
+                            uvec4 a44 = Buf_q4(pc.q).d[qb41 + 0u];
+                            acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
+                            uvec4 a45 = Buf_q4(pc.q).d[qb41 + 2u];
+                            acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
+                            uvec4 a46 = Buf_q4(pc.q).d[qb41 + 4u];
+                            acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
+                            uvec4 a47 = Buf_q4(pc.q).d[qb41 + 6u];
+                            acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
+                            acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
+                        }
+                    } else {
+                        for (uint w9 = gl_SubgroupInvocationID; w9 < KW; w9 += gl_SubgroupSize) {
+                            uint wd1 = pc.w1.d[(row1 * KW) + w9];
+                            uint qb6 = ((w9 >> 3u) * 32u) + (w9 & 7u);
+                            uint c4 = (wd1 >> 6u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 0u], c4);
+                            uint c5 = (wd1 >> 4u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 8u], c5);
+                            uint c6 = (wd1 >> 2u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 16u], c6);
+                            uint c7 = (wd1 >> 0u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 24u], c7);
+                        }
+                    }
+                }
+                int t74 = subgroupAdd(acc1);
+                precise float t75 = subgroupAdd(accf1);
                 if (gl_SubgroupInvocationID == 0u) {
                     int qsum1 = int(pc.qs.d[1u]);
                     precise float sc1 = pc.qs.d[0u];
-                    precise float v1 = (float(t1 - qsum1) / sc1) * ws1;
+                    precise float v1 = (WFMT == 0u) ? ((float(t74 - qsum1) / sc1) * ws1) : (t75 / sc1);
                     pc.y1.d[row1] = v1;
                 }
             }
         } else {
-            precise float ws2 = uintBitsToFloat(pc.w2.d[2048u]);
+            precise float ws2 = 0.0;
+            if (WFMT == 0u) {
+                ws2 = uintBitsToFloat(pc.w2.d[2048u]);
+            }
             for (uint rl2 = gl_SubgroupID; rl2 < 8u; rl2 += gl_NumSubgroups) {
                 uint row2 = ((wg - 48u) * 8u) + rl2;
                 if (row2 >= M2) break;
                 int acc2 = 0;
-                if (GEMV_VEC != 0u) {
-                    for (uint w43 = gl_SubgroupInvocationID; w43 < KV4; w43 += gl_SubgroupSize) {
-                        uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV4) + w43];
-                        uint qb42 = ((w43 >> 1u) * 8u) + (w43 & 1u);
-                        uvec4 a48 = Buf_q4(pc.q).d[qb42 + 0u];
-                        acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
-                        uvec4 a49 = Buf_q4(pc.q).d[qb42 + 2u];
-                        acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
-                        uvec4 a410 = Buf_q4(pc.q).d[qb42 + 4u];
-                        acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
-                        uvec4 a411 = Buf_q4(pc.q).d[qb42 + 6u];
-                        acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
-                        acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
-                    }
-                } else {
-                    for (uint w6 = gl_SubgroupInvocationID; w6 < KW; w6 += gl_SubgroupSize) {
-                        uint wd2 = pc.w2.d[(row2 * KW) + w6];
-                        uint qb2 = ((w6 >> 3u) * 32u) + (w6 & 7u);
-                        uint c8 = (wd2 >> 6u) & 50529027u;
-                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 0u], c8);
-                        uint c9 = (wd2 >> 4u) & 50529027u;
-                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 8u], c9);
-                        uint c10 = (wd2 >> 2u) & 50529027u;
-                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 16u], c10);
-                        uint c11 = (wd2 >> 0u) & 50529027u;
-                        acc2 += dsl_dot4x8_su(pc.q.d[qb2 + 24u], c11);
+                precise float accf2 = 0.0;
+                if (WFMT == 1u) {
+                    for (uint w10 = gl_SubgroupInvocationID; w10 < KW; w10 += gl_SubgroupSize) {
+                        uint qb7 = ((w10 >> 3u) * 32u) + (w10 & 7u);
+                        uint l04 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
+                        uint boff4 = (row2 * 66u) + ((w10 >> 4u) * 66u);
+                        int aw4 = 0;
+                        uint qw16 = pc.q.d[qb7 + 0u];
+                        uint t76 = l04 + 0u;
+                        uint t77 = boff4 + (((t76 >> 7u) << 5u) | (t76 & 31u));
+                        uint twi16 = t77 >> 2u;
+                        uint tlo16 = pc.w2.d[twi16];
+                        aw4 += dsl_dot4x8_ss(qw16, ((((((t77 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w2.d[twi16 + 1u] << 16u)) : tlo16) >> (((t76 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw17 = pc.q.d[qb7 + 8u];
+                        uint t78 = l04 + 32u;
+                        uint t79 = boff4 + (((t78 >> 7u) << 5u) | (t78 & 31u));
+                        uint twi17 = t79 >> 2u;
+                        uint tlo17 = pc.w2.d[twi17];
+                        aw4 += dsl_dot4x8_ss(qw17, ((((((t79 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w2.d[twi17 + 1u] << 16u)) : tlo17) >> (((t78 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw18 = pc.q.d[qb7 + 16u];
+                        uint t80 = l04 + 64u;
+                        uint t81 = boff4 + (((t80 >> 7u) << 5u) | (t80 & 31u));
+                        uint twi18 = t81 >> 2u;
+                        uint tlo18 = pc.w2.d[twi18];
+                        aw4 += dsl_dot4x8_ss(qw18, ((((((t81 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w2.d[twi18 + 1u] << 16u)) : tlo18) >> (((t80 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw19 = pc.q.d[qb7 + 24u];
+                        uint t82 = l04 + 96u;
+                        uint t83 = boff4 + (((t82 >> 7u) << 5u) | (t82 & 31u));
+                        uint twi19 = t83 >> 2u;
+                        uint tlo19 = pc.w2.d[twi19];
+                        aw4 += dsl_dot4x8_ss(qw19, ((((((t83 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w2.d[twi19 + 1u] << 16u)) : tlo19) >> (((t82 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint tdo4 = boff4 + 64u;
+                        accf2 += float(aw4) * unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
                     }
                 }
-                int t2 = subgroupAdd(acc2);
+                if (WFMT == 2u) {
+                    for (uint w11 = gl_SubgroupInvocationID; w11 < KW; w11 += gl_SubgroupSize) {
+                        uint qb8 = ((w11 >> 3u) * 32u) + (w11 & 7u);
+                        uint l05 = (((w11 >> 3u) & 1u) << 7u) + ((w11 & 7u) << 2u);
+                        uint boff5 = (row2 * 54u) + ((w11 >> 4u) * 54u);
+                        int aw5 = 0;
+                        uint qw20 = pc.q.d[qb8 + 0u];
+                        uint t84 = l05 + 0u;
+                        bool t85 = t84 < 160u;
+                        bool t86 = t84 < 240u;
+                        uint t87 = t84 - 160u;
+                        uint tn8 = t85 ? (t84 >> 5u) : (t86 ? (t87 >> 4u) : ((t84 - 240u) >> 2u));
+                        uint t88 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                        uint t89 = boff5 + (t85 ? (t84 & 31u) : (t86 ? (32u + (t87 & 15u)) : 48u));
+                        uint twi20 = t89 >> 2u;
+                        uint tlo20 = pc.w2.d[twi20];
+                        uint t90 = ((t89 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20;
+                        aw5 += dsl_dot4x8_ss(qw20, ((((((((t90 & 16711935u) * t88) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t90 >> 8u) & 16711935u) * t88) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw21 = pc.q.d[qb8 + 8u];
+                        uint t91 = l05 + 32u;
+                        bool t92 = t91 < 160u;
+                        bool t93 = t91 < 240u;
+                        uint t94 = t91 - 160u;
+                        uint tn9 = t92 ? (t91 >> 5u) : (t93 ? (t94 >> 4u) : ((t91 - 240u) >> 2u));
+                        uint t95 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+                        uint t96 = boff5 + (t92 ? (t91 & 31u) : (t93 ? (32u + (t94 & 15u)) : 48u));
+                        uint twi21 = t96 >> 2u;
+                        uint tlo21 = pc.w2.d[twi21];
+                        uint t97 = ((t96 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21;
+                        aw5 += dsl_dot4x8_ss(qw21, ((((((((t97 & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t97 >> 8u) & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw22 = pc.q.d[qb8 + 16u];
+                        uint t98 = l05 + 64u;
+                        bool t99 = t98 < 160u;
+                        bool t100 = t98 < 240u;
+                        uint t101 = t98 - 160u;
+                        uint tn10 = t99 ? (t98 >> 5u) : (t100 ? (t101 >> 4u) : ((t98 - 240u) >> 2u));
+                        uint t102 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                        uint t103 = boff5 + (t99 ? (t98 & 31u) : (t100 ? (32u + (t101 & 15u)) : 48u));
+                        uint twi22 = t103 >> 2u;
+                        uint tlo22 = pc.w2.d[twi22];
+                        uint t104 = ((t103 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22;
+                        aw5 += dsl_dot4x8_ss(qw22, ((((((((t104 & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t104 >> 8u) & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw23 = pc.q.d[qb8 + 24u];
+                        uint t105 = l05 + 96u;
+                        bool t106 = t105 < 160u;
+                        bool t107 = t105 < 240u;
+                        uint t108 = t105 - 160u;
+                        uint tn11 = t106 ? (t105 >> 5u) : (t107 ? (t108 >> 4u) : ((t105 - 240u) >> 2u));
+                        uint t109 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                        uint t110 = boff5 + (t106 ? (t105 & 31u) : (t107 ? (32u + (t108 & 15u)) : 48u));
+                        uint twi23 = t110 >> 2u;
+                        uint tlo23 = pc.w2.d[twi23];
+                        uint t111 = ((t110 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w2.d[twi23 + 1u] << 16u)) : tlo23;
+                        aw5 += dsl_dot4x8_ss(qw23, ((((((((t111 & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t111 >> 8u) & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint tdo5 = boff5 + 52u;
+                        accf2 += float(aw5) * unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                    }
+                }
+                if (WFMT == 0u) {
+                    if (GEMV_VEC != 0u) {
+                        for (uint w43 = gl_SubgroupInvocationID; w43 < KV4; w43 += gl_SubgroupSize) {
+                            uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV4) + w43];
+                            uint qb42 = ((w43 >> 1u) * 8u) + (w43 & 1u);
+                            uvec4 a48 = Buf_q4(pc.q).d[qb42 + 0u];
+                            acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
+                            uvec4 a49 = Buf_q4(pc.q).d[qb42 + 2u];
+                            acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
+                            uvec4 a410 = Buf_q4(pc.q).d[qb42 + 4u];
+                            acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
+                            uvec4 a411 = Buf_q4(pc.q).d[qb42 + 6u];
+                            acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
+                            acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                        }
+                    } else {
+                        for (uint w12 = gl_SubgroupInvocationID; w12 < KW; w12 += gl_SubgroupSize) {
+                            uint wd2 = pc.w2.d[(row2 * KW) + w12];
+                            uint qb9 = ((w12 >> 3u) * 32u) + (w12 & 7u);
+                            uint c8 = (wd2 >> 6u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 0u], c8);
+                            uint c9 = (wd2 >> 4u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 8u], c9);
+                            uint c10 = (wd2 >> 2u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 16u], c10);
+                            uint c11 = (wd2 >> 0u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 24u], c11);
+                        }
+                    }
+                }
+                int t112 = subgroupAdd(acc2);
+                precise float t113 = subgroupAdd(accf2);
                 if (gl_SubgroupInvocationID == 0u) {
                     int qsum2 = int(pc.qs.d[1u]);
                     precise float sc2 = pc.qs.d[0u];
-                    precise float v2 = (float(t2 - qsum2) / sc2) * ws2;
+                    precise float v2 = (WFMT == 0u) ? ((float(t112 - qsum2) / sc2) * ws2) : (t113 / sc2);
                     pc.y2.d[row2] = v2;
                 }
             }

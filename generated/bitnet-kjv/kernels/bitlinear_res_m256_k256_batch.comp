@@ -23,59 +23,232 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared uint wsh[544];
 shared uint ash[2080];
+shared float dsh[64];
 
+layout(constant_id = 1) const uint WFMT = 0u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 256u;
 
 #ifdef DSL_NATIVE_DOT
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
-int spv_dot4x8_su(uint a, uint b, spirv_literal int fmt);
-int dsl_dot4x8_su(uint a, uint b)
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int spv_dot4x8_ss(uint a, uint b, spirv_literal int fmt);
+int dsl_dot4x8_ss(uint a, uint b)
 {
-    return spv_dot4x8_su(a, b, 0);
+    return spv_dot4x8_ss(a, b, 0);
 }
 #else
-int dsl_dot4x8_su(uint a, uint b)
+int dsl_dot4x8_ss(uint a, uint b)
 {
     ivec4 x = ivec4(int(a) << 24, int(a) << 16, int(a) << 8, int(a)) >> 24;
-    ivec4 y = ivec4((uvec4(b) >> uvec4(0u, 8u, 16u, 24u)) & 255u);
+    ivec4 y = ivec4(int(b) << 24, int(b) << 16, int(b) << 8, int(b)) >> 24;
     return x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
 }
 #endif
 
 void main()
 {
-    precise float ws = uintBitsToFloat(pc.w.d[4096u]);
+    precise float ws = 0.0;
+    if (WFMT == 0u) {
+        ws = uintBitsToFloat(pc.w.d[4096u]);
+    }
     uint tx = gl_LocalInvocationIndex & 15u;
     uint ty = gl_LocalInvocationIndex >> 4u;
     uint row0 = gl_WorkGroupID.x * 64u;
     uint tok0 = gl_WorkGroupID.y * 64u;
     int acc00 = 0;
+    precise float accf00 = 0.0;
     int acc01 = 0;
+    precise float accf01 = 0.0;
     int acc02 = 0;
+    precise float accf02 = 0.0;
     int acc03 = 0;
+    precise float accf03 = 0.0;
     int acc10 = 0;
+    precise float accf10 = 0.0;
     int acc11 = 0;
+    precise float accf11 = 0.0;
     int acc12 = 0;
+    precise float accf12 = 0.0;
     int acc13 = 0;
+    precise float accf13 = 0.0;
     int acc20 = 0;
+    precise float accf20 = 0.0;
     int acc21 = 0;
+    precise float accf21 = 0.0;
     int acc22 = 0;
+    precise float accf22 = 0.0;
     int acc23 = 0;
+    precise float accf23 = 0.0;
     int acc30 = 0;
+    precise float accf30 = 0.0;
     int acc31 = 0;
+    precise float accf31 = 0.0;
     int acc32 = 0;
+    precise float accf32 = 0.0;
     int acc33 = 0;
+    precise float accf33 = 0.0;
     for (uint kb = 0u; kb < 2u; kb++) {
         uint e = gl_LocalInvocationIndex + 0u;
         uint r = e >> 3u;
         uint wi = e & 7u;
-        wsh[(wi * 68u) + (r + 0u)] = pc.w.d[(min(row0 + r, M - 1u) * KW) + ((kb * 8u) + wi)];
+        uint gr = min(row0 + r, M - 1u);
+        uint dst = (wi * 68u) + (r + 0u);
+        if (WFMT == 0u) {
+            wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+        }
+        if (WFMT == 1u) {
+            uint boff = (gr * 66u) + ((kb >> 1u) * 66u);
+            uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
+            uint t0 = l0 + 0u;
+            uint t8 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
+            uint twi = t8 >> 2u;
+            uint tlo = pc.w.d[twi];
+            uint t9 = l0 + 32u;
+            uint t10 = boff + (((t9 >> 7u) << 5u) | (t9 & 31u));
+            uint twi1 = t10 >> 2u;
+            uint tlo1 = pc.w.d[twi1];
+            uint t11 = l0 + 64u;
+            uint t12 = boff + (((t11 >> 7u) << 5u) | (t11 & 31u));
+            uint twi2 = t12 >> 2u;
+            uint tlo2 = pc.w.d[twi2];
+            uint t13 = l0 + 96u;
+            uint t14 = boff + (((t13 >> 7u) << 5u) | (t13 & 31u));
+            uint twi3 = t14 >> 2u;
+            uint tlo3 = pc.w.d[twi3];
+            wsh[dst] = ((((((((t8 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t10 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t9 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t12 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t11 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t14 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t13 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+        }
+        if (WFMT == 2u) {
+            uint boff1 = (gr * 54u) + ((kb >> 1u) * 54u);
+            uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
+            uint t15 = l01 + 0u;
+            bool t16 = t15 < 160u;
+            bool t17 = t15 < 240u;
+            uint t18 = t15 - 160u;
+            uint tn = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
+            uint t19 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
+            uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
+            uint twi4 = t20 >> 2u;
+            uint tlo4 = pc.w.d[twi4];
+            uint t21 = ((t20 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
+            uint t22 = l01 + 32u;
+            bool t23 = t22 < 160u;
+            bool t24 = t22 < 240u;
+            uint t25 = t22 - 160u;
+            uint tn1 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
+            uint t26 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+            uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
+            uint twi5 = t27 >> 2u;
+            uint tlo5 = pc.w.d[twi5];
+            uint t28 = ((t27 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
+            uint t29 = l01 + 64u;
+            bool t30 = t29 < 160u;
+            bool t31 = t29 < 240u;
+            uint t32 = t29 - 160u;
+            uint tn2 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
+            uint t33 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+            uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
+            uint twi6 = t34 >> 2u;
+            uint tlo6 = pc.w.d[twi6];
+            uint t35 = ((t34 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
+            uint t36 = l01 + 96u;
+            bool t37 = t36 < 160u;
+            bool t38 = t36 < 240u;
+            uint t39 = t36 - 160u;
+            uint tn3 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
+            uint t40 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+            uint t41 = boff1 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u));
+            uint twi7 = t41 >> 2u;
+            uint tlo7 = pc.w.d[twi7];
+            uint t42 = ((t41 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
+            wsh[dst] = ((((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t42 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t42 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        }
         uint e1 = gl_LocalInvocationIndex + 256u;
         uint r1 = e1 >> 3u;
         uint wi1 = e1 & 7u;
-        wsh[(wi1 * 68u) + (r1 + 0u)] = pc.w.d[(min(row0 + r1, M - 1u) * KW) + ((kb * 8u) + wi1)];
+        uint gr1 = min(row0 + r1, M - 1u);
+        uint dst1 = (wi1 * 68u) + (r1 + 0u);
+        if (WFMT == 0u) {
+            wsh[dst1] = pc.w.d[(gr1 * KW) + ((kb * 8u) + wi1)];
+        }
+        if (WFMT == 1u) {
+            uint boff2 = (gr1 * 66u) + ((kb >> 1u) * 66u);
+            uint l02 = ((kb & 1u) << 7u) + (wi1 << 2u);
+            uint t43 = l02 + 0u;
+            uint t44 = boff2 + (((t43 >> 7u) << 5u) | (t43 & 31u));
+            uint twi8 = t44 >> 2u;
+            uint tlo8 = pc.w.d[twi8];
+            uint t45 = l02 + 32u;
+            uint t46 = boff2 + (((t45 >> 7u) << 5u) | (t45 & 31u));
+            uint twi9 = t46 >> 2u;
+            uint tlo9 = pc.w.d[twi9];
+            uint t47 = l02 + 64u;
+            uint t48 = boff2 + (((t47 >> 7u) << 5u) | (t47 & 31u));
+            uint twi10 = t48 >> 2u;
+            uint tlo10 = pc.w.d[twi10];
+            uint t49 = l02 + 96u;
+            uint t50 = boff2 + (((t49 >> 7u) << 5u) | (t49 & 31u));
+            uint twi11 = t50 >> 2u;
+            uint tlo11 = pc.w.d[twi11];
+            wsh[dst1] = ((((((((t44 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t43 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t46 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t45 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t48 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t47 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t50 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t49 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+        }
+        if (WFMT == 2u) {
+            uint boff3 = (gr1 * 54u) + ((kb >> 1u) * 54u);
+            uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
+            uint t51 = l03 + 0u;
+            bool t52 = t51 < 160u;
+            bool t53 = t51 < 240u;
+            uint t54 = t51 - 160u;
+            uint tn4 = t52 ? (t51 >> 5u) : (t53 ? (t54 >> 4u) : ((t51 - 240u) >> 2u));
+            uint t55 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+            uint t56 = boff3 + (t52 ? (t51 & 31u) : (t53 ? (32u + (t54 & 15u)) : 48u));
+            uint twi12 = t56 >> 2u;
+            uint tlo12 = pc.w.d[twi12];
+            uint t57 = ((t56 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
+            uint t58 = l03 + 32u;
+            bool t59 = t58 < 160u;
+            bool t60 = t58 < 240u;
+            uint t61 = t58 - 160u;
+            uint tn5 = t59 ? (t58 >> 5u) : (t60 ? (t61 >> 4u) : ((t58 - 240u) >> 2u));
+            uint t62 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+            uint t63 = boff3 + (t59 ? (t58 & 31u) : (t60 ? (32u + (t61 & 15u)) : 48u));
+            uint twi13 = t63 >> 2u;
+            uint tlo13 = pc.w.d[twi13];
+            uint t64 = ((t63 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
+            uint t65 = l03 + 64u;
+            bool t66 = t65 < 160u;
+            bool t67 = t65 < 240u;
+            uint t68 = t65 - 160u;
+            uint tn6 = t66 ? (t65 >> 5u) : (t67 ? (t68 >> 4u) : ((t65 - 240u) >> 2u));
+            uint t69 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+            uint t70 = boff3 + (t66 ? (t65 & 31u) : (t67 ? (32u + (t68 & 15u)) : 48u));
+            uint twi14 = t70 >> 2u;
+            uint tlo14 = pc.w.d[twi14];
+            uint t71 = ((t70 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
+            uint t72 = l03 + 96u;
+            bool t73 = t72 < 160u;
+            bool t74 = t72 < 240u;
+            uint t75 = t72 - 160u;
+            uint tn7 = t73 ? (t72 >> 5u) : (t74 ? (t75 >> 4u) : ((t72 - 240u) >> 2u));
+            uint t76 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+            uint t77 = boff3 + (t73 ? (t72 & 31u) : (t74 ? (32u + (t75 & 15u)) : 48u));
+            uint twi15 = t77 >> 2u;
+            uint tlo15 = pc.w.d[twi15];
+            uint t78 = ((t77 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
+            wsh[dst1] = ((((((((((t57 & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t57 >> 8u) & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t64 & 16711935u) * t62) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t64 >> 8u) & 16711935u) * t62) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t71 & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t71 >> 8u) & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t78 & 16711935u) * t76) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t78 >> 8u) & 16711935u) * t76) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        }
+        if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
+            uint boff4 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 66u) + ((kb >> 1u) * 66u);
+            uint tdo = boff4 + 64u;
+            precise float t79 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex + 0u] = t79;
+        }
+        if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
+            uint boff5 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 54u) + ((kb >> 1u) * 54u);
+            uint tdo1 = boff5 + 52u;
+            precise float t80 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex + 0u] = t80;
+        }
         uint e2 = gl_LocalInvocationIndex + 0u;
         uint t = e2 >> 5u;
         uint jw = e2 & 31u;
@@ -109,6 +282,7 @@ void main()
         uint jw7 = e9 & 31u;
         ash[(jw7 * 65u) + t7] = pc.q.d[(min(tok0 + t7, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw7)];
         barrier();
+        bool tq = WFMT != 0u;
         if ((tok0 + (ty * 4u)) < dyn.n_tokens) {
             for (uint wl = 0u; wl < 8u; wl++) {
                 uint wv = wsh[(wl * 68u) + (tx + 0u)];
@@ -120,102 +294,156 @@ void main()
                 uint av1 = ash[ab + 1u];
                 uint av2 = ash[ab + 2u];
                 uint av3 = ash[ab + 3u];
-                uint c = (wv >> 6u) & 50529027u;
-                acc00 += dsl_dot4x8_su(av, c);
-                acc01 += dsl_dot4x8_su(av1, c);
-                acc02 += dsl_dot4x8_su(av2, c);
-                acc03 += dsl_dot4x8_su(av3, c);
-                uint c1 = (wv1 >> 6u) & 50529027u;
-                acc10 += dsl_dot4x8_su(av, c1);
-                acc11 += dsl_dot4x8_su(av1, c1);
-                acc12 += dsl_dot4x8_su(av2, c1);
-                acc13 += dsl_dot4x8_su(av3, c1);
-                uint c2 = (wv2 >> 6u) & 50529027u;
-                acc20 += dsl_dot4x8_su(av, c2);
-                acc21 += dsl_dot4x8_su(av1, c2);
-                acc22 += dsl_dot4x8_su(av2, c2);
-                acc23 += dsl_dot4x8_su(av3, c2);
-                uint c3 = (wv3 >> 6u) & 50529027u;
-                acc30 += dsl_dot4x8_su(av, c3);
-                acc31 += dsl_dot4x8_su(av1, c3);
-                acc32 += dsl_dot4x8_su(av2, c3);
-                acc33 += dsl_dot4x8_su(av3, c3);
+                uint t81 = (wv >> 6u) & 50529027u;
+                uint c = tq ? ((t81 + 2139062143u) ^ 2155905152u) : t81;
+                acc00 += dsl_dot4x8_ss(av, c);
+                acc01 += dsl_dot4x8_ss(av1, c);
+                acc02 += dsl_dot4x8_ss(av2, c);
+                acc03 += dsl_dot4x8_ss(av3, c);
+                uint t82 = (wv1 >> 6u) & 50529027u;
+                uint c1 = tq ? ((t82 + 2139062143u) ^ 2155905152u) : t82;
+                acc10 += dsl_dot4x8_ss(av, c1);
+                acc11 += dsl_dot4x8_ss(av1, c1);
+                acc12 += dsl_dot4x8_ss(av2, c1);
+                acc13 += dsl_dot4x8_ss(av3, c1);
+                uint t83 = (wv2 >> 6u) & 50529027u;
+                uint c2 = tq ? ((t83 + 2139062143u) ^ 2155905152u) : t83;
+                acc20 += dsl_dot4x8_ss(av, c2);
+                acc21 += dsl_dot4x8_ss(av1, c2);
+                acc22 += dsl_dot4x8_ss(av2, c2);
+                acc23 += dsl_dot4x8_ss(av3, c2);
+                uint t84 = (wv3 >> 6u) & 50529027u;
+                uint c3 = tq ? ((t84 + 2139062143u) ^ 2155905152u) : t84;
+                acc30 += dsl_dot4x8_ss(av, c3);
+                acc31 += dsl_dot4x8_ss(av1, c3);
+                acc32 += dsl_dot4x8_ss(av2, c3);
+                acc33 += dsl_dot4x8_ss(av3, c3);
                 uint ab1 = ((wl + 8u) * 65u) + (ty * 4u);
                 uint av4 = ash[ab1 + 0u];
                 uint av5 = ash[ab1 + 1u];
                 uint av6 = ash[ab1 + 2u];
                 uint av7 = ash[ab1 + 3u];
-                uint c4 = (wv >> 4u) & 50529027u;
-                acc00 += dsl_dot4x8_su(av4, c4);
-                acc01 += dsl_dot4x8_su(av5, c4);
-                acc02 += dsl_dot4x8_su(av6, c4);
-                acc03 += dsl_dot4x8_su(av7, c4);
-                uint c5 = (wv1 >> 4u) & 50529027u;
-                acc10 += dsl_dot4x8_su(av4, c5);
-                acc11 += dsl_dot4x8_su(av5, c5);
-                acc12 += dsl_dot4x8_su(av6, c5);
-                acc13 += dsl_dot4x8_su(av7, c5);
-                uint c6 = (wv2 >> 4u) & 50529027u;
-                acc20 += dsl_dot4x8_su(av4, c6);
-                acc21 += dsl_dot4x8_su(av5, c6);
-                acc22 += dsl_dot4x8_su(av6, c6);
-                acc23 += dsl_dot4x8_su(av7, c6);
-                uint c7 = (wv3 >> 4u) & 50529027u;
-                acc30 += dsl_dot4x8_su(av4, c7);
-                acc31 += dsl_dot4x8_su(av5, c7);
-                acc32 += dsl_dot4x8_su(av6, c7);
-                acc33 += dsl_dot4x8_su(av7, c7);
+                uint t85 = (wv >> 4u) & 50529027u;
+                uint c4 = tq ? ((t85 + 2139062143u) ^ 2155905152u) : t85;
+                acc00 += dsl_dot4x8_ss(av4, c4);
+                acc01 += dsl_dot4x8_ss(av5, c4);
+                acc02 += dsl_dot4x8_ss(av6, c4);
+                acc03 += dsl_dot4x8_ss(av7, c4);
+                uint t86 = (wv1 >> 4u) & 50529027u;
+                uint c5 = tq ? ((t86 + 2139062143u) ^ 2155905152u) : t86;
+                acc10 += dsl_dot4x8_ss(av4, c5);
+                acc11 += dsl_dot4x8_ss(av5, c5);
+                acc12 += dsl_dot4x8_ss(av6, c5);
+                acc13 += dsl_dot4x8_ss(av7, c5);
+                uint t87 = (wv2 >> 4u) & 50529027u;
+                uint c6 = tq ? ((t87 + 2139062143u) ^ 2155905152u) : t87;
+                acc20 += dsl_dot4x8_ss(av4, c6);
+                acc21 += dsl_dot4x8_ss(av5, c6);
+                acc22 += dsl_dot4x8_ss(av6, c6);
+                acc23 += dsl_dot4x8_ss(av7, c6);
+                uint t88 = (wv3 >> 4u) & 50529027u;
+                uint c7 = tq ? ((t88 + 2139062143u) ^ 2155905152u) : t88;
+                acc30 += dsl_dot4x8_ss(av4, c7);
+                acc31 += dsl_dot4x8_ss(av5, c7);
+                acc32 += dsl_dot4x8_ss(av6, c7);
+                acc33 += dsl_dot4x8_ss(av7, c7);
                 uint ab2 = ((wl + 16u) * 65u) + (ty * 4u);
                 uint av8 = ash[ab2 + 0u];
                 uint av9 = ash[ab2 + 1u];
                 uint av10 = ash[ab2 + 2u];
                 uint av11 = ash[ab2 + 3u];
-                uint c8 = (wv >> 2u) & 50529027u;
-                acc00 += dsl_dot4x8_su(av8, c8);
-                acc01 += dsl_dot4x8_su(av9, c8);
-                acc02 += dsl_dot4x8_su(av10, c8);
-                acc03 += dsl_dot4x8_su(av11, c8);
-                uint c9 = (wv1 >> 2u) & 50529027u;
-                acc10 += dsl_dot4x8_su(av8, c9);
-                acc11 += dsl_dot4x8_su(av9, c9);
-                acc12 += dsl_dot4x8_su(av10, c9);
-                acc13 += dsl_dot4x8_su(av11, c9);
-                uint c10 = (wv2 >> 2u) & 50529027u;
-                acc20 += dsl_dot4x8_su(av8, c10);
-                acc21 += dsl_dot4x8_su(av9, c10);
-                acc22 += dsl_dot4x8_su(av10, c10);
-                acc23 += dsl_dot4x8_su(av11, c10);
-                uint c11 = (wv3 >> 2u) & 50529027u;
-                acc30 += dsl_dot4x8_su(av8, c11);
-                acc31 += dsl_dot4x8_su(av9, c11);
-                acc32 += dsl_dot4x8_su(av10, c11);
-                acc33 += dsl_dot4x8_su(av11, c11);
+                uint t89 = (wv >> 2u) & 50529027u;
+                uint c8 = tq ? ((t89 + 2139062143u) ^ 2155905152u) : t89;
+                acc00 += dsl_dot4x8_ss(av8, c8);
+                acc01 += dsl_dot4x8_ss(av9, c8);
+                acc02 += dsl_dot4x8_ss(av10, c8);
+                acc03 += dsl_dot4x8_ss(av11, c8);
+                uint t90 = (wv1 >> 2u) & 50529027u;
+                uint c9 = tq ? ((t90 + 2139062143u) ^ 2155905152u) : t90;
+                acc10 += dsl_dot4x8_ss(av8, c9);
+                acc11 += dsl_dot4x8_ss(av9, c9);
+                acc12 += dsl_dot4x8_ss(av10, c9);
+                acc13 += dsl_dot4x8_ss(av11, c9);
+                uint t91 = (wv2 >> 2u) & 50529027u;
+                uint c10 = tq ? ((t91 + 2139062143u) ^ 2155905152u) : t91;
+                acc20 += dsl_dot4x8_ss(av8, c10);
+                acc21 += dsl_dot4x8_ss(av9, c10);
+                acc22 += dsl_dot4x8_ss(av10, c10);
+                acc23 += dsl_dot4x8_ss(av11, c10);
+                uint t92 = (wv3 >> 2u) & 50529027u;
+                uint c11 = tq ? ((t92 + 2139062143u) ^ 2155905152u) : t92;
+                acc30 += dsl_dot4x8_ss(av8, c11);
+                acc31 += dsl_dot4x8_ss(av9, c11);
+                acc32 += dsl_dot4x8_ss(av10, c11);
+                acc33 += dsl_dot4x8_ss(av11, c11);
                 uint ab3 = ((wl + 24u) * 65u) + (ty * 4u);
                 uint av12 = ash[ab3 + 0u];
                 uint av13 = ash[ab3 + 1u];
                 uint av14 = ash[ab3 + 2u];
                 uint av15 = ash[ab3 + 3u];
-                uint c12 = (wv >> 0u) & 50529027u;
-                acc00 += dsl_dot4x8_su(av12, c12);
-                acc01 += dsl_dot4x8_su(av13, c12);
-                acc02 += dsl_dot4x8_su(av14, c12);
-                acc03 += dsl_dot4x8_su(av15, c12);
-                uint c13 = (wv1 >> 0u) & 50529027u;
-                acc10 += dsl_dot4x8_su(av12, c13);
-                acc11 += dsl_dot4x8_su(av13, c13);
-                acc12 += dsl_dot4x8_su(av14, c13);
-                acc13 += dsl_dot4x8_su(av15, c13);
-                uint c14 = (wv2 >> 0u) & 50529027u;
-                acc20 += dsl_dot4x8_su(av12, c14);
-                acc21 += dsl_dot4x8_su(av13, c14);
-                acc22 += dsl_dot4x8_su(av14, c14);
-                acc23 += dsl_dot4x8_su(av15, c14);
-                uint c15 = (wv3 >> 0u) & 50529027u;
-                acc30 += dsl_dot4x8_su(av12, c15);
-                acc31 += dsl_dot4x8_su(av13, c15);
-                acc32 += dsl_dot4x8_su(av14, c15);
-                acc33 += dsl_dot4x8_su(av15, c15);
+                uint t93 = (wv >> 0u) & 50529027u;
+                uint c12 = tq ? ((t93 + 2139062143u) ^ 2155905152u) : t93;
+                acc00 += dsl_dot4x8_ss(av12, c12);
+                acc01 += dsl_dot4x8_ss(av13, c12);
+                acc02 += dsl_dot4x8_ss(av14, c12);
+                acc03 += dsl_dot4x8_ss(av15, c12);
+                uint t94 = (wv1 >> 0u) & 50529027u;
+                uint c13 = tq ? ((t94 + 2139062143u) ^ 2155905152u) : t94;
+                acc10 += dsl_dot4x8_ss(av12, c13);
+                acc11 += dsl_dot4x8_ss(av13, c13);
+                acc12 += dsl_dot4x8_ss(av14, c13);
+                acc13 += dsl_dot4x8_ss(av15, c13);
+                uint t95 = (wv2 >> 0u) & 50529027u;
+                uint c14 = tq ? ((t95 + 2139062143u) ^ 2155905152u) : t95;
+                acc20 += dsl_dot4x8_ss(av12, c14);
+                acc21 += dsl_dot4x8_ss(av13, c14);
+                acc22 += dsl_dot4x8_ss(av14, c14);
+                acc23 += dsl_dot4x8_ss(av15, c14);
+                uint t96 = (wv3 >> 0u) & 50529027u;
+                uint c15 = tq ? ((t96 + 2139062143u) ^ 2155905152u) : t96;
+                acc30 += dsl_dot4x8_ss(av12, c15);
+                acc31 += dsl_dot4x8_ss(av13, c15);
+                acc32 += dsl_dot4x8_ss(av14, c15);
+                acc33 += dsl_dot4x8_ss(av15, c15);
             }
+        }
+        if (tq) {
+            precise float d1 = dsh[tx + 0u];
+            accf00 += float(acc00) * d1;
+            acc00 = 0;
+            accf01 += float(acc01) * d1;
+            acc01 = 0;
+            accf02 += float(acc02) * d1;
+            acc02 = 0;
+            accf03 += float(acc03) * d1;
+            acc03 = 0;
+            precise float d2 = dsh[tx + 16u];
+            accf10 += float(acc10) * d2;
+            acc10 = 0;
+            accf11 += float(acc11) * d2;
+            acc11 = 0;
+            accf12 += float(acc12) * d2;
+            acc12 = 0;
+            accf13 += float(acc13) * d2;
+            acc13 = 0;
+            precise float d3 = dsh[tx + 32u];
+            accf20 += float(acc20) * d3;
+            acc20 = 0;
+            accf21 += float(acc21) * d3;
+            acc21 = 0;
+            accf22 += float(acc22) * d3;
+            acc22 = 0;
+            accf23 += float(acc23) * d3;
+            acc23 = 0;
+            precise float d4 = dsh[tx + 48u];
+            accf30 += float(acc30) * d4;
+            acc30 = 0;
+            accf31 += float(acc31) * d4;
+            acc31 = 0;
+            accf32 += float(acc32) * d4;
+            acc32 = 0;
+            accf33 += float(acc33) * d4;
+            acc33 = 0;
         }
         barrier();
     }
@@ -225,31 +453,31 @@ void main()
         precise float sc = pc.qs.d[tok * 2u];
         uint row = row0 + (tx + 0u);
         if (row < M) {
-            uint t0 = (tok * M) + row;
-            precise float v = (float(acc00 - qsum) / sc) * ws;
-            precise float t8 = pc.y.d[t0] + v;
-            pc.y.d[t0] = t8;
+            uint t97 = (tok * M) + row;
+            precise float v = (WFMT == 0u) ? ((float(acc00 - qsum) / sc) * ws) : (accf00 / sc);
+            precise float t98 = pc.y.d[t97] + v;
+            pc.y.d[t97] = t98;
         }
         uint row1 = row0 + (tx + 16u);
         if (row1 < M) {
-            uint t9 = (tok * M) + row1;
-            precise float v1 = (float(acc10 - qsum) / sc) * ws;
-            precise float t10 = pc.y.d[t9] + v1;
-            pc.y.d[t9] = t10;
+            uint t99 = (tok * M) + row1;
+            precise float v1 = (WFMT == 0u) ? ((float(acc10 - qsum) / sc) * ws) : (accf10 / sc);
+            precise float t100 = pc.y.d[t99] + v1;
+            pc.y.d[t99] = t100;
         }
         uint row2 = row0 + (tx + 32u);
         if (row2 < M) {
-            uint t11 = (tok * M) + row2;
-            precise float v2 = (float(acc20 - qsum) / sc) * ws;
-            precise float t12 = pc.y.d[t11] + v2;
-            pc.y.d[t11] = t12;
+            uint t101 = (tok * M) + row2;
+            precise float v2 = (WFMT == 0u) ? ((float(acc20 - qsum) / sc) * ws) : (accf20 / sc);
+            precise float t102 = pc.y.d[t101] + v2;
+            pc.y.d[t101] = t102;
         }
         uint row3 = row0 + (tx + 48u);
         if (row3 < M) {
-            uint t13 = (tok * M) + row3;
-            precise float v3 = (float(acc30 - qsum) / sc) * ws;
-            precise float t14 = pc.y.d[t13] + v3;
-            pc.y.d[t13] = t14;
+            uint t103 = (tok * M) + row3;
+            precise float v3 = (WFMT == 0u) ? ((float(acc30 - qsum) / sc) * ws) : (accf30 / sc);
+            precise float t104 = pc.y.d[t103] + v3;
+            pc.y.d[t103] = t104;
         }
     }
     uint tok1 = tok0 + ((ty * 4u) + 1u);
@@ -258,31 +486,31 @@ void main()
         precise float sc1 = pc.qs.d[tok1 * 2u];
         uint row4 = row0 + (tx + 0u);
         if (row4 < M) {
-            uint t15 = (tok1 * M) + row4;
-            precise float v4 = (float(acc01 - qsum1) / sc1) * ws;
-            precise float t16 = pc.y.d[t15] + v4;
-            pc.y.d[t15] = t16;
+            uint t105 = (tok1 * M) + row4;
+            precise float v4 = (WFMT == 0u) ? ((float(acc01 - qsum1) / sc1) * ws) : (accf01 / sc1);
+            precise float t106 = pc.y.d[t105] + v4;
+            pc.y.d[t105] = t106;
         }
         uint row5 = row0 + (tx + 16u);
         if (row5 < M) {
-            uint t17 = (tok1 * M) + row5;
-            precise float v5 = (float(acc11 - qsum1) / sc1) * ws;
-            precise float t18 = pc.y.d[t17] + v5;
-            pc.y.d[t17] = t18;
+            uint t107 = (tok1 * M) + row5;
+            precise float v5 = (WFMT == 0u) ? ((float(acc11 - qsum1) / sc1) * ws) : (accf11 / sc1);
+            precise float t108 = pc.y.d[t107] + v5;
+            pc.y.d[t107] = t108;
         }
         uint row6 = row0 + (tx + 32u);
         if (row6 < M) {
-            uint t19 = (tok1 * M) + row6;
-            precise float v6 = (float(acc21 - qsum1) / sc1) * ws;
-            precise float t20 = pc.y.d[t19] + v6;
-            pc.y.d[t19] = t20;
+            uint t109 = (tok1 * M) + row6;
+            precise float v6 = (WFMT == 0u) ? ((float(acc21 - qsum1) / sc1) * ws) : (accf21 / sc1);
+            precise float t110 = pc.y.d[t109] + v6;
+            pc.y.d[t109] = t110;
         }
         uint row7 = row0 + (tx + 48u);
         if (row7 < M) {
-            uint t21 = (tok1 * M) + row7;
-            precise float v7 = (float(acc31 - qsum1) / sc1) * ws;
-            precise float t22 = pc.y.d[t21] + v7;
-            pc.y.d[t21] = t22;
+            uint t111 = (tok1 * M) + row7;
+            precise float v7 = (WFMT == 0u) ? ((float(acc31 - qsum1) / sc1) * ws) : (accf31 / sc1);
+            precise float t112 = pc.y.d[t111] + v7;
+            pc.y.d[t111] = t112;
         }
     }
     uint tok2 = tok0 + ((ty * 4u) + 2u);
@@ -291,31 +519,31 @@ void main()
         precise float sc2 = pc.qs.d[tok2 * 2u];
         uint row8 = row0 + (tx + 0u);
         if (row8 < M) {
-            uint t23 = (tok2 * M) + row8;
-            precise float v8 = (float(acc02 - qsum2) / sc2) * ws;
-            precise float t24 = pc.y.d[t23] + v8;
-            pc.y.d[t23] = t24;
+            uint t113 = (tok2 * M) + row8;
+            precise float v8 = (WFMT == 0u) ? ((float(acc02 - qsum2) / sc2) * ws) : (accf02 / sc2);
+            precise float t114 = pc.y.d[t113] + v8;
+            pc.y.d[t113] = t114;
         }
         uint row9 = row0 + (tx + 16u);
         if (row9 < M) {
-            uint t25 = (tok2 * M) + row9;
-            precise float v9 = (float(acc12 - qsum2) / sc2) * ws;
-            precise float t26 = pc.y.d[t25] + v9;
-            pc.y.d[t25] = t26;
+            uint t115 = (tok2 * M) + row9;
+            precise float v9 = (WFMT == 0u) ? ((float(acc12 - qsum2) / sc2) * ws) : (accf12 / sc2);
+            precise float t116 = pc.y.d[t115] + v9;
+            pc.y.d[t115] = t116;
         }
         uint row10 = row0 + (tx + 32u);
         if (row10 < M) {
-            uint t27 = (tok2 * M) + row10;
-            precise float v10 = (float(acc22 - qsum2) / sc2) * ws;
-            precise float t28 = pc.y.d[t27] + v10;
-            pc.y.d[t27] = t28;
+            uint t117 = (tok2 * M) + row10;
+            precise float v10 = (WFMT == 0u) ? ((float(acc22 - qsum2) / sc2) * ws) : (accf22 / sc2);
+            precise float t118 = pc.y.d[t117] + v10;
+            pc.y.d[t117] = t118;
         }
         uint row11 = row0 + (tx + 48u);
         if (row11 < M) {
-            uint t29 = (tok2 * M) + row11;
-            precise float v11 = (float(acc32 - qsum2) / sc2) * ws;
-            precise float t30 = pc.y.d[t29] + v11;
-            pc.y.d[t29] = t30;
+            uint t119 = (tok2 * M) + row11;
+            precise float v11 = (WFMT == 0u) ? ((float(acc32 - qsum2) / sc2) * ws) : (accf32 / sc2);
+            precise float t120 = pc.y.d[t119] + v11;
+            pc.y.d[t119] = t120;
         }
     }
     uint tok3 = tok0 + ((ty * 4u) + 3u);
@@ -324,31 +552,31 @@ void main()
         precise float sc3 = pc.qs.d[tok3 * 2u];
         uint row12 = row0 + (tx + 0u);
         if (row12 < M) {
-            uint t31 = (tok3 * M) + row12;
-            precise float v12 = (float(acc03 - qsum3) / sc3) * ws;
-            precise float t32 = pc.y.d[t31] + v12;
-            pc.y.d[t31] = t32;
+            uint t121 = (tok3 * M) + row12;
+            precise float v12 = (WFMT == 0u) ? ((float(acc03 - qsum3) / sc3) * ws) : (accf03 / sc3);
+            precise float t122 = pc.y.d[t121] + v12;
+            pc.y.d[t121] = t122;
         }
         uint row13 = row0 + (tx + 16u);
         if (row13 < M) {
-            uint t33 = (tok3 * M) + row13;
-            precise float v13 = (float(acc13 - qsum3) / sc3) * ws;
-            precise float t34 = pc.y.d[t33] + v13;
-            pc.y.d[t33] = t34;
+            uint t123 = (tok3 * M) + row13;
+            precise float v13 = (WFMT == 0u) ? ((float(acc13 - qsum3) / sc3) * ws) : (accf13 / sc3);
+            precise float t124 = pc.y.d[t123] + v13;
+            pc.y.d[t123] = t124;
         }
         uint row14 = row0 + (tx + 32u);
         if (row14 < M) {
-            uint t35 = (tok3 * M) + row14;
-            precise float v14 = (float(acc23 - qsum3) / sc3) * ws;
-            precise float t36 = pc.y.d[t35] + v14;
-            pc.y.d[t35] = t36;
+            uint t125 = (tok3 * M) + row14;
+            precise float v14 = (WFMT == 0u) ? ((float(acc23 - qsum3) / sc3) * ws) : (accf23 / sc3);
+            precise float t126 = pc.y.d[t125] + v14;
+            pc.y.d[t125] = t126;
         }
         uint row15 = row0 + (tx + 48u);
         if (row15 < M) {
-            uint t37 = (tok3 * M) + row15;
-            precise float v15 = (float(acc33 - qsum3) / sc3) * ws;
-            precise float t38 = pc.y.d[t37] + v15;
-            pc.y.d[t37] = t38;
+            uint t127 = (tok3 * M) + row15;
+            precise float v15 = (WFMT == 0u) ? ((float(acc33 - qsum3) / sc3) * ws) : (accf33 / sc3);
+            precise float t128 = pc.y.d[t127] + v15;
+            pc.y.d[t127] = t128;
         }
     }
 }
