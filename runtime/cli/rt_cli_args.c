@@ -243,8 +243,8 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         fprintf(stderr, "error: -sys (system prompt) applies only to --chat\n");
         return usage_error(o->prog);
     }
-    if (o->json && !o->bench && !o->tune) {
-        fprintf(stderr, "error: --json applies only to --bench (and --tune)\n");
+    if (o->json && !o->bench && !o->tune && !o->perplexity) {
+        fprintf(stderr, "error: --json applies only to --bench (and --tune) and --perplexity\n");
         return usage_error(o->prog);
     }
     return 0;
