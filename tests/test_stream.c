@@ -123,7 +123,8 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
             fail_msg("budget %d MiB: %s", budget, err);
         printf("%s%s: budget %d MiB: %d layers streamed, %.2f MB copied per step\n", dir, tq ? " (tq1)" : "", budget,
                st.st.streamed_layers, st.st.streamed_bytes / 1e6);
-        assert_true(st.st.streamed_layers >= min_streamed);
+        /* TQ1_0 layers are 16 % smaller, so at the same budget one more layer may stay resident */
+        assert_true(st.st.streamed_layers >= (tq ? min_streamed - 1 : min_streamed));
         rt_gguf *g = NULL;
         if (rt_gguf_open(gguf, &g, err))
             fail_msg("%s", err);
