@@ -48,7 +48,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: %s was loaded vocab_only", m->path);
     ternion_context_params p = params ? *params : ternion_context_default_params();
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_seq_max < 0 || p.n_seq_max > 256 || p.gemv < 0 || p.gemv > 2 ||
-        p.device < -1 || p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ2 || p.vram_budget_mib < 0)
+        p.device < -1)
         return rt_api_fail(TERNION_E_INVALID,
                            "ternion_context_new: n_ctx %d, n_batch %d, n_seq_max %d (1..256), gemv %d (0..2), "
                            "device %d: out of range", p.n_ctx, p.n_batch, p.n_seq_max, p.gemv, p.device);
