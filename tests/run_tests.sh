@@ -4,8 +4,10 @@
 pass=0; fail=0; skip=0; bad=""
 for t in "$@"; do
     echo "== $t"
+    t0=$(date +%s)
     out=$("$t" 2>&1); rc=$?
     printf '%s\n' "$out"
+    echo "== $t: $(($(date +%s) - t0)) s"
     p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
     f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
     s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
