@@ -1,17 +1,21 @@
 /* rt_engine_multi.c - one decode step for several sequences in one submission
  * (rt_engine_decode_rows: the server's continuous batching).
  *
- * Owns: the multi-row decode stream and its host table. For rows i = n-1 .. 0 the stream
- * copies row i's dyn block (its position) and token into place and runs the decode
- * schedule's pre + layer sections against row i's sequence's KV cache, then copies the
- * final hidden row (x, row 0) to row i of the same buffer; after the last one the prompt
- * schedule's post section (final norm + LM head over n rows) runs ONCE for all rows, so
- * the LM head table - the largest read of a step (657 MB of F16 for 2B4T) - is read once
- * per step instead of once per sequence. Each row's logits are bit for bit those of a
- * single-sequence decode step on a CPU device (the prompt head over a decode step's x
- * equals the decode head: same sums per row; test_server_e2e compares with the CLI).
- * The layers still read their weights once per row: batching them needs decode kernels
- * that take per-row positions and KV caches (not done yet).
+ * Owns: the multi-row decode stream and its host table. A step of n rows (one token of each
+ * of n sequences, each at its own position) runs the PROMPT schedule over the n rows, so
+ * every weight - the layers' and the LM head's - is read once per step for all rows:
+ *   - the embedding, norms, bitlinears and the head run once over n rows (dyn block:
+ *     n_tokens = n), exactly as for an n-token prompt;
+ *   - the dispatches that bind a KV cache (per layer: the KV write and the attention) run
+ *     once per row r, with row r's dyn block (pos_r, n_tokens 1, n_kv pos_r + 1) copied into
+ *     place, row r's sequence's caches bound, and their activation arguments shifted to row
+ *     r: row r writes its K/V at pos_r of its own cache and attends to positions 0..pos_r of
+ *     it only. These kernels read no weights, so the per-row dispatches cost launches, not
+ *     weight bandwidth.
+ * Each row's logits are those of a one-token prompt step of its sequence: they equal a
+ * single-sequence decode step within the batched-vs-incremental tolerance (the prompt
+ * kernels sum in another order than the decode kernels; test_multi), and do not depend on
+ * the other rows (test_server_e2e: 8 concurrent greedy streams, each equal to its text alone).
  */
 #include "engine/rt_engine_priv.h"
 
@@ -21,50 +25,106 @@
 
 #define MULTI_TOK_OFF ((VkDeviceSize)(RT_ENGINE_MAX_ROWS + 1) * sizeof(rt_dyn))
 
-/* The activation buffer both heads read the final hidden row from (decode post and prompt
- * post start with it): its index, or -1 when the generated schedules differ there. */
-static int head_input(const rt_engine *e)
+static bool binds_kv(const rt_dispatch *dp)
 {
-    const rt_dispatch *dp = rt_eng_post_of(e, &e->d->decode), *pp = rt_eng_post_of(e, &e->d->prefill);
-    if (!e->d->decode.n_post || !e->d->prefill.n_post || !dp[0].n_args || !pp[0].n_args)
-        return -1;
-    rt_arg a = dp[0].args[0], b = pp[0].args[0];
-    return a.kind == RT_ARG_ACT && b.kind == RT_ARG_ACT && a.index == b.index ? a.index : -1;
+    for (int a = 0; a < dp->n_args; a++)
+        if (dp->args[a].kind == RT_ARG_KCACHE || dp->args[a].kind == RT_ARG_VCACHE)
+            return true;
+    return false;
+}
+
+static double hparam(const rt_model_desc *d, const char *name)
+{
+    for (uint32_t i = 0; i < d->n_checks; i++)
+        if (!strcmp(d->checks[i].name, name))
+            return d->checks[i].value;
+    return 0;
+}
+
+/* The two shapes of KV dispatch the generator writes in a prompt schedule (schedule.txt):
+ * the KV write (K rows, V rows, K cache, V cache: K and V rows are kv_dim f32) and the
+ * attention (Q rows, K cache, V cache, output rows: n_head * head_dim f32 each). Anything
+ * else: 0 and no multi-row step for this model. */
+static int kv_shape(const rt_dispatch *dp)
+{
+    const rt_arg *a = dp->args;
+    if (dp->n_args == 4 && a[0].kind == RT_ARG_ACT && a[1].kind == RT_ARG_ACT && a[2].kind == RT_ARG_KCACHE &&
+        a[3].kind == RT_ARG_VCACHE)
+        return 1;
+    if (dp->n_args == 4 && a[0].kind == RT_ARG_ACT && a[1].kind == RT_ARG_KCACHE && a[2].kind == RT_ARG_VCACHE &&
+        a[3].kind == RT_ARG_ACT)
+        return 2;
+    return 0;
+}
+
+/* Row widths in bytes of the KV write's rows (K, V) and the attention's (Q, output); -1
+ * with a message when the model's prompt schedule has another shape. */
+static int kv_row_bytes(const rt_engine *e, uint32_t *kv, uint32_t *q, char *err)
+{
+    const rt_model_desc *d = e->d;
+    double nh = hparam(d, "attention.head_count"), nkv = hparam(d, "attention.head_count_kv");
+    *kv = d->kv_dim * 4;
+    *q = nkv > 0 ? (uint32_t)(nh / nkv * d->kv_dim) * 4 : 0;
+    for (uint32_t i = 0; i < d->prefill.n_layer; i++) {
+        const rt_dispatch *dp = &d->prefill.layer[i];
+        int k = binds_kv(dp) ? kv_shape(dp) : -1;
+        bool ok = k != 0 && *q;
+        for (int a = 0; ok && k > 0 && a < dp->n_args; a++)
+            if (dp->args[a].kind == RT_ARG_ACT)
+                ok = (k == 1 ? *kv : *q) <= d->acts[dp->args[a].index].bytes_per_token;
+        if (!ok) {
+            snprintf(err, RT_ERR_LEN, "model %s: prompt dispatch '%s' binds a KV cache in a way the multi-row step "
+                     "does not know; no multi-row decode", d->name, dp->label ? dp->label : "?");
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int record_multi(rt_engine *e, int n, const int32_t *seq, rt_cmd **out, char *err)
 {
-    int x = head_input(e);
-    if (x < 0) {
-        snprintf(err, RT_ERR_LEN, "model %s: its decode and prompt heads read different buffers; no multi-row decode",
-                 e->d->name);
+    uint32_t kvb, qb;
+    if (kv_row_bytes(e, &kvb, &qb, err))
         return -1;
-    }
-    VkDeviceSize xrow = e->d->acts[x].bytes_per_token;
     rt_cmd *c = NULL;
     if (rt_cmd_begin(e->vk, &c, err))
         return -1;
     rt_buf *dyn = rt_vk_dyn_buffer(e->vk);
-    rt_schedule layers = e->d->decode;
-    layers.n_post = 0;
+    const VkDeviceSize all = (VkDeviceSize)RT_ENGINE_MAX_ROWS * sizeof(rt_dyn);
+    const rt_schedule *s = &e->d->prefill;
+    const rt_dispatch *post = rt_eng_post_of(e, s);
     int bound = e->seq;
-    for (int i = n - 1; i >= 0; i--) {
-        rt_cmd_copy(c, &e->multibuf, (VkDeviceSize)i * sizeof(rt_dyn), dyn, 0, sizeof(rt_dyn));
-        rt_cmd_copy(c, &e->multibuf, MULTI_TOK_OFF + (VkDeviceSize)i * 4, &e->tokens, 0, 4);
-        rt_cmd_barrier(c, NULL, 0); /* everything before (the previous row) done */
-        e->seq = seq[i];            /* arg_buf binds this sequence's KV cache */
-        rt_eng_record_schedule(e, c, &layers, 1);
-        if (i > 0) {
-            rt_cmd_barrier(c, NULL, 0);
-            rt_cmd_copy(c, &e->acts[x], 0, &e->acts[x], (VkDeviceSize)i * xrow, xrow);
+    rt_cmd_copy(c, &e->multibuf, MULTI_TOK_OFF, &e->tokens, 0, (VkDeviceSize)n * 4);
+    rt_cmd_copy(c, &e->multibuf, all, dyn, 0, sizeof(rt_dyn));
+    rt_eng_stream_step_begin(e, c);
+    for (uint32_t i = 0; i < s->n_pre; i++)
+        rt_eng_record_dispatch(e, c, &s->pre[i], 0, (uint32_t)n, 0);
+    for (int L = 0; L < e->n_layers; L++) {
+        rt_eng_stream_layer_begin(e, c, L);
+        for (uint32_t i = 0; i < s->n_layer; i++) {
+            if (!binds_kv(&s->layer[i])) {
+                rt_eng_record_dispatch(e, c, &s->layer[i], L, (uint32_t)n, 0);
+                continue;
+            }
+            uint32_t j = i; /* the run of consecutive KV dispatches i .. j-1, row by row */
+            while (j < s->n_layer && binds_kv(&s->layer[j]))
+                j++;
+            for (int r = 0; r < n; r++) {
+                rt_cmd_copy(c, &e->multibuf, (VkDeviceSize)r * sizeof(rt_dyn), dyn, 0, sizeof(rt_dyn));
+                e->seq = seq[r]; /* arg_buf binds this row's sequence's caches */
+                for (uint32_t k = i; k < j; k++) /* row r as token 0: its rows of K, V / Q, output */
+                    rt_eng_record_dispatch(e, c, &s->layer[k], L, 1,
+                                           (VkDeviceSize)r * (kv_shape(&s->layer[k]) == 1 ? kvb : qb));
+            }
+            e->seq = bound;
+            rt_cmd_copy(c, &e->multibuf, all, dyn, 0, sizeof(rt_dyn));
+            i = j - 1;
         }
+        rt_eng_stream_layer_end(e, c, L);
     }
-    e->seq = bound;
-    rt_cmd_copy(c, &e->multibuf, (VkDeviceSize)RT_ENGINE_MAX_ROWS * sizeof(rt_dyn), dyn, 0, sizeof(rt_dyn));
-    rt_cmd_barrier(c, NULL, 0);
-    rt_schedule head = e->d->prefill;
-    head.n_pre = head.n_layer = 0;
-    rt_eng_record_schedule(e, c, &head, (uint32_t)n);
+    for (uint32_t i = 0; i < s->n_post; i++)
+        rt_eng_record_dispatch(e, c, &post[i], 0, (uint32_t)n, 0);
+    rt_eng_stream_step_end(e, c);
     if (rt_cmd_end(c, err)) {
         rt_cmd_free(c);
         return -1;
@@ -130,7 +190,7 @@ int rt_engine_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int3
         dy[i] = (rt_dyn){.pos = (uint32_t)pos[i], .n_tokens = 1, .n_kv = (uint32_t)pos[i] + 1, .out_start = 0};
         tk[i] = (uint32_t)tokens[i];
     }
-    dy[RT_ENGINE_MAX_ROWS] = (rt_dyn){.pos = 0, .n_tokens = (uint32_t)n, .n_kv = 1, .out_start = 0};
+    dy[RT_ENGINE_MAX_ROWS] = (rt_dyn){.pos = 0, .n_tokens = (uint32_t)n, .n_kv = 1, .out_start = 0}; /* the rest */
     if (rt_cmd_submit(c, err))
         return -1;
     e->last_row = 0;

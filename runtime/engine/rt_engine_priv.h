@@ -111,6 +111,9 @@ struct rt_engine {
 
 /* rt_engine_run.c: submit a prepared decode step, if any */
 int rt_eng_flush(rt_engine *e, char *err);
+/* rt_engine_record.c: one dispatch for n tokens, act_off bytes added to its activation arguments' addresses */
+void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
+                            VkDeviceSize act_off);
 /* rt_engine_multi.c: its host table (at open) and streams (at close) */
 int rt_eng_multi_init(rt_engine *e, char *err);
 void rt_eng_multi_free(rt_engine *e);

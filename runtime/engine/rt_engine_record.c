@@ -38,7 +38,11 @@ static uint32_t groups(rt_groups g, uint32_t n)
     return v ? v : 1;
 }
 
-static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n)
+/* One dispatch for n tokens, act_off bytes added to the address of every activation argument
+ * (a multi-row step's per-row KV dispatches, rt_engine_multi.c: their token 0 is a later row
+ * of the step; 0 everywhere else). */
+void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
+                            VkDeviceSize act_off)
 {
     if (dp->barrier) {
         const rt_buf *bufs[64];
@@ -64,6 +68,8 @@ static void record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
     memset(push, 0, sizeof(push));
     for (int i = 0; i < dp->n_args && off + 8 <= RT_PUSH_BYTES; i++, off += 8) {
         VkDeviceAddress a = arg_buf(e, dp->args[i], layer)->addr;
+        if (dp->args[i].kind == RT_ARG_ACT)
+            a += act_off;
         memcpy(push + off, &a, 8);
     }
     for (int i = 0; i < dp->n_params && off + 4 <= RT_PUSH_BYTES; i++, off += 4) {
@@ -118,15 +124,15 @@ void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint3
     const rt_dispatch *post = rt_eng_post_of(e, s);
     rt_eng_stream_step_begin(e, c); /* --vram-budget: copies of streamed layers (rt_engine_stream.c) */
     for (uint32_t i = 0; i < s->n_pre; i++)
-        record_dispatch(e, c, &s->pre[i], 0, n);
+        rt_eng_record_dispatch(e, c, &s->pre[i], 0, n, 0);
     for (int L = 0; L < e->n_layers; L++) {
         rt_eng_stream_layer_begin(e, c, L);
         for (uint32_t i = 0; i < s->n_layer; i++)
-            record_dispatch(e, c, &s->layer[i], L, n);
+            rt_eng_record_dispatch(e, c, &s->layer[i], L, n, 0);
         rt_eng_stream_layer_end(e, c, L);
     }
     for (uint32_t i = 0; i < s->n_post; i++)
-        record_dispatch(e, c, &post[i], 0, n);
+        rt_eng_record_dispatch(e, c, &post[i], 0, n, 0);
     rt_eng_stream_step_end(e, c);
 }
 
