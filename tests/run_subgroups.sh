@@ -45,7 +45,7 @@ run_width() {
         echo "subgroup sweep: $want-lane subgroups (LP_NATIVE_VECTOR_WIDTH=$width)"
         # shellcheck disable=SC2086
         XDG_CACHE_HOME="$tmp/$width" MESA_SHADER_CACHE_DISABLE=true LP_NATIVE_VECTOR_WIDTH=$width \
-            sh tests/run_tests.sh $SUITES
+            JOBS=1 sh tests/run_tests.sh $SUITES
         echo $? >"$tmp/$width.rc"
     ) >"$tmp/$width.log" 2>&1 &
     pids="$pids $!"

@@ -1,19 +1,50 @@
 #!/bin/sh
 # Runs every cmocka test binary given as arguments and prints one closing line
 # "N passed, N failed" (counting test cases as reported by cmocka). Exit 1 if any failed.
-pass=0; fail=0; skip=0; bad=""
+#
+# Suites run $JOBS at a time (default 2: most suites keep one core busy compiling pipelines
+# and only part of a second running them on lavapipe, so two at a time fill a 2-core machine).
+# Each suite's output is kept apart and printed whole, in argument order, after all finished;
+# a "== suite: N s" line is printed as each one ends, so a long run shows progress. The suites
+# named in $SLOW_FIRST (basenames) are started first, so the longest do not start last.
+JOBS=${JOBS:-2}
+SLOW_FIRST=${SLOW_FIRST:-"test_e2e test_cli test_gen test_examples test_kernels test_sparse test_stream"}
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# The run order: the slow suites first (in $SLOW_FIRST's order), then the rest as given;
+# each line "index path" so the results can be printed in argument order.
+i=0
 for t in "$@"; do
+    i=$((i + 1))
+    echo "$i $t"
+done >"$tmp/list"
+{
+    for s in $SLOW_FIRST; do
+        grep -E "^[0-9]+ (.*/)?$s\$" "$tmp/list"
+    done
+    cat "$tmp/list"
+} | awk '!seen[$1]++' >"$tmp/order"
+
+# One suite: output, exit status and wall time into $tmp/<index>.*.
+export tmp
+run_one='t0=$(date +%s); "$2" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc";
+         echo "== $2: $(($(date +%s) - t0)) s"'
+xargs -P "$JOBS" -L 1 sh -c "$run_one" sh <"$tmp/order"
+
+pass=0; fail=0; skip=0; bad=""
+i=0
+for t in "$@"; do
+    i=$((i + 1))
     echo "== $t"
-    t0=$(date +%s)
-    out=$("$t" 2>&1); rc=$?
+    out=$(cat "$tmp/$i.out" 2>/dev/null); rc=$(cat "$tmp/$i.rc" 2>/dev/null || echo 1)
     printf '%s\n' "$out"
-    echo "== $t: $(($(date +%s) - t0)) s"
     p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
     f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
     s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
     pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
-    if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then fail=$((fail + 1)); bad="$bad $t(rc=$rc)"; fi
-    [ $rc -ne 0 ] && bad="$bad $t"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail=$((fail + 1)); bad="$bad $t(rc=$rc)"; fi
+    [ "$rc" -ne 0 ] && bad="$bad $t"
     if printf '%s\n' "$out" | grep -q -E 'Validation Error|VUID-'; then
         fail=$((fail + 1)); bad="$bad $t(validation)"
     fi

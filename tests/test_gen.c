@@ -32,6 +32,44 @@ static void load(const char *path)
         fail_msg("%s", err);
 }
 
+/* gen_desc_build compiles every kernel to SPIR-V (the slow part of this suite): the suites
+ * that only read a model's full build share one per (YAML, fuse), made on first use. */
+typedef struct {
+    const char *yaml; /* static string; NULL = free slot */
+    bool fuse;
+    gen_model model; /* the model the desc was built from */
+    gen_desc desc;
+} built_desc;
+static built_desc built[8];
+
+static const gen_desc *desc_of(const char *yaml, bool fuse, const gen_model **out_model)
+{
+    char err[GEN_ERR_LEN] = "";
+    built_desc *b = built;
+    while (b->yaml && (strcmp(b->yaml, yaml) || b->fuse != fuse))
+        b++;
+    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
+    if (!b->yaml) {
+        if (gen_model_load(yaml, &b->model, err))
+            fail_msg("%s", err);
+        if (gen_desc_build(&b->model, fuse, &b->desc, err))
+            fail_msg("%s: %s", yaml, err);
+        b->yaml = yaml;
+        b->fuse = fuse;
+    }
+    if (out_model)
+        *out_model = &b->model;
+    return &b->desc;
+}
+
+static int free_built(void **state)
+{
+    (void)state;
+    for (built_desc *b = built; b->yaml; b++)
+        gen_desc_free(&b->desc);
+    return 0;
+}
+
 static int count_kind(const gen_graph *g, gen_kop_kind kind, gen_section sec)
 {
     int n = 0;
@@ -416,14 +454,11 @@ static void test_kernel_limits(void **state)
     static const struct { const char *t; uint32_t bytes; } sizes[] = {
         {"float", 4}, {"uint", 4}, {"int", 4}, {"vec2", 8}, {"uvec2", 8}, {"ivec2", 8},
         {"vec4", 16}, {"uvec4", 16}, {"ivec4", 16}};
-    char err[GEN_ERR_LEN] = "";
     for (size_t y = 0; y < sizeof(yamls) / sizeof(yamls[0]); y++) {
-        load(yamls[y]);
-        gen_desc d;
-        assert_int_equal(gen_desc_build(&model, true, &d, err), 0);
-        for (uint32_t i = 0; i < d.n_kernels; i++) {
+        const gen_desc *d = desc_of(yamls[y], true, NULL);
+        for (uint32_t i = 0; i < d->n_kernels; i++) {
             uint32_t want = 0, wx = 0, wy = 0, wz = 0;
-            for (const char *p = strstr(d.glsl[i], "\nshared "); p; p = strstr(p + 1, "\nshared ")) {
+            for (const char *p = strstr(d->glsl[i], "\nshared "); p; p = strstr(p + 1, "\nshared ")) {
                 char t[16], name[64];
                 unsigned n = 0;
                 assert_int_equal(sscanf(p + 8, "%15s %63[^[][%u];", t, name, &n), 3);
@@ -432,21 +467,20 @@ static void test_kernel_limits(void **state)
                     if (!strcmp(sizes[j].t, t))
                         b = sizes[j].bytes;
                 if (!b)
-                    fail_msg("%s: shared type %s not in the test's table", d.kernels[i].name, t);
+                    fail_msg("%s: shared type %s not in the test's table", d->kernels[i].name, t);
                 want += b * n;
             }
-            const char *ls = strstr(d.glsl[i], "layout(local_size_x = ");
+            const char *ls = strstr(d->glsl[i], "layout(local_size_x = ");
             assert_non_null(ls);
             assert_int_equal(sscanf(ls, "layout(local_size_x = %u, local_size_y = %u, local_size_z = %u)", &wx, &wy,
                                     &wz), 3);
-            if (d.kernels[i].shared_bytes != want || d.kernels[i].invocations != wx * wy * wz)
+            if (d->kernels[i].shared_bytes != want || d->kernels[i].invocations != wx * wy * wz)
                 fail_msg("%s: recorded %u shared bytes, %u invocations; its GLSL declares %u, %u x %u x %u",
-                         d.kernels[i].name, d.kernels[i].shared_bytes, d.kernels[i].invocations, want, wx, wy, wz);
+                         d->kernels[i].name, d->kernels[i].shared_bytes, d->kernels[i].invocations, want, wx, wy, wz);
             if (want > 16384)
                 fail_msg("%s (%s): %u bytes of shared memory, more than the 16384 every device has",
-                         d.kernels[i].name, yamls[y], want);
+                         d->kernels[i].name, yamls[y], want);
         }
-        gen_desc_free(&d);
     }
 }
 
@@ -464,65 +498,60 @@ static void test_kernels_precise(void **state)
     static const char *yamls[] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml",
                                   "models/bitnet-b1.58-2b.yaml"};
     static const char *need[] = {"norm", "attention", "bitlinear", "lm_head"};
-    char err[GEN_ERR_LEN] = "";
     for (size_t y = 0; y < sizeof(yamls) / sizeof(yamls[0]); y++)
         for (int fuse = 0; fuse < 2; fuse++) {
-            load(yamls[y]);
-            gen_desc d;
-            assert_int_equal(gen_desc_build(&model, fuse, &d, err), 0);
+            const gen_desc *d = desc_of(yamls[y], fuse, NULL);
             int seen[4] = {0};
-            for (uint32_t i = 0; i < d.n_kernels; i++)
+            for (uint32_t i = 0; i < d->n_kernels; i++)
                 for (int v = 0; v < 2; v++) {
-                    const uint32_t *spv = v ? d.kernels[i].spv_dot : d.kernels[i].spv;
-                    size_t bytes = v ? d.kernels[i].spv_dot_bytes : d.kernels[i].spv_bytes;
+                    const uint32_t *spv = v ? d->kernels[i].spv_dot : d->kernels[i].spv;
+                    size_t bytes = v ? d->kernels[i].spv_dot_bytes : d->kernels[i].spv_bytes;
                     if (!spv)
                         continue;
                     spv_precise_stats st;
                     assert_int_equal(spv_precise_scan(spv, bytes / 4, &st), 0);
                     if (st.unmarked && getenv("TERNION_DEBUG_PRECISE"))
-                        printf("%s\n", d.glsl[i]);
+                        printf("%s\n", d->glsl[i]);
                     if (st.unmarked)
                         fail_msg("%s (%s%s): %d of %d float instructions (or Fma) without NoContraction",
-                                 d.kernels[i].name, yamls[y], v ? ", native dot" : "", st.unmarked, st.float_ops);
+                                 d->kernels[i].name, yamls[y], v ? ", native dot" : "", st.unmarked, st.float_ops);
                     for (int j = 0; j < 4; j++)
-                        if (strstr(d.kernels[i].name, need[j]) && st.float_ops > 0)
+                        if (strstr(d->kernels[i].name, need[j]) && st.float_ops > 0)
                             seen[j]++;
                 }
             for (int j = 0; j < 4; j++)
                 if (!seen[j])
                     fail_msg("%s: no %s kernel with float arithmetic found", yamls[y], need[j]);
-            gen_desc_free(&d);
         }
 }
 
-static gen_desc d1, d2;
+static gen_desc d2;
 
 static void test_deterministic_and_shared_kernels(void **state)
 {
     (void)state;
     char err[GEN_ERR_LEN] = "";
+    const gen_desc *d1 = desc_of("models/bitnet-tiny.yaml", true, NULL); /* the shared build */
     load("models/bitnet-tiny.yaml");
-    assert_int_equal(gen_desc_build(&model, true, &d1, err), 0);
-    assert_int_equal(gen_desc_build(&model, true, &d2, err), 0);
-    assert_int_equal(d1.n_kernels, d2.n_kernels);
-    for (uint32_t i = 0; i < d1.n_kernels; i++) {
-        assert_string_equal(d1.glsl[i], d2.glsl[i]);
-        assert_int_equal(d1.kernels[i].spv_bytes, d2.kernels[i].spv_bytes);
-        assert_memory_equal(d1.kernels[i].spv, d2.kernels[i].spv, d1.kernels[i].spv_bytes);
+    assert_int_equal(gen_desc_build(&model, true, &d2, err), 0); /* and a second one */
+    assert_int_equal(d1->n_kernels, d2.n_kernels);
+    for (uint32_t i = 0; i < d1->n_kernels; i++) {
+        assert_string_equal(d1->glsl[i], d2.glsl[i]);
+        assert_int_equal(d1->kernels[i].spv_bytes, d2.kernels[i].spv_bytes);
+        assert_memory_equal(d1->kernels[i].spv, d2.kernels[i].spv, d1->kernels[i].spv_bytes);
         for (uint32_t j = 0; j < i; j++)
-            assert_string_not_equal(d1.glsl[i], d1.glsl[j]); /* identical kernels are stored once */
+            assert_string_not_equal(d1->glsl[i], d1->glsl[j]); /* identical kernels are stored once */
     }
     /* decode walks the prefill op list minus the folded norms (4 per layer, 1 after)
      * and the folded rope_kv; the split attention merges its own partials */
-    assert_int_equal(d1.desc.decode.n_layer + 5, d1.desc.prefill.n_layer);
-    assert_int_equal(d1.desc.decode.n_pre + d1.desc.decode.n_post + 1, d1.desc.prefill.n_pre + d1.desc.prefill.n_post);
+    assert_int_equal(d1->desc.decode.n_layer + 5, d1->desc.prefill.n_layer);
+    assert_int_equal(d1->desc.decode.n_pre + d1->desc.decode.n_post + 1, d1->desc.prefill.n_pre + d1->desc.prefill.n_post);
     /* the act table covers both plans */
-    assert_true(d1.desc.n_acts >= (uint32_t)d1.graph.n_bufs && d1.desc.n_acts >= (uint32_t)d1.graph_dec.n_bufs);
-    for (int i = 0; i < d1.graph_dec.n_bufs; i++)
-        assert_true(d1.desc.acts[i].bytes_per_token >= d1.graph_dec.bufs[i].bytes_per_token);
-    for (int i = 0; i < d1.graph.n_bufs; i++)
-        assert_true(d1.desc.acts[i].bytes_per_token >= d1.graph.bufs[i].bytes_per_token);
-    gen_desc_free(&d1);
+    assert_true(d1->desc.n_acts >= (uint32_t)d1->graph.n_bufs && d1->desc.n_acts >= (uint32_t)d1->graph_dec.n_bufs);
+    for (int i = 0; i < d1->graph_dec.n_bufs; i++)
+        assert_true(d1->desc.acts[i].bytes_per_token >= d1->graph_dec.bufs[i].bytes_per_token);
+    for (int i = 0; i < d1->graph.n_bufs; i++)
+        assert_true(d1->desc.acts[i].bytes_per_token >= d1->graph.bufs[i].bytes_per_token);
     gen_desc_free(&d2);
 }
 
@@ -531,30 +560,29 @@ static void test_deterministic_and_shared_kernels(void **state)
 static void test_q8_head_variant(void **state)
 {
     (void)state;
-    char err[GEN_ERR_LEN] = "";
     static const char *const yamls[] = {"models/bitnet-tiny.yaml", "models/bitnet-b1.58-2b.yaml",
                                         "models/llama-ternary-tiny.yaml"};
     for (int y = 0; y < 3; y++) {
-        load(yamls[y]);
-        assert_int_equal(gen_desc_build(&model, true, &d1, err), 0);
-        const rt_schedule *ss[2] = {&d1.desc.decode, &d1.desc.prefill};
+        const gen_model *m;
+        const gen_desc *d1 = desc_of(yamls[y], true, &m);
+        const rt_schedule *ss[2] = {&d1->desc.decode, &d1->desc.prefill};
         for (int s = 0; s < 2; s++) {
             assert_non_null(ss[s]->post_q8);
             int heads = 0;
             for (uint32_t i = 0; i < ss[s]->n_post; i++) {
                 const rt_dispatch *a = &ss[s]->post[i], *q = &ss[s]->post_q8[i];
-                if (strncmp(d1.desc.kernels[a->kernel].name, "lm_head", 7) != 0) { /* not the head: unchanged */
+                if (strncmp(d1->desc.kernels[a->kernel].name, "lm_head", 7) != 0) { /* not the head: unchanged */
                     assert_memory_equal(a, q, sizeof(*a));
                     continue;
                 }
                 heads++;
                 assert_int_not_equal(a->kernel, q->kernel);
-                assert_non_null(strstr(d1.desc.kernels[q->kernel].name, "_q8_"));
+                assert_non_null(strstr(d1->desc.kernels[q->kernel].name, "_q8_"));
                 assert_int_equal(a->n_args, q->n_args);
                 assert_int_equal(a->args[1].kind, RT_ARG_WEIGHT);
                 assert_int_equal(q->args[1].kind, RT_ARG_WEIGHT_Q8);
                 assert_int_equal(q->args[1].index, a->args[1].index);
-                int64_t dim = model.tensors[a->args[1].index].ne[0];
+                int64_t dim = m->tensors[a->args[1].index].ne[0];
                 assert_int_equal(a->bytes_vocab, 2 * dim + 4);
                 assert_int_equal(q->bytes_vocab, dim + dim / 16 + 4);
                 assert_int_equal(a->barrier, q->barrier);
@@ -562,7 +590,6 @@ static void test_q8_head_variant(void **state)
             }
             assert_int_equal(heads, 1);
         }
-        gen_desc_free(&d1);
     }
 }
 
@@ -638,5 +665,5 @@ int main(void)
         cmocka_unit_test(test_kernels_precise),
         cmocka_unit_test(test_row_code_shapes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_built);
 }

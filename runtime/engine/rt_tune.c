@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
@@ -138,7 +139,7 @@ static bool tune_load(rt_engine *e, const char *path)
 static void tune_store(rt_engine *e, const char *path)
 {
     char tmp[1100];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()); /* concurrent runs */
     FILE *f = fopen(tmp, "w");
     if (!f)
         return;
