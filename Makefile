@@ -249,6 +249,7 @@ gen-ubsan:
 
 test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_sizes.sh
+	@sh tests/check_includes.sh
 	@sh tests/check_fuzz_deps.sh
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN)
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_subgroups.sh

@@ -15,7 +15,6 @@
 
 #include "dsl.h"
 #include "gen_kernels.h"
-#include "gguf/rt_gguf.h"
 
 static uint64_t fnv64(const void *p, size_t n)
 {

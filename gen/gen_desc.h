@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 #include "gen_graph.h"
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 
 #define GEN_MAX_KERNELS 64
 #define GEN_MAX_POST 8 /* dispatches after the layers */

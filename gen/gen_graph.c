@@ -33,7 +33,7 @@
  * Buffer planning and barriers are in gen_plan.c.
  */
 #include "gen_graph.h"
-#include "engine/rt_schedule.h" /* RT_SYNC_WORDS */
+#include "schema/rt_schedule.h" /* RT_SYNC_WORDS */
 
 #include <stdio.h>
 #include <string.h>

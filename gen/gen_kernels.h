@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "gen_graph.h"
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 
 struct dsl_kernel;
 

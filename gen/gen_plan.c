@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/rt_schedule.h" /* RT_BAR_* bits */
+#include "schema/rt_schedule.h" /* RT_BAR_* bits */
 
 enum { MAX_ENT = GEN_MAX_GVALS * 2 };
 

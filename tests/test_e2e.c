@@ -26,7 +26,7 @@
 #include "gen_desc.h"
 #include "gen_model.h"
 #include "engine/rt_engine.h"
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 #include "vk/rt_vk.h"
 #include "ref/ref_forward.h"
 

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "dsl.h"
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 #include "gen_graph.h"
 #include "gen_kernels.h"
 #include "gen_act.h"

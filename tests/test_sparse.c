@@ -41,7 +41,7 @@
 #include "gen_kernels.h"
 #include "gen_model.h"
 #include "engine/rt_engine.h"
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 #include "gen_desc.h"
 #include <sys/stat.h>
 #include "engine/rt_sparse_layout.h"

@@ -19,7 +19,7 @@
 #include "api/ternion.h"
 #include "engine/rt_engine.h"
 #include "engine/rt_sampler.h"
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 #include "gguf/rt_gguf.h"
 #include "tok/rt_tokenizer.h"
 

@@ -10,7 +10,7 @@
 #ifndef RT_REGISTRY_H
 #define RT_REGISTRY_H
 
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 
 extern const rt_model_desc *const rt_registry[];
 extern const unsigned rt_registry_count;

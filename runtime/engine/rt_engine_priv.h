@@ -37,7 +37,7 @@
 #define RT_ENGINE_PRIV_H
 
 #include "engine/rt_engine.h"
-#include "engine/rt_schedule.h"
+#include "schema/rt_schedule.h"
 #include "engine/rt_tune.h"
 #include "vk/rt_vk.h"
 

@@ -1,6 +1,11 @@
 /* rt_schedule.h - the generated model description: kernels (SPIR-V), tensors,
  * activation buffers and dispatch schedules, as static C tables.
  *
+ * This is the contract between the generator and the runtime, so it lives in schema/,
+ * which both include and which includes nothing of the project but format/ (the GGUF
+ * type ids): gen/ -> schema/ <- runtime/, never gen/ -> runtime/
+ * (tests/check_includes.sh). The types keep the rt_ prefix: they are the runtime's input.
+ *
  * gen/ writes one `generated/<model>/model.c` that defines
  *     const rt_model_desc rt_model_<id> = { ... };
  * (id: the model name, non-alphanumerics as _), which the Makefile lists in libternion's registry

@@ -1,0 +1,44 @@
+#!/bin/sh
+# tests/check_includes.sh - the include direction between the folders (docs/architecture.md),
+# run by `make test`. Every `#include "..."` of a .c / .h file in a folder below is resolved
+# as the compiler does (the file's own folder, then -I. -Idsl -Igen -Iruntime, the
+# Makefile's order) and must land in one of the folders that folder may include:
+#   format/  format/                      (weight codecs: nothing else of the project)
+#   schema/  schema/ format/              (the generator <-> runtime tables)
+#   dsl/     dsl/ schema/                 (the shader builder)
+#   gen/     gen/ dsl/ schema/ format/    (the generator: never runtime/)
+# An include that resolves nowhere is an error too (it would hide a runtime header reached
+# some other way). System headers (<...>) are not checked.
+RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,format"
+IPATH=". dsl gen runtime"
+fail=0
+for rule in $RULES; do
+    dir=${rule%%:*}
+    allowed=$(echo "${rule#*:}" | tr ',' ' ')
+    for f in $(find "$dir" -name '*.[ch]' | sort); do
+        for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+            hit=""
+            for p in "$(dirname "$f")" $IPATH; do
+                if [ -f "$p/$inc" ]; then
+                    hit=$(realpath --relative-to=. "$p/$inc")
+                    break
+                fi
+            done
+            if [ -z "$hit" ]; then
+                echo "check_includes: $f includes \"$inc\", which is no file of the project"
+                fail=1
+                continue
+            fi
+            ok=0
+            for a in $allowed; do
+                case $hit in "$a"/*) ok=1 ;; esac
+            done
+            if [ $ok -eq 0 ]; then
+                echo "check_includes: $f includes \"$inc\" ($hit): $dir/ may include only $allowed"
+                fail=1
+            fi
+        done
+    done
+done
+[ $fail -eq 0 ] && echo "check_includes: format/ schema/ dsl/ gen/ include only the folders they may"
+exit $fail
