@@ -391,6 +391,44 @@ static void bl_matrix(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const d
         bl_tile(k, c, W, y, M, Mc, wg);
 }
 
+/* BITLINEAR_MULTI: part p runs on workgroups [first_p, first_p + groups_of(M_p)); returns
+ * the workgroups of all parts. */
+static uint32_t bl_parts(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl_expr *W4, const dsl_expr *y,
+                         const int *Ms, int np, gen_kernel_out *out)
+{
+    uint32_t groups = 0;
+    dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
+    out->bytes = (uint64_t)c->K + 8;
+    for (int p = 0; p < np; p++) {
+        char cn[8];
+        snprintf(cn, sizeof(cn), "M%d", p);
+        dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
+        uint32_t first = groups;
+        groups += (uint32_t)groups_of(c, Ms[p]);
+        if (p + 1 < np)
+            dsl_if(k, dsl_lt(k, wg, U(groups)));
+        bl_matrix(k, c, &W[p], &W4[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
+        if (p + 1 < np)
+            dsl_else(k);
+        out->bytes += (uint64_t)Ms[p] * c->K / 4 + (uint64_t)Ms[p] * 4;
+    }
+    for (int p = 0; p + 1 < np; p++)
+        dsl_end(k);
+    return groups;
+}
+
+/* The kernel's name: its folds, the parts' rows, K and the mode. */
+static void bl_name(const gen_kop *kop, const int *Ms, int np, int K, bool decode, char *name, size_t size)
+{
+    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU;
+    int len = snprintf(name, size, "bitlinear%s%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "",
+                       kop->kind == GEN_K_BITLINEAR_MULTI ? "_multi" : "", glu ? "_glu_" : "",
+                       glu ? gen_act_at(kop->act)->name : "", kop->res >= 0 ? "_res" : "", gen_last_suffix(kop));
+    for (int p = 0; p < np; p++)
+        len += snprintf(name + len, size - (size_t)len, "_m%d", Ms[p]);
+    snprintf(name + len, size - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
+}
+
 int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_model *m = g->m;
@@ -403,12 +441,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
     const int M = Ms[0];
     char name[96];
-    int len = snprintf(name, sizeof(name), "bitlinear%s%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "", multi ? "_multi" : "",
-                       glu ? "_glu_" : "", glu ? gen_act_at(kop->act)->name : "", res ? "_res" : "",
-                       gen_last_suffix(kop));
-    for (int p = 0; p < np; p++)
-        len += snprintf(name + len, sizeof(name) - (size_t)len, "_m%d", Ms[p]);
-    snprintf(name + len, sizeof(name) - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
+    bl_name(kop, Ms, np, K, decode, name, sizeof(name));
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -506,24 +539,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
                 dsl_end(k);
         }
     } else {
-        /* part p: workgroups [first_p, first_p + groups_of(M_p)) */
-        dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
-        out->bytes = (uint64_t)K + 8;
-        for (int p = 0; p < np; p++) {
-            char cn[8];
-            snprintf(cn, sizeof(cn), "M%d", p);
-            dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
-            uint32_t first = groups;
-            groups += (uint32_t)groups_of(&c, Ms[p]);
-            if (p + 1 < np)
-                dsl_if(k, dsl_lt(k, wg, U(groups)));
-            bl_matrix(k, &c, &W[p], &W4[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
-            if (p + 1 < np)
-                dsl_else(k);
-            out->bytes += (uint64_t)Ms[p] * K / 4 + (uint64_t)Ms[p] * 4;
-        }
-        for (int p = 0; p + 1 < np; p++)
-            dsl_end(k);
+        groups = bl_parts(k, &c, W, W4, y, Ms, np, out);
     }
 
     gen_out_groups_one(out);

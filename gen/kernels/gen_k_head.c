@@ -378,32 +378,11 @@ struct dsl_kernel *gen_kernel_argmax(void)
     return (struct dsl_kernel *)k;
 }
 
-/* Top-k of one row in one workgroup, in a fixed number of passes whatever k is:
- *  1. radix select on the order-preserving keys, 8 bits a pass (4 passes, a 256-bin
- *     histogram in shared memory each): T = the k-th largest key, need = how many
- *     elements equal to T belong to the top k;
- *  2. gather the elements above T (any order), then the `need` elements equal to T
- *     with the lowest indices (each invocation scans a contiguous block; an exclusive
- *     scan of the blocks' counts gives each tie its rank);
- *  3. bitonic sort of the (at most 256) gathered entries by (value desc, index asc).
- * Result: u32[0..k) ids, f32[256..256+k) logits. */
-struct dsl_kernel *gen_kernel_topk(void)
+/* Top-k pass 1: radix select over the keys of logits[0..vocab), 8 bits a pass; on return
+ * *prefix = T (the kk-th largest key) and *need = how many elements equal to T belong to the top. */
+static void topk_select(dsl_kernel *k, dsl_expr logits, dsl_expr vocab, dsl_expr kk, dsl_expr hist, dsl_expr st,
+                        dsl_expr lid, dsl_expr *out_prefix, dsl_expr *out_need)
 {
-    dsl_kernel *k = dsl_kernel_new("topk", WG, 1, 1);
-    dsl_kernel_set_precise(k); /* as every model kernel (gen_kernel_build) */
-    if (!k)
-        return NULL;
-    dsl_expr logits = dsl_buffer(k, "logits", DSL_F32, DSL_READONLY);
-    dsl_expr res = dsl_buffer(k, "result", DSL_U32, DSL_WRITEONLY);
-    dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
-    dsl_expr kp = dsl_param(k, "k", DSL_U32);
-    dsl_expr hist = dsl_shared(k, "hist", DSL_U32, WG), st = dsl_shared(k, "st", DSL_U32, 4);
-    dsl_expr sid = dsl_shared(k, "sid", DSL_U32, WG), sval = dsl_shared(k, "sval", DSL_F32, WG);
-    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    dsl_expr kk = dsl_let(k, "kk", dsl_min(k, kp, dsl_min(k, vocab, U(WG))));
-    /* empty slots sort last */
-    dsl_store(k, sid, lid, U(0xffffffffu));
-    dsl_store(k, sval, lid, F(-3.0e38));
     dsl_expr prefix = dsl_var(k, "prefix", DSL_U32, U(0));
     dsl_expr need = dsl_var(k, "need", DSL_U32, kk);
     for (int d = 0; d < 4; d++) {
@@ -436,23 +415,16 @@ struct dsl_kernel *gen_kernel_topk(void)
         dsl_assign(k, need, dsl_load(k, st, U(1)));
         dsl_barrier(k);
     }
-    /* prefix = T; the kk - need elements above T, in any order */
-    dsl_expr above = dsl_let(k, "above", dsl_sub(k, kk, need));
-    dsl_if(k, dsl_eq(k, lid, U(0)));
-    dsl_store(k, st, U(2), U(0));
-    dsl_end(k);
-    dsl_barrier(k);
-    {
-        dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
-        dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
-        dsl_if(k, dsl_gt(k, gen_float_key(k, v), prefix));
-        dsl_expr slot = dsl_let(k, "slot", dsl_atomic_add(k, dsl_at(k, st, U(2)), U(1)));
-        dsl_store(k, sid, slot, i);
-        dsl_store(k, sval, slot, v);
-        dsl_end(k);
-        dsl_end(k);
-    }
-    /* the ties: contiguous blocks per invocation, ranked by an exclusive scan */
+    *out_prefix = prefix;
+    *out_need = need;
+}
+
+/* Top-k pass 2b: the `need` elements equal to T (prefix) with the lowest indices, into slots
+ * above .. above + need - 1 of sid / sval. */
+static void topk_ties(dsl_kernel *k, dsl_expr logits, dsl_expr vocab, dsl_expr prefix, dsl_expr need, dsl_expr above,
+                      dsl_expr hist, dsl_expr sid, dsl_expr sval, dsl_expr lid)
+{
+    /* contiguous blocks per invocation, ranked by an exclusive scan */
     dsl_expr blk = dsl_let(k, "blk", dsl_div(k, dsl_add(k, vocab, U(WG - 1)), U(WG)));
     dsl_expr b0 = dsl_let(k, "b0", dsl_min(k, dsl_mul(k, lid, blk), vocab));
     dsl_expr b1 = dsl_let(k, "b1", dsl_min(k, dsl_add(k, b0, blk), vocab));
@@ -490,29 +462,80 @@ struct dsl_kernel *gen_kernel_topk(void)
         dsl_end(k);
         dsl_end(k);
     }
+}
+
+/* Top-k pass 3: bitonic sort of the WG slots of sval / sid: entry a goes before b if
+ * a.val > b.val, or equal and a.id < b.id. */
+static void topk_sort(dsl_kernel *k, dsl_expr sid, dsl_expr sval, dsl_expr lid)
+{
+    dsl_expr ls = dsl_for(k, "ls", U(1), U(9), NULL); /* segment size 2^ls */
+    dsl_expr j = dsl_for(k, "j", U(0), ls, NULL);     /* stride 2^(ls - 1 - j) */
+    dsl_expr stride = dsl_let(k, "stride", dsl_shl(k, U(1), dsl_sub(k, dsl_sub(k, ls, U(1)), j)));
+    dsl_expr p = dsl_let(k, "p", dsl_bxor(k, lid, stride));
+    dsl_if(k, dsl_gt(k, p, lid));
+    dsl_expr av = dsl_let(k, "av", dsl_load(k, sval, lid)), ai = dsl_let(k, "ai", dsl_load(k, sid, lid));
+    dsl_expr bv = dsl_let(k, "bv", dsl_load(k, sval, p)), bi = dsl_let(k, "bi", dsl_load(k, sid, p));
+    dsl_expr a_first = dsl_or(k, dsl_gt(k, av, bv), dsl_and(k, dsl_eq(k, av, bv), dsl_lt(k, ai, bi)));
+    dsl_expr up = dsl_eq(k, dsl_band(k, lid, dsl_shl(k, U(1), ls)), U(0));
+    dsl_if(k, dsl_ne(k, up, a_first));
+    dsl_store(k, sval, lid, bv);
+    dsl_store(k, sid, lid, bi);
+    dsl_store(k, sval, p, av);
+    dsl_store(k, sid, p, ai);
+    dsl_end(k);
+    dsl_end(k);
     dsl_barrier(k);
-    /* bitonic sort of the WG slots: entry a goes before b if a.val > b.val, or equal and a.id < b.id */
+    dsl_end(k); /* j */
+    dsl_end(k); /* ls */
+}
+
+/* Top-k of one row in one workgroup, in a fixed number of passes whatever k is:
+ *  1. radix select on the order-preserving keys, 8 bits a pass (4 passes, a 256-bin
+ *     histogram in shared memory each): T = the k-th largest key, need = how many
+ *     elements equal to T belong to the top k;
+ *  2. gather the elements above T (any order), then the `need` elements equal to T
+ *     with the lowest indices (each invocation scans a contiguous block; an exclusive
+ *     scan of the blocks' counts gives each tie its rank);
+ *  3. bitonic sort of the (at most 256) gathered entries by (value desc, index asc).
+ * Result: u32[0..k) ids, f32[256..256+k) logits. */
+struct dsl_kernel *gen_kernel_topk(void)
+{
+    dsl_kernel *k = dsl_kernel_new("topk", WG, 1, 1);
+    dsl_kernel_set_precise(k); /* as every model kernel (gen_kernel_build) */
+    if (!k)
+        return NULL;
+    dsl_expr logits = dsl_buffer(k, "logits", DSL_F32, DSL_READONLY);
+    dsl_expr res = dsl_buffer(k, "result", DSL_U32, DSL_WRITEONLY);
+    dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
+    dsl_expr kp = dsl_param(k, "k", DSL_U32);
+    dsl_expr hist = dsl_shared(k, "hist", DSL_U32, WG), st = dsl_shared(k, "st", DSL_U32, 4);
+    dsl_expr sid = dsl_shared(k, "sid", DSL_U32, WG), sval = dsl_shared(k, "sval", DSL_F32, WG);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr kk = dsl_let(k, "kk", dsl_min(k, kp, dsl_min(k, vocab, U(WG))));
+    /* empty slots sort last */
+    dsl_store(k, sid, lid, U(0xffffffffu));
+    dsl_store(k, sval, lid, F(-3.0e38));
+    dsl_expr prefix, need;
+    topk_select(k, logits, vocab, kk, hist, st, lid, &prefix, &need);
+    /* prefix = T; the kk - need elements above T, in any order */
+    dsl_expr above = dsl_let(k, "above", dsl_sub(k, kk, need));
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, st, U(2), U(0));
+    dsl_end(k);
+    dsl_barrier(k);
     {
-        dsl_expr ls = dsl_for(k, "ls", U(1), U(9), NULL); /* segment size 2^ls */
-        dsl_expr j = dsl_for(k, "j", U(0), ls, NULL);     /* stride 2^(ls - 1 - j) */
-        dsl_expr stride = dsl_let(k, "stride", dsl_shl(k, U(1), dsl_sub(k, dsl_sub(k, ls, U(1)), j)));
-        dsl_expr p = dsl_let(k, "p", dsl_bxor(k, lid, stride));
-        dsl_if(k, dsl_gt(k, p, lid));
-        dsl_expr av = dsl_let(k, "av", dsl_load(k, sval, lid)), ai = dsl_let(k, "ai", dsl_load(k, sid, lid));
-        dsl_expr bv = dsl_let(k, "bv", dsl_load(k, sval, p)), bi = dsl_let(k, "bi", dsl_load(k, sid, p));
-        dsl_expr a_first = dsl_or(k, dsl_gt(k, av, bv), dsl_and(k, dsl_eq(k, av, bv), dsl_lt(k, ai, bi)));
-        dsl_expr up = dsl_eq(k, dsl_band(k, lid, dsl_shl(k, U(1), ls)), U(0));
-        dsl_if(k, dsl_ne(k, up, a_first));
-        dsl_store(k, sval, lid, bv);
-        dsl_store(k, sid, lid, bi);
-        dsl_store(k, sval, p, av);
-        dsl_store(k, sid, p, ai);
+        dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
+        dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
+        dsl_if(k, dsl_gt(k, gen_float_key(k, v), prefix));
+        dsl_expr slot = dsl_let(k, "slot", dsl_atomic_add(k, dsl_at(k, st, U(2)), U(1)));
+        dsl_store(k, sid, slot, i);
+        dsl_store(k, sval, slot, v);
         dsl_end(k);
         dsl_end(k);
-        dsl_barrier(k);
-        dsl_end(k); /* j */
-        dsl_end(k); /* ls */
     }
+    topk_ties(k, logits, vocab, prefix, need, above, hist, sid, sval, lid);
+    dsl_barrier(k);
+    topk_sort(k, sid, sval, lid);
     dsl_if(k, dsl_lt(k, lid, kk));
     dsl_store(k, res, lid, dsl_load(k, sid, lid));
     dsl_store(k, res, dsl_add(k, lid, U(256)), dsl_bitcast(k, dsl_load(k, sval, lid), DSL_U32));
