@@ -1,5 +1,6 @@
 /* test_dsl_gpu.c - DSL kernels run on a Vulkan device (lavapipe in CI) through the runtime
- * (runtime/vk/rt_vk.h): a shared-memory workgroup reduction, a subgroup reduction, f16
+ * (runtime/vk/rt_vk.h): a shared-memory workgroup reduction, a subgroup reduction, the
+ * full-subgroup layout every decode kernel relies on, f16
  * unpacking/storage, and packed int8 dot products, each against a plain-C reference on
  * random data with every output buffer poisoned first. Skips only when no device exists.
  */
@@ -268,11 +269,51 @@ static void test_int8_dot_native(void **st)
     int8_dot(true);
 }
 
+/* ---- full subgroups ---- */
+
+/* Every decode kernel strides its lanes by gl_SubgroupSize (a lane per word of a row, then
+ * subgroupAdd), so it needs what conforming drivers give a 256-invocation workgroup: every
+ * subgroup holds gl_SubgroupSize invocations, gl_NumSubgroups * gl_SubgroupSize = 256, and
+ * gl_SubgroupSize is the device's reported size. Per invocation the kernel stores the
+ * active lanes of its subgroup (subgroupAdd(1)), gl_SubgroupSize and gl_NumSubgroups. Mesa
+ * 22's lavapipe fails it at LP_NATIVE_VECTOR_WIDTH 1024 / 2048: it reports 32 / 64 but runs
+ * 16-lane subgroups (16 of them), which is why the kernels' sums miss words there. */
+static void test_subgroup_full(void **st)
+{
+    (void)st;
+    need_device();
+    enum { WGS = 256 };
+    dsl_kernel *k = dsl_kernel_new("subgroup_full", WGS, 1, 1);
+    dsl_expr y = dsl_buffer(k, "y", DSL_U32, DSL_WRITEONLY);
+    dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_lid(k, 0), dsl_u32(k, 3)));
+    dsl_expr lanes = dsl_subgroup_add(k, dsl_i32(k, 1));
+    dsl_store(k, y, base, dsl_cast(k, lanes, DSL_U32));
+    dsl_store(k, y, dsl_add(k, base, dsl_u32(k, 1)), dsl_subgroup_size(k));
+    dsl_store(k, y, dsl_add(k, base, dsl_u32(k, 2)), dsl_builtin(k, DSL_NUM_SUBGROUPS));
+    bufset b = {0};
+    make_buf(&b, NULL, 4 * 3 * WGS);
+    run(k, &b, NULL, 1);
+    uint32_t *out = download(&b, 0);
+    const uint32_t dev = rt_vk_get_info(g_vk)->subgroup_size;
+    for (uint32_t i = 0; i < WGS; i++) {
+        const uint32_t n = out[3 * i], sgs = out[3 * i + 1], nsg = out[3 * i + 2];
+        if (n != sgs || sgs != dev || nsg * sgs != WGS)
+            fail_msg("invocation %u: its subgroup runs %u lanes, gl_SubgroupSize %u, gl_NumSubgroups %u, device "
+                     "subgroup size %u: the driver does not run full subgroups of its reported size (kernels "
+                     "that stride by gl_SubgroupSize would skip work)",
+                     i, n, sgs, nsg, dev);
+    }
+    free(out);
+    free_bufs(&b);
+    dsl_kernel_free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reduce_shared),
         cmocka_unit_test(test_reduce_subgroup),
+        cmocka_unit_test(test_subgroup_full),
         cmocka_unit_test(test_f16_unpack),
         cmocka_unit_test(test_int8_dot),
         cmocka_unit_test(test_int8_dot_native),
