@@ -30,7 +30,8 @@
  *  - layout(push_constant) uniform Push { <buffer addresses, 8 bytes each, declaration order>
  *      <32-bit scalar params, 4 bytes each, declaration order> } pc;   (<= 128 bytes)
  *  - layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
- *    emitted in every kernel (matches rt_dyn in runtime/vk/rt_vk.h).
+ *    emitted in every kernel; its fields and the 128-byte push budget come from
+ *    schema/rt_layout.h, the one definition the runtime's rt_dyn is made from too.
  *
  * Example (y[i] = x[i] * s):
  *    dsl_kernel *k = dsl_kernel_new("scale", 64, 1, 1);
@@ -50,6 +51,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "schema/rt_layout.h" /* RT_DYN_FIELDS, RT_PUSH_BYTES */
 
 /* ------------------------------------------------------------------------------------
  * Types
@@ -227,7 +230,7 @@ const char *dsl_kernel_param(const dsl_kernel *k, int i, dsl_type *out_type);
 /* Byte offset of buffer i / param i in the push block. */
 uint32_t dsl_kernel_buffer_offset(const dsl_kernel *k, int i);
 uint32_t dsl_kernel_param_offset(const dsl_kernel *k, int i);
-/* Total push bytes used (<= 128). */
+/* Total push bytes used (<= RT_PUSH_BYTES, 128). */
 uint32_t dsl_kernel_push_bytes(const dsl_kernel *k);
 
 /* ------------------------------------------------------------------------------------
@@ -263,7 +266,10 @@ typedef enum {
 #define dsl_wgid(k, axis) dsl_comp(k, dsl_builtin(k, DSL_WORKGROUP_ID), (axis))
 #define dsl_nwg(k, axis) dsl_comp(k, dsl_builtin(k, DSL_NUM_WORKGROUPS), (axis))
 
-typedef enum { DSL_DYN_POS, DSL_DYN_N_TOKENS, DSL_DYN_N_KV, DSL_DYN_OUT_START, DSL_DYN_COUNT } dsl_dyn_field;
+/* DSL_DYN_POS, DSL_DYN_N_TOKENS, ...: one per field of schema/rt_layout.h's RT_DYN_FIELDS */
+#define DSL_DYN_ENUM_(UP, low) DSL_DYN_##UP,
+typedef enum { RT_DYN_FIELDS(DSL_DYN_ENUM_) DSL_DYN_COUNT } dsl_dyn_field;
+#undef DSL_DYN_ENUM_
 /* Per-step dynamic value (u32) from the Dyn uniform block: `dyn.pos`, ... */
 #define dsl_dyn(k, field) dsl_dyn_at((k), (field), __FILE__, __LINE__)
 

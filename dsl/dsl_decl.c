@@ -9,7 +9,7 @@
 
 #include "dsl_priv.h"
 
-#define PUSH_MAX 128u
+#define PUSH_MAX ((uint32_t)RT_PUSH_BYTES)
 
 static void list_add(dsl_list *l, dsl_node *n)
 {
@@ -263,7 +263,9 @@ dsl_expr dsl_builtin_at(dsl_kernel *k, dsl_builtin_id which, const char *file, i
     return n;
 }
 
-static const char *const dyn_names[DSL_DYN_COUNT] = {"pos", "n_tokens", "n_kv", "out_start"};
+#define DYN_NAME_(UP, low) #low,
+static const char *const dyn_names[DSL_DYN_COUNT] = {RT_DYN_FIELDS(DYN_NAME_)};
+#undef DYN_NAME_
 
 dsl_expr dsl_dyn_at(dsl_kernel *k, dsl_dyn_field field, const char *file, int line)
 {

@@ -8,6 +8,8 @@
 
 #include "dsl_priv.h"
 
+#define DYN_DECL_(UP, low) " uint " #low ";" /* the Dyn block's fields (schema/rt_layout.h) */
+
 void dsl_sb_vprintf(dsl_sb *b, const char *fmt, va_list ap)
 {
     if (b->oom) return;
@@ -513,7 +515,7 @@ static void header(emitter *e, dsl_sb *o)
             dsl_sb_printf(o, "    %s %s;\n", dsl_type_glsl(p->type), p->name);
         dsl_sb_printf(o, "} pc;\n");
     }
-    dsl_sb_printf(o, "\nlayout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;\n");
+    dsl_sb_printf(o, "\nlayout(set=0, binding=0) uniform Dyn {" RT_DYN_FIELDS(DYN_DECL_) " } dyn;\n");
     if (k->shared.n) dsl_sb_printf(o, "\n");
     for (dsl_node *s = k->shared.head; s; s = s->next_decl)
         dsl_sb_printf(o, "shared %s %s[%u];\n", dsl_type_glsl(s->type), s->name, s->n);

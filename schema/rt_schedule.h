@@ -41,7 +41,8 @@
  *           counters zero again
  * Each dispatch's push constants are: the addresses of its args (8 bytes each, in
  * order), then its params (4 bytes each, in order); 128 bytes at most.
- * Every kernel also sees the uniform rt_dyn block (pos, n_tokens, n_kv, out_start).
+ * Every kernel also sees the uniform rt_dyn block (pos, n_tokens, n_kv, out_start;
+ * schema/rt_layout.h).
  */
 #ifndef RT_SCHEDULE_H
 #define RT_SCHEDULE_H
@@ -49,6 +50,7 @@
 #include <stdint.h>
 
 #include "format/fmt_codec.h" /* FMT_Q8_BLOCK, tensor type ids */
+#include "schema/rt_layout.h" /* rt_dyn, RT_PUSH_BYTES */
 
 /* buffer addresses (8 bytes) and params (4 bytes) of one dispatch: together at most
  * the 128 bytes of push constants every Vulkan device offers (RT_PUSH_BYTES) */

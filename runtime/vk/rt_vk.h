@@ -6,7 +6,7 @@
  *    maxStorageBufferRange (the 657 MB embedding is one buffer).
  *  - ONE descriptor-set layout and ONE pipeline layout for all kernels:
  *    set 0 binding 0 = a small uniform buffer of per-step dynamic values
- *    (rt_dyn: position, token count, ...), written once at load; push constant
+ *    (rt_dyn of schema/rt_layout.h: position, token count, ...), written once at load; push constant
  *    range = RT_PUSH_BYTES bytes, compute stage.
  *  - Pipelines are cached in-process by SPIR-V hash and across runs through a
  *    VkPipelineCache file under $XDG_CACHE_HOME/ternion (or ~/.cache/ternion),
@@ -25,18 +25,7 @@
 #include <vulkan/vulkan.h>
 
 #include "gguf/rt_gguf.h" /* RT_ERR_LEN */
-
-#define RT_PUSH_BYTES 128
-
-/* Per-step dynamic values, visible to every kernel as the uniform block
- * `layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; }`.
- * Kept in sync with dsl's dyn block declaration. */
-typedef struct {
-    uint32_t pos;      /* position of the first token of this step */
-    uint32_t n_tokens; /* tokens processed this step */
-    uint32_t n_kv;     /* pos + n_tokens: KV entries valid after this step */
-    uint32_t out_start;/* first row whose logits the LM head computes (n_tokens-1: last only) */
-} rt_dyn;
+#include "schema/rt_layout.h" /* rt_dyn (the Dyn uniform block), RT_PUSH_BYTES */
 
 typedef struct rt_vk rt_vk;
 
