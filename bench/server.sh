@@ -1,9 +1,11 @@
 #!/bin/sh
 # bench/server.sh [BUILD_DIR] - aggregate generated tokens/s of build/ternion-server for 1, 2,
 # 4 and 8 concurrent streams (tests/server/bench.mjs, Node's fetch: no npm packages needed).
-# Model: random weights of the BitNet b1.58 2B4T shape made once by tools/mkmodel and cached
-# under ~/.cache/ternion; BENCH_LAYERS (default 2) and BENCH_VOCAB (default: the full 128256)
-# shrink it. BENCH_TOKENS tokens per stream (default 32), BENCH_STREAMS (default "1 2 4 8").
+# Model: random weights of the BitNet b1.58 2B4T widths made once by tools/mkmodel and cached
+# under ~/.cache/ternion, with BENCH_LAYERS layers (default 2) and a vocabulary of BENCH_VOCAB
+# (default 8192, the shape `make bench` uses without a GPU; 0: the full 128256, whose LM head
+# then dominates every step). BENCH_TOKENS tokens per stream (default 16), BENCH_STREAMS
+# (default "1 2 4 8"). Output: one JSON line per stream count on stdout, a table on stderr.
 # `-m FILE` as first argument after the build dir benchmarks a real GGUF instead.
 set -eu
 B=${1:-build}
@@ -11,8 +13,8 @@ B=${1:-build}
 SRV="$B/ternion-server"
 [ -x "$SRV" ] || { echo "bench/server.sh: $SRV is missing: run 'make' first" >&2; exit 1; }
 LAYERS=${BENCH_LAYERS:-2}
-VOCAB=${BENCH_VOCAB:-0}
-TOKENS=${BENCH_TOKENS:-32}
+VOCAB=${BENCH_VOCAB:-8192}
+TOKENS=${BENCH_TOKENS:-16}
 STREAMS=${BENCH_STREAMS:-"1 2 4 8"}
 if [ "${1:-}" = "-m" ]; then
     MODEL=$2

@@ -318,7 +318,7 @@ int ternion_decode(ternion_context *c, const ternion_batch *b)
     c->n_want = n_keep;
     c->dev_multi = false;
     /* one token of each of several sequences (a server's decode step): one multi-row engine
-     * step, the LM head read once for all rows (rt_engine_multi.c) */
+     * step, every weight read once for all rows (rt_engine_multi.c) */
     if (n_order == n && n > 1 && n <= RT_ENGINE_MAX_ROWS && n <= c->n_batch) {
         char err[RT_ERR_LEN] = "";
         double t0 = rt_api_now_ms();

@@ -14,14 +14,20 @@ async function metrics() {
   return { steps: get('decode_steps_total'), secs: get('decode_seconds_total'), gen: get('generated_tokens_total') };
 }
 
+// Streamed (server-sent events), so a slow device never hits fetch's 300 s wait for the
+// response headers; the usage chunk at the end gives the generated token count.
 async function one(i, k) {
   const r = await fetch(`${base}/v1/completions`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ model, prompt: `Round ${k} stream ${i}: the`, max_tokens: n, temperature: 0 }),
+    body: JSON.stringify({ model, prompt: `Round ${k} stream ${i}: the`, max_tokens: n, temperature: 0,
+      stream: true, stream_options: { include_usage: true } }),
   });
-  const j = await r.json();
-  if (!r.ok) throw new Error(JSON.stringify(j));
-  return j.usage.completion_tokens;
+  const body = await r.text();
+  if (!r.ok) throw new Error(body);
+  const usage = body.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)))
+    .map((c) => c.usage).filter(Boolean).pop();
+  if (!usage) throw new Error(`no usage chunk in the stream: ${body.slice(0, 200)}`);
+  return usage.completion_tokens;
 }
 
 await one(0, 0); // warm-up: pipelines, caches
