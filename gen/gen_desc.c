@@ -228,15 +228,7 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     for (int i = 0; i < n_acts; i++) {
         const gen_buf *bp = i < gp->n_bufs ? &gp->bufs[i] : NULL, *bd = i < gd->n_bufs ? &gd->bufs[i] : NULL;
         const gen_buf *be = i < ge->n_bufs ? &ge->bufs[i] : NULL;
-        char *an = d->act_names[i];
-        const size_t cap = sizeof(d->act_names[i]);
-        int len = 0;
-        if (bp && bd && strcmp(bp->name, bd->name) != 0)
-            len = snprintf(an, cap, "%s|%s", bp->name, bd->name);
-        else if (bp || bd)
-            len = snprintf(an, cap, "%s", bp ? bp->name : bd->name);
-        if (be && (!bp || strcmp(be->name, bp->name)) && (!bd || strcmp(be->name, bd->name)))
-            snprintf(an + len, cap - (size_t)len, "%s%s", len ? "|" : "", be->name);
+        snprintf(d->act_names[i], sizeof(d->act_names[i]), "act%d", i);
         uint32_t bytes = bp ? bp->bytes_per_token : 0;
         if (bd && bd->bytes_per_token > bytes)
             bytes = bd->bytes_per_token;

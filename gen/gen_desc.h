@@ -23,7 +23,7 @@ typedef struct {
     gen_graph graph_dec;                   /* ... of the decode schedule (decode-only folds) */
     gen_graph graph_exact;                 /* ... of the decode schedule with the exact sparse FFN
                                               (n_kops 0 unless the YAML asks for it) */
-    char act_names[GEN_MAX_BUFS][3 * GEN_MAX_NAME + 3]; /* "prefill|decode[|exact]" names of an act */
+    char act_names[GEN_MAX_BUFS][8];       /* "act3"; schedule.txt lists the values each holds */
     char *glsl[GEN_MAX_KERNELS];           /* owned GLSL text per kernel */
     char *kname[GEN_MAX_KERNELS];          /* owned kernel names */
     uint32_t *spv[GEN_MAX_KERNELS];        /* owned SPIR-V */

@@ -65,8 +65,31 @@ static const char *param_kind_name(uint8_t k)
     return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
 
+/* The value kernel op k (NULL: unknown) reads or writes in act buffer b: its name
+ * ("x", "attn_norm.q8", "a.part"), "<name>_scale" for the per-token scales of a Q8
+ * value, or "act<b>". Within one kop a buffer holds one value (gen_plan.c). */
+static void act_text(const gen_graph *g, const gen_kop *k, uint32_t b, char *out, size_t n)
+{
+    snprintf(out, n, "act%u", b);
+    if (!k)
+        return;
+    int ids[7 + GEN_KOP_MAX_PARTS] = {k->in[0], k->in[1], k->in[2], k->res, k->out, k->part, k->last_out};
+    for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
+        ids[7 + p] = k->part_out[p];
+    for (int j = 0; j < 7 + GEN_KOP_MAX_PARTS; j++) {
+        const gen_gval *v = ids[j] >= 0 ? &g->vals[ids[j]] : NULL;
+        if (v && v->buf == (int)b)
+            snprintf(out, n, "%s", v->name);
+        else if (v && v->buf_s == (int)b)
+            snprintf(out, n, "%s_scale", v->name);
+        else
+            continue;
+        return;
+    }
+}
+
 /* One line describing an argument, for comments and schedule.txt. */
-static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
+static void arg_text(const rt_model_desc *md, const gen_graph *g, const gen_kop *k, rt_arg a, char *out, size_t n)
 {
     switch (a.kind) {
     case RT_ARG_WEIGHT: snprintf(out, n, "%s", md->tensors[a.index].gguf); break;
@@ -81,7 +104,7 @@ static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
             snprintf(out, n, "%s", nm);
         break;
     }
-    case RT_ARG_ACT: snprintf(out, n, "%s", md->acts[a.index].name); break;
+    case RT_ARG_ACT: act_text(g, k, a.index, out, n); break;
     case RT_ARG_KCACHE: snprintf(out, n, "kcache[L]"); break;
     case RT_ARG_VCACHE: snprintf(out, n, "vcache[L]"); break;
     case RT_ARG_TOKENS: snprintf(out, n, "tokens"); break;
@@ -91,14 +114,17 @@ static void arg_text(const rt_model_desc *md, rt_arg a, char *out, size_t n)
     }
 }
 
-static void write_barrier_text(FILE *f, const rt_model_desc *md, uint64_t b)
+static void write_barrier_text(FILE *f, const rt_model_desc *md, const gen_graph *g, const gen_kop *k, uint64_t b)
 {
     if (!b)
         return;
     fprintf(f, "  [barrier:");
+    char a[128];
     for (uint32_t i = 0; i < md->n_acts; i++)
-        if (b & (1ull << i))
-            fprintf(f, " %s", md->acts[i].name);
+        if (b & (1ull << i)) {
+            act_text(g, k, i, a, sizeof(a));
+            fprintf(f, " %s", a);
+        }
     if (b & RT_BAR_SYNC)
         fprintf(f, " sync");
     if (b & RT_BAR_KCACHE)
@@ -110,43 +136,71 @@ static void write_barrier_text(FILE *f, const rt_model_desc *md, uint64_t b)
     fprintf(f, "]");
 }
 
-static void write_dispatch_line(FILE *f, const rt_model_desc *md, const rt_dispatch *d, const char *indent,
-                                const char *end)
+/* Dispatch d, run for kernel op k of graph g (the schedule's dispatches are its kops in order). */
+static void write_dispatch_line(FILE *f, const rt_model_desc *md, const gen_graph *g, const gen_kop *k,
+                                const rt_dispatch *d, const char *indent, const char *end)
 {
     char a[128];
     fprintf(f, "%s%-28s %-24s (", indent, d->label, md->kernels[d->kernel].name);
     for (int i = 0; i < d->n_args; i++) {
-        arg_text(md, d->args[i], a, sizeof(a));
+        arg_text(md, g, k, d->args[i], a, sizeof(a));
         fprintf(f, "%s%s", i ? ", " : "", a);
     }
     fprintf(f, ")");
-    write_barrier_text(f, md, d->barrier);
+    write_barrier_text(f, md, g, k, d->barrier);
     fputs(end, f);
 }
 
-static void write_schedule_text(FILE *f, const rt_model_desc *md, const rt_schedule *s, const char *what)
+/* Kernel op of dispatch i of section sec of schedule s (pre, layer, post in kop order). */
+static const gen_kop *kop_of(const gen_graph *g, const rt_schedule *s, int sec, uint32_t i)
+{
+    uint32_t ki = i + (sec > 0 ? s->n_pre : 0) + (sec > 1 ? s->n_layer : 0);
+    return (int)ki < g->n_kops ? &g->kops[ki] : NULL;
+}
+
+/* Which values each act buffer holds in this schedule (liveness lets several share one). */
+static void write_buffer_text(FILE *f, const rt_model_desc *md, const gen_graph *g)
+{
+    fprintf(f, "  buffers (bytes per token: the values each holds in turn):\n");
+    for (uint32_t b = 0; b < md->n_acts; b++) {
+        fprintf(f, "    act%-2u %7u:", b, md->acts[b].bytes_per_token);
+        int n = 0;
+        for (int v = 0; v < g->n_vals; v++) {
+            if (g->vals[v].buf == (int)b)
+                fprintf(f, "%s %s", n++ ? "," : "", g->vals[v].name);
+            if (g->vals[v].buf_s == (int)b)
+                fprintf(f, "%s %s_scale", n++ ? "," : "", g->vals[v].name);
+        }
+        fputs(n ? "\n" : " (not used by this schedule)\n", f);
+    }
+}
+
+static void write_schedule_text(FILE *f, const rt_model_desc *md, const gen_graph *g, const rt_schedule *s,
+                                const char *what)
 {
     fprintf(f, "%s:\n", what);
+    write_buffer_text(f, md, g);
     for (uint32_t i = 0; i < s->n_pre; i++)
-        write_dispatch_line(f, md, &s->pre[i], "  ", "\n");
+        write_dispatch_line(f, md, g, kop_of(g, s, 0, i), &s->pre[i], "  ", "\n");
     fprintf(f, "  for L in 0 .. n_layers-1:\n");
     for (uint32_t i = 0; i < s->n_layer; i++)
-        write_dispatch_line(f, md, &s->layer[i], "    ", "\n");
+        write_dispatch_line(f, md, g, kop_of(g, s, 1, i), &s->layer[i], "    ", "\n");
     for (uint32_t i = 0; i < s->n_post; i++)
-        write_dispatch_line(f, md, &s->post[i], "  ", "\n");
+        write_dispatch_line(f, md, g, kop_of(g, s, 2, i), &s->post[i], "  ", "\n");
     fprintf(f, "  %u dispatches per step + %u per layer\n", s->n_pre + s->n_post, s->n_layer);
     if (s->post_q8) {
         fprintf(f, "  with --lm-head q8, after the layers:\n");
         for (uint32_t i = 0; i < s->n_post; i++)
-            write_dispatch_line(f, md, &s->post_q8[i], "  ", "\n");
+            write_dispatch_line(f, md, g, kop_of(g, s, 2, i), &s->post_q8[i], "  ", "\n");
     }
     fprintf(f, "\n");
 }
 
-static void write_dispatch_c(FILE *f, const rt_model_desc *md, const rt_dispatch *d)
+static void write_dispatch_c(FILE *f, const rt_model_desc *md, const gen_graph *g, const gen_kop *k,
+                             const rt_dispatch *d)
 {
     fprintf(f, "    /* ");
-    write_dispatch_line(f, md, d, "", " */\n");
+    write_dispatch_line(f, md, g, k, d, "", " */\n");
     fprintf(f, "    {.kernel = %u, .n_args = %u, .args = {", d->kernel, d->n_args);
     for (int i = 0; i < d->n_args; i++)
         fprintf(f, "%s{%s, %u}", i ? ", " : "", arg_kind_name(d->args[i].kind), d->args[i].index);
@@ -164,13 +218,14 @@ static void write_dispatch_c(FILE *f, const rt_model_desc *md, const rt_dispatch
     fprintf(f, ".label = \"%s\"},\n", d->label);
 }
 
-static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule *s, const char *name)
+static void write_schedule_c(FILE *f, const rt_model_desc *md, const gen_graph *g, const rt_schedule *s,
+                             const char *name)
 {
     if (s->post_q8) {
         fprintf(f, "/* %s after the layers with --lm-head q8 */\nstatic const rt_dispatch %s_post_q8[] = {\n", name,
                 name);
         for (uint32_t i = 0; i < s->n_post; i++)
-            write_dispatch_c(f, md, &s->post_q8[i]);
+            write_dispatch_c(f, md, g, kop_of(g, s, 2, i), &s->post_q8[i]);
         fprintf(f, "};\n\n");
     }
     fprintf(f, "static const rt_dispatch %s[] = {\n", name);
@@ -180,7 +235,7 @@ static void write_schedule_c(FILE *f, const rt_model_desc *md, const rt_schedule
     for (int p = 0; p < 3; p++) {
         fprintf(f, "    /* ---- %s ---- */\n", titles[p]);
         for (uint32_t i = 0; i < counts[p]; i++)
-            write_dispatch_c(f, md, &parts[p][i]);
+            write_dispatch_c(f, md, g, kop_of(g, s, p, i), &parts[p][i]);
     }
     fprintf(f, "};\n\n");
 }
@@ -240,10 +295,10 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     for (uint32_t i = 0; i < md->n_acts; i++)
         fprintf(f, "    {\"%s\", %u},\n", md->acts[i].name, md->acts[i].bytes_per_token);
     fprintf(f, "};\n\n");
-    write_schedule_c(f, md, &md->decode, "decode");
-    write_schedule_c(f, md, &md->prefill, "prefill");
+    write_schedule_c(f, md, &d->graph_dec, &md->decode, "decode");
+    write_schedule_c(f, md, &d->graph, &md->prefill, "prefill");
     if (md->decode_exact.n_layer)
-        write_schedule_c(f, md, &md->decode_exact, "decode_exact");
+        write_schedule_c(f, md, &d->graph_exact, &md->decode_exact, "decode_exact");
     fprintf(f, "static const char manifest[] =\n");
     for (const char *p = md->manifest; *p;) {
         const char *e = strchr(p, '\n');
@@ -295,10 +350,10 @@ int gen_desc_write(const gen_desc *d, const char *dir, char *err)
     if (!f)
         return -1;
     fprintf(f, "# %s: dispatch schedule generated from %s\n\n", md->name, d->graph.m->path);
-    write_schedule_text(f, md, &md->decode, "decode (1 token)");
-    write_schedule_text(f, md, &md->prefill, "prefill (n_tokens tokens)");
+    write_schedule_text(f, md, &d->graph_dec, &md->decode, "decode (1 token)");
+    write_schedule_text(f, md, &d->graph, &md->prefill, "prefill (n_tokens tokens)");
     if (md->decode_exact.n_layer)
-        write_schedule_text(f, md, &md->decode_exact, "decode with --sparse-ffn exact (1 token)");
+        write_schedule_text(f, md, &d->graph_exact, &md->decode_exact, "decode with --sparse-ffn exact (1 token)");
     if (close_out(f, "schedule.txt", err))
         return -1;
     if (!(f = open_out(dir, "MANIFEST", "w", err)))

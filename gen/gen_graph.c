@@ -216,8 +216,10 @@ static int quant_input(lower_ctx *c, const sect *s, const gen_op *op)
     if (c->fuse && c->q8_of[mv] >= 0)
         return c->q8_of[mv];
     char name[GEN_MAX_NAME + 8];
-    snprintf(name, sizeof(name), "%.*s_q", GEN_MAX_NAME - 8,
-             c->fuse ? c->m->values[mv].name : c->m->values[op->out].name);
+    if (c->fuse) /* "x.q8": value x quantized for every bitlinear that reads it */
+        snprintf(name, sizeof(name), "%.*s.q8", GEN_MAX_NAME - 8, c->m->values[mv].name);
+    else /* "attn_q.in_q8": the input of one bitlinear, quantized for it alone */
+        snprintf(name, sizeof(name), "%.*s.in_q8", GEN_MAX_NAME - 8, c->m->tensors[op->weight].key);
     int q = add_gval(c, name, GEN_GV_Q8, c->m->values[mv].width, -1);
     if (q < 0)
         return -1;
@@ -246,7 +248,8 @@ static int lower_rmsnorm(lower_ctx *c, const sect *s, const gen_op *op)
     gen_kop *k;
     if (c->fuse && only_bitlinear_uses(m, op->out)) {
         char name[GEN_MAX_NAME + 8];
-        snprintf(name, sizeof(name), "%.*s_q", GEN_MAX_NAME - 8, m->values[op->out].name);
+        /* "attn_norm.q8": the norm's output as the int8 codes its bitlinears read */
+        snprintf(name, sizeof(name), "%.*s.q8", GEN_MAX_NAME - 8, m->tensors[op->weight].key);
         int q = add_gval(c, name, GEN_GV_Q8, m->values[op->out].width, -1);
         if (q < 0 || !(k = add_kop(c, GEN_K_NORM_QUANT, s->sec, op)))
             return -1;

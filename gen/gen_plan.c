@@ -161,9 +161,8 @@ static int plan_buffers(gen_graph *g, char *err)
                 }
                 b = g->n_bufs++;
                 memset(&g->bufs[b], 0, sizeof(g->bufs[b]));
-                char nm[GEN_MAX_NAME + 4];
-                snprintf(nm, sizeof(nm), "%s%s", g->vals[ent[e].gval].name, ent[e].part ? "_s" : "");
-                memcpy(g->bufs[b].name, nm, sizeof(g->bufs[b].name) - 1);
+                /* "act3": the values a buffer holds are listed by schedule.txt (gen_emit.c) */
+                snprintf(g->bufs[b].name, sizeof(g->bufs[b].name), "act%d", b);
                 buf_pinned[b] = ent[e].pinned;
                 buf_last[b] = -1;
             }
@@ -171,14 +170,6 @@ static int plan_buffers(gen_graph *g, char *err)
                 g->bufs[b].bytes_per_token = ent[e].bytes;
             if (ent[e].last > buf_last[b])
                 buf_last[b] = ent[e].last;
-            if (pass == 1 || ent[e].part || g->bufs[b].name[0] == 0) {
-                /* name = the values sharing the buffer, "h_q/qr/an_q" (truncated) */
-                char nm[GEN_MAX_NAME + 4];
-                snprintf(nm, sizeof(nm), "%s%s", g->vals[ent[e].gval].name, ent[e].part ? "_s" : "");
-                size_t have = strlen(g->bufs[b].name);
-                if (have && strstr(g->bufs[b].name, nm) == NULL && have + strlen(nm) + 2 < sizeof(g->bufs[b].name))
-                    snprintf(g->bufs[b].name + have, sizeof(g->bufs[b].name) - have, "/%s", nm);
-            }
             if (ent[e].part)
                 g->vals[ent[e].gval].buf_s = b;
             else

@@ -65,21 +65,21 @@ static const rt_tensor_desc tensors[] = {
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */
 static const rt_act_desc acts[] = {
-    {"x", 1024},
-    {"h_q/a/g_q/f_q/xn|h_q", 1024},
-    {"h_q_s/a_q/g_q_s/f_q_s|h_q_s", 256},
-    {"q/a_q_s/f|q/g_q/logits.best", 4096},
-    {"k|k/g_q_s", 512},
-    {"v|v/f", 3072},
-    {"a/f_q", 1024},
-    {"a_q/f_q_s", 256},
-    {"a_q_s", 8},
-    {"a.part", 33792},
+    {"act0", 1024},
+    {"act1", 1024},
+    {"act2", 256},
+    {"act3", 4096},
+    {"act4", 512},
+    {"act5", 3072},
+    {"act6", 1024},
+    {"act7", 256},
+    {"act8", 8},
+    {"act9", 33792},
 };
 
 /* decode after the layers with --lm-head q8 */
 static const rt_dispatch decode_post_q8[] = {
-    /* rmsnorm output_norm+lm_head output+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(output.weight), logits, output_norm.weight, q/a_q_s/f|q/g_q/logits.best, sync, result)  [barrier: x sync] */
+    /* rmsnorm output_norm+lm_head output+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(output.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 2}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
@@ -88,39 +88,39 @@ static const rt_dispatch decode_post_q8[] = {
 
 static const rt_dispatch decode[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd+norm_quant attn_norm embed_f16_n256_nextnorm  (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, sync) */
+    /* embed token_embd+norm_quant attn_norm embed_f16_n256_nextnorm  (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
     {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
      .bytes = 3852ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
     /* ---- each layer L ---- */
-    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q/a_q_s/f|q/g_q/logits.best, k|k/g_q_s, v|v/f)  [barrier: h_q/a/g_q/f_q/xn|h_q h_q_s/a_q/g_q_s/f_q_s|h_q_s v|v/f] */
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
      .groups = {{0, 64, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
-    /* rope_kv+attention+rope a+quant a attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant (q/a_q_s/f|q/g_q/logits.best, kcache[L], vcache[L], a.part, a/f_q, sync, k|k/g_q_s, v|v/f, a_q/f_q_s, a_q_s)  [barrier: q/a_q_s/f|q/g_q/logits.best k|k/g_q_s v|v/f a.part sync] */
+    /* rope_kv+attention+rope a+quant a attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
      .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 72456ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+quant a"},
-    /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (a_q/f_q_s, a_q_s, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, q/a_q_s/f|q/g_q/logits.best, k|k/g_q_s, sync)  [barrier: x q/a_q_s/f|q/g_q/logits.best k|k/g_q_s a_q/f_q_s a_q_s sync] */
+    /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale a.q8 a.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 32, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
      .bytes = 21008ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
-    /* bitlinear_glu ffn_gate+ffn_up+quant f bitlinear_glu_silu_nextquant_m768_k256_decode (q/a_q_s/f|q/g_q/logits.best, k|k/g_q_s, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, v|v/f, a/f_q, a_q/f_q_s, sync)  [barrier: q/a_q_s/f|q/g_q/logits.best k|k/g_q_s a/f_q a_q/f_q_s sync] */
+    /* bitlinear_glu ffn_gate+ffn_up+quant f bitlinear_glu_silu_nextquant_m768_k256_decode (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8, f.q8_scale, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.q8 f.q8_scale sync] */
     {.kernel = 4, .n_args = 8, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
      .bytes = 105488ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+quant f"},
-    /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m256_k768_decode (a/f_q, a_q/f_q_s, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, sync)  [barrier: x a/f_q a_q/f_q_s sync] */
+    /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m256_k768_decode (f.q8, f.q8_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x f.q8 f.q8_scale sync] */
     {.kernel = 5, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
      .groups = {{0, 32, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
      .bytes = 54288ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
-    /* rmsnorm output_norm+lm_head output+argmax lm_head_norm_f16_n256_decode_argmax (x, output.weight, logits, output_norm.weight, q/a_q_s/f|q/g_q/logits.best, sync, result)  [barrier: x sync] */
+    /* rmsnorm output_norm+lm_head output+argmax lm_head_norm_f16_n256_decode_argmax (x, output.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
@@ -129,12 +129,12 @@ static const rt_dispatch decode[] = {
 
 /* prefill after the layers with --lm-head q8 */
 static const rt_dispatch prefill_post_q8[] = {
-    /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, h_q/a/g_q/f_q/xn|h_q)  [barrier: x h_q/a/g_q/f_q/xn|h_q] */
+    /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, xn)  [barrier: x xn] */
     {.kernel = 18, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x3ull,
      .bytes = 3072ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
-    /* lm_head output (q8)          lm_head_q8_n256_batch    (h_q/a/g_q/f_q/xn|h_q, q8_0(output.weight), logits)  [barrier: h_q/a/g_q/f_q/xn|h_q] */
+    /* lm_head output (q8)          lm_head_q8_n256_batch    (xn, q8_0(output.weight), logits)  [barrier: xn] */
     {.kernel = 20, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 2}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
@@ -149,63 +149,63 @@ static const rt_dispatch prefill[] = {
      .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
      .bytes = 1540ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
-    /* norm_quant attn_norm         norm_quant_n256          (x, blk.{L}.attn_norm.weight, h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s)  [barrier: x h_q/a/g_q/f_q/xn|h_q h_q_s/a_q/g_q_s/f_q_s|h_q_s] */
+    /* norm_quant attn_norm         norm_quant_n256          (x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x attn_norm.q8 attn_norm.q8_scale] */
     {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x7ull,
      .bytes = 2312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant attn_norm"},
-    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_batch (h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q/a_q_s/f|q/g_q/logits.best, k|k/g_q_s, v|v/f)  [barrier: h_q/a/g_q/f_q/xn|h_q h_q_s/a_q/g_q_s/f_q_s|h_q_s] */
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
     {.kernel = 10, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
-    /* rope_kv                      rope_kv_n128_f16         (k|k/g_q_s, v|v/f, kcache[L], vcache[L])  [barrier: k|k/g_q_s v|v/f] */
+    /* rope_kv                      rope_kv_n128_f16         (k, v, kcache[L], vcache[L])  [barrier: k v] */
     {.kernel = 11, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x30ull,
      .bytes = 1536ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rope_kv"},
-    /* attention+rope a             attention_rope_h4_kv2_d64_f16_g2_t8 (q/a_q_s/f|q/g_q/logits.best, kcache[L], vcache[L], h_q/a/g_q/f_q/xn|h_q)  [barrier: q/a_q_s/f|q/g_q/logits.best kcache vcache] */
+    /* attention+rope a             attention_rope_h4_kv2_d64_f16_g2_t8 (q, kcache[L], vcache[L], a)  [barrier: q kcache vcache] */
     {.kernel = 12, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 2, 1}, {1, 0, 8}, {0, 1, 1}}, .barrier = 0x3000000000000008ull,
      .bytes = 2048ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "attention+rope a"},
-    /* quant a                      quant_n256               (h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, q/a_q_s/f|q/g_q/logits.best)  [barrier: h_q/a/g_q/f_q/xn|h_q q/a_q_s/f|q/g_q/logits.best] */
+    /* quant a                      quant_n256               (a, a.q8, a.q8_scale)  [barrier: a a.q8_scale] */
     {.kernel = 13, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0xaull,
      .bytes = 1288ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "quant a"},
-    /* bitlinear+add attn_output    bitlinear_res_m256_k256_batch (h_q_s/a_q/g_q_s/f_q_s|h_q_s, q/a_q_s/f|q/g_q/logits.best, blk.{L}.attn_output.weight, x)  [barrier: h_q_s/a_q/g_q_s/f_q_s|h_q_s q/a_q_s/f|q/g_q/logits.best] */
+    /* bitlinear+add attn_output    bitlinear_res_m256_k256_batch (a.q8, a.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: a.q8 a.q8_scale] */
     {.kernel = 14, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 4, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0xcull,
      .bytes = 18696ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
-    /* norm_quant ffn_norm          norm_quant_n256          (x, blk.{L}.ffn_norm.weight, h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s)  [barrier: x h_q_s/a_q/g_q_s/f_q_s|h_q_s] */
+    /* norm_quant ffn_norm          norm_quant_n256          (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
     {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x5ull,
      .bytes = 2312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant ffn_norm"},
-    /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_silu_m768_k256_batch (h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, q/a_q_s/f|q/g_q/logits.best)  [barrier: h_q/a/g_q/f_q/xn|h_q h_q_s/a_q/g_q_s/f_q_s|h_q_s] */
+    /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_silu_m768_k256_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
     {.kernel = 15, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 12, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 101640ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
-    /* quant f                      quant_n768               (q/a_q_s/f|q/g_q/logits.best, h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s)  [barrier: h_q/a/g_q/f_q/xn|h_q h_q_s/a_q/g_q_s/f_q_s|h_q_s q/a_q_s/f|q/g_q/logits.best] */
+    /* quant f                      quant_n768               (f, f.q8, f.q8_scale)  [barrier: f.q8 f.q8_scale f] */
     {.kernel = 16, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0xeull,
      .bytes = 3848ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "quant f"},
-    /* bitlinear+add ffn_down       bitlinear_res_m256_k768_batch (h_q/a/g_q/f_q/xn|h_q, h_q_s/a_q/g_q_s/f_q_s|h_q_s, blk.{L}.ffn_down.weight, x)  [barrier: h_q/a/g_q/f_q/xn|h_q h_q_s/a_q/g_q_s/f_q_s|h_q_s] */
+    /* bitlinear+add ffn_down       bitlinear_res_m256_k768_batch (f.q8, f.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: f.q8 f.q8_scale] */
     {.kernel = 17, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 4, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 51976ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
     /* ---- after the layers ---- */
-    /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, h_q/a/g_q/f_q/xn|h_q)  [barrier: x h_q/a/g_q/f_q/xn|h_q] */
+    /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, xn)  [barrier: x xn] */
     {.kernel = 18, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x3ull,
      .bytes = 3072ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
-    /* lm_head output               lm_head_f16_n256_batch   (h_q/a/g_q/f_q/xn|h_q, output.weight, logits)  [barrier: h_q/a/g_q/f_q/xn|h_q] */
+    /* lm_head output               lm_head_f16_n256_batch   (xn, output.weight, logits)  [barrier: xn] */
     {.kernel = 19, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
