@@ -493,12 +493,15 @@ int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http 
         return -1;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    /* A connection is closed after 600 s without traffic (llama-server's default timeout): a
+     * queued stream waits for its first token while the other slots' prompts and steps run,
+     * which on a CPU device takes minutes (at 60 s, 8 concurrent streams lost connections). */
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)(o->max_connections > 0 ? o->max_connections : 256),
-                            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->d) {
         snprintf(err, SRV_ERR_LEN, "cannot listen on %s:%d (%s)", o->host, o->port,
