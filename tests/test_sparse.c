@@ -827,6 +827,67 @@ static void test_no_sparse_schedule(void **st)
     assert_non_null(strstr(err, "--sparse-ffn exact: models/bitnet-tiny.yaml has no 'sparse_ffn: exact'"));
 }
 
+/* The sparse kernels decode I2_S only: weights re-encoded to TQ1_0 / TQ2_0 at load
+ * (--weights tq1|tq2) with --sparse-ffn exact give one clear error naming the tensor. */
+static void test_tq_weights_refused(void **st)
+{
+    (void)st;
+    char dir[600], gguf[700];
+    if (!fixture_dir(&fixtures[0], dir, sizeof(dir)))
+        skip();
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
+    const int fmts[2] = {FMT_TQ1_0, FMT_TQ2_0};
+    const char *names[2] = {"TQ1_0", "TQ2_0"};
+    for (int i = 0; i < 2; i++) {
+        static gen_model m;
+        static gen_desc d;
+        if (gen_model_load(fixtures[0].yaml, &m, err) || gen_desc_build(&m, true, &d, err))
+            fail_msg("%s", err);
+        rt_engine *e = NULL;
+        rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT,
+                            .weights = fmts[i]};
+        err[0] = 0;
+        int rc = rt_engine_open(&d.desc, &o, &e, err);
+        gen_desc_free(&d);
+        if (rc && strstr(err, "no Vulkan device"))
+            skip();
+        assert_int_not_equal(rc, 0);
+        assert_null(e);
+        printf("error: %s\n", err);
+        assert_non_null(strstr(err, "--sparse-ffn: the sparse FFN kernels read I2_S weights only, and tensor 'blk.0.ffn_gate.weight' is "));
+        assert_non_null(strstr(err, names[i]));
+    }
+}
+
+/* Predictor mode on a model file without the predictor tensors: one clear error naming the
+ * tensor and the tools that make it. */
+static void test_predictor_tensors_missing(void **st)
+{
+    (void)st;
+    char dir[600], gguf[700];
+    if (!fixture_dir(&fixtures[0], dir, sizeof(dir)))
+        skip();
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
+    static gen_model m;
+    static gen_desc d;
+    if (gen_model_load(fixtures[0].yaml, &m, err) || gen_desc_build(&m, true, &d, err))
+        fail_msg("%s", err);
+    rt_engine *e = NULL;
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_PREDICTOR};
+    err[0] = 0;
+    int rc = rt_engine_open(&d.desc, &o, &e, err);
+    gen_desc_free(&d);
+    if (rc && strstr(err, "no Vulkan device"))
+        skip();
+    assert_int_not_equal(rc, 0);
+    assert_null(e);
+    printf("error: %s\n", err);
+    assert_non_null(strstr(err, "--sparse-ffn predictor: "));
+    assert_non_null(strstr(err, "has no tensor 'blk.0.ffn_pred_p'"));
+    assert_non_null(strstr(err, "tools/sparse_predictor.py"));
+    assert_non_null(strstr(err, "build/tools/predgguf"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -835,6 +896,8 @@ int main(void)
         cmocka_unit_test(test_kernels_match_reference_and_dense),
         cmocka_unit_test(test_all_inactive),
         cmocka_unit_test(test_no_sparse_schedule),
+        cmocka_unit_test(test_tq_weights_refused),
+        cmocka_unit_test(test_predictor_tensors_missing),
         cmocka_unit_test(test_fixture_tiny),
         cmocka_unit_test(test_fixture_2b),
     };

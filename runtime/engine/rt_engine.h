@@ -52,7 +52,8 @@ typedef struct {
                            < 0: every layer streamed even when all would fit (tests) */
 } rt_engine_opts;
 
-enum { RT_SPARSE_DENSE = 0, RT_SPARSE_EXACT = 1 };
+enum { RT_SPARSE_DENSE = 0, RT_SPARSE_EXACT = 1,
+       RT_SPARSE_PREDICTOR = 2 /* needs blk.N.ffn_pred_{p,q,b} (tools/predgguf.c); no schedule yet */ };
 
 /* Does the GGUF g fit the generated model d (general.architecture, the hyperparameters the
  * YAML fixes, every tensor's type and shape)? 0 with the layer count and vocabulary size;

@@ -51,12 +51,87 @@ static int make_transposed(rt_engine *e, uint32_t t, char *err)
     return rc ? -1 : 0;
 }
 
+/* The sparse kernels (named sparse_* by gen/gen_sparse.c) decode I2_S only (their gate / up
+ * rows and the transposed down copy): every ternary weight they read must be I2_S on the
+ * device, not TQ1_0 / TQ2_0 (stored so, or re-encoded at load by --weights tq1|tq2: e->wtype). */
+static int check_i2s(const rt_engine *e, const rt_schedule *s, char *err)
+{
+    for (uint32_t i = 0; i < s->n_layer; i++)
+        for (int a = 0; a < s->layer[i].n_args && !strncmp(e->d->kernels[s->layer[i].kernel].name, "sparse_", 7);
+             a++) {
+            const rt_arg arg = s->layer[i].args[a];
+            if (arg.kind != RT_ARG_WEIGHT && arg.kind != RT_ARG_WEIGHT_T)
+                continue;
+            const rt_tensor_desc *td = &e->d->tensors[arg.index];
+            if (td->type != FMT_I2_S || !td->per_layer)
+                continue;
+            for (int L = 0; L < e->n_layers; L++) {
+                const uint8_t ty = e->wtype[(size_t)arg.index * e->n_layers + L];
+                if (ty == FMT_I2_S)
+                    continue;
+                char name[160];
+                tensor_name(td, L, name, sizeof(name));
+                snprintf(err, RT_ERR_LEN,
+                         "--sparse-ffn: the sparse FFN kernels read I2_S weights only, and tensor '%s' is %s on the "
+                         "device (--weights tq1|tq2, or a file stored so): run it without --sparse-ffn, or an I2_S "
+                         "model file without --weights", name, fmt_type_name(ty));
+                return -1;
+            }
+        }
+    return 0;
+}
+
+/* Predictor mode reads, per layer, the predictor tools/sparse_predictor.py fits and
+ * tools/predgguf.c appends to the model: F32 blk.N.ffn_pred_p [dim, r], ffn_pred_q [r, ffn],
+ * ffn_pred_b [ffn]. A file without them (or with other shapes) is refused, naming the
+ * tensor and the commands that make it. The generator does not lower this mode yet, so a
+ * file that has them is refused next for want of the decode schedule. */
+static int predictor_open(rt_engine *e, char *err)
+{
+    const char *sfx[3] = {"p", "q", "b"};
+    int64_t dim = 0, ffn = 0, rank = 0;
+    for (int L = 0; L < e->n_layers; L++)
+        for (int i = 0; i < 3; i++) {
+            char name[64];
+            snprintf(name, sizeof(name), "blk.%d.ffn_pred_%s", L, sfx[i]);
+            const rt_gguf_tensor *t = rt_gguf_tensor_find(e->g, name);
+            if (!t) {
+                snprintf(err, RT_ERR_LEN,
+                         "--sparse-ffn predictor: %s has no tensor '%s' (the FFN activation predictor): make it with "
+                         "'python3 tools/sparse_predictor.py MODEL.gguf TRAIN_IDS TEST_IDS --out PRED.bin --out-recall R' "
+                         "and 'build/tools/predgguf MODEL.gguf PRED.bin RANK OUT.gguf', then run OUT.gguf",
+                         e->g->path, name);
+                return -1;
+            }
+            if (i == 0)
+                dim = t->ne[0], rank = t->ne[1];
+            else if (i == 1)
+                ffn = t->ne[1];
+            const bool ok = t->type == FMT_F32 && (i == 0   ? t->n_dims == 2
+                                                   : i == 1 ? t->n_dims == 2 && t->ne[0] == rank
+                                                            : t->n_dims == 1 && t->ne[0] == ffn);
+            if (!ok || dim < 1 || rank < 1) {
+                snprintf(err, RT_ERR_LEN,
+                         "--sparse-ffn predictor: tensor '%s' of %s is %s [%lld, %lld]; wanted F32 %s (remake it with "
+                         "tools/predgguf)", name, e->g->path, fmt_type_name(t->type), (long long)t->ne[0],
+                         (long long)t->ne[1], i == 0 ? "[dim, rank]" : i == 1 ? "[rank, ffn]" : "[ffn]");
+                return -1;
+            }
+        }
+    snprintf(err, RT_ERR_LEN,
+             "--sparse-ffn predictor: %s has the predictor tensors, but models/%s.yaml carries no predictor decode "
+             "schedule (the generator lowers sparse_ffn: exact only)", e->g->path, e->d->name);
+    return -1;
+}
+
 int rt_eng_sparse_open(rt_engine *e, int mode, char *err)
 {
     const rt_model_desc *d = e->d;
     e->dec = &d->decode;
     if (mode == RT_SPARSE_DENSE)
         return 0;
+    if (mode == RT_SPARSE_PREDICTOR)
+        return predictor_open(e, err);
     if (mode != RT_SPARSE_EXACT) {
         snprintf(err, RT_ERR_LEN, "--sparse-ffn: unknown mode %d", mode);
         return -1;
@@ -72,6 +147,8 @@ int rt_eng_sparse_open(rt_engine *e, int mode, char *err)
                  RT_STATS_WORDS / 2);
         return -1;
     }
+    if (check_i2s(e, &d->decode_exact, err))
+        return -1;
     e->dec = &d->decode_exact;
     e->wt = calloc((size_t)d->n_tensors * e->n_layers, sizeof(rt_buf));
     if (!e->wt) {
