@@ -183,7 +183,8 @@ static dsl_expr row_sum_squares(dsl_kernel *k, row_t *r, dsl_expr red)
 static dsl_expr row_scale(dsl_kernel *k, float eps, row_t *r, int width, dsl_expr red)
 {
     dsl_expr sum = row_sum_squares(k, r, red);
-    return dsl_let(k, "scale", dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, F((float)width)), F(eps)))));
+    dsl_expr e = dsl_const_f32(k, "NORM_EPS", eps); /* the YAML's norm_eps */
+    return dsl_let(k, "scale", dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, F((float)width)), e))));
 }
 
 dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr tok, int width, dsl_expr red)
@@ -211,7 +212,8 @@ static void quant_word(dsl_kernel *k, void *ctx, uint32_t v, dsl_expr val, dsl_e
     dsl_expr packed = NULL;
     for (int b = 0; b < 4; b++) {
         dsl_expr e = dsl_mul(k, dsl_comp(k, val, b), c->s);
-        dsl_expr qi = dsl_let(k, "qv", dsl_clamp(k, dsl_cast(k, dsl_round_even(k, e), DSL_I32), I(-128), I(127)));
+        dsl_expr qi = dsl_let(k, "qv", dsl_clamp(k, dsl_cast(k, dsl_round_even(k, e), DSL_I32),
+                                                 dsl_const_i32(k, "Q8_LO", -128), dsl_const_i32(k, "Q8_HI", 127)));
         dsl_add_to(k, c->qsum, qi); /* zero past the row */
         dsl_expr sh = dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), U(0xff)), U(8 * b));
         packed = packed ? dsl_bor(k, packed, sh) : sh;
@@ -241,7 +243,9 @@ void gen_norm_quant_row(dsl_kernel *k, float eps, dsl_expr x, dsl_expr w, dsl_ex
     dsl_expr am = dsl_var(k, "am", DSL_F32, F(0));
     row_each(k, &r, max_word, &am);
     dsl_expr amax = gen_wg_reduce(k, red, am, DSL_F32, true, "amax");
-    quant_ctx c = {.s = dsl_let(k, "s", dsl_div(k, F(127.0), dsl_max(k, amax, F(1e-5)))),
+    /* s = 127 / amax: the codes span [-127, 127]; AMAX_MIN keeps an all-zero row finite */
+    dsl_expr qmax = dsl_const_f32(k, "Q8_SCALE", 127.0f), amin = dsl_const_f32(k, "AMAX_MIN", 1e-5f);
+    quant_ctx c = {.s = dsl_let(k, "s", dsl_div(k, qmax, dsl_max(k, amax, amin))),
                    .qsum = dsl_var(k, "qsum", DSL_I32, I(0)),
                    .q = q,
                    .qbase = r.base}; /* codes: width / 4 words per token, as the row's vec4 words */

@@ -49,6 +49,11 @@ shared uint arrived1[1];
 shared int redi[256];
 
 const uint HD = 128u;
+const float NORM_EPS = 1e-05;
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
 
 void main()
 {
@@ -547,7 +552,7 @@ void main()
                 sum = sum + red[s12];
             }
             barrier();
-            precise float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+            precise float scale = 1.0 / sqrt((sum / 2.56e+03) + NORM_EPS);
             precise float am = 0.0;
             for (uint wi2 = gl_LocalInvocationIndex; wi2 < 640u; wi2 += 256u) {
                 precise vec4 xv2 = (Buf_xrow4(pc.y).d[wi2] * scale) * Buf_nwrow4(pc.lnw).d[wi2];
@@ -573,29 +578,29 @@ void main()
                 amax = max(amax, red[s13]);
             }
             barrier();
-            precise float s14 = 127.0 / max(amax, 1e-05);
+            precise float s14 = Q8_SCALE / max(amax, AMAX_MIN);
             int qsum = 0;
             for (uint wi4 = gl_LocalInvocationIndex; wi4 < 640u; wi4 += 256u) {
                 precise vec4 xv4 = (Buf_xrow4(pc.y).d[wi4] * scale) * Buf_nwrow4(pc.lnw).d[wi4];
-                precise int qv = clamp(int(roundEven(xv4.x * s14)), -128, 127);
+                precise int qv = clamp(int(roundEven(xv4.x * s14)), Q8_LO, Q8_HI);
                 qsum += qv;
-                precise int qv1 = clamp(int(roundEven(xv4.y * s14)), -128, 127);
+                precise int qv1 = clamp(int(roundEven(xv4.y * s14)), Q8_LO, Q8_HI);
                 qsum += qv1;
-                precise int qv2 = clamp(int(roundEven(xv4.z * s14)), -128, 127);
+                precise int qv2 = clamp(int(roundEven(xv4.z * s14)), Q8_LO, Q8_HI);
                 qsum += qv2;
-                precise int qv3 = clamp(int(roundEven(xv4.w * s14)), -128, 127);
+                precise int qv3 = clamp(int(roundEven(xv4.w * s14)), Q8_LO, Q8_HI);
                 qsum += qv3;
                 pc.lq.d[wi4] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
             for (uint wi5 = gl_LocalInvocationIndex + 128u; wi5 < 640u; wi5 += 256u) {
                 precise vec4 xv5 = (Buf_xrow4(pc.y).d[wi5] * scale) * Buf_nwrow4(pc.lnw).d[wi5];
-                precise int qv4 = clamp(int(roundEven(xv5.x * s14)), -128, 127);
+                precise int qv4 = clamp(int(roundEven(xv5.x * s14)), Q8_LO, Q8_HI);
                 qsum += qv4;
-                precise int qv5 = clamp(int(roundEven(xv5.y * s14)), -128, 127);
+                precise int qv5 = clamp(int(roundEven(xv5.y * s14)), Q8_LO, Q8_HI);
                 qsum += qv5;
-                precise int qv6 = clamp(int(roundEven(xv5.z * s14)), -128, 127);
+                precise int qv6 = clamp(int(roundEven(xv5.z * s14)), Q8_LO, Q8_HI);
                 qsum += qv6;
-                precise int qv7 = clamp(int(roundEven(xv5.w * s14)), -128, 127);
+                precise int qv7 = clamp(int(roundEven(xv5.w * s14)), Q8_LO, Q8_HI);
                 qsum += qv7;
                 pc.lq.d[wi5] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
             }

@@ -37,6 +37,7 @@ shared uint arrived[1];
 
 const uint D = 2560u;
 const uint DW = 1280u;
+const float NORM_EPS = 1e-05;
 const uint DW4 = 320u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
@@ -93,7 +94,7 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + NORM_EPS);
     for (uint j = gl_LocalInvocationIndex; j < DW; j += 256u) {
         uint t0 = (j * 2u) + 0u;
         uint t1 = (j * 2u) + 1u;

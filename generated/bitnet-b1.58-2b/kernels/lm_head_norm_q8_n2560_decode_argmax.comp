@@ -38,6 +38,7 @@ shared uint arrived[1];
 const uint D = 2560u;
 const uint DW = 640u;
 const uint SW = 40u;
+const float NORM_EPS = 1e-05;
 const uint DW4 = 160u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
@@ -95,7 +96,7 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + NORM_EPS);
     for (uint j = gl_LocalInvocationIndex; j < DW; j += 256u) {
         uint t0 = (j * 4u) + 0u;
         uint t1 = (j * 4u) + 1u;

@@ -25,6 +25,12 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 shared float red[256];
 shared int redi[256];
 
+const float NORM_EPS = 1e-05;
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
+
 void main()
 {
     uint rbase = gl_WorkGroupID.x * 640u;
@@ -79,7 +85,7 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + NORM_EPS);
     precise vec4 y = (xr * scale) * wr;
     precise vec4 y1 = (xr1 * scale) * wr1;
     precise vec4 y2 = (xr2 * scale) * wr2;
@@ -106,33 +112,33 @@ void main()
         amax = max(amax, red[s1]);
     }
     barrier();
-    precise float s2 = 127.0 / max(amax, 1e-05);
+    precise float s2 = Q8_SCALE / max(amax, AMAX_MIN);
     int qsum = 0;
-    precise int qv = clamp(int(roundEven(y.x * s2)), -128, 127);
+    precise int qv = clamp(int(roundEven(y.x * s2)), Q8_LO, Q8_HI);
     qsum += qv;
-    precise int qv1 = clamp(int(roundEven(y.y * s2)), -128, 127);
+    precise int qv1 = clamp(int(roundEven(y.y * s2)), Q8_LO, Q8_HI);
     qsum += qv1;
-    precise int qv2 = clamp(int(roundEven(y.z * s2)), -128, 127);
+    precise int qv2 = clamp(int(roundEven(y.z * s2)), Q8_LO, Q8_HI);
     qsum += qv2;
-    precise int qv3 = clamp(int(roundEven(y.w * s2)), -128, 127);
+    precise int qv3 = clamp(int(roundEven(y.w * s2)), Q8_LO, Q8_HI);
     qsum += qv3;
     pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
-    precise int qv4 = clamp(int(roundEven(y1.x * s2)), -128, 127);
+    precise int qv4 = clamp(int(roundEven(y1.x * s2)), Q8_LO, Q8_HI);
     qsum += qv4;
-    precise int qv5 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+    precise int qv5 = clamp(int(roundEven(y1.y * s2)), Q8_LO, Q8_HI);
     qsum += qv5;
-    precise int qv6 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+    precise int qv6 = clamp(int(roundEven(y1.z * s2)), Q8_LO, Q8_HI);
     qsum += qv6;
-    precise int qv7 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+    precise int qv7 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
     qsum += qv7;
     pc.q.d[rbase + wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
-    precise int qv8 = clamp(int(roundEven(y2.x * s2)), -128, 127);
+    precise int qv8 = clamp(int(roundEven(y2.x * s2)), Q8_LO, Q8_HI);
     qsum += qv8;
-    precise int qv9 = clamp(int(roundEven(y2.y * s2)), -128, 127);
+    precise int qv9 = clamp(int(roundEven(y2.y * s2)), Q8_LO, Q8_HI);
     qsum += qv9;
-    precise int qv10 = clamp(int(roundEven(y2.z * s2)), -128, 127);
+    precise int qv10 = clamp(int(roundEven(y2.z * s2)), Q8_LO, Q8_HI);
     qsum += qv10;
-    precise int qv11 = clamp(int(roundEven(y2.w * s2)), -128, 127);
+    precise int qv11 = clamp(int(roundEven(y2.w * s2)), Q8_LO, Q8_HI);
     qsum += qv11;
     if (inrow) {
         pc.q.d[rbase + wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);

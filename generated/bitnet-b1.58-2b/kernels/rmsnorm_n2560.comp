@@ -21,6 +21,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared float red[256];
 
+const float NORM_EPS = 1e-05;
 const uint N = 2560u;
 
 void main()
@@ -71,7 +72,7 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 2.56e+03) + NORM_EPS);
     uint base = gl_WorkGroupID.x * N;
     for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
         precise float t0 = (pc.x.d[base + i] * scale) * pc.w.d[i];

@@ -38,6 +38,7 @@ shared uint arrived[1];
 const uint D = 256u;
 const uint DW = 64u;
 const uint SW = 4u;
+const float NORM_EPS = 1e-05;
 const uint DW4 = 16u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
@@ -75,7 +76,7 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 256.0) + NORM_EPS);
     for (uint j = gl_LocalInvocationIndex; j < DW; j += 256u) {
         uint t0 = (j * 4u) + 0u;
         uint t1 = (j * 4u) + 1u;

@@ -21,6 +21,7 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 shared float red[256];
 
+const float NORM_EPS = 1e-05;
 const uint N = 256u;
 
 void main()
@@ -51,7 +52,7 @@ void main()
         sum = sum + red[s];
     }
     barrier();
-    precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+    precise float scale = 1.0 / sqrt((sum / 256.0) + NORM_EPS);
     uint base = gl_WorkGroupID.x * N;
     for (uint i = gl_LocalInvocationIndex; i < N; i += 256u) {
         precise float t0 = (pc.x.d[base + i] * scale) * pc.w.d[i];

@@ -48,6 +48,11 @@ const uint KV4 = 8u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M = 1536u;
+const float NORM_EPS = 1e-05;
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -386,7 +391,7 @@ void main()
             sum = sum + red[s];
         }
         barrier();
-        precise float scale = 1.0 / sqrt((sum / 1536.0) + 1e-05);
+        precise float scale = 1.0 / sqrt((sum / 1536.0) + NORM_EPS);
         precise vec4 y1 = (xr * scale) * wr;
         precise vec4 y2 = (xr1 * scale) * wr1;
         precise float am = 0.0;
@@ -408,24 +413,24 @@ void main()
             amax = max(amax, red[s1]);
         }
         barrier();
-        precise float s2 = 127.0 / max(amax, 1e-05);
+        precise float s2 = Q8_SCALE / max(amax, AMAX_MIN);
         int qsum1 = 0;
-        precise int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+        precise int qv = clamp(int(roundEven(y1.x * s2)), Q8_LO, Q8_HI);
         qsum1 += qv;
-        precise int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+        precise int qv1 = clamp(int(roundEven(y1.y * s2)), Q8_LO, Q8_HI);
         qsum1 += qv1;
-        precise int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+        precise int qv2 = clamp(int(roundEven(y1.z * s2)), Q8_LO, Q8_HI);
         qsum1 += qv2;
-        precise int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+        precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
         qsum1 += qv3;
         pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
-        precise int qv4 = clamp(int(roundEven(y2.x * s2)), -128, 127);
+        precise int qv4 = clamp(int(roundEven(y2.x * s2)), Q8_LO, Q8_HI);
         qsum1 += qv4;
-        precise int qv5 = clamp(int(roundEven(y2.y * s2)), -128, 127);
+        precise int qv5 = clamp(int(roundEven(y2.y * s2)), Q8_LO, Q8_HI);
         qsum1 += qv5;
-        precise int qv6 = clamp(int(roundEven(y2.z * s2)), -128, 127);
+        precise int qv6 = clamp(int(roundEven(y2.z * s2)), Q8_LO, Q8_HI);
         qsum1 += qv6;
-        precise int qv7 = clamp(int(roundEven(y2.w * s2)), -128, 127);
+        precise int qv7 = clamp(int(roundEven(y2.w * s2)), Q8_LO, Q8_HI);
         qsum1 += qv7;
         if (inrow) {
             pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);

@@ -46,6 +46,10 @@ shared uint arrived1[1];
 shared int redi[256];
 
 const uint HD = 64u;
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
 
 void main()
 {
@@ -389,48 +393,48 @@ void main()
                 amax = max(amax, red[s6]);
             }
             barrier();
-            precise float s7 = 127.0 / max(amax, 1e-05);
+            precise float s7 = Q8_SCALE / max(amax, AMAX_MIN);
             int qsum = 0;
-            precise int qv = clamp(int(roundEven(xr.x * s7)), -128, 127);
+            precise int qv = clamp(int(roundEven(xr.x * s7)), Q8_LO, Q8_HI);
             qsum += qv;
-            precise int qv1 = clamp(int(roundEven(xr.y * s7)), -128, 127);
+            precise int qv1 = clamp(int(roundEven(xr.y * s7)), Q8_LO, Q8_HI);
             qsum += qv1;
-            precise int qv2 = clamp(int(roundEven(xr.z * s7)), -128, 127);
+            precise int qv2 = clamp(int(roundEven(xr.z * s7)), Q8_LO, Q8_HI);
             qsum += qv2;
-            precise int qv3 = clamp(int(roundEven(xr.w * s7)), -128, 127);
+            precise int qv3 = clamp(int(roundEven(xr.w * s7)), Q8_LO, Q8_HI);
             qsum += qv3;
             if (inrow) {
                 pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            precise int qv4 = clamp(int(roundEven(xr1.x * s7)), -128, 127);
+            precise int qv4 = clamp(int(roundEven(xr1.x * s7)), Q8_LO, Q8_HI);
             qsum += qv4;
-            precise int qv5 = clamp(int(roundEven(xr1.y * s7)), -128, 127);
+            precise int qv5 = clamp(int(roundEven(xr1.y * s7)), Q8_LO, Q8_HI);
             qsum += qv5;
-            precise int qv6 = clamp(int(roundEven(xr1.z * s7)), -128, 127);
+            precise int qv6 = clamp(int(roundEven(xr1.z * s7)), Q8_LO, Q8_HI);
             qsum += qv6;
-            precise int qv7 = clamp(int(roundEven(xr1.w * s7)), -128, 127);
+            precise int qv7 = clamp(int(roundEven(xr1.w * s7)), Q8_LO, Q8_HI);
             qsum += qv7;
             if (inrow1) {
                 pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
             }
-            precise int qv8 = clamp(int(roundEven(xr2.x * s7)), -128, 127);
+            precise int qv8 = clamp(int(roundEven(xr2.x * s7)), Q8_LO, Q8_HI);
             qsum += qv8;
-            precise int qv9 = clamp(int(roundEven(xr2.y * s7)), -128, 127);
+            precise int qv9 = clamp(int(roundEven(xr2.y * s7)), Q8_LO, Q8_HI);
             qsum += qv9;
-            precise int qv10 = clamp(int(roundEven(xr2.z * s7)), -128, 127);
+            precise int qv10 = clamp(int(roundEven(xr2.z * s7)), Q8_LO, Q8_HI);
             qsum += qv10;
-            precise int qv11 = clamp(int(roundEven(xr2.w * s7)), -128, 127);
+            precise int qv11 = clamp(int(roundEven(xr2.w * s7)), Q8_LO, Q8_HI);
             qsum += qv11;
             if (inrow2) {
                 pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
             }
-            precise int qv12 = clamp(int(roundEven(xr3.x * s7)), -128, 127);
+            precise int qv12 = clamp(int(roundEven(xr3.x * s7)), Q8_LO, Q8_HI);
             qsum += qv12;
-            precise int qv13 = clamp(int(roundEven(xr3.y * s7)), -128, 127);
+            precise int qv13 = clamp(int(roundEven(xr3.y * s7)), Q8_LO, Q8_HI);
             qsum += qv13;
-            precise int qv14 = clamp(int(roundEven(xr3.z * s7)), -128, 127);
+            precise int qv14 = clamp(int(roundEven(xr3.z * s7)), Q8_LO, Q8_HI);
             qsum += qv14;
-            precise int qv15 = clamp(int(roundEven(xr3.w * s7)), -128, 127);
+            precise int qv15 = clamp(int(roundEven(xr3.w * s7)), Q8_LO, Q8_HI);
             qsum += qv15;
             if (inrow3) {
                 pc.lq.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);

@@ -45,6 +45,10 @@ const uint KV4 = 4u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 768u;
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -363,15 +367,15 @@ void main()
             amax = max(amax, red[s]);
         }
         barrier();
-        precise float s1 = 127.0 / max(amax, 1e-05);
+        precise float s1 = Q8_SCALE / max(amax, AMAX_MIN);
         int qsum1 = 0;
-        precise int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
+        precise int qv = clamp(int(roundEven(xr.x * s1)), Q8_LO, Q8_HI);
         qsum1 += qv;
-        precise int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
+        precise int qv1 = clamp(int(roundEven(xr.y * s1)), Q8_LO, Q8_HI);
         qsum1 += qv1;
-        precise int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
+        precise int qv2 = clamp(int(roundEven(xr.z * s1)), Q8_LO, Q8_HI);
         qsum1 += qv2;
-        precise int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
+        precise int qv3 = clamp(int(roundEven(xr.w * s1)), Q8_LO, Q8_HI);
         qsum1 += qv3;
         if (inrow) {
             pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);

@@ -45,6 +45,11 @@ const uint KV4 = 4u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 256u;
+const float NORM_EPS = 1e-05;
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -270,7 +275,7 @@ void main()
             sum = sum + red[s];
         }
         barrier();
-        precise float scale = 1.0 / sqrt((sum / 256.0) + 1e-05);
+        precise float scale = 1.0 / sqrt((sum / 256.0) + NORM_EPS);
         precise vec4 y1 = (xr * scale) * wr;
         precise float am = 0.0;
         am = max(am, abs(y1.x));
@@ -287,15 +292,15 @@ void main()
             amax = max(amax, red[s1]);
         }
         barrier();
-        precise float s2 = 127.0 / max(amax, 1e-05);
+        precise float s2 = Q8_SCALE / max(amax, AMAX_MIN);
         int qsum1 = 0;
-        precise int qv = clamp(int(roundEven(y1.x * s2)), -128, 127);
+        precise int qv = clamp(int(roundEven(y1.x * s2)), Q8_LO, Q8_HI);
         qsum1 += qv;
-        precise int qv1 = clamp(int(roundEven(y1.y * s2)), -128, 127);
+        precise int qv1 = clamp(int(roundEven(y1.y * s2)), Q8_LO, Q8_HI);
         qsum1 += qv1;
-        precise int qv2 = clamp(int(roundEven(y1.z * s2)), -128, 127);
+        precise int qv2 = clamp(int(roundEven(y1.z * s2)), Q8_LO, Q8_HI);
         qsum1 += qv2;
-        precise int qv3 = clamp(int(roundEven(y1.w * s2)), -128, 127);
+        precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
         qsum1 += qv3;
         if (inrow) {
             pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);

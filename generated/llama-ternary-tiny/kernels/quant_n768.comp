@@ -22,6 +22,11 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 shared float red[256];
 shared int redi[256];
 
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
+
 void main()
 {
     uint rbase = gl_WorkGroupID.x * 192u;
@@ -46,15 +51,15 @@ void main()
         amax = max(amax, red[s]);
     }
     barrier();
-    precise float s1 = 127.0 / max(amax, 1e-05);
+    precise float s1 = Q8_SCALE / max(amax, AMAX_MIN);
     int qsum = 0;
-    precise int qv = clamp(int(roundEven(xr.x * s1)), -128, 127);
+    precise int qv = clamp(int(roundEven(xr.x * s1)), Q8_LO, Q8_HI);
     qsum += qv;
-    precise int qv1 = clamp(int(roundEven(xr.y * s1)), -128, 127);
+    precise int qv1 = clamp(int(roundEven(xr.y * s1)), Q8_LO, Q8_HI);
     qsum += qv1;
-    precise int qv2 = clamp(int(roundEven(xr.z * s1)), -128, 127);
+    precise int qv2 = clamp(int(roundEven(xr.z * s1)), Q8_LO, Q8_HI);
     qsum += qv2;
-    precise int qv3 = clamp(int(roundEven(xr.w * s1)), -128, 127);
+    precise int qv3 = clamp(int(roundEven(xr.w * s1)), Q8_LO, Q8_HI);
     qsum += qv3;
     if (inrow) {
         pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
