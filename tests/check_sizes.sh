@@ -1,13 +1,13 @@
 #!/bin/sh
 # tests/check_sizes.sh - the size rules of the code (CONTRIBUTING.md), run by `make test`:
-#   - no .c / .h file over 800 lines in dsl/, gen/, runtime/, format/;
+#   - no .c / .h file over 800 lines in dsl/, gen/, runtime/, format/, schema/;
 #   - no function over 120 lines in the folders listed in FUNC_DIRS (a function: from a line
 #     starting with "{" to the next line starting with "}", the project's style).
 # FUNC_EXEMPT lists the folders not yet held to the function rule (none today); remove a
 # folder from it once it complies.
 MAX_FILE=800
 MAX_FUNC=120
-FILE_DIRS="dsl gen runtime format"
+FILE_DIRS="dsl gen runtime format schema"
 FUNC_DIRS=${FUNC_DIRS:-"dsl format gen runtime server"}
 FUNC_EXEMPT=${FUNC_EXEMPT-""}
 fail=0
