@@ -43,12 +43,13 @@ static float *read_all(const char *path, uint64_t want, char *err)
         snprintf(err, RT_ERR_LEN, "%s: cannot open", path);
         return NULL;
     }
-    float *v = malloc(want * 4 + 4);
-    size_t got = v ? fread(v, 4, want + 1, f) : 0;
+    long size = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    float *v = size == (long)(want * 4) && !fseek(f, 0, SEEK_SET) ? malloc(want * 4) : NULL;
+    size_t got = v ? fread(v, 4, want, f) : 0;
     fclose(f);
-    if (!v || got != want) {
-        snprintf(err, RT_ERR_LEN, "%s: holds %zu floats, the model and rank need %llu (layers * (rank*dim + "
-                 "ffn*rank + ffn))", path, got, (unsigned long long)want);
+    if (got != want) {
+        snprintf(err, RT_ERR_LEN, "%s: %ld bytes, the model and rank need %llu (4 * layers * (rank*dim + ffn*rank + "
+                 "ffn))", path, size, (unsigned long long)want * 4);
         free(v);
         return NULL;
     }
