@@ -72,15 +72,57 @@ int rt_cli_check_model_file(const char *path)
     return 0;
 }
 
-/* Weights upload progress on a terminal, for big models (as llama.cpp's dots). */
+/* Long work on stderr: on a terminal a bar redrawn in place (at most 10 times a second);
+ * otherwise (a log, a pipe) a plain line at every tenth, or every 5 s when the total is
+ * unknown (0). done >= total (or finished) ends it. One task at a time (the CLI's thread). */
+void rt_cli_progress(const char *what, uint64_t done, uint64_t total, bool finished)
+{
+    static double last_ms;
+    static int last_tenth = -1;
+    static bool open_line;
+    static const char *cur;
+    double now = rt_cli_now_ms();
+    if (cur != what) { /* a new task */
+        cur = what;
+        last_ms = now;
+        last_tenth = 0;
+    }
+    finished = finished || (total && done >= total);
+    if (isatty(2)) {
+        if (!finished && now - last_ms < 100 && open_line) return;
+        last_ms = now;
+        if (total) {
+            char bar[31];
+            int fill = (int)(30.0 * done / total);
+            for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+            bar[30] = 0;
+            fprintf(stderr, "\r%s [%s] %3.0f%% %.1f / %.1f MB ", what, bar, 100.0 * done / total, done / 1e6,
+                    total / 1e6);
+        } else {
+            fprintf(stderr, "\r%s: %.1f MB ", what, done / 1e6);
+        }
+        open_line = !finished;
+        if (finished) fprintf(stderr, "\n");
+    } else if (total) {
+        int tenth = (int)(10.0 * done / total);
+        if (tenth <= last_tenth && !finished) return;
+        last_tenth = tenth;
+        fprintf(stderr, "%s: %3d%% (%.1f / %.1f MB)\n", what, finished ? 100 : tenth * 10, done / 1e6, total / 1e6);
+    } else if (finished || now - last_ms >= 5000) {
+        last_ms = now;
+        fprintf(stderr, "%s: %.1f MB%s\n", what, done / 1e6, finished ? ", done" : " so far");
+    }
+    if (finished) cur = NULL;
+}
+
+/* Weights upload progress (as llama.cpp's dots), for big models only. */
 static void load_progress(const char *stage, uint64_t done, uint64_t total, void *user)
 {
     (void)user;
-    if (total < (64u << 20) || !isatty(2))
-        return;
-    fprintf(stderr, "\rloading %s: %6.1f / %6.1f MB (%3.0f%%)", stage, done / 1e6, total / 1e6, 100.0 * done / total);
-    if (done >= total)
-        fprintf(stderr, "\n");
+    if (total < (64u << 20)) return;
+    static char what[64];
+    snprintf(what, sizeof(what), "loading %s", stage);
+    rt_cli_progress(what, done, total, false);
 }
 
 static const char *type_name(ternion_device_type t)

@@ -50,7 +50,8 @@ static const flag_def flags[] = {
     {"--device", "-dev", F_INT, O(device), -1, 1024, "N", "Vulkan device index (see --list-devices)"},
     {"--list-devices", NULL, F_BOOL, O(list_devices), 0, 0, NULL, "list Vulkan devices and exit"},
     {"--profile", NULL, F_BOOL, O(profile), 0, 0, NULL, "time every kernel; print a per-kernel table"},
-    {"--bench", NULL, F_BOOL, O(bench), 0, 0, NULL, "benchmark (random weights of the full shape without -m)"},
+    {"--bench", NULL, F_BOOL, O(bench), 0, 0, NULL, "benchmark (random weights without -m: the model's full shape, on a CPU device a reduced one)"},
+    {"--bench-full", NULL, F_BOOL, O(bench_full), 0, 0, NULL, "--bench without -m: the model's full shape on a CPU device too"},
     {"--json", NULL, F_BOOL, O(json), 0, 0, NULL, "--bench, --perplexity: print the figures as one JSON line"},
     {"--perplexity", NULL, F_BOOL, O(perplexity), 0, 0, NULL, "perplexity of the text of -f FILE (llama.cpp's: chunks of -c tokens, second halves scored)"},
     {"--bench-layers", NULL, F_INT, O(bench_layers), 0, 4096, "N", "--bench without -m: layers (0: full)"},
@@ -243,6 +244,11 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         fprintf(stderr, "error: -sys (system prompt) applies only to --chat\n");
         return usage_error(o->prog);
     }
+    if (o->bench_full && (o->bench_layers || o->bench_vocab || o->model || !(o->bench || o->tune))) {
+        fprintf(stderr, "error: --bench-full applies only to --bench (or --tune) without -m, --bench-layers and "
+                        "--bench-vocab\n");
+        return usage_error(o->prog);
+    }
     if (o->json && !o->bench && !o->tune && !o->perplexity) {
         fprintf(stderr, "error: --json applies only to --bench (and --tune) and --perplexity\n");
         return usage_error(o->prog);
@@ -267,7 +273,7 @@ void rt_cli_usage(const rt_cli_opts *o)
     printf("\nexamples:\n"
            "  %s -m %s -p \"The capital of France is\" -n 64\n"
            "  %s -m %s --chat -sys \"You are a helpful assistant.\"\n"
-           "  %s --bench            (random weights of the model's full shape)\n\noptions:\n",
+           "  %s --bench            (random weights of the model's full shape; on a CPU device a reduced one)\n\noptions:\n",
            prog, file, prog, file, prog);
     for (size_t i = 0; i < N_FLAGS; i++) {
         const flag_def *f = &flags[i];

@@ -4,6 +4,10 @@
  * $XDG_CACHE_HOME/ternion or ~/.cache/ternion, keyed by the YAML hash and the shape), the
  * measurement protocol (warm-up, then the median of several runs) and the text / JSON
  * report. With -m FILE the given model is measured instead.
+ * On a CPU device (lavapipe) the random model has a reduced shape unless asked (--bench-full,
+ * --bench-layers / --bench-vocab): the full 2B4T shape (1.2 GB) takes minutes to write,
+ * upload and measure there. Every phase says what it does on stderr (one line each; writing
+ * the model and uploading it show progress), so a slow device never looks hung.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +29,8 @@
 #define PROMPT_RUNS 3
 #define N_PROMPTS 3
 #define MAX_FFN_LAYERS 512 /* layers whose active-neuron fraction the report shows */
+#define CPU_LAYERS 2       /* the reduced shape on CPU devices (tests/bench.sh's too) */
+#define CPU_VOCAB 8192
 
 typedef struct {
     char device[256], driver[256], dev_type[16];
@@ -168,9 +174,22 @@ static int run_mkmodel(const char *tool, const char *yaml, const char *out, cons
         fprintf(stderr, "error: cannot run %s: %s\n", tool, strerror(errno));
         _exit(127);
     }
+    /* the file grows as mkmodel streams the tensors: its size is the progress (the total
+     * is known only to mkmodel) */
+    static const char what[] = "bench: writing the random model";
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
+    struct stat fs;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w < 0 && errno != EINTR) return -1;
+        uint64_t size = stat(out, &fs) == 0 ? (uint64_t)fs.st_size : 0;
+        if (w == pid) {
+            rt_cli_progress(what, size, 0, true);
+            break;
+        }
+        rt_cli_progress(what, size, 0, false);
+        usleep(50000);
+    }
     return (WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : -1;
 }
 
@@ -200,7 +219,7 @@ static int bench_model(const rt_cli_opts *o, const char *name, char *path, size_
     snprintf(path, n, "%s/bench-%s-%s-L%d-V%d-C%d.gguf", dir, name, hash, o->bench_layers, o->bench_vocab,
              BENCH_CTX);
     if (file_exists(path)) {
-        if (o->verbose) fprintf(stderr, "bench: reusing %s\n", path);
+        fprintf(stderr, "bench: reusing the random model %s\n", path);
         return 0;
     }
     if (!file_exists(tool) || access(tool, X_OK)) {
@@ -216,6 +235,7 @@ static int bench_model(const rt_cli_opts *o, const char *name, char *path, size_
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof(tmp), "%s.%ld.part", path, (long)getpid());
     fprintf(stderr, "bench: writing a random-weight %s model to %s (once; cached)\n", name, path);
+    fflush(stderr);
     if (run_mkmodel(tool, yaml, tmp, o) || rename(tmp, path)) {
         unlink(tmp);
         fprintf(stderr, "error: %s %s failed; no benchmark model\n", tool, yaml);
@@ -269,6 +289,8 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
                 DEC_POS + DEC_STEPS);
         return RT_CLI_EXIT_ERR;
     }
+    fprintf(stderr, "bench: decode at context %d (%d runs x %d tokens, then as greedy chains)\n", DEC_POS, DEC_RUNS,
+            DEC_STEPS);
     if (step(e, g, toks, DEC_POS, 0, &id)) return fail("prefill", e);
     for (int w = 0; w < 3; w++)
         if (step(e, g, &id, 1, DEC_POS + w, &id)) return fail("decode", e);
@@ -297,6 +319,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
         int p0 = long_ctx[c] - DEC_STEPS;
         r->long_ms[c] = -1;
         if (long_ctx[c] > r->n_ctx) continue;
+        fprintf(stderr, "bench: decode at context %d\n", long_ctx[c]);
         if (ternion_bench_kv_seq_len(e, 0, p0)) return fail("long-context decode", e);
         double lr[LONG_RUNS];
         for (int k = -1; k < LONG_RUNS; k++) { /* k = -1: warm-up */
@@ -313,6 +336,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
         int n = prompt_sizes[p];
         r->prompt_tps[p] = -1;
         if (n > r->n_ctx) continue;
+        fprintf(stderr, "bench: prompt of %d tokens (%d runs)\n", n, PROMPT_RUNS);
         double pr[PROMPT_RUNS];
         for (int k = -1; k < PROMPT_RUNS; k++) { /* k = -1: warm-up */
             double t0 = rt_cli_now_ms();
@@ -340,6 +364,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->sparse_ffn = st.sparse_ffn;
     r->n_ffn = ternion_perf_ffn_active(e, r->ffn_active, MAX_FFN_LAYERS);
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
+    fprintf(stderr, "bench: device copy bandwidth\n");
     if (ternion_perf_copy_bandwidth(e, &r->copy_gbs)) {
         fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", ternion_context_error(e));
         r->copy_gbs = 0;
@@ -459,9 +484,62 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
                r->s_copy_ms + r->s_compute_ms - r->s_step_ms);
 }
 
-int rt_cli_bench(const rt_cli_opts *o)
+/* The device the context will run on (--device, TERNION_DEVICE, else the best type, as the
+ * library chooses): 0 and its info, or -1 (the library reports the problem when opening). */
+static int target_device(const rt_cli_opts *o, ternion_device_info *out)
+{
+    int32_t n = ternion_device_count();
+    if (n <= 0) return -1;
+    int want = o->device;
+    const char *env = getenv("TERNION_DEVICE");
+    if (want < 0 && env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end || v < 0 || v >= n) return -1;
+        want = (int)v;
+    }
+    if (want >= n) return -1;
+    if (want >= 0) return ternion_device_get(want, out) ? -1 : 0;
+    static const int rank[] = {[TERNION_DEVICE_DISCRETE_GPU] = 0, [TERNION_DEVICE_INTEGRATED_GPU] = 1,
+                               [TERNION_DEVICE_VIRTUAL_GPU] = 2, [TERNION_DEVICE_CPU] = 3,
+                               [TERNION_DEVICE_OTHER] = 4};
+    int best = -1;
+    ternion_device_info d;
+    for (int32_t i = 0; i < n; i++) {
+        if (ternion_device_get(i, &d) || d.api_major < 1 || (d.api_major == 1 && d.api_minor < 2)) continue;
+        if (best < 0 || rank[d.type] < rank[out->type]) {
+            best = i;
+            *out = d;
+        }
+    }
+    return best < 0 ? -1 : 0;
+}
+
+/* The random model's shape: the given one, else on a CPU device a reduced one. */
+static void choose_shape(rt_cli_opts *o)
+{
+    ternion_device_info d;
+    if (target_device(o, &d)) return;
+    bool cpu = d.type == TERNION_DEVICE_CPU;
+    fprintf(stderr, "bench: device %s [%s]\n", d.name, cpu ? "cpu" : "gpu");
+    if (o->bench_layers || o->bench_vocab) {
+        fprintf(stderr, "bench: shape: as given (--bench-layers %d, --bench-vocab %d; 0: the model's)\n",
+                o->bench_layers, o->bench_vocab);
+    } else if (!cpu || o->bench_full) {
+        fprintf(stderr, "bench: shape: the model's full shape%s\n", cpu ? " (--bench-full)" : "");
+    } else {
+        o->bench_layers = CPU_LAYERS;
+        o->bench_vocab = CPU_VOCAB;
+        fprintf(stderr, "bench: shape: reduced on this CPU device to %d layers, vocabulary %d (the full shape takes "
+                        "minutes here); --bench-full for the model's full shape\n", CPU_LAYERS, CPU_VOCAB);
+    }
+}
+
+int rt_cli_bench(const rt_cli_opts *opts)
 {
     char path[PATH_MAX];
+    rt_cli_opts shaped = *opts;
+    const rt_cli_opts *o = &shaped;
     const char *name = o->model_type ? o->model_type : o->pinned;
     if (o->model) {
         snprintf(path, sizeof(path), "%s", o->model);
@@ -473,9 +551,11 @@ int rt_cli_bench(const rt_cli_opts *o)
             fprintf(stderr, ")\n");
             return RT_CLI_EXIT_USAGE;
         }
+        choose_shape(&shaped);
         int rc = bench_model(o, name, path, sizeof(path));
         if (rc) return rc;
     }
+    fprintf(stderr, "bench: loading the model, uploading its weights, compiling the kernels\n");
     bench_result r;
     memset(&r, 0, sizeof(r));
     ternion_model *m;

@@ -63,7 +63,8 @@ typedef struct {
     bool print_ids;            /* --print-ids */
     const char *tokenize;      /* --tokenize TEXT */
     /* benchmark */
-    int bench_layers, bench_vocab; /* 0 = the model's full shape */
+    int bench_layers, bench_vocab; /* 0 = the model's full shape (a reduced one on CPU devices) */
+    bool bench_full;           /* --bench-full: the full shape on CPU devices too */
     const char *bench_mkmodel; /* path of tools/mkmodel; NULL = next to the binary */
     const char *bench_yaml;    /* models/<name>.yaml; NULL = searched */
 } rt_cli_opts;
@@ -139,6 +140,10 @@ void rt_cli_print_stats(const rt_cli_turn *t);
 int rt_cli_gen_oneshot(rt_cli_gen *g, const int32_t *ids, int n, int n_predict);
 
 /* Shared helpers (rt_cli.c). */
+/* Progress of the long task `what` on stderr (a bar on a terminal, plain lines otherwise);
+ * total 0: unknown (bytes so far); `finished` (or done >= total) ends the task's line.
+ * `what` is the task's identity: keep the same pointer for its calls. */
+void rt_cli_progress(const char *what, uint64_t done, uint64_t total, bool finished);
 int rt_cli_check_model_file(const char *path);
 double rt_cli_now_ms(void);
 /* Loads the model at path (the generated model: --model-type, else the pinned one, else by
