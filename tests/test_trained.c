@@ -37,6 +37,7 @@
 
 #include <cmocka.h>
 
+#include "cli_run.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
 #include "ref/ref_forward.h"
@@ -44,89 +45,19 @@
 #define DATA "tests/data/bitnet-kjv"
 #define MODEL DATA "/model.gguf"
 #define YAML "models/bitnet-kjv.yaml"
-#define MAX_OUT (1 << 22)
 #define TIMEOUT_S 600
 
 static char bin[512];
 static char tmpdir[256];
 
-typedef struct {
-    int rc;
-    char *out, *err;
-} run_result;
-
-static char *slurp(const char *path, size_t *out_len)
+/* Runs bin with args (NULL-terminated), stdin /dev/null, stdout/stderr captured. */
+static cli_result run(const char *const *args)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *b = malloc(MAX_OUT + 1);
-    size_t n = b ? fread(b, 1, MAX_OUT, f) : 0;
-    fclose(f);
-    if (b) b[n] = 0;
-    if (out_len) *out_len = n;
-    return b;
+    cli_run_opts o = {.dir = tmpdir, .timeout_s = TIMEOUT_S};
+    return cli_run(bin, args, &o);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* Runs bin with args (NULL-terminated), stdout/stderr captured. */
-static run_result run(const char *const *args)
-{
-    char out[300], err[300];
-    snprintf(out, sizeof out, "%s/stdout", tmpdir);
-    snprintf(err, sizeof err, "%s/stderr", tmpdir);
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = bin;
-    for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fi = open("/dev/null", O_RDONLY), fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644),
-            fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fi < 0 || fo < 0 || fe < 0) _exit(126);
-        dup2(fi, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    run_result r = {0};
-    int st = 0;
-    time_t t0 = time(NULL);
-    for (;;) {
-        if (waitpid(pid, &st, WNOHANG) == pid) break;
-        if (time(NULL) - t0 > TIMEOUT_S) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            break;
-        }
-        usleep(2000);
-    }
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = slurp(out, NULL);
-    r.err = slurp(err, NULL);
-    assert_non_null(r.out);
-    assert_non_null(r.err);
-    return r;
-}
-
-#define RUN(r, ...) run_result r = run((const char *const[]){__VA_ARGS__, NULL})
-
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
-}
+#define RUN(r, ...) cli_result r = run((const char *const[]){__VA_ARGS__, NULL})
 
 static bool have_bin(void)
 {
@@ -136,7 +67,7 @@ static bool have_bin(void)
     return false;
 }
 
-static bool no_device(const run_result *r)
+static bool no_device(const cli_result *r)
 {
     if (r->rc != 0 && (strstr(r->err, "no Vulkan device") || strstr(r->err, "vkCreateInstance"))) {
         print_message("SKIP: no Vulkan device: %s\n", r->err);
@@ -146,7 +77,7 @@ static bool no_device(const run_result *r)
 }
 
 /* Exit code rc and exactly one "error:" line on stderr containing want. */
-static void expect_error(const run_result *r, int rc, const char *want)
+static void expect_error(const cli_result *r, int rc, const char *want)
 {
     int lines = 0;
     for (const char *p = r->err; (p = strstr(p, "error:")); p++) lines++;
@@ -168,7 +99,7 @@ typedef struct {
 static stored load_stored(void)
 {
     size_t len = 0;
-    char *d = slurp(DATA "/logits.bin", &len);
+    char *d = cli_slurp(DATA "/logits.bin", &len);
     assert_non_null(d);
     stored s = {0};
     assert_true(len >= 8);
@@ -219,7 +150,7 @@ static void test_engine_logits(void **state)
     if (!have_bin()) skip();
     stored s = load_stored();
     /* the engine's tokenizer gives the ids PyTorch scored (BOS + prompt) */
-    char *prompt = slurp(DATA "/prompt.txt", NULL);
+    char *prompt = cli_slurp(DATA "/prompt.txt", NULL);
     assert_non_null(prompt);
     RUN(tk, "-m", MODEL, "--tokenize", prompt);
     assert_int_equal(tk.rc, 0);
@@ -233,18 +164,18 @@ static void test_engine_logits(void **state)
         p = end;
         o += (size_t)snprintf(ids + o, sizeof ids - o, " %d", s.ids[i]);
     }
-    run_free(&tk);
+    cli_result_free(&tk);
     char path[400];
     snprintf(path, sizeof path, "%s/logits.bin", tmpdir);
     RUN(r, "-m", MODEL, "--tokens", ids, "--logits-out", path);
     if (no_device(&r)) {
-        run_free(&r);
+        cli_result_free(&r);
         skip();
     }
     assert_int_equal(r.rc, 0);
-    run_free(&r);
+    cli_result_free(&r);
     size_t len = 0;
-    float *got = (float *)slurp(path, &len);
+    float *got = (float *)cli_slurp(path, &len);
     assert_non_null(got);
     assert_int_equal(len, 4 * (size_t)s.n * s.vocab);
     compare("engine", &s, got);
@@ -292,12 +223,12 @@ static double json_number(const char *json, const char *key)
 static void test_perplexity_value(void **state)
 {
     if (!have_bin()) skip();
-    char *want = slurp(DATA "/ppl-short.json", NULL);
+    char *want = cli_slurp(DATA "/ppl-short.json", NULL);
     assert_non_null(want);
     double torch_ppl = json_number(want, "ppl");
     RUN(r, "-m", MODEL, "--perplexity", "-f", DATA "/ppl-short.txt", "-c", "64", "--json");
     if (no_device(&r)) {
-        run_free(&r);
+        cli_result_free(&r);
         skip();
     }
     assert_int_equal(r.rc, 0);
@@ -309,7 +240,7 @@ static void test_perplexity_value(void **state)
     assert_int_equal(chunks, (int)json_number(want, "chunks"));
     assert_true(se > 0 && se < ppl);
     assert_true(json_number(r.out, "tokens_per_s") > 0);
-    run_free(&r);
+    cli_result_free(&r);
     /* text mode: one running [i] line per chunk, the final estimate, the speed */
     RUN(t, "-m", MODEL, "--perplexity", "-f", DATA "/ppl-short.txt", "-c", "64");
     assert_int_equal(t.rc, 0);
@@ -325,7 +256,7 @@ static void test_perplexity_value(void **state)
     snprintf(final, sizeof final, "Final estimate: PPL = %.4f +/- ", ppl);
     assert_non_null(strstr(t.out, final));
     assert_non_null(strstr(t.out, "tokens/s"));
-    run_free(&t);
+    cli_result_free(&t);
     free(want);
 }
 
@@ -336,27 +267,27 @@ static void test_perplexity_errors(void **state)
     snprintf(empty, sizeof empty, "%s/empty.txt", tmpdir);
     snprintf(shorttxt, sizeof shorttxt, "%s/short.txt", tmpdir);
     snprintf(missing, sizeof missing, "%s/no-such-file.txt", tmpdir);
-    write_file(empty, "");
-    write_file(shorttxt, "In the beginning God created the heaven and the earth.");
+    cli_write_file(empty, "");
+    cli_write_file(shorttxt, "In the beginning God created the heaven and the earth.");
     RUN(a, "-m", MODEL, "--perplexity");
     expect_error(&a, 2, "needs the text as -f FILE");
-    run_free(&a);
+    cli_result_free(&a);
     RUN(b, "-m", MODEL, "--perplexity", "-f", missing);
     expect_error(&b, 1, "cannot open");
-    run_free(&b);
+    cli_result_free(&b);
     RUN(c, "-m", MODEL, "--perplexity", "-f", empty);
     expect_error(&c, 1, "is empty");
-    run_free(&c);
+    cli_result_free(&c);
     RUN(d, "-m", MODEL, "--perplexity", "-f", shorttxt, "-c", "64");
     if (no_device(&d)) {
-        run_free(&d);
+        cli_result_free(&d);
         skip();
     }
     expect_error(&d, 1, "two chunks");
-    run_free(&d);
+    cli_result_free(&d);
     RUN(e, "-m", MODEL, "--perplexity", "-f", DATA "/ppl-short.txt", "-c", "4096");
     expect_error(&e, 1, "larger than the model's");
-    run_free(&e);
+    cli_result_free(&e);
 }
 
 static int setup(void **state)
