@@ -62,7 +62,10 @@
  * bitlinear kernels whose row length is a multiple of 256; the runtime sets it from the
  * types of the tensors the kernel's dispatches bind (they must agree). */
 #define RT_SPEC_WFMT 1
-#define RT_SPEC_COUNT 2
+/* GEMV_SHQ: the decode bitlinears stage the activation codes in shared memory once per
+ * workgroup (1) or read them from the buffer (0); same sums (a tuner variant). */
+#define RT_SPEC_GEMV_SHQ 2
+#define RT_SPEC_COUNT 3
 #define RT_MAX_ARGS 12
 #define RT_MAX_PARAMS 8
 

@@ -335,7 +335,8 @@ typedef struct {
     dsl_kernel *k;
     rt_pipeline *pl;
     bool decode;
-    uint32_t gemv_vec; /* the GEMV_VEC specialization constant (decode bitlinears) */
+    uint32_t gemv_vec; /* decode bitlinears' variant: 0 / 1 GEMV_VEC (4- / 16-byte loads),
+                        * 2 GEMV_SHQ (codes staged in shared memory) */
 } kern;
 
 static void kern_compile(kern *kn)
@@ -344,13 +345,14 @@ static void kern_compile(kern *kn)
     size_t spv_bytes = 0;
     if (dsl_compile(kn->k, &spv, &spv_bytes) != 0)
         fail_msg("%s", dsl_error(kn->k));
-    uint32_t spec[RT_SPEC_GEMV_VEC + 1] = {0};
-    spec[RT_SPEC_GEMV_VEC] = kn->gemv_vec;
-    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), spv, spv_bytes, spec, RT_SPEC_GEMV_VEC + 1, &kn->pl, err));
+    uint32_t spec[RT_SPEC_COUNT] = {0}; /* WFMT 0: the tests' weights are I2_S */
+    spec[RT_SPEC_GEMV_VEC] = kn->gemv_vec == 1;
+    spec[RT_SPEC_GEMV_SHQ] = kn->gemv_vec == 2;
+    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), spv, spv_bytes, spec, RT_SPEC_COUNT, &kn->pl, err));
     free(spv);
 }
 
-/* with GEMV_VEC = gemv_vec */
+/* with the decode bitlinear variant gemv_vec (kern.gemv_vec) */
 static void kern_build_spec(kern *kn, const gen_graph *g, const gen_kop *kop, bool decode, uint32_t gemv_vec)
 {
     memset(kn, 0, sizeof(*kn));
@@ -657,7 +659,8 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
 
 /* ---------------------------------------------------------------- BITLINEAR (_GLU, _MULTI, + residual) */
 
-/* The decode kernels read their rows 4 bytes (gemv_vec 0) or 16 bytes (1) per lane. */
+/* The decode kernels read their rows 4 bytes (gemv_vec 0) or 16 bytes (1) per lane, or 4 bytes
+ * against the activation codes staged in shared memory (2). */
 static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool decode, uint32_t gemv_vec)
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
@@ -707,7 +710,8 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
                         yr[i] += r0[p][(size_t)t * M[p] + i];
             }
             char what[64];
-            snprintf(what, sizeof(what), "part %d (M %d, K %d%s)", p, M[p], K, gemv_vec ? ", 16-byte loads" : "");
+            snprintf(what, sizeof(what), "part %d (M %d, K %d%s)", p, M[p], K,
+                     gemv_vec == 1 ? ", 16-byte loads" : gemv_vec == 2 ? ", shared codes" : "");
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu ? fmax(1e-6, gen_act_at(kop->act)->tol) : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
             if (res)
@@ -729,7 +733,7 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
 
 static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
 {
-    for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
+    for (uint32_t v = 0; v < (decode ? 3u : 1u); v++)
         check_bitlinear_spec(g, kop, decode, v);
 }
 

@@ -132,7 +132,7 @@ static void test_tune_store_reuse(void **st)
     printf("tuned: %s\n", vt);
     assert_non_null(strstr(vt, "bitlinear_multi_"));   /* QKV: 4- or 16-byte loads (and dot) */
     assert_non_null(strstr(vt, "lm_head_"));           /* the head: 4- or 16-byte loads */
-    assert_true(strstr(vt, "=vec4") || strstr(vt, "=vec16"));
+    assert_true(strstr(vt, "=vec4") || strstr(vt, "=vec16") || strstr(vt, "=shq4"));
     float *got = decode_logits(e);
     assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);
     free(got);
@@ -151,7 +151,7 @@ static void test_tune_store_reuse(void **st)
     /* a damaged file is not used (and is no error) */
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fputs("ternion-tune 1\nbitlinear_multi vec=7 dot=0\n", f);
+    fputs("ternion-tune 2\nbitlinear_multi vec=7 dot=0 shq=0\n", f);
     fclose(f);
     e = open_engine(RT_TUNE_AUTO);
     rt_engine_get_stats(e, &s);

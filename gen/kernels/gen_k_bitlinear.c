@@ -14,7 +14,9 @@
  * the row's words, then subgroupAdd), 8 rows per workgroup; a lane reads one u32 code
  * word (and 4 activation words) per step, or with the specialization constant GEMV_VEC
  * (set by the runtime per device) one uvec4 of 4 code words (and 4 uvec4 of
- * activations): the same products, so the same sums. Prefill: each workgroup
+ * activations): the same products, so the same sums. With GEMV_SHQ (a tuner variant)
+ * the workgroup first copies the token's K/4 activation words into shared memory and
+ * the 4-byte loop reads them there (GEMV_VEC is then ignored): again the same sums. Prefill: each workgroup
  * owns a tile of 64 rows x 64 tokens and stages each 128-element block of K (codes
  * and int8 activations) in shared memory; every invocation keeps 4 x 4 integer sums
  * (bl_tile). All sums are integers, so both give the same values in any order.
@@ -61,6 +63,8 @@ typedef struct {
     dsl_expr vec, q4;  /* decode with a global Q8 input: the GEMV_VEC specialization constant
                         * and the codes as uvec4; else NULL (4-byte loads only) */
     dsl_expr KV4;      /* with vec: uvec4 steps (4 code words) per row */
+    dsl_expr shq, qsh; /* decode with a global Q8 input: the GEMV_SHQ specialization constant
+                        * and the shared copy of the activation codes it stages; else NULL */
     dsl_expr fmt;      /* the WFMT specialization constant: I2_S, TQ2_0 or TQ1_0 weights */
     dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
 } bl_ctx;
@@ -144,12 +148,36 @@ static void bl_rows_tq(dsl_kernel *k, const bl_ctx *c, int f, const dsl_expr *W,
     dsl_end(k);
 }
 
+/* Decode, 4-byte loads: the lane's words of row r (stride: the subgroup) against the
+ * activation codes q (the global Q8 row, or its shared copy), into acc[]. */
+static void bl_scalar(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr q, dsl_expr r, dsl_expr lane,
+                      dsl_expr sgs, const dsl_expr *acc)
+{
+    const int nw = c->glu ? 2 : 1;
+    dsl_expr w = dsl_for(k, "w", lane, c->KW, sgs);
+    dsl_expr wd[2];
+    for (int j = 0; j < nw; j++)
+        wd[j] = dsl_let(k, j ? "wdu" : "wd", dsl_load(k, W[j], dsl_add(k, dsl_mul(k, r, c->KW), w)));
+    dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
+    for (int gq = 0; gq < 4; gq++) {
+        dsl_expr codes[2];
+        for (int j = 0; j < nw; j++)
+            codes[j] = dsl_let(k, j ? "cu" : "c", bl_codes(k, c, wd[j], gq));
+        dsl_expr qw = dsl_load(k, q, dsl_add(k, qb, U(8 * gq)));
+        if (nw > 1)
+            qw = dsl_let(k, "qw", qw);
+        for (int j = 0; j < nw; j++)
+            dsl_add_to(k, acc[j], dsl_dot4x8_su(k, qw, codes[j]));
+    }
+    dsl_end(k); /* w */
+}
+
 /* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
 static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl_expr *W4, dsl_expr y, int M,
                     dsl_expr Mc, dsl_expr wg)
 {
     const int nw = c->glu ? 2 : 1;
-    dsl_expr q = c->q, KW = c->KW;
+    dsl_expr q = c->q;
     dsl_expr ws[2];
     bl_scales(k, c, W, M, ws);
     dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
@@ -166,6 +194,11 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
         bl_rows_tq(k, c, GEN_WFMT_TQ2, W, r, lane, sgs, accf);
         bl_rows_tq(k, c, GEN_WFMT_TQ1, W, r, lane, sgs, accf);
         dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+    }
+    if (c->shq) { /* GEMV_SHQ: the 4-byte loop on the workgroup's shared copy of the codes */
+        dsl_if(k, dsl_ne(k, c->shq, U(0)));
+        bl_scalar(k, c, W, c->qsh, r, lane, sgs, acc);
+        dsl_else(k);
     }
     if (c->vec) { /* GEMV_VEC: 16-byte loads, 4 code words (64 weights) per lane and step */
         dsl_if(k, dsl_ne(k, c->vec, U(0)));
@@ -186,23 +219,10 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
         dsl_end(k); /* w4 */
         dsl_else(k);
     }
-    dsl_expr w = dsl_for(k, "w", lane, KW, sgs);
-    dsl_expr wd[2];
-    for (int j = 0; j < nw; j++)
-        wd[j] = dsl_let(k, j ? "wdu" : "wd", dsl_load(k, W[j], dsl_add(k, dsl_mul(k, r, KW), w)));
-    dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
-    for (int gq = 0; gq < 4; gq++) {
-        dsl_expr codes[2];
-        for (int j = 0; j < nw; j++)
-            codes[j] = dsl_let(k, j ? "cu" : "c", bl_codes(k, c, wd[j], gq));
-        dsl_expr qw = dsl_load(k, q, dsl_add(k, qb, U(8 * gq)));
-        if (nw > 1)
-            qw = dsl_let(k, "qw", qw);
-        for (int j = 0; j < nw; j++)
-            dsl_add_to(k, acc[j], dsl_dot4x8_su(k, qw, codes[j]));
-    }
-    dsl_end(k); /* w */
+    bl_scalar(k, c, W, q, r, lane, sgs, acc);
     if (c->vec)
+        dsl_end(k);
+    if (c->shq)
         dsl_end(k);
     if (c->fmt)
         dsl_end(k); /* I2_S */
@@ -498,6 +518,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         c.vec = dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0);
         c.q4 = dsl_buffer_view(k, "q4", c.q, DSL_UVEC4);
         c.KV4 = dsl_const_u32(k, "KV4", (uint32_t)K / 64);
+        c.shq = dsl_spec_const(k, "GEMV_SHQ", DSL_U32, RT_SPEC_GEMV_SHQ, 0);
         for (int p = 0; p < (glu ? 2 : np); p++)
             W4[p] = dsl_buffer_view(k, glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
     }
@@ -518,6 +539,15 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         c.ash = dsl_shared(k, "ash", DSL_U32, 32 * ASTR);
         if (c.fmt)
             c.dsh = dsl_shared(k, "dsh", DSL_F32, (uint32_t)(glu ? 2 : 1) * TM);
+    }
+    if (c.shq) { /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */
+        c.qsh = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
+        dsl_if(k, dsl_ne(k, c.shq, U(0)));
+        dsl_expr i = dsl_for(k, "i", dsl_builtin(k, DSL_LOCAL_INDEX), c.K4, U(WG));
+        dsl_store(k, c.qsh, i, dsl_load(k, c.q, i));
+        dsl_end(k);
+        dsl_barrier(k); /* a specialization constant: uniform control flow */
+        dsl_end(k);
     }
     if (norm) {
         /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */

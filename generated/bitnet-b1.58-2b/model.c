@@ -10,11 +10,11 @@
 /* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations */
 static const rt_kernel_desc kernels[26] = {
     {"embed_f16_n2560_nextnorm", spv_embed_f16_n2560_nextnorm, sizeof(spv_embed_f16_n2560_nextnorm), NULL, 0, 2052, 256},
-    {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), 0, 256},
+    {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), 2560, 256},
     {"attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 6168, 128},
-    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), 2052, 256},
-    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), 2052, 256},
-    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), 2052, 256},
+    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), 4612, 256},
+    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), 4612, 256},
+    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), 8964, 256},
     {"lm_head_norm_f16_n2560_decode_argmax", spv_lm_head_norm_f16_n2560_decode_argmax, sizeof(spv_lm_head_norm_f16_n2560_decode_argmax), NULL, 0, 13316, 256},
     {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, 13316, 256},
     {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, 0, 256},
@@ -276,11 +276,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 26\n"
     "kernel embed_f16_n2560_nextnorm glsl-fnv64:431aa7f089c8c40f\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:99d811786ec7a386 +native-dot\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:d8ba9ba298109ed8 +native-dot\n"
     "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:f0994e9f03eb9a50\n"
-    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:df4892c5b75047e4 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:57df5d950db85775 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:70033361066dfa0e +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:45d428cb8056f230 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:f9ad600ceb0fecad +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:11391cf3731387d6 +native-dot\n"
     "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:e6bc949736afc7b1\n"
     "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:84c4c51cae7cfa3e\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"

@@ -10,11 +10,11 @@
 /* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations */
 static const rt_kernel_desc kernels[26] = {
     {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, 2052, 256},
-    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), 0, 256},
+    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), 512, 256},
     {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 4120, 64},
-    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), 2052, 256},
-    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), 2052, 256},
-    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), 2052, 256},
+    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), 2564, 256},
+    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), 2564, 256},
+    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), 3588, 256},
     {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, 5124, 256},
     {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, 5124, 256},
     {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, 0, 256},
@@ -276,11 +276,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 26\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:4c98648788f9f460\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:19bef8e1221509a5 +native-dot\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:cb62bca03f3002a2 +native-dot\n"
     "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:f42a881a7c7887f0\n"
-    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:e10e68f06ea67e5c +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:f785e02fdbc79574 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:0d69a64856a4dd06 +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:3e670b21fbb113eb +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:3f35ab0d763f52e7 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:7ed0f24d495b99d3 +native-dot\n"
     "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:b358a978e17b435d\n"
     "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:c71b88b6df26ef95\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"

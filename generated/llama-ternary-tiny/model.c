@@ -10,11 +10,11 @@
 /* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations */
 static const rt_kernel_desc kernels[24] = {
     {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256},
-    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 0, 256},
+    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256},
     {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, 3344, 64},
-    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2052, 256},
-    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), 2052, 256},
-    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2052, 256},
+    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2308, 256},
+    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), 2308, 256},
+    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2820, 256},
     {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256},
     {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256},
     {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256},
@@ -218,11 +218,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 24\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:c094155b1834238e\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:40c738dacc935fd2 +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:bb0a41454566c99c +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:5fe6751b19b19728\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:96679d85db7450a6 +native-dot\n"
-    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:91ef3403c983527e +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:00d4fe188a63e4da +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:2051dfa775037b60 +native-dot\n"
+    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:6675443ea69779c8 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:08dd8ceec8246f50 +native-dot\n"
     "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:8e07e3dbd06c6be4\n"
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:dfc6ff9334f263ef\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"

@@ -13,9 +13,9 @@
 
 #define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
-#define TUNE_MAGIC "ternion-tune 1"
+#define TUNE_MAGIC "ternion-tune 2"
 
-enum { DIM_VEC = 1, DIM_DOT = 2 };
+enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4 };
 
 /* SPIR-V: OpDecorate <id> SpecId <spec_id> present (the kernel declares the constant). */
 static bool spv_has_spec(const uint32_t *spv, uint32_t bytes, uint32_t spec_id)
@@ -35,6 +35,7 @@ static uint8_t dims_of(const rt_engine *e, uint32_t k)
 {
     const rt_kernel_desc *kd = &e->d->kernels[k];
     return (uint8_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
+                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
                      (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0));
 }
 
@@ -42,7 +43,7 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
 {
     const rt_variant v = e->var[k];
     const uint8_t d = e->var_dims[k];
-    snprintf(out, n, "%s%s%s", d & DIM_VEC ? (v.vec ? "vec16" : "vec4") : "",
+    snprintf(out, n, "%s%s%s", d & DIM_VEC ? (v.shq ? "shq4" : v.vec ? "vec16" : "vec4") : "",
              (d & DIM_VEC) && (d & DIM_DOT) ? "+" : "", d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
 }
 
@@ -51,6 +52,7 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
     const rt_kernel_desc *kd = &e->d->kernels[k];
     uint32_t spec[RT_SPEC_COUNT] = {0};
     spec[RT_SPEC_GEMV_VEC] = e->var[k].vec;
+    spec[RT_SPEC_GEMV_SHQ] = e->var[k].shq;
     spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
     bool nd = e->var[k].dot && kd->spv_dot;
     return rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
@@ -112,17 +114,20 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot;
+    unsigned vec, dot, shq;
     while (ok && fgets(line, sizeof(line), f)) {
         if (line[0] == '#')
             continue;
-        if (sscanf(line, "%255s vec=%u dot=%u", name, &vec, &dot) != 3 || vec > 1 || dot > 1) {
+        if (sscanf(line, "%255s vec=%u dot=%u shq=%u", name, &vec, &dot, &shq) != 4 || vec > 1 || dot > 1 ||
+            shq > 1 || (vec && shq)) {
             ok = false;
             break;
         }
         for (uint32_t k = 0; k < e->d->n_kernels; k++)
             if (!strcmp(e->d->kernels[k].name, name)) {
-                v[k] = (rt_variant){.vec = (uint8_t)vec, .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT))};
+                v[k] = (rt_variant){.vec = (uint8_t)vec,
+                                    .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT)),
+                                    .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ))};
                 seen[k] = true;
             }
     }
@@ -146,7 +151,8 @@ static void tune_store(rt_engine *e, const char *path)
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
-        fprintf(f, "%s vec=%u dot=%u\n", e->d->kernels[k].name, e->var[k].vec, e->var[k].dot);
+        fprintf(f, "%s vec=%u dot=%u shq=%u\n", e->d->kernels[k].name, e->var[k].vec, e->var[k].dot,
+                e->var[k].shq);
     if (fclose(f) == 0)
         rename(tmp, path);
     else
@@ -231,9 +237,10 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
     double best_ms = 0;
     char vn[32];
     bool first = true;
-    for (int c = 0; c < 4; c++) {
-        rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)(c >> 1)};
-        if ((!(d & DIM_VEC) && v.vec != keep.vec) || (!(d & DIM_DOT) && v.dot != keep.dot))
+    for (int c = 0; c < 8; c++) {
+        rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)((c >> 1) & 1), .shq = (uint8_t)(c >> 2)};
+        if ((!(d & DIM_VEC) && v.vec != keep.vec) || (!(d & DIM_DOT) && v.dot != keep.dot) ||
+            (!(d & DIM_SHQ) && v.shq != keep.shq) || (v.shq && v.vec)) /* shq reads 4 bytes a lane */
             continue;
         e->var[k] = v;
         double ms;

@@ -37,6 +37,7 @@ typedef enum {
 typedef struct {
     uint8_t vec; /* GEMV_VEC: 1 = 16-byte loads, 0 = 4-byte (kernels declaring it) */
     uint8_t dot; /* 1 = native integer dot products (kernels with a native build) */
+    uint8_t shq; /* GEMV_SHQ: 1 = activation codes staged in shared memory (vec then 0) */
 } rt_variant;
 
 #endif

@@ -35,9 +35,12 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+shared uint qsh[128];
+
 layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 8u;
+layout(constant_id = 2) const uint GEMV_SHQ = 0u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M0 = 512u;
@@ -78,6 +81,12 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
+    if (GEMV_SHQ != 0u) {
+        for (uint i = gl_LocalInvocationIndex; i < K4; i += 256u) {
+            qsh[i] = pc.q.d[i];
+        }
+        barrier();
+    }
     uint wg = gl_WorkGroupID.x;
     if (wg < 64u) {
         precise float ws = 0.0;
@@ -182,43 +191,58 @@ void main()
                 }
             }
             if (WFMT == 0u) {
-                if (GEMV_VEC != 0u) {
-                    for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
-                        uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
-                        uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
-                        uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
-                        acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                        acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                        acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                        acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
-                        uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
-                        acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                        acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                        acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                        acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
-                        uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
-                        acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                        acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                        acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                        acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
-                        uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
-                        acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                        acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                        acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                        acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
-                    }
-                } else {
+                if (GEMV_SHQ != 0u) {
                     for (uint w6 = gl_SubgroupInvocationID; w6 < KW; w6 += gl_SubgroupSize) {
                         uint wd = pc.w.d[(row * KW) + w6];
                         uint qb2 = ((w6 >> 3u) * 32u) + (w6 & 7u);
                         uint c = (wd >> 6u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 0u], c);
+                        acc += dsl_dot4x8_su(qsh[qb2 + 0u], c);
                         uint c1 = (wd >> 4u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 8u], c1);
+                        acc += dsl_dot4x8_su(qsh[qb2 + 8u], c1);
                         uint c2 = (wd >> 2u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 16u], c2);
+                        acc += dsl_dot4x8_su(qsh[qb2 + 16u], c2);
                         uint c3 = (wd >> 0u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb2 + 24u], c3);
+                        acc += dsl_dot4x8_su(qsh[qb2 + 24u], c3);
+                    }
+                } else {
+                    if (GEMV_VEC != 0u) {
+                        for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
+                            uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
+                            uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                            uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
+                            acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                            acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                            acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                            acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                            uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
+                            acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                            acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                            acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                            acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                            uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
+                            acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                            acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                            acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                            acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                            uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
+                            acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                            acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                            acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                            acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                        }
+                    } else {
+                        for (uint w7 = gl_SubgroupInvocationID; w7 < KW; w7 += gl_SubgroupSize) {
+                            uint wd1 = pc.w.d[(row * KW) + w7];
+                            uint qb3 = ((w7 >> 3u) * 32u) + (w7 & 7u);
+                            uint c4 = (wd1 >> 6u) & 50529027u;
+                            acc += dsl_dot4x8_su(pc.q.d[qb3 + 0u], c4);
+                            uint c5 = (wd1 >> 4u) & 50529027u;
+                            acc += dsl_dot4x8_su(pc.q.d[qb3 + 8u], c5);
+                            uint c6 = (wd1 >> 2u) & 50529027u;
+                            acc += dsl_dot4x8_su(pc.q.d[qb3 + 16u], c6);
+                            uint c7 = (wd1 >> 0u) & 50529027u;
+                            acc += dsl_dot4x8_su(pc.q.d[qb3 + 24u], c7);
+                        }
                     }
                 }
             }
@@ -243,30 +267,30 @@ void main()
                 int acc1 = 0;
                 precise float accf1 = 0.0;
                 if (WFMT == 1u) {
-                    for (uint w7 = gl_SubgroupInvocationID; w7 < KW; w7 += gl_SubgroupSize) {
-                        uint qb3 = ((w7 >> 3u) * 32u) + (w7 & 7u);
-                        uint l02 = (((w7 >> 3u) & 1u) << 7u) + ((w7 & 7u) << 2u);
-                        uint boff2 = (row1 * 132u) + ((w7 >> 4u) * 66u);
+                    for (uint w8 = gl_SubgroupInvocationID; w8 < KW; w8 += gl_SubgroupSize) {
+                        uint qb5 = ((w8 >> 3u) * 32u) + (w8 & 7u);
+                        uint l02 = (((w8 >> 3u) & 1u) << 7u) + ((w8 & 7u) << 2u);
+                        uint boff2 = (row1 * 132u) + ((w8 >> 4u) * 66u);
                         int aw2 = 0;
-                        uint qw8 = pc.q.d[qb3 + 0u];
+                        uint qw8 = pc.q.d[qb5 + 0u];
                         uint t38 = l02 + 0u;
                         uint t39 = boff2 + (((t38 >> 7u) << 5u) | (t38 & 31u));
                         uint twi8 = t39 >> 2u;
                         uint tlo8 = pc.w1.d[twi8];
                         aw2 += dsl_dot4x8_ss(qw8, ((((((t39 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w1.d[twi8 + 1u] << 16u)) : tlo8) >> (((t38 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw9 = pc.q.d[qb3 + 8u];
+                        uint qw9 = pc.q.d[qb5 + 8u];
                         uint t40 = l02 + 32u;
                         uint t41 = boff2 + (((t40 >> 7u) << 5u) | (t40 & 31u));
                         uint twi9 = t41 >> 2u;
                         uint tlo9 = pc.w1.d[twi9];
                         aw2 += dsl_dot4x8_ss(qw9, ((((((t41 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w1.d[twi9 + 1u] << 16u)) : tlo9) >> (((t40 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw10 = pc.q.d[qb3 + 16u];
+                        uint qw10 = pc.q.d[qb5 + 16u];
                         uint t42 = l02 + 64u;
                         uint t43 = boff2 + (((t42 >> 7u) << 5u) | (t42 & 31u));
                         uint twi10 = t43 >> 2u;
                         uint tlo10 = pc.w1.d[twi10];
                         aw2 += dsl_dot4x8_ss(qw10, ((((((t43 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w1.d[twi10 + 1u] << 16u)) : tlo10) >> (((t42 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw11 = pc.q.d[qb3 + 24u];
+                        uint qw11 = pc.q.d[qb5 + 24u];
                         uint t44 = l02 + 96u;
                         uint t45 = boff2 + (((t44 >> 7u) << 5u) | (t44 & 31u));
                         uint twi11 = t45 >> 2u;
@@ -277,12 +301,12 @@ void main()
                     }
                 }
                 if (WFMT == 2u) {
-                    for (uint w8 = gl_SubgroupInvocationID; w8 < KW; w8 += gl_SubgroupSize) {
-                        uint qb5 = ((w8 >> 3u) * 32u) + (w8 & 7u);
-                        uint l03 = (((w8 >> 3u) & 1u) << 7u) + ((w8 & 7u) << 2u);
-                        uint boff3 = (row1 * 108u) + ((w8 >> 4u) * 54u);
+                    for (uint w9 = gl_SubgroupInvocationID; w9 < KW; w9 += gl_SubgroupSize) {
+                        uint qb6 = ((w9 >> 3u) * 32u) + (w9 & 7u);
+                        uint l03 = (((w9 >> 3u) & 1u) << 7u) + ((w9 & 7u) << 2u);
+                        uint boff3 = (row1 * 108u) + ((w9 >> 4u) * 54u);
                         int aw3 = 0;
-                        uint qw12 = pc.q.d[qb5 + 0u];
+                        uint qw12 = pc.q.d[qb6 + 0u];
                         uint t46 = l03 + 0u;
                         bool t47 = t46 < 160u;
                         bool t48 = t46 < 240u;
@@ -294,7 +318,7 @@ void main()
                         uint tlo12 = pc.w1.d[twi12];
                         uint t52 = ((t51 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12;
                         aw3 += dsl_dot4x8_ss(qw12, ((((((((t52 & 16711935u) * t50) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t52 >> 8u) & 16711935u) * t50) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw13 = pc.q.d[qb5 + 8u];
+                        uint qw13 = pc.q.d[qb6 + 8u];
                         uint t53 = l03 + 32u;
                         bool t54 = t53 < 160u;
                         bool t55 = t53 < 240u;
@@ -306,7 +330,7 @@ void main()
                         uint tlo13 = pc.w1.d[twi13];
                         uint t59 = ((t58 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13;
                         aw3 += dsl_dot4x8_ss(qw13, ((((((((t59 & 16711935u) * t57) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t59 >> 8u) & 16711935u) * t57) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw14 = pc.q.d[qb5 + 16u];
+                        uint qw14 = pc.q.d[qb6 + 16u];
                         uint t60 = l03 + 64u;
                         bool t61 = t60 < 160u;
                         bool t62 = t60 < 240u;
@@ -318,7 +342,7 @@ void main()
                         uint tlo14 = pc.w1.d[twi14];
                         uint t66 = ((t65 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14;
                         aw3 += dsl_dot4x8_ss(qw14, ((((((((t66 & 16711935u) * t64) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t66 >> 8u) & 16711935u) * t64) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw15 = pc.q.d[qb5 + 24u];
+                        uint qw15 = pc.q.d[qb6 + 24u];
                         uint t67 = l03 + 96u;
                         bool t68 = t67 < 160u;
                         bool t69 = t67 < 240u;
@@ -335,43 +359,58 @@ void main()
                     }
                 }
                 if (WFMT == 0u) {
-                    if (GEMV_VEC != 0u) {
-                        for (uint w42 = gl_SubgroupInvocationID; w42 < KV4; w42 += gl_SubgroupSize) {
-                            uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV4) + w42];
-                            uint qb41 = ((w42 >> 1u) * 8u) + (w42 & 1u);
-                            uvec4 a44 = Buf_q4(pc.q).d[qb41 + 0u];
-                            acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
-                            uvec4 a45 = Buf_q4(pc.q).d[qb41 + 2u];
-                            acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
-                            uvec4 a46 = Buf_q4(pc.q).d[qb41 + 4u];
-                            acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
-                            uvec4 a47 = Buf_q4(pc.q).d[qb41 + 6u];
-                            acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
-                            acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
+                    if (GEMV_SHQ != 0u) {
+                        for (uint w10 = gl_SubgroupInvocationID; w10 < KW; w10 += gl_SubgroupSize) {
+                            uint wd2 = pc.w1.d[(row1 * KW) + w10];
+                            uint qb7 = ((w10 >> 3u) * 32u) + (w10 & 7u);
+                            uint c8 = (wd2 >> 6u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(qsh[qb7 + 0u], c8);
+                            uint c9 = (wd2 >> 4u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(qsh[qb7 + 8u], c9);
+                            uint c10 = (wd2 >> 2u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(qsh[qb7 + 16u], c10);
+                            uint c11 = (wd2 >> 0u) & 50529027u;
+                            acc1 += dsl_dot4x8_su(qsh[qb7 + 24u], c11);
                         }
                     } else {
-                        for (uint w9 = gl_SubgroupInvocationID; w9 < KW; w9 += gl_SubgroupSize) {
-                            uint wd1 = pc.w1.d[(row1 * KW) + w9];
-                            uint qb6 = ((w9 >> 3u) * 32u) + (w9 & 7u);
-                            uint c4 = (wd1 >> 6u) & 50529027u;
-                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 0u], c4);
-                            uint c5 = (wd1 >> 4u) & 50529027u;
-                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 8u], c5);
-                            uint c6 = (wd1 >> 2u) & 50529027u;
-                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 16u], c6);
-                            uint c7 = (wd1 >> 0u) & 50529027u;
-                            acc1 += dsl_dot4x8_su(pc.q.d[qb6 + 24u], c7);
+                        if (GEMV_VEC != 0u) {
+                            for (uint w42 = gl_SubgroupInvocationID; w42 < KV4; w42 += gl_SubgroupSize) {
+                                uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV4) + w42];
+                                uint qb41 = ((w42 >> 1u) * 8u) + (w42 & 1u);
+                                uvec4 a44 = Buf_q4(pc.q).d[qb41 + 0u];
+                                acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
+                                uvec4 a45 = Buf_q4(pc.q).d[qb41 + 2u];
+                                acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
+                                uvec4 a46 = Buf_q4(pc.q).d[qb41 + 4u];
+                                acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
+                                uvec4 a47 = Buf_q4(pc.q).d[qb41 + 6u];
+                                acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
+                                acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
+                            }
+                        } else {
+                            for (uint w11 = gl_SubgroupInvocationID; w11 < KW; w11 += gl_SubgroupSize) {
+                                uint wd3 = pc.w1.d[(row1 * KW) + w11];
+                                uint qb8 = ((w11 >> 3u) * 32u) + (w11 & 7u);
+                                uint c12 = (wd3 >> 6u) & 50529027u;
+                                acc1 += dsl_dot4x8_su(pc.q.d[qb8 + 0u], c12);
+                                uint c13 = (wd3 >> 4u) & 50529027u;
+                                acc1 += dsl_dot4x8_su(pc.q.d[qb8 + 8u], c13);
+                                uint c14 = (wd3 >> 2u) & 50529027u;
+                                acc1 += dsl_dot4x8_su(pc.q.d[qb8 + 16u], c14);
+                                uint c15 = (wd3 >> 0u) & 50529027u;
+                                acc1 += dsl_dot4x8_su(pc.q.d[qb8 + 24u], c15);
+                            }
                         }
                     }
                 }
@@ -395,30 +434,30 @@ void main()
                 int acc2 = 0;
                 precise float accf2 = 0.0;
                 if (WFMT == 1u) {
-                    for (uint w10 = gl_SubgroupInvocationID; w10 < KW; w10 += gl_SubgroupSize) {
-                        uint qb7 = ((w10 >> 3u) * 32u) + (w10 & 7u);
-                        uint l04 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
-                        uint boff4 = (row2 * 132u) + ((w10 >> 4u) * 66u);
+                    for (uint w12 = gl_SubgroupInvocationID; w12 < KW; w12 += gl_SubgroupSize) {
+                        uint qb9 = ((w12 >> 3u) * 32u) + (w12 & 7u);
+                        uint l04 = (((w12 >> 3u) & 1u) << 7u) + ((w12 & 7u) << 2u);
+                        uint boff4 = (row2 * 132u) + ((w12 >> 4u) * 66u);
                         int aw4 = 0;
-                        uint qw16 = pc.q.d[qb7 + 0u];
+                        uint qw16 = pc.q.d[qb9 + 0u];
                         uint t76 = l04 + 0u;
                         uint t77 = boff4 + (((t76 >> 7u) << 5u) | (t76 & 31u));
                         uint twi16 = t77 >> 2u;
                         uint tlo16 = pc.w2.d[twi16];
                         aw4 += dsl_dot4x8_ss(qw16, ((((((t77 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w2.d[twi16 + 1u] << 16u)) : tlo16) >> (((t76 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw17 = pc.q.d[qb7 + 8u];
+                        uint qw17 = pc.q.d[qb9 + 8u];
                         uint t78 = l04 + 32u;
                         uint t79 = boff4 + (((t78 >> 7u) << 5u) | (t78 & 31u));
                         uint twi17 = t79 >> 2u;
                         uint tlo17 = pc.w2.d[twi17];
                         aw4 += dsl_dot4x8_ss(qw17, ((((((t79 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w2.d[twi17 + 1u] << 16u)) : tlo17) >> (((t78 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw18 = pc.q.d[qb7 + 16u];
+                        uint qw18 = pc.q.d[qb9 + 16u];
                         uint t80 = l04 + 64u;
                         uint t81 = boff4 + (((t80 >> 7u) << 5u) | (t80 & 31u));
                         uint twi18 = t81 >> 2u;
                         uint tlo18 = pc.w2.d[twi18];
                         aw4 += dsl_dot4x8_ss(qw18, ((((((t81 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w2.d[twi18 + 1u] << 16u)) : tlo18) >> (((t80 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw19 = pc.q.d[qb7 + 24u];
+                        uint qw19 = pc.q.d[qb9 + 24u];
                         uint t82 = l04 + 96u;
                         uint t83 = boff4 + (((t82 >> 7u) << 5u) | (t82 & 31u));
                         uint twi19 = t83 >> 2u;
@@ -429,12 +468,12 @@ void main()
                     }
                 }
                 if (WFMT == 2u) {
-                    for (uint w11 = gl_SubgroupInvocationID; w11 < KW; w11 += gl_SubgroupSize) {
-                        uint qb8 = ((w11 >> 3u) * 32u) + (w11 & 7u);
-                        uint l05 = (((w11 >> 3u) & 1u) << 7u) + ((w11 & 7u) << 2u);
-                        uint boff5 = (row2 * 108u) + ((w11 >> 4u) * 54u);
+                    for (uint w13 = gl_SubgroupInvocationID; w13 < KW; w13 += gl_SubgroupSize) {
+                        uint qb10 = ((w13 >> 3u) * 32u) + (w13 & 7u);
+                        uint l05 = (((w13 >> 3u) & 1u) << 7u) + ((w13 & 7u) << 2u);
+                        uint boff5 = (row2 * 108u) + ((w13 >> 4u) * 54u);
                         int aw5 = 0;
-                        uint qw20 = pc.q.d[qb8 + 0u];
+                        uint qw20 = pc.q.d[qb10 + 0u];
                         uint t84 = l05 + 0u;
                         bool t85 = t84 < 160u;
                         bool t86 = t84 < 240u;
@@ -446,7 +485,7 @@ void main()
                         uint tlo20 = pc.w2.d[twi20];
                         uint t90 = ((t89 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20;
                         aw5 += dsl_dot4x8_ss(qw20, ((((((((t90 & 16711935u) * t88) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t90 >> 8u) & 16711935u) * t88) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw21 = pc.q.d[qb8 + 8u];
+                        uint qw21 = pc.q.d[qb10 + 8u];
                         uint t91 = l05 + 32u;
                         bool t92 = t91 < 160u;
                         bool t93 = t91 < 240u;
@@ -458,7 +497,7 @@ void main()
                         uint tlo21 = pc.w2.d[twi21];
                         uint t97 = ((t96 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21;
                         aw5 += dsl_dot4x8_ss(qw21, ((((((((t97 & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t97 >> 8u) & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw22 = pc.q.d[qb8 + 16u];
+                        uint qw22 = pc.q.d[qb10 + 16u];
                         uint t98 = l05 + 64u;
                         bool t99 = t98 < 160u;
                         bool t100 = t98 < 240u;
@@ -470,7 +509,7 @@ void main()
                         uint tlo22 = pc.w2.d[twi22];
                         uint t104 = ((t103 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22;
                         aw5 += dsl_dot4x8_ss(qw22, ((((((((t104 & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t104 >> 8u) & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw23 = pc.q.d[qb8 + 24u];
+                        uint qw23 = pc.q.d[qb10 + 24u];
                         uint t105 = l05 + 96u;
                         bool t106 = t105 < 160u;
                         bool t107 = t105 < 240u;
@@ -487,43 +526,58 @@ void main()
                     }
                 }
                 if (WFMT == 0u) {
-                    if (GEMV_VEC != 0u) {
-                        for (uint w43 = gl_SubgroupInvocationID; w43 < KV4; w43 += gl_SubgroupSize) {
-                            uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV4) + w43];
-                            uint qb42 = ((w43 >> 1u) * 8u) + (w43 & 1u);
-                            uvec4 a48 = Buf_q4(pc.q).d[qb42 + 0u];
-                            acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
-                            uvec4 a49 = Buf_q4(pc.q).d[qb42 + 2u];
-                            acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
-                            uvec4 a410 = Buf_q4(pc.q).d[qb42 + 4u];
-                            acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
-                            uvec4 a411 = Buf_q4(pc.q).d[qb42 + 6u];
-                            acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
-                            acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                    if (GEMV_SHQ != 0u) {
+                        for (uint w15 = gl_SubgroupInvocationID; w15 < KW; w15 += gl_SubgroupSize) {
+                            uint wd5 = pc.w2.d[(row2 * KW) + w15];
+                            uint qb11 = ((w15 >> 3u) * 32u) + (w15 & 7u);
+                            uint c16 = (wd5 >> 6u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(qsh[qb11 + 0u], c16);
+                            uint c17 = (wd5 >> 4u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(qsh[qb11 + 8u], c17);
+                            uint c18 = (wd5 >> 2u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(qsh[qb11 + 16u], c18);
+                            uint c19 = (wd5 >> 0u) & 50529027u;
+                            acc2 += dsl_dot4x8_su(qsh[qb11 + 24u], c19);
                         }
                     } else {
-                        for (uint w12 = gl_SubgroupInvocationID; w12 < KW; w12 += gl_SubgroupSize) {
-                            uint wd2 = pc.w2.d[(row2 * KW) + w12];
-                            uint qb9 = ((w12 >> 3u) * 32u) + (w12 & 7u);
-                            uint c8 = (wd2 >> 6u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 0u], c8);
-                            uint c9 = (wd2 >> 4u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 8u], c9);
-                            uint c10 = (wd2 >> 2u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 16u], c10);
-                            uint c11 = (wd2 >> 0u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(pc.q.d[qb9 + 24u], c11);
+                        if (GEMV_VEC != 0u) {
+                            for (uint w43 = gl_SubgroupInvocationID; w43 < KV4; w43 += gl_SubgroupSize) {
+                                uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV4) + w43];
+                                uint qb42 = ((w43 >> 1u) * 8u) + (w43 & 1u);
+                                uvec4 a48 = Buf_q4(pc.q).d[qb42 + 0u];
+                                acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
+                                uvec4 a49 = Buf_q4(pc.q).d[qb42 + 2u];
+                                acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
+                                uvec4 a410 = Buf_q4(pc.q).d[qb42 + 4u];
+                                acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
+                                uvec4 a411 = Buf_q4(pc.q).d[qb42 + 6u];
+                                acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
+                                acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                            }
+                        } else {
+                            for (uint w16 = gl_SubgroupInvocationID; w16 < KW; w16 += gl_SubgroupSize) {
+                                uint wd6 = pc.w2.d[(row2 * KW) + w16];
+                                uint qb12 = ((w16 >> 3u) * 32u) + (w16 & 7u);
+                                uint c20 = (wd6 >> 6u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(pc.q.d[qb12 + 0u], c20);
+                                uint c21 = (wd6 >> 4u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(pc.q.d[qb12 + 8u], c21);
+                                uint c22 = (wd6 >> 2u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(pc.q.d[qb12 + 16u], c22);
+                                uint c23 = (wd6 >> 0u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(pc.q.d[qb12 + 24u], c23);
+                            }
                         }
                     }
                 }

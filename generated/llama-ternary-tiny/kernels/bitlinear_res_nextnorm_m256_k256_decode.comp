@@ -36,12 +36,14 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 shared float red[256];
+shared uint qsh[64];
 shared uint arrived[1];
 shared int redi[256];
 
 layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 4u;
+layout(constant_id = 2) const uint GEMV_SHQ = 0u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 256u;
@@ -85,6 +87,12 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
+    if (GEMV_SHQ != 0u) {
+        for (uint i = gl_LocalInvocationIndex; i < K4; i += 256u) {
+            qsh[i] = pc.q.d[i];
+        }
+        barrier();
+    }
     precise float ws = 0.0;
     if (WFMT == 0u) {
         ws = uintBitsToFloat(pc.w.d[4096u]);
@@ -187,43 +195,58 @@ void main()
             }
         }
         if (WFMT == 0u) {
-            if (GEMV_VEC != 0u) {
-                for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
-                    uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
-                    uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
-                    uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
-                    acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                    acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                    acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                    acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
-                    uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
-                    acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                    acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                    acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                    acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
-                    uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
-                    acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                    acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                    acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                    acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
-                    uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
-                    acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                    acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                    acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                    acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
-                }
-            } else {
+            if (GEMV_SHQ != 0u) {
                 for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
                     uint wd = pc.w.d[(row * KW) + w3];
                     uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
                     uint c = (wd >> 6u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb2 + 0u], c);
+                    acc += dsl_dot4x8_su(qsh[qb2 + 0u], c);
                     uint c1 = (wd >> 4u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb2 + 8u], c1);
+                    acc += dsl_dot4x8_su(qsh[qb2 + 8u], c1);
                     uint c2 = (wd >> 2u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb2 + 16u], c2);
+                    acc += dsl_dot4x8_su(qsh[qb2 + 16u], c2);
                     uint c3 = (wd >> 0u) & 50529027u;
-                    acc += dsl_dot4x8_su(pc.q.d[qb2 + 24u], c3);
+                    acc += dsl_dot4x8_su(qsh[qb2 + 24u], c3);
+                }
+            } else {
+                if (GEMV_VEC != 0u) {
+                    for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
+                        uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
+                        uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                        uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
+                        acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                        acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                        acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                        acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                        uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
+                        acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                        acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                        acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                        acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                        uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
+                        acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                        acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                        acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                        acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                        uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
+                        acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                        acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                        acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                        acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                    }
+                } else {
+                    for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
+                        uint wd1 = pc.w.d[(row * KW) + w5];
+                        uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
+                        uint c4 = (wd1 >> 6u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 0u], c4);
+                        uint c5 = (wd1 >> 4u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 8u], c5);
+                        uint c6 = (wd1 >> 2u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 16u], c6);
+                        uint c7 = (wd1 >> 0u) & 50529027u;
+                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 24u], c7);
+                    }
                 }
             }
         }
