@@ -449,6 +449,32 @@ static void bl_name(const gen_kop *kop, const int *Ms, int np, int K, bool decod
     snprintf(name + len, size - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
 }
 
+/* The K constants and the shared memory of the kernel's mode (batch tiles; GEMV_SHQ's copy of
+ * the code words, made here); returns the reduction scratch when a norm needs one, else NULL. */
+static dsl_expr bl_shared_mem(dsl_kernel *k, bl_ctx *c, bool reduce)
+{
+    const int K = c->K;
+    c->K4 = dsl_const_u32(k, "K4", K / 4);
+    c->KW = dsl_const_u32(k, "KW", K / 16);
+    dsl_expr red = reduce ? dsl_shared(k, "red", DSL_F32, WG) : NULL;
+    if (!c->decode) {
+        c->wsh = dsl_shared(k, "wsh", DSL_U32, (c->glu ? 2 : 1) * 8 * WSTR);
+        c->ash = dsl_shared(k, "ash", DSL_U32, 32 * ASTR);
+        if (c->fmt)
+            c->dsh = dsl_shared(k, "dsh", DSL_F32, (uint32_t)(c->glu ? 2 : 1) * TM);
+    }
+    if (c->shq) { /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */
+        c->qsh = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
+        dsl_if(k, dsl_ne(k, c->shq, U(0)));
+        dsl_expr i = dsl_for(k, "i", dsl_builtin(k, DSL_LOCAL_INDEX), c->K4, U(WG));
+        dsl_store(k, c->qsh, i, dsl_load(k, c->q, i));
+        dsl_end(k);
+        dsl_barrier(k); /* a specialization constant: uniform control flow */
+        dsl_end(k);
+    }
+    return red;
+}
+
 int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_model *m = g->m;
@@ -531,24 +557,7 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         out->params[out->n_params++] = (rt_param){.kind = RT_P_HAS_NEXT};
     }
 
-    c.K4 = dsl_const_u32(k, "K4", K / 4);
-    c.KW = dsl_const_u32(k, "KW", K / 16);
-    dsl_expr red = norm || last ? dsl_shared(k, "red", DSL_F32, WG) : NULL;
-    if (!decode) {
-        c.wsh = dsl_shared(k, "wsh", DSL_U32, (glu ? 2 : 1) * 8 * WSTR);
-        c.ash = dsl_shared(k, "ash", DSL_U32, 32 * ASTR);
-        if (c.fmt)
-            c.dsh = dsl_shared(k, "dsh", DSL_F32, (uint32_t)(glu ? 2 : 1) * TM);
-    }
-    if (c.shq) { /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */
-        c.qsh = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
-        dsl_if(k, dsl_ne(k, c.shq, U(0)));
-        dsl_expr i = dsl_for(k, "i", dsl_builtin(k, DSL_LOCAL_INDEX), c.K4, U(WG));
-        dsl_store(k, c.qsh, i, dsl_load(k, c.q, i));
-        dsl_end(k);
-        dsl_barrier(k); /* a specialization constant: uniform control flow */
-        dsl_end(k);
-    }
+    dsl_expr red = bl_shared_mem(k, &c, norm || last);
     if (norm) {
         /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */
         c.q = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
