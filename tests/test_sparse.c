@@ -36,6 +36,8 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
+
 #include "dsl.h"
 #include "gen_graph.h"
 #include "gen_kernels.h"
@@ -640,19 +642,16 @@ static const fixture fixtures[] = {
     {"bitnet-2b-shape", "models/bitnet-b1.58-2b.yaml", 0.9861, 8},
 };
 
+/* The fixture's directory (tests/fixture.h's lookup: tests/data, ../shared/fixtures,
+ * $TERNION_FIXTURES), found by its model.gguf. */
 static bool fixture_dir(const fixture *f, char *dir, size_t n)
 {
-    const char *roots[] = {"tests/data", "../shared/fixtures"};
-    struct stat st;
-    for (int i = 0; i < 2; i++) {
-        char p[600];
-        snprintf(p, sizeof(p), "%s/%s/model.gguf", roots[i], f->name);
-        if (stat(p, &st) == 0) {
-            snprintf(dir, n, "%s/%s", roots[i], f->name);
-            return true;
-        }
-    }
-    return false;
+    char rel[300], path[700];
+    snprintf(rel, sizeof(rel), "%s/model.gguf", f->name);
+    if (!fixture_find(rel, path, sizeof(path)))
+        return false;
+    snprintf(dir, n, "%.*s", (int)(strlen(path) - strlen("/model.gguf")), path);
+    return true;
 }
 
 static void *read_file(const char *dir, const char *name, size_t *out_n)
@@ -716,7 +715,7 @@ static void check_fixture(const fixture *f)
 {
     char dir[600], gguf[700];
     if (!fixture_dir(f, dir, sizeof(dir))) {
-        printf("skip: fixture %s not found in tests/data or ../shared/fixtures\n", f->name);
+        printf("skip: fixture %s not found\n", f->name);
         skip();
     }
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
