@@ -18,24 +18,6 @@
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_gguf_priv.h"
 
-/* The encoded payload of metadata value kv (the bytes after its type field). */
-static void kv_payload(const rt_gguf_kv *kv, const uint8_t **p, uint64_t *len)
-{
-    if (kv->type != RT_GGUF_ARRAY) {
-        *p = kv->data;
-        *len = rt_gguf_elem_size(kv->data, kv->type);
-        return;
-    }
-    uint64_t body = 0;
-    if (kv->arr_len && kv->arr_off)
-        body = kv->arr_off[kv->arr_len - 1] +
-               rt_gguf_elem_size(kv->data + kv->arr_off[kv->arr_len - 1], kv->arr_type);
-    else if (kv->arr_len)
-        body = kv->arr_len * rt_gguf_elem_size(kv->data, kv->arr_type);
-    *p = kv->data - 12; /* element type, count */
-    *len = 12 + body;
-}
-
 static float *read_all(const char *path, uint64_t want, char *err)
 {
     FILE *f = fopen(path, "rb");
@@ -82,7 +64,7 @@ static int run(const char *in, const char *pred, int rank, const char *out, char
                 continue;
             const uint8_t *p;
             uint64_t len;
-            kv_payload(kv, &p, &len);
+            rt_gguf_kv_payload(kv, &p, &len);
             rt_gguf_w_raw(w, key, kv->type, p, len);
         }
         for (uint64_t i = 0; i < g->n_tensors; i++) {

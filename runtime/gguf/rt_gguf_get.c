@@ -23,6 +23,23 @@ uint64_t rt_gguf_elem_size(const uint8_t *p, uint32_t t)
     return off;
 }
 
+void rt_gguf_kv_payload(const rt_gguf_kv *kv, const uint8_t **out_p, uint64_t *out_len)
+{
+    if (kv->type != RT_GGUF_ARRAY) {
+        *out_p = kv->data;
+        *out_len = rt_gguf_elem_size(kv->data, kv->type);
+        return;
+    }
+    uint64_t body = 0;
+    if (kv->arr_len && kv->arr_off)
+        body = kv->arr_off[kv->arr_len - 1] +
+               rt_gguf_elem_size(kv->data + kv->arr_off[kv->arr_len - 1], kv->arr_type);
+    else if (kv->arr_len)
+        body = kv->arr_len * rt_gguf_elem_size(kv->data, kv->arr_type);
+    *out_p = kv->data - 12; /* element type, count */
+    *out_len = 12 + body;
+}
+
 /* Byte pointer to element i of an array kv, or NULL. */
 static const uint8_t *elem_ptr(const rt_gguf_kv *kv, uint64_t i)
 {

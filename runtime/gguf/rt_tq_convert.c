@@ -14,24 +14,6 @@
 #include "gguf/rt_gguf_priv.h"
 #include "gguf/rt_tq.h"
 
-/* The encoded payload of metadata value kv (the bytes after its type field). */
-static void kv_payload(const rt_gguf_kv *kv, const uint8_t **p, uint64_t *len)
-{
-    if (kv->type != RT_GGUF_ARRAY) {
-        *p = kv->data;
-        *len = rt_gguf_elem_size(kv->data, kv->type);
-        return;
-    }
-    uint64_t body = 0;
-    if (kv->arr_len && kv->arr_off)
-        body = kv->arr_off[kv->arr_len - 1] +
-               rt_gguf_elem_size(kv->data + kv->arr_off[kv->arr_len - 1], kv->arr_type);
-    else if (kv->arr_len)
-        body = kv->arr_len * rt_gguf_elem_size(kv->data, kv->arr_type);
-    *p = kv->data - 12; /* element type, count */
-    *len = 12 + body;
-}
-
 /* Metadata of g into w, general.file_type set for `to`. */
 static void copy_kvs(const rt_gguf *g, rt_gguf_writer *w, rt_type to)
 {
@@ -43,7 +25,7 @@ static void copy_kvs(const rt_gguf *g, rt_gguf_writer *w, rt_type to)
             continue;
         const uint8_t *p;
         uint64_t len;
-        kv_payload(kv, &p, &len);
+        rt_gguf_kv_payload(kv, &p, &len);
         rt_gguf_w_raw(w, key, kv->type, p, len);
     }
     rt_gguf_w_u32(w, "general.file_type", to == FMT_TQ1_0 ? 36 : 37);
