@@ -6,15 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const fmt_codec fmt_codec_f32, fmt_codec_f16, fmt_codec_q8_0, fmt_codec_i2s;
+extern const fmt_codec fmt_codec_f32, fmt_codec_f16, fmt_codec_q8_0, fmt_codec_i2s, fmt_codec_tq1_0, fmt_codec_tq2_0;
 
 /* Formats a GGUF may hold that no model uses yet: known by size only, so a file holding
  * them opens and a model asking for them gets a message naming the type. A codec file
  * replaces its row here (docs/adding-a-codec.md). */
 static const fmt_codec size_only[] = {
     {.type = FMT_BF16, .name = "BF16", .blk = 1, .blk_bytes = 2},
-    {.type = FMT_TQ1_0, .name = "TQ1_0", .blk = 256, .blk_bytes = 54},
-    {.type = FMT_TQ2_0, .name = "TQ2_0", .blk = 256, .blk_bytes = 66},
 };
 
 /* One row per format. */
@@ -23,9 +21,9 @@ static const fmt_codec *const CODECS[] = {
     &fmt_codec_f16,
     &fmt_codec_q8_0,
     &fmt_codec_i2s,
+    &fmt_codec_tq1_0,
+    &fmt_codec_tq2_0,
     &size_only[0],
-    &size_only[1],
-    &size_only[2],
 };
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
 
@@ -125,6 +123,10 @@ int fmt_encode_ternary(const fmt_codec *c, const int8_t *t, int64_t ne0, int64_t
     if (!c || !c->encode || !c->decode_ternary || ne0 <= 0 || ne0 % c->blk || CHUNK % c->blk)
         return -1;
     const int64_t n = ne0 * ne1;
+    if (c->encode_ternary) { /* a scale per block */
+        c->encode_ternary(t, n, scale, out);
+        return 0;
+    }
     float v[CHUNK];
     for (int64_t e = 0; e < n;) { /* whole blocks per chunk: n is a multiple of blk */
         int64_t m = n - e < CHUNK ? n - e : CHUNK;

@@ -75,6 +75,13 @@ typedef struct fmt_codec {
     float (*tail_scale)(const uint8_t *tail);
     /* writes the tail for a matrix of scale s */
     void (*encode_tail)(float s, uint8_t *tail);
+
+    /* Ternary formats with a scale per block instead of a tail (TQ1_0, TQ2_0), else NULL: */
+    /* the scale d of the block starting at blk (weight = code * d) */
+    float (*block_scale)(const uint8_t *blk);
+    /* codes (-1, 0, +1) and one scale into n / blk blocks, each block's scale that one
+     * (rounded as the format stores it; ggml's TQ formats: 0 for an all-zero block) */
+    void (*encode_ternary)(const int8_t *t, int64_t n, float scale, uint8_t *blocks);
 } fmt_codec;
 
 /* Lookups: NULL for a type / name no codec row names. */
@@ -104,10 +111,10 @@ int fmt_decode_row(const fmt_codec *c, const uint8_t *data, int64_t ne0, int64_t
 /* The ternary codes of row `row`; 0, or -1 if the codec is not ternary. */
 int fmt_decode_ternary_row(const fmt_codec *c, const uint8_t *data, int64_t ne0, int64_t ne1, int64_t row,
                            int8_t *out);
-/* The matrix scale of a ternary tensor [ne1][ne0] (its tail). */
+/* The matrix scale of a ternary tensor [ne1][ne0] (its tail; 0 for a per-block format). */
 float fmt_ternary_scale(const fmt_codec *c, const uint8_t *data, int64_t ne0, int64_t ne1);
 /* Encodes a whole ternary matrix: codes t [ne1][ne0] (-1 / 0 / +1) and its scale into out
- * (fmt_nbytes bytes). 0, or -1 if the codec is not ternary or ne0 not a multiple of blk. */
+ * (fmt_nbytes bytes; a per-block format gives every block that scale: encode_ternary). 0, or -1 if the codec is not ternary or ne0 not a multiple of blk. */
 int fmt_encode_ternary(const fmt_codec *c, const int8_t *t, int64_t ne0, int64_t ne1, float scale, uint8_t *out);
 
 /* IEEE half <-> float (round to nearest even; inf, NaN, subnormals exact), bit-level. */

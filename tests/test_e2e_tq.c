@@ -1,13 +1,20 @@
 /* test_e2e_tq.c - the TQ1_0 / TQ2_0 weight formats end to end on fixture A
- * (tests/data/bitnet-tiny: bitnet.cpp's logits of its I2_S file).
+ * (tests/data/bitnet-tiny: bitnet.cpp's logits of its I2_S file), selected per tensor in
+ * the model YAML (`type: tq1_0 | tq2_0`).
  *
- * For each format the fixture's GGUF is re-encoded by rt_tq_convert (tools/tqconvert)
- * into ggml's blocks; the engine on that file must
+ * Three YAML variants of models/bitnet-tiny.yaml are made here by changing only the
+ * ternary tensors' `type:` (so they cannot drift from it): every matrix tq1_0, every one
+ * tq2_0, and a per-tensor mix (the attention's tq2_0, the FFN's tq1_0). For each, the
+ * fixture's GGUF is re-encoded by rt_tq_convert_each (tools/tqconvert) with the same
+ * per-tensor formats; the engine on that file with that model must
  *  - give bitnet.cpp's logits within the fixture tolerance (as test_e2e: top-1 >= 90 %,
  *    mean |d| <= 0.2, max |d| <= 1.5 x the oracle's own batched-vs-incremental 0.68),
  *  - give the I2_S file's greedy tokens (16 from the prompt),
- *  - equal, bit for bit, the I2_S file loaded with opts.weights = that format (the same
- *    device bytes and kernels), and move n/4 - n/256 * block bytes fewer bytes per token.
+ *  - move exactly n/4 - n/256 * block bytes fewer bytes per token than I2_S (per tensor);
+ * the uniform ones also equal, bit for bit, the I2_S file under the i2_s model loaded with
+ * opts.weights = that format (the same device bytes and kernels). A file whose tensor
+ * types differ from the YAML's is one clear load error naming the tensor and both types;
+ * a YAML that gives the matrices of one fused kernel two formats is a generator error.
  * Malformed TQ tensors (a row length not a multiple of 256, a byte size the shape does
  * not match) are clear load errors naming the tensor.
  */
@@ -34,11 +41,44 @@
 #define YAML "models/bitnet-tiny.yaml"
 #define SELF_MAX 0.6769 /* fixture README: oracle batched vs incremental max |diff| */
 #define GREEDY 16
+#define NV 3 /* variants */
 
-static gen_model g_m;
-static gen_desc g_d;
-static char tmp[2][256]; /* the TQ1_0 and TQ2_0 files */
-static const rt_type fmts[2] = {FMT_TQ1_0, FMT_TQ2_0};
+static gen_model g_m, g_vm[NV];
+static gen_desc g_d, g_vd[NV];
+static char tmp[NV][256]; /* the converted files */
+/* format of attention / FFN matrices per variant, and the --weights twin (0: none) */
+static const rt_type attn_fmt[NV] = {FMT_TQ1_0, FMT_TQ2_0, FMT_TQ2_0}, ffn_fmt[NV] = {FMT_TQ1_0, FMT_TQ2_0, FMT_TQ1_0};
+static const int twin[NV] = {FMT_TQ1_0, FMT_TQ2_0, 0};
+
+static rt_type choose(const char *name, void *user)
+{
+    const int v = *(const int *)user;
+    return strstr(name, "attn") ? attn_fmt[v] : ffn_fmt[v];
+}
+
+static const char *yaml_of(rt_type t) { return t == FMT_TQ1_0 ? "tq1_0" : "tq2_0"; }
+
+/* models/bitnet-tiny.yaml with the `type: i2_s` of lines naming attn_* / ffn_* replaced. */
+static char *variant_yaml(const char *attn, const char *ffn, size_t *len)
+{
+    FILE *fp = fopen(YAML, "rb");
+    if (!fp)
+        return NULL;
+    char *out = calloc(1, 1 << 16), line[512];
+    size_t n = 0;
+    while (out && fgets(line, sizeof(line), fp)) {
+        char *t = strstr(line, "type: i2_s");
+        if (t) {
+            const char *f = strstr(line, "attn") ? attn : ffn;
+            n += (size_t)snprintf(out + n, (1 << 16) - n, "%.*stype: %s%s", (int)(t - line), line, f, t + 10);
+        } else {
+            n += (size_t)snprintf(out + n, (1 << 16) - n, "%s", line);
+        }
+    }
+    fclose(fp);
+    *len = n;
+    return out;
+}
 
 static int setup(void **st)
 {
@@ -48,10 +88,21 @@ static int setup(void **st)
         fprintf(stderr, "%s\n", err);
         return -1;
     }
-    for (int f = 0; f < 2; f++) {
-        snprintf(tmp[f], sizeof(tmp[f]), "%s/ternion-tq%d-%d.gguf", P_tmpdir, f, (int)getpid());
+    static int idx[NV];
+    for (int v = 0; v < NV; v++) {
+        size_t len = 0;
+        char *y = variant_yaml(yaml_of(attn_fmt[v]), yaml_of(ffn_fmt[v]), &len);
+        if (!y || gen_model_parse(y, len, "bitnet-tiny-tq.yaml", &g_vm[v], err) ||
+            gen_desc_build(&g_vm[v], true, &g_vd[v], err)) {
+            fprintf(stderr, "variant %d: %s\n", v, y ? err : "no YAML");
+            free(y);
+            return -1;
+        }
+        free(y);
+        snprintf(tmp[v], sizeof(tmp[v]), "%s/ternion-tq%d-%d.gguf", P_tmpdir, v, (int)getpid());
         int n = 0;
-        if (rt_tq_convert(DIR "/model.gguf", tmp[f], fmts[f], &n, err) || n != 14) {
+        idx[v] = v;
+        if (rt_tq_convert_each(DIR "/model.gguf", tmp[v], choose, &idx[v], &n, err) || n != 14) {
             fprintf(stderr, "%s (%d tensors)\n", err, n);
             return -1;
         }
@@ -62,8 +113,10 @@ static int setup(void **st)
 static int teardown(void **st)
 {
     (void)st;
-    for (int f = 0; f < 2; f++)
-        unlink(tmp[f]);
+    for (int v = 0; v < NV; v++) {
+        unlink(tmp[v]);
+        gen_desc_free(&g_vd[v]);
+    }
     gen_desc_free(&g_d);
     return 0;
 }
@@ -95,11 +148,11 @@ static int read_ids(int32_t *ids, int max)
     return n;
 }
 
-/* Opens path (weights: opts.weights); 1 = no device (skip). */
-static int open_engine(const char *path, int weights, rt_engine **e, char *err)
+/* Opens path with model d (weights: opts.weights); 1 = no device (skip). */
+static int open_with(const gen_desc *d, const char *path, int weights, rt_engine **e, char *err)
 {
     rt_engine_opts o = {.model_path = path, .device_index = -1, .n_ctx = 256, .n_batch = 128, .weights = weights};
-    int rc = rt_engine_open(&g_d.desc, &o, e, err);
+    int rc = rt_engine_open(&d->desc, &o, e, err);
     return rc && strstr(err, "no Vulkan device") ? 1 : rc;
 }
 
@@ -138,7 +191,7 @@ static void test_tq_fixture(void **st)
     size_t nb;
     float *ref = read_file(DIR "/logits.f32", &nb);
     rt_engine *e = NULL;
-    int rc = open_engine(DIR "/model.gguf", 0, &e, err);
+    int rc = open_with(&g_d, DIR "/model.gguf", 0, &e, err);
     if (rc == 1) {
         printf("skip: %s\n", err);
         skip();
@@ -150,17 +203,21 @@ static void test_tq_fixture(void **st)
     run(e, ids, n, li, g_i2s);
     const uint64_t bytes_i2s = rt_engine_decode_bytes(e, 1);
     rt_engine_close(e);
-    for (int f = 0; f < 2; f++) {
-        if (open_engine(tmp[f], 0, &e, err))
+    for (int v = 0; v < NV; v++) {
+        if (open_with(&g_vd[v], tmp[v], 0, &e, err))
             fail_msg("%s", err);
         run(e, ids, n, lt, g_tq);
         const uint64_t bytes_tq = rt_engine_decode_bytes(e, 1);
         rt_engine_close(e);
-        if (open_engine(DIR "/model.gguf", (int)fmts[f], &e, err))
-            fail_msg("%s", err);
-        run(e, ids, n, lr, g_re);
-        assert_true(rt_engine_decode_bytes(e, 1) == bytes_tq);
-        rt_engine_close(e);
+        if (twin[v]) { /* the I2_S file under the i2_s model, re-encoded at load */
+            if (open_with(&g_d, DIR "/model.gguf", twin[v], &e, err))
+                fail_msg("%s", err);
+            run(e, ids, n, lr, g_re);
+            assert_true(rt_engine_decode_bytes(e, 1) == bytes_tq);
+            rt_engine_close(e);
+            assert_memory_equal(lt, lr, nb); /* --weights repack == the converted file */
+            assert_memory_equal(g_tq, g_re, sizeof(g_tq));
+        }
         double sum = 0, mx = 0, mx_i2s = 0;
         int top1 = 0;
         for (int r = 0; r < n; r++) {
@@ -176,22 +233,21 @@ static void test_tq_fixture(void **st)
         int same = 0;
         while (same < GREEDY && g_tq[same] == g_i2s[same])
             same++;
-        printf("%s: vs bitnet.cpp top-1 %d/%d, mean |d| %.4g, max |d| %.4g; vs the I2_S file max |d| %.4g; greedy "
-               "%d/%d as I2_S; bytes/token %llu (I2_S %llu, %.1f %% fewer)\n",
-               fmt_type_name(fmts[f]), top1, n, sum / ((double)n * vocab), mx, mx_i2s, same, GREEDY,
-               (unsigned long long)bytes_tq, (unsigned long long)bytes_i2s,
+        printf("attention %s, FFN %s: vs bitnet.cpp top-1 %d/%d, mean |d| %.4g, max |d| %.4g; vs the I2_S file max "
+               "|d| %.4g; greedy %d/%d as I2_S; bytes/token %llu (I2_S %llu, %.1f %% fewer)\n",
+               fmt_type_name(attn_fmt[v]), fmt_type_name(ffn_fmt[v]), top1, n, sum / ((double)n * vocab), mx, mx_i2s,
+               same, GREEDY, (unsigned long long)bytes_tq, (unsigned long long)bytes_i2s,
                100.0 * ((double)bytes_i2s - (double)bytes_tq) / (double)bytes_i2s);
         assert_true(top1 * 10 >= n * 9 && sum / ((double)n * vocab) <= 0.2 && mx <= 1.5 * SELF_MAX);
         assert_int_equal(same, GREEDY);
-        assert_memory_equal(lt, lr, nb); /* --weights repack == the converted file */
-        assert_memory_equal(g_tq, g_re, sizeof(g_tq));
         /* the 14 ternary matrices: n/4 I2_S code bytes -> n/256 blocks of 54 / 66 bytes */
-        uint64_t w = 0;
+        int64_t want = 0;
         for (int t = 0; t < g_m.n_tensors; t++)
-            if (g_m.tensors[t].type == FMT_I2_S)
-                w += (uint64_t)(g_m.tensors[t].ne[0] * g_m.tensors[t].ne[1]);
-        w *= 2; /* two layers */
-        const int64_t want = (int64_t)(w / 4) - (int64_t)(w / 256 * rt_tq_block_bytes(fmts[f]));
+            if (g_m.tensors[t].type == FMT_I2_S) {
+                const int64_t w = 2 * g_m.tensors[t].ne[0] * g_m.tensors[t].ne[1]; /* two layers */
+                const fmt_codec *c = fmt_codec_find(strstr(g_m.tensors[t].key, "attn") ? attn_fmt[v] : ffn_fmt[v]);
+                want += w / 4 - w / c->blk * c->blk_bytes;
+            }
         assert_int_equal((int64_t)bytes_i2s - (int64_t)bytes_tq, want);
     }
     free(li);
@@ -227,18 +283,67 @@ static void test_tq_malformed(void **st)
     rt_engine *e = NULL;
     /* rows of 384 weights: not whole 256-blocks */
     patched("blk.0.attn_q.weight", 0, 384, bad);
-    assert_int_not_equal(open_engine(bad, 0, &e, err), 0);
+    assert_int_not_equal(open_with(&g_vd[0], bad, 0, &e, err), 0);
     assert_null(e);
     printf("row length: %s\n", err);
     assert_non_null(strstr(err, "blk.0.attn_q.weight"));
     assert_non_null(strstr(err, "multiple of 256"));
     /* 600 rows instead of 512: more bytes than the file holds for it */
     patched("blk.1.ffn_down.weight", 1, 600, bad);
-    assert_int_not_equal(open_engine(bad, 0, &e, err), 0);
+    assert_int_not_equal(open_with(&g_vd[0], bad, 0, &e, err), 0);
     assert_null(e);
     printf("byte size: %s\n", err);
     assert_non_null(strstr(err, "blk.1.ffn_down.weight"));
     unlink(bad);
+}
+
+/* The YAML's type is what the file must hold: a TQ1_0 file under the i2_s model, the I2_S
+ * file under the tq1_0 one and the mixed file under the uniform TQ2_0 one are refused,
+ * naming the tensor and both types. */
+static void test_tq_type_mismatch(void **st)
+{
+    (void)st;
+    char err[RT_ERR_LEN] = "";
+    rt_engine *e = NULL;
+    const struct { const gen_desc *d; const char *path, *want, *found; } cases[] = {
+        {&g_d, tmp[0], "expected I2_S", "found TQ1_0"},
+        {&g_vd[0], DIR "/model.gguf", "expected TQ1_0", "found I2_S"},
+        {&g_vd[1], tmp[2], "expected TQ2_0", "found TQ1_0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = open_with(cases[i].d, cases[i].path, 0, &e, err);
+        if (rc == 1)
+            skip();
+        assert_int_not_equal(rc, 0);
+        assert_null(e);
+        printf("%s\n", err);
+        assert_non_null(strstr(err, cases[i].want));
+        assert_non_null(strstr(err, cases[i].found));
+        assert_non_null(strstr(err, ".weight"));
+    }
+}
+
+/* q and k of one fused QKV kernel in two formats: the generator refuses the YAML at the
+ * tensor, naming both. */
+static void test_tq_fused_formats(void **st)
+{
+    (void)st;
+    size_t len = 0;
+    char *y = variant_yaml("tq2_0", "tq1_0", &len), err[GEN_ERR_LEN] = "";
+    assert_non_null(y);
+    char *k = strstr(y, "attn_k:");
+    assert_non_null(k);
+    char *t = strstr(k, "tq2_0");
+    assert_non_null(t);
+    t[2] = '1'; /* attn_k: tq1_0, attn_q / attn_v: tq2_0 */
+    static gen_model m;
+    gen_desc d;
+    assert_int_equal(gen_model_parse(y, len, "mixed.yaml", &m, err), 0);
+    assert_int_not_equal(gen_desc_build(&m, true, &d, err), 0);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "one fused kernel"));
+    assert_non_null(strstr(err, "attn_k"));
+    free(y);
 }
 
 int main(void)
@@ -246,6 +351,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tq_fixture),
         cmocka_unit_test(test_tq_malformed),
+        cmocka_unit_test(test_tq_type_mismatch),
+        cmocka_unit_test(test_tq_fused_formats),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,7 +2,7 @@
  * residual, BITLINEAR_GLU relu^2 / silu, BITLINEAR_MULTI; decode with 4- and 16-byte row
  * loads and the batched tile) with TQ2_0 and TQ1_0 weights (the WFMT specialization
  * constant), on a Vulkan device against the plain-C reference ref_bitlinear_tq, which
- * decodes ggml's layout itself. Weights: random trits packed by rt_tq_pack, one random
+ * decodes ggml's layout itself. Weights: random trits packed by the codec's encode_ternary, one random
  * scale per 256-block; output buffers poisoned before each run.
  *
  * Tolerance, per element, from the data: the kernel adds f32 terms float(sum) * d (each
@@ -30,7 +30,6 @@
 #include "gen_act.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
-#include "gguf/rt_tq.h"
 #include "kernels/gen_k_ternary.h"
 #include "tests/ref/ref_ops.h"
 #include "vk/rt_vk.h"
@@ -72,7 +71,8 @@ static void *xmalloc(size_t n)
 /* A [M][K] matrix of random trits in format type, one random scale per block. */
 static uint8_t *make_tq(rt_type type, int K, int M, size_t *bytes)
 {
-    const uint32_t bb = rt_tq_block_bytes(type);
+    const fmt_codec *c = fmt_codec_find(type);
+    const uint32_t bb = c->blk_bytes;
     const size_t nb = (size_t)K / 256 * M;
     *bytes = nb * bb;
     uint8_t *p = xmalloc(*bytes + 4);
@@ -81,7 +81,7 @@ static uint8_t *make_tq(rt_type type, int K, int M, size_t *bytes)
     for (size_t b = 0; b < nb; b++) {
         for (int i = 0; i < 256; i++)
             t[i] = (int8_t)((int)(rnd() % 3) - 1);
-        rt_tq_pack(type, t, 256, 0.01f + (float)(rnd() % 1000) / 700.0f, p + b * bb);
+        c->encode_ternary(t, 256, 0.01f + (float)(rnd() % 1000) / 700.0f, p + b * bb);
     }
     return p;
 }

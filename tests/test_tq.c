@@ -1,6 +1,7 @@
-/* test_tq.c - the TQ1_0 / TQ2_0 codecs (runtime/gguf/rt_tq.c) against blocks built by hand
- * in ggml's documented layout, the fixed-point base-3 digit read against a division, the
- * reference quantizer against the packer, and the shape / size checks.
+/* test_tq.c - the TQ1_0 / TQ2_0 codec rows (format/fmt_tq1_0.c, fmt_tq2_0.c) against blocks
+ * built by hand in ggml's documented layout, the fixed-point base-3 digit read against a
+ * division, ggml's reference quantizer (encode) against the packer (encode_ternary), the
+ * load-time check of the block scales and the runtime's shape / size check (rt_tq_check).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,16 +17,44 @@
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_tq.h"
 
+#define TQ1_BYTES 54
+#define TQ2_BYTES 66
+
+static const fmt_codec *codec(rt_type t)
+{
+    const fmt_codec *c = fmt_codec_find(t);
+    assert_non_null(c);
+    assert_non_null(c->decode_ternary);
+    assert_non_null(c->encode_ternary);
+    assert_non_null(c->block_scale);
+    return c;
+}
+
+/* Code (-1, 0, +1) of element e of a run of blocks, through the codec's decode. */
+static int get(rt_type t, const uint8_t *blocks, int e)
+{
+    const fmt_codec *c = codec(t);
+    int8_t codes[256];
+    c->decode_ternary(blocks + e / 256 * c->blk_bytes, 256, codes);
+    return codes[e % 256];
+}
+
+static float scale_of(rt_type t, const uint8_t *blocks, int e)
+{
+    const fmt_codec *c = codec(t);
+    return c->block_scale(blocks + e / 256 * c->blk_bytes);
+}
+
 /* Every base-3 code 0..242 stored as ceil(code * 256 / 243): the multiply-by-3 read of
  * digit n gives the digit a division by 3^(4 - n) gives. */
 static void test_tq1_fixed_point_digits(void **state)
 {
     for (int code = 0; code < 243; code++) {
-        uint8_t blk[RT_TQ1_BYTES] = {0};
+        uint8_t blk[TQ1_BYTES] = {0};
         blk[0] = (uint8_t)((code * 256 + 242) / 243); /* byte 0: elements 0, 32, 64, 96, 128 */
         int div = 81;
         for (int n = 0; n < 5; n++, div /= 3)
-            assert_int_equal(rt_tq_get(FMT_TQ1_0, blk, 32 * n), (code / div) % 3 - 1);
+            assert_int_equal(get(FMT_TQ1_0, blk, 32 * n), (code / div) % 3 - 1);
     }
 }
 
@@ -34,7 +63,7 @@ static void test_tq1_fixed_point_digits(void **state)
  * every other byte 0x55 (all 0); d = 0.5 (f16 0x3800). */
 static void test_tq2_hand_block(void **state)
 {
-    uint8_t blk[RT_TQ2_BYTES];
+    uint8_t blk[TQ2_BYTES];
     memset(blk, 0x55, 64);
     blk[5] = 0x92;
     blk[39] = 0x02;
@@ -43,13 +72,13 @@ static void test_tq2_hand_block(void **state)
     memset(want, 0, sizeof(want));
     want[5] = 1, want[37] = -1, want[101] = 1, want[135] = 1, want[167] = -1, want[199] = -1, want[231] = -1;
     for (int e = 0; e < 256; e++)
-        assert_int_equal(rt_tq_get(FMT_TQ2_0, blk, e), want[e]);
-    assert_true(rt_tq_scale(FMT_TQ2_0, blk, 17) == 0.5f);
-    uint8_t packed[RT_TQ2_BYTES];
-    rt_tq_pack(FMT_TQ2_0, want, 256, 0.5f, packed);
+        assert_int_equal(get(FMT_TQ2_0, blk, e), want[e]);
+    assert_true(scale_of(FMT_TQ2_0, blk, 17) == 0.5f);
+    uint8_t packed[TQ2_BYTES];
+    codec(FMT_TQ2_0)->encode_ternary(want, 256, 0.5f, packed);
     assert_memory_equal(packed, blk, sizeof(blk));
     float y[256];
-    rt_tq_dequantize(FMT_TQ2_0, blk, 256, y);
+    codec(FMT_TQ2_0)->decode(blk, NULL, 256, y);
     for (int e = 0; e < 256; e++)
         assert_true(y[e] == want[e] * 0.5f);
 }
@@ -62,7 +91,7 @@ static void test_tq2_hand_block(void **state)
  *  d = 2.0 (f16 0x4000) */
 static void test_tq1_hand_block(void **state)
 {
-    uint8_t blk[RT_TQ1_BYTES];
+    uint8_t blk[TQ1_BYTES];
     memset(blk, 128, 48);
     memset(blk + 48, 127, 4);
     blk[0] = 184, blk[35] = 80, blk[50] = 231;
@@ -73,17 +102,17 @@ static void test_tq1_hand_block(void **state)
     want[163] = -1, want[179] = 1, want[195] = 1, want[227] = -1;
     want[242] = 1, want[246] = 1, want[250] = -1;
     for (int e = 0; e < 256; e++)
-        assert_int_equal(rt_tq_get(FMT_TQ1_0, blk, e), want[e]);
-    assert_true(rt_tq_scale(FMT_TQ1_0, blk, 255) == 2.0f);
-    uint8_t packed[RT_TQ1_BYTES];
-    rt_tq_pack(FMT_TQ1_0, want, 256, 2.0f, packed);
+        assert_int_equal(get(FMT_TQ1_0, blk, e), want[e]);
+    assert_true(scale_of(FMT_TQ1_0, blk, 255) == 2.0f);
+    uint8_t packed[TQ1_BYTES];
+    codec(FMT_TQ1_0)->encode_ternary(want, 256, 2.0f, packed);
     assert_memory_equal(packed, blk, sizeof(blk));
     float x[256], y[256];
     for (int e = 0; e < 256; e++)
         x[e] = want[e] * 2.0f;
-    rt_tq_quantize_ref(FMT_TQ1_0, x, 256, packed);
+    codec(FMT_TQ1_0)->encode(x, 256, packed);
     assert_memory_equal(packed, blk, sizeof(blk));
-    rt_tq_dequantize(FMT_TQ1_0, blk, 256, y);
+    codec(FMT_TQ1_0)->decode(blk, NULL, 256, y);
     assert_memory_equal(y, x, sizeof(x));
 }
 
@@ -105,16 +134,16 @@ static void test_tq_roundtrip(void **state)
     for (int i = 0; i < N; i++)
         x[i] = tern[i] * scale;
     for (int ti = 0; ti < 2; ti++) {
-        uint8_t a[N / 256 * RT_TQ2_BYTES], b[N / 256 * RT_TQ2_BYTES];
-        rt_tq_pack(T[ti], tern, N, scale, a);
-        rt_tq_quantize_ref(T[ti], x, N, b);
-        assert_memory_equal(a, b, (size_t)N / 256 * rt_tq_block_bytes(T[ti]));
+        uint8_t a[N / 256 * TQ2_BYTES], b[N / 256 * TQ2_BYTES];
+        codec(T[ti])->encode_ternary(tern, N, scale, a);
+        codec(T[ti])->encode(x, N, b);
+        assert_memory_equal(a, b, (size_t)N / 256 * codec(T[ti])->blk_bytes);
         const float d = fmt_f16_to_f32(fmt_f32_to_f16(scale));
         for (int i = 0; i < N; i++) {
-            assert_int_equal(rt_tq_get(T[ti], a, i), tern[i]);
-            assert_true(rt_tq_scale(T[ti], a, i) == (i / 256 == 2 ? 0.0f : d));
+            assert_int_equal(get(T[ti], a, i), tern[i]);
+            assert_true(scale_of(T[ti], a, i) == (i / 256 == 2 ? 0.0f : d));
         }
-        rt_tq_dequantize(T[ti], a, N, y);
+        codec(T[ti])->decode(a, NULL, N, y);
         for (int i = 0; i < N; i++)
             assert_true(y[i] == tern[i] * (i / 256 == 2 ? 0.0f : d));
     }
@@ -139,12 +168,37 @@ static void test_tq_check(void **state)
     assert_int_equal(fmt_nbytes(FMT_TQ2_0, ne, err), 2 * 66);
 }
 
+/* The codec rows: YAML spellings, ternary use, sizes; the load-time check refuses a block
+ * whose F16 d is not finite, naming the block. */
+static void test_tq_rows(void **state)
+{
+    assert_ptr_equal(fmt_codec_by_yaml("tq1_0"), fmt_codec_find(FMT_TQ1_0));
+    assert_ptr_equal(fmt_codec_by_yaml("tq2_0"), fmt_codec_find(FMT_TQ2_0));
+    const rt_type T[2] = {FMT_TQ1_0, FMT_TQ2_0};
+    for (int ti = 0; ti < 2; ti++) {
+        const fmt_codec *c = codec(T[ti]);
+        assert_true(c->uses & FMT_USE_TERNARY);
+        assert_int_equal(c->blk, 256);
+        assert_int_equal(c->tail_bytes, 0);
+        uint8_t blk[3 * TQ2_BYTES];
+        int8_t t[3 * 256] = {1, -1};
+        c->encode_ternary(t, 3 * 256, 0.25f, blk);
+        int64_t ne[4] = {768, 1, 1, 1};
+        char err[FMT_ERR_LEN];
+        assert_int_equal(c->check(blk, ne, err), 0);
+        blk[2 * c->blk_bytes - 1] = 0x7c, blk[2 * c->blk_bytes - 2] = 0x00; /* block 1: d = +inf */
+        assert_int_equal(c->check(blk, ne, err), -1);
+        assert_non_null(strstr(err, "block 1"));
+        assert_non_null(strstr(err, "+infinity"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tq1_fixed_point_digits), cmocka_unit_test(test_tq2_hand_block),
         cmocka_unit_test(test_tq1_hand_block),         cmocka_unit_test(test_tq_roundtrip),
-        cmocka_unit_test(test_tq_check),
+        cmocka_unit_test(test_tq_check),               cmocka_unit_test(test_tq_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -304,7 +304,7 @@ static const bad_case k_bad[] = {
     {"rope, in: q,", "rope, in: a,", "t.yaml:32:22: rope: input 'a' is not defined"},
     {"weight: wq,", "weight: wqq,", "t.yaml:29:38: bitlinear: weight 'wqq' is not in tensors"},
     {"attn_q.weight\", type: i2_s", "attn_q.weight\", type: f16",
-     "t.yaml:29:38: bitlinear 'wq': weight has type f16, bitlinear needs i2_s"},
+     "t.yaml:29:38: bitlinear 'wq': weight has type f16, bitlinear needs i2_s or tq1_0 or tq2_0"},
     {"token_embd.weight, type: f16", "token_embd.weight, type: i2_s",
      "t.yaml:26:26: embed 'emb': table has type i2_s, embed needs f32 or f16"},
     {"attn_norm.weight\", type: f32", "attn_norm.weight\", type: f16",
@@ -335,7 +335,7 @@ static const bad_case k_bad[] = {
     {"{op: embed, table: emb, out: x}", "{op: embed, weight: emb, out: x}",
      "t.yaml:26:27: embed takes no 'weight' (use 'table')"},
     {"n_heads: 4", "n_heads: 0", "t.yaml:5:12: 'n_heads' must be a positive integer, got 0"},
-    {"type: f32, shape: [dim]}", "type: bf16, shape: [dim]}", "t.yaml:15:43: tensor 'onorm': unknown type 'bf16' (f32, f16 or i2_s)"},
+    {"type: f32, shape: [dim]}", "type: bf16, shape: [dim]}", "t.yaml:15:43: tensor 'onorm': unknown type 'bf16' (f32, f16, i2_s, tq1_0 or tq2_0)"},
     {"in: xn,", "in: logits,", "t.yaml:45:25: lm_head 'emb': input 'logits' is not defined"},
     /* widths that would overflow the generator's int arithmetic are refused (GEN_MAX_WIDTH) */
     {"  n_heads: 4\n  n_kv_heads: 2\n  head_dim: 64\n", "  n_heads: 16777216\n  n_kv_heads: 2\n  head_dim: 16777216\n",

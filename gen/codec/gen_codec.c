@@ -4,11 +4,13 @@
 
 #include <stddef.h>
 
-extern const gen_codec gen_codec_i2s, gen_codec_f16;
+extern const gen_codec gen_codec_i2s, gen_codec_f16, gen_codec_tq1_0, gen_codec_tq2_0;
 
 static const gen_codec *const CODECS[] = {
     &gen_codec_i2s,
     &gen_codec_f16,
+    &gen_codec_tq1_0,
+    &gen_codec_tq2_0,
 };
 
 const gen_codec *gen_codec_find(uint32_t type)

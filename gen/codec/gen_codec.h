@@ -24,6 +24,13 @@ typedef struct gen_codec {
     /* the f32 matrix scale of a [rows][K] matrix bound as u32 buffer W */
     dsl_expr (*ternary_scale)(dsl_kernel *k, dsl_expr W, uint64_t rows, uint64_t K);
 
+    /* The bitlinears' WFMT specialization value for this format (gen/kernels/gen_k_ternary.h:
+     * GEN_WFMT_I2S 0, the default of every row; TQ2_0 and TQ1_0 rows name theirs). The
+     * kernels decode 256-weight blocks with a scale per block (TQ1_0, TQ2_0) by
+     * gen_tq_codes / gen_tq_scale under that constant, so one pipeline can read any of the
+     * three formats: --weights tq1|tq2 re-encodes I2_S at load and sets it. */
+    int wfmt;
+
     /* Table formats read two values per u32 word (F16), else NULL: the word as a vec2. */
     dsl_expr (*table_pair)(dsl_kernel *k, dsl_expr word);
 } gen_codec;

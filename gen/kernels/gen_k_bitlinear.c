@@ -387,11 +387,22 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     }
 }
 
-/* The default WFMT of a kernel: the format its weights have in the YAML. */
-static int kop_wfmt(const gen_graph *g, const gen_kop *kop)
+/* The default WFMT of a kernel: the format its weights have in the YAML (the kernel-side
+ * codec row's wfmt). The matrices one kernel reads share it; -1 and err when they do not. */
+static int kop_wfmt(const gen_graph *g, const gen_kop *kop, char *err)
 {
-    const uint32_t t = g->m->tensors[kop->w[0]].type;
-    return t == FMT_TQ1_0 ? GEN_WFMT_TQ1 : t == FMT_TQ2_0 ? GEN_WFMT_TQ2 : GEN_WFMT_I2S;
+    const gen_tensor *t0 = &g->m->tensors[kop->w[0]];
+    for (int p = 1; p < GEN_KOP_MAX_PARTS && kop->w[p] >= 0; p++) {
+        const gen_tensor *t = &g->m->tensors[kop->w[p]];
+        if (t->type != t0->type) {
+            snprintf(err, GEN_ERR_LEN, "%s:%d:%d: tensors '%s' (%s) and '%s' (%s) are read by one fused kernel and "
+                     "must have one type", g->m->path, t->loc.line, t->loc.col, t0->key, fmt_type_name(t0->type),
+                     t->key, fmt_type_name(t->type));
+            return -1;
+        }
+    }
+    const gen_codec *c = gen_codec_find(t0->type);
+    return c ? c->wfmt : GEN_WFMT_I2S;
 }
 
 /* Workgroups along x for an M-row matrix. */
@@ -503,8 +514,13 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
         dsl_kernel_free(k);
         return -1;
     }
+    const int wfmt = kop_wfmt(g, kop, err);
+    if (wfmt < 0) {
+        dsl_kernel_free(k);
+        return -1;
+    }
     if (K % 256 == 0) /* TQ blocks are 256 weights: other widths are I2_S only (WFMT absent) */
-        c.fmt = dsl_spec_const(k, "WFMT", DSL_U32, RT_SPEC_WFMT, kop_wfmt(g, kop));
+        c.fmt = dsl_spec_const(k, "WFMT", DSL_U32, RT_SPEC_WFMT, (uint32_t)wfmt);
     const bool norm = kop->norm_w >= 0, last = kop->last_out >= 0;
     dsl_expr x = NULL, nw = NULL;
     if ((norm && (!decode || glu)) || (last && (!decode || multi || !(res || glu)))) {

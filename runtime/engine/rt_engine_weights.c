@@ -1,11 +1,12 @@
 /* rt_engine_weights.c - the ternary weight formats of a loaded model (see rt_engine_priv.h
  * for how the engine is split).
  *
- * A tensor the YAML types ternary (i2_s, tq1_0, tq2_0) may come from the GGUF in any of
- * the three formats; the bitlinear kernels decode all three and are told which one per
- * pipeline by the WFMT specialization constant (RT_SPEC_WFMT), so the matrices one kernel
- * reads must share a format. `--weights tq1|tq2` (opts.weights) re-encodes I2_S tensors
- * at load into ggml's TQ1_0 / TQ2_0 blocks (rt_tq.h): every 256-block gets the tensor's
+ * A tensor comes from the GGUF in the type its model YAML names (i2_s, tq1_0, tq2_0: a
+ * file with another type is refused at load, rt_engine_load.c). The bitlinear kernels
+ * decode all three ternary formats and are told which one per pipeline by the WFMT
+ * specialization constant (RT_SPEC_WFMT; default: the YAML's format), so the matrices one
+ * kernel reads share a format (the generator checks it). `--weights tq1|tq2` (opts.weights) re-encodes I2_S tensors
+ * at load into ggml's TQ1_0 / TQ2_0 blocks (the codec rows format/fmt_tq*_0.c): every 256-block gets the tensor's
  * scale rounded to F16 (0 for an all-zero block), so the logits move by that rounding only.
  * e->wtype holds the format each device copy has; the byte counts of the bench follow it.
  */
@@ -19,7 +20,7 @@
 
 static bool ternary(uint8_t t) { return t == FMT_I2_S || t == FMT_TQ1_0 || t == FMT_TQ2_0; }
 
-bool rt_eng_type_ok(uint8_t want, uint8_t got) { return want == got || (ternary(want) && ternary(got)); }
+bool rt_eng_type_ok(uint8_t want, uint8_t got) { return want == got; }
 
 static uint32_t wfmt_of(uint8_t t)
 {
@@ -53,10 +54,11 @@ int rt_eng_weight_types(rt_engine *e, int repack, char *err)
                 if (rt_tq_check(gt->type, name, gt->ne, gt->nbytes, err))
                     return -1;
             } else if (repack && ty == FMT_I2_S) {
-                if (gt->ne[0] % RT_TQ_BLOCK) {
+                if (gt->ne[0] % fmt_codec_find((uint32_t)repack)->blk) {
                     snprintf(err, RT_ERR_LEN,
-                             "--weights %s: tensor '%s' has rows of %lld weights; TQ1_0 / TQ2_0 need multiples of %d",
-                             repack == FMT_TQ1_0 ? "tq1" : "tq2", name, (long long)gt->ne[0], RT_TQ_BLOCK);
+                             "--weights %s: tensor '%s' has rows of %lld weights; TQ1_0 / TQ2_0 need multiples of %u",
+                             repack == FMT_TQ1_0 ? "tq1" : "tq2", name, (long long)gt->ne[0],
+                             fmt_codec_find((uint32_t)repack)->blk);
                     return -1;
                 }
                 ty = (uint8_t)repack;
@@ -71,7 +73,8 @@ uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint
     const uint8_t ty = e->wtype[(size_t)t * e->n_layers + L];
     if (ty == gt->type)
         return gt->nbytes;
-    return (uint64_t)gt->ne[0] * (uint64_t)gt->ne[1] / RT_TQ_BLOCK * rt_tq_block_bytes((rt_type)ty);
+    const fmt_codec *c = fmt_codec_find(ty);
+    return (uint64_t)gt->ne[0] * (uint64_t)gt->ne[1] / c->blk * c->blk_bytes;
 }
 
 /* Rows [r0, r0 + n) of I2_S tensor gt as ternary values (format/fmt_i2s.c's layout, a byte at a time). */
@@ -100,7 +103,8 @@ int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int
                  gt->name.ptr, scale);
         return -1;
     }
-    const uint64_t row_bytes = (uint64_t)ne0 / RT_TQ_BLOCK * rt_tq_block_bytes((rt_type)ty);
+    const fmt_codec *c = fmt_codec_find(ty);
+    const uint64_t row_bytes = (uint64_t)ne0 / c->blk * c->blk_bytes;
     int8_t *tern = malloc((size_t)(step * ne0));
     uint8_t *blocks = malloc((size_t)(step * row_bytes));
     int rc = tern && blocks ? 0 : -1;
@@ -109,7 +113,7 @@ int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int
     for (int64_t r = 0; r < rows && !rc; r += step) {
         int64_t n = rows - r < step ? rows - r : step;
         i2s_rows(gt, r, n, tern);
-        rt_tq_pack((rt_type)ty, tern, n * ne0, scale, blocks);
+        c->encode_ternary(tern, n * ne0, scale, blocks);
         rc = rt_buf_upload(e->vk, dst, off + (uint64_t)r * row_bytes, blocks, (uint64_t)n * row_bytes, err);
     }
     free(tern);
@@ -175,8 +179,9 @@ uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp)
         const rt_tensor_desc *td = &e->d->tensors[arg.index];
         const uint8_t ty = e->wtype[(size_t)arg.index * e->n_layers];
         const int64_t n = td->ne[0] * td->ne[1]; /* the generator counts I2_S codes: n / 4 bytes */
+        const fmt_codec *c = fmt_codec_find(ty);
         if (ty != FMT_I2_S)
-            delta += n / RT_TQ_BLOCK * (int64_t)rt_tq_block_bytes((rt_type)ty) - n / 4;
+            delta += n / c->blk * (int64_t)c->blk_bytes - n / 4;
     }
     return (uint64_t)delta;
 }

@@ -1,5 +1,6 @@
 /* rt_tq_convert.c - a GGUF with its I2_S ternary tensors re-encoded as TQ1_0 / TQ2_0
- * (rt_tq.h), everything else kept: the writer tools/tqconvert and the tests use.
+ * (rt_tq.h; the blocks by the codec rows format/fmt_tq*_0.c), everything else kept: the
+ * writer tools/tqconvert and the tests use.
  *
  * Each 256-weight block gets the I2_S tensor's scale rounded to F16 (0 for an all-zero
  * block), exactly what ggml's quantize_row_tq*_0_ref makes of the dequantized weights.
@@ -31,7 +32,7 @@ static void copy_kvs(const rt_gguf *g, rt_gguf_writer *w, rt_type to)
     rt_gguf_w_u32(w, "general.file_type", to == FMT_TQ1_0 ? 36 : 37);
 }
 
-int rt_tq_convert(const char *in, const char *out, rt_type to, int *n_converted, char *err)
+int rt_tq_convert_each(const char *in, const char *out, rt_tq_choice choose, void *user, int *n_converted, char *err)
 {
     rt_gguf *g = NULL;
     if (rt_gguf_open(in, &g, err))
@@ -44,18 +45,20 @@ int rt_tq_convert(const char *in, const char *out, rt_type to, int *n_converted,
         snprintf(err, RT_ERR_LEN, "out of host memory");
         rc = -1;
     } else {
-        copy_kvs(g, w, to);
+        copy_kvs(g, w, choose("", user));
     }
     for (uint64_t i = 0; i < g->n_tensors && !rc; i++) {
         const rt_gguf_tensor *t = &g->tensors[i];
         char name[256];
         snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
-        if (t->type != FMT_I2_S || t->ne[0] % RT_TQ_BLOCK) {
+        const rt_type to = t->type == FMT_I2_S ? choose(name, user) : t->type;
+        const fmt_codec *c = fmt_codec_find(to);
+        if (t->type != FMT_I2_S || to == FMT_I2_S || !c || !c->encode_ternary || t->ne[0] % c->blk) {
             rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
             continue;
         }
         const int64_t n = t->ne[0] * t->ne[1];
-        const uint64_t nb = (uint64_t)n / RT_TQ_BLOCK * rt_tq_block_bytes(to);
+        const uint64_t nb = (uint64_t)n / c->blk * c->blk_bytes;
         free(tern);
         tern = malloc((size_t)n);
         bufs[i] = malloc(nb);
@@ -67,7 +70,7 @@ int rt_tq_convert(const char *in, const char *out, rt_type to, int *n_converted,
         const fmt_codec *i2s = fmt_codec_find(FMT_I2_S);
         for (int64_t r = 0; r < t->ne[1]; r++)
             fmt_decode_ternary_row(i2s, t->data, t->ne[0], t->ne[1], r, tern + r * t->ne[0]);
-        rt_tq_pack(to, tern, n, fmt_ternary_scale(i2s, t->data, t->ne[0], t->ne[1]), bufs[i]);
+        c->encode_ternary(tern, n, fmt_ternary_scale(i2s, t->data, t->ne[0], t->ne[1]), bufs[i]);
         rt_gguf_w_tensor(w, name, to, t->n_dims, t->ne, bufs[i], nb);
         converted++;
     }
@@ -82,4 +85,15 @@ int rt_tq_convert(const char *in, const char *out, rt_type to, int *n_converted,
     rt_gguf_writer_free(w);
     rt_gguf_close(g);
     return rc;
+}
+
+static rt_type one_format(const char *name, void *user)
+{
+    (void)name;
+    return *(const rt_type *)user;
+}
+
+int rt_tq_convert(const char *in, const char *out, rt_type to, int *n_converted, char *err)
+{
+    return rt_tq_convert_each(in, out, one_format, &to, n_converted, err);
 }

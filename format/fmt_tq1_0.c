@@ -1,0 +1,74 @@
+/* fmt_tq1_0.c - TQ1_0 (GGUF type 34, ggml's block_tq1_0): 256 weights in 54 bytes, 1.6875
+ * bits per weight. Bit-exact to ggml's quantize_row_tq1_0_ref / dequantize_row_tq1_0.
+ *
+ * Block: qs[48], qh[4], then d (f16, bytes 52..53). Five trits per byte in base 3, stored
+ * as the 8-bit fixed-point fraction v = ceil(code * 256 / 243) of
+ * code = sum_n trit_n * 3^(4 - n) (trit 0 the most significant); trit n is read back
+ * without a division as ((uint8_t)(v * 3^n) * 3) >> 8, as ggml and the kernels do.
+ *   qs[m],      m < 32:  trits n = 0..4 are elements      32 n + m
+ *   qs[32 + m], m < 16:  trits n = 0..4 are elements 160 + 16 n + m
+ *   qh[m],      m < 4:   trits n = 0..3 are elements 240 +  4 n + m (trit 4 is 0)
+ * In each region 4 consecutive elements 4j .. 4j+3 are trit n of 4 consecutive bytes.
+ * weight = (trit - 1) * d. Kernel-side decode: gen/kernels/gen_k_ternary.c, bound by
+ * gen/codec/gen_codec_tq.c; the shared block walk is fmt_tq.c.
+ */
+#include "format/fmt_tq.h"
+
+static const uint8_t POW3[5] = {1, 3, 9, 27, 81};
+
+/* The byte (of qs / qh, 0..51) and trit digit n holding element e of a block. */
+static void loc(int e, int *byte, int *n)
+{
+    if (e < 160) {
+        *n = e / 32;
+        *byte = e % 32;
+    } else if (e < 240) {
+        *n = (e - 160) / 16;
+        *byte = 32 + (e - 160) % 16;
+    } else {
+        *n = (e - 240) / 4;
+        *byte = 48 + (e - 240) % 4;
+    }
+}
+
+static int tq1_trit(const uint8_t *blk, int e)
+{
+    int byte, n;
+    loc(e, &byte, &n);
+    const uint8_t q = (uint8_t)(blk[byte] * POW3[n]); /* digit n moved to the top, mod 256 */
+    return ((uint16_t)q * 3) >> 8;
+}
+
+static void tq1_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
+{
+    uint16_t code[52] = {0}; /* base-3 number per byte, digit n weighs 3^(4 - n) */
+    for (int e = 0; e < FMT_TQ_BLOCK; e++) {
+        int byte, n;
+        loc(e, &byte, &n);
+        code[byte] = (uint16_t)(code[byte] + (trit[e] > 2 ? 2 : trit[e]) * POW3[4 - n]);
+    }
+    for (int b = 0; b < 52; b++) /* ceil(code * 256 / 243), 243 = 3^5 */
+        blk[b] = (uint8_t)((code[b] * 256 + 242) / 243);
+}
+
+static const fmt_tq_layout L = {.name = "TQ1_0", .blk_bytes = 54, .trit = tq1_trit, .put = tq1_put};
+
+static int check(const uint8_t *data, const int64_t ne[4], char *err) { return fmt_tq_check(&L, data, ne, err); }
+static void decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)
+{
+    (void)tail;
+    fmt_tq_decode(&L, blocks, n, out);
+}
+static void encode(const float *in, int64_t n, uint8_t *blocks) { fmt_tq_encode(&L, in, n, blocks); }
+static void codes(const uint8_t *blocks, int64_t n, int8_t *out) { fmt_tq_decode_ternary(&L, blocks, n, out); }
+static float block_scale(const uint8_t *blk) { return fmt_tq_block_scale(&L, blk); }
+static void encode_ternary(const int8_t *t, int64_t n, float scale, uint8_t *blocks)
+{
+    fmt_tq_encode_ternary(&L, t, n, scale, blocks);
+}
+
+const fmt_codec fmt_codec_tq1_0 = {
+    .type = FMT_TQ1_0, .name = "TQ1_0", .yaml = "tq1_0", .blk = FMT_TQ_BLOCK, .blk_bytes = 54, .tail_bytes = 0,
+    .uses = FMT_USE_TERNARY, .check = check, .decode = decode, .encode = encode, .decode_ternary = codes,
+    .block_scale = block_scale, .encode_ternary = encode_ternary,
+};
