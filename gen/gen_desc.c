@@ -156,7 +156,7 @@ static int build_post_q8(gen_desc *d, const gen_graph *g, int sched, bool decode
     return 0;
 }
 
-/* Schedule `sched` (0 decode, 1 prefill, 2 decode_exact) from its graph g. */
+/* Schedule `sched` (0 decode, 1 prefill, 2 decode_exact, 3 decode_pred) from its graph g. */
 static int build_schedule(gen_desc *d, const gen_graph *g, int sched, rt_schedule *out_s, char *err)
 {
     const bool decode = sched != 1;
@@ -198,7 +198,9 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     if (gen_graph_build_sched(m, fuse, false, &d->graph, err) ||
         gen_graph_build_sched(m, fuse, true, &d->graph_dec, err))
         return -1;
-    if (m->sparse_ffn && gen_graph_build_sparse(m, GEN_SPARSE_EXACT, &d->graph_exact, err))
+    if (((m->sparse_ffn & GEN_SPARSE_EXACT) && gen_graph_build_sparse(m, GEN_SPARSE_EXACT, &d->graph_exact, err)) ||
+        ((m->sparse_ffn & GEN_SPARSE_PREDICTOR) &&
+         gen_graph_build_sparse(m, GEN_SPARSE_PREDICTOR, &d->graph_pred, err)))
         return -1;
     rt_model_desc *md = &d->desc;
     md->name = m->name;
@@ -222,26 +224,25 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     for (int i = 0; i < m->n_pre; i++)
         if (m->pre[i].kind == GEN_OP_EMBED)
             md->vocab_tensor = (uint32_t)m->pre[i].weight;
-    const gen_graph *gp = &d->graph, *gd = &d->graph_dec, *ge = &d->graph_exact;
-    int n_acts = gp->n_bufs > gd->n_bufs ? gp->n_bufs : gd->n_bufs;
-    n_acts = ge->n_bufs > n_acts ? ge->n_bufs : n_acts;
+    const gen_graph *gs[4] = {&d->graph, &d->graph_dec, &d->graph_exact, &d->graph_pred};
+    int n_acts = 0;
+    for (int j = 0; j < 4; j++)
+        n_acts = gs[j]->n_bufs > n_acts ? gs[j]->n_bufs : n_acts;
     for (int i = 0; i < n_acts; i++) {
-        const gen_buf *bp = i < gp->n_bufs ? &gp->bufs[i] : NULL, *bd = i < gd->n_bufs ? &gd->bufs[i] : NULL;
-        const gen_buf *be = i < ge->n_bufs ? &ge->bufs[i] : NULL;
         snprintf(d->act_names[i], sizeof(d->act_names[i]), "act%d", i);
-        uint32_t bytes = bp ? bp->bytes_per_token : 0;
-        if (bd && bd->bytes_per_token > bytes)
-            bytes = bd->bytes_per_token;
-        if (be && be->bytes_per_token > bytes)
-            bytes = be->bytes_per_token;
+        uint32_t bytes = 0;
+        for (int j = 0; j < 4; j++)
+            if (i < gs[j]->n_bufs && gs[j]->bufs[i].bytes_per_token > bytes)
+                bytes = gs[j]->bufs[i].bytes_per_token;
         d->acts[i] = (rt_act_desc){.name = d->act_names[i], .bytes_per_token = bytes};
     }
     md->acts = d->acts;
     md->n_acts = (uint32_t)n_acts;
     md->kv_dim = (uint32_t)(m->hp.n_kv_heads * m->hp.head_dim);
     md->kv_elem_bytes = strcmp(m->hp.kv_type, "f32") == 0 ? 4 : 2;
-    if (build_schedule(d, gd, 0, &md->decode, err) || build_schedule(d, gp, 1, &md->prefill, err) ||
-        (ge->n_kops && build_schedule(d, ge, 2, &md->decode_exact, err)) ||
+    if (build_schedule(d, gs[1], 0, &md->decode, err) || build_schedule(d, gs[0], 1, &md->prefill, err) ||
+        (gs[2]->n_kops && build_schedule(d, gs[2], 2, &md->decode_exact, err)) ||
+        (gs[3]->n_kops && build_schedule(d, gs[3], 3, &md->decode_pred, err)) ||
         aux_kernel(d, gen_kernel_argmax(), &md->k_argmax, err) ||
         aux_kernel(d, gen_kernel_topk(), &md->k_topk, err) || aux_kernel(d, gen_kernel_copy(), &md->k_copy, err)) {
         gen_desc_free(d);

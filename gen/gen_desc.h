@@ -23,6 +23,7 @@ typedef struct {
     gen_graph graph_dec;                   /* ... of the decode schedule (decode-only folds) */
     gen_graph graph_exact;                 /* ... of the decode schedule with the exact sparse FFN
                                               (n_kops 0 unless the YAML asks for it) */
+    gen_graph graph_pred;                  /* ... with the predicted sparse FFN (the same) */
     char act_names[GEN_MAX_BUFS][8];       /* "act3"; schedule.txt lists the values each holds */
     char *glsl[GEN_MAX_KERNELS];           /* owned GLSL text per kernel */
     char *kname[GEN_MAX_KERNELS];          /* owned kernel names */
@@ -34,9 +35,9 @@ typedef struct {
     rt_hparam_check checks[32];
     rt_tensor_desc tensors[GEN_MAX_TENSORS];
     rt_act_desc acts[GEN_MAX_BUFS];
-    rt_dispatch disp[3][GEN_MAX_KOPS];     /* [0] decode, [1] prefill, [2] decode_exact, in kop order */
-    rt_dispatch disp_q8[3][GEN_MAX_POST];  /* post sections with the Q8_0 LM head (post_q8) */
-    char q8_label[3][96];                  /* their LM head labels */
+    rt_dispatch disp[4][GEN_MAX_KOPS];     /* [0] decode, [1] prefill, [2] decode_exact, [3] decode_pred */
+    rt_dispatch disp_q8[4][GEN_MAX_POST];  /* post sections with the Q8_0 LM head (post_q8) */
+    char q8_label[4][96];                  /* their LM head labels */
     char *manifest;                        /* owned */
 } gen_desc;
 

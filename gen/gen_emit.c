@@ -55,7 +55,7 @@ static const char *arg_kind_name(uint8_t k)
 {
     static const char *const n[] = {"RT_ARG_WEIGHT", "RT_ARG_ACT",    "RT_ARG_KCACHE", "RT_ARG_VCACHE",
                                     "RT_ARG_TOKENS", "RT_ARG_LOGITS", "RT_ARG_RESULT", "RT_ARG_WEIGHT_Q8",
-                                    "RT_ARG_SYNC",   "RT_ARG_WEIGHT_NEXT", "RT_ARG_WEIGHT_T", "RT_ARG_STATS"};
+                                    "RT_ARG_SYNC",   "RT_ARG_WEIGHT_NEXT", "RT_ARG_WEIGHT_T", "RT_ARG_STATS", "RT_ARG_PRED"};
     return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
 
@@ -96,6 +96,7 @@ static void arg_text(const rt_model_desc *md, const gen_graph *g, const gen_kop 
     case RT_ARG_WEIGHT_Q8: snprintf(out, n, "q8_0(%s)", md->tensors[a.index].gguf); break;
     case RT_ARG_WEIGHT_T: snprintf(out, n, "transposed(%s)", md->tensors[a.index].gguf); break;
     case RT_ARG_STATS: snprintf(out, n, "stats"); break;
+    case RT_ARG_PRED: snprintf(out, n, "predictor[L]"); break;
     case RT_ARG_WEIGHT_NEXT: { /* blk.{L+1}.name */
         const char *nm = md->tensors[a.index].gguf, *l = strstr(nm, "{L}");
         if (l)
@@ -299,6 +300,8 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     write_schedule_c(f, md, &d->graph, &md->prefill, "prefill");
     if (md->decode_exact.n_layer)
         write_schedule_c(f, md, &d->graph_exact, &md->decode_exact, "decode_exact");
+    if (md->decode_pred.n_layer)
+        write_schedule_c(f, md, &d->graph_pred, &md->decode_pred, "decode_pred");
     fprintf(f, "static const char manifest[] =\n");
     for (const char *p = md->manifest; *p;) {
         const char *e = strchr(p, '\n');
@@ -320,9 +323,11 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                "    .kernels = kernels, .n_kernels = %u,\n",
             id, md->name, md->n_archs, md->n_checks, md->n_tensors, md->vocab_tensor, md->n_acts, md->kv_dim,
             md->kv_elem_bytes, md->n_kernels);
-    const rt_schedule *s[3] = {&md->decode, &md->prefill, &md->decode_exact};
-    const char *sn[3] = {"decode", "prefill", "decode_exact"};
-    for (int i = 0; i < (md->decode_exact.n_layer ? 3 : 2); i++) {
+    const rt_schedule *s[4] = {&md->decode, &md->prefill, &md->decode_exact, &md->decode_pred};
+    const char *sn[4] = {"decode", "prefill", "decode_exact", "decode_pred"};
+    for (int i = 0; i < 4; i++) {
+        if (i >= 2 && !s[i]->n_layer)
+            continue;
         char q8[32];
         snprintf(q8, sizeof(q8), s[i]->post_q8 ? "%s_post_q8" : "NULL", sn[i]);
         fprintf(f, "    .%s = {%s, %u, %s + %u, %u, %s + %u, %u, %s},\n", sn[i], sn[i], s[i]->n_pre, sn[i],
@@ -354,6 +359,8 @@ int gen_desc_write(const gen_desc *d, const char *dir, char *err)
     write_schedule_text(f, md, &d->graph, &md->prefill, "prefill (n_tokens tokens)");
     if (md->decode_exact.n_layer)
         write_schedule_text(f, md, &d->graph_exact, &md->decode_exact, "decode with --sparse-ffn exact (1 token)");
+    if (md->decode_pred.n_layer)
+        write_schedule_text(f, md, &d->graph_pred, &md->decode_pred, "decode with --sparse-ffn predictor (1 token)");
     if (close_out(f, "schedule.txt", err))
         return -1;
     if (!(f = open_out(dir, "MANIFEST", "w", err)))

@@ -53,7 +53,9 @@
     X(ACT_MUL, "act_mul")         /* y = act(a) * b (act: gen_act.h)               */ \
     X(LM_HEAD, "lm_head")         /* logits[t] = W x[t]                            */ \
     /* sparse FFN (decode, gen_sparse.c): the GLU + down pair of a relu^2 FFN      */ \
+    X(SPARSE_PRED_H, "sparse_pred_h") /* out = q/s . P (the predictor's rank row)  */ \
     X(SPARSE_GATE, "sparse_gate") /* out = Wg.q; part = list of rows with out > 0  */ \
+                                  /*   (in[1] = pred_h: only rows with h Q + b >= 0) */ \
     X(SPARSE_UP, "sparse_up")     /* out[r] = relu(g[r])^2 * (Wu.q)[r], r listed;  */ \
                                   /*   0 elsewhere (+ last_out: next norm)         */ \
     X(SPARSE_DOWN, "sparse_down") /* out = res + W.q over the listed columns       */ \
@@ -157,7 +159,8 @@ int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph 
 int gen_graph_lower_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err);
 int gen_plan(gen_graph *g, char *err);
 /* The fused decode graph of sparse-FFN mode `mode` (GEN_SPARSE_*): every layer's
- * relu^2 GLU + residual down projection become SPARSE_GATE, SPARSE_UP, SPARSE_DOWN
+ * relu^2 GLU + residual down projection become ([SPARSE_PRED_H,] predictor mode)
+ * SPARSE_GATE, SPARSE_UP, SPARSE_DOWN
  * (gen_sparse.c). An error names the YAML's sparse_ffn when the layer has no such FFN. */
 int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, char *err);
 

@@ -316,12 +316,13 @@ static int parse_archs(gen_yaml *y, yaml_node_t *n, gen_model *m)
 /* sparse_ffn: one mode name or a list of them (the decode variants to generate). */
 static int parse_sparse(gen_yaml *y, yaml_node_t *n, gen_model *m)
 {
-    static const struct { const char *name; unsigned bit; } modes[] = {{"exact", GEN_SPARSE_EXACT}};
+    static const struct { const char *name; unsigned bit; } modes[] = {{"exact", GEN_SPARSE_EXACT},
+                                                                     {"predictor", GEN_SPARSE_PREDICTOR}};
     const bool seq = n->type == YAML_SEQUENCE_NODE;
     const int len = seq ? gen_yaml_seq_len(n) : 1;
     m->sparse_loc = gen_yaml_loc(n);
     if (seq && len < 1)
-        return gen_yaml_fail(y, n, "sparse_ffn must name at least one mode (exact)");
+        return gen_yaml_fail(y, n, "sparse_ffn must name at least one mode (exact, predictor)");
     for (int i = 0; i < len; i++) {
         yaml_node_t *it = seq ? gen_yaml_seq_item(y, n, i) : n;
         const char *t = gen_yaml_text(it);
@@ -330,7 +331,7 @@ static int parse_sparse(gen_yaml *y, yaml_node_t *n, gen_model *m)
             if (!strcmp(t, modes[j].name))
                 bit = modes[j].bit;
         if (!bit)
-            return gen_yaml_fail(y, it, "unknown sparse_ffn mode '%s' (known: exact)", t ? t : gen_yaml_kind(it));
+            return gen_yaml_fail(y, it, "unknown sparse_ffn mode '%s' (known: exact, predictor)", t ? t : gen_yaml_kind(it));
         m->sparse_ffn |= bit;
     }
     return 0;

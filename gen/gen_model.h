@@ -149,6 +149,7 @@ typedef struct {
 
 /* Sparse-FFN decode schedules (YAML `sparse_ffn: exact`, or a list of modes). */
 #define GEN_SPARSE_EXACT 1u /* skip the up rows / down columns of neurons with gate <= 0 */
+#define GEN_SPARSE_PREDICTOR 2u /* ... and the gate rows of neurons a low-rank predictor rules out */
 
 /* Parse + validate. Returns 0, or non-zero with `err` = "path:line:col: message". */
 int gen_model_load(const char *path, gen_model *out_m, char *err);

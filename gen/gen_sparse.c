@@ -13,6 +13,13 @@
  * of a transposed copy of ffn_down that the runtime makes at load (RT_ARG_WEIGHT_T).
  * Every sum is an integer and every float expression is the dense kernels', so the
  * logits are bit-identical to the dense schedule (tests/test_sparse.c checks it).
+ *
+ * Predictor mode (PowerInfer's design) puts SPARSE_PRED_H in front: h = (q / s) P, the
+ * rank-r row of the layer's low-rank predictor (RT_ARG_PRED, calibrated offline by
+ * tools/sparse_predictor.py on the same Q8 row the gate reads), and its SPARSE_GATE
+ * reads h: a row whose score h Q + b is < 0 is not read and gets gate 0, so it is not
+ * listed either; up and down are exact mode's. A neuron the predictor misses is dropped
+ * (f = 0): approximate, as calibrated (tests/test_sparse_pred.c).
  * Kernels: gen/kernels/gen_k_sparse.c.
  */
 #include <stdio.h>
@@ -20,6 +27,7 @@
 
 #include "gen_act.h"
 #include "gen_graph.h"
+#include "schema/rt_schedule.h" /* RT_PRED_MAX_RANK */
 
 static int new_val(gen_graph *g, const char *base, const char *sfx, int width, char *err)
 {
@@ -56,11 +64,12 @@ static void relabel(gen_kop *k, const char *kind, const char *old_prefix)
     memcpy(k->label, label, sizeof(label));
 }
 
-/* Rewrite the pair at kop i (GLU at i, down at i + 1) into three kops. */
-static int rewrite_pair(gen_graph *g, int i, char *err)
+/* Rewrite the pair at kop i (GLU at i, down at i + 1) into three kops, or four with
+ * the predictor (pred: SPARSE_PRED_H first). Returns the number of kops it made. */
+static int rewrite_pair(gen_graph *g, int i, bool pred, char *err)
 {
     const gen_model *m = g->m;
-    if (g->n_kops + 1 > GEN_MAX_KOPS) {
+    if (g->n_kops + 1 + pred > GEN_MAX_KOPS) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: too many kernel ops (max %d)", m->path, m->sparse_loc.line,
                  m->sparse_loc.col, GEN_MAX_KOPS);
         return -1;
@@ -81,6 +90,7 @@ static int rewrite_pair(gen_graph *g, int i, char *err)
     gen_kop *gk = &g->kops[i], *up = &g->kops[i + 1], *dn = &g->kops[i + 2];
     *up = *gk;
     gk->kind = GEN_K_SPARSE_GATE;
+    gk->in[1] = gk->in[2] = -1;
     gk->w[1] = -1;
     gk->out = gate;
     gk->part = list;
@@ -98,12 +108,27 @@ static int rewrite_pair(gen_graph *g, int i, char *err)
     dn->kind = GEN_K_SPARSE_DOWN;
     dn->in[1] = list;
     relabel(dn, "sparse_down ", "bitlinear+add ");
-    return 0;
+    if (!pred)
+        return 3;
+    const int h = new_val(g, g->vals[f].name, "pred_h", RT_PRED_MAX_RANK, err);
+    if (h < 0)
+        return -1;
+    memmove(&g->kops[i + 1], &g->kops[i], sizeof(g->kops[0]) * (size_t)(g->n_kops - i));
+    g->n_kops++;
+    gen_kop *ph = &g->kops[i];
+    ph->kind = GEN_K_SPARSE_PRED_H;
+    ph->in[1] = ph->in[2] = -1;
+    ph->w[0] = -1;
+    ph->out = h;
+    ph->part = -1;
+    snprintf(ph->label, sizeof(ph->label), "sparse_pred_h %s", m->tensors[g->kops[i + 1].w[0]].key);
+    g->kops[i + 1].in[1] = h;
+    return 4;
 }
 
 int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, char *err)
 {
-    if (mode != GEN_SPARSE_EXACT) {
+    if (mode != GEN_SPARSE_EXACT && mode != GEN_SPARSE_PREDICTOR) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: unknown mode %u", m->path, m->sparse_loc.line,
                  m->sparse_loc.col, mode);
         return -1;
@@ -113,10 +138,11 @@ int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, 
     int n = 0;
     for (int i = 0; i + 1 < out_g->n_kops; i++)
         if (sparse_pair(out_g, i)) {
-            if (rewrite_pair(out_g, i, err))
+            const int made = rewrite_pair(out_g, i, mode == GEN_SPARSE_PREDICTOR, err);
+            if (made < 0)
                 return -1;
             n++;
-            i += 2;
+            i += made - 1;
         }
     if (!n) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn needs a fused layer FFN: relu2_mul(bitlinear gate, bitlinear up) "

@@ -27,7 +27,12 @@
  *           code (0, 1, 2 = -1, 0, +1) in bits 2(r%16)..+1 of word r/16; then the
  *           tensor's f32 scale (word ne0*ne1/16) and 12 bytes of zeros
  *   STATS   u32[RT_STATS_WORDS] host-visible, zero at load: counters the sparse FFN
- *           adds to per decode step (word 2L: active neurons of layer L, 2L+1: steps)
+ *           adds to per decode step (word 2L: active neurons of layer L, 2L+1: steps;
+ *           predictor mode: word RT_STATS_PRED + L: neurons predicted active)
+ *   PRED    the FFN activation predictor of the current layer (predictor mode, made at
+ *           load from blk.L.ffn_pred_p / _q / _b: rt_engine_sparse.c): u32 rank, 3 zero
+ *           words, then f32 P^T [rank][dim], Q^T [ffn][rank], b [ffn]; neuron j is
+ *           predicted active iff (x P) Q + b >= 0 at j (rank <= RT_PRED_MAX_RANK)
  *   ACT     desc->acts[index]: activation buffer of bytes_per_token * n_batch bytes
  *   KCACHE / VCACHE  the K / V cache of the current layer: [n_ctx][kv_dim] of kv type
  *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)
@@ -71,10 +76,12 @@
 
 typedef enum {
     RT_ARG_WEIGHT, RT_ARG_ACT, RT_ARG_KCACHE, RT_ARG_VCACHE, RT_ARG_TOKENS, RT_ARG_LOGITS, RT_ARG_RESULT,
-    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC, RT_ARG_WEIGHT_NEXT, RT_ARG_WEIGHT_T, RT_ARG_STATS,
+    RT_ARG_WEIGHT_Q8, RT_ARG_SYNC, RT_ARG_WEIGHT_NEXT, RT_ARG_WEIGHT_T, RT_ARG_STATS, RT_ARG_PRED,
 } rt_arg_kind;
 
 #define RT_STATS_WORDS 1024 /* 2 per layer: the sparse FFN needs n_layers <= 512 */
+#define RT_STATS_PRED 512   /* predictor mode: + 1 per layer from here (n_layers <= 256) */
+#define RT_PRED_MAX_RANK 256 /* the predictor's rank (its x P row lives in an activation) */
 
 #define RT_SYNC_WORDS 1024
 
@@ -192,6 +199,10 @@ struct rt_model_desc {
     /* The decode schedule with the exact sparse FFN (YAML sparse_ffn: exact; n_layer 0
      * when the model has none): same results as decode, reads only active neurons. */
     rt_schedule decode_exact;
+    /* The decode schedule with the predicted sparse FFN (YAML sparse_ffn: predictor; n_layer
+     * 0 when the model has none): gate rows only for neurons the predictor (RT_ARG_PRED)
+     * lists, up / down only for those with gate > 0 (approximate: a missed neuron is 0). */
+    rt_schedule decode_pred;
     /* Auxiliary kernels run by the engine itself (push layouts):
      *  argmax: [logits addr, result addr] + [vocab]: result.u32[0] = argmax of row 0
      *  topk:   [logits addr, result addr] + [vocab, k]: result.u32[0..k) ids, f32[256..256+k) logits, sorted desc

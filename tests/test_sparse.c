@@ -1,5 +1,5 @@
-/* test_sparse.c - the exact sparse FFN (gen_sparse.c, gen/kernels/gen_k_sparse.c,
- * runtime/engine/rt_sparse_layout.c).
+/* test_sparse.c - the sparse FFN (gen_sparse.c, gen/kernels/gen_k_sparse.c,
+ * runtime/engine/rt_sparse_layout.c, rt_engine_sparse.c): exact and predictor mode.
  *
  *  - the transposed I2_S copy: every code at its place, the scale after them;
  *  - the three kernels of models/bitnet-tiny.yaml's sparse decode graph on a device
@@ -15,6 +15,8 @@
  *    bit for bit on a CPU device (every sum an integer, every float expression the
  *    dense one), else within the tolerance above;
  *  - a layer whose gates are all zero: nothing listed, x unchanged bit for bit;
+ *  - predictor mode's kernels (pred_h, the predictor's gate, then up and down) against C
+ *    on random data (rules beside test_predictor_kernels);
  *  - YAML errors: an unknown mode, a SiLU FFN asked to be sparse;
  *  - the engine: fixtures A (bitnet-tiny) and B (bitnet-2b-shape, when present) decoded
  *    one token at a time with --sparse-ffn exact and dense: logits bit for bit on a CPU
@@ -61,8 +63,8 @@
 static rt_vk *g_vk;
 static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
 static gen_model model;
-static gen_graph sg, dg; /* the sparse decode graph, the dense one */
-static rt_buf wbuf[GEN_MAX_TENSORS], wt, stats, sync;
+static gen_graph sg, dg, pg; /* the sparse decode graph, the dense one, the predictor one */
+static rt_buf wbuf[GEN_MAX_TENSORS], wt, stats, sync, predbuf;
 static uint8_t *whost[GEN_MAX_TENSORS];
 static size_t wbytes[GEN_MAX_TENSORS];
 static uint32_t has_next = 1;
@@ -70,8 +72,9 @@ typedef struct {
     const gen_graph *g;
     rt_buf act[GEN_MAX_BUFS];
 } planbufs;
-static planbufs ps, pd;
+static planbufs ps, pd, pp;
 static const gen_kop *kg, *ku, *kd; /* sparse gate, up, down */
+static const gen_kop *kph, *kpg, *kpu, *kpd; /* predictor mode: pred_h, gate, up, down */
 static const gen_kop *dglu, *ddown; /* the dense GLU and down they replace */
 
 static uint32_t rng_state = 1807;
@@ -148,8 +151,14 @@ static int setup(void **st)
 {
     (void)st;
     if (gen_model_load("models/bitnet-tiny.yaml", &model, err) ||
-        gen_graph_build_sparse(&model, GEN_SPARSE_EXACT, &sg, err) || gen_graph_build_sched(&model, true, true, &dg, err))
+        gen_graph_build_sparse(&model, GEN_SPARSE_EXACT, &sg, err) || gen_graph_build_sched(&model, true, true, &dg, err) ||
+        gen_graph_build_sparse(&model, GEN_SPARSE_PREDICTOR, &pg, err))
         fail_msg("%s", err);
+    kph = find_kop(&pg, GEN_K_SPARSE_PRED_H, -1);
+    kpg = find_kop(&pg, GEN_K_SPARSE_GATE, -1);
+    kpu = find_kop(&pg, GEN_K_SPARSE_UP, -1);
+    kpd = find_kop(&pg, GEN_K_SPARSE_DOWN, -1);
+    assert_true(kph && kpg && kpu && kpd && kpg == kph + 1 && kpg->in[1] == kph->out);
     kg = find_kop(&sg, GEN_K_SPARSE_GATE, -1);
     ku = find_kop(&sg, GEN_K_SPARSE_UP, -1);
     kd = find_kop(&sg, GEN_K_SPARSE_DOWN, -1);
@@ -164,6 +173,7 @@ static int setup(void **st)
     }
     ps.g = &sg;
     pd.g = &dg;
+    pp.g = &pg;
     for (int t = 0; t < model.n_tensors; t++)
         make_weight(t);
     upload_transposed_down();
@@ -184,12 +194,14 @@ static int teardown(void **st)
         return 0;
     for (int t = 0; t < model.n_tensors; t++)
         rt_buf_destroy(g_vk, &wbuf[t]);
-    planbufs *p[2] = {&ps, &pd};
-    for (int i = 0; i < 2; i++)
+    planbufs *p[3] = {&ps, &pd, &pp};
+    for (int i = 0; i < 3; i++)
         for (int b = 0; b < GEN_MAX_BUFS; b++)
             if (p[i]->act[b].size)
                 rt_buf_destroy(g_vk, &p[i]->act[b]);
     rt_buf_destroy(g_vk, &wt);
+    if (predbuf.size)
+        rt_buf_destroy(g_vk, &predbuf);
     rt_buf_destroy(g_vk, &stats);
     rt_buf_destroy(g_vk, &sync);
     rt_vk_destroy(g_vk);
@@ -235,6 +247,7 @@ static void run_kop(planbufs *p, const gen_kop *kop)
                           : kind == RT_ARG_ACT                                ? act(p, ko.args[a].ref)
                           : kind == RT_ARG_STATS                              ? &stats
                           : kind == RT_ARG_SYNC                               ? &sync
+                          : kind == RT_ARG_PRED                               ? &predbuf
                                                                               : NULL;
         assert_non_null(b);
         memcpy(push + dsl_kernel_buffer_offset(k, a), &b->addr, 8);
@@ -378,6 +391,46 @@ static void free_out(sparse_out *o)
     free(o->list);
 }
 
+/* The up and down kernels (ku, kd of p's graph) after a gate kernel wrote o->gate and
+ * o->list: f, its Q8 row, x = x0 + down, the next layer's Q8 row, against C. */
+static void run_up_down(planbufs *p, const gen_kop *kgate, const gen_kop *kup, const gen_kop *kdn, const int8_t *q,
+                        const float *qs, const float *x0, sparse_out *o)
+{
+    const gen_graph *g = p->g;
+    const int K = g->vals[kgate->in[0]].width, M = g->vals[kgate->out].width, D = g->vals[kdn->out].width;
+    float *ref = malloc(sizeof(float) * (size_t)M), *up = malloc(sizeof(float) * (size_t)M);
+    poison(p, kup->out);
+    poison(p, kup->last_out);
+    run_kop(p, kup);
+    o->f = get(p, g->vals[kup->out].buf, sizeof(float) * (size_t)M);
+    ref_ternary(q, qs[0], kup->w[0], K, M, up);
+    for (int r = 0; r < M; r++) {
+        float a = o->gate[r] > 0 ? o->gate[r] : 0;
+        ref[r] = a * a * up[r];
+        if (!(o->gate[r] > 0) && o->f[r] != 0)
+            fail_msg("sparse up: inactive row %d has f = %g", r, o->f[r]);
+    }
+    double e = max_rel(o->f, ref, M);
+    if (!(e <= 1e-5))
+        fail_msg("sparse up vs C: max rel err %g", e);
+    check_q8(p, kup->last_out, kup->last_norm_w, o->f, M, "sparse up: sub-norm Q8 row", o->fq, o->fqs);
+
+    poison(p, kdn->last_out);
+    run_kop(p, kdn);
+    o->x = get(p, g->vals[kdn->out].buf, sizeof(float) * (size_t)D);
+    float *xr = malloc(sizeof(float) * (size_t)D);
+    ref_ternary(o->fq, o->fqs[0], kdn->w[0], M, D, xr); /* every column, the I2_S layout */
+    for (int i = 0; i < D; i++)
+        xr[i] += x0[i];
+    e = max_rel(o->x, xr, D);
+    if (!(e <= 1e-5))
+        fail_msg("sparse down vs C: max rel err %g", e);
+    check_q8(p, kdn->last_out, kdn->last_norm_w, o->x, D, "sparse down: next layer's Q8 row", o->hq, o->hqs);
+    free(ref);
+    free(up);
+    free(xr);
+}
+
 /* The three sparse kernels on input (q, qs) and residual x0, checked against C. */
 static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse_out *o)
 {
@@ -392,7 +445,7 @@ static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse
     run_kop(&ps, kg);
     o->gate = get(&ps, sg.vals[kg->out].buf, sizeof(float) * (size_t)M);
     o->list = get(&ps, sg.vals[kg->part].buf, sizeof(uint32_t) * (size_t)(M + 1));
-    float *ref = malloc(sizeof(float) * (size_t)M), *up = malloc(sizeof(float) * (size_t)M);
+    float *ref = malloc(sizeof(float) * (size_t)M);
     ref_ternary(q, qs[0], kg->w[0], K, M, ref);
     double e = max_rel(o->gate, ref, M);
     if (!(e <= 1e-5))
@@ -414,37 +467,8 @@ static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse
     for (int i = 0; i < RT_STATS_WORDS; i++)
         if (i != 2 * (int)LAYER && i != 2 * (int)LAYER + 1 && st[i])
             fail_msg("stats word %d written", i);
-
-    poison(&ps, ku->out);
-    poison(&ps, ku->last_out);
-    run_kop(&ps, ku);
-    o->f = get(&ps, sg.vals[ku->out].buf, sizeof(float) * (size_t)M);
-    ref_ternary(q, qs[0], ku->w[0], K, M, up);
-    for (int r = 0; r < M; r++) {
-        float a = o->gate[r] > 0 ? o->gate[r] : 0;
-        ref[r] = a * a * up[r];
-        if (!(o->gate[r] > 0) && o->f[r] != 0)
-            fail_msg("sparse up: inactive row %d has f = %g", r, o->f[r]);
-    }
-    e = max_rel(o->f, ref, M);
-    if (!(e <= 1e-5))
-        fail_msg("sparse up vs C: max rel err %g", e);
-    check_q8(&ps, ku->last_out, ku->last_norm_w, o->f, M, "sparse up: sub-norm Q8 row", o->fq, o->fqs);
-
-    poison(&ps, kd->last_out);
-    run_kop(&ps, kd);
-    o->x = get(&ps, sg.vals[kd->out].buf, sizeof(float) * (size_t)D);
-    float *xr = malloc(sizeof(float) * (size_t)D);
-    ref_ternary(o->fq, o->fqs[0], kd->w[0], M, D, xr); /* every column, the I2_S layout */
-    for (int i = 0; i < D; i++)
-        xr[i] += x0[i];
-    e = max_rel(o->x, xr, D);
-    if (!(e <= 1e-5))
-        fail_msg("sparse down vs C: max rel err %g", e);
-    check_q8(&ps, kd->last_out, kd->last_norm_w, o->x, D, "sparse down: next layer's Q8 row", o->hq, o->hqs);
     free(ref);
-    free(up);
-    free(xr);
+    run_up_down(&ps, kg, ku, kd, q, qs, x0, o);
 }
 
 static bool device_is_cpu(void) { return rt_vk_get_info(g_vk)->type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
@@ -542,6 +566,133 @@ static void test_kernels_match_reference_and_dense(void **st)
     assert_int_equal(w[0], POISON);
     free(w);
     free(x2);
+    free_out(&o);
+}
+
+/* Predictor mode's RT_ARG_PRED buffer (schema/rt_schedule.h) of rank R for a K-wide input and
+ * M rows, random: P, Q in [-s, s], b in [-1, 1]; every 7th neuron never active (-1e30). */
+static uint32_t *make_pred(int R, int K, int M, float s)
+{
+    const size_t words = 4 + (size_t)R * K + (size_t)M * R + (size_t)M;
+    uint32_t *w = calloc(words, 4);
+    assert_non_null(w);
+    w[0] = (uint32_t)R;
+    float *f = (float *)w;
+    for (size_t i = 4; i < 4 + (size_t)R * K + (size_t)M * R; i++)
+        f[i] = s * rndf();
+    for (int j = 0; j < M; j++)
+        f[4 + (size_t)R * K + (size_t)M * R + j] = j % 7 == 3 ? -1e30f : rndf();
+    upload(&predbuf, w, words * 4);
+    return w;
+}
+
+/* C reference of SPARSE_PRED_H, in the kernel's order: lane l's sum over i = l, l + 256, ...,
+ * the tree l += l + 128, + 64, ..., then / s. */
+static void ref_pred_h(const uint32_t *pw, const int8_t *q, float s, int K, float *h)
+{
+    const int R = (int)pw[0];
+    const float *P = (const float *)pw + 4;
+    for (int k = 0; k < R; k++) {
+        float red[256];
+        for (int l = 0; l < 256; l++) {
+            float acc = 0;
+            for (int i = l; i < K; i += 256)
+                acc += (float)q[i] * P[(size_t)k * K + i];
+            red[l] = acc;
+        }
+        for (int st = 128; st >= 1; st /= 2)
+            for (int l = 0; l < st; l++)
+                red[l] = red[l] + red[l + st];
+        h[k] = red[0] / s;
+    }
+}
+
+/* Is row r predicted active: sum_k h[k] Q^T[r][k] (k ascending) + b[r] >= 0 (the kernel's order). */
+static bool ref_predicted(const uint32_t *pw, const float *h, int K, int M, int r)
+{
+    const int R = (int)pw[0];
+    const float *Q = (const float *)pw + 4 + (size_t)R * K, *b = Q + (size_t)M * R;
+    float acc = 0;
+    for (int k = 0; k < R; k++)
+        acc += h[k] * Q[(size_t)r * R + k];
+    return acc + b[r] >= 0;
+}
+
+/* Predictor mode's kernels on random data against C, outputs poisoned:
+ *  - pred_h: h[k] for k < rank within 1e-6 of |h_C[k]| (integer codes times floats summed
+ *    in the same order with correctly rounded adds and multiplies; the one division by s
+ *    may be off by 2.5 ulp on a GPU), the words past the rank untouched (poison);
+ *  - the predictor's gate: the predicted set from the kernel's own h exactly (the score is
+ *    the same sequence of correctly rounded float operations as the C one), a predicted
+ *    row's gate within the header's 1e-5 rule, an unpredicted row's exactly 0, the list
+ *    the predicted rows with gate > 0 ascending, STATS: active, one step, predicted;
+ *  - up and down after it: exact mode's checks (f exactly 0 off the list, x against C). */
+static void test_predictor_kernels(void **st)
+{
+    (void)st;
+    need_device();
+    const gen_graph *g = &pg;
+    const int K = g->vals[kpg->in[0]].width, M = g->vals[kpg->out].width, D = g->vals[kpd->out].width;
+    const int R = 24; /* not a power of two; the h row holds RT_PRED_MAX_RANK */
+    uint32_t *pw = make_pred(R, K, M, 0.05f);
+    int8_t q[8192];
+    float qs[2], x0[8192];
+    random_input(q, qs, x0, K, D);
+    const gen_gval *in = &g->vals[kph->in[0]];
+    put(&pp, in->buf, q, (size_t)K);
+    put(&pp, in->buf_s, qs, 8);
+    put(&pp, g->vals[kpd->out].buf, x0, sizeof(float) * (size_t)D);
+    poison(&pp, kph->out);
+    run_kop(&pp, kph);
+    float *h = get(&pp, g->vals[kph->out].buf, sizeof(float) * RT_PRED_MAX_RANK), href[RT_PRED_MAX_RANK];
+    ref_pred_h(pw, q, qs[0], K, href);
+    for (int k = 0; k < RT_PRED_MAX_RANK; k++) {
+        uint32_t bits;
+        memcpy(&bits, &h[k], 4);
+        if (k >= R ? bits != POISON : !(fabs((double)h[k] - href[k]) <= 1e-6 * fabs(href[k])))
+            fail_msg("pred_h[%d] = %.9g, C reference %.9g (rank %d)", k, h[k], k < R ? href[k] : 0.0, R);
+    }
+
+    sparse_out o;
+    memset(&o, 0, sizeof(o));
+    poison(&pp, kpg->out);
+    poison(&pp, kpg->part);
+    OK(rt_buf_fill(g_vk, &stats, 0, err));
+    run_kop(&pp, kpg);
+    o.gate = get(&pp, g->vals[kpg->out].buf, sizeof(float) * (size_t)M);
+    o.list = get(&pp, g->vals[kpg->part].buf, sizeof(uint32_t) * (size_t)(M + 1));
+    float *ref = malloc(sizeof(float) * (size_t)M);
+    ref_ternary(q, qs[0], kpg->w[0], K, M, ref);
+    uint32_t n = 0, npred = 0, nact = 0;
+    for (int r = 0; r < M; r++) {
+        const bool on = ref_predicted(pw, h, K, M, r);
+        npred += on;
+        nact += ref[r] > 0;
+        if (!on && o.gate[r] != 0)
+            fail_msg("predictor gate: row %d is not predicted but has gate %g", r, o.gate[r]);
+        if (on && !(fabs((double)o.gate[r] - ref[r]) <= 1e-5 * fabs(ref[r]) + 1e-30))
+            fail_msg("predictor gate: row %d = %.9g, C reference %.9g", r, o.gate[r], ref[r]);
+        if (on && o.gate[r] > 0) {
+            if (n >= o.list[0] || o.list[1 + n] != (uint32_t)r)
+                fail_msg("predictor gate: list entry %u is %u, want row %d", n, n < o.list[0] ? o.list[1 + n] : 0, r);
+            n++;
+        }
+    }
+    if (n != o.list[0])
+        fail_msg("predictor gate: %u rows listed, %u predicted with gate > 0", o.list[0], n);
+    uint32_t stw[RT_STATS_WORDS];
+    OK(rt_buf_download(g_vk, &stats, 0, stw, sizeof(stw), err));
+    for (int i = 0; i < RT_STATS_WORDS; i++) {
+        const uint32_t want = i == 2 * (int)LAYER ? n : i == 2 * (int)LAYER + 1 ? 1 : i == RT_STATS_PRED + (int)LAYER ? npred : 0;
+        if (stw[i] != want)
+            fail_msg("stats word %d is %u, want %u", i, stw[i], want);
+    }
+    printf("predictor: %u of %d rows predicted, %u of them active (%u active in all), rank %d\n", npred, M, n, nact, R);
+    assert_true(npred > 0 && npred < (uint32_t)M && n > 0 && n < nact);
+    run_up_down(&pp, kpg, kpu, kpd, q, qs, x0, &o);
+    free(ref);
+    free(h);
+    free(pw);
     free_out(&o);
 }
 
@@ -894,6 +1045,7 @@ int main(void)
         cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_kernels_match_reference_and_dense),
         cmocka_unit_test(test_all_inactive),
+        cmocka_unit_test(test_predictor_kernels),
         cmocka_unit_test(test_no_sparse_schedule),
         cmocka_unit_test(test_tq_weights_refused),
         cmocka_unit_test(test_predictor_tensors_missing),

@@ -4,6 +4,8 @@
  *     blk.N.ffn_pred_q  F32 [rank, ffn]   (ne0 = rank contiguous; Q transposed)
  *     blk.N.ffn_pred_b  F32 [ffn]         (bias minus the neuron's threshold)
  * so neuron j is predicted active iff sum_k (sum_i x_i p[k][i]) q[j][k] + b[j] >= 0.
+ * A never-active neuron's -inf bias is stored as -1e30 (the GGUF loader accepts finite
+ * weights only; the score of such a neuron stays negative either way).
  *
  *     predgguf IN.gguf PRED.bin RANK OUT.gguf
  *
@@ -11,6 +13,7 @@
  * <arch>.feed_forward_length, <arch>.block_count); PRED.bin must hold exactly
  * layers * (rank * dim + ffn * rank + ffn) floats.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,9 @@ static int run(const char *in, const char *pred, int rank, const char *out, char
     }
     const uint64_t per = (uint64_t)rank * dim + (uint64_t)ffn * rank + ffn;
     float *v = read_all(pred, per * nl, err);
+    for (uint64_t i = 0; v && i < per * nl; i++)
+        if (isinf(v[i]) && v[i] < 0)
+            v[i] = -1e30f;
     rt_gguf_writer *w = v ? rt_gguf_writer_new((uint32_t)g->alignment) : NULL;
     int rc = -1;
     if (v && !w)

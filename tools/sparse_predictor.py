@@ -2,7 +2,8 @@
 
     python3 tools/sparse_predictor.py MODEL.gguf TRAIN_IDS TEST_IDS [--rank R] [--ctx C]
         [--train-chunks N] [--test-chunks N] [--recall 0.99,0.995,0.999] [--json]
-        [--out PRED.bin --out-recall R]
+        [--out PRED.bin --out-recall R | --out 'PRED-{recall}.bin']
+    python3 tools/sparse_predictor.py MODEL.gguf - TEST_IDS --load PRED.bin [--rank R] [--ctx C] [--test-chunks N]
 
 TRAIN_IDS / TEST_IDS are token ids as tools/tokenize writes them (little-endian uint16, no
 BOS): the training split (calibration) and the test split (evaluation) of the model's corpus.
@@ -26,9 +27,14 @@ predictor's P, Q and b - t as F32, as tools/predgguf.c stores them) and the perp
 what the predictor mode computes). Exact mode's perplexity is the dense one (it drops only
 exact zeros). Only PyTorch and numpy from Debian; torch.set_num_threads(1).
 
---out writes the predictor of recall target --out-recall (one of --recall) as raw
+--load evaluates a stored predictor (an --out file) on the test split alone: dense and
+predictor rows, no calibration (what tests/test_sparse_pred.c compares the engine with).
+
+--out writes the predictor of recall target --out-recall (one of --recall), or of every
+target when the name holds '{recall}' (replaced by the target, e.g. 0.995), as raw
 little-endian float32, per layer: P transposed (rank rows of dim), Q transposed (ffn rows of
-rank), then b - t (ffn; -inf for a never-active neuron), so a neuron is predicted active iff
+rank), then b - t (ffn; -1e30 for a never-active neuron: GGUF weights must be finite), so a
+neuron is predicted active iff
 (x P) Q + (b - t) >= 0. tools/predgguf.c appends it to the model as the GGUF tensors
 blk.N.ffn_pred_p [dim, rank], blk.N.ffn_pred_q [rank, ffn] and blk.N.ffn_pred_b [ffn] (GGUF
 ne order: ne0 contiguous), the layout these transposes give.
@@ -160,8 +166,33 @@ def write(path, preds):
     """The predictors as raw float32: per layer P^T, Q^T, b - t (the --out layout above)."""
     with open(path, "wb") as f:
         for p in preds:
-            for t in (p["P"].T, p["Q"].T, p["b"] - p["t"]):
+            for t in (p["P"].T, p["Q"].T, (p["b"] - p["t"]).clamp(min=-1e30)):
                 f.write(t.contiguous().numpy().astype("<f4").tobytes())
+
+
+def load_pred(path, layers, dim, ffn, rank):
+    """An --out file back as predictors with t = 0 (its bias is b - t)."""
+    v = torch.from_numpy(np.fromfile(path, "<f4").copy())
+    per = rank * dim + ffn * rank + ffn
+    if v.numel() != per * layers:
+        sys.exit("sparse_predictor: %s holds %d floats, rank %d needs %d" % (path, v.numel(), rank, per * layers))
+    out = []
+    for L in range(layers):
+        w = v[L * per:(L + 1) * per]
+        P = w[:rank * dim].view(rank, dim).T
+        Q = w[rank * dim:rank * dim + ffn * rank].view(ffn, rank).T
+        out.append({"P": P, "Q": Q, "b": w[rank * dim + ffn * rank:], "t": torch.zeros(ffn)})
+    return out
+
+
+def evaluate(m, test, preds, ffn):
+    """Perplexity, gate rows, up/down rows and recall of predictors preds on test."""
+    st = [{"tokens": 0, "predicted": 0, "active": 0, "hit": 0} for _ in m.layers]
+    p = perplexity(m, test, pred=preds, stats=st)
+    tok = sum(s["tokens"] for s in st)
+    return {"ppl": p, "gate_pct": 100 * sum(s["predicted"] for s in st) / tok / ffn,
+            "updown_pct": 100 * sum(s["hit"] for s in st) / tok / ffn,
+            "recall": sum(s["hit"] for s in st) / max(1, sum(s["active"] for s in st))}
 
 
 def main():
@@ -179,13 +210,23 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--out-recall", type=float)
+    ap.add_argument("--load")
     a = ap.parse_args()
     recalls = [float(v) for v in a.recall.split(",")]
-    if a.out and a.out_recall not in recalls:
+    if a.out and "{recall}" not in a.out and a.out_recall not in recalls:
         sys.exit("sparse_predictor: --out needs --out-recall, one of the --recall values (%s)" % a.recall)
     torch.set_num_threads(1)
     m = Model(a.model)
     load = lambda p: np.fromfile(p, "<u2").astype(np.int64).tolist()  # noqa: E731
+    if a.load:
+        test = chunks(load(a.test_ids), a.ctx, m.bos, a.test_chunks)
+        ffn = m.layers[0]["ffn_gate"][0].shape[1]
+        preds = load_pred(a.load, len(m.layers), m.dim, ffn, a.rank)
+        row = dict(evaluate(m, test, preds, ffn), mode="predictor r=%d (%s)" % (a.rank, a.load))
+        out = {"model": a.model, "rank": a.rank, "ctx": a.ctx, "test_chunks": len(test),
+               "rows": [{"mode": "dense", "ppl": perplexity(m, test)}, row]}
+        print(json.dumps(out))
+        return
     train = chunks(load(a.train_ids), a.ctx, m.bos, a.train_chunks)
     test = chunks(load(a.test_ids), a.ctx, m.bos, a.test_chunks)
     if not train or not test:
@@ -211,7 +252,9 @@ def main():
     for r in recalls:
         for i, (X, Y) in enumerate(XY):
             preds[i]["t"] = thresholds(preds[i], X, Y, r)
-        if a.out and r == a.out_recall:
+        if a.out and "{recall}" in a.out:
+            write(a.out.replace("{recall}", "%g" % r), preds)
+        elif a.out and r == a.out_recall:
             write(a.out, preds)
         st = [{"tokens": 0, "predicted": 0, "active": 0, "hit": 0} for _ in m.layers]
         p = perplexity(m, test, pred=preds, stats=st)

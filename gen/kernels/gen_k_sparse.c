@@ -18,6 +18,15 @@
  *   y[o] = y[o] + float(sum - sum(q)) / s * w_scale, the dense residual bitlinear's
  *   expression, and the last workgroup runs the next norm. The skipped columns have
  *   q = 0, so every integer sum equals the dense one: bit-identical results.
+ * Predictor mode (RT_ARG_PRED: u32 rank, 3 pad words, f32 P^T [rank][K], Q^T [M][rank],
+ * b [M]):
+ * SPARSE_PRED_H: workgroup k < rank computes h[k] = (sum_i float(q_i) P^T[k][i]) / s:
+ *   invocation l sums i = l, l + 256, ... in order, then a fixed shared-memory tree
+ *   (l += l + 128, + 64, ...), so the float sum is the same on every device.
+ * SPARSE_GATE with in[1] = h: row r's score sum_k h[k] Q^T[r][k] (k ascending) + b[r],
+ *   computed by every lane of its subgroup alike; a row with score < 0 is not read and
+ *   gets gate 0 (so it is not listed), the others are the gate rows above, and each adds
+ *   1 to STATS[RT_STATS_PRED + L].
  */
 #include "gen_k_common.h"
 #include "gen_k_norm.h"
@@ -97,16 +106,85 @@ static dsl_expr compact(dsl_kernel *k, dsl_expr gate, dsl_expr list, int M)
     return base;
 }
 
-static int k_gate(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, char *err)
+/* Predictor mode: is row r predicted active? sum_k h[k] Q^T[r][k] (k ascending) + b[r] >= 0
+ * (pred: the RT_ARG_PRED buffer of a K-wide input and M rows). Every lane computes it. */
+static dsl_expr pred_score(dsl_kernel *k, dsl_expr h, dsl_expr P, int K, int M, dsl_expr r)
 {
-    const int K = g->vals[kop->in[0]].width, M = (int)g->m->tensors[kop->w[0]].ne[1];
+    dsl_expr rank = dsl_let(k, "rank", dsl_load(k, P, U(0)));
+    dsl_expr qo = dsl_let(k, "qo", dsl_add(k, U(4), dsl_mul(k, rank, U((uint32_t)K)))); /* Q^T */
+    dsl_expr row = dsl_let(k, "qrow", dsl_add(k, qo, dsl_mul(k, r, rank)));
+    dsl_expr acc = dsl_var(k, "sacc", DSL_F32, F(0));
+    dsl_expr kk = dsl_for(k, "kk", U(0), rank, NULL);
+    dsl_expr qv = dsl_bitcast(k, dsl_load(k, P, dsl_add(k, row, kk)), DSL_F32);
+    dsl_add_to(k, acc, dsl_mul(k, dsl_load(k, h, kk), qv));
+    dsl_end(k);
+    dsl_expr bo = dsl_add(k, dsl_add(k, qo, dsl_mul(k, rank, U((uint32_t)M))), r);
+    dsl_expr sc = dsl_let(k, "score", dsl_add(k, acc, dsl_bitcast(k, dsl_load(k, P, bo), DSL_F32)));
+    return dsl_ge(k, sc, F(0));
+}
+
+/* SPARSE_PRED_H: h[k] = (q / s) . P^T[k] for k < rank (one workgroup per k). */
+static int k_pred_h(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, char *err)
+{
+    const int K = g->vals[kop->in[0]].width;
     char name[96];
-    snprintf(name, sizeof(name), "sparse_gate_m%d_k%d", M, K);
+    snprintf(name, sizeof(name), "sparse_pred_h_k%d", K);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr q, qs;
     bind_q8(k, g, kop, out, &q, &qs);
+    dsl_expr P = dsl_buffer(k, "pred", DSL_U32, DSL_READONLY);
+    gen_out_arg(out, RT_ARG_PRED, 0);
+    dsl_expr h = dsl_buffer(k, "h", DSL_F32, DSL_WRITEONLY);
+    gen_out_val(out, g, kop->out);
+
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), kr = dsl_let(k, "kr", dsl_wgid(k, 0));
+    dsl_expr rank = dsl_let(k, "rank", dsl_load(k, P, U(0)));
+    dsl_return_if(k, dsl_ge(k, kr, rank)); /* uniform in the workgroup */
+    dsl_expr row = dsl_let(k, "prow", dsl_add(k, U(4), dsl_mul(k, kr, U((uint32_t)K))));
+    dsl_expr acc = dsl_var(k, "acc", DSL_F32, F(0));
+    dsl_expr i = dsl_for(k, "i", lid, U((uint32_t)K), U(WG));
+    dsl_expr qi = dsl_cast(k, dsl_unpack8(k, dsl_load(k, q, dsl_shr(k, i, U(2))), dsl_band(k, i, U(3)), true), DSL_F32);
+    dsl_add_to(k, acc, dsl_mul(k, qi, dsl_bitcast(k, dsl_load(k, P, dsl_add(k, row, i)), DSL_F32)));
+    dsl_end(k);
+    dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
+    dsl_store(k, red, lid, acc);
+    for (uint32_t st = WG / 2; st >= 1; st /= 2) {
+        dsl_barrier(k);
+        dsl_if(k, dsl_lt(k, lid, U(st)));
+        dsl_store(k, red, lid, dsl_add(k, dsl_load(k, red, lid), dsl_load(k, red, dsl_add(k, lid, U(st)))));
+        dsl_end(k);
+    }
+    dsl_barrier(k);
+    dsl_if(k, dsl_eq(k, lid, U(0)));
+    dsl_store(k, h, kr, dsl_div(k, dsl_load(k, red, U(0)), dsl_load(k, qs, U(0))));
+    dsl_end(k);
+
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, RT_PRED_MAX_RANK, 1);
+    out->bytes = (uint64_t)K + 8 + RT_PRED_MAX_RANK * 4; /* q, h; P is the runtime's (RT_ARG_PRED) */
+    return gen_out_kernel(out, k, err);
+}
+
+static int k_gate(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, char *err)
+{
+    const int K = g->vals[kop->in[0]].width, M = (int)g->m->tensors[kop->w[0]].ne[1];
+    const bool pred = kop->in[1] >= 0; /* predictor mode: in[1] = the predictor's h row */
+    char name[96];
+    snprintf(name, sizeof(name), "sparse_gate%s_m%d_k%d", pred ? "_pred" : "", M, K);
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    dsl_expr q, qs;
+    bind_q8(k, g, kop, out, &q, &qs);
+    dsl_expr h = NULL, P = NULL;
+    if (pred) {
+        h = dsl_buffer(k, "h", DSL_F32, DSL_READONLY);
+        gen_out_val(out, g, kop->in[1]);
+        P = dsl_buffer(k, "pred", DSL_U32, DSL_READONLY);
+        gen_out_arg(out, RT_ARG_PRED, 0);
+    }
     dsl_expr W = dsl_buffer(k, "w", DSL_U32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr gate = dsl_buffer(k, "gate", DSL_F32, DSL_READWRITE | DSL_COHERENT);
@@ -125,6 +203,18 @@ static int k_gate(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), rl));
     dsl_break_if(k, dsl_ge(k, r, Mc));
+    if (pred) {
+        dsl_expr on = pred_score(k, h, P, K, M, r);
+        dsl_if(k, dsl_not(k, on));
+        dsl_if(k, dsl_eq(k, dsl_subgroup_invocation(k), U(0)));
+        dsl_store(k, gate, r, F(0));
+        dsl_end(k);
+        dsl_continue(k);
+        dsl_end(k);
+        dsl_if(k, dsl_eq(k, dsl_subgroup_invocation(k), U(0)));
+        dsl_atomic_add(k, dsl_at(k, stats, dsl_add(k, layer, U(RT_STATS_PRED))), U(1));
+        dsl_end(k);
+    }
     dsl_expr tot = dsl_let(k, "tot", row_dot(k, W, q, KW, r));
     dsl_if(k, dsl_eq(k, dsl_subgroup_invocation(k), U(0)));
     dsl_store(k, gate, r, dsl_let(k, "v", row_value(k, tot, qs, ws)));
@@ -144,8 +234,14 @@ static int k_gate(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
 
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);
-    /* the gate matrix, q, the gate row written and read back, the list (at most M + 1 words) */
-    out->bytes = (uint64_t)M * K / 4 + 4 + (uint64_t)K + 8 + (uint64_t)M * 8 + (uint64_t)(M + 1) * 4;
+    /* the gate matrix, q, the gate row written and read back, the list (at most M + 1 words);
+     * predictor mode: the matrix per predicted row (bytes_active), h (the predictor's Q and
+     * b: counted by the runtime with the whole RT_ARG_PRED buffer at SPARSE_PRED_H) */
+    out->bytes = (uint64_t)(pred ? 0 : M * K / 4) + 4 + (uint64_t)K + 8 + (uint64_t)M * 8 + (uint64_t)(M + 1) * 4;
+    if (pred) {
+        out->bytes += RT_PRED_MAX_RANK * 4;
+        out->bytes_active = (uint64_t)K / 4;
+    }
     return gen_out_kernel(out, k, err);
 }
 
@@ -303,6 +399,7 @@ int gen_k_sparse(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
         return -1;
     }
     switch (kop->kind) {
+    case GEN_K_SPARSE_PRED_H: return k_pred_h(g, kop, out, err);
     case GEN_K_SPARSE_GATE: return k_gate(g, kop, out, err);
     case GEN_K_SPARSE_UP: return k_up(g, kop, out, err);
     default: return k_down(g, kop, out, err);

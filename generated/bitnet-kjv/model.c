@@ -8,7 +8,7 @@
 #include "kernels.spv.inc"
 
 /* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations */
-static const rt_kernel_desc kernels[23] = {
+static const rt_kernel_desc kernels[28] = {
     {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256},
     {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256},
     {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm), NULL, 0, 3344, 64},
@@ -29,6 +29,11 @@ static const rt_kernel_desc kernels[23] = {
     {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256},
     {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256},
     {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256},
+    {"sparse_gate_m768_k256", spv_sparse_gate_m768_k256, sizeof(spv_sparse_gate_m768_k256), spv_dot_sparse_gate_m768_k256, sizeof(spv_dot_sparse_gate_m768_k256), 1028, 256},
+    {"sparse_up_relu2_nextnorm_m768_k256", spv_sparse_up_relu2_nextnorm_m768_k256, sizeof(spv_sparse_up_relu2_nextnorm_m768_k256), spv_dot_sparse_up_relu2_nextnorm_m768_k256, sizeof(spv_dot_sparse_up_relu2_nextnorm_m768_k256), 2052, 256},
+    {"sparse_down_res_nextlayernorm_m256_k768", spv_sparse_down_res_nextlayernorm_m256_k768, sizeof(spv_sparse_down_res_nextlayernorm_m256_k768), NULL, 0, 2564, 256},
+    {"sparse_pred_h_k256", spv_sparse_pred_h_k256, sizeof(spv_sparse_pred_h_k256), NULL, 0, 1024, 256},
+    {"sparse_gate_pred_m768_k256", spv_sparse_gate_pred_m768_k256, sizeof(spv_sparse_gate_pred_m768_k256), spv_dot_sparse_gate_pred_m768_k256, sizeof(spv_dot_sparse_gate_pred_m768_k256), 1028, 256},
     {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256},
     {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256},
     {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256},
@@ -73,8 +78,9 @@ static const rt_act_desc acts[] = {
     {"act5", 3072},
     {"act6", 1024},
     {"act7", 256},
-    {"act8", 8},
+    {"act8", 3072},
     {"act9", 33792},
+    {"act10", 1024},
 };
 
 /* decode after the layers with --lm-head q8 */
@@ -212,11 +218,126 @@ static const rt_dispatch prefill[] = {
      .bytes = 1024ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
+/* decode_exact after the layers with --lm-head q8 */
+static const rt_dispatch decode_exact_post_q8[] = {
+    /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
+    {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+     .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
+     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
+};
+
+static const rt_dispatch decode_exact[] = {
+    /* ---- before the layers ---- */
+    /* embed token_embd+norm_quant attn_norm embed_f16_n256_nextnorm  (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
+    {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+     .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
+     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .bytes = 3852ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
+    /* ---- each layer L ---- */
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
+    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 64, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
+    /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
+    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
+    /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
+    {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 32, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .bytes = 21008ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
+    /* sparse_gate ffn_gate         sparse_gate_m768_k256    (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, f.gate, f.list, stats, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.gate f.list sync] */
+    {.kernel = 20, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
+     .n_params = 1, .params = {{RT_P_LAYER, 0u}},
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000318ull,
+     .bytes = 58640ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "sparse_gate ffn_gate"},
+    /* sparse_up ffn_up+norm_quant ffn_sub_norm sparse_up_relu2_nextnorm_m768_k256 (ffn_norm.q8, ffn_norm.q8_scale, f.gate, f.list, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_sub_norm.q8 f.gate f.list sync] */
+    {.kernel = 21, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000340ull,
+     .bytes = 16404ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_up ffn_up+norm_quant ffn_sub_norm"},
+    /* sparse_down ffn_down+norm_quant attn_norm[L+1] sparse_down_res_nextlayernorm_m256_k768 (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, f.list, transposed(blk.{L}.ffn_down.weight), x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
+    {.kernel = 22, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+     .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
+     .groups = {{0, 2, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .bytes = 8212ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_down ffn_down+norm_quant attn_norm[L+1]"},
+    /* ---- after the layers ---- */
+    /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
+    {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+     .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
+     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
+};
+
+/* decode_pred after the layers with --lm-head q8 */
+static const rt_dispatch decode_pred_post_q8[] = {
+    /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
+    {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+     .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
+     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
+};
+
+static const rt_dispatch decode_pred[] = {
+    /* ---- before the layers ---- */
+    /* embed token_embd+norm_quant attn_norm embed_f16_n256_nextnorm  (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
+    {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+     .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
+     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .bytes = 3852ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
+    /* ---- each layer L ---- */
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
+    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 64, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
+    /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
+    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
+    /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
+    {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 32, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .bytes = 21008ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
+    /* sparse_pred_h ffn_gate       sparse_pred_h_k256       (ffn_norm.q8, ffn_norm.q8_scale, predictor[L], f.pred_h)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
+    {.kernel = 23, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_PRED, 0}, {RT_ARG_ACT, 10}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x18ull,
+     .bytes = 1288ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "sparse_pred_h ffn_gate"},
+    /* sparse_gate ffn_gate         sparse_gate_pred_m768_k256 (ffn_norm.q8, ffn_norm.q8_scale, f.pred_h, predictor[L], blk.{L}.ffn_gate.weight, f.gate, f.list, stats, sync)  [barrier: f.list f.pred_h sync] */
+    {.kernel = 24, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 10}, {RT_ARG_PRED, 0}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
+     .n_params = 1, .params = {{RT_P_LAYER, 0u}},
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000600ull,
+     .bytes = 10512ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_gate ffn_gate"},
+    /* sparse_up ffn_up+norm_quant ffn_sub_norm sparse_up_relu2_nextnorm_m768_k256 (ffn_norm.q8, ffn_norm.q8_scale, f.gate, f.list, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_sub_norm.q8 f.gate f.list sync] */
+    {.kernel = 21, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000340ull,
+     .bytes = 16404ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_up ffn_up+norm_quant ffn_sub_norm"},
+    /* sparse_down ffn_down+norm_quant attn_norm[L+1] sparse_down_res_nextlayernorm_m256_k768 (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, f.list, transposed(blk.{L}.ffn_down.weight), x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
+    {.kernel = 22, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+     .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
+     .groups = {{0, 2, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .bytes = 8212ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_down ffn_down+norm_quant attn_norm[L+1]"},
+    /* ---- after the layers ---- */
+    /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
+    {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+     .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
+     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
+};
+
 static const char manifest[] =
     "model bitnet-kjv\n"
-    "source models/bitnet-kjv.yaml fnv64:f813e98040f10386\n"
+    "source models/bitnet-kjv.yaml fnv64:94398e58ad3d8a58\n"
     "fusion on\n"
-    "kernels 23\n"
+    "kernels 28\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:c094155b1834238e\n"
     "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:bb0a41454566c99c +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm glsl-fnv64:5050688e0efd16c1\n"
@@ -237,6 +358,11 @@ static const char manifest[] =
     "kernel rmsnorm_n256 glsl-fnv64:f3c7f38126d1d429\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"
+    "kernel sparse_gate_m768_k256 glsl-fnv64:8de950a73176922f +native-dot\n"
+    "kernel sparse_up_relu2_nextnorm_m768_k256 glsl-fnv64:2e91669434c2c654 +native-dot\n"
+    "kernel sparse_down_res_nextlayernorm_m256_k768 glsl-fnv64:c4a6bea0567a4967\n"
+    "kernel sparse_pred_h_k256 glsl-fnv64:b25a88690394a942\n"
+    "kernel sparse_gate_pred_m768_k256 glsl-fnv64:7a47db2291248c49 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"
@@ -246,11 +372,13 @@ const rt_model_desc rt_model_bitnet_kjv = {
     .name = "bitnet-kjv", .archs = archs, .n_archs = 2,
     .checks = checks, .n_checks = 7,
     .tensors = tensors, .n_tensors = 13, .vocab_tensor = 0,
-    .acts = acts, .n_acts = 10,
+    .acts = acts, .n_acts = 11,
     .kv_dim = 128, .kv_elem_bytes = 2,
-    .kernels = kernels, .n_kernels = 23,
+    .kernels = kernels, .n_kernels = 28,
     .decode = {decode, 1, decode + 1, 5, decode + 6, 1, decode_post_q8},
     .prefill = {prefill, 1, prefill + 1, 10, prefill + 11, 2, prefill_post_q8},
-    .k_argmax = 20, .k_topk = 21, .k_copy = 22, .topk_groups_x = 1,
+    .decode_exact = {decode_exact, 1, decode_exact + 1, 6, decode_exact + 7, 1, decode_exact_post_q8},
+    .decode_pred = {decode_pred, 1, decode_pred + 1, 7, decode_pred + 8, 1, decode_pred_post_q8},
+    .k_argmax = 25, .k_topk = 26, .k_copy = 27, .topk_groups_x = 1,
     .manifest = manifest,
 };

@@ -52,7 +52,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID,
                            "ternion_context_new: n_ctx %d, n_batch %d, n_seq_max %d (1..256), gemv %d (0..2), "
                            "device %d: out of range", p.n_ctx, p.n_batch, p.n_seq_max, p.gemv, p.device);
-    if (p.sparse_ffn < TERNION_SPARSE_DENSE || p.sparse_ffn > TERNION_SPARSE_EXACT)
+    if (p.sparse_ffn < TERNION_SPARSE_DENSE || p.sparse_ffn > TERNION_SPARSE_PREDICTOR)
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: sparse_ffn %d: out of range", p.sparse_ffn);
     if (p.sparse_ffn == TERNION_SPARSE_EXACT && !m->desc->decode_exact.n_layer)
         return rt_api_fail(TERNION_E_INVALID,

@@ -175,6 +175,14 @@ int32_t ternion_perf_ffn_active(const ternion_context *c, double *out, int32_t c
     return n < cap ? n : cap;
 }
 
+int32_t ternion_perf_ffn_predicted(const ternion_context *c, double *out, int32_t cap)
+{
+    if (!c || !out || cap <= 0 || !rt_engine_ffn_predicted(c->e, out, cap))
+        return 0;
+    int32_t n = rt_engine_n_layers(c->e);
+    return n < cap ? n : cap;
+}
+
 int ternion_perf_copy_bandwidth(ternion_context *c, double *out_gbs)
 {
     if (!c || !out_gbs)

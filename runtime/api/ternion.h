@@ -240,7 +240,10 @@ typedef struct {
                            change slightly; TERNION_E_INVALID when the model has no such head */
     int32_t sparse_ffn; /* TERNION_SPARSE_*: single-token steps skip the up rows and down columns
                            of FFN neurons whose gate is <= 0 (the same logits); EXACT needs a
-                           model whose YAML has sparse_ffn: exact (else TERNION_E_INVALID) */
+                           model whose YAML has sparse_ffn: exact (else TERNION_E_INVALID);
+                           PREDICTOR also skips the gate rows a low-rank predictor rules out
+                           (approximate; YAML sparse_ffn: predictor and a file with the
+                           blk.N.ffn_pred_* tensors of tools/predgguf, else an error) */
     int32_t tune;       /* kernel variants (ternion_tune): TERNION_TUNE_OFF (the default: built-in
                            choices), _AUTO (the choice stored for this device, driver and model,
                            or on a GPU tune once when none, a progress line on stderr), _NOW
@@ -255,7 +258,7 @@ typedef struct {
 } ternion_context_params;
 enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2 };
 
-enum { TERNION_SPARSE_DENSE = 0, TERNION_SPARSE_EXACT = 1 };
+enum { TERNION_SPARSE_DENSE = 0, TERNION_SPARSE_EXACT = 1, TERNION_SPARSE_PREDICTOR = 2 };
 typedef enum { TERNION_TUNE_OFF = 0, TERNION_TUNE_AUTO = 1, TERNION_TUNE_NOW = 2 } ternion_tune;
 
 TERNION_API ternion_context_params ternion_context_default_params(void);
@@ -410,6 +413,9 @@ TERNION_API uint64_t ternion_perf_decode_weight_bytes(const ternion_context *ctx
  * single-token steps so far, into out[0 .. cap). Returns the layers written: 0 when the
  * context runs the dense FFN (nothing measured) or no single-token step ran. */
 TERNION_API int32_t ternion_perf_ffn_active(const ternion_context *ctx, double *out, int32_t cap);
+/* Predictor mode: the same for the neurons predicted active (their gate rows are the ones
+ * computed; ffn_active counts those predicted and with gate > 0). 0 in the other modes. */
+TERNION_API int32_t ternion_perf_ffn_predicted(const ternion_context *ctx, double *out, int32_t cap);
 /* The device's copy bandwidth in GB/s (read + write), measured with a copy kernel. */
 TERNION_API int ternion_perf_copy_bandwidth(ternion_context *ctx, double *out_gbs);
 /* Layer streaming: the fastest of 3 runs of the streamed copies alone, of a decode step's

@@ -166,7 +166,10 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     cp.no_int_dot = o->no_int_dot;
     cp.gemv = !o->gemv ? 0 : !strcmp(o->gemv, "vec4") ? 2 : 1;
     cp.lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8");
-    cp.sparse_ffn = o->sparse_ffn && !strcmp(o->sparse_ffn, "exact") ? TERNION_SPARSE_EXACT : TERNION_SPARSE_DENSE;
+    cp.sparse_ffn = !o->sparse_ffn                       ? TERNION_SPARSE_DENSE
+                    : !strcmp(o->sparse_ffn, "exact")     ? TERNION_SPARSE_EXACT
+                    : !strcmp(o->sparse_ffn, "predictor") ? TERNION_SPARSE_PREDICTOR
+                                                          : TERNION_SPARSE_DENSE;
     cp.tune = o->tune ? TERNION_TUNE_NOW : TERNION_TUNE_AUTO; /* the stored choice, or tune once */
     cp.weights = !o->weights ? 0 : !strcmp(o->weights, "tq1") ? TERNION_WEIGHTS_TQ1 : TERNION_WEIGHTS_TQ2;
     cp.vram_budget_mib = o->vram_budget;

@@ -70,7 +70,7 @@ static const flag_def flags[] = {
     {"--vram-budget", NULL, F_INT, O(vram_budget), 0, 1 << 30, "MiB", "device memory for the model (0: all resident, the default); the layers that do not fit beside two layer slots stay in host memory and are copied in per step, overlapping compute"},
     {"--weights", NULL, F_STR, O(weights), 0, 0, "FMT", "tq1 / tq2: re-encode I2_S ternary weights at load into ggml's TQ1_0 (1.69 bits) / TQ2_0 (2.06 bits) blocks: fewer bytes per token, logits move by the F16 rounding of the scale"},
     {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},
-    {"--sparse-ffn", NULL, F_STR, O(sparse_ffn), 0, 0, "MODE", "dense (default) or exact: decode skips the up rows and down columns of FFN neurons whose gate is <= 0 (models with sparse_ffn in their YAML); same logits; --profile / --bench print the active fraction per layer"},
+    {"--sparse-ffn", NULL, F_STR, O(sparse_ffn), 0, 0, "MODE", "dense (default), exact: decode skips the up rows and down columns of FFN neurons whose gate is <= 0 (models with sparse_ffn in their YAML; same logits), or predictor: also the gate rows a low-rank predictor rules out (a file with tools/predgguf's blk.N.ffn_pred_* tensors; approximate); --profile / --bench print the fractions per layer; prompts stay dense (-b 1 runs every token through it)"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
     {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
     {"-h", "--help", F_BOOL, O(help), 0, 0, NULL, "this help"},
@@ -212,8 +212,9 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         return bad_value(o->prog, "--weights", o->weights, "tq1 or tq2");
     if (o->lm_head && strcmp(o->lm_head, "f16") && strcmp(o->lm_head, "q8"))
         return bad_value(o->prog, "--lm-head", o->lm_head, "f16 or q8");
-    if (o->sparse_ffn && strcmp(o->sparse_ffn, "dense") && strcmp(o->sparse_ffn, "exact"))
-        return bad_value(o->prog, "--sparse-ffn", o->sparse_ffn, "dense or exact");
+    if (o->sparse_ffn && strcmp(o->sparse_ffn, "dense") && strcmp(o->sparse_ffn, "exact") &&
+        strcmp(o->sparse_ffn, "predictor"))
+        return bad_value(o->prog, "--sparse-ffn", o->sparse_ffn, "dense, exact or predictor");
     if (o->top_p <= 0 || o->repeat_penalty <= 0) {
         fprintf(stderr, "error: %s must be greater than 0\n", o->top_p <= 0 ? "--top-p" : "--repeat-penalty");
         return usage_error(o->prog);

@@ -44,6 +44,8 @@ typedef struct {
     int sparse_ffn;        /* TERNION_SPARSE_* */
     int n_ffn;             /* layers in ffn_active (0: not measured: dense) */
     double ffn_active[MAX_FFN_LAYERS]; /* fraction of FFN neurons with gate > 0, per layer */
+    int n_pred;            /* layers in ffn_predicted (0: not predictor mode) */
+    double ffn_predicted[MAX_FFN_LAYERS]; /* predictor mode: fraction of gate rows computed */
     double achieved_gbs, copy_gbs;
     bool native_dot;       /* kernels with native integer dot products */
     bool lm_head_q8;       /* --lm-head q8 */
@@ -363,6 +365,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->layer_weight_bytes = ternion_perf_decode_weight_bytes(e, true);
     r->sparse_ffn = st.sparse_ffn;
     r->n_ffn = ternion_perf_ffn_active(e, r->ffn_active, MAX_FFN_LAYERS);
+    r->n_pred = ternion_perf_ffn_predicted(e, r->ffn_predicted, MAX_FFN_LAYERS);
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
     fprintf(stderr, "bench: device copy bandwidth\n");
     if (ternion_perf_copy_bandwidth(e, &r->copy_gbs)) {
@@ -382,6 +385,8 @@ static void json_str(const char *key, const char *s, bool comma)
     }
     printf("\"%s", comma ? "," : "");
 }
+
+static const char *const sparse_names[3] = {"dense", "exact", "predictor"};
 
 static double mean_active(const bench_result *r)
 {
@@ -422,7 +427,7 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
                o->vram_budget, r->streamed_layers, (unsigned long long)r->streamed_bytes, r->s_copy_ms,
                r->s_compute_ms, r->s_step_ms, r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0);
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
-        json_str("sparse_ffn", r->sparse_ffn == TERNION_SPARSE_EXACT ? "exact" : "dense", true);
+        json_str("sparse_ffn", sparse_names[r->sparse_ffn < 0 || r->sparse_ffn > 2 ? 0 : r->sparse_ffn], true);
         if (r->n_ffn) {
             printf("\"ffn_active\":%.4f,\"ffn_active_layers\":[", mean_active(r));
             for (int L = 0; L < r->n_ffn; L++)
@@ -431,6 +436,13 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         } else {
             printf("\"ffn_active\":null,\"ffn_active_layers\":null,");
         }
+        double pm = 0;
+        for (int L = 0; L < r->n_pred; L++)
+            pm += r->ffn_predicted[L] / r->n_pred;
+        if (r->n_pred)
+            printf("\"ffn_predicted\":%.4f,", pm);
+        else
+            printf("\"ffn_predicted\":null,");
         json_str("tune", tune_how[r->tune_state < 0 || r->tune_state > 2 ? 0 : r->tune_state], true);
         json_str("variants", r->variants, true);
         printf("\"dispatches_per_token\":%u,\"barriers_per_token\":%u,\"bytes_per_token\":%llu,"
@@ -465,10 +477,18 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
     printf("per token:   %u dispatches, %u barriers, %.2f MB read (%.2f MB of weights, %.2f MB of them in the layers)\n",
            r->dispatches, r->barriers, r->bytes / 1e6, r->weight_bytes / 1e6, r->layer_weight_bytes / 1e6);
     if (r->n_ffn) {
-        printf("sparse FFN:  exact; neurons with gate > 0: %.1f %% on average, per layer:", 100 * mean_active(r));
+        printf("sparse FFN:  %s; neurons with gate > 0%s: %.1f %% on average, per layer:",
+               sparse_names[r->sparse_ffn < 0 || r->sparse_ffn > 2 ? 0 : r->sparse_ffn],
+               r->n_pred ? " (and predicted)" : "", 100 * mean_active(r));
         for (int L = 0; L < r->n_ffn; L++)
             printf(" %.1f", 100 * r->ffn_active[L]);
         printf("\n");
+        if (r->n_pred) {
+            printf("predictor:   gate rows computed (neurons predicted active), per layer (%%):");
+            for (int L = 0; L < r->n_pred; L++)
+                printf(" %.1f", 100 * r->ffn_predicted[L]);
+            printf("\n");
+        }
     } else {
         printf("sparse FFN:  dense (--sparse-ffn exact measures the active neurons per layer)\n");
     }

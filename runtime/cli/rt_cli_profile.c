@@ -80,6 +80,13 @@ void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
             fprintf(stderr, " %.1f", 100 * act[L]);
         fprintf(stderr, "\n");
     }
+    nl = decode ? ternion_perf_ffn_predicted(ctx, act, 512) : 0;
+    if (nl) {
+        fprintf(stderr, "sparse FFN: gate rows computed (predicted active) per layer (%%):");
+        for (int32_t L = 0; L < nl; L++)
+            fprintf(stderr, " %.1f", 100 * act[L]);
+        fprintf(stderr, "\n");
+    }
     ternion_perf pf;
     double copy_ms, compute_ms, step_ms;
     if (!decode || ternion_perf_get(ctx, &pf) || !pf.streamed_layers)

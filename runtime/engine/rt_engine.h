@@ -53,7 +53,7 @@ typedef struct {
 } rt_engine_opts;
 
 enum { RT_SPARSE_DENSE = 0, RT_SPARSE_EXACT = 1,
-       RT_SPARSE_PREDICTOR = 2 /* needs blk.N.ffn_pred_{p,q,b} (tools/predgguf.c); no schedule yet */ };
+       RT_SPARSE_PREDICTOR = 2 /* decode_pred; needs blk.N.ffn_pred_{p,q,b} (tools/predgguf.c) */ };
 
 /* Does the GGUF g fit the generated model d (general.architecture, the hyperparameters the
  * YAML fixes, every tensor's type and shape)? 0 with the layer count and vocabulary size;
@@ -138,6 +138,9 @@ int rt_engine_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_ro
  * (at most max). Returns the number of steps counted: 0 when the decode schedule is
  * the dense one (nothing is measured) or no step ran yet. */
 int rt_engine_ffn_active(const rt_engine *e, double *out, int max);
+/* Predictor mode: the same for the neurons predicted active (the gate rows computed);
+ * 0 in the other modes. */
+int rt_engine_ffn_predicted(const rt_engine *e, double *out, int max);
 void rt_engine_ffn_reset(rt_engine *e);
 int rt_engine_n_layers(const rt_engine *e);
 /* Weight bytes one decode step reads: every matrix / table / norm weight its dispatches

@@ -73,6 +73,8 @@ struct rt_engine {
     const rt_schedule *dec; /* the decode schedule run: desc->decode, or decode_exact */
     rt_buf *wt;           /* [n_tensors][n_layers]: transposed copies (RT_ARG_WEIGHT_T), sparse FFN */
     rt_buf ffn_stats;     /* u32[RT_STATS_WORDS] host-visible (RT_ARG_STATS) */
+    rt_buf *pred;         /* [n_layers]: the FFN predictor (RT_ARG_PRED), predictor mode */
+    uint64_t pred_bytes;  /* bytes of one of them */
     rt_buf *acts;         /* [n_acts] */
     rt_buf *kc, *vc;      /* [n_seq][n_layers]: a KV cache per sequence */
     int n_seq, seq;       /* sequences; the one the recorded streams bind (rt_engine_set_seq) */
@@ -120,8 +122,10 @@ void rt_eng_multi_free(rt_engine *e);
 /* rt_engine_sparse.c: the transposed weights and the STATS buffer of the sparse decode */
 int rt_eng_sparse_open(rt_engine *e, int mode, char *err);
 void rt_eng_sparse_close(rt_engine *e);
-/* Mean active neurons of layer L per decode step so far (the FFN width before any step). */
+/* Mean active (predicted: predictor mode's gate rows) neurons of layer L per decode step
+ * so far (the FFN width before any step). */
 double rt_eng_ffn_neurons(const rt_engine *e, int L);
+double rt_eng_ffn_predicted(const rt_engine *e, int L);
 
 /* rt_engine_record.c */
 int rt_eng_record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err);

@@ -21,6 +21,7 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
     case RT_ARG_WEIGHT_Q8: return &e->wq8[a.index];
     case RT_ARG_WEIGHT_T: return &e->wt[(size_t)a.index * e->n_layers + layer];
     case RT_ARG_STATS: return &e->ffn_stats;
+    case RT_ARG_PRED: return &e->pred[layer];
     case RT_ARG_ACT: return &e->acts[a.index];
     case RT_ARG_KCACHE: return &e->kc[(size_t)e->seq * e->n_layers + layer];
     case RT_ARG_VCACHE: return &e->vc[(size_t)e->seq * e->n_layers + layer];

@@ -34,19 +34,32 @@ static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i, int *o
     return i < s->n_post ? &rt_eng_post_of(e, s)[i] : NULL;
 }
 
-/* Bytes of the i-th dispatch of a decode step: the schedule's (a sparse FFN kernel's
- * per active neuron times the layer's measured mean), then the argmax / top-k appended
- * to it (it reads the logits row). */
+/* The sparse FFN's part of dispatch dp's weight bytes in layer L: bytes_active per active
+ * neuron (predictor mode's gate, which binds the predictor: per predicted neuron) times the
+ * layer's measured mean, and predictor mode's whole predictor at SPARSE_PRED_H (the
+ * dispatch that binds RT_ARG_PRED without bytes_active). */
+static uint64_t sparse_bytes(const rt_engine *e, const rt_dispatch *dp, int layer)
+{
+    bool pred = false;
+    for (int a = 0; a < dp->n_args; a++)
+        pred |= dp->args[a].kind == RT_ARG_PRED;
+    if (pred && !dp->bytes_active)
+        return e->pred_bytes;
+    if (!dp->bytes_active)
+        return 0;
+    const double n = pred ? rt_eng_ffn_predicted(e, layer) : rt_eng_ffn_neurons(e, layer);
+    return (uint64_t)llround((double)dp->bytes_active * n);
+}
+
+/* Bytes of the i-th dispatch of a decode step: the schedule's (+ sparse_bytes), then the
+ * argmax / top-k appended to it (it reads the logits row). */
 static uint64_t step_bytes(const rt_engine *e, uint32_t i, int n_kv)
 {
     int layer;
     const rt_dispatch *dp = decode_dispatch(e, i, &layer);
     if (!dp)
         return (uint64_t)e->vocab * 4;
-    uint64_t b = dispatch_bytes(e, dp, n_kv);
-    if (dp->bytes_active)
-        b += (uint64_t)llround((double)dp->bytes_active * rt_eng_ffn_neurons(e, layer));
-    return b;
+    return dispatch_bytes(e, dp, n_kv) + sparse_bytes(e, dp, layer);
 }
 
 /* Bytes of weight tensor t as a dispatch of section `pre` reads it (kind: its arg kind). */
@@ -85,8 +98,7 @@ uint64_t rt_engine_decode_weight_bytes(const rt_engine *e, bool layers_only)
             if (wk)
                 total += weight_arg_bytes(e, arg, pre);
         }
-        if (dp->bytes_active)
-            total += (uint64_t)llround((double)dp->bytes_active * rt_eng_ffn_neurons(e, layer));
+        total += sparse_bytes(e, dp, layer);
     }
     return total;
 }
