@@ -210,7 +210,12 @@ static void write_dispatch_c(FILE *f, const rt_model_desc *md, const gen_graph *
         fprintf(f, "%s{%s, %uu}", i ? ", " : "", param_kind_name(d->params[i].kind), d->params[i].value);
     fprintf(f, "},\n     .groups = {");
     for (int i = 0; i < 3; i++)
-        fprintf(f, "%s{%u, %u, %u}", i ? ", " : "", d->groups[i].mul, d->groups[i].add, d->groups[i].div);
+    {
+        fprintf(f, "%s{%u, %u, %u", i ? ", " : "", d->groups[i].mul, d->groups[i].add, d->groups[i].div);
+        if (d->groups[i].vocab_div)
+            fprintf(f, ", .vocab_div = %u", d->groups[i].vocab_div);
+        fprintf(f, "}");
+    }
     fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",
             (unsigned long long)d->barrier, (unsigned long long)d->bytes, (unsigned long long)d->bytes_vocab,
             (unsigned long long)d->bytes_kv);

@@ -105,9 +105,12 @@ typedef struct {
 } rt_param;
 
 /* Workgroup count along one axis for a step of N tokens:
- * (mul * N + add + div - 1) / div. Decode uses N = 1. */
+ * (mul * N + add + div - 1) / div. Decode uses N = 1. With vocab_div != 0 the count is
+ * at most ceil(vocabulary / vocab_div): kernels that stride over the vocabulary (the LM
+ * head, reading gl_NumWorkGroups) launch no workgroup that would find no row. */
 typedef struct {
     uint32_t mul, add, div;
+    uint32_t vocab_div; /* 0: no cap */
 } rt_groups;
 
 /* Barrier bits: bit i (< 59) = act buffer i; then these. */

@@ -409,8 +409,12 @@ static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t p
         assert_true(ko->params[i].kind == RT_P_VOCAB || ko->params[i].kind == RT_P_CONST);
         params[i] = ko->params[i].kind == RT_P_VOCAB ? run_vocab : ko->params[i].value;
     }
-    for (int a = 0; a < 3; a++)
-        gr[a] = (ko->groups[a].mul * N + ko->groups[a].add + ko->groups[a].div - 1) / ko->groups[a].div;
+    for (int a = 0; a < 3; a++) { /* the runtime's rule (rt_engine_record.c), vocab_div cap included */
+        const rt_groups *g = &ko->groups[a];
+        uint32_t cap = g->vocab_div ? (run_vocab + g->vocab_div - 1) / g->vocab_div : UINT32_MAX;
+        gr[a] = (g->mul * N + g->add + g->div - 1) / g->div;
+        gr[a] = gr[a] < cap ? gr[a] : cap;
+    }
     set_dyn(pos, n, out_start);
     dispatch(kn->k, kn->pl, args, ko->n_args, params, ko->n_params, gr);
 }

@@ -62,6 +62,15 @@ static inline void gen_out_groups_one(gen_kernel_out *o)
         gen_out_groups(o, a, 0, 1, 1);
 }
 
+/* Groups for a kernel striding over the vocabulary along x: `max` workgroups, but none
+ * past the last block of `rows` rows (rt_groups.vocab_div); 1 on the other axes. */
+static inline void gen_out_groups_vocab(gen_kernel_out *o, uint32_t max, uint32_t rows)
+{
+    gen_out_groups_one(o);
+    gen_out_groups(o, 0, 0, max, 1);
+    o->groups[0].vocab_div = rows;
+}
+
 /* Finish: record the kernel and report a builder error. */
 static inline int gen_out_kernel(gen_kernel_out *o, dsl_kernel *k, char *err)
 {
@@ -124,7 +133,9 @@ static inline dsl_expr gen_float_unkey(dsl_kernel *k, dsl_expr key)
  * it in on the u32 counter `cnt` (an element of the coherent SYNC buffer), and open
  * `if (it was the n-th to arrive) {` behind a buffer memory barrier. gen_last_wg_end
  * zeroes the counter again and closes the if. Call both in uniform control flow. */
-static inline void gen_last_wg_begin(dsl_kernel *k, dsl_expr cnt, uint32_t n)
+/* gen_last_wg_begin with the arrival count as an expression: `last` = the number of
+ * workgroups that count in, minus one (a run-time value where the launch size is). */
+static inline void gen_last_wg_begin_at(dsl_kernel *k, dsl_expr cnt, dsl_expr last)
 {
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_memory_barrier(k, DSL_MEM_BUFFER);
@@ -134,9 +145,11 @@ static inline void gen_last_wg_begin(dsl_kernel *k, dsl_expr cnt, uint32_t n)
     dsl_store(k, arrived, U(0), dsl_atomic_add(k, cnt, U(1)));
     dsl_end(k);
     dsl_barrier(k);
-    dsl_if(k, dsl_eq(k, dsl_load(k, arrived, U(0)), U(n - 1)));
+    dsl_if(k, dsl_eq(k, dsl_load(k, arrived, U(0)), last));
     dsl_memory_barrier(k, DSL_MEM_BUFFER);
 }
+
+static inline void gen_last_wg_begin(dsl_kernel *k, dsl_expr cnt, uint32_t n) { gen_last_wg_begin_at(k, cnt, U(n - 1)); }
 
 static inline void gen_last_wg_end(dsl_kernel *k, dsl_expr cnt)
 {

@@ -3,9 +3,10 @@
  *
  * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
  * last position only, unless all logits were asked for). Each subgroup owns one
- * vocabulary row at a time; workgroups stride over the vocabulary (the vocabulary
- * size is a run-time value, so the group count is fixed). F16 weights are read as
- * pairs, each lane taking 4 consecutive words (8 halves; Q8_0: 16 codes) per step: in
+ * vocabulary row at a time; workgroups stride over the vocabulary (its size is a
+ * run-time value: HEAD_GROUPS workgroups at most, and the runtime launches no more
+ * than one per block of ROWS rows, so a small vocabulary starts no idle ones).
+ * F16 weights are read as pairs, each lane taking 4 consecutive words (8 halves; Q8_0: 16 codes) per step: in
  * decode one uvec4 load when the runtime sets GEMV_VEC, else 4 u32 loads, the same
  * sums in the same order (batch too, so batched and decoded logits are the same bits);
  * accumulation in f32 (the reference's batched path keeps the input in f32).
@@ -259,8 +260,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_end(k);     /* vb */
     if (amax)
         head_argmax(k, part, sync, res, best, bidx);
-    gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, HEAD_GROUPS, 1);
+    gen_out_groups_vocab(out, HEAD_GROUPS, ROWS);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
     out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
@@ -321,7 +321,7 @@ static void best_of_wg(dsl_kernel *k, dsl_expr bv, dsl_expr bi, dsl_expr val, ds
 
 /* The LM head's argmax (kop->argmax): the workgroup's best (value, index) into
  * part[2 wg], part[2 wg + 1] (the index's bits); the last workgroup to count itself in
- * reduces the HEAD_GROUPS pairs, larger value first, then lower index (the argmax
+ * reduces the launched workgroups' pairs (at most HEAD_GROUPS), larger value first, then lower index (the argmax
  * kernel's order: the lowest index of the largest value, NaNs never win) and writes
  * the index to result[0]. */
 static void head_argmax(dsl_kernel *k, dsl_expr part, dsl_expr sync, dsl_expr res, dsl_expr best, dsl_expr bidx)
@@ -334,9 +334,10 @@ static void head_argmax(dsl_kernel *k, dsl_expr part, dsl_expr sync, dsl_expr re
     dsl_store(k, part, dsl_add(k, dsl_mul(k, wg, U(2)), U(1)), dsl_bitcast(k, wi, DSL_F32));
     dsl_end(k);
     dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
-    gen_last_wg_begin(k, cnt, HEAD_GROUPS);
+    dsl_expr nwg = dsl_let(k, "nwg", dsl_nwg(k, 0)); /* <= HEAD_GROUPS (the vocabulary caps it) */
+    gen_last_wg_begin_at(k, cnt, dsl_sub(k, nwg, U(1)));
     dsl_expr mv = dsl_var(k, "mv", DSL_F32, F(-3.0e38)), mx = dsl_var(k, "mx", DSL_U32, U(0xffffffffu));
-    dsl_expr p = dsl_for(k, "p", lid, U(HEAD_GROUPS), U(WG));
+    dsl_expr p = dsl_for(k, "p", lid, nwg, U(WG));
     dsl_expr pv = dsl_let(k, "pv", dsl_load(k, part, dsl_mul(k, p, U(2))));
     dsl_expr pi = dsl_let(k, "pi", dsl_bitcast(k, dsl_load(k, part, dsl_add(k, dsl_mul(k, p, U(2)), U(1))), DSL_U32));
     dsl_if(k, dsl_or(k, dsl_gt(k, pv, mv), dsl_and(k, dsl_eq(k, pv, mv), dsl_lt(k, pi, mx))));

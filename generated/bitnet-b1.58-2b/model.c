@@ -85,7 +85,7 @@ static const rt_dispatch decode_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n2560_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 18436ull, .bytes_vocab = 2724ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
@@ -126,7 +126,7 @@ static const rt_dispatch decode[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 18436ull, .bytes_vocab = 5124ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
@@ -140,7 +140,7 @@ static const rt_dispatch prefill_post_q8[] = {
     /* lm_head token_embd (q8)      lm_head_q8_n2560_batch   (xn, q8_0(token_embd.weight), logits)  [barrier: xn] */
     {.kernel = 19, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
      .bytes = 10240ull, .bytes_vocab = 2724ull, .bytes_kv = 0ull, .label = "lm_head token_embd (q8)"},
 };
 
@@ -211,7 +211,7 @@ static const rt_dispatch prefill[] = {
     /* lm_head token_embd           lm_head_f16_n2560_batch  (xn, token_embd.weight, logits)  [barrier: xn] */
     {.kernel = 18, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
      .bytes = 10240ull, .bytes_vocab = 5124ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
@@ -220,7 +220,7 @@ static const rt_dispatch decode_exact_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n2560_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 18436ull, .bytes_vocab = 2724ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
@@ -266,7 +266,7 @@ static const rt_dispatch decode_exact[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 18436ull, .bytes_vocab = 5124ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
@@ -281,8 +281,8 @@ static const char manifest[] =
     "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:45d428cb8056f230 +native-dot\n"
     "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:f9ad600ceb0fecad +native-dot\n"
     "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:11391cf3731387d6 +native-dot\n"
-    "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:e6bc949736afc7b1\n"
-    "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:84c4c51cae7cfa3e\n"
+    "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:8870eb1f22994ae3\n"
+    "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:d8e378d8f7ef4a88\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"
     "kernel norm_quant_n2560 glsl-fnv64:8118643f1bc0b85b\n"
     "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:a5e84f1407f7f298 +native-dot\n"

@@ -88,7 +88,7 @@ static const rt_dispatch decode_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
@@ -129,7 +129,7 @@ static const rt_dispatch decode[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
@@ -143,7 +143,7 @@ static const rt_dispatch prefill_post_q8[] = {
     /* lm_head token_embd (q8)      lm_head_q8_n256_batch    (xn, q8_0(token_embd.weight), logits)  [barrier: xn] */
     {.kernel = 19, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
      .bytes = 1024ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "lm_head token_embd (q8)"},
 };
 
@@ -214,7 +214,7 @@ static const rt_dispatch prefill[] = {
     /* lm_head token_embd           lm_head_f16_n256_batch   (xn, token_embd.weight, logits)  [barrier: xn] */
     {.kernel = 18, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
      .bytes = 1024ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
@@ -344,8 +344,8 @@ static const char manifest[] =
     "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:2051dfa775037b60 +native-dot\n"
     "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:5bbb8dc0ea2e600c +native-dot\n"
     "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:08dd8ceec8246f50 +native-dot\n"
-    "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:8e07e3dbd06c6be4\n"
-    "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:dfc6ff9334f263ef\n"
+    "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:50e9db92b090acd2\n"
+    "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:56aaf410e3183f3d\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
     "kernel norm_quant_n256 glsl-fnv64:f12b702c5d5e1b7a\n"
     "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:f529256254e9250e +native-dot\n"

@@ -85,7 +85,7 @@ static const rt_dispatch decode_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n512_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 10244ull, .bytes_vocab = 548ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
@@ -126,7 +126,7 @@ static const rt_dispatch decode[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n512_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 10244ull, .bytes_vocab = 1028ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
@@ -140,7 +140,7 @@ static const rt_dispatch prefill_post_q8[] = {
     /* lm_head token_embd (q8)      lm_head_q8_n512_batch    (xn, q8_0(token_embd.weight), logits)  [barrier: xn] */
     {.kernel = 19, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
      .bytes = 2048ull, .bytes_vocab = 548ull, .bytes_kv = 0ull, .label = "lm_head token_embd (q8)"},
 };
 
@@ -211,7 +211,7 @@ static const rt_dispatch prefill[] = {
     /* lm_head token_embd           lm_head_f16_n512_batch   (xn, token_embd.weight, logits)  [barrier: xn] */
     {.kernel = 18, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
      .bytes = 2048ull, .bytes_vocab = 1028ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
@@ -220,7 +220,7 @@ static const rt_dispatch decode_exact_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n512_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 10244ull, .bytes_vocab = 548ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
@@ -266,7 +266,7 @@ static const rt_dispatch decode_exact[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n512_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 10244ull, .bytes_vocab = 1028ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
@@ -281,8 +281,8 @@ static const char manifest[] =
     "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:3e670b21fbb113eb +native-dot\n"
     "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:3f35ab0d763f52e7 +native-dot\n"
     "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:7ed0f24d495b99d3 +native-dot\n"
-    "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:b358a978e17b435d\n"
-    "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:c71b88b6df26ef95\n"
+    "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:91467d4d4eb3cea7\n"
+    "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:a0e7cec7e99131af\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"
     "kernel norm_quant_n512 glsl-fnv64:d55faf682d16f914\n"
     "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:e2840c6b1505f291 +native-dot\n"

@@ -32,10 +32,14 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
     }
 }
 
-static uint32_t groups(rt_groups g, uint32_t n)
+static uint32_t groups(rt_groups g, uint32_t n, uint32_t vocab)
 {
     uint32_t div = g.div ? g.div : 1;
     uint32_t v = (g.mul * n + g.add + div - 1) / div;
+    if (g.vocab_div && vocab) {
+        uint32_t cap = (vocab + g.vocab_div - 1) / g.vocab_div;
+        v = v < cap ? v : cap;
+    }
     return v ? v : 1;
 }
 
@@ -84,8 +88,8 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         }
         memcpy(push + off, &v, 4);
     }
-    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, groups(dp->groups[0], n),
-                    groups(dp->groups[1], n), groups(dp->groups[2], n));
+    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, groups(dp->groups[0], n, (uint32_t)e->vocab),
+                    groups(dp->groups[1], n, (uint32_t)e->vocab), groups(dp->groups[2], n, (uint32_t)e->vocab));
 }
 
 /* An auxiliary kernel (argmax, top-k) over logits row `row`: push = logits row

@@ -162,6 +162,7 @@ void main()
         pc.best.d[gl_WorkGroupID.x * 2u] = wv;
         pc.best.d[(gl_WorkGroupID.x * 2u) + 1u] = uintBitsToFloat(wi1);
     }
+    uint nwg = gl_NumWorkGroups.x;
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
@@ -169,11 +170,11 @@ void main()
         arrived[0u] = t13;
     }
     barrier();
-    if (arrived[0u] == 511u) {
+    if (arrived[0u] == (nwg - 1u)) {
         memoryBarrierBuffer();
         precise float mv = -3e+38;
         uint mx = 4294967295u;
-        for (uint p8 = gl_LocalInvocationIndex; p8 < 512u; p8 += 256u) {
+        for (uint p8 = gl_LocalInvocationIndex; p8 < nwg; p8 += 256u) {
             precise float pv = pc.best.d[p8 * 2u];
             uint pi = floatBitsToUint(pc.best.d[(p8 * 2u) + 1u]);
             if ((pv > mv) || ((pv == mv) && (pi < mx))) {
