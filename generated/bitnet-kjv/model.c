@@ -223,7 +223,7 @@ static const rt_dispatch decode_exact_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
@@ -269,7 +269,7 @@ static const rt_dispatch decode_exact[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
@@ -278,7 +278,7 @@ static const rt_dispatch decode_pred_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
@@ -329,7 +329,7 @@ static const rt_dispatch decode_pred[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
     {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
      .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
