@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include "engine/rt_sparse_layout.h"
 #include "gguf/rt_gguf.h"
+#include "gguf/rt_gguf_priv.h"
 #include "vk/rt_vk.h"
 
 #define POISON 0xffffffffu
@@ -1038,6 +1039,160 @@ static void test_predictor_tensors_missing(void **st)
     assert_non_null(strstr(err, "build/tools/predgguf"));
 }
 
+/* bitnet-kjv with the committed predictor (tests/data/bitnet-kjv/pred-r32.bin, recall target
+ * 0.995) appended as predgguf does, into a scratch GGUF at out. 0 ok, -1 missing data. */
+static int write_pred_gguf(const char *mpath, const char *pred, const char *out)
+{
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(mpath, &g, err))
+        return -1;
+    uint32_t dim = 0, ffn = 0, nl = 0;
+    const uint32_t rank = 32;
+    OK(rt_gguf_get_u32(g, "%s.embedding_length", &dim, err));
+    OK(rt_gguf_get_u32(g, "%s.feed_forward_length", &ffn, err));
+    OK(rt_gguf_get_u32(g, "%s.block_count", &nl, err));
+    const uint64_t per = (uint64_t)rank * dim + (uint64_t)ffn * rank + ffn;
+    size_t n = 0;
+    float *v = read_file(".", pred, &n);
+    if (!v || n != per * nl * 4) {
+        free(v);
+        rt_gguf_close(g);
+        return -1;
+    }
+    rt_gguf_writer *w = rt_gguf_writer_new((uint32_t)g->alignment);
+    assert_non_null(w);
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const rt_gguf_kv *kv = &g->kv[i];
+        char key[256];
+        snprintf(key, sizeof(key), "%.*s", (int)kv->key.len, kv->key.ptr);
+        if (strcmp(key, "general.alignment")) {
+            const uint8_t *p;
+            uint64_t len;
+            rt_gguf_kv_payload(kv, &p, &len);
+            rt_gguf_w_raw(w, key, kv->type, p, len);
+        }
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const rt_gguf_tensor *t = &g->tensors[i];
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+        rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+    }
+    for (uint32_t L = 0; L < nl; L++) {
+        const float *p = v + per * L, *q = p + (uint64_t)rank * dim, *b = q + (uint64_t)ffn * rank;
+        const int64_t ne[3][4] = {{dim, rank, 1, 1}, {rank, ffn, 1, 1}, {ffn, 1, 1, 1}};
+        const float *d[3] = {p, q, b};
+        const char *sfx[3] = {"p", "q", "b"};
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "blk.%u.ffn_pred_%s", L, sfx[k]);
+            rt_gguf_w_tensor(w, name, FMT_F32, k < 2 ? 2 : 1, ne[k], d[k], (uint64_t)ne[k][0] * ne[k][1] * 4);
+        }
+    }
+    OK(rt_gguf_writer_save(w, out, err));
+    rt_gguf_writer_free(w);
+    free(v);
+    rt_gguf_close(g);
+    return 0;
+}
+
+static double json_num(const char *j, const char *key)
+{
+    const char *p = strstr(j, key);
+    assert_non_null(p);
+    return strtod(p + strlen(key), NULL);
+}
+
+/* The engine's predictor mode against tools/sparse_predictor.py --load on the same tokens
+ * (the first 2 chunks of -c 16 of ppl-short.txt, ids as tools/tokenize writes them; every
+ * token a single-token step, so every FFN runs the predictor, as in the tool), stored in
+ * ppl-pred.json (commands in tests/data/bitnet-kjv/README.md):
+ *  - perplexity within 0.5 % (test_trained's engine-vs-PyTorch rule for the dense model:
+ *    both sides use the reference's integer semantics, their float sums differ in order;
+ *    here that can also flip a decision whose score is within rounding of 0, which keeps
+ *    or drops one weakly predicted neuron);
+ *  - the gate rows computed and the up/down rows run (mean fractions over layers and
+ *    steps) within 0.1 percentage point of the tool's (a flipped decision moves them by
+ *    1 / (32 steps x 4 layers x 768) = 0.001 points each): this is what tells a working
+ *    predictor from one that predicts everything (perplexity alone barely moves). */
+static void test_predictor_vs_tool(void **st)
+{
+    (void)st;
+    const char *data = "tests/data/bitnet-kjv";
+    char mpath[256], out[] = "/tmp/ternion-pred-XXXXXX", gguf[300];
+    snprintf(mpath, sizeof(mpath), "%s/model.gguf", data);
+    size_t nj = 0, ni = 0;
+    char *ref = read_file(data, "ppl-pred.json", &nj);
+    uint16_t *ids = read_file(data, "ppl-short.ids", &ni);
+    if (!ref || !ids || !mkdtemp(out)) {
+        printf("skip: %s/ppl-pred.json or ppl-short.ids missing\n", data);
+        free(ref);
+        free(ids);
+        skip();
+    }
+    snprintf(gguf, sizeof(gguf), "%s/model-pred.gguf", out);
+    assert_int_equal(write_pred_gguf(mpath, "tests/data/bitnet-kjv/pred-r32.bin", gguf), 0);
+    rig r;
+    int rc = rig_open(&r, "models/bitnet-kjv.yaml", gguf, RT_SPARSE_PREDICTOR);
+    remove(gguf);
+    remove(out); /* the empty scratch directory */
+    if (rc == 1)
+        skip();
+    if (rc)
+        fail_msg("%s", err);
+    const int ctx = (int)json_num(ref, "\"ctx\": "), chunks = (int)json_num(ref, "\"test_chunks\": ");
+    const int32_t bos = (int32_t)json_num(ref, "\"bos\": ");
+    const char *pr = strstr(ref, "\"gate_pct\"");
+    assert_non_null(pr);
+    const double tool_ppl = json_num(strstr(ref, "}, {"), "\"ppl\": "), tool_gate = json_num(pr, "\"gate_pct\": ");
+    const double tool_updown = json_num(pr, "\"updown_pct\": ");
+    assert_true((size_t)(chunks * ctx) <= ni / 2 + 1);
+    const int vocab = rt_engine_vocab(r.e);
+    float *l = malloc(sizeof(float) * (size_t)vocab);
+    double nll = 0;
+    int cnt = 0;
+    rt_engine_ffn_reset(r.e);
+    for (int c = 0; c < chunks; c++) {
+        int32_t tok[512];
+        for (int i = 0; i < ctx; i++) /* [BOS] + ids, cut into chunks, each chunk's first token BOS */
+            tok[i] = i == 0 ? bos : ids[c * ctx + i - 1];
+        for (int i = 0; i < ctx; i++) { /* the last token too: the tool's counts include it */
+            for (int j = 0; j < vocab; j++)
+                l[j] = NAN;
+            if (rt_engine_eval(r.e, &tok[i], 1, i, l, err))
+                fail_msg("%s", err);
+            if (i < ctx / 2 || i == ctx - 1)
+                continue;
+            double mx = l[0], sum = 0;
+            for (int j = 1; j < vocab; j++)
+                mx = l[j] > mx ? l[j] : mx;
+            for (int j = 0; j < vocab; j++)
+                sum += exp((double)l[j] - mx);
+            nll += mx + log(sum) - l[tok[i + 1]];
+            cnt++;
+        }
+    }
+    const double ppl = exp(nll / cnt);
+    double pred[8], act[8], gate = 0, updown = 0;
+    const int layers = rt_engine_n_layers(r.e);
+    assert_true(layers <= 8);
+    assert_int_equal(rt_engine_ffn_predicted(r.e, pred, 8), chunks * ctx);
+    assert_int_equal(rt_engine_ffn_active(r.e, act, 8), chunks * ctx);
+    for (int L = 0; L < layers; L++) {
+        gate += 100 * pred[L] / layers;
+        updown += 100 * act[L] / layers;
+    }
+    printf("predictor vs tool, %d chunks of %d: perplexity %.4f / %.4f (%.4f %% apart); gate rows %.3f / %.3f %%, "
+           "up/down rows %.3f / %.3f %%\n", chunks, ctx, ppl, tool_ppl, 100 * fabs(ppl - tool_ppl) / tool_ppl, gate,
+           tool_gate, updown, tool_updown);
+    assert_true(fabs(ppl - tool_ppl) <= 0.005 * tool_ppl);
+    assert_true(fabs(gate - tool_gate) <= 0.1 && fabs(updown - tool_updown) <= 0.1);
+    free(l);
+    free(ref);
+    free(ids);
+    rig_close(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1049,6 +1204,7 @@ int main(void)
         cmocka_unit_test(test_no_sparse_schedule),
         cmocka_unit_test(test_tq_weights_refused),
         cmocka_unit_test(test_predictor_tensors_missing),
+        cmocka_unit_test(test_predictor_vs_tool),
         cmocka_unit_test(test_fixture_tiny),
         cmocka_unit_test(test_fixture_2b),
     };

@@ -223,7 +223,7 @@ def main():
         ffn = m.layers[0]["ffn_gate"][0].shape[1]
         preds = load_pred(a.load, len(m.layers), m.dim, ffn, a.rank)
         row = dict(evaluate(m, test, preds, ffn), mode="predictor r=%d (%s)" % (a.rank, a.load))
-        out = {"model": a.model, "rank": a.rank, "ctx": a.ctx, "test_chunks": len(test),
+        out = {"model": a.model, "rank": a.rank, "ctx": a.ctx, "test_chunks": len(test), "bos": m.bos,
                "rows": [{"mode": "dense", "ppl": perplexity(m, test)}, row]}
         print(json.dumps(out))
         return
