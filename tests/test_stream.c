@@ -10,6 +10,15 @@
  * slots do, so there every layer is streamed by force (budget -1); a 6-layer random model
  * streams at the least budget (the copy of layer j + 2 recorded behind layer j), also with
  * --weights tq1 (the streamed copies then hold TQ1_0 blocks).
+ *
+ * Every streamed run is made twice, once for each way the copies are ordered
+ * (rt_engine_stream.c): copy batches ordered by timeline semaphores (the default; on the
+ * transfer-only queue where the device has one, else on the compute queue: lavapipe has one
+ * queue family, so there the compute-queue path runs) and events in one submission
+ * (TERNION_STREAM_SYNC=events, what a device without timeline semaphores runs). Each must
+ * equal the resident run bit for bit; the test prints which path ran. The streamed runs of
+ * the small models have the Vulkan validation layer on (where installed) and must draw no
+ * message from it; fixture B (2B4T layer shapes) runs the default path only, without it.
  */
 #include <stdbool.h>
 #include <setjmp.h>
@@ -28,16 +37,25 @@
 #include "gen_desc.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
+#include "fixture.h"
 
 #define STEPS 6
 
+static const char *sync_name(int s)
+{
+    static const char *const names[4] = {"all resident", "events on the compute queue",
+                                         "timeline semaphores, compute queue",
+                                         "timeline semaphores, transfer queue"};
+    return s >= 0 && s < 4 ? names[s] : "?";
+}
+
 typedef struct {
-    const char *yaml, *dirs[2];
+    const char *yaml, *dir; /* fixture directory (tests/fixture.h) */
 } fixture;
 
 static const fixture fixtures[2] = {
-    {"models/bitnet-tiny.yaml", {"tests/data/bitnet-tiny", "../shared/fixtures/bitnet-tiny"}},
-    {"models/bitnet-b1.58-2b.yaml", {"tests/data/bitnet-2b-shape", "../shared/fixtures/bitnet-2b-shape"}},
+    {"models/bitnet-tiny.yaml", "bitnet-tiny"},
+    {"models/bitnet-b1.58-2b.yaml", "bitnet-2b-shape"},
 };
 
 static int read_ids(const char *dir, int32_t *ids, int max)
@@ -59,14 +77,17 @@ typedef struct {
     float *prompt, *steps;
     int32_t chain[STEPS];
     rt_engine_stats st;
+    uint32_t vk_messages; /* validation-layer messages (streamed runs have the layer on) */
 } run_out;
+
+static bool g_validate; /* streamed runs with the validation layer */
 
 static int run(const gen_desc *d, const char *gguf, int budget, int weights, const int32_t *ids, int n, run_out *o,
                char *err)
 {
     rt_engine *e = NULL;
     rt_engine_opts opts = {.model_path = gguf, .device_index = -1, .n_ctx = 128, .n_batch = 64,
-                           .vram_budget_mib = budget, .weights = weights};
+                           .vram_budget_mib = budget, .weights = weights, .validation = budget != 0 && g_validate};
     if (rt_engine_open(&d->desc, &opts, &e, err))
         return -1;
     const int vocab = rt_engine_vocab(e);
@@ -78,6 +99,7 @@ static int run(const gen_desc *d, const char *gguf, int budget, int weights, con
         rc = rt_engine_eval(e, &ids[i], 1, i, o->steps + (size_t)i * vocab, err);
     rc = rc || rt_engine_greedy_chain(e, ids[STEPS], STEPS, STEPS, o->chain, err);
     rt_engine_get_stats(e, &o->st);
+    o->vk_messages = rt_engine_validation_count(e);
     rt_engine_close(e);
     return rc;
 }
@@ -85,8 +107,9 @@ static int run(const gen_desc *d, const char *gguf, int budget, int weights, con
 /* The runs of budgets[0 .. nb) (0: the least the engine takes; -1: every layer streamed)
  * against the all-resident run, with the weights as stored and as --weights tq1. */
 static void check_model(const char *yaml, const char *gguf, const char *dir, const int *budgets, int nb,
-                        int min_streamed, bool with_tq1)
+                        int min_streamed, bool with_tq1, bool both_paths)
 {
+    g_validate = both_paths; /* the big model: one path, no layer (the same code, 10x the time) */
     char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
     gen_model m;
     gen_desc d;
@@ -112,17 +135,31 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
     assert_non_null(at);
     const int least = atoi(at + strlen("the least budget is "));
     assert_true(least > 1);
-    for (int w = 0; w < 2 * nb; w++) {
-        if (w % 2 && !with_tq1)
+    for (int w = 0; w < 4 * nb; w++) { /* budget x (stored, tq1) x (default sync, events) */
+        const int budget = budgets[w / 4] ? budgets[w / 4] : least, tq = w / 2 % 2, events = w % 2;
+        if (tq && !with_tq1)
             continue;
         run_out ref = all;
-        const int budget = budgets[w / 2] ? budgets[w / 2] : least, tq = w % 2;
-        if (tq && run(&d, gguf, 0, FMT_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
+        if (tq && !events && run(&d, gguf, 0, FMT_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
             fail_msg("%s", err);
-        if (run(&d, gguf, budget, tq ? FMT_TQ1_0 : 0, ids, n, &st, err))
+        if ((tq || !both_paths) && events) /* the events path with tq1 is the same copies: once is enough */
+            continue;
+        if (events)
+            setenv("TERNION_STREAM_SYNC", "events", 1);
+        int rc = run(&d, gguf, budget, tq ? FMT_TQ1_0 : 0, ids, n, &st, err);
+        unsetenv("TERNION_STREAM_SYNC");
+        if (rc)
             fail_msg("budget %d MiB: %s", budget, err);
-        printf("%s%s: budget %d MiB: %d layers streamed, %.2f MB copied per step\n", dir, tq ? " (tq1)" : "", budget,
-               st.st.streamed_layers, st.st.streamed_bytes / 1e6);
+        printf("%s%s: budget %d MiB: %d layers streamed, %.2f MB copied per step; copies ordered by %s; %u "
+               "validation messages\n", dir, tq ? " (tq1)" : "", budget, st.st.streamed_layers,
+               st.st.streamed_bytes / 1e6, sync_name(st.st.stream_sync), st.vk_messages);
+        assert_int_equal(st.vk_messages, 0);
+        if (events)
+            assert_int_equal(st.st.stream_sync, RT_STREAM_EVENTS);
+        else if (st.st.stream_sync == RT_STREAM_EVENTS)
+            printf("note: the device has no timeline semaphores: only the events path ran\n");
+        else
+            assert_true(st.st.stream_sync == RT_STREAM_TIMELINE || st.st.stream_sync == RT_STREAM_TIMELINE_XFER);
         /* TQ1_0 layers are 16 % smaller, so at the same budget one more layer may stay resident */
         assert_true(st.st.streamed_layers >= (tq ? min_streamed - 1 : min_streamed));
         rt_gguf *g = NULL;
@@ -150,17 +187,14 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
 /* Fixtures A and B have 2 layers, which fit wherever two slots do: every layer streamed. */
 static void check_fixture(const fixture *f)
 {
-    struct stat sb;
-    char gguf[600];
-    for (int i = 0; i < 2; i++) {
-        snprintf(gguf, sizeof(gguf), "%s/model.gguf", f->dirs[i]);
-        if (stat(gguf, &sb) == 0) {
-            const int budgets[1] = {-1};
-            check_model(f->yaml, gguf, f->dirs[i], budgets, 1, 2, false);
-            return;
-        }
+    char dir[600], gguf[700];
+    if (!fixture_find(f->dir, dir, sizeof(dir))) {
+        printf("skip: no fixture for %s\n", f->yaml);
+        skip();
     }
-    printf("skip: no fixture for %s\n", f->yaml);
+    snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
+    const int budgets[1] = {-1};
+    check_model(f->yaml, gguf, dir, budgets, 1, 2, false, f == &fixtures[0]);
 }
 
 static void test_stream_tiny(void **state)
@@ -204,7 +238,7 @@ static void test_stream_layers(void **state)
         fprintf(fp, "%d ", (i * 37 + 11) % 600);
     fclose(fp);
     const int budgets[1] = {0};
-    check_model("models/bitnet-tiny.yaml", out, dir, budgets, 1, 6, true);
+    check_model("models/bitnet-tiny.yaml", out, dir, budgets, 1, 6, true, true);
     unlink(ids_path);
     rmdir(dir);
     unlink(out);

@@ -392,7 +392,12 @@ typedef struct {
     int32_t sparse_ffn;            /* TERNION_SPARSE_* of single-token steps */
     int32_t streamed_layers;       /* vram_budget_mib: layers copied in per step (0: all resident) */
     uint64_t streamed_bytes;       /* bytes those copies move per step */
+    int32_t stream_sync;           /* how those copies are ordered: 0 nothing streamed, 1 events on the
+                                      compute queue, 2 timeline semaphores on the compute queue, 3 timeline
+                                      semaphores with a transfer-only queue (ternion_stream_sync_name) */
 } ternion_perf;
+/* "events, compute queue", "timeline semaphores, compute queue", ... for a stream_sync value. */
+TERNION_API const char *ternion_stream_sync_name(int32_t stream_sync);
 
 TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
 /* The variant each decode kernel that has several runs, "kernel=variant ..." into out (n

@@ -55,6 +55,7 @@ typedef struct {
     int streamed_layers;   /* --vram-budget: layers copied in per step */
     uint64_t streamed_bytes;
     double s_copy_ms, s_compute_ms, s_step_ms; /* rt_engine_stream_measure */
+    int stream_sync;       /* ternion_perf.stream_sync */
 } bench_result;
 
 /* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
@@ -358,6 +359,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->barriers = st.barriers_per_token;
     r->streamed_layers = st.streamed_layers;
     r->streamed_bytes = st.streamed_bytes;
+    r->stream_sync = st.stream_sync;
     if (st.streamed_layers && ternion_perf_stream(e, &r->s_copy_ms, &r->s_compute_ms, &r->s_step_ms))
         return fail("streaming measure", e);
     r->bytes = ternion_perf_decode_bytes(e, DEC_POS + (DEC_STEPS + 1) / 2); /* the runs' mean context */
@@ -423,9 +425,11 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
         json_str("ternary_format", o->weights ? o->weights : "as stored", true);
         printf("\"vram_budget_mib\":%d,\"streamed_layers\":%d,\"streamed_bytes_per_token\":%llu,"
-               "\"stream_copy_ms\":%.3f,\"stream_compute_ms\":%.3f,\"stream_step_ms\":%.3f,\"h2d_gbs\":%.3f,",
+               "\"stream_copy_ms\":%.3f,\"stream_compute_ms\":%.3f,\"stream_step_ms\":%.3f,\"h2d_gbs\":%.3f,"
+               "\"stream_sync\":\"%s\",",
                o->vram_budget, r->streamed_layers, (unsigned long long)r->streamed_bytes, r->s_copy_ms,
-               r->s_compute_ms, r->s_step_ms, r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0);
+               r->s_compute_ms, r->s_step_ms, r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0,
+               ternion_stream_sync_name(r->stream_sync));
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
         json_str("sparse_ffn", sparse_names[r->sparse_ffn < 0 || r->sparse_ffn > 2 ? 0 : r->sparse_ffn], true);
         if (r->n_ffn) {
@@ -498,10 +502,11 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
            r->copy_gbs, 100.0 * ratio);
     if (r->streamed_layers)
         printf("streaming:   --vram-budget %d MiB: %d layers streamed, %.2f MB host->device per token; copies alone "
-               "%.2f ms (%.2f GB/s), dispatches alone %.2f ms, step %.2f ms: overlap %.2f ms\n",
+               "%.2f ms (%.2f GB/s), dispatches alone %.2f ms, step %.2f ms: overlap %.2f ms (host-side timing; "
+               "copies ordered by %s)\n",
                o->vram_budget, r->streamed_layers, r->streamed_bytes / 1e6, r->s_copy_ms,
                r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0, r->s_compute_ms, r->s_step_ms,
-               r->s_copy_ms + r->s_compute_ms - r->s_step_ms);
+               r->s_copy_ms + r->s_compute_ms - r->s_step_ms, ternion_stream_sync_name(r->stream_sync));
 }
 
 /* The device the context will run on (--device, TERNION_DEVICE, else the best type, as the

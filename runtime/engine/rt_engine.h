@@ -116,8 +116,16 @@ typedef struct {
     int tune_state;                  /* rt_tune_state: defaults, stored choice, tuned now */
     int streamed_layers;             /* --vram-budget: layers whose matrices are copied per step */
     uint64_t streamed_bytes;         /* bytes those copies move per step */
+    int stream_sync;                 /* RT_STREAM_*: how the copies are ordered (rt_engine_stream.c) */
 } rt_engine_stats;
+/* stream_sync: 0 nothing streamed; copies on the compute queue ordered by events (devices
+ * without timeline semaphores, or TERNION_STREAM_SYNC=events); copy batches ordered by
+ * timeline semaphores on the compute queue (no transfer-only family, e.g. lavapipe), or on a
+ * transfer-only queue. */
+enum { RT_STREAM_NONE = 0, RT_STREAM_EVENTS = 1, RT_STREAM_TIMELINE = 2, RT_STREAM_TIMELINE_XFER = 3 };
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
+/* Validation-layer warnings + errors seen on this engine's device so far (opts.validation). */
+uint32_t rt_engine_validation_count(const rt_engine *e);
 /* Bytes one decode step reads and writes (weights, activations, the KV rows of a
  * context of n_kv tokens), from the generated per-dispatch byte counts. */
 uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out) { *out = e->stats; }
+uint32_t rt_engine_validation_count(const rt_engine *e) { return rt_vk_validation_count(e->vk); }
 
 static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv)
 {

@@ -16,9 +16,20 @@
  * of layer j + 1 runs while layer j computes (double buffering), and no dispatch waits for
  * a copy it does not need. The dispatches of streamed layer j bind slot j % 2 (the
  * engine's per-tensor views point there), so the recorded push constants need no change.
- * One queue and events rather than a transfer queue and timeline semaphores: every step
- * stays one submission (greedy chains included); a device runs the copies beside the
- * dispatches that do not wait for them.
+ *
+ * How the copies are ordered against the dispatches (e->stats.stream_sync):
+ *  - timeline semaphores (Vulkan 1.2; the default where the device has them): the stream
+ *    is cut into batches (rt_vk.h rt_cmd_copy_batch / rt_cmd_wait_batch): each copy is a
+ *    batch of its own on the transfer-only queue where the device has one (a DMA engine:
+ *    the copy takes no compute units), else on the compute queue; the compute batch of
+ *    streamed layer j waits for copy j's semaphore value, copy j + 2 for the compute batch
+ *    that ends with layer j. Slots and host buffer are shared by both queue families
+ *    (VK_SHARING_MODE_CONCURRENT), so no ownership transfer is needed.
+ *  - events (no timeline semaphores, or TERNION_STREAM_SYNC=events): one submission, the
+ *    copies recorded in the compute stream, each layer waiting on its copy's event; a
+ *    device may run a copy beside the dispatches that do not wait for it.
+ * Either way the dispatches read the same bytes: streamed == resident bit for bit
+ * (tests/test_stream.c runs both).
  */
 #include "engine/rt_engine_priv.h"
 
@@ -35,7 +46,9 @@ struct rt_eng_stream {
     uint64_t *off;          /* [n_tensors]: offset in the slot; UINT64_MAX if not streamed */
     rt_buf host;            /* n * layer_bytes, host-visible */
     rt_buf slot[2];
-    VkEvent *ev;            /* [n]: copy of streamed layer j done */
+    VkEvent *ev;            /* [n]: copy of streamed layer j done (events) */
+    int *copy_id;           /* [n]: the batch of copy j in the stream being recorded (timeline) */
+    bool timeline;
     bool quiet;             /* recording without the streaming commands (rt_engine_stream_measure) */
 };
 
@@ -110,9 +123,12 @@ int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err)
         resident = N - slots;
     struct rt_eng_stream *s = calloc(1, sizeof(*s));
     if (!s || !(s->off = calloc(e->d->n_tensors, sizeof(uint64_t))) ||
-        !(s->ev = calloc((size_t)(N - resident), sizeof(VkEvent)))) {
-        if (s)
+        !(s->ev = calloc((size_t)(N - resident), sizeof(VkEvent))) ||
+        !(s->copy_id = calloc((size_t)(N - resident), sizeof(int)))) {
+        if (s) {
             free(s->off);
+            free(s->ev);
+        }
         free(s);
         snprintf(err, RT_ERR_LEN, "out of host memory");
         return -1;
@@ -125,13 +141,16 @@ int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err)
         snprintf(err, RT_ERR_LEN, "--vram-budget: the layers' matrices differ in size; streaming needs equal layers");
         return -1;
     }
-    if (rt_buf_create_named(e->vk, (uint64_t)s->n * s->layer_bytes, RT_MEM_HOST, "streamed layers", &s->host, err) ||
-        rt_buf_create_named(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 0", &s->slot[0], err) ||
-        rt_buf_create_named(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 1", &s->slot[1], err))
+    if (rt_buf_create_xfer(e->vk, (uint64_t)s->n * s->layer_bytes, RT_MEM_HOST, "streamed layers", &s->host, err) ||
+        rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 0", &s->slot[0], err) ||
+        rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 1", &s->slot[1], err))
         return -1;
-    for (int j = 0; j < s->n; j++)
+    s->timeline = rt_vk_has_timeline(e->vk);
+    for (int j = 0; j < s->n && !s->timeline; j++)
         if (rt_vk_event_create(e->vk, &s->ev[j], err))
             return -1;
+    e->stats.stream_sync = !s->timeline ? RT_STREAM_EVENTS
+                           : rt_vk_has_transfer_queue(e->vk) ? RT_STREAM_TIMELINE_XFER : RT_STREAM_TIMELINE;
     e->stats.streamed_layers = s->n;
     e->stats.streamed_bytes = (uint64_t)s->n * s->layer_bytes;
     return 0;
@@ -155,7 +174,10 @@ bool rt_eng_stream_place(rt_engine *e, uint32_t t, int L, rt_buf *view, rt_buf *
 
 static void copy_layer(const struct rt_eng_stream *s, rt_cmd *c, int j)
 {
-    rt_cmd_copy_async(c, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes, s->ev[j]);
+    if (s->timeline) /* a failure is kept in c and reported by rt_cmd_end */
+        s->copy_id[j] = rt_cmd_copy_batch(c, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
+    else
+        rt_cmd_copy_async(c, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes, s->ev[j]);
 }
 
 void rt_eng_stream_step_begin(rt_engine *e, rt_cmd *c)
@@ -168,7 +190,11 @@ void rt_eng_stream_step_begin(rt_engine *e, rt_cmd *c)
 void rt_eng_stream_layer_begin(rt_engine *e, rt_cmd *c, int L)
 {
     const struct rt_eng_stream *s = e->stream;
-    if (s && !s->quiet && L >= s->first)
+    if (!s || s->quiet || L < s->first)
+        return;
+    if (s->timeline)
+        rt_cmd_wait_batch(c, s->copy_id[L - s->first]);
+    else
         rt_cmd_wait_copy(c, s->ev[L - s->first], &s->slot[(L - s->first) % 2]);
 }
 
@@ -182,7 +208,7 @@ void rt_eng_stream_layer_end(rt_engine *e, rt_cmd *c, int L)
 void rt_eng_stream_step_end(rt_engine *e, rt_cmd *c)
 {
     const struct rt_eng_stream *s = e->stream;
-    for (int j = 0; s && !s->quiet && j < s->n; j++)
+    for (int j = 0; s && !s->quiet && !s->timeline && j < s->n; j++)
         rt_cmd_reset_event(c, s->ev[j]);
 }
 
@@ -197,6 +223,7 @@ void rt_eng_stream_free(rt_engine *e)
     rt_buf_destroy(e->vk, &s->slot[0]);
     rt_buf_destroy(e->vk, &s->slot[1]);
     free(s->ev);
+    free(s->copy_id);
     free(s->off);
     free(s);
     e->stream = NULL;
@@ -231,8 +258,11 @@ int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, 
         return 0;
     rt_cmd *copies = NULL, *compute = NULL;
     int rc = rt_cmd_begin(e->vk, &copies, err);
-    for (int j = 0; !rc && j < s->n; j++)
-        rt_cmd_copy(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
+    for (int j = 0; !rc && j < s->n; j++) /* on the queue the step's copies use */
+        if (s->timeline)
+            rt_cmd_copy_batch(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
+        else
+            rt_cmd_copy(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
     rc = rc || rt_cmd_end(copies, err);
     s->quiet = true; /* the same dispatches without the copies (slots as they are: timing only) */
     rc = rc || rt_eng_record(e, &e->d->decode, 1, -1, 0, &compute, err);

@@ -453,7 +453,8 @@ static int create_device(rt_vk *vk, char *err)
         .storageBuffer8BitAccess = q.f12.storageBuffer8BitAccess,
         .uniformAndStorageBuffer8BitAccess = q.f12.uniformAndStorageBuffer8BitAccess,
         .vulkanMemoryModel = q.f12.vulkanMemoryModel,
-        .vulkanMemoryModelDeviceScope = q.f12.vulkanMemoryModelDeviceScope};
+        .vulkanMemoryModelDeviceScope = q.f12.vulkanMemoryModelDeviceScope,
+        .timelineSemaphore = q.f12.timelineSemaphore};
     VkPhysicalDeviceVulkan11Features e11 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
         .pNext = &e12,
@@ -491,15 +492,24 @@ static int create_device(rt_vk *vk, char *err)
         snprintf(err, RT_ERR_LEN, "Vulkan device %s has no compute queue", props.deviceName);
         return 1;
     }
+    /* and a transfer-only one for layer streaming's copies, where there is one */
+    const uint32_t xfam = rt_vk_find_xfer_family(pd, fam);
     float prio = 1.0f;
-    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                   .queueFamilyIndex = fam, .queueCount = 1, .pQueuePriorities = &prio};
+    VkDeviceQueueCreateInfo qci[2] = {
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = fam, .queueCount = 1,
+         .pQueuePriorities = &prio},
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = xfam, .queueCount = 1,
+         .pQueuePriorities = &prio}};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &ef,
-                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qci,
+                              .queueCreateInfoCount = xfam != fam ? 2 : 1, .pQueueCreateInfos = qci,
                               .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = exts};
     RT_VK(vkCreateDevice(pd, &dci, NULL, &vk->dev));
     vkGetDeviceQueue(vk->dev, fam, 0, &vk->queue);
     vk->queue_family = fam;
+    vk->xfer_family = xfam;
+    vkGetDeviceQueue(vk->dev, xfam, 0, &vk->xfer_queue);
+    vk->has_timeline = q.f12.timelineSemaphore;
+    vk->xfer_timestamps = qfp[xfam].timestampValidBits > 0;
     vk->has_budget = q.ext_budget;
     vk->timestamp_bits = qfp[fam].timestampValidBits;
     vk->has_timestamps = props.limits.timestampComputeAndGraphics && qfp[fam].timestampValidBits > 0;
@@ -590,7 +600,7 @@ int rt_vk_create(const rt_vk_opts *opts, rt_vk **out_vk, char *err)
         fprintf(stderr, "ternion: Vulkan device %u: %s [%s], driver %s, %.1f GiB device-local%s\n", idx,
                 vk->info.name, type_name(vk->info.type), vk->info.driver,
                 vk->info.device_local_bytes / (1024.0 * 1024 * 1024), vk->info.is_uma ? " (UMA)" : "");
-    if (create_shared(vk, err)) goto fail;
+    if (create_shared(vk, err) || rt_vk_xfer_init(vk, err)) goto fail;
     rt_pipeline_cache_open(vk);
     *out_vk = vk;
     return 0;
@@ -613,6 +623,7 @@ void rt_vk_destroy(rt_vk *vk)
         }
         rt_pipeline_table_destroy(vk);
         rt_staging_destroy(vk);
+        rt_vk_xfer_destroy(vk);
         rt_buf_destroy(vk, &vk->dyn);
         if (vk->desc_pool) vkDestroyDescriptorPool(vk->dev, vk->desc_pool, NULL);
         if (vk->pool) vkDestroyCommandPool(vk->dev, vk->pool, NULL);

@@ -165,6 +165,21 @@ void rt_cmd_copy_async(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt
                        VkDeviceSize n, VkEvent ev);
 void rt_cmd_wait_copy(rt_cmd *c, VkEvent ev, const rt_buf *dst);
 void rt_cmd_reset_event(rt_cmd *c, VkEvent ev);
+/* Layer streaming with timeline semaphores (rt_vk_has_timeline; rt_vk_xfer.c): the stream
+ * becomes a sequence of batches. rt_cmd_copy_batch ends the current compute batch and adds
+ * a copy batch (on the transfer queue where rt_vk_has_transfer_queue, else the compute
+ * queue) that starts once the compute batches so far are done with dst; it returns the
+ * copy's id (>= 0), or -1 (the error is rt_cmd_end's). rt_cmd_wait_batch ends the current
+ * compute batch and starts one that waits for copy `id`, whose bytes the dispatches after
+ * it see. Compute batches run in order, and so do copies, each pair ordered by a timeline
+ * semaphore value; rt_cmd_submit submits them in record order (every wait's signal is
+ * submitted before it) and waits for the last. src, dst: made by rt_buf_create_xfer. */
+bool rt_vk_has_timeline(const rt_vk *vk);
+bool rt_vk_has_transfer_queue(const rt_vk *vk);
+int rt_buf_create_xfer(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what, rt_buf *out_b, char *err);
+int rt_cmd_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
+                      VkDeviceSize n);
+void rt_cmd_wait_batch(rt_cmd *c, int id);
 int rt_cmd_end(rt_cmd *c, char *err);                           /* finish recording */
 /* Submit and wait. Can be called any number of times after rt_cmd_end. */
 int rt_cmd_submit(rt_cmd *c, char *err);

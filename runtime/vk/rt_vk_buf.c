@@ -48,7 +48,21 @@ static void oom_message(const rt_vk *vk, VkDeviceSize size, const char *what, ui
              what, MIB(heap_available(vk, heap)), vk->info.name);
 }
 
+static int buf_create(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what, bool xfer, rt_buf *out_b,
+                      char *err);
+
 int rt_buf_create_named(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what, rt_buf *out_b, char *err)
+{
+    return buf_create(vk, size, mem, what, false, out_b, err);
+}
+
+int rt_buf_create_xfer(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what, rt_buf *out_b, char *err)
+{
+    return buf_create(vk, size, mem, what, true, out_b, err);
+}
+
+static int buf_create(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what, bool xfer, rt_buf *out_b,
+                      char *err)
 {
     memset(out_b, 0, sizeof(*out_b));
     if (!what) what = "a buffer";
@@ -70,6 +84,12 @@ int rt_buf_create_named(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *wh
                  VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
+    const uint32_t fams[2] = {vk->queue_family, vk->xfer_family};
+    if (xfer && vk->xfer_family != vk->queue_family) { /* both queues use it: no ownership transfers */
+        bci.sharingMode = VK_SHARING_MODE_CONCURRENT;
+        bci.queueFamilyIndexCount = 2;
+        bci.pQueueFamilyIndices = fams;
+    }
     RT_VK(vkCreateBuffer(vk->dev, &bci, NULL, &out_b->buf));
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(vk->dev, out_b->buf, &req);

@@ -24,7 +24,22 @@ struct rt_cmd {
     VkQueryPool qpool;
     uint32_t n_ts;               /* timestamps written */
     const char **names;          /* borrowed from pipelines; [n_ts - 1] */
+    /* batches (rt_cmd_copy_batch / rt_cmd_wait_batch), closed ones in record order; the
+     * open compute batch is cb (waiting for copy cur_wait, -1 none) */
+    struct rt_batch *b;
+    uint32_t n_b, cap_b, n_seg, n_copy;
+    int cur_wait;
 };
+
+struct rt_batch {
+    VkCommandBuffer cb;
+    bool copy;
+    int wait;      /* compute: the copy id it waits for; copy: the compute batch (-1: none) */
+    uint32_t idx;  /* its index among the compute batches / the copies */
+};
+
+static int push_batch(rt_cmd *c, VkCommandBuffer cb, bool copy, int wait);
+static int submit_batches(rt_cmd *c, char *err);
 
 int rt_cmd_begin(rt_vk *vk, rt_cmd **out_c, char *err)
 {
@@ -35,6 +50,7 @@ int rt_cmd_begin(rt_vk *vk, rt_cmd **out_c, char *err)
         return 1;
     }
     c->vk = vk;
+    c->cur_wait = -1;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = vk->pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
@@ -205,6 +221,13 @@ int rt_cmd_end(rt_cmd *c, char *err)
                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
     c->recording = false;
     RT_VK(vkEndCommandBuffer(c->cb));
+    if (c->n_b) { /* the last compute batch */
+        if (push_batch(c, c->cb, false, c->cur_wait)) {
+            snprintf(err, RT_ERR_LEN, "%s", c->err);
+            return 1;
+        }
+        c->cb = VK_NULL_HANDLE;
+    }
     c->ended = true;
     return 0;
 fail:
@@ -216,6 +239,11 @@ int rt_cmd_submit(rt_cmd *c, char *err)
     if (!c->ended) {
         snprintf(err, RT_ERR_LEN, "rt_cmd_submit before rt_cmd_end");
         return 1;
+    }
+    if (c->n_b) {
+        if (submit_batches(c, err)) return 1;
+        c->submitted = true;
+        return 0;
     }
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
     if (c->fence_signaled) { /* an earlier reset failed: a submit needs an unsignaled fence */
@@ -240,6 +268,9 @@ void rt_cmd_free(rt_cmd *c)
     if (c->qpool) vkDestroyQueryPool(dev, c->qpool, NULL);
     if (c->fence) vkDestroyFence(dev, c->fence, NULL);
     if (c->cb) vkFreeCommandBuffers(dev, c->vk->pool, 1, &c->cb);
+    for (uint32_t i = 0; i < c->n_b; i++)
+        vkFreeCommandBuffers(dev, c->b[i].copy ? c->vk->xfer_pool : c->vk->pool, 1, &c->b[i].cb);
+    free(c->b);
     free(c->names);
     free(c);
 }
@@ -338,4 +369,165 @@ void rt_cmd_reset_event(rt_cmd *c, VkEvent ev)
 {
     if (!can_record(c, "rt_cmd_reset_event")) return;
     vkCmdResetEvent(c->cb, ev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT);
+}
+
+/* ---- batches ordered by timeline semaphores (layer streaming; rt_vk_xfer.c) ---- */
+
+static int push_batch(rt_cmd *c, VkCommandBuffer cb, bool copy, int wait)
+{
+    if (c->n_b == c->cap_b) {
+        uint32_t cap = c->cap_b ? 2 * c->cap_b : 16;
+        struct rt_batch *nb = realloc(c->b, cap * sizeof(*nb));
+        if (!nb) {
+            snprintf(c->err, RT_ERR_LEN, "out of host memory for %u command batches", cap);
+            return 1;
+        }
+        c->b = nb, c->cap_b = cap;
+    }
+    c->b[c->n_b++] = (struct rt_batch){.cb = cb, .copy = copy, .wait = wait, .idx = copy ? c->n_copy++ : c->n_seg++};
+    return 0;
+}
+
+/* A new command buffer from pool, recording. */
+static VkCommandBuffer new_cb(rt_cmd *c, VkCommandPool pool)
+{
+    char *err = c->err;
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    RT_VK(vkAllocateCommandBuffers(c->vk->dev, &ai, &cb));
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    RT_VK(vkBeginCommandBuffer(cb, &bi));
+    return cb;
+fail:
+    if (cb) vkFreeCommandBuffers(c->vk->dev, pool, 1, &cb);
+    return VK_NULL_HANDLE;
+}
+
+/* Closes the open compute batch and opens one that waits for copy `wait` (-1: none). */
+static int split(rt_cmd *c, int wait)
+{
+    char *err = c->err;
+    if (!c->vk->has_timeline) {
+        snprintf(c->err, RT_ERR_LEN, "command batches need timeline semaphores, which %s lacks", c->vk->info.name);
+        return 1;
+    }
+    RT_VK(vkEndCommandBuffer(c->cb));
+    if (push_batch(c, c->cb, false, c->cur_wait)) return 1;
+    c->cb = new_cb(c, c->vk->pool);
+    if (!c->cb) return 1;
+    c->cur_wait = wait;
+    c->bound = VK_NULL_HANDLE; /* a new command buffer has no pipeline or set bound */
+    c->set_bound = false;
+    return 0;
+fail:
+    c->cb = VK_NULL_HANDLE;
+    return 1;
+}
+
+int rt_cmd_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
+                      VkDeviceSize n)
+{
+    if (!can_record(c, "rt_cmd_copy_batch")) return -1;
+    char *err = c->err;
+    if (soff > src->size || n > src->size - soff || doff > dst->size || n > dst->size - doff) {
+        snprintf(c->err, RT_ERR_LEN, "rt_cmd_copy_batch out of range: %llu bytes from offset %llu of %llu to "
+                 "offset %llu of %llu", (unsigned long long)n, (unsigned long long)soff,
+                 (unsigned long long)src->size, (unsigned long long)doff, (unsigned long long)dst->size);
+        return -1;
+    }
+    if (split(c, -1)) return -1;
+    VkCommandBuffer cb = new_cb(c, c->vk->xfer_pool);
+    if (!cb) return -1;
+    VkBufferCopy r = {.srcOffset = soff, .dstOffset = doff, .size = n};
+    vkCmdCopyBuffer(cb, src->buf, dst->buf, 1, &r);
+    RT_VK(vkEndCommandBuffer(cb));
+    if (push_batch(c, cb, true, (int)c->n_seg - 1)) goto fail;
+    return (int)c->n_copy - 1;
+fail:
+    vkFreeCommandBuffers(c->vk->dev, c->vk->xfer_pool, 1, &cb);
+    return -1;
+}
+
+void rt_cmd_wait_batch(rt_cmd *c, int id)
+{
+    if (!can_record(c, "rt_cmd_wait_batch")) return;
+    if (id < 0 || (uint32_t)id >= c->n_copy) {
+        snprintf(c->err, RT_ERR_LEN, "rt_cmd_wait_batch: no copy %d (%u recorded)", id, c->n_copy);
+        return;
+    }
+    split(c, id);
+}
+
+/* One VkSubmitInfo per batch: compute batch s waits for compute s - 1 and its copy, signals
+ * comp = base + s + 1; copy k waits for copy k - 1 and its compute batch, signals copy =
+ * base + k + 1. Consecutive batches of one queue go in one vkQueueSubmit. */
+static int submit_batches(rt_cmd *c, char *err)
+{
+    rt_vk *vk = c->vk;
+    if (rt_vk_timeline_ready(vk, err)) return 1;
+    const uint64_t cb0 = vk->comp_value, cc0 = vk->copy_value;
+    const uint32_t n = c->n_b;
+    VkSubmitInfo *si = calloc(n, sizeof(*si));
+    VkTimelineSemaphoreSubmitInfo *ti = calloc(n, sizeof(*ti));
+    VkSemaphore *ws = calloc(2 * (size_t)n, sizeof(*ws)), *ss = calloc(n, sizeof(*ss));
+    uint64_t *wv = calloc(2 * (size_t)n, sizeof(*wv)), *sv = calloc(n, sizeof(*sv));
+    VkPipelineStageFlags *st = calloc(2 * (size_t)n, sizeof(*st));
+    int rc = 1;
+    if (!si || !ti || !ws || !ss || !wv || !sv || !st) {
+        snprintf(err, RT_ERR_LEN, "out of host memory submitting %u command batches", n);
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct rt_batch *b = &c->b[i];
+        uint32_t nw = 0;
+        VkSemaphore own = b->copy ? vk->tl_copy : vk->tl_comp, other = b->copy ? vk->tl_comp : vk->tl_copy;
+        const uint64_t own0 = b->copy ? cc0 : cb0, other0 = b->copy ? cb0 : cc0;
+        if (b->idx > 0) /* the batch before it on its queue */
+            ws[2 * i + nw] = own, wv[2 * i + nw] = own0 + b->idx, st[2 * i + nw++] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+        if (b->wait >= 0)
+            ws[2 * i + nw] = other, wv[2 * i + nw] = other0 + (uint64_t)b->wait + 1,
+            st[2 * i + nw++] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+        ss[i] = own, sv[i] = own0 + b->idx + 1;
+        ti[i] = (VkTimelineSemaphoreSubmitInfo){.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                                .waitSemaphoreValueCount = nw, .pWaitSemaphoreValues = wv + 2 * i,
+                                                .signalSemaphoreValueCount = 1, .pSignalSemaphoreValues = sv + i};
+        si[i] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .pNext = &ti[i], .waitSemaphoreCount = nw,
+                               .pWaitSemaphores = ws + 2 * i, .pWaitDstStageMask = st + 2 * i,
+                               .commandBufferCount = 1, .pCommandBuffers = &b->cb, .signalSemaphoreCount = 1,
+                               .pSignalSemaphores = ss + i};
+    }
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i + 1;
+        const bool copy = c->b[i].copy;
+        VkQueue q = copy ? vk->xfer_queue : vk->queue;
+        while (j < n && (c->b[j].copy ? vk->xfer_queue : vk->queue) == q) j++;
+        VkResult r = vkQueueSubmit(q, j - i, si + i, VK_NULL_HANDLE);
+        if (r != VK_SUCCESS) {
+            snprintf(err, RT_ERR_LEN, "vkQueueSubmit of %u batches failed: %s (%s:%d)", j - i, rt_vk_result_name(r),
+                     __FILE__, __LINE__);
+            goto broken;
+        }
+        i = j;
+    }
+    vk->comp_value = cb0 + c->n_seg, vk->copy_value = cc0 + c->n_copy;
+    VkSemaphore sems[2] = {vk->tl_comp, vk->tl_copy};
+    uint64_t vals[2] = {vk->comp_value, vk->copy_value};
+    VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, .semaphoreCount = 2,
+                              .pSemaphores = sems, .pValues = vals};
+    VkResult r = vkWaitSemaphores(vk->dev, &wi, UINT64_MAX);
+    if (r != VK_SUCCESS) {
+        snprintf(err, RT_ERR_LEN, "vkWaitSemaphores failed: %s (%s:%d)", rt_vk_result_name(r), __FILE__, __LINE__);
+        goto broken;
+    }
+    rc = 0;
+    goto out;
+broken: /* part of the batches may be queued: the semaphores' values are unknown, start over */
+    vkDeviceWaitIdle(vk->dev);
+    vkDestroySemaphore(vk->dev, vk->tl_comp, NULL);
+    vkDestroySemaphore(vk->dev, vk->tl_copy, NULL);
+    vk->tl_comp = vk->tl_copy = VK_NULL_HANDLE;
+out:
+    free(si), free(ti), free(ws), free(ss), free(wv), free(sv), free(st);
+    return rc;
 }

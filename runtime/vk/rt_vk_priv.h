@@ -62,6 +62,16 @@ struct rt_vk {
     rt_progress_fn progress;
     void *progress_ctx;
 
+    /* layer streaming (rt_vk_xfer.c): a transfer-only queue family when the device has one
+     * (else xfer_* are the compute queue's), timeline semaphores when enabled */
+    VkQueue xfer_queue;
+    uint32_t xfer_family;
+    VkCommandPool xfer_pool;              /* == pool without a transfer family */
+    bool has_timeline;                    /* timelineSemaphore enabled (Vulkan 1.2) */
+    bool xfer_timestamps;                 /* timestamps on the transfer queue */
+    VkSemaphore tl_comp, tl_copy;         /* created on first use; values only grow */
+    uint64_t comp_value, copy_value;      /* last value submitted for each */
+
     struct rt_pipeline **pipes;           /* owned, n_pipes entries */
     uint32_t n_pipes, cap_pipes;
     uint32_t n_created, n_reused;
@@ -84,6 +94,11 @@ struct rt_pipeline {
 /* rt_vk_pipeline.c */
 void rt_pipeline_cache_open(rt_vk *vk);
 void rt_pipeline_table_destroy(rt_vk *vk);
+/* rt_vk_xfer.c */
+uint32_t rt_vk_find_xfer_family(VkPhysicalDevice pd, uint32_t compute_family);
+int rt_vk_xfer_init(rt_vk *vk, char *err);   /* the transfer pool (after the device) */
+void rt_vk_xfer_destroy(rt_vk *vk);
+int rt_vk_timeline_ready(rt_vk *vk, char *err); /* the two semaphores, created once */
 /* rt_vk_buf.c */
 void rt_staging_destroy(rt_vk *vk);
 uint32_t rt_find_memory_type(const rt_vk *vk, uint32_t type_bits, VkMemoryPropertyFlags need,
