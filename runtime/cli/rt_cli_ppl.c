@@ -106,9 +106,20 @@ static int check_ctx(const ternion_model *m, int n_ctx)
     return 0;
 }
 
-static void print_result(const rt_cli_opts *o, const double *running, int n_chunk, int n_ctx,
-                         const ppl_sum *s, double secs)
+/* Mean over layers of the sparse FFN's active (which 0) / predicted (1) fractions over the
+ * single-token steps; < 0 when not measured (dense, or every step a batch). */
+static double ffn_mean(const ternion_context *c, int which)
 {
+    double v[512], m = 0;
+    int32_t n = which ? ternion_perf_ffn_predicted(c, v, 512) : ternion_perf_ffn_active(c, v, 512);
+    for (int L = 0; L < n; L++) m += v[L] / n;
+    return n ? m : -1;
+}
+
+static void print_result(const rt_cli_opts *o, const ternion_context *c, const double *running, int n_chunk,
+                         int n_ctx, const ppl_sum *s, double secs)
+{
+    const double act = ffn_mean(c, 0), pred = ffn_mean(c, 1);
     double mean = s->nll / (double)s->count, var = s->nll2 / (double)s->count - mean * mean;
     double ppl = exp(mean), se = var > 0 && s->count > 1 ? ppl * sqrt(var / (double)(s->count - 1)) : 0;
     double tok_s = secs > 0 ? (double)n_chunk * n_ctx / secs : 0;
@@ -117,11 +128,19 @@ static void print_result(const rt_cli_opts *o, const double *running, int n_chun
                "\"seconds\": %.3f, \"tokens_per_s\": %.2f, \"running\": [",
                ppl, se, n_chunk, n_ctx, s->count, secs, tok_s);
         for (int i = 0; i < n_chunk; i++) printf("%s%.6f", i ? ", " : "", running[i]);
-        printf("]}\n");
+        printf("], \"weight_bytes_per_token\": %llu, ", (unsigned long long)ternion_perf_decode_weight_bytes(c, false));
+        if (act >= 0) printf("\"ffn_active\": %.6f, ", act);
+        else printf("\"ffn_active\": null, ");
+        if (pred >= 0) printf("\"ffn_predicted\": %.6f}\n", pred);
+        else printf("\"ffn_predicted\": null}\n");
     } else {
         printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl, se);
         printf("perplexity: %d chunks of %d tokens (%ld scored) in %.2f s, %.2f tokens/s\n", n_chunk, n_ctx,
                s->count, secs, tok_s);
+        if (act >= 0)
+            printf("sparse FFN (single-token steps): neurons with gate > 0%s %.2f %%%s", pred >= 0 ? " and predicted" : "",
+                   100 * act, pred >= 0 ? "" : "\n");
+        if (act >= 0 && pred >= 0) printf(", gate rows computed %.2f %%\n", 100 * pred);
     }
 }
 
@@ -189,7 +208,7 @@ int rt_cli_perplexity(const rt_cli_opts *o)
             fflush(stdout);
         }
     }
-    print_result(o, running, n_chunk, n_ctx, &s, (rt_cli_now_ms() - t0) / 1e3);
+    print_result(o, c, running, n_chunk, n_ctx, &s, (rt_cli_now_ms() - t0) / 1e3);
     rc = RT_CLI_EXIT_OK;
     goto done;
 fail:
