@@ -338,10 +338,13 @@ static void check_internal(fixture *f)
     if (rt_engine_eval(c.e, ids, n, 0, lb, err))
         fail_msg("%s", err);
     assert_memory_equal(la, lb, sz * 4);
-    for (int i = 0; i < n; i++)
+    /* the variants below change only the decode bitlinears' loads / dot products, which
+     * run in every step alike: the first 8 decode steps compare them (bit for bit) */
+    const int nd = n < 8 ? n : 8;
+    for (int i = 0; i < nd; i++)
         if (rt_engine_eval(c.e, &ids[i], 1, i, lb + (size_t)i * a.vocab, err))
             fail_msg("%s", err);
-    assert_memory_equal(li, lb, sz * 4);
+    assert_memory_equal(li, lb, (size_t)nd * a.vocab * 4);
     printf("%s: %s integer dot products == portable kernels, bit for bit\n", f->name,
            sa.native_dot ? "native" : "(device has no native; portable twice)");
     /* decode matrix rows read 16 bytes per lane vs 4 (--gemv): integer sums, the same bits */
@@ -351,10 +354,10 @@ static void check_internal(fixture *f)
         rt_engine_stats sv;
         rt_engine_get_stats(gv.e, &sv);
         assert_int_equal(sv.gemv_vec, v);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < nd; i++)
             if (rt_engine_eval(gv.e, &ids[i], 1, i, lb + (size_t)i * a.vocab, err))
                 fail_msg("%s", err);
-        assert_memory_equal(li, lb, sz * 4);
+        assert_memory_equal(li, lb, (size_t)nd * a.vocab * 4);
         rig_close(&gv);
     }
     assert_int_equal(sa.gemv_vec, !default_device_is_cpu()); /* the default: 16 bytes on GPUs */
@@ -476,16 +479,19 @@ static void check_q8_head(fixture *f)
         lq[i] = li[i] = NAN; /* poison */
     if (rt_engine_eval(a.e, ids, n, 0, la, err) || rt_engine_eval(q.e, ids, n, 0, lq, err))
         fail_msg("%s", err);
-    for (int i = 0; i < n; i++)
+    /* the decode path's head: the first 16 positions one token at a time (each is a
+     * whole decode step; the batched comparison above covers every position) */
+    const int nd = n < 16 ? n : 16;
+    for (int i = 0; i < nd; i++)
         if (rt_engine_eval(q.e, &ids[i], 1, i, li + (size_t)i * q.vocab, err))
             fail_msg("%s", err);
-    cmp_stats sh = compare(lq, la, n, a.vocab), so = compare(lq, ref, n, a.vocab), si = compare(li, la, n, a.vocab);
+    cmp_stats sh = compare(lq, la, n, a.vocab), so = compare(lq, ref, n, a.vocab), si = compare(li, la, nd, a.vocab);
     printf("%s: --lm-head q8 vs the F16 head: top-1 %d/%d batched, %d/%d one token at a time; mean |d| %.4g, max |d| "
            "%.4g\n",
-           f->name, sh.top1_agree, n, si.top1_agree, n, sh.mean_abs, sh.max_abs);
+           f->name, sh.top1_agree, n, si.top1_agree, nd, sh.mean_abs, sh.max_abs);
     printf("%s: --lm-head q8 vs bitnet.cpp: top-1 %d/%d, mean |d| %.4g, max |d| %.4g (oracle self max %.4g)\n",
            f->name, so.top1_agree, n, so.mean_abs, so.max_abs, f->self_max);
-    assert_true(sh.top1_agree * 10 >= n * 9 && si.top1_agree * 10 >= n * 9);
+    assert_true(sh.top1_agree * 10 >= n * 9 && si.top1_agree * 10 >= nd * 9);
     assert_true(sh.max_abs > 0);                /* it is another head ... */
     assert_true(sh.max_abs <= 0.5 * f->self_max); /* ... within the oracle's own noise */
     assert_true(si.max_abs <= 1.5 * f->self_max);
