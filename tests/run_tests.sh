@@ -8,6 +8,13 @@
 # a "== suite: N s" line is printed as each one ends, so a long run shows progress. The suites
 # named in $SLOW_FIRST (basenames) are started first, so the longest do not start last.
 JOBS=${JOBS:-2}
+# Mesa's compiled-shader cache stays where it was even for suites that point XDG_CACHE_HOME
+# at a scratch folder (to test Ternion's own pipeline cache): otherwise each of those would
+# compile every kernel from scratch on lavapipe. Ternion's cache is not affected.
+if [ -z "${MESA_SHADER_CACHE_DIR:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ]; then
+    MESA_SHADER_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}" # Mesa adds mesa_shader_cache/
+    export MESA_SHADER_CACHE_DIR
+fi
 SLOW_FIRST=${SLOW_FIRST:-"test_e2e test_cli test_gen test_examples test_kernels test_sparse test_stream"}
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
