@@ -71,8 +71,10 @@ static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre)
     const uint64_t n = (uint64_t)td->ne[0] * (uint64_t)(td->n_dims > 1 ? ne1 : 1);
     if (a.kind == RT_ARG_WEIGHT_Q8)
         return n + n / FMT_Q8_BLOCK * 2;
-    if (td->type == FMT_I2_S)
-        return n / 4 + 4;
+    const uint8_t wt = e->wtype ? e->wtype[(size_t)a.index * e->n_layers] : td->type; /* --weights repacks */
+    const fmt_codec *c = fmt_codec_find(wt);
+    if (c && (c->uses & FMT_USE_TERNARY)) /* blocks (+ the f32 scale of a tail) */
+        return n / c->blk * c->blk_bytes + (c->tail_bytes ? 4 : 0);
     const uint64_t elem = td->type == FMT_F16 ? 2 : 4;
     if (pre && a.index == e->d->vocab_tensor) /* the embedding reads the token's row */
         return (uint64_t)td->ne[0] * elem;
