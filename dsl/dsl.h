@@ -219,6 +219,28 @@ typedef enum {
 /* Specialization constant `layout(constant_id = id) const uint NAME = v;` (u32/i32/f32/bool). */
 #define dsl_spec_const(k, name, type, id, v) dsl_spec_const_at((k), (name), (type), (id), (double)(v), __FILE__, __LINE__)
 
+/* Widen the access of declared buffer `buf` (and its views) by `access` flags (e.g. a
+ * kernel composed of phases: one phase writes a buffer another reads, DSL_COHERENT when
+ * they run in different workgroups). */
+#define dsl_buffer_widen(k, buf, access) dsl_buffer_widen_at((k), (buf), (access), __FILE__, __LINE__)
+void dsl_buffer_widen_at(dsl_kernel *k, dsl_expr buf, int access, const char *file, int line);
+
+/* Argument table: the kernel's buffer addresses are read from a table in device memory
+ * (`layout(buffer_reference) readonly buffer Args { Buf_a a; ... }`, copied into locals at
+ * the start of main) whose one address is the push block's first 8 bytes, then the params.
+ * So a kernel can bind more buffers than 128 bytes of push constants hold (RT_MAX_ARGS
+ * bounds the table). The table lists the buffers at 8-byte steps in declaration order
+ * (dsl_kernel_buffer_offset). Call before declaring anything. */
+void dsl_kernel_set_arg_table(dsl_kernel *k);
+bool dsl_kernel_has_arg_table(const dsl_kernel *k);
+
+/* Virtual workgroup: while set, dsl_builtin(k, DSL_WORKGROUP_ID) (and dsl_wgid) return the
+ * uvec3 expression `wgid` instead of gl_WorkGroupID, and DSL_NUM_WORKGROUPS returns `nwg`
+ * when not NULL; NULL, NULL restores the builtins. A kernel that runs several phases in one
+ * dispatch sets each phase's job index here while it builds that phase's body, so builders
+ * written for their own dispatch serve unchanged. */
+void dsl_kernel_set_workgroup(dsl_kernel *k, dsl_expr wgid, dsl_expr nwg);
+
 /* Push-constant layout, for filling dispatch pushes: buffers (addresses) come first in
  * declaration order at offsets 0, 8, ..., then params at 4-byte steps. */
 int dsl_kernel_n_buffers(const dsl_kernel *k);
@@ -227,7 +249,8 @@ int dsl_kernel_n_params(const dsl_kernel *k);
 const char *dsl_kernel_buffer(const dsl_kernel *k, int i, dsl_type *out_elem, dsl_access *out_access);
 /* Name / type of param i; NULL if out of range. */
 const char *dsl_kernel_param(const dsl_kernel *k, int i, dsl_type *out_type);
-/* Byte offset of buffer i / param i in the push block. */
+/* Byte offset of buffer i / param i in the push block (with an argument table: of buffer i
+ * in the table; params follow the table's address). */
 uint32_t dsl_kernel_buffer_offset(const dsl_kernel *k, int i);
 uint32_t dsl_kernel_param_offset(const dsl_kernel *k, int i);
 /* Total push bytes used (<= RT_PUSH_BYTES, 128). */

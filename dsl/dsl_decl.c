@@ -40,7 +40,7 @@ static dsl_node *declare(dsl_kernel *k, dsl_list *l, dsl_nkind kind, dsl_type t,
 
 static bool push_fits(dsl_kernel *k, int add_buf, int add_par, const char *what, const char *file, int line)
 {
-    uint32_t need = 8u * (uint32_t)(k->buffers.n + add_buf) + 4u * (uint32_t)(k->params.n + add_par);
+    uint32_t need = (k->arg_table ? 8u : 8u * (uint32_t)(k->buffers.n + add_buf)) + 4u * (uint32_t)(k->params.n + add_par);
     if (need <= PUSH_MAX) return true;
     dsl_fail(k, file, line, "push constants for %s '%s' would need %u bytes (%d buffers x 8 + %d params x 4), limit %u",
              add_buf ? "buffer" : "param", what, need, k->buffers.n + add_buf, k->params.n + add_par, PUSH_MAX);
@@ -91,6 +91,18 @@ dsl_expr dsl_buffer_view_at(dsl_kernel *k, const char *name, dsl_expr buf, dsl_t
     n->n = dsl_type_size(elem);
     n->view_of = buf;
     return n;
+}
+
+void dsl_buffer_widen_at(dsl_kernel *k, dsl_expr buf, int access, const char *file, int line)
+{
+    if (!k || k->err) return;
+    if (!buf || buf->k != k || buf->kind != N_BUFFER || buf->view_of || (access & ~7)) {
+        dsl_fail(k, file, line, "dsl_buffer_widen: operand is not a declared buffer, or bad access %d", access);
+        return;
+    }
+    buf->access |= access;
+    for (dsl_node *v = k->views.head; v; v = v->next_decl)
+        if (v->view_of == buf) v->access = buf->access;
 }
 
 dsl_expr dsl_param_at(dsl_kernel *k, const char *name, dsl_type type, const char *file, int line)
@@ -204,6 +216,9 @@ static dsl_node *named_const(dsl_kernel *k, const char *name, dsl_type type, dou
     }
     if (!lit_ok(k, type, v, file, line)) return k->poison;
     for (dsl_node *c = k->consts.head; spec && c; c = c->next_decl)
+        if (c->is_spec && c->n == id && c->type == type && c->value == v && strcmp(c->name, name) == 0)
+            return c; /* the same specialization constant asked for again (composed phases) */
+    for (dsl_node *c = k->consts.head; spec && c; c = c->next_decl)
         if (c->is_spec && c->n == id) {
             dsl_fail(k, file, line, "constant '%s': constant_id %u already used by '%s'", name, id, c->name);
             return k->poison;
@@ -257,6 +272,8 @@ dsl_expr dsl_builtin_at(dsl_kernel *k, dsl_builtin_id which, const char *file, i
         dsl_fail(k, file, line, "unknown builtin %d", (int)which);
         return k->poison;
     }
+    if (which == DSL_WORKGROUP_ID && k->wgid) return k->wgid; /* dsl_kernel_set_workgroup */
+    if (which == DSL_NUM_WORKGROUPS && k->nwg) return k->nwg;
     dsl_node *n = leaf(k, N_BUILTIN, builtins[which].type, file, line);
     n->op = which;
     n->text = builtins[which].glsl;

@@ -225,8 +225,9 @@ static void ex_raw(emitter *e, const dsl_node *n, bool lvalue)
     case N_PARAM: dsl_sb_printf(o, "pc.%s", n->name); return;
     case N_CONST: case N_VAR: case N_SHARED: dsl_sb_printf(o, "%s", n->name); return;
     case N_BUFFER:
-        if (n->view_of) dsl_sb_printf(o, "Buf_%s(pc.%s).d", n->name, n->view_of->name);
-        else dsl_sb_printf(o, "pc.%s.d", n->name);
+        /* with an argument table, main() first copies the addresses into locals of the buffer names */
+        if (n->view_of) dsl_sb_printf(o, "Buf_%s(%s%s).d", n->name, e->k->arg_table ? "" : "pc.", n->view_of->name);
+        else dsl_sb_printf(o, "%s%s.d", e->k->arg_table ? "" : "pc.", n->name);
         return;
     case N_LET: ex(e, n->args[0]); return;
     case N_ELEM:
@@ -508,9 +509,16 @@ static void header(emitter *e, dsl_sb *o)
     if (k->buffers.n) dsl_sb_printf(o, "\n");
     for (int l = 0; l < 2; l++)
         for (dsl_node *b = (l ? k->views : k->buffers).head; b; b = b->next_decl) buffer_type(o, b);
+    if (k->arg_table && k->buffers.n) { /* the addresses in a table, its address pushed */
+        dsl_sb_printf(o, "\nlayout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args {\n");
+        for (dsl_node *b = k->buffers.head; b; b = b->next_decl) dsl_sb_printf(o, "    Buf_%s %s;\n", b->name, b->name);
+        dsl_sb_printf(o, "};\n");
+    }
     if (k->buffers.n || k->params.n) {
         dsl_sb_printf(o, "\nlayout(push_constant) uniform Push {\n");
-        for (dsl_node *b = k->buffers.head; b; b = b->next_decl) dsl_sb_printf(o, "    Buf_%s %s;\n", b->name, b->name);
+        if (k->arg_table && k->buffers.n) dsl_sb_printf(o, "    Args args;\n");
+        for (dsl_node *b = k->arg_table ? NULL : k->buffers.head; b; b = b->next_decl)
+            dsl_sb_printf(o, "    Buf_%s %s;\n", b->name, b->name);
         for (dsl_node *p = k->params.head; p; p = p->next_decl)
             dsl_sb_printf(o, "    %s %s;\n", dsl_type_glsl(p->type), p->name);
         dsl_sb_printf(o, "} pc;\n");
@@ -549,7 +557,10 @@ const char *dsl_emit_glsl(dsl_kernel *k)
     emitter e = {.k = k, .o = &body};
     block(&e, k->main, 1);
     header(&e, &out);
-    dsl_sb_printf(&out, "\nvoid main()\n{\n%s}\n", body.s ? body.s : "");
+    dsl_sb_printf(&out, "\nvoid main()\n{\n");
+    for (dsl_node *b = k->arg_table ? k->buffers.head : NULL; b; b = b->next_decl)
+        dsl_sb_printf(&out, "    Buf_%s %s = pc.args.%s;\n", b->name, b->name, b->name);
+    dsl_sb_printf(&out, "%s}\n", body.s ? body.s : "");
     free(body.s);
     if (out.oom || body.oom) {
         free(out.s);

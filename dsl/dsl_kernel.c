@@ -309,12 +309,38 @@ const char *dsl_kernel_param(const dsl_kernel *k, int i, dsl_type *out_type)
 
 uint32_t dsl_kernel_buffer_offset(const dsl_kernel *k, int i) { (void)k; return 8u * (uint32_t)i; }
 
+/* Push bytes before the params: the addresses, or the table's one address. */
+static uint32_t addr_bytes(const dsl_kernel *k) { return k->arg_table ? 8u : 8u * (uint32_t)k->buffers.n; }
+
 uint32_t dsl_kernel_param_offset(const dsl_kernel *k, int i)
 {
-    return k ? 8u * (uint32_t)k->buffers.n + 4u * (uint32_t)i : 0;
+    return k ? addr_bytes(k) + 4u * (uint32_t)i : 0;
 }
 
 uint32_t dsl_kernel_push_bytes(const dsl_kernel *k)
 {
-    return k ? 8u * (uint32_t)k->buffers.n + 4u * (uint32_t)k->params.n : 0;
+    return k ? addr_bytes(k) + 4u * (uint32_t)k->params.n : 0;
+}
+
+void dsl_kernel_set_arg_table(dsl_kernel *k)
+{
+    if (!k || k->err) return;
+    if (k->buffers.n || k->params.n) {
+        dsl_fail(k, "dsl", 0, "dsl_kernel_set_arg_table: call it before declaring buffers and params");
+        return;
+    }
+    k->arg_table = true;
+}
+
+bool dsl_kernel_has_arg_table(const dsl_kernel *k) { return k && k->arg_table; }
+
+void dsl_kernel_set_workgroup(dsl_kernel *k, dsl_expr wgid, dsl_expr nwg)
+{
+    if (!k || k->err) return;
+    if ((wgid && wgid->type != DSL_UVEC3) || (nwg && nwg->type != DSL_UVEC3)) {
+        dsl_fail(k, "dsl", 0, "dsl_kernel_set_workgroup: the virtual id and count are uvec3");
+        return;
+    }
+    k->wgid = wgid;
+    k->nwg = nwg;
 }

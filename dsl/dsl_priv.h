@@ -157,6 +157,8 @@ struct dsl_kernel {
     char *glsl;          /* emitted text (malloc) */
     uint32_t features;
     bool precise_all;    /* dsl_kernel_set_precise: every local precise, stored values too */
+    bool arg_table;      /* dsl_kernel_set_arg_table: buffer addresses in a table, its address pushed */
+    dsl_node *wgid, *nwg; /* dsl_kernel_set_workgroup: virtual workgroup id / count (NULL: builtins) */
 };
 
 /* Build helpers (dsl_build.c, dsl_decl.c). */

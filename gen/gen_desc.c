@@ -92,8 +92,82 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     dsl_kernel_wg_size(k, wg);
     d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes,
                                      .spv_dot = spv_dot, .spv_dot_bytes = (uint32_t)spv_dot_bytes,
-                                     .shared_bytes = dsl_kernel_shared_bytes(k), .invocations = wg[0] * wg[1] * wg[2]};
+                                     .shared_bytes = dsl_kernel_shared_bytes(k), .invocations = wg[0] * wg[1] * wg[2],
+                                     .arg_table = dsl_kernel_has_arg_table(k)};
     return (int)i;
+}
+
+/* The built kernel ko (interned) as dispatch *dp. */
+static int fill_dispatch(gen_desc *d, gen_kernel_out *ko, int built, rt_dispatch *dp, char *err)
+{
+    int kid = built == 0 ? intern_kernel(d, (dsl_kernel *)ko->k, err) : -1;
+    if (kid < 0) {
+        gen_kernel_out_free(ko);
+        return -1;
+    }
+    memset(dp, 0, sizeof(*dp));
+    dp->kernel = (uint16_t)kid;
+    dp->n_args = (uint8_t)ko->n_args;
+    for (int a = 0; a < ko->n_args; a++)
+        dp->args[a] = (rt_arg){.kind = ko->args[a].kind, .index = (uint16_t)ko->args[a].ref};
+    dp->n_params = (uint8_t)ko->n_params;
+    memcpy(dp->params, ko->params, sizeof(rt_param) * (size_t)ko->n_params);
+    memcpy(dp->groups, ko->groups, sizeof(dp->groups));
+    dp->bytes = ko->bytes;
+    dp->bytes_vocab = ko->bytes_per_vocab;
+    dp->bytes_kv = ko->bytes_per_kv;
+    dp->bytes_active = ko->bytes_active;
+    gen_kernel_out_free(ko);
+    return 0;
+}
+
+/* The chained decode schedule (rt_model_desc.decode_chain): decode's, with every run of
+ * two or more consecutive chainable layer kops (gen_k_chainable) as one dispatch. None
+ * (n_layer 0) when the layers have no such run. */
+static int build_chain(gen_desc *d, char *err)
+{
+    const gen_graph *g = &d->graph_dec;
+    const rt_schedule *dec = &d->desc.decode;
+    const int first = (int)dec->n_pre;
+    uint32_t n = 0;
+    bool any = false;
+    for (int i = 0; i < (int)dec->n_layer;) {
+        int j = i;
+        while (j < (int)dec->n_layer && gen_k_chainable(&g->kops[first + j]))
+            j++;
+        if (j - i < 2) {
+            d->chain_kop[n] = first + i;
+            d->chain_n[n] = 1;
+            d->disp_chain[n++] = dec->layer[i++];
+            continue;
+        }
+        const gen_kop *kops[GEN_MAX_KOPS];
+        gen_kernel_out ko;
+        rt_dispatch *dp = &d->disp_chain[n];
+        char *lb = d->chain_label[n];
+        int len = snprintf(lb, sizeof(d->chain_label[n]), "chain");
+        uint64_t barrier = 0;
+        for (int p = i; p < j; p++) {
+            kops[p - i] = &g->kops[first + p];
+            barrier |= dec->layer[p].barrier;
+            if (len < (int)sizeof(d->chain_label[n]))
+                len += snprintf(lb + len, sizeof(d->chain_label[n]) - (size_t)len, "%s%s", p > i ? " > " : " ",
+                                kops[p - i]->label);
+        }
+        if (fill_dispatch(d, &ko, gen_k_chain(g, kops, j - i, &ko, err), dp, err))
+            return -1;
+        dp->barrier = barrier;
+        dp->label = lb;
+        d->chain_kop[n] = first + i;
+        d->chain_n[n++] = j - i;
+        any = true;
+        i = j;
+    }
+    if (!any)
+        return 0;
+    d->desc.decode_chain = (rt_schedule){.pre = dec->pre, .n_pre = dec->n_pre, .layer = d->disp_chain, .n_layer = n,
+                                         .post = dec->post, .n_post = dec->n_post, .post_q8 = dec->post_q8};
+    return 0;
 }
 
 /* Build kop (index ki of g) into dispatch *dp. */
@@ -243,6 +317,7 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     if (build_schedule(d, gs[1], 0, &md->decode, err) || build_schedule(d, gs[0], 1, &md->prefill, err) ||
         (gs[2]->n_kops && build_schedule(d, gs[2], 2, &md->decode_exact, err)) ||
         (gs[3]->n_kops && build_schedule(d, gs[3], 3, &md->decode_pred, err)) ||
+        (fuse && build_chain(d, err)) ||
         aux_kernel(d, gen_kernel_argmax(), &md->k_argmax, err) ||
         aux_kernel(d, gen_kernel_topk(), &md->k_topk, err) || aux_kernel(d, gen_kernel_copy(), &md->k_copy, err)) {
         gen_desc_free(d);

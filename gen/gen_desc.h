@@ -38,6 +38,10 @@ typedef struct {
     rt_dispatch disp[4][GEN_MAX_KOPS];     /* [0] decode, [1] prefill, [2] decode_exact, [3] decode_pred */
     rt_dispatch disp_q8[4][GEN_MAX_POST];  /* post sections with the Q8_0 LM head (post_q8) */
     char q8_label[4][96];                  /* their LM head labels */
+    rt_dispatch disp_chain[GEN_MAX_KOPS];  /* decode_chain's layer section */
+    int chain_kop[GEN_MAX_KOPS];           /* its dispatch i runs graph_dec's kops chain_kop[i] .. */
+    int chain_n[GEN_MAX_KOPS];             /* ... + chain_n[i] - 1 (1: decode's own dispatch) */
+    char chain_label[GEN_MAX_KOPS][160];   /* labels of the chained dispatches */
     char *manifest;                        /* owned */
 } gen_desc;
 

@@ -197,11 +197,55 @@ static void write_schedule_text(FILE *f, const rt_model_desc *md, const gen_grap
     fprintf(f, "\n");
 }
 
+/* Dispatch i of decode_chain's layer section: a chained one names each argument through
+ * the first of its kops that binds it. */
+static void write_chain_line(FILE *f, const gen_desc *gd, uint32_t i, const char *indent, const char *end)
+{
+    const rt_model_desc *md = &gd->desc;
+    const gen_graph *g = &gd->graph_dec;
+    const rt_dispatch *d = &md->decode_chain.layer[i];
+    const gen_kop *k0 = &g->kops[gd->chain_kop[i]];
+    if (gd->chain_n[i] == 1) {
+        write_dispatch_line(f, md, g, k0, d, indent, end);
+        return;
+    }
+    char a[128], dflt[16];
+    fprintf(f, "%s%s\n%s  %s (", indent, d->label, indent, md->kernels[d->kernel].name);
+    for (int j = 0; j < d->n_args; j++) {
+        snprintf(dflt, sizeof(dflt), "act%u", d->args[j].index);
+        for (int p = 0; p < gd->chain_n[i]; p++) {
+            arg_text(md, g, k0 + p, d->args[j], a, sizeof(a));
+            if (d->args[j].kind != RT_ARG_ACT || strcmp(a, dflt))
+                break;
+        }
+        fprintf(f, "%s%s", j ? ", " : "", a);
+    }
+    fprintf(f, ")");
+    write_barrier_text(f, md, g, k0, d->barrier);
+    fputs(end, f);
+}
+
+static void write_chain_text(FILE *f, const gen_desc *gd)
+{
+    const rt_schedule *s = &gd->desc.decode_chain;
+    fprintf(f, "decode with --chain (1 token; before and after the layers as decode):\n  for L in 0 .. n_layers-1:\n");
+    for (uint32_t i = 0; i < s->n_layer; i++)
+        write_chain_line(f, gd, i, "    ", "\n");
+    fprintf(f, "  %u dispatches per step + %u per layer\n\n", s->n_pre + s->n_post, s->n_layer);
+}
+
+static void write_dispatch_fields(FILE *f, const rt_dispatch *d);
+
 static void write_dispatch_c(FILE *f, const rt_model_desc *md, const gen_graph *g, const gen_kop *k,
                              const rt_dispatch *d)
 {
     fprintf(f, "    /* ");
     write_dispatch_line(f, md, g, k, d, "", " */\n");
+    write_dispatch_fields(f, d);
+}
+
+static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
+{
     fprintf(f, "    {.kernel = %u, .n_args = %u, .args = {", d->kernel, d->n_args);
     for (int i = 0; i < d->n_args; i++)
         fprintf(f, "%s{%s, %u}", i ? ", " : "", arg_kind_name(d->args[i].kind), d->args[i].index);
@@ -272,7 +316,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                " * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/%s/) */\n"
                "#include \"kernels.spv.inc\"\n",
             d->graph.m->path, md->name, md->name);
-    fprintf(f, "\n/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations */\n");
+    fprintf(f, "\n/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */\n");
     fprintf(f, "static const rt_kernel_desc kernels[%u] = {\n", md->n_kernels);
     for (uint32_t k = 0; k < md->n_kernels; k++) {
         const char *n = md->kernels[k].name;
@@ -281,7 +325,8 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
             fprintf(f, ", spv_dot_%s, sizeof(spv_dot_%s)", n, n);
         else
             fprintf(f, ", NULL, 0");
-        fprintf(f, ", %u, %u},\n", md->kernels[k].shared_bytes, md->kernels[k].invocations);
+        fprintf(f, ", %u, %u, %u},\n", md->kernels[k].shared_bytes, md->kernels[k].invocations,
+                md->kernels[k].arg_table);
     }
     fprintf(f, "};\n\nstatic const char *const archs[] = {");
     for (uint32_t i = 0; i < md->n_archs; i++)
@@ -307,6 +352,16 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
         write_schedule_c(f, md, &d->graph_exact, &md->decode_exact, "decode_exact");
     if (md->decode_pred.n_layer)
         write_schedule_c(f, md, &d->graph_pred, &md->decode_pred, "decode_pred");
+    if (md->decode_chain.n_layer) {
+        fprintf(f, "/* each layer L with --chain (before and after the layers: decode's) */\n"
+                   "static const rt_dispatch decode_chain_layer[] = {\n");
+        for (uint32_t i = 0; i < md->decode_chain.n_layer; i++) {
+            fprintf(f, "    /* ");
+            write_chain_line(f, d, i, "", " */\n");
+            write_dispatch_fields(f, &md->decode_chain.layer[i]);
+        }
+        fprintf(f, "};\n\n");
+    }
     fprintf(f, "static const char manifest[] =\n");
     for (const char *p = md->manifest; *p;) {
         const char *e = strchr(p, '\n');
@@ -338,6 +393,11 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
         fprintf(f, "    .%s = {%s, %u, %s + %u, %u, %s + %u, %u, %s},\n", sn[i], sn[i], s[i]->n_pre, sn[i],
                 s[i]->n_pre, s[i]->n_layer, sn[i], s[i]->n_pre + s[i]->n_layer, s[i]->n_post, q8);
     }
+    if (md->decode_chain.n_layer) {
+        const rt_schedule *c = &md->decode_chain;
+        fprintf(f, "    .decode_chain = {decode, %u, decode_chain_layer, %u, decode + %u, %u, %s},\n", c->n_pre,
+                c->n_layer, md->decode.n_pre + md->decode.n_layer, c->n_post, c->post_q8 ? "decode_post_q8" : "NULL");
+    }
     fprintf(f, "    .k_argmax = %u, .k_topk = %u, .k_copy = %u, .topk_groups_x = %u,\n"
                "    .manifest = manifest,\n};\n",
             md->k_argmax, md->k_topk, md->k_copy, md->topk_groups_x);
@@ -366,6 +426,8 @@ int gen_desc_write(const gen_desc *d, const char *dir, char *err)
         write_schedule_text(f, md, &d->graph_exact, &md->decode_exact, "decode with --sparse-ffn exact (1 token)");
     if (md->decode_pred.n_layer)
         write_schedule_text(f, md, &d->graph_pred, &md->decode_pred, "decode with --sparse-ffn predictor (1 token)");
+    if (md->decode_chain.n_layer)
+        write_chain_text(f, d);
     if (close_out(f, "schedule.txt", err))
         return -1;
     if (!(f = open_out(dir, "MANIFEST", "w", err)))

@@ -29,6 +29,8 @@
 #define GEN_SYNC_LAST_NORM 1023 /* the SYNC counter (< RT_SYNC_WORDS) of the kernels whose
                                  * last workgroup runs the next norm (kop->last_out); the
                                  * split attentions' columns use the words below it */
+#define GEN_SYNC_CHAIN 1020 /* a chained dispatch (gen_k_chain.c): words 1020 (tickets
+                             * taken), 1021 (jobs finished), 1022 (phases done) */
 
 /* Kernel-op kinds: source ops plus the fused ones. */
 #define GEN_KOPS(X)                                                                   \

@@ -6,6 +6,7 @@
 #define GEN_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gen_graph.h"
@@ -25,6 +26,9 @@ typedef struct {
     int n_args;
     gen_arg args[RT_MAX_ARGS];
     bool too_many_args;            /* a builder bound more than RT_MAX_ARGS (reported by gen_out_kernel) */
+    bool compose;                  /* building a phase of a composed kernel (gen_k_chain): gen_bind
+                                      shares the buffers bound to the same argument */
+    struct dsl_node *arg_expr[RT_MAX_ARGS]; /* the buffer declared for each arg (gen_bind) */
     int n_params;
     rt_param params[RT_MAX_PARAMS];
     uint64_t bytes;                /* bytes read + written for one token ... */
@@ -49,6 +53,16 @@ typedef int (*gen_kernel_fn)(const gen_graph *g, const gen_kop *kop, bool decode
 int gen_k_embed(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_norm(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* RMSNORM, QUANT, NORM_QUANT */
 int gen_k_bitlinear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *); /* BITLINEAR(_GLU, _MULTI) */
+/* The bitlinear's body built into kernel k (256 invocations; its buffers through gen_bind),
+ * its workgroup count in out->groups[0].add; its name; its workgroups (jobs). */
+int gen_k_bitlinear_into(struct dsl_kernel *k, const gen_graph *g, const gen_kop *kop, bool decode,
+                         gen_kernel_out *out, char *err);
+void gen_k_bitlinear_name(const gen_graph *g, const gen_kop *kop, bool decode, char *name, size_t size);
+uint32_t gen_k_bitlinear_jobs(const gen_graph *g, const gen_kop *kop, bool decode);
+/* One kernel running the n decode kops (each chainable: gen_k_chainable) in order in one
+ * dispatch, workgroups taking ordered tickets (gen_k_chain.c). */
+bool gen_k_chainable(const gen_kop *kop);
+int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kernel_out *out, char *err);
 int gen_k_rope(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* ROPE, ROPE_KV, KV_WRITE */
 int gen_k_attention(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);    /* (split) */
 int gen_k_attn_combine(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);

@@ -45,7 +45,9 @@
  *           bitlinear runs the next norm); a kernel that counts leaves its
  *           counters zero again
  * Each dispatch's push constants are: the addresses of its args (8 bytes each, in
- * order), then its params (4 bytes each, in order); 128 bytes at most.
+ * order), then its params (4 bytes each, in order); 128 bytes at most. A kernel with
+ * arg_table set takes the address of a table of its args' addresses (8 bytes each, in
+ * order; the runtime writes it) instead, then its params.
  * Every kernel also sees the uniform rt_dyn block (pos, n_tokens, n_kv, out_start;
  * schema/rt_layout.h).
  */
@@ -71,7 +73,7 @@
  * workgroup (1) or read them from the buffer (0); same sums (a tuner variant). */
 #define RT_SPEC_GEMV_SHQ 2
 #define RT_SPEC_COUNT 3
-#define RT_MAX_ARGS 12
+#define RT_MAX_ARGS 24 /* a kernel with an argument table binds up to this many; others stop at 16 (128 push bytes) */
 #define RT_MAX_PARAMS 8
 
 typedef enum {
@@ -161,6 +163,7 @@ typedef struct {
     uint32_t spv_dot_bytes;
     uint32_t shared_bytes; /* workgroup shared memory it declares (checked against the device) */
     uint32_t invocations;  /* workgroup size x * y * z (checked against the device) */
+    uint8_t arg_table;     /* 1: push = address of a table of the args' addresses, then params */
 } rt_kernel_desc;
 
 typedef struct {
@@ -206,6 +209,12 @@ struct rt_model_desc {
      * 0 when the model has none): gate rows only for neurons the predictor (RT_ARG_PRED)
      * lists, up / down only for those with gate > 0 (approximate: a missed neuron is 0). */
     rt_schedule decode_pred;
+    /* The decode schedule with chained dispatches (n_layer 0 when none): consecutive layer
+     * kernels run as phases of one dispatch whose workgroups take ordered tickets and wait
+     * for the previous phase (gen/kernels/gen_k_chain.c); pre and post are decode's. Same
+     * results as decode; relies on resident workgroups making progress, which Vulkan does
+     * not promise, so the runtime runs it only when chosen (--chain, the tuner). */
+    rt_schedule decode_chain;
     /* Auxiliary kernels run by the engine itself (push layouts):
      *  argmax: [logits addr, result addr] + [vocab]: result.u32[0] = argmax of row 0
      *  topk:   [logits addr, result addr] + [vocab, k]: result.u32[0..k) ids, f32[256..256+k) logits, sorted desc

@@ -6,6 +6,12 @@
  * computes the same integer sums in the same order); a damaged choice file is ignored
  * (defaults, no error). Each test gets an empty cache directory. Skips only when no
  * Vulkan device exists.
+ * The chained decode schedule (decode_chain: a layer's O, GLU and down projections as
+ * phases of one dispatch ordered by tickets) gives logits bit-identical to the unchained
+ * one, on bitnet-tiny and on the 2B-shape fixture (real layer widths), with lavapipe's
+ * default thread count and with LP_NUM_THREADS=1 (one thread: every job runs to its end
+ * before the next takes a ticket) and 2 (jobs of the next phase spin while the previous
+ * one finishes); the tuner may choose either schedule and logits stay the same.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +26,7 @@
 #include <cmocka.h>
 
 #include "engine/rt_engine.h"
+#include "fixture.h"
 #include "engine/rt_tune.h"
 #include "gen_desc.h"
 #include "gen_model.h"
@@ -34,6 +41,7 @@ static char cache[64];
 static int setup(void **st)
 {
     (void)st;
+    unsetenv("TERNION_CHAIN"); /* the tuner chooses the decode schedule */
     char err[GEN_ERR_LEN] = "";
     if (gen_model_load("models/bitnet-tiny.yaml", &model, err) || gen_desc_build(&model, true, &desc, err)) {
         fprintf(stderr, "%s\n", err);
@@ -57,14 +65,15 @@ static int teardown(void **st)
     return 0;
 }
 
-/* An engine with tuning mode `tune`, or NULL (skip) when there is no device. */
-static rt_engine *open_engine(int tune)
+/* An engine of model d on file gguf with tuning mode `tune` and chain option `chain`
+ * (RT_CHAIN_*), or skip when there is no device. */
+static rt_engine *open_model(const rt_model_desc *d, const char *gguf, int tune, int chain)
 {
-    rt_engine_opts o = {.model_path = GGUF, .device_index = -1, .n_ctx = 256, .n_batch = 64, .tune = tune,
-                        .tune_steps = 1};
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 64, .tune = tune,
+                        .tune_steps = 1, .chain = chain};
     rt_engine *e = NULL;
     char err[RT_ERR_LEN] = "";
-    if (rt_engine_open(&desc.desc, &o, &e, err)) {
+    if (rt_engine_open(d, &o, &e, err)) {
         if (strstr(err, "Vulkan") || strstr(err, "device")) {
             printf("skip: %s\n", err);
             skip();
@@ -74,11 +83,15 @@ static rt_engine *open_engine(int tune)
     return e;
 }
 
+static rt_engine *open_engine(int tune) { return open_model(&desc.desc, GGUF, tune, RT_CHAIN_AUTO); }
+
 /* Decode logits of N_IDS tokens one at a time (the schedule the tuner chose for). */
 static float *decode_logits(rt_engine *e)
 {
     int vocab = rt_engine_vocab(e);
     float *l = malloc(sizeof(float) * (size_t)vocab * N_IDS);
+    assert_non_null(l);
+    memset(l, 0xff, sizeof(float) * (size_t)vocab * N_IDS); /* poison: NaN where nothing is written */
     char err[RT_ERR_LEN] = "";
     for (int i = 0; i < N_IDS; i++) {
         int32_t id = (int32_t)((i * 131 + 7) % vocab);
@@ -133,6 +146,7 @@ static void test_tune_store_reuse(void **st)
     assert_non_null(strstr(vt, "bitlinear_multi_"));   /* QKV: 4- or 16-byte loads (and dot) */
     assert_non_null(strstr(vt, "lm_head_"));           /* the head: 4- or 16-byte loads */
     assert_true(strstr(vt, "=vec4") || strstr(vt, "=vec16") || strstr(vt, "=shq4"));
+    printf("tuned decode schedule: %s\n", s.chained ? "chained" : "unchained");
     float *got = decode_logits(e);
     assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);
     free(got);
@@ -160,10 +174,82 @@ static void test_tune_store_reuse(void **st)
     free(ref);
 }
 
+/* Model d on gguf: the chained decode (LP_NUM_THREADS `threads`, NULL: as it is) against
+ * the unchained logits `ref` (NULL: computed here and returned). */
+static float *chained_vs_unchained(const rt_model_desc *d, const char *gguf, const char *threads, float *ref)
+{
+    rt_engine_stats s0, s1;
+    if (!ref) {
+        rt_engine *e = open_model(d, gguf, RT_TUNE_OFF, RT_CHAIN_OFF);
+        rt_engine_get_stats(e, &s0);
+        assert_false(s0.chained);
+        ref = decode_logits(e);
+        rt_engine_close(e);
+    }
+    char *old = getenv("LP_NUM_THREADS") ? strdup(getenv("LP_NUM_THREADS")) : NULL;
+    if (threads)
+        setenv("LP_NUM_THREADS", threads, 1);
+    rt_engine *e = open_model(d, gguf, RT_TUNE_OFF, RT_CHAIN_ON);
+    rt_engine_get_stats(e, &s1);
+    assert_true(s1.chained);
+    float *got = decode_logits(e);
+    const size_t n = (size_t)rt_engine_vocab(e) * N_IDS;
+    printf("%s, LP_NUM_THREADS=%s: chained decode, %u dispatches per token\n", d->name, threads ? threads : "-",
+           s1.dispatches_per_token);
+    const int vocab = rt_engine_vocab(e);
+    rt_engine_close(e);
+    if (old)
+        setenv("LP_NUM_THREADS", old, 1);
+    else if (threads)
+        unsetenv("LP_NUM_THREADS");
+    free(old);
+    size_t bad = 0, first = n;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &ref[i], sizeof(float)) && bad++ == 0)
+            first = i;
+    if (bad)
+        fail_msg("%s, LP_NUM_THREADS=%s: %zu of %zu logits differ, the first at token %zu, entry %zu", d->name,
+                 threads ? threads : "-", bad, n, first / (size_t)vocab, first % (size_t)vocab);
+    free(got);
+    return ref;
+}
+
+static void test_chained_tiny(void **st)
+{
+    (void)st;
+    float *ref = chained_vs_unchained(&desc.desc, GGUF, NULL, NULL);
+    chained_vs_unchained(&desc.desc, GGUF, "1", ref);
+    chained_vs_unchained(&desc.desc, GGUF, "2", ref);
+    free(ref);
+}
+
+static void test_chained_2b_shape(void **st)
+{
+    (void)st;
+    char path[512];
+    if (!fixture_find("bitnet-2b-shape/model.gguf", path, sizeof(path))) {
+        printf("skip: no bitnet-2b-shape fixture\n");
+        skip();
+    }
+    gen_model m2;
+    gen_desc d2;
+    char err[GEN_ERR_LEN] = "";
+    if (gen_model_load("models/bitnet-b1.58-2b.yaml", &m2, err) || gen_desc_build(&m2, true, &d2, err))
+        fail_msg("%s", err);
+    float *ref = chained_vs_unchained(&d2.desc, path, NULL, NULL);
+    chained_vs_unchained(&d2.desc, path, "2", ref);
+    free(ref);
+    gen_desc_free(&d2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tune_store_reuse),
+        cmocka_unit_test(test_chained_tiny),
+        cmocka_unit_test(test_chained_2b_shape),
     };
+    if (getenv("TEST_FILTER")) /* e.g. TEST_FILTER='test_chained*' */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -486,7 +486,41 @@ static dsl_expr bl_shared_mem(dsl_kernel *k, bl_ctx *c, bool reduce)
     return red;
 }
 
+/* Rows per workgroup of a bitlinear's matrix: its jobs (workgroups) for M rows. */
+uint32_t gen_k_bitlinear_jobs(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    bl_ctx c = {.decode = decode};
+    uint32_t n = 0;
+    for (int p = 0; p < (kop->kind == GEN_K_BITLINEAR_MULTI ? kop->n_parts : 1); p++)
+        n += (uint32_t)groups_of(&c, (int)g->m->tensors[kop->w[p]].ne[1]);
+    return n;
+}
+
+void gen_k_bitlinear_name(const gen_graph *g, const gen_kop *kop, bool decode, char *name, size_t size)
+{
+    const int np = kop->kind == GEN_K_BITLINEAR_MULTI ? kop->n_parts : 1;
+    int Ms[GEN_KOP_MAX_PARTS] = {0};
+    for (int p = 0; p < np; p++)
+        Ms[p] = (int)g->m->tensors[kop->w[p]].ne[1];
+    bl_name(kop, Ms, np, g->vals[kop->in[0]].width, decode, name, size);
+}
+
 int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    char name[96];
+    gen_k_bitlinear_name(g, kop, decode, name, sizeof(name));
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    if (gen_k_bitlinear_into(k, g, kop, decode, out, err)) {
+        dsl_kernel_free(k);
+        return -1;
+    }
+    return gen_out_kernel(out, k, err);
+}
+
+int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out,
+                         char *err)
 {
     const gen_model *m = g->m;
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, res = kop->res >= 0;
@@ -497,12 +531,6 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     for (int p = 0; p < np; p++)
         Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
     const int M = Ms[0];
-    char name[96];
-    bl_name(kop, Ms, np, K, decode, name, sizeof(name));
-    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
-    if (!k)
-        return gen_out_kernel(out, NULL, err);
-
     const uint32_t wtype = m->tensors[kop->w[0]].type;
     /* TQ1_0 / TQ2_0 weights: the WFMT branches below; the I2_S branch uses the I2_S codec */
     const bool tq_type = wtype == FMT_TQ1_0 || wtype == FMT_TQ2_0;
@@ -511,7 +539,6 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     if (!c.codec || !c.codec->ternary_codes) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: bitlinear: weights of type %s have no kernel-side ternary decode",
                  m->path, kop->loc.line, kop->loc.col, fmt_type_name(wtype));
-        dsl_kernel_free(k);
         return -1;
     }
     const int wfmt = kop_wfmt(g, kop, err);
@@ -526,33 +553,24 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     if ((norm && (!decode || glu)) || (last && (!decode || multi || !(res || glu)))) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: a folded norm needs a decode bitlinear (not GLU%s)", m->path,
                  kop->loc.line, kop->loc.col, last ? "; the next norm: one with a residual, or a GLU" : "");
-        dsl_kernel_free(k);
         return -1;
     }
     if (norm) { /* F32 input before the norm, and the norm weight */
-        x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
-        gen_out_val(out, g, kop->in[0]);
-        nw = dsl_buffer(k, "nw", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->norm_w);
+        x = gen_bind_val(k, out, g, kop->in[0], 0, "x", DSL_F32, DSL_READONLY);
+        nw = gen_bind(k, out, "nw", DSL_F32, DSL_READONLY, RT_ARG_WEIGHT, kop->norm_w);
     } else {
-        c.q = dsl_buffer(k, "q", DSL_U32, DSL_READONLY);
-        c.qs = dsl_buffer(k, "qs", DSL_F32, DSL_READONLY);
-        gen_out_val(out, g, kop->in[0]);
+        c.q = gen_bind_val(k, out, g, kop->in[0], 0, "q", DSL_U32, DSL_READONLY);
+        c.qs = gen_bind_val(k, out, g, kop->in[0], 1, "qs", DSL_F32, DSL_READONLY);
     }
     dsl_expr W[GEN_KOP_MAX_PARTS], y[GEN_KOP_MAX_PARTS];
     static const char *const wn[GEN_KOP_MAX_PARTS] = {"w", "w1", "w2"}, *const yn[GEN_KOP_MAX_PARTS] = {"y", "y1", "y2"};
-    for (int p = 0; p < np; p++) {
-        W[p] = dsl_buffer(k, wn[p], DSL_U32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[p]);
-    }
-    if (glu) {
-        W[1] = dsl_buffer(k, "wu", DSL_U32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[1]);
-    }
-    for (int p = 0; p < np; p++) {
-        y[p] = dsl_buffer(k, yn[p], DSL_F32, (res || last ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
-        gen_out_val(out, g, multi ? kop->part_out[p] : kop->out);
-    }
+    for (int p = 0; p < np; p++)
+        W[p] = gen_bind(k, out, wn[p], DSL_U32, DSL_READONLY, RT_ARG_WEIGHT, kop->w[p]);
+    if (glu)
+        W[1] = gen_bind(k, out, "wu", DSL_U32, DSL_READONLY, RT_ARG_WEIGHT, kop->w[1]);
+    for (int p = 0; p < np; p++)
+        y[p] = gen_bind_val(k, out, g, multi ? kop->part_out[p] : kop->out, 0, yn[p], DSL_F32,
+                            (res || last ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
     /* decode: the same rows with 16-byte loads, picked at pipeline creation (GEMV_VEC) */
     dsl_expr W4[GEN_KOP_MAX_PARTS] = {0};
     if (decode && !norm) {
@@ -601,5 +619,5 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     gen_out_groups(out, 0, 0, groups, 1);
     if (!decode)
         gen_out_groups(out, 1, 1, 0, TN);
-    return gen_out_kernel(out, k, err);
+    return 0;
 }

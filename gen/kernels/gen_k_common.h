@@ -35,6 +35,39 @@ static inline void gen_out_arg(gen_kernel_out *o, uint8_t kind, int ref)
     o->n_args++;
 }
 
+/* Declare buffer `name` and bind it to (kind, ref), or, when the kernel is composed of
+ * phases (o->compose, gen_k_chain.c), return the buffer an earlier phase bound to the same
+ * (kind, ref) and element type with its access widened: one address, however many phases
+ * use it (an act buffer that holds values of two types in turn is bound once per type). In a
+ * composed kernel every buffer but the weights is coherent: a phase reads what another
+ * phase's workgroups wrote in the same dispatch. */
+static inline dsl_expr gen_bind(dsl_kernel *k, gen_kernel_out *o, const char *name, dsl_type elem, int access,
+                                uint8_t kind, int ref)
+{
+    if (o->compose) {
+        if (kind != RT_ARG_WEIGHT && kind != RT_ARG_WEIGHT_NEXT)
+            access |= DSL_COHERENT;
+        for (int i = 0; i < o->n_args; i++)
+            if (o->args[i].kind == kind && o->args[i].ref == ref && dsl_typeof(o->arg_expr[i]) == elem) {
+                dsl_buffer_widen(k, o->arg_expr[i], access);
+                return o->arg_expr[i];
+            }
+    }
+    dsl_expr b = dsl_buffer(k, name, elem, access);
+    if (o->n_args < RT_MAX_ARGS)
+        o->arg_expr[o->n_args] = b;
+    gen_out_arg(o, kind, ref);
+    return b;
+}
+
+/* gen_bind of graph value gv's activation buffer (part 1: a Q8 value's scales). */
+static inline dsl_expr gen_bind_val(dsl_kernel *k, gen_kernel_out *o, const gen_graph *g, int gv, int part,
+                                    const char *name, dsl_type elem, int access)
+{
+    const gen_gval *v = &g->vals[gv];
+    return gen_bind(k, o, name, elem, access, RT_ARG_ACT, part ? v->buf_s : v->buf);
+}
+
 /* Bind the activation buffer(s) of graph value gv (Q8: codes then scales). */
 static inline void gen_out_val(gen_kernel_out *o, const gen_graph *g, int gv)
 {

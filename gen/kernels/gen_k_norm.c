@@ -259,18 +259,12 @@ gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *ko
                             dsl_expr sync)
 {
     gen_last_bufs lb = {0};
-    if (kop->last_norm_w >= 0) {
-        lb.w = dsl_buffer(k, "lnw", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, kop->last_next ? RT_ARG_WEIGHT_NEXT : RT_ARG_WEIGHT, kop->last_norm_w);
-    }
-    lb.q = dsl_buffer(k, "lq", DSL_U32, DSL_WRITEONLY);
-    lb.qs = dsl_buffer(k, "lqs", DSL_F32, DSL_WRITEONLY);
-    gen_out_val(out, g, kop->last_out);
-    lb.sync = sync;
-    if (!sync) {
-        lb.sync = dsl_buffer(k, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT);
-        gen_out_arg(out, RT_ARG_SYNC, 0);
-    }
+    if (kop->last_norm_w >= 0)
+        lb.w = gen_bind(k, out, "lnw", DSL_F32, DSL_READONLY, kop->last_next ? RT_ARG_WEIGHT_NEXT : RT_ARG_WEIGHT,
+                        kop->last_norm_w);
+    lb.q = gen_bind_val(k, out, g, kop->last_out, 0, "lq", DSL_U32, DSL_WRITEONLY);
+    lb.qs = gen_bind_val(k, out, g, kop->last_out, 1, "lqs", DSL_F32, DSL_WRITEONLY);
+    lb.sync = sync ? sync : gen_bind(k, out, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT, RT_ARG_SYNC, 0);
     return lb;
 }
 

@@ -7,34 +7,35 @@
  * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/bitnet-tiny/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations */
-static const rt_kernel_desc kernels[26] = {
-    {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, 2052, 256},
-    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), 512, 256},
-    {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 4120, 64},
-    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), 2564, 256},
-    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), 2564, 256},
-    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), 3588, 256},
-    {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, 5124, 256},
-    {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, 5124, 256},
-    {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, 0, 256},
-    {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, 2048, 256},
-    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), 10752, 256},
-    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256},
-    {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, 6208, 64},
-    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), 10752, 256},
-    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), 13184, 256},
-    {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, 2048, 256},
-    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), 10752, 256},
-    {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, 1024, 256},
-    {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, 0, 256},
-    {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, 0, 256},
-    {"sparse_gate_m1536_k512", spv_sparse_gate_m1536_k512, sizeof(spv_sparse_gate_m1536_k512), spv_dot_sparse_gate_m1536_k512, sizeof(spv_dot_sparse_gate_m1536_k512), 1028, 256},
-    {"sparse_up_relu2_nextnorm_m1536_k512", spv_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_sparse_up_relu2_nextnorm_m1536_k512), spv_dot_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_dot_sparse_up_relu2_nextnorm_m1536_k512), 2052, 256},
-    {"sparse_down_res_nextlayernorm_m512_k1536", spv_sparse_down_res_nextlayernorm_m512_k1536, sizeof(spv_sparse_down_res_nextlayernorm_m512_k1536), NULL, 0, 2564, 256},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256},
+/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */
+static const rt_kernel_desc kernels[27] = {
+    {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, 2052, 256, 0},
+    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), 512, 256, 0},
+    {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 4120, 64, 0},
+    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), 2564, 256, 0},
+    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), 2564, 256, 0},
+    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), 3588, 256, 0},
+    {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, 5124, 256, 0},
+    {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, 5124, 256, 0},
+    {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, 0, 256, 0},
+    {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, 2048, 256, 0},
+    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), 10752, 256, 0},
+    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0},
+    {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, 6208, 64, 0},
+    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), 10752, 256, 0},
+    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), 13184, 256, 0},
+    {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, 2048, 256, 0},
+    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), 10752, 256, 0},
+    {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, 1024, 256, 0},
+    {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, 0, 256, 0},
+    {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, 0, 256, 0},
+    {"sparse_gate_m1536_k512", spv_sparse_gate_m1536_k512, sizeof(spv_sparse_gate_m1536_k512), spv_dot_sparse_gate_m1536_k512, sizeof(spv_dot_sparse_gate_m1536_k512), 1028, 256, 0},
+    {"sparse_up_relu2_nextnorm_m1536_k512", spv_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_sparse_up_relu2_nextnorm_m1536_k512), spv_dot_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_dot_sparse_up_relu2_nextnorm_m1536_k512), 2052, 256, 0},
+    {"sparse_down_res_nextlayernorm_m512_k1536", spv_sparse_down_res_nextlayernorm_m512_k1536, sizeof(spv_sparse_down_res_nextlayernorm_m512_k1536), NULL, 0, 2564, 256, 0},
+    {"chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536", spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), 8728, 256, 1},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0},
 };
 
 static const char *const archs[] = {"bitnet-b1.58", "bitnet-25"};
@@ -270,11 +271,31 @@ static const rt_dispatch decode_exact[] = {
      .bytes = 10244ull, .bytes_vocab = 1028ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
+/* each layer L with --chain (before and after the layers: decode's) */
+static const rt_dispatch decode_chain_layer[] = {
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m512_m128_m128_k512_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
+    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .bytes = 101896ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
+    /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
+    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .bytes = 145416ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
+    /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
+  chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
+    {.kernel = 23, .n_args = 18, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+     .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
+     .groups = {{0, 320, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
+     .bytes = 695344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
+};
+
 static const char manifest[] =
     "model bitnet-tiny\n"
     "source models/bitnet-tiny.yaml fnv64:f66613ec78342b6c\n"
     "fusion on\n"
-    "kernels 26\n"
+    "kernels 27\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:4c98648788f9f460\n"
     "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:cb62bca03f3002a2 +native-dot\n"
     "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:f42a881a7c7887f0\n"
@@ -298,6 +319,7 @@ static const char manifest[] =
     "kernel sparse_gate_m1536_k512 glsl-fnv64:a4727eab2c92e4eb +native-dot\n"
     "kernel sparse_up_relu2_nextnorm_m1536_k512 glsl-fnv64:9eb7307a2168fa97 +native-dot\n"
     "kernel sparse_down_res_nextlayernorm_m512_k1536 glsl-fnv64:f41b31049b87229a\n"
+    "kernel chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 glsl-fnv64:2d577b81a444ce35 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"
@@ -309,10 +331,11 @@ const rt_model_desc rt_model_bitnet_tiny = {
     .tensors = tensors, .n_tensors = 13, .vocab_tensor = 0,
     .acts = acts, .n_acts = 10,
     .kv_dim = 128, .kv_elem_bytes = 2,
-    .kernels = kernels, .n_kernels = 26,
+    .kernels = kernels, .n_kernels = 27,
     .decode = {decode, 1, decode + 1, 5, decode + 6, 1, decode_post_q8},
     .prefill = {prefill, 1, prefill + 1, 10, prefill + 11, 2, prefill_post_q8},
     .decode_exact = {decode_exact, 1, decode_exact + 1, 6, decode_exact + 7, 1, decode_exact_post_q8},
-    .k_argmax = 23, .k_topk = 24, .k_copy = 25, .topk_groups_x = 1,
+    .decode_chain = {decode, 1, decode_chain_layer, 3, decode + 6, 1, decode_post_q8},
+    .k_argmax = 24, .k_topk = 25, .k_copy = 26, .topk_groups_x = 1,
     .manifest = manifest,
 };

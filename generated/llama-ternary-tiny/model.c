@@ -7,32 +7,33 @@
  * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/llama-ternary-tiny/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations */
-static const rt_kernel_desc kernels[24] = {
-    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256},
-    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256},
-    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, 3344, 64},
-    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2308, 256},
-    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), 2308, 256},
-    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2820, 256},
-    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256},
-    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256},
-    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256},
-    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256},
-    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256},
-    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256},
-    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64},
-    {"quant_n256", spv_quant_n256, sizeof(spv_quant_n256), NULL, 0, 2048, 256},
-    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256},
-    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), 13184, 256},
-    {"quant_n768", spv_quant_n768, sizeof(spv_quant_n768), NULL, 0, 2048, 256},
-    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256},
-    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256},
-    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256},
-    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256},
+/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */
+static const rt_kernel_desc kernels[25] = {
+    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256, 0},
+    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256, 0},
+    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, 3344, 64, 0},
+    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2308, 256, 0},
+    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), 2308, 256, 0},
+    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2820, 256, 0},
+    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256, 0},
+    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256, 0},
+    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256, 0},
+    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256, 0},
+    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256, 0},
+    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0},
+    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64, 0},
+    {"quant_n256", spv_quant_n256, sizeof(spv_quant_n256), NULL, 0, 2048, 256, 0},
+    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256, 0},
+    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), 13184, 256, 0},
+    {"quant_n768", spv_quant_n768, sizeof(spv_quant_n768), NULL, 0, 2048, 256, 0},
+    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256, 0},
+    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256, 0},
+    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256, 0},
+    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256, 0},
+    {"chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768", spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), 7448, 256, 1},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0},
 };
 
 static const char *const archs[] = {"llama-ternary"};
@@ -212,11 +213,31 @@ static const rt_dispatch prefill[] = {
      .bytes = 1024ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "lm_head output"},
 };
 
+/* each layer L with --chain (before and after the layers: decode's) */
+static const rt_dispatch decode_chain_layer[] = {
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
+    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 64, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
+    /* rope_kv+attention+rope a+quant a attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
+    {.kernel = 2, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+     .n_params = 0, .params = {},
+     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .bytes = 72456ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+quant a"},
+    /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+quant f > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
+  chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 (sync, a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8, a.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 a.q8 a.q8_scale sync] */
+    {.kernel = 21, .n_args = 17, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+     .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
+     .groups = {{0, 160, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
+     .bytes = 180784ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+quant f > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
+};
+
 static const char manifest[] =
     "model llama-ternary-tiny\n"
     "source models/llama-ternary-tiny.yaml fnv64:29528a65b4419a28\n"
     "fusion on\n"
-    "kernels 24\n"
+    "kernels 25\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:c094155b1834238e\n"
     "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:bb0a41454566c99c +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:5fe6751b19b19728\n"
@@ -238,6 +259,7 @@ static const char manifest[] =
     "kernel rmsnorm_n256 glsl-fnv64:f3c7f38126d1d429\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"
+    "kernel chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:2d9294f6e5f1ae6d +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"
@@ -249,9 +271,10 @@ const rt_model_desc rt_model_llama_ternary_tiny = {
     .tensors = tensors, .n_tensors = 12, .vocab_tensor = 0,
     .acts = acts, .n_acts = 10,
     .kv_dim = 128, .kv_elem_bytes = 2,
-    .kernels = kernels, .n_kernels = 24,
+    .kernels = kernels, .n_kernels = 25,
     .decode = {decode, 1, decode + 1, 5, decode + 6, 1, decode_post_q8},
     .prefill = {prefill, 1, prefill + 1, 10, prefill + 11, 2, prefill_post_q8},
-    .k_argmax = 21, .k_topk = 22, .k_copy = 23, .topk_groups_x = 1,
+    .decode_chain = {decode, 1, decode_chain_layer, 3, decode + 6, 1, decode_post_q8},
+    .k_argmax = 22, .k_topk = 23, .k_copy = 24, .topk_groups_x = 1,
     .manifest = manifest,
 };

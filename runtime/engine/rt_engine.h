@@ -50,7 +50,13 @@ typedef struct {
                            not fit beside two layer slots stay in host memory and are copied into
                            the slots per step (rt_engine_stream.c); too small: an error with the least;
                            < 0: every layer streamed even when all would fit (tests) */
+    int chain;          /* RT_CHAIN_*: the chained decode schedule (phases of a layer in one dispatch,
+                           ordered by tickets: relies on resident workgroups making progress);
+                           auto: TERNION_CHAIN=0/1 if set, else the tuner's stored choice (off
+                           without one) */
 } rt_engine_opts;
+
+enum { RT_CHAIN_AUTO = 0, RT_CHAIN_OFF = 1, RT_CHAIN_ON = 2 };
 
 enum { RT_SPARSE_DENSE = 0, RT_SPARSE_EXACT = 1,
        RT_SPARSE_PREDICTOR = 2 /* decode_pred; needs blk.N.ffn_pred_{p,q,b} (tools/predgguf.c) */ };
@@ -114,6 +120,7 @@ typedef struct {
     bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
     int sparse_ffn;                  /* RT_SPARSE_* of the decode schedule */
     int tune_state;                  /* rt_tune_state: defaults, stored choice, tuned now */
+    bool chained;                    /* the decode schedule is the chained one (decode_chain) */
     int streamed_layers;             /* --vram-budget: layers whose matrices are copied per step */
     uint64_t streamed_bytes;         /* bytes those copies move per step */
     int stream_sync;                 /* RT_STREAM_*: how the copies are ordered (rt_engine_stream.c) */

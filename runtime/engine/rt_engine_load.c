@@ -317,11 +317,13 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (rt_eng_kernel_wfmt(e, e->wfmt, err))
         goto fail;
     const bool overridden = opts->gemv_vec != 0 || opts->no_int_dot; /* --gemv / --no-int-dot fix them */
-    if (rt_eng_tune_setup(e, opts->tune, overridden, err))
+    if (rt_eng_chained_open(e, opts->chain, err) || rt_eng_tune_setup(e, opts->tune, overridden, err))
         goto fail;
     if (opts->verbose)
-        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane\n",
-                e->native_dot ? "native" : "portable (emulated)", e->gemv_vec ? 16 : 4);
+        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane, %s, %s decode\n",
+                e->native_dot ? "native" : "portable (emulated)", e->gemv_vec ? 16 : 4,
+                rt_vk_full_subgroups(e->vk) ? "full subgroups required" : "full subgroups not requestable (assumed)",
+                e->dec == &desc->decode_chain ? "chained" : "unchained");
     e->head_argmax = rt_eng_writes_result(rt_eng_post_of(e, e->dec), e->dec->n_post);
     if (rt_eng_record(e, e->dec, 1, -1, 0, &e->decode, err) ||
         (!e->head_argmax && rt_eng_record(e, e->dec, 1, desc->k_argmax, 0, &e->decode_argmax, err)) ||
@@ -340,6 +342,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->stats.gemv_vec = e->gemv_vec;
     e->stats.lm_head_q8 = e->head_q8;
     e->stats.sparse_ffn = opts->sparse_ffn;
+    e->stats.chained = e->dec == &desc->decode_chain;
     *out_e = e;
     return 0;
 fail:
@@ -381,6 +384,7 @@ void rt_engine_close(rt_engine *e)
         for (int i = 0; i < e->chain.count; i++)
             rt_cmd_free(e->chain.slot[i].c);
         rt_eng_sparse_close(e);
+        rt_eng_chained_close(e);
         rt_eng_stream_free(e);
         rt_vk_destroy(e->vk);
     }

@@ -70,7 +70,9 @@ struct rt_engine {
     bool head_q8;         /* post sections are the schedules' post_q8 */
     bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
     rt_buf *wq8;          /* [n_tensors]: Q8_0 copies of the tables post_q8 reads (head_q8) */
-    const rt_schedule *dec; /* the decode schedule run: desc->decode, or decode_exact */
+    const rt_schedule *dec; /* the decode schedule run: desc->decode, decode_exact or decode_chain */
+    rt_buf argtab;        /* decode_chain's argument tables (rt_engine_chained.c), or none */
+    bool chain_forced;    /* opts.chain / TERNION_CHAIN chose chained or not: the tuner keeps it */
     rt_buf *wt;           /* [n_tensors][n_layers]: transposed copies (RT_ARG_WEIGHT_T), sparse FFN */
     rt_buf ffn_stats;     /* u32[RT_STATS_WORDS] host-visible (RT_ARG_STATS) */
     rt_buf *pred;         /* [n_layers]: the FFN predictor (RT_ARG_PRED), predictor mode */
@@ -119,6 +121,17 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
 /* rt_engine_multi.c: its host table (at open) and streams (at close) */
 int rt_eng_multi_init(rt_engine *e, char *err);
 void rt_eng_multi_free(rt_engine *e);
+/* rt_engine_record.c: the address an argument names at layer `layer` */
+VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer);
+/* rt_engine_chained.c: can this engine run decode_chain (else why not); switch e->dec to it
+ * or back (tables made on first use; the caller records the streams again); at open:
+ * opts.chain (RT_CHAIN_*, auto: TERNION_CHAIN); free the tables; the table of dispatch dp
+ * at a layer (0: dp is not in decode_chain's layer section) */
+bool rt_eng_chained_available(const rt_engine *e, char *why, size_t n);
+int rt_eng_chained_set(rt_engine *e, bool on, char *err);
+int rt_eng_chained_open(rt_engine *e, int want, char *err);
+void rt_eng_chained_close(rt_engine *e);
+VkDeviceAddress rt_eng_chained_table(const rt_engine *e, const rt_dispatch *dp, int layer);
 /* rt_engine_sparse.c: the transposed weights and the STATS buffer of the sparse decode */
 int rt_eng_sparse_open(rt_engine *e, int mode, char *err);
 void rt_eng_sparse_close(rt_engine *e);

@@ -32,6 +32,8 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
     }
 }
 
+VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer) { return arg_buf(e, a, layer)->addr; }
+
 static uint32_t groups(rt_groups g, uint32_t n, uint32_t vocab)
 {
     uint32_t div = g.div ? g.div : 1;
@@ -67,11 +69,17 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
             bufs[nb++] = &e->result;
         rt_cmd_barrier(c, bufs, nb);
     }
-    _Static_assert(RT_MAX_ARGS * 8 + RT_MAX_PARAMS * 4 <= RT_PUSH_BYTES, "a dispatch's push constants must fit");
+    _Static_assert(8 + RT_MAX_PARAMS * 4 <= RT_PUSH_BYTES, "a dispatch's table address and params must fit");
     uint8_t push[RT_PUSH_BYTES];
     uint32_t off = 0;
     memset(push, 0, sizeof(push));
-    for (int i = 0; i < dp->n_args && off + 8 <= RT_PUSH_BYTES; i++, off += 8) {
+    const bool table = e->d->kernels[dp->kernel].arg_table;
+    if (table) { /* the addresses are in its table (rt_engine_chained.c) */
+        VkDeviceAddress t = rt_eng_chained_table(e, dp, layer);
+        memcpy(push, &t, 8);
+        off = 8;
+    }
+    for (int i = 0; !table && i < dp->n_args && off + 8 <= RT_PUSH_BYTES; i++, off += 8) {
         VkDeviceAddress a = arg_buf(e, dp->args[i], layer)->addr;
         if (dp->args[i].kind == RT_ARG_ACT)
             a += act_off;

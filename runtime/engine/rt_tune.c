@@ -13,7 +13,7 @@
 
 #define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
-#define TUNE_MAGIC "ternion-tune 2"
+#define TUNE_MAGIC "ternion-tune 3"
 
 enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4 };
 
@@ -114,9 +114,9 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot, shq;
+    unsigned vec, dot, shq, chained = 0;
     while (ok && fgets(line, sizeof(line), f)) {
-        if (line[0] == '#')
+        if (line[0] == '#' || sscanf(line, "decode-schedule chained=%u", &chained) == 1)
             continue;
         if (sscanf(line, "%255s vec=%u dot=%u shq=%u", name, &vec, &dot, &shq) != 4 || vec > 1 || dot > 1 ||
             shq > 1 || (vec && shq)) {
@@ -135,6 +135,10 @@ static bool tune_load(rt_engine *e, const char *path)
         ok = seen[k];
     if (ok)
         memcpy(e->var, v, e->d->n_kernels * sizeof(*v));
+    if (ok && !e->chain_forced && rt_eng_chained_available(e, NULL, 0)) { /* the schedule it timed faster */
+        char err[RT_ERR_LEN];
+        ok = rt_eng_chained_set(e, chained == 1, err) == 0;
+    }
     fclose(f);
     free(v);
     free(seen);
@@ -153,6 +157,7 @@ static void tune_store(rt_engine *e, const char *path)
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
         fprintf(f, "%s vec=%u dot=%u shq=%u\n", e->d->kernels[k].name, e->var[k].vec, e->var[k].dot,
                 e->var[k].shq);
+    fprintf(f, "decode-schedule chained=%u\n", e->dec == &e->d->decode_chain);
     if (fclose(f) == 0)
         rename(tmp, path);
     else
@@ -211,10 +216,9 @@ static int time_step(rt_engine *e, int steps, double *out_ms, char *err)
     return 0;
 }
 
-/* Kernel k is dispatched by the decode schedule this engine runs. */
-static bool in_decode(const rt_engine *e, uint32_t k)
+/* Kernel k is dispatched by decode schedule s. */
+static bool in_sched(const rt_engine *e, const rt_schedule *s, uint32_t k)
 {
-    const rt_schedule *s = e->dec; /* dense or sparse FFN */
     const rt_dispatch *post = rt_eng_post_of(e, s);
     for (uint32_t i = 0; i < s->n_pre; i++)
         if (s->pre[i].kernel == k)
@@ -227,6 +231,9 @@ static bool in_decode(const rt_engine *e, uint32_t k)
             return true;
     return false;
 }
+
+/* ... by the decode schedule this engine runs (dense, sparse FFN or chained). */
+static bool in_decode(const rt_engine *e, uint32_t k) { return in_sched(e, e->dec, k); }
 
 /* Every variant of kernel k, the others fixed; keeps the fastest. */
 static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *err)
@@ -258,6 +265,28 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
     }
     e->var[k] = best;
     return rt_eng_make_pipe(e, k, err);
+}
+
+/* The chained decode schedule against the unchained one, each with its kernels' variants
+ * tuned (the chained kernels after the others): keeps the faster (the caller records). */
+static int tune_chain(rt_engine *e, int steps, bool print, char *err)
+{
+    if (e->chain_forced || e->dec != &e->d->decode || !rt_eng_chained_available(e, NULL, 0))
+        return 0;
+    double ms[2];
+    for (int on = 0; on < 2; on++) {
+        if (rt_eng_chained_set(e, on, err))
+            return -1;
+        for (uint32_t k = 0; on && k < e->d->n_kernels; k++)
+            if (e->var_dims[k] && in_decode(e, k) && !in_sched(e, &e->d->decode, k) &&
+                tune_kernel(e, k, steps, print, err))
+                return -1;
+        if (rerecord(e, err) || time_step(e, steps, &ms[on], err))
+            return -1;
+        if (print)
+            printf("  %-60s %-12s %9.3f\n", on ? "" : "decode schedule", on ? "chained" : "unchained", ms[on]);
+    }
+    return rt_eng_chained_set(e, ms[1] < ms[0], err);
 }
 
 int rt_eng_tune_setup(rt_engine *e, int mode, bool overridden, char *err)
@@ -302,14 +331,14 @@ int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *er
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
         if (e->var_dims[k] && in_decode(e, k) && tune_kernel(e, k, steps, print, err))
             return -1;
-    if (rerecord(e, err))
+    if (tune_chain(e, steps, print, err) || rerecord(e, err))
         return -1;
     e->tune_state = RT_TUNE_TUNED;
     char path[1024], vn[32];
     if (tune_path(e, path, sizeof(path), true))
         tune_store(e, path);
     if (print) {
-        printf("tune: chosen:\n");
+        printf("tune: chosen: the %s decode schedule\n", e->dec == &e->d->decode_chain ? "chained" : "unchained");
         for (uint32_t k = 0; k < e->d->n_kernels; k++)
             if (e->var_dims[k] && in_decode(e, k)) {
                 rt_eng_variant_name(e, k, vn, sizeof(vn));

@@ -10,6 +10,9 @@
  * $XDG_CACHE_HOME/ternion/tune-<key>.txt (or ~/.cache/ternion), the key hashing the device
  * name, driver, vendor/device ids and every kernel's name and SPIR-V, so another device,
  * driver or model shape tunes anew. Every variant gives bit-identical results (tested).
+ * The decode schedule is a choice too: the chained one (rt_model_desc.decode_chain, layer
+ * kernels as phases of one dispatch) is timed against the unchained one and the faster
+ * stored, unless rt_engine_opts.chain / TERNION_CHAIN fixed it.
  */
 #ifndef RT_TUNE_H
 #define RT_TUNE_H

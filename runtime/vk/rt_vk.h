@@ -84,6 +84,8 @@ int rt_vk_list_devices(char *err);
 int rt_vk_create(const rt_vk_opts *opts, rt_vk **out_vk, char *err);
 void rt_vk_destroy(rt_vk *vk);
 const rt_vk_info *rt_vk_get_info(const rt_vk *vk);
+/* Pipelines request full subgroups (computeFullSubgroups enabled; rt_vk_pipeline.c). */
+bool rt_vk_full_subgroups(const rt_vk *vk);
 /* Validation-layer warnings + errors seen by the debug messenger so far (0 when off). */
 uint32_t rt_vk_validation_count(const rt_vk *vk);
 

@@ -5,6 +5,14 @@
  * ignored with a warning.
  *
  * Owns: every rt_pipeline (freed by rt_vk_destroy) and vk->pcache.
+ *
+ * Full subgroups: the kernels assume every subgroup of a workgroup is full (their lanes
+ * stride rows by gl_SubgroupSize and gl_NumSubgroups x gl_SubgroupSize = the workgroup).
+ * Where the device has computeFullSubgroups (Vulkan 1.3 or VK_EXT_subgroup_size_control,
+ * enabled by rt_vk.c) and the workgroup's x is a multiple of maxSubgroupSize (the
+ * specification's condition), each pipeline requests it
+ * (VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT); elsewhere it relies on the
+ * layout drivers give 256-invocation workgroups anyway (test_dsl_gpu checks it).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +31,30 @@ static uint64_t hash64(const void *data, size_t n)
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
+}
+
+/* x of the shader's LocalSize execution mode; 0 when it has none (LocalSizeId). */
+static uint32_t spv_local_x(const uint32_t *spv, size_t bytes)
+{
+    for (size_t i = 5, n = bytes / 4; i < n;) {
+        uint32_t op = spv[i] & 0xffffu, len = spv[i] >> 16;
+        if (len == 0)
+            return 0;
+        if (op == 16 && len >= 6 && i + 3 < n && spv[i + 2] == 17) /* OpExecutionMode <entry> LocalSize x y z */
+            return spv[i + 3];
+        i += len;
+    }
+    return 0;
+}
+
+bool rt_vk_full_subgroups(const rt_vk *vk)
+{
+    if (!vk->info.has_subgroup_size_control)
+        return false;
+    VkPhysicalDeviceSubgroupSizeControlFeatures sgc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &sgc};
+    vkGetPhysicalDeviceFeatures2(vk->phys, &f);
+    return sgc.computeFullSubgroups;
 }
 
 static void cache_warn(rt_vk *vk, const char *why)
@@ -250,9 +282,12 @@ int rt_pipeline_get_spec(rt_vk *vk, const char *name, const uint32_t *spv, size_
     for (uint32_t i = 0; i < n_spec; i++)
         map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
     VkSpecializationInfo si = {.mapEntryCount = n_spec, .pMapEntries = map, .dataSize = 4 * n_spec, .pData = p->spec};
+    const uint32_t lx = spv_local_x(spv, spv_bytes), msg = vk->info.max_subgroup_size;
+    const bool full = lx && msg && lx % msg == 0 && rt_vk_full_subgroups(vk);
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .flags = full ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main",
                   .pSpecializationInfo = n_spec ? &si : NULL},
         .layout = vk->pipe_layout,

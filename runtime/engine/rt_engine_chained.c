@@ -1,0 +1,108 @@
+/* rt_engine_chained.c - the chained decode schedule (rt_model_desc.decode_chain): whether
+ * this engine runs it, and the argument tables its chained kernels read.
+ *
+ * A chained kernel (gen/kernels/gen_k_chain.c) runs several layer kernels as phases of one
+ * dispatch whose workgroups take ordered tickets and spin until the previous phase is
+ * done. That is deadlock-free where workgroups that have started keep making progress
+ * (GPUs of NVIDIA, AMD and Intel; llvmpipe), which Vulkan does not promise, so the
+ * unchained decode schedule stays the default: the chained one runs when asked for
+ * (rt_engine_opts.chain, or TERNION_CHAIN=1 in the environment when the option is auto)
+ * or when the tuner measured it faster on this device (rt_tune.c). The sparse FFN and
+ * layer streaming keep the unchained schedule.
+ *
+ * The phases bind more buffers than 128 bytes of push constants hold, so a chained kernel
+ * reads its buffer addresses from a table (rt_kernel_desc.arg_table): one table per layer
+ * and dispatch of the layer section, RT_MAX_ARGS addresses each, written once here into a
+ * device-local buffer; the dispatch pushes the table's address, then its params.
+ */
+#include "engine/rt_engine_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TABLE_BYTES ((VkDeviceSize)RT_MAX_ARGS * 8)
+
+bool rt_eng_chained_available(const rt_engine *e, char *why, size_t n)
+{
+    const char *r = !e->d->decode_chain.n_layer ? "the model has no chained schedule"
+                    : e->dec != &e->d->decode && e->dec != &e->d->decode_chain ? "the sparse FFN runs its own schedule"
+                    : e->stream                     ? "layer streaming (--vram-budget) rebinds the weights per step"
+                                                    : NULL;
+    if (r && why)
+        snprintf(why, n, "%s", r);
+    return !r;
+}
+
+/* Fill the argument tables of the chained schedule's layer section. */
+static int write_tables(rt_engine *e, char *err)
+{
+    const rt_schedule *s = &e->d->decode_chain;
+    const size_t words = (size_t)e->n_layers * s->n_layer * RT_MAX_ARGS;
+    uint64_t *t = calloc(words, 8);
+    if (!t) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    for (int L = 0; L < e->n_layers; L++)
+        for (uint32_t i = 0; i < s->n_layer; i++) {
+            const rt_dispatch *dp = &s->layer[i];
+            if (!e->d->kernels[dp->kernel].arg_table)
+                continue;
+            for (int a = 0; a < dp->n_args; a++)
+                t[((size_t)L * s->n_layer + i) * RT_MAX_ARGS + (size_t)a] = rt_eng_arg_addr(e, dp->args[a], L);
+        }
+    int rc = rt_buf_upload(e->vk, &e->argtab, 0, t, words * 8, err);
+    free(t);
+    return rc;
+}
+
+int rt_eng_chained_set(rt_engine *e, bool on, char *err)
+{
+    if (on == (e->dec == &e->d->decode_chain))
+        return 0;
+    if (!on) {
+        e->dec = &e->d->decode;
+        return 0;
+    }
+    char why[160];
+    if (!rt_eng_chained_available(e, why, sizeof(why))) {
+        snprintf(err, RT_ERR_LEN, "chained decode: %s", why);
+        return -1;
+    }
+    if (!e->argtab.buf) {
+        const VkDeviceSize bytes = (VkDeviceSize)e->n_layers * e->d->decode_chain.n_layer * TABLE_BYTES;
+        if (rt_buf_create_named(e->vk, bytes, RT_MEM_DEVICE, "chained-dispatch argument tables", &e->argtab, err) ||
+            write_tables(e, err))
+            return -1;
+    }
+    e->dec = &e->d->decode_chain;
+    return 0;
+}
+
+int rt_eng_chained_open(rt_engine *e, int want, char *err)
+{
+    if (want == RT_CHAIN_AUTO) {
+        const char *env = getenv("TERNION_CHAIN");
+        if (env && *env)
+            want = strcmp(env, "0") ? RT_CHAIN_ON : RT_CHAIN_OFF;
+    }
+    e->chain_forced = want != RT_CHAIN_AUTO;
+    if (want != RT_CHAIN_ON)
+        return 0;
+    return rt_eng_chained_set(e, true, err);
+}
+
+void rt_eng_chained_close(rt_engine *e)
+{
+    if (e->argtab.buf)
+        rt_buf_destroy(e->vk, &e->argtab);
+}
+
+VkDeviceAddress rt_eng_chained_table(const rt_engine *e, const rt_dispatch *dp, int layer)
+{
+    const rt_schedule *s = &e->d->decode_chain;
+    if (!e->argtab.buf || dp < s->layer || dp >= s->layer + s->n_layer)
+        return 0;
+    return e->argtab.addr + ((VkDeviceSize)layer * s->n_layer + (VkDeviceSize)(dp - s->layer)) * TABLE_BYTES;
+}
