@@ -144,16 +144,17 @@ static int build_chain(gen_desc *d, char *err)
         const gen_kop *kops[GEN_MAX_KOPS];
         gen_kernel_out ko;
         rt_dispatch *dp = &d->disp_chain[n];
-        char *lb = d->chain_label[n];
-        int len = snprintf(lb, sizeof(d->chain_label[n]), "chain");
+        char *lb = d->chain_label[n], label[sizeof(d->chain_label[n])]; /* built apart: the kops' labels live in d */
+        int len = snprintf(label, sizeof(label), "chain");
         uint64_t barrier = 0;
         for (int p = i; p < j; p++) {
             kops[p - i] = &g->kops[first + p];
             barrier |= dec->layer[p].barrier;
-            if (len < (int)sizeof(d->chain_label[n]))
-                len += snprintf(lb + len, sizeof(d->chain_label[n]) - (size_t)len, "%s%s", p > i ? " > " : " ",
+            if (len < (int)sizeof(label))
+                len += snprintf(label + len, sizeof(label) - (size_t)len, "%s%s", p > i ? " > " : " ",
                                 kops[p - i]->label);
         }
+        memcpy(lb, label, sizeof(label));
         if (fill_dispatch(d, &ko, gen_k_chain(g, kops, j - i, &ko, err), dp, err))
             return -1;
         dp->barrier = barrier;
