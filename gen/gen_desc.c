@@ -122,7 +122,8 @@ static int fill_dispatch(gen_desc *d, gen_kernel_out *ko, int built, rt_dispatch
 }
 
 /* The chained decode schedule (rt_model_desc.decode_chain): decode's, with every run of
- * two or more consecutive chainable layer kops (gen_k_chainable) as one dispatch. None
+ * two or more consecutive chainable layer kops (gen_k_chainable) reading one weight
+ * format as one dispatch. None
  * (n_layer 0) when the layers have no such run. */
 static int build_chain(gen_desc *d, char *err)
 {
@@ -133,8 +134,9 @@ static int build_chain(gen_desc *d, char *err)
     bool any = false;
     for (int i = 0; i < (int)dec->n_layer;) {
         int j = i;
-        while (j < (int)dec->n_layer && gen_k_chainable(&g->kops[first + j]))
-            j++;
+        while (j < (int)dec->n_layer && gen_k_chainable(&g->kops[first + j]) &&
+               (j == i || g->m->tensors[g->kops[first + j].w[0]].type == g->m->tensors[g->kops[first + i].w[0]].type))
+            j++; /* one weight format per chained kernel: its phases share the WFMT constant */
         if (j - i < 2) {
             d->chain_kop[n] = first + i;
             d->chain_n[n] = 1;

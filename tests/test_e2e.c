@@ -560,6 +560,30 @@ static void test_device_limits(void **st)
         assert_non_null(strstr(err, ks[k].name));
         assert_non_null(strstr(err, what == 1 ? "maxComputeSharedMemorySize" : "maxComputeWorkGroupInvocations"));
     }
+    /* a chained-decode kernel (optional) too large for the device: the engine opens and runs
+     * the unchained schedule; asking for the chained one is a clear error naming the kernel */
+    for (uint32_t k = 0; k < d.desc.n_kernels; k++) {
+        if (!d.desc.kernels[k].arg_table)
+            continue;
+        memcpy(ks, d.desc.kernels, sizeof(rt_kernel_desc) * d.desc.n_kernels);
+        ks[k].shared_bytes = UINT32_MAX;
+        rt_model_desc md = d.desc;
+        md.kernels = ks;
+        rt_engine *e = NULL;
+        if (rt_engine_open(&md, &o, &e, err))
+            fail_msg("%s", err);
+        rt_engine_stats es;
+        rt_engine_get_stats(e, &es);
+        assert_false(es.chained);
+        rt_engine_close(e);
+        rt_engine_opts oc = o;
+        oc.chain = RT_CHAIN_ON;
+        assert_int_not_equal(rt_engine_open(&md, &oc, &e, err), 0);
+        assert_null(e);
+        assert_non_null(strstr(err, ks[k].name));
+        printf("a chained kernel too large for the device: unchained by default; asked for: %s\n", err);
+        break;
+    }
     free(ks);
     gen_desc_free(&d);
 }

@@ -477,9 +477,14 @@ static void test_kernel_limits(void **state)
             if (d->kernels[i].shared_bytes != want || d->kernels[i].invocations != wx * wy * wz)
                 fail_msg("%s: recorded %u shared bytes, %u invocations; its GLSL declares %u, %u x %u x %u",
                          d->kernels[i].name, d->kernels[i].shared_bytes, d->kernels[i].invocations, want, wx, wy, wz);
-            if (want > 16384)
-                fail_msg("%s (%s): %u bytes of shared memory, more than the 16384 every device has",
-                         d->kernels[i].name, yamls[y], want);
+            /* 16384 bytes: what every Vulkan device offers. The chained decode's kernels
+             * (arg_table) hold several phases' shared memory and are optional: a device with
+             * less than they need runs the unchained schedule (rt_eng_chained_available), so
+             * they are held to 32768, what desktop GPUs offer at least */
+            const uint32_t limit = d->kernels[i].arg_table ? 32768 : 16384;
+            if (want > limit)
+                fail_msg("%s (%s): %u bytes of shared memory, more than %u", d->kernels[i].name, yamls[y], want,
+                         limit);
         }
     }
 }

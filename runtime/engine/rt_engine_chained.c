@@ -29,6 +29,14 @@ bool rt_eng_chained_available(const rt_engine *e, char *why, size_t n)
                     : e->dec != &e->d->decode && e->dec != &e->d->decode_chain ? "the sparse FFN runs its own schedule"
                     : e->stream                     ? "layer streaming (--vram-budget) rebinds the weights per step"
                                                     : NULL;
+    for (uint32_t k = 0; !r && k < e->d->n_kernels; k++)
+        if (e->d->kernels[k].arg_table && !rt_eng_kernel_fits(e, k)) {
+            if (why)
+                snprintf(why, n, "kernel %s needs %u bytes of workgroup shared memory and %u invocations, more "
+                         "than the device offers", e->d->kernels[k].name, e->d->kernels[k].shared_bytes,
+                         e->d->kernels[k].invocations);
+            return false;
+        }
     if (r && why)
         snprintf(why, n, "%s", r);
     return !r;

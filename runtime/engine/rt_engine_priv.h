@@ -169,6 +169,8 @@ void rt_eng_stream_free(rt_engine *e);
  * --no-int-dot fixed the variants) */
 int rt_eng_tune_setup(rt_engine *e, int mode, bool overridden, char *err);
 int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *err);
+/* Kernel k fits the device's workgroup limits (shared memory, invocations). */
+bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k);
 int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err);
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n);
 

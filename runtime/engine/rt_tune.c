@@ -50,6 +50,8 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
 int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
 {
     const rt_kernel_desc *kd = &e->d->kernels[k];
+    if (!rt_eng_kernel_fits(e, k))
+        return 0; /* an optional chained kernel this device cannot run (rt_engine_load.c: check_limits) */
     uint32_t spec[RT_SPEC_COUNT] = {0};
     spec[RT_SPEC_GEMV_VEC] = e->var[k].vec;
     spec[RT_SPEC_GEMV_SHQ] = e->var[k].shq;
