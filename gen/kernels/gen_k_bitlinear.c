@@ -542,10 +542,8 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         return -1;
     }
     const int wfmt = kop_wfmt(g, kop, err);
-    if (wfmt < 0) {
-        dsl_kernel_free(k);
-        return -1;
-    }
+    if (wfmt < 0)
+        return -1; /* k is the caller's to free */
     if (K % 256 == 0) /* TQ blocks are 256 weights: other widths are I2_S only (WFMT absent) */
         c.fmt = dsl_spec_const(k, "WFMT", DSL_U32, RT_SPEC_WFMT, (uint32_t)wfmt);
     const bool norm = kop->norm_w >= 0, last = kop->last_out >= 0;
