@@ -33,4 +33,37 @@ void fmt_tq_encode_ternary(const fmt_tq_layout *l, const int8_t *t, int64_t n, f
 /* Load-time check: every block's d is finite. */
 int fmt_tq_check(const fmt_tq_layout *l, const uint8_t *data, const int64_t ne[4], char *err);
 
+/* Defines `const fmt_codec fmt_codec_<id>`: the shared walk above bound to the layout
+ * {name_, bytes_, trit_, put_} (the format file's two block functions). */
+#define FMT_TQ_CODEC(id, type_, name_, yaml_, bytes_, trit_, put_)                                  \
+    static const fmt_tq_layout id##_layout = {.name = name_, .blk_bytes = bytes_, .trit = trit_, .put = put_}; \
+    static int id##_check(const uint8_t *data, const int64_t ne[4], char *err)                    \
+    {                                                                                              \
+        return fmt_tq_check(&id##_layout, data, ne, err);                                                    \
+    }                                                                                              \
+    static void id##_decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)      \
+    {                                                                                              \
+        (void)tail;                                                                                \
+        fmt_tq_decode(&id##_layout, blocks, n, out);                                                         \
+    }                                                                                              \
+    static void id##_encode(const float *in, int64_t n, uint8_t *blocks)                           \
+    {                                                                                              \
+        fmt_tq_encode(&id##_layout, in, n, blocks);                                                          \
+    }                                                                                              \
+    static void id##_codes(const uint8_t *blocks, int64_t n, int8_t *out)                           \
+    {                                                                                              \
+        fmt_tq_decode_ternary(&id##_layout, blocks, n, out);                                                 \
+    }                                                                                              \
+    static float id##_block_scale(const uint8_t *blk) { return fmt_tq_block_scale(&id##_layout, blk); }      \
+    static void id##_encode_ternary(const int8_t *t, int64_t n, float scale, uint8_t *blocks)       \
+    {                                                                                              \
+        fmt_tq_encode_ternary(&id##_layout, t, n, scale, blocks);                                            \
+    }                                                                                              \
+    const fmt_codec fmt_codec_##id = {                                                             \
+        .type = type_, .name = name_, .yaml = yaml_, .blk = FMT_TQ_BLOCK, .blk_bytes = bytes_,      \
+        .tail_bytes = 0, .uses = FMT_USE_TERNARY, .check = id##_check, .decode = id##_decode,     \
+        .encode = id##_encode, .decode_ternary = id##_codes, .block_scale = id##_block_scale,      \
+        .encode_ternary = id##_encode_ternary,                                                     \
+    }
+
 #endif

@@ -51,24 +51,4 @@ static void tq1_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
         blk[b] = (uint8_t)((code[b] * 256 + 242) / 243);
 }
 
-static const fmt_tq_layout L = {.name = "TQ1_0", .blk_bytes = 54, .trit = tq1_trit, .put = tq1_put};
-
-static int check(const uint8_t *data, const int64_t ne[4], char *err) { return fmt_tq_check(&L, data, ne, err); }
-static void decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)
-{
-    (void)tail;
-    fmt_tq_decode(&L, blocks, n, out);
-}
-static void encode(const float *in, int64_t n, uint8_t *blocks) { fmt_tq_encode(&L, in, n, blocks); }
-static void codes(const uint8_t *blocks, int64_t n, int8_t *out) { fmt_tq_decode_ternary(&L, blocks, n, out); }
-static float block_scale(const uint8_t *blk) { return fmt_tq_block_scale(&L, blk); }
-static void encode_ternary(const int8_t *t, int64_t n, float scale, uint8_t *blocks)
-{
-    fmt_tq_encode_ternary(&L, t, n, scale, blocks);
-}
-
-const fmt_codec fmt_codec_tq1_0 = {
-    .type = FMT_TQ1_0, .name = "TQ1_0", .yaml = "tq1_0", .blk = FMT_TQ_BLOCK, .blk_bytes = 54, .tail_bytes = 0,
-    .uses = FMT_USE_TERNARY, .check = check, .decode = decode, .encode = encode, .decode_ternary = codes,
-    .block_scale = block_scale, .encode_ternary = encode_ternary,
-};
+FMT_TQ_CODEC(tq1_0, FMT_TQ1_0, "TQ1_0", "tq1_0", 54, tq1_trit, tq1_put);

@@ -18,24 +18,4 @@ static void tq2_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
         blk[32 * (e / 128) + e % 32] |= (uint8_t)((trit[e] & 3) << (2 * ((e % 128) / 32)));
 }
 
-static const fmt_tq_layout L = {.name = "TQ2_0", .blk_bytes = 66, .trit = tq2_trit, .put = tq2_put};
-
-static int check(const uint8_t *data, const int64_t ne[4], char *err) { return fmt_tq_check(&L, data, ne, err); }
-static void decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)
-{
-    (void)tail;
-    fmt_tq_decode(&L, blocks, n, out);
-}
-static void encode(const float *in, int64_t n, uint8_t *blocks) { fmt_tq_encode(&L, in, n, blocks); }
-static void codes(const uint8_t *blocks, int64_t n, int8_t *out) { fmt_tq_decode_ternary(&L, blocks, n, out); }
-static float block_scale(const uint8_t *blk) { return fmt_tq_block_scale(&L, blk); }
-static void encode_ternary(const int8_t *t, int64_t n, float scale, uint8_t *blocks)
-{
-    fmt_tq_encode_ternary(&L, t, n, scale, blocks);
-}
-
-const fmt_codec fmt_codec_tq2_0 = {
-    .type = FMT_TQ2_0, .name = "TQ2_0", .yaml = "tq2_0", .blk = FMT_TQ_BLOCK, .blk_bytes = 66, .tail_bytes = 0,
-    .uses = FMT_USE_TERNARY, .check = check, .decode = decode, .encode = encode, .decode_ternary = codes,
-    .block_scale = block_scale, .encode_ternary = encode_ternary,
-};
+FMT_TQ_CODEC(tq2_0, FMT_TQ2_0, "TQ2_0", "tq2_0", 66, tq2_trit, tq2_put);
