@@ -946,6 +946,21 @@ static void test_fixture_2b(void **st)
     check_fixture(&fixtures[1]);
 }
 
+/* Opening an engine for d with o must fail (skipped with no Vulkan device): frees d's
+ * description, prints the error, which stays in err for the caller's checks. */
+static void expect_refused(gen_desc *d, const rt_engine_opts *o)
+{
+    rt_engine *e = NULL;
+    err[0] = 0;
+    int rc = rt_engine_open(&d->desc, o, &e, err);
+    gen_desc_free(d);
+    if (rc && strstr(err, "no Vulkan device"))
+        skip();
+    assert_int_not_equal(rc, 0);
+    assert_null(e);
+    printf("error: %s\n", err);
+}
+
 /* A model description without sparse_ffn asked to run it: one clear error. */
 static void test_no_sparse_schedule(void **st)
 {
@@ -965,16 +980,8 @@ static void test_no_sparse_schedule(void **st)
         fail_msg("%s", err);
     free(y);
     assert_int_equal(d.desc.decode_exact.n_layer, 0);
-    rt_engine *e = NULL;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT};
-    err[0] = 0;
-    int rc = rt_engine_open(&d.desc, &o, &e, err);
-    gen_desc_free(&d);
-    if (rc && strstr(err, "no Vulkan device"))
-        skip();
-    assert_int_not_equal(rc, 0);
-    assert_null(e);
-    printf("error: %s\n", err);
+    expect_refused(&d, &o);
     assert_non_null(strstr(err, "--sparse-ffn exact: models/bitnet-tiny.yaml has no 'sparse_ffn: exact'"));
 }
 
@@ -994,17 +1001,9 @@ static void test_tq_weights_refused(void **st)
         static gen_desc d;
         if (gen_model_load(fixtures[0].yaml, &m, err) || gen_desc_build(&m, true, &d, err))
             fail_msg("%s", err);
-        rt_engine *e = NULL;
         rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT,
                             .weights = fmts[i]};
-        err[0] = 0;
-        int rc = rt_engine_open(&d.desc, &o, &e, err);
-        gen_desc_free(&d);
-        if (rc && strstr(err, "no Vulkan device"))
-            skip();
-        assert_int_not_equal(rc, 0);
-        assert_null(e);
-        printf("error: %s\n", err);
+        expect_refused(&d, &o);
         assert_non_null(strstr(err, "--sparse-ffn: the sparse FFN kernels read I2_S weights only, and tensor 'blk.0.ffn_gate.weight' is "));
         assert_non_null(strstr(err, names[i]));
     }
@@ -1023,77 +1022,24 @@ static void test_predictor_tensors_missing(void **st)
     static gen_desc d;
     if (gen_model_load(fixtures[0].yaml, &m, err) || gen_desc_build(&m, true, &d, err))
         fail_msg("%s", err);
-    rt_engine *e = NULL;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_PREDICTOR};
-    err[0] = 0;
-    int rc = rt_engine_open(&d.desc, &o, &e, err);
-    gen_desc_free(&d);
-    if (rc && strstr(err, "no Vulkan device"))
-        skip();
-    assert_int_not_equal(rc, 0);
-    assert_null(e);
-    printf("error: %s\n", err);
+    expect_refused(&d, &o);
     assert_non_null(strstr(err, "--sparse-ffn predictor: "));
     assert_non_null(strstr(err, "has no tensor 'blk.0.ffn_pred_p'"));
     assert_non_null(strstr(err, "tools/sparse_predictor.py"));
     assert_non_null(strstr(err, "build/tools/predgguf"));
 }
 
-/* bitnet-kjv with the committed predictor (tests/data/bitnet-kjv/pred-r32.bin, recall target
- * 0.995) appended as predgguf does, into a scratch GGUF at out. 0 ok, -1 missing data. */
+/* bitnet-kjv with the committed predictor (tests/data/bitnet-kjv/pred-r32.bin, rank 32,
+ * recall target 0.995) appended by the tool itself (build/tools/predgguf, or
+ * $TERNION_BUILD/tools/predgguf) into a scratch GGUF at out. 0 ok, -1 on failure. */
 static int write_pred_gguf(const char *mpath, const char *pred, const char *out)
 {
-    rt_gguf *g = NULL;
-    if (rt_gguf_open(mpath, &g, err))
-        return -1;
-    uint32_t dim = 0, ffn = 0, nl = 0;
-    const uint32_t rank = 32;
-    OK(rt_gguf_get_u32(g, "%s.embedding_length", &dim, err));
-    OK(rt_gguf_get_u32(g, "%s.feed_forward_length", &ffn, err));
-    OK(rt_gguf_get_u32(g, "%s.block_count", &nl, err));
-    const uint64_t per = (uint64_t)rank * dim + (uint64_t)ffn * rank + ffn;
-    size_t n = 0;
-    float *v = read_file(".", pred, &n);
-    if (!v || n != per * nl * 4) {
-        free(v);
-        rt_gguf_close(g);
-        return -1;
-    }
-    rt_gguf_writer *w = rt_gguf_writer_new((uint32_t)g->alignment);
-    assert_non_null(w);
-    for (uint64_t i = 0; i < g->n_kv; i++) {
-        const rt_gguf_kv *kv = &g->kv[i];
-        char key[256];
-        snprintf(key, sizeof(key), "%.*s", (int)kv->key.len, kv->key.ptr);
-        if (strcmp(key, "general.alignment")) {
-            const uint8_t *p;
-            uint64_t len;
-            rt_gguf_kv_payload(kv, &p, &len);
-            rt_gguf_w_raw(w, key, kv->type, p, len);
-        }
-    }
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const rt_gguf_tensor *t = &g->tensors[i];
-        char name[256];
-        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
-        rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
-    }
-    for (uint32_t L = 0; L < nl; L++) {
-        const float *p = v + per * L, *q = p + (uint64_t)rank * dim, *b = q + (uint64_t)ffn * rank;
-        const int64_t ne[3][4] = {{dim, rank, 1, 1}, {rank, ffn, 1, 1}, {ffn, 1, 1, 1}};
-        const float *d[3] = {p, q, b};
-        const char *sfx[3] = {"p", "q", "b"};
-        for (int k = 0; k < 3; k++) {
-            char name[64];
-            snprintf(name, sizeof(name), "blk.%u.ffn_pred_%s", L, sfx[k]);
-            rt_gguf_w_tensor(w, name, FMT_F32, k < 2 ? 2 : 1, ne[k], d[k], (uint64_t)ne[k][0] * ne[k][1] * 4);
-        }
-    }
-    OK(rt_gguf_writer_save(w, out, err));
-    rt_gguf_writer_free(w);
-    free(v);
-    rt_gguf_close(g);
-    return 0;
+    const char *b = getenv("TERNION_BUILD");
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "%s/tools/predgguf '%s' '%s' 32 '%s' >/dev/null", b && *b ? b : "build", mpath, pred,
+             out);
+    return system(cmd) == 0 ? 0 : -1;
 }
 
 static double json_num(const char *j, const char *key)
