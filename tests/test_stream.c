@@ -11,14 +11,18 @@
  * streams at the least budget (the copy of layer j + 2 recorded behind layer j), also with
  * --weights tq1 (the streamed copies then hold TQ1_0 blocks).
  *
- * Every streamed run is made twice, once for each way the copies are ordered
- * (rt_engine_stream.c): copy batches ordered by timeline semaphores (the default; on the
- * transfer-only queue where the device has one, else on the compute queue: lavapipe has one
- * queue family, so there the compute-queue path runs) and events in one submission
- * (TERNION_STREAM_SYNC=events, what a device without timeline semaphores runs). Each must
- * equal the resident run bit for bit; the test prints which path ran. The streamed runs of
- * the small models have the Vulkan validation layer on (where installed) and must draw no
- * message from it; fixture B (2B4T layer shapes) runs the default path only, without it.
+ * Every streamed run is made three times, once for each way the copies are made and ordered
+ * (rt_engine_stream.c): the default (host copies into host-visible slots where the device
+ * has such memory, as lavapipe does: a host thread memcpy's layer j + 1 while the device
+ * computes layer j; else copy batches ordered by timeline semaphores), copy batches on the
+ * device ordered by timeline semaphores (TERNION_STREAM_SYNC=timeline; on the transfer-only
+ * queue where the device has one, else on the compute queue: lavapipe has one queue family)
+ * and events in one submission (TERNION_STREAM_SYNC=events, what a device without timeline
+ * semaphores runs). Each must equal the resident run bit for bit; the test prints which path
+ * ran. The host path must also show copies that ran while compute was in flight
+ * (check_host_overlap). The streamed runs of the small models have the Vulkan validation
+ * layer on (where installed) and must draw no message from it; fixture B (2B4T layer shapes)
+ * runs the default path only, without it.
  */
 #include <stdbool.h>
 #include <setjmp.h>
@@ -43,10 +47,10 @@
 
 static const char *sync_name(int s)
 {
-    static const char *const names[4] = {"all resident", "events on the compute queue",
+    static const char *const names[5] = {"all resident", "events on the compute queue",
                                          "timeline semaphores, compute queue",
-                                         "timeline semaphores, transfer queue"};
-    return s >= 0 && s < 4 ? names[s] : "?";
+                                         "timeline semaphores, transfer queue", "host copies"};
+    return s >= 0 && s < 5 ? names[s] : "?";
 }
 
 typedef struct {
@@ -104,6 +108,22 @@ static int run(const gen_desc *d, const char *gguf, int budget, int weights, con
     return rc;
 }
 
+/* The host-copy path (the default where the slots can be host-visible) really ran the
+ * copies beside the compute: the engine counts each host copy, and those during which a
+ * compute batch was in flight: handed to the queue before the memcpy started and, by its
+ * timeline semaphore's counter read when the memcpy ended, not completed then
+ * (runtime/vk/rt_vk_host.c). A serial implementation (copy, submit, wait) never leaves a
+ * batch in flight across a copy, so the count would be 0; no time is compared. Every step
+ * (the prompt, each one-token step, each step of the chain) copies every streamed layer. */
+static void check_host_overlap(const run_out *o, int steps)
+{
+    printf("host copies: %llu, %llu of them while a compute batch was in flight\n",
+           (unsigned long long)o->st.host_copies, (unsigned long long)o->st.host_copies_overlapped);
+    assert_true(o->st.host_copies >= (uint64_t)steps * (uint64_t)o->st.streamed_layers);
+    assert_true(o->st.host_copies_overlapped >= 1);
+    assert_true(o->st.host_copies_overlapped <= o->st.host_copies);
+}
+
 /* The runs of budgets[0 .. nb) (0: the least the engine takes; -1: every layer streamed)
  * against the all-resident run, with the weights as stored and as --weights tq1. */
 static void check_model(const char *yaml, const char *gguf, const char *dir, const int *budgets, int nb,
@@ -135,17 +155,17 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
     assert_non_null(at);
     const int least = atoi(at + strlen("the least budget is "));
     assert_true(least > 1);
-    for (int w = 0; w < 4 * nb; w++) { /* budget x (stored, tq1) x (default sync, events) */
-        const int budget = budgets[w / 4] ? budgets[w / 4] : least, tq = w / 2 % 2, events = w % 2;
+    for (int w = 0; w < 6 * nb; w++) { /* budget x (stored, tq1) x (default sync, timeline, events) */
+        const int budget = budgets[w / 6] ? budgets[w / 6] : least, tq = w / 3 % 2, path = w % 3;
         if (tq && !with_tq1)
             continue;
         run_out ref = all;
-        if (tq && !events && run(&d, gguf, 0, FMT_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
+        if (tq && !path && run(&d, gguf, 0, FMT_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
             fail_msg("%s", err);
-        if ((tq || !both_paths) && events) /* the events path with tq1 is the same copies: once is enough */
+        if ((tq || !both_paths) && path) /* the other paths with tq1 are the same copies: once is enough */
             continue;
-        if (events)
-            setenv("TERNION_STREAM_SYNC", "events", 1);
+        if (path)
+            setenv("TERNION_STREAM_SYNC", path == 1 ? "timeline" : "events", 1);
         int rc = run(&d, gguf, budget, tq ? FMT_TQ1_0 : 0, ids, n, &st, err);
         unsetenv("TERNION_STREAM_SYNC");
         if (rc)
@@ -154,12 +174,18 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
                "validation messages\n", dir, tq ? " (tq1)" : "", budget, st.st.streamed_layers,
                st.st.streamed_bytes / 1e6, sync_name(st.st.stream_sync), st.vk_messages);
         assert_int_equal(st.vk_messages, 0);
-        if (events)
+        if (path == 2)
             assert_int_equal(st.st.stream_sync, RT_STREAM_EVENTS);
         else if (st.st.stream_sync == RT_STREAM_EVENTS)
             printf("note: the device has no timeline semaphores: only the events path ran\n");
-        else
+        else if (path == 1)
             assert_true(st.st.stream_sync == RT_STREAM_TIMELINE || st.st.stream_sync == RT_STREAM_TIMELINE_XFER);
+        else if (st.st.stream_sync != RT_STREAM_HOST)
+            printf("note: the device has no host-visible device memory for the slots: no host copies\n");
+        else
+            check_host_overlap(&st, 1 + 2 * STEPS);
+        if (path && st.st.stream_sync != RT_STREAM_HOST)
+            assert_int_equal(st.st.host_copies, 0);
         /* TQ1_0 layers are 16 % smaller, so at the same budget one more layer may stay resident */
         assert_true(st.st.streamed_layers >= (tq ? min_streamed - 1 : min_streamed));
         rt_gguf *g = NULL;

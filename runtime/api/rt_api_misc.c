@@ -138,15 +138,18 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .streamed_layers = st.streamed_layers,
         .streamed_bytes = st.streamed_bytes,
         .stream_sync = st.stream_sync,
+        .stream_host_copies = st.host_copies,
+        .stream_host_copies_overlapped = st.host_copies_overlapped,
     };
     return 0;
 }
 
 const char *ternion_stream_sync_name(int32_t s)
 {
-    static const char *const names[4] = {"nothing streamed", "events, compute queue",
-                                         "timeline semaphores, compute queue", "timeline semaphores, transfer queue"};
-    return s >= 0 && s < 4 ? names[s] : "unknown";
+    static const char *const names[5] = {"nothing streamed", "events, compute queue",
+                                         "timeline semaphores, compute queue", "timeline semaphores, transfer queue",
+                                         "host copies"};
+    return s >= 0 && s < 5 ? names[s] : "unknown";
 }
 
 void ternion_perf_reset(ternion_context *c)

@@ -394,9 +394,14 @@ typedef struct {
     uint64_t streamed_bytes;       /* bytes those copies move per step */
     int32_t stream_sync;           /* how those copies are ordered: 0 nothing streamed, 1 events on the
                                       compute queue, 2 timeline semaphores on the compute queue, 3 timeline
-                                      semaphores with a transfer-only queue (ternion_stream_sync_name) */
+                                      semaphores with a transfer-only queue, 4 host copies: a host thread
+                                      memcpy's into host-visible device slots (ternion_stream_sync_name) */
+    uint64_t stream_host_copies;   /* 4: layer copies the host made so far on this context's device */
+    uint64_t stream_host_copies_overlapped; /* of those, the ones that ran while a compute batch was in
+                                      flight (checked by its semaphore value, not by timing) */
 } ternion_perf;
-/* "events, compute queue", "timeline semaphores, compute queue", ... for a stream_sync value. */
+/* "events, compute queue", "timeline semaphores, compute queue", "host copies", ... for a
+ * stream_sync value. */
 TERNION_API const char *ternion_stream_sync_name(int32_t stream_sync);
 
 TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);

@@ -124,12 +124,17 @@ typedef struct {
     int streamed_layers;             /* --vram-budget: layers whose matrices are copied per step */
     uint64_t streamed_bytes;         /* bytes those copies move per step */
     int stream_sync;                 /* RT_STREAM_*: how the copies are ordered (rt_engine_stream.c) */
+    uint64_t host_copies;            /* RT_STREAM_HOST: layer copies the host made so far (all engines */
+    uint64_t host_copies_overlapped; /* of the device), those that ran beside a compute batch in flight */
 } rt_engine_stats;
 /* stream_sync: 0 nothing streamed; copies on the compute queue ordered by events (devices
  * without timeline semaphores, or TERNION_STREAM_SYNC=events); copy batches ordered by
- * timeline semaphores on the compute queue (no transfer-only family, e.g. lavapipe), or on a
- * transfer-only queue. */
-enum { RT_STREAM_NONE = 0, RT_STREAM_EVENTS = 1, RT_STREAM_TIMELINE = 2, RT_STREAM_TIMELINE_XFER = 3 };
+ * timeline semaphores on the compute queue (no transfer-only family), or on a transfer-only
+ * queue (TERNION_STREAM_SYNC=timeline where the host could copy); host copies into
+ * host-visible slots, ordered by the same semaphores (the default where the slots can be
+ * host-visible device memory: lavapipe, UMA, resizable BAR; TERNION_STREAM_SYNC=host). */
+enum { RT_STREAM_NONE = 0, RT_STREAM_EVENTS = 1, RT_STREAM_TIMELINE = 2, RT_STREAM_TIMELINE_XFER = 3,
+       RT_STREAM_HOST = 4 };
 void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out);
 /* Validation-layer warnings + errors seen on this engine's device so far (opts.validation). */
 uint32_t rt_engine_validation_count(const rt_engine *e);

@@ -10,7 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out) { *out = e->stats; }
+void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out)
+{
+    *out = e->stats;
+    rt_vk_host_copy_stats(e->vk, &out->host_copies, &out->host_copies_overlapped);
+}
 uint32_t rt_engine_validation_count(const rt_engine *e) { return rt_vk_validation_count(e->vk); }
 
 static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv)

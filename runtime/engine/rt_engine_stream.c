@@ -17,8 +17,18 @@
  * a copy it does not need. The dispatches of streamed layer j bind slot j % 2 (the
  * engine's per-tensor views point there), so the recorded push constants need no change.
  *
- * How the copies are ordered against the dispatches (e->stats.stream_sync):
- *  - timeline semaphores (Vulkan 1.2; the default where the device has them): the stream
+ * How the copies are made and ordered against the dispatches (e->stats.stream_sync):
+ *  - host copies (the default where the device has timeline semaphores and the slots can be
+ *    device-local host-visible coherent memory: lavapipe, UMA GPUs, resizable BAR;
+ *    TERNION_STREAM_SYNC=host insists, =timeline / =events choose the device copies below):
+ *    the slots are mapped, and each copy is a host batch (rt_cmd_host_copy_batch): at
+ *    rt_cmd_submit a host thread memcpy's layer j into slot j % 2 once the compute batch
+ *    that ends with layer j - 2 is done (semaphore wait, no spinning) and layer j - 1's batch
+ *    is on the queue, and layer j's batch is submitted only after that memcpy
+ *    (runtime/vk/rt_vk_host.c). No DMA engine, no staging; on lavapipe the copy thread runs
+ *    beside the driver's worker threads, so this is the path whose copies overlap compute.
+ *  - timeline semaphores (Vulkan 1.2; the default where the device has them but the host
+ *    cannot write the slots): the stream
  *    is cut into batches (rt_vk.h rt_cmd_copy_batch / rt_cmd_wait_batch): each copy is a
  *    batch of its own on the transfer-only queue where the device has one (a DMA engine:
  *    the copy takes no compute units), else on the compute queue; the compute batch of
@@ -47,8 +57,9 @@ struct rt_eng_stream {
     rt_buf host;            /* n * layer_bytes, host-visible */
     rt_buf slot[2];
     VkEvent *ev;            /* [n]: copy of streamed layer j done (events) */
-    int *copy_id;           /* [n]: the batch of copy j in the stream being recorded (timeline) */
+    int *copy_id;           /* [n]: the batch of copy j in the stream being recorded (timeline, host) */
     bool timeline;
+    bool host_copy;         /* the slots are host-visible: the host memcpy's into them (rt_vk_host.c) */
     bool quiet;             /* recording without the streaming commands (rt_engine_stream_measure) */
 };
 
@@ -93,6 +104,34 @@ static uint64_t layer_bytes(const rt_engine *e, int L, uint64_t *off)
              SLOT_ALIGN;
     }
     return b;
+}
+
+/* The two slots: host-visible device memory where the device has it and the host copies
+ * (the default with timeline semaphores; TERNION_STREAM_SYNC=host insists, =timeline or
+ * =events copy on the device), else device memory the device copies into. */
+static int make_slots(rt_engine *e, struct rt_eng_stream *s, char *err)
+{
+    const char *sync = getenv("TERNION_STREAM_SYNC");
+    const bool force = sync && !strcmp(sync, "host"), off = sync && *sync && !force;
+    if (force && !s->timeline) {
+        snprintf(err, RT_ERR_LEN, "TERNION_STREAM_SYNC=host: host copies need timeline semaphores, which %s lacks",
+                 rt_vk_get_info(e->vk)->name);
+        return -1;
+    }
+    if (s->timeline && !off) {
+        s->host_copy = !rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE_MAPPED, "layer slot 0", &s->slot[0], err) &&
+                       !rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE_MAPPED, "layer slot 1", &s->slot[1], err);
+        if (s->host_copy)
+            return 0;
+        if (force) /* err: no such memory type, or too little of it */
+            return -1;
+        rt_buf_destroy(e->vk, &s->slot[0]);
+        err[0] = 0;
+    }
+    return rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 0", &s->slot[0], err) ||
+                   rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 1", &s->slot[1], err)
+               ? -1
+               : 0;
 }
 
 int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err)
@@ -141,15 +180,14 @@ int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err)
         snprintf(err, RT_ERR_LEN, "--vram-budget: the layers' matrices differ in size; streaming needs equal layers");
         return -1;
     }
-    if (rt_buf_create_xfer(e->vk, (uint64_t)s->n * s->layer_bytes, RT_MEM_HOST, "streamed layers", &s->host, err) ||
-        rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 0", &s->slot[0], err) ||
-        rt_buf_create_xfer(e->vk, s->layer_bytes, RT_MEM_DEVICE, "layer slot 1", &s->slot[1], err))
-        return -1;
     s->timeline = rt_vk_has_timeline(e->vk);
+    if (rt_buf_create_xfer(e->vk, (uint64_t)s->n * s->layer_bytes, RT_MEM_HOST, "streamed layers", &s->host, err) ||
+        make_slots(e, s, err))
+        return -1;
     for (int j = 0; j < s->n && !s->timeline; j++)
         if (rt_vk_event_create(e->vk, &s->ev[j], err))
             return -1;
-    e->stats.stream_sync = !s->timeline ? RT_STREAM_EVENTS
+    e->stats.stream_sync = s->host_copy ? RT_STREAM_HOST : !s->timeline ? RT_STREAM_EVENTS
                            : rt_vk_has_transfer_queue(e->vk) ? RT_STREAM_TIMELINE_XFER : RT_STREAM_TIMELINE;
     e->stats.streamed_layers = s->n;
     e->stats.streamed_bytes = (uint64_t)s->n * s->layer_bytes;
@@ -174,7 +212,10 @@ bool rt_eng_stream_place(rt_engine *e, uint32_t t, int L, rt_buf *view, rt_buf *
 
 static void copy_layer(const struct rt_eng_stream *s, rt_cmd *c, int j)
 {
-    if (s->timeline) /* a failure is kept in c and reported by rt_cmd_end */
+    if (s->host_copy) /* a failure is kept in c and reported by rt_cmd_end */
+        s->copy_id[j] =
+            rt_cmd_host_copy_batch(c, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
+    else if (s->timeline)
         s->copy_id[j] = rt_cmd_copy_batch(c, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
     else
         rt_cmd_copy_async(c, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes, s->ev[j]);
@@ -258,8 +299,10 @@ int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, 
         return 0;
     rt_cmd *copies = NULL, *compute = NULL;
     int rc = rt_cmd_begin(e->vk, &copies, err);
-    for (int j = 0; !rc && j < s->n; j++) /* on the queue the step's copies use */
-        if (s->timeline)
+    for (int j = 0; !rc && j < s->n; j++) /* on the queue (or the host thread) the step's copies use */
+        if (s->host_copy)
+            rt_cmd_host_copy_batch(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
+        else if (s->timeline)
             rt_cmd_copy_batch(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
         else
             rt_cmd_copy(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);

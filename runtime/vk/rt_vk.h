@@ -99,7 +99,12 @@ typedef struct {
     VkMemoryPropertyFlags mem_flags; /* of its memory type (added, compatible) */
 } rt_buf;
 
-typedef enum { RT_MEM_DEVICE, RT_MEM_HOST /* host-visible, coherent, mapped */ } rt_mem;
+typedef enum {
+    RT_MEM_DEVICE,
+    RT_MEM_HOST,         /* host-visible, coherent, mapped */
+    RT_MEM_DEVICE_MAPPED /* device-local and host-visible, coherent, mapped (UMA, lavapipe, resizable
+                            BAR); an error where no such memory type holds the buffer (no fallback) */
+} rt_mem;
 
 /* Out-of-memory returns non-zero with "need X MiB, Y MiB available on <device>". */
 int rt_buf_create(rt_vk *vk, VkDeviceSize size, rt_mem mem, rt_buf *out_b, char *err);
@@ -182,6 +187,20 @@ int rt_buf_create_xfer(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *wha
 int rt_cmd_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
                       VkDeviceSize n);
 void rt_cmd_wait_batch(rt_cmd *c, int id);
+/* The same with the copy done by the host (rt_vk_host.c): a memcpy from src's mapping into
+ * dst's (both mapped, dst host-coherent), run by a host thread of rt_cmd_submit once the
+ * compute batches recorded before it are done (dst no longer read) and the compute batch
+ * that waits for the host copy before it has been handed to the queue; the compute batch
+ * that rt_cmd_wait_batch(id) opens is submitted only after the memcpy. So the memcpy of
+ * copy k runs while the device computes the batch before it. A stream has host copies or
+ * device copies, not both. Returns the copy's id (>= 0) or -1 (the error is rt_cmd_end's). */
+int rt_cmd_host_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
+                           VkDeviceSize n);
+/* Host copies run by rt_cmd_submit so far on this device: how many, and how many of them ran
+ * entirely while a compute batch was in flight (the last compute batch handed to the queue
+ * before the memcpy started had still not completed, by its timeline semaphore value, when
+ * the memcpy ended): proof of copies overlapping compute, no timing involved. */
+void rt_vk_host_copy_stats(const rt_vk *vk, uint64_t *out_copies, uint64_t *out_overlapped);
 int rt_cmd_end(rt_cmd *c, char *err);                           /* finish recording */
 /* Submit and wait. Can be called any number of times after rt_cmd_end. */
 int rt_cmd_submit(rt_cmd *c, char *err);

@@ -97,6 +97,10 @@ static int buf_create(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what
     if (mem == RT_MEM_HOST) {
         need = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
         want = need | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    } else if (mem == RT_MEM_DEVICE_MAPPED) {
+        need = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        want = need;
     } else {
         need = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
         want = need;
@@ -105,7 +109,9 @@ static int buf_create(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what
     if (type == UINT32_MAX && mem == RT_MEM_DEVICE) type = rt_find_memory_type(vk, req.memoryTypeBits, 0, 0);
     if (type == UINT32_MAX) {
         snprintf(err, RT_ERR_LEN, "no suitable %s memory type for %s on %s",
-                 mem == RT_MEM_HOST ? "host-visible coherent" : "device-local", what, vk->info.name);
+                 mem == RT_MEM_HOST ? "host-visible coherent"
+                 : mem == RT_MEM_DEVICE_MAPPED ? "device-local host-visible coherent" : "device-local",
+                 what, vk->info.name);
         goto fail;
     }
     uint32_t heap = vk->mem_props.memoryTypes[type].heapIndex;
@@ -127,7 +133,7 @@ static int buf_create(rt_vk *vk, VkDeviceSize size, rt_mem mem, const char *what
     }
     RT_VK(r);
     RT_VK(vkBindBufferMemory(vk->dev, out_b->buf, out_b->mem, 0));
-    if (mem == RT_MEM_HOST) RT_VK(vkMapMemory(vk->dev, out_b->mem, 0, VK_WHOLE_SIZE, 0, &out_b->mapped));
+    if (mem != RT_MEM_DEVICE) RT_VK(vkMapMemory(vk->dev, out_b->mem, 0, VK_WHOLE_SIZE, 0, &out_b->mapped));
     VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = out_b->buf};
     out_b->addr = vkGetBufferDeviceAddress(vk->dev, &ai);
     out_b->size = size;

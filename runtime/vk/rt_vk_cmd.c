@@ -27,15 +27,8 @@ struct rt_cmd {
     /* batches (rt_cmd_copy_batch / rt_cmd_wait_batch), closed ones in record order; the
      * open compute batch is cb (waiting for copy cur_wait, -1 none) */
     struct rt_batch *b;
-    uint32_t n_b, cap_b, n_seg, n_copy;
+    uint32_t n_b, cap_b, n_seg, n_copy, n_host; /* n_host: host copies among the copies */
     int cur_wait;
-};
-
-struct rt_batch {
-    VkCommandBuffer cb;
-    bool copy;
-    int wait;      /* compute: the copy id it waits for; copy: the compute batch (-1: none) */
-    uint32_t idx;  /* its index among the compute batches / the copies */
 };
 
 static int push_batch(rt_cmd *c, VkCommandBuffer cb, bool copy, int wait);
@@ -241,7 +234,7 @@ int rt_cmd_submit(rt_cmd *c, char *err)
         return 1;
     }
     if (c->n_b) {
-        if (submit_batches(c, err)) return 1;
+        if (c->n_host ? rt_vk_submit_host(c->vk, c->b, c->n_b, c->n_seg, err) : submit_batches(c, err)) return 1;
         c->submitted = true;
         return 0;
     }
@@ -269,7 +262,7 @@ void rt_cmd_free(rt_cmd *c)
     if (c->fence) vkDestroyFence(dev, c->fence, NULL);
     if (c->cb) vkFreeCommandBuffers(dev, c->vk->pool, 1, &c->cb);
     for (uint32_t i = 0; i < c->n_b; i++)
-        vkFreeCommandBuffers(dev, c->b[i].copy ? c->vk->xfer_pool : c->vk->pool, 1, &c->b[i].cb);
+        if (c->b[i].cb) vkFreeCommandBuffers(dev, c->b[i].copy ? c->vk->xfer_pool : c->vk->pool, 1, &c->b[i].cb);
     free(c->b);
     free(c->names);
     free(c);
@@ -436,6 +429,10 @@ int rt_cmd_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_
                  (unsigned long long)src->size, (unsigned long long)doff, (unsigned long long)dst->size);
         return -1;
     }
+    if (c->n_host) {
+        snprintf(c->err, RT_ERR_LEN, "rt_cmd_copy_batch in a stream with host copies (one kind per stream)");
+        return -1;
+    }
     if (split(c, -1)) return -1;
     VkCommandBuffer cb = new_cb(c, c->vk->xfer_pool);
     if (!cb) return -1;
@@ -447,6 +444,30 @@ int rt_cmd_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_
 fail:
     vkFreeCommandBuffers(c->vk->dev, c->vk->xfer_pool, 1, &cb);
     return -1;
+}
+
+int rt_cmd_host_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
+                           VkDeviceSize n)
+{
+    if (!can_record(c, "rt_cmd_host_copy_batch")) return -1;
+    if (soff > src->size || n > src->size - soff || doff > dst->size || n > dst->size - doff || !src->mapped ||
+        !dst->mapped || !(dst->mem_flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) || c->n_copy > c->n_host) {
+        snprintf(c->err, RT_ERR_LEN, "rt_cmd_host_copy_batch: %s (%llu bytes from offset %llu of %llu to offset "
+                 "%llu of %llu)", c->n_copy > c->n_host ? "the stream has device copies (one kind per stream)"
+                 : !src->mapped || !dst->mapped ? "a buffer is not mapped" : !(dst->mem_flags &
+                 VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) ? "the destination is not host-coherent" : "out of range",
+                 (unsigned long long)n, (unsigned long long)soff, (unsigned long long)src->size,
+                 (unsigned long long)doff, (unsigned long long)dst->size);
+        return -1;
+    }
+    if (split(c, -1)) return -1;
+    if (push_batch(c, VK_NULL_HANDLE, true, (int)c->n_seg - 1)) return -1;
+    struct rt_batch *b = &c->b[c->n_b - 1];
+    b->dst = (char *)dst->mapped + doff;
+    b->src = (const char *)src->mapped + soff;
+    b->n = (size_t)n;
+    c->n_host++;
+    return (int)c->n_copy - 1;
 }
 
 void rt_cmd_wait_batch(rt_cmd *c, int id)

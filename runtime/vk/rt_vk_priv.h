@@ -2,7 +2,8 @@
  *
  * Owns: the definition of struct rt_vk (instance, device, shared layouts, dyn
  * buffer, staging ring, pipeline table) and the RT_VK() error macro.
- * Single-threaded: one rt_vk is used from one thread at a time.
+ * Single-threaded: one rt_vk is used from one thread at a time (the host-copy thread of
+ * rt_vk_host.c only waits on and reads tl_comp, and memcpy's into mapped buffers).
  */
 #ifndef RT_VK_PRIV_H
 #define RT_VK_PRIV_H
@@ -71,6 +72,7 @@ struct rt_vk {
     bool xfer_timestamps;                 /* timestamps on the transfer queue */
     VkSemaphore tl_comp, tl_copy;         /* created on first use; values only grow */
     uint64_t comp_value, copy_value;      /* last value submitted for each */
+    uint64_t host_copies, host_overlapped; /* rt_vk_host.c: host copies run, those beside compute */
 
     struct rt_pipeline **pipes;           /* owned, n_pipes entries */
     uint32_t n_pipes, cap_pipes;
@@ -91,6 +93,21 @@ struct rt_pipeline {
     VkPipeline pipe;
 };
 
+/* One batch of a stream cut by rt_cmd_copy_batch / rt_cmd_host_copy_batch /
+ * rt_cmd_wait_batch (rt_vk_cmd.c), in record order. */
+struct rt_batch {
+    VkCommandBuffer cb; /* VK_NULL_HANDLE for a host copy */
+    bool copy;          /* a copy (device or host), else compute */
+    int wait;           /* compute: the copy id it waits for; copy: the compute batch (-1: none) */
+    uint32_t idx;       /* its index among the compute batches / the copies */
+    void *dst;          /* host copy: memcpy(dst, src, n) */
+    const void *src;
+    size_t n;
+};
+
+/* rt_vk_host.c: submit batches whose copies are all host copies (n_seg compute batches);
+ * returns when every batch is done. */
+int rt_vk_submit_host(rt_vk *vk, const struct rt_batch *b, uint32_t n, uint32_t n_seg, char *err);
 /* rt_vk_pipeline.c */
 void rt_pipeline_cache_open(rt_vk *vk);
 void rt_pipeline_table_destroy(rt_vk *vk);
