@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const fmt_codec fmt_codec_f32, fmt_codec_f16, fmt_codec_q8_0, fmt_codec_i2s, fmt_codec_tq1_0, fmt_codec_tq2_0;
+extern const fmt_codec fmt_codec_f32, fmt_codec_f16, fmt_codec_q8_0, fmt_codec_i2s, fmt_codec_tq1_0, fmt_codec_tq2_0,
+    fmt_codec_tq1_t;
 
 /* Formats a GGUF may hold that no model uses yet: known by size only, so a file holding
  * them opens and a model asking for them gets a message naming the type. A codec file
@@ -23,6 +24,7 @@ static const fmt_codec *const CODECS[] = {
     &fmt_codec_i2s,
     &fmt_codec_tq1_0,
     &fmt_codec_tq2_0,
+    &fmt_codec_tq1_t, /* device-only: --weights tq1 */
     &size_only[0],
 };
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
@@ -123,8 +125,10 @@ int fmt_encode_ternary(const fmt_codec *c, const int8_t *t, int64_t ne0, int64_t
     if (!c || !c->encode || !c->decode_ternary || ne0 <= 0 || ne0 % c->blk || CHUNK % c->blk)
         return -1;
     const int64_t n = ne0 * ne1;
-    if (c->encode_ternary) { /* a scale per block */
+    if (c->encode_ternary) { /* a scale per block, or the codes of a tail format */
         c->encode_ternary(t, n, scale, out);
+        if (c->encode_tail)
+            c->encode_tail(scale, out + (uint64_t)n / c->blk * c->blk_bytes);
         return 0;
     }
     float v[CHUNK];

@@ -33,6 +33,12 @@ enum {
     FMT_TQ1_0 = 34,
     FMT_TQ2_0 = 35,
     FMT_I2_S = 36,
+    /* Device-only layouts (fmt_codec.device_only): made by the runtime's load-time repack,
+     * never read from or written to a file. Their ids start at FMT_DEVICE_FIRST, far above
+     * ggml's (which end below 64), and stay below 255 (the tables hold type ids in a byte,
+     * 0xff meaning none). */
+    FMT_DEVICE_FIRST = 200,
+    FMT_TQ1_T = 200, /* TQ1_0 trits, tensor scale (fmt_tq1_t.c): --weights tq1 */
 };
 
 /* What a tensor of this format may be in a model (the YAML op rules read these). */
@@ -52,6 +58,8 @@ typedef struct fmt_codec {
     uint32_t blk_bytes;   /* bytes per block */
     uint32_t tail_bytes;  /* bytes after the last block (I2_S: the f32 scale + 28 pad) */
     uint32_t uses;        /* FMT_USE_* */
+    int device_only;      /* 1: a device layout the load-time repack makes (type id >=
+                           * FMT_DEVICE_FIRST, yaml NULL); the GGUF reader and writer refuse it */
 
     /* Load-time check of a whole tensor (data: nbytes of fmt_nbytes), run by the GGUF
      * reader on every tensor of this type. NULL: nothing beyond the size rule. Returns 0,
@@ -80,7 +88,9 @@ typedef struct fmt_codec {
     /* the scale d of the block starting at blk (weight = code * d) */
     float (*block_scale)(const uint8_t *blk);
     /* codes (-1, 0, +1) and one scale into n / blk blocks, each block's scale that one
-     * (rounded as the format stores it; ggml's TQ formats: 0 for an all-zero block) */
+     * (rounded as the format stores it; ggml's TQ formats: 0 for an all-zero block). A
+     * format with a tail may have it too (TQ1_T): the codes only, the scale goes to
+     * encode_tail. */
     void (*encode_ternary)(const int8_t *t, int64_t n, float scale, uint8_t *blocks);
 } fmt_codec;
 

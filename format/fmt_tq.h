@@ -21,6 +21,11 @@ typedef struct fmt_tq_layout {
     void (*put)(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk); /* codes of a block (not d) */
 } fmt_tq_layout;
 
+/* TQ1_0's trits (fmt_tq1_0.c), shared with TQ1_T (fmt_tq1_t.c, the same 52 bytes of trits
+ * per block without d): trit 0..2 of element e of a block; the 52 trit bytes of a block. */
+int fmt_tq1_trit(const uint8_t *blk, int e);
+void fmt_tq1_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk);
+
 /* The codec functions over a layout (n a multiple of 256 throughout). */
 void fmt_tq_decode_ternary(const fmt_tq_layout *l, const uint8_t *blocks, int64_t n, int8_t *out);
 void fmt_tq_decode(const fmt_tq_layout *l, const uint8_t *blocks, int64_t n, float *out);

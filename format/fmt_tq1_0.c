@@ -10,7 +10,8 @@
  *   qh[m],      m < 4:   trits n = 0..3 are elements 240 +  4 n + m (trit 4 is 0)
  * In each region 4 consecutive elements 4j .. 4j+3 are trit n of 4 consecutive bytes.
  * weight = (trit - 1) * d. Kernel-side decode: gen/kernels/gen_k_ternary.c, bound by
- * gen/codec/gen_codec_tq.c; the shared block walk is fmt_tq.c.
+ * gen/codec/gen_codec_tq.c; the shared block walk is fmt_tq.c. The first 52 bytes of the
+ * block (its trits) are also TQ1_T's block (fmt_tq1_t.c: the same trits, one tensor scale).
  */
 #include "format/fmt_tq.h"
 
@@ -31,7 +32,7 @@ static void loc(int e, int *byte, int *n)
     }
 }
 
-static int tq1_trit(const uint8_t *blk, int e)
+int fmt_tq1_trit(const uint8_t *blk, int e)
 {
     int byte, n;
     loc(e, &byte, &n);
@@ -39,7 +40,7 @@ static int tq1_trit(const uint8_t *blk, int e)
     return ((uint16_t)q * 3) >> 8;
 }
 
-static void tq1_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
+void fmt_tq1_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
 {
     uint16_t code[52] = {0}; /* base-3 number per byte, digit n weighs 3^(4 - n) */
     for (int e = 0; e < FMT_TQ_BLOCK; e++) {
@@ -51,4 +52,4 @@ static void tq1_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
         blk[b] = (uint8_t)((code[b] * 256 + 242) / 243);
 }
 
-FMT_TQ_CODEC(tq1_0, FMT_TQ1_0, "TQ1_0", "tq1_0", 54, tq1_trit, tq1_put);
+FMT_TQ_CODEC(tq1_0, FMT_TQ1_0, "TQ1_0", "tq1_0", 54, fmt_tq1_trit, fmt_tq1_put);

@@ -118,6 +118,8 @@ static void c_dim_ovf(bb *b)
     bb_hdr(b, 3, 1, 0); bb_ti(b, "t", 3, ne, 0, 0); bb_zeros(b, 64);
 }
 static void c_unknown_type(bb *b) { uint64_t ne[1] = {4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "blk.3.x", 1, ne, 99, 0); bb_zeros(b, 64); }
+/* type 200: TQ1_T, the device layout of --weights tq1 (format/fmt_tq1_t.c), refused in files */
+static void c_device_type(bb *b) { uint64_t ne[1] = {256}; bb_hdr(b, 3, 1, 0); bb_ti(b, "blk.0.attn_q.weight", 1, ne, 200, 0); bb_zeros(b, 64); }
 static void c_i2s_ne0(bb *b) { uint64_t ne[2] = {100, 4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "q", 2, ne, 36, 0); bb_zeros(b, 200); }
 static void c_q8_ne0(bb *b) { uint64_t ne[1] = {33}; bb_hdr(b, 3, 1, 0); bb_ti(b, "q", 1, ne, 8, 0); bb_zeros(b, 200); }
 static void c_dup_tensor(bb *b)
@@ -170,6 +172,7 @@ static const bad_case BAD_CASES[] = {
     {"dim_negative", c_dim_neg, "tensor 't': dimension 1 is -3, must be positive"},
     {"dim_overflow", c_dim_ovf, "tensor 't': dimension product [4294967296, 2147483648, 4, 1] overflows 64 bits"},
     {"unknown_type", c_unknown_type, "tensor 'blk.3.x': unknown tensor type 99"},
+    {"device_type", c_device_type, "tensor 'blk.0.attn_q.weight': tensor type 200 (TQ1_T) is a device-only layout"},
     {"i2s_ne0", c_i2s_ne0, "tensor 'q': I2_S needs ne0 to be a multiple of 128, got ne0 100"},
     {"q8_ne0", c_q8_ne0, "tensor 'q': Q8_0 needs ne0 to be a multiple of 32, got ne0 33"},
     {"dup_tensor", c_dup_tensor, "tensor 't': duplicate tensor name (infos 0 and 1)"},

@@ -1,5 +1,5 @@
 /* test_codec.c - the weight-codec table (format/fmt_codec.h): every row's size rule, its
- * encoder and reference decode against each other on random data, the I2_S and Q8_0
+ * encoder and reference decode against each other on random data, the Q8_0 and TQ1_T
  * layouts against bytes placed by hand, and unknown types refused everywhere.
  */
 #include <setjmp.h>
@@ -117,6 +117,73 @@ static void test_q8_0_layout(void **state)
         assert_true(y[j] == 0.5f * (float)(j - 16));
 }
 
+/* TQ1_T (format/fmt_tq1_t.c; --weights tq1's device layout): a [256][2] matrix placed by
+ * hand: per row one 52-byte block of TQ1_0's trits (no d), then the f32 scale 0.75 (bytes
+ * 104..107). Row 0 is test_tq.c's TQ1_0 block worked out on paper:
+ *  qs[0]  elements 0, 32, 64, 96, 128 = trits 2 0 1 1 0: code 174 -> ceil(174*256/243) = 184
+ *  qs[35] elements 163, 179, 195, 211, 227 = trits 0 2 2 1 0: code 75 -> 80
+ *  qh[2]  elements 242, 246, 250, 254 = trits 2 2 0 1 (+ digit 0): code 219 -> 231
+ *  other qs bytes: all trits 1 (weight 0): code 121 -> 128; other qh bytes: code 120 -> 127
+ * Row 1: every trit 0 (weight -1): qs bytes code 0 -> 0, qh bytes code 0 -> 0, except
+ * qs[31] = trits 2 2 2 2 2 (elements 31, 63, 95, 127, 159 = +1): code 242 -> 255. */
+static void test_tq1t_layout(void **state)
+{
+    (void)state;
+    const fmt_codec *c = fmt_codec_find(FMT_TQ1_T);
+    assert_non_null(c);
+    assert_int_equal(c->type, 200);
+    assert_true(c->type >= FMT_DEVICE_FIRST && c->device_only && !c->yaml && (c->uses & FMT_USE_TERNARY));
+    assert_null(fmt_codec_by_yaml("tq1_t"));
+    assert_int_equal(c->blk, 256);
+    assert_int_equal(c->blk_bytes, 52); /* 13 u32 words: 1.625 bits per weight */
+    assert_int_equal(c->tail_bytes, 4);
+    uint8_t m[108];
+    memset(m, 128, 48);
+    memset(m + 48, 127, 4);
+    m[0] = 184, m[35] = 80, m[50] = 231;
+    memset(m + 52, 0, 52);
+    m[52 + 31] = 255;
+    const float s = 0.75f;
+    memcpy(m + 104, &s, 4);
+    int8_t want[512];
+    memset(want, 0, 256);
+    want[0] = 1, want[32] = -1, want[128] = -1;
+    want[163] = -1, want[179] = 1, want[195] = 1, want[227] = -1;
+    want[242] = 1, want[246] = 1, want[250] = -1;
+    memset(want + 256, -1, 256);
+    for (int e = 31; e < 160; e += 32)
+        want[256 + e] = 1;
+    int64_t ne[4] = {256, 2, 1, 1};
+    char err[FMT_ERR_LEN];
+    assert_int_equal(fmt_nbytes(FMT_TQ1_T, ne, err), sizeof m);
+    int8_t t[256];
+    float y[256];
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(fmt_decode_ternary_row(c, m, 256, 2, r, t), 0);
+        assert_memory_equal(t, want + 256 * r, 256);
+        assert_int_equal(fmt_decode_row(c, m, 256, 2, r, y), 0);
+        for (int e = 0; e < 256; e++)
+            assert_true(y[e] == (float)want[256 * r + e] * 0.75f);
+    }
+    assert_true(fmt_ternary_scale(c, m, 256, 2) == 0.75f); /* the f32 as stored, no F16 rounding */
+    uint8_t packed[108], tq1[54];
+    memset(packed, 0xA5, sizeof packed);
+    assert_int_equal(fmt_encode_ternary(c, want, 256, 2, 0.75f, packed), 0);
+    assert_memory_equal(packed, m, sizeof m);
+    fmt_codec_find(FMT_TQ1_0)->encode_ternary(want, 256, 0.75f, tq1); /* TQ1_0's block = these 52 bytes + d */
+    assert_memory_equal(tq1, m, 52);
+    /* load-time check: a non-finite tensor scale */
+    assert_int_equal(c->check(m, ne, err), 0);
+    const float bad = INFINITY;
+    memcpy(m + 104, &bad, 4);
+    assert_int_equal(c->check(m, ne, err), -1);
+    assert_non_null(strstr(err, "+infinity"));
+    /* ne0 not whole blocks */
+    ne[0] = 384;
+    assert_int_equal(fmt_nbytes(FMT_TQ1_T, ne, err), 0);
+    assert_non_null(strstr(err, "TQ1_T needs ne0 to be a multiple of 256"));
+}
+
 /* The YAML reader names the codec table's spellings and refuses others. */
 static void test_yaml_types(void **state)
 {
@@ -137,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_q8_0_layout),
+        cmocka_unit_test(test_tq1t_layout),
         cmocka_unit_test(test_yaml_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -404,6 +404,10 @@ static void test_writer_errors(void **state)
     w = rt_gguf_writer_new(0);
     rt_gguf_w_tensor(w, "f", FMT_F32, 5, ne, buf, 64);
     expect_writer_error(w, "n_dims 5");
+    w = rt_gguf_writer_new(0); /* TQ1_T is the load-time repack's device layout, never a file type */
+    ne[0] = 256;
+    rt_gguf_w_tensor(w, "t", FMT_TQ1_T, 1, ne, buf, 56);
+    expect_writer_error(w, "tensor 't': type TQ1_T is a device-only layout, not a GGUF type");
     w = rt_gguf_writer_new(0);
     char err[RT_ERR_LEN];
     assert_int_not_equal(rt_gguf_writer_save(w, "/nonexistent-dir/x.gguf", err), 0);

@@ -5,6 +5,14 @@
  * decodes ggml's layout itself. Weights: random trits packed by the codec's encode_ternary, one random
  * scale per 256-block; output buffers poisoned before each run.
  *
+ * TQ1_T (--weights tq1's device layout, format/fmt_tq1_t.c: TQ1_0's trits, one f32 scale
+ * after the blocks) runs every decode variant besides (4- / 16-byte loads, the activation
+ * codes staged in shared memory: GEMV_SHQ) and, where the device has integer dot products,
+ * the native-dot SPIR-V too, against ref_bitlinear_q over the codec row's decode_ternary and
+ * tail scale. Its sums are integers and the kernel then does the reference's two f32
+ * operations (float(sum) / s * scale), so a plain or MULTI bitlinear must match bit for bit
+ * (bound 0); the residual and GLU bounds below then apply with an exact matrix value.
+ *
  * Tolerance, per element, from the data: the kernel adds f32 terms float(sum) * d (each
  * exact) in some order: at most n = K/16 + 64 additions (lane words, the subgroup sum or
  * the tile's K/128 steps), so |gpu - ref| <= n * 2^-24 * A + 2^-22 |ref| with
@@ -74,7 +82,7 @@ static uint8_t *make_tq(rt_type type, int K, int M, size_t *bytes)
     const fmt_codec *c = fmt_codec_find(type);
     const uint32_t bb = c->blk_bytes;
     const size_t nb = (size_t)K / 256 * M;
-    *bytes = nb * bb;
+    *bytes = nb * bb + c->tail_bytes; /* TQ1_T: + the f32 scale */
     uint8_t *p = xmalloc(*bytes + 4);
     memset(p + *bytes, 0, 4);
     int8_t t[256];
@@ -83,6 +91,8 @@ static uint8_t *make_tq(rt_type type, int K, int M, size_t *bytes)
             t[i] = (int8_t)((int)(rnd() % 3) - 1);
         c->encode_ternary(t, 256, 0.01f + (float)(rnd() % 1000) / 700.0f, p + b * bb);
     }
+    if (c->encode_tail)
+        c->encode_tail(0.01f + (float)(rnd() % 1000) / 700.0f, p + nb * bb);
     return p;
 }
 
@@ -141,19 +151,24 @@ static bool first_time(const char *name)
     return true;
 }
 
-/* Runs the built kernel with spec GEMV_VEC, WFMT for n tokens. */
-static void run_kernel(const built *bk, bool decode, uint32_t vec, uint32_t wfmt, const rt_buf *const *args,
-                       int n_args, uint32_t n)
+/* Runs the built kernel (spv: its portable or native-dot SPIR-V) with WFMT and decode variant
+ * var (0: 4-byte loads, 1: 16-byte loads GEMV_VEC, 2: codes staged in shared memory GEMV_SHQ)
+ * for n tokens. */
+static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, bool decode, uint32_t var,
+                       uint32_t wfmt, const rt_buf *const *args, int n_args, uint32_t n)
 {
     const gen_kernel_out ko = bk->ko;
     dsl_kernel *k = (dsl_kernel *)ko.k;
     assert_int_equal(ko.n_args, n_args);
     assert_int_equal(ko.n_params, 0);
     uint32_t spec[RT_SPEC_COUNT] = {0};
-    spec[RT_SPEC_GEMV_VEC] = vec;
+    spec[RT_SPEC_GEMV_VEC] = var == 1;
+    spec[RT_SPEC_GEMV_SHQ] = var == 2;
     spec[RT_SPEC_WFMT] = wfmt;
+    char pname[128];
+    snprintf(pname, sizeof(pname), "%s%s", dsl_kernel_name(k), spv == bk->spv ? "" : ".native-dot");
     rt_pipeline *pl = NULL;
-    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(k), bk->spv, bk->spv_bytes, spec, RT_SPEC_COUNT, &pl, err));
+    OK(rt_pipeline_get_spec(g_vk, pname, spv, spv_bytes, spec, RT_SPEC_COUNT, &pl, err));
     uint8_t push[RT_PUSH_BYTES] = {0};
     for (int a = 0; a < n_args; a++)
         memcpy(push + dsl_kernel_buffer_offset(k, a), &args[a]->addr, 8);
@@ -194,26 +209,37 @@ static void compare(const gen_kop *kop, const float *y, const float *ref, const 
 static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K, int M, int p, const int8_t *q,
                       const float *s, uint32_t n, const float *res0, float *ref, float *bound)
 {
-    const double nadd = K / 16 + 64, u = 0x1p-24;
+    /* FTZ: the GLU's products may be subnormal, which a device may flush to zero */
+    const double nadd = K / 16 + 64, u = 0x1p-24, FTZ = 0x1p-126;
     const size_t ny = (size_t)n * M;
-    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU;
-    ref_bitlinear_tq((int)type, W[p], K, M, q, s, (int)n, ref, bound);
-    for (size_t i = 0; i < ny; i++)
+    const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, exact = type == FMT_TQ1_T;
+    if (exact) { /* integer sums, one scale: the reference's f32 operations exactly */
+        ref_bitlinear_q(fmt_codec_find(type), W[p], K, M, q, s, (int)n, ref);
+        memset(bound, 0, 4 * ny);
+    } else {
+        ref_bitlinear_tq((int)type, W[p], K, M, q, s, (int)n, ref, bound);
+    }
+    for (size_t i = 0; i < ny && !exact; i++)
         bound[i] = (float)(nadd * u * bound[i] + 4 * u * fabs(ref[i]));
     if (glu) {
         float *up = xmalloc(4 * ny), *ub = xmalloc(4 * ny);
-        ref_bitlinear_tq((int)type, W[1], K, M, q, s, (int)n, up, ub);
+        if (exact) {
+            ref_bitlinear_q(fmt_codec_find(type), W[1], K, M, q, s, (int)n, up);
+            memset(ub, 0, 4 * ny);
+        } else {
+            ref_bitlinear_tq((int)type, W[1], K, M, q, s, (int)n, up, ub);
+        }
         for (size_t i = 0; i < ny; i++) {
-            double g = ref[i], uu = up[i], eg = bound[i], eu = nadd * u * ub[i] + 4 * u * fabs(uu), y;
+            double g = ref[i], uu = up[i], eg = bound[i], eu = exact ? 0 : nadd * u * ub[i] + 4 * u * fabs(uu), y;
             if (!strcmp(gen_act_at(kop->act)->name, "relu2")) {
                 double r = g > 0 ? g : 0;
                 y = r * r * uu;
                 bound[i] = (float)((g > -eg ? 2 * (fabs(g) + eg) * fabs(uu) * eg : 0) + (r + eg) * (r + eg) * eu +
-                                   8 * u * fabs(y));
+                                   8 * u * fabs(y) + FTZ);
             } else {
                 double sg = g / (1 + exp(-g));
                 y = sg * uu;
-                bound[i] = (float)(1.1 * fabs(uu) * eg + (fabs(sg) + 1.1 * eg) * eu + 4e-6 * fabs(y));
+                bound[i] = (float)(1.1 * fabs(uu) * eg + (fabs(sg) + 1.1 * eg) * eu + 4e-6 * fabs(y) + FTZ);
             }
             ref[i] = (float)y;
         }
@@ -227,12 +253,12 @@ static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K
         }
 }
 
-static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, bool decode, uint32_t vec,
-                      rt_type type)
+static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, const uint32_t *spv, size_t spv_bytes,
+                      bool decode, uint32_t var, rt_type type)
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
     const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = g->vals[kop->in[0]].width;
-    const uint32_t wfmt = type == FMT_TQ1_0 ? GEN_WFMT_TQ1 : GEN_WFMT_TQ2;
+    const uint32_t wfmt = type == FMT_TQ1_0 ? GEN_WFMT_TQ1 : type == FMT_TQ1_T ? GEN_WFMT_TQ1T : GEN_WFMT_TQ2;
     int M[3];
     uint8_t *W[3];
     size_t wbytes[3];
@@ -271,7 +297,7 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, b
         const rt_buf *args[8];
         for (int i = 0; i < nb; i++)
             args[i] = &b[i];
-        run_kernel(bk, decode, vec, wfmt, args, nb, n);
+        run_kernel(bk, spv, spv_bytes, decode, var, wfmt, args, nb, n);
         for (int p = 0; p < np; p++) {
             const size_t total = (size_t)NMAX * M[p], ny = (size_t)n * M[p];
             float *y = xmalloc(4 * total), *ref = xmalloc(4 * ny), *bound = xmalloc(4 * ny);
@@ -299,8 +325,9 @@ static void test_tq_bitlinear(void **state)
         fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
         skip();
     }
-    static const rt_type types[2] = {FMT_TQ2_0, FMT_TQ1_0};
-    int kinds[3] = {0};
+    static const rt_type types[3] = {FMT_TQ2_0, FMT_TQ1_0, FMT_TQ1_T};
+    const bool native = rt_vk_get_info(g_vk)->has_int_dot;
+    int kinds[3] = {0}, tq1t_runs = 0;
     for (int m = 0; m < N_MODELS; m++)
         for (int f = 0; f < 2; f++) {
             const gen_graph *g = &graphs[m][f];
@@ -319,17 +346,27 @@ static void test_tq_bitlinear(void **state)
                         continue;
                     }
                     kinds[kind]++;
-                    if (dsl_compile((dsl_kernel *)bk.ko.k, &bk.spv, &bk.spv_bytes) != 0)
+                    uint32_t *nspv = NULL;
+                    size_t nspv_bytes = 0;
+                    if (dsl_compile((dsl_kernel *)bk.ko.k, &bk.spv, &bk.spv_bytes) != 0 ||
+                        (native && dsl_compile_native_dot((dsl_kernel *)bk.ko.k, &nspv, &nspv_bytes) != 0))
                         fail_msg("%s", dsl_error((dsl_kernel *)bk.ko.k));
-                    for (int ti = 0; ti < 2; ti++)
-                        for (uint32_t vec = 0; vec < (decode ? 2u : 1u); vec++)
-                            check_kop(g, kop, &bk, decode, vec, types[ti]);
+                    for (int ti = 0; ti < 3; ti++) /* TQ1_T: also GEMV_SHQ and the native dots */
+                        for (int nd = 0; nd < (types[ti] == FMT_TQ1_T && native ? 2 : 1); nd++)
+                            for (uint32_t var = 0; var < (decode ? (types[ti] == FMT_TQ1_T ? 3u : 2u) : 1u); var++) {
+                                check_kop(g, kop, &bk, nd ? nspv : bk.spv, nd ? nspv_bytes : bk.spv_bytes, decode,
+                                          var, types[ti]);
+                                tq1t_runs += types[ti] == FMT_TQ1_T;
+                            }
                     free(bk.spv);
+                    free(nspv);
                     gen_kernel_out_free(&bk.ko);
                 }
             }
         }
     assert_true(kinds[0] && kinds[1] && kinds[2]);
+    printf("TQ1_T kernel runs (variants x kernels): %d, native dots %s\n", tq1t_runs, native ? "too" : "absent");
+    assert_true(tq1t_runs > 0);
 }
 
 int main(void)

@@ -4,13 +4,14 @@
 
 #include <stddef.h>
 
-extern const gen_codec gen_codec_i2s, gen_codec_f16, gen_codec_tq1_0, gen_codec_tq2_0;
+extern const gen_codec gen_codec_i2s, gen_codec_f16, gen_codec_tq1_0, gen_codec_tq2_0, gen_codec_tq1_t;
 
 static const gen_codec *const CODECS[] = {
     &gen_codec_i2s,
     &gen_codec_f16,
     &gen_codec_tq1_0,
     &gen_codec_tq2_0,
+    &gen_codec_tq1_t,
 };
 
 const gen_codec *gen_codec_find(uint32_t type)

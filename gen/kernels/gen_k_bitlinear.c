@@ -65,9 +65,16 @@ typedef struct {
     dsl_expr KV4;      /* with vec: uvec4 steps (4 code words) per row */
     dsl_expr shq, qsh; /* decode with a global Q8 input: the GEMV_SHQ specialization constant
                         * and the shared copy of the activation codes it stages; else NULL */
-    dsl_expr fmt;      /* the WFMT specialization constant: I2_S, TQ2_0 or TQ1_0 weights */
+    dsl_expr fmt;      /* the WFMT specialization constant: I2_S, TQ2_0, TQ1_0 or TQ1_T weights */
     dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
 } bl_ctx;
+
+/* TQ1_0 / TQ2_0 weights (a scale per block): the WFMT values whose sums are float sums of
+ * block-scaled integer sums (I2_S and TQ1_T: one integer sum, one matrix scale). */
+static dsl_expr bl_block_scaled(dsl_kernel *k, const bl_ctx *c)
+{
+    return dsl_or(k, dsl_eq(k, c->fmt, U(GEN_WFMT_TQ1)), dsl_eq(k, c->fmt, U(GEN_WFMT_TQ2)));
+}
 
 /* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
  * token's activation scale and code sum and the matrix scales ws: plus the residual,
@@ -78,8 +85,8 @@ static void bl_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *tot, const 
     dsl_expr v[2];
     for (int j = 0; j < (c->glu ? 2 : 1); j++) {
         dsl_expr vi = dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]);
-        if (c->fmt) /* TQ: the block-scaled float sum / s */
-            vi = dsl_select(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)), vi, dsl_div(k, totf[j], sc));
+        if (c->fmt) /* TQ1_0 / TQ2_0: the block-scaled float sum / s */
+            vi = dsl_select(k, bl_block_scaled(k, c), dsl_div(k, totf[j], sc), vi);
         v[j] = dsl_let(k, j ? "vu" : "v", vi);
     }
     dsl_expr val = c->glu ? dsl_mul(k, c->act->kernel(k, v[0]), v[1]) : v[0];
@@ -94,8 +101,8 @@ static dsl_expr bl_codes(dsl_kernel *k, const bl_ctx *c, dsl_expr word, int g)
     return c->codec->ternary_codes(k, word, g);
 }
 
-/* The weight scale of each matrix (I2_S: the f32 after the codes; read only for I2_S, the
- * TQ formats keep a scale per block). */
+/* The weight scale of each matrix (I2_S, TQ1_T: the f32 after the codes; read only for
+ * those, TQ1_0 / TQ2_0 keep a scale per block). */
 static void bl_scales(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws)
 {
     if (!c->fmt) {
@@ -105,10 +112,13 @@ static void bl_scales(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, int M, 
     }
     for (int j = 0; j < (c->glu ? 2 : 1); j++)
         out_ws[j] = dsl_var(k, j ? "ws_up" : "ws", DSL_F32, F(0));
-    dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
-    for (int j = 0; j < (c->glu ? 2 : 1); j++)
-        dsl_assign(k, out_ws[j], c->codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
-    dsl_end(k);
+    for (int f = GEN_WFMT_I2S; f <= GEN_WFMT_TQ1T; f += GEN_WFMT_TQ1T) {
+        const gen_codec *codec = f == GEN_WFMT_I2S ? c->codec : gen_codec_find(FMT_TQ1_T);
+        dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
+        for (int j = 0; j < (c->glu ? 2 : 1); j++)
+            dsl_assign(k, out_ws[j], codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
+        dsl_end(k);
+    }
 }
 
 /* Byte offset of 256-block B of row r of a format-f matrix with rows of K weights. */
@@ -121,10 +131,12 @@ static dsl_expr tq_block(dsl_kernel *k, const bl_ctx *c, int f, dsl_expr r, dsl_
 /* Decode, TQ format f: the lane's words w of row r (I2_S order, as the I2_S loop walks
  * them), each one's 16 products summed in int32, then accf += float(sum) * d of its
  * block (|sum| <= 16 * 128 and d has 11 significant bits: each term exact in f32; the
- * terms are added in the lane's word order, then across the subgroup). */
+ * terms are added in the lane's word order, then across the subgroup). TQ1_T: the codes
+ * 0..2 into the integer acc as the I2_S loop does (one matrix scale, sum(q) subtracted). */
 static void bl_rows_tq(dsl_kernel *k, const bl_ctx *c, int f, const dsl_expr *W, dsl_expr r, dsl_expr lane,
-                       dsl_expr sgs, const dsl_expr *accf)
+                       dsl_expr sgs, const dsl_expr *acc, const dsl_expr *accf)
 {
+    const bool one_scale = f == GEN_WFMT_TQ1T;
     const int nw = c->glu ? 2 : 1;
     dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
     dsl_expr w = dsl_for(k, "w", lane, c->KW, sgs);
@@ -134,15 +146,17 @@ static void bl_rows_tq(dsl_kernel *k, const bl_ctx *c, int f, const dsl_expr *W,
     dsl_expr boff[2], aw[2];
     for (int j = 0; j < nw; j++) {
         boff[j] = dsl_let(k, "boff", tq_block(k, c, f, r, dsl_shr(k, w, U(4))));
-        aw[j] = dsl_var(k, j ? "awu" : "aw", DSL_I32, I(0));
+        aw[j] = one_scale ? acc[j] : dsl_var(k, j ? "awu" : "aw", DSL_I32, I(0));
     }
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr qw = dsl_let(k, "qw", dsl_load(k, c->q, dsl_add(k, qb, U(8 * gq))));
         dsl_expr l = dsl_add(k, l0, U(32 * gq));
-        for (int j = 0; j < nw; j++)
-            dsl_add_to(k, aw[j], dsl_dot4x8_ss(k, qw, gen_tq_signed(k, gen_tq_codes(k, f, W[j], boff[j], l))));
+        for (int j = 0; j < nw; j++) {
+            dsl_expr codes = gen_tq_codes(k, f, W[j], boff[j], l);
+            dsl_add_to(k, aw[j], one_scale ? dsl_dot4x8_su(k, qw, codes) : dsl_dot4x8_ss(k, qw, gen_tq_signed(k, codes)));
+        }
     }
-    for (int j = 0; j < nw; j++)
+    for (int j = 0; j < nw && !one_scale; j++)
         dsl_add_to(k, accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), gen_tq_scale(k, f, W[j], boff[j])));
     dsl_end(k); /* w */
     dsl_end(k);
@@ -191,8 +205,8 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     if (c->fmt) {
         for (int j = 0; j < nw; j++)
             accf[j] = dsl_var(k, j ? "accfu" : "accf", DSL_F32, F(0));
-        bl_rows_tq(k, c, GEN_WFMT_TQ2, W, r, lane, sgs, accf);
-        bl_rows_tq(k, c, GEN_WFMT_TQ1, W, r, lane, sgs, accf);
+        for (int f = GEN_WFMT_TQ2; f <= GEN_WFMT_TQ1T; f++)
+            bl_rows_tq(k, c, f, W, r, lane, sgs, acc, accf);
         dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
     }
     if (c->shq) { /* GEMV_SHQ: the 4-byte loop on the workgroup's shared copy of the codes */
@@ -306,8 +320,8 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
             dsl_store(k, wsh, dst, dsl_load(k, W[j], src));
             if (c->fmt) {
                 dsl_end(k);
-                bl_stage_tq(k, c, GEN_WFMT_TQ2, W[j], gr, kb, wi, dst);
-                bl_stage_tq(k, c, GEN_WFMT_TQ1, W[j], gr, kb, wi, dst);
+                for (int f = GEN_WFMT_TQ2; f <= GEN_WFMT_TQ1T; f++)
+                    bl_stage_tq(k, c, f, W[j], gr, kb, wi, dst);
             }
         }
     for (int f = GEN_WFMT_TQ2; c->fmt && f <= GEN_WFMT_TQ1; f++) { /* the tile rows' block scales */
@@ -326,7 +340,8 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
         dsl_store(k, ash, dsl_add(k, dsl_mul(k, jw, U(ASTR)), t), dsl_load(k, c->q, src));
     }
     dsl_barrier(k);
-    dsl_expr tq = c->fmt ? dsl_let(k, "tq", dsl_ne(k, c->fmt, U(GEN_WFMT_I2S))) : NULL;
+    /* TQ1_0 / TQ2_0: signed trits, block-scaled sums; I2_S and TQ1_T (staged as I2_S words): codes 0..2 */
+    dsl_expr tq = c->fmt ? dsl_let(k, "tq", bl_block_scaled(k, c)) : NULL;
     dsl_if(k, dsl_lt(k, dsl_add(k, tok0, dsl_mul(k, ty, U(RT))), n_tok)); /* any of its tokens */
     dsl_expr wl = dsl_for(k, "wl", U(0), U(8), NULL);
     dsl_expr wv[2][RT];
@@ -353,7 +368,7 @@ static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr 
     }
     dsl_end(k); /* wl */
     dsl_end(k); /* any token */
-    /* TQ: the 128 elements' integer sums times their block's scale, in kb order */
+    /* TQ1_0 / TQ2_0: the 128 elements' integer sums times their block's scale, in kb order */
     if (tq)
         dsl_if(k, tq);
     for (int j = 0; tq && j < nw; j++)

@@ -5,7 +5,7 @@
 
 #include "gen_k_common.h"
 
-int gen_tq_block_bytes(int f) { return f == GEN_WFMT_TQ1 ? 54 : 66; }
+int gen_tq_block_bytes(int f) { return f == GEN_WFMT_TQ1 ? 54 : f == GEN_WFMT_TQ1T ? 52 : 66; }
 
 dsl_expr gen_tq_word(dsl_kernel *k, dsl_expr W, dsl_expr o)
 {
@@ -37,7 +37,7 @@ dsl_expr gen_tq_codes(dsl_kernel *k, int f, dsl_expr W, dsl_expr boff, dsl_expr 
         dsl_expr word = gen_tq_word(k, W, dsl_add(k, boff, byte));
         return dsl_band(k, dsl_shr(k, word, sh), U(0x03030303u));
     }
-    /* TQ1_0: l < 160: qs[l % 32] digit l / 32; l < 240: qs[32 + (l - 160) % 16] digit
+    /* TQ1_0 and TQ1T: l < 160: qs[l % 32] digit l / 32; l < 240: qs[32 + (l - 160) % 16] digit
      * (l - 160) / 16; else qh[0..3] digit (l - 240) / 4 */
     dsl_expr lo = dsl_lt(k, l, U(160)), mid = dsl_lt(k, l, U(240));
     dsl_expr lm = dsl_sub(k, l, U(160)), lh = dsl_sub(k, l, U(240));
@@ -48,7 +48,8 @@ dsl_expr gen_tq_codes(dsl_kernel *k, int f, dsl_expr W, dsl_expr boff, dsl_expr 
     /* 3^n: 1, 3, 9, 27 from the bytes of 0x1b090301, 81 for n = 4 */
     dsl_expr p = dsl_select(k, dsl_eq(k, n, U(4)), U(81),
                             dsl_band(k, dsl_shr(k, U(0x1B090301u), dsl_shl(k, n, U(3))), U(0xFF)));
-    dsl_expr word = gen_tq_word(k, W, dsl_add(k, boff, byte));
+    dsl_expr o = dsl_add(k, boff, byte); /* TQ1T: a multiple of 4 (52-byte blocks) */
+    dsl_expr word = f == GEN_WFMT_TQ1T ? dsl_load(k, W, dsl_shr(k, o, U(2))) : gen_tq_word(k, W, o);
     return tq1_digits(k, word, p);
 }
 

@@ -20,9 +20,12 @@
 
 /* Weight format of a ternary matrix: the value of the WFMT specialization constant
  * (RT_SPEC_WFMT), set by the runtime per pipeline from the GGUF types it loaded. */
-enum { GEN_WFMT_I2S = 0, GEN_WFMT_TQ2 = 1, GEN_WFMT_TQ1 = 2 };
+enum { GEN_WFMT_I2S = 0, GEN_WFMT_TQ2 = 1, GEN_WFMT_TQ1 = 2, GEN_WFMT_TQ1T = 3 };
+/* GEN_WFMT_TQ1T (format/fmt_tq1_t.c, --weights tq1): TQ1_0's trits in 52-byte blocks (no d;
+ * every block and field 4-byte aligned, read with one u32 load) and one f32 scale after the
+ * last block: the kernels sum its codes as I2_S's (0..2, sum(q) subtracted) and scale once. */
 
-/* Bytes of a 256-weight block of format f (TQ1 54, TQ2 66). */
+/* Bytes of a 256-weight block of format f (TQ1 54, TQ2 66, TQ1T 52). */
 int gen_tq_block_bytes(int f);
 
 /* u32 word of the weights W (a u32 buffer) at even byte offset o. */
@@ -32,7 +35,7 @@ dsl_expr gen_tq_word(dsl_kernel *k, dsl_expr W, dsl_expr o);
  * format-f block at byte offset boff. */
 dsl_expr gen_tq_codes(dsl_kernel *k, int f, dsl_expr W, dsl_expr boff, dsl_expr l);
 
-/* The block's scale d (its F16, as f32). */
+/* The block's scale d (its F16, as f32; TQ1 / TQ2 only). */
 dsl_expr gen_tq_scale(dsl_kernel *k, int f, dsl_expr W, dsl_expr boff);
 
 /* Signed trits: bytes 0, 1, 2 -> 0xff, 0x00, 0x01 (-1, 0, +1), for a signed 4x8 dot. */

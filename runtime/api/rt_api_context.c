@@ -58,8 +58,8 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID,
                            "--sparse-ffn exact: models/%s.yaml has no 'sparse_ffn: exact', so this model carries no "
                            "sparse decode schedule (add the key and run make gen)", m->desc->name);
-    if (p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ2 || p.vram_budget_mib < 0)
-        return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: weights %d (0..2), vram_budget_mib %d: out of range",
+    if (p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ1_0 || p.vram_budget_mib < 0)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: weights %d (0..3), vram_budget_mib %d: out of range",
                            p.weights, p.vram_budget_mib);
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
         return rt_api_fail(TERNION_E_INVALID,
@@ -86,7 +86,10 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         .lm_head_q8 = p.lm_head_q8,
         .sparse_ffn = p.sparse_ffn,
         .tune = p.tune,
-        .weights = p.weights == TERNION_WEIGHTS_TQ1 ? FMT_TQ1_0 : p.weights == TERNION_WEIGHTS_TQ2 ? FMT_TQ2_0 : 0,
+        .weights = p.weights == TERNION_WEIGHTS_TQ1     ? FMT_TQ1_T
+                   : p.weights == TERNION_WEIGHTS_TQ1_0 ? FMT_TQ1_0
+                   : p.weights == TERNION_WEIGHTS_TQ2   ? FMT_TQ2_0
+                                                        : 0,
         .vram_budget_mib = p.vram_budget_mib,
         .progress = progress_cb,
         .progress_user = m,

@@ -249,14 +249,16 @@ typedef struct {
                            or on a GPU tune once when none, a progress line on stderr), _NOW
                            (time every variant, print the table on stdout, store the fastest).
                            Every variant gives the same results; gemv / no_int_dot override */
-    int32_t weights;    /* ternary weights: 0 as stored; TERNION_WEIGHTS_TQ1 / _TQ2: I2_S tensors
-                           re-encoded at load into ggml's TQ1_0 (1.69 bits) / TQ2_0 (2.06 bits)
-                           blocks; logits move by the F16 rounding of the scale */
+    int32_t weights;    /* ternary weights: 0 as stored; TERNION_WEIGHTS_TQ1: I2_S tensors
+                           re-encoded at load into TQ1_T (TQ1_0's trits, 1.625 bits, the tensor's
+                           f32 scale once: the same logits bit for bit); _TQ1_0 / _TQ2: into
+                           ggml's TQ1_0 (1.69 bits) / TQ2_0 (2.06 bits) blocks, logits moved by
+                           the F16 rounding of the scale */
     int32_t vram_budget_mib; /* 0: every weight on the device; else the layers that do not fit
                            beside two layer slots stay in host memory and are copied in per step,
                            overlapping compute (same logits); too small: an error naming the least */
 } ternion_context_params;
-enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2 };
+enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2, TERNION_WEIGHTS_TQ1_0 = 3 };
 
 enum { TERNION_SPARSE_DENSE = 0, TERNION_SPARSE_EXACT = 1, TERNION_SPARSE_PREDICTOR = 2 };
 typedef enum { TERNION_TUNE_OFF = 0, TERNION_TUNE_AUTO = 1, TERNION_TUNE_NOW = 2 } ternion_tune;

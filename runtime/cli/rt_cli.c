@@ -171,7 +171,10 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
                     : !strcmp(o->sparse_ffn, "predictor") ? TERNION_SPARSE_PREDICTOR
                                                           : TERNION_SPARSE_DENSE;
     cp.tune = o->tune ? TERNION_TUNE_NOW : TERNION_TUNE_AUTO; /* the stored choice, or tune once */
-    cp.weights = !o->weights ? 0 : !strcmp(o->weights, "tq1") ? TERNION_WEIGHTS_TQ1 : TERNION_WEIGHTS_TQ2;
+    cp.weights = !o->weights                ? 0
+                 : !strcmp(o->weights, "tq1")   ? TERNION_WEIGHTS_TQ1
+                 : !strcmp(o->weights, "tq1_0") ? TERNION_WEIGHTS_TQ1_0
+                                                : TERNION_WEIGHTS_TQ2;
     cp.vram_budget_mib = o->vram_budget;
     ternion_context *c = NULL;
     if (ternion_context_new(m, &cp, &c)) {

@@ -44,8 +44,9 @@ typedef struct {
     int sparse_ffn;     /* RT_SPARSE_*: decode with the exact sparse FFN (the schedule
                            decode_exact, YAML sparse_ffn: exact; same logits, only the active
                            neurons' up rows and down columns read); error if the model has none */
-    int weights;        /* 0: ternary tensors as stored; FMT_TQ1_0 / FMT_TQ2_0 (rt_gguf.h):
-                           I2_S tensors re-encoded into those blocks at load (--weights tq1|tq2) */
+    int weights;        /* 0: ternary tensors as stored; FMT_TQ1_T / FMT_TQ1_0 / FMT_TQ2_0
+                           (format/fmt_codec.h): I2_S tensors re-encoded into that layout at load
+                           (--weights tq1|tq1_0|tq2) */
     int vram_budget_mib; /* 0: every weight on the device; else the matrices of the layers that do
                            not fit beside two layer slots stay in host memory and are copied into
                            the slots per step (rt_engine_stream.c); too small: an error with the least;

@@ -54,7 +54,7 @@ static int make_transposed(rt_engine *e, uint32_t t, char *err)
 
 /* The sparse kernels (named sparse_* by gen/gen_sparse.c) decode I2_S only (their gate / up
  * rows and the transposed down copy): every ternary weight they read must be I2_S on the
- * device, not TQ1_0 / TQ2_0 (stored so, or re-encoded at load by --weights tq1|tq2: e->wtype). */
+ * device, not TQ1_0 / TQ2_0 / TQ1_T (stored so, or re-encoded at load by --weights: e->wtype). */
 static int check_i2s(const rt_engine *e, const rt_schedule *s, char *err)
 {
     for (uint32_t i = 0; i < s->n_layer; i++)
@@ -74,7 +74,7 @@ static int check_i2s(const rt_engine *e, const rt_schedule *s, char *err)
                 tensor_name(td, L, name, sizeof(name));
                 snprintf(err, RT_ERR_LEN,
                          "--sparse-ffn: the sparse FFN kernels read I2_S weights only, and tensor '%s' is %s on the "
-                         "device (--weights tq1|tq2, or a file stored so): run it without --sparse-ffn, or an I2_S "
+                         "device (--weights tq1|tq1_0|tq2, or a file stored so): run it without --sparse-ffn, or an I2_S "
                          "model file without --weights", name, fmt_type_name(ty));
                 return -1;
             }

@@ -3,11 +3,13 @@
  *
  * A tensor comes from the GGUF in the type its model YAML names (i2_s, tq1_0, tq2_0: a
  * file with another type is refused at load, rt_engine_load.c). The bitlinear kernels
- * decode all three ternary formats and are told which one per pipeline by the WFMT
+ * decode the ternary formats and are told which one per pipeline by the WFMT
  * specialization constant (RT_SPEC_WFMT; default: the YAML's format), so the matrices one
- * kernel reads share a format (the generator checks it). `--weights tq1|tq2` (opts.weights) re-encodes I2_S tensors
- * at load into ggml's TQ1_0 / TQ2_0 blocks (the codec rows format/fmt_tq*_0.c): every 256-block gets the tensor's
- * scale rounded to F16 (0 for an all-zero block), so the logits move by that rounding only.
+ * kernel reads share a format (the generator checks it). opts.weights re-encodes I2_S tensors
+ * at load: `--weights tq1` into TQ1_T (format/fmt_tq1_t.c: TQ1_0's trits in 52-byte blocks,
+ * the tensor's f32 scale once after them: the logits equal I2_S's bit for bit), `--weights
+ * tq1_0|tq2` into ggml's TQ1_0 / TQ2_0 blocks (format/fmt_tq*_0.c): every 256-block gets the
+ * tensor's scale rounded to F16 (0 for an all-zero block), so the logits move by that rounding only.
  * e->wtype holds the format each device copy has; the byte counts of the bench follow it.
  */
 #include "engine/rt_engine_priv.h"
@@ -18,14 +20,17 @@
 
 #include "gguf/rt_tq.h"
 
-static bool ternary(uint8_t t) { return t == FMT_I2_S || t == FMT_TQ1_0 || t == FMT_TQ2_0; }
+static bool ternary(uint8_t t) { return t == FMT_I2_S || t == FMT_TQ1_0 || t == FMT_TQ2_0 || t == FMT_TQ1_T; }
 
 bool rt_eng_type_ok(uint8_t want, uint8_t got) { return want == got; }
 
 static uint32_t wfmt_of(uint8_t t)
 {
-    return t == FMT_TQ1_0 ? 2u : t == FMT_TQ2_0 ? 1u : 0u; /* GEN_WFMT_* */
+    return t == FMT_TQ1_0 ? 2u : t == FMT_TQ2_0 ? 1u : t == FMT_TQ1_T ? 3u : 0u; /* GEN_WFMT_* */
 }
+
+/* The --weights spelling that re-encodes into format t. */
+static const char *weights_flag(int t) { return t == FMT_TQ1_T ? "tq1" : t == FMT_TQ1_0 ? "tq1_0" : "tq2"; }
 
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n)
 {
@@ -55,9 +60,8 @@ int rt_eng_weight_types(rt_engine *e, int repack, char *err)
                     return -1;
             } else if (repack && ty == FMT_I2_S) {
                 if (gt->ne[0] % fmt_codec_find((uint32_t)repack)->blk) {
-                    snprintf(err, RT_ERR_LEN,
-                             "--weights %s: tensor '%s' has rows of %lld weights; TQ1_0 / TQ2_0 need multiples of %u",
-                             repack == FMT_TQ1_0 ? "tq1" : "tq2", name, (long long)gt->ne[0],
+                    snprintf(err, RT_ERR_LEN, "--weights %s: tensor '%s' has rows of %lld weights; %s needs multiples of %u",
+                             weights_flag(repack), name, (long long)gt->ne[0], fmt_type_name((uint32_t)repack),
                              fmt_codec_find((uint32_t)repack)->blk);
                     return -1;
                 }
@@ -74,7 +78,7 @@ uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint
     if (ty == gt->type)
         return gt->nbytes;
     const fmt_codec *c = fmt_codec_find(ty);
-    return (uint64_t)gt->ne[0] * (uint64_t)gt->ne[1] / c->blk * c->blk_bytes;
+    return (uint64_t)gt->ne[0] * (uint64_t)gt->ne[1] / c->blk * c->blk_bytes + c->tail_bytes;
 }
 
 /* Rows [r0, r0 + n) of I2_S tensor gt as ternary values (format/fmt_i2s.c's layout, a byte at a time). */
@@ -97,13 +101,13 @@ int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int
     /* I2_S -> TQ: a slice of rows at a time */
     enum { SLICE = 1 << 20 }; /* weights per slice */
     const int64_t ne0 = gt->ne[0], rows = gt->ne[1], step = SLICE / ne0 > 0 ? SLICE / ne0 : 1;
+    const fmt_codec *c = fmt_codec_find(ty);
     const float scale = fmt_ternary_scale(fmt_codec_find(FMT_I2_S), gt->data, ne0, rows), d = fmt_f16_to_f32(fmt_f32_to_f16(scale));
-    if (scale != 0 && (d == 0 || d > 65504.0f || d != d)) {
+    if (c->block_scale && scale != 0 && (d == 0 || d > 65504.0f || d != d)) { /* TQ1_T keeps the f32 */
         snprintf(err, RT_ERR_LEN, "--weights: tensor '%.*s': scale %g has no F16 value", (int)gt->name.len,
                  gt->name.ptr, scale);
         return -1;
     }
-    const fmt_codec *c = fmt_codec_find(ty);
     const uint64_t row_bytes = (uint64_t)ne0 / c->blk * c->blk_bytes;
     int8_t *tern = malloc((size_t)(step * ne0));
     uint8_t *blocks = malloc((size_t)(step * row_bytes));
@@ -115,6 +119,11 @@ int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int
         i2s_rows(gt, r, n, tern);
         c->encode_ternary(tern, n * ne0, scale, blocks);
         rc = rt_buf_upload(e->vk, dst, off + (uint64_t)r * row_bytes, blocks, (uint64_t)n * row_bytes, err);
+    }
+    if (!rc && c->encode_tail) { /* TQ1_T: the f32 scale after the last block */
+        uint8_t tail[32] = {0};
+        c->encode_tail(scale, tail);
+        rc = rt_buf_upload(e->vk, dst, off + (uint64_t)rows * row_bytes, tail, c->tail_bytes, err);
     }
     free(tern);
     free(blocks);

@@ -474,6 +474,10 @@ static int parse_tensors(rt_gguf_priv *P, cursor *c)
         uint32_t ty;
         if (rd_u32(c, &ty, ctx)) return -1;
         t->type = (rt_type)ty;
+        const fmt_codec *tc = fmt_codec_find(t->type);
+        if (tc && tc->device_only) /* e.g. TQ1_T: a layout of the load-time repack, not a file type */
+            return fail(c->err, c->name, "%s: tensor type %u (%s) is a device-only layout (made at load by "
+                        "--weights), not a GGUF type", ctx, (unsigned)ty, tc->name);
         if (rd_u64(c, &t->offset, ctx)) return -1;
         char terr[RT_ERR_LEN];
         t->nbytes = fmt_nbytes(t->type, t->ne, terr);

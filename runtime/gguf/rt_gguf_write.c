@@ -215,6 +215,9 @@ static int add_tensor(rt_gguf_writer *w, const char *name, rt_type type, uint32_
     wtensor t = {.type = type, .n_dims = n_dims, .nbytes = nbytes, .data = data, .fill = fill, .ctx = ctx};
     for (int d = 0; d < 4; d++) t.ne[d] = d < (int)n_dims ? ne[d] : 1;
     char e[RT_ERR_LEN];
+    const fmt_codec *tc = fmt_codec_find(type);
+    if (tc && tc->device_only)
+        return werr(w, "tensor '%s': type %s is a device-only layout, not a GGUF type", name, tc->name);
     uint64_t want = fmt_nbytes(type, t.ne, e);
     if (!want) return werr(w, "tensor '%s': %s", name, e);
     if (want != nbytes)

@@ -102,6 +102,10 @@ void main()
         ws = uintBitsToFloat(pc.w.d[1105920u]);
         ws_up = uintBitsToFloat(pc.wu.d[1105920u]);
     }
+    if (WFMT == 3u) {
+        ws = uintBitsToFloat(pc.w.d[898560u]);
+        ws_up = uintBitsToFloat(pc.wu.d[898560u]);
+    }
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
@@ -265,32 +269,104 @@ void main()
                 accfu += float(awu1) * unpackHalf2x16((pc.wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
             }
         }
+        if (WFMT == 3u) {
+            for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
+                uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
+                uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
+                uint boff4 = (row * 520u) + ((w3 >> 4u) * 52u);
+                uint boff5 = (row * 520u) + ((w3 >> 4u) * 52u);
+                uint qw8 = pc.q.d[qb2 + 0u];
+                uint t64 = l02 + 0u;
+                bool t65 = t64 < 160u;
+                bool t66 = t64 < 240u;
+                uint t67 = t64 - 160u;
+                uint tn8 = t65 ? (t64 >> 5u) : (t66 ? (t67 >> 4u) : ((t64 - 240u) >> 2u));
+                uint t68 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                uint t69 = pc.w.d[(boff4 + (t65 ? (t64 & 31u) : (t66 ? (32u + (t67 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw8, ((((((t69 & 16711935u) * t68) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t69 >> 8u) & 16711935u) * t68) & 16711935u) * 3u) & 4278255360u));
+                bool t70 = t64 < 160u;
+                bool t71 = t64 < 240u;
+                uint t72 = t64 - 160u;
+                uint tn9 = t70 ? (t64 >> 5u) : (t71 ? (t72 >> 4u) : ((t64 - 240u) >> 2u));
+                uint t73 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+                uint t74 = pc.wu.d[(boff5 + (t70 ? (t64 & 31u) : (t71 ? (32u + (t72 & 15u)) : 48u))) >> 2u];
+                accu += dsl_dot4x8_su(qw8, ((((((t74 & 16711935u) * t73) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t74 >> 8u) & 16711935u) * t73) & 16711935u) * 3u) & 4278255360u));
+                uint qw9 = pc.q.d[qb2 + 8u];
+                uint t75 = l02 + 32u;
+                bool t76 = t75 < 160u;
+                bool t77 = t75 < 240u;
+                uint t78 = t75 - 160u;
+                uint tn10 = t76 ? (t75 >> 5u) : (t77 ? (t78 >> 4u) : ((t75 - 240u) >> 2u));
+                uint t79 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                uint t80 = pc.w.d[(boff4 + (t76 ? (t75 & 31u) : (t77 ? (32u + (t78 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw9, ((((((t80 & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t80 >> 8u) & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u));
+                bool t81 = t75 < 160u;
+                bool t82 = t75 < 240u;
+                uint t83 = t75 - 160u;
+                uint tn11 = t81 ? (t75 >> 5u) : (t82 ? (t83 >> 4u) : ((t75 - 240u) >> 2u));
+                uint t84 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                uint t85 = pc.wu.d[(boff5 + (t81 ? (t75 & 31u) : (t82 ? (32u + (t83 & 15u)) : 48u))) >> 2u];
+                accu += dsl_dot4x8_su(qw9, ((((((t85 & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t85 >> 8u) & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u));
+                uint qw10 = pc.q.d[qb2 + 16u];
+                uint t86 = l02 + 64u;
+                bool t87 = t86 < 160u;
+                bool t88 = t86 < 240u;
+                uint t89 = t86 - 160u;
+                uint tn12 = t87 ? (t86 >> 5u) : (t88 ? (t89 >> 4u) : ((t86 - 240u) >> 2u));
+                uint t90 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                uint t91 = pc.w.d[(boff4 + (t87 ? (t86 & 31u) : (t88 ? (32u + (t89 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw10, ((((((t91 & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t91 >> 8u) & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u));
+                bool t92 = t86 < 160u;
+                bool t93 = t86 < 240u;
+                uint t94 = t86 - 160u;
+                uint tn13 = t92 ? (t86 >> 5u) : (t93 ? (t94 >> 4u) : ((t86 - 240u) >> 2u));
+                uint t95 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                uint t96 = pc.wu.d[(boff5 + (t92 ? (t86 & 31u) : (t93 ? (32u + (t94 & 15u)) : 48u))) >> 2u];
+                accu += dsl_dot4x8_su(qw10, ((((((t96 & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t96 >> 8u) & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u));
+                uint qw11 = pc.q.d[qb2 + 24u];
+                uint t97 = l02 + 96u;
+                bool t98 = t97 < 160u;
+                bool t99 = t97 < 240u;
+                uint t100 = t97 - 160u;
+                uint tn14 = t98 ? (t97 >> 5u) : (t99 ? (t100 >> 4u) : ((t97 - 240u) >> 2u));
+                uint t101 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                uint t102 = pc.w.d[(boff4 + (t98 ? (t97 & 31u) : (t99 ? (32u + (t100 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw11, ((((((t102 & 16711935u) * t101) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t102 >> 8u) & 16711935u) * t101) & 16711935u) * 3u) & 4278255360u));
+                bool t103 = t97 < 160u;
+                bool t104 = t97 < 240u;
+                uint t105 = t97 - 160u;
+                uint tn15 = t103 ? (t97 >> 5u) : (t104 ? (t105 >> 4u) : ((t97 - 240u) >> 2u));
+                uint t106 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                uint t107 = pc.wu.d[(boff5 + (t103 ? (t97 & 31u) : (t104 ? (32u + (t105 & 15u)) : 48u))) >> 2u];
+                accu += dsl_dot4x8_su(qw11, ((((((t107 & 16711935u) * t106) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t107 >> 8u) & 16711935u) * t106) & 16711935u) * 3u) & 4278255360u));
+            }
+        }
         if (WFMT == 0u) {
             if (GEMV_SHQ != 0u) {
-                for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
-                    uint wd = pc.w.d[(row * KW) + w3];
-                    uint wdu = pc.wu.d[(row * KW) + w3];
-                    uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
+                for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
+                    uint wd = pc.w.d[(row * KW) + w5];
+                    uint wdu = pc.wu.d[(row * KW) + w5];
+                    uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
                     uint c = (wd >> 6u) & 50529027u;
                     uint cu = (wdu >> 6u) & 50529027u;
-                    uint qw8 = qsh[qb2 + 0u];
-                    acc += dsl_dot4x8_su(qw8, c);
-                    accu += dsl_dot4x8_su(qw8, cu);
+                    uint qw12 = qsh[qb3 + 0u];
+                    acc += dsl_dot4x8_su(qw12, c);
+                    accu += dsl_dot4x8_su(qw12, cu);
                     uint c1 = (wd >> 4u) & 50529027u;
                     uint cu1 = (wdu >> 4u) & 50529027u;
-                    uint qw9 = qsh[qb2 + 8u];
-                    acc += dsl_dot4x8_su(qw9, c1);
-                    accu += dsl_dot4x8_su(qw9, cu1);
+                    uint qw13 = qsh[qb3 + 8u];
+                    acc += dsl_dot4x8_su(qw13, c1);
+                    accu += dsl_dot4x8_su(qw13, cu1);
                     uint c2 = (wd >> 2u) & 50529027u;
                     uint cu2 = (wdu >> 2u) & 50529027u;
-                    uint qw10 = qsh[qb2 + 16u];
-                    acc += dsl_dot4x8_su(qw10, c2);
-                    accu += dsl_dot4x8_su(qw10, cu2);
+                    uint qw14 = qsh[qb3 + 16u];
+                    acc += dsl_dot4x8_su(qw14, c2);
+                    accu += dsl_dot4x8_su(qw14, cu2);
                     uint c3 = (wd >> 0u) & 50529027u;
                     uint cu3 = (wdu >> 0u) & 50529027u;
-                    uint qw11 = qsh[qb2 + 24u];
-                    acc += dsl_dot4x8_su(qw11, c3);
-                    accu += dsl_dot4x8_su(qw11, cu3);
+                    uint qw15 = qsh[qb3 + 24u];
+                    acc += dsl_dot4x8_su(qw15, c3);
+                    accu += dsl_dot4x8_su(qw15, cu3);
                 }
             } else {
                 if (GEMV_VEC != 0u) {
@@ -336,53 +412,53 @@ void main()
                         accu += dsl_dot4x8_su(a43.w, (wdu4.w >> 0u) & 50529027u);
                     }
                 } else {
-                    for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
-                        uint wd1 = pc.w.d[(row * KW) + w5];
-                        uint wdu1 = pc.wu.d[(row * KW) + w5];
-                        uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
+                    for (uint w6 = gl_SubgroupInvocationID; w6 < KW; w6 += gl_SubgroupSize) {
+                        uint wd1 = pc.w.d[(row * KW) + w6];
+                        uint wdu1 = pc.wu.d[(row * KW) + w6];
+                        uint qb5 = ((w6 >> 3u) * 32u) + (w6 & 7u);
                         uint c4 = (wd1 >> 6u) & 50529027u;
                         uint cu4 = (wdu1 >> 6u) & 50529027u;
-                        uint qw12 = pc.q.d[qb3 + 0u];
-                        acc += dsl_dot4x8_su(qw12, c4);
-                        accu += dsl_dot4x8_su(qw12, cu4);
+                        uint qw16 = pc.q.d[qb5 + 0u];
+                        acc += dsl_dot4x8_su(qw16, c4);
+                        accu += dsl_dot4x8_su(qw16, cu4);
                         uint c5 = (wd1 >> 4u) & 50529027u;
                         uint cu5 = (wdu1 >> 4u) & 50529027u;
-                        uint qw13 = pc.q.d[qb3 + 8u];
-                        acc += dsl_dot4x8_su(qw13, c5);
-                        accu += dsl_dot4x8_su(qw13, cu5);
+                        uint qw17 = pc.q.d[qb5 + 8u];
+                        acc += dsl_dot4x8_su(qw17, c5);
+                        accu += dsl_dot4x8_su(qw17, cu5);
                         uint c6 = (wd1 >> 2u) & 50529027u;
                         uint cu6 = (wdu1 >> 2u) & 50529027u;
-                        uint qw14 = pc.q.d[qb3 + 16u];
-                        acc += dsl_dot4x8_su(qw14, c6);
-                        accu += dsl_dot4x8_su(qw14, cu6);
+                        uint qw18 = pc.q.d[qb5 + 16u];
+                        acc += dsl_dot4x8_su(qw18, c6);
+                        accu += dsl_dot4x8_su(qw18, cu6);
                         uint c7 = (wd1 >> 0u) & 50529027u;
                         uint cu7 = (wdu1 >> 0u) & 50529027u;
-                        uint qw15 = pc.q.d[qb3 + 24u];
-                        acc += dsl_dot4x8_su(qw15, c7);
-                        accu += dsl_dot4x8_su(qw15, cu7);
+                        uint qw19 = pc.q.d[qb5 + 24u];
+                        acc += dsl_dot4x8_su(qw19, c7);
+                        accu += dsl_dot4x8_su(qw19, cu7);
                     }
                 }
             }
         }
-        int t64 = subgroupAdd(acc);
-        precise float t65 = subgroupAdd(accf);
-        int t66 = subgroupAdd(accu);
-        precise float t67 = subgroupAdd(accfu);
+        int t108 = subgroupAdd(acc);
+        precise float t109 = subgroupAdd(accf);
+        int t110 = subgroupAdd(accu);
+        precise float t111 = subgroupAdd(accfu);
         if (gl_SubgroupInvocationID == 0u) {
             int qsum = int(pc.qs.d[1u]);
             precise float sc = pc.qs.d[0u];
-            precise float v = (WFMT == 0u) ? ((float(t64 - qsum) / sc) * ws) : (t65 / sc);
-            precise float vu = (WFMT == 0u) ? ((float(t66 - qsum) / sc) * ws_up) : (t67 / sc);
+            precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t109 / sc) : ((float(t108 - qsum) / sc) * ws);
+            precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (t111 / sc) : ((float(t110 - qsum) / sc) * ws_up);
             precise float rg = max(v, 0.0);
-            precise float t68 = (rg * rg) * vu;
-            pc.y.d[row] = t68;
+            precise float t112 = (rg * rg) * vu;
+            pc.y.d[row] = t112;
         }
     }
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t69 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t69;
+        uint t113 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t113;
     }
     barrier();
     if (arrived[0u] == 863u) {
@@ -418,9 +494,9 @@ void main()
             am = max(am, abs(xv1.z));
             am = max(am, abs(xv1.w));
         }
-        precise float t70 = subgroupMax(am);
+        precise float t114 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t70;
+            red[gl_SubgroupID] = t114;
         }
         barrier();
         precise float amax = red[0u];
@@ -442,9 +518,9 @@ void main()
             qsum1 += qv3;
             pc.lq.d[wi2] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         }
-        int t71 = subgroupAdd(qsum1);
+        int t115 = subgroupAdd(qsum1);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t71;
+            redi[gl_SubgroupID] = t115;
         }
         barrier();
         int total = redi[0u];

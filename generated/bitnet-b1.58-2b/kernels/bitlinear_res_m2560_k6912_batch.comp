@@ -52,6 +52,9 @@ void main()
     if (WFMT == 0u) {
         ws = uintBitsToFloat(pc.w.d[1105920u]);
     }
+    if (WFMT == 3u) {
+        ws = uintBitsToFloat(pc.w.d[898560u]);
+    }
     uint tx = gl_LocalInvocationIndex & 15u;
     uint ty = gl_LocalInvocationIndex >> 4u;
     uint row0 = gl_WorkGroupID.x * 64u;
@@ -163,6 +166,39 @@ void main()
             uint t42 = ((t41 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
             wsh[dst] = ((((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t42 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t42 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u)) << 0u);
         }
+        if (WFMT == 3u) {
+            uint boff2 = (gr * 1404u) + ((kb >> 1u) * 52u);
+            uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
+            uint t43 = l02 + 0u;
+            bool t44 = t43 < 160u;
+            bool t45 = t43 < 240u;
+            uint t46 = t43 - 160u;
+            uint tn4 = t44 ? (t43 >> 5u) : (t45 ? (t46 >> 4u) : ((t43 - 240u) >> 2u));
+            uint t47 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+            uint t48 = pc.w.d[(boff2 + (t44 ? (t43 & 31u) : (t45 ? (32u + (t46 & 15u)) : 48u))) >> 2u];
+            uint t49 = l02 + 32u;
+            bool t50 = t49 < 160u;
+            bool t51 = t49 < 240u;
+            uint t52 = t49 - 160u;
+            uint tn5 = t50 ? (t49 >> 5u) : (t51 ? (t52 >> 4u) : ((t49 - 240u) >> 2u));
+            uint t53 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+            uint t54 = pc.w.d[(boff2 + (t50 ? (t49 & 31u) : (t51 ? (32u + (t52 & 15u)) : 48u))) >> 2u];
+            uint t55 = l02 + 64u;
+            bool t56 = t55 < 160u;
+            bool t57 = t55 < 240u;
+            uint t58 = t55 - 160u;
+            uint tn6 = t56 ? (t55 >> 5u) : (t57 ? (t58 >> 4u) : ((t55 - 240u) >> 2u));
+            uint t59 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+            uint t60 = pc.w.d[(boff2 + (t56 ? (t55 & 31u) : (t57 ? (32u + (t58 & 15u)) : 48u))) >> 2u];
+            uint t61 = l02 + 96u;
+            bool t62 = t61 < 160u;
+            bool t63 = t61 < 240u;
+            uint t64 = t61 - 160u;
+            uint tn7 = t62 ? (t61 >> 5u) : (t63 ? (t64 >> 4u) : ((t61 - 240u) >> 2u));
+            uint t65 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+            uint t66 = pc.w.d[(boff2 + (t62 ? (t61 & 31u) : (t63 ? (32u + (t64 & 15u)) : 48u))) >> 2u];
+            wsh[dst] = ((((((((((t48 & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t48 >> 8u) & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t54 & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t54 >> 8u) & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t60 & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t60 >> 8u) & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t66 & 16711935u) * t65) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t66 >> 8u) & 16711935u) * t65) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        }
         uint e1 = gl_LocalInvocationIndex + 256u;
         uint r1 = e1 >> 3u;
         uint wi1 = e1 & 7u;
@@ -172,82 +208,115 @@ void main()
             wsh[dst1] = pc.w.d[(gr1 * KW) + ((kb * 8u) + wi1)];
         }
         if (WFMT == 1u) {
-            uint boff2 = (gr1 * 1782u) + ((kb >> 1u) * 66u);
-            uint l02 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t43 = l02 + 0u;
-            uint t44 = boff2 + (((t43 >> 7u) << 5u) | (t43 & 31u));
-            uint twi8 = t44 >> 2u;
+            uint boff3 = (gr1 * 1782u) + ((kb >> 1u) * 66u);
+            uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
+            uint t67 = l03 + 0u;
+            uint t68 = boff3 + (((t67 >> 7u) << 5u) | (t67 & 31u));
+            uint twi8 = t68 >> 2u;
             uint tlo8 = pc.w.d[twi8];
-            uint t45 = l02 + 32u;
-            uint t46 = boff2 + (((t45 >> 7u) << 5u) | (t45 & 31u));
-            uint twi9 = t46 >> 2u;
+            uint t69 = l03 + 32u;
+            uint t70 = boff3 + (((t69 >> 7u) << 5u) | (t69 & 31u));
+            uint twi9 = t70 >> 2u;
             uint tlo9 = pc.w.d[twi9];
-            uint t47 = l02 + 64u;
-            uint t48 = boff2 + (((t47 >> 7u) << 5u) | (t47 & 31u));
-            uint twi10 = t48 >> 2u;
+            uint t71 = l03 + 64u;
+            uint t72 = boff3 + (((t71 >> 7u) << 5u) | (t71 & 31u));
+            uint twi10 = t72 >> 2u;
             uint tlo10 = pc.w.d[twi10];
-            uint t49 = l02 + 96u;
-            uint t50 = boff2 + (((t49 >> 7u) << 5u) | (t49 & 31u));
-            uint twi11 = t50 >> 2u;
+            uint t73 = l03 + 96u;
+            uint t74 = boff3 + (((t73 >> 7u) << 5u) | (t73 & 31u));
+            uint twi11 = t74 >> 2u;
             uint tlo11 = pc.w.d[twi11];
-            wsh[dst1] = ((((((((t44 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t43 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t46 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t45 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t48 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t47 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t50 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t49 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+            wsh[dst1] = ((((((((t68 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t67 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t70 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t72 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t74 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t73 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
         }
         if (WFMT == 2u) {
-            uint boff3 = (gr1 * 1458u) + ((kb >> 1u) * 54u);
-            uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t51 = l03 + 0u;
-            bool t52 = t51 < 160u;
-            bool t53 = t51 < 240u;
-            uint t54 = t51 - 160u;
-            uint tn4 = t52 ? (t51 >> 5u) : (t53 ? (t54 >> 4u) : ((t51 - 240u) >> 2u));
-            uint t55 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-            uint t56 = boff3 + (t52 ? (t51 & 31u) : (t53 ? (32u + (t54 & 15u)) : 48u));
-            uint twi12 = t56 >> 2u;
+            uint boff4 = (gr1 * 1458u) + ((kb >> 1u) * 54u);
+            uint l04 = ((kb & 1u) << 7u) + (wi1 << 2u);
+            uint t75 = l04 + 0u;
+            bool t76 = t75 < 160u;
+            bool t77 = t75 < 240u;
+            uint t78 = t75 - 160u;
+            uint tn8 = t76 ? (t75 >> 5u) : (t77 ? (t78 >> 4u) : ((t75 - 240u) >> 2u));
+            uint t79 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+            uint t80 = boff4 + (t76 ? (t75 & 31u) : (t77 ? (32u + (t78 & 15u)) : 48u));
+            uint twi12 = t80 >> 2u;
             uint tlo12 = pc.w.d[twi12];
-            uint t57 = ((t56 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
-            uint t58 = l03 + 32u;
-            bool t59 = t58 < 160u;
-            bool t60 = t58 < 240u;
-            uint t61 = t58 - 160u;
-            uint tn5 = t59 ? (t58 >> 5u) : (t60 ? (t61 >> 4u) : ((t58 - 240u) >> 2u));
-            uint t62 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
-            uint t63 = boff3 + (t59 ? (t58 & 31u) : (t60 ? (32u + (t61 & 15u)) : 48u));
-            uint twi13 = t63 >> 2u;
+            uint t81 = ((t80 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
+            uint t82 = l04 + 32u;
+            bool t83 = t82 < 160u;
+            bool t84 = t82 < 240u;
+            uint t85 = t82 - 160u;
+            uint tn9 = t83 ? (t82 >> 5u) : (t84 ? (t85 >> 4u) : ((t82 - 240u) >> 2u));
+            uint t86 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+            uint t87 = boff4 + (t83 ? (t82 & 31u) : (t84 ? (32u + (t85 & 15u)) : 48u));
+            uint twi13 = t87 >> 2u;
             uint tlo13 = pc.w.d[twi13];
-            uint t64 = ((t63 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
-            uint t65 = l03 + 64u;
-            bool t66 = t65 < 160u;
-            bool t67 = t65 < 240u;
-            uint t68 = t65 - 160u;
-            uint tn6 = t66 ? (t65 >> 5u) : (t67 ? (t68 >> 4u) : ((t65 - 240u) >> 2u));
-            uint t69 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
-            uint t70 = boff3 + (t66 ? (t65 & 31u) : (t67 ? (32u + (t68 & 15u)) : 48u));
-            uint twi14 = t70 >> 2u;
+            uint t88 = ((t87 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
+            uint t89 = l04 + 64u;
+            bool t90 = t89 < 160u;
+            bool t91 = t89 < 240u;
+            uint t92 = t89 - 160u;
+            uint tn10 = t90 ? (t89 >> 5u) : (t91 ? (t92 >> 4u) : ((t89 - 240u) >> 2u));
+            uint t93 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+            uint t94 = boff4 + (t90 ? (t89 & 31u) : (t91 ? (32u + (t92 & 15u)) : 48u));
+            uint twi14 = t94 >> 2u;
             uint tlo14 = pc.w.d[twi14];
-            uint t71 = ((t70 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
-            uint t72 = l03 + 96u;
-            bool t73 = t72 < 160u;
-            bool t74 = t72 < 240u;
-            uint t75 = t72 - 160u;
-            uint tn7 = t73 ? (t72 >> 5u) : (t74 ? (t75 >> 4u) : ((t72 - 240u) >> 2u));
-            uint t76 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
-            uint t77 = boff3 + (t73 ? (t72 & 31u) : (t74 ? (32u + (t75 & 15u)) : 48u));
-            uint twi15 = t77 >> 2u;
+            uint t95 = ((t94 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
+            uint t96 = l04 + 96u;
+            bool t97 = t96 < 160u;
+            bool t98 = t96 < 240u;
+            uint t99 = t96 - 160u;
+            uint tn11 = t97 ? (t96 >> 5u) : (t98 ? (t99 >> 4u) : ((t96 - 240u) >> 2u));
+            uint t100 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+            uint t101 = boff4 + (t97 ? (t96 & 31u) : (t98 ? (32u + (t99 & 15u)) : 48u));
+            uint twi15 = t101 >> 2u;
             uint tlo15 = pc.w.d[twi15];
-            uint t78 = ((t77 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
-            wsh[dst1] = ((((((((((t57 & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t57 >> 8u) & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t64 & 16711935u) * t62) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t64 >> 8u) & 16711935u) * t62) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t71 & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t71 >> 8u) & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t78 & 16711935u) * t76) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t78 >> 8u) & 16711935u) * t76) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            uint t102 = ((t101 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
+            wsh[dst1] = ((((((((((t81 & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t81 >> 8u) & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t88 & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t88 >> 8u) & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t95 & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t95 >> 8u) & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t102 & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t102 >> 8u) & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        }
+        if (WFMT == 3u) {
+            uint boff5 = (gr1 * 1404u) + ((kb >> 1u) * 52u);
+            uint l05 = ((kb & 1u) << 7u) + (wi1 << 2u);
+            uint t103 = l05 + 0u;
+            bool t104 = t103 < 160u;
+            bool t105 = t103 < 240u;
+            uint t106 = t103 - 160u;
+            uint tn12 = t104 ? (t103 >> 5u) : (t105 ? (t106 >> 4u) : ((t103 - 240u) >> 2u));
+            uint t107 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+            uint t108 = pc.w.d[(boff5 + (t104 ? (t103 & 31u) : (t105 ? (32u + (t106 & 15u)) : 48u))) >> 2u];
+            uint t109 = l05 + 32u;
+            bool t110 = t109 < 160u;
+            bool t111 = t109 < 240u;
+            uint t112 = t109 - 160u;
+            uint tn13 = t110 ? (t109 >> 5u) : (t111 ? (t112 >> 4u) : ((t109 - 240u) >> 2u));
+            uint t113 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+            uint t114 = pc.w.d[(boff5 + (t110 ? (t109 & 31u) : (t111 ? (32u + (t112 & 15u)) : 48u))) >> 2u];
+            uint t115 = l05 + 64u;
+            bool t116 = t115 < 160u;
+            bool t117 = t115 < 240u;
+            uint t118 = t115 - 160u;
+            uint tn14 = t116 ? (t115 >> 5u) : (t117 ? (t118 >> 4u) : ((t115 - 240u) >> 2u));
+            uint t119 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+            uint t120 = pc.w.d[(boff5 + (t116 ? (t115 & 31u) : (t117 ? (32u + (t118 & 15u)) : 48u))) >> 2u];
+            uint t121 = l05 + 96u;
+            bool t122 = t121 < 160u;
+            bool t123 = t121 < 240u;
+            uint t124 = t121 - 160u;
+            uint tn15 = t122 ? (t121 >> 5u) : (t123 ? (t124 >> 4u) : ((t121 - 240u) >> 2u));
+            uint t125 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+            uint t126 = pc.w.d[(boff5 + (t122 ? (t121 & 31u) : (t123 ? (32u + (t124 & 15u)) : 48u))) >> 2u];
+            wsh[dst1] = ((((((((((t108 & 16711935u) * t107) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t108 >> 8u) & 16711935u) * t107) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t114 & 16711935u) * t113) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t114 >> 8u) & 16711935u) * t113) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t120 & 16711935u) * t119) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t120 >> 8u) & 16711935u) * t119) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t126 & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t126 >> 8u) & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u)) << 0u);
         }
         if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-            uint boff4 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 1782u) + ((kb >> 1u) * 66u);
-            uint tdo = boff4 + 64u;
-            precise float t79 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 0u] = t79;
+            uint boff6 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 1782u) + ((kb >> 1u) * 66u);
+            uint tdo = boff6 + 64u;
+            precise float t127 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex + 0u] = t127;
         }
         if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-            uint boff5 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 1458u) + ((kb >> 1u) * 54u);
-            uint tdo1 = boff5 + 52u;
-            precise float t80 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 0u] = t80;
+            uint boff7 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 1458u) + ((kb >> 1u) * 54u);
+            uint tdo1 = boff7 + 52u;
+            precise float t128 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex + 0u] = t128;
         }
         uint e2 = gl_LocalInvocationIndex + 0u;
         uint t = e2 >> 5u;
@@ -282,7 +351,7 @@ void main()
         uint jw7 = e9 & 31u;
         ash[(jw7 * 65u) + t7] = pc.q.d[(min(tok0 + t7, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw7)];
         barrier();
-        bool tq = WFMT != 0u;
+        bool tq = (WFMT == 2u) || (WFMT == 1u);
         if ((tok0 + (ty * 4u)) < dyn.n_tokens) {
             for (uint wl = 0u; wl < 8u; wl++) {
                 uint wv = wsh[(wl * 68u) + (tx + 0u)];
@@ -294,26 +363,26 @@ void main()
                 uint av1 = ash[ab + 1u];
                 uint av2 = ash[ab + 2u];
                 uint av3 = ash[ab + 3u];
-                uint t81 = (wv >> 6u) & 50529027u;
-                uint c = tq ? ((t81 + 2139062143u) ^ 2155905152u) : t81;
+                uint t129 = (wv >> 6u) & 50529027u;
+                uint c = tq ? ((t129 + 2139062143u) ^ 2155905152u) : t129;
                 acc00 += dsl_dot4x8_ss(av, c);
                 acc01 += dsl_dot4x8_ss(av1, c);
                 acc02 += dsl_dot4x8_ss(av2, c);
                 acc03 += dsl_dot4x8_ss(av3, c);
-                uint t82 = (wv1 >> 6u) & 50529027u;
-                uint c1 = tq ? ((t82 + 2139062143u) ^ 2155905152u) : t82;
+                uint t130 = (wv1 >> 6u) & 50529027u;
+                uint c1 = tq ? ((t130 + 2139062143u) ^ 2155905152u) : t130;
                 acc10 += dsl_dot4x8_ss(av, c1);
                 acc11 += dsl_dot4x8_ss(av1, c1);
                 acc12 += dsl_dot4x8_ss(av2, c1);
                 acc13 += dsl_dot4x8_ss(av3, c1);
-                uint t83 = (wv2 >> 6u) & 50529027u;
-                uint c2 = tq ? ((t83 + 2139062143u) ^ 2155905152u) : t83;
+                uint t131 = (wv2 >> 6u) & 50529027u;
+                uint c2 = tq ? ((t131 + 2139062143u) ^ 2155905152u) : t131;
                 acc20 += dsl_dot4x8_ss(av, c2);
                 acc21 += dsl_dot4x8_ss(av1, c2);
                 acc22 += dsl_dot4x8_ss(av2, c2);
                 acc23 += dsl_dot4x8_ss(av3, c2);
-                uint t84 = (wv3 >> 6u) & 50529027u;
-                uint c3 = tq ? ((t84 + 2139062143u) ^ 2155905152u) : t84;
+                uint t132 = (wv3 >> 6u) & 50529027u;
+                uint c3 = tq ? ((t132 + 2139062143u) ^ 2155905152u) : t132;
                 acc30 += dsl_dot4x8_ss(av, c3);
                 acc31 += dsl_dot4x8_ss(av1, c3);
                 acc32 += dsl_dot4x8_ss(av2, c3);
@@ -323,26 +392,26 @@ void main()
                 uint av5 = ash[ab1 + 1u];
                 uint av6 = ash[ab1 + 2u];
                 uint av7 = ash[ab1 + 3u];
-                uint t85 = (wv >> 4u) & 50529027u;
-                uint c4 = tq ? ((t85 + 2139062143u) ^ 2155905152u) : t85;
+                uint t133 = (wv >> 4u) & 50529027u;
+                uint c4 = tq ? ((t133 + 2139062143u) ^ 2155905152u) : t133;
                 acc00 += dsl_dot4x8_ss(av4, c4);
                 acc01 += dsl_dot4x8_ss(av5, c4);
                 acc02 += dsl_dot4x8_ss(av6, c4);
                 acc03 += dsl_dot4x8_ss(av7, c4);
-                uint t86 = (wv1 >> 4u) & 50529027u;
-                uint c5 = tq ? ((t86 + 2139062143u) ^ 2155905152u) : t86;
+                uint t134 = (wv1 >> 4u) & 50529027u;
+                uint c5 = tq ? ((t134 + 2139062143u) ^ 2155905152u) : t134;
                 acc10 += dsl_dot4x8_ss(av4, c5);
                 acc11 += dsl_dot4x8_ss(av5, c5);
                 acc12 += dsl_dot4x8_ss(av6, c5);
                 acc13 += dsl_dot4x8_ss(av7, c5);
-                uint t87 = (wv2 >> 4u) & 50529027u;
-                uint c6 = tq ? ((t87 + 2139062143u) ^ 2155905152u) : t87;
+                uint t135 = (wv2 >> 4u) & 50529027u;
+                uint c6 = tq ? ((t135 + 2139062143u) ^ 2155905152u) : t135;
                 acc20 += dsl_dot4x8_ss(av4, c6);
                 acc21 += dsl_dot4x8_ss(av5, c6);
                 acc22 += dsl_dot4x8_ss(av6, c6);
                 acc23 += dsl_dot4x8_ss(av7, c6);
-                uint t88 = (wv3 >> 4u) & 50529027u;
-                uint c7 = tq ? ((t88 + 2139062143u) ^ 2155905152u) : t88;
+                uint t136 = (wv3 >> 4u) & 50529027u;
+                uint c7 = tq ? ((t136 + 2139062143u) ^ 2155905152u) : t136;
                 acc30 += dsl_dot4x8_ss(av4, c7);
                 acc31 += dsl_dot4x8_ss(av5, c7);
                 acc32 += dsl_dot4x8_ss(av6, c7);
@@ -352,26 +421,26 @@ void main()
                 uint av9 = ash[ab2 + 1u];
                 uint av10 = ash[ab2 + 2u];
                 uint av11 = ash[ab2 + 3u];
-                uint t89 = (wv >> 2u) & 50529027u;
-                uint c8 = tq ? ((t89 + 2139062143u) ^ 2155905152u) : t89;
+                uint t137 = (wv >> 2u) & 50529027u;
+                uint c8 = tq ? ((t137 + 2139062143u) ^ 2155905152u) : t137;
                 acc00 += dsl_dot4x8_ss(av8, c8);
                 acc01 += dsl_dot4x8_ss(av9, c8);
                 acc02 += dsl_dot4x8_ss(av10, c8);
                 acc03 += dsl_dot4x8_ss(av11, c8);
-                uint t90 = (wv1 >> 2u) & 50529027u;
-                uint c9 = tq ? ((t90 + 2139062143u) ^ 2155905152u) : t90;
+                uint t138 = (wv1 >> 2u) & 50529027u;
+                uint c9 = tq ? ((t138 + 2139062143u) ^ 2155905152u) : t138;
                 acc10 += dsl_dot4x8_ss(av8, c9);
                 acc11 += dsl_dot4x8_ss(av9, c9);
                 acc12 += dsl_dot4x8_ss(av10, c9);
                 acc13 += dsl_dot4x8_ss(av11, c9);
-                uint t91 = (wv2 >> 2u) & 50529027u;
-                uint c10 = tq ? ((t91 + 2139062143u) ^ 2155905152u) : t91;
+                uint t139 = (wv2 >> 2u) & 50529027u;
+                uint c10 = tq ? ((t139 + 2139062143u) ^ 2155905152u) : t139;
                 acc20 += dsl_dot4x8_ss(av8, c10);
                 acc21 += dsl_dot4x8_ss(av9, c10);
                 acc22 += dsl_dot4x8_ss(av10, c10);
                 acc23 += dsl_dot4x8_ss(av11, c10);
-                uint t92 = (wv3 >> 2u) & 50529027u;
-                uint c11 = tq ? ((t92 + 2139062143u) ^ 2155905152u) : t92;
+                uint t140 = (wv3 >> 2u) & 50529027u;
+                uint c11 = tq ? ((t140 + 2139062143u) ^ 2155905152u) : t140;
                 acc30 += dsl_dot4x8_ss(av8, c11);
                 acc31 += dsl_dot4x8_ss(av9, c11);
                 acc32 += dsl_dot4x8_ss(av10, c11);
@@ -381,26 +450,26 @@ void main()
                 uint av13 = ash[ab3 + 1u];
                 uint av14 = ash[ab3 + 2u];
                 uint av15 = ash[ab3 + 3u];
-                uint t93 = (wv >> 0u) & 50529027u;
-                uint c12 = tq ? ((t93 + 2139062143u) ^ 2155905152u) : t93;
+                uint t141 = (wv >> 0u) & 50529027u;
+                uint c12 = tq ? ((t141 + 2139062143u) ^ 2155905152u) : t141;
                 acc00 += dsl_dot4x8_ss(av12, c12);
                 acc01 += dsl_dot4x8_ss(av13, c12);
                 acc02 += dsl_dot4x8_ss(av14, c12);
                 acc03 += dsl_dot4x8_ss(av15, c12);
-                uint t94 = (wv1 >> 0u) & 50529027u;
-                uint c13 = tq ? ((t94 + 2139062143u) ^ 2155905152u) : t94;
+                uint t142 = (wv1 >> 0u) & 50529027u;
+                uint c13 = tq ? ((t142 + 2139062143u) ^ 2155905152u) : t142;
                 acc10 += dsl_dot4x8_ss(av12, c13);
                 acc11 += dsl_dot4x8_ss(av13, c13);
                 acc12 += dsl_dot4x8_ss(av14, c13);
                 acc13 += dsl_dot4x8_ss(av15, c13);
-                uint t95 = (wv2 >> 0u) & 50529027u;
-                uint c14 = tq ? ((t95 + 2139062143u) ^ 2155905152u) : t95;
+                uint t143 = (wv2 >> 0u) & 50529027u;
+                uint c14 = tq ? ((t143 + 2139062143u) ^ 2155905152u) : t143;
                 acc20 += dsl_dot4x8_ss(av12, c14);
                 acc21 += dsl_dot4x8_ss(av13, c14);
                 acc22 += dsl_dot4x8_ss(av14, c14);
                 acc23 += dsl_dot4x8_ss(av15, c14);
-                uint t96 = (wv3 >> 0u) & 50529027u;
-                uint c15 = tq ? ((t96 + 2139062143u) ^ 2155905152u) : t96;
+                uint t144 = (wv3 >> 0u) & 50529027u;
+                uint c15 = tq ? ((t144 + 2139062143u) ^ 2155905152u) : t144;
                 acc30 += dsl_dot4x8_ss(av12, c15);
                 acc31 += dsl_dot4x8_ss(av13, c15);
                 acc32 += dsl_dot4x8_ss(av14, c15);
@@ -453,31 +522,31 @@ void main()
         precise float sc = pc.qs.d[tok * 2u];
         uint row = row0 + (tx + 0u);
         if (row < M) {
-            uint t97 = (tok * M) + row;
-            precise float v = (WFMT == 0u) ? ((float(acc00 - qsum) / sc) * ws) : (accf00 / sc);
-            precise float t98 = pc.y.d[t97] + v;
-            pc.y.d[t97] = t98;
+            uint t145 = (tok * M) + row;
+            precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (accf00 / sc) : ((float(acc00 - qsum) / sc) * ws);
+            precise float t146 = pc.y.d[t145] + v;
+            pc.y.d[t145] = t146;
         }
         uint row1 = row0 + (tx + 16u);
         if (row1 < M) {
-            uint t99 = (tok * M) + row1;
-            precise float v1 = (WFMT == 0u) ? ((float(acc10 - qsum) / sc) * ws) : (accf10 / sc);
-            precise float t100 = pc.y.d[t99] + v1;
-            pc.y.d[t99] = t100;
+            uint t147 = (tok * M) + row1;
+            precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc) : ((float(acc10 - qsum) / sc) * ws);
+            precise float t148 = pc.y.d[t147] + v1;
+            pc.y.d[t147] = t148;
         }
         uint row2 = row0 + (tx + 32u);
         if (row2 < M) {
-            uint t101 = (tok * M) + row2;
-            precise float v2 = (WFMT == 0u) ? ((float(acc20 - qsum) / sc) * ws) : (accf20 / sc);
-            precise float t102 = pc.y.d[t101] + v2;
-            pc.y.d[t101] = t102;
+            uint t149 = (tok * M) + row2;
+            precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
+            precise float t150 = pc.y.d[t149] + v2;
+            pc.y.d[t149] = t150;
         }
         uint row3 = row0 + (tx + 48u);
         if (row3 < M) {
-            uint t103 = (tok * M) + row3;
-            precise float v3 = (WFMT == 0u) ? ((float(acc30 - qsum) / sc) * ws) : (accf30 / sc);
-            precise float t104 = pc.y.d[t103] + v3;
-            pc.y.d[t103] = t104;
+            uint t151 = (tok * M) + row3;
+            precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
+            precise float t152 = pc.y.d[t151] + v3;
+            pc.y.d[t151] = t152;
         }
     }
     uint tok1 = tok0 + ((ty * 4u) + 1u);
@@ -486,31 +555,31 @@ void main()
         precise float sc1 = pc.qs.d[tok1 * 2u];
         uint row4 = row0 + (tx + 0u);
         if (row4 < M) {
-            uint t105 = (tok1 * M) + row4;
-            precise float v4 = (WFMT == 0u) ? ((float(acc01 - qsum1) / sc1) * ws) : (accf01 / sc1);
-            precise float t106 = pc.y.d[t105] + v4;
-            pc.y.d[t105] = t106;
+            uint t153 = (tok1 * M) + row4;
+            precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
+            precise float t154 = pc.y.d[t153] + v4;
+            pc.y.d[t153] = t154;
         }
         uint row5 = row0 + (tx + 16u);
         if (row5 < M) {
-            uint t107 = (tok1 * M) + row5;
-            precise float v5 = (WFMT == 0u) ? ((float(acc11 - qsum1) / sc1) * ws) : (accf11 / sc1);
-            precise float t108 = pc.y.d[t107] + v5;
-            pc.y.d[t107] = t108;
+            uint t155 = (tok1 * M) + row5;
+            precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
+            precise float t156 = pc.y.d[t155] + v5;
+            pc.y.d[t155] = t156;
         }
         uint row6 = row0 + (tx + 32u);
         if (row6 < M) {
-            uint t109 = (tok1 * M) + row6;
-            precise float v6 = (WFMT == 0u) ? ((float(acc21 - qsum1) / sc1) * ws) : (accf21 / sc1);
-            precise float t110 = pc.y.d[t109] + v6;
-            pc.y.d[t109] = t110;
+            uint t157 = (tok1 * M) + row6;
+            precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
+            precise float t158 = pc.y.d[t157] + v6;
+            pc.y.d[t157] = t158;
         }
         uint row7 = row0 + (tx + 48u);
         if (row7 < M) {
-            uint t111 = (tok1 * M) + row7;
-            precise float v7 = (WFMT == 0u) ? ((float(acc31 - qsum1) / sc1) * ws) : (accf31 / sc1);
-            precise float t112 = pc.y.d[t111] + v7;
-            pc.y.d[t111] = t112;
+            uint t159 = (tok1 * M) + row7;
+            precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
+            precise float t160 = pc.y.d[t159] + v7;
+            pc.y.d[t159] = t160;
         }
     }
     uint tok2 = tok0 + ((ty * 4u) + 2u);
@@ -519,31 +588,31 @@ void main()
         precise float sc2 = pc.qs.d[tok2 * 2u];
         uint row8 = row0 + (tx + 0u);
         if (row8 < M) {
-            uint t113 = (tok2 * M) + row8;
-            precise float v8 = (WFMT == 0u) ? ((float(acc02 - qsum2) / sc2) * ws) : (accf02 / sc2);
-            precise float t114 = pc.y.d[t113] + v8;
-            pc.y.d[t113] = t114;
+            uint t161 = (tok2 * M) + row8;
+            precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
+            precise float t162 = pc.y.d[t161] + v8;
+            pc.y.d[t161] = t162;
         }
         uint row9 = row0 + (tx + 16u);
         if (row9 < M) {
-            uint t115 = (tok2 * M) + row9;
-            precise float v9 = (WFMT == 0u) ? ((float(acc12 - qsum2) / sc2) * ws) : (accf12 / sc2);
-            precise float t116 = pc.y.d[t115] + v9;
-            pc.y.d[t115] = t116;
+            uint t163 = (tok2 * M) + row9;
+            precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
+            precise float t164 = pc.y.d[t163] + v9;
+            pc.y.d[t163] = t164;
         }
         uint row10 = row0 + (tx + 32u);
         if (row10 < M) {
-            uint t117 = (tok2 * M) + row10;
-            precise float v10 = (WFMT == 0u) ? ((float(acc22 - qsum2) / sc2) * ws) : (accf22 / sc2);
-            precise float t118 = pc.y.d[t117] + v10;
-            pc.y.d[t117] = t118;
+            uint t165 = (tok2 * M) + row10;
+            precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
+            precise float t166 = pc.y.d[t165] + v10;
+            pc.y.d[t165] = t166;
         }
         uint row11 = row0 + (tx + 48u);
         if (row11 < M) {
-            uint t119 = (tok2 * M) + row11;
-            precise float v11 = (WFMT == 0u) ? ((float(acc32 - qsum2) / sc2) * ws) : (accf32 / sc2);
-            precise float t120 = pc.y.d[t119] + v11;
-            pc.y.d[t119] = t120;
+            uint t167 = (tok2 * M) + row11;
+            precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
+            precise float t168 = pc.y.d[t167] + v11;
+            pc.y.d[t167] = t168;
         }
     }
     uint tok3 = tok0 + ((ty * 4u) + 3u);
@@ -552,31 +621,31 @@ void main()
         precise float sc3 = pc.qs.d[tok3 * 2u];
         uint row12 = row0 + (tx + 0u);
         if (row12 < M) {
-            uint t121 = (tok3 * M) + row12;
-            precise float v12 = (WFMT == 0u) ? ((float(acc03 - qsum3) / sc3) * ws) : (accf03 / sc3);
-            precise float t122 = pc.y.d[t121] + v12;
-            pc.y.d[t121] = t122;
+            uint t169 = (tok3 * M) + row12;
+            precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
+            precise float t170 = pc.y.d[t169] + v12;
+            pc.y.d[t169] = t170;
         }
         uint row13 = row0 + (tx + 16u);
         if (row13 < M) {
-            uint t123 = (tok3 * M) + row13;
-            precise float v13 = (WFMT == 0u) ? ((float(acc13 - qsum3) / sc3) * ws) : (accf13 / sc3);
-            precise float t124 = pc.y.d[t123] + v13;
-            pc.y.d[t123] = t124;
+            uint t171 = (tok3 * M) + row13;
+            precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
+            precise float t172 = pc.y.d[t171] + v13;
+            pc.y.d[t171] = t172;
         }
         uint row14 = row0 + (tx + 32u);
         if (row14 < M) {
-            uint t125 = (tok3 * M) + row14;
-            precise float v14 = (WFMT == 0u) ? ((float(acc23 - qsum3) / sc3) * ws) : (accf23 / sc3);
-            precise float t126 = pc.y.d[t125] + v14;
-            pc.y.d[t125] = t126;
+            uint t173 = (tok3 * M) + row14;
+            precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
+            precise float t174 = pc.y.d[t173] + v14;
+            pc.y.d[t173] = t174;
         }
         uint row15 = row0 + (tx + 48u);
         if (row15 < M) {
-            uint t127 = (tok3 * M) + row15;
-            precise float v15 = (WFMT == 0u) ? ((float(acc33 - qsum3) / sc3) * ws) : (accf33 / sc3);
-            precise float t128 = pc.y.d[t127] + v15;
-            pc.y.d[t127] = t128;
+            uint t175 = (tok3 * M) + row15;
+            precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
+            precise float t176 = pc.y.d[t175] + v15;
+            pc.y.d[t175] = t176;
         }
     }
 }

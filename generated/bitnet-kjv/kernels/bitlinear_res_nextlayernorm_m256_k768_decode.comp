@@ -98,6 +98,9 @@ void main()
     if (WFMT == 0u) {
         ws = uintBitsToFloat(pc.w.d[12288u]);
     }
+    if (WFMT == 3u) {
+        ws = uintBitsToFloat(pc.w.d[9984u]);
+    }
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
@@ -195,19 +198,62 @@ void main()
                 accf += float(aw1) * unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
             }
         }
+        if (WFMT == 3u) {
+            for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
+                uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
+                uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
+                uint boff2 = (row * 156u) + ((w3 >> 4u) * 52u);
+                uint qw8 = pc.q.d[qb2 + 0u];
+                uint t36 = l02 + 0u;
+                bool t37 = t36 < 160u;
+                bool t38 = t36 < 240u;
+                uint t39 = t36 - 160u;
+                uint tn4 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
+                uint t40 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                uint t41 = pc.w.d[(boff2 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw8, ((((((t41 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t41 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u));
+                uint qw9 = pc.q.d[qb2 + 8u];
+                uint t42 = l02 + 32u;
+                bool t43 = t42 < 160u;
+                bool t44 = t42 < 240u;
+                uint t45 = t42 - 160u;
+                uint tn5 = t43 ? (t42 >> 5u) : (t44 ? (t45 >> 4u) : ((t42 - 240u) >> 2u));
+                uint t46 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                uint t47 = pc.w.d[(boff2 + (t43 ? (t42 & 31u) : (t44 ? (32u + (t45 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw9, ((((((t47 & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t47 >> 8u) & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u));
+                uint qw10 = pc.q.d[qb2 + 16u];
+                uint t48 = l02 + 64u;
+                bool t49 = t48 < 160u;
+                bool t50 = t48 < 240u;
+                uint t51 = t48 - 160u;
+                uint tn6 = t49 ? (t48 >> 5u) : (t50 ? (t51 >> 4u) : ((t48 - 240u) >> 2u));
+                uint t52 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                uint t53 = pc.w.d[(boff2 + (t49 ? (t48 & 31u) : (t50 ? (32u + (t51 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw10, ((((((t53 & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t53 >> 8u) & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u));
+                uint qw11 = pc.q.d[qb2 + 24u];
+                uint t54 = l02 + 96u;
+                bool t55 = t54 < 160u;
+                bool t56 = t54 < 240u;
+                uint t57 = t54 - 160u;
+                uint tn7 = t55 ? (t54 >> 5u) : (t56 ? (t57 >> 4u) : ((t54 - 240u) >> 2u));
+                uint t58 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                uint t59 = pc.w.d[(boff2 + (t55 ? (t54 & 31u) : (t56 ? (32u + (t57 & 15u)) : 48u))) >> 2u];
+                acc += dsl_dot4x8_su(qw11, ((((((t59 & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t59 >> 8u) & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u));
+            }
+        }
         if (WFMT == 0u) {
             if (GEMV_SHQ != 0u) {
-                for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
-                    uint wd = pc.w.d[(row * KW) + w3];
-                    uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
+                for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
+                    uint wd = pc.w.d[(row * KW) + w5];
+                    uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
                     uint c = (wd >> 6u) & 50529027u;
-                    acc += dsl_dot4x8_su(qsh[qb2 + 0u], c);
+                    acc += dsl_dot4x8_su(qsh[qb3 + 0u], c);
                     uint c1 = (wd >> 4u) & 50529027u;
-                    acc += dsl_dot4x8_su(qsh[qb2 + 8u], c1);
+                    acc += dsl_dot4x8_su(qsh[qb3 + 8u], c1);
                     uint c2 = (wd >> 2u) & 50529027u;
-                    acc += dsl_dot4x8_su(qsh[qb2 + 16u], c2);
+                    acc += dsl_dot4x8_su(qsh[qb3 + 16u], c2);
                     uint c3 = (wd >> 0u) & 50529027u;
-                    acc += dsl_dot4x8_su(qsh[qb2 + 24u], c3);
+                    acc += dsl_dot4x8_su(qsh[qb3 + 24u], c3);
                 }
             } else {
                 if (GEMV_VEC != 0u) {
@@ -236,37 +282,37 @@ void main()
                         acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
                     }
                 } else {
-                    for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
-                        uint wd1 = pc.w.d[(row * KW) + w5];
-                        uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
+                    for (uint w6 = gl_SubgroupInvocationID; w6 < KW; w6 += gl_SubgroupSize) {
+                        uint wd1 = pc.w.d[(row * KW) + w6];
+                        uint qb5 = ((w6 >> 3u) * 32u) + (w6 & 7u);
                         uint c4 = (wd1 >> 6u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 0u], c4);
+                        acc += dsl_dot4x8_su(pc.q.d[qb5 + 0u], c4);
                         uint c5 = (wd1 >> 4u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 8u], c5);
+                        acc += dsl_dot4x8_su(pc.q.d[qb5 + 8u], c5);
                         uint c6 = (wd1 >> 2u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 16u], c6);
+                        acc += dsl_dot4x8_su(pc.q.d[qb5 + 16u], c6);
                         uint c7 = (wd1 >> 0u) & 50529027u;
-                        acc += dsl_dot4x8_su(pc.q.d[qb3 + 24u], c7);
+                        acc += dsl_dot4x8_su(pc.q.d[qb5 + 24u], c7);
                     }
                 }
             }
         }
-        int t36 = subgroupAdd(acc);
-        precise float t37 = subgroupAdd(accf);
+        int t60 = subgroupAdd(acc);
+        precise float t61 = subgroupAdd(accf);
         if (gl_SubgroupInvocationID == 0u) {
             int qsum = int(pc.qs.d[1u]);
             precise float sc = pc.qs.d[0u];
-            precise float v = (WFMT == 0u) ? ((float(t36 - qsum) / sc) * ws) : (t37 / sc);
-            precise float t38 = pc.y.d[row] + v;
-            pc.y.d[row] = t38;
+            precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t61 / sc) : ((float(t60 - qsum) / sc) * ws);
+            precise float t62 = pc.y.d[row] + v;
+            pc.y.d[row] = t62;
         }
     }
     if (pc.has_next != 0u) {
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t39 = atomicAdd(pc.sync.d[1023u], 1u);
-            arrived[0u] = t39;
+            uint t63 = atomicAdd(pc.sync.d[1023u], 1u);
+            arrived[0u] = t63;
         }
         barrier();
         if (arrived[0u] == 31u) {
@@ -307,9 +353,9 @@ void main()
             am = max(am, abs(y1.y));
             am = max(am, abs(y1.z));
             am = max(am, abs(y1.w));
-            precise float t40 = subgroupMax(am);
+            precise float t64 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t40;
+                red[gl_SubgroupID] = t64;
             }
             barrier();
             precise float amax = red[0u];
@@ -330,9 +376,9 @@ void main()
             if (inrow) {
                 pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int t41 = subgroupAdd(qsum1);
+            int t65 = subgroupAdd(qsum1);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t41;
+                redi[gl_SubgroupID] = t65;
             }
             barrier();
             int total = redi[0u];

@@ -64,6 +64,9 @@ void main()
         if (WFMT == 0u) {
             ws = uintBitsToFloat(pc.w.d[16384u]);
         }
+        if (WFMT == 3u) {
+            ws = uintBitsToFloat(pc.w.d[13312u]);
+        }
         uint tx = gl_LocalInvocationIndex & 15u;
         uint ty = gl_LocalInvocationIndex >> 4u;
         uint row0 = wg * 64u;
@@ -175,6 +178,39 @@ void main()
                 uint t58 = ((t57 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
                 wsh[dst] = ((((((((((t37 & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t37 >> 8u) & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t44 & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t44 >> 8u) & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t51 & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t51 >> 8u) & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t58 & 16711935u) * t56) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t58 >> 8u) & 16711935u) * t56) & 16711935u) * 3u) & 4278255360u)) << 0u);
             }
+            if (WFMT == 3u) {
+                uint boff2 = (gr * 104u) + ((kb >> 1u) * 52u);
+                uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t59 = l02 + 0u;
+                bool t60 = t59 < 160u;
+                bool t61 = t59 < 240u;
+                uint t62 = t59 - 160u;
+                uint tn4 = t60 ? (t59 >> 5u) : (t61 ? (t62 >> 4u) : ((t59 - 240u) >> 2u));
+                uint t63 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                uint t64 = pc.w.d[(boff2 + (t60 ? (t59 & 31u) : (t61 ? (32u + (t62 & 15u)) : 48u))) >> 2u];
+                uint t65 = l02 + 32u;
+                bool t66 = t65 < 160u;
+                bool t67 = t65 < 240u;
+                uint t68 = t65 - 160u;
+                uint tn5 = t66 ? (t65 >> 5u) : (t67 ? (t68 >> 4u) : ((t65 - 240u) >> 2u));
+                uint t69 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                uint t70 = pc.w.d[(boff2 + (t66 ? (t65 & 31u) : (t67 ? (32u + (t68 & 15u)) : 48u))) >> 2u];
+                uint t71 = l02 + 64u;
+                bool t72 = t71 < 160u;
+                bool t73 = t71 < 240u;
+                uint t74 = t71 - 160u;
+                uint tn6 = t72 ? (t71 >> 5u) : (t73 ? (t74 >> 4u) : ((t71 - 240u) >> 2u));
+                uint t75 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                uint t76 = pc.w.d[(boff2 + (t72 ? (t71 & 31u) : (t73 ? (32u + (t74 & 15u)) : 48u))) >> 2u];
+                uint t77 = l02 + 96u;
+                bool t78 = t77 < 160u;
+                bool t79 = t77 < 240u;
+                uint t80 = t77 - 160u;
+                uint tn7 = t78 ? (t77 >> 5u) : (t79 ? (t80 >> 4u) : ((t77 - 240u) >> 2u));
+                uint t81 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                uint t82 = pc.w.d[(boff2 + (t78 ? (t77 & 31u) : (t79 ? (32u + (t80 & 15u)) : 48u))) >> 2u];
+                wsh[dst] = ((((((((((t64 & 16711935u) * t63) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t64 >> 8u) & 16711935u) * t63) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t70 & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t70 >> 8u) & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t76 & 16711935u) * t75) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t76 >> 8u) & 16711935u) * t75) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t82 & 16711935u) * t81) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t82 >> 8u) & 16711935u) * t81) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
             uint e1 = gl_LocalInvocationIndex + 256u;
             uint r1 = e1 >> 3u;
             uint wi1 = e1 & 7u;
@@ -184,82 +220,115 @@ void main()
                 wsh[dst1] = pc.w.d[(gr1 * KW) + ((kb * 8u) + wi1)];
             }
             if (WFMT == 1u) {
-                uint boff2 = (gr1 * 132u) + ((kb >> 1u) * 66u);
-                uint l02 = ((kb & 1u) << 7u) + (wi1 << 2u);
-                uint t59 = l02 + 0u;
-                uint t60 = boff2 + (((t59 >> 7u) << 5u) | (t59 & 31u));
-                uint twi8 = t60 >> 2u;
+                uint boff3 = (gr1 * 132u) + ((kb >> 1u) * 66u);
+                uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t83 = l03 + 0u;
+                uint t84 = boff3 + (((t83 >> 7u) << 5u) | (t83 & 31u));
+                uint twi8 = t84 >> 2u;
                 uint tlo8 = pc.w.d[twi8];
-                uint t61 = l02 + 32u;
-                uint t62 = boff2 + (((t61 >> 7u) << 5u) | (t61 & 31u));
-                uint twi9 = t62 >> 2u;
+                uint t85 = l03 + 32u;
+                uint t86 = boff3 + (((t85 >> 7u) << 5u) | (t85 & 31u));
+                uint twi9 = t86 >> 2u;
                 uint tlo9 = pc.w.d[twi9];
-                uint t63 = l02 + 64u;
-                uint t64 = boff2 + (((t63 >> 7u) << 5u) | (t63 & 31u));
-                uint twi10 = t64 >> 2u;
+                uint t87 = l03 + 64u;
+                uint t88 = boff3 + (((t87 >> 7u) << 5u) | (t87 & 31u));
+                uint twi10 = t88 >> 2u;
                 uint tlo10 = pc.w.d[twi10];
-                uint t65 = l02 + 96u;
-                uint t66 = boff2 + (((t65 >> 7u) << 5u) | (t65 & 31u));
-                uint twi11 = t66 >> 2u;
+                uint t89 = l03 + 96u;
+                uint t90 = boff3 + (((t89 >> 7u) << 5u) | (t89 & 31u));
+                uint twi11 = t90 >> 2u;
                 uint tlo11 = pc.w.d[twi11];
-                wsh[dst1] = ((((((((t60 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t59 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t62 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t61 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t64 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t63 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t66 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t65 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                wsh[dst1] = ((((((((t84 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t83 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t86 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t85 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t88 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t87 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t90 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t89 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
             }
             if (WFMT == 2u) {
-                uint boff3 = (gr1 * 108u) + ((kb >> 1u) * 54u);
-                uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
-                uint t67 = l03 + 0u;
-                bool t68 = t67 < 160u;
-                bool t69 = t67 < 240u;
-                uint t70 = t67 - 160u;
-                uint tn4 = t68 ? (t67 >> 5u) : (t69 ? (t70 >> 4u) : ((t67 - 240u) >> 2u));
-                uint t71 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-                uint t72 = boff3 + (t68 ? (t67 & 31u) : (t69 ? (32u + (t70 & 15u)) : 48u));
-                uint twi12 = t72 >> 2u;
+                uint boff4 = (gr1 * 108u) + ((kb >> 1u) * 54u);
+                uint l04 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t91 = l04 + 0u;
+                bool t92 = t91 < 160u;
+                bool t93 = t91 < 240u;
+                uint t94 = t91 - 160u;
+                uint tn8 = t92 ? (t91 >> 5u) : (t93 ? (t94 >> 4u) : ((t91 - 240u) >> 2u));
+                uint t95 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                uint t96 = boff4 + (t92 ? (t91 & 31u) : (t93 ? (32u + (t94 & 15u)) : 48u));
+                uint twi12 = t96 >> 2u;
                 uint tlo12 = pc.w.d[twi12];
-                uint t73 = ((t72 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
-                uint t74 = l03 + 32u;
-                bool t75 = t74 < 160u;
-                bool t76 = t74 < 240u;
-                uint t77 = t74 - 160u;
-                uint tn5 = t75 ? (t74 >> 5u) : (t76 ? (t77 >> 4u) : ((t74 - 240u) >> 2u));
-                uint t78 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
-                uint t79 = boff3 + (t75 ? (t74 & 31u) : (t76 ? (32u + (t77 & 15u)) : 48u));
-                uint twi13 = t79 >> 2u;
+                uint t97 = ((t96 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
+                uint t98 = l04 + 32u;
+                bool t99 = t98 < 160u;
+                bool t100 = t98 < 240u;
+                uint t101 = t98 - 160u;
+                uint tn9 = t99 ? (t98 >> 5u) : (t100 ? (t101 >> 4u) : ((t98 - 240u) >> 2u));
+                uint t102 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+                uint t103 = boff4 + (t99 ? (t98 & 31u) : (t100 ? (32u + (t101 & 15u)) : 48u));
+                uint twi13 = t103 >> 2u;
                 uint tlo13 = pc.w.d[twi13];
-                uint t80 = ((t79 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
-                uint t81 = l03 + 64u;
-                bool t82 = t81 < 160u;
-                bool t83 = t81 < 240u;
-                uint t84 = t81 - 160u;
-                uint tn6 = t82 ? (t81 >> 5u) : (t83 ? (t84 >> 4u) : ((t81 - 240u) >> 2u));
-                uint t85 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
-                uint t86 = boff3 + (t82 ? (t81 & 31u) : (t83 ? (32u + (t84 & 15u)) : 48u));
-                uint twi14 = t86 >> 2u;
+                uint t104 = ((t103 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
+                uint t105 = l04 + 64u;
+                bool t106 = t105 < 160u;
+                bool t107 = t105 < 240u;
+                uint t108 = t105 - 160u;
+                uint tn10 = t106 ? (t105 >> 5u) : (t107 ? (t108 >> 4u) : ((t105 - 240u) >> 2u));
+                uint t109 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                uint t110 = boff4 + (t106 ? (t105 & 31u) : (t107 ? (32u + (t108 & 15u)) : 48u));
+                uint twi14 = t110 >> 2u;
                 uint tlo14 = pc.w.d[twi14];
-                uint t87 = ((t86 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
-                uint t88 = l03 + 96u;
-                bool t89 = t88 < 160u;
-                bool t90 = t88 < 240u;
-                uint t91 = t88 - 160u;
-                uint tn7 = t89 ? (t88 >> 5u) : (t90 ? (t91 >> 4u) : ((t88 - 240u) >> 2u));
-                uint t92 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
-                uint t93 = boff3 + (t89 ? (t88 & 31u) : (t90 ? (32u + (t91 & 15u)) : 48u));
-                uint twi15 = t93 >> 2u;
+                uint t111 = ((t110 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
+                uint t112 = l04 + 96u;
+                bool t113 = t112 < 160u;
+                bool t114 = t112 < 240u;
+                uint t115 = t112 - 160u;
+                uint tn11 = t113 ? (t112 >> 5u) : (t114 ? (t115 >> 4u) : ((t112 - 240u) >> 2u));
+                uint t116 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                uint t117 = boff4 + (t113 ? (t112 & 31u) : (t114 ? (32u + (t115 & 15u)) : 48u));
+                uint twi15 = t117 >> 2u;
                 uint tlo15 = pc.w.d[twi15];
-                uint t94 = ((t93 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
-                wsh[dst1] = ((((((((((t73 & 16711935u) * t71) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t73 >> 8u) & 16711935u) * t71) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t80 & 16711935u) * t78) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t80 >> 8u) & 16711935u) * t78) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t87 & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t87 >> 8u) & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t94 & 16711935u) * t92) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t94 >> 8u) & 16711935u) * t92) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                uint t118 = ((t117 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
+                wsh[dst1] = ((((((((((t97 & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t97 >> 8u) & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t104 & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t104 >> 8u) & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t111 & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t111 >> 8u) & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t118 & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t118 >> 8u) & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
+            if (WFMT == 3u) {
+                uint boff5 = (gr1 * 104u) + ((kb >> 1u) * 52u);
+                uint l05 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t119 = l05 + 0u;
+                bool t120 = t119 < 160u;
+                bool t121 = t119 < 240u;
+                uint t122 = t119 - 160u;
+                uint tn12 = t120 ? (t119 >> 5u) : (t121 ? (t122 >> 4u) : ((t119 - 240u) >> 2u));
+                uint t123 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                uint t124 = pc.w.d[(boff5 + (t120 ? (t119 & 31u) : (t121 ? (32u + (t122 & 15u)) : 48u))) >> 2u];
+                uint t125 = l05 + 32u;
+                bool t126 = t125 < 160u;
+                bool t127 = t125 < 240u;
+                uint t128 = t125 - 160u;
+                uint tn13 = t126 ? (t125 >> 5u) : (t127 ? (t128 >> 4u) : ((t125 - 240u) >> 2u));
+                uint t129 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                uint t130 = pc.w.d[(boff5 + (t126 ? (t125 & 31u) : (t127 ? (32u + (t128 & 15u)) : 48u))) >> 2u];
+                uint t131 = l05 + 64u;
+                bool t132 = t131 < 160u;
+                bool t133 = t131 < 240u;
+                uint t134 = t131 - 160u;
+                uint tn14 = t132 ? (t131 >> 5u) : (t133 ? (t134 >> 4u) : ((t131 - 240u) >> 2u));
+                uint t135 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                uint t136 = pc.w.d[(boff5 + (t132 ? (t131 & 31u) : (t133 ? (32u + (t134 & 15u)) : 48u))) >> 2u];
+                uint t137 = l05 + 96u;
+                bool t138 = t137 < 160u;
+                bool t139 = t137 < 240u;
+                uint t140 = t137 - 160u;
+                uint tn15 = t138 ? (t137 >> 5u) : (t139 ? (t140 >> 4u) : ((t137 - 240u) >> 2u));
+                uint t141 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                uint t142 = pc.w.d[(boff5 + (t138 ? (t137 & 31u) : (t139 ? (32u + (t140 & 15u)) : 48u))) >> 2u];
+                wsh[dst1] = ((((((((((t124 & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t124 >> 8u) & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t130 & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t130 >> 8u) & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t136 & 16711935u) * t135) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t136 >> 8u) & 16711935u) * t135) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t142 & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t142 >> 8u) & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u)) << 0u);
             }
             if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-                uint boff4 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 132u) + ((kb >> 1u) * 66u);
-                uint tdo = boff4 + 64u;
-                precise float t95 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
-                dsh[gl_LocalInvocationIndex + 0u] = t95;
+                uint boff6 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 132u) + ((kb >> 1u) * 66u);
+                uint tdo = boff6 + 64u;
+                precise float t143 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                dsh[gl_LocalInvocationIndex + 0u] = t143;
             }
             if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-                uint boff5 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 108u) + ((kb >> 1u) * 54u);
-                uint tdo1 = boff5 + 52u;
-                precise float t96 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
-                dsh[gl_LocalInvocationIndex + 0u] = t96;
+                uint boff7 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 108u) + ((kb >> 1u) * 54u);
+                uint tdo1 = boff7 + 52u;
+                precise float t144 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                dsh[gl_LocalInvocationIndex + 0u] = t144;
             }
             uint e2 = gl_LocalInvocationIndex + 0u;
             uint t = e2 >> 5u;
@@ -294,7 +363,7 @@ void main()
             uint jw7 = e9 & 31u;
             ash[(jw7 * 65u) + t7] = pc.q.d[(min(tok0 + t7, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw7)];
             barrier();
-            bool tq = WFMT != 0u;
+            bool tq = (WFMT == 2u) || (WFMT == 1u);
             if ((tok0 + (ty * 4u)) < dyn.n_tokens) {
                 for (uint wl = 0u; wl < 8u; wl++) {
                     uint wv = wsh[(wl * 68u) + (tx + 0u)];
@@ -306,26 +375,26 @@ void main()
                     uint av1 = ash[ab + 1u];
                     uint av2 = ash[ab + 2u];
                     uint av3 = ash[ab + 3u];
-                    uint t97 = (wv >> 6u) & 50529027u;
-                    uint c = tq ? ((t97 + 2139062143u) ^ 2155905152u) : t97;
+                    uint t145 = (wv >> 6u) & 50529027u;
+                    uint c = tq ? ((t145 + 2139062143u) ^ 2155905152u) : t145;
                     acc00 += dsl_dot4x8_ss(av, c);
                     acc01 += dsl_dot4x8_ss(av1, c);
                     acc02 += dsl_dot4x8_ss(av2, c);
                     acc03 += dsl_dot4x8_ss(av3, c);
-                    uint t98 = (wv1 >> 6u) & 50529027u;
-                    uint c1 = tq ? ((t98 + 2139062143u) ^ 2155905152u) : t98;
+                    uint t146 = (wv1 >> 6u) & 50529027u;
+                    uint c1 = tq ? ((t146 + 2139062143u) ^ 2155905152u) : t146;
                     acc10 += dsl_dot4x8_ss(av, c1);
                     acc11 += dsl_dot4x8_ss(av1, c1);
                     acc12 += dsl_dot4x8_ss(av2, c1);
                     acc13 += dsl_dot4x8_ss(av3, c1);
-                    uint t99 = (wv2 >> 6u) & 50529027u;
-                    uint c2 = tq ? ((t99 + 2139062143u) ^ 2155905152u) : t99;
+                    uint t147 = (wv2 >> 6u) & 50529027u;
+                    uint c2 = tq ? ((t147 + 2139062143u) ^ 2155905152u) : t147;
                     acc20 += dsl_dot4x8_ss(av, c2);
                     acc21 += dsl_dot4x8_ss(av1, c2);
                     acc22 += dsl_dot4x8_ss(av2, c2);
                     acc23 += dsl_dot4x8_ss(av3, c2);
-                    uint t100 = (wv3 >> 6u) & 50529027u;
-                    uint c3 = tq ? ((t100 + 2139062143u) ^ 2155905152u) : t100;
+                    uint t148 = (wv3 >> 6u) & 50529027u;
+                    uint c3 = tq ? ((t148 + 2139062143u) ^ 2155905152u) : t148;
                     acc30 += dsl_dot4x8_ss(av, c3);
                     acc31 += dsl_dot4x8_ss(av1, c3);
                     acc32 += dsl_dot4x8_ss(av2, c3);
@@ -335,26 +404,26 @@ void main()
                     uint av5 = ash[ab1 + 1u];
                     uint av6 = ash[ab1 + 2u];
                     uint av7 = ash[ab1 + 3u];
-                    uint t101 = (wv >> 4u) & 50529027u;
-                    uint c4 = tq ? ((t101 + 2139062143u) ^ 2155905152u) : t101;
+                    uint t149 = (wv >> 4u) & 50529027u;
+                    uint c4 = tq ? ((t149 + 2139062143u) ^ 2155905152u) : t149;
                     acc00 += dsl_dot4x8_ss(av4, c4);
                     acc01 += dsl_dot4x8_ss(av5, c4);
                     acc02 += dsl_dot4x8_ss(av6, c4);
                     acc03 += dsl_dot4x8_ss(av7, c4);
-                    uint t102 = (wv1 >> 4u) & 50529027u;
-                    uint c5 = tq ? ((t102 + 2139062143u) ^ 2155905152u) : t102;
+                    uint t150 = (wv1 >> 4u) & 50529027u;
+                    uint c5 = tq ? ((t150 + 2139062143u) ^ 2155905152u) : t150;
                     acc10 += dsl_dot4x8_ss(av4, c5);
                     acc11 += dsl_dot4x8_ss(av5, c5);
                     acc12 += dsl_dot4x8_ss(av6, c5);
                     acc13 += dsl_dot4x8_ss(av7, c5);
-                    uint t103 = (wv2 >> 4u) & 50529027u;
-                    uint c6 = tq ? ((t103 + 2139062143u) ^ 2155905152u) : t103;
+                    uint t151 = (wv2 >> 4u) & 50529027u;
+                    uint c6 = tq ? ((t151 + 2139062143u) ^ 2155905152u) : t151;
                     acc20 += dsl_dot4x8_ss(av4, c6);
                     acc21 += dsl_dot4x8_ss(av5, c6);
                     acc22 += dsl_dot4x8_ss(av6, c6);
                     acc23 += dsl_dot4x8_ss(av7, c6);
-                    uint t104 = (wv3 >> 4u) & 50529027u;
-                    uint c7 = tq ? ((t104 + 2139062143u) ^ 2155905152u) : t104;
+                    uint t152 = (wv3 >> 4u) & 50529027u;
+                    uint c7 = tq ? ((t152 + 2139062143u) ^ 2155905152u) : t152;
                     acc30 += dsl_dot4x8_ss(av4, c7);
                     acc31 += dsl_dot4x8_ss(av5, c7);
                     acc32 += dsl_dot4x8_ss(av6, c7);
@@ -364,26 +433,26 @@ void main()
                     uint av9 = ash[ab2 + 1u];
                     uint av10 = ash[ab2 + 2u];
                     uint av11 = ash[ab2 + 3u];
-                    uint t105 = (wv >> 2u) & 50529027u;
-                    uint c8 = tq ? ((t105 + 2139062143u) ^ 2155905152u) : t105;
+                    uint t153 = (wv >> 2u) & 50529027u;
+                    uint c8 = tq ? ((t153 + 2139062143u) ^ 2155905152u) : t153;
                     acc00 += dsl_dot4x8_ss(av8, c8);
                     acc01 += dsl_dot4x8_ss(av9, c8);
                     acc02 += dsl_dot4x8_ss(av10, c8);
                     acc03 += dsl_dot4x8_ss(av11, c8);
-                    uint t106 = (wv1 >> 2u) & 50529027u;
-                    uint c9 = tq ? ((t106 + 2139062143u) ^ 2155905152u) : t106;
+                    uint t154 = (wv1 >> 2u) & 50529027u;
+                    uint c9 = tq ? ((t154 + 2139062143u) ^ 2155905152u) : t154;
                     acc10 += dsl_dot4x8_ss(av8, c9);
                     acc11 += dsl_dot4x8_ss(av9, c9);
                     acc12 += dsl_dot4x8_ss(av10, c9);
                     acc13 += dsl_dot4x8_ss(av11, c9);
-                    uint t107 = (wv2 >> 2u) & 50529027u;
-                    uint c10 = tq ? ((t107 + 2139062143u) ^ 2155905152u) : t107;
+                    uint t155 = (wv2 >> 2u) & 50529027u;
+                    uint c10 = tq ? ((t155 + 2139062143u) ^ 2155905152u) : t155;
                     acc20 += dsl_dot4x8_ss(av8, c10);
                     acc21 += dsl_dot4x8_ss(av9, c10);
                     acc22 += dsl_dot4x8_ss(av10, c10);
                     acc23 += dsl_dot4x8_ss(av11, c10);
-                    uint t108 = (wv3 >> 2u) & 50529027u;
-                    uint c11 = tq ? ((t108 + 2139062143u) ^ 2155905152u) : t108;
+                    uint t156 = (wv3 >> 2u) & 50529027u;
+                    uint c11 = tq ? ((t156 + 2139062143u) ^ 2155905152u) : t156;
                     acc30 += dsl_dot4x8_ss(av8, c11);
                     acc31 += dsl_dot4x8_ss(av9, c11);
                     acc32 += dsl_dot4x8_ss(av10, c11);
@@ -393,26 +462,26 @@ void main()
                     uint av13 = ash[ab3 + 1u];
                     uint av14 = ash[ab3 + 2u];
                     uint av15 = ash[ab3 + 3u];
-                    uint t109 = (wv >> 0u) & 50529027u;
-                    uint c12 = tq ? ((t109 + 2139062143u) ^ 2155905152u) : t109;
+                    uint t157 = (wv >> 0u) & 50529027u;
+                    uint c12 = tq ? ((t157 + 2139062143u) ^ 2155905152u) : t157;
                     acc00 += dsl_dot4x8_ss(av12, c12);
                     acc01 += dsl_dot4x8_ss(av13, c12);
                     acc02 += dsl_dot4x8_ss(av14, c12);
                     acc03 += dsl_dot4x8_ss(av15, c12);
-                    uint t110 = (wv1 >> 0u) & 50529027u;
-                    uint c13 = tq ? ((t110 + 2139062143u) ^ 2155905152u) : t110;
+                    uint t158 = (wv1 >> 0u) & 50529027u;
+                    uint c13 = tq ? ((t158 + 2139062143u) ^ 2155905152u) : t158;
                     acc10 += dsl_dot4x8_ss(av12, c13);
                     acc11 += dsl_dot4x8_ss(av13, c13);
                     acc12 += dsl_dot4x8_ss(av14, c13);
                     acc13 += dsl_dot4x8_ss(av15, c13);
-                    uint t111 = (wv2 >> 0u) & 50529027u;
-                    uint c14 = tq ? ((t111 + 2139062143u) ^ 2155905152u) : t111;
+                    uint t159 = (wv2 >> 0u) & 50529027u;
+                    uint c14 = tq ? ((t159 + 2139062143u) ^ 2155905152u) : t159;
                     acc20 += dsl_dot4x8_ss(av12, c14);
                     acc21 += dsl_dot4x8_ss(av13, c14);
                     acc22 += dsl_dot4x8_ss(av14, c14);
                     acc23 += dsl_dot4x8_ss(av15, c14);
-                    uint t112 = (wv3 >> 0u) & 50529027u;
-                    uint c15 = tq ? ((t112 + 2139062143u) ^ 2155905152u) : t112;
+                    uint t160 = (wv3 >> 0u) & 50529027u;
+                    uint c15 = tq ? ((t160 + 2139062143u) ^ 2155905152u) : t160;
                     acc30 += dsl_dot4x8_ss(av12, c15);
                     acc31 += dsl_dot4x8_ss(av13, c15);
                     acc32 += dsl_dot4x8_ss(av14, c15);
@@ -465,22 +534,22 @@ void main()
             precise float sc = pc.qs.d[tok * 2u];
             uint row = row0 + (tx + 0u);
             if (row < M0) {
-                precise float v = (WFMT == 0u) ? ((float(acc00 - qsum) / sc) * ws) : (accf00 / sc);
+                precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (accf00 / sc) : ((float(acc00 - qsum) / sc) * ws);
                 pc.y.d[(tok * M0) + row] = v;
             }
             uint row1 = row0 + (tx + 16u);
             if (row1 < M0) {
-                precise float v1 = (WFMT == 0u) ? ((float(acc10 - qsum) / sc) * ws) : (accf10 / sc);
+                precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc) : ((float(acc10 - qsum) / sc) * ws);
                 pc.y.d[(tok * M0) + row1] = v1;
             }
             uint row2 = row0 + (tx + 32u);
             if (row2 < M0) {
-                precise float v2 = (WFMT == 0u) ? ((float(acc20 - qsum) / sc) * ws) : (accf20 / sc);
+                precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
                 pc.y.d[(tok * M0) + row2] = v2;
             }
             uint row3 = row0 + (tx + 48u);
             if (row3 < M0) {
-                precise float v3 = (WFMT == 0u) ? ((float(acc30 - qsum) / sc) * ws) : (accf30 / sc);
+                precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
                 pc.y.d[(tok * M0) + row3] = v3;
             }
         }
@@ -490,22 +559,22 @@ void main()
             precise float sc1 = pc.qs.d[tok1 * 2u];
             uint row4 = row0 + (tx + 0u);
             if (row4 < M0) {
-                precise float v4 = (WFMT == 0u) ? ((float(acc01 - qsum1) / sc1) * ws) : (accf01 / sc1);
+                precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
                 pc.y.d[(tok1 * M0) + row4] = v4;
             }
             uint row5 = row0 + (tx + 16u);
             if (row5 < M0) {
-                precise float v5 = (WFMT == 0u) ? ((float(acc11 - qsum1) / sc1) * ws) : (accf11 / sc1);
+                precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
                 pc.y.d[(tok1 * M0) + row5] = v5;
             }
             uint row6 = row0 + (tx + 32u);
             if (row6 < M0) {
-                precise float v6 = (WFMT == 0u) ? ((float(acc21 - qsum1) / sc1) * ws) : (accf21 / sc1);
+                precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
                 pc.y.d[(tok1 * M0) + row6] = v6;
             }
             uint row7 = row0 + (tx + 48u);
             if (row7 < M0) {
-                precise float v7 = (WFMT == 0u) ? ((float(acc31 - qsum1) / sc1) * ws) : (accf31 / sc1);
+                precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
                 pc.y.d[(tok1 * M0) + row7] = v7;
             }
         }
@@ -515,22 +584,22 @@ void main()
             precise float sc2 = pc.qs.d[tok2 * 2u];
             uint row8 = row0 + (tx + 0u);
             if (row8 < M0) {
-                precise float v8 = (WFMT == 0u) ? ((float(acc02 - qsum2) / sc2) * ws) : (accf02 / sc2);
+                precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
                 pc.y.d[(tok2 * M0) + row8] = v8;
             }
             uint row9 = row0 + (tx + 16u);
             if (row9 < M0) {
-                precise float v9 = (WFMT == 0u) ? ((float(acc12 - qsum2) / sc2) * ws) : (accf12 / sc2);
+                precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
                 pc.y.d[(tok2 * M0) + row9] = v9;
             }
             uint row10 = row0 + (tx + 32u);
             if (row10 < M0) {
-                precise float v10 = (WFMT == 0u) ? ((float(acc22 - qsum2) / sc2) * ws) : (accf22 / sc2);
+                precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
                 pc.y.d[(tok2 * M0) + row10] = v10;
             }
             uint row11 = row0 + (tx + 48u);
             if (row11 < M0) {
-                precise float v11 = (WFMT == 0u) ? ((float(acc32 - qsum2) / sc2) * ws) : (accf32 / sc2);
+                precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
                 pc.y.d[(tok2 * M0) + row11] = v11;
             }
         }
@@ -540,22 +609,22 @@ void main()
             precise float sc3 = pc.qs.d[tok3 * 2u];
             uint row12 = row0 + (tx + 0u);
             if (row12 < M0) {
-                precise float v12 = (WFMT == 0u) ? ((float(acc03 - qsum3) / sc3) * ws) : (accf03 / sc3);
+                precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
                 pc.y.d[(tok3 * M0) + row12] = v12;
             }
             uint row13 = row0 + (tx + 16u);
             if (row13 < M0) {
-                precise float v13 = (WFMT == 0u) ? ((float(acc13 - qsum3) / sc3) * ws) : (accf13 / sc3);
+                precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
                 pc.y.d[(tok3 * M0) + row13] = v13;
             }
             uint row14 = row0 + (tx + 32u);
             if (row14 < M0) {
-                precise float v14 = (WFMT == 0u) ? ((float(acc23 - qsum3) / sc3) * ws) : (accf23 / sc3);
+                precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
                 pc.y.d[(tok3 * M0) + row14] = v14;
             }
             uint row15 = row0 + (tx + 48u);
             if (row15 < M0) {
-                precise float v15 = (WFMT == 0u) ? ((float(acc33 - qsum3) / sc3) * ws) : (accf33 / sc3);
+                precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
                 pc.y.d[(tok3 * M0) + row15] = v15;
             }
         }
@@ -564,6 +633,9 @@ void main()
             precise float ws1 = 0.0;
             if (WFMT == 0u) {
                 ws1 = uintBitsToFloat(pc.w1.d[4096u]);
+            }
+            if (WFMT == 3u) {
+                ws1 = uintBitsToFloat(pc.w1.d[3328u]);
             }
             uint tx1 = gl_LocalInvocationIndex & 15u;
             uint ty1 = gl_LocalInvocationIndex >> 4u;
@@ -611,70 +683,103 @@ void main()
                     wsh[dst2] = pc.w1.d[(gr2 * KW) + ((kb1 * 8u) + wi2)];
                 }
                 if (WFMT == 1u) {
-                    uint boff6 = (gr2 * 132u) + ((kb1 >> 1u) * 66u);
-                    uint l04 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
-                    uint t113 = l04 + 0u;
-                    uint t114 = boff6 + (((t113 >> 7u) << 5u) | (t113 & 31u));
-                    uint twi16 = t114 >> 2u;
+                    uint boff8 = (gr2 * 132u) + ((kb1 >> 1u) * 66u);
+                    uint l06 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
+                    uint t161 = l06 + 0u;
+                    uint t162 = boff8 + (((t161 >> 7u) << 5u) | (t161 & 31u));
+                    uint twi16 = t162 >> 2u;
                     uint tlo16 = pc.w1.d[twi16];
-                    uint t115 = l04 + 32u;
-                    uint t116 = boff6 + (((t115 >> 7u) << 5u) | (t115 & 31u));
-                    uint twi17 = t116 >> 2u;
+                    uint t163 = l06 + 32u;
+                    uint t164 = boff8 + (((t163 >> 7u) << 5u) | (t163 & 31u));
+                    uint twi17 = t164 >> 2u;
                     uint tlo17 = pc.w1.d[twi17];
-                    uint t117 = l04 + 64u;
-                    uint t118 = boff6 + (((t117 >> 7u) << 5u) | (t117 & 31u));
-                    uint twi18 = t118 >> 2u;
+                    uint t165 = l06 + 64u;
+                    uint t166 = boff8 + (((t165 >> 7u) << 5u) | (t165 & 31u));
+                    uint twi18 = t166 >> 2u;
                     uint tlo18 = pc.w1.d[twi18];
-                    uint t119 = l04 + 96u;
-                    uint t120 = boff6 + (((t119 >> 7u) << 5u) | (t119 & 31u));
-                    uint twi19 = t120 >> 2u;
+                    uint t167 = l06 + 96u;
+                    uint t168 = boff8 + (((t167 >> 7u) << 5u) | (t167 & 31u));
+                    uint twi19 = t168 >> 2u;
                     uint tlo19 = pc.w1.d[twi19];
-                    wsh[dst2] = ((((((((t114 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w1.d[twi16 + 1u] << 16u)) : tlo16) >> (((t113 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t116 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w1.d[twi17 + 1u] << 16u)) : tlo17) >> (((t115 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t118 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w1.d[twi18 + 1u] << 16u)) : tlo18) >> (((t117 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t120 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w1.d[twi19 + 1u] << 16u)) : tlo19) >> (((t119 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    wsh[dst2] = ((((((((t162 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w1.d[twi16 + 1u] << 16u)) : tlo16) >> (((t161 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t164 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w1.d[twi17 + 1u] << 16u)) : tlo17) >> (((t163 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t166 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w1.d[twi18 + 1u] << 16u)) : tlo18) >> (((t165 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t168 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w1.d[twi19 + 1u] << 16u)) : tlo19) >> (((t167 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
                 }
                 if (WFMT == 2u) {
-                    uint boff7 = (gr2 * 108u) + ((kb1 >> 1u) * 54u);
-                    uint l05 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
-                    uint t121 = l05 + 0u;
-                    bool t122 = t121 < 160u;
-                    bool t123 = t121 < 240u;
-                    uint t124 = t121 - 160u;
-                    uint tn8 = t122 ? (t121 >> 5u) : (t123 ? (t124 >> 4u) : ((t121 - 240u) >> 2u));
-                    uint t125 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-                    uint t126 = boff7 + (t122 ? (t121 & 31u) : (t123 ? (32u + (t124 & 15u)) : 48u));
-                    uint twi20 = t126 >> 2u;
+                    uint boff9 = (gr2 * 108u) + ((kb1 >> 1u) * 54u);
+                    uint l07 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
+                    uint t169 = l07 + 0u;
+                    bool t170 = t169 < 160u;
+                    bool t171 = t169 < 240u;
+                    uint t172 = t169 - 160u;
+                    uint tn16 = t170 ? (t169 >> 5u) : (t171 ? (t172 >> 4u) : ((t169 - 240u) >> 2u));
+                    uint t173 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                    uint t174 = boff9 + (t170 ? (t169 & 31u) : (t171 ? (32u + (t172 & 15u)) : 48u));
+                    uint twi20 = t174 >> 2u;
                     uint tlo20 = pc.w1.d[twi20];
-                    uint t127 = ((t126 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w1.d[twi20 + 1u] << 16u)) : tlo20;
-                    uint t128 = l05 + 32u;
-                    bool t129 = t128 < 160u;
-                    bool t130 = t128 < 240u;
-                    uint t131 = t128 - 160u;
-                    uint tn9 = t129 ? (t128 >> 5u) : (t130 ? (t131 >> 4u) : ((t128 - 240u) >> 2u));
-                    uint t132 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-                    uint t133 = boff7 + (t129 ? (t128 & 31u) : (t130 ? (32u + (t131 & 15u)) : 48u));
-                    uint twi21 = t133 >> 2u;
+                    uint t175 = ((t174 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w1.d[twi20 + 1u] << 16u)) : tlo20;
+                    uint t176 = l07 + 32u;
+                    bool t177 = t176 < 160u;
+                    bool t178 = t176 < 240u;
+                    uint t179 = t176 - 160u;
+                    uint tn17 = t177 ? (t176 >> 5u) : (t178 ? (t179 >> 4u) : ((t176 - 240u) >> 2u));
+                    uint t180 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
+                    uint t181 = boff9 + (t177 ? (t176 & 31u) : (t178 ? (32u + (t179 & 15u)) : 48u));
+                    uint twi21 = t181 >> 2u;
                     uint tlo21 = pc.w1.d[twi21];
-                    uint t134 = ((t133 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w1.d[twi21 + 1u] << 16u)) : tlo21;
-                    uint t135 = l05 + 64u;
-                    bool t136 = t135 < 160u;
-                    bool t137 = t135 < 240u;
-                    uint t138 = t135 - 160u;
-                    uint tn10 = t136 ? (t135 >> 5u) : (t137 ? (t138 >> 4u) : ((t135 - 240u) >> 2u));
-                    uint t139 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                    uint t140 = boff7 + (t136 ? (t135 & 31u) : (t137 ? (32u + (t138 & 15u)) : 48u));
-                    uint twi22 = t140 >> 2u;
+                    uint t182 = ((t181 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w1.d[twi21 + 1u] << 16u)) : tlo21;
+                    uint t183 = l07 + 64u;
+                    bool t184 = t183 < 160u;
+                    bool t185 = t183 < 240u;
+                    uint t186 = t183 - 160u;
+                    uint tn18 = t184 ? (t183 >> 5u) : (t185 ? (t186 >> 4u) : ((t183 - 240u) >> 2u));
+                    uint t187 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
+                    uint t188 = boff9 + (t184 ? (t183 & 31u) : (t185 ? (32u + (t186 & 15u)) : 48u));
+                    uint twi22 = t188 >> 2u;
                     uint tlo22 = pc.w1.d[twi22];
-                    uint t141 = ((t140 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w1.d[twi22 + 1u] << 16u)) : tlo22;
-                    uint t142 = l05 + 96u;
-                    bool t143 = t142 < 160u;
-                    bool t144 = t142 < 240u;
-                    uint t145 = t142 - 160u;
-                    uint tn11 = t143 ? (t142 >> 5u) : (t144 ? (t145 >> 4u) : ((t142 - 240u) >> 2u));
-                    uint t146 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                    uint t147 = boff7 + (t143 ? (t142 & 31u) : (t144 ? (32u + (t145 & 15u)) : 48u));
-                    uint twi23 = t147 >> 2u;
+                    uint t189 = ((t188 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w1.d[twi22 + 1u] << 16u)) : tlo22;
+                    uint t190 = l07 + 96u;
+                    bool t191 = t190 < 160u;
+                    bool t192 = t190 < 240u;
+                    uint t193 = t190 - 160u;
+                    uint tn19 = t191 ? (t190 >> 5u) : (t192 ? (t193 >> 4u) : ((t190 - 240u) >> 2u));
+                    uint t194 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
+                    uint t195 = boff9 + (t191 ? (t190 & 31u) : (t192 ? (32u + (t193 & 15u)) : 48u));
+                    uint twi23 = t195 >> 2u;
                     uint tlo23 = pc.w1.d[twi23];
-                    uint t148 = ((t147 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w1.d[twi23 + 1u] << 16u)) : tlo23;
-                    wsh[dst2] = ((((((((((t127 & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t127 >> 8u) & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t134 & 16711935u) * t132) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t134 >> 8u) & 16711935u) * t132) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t141 & 16711935u) * t139) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t141 >> 8u) & 16711935u) * t139) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t148 & 16711935u) * t146) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t148 >> 8u) & 16711935u) * t146) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    uint t196 = ((t195 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w1.d[twi23 + 1u] << 16u)) : tlo23;
+                    wsh[dst2] = ((((((((((t175 & 16711935u) * t173) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t175 >> 8u) & 16711935u) * t173) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t182 & 16711935u) * t180) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t182 >> 8u) & 16711935u) * t180) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t189 & 16711935u) * t187) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t189 >> 8u) & 16711935u) * t187) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t196 & 16711935u) * t194) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t196 >> 8u) & 16711935u) * t194) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
+                if (WFMT == 3u) {
+                    uint boff10 = (gr2 * 104u) + ((kb1 >> 1u) * 52u);
+                    uint l08 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
+                    uint t197 = l08 + 0u;
+                    bool t198 = t197 < 160u;
+                    bool t199 = t197 < 240u;
+                    uint t200 = t197 - 160u;
+                    uint tn20 = t198 ? (t197 >> 5u) : (t199 ? (t200 >> 4u) : ((t197 - 240u) >> 2u));
+                    uint t201 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
+                    uint t202 = pc.w1.d[(boff10 + (t198 ? (t197 & 31u) : (t199 ? (32u + (t200 & 15u)) : 48u))) >> 2u];
+                    uint t203 = l08 + 32u;
+                    bool t204 = t203 < 160u;
+                    bool t205 = t203 < 240u;
+                    uint t206 = t203 - 160u;
+                    uint tn21 = t204 ? (t203 >> 5u) : (t205 ? (t206 >> 4u) : ((t203 - 240u) >> 2u));
+                    uint t207 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
+                    uint t208 = pc.w1.d[(boff10 + (t204 ? (t203 & 31u) : (t205 ? (32u + (t206 & 15u)) : 48u))) >> 2u];
+                    uint t209 = l08 + 64u;
+                    bool t210 = t209 < 160u;
+                    bool t211 = t209 < 240u;
+                    uint t212 = t209 - 160u;
+                    uint tn22 = t210 ? (t209 >> 5u) : (t211 ? (t212 >> 4u) : ((t209 - 240u) >> 2u));
+                    uint t213 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
+                    uint t214 = pc.w1.d[(boff10 + (t210 ? (t209 & 31u) : (t211 ? (32u + (t212 & 15u)) : 48u))) >> 2u];
+                    uint t215 = l08 + 96u;
+                    bool t216 = t215 < 160u;
+                    bool t217 = t215 < 240u;
+                    uint t218 = t215 - 160u;
+                    uint tn23 = t216 ? (t215 >> 5u) : (t217 ? (t218 >> 4u) : ((t215 - 240u) >> 2u));
+                    uint t219 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                    uint t220 = pc.w1.d[(boff10 + (t216 ? (t215 & 31u) : (t217 ? (32u + (t218 & 15u)) : 48u))) >> 2u];
+                    wsh[dst2] = ((((((((((t202 & 16711935u) * t201) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t202 >> 8u) & 16711935u) * t201) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t208 & 16711935u) * t207) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t208 >> 8u) & 16711935u) * t207) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t214 & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t214 >> 8u) & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t220 & 16711935u) * t219) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t220 >> 8u) & 16711935u) * t219) & 16711935u) * 3u) & 4278255360u)) << 0u);
                 }
                 uint e11 = gl_LocalInvocationIndex + 256u;
                 uint r3 = e11 >> 3u;
@@ -685,82 +790,115 @@ void main()
                     wsh[dst3] = pc.w1.d[(gr3 * KW) + ((kb1 * 8u) + wi3)];
                 }
                 if (WFMT == 1u) {
-                    uint boff8 = (gr3 * 132u) + ((kb1 >> 1u) * 66u);
-                    uint l06 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
-                    uint t149 = l06 + 0u;
-                    uint t150 = boff8 + (((t149 >> 7u) << 5u) | (t149 & 31u));
-                    uint twi24 = t150 >> 2u;
+                    uint boff11 = (gr3 * 132u) + ((kb1 >> 1u) * 66u);
+                    uint l09 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
+                    uint t221 = l09 + 0u;
+                    uint t222 = boff11 + (((t221 >> 7u) << 5u) | (t221 & 31u));
+                    uint twi24 = t222 >> 2u;
                     uint tlo24 = pc.w1.d[twi24];
-                    uint t151 = l06 + 32u;
-                    uint t152 = boff8 + (((t151 >> 7u) << 5u) | (t151 & 31u));
-                    uint twi25 = t152 >> 2u;
+                    uint t223 = l09 + 32u;
+                    uint t224 = boff11 + (((t223 >> 7u) << 5u) | (t223 & 31u));
+                    uint twi25 = t224 >> 2u;
                     uint tlo25 = pc.w1.d[twi25];
-                    uint t153 = l06 + 64u;
-                    uint t154 = boff8 + (((t153 >> 7u) << 5u) | (t153 & 31u));
-                    uint twi26 = t154 >> 2u;
+                    uint t225 = l09 + 64u;
+                    uint t226 = boff11 + (((t225 >> 7u) << 5u) | (t225 & 31u));
+                    uint twi26 = t226 >> 2u;
                     uint tlo26 = pc.w1.d[twi26];
-                    uint t155 = l06 + 96u;
-                    uint t156 = boff8 + (((t155 >> 7u) << 5u) | (t155 & 31u));
-                    uint twi27 = t156 >> 2u;
+                    uint t227 = l09 + 96u;
+                    uint t228 = boff11 + (((t227 >> 7u) << 5u) | (t227 & 31u));
+                    uint twi27 = t228 >> 2u;
                     uint tlo27 = pc.w1.d[twi27];
-                    wsh[dst3] = ((((((((t150 & 2u) != 0u) ? ((tlo24 >> 16u) | (pc.w1.d[twi24 + 1u] << 16u)) : tlo24) >> (((t149 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t152 & 2u) != 0u) ? ((tlo25 >> 16u) | (pc.w1.d[twi25 + 1u] << 16u)) : tlo25) >> (((t151 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t154 & 2u) != 0u) ? ((tlo26 >> 16u) | (pc.w1.d[twi26 + 1u] << 16u)) : tlo26) >> (((t153 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t156 & 2u) != 0u) ? ((tlo27 >> 16u) | (pc.w1.d[twi27 + 1u] << 16u)) : tlo27) >> (((t155 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    wsh[dst3] = ((((((((t222 & 2u) != 0u) ? ((tlo24 >> 16u) | (pc.w1.d[twi24 + 1u] << 16u)) : tlo24) >> (((t221 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t224 & 2u) != 0u) ? ((tlo25 >> 16u) | (pc.w1.d[twi25 + 1u] << 16u)) : tlo25) >> (((t223 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t226 & 2u) != 0u) ? ((tlo26 >> 16u) | (pc.w1.d[twi26 + 1u] << 16u)) : tlo26) >> (((t225 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t228 & 2u) != 0u) ? ((tlo27 >> 16u) | (pc.w1.d[twi27 + 1u] << 16u)) : tlo27) >> (((t227 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
                 }
                 if (WFMT == 2u) {
-                    uint boff9 = (gr3 * 108u) + ((kb1 >> 1u) * 54u);
-                    uint l07 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
-                    uint t157 = l07 + 0u;
-                    bool t158 = t157 < 160u;
-                    bool t159 = t157 < 240u;
-                    uint t160 = t157 - 160u;
-                    uint tn12 = t158 ? (t157 >> 5u) : (t159 ? (t160 >> 4u) : ((t157 - 240u) >> 2u));
-                    uint t161 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-                    uint t162 = boff9 + (t158 ? (t157 & 31u) : (t159 ? (32u + (t160 & 15u)) : 48u));
-                    uint twi28 = t162 >> 2u;
+                    uint boff12 = (gr3 * 108u) + ((kb1 >> 1u) * 54u);
+                    uint l010 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
+                    uint t229 = l010 + 0u;
+                    bool t230 = t229 < 160u;
+                    bool t231 = t229 < 240u;
+                    uint t232 = t229 - 160u;
+                    uint tn24 = t230 ? (t229 >> 5u) : (t231 ? (t232 >> 4u) : ((t229 - 240u) >> 2u));
+                    uint t233 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
+                    uint t234 = boff12 + (t230 ? (t229 & 31u) : (t231 ? (32u + (t232 & 15u)) : 48u));
+                    uint twi28 = t234 >> 2u;
                     uint tlo28 = pc.w1.d[twi28];
-                    uint t163 = ((t162 & 2u) != 0u) ? ((tlo28 >> 16u) | (pc.w1.d[twi28 + 1u] << 16u)) : tlo28;
-                    uint t164 = l07 + 32u;
-                    bool t165 = t164 < 160u;
-                    bool t166 = t164 < 240u;
-                    uint t167 = t164 - 160u;
-                    uint tn13 = t165 ? (t164 >> 5u) : (t166 ? (t167 >> 4u) : ((t164 - 240u) >> 2u));
-                    uint t168 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-                    uint t169 = boff9 + (t165 ? (t164 & 31u) : (t166 ? (32u + (t167 & 15u)) : 48u));
-                    uint twi29 = t169 >> 2u;
+                    uint t235 = ((t234 & 2u) != 0u) ? ((tlo28 >> 16u) | (pc.w1.d[twi28 + 1u] << 16u)) : tlo28;
+                    uint t236 = l010 + 32u;
+                    bool t237 = t236 < 160u;
+                    bool t238 = t236 < 240u;
+                    uint t239 = t236 - 160u;
+                    uint tn25 = t237 ? (t236 >> 5u) : (t238 ? (t239 >> 4u) : ((t236 - 240u) >> 2u));
+                    uint t240 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
+                    uint t241 = boff12 + (t237 ? (t236 & 31u) : (t238 ? (32u + (t239 & 15u)) : 48u));
+                    uint twi29 = t241 >> 2u;
                     uint tlo29 = pc.w1.d[twi29];
-                    uint t170 = ((t169 & 2u) != 0u) ? ((tlo29 >> 16u) | (pc.w1.d[twi29 + 1u] << 16u)) : tlo29;
-                    uint t171 = l07 + 64u;
-                    bool t172 = t171 < 160u;
-                    bool t173 = t171 < 240u;
-                    uint t174 = t171 - 160u;
-                    uint tn14 = t172 ? (t171 >> 5u) : (t173 ? (t174 >> 4u) : ((t171 - 240u) >> 2u));
-                    uint t175 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
-                    uint t176 = boff9 + (t172 ? (t171 & 31u) : (t173 ? (32u + (t174 & 15u)) : 48u));
-                    uint twi30 = t176 >> 2u;
+                    uint t242 = ((t241 & 2u) != 0u) ? ((tlo29 >> 16u) | (pc.w1.d[twi29 + 1u] << 16u)) : tlo29;
+                    uint t243 = l010 + 64u;
+                    bool t244 = t243 < 160u;
+                    bool t245 = t243 < 240u;
+                    uint t246 = t243 - 160u;
+                    uint tn26 = t244 ? (t243 >> 5u) : (t245 ? (t246 >> 4u) : ((t243 - 240u) >> 2u));
+                    uint t247 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
+                    uint t248 = boff12 + (t244 ? (t243 & 31u) : (t245 ? (32u + (t246 & 15u)) : 48u));
+                    uint twi30 = t248 >> 2u;
                     uint tlo30 = pc.w1.d[twi30];
-                    uint t177 = ((t176 & 2u) != 0u) ? ((tlo30 >> 16u) | (pc.w1.d[twi30 + 1u] << 16u)) : tlo30;
-                    uint t178 = l07 + 96u;
-                    bool t179 = t178 < 160u;
-                    bool t180 = t178 < 240u;
-                    uint t181 = t178 - 160u;
-                    uint tn15 = t179 ? (t178 >> 5u) : (t180 ? (t181 >> 4u) : ((t178 - 240u) >> 2u));
-                    uint t182 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
-                    uint t183 = boff9 + (t179 ? (t178 & 31u) : (t180 ? (32u + (t181 & 15u)) : 48u));
-                    uint twi31 = t183 >> 2u;
+                    uint t249 = ((t248 & 2u) != 0u) ? ((tlo30 >> 16u) | (pc.w1.d[twi30 + 1u] << 16u)) : tlo30;
+                    uint t250 = l010 + 96u;
+                    bool t251 = t250 < 160u;
+                    bool t252 = t250 < 240u;
+                    uint t253 = t250 - 160u;
+                    uint tn27 = t251 ? (t250 >> 5u) : (t252 ? (t253 >> 4u) : ((t250 - 240u) >> 2u));
+                    uint t254 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
+                    uint t255 = boff12 + (t251 ? (t250 & 31u) : (t252 ? (32u + (t253 & 15u)) : 48u));
+                    uint twi31 = t255 >> 2u;
                     uint tlo31 = pc.w1.d[twi31];
-                    uint t184 = ((t183 & 2u) != 0u) ? ((tlo31 >> 16u) | (pc.w1.d[twi31 + 1u] << 16u)) : tlo31;
-                    wsh[dst3] = ((((((((((t163 & 16711935u) * t161) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t163 >> 8u) & 16711935u) * t161) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t170 & 16711935u) * t168) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t170 >> 8u) & 16711935u) * t168) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t177 & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t177 >> 8u) & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t184 & 16711935u) * t182) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t184 >> 8u) & 16711935u) * t182) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    uint t256 = ((t255 & 2u) != 0u) ? ((tlo31 >> 16u) | (pc.w1.d[twi31 + 1u] << 16u)) : tlo31;
+                    wsh[dst3] = ((((((((((t235 & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t235 >> 8u) & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t242 & 16711935u) * t240) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t242 >> 8u) & 16711935u) * t240) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t249 & 16711935u) * t247) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t249 >> 8u) & 16711935u) * t247) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t256 & 16711935u) * t254) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t256 >> 8u) & 16711935u) * t254) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
+                if (WFMT == 3u) {
+                    uint boff13 = (gr3 * 104u) + ((kb1 >> 1u) * 52u);
+                    uint l011 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
+                    uint t257 = l011 + 0u;
+                    bool t258 = t257 < 160u;
+                    bool t259 = t257 < 240u;
+                    uint t260 = t257 - 160u;
+                    uint tn28 = t258 ? (t257 >> 5u) : (t259 ? (t260 >> 4u) : ((t257 - 240u) >> 2u));
+                    uint t261 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
+                    uint t262 = pc.w1.d[(boff13 + (t258 ? (t257 & 31u) : (t259 ? (32u + (t260 & 15u)) : 48u))) >> 2u];
+                    uint t263 = l011 + 32u;
+                    bool t264 = t263 < 160u;
+                    bool t265 = t263 < 240u;
+                    uint t266 = t263 - 160u;
+                    uint tn29 = t264 ? (t263 >> 5u) : (t265 ? (t266 >> 4u) : ((t263 - 240u) >> 2u));
+                    uint t267 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
+                    uint t268 = pc.w1.d[(boff13 + (t264 ? (t263 & 31u) : (t265 ? (32u + (t266 & 15u)) : 48u))) >> 2u];
+                    uint t269 = l011 + 64u;
+                    bool t270 = t269 < 160u;
+                    bool t271 = t269 < 240u;
+                    uint t272 = t269 - 160u;
+                    uint tn30 = t270 ? (t269 >> 5u) : (t271 ? (t272 >> 4u) : ((t269 - 240u) >> 2u));
+                    uint t273 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
+                    uint t274 = pc.w1.d[(boff13 + (t270 ? (t269 & 31u) : (t271 ? (32u + (t272 & 15u)) : 48u))) >> 2u];
+                    uint t275 = l011 + 96u;
+                    bool t276 = t275 < 160u;
+                    bool t277 = t275 < 240u;
+                    uint t278 = t275 - 160u;
+                    uint tn31 = t276 ? (t275 >> 5u) : (t277 ? (t278 >> 4u) : ((t275 - 240u) >> 2u));
+                    uint t279 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
+                    uint t280 = pc.w1.d[(boff13 + (t276 ? (t275 & 31u) : (t277 ? (32u + (t278 & 15u)) : 48u))) >> 2u];
+                    wsh[dst3] = ((((((((((t262 & 16711935u) * t261) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t262 >> 8u) & 16711935u) * t261) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t268 & 16711935u) * t267) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t268 >> 8u) & 16711935u) * t267) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t274 & 16711935u) * t273) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t274 >> 8u) & 16711935u) * t273) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t280 & 16711935u) * t279) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t280 >> 8u) & 16711935u) * t279) & 16711935u) * 3u) & 4278255360u)) << 0u);
                 }
                 if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff10 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 132u) + ((kb1 >> 1u) * 66u);
-                    uint tdo2 = boff10 + 64u;
-                    precise float t185 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t185;
+                    uint boff14 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 132u) + ((kb1 >> 1u) * 66u);
+                    uint tdo2 = boff14 + 64u;
+                    precise float t281 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t281;
                 }
                 if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff11 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 108u) + ((kb1 >> 1u) * 54u);
-                    uint tdo3 = boff11 + 52u;
-                    precise float t186 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t186;
+                    uint boff15 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 108u) + ((kb1 >> 1u) * 54u);
+                    uint tdo3 = boff15 + 52u;
+                    precise float t282 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t282;
                 }
                 uint e12 = gl_LocalInvocationIndex + 0u;
                 uint t8 = e12 >> 5u;
@@ -795,7 +933,7 @@ void main()
                 uint jw15 = e19 & 31u;
                 ash[(jw15 * 65u) + t15] = pc.q.d[(min(tok01 + t15, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw15)];
                 barrier();
-                bool tq1 = WFMT != 0u;
+                bool tq1 = (WFMT == 2u) || (WFMT == 1u);
                 if ((tok01 + (ty1 * 4u)) < dyn.n_tokens) {
                     for (uint wl1 = 0u; wl1 < 8u; wl1++) {
                         uint wv4 = wsh[(wl1 * 68u) + (tx1 + 0u)];
@@ -807,26 +945,26 @@ void main()
                         uint av17 = ash[ab4 + 1u];
                         uint av18 = ash[ab4 + 2u];
                         uint av19 = ash[ab4 + 3u];
-                        uint t187 = (wv4 >> 6u) & 50529027u;
-                        uint c16 = tq1 ? ((t187 + 2139062143u) ^ 2155905152u) : t187;
+                        uint t283 = (wv4 >> 6u) & 50529027u;
+                        uint c16 = tq1 ? ((t283 + 2139062143u) ^ 2155905152u) : t283;
                         acc001 += dsl_dot4x8_ss(av16, c16);
                         acc011 += dsl_dot4x8_ss(av17, c16);
                         acc021 += dsl_dot4x8_ss(av18, c16);
                         acc031 += dsl_dot4x8_ss(av19, c16);
-                        uint t188 = (wv5 >> 6u) & 50529027u;
-                        uint c17 = tq1 ? ((t188 + 2139062143u) ^ 2155905152u) : t188;
+                        uint t284 = (wv5 >> 6u) & 50529027u;
+                        uint c17 = tq1 ? ((t284 + 2139062143u) ^ 2155905152u) : t284;
                         acc101 += dsl_dot4x8_ss(av16, c17);
                         acc111 += dsl_dot4x8_ss(av17, c17);
                         acc121 += dsl_dot4x8_ss(av18, c17);
                         acc131 += dsl_dot4x8_ss(av19, c17);
-                        uint t189 = (wv6 >> 6u) & 50529027u;
-                        uint c18 = tq1 ? ((t189 + 2139062143u) ^ 2155905152u) : t189;
+                        uint t285 = (wv6 >> 6u) & 50529027u;
+                        uint c18 = tq1 ? ((t285 + 2139062143u) ^ 2155905152u) : t285;
                         acc201 += dsl_dot4x8_ss(av16, c18);
                         acc211 += dsl_dot4x8_ss(av17, c18);
                         acc221 += dsl_dot4x8_ss(av18, c18);
                         acc231 += dsl_dot4x8_ss(av19, c18);
-                        uint t190 = (wv7 >> 6u) & 50529027u;
-                        uint c19 = tq1 ? ((t190 + 2139062143u) ^ 2155905152u) : t190;
+                        uint t286 = (wv7 >> 6u) & 50529027u;
+                        uint c19 = tq1 ? ((t286 + 2139062143u) ^ 2155905152u) : t286;
                         acc301 += dsl_dot4x8_ss(av16, c19);
                         acc311 += dsl_dot4x8_ss(av17, c19);
                         acc321 += dsl_dot4x8_ss(av18, c19);
@@ -836,26 +974,26 @@ void main()
                         uint av21 = ash[ab5 + 1u];
                         uint av22 = ash[ab5 + 2u];
                         uint av23 = ash[ab5 + 3u];
-                        uint t191 = (wv4 >> 4u) & 50529027u;
-                        uint c20 = tq1 ? ((t191 + 2139062143u) ^ 2155905152u) : t191;
+                        uint t287 = (wv4 >> 4u) & 50529027u;
+                        uint c20 = tq1 ? ((t287 + 2139062143u) ^ 2155905152u) : t287;
                         acc001 += dsl_dot4x8_ss(av20, c20);
                         acc011 += dsl_dot4x8_ss(av21, c20);
                         acc021 += dsl_dot4x8_ss(av22, c20);
                         acc031 += dsl_dot4x8_ss(av23, c20);
-                        uint t192 = (wv5 >> 4u) & 50529027u;
-                        uint c21 = tq1 ? ((t192 + 2139062143u) ^ 2155905152u) : t192;
+                        uint t288 = (wv5 >> 4u) & 50529027u;
+                        uint c21 = tq1 ? ((t288 + 2139062143u) ^ 2155905152u) : t288;
                         acc101 += dsl_dot4x8_ss(av20, c21);
                         acc111 += dsl_dot4x8_ss(av21, c21);
                         acc121 += dsl_dot4x8_ss(av22, c21);
                         acc131 += dsl_dot4x8_ss(av23, c21);
-                        uint t193 = (wv6 >> 4u) & 50529027u;
-                        uint c22 = tq1 ? ((t193 + 2139062143u) ^ 2155905152u) : t193;
+                        uint t289 = (wv6 >> 4u) & 50529027u;
+                        uint c22 = tq1 ? ((t289 + 2139062143u) ^ 2155905152u) : t289;
                         acc201 += dsl_dot4x8_ss(av20, c22);
                         acc211 += dsl_dot4x8_ss(av21, c22);
                         acc221 += dsl_dot4x8_ss(av22, c22);
                         acc231 += dsl_dot4x8_ss(av23, c22);
-                        uint t194 = (wv7 >> 4u) & 50529027u;
-                        uint c23 = tq1 ? ((t194 + 2139062143u) ^ 2155905152u) : t194;
+                        uint t290 = (wv7 >> 4u) & 50529027u;
+                        uint c23 = tq1 ? ((t290 + 2139062143u) ^ 2155905152u) : t290;
                         acc301 += dsl_dot4x8_ss(av20, c23);
                         acc311 += dsl_dot4x8_ss(av21, c23);
                         acc321 += dsl_dot4x8_ss(av22, c23);
@@ -865,26 +1003,26 @@ void main()
                         uint av25 = ash[ab6 + 1u];
                         uint av26 = ash[ab6 + 2u];
                         uint av27 = ash[ab6 + 3u];
-                        uint t195 = (wv4 >> 2u) & 50529027u;
-                        uint c24 = tq1 ? ((t195 + 2139062143u) ^ 2155905152u) : t195;
+                        uint t291 = (wv4 >> 2u) & 50529027u;
+                        uint c24 = tq1 ? ((t291 + 2139062143u) ^ 2155905152u) : t291;
                         acc001 += dsl_dot4x8_ss(av24, c24);
                         acc011 += dsl_dot4x8_ss(av25, c24);
                         acc021 += dsl_dot4x8_ss(av26, c24);
                         acc031 += dsl_dot4x8_ss(av27, c24);
-                        uint t196 = (wv5 >> 2u) & 50529027u;
-                        uint c25 = tq1 ? ((t196 + 2139062143u) ^ 2155905152u) : t196;
+                        uint t292 = (wv5 >> 2u) & 50529027u;
+                        uint c25 = tq1 ? ((t292 + 2139062143u) ^ 2155905152u) : t292;
                         acc101 += dsl_dot4x8_ss(av24, c25);
                         acc111 += dsl_dot4x8_ss(av25, c25);
                         acc121 += dsl_dot4x8_ss(av26, c25);
                         acc131 += dsl_dot4x8_ss(av27, c25);
-                        uint t197 = (wv6 >> 2u) & 50529027u;
-                        uint c26 = tq1 ? ((t197 + 2139062143u) ^ 2155905152u) : t197;
+                        uint t293 = (wv6 >> 2u) & 50529027u;
+                        uint c26 = tq1 ? ((t293 + 2139062143u) ^ 2155905152u) : t293;
                         acc201 += dsl_dot4x8_ss(av24, c26);
                         acc211 += dsl_dot4x8_ss(av25, c26);
                         acc221 += dsl_dot4x8_ss(av26, c26);
                         acc231 += dsl_dot4x8_ss(av27, c26);
-                        uint t198 = (wv7 >> 2u) & 50529027u;
-                        uint c27 = tq1 ? ((t198 + 2139062143u) ^ 2155905152u) : t198;
+                        uint t294 = (wv7 >> 2u) & 50529027u;
+                        uint c27 = tq1 ? ((t294 + 2139062143u) ^ 2155905152u) : t294;
                         acc301 += dsl_dot4x8_ss(av24, c27);
                         acc311 += dsl_dot4x8_ss(av25, c27);
                         acc321 += dsl_dot4x8_ss(av26, c27);
@@ -894,26 +1032,26 @@ void main()
                         uint av29 = ash[ab7 + 1u];
                         uint av30 = ash[ab7 + 2u];
                         uint av31 = ash[ab7 + 3u];
-                        uint t199 = (wv4 >> 0u) & 50529027u;
-                        uint c28 = tq1 ? ((t199 + 2139062143u) ^ 2155905152u) : t199;
+                        uint t295 = (wv4 >> 0u) & 50529027u;
+                        uint c28 = tq1 ? ((t295 + 2139062143u) ^ 2155905152u) : t295;
                         acc001 += dsl_dot4x8_ss(av28, c28);
                         acc011 += dsl_dot4x8_ss(av29, c28);
                         acc021 += dsl_dot4x8_ss(av30, c28);
                         acc031 += dsl_dot4x8_ss(av31, c28);
-                        uint t200 = (wv5 >> 0u) & 50529027u;
-                        uint c29 = tq1 ? ((t200 + 2139062143u) ^ 2155905152u) : t200;
+                        uint t296 = (wv5 >> 0u) & 50529027u;
+                        uint c29 = tq1 ? ((t296 + 2139062143u) ^ 2155905152u) : t296;
                         acc101 += dsl_dot4x8_ss(av28, c29);
                         acc111 += dsl_dot4x8_ss(av29, c29);
                         acc121 += dsl_dot4x8_ss(av30, c29);
                         acc131 += dsl_dot4x8_ss(av31, c29);
-                        uint t201 = (wv6 >> 0u) & 50529027u;
-                        uint c30 = tq1 ? ((t201 + 2139062143u) ^ 2155905152u) : t201;
+                        uint t297 = (wv6 >> 0u) & 50529027u;
+                        uint c30 = tq1 ? ((t297 + 2139062143u) ^ 2155905152u) : t297;
                         acc201 += dsl_dot4x8_ss(av28, c30);
                         acc211 += dsl_dot4x8_ss(av29, c30);
                         acc221 += dsl_dot4x8_ss(av30, c30);
                         acc231 += dsl_dot4x8_ss(av31, c30);
-                        uint t202 = (wv7 >> 0u) & 50529027u;
-                        uint c31 = tq1 ? ((t202 + 2139062143u) ^ 2155905152u) : t202;
+                        uint t298 = (wv7 >> 0u) & 50529027u;
+                        uint c31 = tq1 ? ((t298 + 2139062143u) ^ 2155905152u) : t298;
                         acc301 += dsl_dot4x8_ss(av28, c31);
                         acc311 += dsl_dot4x8_ss(av29, c31);
                         acc321 += dsl_dot4x8_ss(av30, c31);
@@ -966,22 +1104,22 @@ void main()
                 precise float sc4 = pc.qs.d[tok4 * 2u];
                 uint row16 = row01 + (tx1 + 0u);
                 if (row16 < M1) {
-                    precise float v16 = (WFMT == 0u) ? ((float(acc001 - qsum4) / sc4) * ws1) : (accf001 / sc4);
+                    precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf001 / sc4) : ((float(acc001 - qsum4) / sc4) * ws1);
                     pc.y1.d[(tok4 * M1) + row16] = v16;
                 }
                 uint row17 = row01 + (tx1 + 16u);
                 if (row17 < M1) {
-                    precise float v17 = (WFMT == 0u) ? ((float(acc101 - qsum4) / sc4) * ws1) : (accf101 / sc4);
+                    precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf101 / sc4) : ((float(acc101 - qsum4) / sc4) * ws1);
                     pc.y1.d[(tok4 * M1) + row17] = v17;
                 }
                 uint row18 = row01 + (tx1 + 32u);
                 if (row18 < M1) {
-                    precise float v18 = (WFMT == 0u) ? ((float(acc201 - qsum4) / sc4) * ws1) : (accf201 / sc4);
+                    precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf201 / sc4) : ((float(acc201 - qsum4) / sc4) * ws1);
                     pc.y1.d[(tok4 * M1) + row18] = v18;
                 }
                 uint row19 = row01 + (tx1 + 48u);
                 if (row19 < M1) {
-                    precise float v19 = (WFMT == 0u) ? ((float(acc301 - qsum4) / sc4) * ws1) : (accf301 / sc4);
+                    precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf301 / sc4) : ((float(acc301 - qsum4) / sc4) * ws1);
                     pc.y1.d[(tok4 * M1) + row19] = v19;
                 }
             }
@@ -991,22 +1129,22 @@ void main()
                 precise float sc5 = pc.qs.d[tok5 * 2u];
                 uint row20 = row01 + (tx1 + 0u);
                 if (row20 < M1) {
-                    precise float v20 = (WFMT == 0u) ? ((float(acc011 - qsum5) / sc5) * ws1) : (accf011 / sc5);
+                    precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf011 / sc5) : ((float(acc011 - qsum5) / sc5) * ws1);
                     pc.y1.d[(tok5 * M1) + row20] = v20;
                 }
                 uint row21 = row01 + (tx1 + 16u);
                 if (row21 < M1) {
-                    precise float v21 = (WFMT == 0u) ? ((float(acc111 - qsum5) / sc5) * ws1) : (accf111 / sc5);
+                    precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf111 / sc5) : ((float(acc111 - qsum5) / sc5) * ws1);
                     pc.y1.d[(tok5 * M1) + row21] = v21;
                 }
                 uint row22 = row01 + (tx1 + 32u);
                 if (row22 < M1) {
-                    precise float v22 = (WFMT == 0u) ? ((float(acc211 - qsum5) / sc5) * ws1) : (accf211 / sc5);
+                    precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf211 / sc5) : ((float(acc211 - qsum5) / sc5) * ws1);
                     pc.y1.d[(tok5 * M1) + row22] = v22;
                 }
                 uint row23 = row01 + (tx1 + 48u);
                 if (row23 < M1) {
-                    precise float v23 = (WFMT == 0u) ? ((float(acc311 - qsum5) / sc5) * ws1) : (accf311 / sc5);
+                    precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf311 / sc5) : ((float(acc311 - qsum5) / sc5) * ws1);
                     pc.y1.d[(tok5 * M1) + row23] = v23;
                 }
             }
@@ -1016,22 +1154,22 @@ void main()
                 precise float sc6 = pc.qs.d[tok6 * 2u];
                 uint row24 = row01 + (tx1 + 0u);
                 if (row24 < M1) {
-                    precise float v24 = (WFMT == 0u) ? ((float(acc021 - qsum6) / sc6) * ws1) : (accf021 / sc6);
+                    precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf021 / sc6) : ((float(acc021 - qsum6) / sc6) * ws1);
                     pc.y1.d[(tok6 * M1) + row24] = v24;
                 }
                 uint row25 = row01 + (tx1 + 16u);
                 if (row25 < M1) {
-                    precise float v25 = (WFMT == 0u) ? ((float(acc121 - qsum6) / sc6) * ws1) : (accf121 / sc6);
+                    precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf121 / sc6) : ((float(acc121 - qsum6) / sc6) * ws1);
                     pc.y1.d[(tok6 * M1) + row25] = v25;
                 }
                 uint row26 = row01 + (tx1 + 32u);
                 if (row26 < M1) {
-                    precise float v26 = (WFMT == 0u) ? ((float(acc221 - qsum6) / sc6) * ws1) : (accf221 / sc6);
+                    precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf221 / sc6) : ((float(acc221 - qsum6) / sc6) * ws1);
                     pc.y1.d[(tok6 * M1) + row26] = v26;
                 }
                 uint row27 = row01 + (tx1 + 48u);
                 if (row27 < M1) {
-                    precise float v27 = (WFMT == 0u) ? ((float(acc321 - qsum6) / sc6) * ws1) : (accf321 / sc6);
+                    precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf321 / sc6) : ((float(acc321 - qsum6) / sc6) * ws1);
                     pc.y1.d[(tok6 * M1) + row27] = v27;
                 }
             }
@@ -1041,22 +1179,22 @@ void main()
                 precise float sc7 = pc.qs.d[tok7 * 2u];
                 uint row28 = row01 + (tx1 + 0u);
                 if (row28 < M1) {
-                    precise float v28 = (WFMT == 0u) ? ((float(acc031 - qsum7) / sc7) * ws1) : (accf031 / sc7);
+                    precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf031 / sc7) : ((float(acc031 - qsum7) / sc7) * ws1);
                     pc.y1.d[(tok7 * M1) + row28] = v28;
                 }
                 uint row29 = row01 + (tx1 + 16u);
                 if (row29 < M1) {
-                    precise float v29 = (WFMT == 0u) ? ((float(acc131 - qsum7) / sc7) * ws1) : (accf131 / sc7);
+                    precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf131 / sc7) : ((float(acc131 - qsum7) / sc7) * ws1);
                     pc.y1.d[(tok7 * M1) + row29] = v29;
                 }
                 uint row30 = row01 + (tx1 + 32u);
                 if (row30 < M1) {
-                    precise float v30 = (WFMT == 0u) ? ((float(acc231 - qsum7) / sc7) * ws1) : (accf231 / sc7);
+                    precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf231 / sc7) : ((float(acc231 - qsum7) / sc7) * ws1);
                     pc.y1.d[(tok7 * M1) + row30] = v30;
                 }
                 uint row31 = row01 + (tx1 + 48u);
                 if (row31 < M1) {
-                    precise float v31 = (WFMT == 0u) ? ((float(acc331 - qsum7) / sc7) * ws1) : (accf331 / sc7);
+                    precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf331 / sc7) : ((float(acc331 - qsum7) / sc7) * ws1);
                     pc.y1.d[(tok7 * M1) + row31] = v31;
                 }
             }
@@ -1064,6 +1202,9 @@ void main()
             precise float ws2 = 0.0;
             if (WFMT == 0u) {
                 ws2 = uintBitsToFloat(pc.w2.d[4096u]);
+            }
+            if (WFMT == 3u) {
+                ws2 = uintBitsToFloat(pc.w2.d[3328u]);
             }
             uint tx2 = gl_LocalInvocationIndex & 15u;
             uint ty2 = gl_LocalInvocationIndex >> 4u;
@@ -1111,70 +1252,103 @@ void main()
                     wsh[dst4] = pc.w2.d[(gr4 * KW) + ((kb2 * 8u) + wi4)];
                 }
                 if (WFMT == 1u) {
-                    uint boff12 = (gr4 * 132u) + ((kb2 >> 1u) * 66u);
-                    uint l08 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
-                    uint t203 = l08 + 0u;
-                    uint t204 = boff12 + (((t203 >> 7u) << 5u) | (t203 & 31u));
-                    uint twi32 = t204 >> 2u;
+                    uint boff16 = (gr4 * 132u) + ((kb2 >> 1u) * 66u);
+                    uint l012 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
+                    uint t299 = l012 + 0u;
+                    uint t300 = boff16 + (((t299 >> 7u) << 5u) | (t299 & 31u));
+                    uint twi32 = t300 >> 2u;
                     uint tlo32 = pc.w2.d[twi32];
-                    uint t205 = l08 + 32u;
-                    uint t206 = boff12 + (((t205 >> 7u) << 5u) | (t205 & 31u));
-                    uint twi33 = t206 >> 2u;
+                    uint t301 = l012 + 32u;
+                    uint t302 = boff16 + (((t301 >> 7u) << 5u) | (t301 & 31u));
+                    uint twi33 = t302 >> 2u;
                     uint tlo33 = pc.w2.d[twi33];
-                    uint t207 = l08 + 64u;
-                    uint t208 = boff12 + (((t207 >> 7u) << 5u) | (t207 & 31u));
-                    uint twi34 = t208 >> 2u;
+                    uint t303 = l012 + 64u;
+                    uint t304 = boff16 + (((t303 >> 7u) << 5u) | (t303 & 31u));
+                    uint twi34 = t304 >> 2u;
                     uint tlo34 = pc.w2.d[twi34];
-                    uint t209 = l08 + 96u;
-                    uint t210 = boff12 + (((t209 >> 7u) << 5u) | (t209 & 31u));
-                    uint twi35 = t210 >> 2u;
+                    uint t305 = l012 + 96u;
+                    uint t306 = boff16 + (((t305 >> 7u) << 5u) | (t305 & 31u));
+                    uint twi35 = t306 >> 2u;
                     uint tlo35 = pc.w2.d[twi35];
-                    wsh[dst4] = ((((((((t204 & 2u) != 0u) ? ((tlo32 >> 16u) | (pc.w2.d[twi32 + 1u] << 16u)) : tlo32) >> (((t203 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t206 & 2u) != 0u) ? ((tlo33 >> 16u) | (pc.w2.d[twi33 + 1u] << 16u)) : tlo33) >> (((t205 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t208 & 2u) != 0u) ? ((tlo34 >> 16u) | (pc.w2.d[twi34 + 1u] << 16u)) : tlo34) >> (((t207 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t210 & 2u) != 0u) ? ((tlo35 >> 16u) | (pc.w2.d[twi35 + 1u] << 16u)) : tlo35) >> (((t209 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    wsh[dst4] = ((((((((t300 & 2u) != 0u) ? ((tlo32 >> 16u) | (pc.w2.d[twi32 + 1u] << 16u)) : tlo32) >> (((t299 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t302 & 2u) != 0u) ? ((tlo33 >> 16u) | (pc.w2.d[twi33 + 1u] << 16u)) : tlo33) >> (((t301 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t304 & 2u) != 0u) ? ((tlo34 >> 16u) | (pc.w2.d[twi34 + 1u] << 16u)) : tlo34) >> (((t303 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t306 & 2u) != 0u) ? ((tlo35 >> 16u) | (pc.w2.d[twi35 + 1u] << 16u)) : tlo35) >> (((t305 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
                 }
                 if (WFMT == 2u) {
-                    uint boff13 = (gr4 * 108u) + ((kb2 >> 1u) * 54u);
-                    uint l09 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
-                    uint t211 = l09 + 0u;
-                    bool t212 = t211 < 160u;
-                    bool t213 = t211 < 240u;
-                    uint t214 = t211 - 160u;
-                    uint tn16 = t212 ? (t211 >> 5u) : (t213 ? (t214 >> 4u) : ((t211 - 240u) >> 2u));
-                    uint t215 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
-                    uint t216 = boff13 + (t212 ? (t211 & 31u) : (t213 ? (32u + (t214 & 15u)) : 48u));
-                    uint twi36 = t216 >> 2u;
+                    uint boff17 = (gr4 * 108u) + ((kb2 >> 1u) * 54u);
+                    uint l013 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
+                    uint t307 = l013 + 0u;
+                    bool t308 = t307 < 160u;
+                    bool t309 = t307 < 240u;
+                    uint t310 = t307 - 160u;
+                    uint tn32 = t308 ? (t307 >> 5u) : (t309 ? (t310 >> 4u) : ((t307 - 240u) >> 2u));
+                    uint t311 = (tn32 == 4u) ? 81u : ((453575425u >> (tn32 << 3u)) & 255u);
+                    uint t312 = boff17 + (t308 ? (t307 & 31u) : (t309 ? (32u + (t310 & 15u)) : 48u));
+                    uint twi36 = t312 >> 2u;
                     uint tlo36 = pc.w2.d[twi36];
-                    uint t217 = ((t216 & 2u) != 0u) ? ((tlo36 >> 16u) | (pc.w2.d[twi36 + 1u] << 16u)) : tlo36;
-                    uint t218 = l09 + 32u;
-                    bool t219 = t218 < 160u;
-                    bool t220 = t218 < 240u;
-                    uint t221 = t218 - 160u;
-                    uint tn17 = t219 ? (t218 >> 5u) : (t220 ? (t221 >> 4u) : ((t218 - 240u) >> 2u));
-                    uint t222 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
-                    uint t223 = boff13 + (t219 ? (t218 & 31u) : (t220 ? (32u + (t221 & 15u)) : 48u));
-                    uint twi37 = t223 >> 2u;
+                    uint t313 = ((t312 & 2u) != 0u) ? ((tlo36 >> 16u) | (pc.w2.d[twi36 + 1u] << 16u)) : tlo36;
+                    uint t314 = l013 + 32u;
+                    bool t315 = t314 < 160u;
+                    bool t316 = t314 < 240u;
+                    uint t317 = t314 - 160u;
+                    uint tn33 = t315 ? (t314 >> 5u) : (t316 ? (t317 >> 4u) : ((t314 - 240u) >> 2u));
+                    uint t318 = (tn33 == 4u) ? 81u : ((453575425u >> (tn33 << 3u)) & 255u);
+                    uint t319 = boff17 + (t315 ? (t314 & 31u) : (t316 ? (32u + (t317 & 15u)) : 48u));
+                    uint twi37 = t319 >> 2u;
                     uint tlo37 = pc.w2.d[twi37];
-                    uint t224 = ((t223 & 2u) != 0u) ? ((tlo37 >> 16u) | (pc.w2.d[twi37 + 1u] << 16u)) : tlo37;
-                    uint t225 = l09 + 64u;
-                    bool t226 = t225 < 160u;
-                    bool t227 = t225 < 240u;
-                    uint t228 = t225 - 160u;
-                    uint tn18 = t226 ? (t225 >> 5u) : (t227 ? (t228 >> 4u) : ((t225 - 240u) >> 2u));
-                    uint t229 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
-                    uint t230 = boff13 + (t226 ? (t225 & 31u) : (t227 ? (32u + (t228 & 15u)) : 48u));
-                    uint twi38 = t230 >> 2u;
+                    uint t320 = ((t319 & 2u) != 0u) ? ((tlo37 >> 16u) | (pc.w2.d[twi37 + 1u] << 16u)) : tlo37;
+                    uint t321 = l013 + 64u;
+                    bool t322 = t321 < 160u;
+                    bool t323 = t321 < 240u;
+                    uint t324 = t321 - 160u;
+                    uint tn34 = t322 ? (t321 >> 5u) : (t323 ? (t324 >> 4u) : ((t321 - 240u) >> 2u));
+                    uint t325 = (tn34 == 4u) ? 81u : ((453575425u >> (tn34 << 3u)) & 255u);
+                    uint t326 = boff17 + (t322 ? (t321 & 31u) : (t323 ? (32u + (t324 & 15u)) : 48u));
+                    uint twi38 = t326 >> 2u;
                     uint tlo38 = pc.w2.d[twi38];
-                    uint t231 = ((t230 & 2u) != 0u) ? ((tlo38 >> 16u) | (pc.w2.d[twi38 + 1u] << 16u)) : tlo38;
-                    uint t232 = l09 + 96u;
-                    bool t233 = t232 < 160u;
-                    bool t234 = t232 < 240u;
-                    uint t235 = t232 - 160u;
-                    uint tn19 = t233 ? (t232 >> 5u) : (t234 ? (t235 >> 4u) : ((t232 - 240u) >> 2u));
-                    uint t236 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
-                    uint t237 = boff13 + (t233 ? (t232 & 31u) : (t234 ? (32u + (t235 & 15u)) : 48u));
-                    uint twi39 = t237 >> 2u;
+                    uint t327 = ((t326 & 2u) != 0u) ? ((tlo38 >> 16u) | (pc.w2.d[twi38 + 1u] << 16u)) : tlo38;
+                    uint t328 = l013 + 96u;
+                    bool t329 = t328 < 160u;
+                    bool t330 = t328 < 240u;
+                    uint t331 = t328 - 160u;
+                    uint tn35 = t329 ? (t328 >> 5u) : (t330 ? (t331 >> 4u) : ((t328 - 240u) >> 2u));
+                    uint t332 = (tn35 == 4u) ? 81u : ((453575425u >> (tn35 << 3u)) & 255u);
+                    uint t333 = boff17 + (t329 ? (t328 & 31u) : (t330 ? (32u + (t331 & 15u)) : 48u));
+                    uint twi39 = t333 >> 2u;
                     uint tlo39 = pc.w2.d[twi39];
-                    uint t238 = ((t237 & 2u) != 0u) ? ((tlo39 >> 16u) | (pc.w2.d[twi39 + 1u] << 16u)) : tlo39;
-                    wsh[dst4] = ((((((((((t217 & 16711935u) * t215) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t217 >> 8u) & 16711935u) * t215) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t224 & 16711935u) * t222) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t224 >> 8u) & 16711935u) * t222) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t231 & 16711935u) * t229) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t231 >> 8u) & 16711935u) * t229) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t238 & 16711935u) * t236) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t238 >> 8u) & 16711935u) * t236) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    uint t334 = ((t333 & 2u) != 0u) ? ((tlo39 >> 16u) | (pc.w2.d[twi39 + 1u] << 16u)) : tlo39;
+                    wsh[dst4] = ((((((((((t313 & 16711935u) * t311) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t313 >> 8u) & 16711935u) * t311) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t320 & 16711935u) * t318) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t320 >> 8u) & 16711935u) * t318) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t327 & 16711935u) * t325) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t327 >> 8u) & 16711935u) * t325) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t334 & 16711935u) * t332) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t334 >> 8u) & 16711935u) * t332) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
+                if (WFMT == 3u) {
+                    uint boff18 = (gr4 * 104u) + ((kb2 >> 1u) * 52u);
+                    uint l014 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
+                    uint t335 = l014 + 0u;
+                    bool t336 = t335 < 160u;
+                    bool t337 = t335 < 240u;
+                    uint t338 = t335 - 160u;
+                    uint tn36 = t336 ? (t335 >> 5u) : (t337 ? (t338 >> 4u) : ((t335 - 240u) >> 2u));
+                    uint t339 = (tn36 == 4u) ? 81u : ((453575425u >> (tn36 << 3u)) & 255u);
+                    uint t340 = pc.w2.d[(boff18 + (t336 ? (t335 & 31u) : (t337 ? (32u + (t338 & 15u)) : 48u))) >> 2u];
+                    uint t341 = l014 + 32u;
+                    bool t342 = t341 < 160u;
+                    bool t343 = t341 < 240u;
+                    uint t344 = t341 - 160u;
+                    uint tn37 = t342 ? (t341 >> 5u) : (t343 ? (t344 >> 4u) : ((t341 - 240u) >> 2u));
+                    uint t345 = (tn37 == 4u) ? 81u : ((453575425u >> (tn37 << 3u)) & 255u);
+                    uint t346 = pc.w2.d[(boff18 + (t342 ? (t341 & 31u) : (t343 ? (32u + (t344 & 15u)) : 48u))) >> 2u];
+                    uint t347 = l014 + 64u;
+                    bool t348 = t347 < 160u;
+                    bool t349 = t347 < 240u;
+                    uint t350 = t347 - 160u;
+                    uint tn38 = t348 ? (t347 >> 5u) : (t349 ? (t350 >> 4u) : ((t347 - 240u) >> 2u));
+                    uint t351 = (tn38 == 4u) ? 81u : ((453575425u >> (tn38 << 3u)) & 255u);
+                    uint t352 = pc.w2.d[(boff18 + (t348 ? (t347 & 31u) : (t349 ? (32u + (t350 & 15u)) : 48u))) >> 2u];
+                    uint t353 = l014 + 96u;
+                    bool t354 = t353 < 160u;
+                    bool t355 = t353 < 240u;
+                    uint t356 = t353 - 160u;
+                    uint tn39 = t354 ? (t353 >> 5u) : (t355 ? (t356 >> 4u) : ((t353 - 240u) >> 2u));
+                    uint t357 = (tn39 == 4u) ? 81u : ((453575425u >> (tn39 << 3u)) & 255u);
+                    uint t358 = pc.w2.d[(boff18 + (t354 ? (t353 & 31u) : (t355 ? (32u + (t356 & 15u)) : 48u))) >> 2u];
+                    wsh[dst4] = ((((((((((t340 & 16711935u) * t339) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t340 >> 8u) & 16711935u) * t339) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t346 & 16711935u) * t345) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t346 >> 8u) & 16711935u) * t345) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t352 & 16711935u) * t351) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t352 >> 8u) & 16711935u) * t351) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t358 & 16711935u) * t357) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t358 >> 8u) & 16711935u) * t357) & 16711935u) * 3u) & 4278255360u)) << 0u);
                 }
                 uint e21 = gl_LocalInvocationIndex + 256u;
                 uint r5 = e21 >> 3u;
@@ -1185,82 +1359,115 @@ void main()
                     wsh[dst5] = pc.w2.d[(gr5 * KW) + ((kb2 * 8u) + wi5)];
                 }
                 if (WFMT == 1u) {
-                    uint boff14 = (gr5 * 132u) + ((kb2 >> 1u) * 66u);
-                    uint l010 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
-                    uint t239 = l010 + 0u;
-                    uint t240 = boff14 + (((t239 >> 7u) << 5u) | (t239 & 31u));
-                    uint twi40 = t240 >> 2u;
+                    uint boff19 = (gr5 * 132u) + ((kb2 >> 1u) * 66u);
+                    uint l015 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
+                    uint t359 = l015 + 0u;
+                    uint t360 = boff19 + (((t359 >> 7u) << 5u) | (t359 & 31u));
+                    uint twi40 = t360 >> 2u;
                     uint tlo40 = pc.w2.d[twi40];
-                    uint t241 = l010 + 32u;
-                    uint t242 = boff14 + (((t241 >> 7u) << 5u) | (t241 & 31u));
-                    uint twi41 = t242 >> 2u;
+                    uint t361 = l015 + 32u;
+                    uint t362 = boff19 + (((t361 >> 7u) << 5u) | (t361 & 31u));
+                    uint twi41 = t362 >> 2u;
                     uint tlo41 = pc.w2.d[twi41];
-                    uint t243 = l010 + 64u;
-                    uint t244 = boff14 + (((t243 >> 7u) << 5u) | (t243 & 31u));
-                    uint twi42 = t244 >> 2u;
+                    uint t363 = l015 + 64u;
+                    uint t364 = boff19 + (((t363 >> 7u) << 5u) | (t363 & 31u));
+                    uint twi42 = t364 >> 2u;
                     uint tlo42 = pc.w2.d[twi42];
-                    uint t245 = l010 + 96u;
-                    uint t246 = boff14 + (((t245 >> 7u) << 5u) | (t245 & 31u));
-                    uint twi43 = t246 >> 2u;
+                    uint t365 = l015 + 96u;
+                    uint t366 = boff19 + (((t365 >> 7u) << 5u) | (t365 & 31u));
+                    uint twi43 = t366 >> 2u;
                     uint tlo43 = pc.w2.d[twi43];
-                    wsh[dst5] = ((((((((t240 & 2u) != 0u) ? ((tlo40 >> 16u) | (pc.w2.d[twi40 + 1u] << 16u)) : tlo40) >> (((t239 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t242 & 2u) != 0u) ? ((tlo41 >> 16u) | (pc.w2.d[twi41 + 1u] << 16u)) : tlo41) >> (((t241 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t244 & 2u) != 0u) ? ((tlo42 >> 16u) | (pc.w2.d[twi42 + 1u] << 16u)) : tlo42) >> (((t243 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t246 & 2u) != 0u) ? ((tlo43 >> 16u) | (pc.w2.d[twi43 + 1u] << 16u)) : tlo43) >> (((t245 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    wsh[dst5] = ((((((((t360 & 2u) != 0u) ? ((tlo40 >> 16u) | (pc.w2.d[twi40 + 1u] << 16u)) : tlo40) >> (((t359 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t362 & 2u) != 0u) ? ((tlo41 >> 16u) | (pc.w2.d[twi41 + 1u] << 16u)) : tlo41) >> (((t361 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t364 & 2u) != 0u) ? ((tlo42 >> 16u) | (pc.w2.d[twi42 + 1u] << 16u)) : tlo42) >> (((t363 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t366 & 2u) != 0u) ? ((tlo43 >> 16u) | (pc.w2.d[twi43 + 1u] << 16u)) : tlo43) >> (((t365 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
                 }
                 if (WFMT == 2u) {
-                    uint boff15 = (gr5 * 108u) + ((kb2 >> 1u) * 54u);
-                    uint l011 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
-                    uint t247 = l011 + 0u;
-                    bool t248 = t247 < 160u;
-                    bool t249 = t247 < 240u;
-                    uint t250 = t247 - 160u;
-                    uint tn20 = t248 ? (t247 >> 5u) : (t249 ? (t250 >> 4u) : ((t247 - 240u) >> 2u));
-                    uint t251 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
-                    uint t252 = boff15 + (t248 ? (t247 & 31u) : (t249 ? (32u + (t250 & 15u)) : 48u));
-                    uint twi44 = t252 >> 2u;
+                    uint boff20 = (gr5 * 108u) + ((kb2 >> 1u) * 54u);
+                    uint l016 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
+                    uint t367 = l016 + 0u;
+                    bool t368 = t367 < 160u;
+                    bool t369 = t367 < 240u;
+                    uint t370 = t367 - 160u;
+                    uint tn40 = t368 ? (t367 >> 5u) : (t369 ? (t370 >> 4u) : ((t367 - 240u) >> 2u));
+                    uint t371 = (tn40 == 4u) ? 81u : ((453575425u >> (tn40 << 3u)) & 255u);
+                    uint t372 = boff20 + (t368 ? (t367 & 31u) : (t369 ? (32u + (t370 & 15u)) : 48u));
+                    uint twi44 = t372 >> 2u;
                     uint tlo44 = pc.w2.d[twi44];
-                    uint t253 = ((t252 & 2u) != 0u) ? ((tlo44 >> 16u) | (pc.w2.d[twi44 + 1u] << 16u)) : tlo44;
-                    uint t254 = l011 + 32u;
-                    bool t255 = t254 < 160u;
-                    bool t256 = t254 < 240u;
-                    uint t257 = t254 - 160u;
-                    uint tn21 = t255 ? (t254 >> 5u) : (t256 ? (t257 >> 4u) : ((t254 - 240u) >> 2u));
-                    uint t258 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
-                    uint t259 = boff15 + (t255 ? (t254 & 31u) : (t256 ? (32u + (t257 & 15u)) : 48u));
-                    uint twi45 = t259 >> 2u;
+                    uint t373 = ((t372 & 2u) != 0u) ? ((tlo44 >> 16u) | (pc.w2.d[twi44 + 1u] << 16u)) : tlo44;
+                    uint t374 = l016 + 32u;
+                    bool t375 = t374 < 160u;
+                    bool t376 = t374 < 240u;
+                    uint t377 = t374 - 160u;
+                    uint tn41 = t375 ? (t374 >> 5u) : (t376 ? (t377 >> 4u) : ((t374 - 240u) >> 2u));
+                    uint t378 = (tn41 == 4u) ? 81u : ((453575425u >> (tn41 << 3u)) & 255u);
+                    uint t379 = boff20 + (t375 ? (t374 & 31u) : (t376 ? (32u + (t377 & 15u)) : 48u));
+                    uint twi45 = t379 >> 2u;
                     uint tlo45 = pc.w2.d[twi45];
-                    uint t260 = ((t259 & 2u) != 0u) ? ((tlo45 >> 16u) | (pc.w2.d[twi45 + 1u] << 16u)) : tlo45;
-                    uint t261 = l011 + 64u;
-                    bool t262 = t261 < 160u;
-                    bool t263 = t261 < 240u;
-                    uint t264 = t261 - 160u;
-                    uint tn22 = t262 ? (t261 >> 5u) : (t263 ? (t264 >> 4u) : ((t261 - 240u) >> 2u));
-                    uint t265 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
-                    uint t266 = boff15 + (t262 ? (t261 & 31u) : (t263 ? (32u + (t264 & 15u)) : 48u));
-                    uint twi46 = t266 >> 2u;
+                    uint t380 = ((t379 & 2u) != 0u) ? ((tlo45 >> 16u) | (pc.w2.d[twi45 + 1u] << 16u)) : tlo45;
+                    uint t381 = l016 + 64u;
+                    bool t382 = t381 < 160u;
+                    bool t383 = t381 < 240u;
+                    uint t384 = t381 - 160u;
+                    uint tn42 = t382 ? (t381 >> 5u) : (t383 ? (t384 >> 4u) : ((t381 - 240u) >> 2u));
+                    uint t385 = (tn42 == 4u) ? 81u : ((453575425u >> (tn42 << 3u)) & 255u);
+                    uint t386 = boff20 + (t382 ? (t381 & 31u) : (t383 ? (32u + (t384 & 15u)) : 48u));
+                    uint twi46 = t386 >> 2u;
                     uint tlo46 = pc.w2.d[twi46];
-                    uint t267 = ((t266 & 2u) != 0u) ? ((tlo46 >> 16u) | (pc.w2.d[twi46 + 1u] << 16u)) : tlo46;
-                    uint t268 = l011 + 96u;
-                    bool t269 = t268 < 160u;
-                    bool t270 = t268 < 240u;
-                    uint t271 = t268 - 160u;
-                    uint tn23 = t269 ? (t268 >> 5u) : (t270 ? (t271 >> 4u) : ((t268 - 240u) >> 2u));
-                    uint t272 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
-                    uint t273 = boff15 + (t269 ? (t268 & 31u) : (t270 ? (32u + (t271 & 15u)) : 48u));
-                    uint twi47 = t273 >> 2u;
+                    uint t387 = ((t386 & 2u) != 0u) ? ((tlo46 >> 16u) | (pc.w2.d[twi46 + 1u] << 16u)) : tlo46;
+                    uint t388 = l016 + 96u;
+                    bool t389 = t388 < 160u;
+                    bool t390 = t388 < 240u;
+                    uint t391 = t388 - 160u;
+                    uint tn43 = t389 ? (t388 >> 5u) : (t390 ? (t391 >> 4u) : ((t388 - 240u) >> 2u));
+                    uint t392 = (tn43 == 4u) ? 81u : ((453575425u >> (tn43 << 3u)) & 255u);
+                    uint t393 = boff20 + (t389 ? (t388 & 31u) : (t390 ? (32u + (t391 & 15u)) : 48u));
+                    uint twi47 = t393 >> 2u;
                     uint tlo47 = pc.w2.d[twi47];
-                    uint t274 = ((t273 & 2u) != 0u) ? ((tlo47 >> 16u) | (pc.w2.d[twi47 + 1u] << 16u)) : tlo47;
-                    wsh[dst5] = ((((((((((t253 & 16711935u) * t251) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t253 >> 8u) & 16711935u) * t251) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t260 & 16711935u) * t258) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t260 >> 8u) & 16711935u) * t258) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t267 & 16711935u) * t265) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t267 >> 8u) & 16711935u) * t265) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t274 & 16711935u) * t272) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t274 >> 8u) & 16711935u) * t272) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    uint t394 = ((t393 & 2u) != 0u) ? ((tlo47 >> 16u) | (pc.w2.d[twi47 + 1u] << 16u)) : tlo47;
+                    wsh[dst5] = ((((((((((t373 & 16711935u) * t371) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t373 >> 8u) & 16711935u) * t371) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t380 & 16711935u) * t378) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t380 >> 8u) & 16711935u) * t378) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t387 & 16711935u) * t385) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t387 >> 8u) & 16711935u) * t385) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t394 & 16711935u) * t392) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t394 >> 8u) & 16711935u) * t392) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
+                if (WFMT == 3u) {
+                    uint boff21 = (gr5 * 104u) + ((kb2 >> 1u) * 52u);
+                    uint l017 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
+                    uint t395 = l017 + 0u;
+                    bool t396 = t395 < 160u;
+                    bool t397 = t395 < 240u;
+                    uint t398 = t395 - 160u;
+                    uint tn44 = t396 ? (t395 >> 5u) : (t397 ? (t398 >> 4u) : ((t395 - 240u) >> 2u));
+                    uint t399 = (tn44 == 4u) ? 81u : ((453575425u >> (tn44 << 3u)) & 255u);
+                    uint t400 = pc.w2.d[(boff21 + (t396 ? (t395 & 31u) : (t397 ? (32u + (t398 & 15u)) : 48u))) >> 2u];
+                    uint t401 = l017 + 32u;
+                    bool t402 = t401 < 160u;
+                    bool t403 = t401 < 240u;
+                    uint t404 = t401 - 160u;
+                    uint tn45 = t402 ? (t401 >> 5u) : (t403 ? (t404 >> 4u) : ((t401 - 240u) >> 2u));
+                    uint t405 = (tn45 == 4u) ? 81u : ((453575425u >> (tn45 << 3u)) & 255u);
+                    uint t406 = pc.w2.d[(boff21 + (t402 ? (t401 & 31u) : (t403 ? (32u + (t404 & 15u)) : 48u))) >> 2u];
+                    uint t407 = l017 + 64u;
+                    bool t408 = t407 < 160u;
+                    bool t409 = t407 < 240u;
+                    uint t410 = t407 - 160u;
+                    uint tn46 = t408 ? (t407 >> 5u) : (t409 ? (t410 >> 4u) : ((t407 - 240u) >> 2u));
+                    uint t411 = (tn46 == 4u) ? 81u : ((453575425u >> (tn46 << 3u)) & 255u);
+                    uint t412 = pc.w2.d[(boff21 + (t408 ? (t407 & 31u) : (t409 ? (32u + (t410 & 15u)) : 48u))) >> 2u];
+                    uint t413 = l017 + 96u;
+                    bool t414 = t413 < 160u;
+                    bool t415 = t413 < 240u;
+                    uint t416 = t413 - 160u;
+                    uint tn47 = t414 ? (t413 >> 5u) : (t415 ? (t416 >> 4u) : ((t413 - 240u) >> 2u));
+                    uint t417 = (tn47 == 4u) ? 81u : ((453575425u >> (tn47 << 3u)) & 255u);
+                    uint t418 = pc.w2.d[(boff21 + (t414 ? (t413 & 31u) : (t415 ? (32u + (t416 & 15u)) : 48u))) >> 2u];
+                    wsh[dst5] = ((((((((((t400 & 16711935u) * t399) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t400 >> 8u) & 16711935u) * t399) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t406 & 16711935u) * t405) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t406 >> 8u) & 16711935u) * t405) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t412 & 16711935u) * t411) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t412 >> 8u) & 16711935u) * t411) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t418 & 16711935u) * t417) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t418 >> 8u) & 16711935u) * t417) & 16711935u) * 3u) & 4278255360u)) << 0u);
                 }
                 if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff16 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 132u) + ((kb2 >> 1u) * 66u);
-                    uint tdo4 = boff16 + 64u;
-                    precise float t275 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t275;
+                    uint boff22 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 132u) + ((kb2 >> 1u) * 66u);
+                    uint tdo4 = boff22 + 64u;
+                    precise float t419 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t419;
                 }
                 if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff17 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 108u) + ((kb2 >> 1u) * 54u);
-                    uint tdo5 = boff17 + 52u;
-                    precise float t276 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t276;
+                    uint boff23 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 108u) + ((kb2 >> 1u) * 54u);
+                    uint tdo5 = boff23 + 52u;
+                    precise float t420 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex + 0u] = t420;
                 }
                 uint e22 = gl_LocalInvocationIndex + 0u;
                 uint t16 = e22 >> 5u;
@@ -1295,7 +1502,7 @@ void main()
                 uint jw23 = e29 & 31u;
                 ash[(jw23 * 65u) + t23] = pc.q.d[(min(tok02 + t23, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw23)];
                 barrier();
-                bool tq2 = WFMT != 0u;
+                bool tq2 = (WFMT == 2u) || (WFMT == 1u);
                 if ((tok02 + (ty2 * 4u)) < dyn.n_tokens) {
                     for (uint wl2 = 0u; wl2 < 8u; wl2++) {
                         uint wv8 = wsh[(wl2 * 68u) + (tx2 + 0u)];
@@ -1307,26 +1514,26 @@ void main()
                         uint av33 = ash[ab8 + 1u];
                         uint av34 = ash[ab8 + 2u];
                         uint av35 = ash[ab8 + 3u];
-                        uint t277 = (wv8 >> 6u) & 50529027u;
-                        uint c32 = tq2 ? ((t277 + 2139062143u) ^ 2155905152u) : t277;
+                        uint t421 = (wv8 >> 6u) & 50529027u;
+                        uint c32 = tq2 ? ((t421 + 2139062143u) ^ 2155905152u) : t421;
                         acc002 += dsl_dot4x8_ss(av32, c32);
                         acc012 += dsl_dot4x8_ss(av33, c32);
                         acc022 += dsl_dot4x8_ss(av34, c32);
                         acc032 += dsl_dot4x8_ss(av35, c32);
-                        uint t278 = (wv9 >> 6u) & 50529027u;
-                        uint c33 = tq2 ? ((t278 + 2139062143u) ^ 2155905152u) : t278;
+                        uint t422 = (wv9 >> 6u) & 50529027u;
+                        uint c33 = tq2 ? ((t422 + 2139062143u) ^ 2155905152u) : t422;
                         acc102 += dsl_dot4x8_ss(av32, c33);
                         acc112 += dsl_dot4x8_ss(av33, c33);
                         acc122 += dsl_dot4x8_ss(av34, c33);
                         acc132 += dsl_dot4x8_ss(av35, c33);
-                        uint t279 = (wv10 >> 6u) & 50529027u;
-                        uint c34 = tq2 ? ((t279 + 2139062143u) ^ 2155905152u) : t279;
+                        uint t423 = (wv10 >> 6u) & 50529027u;
+                        uint c34 = tq2 ? ((t423 + 2139062143u) ^ 2155905152u) : t423;
                         acc202 += dsl_dot4x8_ss(av32, c34);
                         acc212 += dsl_dot4x8_ss(av33, c34);
                         acc222 += dsl_dot4x8_ss(av34, c34);
                         acc232 += dsl_dot4x8_ss(av35, c34);
-                        uint t280 = (wv11 >> 6u) & 50529027u;
-                        uint c35 = tq2 ? ((t280 + 2139062143u) ^ 2155905152u) : t280;
+                        uint t424 = (wv11 >> 6u) & 50529027u;
+                        uint c35 = tq2 ? ((t424 + 2139062143u) ^ 2155905152u) : t424;
                         acc302 += dsl_dot4x8_ss(av32, c35);
                         acc312 += dsl_dot4x8_ss(av33, c35);
                         acc322 += dsl_dot4x8_ss(av34, c35);
@@ -1336,26 +1543,26 @@ void main()
                         uint av37 = ash[ab9 + 1u];
                         uint av38 = ash[ab9 + 2u];
                         uint av39 = ash[ab9 + 3u];
-                        uint t281 = (wv8 >> 4u) & 50529027u;
-                        uint c36 = tq2 ? ((t281 + 2139062143u) ^ 2155905152u) : t281;
+                        uint t425 = (wv8 >> 4u) & 50529027u;
+                        uint c36 = tq2 ? ((t425 + 2139062143u) ^ 2155905152u) : t425;
                         acc002 += dsl_dot4x8_ss(av36, c36);
                         acc012 += dsl_dot4x8_ss(av37, c36);
                         acc022 += dsl_dot4x8_ss(av38, c36);
                         acc032 += dsl_dot4x8_ss(av39, c36);
-                        uint t282 = (wv9 >> 4u) & 50529027u;
-                        uint c37 = tq2 ? ((t282 + 2139062143u) ^ 2155905152u) : t282;
+                        uint t426 = (wv9 >> 4u) & 50529027u;
+                        uint c37 = tq2 ? ((t426 + 2139062143u) ^ 2155905152u) : t426;
                         acc102 += dsl_dot4x8_ss(av36, c37);
                         acc112 += dsl_dot4x8_ss(av37, c37);
                         acc122 += dsl_dot4x8_ss(av38, c37);
                         acc132 += dsl_dot4x8_ss(av39, c37);
-                        uint t283 = (wv10 >> 4u) & 50529027u;
-                        uint c38 = tq2 ? ((t283 + 2139062143u) ^ 2155905152u) : t283;
+                        uint t427 = (wv10 >> 4u) & 50529027u;
+                        uint c38 = tq2 ? ((t427 + 2139062143u) ^ 2155905152u) : t427;
                         acc202 += dsl_dot4x8_ss(av36, c38);
                         acc212 += dsl_dot4x8_ss(av37, c38);
                         acc222 += dsl_dot4x8_ss(av38, c38);
                         acc232 += dsl_dot4x8_ss(av39, c38);
-                        uint t284 = (wv11 >> 4u) & 50529027u;
-                        uint c39 = tq2 ? ((t284 + 2139062143u) ^ 2155905152u) : t284;
+                        uint t428 = (wv11 >> 4u) & 50529027u;
+                        uint c39 = tq2 ? ((t428 + 2139062143u) ^ 2155905152u) : t428;
                         acc302 += dsl_dot4x8_ss(av36, c39);
                         acc312 += dsl_dot4x8_ss(av37, c39);
                         acc322 += dsl_dot4x8_ss(av38, c39);
@@ -1365,26 +1572,26 @@ void main()
                         uint av41 = ash[ab10 + 1u];
                         uint av42 = ash[ab10 + 2u];
                         uint av43 = ash[ab10 + 3u];
-                        uint t285 = (wv8 >> 2u) & 50529027u;
-                        uint c40 = tq2 ? ((t285 + 2139062143u) ^ 2155905152u) : t285;
+                        uint t429 = (wv8 >> 2u) & 50529027u;
+                        uint c40 = tq2 ? ((t429 + 2139062143u) ^ 2155905152u) : t429;
                         acc002 += dsl_dot4x8_ss(av40, c40);
                         acc012 += dsl_dot4x8_ss(av41, c40);
                         acc022 += dsl_dot4x8_ss(av42, c40);
                         acc032 += dsl_dot4x8_ss(av43, c40);
-                        uint t286 = (wv9 >> 2u) & 50529027u;
-                        uint c41 = tq2 ? ((t286 + 2139062143u) ^ 2155905152u) : t286;
+                        uint t430 = (wv9 >> 2u) & 50529027u;
+                        uint c41 = tq2 ? ((t430 + 2139062143u) ^ 2155905152u) : t430;
                         acc102 += dsl_dot4x8_ss(av40, c41);
                         acc112 += dsl_dot4x8_ss(av41, c41);
                         acc122 += dsl_dot4x8_ss(av42, c41);
                         acc132 += dsl_dot4x8_ss(av43, c41);
-                        uint t287 = (wv10 >> 2u) & 50529027u;
-                        uint c42 = tq2 ? ((t287 + 2139062143u) ^ 2155905152u) : t287;
+                        uint t431 = (wv10 >> 2u) & 50529027u;
+                        uint c42 = tq2 ? ((t431 + 2139062143u) ^ 2155905152u) : t431;
                         acc202 += dsl_dot4x8_ss(av40, c42);
                         acc212 += dsl_dot4x8_ss(av41, c42);
                         acc222 += dsl_dot4x8_ss(av42, c42);
                         acc232 += dsl_dot4x8_ss(av43, c42);
-                        uint t288 = (wv11 >> 2u) & 50529027u;
-                        uint c43 = tq2 ? ((t288 + 2139062143u) ^ 2155905152u) : t288;
+                        uint t432 = (wv11 >> 2u) & 50529027u;
+                        uint c43 = tq2 ? ((t432 + 2139062143u) ^ 2155905152u) : t432;
                         acc302 += dsl_dot4x8_ss(av40, c43);
                         acc312 += dsl_dot4x8_ss(av41, c43);
                         acc322 += dsl_dot4x8_ss(av42, c43);
@@ -1394,26 +1601,26 @@ void main()
                         uint av45 = ash[ab11 + 1u];
                         uint av46 = ash[ab11 + 2u];
                         uint av47 = ash[ab11 + 3u];
-                        uint t289 = (wv8 >> 0u) & 50529027u;
-                        uint c44 = tq2 ? ((t289 + 2139062143u) ^ 2155905152u) : t289;
+                        uint t433 = (wv8 >> 0u) & 50529027u;
+                        uint c44 = tq2 ? ((t433 + 2139062143u) ^ 2155905152u) : t433;
                         acc002 += dsl_dot4x8_ss(av44, c44);
                         acc012 += dsl_dot4x8_ss(av45, c44);
                         acc022 += dsl_dot4x8_ss(av46, c44);
                         acc032 += dsl_dot4x8_ss(av47, c44);
-                        uint t290 = (wv9 >> 0u) & 50529027u;
-                        uint c45 = tq2 ? ((t290 + 2139062143u) ^ 2155905152u) : t290;
+                        uint t434 = (wv9 >> 0u) & 50529027u;
+                        uint c45 = tq2 ? ((t434 + 2139062143u) ^ 2155905152u) : t434;
                         acc102 += dsl_dot4x8_ss(av44, c45);
                         acc112 += dsl_dot4x8_ss(av45, c45);
                         acc122 += dsl_dot4x8_ss(av46, c45);
                         acc132 += dsl_dot4x8_ss(av47, c45);
-                        uint t291 = (wv10 >> 0u) & 50529027u;
-                        uint c46 = tq2 ? ((t291 + 2139062143u) ^ 2155905152u) : t291;
+                        uint t435 = (wv10 >> 0u) & 50529027u;
+                        uint c46 = tq2 ? ((t435 + 2139062143u) ^ 2155905152u) : t435;
                         acc202 += dsl_dot4x8_ss(av44, c46);
                         acc212 += dsl_dot4x8_ss(av45, c46);
                         acc222 += dsl_dot4x8_ss(av46, c46);
                         acc232 += dsl_dot4x8_ss(av47, c46);
-                        uint t292 = (wv11 >> 0u) & 50529027u;
-                        uint c47 = tq2 ? ((t292 + 2139062143u) ^ 2155905152u) : t292;
+                        uint t436 = (wv11 >> 0u) & 50529027u;
+                        uint c47 = tq2 ? ((t436 + 2139062143u) ^ 2155905152u) : t436;
                         acc302 += dsl_dot4x8_ss(av44, c47);
                         acc312 += dsl_dot4x8_ss(av45, c47);
                         acc322 += dsl_dot4x8_ss(av46, c47);
@@ -1466,22 +1673,22 @@ void main()
                 precise float sc8 = pc.qs.d[tok8 * 2u];
                 uint row32 = row02 + (tx2 + 0u);
                 if (row32 < M2) {
-                    precise float v32 = (WFMT == 0u) ? ((float(acc002 - qsum8) / sc8) * ws2) : (accf002 / sc8);
+                    precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf002 / sc8) : ((float(acc002 - qsum8) / sc8) * ws2);
                     pc.y2.d[(tok8 * M2) + row32] = v32;
                 }
                 uint row33 = row02 + (tx2 + 16u);
                 if (row33 < M2) {
-                    precise float v33 = (WFMT == 0u) ? ((float(acc102 - qsum8) / sc8) * ws2) : (accf102 / sc8);
+                    precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf102 / sc8) : ((float(acc102 - qsum8) / sc8) * ws2);
                     pc.y2.d[(tok8 * M2) + row33] = v33;
                 }
                 uint row34 = row02 + (tx2 + 32u);
                 if (row34 < M2) {
-                    precise float v34 = (WFMT == 0u) ? ((float(acc202 - qsum8) / sc8) * ws2) : (accf202 / sc8);
+                    precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf202 / sc8) : ((float(acc202 - qsum8) / sc8) * ws2);
                     pc.y2.d[(tok8 * M2) + row34] = v34;
                 }
                 uint row35 = row02 + (tx2 + 48u);
                 if (row35 < M2) {
-                    precise float v35 = (WFMT == 0u) ? ((float(acc302 - qsum8) / sc8) * ws2) : (accf302 / sc8);
+                    precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf302 / sc8) : ((float(acc302 - qsum8) / sc8) * ws2);
                     pc.y2.d[(tok8 * M2) + row35] = v35;
                 }
             }
@@ -1491,22 +1698,22 @@ void main()
                 precise float sc9 = pc.qs.d[tok9 * 2u];
                 uint row36 = row02 + (tx2 + 0u);
                 if (row36 < M2) {
-                    precise float v36 = (WFMT == 0u) ? ((float(acc012 - qsum9) / sc9) * ws2) : (accf012 / sc9);
+                    precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf012 / sc9) : ((float(acc012 - qsum9) / sc9) * ws2);
                     pc.y2.d[(tok9 * M2) + row36] = v36;
                 }
                 uint row37 = row02 + (tx2 + 16u);
                 if (row37 < M2) {
-                    precise float v37 = (WFMT == 0u) ? ((float(acc112 - qsum9) / sc9) * ws2) : (accf112 / sc9);
+                    precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf112 / sc9) : ((float(acc112 - qsum9) / sc9) * ws2);
                     pc.y2.d[(tok9 * M2) + row37] = v37;
                 }
                 uint row38 = row02 + (tx2 + 32u);
                 if (row38 < M2) {
-                    precise float v38 = (WFMT == 0u) ? ((float(acc212 - qsum9) / sc9) * ws2) : (accf212 / sc9);
+                    precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf212 / sc9) : ((float(acc212 - qsum9) / sc9) * ws2);
                     pc.y2.d[(tok9 * M2) + row38] = v38;
                 }
                 uint row39 = row02 + (tx2 + 48u);
                 if (row39 < M2) {
-                    precise float v39 = (WFMT == 0u) ? ((float(acc312 - qsum9) / sc9) * ws2) : (accf312 / sc9);
+                    precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf312 / sc9) : ((float(acc312 - qsum9) / sc9) * ws2);
                     pc.y2.d[(tok9 * M2) + row39] = v39;
                 }
             }
@@ -1516,22 +1723,22 @@ void main()
                 precise float sc10 = pc.qs.d[tok10 * 2u];
                 uint row40 = row02 + (tx2 + 0u);
                 if (row40 < M2) {
-                    precise float v40 = (WFMT == 0u) ? ((float(acc022 - qsum10) / sc10) * ws2) : (accf022 / sc10);
+                    precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf022 / sc10) : ((float(acc022 - qsum10) / sc10) * ws2);
                     pc.y2.d[(tok10 * M2) + row40] = v40;
                 }
                 uint row41 = row02 + (tx2 + 16u);
                 if (row41 < M2) {
-                    precise float v41 = (WFMT == 0u) ? ((float(acc122 - qsum10) / sc10) * ws2) : (accf122 / sc10);
+                    precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf122 / sc10) : ((float(acc122 - qsum10) / sc10) * ws2);
                     pc.y2.d[(tok10 * M2) + row41] = v41;
                 }
                 uint row42 = row02 + (tx2 + 32u);
                 if (row42 < M2) {
-                    precise float v42 = (WFMT == 0u) ? ((float(acc222 - qsum10) / sc10) * ws2) : (accf222 / sc10);
+                    precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf222 / sc10) : ((float(acc222 - qsum10) / sc10) * ws2);
                     pc.y2.d[(tok10 * M2) + row42] = v42;
                 }
                 uint row43 = row02 + (tx2 + 48u);
                 if (row43 < M2) {
-                    precise float v43 = (WFMT == 0u) ? ((float(acc322 - qsum10) / sc10) * ws2) : (accf322 / sc10);
+                    precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf322 / sc10) : ((float(acc322 - qsum10) / sc10) * ws2);
                     pc.y2.d[(tok10 * M2) + row43] = v43;
                 }
             }
@@ -1541,22 +1748,22 @@ void main()
                 precise float sc11 = pc.qs.d[tok11 * 2u];
                 uint row44 = row02 + (tx2 + 0u);
                 if (row44 < M2) {
-                    precise float v44 = (WFMT == 0u) ? ((float(acc032 - qsum11) / sc11) * ws2) : (accf032 / sc11);
+                    precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf032 / sc11) : ((float(acc032 - qsum11) / sc11) * ws2);
                     pc.y2.d[(tok11 * M2) + row44] = v44;
                 }
                 uint row45 = row02 + (tx2 + 16u);
                 if (row45 < M2) {
-                    precise float v45 = (WFMT == 0u) ? ((float(acc132 - qsum11) / sc11) * ws2) : (accf132 / sc11);
+                    precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf132 / sc11) : ((float(acc132 - qsum11) / sc11) * ws2);
                     pc.y2.d[(tok11 * M2) + row45] = v45;
                 }
                 uint row46 = row02 + (tx2 + 32u);
                 if (row46 < M2) {
-                    precise float v46 = (WFMT == 0u) ? ((float(acc232 - qsum11) / sc11) * ws2) : (accf232 / sc11);
+                    precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf232 / sc11) : ((float(acc232 - qsum11) / sc11) * ws2);
                     pc.y2.d[(tok11 * M2) + row46] = v46;
                 }
                 uint row47 = row02 + (tx2 + 48u);
                 if (row47 < M2) {
-                    precise float v47 = (WFMT == 0u) ? ((float(acc332 - qsum11) / sc11) * ws2) : (accf332 / sc11);
+                    precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf332 / sc11) : ((float(acc332 - qsum11) / sc11) * ws2);
                     pc.y2.d[(tok11 * M2) + row47] = v47;
                 }
             }
