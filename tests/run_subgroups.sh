@@ -6,7 +6,8 @@
 # llvmpipe's subgroup is its vector width / 32, which LP_NATIVE_VECTOR_WIDTH sets: 128 -> 4
 # lanes, 512 -> 16, 1024 -> 32, 2048 -> 64. So on a lavapipe-only machine this runs the suites
 # that check each kernel against its C reference (and the fused kernels against the plain
-# ones) at 4 and 16 lanes, two widths at a time. 1024 and 2048 are not in the list: Mesa 22's
+# ones, the chained decode against the unchained one) at 4 and 16 lanes, two widths at a
+# time. 1024 and 2048 are not in the list: Mesa 22's
 # llvmpipe reports 32 / 64 lanes there but runs 16-lane subgroups, which test_dsl_gpu's
 # test_subgroup_full names (docs/performance.md). Each run gets an empty pipeline cache and
 # Mesa's shader cache off: Mesa keys its cache
@@ -16,7 +17,7 @@
 # does nothing (the GPU's own size is what `make test` ran with).
 B=${B:-build}
 LIST="$B/bitnet-tiny"
-SUITES="$B/tests/test_dsl_gpu $B/tests/test_kernels $B/tests/test_kernels_fused"
+SUITES="$B/tests/test_dsl_gpu $B/tests/test_kernels $B/tests/test_kernels_fused tests/test_tune_chained.sh"
 dev=$("$LIST" --list-devices 2>/dev/null | grep '^[0-9]*:' | head -n 1)
 if [ -z "$dev" ]; then
     echo "subgroup sweep: skipped: no Vulkan device"

@@ -206,6 +206,9 @@ static void test_bad_combinations(void **state)
     RUN(e, NULL, "--help=1");
     expect(&e, 2, "takes no value");
     cli_result_free(&e);
+    RUN(lc, NULL, "-m", "x.gguf", "-p", "hello", "--layer-chain", "sometimes");
+    expect(&lc, 2, "auto, on or off");
+    cli_result_free(&lc);
 }
 
 static void test_missing_model(void **state)
@@ -599,6 +602,13 @@ static void test_bench(void **state)
     assert_non_null(nl);
     assert_int_equal(nl[1], 0); /* one line */
     bool cpu = strstr(r.out, "\"device_type\":\"cpu\"") != NULL;
+    /* the decode schedule is named; lavapipe runs the chained one by default: 2 dispatches
+     * (embedding, LM head) + 3 for the layer, not 2 + 5 */
+    assert_true(strstr(r.out, "\"layer_chain\":\"chained\"") || strstr(r.out, "\"layer_chain\":\"unchained\""));
+    if (strstr(r.out, "\"device\":\"llvmpipe")) {
+        assert_non_null(strstr(r.out, "\"layer_chain\":\"chained\""));
+        assert_non_null(strstr(r.out, "\"dispatches_per_token\":5,"));
+    }
     cli_result_free(&r);
     /* no shape given: reduced on a CPU device (lavapipe), the full one on a GPU */
     RUN(m, NULL, "--bench", "--bench-mkmodel", "/nonexistent/mkmodel");

@@ -140,6 +140,7 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .stream_sync = st.stream_sync,
         .stream_host_copies = st.host_copies,
         .stream_host_copies_overlapped = st.host_copies_overlapped,
+        .chained_decode = st.chained,
     };
     return 0;
 }

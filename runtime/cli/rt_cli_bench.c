@@ -50,6 +50,7 @@ typedef struct {
     bool native_dot;       /* kernels with native integer dot products */
     bool lm_head_q8;       /* --lm-head q8 */
     bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
+    bool chained;          /* the chained decode schedule ran (--layer-chain) */
     int tune_state;        /* rt_tune_state of the variants */
     char variants[4096];   /* "kernel=variant ..." of the decode kernels with variants */
     int streamed_layers;   /* --vram-budget: layers copied in per step */
@@ -355,6 +356,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->native_dot = st.native_int_dot;
     r->lm_head_q8 = st.lm_head_q8;
     r->gemv_vec = st.gemv_vec;
+    r->chained = st.chained_decode;
     r->tune_state = ternion_perf_variants(e, r->variants, sizeof(r->variants));
     r->barriers = st.barriers_per_token;
     r->streamed_layers = st.streamed_layers;
@@ -431,6 +433,7 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
                r->s_compute_ms, r->s_step_ms, r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0,
                ternion_stream_sync_name(r->stream_sync));
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
+        json_str("layer_chain", r->chained ? "chained" : "unchained", true);
         json_str("sparse_ffn", sparse_names[r->sparse_ffn < 0 || r->sparse_ffn > 2 ? 0 : r->sparse_ffn], true);
         if (r->n_ffn) {
             printf("\"ffn_active\":%.4f,\"ffn_active_layers\":[", mean_active(r));
@@ -464,6 +467,8 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
            r->native_dot ? "native" : "portable (emulated)", r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
            o->weights ? o->weights : "as stored",
            r->gemv_vec ? "16 bytes per lane (--gemv vec4)" : "4 bytes per lane (--gemv scalar)");
+    printf("schedule:    %s decode (--layer-chain %s), %u dispatches per token\n", r->chained ? "chained" : "unchained",
+           r->chained ? "on" : "off", r->dispatches);
     printf("decode:      %.2f tok/s, %.3f ms/token (context %d, median of %d runs x %d tokens)%s\n", r->dec_tps,
            r->dec_ms, DEC_POS, DEC_RUNS, DEC_STEPS, o->profile ? " [profiling on: includes timestamp cost]" : "");
     printf("chained:     %.2f tok/s, %.3f ms/token (greedy, %d tokens per submission, the CPU out of the loop)\n",

@@ -4,11 +4,14 @@
  * A chained kernel (gen/kernels/gen_k_chain.c) runs several layer kernels as phases of one
  * dispatch whose workgroups take ordered tickets and spin until the previous phase is
  * done. That is deadlock-free where workgroups that have started keep making progress
- * (GPUs of NVIDIA, AMD and Intel; llvmpipe), which Vulkan does not promise, so the
- * unchained decode schedule stays the default: the chained one runs when asked for
- * (rt_engine_opts.chain, or TERNION_CHAIN=1 in the environment when the option is auto)
- * or when the tuner measured it faster on this device (rt_tune.c). The sparse FFN and
- * layer streaming keep the unchained schedule.
+ * (GPUs of NVIDIA, AMD and Intel; llvmpipe), which Vulkan does not promise. So the
+ * chained schedule is the default only on those devices (known_progress: by vendor id),
+ * where it needs 2 + 3 per layer dispatches instead of 2 + 5 per layer; elsewhere the
+ * unchained one is. Either way rt_engine_opts.chain (--layer-chain on|off), TERNION_CHAIN=0|1 in
+ * the environment when the option is auto, or the tuner's stored choice for this device
+ * (rt_tune.c: it times both) decide over that default. The sparse FFN and layer streaming
+ * keep the unchained schedule, and so does a device whose limits the chained kernels
+ * exceed (rt_eng_chained_available).
  *
  * The phases bind more buffers than 128 bytes of push constants hold, so a chained kernel
  * reads its buffer addresses from a table (rt_kernel_desc.arg_table): one table per layer
@@ -88,6 +91,17 @@ int rt_eng_chained_set(rt_engine *e, bool on, char *err)
     return 0;
 }
 
+/* Devices whose started workgroups keep running while others spin (see the header):
+ * NVIDIA, AMD and Intel GPUs, and Mesa's llvmpipe (lavapipe), by PCI / Khronos vendor id. */
+static bool known_progress(const rt_vk_info *vi)
+{
+    static const uint32_t vendors[] = {0x10de /* NVIDIA */, 0x1002 /* AMD */, 0x8086 /* Intel */};
+    for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]); i++)
+        if (vi->vendor_id == vendors[i])
+            return true;
+    return vi->vendor_id == 0x10005 /* VK_VENDOR_ID_MESA */ && vi->type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
 int rt_eng_chained_open(rt_engine *e, int want, char *err)
 {
     if (want == RT_CHAIN_AUTO) {
@@ -96,6 +110,10 @@ int rt_eng_chained_open(rt_engine *e, int want, char *err)
             want = strcmp(env, "0") ? RT_CHAIN_ON : RT_CHAIN_OFF;
     }
     e->chain_forced = want != RT_CHAIN_AUTO;
+    if (want == RT_CHAIN_AUTO) /* the default: chained where it is known to be safe and can run */
+        return known_progress(rt_vk_get_info(e->vk)) && rt_eng_chained_available(e, NULL, 0)
+                   ? rt_eng_chained_set(e, true, err)
+                   : 0;
     if (want != RT_CHAIN_ON)
         return 0;
     return rt_eng_chained_set(e, true, err);
