@@ -17,6 +17,14 @@
  * a YAML that gives the matrices of one fused kernel two formats is a generator error.
  * Malformed TQ tensors (a row length not a multiple of 256, a byte size the shape does
  * not match) are clear load errors naming the tensor.
+ *
+ * `--weights tq1` (opts.weights = FMT_TQ1_T, format/fmt_tq1_t.c: TQ1_0's trits in 52-byte
+ * blocks, the I2_S tensor's f32 scale once after them) on the I2_S file gives the I2_S
+ * logits bit for bit, prompt and greedy tokens: exact because every bitlinear sums the same
+ * integer products (trit codes 0..2 times int8 activations, sum(q) subtracted) and then does
+ * the same f32 operations with the same f32 scale (float(sum) / s * scale) as the I2_S
+ * kernels; only where the codes come from differs. It moves exactly n/4 - n/256 * 52 bytes
+ * fewer per ternary matrix of n weights. A file claiming TQ1_T's type id is refused.
  */
 #define _GNU_SOURCE /* memmem */
 #include <math.h>
@@ -256,8 +264,50 @@ static void test_tq_fixture(void **st)
     free(ref);
 }
 
-/* A copy of the TQ1_0 file with dimension dim of tensor name set to v. */
-static void patched(const char *name, int dim, uint64_t v, const char *out)
+/* --weights tq1 (TQ1_T) on the I2_S file: the I2_S run's logits and tokens bit for bit,
+ * 18.75 % fewer ternary bytes (52 bytes per 256 weights against 64). */
+static void test_tq1t_exact(void **st)
+{
+    (void)st;
+    char err[RT_ERR_LEN] = "";
+    int32_t ids[512], g_i2s[GREEDY], g_t[GREEDY];
+    const int n = read_ids(ids, 512);
+    rt_engine *e = NULL;
+    int rc = open_with(&g_d, DIR "/model.gguf", 0, &e, err);
+    if (rc == 1)
+        skip();
+    assert_int_equal(rc, 0);
+    const size_t nl = (size_t)n * rt_engine_vocab(e);
+    float *li = malloc(4 * nl), *lt = malloc(4 * nl);
+    run(e, ids, n, li, g_i2s);
+    const uint64_t bytes_i2s = rt_engine_decode_bytes(e, 1);
+    rt_engine_close(e);
+    if (open_with(&g_d, DIR "/model.gguf", FMT_TQ1_T, &e, err))
+        fail_msg("%s", err);
+    run(e, ids, n, lt, g_t);
+    const uint64_t bytes_t = rt_engine_decode_bytes(e, 1);
+    rt_engine_close(e);
+    assert_memory_equal(lt, li, 4 * nl);
+    assert_memory_equal(g_t, g_i2s, sizeof(g_t));
+    int64_t want = 0, tern = 0;
+    for (int t = 0; t < g_m.n_tensors; t++)
+        if (g_m.tensors[t].type == FMT_I2_S) {
+            const int64_t w = 2 * g_m.tensors[t].ne[0] * g_m.tensors[t].ne[1]; /* two layers */
+            want += w / 4 - w / 256 * 52;
+            tern += w / 4;
+        }
+    printf("--weights tq1 (TQ1_T): logits of %d positions and %d greedy tokens identical to I2_S; bytes/token %llu "
+           "(I2_S %llu): ternary %lld -> %lld bytes (%.2f %% fewer)\n", n, GREEDY, (unsigned long long)bytes_t,
+           (unsigned long long)bytes_i2s, (long long)tern, (long long)(tern - want), 100.0 * (double)want / (double)tern);
+    assert_int_equal((int64_t)bytes_i2s - (int64_t)bytes_t, want);
+    assert_true(want * 10000 == tern * 1875); /* 18.75 % exactly */
+    free(li);
+    free(lt);
+}
+
+/* A copy of the TQ1_0 file with the nv bytes at byte `at` after tensor name's name (0: its
+ * n_dims, 4: its dims) set to v. */
+static void patched_at(const char *name, int at, const void *v, size_t nv, const char *out)
 {
     size_t nb;
     uint8_t *b = (uint8_t *)read_file(tmp[0], &nb);
@@ -265,15 +315,18 @@ static void patched(const char *name, int dim, uint64_t v, const char *out)
     uint64_t len = strlen(name);
     memcpy(pat, &len, 8);
     memcpy(pat + 8, name, len);
-    uint8_t *at = memmem(b, nb, pat, 8 + len);
-    assert_non_null(at);
-    memcpy(at + 8 + len + 4 + 8 * dim, &v, 8);
+    uint8_t *p = memmem(b, nb, pat, 8 + len);
+    assert_non_null(p);
+    memcpy(p + 8 + len + at, v, nv);
     FILE *fp = fopen(out, "wb");
     assert_non_null(fp);
     assert_int_equal(fwrite(b, 1, nb, fp), nb);
     fclose(fp);
     free(b);
 }
+
+/* A copy of the TQ1_0 file with dimension dim of tensor name set to v. */
+static void patched(const char *name, int dim, uint64_t v, const char *out) { patched_at(name, 4 + 8 * dim, &v, 8, out); }
 
 static void test_tq_malformed(void **st)
 {
@@ -294,6 +347,15 @@ static void test_tq_malformed(void **st)
     assert_null(e);
     printf("byte size: %s\n", err);
     assert_non_null(strstr(err, "blk.1.ffn_down.weight"));
+    /* a tensor claiming TQ1_T's type id (200): a device-only layout, never in a file (the
+     * u32 type follows n_dims and the 2 dims) */
+    const uint32_t dev_type = 200;
+    patched_at("blk.0.ffn_up.weight", 4 + 2 * 8, &dev_type, 4, bad);
+    assert_int_not_equal(open_with(&g_vd[0], bad, 0, &e, err), 0);
+    assert_null(e);
+    printf("device-only type: %s\n", err);
+    assert_non_null(strstr(err, "blk.0.ffn_up.weight"));
+    assert_non_null(strstr(err, "type 200 (TQ1_T) is a device-only layout"));
     unlink(bad);
 }
 
@@ -350,6 +412,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tq_fixture),
+        cmocka_unit_test(test_tq1t_exact),
         cmocka_unit_test(test_tq_malformed),
         cmocka_unit_test(test_tq_type_mismatch),
         cmocka_unit_test(test_tq_fused_formats),

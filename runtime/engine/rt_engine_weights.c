@@ -163,9 +163,11 @@ int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err)
         return -1;
     }
     memset(fmt, 0xff, d->n_kernels);
-    const rt_schedule *ss[2] = {&d->decode, &d->prefill};
+    /* every schedule a pipeline may run in: the chained kernels of decode_chain too (a
+     * kernel left out would keep WFMT 0 and read repacked weights as I2_S) */
+    const rt_schedule *ss[5] = {&d->decode, &d->prefill, &d->decode_exact, &d->decode_pred, &d->decode_chain};
     int rc = 0;
-    for (int si = 0; si < 2 && !rc; si++) {
+    for (int si = 0; si < 5 && !rc; si++) {
         const rt_dispatch *parts[4] = {ss[si]->pre, ss[si]->layer, ss[si]->post, ss[si]->post_q8};
         const uint32_t counts[4] = {ss[si]->n_pre, ss[si]->n_layer, ss[si]->n_post, ss[si]->post_q8 ? ss[si]->n_post : 0};
         for (int p = 0; p < 4 && !rc; p++)
