@@ -17,6 +17,10 @@
 
 #include "api/rt_api_priv.h"
 
+_Static_assert((int)TERNION_CHAIN_AUTO == (int)RT_CHAIN_AUTO && (int)TERNION_CHAIN_OFF == (int)RT_CHAIN_OFF &&
+                   (int)TERNION_CHAIN_ON == (int)RT_CHAIN_ON,
+               "ternion_context_params.chain is passed to rt_engine_opts.chain as it is");
+
 double rt_api_now_ms(void)
 {
     struct timespec ts;
@@ -61,6 +65,8 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
     if (p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ1_0 || p.vram_budget_mib < 0)
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: weights %d (0..3), vram_budget_mib %d: out of range",
                            p.weights, p.vram_budget_mib);
+    if (p.chain < TERNION_CHAIN_AUTO || p.chain > TERNION_CHAIN_ON)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: chain %d: out of range (0..2)", p.chain);
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
         return rt_api_fail(TERNION_E_INVALID,
                            "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
@@ -91,6 +97,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
                    : p.weights == TERNION_WEIGHTS_TQ2   ? FMT_TQ2_0
                                                         : 0,
         .vram_budget_mib = p.vram_budget_mib,
+        .chain = p.chain, /* TERNION_CHAIN_* == RT_CHAIN_* */
         .progress = progress_cb,
         .progress_user = m,
     };

@@ -257,7 +257,15 @@ typedef struct {
     int32_t vram_budget_mib; /* 0: every weight on the device; else the layers that do not fit
                            beside two layer slots stay in host memory and are copied in per step,
                            overlapping compute (same logits); too small: an error naming the least */
+    int32_t chain;      /* decode schedule (ternion_chain): TERNION_CHAIN_AUTO (the default: the
+                           tuner's stored choice, else chained on NVIDIA, AMD and Intel GPUs and
+                           lavapipe, unchained elsewhere; TERNION_CHAIN=0|1 in the environment
+                           overrides), _OFF (each layer kernel its own dispatch: 2 + 5 per layer),
+                           _ON (a layer's O, GLU and down projections as ordered phases of one
+                           dispatch: 2 + 3 per layer; relies on running workgroups making progress
+                           while others wait, which Vulkan does not promise). Same logits */
 } ternion_context_params;
+typedef enum { TERNION_CHAIN_AUTO = 0, TERNION_CHAIN_OFF = 1, TERNION_CHAIN_ON = 2 } ternion_chain;
 enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2, TERNION_WEIGHTS_TQ1_0 = 3 };
 
 enum { TERNION_SPARSE_DENSE = 0, TERNION_SPARSE_EXACT = 1, TERNION_SPARSE_PREDICTOR = 2 };
@@ -401,6 +409,7 @@ typedef struct {
     uint64_t stream_host_copies;   /* 4: layer copies the host made so far on this context's device */
     uint64_t stream_host_copies_overlapped; /* of those, the ones that ran while a compute batch was in
                                       flight (checked by its semaphore value, not by timing) */
+    bool chained_decode;           /* decode runs the chained schedule (ternion_context_params.chain) */
 } ternion_perf;
 /* "events, compute queue", "timeline semaphores, compute queue", "host copies", ... for a
  * stream_sync value. */

@@ -165,6 +165,9 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     cp.validation = o->validation;
     cp.no_int_dot = o->no_int_dot;
     cp.gemv = !o->gemv ? 0 : !strcmp(o->gemv, "vec4") ? 2 : 1;
+    cp.chain = !o->layer_chain || !strcmp(o->layer_chain, "auto") ? TERNION_CHAIN_AUTO
+               : !strcmp(o->layer_chain, "on")                    ? TERNION_CHAIN_ON
+                                                                  : TERNION_CHAIN_OFF;
     cp.lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8");
     cp.sparse_ffn = !o->sparse_ffn                       ? TERNION_SPARSE_DENSE
                     : !strcmp(o->sparse_ffn, "exact")     ? TERNION_SPARSE_EXACT
@@ -190,8 +193,9 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
         fprintf(stderr, "ternion: %s (%s) on Vulkan device %s [%s], driver %s, %.1f GiB device-local\n",
                 ternion_model_builtin(m), path, di.name, type_name(di.type), di.driver,
                 di.device_local_bytes / (1024.0 * 1024 * 1024));
-        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane\n",
-                pf.native_int_dot ? "native" : "portable (emulated)", pf.gemv_vec ? 16 : 4);
+        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane, %s decode "
+                "(%u dispatches per token)\n", pf.native_int_dot ? "native" : "portable (emulated)",
+                pf.gemv_vec ? 16 : 4, pf.chained_decode ? "chained" : "unchained", pf.dispatches_per_token);
     }
     *out_m = m;
     *out_c = c;

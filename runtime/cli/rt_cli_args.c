@@ -65,6 +65,7 @@ static const flag_def flags[] = {
     {"--print-ids", NULL, F_BOOL, O(print_ids), 0, 0, NULL, "print generated token ids instead of text"},
     {"--decode-chain", NULL, F_INT, O(decode_chain), 1, TERNION_MAX_CHAIN, "N", "greedy: decode N tokens per GPU submission, printed in bursts (1..16, default 8)"},
     {"--tune", NULL, F_BOOL, O(tune), 0, 0, NULL, "time every variant of every decode kernel on this device and model (random weights of the full shape without -m), print the table, store the fastest (normal runs use the stored choice, tuning once when none)"},
+    {"--layer-chain", NULL, F_STR, O(layer_chain), 0, 0, "MODE", "decode schedule: on (a layer's O, GLU and down projections as ordered phases of one dispatch: 2 + 3 dispatches per layer), off (2 + 5), auto (the default: the tuner's stored choice, else on for NVIDIA, AMD and Intel GPUs and lavapipe); same logits"},
     {"--no-int-dot", NULL, F_BOOL, O(no_int_dot), 0, 0, NULL, "portable kernels even where the device has integer dot products"},
     {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
     {"--vram-budget", NULL, F_INT, O(vram_budget), 0, 1 << 30, "MiB", "device memory for the model (0: all resident, the default); the layers that do not fit beside two layer slots stay in host memory and are copied in per step, overlapping compute"},
@@ -206,6 +207,9 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         int rc = set_value(o, f, name, val);
         if (rc) return rc;
     }
+    if (o->layer_chain && strcmp(o->layer_chain, "auto") && strcmp(o->layer_chain, "on") &&
+        strcmp(o->layer_chain, "off"))
+        return bad_value(o->prog, "--layer-chain", o->layer_chain, "auto, on or off");
     if (o->gemv && strcmp(o->gemv, "scalar") && strcmp(o->gemv, "vec4"))
         return bad_value(o->prog, "--gemv", o->gemv, "scalar or vec4");
     if (o->weights && strcmp(o->weights, "tq1") && strcmp(o->weights, "tq1_0") && strcmp(o->weights, "tq2"))

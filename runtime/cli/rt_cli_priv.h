@@ -56,6 +56,7 @@ typedef struct {
     const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
     const char *weights;       /* --weights: NULL (as stored), "tq1", "tq1_0" or "tq2" (repack I2_S at load) */
     const char *gemv;          /* --gemv: "scalar", "vec4" or NULL (by device type) */
+    const char *layer_chain;   /* --layer-chain: "auto", "on", "off" or NULL (auto) */
     const char *sparse_ffn;    /* --sparse-ffn: "dense" (NULL: the same) or "exact" */
     /* check modes (automated tests) */
     const char *tokens;        /* --tokens "ID ID ...": prompt ids as given, no BOS */
