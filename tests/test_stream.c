@@ -264,7 +264,9 @@ static void test_stream_layers(void **state)
         fprintf(fp, "%d ", (i * 37 + 11) % 600);
     fclose(fp);
     const int budgets[1] = {0};
-    check_model("models/bitnet-tiny.yaml", out, dir, budgets, 1, 6, true, true);
+    /* the least budget is rounded up to a whole MiB, whose slack may hold one of these
+     * 0.75 MiB layers beside the slots: 5 or 6 of the 6 layers streamed */
+    check_model("models/bitnet-tiny.yaml", out, dir, budgets, 1, 5, true, true);
     unlink(ids_path);
     rmdir(dir);
     unlink(out);

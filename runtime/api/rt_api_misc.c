@@ -140,6 +140,8 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .stream_sync = st.stream_sync,
         .stream_host_copies = st.host_copies,
         .stream_host_copies_overlapped = st.host_copies_overlapped,
+        .stream_host_copy_ms = st.host_copy_ms,
+        .stream_host_copy_overlapped_ms = st.host_copy_overlapped_ms,
         .chained_decode = st.chained,
     };
     return 0;

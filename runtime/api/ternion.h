@@ -409,6 +409,8 @@ typedef struct {
     uint64_t stream_host_copies;   /* 4: layer copies the host made so far on this context's device */
     uint64_t stream_host_copies_overlapped; /* of those, the ones that ran while a compute batch was in
                                       flight (checked by its semaphore value, not by timing) */
+    double stream_host_copy_ms;    /* the memcpy time of those copies, and of the overlapped ones */
+    double stream_host_copy_overlapped_ms;
     bool chained_decode;           /* decode runs the chained schedule (ternion_context_params.chain) */
 } ternion_perf;
 /* "events, compute queue", "timeline semaphores, compute queue", "host copies", ... for a

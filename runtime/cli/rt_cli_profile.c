@@ -104,4 +104,9 @@ void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
             compute_ms, step_ms, copy_ms + compute_ms - step_ms,
             copy_ms > 0 ? 100.0 * (copy_ms + compute_ms - step_ms) / copy_ms : 0.0,
             ternion_stream_sync_name(pf.stream_sync));
+    if (pf.stream_host_copies) /* counted by the engine, by semaphore values: no timing */
+        fprintf(stderr, "layer streaming: %llu host copies so far, %llu of them ran while a compute batch was in "
+                "flight: %.1f of %.1f ms of memcpy beside compute\n", (unsigned long long)pf.stream_host_copies,
+                (unsigned long long)pf.stream_host_copies_overlapped, pf.stream_host_copy_overlapped_ms,
+                pf.stream_host_copy_ms);
 }

@@ -127,6 +127,7 @@ typedef struct {
     int stream_sync;                 /* RT_STREAM_*: how the copies are ordered (rt_engine_stream.c) */
     uint64_t host_copies;            /* RT_STREAM_HOST: layer copies the host made so far (all engines */
     uint64_t host_copies_overlapped; /* of the device), those that ran beside a compute batch in flight */
+    double host_copy_ms, host_copy_overlapped_ms; /* their memcpy times (host clock) */
 } rt_engine_stats;
 /* stream_sync: 0 nothing streamed; copies on the compute queue ordered by events (devices
  * without timeline semaphores, or TERNION_STREAM_SYNC=events); copy batches ordered by

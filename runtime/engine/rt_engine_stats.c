@@ -14,6 +14,7 @@ void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out)
 {
     *out = e->stats;
     rt_vk_host_copy_stats(e->vk, &out->host_copies, &out->host_copies_overlapped);
+    rt_vk_host_copy_times(e->vk, &out->host_copy_ms, &out->host_copy_overlapped_ms);
 }
 uint32_t rt_engine_validation_count(const rt_engine *e) { return rt_vk_validation_count(e->vk); }
 

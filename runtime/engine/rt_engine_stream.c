@@ -277,17 +277,19 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Fastest of 3 submissions of c, in ms. */
-static int time_stream(rt_cmd *c, double *ms, char *err)
+/* The fastest of 3 submissions of each of c[0 .. 3), in ms, the three interleaved (c0 c1 c2
+ * c0 c1 c2 ...) so that a load change on a shared machine hits all three alike. */
+static int time_streams(rt_cmd *const c[3], double ms[3], char *err)
 {
-    *ms = 1e30;
-    for (int r = 0; r < 3; r++) {
-        double t0 = now_ms();
-        if (rt_cmd_submit(c, err))
-            return -1;
-        double t = now_ms() - t0;
-        *ms = t < *ms ? t : *ms;
-    }
+    ms[0] = ms[1] = ms[2] = 1e30;
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < 3; i++) {
+            double t0 = now_ms();
+            if (rt_cmd_submit(c[i], err))
+                return -1;
+            double t = now_ms() - t0;
+            ms[i] = t < ms[i] ? t : ms[i];
+        }
     return 0;
 }
 
@@ -310,8 +312,11 @@ int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, 
     s->quiet = true; /* the same dispatches without the copies (slots as they are: timing only) */
     rc = rc || rt_eng_record(e, &e->d->decode, 1, -1, 0, &compute, err);
     s->quiet = false;
-    rc = rc || time_stream(copies, copy_ms, err) || time_stream(compute, compute_ms, err) ||
-         time_stream(e->decode, step_ms, err);
+    rt_cmd *const c[3] = {copies, compute, e->decode};
+    double ms[3] = {0, 0, 0};
+    rc = rc || time_streams(c, ms, err);
+    if (!rc)
+        *copy_ms = ms[0], *compute_ms = ms[1], *step_ms = ms[2];
     rt_cmd_free(copies);
     rt_cmd_free(compute);
     return rc ? -1 : 0;

@@ -201,6 +201,8 @@ int rt_cmd_host_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, cons
  * before the memcpy started had still not completed, by its timeline semaphore value, when
  * the memcpy ended): proof of copies overlapping compute, no timing involved. */
 void rt_vk_host_copy_stats(const rt_vk *vk, uint64_t *out_copies, uint64_t *out_overlapped);
+/* Their memcpy times in ms: all of them, those of the overlapped ones (host clock). */
+void rt_vk_host_copy_times(const rt_vk *vk, double *out_ms, double *out_overlapped_ms);
 int rt_cmd_end(rt_cmd *c, char *err);                           /* finish recording */
 /* Submit and wait. Can be called any number of times after rt_cmd_end. */
 int rt_cmd_submit(rt_cmd *c, char *err);

@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vk/rt_vk_priv.h"
 
@@ -47,7 +48,15 @@ typedef struct {
     bool failed;            /* the copy thread failed (err) */
     char err[RT_ERR_LEN];
     uint64_t copies, overlapped;
+    double copy_ms, overlap_ms;
 } host_run;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 /* Until tl_comp reaches v, in slices so a stop is seen; 0 ok, 1 stopped or failed. */
 static int wait_value(host_run *r, uint64_t v)
@@ -85,12 +94,17 @@ static void *copy_thread(void *arg)
         pthread_mutex_lock(&r->mu);
         const uint32_t h = r->handed; /* the last compute batch handed to the queue: h - 1 */
         pthread_mutex_unlock(&r->mu);
+        const double t0 = now_ms();
         memcpy(b->dst, b->src, b->n);
+        const double ms = now_ms() - t0;
         uint64_t now = 0;
         const bool got = vkGetSemaphoreCounterValue(r->vk->dev, r->vk->tl_comp, &now) == VK_SUCCESS;
         pthread_mutex_lock(&r->mu);
         r->copies++;
-        r->overlapped += got && h > 0 && now < r->base + h; /* batch h - 1 still in flight */
+        const bool beside = got && h > 0 && now < r->base + h; /* batch h - 1 still in flight */
+        r->overlapped += beside;
+        r->copy_ms += ms;
+        r->overlap_ms += beside ? ms : 0;
         r->copied = ++k;
         pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&r->mu);
@@ -181,6 +195,7 @@ int rt_vk_submit_host(rt_vk *vk, const struct rt_batch *b, uint32_t n, uint32_t 
         rc = 1;
     }
     vk->host_copies += r.copies, vk->host_overlapped += r.overlapped;
+    vk->host_copy_ms += r.copy_ms, vk->host_overlap_ms += r.overlap_ms;
     if (!rc) {
         uint64_t v = r.base + n_seg;
         VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, .semaphoreCount = 1,
@@ -210,4 +225,10 @@ void rt_vk_host_copy_stats(const rt_vk *vk, uint64_t *out_copies, uint64_t *out_
 {
     *out_copies = vk->host_copies;
     *out_overlapped = vk->host_overlapped;
+}
+
+void rt_vk_host_copy_times(const rt_vk *vk, double *out_ms, double *out_overlapped_ms)
+{
+    *out_ms = vk->host_copy_ms;
+    *out_overlapped_ms = vk->host_overlap_ms;
 }

@@ -73,6 +73,7 @@ struct rt_vk {
     VkSemaphore tl_comp, tl_copy;         /* created on first use; values only grow */
     uint64_t comp_value, copy_value;      /* last value submitted for each */
     uint64_t host_copies, host_overlapped; /* rt_vk_host.c: host copies run, those beside compute */
+    double host_copy_ms, host_overlap_ms;  /* their memcpy times */
 
     struct rt_pipeline **pipes;           /* owned, n_pipes entries */
     uint32_t n_pipes, cap_pipes;
