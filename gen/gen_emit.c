@@ -258,6 +258,8 @@ static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
         fprintf(f, "%s{%u, %u, %u", i ? ", " : "", d->groups[i].mul, d->groups[i].add, d->groups[i].div);
         if (d->groups[i].vocab_div)
             fprintf(f, ", .vocab_div = %u", d->groups[i].vocab_div);
+        if (d->groups[i].splits_max)
+            fprintf(f, ", .splits_max = %u", d->groups[i].splits_max);
         fprintf(f, "}");
     }
     fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",

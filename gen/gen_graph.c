@@ -25,7 +25,9 @@
  * ATTN_COMBINE, so a long context spreads over n_heads * splits workgroups; fused,
  * the combine is merged into the attention (kop->part): the last workgroup of each
  * head to finish (a counter in the SYNC buffer) merges the partials, one dispatch.
- * Both paths do the same arithmetic in the same order, so fused == unfused.
+ * Both paths do the same arithmetic in the same order, so fused == unfused. The
+ * merged attention takes its number of key ranges from its launch (gl_NumWorkGroups.y:
+ * GEN_ATTN_SPLITS by default, a tuned variant up to GEN_ATTN_SPLITS_MAX).
  * Decode, fused, after that (fold_decode_kv_write):
  *   - rope_kv / kv_write, then the merged attention   -> ATTENTION with kv_fold: the
  *     workgroup whose key range holds pos writes the cache row (the rope_kv kernel's
@@ -606,11 +608,14 @@ static int split_decode_attention(lower_ctx *c)
         }
         char name[GEN_MAX_NAME];
         snprintf(name, sizeof(name), "%.*s.part", GEN_MAX_NAME - 6, g->vals[a->out].name);
-        int part = add_gval(c, name, GEN_GV_F32, hp->n_heads * GEN_ATTN_SPLITS * (hp->head_dim + 2), -1);
+        /* merged (fused): room for the most key ranges a tuned launch may use */
+        const bool merge = c->fuse && hp->n_heads <= GEN_SYNC_LAST_NORM; /* one counter per workgroup column */
+        const int ranges = merge ? GEN_ATTN_SPLITS_MAX : GEN_ATTN_SPLITS;
+        int part = add_gval(c, name, GEN_GV_F32, hp->n_heads * ranges * (hp->head_dim + 2), -1);
         if (part < 0)
             return -1;
         a->splits = GEN_ATTN_SPLITS;
-        if (c->fuse && hp->n_heads <= GEN_SYNC_LAST_NORM) { /* one counter per workgroup column */
+        if (merge) {
             a->part = part;
             continue;
         }

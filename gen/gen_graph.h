@@ -21,6 +21,7 @@
 #define GEN_MAX_KOPS 96
 #define GEN_MAX_BUFS 48
 #define GEN_ATTN_SPLITS 32 /* decode attention: key ranges per KV head (flash decoding) */
+#define GEN_ATTN_SPLITS_MAX 256 /* ... the most a tuned variant of the merged one launches */
 #define GEN_HEAD_FOLD_MAX_WIDTH 3072 /* final norm folded into the LM head only up to this
                                       * width: its f32 row + the 1 KB reduction array stay in
                                       * Vulkan's guaranteed 16 KB of shared memory */

@@ -109,10 +109,15 @@ typedef struct {
 /* Workgroup count along one axis for a step of N tokens:
  * (mul * N + add + div - 1) / div. Decode uses N = 1. With vocab_div != 0 the count is
  * at most ceil(vocabulary / vocab_div): kernels that stride over the vocabulary (the LM
- * head, reading gl_NumWorkGroups) launch no workgroup that would find no row. */
+ * head, reading gl_NumWorkGroups) launch no workgroup that would find no row.
+ * With splits_max != 0 the count is a tunable launch size the kernel reads from
+ * gl_NumWorkGroups (the merged split decode attention's key ranges per KV head): a
+ * variant (rt_variant.splits, rt_tune.c) may launch any count from 1 to splits_max
+ * instead; the count above is the default. */
 typedef struct {
     uint32_t mul, add, div;
-    uint32_t vocab_div; /* 0: no cap */
+    uint32_t vocab_div;  /* 0: no cap */
+    uint32_t splits_max; /* 0: the count is fixed */
 } rt_groups;
 
 /* Barrier bits: bit i (< 59) = act buffer i; then these. */

@@ -357,7 +357,8 @@ static void test_decode_folds(void **state)
         attn++;
         assert_int_equal(k->splits, GEN_ATTN_SPLITS);
         assert_true(k->part >= 0);
-        assert_int_equal(graph.vals[k->part].width, 20 * GEN_ATTN_SPLITS * (128 + 2));
+        /* room for the most key ranges a tuned launch may use (the default launches 32) */
+        assert_int_equal(graph.vals[k->part].width, 20 * GEN_ATTN_SPLITS_MAX * (128 + 2));
         assert_string_equal(graph.vals[k->out].name, "a");
         assert_true(graph.barrier[i] & RT_BAR_SYNC); /* the previous layer's counters */
         assert_int_equal(writes_of(&graph, k, 59), 1);

@@ -337,6 +337,8 @@ typedef struct {
     bool decode;
     uint32_t gemv_vec; /* decode bitlinears' variant: 0 / 1 GEMV_VEC (4- / 16-byte loads),
                         * 2 GEMV_SHQ (codes staged in shared memory) */
+    uint32_t splits;   /* a tunable launch size (rt_groups.splits_max) launched at this count
+                        * (the runtime's rt_variant.splits); 0: the default count */
 } kern;
 
 static void kern_compile(kern *kn)
@@ -414,6 +416,8 @@ static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t p
         uint32_t cap = g->vocab_div ? (run_vocab + g->vocab_div - 1) / g->vocab_div : UINT32_MAX;
         gr[a] = (g->mul * N + g->add + g->div - 1) / g->div;
         gr[a] = gr[a] < cap ? gr[a] : cap;
+        if (g->splits_max && kn->splits) /* a tuned launch size */
+            gr[a] = kn->splits;
     }
     set_dyn(pos, n, out_start);
     dispatch(kn->k, kn->pl, args, ko->n_args, params, ko->n_params, gr);
@@ -824,12 +828,15 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
 
 /* (pos, n): decode uses n = 1; 60 + 13 and 70 + 3 cross the kernel's 64-key chunk;
  * for split attention (GEN_ATTN_SPLITS = 32 ranges) 0, 5 and 14 leave ranges empty,
- * 130 gives ranges of 5 rows with a short last one, 159 ranges of exactly 5. Prefill
+ * 130 gives ranges of 5 rows with a short last one, 159 ranges of exactly 5; the merged
+ * split attention also runs at the other key-range counts a tuned launch may use
+ * (att_splits: 8 ranges of up to 20 rows .. 256 ranges, most of them empty). Prefill
  * tiles hold 16 / group tokens (4, 8 or 16 here): 0 + 40 and 90 + 37 run several tiles
  * whose tokens see different numbers of chunks, 13, 7 and 37 end in a partial tile. */
 #define ATT_NMAX 40u
 static const uint32_t att_cases[][2] = {{0, 1},  {5, 1}, {130, 1}, {159, 1},  {14, 1},  {0, 13},
                                         {5, 7},  {0, 8}, {60, 13}, {70, 3},   {0, 40},  {90, 37}};
+static const uint32_t att_splits[] = {0 /* the default launch */, 8, 64, 256}; /* up to GEN_ATTN_SPLITS_MAX */
 
 /* Check the cache rows after an attention with a folded kv write: rows below pos as
  * uploaded (`old`), row pos = `want` (K within the ROPE kernels' tolerance, V exact),
@@ -897,8 +904,16 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
     kern_build(&kn, g, kop, decode);
     if (comb)
         kern_build(&kc2, g, comb, decode);
+    const size_t n_splits = merged && decode ? sizeof(att_splits) / sizeof(att_splits[0]) : 1;
+    for (size_t si = 0; si < n_splits; si++)
     for (size_t ci = 0; ci < sizeof(att_cases) / sizeof(att_cases[0]); ci++) {
         uint32_t pos = att_cases[ci][0], n = att_cases[ci][1];
+        kn.splits = att_splits[si];
+        assert_true(!kn.splits || kn.splits <= kn.ko.groups[1].splits_max);
+        /* the partials a launch of this many ranges writes (the rest of the buffer is room) */
+        const size_t np_used = merged && decode ? (size_t)hp->n_heads * (kn.splits ? kn.splits : (uint32_t)kop->splits) *
+                                                      (size_t)(hd + 2)
+                                                : np;
         if (decode != (n == 1))
             continue;
         /* rows 0 .. pos+n-1 hold known values (f16-exact), the rest stay poisoned (NaN):
@@ -959,9 +974,9 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
             for (size_t i = 0; i < RT_SYNC_WORDS; i++)
                 if (cnt[i])
                     fail_msg("%s: sync counter %zu left at %u (pos %u)", kop->label, i, cnt[i], pos);
-            for (size_t i = 0; i < np; i++)
+            for (size_t i = 0; i < np_used; i++)
                 if (pw[i] == POISON)
-                    fail_msg("%s: partial %zu not written (pos %u)", kop->label, i, pos);
+                    fail_msg("%s: partial %zu not written (pos %u, %u ranges)", kop->label, i, pos, kn.splits);
             free(cnt);
             free(pw);
         }

@@ -3,7 +3,12 @@
  * step per variant): tuning times every variant of the decode kernels that have some,
  * stores the choice next to the pipeline cache, and a second engine reuses it without
  * tuning; the chosen variants give logits bit-identical to the defaults (every variant
- * computes the same integer sums in the same order); a damaged choice file is ignored
+ * computes the same integer sums in the same order; the merged split attention's key-range
+ * count, the one variant that reorders float sums, cannot change them here: the N_IDS
+ * decode positions are fewer than the smallest count tried, 8, so every range holds at
+ * most one key and the merge adds the same terms, the empty ranges' zeros aside; other
+ * counts at longer contexts are checked against the C reference in test_kernels); a
+ * damaged choice file is ignored
  * (defaults, no error). Each test gets an empty cache directory. Skips only when no
  * Vulkan device exists.
  * The chained decode schedule (decode_chain: a layer's O, GLU and down projections as
@@ -146,6 +151,8 @@ static void test_tune_store_reuse(void **st)
     assert_non_null(strstr(vt, "bitlinear_multi_"));   /* QKV: 4- or 16-byte loads (and dot) */
     assert_non_null(strstr(vt, "lm_head_"));           /* the head: 4- or 16-byte loads */
     assert_true(strstr(vt, "=vec4") || strstr(vt, "=vec16") || strstr(vt, "=shq4"));
+    assert_non_null(strstr(vt, "_merged")); /* the split attention: its key ranges per KV head */
+    assert_non_null(strstr(vt, "=s"));
     printf("tuned decode schedule: %s\n", s.chained ? "chained" : "unchained");
     float *got = decode_logits(e);
     assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);

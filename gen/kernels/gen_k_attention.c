@@ -30,6 +30,10 @@
  * visible (coherent buffer + memoryBarrierBuffer), then counts itself in with an
  * atomic on its column's SYNC counter; the workgroup that arrives last merges the
  * column's partials with the combine kernel's code and zeroes the counter again.
+ * Merging, S is not built in: the kernel reads it from its launch (gl_NumWorkGroups.y;
+ * rt_groups.splits_max), so the runtime's tuner can launch more key ranges on a GPU
+ * with many compute units and long contexts, fewer on a small one (the partials' buffer
+ * has room for GEN_ATTN_SPLITS_MAX); the default launch is kop->splits.
  * With the step's kv write folded in (kop->kv_fold, fused decode), k and v of this
  * token come in raw: the workgroup whose key range holds pos rotates k (the ROPE_KV
  * kernel's gen_rope_elem), writes both cache rows, and keeps their F16-rounded values
@@ -50,7 +54,7 @@
 #define MAX_ROWS 16 /* query rows (tokens x heads of the group) one prefill workgroup serves */
 #define SHARED_BUDGET 16384 /* bytes: the maxComputeSharedMemorySize every Vulkan device has */
 
-static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, int S, int hd);
+static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, dsl_expr S, int hd);
 
 /* v as it reads back from an F16 cache (f32 -> f16 -> f32) */
 static dsl_expr f16_round(dsl_kernel *k, dsl_expr v)
@@ -155,6 +159,8 @@ typedef struct {
     gen_rope_rot rot;                      /* this lane's rotation at the token's position */
     dsl_expr M[MAX_ROWS], L[MAX_ROWS], acc[MAX_ROWS];
     dsl_expr pos, knew, vnew;              /* kv_fold: the step's position, its k and v rows */
+    dsl_expr Sx;                           /* split: the number of key ranges (U(S), or merging
+                                              the launch's gl_NumWorkGroups.y: a tuned count) */
 } att_ctx;
 
 /* Kernel name (shape, split, folds); -1 with err for a fold the kernel cannot take. */
@@ -323,7 +329,8 @@ static void att_range(att_ctx *c)
     }
     c->lo = U(0);
     if (c->S) {
-        dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, c->nr[0], U(c->S - 1)), U(c->S)));
+        c->Sx = c->merge ? dsl_let(k, "splits", dsl_nwg(k, 1)) : U((uint32_t)c->S);
+        dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, c->nr[0], dsl_sub(k, c->Sx, U(1))), c->Sx));
         c->lo = dsl_let(k, "lo", dsl_mul(k, dsl_wgid(k, 1), chunk));
         c->hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, c->lo, chunk), c->nr[0]));
     }
@@ -477,7 +484,7 @@ static void att_store(att_ctx *c, gen_kernel_out *out)
         return;
     }
     for (int hh = 0; hh < G; hh++) {
-        dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, c->head[hh], U(S)), dsl_wgid(k, 1)),
+        dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, c->head[hh], c->Sx), dsl_wgid(k, 1)),
                                                    U(hd + 2)));
         dsl_store(k, c->y, dsl_add(k, base, lid), c->acc[hh]);
         dsl_if(k, dsl_eq(k, lid, U(0)));
@@ -489,9 +496,9 @@ static void att_store(att_ctx *c, gen_kernel_out *out)
         return;
     /* partials visible device-wide, then count this workgroup in; the one that makes the
      * count S merges (ATTN_COMBINE's code) and zeroes the counter */
-    gen_last_wg_begin(k, dsl_at(k, c->sync, c->w0), (uint32_t)S);
+    gen_last_wg_begin_at(k, dsl_at(k, c->sync, c->w0), dsl_sub(k, c->Sx, U(1)));
     for (int hh = 0; hh < G; hh++)
-        combine_head(k, c->y, c->yout, c->head[hh], lid, S, hd);
+        combine_head(k, c->y, c->yout, c->head[hh], lid, c->Sx, hd);
     if (c->last) /* second level: the last of the columns' mergers runs the next norm */
         gen_last_norm(k, c->hp->norm_eps, c->yout, &c->lb, dsl_shared(k, "red", DSL_F32, 256), c->QD, c->columns,
                       out);
@@ -506,7 +513,9 @@ static void att_launch(const att_ctx *c, gen_kernel_out *out)
     gen_out_groups(out, 0, 0, c->columns, 1);
     if (S)
         gen_out_groups(out, 1, 0, (uint32_t)S, 1);
-    else
+    if (S && c->merge) /* the kernel reads its key ranges from the launch: a tunable count */
+        out->groups[1].splits_max = GEN_ATTN_SPLITS_MAX;
+    if (!S)
         gen_out_groups(out, 1, 1, 0, (uint32_t)c->T);
     /* += : the next norm's tail (gen_last_norm) has counted its bytes already */
     out->bytes += (uint64_t)QD * 4 + (S ? (uint64_t)c->hp->n_heads * S * (hd + 2) * 4 : (uint64_t)QD * 4);
@@ -562,19 +571,19 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
  * y[h * hd + lid] = sum_s acc_s * e^(m_s - M) / sum_s l_s * e^(m_s - M), M = max_s m_s.
  * Shared by the combine kernel and the split attention that merges its own partials,
  * so the two give the same bits. */
-static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, int S, int hd)
+static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, dsl_expr S, int hd)
 {
-    dsl_expr b0 = dsl_let(k, "b0", dsl_mul(k, h, U((uint64_t)S * (hd + 2))));
+    dsl_expr b0 = dsl_let(k, "b0", dsl_mul(k, dsl_mul(k, h, S), U(hd + 2)));
     dsl_expr M = dsl_var(k, "mx", DSL_F32, F(-1e30));
     {
-        dsl_expr s = dsl_for(k, "s", U(0), U(S), NULL);
+        dsl_expr s = dsl_for(k, "s", U(0), S, NULL);
         dsl_assign(k, M, dsl_max(k, M, dsl_load(k, part, dsl_add(k, b0, dsl_add(k, dsl_mul(k, s, U(hd + 2)), U(hd))))));
         dsl_end(k);
     }
     dsl_expr L = dsl_var(k, "l", DSL_F32, F(0));
     dsl_expr acc = dsl_var(k, "acc", DSL_F32, F(0));
     {
-        dsl_expr s = dsl_for(k, "s", U(0), U(S), NULL);
+        dsl_expr s = dsl_for(k, "s", U(0), S, NULL);
         dsl_expr bs = dsl_let(k, "bs", dsl_add(k, b0, dsl_mul(k, s, U(hd + 2))));
         dsl_expr w = dsl_let(k, "w", dsl_exp(k, dsl_sub(k, dsl_load(k, part, dsl_add(k, bs, U(hd))), M)));
         dsl_add_to(k, L, dsl_mul(k, dsl_load(k, part, dsl_add(k, bs, U(hd + 1))), w));
@@ -602,7 +611,7 @@ int gen_k_attn_combine(const gen_graph *g, const gen_kop *kop, bool decode, gen_
     gen_out_val(out, g, kop->in[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
-    combine_head(k, part, y, dsl_wgid(k, 0), dsl_builtin(k, DSL_LOCAL_INDEX), S, hd);
+    combine_head(k, part, y, dsl_wgid(k, 0), dsl_builtin(k, DSL_LOCAL_INDEX), U((uint32_t)S), hd);
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)hp->n_heads, 1);
     out->bytes = (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;

@@ -78,7 +78,7 @@ static const rt_act_desc acts[] = {
     {"act6", 2048},
     {"act7", 512},
     {"act8", 6144},
-    {"act9", 67584},
+    {"act9", 540672},
 };
 
 /* decode after the layers with --lm-head q8 */
@@ -106,7 +106,7 @@ static const rt_dispatch decode[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 145416ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m512_k512_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -241,7 +241,7 @@ static const rt_dispatch decode_exact[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
      .bytes = 145416ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m512_k512_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -281,7 +281,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 145416ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
   chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
@@ -298,7 +298,7 @@ static const char manifest[] =
     "kernels 27\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:4c98648788f9f460\n"
     "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:573203009ae0d5e3 +native-dot\n"
-    "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:f42a881a7c7887f0\n"
+    "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:2323a0be89f7db6a\n"
     "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:441f4236bc594d19 +native-dot\n"
     "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:5750da6e8b1c1089 +native-dot\n"
     "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:def3b53a8edd3f0a +native-dot\n"

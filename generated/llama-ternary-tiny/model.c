@@ -75,7 +75,7 @@ static const rt_act_desc acts[] = {
     {"act6", 1024},
     {"act7", 256},
     {"act8", 8},
-    {"act9", 33792},
+    {"act9", 270336},
 };
 
 /* decode after the layers with --lm-head q8 */
@@ -103,7 +103,7 @@ static const rt_dispatch decode[] = {
     /* rope_kv+attention+rope a+quant a attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 72456ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+quant a"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale a.q8 a.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -223,7 +223,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* rope_kv+attention+rope a+quant a attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 72456ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+quant a"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+quant f > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
   chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 (sync, a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8, a.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 a.q8 a.q8_scale sync] */
@@ -240,7 +240,7 @@ static const char manifest[] =
     "kernels 25\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:c094155b1834238e\n"
     "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:e87df649b10b2565 +native-dot\n"
-    "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:5fe6751b19b19728\n"
+    "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:061b164491cdf41c\n"
     "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:d1344d52ed2407bc +native-dot\n"
     "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:fe4b2ea89df0f6b6 +native-dot\n"
     "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:64948a9539befc5d +native-dot\n"

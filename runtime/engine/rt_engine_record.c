@@ -34,8 +34,10 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
 
 VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer) { return arg_buf(e, a, layer)->addr; }
 
-static uint32_t groups(rt_groups g, uint32_t n, uint32_t vocab)
+static uint32_t groups(rt_groups g, uint32_t n, uint32_t vocab, uint32_t splits)
 {
+    if (g.splits_max && splits) /* a tuned launch size (rt_variant.splits), at most splits_max */
+        return splits < g.splits_max ? splits : g.splits_max;
     uint32_t div = g.div ? g.div : 1;
     uint32_t v = (g.mul * n + g.add + div - 1) / div;
     if (g.vocab_div && vocab) {
@@ -96,8 +98,9 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         }
         memcpy(push + off, &v, 4);
     }
-    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, groups(dp->groups[0], n, (uint32_t)e->vocab),
-                    groups(dp->groups[1], n, (uint32_t)e->vocab), groups(dp->groups[2], n, (uint32_t)e->vocab));
+    const uint32_t v = (uint32_t)e->vocab, sp = e->var[dp->kernel].splits;
+    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, groups(dp->groups[0], n, v, sp),
+                    groups(dp->groups[1], n, v, sp), groups(dp->groups[2], n, v, sp));
 }
 
 /* An auxiliary kernel (argmax, top-k) over logits row `row`: push = logits row

@@ -13,9 +13,12 @@
 
 #define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
-#define TUNE_MAGIC "ternion-tune 3"
+#define TUNE_MAGIC "ternion-tune 4"
 
-enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4 };
+enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8 };
+
+/* The launch sizes a DIM_SPLITS kernel is timed at (those up to its splits_max). */
+static const uint16_t SPLITS[] = {8, 16, 32, 64, 128, 256};
 
 /* SPIR-V: OpDecorate <id> SpecId <spec_id> present (the kernel declares the constant). */
 static bool spv_has_spec(const uint32_t *spv, uint32_t bytes, uint32_t spec_id)
@@ -31,10 +34,22 @@ static bool spv_has_spec(const uint32_t *spv, uint32_t bytes, uint32_t spec_id)
     return false;
 }
 
+/* The tunable launch size of kernel k (rt_groups.splits_max, axis 1 of its decode
+ * dispatches), NULL if it has none. */
+static const rt_groups *splits_groups(const rt_engine *e, uint32_t k)
+{
+    const rt_schedule *s = &e->d->decode;
+    for (uint32_t i = 0; i < s->n_layer; i++)
+        if (s->layer[i].kernel == k && s->layer[i].groups[1].splits_max)
+            return &s->layer[i].groups[1];
+    return NULL;
+}
+
 static uint8_t dims_of(const rt_engine *e, uint32_t k)
 {
     const rt_kernel_desc *kd = &e->d->kernels[k];
     return (uint8_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
+                     (splits_groups(e, k) ? DIM_SPLITS : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
                      (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0));
 }
@@ -43,8 +58,12 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
 {
     const rt_variant v = e->var[k];
     const uint8_t d = e->var_dims[k];
-    snprintf(out, n, "%s%s%s", d & DIM_VEC ? (v.shq ? "shq4" : v.vec ? "vec16" : "vec4") : "",
-             (d & DIM_VEC) && (d & DIM_DOT) ? "+" : "", d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
+    int len = snprintf(out, n, "%s%s%s", d & DIM_VEC ? (v.shq ? "shq4" : v.vec ? "vec16" : "vec4") : "",
+                       (d & DIM_VEC) && (d & DIM_DOT) ? "+" : "",
+                       d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
+    const rt_groups *g = (d & DIM_SPLITS) ? splits_groups(e, k) : NULL;
+    if (g && len >= 0 && (size_t)len < n) /* the key ranges launched: "s32" */
+        snprintf(out + len, n - (size_t)len, "%ss%u", len ? "+" : "", v.splits ? v.splits : g->add);
 }
 
 int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
@@ -116,20 +135,22 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot, shq, chained = 0;
+    unsigned vec, dot, shq, splits, chained = 0;
     while (ok && fgets(line, sizeof(line), f)) {
         if (line[0] == '#' || sscanf(line, "decode-schedule chained=%u", &chained) == 1)
             continue;
-        if (sscanf(line, "%255s vec=%u dot=%u shq=%u", name, &vec, &dot, &shq) != 4 || vec > 1 || dot > 1 ||
-            shq > 1 || (vec && shq)) {
+        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u", name, &vec, &dot, &shq, &splits) != 5 || vec > 1 ||
+            dot > 1 || shq > 1 || (vec && shq) || splits > 65535) {
             ok = false;
             break;
         }
         for (uint32_t k = 0; k < e->d->n_kernels; k++)
             if (!strcmp(e->d->kernels[k].name, name)) {
+                const rt_groups *g = splits_groups(e, k);
                 v[k] = (rt_variant){.vec = (uint8_t)vec,
                                     .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT)),
-                                    .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ))};
+                                    .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ)),
+                                    .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
     }
@@ -157,8 +178,8 @@ static void tune_store(rt_engine *e, const char *path)
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
-        fprintf(f, "%s vec=%u dot=%u shq=%u\n", e->d->kernels[k].name, e->var[k].vec, e->var[k].dot,
-                e->var[k].shq);
+        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u\n", e->d->kernels[k].name, e->var[k].vec, e->var[k].dot,
+                e->var[k].shq, e->var[k].splits);
     fprintf(f, "decode-schedule chained=%u\n", e->dec == &e->d->decode_chain);
     if (fclose(f) == 0)
         rename(tmp, path);
@@ -197,13 +218,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median ms of a greedy decode step (eval + argmax) at a fixed position. */
-static int time_step(rt_engine *e, int steps, double *out_ms, char *err)
+/* Median ms of a greedy decode step (eval + argmax) at position pos (-1: 127, or the
+ * context's last when shorter). */
+static int time_step_at(rt_engine *e, int steps, int pos, double *out_ms, char *err)
 {
     double t[TUNE_STEPS];
     if (steps <= 0 || steps > TUNE_STEPS)
         steps = TUNE_STEPS;
-    int pos = e->n_ctx > 128 ? 127 : e->n_ctx - 1;
+    if (pos < 0 || pos >= e->n_ctx)
+        pos = e->n_ctx > 128 ? 127 : e->n_ctx - 1;
     int32_t tok = 1, id;
     const int warm = steps < TUNE_STEPS ? 1 : TUNE_WARM;
     for (int i = 0; i < warm + steps; i++) {
@@ -216,6 +239,11 @@ static int time_step(rt_engine *e, int steps, double *out_ms, char *err)
     qsort(t, (size_t)steps, sizeof(double), cmp_double);
     *out_ms = t[steps / 2];
     return 0;
+}
+
+static int time_step(rt_engine *e, int steps, double *out_ms, char *err)
+{
+    return time_step_at(e, steps, -1, out_ms, err);
 }
 
 /* Kernel k is dispatched by decode schedule s. */
@@ -237,10 +265,41 @@ static bool in_sched(const rt_engine *e, const rt_schedule *s, uint32_t k)
 /* ... by the decode schedule this engine runs (dense, sparse FFN or chained). */
 static bool in_decode(const rt_engine *e, uint32_t k) { return in_sched(e, e->dec, k); }
 
+/* A launch-size kernel (the merged split attention): every count of SPLITS up to its
+ * splits_max, timed at a long context (the position where the split matters: 2047, or
+ * the context's last), the others fixed; keeps the fastest. The count changes the order
+ * of the softmax sums, so the logits move within the attention's rounding (tested). */
+static int tune_splits(rt_engine *e, uint32_t k, int steps, bool print, char *err)
+{
+    const rt_groups *g = splits_groups(e, k);
+    const int pos = e->n_ctx > 2048 ? 2047 : e->n_ctx - 1;
+    double best_ms = 0;
+    uint16_t best = e->var[k].splits;
+    char vn[32];
+    for (size_t i = 0; i < sizeof(SPLITS) / sizeof(SPLITS[0]) && SPLITS[i] <= g->splits_max; i++) {
+        e->var[k].splits = SPLITS[i];
+        double ms;
+        if (rerecord(e, err) || time_step_at(e, steps, pos, &ms, err))
+            return -1;
+        if (print) {
+            rt_eng_variant_name(e, k, vn, sizeof(vn));
+            printf("  %-60s %-12s %9.3f (at position %d)\n", i ? "" : e->d->kernels[k].name, vn, ms, pos);
+        }
+        if (best_ms == 0 || ms < best_ms) {
+            best_ms = ms;
+            best = SPLITS[i];
+        }
+    }
+    e->var[k].splits = best;
+    return 0;
+}
+
 /* Every variant of kernel k, the others fixed; keeps the fastest. */
 static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *err)
 {
     const uint8_t d = e->var_dims[k];
+    if (d & DIM_SPLITS)
+        return tune_splits(e, k, steps, print, err);
     const rt_variant keep = e->var[k];
     rt_variant best = keep;
     double best_ms = 0;

@@ -3,13 +3,18 @@
  * A kernel's variants are the builds the generator gives it that compute the same
  * results: the native integer-dot SPIR-V or the portable one (kernels with int8 dots, on
  * devices with shaderIntegerDotProduct), and each value of its tunable specialization
- * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads).
+ * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads), and
+ * for a kernel with a tunable launch size (rt_groups.splits_max: the merged split decode
+ * attention, which reads its number of key ranges per KV head from gl_NumWorkGroups) each
+ * count from 8 to 256, timed at a long context (position 2047, or the context's last).
  * Tuning times every variant of every kernel of the decode schedule on the loaded model
  * (its real shapes) on this device, one kernel at a time with the others fixed, and keeps
  * the fastest. The winners are stored next to the pipeline cache in
  * $XDG_CACHE_HOME/ternion/tune-<key>.txt (or ~/.cache/ternion), the key hashing the device
  * name, driver, vendor/device ids and every kernel's name and SPIR-V, so another device,
- * driver or model shape tunes anew. Every variant gives bit-identical results (tested).
+ * driver or model shape tunes anew. Every variant gives bit-identical results (tested),
+ * except the key-range count, which changes the order of the attention's softmax sums
+ * (within the attention's float rounding of the C reference at every count: test_kernels).
  * The decode schedule is a choice too: the chained one (rt_model_desc.decode_chain, layer
  * kernels as phases of one dispatch) is timed against the unchained one and the faster
  * stored, unless rt_engine_opts.chain / TERNION_CHAIN fixed it.
@@ -41,6 +46,8 @@ typedef struct {
     uint8_t vec; /* GEMV_VEC: 1 = 16-byte loads, 0 = 4-byte (kernels declaring it) */
     uint8_t dot; /* 1 = native integer dot products (kernels with a native build) */
     uint8_t shq; /* GEMV_SHQ: 1 = activation codes staged in shared memory (vec then 0) */
+    uint16_t splits; /* a tunable launch size (rt_groups.splits_max: the merged split decode
+                        attention's key ranges per KV head); 0: the schedule's default */
 } rt_variant;
 
 #endif

@@ -148,7 +148,8 @@ void main()
     precise float mx3 = -1e+30;
     precise float l3 = 0.0;
     precise float acc3 = 0.0;
-    uint chunk = (n + 31u) / 32u;
+    uint splits = gl_NumWorkGroups.y;
+    uint chunk = (n + (splits - 1u)) / splits;
     uint lo = gl_WorkGroupID.y * chunk;
     uint hi = min(lo + chunk, n);
     uint kpos = dyn.pos;
@@ -414,25 +415,25 @@ void main()
         mx3 = mn3;
         barrier();
     }
-    uint base = ((h * 32u) + gl_WorkGroupID.y) * 66u;
+    uint base = ((h * splits) + gl_WorkGroupID.y) * 66u;
     pc.part.d[base + gl_LocalInvocationIndex] = acc;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base + HD] = mx;
         pc.part.d[base + 65u] = l;
     }
-    uint base1 = ((h1 * 32u) + gl_WorkGroupID.y) * 66u;
+    uint base1 = ((h1 * splits) + gl_WorkGroupID.y) * 66u;
     pc.part.d[base1 + gl_LocalInvocationIndex] = acc1;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base1 + HD] = mx1;
         pc.part.d[base1 + 65u] = l1;
     }
-    uint base2 = ((h2 * 32u) + gl_WorkGroupID.y) * 66u;
+    uint base2 = ((h2 * splits) + gl_WorkGroupID.y) * 66u;
     pc.part.d[base2 + gl_LocalInvocationIndex] = acc2;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base2 + HD] = mx2;
         pc.part.d[base2 + 65u] = l2;
     }
-    uint base3 = ((h3 * 32u) + gl_WorkGroupID.y) * 66u;
+    uint base3 = ((h3 * splits) + gl_WorkGroupID.y) * 66u;
     pc.part.d[base3 + gl_LocalInvocationIndex] = acc3;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base3 + HD] = mx3;
@@ -445,16 +446,16 @@ void main()
         arrived[0u] = t27;
     }
     barrier();
-    if (arrived[0u] == 31u) {
+    if (arrived[0u] == (splits - 1u)) {
         memoryBarrierBuffer();
-        uint b0 = h * 2112u;
+        uint b0 = (h * splits) * 66u;
         precise float mx4 = -1e+30;
-        for (uint s4 = 0u; s4 < 32u; s4++) {
+        for (uint s4 = 0u; s4 < splits; s4++) {
             mx4 = max(mx4, pc.part.d[b0 + ((s4 * 66u) + 64u)]);
         }
         precise float l4 = 0.0;
         precise float acc4 = 0.0;
-        for (uint s5 = 0u; s5 < 32u; s5++) {
+        for (uint s5 = 0u; s5 < splits; s5++) {
             uint bs = b0 + (s5 * 66u);
             precise float w = exp(pc.part.d[bs + 64u] - mx4);
             l4 += pc.part.d[bs + 65u] * w;
@@ -462,14 +463,14 @@ void main()
         }
         precise float t28 = acc4 / l4;
         pc.y.d[(h * 64u) + gl_LocalInvocationIndex] = t28;
-        uint b01 = h1 * 2112u;
+        uint b01 = (h1 * splits) * 66u;
         precise float mx5 = -1e+30;
-        for (uint s6 = 0u; s6 < 32u; s6++) {
+        for (uint s6 = 0u; s6 < splits; s6++) {
             mx5 = max(mx5, pc.part.d[b01 + ((s6 * 66u) + 64u)]);
         }
         precise float l5 = 0.0;
         precise float acc5 = 0.0;
-        for (uint s7 = 0u; s7 < 32u; s7++) {
+        for (uint s7 = 0u; s7 < splits; s7++) {
             uint bs1 = b01 + (s7 * 66u);
             precise float w1 = exp(pc.part.d[bs1 + 64u] - mx5);
             l5 += pc.part.d[bs1 + 65u] * w1;
@@ -477,14 +478,14 @@ void main()
         }
         precise float t29 = acc5 / l5;
         pc.y.d[(h1 * 64u) + gl_LocalInvocationIndex] = t29;
-        uint b02 = h2 * 2112u;
+        uint b02 = (h2 * splits) * 66u;
         precise float mx6 = -1e+30;
-        for (uint s8 = 0u; s8 < 32u; s8++) {
+        for (uint s8 = 0u; s8 < splits; s8++) {
             mx6 = max(mx6, pc.part.d[b02 + ((s8 * 66u) + 64u)]);
         }
         precise float l6 = 0.0;
         precise float acc6 = 0.0;
-        for (uint s9 = 0u; s9 < 32u; s9++) {
+        for (uint s9 = 0u; s9 < splits; s9++) {
             uint bs2 = b02 + (s9 * 66u);
             precise float w2 = exp(pc.part.d[bs2 + 64u] - mx6);
             l6 += pc.part.d[bs2 + 65u] * w2;
@@ -492,14 +493,14 @@ void main()
         }
         precise float t30 = acc6 / l6;
         pc.y.d[(h2 * 64u) + gl_LocalInvocationIndex] = t30;
-        uint b03 = h3 * 2112u;
+        uint b03 = (h3 * splits) * 66u;
         precise float mx7 = -1e+30;
-        for (uint s10 = 0u; s10 < 32u; s10++) {
+        for (uint s10 = 0u; s10 < splits; s10++) {
             mx7 = max(mx7, pc.part.d[b03 + ((s10 * 66u) + 64u)]);
         }
         precise float l7 = 0.0;
         precise float acc7 = 0.0;
-        for (uint s11 = 0u; s11 < 32u; s11++) {
+        for (uint s11 = 0u; s11 < splits; s11++) {
             uint bs3 = b03 + (s11 * 66u);
             precise float w3 = exp(pc.part.d[bs3 + 64u] - mx7);
             l7 += pc.part.d[bs3 + 65u] * w3;

@@ -112,7 +112,8 @@ void main()
     precise float mx1 = -1e+30;
     precise float l1 = 0.0;
     precise float acc1 = 0.0;
-    uint chunk = (n + 31u) / 32u;
+    uint splits = gl_NumWorkGroups.y;
+    uint chunk = (n + (splits - 1u)) / splits;
     uint lo = gl_WorkGroupID.y * chunk;
     uint hi = min(lo + chunk, n);
     uint kpos = dyn.pos;
@@ -282,13 +283,13 @@ void main()
         mx1 = mn1;
         barrier();
     }
-    uint base = ((h * 32u) + gl_WorkGroupID.y) * 66u;
+    uint base = ((h * splits) + gl_WorkGroupID.y) * 66u;
     pc.part.d[base + gl_LocalInvocationIndex] = acc;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base + HD] = mx;
         pc.part.d[base + 65u] = l;
     }
-    uint base1 = ((h1 * 32u) + gl_WorkGroupID.y) * 66u;
+    uint base1 = ((h1 * splits) + gl_WorkGroupID.y) * 66u;
     pc.part.d[base1 + gl_LocalInvocationIndex] = acc1;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base1 + HD] = mx1;
@@ -301,16 +302,16 @@ void main()
         arrived[0u] = t15;
     }
     barrier();
-    if (arrived[0u] == 31u) {
+    if (arrived[0u] == (splits - 1u)) {
         memoryBarrierBuffer();
-        uint b0 = h * 2112u;
+        uint b0 = (h * splits) * 66u;
         precise float mx2 = -1e+30;
-        for (uint s2 = 0u; s2 < 32u; s2++) {
+        for (uint s2 = 0u; s2 < splits; s2++) {
             mx2 = max(mx2, pc.part.d[b0 + ((s2 * 66u) + 64u)]);
         }
         precise float l2 = 0.0;
         precise float acc2 = 0.0;
-        for (uint s3 = 0u; s3 < 32u; s3++) {
+        for (uint s3 = 0u; s3 < splits; s3++) {
             uint bs = b0 + (s3 * 66u);
             precise float w = exp(pc.part.d[bs + 64u] - mx2);
             l2 += pc.part.d[bs + 65u] * w;
@@ -318,14 +319,14 @@ void main()
         }
         precise float t16 = acc2 / l2;
         pc.y.d[(h * 64u) + gl_LocalInvocationIndex] = t16;
-        uint b01 = h1 * 2112u;
+        uint b01 = (h1 * splits) * 66u;
         precise float mx3 = -1e+30;
-        for (uint s4 = 0u; s4 < 32u; s4++) {
+        for (uint s4 = 0u; s4 < splits; s4++) {
             mx3 = max(mx3, pc.part.d[b01 + ((s4 * 66u) + 64u)]);
         }
         precise float l3 = 0.0;
         precise float acc3 = 0.0;
-        for (uint s5 = 0u; s5 < 32u; s5++) {
+        for (uint s5 = 0u; s5 < splits; s5++) {
             uint bs1 = b01 + (s5 * 66u);
             precise float w1 = exp(pc.part.d[bs1 + 64u] - mx3);
             l3 += pc.part.d[bs1 + 65u] * w1;
