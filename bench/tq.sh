@@ -2,8 +2,9 @@
 # bench/tq.sh [BUILD_DIR] - the figures of docs/performance.md's "Ternary formats and layer
 # streaming" section, all from one run on the current Vulkan device: --bench of
 # build/bitnet-b1.58-2b at tests/bench.sh's shape (on a CPU device: 2B4T widths, 2 layers,
-# vocabulary 8192) for I2_S, TQ2_0 and TQ1_0 (--weights tq2 / tq1: the same random weights
-# re-encoded at load) with the F16 and the Q8_0 LM head, then layer streaming (I2_S, F16 head)
+# vocabulary 8192) for I2_S, TQ2_0, TQ1_0 and TQ1_T (--weights tq2 / tq1_0 / tq1: the same
+# random weights re-encoded at load; TQ1_T is TQ1_0's trits with the tensor's one f32 scale,
+# format/fmt_tq1_t.c) with the F16 and the Q8_0 LM head, then layer streaming (I2_S, F16 head)
 # with budgets of 100 % (all resident), 2 layers (the least budget: every layer through the
 # two slots) and, with 6 layers or more, 50 % (half the layers resident). A budget that holds
 # two slots holds a 2-layer model whole, so streaming needs 3 layers or more: the streaming
@@ -11,7 +12,7 @@
 # Prints one JSON line per run and a markdown table. Shape: BENCH_LAYERS / BENCH_VOCAB
 # (defaults 2 / 8192). Context 256
 # (-c): decode at a context of 128 and prompts of 16 / 128 tokens; the long-context decodes
-# and the 512-token prompt are skipped to keep the 9 runs short.
+# and the 512-token prompt are skipped to keep the 11 runs short.
 B=${1:-build}
 BIN="$B/bitnet-b1.58-2b"
 [ -x "$BIN" ] || { echo "bench/tq.sh: $BIN is missing: run 'make' first" >&2; exit 1; }
@@ -32,7 +33,8 @@ for head in f16 q8; do
     [ $head = q8 ] && h="--lm-head q8"
     run "I2_S, $head head" --bench-layers "$L" $h
     run "TQ2_0, $head head" --bench-layers "$L" --weights tq2 $h
-    run "TQ1_0, $head head" --bench-layers "$L" --weights tq1 $h
+    run "TQ1_0, $head head" --bench-layers "$L" --weights tq1_0 $h
+    run "TQ1_T, $head head" --bench-layers "$L" --weights tq1 $h
 done
 # the least budget, from the engine's error for 1 MiB; 50 %: half the layers more than that
 probe=$("$BIN" --bench -c 256 --bench-layers "$SL" --bench-vocab "$V" --vram-budget 1 2>&1)

@@ -174,7 +174,7 @@ static int upload_weights(rt_engine *e, char *err)
                 e->w_ok[i] = true;
                 if (rt_eng_weight_upload(e, gt, t, L, &e->w[i], 0, err))
                     return -1;
-                done += gt->nbytes;
+                done += nbytes; /* the device bytes, as total counts them (a --weights repack differs from the file) */
                 if (e->progress)
                     e->progress(e->progress_user, "weights", done, total);
             }
