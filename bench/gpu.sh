@@ -17,8 +17,10 @@
 #                             on the model's shapes, the winners stored), then the full-shape
 #                             bench with the F16 and the q8 LM head (JSON lines + per-kernel
 #                             profiles naming the chosen variants), the F16 one again with
-#                             --gemv scalar, and packs everything into $OUT.tar.gz (one file
-#                             back: a run returns at most 8).
+#                             --gemv scalar and with the chained / unchained decode schedule,
+#                             bench/tq.sh (ternary formats, layer streaming at 100 % / 50 % /
+#                             the least budget), and packs everything into $OUT.tar.gz (one
+#                             file back: a run returns at most 8).
 #
 # The device image has no compiler packages for shaderc and no network, so nothing is built
 # there; binaries from Debian 12 run on it (x86-64, newer glibc). GPU_SH_QUICK=1 runs the
@@ -27,9 +29,9 @@ set -eu
 mode=${1:-}
 G=.gpu
 BINS="bitnet-b1.58-2b bitnet-tiny llama-ternary-tiny"
-SUITES="test_vk test_dsl_gpu test_kernels test_kernels_fused test_e2e"
+SUITES="test_vk test_dsl_gpu test_kernels test_kernels_fused test_kernels_tq test_e2e test_e2e_tq test_stream test_tune"
 # always packed: the loader and glvnd (dlopened by the NVIDIA driver, not linked by us)
-BASE_DEBS="libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2"
+BASE_DEBS="libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 vulkan-validationlayers"
 case "$mode" in
 pack)
     make -j"$(nproc)" all
@@ -40,6 +42,7 @@ pack)
     cp build/tools/mkmodel "$G/bin/"
     for t in $SUITES; do cp "build/tests/$t" "$G/bin/"; done
     strip --strip-debug "$G"/bin/* # the carried tree is limited to 64 MiB
+    mkdir -p "$G/bin/tools" && cp "$G/bin/mkmodel" "$G/bin/tools/" # where bench/tq.sh's --bench looks
     # the packages of every library the binaries link, less the C runtime (the image's is newer)
     debs=$(ldd "$G"/bin/* 2>/dev/null | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
         # merged /usr: dpkg may know the file under /usr or only by its real name
@@ -102,6 +105,22 @@ device)
     "$M" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --gemv scalar --json --profile \
         >"$OUT/bench-f16-gemv-scalar.json" 2>"$OUT/profile-f16-gemv-scalar.txt" || rc=1
     cat "$OUT/bench-f16-gemv-scalar.json"
+    # the decode schedule both ways in one run (chained: 2 + 3 dispatches per layer; the
+    # tuner's choice is in tune.txt), as ratios against each other
+    for chain in on off; do
+        # shellcheck disable=SC2086
+        "$M" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --layer-chain $chain --json --profile \
+            >"$OUT/bench-f16-chain-$chain.json" 2>"$OUT/profile-f16-chain-$chain.txt" || rc=1
+        cat "$OUT/bench-f16-chain-$chain.json"
+    done
+    # ternary formats (I2_S, TQ2_0, TQ1_0, TQ1_T re-encoded at load) and layer streaming
+    # (budgets: all resident, 50 %, the least), at the full shape unless quick
+    if [ -n "$shape" ]; then
+        sh bench/tq.sh "$G/bin" >"$OUT/tq.txt" 2>&1 || rc=1
+    else
+        BENCH_LAYERS=30 BENCH_VOCAB=0 BENCH_STREAM_LAYERS=30 sh bench/tq.sh "$G/bin" >"$OUT/tq.txt" 2>&1 || rc=1
+    fi
+    cat "$OUT/tq.txt"
     # the stored choices (the cache dir also holds the bench model: not carried back)
     cp "${XDG_CACHE_HOME:-$HOME/.cache}"/ternion/tune-*.txt "$OUT/" 2>/dev/null || true
     echo "$rc" >"$OUT/rc"
