@@ -248,7 +248,8 @@ typedef struct {
                            choices), _AUTO (the choice stored for this device, driver and model,
                            or on a GPU tune once when none, a progress line on stderr), _NOW
                            (time every variant, print the table on stdout, store the fastest).
-                           Every variant gives the same results; gemv / no_int_dot override */
+                           Every variant gives the same results but the decode attention's
+                           number of key ranges (float rounding); gemv / no_int_dot override */
     int32_t weights;    /* ternary weights: 0 as stored; TERNION_WEIGHTS_TQ1: I2_S tensors
                            re-encoded at load into TQ1_T (TQ1_0's trits, 1.625 bits, the tensor's
                            f32 scale once: the same logits bit for bit); _TQ1_0 / _TQ2: into
