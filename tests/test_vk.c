@@ -1,7 +1,8 @@
 /* test_vk.c - tests of the thin Vulkan layer (runtime/vk/rt_vk*.c) on lavapipe: buffers and the
  * staging ring, buffers beyond maxStorageBufferRange through device addresses, the dyn
  * block, replayed command streams, barriers, the pipeline cache (reuse, reload, corrupt
- * file), clear out-of-memory / no-device errors, timestamps. Test kernels are small GLSL
+ * file), clear out-of-memory / no-device errors, timestamps, host copies into host-visible
+ * device memory ordered against dispatches (layer streaming). Test kernels are small GLSL
  * compute shaders compiled here with libshaderc.
  * Every test checks that the validation messenger (active under
  * VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation) saw no message.
@@ -372,6 +373,74 @@ static void test_cmd_errors(void **state)
     close_vk(vk);
 }
 
+/* Host copies (rt_cmd_host_copy_batch, layer streaming's host path): two layers' data A and
+ * B go through one host-visible slot, each read by a dispatch: copy A, dispatch (reads the
+ * slot), copy B (may start only once that dispatch is done), dispatch. Each dispatch sees its
+ * own copy, on every replay; the device counts the copies. Streams mixing host and device
+ * copies, and host copies into unmapped memory, are refused. */
+static void test_host_copies(void **state)
+{
+    rt_vk *vk = open_vk(false);
+    if (!rt_vk_has_timeline(vk)) {
+        close_vk(vk);
+        skip();
+    }
+    const uint32_t n = 4096;
+    rt_buf src, slot, out[2], dev;
+    char e[RT_ERR_LEN] = "";
+    if (rt_buf_create_xfer(vk, 2 * n * 4, RT_MEM_HOST, "src", &src, e) ||
+        rt_buf_create_xfer(vk, n * 4, RT_MEM_DEVICE_MAPPED, "slot", &slot, e)) {
+        printf("skip: %s\n", e); /* no device-local host-visible memory: no host path */
+        close_vk(vk);
+        skip();
+    }
+    assert_non_null(slot.mapped);
+    OK(rt_buf_create(vk, n * 4, RT_MEM_HOST, &out[0], err));
+    OK(rt_buf_create(vk, n * 4, RT_MEM_HOST, &out[1], err));
+    OK(rt_buf_create(vk, n * 4, RT_MEM_DEVICE, &dev, err));
+    uint32_t *a = src.mapped;
+    fill_random(a, 2 * n, 7);
+    rt_pipeline *p = get_pipe(vk, "affine", k_affine);
+    rt_cmd *c;
+    OK(rt_cmd_begin(vk, &c, err));
+    for (int j = 0; j < 2; j++) {
+        int id = rt_cmd_host_copy_batch(c, &src, (uint64_t)j * n * 4, &slot, 0, n * 4);
+        assert_int_equal(id, j);
+        rt_cmd_wait_batch(c, id);
+        push_affine pc = {slot.addr, out[j].addr, n, 3};
+        rt_cmd_dispatch(c, p, &pc, sizeof(pc), n / 64, 1, 1);
+    }
+    OK(rt_cmd_end(c, err));
+    uint64_t copies0, over0, copies1, over1;
+    rt_vk_host_copy_stats(vk, &copies0, &over0);
+    for (int r = 0; r < 3; r++) {
+        memset(out[0].mapped, 0, n * 4), memset(out[1].mapped, 0, n * 4);
+        OK(rt_cmd_submit(c, err));
+        for (int j = 0; j < 2; j++)
+            for (uint32_t i = 0; i < n; i++)
+                assert_int_equal(((uint32_t *)out[j].mapped)[i], a[(size_t)j * n + i] * 3u);
+    }
+    rt_vk_host_copy_stats(vk, &copies1, &over1);
+    assert_int_equal(copies1 - copies0, 6);
+    assert_true(over1 - over0 <= 6);
+    rt_cmd_free(c);
+    /* refused: a device copy after a host copy, a host copy into unmapped memory */
+    OK(rt_cmd_begin(vk, &c, err));
+    rt_cmd_host_copy_batch(c, &src, 0, &slot, 0, n * 4);
+    assert_int_equal(rt_cmd_copy_batch(c, &src, 0, &slot, 0, n * 4), -1);
+    assert_int_not_equal(rt_cmd_end(c, e), 0);
+    assert_non_null(strstr(e, "one kind per stream"));
+    rt_cmd_free(c);
+    OK(rt_cmd_begin(vk, &c, err));
+    assert_int_equal(rt_cmd_host_copy_batch(c, &src, 0, &dev, 0, n * 4), -1);
+    assert_int_not_equal(rt_cmd_end(c, e), 0);
+    assert_non_null(strstr(e, "not mapped"));
+    rt_cmd_free(c);
+    rt_buf_destroy(vk, &src), rt_buf_destroy(vk, &slot), rt_buf_destroy(vk, &dev);
+    rt_buf_destroy(vk, &out[0]), rt_buf_destroy(vk, &out[1]);
+    close_vk(vk);
+}
+
 static void test_timestamps(void **state)
 {
     rt_vk *vk = open_vk(false);
@@ -652,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_dyn_block),
         cmocka_unit_test(test_replay),
         cmocka_unit_test(test_cmd_errors),
+        cmocka_unit_test(test_host_copies),
         cmocka_unit_test(test_timestamps),
         cmocka_unit_test(test_pipeline_cache),
         cmocka_unit_test(test_spec_constants),

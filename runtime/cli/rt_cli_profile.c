@@ -99,7 +99,7 @@ void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
     fprintf(stderr,
             "layer streaming: %d layers, %.2f MB host->device per step; copies alone %.3f ms (%.2f GB/s), "
             "dispatches alone %.3f ms, the step %.3f ms: copies overlap compute by %.3f ms (%.0f%% of the copy time); "
-            "host-side timing (fastest of 3 submissions each); copies ordered by %s\n",
+            "host-side timing (fastest of 3 interleaved submissions each); copies ordered by %s\n",
             pf.streamed_layers, pf.streamed_bytes / 1e6, copy_ms, copy_ms > 0 ? pf.streamed_bytes / (copy_ms * 1e6) : 0.0,
             compute_ms, step_ms, copy_ms + compute_ms - step_ms,
             copy_ms > 0 ? 100.0 * (copy_ms + compute_ms - step_ms) / copy_ms : 0.0,
