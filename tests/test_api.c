@@ -361,6 +361,10 @@ static void test_sequences(void **state)
     assert_int_equal(ternion_perf_get(one, &pf), 0);
     assert_true(pf.n_prompt >= na + nb && pf.n_decode >= 12 && pf.n_sample >= 12 + 16 && pf.t_load_ms > 0);
     assert_true(pf.dispatches_per_token > 0);
+    ternion_device_info di;
+    assert_int_equal(ternion_context_device(one, &di), 0);
+    if (di.type == TERNION_DEVICE_CPU && !getenv("TERNION_CHAIN")) /* spinning workgroups would hold CPU threads */
+        assert_false(pf.chained_decode);
     assert_true(ternion_perf_decode_bytes(one, 10) > 0);
     int32_t rn = 0;
     ternion_profile_row row;

@@ -578,7 +578,7 @@ static void test_chat_context_full(void **state)
 static void test_bench(void **state)
 {
     NEED_BIN();
-    RUN(r, NULL, "--bench", "--json", "-c", "256", "--bench-layers", "1", "--bench-vocab", "512");
+    RUN(r, NULL, "--bench", "--json", "-c", "256", "--bench-layers", "1", "--bench-vocab", "512", "--layer-chain", "on");
     SKIP_NO_DEVICE(r);
     expect(&r, 0, "bench: device ");
     static const char *const phases[] = {"bench: shape: as given (--bench-layers 1, --bench-vocab 512",
@@ -602,13 +602,10 @@ static void test_bench(void **state)
     assert_non_null(nl);
     assert_int_equal(nl[1], 0); /* one line */
     bool cpu = strstr(r.out, "\"device_type\":\"cpu\"") != NULL;
-    /* the decode schedule is named; lavapipe runs the chained one by default: 2 dispatches
-     * (embedding, LM head) + 3 for the layer, not 2 + 5 */
-    assert_true(strstr(r.out, "\"layer_chain\":\"chained\"") || strstr(r.out, "\"layer_chain\":\"unchained\""));
-    if (strstr(r.out, "\"device\":\"llvmpipe")) {
-        assert_non_null(strstr(r.out, "\"layer_chain\":\"chained\""));
-        assert_non_null(strstr(r.out, "\"dispatches_per_token\":5,"));
-    }
+    /* the decode schedule asked for is named and counted: 2 dispatches (embedding, LM head)
+     * + 3 for the layer's chained phases (2 + 5 unchained) */
+    assert_non_null(strstr(r.out, "\"layer_chain\":\"chained\""));
+    assert_non_null(strstr(r.out, "\"dispatches_per_token\":5,"));
     cli_result_free(&r);
     /* no shape given: reduced on a CPU device (lavapipe), the full one on a GPU */
     RUN(m, NULL, "--bench", "--bench-mkmodel", "/nonexistent/mkmodel");

@@ -157,11 +157,17 @@ static int read_ids(int32_t *ids, int max)
 }
 
 /* Opens path with model d (weights: opts.weights); 1 = no device (skip). */
-static int open_with(const gen_desc *d, const char *path, int weights, rt_engine **e, char *err)
+static int open_chain(const gen_desc *d, const char *path, int weights, int chain, rt_engine **e, char *err)
 {
-    rt_engine_opts o = {.model_path = path, .device_index = -1, .n_ctx = 256, .n_batch = 128, .weights = weights};
+    rt_engine_opts o = {.model_path = path, .device_index = -1, .n_ctx = 256, .n_batch = 128, .weights = weights,
+                        .chain = chain};
     int rc = rt_engine_open(&d->desc, &o, e, err);
     return rc && strstr(err, "no Vulkan device") ? 1 : rc;
+}
+
+static int open_with(const gen_desc *d, const char *path, int weights, rt_engine **e, char *err)
+{
+    return open_chain(d, path, weights, RT_CHAIN_AUTO, e, err);
 }
 
 static int argmax_row(const float *v, int n)
@@ -286,6 +292,16 @@ static void test_tq1t_exact(void **st)
         fail_msg("%s", err);
     run(e, ids, n, lt, g_t);
     const uint64_t bytes_t = rt_engine_decode_bytes(e, 1);
+    rt_engine_close(e);
+    assert_memory_equal(lt, li, 4 * nl);
+    assert_memory_equal(g_t, g_i2s, sizeof(g_t));
+    /* the chained decode schedule reads the repacked weights too (its kernels get their WFMT) */
+    if (open_chain(&g_d, DIR "/model.gguf", FMT_TQ1_T, RT_CHAIN_ON, &e, err))
+        fail_msg("%s", err);
+    rt_engine_stats es;
+    rt_engine_get_stats(e, &es);
+    assert_true(es.chained);
+    run(e, ids, n, lt, g_t);
     rt_engine_close(e);
     assert_memory_equal(lt, li, 4 * nl);
     assert_memory_equal(g_t, g_i2s, sizeof(g_t));

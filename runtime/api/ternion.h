@@ -260,11 +260,12 @@ typedef struct {
                            overlapping compute (same logits); too small: an error naming the least */
     int32_t chain;      /* decode schedule (ternion_chain): TERNION_CHAIN_AUTO (the default: the
                            tuner's stored choice, else chained on NVIDIA, AMD and Intel GPUs and
-                           lavapipe, unchained elsewhere; TERNION_CHAIN=0|1 in the environment
-                           overrides), _OFF (each layer kernel its own dispatch: 2 + 5 per layer),
-                           _ON (a layer's O, GLU and down projections as ordered phases of one
-                           dispatch: 2 + 3 per layer; relies on running workgroups making progress
-                           while others wait, which Vulkan does not promise). Same logits */
+                           unchained elsewhere, CPU devices included; TERNION_CHAIN=0|1 in the
+                           environment overrides), _OFF (each layer kernel its own dispatch:
+                           2 + 5 per layer), _ON (a layer's O, GLU and down projections as
+                           ordered phases of one dispatch: 2 + 3 per layer; relies on running
+                           workgroups making progress while others wait, which Vulkan does not
+                           promise). Same logits */
 } ternion_context_params;
 typedef enum { TERNION_CHAIN_AUTO = 0, TERNION_CHAIN_OFF = 1, TERNION_CHAIN_ON = 2 } ternion_chain;
 enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2, TERNION_WEIGHTS_TQ1_0 = 3 };

@@ -54,7 +54,7 @@ typedef struct {
     int chain;          /* RT_CHAIN_*: the chained decode schedule (phases of a layer in one dispatch,
                            ordered by tickets: relies on resident workgroups making progress);
                            auto: TERNION_CHAIN=0/1 if set, else the tuner's stored choice, else
-                           on where known safe (rt_engine_chained.c) */
+                           on for GPUs known safe (rt_engine_chained.c) */
 } rt_engine_opts;
 
 enum { RT_CHAIN_AUTO = 0, RT_CHAIN_OFF = 1, RT_CHAIN_ON = 2 };

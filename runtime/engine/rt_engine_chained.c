@@ -5,9 +5,12 @@
  * dispatch whose workgroups take ordered tickets and spin until the previous phase is
  * done. That is deadlock-free where workgroups that have started keep making progress
  * (GPUs of NVIDIA, AMD and Intel; llvmpipe), which Vulkan does not promise. So the
- * chained schedule is the default only on those devices (known_progress: by vendor id),
- * where it needs 2 + 3 per layer dispatches instead of 2 + 5 per layer; elsewhere the
- * unchained one is. Either way rt_engine_opts.chain (--layer-chain on|off), TERNION_CHAIN=0|1 in
+ * chained schedule is the default only on those GPUs (known_progress: by vendor id),
+ * where it needs 2 + 3 per layer dispatches instead of 2 + 5 per layer and a waiting
+ * workgroup costs an idle slot of the GPU; elsewhere the unchained one is. On lavapipe
+ * (correct there: tested) a waiting workgroup spins a CPU thread, which a loaded
+ * 2-core machine cannot spare: bitnet-kjv decoded at 194-224 ms per token chained
+ * against 150-156 unchained (alternating runs). Either way rt_engine_opts.chain (--layer-chain on|off), TERNION_CHAIN=0|1 in
  * the environment when the option is auto, or the tuner's stored choice for this device
  * (rt_tune.c: it times both) decide over that default. The sparse FFN and layer streaming
  * keep the unchained schedule, and so does a device whose limits the chained kernels
@@ -91,15 +94,17 @@ int rt_eng_chained_set(rt_engine *e, bool on, char *err)
     return 0;
 }
 
-/* Devices whose started workgroups keep running while others spin (see the header):
- * NVIDIA, AMD and Intel GPUs, and Mesa's llvmpipe (lavapipe), by PCI / Khronos vendor id. */
+/* GPUs whose started workgroups keep running while others spin (see the header): NVIDIA,
+ * AMD and Intel, by PCI vendor id. */
 static bool known_progress(const rt_vk_info *vi)
 {
     static const uint32_t vendors[] = {0x10de /* NVIDIA */, 0x1002 /* AMD */, 0x8086 /* Intel */};
+    if (vi->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        return false;
     for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]); i++)
         if (vi->vendor_id == vendors[i])
             return true;
-    return vi->vendor_id == 0x10005 /* VK_VENDOR_ID_MESA */ && vi->type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    return false;
 }
 
 int rt_eng_chained_open(rt_engine *e, int want, char *err)
@@ -110,7 +115,7 @@ int rt_eng_chained_open(rt_engine *e, int want, char *err)
             want = strcmp(env, "0") ? RT_CHAIN_ON : RT_CHAIN_OFF;
     }
     e->chain_forced = want != RT_CHAIN_AUTO;
-    if (want == RT_CHAIN_AUTO) /* the default: chained where it is known to be safe and can run */
+    if (want == RT_CHAIN_AUTO) /* the default: chained on GPUs known to be safe, where it can run */
         return known_progress(rt_vk_get_info(e->vk)) && rt_eng_chained_available(e, NULL, 0)
                    ? rt_eng_chained_set(e, true, err)
                    : 0;
