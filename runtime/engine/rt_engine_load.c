@@ -296,8 +296,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
         goto fail;
     }
     for (uint32_t i = 0; i < desc->n_acts; i++) {
-        uint64_t sz = (uint64_t)desc->acts[i].bytes_per_token * e->n_batch;
-        if (rt_buf_create_named(e->vk, sz < 256 ? 256 : sz, RT_MEM_DEVICE, desc->acts[i].name, &e->acts[i], err))
+        if (rt_buf_create_named(e->vk, rt_eng_act_bytes(e, i), RT_MEM_DEVICE, desc->acts[i].name, &e->acts[i], err))
             goto fail;
     }
     uint64_t kvsz = (uint64_t)e->n_ctx * desc->kv_dim * desc->kv_elem_bytes;

@@ -146,6 +146,7 @@ void rt_eng_record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32
 void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n);
 const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s);
 bool rt_eng_writes_result(const rt_dispatch *post, uint32_t n);
+uint64_t rt_eng_act_bytes(const rt_engine *e, uint32_t i);
 /* rt_engine_weights.c */
 bool rt_eng_type_ok(uint8_t want, uint8_t got);
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n);

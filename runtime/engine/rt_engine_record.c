@@ -134,6 +134,25 @@ const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s)
     return e->head_q8 ? s->post_q8 : s->post;
 }
 
+/* Device bytes of activation buffer i: a row per token of a step for the buffers the prompt
+ * schedule uses (n_batch rows, multi-row decode included: it runs that schedule), one row
+ * for those only single-token schedules use (the split attention's partials: 2.7 MB a row
+ * for 2B4T, which n_batch rows would make 1.4 GB). */
+uint64_t rt_eng_act_bytes(const rt_engine *e, uint32_t i)
+{
+    const rt_schedule *s = &e->d->prefill;
+    const rt_dispatch *secs[4] = {s->pre, s->layer, s->post, s->post_q8};
+    const uint32_t ns[4] = {s->n_pre, s->n_layer, s->n_post, s->post_q8 ? s->n_post : 0};
+    uint64_t rows = 1;
+    for (int q = 0; q < 4 && rows == 1; q++)
+        for (uint32_t j = 0; j < ns[q] && rows == 1; j++)
+            for (int a = 0; a < secs[q][j].n_args; a++)
+                if (secs[q][j].args[a].kind == RT_ARG_ACT && secs[q][j].args[a].index == i)
+                    rows = (uint64_t)e->n_batch;
+    uint64_t sz = (uint64_t)e->d->acts[i].bytes_per_token * rows;
+    return sz < 256 ? 256 : sz;
+}
+
 /* Every dispatch of schedule s for n tokens: pre, the layers, post. */
 void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n)
 {

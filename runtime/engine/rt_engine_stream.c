@@ -78,10 +78,8 @@ static uint64_t fixed_bytes(const rt_engine *e)
                 rt_eng_tensor_name(e, t, L, name, sizeof(name));
                 b += rt_eng_weight_nbytes(e, rt_gguf_tensor_find(e->g, name), t, L) + 4;
             }
-    for (uint32_t i = 0; i < d->n_acts; i++) {
-        uint64_t sz = (uint64_t)d->acts[i].bytes_per_token * e->n_batch;
-        b += sz < 256 ? 256 : sz;
-    }
+    for (uint32_t i = 0; i < d->n_acts; i++)
+        b += rt_eng_act_bytes(e, i);
     b += 2ull * e->n_layers * e->n_ctx * d->kv_dim * d->kv_elem_bytes;
     b += (uint64_t)e->n_batch * e->vocab * 4 + RT_SYNC_WORDS * 4;
     return b;
