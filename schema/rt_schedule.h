@@ -72,7 +72,11 @@
 /* GEMV_SHQ: the decode bitlinears stage the activation codes in shared memory once per
  * workgroup (1) or read them from the buffer (0); same sums (a tuner variant). */
 #define RT_SPEC_GEMV_SHQ 2
-#define RT_SPEC_COUNT 3
+/* GEMV_ROWS: the decode bitlinears serve 2^GEMV_ROWS rows per subgroup at once (sgs / 2^g
+ * lanes each; 0: a row per subgroup); integer sums, so the same results for I2_S and TQ1_T
+ * weights (a tuner variant; not offered for TQ1_0 / TQ2_0, whose block sums are floats). */
+#define RT_SPEC_GEMV_ROWS 3
+#define RT_SPEC_COUNT 4
 #define RT_MAX_ARGS 24 /* a kernel with an argument table binds up to this many; others stop at 16 (128 push bytes) */
 #define RT_MAX_PARAMS 8
 

@@ -336,7 +336,8 @@ typedef struct {
     rt_pipeline *pl;
     bool decode;
     uint32_t gemv_vec; /* decode bitlinears' variant: 0 / 1 GEMV_VEC (4- / 16-byte loads),
-                        * 2 GEMV_SHQ (codes staged in shared memory) */
+                        * 2 GEMV_SHQ (codes staged in shared memory); + 16 * GEMV_ROWS
+                        * (2^g rows per subgroup at once) */
     uint32_t splits;   /* a tunable launch size (rt_groups.splits_max) launched at this count
                         * (the runtime's rt_variant.splits); 0: the default count */
 } kern;
@@ -348,8 +349,9 @@ static void kern_compile(kern *kn)
     if (dsl_compile(kn->k, &spv, &spv_bytes) != 0)
         fail_msg("%s", dsl_error(kn->k));
     uint32_t spec[RT_SPEC_COUNT] = {0}; /* WFMT 0: the tests' weights are I2_S */
-    spec[RT_SPEC_GEMV_VEC] = kn->gemv_vec == 1;
-    spec[RT_SPEC_GEMV_SHQ] = kn->gemv_vec == 2;
+    spec[RT_SPEC_GEMV_VEC] = (kn->gemv_vec & 15) == 1;
+    spec[RT_SPEC_GEMV_SHQ] = (kn->gemv_vec & 15) == 2;
+    spec[RT_SPEC_GEMV_ROWS] = kn->gemv_vec >> 4;
     OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), spv, spv_bytes, spec, RT_SPEC_COUNT, &kn->pl, err));
     free(spv);
 }
@@ -668,7 +670,8 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
 /* ---------------------------------------------------------------- BITLINEAR (_GLU, _MULTI, + residual) */
 
 /* The decode kernels read their rows 4 bytes (gemv_vec 0) or 16 bytes (1) per lane, or 4 bytes
- * against the activation codes staged in shared memory (2). */
+ * against the activation codes staged in shared memory (2); + 16 g: 2^g rows per subgroup at
+ * once (sgs / 2^g lanes a row; at 4-lane subgroups and g = 2, one lane a row). */
 static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool decode, uint32_t gemv_vec)
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
@@ -717,9 +720,10 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
                     for (int i = 0; i < M[p]; i++)
                         yr[i] += r0[p][(size_t)t * M[p] + i];
             }
-            char what[64];
-            snprintf(what, sizeof(what), "part %d (M %d, K %d%s)", p, M[p], K,
-                     gemv_vec == 1 ? ", 16-byte loads" : gemv_vec == 2 ? ", shared codes" : "");
+            char what[96];
+            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup)", p, M[p], K,
+                     (gemv_vec & 15) == 1 ? ", 16-byte loads" : (gemv_vec & 15) == 2 ? ", shared codes" : "",
+                     1u << (gemv_vec >> 4));
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu ? fmax(1e-6, gen_act_at(kop->act)->tol) : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
             if (res)
@@ -741,8 +745,10 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
 
 static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
 {
-    for (uint32_t v = 0; v < (decode ? 3u : 1u); v++)
-        check_bitlinear_spec(g, kop, decode, v);
+    /* decode: each load variant, and 2 / 4 rows a subgroup with 4-byte, 16-byte and shared loads */
+    static const uint32_t variants[] = {0, 1, 2, 0 | 2 << 4, 1 | 1 << 4, 1 | 2 << 4, 2 | 1 << 4};
+    for (size_t v = 0; v < (decode ? sizeof(variants) / sizeof(variants[0]) : 1u); v++)
+        check_bitlinear_spec(g, kop, decode, variants[v]);
 }
 
 /* ---------------------------------------------------------------- ROPE, ROPE_KV, KV_WRITE */

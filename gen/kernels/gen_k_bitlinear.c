@@ -16,7 +16,9 @@
  * (set by the runtime per device) one uvec4 of 4 code words (and 4 uvec4 of
  * activations): the same products, so the same sums. With GEMV_SHQ (a tuner variant)
  * the workgroup first copies the token's K/4 activation words into shared memory and
- * the 4-byte loop reads them there (GEMV_VEC is then ignored): again the same sums. Prefill: each workgroup
+ * the 4-byte loop reads them there (GEMV_VEC is then ignored): again the same sums. With
+ * GEMV_ROWS = g (a tuner variant) a subgroup serves 2^g rows at once, sgs / 2^g lanes each
+ * (bl_rows), for rows too short to keep 32 lanes busy. Prefill: each workgroup
  * owns a tile of 64 rows x 64 tokens and stages each 128-element block of K (codes
  * and int8 activations) in shared memory; every invocation keeps 4 x 4 integer sums
  * (bl_tile). All sums are integers, so both give the same values in any order.
@@ -66,6 +68,8 @@ typedef struct {
     dsl_expr shq, qsh; /* decode with a global Q8 input: the GEMV_SHQ specialization constant
                         * and the shared copy of the activation codes it stages; else NULL */
     dsl_expr fmt;      /* the WFMT specialization constant: I2_S, TQ2_0, TQ1_0 or TQ1_T weights */
+    dsl_expr rows;     /* decode with a global Q8 input: the GEMV_ROWS specialization constant
+                        * (log2 of the rows a subgroup serves at once); else NULL (one) */
     dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
 } bl_ctx;
 
@@ -186,7 +190,12 @@ static void bl_scalar(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_exp
     dsl_end(k); /* w */
 }
 
-/* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y. */
+/* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y; with
+ * GEMV_ROWS = g > 0 (a tuner variant for short rows that leave lanes idle) a subgroup serves
+ * 2^g rows at once, sgs / 2^g lanes each, and workgroup wg rows 8 * 2^g * wg ..: the
+ * workgroups past the matrix's last row find none (the launch stays ceil(M / 8)). Each
+ * row's integer sum is the same in any lane order, so the results are the same bits; the
+ * runtime offers the variant for I2_S and TQ1_T weights only (TQ1_0 / TQ2_0 sum floats). */
 static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl_expr *W4, dsl_expr y, int M,
                     dsl_expr Mc, dsl_expr wg)
 {
@@ -194,17 +203,26 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     dsl_expr q = c->q;
     dsl_expr ws[2];
     bl_scales(k, c, W, M, ws);
-    dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
+    dsl_expr sl = dsl_subgroup_invocation(k), sgsz = dsl_subgroup_size(k);
+    /* R rows per subgroup at once: row lrow of the R, lane `lane` of its `sgs` lanes */
+    dsl_expr R = c->rows ? dsl_let(k, "R", dsl_shl(k, U(1), c->rows)) : U(1);
+    dsl_expr sgs = c->rows ? dsl_let(k, "lpr", dsl_shr(k, sgsz, c->rows)) : sgsz;
+    dsl_expr lane = c->rows ? dsl_let(k, "lane", dsl_band(k, sl, dsl_sub(k, sgs, U(1)))) : sl;
+    dsl_expr lrow = c->rows ? dsl_let(k, "lrow", dsl_div(k, sl, sgs)) : U(0);
 
-    dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
-    dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, wg, U(ROWS)), rl));
-    dsl_break_if(k, dsl_ge(k, r, Mc));
+    dsl_expr rb = dsl_for(k, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, U(ROWS), R),
+                          dsl_mul(k, dsl_builtin(k, DSL_NUM_SUBGROUPS), R));
+    dsl_expr r0 = dsl_let(k, "row0", dsl_add(k, dsl_mul(k, wg, dsl_mul(k, U(ROWS), R)), rb));
+    dsl_break_if(k, dsl_ge(k, r0, Mc)); /* uniform: the subgroup's first row */
+    dsl_expr r = c->rows ? dsl_let(k, "row", dsl_add(k, r0, lrow)) : r0;
     dsl_expr acc[2], accf[2] = {0};
     for (int j = 0; j < nw; j++)
         acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
+    for (int j = 0; j < nw && c->fmt; j++)
+        accf[j] = dsl_var(k, j ? "accfu" : "accf", DSL_F32, F(0));
+    if (c->rows) /* a lane whose row is past the matrix adds nothing (but takes part in the sums) */
+        dsl_if(k, dsl_lt(k, r, Mc));
     if (c->fmt) {
-        for (int j = 0; j < nw; j++)
-            accf[j] = dsl_var(k, j ? "accfu" : "accf", DSL_F32, F(0));
         for (int f = GEN_WFMT_TQ2; f <= GEN_WFMT_TQ1T; f++)
             bl_rows_tq(k, c, f, W, r, lane, sgs, acc, accf);
         dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
@@ -240,14 +258,20 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
         dsl_end(k);
     if (c->fmt)
         dsl_end(k); /* I2_S */
+    if (c->rows)
+        dsl_end(k); /* row < M */
 
+    /* each of the R rows' sums over the whole subgroup (the other rows' lanes add 0), stored
+     * by the row's first lane */
+    dsl_expr rr = c->rows ? dsl_for(k, "rr", U(0), R, NULL) : NULL;
+    dsl_expr mine = c->rows ? dsl_let(k, "mine", dsl_eq(k, lrow, rr)) : NULL;
     dsl_expr tot[2], totf[2] = {0};
     for (int j = 0; j < nw; j++) {
-        tot[j] = dsl_subgroup_add(k, acc[j]);
+        tot[j] = dsl_subgroup_add(k, mine ? dsl_select(k, mine, acc[j], I(0)) : acc[j]);
         if (c->fmt)
-            totf[j] = dsl_subgroup_add(k, accf[j]);
+            totf[j] = dsl_subgroup_add(k, mine ? dsl_select(k, mine, accf[j], F(0)) : accf[j]);
     }
-    dsl_if(k, dsl_eq(k, lane, U(0)));
+    dsl_if(k, mine ? dsl_and(k, dsl_and(k, mine, dsl_eq(k, lane, U(0))), dsl_lt(k, r, Mc)) : dsl_eq(k, lane, U(0)));
     dsl_expr sc = c->sc, qsum = c->qsum; /* sum(q) < 2^24: exact through the f32 of qs */
     if (!sc) {
         qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, U(1)), DSL_I32));
@@ -255,7 +279,9 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     }
     bl_store(k, c, tot, totf, sc, qsum, ws, y, r);
     dsl_end(k);
-    dsl_end(k); /* rl */
+    if (c->rows)
+        dsl_end(k); /* rr */
+    dsl_end(k); /* rb */
 }
 
 /* Prefill, TQ format f: word wi of 128-element step kb of row gr, decoded into the I2_S
@@ -592,6 +618,7 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         c.q4 = dsl_buffer_view(k, "q4", c.q, DSL_UVEC4);
         c.KV4 = dsl_const_u32(k, "KV4", (uint32_t)K / 64);
         c.shq = dsl_spec_const(k, "GEMV_SHQ", DSL_U32, RT_SPEC_GEMV_SHQ, 0);
+        c.rows = dsl_spec_const(k, "GEMV_ROWS", DSL_U32, RT_SPEC_GEMV_ROWS, 0);
         for (int p = 0; p < (glu ? 2 : np); p++)
             W4[p] = dsl_buffer_view(k, glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
     }

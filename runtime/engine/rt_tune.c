@@ -15,7 +15,8 @@
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
 #define TUNE_MAGIC "ternion-tune 4"
 
-enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8 };
+enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16 };
+#define ROWS_LOG2_MAX 2 /* GEMV_ROWS variants: 1, 2 or 4 rows per subgroup */
 
 /* The launch sizes a DIM_SPLITS kernel is timed at (those up to its splits_max). */
 static const uint16_t SPLITS[] = {8, 16, 32, 64, 128, 256};
@@ -50,6 +51,11 @@ static uint8_t dims_of(const rt_engine *e, uint32_t k)
     const rt_kernel_desc *kd = &e->d->kernels[k];
     return (uint8_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
                      (splits_groups(e, k) ? DIM_SPLITS : 0) |
+                     /* rows per subgroup: integer sums only (I2_S, TQ1_T: WFMT 0, 3), the same bits */
+                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) && (!e->wfmt || e->wfmt[k] == 0 ||
+                                                                                  e->wfmt[k] == 3)
+                          ? DIM_ROWS
+                          : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
                      (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0));
 }
@@ -61,6 +67,8 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
     int len = snprintf(out, n, "%s%s%s", d & DIM_VEC ? (v.shq ? "shq4" : v.vec ? "vec16" : "vec4") : "",
                        (d & DIM_VEC) && (d & DIM_DOT) ? "+" : "",
                        d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
+    if ((d & DIM_ROWS) && v.rows && len >= 0 && (size_t)len < n) /* rows per subgroup: "+r2" */
+        len += snprintf(out + len, n - (size_t)len, "+r%u", 1u << v.rows);
     const rt_groups *g = (d & DIM_SPLITS) ? splits_groups(e, k) : NULL;
     if (g && len >= 0 && (size_t)len < n) /* the key ranges launched: "s32" */
         snprintf(out + len, n - (size_t)len, "%ss%u", len ? "+" : "", v.splits ? v.splits : g->add);
@@ -74,6 +82,7 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
     uint32_t spec[RT_SPEC_COUNT] = {0};
     spec[RT_SPEC_GEMV_VEC] = e->var[k].vec;
     spec[RT_SPEC_GEMV_SHQ] = e->var[k].shq;
+    spec[RT_SPEC_GEMV_ROWS] = e->var[k].rows;
     spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
     bool nd = e->var[k].dot && kd->spv_dot;
     return rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
@@ -135,12 +144,12 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot, shq, splits, chained = 0;
+    unsigned vec, dot, shq, splits, rows, chained = 0;
     while (ok && fgets(line, sizeof(line), f)) {
         if (line[0] == '#' || sscanf(line, "decode-schedule chained=%u", &chained) == 1)
             continue;
-        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u", name, &vec, &dot, &shq, &splits) != 5 || vec > 1 ||
-            dot > 1 || shq > 1 || (vec && shq) || splits > 65535) {
+        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u", name, &vec, &dot, &shq, &splits, &rows) != 6 ||
+            vec > 1 || dot > 1 || shq > 1 || (vec && shq) || splits > 65535 || rows > ROWS_LOG2_MAX) {
             ok = false;
             break;
         }
@@ -150,6 +159,7 @@ static bool tune_load(rt_engine *e, const char *path)
                 v[k] = (rt_variant){.vec = (uint8_t)vec,
                                     .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT)),
                                     .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ)),
+                                    .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) ? rows : 0),
                                     .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
@@ -178,8 +188,8 @@ static void tune_store(rt_engine *e, const char *path)
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
-        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u\n", e->d->kernels[k].name, e->var[k].vec, e->var[k].dot,
-                e->var[k].shq, e->var[k].splits);
+        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u\n", e->d->kernels[k].name, e->var[k].vec,
+                e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows);
     fprintf(f, "decode-schedule chained=%u\n", e->dec == &e->d->decode_chain);
     if (fclose(f) == 0)
         rename(tmp, path);
@@ -305,10 +315,12 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
     double best_ms = 0;
     char vn[32];
     bool first = true;
-    for (int c = 0; c < 8; c++) {
-        rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)((c >> 1) & 1), .shq = (uint8_t)(c >> 2)};
+    for (int c = 0; c < 8 * (ROWS_LOG2_MAX + 1); c++) {
+        rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)((c >> 1) & 1), .shq = (uint8_t)((c >> 2) & 1),
+                        .rows = (uint8_t)(c >> 3)};
         if ((!(d & DIM_VEC) && v.vec != keep.vec) || (!(d & DIM_DOT) && v.dot != keep.dot) ||
-            (!(d & DIM_SHQ) && v.shq != keep.shq) || (v.shq && v.vec)) /* shq reads 4 bytes a lane */
+            (!(d & DIM_SHQ) && v.shq != keep.shq) || (!(d & DIM_ROWS) && v.rows != keep.rows) ||
+            (v.shq && v.vec)) /* shq reads 4 bytes a lane */
             continue;
         e->var[k] = v;
         double ms;

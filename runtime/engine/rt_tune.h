@@ -3,7 +3,9 @@
  * A kernel's variants are the builds the generator gives it that compute the same
  * results: the native integer-dot SPIR-V or the portable one (kernels with int8 dots, on
  * devices with shaderIntegerDotProduct), and each value of its tunable specialization
- * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads), and
+ * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads;
+ * RT_SPEC_GEMV_SHQ, activation codes staged in shared memory; RT_SPEC_GEMV_ROWS, 1, 2 or 4
+ * rows per subgroup at once, offered for integer-sum formats only), and
  * for a kernel with a tunable launch size (rt_groups.splits_max: the merged split decode
  * attention, which reads its number of key ranges per KV head from gl_NumWorkGroups) each
  * count from 8 to 256, timed at a long context (position 2047, or the context's last).
@@ -46,6 +48,7 @@ typedef struct {
     uint8_t vec; /* GEMV_VEC: 1 = 16-byte loads, 0 = 4-byte (kernels declaring it) */
     uint8_t dot; /* 1 = native integer dot products (kernels with a native build) */
     uint8_t shq; /* GEMV_SHQ: 1 = activation codes staged in shared memory (vec then 0) */
+    uint8_t rows; /* GEMV_ROWS: a subgroup serves 2^rows rows at once (0: one) */
     uint16_t splits; /* a tunable launch size (rt_groups.splits_max: the merged split decode
                         attention's key ranges per KV head); 0: the schedule's default */
 } rt_variant;

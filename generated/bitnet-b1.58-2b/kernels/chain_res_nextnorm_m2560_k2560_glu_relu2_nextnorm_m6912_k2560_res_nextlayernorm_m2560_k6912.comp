@@ -89,6 +89,7 @@ layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 40u;
 layout(constant_id = 2) const uint GEMV_SHQ = 0u;
+layout(constant_id = 3) const uint GEMV_ROWS = 0u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 2560u;
@@ -175,210 +176,220 @@ void main()
         if (WFMT == 3u) {
             ws = uintBitsToFloat(w.d[332800u]);
         }
-        for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
-            uint row = (uvec3(job, 0u, 0u).x * 8u) + rl;
-            if (row >= M) break;
+        uint R = 1u << GEMV_ROWS;
+        uint lpr = gl_SubgroupSize >> GEMV_ROWS;
+        uint lane = gl_SubgroupInvocationID & (lpr - 1u);
+        uint lrow = gl_SubgroupInvocationID / lpr;
+        for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
+            uint row0 = (uvec3(job, 0u, 0u).x * (8u * R)) + rb;
+            if (row0 >= M) break;
+            uint row = row0 + lrow;
             int acc = 0;
             precise float accf = 0.0;
-            if (WFMT == 1u) {
-                for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
-                    uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
-                    uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
-                    uint boff = (row * 660u) + ((w1 >> 4u) * 66u);
-                    int aw = 0;
-                    uint qw = q.d[qb + 0u];
-                    uint t1 = l0 + 0u;
-                    uint t2 = boff + (((t1 >> 7u) << 5u) | (t1 & 31u));
-                    uint twi = t2 >> 2u;
-                    uint tlo = w.d[twi];
-                    aw += dsl_dot4x8_ss(qw, ((((((t2 & 2u) != 0u) ? ((tlo >> 16u) | (w.d[twi + 1u] << 16u)) : tlo) >> (((t1 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                    uint qw1 = q.d[qb + 8u];
-                    uint t3 = l0 + 32u;
-                    uint t4 = boff + (((t3 >> 7u) << 5u) | (t3 & 31u));
-                    uint twi1 = t4 >> 2u;
-                    uint tlo1 = w.d[twi1];
-                    aw += dsl_dot4x8_ss(qw1, ((((((t4 & 2u) != 0u) ? ((tlo1 >> 16u) | (w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t3 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                    uint qw2 = q.d[qb + 16u];
-                    uint t5 = l0 + 64u;
-                    uint t6 = boff + (((t5 >> 7u) << 5u) | (t5 & 31u));
-                    uint twi2 = t6 >> 2u;
-                    uint tlo2 = w.d[twi2];
-                    aw += dsl_dot4x8_ss(qw2, ((((((t6 & 2u) != 0u) ? ((tlo2 >> 16u) | (w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t5 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                    uint qw3 = q.d[qb + 24u];
-                    uint t7 = l0 + 96u;
-                    uint t8 = boff + (((t7 >> 7u) << 5u) | (t7 & 31u));
-                    uint twi3 = t8 >> 2u;
-                    uint tlo3 = w.d[twi3];
-                    aw += dsl_dot4x8_ss(qw3, ((((((t8 & 2u) != 0u) ? ((tlo3 >> 16u) | (w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t7 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                    uint tdo = boff + 64u;
-                    accf += float(aw) * unpackHalf2x16((w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
-                }
-            }
-            if (WFMT == 2u) {
-                for (uint w2 = gl_SubgroupInvocationID; w2 < KW; w2 += gl_SubgroupSize) {
-                    uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
-                    uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
-                    uint boff1 = (row * 540u) + ((w2 >> 4u) * 54u);
-                    int aw1 = 0;
-                    uint qw4 = q.d[qb1 + 0u];
-                    uint t9 = l01 + 0u;
-                    bool t10 = t9 < 160u;
-                    bool t11 = t9 < 240u;
-                    uint t12 = t9 - 160u;
-                    uint tn = t10 ? (t9 >> 5u) : (t11 ? (t12 >> 4u) : ((t9 - 240u) >> 2u));
-                    uint t13 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
-                    uint t14 = boff1 + (t10 ? (t9 & 31u) : (t11 ? (32u + (t12 & 15u)) : 48u));
-                    uint twi4 = t14 >> 2u;
-                    uint tlo4 = w.d[twi4];
-                    uint t15 = ((t14 & 2u) != 0u) ? ((tlo4 >> 16u) | (w.d[twi4 + 1u] << 16u)) : tlo4;
-                    aw1 += dsl_dot4x8_ss(qw4, ((((((((t15 & 16711935u) * t13) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t15 >> 8u) & 16711935u) * t13) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                    uint qw5 = q.d[qb1 + 8u];
-                    uint t16 = l01 + 32u;
-                    bool t17 = t16 < 160u;
-                    bool t18 = t16 < 240u;
-                    uint t19 = t16 - 160u;
-                    uint tn1 = t17 ? (t16 >> 5u) : (t18 ? (t19 >> 4u) : ((t16 - 240u) >> 2u));
-                    uint t20 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                    uint t21 = boff1 + (t17 ? (t16 & 31u) : (t18 ? (32u + (t19 & 15u)) : 48u));
-                    uint twi5 = t21 >> 2u;
-                    uint tlo5 = w.d[twi5];
-                    uint t22 = ((t21 & 2u) != 0u) ? ((tlo5 >> 16u) | (w.d[twi5 + 1u] << 16u)) : tlo5;
-                    aw1 += dsl_dot4x8_ss(qw5, ((((((((t22 & 16711935u) * t20) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t22 >> 8u) & 16711935u) * t20) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                    uint qw6 = q.d[qb1 + 16u];
-                    uint t23 = l01 + 64u;
-                    bool t24 = t23 < 160u;
-                    bool t25 = t23 < 240u;
-                    uint t26 = t23 - 160u;
-                    uint tn2 = t24 ? (t23 >> 5u) : (t25 ? (t26 >> 4u) : ((t23 - 240u) >> 2u));
-                    uint t27 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                    uint t28 = boff1 + (t24 ? (t23 & 31u) : (t25 ? (32u + (t26 & 15u)) : 48u));
-                    uint twi6 = t28 >> 2u;
-                    uint tlo6 = w.d[twi6];
-                    uint t29 = ((t28 & 2u) != 0u) ? ((tlo6 >> 16u) | (w.d[twi6 + 1u] << 16u)) : tlo6;
-                    aw1 += dsl_dot4x8_ss(qw6, ((((((((t29 & 16711935u) * t27) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t29 >> 8u) & 16711935u) * t27) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                    uint qw7 = q.d[qb1 + 24u];
-                    uint t30 = l01 + 96u;
-                    bool t31 = t30 < 160u;
-                    bool t32 = t30 < 240u;
-                    uint t33 = t30 - 160u;
-                    uint tn3 = t31 ? (t30 >> 5u) : (t32 ? (t33 >> 4u) : ((t30 - 240u) >> 2u));
-                    uint t34 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                    uint t35 = boff1 + (t31 ? (t30 & 31u) : (t32 ? (32u + (t33 & 15u)) : 48u));
-                    uint twi7 = t35 >> 2u;
-                    uint tlo7 = w.d[twi7];
-                    uint t36 = ((t35 & 2u) != 0u) ? ((tlo7 >> 16u) | (w.d[twi7 + 1u] << 16u)) : tlo7;
-                    aw1 += dsl_dot4x8_ss(qw7, ((((((((t36 & 16711935u) * t34) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t36 >> 8u) & 16711935u) * t34) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                    uint tdo1 = boff1 + 52u;
-                    accf += float(aw1) * unpackHalf2x16((w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
-                }
-            }
-            if (WFMT == 3u) {
-                for (uint w3 = gl_SubgroupInvocationID; w3 < KW; w3 += gl_SubgroupSize) {
-                    uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
-                    uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
-                    uint boff2 = (row * 520u) + ((w3 >> 4u) * 52u);
-                    uint qw8 = q.d[qb2 + 0u];
-                    uint t37 = l02 + 0u;
-                    bool t38 = t37 < 160u;
-                    bool t39 = t37 < 240u;
-                    uint t40 = t37 - 160u;
-                    uint tn4 = t38 ? (t37 >> 5u) : (t39 ? (t40 >> 4u) : ((t37 - 240u) >> 2u));
-                    uint t41 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-                    uint t42 = w.d[(boff2 + (t38 ? (t37 & 31u) : (t39 ? (32u + (t40 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw8, ((((((t42 & 16711935u) * t41) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t42 >> 8u) & 16711935u) * t41) & 16711935u) * 3u) & 4278255360u));
-                    uint qw9 = q.d[qb2 + 8u];
-                    uint t43 = l02 + 32u;
-                    bool t44 = t43 < 160u;
-                    bool t45 = t43 < 240u;
-                    uint t46 = t43 - 160u;
-                    uint tn5 = t44 ? (t43 >> 5u) : (t45 ? (t46 >> 4u) : ((t43 - 240u) >> 2u));
-                    uint t47 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
-                    uint t48 = w.d[(boff2 + (t44 ? (t43 & 31u) : (t45 ? (32u + (t46 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw9, ((((((t48 & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t48 >> 8u) & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u));
-                    uint qw10 = q.d[qb2 + 16u];
-                    uint t49 = l02 + 64u;
-                    bool t50 = t49 < 160u;
-                    bool t51 = t49 < 240u;
-                    uint t52 = t49 - 160u;
-                    uint tn6 = t50 ? (t49 >> 5u) : (t51 ? (t52 >> 4u) : ((t49 - 240u) >> 2u));
-                    uint t53 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
-                    uint t54 = w.d[(boff2 + (t50 ? (t49 & 31u) : (t51 ? (32u + (t52 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw10, ((((((t54 & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t54 >> 8u) & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u));
-                    uint qw11 = q.d[qb2 + 24u];
-                    uint t55 = l02 + 96u;
-                    bool t56 = t55 < 160u;
-                    bool t57 = t55 < 240u;
-                    uint t58 = t55 - 160u;
-                    uint tn7 = t56 ? (t55 >> 5u) : (t57 ? (t58 >> 4u) : ((t55 - 240u) >> 2u));
-                    uint t59 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
-                    uint t60 = w.d[(boff2 + (t56 ? (t55 & 31u) : (t57 ? (32u + (t58 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw11, ((((((t60 & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t60 >> 8u) & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u));
-                }
-            }
-            if (WFMT == 0u) {
-                if (GEMV_SHQ != 0u) {
-                    for (uint w5 = gl_SubgroupInvocationID; w5 < KW; w5 += gl_SubgroupSize) {
-                        uint wd = w.d[(row * KW) + w5];
-                        uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
-                        uint c = (wd >> 6u) & 50529027u;
-                        acc += dsl_dot4x8_su(qsh[qb3 + 0u], c);
-                        uint c1 = (wd >> 4u) & 50529027u;
-                        acc += dsl_dot4x8_su(qsh[qb3 + 8u], c1);
-                        uint c2 = (wd >> 2u) & 50529027u;
-                        acc += dsl_dot4x8_su(qsh[qb3 + 16u], c2);
-                        uint c3 = (wd >> 0u) & 50529027u;
-                        acc += dsl_dot4x8_su(qsh[qb3 + 24u], c3);
+            if (row < M) {
+                if (WFMT == 1u) {
+                    for (uint w1 = lane; w1 < KW; w1 += lpr) {
+                        uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
+                        uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
+                        uint boff = (row * 660u) + ((w1 >> 4u) * 66u);
+                        int aw = 0;
+                        uint qw = q.d[qb + 0u];
+                        uint t1 = l0 + 0u;
+                        uint t2 = boff + (((t1 >> 7u) << 5u) | (t1 & 31u));
+                        uint twi = t2 >> 2u;
+                        uint tlo = w.d[twi];
+                        aw += dsl_dot4x8_ss(qw, ((((((t2 & 2u) != 0u) ? ((tlo >> 16u) | (w.d[twi + 1u] << 16u)) : tlo) >> (((t1 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw1 = q.d[qb + 8u];
+                        uint t3 = l0 + 32u;
+                        uint t4 = boff + (((t3 >> 7u) << 5u) | (t3 & 31u));
+                        uint twi1 = t4 >> 2u;
+                        uint tlo1 = w.d[twi1];
+                        aw += dsl_dot4x8_ss(qw1, ((((((t4 & 2u) != 0u) ? ((tlo1 >> 16u) | (w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t3 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw2 = q.d[qb + 16u];
+                        uint t5 = l0 + 64u;
+                        uint t6 = boff + (((t5 >> 7u) << 5u) | (t5 & 31u));
+                        uint twi2 = t6 >> 2u;
+                        uint tlo2 = w.d[twi2];
+                        aw += dsl_dot4x8_ss(qw2, ((((((t6 & 2u) != 0u) ? ((tlo2 >> 16u) | (w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t5 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint qw3 = q.d[qb + 24u];
+                        uint t7 = l0 + 96u;
+                        uint t8 = boff + (((t7 >> 7u) << 5u) | (t7 & 31u));
+                        uint twi3 = t8 >> 2u;
+                        uint tlo3 = w.d[twi3];
+                        aw += dsl_dot4x8_ss(qw3, ((((((t8 & 2u) != 0u) ? ((tlo3 >> 16u) | (w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t7 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint tdo = boff + 64u;
+                        accf += float(aw) * unpackHalf2x16((w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
                     }
-                } else {
-                    if (GEMV_VEC != 0u) {
-                        for (uint w41 = gl_SubgroupInvocationID; w41 < KV4; w41 += gl_SubgroupSize) {
-                            uvec4 wd4 = Buf_w4(w).d[(row * KV4) + w41];
-                            uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
-                            uvec4 a4 = Buf_q4(q).d[qb4 + 0u];
-                            acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                            acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                            acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                            acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
-                            uvec4 a41 = Buf_q4(q).d[qb4 + 2u];
-                            acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                            acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                            acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                            acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
-                            uvec4 a42 = Buf_q4(q).d[qb4 + 4u];
-                            acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                            acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                            acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                            acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
-                            uvec4 a43 = Buf_q4(q).d[qb4 + 6u];
-                            acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                            acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                            acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                            acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                }
+                if (WFMT == 2u) {
+                    for (uint w2 = lane; w2 < KW; w2 += lpr) {
+                        uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
+                        uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
+                        uint boff1 = (row * 540u) + ((w2 >> 4u) * 54u);
+                        int aw1 = 0;
+                        uint qw4 = q.d[qb1 + 0u];
+                        uint t9 = l01 + 0u;
+                        bool t10 = t9 < 160u;
+                        bool t11 = t9 < 240u;
+                        uint t12 = t9 - 160u;
+                        uint tn = t10 ? (t9 >> 5u) : (t11 ? (t12 >> 4u) : ((t9 - 240u) >> 2u));
+                        uint t13 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
+                        uint t14 = boff1 + (t10 ? (t9 & 31u) : (t11 ? (32u + (t12 & 15u)) : 48u));
+                        uint twi4 = t14 >> 2u;
+                        uint tlo4 = w.d[twi4];
+                        uint t15 = ((t14 & 2u) != 0u) ? ((tlo4 >> 16u) | (w.d[twi4 + 1u] << 16u)) : tlo4;
+                        aw1 += dsl_dot4x8_ss(qw4, ((((((((t15 & 16711935u) * t13) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t15 >> 8u) & 16711935u) * t13) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw5 = q.d[qb1 + 8u];
+                        uint t16 = l01 + 32u;
+                        bool t17 = t16 < 160u;
+                        bool t18 = t16 < 240u;
+                        uint t19 = t16 - 160u;
+                        uint tn1 = t17 ? (t16 >> 5u) : (t18 ? (t19 >> 4u) : ((t16 - 240u) >> 2u));
+                        uint t20 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+                        uint t21 = boff1 + (t17 ? (t16 & 31u) : (t18 ? (32u + (t19 & 15u)) : 48u));
+                        uint twi5 = t21 >> 2u;
+                        uint tlo5 = w.d[twi5];
+                        uint t22 = ((t21 & 2u) != 0u) ? ((tlo5 >> 16u) | (w.d[twi5 + 1u] << 16u)) : tlo5;
+                        aw1 += dsl_dot4x8_ss(qw5, ((((((((t22 & 16711935u) * t20) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t22 >> 8u) & 16711935u) * t20) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw6 = q.d[qb1 + 16u];
+                        uint t23 = l01 + 64u;
+                        bool t24 = t23 < 160u;
+                        bool t25 = t23 < 240u;
+                        uint t26 = t23 - 160u;
+                        uint tn2 = t24 ? (t23 >> 5u) : (t25 ? (t26 >> 4u) : ((t23 - 240u) >> 2u));
+                        uint t27 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+                        uint t28 = boff1 + (t24 ? (t23 & 31u) : (t25 ? (32u + (t26 & 15u)) : 48u));
+                        uint twi6 = t28 >> 2u;
+                        uint tlo6 = w.d[twi6];
+                        uint t29 = ((t28 & 2u) != 0u) ? ((tlo6 >> 16u) | (w.d[twi6 + 1u] << 16u)) : tlo6;
+                        aw1 += dsl_dot4x8_ss(qw6, ((((((((t29 & 16711935u) * t27) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t29 >> 8u) & 16711935u) * t27) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint qw7 = q.d[qb1 + 24u];
+                        uint t30 = l01 + 96u;
+                        bool t31 = t30 < 160u;
+                        bool t32 = t30 < 240u;
+                        uint t33 = t30 - 160u;
+                        uint tn3 = t31 ? (t30 >> 5u) : (t32 ? (t33 >> 4u) : ((t30 - 240u) >> 2u));
+                        uint t34 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+                        uint t35 = boff1 + (t31 ? (t30 & 31u) : (t32 ? (32u + (t33 & 15u)) : 48u));
+                        uint twi7 = t35 >> 2u;
+                        uint tlo7 = w.d[twi7];
+                        uint t36 = ((t35 & 2u) != 0u) ? ((tlo7 >> 16u) | (w.d[twi7 + 1u] << 16u)) : tlo7;
+                        aw1 += dsl_dot4x8_ss(qw7, ((((((((t36 & 16711935u) * t34) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t36 >> 8u) & 16711935u) * t34) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        uint tdo1 = boff1 + 52u;
+                        accf += float(aw1) * unpackHalf2x16((w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                    }
+                }
+                if (WFMT == 3u) {
+                    for (uint w3 = lane; w3 < KW; w3 += lpr) {
+                        uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
+                        uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
+                        uint boff2 = (row * 520u) + ((w3 >> 4u) * 52u);
+                        uint qw8 = q.d[qb2 + 0u];
+                        uint t37 = l02 + 0u;
+                        bool t38 = t37 < 160u;
+                        bool t39 = t37 < 240u;
+                        uint t40 = t37 - 160u;
+                        uint tn4 = t38 ? (t37 >> 5u) : (t39 ? (t40 >> 4u) : ((t37 - 240u) >> 2u));
+                        uint t41 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                        uint t42 = w.d[(boff2 + (t38 ? (t37 & 31u) : (t39 ? (32u + (t40 & 15u)) : 48u))) >> 2u];
+                        acc += dsl_dot4x8_su(qw8, ((((((t42 & 16711935u) * t41) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t42 >> 8u) & 16711935u) * t41) & 16711935u) * 3u) & 4278255360u));
+                        uint qw9 = q.d[qb2 + 8u];
+                        uint t43 = l02 + 32u;
+                        bool t44 = t43 < 160u;
+                        bool t45 = t43 < 240u;
+                        uint t46 = t43 - 160u;
+                        uint tn5 = t44 ? (t43 >> 5u) : (t45 ? (t46 >> 4u) : ((t43 - 240u) >> 2u));
+                        uint t47 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                        uint t48 = w.d[(boff2 + (t44 ? (t43 & 31u) : (t45 ? (32u + (t46 & 15u)) : 48u))) >> 2u];
+                        acc += dsl_dot4x8_su(qw9, ((((((t48 & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t48 >> 8u) & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u));
+                        uint qw10 = q.d[qb2 + 16u];
+                        uint t49 = l02 + 64u;
+                        bool t50 = t49 < 160u;
+                        bool t51 = t49 < 240u;
+                        uint t52 = t49 - 160u;
+                        uint tn6 = t50 ? (t49 >> 5u) : (t51 ? (t52 >> 4u) : ((t49 - 240u) >> 2u));
+                        uint t53 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                        uint t54 = w.d[(boff2 + (t50 ? (t49 & 31u) : (t51 ? (32u + (t52 & 15u)) : 48u))) >> 2u];
+                        acc += dsl_dot4x8_su(qw10, ((((((t54 & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t54 >> 8u) & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u));
+                        uint qw11 = q.d[qb2 + 24u];
+                        uint t55 = l02 + 96u;
+                        bool t56 = t55 < 160u;
+                        bool t57 = t55 < 240u;
+                        uint t58 = t55 - 160u;
+                        uint tn7 = t56 ? (t55 >> 5u) : (t57 ? (t58 >> 4u) : ((t55 - 240u) >> 2u));
+                        uint t59 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                        uint t60 = w.d[(boff2 + (t56 ? (t55 & 31u) : (t57 ? (32u + (t58 & 15u)) : 48u))) >> 2u];
+                        acc += dsl_dot4x8_su(qw11, ((((((t60 & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t60 >> 8u) & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u));
+                    }
+                }
+                if (WFMT == 0u) {
+                    if (GEMV_SHQ != 0u) {
+                        for (uint w5 = lane; w5 < KW; w5 += lpr) {
+                            uint wd = w.d[(row * KW) + w5];
+                            uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
+                            uint c = (wd >> 6u) & 50529027u;
+                            acc += dsl_dot4x8_su(qsh[qb3 + 0u], c);
+                            uint c1 = (wd >> 4u) & 50529027u;
+                            acc += dsl_dot4x8_su(qsh[qb3 + 8u], c1);
+                            uint c2 = (wd >> 2u) & 50529027u;
+                            acc += dsl_dot4x8_su(qsh[qb3 + 16u], c2);
+                            uint c3 = (wd >> 0u) & 50529027u;
+                            acc += dsl_dot4x8_su(qsh[qb3 + 24u], c3);
                         }
                     } else {
-                        for (uint w6 = gl_SubgroupInvocationID; w6 < KW; w6 += gl_SubgroupSize) {
-                            uint wd1 = w.d[(row * KW) + w6];
-                            uint qb5 = ((w6 >> 3u) * 32u) + (w6 & 7u);
-                            uint c4 = (wd1 >> 6u) & 50529027u;
-                            acc += dsl_dot4x8_su(q.d[qb5 + 0u], c4);
-                            uint c5 = (wd1 >> 4u) & 50529027u;
-                            acc += dsl_dot4x8_su(q.d[qb5 + 8u], c5);
-                            uint c6 = (wd1 >> 2u) & 50529027u;
-                            acc += dsl_dot4x8_su(q.d[qb5 + 16u], c6);
-                            uint c7 = (wd1 >> 0u) & 50529027u;
-                            acc += dsl_dot4x8_su(q.d[qb5 + 24u], c7);
+                        if (GEMV_VEC != 0u) {
+                            for (uint w41 = lane; w41 < KV4; w41 += lpr) {
+                                uvec4 wd4 = Buf_w4(w).d[(row * KV4) + w41];
+                                uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
+                                uvec4 a4 = Buf_q4(q).d[qb4 + 0u];
+                                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
+                                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
+                                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
+                                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                                uvec4 a41 = Buf_q4(q).d[qb4 + 2u];
+                                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
+                                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
+                                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
+                                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                                uvec4 a42 = Buf_q4(q).d[qb4 + 4u];
+                                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
+                                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
+                                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
+                                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                                uvec4 a43 = Buf_q4(q).d[qb4 + 6u];
+                                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
+                                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
+                                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
+                                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                            }
+                        } else {
+                            for (uint w6 = lane; w6 < KW; w6 += lpr) {
+                                uint wd1 = w.d[(row * KW) + w6];
+                                uint qb5 = ((w6 >> 3u) * 32u) + (w6 & 7u);
+                                uint c4 = (wd1 >> 6u) & 50529027u;
+                                acc += dsl_dot4x8_su(q.d[qb5 + 0u], c4);
+                                uint c5 = (wd1 >> 4u) & 50529027u;
+                                acc += dsl_dot4x8_su(q.d[qb5 + 8u], c5);
+                                uint c6 = (wd1 >> 2u) & 50529027u;
+                                acc += dsl_dot4x8_su(q.d[qb5 + 16u], c6);
+                                uint c7 = (wd1 >> 0u) & 50529027u;
+                                acc += dsl_dot4x8_su(q.d[qb5 + 24u], c7);
+                            }
                         }
                     }
                 }
             }
-            int t61 = subgroupAdd(acc);
-            precise float t62 = subgroupAdd(accf);
-            if (gl_SubgroupInvocationID == 0u) {
-                int qsum = int(qs.d[1u]);
-                precise float sc = qs.d[0u];
-                precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t62 / sc) : ((float(t61 - qsum) / sc) * ws);
-                precise float t63 = y.d[row] + v;
-                y.d[row] = t63;
+            for (uint rr = 0u; rr < R; rr++) {
+                bool mine = lrow == rr;
+                int t61 = subgroupAdd(mine ? acc : 0);
+                precise float t62 = subgroupAdd(mine ? accf : 0.0);
+                if ((mine && (lane == 0u)) && (row < M)) {
+                    int qsum = int(qs.d[1u]);
+                    precise float sc = qs.d[0u];
+                    precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t62 / sc) : ((float(t61 - qsum) / sc) * ws);
+                    precise float t63 = y.d[row] + v;
+                    y.d[row] = t63;
+                }
             }
         }
         memoryBarrierBuffer();
@@ -547,352 +558,362 @@ void main()
                 ws1 = uintBitsToFloat(w7.d[898560u]);
                 ws_up = uintBitsToFloat(wu.d[898560u]);
             }
-            for (uint rl1 = gl_SubgroupID; rl1 < 8u; rl1 += gl_NumSubgroups) {
-                uint row1 = (uvec3(job1, 0u, 0u).x * 8u) + rl1;
-                if (row1 >= M1) break;
+            uint R1 = 1u << GEMV_ROWS;
+            uint lpr1 = gl_SubgroupSize >> GEMV_ROWS;
+            uint lane1 = gl_SubgroupInvocationID & (lpr1 - 1u);
+            uint lrow1 = gl_SubgroupInvocationID / lpr1;
+            for (uint rb1 = gl_SubgroupID * R1; rb1 < 8u * R1; rb1 += gl_NumSubgroups * R1) {
+                uint row01 = (uvec3(job1, 0u, 0u).x * (8u * R1)) + rb1;
+                if (row01 >= M1) break;
+                uint row1 = row01 + lrow1;
                 int acc1 = 0;
                 int accu = 0;
                 precise float accf1 = 0.0;
                 precise float accfu = 0.0;
-                if (WFMT == 1u) {
-                    for (uint w8 = gl_SubgroupInvocationID; w8 < KW; w8 += gl_SubgroupSize) {
-                        uint qb6 = ((w8 >> 3u) * 32u) + (w8 & 7u);
-                        uint l03 = (((w8 >> 3u) & 1u) << 7u) + ((w8 & 7u) << 2u);
-                        uint boff3 = (row1 * 660u) + ((w8 >> 4u) * 66u);
-                        int aw2 = 0;
-                        uint boff4 = (row1 * 660u) + ((w8 >> 4u) * 66u);
-                        int awu = 0;
-                        uint qw12 = lq.d[qb6 + 0u];
-                        uint t68 = l03 + 0u;
-                        uint t69 = boff3 + (((t68 >> 7u) << 5u) | (t68 & 31u));
-                        uint twi8 = t69 >> 2u;
-                        uint tlo8 = w7.d[twi8];
-                        aw2 += dsl_dot4x8_ss(qw12, ((((((t69 & 2u) != 0u) ? ((tlo8 >> 16u) | (w7.d[twi8 + 1u] << 16u)) : tlo8) >> (((t68 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint t70 = boff4 + (((t68 >> 7u) << 5u) | (t68 & 31u));
-                        uint twi9 = t70 >> 2u;
-                        uint tlo9 = wu.d[twi9];
-                        awu += dsl_dot4x8_ss(qw12, ((((((t70 & 2u) != 0u) ? ((tlo9 >> 16u) | (wu.d[twi9 + 1u] << 16u)) : tlo9) >> (((t68 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw13 = lq.d[qb6 + 8u];
-                        uint t71 = l03 + 32u;
-                        uint t72 = boff3 + (((t71 >> 7u) << 5u) | (t71 & 31u));
-                        uint twi10 = t72 >> 2u;
-                        uint tlo10 = w7.d[twi10];
-                        aw2 += dsl_dot4x8_ss(qw13, ((((((t72 & 2u) != 0u) ? ((tlo10 >> 16u) | (w7.d[twi10 + 1u] << 16u)) : tlo10) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint t73 = boff4 + (((t71 >> 7u) << 5u) | (t71 & 31u));
-                        uint twi11 = t73 >> 2u;
-                        uint tlo11 = wu.d[twi11];
-                        awu += dsl_dot4x8_ss(qw13, ((((((t73 & 2u) != 0u) ? ((tlo11 >> 16u) | (wu.d[twi11 + 1u] << 16u)) : tlo11) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw14 = lq.d[qb6 + 16u];
-                        uint t74 = l03 + 64u;
-                        uint t75 = boff3 + (((t74 >> 7u) << 5u) | (t74 & 31u));
-                        uint twi12 = t75 >> 2u;
-                        uint tlo12 = w7.d[twi12];
-                        aw2 += dsl_dot4x8_ss(qw14, ((((((t75 & 2u) != 0u) ? ((tlo12 >> 16u) | (w7.d[twi12 + 1u] << 16u)) : tlo12) >> (((t74 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint t76 = boff4 + (((t74 >> 7u) << 5u) | (t74 & 31u));
-                        uint twi13 = t76 >> 2u;
-                        uint tlo13 = wu.d[twi13];
-                        awu += dsl_dot4x8_ss(qw14, ((((((t76 & 2u) != 0u) ? ((tlo13 >> 16u) | (wu.d[twi13 + 1u] << 16u)) : tlo13) >> (((t74 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw15 = lq.d[qb6 + 24u];
-                        uint t77 = l03 + 96u;
-                        uint t78 = boff3 + (((t77 >> 7u) << 5u) | (t77 & 31u));
-                        uint twi14 = t78 >> 2u;
-                        uint tlo14 = w7.d[twi14];
-                        aw2 += dsl_dot4x8_ss(qw15, ((((((t78 & 2u) != 0u) ? ((tlo14 >> 16u) | (w7.d[twi14 + 1u] << 16u)) : tlo14) >> (((t77 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint t79 = boff4 + (((t77 >> 7u) << 5u) | (t77 & 31u));
-                        uint twi15 = t79 >> 2u;
-                        uint tlo15 = wu.d[twi15];
-                        awu += dsl_dot4x8_ss(qw15, ((((((t79 & 2u) != 0u) ? ((tlo15 >> 16u) | (wu.d[twi15 + 1u] << 16u)) : tlo15) >> (((t77 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint tdo2 = boff3 + 64u;
-                        accf1 += float(aw2) * unpackHalf2x16((w7.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
-                        uint tdo3 = boff4 + 64u;
-                        accfu += float(awu) * unpackHalf2x16((wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
-                    }
-                }
-                if (WFMT == 2u) {
-                    for (uint w9 = gl_SubgroupInvocationID; w9 < KW; w9 += gl_SubgroupSize) {
-                        uint qb7 = ((w9 >> 3u) * 32u) + (w9 & 7u);
-                        uint l04 = (((w9 >> 3u) & 1u) << 7u) + ((w9 & 7u) << 2u);
-                        uint boff5 = (row1 * 540u) + ((w9 >> 4u) * 54u);
-                        int aw3 = 0;
-                        uint boff6 = (row1 * 540u) + ((w9 >> 4u) * 54u);
-                        int awu1 = 0;
-                        uint qw16 = lq.d[qb7 + 0u];
-                        uint t80 = l04 + 0u;
-                        bool t81 = t80 < 160u;
-                        bool t82 = t80 < 240u;
-                        uint t83 = t80 - 160u;
-                        uint tn8 = t81 ? (t80 >> 5u) : (t82 ? (t83 >> 4u) : ((t80 - 240u) >> 2u));
-                        uint t84 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-                        uint t85 = boff5 + (t81 ? (t80 & 31u) : (t82 ? (32u + (t83 & 15u)) : 48u));
-                        uint twi16 = t85 >> 2u;
-                        uint tlo16 = w7.d[twi16];
-                        uint t86 = ((t85 & 2u) != 0u) ? ((tlo16 >> 16u) | (w7.d[twi16 + 1u] << 16u)) : tlo16;
-                        aw3 += dsl_dot4x8_ss(qw16, ((((((((t86 & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t86 >> 8u) & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        bool t87 = t80 < 160u;
-                        bool t88 = t80 < 240u;
-                        uint t89 = t80 - 160u;
-                        uint tn9 = t87 ? (t80 >> 5u) : (t88 ? (t89 >> 4u) : ((t80 - 240u) >> 2u));
-                        uint t90 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-                        uint t91 = boff6 + (t87 ? (t80 & 31u) : (t88 ? (32u + (t89 & 15u)) : 48u));
-                        uint twi17 = t91 >> 2u;
-                        uint tlo17 = wu.d[twi17];
-                        uint t92 = ((t91 & 2u) != 0u) ? ((tlo17 >> 16u) | (wu.d[twi17 + 1u] << 16u)) : tlo17;
-                        awu1 += dsl_dot4x8_ss(qw16, ((((((((t92 & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t92 >> 8u) & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw17 = lq.d[qb7 + 8u];
-                        uint t93 = l04 + 32u;
-                        bool t94 = t93 < 160u;
-                        bool t95 = t93 < 240u;
-                        uint t96 = t93 - 160u;
-                        uint tn10 = t94 ? (t93 >> 5u) : (t95 ? (t96 >> 4u) : ((t93 - 240u) >> 2u));
-                        uint t97 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                        uint t98 = boff5 + (t94 ? (t93 & 31u) : (t95 ? (32u + (t96 & 15u)) : 48u));
-                        uint twi18 = t98 >> 2u;
-                        uint tlo18 = w7.d[twi18];
-                        uint t99 = ((t98 & 2u) != 0u) ? ((tlo18 >> 16u) | (w7.d[twi18 + 1u] << 16u)) : tlo18;
-                        aw3 += dsl_dot4x8_ss(qw17, ((((((((t99 & 16711935u) * t97) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t99 >> 8u) & 16711935u) * t97) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        bool t100 = t93 < 160u;
-                        bool t101 = t93 < 240u;
-                        uint t102 = t93 - 160u;
-                        uint tn11 = t100 ? (t93 >> 5u) : (t101 ? (t102 >> 4u) : ((t93 - 240u) >> 2u));
-                        uint t103 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                        uint t104 = boff6 + (t100 ? (t93 & 31u) : (t101 ? (32u + (t102 & 15u)) : 48u));
-                        uint twi19 = t104 >> 2u;
-                        uint tlo19 = wu.d[twi19];
-                        uint t105 = ((t104 & 2u) != 0u) ? ((tlo19 >> 16u) | (wu.d[twi19 + 1u] << 16u)) : tlo19;
-                        awu1 += dsl_dot4x8_ss(qw17, ((((((((t105 & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t105 >> 8u) & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw18 = lq.d[qb7 + 16u];
-                        uint t106 = l04 + 64u;
-                        bool t107 = t106 < 160u;
-                        bool t108 = t106 < 240u;
-                        uint t109 = t106 - 160u;
-                        uint tn12 = t107 ? (t106 >> 5u) : (t108 ? (t109 >> 4u) : ((t106 - 240u) >> 2u));
-                        uint t110 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-                        uint t111 = boff5 + (t107 ? (t106 & 31u) : (t108 ? (32u + (t109 & 15u)) : 48u));
-                        uint twi20 = t111 >> 2u;
-                        uint tlo20 = w7.d[twi20];
-                        uint t112 = ((t111 & 2u) != 0u) ? ((tlo20 >> 16u) | (w7.d[twi20 + 1u] << 16u)) : tlo20;
-                        aw3 += dsl_dot4x8_ss(qw18, ((((((((t112 & 16711935u) * t110) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t112 >> 8u) & 16711935u) * t110) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        bool t113 = t106 < 160u;
-                        bool t114 = t106 < 240u;
-                        uint t115 = t106 - 160u;
-                        uint tn13 = t113 ? (t106 >> 5u) : (t114 ? (t115 >> 4u) : ((t106 - 240u) >> 2u));
-                        uint t116 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-                        uint t117 = boff6 + (t113 ? (t106 & 31u) : (t114 ? (32u + (t115 & 15u)) : 48u));
-                        uint twi21 = t117 >> 2u;
-                        uint tlo21 = wu.d[twi21];
-                        uint t118 = ((t117 & 2u) != 0u) ? ((tlo21 >> 16u) | (wu.d[twi21 + 1u] << 16u)) : tlo21;
-                        awu1 += dsl_dot4x8_ss(qw18, ((((((((t118 & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t118 >> 8u) & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw19 = lq.d[qb7 + 24u];
-                        uint t119 = l04 + 96u;
-                        bool t120 = t119 < 160u;
-                        bool t121 = t119 < 240u;
-                        uint t122 = t119 - 160u;
-                        uint tn14 = t120 ? (t119 >> 5u) : (t121 ? (t122 >> 4u) : ((t119 - 240u) >> 2u));
-                        uint t123 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
-                        uint t124 = boff5 + (t120 ? (t119 & 31u) : (t121 ? (32u + (t122 & 15u)) : 48u));
-                        uint twi22 = t124 >> 2u;
-                        uint tlo22 = w7.d[twi22];
-                        uint t125 = ((t124 & 2u) != 0u) ? ((tlo22 >> 16u) | (w7.d[twi22 + 1u] << 16u)) : tlo22;
-                        aw3 += dsl_dot4x8_ss(qw19, ((((((((t125 & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t125 >> 8u) & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        bool t126 = t119 < 160u;
-                        bool t127 = t119 < 240u;
-                        uint t128 = t119 - 160u;
-                        uint tn15 = t126 ? (t119 >> 5u) : (t127 ? (t128 >> 4u) : ((t119 - 240u) >> 2u));
-                        uint t129 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
-                        uint t130 = boff6 + (t126 ? (t119 & 31u) : (t127 ? (32u + (t128 & 15u)) : 48u));
-                        uint twi23 = t130 >> 2u;
-                        uint tlo23 = wu.d[twi23];
-                        uint t131 = ((t130 & 2u) != 0u) ? ((tlo23 >> 16u) | (wu.d[twi23 + 1u] << 16u)) : tlo23;
-                        awu1 += dsl_dot4x8_ss(qw19, ((((((((t131 & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t131 >> 8u) & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint tdo4 = boff5 + 52u;
-                        accf1 += float(aw3) * unpackHalf2x16((w7.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
-                        uint tdo5 = boff6 + 52u;
-                        accfu += float(awu1) * unpackHalf2x16((wu.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
-                    }
-                }
-                if (WFMT == 3u) {
-                    for (uint w10 = gl_SubgroupInvocationID; w10 < KW; w10 += gl_SubgroupSize) {
-                        uint qb8 = ((w10 >> 3u) * 32u) + (w10 & 7u);
-                        uint l05 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
-                        uint boff7 = (row1 * 520u) + ((w10 >> 4u) * 52u);
-                        uint boff8 = (row1 * 520u) + ((w10 >> 4u) * 52u);
-                        uint qw20 = lq.d[qb8 + 0u];
-                        uint t132 = l05 + 0u;
-                        bool t133 = t132 < 160u;
-                        bool t134 = t132 < 240u;
-                        uint t135 = t132 - 160u;
-                        uint tn16 = t133 ? (t132 >> 5u) : (t134 ? (t135 >> 4u) : ((t132 - 240u) >> 2u));
-                        uint t136 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
-                        uint t137 = w7.d[(boff7 + (t133 ? (t132 & 31u) : (t134 ? (32u + (t135 & 15u)) : 48u))) >> 2u];
-                        acc1 += dsl_dot4x8_su(qw20, ((((((t137 & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t137 >> 8u) & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u));
-                        bool t138 = t132 < 160u;
-                        bool t139 = t132 < 240u;
-                        uint t140 = t132 - 160u;
-                        uint tn17 = t138 ? (t132 >> 5u) : (t139 ? (t140 >> 4u) : ((t132 - 240u) >> 2u));
-                        uint t141 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
-                        uint t142 = wu.d[(boff8 + (t138 ? (t132 & 31u) : (t139 ? (32u + (t140 & 15u)) : 48u))) >> 2u];
-                        accu += dsl_dot4x8_su(qw20, ((((((t142 & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t142 >> 8u) & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u));
-                        uint qw21 = lq.d[qb8 + 8u];
-                        uint t143 = l05 + 32u;
-                        bool t144 = t143 < 160u;
-                        bool t145 = t143 < 240u;
-                        uint t146 = t143 - 160u;
-                        uint tn18 = t144 ? (t143 >> 5u) : (t145 ? (t146 >> 4u) : ((t143 - 240u) >> 2u));
-                        uint t147 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
-                        uint t148 = w7.d[(boff7 + (t144 ? (t143 & 31u) : (t145 ? (32u + (t146 & 15u)) : 48u))) >> 2u];
-                        acc1 += dsl_dot4x8_su(qw21, ((((((t148 & 16711935u) * t147) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t148 >> 8u) & 16711935u) * t147) & 16711935u) * 3u) & 4278255360u));
-                        bool t149 = t143 < 160u;
-                        bool t150 = t143 < 240u;
-                        uint t151 = t143 - 160u;
-                        uint tn19 = t149 ? (t143 >> 5u) : (t150 ? (t151 >> 4u) : ((t143 - 240u) >> 2u));
-                        uint t152 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
-                        uint t153 = wu.d[(boff8 + (t149 ? (t143 & 31u) : (t150 ? (32u + (t151 & 15u)) : 48u))) >> 2u];
-                        accu += dsl_dot4x8_su(qw21, ((((((t153 & 16711935u) * t152) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t153 >> 8u) & 16711935u) * t152) & 16711935u) * 3u) & 4278255360u));
-                        uint qw22 = lq.d[qb8 + 16u];
-                        uint t154 = l05 + 64u;
-                        bool t155 = t154 < 160u;
-                        bool t156 = t154 < 240u;
-                        uint t157 = t154 - 160u;
-                        uint tn20 = t155 ? (t154 >> 5u) : (t156 ? (t157 >> 4u) : ((t154 - 240u) >> 2u));
-                        uint t158 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
-                        uint t159 = w7.d[(boff7 + (t155 ? (t154 & 31u) : (t156 ? (32u + (t157 & 15u)) : 48u))) >> 2u];
-                        acc1 += dsl_dot4x8_su(qw22, ((((((t159 & 16711935u) * t158) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t159 >> 8u) & 16711935u) * t158) & 16711935u) * 3u) & 4278255360u));
-                        bool t160 = t154 < 160u;
-                        bool t161 = t154 < 240u;
-                        uint t162 = t154 - 160u;
-                        uint tn21 = t160 ? (t154 >> 5u) : (t161 ? (t162 >> 4u) : ((t154 - 240u) >> 2u));
-                        uint t163 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
-                        uint t164 = wu.d[(boff8 + (t160 ? (t154 & 31u) : (t161 ? (32u + (t162 & 15u)) : 48u))) >> 2u];
-                        accu += dsl_dot4x8_su(qw22, ((((((t164 & 16711935u) * t163) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t164 >> 8u) & 16711935u) * t163) & 16711935u) * 3u) & 4278255360u));
-                        uint qw23 = lq.d[qb8 + 24u];
-                        uint t165 = l05 + 96u;
-                        bool t166 = t165 < 160u;
-                        bool t167 = t165 < 240u;
-                        uint t168 = t165 - 160u;
-                        uint tn22 = t166 ? (t165 >> 5u) : (t167 ? (t168 >> 4u) : ((t165 - 240u) >> 2u));
-                        uint t169 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
-                        uint t170 = w7.d[(boff7 + (t166 ? (t165 & 31u) : (t167 ? (32u + (t168 & 15u)) : 48u))) >> 2u];
-                        acc1 += dsl_dot4x8_su(qw23, ((((((t170 & 16711935u) * t169) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t170 >> 8u) & 16711935u) * t169) & 16711935u) * 3u) & 4278255360u));
-                        bool t171 = t165 < 160u;
-                        bool t172 = t165 < 240u;
-                        uint t173 = t165 - 160u;
-                        uint tn23 = t171 ? (t165 >> 5u) : (t172 ? (t173 >> 4u) : ((t165 - 240u) >> 2u));
-                        uint t174 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
-                        uint t175 = wu.d[(boff8 + (t171 ? (t165 & 31u) : (t172 ? (32u + (t173 & 15u)) : 48u))) >> 2u];
-                        accu += dsl_dot4x8_su(qw23, ((((((t175 & 16711935u) * t174) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t175 >> 8u) & 16711935u) * t174) & 16711935u) * 3u) & 4278255360u));
-                    }
-                }
-                if (WFMT == 0u) {
-                    if (GEMV_SHQ != 0u) {
-                        for (uint w11 = gl_SubgroupInvocationID; w11 < KW; w11 += gl_SubgroupSize) {
-                            uint wd2 = w7.d[(row1 * KW) + w11];
-                            uint wdu = wu.d[(row1 * KW) + w11];
-                            uint qb9 = ((w11 >> 3u) * 32u) + (w11 & 7u);
-                            uint c8 = (wd2 >> 6u) & 50529027u;
-                            uint cu = (wdu >> 6u) & 50529027u;
-                            uint qw24 = qsh1[qb9 + 0u];
-                            acc1 += dsl_dot4x8_su(qw24, c8);
-                            accu += dsl_dot4x8_su(qw24, cu);
-                            uint c9 = (wd2 >> 4u) & 50529027u;
-                            uint cu1 = (wdu >> 4u) & 50529027u;
-                            uint qw25 = qsh1[qb9 + 8u];
-                            acc1 += dsl_dot4x8_su(qw25, c9);
-                            accu += dsl_dot4x8_su(qw25, cu1);
-                            uint c10 = (wd2 >> 2u) & 50529027u;
-                            uint cu2 = (wdu >> 2u) & 50529027u;
-                            uint qw26 = qsh1[qb9 + 16u];
-                            acc1 += dsl_dot4x8_su(qw26, c10);
-                            accu += dsl_dot4x8_su(qw26, cu2);
-                            uint c11 = (wd2 >> 0u) & 50529027u;
-                            uint cu3 = (wdu >> 0u) & 50529027u;
-                            uint qw27 = qsh1[qb9 + 24u];
-                            acc1 += dsl_dot4x8_su(qw27, c11);
-                            accu += dsl_dot4x8_su(qw27, cu3);
+                if (row1 < M1) {
+                    if (WFMT == 1u) {
+                        for (uint w8 = lane1; w8 < KW; w8 += lpr1) {
+                            uint qb6 = ((w8 >> 3u) * 32u) + (w8 & 7u);
+                            uint l03 = (((w8 >> 3u) & 1u) << 7u) + ((w8 & 7u) << 2u);
+                            uint boff3 = (row1 * 660u) + ((w8 >> 4u) * 66u);
+                            int aw2 = 0;
+                            uint boff4 = (row1 * 660u) + ((w8 >> 4u) * 66u);
+                            int awu = 0;
+                            uint qw12 = lq.d[qb6 + 0u];
+                            uint t68 = l03 + 0u;
+                            uint t69 = boff3 + (((t68 >> 7u) << 5u) | (t68 & 31u));
+                            uint twi8 = t69 >> 2u;
+                            uint tlo8 = w7.d[twi8];
+                            aw2 += dsl_dot4x8_ss(qw12, ((((((t69 & 2u) != 0u) ? ((tlo8 >> 16u) | (w7.d[twi8 + 1u] << 16u)) : tlo8) >> (((t68 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t70 = boff4 + (((t68 >> 7u) << 5u) | (t68 & 31u));
+                            uint twi9 = t70 >> 2u;
+                            uint tlo9 = wu.d[twi9];
+                            awu += dsl_dot4x8_ss(qw12, ((((((t70 & 2u) != 0u) ? ((tlo9 >> 16u) | (wu.d[twi9 + 1u] << 16u)) : tlo9) >> (((t68 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw13 = lq.d[qb6 + 8u];
+                            uint t71 = l03 + 32u;
+                            uint t72 = boff3 + (((t71 >> 7u) << 5u) | (t71 & 31u));
+                            uint twi10 = t72 >> 2u;
+                            uint tlo10 = w7.d[twi10];
+                            aw2 += dsl_dot4x8_ss(qw13, ((((((t72 & 2u) != 0u) ? ((tlo10 >> 16u) | (w7.d[twi10 + 1u] << 16u)) : tlo10) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t73 = boff4 + (((t71 >> 7u) << 5u) | (t71 & 31u));
+                            uint twi11 = t73 >> 2u;
+                            uint tlo11 = wu.d[twi11];
+                            awu += dsl_dot4x8_ss(qw13, ((((((t73 & 2u) != 0u) ? ((tlo11 >> 16u) | (wu.d[twi11 + 1u] << 16u)) : tlo11) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw14 = lq.d[qb6 + 16u];
+                            uint t74 = l03 + 64u;
+                            uint t75 = boff3 + (((t74 >> 7u) << 5u) | (t74 & 31u));
+                            uint twi12 = t75 >> 2u;
+                            uint tlo12 = w7.d[twi12];
+                            aw2 += dsl_dot4x8_ss(qw14, ((((((t75 & 2u) != 0u) ? ((tlo12 >> 16u) | (w7.d[twi12 + 1u] << 16u)) : tlo12) >> (((t74 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t76 = boff4 + (((t74 >> 7u) << 5u) | (t74 & 31u));
+                            uint twi13 = t76 >> 2u;
+                            uint tlo13 = wu.d[twi13];
+                            awu += dsl_dot4x8_ss(qw14, ((((((t76 & 2u) != 0u) ? ((tlo13 >> 16u) | (wu.d[twi13 + 1u] << 16u)) : tlo13) >> (((t74 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw15 = lq.d[qb6 + 24u];
+                            uint t77 = l03 + 96u;
+                            uint t78 = boff3 + (((t77 >> 7u) << 5u) | (t77 & 31u));
+                            uint twi14 = t78 >> 2u;
+                            uint tlo14 = w7.d[twi14];
+                            aw2 += dsl_dot4x8_ss(qw15, ((((((t78 & 2u) != 0u) ? ((tlo14 >> 16u) | (w7.d[twi14 + 1u] << 16u)) : tlo14) >> (((t77 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t79 = boff4 + (((t77 >> 7u) << 5u) | (t77 & 31u));
+                            uint twi15 = t79 >> 2u;
+                            uint tlo15 = wu.d[twi15];
+                            awu += dsl_dot4x8_ss(qw15, ((((((t79 & 2u) != 0u) ? ((tlo15 >> 16u) | (wu.d[twi15 + 1u] << 16u)) : tlo15) >> (((t77 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint tdo2 = boff3 + 64u;
+                            accf1 += float(aw2) * unpackHalf2x16((w7.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+                            uint tdo3 = boff4 + 64u;
+                            accfu += float(awu) * unpackHalf2x16((wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
                         }
-                    } else {
-                        if (GEMV_VEC != 0u) {
-                            for (uint w43 = gl_SubgroupInvocationID; w43 < KV4; w43 += gl_SubgroupSize) {
-                                uvec4 wd41 = Buf_w42(w7).d[(row1 * KV4) + w43];
-                                uvec4 wdu4 = Buf_wu4(wu).d[(row1 * KV4) + w43];
-                                uint qb41 = ((w43 >> 1u) * 8u) + (w43 & 1u);
-                                uvec4 a44 = Buf_q41(lq).d[qb41 + 0u];
-                                acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
-                                accu += dsl_dot4x8_su(a44.x, (wdu4.x >> 6u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
-                                accu += dsl_dot4x8_su(a44.y, (wdu4.y >> 6u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
-                                accu += dsl_dot4x8_su(a44.z, (wdu4.z >> 6u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
-                                accu += dsl_dot4x8_su(a44.w, (wdu4.w >> 6u) & 50529027u);
-                                uvec4 a45 = Buf_q41(lq).d[qb41 + 2u];
-                                acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
-                                accu += dsl_dot4x8_su(a45.x, (wdu4.x >> 4u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
-                                accu += dsl_dot4x8_su(a45.y, (wdu4.y >> 4u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
-                                accu += dsl_dot4x8_su(a45.z, (wdu4.z >> 4u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
-                                accu += dsl_dot4x8_su(a45.w, (wdu4.w >> 4u) & 50529027u);
-                                uvec4 a46 = Buf_q41(lq).d[qb41 + 4u];
-                                acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
-                                accu += dsl_dot4x8_su(a46.x, (wdu4.x >> 2u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
-                                accu += dsl_dot4x8_su(a46.y, (wdu4.y >> 2u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
-                                accu += dsl_dot4x8_su(a46.z, (wdu4.z >> 2u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
-                                accu += dsl_dot4x8_su(a46.w, (wdu4.w >> 2u) & 50529027u);
-                                uvec4 a47 = Buf_q41(lq).d[qb41 + 6u];
-                                acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
-                                accu += dsl_dot4x8_su(a47.x, (wdu4.x >> 0u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
-                                accu += dsl_dot4x8_su(a47.y, (wdu4.y >> 0u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
-                                accu += dsl_dot4x8_su(a47.z, (wdu4.z >> 0u) & 50529027u);
-                                acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
-                                accu += dsl_dot4x8_su(a47.w, (wdu4.w >> 0u) & 50529027u);
+                    }
+                    if (WFMT == 2u) {
+                        for (uint w9 = lane1; w9 < KW; w9 += lpr1) {
+                            uint qb7 = ((w9 >> 3u) * 32u) + (w9 & 7u);
+                            uint l04 = (((w9 >> 3u) & 1u) << 7u) + ((w9 & 7u) << 2u);
+                            uint boff5 = (row1 * 540u) + ((w9 >> 4u) * 54u);
+                            int aw3 = 0;
+                            uint boff6 = (row1 * 540u) + ((w9 >> 4u) * 54u);
+                            int awu1 = 0;
+                            uint qw16 = lq.d[qb7 + 0u];
+                            uint t80 = l04 + 0u;
+                            bool t81 = t80 < 160u;
+                            bool t82 = t80 < 240u;
+                            uint t83 = t80 - 160u;
+                            uint tn8 = t81 ? (t80 >> 5u) : (t82 ? (t83 >> 4u) : ((t80 - 240u) >> 2u));
+                            uint t84 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                            uint t85 = boff5 + (t81 ? (t80 & 31u) : (t82 ? (32u + (t83 & 15u)) : 48u));
+                            uint twi16 = t85 >> 2u;
+                            uint tlo16 = w7.d[twi16];
+                            uint t86 = ((t85 & 2u) != 0u) ? ((tlo16 >> 16u) | (w7.d[twi16 + 1u] << 16u)) : tlo16;
+                            aw3 += dsl_dot4x8_ss(qw16, ((((((((t86 & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t86 >> 8u) & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t87 = t80 < 160u;
+                            bool t88 = t80 < 240u;
+                            uint t89 = t80 - 160u;
+                            uint tn9 = t87 ? (t80 >> 5u) : (t88 ? (t89 >> 4u) : ((t80 - 240u) >> 2u));
+                            uint t90 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+                            uint t91 = boff6 + (t87 ? (t80 & 31u) : (t88 ? (32u + (t89 & 15u)) : 48u));
+                            uint twi17 = t91 >> 2u;
+                            uint tlo17 = wu.d[twi17];
+                            uint t92 = ((t91 & 2u) != 0u) ? ((tlo17 >> 16u) | (wu.d[twi17 + 1u] << 16u)) : tlo17;
+                            awu1 += dsl_dot4x8_ss(qw16, ((((((((t92 & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t92 >> 8u) & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint qw17 = lq.d[qb7 + 8u];
+                            uint t93 = l04 + 32u;
+                            bool t94 = t93 < 160u;
+                            bool t95 = t93 < 240u;
+                            uint t96 = t93 - 160u;
+                            uint tn10 = t94 ? (t93 >> 5u) : (t95 ? (t96 >> 4u) : ((t93 - 240u) >> 2u));
+                            uint t97 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                            uint t98 = boff5 + (t94 ? (t93 & 31u) : (t95 ? (32u + (t96 & 15u)) : 48u));
+                            uint twi18 = t98 >> 2u;
+                            uint tlo18 = w7.d[twi18];
+                            uint t99 = ((t98 & 2u) != 0u) ? ((tlo18 >> 16u) | (w7.d[twi18 + 1u] << 16u)) : tlo18;
+                            aw3 += dsl_dot4x8_ss(qw17, ((((((((t99 & 16711935u) * t97) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t99 >> 8u) & 16711935u) * t97) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t100 = t93 < 160u;
+                            bool t101 = t93 < 240u;
+                            uint t102 = t93 - 160u;
+                            uint tn11 = t100 ? (t93 >> 5u) : (t101 ? (t102 >> 4u) : ((t93 - 240u) >> 2u));
+                            uint t103 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                            uint t104 = boff6 + (t100 ? (t93 & 31u) : (t101 ? (32u + (t102 & 15u)) : 48u));
+                            uint twi19 = t104 >> 2u;
+                            uint tlo19 = wu.d[twi19];
+                            uint t105 = ((t104 & 2u) != 0u) ? ((tlo19 >> 16u) | (wu.d[twi19 + 1u] << 16u)) : tlo19;
+                            awu1 += dsl_dot4x8_ss(qw17, ((((((((t105 & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t105 >> 8u) & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint qw18 = lq.d[qb7 + 16u];
+                            uint t106 = l04 + 64u;
+                            bool t107 = t106 < 160u;
+                            bool t108 = t106 < 240u;
+                            uint t109 = t106 - 160u;
+                            uint tn12 = t107 ? (t106 >> 5u) : (t108 ? (t109 >> 4u) : ((t106 - 240u) >> 2u));
+                            uint t110 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                            uint t111 = boff5 + (t107 ? (t106 & 31u) : (t108 ? (32u + (t109 & 15u)) : 48u));
+                            uint twi20 = t111 >> 2u;
+                            uint tlo20 = w7.d[twi20];
+                            uint t112 = ((t111 & 2u) != 0u) ? ((tlo20 >> 16u) | (w7.d[twi20 + 1u] << 16u)) : tlo20;
+                            aw3 += dsl_dot4x8_ss(qw18, ((((((((t112 & 16711935u) * t110) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t112 >> 8u) & 16711935u) * t110) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t113 = t106 < 160u;
+                            bool t114 = t106 < 240u;
+                            uint t115 = t106 - 160u;
+                            uint tn13 = t113 ? (t106 >> 5u) : (t114 ? (t115 >> 4u) : ((t106 - 240u) >> 2u));
+                            uint t116 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                            uint t117 = boff6 + (t113 ? (t106 & 31u) : (t114 ? (32u + (t115 & 15u)) : 48u));
+                            uint twi21 = t117 >> 2u;
+                            uint tlo21 = wu.d[twi21];
+                            uint t118 = ((t117 & 2u) != 0u) ? ((tlo21 >> 16u) | (wu.d[twi21 + 1u] << 16u)) : tlo21;
+                            awu1 += dsl_dot4x8_ss(qw18, ((((((((t118 & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t118 >> 8u) & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint qw19 = lq.d[qb7 + 24u];
+                            uint t119 = l04 + 96u;
+                            bool t120 = t119 < 160u;
+                            bool t121 = t119 < 240u;
+                            uint t122 = t119 - 160u;
+                            uint tn14 = t120 ? (t119 >> 5u) : (t121 ? (t122 >> 4u) : ((t119 - 240u) >> 2u));
+                            uint t123 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                            uint t124 = boff5 + (t120 ? (t119 & 31u) : (t121 ? (32u + (t122 & 15u)) : 48u));
+                            uint twi22 = t124 >> 2u;
+                            uint tlo22 = w7.d[twi22];
+                            uint t125 = ((t124 & 2u) != 0u) ? ((tlo22 >> 16u) | (w7.d[twi22 + 1u] << 16u)) : tlo22;
+                            aw3 += dsl_dot4x8_ss(qw19, ((((((((t125 & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t125 >> 8u) & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t126 = t119 < 160u;
+                            bool t127 = t119 < 240u;
+                            uint t128 = t119 - 160u;
+                            uint tn15 = t126 ? (t119 >> 5u) : (t127 ? (t128 >> 4u) : ((t119 - 240u) >> 2u));
+                            uint t129 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                            uint t130 = boff6 + (t126 ? (t119 & 31u) : (t127 ? (32u + (t128 & 15u)) : 48u));
+                            uint twi23 = t130 >> 2u;
+                            uint tlo23 = wu.d[twi23];
+                            uint t131 = ((t130 & 2u) != 0u) ? ((tlo23 >> 16u) | (wu.d[twi23 + 1u] << 16u)) : tlo23;
+                            awu1 += dsl_dot4x8_ss(qw19, ((((((((t131 & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t131 >> 8u) & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint tdo4 = boff5 + 52u;
+                            accf1 += float(aw3) * unpackHalf2x16((w7.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
+                            uint tdo5 = boff6 + 52u;
+                            accfu += float(awu1) * unpackHalf2x16((wu.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                        }
+                    }
+                    if (WFMT == 3u) {
+                        for (uint w10 = lane1; w10 < KW; w10 += lpr1) {
+                            uint qb8 = ((w10 >> 3u) * 32u) + (w10 & 7u);
+                            uint l05 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
+                            uint boff7 = (row1 * 520u) + ((w10 >> 4u) * 52u);
+                            uint boff8 = (row1 * 520u) + ((w10 >> 4u) * 52u);
+                            uint qw20 = lq.d[qb8 + 0u];
+                            uint t132 = l05 + 0u;
+                            bool t133 = t132 < 160u;
+                            bool t134 = t132 < 240u;
+                            uint t135 = t132 - 160u;
+                            uint tn16 = t133 ? (t132 >> 5u) : (t134 ? (t135 >> 4u) : ((t132 - 240u) >> 2u));
+                            uint t136 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                            uint t137 = w7.d[(boff7 + (t133 ? (t132 & 31u) : (t134 ? (32u + (t135 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw20, ((((((t137 & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t137 >> 8u) & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u));
+                            bool t138 = t132 < 160u;
+                            bool t139 = t132 < 240u;
+                            uint t140 = t132 - 160u;
+                            uint tn17 = t138 ? (t132 >> 5u) : (t139 ? (t140 >> 4u) : ((t132 - 240u) >> 2u));
+                            uint t141 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
+                            uint t142 = wu.d[(boff8 + (t138 ? (t132 & 31u) : (t139 ? (32u + (t140 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw20, ((((((t142 & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t142 >> 8u) & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u));
+                            uint qw21 = lq.d[qb8 + 8u];
+                            uint t143 = l05 + 32u;
+                            bool t144 = t143 < 160u;
+                            bool t145 = t143 < 240u;
+                            uint t146 = t143 - 160u;
+                            uint tn18 = t144 ? (t143 >> 5u) : (t145 ? (t146 >> 4u) : ((t143 - 240u) >> 2u));
+                            uint t147 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
+                            uint t148 = w7.d[(boff7 + (t144 ? (t143 & 31u) : (t145 ? (32u + (t146 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw21, ((((((t148 & 16711935u) * t147) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t148 >> 8u) & 16711935u) * t147) & 16711935u) * 3u) & 4278255360u));
+                            bool t149 = t143 < 160u;
+                            bool t150 = t143 < 240u;
+                            uint t151 = t143 - 160u;
+                            uint tn19 = t149 ? (t143 >> 5u) : (t150 ? (t151 >> 4u) : ((t143 - 240u) >> 2u));
+                            uint t152 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
+                            uint t153 = wu.d[(boff8 + (t149 ? (t143 & 31u) : (t150 ? (32u + (t151 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw21, ((((((t153 & 16711935u) * t152) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t153 >> 8u) & 16711935u) * t152) & 16711935u) * 3u) & 4278255360u));
+                            uint qw22 = lq.d[qb8 + 16u];
+                            uint t154 = l05 + 64u;
+                            bool t155 = t154 < 160u;
+                            bool t156 = t154 < 240u;
+                            uint t157 = t154 - 160u;
+                            uint tn20 = t155 ? (t154 >> 5u) : (t156 ? (t157 >> 4u) : ((t154 - 240u) >> 2u));
+                            uint t158 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
+                            uint t159 = w7.d[(boff7 + (t155 ? (t154 & 31u) : (t156 ? (32u + (t157 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw22, ((((((t159 & 16711935u) * t158) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t159 >> 8u) & 16711935u) * t158) & 16711935u) * 3u) & 4278255360u));
+                            bool t160 = t154 < 160u;
+                            bool t161 = t154 < 240u;
+                            uint t162 = t154 - 160u;
+                            uint tn21 = t160 ? (t154 >> 5u) : (t161 ? (t162 >> 4u) : ((t154 - 240u) >> 2u));
+                            uint t163 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
+                            uint t164 = wu.d[(boff8 + (t160 ? (t154 & 31u) : (t161 ? (32u + (t162 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw22, ((((((t164 & 16711935u) * t163) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t164 >> 8u) & 16711935u) * t163) & 16711935u) * 3u) & 4278255360u));
+                            uint qw23 = lq.d[qb8 + 24u];
+                            uint t165 = l05 + 96u;
+                            bool t166 = t165 < 160u;
+                            bool t167 = t165 < 240u;
+                            uint t168 = t165 - 160u;
+                            uint tn22 = t166 ? (t165 >> 5u) : (t167 ? (t168 >> 4u) : ((t165 - 240u) >> 2u));
+                            uint t169 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
+                            uint t170 = w7.d[(boff7 + (t166 ? (t165 & 31u) : (t167 ? (32u + (t168 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw23, ((((((t170 & 16711935u) * t169) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t170 >> 8u) & 16711935u) * t169) & 16711935u) * 3u) & 4278255360u));
+                            bool t171 = t165 < 160u;
+                            bool t172 = t165 < 240u;
+                            uint t173 = t165 - 160u;
+                            uint tn23 = t171 ? (t165 >> 5u) : (t172 ? (t173 >> 4u) : ((t165 - 240u) >> 2u));
+                            uint t174 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                            uint t175 = wu.d[(boff8 + (t171 ? (t165 & 31u) : (t172 ? (32u + (t173 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw23, ((((((t175 & 16711935u) * t174) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t175 >> 8u) & 16711935u) * t174) & 16711935u) * 3u) & 4278255360u));
+                        }
+                    }
+                    if (WFMT == 0u) {
+                        if (GEMV_SHQ != 0u) {
+                            for (uint w11 = lane1; w11 < KW; w11 += lpr1) {
+                                uint wd2 = w7.d[(row1 * KW) + w11];
+                                uint wdu = wu.d[(row1 * KW) + w11];
+                                uint qb9 = ((w11 >> 3u) * 32u) + (w11 & 7u);
+                                uint c8 = (wd2 >> 6u) & 50529027u;
+                                uint cu = (wdu >> 6u) & 50529027u;
+                                uint qw24 = qsh1[qb9 + 0u];
+                                acc1 += dsl_dot4x8_su(qw24, c8);
+                                accu += dsl_dot4x8_su(qw24, cu);
+                                uint c9 = (wd2 >> 4u) & 50529027u;
+                                uint cu1 = (wdu >> 4u) & 50529027u;
+                                uint qw25 = qsh1[qb9 + 8u];
+                                acc1 += dsl_dot4x8_su(qw25, c9);
+                                accu += dsl_dot4x8_su(qw25, cu1);
+                                uint c10 = (wd2 >> 2u) & 50529027u;
+                                uint cu2 = (wdu >> 2u) & 50529027u;
+                                uint qw26 = qsh1[qb9 + 16u];
+                                acc1 += dsl_dot4x8_su(qw26, c10);
+                                accu += dsl_dot4x8_su(qw26, cu2);
+                                uint c11 = (wd2 >> 0u) & 50529027u;
+                                uint cu3 = (wdu >> 0u) & 50529027u;
+                                uint qw27 = qsh1[qb9 + 24u];
+                                acc1 += dsl_dot4x8_su(qw27, c11);
+                                accu += dsl_dot4x8_su(qw27, cu3);
                             }
                         } else {
-                            for (uint w12 = gl_SubgroupInvocationID; w12 < KW; w12 += gl_SubgroupSize) {
-                                uint wd3 = w7.d[(row1 * KW) + w12];
-                                uint wdu1 = wu.d[(row1 * KW) + w12];
-                                uint qb10 = ((w12 >> 3u) * 32u) + (w12 & 7u);
-                                uint c12 = (wd3 >> 6u) & 50529027u;
-                                uint cu4 = (wdu1 >> 6u) & 50529027u;
-                                uint qw28 = lq.d[qb10 + 0u];
-                                acc1 += dsl_dot4x8_su(qw28, c12);
-                                accu += dsl_dot4x8_su(qw28, cu4);
-                                uint c13 = (wd3 >> 4u) & 50529027u;
-                                uint cu5 = (wdu1 >> 4u) & 50529027u;
-                                uint qw29 = lq.d[qb10 + 8u];
-                                acc1 += dsl_dot4x8_su(qw29, c13);
-                                accu += dsl_dot4x8_su(qw29, cu5);
-                                uint c14 = (wd3 >> 2u) & 50529027u;
-                                uint cu6 = (wdu1 >> 2u) & 50529027u;
-                                uint qw30 = lq.d[qb10 + 16u];
-                                acc1 += dsl_dot4x8_su(qw30, c14);
-                                accu += dsl_dot4x8_su(qw30, cu6);
-                                uint c15 = (wd3 >> 0u) & 50529027u;
-                                uint cu7 = (wdu1 >> 0u) & 50529027u;
-                                uint qw31 = lq.d[qb10 + 24u];
-                                acc1 += dsl_dot4x8_su(qw31, c15);
-                                accu += dsl_dot4x8_su(qw31, cu7);
+                            if (GEMV_VEC != 0u) {
+                                for (uint w43 = lane1; w43 < KV4; w43 += lpr1) {
+                                    uvec4 wd41 = Buf_w42(w7).d[(row1 * KV4) + w43];
+                                    uvec4 wdu4 = Buf_wu4(wu).d[(row1 * KV4) + w43];
+                                    uint qb41 = ((w43 >> 1u) * 8u) + (w43 & 1u);
+                                    uvec4 a44 = Buf_q41(lq).d[qb41 + 0u];
+                                    acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a44.x, (wdu4.x >> 6u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a44.y, (wdu4.y >> 6u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a44.z, (wdu4.z >> 6u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a44.w, (wdu4.w >> 6u) & 50529027u);
+                                    uvec4 a45 = Buf_q41(lq).d[qb41 + 2u];
+                                    acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a45.x, (wdu4.x >> 4u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a45.y, (wdu4.y >> 4u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a45.z, (wdu4.z >> 4u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a45.w, (wdu4.w >> 4u) & 50529027u);
+                                    uvec4 a46 = Buf_q41(lq).d[qb41 + 4u];
+                                    acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a46.x, (wdu4.x >> 2u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a46.y, (wdu4.y >> 2u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a46.z, (wdu4.z >> 2u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a46.w, (wdu4.w >> 2u) & 50529027u);
+                                    uvec4 a47 = Buf_q41(lq).d[qb41 + 6u];
+                                    acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a47.x, (wdu4.x >> 0u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a47.y, (wdu4.y >> 0u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a47.z, (wdu4.z >> 0u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
+                                    accu += dsl_dot4x8_su(a47.w, (wdu4.w >> 0u) & 50529027u);
+                                }
+                            } else {
+                                for (uint w12 = lane1; w12 < KW; w12 += lpr1) {
+                                    uint wd3 = w7.d[(row1 * KW) + w12];
+                                    uint wdu1 = wu.d[(row1 * KW) + w12];
+                                    uint qb10 = ((w12 >> 3u) * 32u) + (w12 & 7u);
+                                    uint c12 = (wd3 >> 6u) & 50529027u;
+                                    uint cu4 = (wdu1 >> 6u) & 50529027u;
+                                    uint qw28 = lq.d[qb10 + 0u];
+                                    acc1 += dsl_dot4x8_su(qw28, c12);
+                                    accu += dsl_dot4x8_su(qw28, cu4);
+                                    uint c13 = (wd3 >> 4u) & 50529027u;
+                                    uint cu5 = (wdu1 >> 4u) & 50529027u;
+                                    uint qw29 = lq.d[qb10 + 8u];
+                                    acc1 += dsl_dot4x8_su(qw29, c13);
+                                    accu += dsl_dot4x8_su(qw29, cu5);
+                                    uint c14 = (wd3 >> 2u) & 50529027u;
+                                    uint cu6 = (wdu1 >> 2u) & 50529027u;
+                                    uint qw30 = lq.d[qb10 + 16u];
+                                    acc1 += dsl_dot4x8_su(qw30, c14);
+                                    accu += dsl_dot4x8_su(qw30, cu6);
+                                    uint c15 = (wd3 >> 0u) & 50529027u;
+                                    uint cu7 = (wdu1 >> 0u) & 50529027u;
+                                    uint qw31 = lq.d[qb10 + 24u];
+                                    acc1 += dsl_dot4x8_su(qw31, c15);
+                                    accu += dsl_dot4x8_su(qw31, cu7);
+                                }
                             }
                         }
                     }
                 }
-                int t176 = subgroupAdd(acc1);
-                precise float t177 = subgroupAdd(accf1);
-                int t178 = subgroupAdd(accu);
-                precise float t179 = subgroupAdd(accfu);
-                if (gl_SubgroupInvocationID == 0u) {
-                    int qsum2 = int(lqs.d[1u]);
-                    precise float sc1 = lqs.d[0u];
-                    precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (t177 / sc1) : ((float(t176 - qsum2) / sc1) * ws1);
-                    precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (t179 / sc1) : ((float(t178 - qsum2) / sc1) * ws_up);
-                    precise float rg = max(v1, 0.0);
-                    precise float t180 = (rg * rg) * vu;
-                    y4.d[row1] = t180;
+                for (uint rr1 = 0u; rr1 < R1; rr1++) {
+                    bool mine1 = lrow1 == rr1;
+                    int t176 = subgroupAdd(mine1 ? acc1 : 0);
+                    precise float t177 = subgroupAdd(mine1 ? accf1 : 0.0);
+                    int t178 = subgroupAdd(mine1 ? accu : 0);
+                    precise float t179 = subgroupAdd(mine1 ? accfu : 0.0);
+                    if ((mine1 && (lane1 == 0u)) && (row1 < M1)) {
+                        int qsum2 = int(lqs.d[1u]);
+                        precise float sc1 = lqs.d[0u];
+                        precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (t177 / sc1) : ((float(t176 - qsum2) / sc1) * ws1);
+                        precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (t179 / sc1) : ((float(t178 - qsum2) / sc1) * ws_up);
+                        precise float rg = max(v1, 0.0);
+                        precise float t180 = (rg * rg) * vu;
+                        y4.d[row1] = t180;
+                    }
                 }
             }
             memoryBarrierBuffer();
@@ -1003,210 +1024,220 @@ void main()
             if (WFMT == 3u) {
                 ws2 = uintBitsToFloat(w13.d[898560u]);
             }
-            for (uint rl2 = gl_SubgroupID; rl2 < 8u; rl2 += gl_NumSubgroups) {
-                uint row2 = (uvec3(job2, 0u, 0u).x * 8u) + rl2;
-                if (row2 >= M) break;
+            uint R2 = 1u << GEMV_ROWS;
+            uint lpr2 = gl_SubgroupSize >> GEMV_ROWS;
+            uint lane2 = gl_SubgroupInvocationID & (lpr2 - 1u);
+            uint lrow2 = gl_SubgroupInvocationID / lpr2;
+            for (uint rb2 = gl_SubgroupID * R2; rb2 < 8u * R2; rb2 += gl_NumSubgroups * R2) {
+                uint row02 = (uvec3(job2, 0u, 0u).x * (8u * R2)) + rb2;
+                if (row02 >= M) break;
+                uint row2 = row02 + lrow2;
                 int acc2 = 0;
                 precise float accf2 = 0.0;
-                if (WFMT == 1u) {
-                    for (uint w14 = gl_SubgroupInvocationID; w14 < KW1; w14 += gl_SubgroupSize) {
-                        uint qb11 = ((w14 >> 3u) * 32u) + (w14 & 7u);
-                        uint l06 = (((w14 >> 3u) & 1u) << 7u) + ((w14 & 7u) << 2u);
-                        uint boff9 = (row2 * 1782u) + ((w14 >> 4u) * 66u);
-                        int aw4 = 0;
-                        uint qw32 = lq1.d[qb11 + 0u];
-                        uint t185 = l06 + 0u;
-                        uint t186 = boff9 + (((t185 >> 7u) << 5u) | (t185 & 31u));
-                        uint twi24 = t186 >> 2u;
-                        uint tlo24 = w13.d[twi24];
-                        aw4 += dsl_dot4x8_ss(qw32, ((((((t186 & 2u) != 0u) ? ((tlo24 >> 16u) | (w13.d[twi24 + 1u] << 16u)) : tlo24) >> (((t185 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw33 = lq1.d[qb11 + 8u];
-                        uint t187 = l06 + 32u;
-                        uint t188 = boff9 + (((t187 >> 7u) << 5u) | (t187 & 31u));
-                        uint twi25 = t188 >> 2u;
-                        uint tlo25 = w13.d[twi25];
-                        aw4 += dsl_dot4x8_ss(qw33, ((((((t188 & 2u) != 0u) ? ((tlo25 >> 16u) | (w13.d[twi25 + 1u] << 16u)) : tlo25) >> (((t187 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw34 = lq1.d[qb11 + 16u];
-                        uint t189 = l06 + 64u;
-                        uint t190 = boff9 + (((t189 >> 7u) << 5u) | (t189 & 31u));
-                        uint twi26 = t190 >> 2u;
-                        uint tlo26 = w13.d[twi26];
-                        aw4 += dsl_dot4x8_ss(qw34, ((((((t190 & 2u) != 0u) ? ((tlo26 >> 16u) | (w13.d[twi26 + 1u] << 16u)) : tlo26) >> (((t189 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint qw35 = lq1.d[qb11 + 24u];
-                        uint t191 = l06 + 96u;
-                        uint t192 = boff9 + (((t191 >> 7u) << 5u) | (t191 & 31u));
-                        uint twi27 = t192 >> 2u;
-                        uint tlo27 = w13.d[twi27];
-                        aw4 += dsl_dot4x8_ss(qw35, ((((((t192 & 2u) != 0u) ? ((tlo27 >> 16u) | (w13.d[twi27 + 1u] << 16u)) : tlo27) >> (((t191 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint tdo6 = boff9 + 64u;
-                        accf2 += float(aw4) * unpackHalf2x16((w13.d[tdo6 >> 2u] >> ((tdo6 & 2u) << 3u)) & 65535u).x;
-                    }
-                }
-                if (WFMT == 2u) {
-                    for (uint w15 = gl_SubgroupInvocationID; w15 < KW1; w15 += gl_SubgroupSize) {
-                        uint qb12 = ((w15 >> 3u) * 32u) + (w15 & 7u);
-                        uint l07 = (((w15 >> 3u) & 1u) << 7u) + ((w15 & 7u) << 2u);
-                        uint boff10 = (row2 * 1458u) + ((w15 >> 4u) * 54u);
-                        int aw5 = 0;
-                        uint qw36 = lq1.d[qb12 + 0u];
-                        uint t193 = l07 + 0u;
-                        bool t194 = t193 < 160u;
-                        bool t195 = t193 < 240u;
-                        uint t196 = t193 - 160u;
-                        uint tn24 = t194 ? (t193 >> 5u) : (t195 ? (t196 >> 4u) : ((t193 - 240u) >> 2u));
-                        uint t197 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
-                        uint t198 = boff10 + (t194 ? (t193 & 31u) : (t195 ? (32u + (t196 & 15u)) : 48u));
-                        uint twi28 = t198 >> 2u;
-                        uint tlo28 = w13.d[twi28];
-                        uint t199 = ((t198 & 2u) != 0u) ? ((tlo28 >> 16u) | (w13.d[twi28 + 1u] << 16u)) : tlo28;
-                        aw5 += dsl_dot4x8_ss(qw36, ((((((((t199 & 16711935u) * t197) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t199 >> 8u) & 16711935u) * t197) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw37 = lq1.d[qb12 + 8u];
-                        uint t200 = l07 + 32u;
-                        bool t201 = t200 < 160u;
-                        bool t202 = t200 < 240u;
-                        uint t203 = t200 - 160u;
-                        uint tn25 = t201 ? (t200 >> 5u) : (t202 ? (t203 >> 4u) : ((t200 - 240u) >> 2u));
-                        uint t204 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
-                        uint t205 = boff10 + (t201 ? (t200 & 31u) : (t202 ? (32u + (t203 & 15u)) : 48u));
-                        uint twi29 = t205 >> 2u;
-                        uint tlo29 = w13.d[twi29];
-                        uint t206 = ((t205 & 2u) != 0u) ? ((tlo29 >> 16u) | (w13.d[twi29 + 1u] << 16u)) : tlo29;
-                        aw5 += dsl_dot4x8_ss(qw37, ((((((((t206 & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t206 >> 8u) & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw38 = lq1.d[qb12 + 16u];
-                        uint t207 = l07 + 64u;
-                        bool t208 = t207 < 160u;
-                        bool t209 = t207 < 240u;
-                        uint t210 = t207 - 160u;
-                        uint tn26 = t208 ? (t207 >> 5u) : (t209 ? (t210 >> 4u) : ((t207 - 240u) >> 2u));
-                        uint t211 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
-                        uint t212 = boff10 + (t208 ? (t207 & 31u) : (t209 ? (32u + (t210 & 15u)) : 48u));
-                        uint twi30 = t212 >> 2u;
-                        uint tlo30 = w13.d[twi30];
-                        uint t213 = ((t212 & 2u) != 0u) ? ((tlo30 >> 16u) | (w13.d[twi30 + 1u] << 16u)) : tlo30;
-                        aw5 += dsl_dot4x8_ss(qw38, ((((((((t213 & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t213 >> 8u) & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint qw39 = lq1.d[qb12 + 24u];
-                        uint t214 = l07 + 96u;
-                        bool t215 = t214 < 160u;
-                        bool t216 = t214 < 240u;
-                        uint t217 = t214 - 160u;
-                        uint tn27 = t215 ? (t214 >> 5u) : (t216 ? (t217 >> 4u) : ((t214 - 240u) >> 2u));
-                        uint t218 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
-                        uint t219 = boff10 + (t215 ? (t214 & 31u) : (t216 ? (32u + (t217 & 15u)) : 48u));
-                        uint twi31 = t219 >> 2u;
-                        uint tlo31 = w13.d[twi31];
-                        uint t220 = ((t219 & 2u) != 0u) ? ((tlo31 >> 16u) | (w13.d[twi31 + 1u] << 16u)) : tlo31;
-                        aw5 += dsl_dot4x8_ss(qw39, ((((((((t220 & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t220 >> 8u) & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint tdo7 = boff10 + 52u;
-                        accf2 += float(aw5) * unpackHalf2x16((w13.d[tdo7 >> 2u] >> ((tdo7 & 2u) << 3u)) & 65535u).x;
-                    }
-                }
-                if (WFMT == 3u) {
-                    for (uint w16 = gl_SubgroupInvocationID; w16 < KW1; w16 += gl_SubgroupSize) {
-                        uint qb13 = ((w16 >> 3u) * 32u) + (w16 & 7u);
-                        uint l08 = (((w16 >> 3u) & 1u) << 7u) + ((w16 & 7u) << 2u);
-                        uint boff11 = (row2 * 1404u) + ((w16 >> 4u) * 52u);
-                        uint qw40 = lq1.d[qb13 + 0u];
-                        uint t221 = l08 + 0u;
-                        bool t222 = t221 < 160u;
-                        bool t223 = t221 < 240u;
-                        uint t224 = t221 - 160u;
-                        uint tn28 = t222 ? (t221 >> 5u) : (t223 ? (t224 >> 4u) : ((t221 - 240u) >> 2u));
-                        uint t225 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
-                        uint t226 = w13.d[(boff11 + (t222 ? (t221 & 31u) : (t223 ? (32u + (t224 & 15u)) : 48u))) >> 2u];
-                        acc2 += dsl_dot4x8_su(qw40, ((((((t226 & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t226 >> 8u) & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u));
-                        uint qw41 = lq1.d[qb13 + 8u];
-                        uint t227 = l08 + 32u;
-                        bool t228 = t227 < 160u;
-                        bool t229 = t227 < 240u;
-                        uint t230 = t227 - 160u;
-                        uint tn29 = t228 ? (t227 >> 5u) : (t229 ? (t230 >> 4u) : ((t227 - 240u) >> 2u));
-                        uint t231 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
-                        uint t232 = w13.d[(boff11 + (t228 ? (t227 & 31u) : (t229 ? (32u + (t230 & 15u)) : 48u))) >> 2u];
-                        acc2 += dsl_dot4x8_su(qw41, ((((((t232 & 16711935u) * t231) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t232 >> 8u) & 16711935u) * t231) & 16711935u) * 3u) & 4278255360u));
-                        uint qw42 = lq1.d[qb13 + 16u];
-                        uint t233 = l08 + 64u;
-                        bool t234 = t233 < 160u;
-                        bool t235 = t233 < 240u;
-                        uint t236 = t233 - 160u;
-                        uint tn30 = t234 ? (t233 >> 5u) : (t235 ? (t236 >> 4u) : ((t233 - 240u) >> 2u));
-                        uint t237 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
-                        uint t238 = w13.d[(boff11 + (t234 ? (t233 & 31u) : (t235 ? (32u + (t236 & 15u)) : 48u))) >> 2u];
-                        acc2 += dsl_dot4x8_su(qw42, ((((((t238 & 16711935u) * t237) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t238 >> 8u) & 16711935u) * t237) & 16711935u) * 3u) & 4278255360u));
-                        uint qw43 = lq1.d[qb13 + 24u];
-                        uint t239 = l08 + 96u;
-                        bool t240 = t239 < 160u;
-                        bool t241 = t239 < 240u;
-                        uint t242 = t239 - 160u;
-                        uint tn31 = t240 ? (t239 >> 5u) : (t241 ? (t242 >> 4u) : ((t239 - 240u) >> 2u));
-                        uint t243 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
-                        uint t244 = w13.d[(boff11 + (t240 ? (t239 & 31u) : (t241 ? (32u + (t242 & 15u)) : 48u))) >> 2u];
-                        acc2 += dsl_dot4x8_su(qw43, ((((((t244 & 16711935u) * t243) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t244 >> 8u) & 16711935u) * t243) & 16711935u) * 3u) & 4278255360u));
-                    }
-                }
-                if (WFMT == 0u) {
-                    if (GEMV_SHQ != 0u) {
-                        for (uint w17 = gl_SubgroupInvocationID; w17 < KW1; w17 += gl_SubgroupSize) {
-                            uint wd5 = w13.d[(row2 * KW1) + w17];
-                            uint qb14 = ((w17 >> 3u) * 32u) + (w17 & 7u);
-                            uint c16 = (wd5 >> 6u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(qsh2[qb14 + 0u], c16);
-                            uint c17 = (wd5 >> 4u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(qsh2[qb14 + 8u], c17);
-                            uint c18 = (wd5 >> 2u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(qsh2[qb14 + 16u], c18);
-                            uint c19 = (wd5 >> 0u) & 50529027u;
-                            acc2 += dsl_dot4x8_su(qsh2[qb14 + 24u], c19);
+                if (row2 < M) {
+                    if (WFMT == 1u) {
+                        for (uint w14 = lane2; w14 < KW1; w14 += lpr2) {
+                            uint qb11 = ((w14 >> 3u) * 32u) + (w14 & 7u);
+                            uint l06 = (((w14 >> 3u) & 1u) << 7u) + ((w14 & 7u) << 2u);
+                            uint boff9 = (row2 * 1782u) + ((w14 >> 4u) * 66u);
+                            int aw4 = 0;
+                            uint qw32 = lq1.d[qb11 + 0u];
+                            uint t185 = l06 + 0u;
+                            uint t186 = boff9 + (((t185 >> 7u) << 5u) | (t185 & 31u));
+                            uint twi24 = t186 >> 2u;
+                            uint tlo24 = w13.d[twi24];
+                            aw4 += dsl_dot4x8_ss(qw32, ((((((t186 & 2u) != 0u) ? ((tlo24 >> 16u) | (w13.d[twi24 + 1u] << 16u)) : tlo24) >> (((t185 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw33 = lq1.d[qb11 + 8u];
+                            uint t187 = l06 + 32u;
+                            uint t188 = boff9 + (((t187 >> 7u) << 5u) | (t187 & 31u));
+                            uint twi25 = t188 >> 2u;
+                            uint tlo25 = w13.d[twi25];
+                            aw4 += dsl_dot4x8_ss(qw33, ((((((t188 & 2u) != 0u) ? ((tlo25 >> 16u) | (w13.d[twi25 + 1u] << 16u)) : tlo25) >> (((t187 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw34 = lq1.d[qb11 + 16u];
+                            uint t189 = l06 + 64u;
+                            uint t190 = boff9 + (((t189 >> 7u) << 5u) | (t189 & 31u));
+                            uint twi26 = t190 >> 2u;
+                            uint tlo26 = w13.d[twi26];
+                            aw4 += dsl_dot4x8_ss(qw34, ((((((t190 & 2u) != 0u) ? ((tlo26 >> 16u) | (w13.d[twi26 + 1u] << 16u)) : tlo26) >> (((t189 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw35 = lq1.d[qb11 + 24u];
+                            uint t191 = l06 + 96u;
+                            uint t192 = boff9 + (((t191 >> 7u) << 5u) | (t191 & 31u));
+                            uint twi27 = t192 >> 2u;
+                            uint tlo27 = w13.d[twi27];
+                            aw4 += dsl_dot4x8_ss(qw35, ((((((t192 & 2u) != 0u) ? ((tlo27 >> 16u) | (w13.d[twi27 + 1u] << 16u)) : tlo27) >> (((t191 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint tdo6 = boff9 + 64u;
+                            accf2 += float(aw4) * unpackHalf2x16((w13.d[tdo6 >> 2u] >> ((tdo6 & 2u) << 3u)) & 65535u).x;
                         }
-                    } else {
-                        if (GEMV_VEC != 0u) {
-                            for (uint w45 = gl_SubgroupInvocationID; w45 < KV41; w45 += gl_SubgroupSize) {
-                                uvec4 wd42 = Buf_w44(w13).d[(row2 * KV41) + w45];
-                                uint qb42 = ((w45 >> 1u) * 8u) + (w45 & 1u);
-                                uvec4 a48 = Buf_q42(lq1).d[qb42 + 0u];
-                                acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
-                                uvec4 a49 = Buf_q42(lq1).d[qb42 + 2u];
-                                acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
-                                uvec4 a410 = Buf_q42(lq1).d[qb42 + 4u];
-                                acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
-                                uvec4 a411 = Buf_q42(lq1).d[qb42 + 6u];
-                                acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
-                                acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                    }
+                    if (WFMT == 2u) {
+                        for (uint w15 = lane2; w15 < KW1; w15 += lpr2) {
+                            uint qb12 = ((w15 >> 3u) * 32u) + (w15 & 7u);
+                            uint l07 = (((w15 >> 3u) & 1u) << 7u) + ((w15 & 7u) << 2u);
+                            uint boff10 = (row2 * 1458u) + ((w15 >> 4u) * 54u);
+                            int aw5 = 0;
+                            uint qw36 = lq1.d[qb12 + 0u];
+                            uint t193 = l07 + 0u;
+                            bool t194 = t193 < 160u;
+                            bool t195 = t193 < 240u;
+                            uint t196 = t193 - 160u;
+                            uint tn24 = t194 ? (t193 >> 5u) : (t195 ? (t196 >> 4u) : ((t193 - 240u) >> 2u));
+                            uint t197 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
+                            uint t198 = boff10 + (t194 ? (t193 & 31u) : (t195 ? (32u + (t196 & 15u)) : 48u));
+                            uint twi28 = t198 >> 2u;
+                            uint tlo28 = w13.d[twi28];
+                            uint t199 = ((t198 & 2u) != 0u) ? ((tlo28 >> 16u) | (w13.d[twi28 + 1u] << 16u)) : tlo28;
+                            aw5 += dsl_dot4x8_ss(qw36, ((((((((t199 & 16711935u) * t197) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t199 >> 8u) & 16711935u) * t197) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint qw37 = lq1.d[qb12 + 8u];
+                            uint t200 = l07 + 32u;
+                            bool t201 = t200 < 160u;
+                            bool t202 = t200 < 240u;
+                            uint t203 = t200 - 160u;
+                            uint tn25 = t201 ? (t200 >> 5u) : (t202 ? (t203 >> 4u) : ((t200 - 240u) >> 2u));
+                            uint t204 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
+                            uint t205 = boff10 + (t201 ? (t200 & 31u) : (t202 ? (32u + (t203 & 15u)) : 48u));
+                            uint twi29 = t205 >> 2u;
+                            uint tlo29 = w13.d[twi29];
+                            uint t206 = ((t205 & 2u) != 0u) ? ((tlo29 >> 16u) | (w13.d[twi29 + 1u] << 16u)) : tlo29;
+                            aw5 += dsl_dot4x8_ss(qw37, ((((((((t206 & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t206 >> 8u) & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint qw38 = lq1.d[qb12 + 16u];
+                            uint t207 = l07 + 64u;
+                            bool t208 = t207 < 160u;
+                            bool t209 = t207 < 240u;
+                            uint t210 = t207 - 160u;
+                            uint tn26 = t208 ? (t207 >> 5u) : (t209 ? (t210 >> 4u) : ((t207 - 240u) >> 2u));
+                            uint t211 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
+                            uint t212 = boff10 + (t208 ? (t207 & 31u) : (t209 ? (32u + (t210 & 15u)) : 48u));
+                            uint twi30 = t212 >> 2u;
+                            uint tlo30 = w13.d[twi30];
+                            uint t213 = ((t212 & 2u) != 0u) ? ((tlo30 >> 16u) | (w13.d[twi30 + 1u] << 16u)) : tlo30;
+                            aw5 += dsl_dot4x8_ss(qw38, ((((((((t213 & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t213 >> 8u) & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint qw39 = lq1.d[qb12 + 24u];
+                            uint t214 = l07 + 96u;
+                            bool t215 = t214 < 160u;
+                            bool t216 = t214 < 240u;
+                            uint t217 = t214 - 160u;
+                            uint tn27 = t215 ? (t214 >> 5u) : (t216 ? (t217 >> 4u) : ((t214 - 240u) >> 2u));
+                            uint t218 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
+                            uint t219 = boff10 + (t215 ? (t214 & 31u) : (t216 ? (32u + (t217 & 15u)) : 48u));
+                            uint twi31 = t219 >> 2u;
+                            uint tlo31 = w13.d[twi31];
+                            uint t220 = ((t219 & 2u) != 0u) ? ((tlo31 >> 16u) | (w13.d[twi31 + 1u] << 16u)) : tlo31;
+                            aw5 += dsl_dot4x8_ss(qw39, ((((((((t220 & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t220 >> 8u) & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint tdo7 = boff10 + 52u;
+                            accf2 += float(aw5) * unpackHalf2x16((w13.d[tdo7 >> 2u] >> ((tdo7 & 2u) << 3u)) & 65535u).x;
+                        }
+                    }
+                    if (WFMT == 3u) {
+                        for (uint w16 = lane2; w16 < KW1; w16 += lpr2) {
+                            uint qb13 = ((w16 >> 3u) * 32u) + (w16 & 7u);
+                            uint l08 = (((w16 >> 3u) & 1u) << 7u) + ((w16 & 7u) << 2u);
+                            uint boff11 = (row2 * 1404u) + ((w16 >> 4u) * 52u);
+                            uint qw40 = lq1.d[qb13 + 0u];
+                            uint t221 = l08 + 0u;
+                            bool t222 = t221 < 160u;
+                            bool t223 = t221 < 240u;
+                            uint t224 = t221 - 160u;
+                            uint tn28 = t222 ? (t221 >> 5u) : (t223 ? (t224 >> 4u) : ((t221 - 240u) >> 2u));
+                            uint t225 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
+                            uint t226 = w13.d[(boff11 + (t222 ? (t221 & 31u) : (t223 ? (32u + (t224 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw40, ((((((t226 & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t226 >> 8u) & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u));
+                            uint qw41 = lq1.d[qb13 + 8u];
+                            uint t227 = l08 + 32u;
+                            bool t228 = t227 < 160u;
+                            bool t229 = t227 < 240u;
+                            uint t230 = t227 - 160u;
+                            uint tn29 = t228 ? (t227 >> 5u) : (t229 ? (t230 >> 4u) : ((t227 - 240u) >> 2u));
+                            uint t231 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
+                            uint t232 = w13.d[(boff11 + (t228 ? (t227 & 31u) : (t229 ? (32u + (t230 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw41, ((((((t232 & 16711935u) * t231) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t232 >> 8u) & 16711935u) * t231) & 16711935u) * 3u) & 4278255360u));
+                            uint qw42 = lq1.d[qb13 + 16u];
+                            uint t233 = l08 + 64u;
+                            bool t234 = t233 < 160u;
+                            bool t235 = t233 < 240u;
+                            uint t236 = t233 - 160u;
+                            uint tn30 = t234 ? (t233 >> 5u) : (t235 ? (t236 >> 4u) : ((t233 - 240u) >> 2u));
+                            uint t237 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
+                            uint t238 = w13.d[(boff11 + (t234 ? (t233 & 31u) : (t235 ? (32u + (t236 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw42, ((((((t238 & 16711935u) * t237) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t238 >> 8u) & 16711935u) * t237) & 16711935u) * 3u) & 4278255360u));
+                            uint qw43 = lq1.d[qb13 + 24u];
+                            uint t239 = l08 + 96u;
+                            bool t240 = t239 < 160u;
+                            bool t241 = t239 < 240u;
+                            uint t242 = t239 - 160u;
+                            uint tn31 = t240 ? (t239 >> 5u) : (t241 ? (t242 >> 4u) : ((t239 - 240u) >> 2u));
+                            uint t243 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
+                            uint t244 = w13.d[(boff11 + (t240 ? (t239 & 31u) : (t241 ? (32u + (t242 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw43, ((((((t244 & 16711935u) * t243) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t244 >> 8u) & 16711935u) * t243) & 16711935u) * 3u) & 4278255360u));
+                        }
+                    }
+                    if (WFMT == 0u) {
+                        if (GEMV_SHQ != 0u) {
+                            for (uint w17 = lane2; w17 < KW1; w17 += lpr2) {
+                                uint wd5 = w13.d[(row2 * KW1) + w17];
+                                uint qb14 = ((w17 >> 3u) * 32u) + (w17 & 7u);
+                                uint c16 = (wd5 >> 6u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(qsh2[qb14 + 0u], c16);
+                                uint c17 = (wd5 >> 4u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(qsh2[qb14 + 8u], c17);
+                                uint c18 = (wd5 >> 2u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(qsh2[qb14 + 16u], c18);
+                                uint c19 = (wd5 >> 0u) & 50529027u;
+                                acc2 += dsl_dot4x8_su(qsh2[qb14 + 24u], c19);
                             }
                         } else {
-                            for (uint w18 = gl_SubgroupInvocationID; w18 < KW1; w18 += gl_SubgroupSize) {
-                                uint wd6 = w13.d[(row2 * KW1) + w18];
-                                uint qb15 = ((w18 >> 3u) * 32u) + (w18 & 7u);
-                                uint c20 = (wd6 >> 6u) & 50529027u;
-                                acc2 += dsl_dot4x8_su(lq1.d[qb15 + 0u], c20);
-                                uint c21 = (wd6 >> 4u) & 50529027u;
-                                acc2 += dsl_dot4x8_su(lq1.d[qb15 + 8u], c21);
-                                uint c22 = (wd6 >> 2u) & 50529027u;
-                                acc2 += dsl_dot4x8_su(lq1.d[qb15 + 16u], c22);
-                                uint c23 = (wd6 >> 0u) & 50529027u;
-                                acc2 += dsl_dot4x8_su(lq1.d[qb15 + 24u], c23);
+                            if (GEMV_VEC != 0u) {
+                                for (uint w45 = lane2; w45 < KV41; w45 += lpr2) {
+                                    uvec4 wd42 = Buf_w44(w13).d[(row2 * KV41) + w45];
+                                    uint qb42 = ((w45 >> 1u) * 8u) + (w45 & 1u);
+                                    uvec4 a48 = Buf_q42(lq1).d[qb42 + 0u];
+                                    acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
+                                    uvec4 a49 = Buf_q42(lq1).d[qb42 + 2u];
+                                    acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
+                                    uvec4 a410 = Buf_q42(lq1).d[qb42 + 4u];
+                                    acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
+                                    uvec4 a411 = Buf_q42(lq1).d[qb42 + 6u];
+                                    acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                                }
+                            } else {
+                                for (uint w18 = lane2; w18 < KW1; w18 += lpr2) {
+                                    uint wd6 = w13.d[(row2 * KW1) + w18];
+                                    uint qb15 = ((w18 >> 3u) * 32u) + (w18 & 7u);
+                                    uint c20 = (wd6 >> 6u) & 50529027u;
+                                    acc2 += dsl_dot4x8_su(lq1.d[qb15 + 0u], c20);
+                                    uint c21 = (wd6 >> 4u) & 50529027u;
+                                    acc2 += dsl_dot4x8_su(lq1.d[qb15 + 8u], c21);
+                                    uint c22 = (wd6 >> 2u) & 50529027u;
+                                    acc2 += dsl_dot4x8_su(lq1.d[qb15 + 16u], c22);
+                                    uint c23 = (wd6 >> 0u) & 50529027u;
+                                    acc2 += dsl_dot4x8_su(lq1.d[qb15 + 24u], c23);
+                                }
                             }
                         }
                     }
                 }
-                int t245 = subgroupAdd(acc2);
-                precise float t246 = subgroupAdd(accf2);
-                if (gl_SubgroupInvocationID == 0u) {
-                    int qsum4 = int(lqs1.d[1u]);
-                    precise float sc2 = lqs1.d[0u];
-                    precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (t246 / sc2) : ((float(t245 - qsum4) / sc2) * ws2);
-                    precise float t247 = y.d[row2] + v2;
-                    y.d[row2] = t247;
+                for (uint rr2 = 0u; rr2 < R2; rr2++) {
+                    bool mine2 = lrow2 == rr2;
+                    int t245 = subgroupAdd(mine2 ? acc2 : 0);
+                    precise float t246 = subgroupAdd(mine2 ? accf2 : 0.0);
+                    if ((mine2 && (lane2 == 0u)) && (row2 < M)) {
+                        int qsum4 = int(lqs1.d[1u]);
+                        precise float sc2 = lqs1.d[0u];
+                        precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (t246 / sc2) : ((float(t245 - qsum4) / sc2) * ws2);
+                        precise float t247 = y.d[row2] + v2;
+                        y.d[row2] = t247;
+                    }
                 }
             }
             if (pc.has_next != 0u) {
