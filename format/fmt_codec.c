@@ -3,6 +3,7 @@
  */
 #include "format/fmt_codec.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,4 +143,13 @@ int fmt_encode_ternary(const fmt_codec *c, const int8_t *t, int64_t ne0, int64_t
     if (c->encode_tail)
         c->encode_tail(scale, out + (uint64_t)n / c->blk * c->blk_bytes);
     return 0;
+}
+
+int fmt_check_scale(float s, const char *what, char *err)
+{
+    if (isfinite(s))
+        return 0;
+    snprintf(err, FMT_ERR_LEN, "%s is %s; weights must be finite numbers", what,
+             isnan(s) ? "NaN" : s > 0 ? "+infinity" : "-infinity");
+    return -1;
 }

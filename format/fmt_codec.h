@@ -126,6 +126,9 @@ float fmt_ternary_scale(const fmt_codec *c, const uint8_t *data, int64_t ne0, in
 /* Encodes a whole ternary matrix: codes t [ne1][ne0] (-1 / 0 / +1) and its scale into out
  * (fmt_nbytes bytes; a per-block format gives every block that scale: encode_ternary). 0, or -1 if the codec is not ternary or ne0 not a multiple of blk. */
 int fmt_encode_ternary(const fmt_codec *c, const int8_t *t, int64_t ne0, int64_t ne1, float scale, uint8_t *out);
+/* A load-time check of a tensor's one f32 scale (the .check of I2_S and TQ1_T): 0 when s is
+ * finite, else -1 and err = "<what> is NaN; weights must be finite numbers" (or +/-infinity). */
+int fmt_check_scale(float s, const char *what, char *err);
 
 /* IEEE half <-> float (round to nearest even; inf, NaN, subnormals exact), bit-level. */
 float fmt_f16_to_f32(uint16_t h);

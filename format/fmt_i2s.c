@@ -38,12 +38,7 @@ static float i2s_tail_scale(const uint8_t *tail)
 static int i2s_check(const uint8_t *data, const int64_t ne[4], char *err)
 {
     uint64_t n = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3];
-    float s = i2s_tail_scale(data + n / I2S_BLK * I2S_BLK_BYTES);
-    if (isfinite(s))
-        return 0;
-    snprintf(err, FMT_ERR_LEN, "the scale, float 0 is %s; weights must be finite numbers",
-             isnan(s) ? "NaN" : s > 0 ? "+infinity" : "-infinity");
-    return -1;
+    return fmt_check_scale(i2s_tail_scale(data + n / I2S_BLK * I2S_BLK_BYTES), "the scale, float 0", err);
 }
 
 static void i2s_decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)

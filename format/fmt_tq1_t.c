@@ -43,12 +43,7 @@ static void tq1t_encode_tail(float s, uint8_t *tail) { memcpy(tail, &s, 4); }
 static int tq1t_check(const uint8_t *data, const int64_t ne[4], char *err)
 {
     const uint64_t n = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3];
-    const float s = tq1t_tail_scale(data + n / FMT_TQ_BLOCK * TQ1T_BLK_BYTES);
-    if (isfinite(s))
-        return 0;
-    snprintf(err, FMT_ERR_LEN, "TQ1_T: the tensor scale is %s; weights must be finite numbers",
-             isnan(s) ? "NaN" : s > 0 ? "+infinity" : "-infinity");
-    return -1;
+    return fmt_check_scale(tq1t_tail_scale(data + n / FMT_TQ_BLOCK * TQ1T_BLK_BYTES), "TQ1_T: the tensor scale", err);
 }
 
 static void tq1t_decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, float *out)
