@@ -871,8 +871,11 @@ static void check_cache_rows(const gen_kop *kop, const rt_buf *b, const uint8_t 
 
 /* An attention's next norm (kop->last_out): int8 codes q and [scale, sum] qs of
  * rmsnorm(y) * w (of y itself when w is NULL: a bare QUANT) against the C reference
- * on the kernel's own y. */
-static void check_attention_next_norm(const gen_kop *kop, const float *y, const float *w, float eps, int width,
+ * on the kernel's own y. Returns the codes one step off at a .5 tie (cmp_codes); their
+ * share is bounded over all of a kernel's cases (attention_cases), not per row: a row of
+ * F16-exact values (one key: y = v) holds exact ties that a 1-ulp difference in the
+ * scale's division moves together (4 of 256 seen at 16-lane subgroups). */
+static int check_attention_next_norm(const gen_kop *kop, const float *y, const float *w, float eps, int width,
                                       const rt_buf *bq, const rt_buf *bqs)
 {
     int8_t *q = fetch(bq, (size_t)width), *rq = xmalloc((size_t)width);
@@ -887,12 +890,13 @@ static void check_attention_next_norm(const gen_kop *kop, const float *y, const 
     int m = cmp_codes(kop, q, rq, h, rs, width);
     for (int i = 0; i < width; i++)
         gsum += q[i];
-    if (qs[1] != (float)gsum || abs(gsum - rsum) > m || m * 100 > width)
+    if (qs[1] != (float)gsum || abs(gsum - rsum) > m)
         fail_msg("%s: next norm sum(q) %g, codes sum to %d, reference %d (%d moved)", kop->label, qs[1], gsum, rsum, m);
     free(q);
     free(rq);
     free(qs);
     free(h);
+    return m;
 }
 
 /* Attention kop `kop`; with `comb` (decode split-K), the partials it writes go
@@ -911,6 +915,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
     if (comb)
         kern_build(&kc2, g, comb, decode);
     const size_t n_splits = merged && decode ? sizeof(att_splits) / sizeof(att_splits[0]) : 1;
+    int ties_moved = 0, ties_total = 0; /* next-norm codes one step off at a tie, of all */
     for (size_t si = 0; si < n_splits; si++)
     for (size_t ci = 0; ci < sizeof(att_cases) / sizeof(att_cases[0]); ci++) {
         uint32_t pos = att_cases[ci][0], n = att_cases[ci][1];
@@ -1008,8 +1013,10 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         expect(comb ? comb : kop, "y", decode, n, pos, rel_err(y, ref, (size_t)n * QD, NORM),
                kop->rope || kop->kv_rope ? 5e-4 : 1e-4);
         assert_true(all_poison((uint32_t *)y + (size_t)n * QD, (ATT_NMAX - n) * (size_t)QD));
-        if (last) /* the last merger's norm of the output row y, against the C norm of y */
-            check_attention_next_norm(kop, y, lnorm ? lw : NULL, hp->norm_eps, QD, &b[9], &b[10]);
+        if (last) { /* the last merger's norm of the output row y, against the C norm of y */
+            ties_moved += check_attention_next_norm(kop, y, lnorm ? lw : NULL, hp->norm_eps, QD, &b[9], &b[10]);
+            ties_total += QD;
+        }
         free(y);
         free(ref);
         free(qr);
@@ -1023,6 +1030,8 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         free(vin);
         free_bufs(b, 11);
     }
+    if (ties_moved * 100 > ties_total) /* 1 % of the codes over every case: not a systematic shift */
+        fail_msg("%s: %d of %d next-norm codes moved at ties", kop->label, ties_moved, ties_total);
     kern_free(&kn);
     if (comb)
         kern_free(&kc2);
