@@ -50,6 +50,13 @@ static size_t printable(rt_cli_gen *g, const char *s, size_t n)
     return m;
 }
 
+/* n bytes of s to stdout (none: s may be NULL then, which fwrite does not allow). */
+static void out(const char *s, size_t n)
+{
+    if (n)
+        fwrite(s, 1, n, stdout);
+}
+
 /* Text s[0..n) to stdout through the --stop filter. Returns true when a stop string was
  * reached: the text before it is printed, the rest dropped. */
 static bool emit_text(rt_cli_gen *g, const char *raw, size_t n_raw)
@@ -58,15 +65,15 @@ static bool emit_text(rt_cli_gen *g, const char *raw, size_t n_raw)
     size_t n = printable(g, raw, n_raw);
     const char *s = g->safe;
     if (o->n_stop == 0) {
-        fwrite(s, 1, n, stdout);
+        out(s, n);
         return false;
     }
     if (g->n_hold + n + 1 > g->cap_hold) {
         size_t cap = (g->n_hold + n + 1) * 2;
         char *h = realloc(g->hold, cap);
         if (!h) { /* no room to look: print as is */
-            fwrite(g->hold, 1, g->n_hold, stdout);
-            fwrite(s, 1, n, stdout);
+            out(g->hold, g->n_hold);
+            out(s, n);
             g->n_hold = 0;
             return false;
         }
@@ -82,7 +89,7 @@ static bool emit_text(rt_cli_gen *g, const char *raw, size_t n_raw)
         if (hit && (size_t)(hit - g->hold) < at) at = (size_t)(hit - g->hold);
     }
     if (at < g->n_hold) {
-        fwrite(g->hold, 1, at, stdout);
+        out(g->hold, at);
         g->n_hold = 0;
         return true;
     }
@@ -95,7 +102,7 @@ static bool emit_text(rt_cli_gen *g, const char *raw, size_t n_raw)
                 break;
             }
     }
-    fwrite(g->hold, 1, g->n_hold - keep, stdout);
+    out(g->hold, g->n_hold - keep);
     memmove(g->hold, g->hold + g->n_hold - keep, keep);
     g->n_hold = keep;
     return false;
@@ -124,7 +131,8 @@ static void emit_end(rt_cli_gen *g, bool stopped)
     } else {
         size_t n = 0;
         const char *s = ternion_detok_flush(g->detok, &n);
-        if (!stopped && !emit_text(g, s, n)) fwrite(g->hold, 1, g->n_hold, stdout);
+        if (!stopped && !emit_text(g, s, n))
+            out(g->hold, g->n_hold);
         g->n_hold = 0;
     }
     fflush(stdout);
