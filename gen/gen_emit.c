@@ -259,7 +259,7 @@ static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
         if (d->groups[i].vocab_div)
             fprintf(f, ", .vocab_div = %u", d->groups[i].vocab_div);
         if (d->groups[i].splits_max)
-            fprintf(f, ", .splits_max = %u", d->groups[i].splits_max);
+            fprintf(f, ", .splits_max = %u, .split_bytes = %u", d->groups[i].splits_max, d->groups[i].split_bytes);
         fprintf(f, "}");
     }
     fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",

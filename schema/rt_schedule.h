@@ -33,7 +33,8 @@
  *           load from blk.L.ffn_pred_p / _q / _b: rt_engine_sparse.c): u32 rank, 3 zero
  *           words, then f32 P^T [rank][dim], Q^T [ffn][rank], b [ffn]; neuron j is
  *           predicted active iff (x P) Q + b >= 0 at j (rank <= RT_PRED_MAX_RANK)
- *   ACT     desc->acts[index]: activation buffer of bytes_per_token * n_batch bytes
+ *   ACT     desc->acts[index]: activation buffer of bytes_per_token * n_batch bytes (one
+ *           row for a buffer only single-token schedules use: rt_eng_act_bytes)
  *   KCACHE / VCACHE  the K / V cache of the current layer: [n_ctx][kv_dim] of kv type
  *   TOKENS  u32[n_batch] token ids of this step (host writes before submit)
  *   LOGITS  f32[n_batch][vocab]: rows out_start..n_tokens-1 of this step, row 0 first
@@ -122,6 +123,8 @@ typedef struct {
     uint32_t mul, add, div;
     uint32_t vocab_div;  /* 0: no cap */
     uint32_t splits_max; /* 0: the count is fixed */
+    uint32_t split_bytes; /* with splits_max: the bytes each launched workgroup along this axis
+                             adds to the dispatch's count (rt_dispatch.bytes is at the default) */
 } rt_groups;
 
 /* Barrier bits: bit i (< 59) = act buffer i; then these. */
@@ -191,7 +194,8 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    uint32_t bytes_per_token; /* allocation = bytes_per_token * n_batch (at least 256) */
+    uint32_t bytes_per_token; /* allocation = bytes_per_token * n_batch, or * 1 when the prompt
+                                 schedule does not use it (at least 256) */
 } rt_act_desc;
 
 struct rt_model_desc {

@@ -279,7 +279,7 @@ static void test_tq1t_exact(void **st)
     int32_t ids[512], g_i2s[GREEDY], g_t[GREEDY];
     const int n = read_ids(ids, 512);
     rt_engine *e = NULL;
-    int rc = open_with(&g_d, DIR "/model.gguf", 0, &e, err);
+    int rc = open_chain(&g_d, DIR "/model.gguf", 0, RT_CHAIN_OFF, &e, err); /* unchained, as the chained run below */
     if (rc == 1)
         skip();
     assert_int_equal(rc, 0);
@@ -288,7 +288,7 @@ static void test_tq1t_exact(void **st)
     run(e, ids, n, li, g_i2s);
     const uint64_t bytes_i2s = rt_engine_decode_bytes(e, 1);
     rt_engine_close(e);
-    if (open_with(&g_d, DIR "/model.gguf", FMT_TQ1_T, &e, err))
+    if (open_chain(&g_d, DIR "/model.gguf", FMT_TQ1_T, RT_CHAIN_OFF, &e, err))
         fail_msg("%s", err);
     run(e, ids, n, lt, g_t);
     const uint64_t bytes_t = rt_engine_decode_bytes(e, 1);

@@ -151,8 +151,10 @@ static void test_tune_store_reuse(void **st)
     assert_non_null(strstr(vt, "bitlinear_multi_"));   /* QKV: 4- or 16-byte loads (and dot) */
     assert_non_null(strstr(vt, "lm_head_"));           /* the head: 4- or 16-byte loads */
     assert_true(strstr(vt, "=vec4") || strstr(vt, "=vec16") || strstr(vt, "=shq4"));
-    assert_non_null(strstr(vt, "_merged")); /* the split attention: its key ranges per KV head */
-    assert_non_null(strstr(vt, "=s"));
+    const char *att = strstr(vt, "_merged"); /* the split attention: its key ranges per KV head */
+    assert_non_null(att);
+    att = strchr(att, '=');
+    assert_true(att && att[1] == 's' && att[2] >= '1' && att[2] <= '9'); /* "=s16" */
     printf("tuned decode schedule: %s\n", s.chained ? "chained" : "unchained");
     float *got = decode_logits(e);
     assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);

@@ -513,8 +513,10 @@ static void att_launch(const att_ctx *c, gen_kernel_out *out)
     gen_out_groups(out, 0, 0, c->columns, 1);
     if (S)
         gen_out_groups(out, 1, 0, (uint32_t)S, 1);
-    if (S && c->merge) /* the kernel reads its key ranges from the launch: a tunable count */
+    if (S && c->merge) { /* the kernel reads its key ranges from the launch: a tunable count */
         out->groups[1].splits_max = GEN_ATTN_SPLITS_MAX;
+        out->groups[1].split_bytes = (uint32_t)c->hp->n_heads * (uint32_t)(hd + 2) * 4 * 2; /* partials out, back */
+    }
     if (!S)
         gen_out_groups(out, 1, 1, 0, (uint32_t)c->T);
     /* += : the next norm's tail (gen_last_norm) has counted its bytes already */

@@ -204,10 +204,11 @@ static void bl_rows(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, const dsl
     dsl_expr ws[2];
     bl_scales(k, c, W, M, ws);
     dsl_expr sl = dsl_subgroup_invocation(k), sgsz = dsl_subgroup_size(k);
-    /* R rows per subgroup at once: row lrow of the R, lane `lane` of its `sgs` lanes */
-    dsl_expr R = c->rows ? dsl_let(k, "R", dsl_shl(k, U(1), c->rows)) : U(1);
-    dsl_expr sgs = c->rows ? dsl_let(k, "lpr", dsl_shr(k, sgsz, c->rows)) : sgsz;
-    dsl_expr lane = c->rows ? dsl_let(k, "lane", dsl_band(k, sl, dsl_sub(k, sgs, U(1)))) : sl;
+    /* R rows per subgroup at once (at most one a lane, whatever the subgroup size): row lrow
+     * of the R, lane `lane` of its `sgs` lanes */
+    dsl_expr R = c->rows ? dsl_let(k, "R", dsl_min(k, dsl_shl(k, U(1), c->rows), sgsz)) : U(1);
+    dsl_expr sgs = c->rows ? dsl_let(k, "lpr", dsl_div(k, sgsz, R)) : sgsz;
+    dsl_expr lane = c->rows ? dsl_let(k, "lane", dsl_mod(k, sl, sgs)) : sl;
     dsl_expr lrow = c->rows ? dsl_let(k, "lrow", dsl_div(k, sl, sgs)) : U(0);
 
     dsl_expr rb = dsl_for(k, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, U(ROWS), R),

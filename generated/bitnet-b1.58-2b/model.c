@@ -106,7 +106,7 @@ static const rt_dispatch decode[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 716808ull, .bytes_vocab = 0ull, .bytes_kv = 2560ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m2560_k2560_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -241,7 +241,7 @@ static const rt_dispatch decode_exact[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
      .bytes = 716808ull, .bytes_vocab = 0ull, .bytes_kv = 2560ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m2560_k2560_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -281,7 +281,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 716808ull, .bytes_vocab = 0ull, .bytes_kv = 2560ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
   chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
@@ -297,11 +297,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 27\n"
     "kernel embed_f16_n2560_nextnorm glsl-fnv64:431aa7f089c8c40f\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:07d66905504d4ac9 +native-dot\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:2759e5208e0d9fd0 +native-dot\n"
     "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:bb51fd1438b1f0d8\n"
-    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:b509a71463dd773a +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:46807e63f4a0089b +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:493de552aa3bc9e8 +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:26f1448118b94dcc +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:ae37c0fb400ee951 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:469918b8a53ee2b6 +native-dot\n"
     "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:8870eb1f22994ae3\n"
     "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:d8e378d8f7ef4a88\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"
@@ -319,7 +319,7 @@ static const char manifest[] =
     "kernel sparse_gate_m6912_k2560 glsl-fnv64:e139dc6ebef06464 +native-dot\n"
     "kernel sparse_up_relu2_nextnorm_m6912_k2560 glsl-fnv64:5c15d0677ebaa5b2 +native-dot\n"
     "kernel sparse_down_res_nextlayernorm_m2560_k6912 glsl-fnv64:b309c2e9ccfff7c7\n"
-    "kernel chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 glsl-fnv64:58cbe4a09cfe8b60 +native-dot\n"
+    "kernel chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 glsl-fnv64:56784d0cf27e6d63 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

@@ -109,7 +109,7 @@ static const rt_dispatch decode[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -244,7 +244,7 @@ static const rt_dispatch decode_exact[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -299,7 +299,7 @@ static const rt_dispatch decode_pred[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -344,7 +344,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
   chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
@@ -360,11 +360,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 29\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:c094155b1834238e\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:0950457cac922541 +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:72ffdfbccd471e5c +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm glsl-fnv64:026a420d47a374fd\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:2815cf394c91b10e +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:223e2ba4281cc31a +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:d39693c14e312cd3 +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:59e606f3815b0394 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:7f32b91fa03f9a70 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:7d84501d155d899d +native-dot\n"
     "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:50e9db92b090acd2\n"
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:56aaf410e3183f3d\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
@@ -384,7 +384,7 @@ static const char manifest[] =
     "kernel sparse_down_res_nextlayernorm_m256_k768 glsl-fnv64:c4a6bea0567a4967\n"
     "kernel sparse_pred_h_k256 glsl-fnv64:b25a88690394a942\n"
     "kernel sparse_gate_pred_m768_k256 glsl-fnv64:7a47db2291248c49 +native-dot\n"
-    "kernel chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:84457e725ca515e9 +native-dot\n"
+    "kernel chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:fbf6d5d4fb1ec412 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

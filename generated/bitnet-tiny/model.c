@@ -106,7 +106,7 @@ static const rt_dispatch decode[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 4224}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 145416ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m512_k512_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -241,7 +241,7 @@ static const rt_dispatch decode_exact[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 4224}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
      .bytes = 145416ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m512_k512_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
@@ -281,7 +281,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 4224}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
      .bytes = 145416ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
   chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
@@ -297,11 +297,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 27\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:4c98648788f9f460\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:7ac73b962f4f0145 +native-dot\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:3642bfcc04fe43ae +native-dot\n"
     "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:2323a0be89f7db6a\n"
-    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:b1e85b5b31979b67 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:ab4d6a4069c3569b +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:fe16788f1b413b7a +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:8df04cb90dba5351 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:0d23749b917d99c9 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:02788b4c89cf803c +native-dot\n"
     "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:91467d4d4eb3cea7\n"
     "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:a0e7cec7e99131af\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"
@@ -319,7 +319,7 @@ static const char manifest[] =
     "kernel sparse_gate_m1536_k512 glsl-fnv64:a4727eab2c92e4eb +native-dot\n"
     "kernel sparse_up_relu2_nextnorm_m1536_k512 glsl-fnv64:9eb7307a2168fa97 +native-dot\n"
     "kernel sparse_down_res_nextlayernorm_m512_k1536 glsl-fnv64:f41b31049b87229a\n"
-    "kernel chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 glsl-fnv64:891173259527f349 +native-dot\n"
+    "kernel chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 glsl-fnv64:48a2cf8e433b2ff6 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

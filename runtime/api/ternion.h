@@ -58,11 +58,16 @@ extern "C" {
 
 /* ---- version ---------------------------------------------------------------------- */
 
+/* Before 1.0 the structs a caller allocates (ternion_context_params, ternion_perf, ...) grow
+ * at their end from one minor version to the next, and the shared library keeps the soname
+ * libternion.so.0: a program built against an older minor version must be rebuilt. 0.2 added
+ * ternion_context_params.chain, ternion_perf.chained_decode and .stream_host_copy*, and
+ * TERNION_WEIGHTS_TQ1 now means TQ1_T (TERNION_WEIGHTS_TQ1_0: ggml's TQ1_0). */
 #define TERNION_VERSION_MAJOR 0
-#define TERNION_VERSION_MINOR 1
+#define TERNION_VERSION_MINOR 2
 #define TERNION_VERSION_PATCH 0
 
-/* "0.1.0" */
+/* "0.2.0" */
 TERNION_API const char *ternion_version(void);
 /* The git commit the library was built from ("a1b2c3d", "a1b2c3d-dirty"; "unknown" when
  * built outside a git checkout). */
@@ -258,14 +263,14 @@ typedef struct {
     int32_t vram_budget_mib; /* 0: every weight on the device; else the layers that do not fit
                            beside two layer slots stay in host memory and are copied in per step,
                            overlapping compute (same logits); too small: an error naming the least */
-    int32_t chain;      /* decode schedule (ternion_chain): TERNION_CHAIN_AUTO (the default: the
-                           tuner's stored choice, else chained on NVIDIA, AMD and Intel GPUs and
-                           unchained elsewhere, CPU devices included; TERNION_CHAIN=0|1 in the
-                           environment overrides), _OFF (each layer kernel its own dispatch:
-                           2 + 5 per layer), _ON (a layer's O, GLU and down projections as
-                           ordered phases of one dispatch: 2 + 3 per layer; relies on running
-                           workgroups making progress while others wait, which Vulkan does not
-                           promise). Same logits */
+    int32_t chain;      /* decode schedule (ternion_chain): TERNION_CHAIN_AUTO (the default:
+                           with tune AUTO / NOW the tuner's choice, else chained on NVIDIA, AMD
+                           and Intel GPUs and unchained elsewhere, CPU devices included;
+                           TERNION_CHAIN=0|1 in the environment overrides), _OFF (each layer
+                           kernel its own dispatch: 2 + 5 per layer), _ON (a layer's O, GLU and
+                           down projections as ordered phases of one dispatch: 2 + 3 per layer;
+                           relies on running workgroups making progress while others wait,
+                           which Vulkan does not promise). Same logits */
 } ternion_context_params;
 typedef enum { TERNION_CHAIN_AUTO = 0, TERNION_CHAIN_OFF = 1, TERNION_CHAIN_ON = 2 } ternion_chain;
 enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2, TERNION_WEIGHTS_TQ1_0 = 3 };

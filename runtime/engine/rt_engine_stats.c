@@ -20,8 +20,11 @@ uint32_t rt_engine_validation_count(const rt_engine *e) { return rt_vk_validatio
 
 static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv)
 {
+    const rt_groups *g = &dp->groups[1];
+    const uint32_t sp = e->var[dp->kernel].splits; /* a tuned launch size: its partials' bytes */
+    const int64_t ranges = g->splits_max && sp ? (int64_t)sp - (int64_t)g->add : 0;
     return dp->bytes + dp->bytes_vocab * (uint64_t)e->vocab + dp->bytes_kv * (uint64_t)n_kv +
-           rt_eng_weight_bytes_delta(e, dp); /* weights held as TQ1_0 / TQ2_0 */
+           (uint64_t)(ranges * (int64_t)g->split_bytes) + rt_eng_weight_bytes_delta(e, dp); /* + TQ1_0 / TQ2_0 */
 }
 
 /* The decode dispatches in recording order (see rt_eng_record()): pre, layer x n_layers, post. */

@@ -35,6 +35,13 @@ static bool spv_has_spec(const uint32_t *spv, uint32_t bytes, uint32_t spec_id)
     return false;
 }
 
+/* The fewest lanes a subgroup may have on this device (GEMV_ROWS: a row needs one). */
+static uint32_t min_lanes(const rt_engine *e)
+{
+    const rt_vk_info *vi = rt_vk_get_info(e->vk);
+    return vi->min_subgroup_size ? vi->min_subgroup_size : vi->subgroup_size ? vi->subgroup_size : 1;
+}
+
 /* The tunable launch size of kernel k (rt_groups.splits_max, axis 1 of its decode
  * dispatches), NULL if it has none. */
 static const rt_groups *splits_groups(const rt_engine *e, uint32_t k)
@@ -159,7 +166,9 @@ static bool tune_load(rt_engine *e, const char *path)
                 v[k] = (rt_variant){.vec = (uint8_t)vec,
                                     .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT)),
                                     .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ)),
-                                    .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) ? rows : 0),
+                                    .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) && (1u << rows) <= min_lanes(e)
+                                                          ? rows
+                                                          : 0),
                                     .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
@@ -318,6 +327,8 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
     for (int c = 0; c < 8 * (ROWS_LOG2_MAX + 1); c++) {
         rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)((c >> 1) & 1), .shq = (uint8_t)((c >> 2) & 1),
                         .rows = (uint8_t)(c >> 3)};
+        if ((1u << v.rows) > min_lanes(e)) /* at least a lane a row */
+            continue;
         if ((!(d & DIM_VEC) && v.vec != keep.vec) || (!(d & DIM_DOT) && v.dot != keep.dot) ||
             (!(d & DIM_SHQ) && v.shq != keep.shq) || (!(d & DIM_ROWS) && v.rows != keep.rows) ||
             (v.shq && v.vec)) /* shq reads 4 bytes a lane */

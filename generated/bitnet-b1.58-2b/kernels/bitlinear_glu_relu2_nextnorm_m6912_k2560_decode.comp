@@ -107,9 +107,9 @@ void main()
         ws = uintBitsToFloat(pc.w.d[898560u]);
         ws_up = uintBitsToFloat(pc.wu.d[898560u]);
     }
-    uint R = 1u << GEMV_ROWS;
-    uint lpr = gl_SubgroupSize >> GEMV_ROWS;
-    uint lane = gl_SubgroupInvocationID & (lpr - 1u);
+    uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
+    uint lpr = gl_SubgroupSize / R;
+    uint lane = gl_SubgroupInvocationID % lpr;
     uint lrow = gl_SubgroupInvocationID / lpr;
     for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
         uint row0 = (gl_WorkGroupID.x * (8u * R)) + rb;

@@ -176,9 +176,9 @@ void main()
         if (WFMT == 3u) {
             ws = uintBitsToFloat(w.d[13312u]);
         }
-        uint R = 1u << GEMV_ROWS;
-        uint lpr = gl_SubgroupSize >> GEMV_ROWS;
-        uint lane = gl_SubgroupInvocationID & (lpr - 1u);
+        uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
+        uint lpr = gl_SubgroupSize / R;
+        uint lane = gl_SubgroupInvocationID % lpr;
         uint lrow = gl_SubgroupInvocationID / lpr;
         for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
             uint row0 = (uvec3(job, 0u, 0u).x * (8u * R)) + rb;
@@ -508,9 +508,9 @@ void main()
                 ws1 = uintBitsToFloat(w7.d[39936u]);
                 ws_up = uintBitsToFloat(wu.d[39936u]);
             }
-            uint R1 = 1u << GEMV_ROWS;
-            uint lpr1 = gl_SubgroupSize >> GEMV_ROWS;
-            uint lane1 = gl_SubgroupInvocationID & (lpr1 - 1u);
+            uint R1 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint lpr1 = gl_SubgroupSize / R1;
+            uint lane1 = gl_SubgroupInvocationID % lpr1;
             uint lrow1 = gl_SubgroupInvocationID / lpr1;
             for (uint rb1 = gl_SubgroupID * R1; rb1 < 8u * R1; rb1 += gl_NumSubgroups * R1) {
                 uint row01 = (uvec3(job1, 0u, 0u).x * (8u * R1)) + rb1;
@@ -1003,9 +1003,9 @@ void main()
             if (WFMT == 3u) {
                 ws2 = uintBitsToFloat(w13.d[39936u]);
             }
-            uint R2 = 1u << GEMV_ROWS;
-            uint lpr2 = gl_SubgroupSize >> GEMV_ROWS;
-            uint lane2 = gl_SubgroupInvocationID & (lpr2 - 1u);
+            uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint lpr2 = gl_SubgroupSize / R2;
+            uint lane2 = gl_SubgroupInvocationID % lpr2;
             uint lrow2 = gl_SubgroupInvocationID / lpr2;
             for (uint rb2 = gl_SubgroupID * R2; rb2 < 8u * R2; rb2 += gl_NumSubgroups * R2) {
                 uint row02 = (uvec3(job2, 0u, 0u).x * (8u * R2)) + rb2;

@@ -97,9 +97,9 @@ void main()
         if (WFMT == 3u) {
             ws = uintBitsToFloat(pc.w.d[3328u]);
         }
-        uint R = 1u << GEMV_ROWS;
-        uint lpr = gl_SubgroupSize >> GEMV_ROWS;
-        uint lane = gl_SubgroupInvocationID & (lpr - 1u);
+        uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
+        uint lpr = gl_SubgroupSize / R;
+        uint lane = gl_SubgroupInvocationID % lpr;
         uint lrow = gl_SubgroupInvocationID / lpr;
         for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
             uint row0 = (wg * (8u * R)) + rb;
@@ -321,9 +321,9 @@ void main()
             if (WFMT == 3u) {
                 ws1 = uintBitsToFloat(pc.w1.d[1664u]);
             }
-            uint R1 = 1u << GEMV_ROWS;
-            uint lpr1 = gl_SubgroupSize >> GEMV_ROWS;
-            uint lane1 = gl_SubgroupInvocationID & (lpr1 - 1u);
+            uint R1 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint lpr1 = gl_SubgroupSize / R1;
+            uint lane1 = gl_SubgroupInvocationID % lpr1;
             uint lrow1 = gl_SubgroupInvocationID / lpr1;
             for (uint rb1 = gl_SubgroupID * R1; rb1 < 8u * R1; rb1 += gl_NumSubgroups * R1) {
                 uint row01 = ((wg - 32u) * (8u * R1)) + rb1;
@@ -544,9 +544,9 @@ void main()
             if (WFMT == 3u) {
                 ws2 = uintBitsToFloat(pc.w2.d[1664u]);
             }
-            uint R2 = 1u << GEMV_ROWS;
-            uint lpr2 = gl_SubgroupSize >> GEMV_ROWS;
-            uint lane2 = gl_SubgroupInvocationID & (lpr2 - 1u);
+            uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint lpr2 = gl_SubgroupSize / R2;
+            uint lane2 = gl_SubgroupInvocationID % lpr2;
             uint lrow2 = gl_SubgroupInvocationID / lpr2;
             for (uint rb2 = gl_SubgroupID * R2; rb2 < 8u * R2; rb2 += gl_NumSubgroups * R2) {
                 uint row02 = ((wg - 48u) * (8u * R2)) + rb2;
