@@ -152,8 +152,8 @@ static bool first_time(const char *name)
 }
 
 /* Runs the built kernel (spv: its portable or native-dot SPIR-V) with WFMT and decode variant
- * var (0: 4-byte loads, 1: 16-byte loads GEMV_VEC, 2: codes staged in shared memory GEMV_SHQ)
- * for n tokens. */
+ * var (0: 4-byte loads, 1: 16-byte loads GEMV_VEC, 2: codes staged in shared memory GEMV_SHQ;
+ * + 16 g: 2^g rows per subgroup, GEMV_ROWS) for n tokens. */
 static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, bool decode, uint32_t var,
                        uint32_t wfmt, const rt_buf *const *args, int n_args, uint32_t n)
 {
@@ -162,8 +162,9 @@ static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, b
     assert_int_equal(ko.n_args, n_args);
     assert_int_equal(ko.n_params, 0);
     uint32_t spec[RT_SPEC_COUNT] = {0};
-    spec[RT_SPEC_GEMV_VEC] = var == 1;
-    spec[RT_SPEC_GEMV_SHQ] = var == 2;
+    spec[RT_SPEC_GEMV_VEC] = (var & 15) == 1;
+    spec[RT_SPEC_GEMV_SHQ] = (var & 15) == 2;
+    spec[RT_SPEC_GEMV_ROWS] = var >> 4;
     spec[RT_SPEC_WFMT] = wfmt;
     char pname[128];
     snprintf(pname, sizeof(pname), "%s%s", dsl_kernel_name(k), spv == bk->spv ? "" : ".native-dot");
@@ -239,7 +240,10 @@ static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K
             } else {
                 double sg = g / (1 + exp(-g));
                 y = sg * uu;
-                bound[i] = (float)(1.1 * fabs(uu) * eg + (fabs(sg) + 1.1 * eg) * eu + 4e-6 * fabs(y) + FTZ);
+                /* past -88.7 the kernel's f32 exp(-g) overflows and a / (1 + exp(-a)) is +-0 where
+                 * this double reference keeps a tiny normal number: |y| itself is the error then */
+                bound[i] = (float)(1.1 * fabs(uu) * eg + (fabs(sg) + 1.1 * eg) * eu + 4e-6 * fabs(y) + FTZ +
+                                   (g - eg < -88.0 ? fabs(y) : 0));
             }
             ref[i] = (float)y;
         }
@@ -351,11 +355,14 @@ static void test_tq_bitlinear(void **state)
                     if (dsl_compile((dsl_kernel *)bk.ko.k, &bk.spv, &bk.spv_bytes) != 0 ||
                         (native && dsl_compile_native_dot((dsl_kernel *)bk.ko.k, &nspv, &nspv_bytes) != 0))
                         fail_msg("%s", dsl_error((dsl_kernel *)bk.ko.k));
-                    for (int ti = 0; ti < 3; ti++) /* TQ1_T: also GEMV_SHQ and the native dots */
+                    /* TQ1_T: also GEMV_SHQ, 2 / 4 rows a subgroup (GEMV_ROWS: integer sums, the
+                     * tuner offers it for TQ1_T) and the native dots */
+                    static const uint32_t vars[] = {0, 1, 2, 0 | 1 << 4, 1 | 2 << 4, 2 | 1 << 4};
+                    for (int ti = 0; ti < 3; ti++)
                         for (int nd = 0; nd < (types[ti] == FMT_TQ1_T && native ? 2 : 1); nd++)
-                            for (uint32_t var = 0; var < (decode ? (types[ti] == FMT_TQ1_T ? 3u : 2u) : 1u); var++) {
+                            for (uint32_t v = 0; v < (decode ? (types[ti] == FMT_TQ1_T ? 6u : 2u) : 1u); v++) {
                                 check_kop(g, kop, &bk, nd ? nspv : bk.spv, nd ? nspv_bytes : bk.spv_bytes, decode,
-                                          var, types[ti]);
+                                          vars[v], types[ti]);
                                 tq1t_runs += types[ti] == FMT_TQ1_T;
                             }
                     free(bk.spv);
