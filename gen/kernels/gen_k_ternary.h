@@ -17,10 +17,11 @@
 #define GEN_K_TERNARY_H
 
 #include "dsl.h"
+#include "schema/rt_schedule.h" /* rt_wfmt: the values of WFMT */
 
 /* Weight format of a ternary matrix: the value of the WFMT specialization constant
  * (RT_SPEC_WFMT), set by the runtime per pipeline from the GGUF types it loaded. */
-enum { GEN_WFMT_I2S = 0, GEN_WFMT_TQ2 = 1, GEN_WFMT_TQ1 = 2, GEN_WFMT_TQ1T = 3 };
+enum { GEN_WFMT_I2S = RT_WFMT_I2S, GEN_WFMT_TQ2 = RT_WFMT_TQ2, GEN_WFMT_TQ1 = RT_WFMT_TQ1, GEN_WFMT_TQ1T = RT_WFMT_TQ1T };
 /* GEN_WFMT_TQ1T (format/fmt_tq1_t.c, --weights tq1): TQ1_0's trits in 52-byte blocks (no d;
  * every block and field 4-byte aligned, read with one u32 load) and one f32 scale after the
  * last block: the kernels sum its codes as I2_S's (0..2, sum(q) subtracted) and scale once. */

@@ -26,7 +26,7 @@ bool rt_eng_type_ok(uint8_t want, uint8_t got) { return want == got; }
 
 static uint32_t wfmt_of(uint8_t t)
 {
-    return t == FMT_TQ1_0 ? 2u : t == FMT_TQ2_0 ? 1u : t == FMT_TQ1_T ? 3u : 0u; /* GEN_WFMT_* */
+    return t == FMT_TQ1_0 ? RT_WFMT_TQ1 : t == FMT_TQ2_0 ? RT_WFMT_TQ2 : t == FMT_TQ1_T ? RT_WFMT_TQ1T : RT_WFMT_I2S;
 }
 
 /* The --weights spelling that re-encodes into format t. */

@@ -35,11 +35,12 @@ static bool spv_has_spec(const uint32_t *spv, uint32_t bytes, uint32_t spec_id)
     return false;
 }
 
-/* The fewest lanes a subgroup may have on this device (GEMV_ROWS: a row needs one). */
-static uint32_t min_lanes(const rt_engine *e)
+/* GEMV_ROWS = g fits this device: 2^g rows at a lane each in its smallest subgroup. */
+static bool rows_fit(const rt_engine *e, unsigned g)
 {
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
-    return vi->min_subgroup_size ? vi->min_subgroup_size : vi->subgroup_size ? vi->subgroup_size : 1;
+    const uint32_t lanes = vi->min_subgroup_size ? vi->min_subgroup_size : vi->subgroup_size ? vi->subgroup_size : 1;
+    return g <= ROWS_LOG2_MAX && (1u << g) <= lanes;
 }
 
 /* The tunable launch size of kernel k (rt_groups.splits_max, axis 1 of its decode
@@ -58,9 +59,9 @@ static uint8_t dims_of(const rt_engine *e, uint32_t k)
     const rt_kernel_desc *kd = &e->d->kernels[k];
     return (uint8_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
                      (splits_groups(e, k) ? DIM_SPLITS : 0) |
-                     /* rows per subgroup: integer sums only (I2_S, TQ1_T: WFMT 0, 3), the same bits */
-                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) && (!e->wfmt || e->wfmt[k] == 0 ||
-                                                                                  e->wfmt[k] == 3)
+                     /* rows per subgroup: integer sums only (I2_S, TQ1_T), the same bits */
+                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) &&
+                              (!e->wfmt || e->wfmt[k] == RT_WFMT_I2S || e->wfmt[k] == RT_WFMT_TQ1T)
                           ? DIM_ROWS
                           : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
@@ -166,9 +167,7 @@ static bool tune_load(rt_engine *e, const char *path)
                 v[k] = (rt_variant){.vec = (uint8_t)vec,
                                     .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT)),
                                     .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ)),
-                                    .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) && (1u << rows) <= min_lanes(e)
-                                                          ? rows
-                                                          : 0),
+                                    .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) && rows_fit(e, rows) ? rows : 0),
                                     .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
@@ -327,7 +326,7 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
     for (int c = 0; c < 8 * (ROWS_LOG2_MAX + 1); c++) {
         rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)((c >> 1) & 1), .shq = (uint8_t)((c >> 2) & 1),
                         .rows = (uint8_t)(c >> 3)};
-        if ((1u << v.rows) > min_lanes(e)) /* at least a lane a row */
+        if (!rows_fit(e, v.rows)) /* at least a lane a row */
             continue;
         if ((!(d & DIM_VEC) && v.vec != keep.vec) || (!(d & DIM_DOT) && v.dot != keep.dot) ||
             (!(d & DIM_SHQ) && v.shq != keep.shq) || (!(d & DIM_ROWS) && v.rows != keep.rows) ||
