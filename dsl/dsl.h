@@ -148,6 +148,10 @@ void dsl_kernel_wg_size(const dsl_kernel *k, uint32_t out[3]);
 /* Bytes of workgroup shared memory the kernel's shared arrays take (element size x
  * length, summed): what a device's maxComputeSharedMemorySize must hold. */
 uint32_t dsl_kernel_shared_bytes(const dsl_kernel *k);
+/* ... with specialization constant ids[i] set to values[i] (the others at their defaults). */
+uint32_t dsl_kernel_shared_bytes_spec(const dsl_kernel *k, int n, const uint32_t *ids, const uint32_t *values);
+/* The kernel declares specialization constant `id`. */
+bool dsl_kernel_has_spec(const dsl_kernel *k, uint32_t id);
 /* Bytes currently reserved by the arena (for reuse tests and statistics). */
 size_t dsl_kernel_arena_bytes(const dsl_kernel *k);
 /* The first error ("file:line: kernel 'name': message"), or NULL when none. Valid until
@@ -210,6 +214,12 @@ typedef enum {
 #define dsl_param(k, name, type) dsl_param_at((k), (name), (type), __FILE__, __LINE__)
 /* Workgroup-shared array `shared T name[n];` (n > 0). Use with dsl_at/dsl_load/dsl_store. */
 #define dsl_shared(k, name, type, n) dsl_shared_at((k), (name), (type), (n), __FILE__, __LINE__)
+/* A shared array whose length follows a u32 specialization constant `spec`:
+ * `shared T name[base + per * SPEC];` (a variant picked at pipeline creation sizes it, so a
+ * small variant does not hold a large one's memory). dsl_kernel_shared_bytes counts it at
+ * the constant's default, dsl_kernel_shared_bytes_spec at other values. */
+#define dsl_shared_spec(k, name, type, base, per, spec) \
+    dsl_shared_spec_at((k), (name), (type), (base), (per), (spec), __FILE__, __LINE__)
 /* Baked named constants (`const uint NAME = 64u;`), readable as expressions. Asking for
  * a name and value already declared returns that constant (one declaration); the same
  * name with another value gets a new, suffixed name. */
@@ -527,6 +537,8 @@ dsl_expr dsl_buffer_view_at(dsl_kernel *k, const char *name, dsl_expr buf, dsl_t
 dsl_expr dsl_param_at(dsl_kernel *k, const char *name, dsl_type type, const char *file, int line);
 dsl_expr dsl_shared_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t n, const char *file,
                        int line);
+dsl_expr dsl_shared_spec_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t base, uint32_t per,
+                            dsl_expr spec, const char *file, int line);
 dsl_expr dsl_const_at(dsl_kernel *k, const char *name, dsl_type type, double v, const char *file, int line);
 dsl_expr dsl_spec_const_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t id, double v,
                            const char *file, int line);

@@ -131,6 +131,29 @@ dsl_expr dsl_shared_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t 
     return n;
 }
 
+dsl_expr dsl_shared_spec_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t base, uint32_t per,
+                            dsl_expr spec, const char *file, int line)
+{
+    if (!k) return NULL;
+    if (k->err) return k->poison;
+    if (!spec || spec->kind != N_CONST || !spec->is_spec || spec->type != DSL_U32 || per == 0) {
+        dsl_fail(k, file, line, "shared '%s': the length needs a u32 specialization constant and per > 0", name);
+        return k->poison;
+    }
+    double n = base + (double)per * spec->value;
+    if (n > UINT32_MAX) {
+        dsl_fail(k, file, line, "shared '%s': length %.0f at the constant's default", name, n);
+        return k->poison;
+    }
+    dsl_expr s = dsl_shared_at(k, name, type, (uint32_t)n, file, line);
+    if (k->err) return k->poison;
+    s->args[0] = spec;
+    s->args[1] = NULL;
+    s->value = per;
+    s->nargs = 0; /* not an operand: the length's constant */
+    return s;
+}
+
 static bool lit_ok(dsl_kernel *k, dsl_type t, double v, const char *file, int line)
 {
     double lo = 0, hi = 0;

@@ -524,13 +524,19 @@ static void header(emitter *e, dsl_sb *o)
         dsl_sb_printf(o, "} pc;\n");
     }
     dsl_sb_printf(o, "\nlayout(set=0, binding=0) uniform Dyn {" RT_DYN_FIELDS(DYN_DECL_) " } dyn;\n");
-    if (k->shared.n) dsl_sb_printf(o, "\n");
-    for (dsl_node *s = k->shared.head; s; s = s->next_decl)
-        dsl_sb_printf(o, "shared %s %s[%u];\n", dsl_type_glsl(s->type), s->name, s->n);
     if (k->consts.n) dsl_sb_printf(o, "\n");
     for (dsl_node *c = k->consts.head; c; c = c->next_decl) {
         if (c->is_spec) dsl_sb_printf(o, "layout(constant_id = %u) ", c->n);
         dsl_sb_printf(o, "const %s %s = %s;\n", dsl_type_glsl(c->type), c->name, c->text);
+    }
+    if (k->shared.n) dsl_sb_printf(o, "\n");
+    for (dsl_node *s = k->shared.head; s; s = s->next_decl) {
+        const dsl_node *c = s->args[0]; /* dsl_shared_spec: sized by a specialization constant */
+        if (c)
+            dsl_sb_printf(o, "shared %s %s[%uu + %uu * %s];\n", dsl_type_glsl(s->type), s->name,
+                          s->n - (uint32_t)(s->value * c->value), (uint32_t)s->value, c->name);
+        else
+            dsl_sb_printf(o, "shared %s %s[%u];\n", dsl_type_glsl(s->type), s->name, s->n);
     }
     for (int t = 0; t < 256; t++)
         if (e->pdot[t]) pdot_helper(o, (dsl_type)t);

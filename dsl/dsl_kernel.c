@@ -66,13 +66,29 @@ void dsl_kernel_wg_size(const dsl_kernel *k, uint32_t out[3])
     for (int i = 0; i < 3; i++) out[i] = k ? k->wg[i] : 0;
 }
 
-uint32_t dsl_kernel_shared_bytes(const dsl_kernel *k)
+uint32_t dsl_kernel_shared_bytes_spec(const dsl_kernel *k, int n_ids, const uint32_t *ids, const uint32_t *values)
 {
     uint64_t n = 0;
-    for (const dsl_node *s = k ? k->shared.head : NULL; s; s = s->next_decl)
-        n += (uint64_t)dsl_type_size(s->type) * s->n;
+    for (const dsl_node *s = k ? k->shared.head : NULL; s; s = s->next_decl) {
+        uint64_t len = s->n;
+        const dsl_node *c = s->args[0]; /* dsl_shared_spec: base + per * constant */
+        for (int i = 0; c && i < n_ids; i++)
+            if (c->n == ids[i])
+                len = s->n - (uint64_t)(s->value * c->value) + (uint64_t)s->value * values[i];
+        n += (uint64_t)dsl_type_size(s->type) * len;
+    }
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
+
+bool dsl_kernel_has_spec(const dsl_kernel *k, uint32_t id)
+{
+    for (const dsl_node *c = k ? k->consts.head : NULL; c; c = c->next_decl)
+        if (c->is_spec && c->n == id)
+            return true;
+    return false;
+}
+
+uint32_t dsl_kernel_shared_bytes(const dsl_kernel *k) { return dsl_kernel_shared_bytes_spec(k, 0, NULL, NULL); }
 
 size_t dsl_kernel_arena_bytes(const dsl_kernel *k) { return k ? k->arena.reserved : 0; }
 dsl_type dsl_typeof(dsl_expr e) { return e ? e->type : DSL_VOID; }

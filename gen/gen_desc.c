@@ -94,6 +94,11 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
                                      .spv_dot = spv_dot, .spv_dot_bytes = (uint32_t)spv_dot_bytes,
                                      .shared_bytes = dsl_kernel_shared_bytes(k), .invocations = wg[0] * wg[1] * wg[2],
                                      .arg_table = dsl_kernel_has_arg_table(k)};
+    for (unsigned t = 0; t < RT_N_TILES && dsl_kernel_has_spec(k, RT_SPEC_TILE_ROWS); t++) {
+        const uint32_t ids[2] = {RT_SPEC_TILE_ROWS, RT_SPEC_TILE_TOKS};
+        const uint32_t vals[2] = {rt_tile_at(t).rows, rt_tile_at(t).toks};
+        d->kernels[i].tile_shared[t] = dsl_kernel_shared_bytes_spec(k, 2, ids, vals);
+    }
     return (int)i;
 }
 

@@ -260,6 +260,11 @@ static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
             fprintf(f, ", .vocab_div = %u", d->groups[i].vocab_div);
         if (d->groups[i].splits_max)
             fprintf(f, ", .splits_max = %u, .split_bytes = %u", d->groups[i].splits_max, d->groups[i].split_bytes);
+        if (d->groups[i].tile == RT_TILE_ROWS)
+            fprintf(f, ", .tile = RT_TILE_ROWS, .tile_rows = {%u, %u, %u}", d->groups[i].tile_rows[0],
+                    d->groups[i].tile_rows[1], d->groups[i].tile_rows[2]);
+        else if (d->groups[i].tile == RT_TILE_TOKS)
+            fprintf(f, ", .tile = RT_TILE_TOKS");
         fprintf(f, "}");
     }
     fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",
@@ -318,7 +323,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                " * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/%s/) */\n"
                "#include \"kernels.spv.inc\"\n",
             d->graph.m->path, md->name, md->name);
-    fprintf(f, "\n/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */\n");
+    fprintf(f, "\n/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,\n * shared bytes at each prefill tile (rt_tile_at) */\n");
     fprintf(f, "static const rt_kernel_desc kernels[%u] = {\n", md->n_kernels);
     for (uint32_t k = 0; k < md->n_kernels; k++) {
         const char *n = md->kernels[k].name;
@@ -327,8 +332,16 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
             fprintf(f, ", spv_dot_%s, sizeof(spv_dot_%s)", n, n);
         else
             fprintf(f, ", NULL, 0");
-        fprintf(f, ", %u, %u, %u},\n", md->kernels[k].shared_bytes, md->kernels[k].invocations,
-                md->kernels[k].arg_table);
+        fprintf(f, ", %u, %u, %u", md->kernels[k].shared_bytes, md->kernels[k].invocations, md->kernels[k].arg_table);
+        if (md->kernels[k].tile_shared[0]) { /* a tiled prefill kernel: shared bytes at each tile */
+            fprintf(f, ",\n     {");
+            for (unsigned t = 0; t < RT_N_TILES; t++)
+                fprintf(f, "%s%u", t ? ", " : "", md->kernels[k].tile_shared[t]);
+            fprintf(f, "}");
+        } else {
+            fprintf(f, ", {0}");
+        }
+        fprintf(f, "},\n");
     }
     fprintf(f, "};\n\nstatic const char *const archs[] = {");
     for (uint32_t i = 0; i < md->n_archs; i++)

@@ -79,7 +79,36 @@ typedef enum { RT_WFMT_I2S = 0, RT_WFMT_TQ2 = 1, RT_WFMT_TQ1 = 2, RT_WFMT_TQ1T =
  * lanes each; 0: a row per subgroup); integer sums, so the same results for I2_S and TQ1_T
  * weights (a tuner variant; not offered for TQ1_0 / TQ2_0, whose block sums are floats). */
 #define RT_SPEC_GEMV_ROWS 3
-#define RT_SPEC_COUNT 4
+/* TILE_ROWS, TILE_TOKS: the prefill bitlinears' tile. Each invocation of a workgroup's 16 x 16
+ * grid keeps TILE_ROWS rows x TILE_TOKS tokens of integer sums, so a workgroup owns
+ * 16 TILE_ROWS rows x 16 TILE_TOKS tokens, its shared staging sized to match (the launch
+ * follows: rt_groups.tile). Integer sums: the same results at every tile (a tuner variant,
+ * rt_tile_at). */
+#define RT_SPEC_TILE_ROWS 4
+#define RT_SPEC_TILE_TOKS 5
+#define RT_SPEC_COUNT 6
+
+/* The tiles a tuner may choose, rows and tokens per invocation; tile 0 is the default (a
+ * 64 x 64 workgroup tile). Small tiles fill a GPU on short prompts, large ones reuse each
+ * staged word more often on long ones. */
+#define RT_N_TILES 8
+typedef struct {
+    uint8_t rows, toks;
+} rt_tile;
+static inline rt_tile rt_tile_at(unsigned i)
+{
+    static const rt_tile t[RT_N_TILES] = {{4, 4}, {2, 2}, {2, 4}, {4, 2}, {8, 2}, {2, 8}, {8, 4}, {4, 8}};
+    return t[i < RT_N_TILES ? i : 0];
+}
+
+/* spec[RT_SPEC_COUNT] at the defaults: every constant 0 but the tile, tile 0's. */
+static inline void rt_spec_defaults(uint32_t *spec)
+{
+    for (int i = 0; i < RT_SPEC_COUNT; i++)
+        spec[i] = 0;
+    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(0).rows;
+    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(0).toks;
+}
 #define RT_MAX_ARGS 24 /* a kernel with an argument table binds up to this many; others stop at 16 (128 push bytes) */
 #define RT_MAX_PARAMS 8
 
@@ -121,13 +150,40 @@ typedef struct {
  * gl_NumWorkGroups (the merged split decode attention's key ranges per KV head): a
  * variant (rt_variant.splits, rt_tune.c) may launch any count from 1 to splits_max
  * instead; the count above is the default. */
+typedef enum { RT_TILE_NONE = 0, RT_TILE_ROWS, RT_TILE_TOKS } rt_tile_axis;
 typedef struct {
     uint32_t mul, add, div;
     uint32_t vocab_div;  /* 0: no cap */
     uint32_t splits_max; /* 0: the count is fixed */
     uint32_t split_bytes; /* with splits_max: the bytes each launched workgroup along this axis
                              adds to the dispatch's count (rt_dispatch.bytes is at the default) */
+    uint8_t tile;        /* rt_tile_axis: a prefill bitlinear's tiled axis, whose count follows
+                            its tile (rt_groups_count); mul / add / div give tile 0's */
+    uint32_t tile_rows[3]; /* RT_TILE_ROWS: the rows of each matrix the dispatch tiles (0: none) */
 } rt_groups;
+
+/* Workgroups along axis g for a step of n tokens (the rule above): splits, a tuned launch
+ * size (0: the default); tile, the kernel's tile (rt_tile_at) for a tiled axis. One rule for
+ * the runtime and the tests. */
+static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t vocab, uint32_t splits, unsigned tile)
+{
+    if (g->splits_max && splits) /* a tuned launch size, at most splits_max */
+        return splits < g->splits_max ? splits : g->splits_max;
+    const rt_tile t = rt_tile_at(tile);
+    uint32_t v = 0;
+    if (g->tile == RT_TILE_ROWS) { /* each matrix's rows in workgroups of 16 TILE_ROWS */
+        for (int p = 0; p < 3; p++)
+            v += (g->tile_rows[p] + 16u * t.rows - 1) / (16u * t.rows);
+    } else {
+        uint32_t div = g->tile == RT_TILE_TOKS ? 16u * t.toks : g->div ? g->div : 1;
+        v = (g->mul * n + g->add + div - 1) / div;
+    }
+    if (g->vocab_div && vocab) {
+        uint32_t cap = (vocab + g->vocab_div - 1) / g->vocab_div;
+        v = v < cap ? v : cap;
+    }
+    return v ? v : 1;
+}
 
 /* Barrier bits: bit i (< 59) = act buffer i; then these. */
 #define RT_BAR_SYNC (1ull << 59)
@@ -178,6 +234,9 @@ typedef struct {
     uint32_t shared_bytes; /* workgroup shared memory it declares (checked against the device) */
     uint32_t invocations;  /* workgroup size x * y * z (checked against the device) */
     uint8_t arg_table;     /* 1: push = address of a table of the args' addresses, then params */
+    uint32_t tile_shared[RT_N_TILES]; /* a tiled prefill kernel (TILE_ROWS): its shared bytes at
+                                         each tile (rt_tile_at; a tuner offers those the device
+                                         holds); all 0 for other kernels */
 } rt_kernel_desc;
 
 typedef struct {

@@ -340,20 +340,37 @@ typedef struct {
                         * (2^g rows per subgroup at once) */
     uint32_t splits;   /* a tunable launch size (rt_groups.splits_max) launched at this count
                         * (the runtime's rt_variant.splits); 0: the default count */
+    unsigned tile;     /* a prefill bitlinear's tile (rt_tile_at; the runtime's rt_variant.tile) */
+    uint32_t *spv;     /* its SPIR-V (owned: kern_respec makes other variants' pipelines) */
+    size_t spv_bytes;
 } kern;
 
-static void kern_compile(kern *kn)
+/* The pipeline of the kernel's SPIR-V at its variant (gemv_vec, tile). */
+static void kern_pipeline(kern *kn)
 {
-    uint32_t *spv = NULL;
-    size_t spv_bytes = 0;
-    if (dsl_compile(kn->k, &spv, &spv_bytes) != 0)
-        fail_msg("%s", dsl_error(kn->k));
-    uint32_t spec[RT_SPEC_COUNT] = {0}; /* WFMT 0: the tests' weights are I2_S */
+    uint32_t spec[RT_SPEC_COUNT]; /* WFMT 0: the tests' weights are I2_S */
+    rt_spec_defaults(spec);
     spec[RT_SPEC_GEMV_VEC] = (kn->gemv_vec & 15) == 1;
     spec[RT_SPEC_GEMV_SHQ] = (kn->gemv_vec & 15) == 2;
     spec[RT_SPEC_GEMV_ROWS] = kn->gemv_vec >> 4;
-    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), spv, spv_bytes, spec, RT_SPEC_COUNT, &kn->pl, err));
-    free(spv);
+    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(kn->tile).rows;
+    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(kn->tile).toks;
+    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), kn->spv, kn->spv_bytes, spec, RT_SPEC_COUNT, &kn->pl, err));
+}
+
+static void kern_compile(kern *kn)
+{
+    if (dsl_compile(kn->k, &kn->spv, &kn->spv_bytes) != 0)
+        fail_msg("%s", dsl_error(kn->k));
+    kern_pipeline(kn);
+}
+
+/* The same kernel at another variant (specialization constants only: no new SPIR-V). */
+static void kern_respec(kern *kn, uint32_t gemv_vec, unsigned tile)
+{
+    kn->gemv_vec = gemv_vec;
+    kn->tile = tile;
+    kern_pipeline(kn);
 }
 
 /* with the decode bitlinear variant gemv_vec (kern.gemv_vec) */
@@ -375,7 +392,12 @@ static void kern_build(kern *kn, const gen_graph *g, const gen_kop *kop, bool de
     kern_build_spec(kn, g, kop, decode, 0);
 }
 
-static void kern_free(kern *kn) { gen_kernel_out_free(&kn->ko); }
+static void kern_free(kern *kn)
+{
+    gen_kernel_out_free(&kn->ko);
+    free(kn->spv);
+    kn->spv = NULL;
+}
 
 static void set_dyn(uint32_t pos, uint32_t n_tokens, uint32_t out_start)
 {
@@ -413,14 +435,8 @@ static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t p
         assert_true(ko->params[i].kind == RT_P_VOCAB || ko->params[i].kind == RT_P_CONST);
         params[i] = ko->params[i].kind == RT_P_VOCAB ? run_vocab : ko->params[i].value;
     }
-    for (int a = 0; a < 3; a++) { /* the runtime's rule (rt_engine_record.c), vocab_div cap included */
-        const rt_groups *g = &ko->groups[a];
-        uint32_t cap = g->vocab_div ? (run_vocab + g->vocab_div - 1) / g->vocab_div : UINT32_MAX;
-        gr[a] = (g->mul * N + g->add + g->div - 1) / g->div;
-        gr[a] = gr[a] < cap ? gr[a] : cap;
-        if (g->splits_max && kn->splits) /* a tuned launch size */
-            gr[a] = kn->splits;
-    }
+    for (int a = 0; a < 3; a++) /* the runtime's rule: vocab_div cap, a tuned launch size, the tile */
+        gr[a] = rt_groups_count(&ko->groups[a], N, run_vocab, kn->splits, kn->tile);
     set_dyn(pos, n, out_start);
     dispatch(kn->k, kn->pl, args, ko->n_args, params, ko->n_params, gr);
 }
@@ -672,8 +688,11 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
 /* The decode kernels read their rows 4 bytes (gemv_vec 0) or 16 bytes (1) per lane, or 4 bytes
  * against the activation codes staged in shared memory (2); + 16 g: 2^g rows per subgroup at
  * once (sgs / 2^g lanes a row; at 4-lane subgroups and g = 2, one lane a row). */
-static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool decode, uint32_t gemv_vec)
+static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *knp, bool decode)
 {
+    kern kn = *knp;
+    const uint32_t gemv_vec = kn.gemv_vec;
+    const unsigned tile = kn.tile;
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
     const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = width_of(g, kop->in[0]);
     assert_true(kop->norm_w < 0); /* folded norms: decode-only graph, tests/test_kernels_fused.c */
@@ -683,10 +702,10 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
         W[j] = make_i2s(K, (int)g->m->tensors[kop->w[j]].ne[1]);
     for (int p = 0; p < np; p++)
         M[p] = (int)g->m->tensors[kop->w[p]].ne[1];
-    kern kn;
-    kern_build_spec(&kn, g, kop, decode, gemv_vec);
     for (int s = 0; s < BL_N_SIZES(decode); s++) {
         uint32_t n = decode ? 1 : bl_batch_sizes[s];
+        if (tile && n != 13 && n != 70) /* other tiles: a part tile and (32-token tiles) a tail */
+            continue;
         q8_act a = make_q8((int)BL_NMAX, K);
         rt_buf b[RT_MAX_ARGS];
         float *r0[GEN_KOP_MAX_PARTS] = {0};
@@ -721,9 +740,9 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
                         yr[i] += r0[p][(size_t)t * M[p] + i];
             }
             char what[96];
-            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup)", p, M[p], K,
+            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup, tile %u x %u)", p, M[p], K,
                      (gemv_vec & 15) == 1 ? ", 16-byte loads" : (gemv_vec & 15) == 2 ? ", shared codes" : "",
-                     1u << (gemv_vec >> 4));
+                     1u << (gemv_vec >> 4), 16u * rt_tile_at(tile).rows, 16u * rt_tile_at(tile).toks);
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu ? fmax(1e-6, gen_act_at(kop->act)->tol) : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
             if (res)
@@ -740,15 +759,25 @@ static void check_bitlinear_spec(const gen_graph *g, const gen_kop *kop, bool de
     }
     for (int j = 0; j < nw; j++)
         free_i2s(&W[j]);
-    kern_free(&kn);
 }
 
 static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
 {
+    kern kn;
+    kern_build(&kn, g, kop, decode);
     /* decode: each load variant, and 2 / 4 rows a subgroup with 4-byte, 16-byte and shared loads */
     static const uint32_t variants[] = {0, 1, 2, 0 | 2 << 4, 1 | 1 << 4, 1 | 2 << 4, 2 | 1 << 4};
-    for (size_t v = 0; v < (decode ? sizeof(variants) / sizeof(variants[0]) : 1u); v++)
-        check_bitlinear_spec(g, kop, decode, variants[v]);
+    for (size_t v = 0; decode && v < sizeof(variants) / sizeof(variants[0]); v++) {
+        kern_respec(&kn, variants[v], 0);
+        check_bitlinear_run(g, kop, &kn, decode);
+    }
+    /* prefill: every tile, 32 to 128 rows and tokens a workgroup (row and token tails); they use
+     * no subgroup operations, so the subgroup sweep (TERNION_TEST_SWEEP) runs the default only */
+    for (unsigned t = 0; !decode && t < (getenv("TERNION_TEST_SWEEP") ? 1u : RT_N_TILES); t++) {
+        kern_respec(&kn, 0, t);
+        check_bitlinear_run(g, kop, &kn, decode);
+    }
+    kern_free(&kn);
 }
 
 /* ---------------------------------------------------------------- ROPE, ROPE_KV, KV_WRITE */

@@ -153,7 +153,7 @@ static bool first_time(const char *name)
 
 /* Runs the built kernel (spv: its portable or native-dot SPIR-V) with WFMT and decode variant
  * var (0: 4-byte loads, 1: 16-byte loads GEMV_VEC, 2: codes staged in shared memory GEMV_SHQ;
- * + 16 g: 2^g rows per subgroup, GEMV_ROWS) for n tokens. */
+ * + 16 g: 2^g rows per subgroup, GEMV_ROWS) or prefill tile var (rt_tile_at) for n tokens. */
 static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, bool decode, uint32_t var,
                        uint32_t wfmt, const rt_buf *const *args, int n_args, uint32_t n)
 {
@@ -161,10 +161,14 @@ static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, b
     dsl_kernel *k = (dsl_kernel *)ko.k;
     assert_int_equal(ko.n_args, n_args);
     assert_int_equal(ko.n_params, 0);
-    uint32_t spec[RT_SPEC_COUNT] = {0};
-    spec[RT_SPEC_GEMV_VEC] = (var & 15) == 1;
-    spec[RT_SPEC_GEMV_SHQ] = (var & 15) == 2;
-    spec[RT_SPEC_GEMV_ROWS] = var >> 4;
+    uint32_t spec[RT_SPEC_COUNT];
+    rt_spec_defaults(spec);
+    const unsigned tile = decode ? 0 : var;
+    spec[RT_SPEC_GEMV_VEC] = decode && (var & 15) == 1;
+    spec[RT_SPEC_GEMV_SHQ] = decode && (var & 15) == 2;
+    spec[RT_SPEC_GEMV_ROWS] = decode ? var >> 4 : 0;
+    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(tile).rows;
+    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(tile).toks;
     spec[RT_SPEC_WFMT] = wfmt;
     char pname[128];
     snprintf(pname, sizeof(pname), "%s%s", dsl_kernel_name(k), spv == bk->spv ? "" : ".native-dot");
@@ -174,8 +178,8 @@ static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, b
     for (int a = 0; a < n_args; a++)
         memcpy(push + dsl_kernel_buffer_offset(k, a), &args[a]->addr, 8);
     uint32_t gr[3], N = decode ? 1 : n;
-    for (int a = 0; a < 3; a++)
-        gr[a] = (ko.groups[a].mul * N + ko.groups[a].add + ko.groups[a].div - 1) / ko.groups[a].div;
+    for (int a = 0; a < 3; a++) /* the runtime's rule */
+        gr[a] = rt_groups_count(&ko.groups[a], N, 0, 0, tile);
     rt_dyn dyn = {.pos = 0, .n_tokens = n, .n_kv = n, .out_start = 0};
     OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
     rt_cmd *c = NULL;
@@ -356,13 +360,18 @@ static void test_tq_bitlinear(void **state)
                         (native && dsl_compile_native_dot((dsl_kernel *)bk.ko.k, &nspv, &nspv_bytes) != 0))
                         fail_msg("%s", dsl_error((dsl_kernel *)bk.ko.k));
                     /* TQ1_T: also GEMV_SHQ, 2 / 4 rows a subgroup (GEMV_ROWS: integer sums, the
-                     * tuner offers it for TQ1_T) and the native dots */
+                     * tuner offers it for TQ1_T) and the native dots; prefill: tiles of 4 and 8
+                     * rows an invocation (the TQ staging rounds and block scales follow the
+                     * rows; test_kernels runs every tile on I2_S), the default only in the
+                     * subgroup sweep (no subgroup operations) */
                     static const uint32_t vars[] = {0, 1, 2, 0 | 1 << 4, 1 | 2 << 4, 2 | 1 << 4};
+                    static const uint32_t tiles[] = {0, 6}; /* rt_tile_at: 4 x 4, 8 x 4 */
+                    const uint32_t n_tiles = getenv("TERNION_TEST_SWEEP") ? 1u : 2u;
                     for (int ti = 0; ti < 3; ti++)
                         for (int nd = 0; nd < (types[ti] == FMT_TQ1_T && native ? 2 : 1); nd++)
-                            for (uint32_t v = 0; v < (decode ? (types[ti] == FMT_TQ1_T ? 6u : 2u) : 1u); v++) {
+                            for (uint32_t v = 0; v < (decode ? (types[ti] == FMT_TQ1_T ? 6u : 2u) : n_tiles); v++) {
                                 check_kop(g, kop, &bk, nd ? nspv : bk.spv, nd ? nspv_bytes : bk.spv_bytes, decode,
-                                          vars[v], types[ti]);
+                                          decode ? vars[v] : tiles[v], types[ti]);
                                 tq1t_runs += types[ti] == FMT_TQ1_T;
                             }
                     free(bk.spv);

@@ -74,7 +74,7 @@ static int teardown(void **st)
  * (RT_CHAIN_*), or skip when there is no device. */
 static rt_engine *open_model(const rt_model_desc *d, const char *gguf, int tune, int chain)
 {
-    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 64, .tune = tune,
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 16, .tune = tune,
                         .tune_steps = 1, .chain = chain};
     rt_engine *e = NULL;
     char err[RT_ERR_LEN] = "";
@@ -106,6 +106,22 @@ static float *decode_logits(rt_engine *e)
     return l;
 }
 
+/* Logits of a prompt of N_PROMPT tokens in one step (the prefill schedule: the tiles). */
+#define N_PROMPT 40
+static float *prompt_logits(rt_engine *e)
+{
+    int vocab = rt_engine_vocab(e);
+    float *l = malloc(sizeof(float) * (size_t)vocab * N_PROMPT);
+    int32_t id[N_PROMPT];
+    assert_non_null(l);
+    for (int i = 0; i < N_PROMPT; i++)
+        id[i] = (int32_t)((i * 37 + 3) % vocab);
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_eval(e, id, N_PROMPT, 0, l, err))
+        fail_msg("%s", err);
+    return l;
+}
+
 /* The tune-*.txt file in the cache: count, and its path in out. */
 static int tune_files(char *out, size_t n)
 {
@@ -129,7 +145,7 @@ static void test_tune_store_reuse(void **st)
     char vt[4096], vl[4096], path[512] = "";
     /* defaults: no tuning, nothing stored */
     rt_engine *e = open_engine(RT_TUNE_OFF);
-    float *ref = decode_logits(e);
+    float *pref = prompt_logits(e), *ref = decode_logits(e);
     rt_engine_stats s;
     rt_engine_get_stats(e, &s);
     assert_int_equal(s.tune_state, RT_TUNE_DEFAULT);
@@ -155,8 +171,14 @@ static void test_tune_store_reuse(void **st)
     assert_non_null(att);
     att = strchr(att, '=');
     assert_true(att && att[1] == 's' && att[2] >= '1' && att[2] <= '9'); /* "=s16" */
+    const char *tile = strstr(vt, "_batch="); /* a prompt bitlinear: its tile, "t64x64" */
+    assert_non_null(tile);
+    assert_true(strstr(tile, "t32x") || strstr(tile, "t64x") || strstr(tile, "t128x"));
     printf("tuned decode schedule: %s\n", s.chained ? "chained" : "unchained");
-    float *got = decode_logits(e);
+    float *got = prompt_logits(e); /* every tile: integer sums, the same bits */
+    assert_memory_equal(got, pref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_PROMPT);
+    free(got);
+    got = decode_logits(e);
     assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);
     free(got);
     rt_engine_close(e);
@@ -167,6 +189,9 @@ static void test_tune_store_reuse(void **st)
     assert_int_equal(s.tune_state, RT_TUNE_LOADED);
     rt_engine_variants(e, vl, sizeof(vl));
     assert_string_equal(vl, vt);
+    got = prompt_logits(e);
+    assert_memory_equal(got, pref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_PROMPT);
+    free(got);
     got = decode_logits(e);
     assert_memory_equal(got, ref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_IDS);
     free(got);
@@ -181,6 +206,7 @@ static void test_tune_store_reuse(void **st)
     assert_int_not_equal(s.tune_state, RT_TUNE_LOADED);
     rt_engine_close(e);
     free(ref);
+    free(pref);
 }
 
 /* Model d on gguf: the chained decode (LP_NUM_THREADS `threads`, NULL: as it is) against

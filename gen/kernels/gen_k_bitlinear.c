@@ -19,11 +19,13 @@
  * the 4-byte loop reads them there (GEMV_VEC is then ignored): again the same sums. With
  * GEMV_ROWS = g (a tuner variant) a subgroup serves 2^g rows at once, sgs / 2^g lanes each
  * (bl_rows), for rows too short to keep 32 lanes busy. Prefill: each workgroup
- * owns a tile of 64 rows x 64 tokens and stages each 128-element block of K (codes
- * and int8 activations) in shared memory; every invocation keeps 4 x 4 integer sums
- * (bl_tile). All sums are integers, so both give the same values in any order.
+ * owns a tile of 16 TILE_ROWS rows x 16 TILE_TOKS tokens (specialization constants, a
+ * tuner variant; 64 x 64 by default) and stages each 128-element block of K (codes and
+ * int8 activations) in shared memory sized to match; every invocation keeps TILE_ROWS x
+ * TILE_TOKS integer sums (bl_tile). All sums are integers, so every variant gives the same
+ * values in any order.
  * BITLINEAR_MULTI (q, k, v of one input) runs 2..3 such matrices in one dispatch:
- * part p owns a contiguous range of ceil(M_p / 8) workgroups (prefill: ceil(M_p / 64))
+ * part p owns a contiguous range of ceil(M_p / 8) workgroups (prefill: ceil(M_p / (16 TILE_ROWS)))
  * and runs exactly the code of a single BITLINEAR (bl_rows / bl_tile) on its own weight
  * and output.
  * Decode with a folded norm (kop->norm_w): the input is the F32 row before its
@@ -46,11 +48,8 @@
 
 #define WG 256
 #define ROWS 8 /* decode: rows per workgroup, one subgroup per row at a time */
-#define TM 64  /* prefill: rows x tokens of a workgroup's tile */
+#define TM 64 /* prefill: rows and tokens of the default tile's workgroup (rt_tile_at(0): 4 x 4 of 16 x 16) */
 #define TN 64
-#define RT 4 /* prefill: rows and tokens per invocation (TM = TN = 16 x RT) */
-#define WSTR (TM + 4) /* shared row strides (bank-conflict padding) */
-#define ASTR (TN + 1)
 
 /* What the row loop of every bitlinear kernel shares. */
 typedef struct {
@@ -71,6 +70,7 @@ typedef struct {
     dsl_expr rows;     /* decode with a global Q8 input: the GEMV_ROWS specialization constant
                         * (log2 of the rows a subgroup serves at once); else NULL (one) */
     dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
+    dsl_expr tile_rows, tile_toks; /* prefill: the TILE_ROWS and TILE_TOKS specialization constants */
 } bl_ctx;
 
 /* TQ1_0 / TQ2_0 weights (a scale per block): the WFMT values whose sums are float sums of
@@ -302,131 +302,237 @@ static void bl_stage_tq(dsl_kernel *k, const bl_ctx *c, int f, dsl_expr Wj, dsl_
     dsl_end(k);
 }
 
-/* Prefill: the tile of rows TM*wg .. +TM-1 and tokens TN*wgid.y .. +TN-1 of the M-row
- * matrix W[0] (and W[1]) into y. Per 128-element block of K, the workgroup stages the
- * tile's 8 code words per row (wsh, [matrix][word][row], row stride WSTR) and 32
- * activation words per token (ash, [word][token], stride ASTR: the padding keeps a
- * warp's stores in distinct banks); invocation (tx, ty) = (lid % 16, lid / 16) then
- * owns rows tx + 16a and tokens 4 ty + b (a, b < 4): 16 int32 sums per matrix, each
- * staged word used 4 times from shared memory. Rows past M and tokens past n_tokens
- * read the last row / token (in bounds) and store nothing; an invocation whose 4
- * tokens are all past n_tokens skips the products (a 32-lane subgroup holds 8
- * consecutive tokens, so a short prompt's tile idles whole subgroups instead of
- * computing 64 tokens). Integer sums: the same values as the decode loop, in any order. */
-static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
-{
-    dsl_expr wsh = c->wsh, ash = c->ash;
-    const int nw = c->glu ? 2 : 1;
-    dsl_expr ws[2];
-    bl_scales(k, c, W, M, ws);
-    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), n_tok = dsl_dyn(k, DSL_DYN_N_TOKENS);
-    dsl_expr tx = dsl_let(k, "tx", dsl_band(k, lid, U(15))), ty = dsl_let(k, "ty", dsl_shr(k, lid, U(4)));
-    dsl_expr row0 = dsl_let(k, "row0", dsl_mul(k, wg, U(TM)));
-    dsl_expr tok0 = dsl_let(k, "tok0", dsl_mul(k, dsl_wgid(k, 1), U(TN)));
-    dsl_expr acc[2][RT][RT], accf[2][RT][RT];
-    for (int j = 0; j < nw; j++)
-        for (int a = 0; a < RT; a++)
-            for (int b = 0; b < RT; b++) {
-                char vn[16];
-                snprintf(vn, sizeof(vn), "acc%s%d%d", j ? "u" : "", a, b);
-                acc[j][a][b] = dsl_var(k, vn, DSL_I32, I(0));
-                snprintf(vn, sizeof(vn), "accf%s%d%d", j ? "u" : "", a, b);
-                accf[j][a][b] = c->fmt ? dsl_var(k, vn, DSL_F32, F(0)) : NULL;
-            }
+/* Prefill tiles (TILE_ROWS = RA, TILE_TOKS = RB: rt_tile_at). The generator writes the
+ * sums of the largest tile (RMAX x BMAX per invocation) in blocks of indices [0, 2), [2, 4),
+ * [4, 8); a block past the pipeline's tile sits behind a test of the constant, which the
+ * driver folds away, and a pair of blocks no tile has is not written at all. */
+#define RMAX 8
+#define BMAX 8
+static int blk_lo(int i) { return i < 2 ? 0 : i < 4 ? 2 : 4; }
 
-    dsl_expr kb = dsl_for(k, "kb", U(0), U((uint32_t)c->K / 128), NULL);
-    for (int j = 0; j < nw; j++)
-        for (int h = 0; h < TM * 8 / WG; h++) { /* a warp reads 4 rows x 32 bytes */
-            dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, U(WG * h)));
-            dsl_expr r = dsl_let(k, "r", dsl_shr(k, e, U(3))), wi = dsl_let(k, "wi", dsl_band(k, e, U(7)));
-            dsl_expr gr = dsl_let(k, "gr", dsl_min(k, dsl_add(k, row0, r), dsl_sub(k, Mc, U(1))));
-            dsl_expr dst = dsl_let(k, "dst", dsl_add(k, dsl_mul(k, wi, U(WSTR)), dsl_add(k, r, U(j * 8 * WSTR))));
-            if (c->fmt)
-                dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
-            dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
-            dsl_store(k, wsh, dst, dsl_load(k, W[j], src));
-            if (c->fmt) {
-                dsl_end(k);
-                for (int f = GEN_WFMT_TQ2; f <= GEN_WFMT_TQ1T; f++)
-                    bl_stage_tq(k, c, f, W[j], gr, kb, wi, dst);
-            }
+/* Some tile holds sums for rows a and tokens b of an invocation. */
+static bool tile_pair(int a, int b)
+{
+    for (unsigned t = 0; t < RT_N_TILES; t++)
+        if (a < rt_tile_at(t).rows && b < rt_tile_at(t).toks)
+            return true;
+    return false;
+}
+
+/* Opens `if (spec > lo)` when index i starts a block past the first; true when it did. */
+static bool tile_open(dsl_kernel *k, dsl_expr spec, int i)
+{
+    if (i < 2 || blk_lo(i) != i)
+        return false;
+    dsl_if(k, dsl_gt(k, spec, U((uint32_t)i)));
+    return true;
+}
+
+/* ... and closes it after the block's last index i. */
+static void tile_close(dsl_kernel *k, int i, int n)
+{
+    if (i >= 2 && (i + 1 == n || blk_lo(i + 1) != blk_lo(i)))
+        dsl_end(k);
+}
+
+/* A prefill tile's expressions, shared by its phases. */
+typedef struct {
+    dsl_expr RA, RB;         /* TILE_ROWS, TILE_TOKS */
+    dsl_expr lid, n_tok;
+    dsl_expr tx, ty;         /* the invocation in the 16 x 16 grid */
+    dsl_expr tm, wstr, astr; /* the tile's rows; shared row strides of codes / activations */
+    dsl_expr row0, tok0;     /* the workgroup's first row and token */
+    dsl_expr tokv;           /* the invocation's first token in the tile (RB ty) */
+    dsl_expr acc[2][RMAX][BMAX], accf[2][RMAX][BMAX]; /* its sums (NULL: a pair no tile has) */
+} bl_tile_st;
+
+/* Per 128-element step kb: the tile's code words (wsh: [matrix][word][row], TQ formats
+ * decoded to I2_S words, and their block scales) and activation words (ash: [word][token]). */
+static void tile_stage(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr Mc, dsl_expr kb,
+                       const bl_tile_st *t)
+{
+    /* TM rows x 8 words: RA / 2 rounds of 256; a warp reads 4 rows x 32 bytes */
+    for (int j = 0; j < (c->glu ? 2 : 1); j++) {
+        dsl_expr h = dsl_for(k, "h", U(0), dsl_shr(k, t->RA, U(1)), NULL);
+        dsl_expr e = dsl_let(k, "e", dsl_add(k, t->lid, dsl_mul(k, h, U(WG))));
+        dsl_expr r = dsl_let(k, "r", dsl_shr(k, e, U(3))), wi = dsl_let(k, "wi", dsl_band(k, e, U(7)));
+        dsl_expr gr = dsl_let(k, "gr", dsl_min(k, dsl_add(k, t->row0, r), dsl_sub(k, Mc, U(1))));
+        dsl_expr dst = dsl_let(k, "dst", dsl_add(k, dsl_mul(k, dsl_add(k, wi, U((uint32_t)j * 8)), t->wstr), r));
+        if (c->fmt)
+            dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+        dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
+        dsl_store(k, c->wsh, dst, dsl_load(k, W[j], src));
+        if (c->fmt) {
+            dsl_end(k);
+            for (int f = GEN_WFMT_TQ2; f <= GEN_WFMT_TQ1T; f++)
+                bl_stage_tq(k, c, f, W[j], gr, kb, wi, dst);
         }
+        dsl_end(k); /* h */
+    }
     for (int f = GEN_WFMT_TQ2; c->fmt && f <= GEN_WFMT_TQ1; f++) { /* the tile rows' block scales */
-        dsl_if(k, dsl_and(k, dsl_eq(k, c->fmt, U((uint32_t)f)), dsl_lt(k, lid, U(TM))));
-        dsl_expr gr = dsl_min(k, dsl_add(k, row0, lid), dsl_sub(k, Mc, U(1)));
+        dsl_if(k, dsl_and(k, dsl_eq(k, c->fmt, U((uint32_t)f)), dsl_lt(k, t->lid, t->tm)));
+        dsl_expr gr = dsl_min(k, dsl_add(k, t->row0, t->lid), dsl_sub(k, Mc, U(1)));
         dsl_expr boff = dsl_let(k, "boff", tq_block(k, c, f, gr, dsl_shr(k, kb, U(1))));
-        for (int j = 0; j < nw; j++)
-            dsl_store(k, c->dsh, dsl_add(k, lid, U(j * TM)), gen_tq_scale(k, f, W[j], boff));
+        for (int j = 0; j < (c->glu ? 2 : 1); j++)
+            dsl_store(k, c->dsh, j ? dsl_add(k, t->lid, t->tm) : t->lid, gen_tq_scale(k, f, W[j], boff));
         dsl_end(k);
     }
-    for (int h = 0; h < TN * 32 / WG; h++) { /* a warp reads one token's 128 bytes */
-        dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, U(WG * h)));
-        dsl_expr t = dsl_let(k, "t", dsl_shr(k, e, U(5))), jw = dsl_let(k, "jw", dsl_band(k, e, U(31)));
-        dsl_expr gt = dsl_min(k, dsl_add(k, tok0, t), dsl_sub(k, n_tok, U(1)));
-        dsl_expr src = dsl_add(k, dsl_mul(k, gt, c->K4), dsl_add(k, dsl_mul(k, kb, U(32)), jw));
-        dsl_store(k, ash, dsl_add(k, dsl_mul(k, jw, U(ASTR)), t), dsl_load(k, c->q, src));
-    }
-    dsl_barrier(k);
-    /* TQ1_0 / TQ2_0: signed trits, block-scaled sums; I2_S and TQ1_T (staged as I2_S words): codes 0..2 */
-    dsl_expr tq = c->fmt ? dsl_let(k, "tq", bl_block_scaled(k, c)) : NULL;
-    dsl_if(k, dsl_lt(k, dsl_add(k, tok0, dsl_mul(k, ty, U(RT))), n_tok)); /* any of its tokens */
+    /* TN tokens x 32 words: 2 RB rounds of 256; a warp reads one token's 128 bytes */
+    dsl_expr h = dsl_for(k, "h", U(0), dsl_mul(k, t->RB, U(2)), NULL);
+    dsl_expr e = dsl_let(k, "e", dsl_add(k, t->lid, dsl_mul(k, h, U(WG))));
+    dsl_expr tk = dsl_let(k, "t", dsl_shr(k, e, U(5))), jw = dsl_let(k, "jw", dsl_band(k, e, U(31)));
+    dsl_expr gt = dsl_min(k, dsl_add(k, t->tok0, tk), dsl_sub(k, t->n_tok, U(1)));
+    dsl_expr src = dsl_add(k, dsl_mul(k, gt, c->K4), dsl_add(k, dsl_mul(k, kb, U(32)), jw));
+    dsl_store(k, c->ash, dsl_add(k, dsl_mul(k, jw, t->astr), tk), dsl_load(k, c->q, src));
+    dsl_end(k); /* h */
+}
+
+/* The products of one staged step: per word wl the rows' code words, per group gq the
+ * tokens' activation words, each pair's 4x8-bit dot into its sum. tq: TQ1_0 / TQ2_0 (signed
+ * trits; NULL without WFMT). */
+static void tile_products(dsl_kernel *k, const bl_ctx *c, dsl_expr tq, bl_tile_st *t)
+{
+    const int nw = c->glu ? 2 : 1;
     dsl_expr wl = dsl_for(k, "wl", U(0), U(8), NULL);
-    dsl_expr wv[2][RT];
+    dsl_expr wv[2][RMAX];
     for (int j = 0; j < nw; j++)
-        for (int a = 0; a < RT; a++)
-            wv[j][a] = dsl_let(k, "wv", dsl_load(k, wsh, dsl_add(k, dsl_mul(k, wl, U(WSTR)),
-                                                               dsl_add(k, tx, U(j * 8 * WSTR + 16 * a)))));
+        for (int a = 0; a < RMAX; a++)
+            wv[j][a] = dsl_var(k, "wv", DSL_U32, U(0));
+    for (int a = 0; a < RMAX; a++) { /* the rows' code words of step wl */
+        tile_open(k, t->RA, a);
+        for (int j = 0; j < nw; j++) {
+            dsl_expr at = dsl_add(k, dsl_mul(k, dsl_add(k, wl, U((uint32_t)j * 8)), t->wstr),
+                                  dsl_add(k, t->tx, U((uint32_t)(16 * a))));
+            dsl_assign(k, wv[j][a], dsl_load(k, c->wsh, at));
+        }
+        tile_close(k, a, RMAX);
+    }
     for (int gq = 0; gq < 4; gq++) {
-        dsl_expr av[RT];
-        dsl_expr abase = dsl_let(k, "ab", dsl_add(k, dsl_mul(k, dsl_add(k, wl, U(8 * gq)), U(ASTR)),
-                                                  dsl_mul(k, ty, U(RT))));
-        for (int b = 0; b < RT; b++)
-            av[b] = dsl_let(k, "av", dsl_load(k, ash, dsl_add(k, abase, U(b))));
-        for (int j = 0; j < nw; j++)
-            for (int a = 0; a < RT; a++) {
+        dsl_expr av[BMAX];
+        dsl_expr ab = dsl_let(k, "ab", dsl_add(k, dsl_mul(k, dsl_add(k, wl, U((uint32_t)(8 * gq))), t->astr), t->tokv));
+        for (int b = 0; b < BMAX; b++)
+            av[b] = dsl_var(k, "av", DSL_U32, U(0));
+        for (int b = 0; b < BMAX; b++) { /* the tokens' activation words */
+            tile_open(k, t->RB, b);
+            dsl_assign(k, av[b], dsl_load(k, c->ash, dsl_add(k, ab, U((uint32_t)b))));
+            tile_close(k, b, BMAX);
+        }
+        for (int a = 0; a < RMAX; a++) {
+            tile_open(k, t->RA, a);
+            for (int j = 0; j < nw; j++) {
                 /* I2_S: codes 0..2 (sum(q) subtracted at the end); TQ: signed trits */
                 dsl_expr code = bl_codes(k, c, wv[j][a], gq);
                 if (tq) /* codes 0..2 are the same bytes signed or unsigned: one signed dot */
                     code = dsl_select(k, tq, gen_tq_signed(k, code), code);
                 code = dsl_let(k, "c", code);
-                for (int b = 0; b < RT; b++)
-                    dsl_add_to(k, acc[j][a][b], tq ? dsl_dot4x8_ss(k, av[b], code) : dsl_dot4x8_su(k, av[b], code));
+                for (int b = 0; b < BMAX && t->acc[j][a][b]; b++) {
+                    tile_open(k, t->RB, b);
+                    dsl_add_to(k, t->acc[j][a][b], tq ? dsl_dot4x8_ss(k, av[b], code) : dsl_dot4x8_su(k, av[b], code));
+                    tile_close(k, b, tile_pair(a, b + 1) ? BMAX : b + 1);
+                }
             }
+            tile_close(k, a, RMAX);
+        }
     }
     dsl_end(k); /* wl */
-    dsl_end(k); /* any token */
-    /* TQ1_0 / TQ2_0: the 128 elements' integer sums times their block's scale, in kb order */
-    if (tq)
-        dsl_if(k, tq);
-    for (int j = 0; tq && j < nw; j++)
-        for (int a = 0; a < RT; a++) {
-            dsl_expr d = dsl_let(k, "d", dsl_load(k, c->dsh, dsl_add(k, tx, U(j * TM + 16 * a))));
-            for (int b = 0; b < RT; b++) {
-                dsl_add_to(k, accf[j][a][b], dsl_mul(k, dsl_cast(k, acc[j][a][b], DSL_F32), d));
-                dsl_assign(k, acc[j][a][b], I(0));
+}
+
+/* TQ1_0 / TQ2_0: the step's integer sums times their block's scale, into the float sums. */
+static void tile_block_scale(dsl_kernel *k, const bl_ctx *c, dsl_expr tq, bl_tile_st *t)
+{
+    dsl_if(k, tq);
+    for (int j = 0; j < (c->glu ? 2 : 1); j++)
+        for (int a = 0; a < RMAX; a++) {
+            tile_open(k, t->RA, a);
+            dsl_expr d = dsl_let(k, "d", dsl_load(k, c->dsh, dsl_add(k, dsl_add(k, t->tx, U((uint32_t)(16 * a))),
+                                                                     j ? t->tm : U(0))));
+            for (int b = 0; b < BMAX && t->acc[j][a][b]; b++) {
+                tile_open(k, t->RB, b);
+                dsl_add_to(k, t->accf[j][a][b], dsl_mul(k, dsl_cast(k, t->acc[j][a][b], DSL_F32), d));
+                dsl_assign(k, t->acc[j][a][b], I(0));
+                tile_close(k, b, tile_pair(a, b + 1) ? BMAX : b + 1);
             }
+            tile_close(k, a, RMAX);
         }
-    if (tq)
+    dsl_end(k);
+}
+
+/* The tile's outputs: the rows below M of the tokens below n_tokens (bl_store). */
+static void tile_store(dsl_kernel *k, const bl_ctx *c, const dsl_expr *ws, dsl_expr y, dsl_expr Mc,
+                       const bl_tile_st *t)
+{
+    const int nw = c->glu ? 2 : 1;
+    for (int b = 0; b < BMAX; b++) {
+        tile_open(k, t->RB, b);
+        dsl_expr tok = dsl_let(k, "tok", dsl_add(k, t->tok0, dsl_add(k, t->tokv, U((uint32_t)b))));
+        dsl_if(k, dsl_lt(k, tok, t->n_tok));
+        dsl_expr qs1 = dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, tok, U(2)), U(1)));
+        dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, qs1, DSL_I32));
+        dsl_expr sc = dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, tok, U(2))));
+        for (int a = 0; a < RMAX && t->acc[0][a][b]; a++) {
+            tile_open(k, t->RA, a);
+            dsl_expr r = dsl_let(k, "row", dsl_add(k, t->row0, dsl_add(k, t->tx, U((uint32_t)(16 * a)))));
+            dsl_if(k, dsl_lt(k, r, Mc));
+            dsl_expr tot[2] = {t->acc[0][a][b], nw > 1 ? t->acc[1][a][b] : NULL};
+            dsl_expr totf[2] = {t->accf[0][a][b], nw > 1 ? t->accf[1][a][b] : NULL};
+            bl_store(k, c, tot, totf, sc, qsum, ws, y, dsl_add(k, dsl_mul(k, tok, Mc), r));
+            dsl_end(k);
+            tile_close(k, a, tile_pair(a + 1, b) ? RMAX : a + 1);
+        }
         dsl_end(k);
+        tile_close(k, b, BMAX);
+    }
+}
+
+/* Prefill: the tile of rows TM*wg .. +TM-1 and tokens TN*wgid.y .. +TN-1 of the M-row
+ * matrix W[0] (and W[1]) into y, TM = 16 RA, TN = 16 RB. Per 128-element block of K, the
+ * workgroup stages the tile's 8 code words per row (wsh, [matrix][word][row], row stride
+ * TM + 4) and 32 activation words per token (ash, [word][token], stride TN + 1: the padding
+ * keeps a warp's stores in distinct banks); invocation (tx, ty) = (lid % 16, lid / 16) then
+ * owns rows tx + 16a (a < RA) and tokens RB ty + b (b < RB): RA x RB int32 sums per matrix,
+ * each staged code word used RB times and each activation word RA times from shared memory.
+ * Rows past M and tokens past n_tokens read the last row / token (in bounds) and store
+ * nothing; an invocation whose tokens are all past n_tokens skips the products (a 32-lane
+ * subgroup holds 2 RB consecutive tokens, so a short prompt's tile idles whole subgroups).
+ * Integer sums: the same values as the decode loop, in any order and at every tile. */
+static void bl_tile(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
+{
+    bl_tile_st t = {.RA = c->tile_rows, .RB = c->tile_toks};
+    dsl_expr ws[2];
+    bl_scales(k, c, W, M, ws);
+    t.lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    t.n_tok = dsl_dyn(k, DSL_DYN_N_TOKENS);
+    t.tx = dsl_let(k, "tx", dsl_band(k, t.lid, U(15)));
+    t.ty = dsl_let(k, "ty", dsl_shr(k, t.lid, U(4)));
+    t.tm = dsl_let(k, "tm", dsl_mul(k, U(16), t.RA)); /* the tile's rows and tokens */
+    dsl_expr tn = dsl_let(k, "tn", dsl_mul(k, U(16), t.RB));
+    t.wstr = dsl_let(k, "wstr", dsl_add(k, t.tm, U(4)));
+    t.astr = dsl_let(k, "astr", dsl_add(k, tn, U(1)));
+    t.row0 = dsl_let(k, "row0", dsl_mul(k, wg, t.tm));
+    t.tok0 = dsl_let(k, "tok0", dsl_mul(k, dsl_wgid(k, 1), tn));
+    t.tokv = dsl_let(k, "tokv", dsl_mul(k, t.ty, t.RB));
+    for (int j = 0; j < (c->glu ? 2 : 1); j++)
+        for (int a = 0; a < RMAX; a++)
+            for (int b = 0; b < BMAX && tile_pair(a, b); b++) {
+                char vn[16];
+                snprintf(vn, sizeof(vn), "acc%s%d%d", j ? "u" : "", a, b);
+                t.acc[j][a][b] = dsl_var(k, vn, DSL_I32, I(0));
+                snprintf(vn, sizeof(vn), "accf%s%d%d", j ? "u" : "", a, b);
+                t.accf[j][a][b] = c->fmt ? dsl_var(k, vn, DSL_F32, F(0)) : NULL;
+            }
+    dsl_expr kb = dsl_for(k, "kb", U(0), U((uint32_t)c->K / 128), NULL);
+    tile_stage(k, c, W, Mc, kb, &t);
+    dsl_barrier(k);
+    /* TQ1_0 / TQ2_0: signed trits, block-scaled sums; I2_S and TQ1_T (staged as I2_S words): codes 0..2 */
+    dsl_expr tq = c->fmt ? dsl_let(k, "tq", bl_block_scaled(k, c)) : NULL;
+    dsl_if(k, dsl_lt(k, dsl_add(k, t.tok0, t.tokv), t.n_tok)); /* any of its tokens */
+    tile_products(k, c, tq, &t);
+    dsl_end(k);
+    if (tq) /* in kb order */
+        tile_block_scale(k, c, tq, &t);
     dsl_barrier(k);
     dsl_end(k); /* kb */
-
-    for (int b = 0; b < RT; b++) {
-        dsl_expr t = dsl_let(k, "tok", dsl_add(k, tok0, dsl_add(k, dsl_mul(k, ty, U(RT)), U(b))));
-        dsl_if(k, dsl_lt(k, t, n_tok));
-        dsl_expr qs1 = dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, t, U(2)), U(1)));
-        dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, qs1, DSL_I32));
-        dsl_expr sc = dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, t, U(2))));
-        for (int a = 0; a < RT; a++) {
-            dsl_expr r = dsl_let(k, "row", dsl_add(k, row0, dsl_add(k, tx, U(16 * a))));
-            dsl_if(k, dsl_lt(k, r, Mc));
-            dsl_expr tot[2] = {acc[0][a][b], nw > 1 ? acc[1][a][b] : NULL};
-            dsl_expr totf[2] = {accf[0][a][b], nw > 1 ? accf[1][a][b] : NULL};
-            bl_store(k, c, tot, totf, sc, qsum, ws, y, dsl_add(k, dsl_mul(k, t, Mc), r));
-            dsl_end(k);
-        }
-        dsl_end(k);
-    }
+    tile_store(k, c, ws, y, Mc, &t);
 }
 
 /* The default WFMT of a kernel: the format its weights have in the YAML (the kernel-side
@@ -472,15 +578,22 @@ static uint32_t bl_parts(dsl_kernel *k, const bl_ctx *c, const dsl_expr *W, cons
     uint32_t groups = 0;
     dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
     out->bytes = (uint64_t)c->K + 8;
+    dsl_expr tm = c->decode ? NULL : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows)), end = NULL;
     for (int p = 0; p < np; p++) {
         char cn[8];
         snprintf(cn, sizeof(cn), "M%d", p);
         dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
         uint32_t first = groups;
         groups += (uint32_t)groups_of(c, Ms[p]);
+        /* prefill: the parts' workgroups follow the tile (16 TILE_ROWS rows each) */
+        dsl_expr start = end;
+        if (!c->decode)
+            end = dsl_let(k, "part_end", dsl_add(k, start ? start : U(0),
+                                                 dsl_div(k, dsl_add(k, Mc, dsl_sub(k, tm, U(1))), tm)));
         if (p + 1 < np)
-            dsl_if(k, dsl_lt(k, wg, U(groups)));
-        bl_matrix(k, c, &W[p], &W4[p], y[p], Ms[p], Mc, first ? dsl_sub(k, wg, U(first)) : wg);
+            dsl_if(k, dsl_lt(k, wg, c->decode ? U(groups) : end));
+        bl_matrix(k, c, &W[p], &W4[p], y[p], Ms[p], Mc,
+                  c->decode ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
         if (p + 1 < np)
             dsl_else(k);
         out->bytes += (uint64_t)Ms[p] * c->K / 4 + (uint64_t)Ms[p] * 4;
@@ -510,11 +623,14 @@ static dsl_expr bl_shared_mem(dsl_kernel *k, bl_ctx *c, bool reduce)
     c->K4 = dsl_const_u32(k, "K4", K / 4);
     c->KW = dsl_const_u32(k, "KW", K / 16);
     dsl_expr red = reduce ? dsl_shared(k, "red", DSL_F32, WG) : NULL;
-    if (!c->decode) {
-        c->wsh = dsl_shared(k, "wsh", DSL_U32, (c->glu ? 2 : 1) * 8 * WSTR);
-        c->ash = dsl_shared(k, "ash", DSL_U32, 32 * ASTR);
+    if (!c->decode) { /* sized by the tile: matrices x 8 words x (16 RA + 4), 32 words x (16 RB + 1) */
+        const uint32_t nw = c->glu ? 2 : 1;
+        c->tile_rows = dsl_spec_const(k, "TILE_ROWS", DSL_U32, RT_SPEC_TILE_ROWS, rt_tile_at(0).rows);
+        c->tile_toks = dsl_spec_const(k, "TILE_TOKS", DSL_U32, RT_SPEC_TILE_TOKS, rt_tile_at(0).toks);
+        c->wsh = dsl_shared_spec(k, "wsh", DSL_U32, nw * 8 * 4, nw * 8 * 16, c->tile_rows);
+        c->ash = dsl_shared_spec(k, "ash", DSL_U32, 32, 32 * 16, c->tile_toks);
         if (c->fmt)
-            c->dsh = dsl_shared(k, "dsh", DSL_F32, (uint32_t)(c->glu ? 2 : 1) * TM);
+            c->dsh = dsl_shared_spec(k, "dsh", DSL_F32, 0, nw * 16, c->tile_rows);
     }
     if (c->shq) { /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */
         c->qsh = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
@@ -658,7 +774,12 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
 
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);
-    if (!decode)
+    if (!decode) { /* the tile sets both counts (rt_groups_count); these are tile 0's */
         gen_out_groups(out, 1, 1, 0, TN);
+        out->groups[0].tile = RT_TILE_ROWS;
+        for (int p = 0; p < np; p++)
+            out->groups[0].tile_rows[p] = (uint32_t)Ms[p];
+        out->groups[1].tile = RT_TILE_TOKS;
+    }
     return 0;
 }

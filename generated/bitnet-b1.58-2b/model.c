@@ -7,35 +7,40 @@
  * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/bitnet-b1.58-2b/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */
+/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,
+ * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[27] = {
-    {"embed_f16_n2560_nextnorm", spv_embed_f16_n2560_nextnorm, sizeof(spv_embed_f16_n2560_nextnorm), NULL, 0, 2052, 256, 0},
-    {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), 2560, 256, 0},
-    {"attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 6168, 128, 0},
-    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), 4612, 256, 0},
-    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), 4612, 256, 0},
-    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), 8964, 256, 0},
-    {"lm_head_norm_f16_n2560_decode_argmax", spv_lm_head_norm_f16_n2560_decode_argmax, sizeof(spv_lm_head_norm_f16_n2560_decode_argmax), NULL, 0, 13316, 256, 0},
-    {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, 13316, 256, 0},
-    {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, 0, 256, 0},
-    {"norm_quant_n2560", spv_norm_quant_n2560, sizeof(spv_norm_quant_n2560), NULL, 0, 2048, 256, 0},
-    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), 10752, 256, 0},
-    {"rope_kv_n640_f16", spv_rope_kv_n640_f16, sizeof(spv_rope_kv_n640_f16), NULL, 0, 0, 256, 0},
-    {"attention_rope_h20_kv5_d128_f16_g4_t4", spv_attention_rope_h20_kv5_d128_f16_g4_t4, sizeof(spv_attention_rope_h20_kv5_d128_f16_g4_t4), NULL, 0, 12352, 128, 0},
-    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), 10752, 256, 0},
-    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), 13184, 256, 0},
-    {"norm_quant_n6912", spv_norm_quant_n6912, sizeof(spv_norm_quant_n6912), NULL, 0, 2048, 256, 0},
-    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), 10752, 256, 0},
-    {"rmsnorm_n2560", spv_rmsnorm_n2560, sizeof(spv_rmsnorm_n2560), NULL, 0, 1024, 256, 0},
-    {"lm_head_f16_n2560_batch", spv_lm_head_f16_n2560_batch, sizeof(spv_lm_head_f16_n2560_batch), NULL, 0, 0, 256, 0},
-    {"lm_head_q8_n2560_batch", spv_lm_head_q8_n2560_batch, sizeof(spv_lm_head_q8_n2560_batch), NULL, 0, 0, 256, 0},
-    {"sparse_gate_m6912_k2560", spv_sparse_gate_m6912_k2560, sizeof(spv_sparse_gate_m6912_k2560), spv_dot_sparse_gate_m6912_k2560, sizeof(spv_dot_sparse_gate_m6912_k2560), 1028, 256, 0},
-    {"sparse_up_relu2_nextnorm_m6912_k2560", spv_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_sparse_up_relu2_nextnorm_m6912_k2560), spv_dot_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_dot_sparse_up_relu2_nextnorm_m6912_k2560), 2052, 256, 0},
-    {"sparse_down_res_nextlayernorm_m2560_k6912", spv_sparse_down_res_nextlayernorm_m2560_k6912, sizeof(spv_sparse_down_res_nextlayernorm_m2560_k6912), NULL, 0, 2564, 256, 0},
-    {"chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912", spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), 18200, 256, 1},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0},
+    {"embed_f16_n2560_nextnorm", spv_embed_f16_n2560_nextnorm, sizeof(spv_embed_f16_n2560_nextnorm), NULL, 0, 2052, 256, 0, {0}},
+    {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), 2560, 256, 0, {0}},
+    {"attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 6168, 128, 0, {0}},
+    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), 4612, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), 4612, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), 8964, 256, 0, {0}},
+    {"lm_head_norm_f16_n2560_decode_argmax", spv_lm_head_norm_f16_n2560_decode_argmax, sizeof(spv_lm_head_norm_f16_n2560_decode_argmax), NULL, 0, 13316, 256, 0, {0}},
+    {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, 13316, 256, 0, {0}},
+    {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, 0, 256, 0, {0}},
+    {"norm_quant_n2560", spv_norm_quant_n2560, sizeof(spv_norm_quant_n2560), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rope_kv_n640_f16", spv_rope_kv_n640_f16, sizeof(spv_rope_kv_n640_f16), NULL, 0, 0, 256, 0, {0}},
+    {"attention_rope_h20_kv5_d128_f16_g4_t4", spv_attention_rope_h20_kv5_d128_f16_g4_t4, sizeof(spv_attention_rope_h20_kv5_d128_f16_g4_t4), NULL, 0, 12352, 128, 0, {0}},
+    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), 13184, 256, 0,
+     {13184, 6784, 10880, 9088, 13696, 19072, 17792, 21376}},
+    {"norm_quant_n6912", spv_norm_quant_n6912, sizeof(spv_norm_quant_n6912), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rmsnorm_n2560", spv_rmsnorm_n2560, sizeof(spv_rmsnorm_n2560), NULL, 0, 1024, 256, 0, {0}},
+    {"lm_head_f16_n2560_batch", spv_lm_head_f16_n2560_batch, sizeof(spv_lm_head_f16_n2560_batch), NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q8_n2560_batch", spv_lm_head_q8_n2560_batch, sizeof(spv_lm_head_q8_n2560_batch), NULL, 0, 0, 256, 0, {0}},
+    {"sparse_gate_m6912_k2560", spv_sparse_gate_m6912_k2560, sizeof(spv_sparse_gate_m6912_k2560), spv_dot_sparse_gate_m6912_k2560, sizeof(spv_dot_sparse_gate_m6912_k2560), 1028, 256, 0, {0}},
+    {"sparse_up_relu2_nextnorm_m6912_k2560", spv_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_sparse_up_relu2_nextnorm_m6912_k2560), spv_dot_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_dot_sparse_up_relu2_nextnorm_m6912_k2560), 2052, 256, 0, {0}},
+    {"sparse_down_res_nextlayernorm_m2560_k6912", spv_sparse_down_res_nextlayernorm_m2560_k6912, sizeof(spv_sparse_down_res_nextlayernorm_m2560_k6912), NULL, 0, 2564, 256, 0, {0}},
+    {"chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912", spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), 18200, 256, 1, {0}},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0, {0}},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0, {0}},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0, {0}},
 };
 
 static const char *const archs[] = {"bitnet-b1.58", "bitnet-25"};
@@ -161,7 +166,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
     {.kernel = 10, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 60, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 60, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 640, 640}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv                      rope_kv_n640_f16         (k, v, kcache[L], vcache[L])  [barrier: k v] */
     {.kernel = 11, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
@@ -181,7 +186,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add attn_output    bitlinear_res_m2560_k2560_batch (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: attn_sub_norm.q8 attn_sub_norm.q8_scale] */
     {.kernel = 13, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 40, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0xcull,
+     .groups = {{0, 40, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0xcull,
      .bytes = 1661448ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
     /* norm_quant ffn_norm          norm_quant_n2560         (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
     {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -191,7 +196,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_relu2_m6912_k2560_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
     {.kernel = 14, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{0, 108, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 108, 1, .tile = RT_TILE_ROWS, .tile_rows = {6912, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 8877576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
     /* norm_quant ffn_sub_norm      norm_quant_n6912         (f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale f] */
     {.kernel = 15, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -201,7 +206,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add ffn_down       bitlinear_res_m2560_k6912_batch (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale] */
     {.kernel = 16, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 40, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 40, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 4451080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm          rmsnorm_n2560            (x, output_norm.weight, xn)  [barrier: x xn] */
@@ -296,30 +301,30 @@ static const char manifest[] =
     "source models/bitnet-b1.58-2b.yaml fnv64:7492217177f75242\n"
     "fusion on\n"
     "kernels 27\n"
-    "kernel embed_f16_n2560_nextnorm glsl-fnv64:431aa7f089c8c40f\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:2759e5208e0d9fd0 +native-dot\n"
-    "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:bb51fd1438b1f0d8\n"
-    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:26f1448118b94dcc +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:ae37c0fb400ee951 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:469918b8a53ee2b6 +native-dot\n"
-    "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:8870eb1f22994ae3\n"
-    "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:d8e378d8f7ef4a88\n"
+    "kernel embed_f16_n2560_nextnorm glsl-fnv64:8c3b7502af1a6cfb\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:1917cd4968814fe2 +native-dot\n"
+    "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:7399bb2e57052202\n"
+    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:024da99e15559b44 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:339c08524c160395 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:3cff677d0d617a54 +native-dot\n"
+    "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:18e44ff9b62376df\n"
+    "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:d6fa34bd7f85aa50\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"
-    "kernel norm_quant_n2560 glsl-fnv64:8118643f1bc0b85b\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:2a94ec3ae37341ff +native-dot\n"
+    "kernel norm_quant_n2560 glsl-fnv64:e775aa63463ac14b\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:2240455703f9ba10 +native-dot\n"
     "kernel rope_kv_n640_f16 glsl-fnv64:091dabc520392626\n"
-    "kernel attention_rope_h20_kv5_d128_f16_g4_t4 glsl-fnv64:c3916d737d52672e\n"
-    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:799f7bb064198d22 +native-dot\n"
-    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:643bc720b8dae489 +native-dot\n"
-    "kernel norm_quant_n6912 glsl-fnv64:ee522d8c3c0f7cfe\n"
-    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:0c9cb02ba12ef7da +native-dot\n"
-    "kernel rmsnorm_n2560 glsl-fnv64:908c3791bd8144d4\n"
+    "kernel attention_rope_h20_kv5_d128_f16_g4_t4 glsl-fnv64:56e079279fd99e8a\n"
+    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:dc2fc3776342ebfd +native-dot\n"
+    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:4aeadbd9cad12fca +native-dot\n"
+    "kernel norm_quant_n6912 glsl-fnv64:9e74994b09928046\n"
+    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:ff8323ab9080985a +native-dot\n"
+    "kernel rmsnorm_n2560 glsl-fnv64:87b4c5ef2b3afad4\n"
     "kernel lm_head_f16_n2560_batch glsl-fnv64:93a25f9c7e72e11d\n"
     "kernel lm_head_q8_n2560_batch glsl-fnv64:270d57b8db5fca2a\n"
-    "kernel sparse_gate_m6912_k2560 glsl-fnv64:e139dc6ebef06464 +native-dot\n"
-    "kernel sparse_up_relu2_nextnorm_m6912_k2560 glsl-fnv64:5c15d0677ebaa5b2 +native-dot\n"
-    "kernel sparse_down_res_nextlayernorm_m2560_k6912 glsl-fnv64:b309c2e9ccfff7c7\n"
-    "kernel chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 glsl-fnv64:56784d0cf27e6d63 +native-dot\n"
+    "kernel sparse_gate_m6912_k2560 glsl-fnv64:a17ea7566ea1d38a +native-dot\n"
+    "kernel sparse_up_relu2_nextnorm_m6912_k2560 glsl-fnv64:b5d17f621be28202 +native-dot\n"
+    "kernel sparse_down_res_nextlayernorm_m2560_k6912 glsl-fnv64:4de14720eef18b27\n"
+    "kernel chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 glsl-fnv64:7033e0e3051033f9 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

@@ -7,37 +7,42 @@
  * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/bitnet-kjv/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */
+/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,
+ * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[29] = {
-    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256, 0},
-    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256, 0},
-    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm), NULL, 0, 3344, 64, 0},
-    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2308, 256, 0},
-    {"bitlinear_glu_relu2_nextnorm_m768_k256_decode", spv_bitlinear_glu_relu2_nextnorm_m768_k256_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m768_k256_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m768_k256_decode), 2308, 256, 0},
-    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2820, 256, 0},
-    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256, 0},
-    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256, 0},
-    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256, 0},
-    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256, 0},
-    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256, 0},
-    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0},
-    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64, 0},
-    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256, 0},
-    {"bitlinear_glu_relu2_m768_k256_batch", spv_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_bitlinear_glu_relu2_m768_k256_batch), spv_dot_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_relu2_m768_k256_batch), 13184, 256, 0},
-    {"norm_quant_n768", spv_norm_quant_n768, sizeof(spv_norm_quant_n768), NULL, 0, 2048, 256, 0},
-    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256, 0},
-    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256, 0},
-    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256, 0},
-    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256, 0},
-    {"sparse_gate_m768_k256", spv_sparse_gate_m768_k256, sizeof(spv_sparse_gate_m768_k256), spv_dot_sparse_gate_m768_k256, sizeof(spv_dot_sparse_gate_m768_k256), 1028, 256, 0},
-    {"sparse_up_relu2_nextnorm_m768_k256", spv_sparse_up_relu2_nextnorm_m768_k256, sizeof(spv_sparse_up_relu2_nextnorm_m768_k256), spv_dot_sparse_up_relu2_nextnorm_m768_k256, sizeof(spv_dot_sparse_up_relu2_nextnorm_m768_k256), 2052, 256, 0},
-    {"sparse_down_res_nextlayernorm_m256_k768", spv_sparse_down_res_nextlayernorm_m256_k768, sizeof(spv_sparse_down_res_nextlayernorm_m256_k768), NULL, 0, 2564, 256, 0},
-    {"sparse_pred_h_k256", spv_sparse_pred_h_k256, sizeof(spv_sparse_pred_h_k256), NULL, 0, 1024, 256, 0},
-    {"sparse_gate_pred_m768_k256", spv_sparse_gate_pred_m768_k256, sizeof(spv_sparse_gate_pred_m768_k256), spv_dot_sparse_gate_pred_m768_k256, sizeof(spv_dot_sparse_gate_pred_m768_k256), 1028, 256, 0},
-    {"chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768", spv_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768), spv_dot_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_dot_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768), 7448, 256, 1},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0},
+    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256, 0, {0}},
+    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256, 0, {0}},
+    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm), NULL, 0, 3344, 64, 0, {0}},
+    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2308, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m768_k256_decode", spv_bitlinear_glu_relu2_nextnorm_m768_k256_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m768_k256_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m768_k256_decode), 2308, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2820, 256, 0, {0}},
+    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256, 0, {0}},
+    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256, 0, {0}},
+    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256, 0, {0}},
+    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0, {0}},
+    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64, 0, {0}},
+    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"bitlinear_glu_relu2_m768_k256_batch", spv_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_bitlinear_glu_relu2_m768_k256_batch), spv_dot_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_relu2_m768_k256_batch), 13184, 256, 0,
+     {13184, 6784, 10880, 9088, 13696, 19072, 17792, 21376}},
+    {"norm_quant_n768", spv_norm_quant_n768, sizeof(spv_norm_quant_n768), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256, 0, {0}},
+    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256, 0, {0}},
+    {"sparse_gate_m768_k256", spv_sparse_gate_m768_k256, sizeof(spv_sparse_gate_m768_k256), spv_dot_sparse_gate_m768_k256, sizeof(spv_dot_sparse_gate_m768_k256), 1028, 256, 0, {0}},
+    {"sparse_up_relu2_nextnorm_m768_k256", spv_sparse_up_relu2_nextnorm_m768_k256, sizeof(spv_sparse_up_relu2_nextnorm_m768_k256), spv_dot_sparse_up_relu2_nextnorm_m768_k256, sizeof(spv_dot_sparse_up_relu2_nextnorm_m768_k256), 2052, 256, 0, {0}},
+    {"sparse_down_res_nextlayernorm_m256_k768", spv_sparse_down_res_nextlayernorm_m256_k768, sizeof(spv_sparse_down_res_nextlayernorm_m256_k768), NULL, 0, 2564, 256, 0, {0}},
+    {"sparse_pred_h_k256", spv_sparse_pred_h_k256, sizeof(spv_sparse_pred_h_k256), NULL, 0, 1024, 256, 0, {0}},
+    {"sparse_gate_pred_m768_k256", spv_sparse_gate_pred_m768_k256, sizeof(spv_sparse_gate_pred_m768_k256), spv_dot_sparse_gate_pred_m768_k256, sizeof(spv_dot_sparse_gate_pred_m768_k256), 1028, 256, 0, {0}},
+    {"chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768", spv_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768), spv_dot_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_dot_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768), 7448, 256, 1, {0}},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0, {0}},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0, {0}},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0, {0}},
 };
 
 static const char *const archs[] = {"bitnet-b1.58", "bitnet-25"};
@@ -164,7 +169,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
     {.kernel = 10, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 8, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 8, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 128, 128}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv                      rope_kv_n128_f16         (k, v, kcache[L], vcache[L])  [barrier: k v] */
     {.kernel = 11, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
@@ -184,7 +189,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add attn_output    bitlinear_res_m256_k256_batch (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: attn_sub_norm.q8 attn_sub_norm.q8_scale] */
     {.kernel = 13, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 4, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0xcull,
+     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0xcull,
      .bytes = 18696ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
     /* norm_quant ffn_norm          norm_quant_n256          (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
     {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -194,7 +199,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_relu2_m768_k256_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
     {.kernel = 14, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{0, 12, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 12, 1, .tile = RT_TILE_ROWS, .tile_rows = {768, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 101640ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
     /* norm_quant ffn_sub_norm      norm_quant_n768          (f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale f] */
     {.kernel = 15, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -204,7 +209,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add ffn_down       bitlinear_res_m256_k768_batch (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale] */
     {.kernel = 16, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 4, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 51976ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, xn)  [barrier: x xn] */
@@ -359,32 +364,32 @@ static const char manifest[] =
     "source models/bitnet-kjv.yaml fnv64:94398e58ad3d8a58\n"
     "fusion on\n"
     "kernels 29\n"
-    "kernel embed_f16_n256_nextnorm glsl-fnv64:c094155b1834238e\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:72ffdfbccd471e5c +native-dot\n"
-    "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm glsl-fnv64:026a420d47a374fd\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:59e606f3815b0394 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:7f32b91fa03f9a70 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:7d84501d155d899d +native-dot\n"
-    "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:50e9db92b090acd2\n"
-    "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:56aaf410e3183f3d\n"
+    "kernel embed_f16_n256_nextnorm glsl-fnv64:e90ad307e105dde6\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:d07fc7dc8be130f4 +native-dot\n"
+    "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm glsl-fnv64:59ffe740ec291509\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:1d9918e5f2a17924 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:d4f6b4cf7b68bf60 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:45c7c04a4d5b66c1 +native-dot\n"
+    "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:145694c207e150ee\n"
+    "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:da6b06aee8562ddd\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
-    "kernel norm_quant_n256 glsl-fnv64:f12b702c5d5e1b7a\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:13dfe8a98a85535b +native-dot\n"
+    "kernel norm_quant_n256 glsl-fnv64:380c563d721bffea\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:1aa920f0426878ce +native-dot\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:ad19d632ac0257a6\n"
-    "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:c8337daefee19ee3\n"
-    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:bac9ab4283228012 +native-dot\n"
-    "kernel bitlinear_glu_relu2_m768_k256_batch glsl-fnv64:db8c31bda95b03ef +native-dot\n"
-    "kernel norm_quant_n768 glsl-fnv64:98ac5c8a90b869e8\n"
-    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:20ae68bad9a702c1 +native-dot\n"
-    "kernel rmsnorm_n256 glsl-fnv64:f3c7f38126d1d429\n"
+    "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:a29bca6991022117\n"
+    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:cb85d2b3b8e570a3 +native-dot\n"
+    "kernel bitlinear_glu_relu2_m768_k256_batch glsl-fnv64:7d0a204c342367f6 +native-dot\n"
+    "kernel norm_quant_n768 glsl-fnv64:e72b0ae4a849f738\n"
+    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:7aa2536c7bff8671 +native-dot\n"
+    "kernel rmsnorm_n256 glsl-fnv64:83deacba9747b979\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"
-    "kernel sparse_gate_m768_k256 glsl-fnv64:8de950a73176922f +native-dot\n"
-    "kernel sparse_up_relu2_nextnorm_m768_k256 glsl-fnv64:2e91669434c2c654 +native-dot\n"
-    "kernel sparse_down_res_nextlayernorm_m256_k768 glsl-fnv64:c4a6bea0567a4967\n"
+    "kernel sparse_gate_m768_k256 glsl-fnv64:4184a2e4cb16f483 +native-dot\n"
+    "kernel sparse_up_relu2_nextnorm_m768_k256 glsl-fnv64:7b34d86627bbc454 +native-dot\n"
+    "kernel sparse_down_res_nextlayernorm_m256_k768 glsl-fnv64:549f58da4e90f847\n"
     "kernel sparse_pred_h_k256 glsl-fnv64:b25a88690394a942\n"
-    "kernel sparse_gate_pred_m768_k256 glsl-fnv64:7a47db2291248c49 +native-dot\n"
-    "kernel chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:fbf6d5d4fb1ec412 +native-dot\n"
+    "kernel sparse_gate_pred_m768_k256 glsl-fnv64:c60493fd3d2f5ed9 +native-dot\n"
+    "kernel chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:5fc56fa3f1ccc72a +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

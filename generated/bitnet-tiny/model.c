@@ -7,35 +7,40 @@
  * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/bitnet-tiny/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */
+/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,
+ * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[27] = {
-    {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, 2052, 256, 0},
-    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), 512, 256, 0},
-    {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 4120, 64, 0},
-    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), 2564, 256, 0},
-    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), 2564, 256, 0},
-    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), 3588, 256, 0},
-    {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, 5124, 256, 0},
-    {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, 5124, 256, 0},
-    {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, 0, 256, 0},
-    {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, 2048, 256, 0},
-    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), 10752, 256, 0},
-    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0},
-    {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, 6208, 64, 0},
-    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), 10752, 256, 0},
-    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), 13184, 256, 0},
-    {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, 2048, 256, 0},
-    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), 10752, 256, 0},
-    {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, 1024, 256, 0},
-    {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, 0, 256, 0},
-    {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, 0, 256, 0},
-    {"sparse_gate_m1536_k512", spv_sparse_gate_m1536_k512, sizeof(spv_sparse_gate_m1536_k512), spv_dot_sparse_gate_m1536_k512, sizeof(spv_dot_sparse_gate_m1536_k512), 1028, 256, 0},
-    {"sparse_up_relu2_nextnorm_m1536_k512", spv_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_sparse_up_relu2_nextnorm_m1536_k512), spv_dot_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_dot_sparse_up_relu2_nextnorm_m1536_k512), 2052, 256, 0},
-    {"sparse_down_res_nextlayernorm_m512_k1536", spv_sparse_down_res_nextlayernorm_m512_k1536, sizeof(spv_sparse_down_res_nextlayernorm_m512_k1536), NULL, 0, 2564, 256, 0},
-    {"chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536", spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), 8728, 256, 1},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0},
+    {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, 2052, 256, 0, {0}},
+    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), 512, 256, 0, {0}},
+    {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 4120, 64, 0, {0}},
+    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), 2564, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), 2564, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), 3588, 256, 0, {0}},
+    {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, 5124, 256, 0, {0}},
+    {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, 5124, 256, 0, {0}},
+    {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, 0, 256, 0, {0}},
+    {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0, {0}},
+    {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, 6208, 64, 0, {0}},
+    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), 13184, 256, 0,
+     {13184, 6784, 10880, 9088, 13696, 19072, 17792, 21376}},
+    {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, 1024, 256, 0, {0}},
+    {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, 0, 256, 0, {0}},
+    {"sparse_gate_m1536_k512", spv_sparse_gate_m1536_k512, sizeof(spv_sparse_gate_m1536_k512), spv_dot_sparse_gate_m1536_k512, sizeof(spv_dot_sparse_gate_m1536_k512), 1028, 256, 0, {0}},
+    {"sparse_up_relu2_nextnorm_m1536_k512", spv_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_sparse_up_relu2_nextnorm_m1536_k512), spv_dot_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_dot_sparse_up_relu2_nextnorm_m1536_k512), 2052, 256, 0, {0}},
+    {"sparse_down_res_nextlayernorm_m512_k1536", spv_sparse_down_res_nextlayernorm_m512_k1536, sizeof(spv_sparse_down_res_nextlayernorm_m512_k1536), NULL, 0, 2564, 256, 0, {0}},
+    {"chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536", spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), 8728, 256, 1, {0}},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0, {0}},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0, {0}},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0, {0}},
 };
 
 static const char *const archs[] = {"bitnet-b1.58", "bitnet-25"};
@@ -161,7 +166,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m512_m128_m128_k512_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
     {.kernel = 10, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 12, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 12, 1, .tile = RT_TILE_ROWS, .tile_rows = {512, 128, 128}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 101896ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv                      rope_kv_n128_f16         (k, v, kcache[L], vcache[L])  [barrier: k v] */
     {.kernel = 11, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
@@ -181,7 +186,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add attn_output    bitlinear_res_m512_k512_batch (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: attn_sub_norm.q8 attn_sub_norm.q8_scale] */
     {.kernel = 13, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 8, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0xcull,
+     .groups = {{0, 8, 1, .tile = RT_TILE_ROWS, .tile_rows = {512, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0xcull,
      .bytes = 70152ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
     /* norm_quant ffn_norm          norm_quant_n512          (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
     {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -191,7 +196,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_relu2_m1536_k512_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
     {.kernel = 14, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{0, 24, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 24, 1, .tile = RT_TILE_ROWS, .tile_rows = {1536, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 399880ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
     /* norm_quant ffn_sub_norm      norm_quant_n1536         (f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale f] */
     {.kernel = 15, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -201,7 +206,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add ffn_down       bitlinear_res_m512_k1536_batch (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale] */
     {.kernel = 16, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 8, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 8, 1, .tile = RT_TILE_ROWS, .tile_rows = {512, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 202248ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm          rmsnorm_n512             (x, output_norm.weight, xn)  [barrier: x xn] */
@@ -296,30 +301,30 @@ static const char manifest[] =
     "source models/bitnet-tiny.yaml fnv64:f66613ec78342b6c\n"
     "fusion on\n"
     "kernels 27\n"
-    "kernel embed_f16_n512_nextnorm glsl-fnv64:4c98648788f9f460\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:3642bfcc04fe43ae +native-dot\n"
-    "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:2323a0be89f7db6a\n"
-    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:8df04cb90dba5351 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:0d23749b917d99c9 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:02788b4c89cf803c +native-dot\n"
-    "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:91467d4d4eb3cea7\n"
-    "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:a0e7cec7e99131af\n"
+    "kernel embed_f16_n512_nextnorm glsl-fnv64:e5d426a6ef993ac0\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:76ecf46468f1c8f0 +native-dot\n"
+    "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:cb567076322ab2c6\n"
+    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:a1a30feeed3b4b19 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:cf57c473c3539d87 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:36b4981373ce0452 +native-dot\n"
+    "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:96e8baeb09392ec7\n"
+    "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:533169c4d96b936f\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"
-    "kernel norm_quant_n512 glsl-fnv64:d55faf682d16f914\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:29c763ba8055d994 +native-dot\n"
+    "kernel norm_quant_n512 glsl-fnv64:39b9f20f75f26a4c\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:bc8e06fe916c0e33 +native-dot\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:ad19d632ac0257a6\n"
-    "kernel attention_rope_h8_kv2_d64_f16_g4_t4 glsl-fnv64:43b324552bd27bb0\n"
-    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:b9a60dc634605163 +native-dot\n"
-    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:1d6faf000578abff +native-dot\n"
-    "kernel norm_quant_n1536 glsl-fnv64:51ffa1ea74aa7160\n"
-    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:ebf3cd5b3ff8ea80 +native-dot\n"
-    "kernel rmsnorm_n512 glsl-fnv64:9107727be45784ca\n"
+    "kernel attention_rope_h8_kv2_d64_f16_g4_t4 glsl-fnv64:334418ca70b923bc\n"
+    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:a350050aad2b94e6 +native-dot\n"
+    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:e261a067b873662a +native-dot\n"
+    "kernel norm_quant_n1536 glsl-fnv64:5eac0d3c91e67dd0\n"
+    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:07edc37e28cc0820 +native-dot\n"
+    "kernel rmsnorm_n512 glsl-fnv64:59778f2fe5e0cece\n"
     "kernel lm_head_f16_n512_batch glsl-fnv64:dfbaf513272a5f8e\n"
     "kernel lm_head_q8_n512_batch glsl-fnv64:9dd0fed6913e3e11\n"
-    "kernel sparse_gate_m1536_k512 glsl-fnv64:a4727eab2c92e4eb +native-dot\n"
-    "kernel sparse_up_relu2_nextnorm_m1536_k512 glsl-fnv64:9eb7307a2168fa97 +native-dot\n"
-    "kernel sparse_down_res_nextlayernorm_m512_k1536 glsl-fnv64:f41b31049b87229a\n"
-    "kernel chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 glsl-fnv64:48a2cf8e433b2ff6 +native-dot\n"
+    "kernel sparse_gate_m1536_k512 glsl-fnv64:5466291c19ba1ca5 +native-dot\n"
+    "kernel sparse_up_relu2_nextnorm_m1536_k512 glsl-fnv64:dac053e66dae0363 +native-dot\n"
+    "kernel sparse_down_res_nextlayernorm_m512_k1536 glsl-fnv64:f6b289ecd9036b42\n"
+    "kernel chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 glsl-fnv64:1c5f5451e0ba30f0 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

@@ -7,33 +7,38 @@
  * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/llama-ternary-tiny/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table */
+/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,
+ * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[25] = {
-    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256, 0},
-    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256, 0},
-    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, 3344, 64, 0},
-    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2308, 256, 0},
-    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), 2308, 256, 0},
-    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2820, 256, 0},
-    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256, 0},
-    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256, 0},
-    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256, 0},
-    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256, 0},
-    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256, 0},
-    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0},
-    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64, 0},
-    {"quant_n256", spv_quant_n256, sizeof(spv_quant_n256), NULL, 0, 2048, 256, 0},
-    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256, 0},
-    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), 13184, 256, 0},
-    {"quant_n768", spv_quant_n768, sizeof(spv_quant_n768), NULL, 0, 2048, 256, 0},
-    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256, 0},
-    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256, 0},
-    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256, 0},
-    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256, 0},
-    {"chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768", spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), 7448, 256, 1},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0},
+    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256, 0, {0}},
+    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256, 0, {0}},
+    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, 3344, 64, 0, {0}},
+    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2308, 256, 0, {0}},
+    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), 2308, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2820, 256, 0, {0}},
+    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256, 0, {0}},
+    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256, 0, {0}},
+    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256, 0, {0}},
+    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0, {0}},
+    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64, 0, {0}},
+    {"quant_n256", spv_quant_n256, sizeof(spv_quant_n256), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), 13184, 256, 0,
+     {13184, 6784, 10880, 9088, 13696, 19072, 17792, 21376}},
+    {"quant_n768", spv_quant_n768, sizeof(spv_quant_n768), NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256, 0,
+     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
+    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256, 0, {0}},
+    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256, 0, {0}},
+    {"chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768", spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), 7448, 256, 1, {0}},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0, {0}},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0, {0}},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0, {0}},
 };
 
 static const char *const archs[] = {"llama-ternary"};
@@ -158,7 +163,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
     {.kernel = 10, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 8, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 8, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 128, 128}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv                      rope_kv_n128_f16         (k, v, kcache[L], vcache[L])  [barrier: k v] */
     {.kernel = 11, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
@@ -178,7 +183,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add attn_output    bitlinear_res_m256_k256_batch (a.q8, a.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: a.q8 a.q8_scale] */
     {.kernel = 14, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 4, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0xcull,
+     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0xcull,
      .bytes = 18696ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
     /* norm_quant ffn_norm          norm_quant_n256          (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
     {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -188,7 +193,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_silu_m768_k256_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
     {.kernel = 15, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{0, 12, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 12, 1, .tile = RT_TILE_ROWS, .tile_rows = {768, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 101640ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
     /* quant f                      quant_n768               (f, f.q8, f.q8_scale)  [barrier: f.q8 f.q8_scale f] */
     {.kernel = 16, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
@@ -198,7 +203,7 @@ static const rt_dispatch prefill[] = {
     /* bitlinear+add ffn_down       bitlinear_res_m256_k768_batch (f.q8, f.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: f.q8 f.q8_scale] */
     {.kernel = 17, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 4, 1}, {1, 0, 64}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
      .bytes = 51976ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, xn)  [barrier: x xn] */
@@ -238,28 +243,28 @@ static const char manifest[] =
     "source models/llama-ternary-tiny.yaml fnv64:29528a65b4419a28\n"
     "fusion on\n"
     "kernels 25\n"
-    "kernel embed_f16_n256_nextnorm glsl-fnv64:c094155b1834238e\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:72ffdfbccd471e5c +native-dot\n"
-    "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:061b164491cdf41c\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:59e606f3815b0394 +native-dot\n"
-    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:b0a28be4e93bf56e +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:7d84501d155d899d +native-dot\n"
-    "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:50e9db92b090acd2\n"
-    "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:56aaf410e3183f3d\n"
+    "kernel embed_f16_n256_nextnorm glsl-fnv64:e90ad307e105dde6\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:d07fc7dc8be130f4 +native-dot\n"
+    "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:4e7b324264aac63c\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:1d9918e5f2a17924 +native-dot\n"
+    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:3c827878483cada2 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:45c7c04a4d5b66c1 +native-dot\n"
+    "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:145694c207e150ee\n"
+    "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:da6b06aee8562ddd\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
-    "kernel norm_quant_n256 glsl-fnv64:f12b702c5d5e1b7a\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:13dfe8a98a85535b +native-dot\n"
+    "kernel norm_quant_n256 glsl-fnv64:380c563d721bffea\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:1aa920f0426878ce +native-dot\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:96c58c5e2e218085\n"
-    "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:3a5cb3c7f846c81b\n"
-    "kernel quant_n256 glsl-fnv64:22b8ec92217a7e40\n"
-    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:bac9ab4283228012 +native-dot\n"
-    "kernel bitlinear_glu_silu_m768_k256_batch glsl-fnv64:eafc2837156d7160 +native-dot\n"
-    "kernel quant_n768 glsl-fnv64:9d45bdd2f597a0c8\n"
-    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:20ae68bad9a702c1 +native-dot\n"
-    "kernel rmsnorm_n256 glsl-fnv64:f3c7f38126d1d429\n"
+    "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:e5aee5e9a00ef8af\n"
+    "kernel quant_n256 glsl-fnv64:d6531b652e443928\n"
+    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:cb85d2b3b8e570a3 +native-dot\n"
+    "kernel bitlinear_glu_silu_m768_k256_batch glsl-fnv64:7bafc7523301f52b +native-dot\n"
+    "kernel quant_n768 glsl-fnv64:4e80865a03903bd0\n"
+    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:7aa2536c7bff8671 +native-dot\n"
+    "kernel rmsnorm_n256 glsl-fnv64:83deacba9747b979\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"
-    "kernel chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:8e5f0d7ee3e80ae4 +native-dot\n"
+    "kernel chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:7698cba854583754 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

@@ -425,8 +425,9 @@ typedef struct {
 TERNION_API const char *ternion_stream_sync_name(int32_t stream_sync);
 
 TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
-/* The variant each decode kernel that has several runs, "kernel=variant ..." into out (n
- * bytes, NUL-terminated; e.g. "vec16+dot": 16-byte loads, native integer dots); returns
+/* The variant each kernel that has several runs, "kernel=variant ..." into out (n bytes,
+ * NUL-terminated; e.g. "vec16+dot": 16-byte loads, native integer dots; a prompt kernel's
+ * "dot+t128x64": its tile of 128 rows x 64 tokens a workgroup); returns
  * how they were chosen: TERNION_TUNE_DEFAULTS, _STORED (this device's stored choice) or
  * _TUNED (timed in this context). */
 typedef enum { TERNION_TUNE_DEFAULTS = 0, TERNION_TUNE_STORED = 1, TERNION_TUNE_TUNED = 2 } ternion_tune_state;

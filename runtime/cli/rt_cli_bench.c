@@ -52,7 +52,7 @@ typedef struct {
     bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
     bool chained;          /* the chained decode schedule ran (--layer-chain) */
     int tune_state;        /* rt_tune_state of the variants */
-    char variants[4096];   /* "kernel=variant ..." of the decode kernels with variants */
+    char variants[4096];   /* "kernel=variant ..." of the kernels with variants */
     int streamed_layers;   /* --vram-budget: layers copied in per step */
     uint64_t streamed_bytes;
     double s_copy_ms, s_compute_ms, s_step_ms; /* rt_engine_stream_measure */

@@ -34,19 +34,6 @@ static const rt_buf *arg_buf(rt_engine *e, rt_arg a, int layer)
 
 VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer) { return arg_buf(e, a, layer)->addr; }
 
-static uint32_t groups(rt_groups g, uint32_t n, uint32_t vocab, uint32_t splits)
-{
-    if (g.splits_max && splits) /* a tuned launch size (rt_variant.splits), at most splits_max */
-        return splits < g.splits_max ? splits : g.splits_max;
-    uint32_t div = g.div ? g.div : 1;
-    uint32_t v = (g.mul * n + g.add + div - 1) / div;
-    if (g.vocab_div && vocab) {
-        uint32_t cap = (vocab + g.vocab_div - 1) / g.vocab_div;
-        v = v < cap ? v : cap;
-    }
-    return v ? v : 1;
-}
-
 /* One dispatch for n tokens, act_off bytes added to the address of every activation argument
  * (a multi-row step's per-row KV dispatches, rt_engine_multi.c: their token 0 is a later row
  * of the step; 0 everywhere else). */
@@ -98,9 +85,9 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         }
         memcpy(push + off, &v, 4);
     }
-    const uint32_t v = (uint32_t)e->vocab, sp = e->var[dp->kernel].splits;
-    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, groups(dp->groups[0], n, v, sp),
-                    groups(dp->groups[1], n, v, sp), groups(dp->groups[2], n, v, sp));
+    const uint32_t v = (uint32_t)e->vocab, sp = e->var[dp->kernel].splits, tl = e->var[dp->kernel].tile;
+    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, rt_groups_count(&dp->groups[0], n, v, sp, tl),
+                    rt_groups_count(&dp->groups[1], n, v, sp, tl), rt_groups_count(&dp->groups[2], n, v, sp, tl));
 }
 
 /* An auxiliary kernel (argmax, top-k) over logits row `row`: push = logits row

@@ -1,5 +1,6 @@
 /* rt_tune.c - the autotuner (see rt_tune.h): each kernel's variants, their pipelines,
- * timing them on the decode schedule, and the stored choice next to the pipeline cache.
+ * timing them on the decode schedule (prefill tiles: on a prompt step), and the stored choice
+ * next to the pipeline cache.
  */
 #include "engine/rt_engine_priv.h"
 
@@ -13,9 +14,10 @@
 
 #define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
-#define TUNE_MAGIC "ternion-tune 4"
+#define TUNE_MAGIC "ternion-tune 5"
 
-enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16 };
+enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16, DIM_TILE = 32 };
+#define TUNE_PROMPT 512 /* tokens of the prompt step the prefill tiles are timed on (at most n_batch) */
 #define ROWS_LOG2_MAX 2 /* GEMV_ROWS variants: 1, 2 or 4 rows per subgroup */
 
 /* The launch sizes a DIM_SPLITS kernel is timed at (those up to its splits_max). */
@@ -43,6 +45,13 @@ static bool rows_fit(const rt_engine *e, unsigned g)
     return g <= ROWS_LOG2_MAX && (1u << g) <= lanes;
 }
 
+/* Tile t of prefill kernel k fits this device's shared memory (rt_kernel_desc.tile_shared). */
+static bool tile_fits(const rt_engine *e, uint32_t k, unsigned t)
+{
+    const uint32_t b = e->d->kernels[k].tile_shared[t < RT_N_TILES ? t : 0];
+    return t < RT_N_TILES && b && b <= rt_vk_get_info(e->vk)->max_shared;
+}
+
 /* The tunable launch size of kernel k (rt_groups.splits_max, axis 1 of its decode
  * dispatches), NULL if it has none. */
 static const rt_groups *splits_groups(const rt_engine *e, uint32_t k)
@@ -65,6 +74,7 @@ static uint8_t dims_of(const rt_engine *e, uint32_t k)
                           ? DIM_ROWS
                           : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
+                     (kd->tile_shared[0] ? DIM_TILE : 0) |
                      (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0));
 }
 
@@ -77,6 +87,9 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
                        d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
     if ((d & DIM_ROWS) && v.rows && len >= 0 && (size_t)len < n) /* rows per subgroup: "+r2" */
         len += snprintf(out + len, n - (size_t)len, "+r%u", 1u << v.rows);
+    if ((d & DIM_TILE) && len >= 0 && (size_t)len < n) /* the prefill tile, workgroup rows x tokens: "t64x64" */
+        len += snprintf(out + len, n - (size_t)len, "%st%ux%u", len ? "+" : "", 16u * rt_tile_at(v.tile).rows,
+                        16u * rt_tile_at(v.tile).toks);
     const rt_groups *g = (d & DIM_SPLITS) ? splits_groups(e, k) : NULL;
     if (g && len >= 0 && (size_t)len < n) /* the key ranges launched: "s32" */
         snprintf(out + len, n - (size_t)len, "%ss%u", len ? "+" : "", v.splits ? v.splits : g->add);
@@ -87,10 +100,13 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
     const rt_kernel_desc *kd = &e->d->kernels[k];
     if (!rt_eng_kernel_fits(e, k))
         return 0; /* an optional chained kernel this device cannot run (rt_engine_load.c: check_limits) */
-    uint32_t spec[RT_SPEC_COUNT] = {0};
+    uint32_t spec[RT_SPEC_COUNT];
+    rt_spec_defaults(spec);
     spec[RT_SPEC_GEMV_VEC] = e->var[k].vec;
     spec[RT_SPEC_GEMV_SHQ] = e->var[k].shq;
     spec[RT_SPEC_GEMV_ROWS] = e->var[k].rows;
+    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(e->var[k].tile).rows;
+    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(e->var[k].tile).toks;
     spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
     bool nd = e->var[k].dot && kd->spv_dot;
     return rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
@@ -152,12 +168,14 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot, shq, splits, rows, chained = 0;
+    unsigned vec, dot, shq, splits, rows, tile, chained = 0;
     while (ok && fgets(line, sizeof(line), f)) {
         if (line[0] == '#' || sscanf(line, "decode-schedule chained=%u", &chained) == 1)
             continue;
-        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u", name, &vec, &dot, &shq, &splits, &rows) != 6 ||
-            vec > 1 || dot > 1 || shq > 1 || (vec && shq) || splits > 65535 || rows > ROWS_LOG2_MAX) {
+        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u", name, &vec, &dot, &shq, &splits, &rows,
+                   &tile) != 7 ||
+            vec > 1 || dot > 1 || shq > 1 || (vec && shq) || splits > 65535 || rows > ROWS_LOG2_MAX ||
+            tile >= RT_N_TILES) {
             ok = false;
             break;
         }
@@ -168,6 +186,7 @@ static bool tune_load(rt_engine *e, const char *path)
                                     .dot = (uint8_t)(dot && (e->var_dims[k] & DIM_DOT)),
                                     .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ)),
                                     .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) && rows_fit(e, rows) ? rows : 0),
+                                    .tile = (uint8_t)((e->var_dims[k] & DIM_TILE) && tile_fits(e, k, tile) ? tile : 0),
                                     .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
@@ -196,8 +215,8 @@ static void tune_store(rt_engine *e, const char *path)
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
-        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u\n", e->d->kernels[k].name, e->var[k].vec,
-                e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows);
+        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u\n", e->d->kernels[k].name, e->var[k].vec,
+                e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows, e->var[k].tile);
     fprintf(f, "decode-schedule chained=%u\n", e->dec == &e->d->decode_chain);
     if (fclose(f) == 0)
         rename(tmp, path);
@@ -282,6 +301,99 @@ static bool in_sched(const rt_engine *e, const rt_schedule *s, uint32_t k)
 
 /* ... by the decode schedule this engine runs (dense, sparse FFN or chained). */
 static bool in_decode(const rt_engine *e, uint32_t k) { return in_sched(e, e->dec, k); }
+
+/* ... by the prompt schedule only (the prefill bitlinears: tiles, native dots). */
+static bool in_prompt(const rt_engine *e, uint32_t k) { return in_sched(e, &e->d->prefill, k) && !in_decode(e, k); }
+
+/* The recorded prompt streams bind the old pipelines: record anew at the next prompt. */
+static void forget_prompt_streams(rt_engine *e)
+{
+    e->last_prefill = NULL;
+    for (int i = 0; i < e->pre.count; i++) {
+        rt_cmd_free(e->pre.slot[i].c);
+        e->pre.slot[i].c = NULL;
+    }
+}
+
+/* Median ms of a prompt step of n tokens at position 0 (n >= 2: the prefill schedule). */
+static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err)
+{
+    double t[TUNE_STEPS];
+    if (steps <= 0 || steps > TUNE_STEPS)
+        steps = TUNE_STEPS;
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    if (!tok) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        tok[i] = (int32_t)((i * 131 + 7) % e->vocab);
+    forget_prompt_streams(e);
+    const int warm = 1;
+    int rc = 0;
+    for (int i = 0; i < warm + steps && !rc; i++) {
+        double t0 = now_ms();
+        rc = rt_engine_eval(e, tok, n, 0, NULL, err);
+        if (i >= warm)
+            t[i - warm] = now_ms() - t0;
+    }
+    free(tok);
+    if (rc)
+        return -1;
+    qsort(t, (size_t)steps, sizeof(double), cmp_double);
+    *out_ms = t[steps / 2];
+    return 0;
+}
+
+/* Time kernel k at variant v on a prompt of n tokens; keeps it in *best when faster. */
+static int time_prompt_variant(rt_engine *e, uint32_t k, rt_variant v, int n, int steps, bool print, bool *first,
+                               rt_variant *best, double *best_ms, char *err)
+{
+    char vn[32];
+    double ms;
+    e->var[k] = v;
+    if (rt_eng_make_pipe(e, k, err) || time_prompt(e, n, steps, &ms, err))
+        return -1;
+    if (print) {
+        rt_eng_variant_name(e, k, vn, sizeof(vn));
+        printf("  %-60s %-12s %9.3f (%d-token prompt)\n", *first ? e->d->kernels[k].name : "", vn, ms, n);
+        *first = false;
+    }
+    if (*best_ms == 0 || ms < *best_ms) {
+        *best_ms = ms;
+        *best = v;
+    }
+    return 0;
+}
+
+/* A prompt kernel: each tile the device's shared memory holds, then at the fastest the other
+ * integer-dot build where the device has native dots (one dimension at a time: 9 timings, not
+ * 16), on a prompt of n tokens, the others fixed; keeps the fastest. */
+static int tune_prompt(rt_engine *e, uint32_t k, int n, int steps, bool print, char *err)
+{
+    const uint8_t d = e->var_dims[k];
+    rt_variant best = e->var[k];
+    double best_ms = 0;
+    bool first = true;
+    for (unsigned t = 0; t < RT_N_TILES; t++) {
+        rt_variant v = best;
+        v.tile = (uint8_t)t;
+        if ((d & DIM_TILE) ? tile_fits(e, k, t) : t == 0) {
+            v.tile = (d & DIM_TILE) ? (uint8_t)t : v.tile;
+            if (time_prompt_variant(e, k, v, n, steps, print, &first, &best, &best_ms, err))
+                return -1;
+        }
+    }
+    if (d & DIM_DOT) {
+        rt_variant v = best;
+        v.dot = !v.dot;
+        if (time_prompt_variant(e, k, v, n, steps, print, &first, &best, &best_ms, err))
+            return -1;
+    }
+    e->var[k] = best;
+    forget_prompt_streams(e);
+    return rt_eng_make_pipe(e, k, err);
+}
 
 /* A launch-size kernel (the merged split attention): every count of SPLITS up to its
  * splits_max, timed at a long context (the position where the split matters: 2047, or
@@ -404,18 +516,27 @@ int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *er
         return 0; /* not unasked on a CPU device (rt_tune.h) */
     const bool print = mode == RT_TUNE_FORCE;
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < e->d->n_kernels; k++)
+    uint32_t n = 0, np = 0;
+    /* the prompt the tiles are timed on: TUNE_PROMPT tokens, or the most one step takes */
+    int prompt = e->n_batch < TUNE_PROMPT ? e->n_batch : TUNE_PROMPT;
+    prompt = prompt < e->n_ctx ? prompt : e->n_ctx;
+    for (uint32_t k = 0; k < e->d->n_kernels; k++) {
         n += e->var_dims[k] && in_decode(e, k);
+        np += e->var_dims[k] && prompt >= 2 && in_prompt(e, k);
+    }
     if (print)
-        printf("tune: %s (%s), %u decode kernels with variants; median ms per decode step:\n", vi->name, vi->driver, n);
+        printf("tune: %s (%s), %u decode and %u prompt kernels with variants; median ms per step:\n", vi->name,
+               vi->driver, n, np);
     else
-        fprintf(stderr, "ternion: tuning %u kernels on %s (once per device, driver and model)...\n", n, vi->name);
+        fprintf(stderr, "ternion: tuning %u kernels on %s (once per device, driver and model)...\n", n + np, vi->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
         if (e->var_dims[k] && in_decode(e, k) && tune_kernel(e, k, steps, print, err))
             return -1;
     if (tune_chain(e, steps, print, err) || rerecord(e, err))
         return -1;
+    for (uint32_t k = 0; k < e->d->n_kernels; k++)
+        if (e->var_dims[k] && prompt >= 2 && in_prompt(e, k) && tune_prompt(e, k, prompt, steps, print, err))
+            return -1;
     e->tune_state = RT_TUNE_TUNED;
     char path[1024], vn[32];
     if (tune_path(e, path, sizeof(path), true))
@@ -423,7 +544,7 @@ int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *er
     if (print) {
         printf("tune: chosen: the %s decode schedule\n", e->dec == &e->d->decode_chain ? "chained" : "unchained");
         for (uint32_t k = 0; k < e->d->n_kernels; k++)
-            if (e->var_dims[k] && in_decode(e, k)) {
+            if (e->var_dims[k] && (in_decode(e, k) || in_prompt(e, k))) {
                 rt_eng_variant_name(e, k, vn, sizeof(vn));
                 printf("  %-60s %s\n", e->d->kernels[k].name, vn);
             }
@@ -437,7 +558,7 @@ int rt_engine_variants(const rt_engine *e, char *out, size_t n)
     size_t len = 0;
     out[0] = 0;
     for (uint32_t k = 0; k < e->d->n_kernels && len + 1 < n; k++) {
-        if (!e->var_dims[k] || !in_decode(e, k))
+        if (!e->var_dims[k] || !(in_decode(e, k) || in_prompt(e, k)))
             continue;
         char vn[32];
         rt_eng_variant_name(e, k, vn, sizeof(vn));

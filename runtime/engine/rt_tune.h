@@ -8,10 +8,12 @@
  * rows per subgroup at once, offered for integer-sum formats only), and
  * for a kernel with a tunable launch size (rt_groups.splits_max: the merged split decode
  * attention, which reads its number of key ranges per KV head from gl_NumWorkGroups) each
- * count from 8 to 256, timed at a long context (position 2047, or the context's last).
- * Tuning times every variant of every kernel of the decode schedule on the loaded model
- * (its real shapes) on this device, one kernel at a time with the others fixed, and keeps
- * the fastest. The winners are stored next to the pipeline cache in
+ * count from 8 to 256, timed at a long context (position 2047, or the context's last); and
+ * for the prefill bitlinears each tile (RT_SPEC_TILE_ROWS / _TOKS, rt_tile_at) whose shared
+ * memory the device holds, timed on a prompt step of 512 tokens (or n_batch).
+ * Tuning times every variant of every kernel of the decode schedule, then of the prompt
+ * kernels, on the loaded model (its real shapes) on this device, one kernel at a time with
+ * the others fixed, and keeps the fastest. The winners are stored next to the pipeline cache in
  * $XDG_CACHE_HOME/ternion/tune-<key>.txt (or ~/.cache/ternion), the key hashing the device
  * name, driver, vendor/device ids and every kernel's name and SPIR-V, so another device,
  * driver or model shape tunes anew. Every variant gives bit-identical results (tested),
@@ -49,6 +51,7 @@ typedef struct {
     uint8_t dot; /* 1 = native integer dot products (kernels with a native build) */
     uint8_t shq; /* GEMV_SHQ: 1 = activation codes staged in shared memory (vec then 0) */
     uint8_t rows; /* GEMV_ROWS: a subgroup serves 2^rows rows at once (0: one) */
+    uint8_t tile; /* a prefill bitlinear's tile (TILE_ROWS, TILE_TOKS): rt_tile_at(tile) */
     uint16_t splits; /* a tunable launch size (rt_groups.splits_max: the merged split decode
                         attention's key ranges per KV head); 0: the schedule's default */
 } rt_variant;

@@ -15,9 +15,9 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float part[64];
-
 const uint WG = 64u;
+
+shared float part[64];
 
 void main()
 {

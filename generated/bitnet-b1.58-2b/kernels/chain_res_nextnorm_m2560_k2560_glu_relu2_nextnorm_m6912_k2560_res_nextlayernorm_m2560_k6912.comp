@@ -69,22 +69,6 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared uint ticket[1];
-shared float red[256];
-shared uint qsh[640];
-shared uint arrived[1];
-shared int redi[256];
-shared uint seen[1];
-shared float red1[256];
-shared uint qsh1[640];
-shared uint arrived1[1];
-shared int redi1[256];
-shared uint seen1[1];
-shared float red2[256];
-shared uint qsh2[1728];
-shared uint arrived2[1];
-shared int redi2[256];
-
 layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 40u;
@@ -102,6 +86,22 @@ const uint M1 = 6912u;
 const uint KV41 = 108u;
 const uint K41 = 1728u;
 const uint KW1 = 432u;
+
+shared uint ticket[1];
+shared float red[256];
+shared uint qsh[640];
+shared uint arrived[1];
+shared int redi[256];
+shared uint seen[1];
+shared float red1[256];
+shared uint qsh1[640];
+shared uint arrived1[1];
+shared int redi1[256];
+shared uint seen1[1];
+shared float red2[256];
+shared uint qsh2[1728];
+shared uint arrived2[1];
+shared int redi2[256];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)

@@ -29,18 +29,18 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float red[256];
-shared vec4 xs[640];
-shared float bv[256];
-shared uint bi[256];
-shared uint arrived[1];
-
 const uint D = 2560u;
 const uint DW = 640u;
 const uint SW = 40u;
 const float NORM_EPS = 1e-05;
 const uint DW4 = 160u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+
+shared float red[256];
+shared vec4 xs[640];
+shared float bv[256];
+shared uint bi[256];
+shared uint arrived[1];
 
 float dsl_pdot(vec4 a, vec4 b)
 {

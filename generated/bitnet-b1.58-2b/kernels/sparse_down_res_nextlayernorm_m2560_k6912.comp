@@ -33,17 +33,17 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared int osum[128];
-shared float red[256];
-shared uint arrived[1];
-shared int redi[256];
-
 const uint CW = 160u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
 const int Q8_LO = -128;
 const int Q8_HI = 127;
+
+shared int osum[128];
+shared float red[256];
+shared uint arrived[1];
+shared int redi[256];
 
 void main()
 {

@@ -23,14 +23,16 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared uint wsh[1088];
-shared uint ash[2080];
-shared float dsh[128];
-
 layout(constant_id = 1) const uint WFMT = 0u;
 const uint K4 = 64u;
 const uint KW = 16u;
+layout(constant_id = 4) const uint TILE_ROWS = 4u;
+layout(constant_id = 5) const uint TILE_TOKS = 4u;
 const uint M = 768u;
+
+shared uint wsh[64u + 256u * TILE_ROWS];
+shared uint ash[32u + 512u * TILE_TOKS];
+shared float dsh[0u + 32u * TILE_ROWS];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -62,8 +64,13 @@ void main()
     }
     uint tx = gl_LocalInvocationIndex & 15u;
     uint ty = gl_LocalInvocationIndex >> 4u;
-    uint row0 = gl_WorkGroupID.x * 64u;
-    uint tok0 = gl_WorkGroupID.y * 64u;
+    uint tm = 16u * TILE_ROWS;
+    uint tn = 16u * TILE_TOKS;
+    uint wstr = tm + 4u;
+    uint astr = tn + 1u;
+    uint row0 = gl_WorkGroupID.x * tm;
+    uint tok0 = gl_WorkGroupID.y * tn;
+    uint tokv = ty * TILE_TOKS;
     int acc00 = 0;
     precise float accf00 = 0.0;
     int acc01 = 0;
@@ -72,6 +79,14 @@ void main()
     precise float accf02 = 0.0;
     int acc03 = 0;
     precise float accf03 = 0.0;
+    int acc04 = 0;
+    precise float accf04 = 0.0;
+    int acc05 = 0;
+    precise float accf05 = 0.0;
+    int acc06 = 0;
+    precise float accf06 = 0.0;
+    int acc07 = 0;
+    precise float accf07 = 0.0;
     int acc10 = 0;
     precise float accf10 = 0.0;
     int acc11 = 0;
@@ -80,6 +95,14 @@ void main()
     precise float accf12 = 0.0;
     int acc13 = 0;
     precise float accf13 = 0.0;
+    int acc14 = 0;
+    precise float accf14 = 0.0;
+    int acc15 = 0;
+    precise float accf15 = 0.0;
+    int acc16 = 0;
+    precise float accf16 = 0.0;
+    int acc17 = 0;
+    precise float accf17 = 0.0;
     int acc20 = 0;
     precise float accf20 = 0.0;
     int acc21 = 0;
@@ -88,6 +111,14 @@ void main()
     precise float accf22 = 0.0;
     int acc23 = 0;
     precise float accf23 = 0.0;
+    int acc24 = 0;
+    precise float accf24 = 0.0;
+    int acc25 = 0;
+    precise float accf25 = 0.0;
+    int acc26 = 0;
+    precise float accf26 = 0.0;
+    int acc27 = 0;
+    precise float accf27 = 0.0;
     int acc30 = 0;
     precise float accf30 = 0.0;
     int acc31 = 0;
@@ -96,6 +127,46 @@ void main()
     precise float accf32 = 0.0;
     int acc33 = 0;
     precise float accf33 = 0.0;
+    int acc34 = 0;
+    precise float accf34 = 0.0;
+    int acc35 = 0;
+    precise float accf35 = 0.0;
+    int acc36 = 0;
+    precise float accf36 = 0.0;
+    int acc37 = 0;
+    precise float accf37 = 0.0;
+    int acc40 = 0;
+    precise float accf40 = 0.0;
+    int acc41 = 0;
+    precise float accf41 = 0.0;
+    int acc42 = 0;
+    precise float accf42 = 0.0;
+    int acc43 = 0;
+    precise float accf43 = 0.0;
+    int acc50 = 0;
+    precise float accf50 = 0.0;
+    int acc51 = 0;
+    precise float accf51 = 0.0;
+    int acc52 = 0;
+    precise float accf52 = 0.0;
+    int acc53 = 0;
+    precise float accf53 = 0.0;
+    int acc60 = 0;
+    precise float accf60 = 0.0;
+    int acc61 = 0;
+    precise float accf61 = 0.0;
+    int acc62 = 0;
+    precise float accf62 = 0.0;
+    int acc63 = 0;
+    precise float accf63 = 0.0;
+    int acc70 = 0;
+    precise float accf70 = 0.0;
+    int acc71 = 0;
+    precise float accf71 = 0.0;
+    int acc72 = 0;
+    precise float accf72 = 0.0;
+    int acc73 = 0;
+    precise float accf73 = 0.0;
     int accu00 = 0;
     precise float accfu00 = 0.0;
     int accu01 = 0;
@@ -104,6 +175,14 @@ void main()
     precise float accfu02 = 0.0;
     int accu03 = 0;
     precise float accfu03 = 0.0;
+    int accu04 = 0;
+    precise float accfu04 = 0.0;
+    int accu05 = 0;
+    precise float accfu05 = 0.0;
+    int accu06 = 0;
+    precise float accfu06 = 0.0;
+    int accu07 = 0;
+    precise float accfu07 = 0.0;
     int accu10 = 0;
     precise float accfu10 = 0.0;
     int accu11 = 0;
@@ -112,6 +191,14 @@ void main()
     precise float accfu12 = 0.0;
     int accu13 = 0;
     precise float accfu13 = 0.0;
+    int accu14 = 0;
+    precise float accfu14 = 0.0;
+    int accu15 = 0;
+    precise float accfu15 = 0.0;
+    int accu16 = 0;
+    precise float accfu16 = 0.0;
+    int accu17 = 0;
+    precise float accfu17 = 0.0;
     int accu20 = 0;
     precise float accfu20 = 0.0;
     int accu21 = 0;
@@ -120,6 +207,14 @@ void main()
     precise float accfu22 = 0.0;
     int accu23 = 0;
     precise float accfu23 = 0.0;
+    int accu24 = 0;
+    precise float accfu24 = 0.0;
+    int accu25 = 0;
+    precise float accfu25 = 0.0;
+    int accu26 = 0;
+    precise float accfu26 = 0.0;
+    int accu27 = 0;
+    precise float accfu27 = 0.0;
     int accu30 = 0;
     precise float accfu30 = 0.0;
     int accu31 = 0;
@@ -128,788 +223,1404 @@ void main()
     precise float accfu32 = 0.0;
     int accu33 = 0;
     precise float accfu33 = 0.0;
+    int accu34 = 0;
+    precise float accfu34 = 0.0;
+    int accu35 = 0;
+    precise float accfu35 = 0.0;
+    int accu36 = 0;
+    precise float accfu36 = 0.0;
+    int accu37 = 0;
+    precise float accfu37 = 0.0;
+    int accu40 = 0;
+    precise float accfu40 = 0.0;
+    int accu41 = 0;
+    precise float accfu41 = 0.0;
+    int accu42 = 0;
+    precise float accfu42 = 0.0;
+    int accu43 = 0;
+    precise float accfu43 = 0.0;
+    int accu50 = 0;
+    precise float accfu50 = 0.0;
+    int accu51 = 0;
+    precise float accfu51 = 0.0;
+    int accu52 = 0;
+    precise float accfu52 = 0.0;
+    int accu53 = 0;
+    precise float accfu53 = 0.0;
+    int accu60 = 0;
+    precise float accfu60 = 0.0;
+    int accu61 = 0;
+    precise float accfu61 = 0.0;
+    int accu62 = 0;
+    precise float accfu62 = 0.0;
+    int accu63 = 0;
+    precise float accfu63 = 0.0;
+    int accu70 = 0;
+    precise float accfu70 = 0.0;
+    int accu71 = 0;
+    precise float accfu71 = 0.0;
+    int accu72 = 0;
+    precise float accfu72 = 0.0;
+    int accu73 = 0;
+    precise float accfu73 = 0.0;
     for (uint kb = 0u; kb < 2u; kb++) {
-        uint e = gl_LocalInvocationIndex + 0u;
-        uint r = e >> 3u;
-        uint wi = e & 7u;
-        uint gr = min(row0 + r, M - 1u);
-        uint dst = (wi * 68u) + (r + 0u);
-        if (WFMT == 0u) {
-            wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+        for (uint h = 0u; h < TILE_ROWS >> 1u; h++) {
+            uint e = gl_LocalInvocationIndex + (h * 256u);
+            uint r = e >> 3u;
+            uint wi = e & 7u;
+            uint gr = min(row0 + r, M - 1u);
+            uint dst = ((wi + 0u) * wstr) + r;
+            if (WFMT == 0u) {
+                wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+            }
+            if (WFMT == 1u) {
+                uint boff = (gr * 66u) + ((kb >> 1u) * 66u);
+                uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t0 = l0 + 0u;
+                uint t1 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
+                uint twi = t1 >> 2u;
+                uint tlo = pc.w.d[twi];
+                uint t2 = l0 + 32u;
+                uint t3 = boff + (((t2 >> 7u) << 5u) | (t2 & 31u));
+                uint twi1 = t3 >> 2u;
+                uint tlo1 = pc.w.d[twi1];
+                uint t4 = l0 + 64u;
+                uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
+                uint twi2 = t5 >> 2u;
+                uint tlo2 = pc.w.d[twi2];
+                uint t6 = l0 + 96u;
+                uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
+                uint twi3 = t7 >> 2u;
+                uint tlo3 = pc.w.d[twi3];
+                wsh[dst] = ((((((((t1 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t3 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t2 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t5 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t7 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+            }
+            if (WFMT == 2u) {
+                uint boff1 = (gr * 54u) + ((kb >> 1u) * 54u);
+                uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t8 = l01 + 0u;
+                bool t9 = t8 < 160u;
+                bool t10 = t8 < 240u;
+                uint t11 = t8 - 160u;
+                uint tn1 = t9 ? (t8 >> 5u) : (t10 ? (t11 >> 4u) : ((t8 - 240u) >> 2u));
+                uint t12 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+                uint t13 = boff1 + (t9 ? (t8 & 31u) : (t10 ? (32u + (t11 & 15u)) : 48u));
+                uint twi4 = t13 >> 2u;
+                uint tlo4 = pc.w.d[twi4];
+                uint t14 = ((t13 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
+                uint t15 = l01 + 32u;
+                bool t16 = t15 < 160u;
+                bool t17 = t15 < 240u;
+                uint t18 = t15 - 160u;
+                uint tn2 = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
+                uint t19 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+                uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
+                uint twi5 = t20 >> 2u;
+                uint tlo5 = pc.w.d[twi5];
+                uint t21 = ((t20 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
+                uint t22 = l01 + 64u;
+                bool t23 = t22 < 160u;
+                bool t24 = t22 < 240u;
+                uint t25 = t22 - 160u;
+                uint tn3 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
+                uint t26 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+                uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
+                uint twi6 = t27 >> 2u;
+                uint tlo6 = pc.w.d[twi6];
+                uint t28 = ((t27 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
+                uint t29 = l01 + 96u;
+                bool t30 = t29 < 160u;
+                bool t31 = t29 < 240u;
+                uint t32 = t29 - 160u;
+                uint tn4 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
+                uint t33 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
+                uint twi7 = t34 >> 2u;
+                uint tlo7 = pc.w.d[twi7];
+                uint t35 = ((t34 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
+                wsh[dst] = ((((((((((t14 & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t14 >> 8u) & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
+            if (WFMT == 3u) {
+                uint boff2 = (gr * 52u) + ((kb >> 1u) * 52u);
+                uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t36 = l02 + 0u;
+                bool t37 = t36 < 160u;
+                bool t38 = t36 < 240u;
+                uint t39 = t36 - 160u;
+                uint tn5 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
+                uint t40 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                uint t41 = pc.w.d[(boff2 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u))) >> 2u];
+                uint t42 = l02 + 32u;
+                bool t43 = t42 < 160u;
+                bool t44 = t42 < 240u;
+                uint t45 = t42 - 160u;
+                uint tn6 = t43 ? (t42 >> 5u) : (t44 ? (t45 >> 4u) : ((t42 - 240u) >> 2u));
+                uint t46 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                uint t47 = pc.w.d[(boff2 + (t43 ? (t42 & 31u) : (t44 ? (32u + (t45 & 15u)) : 48u))) >> 2u];
+                uint t48 = l02 + 64u;
+                bool t49 = t48 < 160u;
+                bool t50 = t48 < 240u;
+                uint t51 = t48 - 160u;
+                uint tn7 = t49 ? (t48 >> 5u) : (t50 ? (t51 >> 4u) : ((t48 - 240u) >> 2u));
+                uint t52 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                uint t53 = pc.w.d[(boff2 + (t49 ? (t48 & 31u) : (t50 ? (32u + (t51 & 15u)) : 48u))) >> 2u];
+                uint t54 = l02 + 96u;
+                bool t55 = t54 < 160u;
+                bool t56 = t54 < 240u;
+                uint t57 = t54 - 160u;
+                uint tn8 = t55 ? (t54 >> 5u) : (t56 ? (t57 >> 4u) : ((t54 - 240u) >> 2u));
+                uint t58 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                uint t59 = pc.w.d[(boff2 + (t55 ? (t54 & 31u) : (t56 ? (32u + (t57 & 15u)) : 48u))) >> 2u];
+                wsh[dst] = ((((((((((t41 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t41 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t47 & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t47 >> 8u) & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t53 & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t53 >> 8u) & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t59 & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t59 >> 8u) & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
         }
-        if (WFMT == 1u) {
-            uint boff = (gr * 66u) + ((kb >> 1u) * 66u);
-            uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
-            uint t0 = l0 + 0u;
-            uint t8 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
-            uint twi = t8 >> 2u;
-            uint tlo = pc.w.d[twi];
-            uint t9 = l0 + 32u;
-            uint t10 = boff + (((t9 >> 7u) << 5u) | (t9 & 31u));
-            uint twi1 = t10 >> 2u;
-            uint tlo1 = pc.w.d[twi1];
-            uint t11 = l0 + 64u;
-            uint t12 = boff + (((t11 >> 7u) << 5u) | (t11 & 31u));
-            uint twi2 = t12 >> 2u;
-            uint tlo2 = pc.w.d[twi2];
-            uint t13 = l0 + 96u;
-            uint t14 = boff + (((t13 >> 7u) << 5u) | (t13 & 31u));
-            uint twi3 = t14 >> 2u;
-            uint tlo3 = pc.w.d[twi3];
-            wsh[dst] = ((((((((t8 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t10 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t9 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t12 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t11 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t14 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t13 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+        for (uint h1 = 0u; h1 < TILE_ROWS >> 1u; h1++) {
+            uint e1 = gl_LocalInvocationIndex + (h1 * 256u);
+            uint r1 = e1 >> 3u;
+            uint wi1 = e1 & 7u;
+            uint gr1 = min(row0 + r1, M - 1u);
+            uint dst1 = ((wi1 + 8u) * wstr) + r1;
+            if (WFMT == 0u) {
+                wsh[dst1] = pc.wu.d[(gr1 * KW) + ((kb * 8u) + wi1)];
+            }
+            if (WFMT == 1u) {
+                uint boff3 = (gr1 * 66u) + ((kb >> 1u) * 66u);
+                uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t60 = l03 + 0u;
+                uint t61 = boff3 + (((t60 >> 7u) << 5u) | (t60 & 31u));
+                uint twi8 = t61 >> 2u;
+                uint tlo8 = pc.wu.d[twi8];
+                uint t62 = l03 + 32u;
+                uint t63 = boff3 + (((t62 >> 7u) << 5u) | (t62 & 31u));
+                uint twi9 = t63 >> 2u;
+                uint tlo9 = pc.wu.d[twi9];
+                uint t64 = l03 + 64u;
+                uint t65 = boff3 + (((t64 >> 7u) << 5u) | (t64 & 31u));
+                uint twi10 = t65 >> 2u;
+                uint tlo10 = pc.wu.d[twi10];
+                uint t66 = l03 + 96u;
+                uint t67 = boff3 + (((t66 >> 7u) << 5u) | (t66 & 31u));
+                uint twi11 = t67 >> 2u;
+                uint tlo11 = pc.wu.d[twi11];
+                wsh[dst1] = ((((((((t61 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.wu.d[twi8 + 1u] << 16u)) : tlo8) >> (((t60 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t63 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.wu.d[twi9 + 1u] << 16u)) : tlo9) >> (((t62 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t65 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.wu.d[twi10 + 1u] << 16u)) : tlo10) >> (((t64 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t67 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.wu.d[twi11 + 1u] << 16u)) : tlo11) >> (((t66 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+            }
+            if (WFMT == 2u) {
+                uint boff4 = (gr1 * 54u) + ((kb >> 1u) * 54u);
+                uint l04 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t68 = l04 + 0u;
+                bool t69 = t68 < 160u;
+                bool t70 = t68 < 240u;
+                uint t71 = t68 - 160u;
+                uint tn9 = t69 ? (t68 >> 5u) : (t70 ? (t71 >> 4u) : ((t68 - 240u) >> 2u));
+                uint t72 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+                uint t73 = boff4 + (t69 ? (t68 & 31u) : (t70 ? (32u + (t71 & 15u)) : 48u));
+                uint twi12 = t73 >> 2u;
+                uint tlo12 = pc.wu.d[twi12];
+                uint t74 = ((t73 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.wu.d[twi12 + 1u] << 16u)) : tlo12;
+                uint t75 = l04 + 32u;
+                bool t76 = t75 < 160u;
+                bool t77 = t75 < 240u;
+                uint t78 = t75 - 160u;
+                uint tn10 = t76 ? (t75 >> 5u) : (t77 ? (t78 >> 4u) : ((t75 - 240u) >> 2u));
+                uint t79 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                uint t80 = boff4 + (t76 ? (t75 & 31u) : (t77 ? (32u + (t78 & 15u)) : 48u));
+                uint twi13 = t80 >> 2u;
+                uint tlo13 = pc.wu.d[twi13];
+                uint t81 = ((t80 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.wu.d[twi13 + 1u] << 16u)) : tlo13;
+                uint t82 = l04 + 64u;
+                bool t83 = t82 < 160u;
+                bool t84 = t82 < 240u;
+                uint t85 = t82 - 160u;
+                uint tn11 = t83 ? (t82 >> 5u) : (t84 ? (t85 >> 4u) : ((t82 - 240u) >> 2u));
+                uint t86 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                uint t87 = boff4 + (t83 ? (t82 & 31u) : (t84 ? (32u + (t85 & 15u)) : 48u));
+                uint twi14 = t87 >> 2u;
+                uint tlo14 = pc.wu.d[twi14];
+                uint t88 = ((t87 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.wu.d[twi14 + 1u] << 16u)) : tlo14;
+                uint t89 = l04 + 96u;
+                bool t90 = t89 < 160u;
+                bool t91 = t89 < 240u;
+                uint t92 = t89 - 160u;
+                uint tn12 = t90 ? (t89 >> 5u) : (t91 ? (t92 >> 4u) : ((t89 - 240u) >> 2u));
+                uint t93 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                uint t94 = boff4 + (t90 ? (t89 & 31u) : (t91 ? (32u + (t92 & 15u)) : 48u));
+                uint twi15 = t94 >> 2u;
+                uint tlo15 = pc.wu.d[twi15];
+                uint t95 = ((t94 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.wu.d[twi15 + 1u] << 16u)) : tlo15;
+                wsh[dst1] = ((((((((((t74 & 16711935u) * t72) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t74 >> 8u) & 16711935u) * t72) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t81 & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t81 >> 8u) & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t88 & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t88 >> 8u) & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t95 & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t95 >> 8u) & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
+            if (WFMT == 3u) {
+                uint boff5 = (gr1 * 52u) + ((kb >> 1u) * 52u);
+                uint l05 = ((kb & 1u) << 7u) + (wi1 << 2u);
+                uint t96 = l05 + 0u;
+                bool t97 = t96 < 160u;
+                bool t98 = t96 < 240u;
+                uint t99 = t96 - 160u;
+                uint tn13 = t97 ? (t96 >> 5u) : (t98 ? (t99 >> 4u) : ((t96 - 240u) >> 2u));
+                uint t100 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                uint t101 = pc.wu.d[(boff5 + (t97 ? (t96 & 31u) : (t98 ? (32u + (t99 & 15u)) : 48u))) >> 2u];
+                uint t102 = l05 + 32u;
+                bool t103 = t102 < 160u;
+                bool t104 = t102 < 240u;
+                uint t105 = t102 - 160u;
+                uint tn14 = t103 ? (t102 >> 5u) : (t104 ? (t105 >> 4u) : ((t102 - 240u) >> 2u));
+                uint t106 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                uint t107 = pc.wu.d[(boff5 + (t103 ? (t102 & 31u) : (t104 ? (32u + (t105 & 15u)) : 48u))) >> 2u];
+                uint t108 = l05 + 64u;
+                bool t109 = t108 < 160u;
+                bool t110 = t108 < 240u;
+                uint t111 = t108 - 160u;
+                uint tn15 = t109 ? (t108 >> 5u) : (t110 ? (t111 >> 4u) : ((t108 - 240u) >> 2u));
+                uint t112 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                uint t113 = pc.wu.d[(boff5 + (t109 ? (t108 & 31u) : (t110 ? (32u + (t111 & 15u)) : 48u))) >> 2u];
+                uint t114 = l05 + 96u;
+                bool t115 = t114 < 160u;
+                bool t116 = t114 < 240u;
+                uint t117 = t114 - 160u;
+                uint tn16 = t115 ? (t114 >> 5u) : (t116 ? (t117 >> 4u) : ((t114 - 240u) >> 2u));
+                uint t118 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                uint t119 = pc.wu.d[(boff5 + (t115 ? (t114 & 31u) : (t116 ? (32u + (t117 & 15u)) : 48u))) >> 2u];
+                wsh[dst1] = ((((((((((t101 & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t101 >> 8u) & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t107 & 16711935u) * t106) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t107 >> 8u) & 16711935u) * t106) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t113 & 16711935u) * t112) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t113 >> 8u) & 16711935u) * t112) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t119 & 16711935u) * t118) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t119 >> 8u) & 16711935u) * t118) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
         }
-        if (WFMT == 2u) {
-            uint boff1 = (gr * 54u) + ((kb >> 1u) * 54u);
-            uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
-            uint t15 = l01 + 0u;
-            bool t16 = t15 < 160u;
-            bool t17 = t15 < 240u;
-            uint t18 = t15 - 160u;
-            uint tn = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
-            uint t19 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
-            uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
-            uint twi4 = t20 >> 2u;
-            uint tlo4 = pc.w.d[twi4];
-            uint t21 = ((t20 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-            uint t22 = l01 + 32u;
-            bool t23 = t22 < 160u;
-            bool t24 = t22 < 240u;
-            uint t25 = t22 - 160u;
-            uint tn1 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
-            uint t26 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-            uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
-            uint twi5 = t27 >> 2u;
-            uint tlo5 = pc.w.d[twi5];
-            uint t28 = ((t27 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-            uint t29 = l01 + 64u;
-            bool t30 = t29 < 160u;
-            bool t31 = t29 < 240u;
-            uint t32 = t29 - 160u;
-            uint tn2 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
-            uint t33 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-            uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
-            uint twi6 = t34 >> 2u;
-            uint tlo6 = pc.w.d[twi6];
-            uint t35 = ((t34 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-            uint t36 = l01 + 96u;
-            bool t37 = t36 < 160u;
-            bool t38 = t36 < 240u;
-            uint t39 = t36 - 160u;
-            uint tn3 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
-            uint t40 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-            uint t41 = boff1 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u));
-            uint twi7 = t41 >> 2u;
-            uint tlo7 = pc.w.d[twi7];
-            uint t42 = ((t41 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-            wsh[dst] = ((((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t42 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t42 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm)) {
+            uint boff6 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 66u) + ((kb >> 1u) * 66u);
+            uint tdo = boff6 + 64u;
+            precise float t120 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex] = t120;
+            uint tdo1 = boff6 + 64u;
+            precise float t121 = unpackHalf2x16((pc.wu.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex + tm] = t121;
         }
-        if (WFMT == 3u) {
-            uint boff2 = (gr * 52u) + ((kb >> 1u) * 52u);
-            uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
-            uint t43 = l02 + 0u;
-            bool t44 = t43 < 160u;
-            bool t45 = t43 < 240u;
-            uint t46 = t43 - 160u;
-            uint tn4 = t44 ? (t43 >> 5u) : (t45 ? (t46 >> 4u) : ((t43 - 240u) >> 2u));
-            uint t47 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-            uint t48 = pc.w.d[(boff2 + (t44 ? (t43 & 31u) : (t45 ? (32u + (t46 & 15u)) : 48u))) >> 2u];
-            uint t49 = l02 + 32u;
-            bool t50 = t49 < 160u;
-            bool t51 = t49 < 240u;
-            uint t52 = t49 - 160u;
-            uint tn5 = t50 ? (t49 >> 5u) : (t51 ? (t52 >> 4u) : ((t49 - 240u) >> 2u));
-            uint t53 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
-            uint t54 = pc.w.d[(boff2 + (t50 ? (t49 & 31u) : (t51 ? (32u + (t52 & 15u)) : 48u))) >> 2u];
-            uint t55 = l02 + 64u;
-            bool t56 = t55 < 160u;
-            bool t57 = t55 < 240u;
-            uint t58 = t55 - 160u;
-            uint tn6 = t56 ? (t55 >> 5u) : (t57 ? (t58 >> 4u) : ((t55 - 240u) >> 2u));
-            uint t59 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
-            uint t60 = pc.w.d[(boff2 + (t56 ? (t55 & 31u) : (t57 ? (32u + (t58 & 15u)) : 48u))) >> 2u];
-            uint t61 = l02 + 96u;
-            bool t62 = t61 < 160u;
-            bool t63 = t61 < 240u;
-            uint t64 = t61 - 160u;
-            uint tn7 = t62 ? (t61 >> 5u) : (t63 ? (t64 >> 4u) : ((t61 - 240u) >> 2u));
-            uint t65 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
-            uint t66 = pc.w.d[(boff2 + (t62 ? (t61 & 31u) : (t63 ? (32u + (t64 & 15u)) : 48u))) >> 2u];
-            wsh[dst] = ((((((((((t48 & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t48 >> 8u) & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t54 & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t54 >> 8u) & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t60 & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t60 >> 8u) & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t66 & 16711935u) * t65) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t66 >> 8u) & 16711935u) * t65) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm)) {
+            uint boff7 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 54u) + ((kb >> 1u) * 54u);
+            uint tdo2 = boff7 + 52u;
+            precise float t122 = unpackHalf2x16((pc.w.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex] = t122;
+            uint tdo3 = boff7 + 52u;
+            precise float t123 = unpackHalf2x16((pc.wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex + tm] = t123;
         }
-        uint e1 = gl_LocalInvocationIndex + 256u;
-        uint r1 = e1 >> 3u;
-        uint wi1 = e1 & 7u;
-        uint gr1 = min(row0 + r1, M - 1u);
-        uint dst1 = (wi1 * 68u) + (r1 + 0u);
-        if (WFMT == 0u) {
-            wsh[dst1] = pc.w.d[(gr1 * KW) + ((kb * 8u) + wi1)];
+        for (uint h2 = 0u; h2 < TILE_TOKS * 2u; h2++) {
+            uint e2 = gl_LocalInvocationIndex + (h2 * 256u);
+            uint t = e2 >> 5u;
+            uint jw = e2 & 31u;
+            ash[(jw * astr) + t] = pc.q.d[(min(tok0 + t, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw)];
         }
-        if (WFMT == 1u) {
-            uint boff3 = (gr1 * 66u) + ((kb >> 1u) * 66u);
-            uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t67 = l03 + 0u;
-            uint t68 = boff3 + (((t67 >> 7u) << 5u) | (t67 & 31u));
-            uint twi8 = t68 >> 2u;
-            uint tlo8 = pc.w.d[twi8];
-            uint t69 = l03 + 32u;
-            uint t70 = boff3 + (((t69 >> 7u) << 5u) | (t69 & 31u));
-            uint twi9 = t70 >> 2u;
-            uint tlo9 = pc.w.d[twi9];
-            uint t71 = l03 + 64u;
-            uint t72 = boff3 + (((t71 >> 7u) << 5u) | (t71 & 31u));
-            uint twi10 = t72 >> 2u;
-            uint tlo10 = pc.w.d[twi10];
-            uint t73 = l03 + 96u;
-            uint t74 = boff3 + (((t73 >> 7u) << 5u) | (t73 & 31u));
-            uint twi11 = t74 >> 2u;
-            uint tlo11 = pc.w.d[twi11];
-            wsh[dst1] = ((((((((t68 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t67 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t70 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t72 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t74 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t73 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
-        }
-        if (WFMT == 2u) {
-            uint boff4 = (gr1 * 54u) + ((kb >> 1u) * 54u);
-            uint l04 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t75 = l04 + 0u;
-            bool t76 = t75 < 160u;
-            bool t77 = t75 < 240u;
-            uint t78 = t75 - 160u;
-            uint tn8 = t76 ? (t75 >> 5u) : (t77 ? (t78 >> 4u) : ((t75 - 240u) >> 2u));
-            uint t79 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-            uint t80 = boff4 + (t76 ? (t75 & 31u) : (t77 ? (32u + (t78 & 15u)) : 48u));
-            uint twi12 = t80 >> 2u;
-            uint tlo12 = pc.w.d[twi12];
-            uint t81 = ((t80 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
-            uint t82 = l04 + 32u;
-            bool t83 = t82 < 160u;
-            bool t84 = t82 < 240u;
-            uint t85 = t82 - 160u;
-            uint tn9 = t83 ? (t82 >> 5u) : (t84 ? (t85 >> 4u) : ((t82 - 240u) >> 2u));
-            uint t86 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-            uint t87 = boff4 + (t83 ? (t82 & 31u) : (t84 ? (32u + (t85 & 15u)) : 48u));
-            uint twi13 = t87 >> 2u;
-            uint tlo13 = pc.w.d[twi13];
-            uint t88 = ((t87 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
-            uint t89 = l04 + 64u;
-            bool t90 = t89 < 160u;
-            bool t91 = t89 < 240u;
-            uint t92 = t89 - 160u;
-            uint tn10 = t90 ? (t89 >> 5u) : (t91 ? (t92 >> 4u) : ((t89 - 240u) >> 2u));
-            uint t93 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-            uint t94 = boff4 + (t90 ? (t89 & 31u) : (t91 ? (32u + (t92 & 15u)) : 48u));
-            uint twi14 = t94 >> 2u;
-            uint tlo14 = pc.w.d[twi14];
-            uint t95 = ((t94 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
-            uint t96 = l04 + 96u;
-            bool t97 = t96 < 160u;
-            bool t98 = t96 < 240u;
-            uint t99 = t96 - 160u;
-            uint tn11 = t97 ? (t96 >> 5u) : (t98 ? (t99 >> 4u) : ((t96 - 240u) >> 2u));
-            uint t100 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-            uint t101 = boff4 + (t97 ? (t96 & 31u) : (t98 ? (32u + (t99 & 15u)) : 48u));
-            uint twi15 = t101 >> 2u;
-            uint tlo15 = pc.w.d[twi15];
-            uint t102 = ((t101 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
-            wsh[dst1] = ((((((((((t81 & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t81 >> 8u) & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t88 & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t88 >> 8u) & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t95 & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t95 >> 8u) & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t102 & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t102 >> 8u) & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        if (WFMT == 3u) {
-            uint boff5 = (gr1 * 52u) + ((kb >> 1u) * 52u);
-            uint l05 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t103 = l05 + 0u;
-            bool t104 = t103 < 160u;
-            bool t105 = t103 < 240u;
-            uint t106 = t103 - 160u;
-            uint tn12 = t104 ? (t103 >> 5u) : (t105 ? (t106 >> 4u) : ((t103 - 240u) >> 2u));
-            uint t107 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-            uint t108 = pc.w.d[(boff5 + (t104 ? (t103 & 31u) : (t105 ? (32u + (t106 & 15u)) : 48u))) >> 2u];
-            uint t109 = l05 + 32u;
-            bool t110 = t109 < 160u;
-            bool t111 = t109 < 240u;
-            uint t112 = t109 - 160u;
-            uint tn13 = t110 ? (t109 >> 5u) : (t111 ? (t112 >> 4u) : ((t109 - 240u) >> 2u));
-            uint t113 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-            uint t114 = pc.w.d[(boff5 + (t110 ? (t109 & 31u) : (t111 ? (32u + (t112 & 15u)) : 48u))) >> 2u];
-            uint t115 = l05 + 64u;
-            bool t116 = t115 < 160u;
-            bool t117 = t115 < 240u;
-            uint t118 = t115 - 160u;
-            uint tn14 = t116 ? (t115 >> 5u) : (t117 ? (t118 >> 4u) : ((t115 - 240u) >> 2u));
-            uint t119 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
-            uint t120 = pc.w.d[(boff5 + (t116 ? (t115 & 31u) : (t117 ? (32u + (t118 & 15u)) : 48u))) >> 2u];
-            uint t121 = l05 + 96u;
-            bool t122 = t121 < 160u;
-            bool t123 = t121 < 240u;
-            uint t124 = t121 - 160u;
-            uint tn15 = t122 ? (t121 >> 5u) : (t123 ? (t124 >> 4u) : ((t121 - 240u) >> 2u));
-            uint t125 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
-            uint t126 = pc.w.d[(boff5 + (t122 ? (t121 & 31u) : (t123 ? (32u + (t124 & 15u)) : 48u))) >> 2u];
-            wsh[dst1] = ((((((((((t108 & 16711935u) * t107) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t108 >> 8u) & 16711935u) * t107) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t114 & 16711935u) * t113) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t114 >> 8u) & 16711935u) * t113) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t120 & 16711935u) * t119) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t120 >> 8u) & 16711935u) * t119) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t126 & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t126 >> 8u) & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        uint e2 = gl_LocalInvocationIndex + 0u;
-        uint r2 = e2 >> 3u;
-        uint wi2 = e2 & 7u;
-        uint gr2 = min(row0 + r2, M - 1u);
-        uint dst2 = (wi2 * 68u) + (r2 + 544u);
-        if (WFMT == 0u) {
-            wsh[dst2] = pc.wu.d[(gr2 * KW) + ((kb * 8u) + wi2)];
-        }
-        if (WFMT == 1u) {
-            uint boff6 = (gr2 * 66u) + ((kb >> 1u) * 66u);
-            uint l06 = ((kb & 1u) << 7u) + (wi2 << 2u);
-            uint t127 = l06 + 0u;
-            uint t128 = boff6 + (((t127 >> 7u) << 5u) | (t127 & 31u));
-            uint twi16 = t128 >> 2u;
-            uint tlo16 = pc.wu.d[twi16];
-            uint t129 = l06 + 32u;
-            uint t130 = boff6 + (((t129 >> 7u) << 5u) | (t129 & 31u));
-            uint twi17 = t130 >> 2u;
-            uint tlo17 = pc.wu.d[twi17];
-            uint t131 = l06 + 64u;
-            uint t132 = boff6 + (((t131 >> 7u) << 5u) | (t131 & 31u));
-            uint twi18 = t132 >> 2u;
-            uint tlo18 = pc.wu.d[twi18];
-            uint t133 = l06 + 96u;
-            uint t134 = boff6 + (((t133 >> 7u) << 5u) | (t133 & 31u));
-            uint twi19 = t134 >> 2u;
-            uint tlo19 = pc.wu.d[twi19];
-            wsh[dst2] = ((((((((t128 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.wu.d[twi16 + 1u] << 16u)) : tlo16) >> (((t127 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t130 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.wu.d[twi17 + 1u] << 16u)) : tlo17) >> (((t129 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t132 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.wu.d[twi18 + 1u] << 16u)) : tlo18) >> (((t131 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t134 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.wu.d[twi19 + 1u] << 16u)) : tlo19) >> (((t133 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
-        }
-        if (WFMT == 2u) {
-            uint boff7 = (gr2 * 54u) + ((kb >> 1u) * 54u);
-            uint l07 = ((kb & 1u) << 7u) + (wi2 << 2u);
-            uint t135 = l07 + 0u;
-            bool t136 = t135 < 160u;
-            bool t137 = t135 < 240u;
-            uint t138 = t135 - 160u;
-            uint tn16 = t136 ? (t135 >> 5u) : (t137 ? (t138 >> 4u) : ((t135 - 240u) >> 2u));
-            uint t139 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
-            uint t140 = boff7 + (t136 ? (t135 & 31u) : (t137 ? (32u + (t138 & 15u)) : 48u));
-            uint twi20 = t140 >> 2u;
-            uint tlo20 = pc.wu.d[twi20];
-            uint t141 = ((t140 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.wu.d[twi20 + 1u] << 16u)) : tlo20;
-            uint t142 = l07 + 32u;
-            bool t143 = t142 < 160u;
-            bool t144 = t142 < 240u;
-            uint t145 = t142 - 160u;
-            uint tn17 = t143 ? (t142 >> 5u) : (t144 ? (t145 >> 4u) : ((t142 - 240u) >> 2u));
-            uint t146 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
-            uint t147 = boff7 + (t143 ? (t142 & 31u) : (t144 ? (32u + (t145 & 15u)) : 48u));
-            uint twi21 = t147 >> 2u;
-            uint tlo21 = pc.wu.d[twi21];
-            uint t148 = ((t147 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.wu.d[twi21 + 1u] << 16u)) : tlo21;
-            uint t149 = l07 + 64u;
-            bool t150 = t149 < 160u;
-            bool t151 = t149 < 240u;
-            uint t152 = t149 - 160u;
-            uint tn18 = t150 ? (t149 >> 5u) : (t151 ? (t152 >> 4u) : ((t149 - 240u) >> 2u));
-            uint t153 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
-            uint t154 = boff7 + (t150 ? (t149 & 31u) : (t151 ? (32u + (t152 & 15u)) : 48u));
-            uint twi22 = t154 >> 2u;
-            uint tlo22 = pc.wu.d[twi22];
-            uint t155 = ((t154 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.wu.d[twi22 + 1u] << 16u)) : tlo22;
-            uint t156 = l07 + 96u;
-            bool t157 = t156 < 160u;
-            bool t158 = t156 < 240u;
-            uint t159 = t156 - 160u;
-            uint tn19 = t157 ? (t156 >> 5u) : (t158 ? (t159 >> 4u) : ((t156 - 240u) >> 2u));
-            uint t160 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
-            uint t161 = boff7 + (t157 ? (t156 & 31u) : (t158 ? (32u + (t159 & 15u)) : 48u));
-            uint twi23 = t161 >> 2u;
-            uint tlo23 = pc.wu.d[twi23];
-            uint t162 = ((t161 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.wu.d[twi23 + 1u] << 16u)) : tlo23;
-            wsh[dst2] = ((((((((((t141 & 16711935u) * t139) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t141 >> 8u) & 16711935u) * t139) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t148 & 16711935u) * t146) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t148 >> 8u) & 16711935u) * t146) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t155 & 16711935u) * t153) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t155 >> 8u) & 16711935u) * t153) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t162 & 16711935u) * t160) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t162 >> 8u) & 16711935u) * t160) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        if (WFMT == 3u) {
-            uint boff8 = (gr2 * 52u) + ((kb >> 1u) * 52u);
-            uint l08 = ((kb & 1u) << 7u) + (wi2 << 2u);
-            uint t163 = l08 + 0u;
-            bool t164 = t163 < 160u;
-            bool t165 = t163 < 240u;
-            uint t166 = t163 - 160u;
-            uint tn20 = t164 ? (t163 >> 5u) : (t165 ? (t166 >> 4u) : ((t163 - 240u) >> 2u));
-            uint t167 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
-            uint t168 = pc.wu.d[(boff8 + (t164 ? (t163 & 31u) : (t165 ? (32u + (t166 & 15u)) : 48u))) >> 2u];
-            uint t169 = l08 + 32u;
-            bool t170 = t169 < 160u;
-            bool t171 = t169 < 240u;
-            uint t172 = t169 - 160u;
-            uint tn21 = t170 ? (t169 >> 5u) : (t171 ? (t172 >> 4u) : ((t169 - 240u) >> 2u));
-            uint t173 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
-            uint t174 = pc.wu.d[(boff8 + (t170 ? (t169 & 31u) : (t171 ? (32u + (t172 & 15u)) : 48u))) >> 2u];
-            uint t175 = l08 + 64u;
-            bool t176 = t175 < 160u;
-            bool t177 = t175 < 240u;
-            uint t178 = t175 - 160u;
-            uint tn22 = t176 ? (t175 >> 5u) : (t177 ? (t178 >> 4u) : ((t175 - 240u) >> 2u));
-            uint t179 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
-            uint t180 = pc.wu.d[(boff8 + (t176 ? (t175 & 31u) : (t177 ? (32u + (t178 & 15u)) : 48u))) >> 2u];
-            uint t181 = l08 + 96u;
-            bool t182 = t181 < 160u;
-            bool t183 = t181 < 240u;
-            uint t184 = t181 - 160u;
-            uint tn23 = t182 ? (t181 >> 5u) : (t183 ? (t184 >> 4u) : ((t181 - 240u) >> 2u));
-            uint t185 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
-            uint t186 = pc.wu.d[(boff8 + (t182 ? (t181 & 31u) : (t183 ? (32u + (t184 & 15u)) : 48u))) >> 2u];
-            wsh[dst2] = ((((((((((t168 & 16711935u) * t167) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t168 >> 8u) & 16711935u) * t167) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t174 & 16711935u) * t173) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t174 >> 8u) & 16711935u) * t173) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t180 & 16711935u) * t179) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t180 >> 8u) & 16711935u) * t179) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t186 & 16711935u) * t185) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t186 >> 8u) & 16711935u) * t185) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        uint e3 = gl_LocalInvocationIndex + 256u;
-        uint r3 = e3 >> 3u;
-        uint wi3 = e3 & 7u;
-        uint gr3 = min(row0 + r3, M - 1u);
-        uint dst3 = (wi3 * 68u) + (r3 + 544u);
-        if (WFMT == 0u) {
-            wsh[dst3] = pc.wu.d[(gr3 * KW) + ((kb * 8u) + wi3)];
-        }
-        if (WFMT == 1u) {
-            uint boff9 = (gr3 * 66u) + ((kb >> 1u) * 66u);
-            uint l09 = ((kb & 1u) << 7u) + (wi3 << 2u);
-            uint t187 = l09 + 0u;
-            uint t188 = boff9 + (((t187 >> 7u) << 5u) | (t187 & 31u));
-            uint twi24 = t188 >> 2u;
-            uint tlo24 = pc.wu.d[twi24];
-            uint t189 = l09 + 32u;
-            uint t190 = boff9 + (((t189 >> 7u) << 5u) | (t189 & 31u));
-            uint twi25 = t190 >> 2u;
-            uint tlo25 = pc.wu.d[twi25];
-            uint t191 = l09 + 64u;
-            uint t192 = boff9 + (((t191 >> 7u) << 5u) | (t191 & 31u));
-            uint twi26 = t192 >> 2u;
-            uint tlo26 = pc.wu.d[twi26];
-            uint t193 = l09 + 96u;
-            uint t194 = boff9 + (((t193 >> 7u) << 5u) | (t193 & 31u));
-            uint twi27 = t194 >> 2u;
-            uint tlo27 = pc.wu.d[twi27];
-            wsh[dst3] = ((((((((t188 & 2u) != 0u) ? ((tlo24 >> 16u) | (pc.wu.d[twi24 + 1u] << 16u)) : tlo24) >> (((t187 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t190 & 2u) != 0u) ? ((tlo25 >> 16u) | (pc.wu.d[twi25 + 1u] << 16u)) : tlo25) >> (((t189 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t192 & 2u) != 0u) ? ((tlo26 >> 16u) | (pc.wu.d[twi26 + 1u] << 16u)) : tlo26) >> (((t191 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t194 & 2u) != 0u) ? ((tlo27 >> 16u) | (pc.wu.d[twi27 + 1u] << 16u)) : tlo27) >> (((t193 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
-        }
-        if (WFMT == 2u) {
-            uint boff10 = (gr3 * 54u) + ((kb >> 1u) * 54u);
-            uint l010 = ((kb & 1u) << 7u) + (wi3 << 2u);
-            uint t195 = l010 + 0u;
-            bool t196 = t195 < 160u;
-            bool t197 = t195 < 240u;
-            uint t198 = t195 - 160u;
-            uint tn24 = t196 ? (t195 >> 5u) : (t197 ? (t198 >> 4u) : ((t195 - 240u) >> 2u));
-            uint t199 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
-            uint t200 = boff10 + (t196 ? (t195 & 31u) : (t197 ? (32u + (t198 & 15u)) : 48u));
-            uint twi28 = t200 >> 2u;
-            uint tlo28 = pc.wu.d[twi28];
-            uint t201 = ((t200 & 2u) != 0u) ? ((tlo28 >> 16u) | (pc.wu.d[twi28 + 1u] << 16u)) : tlo28;
-            uint t202 = l010 + 32u;
-            bool t203 = t202 < 160u;
-            bool t204 = t202 < 240u;
-            uint t205 = t202 - 160u;
-            uint tn25 = t203 ? (t202 >> 5u) : (t204 ? (t205 >> 4u) : ((t202 - 240u) >> 2u));
-            uint t206 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
-            uint t207 = boff10 + (t203 ? (t202 & 31u) : (t204 ? (32u + (t205 & 15u)) : 48u));
-            uint twi29 = t207 >> 2u;
-            uint tlo29 = pc.wu.d[twi29];
-            uint t208 = ((t207 & 2u) != 0u) ? ((tlo29 >> 16u) | (pc.wu.d[twi29 + 1u] << 16u)) : tlo29;
-            uint t209 = l010 + 64u;
-            bool t210 = t209 < 160u;
-            bool t211 = t209 < 240u;
-            uint t212 = t209 - 160u;
-            uint tn26 = t210 ? (t209 >> 5u) : (t211 ? (t212 >> 4u) : ((t209 - 240u) >> 2u));
-            uint t213 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
-            uint t214 = boff10 + (t210 ? (t209 & 31u) : (t211 ? (32u + (t212 & 15u)) : 48u));
-            uint twi30 = t214 >> 2u;
-            uint tlo30 = pc.wu.d[twi30];
-            uint t215 = ((t214 & 2u) != 0u) ? ((tlo30 >> 16u) | (pc.wu.d[twi30 + 1u] << 16u)) : tlo30;
-            uint t216 = l010 + 96u;
-            bool t217 = t216 < 160u;
-            bool t218 = t216 < 240u;
-            uint t219 = t216 - 160u;
-            uint tn27 = t217 ? (t216 >> 5u) : (t218 ? (t219 >> 4u) : ((t216 - 240u) >> 2u));
-            uint t220 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
-            uint t221 = boff10 + (t217 ? (t216 & 31u) : (t218 ? (32u + (t219 & 15u)) : 48u));
-            uint twi31 = t221 >> 2u;
-            uint tlo31 = pc.wu.d[twi31];
-            uint t222 = ((t221 & 2u) != 0u) ? ((tlo31 >> 16u) | (pc.wu.d[twi31 + 1u] << 16u)) : tlo31;
-            wsh[dst3] = ((((((((((t201 & 16711935u) * t199) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t201 >> 8u) & 16711935u) * t199) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t208 & 16711935u) * t206) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t208 >> 8u) & 16711935u) * t206) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t215 & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t215 >> 8u) & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t222 & 16711935u) * t220) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t222 >> 8u) & 16711935u) * t220) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        if (WFMT == 3u) {
-            uint boff11 = (gr3 * 52u) + ((kb >> 1u) * 52u);
-            uint l011 = ((kb & 1u) << 7u) + (wi3 << 2u);
-            uint t223 = l011 + 0u;
-            bool t224 = t223 < 160u;
-            bool t225 = t223 < 240u;
-            uint t226 = t223 - 160u;
-            uint tn28 = t224 ? (t223 >> 5u) : (t225 ? (t226 >> 4u) : ((t223 - 240u) >> 2u));
-            uint t227 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
-            uint t228 = pc.wu.d[(boff11 + (t224 ? (t223 & 31u) : (t225 ? (32u + (t226 & 15u)) : 48u))) >> 2u];
-            uint t229 = l011 + 32u;
-            bool t230 = t229 < 160u;
-            bool t231 = t229 < 240u;
-            uint t232 = t229 - 160u;
-            uint tn29 = t230 ? (t229 >> 5u) : (t231 ? (t232 >> 4u) : ((t229 - 240u) >> 2u));
-            uint t233 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
-            uint t234 = pc.wu.d[(boff11 + (t230 ? (t229 & 31u) : (t231 ? (32u + (t232 & 15u)) : 48u))) >> 2u];
-            uint t235 = l011 + 64u;
-            bool t236 = t235 < 160u;
-            bool t237 = t235 < 240u;
-            uint t238 = t235 - 160u;
-            uint tn30 = t236 ? (t235 >> 5u) : (t237 ? (t238 >> 4u) : ((t235 - 240u) >> 2u));
-            uint t239 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
-            uint t240 = pc.wu.d[(boff11 + (t236 ? (t235 & 31u) : (t237 ? (32u + (t238 & 15u)) : 48u))) >> 2u];
-            uint t241 = l011 + 96u;
-            bool t242 = t241 < 160u;
-            bool t243 = t241 < 240u;
-            uint t244 = t241 - 160u;
-            uint tn31 = t242 ? (t241 >> 5u) : (t243 ? (t244 >> 4u) : ((t241 - 240u) >> 2u));
-            uint t245 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
-            uint t246 = pc.wu.d[(boff11 + (t242 ? (t241 & 31u) : (t243 ? (32u + (t244 & 15u)) : 48u))) >> 2u];
-            wsh[dst3] = ((((((((((t228 & 16711935u) * t227) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t228 >> 8u) & 16711935u) * t227) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t234 & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t234 >> 8u) & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t240 & 16711935u) * t239) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t240 >> 8u) & 16711935u) * t239) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t246 & 16711935u) * t245) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t246 >> 8u) & 16711935u) * t245) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-            uint boff12 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 66u) + ((kb >> 1u) * 66u);
-            uint tdo = boff12 + 64u;
-            precise float t247 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 0u] = t247;
-            uint tdo1 = boff12 + 64u;
-            precise float t248 = unpackHalf2x16((pc.wu.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 64u] = t248;
-        }
-        if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-            uint boff13 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 54u) + ((kb >> 1u) * 54u);
-            uint tdo2 = boff13 + 52u;
-            precise float t249 = unpackHalf2x16((pc.w.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 0u] = t249;
-            uint tdo3 = boff13 + 52u;
-            precise float t250 = unpackHalf2x16((pc.wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 64u] = t250;
-        }
-        uint e4 = gl_LocalInvocationIndex + 0u;
-        uint t = e4 >> 5u;
-        uint jw = e4 & 31u;
-        ash[(jw * 65u) + t] = pc.q.d[(min(tok0 + t, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw)];
-        uint e5 = gl_LocalInvocationIndex + 256u;
-        uint t1 = e5 >> 5u;
-        uint jw1 = e5 & 31u;
-        ash[(jw1 * 65u) + t1] = pc.q.d[(min(tok0 + t1, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw1)];
-        uint e6 = gl_LocalInvocationIndex + 512u;
-        uint t2 = e6 >> 5u;
-        uint jw2 = e6 & 31u;
-        ash[(jw2 * 65u) + t2] = pc.q.d[(min(tok0 + t2, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw2)];
-        uint e7 = gl_LocalInvocationIndex + 768u;
-        uint t3 = e7 >> 5u;
-        uint jw3 = e7 & 31u;
-        ash[(jw3 * 65u) + t3] = pc.q.d[(min(tok0 + t3, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw3)];
-        uint e8 = gl_LocalInvocationIndex + 1024u;
-        uint t4 = e8 >> 5u;
-        uint jw4 = e8 & 31u;
-        ash[(jw4 * 65u) + t4] = pc.q.d[(min(tok0 + t4, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw4)];
-        uint e9 = gl_LocalInvocationIndex + 1280u;
-        uint t5 = e9 >> 5u;
-        uint jw5 = e9 & 31u;
-        ash[(jw5 * 65u) + t5] = pc.q.d[(min(tok0 + t5, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw5)];
-        uint e10 = gl_LocalInvocationIndex + 1536u;
-        uint t6 = e10 >> 5u;
-        uint jw6 = e10 & 31u;
-        ash[(jw6 * 65u) + t6] = pc.q.d[(min(tok0 + t6, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw6)];
-        uint e11 = gl_LocalInvocationIndex + 1792u;
-        uint t7 = e11 >> 5u;
-        uint jw7 = e11 & 31u;
-        ash[(jw7 * 65u) + t7] = pc.q.d[(min(tok0 + t7, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw7)];
         barrier();
         bool tq = (WFMT == 2u) || (WFMT == 1u);
-        if ((tok0 + (ty * 4u)) < dyn.n_tokens) {
+        if ((tok0 + tokv) < dyn.n_tokens) {
             for (uint wl = 0u; wl < 8u; wl++) {
-                uint wv = wsh[(wl * 68u) + (tx + 0u)];
-                uint wv1 = wsh[(wl * 68u) + (tx + 16u)];
-                uint wv2 = wsh[(wl * 68u) + (tx + 32u)];
-                uint wv3 = wsh[(wl * 68u) + (tx + 48u)];
-                uint wv4 = wsh[(wl * 68u) + (tx + 544u)];
-                uint wv5 = wsh[(wl * 68u) + (tx + 560u)];
-                uint wv6 = wsh[(wl * 68u) + (tx + 576u)];
-                uint wv7 = wsh[(wl * 68u) + (tx + 592u)];
-                uint ab = ((wl + 0u) * 65u) + (ty * 4u);
-                uint av = ash[ab + 0u];
-                uint av1 = ash[ab + 1u];
-                uint av2 = ash[ab + 2u];
-                uint av3 = ash[ab + 3u];
-                uint t251 = (wv >> 6u) & 50529027u;
-                uint c = tq ? ((t251 + 2139062143u) ^ 2155905152u) : t251;
+                uint wv = 0u;
+                uint wv1 = 0u;
+                uint wv2 = 0u;
+                uint wv3 = 0u;
+                uint wv4 = 0u;
+                uint wv5 = 0u;
+                uint wv6 = 0u;
+                uint wv7 = 0u;
+                uint wv8 = 0u;
+                uint wv9 = 0u;
+                uint wv10 = 0u;
+                uint wv11 = 0u;
+                uint wv12 = 0u;
+                uint wv13 = 0u;
+                uint wv14 = 0u;
+                uint wv15 = 0u;
+                wv = wsh[((wl + 0u) * wstr) + (tx + 0u)];
+                wv8 = wsh[((wl + 8u) * wstr) + (tx + 0u)];
+                wv1 = wsh[((wl + 0u) * wstr) + (tx + 16u)];
+                wv9 = wsh[((wl + 8u) * wstr) + (tx + 16u)];
+                if (TILE_ROWS > 2u) {
+                    wv2 = wsh[((wl + 0u) * wstr) + (tx + 32u)];
+                    wv10 = wsh[((wl + 8u) * wstr) + (tx + 32u)];
+                    wv3 = wsh[((wl + 0u) * wstr) + (tx + 48u)];
+                    wv11 = wsh[((wl + 8u) * wstr) + (tx + 48u)];
+                }
+                if (TILE_ROWS > 4u) {
+                    wv4 = wsh[((wl + 0u) * wstr) + (tx + 64u)];
+                    wv12 = wsh[((wl + 8u) * wstr) + (tx + 64u)];
+                    wv5 = wsh[((wl + 0u) * wstr) + (tx + 80u)];
+                    wv13 = wsh[((wl + 8u) * wstr) + (tx + 80u)];
+                    wv6 = wsh[((wl + 0u) * wstr) + (tx + 96u)];
+                    wv14 = wsh[((wl + 8u) * wstr) + (tx + 96u)];
+                    wv7 = wsh[((wl + 0u) * wstr) + (tx + 112u)];
+                    wv15 = wsh[((wl + 8u) * wstr) + (tx + 112u)];
+                }
+                uint ab = ((wl + 0u) * astr) + tokv;
+                uint av = 0u;
+                uint av1 = 0u;
+                uint av2 = 0u;
+                uint av3 = 0u;
+                uint av4 = 0u;
+                uint av5 = 0u;
+                uint av6 = 0u;
+                uint av7 = 0u;
+                av = ash[ab + 0u];
+                av1 = ash[ab + 1u];
+                if (TILE_TOKS > 2u) {
+                    av2 = ash[ab + 2u];
+                    av3 = ash[ab + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av4 = ash[ab + 4u];
+                    av5 = ash[ab + 5u];
+                    av6 = ash[ab + 6u];
+                    av7 = ash[ab + 7u];
+                }
+                uint t124 = (wv >> 6u) & 50529027u;
+                uint c = tq ? ((t124 + 2139062143u) ^ 2155905152u) : t124;
                 acc00 += dsl_dot4x8_ss(av, c);
                 acc01 += dsl_dot4x8_ss(av1, c);
-                acc02 += dsl_dot4x8_ss(av2, c);
-                acc03 += dsl_dot4x8_ss(av3, c);
-                uint t252 = (wv1 >> 6u) & 50529027u;
-                uint c1 = tq ? ((t252 + 2139062143u) ^ 2155905152u) : t252;
-                acc10 += dsl_dot4x8_ss(av, c1);
-                acc11 += dsl_dot4x8_ss(av1, c1);
-                acc12 += dsl_dot4x8_ss(av2, c1);
-                acc13 += dsl_dot4x8_ss(av3, c1);
-                uint t253 = (wv2 >> 6u) & 50529027u;
-                uint c2 = tq ? ((t253 + 2139062143u) ^ 2155905152u) : t253;
-                acc20 += dsl_dot4x8_ss(av, c2);
-                acc21 += dsl_dot4x8_ss(av1, c2);
-                acc22 += dsl_dot4x8_ss(av2, c2);
-                acc23 += dsl_dot4x8_ss(av3, c2);
-                uint t254 = (wv3 >> 6u) & 50529027u;
-                uint c3 = tq ? ((t254 + 2139062143u) ^ 2155905152u) : t254;
-                acc30 += dsl_dot4x8_ss(av, c3);
-                acc31 += dsl_dot4x8_ss(av1, c3);
-                acc32 += dsl_dot4x8_ss(av2, c3);
-                acc33 += dsl_dot4x8_ss(av3, c3);
-                uint t255 = (wv4 >> 6u) & 50529027u;
-                uint c4 = tq ? ((t255 + 2139062143u) ^ 2155905152u) : t255;
-                accu00 += dsl_dot4x8_ss(av, c4);
-                accu01 += dsl_dot4x8_ss(av1, c4);
-                accu02 += dsl_dot4x8_ss(av2, c4);
-                accu03 += dsl_dot4x8_ss(av3, c4);
-                uint t256 = (wv5 >> 6u) & 50529027u;
-                uint c5 = tq ? ((t256 + 2139062143u) ^ 2155905152u) : t256;
-                accu10 += dsl_dot4x8_ss(av, c5);
-                accu11 += dsl_dot4x8_ss(av1, c5);
-                accu12 += dsl_dot4x8_ss(av2, c5);
-                accu13 += dsl_dot4x8_ss(av3, c5);
-                uint t257 = (wv6 >> 6u) & 50529027u;
-                uint c6 = tq ? ((t257 + 2139062143u) ^ 2155905152u) : t257;
-                accu20 += dsl_dot4x8_ss(av, c6);
-                accu21 += dsl_dot4x8_ss(av1, c6);
-                accu22 += dsl_dot4x8_ss(av2, c6);
-                accu23 += dsl_dot4x8_ss(av3, c6);
-                uint t258 = (wv7 >> 6u) & 50529027u;
-                uint c7 = tq ? ((t258 + 2139062143u) ^ 2155905152u) : t258;
-                accu30 += dsl_dot4x8_ss(av, c7);
-                accu31 += dsl_dot4x8_ss(av1, c7);
-                accu32 += dsl_dot4x8_ss(av2, c7);
-                accu33 += dsl_dot4x8_ss(av3, c7);
-                uint ab1 = ((wl + 8u) * 65u) + (ty * 4u);
-                uint av4 = ash[ab1 + 0u];
-                uint av5 = ash[ab1 + 1u];
-                uint av6 = ash[ab1 + 2u];
-                uint av7 = ash[ab1 + 3u];
-                uint t259 = (wv >> 4u) & 50529027u;
-                uint c8 = tq ? ((t259 + 2139062143u) ^ 2155905152u) : t259;
-                acc00 += dsl_dot4x8_ss(av4, c8);
-                acc01 += dsl_dot4x8_ss(av5, c8);
-                acc02 += dsl_dot4x8_ss(av6, c8);
-                acc03 += dsl_dot4x8_ss(av7, c8);
-                uint t260 = (wv1 >> 4u) & 50529027u;
-                uint c9 = tq ? ((t260 + 2139062143u) ^ 2155905152u) : t260;
-                acc10 += dsl_dot4x8_ss(av4, c9);
-                acc11 += dsl_dot4x8_ss(av5, c9);
-                acc12 += dsl_dot4x8_ss(av6, c9);
-                acc13 += dsl_dot4x8_ss(av7, c9);
-                uint t261 = (wv2 >> 4u) & 50529027u;
-                uint c10 = tq ? ((t261 + 2139062143u) ^ 2155905152u) : t261;
-                acc20 += dsl_dot4x8_ss(av4, c10);
-                acc21 += dsl_dot4x8_ss(av5, c10);
-                acc22 += dsl_dot4x8_ss(av6, c10);
-                acc23 += dsl_dot4x8_ss(av7, c10);
-                uint t262 = (wv3 >> 4u) & 50529027u;
-                uint c11 = tq ? ((t262 + 2139062143u) ^ 2155905152u) : t262;
-                acc30 += dsl_dot4x8_ss(av4, c11);
-                acc31 += dsl_dot4x8_ss(av5, c11);
-                acc32 += dsl_dot4x8_ss(av6, c11);
-                acc33 += dsl_dot4x8_ss(av7, c11);
-                uint t263 = (wv4 >> 4u) & 50529027u;
-                uint c12 = tq ? ((t263 + 2139062143u) ^ 2155905152u) : t263;
-                accu00 += dsl_dot4x8_ss(av4, c12);
-                accu01 += dsl_dot4x8_ss(av5, c12);
-                accu02 += dsl_dot4x8_ss(av6, c12);
-                accu03 += dsl_dot4x8_ss(av7, c12);
-                uint t264 = (wv5 >> 4u) & 50529027u;
-                uint c13 = tq ? ((t264 + 2139062143u) ^ 2155905152u) : t264;
-                accu10 += dsl_dot4x8_ss(av4, c13);
-                accu11 += dsl_dot4x8_ss(av5, c13);
-                accu12 += dsl_dot4x8_ss(av6, c13);
-                accu13 += dsl_dot4x8_ss(av7, c13);
-                uint t265 = (wv6 >> 4u) & 50529027u;
-                uint c14 = tq ? ((t265 + 2139062143u) ^ 2155905152u) : t265;
-                accu20 += dsl_dot4x8_ss(av4, c14);
-                accu21 += dsl_dot4x8_ss(av5, c14);
-                accu22 += dsl_dot4x8_ss(av6, c14);
-                accu23 += dsl_dot4x8_ss(av7, c14);
-                uint t266 = (wv7 >> 4u) & 50529027u;
-                uint c15 = tq ? ((t266 + 2139062143u) ^ 2155905152u) : t266;
-                accu30 += dsl_dot4x8_ss(av4, c15);
-                accu31 += dsl_dot4x8_ss(av5, c15);
-                accu32 += dsl_dot4x8_ss(av6, c15);
-                accu33 += dsl_dot4x8_ss(av7, c15);
-                uint ab2 = ((wl + 16u) * 65u) + (ty * 4u);
-                uint av8 = ash[ab2 + 0u];
-                uint av9 = ash[ab2 + 1u];
-                uint av10 = ash[ab2 + 2u];
-                uint av11 = ash[ab2 + 3u];
-                uint t267 = (wv >> 2u) & 50529027u;
-                uint c16 = tq ? ((t267 + 2139062143u) ^ 2155905152u) : t267;
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av2, c);
+                    acc03 += dsl_dot4x8_ss(av3, c);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av4, c);
+                    acc05 += dsl_dot4x8_ss(av5, c);
+                    acc06 += dsl_dot4x8_ss(av6, c);
+                    acc07 += dsl_dot4x8_ss(av7, c);
+                }
+                uint t125 = (wv8 >> 6u) & 50529027u;
+                uint c1 = tq ? ((t125 + 2139062143u) ^ 2155905152u) : t125;
+                accu00 += dsl_dot4x8_ss(av, c1);
+                accu01 += dsl_dot4x8_ss(av1, c1);
+                if (TILE_TOKS > 2u) {
+                    accu02 += dsl_dot4x8_ss(av2, c1);
+                    accu03 += dsl_dot4x8_ss(av3, c1);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu04 += dsl_dot4x8_ss(av4, c1);
+                    accu05 += dsl_dot4x8_ss(av5, c1);
+                    accu06 += dsl_dot4x8_ss(av6, c1);
+                    accu07 += dsl_dot4x8_ss(av7, c1);
+                }
+                uint t126 = (wv1 >> 6u) & 50529027u;
+                uint c2 = tq ? ((t126 + 2139062143u) ^ 2155905152u) : t126;
+                acc10 += dsl_dot4x8_ss(av, c2);
+                acc11 += dsl_dot4x8_ss(av1, c2);
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av2, c2);
+                    acc13 += dsl_dot4x8_ss(av3, c2);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av4, c2);
+                    acc15 += dsl_dot4x8_ss(av5, c2);
+                    acc16 += dsl_dot4x8_ss(av6, c2);
+                    acc17 += dsl_dot4x8_ss(av7, c2);
+                }
+                uint t127 = (wv9 >> 6u) & 50529027u;
+                uint c3 = tq ? ((t127 + 2139062143u) ^ 2155905152u) : t127;
+                accu10 += dsl_dot4x8_ss(av, c3);
+                accu11 += dsl_dot4x8_ss(av1, c3);
+                if (TILE_TOKS > 2u) {
+                    accu12 += dsl_dot4x8_ss(av2, c3);
+                    accu13 += dsl_dot4x8_ss(av3, c3);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu14 += dsl_dot4x8_ss(av4, c3);
+                    accu15 += dsl_dot4x8_ss(av5, c3);
+                    accu16 += dsl_dot4x8_ss(av6, c3);
+                    accu17 += dsl_dot4x8_ss(av7, c3);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t128 = (wv2 >> 6u) & 50529027u;
+                    uint c4 = tq ? ((t128 + 2139062143u) ^ 2155905152u) : t128;
+                    acc20 += dsl_dot4x8_ss(av, c4);
+                    acc21 += dsl_dot4x8_ss(av1, c4);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av2, c4);
+                        acc23 += dsl_dot4x8_ss(av3, c4);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av4, c4);
+                        acc25 += dsl_dot4x8_ss(av5, c4);
+                        acc26 += dsl_dot4x8_ss(av6, c4);
+                        acc27 += dsl_dot4x8_ss(av7, c4);
+                    }
+                    uint t129 = (wv10 >> 6u) & 50529027u;
+                    uint c5 = tq ? ((t129 + 2139062143u) ^ 2155905152u) : t129;
+                    accu20 += dsl_dot4x8_ss(av, c5);
+                    accu21 += dsl_dot4x8_ss(av1, c5);
+                    if (TILE_TOKS > 2u) {
+                        accu22 += dsl_dot4x8_ss(av2, c5);
+                        accu23 += dsl_dot4x8_ss(av3, c5);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu24 += dsl_dot4x8_ss(av4, c5);
+                        accu25 += dsl_dot4x8_ss(av5, c5);
+                        accu26 += dsl_dot4x8_ss(av6, c5);
+                        accu27 += dsl_dot4x8_ss(av7, c5);
+                    }
+                    uint t130 = (wv3 >> 6u) & 50529027u;
+                    uint c6 = tq ? ((t130 + 2139062143u) ^ 2155905152u) : t130;
+                    acc30 += dsl_dot4x8_ss(av, c6);
+                    acc31 += dsl_dot4x8_ss(av1, c6);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av2, c6);
+                        acc33 += dsl_dot4x8_ss(av3, c6);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av4, c6);
+                        acc35 += dsl_dot4x8_ss(av5, c6);
+                        acc36 += dsl_dot4x8_ss(av6, c6);
+                        acc37 += dsl_dot4x8_ss(av7, c6);
+                    }
+                    uint t131 = (wv11 >> 6u) & 50529027u;
+                    uint c7 = tq ? ((t131 + 2139062143u) ^ 2155905152u) : t131;
+                    accu30 += dsl_dot4x8_ss(av, c7);
+                    accu31 += dsl_dot4x8_ss(av1, c7);
+                    if (TILE_TOKS > 2u) {
+                        accu32 += dsl_dot4x8_ss(av2, c7);
+                        accu33 += dsl_dot4x8_ss(av3, c7);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu34 += dsl_dot4x8_ss(av4, c7);
+                        accu35 += dsl_dot4x8_ss(av5, c7);
+                        accu36 += dsl_dot4x8_ss(av6, c7);
+                        accu37 += dsl_dot4x8_ss(av7, c7);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t132 = (wv4 >> 6u) & 50529027u;
+                    uint c8 = tq ? ((t132 + 2139062143u) ^ 2155905152u) : t132;
+                    acc40 += dsl_dot4x8_ss(av, c8);
+                    acc41 += dsl_dot4x8_ss(av1, c8);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av2, c8);
+                        acc43 += dsl_dot4x8_ss(av3, c8);
+                    }
+                    uint t133 = (wv12 >> 6u) & 50529027u;
+                    uint c9 = tq ? ((t133 + 2139062143u) ^ 2155905152u) : t133;
+                    accu40 += dsl_dot4x8_ss(av, c9);
+                    accu41 += dsl_dot4x8_ss(av1, c9);
+                    if (TILE_TOKS > 2u) {
+                        accu42 += dsl_dot4x8_ss(av2, c9);
+                        accu43 += dsl_dot4x8_ss(av3, c9);
+                    }
+                    uint t134 = (wv5 >> 6u) & 50529027u;
+                    uint c10 = tq ? ((t134 + 2139062143u) ^ 2155905152u) : t134;
+                    acc50 += dsl_dot4x8_ss(av, c10);
+                    acc51 += dsl_dot4x8_ss(av1, c10);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av2, c10);
+                        acc53 += dsl_dot4x8_ss(av3, c10);
+                    }
+                    uint t135 = (wv13 >> 6u) & 50529027u;
+                    uint c11 = tq ? ((t135 + 2139062143u) ^ 2155905152u) : t135;
+                    accu50 += dsl_dot4x8_ss(av, c11);
+                    accu51 += dsl_dot4x8_ss(av1, c11);
+                    if (TILE_TOKS > 2u) {
+                        accu52 += dsl_dot4x8_ss(av2, c11);
+                        accu53 += dsl_dot4x8_ss(av3, c11);
+                    }
+                    uint t136 = (wv6 >> 6u) & 50529027u;
+                    uint c12 = tq ? ((t136 + 2139062143u) ^ 2155905152u) : t136;
+                    acc60 += dsl_dot4x8_ss(av, c12);
+                    acc61 += dsl_dot4x8_ss(av1, c12);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av2, c12);
+                        acc63 += dsl_dot4x8_ss(av3, c12);
+                    }
+                    uint t137 = (wv14 >> 6u) & 50529027u;
+                    uint c13 = tq ? ((t137 + 2139062143u) ^ 2155905152u) : t137;
+                    accu60 += dsl_dot4x8_ss(av, c13);
+                    accu61 += dsl_dot4x8_ss(av1, c13);
+                    if (TILE_TOKS > 2u) {
+                        accu62 += dsl_dot4x8_ss(av2, c13);
+                        accu63 += dsl_dot4x8_ss(av3, c13);
+                    }
+                    uint t138 = (wv7 >> 6u) & 50529027u;
+                    uint c14 = tq ? ((t138 + 2139062143u) ^ 2155905152u) : t138;
+                    acc70 += dsl_dot4x8_ss(av, c14);
+                    acc71 += dsl_dot4x8_ss(av1, c14);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av2, c14);
+                        acc73 += dsl_dot4x8_ss(av3, c14);
+                    }
+                    uint t139 = (wv15 >> 6u) & 50529027u;
+                    uint c15 = tq ? ((t139 + 2139062143u) ^ 2155905152u) : t139;
+                    accu70 += dsl_dot4x8_ss(av, c15);
+                    accu71 += dsl_dot4x8_ss(av1, c15);
+                    if (TILE_TOKS > 2u) {
+                        accu72 += dsl_dot4x8_ss(av2, c15);
+                        accu73 += dsl_dot4x8_ss(av3, c15);
+                    }
+                }
+                uint ab1 = ((wl + 8u) * astr) + tokv;
+                uint av8 = 0u;
+                uint av9 = 0u;
+                uint av10 = 0u;
+                uint av11 = 0u;
+                uint av12 = 0u;
+                uint av13 = 0u;
+                uint av14 = 0u;
+                uint av15 = 0u;
+                av8 = ash[ab1 + 0u];
+                av9 = ash[ab1 + 1u];
+                if (TILE_TOKS > 2u) {
+                    av10 = ash[ab1 + 2u];
+                    av11 = ash[ab1 + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av12 = ash[ab1 + 4u];
+                    av13 = ash[ab1 + 5u];
+                    av14 = ash[ab1 + 6u];
+                    av15 = ash[ab1 + 7u];
+                }
+                uint t140 = (wv >> 4u) & 50529027u;
+                uint c16 = tq ? ((t140 + 2139062143u) ^ 2155905152u) : t140;
                 acc00 += dsl_dot4x8_ss(av8, c16);
                 acc01 += dsl_dot4x8_ss(av9, c16);
-                acc02 += dsl_dot4x8_ss(av10, c16);
-                acc03 += dsl_dot4x8_ss(av11, c16);
-                uint t268 = (wv1 >> 2u) & 50529027u;
-                uint c17 = tq ? ((t268 + 2139062143u) ^ 2155905152u) : t268;
-                acc10 += dsl_dot4x8_ss(av8, c17);
-                acc11 += dsl_dot4x8_ss(av9, c17);
-                acc12 += dsl_dot4x8_ss(av10, c17);
-                acc13 += dsl_dot4x8_ss(av11, c17);
-                uint t269 = (wv2 >> 2u) & 50529027u;
-                uint c18 = tq ? ((t269 + 2139062143u) ^ 2155905152u) : t269;
-                acc20 += dsl_dot4x8_ss(av8, c18);
-                acc21 += dsl_dot4x8_ss(av9, c18);
-                acc22 += dsl_dot4x8_ss(av10, c18);
-                acc23 += dsl_dot4x8_ss(av11, c18);
-                uint t270 = (wv3 >> 2u) & 50529027u;
-                uint c19 = tq ? ((t270 + 2139062143u) ^ 2155905152u) : t270;
-                acc30 += dsl_dot4x8_ss(av8, c19);
-                acc31 += dsl_dot4x8_ss(av9, c19);
-                acc32 += dsl_dot4x8_ss(av10, c19);
-                acc33 += dsl_dot4x8_ss(av11, c19);
-                uint t271 = (wv4 >> 2u) & 50529027u;
-                uint c20 = tq ? ((t271 + 2139062143u) ^ 2155905152u) : t271;
-                accu00 += dsl_dot4x8_ss(av8, c20);
-                accu01 += dsl_dot4x8_ss(av9, c20);
-                accu02 += dsl_dot4x8_ss(av10, c20);
-                accu03 += dsl_dot4x8_ss(av11, c20);
-                uint t272 = (wv5 >> 2u) & 50529027u;
-                uint c21 = tq ? ((t272 + 2139062143u) ^ 2155905152u) : t272;
-                accu10 += dsl_dot4x8_ss(av8, c21);
-                accu11 += dsl_dot4x8_ss(av9, c21);
-                accu12 += dsl_dot4x8_ss(av10, c21);
-                accu13 += dsl_dot4x8_ss(av11, c21);
-                uint t273 = (wv6 >> 2u) & 50529027u;
-                uint c22 = tq ? ((t273 + 2139062143u) ^ 2155905152u) : t273;
-                accu20 += dsl_dot4x8_ss(av8, c22);
-                accu21 += dsl_dot4x8_ss(av9, c22);
-                accu22 += dsl_dot4x8_ss(av10, c22);
-                accu23 += dsl_dot4x8_ss(av11, c22);
-                uint t274 = (wv7 >> 2u) & 50529027u;
-                uint c23 = tq ? ((t274 + 2139062143u) ^ 2155905152u) : t274;
-                accu30 += dsl_dot4x8_ss(av8, c23);
-                accu31 += dsl_dot4x8_ss(av9, c23);
-                accu32 += dsl_dot4x8_ss(av10, c23);
-                accu33 += dsl_dot4x8_ss(av11, c23);
-                uint ab3 = ((wl + 24u) * 65u) + (ty * 4u);
-                uint av12 = ash[ab3 + 0u];
-                uint av13 = ash[ab3 + 1u];
-                uint av14 = ash[ab3 + 2u];
-                uint av15 = ash[ab3 + 3u];
-                uint t275 = (wv >> 0u) & 50529027u;
-                uint c24 = tq ? ((t275 + 2139062143u) ^ 2155905152u) : t275;
-                acc00 += dsl_dot4x8_ss(av12, c24);
-                acc01 += dsl_dot4x8_ss(av13, c24);
-                acc02 += dsl_dot4x8_ss(av14, c24);
-                acc03 += dsl_dot4x8_ss(av15, c24);
-                uint t276 = (wv1 >> 0u) & 50529027u;
-                uint c25 = tq ? ((t276 + 2139062143u) ^ 2155905152u) : t276;
-                acc10 += dsl_dot4x8_ss(av12, c25);
-                acc11 += dsl_dot4x8_ss(av13, c25);
-                acc12 += dsl_dot4x8_ss(av14, c25);
-                acc13 += dsl_dot4x8_ss(av15, c25);
-                uint t277 = (wv2 >> 0u) & 50529027u;
-                uint c26 = tq ? ((t277 + 2139062143u) ^ 2155905152u) : t277;
-                acc20 += dsl_dot4x8_ss(av12, c26);
-                acc21 += dsl_dot4x8_ss(av13, c26);
-                acc22 += dsl_dot4x8_ss(av14, c26);
-                acc23 += dsl_dot4x8_ss(av15, c26);
-                uint t278 = (wv3 >> 0u) & 50529027u;
-                uint c27 = tq ? ((t278 + 2139062143u) ^ 2155905152u) : t278;
-                acc30 += dsl_dot4x8_ss(av12, c27);
-                acc31 += dsl_dot4x8_ss(av13, c27);
-                acc32 += dsl_dot4x8_ss(av14, c27);
-                acc33 += dsl_dot4x8_ss(av15, c27);
-                uint t279 = (wv4 >> 0u) & 50529027u;
-                uint c28 = tq ? ((t279 + 2139062143u) ^ 2155905152u) : t279;
-                accu00 += dsl_dot4x8_ss(av12, c28);
-                accu01 += dsl_dot4x8_ss(av13, c28);
-                accu02 += dsl_dot4x8_ss(av14, c28);
-                accu03 += dsl_dot4x8_ss(av15, c28);
-                uint t280 = (wv5 >> 0u) & 50529027u;
-                uint c29 = tq ? ((t280 + 2139062143u) ^ 2155905152u) : t280;
-                accu10 += dsl_dot4x8_ss(av12, c29);
-                accu11 += dsl_dot4x8_ss(av13, c29);
-                accu12 += dsl_dot4x8_ss(av14, c29);
-                accu13 += dsl_dot4x8_ss(av15, c29);
-                uint t281 = (wv6 >> 0u) & 50529027u;
-                uint c30 = tq ? ((t281 + 2139062143u) ^ 2155905152u) : t281;
-                accu20 += dsl_dot4x8_ss(av12, c30);
-                accu21 += dsl_dot4x8_ss(av13, c30);
-                accu22 += dsl_dot4x8_ss(av14, c30);
-                accu23 += dsl_dot4x8_ss(av15, c30);
-                uint t282 = (wv7 >> 0u) & 50529027u;
-                uint c31 = tq ? ((t282 + 2139062143u) ^ 2155905152u) : t282;
-                accu30 += dsl_dot4x8_ss(av12, c31);
-                accu31 += dsl_dot4x8_ss(av13, c31);
-                accu32 += dsl_dot4x8_ss(av14, c31);
-                accu33 += dsl_dot4x8_ss(av15, c31);
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av10, c16);
+                    acc03 += dsl_dot4x8_ss(av11, c16);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av12, c16);
+                    acc05 += dsl_dot4x8_ss(av13, c16);
+                    acc06 += dsl_dot4x8_ss(av14, c16);
+                    acc07 += dsl_dot4x8_ss(av15, c16);
+                }
+                uint t141 = (wv8 >> 4u) & 50529027u;
+                uint c17 = tq ? ((t141 + 2139062143u) ^ 2155905152u) : t141;
+                accu00 += dsl_dot4x8_ss(av8, c17);
+                accu01 += dsl_dot4x8_ss(av9, c17);
+                if (TILE_TOKS > 2u) {
+                    accu02 += dsl_dot4x8_ss(av10, c17);
+                    accu03 += dsl_dot4x8_ss(av11, c17);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu04 += dsl_dot4x8_ss(av12, c17);
+                    accu05 += dsl_dot4x8_ss(av13, c17);
+                    accu06 += dsl_dot4x8_ss(av14, c17);
+                    accu07 += dsl_dot4x8_ss(av15, c17);
+                }
+                uint t142 = (wv1 >> 4u) & 50529027u;
+                uint c18 = tq ? ((t142 + 2139062143u) ^ 2155905152u) : t142;
+                acc10 += dsl_dot4x8_ss(av8, c18);
+                acc11 += dsl_dot4x8_ss(av9, c18);
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av10, c18);
+                    acc13 += dsl_dot4x8_ss(av11, c18);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av12, c18);
+                    acc15 += dsl_dot4x8_ss(av13, c18);
+                    acc16 += dsl_dot4x8_ss(av14, c18);
+                    acc17 += dsl_dot4x8_ss(av15, c18);
+                }
+                uint t143 = (wv9 >> 4u) & 50529027u;
+                uint c19 = tq ? ((t143 + 2139062143u) ^ 2155905152u) : t143;
+                accu10 += dsl_dot4x8_ss(av8, c19);
+                accu11 += dsl_dot4x8_ss(av9, c19);
+                if (TILE_TOKS > 2u) {
+                    accu12 += dsl_dot4x8_ss(av10, c19);
+                    accu13 += dsl_dot4x8_ss(av11, c19);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu14 += dsl_dot4x8_ss(av12, c19);
+                    accu15 += dsl_dot4x8_ss(av13, c19);
+                    accu16 += dsl_dot4x8_ss(av14, c19);
+                    accu17 += dsl_dot4x8_ss(av15, c19);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t144 = (wv2 >> 4u) & 50529027u;
+                    uint c20 = tq ? ((t144 + 2139062143u) ^ 2155905152u) : t144;
+                    acc20 += dsl_dot4x8_ss(av8, c20);
+                    acc21 += dsl_dot4x8_ss(av9, c20);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av10, c20);
+                        acc23 += dsl_dot4x8_ss(av11, c20);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av12, c20);
+                        acc25 += dsl_dot4x8_ss(av13, c20);
+                        acc26 += dsl_dot4x8_ss(av14, c20);
+                        acc27 += dsl_dot4x8_ss(av15, c20);
+                    }
+                    uint t145 = (wv10 >> 4u) & 50529027u;
+                    uint c21 = tq ? ((t145 + 2139062143u) ^ 2155905152u) : t145;
+                    accu20 += dsl_dot4x8_ss(av8, c21);
+                    accu21 += dsl_dot4x8_ss(av9, c21);
+                    if (TILE_TOKS > 2u) {
+                        accu22 += dsl_dot4x8_ss(av10, c21);
+                        accu23 += dsl_dot4x8_ss(av11, c21);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu24 += dsl_dot4x8_ss(av12, c21);
+                        accu25 += dsl_dot4x8_ss(av13, c21);
+                        accu26 += dsl_dot4x8_ss(av14, c21);
+                        accu27 += dsl_dot4x8_ss(av15, c21);
+                    }
+                    uint t146 = (wv3 >> 4u) & 50529027u;
+                    uint c22 = tq ? ((t146 + 2139062143u) ^ 2155905152u) : t146;
+                    acc30 += dsl_dot4x8_ss(av8, c22);
+                    acc31 += dsl_dot4x8_ss(av9, c22);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av10, c22);
+                        acc33 += dsl_dot4x8_ss(av11, c22);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av12, c22);
+                        acc35 += dsl_dot4x8_ss(av13, c22);
+                        acc36 += dsl_dot4x8_ss(av14, c22);
+                        acc37 += dsl_dot4x8_ss(av15, c22);
+                    }
+                    uint t147 = (wv11 >> 4u) & 50529027u;
+                    uint c23 = tq ? ((t147 + 2139062143u) ^ 2155905152u) : t147;
+                    accu30 += dsl_dot4x8_ss(av8, c23);
+                    accu31 += dsl_dot4x8_ss(av9, c23);
+                    if (TILE_TOKS > 2u) {
+                        accu32 += dsl_dot4x8_ss(av10, c23);
+                        accu33 += dsl_dot4x8_ss(av11, c23);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu34 += dsl_dot4x8_ss(av12, c23);
+                        accu35 += dsl_dot4x8_ss(av13, c23);
+                        accu36 += dsl_dot4x8_ss(av14, c23);
+                        accu37 += dsl_dot4x8_ss(av15, c23);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t148 = (wv4 >> 4u) & 50529027u;
+                    uint c24 = tq ? ((t148 + 2139062143u) ^ 2155905152u) : t148;
+                    acc40 += dsl_dot4x8_ss(av8, c24);
+                    acc41 += dsl_dot4x8_ss(av9, c24);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av10, c24);
+                        acc43 += dsl_dot4x8_ss(av11, c24);
+                    }
+                    uint t149 = (wv12 >> 4u) & 50529027u;
+                    uint c25 = tq ? ((t149 + 2139062143u) ^ 2155905152u) : t149;
+                    accu40 += dsl_dot4x8_ss(av8, c25);
+                    accu41 += dsl_dot4x8_ss(av9, c25);
+                    if (TILE_TOKS > 2u) {
+                        accu42 += dsl_dot4x8_ss(av10, c25);
+                        accu43 += dsl_dot4x8_ss(av11, c25);
+                    }
+                    uint t150 = (wv5 >> 4u) & 50529027u;
+                    uint c26 = tq ? ((t150 + 2139062143u) ^ 2155905152u) : t150;
+                    acc50 += dsl_dot4x8_ss(av8, c26);
+                    acc51 += dsl_dot4x8_ss(av9, c26);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av10, c26);
+                        acc53 += dsl_dot4x8_ss(av11, c26);
+                    }
+                    uint t151 = (wv13 >> 4u) & 50529027u;
+                    uint c27 = tq ? ((t151 + 2139062143u) ^ 2155905152u) : t151;
+                    accu50 += dsl_dot4x8_ss(av8, c27);
+                    accu51 += dsl_dot4x8_ss(av9, c27);
+                    if (TILE_TOKS > 2u) {
+                        accu52 += dsl_dot4x8_ss(av10, c27);
+                        accu53 += dsl_dot4x8_ss(av11, c27);
+                    }
+                    uint t152 = (wv6 >> 4u) & 50529027u;
+                    uint c28 = tq ? ((t152 + 2139062143u) ^ 2155905152u) : t152;
+                    acc60 += dsl_dot4x8_ss(av8, c28);
+                    acc61 += dsl_dot4x8_ss(av9, c28);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av10, c28);
+                        acc63 += dsl_dot4x8_ss(av11, c28);
+                    }
+                    uint t153 = (wv14 >> 4u) & 50529027u;
+                    uint c29 = tq ? ((t153 + 2139062143u) ^ 2155905152u) : t153;
+                    accu60 += dsl_dot4x8_ss(av8, c29);
+                    accu61 += dsl_dot4x8_ss(av9, c29);
+                    if (TILE_TOKS > 2u) {
+                        accu62 += dsl_dot4x8_ss(av10, c29);
+                        accu63 += dsl_dot4x8_ss(av11, c29);
+                    }
+                    uint t154 = (wv7 >> 4u) & 50529027u;
+                    uint c30 = tq ? ((t154 + 2139062143u) ^ 2155905152u) : t154;
+                    acc70 += dsl_dot4x8_ss(av8, c30);
+                    acc71 += dsl_dot4x8_ss(av9, c30);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av10, c30);
+                        acc73 += dsl_dot4x8_ss(av11, c30);
+                    }
+                    uint t155 = (wv15 >> 4u) & 50529027u;
+                    uint c31 = tq ? ((t155 + 2139062143u) ^ 2155905152u) : t155;
+                    accu70 += dsl_dot4x8_ss(av8, c31);
+                    accu71 += dsl_dot4x8_ss(av9, c31);
+                    if (TILE_TOKS > 2u) {
+                        accu72 += dsl_dot4x8_ss(av10, c31);
+                        accu73 += dsl_dot4x8_ss(av11, c31);
+                    }
+                }
+                uint ab2 = ((wl + 16u) * astr) + tokv;
+                uint av16 = 0u;
+                uint av17 = 0u;
+                uint av18 = 0u;
+                uint av19 = 0u;
+                uint av20 = 0u;
+                uint av21 = 0u;
+                uint av22 = 0u;
+                uint av23 = 0u;
+                av16 = ash[ab2 + 0u];
+                av17 = ash[ab2 + 1u];
+                if (TILE_TOKS > 2u) {
+                    av18 = ash[ab2 + 2u];
+                    av19 = ash[ab2 + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av20 = ash[ab2 + 4u];
+                    av21 = ash[ab2 + 5u];
+                    av22 = ash[ab2 + 6u];
+                    av23 = ash[ab2 + 7u];
+                }
+                uint t156 = (wv >> 2u) & 50529027u;
+                uint c32 = tq ? ((t156 + 2139062143u) ^ 2155905152u) : t156;
+                acc00 += dsl_dot4x8_ss(av16, c32);
+                acc01 += dsl_dot4x8_ss(av17, c32);
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av18, c32);
+                    acc03 += dsl_dot4x8_ss(av19, c32);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av20, c32);
+                    acc05 += dsl_dot4x8_ss(av21, c32);
+                    acc06 += dsl_dot4x8_ss(av22, c32);
+                    acc07 += dsl_dot4x8_ss(av23, c32);
+                }
+                uint t157 = (wv8 >> 2u) & 50529027u;
+                uint c33 = tq ? ((t157 + 2139062143u) ^ 2155905152u) : t157;
+                accu00 += dsl_dot4x8_ss(av16, c33);
+                accu01 += dsl_dot4x8_ss(av17, c33);
+                if (TILE_TOKS > 2u) {
+                    accu02 += dsl_dot4x8_ss(av18, c33);
+                    accu03 += dsl_dot4x8_ss(av19, c33);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu04 += dsl_dot4x8_ss(av20, c33);
+                    accu05 += dsl_dot4x8_ss(av21, c33);
+                    accu06 += dsl_dot4x8_ss(av22, c33);
+                    accu07 += dsl_dot4x8_ss(av23, c33);
+                }
+                uint t158 = (wv1 >> 2u) & 50529027u;
+                uint c34 = tq ? ((t158 + 2139062143u) ^ 2155905152u) : t158;
+                acc10 += dsl_dot4x8_ss(av16, c34);
+                acc11 += dsl_dot4x8_ss(av17, c34);
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av18, c34);
+                    acc13 += dsl_dot4x8_ss(av19, c34);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av20, c34);
+                    acc15 += dsl_dot4x8_ss(av21, c34);
+                    acc16 += dsl_dot4x8_ss(av22, c34);
+                    acc17 += dsl_dot4x8_ss(av23, c34);
+                }
+                uint t159 = (wv9 >> 2u) & 50529027u;
+                uint c35 = tq ? ((t159 + 2139062143u) ^ 2155905152u) : t159;
+                accu10 += dsl_dot4x8_ss(av16, c35);
+                accu11 += dsl_dot4x8_ss(av17, c35);
+                if (TILE_TOKS > 2u) {
+                    accu12 += dsl_dot4x8_ss(av18, c35);
+                    accu13 += dsl_dot4x8_ss(av19, c35);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu14 += dsl_dot4x8_ss(av20, c35);
+                    accu15 += dsl_dot4x8_ss(av21, c35);
+                    accu16 += dsl_dot4x8_ss(av22, c35);
+                    accu17 += dsl_dot4x8_ss(av23, c35);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t160 = (wv2 >> 2u) & 50529027u;
+                    uint c36 = tq ? ((t160 + 2139062143u) ^ 2155905152u) : t160;
+                    acc20 += dsl_dot4x8_ss(av16, c36);
+                    acc21 += dsl_dot4x8_ss(av17, c36);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av18, c36);
+                        acc23 += dsl_dot4x8_ss(av19, c36);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av20, c36);
+                        acc25 += dsl_dot4x8_ss(av21, c36);
+                        acc26 += dsl_dot4x8_ss(av22, c36);
+                        acc27 += dsl_dot4x8_ss(av23, c36);
+                    }
+                    uint t161 = (wv10 >> 2u) & 50529027u;
+                    uint c37 = tq ? ((t161 + 2139062143u) ^ 2155905152u) : t161;
+                    accu20 += dsl_dot4x8_ss(av16, c37);
+                    accu21 += dsl_dot4x8_ss(av17, c37);
+                    if (TILE_TOKS > 2u) {
+                        accu22 += dsl_dot4x8_ss(av18, c37);
+                        accu23 += dsl_dot4x8_ss(av19, c37);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu24 += dsl_dot4x8_ss(av20, c37);
+                        accu25 += dsl_dot4x8_ss(av21, c37);
+                        accu26 += dsl_dot4x8_ss(av22, c37);
+                        accu27 += dsl_dot4x8_ss(av23, c37);
+                    }
+                    uint t162 = (wv3 >> 2u) & 50529027u;
+                    uint c38 = tq ? ((t162 + 2139062143u) ^ 2155905152u) : t162;
+                    acc30 += dsl_dot4x8_ss(av16, c38);
+                    acc31 += dsl_dot4x8_ss(av17, c38);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av18, c38);
+                        acc33 += dsl_dot4x8_ss(av19, c38);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av20, c38);
+                        acc35 += dsl_dot4x8_ss(av21, c38);
+                        acc36 += dsl_dot4x8_ss(av22, c38);
+                        acc37 += dsl_dot4x8_ss(av23, c38);
+                    }
+                    uint t163 = (wv11 >> 2u) & 50529027u;
+                    uint c39 = tq ? ((t163 + 2139062143u) ^ 2155905152u) : t163;
+                    accu30 += dsl_dot4x8_ss(av16, c39);
+                    accu31 += dsl_dot4x8_ss(av17, c39);
+                    if (TILE_TOKS > 2u) {
+                        accu32 += dsl_dot4x8_ss(av18, c39);
+                        accu33 += dsl_dot4x8_ss(av19, c39);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu34 += dsl_dot4x8_ss(av20, c39);
+                        accu35 += dsl_dot4x8_ss(av21, c39);
+                        accu36 += dsl_dot4x8_ss(av22, c39);
+                        accu37 += dsl_dot4x8_ss(av23, c39);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t164 = (wv4 >> 2u) & 50529027u;
+                    uint c40 = tq ? ((t164 + 2139062143u) ^ 2155905152u) : t164;
+                    acc40 += dsl_dot4x8_ss(av16, c40);
+                    acc41 += dsl_dot4x8_ss(av17, c40);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av18, c40);
+                        acc43 += dsl_dot4x8_ss(av19, c40);
+                    }
+                    uint t165 = (wv12 >> 2u) & 50529027u;
+                    uint c41 = tq ? ((t165 + 2139062143u) ^ 2155905152u) : t165;
+                    accu40 += dsl_dot4x8_ss(av16, c41);
+                    accu41 += dsl_dot4x8_ss(av17, c41);
+                    if (TILE_TOKS > 2u) {
+                        accu42 += dsl_dot4x8_ss(av18, c41);
+                        accu43 += dsl_dot4x8_ss(av19, c41);
+                    }
+                    uint t166 = (wv5 >> 2u) & 50529027u;
+                    uint c42 = tq ? ((t166 + 2139062143u) ^ 2155905152u) : t166;
+                    acc50 += dsl_dot4x8_ss(av16, c42);
+                    acc51 += dsl_dot4x8_ss(av17, c42);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av18, c42);
+                        acc53 += dsl_dot4x8_ss(av19, c42);
+                    }
+                    uint t167 = (wv13 >> 2u) & 50529027u;
+                    uint c43 = tq ? ((t167 + 2139062143u) ^ 2155905152u) : t167;
+                    accu50 += dsl_dot4x8_ss(av16, c43);
+                    accu51 += dsl_dot4x8_ss(av17, c43);
+                    if (TILE_TOKS > 2u) {
+                        accu52 += dsl_dot4x8_ss(av18, c43);
+                        accu53 += dsl_dot4x8_ss(av19, c43);
+                    }
+                    uint t168 = (wv6 >> 2u) & 50529027u;
+                    uint c44 = tq ? ((t168 + 2139062143u) ^ 2155905152u) : t168;
+                    acc60 += dsl_dot4x8_ss(av16, c44);
+                    acc61 += dsl_dot4x8_ss(av17, c44);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av18, c44);
+                        acc63 += dsl_dot4x8_ss(av19, c44);
+                    }
+                    uint t169 = (wv14 >> 2u) & 50529027u;
+                    uint c45 = tq ? ((t169 + 2139062143u) ^ 2155905152u) : t169;
+                    accu60 += dsl_dot4x8_ss(av16, c45);
+                    accu61 += dsl_dot4x8_ss(av17, c45);
+                    if (TILE_TOKS > 2u) {
+                        accu62 += dsl_dot4x8_ss(av18, c45);
+                        accu63 += dsl_dot4x8_ss(av19, c45);
+                    }
+                    uint t170 = (wv7 >> 2u) & 50529027u;
+                    uint c46 = tq ? ((t170 + 2139062143u) ^ 2155905152u) : t170;
+                    acc70 += dsl_dot4x8_ss(av16, c46);
+                    acc71 += dsl_dot4x8_ss(av17, c46);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av18, c46);
+                        acc73 += dsl_dot4x8_ss(av19, c46);
+                    }
+                    uint t171 = (wv15 >> 2u) & 50529027u;
+                    uint c47 = tq ? ((t171 + 2139062143u) ^ 2155905152u) : t171;
+                    accu70 += dsl_dot4x8_ss(av16, c47);
+                    accu71 += dsl_dot4x8_ss(av17, c47);
+                    if (TILE_TOKS > 2u) {
+                        accu72 += dsl_dot4x8_ss(av18, c47);
+                        accu73 += dsl_dot4x8_ss(av19, c47);
+                    }
+                }
+                uint ab3 = ((wl + 24u) * astr) + tokv;
+                uint av24 = 0u;
+                uint av25 = 0u;
+                uint av26 = 0u;
+                uint av27 = 0u;
+                uint av28 = 0u;
+                uint av29 = 0u;
+                uint av30 = 0u;
+                uint av31 = 0u;
+                av24 = ash[ab3 + 0u];
+                av25 = ash[ab3 + 1u];
+                if (TILE_TOKS > 2u) {
+                    av26 = ash[ab3 + 2u];
+                    av27 = ash[ab3 + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av28 = ash[ab3 + 4u];
+                    av29 = ash[ab3 + 5u];
+                    av30 = ash[ab3 + 6u];
+                    av31 = ash[ab3 + 7u];
+                }
+                uint t172 = (wv >> 0u) & 50529027u;
+                uint c48 = tq ? ((t172 + 2139062143u) ^ 2155905152u) : t172;
+                acc00 += dsl_dot4x8_ss(av24, c48);
+                acc01 += dsl_dot4x8_ss(av25, c48);
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av26, c48);
+                    acc03 += dsl_dot4x8_ss(av27, c48);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av28, c48);
+                    acc05 += dsl_dot4x8_ss(av29, c48);
+                    acc06 += dsl_dot4x8_ss(av30, c48);
+                    acc07 += dsl_dot4x8_ss(av31, c48);
+                }
+                uint t173 = (wv8 >> 0u) & 50529027u;
+                uint c49 = tq ? ((t173 + 2139062143u) ^ 2155905152u) : t173;
+                accu00 += dsl_dot4x8_ss(av24, c49);
+                accu01 += dsl_dot4x8_ss(av25, c49);
+                if (TILE_TOKS > 2u) {
+                    accu02 += dsl_dot4x8_ss(av26, c49);
+                    accu03 += dsl_dot4x8_ss(av27, c49);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu04 += dsl_dot4x8_ss(av28, c49);
+                    accu05 += dsl_dot4x8_ss(av29, c49);
+                    accu06 += dsl_dot4x8_ss(av30, c49);
+                    accu07 += dsl_dot4x8_ss(av31, c49);
+                }
+                uint t174 = (wv1 >> 0u) & 50529027u;
+                uint c50 = tq ? ((t174 + 2139062143u) ^ 2155905152u) : t174;
+                acc10 += dsl_dot4x8_ss(av24, c50);
+                acc11 += dsl_dot4x8_ss(av25, c50);
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av26, c50);
+                    acc13 += dsl_dot4x8_ss(av27, c50);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av28, c50);
+                    acc15 += dsl_dot4x8_ss(av29, c50);
+                    acc16 += dsl_dot4x8_ss(av30, c50);
+                    acc17 += dsl_dot4x8_ss(av31, c50);
+                }
+                uint t175 = (wv9 >> 0u) & 50529027u;
+                uint c51 = tq ? ((t175 + 2139062143u) ^ 2155905152u) : t175;
+                accu10 += dsl_dot4x8_ss(av24, c51);
+                accu11 += dsl_dot4x8_ss(av25, c51);
+                if (TILE_TOKS > 2u) {
+                    accu12 += dsl_dot4x8_ss(av26, c51);
+                    accu13 += dsl_dot4x8_ss(av27, c51);
+                }
+                if (TILE_TOKS > 4u) {
+                    accu14 += dsl_dot4x8_ss(av28, c51);
+                    accu15 += dsl_dot4x8_ss(av29, c51);
+                    accu16 += dsl_dot4x8_ss(av30, c51);
+                    accu17 += dsl_dot4x8_ss(av31, c51);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t176 = (wv2 >> 0u) & 50529027u;
+                    uint c52 = tq ? ((t176 + 2139062143u) ^ 2155905152u) : t176;
+                    acc20 += dsl_dot4x8_ss(av24, c52);
+                    acc21 += dsl_dot4x8_ss(av25, c52);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av26, c52);
+                        acc23 += dsl_dot4x8_ss(av27, c52);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av28, c52);
+                        acc25 += dsl_dot4x8_ss(av29, c52);
+                        acc26 += dsl_dot4x8_ss(av30, c52);
+                        acc27 += dsl_dot4x8_ss(av31, c52);
+                    }
+                    uint t177 = (wv10 >> 0u) & 50529027u;
+                    uint c53 = tq ? ((t177 + 2139062143u) ^ 2155905152u) : t177;
+                    accu20 += dsl_dot4x8_ss(av24, c53);
+                    accu21 += dsl_dot4x8_ss(av25, c53);
+                    if (TILE_TOKS > 2u) {
+                        accu22 += dsl_dot4x8_ss(av26, c53);
+                        accu23 += dsl_dot4x8_ss(av27, c53);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu24 += dsl_dot4x8_ss(av28, c53);
+                        accu25 += dsl_dot4x8_ss(av29, c53);
+                        accu26 += dsl_dot4x8_ss(av30, c53);
+                        accu27 += dsl_dot4x8_ss(av31, c53);
+                    }
+                    uint t178 = (wv3 >> 0u) & 50529027u;
+                    uint c54 = tq ? ((t178 + 2139062143u) ^ 2155905152u) : t178;
+                    acc30 += dsl_dot4x8_ss(av24, c54);
+                    acc31 += dsl_dot4x8_ss(av25, c54);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av26, c54);
+                        acc33 += dsl_dot4x8_ss(av27, c54);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av28, c54);
+                        acc35 += dsl_dot4x8_ss(av29, c54);
+                        acc36 += dsl_dot4x8_ss(av30, c54);
+                        acc37 += dsl_dot4x8_ss(av31, c54);
+                    }
+                    uint t179 = (wv11 >> 0u) & 50529027u;
+                    uint c55 = tq ? ((t179 + 2139062143u) ^ 2155905152u) : t179;
+                    accu30 += dsl_dot4x8_ss(av24, c55);
+                    accu31 += dsl_dot4x8_ss(av25, c55);
+                    if (TILE_TOKS > 2u) {
+                        accu32 += dsl_dot4x8_ss(av26, c55);
+                        accu33 += dsl_dot4x8_ss(av27, c55);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accu34 += dsl_dot4x8_ss(av28, c55);
+                        accu35 += dsl_dot4x8_ss(av29, c55);
+                        accu36 += dsl_dot4x8_ss(av30, c55);
+                        accu37 += dsl_dot4x8_ss(av31, c55);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t180 = (wv4 >> 0u) & 50529027u;
+                    uint c56 = tq ? ((t180 + 2139062143u) ^ 2155905152u) : t180;
+                    acc40 += dsl_dot4x8_ss(av24, c56);
+                    acc41 += dsl_dot4x8_ss(av25, c56);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av26, c56);
+                        acc43 += dsl_dot4x8_ss(av27, c56);
+                    }
+                    uint t181 = (wv12 >> 0u) & 50529027u;
+                    uint c57 = tq ? ((t181 + 2139062143u) ^ 2155905152u) : t181;
+                    accu40 += dsl_dot4x8_ss(av24, c57);
+                    accu41 += dsl_dot4x8_ss(av25, c57);
+                    if (TILE_TOKS > 2u) {
+                        accu42 += dsl_dot4x8_ss(av26, c57);
+                        accu43 += dsl_dot4x8_ss(av27, c57);
+                    }
+                    uint t182 = (wv5 >> 0u) & 50529027u;
+                    uint c58 = tq ? ((t182 + 2139062143u) ^ 2155905152u) : t182;
+                    acc50 += dsl_dot4x8_ss(av24, c58);
+                    acc51 += dsl_dot4x8_ss(av25, c58);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av26, c58);
+                        acc53 += dsl_dot4x8_ss(av27, c58);
+                    }
+                    uint t183 = (wv13 >> 0u) & 50529027u;
+                    uint c59 = tq ? ((t183 + 2139062143u) ^ 2155905152u) : t183;
+                    accu50 += dsl_dot4x8_ss(av24, c59);
+                    accu51 += dsl_dot4x8_ss(av25, c59);
+                    if (TILE_TOKS > 2u) {
+                        accu52 += dsl_dot4x8_ss(av26, c59);
+                        accu53 += dsl_dot4x8_ss(av27, c59);
+                    }
+                    uint t184 = (wv6 >> 0u) & 50529027u;
+                    uint c60 = tq ? ((t184 + 2139062143u) ^ 2155905152u) : t184;
+                    acc60 += dsl_dot4x8_ss(av24, c60);
+                    acc61 += dsl_dot4x8_ss(av25, c60);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av26, c60);
+                        acc63 += dsl_dot4x8_ss(av27, c60);
+                    }
+                    uint t185 = (wv14 >> 0u) & 50529027u;
+                    uint c61 = tq ? ((t185 + 2139062143u) ^ 2155905152u) : t185;
+                    accu60 += dsl_dot4x8_ss(av24, c61);
+                    accu61 += dsl_dot4x8_ss(av25, c61);
+                    if (TILE_TOKS > 2u) {
+                        accu62 += dsl_dot4x8_ss(av26, c61);
+                        accu63 += dsl_dot4x8_ss(av27, c61);
+                    }
+                    uint t186 = (wv7 >> 0u) & 50529027u;
+                    uint c62 = tq ? ((t186 + 2139062143u) ^ 2155905152u) : t186;
+                    acc70 += dsl_dot4x8_ss(av24, c62);
+                    acc71 += dsl_dot4x8_ss(av25, c62);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av26, c62);
+                        acc73 += dsl_dot4x8_ss(av27, c62);
+                    }
+                    uint t187 = (wv15 >> 0u) & 50529027u;
+                    uint c63 = tq ? ((t187 + 2139062143u) ^ 2155905152u) : t187;
+                    accu70 += dsl_dot4x8_ss(av24, c63);
+                    accu71 += dsl_dot4x8_ss(av25, c63);
+                    if (TILE_TOKS > 2u) {
+                        accu72 += dsl_dot4x8_ss(av26, c63);
+                        accu73 += dsl_dot4x8_ss(av27, c63);
+                    }
+                }
             }
         }
         if (tq) {
-            precise float d1 = dsh[tx + 0u];
+            precise float d1 = dsh[(tx + 0u) + 0u];
             accf00 += float(acc00) * d1;
             acc00 = 0;
             accf01 += float(acc01) * d1;
             acc01 = 0;
-            accf02 += float(acc02) * d1;
-            acc02 = 0;
-            accf03 += float(acc03) * d1;
-            acc03 = 0;
-            precise float d2 = dsh[tx + 16u];
+            if (TILE_TOKS > 2u) {
+                accf02 += float(acc02) * d1;
+                acc02 = 0;
+                accf03 += float(acc03) * d1;
+                acc03 = 0;
+            }
+            if (TILE_TOKS > 4u) {
+                accf04 += float(acc04) * d1;
+                acc04 = 0;
+                accf05 += float(acc05) * d1;
+                acc05 = 0;
+                accf06 += float(acc06) * d1;
+                acc06 = 0;
+                accf07 += float(acc07) * d1;
+                acc07 = 0;
+            }
+            precise float d2 = dsh[(tx + 16u) + 0u];
             accf10 += float(acc10) * d2;
             acc10 = 0;
             accf11 += float(acc11) * d2;
             acc11 = 0;
-            accf12 += float(acc12) * d2;
-            acc12 = 0;
-            accf13 += float(acc13) * d2;
-            acc13 = 0;
-            precise float d3 = dsh[tx + 32u];
-            accf20 += float(acc20) * d3;
-            acc20 = 0;
-            accf21 += float(acc21) * d3;
-            acc21 = 0;
-            accf22 += float(acc22) * d3;
-            acc22 = 0;
-            accf23 += float(acc23) * d3;
-            acc23 = 0;
-            precise float d4 = dsh[tx + 48u];
-            accf30 += float(acc30) * d4;
-            acc30 = 0;
-            accf31 += float(acc31) * d4;
-            acc31 = 0;
-            accf32 += float(acc32) * d4;
-            acc32 = 0;
-            accf33 += float(acc33) * d4;
-            acc33 = 0;
-            precise float d5 = dsh[tx + 64u];
-            accfu00 += float(accu00) * d5;
+            if (TILE_TOKS > 2u) {
+                accf12 += float(acc12) * d2;
+                acc12 = 0;
+                accf13 += float(acc13) * d2;
+                acc13 = 0;
+            }
+            if (TILE_TOKS > 4u) {
+                accf14 += float(acc14) * d2;
+                acc14 = 0;
+                accf15 += float(acc15) * d2;
+                acc15 = 0;
+                accf16 += float(acc16) * d2;
+                acc16 = 0;
+                accf17 += float(acc17) * d2;
+                acc17 = 0;
+            }
+            if (TILE_ROWS > 2u) {
+                precise float d3 = dsh[(tx + 32u) + 0u];
+                accf20 += float(acc20) * d3;
+                acc20 = 0;
+                accf21 += float(acc21) * d3;
+                acc21 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf22 += float(acc22) * d3;
+                    acc22 = 0;
+                    accf23 += float(acc23) * d3;
+                    acc23 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accf24 += float(acc24) * d3;
+                    acc24 = 0;
+                    accf25 += float(acc25) * d3;
+                    acc25 = 0;
+                    accf26 += float(acc26) * d3;
+                    acc26 = 0;
+                    accf27 += float(acc27) * d3;
+                    acc27 = 0;
+                }
+                precise float d4 = dsh[(tx + 48u) + 0u];
+                accf30 += float(acc30) * d4;
+                acc30 = 0;
+                accf31 += float(acc31) * d4;
+                acc31 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf32 += float(acc32) * d4;
+                    acc32 = 0;
+                    accf33 += float(acc33) * d4;
+                    acc33 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accf34 += float(acc34) * d4;
+                    acc34 = 0;
+                    accf35 += float(acc35) * d4;
+                    acc35 = 0;
+                    accf36 += float(acc36) * d4;
+                    acc36 = 0;
+                    accf37 += float(acc37) * d4;
+                    acc37 = 0;
+                }
+            }
+            if (TILE_ROWS > 4u) {
+                precise float d5 = dsh[(tx + 64u) + 0u];
+                accf40 += float(acc40) * d5;
+                acc40 = 0;
+                accf41 += float(acc41) * d5;
+                acc41 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf42 += float(acc42) * d5;
+                    acc42 = 0;
+                    accf43 += float(acc43) * d5;
+                    acc43 = 0;
+                }
+                precise float d6 = dsh[(tx + 80u) + 0u];
+                accf50 += float(acc50) * d6;
+                acc50 = 0;
+                accf51 += float(acc51) * d6;
+                acc51 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf52 += float(acc52) * d6;
+                    acc52 = 0;
+                    accf53 += float(acc53) * d6;
+                    acc53 = 0;
+                }
+                precise float d7 = dsh[(tx + 96u) + 0u];
+                accf60 += float(acc60) * d7;
+                acc60 = 0;
+                accf61 += float(acc61) * d7;
+                acc61 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf62 += float(acc62) * d7;
+                    acc62 = 0;
+                    accf63 += float(acc63) * d7;
+                    acc63 = 0;
+                }
+                precise float d8 = dsh[(tx + 112u) + 0u];
+                accf70 += float(acc70) * d8;
+                acc70 = 0;
+                accf71 += float(acc71) * d8;
+                acc71 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf72 += float(acc72) * d8;
+                    acc72 = 0;
+                    accf73 += float(acc73) * d8;
+                    acc73 = 0;
+                }
+            }
+            precise float d9 = dsh[(tx + 0u) + tm];
+            accfu00 += float(accu00) * d9;
             accu00 = 0;
-            accfu01 += float(accu01) * d5;
+            accfu01 += float(accu01) * d9;
             accu01 = 0;
-            accfu02 += float(accu02) * d5;
-            accu02 = 0;
-            accfu03 += float(accu03) * d5;
-            accu03 = 0;
-            precise float d6 = dsh[tx + 80u];
-            accfu10 += float(accu10) * d6;
+            if (TILE_TOKS > 2u) {
+                accfu02 += float(accu02) * d9;
+                accu02 = 0;
+                accfu03 += float(accu03) * d9;
+                accu03 = 0;
+            }
+            if (TILE_TOKS > 4u) {
+                accfu04 += float(accu04) * d9;
+                accu04 = 0;
+                accfu05 += float(accu05) * d9;
+                accu05 = 0;
+                accfu06 += float(accu06) * d9;
+                accu06 = 0;
+                accfu07 += float(accu07) * d9;
+                accu07 = 0;
+            }
+            precise float d10 = dsh[(tx + 16u) + tm];
+            accfu10 += float(accu10) * d10;
             accu10 = 0;
-            accfu11 += float(accu11) * d6;
+            accfu11 += float(accu11) * d10;
             accu11 = 0;
-            accfu12 += float(accu12) * d6;
-            accu12 = 0;
-            accfu13 += float(accu13) * d6;
-            accu13 = 0;
-            precise float d7 = dsh[tx + 96u];
-            accfu20 += float(accu20) * d7;
-            accu20 = 0;
-            accfu21 += float(accu21) * d7;
-            accu21 = 0;
-            accfu22 += float(accu22) * d7;
-            accu22 = 0;
-            accfu23 += float(accu23) * d7;
-            accu23 = 0;
-            precise float d8 = dsh[tx + 112u];
-            accfu30 += float(accu30) * d8;
-            accu30 = 0;
-            accfu31 += float(accu31) * d8;
-            accu31 = 0;
-            accfu32 += float(accu32) * d8;
-            accu32 = 0;
-            accfu33 += float(accu33) * d8;
-            accu33 = 0;
+            if (TILE_TOKS > 2u) {
+                accfu12 += float(accu12) * d10;
+                accu12 = 0;
+                accfu13 += float(accu13) * d10;
+                accu13 = 0;
+            }
+            if (TILE_TOKS > 4u) {
+                accfu14 += float(accu14) * d10;
+                accu14 = 0;
+                accfu15 += float(accu15) * d10;
+                accu15 = 0;
+                accfu16 += float(accu16) * d10;
+                accu16 = 0;
+                accfu17 += float(accu17) * d10;
+                accu17 = 0;
+            }
+            if (TILE_ROWS > 2u) {
+                precise float d11 = dsh[(tx + 32u) + tm];
+                accfu20 += float(accu20) * d11;
+                accu20 = 0;
+                accfu21 += float(accu21) * d11;
+                accu21 = 0;
+                if (TILE_TOKS > 2u) {
+                    accfu22 += float(accu22) * d11;
+                    accu22 = 0;
+                    accfu23 += float(accu23) * d11;
+                    accu23 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accfu24 += float(accu24) * d11;
+                    accu24 = 0;
+                    accfu25 += float(accu25) * d11;
+                    accu25 = 0;
+                    accfu26 += float(accu26) * d11;
+                    accu26 = 0;
+                    accfu27 += float(accu27) * d11;
+                    accu27 = 0;
+                }
+                precise float d12 = dsh[(tx + 48u) + tm];
+                accfu30 += float(accu30) * d12;
+                accu30 = 0;
+                accfu31 += float(accu31) * d12;
+                accu31 = 0;
+                if (TILE_TOKS > 2u) {
+                    accfu32 += float(accu32) * d12;
+                    accu32 = 0;
+                    accfu33 += float(accu33) * d12;
+                    accu33 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accfu34 += float(accu34) * d12;
+                    accu34 = 0;
+                    accfu35 += float(accu35) * d12;
+                    accu35 = 0;
+                    accfu36 += float(accu36) * d12;
+                    accu36 = 0;
+                    accfu37 += float(accu37) * d12;
+                    accu37 = 0;
+                }
+            }
+            if (TILE_ROWS > 4u) {
+                precise float d13 = dsh[(tx + 64u) + tm];
+                accfu40 += float(accu40) * d13;
+                accu40 = 0;
+                accfu41 += float(accu41) * d13;
+                accu41 = 0;
+                if (TILE_TOKS > 2u) {
+                    accfu42 += float(accu42) * d13;
+                    accu42 = 0;
+                    accfu43 += float(accu43) * d13;
+                    accu43 = 0;
+                }
+                precise float d14 = dsh[(tx + 80u) + tm];
+                accfu50 += float(accu50) * d14;
+                accu50 = 0;
+                accfu51 += float(accu51) * d14;
+                accu51 = 0;
+                if (TILE_TOKS > 2u) {
+                    accfu52 += float(accu52) * d14;
+                    accu52 = 0;
+                    accfu53 += float(accu53) * d14;
+                    accu53 = 0;
+                }
+                precise float d15 = dsh[(tx + 96u) + tm];
+                accfu60 += float(accu60) * d15;
+                accu60 = 0;
+                accfu61 += float(accu61) * d15;
+                accu61 = 0;
+                if (TILE_TOKS > 2u) {
+                    accfu62 += float(accu62) * d15;
+                    accu62 = 0;
+                    accfu63 += float(accu63) * d15;
+                    accu63 = 0;
+                }
+                precise float d16 = dsh[(tx + 112u) + tm];
+                accfu70 += float(accu70) * d16;
+                accu70 = 0;
+                accfu71 += float(accu71) * d16;
+                accu71 = 0;
+                if (TILE_TOKS > 2u) {
+                    accfu72 += float(accu72) * d16;
+                    accu72 = 0;
+                    accfu73 += float(accu73) * d16;
+                    accu73 = 0;
+                }
+            }
         }
         barrier();
     }
-    uint tok = tok0 + ((ty * 4u) + 0u);
+    uint tok = tok0 + (tokv + 0u);
     if (tok < dyn.n_tokens) {
         int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
         precise float sc = pc.qs.d[tok * 2u];
@@ -918,143 +1629,447 @@ void main()
             precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (accf00 / sc) : ((float(acc00 - qsum) / sc) * ws);
             precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu00 / sc) : ((float(accu00 - qsum) / sc) * ws_up);
             precise float rg = max(v, 0.0);
-            precise float t283 = (rg * rg) * vu;
-            pc.y.d[(tok * M) + row] = t283;
+            precise float t188 = (rg * rg) * vu;
+            pc.y.d[(tok * M) + row] = t188;
         }
         uint row1 = row0 + (tx + 16u);
         if (row1 < M) {
             precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc) : ((float(acc10 - qsum) / sc) * ws);
             precise float vu1 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu10 / sc) : ((float(accu10 - qsum) / sc) * ws_up);
             precise float rg1 = max(v1, 0.0);
-            precise float t284 = (rg1 * rg1) * vu1;
-            pc.y.d[(tok * M) + row1] = t284;
+            precise float t189 = (rg1 * rg1) * vu1;
+            pc.y.d[(tok * M) + row1] = t189;
         }
-        uint row2 = row0 + (tx + 32u);
-        if (row2 < M) {
-            precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
-            precise float vu2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu20 / sc) : ((float(accu20 - qsum) / sc) * ws_up);
-            precise float rg2 = max(v2, 0.0);
-            precise float t285 = (rg2 * rg2) * vu2;
-            pc.y.d[(tok * M) + row2] = t285;
+        if (TILE_ROWS > 2u) {
+            uint row2 = row0 + (tx + 32u);
+            if (row2 < M) {
+                precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
+                precise float vu2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu20 / sc) : ((float(accu20 - qsum) / sc) * ws_up);
+                precise float rg2 = max(v2, 0.0);
+                precise float t190 = (rg2 * rg2) * vu2;
+                pc.y.d[(tok * M) + row2] = t190;
+            }
+            uint row3 = row0 + (tx + 48u);
+            if (row3 < M) {
+                precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
+                precise float vu3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu30 / sc) : ((float(accu30 - qsum) / sc) * ws_up);
+                precise float rg3 = max(v3, 0.0);
+                precise float t191 = (rg3 * rg3) * vu3;
+                pc.y.d[(tok * M) + row3] = t191;
+            }
         }
-        uint row3 = row0 + (tx + 48u);
-        if (row3 < M) {
-            precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
-            precise float vu3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu30 / sc) : ((float(accu30 - qsum) / sc) * ws_up);
-            precise float rg3 = max(v3, 0.0);
-            precise float t286 = (rg3 * rg3) * vu3;
-            pc.y.d[(tok * M) + row3] = t286;
+        if (TILE_ROWS > 4u) {
+            uint row4 = row0 + (tx + 64u);
+            if (row4 < M) {
+                precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf40 / sc) : ((float(acc40 - qsum) / sc) * ws);
+                precise float vu4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu40 / sc) : ((float(accu40 - qsum) / sc) * ws_up);
+                precise float rg4 = max(v4, 0.0);
+                precise float t192 = (rg4 * rg4) * vu4;
+                pc.y.d[(tok * M) + row4] = t192;
+            }
+            uint row5 = row0 + (tx + 80u);
+            if (row5 < M) {
+                precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf50 / sc) : ((float(acc50 - qsum) / sc) * ws);
+                precise float vu5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu50 / sc) : ((float(accu50 - qsum) / sc) * ws_up);
+                precise float rg5 = max(v5, 0.0);
+                precise float t193 = (rg5 * rg5) * vu5;
+                pc.y.d[(tok * M) + row5] = t193;
+            }
+            uint row6 = row0 + (tx + 96u);
+            if (row6 < M) {
+                precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf60 / sc) : ((float(acc60 - qsum) / sc) * ws);
+                precise float vu6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu60 / sc) : ((float(accu60 - qsum) / sc) * ws_up);
+                precise float rg6 = max(v6, 0.0);
+                precise float t194 = (rg6 * rg6) * vu6;
+                pc.y.d[(tok * M) + row6] = t194;
+            }
+            uint row7 = row0 + (tx + 112u);
+            if (row7 < M) {
+                precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf70 / sc) : ((float(acc70 - qsum) / sc) * ws);
+                precise float vu7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu70 / sc) : ((float(accu70 - qsum) / sc) * ws_up);
+                precise float rg7 = max(v7, 0.0);
+                precise float t195 = (rg7 * rg7) * vu7;
+                pc.y.d[(tok * M) + row7] = t195;
+            }
         }
     }
-    uint tok1 = tok0 + ((ty * 4u) + 1u);
+    uint tok1 = tok0 + (tokv + 1u);
     if (tok1 < dyn.n_tokens) {
         int qsum1 = int(pc.qs.d[(tok1 * 2u) + 1u]);
         precise float sc1 = pc.qs.d[tok1 * 2u];
-        uint row4 = row0 + (tx + 0u);
-        if (row4 < M) {
-            precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
-            precise float vu4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu01 / sc1) : ((float(accu01 - qsum1) / sc1) * ws_up);
-            precise float rg4 = max(v4, 0.0);
-            precise float t287 = (rg4 * rg4) * vu4;
-            pc.y.d[(tok1 * M) + row4] = t287;
-        }
-        uint row5 = row0 + (tx + 16u);
-        if (row5 < M) {
-            precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
-            precise float vu5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu11 / sc1) : ((float(accu11 - qsum1) / sc1) * ws_up);
-            precise float rg5 = max(v5, 0.0);
-            precise float t288 = (rg5 * rg5) * vu5;
-            pc.y.d[(tok1 * M) + row5] = t288;
-        }
-        uint row6 = row0 + (tx + 32u);
-        if (row6 < M) {
-            precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
-            precise float vu6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu21 / sc1) : ((float(accu21 - qsum1) / sc1) * ws_up);
-            precise float rg6 = max(v6, 0.0);
-            precise float t289 = (rg6 * rg6) * vu6;
-            pc.y.d[(tok1 * M) + row6] = t289;
-        }
-        uint row7 = row0 + (tx + 48u);
-        if (row7 < M) {
-            precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
-            precise float vu7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu31 / sc1) : ((float(accu31 - qsum1) / sc1) * ws_up);
-            precise float rg7 = max(v7, 0.0);
-            precise float t290 = (rg7 * rg7) * vu7;
-            pc.y.d[(tok1 * M) + row7] = t290;
-        }
-    }
-    uint tok2 = tok0 + ((ty * 4u) + 2u);
-    if (tok2 < dyn.n_tokens) {
-        int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
-        precise float sc2 = pc.qs.d[tok2 * 2u];
         uint row8 = row0 + (tx + 0u);
         if (row8 < M) {
-            precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
-            precise float vu8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu02 / sc2) : ((float(accu02 - qsum2) / sc2) * ws_up);
+            precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
+            precise float vu8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu01 / sc1) : ((float(accu01 - qsum1) / sc1) * ws_up);
             precise float rg8 = max(v8, 0.0);
-            precise float t291 = (rg8 * rg8) * vu8;
-            pc.y.d[(tok2 * M) + row8] = t291;
+            precise float t196 = (rg8 * rg8) * vu8;
+            pc.y.d[(tok1 * M) + row8] = t196;
         }
         uint row9 = row0 + (tx + 16u);
         if (row9 < M) {
-            precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
-            precise float vu9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu12 / sc2) : ((float(accu12 - qsum2) / sc2) * ws_up);
+            precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
+            precise float vu9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu11 / sc1) : ((float(accu11 - qsum1) / sc1) * ws_up);
             precise float rg9 = max(v9, 0.0);
-            precise float t292 = (rg9 * rg9) * vu9;
-            pc.y.d[(tok2 * M) + row9] = t292;
+            precise float t197 = (rg9 * rg9) * vu9;
+            pc.y.d[(tok1 * M) + row9] = t197;
         }
-        uint row10 = row0 + (tx + 32u);
-        if (row10 < M) {
-            precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
-            precise float vu10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu22 / sc2) : ((float(accu22 - qsum2) / sc2) * ws_up);
-            precise float rg10 = max(v10, 0.0);
-            precise float t293 = (rg10 * rg10) * vu10;
-            pc.y.d[(tok2 * M) + row10] = t293;
+        if (TILE_ROWS > 2u) {
+            uint row10 = row0 + (tx + 32u);
+            if (row10 < M) {
+                precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
+                precise float vu10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu21 / sc1) : ((float(accu21 - qsum1) / sc1) * ws_up);
+                precise float rg10 = max(v10, 0.0);
+                precise float t198 = (rg10 * rg10) * vu10;
+                pc.y.d[(tok1 * M) + row10] = t198;
+            }
+            uint row11 = row0 + (tx + 48u);
+            if (row11 < M) {
+                precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
+                precise float vu11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu31 / sc1) : ((float(accu31 - qsum1) / sc1) * ws_up);
+                precise float rg11 = max(v11, 0.0);
+                precise float t199 = (rg11 * rg11) * vu11;
+                pc.y.d[(tok1 * M) + row11] = t199;
+            }
         }
-        uint row11 = row0 + (tx + 48u);
-        if (row11 < M) {
-            precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
-            precise float vu11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu32 / sc2) : ((float(accu32 - qsum2) / sc2) * ws_up);
-            precise float rg11 = max(v11, 0.0);
-            precise float t294 = (rg11 * rg11) * vu11;
-            pc.y.d[(tok2 * M) + row11] = t294;
+        if (TILE_ROWS > 4u) {
+            uint row12 = row0 + (tx + 64u);
+            if (row12 < M) {
+                precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf41 / sc1) : ((float(acc41 - qsum1) / sc1) * ws);
+                precise float vu12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu41 / sc1) : ((float(accu41 - qsum1) / sc1) * ws_up);
+                precise float rg12 = max(v12, 0.0);
+                precise float t200 = (rg12 * rg12) * vu12;
+                pc.y.d[(tok1 * M) + row12] = t200;
+            }
+            uint row13 = row0 + (tx + 80u);
+            if (row13 < M) {
+                precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf51 / sc1) : ((float(acc51 - qsum1) / sc1) * ws);
+                precise float vu13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu51 / sc1) : ((float(accu51 - qsum1) / sc1) * ws_up);
+                precise float rg13 = max(v13, 0.0);
+                precise float t201 = (rg13 * rg13) * vu13;
+                pc.y.d[(tok1 * M) + row13] = t201;
+            }
+            uint row14 = row0 + (tx + 96u);
+            if (row14 < M) {
+                precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf61 / sc1) : ((float(acc61 - qsum1) / sc1) * ws);
+                precise float vu14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu61 / sc1) : ((float(accu61 - qsum1) / sc1) * ws_up);
+                precise float rg14 = max(v14, 0.0);
+                precise float t202 = (rg14 * rg14) * vu14;
+                pc.y.d[(tok1 * M) + row14] = t202;
+            }
+            uint row15 = row0 + (tx + 112u);
+            if (row15 < M) {
+                precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf71 / sc1) : ((float(acc71 - qsum1) / sc1) * ws);
+                precise float vu15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu71 / sc1) : ((float(accu71 - qsum1) / sc1) * ws_up);
+                precise float rg15 = max(v15, 0.0);
+                precise float t203 = (rg15 * rg15) * vu15;
+                pc.y.d[(tok1 * M) + row15] = t203;
+            }
         }
     }
-    uint tok3 = tok0 + ((ty * 4u) + 3u);
-    if (tok3 < dyn.n_tokens) {
-        int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
-        precise float sc3 = pc.qs.d[tok3 * 2u];
-        uint row12 = row0 + (tx + 0u);
-        if (row12 < M) {
-            precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
-            precise float vu12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu03 / sc3) : ((float(accu03 - qsum3) / sc3) * ws_up);
-            precise float rg12 = max(v12, 0.0);
-            precise float t295 = (rg12 * rg12) * vu12;
-            pc.y.d[(tok3 * M) + row12] = t295;
+    if (TILE_TOKS > 2u) {
+        uint tok2 = tok0 + (tokv + 2u);
+        if (tok2 < dyn.n_tokens) {
+            int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
+            precise float sc2 = pc.qs.d[tok2 * 2u];
+            uint row16 = row0 + (tx + 0u);
+            if (row16 < M) {
+                precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
+                precise float vu16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu02 / sc2) : ((float(accu02 - qsum2) / sc2) * ws_up);
+                precise float rg16 = max(v16, 0.0);
+                precise float t204 = (rg16 * rg16) * vu16;
+                pc.y.d[(tok2 * M) + row16] = t204;
+            }
+            uint row17 = row0 + (tx + 16u);
+            if (row17 < M) {
+                precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
+                precise float vu17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu12 / sc2) : ((float(accu12 - qsum2) / sc2) * ws_up);
+                precise float rg17 = max(v17, 0.0);
+                precise float t205 = (rg17 * rg17) * vu17;
+                pc.y.d[(tok2 * M) + row17] = t205;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row18 = row0 + (tx + 32u);
+                if (row18 < M) {
+                    precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
+                    precise float vu18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu22 / sc2) : ((float(accu22 - qsum2) / sc2) * ws_up);
+                    precise float rg18 = max(v18, 0.0);
+                    precise float t206 = (rg18 * rg18) * vu18;
+                    pc.y.d[(tok2 * M) + row18] = t206;
+                }
+                uint row19 = row0 + (tx + 48u);
+                if (row19 < M) {
+                    precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
+                    precise float vu19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu32 / sc2) : ((float(accu32 - qsum2) / sc2) * ws_up);
+                    precise float rg19 = max(v19, 0.0);
+                    precise float t207 = (rg19 * rg19) * vu19;
+                    pc.y.d[(tok2 * M) + row19] = t207;
+                }
+            }
+            if (TILE_ROWS > 4u) {
+                uint row20 = row0 + (tx + 64u);
+                if (row20 < M) {
+                    precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf42 / sc2) : ((float(acc42 - qsum2) / sc2) * ws);
+                    precise float vu20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu42 / sc2) : ((float(accu42 - qsum2) / sc2) * ws_up);
+                    precise float rg20 = max(v20, 0.0);
+                    precise float t208 = (rg20 * rg20) * vu20;
+                    pc.y.d[(tok2 * M) + row20] = t208;
+                }
+                uint row21 = row0 + (tx + 80u);
+                if (row21 < M) {
+                    precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf52 / sc2) : ((float(acc52 - qsum2) / sc2) * ws);
+                    precise float vu21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu52 / sc2) : ((float(accu52 - qsum2) / sc2) * ws_up);
+                    precise float rg21 = max(v21, 0.0);
+                    precise float t209 = (rg21 * rg21) * vu21;
+                    pc.y.d[(tok2 * M) + row21] = t209;
+                }
+                uint row22 = row0 + (tx + 96u);
+                if (row22 < M) {
+                    precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf62 / sc2) : ((float(acc62 - qsum2) / sc2) * ws);
+                    precise float vu22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu62 / sc2) : ((float(accu62 - qsum2) / sc2) * ws_up);
+                    precise float rg22 = max(v22, 0.0);
+                    precise float t210 = (rg22 * rg22) * vu22;
+                    pc.y.d[(tok2 * M) + row22] = t210;
+                }
+                uint row23 = row0 + (tx + 112u);
+                if (row23 < M) {
+                    precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf72 / sc2) : ((float(acc72 - qsum2) / sc2) * ws);
+                    precise float vu23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu72 / sc2) : ((float(accu72 - qsum2) / sc2) * ws_up);
+                    precise float rg23 = max(v23, 0.0);
+                    precise float t211 = (rg23 * rg23) * vu23;
+                    pc.y.d[(tok2 * M) + row23] = t211;
+                }
+            }
         }
-        uint row13 = row0 + (tx + 16u);
-        if (row13 < M) {
-            precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
-            precise float vu13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu13 / sc3) : ((float(accu13 - qsum3) / sc3) * ws_up);
-            precise float rg13 = max(v13, 0.0);
-            precise float t296 = (rg13 * rg13) * vu13;
-            pc.y.d[(tok3 * M) + row13] = t296;
+        uint tok3 = tok0 + (tokv + 3u);
+        if (tok3 < dyn.n_tokens) {
+            int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
+            precise float sc3 = pc.qs.d[tok3 * 2u];
+            uint row24 = row0 + (tx + 0u);
+            if (row24 < M) {
+                precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
+                precise float vu24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu03 / sc3) : ((float(accu03 - qsum3) / sc3) * ws_up);
+                precise float rg24 = max(v24, 0.0);
+                precise float t212 = (rg24 * rg24) * vu24;
+                pc.y.d[(tok3 * M) + row24] = t212;
+            }
+            uint row25 = row0 + (tx + 16u);
+            if (row25 < M) {
+                precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
+                precise float vu25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu13 / sc3) : ((float(accu13 - qsum3) / sc3) * ws_up);
+                precise float rg25 = max(v25, 0.0);
+                precise float t213 = (rg25 * rg25) * vu25;
+                pc.y.d[(tok3 * M) + row25] = t213;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row26 = row0 + (tx + 32u);
+                if (row26 < M) {
+                    precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
+                    precise float vu26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu23 / sc3) : ((float(accu23 - qsum3) / sc3) * ws_up);
+                    precise float rg26 = max(v26, 0.0);
+                    precise float t214 = (rg26 * rg26) * vu26;
+                    pc.y.d[(tok3 * M) + row26] = t214;
+                }
+                uint row27 = row0 + (tx + 48u);
+                if (row27 < M) {
+                    precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
+                    precise float vu27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu33 / sc3) : ((float(accu33 - qsum3) / sc3) * ws_up);
+                    precise float rg27 = max(v27, 0.0);
+                    precise float t215 = (rg27 * rg27) * vu27;
+                    pc.y.d[(tok3 * M) + row27] = t215;
+                }
+            }
+            if (TILE_ROWS > 4u) {
+                uint row28 = row0 + (tx + 64u);
+                if (row28 < M) {
+                    precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf43 / sc3) : ((float(acc43 - qsum3) / sc3) * ws);
+                    precise float vu28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu43 / sc3) : ((float(accu43 - qsum3) / sc3) * ws_up);
+                    precise float rg28 = max(v28, 0.0);
+                    precise float t216 = (rg28 * rg28) * vu28;
+                    pc.y.d[(tok3 * M) + row28] = t216;
+                }
+                uint row29 = row0 + (tx + 80u);
+                if (row29 < M) {
+                    precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf53 / sc3) : ((float(acc53 - qsum3) / sc3) * ws);
+                    precise float vu29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu53 / sc3) : ((float(accu53 - qsum3) / sc3) * ws_up);
+                    precise float rg29 = max(v29, 0.0);
+                    precise float t217 = (rg29 * rg29) * vu29;
+                    pc.y.d[(tok3 * M) + row29] = t217;
+                }
+                uint row30 = row0 + (tx + 96u);
+                if (row30 < M) {
+                    precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf63 / sc3) : ((float(acc63 - qsum3) / sc3) * ws);
+                    precise float vu30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu63 / sc3) : ((float(accu63 - qsum3) / sc3) * ws_up);
+                    precise float rg30 = max(v30, 0.0);
+                    precise float t218 = (rg30 * rg30) * vu30;
+                    pc.y.d[(tok3 * M) + row30] = t218;
+                }
+                uint row31 = row0 + (tx + 112u);
+                if (row31 < M) {
+                    precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf73 / sc3) : ((float(acc73 - qsum3) / sc3) * ws);
+                    precise float vu31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu73 / sc3) : ((float(accu73 - qsum3) / sc3) * ws_up);
+                    precise float rg31 = max(v31, 0.0);
+                    precise float t219 = (rg31 * rg31) * vu31;
+                    pc.y.d[(tok3 * M) + row31] = t219;
+                }
+            }
         }
-        uint row14 = row0 + (tx + 32u);
-        if (row14 < M) {
-            precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
-            precise float vu14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu23 / sc3) : ((float(accu23 - qsum3) / sc3) * ws_up);
-            precise float rg14 = max(v14, 0.0);
-            precise float t297 = (rg14 * rg14) * vu14;
-            pc.y.d[(tok3 * M) + row14] = t297;
+    }
+    if (TILE_TOKS > 4u) {
+        uint tok4 = tok0 + (tokv + 4u);
+        if (tok4 < dyn.n_tokens) {
+            int qsum4 = int(pc.qs.d[(tok4 * 2u) + 1u]);
+            precise float sc4 = pc.qs.d[tok4 * 2u];
+            uint row32 = row0 + (tx + 0u);
+            if (row32 < M) {
+                precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf04 / sc4) : ((float(acc04 - qsum4) / sc4) * ws);
+                precise float vu32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu04 / sc4) : ((float(accu04 - qsum4) / sc4) * ws_up);
+                precise float rg32 = max(v32, 0.0);
+                precise float t220 = (rg32 * rg32) * vu32;
+                pc.y.d[(tok4 * M) + row32] = t220;
+            }
+            uint row33 = row0 + (tx + 16u);
+            if (row33 < M) {
+                precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf14 / sc4) : ((float(acc14 - qsum4) / sc4) * ws);
+                precise float vu33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu14 / sc4) : ((float(accu14 - qsum4) / sc4) * ws_up);
+                precise float rg33 = max(v33, 0.0);
+                precise float t221 = (rg33 * rg33) * vu33;
+                pc.y.d[(tok4 * M) + row33] = t221;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row34 = row0 + (tx + 32u);
+                if (row34 < M) {
+                    precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf24 / sc4) : ((float(acc24 - qsum4) / sc4) * ws);
+                    precise float vu34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu24 / sc4) : ((float(accu24 - qsum4) / sc4) * ws_up);
+                    precise float rg34 = max(v34, 0.0);
+                    precise float t222 = (rg34 * rg34) * vu34;
+                    pc.y.d[(tok4 * M) + row34] = t222;
+                }
+                uint row35 = row0 + (tx + 48u);
+                if (row35 < M) {
+                    precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf34 / sc4) : ((float(acc34 - qsum4) / sc4) * ws);
+                    precise float vu35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu34 / sc4) : ((float(accu34 - qsum4) / sc4) * ws_up);
+                    precise float rg35 = max(v35, 0.0);
+                    precise float t223 = (rg35 * rg35) * vu35;
+                    pc.y.d[(tok4 * M) + row35] = t223;
+                }
+            }
         }
-        uint row15 = row0 + (tx + 48u);
-        if (row15 < M) {
-            precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
-            precise float vu15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu33 / sc3) : ((float(accu33 - qsum3) / sc3) * ws_up);
-            precise float rg15 = max(v15, 0.0);
-            precise float t298 = (rg15 * rg15) * vu15;
-            pc.y.d[(tok3 * M) + row15] = t298;
+        uint tok5 = tok0 + (tokv + 5u);
+        if (tok5 < dyn.n_tokens) {
+            int qsum5 = int(pc.qs.d[(tok5 * 2u) + 1u]);
+            precise float sc5 = pc.qs.d[tok5 * 2u];
+            uint row36 = row0 + (tx + 0u);
+            if (row36 < M) {
+                precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf05 / sc5) : ((float(acc05 - qsum5) / sc5) * ws);
+                precise float vu36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu05 / sc5) : ((float(accu05 - qsum5) / sc5) * ws_up);
+                precise float rg36 = max(v36, 0.0);
+                precise float t224 = (rg36 * rg36) * vu36;
+                pc.y.d[(tok5 * M) + row36] = t224;
+            }
+            uint row37 = row0 + (tx + 16u);
+            if (row37 < M) {
+                precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf15 / sc5) : ((float(acc15 - qsum5) / sc5) * ws);
+                precise float vu37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu15 / sc5) : ((float(accu15 - qsum5) / sc5) * ws_up);
+                precise float rg37 = max(v37, 0.0);
+                precise float t225 = (rg37 * rg37) * vu37;
+                pc.y.d[(tok5 * M) + row37] = t225;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row38 = row0 + (tx + 32u);
+                if (row38 < M) {
+                    precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf25 / sc5) : ((float(acc25 - qsum5) / sc5) * ws);
+                    precise float vu38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu25 / sc5) : ((float(accu25 - qsum5) / sc5) * ws_up);
+                    precise float rg38 = max(v38, 0.0);
+                    precise float t226 = (rg38 * rg38) * vu38;
+                    pc.y.d[(tok5 * M) + row38] = t226;
+                }
+                uint row39 = row0 + (tx + 48u);
+                if (row39 < M) {
+                    precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf35 / sc5) : ((float(acc35 - qsum5) / sc5) * ws);
+                    precise float vu39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu35 / sc5) : ((float(accu35 - qsum5) / sc5) * ws_up);
+                    precise float rg39 = max(v39, 0.0);
+                    precise float t227 = (rg39 * rg39) * vu39;
+                    pc.y.d[(tok5 * M) + row39] = t227;
+                }
+            }
+        }
+        uint tok6 = tok0 + (tokv + 6u);
+        if (tok6 < dyn.n_tokens) {
+            int qsum6 = int(pc.qs.d[(tok6 * 2u) + 1u]);
+            precise float sc6 = pc.qs.d[tok6 * 2u];
+            uint row40 = row0 + (tx + 0u);
+            if (row40 < M) {
+                precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf06 / sc6) : ((float(acc06 - qsum6) / sc6) * ws);
+                precise float vu40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu06 / sc6) : ((float(accu06 - qsum6) / sc6) * ws_up);
+                precise float rg40 = max(v40, 0.0);
+                precise float t228 = (rg40 * rg40) * vu40;
+                pc.y.d[(tok6 * M) + row40] = t228;
+            }
+            uint row41 = row0 + (tx + 16u);
+            if (row41 < M) {
+                precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf16 / sc6) : ((float(acc16 - qsum6) / sc6) * ws);
+                precise float vu41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu16 / sc6) : ((float(accu16 - qsum6) / sc6) * ws_up);
+                precise float rg41 = max(v41, 0.0);
+                precise float t229 = (rg41 * rg41) * vu41;
+                pc.y.d[(tok6 * M) + row41] = t229;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row42 = row0 + (tx + 32u);
+                if (row42 < M) {
+                    precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf26 / sc6) : ((float(acc26 - qsum6) / sc6) * ws);
+                    precise float vu42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu26 / sc6) : ((float(accu26 - qsum6) / sc6) * ws_up);
+                    precise float rg42 = max(v42, 0.0);
+                    precise float t230 = (rg42 * rg42) * vu42;
+                    pc.y.d[(tok6 * M) + row42] = t230;
+                }
+                uint row43 = row0 + (tx + 48u);
+                if (row43 < M) {
+                    precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf36 / sc6) : ((float(acc36 - qsum6) / sc6) * ws);
+                    precise float vu43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu36 / sc6) : ((float(accu36 - qsum6) / sc6) * ws_up);
+                    precise float rg43 = max(v43, 0.0);
+                    precise float t231 = (rg43 * rg43) * vu43;
+                    pc.y.d[(tok6 * M) + row43] = t231;
+                }
+            }
+        }
+        uint tok7 = tok0 + (tokv + 7u);
+        if (tok7 < dyn.n_tokens) {
+            int qsum7 = int(pc.qs.d[(tok7 * 2u) + 1u]);
+            precise float sc7 = pc.qs.d[tok7 * 2u];
+            uint row44 = row0 + (tx + 0u);
+            if (row44 < M) {
+                precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf07 / sc7) : ((float(acc07 - qsum7) / sc7) * ws);
+                precise float vu44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu07 / sc7) : ((float(accu07 - qsum7) / sc7) * ws_up);
+                precise float rg44 = max(v44, 0.0);
+                precise float t232 = (rg44 * rg44) * vu44;
+                pc.y.d[(tok7 * M) + row44] = t232;
+            }
+            uint row45 = row0 + (tx + 16u);
+            if (row45 < M) {
+                precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf17 / sc7) : ((float(acc17 - qsum7) / sc7) * ws);
+                precise float vu45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu17 / sc7) : ((float(accu17 - qsum7) / sc7) * ws_up);
+                precise float rg45 = max(v45, 0.0);
+                precise float t233 = (rg45 * rg45) * vu45;
+                pc.y.d[(tok7 * M) + row45] = t233;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row46 = row0 + (tx + 32u);
+                if (row46 < M) {
+                    precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf27 / sc7) : ((float(acc27 - qsum7) / sc7) * ws);
+                    precise float vu46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu27 / sc7) : ((float(accu27 - qsum7) / sc7) * ws_up);
+                    precise float rg46 = max(v46, 0.0);
+                    precise float t234 = (rg46 * rg46) * vu46;
+                    pc.y.d[(tok7 * M) + row46] = t234;
+                }
+                uint row47 = row0 + (tx + 48u);
+                if (row47 < M) {
+                    precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf37 / sc7) : ((float(acc37 - qsum7) / sc7) * ws);
+                    precise float vu47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu37 / sc7) : ((float(accu37 - qsum7) / sc7) * ws_up);
+                    precise float rg47 = max(v47, 0.0);
+                    precise float t235 = (rg47 * rg47) * vu47;
+                    pc.y.d[(tok7 * M) + row47] = t235;
+                }
+            }
         }
     }
 }

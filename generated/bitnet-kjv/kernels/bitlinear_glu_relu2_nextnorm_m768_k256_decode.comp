@@ -38,11 +38,6 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float red[256];
-shared uint qsh[64];
-shared uint arrived[1];
-shared int redi[256];
-
 layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 4u;
@@ -56,6 +51,11 @@ const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
 const int Q8_LO = -128;
 const int Q8_HI = 127;
+
+shared float red[256];
+shared uint qsh[64];
+shared uint arrived[1];
+shared int redi[256];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)

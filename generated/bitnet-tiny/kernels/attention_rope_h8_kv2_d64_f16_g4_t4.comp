@@ -22,11 +22,11 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+const uint HD = 64u;
+
 shared uvec4 qsh[128];
 shared vec4 sc[256];
 shared uint mkey[16];
-
-const uint HD = 64u;
 
 void main()
 {

@@ -30,11 +30,11 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared uint arrived[1];
-shared uint sgn[256];
-
 const uint KW = 32u;
 const uint M = 1536u;
+
+shared uint arrived[1];
+shared uint sgn[256];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)

@@ -35,6 +35,12 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+const uint HD = 64u;
+const float Q8_SCALE = 127.0;
+const float AMAX_MIN = 1e-05;
+const int Q8_LO = -128;
+const int Q8_HI = 127;
+
 shared uvec4 qsh[16];
 shared vec2 sc[64];
 shared uint mkey[2];
@@ -44,12 +50,6 @@ shared uint arrived[1];
 shared float red[256];
 shared uint arrived1[1];
 shared int redi[256];
-
-const uint HD = 64u;
-const float Q8_SCALE = 127.0;
-const float AMAX_MIN = 1e-05;
-const int Q8_LO = -128;
-const int Q8_HI = 127;
 
 void main()
 {

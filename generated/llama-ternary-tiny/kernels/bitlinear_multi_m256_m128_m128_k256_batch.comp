@@ -29,16 +29,18 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared uint wsh[544];
-shared uint ash[2080];
-shared float dsh[64];
-
 layout(constant_id = 1) const uint WFMT = 0u;
 const uint K4 = 64u;
 const uint KW = 16u;
+layout(constant_id = 4) const uint TILE_ROWS = 4u;
+layout(constant_id = 5) const uint TILE_TOKS = 4u;
 const uint M0 = 256u;
 const uint M1 = 128u;
 const uint M2 = 128u;
+
+shared uint wsh[32u + 128u * TILE_ROWS];
+shared uint ash[32u + 512u * TILE_TOKS];
+shared float dsh[0u + 16u * TILE_ROWS];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -59,7 +61,9 @@ int dsl_dot4x8_ss(uint a, uint b)
 void main()
 {
     uint wg = gl_WorkGroupID.x;
-    if (wg < 4u) {
+    uint tm = 16u * TILE_ROWS;
+    uint part_end = 0u + ((M0 + (tm - 1u)) / tm);
+    if (wg < part_end) {
         precise float ws = 0.0;
         if (WFMT == 0u) {
             ws = uintBitsToFloat(pc.w.d[4096u]);
@@ -69,8 +73,13 @@ void main()
         }
         uint tx = gl_LocalInvocationIndex & 15u;
         uint ty = gl_LocalInvocationIndex >> 4u;
-        uint row0 = wg * 64u;
-        uint tok0 = gl_WorkGroupID.y * 64u;
+        uint tm1 = 16u * TILE_ROWS;
+        uint tn = 16u * TILE_TOKS;
+        uint wstr = tm1 + 4u;
+        uint astr = tn + 1u;
+        uint row0 = wg * tm1;
+        uint tok0 = gl_WorkGroupID.y * tn;
+        uint tokv = ty * TILE_TOKS;
         int acc00 = 0;
         precise float accf00 = 0.0;
         int acc01 = 0;
@@ -79,6 +88,14 @@ void main()
         precise float accf02 = 0.0;
         int acc03 = 0;
         precise float accf03 = 0.0;
+        int acc04 = 0;
+        precise float accf04 = 0.0;
+        int acc05 = 0;
+        precise float accf05 = 0.0;
+        int acc06 = 0;
+        precise float accf06 = 0.0;
+        int acc07 = 0;
+        precise float accf07 = 0.0;
         int acc10 = 0;
         precise float accf10 = 0.0;
         int acc11 = 0;
@@ -87,6 +104,14 @@ void main()
         precise float accf12 = 0.0;
         int acc13 = 0;
         precise float accf13 = 0.0;
+        int acc14 = 0;
+        precise float accf14 = 0.0;
+        int acc15 = 0;
+        precise float accf15 = 0.0;
+        int acc16 = 0;
+        precise float accf16 = 0.0;
+        int acc17 = 0;
+        precise float accf17 = 0.0;
         int acc20 = 0;
         precise float accf20 = 0.0;
         int acc21 = 0;
@@ -95,6 +120,14 @@ void main()
         precise float accf22 = 0.0;
         int acc23 = 0;
         precise float accf23 = 0.0;
+        int acc24 = 0;
+        precise float accf24 = 0.0;
+        int acc25 = 0;
+        precise float accf25 = 0.0;
+        int acc26 = 0;
+        precise float accf26 = 0.0;
+        int acc27 = 0;
+        precise float accf27 = 0.0;
         int acc30 = 0;
         precise float accf30 = 0.0;
         int acc31 = 0;
@@ -103,432 +136,789 @@ void main()
         precise float accf32 = 0.0;
         int acc33 = 0;
         precise float accf33 = 0.0;
+        int acc34 = 0;
+        precise float accf34 = 0.0;
+        int acc35 = 0;
+        precise float accf35 = 0.0;
+        int acc36 = 0;
+        precise float accf36 = 0.0;
+        int acc37 = 0;
+        precise float accf37 = 0.0;
+        int acc40 = 0;
+        precise float accf40 = 0.0;
+        int acc41 = 0;
+        precise float accf41 = 0.0;
+        int acc42 = 0;
+        precise float accf42 = 0.0;
+        int acc43 = 0;
+        precise float accf43 = 0.0;
+        int acc50 = 0;
+        precise float accf50 = 0.0;
+        int acc51 = 0;
+        precise float accf51 = 0.0;
+        int acc52 = 0;
+        precise float accf52 = 0.0;
+        int acc53 = 0;
+        precise float accf53 = 0.0;
+        int acc60 = 0;
+        precise float accf60 = 0.0;
+        int acc61 = 0;
+        precise float accf61 = 0.0;
+        int acc62 = 0;
+        precise float accf62 = 0.0;
+        int acc63 = 0;
+        precise float accf63 = 0.0;
+        int acc70 = 0;
+        precise float accf70 = 0.0;
+        int acc71 = 0;
+        precise float accf71 = 0.0;
+        int acc72 = 0;
+        precise float accf72 = 0.0;
+        int acc73 = 0;
+        precise float accf73 = 0.0;
         for (uint kb = 0u; kb < 2u; kb++) {
-            uint e = gl_LocalInvocationIndex + 0u;
-            uint r = e >> 3u;
-            uint wi = e & 7u;
-            uint gr = min(row0 + r, M0 - 1u);
-            uint dst = (wi * 68u) + (r + 0u);
-            if (WFMT == 0u) {
-                wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+            for (uint h = 0u; h < TILE_ROWS >> 1u; h++) {
+                uint e = gl_LocalInvocationIndex + (h * 256u);
+                uint r = e >> 3u;
+                uint wi = e & 7u;
+                uint gr = min(row0 + r, M0 - 1u);
+                uint dst = ((wi + 0u) * wstr) + r;
+                if (WFMT == 0u) {
+                    wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+                }
+                if (WFMT == 1u) {
+                    uint boff = (gr * 66u) + ((kb >> 1u) * 66u);
+                    uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
+                    uint t0 = l0 + 0u;
+                    uint t3 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
+                    uint twi = t3 >> 2u;
+                    uint tlo = pc.w.d[twi];
+                    uint t4 = l0 + 32u;
+                    uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
+                    uint twi1 = t5 >> 2u;
+                    uint tlo1 = pc.w.d[twi1];
+                    uint t6 = l0 + 64u;
+                    uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
+                    uint twi2 = t7 >> 2u;
+                    uint tlo2 = pc.w.d[twi2];
+                    uint t8 = l0 + 96u;
+                    uint t9 = boff + (((t8 >> 7u) << 5u) | (t8 & 31u));
+                    uint twi3 = t9 >> 2u;
+                    uint tlo3 = pc.w.d[twi3];
+                    wsh[dst] = ((((((((t3 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t5 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t7 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t9 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t8 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                }
+                if (WFMT == 2u) {
+                    uint boff1 = (gr * 54u) + ((kb >> 1u) * 54u);
+                    uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
+                    uint t10 = l01 + 0u;
+                    bool t11 = t10 < 160u;
+                    bool t12 = t10 < 240u;
+                    uint t13 = t10 - 160u;
+                    uint tn1 = t11 ? (t10 >> 5u) : (t12 ? (t13 >> 4u) : ((t10 - 240u) >> 2u));
+                    uint t14 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+                    uint t15 = boff1 + (t11 ? (t10 & 31u) : (t12 ? (32u + (t13 & 15u)) : 48u));
+                    uint twi4 = t15 >> 2u;
+                    uint tlo4 = pc.w.d[twi4];
+                    uint t16 = ((t15 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
+                    uint t17 = l01 + 32u;
+                    bool t18 = t17 < 160u;
+                    bool t19 = t17 < 240u;
+                    uint t20 = t17 - 160u;
+                    uint tn2 = t18 ? (t17 >> 5u) : (t19 ? (t20 >> 4u) : ((t17 - 240u) >> 2u));
+                    uint t21 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+                    uint t22 = boff1 + (t18 ? (t17 & 31u) : (t19 ? (32u + (t20 & 15u)) : 48u));
+                    uint twi5 = t22 >> 2u;
+                    uint tlo5 = pc.w.d[twi5];
+                    uint t23 = ((t22 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
+                    uint t24 = l01 + 64u;
+                    bool t25 = t24 < 160u;
+                    bool t26 = t24 < 240u;
+                    uint t27 = t24 - 160u;
+                    uint tn3 = t25 ? (t24 >> 5u) : (t26 ? (t27 >> 4u) : ((t24 - 240u) >> 2u));
+                    uint t28 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+                    uint t29 = boff1 + (t25 ? (t24 & 31u) : (t26 ? (32u + (t27 & 15u)) : 48u));
+                    uint twi6 = t29 >> 2u;
+                    uint tlo6 = pc.w.d[twi6];
+                    uint t30 = ((t29 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
+                    uint t31 = l01 + 96u;
+                    bool t32 = t31 < 160u;
+                    bool t33 = t31 < 240u;
+                    uint t34 = t31 - 160u;
+                    uint tn4 = t32 ? (t31 >> 5u) : (t33 ? (t34 >> 4u) : ((t31 - 240u) >> 2u));
+                    uint t35 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                    uint t36 = boff1 + (t32 ? (t31 & 31u) : (t33 ? (32u + (t34 & 15u)) : 48u));
+                    uint twi7 = t36 >> 2u;
+                    uint tlo7 = pc.w.d[twi7];
+                    uint t37 = ((t36 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
+                    wsh[dst] = ((((((((((t16 & 16711935u) * t14) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t16 >> 8u) & 16711935u) * t14) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t23 & 16711935u) * t21) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t23 >> 8u) & 16711935u) * t21) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t30 & 16711935u) * t28) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t30 >> 8u) & 16711935u) * t28) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t37 & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t37 >> 8u) & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
+                if (WFMT == 3u) {
+                    uint boff2 = (gr * 52u) + ((kb >> 1u) * 52u);
+                    uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
+                    uint t38 = l02 + 0u;
+                    bool t39 = t38 < 160u;
+                    bool t40 = t38 < 240u;
+                    uint t41 = t38 - 160u;
+                    uint tn5 = t39 ? (t38 >> 5u) : (t40 ? (t41 >> 4u) : ((t38 - 240u) >> 2u));
+                    uint t42 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                    uint t43 = pc.w.d[(boff2 + (t39 ? (t38 & 31u) : (t40 ? (32u + (t41 & 15u)) : 48u))) >> 2u];
+                    uint t44 = l02 + 32u;
+                    bool t45 = t44 < 160u;
+                    bool t46 = t44 < 240u;
+                    uint t47 = t44 - 160u;
+                    uint tn6 = t45 ? (t44 >> 5u) : (t46 ? (t47 >> 4u) : ((t44 - 240u) >> 2u));
+                    uint t48 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                    uint t49 = pc.w.d[(boff2 + (t45 ? (t44 & 31u) : (t46 ? (32u + (t47 & 15u)) : 48u))) >> 2u];
+                    uint t50 = l02 + 64u;
+                    bool t51 = t50 < 160u;
+                    bool t52 = t50 < 240u;
+                    uint t53 = t50 - 160u;
+                    uint tn7 = t51 ? (t50 >> 5u) : (t52 ? (t53 >> 4u) : ((t50 - 240u) >> 2u));
+                    uint t54 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                    uint t55 = pc.w.d[(boff2 + (t51 ? (t50 & 31u) : (t52 ? (32u + (t53 & 15u)) : 48u))) >> 2u];
+                    uint t56 = l02 + 96u;
+                    bool t57 = t56 < 160u;
+                    bool t58 = t56 < 240u;
+                    uint t59 = t56 - 160u;
+                    uint tn8 = t57 ? (t56 >> 5u) : (t58 ? (t59 >> 4u) : ((t56 - 240u) >> 2u));
+                    uint t60 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                    uint t61 = pc.w.d[(boff2 + (t57 ? (t56 & 31u) : (t58 ? (32u + (t59 & 15u)) : 48u))) >> 2u];
+                    wsh[dst] = ((((((((((t43 & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t43 >> 8u) & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t49 & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t49 >> 8u) & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t55 & 16711935u) * t54) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t55 >> 8u) & 16711935u) * t54) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t61 & 16711935u) * t60) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t61 >> 8u) & 16711935u) * t60) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                }
             }
-            if (WFMT == 1u) {
-                uint boff = (gr * 66u) + ((kb >> 1u) * 66u);
-                uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
-                uint t0 = l0 + 0u;
-                uint t24 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
-                uint twi = t24 >> 2u;
-                uint tlo = pc.w.d[twi];
-                uint t25 = l0 + 32u;
-                uint t26 = boff + (((t25 >> 7u) << 5u) | (t25 & 31u));
-                uint twi1 = t26 >> 2u;
-                uint tlo1 = pc.w.d[twi1];
-                uint t27 = l0 + 64u;
-                uint t28 = boff + (((t27 >> 7u) << 5u) | (t27 & 31u));
-                uint twi2 = t28 >> 2u;
-                uint tlo2 = pc.w.d[twi2];
-                uint t29 = l0 + 96u;
-                uint t30 = boff + (((t29 >> 7u) << 5u) | (t29 & 31u));
-                uint twi3 = t30 >> 2u;
-                uint tlo3 = pc.w.d[twi3];
-                wsh[dst] = ((((((((t24 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t26 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t25 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t28 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t27 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t30 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t29 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+            if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm1)) {
+                uint boff3 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 66u) + ((kb >> 1u) * 66u);
+                uint tdo = boff3 + 64u;
+                precise float t62 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                dsh[gl_LocalInvocationIndex] = t62;
             }
-            if (WFMT == 2u) {
-                uint boff1 = (gr * 54u) + ((kb >> 1u) * 54u);
-                uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
-                uint t31 = l01 + 0u;
-                bool t32 = t31 < 160u;
-                bool t33 = t31 < 240u;
-                uint t34 = t31 - 160u;
-                uint tn = t32 ? (t31 >> 5u) : (t33 ? (t34 >> 4u) : ((t31 - 240u) >> 2u));
-                uint t35 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
-                uint t36 = boff1 + (t32 ? (t31 & 31u) : (t33 ? (32u + (t34 & 15u)) : 48u));
-                uint twi4 = t36 >> 2u;
-                uint tlo4 = pc.w.d[twi4];
-                uint t37 = ((t36 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-                uint t38 = l01 + 32u;
-                bool t39 = t38 < 160u;
-                bool t40 = t38 < 240u;
-                uint t41 = t38 - 160u;
-                uint tn1 = t39 ? (t38 >> 5u) : (t40 ? (t41 >> 4u) : ((t38 - 240u) >> 2u));
-                uint t42 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                uint t43 = boff1 + (t39 ? (t38 & 31u) : (t40 ? (32u + (t41 & 15u)) : 48u));
-                uint twi5 = t43 >> 2u;
-                uint tlo5 = pc.w.d[twi5];
-                uint t44 = ((t43 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-                uint t45 = l01 + 64u;
-                bool t46 = t45 < 160u;
-                bool t47 = t45 < 240u;
-                uint t48 = t45 - 160u;
-                uint tn2 = t46 ? (t45 >> 5u) : (t47 ? (t48 >> 4u) : ((t45 - 240u) >> 2u));
-                uint t49 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                uint t50 = boff1 + (t46 ? (t45 & 31u) : (t47 ? (32u + (t48 & 15u)) : 48u));
-                uint twi6 = t50 >> 2u;
-                uint tlo6 = pc.w.d[twi6];
-                uint t51 = ((t50 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-                uint t52 = l01 + 96u;
-                bool t53 = t52 < 160u;
-                bool t54 = t52 < 240u;
-                uint t55 = t52 - 160u;
-                uint tn3 = t53 ? (t52 >> 5u) : (t54 ? (t55 >> 4u) : ((t52 - 240u) >> 2u));
-                uint t56 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                uint t57 = boff1 + (t53 ? (t52 & 31u) : (t54 ? (32u + (t55 & 15u)) : 48u));
-                uint twi7 = t57 >> 2u;
-                uint tlo7 = pc.w.d[twi7];
-                uint t58 = ((t57 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-                wsh[dst] = ((((((((((t37 & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t37 >> 8u) & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t44 & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t44 >> 8u) & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t51 & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t51 >> 8u) & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t58 & 16711935u) * t56) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t58 >> 8u) & 16711935u) * t56) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm1)) {
+                uint boff4 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 54u) + ((kb >> 1u) * 54u);
+                uint tdo1 = boff4 + 52u;
+                precise float t63 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                dsh[gl_LocalInvocationIndex] = t63;
             }
-            if (WFMT == 3u) {
-                uint boff2 = (gr * 52u) + ((kb >> 1u) * 52u);
-                uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
-                uint t59 = l02 + 0u;
-                bool t60 = t59 < 160u;
-                bool t61 = t59 < 240u;
-                uint t62 = t59 - 160u;
-                uint tn4 = t60 ? (t59 >> 5u) : (t61 ? (t62 >> 4u) : ((t59 - 240u) >> 2u));
-                uint t63 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-                uint t64 = pc.w.d[(boff2 + (t60 ? (t59 & 31u) : (t61 ? (32u + (t62 & 15u)) : 48u))) >> 2u];
-                uint t65 = l02 + 32u;
-                bool t66 = t65 < 160u;
-                bool t67 = t65 < 240u;
-                uint t68 = t65 - 160u;
-                uint tn5 = t66 ? (t65 >> 5u) : (t67 ? (t68 >> 4u) : ((t65 - 240u) >> 2u));
-                uint t69 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
-                uint t70 = pc.w.d[(boff2 + (t66 ? (t65 & 31u) : (t67 ? (32u + (t68 & 15u)) : 48u))) >> 2u];
-                uint t71 = l02 + 64u;
-                bool t72 = t71 < 160u;
-                bool t73 = t71 < 240u;
-                uint t74 = t71 - 160u;
-                uint tn6 = t72 ? (t71 >> 5u) : (t73 ? (t74 >> 4u) : ((t71 - 240u) >> 2u));
-                uint t75 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
-                uint t76 = pc.w.d[(boff2 + (t72 ? (t71 & 31u) : (t73 ? (32u + (t74 & 15u)) : 48u))) >> 2u];
-                uint t77 = l02 + 96u;
-                bool t78 = t77 < 160u;
-                bool t79 = t77 < 240u;
-                uint t80 = t77 - 160u;
-                uint tn7 = t78 ? (t77 >> 5u) : (t79 ? (t80 >> 4u) : ((t77 - 240u) >> 2u));
-                uint t81 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
-                uint t82 = pc.w.d[(boff2 + (t78 ? (t77 & 31u) : (t79 ? (32u + (t80 & 15u)) : 48u))) >> 2u];
-                wsh[dst] = ((((((((((t64 & 16711935u) * t63) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t64 >> 8u) & 16711935u) * t63) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t70 & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t70 >> 8u) & 16711935u) * t69) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t76 & 16711935u) * t75) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t76 >> 8u) & 16711935u) * t75) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t82 & 16711935u) * t81) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t82 >> 8u) & 16711935u) * t81) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            for (uint h1 = 0u; h1 < TILE_TOKS * 2u; h1++) {
+                uint e1 = gl_LocalInvocationIndex + (h1 * 256u);
+                uint t = e1 >> 5u;
+                uint jw = e1 & 31u;
+                ash[(jw * astr) + t] = pc.q.d[(min(tok0 + t, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw)];
             }
-            uint e1 = gl_LocalInvocationIndex + 256u;
-            uint r1 = e1 >> 3u;
-            uint wi1 = e1 & 7u;
-            uint gr1 = min(row0 + r1, M0 - 1u);
-            uint dst1 = (wi1 * 68u) + (r1 + 0u);
-            if (WFMT == 0u) {
-                wsh[dst1] = pc.w.d[(gr1 * KW) + ((kb * 8u) + wi1)];
-            }
-            if (WFMT == 1u) {
-                uint boff3 = (gr1 * 66u) + ((kb >> 1u) * 66u);
-                uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
-                uint t83 = l03 + 0u;
-                uint t84 = boff3 + (((t83 >> 7u) << 5u) | (t83 & 31u));
-                uint twi8 = t84 >> 2u;
-                uint tlo8 = pc.w.d[twi8];
-                uint t85 = l03 + 32u;
-                uint t86 = boff3 + (((t85 >> 7u) << 5u) | (t85 & 31u));
-                uint twi9 = t86 >> 2u;
-                uint tlo9 = pc.w.d[twi9];
-                uint t87 = l03 + 64u;
-                uint t88 = boff3 + (((t87 >> 7u) << 5u) | (t87 & 31u));
-                uint twi10 = t88 >> 2u;
-                uint tlo10 = pc.w.d[twi10];
-                uint t89 = l03 + 96u;
-                uint t90 = boff3 + (((t89 >> 7u) << 5u) | (t89 & 31u));
-                uint twi11 = t90 >> 2u;
-                uint tlo11 = pc.w.d[twi11];
-                wsh[dst1] = ((((((((t84 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t83 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t86 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t85 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t88 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t87 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t90 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t89 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
-            }
-            if (WFMT == 2u) {
-                uint boff4 = (gr1 * 54u) + ((kb >> 1u) * 54u);
-                uint l04 = ((kb & 1u) << 7u) + (wi1 << 2u);
-                uint t91 = l04 + 0u;
-                bool t92 = t91 < 160u;
-                bool t93 = t91 < 240u;
-                uint t94 = t91 - 160u;
-                uint tn8 = t92 ? (t91 >> 5u) : (t93 ? (t94 >> 4u) : ((t91 - 240u) >> 2u));
-                uint t95 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-                uint t96 = boff4 + (t92 ? (t91 & 31u) : (t93 ? (32u + (t94 & 15u)) : 48u));
-                uint twi12 = t96 >> 2u;
-                uint tlo12 = pc.w.d[twi12];
-                uint t97 = ((t96 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
-                uint t98 = l04 + 32u;
-                bool t99 = t98 < 160u;
-                bool t100 = t98 < 240u;
-                uint t101 = t98 - 160u;
-                uint tn9 = t99 ? (t98 >> 5u) : (t100 ? (t101 >> 4u) : ((t98 - 240u) >> 2u));
-                uint t102 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-                uint t103 = boff4 + (t99 ? (t98 & 31u) : (t100 ? (32u + (t101 & 15u)) : 48u));
-                uint twi13 = t103 >> 2u;
-                uint tlo13 = pc.w.d[twi13];
-                uint t104 = ((t103 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
-                uint t105 = l04 + 64u;
-                bool t106 = t105 < 160u;
-                bool t107 = t105 < 240u;
-                uint t108 = t105 - 160u;
-                uint tn10 = t106 ? (t105 >> 5u) : (t107 ? (t108 >> 4u) : ((t105 - 240u) >> 2u));
-                uint t109 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                uint t110 = boff4 + (t106 ? (t105 & 31u) : (t107 ? (32u + (t108 & 15u)) : 48u));
-                uint twi14 = t110 >> 2u;
-                uint tlo14 = pc.w.d[twi14];
-                uint t111 = ((t110 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
-                uint t112 = l04 + 96u;
-                bool t113 = t112 < 160u;
-                bool t114 = t112 < 240u;
-                uint t115 = t112 - 160u;
-                uint tn11 = t113 ? (t112 >> 5u) : (t114 ? (t115 >> 4u) : ((t112 - 240u) >> 2u));
-                uint t116 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                uint t117 = boff4 + (t113 ? (t112 & 31u) : (t114 ? (32u + (t115 & 15u)) : 48u));
-                uint twi15 = t117 >> 2u;
-                uint tlo15 = pc.w.d[twi15];
-                uint t118 = ((t117 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
-                wsh[dst1] = ((((((((((t97 & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t97 >> 8u) & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t104 & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t104 >> 8u) & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t111 & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t111 >> 8u) & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t118 & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t118 >> 8u) & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u)) << 0u);
-            }
-            if (WFMT == 3u) {
-                uint boff5 = (gr1 * 52u) + ((kb >> 1u) * 52u);
-                uint l05 = ((kb & 1u) << 7u) + (wi1 << 2u);
-                uint t119 = l05 + 0u;
-                bool t120 = t119 < 160u;
-                bool t121 = t119 < 240u;
-                uint t122 = t119 - 160u;
-                uint tn12 = t120 ? (t119 >> 5u) : (t121 ? (t122 >> 4u) : ((t119 - 240u) >> 2u));
-                uint t123 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-                uint t124 = pc.w.d[(boff5 + (t120 ? (t119 & 31u) : (t121 ? (32u + (t122 & 15u)) : 48u))) >> 2u];
-                uint t125 = l05 + 32u;
-                bool t126 = t125 < 160u;
-                bool t127 = t125 < 240u;
-                uint t128 = t125 - 160u;
-                uint tn13 = t126 ? (t125 >> 5u) : (t127 ? (t128 >> 4u) : ((t125 - 240u) >> 2u));
-                uint t129 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-                uint t130 = pc.w.d[(boff5 + (t126 ? (t125 & 31u) : (t127 ? (32u + (t128 & 15u)) : 48u))) >> 2u];
-                uint t131 = l05 + 64u;
-                bool t132 = t131 < 160u;
-                bool t133 = t131 < 240u;
-                uint t134 = t131 - 160u;
-                uint tn14 = t132 ? (t131 >> 5u) : (t133 ? (t134 >> 4u) : ((t131 - 240u) >> 2u));
-                uint t135 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
-                uint t136 = pc.w.d[(boff5 + (t132 ? (t131 & 31u) : (t133 ? (32u + (t134 & 15u)) : 48u))) >> 2u];
-                uint t137 = l05 + 96u;
-                bool t138 = t137 < 160u;
-                bool t139 = t137 < 240u;
-                uint t140 = t137 - 160u;
-                uint tn15 = t138 ? (t137 >> 5u) : (t139 ? (t140 >> 4u) : ((t137 - 240u) >> 2u));
-                uint t141 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
-                uint t142 = pc.w.d[(boff5 + (t138 ? (t137 & 31u) : (t139 ? (32u + (t140 & 15u)) : 48u))) >> 2u];
-                wsh[dst1] = ((((((((((t124 & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t124 >> 8u) & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t130 & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t130 >> 8u) & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t136 & 16711935u) * t135) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t136 >> 8u) & 16711935u) * t135) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t142 & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t142 >> 8u) & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u)) << 0u);
-            }
-            if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-                uint boff6 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 66u) + ((kb >> 1u) * 66u);
-                uint tdo = boff6 + 64u;
-                precise float t143 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
-                dsh[gl_LocalInvocationIndex + 0u] = t143;
-            }
-            if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-                uint boff7 = (min(row0 + gl_LocalInvocationIndex, M0 - 1u) * 54u) + ((kb >> 1u) * 54u);
-                uint tdo1 = boff7 + 52u;
-                precise float t144 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
-                dsh[gl_LocalInvocationIndex + 0u] = t144;
-            }
-            uint e2 = gl_LocalInvocationIndex + 0u;
-            uint t = e2 >> 5u;
-            uint jw = e2 & 31u;
-            ash[(jw * 65u) + t] = pc.q.d[(min(tok0 + t, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw)];
-            uint e3 = gl_LocalInvocationIndex + 256u;
-            uint t1 = e3 >> 5u;
-            uint jw1 = e3 & 31u;
-            ash[(jw1 * 65u) + t1] = pc.q.d[(min(tok0 + t1, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw1)];
-            uint e4 = gl_LocalInvocationIndex + 512u;
-            uint t2 = e4 >> 5u;
-            uint jw2 = e4 & 31u;
-            ash[(jw2 * 65u) + t2] = pc.q.d[(min(tok0 + t2, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw2)];
-            uint e5 = gl_LocalInvocationIndex + 768u;
-            uint t3 = e5 >> 5u;
-            uint jw3 = e5 & 31u;
-            ash[(jw3 * 65u) + t3] = pc.q.d[(min(tok0 + t3, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw3)];
-            uint e6 = gl_LocalInvocationIndex + 1024u;
-            uint t4 = e6 >> 5u;
-            uint jw4 = e6 & 31u;
-            ash[(jw4 * 65u) + t4] = pc.q.d[(min(tok0 + t4, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw4)];
-            uint e7 = gl_LocalInvocationIndex + 1280u;
-            uint t5 = e7 >> 5u;
-            uint jw5 = e7 & 31u;
-            ash[(jw5 * 65u) + t5] = pc.q.d[(min(tok0 + t5, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw5)];
-            uint e8 = gl_LocalInvocationIndex + 1536u;
-            uint t6 = e8 >> 5u;
-            uint jw6 = e8 & 31u;
-            ash[(jw6 * 65u) + t6] = pc.q.d[(min(tok0 + t6, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw6)];
-            uint e9 = gl_LocalInvocationIndex + 1792u;
-            uint t7 = e9 >> 5u;
-            uint jw7 = e9 & 31u;
-            ash[(jw7 * 65u) + t7] = pc.q.d[(min(tok0 + t7, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw7)];
             barrier();
             bool tq = (WFMT == 2u) || (WFMT == 1u);
-            if ((tok0 + (ty * 4u)) < dyn.n_tokens) {
+            if ((tok0 + tokv) < dyn.n_tokens) {
                 for (uint wl = 0u; wl < 8u; wl++) {
-                    uint wv = wsh[(wl * 68u) + (tx + 0u)];
-                    uint wv1 = wsh[(wl * 68u) + (tx + 16u)];
-                    uint wv2 = wsh[(wl * 68u) + (tx + 32u)];
-                    uint wv3 = wsh[(wl * 68u) + (tx + 48u)];
-                    uint ab = ((wl + 0u) * 65u) + (ty * 4u);
-                    uint av = ash[ab + 0u];
-                    uint av1 = ash[ab + 1u];
-                    uint av2 = ash[ab + 2u];
-                    uint av3 = ash[ab + 3u];
-                    uint t145 = (wv >> 6u) & 50529027u;
-                    uint c = tq ? ((t145 + 2139062143u) ^ 2155905152u) : t145;
+                    uint wv = 0u;
+                    uint wv1 = 0u;
+                    uint wv2 = 0u;
+                    uint wv3 = 0u;
+                    uint wv4 = 0u;
+                    uint wv5 = 0u;
+                    uint wv6 = 0u;
+                    uint wv7 = 0u;
+                    wv = wsh[((wl + 0u) * wstr) + (tx + 0u)];
+                    wv1 = wsh[((wl + 0u) * wstr) + (tx + 16u)];
+                    if (TILE_ROWS > 2u) {
+                        wv2 = wsh[((wl + 0u) * wstr) + (tx + 32u)];
+                        wv3 = wsh[((wl + 0u) * wstr) + (tx + 48u)];
+                    }
+                    if (TILE_ROWS > 4u) {
+                        wv4 = wsh[((wl + 0u) * wstr) + (tx + 64u)];
+                        wv5 = wsh[((wl + 0u) * wstr) + (tx + 80u)];
+                        wv6 = wsh[((wl + 0u) * wstr) + (tx + 96u)];
+                        wv7 = wsh[((wl + 0u) * wstr) + (tx + 112u)];
+                    }
+                    uint ab = ((wl + 0u) * astr) + tokv;
+                    uint av = 0u;
+                    uint av1 = 0u;
+                    uint av2 = 0u;
+                    uint av3 = 0u;
+                    uint av4 = 0u;
+                    uint av5 = 0u;
+                    uint av6 = 0u;
+                    uint av7 = 0u;
+                    av = ash[ab + 0u];
+                    av1 = ash[ab + 1u];
+                    if (TILE_TOKS > 2u) {
+                        av2 = ash[ab + 2u];
+                        av3 = ash[ab + 3u];
+                    }
+                    if (TILE_TOKS > 4u) {
+                        av4 = ash[ab + 4u];
+                        av5 = ash[ab + 5u];
+                        av6 = ash[ab + 6u];
+                        av7 = ash[ab + 7u];
+                    }
+                    uint t64 = (wv >> 6u) & 50529027u;
+                    uint c = tq ? ((t64 + 2139062143u) ^ 2155905152u) : t64;
                     acc00 += dsl_dot4x8_ss(av, c);
                     acc01 += dsl_dot4x8_ss(av1, c);
-                    acc02 += dsl_dot4x8_ss(av2, c);
-                    acc03 += dsl_dot4x8_ss(av3, c);
-                    uint t146 = (wv1 >> 6u) & 50529027u;
-                    uint c1 = tq ? ((t146 + 2139062143u) ^ 2155905152u) : t146;
+                    if (TILE_TOKS > 2u) {
+                        acc02 += dsl_dot4x8_ss(av2, c);
+                        acc03 += dsl_dot4x8_ss(av3, c);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc04 += dsl_dot4x8_ss(av4, c);
+                        acc05 += dsl_dot4x8_ss(av5, c);
+                        acc06 += dsl_dot4x8_ss(av6, c);
+                        acc07 += dsl_dot4x8_ss(av7, c);
+                    }
+                    uint t65 = (wv1 >> 6u) & 50529027u;
+                    uint c1 = tq ? ((t65 + 2139062143u) ^ 2155905152u) : t65;
                     acc10 += dsl_dot4x8_ss(av, c1);
                     acc11 += dsl_dot4x8_ss(av1, c1);
-                    acc12 += dsl_dot4x8_ss(av2, c1);
-                    acc13 += dsl_dot4x8_ss(av3, c1);
-                    uint t147 = (wv2 >> 6u) & 50529027u;
-                    uint c2 = tq ? ((t147 + 2139062143u) ^ 2155905152u) : t147;
-                    acc20 += dsl_dot4x8_ss(av, c2);
-                    acc21 += dsl_dot4x8_ss(av1, c2);
-                    acc22 += dsl_dot4x8_ss(av2, c2);
-                    acc23 += dsl_dot4x8_ss(av3, c2);
-                    uint t148 = (wv3 >> 6u) & 50529027u;
-                    uint c3 = tq ? ((t148 + 2139062143u) ^ 2155905152u) : t148;
-                    acc30 += dsl_dot4x8_ss(av, c3);
-                    acc31 += dsl_dot4x8_ss(av1, c3);
-                    acc32 += dsl_dot4x8_ss(av2, c3);
-                    acc33 += dsl_dot4x8_ss(av3, c3);
-                    uint ab1 = ((wl + 8u) * 65u) + (ty * 4u);
-                    uint av4 = ash[ab1 + 0u];
-                    uint av5 = ash[ab1 + 1u];
-                    uint av6 = ash[ab1 + 2u];
-                    uint av7 = ash[ab1 + 3u];
-                    uint t149 = (wv >> 4u) & 50529027u;
-                    uint c4 = tq ? ((t149 + 2139062143u) ^ 2155905152u) : t149;
-                    acc00 += dsl_dot4x8_ss(av4, c4);
-                    acc01 += dsl_dot4x8_ss(av5, c4);
-                    acc02 += dsl_dot4x8_ss(av6, c4);
-                    acc03 += dsl_dot4x8_ss(av7, c4);
-                    uint t150 = (wv1 >> 4u) & 50529027u;
-                    uint c5 = tq ? ((t150 + 2139062143u) ^ 2155905152u) : t150;
-                    acc10 += dsl_dot4x8_ss(av4, c5);
-                    acc11 += dsl_dot4x8_ss(av5, c5);
-                    acc12 += dsl_dot4x8_ss(av6, c5);
-                    acc13 += dsl_dot4x8_ss(av7, c5);
-                    uint t151 = (wv2 >> 4u) & 50529027u;
-                    uint c6 = tq ? ((t151 + 2139062143u) ^ 2155905152u) : t151;
-                    acc20 += dsl_dot4x8_ss(av4, c6);
-                    acc21 += dsl_dot4x8_ss(av5, c6);
-                    acc22 += dsl_dot4x8_ss(av6, c6);
-                    acc23 += dsl_dot4x8_ss(av7, c6);
-                    uint t152 = (wv3 >> 4u) & 50529027u;
-                    uint c7 = tq ? ((t152 + 2139062143u) ^ 2155905152u) : t152;
-                    acc30 += dsl_dot4x8_ss(av4, c7);
-                    acc31 += dsl_dot4x8_ss(av5, c7);
-                    acc32 += dsl_dot4x8_ss(av6, c7);
-                    acc33 += dsl_dot4x8_ss(av7, c7);
-                    uint ab2 = ((wl + 16u) * 65u) + (ty * 4u);
-                    uint av8 = ash[ab2 + 0u];
-                    uint av9 = ash[ab2 + 1u];
-                    uint av10 = ash[ab2 + 2u];
-                    uint av11 = ash[ab2 + 3u];
-                    uint t153 = (wv >> 2u) & 50529027u;
-                    uint c8 = tq ? ((t153 + 2139062143u) ^ 2155905152u) : t153;
+                    if (TILE_TOKS > 2u) {
+                        acc12 += dsl_dot4x8_ss(av2, c1);
+                        acc13 += dsl_dot4x8_ss(av3, c1);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc14 += dsl_dot4x8_ss(av4, c1);
+                        acc15 += dsl_dot4x8_ss(av5, c1);
+                        acc16 += dsl_dot4x8_ss(av6, c1);
+                        acc17 += dsl_dot4x8_ss(av7, c1);
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint t66 = (wv2 >> 6u) & 50529027u;
+                        uint c2 = tq ? ((t66 + 2139062143u) ^ 2155905152u) : t66;
+                        acc20 += dsl_dot4x8_ss(av, c2);
+                        acc21 += dsl_dot4x8_ss(av1, c2);
+                        if (TILE_TOKS > 2u) {
+                            acc22 += dsl_dot4x8_ss(av2, c2);
+                            acc23 += dsl_dot4x8_ss(av3, c2);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc24 += dsl_dot4x8_ss(av4, c2);
+                            acc25 += dsl_dot4x8_ss(av5, c2);
+                            acc26 += dsl_dot4x8_ss(av6, c2);
+                            acc27 += dsl_dot4x8_ss(av7, c2);
+                        }
+                        uint t67 = (wv3 >> 6u) & 50529027u;
+                        uint c3 = tq ? ((t67 + 2139062143u) ^ 2155905152u) : t67;
+                        acc30 += dsl_dot4x8_ss(av, c3);
+                        acc31 += dsl_dot4x8_ss(av1, c3);
+                        if (TILE_TOKS > 2u) {
+                            acc32 += dsl_dot4x8_ss(av2, c3);
+                            acc33 += dsl_dot4x8_ss(av3, c3);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc34 += dsl_dot4x8_ss(av4, c3);
+                            acc35 += dsl_dot4x8_ss(av5, c3);
+                            acc36 += dsl_dot4x8_ss(av6, c3);
+                            acc37 += dsl_dot4x8_ss(av7, c3);
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint t68 = (wv4 >> 6u) & 50529027u;
+                        uint c4 = tq ? ((t68 + 2139062143u) ^ 2155905152u) : t68;
+                        acc40 += dsl_dot4x8_ss(av, c4);
+                        acc41 += dsl_dot4x8_ss(av1, c4);
+                        if (TILE_TOKS > 2u) {
+                            acc42 += dsl_dot4x8_ss(av2, c4);
+                            acc43 += dsl_dot4x8_ss(av3, c4);
+                        }
+                        uint t69 = (wv5 >> 6u) & 50529027u;
+                        uint c5 = tq ? ((t69 + 2139062143u) ^ 2155905152u) : t69;
+                        acc50 += dsl_dot4x8_ss(av, c5);
+                        acc51 += dsl_dot4x8_ss(av1, c5);
+                        if (TILE_TOKS > 2u) {
+                            acc52 += dsl_dot4x8_ss(av2, c5);
+                            acc53 += dsl_dot4x8_ss(av3, c5);
+                        }
+                        uint t70 = (wv6 >> 6u) & 50529027u;
+                        uint c6 = tq ? ((t70 + 2139062143u) ^ 2155905152u) : t70;
+                        acc60 += dsl_dot4x8_ss(av, c6);
+                        acc61 += dsl_dot4x8_ss(av1, c6);
+                        if (TILE_TOKS > 2u) {
+                            acc62 += dsl_dot4x8_ss(av2, c6);
+                            acc63 += dsl_dot4x8_ss(av3, c6);
+                        }
+                        uint t71 = (wv7 >> 6u) & 50529027u;
+                        uint c7 = tq ? ((t71 + 2139062143u) ^ 2155905152u) : t71;
+                        acc70 += dsl_dot4x8_ss(av, c7);
+                        acc71 += dsl_dot4x8_ss(av1, c7);
+                        if (TILE_TOKS > 2u) {
+                            acc72 += dsl_dot4x8_ss(av2, c7);
+                            acc73 += dsl_dot4x8_ss(av3, c7);
+                        }
+                    }
+                    uint ab1 = ((wl + 8u) * astr) + tokv;
+                    uint av8 = 0u;
+                    uint av9 = 0u;
+                    uint av10 = 0u;
+                    uint av11 = 0u;
+                    uint av12 = 0u;
+                    uint av13 = 0u;
+                    uint av14 = 0u;
+                    uint av15 = 0u;
+                    av8 = ash[ab1 + 0u];
+                    av9 = ash[ab1 + 1u];
+                    if (TILE_TOKS > 2u) {
+                        av10 = ash[ab1 + 2u];
+                        av11 = ash[ab1 + 3u];
+                    }
+                    if (TILE_TOKS > 4u) {
+                        av12 = ash[ab1 + 4u];
+                        av13 = ash[ab1 + 5u];
+                        av14 = ash[ab1 + 6u];
+                        av15 = ash[ab1 + 7u];
+                    }
+                    uint t72 = (wv >> 4u) & 50529027u;
+                    uint c8 = tq ? ((t72 + 2139062143u) ^ 2155905152u) : t72;
                     acc00 += dsl_dot4x8_ss(av8, c8);
                     acc01 += dsl_dot4x8_ss(av9, c8);
-                    acc02 += dsl_dot4x8_ss(av10, c8);
-                    acc03 += dsl_dot4x8_ss(av11, c8);
-                    uint t154 = (wv1 >> 2u) & 50529027u;
-                    uint c9 = tq ? ((t154 + 2139062143u) ^ 2155905152u) : t154;
+                    if (TILE_TOKS > 2u) {
+                        acc02 += dsl_dot4x8_ss(av10, c8);
+                        acc03 += dsl_dot4x8_ss(av11, c8);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc04 += dsl_dot4x8_ss(av12, c8);
+                        acc05 += dsl_dot4x8_ss(av13, c8);
+                        acc06 += dsl_dot4x8_ss(av14, c8);
+                        acc07 += dsl_dot4x8_ss(av15, c8);
+                    }
+                    uint t73 = (wv1 >> 4u) & 50529027u;
+                    uint c9 = tq ? ((t73 + 2139062143u) ^ 2155905152u) : t73;
                     acc10 += dsl_dot4x8_ss(av8, c9);
                     acc11 += dsl_dot4x8_ss(av9, c9);
-                    acc12 += dsl_dot4x8_ss(av10, c9);
-                    acc13 += dsl_dot4x8_ss(av11, c9);
-                    uint t155 = (wv2 >> 2u) & 50529027u;
-                    uint c10 = tq ? ((t155 + 2139062143u) ^ 2155905152u) : t155;
-                    acc20 += dsl_dot4x8_ss(av8, c10);
-                    acc21 += dsl_dot4x8_ss(av9, c10);
-                    acc22 += dsl_dot4x8_ss(av10, c10);
-                    acc23 += dsl_dot4x8_ss(av11, c10);
-                    uint t156 = (wv3 >> 2u) & 50529027u;
-                    uint c11 = tq ? ((t156 + 2139062143u) ^ 2155905152u) : t156;
-                    acc30 += dsl_dot4x8_ss(av8, c11);
-                    acc31 += dsl_dot4x8_ss(av9, c11);
-                    acc32 += dsl_dot4x8_ss(av10, c11);
-                    acc33 += dsl_dot4x8_ss(av11, c11);
-                    uint ab3 = ((wl + 24u) * 65u) + (ty * 4u);
-                    uint av12 = ash[ab3 + 0u];
-                    uint av13 = ash[ab3 + 1u];
-                    uint av14 = ash[ab3 + 2u];
-                    uint av15 = ash[ab3 + 3u];
-                    uint t157 = (wv >> 0u) & 50529027u;
-                    uint c12 = tq ? ((t157 + 2139062143u) ^ 2155905152u) : t157;
-                    acc00 += dsl_dot4x8_ss(av12, c12);
-                    acc01 += dsl_dot4x8_ss(av13, c12);
-                    acc02 += dsl_dot4x8_ss(av14, c12);
-                    acc03 += dsl_dot4x8_ss(av15, c12);
-                    uint t158 = (wv1 >> 0u) & 50529027u;
-                    uint c13 = tq ? ((t158 + 2139062143u) ^ 2155905152u) : t158;
-                    acc10 += dsl_dot4x8_ss(av12, c13);
-                    acc11 += dsl_dot4x8_ss(av13, c13);
-                    acc12 += dsl_dot4x8_ss(av14, c13);
-                    acc13 += dsl_dot4x8_ss(av15, c13);
-                    uint t159 = (wv2 >> 0u) & 50529027u;
-                    uint c14 = tq ? ((t159 + 2139062143u) ^ 2155905152u) : t159;
-                    acc20 += dsl_dot4x8_ss(av12, c14);
-                    acc21 += dsl_dot4x8_ss(av13, c14);
-                    acc22 += dsl_dot4x8_ss(av14, c14);
-                    acc23 += dsl_dot4x8_ss(av15, c14);
-                    uint t160 = (wv3 >> 0u) & 50529027u;
-                    uint c15 = tq ? ((t160 + 2139062143u) ^ 2155905152u) : t160;
-                    acc30 += dsl_dot4x8_ss(av12, c15);
-                    acc31 += dsl_dot4x8_ss(av13, c15);
-                    acc32 += dsl_dot4x8_ss(av14, c15);
-                    acc33 += dsl_dot4x8_ss(av15, c15);
+                    if (TILE_TOKS > 2u) {
+                        acc12 += dsl_dot4x8_ss(av10, c9);
+                        acc13 += dsl_dot4x8_ss(av11, c9);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc14 += dsl_dot4x8_ss(av12, c9);
+                        acc15 += dsl_dot4x8_ss(av13, c9);
+                        acc16 += dsl_dot4x8_ss(av14, c9);
+                        acc17 += dsl_dot4x8_ss(av15, c9);
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint t74 = (wv2 >> 4u) & 50529027u;
+                        uint c10 = tq ? ((t74 + 2139062143u) ^ 2155905152u) : t74;
+                        acc20 += dsl_dot4x8_ss(av8, c10);
+                        acc21 += dsl_dot4x8_ss(av9, c10);
+                        if (TILE_TOKS > 2u) {
+                            acc22 += dsl_dot4x8_ss(av10, c10);
+                            acc23 += dsl_dot4x8_ss(av11, c10);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc24 += dsl_dot4x8_ss(av12, c10);
+                            acc25 += dsl_dot4x8_ss(av13, c10);
+                            acc26 += dsl_dot4x8_ss(av14, c10);
+                            acc27 += dsl_dot4x8_ss(av15, c10);
+                        }
+                        uint t75 = (wv3 >> 4u) & 50529027u;
+                        uint c11 = tq ? ((t75 + 2139062143u) ^ 2155905152u) : t75;
+                        acc30 += dsl_dot4x8_ss(av8, c11);
+                        acc31 += dsl_dot4x8_ss(av9, c11);
+                        if (TILE_TOKS > 2u) {
+                            acc32 += dsl_dot4x8_ss(av10, c11);
+                            acc33 += dsl_dot4x8_ss(av11, c11);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc34 += dsl_dot4x8_ss(av12, c11);
+                            acc35 += dsl_dot4x8_ss(av13, c11);
+                            acc36 += dsl_dot4x8_ss(av14, c11);
+                            acc37 += dsl_dot4x8_ss(av15, c11);
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint t76 = (wv4 >> 4u) & 50529027u;
+                        uint c12 = tq ? ((t76 + 2139062143u) ^ 2155905152u) : t76;
+                        acc40 += dsl_dot4x8_ss(av8, c12);
+                        acc41 += dsl_dot4x8_ss(av9, c12);
+                        if (TILE_TOKS > 2u) {
+                            acc42 += dsl_dot4x8_ss(av10, c12);
+                            acc43 += dsl_dot4x8_ss(av11, c12);
+                        }
+                        uint t77 = (wv5 >> 4u) & 50529027u;
+                        uint c13 = tq ? ((t77 + 2139062143u) ^ 2155905152u) : t77;
+                        acc50 += dsl_dot4x8_ss(av8, c13);
+                        acc51 += dsl_dot4x8_ss(av9, c13);
+                        if (TILE_TOKS > 2u) {
+                            acc52 += dsl_dot4x8_ss(av10, c13);
+                            acc53 += dsl_dot4x8_ss(av11, c13);
+                        }
+                        uint t78 = (wv6 >> 4u) & 50529027u;
+                        uint c14 = tq ? ((t78 + 2139062143u) ^ 2155905152u) : t78;
+                        acc60 += dsl_dot4x8_ss(av8, c14);
+                        acc61 += dsl_dot4x8_ss(av9, c14);
+                        if (TILE_TOKS > 2u) {
+                            acc62 += dsl_dot4x8_ss(av10, c14);
+                            acc63 += dsl_dot4x8_ss(av11, c14);
+                        }
+                        uint t79 = (wv7 >> 4u) & 50529027u;
+                        uint c15 = tq ? ((t79 + 2139062143u) ^ 2155905152u) : t79;
+                        acc70 += dsl_dot4x8_ss(av8, c15);
+                        acc71 += dsl_dot4x8_ss(av9, c15);
+                        if (TILE_TOKS > 2u) {
+                            acc72 += dsl_dot4x8_ss(av10, c15);
+                            acc73 += dsl_dot4x8_ss(av11, c15);
+                        }
+                    }
+                    uint ab2 = ((wl + 16u) * astr) + tokv;
+                    uint av16 = 0u;
+                    uint av17 = 0u;
+                    uint av18 = 0u;
+                    uint av19 = 0u;
+                    uint av20 = 0u;
+                    uint av21 = 0u;
+                    uint av22 = 0u;
+                    uint av23 = 0u;
+                    av16 = ash[ab2 + 0u];
+                    av17 = ash[ab2 + 1u];
+                    if (TILE_TOKS > 2u) {
+                        av18 = ash[ab2 + 2u];
+                        av19 = ash[ab2 + 3u];
+                    }
+                    if (TILE_TOKS > 4u) {
+                        av20 = ash[ab2 + 4u];
+                        av21 = ash[ab2 + 5u];
+                        av22 = ash[ab2 + 6u];
+                        av23 = ash[ab2 + 7u];
+                    }
+                    uint t80 = (wv >> 2u) & 50529027u;
+                    uint c16 = tq ? ((t80 + 2139062143u) ^ 2155905152u) : t80;
+                    acc00 += dsl_dot4x8_ss(av16, c16);
+                    acc01 += dsl_dot4x8_ss(av17, c16);
+                    if (TILE_TOKS > 2u) {
+                        acc02 += dsl_dot4x8_ss(av18, c16);
+                        acc03 += dsl_dot4x8_ss(av19, c16);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc04 += dsl_dot4x8_ss(av20, c16);
+                        acc05 += dsl_dot4x8_ss(av21, c16);
+                        acc06 += dsl_dot4x8_ss(av22, c16);
+                        acc07 += dsl_dot4x8_ss(av23, c16);
+                    }
+                    uint t81 = (wv1 >> 2u) & 50529027u;
+                    uint c17 = tq ? ((t81 + 2139062143u) ^ 2155905152u) : t81;
+                    acc10 += dsl_dot4x8_ss(av16, c17);
+                    acc11 += dsl_dot4x8_ss(av17, c17);
+                    if (TILE_TOKS > 2u) {
+                        acc12 += dsl_dot4x8_ss(av18, c17);
+                        acc13 += dsl_dot4x8_ss(av19, c17);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc14 += dsl_dot4x8_ss(av20, c17);
+                        acc15 += dsl_dot4x8_ss(av21, c17);
+                        acc16 += dsl_dot4x8_ss(av22, c17);
+                        acc17 += dsl_dot4x8_ss(av23, c17);
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint t82 = (wv2 >> 2u) & 50529027u;
+                        uint c18 = tq ? ((t82 + 2139062143u) ^ 2155905152u) : t82;
+                        acc20 += dsl_dot4x8_ss(av16, c18);
+                        acc21 += dsl_dot4x8_ss(av17, c18);
+                        if (TILE_TOKS > 2u) {
+                            acc22 += dsl_dot4x8_ss(av18, c18);
+                            acc23 += dsl_dot4x8_ss(av19, c18);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc24 += dsl_dot4x8_ss(av20, c18);
+                            acc25 += dsl_dot4x8_ss(av21, c18);
+                            acc26 += dsl_dot4x8_ss(av22, c18);
+                            acc27 += dsl_dot4x8_ss(av23, c18);
+                        }
+                        uint t83 = (wv3 >> 2u) & 50529027u;
+                        uint c19 = tq ? ((t83 + 2139062143u) ^ 2155905152u) : t83;
+                        acc30 += dsl_dot4x8_ss(av16, c19);
+                        acc31 += dsl_dot4x8_ss(av17, c19);
+                        if (TILE_TOKS > 2u) {
+                            acc32 += dsl_dot4x8_ss(av18, c19);
+                            acc33 += dsl_dot4x8_ss(av19, c19);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc34 += dsl_dot4x8_ss(av20, c19);
+                            acc35 += dsl_dot4x8_ss(av21, c19);
+                            acc36 += dsl_dot4x8_ss(av22, c19);
+                            acc37 += dsl_dot4x8_ss(av23, c19);
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint t84 = (wv4 >> 2u) & 50529027u;
+                        uint c20 = tq ? ((t84 + 2139062143u) ^ 2155905152u) : t84;
+                        acc40 += dsl_dot4x8_ss(av16, c20);
+                        acc41 += dsl_dot4x8_ss(av17, c20);
+                        if (TILE_TOKS > 2u) {
+                            acc42 += dsl_dot4x8_ss(av18, c20);
+                            acc43 += dsl_dot4x8_ss(av19, c20);
+                        }
+                        uint t85 = (wv5 >> 2u) & 50529027u;
+                        uint c21 = tq ? ((t85 + 2139062143u) ^ 2155905152u) : t85;
+                        acc50 += dsl_dot4x8_ss(av16, c21);
+                        acc51 += dsl_dot4x8_ss(av17, c21);
+                        if (TILE_TOKS > 2u) {
+                            acc52 += dsl_dot4x8_ss(av18, c21);
+                            acc53 += dsl_dot4x8_ss(av19, c21);
+                        }
+                        uint t86 = (wv6 >> 2u) & 50529027u;
+                        uint c22 = tq ? ((t86 + 2139062143u) ^ 2155905152u) : t86;
+                        acc60 += dsl_dot4x8_ss(av16, c22);
+                        acc61 += dsl_dot4x8_ss(av17, c22);
+                        if (TILE_TOKS > 2u) {
+                            acc62 += dsl_dot4x8_ss(av18, c22);
+                            acc63 += dsl_dot4x8_ss(av19, c22);
+                        }
+                        uint t87 = (wv7 >> 2u) & 50529027u;
+                        uint c23 = tq ? ((t87 + 2139062143u) ^ 2155905152u) : t87;
+                        acc70 += dsl_dot4x8_ss(av16, c23);
+                        acc71 += dsl_dot4x8_ss(av17, c23);
+                        if (TILE_TOKS > 2u) {
+                            acc72 += dsl_dot4x8_ss(av18, c23);
+                            acc73 += dsl_dot4x8_ss(av19, c23);
+                        }
+                    }
+                    uint ab3 = ((wl + 24u) * astr) + tokv;
+                    uint av24 = 0u;
+                    uint av25 = 0u;
+                    uint av26 = 0u;
+                    uint av27 = 0u;
+                    uint av28 = 0u;
+                    uint av29 = 0u;
+                    uint av30 = 0u;
+                    uint av31 = 0u;
+                    av24 = ash[ab3 + 0u];
+                    av25 = ash[ab3 + 1u];
+                    if (TILE_TOKS > 2u) {
+                        av26 = ash[ab3 + 2u];
+                        av27 = ash[ab3 + 3u];
+                    }
+                    if (TILE_TOKS > 4u) {
+                        av28 = ash[ab3 + 4u];
+                        av29 = ash[ab3 + 5u];
+                        av30 = ash[ab3 + 6u];
+                        av31 = ash[ab3 + 7u];
+                    }
+                    uint t88 = (wv >> 0u) & 50529027u;
+                    uint c24 = tq ? ((t88 + 2139062143u) ^ 2155905152u) : t88;
+                    acc00 += dsl_dot4x8_ss(av24, c24);
+                    acc01 += dsl_dot4x8_ss(av25, c24);
+                    if (TILE_TOKS > 2u) {
+                        acc02 += dsl_dot4x8_ss(av26, c24);
+                        acc03 += dsl_dot4x8_ss(av27, c24);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc04 += dsl_dot4x8_ss(av28, c24);
+                        acc05 += dsl_dot4x8_ss(av29, c24);
+                        acc06 += dsl_dot4x8_ss(av30, c24);
+                        acc07 += dsl_dot4x8_ss(av31, c24);
+                    }
+                    uint t89 = (wv1 >> 0u) & 50529027u;
+                    uint c25 = tq ? ((t89 + 2139062143u) ^ 2155905152u) : t89;
+                    acc10 += dsl_dot4x8_ss(av24, c25);
+                    acc11 += dsl_dot4x8_ss(av25, c25);
+                    if (TILE_TOKS > 2u) {
+                        acc12 += dsl_dot4x8_ss(av26, c25);
+                        acc13 += dsl_dot4x8_ss(av27, c25);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc14 += dsl_dot4x8_ss(av28, c25);
+                        acc15 += dsl_dot4x8_ss(av29, c25);
+                        acc16 += dsl_dot4x8_ss(av30, c25);
+                        acc17 += dsl_dot4x8_ss(av31, c25);
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint t90 = (wv2 >> 0u) & 50529027u;
+                        uint c26 = tq ? ((t90 + 2139062143u) ^ 2155905152u) : t90;
+                        acc20 += dsl_dot4x8_ss(av24, c26);
+                        acc21 += dsl_dot4x8_ss(av25, c26);
+                        if (TILE_TOKS > 2u) {
+                            acc22 += dsl_dot4x8_ss(av26, c26);
+                            acc23 += dsl_dot4x8_ss(av27, c26);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc24 += dsl_dot4x8_ss(av28, c26);
+                            acc25 += dsl_dot4x8_ss(av29, c26);
+                            acc26 += dsl_dot4x8_ss(av30, c26);
+                            acc27 += dsl_dot4x8_ss(av31, c26);
+                        }
+                        uint t91 = (wv3 >> 0u) & 50529027u;
+                        uint c27 = tq ? ((t91 + 2139062143u) ^ 2155905152u) : t91;
+                        acc30 += dsl_dot4x8_ss(av24, c27);
+                        acc31 += dsl_dot4x8_ss(av25, c27);
+                        if (TILE_TOKS > 2u) {
+                            acc32 += dsl_dot4x8_ss(av26, c27);
+                            acc33 += dsl_dot4x8_ss(av27, c27);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc34 += dsl_dot4x8_ss(av28, c27);
+                            acc35 += dsl_dot4x8_ss(av29, c27);
+                            acc36 += dsl_dot4x8_ss(av30, c27);
+                            acc37 += dsl_dot4x8_ss(av31, c27);
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint t92 = (wv4 >> 0u) & 50529027u;
+                        uint c28 = tq ? ((t92 + 2139062143u) ^ 2155905152u) : t92;
+                        acc40 += dsl_dot4x8_ss(av24, c28);
+                        acc41 += dsl_dot4x8_ss(av25, c28);
+                        if (TILE_TOKS > 2u) {
+                            acc42 += dsl_dot4x8_ss(av26, c28);
+                            acc43 += dsl_dot4x8_ss(av27, c28);
+                        }
+                        uint t93 = (wv5 >> 0u) & 50529027u;
+                        uint c29 = tq ? ((t93 + 2139062143u) ^ 2155905152u) : t93;
+                        acc50 += dsl_dot4x8_ss(av24, c29);
+                        acc51 += dsl_dot4x8_ss(av25, c29);
+                        if (TILE_TOKS > 2u) {
+                            acc52 += dsl_dot4x8_ss(av26, c29);
+                            acc53 += dsl_dot4x8_ss(av27, c29);
+                        }
+                        uint t94 = (wv6 >> 0u) & 50529027u;
+                        uint c30 = tq ? ((t94 + 2139062143u) ^ 2155905152u) : t94;
+                        acc60 += dsl_dot4x8_ss(av24, c30);
+                        acc61 += dsl_dot4x8_ss(av25, c30);
+                        if (TILE_TOKS > 2u) {
+                            acc62 += dsl_dot4x8_ss(av26, c30);
+                            acc63 += dsl_dot4x8_ss(av27, c30);
+                        }
+                        uint t95 = (wv7 >> 0u) & 50529027u;
+                        uint c31 = tq ? ((t95 + 2139062143u) ^ 2155905152u) : t95;
+                        acc70 += dsl_dot4x8_ss(av24, c31);
+                        acc71 += dsl_dot4x8_ss(av25, c31);
+                        if (TILE_TOKS > 2u) {
+                            acc72 += dsl_dot4x8_ss(av26, c31);
+                            acc73 += dsl_dot4x8_ss(av27, c31);
+                        }
+                    }
                 }
             }
             if (tq) {
-                precise float d1 = dsh[tx + 0u];
+                precise float d1 = dsh[(tx + 0u) + 0u];
                 accf00 += float(acc00) * d1;
                 acc00 = 0;
                 accf01 += float(acc01) * d1;
                 acc01 = 0;
-                accf02 += float(acc02) * d1;
-                acc02 = 0;
-                accf03 += float(acc03) * d1;
-                acc03 = 0;
-                precise float d2 = dsh[tx + 16u];
+                if (TILE_TOKS > 2u) {
+                    accf02 += float(acc02) * d1;
+                    acc02 = 0;
+                    accf03 += float(acc03) * d1;
+                    acc03 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accf04 += float(acc04) * d1;
+                    acc04 = 0;
+                    accf05 += float(acc05) * d1;
+                    acc05 = 0;
+                    accf06 += float(acc06) * d1;
+                    acc06 = 0;
+                    accf07 += float(acc07) * d1;
+                    acc07 = 0;
+                }
+                precise float d2 = dsh[(tx + 16u) + 0u];
                 accf10 += float(acc10) * d2;
                 acc10 = 0;
                 accf11 += float(acc11) * d2;
                 acc11 = 0;
-                accf12 += float(acc12) * d2;
-                acc12 = 0;
-                accf13 += float(acc13) * d2;
-                acc13 = 0;
-                precise float d3 = dsh[tx + 32u];
-                accf20 += float(acc20) * d3;
-                acc20 = 0;
-                accf21 += float(acc21) * d3;
-                acc21 = 0;
-                accf22 += float(acc22) * d3;
-                acc22 = 0;
-                accf23 += float(acc23) * d3;
-                acc23 = 0;
-                precise float d4 = dsh[tx + 48u];
-                accf30 += float(acc30) * d4;
-                acc30 = 0;
-                accf31 += float(acc31) * d4;
-                acc31 = 0;
-                accf32 += float(acc32) * d4;
-                acc32 = 0;
-                accf33 += float(acc33) * d4;
-                acc33 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf12 += float(acc12) * d2;
+                    acc12 = 0;
+                    accf13 += float(acc13) * d2;
+                    acc13 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accf14 += float(acc14) * d2;
+                    acc14 = 0;
+                    accf15 += float(acc15) * d2;
+                    acc15 = 0;
+                    accf16 += float(acc16) * d2;
+                    acc16 = 0;
+                    accf17 += float(acc17) * d2;
+                    acc17 = 0;
+                }
+                if (TILE_ROWS > 2u) {
+                    precise float d3 = dsh[(tx + 32u) + 0u];
+                    accf20 += float(acc20) * d3;
+                    acc20 = 0;
+                    accf21 += float(acc21) * d3;
+                    acc21 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf22 += float(acc22) * d3;
+                        acc22 = 0;
+                        accf23 += float(acc23) * d3;
+                        acc23 = 0;
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accf24 += float(acc24) * d3;
+                        acc24 = 0;
+                        accf25 += float(acc25) * d3;
+                        acc25 = 0;
+                        accf26 += float(acc26) * d3;
+                        acc26 = 0;
+                        accf27 += float(acc27) * d3;
+                        acc27 = 0;
+                    }
+                    precise float d4 = dsh[(tx + 48u) + 0u];
+                    accf30 += float(acc30) * d4;
+                    acc30 = 0;
+                    accf31 += float(acc31) * d4;
+                    acc31 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf32 += float(acc32) * d4;
+                        acc32 = 0;
+                        accf33 += float(acc33) * d4;
+                        acc33 = 0;
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accf34 += float(acc34) * d4;
+                        acc34 = 0;
+                        accf35 += float(acc35) * d4;
+                        acc35 = 0;
+                        accf36 += float(acc36) * d4;
+                        acc36 = 0;
+                        accf37 += float(acc37) * d4;
+                        acc37 = 0;
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    precise float d5 = dsh[(tx + 64u) + 0u];
+                    accf40 += float(acc40) * d5;
+                    acc40 = 0;
+                    accf41 += float(acc41) * d5;
+                    acc41 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf42 += float(acc42) * d5;
+                        acc42 = 0;
+                        accf43 += float(acc43) * d5;
+                        acc43 = 0;
+                    }
+                    precise float d6 = dsh[(tx + 80u) + 0u];
+                    accf50 += float(acc50) * d6;
+                    acc50 = 0;
+                    accf51 += float(acc51) * d6;
+                    acc51 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf52 += float(acc52) * d6;
+                        acc52 = 0;
+                        accf53 += float(acc53) * d6;
+                        acc53 = 0;
+                    }
+                    precise float d7 = dsh[(tx + 96u) + 0u];
+                    accf60 += float(acc60) * d7;
+                    acc60 = 0;
+                    accf61 += float(acc61) * d7;
+                    acc61 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf62 += float(acc62) * d7;
+                        acc62 = 0;
+                        accf63 += float(acc63) * d7;
+                        acc63 = 0;
+                    }
+                    precise float d8 = dsh[(tx + 112u) + 0u];
+                    accf70 += float(acc70) * d8;
+                    acc70 = 0;
+                    accf71 += float(acc71) * d8;
+                    acc71 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf72 += float(acc72) * d8;
+                        acc72 = 0;
+                        accf73 += float(acc73) * d8;
+                        acc73 = 0;
+                    }
+                }
             }
             barrier();
         }
-        uint tok = tok0 + ((ty * 4u) + 0u);
+        uint tok = tok0 + (tokv + 0u);
         if (tok < dyn.n_tokens) {
             int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
             precise float sc = pc.qs.d[tok * 2u];
@@ -542,94 +932,303 @@ void main()
                 precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc) : ((float(acc10 - qsum) / sc) * ws);
                 pc.y.d[(tok * M0) + row1] = v1;
             }
-            uint row2 = row0 + (tx + 32u);
-            if (row2 < M0) {
-                precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
-                pc.y.d[(tok * M0) + row2] = v2;
+            if (TILE_ROWS > 2u) {
+                uint row2 = row0 + (tx + 32u);
+                if (row2 < M0) {
+                    precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
+                    pc.y.d[(tok * M0) + row2] = v2;
+                }
+                uint row3 = row0 + (tx + 48u);
+                if (row3 < M0) {
+                    precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
+                    pc.y.d[(tok * M0) + row3] = v3;
+                }
             }
-            uint row3 = row0 + (tx + 48u);
-            if (row3 < M0) {
-                precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
-                pc.y.d[(tok * M0) + row3] = v3;
+            if (TILE_ROWS > 4u) {
+                uint row4 = row0 + (tx + 64u);
+                if (row4 < M0) {
+                    precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf40 / sc) : ((float(acc40 - qsum) / sc) * ws);
+                    pc.y.d[(tok * M0) + row4] = v4;
+                }
+                uint row5 = row0 + (tx + 80u);
+                if (row5 < M0) {
+                    precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf50 / sc) : ((float(acc50 - qsum) / sc) * ws);
+                    pc.y.d[(tok * M0) + row5] = v5;
+                }
+                uint row6 = row0 + (tx + 96u);
+                if (row6 < M0) {
+                    precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf60 / sc) : ((float(acc60 - qsum) / sc) * ws);
+                    pc.y.d[(tok * M0) + row6] = v6;
+                }
+                uint row7 = row0 + (tx + 112u);
+                if (row7 < M0) {
+                    precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf70 / sc) : ((float(acc70 - qsum) / sc) * ws);
+                    pc.y.d[(tok * M0) + row7] = v7;
+                }
             }
         }
-        uint tok1 = tok0 + ((ty * 4u) + 1u);
+        uint tok1 = tok0 + (tokv + 1u);
         if (tok1 < dyn.n_tokens) {
             int qsum1 = int(pc.qs.d[(tok1 * 2u) + 1u]);
             precise float sc1 = pc.qs.d[tok1 * 2u];
-            uint row4 = row0 + (tx + 0u);
-            if (row4 < M0) {
-                precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
-                pc.y.d[(tok1 * M0) + row4] = v4;
-            }
-            uint row5 = row0 + (tx + 16u);
-            if (row5 < M0) {
-                precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
-                pc.y.d[(tok1 * M0) + row5] = v5;
-            }
-            uint row6 = row0 + (tx + 32u);
-            if (row6 < M0) {
-                precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
-                pc.y.d[(tok1 * M0) + row6] = v6;
-            }
-            uint row7 = row0 + (tx + 48u);
-            if (row7 < M0) {
-                precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
-                pc.y.d[(tok1 * M0) + row7] = v7;
-            }
-        }
-        uint tok2 = tok0 + ((ty * 4u) + 2u);
-        if (tok2 < dyn.n_tokens) {
-            int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
-            precise float sc2 = pc.qs.d[tok2 * 2u];
             uint row8 = row0 + (tx + 0u);
             if (row8 < M0) {
-                precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
-                pc.y.d[(tok2 * M0) + row8] = v8;
+                precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
+                pc.y.d[(tok1 * M0) + row8] = v8;
             }
             uint row9 = row0 + (tx + 16u);
             if (row9 < M0) {
-                precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
-                pc.y.d[(tok2 * M0) + row9] = v9;
+                precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
+                pc.y.d[(tok1 * M0) + row9] = v9;
             }
-            uint row10 = row0 + (tx + 32u);
-            if (row10 < M0) {
-                precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
-                pc.y.d[(tok2 * M0) + row10] = v10;
+            if (TILE_ROWS > 2u) {
+                uint row10 = row0 + (tx + 32u);
+                if (row10 < M0) {
+                    precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
+                    pc.y.d[(tok1 * M0) + row10] = v10;
+                }
+                uint row11 = row0 + (tx + 48u);
+                if (row11 < M0) {
+                    precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
+                    pc.y.d[(tok1 * M0) + row11] = v11;
+                }
             }
-            uint row11 = row0 + (tx + 48u);
-            if (row11 < M0) {
-                precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
-                pc.y.d[(tok2 * M0) + row11] = v11;
+            if (TILE_ROWS > 4u) {
+                uint row12 = row0 + (tx + 64u);
+                if (row12 < M0) {
+                    precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf41 / sc1) : ((float(acc41 - qsum1) / sc1) * ws);
+                    pc.y.d[(tok1 * M0) + row12] = v12;
+                }
+                uint row13 = row0 + (tx + 80u);
+                if (row13 < M0) {
+                    precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf51 / sc1) : ((float(acc51 - qsum1) / sc1) * ws);
+                    pc.y.d[(tok1 * M0) + row13] = v13;
+                }
+                uint row14 = row0 + (tx + 96u);
+                if (row14 < M0) {
+                    precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf61 / sc1) : ((float(acc61 - qsum1) / sc1) * ws);
+                    pc.y.d[(tok1 * M0) + row14] = v14;
+                }
+                uint row15 = row0 + (tx + 112u);
+                if (row15 < M0) {
+                    precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf71 / sc1) : ((float(acc71 - qsum1) / sc1) * ws);
+                    pc.y.d[(tok1 * M0) + row15] = v15;
+                }
             }
         }
-        uint tok3 = tok0 + ((ty * 4u) + 3u);
-        if (tok3 < dyn.n_tokens) {
-            int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
-            precise float sc3 = pc.qs.d[tok3 * 2u];
-            uint row12 = row0 + (tx + 0u);
-            if (row12 < M0) {
-                precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
-                pc.y.d[(tok3 * M0) + row12] = v12;
+        if (TILE_TOKS > 2u) {
+            uint tok2 = tok0 + (tokv + 2u);
+            if (tok2 < dyn.n_tokens) {
+                int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
+                precise float sc2 = pc.qs.d[tok2 * 2u];
+                uint row16 = row0 + (tx + 0u);
+                if (row16 < M0) {
+                    precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
+                    pc.y.d[(tok2 * M0) + row16] = v16;
+                }
+                uint row17 = row0 + (tx + 16u);
+                if (row17 < M0) {
+                    precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
+                    pc.y.d[(tok2 * M0) + row17] = v17;
+                }
+                if (TILE_ROWS > 2u) {
+                    uint row18 = row0 + (tx + 32u);
+                    if (row18 < M0) {
+                        precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
+                        pc.y.d[(tok2 * M0) + row18] = v18;
+                    }
+                    uint row19 = row0 + (tx + 48u);
+                    if (row19 < M0) {
+                        precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
+                        pc.y.d[(tok2 * M0) + row19] = v19;
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint row20 = row0 + (tx + 64u);
+                    if (row20 < M0) {
+                        precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf42 / sc2) : ((float(acc42 - qsum2) / sc2) * ws);
+                        pc.y.d[(tok2 * M0) + row20] = v20;
+                    }
+                    uint row21 = row0 + (tx + 80u);
+                    if (row21 < M0) {
+                        precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf52 / sc2) : ((float(acc52 - qsum2) / sc2) * ws);
+                        pc.y.d[(tok2 * M0) + row21] = v21;
+                    }
+                    uint row22 = row0 + (tx + 96u);
+                    if (row22 < M0) {
+                        precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf62 / sc2) : ((float(acc62 - qsum2) / sc2) * ws);
+                        pc.y.d[(tok2 * M0) + row22] = v22;
+                    }
+                    uint row23 = row0 + (tx + 112u);
+                    if (row23 < M0) {
+                        precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf72 / sc2) : ((float(acc72 - qsum2) / sc2) * ws);
+                        pc.y.d[(tok2 * M0) + row23] = v23;
+                    }
+                }
             }
-            uint row13 = row0 + (tx + 16u);
-            if (row13 < M0) {
-                precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
-                pc.y.d[(tok3 * M0) + row13] = v13;
+            uint tok3 = tok0 + (tokv + 3u);
+            if (tok3 < dyn.n_tokens) {
+                int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
+                precise float sc3 = pc.qs.d[tok3 * 2u];
+                uint row24 = row0 + (tx + 0u);
+                if (row24 < M0) {
+                    precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
+                    pc.y.d[(tok3 * M0) + row24] = v24;
+                }
+                uint row25 = row0 + (tx + 16u);
+                if (row25 < M0) {
+                    precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
+                    pc.y.d[(tok3 * M0) + row25] = v25;
+                }
+                if (TILE_ROWS > 2u) {
+                    uint row26 = row0 + (tx + 32u);
+                    if (row26 < M0) {
+                        precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
+                        pc.y.d[(tok3 * M0) + row26] = v26;
+                    }
+                    uint row27 = row0 + (tx + 48u);
+                    if (row27 < M0) {
+                        precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
+                        pc.y.d[(tok3 * M0) + row27] = v27;
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint row28 = row0 + (tx + 64u);
+                    if (row28 < M0) {
+                        precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf43 / sc3) : ((float(acc43 - qsum3) / sc3) * ws);
+                        pc.y.d[(tok3 * M0) + row28] = v28;
+                    }
+                    uint row29 = row0 + (tx + 80u);
+                    if (row29 < M0) {
+                        precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf53 / sc3) : ((float(acc53 - qsum3) / sc3) * ws);
+                        pc.y.d[(tok3 * M0) + row29] = v29;
+                    }
+                    uint row30 = row0 + (tx + 96u);
+                    if (row30 < M0) {
+                        precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf63 / sc3) : ((float(acc63 - qsum3) / sc3) * ws);
+                        pc.y.d[(tok3 * M0) + row30] = v30;
+                    }
+                    uint row31 = row0 + (tx + 112u);
+                    if (row31 < M0) {
+                        precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf73 / sc3) : ((float(acc73 - qsum3) / sc3) * ws);
+                        pc.y.d[(tok3 * M0) + row31] = v31;
+                    }
+                }
             }
-            uint row14 = row0 + (tx + 32u);
-            if (row14 < M0) {
-                precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
-                pc.y.d[(tok3 * M0) + row14] = v14;
+        }
+        if (TILE_TOKS > 4u) {
+            uint tok4 = tok0 + (tokv + 4u);
+            if (tok4 < dyn.n_tokens) {
+                int qsum4 = int(pc.qs.d[(tok4 * 2u) + 1u]);
+                precise float sc4 = pc.qs.d[tok4 * 2u];
+                uint row32 = row0 + (tx + 0u);
+                if (row32 < M0) {
+                    precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf04 / sc4) : ((float(acc04 - qsum4) / sc4) * ws);
+                    pc.y.d[(tok4 * M0) + row32] = v32;
+                }
+                uint row33 = row0 + (tx + 16u);
+                if (row33 < M0) {
+                    precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf14 / sc4) : ((float(acc14 - qsum4) / sc4) * ws);
+                    pc.y.d[(tok4 * M0) + row33] = v33;
+                }
+                if (TILE_ROWS > 2u) {
+                    uint row34 = row0 + (tx + 32u);
+                    if (row34 < M0) {
+                        precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf24 / sc4) : ((float(acc24 - qsum4) / sc4) * ws);
+                        pc.y.d[(tok4 * M0) + row34] = v34;
+                    }
+                    uint row35 = row0 + (tx + 48u);
+                    if (row35 < M0) {
+                        precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf34 / sc4) : ((float(acc34 - qsum4) / sc4) * ws);
+                        pc.y.d[(tok4 * M0) + row35] = v35;
+                    }
+                }
             }
-            uint row15 = row0 + (tx + 48u);
-            if (row15 < M0) {
-                precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
-                pc.y.d[(tok3 * M0) + row15] = v15;
+            uint tok5 = tok0 + (tokv + 5u);
+            if (tok5 < dyn.n_tokens) {
+                int qsum5 = int(pc.qs.d[(tok5 * 2u) + 1u]);
+                precise float sc5 = pc.qs.d[tok5 * 2u];
+                uint row36 = row0 + (tx + 0u);
+                if (row36 < M0) {
+                    precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf05 / sc5) : ((float(acc05 - qsum5) / sc5) * ws);
+                    pc.y.d[(tok5 * M0) + row36] = v36;
+                }
+                uint row37 = row0 + (tx + 16u);
+                if (row37 < M0) {
+                    precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf15 / sc5) : ((float(acc15 - qsum5) / sc5) * ws);
+                    pc.y.d[(tok5 * M0) + row37] = v37;
+                }
+                if (TILE_ROWS > 2u) {
+                    uint row38 = row0 + (tx + 32u);
+                    if (row38 < M0) {
+                        precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf25 / sc5) : ((float(acc25 - qsum5) / sc5) * ws);
+                        pc.y.d[(tok5 * M0) + row38] = v38;
+                    }
+                    uint row39 = row0 + (tx + 48u);
+                    if (row39 < M0) {
+                        precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf35 / sc5) : ((float(acc35 - qsum5) / sc5) * ws);
+                        pc.y.d[(tok5 * M0) + row39] = v39;
+                    }
+                }
+            }
+            uint tok6 = tok0 + (tokv + 6u);
+            if (tok6 < dyn.n_tokens) {
+                int qsum6 = int(pc.qs.d[(tok6 * 2u) + 1u]);
+                precise float sc6 = pc.qs.d[tok6 * 2u];
+                uint row40 = row0 + (tx + 0u);
+                if (row40 < M0) {
+                    precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf06 / sc6) : ((float(acc06 - qsum6) / sc6) * ws);
+                    pc.y.d[(tok6 * M0) + row40] = v40;
+                }
+                uint row41 = row0 + (tx + 16u);
+                if (row41 < M0) {
+                    precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf16 / sc6) : ((float(acc16 - qsum6) / sc6) * ws);
+                    pc.y.d[(tok6 * M0) + row41] = v41;
+                }
+                if (TILE_ROWS > 2u) {
+                    uint row42 = row0 + (tx + 32u);
+                    if (row42 < M0) {
+                        precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf26 / sc6) : ((float(acc26 - qsum6) / sc6) * ws);
+                        pc.y.d[(tok6 * M0) + row42] = v42;
+                    }
+                    uint row43 = row0 + (tx + 48u);
+                    if (row43 < M0) {
+                        precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf36 / sc6) : ((float(acc36 - qsum6) / sc6) * ws);
+                        pc.y.d[(tok6 * M0) + row43] = v43;
+                    }
+                }
+            }
+            uint tok7 = tok0 + (tokv + 7u);
+            if (tok7 < dyn.n_tokens) {
+                int qsum7 = int(pc.qs.d[(tok7 * 2u) + 1u]);
+                precise float sc7 = pc.qs.d[tok7 * 2u];
+                uint row44 = row0 + (tx + 0u);
+                if (row44 < M0) {
+                    precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf07 / sc7) : ((float(acc07 - qsum7) / sc7) * ws);
+                    pc.y.d[(tok7 * M0) + row44] = v44;
+                }
+                uint row45 = row0 + (tx + 16u);
+                if (row45 < M0) {
+                    precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf17 / sc7) : ((float(acc17 - qsum7) / sc7) * ws);
+                    pc.y.d[(tok7 * M0) + row45] = v45;
+                }
+                if (TILE_ROWS > 2u) {
+                    uint row46 = row0 + (tx + 32u);
+                    if (row46 < M0) {
+                        precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf27 / sc7) : ((float(acc27 - qsum7) / sc7) * ws);
+                        pc.y.d[(tok7 * M0) + row46] = v46;
+                    }
+                    uint row47 = row0 + (tx + 48u);
+                    if (row47 < M0) {
+                        precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf37 / sc7) : ((float(acc37 - qsum7) / sc7) * ws);
+                        pc.y.d[(tok7 * M0) + row47] = v47;
+                    }
+                }
             }
         }
     } else {
-        if (wg < 6u) {
+        uint part_end1 = part_end + ((M1 + (tm - 1u)) / tm);
+        if (wg < part_end1) {
             precise float ws1 = 0.0;
             if (WFMT == 0u) {
                 ws1 = uintBitsToFloat(pc.w1.d[2048u]);
@@ -639,8 +1238,13 @@ void main()
             }
             uint tx1 = gl_LocalInvocationIndex & 15u;
             uint ty1 = gl_LocalInvocationIndex >> 4u;
-            uint row01 = (wg - 4u) * 64u;
-            uint tok01 = gl_WorkGroupID.y * 64u;
+            uint tm2 = 16u * TILE_ROWS;
+            uint tn9 = 16u * TILE_TOKS;
+            uint wstr1 = tm2 + 4u;
+            uint astr1 = tn9 + 1u;
+            uint row01 = (wg - part_end) * tm2;
+            uint tok01 = gl_WorkGroupID.y * tn9;
+            uint tokv1 = ty1 * TILE_TOKS;
             int acc001 = 0;
             precise float accf001 = 0.0;
             int acc011 = 0;
@@ -649,6 +1253,14 @@ void main()
             precise float accf021 = 0.0;
             int acc031 = 0;
             precise float accf031 = 0.0;
+            int acc041 = 0;
+            precise float accf041 = 0.0;
+            int acc051 = 0;
+            precise float accf051 = 0.0;
+            int acc061 = 0;
+            precise float accf061 = 0.0;
+            int acc071 = 0;
+            precise float accf071 = 0.0;
             int acc101 = 0;
             precise float accf101 = 0.0;
             int acc111 = 0;
@@ -657,6 +1269,14 @@ void main()
             precise float accf121 = 0.0;
             int acc131 = 0;
             precise float accf131 = 0.0;
+            int acc141 = 0;
+            precise float accf141 = 0.0;
+            int acc151 = 0;
+            precise float accf151 = 0.0;
+            int acc161 = 0;
+            precise float accf161 = 0.0;
+            int acc171 = 0;
+            precise float accf171 = 0.0;
             int acc201 = 0;
             precise float accf201 = 0.0;
             int acc211 = 0;
@@ -665,6 +1285,14 @@ void main()
             precise float accf221 = 0.0;
             int acc231 = 0;
             precise float accf231 = 0.0;
+            int acc241 = 0;
+            precise float accf241 = 0.0;
+            int acc251 = 0;
+            precise float accf251 = 0.0;
+            int acc261 = 0;
+            precise float accf261 = 0.0;
+            int acc271 = 0;
+            precise float accf271 = 0.0;
             int acc301 = 0;
             precise float accf301 = 0.0;
             int acc311 = 0;
@@ -673,532 +1301,1098 @@ void main()
             precise float accf321 = 0.0;
             int acc331 = 0;
             precise float accf331 = 0.0;
+            int acc341 = 0;
+            precise float accf341 = 0.0;
+            int acc351 = 0;
+            precise float accf351 = 0.0;
+            int acc361 = 0;
+            precise float accf361 = 0.0;
+            int acc371 = 0;
+            precise float accf371 = 0.0;
+            int acc401 = 0;
+            precise float accf401 = 0.0;
+            int acc411 = 0;
+            precise float accf411 = 0.0;
+            int acc421 = 0;
+            precise float accf421 = 0.0;
+            int acc431 = 0;
+            precise float accf431 = 0.0;
+            int acc501 = 0;
+            precise float accf501 = 0.0;
+            int acc511 = 0;
+            precise float accf511 = 0.0;
+            int acc521 = 0;
+            precise float accf521 = 0.0;
+            int acc531 = 0;
+            precise float accf531 = 0.0;
+            int acc601 = 0;
+            precise float accf601 = 0.0;
+            int acc611 = 0;
+            precise float accf611 = 0.0;
+            int acc621 = 0;
+            precise float accf621 = 0.0;
+            int acc631 = 0;
+            precise float accf631 = 0.0;
+            int acc701 = 0;
+            precise float accf701 = 0.0;
+            int acc711 = 0;
+            precise float accf711 = 0.0;
+            int acc721 = 0;
+            precise float accf721 = 0.0;
+            int acc731 = 0;
+            precise float accf731 = 0.0;
             for (uint kb1 = 0u; kb1 < 2u; kb1++) {
-                uint e10 = gl_LocalInvocationIndex + 0u;
-                uint r2 = e10 >> 3u;
-                uint wi2 = e10 & 7u;
-                uint gr2 = min(row01 + r2, M1 - 1u);
-                uint dst2 = (wi2 * 68u) + (r2 + 0u);
-                if (WFMT == 0u) {
-                    wsh[dst2] = pc.w1.d[(gr2 * KW) + ((kb1 * 8u) + wi2)];
+                for (uint h2 = 0u; h2 < TILE_ROWS >> 1u; h2++) {
+                    uint e2 = gl_LocalInvocationIndex + (h2 * 256u);
+                    uint r1 = e2 >> 3u;
+                    uint wi1 = e2 & 7u;
+                    uint gr1 = min(row01 + r1, M1 - 1u);
+                    uint dst1 = ((wi1 + 0u) * wstr1) + r1;
+                    if (WFMT == 0u) {
+                        wsh[dst1] = pc.w1.d[(gr1 * KW) + ((kb1 * 8u) + wi1)];
+                    }
+                    if (WFMT == 1u) {
+                        uint boff5 = (gr1 * 66u) + ((kb1 >> 1u) * 66u);
+                        uint l03 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
+                        uint t96 = l03 + 0u;
+                        uint t97 = boff5 + (((t96 >> 7u) << 5u) | (t96 & 31u));
+                        uint twi8 = t97 >> 2u;
+                        uint tlo8 = pc.w1.d[twi8];
+                        uint t98 = l03 + 32u;
+                        uint t99 = boff5 + (((t98 >> 7u) << 5u) | (t98 & 31u));
+                        uint twi9 = t99 >> 2u;
+                        uint tlo9 = pc.w1.d[twi9];
+                        uint t100 = l03 + 64u;
+                        uint t101 = boff5 + (((t100 >> 7u) << 5u) | (t100 & 31u));
+                        uint twi10 = t101 >> 2u;
+                        uint tlo10 = pc.w1.d[twi10];
+                        uint t102 = l03 + 96u;
+                        uint t103 = boff5 + (((t102 >> 7u) << 5u) | (t102 & 31u));
+                        uint twi11 = t103 >> 2u;
+                        uint tlo11 = pc.w1.d[twi11];
+                        wsh[dst1] = ((((((((t97 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w1.d[twi8 + 1u] << 16u)) : tlo8) >> (((t96 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t99 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w1.d[twi9 + 1u] << 16u)) : tlo9) >> (((t98 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t101 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w1.d[twi10 + 1u] << 16u)) : tlo10) >> (((t100 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t103 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w1.d[twi11 + 1u] << 16u)) : tlo11) >> (((t102 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    }
+                    if (WFMT == 2u) {
+                        uint boff6 = (gr1 * 54u) + ((kb1 >> 1u) * 54u);
+                        uint l04 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
+                        uint t104 = l04 + 0u;
+                        bool t105 = t104 < 160u;
+                        bool t106 = t104 < 240u;
+                        uint t107 = t104 - 160u;
+                        uint tn10 = t105 ? (t104 >> 5u) : (t106 ? (t107 >> 4u) : ((t104 - 240u) >> 2u));
+                        uint t108 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                        uint t109 = boff6 + (t105 ? (t104 & 31u) : (t106 ? (32u + (t107 & 15u)) : 48u));
+                        uint twi12 = t109 >> 2u;
+                        uint tlo12 = pc.w1.d[twi12];
+                        uint t110 = ((t109 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12;
+                        uint t111 = l04 + 32u;
+                        bool t112 = t111 < 160u;
+                        bool t113 = t111 < 240u;
+                        uint t114 = t111 - 160u;
+                        uint tn11 = t112 ? (t111 >> 5u) : (t113 ? (t114 >> 4u) : ((t111 - 240u) >> 2u));
+                        uint t115 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                        uint t116 = boff6 + (t112 ? (t111 & 31u) : (t113 ? (32u + (t114 & 15u)) : 48u));
+                        uint twi13 = t116 >> 2u;
+                        uint tlo13 = pc.w1.d[twi13];
+                        uint t117 = ((t116 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13;
+                        uint t118 = l04 + 64u;
+                        bool t119 = t118 < 160u;
+                        bool t120 = t118 < 240u;
+                        uint t121 = t118 - 160u;
+                        uint tn12 = t119 ? (t118 >> 5u) : (t120 ? (t121 >> 4u) : ((t118 - 240u) >> 2u));
+                        uint t122 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                        uint t123 = boff6 + (t119 ? (t118 & 31u) : (t120 ? (32u + (t121 & 15u)) : 48u));
+                        uint twi14 = t123 >> 2u;
+                        uint tlo14 = pc.w1.d[twi14];
+                        uint t124 = ((t123 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14;
+                        uint t125 = l04 + 96u;
+                        bool t126 = t125 < 160u;
+                        bool t127 = t125 < 240u;
+                        uint t128 = t125 - 160u;
+                        uint tn13 = t126 ? (t125 >> 5u) : (t127 ? (t128 >> 4u) : ((t125 - 240u) >> 2u));
+                        uint t129 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                        uint t130 = boff6 + (t126 ? (t125 & 31u) : (t127 ? (32u + (t128 & 15u)) : 48u));
+                        uint twi15 = t130 >> 2u;
+                        uint tlo15 = pc.w1.d[twi15];
+                        uint t131 = ((t130 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w1.d[twi15 + 1u] << 16u)) : tlo15;
+                        wsh[dst1] = ((((((((((t110 & 16711935u) * t108) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t110 >> 8u) & 16711935u) * t108) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t117 & 16711935u) * t115) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t117 >> 8u) & 16711935u) * t115) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t124 & 16711935u) * t122) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t124 >> 8u) & 16711935u) * t122) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t131 & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t131 >> 8u) & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    }
+                    if (WFMT == 3u) {
+                        uint boff7 = (gr1 * 52u) + ((kb1 >> 1u) * 52u);
+                        uint l05 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
+                        uint t132 = l05 + 0u;
+                        bool t133 = t132 < 160u;
+                        bool t134 = t132 < 240u;
+                        uint t135 = t132 - 160u;
+                        uint tn14 = t133 ? (t132 >> 5u) : (t134 ? (t135 >> 4u) : ((t132 - 240u) >> 2u));
+                        uint t136 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                        uint t137 = pc.w1.d[(boff7 + (t133 ? (t132 & 31u) : (t134 ? (32u + (t135 & 15u)) : 48u))) >> 2u];
+                        uint t138 = l05 + 32u;
+                        bool t139 = t138 < 160u;
+                        bool t140 = t138 < 240u;
+                        uint t141 = t138 - 160u;
+                        uint tn15 = t139 ? (t138 >> 5u) : (t140 ? (t141 >> 4u) : ((t138 - 240u) >> 2u));
+                        uint t142 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                        uint t143 = pc.w1.d[(boff7 + (t139 ? (t138 & 31u) : (t140 ? (32u + (t141 & 15u)) : 48u))) >> 2u];
+                        uint t144 = l05 + 64u;
+                        bool t145 = t144 < 160u;
+                        bool t146 = t144 < 240u;
+                        uint t147 = t144 - 160u;
+                        uint tn16 = t145 ? (t144 >> 5u) : (t146 ? (t147 >> 4u) : ((t144 - 240u) >> 2u));
+                        uint t148 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                        uint t149 = pc.w1.d[(boff7 + (t145 ? (t144 & 31u) : (t146 ? (32u + (t147 & 15u)) : 48u))) >> 2u];
+                        uint t150 = l05 + 96u;
+                        bool t151 = t150 < 160u;
+                        bool t152 = t150 < 240u;
+                        uint t153 = t150 - 160u;
+                        uint tn17 = t151 ? (t150 >> 5u) : (t152 ? (t153 >> 4u) : ((t150 - 240u) >> 2u));
+                        uint t154 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
+                        uint t155 = pc.w1.d[(boff7 + (t151 ? (t150 & 31u) : (t152 ? (32u + (t153 & 15u)) : 48u))) >> 2u];
+                        wsh[dst1] = ((((((((((t137 & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t137 >> 8u) & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t143 & 16711935u) * t142) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t143 >> 8u) & 16711935u) * t142) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t149 & 16711935u) * t148) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t149 >> 8u) & 16711935u) * t148) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t155 & 16711935u) * t154) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t155 >> 8u) & 16711935u) * t154) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    }
                 }
-                if (WFMT == 1u) {
-                    uint boff8 = (gr2 * 66u) + ((kb1 >> 1u) * 66u);
-                    uint l06 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
-                    uint t161 = l06 + 0u;
-                    uint t162 = boff8 + (((t161 >> 7u) << 5u) | (t161 & 31u));
-                    uint twi16 = t162 >> 2u;
-                    uint tlo16 = pc.w1.d[twi16];
-                    uint t163 = l06 + 32u;
-                    uint t164 = boff8 + (((t163 >> 7u) << 5u) | (t163 & 31u));
-                    uint twi17 = t164 >> 2u;
-                    uint tlo17 = pc.w1.d[twi17];
-                    uint t165 = l06 + 64u;
-                    uint t166 = boff8 + (((t165 >> 7u) << 5u) | (t165 & 31u));
-                    uint twi18 = t166 >> 2u;
-                    uint tlo18 = pc.w1.d[twi18];
-                    uint t167 = l06 + 96u;
-                    uint t168 = boff8 + (((t167 >> 7u) << 5u) | (t167 & 31u));
-                    uint twi19 = t168 >> 2u;
-                    uint tlo19 = pc.w1.d[twi19];
-                    wsh[dst2] = ((((((((t162 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w1.d[twi16 + 1u] << 16u)) : tlo16) >> (((t161 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t164 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w1.d[twi17 + 1u] << 16u)) : tlo17) >> (((t163 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t166 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w1.d[twi18 + 1u] << 16u)) : tlo18) >> (((t165 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t168 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w1.d[twi19 + 1u] << 16u)) : tlo19) >> (((t167 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm2)) {
+                    uint boff8 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 66u) + ((kb1 >> 1u) * 66u);
+                    uint tdo2 = boff8 + 64u;
+                    precise float t156 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex] = t156;
                 }
-                if (WFMT == 2u) {
-                    uint boff9 = (gr2 * 54u) + ((kb1 >> 1u) * 54u);
-                    uint l07 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
-                    uint t169 = l07 + 0u;
-                    bool t170 = t169 < 160u;
-                    bool t171 = t169 < 240u;
-                    uint t172 = t169 - 160u;
-                    uint tn16 = t170 ? (t169 >> 5u) : (t171 ? (t172 >> 4u) : ((t169 - 240u) >> 2u));
-                    uint t173 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
-                    uint t174 = boff9 + (t170 ? (t169 & 31u) : (t171 ? (32u + (t172 & 15u)) : 48u));
-                    uint twi20 = t174 >> 2u;
-                    uint tlo20 = pc.w1.d[twi20];
-                    uint t175 = ((t174 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w1.d[twi20 + 1u] << 16u)) : tlo20;
-                    uint t176 = l07 + 32u;
-                    bool t177 = t176 < 160u;
-                    bool t178 = t176 < 240u;
-                    uint t179 = t176 - 160u;
-                    uint tn17 = t177 ? (t176 >> 5u) : (t178 ? (t179 >> 4u) : ((t176 - 240u) >> 2u));
-                    uint t180 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
-                    uint t181 = boff9 + (t177 ? (t176 & 31u) : (t178 ? (32u + (t179 & 15u)) : 48u));
-                    uint twi21 = t181 >> 2u;
-                    uint tlo21 = pc.w1.d[twi21];
-                    uint t182 = ((t181 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w1.d[twi21 + 1u] << 16u)) : tlo21;
-                    uint t183 = l07 + 64u;
-                    bool t184 = t183 < 160u;
-                    bool t185 = t183 < 240u;
-                    uint t186 = t183 - 160u;
-                    uint tn18 = t184 ? (t183 >> 5u) : (t185 ? (t186 >> 4u) : ((t183 - 240u) >> 2u));
-                    uint t187 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
-                    uint t188 = boff9 + (t184 ? (t183 & 31u) : (t185 ? (32u + (t186 & 15u)) : 48u));
-                    uint twi22 = t188 >> 2u;
-                    uint tlo22 = pc.w1.d[twi22];
-                    uint t189 = ((t188 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w1.d[twi22 + 1u] << 16u)) : tlo22;
-                    uint t190 = l07 + 96u;
-                    bool t191 = t190 < 160u;
-                    bool t192 = t190 < 240u;
-                    uint t193 = t190 - 160u;
-                    uint tn19 = t191 ? (t190 >> 5u) : (t192 ? (t193 >> 4u) : ((t190 - 240u) >> 2u));
-                    uint t194 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
-                    uint t195 = boff9 + (t191 ? (t190 & 31u) : (t192 ? (32u + (t193 & 15u)) : 48u));
-                    uint twi23 = t195 >> 2u;
-                    uint tlo23 = pc.w1.d[twi23];
-                    uint t196 = ((t195 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w1.d[twi23 + 1u] << 16u)) : tlo23;
-                    wsh[dst2] = ((((((((((t175 & 16711935u) * t173) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t175 >> 8u) & 16711935u) * t173) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t182 & 16711935u) * t180) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t182 >> 8u) & 16711935u) * t180) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t189 & 16711935u) * t187) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t189 >> 8u) & 16711935u) * t187) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t196 & 16711935u) * t194) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t196 >> 8u) & 16711935u) * t194) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm2)) {
+                    uint boff9 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 54u) + ((kb1 >> 1u) * 54u);
+                    uint tdo3 = boff9 + 52u;
+                    precise float t157 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex] = t157;
                 }
-                if (WFMT == 3u) {
-                    uint boff10 = (gr2 * 52u) + ((kb1 >> 1u) * 52u);
-                    uint l08 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
-                    uint t197 = l08 + 0u;
-                    bool t198 = t197 < 160u;
-                    bool t199 = t197 < 240u;
-                    uint t200 = t197 - 160u;
-                    uint tn20 = t198 ? (t197 >> 5u) : (t199 ? (t200 >> 4u) : ((t197 - 240u) >> 2u));
-                    uint t201 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
-                    uint t202 = pc.w1.d[(boff10 + (t198 ? (t197 & 31u) : (t199 ? (32u + (t200 & 15u)) : 48u))) >> 2u];
-                    uint t203 = l08 + 32u;
-                    bool t204 = t203 < 160u;
-                    bool t205 = t203 < 240u;
-                    uint t206 = t203 - 160u;
-                    uint tn21 = t204 ? (t203 >> 5u) : (t205 ? (t206 >> 4u) : ((t203 - 240u) >> 2u));
-                    uint t207 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
-                    uint t208 = pc.w1.d[(boff10 + (t204 ? (t203 & 31u) : (t205 ? (32u + (t206 & 15u)) : 48u))) >> 2u];
-                    uint t209 = l08 + 64u;
-                    bool t210 = t209 < 160u;
-                    bool t211 = t209 < 240u;
-                    uint t212 = t209 - 160u;
-                    uint tn22 = t210 ? (t209 >> 5u) : (t211 ? (t212 >> 4u) : ((t209 - 240u) >> 2u));
-                    uint t213 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
-                    uint t214 = pc.w1.d[(boff10 + (t210 ? (t209 & 31u) : (t211 ? (32u + (t212 & 15u)) : 48u))) >> 2u];
-                    uint t215 = l08 + 96u;
-                    bool t216 = t215 < 160u;
-                    bool t217 = t215 < 240u;
-                    uint t218 = t215 - 160u;
-                    uint tn23 = t216 ? (t215 >> 5u) : (t217 ? (t218 >> 4u) : ((t215 - 240u) >> 2u));
-                    uint t219 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
-                    uint t220 = pc.w1.d[(boff10 + (t216 ? (t215 & 31u) : (t217 ? (32u + (t218 & 15u)) : 48u))) >> 2u];
-                    wsh[dst2] = ((((((((((t202 & 16711935u) * t201) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t202 >> 8u) & 16711935u) * t201) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t208 & 16711935u) * t207) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t208 >> 8u) & 16711935u) * t207) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t214 & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t214 >> 8u) & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t220 & 16711935u) * t219) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t220 >> 8u) & 16711935u) * t219) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                for (uint h3 = 0u; h3 < TILE_TOKS * 2u; h3++) {
+                    uint e3 = gl_LocalInvocationIndex + (h3 * 256u);
+                    uint t1 = e3 >> 5u;
+                    uint jw1 = e3 & 31u;
+                    ash[(jw1 * astr1) + t1] = pc.q.d[(min(tok01 + t1, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw1)];
                 }
-                uint e11 = gl_LocalInvocationIndex + 256u;
-                uint r3 = e11 >> 3u;
-                uint wi3 = e11 & 7u;
-                uint gr3 = min(row01 + r3, M1 - 1u);
-                uint dst3 = (wi3 * 68u) + (r3 + 0u);
-                if (WFMT == 0u) {
-                    wsh[dst3] = pc.w1.d[(gr3 * KW) + ((kb1 * 8u) + wi3)];
-                }
-                if (WFMT == 1u) {
-                    uint boff11 = (gr3 * 66u) + ((kb1 >> 1u) * 66u);
-                    uint l09 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
-                    uint t221 = l09 + 0u;
-                    uint t222 = boff11 + (((t221 >> 7u) << 5u) | (t221 & 31u));
-                    uint twi24 = t222 >> 2u;
-                    uint tlo24 = pc.w1.d[twi24];
-                    uint t223 = l09 + 32u;
-                    uint t224 = boff11 + (((t223 >> 7u) << 5u) | (t223 & 31u));
-                    uint twi25 = t224 >> 2u;
-                    uint tlo25 = pc.w1.d[twi25];
-                    uint t225 = l09 + 64u;
-                    uint t226 = boff11 + (((t225 >> 7u) << 5u) | (t225 & 31u));
-                    uint twi26 = t226 >> 2u;
-                    uint tlo26 = pc.w1.d[twi26];
-                    uint t227 = l09 + 96u;
-                    uint t228 = boff11 + (((t227 >> 7u) << 5u) | (t227 & 31u));
-                    uint twi27 = t228 >> 2u;
-                    uint tlo27 = pc.w1.d[twi27];
-                    wsh[dst3] = ((((((((t222 & 2u) != 0u) ? ((tlo24 >> 16u) | (pc.w1.d[twi24 + 1u] << 16u)) : tlo24) >> (((t221 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t224 & 2u) != 0u) ? ((tlo25 >> 16u) | (pc.w1.d[twi25 + 1u] << 16u)) : tlo25) >> (((t223 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t226 & 2u) != 0u) ? ((tlo26 >> 16u) | (pc.w1.d[twi26 + 1u] << 16u)) : tlo26) >> (((t225 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t228 & 2u) != 0u) ? ((tlo27 >> 16u) | (pc.w1.d[twi27 + 1u] << 16u)) : tlo27) >> (((t227 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
-                }
-                if (WFMT == 2u) {
-                    uint boff12 = (gr3 * 54u) + ((kb1 >> 1u) * 54u);
-                    uint l010 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
-                    uint t229 = l010 + 0u;
-                    bool t230 = t229 < 160u;
-                    bool t231 = t229 < 240u;
-                    uint t232 = t229 - 160u;
-                    uint tn24 = t230 ? (t229 >> 5u) : (t231 ? (t232 >> 4u) : ((t229 - 240u) >> 2u));
-                    uint t233 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
-                    uint t234 = boff12 + (t230 ? (t229 & 31u) : (t231 ? (32u + (t232 & 15u)) : 48u));
-                    uint twi28 = t234 >> 2u;
-                    uint tlo28 = pc.w1.d[twi28];
-                    uint t235 = ((t234 & 2u) != 0u) ? ((tlo28 >> 16u) | (pc.w1.d[twi28 + 1u] << 16u)) : tlo28;
-                    uint t236 = l010 + 32u;
-                    bool t237 = t236 < 160u;
-                    bool t238 = t236 < 240u;
-                    uint t239 = t236 - 160u;
-                    uint tn25 = t237 ? (t236 >> 5u) : (t238 ? (t239 >> 4u) : ((t236 - 240u) >> 2u));
-                    uint t240 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
-                    uint t241 = boff12 + (t237 ? (t236 & 31u) : (t238 ? (32u + (t239 & 15u)) : 48u));
-                    uint twi29 = t241 >> 2u;
-                    uint tlo29 = pc.w1.d[twi29];
-                    uint t242 = ((t241 & 2u) != 0u) ? ((tlo29 >> 16u) | (pc.w1.d[twi29 + 1u] << 16u)) : tlo29;
-                    uint t243 = l010 + 64u;
-                    bool t244 = t243 < 160u;
-                    bool t245 = t243 < 240u;
-                    uint t246 = t243 - 160u;
-                    uint tn26 = t244 ? (t243 >> 5u) : (t245 ? (t246 >> 4u) : ((t243 - 240u) >> 2u));
-                    uint t247 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
-                    uint t248 = boff12 + (t244 ? (t243 & 31u) : (t245 ? (32u + (t246 & 15u)) : 48u));
-                    uint twi30 = t248 >> 2u;
-                    uint tlo30 = pc.w1.d[twi30];
-                    uint t249 = ((t248 & 2u) != 0u) ? ((tlo30 >> 16u) | (pc.w1.d[twi30 + 1u] << 16u)) : tlo30;
-                    uint t250 = l010 + 96u;
-                    bool t251 = t250 < 160u;
-                    bool t252 = t250 < 240u;
-                    uint t253 = t250 - 160u;
-                    uint tn27 = t251 ? (t250 >> 5u) : (t252 ? (t253 >> 4u) : ((t250 - 240u) >> 2u));
-                    uint t254 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
-                    uint t255 = boff12 + (t251 ? (t250 & 31u) : (t252 ? (32u + (t253 & 15u)) : 48u));
-                    uint twi31 = t255 >> 2u;
-                    uint tlo31 = pc.w1.d[twi31];
-                    uint t256 = ((t255 & 2u) != 0u) ? ((tlo31 >> 16u) | (pc.w1.d[twi31 + 1u] << 16u)) : tlo31;
-                    wsh[dst3] = ((((((((((t235 & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t235 >> 8u) & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t242 & 16711935u) * t240) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t242 >> 8u) & 16711935u) * t240) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t249 & 16711935u) * t247) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t249 >> 8u) & 16711935u) * t247) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t256 & 16711935u) * t254) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t256 >> 8u) & 16711935u) * t254) & 16711935u) * 3u) & 4278255360u)) << 0u);
-                }
-                if (WFMT == 3u) {
-                    uint boff13 = (gr3 * 52u) + ((kb1 >> 1u) * 52u);
-                    uint l011 = ((kb1 & 1u) << 7u) + (wi3 << 2u);
-                    uint t257 = l011 + 0u;
-                    bool t258 = t257 < 160u;
-                    bool t259 = t257 < 240u;
-                    uint t260 = t257 - 160u;
-                    uint tn28 = t258 ? (t257 >> 5u) : (t259 ? (t260 >> 4u) : ((t257 - 240u) >> 2u));
-                    uint t261 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
-                    uint t262 = pc.w1.d[(boff13 + (t258 ? (t257 & 31u) : (t259 ? (32u + (t260 & 15u)) : 48u))) >> 2u];
-                    uint t263 = l011 + 32u;
-                    bool t264 = t263 < 160u;
-                    bool t265 = t263 < 240u;
-                    uint t266 = t263 - 160u;
-                    uint tn29 = t264 ? (t263 >> 5u) : (t265 ? (t266 >> 4u) : ((t263 - 240u) >> 2u));
-                    uint t267 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
-                    uint t268 = pc.w1.d[(boff13 + (t264 ? (t263 & 31u) : (t265 ? (32u + (t266 & 15u)) : 48u))) >> 2u];
-                    uint t269 = l011 + 64u;
-                    bool t270 = t269 < 160u;
-                    bool t271 = t269 < 240u;
-                    uint t272 = t269 - 160u;
-                    uint tn30 = t270 ? (t269 >> 5u) : (t271 ? (t272 >> 4u) : ((t269 - 240u) >> 2u));
-                    uint t273 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
-                    uint t274 = pc.w1.d[(boff13 + (t270 ? (t269 & 31u) : (t271 ? (32u + (t272 & 15u)) : 48u))) >> 2u];
-                    uint t275 = l011 + 96u;
-                    bool t276 = t275 < 160u;
-                    bool t277 = t275 < 240u;
-                    uint t278 = t275 - 160u;
-                    uint tn31 = t276 ? (t275 >> 5u) : (t277 ? (t278 >> 4u) : ((t275 - 240u) >> 2u));
-                    uint t279 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
-                    uint t280 = pc.w1.d[(boff13 + (t276 ? (t275 & 31u) : (t277 ? (32u + (t278 & 15u)) : 48u))) >> 2u];
-                    wsh[dst3] = ((((((((((t262 & 16711935u) * t261) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t262 >> 8u) & 16711935u) * t261) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t268 & 16711935u) * t267) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t268 >> 8u) & 16711935u) * t267) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t274 & 16711935u) * t273) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t274 >> 8u) & 16711935u) * t273) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t280 & 16711935u) * t279) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t280 >> 8u) & 16711935u) * t279) & 16711935u) * 3u) & 4278255360u)) << 0u);
-                }
-                if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff14 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 66u) + ((kb1 >> 1u) * 66u);
-                    uint tdo2 = boff14 + 64u;
-                    precise float t281 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t281;
-                }
-                if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff15 = (min(row01 + gl_LocalInvocationIndex, M1 - 1u) * 54u) + ((kb1 >> 1u) * 54u);
-                    uint tdo3 = boff15 + 52u;
-                    precise float t282 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t282;
-                }
-                uint e12 = gl_LocalInvocationIndex + 0u;
-                uint t8 = e12 >> 5u;
-                uint jw8 = e12 & 31u;
-                ash[(jw8 * 65u) + t8] = pc.q.d[(min(tok01 + t8, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw8)];
-                uint e13 = gl_LocalInvocationIndex + 256u;
-                uint t9 = e13 >> 5u;
-                uint jw9 = e13 & 31u;
-                ash[(jw9 * 65u) + t9] = pc.q.d[(min(tok01 + t9, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw9)];
-                uint e14 = gl_LocalInvocationIndex + 512u;
-                uint t10 = e14 >> 5u;
-                uint jw10 = e14 & 31u;
-                ash[(jw10 * 65u) + t10] = pc.q.d[(min(tok01 + t10, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw10)];
-                uint e15 = gl_LocalInvocationIndex + 768u;
-                uint t11 = e15 >> 5u;
-                uint jw11 = e15 & 31u;
-                ash[(jw11 * 65u) + t11] = pc.q.d[(min(tok01 + t11, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw11)];
-                uint e16 = gl_LocalInvocationIndex + 1024u;
-                uint t12 = e16 >> 5u;
-                uint jw12 = e16 & 31u;
-                ash[(jw12 * 65u) + t12] = pc.q.d[(min(tok01 + t12, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw12)];
-                uint e17 = gl_LocalInvocationIndex + 1280u;
-                uint t13 = e17 >> 5u;
-                uint jw13 = e17 & 31u;
-                ash[(jw13 * 65u) + t13] = pc.q.d[(min(tok01 + t13, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw13)];
-                uint e18 = gl_LocalInvocationIndex + 1536u;
-                uint t14 = e18 >> 5u;
-                uint jw14 = e18 & 31u;
-                ash[(jw14 * 65u) + t14] = pc.q.d[(min(tok01 + t14, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw14)];
-                uint e19 = gl_LocalInvocationIndex + 1792u;
-                uint t15 = e19 >> 5u;
-                uint jw15 = e19 & 31u;
-                ash[(jw15 * 65u) + t15] = pc.q.d[(min(tok01 + t15, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw15)];
                 barrier();
                 bool tq1 = (WFMT == 2u) || (WFMT == 1u);
-                if ((tok01 + (ty1 * 4u)) < dyn.n_tokens) {
+                if ((tok01 + tokv1) < dyn.n_tokens) {
                     for (uint wl1 = 0u; wl1 < 8u; wl1++) {
-                        uint wv4 = wsh[(wl1 * 68u) + (tx1 + 0u)];
-                        uint wv5 = wsh[(wl1 * 68u) + (tx1 + 16u)];
-                        uint wv6 = wsh[(wl1 * 68u) + (tx1 + 32u)];
-                        uint wv7 = wsh[(wl1 * 68u) + (tx1 + 48u)];
-                        uint ab4 = ((wl1 + 0u) * 65u) + (ty1 * 4u);
-                        uint av16 = ash[ab4 + 0u];
-                        uint av17 = ash[ab4 + 1u];
-                        uint av18 = ash[ab4 + 2u];
-                        uint av19 = ash[ab4 + 3u];
-                        uint t283 = (wv4 >> 6u) & 50529027u;
-                        uint c16 = tq1 ? ((t283 + 2139062143u) ^ 2155905152u) : t283;
-                        acc001 += dsl_dot4x8_ss(av16, c16);
-                        acc011 += dsl_dot4x8_ss(av17, c16);
-                        acc021 += dsl_dot4x8_ss(av18, c16);
-                        acc031 += dsl_dot4x8_ss(av19, c16);
-                        uint t284 = (wv5 >> 6u) & 50529027u;
-                        uint c17 = tq1 ? ((t284 + 2139062143u) ^ 2155905152u) : t284;
-                        acc101 += dsl_dot4x8_ss(av16, c17);
-                        acc111 += dsl_dot4x8_ss(av17, c17);
-                        acc121 += dsl_dot4x8_ss(av18, c17);
-                        acc131 += dsl_dot4x8_ss(av19, c17);
-                        uint t285 = (wv6 >> 6u) & 50529027u;
-                        uint c18 = tq1 ? ((t285 + 2139062143u) ^ 2155905152u) : t285;
-                        acc201 += dsl_dot4x8_ss(av16, c18);
-                        acc211 += dsl_dot4x8_ss(av17, c18);
-                        acc221 += dsl_dot4x8_ss(av18, c18);
-                        acc231 += dsl_dot4x8_ss(av19, c18);
-                        uint t286 = (wv7 >> 6u) & 50529027u;
-                        uint c19 = tq1 ? ((t286 + 2139062143u) ^ 2155905152u) : t286;
-                        acc301 += dsl_dot4x8_ss(av16, c19);
-                        acc311 += dsl_dot4x8_ss(av17, c19);
-                        acc321 += dsl_dot4x8_ss(av18, c19);
-                        acc331 += dsl_dot4x8_ss(av19, c19);
-                        uint ab5 = ((wl1 + 8u) * 65u) + (ty1 * 4u);
-                        uint av20 = ash[ab5 + 0u];
-                        uint av21 = ash[ab5 + 1u];
-                        uint av22 = ash[ab5 + 2u];
-                        uint av23 = ash[ab5 + 3u];
-                        uint t287 = (wv4 >> 4u) & 50529027u;
-                        uint c20 = tq1 ? ((t287 + 2139062143u) ^ 2155905152u) : t287;
-                        acc001 += dsl_dot4x8_ss(av20, c20);
-                        acc011 += dsl_dot4x8_ss(av21, c20);
-                        acc021 += dsl_dot4x8_ss(av22, c20);
-                        acc031 += dsl_dot4x8_ss(av23, c20);
-                        uint t288 = (wv5 >> 4u) & 50529027u;
-                        uint c21 = tq1 ? ((t288 + 2139062143u) ^ 2155905152u) : t288;
-                        acc101 += dsl_dot4x8_ss(av20, c21);
-                        acc111 += dsl_dot4x8_ss(av21, c21);
-                        acc121 += dsl_dot4x8_ss(av22, c21);
-                        acc131 += dsl_dot4x8_ss(av23, c21);
-                        uint t289 = (wv6 >> 4u) & 50529027u;
-                        uint c22 = tq1 ? ((t289 + 2139062143u) ^ 2155905152u) : t289;
-                        acc201 += dsl_dot4x8_ss(av20, c22);
-                        acc211 += dsl_dot4x8_ss(av21, c22);
-                        acc221 += dsl_dot4x8_ss(av22, c22);
-                        acc231 += dsl_dot4x8_ss(av23, c22);
-                        uint t290 = (wv7 >> 4u) & 50529027u;
-                        uint c23 = tq1 ? ((t290 + 2139062143u) ^ 2155905152u) : t290;
-                        acc301 += dsl_dot4x8_ss(av20, c23);
-                        acc311 += dsl_dot4x8_ss(av21, c23);
-                        acc321 += dsl_dot4x8_ss(av22, c23);
-                        acc331 += dsl_dot4x8_ss(av23, c23);
-                        uint ab6 = ((wl1 + 16u) * 65u) + (ty1 * 4u);
-                        uint av24 = ash[ab6 + 0u];
-                        uint av25 = ash[ab6 + 1u];
-                        uint av26 = ash[ab6 + 2u];
-                        uint av27 = ash[ab6 + 3u];
-                        uint t291 = (wv4 >> 2u) & 50529027u;
-                        uint c24 = tq1 ? ((t291 + 2139062143u) ^ 2155905152u) : t291;
-                        acc001 += dsl_dot4x8_ss(av24, c24);
-                        acc011 += dsl_dot4x8_ss(av25, c24);
-                        acc021 += dsl_dot4x8_ss(av26, c24);
-                        acc031 += dsl_dot4x8_ss(av27, c24);
-                        uint t292 = (wv5 >> 2u) & 50529027u;
-                        uint c25 = tq1 ? ((t292 + 2139062143u) ^ 2155905152u) : t292;
-                        acc101 += dsl_dot4x8_ss(av24, c25);
-                        acc111 += dsl_dot4x8_ss(av25, c25);
-                        acc121 += dsl_dot4x8_ss(av26, c25);
-                        acc131 += dsl_dot4x8_ss(av27, c25);
-                        uint t293 = (wv6 >> 2u) & 50529027u;
-                        uint c26 = tq1 ? ((t293 + 2139062143u) ^ 2155905152u) : t293;
-                        acc201 += dsl_dot4x8_ss(av24, c26);
-                        acc211 += dsl_dot4x8_ss(av25, c26);
-                        acc221 += dsl_dot4x8_ss(av26, c26);
-                        acc231 += dsl_dot4x8_ss(av27, c26);
-                        uint t294 = (wv7 >> 2u) & 50529027u;
-                        uint c27 = tq1 ? ((t294 + 2139062143u) ^ 2155905152u) : t294;
-                        acc301 += dsl_dot4x8_ss(av24, c27);
-                        acc311 += dsl_dot4x8_ss(av25, c27);
-                        acc321 += dsl_dot4x8_ss(av26, c27);
-                        acc331 += dsl_dot4x8_ss(av27, c27);
-                        uint ab7 = ((wl1 + 24u) * 65u) + (ty1 * 4u);
-                        uint av28 = ash[ab7 + 0u];
-                        uint av29 = ash[ab7 + 1u];
-                        uint av30 = ash[ab7 + 2u];
-                        uint av31 = ash[ab7 + 3u];
-                        uint t295 = (wv4 >> 0u) & 50529027u;
-                        uint c28 = tq1 ? ((t295 + 2139062143u) ^ 2155905152u) : t295;
-                        acc001 += dsl_dot4x8_ss(av28, c28);
-                        acc011 += dsl_dot4x8_ss(av29, c28);
-                        acc021 += dsl_dot4x8_ss(av30, c28);
-                        acc031 += dsl_dot4x8_ss(av31, c28);
-                        uint t296 = (wv5 >> 0u) & 50529027u;
-                        uint c29 = tq1 ? ((t296 + 2139062143u) ^ 2155905152u) : t296;
-                        acc101 += dsl_dot4x8_ss(av28, c29);
-                        acc111 += dsl_dot4x8_ss(av29, c29);
-                        acc121 += dsl_dot4x8_ss(av30, c29);
-                        acc131 += dsl_dot4x8_ss(av31, c29);
-                        uint t297 = (wv6 >> 0u) & 50529027u;
-                        uint c30 = tq1 ? ((t297 + 2139062143u) ^ 2155905152u) : t297;
-                        acc201 += dsl_dot4x8_ss(av28, c30);
-                        acc211 += dsl_dot4x8_ss(av29, c30);
-                        acc221 += dsl_dot4x8_ss(av30, c30);
-                        acc231 += dsl_dot4x8_ss(av31, c30);
-                        uint t298 = (wv7 >> 0u) & 50529027u;
-                        uint c31 = tq1 ? ((t298 + 2139062143u) ^ 2155905152u) : t298;
-                        acc301 += dsl_dot4x8_ss(av28, c31);
-                        acc311 += dsl_dot4x8_ss(av29, c31);
-                        acc321 += dsl_dot4x8_ss(av30, c31);
-                        acc331 += dsl_dot4x8_ss(av31, c31);
+                        uint wv8 = 0u;
+                        uint wv9 = 0u;
+                        uint wv10 = 0u;
+                        uint wv11 = 0u;
+                        uint wv12 = 0u;
+                        uint wv13 = 0u;
+                        uint wv14 = 0u;
+                        uint wv15 = 0u;
+                        wv8 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 0u)];
+                        wv9 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 16u)];
+                        if (TILE_ROWS > 2u) {
+                            wv10 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 32u)];
+                            wv11 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 48u)];
+                        }
+                        if (TILE_ROWS > 4u) {
+                            wv12 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 64u)];
+                            wv13 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 80u)];
+                            wv14 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 96u)];
+                            wv15 = wsh[((wl1 + 0u) * wstr1) + (tx1 + 112u)];
+                        }
+                        uint ab4 = ((wl1 + 0u) * astr1) + tokv1;
+                        uint av32 = 0u;
+                        uint av33 = 0u;
+                        uint av34 = 0u;
+                        uint av35 = 0u;
+                        uint av36 = 0u;
+                        uint av37 = 0u;
+                        uint av38 = 0u;
+                        uint av39 = 0u;
+                        av32 = ash[ab4 + 0u];
+                        av33 = ash[ab4 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av34 = ash[ab4 + 2u];
+                            av35 = ash[ab4 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av36 = ash[ab4 + 4u];
+                            av37 = ash[ab4 + 5u];
+                            av38 = ash[ab4 + 6u];
+                            av39 = ash[ab4 + 7u];
+                        }
+                        uint t158 = (wv8 >> 6u) & 50529027u;
+                        uint c32 = tq1 ? ((t158 + 2139062143u) ^ 2155905152u) : t158;
+                        acc001 += dsl_dot4x8_ss(av32, c32);
+                        acc011 += dsl_dot4x8_ss(av33, c32);
+                        if (TILE_TOKS > 2u) {
+                            acc021 += dsl_dot4x8_ss(av34, c32);
+                            acc031 += dsl_dot4x8_ss(av35, c32);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc041 += dsl_dot4x8_ss(av36, c32);
+                            acc051 += dsl_dot4x8_ss(av37, c32);
+                            acc061 += dsl_dot4x8_ss(av38, c32);
+                            acc071 += dsl_dot4x8_ss(av39, c32);
+                        }
+                        uint t159 = (wv9 >> 6u) & 50529027u;
+                        uint c33 = tq1 ? ((t159 + 2139062143u) ^ 2155905152u) : t159;
+                        acc101 += dsl_dot4x8_ss(av32, c33);
+                        acc111 += dsl_dot4x8_ss(av33, c33);
+                        if (TILE_TOKS > 2u) {
+                            acc121 += dsl_dot4x8_ss(av34, c33);
+                            acc131 += dsl_dot4x8_ss(av35, c33);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc141 += dsl_dot4x8_ss(av36, c33);
+                            acc151 += dsl_dot4x8_ss(av37, c33);
+                            acc161 += dsl_dot4x8_ss(av38, c33);
+                            acc171 += dsl_dot4x8_ss(av39, c33);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t160 = (wv10 >> 6u) & 50529027u;
+                            uint c34 = tq1 ? ((t160 + 2139062143u) ^ 2155905152u) : t160;
+                            acc201 += dsl_dot4x8_ss(av32, c34);
+                            acc211 += dsl_dot4x8_ss(av33, c34);
+                            if (TILE_TOKS > 2u) {
+                                acc221 += dsl_dot4x8_ss(av34, c34);
+                                acc231 += dsl_dot4x8_ss(av35, c34);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc241 += dsl_dot4x8_ss(av36, c34);
+                                acc251 += dsl_dot4x8_ss(av37, c34);
+                                acc261 += dsl_dot4x8_ss(av38, c34);
+                                acc271 += dsl_dot4x8_ss(av39, c34);
+                            }
+                            uint t161 = (wv11 >> 6u) & 50529027u;
+                            uint c35 = tq1 ? ((t161 + 2139062143u) ^ 2155905152u) : t161;
+                            acc301 += dsl_dot4x8_ss(av32, c35);
+                            acc311 += dsl_dot4x8_ss(av33, c35);
+                            if (TILE_TOKS > 2u) {
+                                acc321 += dsl_dot4x8_ss(av34, c35);
+                                acc331 += dsl_dot4x8_ss(av35, c35);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc341 += dsl_dot4x8_ss(av36, c35);
+                                acc351 += dsl_dot4x8_ss(av37, c35);
+                                acc361 += dsl_dot4x8_ss(av38, c35);
+                                acc371 += dsl_dot4x8_ss(av39, c35);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t162 = (wv12 >> 6u) & 50529027u;
+                            uint c36 = tq1 ? ((t162 + 2139062143u) ^ 2155905152u) : t162;
+                            acc401 += dsl_dot4x8_ss(av32, c36);
+                            acc411 += dsl_dot4x8_ss(av33, c36);
+                            if (TILE_TOKS > 2u) {
+                                acc421 += dsl_dot4x8_ss(av34, c36);
+                                acc431 += dsl_dot4x8_ss(av35, c36);
+                            }
+                            uint t163 = (wv13 >> 6u) & 50529027u;
+                            uint c37 = tq1 ? ((t163 + 2139062143u) ^ 2155905152u) : t163;
+                            acc501 += dsl_dot4x8_ss(av32, c37);
+                            acc511 += dsl_dot4x8_ss(av33, c37);
+                            if (TILE_TOKS > 2u) {
+                                acc521 += dsl_dot4x8_ss(av34, c37);
+                                acc531 += dsl_dot4x8_ss(av35, c37);
+                            }
+                            uint t164 = (wv14 >> 6u) & 50529027u;
+                            uint c38 = tq1 ? ((t164 + 2139062143u) ^ 2155905152u) : t164;
+                            acc601 += dsl_dot4x8_ss(av32, c38);
+                            acc611 += dsl_dot4x8_ss(av33, c38);
+                            if (TILE_TOKS > 2u) {
+                                acc621 += dsl_dot4x8_ss(av34, c38);
+                                acc631 += dsl_dot4x8_ss(av35, c38);
+                            }
+                            uint t165 = (wv15 >> 6u) & 50529027u;
+                            uint c39 = tq1 ? ((t165 + 2139062143u) ^ 2155905152u) : t165;
+                            acc701 += dsl_dot4x8_ss(av32, c39);
+                            acc711 += dsl_dot4x8_ss(av33, c39);
+                            if (TILE_TOKS > 2u) {
+                                acc721 += dsl_dot4x8_ss(av34, c39);
+                                acc731 += dsl_dot4x8_ss(av35, c39);
+                            }
+                        }
+                        uint ab5 = ((wl1 + 8u) * astr1) + tokv1;
+                        uint av40 = 0u;
+                        uint av41 = 0u;
+                        uint av42 = 0u;
+                        uint av43 = 0u;
+                        uint av44 = 0u;
+                        uint av45 = 0u;
+                        uint av46 = 0u;
+                        uint av47 = 0u;
+                        av40 = ash[ab5 + 0u];
+                        av41 = ash[ab5 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av42 = ash[ab5 + 2u];
+                            av43 = ash[ab5 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av44 = ash[ab5 + 4u];
+                            av45 = ash[ab5 + 5u];
+                            av46 = ash[ab5 + 6u];
+                            av47 = ash[ab5 + 7u];
+                        }
+                        uint t166 = (wv8 >> 4u) & 50529027u;
+                        uint c40 = tq1 ? ((t166 + 2139062143u) ^ 2155905152u) : t166;
+                        acc001 += dsl_dot4x8_ss(av40, c40);
+                        acc011 += dsl_dot4x8_ss(av41, c40);
+                        if (TILE_TOKS > 2u) {
+                            acc021 += dsl_dot4x8_ss(av42, c40);
+                            acc031 += dsl_dot4x8_ss(av43, c40);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc041 += dsl_dot4x8_ss(av44, c40);
+                            acc051 += dsl_dot4x8_ss(av45, c40);
+                            acc061 += dsl_dot4x8_ss(av46, c40);
+                            acc071 += dsl_dot4x8_ss(av47, c40);
+                        }
+                        uint t167 = (wv9 >> 4u) & 50529027u;
+                        uint c41 = tq1 ? ((t167 + 2139062143u) ^ 2155905152u) : t167;
+                        acc101 += dsl_dot4x8_ss(av40, c41);
+                        acc111 += dsl_dot4x8_ss(av41, c41);
+                        if (TILE_TOKS > 2u) {
+                            acc121 += dsl_dot4x8_ss(av42, c41);
+                            acc131 += dsl_dot4x8_ss(av43, c41);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc141 += dsl_dot4x8_ss(av44, c41);
+                            acc151 += dsl_dot4x8_ss(av45, c41);
+                            acc161 += dsl_dot4x8_ss(av46, c41);
+                            acc171 += dsl_dot4x8_ss(av47, c41);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t168 = (wv10 >> 4u) & 50529027u;
+                            uint c42 = tq1 ? ((t168 + 2139062143u) ^ 2155905152u) : t168;
+                            acc201 += dsl_dot4x8_ss(av40, c42);
+                            acc211 += dsl_dot4x8_ss(av41, c42);
+                            if (TILE_TOKS > 2u) {
+                                acc221 += dsl_dot4x8_ss(av42, c42);
+                                acc231 += dsl_dot4x8_ss(av43, c42);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc241 += dsl_dot4x8_ss(av44, c42);
+                                acc251 += dsl_dot4x8_ss(av45, c42);
+                                acc261 += dsl_dot4x8_ss(av46, c42);
+                                acc271 += dsl_dot4x8_ss(av47, c42);
+                            }
+                            uint t169 = (wv11 >> 4u) & 50529027u;
+                            uint c43 = tq1 ? ((t169 + 2139062143u) ^ 2155905152u) : t169;
+                            acc301 += dsl_dot4x8_ss(av40, c43);
+                            acc311 += dsl_dot4x8_ss(av41, c43);
+                            if (TILE_TOKS > 2u) {
+                                acc321 += dsl_dot4x8_ss(av42, c43);
+                                acc331 += dsl_dot4x8_ss(av43, c43);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc341 += dsl_dot4x8_ss(av44, c43);
+                                acc351 += dsl_dot4x8_ss(av45, c43);
+                                acc361 += dsl_dot4x8_ss(av46, c43);
+                                acc371 += dsl_dot4x8_ss(av47, c43);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t170 = (wv12 >> 4u) & 50529027u;
+                            uint c44 = tq1 ? ((t170 + 2139062143u) ^ 2155905152u) : t170;
+                            acc401 += dsl_dot4x8_ss(av40, c44);
+                            acc411 += dsl_dot4x8_ss(av41, c44);
+                            if (TILE_TOKS > 2u) {
+                                acc421 += dsl_dot4x8_ss(av42, c44);
+                                acc431 += dsl_dot4x8_ss(av43, c44);
+                            }
+                            uint t171 = (wv13 >> 4u) & 50529027u;
+                            uint c45 = tq1 ? ((t171 + 2139062143u) ^ 2155905152u) : t171;
+                            acc501 += dsl_dot4x8_ss(av40, c45);
+                            acc511 += dsl_dot4x8_ss(av41, c45);
+                            if (TILE_TOKS > 2u) {
+                                acc521 += dsl_dot4x8_ss(av42, c45);
+                                acc531 += dsl_dot4x8_ss(av43, c45);
+                            }
+                            uint t172 = (wv14 >> 4u) & 50529027u;
+                            uint c46 = tq1 ? ((t172 + 2139062143u) ^ 2155905152u) : t172;
+                            acc601 += dsl_dot4x8_ss(av40, c46);
+                            acc611 += dsl_dot4x8_ss(av41, c46);
+                            if (TILE_TOKS > 2u) {
+                                acc621 += dsl_dot4x8_ss(av42, c46);
+                                acc631 += dsl_dot4x8_ss(av43, c46);
+                            }
+                            uint t173 = (wv15 >> 4u) & 50529027u;
+                            uint c47 = tq1 ? ((t173 + 2139062143u) ^ 2155905152u) : t173;
+                            acc701 += dsl_dot4x8_ss(av40, c47);
+                            acc711 += dsl_dot4x8_ss(av41, c47);
+                            if (TILE_TOKS > 2u) {
+                                acc721 += dsl_dot4x8_ss(av42, c47);
+                                acc731 += dsl_dot4x8_ss(av43, c47);
+                            }
+                        }
+                        uint ab6 = ((wl1 + 16u) * astr1) + tokv1;
+                        uint av48 = 0u;
+                        uint av49 = 0u;
+                        uint av50 = 0u;
+                        uint av51 = 0u;
+                        uint av52 = 0u;
+                        uint av53 = 0u;
+                        uint av54 = 0u;
+                        uint av55 = 0u;
+                        av48 = ash[ab6 + 0u];
+                        av49 = ash[ab6 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av50 = ash[ab6 + 2u];
+                            av51 = ash[ab6 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av52 = ash[ab6 + 4u];
+                            av53 = ash[ab6 + 5u];
+                            av54 = ash[ab6 + 6u];
+                            av55 = ash[ab6 + 7u];
+                        }
+                        uint t174 = (wv8 >> 2u) & 50529027u;
+                        uint c48 = tq1 ? ((t174 + 2139062143u) ^ 2155905152u) : t174;
+                        acc001 += dsl_dot4x8_ss(av48, c48);
+                        acc011 += dsl_dot4x8_ss(av49, c48);
+                        if (TILE_TOKS > 2u) {
+                            acc021 += dsl_dot4x8_ss(av50, c48);
+                            acc031 += dsl_dot4x8_ss(av51, c48);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc041 += dsl_dot4x8_ss(av52, c48);
+                            acc051 += dsl_dot4x8_ss(av53, c48);
+                            acc061 += dsl_dot4x8_ss(av54, c48);
+                            acc071 += dsl_dot4x8_ss(av55, c48);
+                        }
+                        uint t175 = (wv9 >> 2u) & 50529027u;
+                        uint c49 = tq1 ? ((t175 + 2139062143u) ^ 2155905152u) : t175;
+                        acc101 += dsl_dot4x8_ss(av48, c49);
+                        acc111 += dsl_dot4x8_ss(av49, c49);
+                        if (TILE_TOKS > 2u) {
+                            acc121 += dsl_dot4x8_ss(av50, c49);
+                            acc131 += dsl_dot4x8_ss(av51, c49);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc141 += dsl_dot4x8_ss(av52, c49);
+                            acc151 += dsl_dot4x8_ss(av53, c49);
+                            acc161 += dsl_dot4x8_ss(av54, c49);
+                            acc171 += dsl_dot4x8_ss(av55, c49);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t176 = (wv10 >> 2u) & 50529027u;
+                            uint c50 = tq1 ? ((t176 + 2139062143u) ^ 2155905152u) : t176;
+                            acc201 += dsl_dot4x8_ss(av48, c50);
+                            acc211 += dsl_dot4x8_ss(av49, c50);
+                            if (TILE_TOKS > 2u) {
+                                acc221 += dsl_dot4x8_ss(av50, c50);
+                                acc231 += dsl_dot4x8_ss(av51, c50);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc241 += dsl_dot4x8_ss(av52, c50);
+                                acc251 += dsl_dot4x8_ss(av53, c50);
+                                acc261 += dsl_dot4x8_ss(av54, c50);
+                                acc271 += dsl_dot4x8_ss(av55, c50);
+                            }
+                            uint t177 = (wv11 >> 2u) & 50529027u;
+                            uint c51 = tq1 ? ((t177 + 2139062143u) ^ 2155905152u) : t177;
+                            acc301 += dsl_dot4x8_ss(av48, c51);
+                            acc311 += dsl_dot4x8_ss(av49, c51);
+                            if (TILE_TOKS > 2u) {
+                                acc321 += dsl_dot4x8_ss(av50, c51);
+                                acc331 += dsl_dot4x8_ss(av51, c51);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc341 += dsl_dot4x8_ss(av52, c51);
+                                acc351 += dsl_dot4x8_ss(av53, c51);
+                                acc361 += dsl_dot4x8_ss(av54, c51);
+                                acc371 += dsl_dot4x8_ss(av55, c51);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t178 = (wv12 >> 2u) & 50529027u;
+                            uint c52 = tq1 ? ((t178 + 2139062143u) ^ 2155905152u) : t178;
+                            acc401 += dsl_dot4x8_ss(av48, c52);
+                            acc411 += dsl_dot4x8_ss(av49, c52);
+                            if (TILE_TOKS > 2u) {
+                                acc421 += dsl_dot4x8_ss(av50, c52);
+                                acc431 += dsl_dot4x8_ss(av51, c52);
+                            }
+                            uint t179 = (wv13 >> 2u) & 50529027u;
+                            uint c53 = tq1 ? ((t179 + 2139062143u) ^ 2155905152u) : t179;
+                            acc501 += dsl_dot4x8_ss(av48, c53);
+                            acc511 += dsl_dot4x8_ss(av49, c53);
+                            if (TILE_TOKS > 2u) {
+                                acc521 += dsl_dot4x8_ss(av50, c53);
+                                acc531 += dsl_dot4x8_ss(av51, c53);
+                            }
+                            uint t180 = (wv14 >> 2u) & 50529027u;
+                            uint c54 = tq1 ? ((t180 + 2139062143u) ^ 2155905152u) : t180;
+                            acc601 += dsl_dot4x8_ss(av48, c54);
+                            acc611 += dsl_dot4x8_ss(av49, c54);
+                            if (TILE_TOKS > 2u) {
+                                acc621 += dsl_dot4x8_ss(av50, c54);
+                                acc631 += dsl_dot4x8_ss(av51, c54);
+                            }
+                            uint t181 = (wv15 >> 2u) & 50529027u;
+                            uint c55 = tq1 ? ((t181 + 2139062143u) ^ 2155905152u) : t181;
+                            acc701 += dsl_dot4x8_ss(av48, c55);
+                            acc711 += dsl_dot4x8_ss(av49, c55);
+                            if (TILE_TOKS > 2u) {
+                                acc721 += dsl_dot4x8_ss(av50, c55);
+                                acc731 += dsl_dot4x8_ss(av51, c55);
+                            }
+                        }
+                        uint ab7 = ((wl1 + 24u) * astr1) + tokv1;
+                        uint av56 = 0u;
+                        uint av57 = 0u;
+                        uint av58 = 0u;
+                        uint av59 = 0u;
+                        uint av60 = 0u;
+                        uint av61 = 0u;
+                        uint av62 = 0u;
+                        uint av63 = 0u;
+                        av56 = ash[ab7 + 0u];
+                        av57 = ash[ab7 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av58 = ash[ab7 + 2u];
+                            av59 = ash[ab7 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av60 = ash[ab7 + 4u];
+                            av61 = ash[ab7 + 5u];
+                            av62 = ash[ab7 + 6u];
+                            av63 = ash[ab7 + 7u];
+                        }
+                        uint t182 = (wv8 >> 0u) & 50529027u;
+                        uint c56 = tq1 ? ((t182 + 2139062143u) ^ 2155905152u) : t182;
+                        acc001 += dsl_dot4x8_ss(av56, c56);
+                        acc011 += dsl_dot4x8_ss(av57, c56);
+                        if (TILE_TOKS > 2u) {
+                            acc021 += dsl_dot4x8_ss(av58, c56);
+                            acc031 += dsl_dot4x8_ss(av59, c56);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc041 += dsl_dot4x8_ss(av60, c56);
+                            acc051 += dsl_dot4x8_ss(av61, c56);
+                            acc061 += dsl_dot4x8_ss(av62, c56);
+                            acc071 += dsl_dot4x8_ss(av63, c56);
+                        }
+                        uint t183 = (wv9 >> 0u) & 50529027u;
+                        uint c57 = tq1 ? ((t183 + 2139062143u) ^ 2155905152u) : t183;
+                        acc101 += dsl_dot4x8_ss(av56, c57);
+                        acc111 += dsl_dot4x8_ss(av57, c57);
+                        if (TILE_TOKS > 2u) {
+                            acc121 += dsl_dot4x8_ss(av58, c57);
+                            acc131 += dsl_dot4x8_ss(av59, c57);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc141 += dsl_dot4x8_ss(av60, c57);
+                            acc151 += dsl_dot4x8_ss(av61, c57);
+                            acc161 += dsl_dot4x8_ss(av62, c57);
+                            acc171 += dsl_dot4x8_ss(av63, c57);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t184 = (wv10 >> 0u) & 50529027u;
+                            uint c58 = tq1 ? ((t184 + 2139062143u) ^ 2155905152u) : t184;
+                            acc201 += dsl_dot4x8_ss(av56, c58);
+                            acc211 += dsl_dot4x8_ss(av57, c58);
+                            if (TILE_TOKS > 2u) {
+                                acc221 += dsl_dot4x8_ss(av58, c58);
+                                acc231 += dsl_dot4x8_ss(av59, c58);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc241 += dsl_dot4x8_ss(av60, c58);
+                                acc251 += dsl_dot4x8_ss(av61, c58);
+                                acc261 += dsl_dot4x8_ss(av62, c58);
+                                acc271 += dsl_dot4x8_ss(av63, c58);
+                            }
+                            uint t185 = (wv11 >> 0u) & 50529027u;
+                            uint c59 = tq1 ? ((t185 + 2139062143u) ^ 2155905152u) : t185;
+                            acc301 += dsl_dot4x8_ss(av56, c59);
+                            acc311 += dsl_dot4x8_ss(av57, c59);
+                            if (TILE_TOKS > 2u) {
+                                acc321 += dsl_dot4x8_ss(av58, c59);
+                                acc331 += dsl_dot4x8_ss(av59, c59);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc341 += dsl_dot4x8_ss(av60, c59);
+                                acc351 += dsl_dot4x8_ss(av61, c59);
+                                acc361 += dsl_dot4x8_ss(av62, c59);
+                                acc371 += dsl_dot4x8_ss(av63, c59);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t186 = (wv12 >> 0u) & 50529027u;
+                            uint c60 = tq1 ? ((t186 + 2139062143u) ^ 2155905152u) : t186;
+                            acc401 += dsl_dot4x8_ss(av56, c60);
+                            acc411 += dsl_dot4x8_ss(av57, c60);
+                            if (TILE_TOKS > 2u) {
+                                acc421 += dsl_dot4x8_ss(av58, c60);
+                                acc431 += dsl_dot4x8_ss(av59, c60);
+                            }
+                            uint t187 = (wv13 >> 0u) & 50529027u;
+                            uint c61 = tq1 ? ((t187 + 2139062143u) ^ 2155905152u) : t187;
+                            acc501 += dsl_dot4x8_ss(av56, c61);
+                            acc511 += dsl_dot4x8_ss(av57, c61);
+                            if (TILE_TOKS > 2u) {
+                                acc521 += dsl_dot4x8_ss(av58, c61);
+                                acc531 += dsl_dot4x8_ss(av59, c61);
+                            }
+                            uint t188 = (wv14 >> 0u) & 50529027u;
+                            uint c62 = tq1 ? ((t188 + 2139062143u) ^ 2155905152u) : t188;
+                            acc601 += dsl_dot4x8_ss(av56, c62);
+                            acc611 += dsl_dot4x8_ss(av57, c62);
+                            if (TILE_TOKS > 2u) {
+                                acc621 += dsl_dot4x8_ss(av58, c62);
+                                acc631 += dsl_dot4x8_ss(av59, c62);
+                            }
+                            uint t189 = (wv15 >> 0u) & 50529027u;
+                            uint c63 = tq1 ? ((t189 + 2139062143u) ^ 2155905152u) : t189;
+                            acc701 += dsl_dot4x8_ss(av56, c63);
+                            acc711 += dsl_dot4x8_ss(av57, c63);
+                            if (TILE_TOKS > 2u) {
+                                acc721 += dsl_dot4x8_ss(av58, c63);
+                                acc731 += dsl_dot4x8_ss(av59, c63);
+                            }
+                        }
                     }
                 }
                 if (tq1) {
-                    precise float d5 = dsh[tx1 + 0u];
-                    accf001 += float(acc001) * d5;
+                    precise float d9 = dsh[(tx1 + 0u) + 0u];
+                    accf001 += float(acc001) * d9;
                     acc001 = 0;
-                    accf011 += float(acc011) * d5;
+                    accf011 += float(acc011) * d9;
                     acc011 = 0;
-                    accf021 += float(acc021) * d5;
-                    acc021 = 0;
-                    accf031 += float(acc031) * d5;
-                    acc031 = 0;
-                    precise float d6 = dsh[tx1 + 16u];
-                    accf101 += float(acc101) * d6;
+                    if (TILE_TOKS > 2u) {
+                        accf021 += float(acc021) * d9;
+                        acc021 = 0;
+                        accf031 += float(acc031) * d9;
+                        acc031 = 0;
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accf041 += float(acc041) * d9;
+                        acc041 = 0;
+                        accf051 += float(acc051) * d9;
+                        acc051 = 0;
+                        accf061 += float(acc061) * d9;
+                        acc061 = 0;
+                        accf071 += float(acc071) * d9;
+                        acc071 = 0;
+                    }
+                    precise float d10 = dsh[(tx1 + 16u) + 0u];
+                    accf101 += float(acc101) * d10;
                     acc101 = 0;
-                    accf111 += float(acc111) * d6;
+                    accf111 += float(acc111) * d10;
                     acc111 = 0;
-                    accf121 += float(acc121) * d6;
-                    acc121 = 0;
-                    accf131 += float(acc131) * d6;
-                    acc131 = 0;
-                    precise float d7 = dsh[tx1 + 32u];
-                    accf201 += float(acc201) * d7;
-                    acc201 = 0;
-                    accf211 += float(acc211) * d7;
-                    acc211 = 0;
-                    accf221 += float(acc221) * d7;
-                    acc221 = 0;
-                    accf231 += float(acc231) * d7;
-                    acc231 = 0;
-                    precise float d8 = dsh[tx1 + 48u];
-                    accf301 += float(acc301) * d8;
-                    acc301 = 0;
-                    accf311 += float(acc311) * d8;
-                    acc311 = 0;
-                    accf321 += float(acc321) * d8;
-                    acc321 = 0;
-                    accf331 += float(acc331) * d8;
-                    acc331 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf121 += float(acc121) * d10;
+                        acc121 = 0;
+                        accf131 += float(acc131) * d10;
+                        acc131 = 0;
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accf141 += float(acc141) * d10;
+                        acc141 = 0;
+                        accf151 += float(acc151) * d10;
+                        acc151 = 0;
+                        accf161 += float(acc161) * d10;
+                        acc161 = 0;
+                        accf171 += float(acc171) * d10;
+                        acc171 = 0;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        precise float d11 = dsh[(tx1 + 32u) + 0u];
+                        accf201 += float(acc201) * d11;
+                        acc201 = 0;
+                        accf211 += float(acc211) * d11;
+                        acc211 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf221 += float(acc221) * d11;
+                            acc221 = 0;
+                            accf231 += float(acc231) * d11;
+                            acc231 = 0;
+                        }
+                        if (TILE_TOKS > 4u) {
+                            accf241 += float(acc241) * d11;
+                            acc241 = 0;
+                            accf251 += float(acc251) * d11;
+                            acc251 = 0;
+                            accf261 += float(acc261) * d11;
+                            acc261 = 0;
+                            accf271 += float(acc271) * d11;
+                            acc271 = 0;
+                        }
+                        precise float d12 = dsh[(tx1 + 48u) + 0u];
+                        accf301 += float(acc301) * d12;
+                        acc301 = 0;
+                        accf311 += float(acc311) * d12;
+                        acc311 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf321 += float(acc321) * d12;
+                            acc321 = 0;
+                            accf331 += float(acc331) * d12;
+                            acc331 = 0;
+                        }
+                        if (TILE_TOKS > 4u) {
+                            accf341 += float(acc341) * d12;
+                            acc341 = 0;
+                            accf351 += float(acc351) * d12;
+                            acc351 = 0;
+                            accf361 += float(acc361) * d12;
+                            acc361 = 0;
+                            accf371 += float(acc371) * d12;
+                            acc371 = 0;
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        precise float d13 = dsh[(tx1 + 64u) + 0u];
+                        accf401 += float(acc401) * d13;
+                        acc401 = 0;
+                        accf411 += float(acc411) * d13;
+                        acc411 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf421 += float(acc421) * d13;
+                            acc421 = 0;
+                            accf431 += float(acc431) * d13;
+                            acc431 = 0;
+                        }
+                        precise float d14 = dsh[(tx1 + 80u) + 0u];
+                        accf501 += float(acc501) * d14;
+                        acc501 = 0;
+                        accf511 += float(acc511) * d14;
+                        acc511 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf521 += float(acc521) * d14;
+                            acc521 = 0;
+                            accf531 += float(acc531) * d14;
+                            acc531 = 0;
+                        }
+                        precise float d15 = dsh[(tx1 + 96u) + 0u];
+                        accf601 += float(acc601) * d15;
+                        acc601 = 0;
+                        accf611 += float(acc611) * d15;
+                        acc611 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf621 += float(acc621) * d15;
+                            acc621 = 0;
+                            accf631 += float(acc631) * d15;
+                            acc631 = 0;
+                        }
+                        precise float d16 = dsh[(tx1 + 112u) + 0u];
+                        accf701 += float(acc701) * d16;
+                        acc701 = 0;
+                        accf711 += float(acc711) * d16;
+                        acc711 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf721 += float(acc721) * d16;
+                            acc721 = 0;
+                            accf731 += float(acc731) * d16;
+                            acc731 = 0;
+                        }
+                    }
                 }
                 barrier();
             }
-            uint tok4 = tok01 + ((ty1 * 4u) + 0u);
-            if (tok4 < dyn.n_tokens) {
-                int qsum4 = int(pc.qs.d[(tok4 * 2u) + 1u]);
-                precise float sc4 = pc.qs.d[tok4 * 2u];
-                uint row16 = row01 + (tx1 + 0u);
-                if (row16 < M1) {
-                    precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf001 / sc4) : ((float(acc001 - qsum4) / sc4) * ws1);
-                    pc.y1.d[(tok4 * M1) + row16] = v16;
+            uint tok8 = tok01 + (tokv1 + 0u);
+            if (tok8 < dyn.n_tokens) {
+                int qsum8 = int(pc.qs.d[(tok8 * 2u) + 1u]);
+                precise float sc8 = pc.qs.d[tok8 * 2u];
+                uint row48 = row01 + (tx1 + 0u);
+                if (row48 < M1) {
+                    precise float v48 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf001 / sc8) : ((float(acc001 - qsum8) / sc8) * ws1);
+                    pc.y1.d[(tok8 * M1) + row48] = v48;
                 }
-                uint row17 = row01 + (tx1 + 16u);
-                if (row17 < M1) {
-                    precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf101 / sc4) : ((float(acc101 - qsum4) / sc4) * ws1);
-                    pc.y1.d[(tok4 * M1) + row17] = v17;
+                uint row49 = row01 + (tx1 + 16u);
+                if (row49 < M1) {
+                    precise float v49 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf101 / sc8) : ((float(acc101 - qsum8) / sc8) * ws1);
+                    pc.y1.d[(tok8 * M1) + row49] = v49;
                 }
-                uint row18 = row01 + (tx1 + 32u);
-                if (row18 < M1) {
-                    precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf201 / sc4) : ((float(acc201 - qsum4) / sc4) * ws1);
-                    pc.y1.d[(tok4 * M1) + row18] = v18;
+                if (TILE_ROWS > 2u) {
+                    uint row50 = row01 + (tx1 + 32u);
+                    if (row50 < M1) {
+                        precise float v50 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf201 / sc8) : ((float(acc201 - qsum8) / sc8) * ws1);
+                        pc.y1.d[(tok8 * M1) + row50] = v50;
+                    }
+                    uint row51 = row01 + (tx1 + 48u);
+                    if (row51 < M1) {
+                        precise float v51 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf301 / sc8) : ((float(acc301 - qsum8) / sc8) * ws1);
+                        pc.y1.d[(tok8 * M1) + row51] = v51;
+                    }
                 }
-                uint row19 = row01 + (tx1 + 48u);
-                if (row19 < M1) {
-                    precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf301 / sc4) : ((float(acc301 - qsum4) / sc4) * ws1);
-                    pc.y1.d[(tok4 * M1) + row19] = v19;
-                }
-            }
-            uint tok5 = tok01 + ((ty1 * 4u) + 1u);
-            if (tok5 < dyn.n_tokens) {
-                int qsum5 = int(pc.qs.d[(tok5 * 2u) + 1u]);
-                precise float sc5 = pc.qs.d[tok5 * 2u];
-                uint row20 = row01 + (tx1 + 0u);
-                if (row20 < M1) {
-                    precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf011 / sc5) : ((float(acc011 - qsum5) / sc5) * ws1);
-                    pc.y1.d[(tok5 * M1) + row20] = v20;
-                }
-                uint row21 = row01 + (tx1 + 16u);
-                if (row21 < M1) {
-                    precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf111 / sc5) : ((float(acc111 - qsum5) / sc5) * ws1);
-                    pc.y1.d[(tok5 * M1) + row21] = v21;
-                }
-                uint row22 = row01 + (tx1 + 32u);
-                if (row22 < M1) {
-                    precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf211 / sc5) : ((float(acc211 - qsum5) / sc5) * ws1);
-                    pc.y1.d[(tok5 * M1) + row22] = v22;
-                }
-                uint row23 = row01 + (tx1 + 48u);
-                if (row23 < M1) {
-                    precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf311 / sc5) : ((float(acc311 - qsum5) / sc5) * ws1);
-                    pc.y1.d[(tok5 * M1) + row23] = v23;
-                }
-            }
-            uint tok6 = tok01 + ((ty1 * 4u) + 2u);
-            if (tok6 < dyn.n_tokens) {
-                int qsum6 = int(pc.qs.d[(tok6 * 2u) + 1u]);
-                precise float sc6 = pc.qs.d[tok6 * 2u];
-                uint row24 = row01 + (tx1 + 0u);
-                if (row24 < M1) {
-                    precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf021 / sc6) : ((float(acc021 - qsum6) / sc6) * ws1);
-                    pc.y1.d[(tok6 * M1) + row24] = v24;
-                }
-                uint row25 = row01 + (tx1 + 16u);
-                if (row25 < M1) {
-                    precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf121 / sc6) : ((float(acc121 - qsum6) / sc6) * ws1);
-                    pc.y1.d[(tok6 * M1) + row25] = v25;
-                }
-                uint row26 = row01 + (tx1 + 32u);
-                if (row26 < M1) {
-                    precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf221 / sc6) : ((float(acc221 - qsum6) / sc6) * ws1);
-                    pc.y1.d[(tok6 * M1) + row26] = v26;
-                }
-                uint row27 = row01 + (tx1 + 48u);
-                if (row27 < M1) {
-                    precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf321 / sc6) : ((float(acc321 - qsum6) / sc6) * ws1);
-                    pc.y1.d[(tok6 * M1) + row27] = v27;
+                if (TILE_ROWS > 4u) {
+                    uint row52 = row01 + (tx1 + 64u);
+                    if (row52 < M1) {
+                        precise float v52 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf401 / sc8) : ((float(acc401 - qsum8) / sc8) * ws1);
+                        pc.y1.d[(tok8 * M1) + row52] = v52;
+                    }
+                    uint row53 = row01 + (tx1 + 80u);
+                    if (row53 < M1) {
+                        precise float v53 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf501 / sc8) : ((float(acc501 - qsum8) / sc8) * ws1);
+                        pc.y1.d[(tok8 * M1) + row53] = v53;
+                    }
+                    uint row54 = row01 + (tx1 + 96u);
+                    if (row54 < M1) {
+                        precise float v54 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf601 / sc8) : ((float(acc601 - qsum8) / sc8) * ws1);
+                        pc.y1.d[(tok8 * M1) + row54] = v54;
+                    }
+                    uint row55 = row01 + (tx1 + 112u);
+                    if (row55 < M1) {
+                        precise float v55 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf701 / sc8) : ((float(acc701 - qsum8) / sc8) * ws1);
+                        pc.y1.d[(tok8 * M1) + row55] = v55;
+                    }
                 }
             }
-            uint tok7 = tok01 + ((ty1 * 4u) + 3u);
-            if (tok7 < dyn.n_tokens) {
-                int qsum7 = int(pc.qs.d[(tok7 * 2u) + 1u]);
-                precise float sc7 = pc.qs.d[tok7 * 2u];
-                uint row28 = row01 + (tx1 + 0u);
-                if (row28 < M1) {
-                    precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf031 / sc7) : ((float(acc031 - qsum7) / sc7) * ws1);
-                    pc.y1.d[(tok7 * M1) + row28] = v28;
+            uint tok9 = tok01 + (tokv1 + 1u);
+            if (tok9 < dyn.n_tokens) {
+                int qsum9 = int(pc.qs.d[(tok9 * 2u) + 1u]);
+                precise float sc9 = pc.qs.d[tok9 * 2u];
+                uint row56 = row01 + (tx1 + 0u);
+                if (row56 < M1) {
+                    precise float v56 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf011 / sc9) : ((float(acc011 - qsum9) / sc9) * ws1);
+                    pc.y1.d[(tok9 * M1) + row56] = v56;
                 }
-                uint row29 = row01 + (tx1 + 16u);
-                if (row29 < M1) {
-                    precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf131 / sc7) : ((float(acc131 - qsum7) / sc7) * ws1);
-                    pc.y1.d[(tok7 * M1) + row29] = v29;
+                uint row57 = row01 + (tx1 + 16u);
+                if (row57 < M1) {
+                    precise float v57 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf111 / sc9) : ((float(acc111 - qsum9) / sc9) * ws1);
+                    pc.y1.d[(tok9 * M1) + row57] = v57;
                 }
-                uint row30 = row01 + (tx1 + 32u);
-                if (row30 < M1) {
-                    precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf231 / sc7) : ((float(acc231 - qsum7) / sc7) * ws1);
-                    pc.y1.d[(tok7 * M1) + row30] = v30;
+                if (TILE_ROWS > 2u) {
+                    uint row58 = row01 + (tx1 + 32u);
+                    if (row58 < M1) {
+                        precise float v58 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf211 / sc9) : ((float(acc211 - qsum9) / sc9) * ws1);
+                        pc.y1.d[(tok9 * M1) + row58] = v58;
+                    }
+                    uint row59 = row01 + (tx1 + 48u);
+                    if (row59 < M1) {
+                        precise float v59 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf311 / sc9) : ((float(acc311 - qsum9) / sc9) * ws1);
+                        pc.y1.d[(tok9 * M1) + row59] = v59;
+                    }
                 }
-                uint row31 = row01 + (tx1 + 48u);
-                if (row31 < M1) {
-                    precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf331 / sc7) : ((float(acc331 - qsum7) / sc7) * ws1);
-                    pc.y1.d[(tok7 * M1) + row31] = v31;
+                if (TILE_ROWS > 4u) {
+                    uint row60 = row01 + (tx1 + 64u);
+                    if (row60 < M1) {
+                        precise float v60 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf411 / sc9) : ((float(acc411 - qsum9) / sc9) * ws1);
+                        pc.y1.d[(tok9 * M1) + row60] = v60;
+                    }
+                    uint row61 = row01 + (tx1 + 80u);
+                    if (row61 < M1) {
+                        precise float v61 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf511 / sc9) : ((float(acc511 - qsum9) / sc9) * ws1);
+                        pc.y1.d[(tok9 * M1) + row61] = v61;
+                    }
+                    uint row62 = row01 + (tx1 + 96u);
+                    if (row62 < M1) {
+                        precise float v62 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf611 / sc9) : ((float(acc611 - qsum9) / sc9) * ws1);
+                        pc.y1.d[(tok9 * M1) + row62] = v62;
+                    }
+                    uint row63 = row01 + (tx1 + 112u);
+                    if (row63 < M1) {
+                        precise float v63 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf711 / sc9) : ((float(acc711 - qsum9) / sc9) * ws1);
+                        pc.y1.d[(tok9 * M1) + row63] = v63;
+                    }
+                }
+            }
+            if (TILE_TOKS > 2u) {
+                uint tok10 = tok01 + (tokv1 + 2u);
+                if (tok10 < dyn.n_tokens) {
+                    int qsum10 = int(pc.qs.d[(tok10 * 2u) + 1u]);
+                    precise float sc10 = pc.qs.d[tok10 * 2u];
+                    uint row64 = row01 + (tx1 + 0u);
+                    if (row64 < M1) {
+                        precise float v64 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf021 / sc10) : ((float(acc021 - qsum10) / sc10) * ws1);
+                        pc.y1.d[(tok10 * M1) + row64] = v64;
+                    }
+                    uint row65 = row01 + (tx1 + 16u);
+                    if (row65 < M1) {
+                        precise float v65 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf121 / sc10) : ((float(acc121 - qsum10) / sc10) * ws1);
+                        pc.y1.d[(tok10 * M1) + row65] = v65;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row66 = row01 + (tx1 + 32u);
+                        if (row66 < M1) {
+                            precise float v66 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf221 / sc10) : ((float(acc221 - qsum10) / sc10) * ws1);
+                            pc.y1.d[(tok10 * M1) + row66] = v66;
+                        }
+                        uint row67 = row01 + (tx1 + 48u);
+                        if (row67 < M1) {
+                            precise float v67 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf321 / sc10) : ((float(acc321 - qsum10) / sc10) * ws1);
+                            pc.y1.d[(tok10 * M1) + row67] = v67;
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint row68 = row01 + (tx1 + 64u);
+                        if (row68 < M1) {
+                            precise float v68 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf421 / sc10) : ((float(acc421 - qsum10) / sc10) * ws1);
+                            pc.y1.d[(tok10 * M1) + row68] = v68;
+                        }
+                        uint row69 = row01 + (tx1 + 80u);
+                        if (row69 < M1) {
+                            precise float v69 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf521 / sc10) : ((float(acc521 - qsum10) / sc10) * ws1);
+                            pc.y1.d[(tok10 * M1) + row69] = v69;
+                        }
+                        uint row70 = row01 + (tx1 + 96u);
+                        if (row70 < M1) {
+                            precise float v70 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf621 / sc10) : ((float(acc621 - qsum10) / sc10) * ws1);
+                            pc.y1.d[(tok10 * M1) + row70] = v70;
+                        }
+                        uint row71 = row01 + (tx1 + 112u);
+                        if (row71 < M1) {
+                            precise float v71 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf721 / sc10) : ((float(acc721 - qsum10) / sc10) * ws1);
+                            pc.y1.d[(tok10 * M1) + row71] = v71;
+                        }
+                    }
+                }
+                uint tok11 = tok01 + (tokv1 + 3u);
+                if (tok11 < dyn.n_tokens) {
+                    int qsum11 = int(pc.qs.d[(tok11 * 2u) + 1u]);
+                    precise float sc11 = pc.qs.d[tok11 * 2u];
+                    uint row72 = row01 + (tx1 + 0u);
+                    if (row72 < M1) {
+                        precise float v72 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf031 / sc11) : ((float(acc031 - qsum11) / sc11) * ws1);
+                        pc.y1.d[(tok11 * M1) + row72] = v72;
+                    }
+                    uint row73 = row01 + (tx1 + 16u);
+                    if (row73 < M1) {
+                        precise float v73 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf131 / sc11) : ((float(acc131 - qsum11) / sc11) * ws1);
+                        pc.y1.d[(tok11 * M1) + row73] = v73;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row74 = row01 + (tx1 + 32u);
+                        if (row74 < M1) {
+                            precise float v74 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf231 / sc11) : ((float(acc231 - qsum11) / sc11) * ws1);
+                            pc.y1.d[(tok11 * M1) + row74] = v74;
+                        }
+                        uint row75 = row01 + (tx1 + 48u);
+                        if (row75 < M1) {
+                            precise float v75 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf331 / sc11) : ((float(acc331 - qsum11) / sc11) * ws1);
+                            pc.y1.d[(tok11 * M1) + row75] = v75;
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint row76 = row01 + (tx1 + 64u);
+                        if (row76 < M1) {
+                            precise float v76 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf431 / sc11) : ((float(acc431 - qsum11) / sc11) * ws1);
+                            pc.y1.d[(tok11 * M1) + row76] = v76;
+                        }
+                        uint row77 = row01 + (tx1 + 80u);
+                        if (row77 < M1) {
+                            precise float v77 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf531 / sc11) : ((float(acc531 - qsum11) / sc11) * ws1);
+                            pc.y1.d[(tok11 * M1) + row77] = v77;
+                        }
+                        uint row78 = row01 + (tx1 + 96u);
+                        if (row78 < M1) {
+                            precise float v78 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf631 / sc11) : ((float(acc631 - qsum11) / sc11) * ws1);
+                            pc.y1.d[(tok11 * M1) + row78] = v78;
+                        }
+                        uint row79 = row01 + (tx1 + 112u);
+                        if (row79 < M1) {
+                            precise float v79 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf731 / sc11) : ((float(acc731 - qsum11) / sc11) * ws1);
+                            pc.y1.d[(tok11 * M1) + row79] = v79;
+                        }
+                    }
+                }
+            }
+            if (TILE_TOKS > 4u) {
+                uint tok12 = tok01 + (tokv1 + 4u);
+                if (tok12 < dyn.n_tokens) {
+                    int qsum12 = int(pc.qs.d[(tok12 * 2u) + 1u]);
+                    precise float sc12 = pc.qs.d[tok12 * 2u];
+                    uint row80 = row01 + (tx1 + 0u);
+                    if (row80 < M1) {
+                        precise float v80 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf041 / sc12) : ((float(acc041 - qsum12) / sc12) * ws1);
+                        pc.y1.d[(tok12 * M1) + row80] = v80;
+                    }
+                    uint row81 = row01 + (tx1 + 16u);
+                    if (row81 < M1) {
+                        precise float v81 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf141 / sc12) : ((float(acc141 - qsum12) / sc12) * ws1);
+                        pc.y1.d[(tok12 * M1) + row81] = v81;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row82 = row01 + (tx1 + 32u);
+                        if (row82 < M1) {
+                            precise float v82 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf241 / sc12) : ((float(acc241 - qsum12) / sc12) * ws1);
+                            pc.y1.d[(tok12 * M1) + row82] = v82;
+                        }
+                        uint row83 = row01 + (tx1 + 48u);
+                        if (row83 < M1) {
+                            precise float v83 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf341 / sc12) : ((float(acc341 - qsum12) / sc12) * ws1);
+                            pc.y1.d[(tok12 * M1) + row83] = v83;
+                        }
+                    }
+                }
+                uint tok13 = tok01 + (tokv1 + 5u);
+                if (tok13 < dyn.n_tokens) {
+                    int qsum13 = int(pc.qs.d[(tok13 * 2u) + 1u]);
+                    precise float sc13 = pc.qs.d[tok13 * 2u];
+                    uint row84 = row01 + (tx1 + 0u);
+                    if (row84 < M1) {
+                        precise float v84 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf051 / sc13) : ((float(acc051 - qsum13) / sc13) * ws1);
+                        pc.y1.d[(tok13 * M1) + row84] = v84;
+                    }
+                    uint row85 = row01 + (tx1 + 16u);
+                    if (row85 < M1) {
+                        precise float v85 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf151 / sc13) : ((float(acc151 - qsum13) / sc13) * ws1);
+                        pc.y1.d[(tok13 * M1) + row85] = v85;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row86 = row01 + (tx1 + 32u);
+                        if (row86 < M1) {
+                            precise float v86 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf251 / sc13) : ((float(acc251 - qsum13) / sc13) * ws1);
+                            pc.y1.d[(tok13 * M1) + row86] = v86;
+                        }
+                        uint row87 = row01 + (tx1 + 48u);
+                        if (row87 < M1) {
+                            precise float v87 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf351 / sc13) : ((float(acc351 - qsum13) / sc13) * ws1);
+                            pc.y1.d[(tok13 * M1) + row87] = v87;
+                        }
+                    }
+                }
+                uint tok14 = tok01 + (tokv1 + 6u);
+                if (tok14 < dyn.n_tokens) {
+                    int qsum14 = int(pc.qs.d[(tok14 * 2u) + 1u]);
+                    precise float sc14 = pc.qs.d[tok14 * 2u];
+                    uint row88 = row01 + (tx1 + 0u);
+                    if (row88 < M1) {
+                        precise float v88 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf061 / sc14) : ((float(acc061 - qsum14) / sc14) * ws1);
+                        pc.y1.d[(tok14 * M1) + row88] = v88;
+                    }
+                    uint row89 = row01 + (tx1 + 16u);
+                    if (row89 < M1) {
+                        precise float v89 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf161 / sc14) : ((float(acc161 - qsum14) / sc14) * ws1);
+                        pc.y1.d[(tok14 * M1) + row89] = v89;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row90 = row01 + (tx1 + 32u);
+                        if (row90 < M1) {
+                            precise float v90 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf261 / sc14) : ((float(acc261 - qsum14) / sc14) * ws1);
+                            pc.y1.d[(tok14 * M1) + row90] = v90;
+                        }
+                        uint row91 = row01 + (tx1 + 48u);
+                        if (row91 < M1) {
+                            precise float v91 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf361 / sc14) : ((float(acc361 - qsum14) / sc14) * ws1);
+                            pc.y1.d[(tok14 * M1) + row91] = v91;
+                        }
+                    }
+                }
+                uint tok15 = tok01 + (tokv1 + 7u);
+                if (tok15 < dyn.n_tokens) {
+                    int qsum15 = int(pc.qs.d[(tok15 * 2u) + 1u]);
+                    precise float sc15 = pc.qs.d[tok15 * 2u];
+                    uint row92 = row01 + (tx1 + 0u);
+                    if (row92 < M1) {
+                        precise float v92 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf071 / sc15) : ((float(acc071 - qsum15) / sc15) * ws1);
+                        pc.y1.d[(tok15 * M1) + row92] = v92;
+                    }
+                    uint row93 = row01 + (tx1 + 16u);
+                    if (row93 < M1) {
+                        precise float v93 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf171 / sc15) : ((float(acc171 - qsum15) / sc15) * ws1);
+                        pc.y1.d[(tok15 * M1) + row93] = v93;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row94 = row01 + (tx1 + 32u);
+                        if (row94 < M1) {
+                            precise float v94 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf271 / sc15) : ((float(acc271 - qsum15) / sc15) * ws1);
+                            pc.y1.d[(tok15 * M1) + row94] = v94;
+                        }
+                        uint row95 = row01 + (tx1 + 48u);
+                        if (row95 < M1) {
+                            precise float v95 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf371 / sc15) : ((float(acc371 - qsum15) / sc15) * ws1);
+                            pc.y1.d[(tok15 * M1) + row95] = v95;
+                        }
+                    }
                 }
             }
         } else {
+            uint part_end2 = part_end1 + ((M2 + (tm - 1u)) / tm);
             precise float ws2 = 0.0;
             if (WFMT == 0u) {
                 ws2 = uintBitsToFloat(pc.w2.d[2048u]);
@@ -1208,8 +2402,13 @@ void main()
             }
             uint tx2 = gl_LocalInvocationIndex & 15u;
             uint ty2 = gl_LocalInvocationIndex >> 4u;
-            uint row02 = (wg - 6u) * 64u;
-            uint tok02 = gl_WorkGroupID.y * 64u;
+            uint tm3 = 16u * TILE_ROWS;
+            uint tn18 = 16u * TILE_TOKS;
+            uint wstr2 = tm3 + 4u;
+            uint astr2 = tn18 + 1u;
+            uint row02 = (wg - part_end1) * tm3;
+            uint tok02 = gl_WorkGroupID.y * tn18;
+            uint tokv2 = ty2 * TILE_TOKS;
             int acc002 = 0;
             precise float accf002 = 0.0;
             int acc012 = 0;
@@ -1218,6 +2417,14 @@ void main()
             precise float accf022 = 0.0;
             int acc032 = 0;
             precise float accf032 = 0.0;
+            int acc042 = 0;
+            precise float accf042 = 0.0;
+            int acc052 = 0;
+            precise float accf052 = 0.0;
+            int acc062 = 0;
+            precise float accf062 = 0.0;
+            int acc072 = 0;
+            precise float accf072 = 0.0;
             int acc102 = 0;
             precise float accf102 = 0.0;
             int acc112 = 0;
@@ -1226,6 +2433,14 @@ void main()
             precise float accf122 = 0.0;
             int acc132 = 0;
             precise float accf132 = 0.0;
+            int acc142 = 0;
+            precise float accf142 = 0.0;
+            int acc152 = 0;
+            precise float accf152 = 0.0;
+            int acc162 = 0;
+            precise float accf162 = 0.0;
+            int acc172 = 0;
+            precise float accf172 = 0.0;
             int acc202 = 0;
             precise float accf202 = 0.0;
             int acc212 = 0;
@@ -1234,6 +2449,14 @@ void main()
             precise float accf222 = 0.0;
             int acc232 = 0;
             precise float accf232 = 0.0;
+            int acc242 = 0;
+            precise float accf242 = 0.0;
+            int acc252 = 0;
+            precise float accf252 = 0.0;
+            int acc262 = 0;
+            precise float accf262 = 0.0;
+            int acc272 = 0;
+            precise float accf272 = 0.0;
             int acc302 = 0;
             precise float accf302 = 0.0;
             int acc312 = 0;
@@ -1242,529 +2465,1094 @@ void main()
             precise float accf322 = 0.0;
             int acc332 = 0;
             precise float accf332 = 0.0;
+            int acc342 = 0;
+            precise float accf342 = 0.0;
+            int acc352 = 0;
+            precise float accf352 = 0.0;
+            int acc362 = 0;
+            precise float accf362 = 0.0;
+            int acc372 = 0;
+            precise float accf372 = 0.0;
+            int acc402 = 0;
+            precise float accf402 = 0.0;
+            int acc412 = 0;
+            precise float accf412 = 0.0;
+            int acc422 = 0;
+            precise float accf422 = 0.0;
+            int acc432 = 0;
+            precise float accf432 = 0.0;
+            int acc502 = 0;
+            precise float accf502 = 0.0;
+            int acc512 = 0;
+            precise float accf512 = 0.0;
+            int acc522 = 0;
+            precise float accf522 = 0.0;
+            int acc532 = 0;
+            precise float accf532 = 0.0;
+            int acc602 = 0;
+            precise float accf602 = 0.0;
+            int acc612 = 0;
+            precise float accf612 = 0.0;
+            int acc622 = 0;
+            precise float accf622 = 0.0;
+            int acc632 = 0;
+            precise float accf632 = 0.0;
+            int acc702 = 0;
+            precise float accf702 = 0.0;
+            int acc712 = 0;
+            precise float accf712 = 0.0;
+            int acc722 = 0;
+            precise float accf722 = 0.0;
+            int acc732 = 0;
+            precise float accf732 = 0.0;
             for (uint kb2 = 0u; kb2 < 2u; kb2++) {
-                uint e20 = gl_LocalInvocationIndex + 0u;
-                uint r4 = e20 >> 3u;
-                uint wi4 = e20 & 7u;
-                uint gr4 = min(row02 + r4, M2 - 1u);
-                uint dst4 = (wi4 * 68u) + (r4 + 0u);
-                if (WFMT == 0u) {
-                    wsh[dst4] = pc.w2.d[(gr4 * KW) + ((kb2 * 8u) + wi4)];
+                for (uint h4 = 0u; h4 < TILE_ROWS >> 1u; h4++) {
+                    uint e4 = gl_LocalInvocationIndex + (h4 * 256u);
+                    uint r2 = e4 >> 3u;
+                    uint wi2 = e4 & 7u;
+                    uint gr2 = min(row02 + r2, M2 - 1u);
+                    uint dst2 = ((wi2 + 0u) * wstr2) + r2;
+                    if (WFMT == 0u) {
+                        wsh[dst2] = pc.w2.d[(gr2 * KW) + ((kb2 * 8u) + wi2)];
+                    }
+                    if (WFMT == 1u) {
+                        uint boff10 = (gr2 * 66u) + ((kb2 >> 1u) * 66u);
+                        uint l06 = ((kb2 & 1u) << 7u) + (wi2 << 2u);
+                        uint t190 = l06 + 0u;
+                        uint t191 = boff10 + (((t190 >> 7u) << 5u) | (t190 & 31u));
+                        uint twi16 = t191 >> 2u;
+                        uint tlo16 = pc.w2.d[twi16];
+                        uint t192 = l06 + 32u;
+                        uint t193 = boff10 + (((t192 >> 7u) << 5u) | (t192 & 31u));
+                        uint twi17 = t193 >> 2u;
+                        uint tlo17 = pc.w2.d[twi17];
+                        uint t194 = l06 + 64u;
+                        uint t195 = boff10 + (((t194 >> 7u) << 5u) | (t194 & 31u));
+                        uint twi18 = t195 >> 2u;
+                        uint tlo18 = pc.w2.d[twi18];
+                        uint t196 = l06 + 96u;
+                        uint t197 = boff10 + (((t196 >> 7u) << 5u) | (t196 & 31u));
+                        uint twi19 = t197 >> 2u;
+                        uint tlo19 = pc.w2.d[twi19];
+                        wsh[dst2] = ((((((((t191 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w2.d[twi16 + 1u] << 16u)) : tlo16) >> (((t190 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t193 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w2.d[twi17 + 1u] << 16u)) : tlo17) >> (((t192 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t195 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w2.d[twi18 + 1u] << 16u)) : tlo18) >> (((t194 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t197 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w2.d[twi19 + 1u] << 16u)) : tlo19) >> (((t196 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    }
+                    if (WFMT == 2u) {
+                        uint boff11 = (gr2 * 54u) + ((kb2 >> 1u) * 54u);
+                        uint l07 = ((kb2 & 1u) << 7u) + (wi2 << 2u);
+                        uint t198 = l07 + 0u;
+                        bool t199 = t198 < 160u;
+                        bool t200 = t198 < 240u;
+                        uint t201 = t198 - 160u;
+                        uint tn19 = t199 ? (t198 >> 5u) : (t200 ? (t201 >> 4u) : ((t198 - 240u) >> 2u));
+                        uint t202 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
+                        uint t203 = boff11 + (t199 ? (t198 & 31u) : (t200 ? (32u + (t201 & 15u)) : 48u));
+                        uint twi20 = t203 >> 2u;
+                        uint tlo20 = pc.w2.d[twi20];
+                        uint t204 = ((t203 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20;
+                        uint t205 = l07 + 32u;
+                        bool t206 = t205 < 160u;
+                        bool t207 = t205 < 240u;
+                        uint t208 = t205 - 160u;
+                        uint tn20 = t206 ? (t205 >> 5u) : (t207 ? (t208 >> 4u) : ((t205 - 240u) >> 2u));
+                        uint t209 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
+                        uint t210 = boff11 + (t206 ? (t205 & 31u) : (t207 ? (32u + (t208 & 15u)) : 48u));
+                        uint twi21 = t210 >> 2u;
+                        uint tlo21 = pc.w2.d[twi21];
+                        uint t211 = ((t210 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21;
+                        uint t212 = l07 + 64u;
+                        bool t213 = t212 < 160u;
+                        bool t214 = t212 < 240u;
+                        uint t215 = t212 - 160u;
+                        uint tn21 = t213 ? (t212 >> 5u) : (t214 ? (t215 >> 4u) : ((t212 - 240u) >> 2u));
+                        uint t216 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
+                        uint t217 = boff11 + (t213 ? (t212 & 31u) : (t214 ? (32u + (t215 & 15u)) : 48u));
+                        uint twi22 = t217 >> 2u;
+                        uint tlo22 = pc.w2.d[twi22];
+                        uint t218 = ((t217 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22;
+                        uint t219 = l07 + 96u;
+                        bool t220 = t219 < 160u;
+                        bool t221 = t219 < 240u;
+                        uint t222 = t219 - 160u;
+                        uint tn22 = t220 ? (t219 >> 5u) : (t221 ? (t222 >> 4u) : ((t219 - 240u) >> 2u));
+                        uint t223 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
+                        uint t224 = boff11 + (t220 ? (t219 & 31u) : (t221 ? (32u + (t222 & 15u)) : 48u));
+                        uint twi23 = t224 >> 2u;
+                        uint tlo23 = pc.w2.d[twi23];
+                        uint t225 = ((t224 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w2.d[twi23 + 1u] << 16u)) : tlo23;
+                        wsh[dst2] = ((((((((((t204 & 16711935u) * t202) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t204 >> 8u) & 16711935u) * t202) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t211 & 16711935u) * t209) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t211 >> 8u) & 16711935u) * t209) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t218 & 16711935u) * t216) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t218 >> 8u) & 16711935u) * t216) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t225 & 16711935u) * t223) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t225 >> 8u) & 16711935u) * t223) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    }
+                    if (WFMT == 3u) {
+                        uint boff12 = (gr2 * 52u) + ((kb2 >> 1u) * 52u);
+                        uint l08 = ((kb2 & 1u) << 7u) + (wi2 << 2u);
+                        uint t226 = l08 + 0u;
+                        bool t227 = t226 < 160u;
+                        bool t228 = t226 < 240u;
+                        uint t229 = t226 - 160u;
+                        uint tn23 = t227 ? (t226 >> 5u) : (t228 ? (t229 >> 4u) : ((t226 - 240u) >> 2u));
+                        uint t230 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                        uint t231 = pc.w2.d[(boff12 + (t227 ? (t226 & 31u) : (t228 ? (32u + (t229 & 15u)) : 48u))) >> 2u];
+                        uint t232 = l08 + 32u;
+                        bool t233 = t232 < 160u;
+                        bool t234 = t232 < 240u;
+                        uint t235 = t232 - 160u;
+                        uint tn24 = t233 ? (t232 >> 5u) : (t234 ? (t235 >> 4u) : ((t232 - 240u) >> 2u));
+                        uint t236 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
+                        uint t237 = pc.w2.d[(boff12 + (t233 ? (t232 & 31u) : (t234 ? (32u + (t235 & 15u)) : 48u))) >> 2u];
+                        uint t238 = l08 + 64u;
+                        bool t239 = t238 < 160u;
+                        bool t240 = t238 < 240u;
+                        uint t241 = t238 - 160u;
+                        uint tn25 = t239 ? (t238 >> 5u) : (t240 ? (t241 >> 4u) : ((t238 - 240u) >> 2u));
+                        uint t242 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
+                        uint t243 = pc.w2.d[(boff12 + (t239 ? (t238 & 31u) : (t240 ? (32u + (t241 & 15u)) : 48u))) >> 2u];
+                        uint t244 = l08 + 96u;
+                        bool t245 = t244 < 160u;
+                        bool t246 = t244 < 240u;
+                        uint t247 = t244 - 160u;
+                        uint tn26 = t245 ? (t244 >> 5u) : (t246 ? (t247 >> 4u) : ((t244 - 240u) >> 2u));
+                        uint t248 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
+                        uint t249 = pc.w2.d[(boff12 + (t245 ? (t244 & 31u) : (t246 ? (32u + (t247 & 15u)) : 48u))) >> 2u];
+                        wsh[dst2] = ((((((((((t231 & 16711935u) * t230) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t231 >> 8u) & 16711935u) * t230) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t237 & 16711935u) * t236) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t237 >> 8u) & 16711935u) * t236) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t243 & 16711935u) * t242) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t243 >> 8u) & 16711935u) * t242) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t249 & 16711935u) * t248) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t249 >> 8u) & 16711935u) * t248) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    }
                 }
-                if (WFMT == 1u) {
-                    uint boff16 = (gr4 * 66u) + ((kb2 >> 1u) * 66u);
-                    uint l012 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
-                    uint t299 = l012 + 0u;
-                    uint t300 = boff16 + (((t299 >> 7u) << 5u) | (t299 & 31u));
-                    uint twi32 = t300 >> 2u;
-                    uint tlo32 = pc.w2.d[twi32];
-                    uint t301 = l012 + 32u;
-                    uint t302 = boff16 + (((t301 >> 7u) << 5u) | (t301 & 31u));
-                    uint twi33 = t302 >> 2u;
-                    uint tlo33 = pc.w2.d[twi33];
-                    uint t303 = l012 + 64u;
-                    uint t304 = boff16 + (((t303 >> 7u) << 5u) | (t303 & 31u));
-                    uint twi34 = t304 >> 2u;
-                    uint tlo34 = pc.w2.d[twi34];
-                    uint t305 = l012 + 96u;
-                    uint t306 = boff16 + (((t305 >> 7u) << 5u) | (t305 & 31u));
-                    uint twi35 = t306 >> 2u;
-                    uint tlo35 = pc.w2.d[twi35];
-                    wsh[dst4] = ((((((((t300 & 2u) != 0u) ? ((tlo32 >> 16u) | (pc.w2.d[twi32 + 1u] << 16u)) : tlo32) >> (((t299 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t302 & 2u) != 0u) ? ((tlo33 >> 16u) | (pc.w2.d[twi33 + 1u] << 16u)) : tlo33) >> (((t301 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t304 & 2u) != 0u) ? ((tlo34 >> 16u) | (pc.w2.d[twi34 + 1u] << 16u)) : tlo34) >> (((t303 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t306 & 2u) != 0u) ? ((tlo35 >> 16u) | (pc.w2.d[twi35 + 1u] << 16u)) : tlo35) >> (((t305 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm3)) {
+                    uint boff13 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 66u) + ((kb2 >> 1u) * 66u);
+                    uint tdo4 = boff13 + 64u;
+                    precise float t250 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex] = t250;
                 }
-                if (WFMT == 2u) {
-                    uint boff17 = (gr4 * 54u) + ((kb2 >> 1u) * 54u);
-                    uint l013 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
-                    uint t307 = l013 + 0u;
-                    bool t308 = t307 < 160u;
-                    bool t309 = t307 < 240u;
-                    uint t310 = t307 - 160u;
-                    uint tn32 = t308 ? (t307 >> 5u) : (t309 ? (t310 >> 4u) : ((t307 - 240u) >> 2u));
-                    uint t311 = (tn32 == 4u) ? 81u : ((453575425u >> (tn32 << 3u)) & 255u);
-                    uint t312 = boff17 + (t308 ? (t307 & 31u) : (t309 ? (32u + (t310 & 15u)) : 48u));
-                    uint twi36 = t312 >> 2u;
-                    uint tlo36 = pc.w2.d[twi36];
-                    uint t313 = ((t312 & 2u) != 0u) ? ((tlo36 >> 16u) | (pc.w2.d[twi36 + 1u] << 16u)) : tlo36;
-                    uint t314 = l013 + 32u;
-                    bool t315 = t314 < 160u;
-                    bool t316 = t314 < 240u;
-                    uint t317 = t314 - 160u;
-                    uint tn33 = t315 ? (t314 >> 5u) : (t316 ? (t317 >> 4u) : ((t314 - 240u) >> 2u));
-                    uint t318 = (tn33 == 4u) ? 81u : ((453575425u >> (tn33 << 3u)) & 255u);
-                    uint t319 = boff17 + (t315 ? (t314 & 31u) : (t316 ? (32u + (t317 & 15u)) : 48u));
-                    uint twi37 = t319 >> 2u;
-                    uint tlo37 = pc.w2.d[twi37];
-                    uint t320 = ((t319 & 2u) != 0u) ? ((tlo37 >> 16u) | (pc.w2.d[twi37 + 1u] << 16u)) : tlo37;
-                    uint t321 = l013 + 64u;
-                    bool t322 = t321 < 160u;
-                    bool t323 = t321 < 240u;
-                    uint t324 = t321 - 160u;
-                    uint tn34 = t322 ? (t321 >> 5u) : (t323 ? (t324 >> 4u) : ((t321 - 240u) >> 2u));
-                    uint t325 = (tn34 == 4u) ? 81u : ((453575425u >> (tn34 << 3u)) & 255u);
-                    uint t326 = boff17 + (t322 ? (t321 & 31u) : (t323 ? (32u + (t324 & 15u)) : 48u));
-                    uint twi38 = t326 >> 2u;
-                    uint tlo38 = pc.w2.d[twi38];
-                    uint t327 = ((t326 & 2u) != 0u) ? ((tlo38 >> 16u) | (pc.w2.d[twi38 + 1u] << 16u)) : tlo38;
-                    uint t328 = l013 + 96u;
-                    bool t329 = t328 < 160u;
-                    bool t330 = t328 < 240u;
-                    uint t331 = t328 - 160u;
-                    uint tn35 = t329 ? (t328 >> 5u) : (t330 ? (t331 >> 4u) : ((t328 - 240u) >> 2u));
-                    uint t332 = (tn35 == 4u) ? 81u : ((453575425u >> (tn35 << 3u)) & 255u);
-                    uint t333 = boff17 + (t329 ? (t328 & 31u) : (t330 ? (32u + (t331 & 15u)) : 48u));
-                    uint twi39 = t333 >> 2u;
-                    uint tlo39 = pc.w2.d[twi39];
-                    uint t334 = ((t333 & 2u) != 0u) ? ((tlo39 >> 16u) | (pc.w2.d[twi39 + 1u] << 16u)) : tlo39;
-                    wsh[dst4] = ((((((((((t313 & 16711935u) * t311) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t313 >> 8u) & 16711935u) * t311) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t320 & 16711935u) * t318) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t320 >> 8u) & 16711935u) * t318) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t327 & 16711935u) * t325) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t327 >> 8u) & 16711935u) * t325) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t334 & 16711935u) * t332) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t334 >> 8u) & 16711935u) * t332) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm3)) {
+                    uint boff14 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 54u) + ((kb2 >> 1u) * 54u);
+                    uint tdo5 = boff14 + 52u;
+                    precise float t251 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                    dsh[gl_LocalInvocationIndex] = t251;
                 }
-                if (WFMT == 3u) {
-                    uint boff18 = (gr4 * 52u) + ((kb2 >> 1u) * 52u);
-                    uint l014 = ((kb2 & 1u) << 7u) + (wi4 << 2u);
-                    uint t335 = l014 + 0u;
-                    bool t336 = t335 < 160u;
-                    bool t337 = t335 < 240u;
-                    uint t338 = t335 - 160u;
-                    uint tn36 = t336 ? (t335 >> 5u) : (t337 ? (t338 >> 4u) : ((t335 - 240u) >> 2u));
-                    uint t339 = (tn36 == 4u) ? 81u : ((453575425u >> (tn36 << 3u)) & 255u);
-                    uint t340 = pc.w2.d[(boff18 + (t336 ? (t335 & 31u) : (t337 ? (32u + (t338 & 15u)) : 48u))) >> 2u];
-                    uint t341 = l014 + 32u;
-                    bool t342 = t341 < 160u;
-                    bool t343 = t341 < 240u;
-                    uint t344 = t341 - 160u;
-                    uint tn37 = t342 ? (t341 >> 5u) : (t343 ? (t344 >> 4u) : ((t341 - 240u) >> 2u));
-                    uint t345 = (tn37 == 4u) ? 81u : ((453575425u >> (tn37 << 3u)) & 255u);
-                    uint t346 = pc.w2.d[(boff18 + (t342 ? (t341 & 31u) : (t343 ? (32u + (t344 & 15u)) : 48u))) >> 2u];
-                    uint t347 = l014 + 64u;
-                    bool t348 = t347 < 160u;
-                    bool t349 = t347 < 240u;
-                    uint t350 = t347 - 160u;
-                    uint tn38 = t348 ? (t347 >> 5u) : (t349 ? (t350 >> 4u) : ((t347 - 240u) >> 2u));
-                    uint t351 = (tn38 == 4u) ? 81u : ((453575425u >> (tn38 << 3u)) & 255u);
-                    uint t352 = pc.w2.d[(boff18 + (t348 ? (t347 & 31u) : (t349 ? (32u + (t350 & 15u)) : 48u))) >> 2u];
-                    uint t353 = l014 + 96u;
-                    bool t354 = t353 < 160u;
-                    bool t355 = t353 < 240u;
-                    uint t356 = t353 - 160u;
-                    uint tn39 = t354 ? (t353 >> 5u) : (t355 ? (t356 >> 4u) : ((t353 - 240u) >> 2u));
-                    uint t357 = (tn39 == 4u) ? 81u : ((453575425u >> (tn39 << 3u)) & 255u);
-                    uint t358 = pc.w2.d[(boff18 + (t354 ? (t353 & 31u) : (t355 ? (32u + (t356 & 15u)) : 48u))) >> 2u];
-                    wsh[dst4] = ((((((((((t340 & 16711935u) * t339) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t340 >> 8u) & 16711935u) * t339) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t346 & 16711935u) * t345) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t346 >> 8u) & 16711935u) * t345) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t352 & 16711935u) * t351) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t352 >> 8u) & 16711935u) * t351) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t358 & 16711935u) * t357) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t358 >> 8u) & 16711935u) * t357) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                for (uint h5 = 0u; h5 < TILE_TOKS * 2u; h5++) {
+                    uint e5 = gl_LocalInvocationIndex + (h5 * 256u);
+                    uint t2 = e5 >> 5u;
+                    uint jw2 = e5 & 31u;
+                    ash[(jw2 * astr2) + t2] = pc.q.d[(min(tok02 + t2, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw2)];
                 }
-                uint e21 = gl_LocalInvocationIndex + 256u;
-                uint r5 = e21 >> 3u;
-                uint wi5 = e21 & 7u;
-                uint gr5 = min(row02 + r5, M2 - 1u);
-                uint dst5 = (wi5 * 68u) + (r5 + 0u);
-                if (WFMT == 0u) {
-                    wsh[dst5] = pc.w2.d[(gr5 * KW) + ((kb2 * 8u) + wi5)];
-                }
-                if (WFMT == 1u) {
-                    uint boff19 = (gr5 * 66u) + ((kb2 >> 1u) * 66u);
-                    uint l015 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
-                    uint t359 = l015 + 0u;
-                    uint t360 = boff19 + (((t359 >> 7u) << 5u) | (t359 & 31u));
-                    uint twi40 = t360 >> 2u;
-                    uint tlo40 = pc.w2.d[twi40];
-                    uint t361 = l015 + 32u;
-                    uint t362 = boff19 + (((t361 >> 7u) << 5u) | (t361 & 31u));
-                    uint twi41 = t362 >> 2u;
-                    uint tlo41 = pc.w2.d[twi41];
-                    uint t363 = l015 + 64u;
-                    uint t364 = boff19 + (((t363 >> 7u) << 5u) | (t363 & 31u));
-                    uint twi42 = t364 >> 2u;
-                    uint tlo42 = pc.w2.d[twi42];
-                    uint t365 = l015 + 96u;
-                    uint t366 = boff19 + (((t365 >> 7u) << 5u) | (t365 & 31u));
-                    uint twi43 = t366 >> 2u;
-                    uint tlo43 = pc.w2.d[twi43];
-                    wsh[dst5] = ((((((((t360 & 2u) != 0u) ? ((tlo40 >> 16u) | (pc.w2.d[twi40 + 1u] << 16u)) : tlo40) >> (((t359 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t362 & 2u) != 0u) ? ((tlo41 >> 16u) | (pc.w2.d[twi41 + 1u] << 16u)) : tlo41) >> (((t361 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t364 & 2u) != 0u) ? ((tlo42 >> 16u) | (pc.w2.d[twi42 + 1u] << 16u)) : tlo42) >> (((t363 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t366 & 2u) != 0u) ? ((tlo43 >> 16u) | (pc.w2.d[twi43 + 1u] << 16u)) : tlo43) >> (((t365 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
-                }
-                if (WFMT == 2u) {
-                    uint boff20 = (gr5 * 54u) + ((kb2 >> 1u) * 54u);
-                    uint l016 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
-                    uint t367 = l016 + 0u;
-                    bool t368 = t367 < 160u;
-                    bool t369 = t367 < 240u;
-                    uint t370 = t367 - 160u;
-                    uint tn40 = t368 ? (t367 >> 5u) : (t369 ? (t370 >> 4u) : ((t367 - 240u) >> 2u));
-                    uint t371 = (tn40 == 4u) ? 81u : ((453575425u >> (tn40 << 3u)) & 255u);
-                    uint t372 = boff20 + (t368 ? (t367 & 31u) : (t369 ? (32u + (t370 & 15u)) : 48u));
-                    uint twi44 = t372 >> 2u;
-                    uint tlo44 = pc.w2.d[twi44];
-                    uint t373 = ((t372 & 2u) != 0u) ? ((tlo44 >> 16u) | (pc.w2.d[twi44 + 1u] << 16u)) : tlo44;
-                    uint t374 = l016 + 32u;
-                    bool t375 = t374 < 160u;
-                    bool t376 = t374 < 240u;
-                    uint t377 = t374 - 160u;
-                    uint tn41 = t375 ? (t374 >> 5u) : (t376 ? (t377 >> 4u) : ((t374 - 240u) >> 2u));
-                    uint t378 = (tn41 == 4u) ? 81u : ((453575425u >> (tn41 << 3u)) & 255u);
-                    uint t379 = boff20 + (t375 ? (t374 & 31u) : (t376 ? (32u + (t377 & 15u)) : 48u));
-                    uint twi45 = t379 >> 2u;
-                    uint tlo45 = pc.w2.d[twi45];
-                    uint t380 = ((t379 & 2u) != 0u) ? ((tlo45 >> 16u) | (pc.w2.d[twi45 + 1u] << 16u)) : tlo45;
-                    uint t381 = l016 + 64u;
-                    bool t382 = t381 < 160u;
-                    bool t383 = t381 < 240u;
-                    uint t384 = t381 - 160u;
-                    uint tn42 = t382 ? (t381 >> 5u) : (t383 ? (t384 >> 4u) : ((t381 - 240u) >> 2u));
-                    uint t385 = (tn42 == 4u) ? 81u : ((453575425u >> (tn42 << 3u)) & 255u);
-                    uint t386 = boff20 + (t382 ? (t381 & 31u) : (t383 ? (32u + (t384 & 15u)) : 48u));
-                    uint twi46 = t386 >> 2u;
-                    uint tlo46 = pc.w2.d[twi46];
-                    uint t387 = ((t386 & 2u) != 0u) ? ((tlo46 >> 16u) | (pc.w2.d[twi46 + 1u] << 16u)) : tlo46;
-                    uint t388 = l016 + 96u;
-                    bool t389 = t388 < 160u;
-                    bool t390 = t388 < 240u;
-                    uint t391 = t388 - 160u;
-                    uint tn43 = t389 ? (t388 >> 5u) : (t390 ? (t391 >> 4u) : ((t388 - 240u) >> 2u));
-                    uint t392 = (tn43 == 4u) ? 81u : ((453575425u >> (tn43 << 3u)) & 255u);
-                    uint t393 = boff20 + (t389 ? (t388 & 31u) : (t390 ? (32u + (t391 & 15u)) : 48u));
-                    uint twi47 = t393 >> 2u;
-                    uint tlo47 = pc.w2.d[twi47];
-                    uint t394 = ((t393 & 2u) != 0u) ? ((tlo47 >> 16u) | (pc.w2.d[twi47 + 1u] << 16u)) : tlo47;
-                    wsh[dst5] = ((((((((((t373 & 16711935u) * t371) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t373 >> 8u) & 16711935u) * t371) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t380 & 16711935u) * t378) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t380 >> 8u) & 16711935u) * t378) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t387 & 16711935u) * t385) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t387 >> 8u) & 16711935u) * t385) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t394 & 16711935u) * t392) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t394 >> 8u) & 16711935u) * t392) & 16711935u) * 3u) & 4278255360u)) << 0u);
-                }
-                if (WFMT == 3u) {
-                    uint boff21 = (gr5 * 52u) + ((kb2 >> 1u) * 52u);
-                    uint l017 = ((kb2 & 1u) << 7u) + (wi5 << 2u);
-                    uint t395 = l017 + 0u;
-                    bool t396 = t395 < 160u;
-                    bool t397 = t395 < 240u;
-                    uint t398 = t395 - 160u;
-                    uint tn44 = t396 ? (t395 >> 5u) : (t397 ? (t398 >> 4u) : ((t395 - 240u) >> 2u));
-                    uint t399 = (tn44 == 4u) ? 81u : ((453575425u >> (tn44 << 3u)) & 255u);
-                    uint t400 = pc.w2.d[(boff21 + (t396 ? (t395 & 31u) : (t397 ? (32u + (t398 & 15u)) : 48u))) >> 2u];
-                    uint t401 = l017 + 32u;
-                    bool t402 = t401 < 160u;
-                    bool t403 = t401 < 240u;
-                    uint t404 = t401 - 160u;
-                    uint tn45 = t402 ? (t401 >> 5u) : (t403 ? (t404 >> 4u) : ((t401 - 240u) >> 2u));
-                    uint t405 = (tn45 == 4u) ? 81u : ((453575425u >> (tn45 << 3u)) & 255u);
-                    uint t406 = pc.w2.d[(boff21 + (t402 ? (t401 & 31u) : (t403 ? (32u + (t404 & 15u)) : 48u))) >> 2u];
-                    uint t407 = l017 + 64u;
-                    bool t408 = t407 < 160u;
-                    bool t409 = t407 < 240u;
-                    uint t410 = t407 - 160u;
-                    uint tn46 = t408 ? (t407 >> 5u) : (t409 ? (t410 >> 4u) : ((t407 - 240u) >> 2u));
-                    uint t411 = (tn46 == 4u) ? 81u : ((453575425u >> (tn46 << 3u)) & 255u);
-                    uint t412 = pc.w2.d[(boff21 + (t408 ? (t407 & 31u) : (t409 ? (32u + (t410 & 15u)) : 48u))) >> 2u];
-                    uint t413 = l017 + 96u;
-                    bool t414 = t413 < 160u;
-                    bool t415 = t413 < 240u;
-                    uint t416 = t413 - 160u;
-                    uint tn47 = t414 ? (t413 >> 5u) : (t415 ? (t416 >> 4u) : ((t413 - 240u) >> 2u));
-                    uint t417 = (tn47 == 4u) ? 81u : ((453575425u >> (tn47 << 3u)) & 255u);
-                    uint t418 = pc.w2.d[(boff21 + (t414 ? (t413 & 31u) : (t415 ? (32u + (t416 & 15u)) : 48u))) >> 2u];
-                    wsh[dst5] = ((((((((((t400 & 16711935u) * t399) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t400 >> 8u) & 16711935u) * t399) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t406 & 16711935u) * t405) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t406 >> 8u) & 16711935u) * t405) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t412 & 16711935u) * t411) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t412 >> 8u) & 16711935u) * t411) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t418 & 16711935u) * t417) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t418 >> 8u) & 16711935u) * t417) & 16711935u) * 3u) & 4278255360u)) << 0u);
-                }
-                if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff22 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 66u) + ((kb2 >> 1u) * 66u);
-                    uint tdo4 = boff22 + 64u;
-                    precise float t419 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t419;
-                }
-                if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-                    uint boff23 = (min(row02 + gl_LocalInvocationIndex, M2 - 1u) * 54u) + ((kb2 >> 1u) * 54u);
-                    uint tdo5 = boff23 + 52u;
-                    precise float t420 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
-                    dsh[gl_LocalInvocationIndex + 0u] = t420;
-                }
-                uint e22 = gl_LocalInvocationIndex + 0u;
-                uint t16 = e22 >> 5u;
-                uint jw16 = e22 & 31u;
-                ash[(jw16 * 65u) + t16] = pc.q.d[(min(tok02 + t16, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw16)];
-                uint e23 = gl_LocalInvocationIndex + 256u;
-                uint t17 = e23 >> 5u;
-                uint jw17 = e23 & 31u;
-                ash[(jw17 * 65u) + t17] = pc.q.d[(min(tok02 + t17, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw17)];
-                uint e24 = gl_LocalInvocationIndex + 512u;
-                uint t18 = e24 >> 5u;
-                uint jw18 = e24 & 31u;
-                ash[(jw18 * 65u) + t18] = pc.q.d[(min(tok02 + t18, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw18)];
-                uint e25 = gl_LocalInvocationIndex + 768u;
-                uint t19 = e25 >> 5u;
-                uint jw19 = e25 & 31u;
-                ash[(jw19 * 65u) + t19] = pc.q.d[(min(tok02 + t19, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw19)];
-                uint e26 = gl_LocalInvocationIndex + 1024u;
-                uint t20 = e26 >> 5u;
-                uint jw20 = e26 & 31u;
-                ash[(jw20 * 65u) + t20] = pc.q.d[(min(tok02 + t20, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw20)];
-                uint e27 = gl_LocalInvocationIndex + 1280u;
-                uint t21 = e27 >> 5u;
-                uint jw21 = e27 & 31u;
-                ash[(jw21 * 65u) + t21] = pc.q.d[(min(tok02 + t21, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw21)];
-                uint e28 = gl_LocalInvocationIndex + 1536u;
-                uint t22 = e28 >> 5u;
-                uint jw22 = e28 & 31u;
-                ash[(jw22 * 65u) + t22] = pc.q.d[(min(tok02 + t22, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw22)];
-                uint e29 = gl_LocalInvocationIndex + 1792u;
-                uint t23 = e29 >> 5u;
-                uint jw23 = e29 & 31u;
-                ash[(jw23 * 65u) + t23] = pc.q.d[(min(tok02 + t23, dyn.n_tokens - 1u) * K4) + ((kb2 * 32u) + jw23)];
                 barrier();
                 bool tq2 = (WFMT == 2u) || (WFMT == 1u);
-                if ((tok02 + (ty2 * 4u)) < dyn.n_tokens) {
+                if ((tok02 + tokv2) < dyn.n_tokens) {
                     for (uint wl2 = 0u; wl2 < 8u; wl2++) {
-                        uint wv8 = wsh[(wl2 * 68u) + (tx2 + 0u)];
-                        uint wv9 = wsh[(wl2 * 68u) + (tx2 + 16u)];
-                        uint wv10 = wsh[(wl2 * 68u) + (tx2 + 32u)];
-                        uint wv11 = wsh[(wl2 * 68u) + (tx2 + 48u)];
-                        uint ab8 = ((wl2 + 0u) * 65u) + (ty2 * 4u);
-                        uint av32 = ash[ab8 + 0u];
-                        uint av33 = ash[ab8 + 1u];
-                        uint av34 = ash[ab8 + 2u];
-                        uint av35 = ash[ab8 + 3u];
-                        uint t421 = (wv8 >> 6u) & 50529027u;
-                        uint c32 = tq2 ? ((t421 + 2139062143u) ^ 2155905152u) : t421;
-                        acc002 += dsl_dot4x8_ss(av32, c32);
-                        acc012 += dsl_dot4x8_ss(av33, c32);
-                        acc022 += dsl_dot4x8_ss(av34, c32);
-                        acc032 += dsl_dot4x8_ss(av35, c32);
-                        uint t422 = (wv9 >> 6u) & 50529027u;
-                        uint c33 = tq2 ? ((t422 + 2139062143u) ^ 2155905152u) : t422;
-                        acc102 += dsl_dot4x8_ss(av32, c33);
-                        acc112 += dsl_dot4x8_ss(av33, c33);
-                        acc122 += dsl_dot4x8_ss(av34, c33);
-                        acc132 += dsl_dot4x8_ss(av35, c33);
-                        uint t423 = (wv10 >> 6u) & 50529027u;
-                        uint c34 = tq2 ? ((t423 + 2139062143u) ^ 2155905152u) : t423;
-                        acc202 += dsl_dot4x8_ss(av32, c34);
-                        acc212 += dsl_dot4x8_ss(av33, c34);
-                        acc222 += dsl_dot4x8_ss(av34, c34);
-                        acc232 += dsl_dot4x8_ss(av35, c34);
-                        uint t424 = (wv11 >> 6u) & 50529027u;
-                        uint c35 = tq2 ? ((t424 + 2139062143u) ^ 2155905152u) : t424;
-                        acc302 += dsl_dot4x8_ss(av32, c35);
-                        acc312 += dsl_dot4x8_ss(av33, c35);
-                        acc322 += dsl_dot4x8_ss(av34, c35);
-                        acc332 += dsl_dot4x8_ss(av35, c35);
-                        uint ab9 = ((wl2 + 8u) * 65u) + (ty2 * 4u);
-                        uint av36 = ash[ab9 + 0u];
-                        uint av37 = ash[ab9 + 1u];
-                        uint av38 = ash[ab9 + 2u];
-                        uint av39 = ash[ab9 + 3u];
-                        uint t425 = (wv8 >> 4u) & 50529027u;
-                        uint c36 = tq2 ? ((t425 + 2139062143u) ^ 2155905152u) : t425;
-                        acc002 += dsl_dot4x8_ss(av36, c36);
-                        acc012 += dsl_dot4x8_ss(av37, c36);
-                        acc022 += dsl_dot4x8_ss(av38, c36);
-                        acc032 += dsl_dot4x8_ss(av39, c36);
-                        uint t426 = (wv9 >> 4u) & 50529027u;
-                        uint c37 = tq2 ? ((t426 + 2139062143u) ^ 2155905152u) : t426;
-                        acc102 += dsl_dot4x8_ss(av36, c37);
-                        acc112 += dsl_dot4x8_ss(av37, c37);
-                        acc122 += dsl_dot4x8_ss(av38, c37);
-                        acc132 += dsl_dot4x8_ss(av39, c37);
-                        uint t427 = (wv10 >> 4u) & 50529027u;
-                        uint c38 = tq2 ? ((t427 + 2139062143u) ^ 2155905152u) : t427;
-                        acc202 += dsl_dot4x8_ss(av36, c38);
-                        acc212 += dsl_dot4x8_ss(av37, c38);
-                        acc222 += dsl_dot4x8_ss(av38, c38);
-                        acc232 += dsl_dot4x8_ss(av39, c38);
-                        uint t428 = (wv11 >> 4u) & 50529027u;
-                        uint c39 = tq2 ? ((t428 + 2139062143u) ^ 2155905152u) : t428;
-                        acc302 += dsl_dot4x8_ss(av36, c39);
-                        acc312 += dsl_dot4x8_ss(av37, c39);
-                        acc322 += dsl_dot4x8_ss(av38, c39);
-                        acc332 += dsl_dot4x8_ss(av39, c39);
-                        uint ab10 = ((wl2 + 16u) * 65u) + (ty2 * 4u);
-                        uint av40 = ash[ab10 + 0u];
-                        uint av41 = ash[ab10 + 1u];
-                        uint av42 = ash[ab10 + 2u];
-                        uint av43 = ash[ab10 + 3u];
-                        uint t429 = (wv8 >> 2u) & 50529027u;
-                        uint c40 = tq2 ? ((t429 + 2139062143u) ^ 2155905152u) : t429;
-                        acc002 += dsl_dot4x8_ss(av40, c40);
-                        acc012 += dsl_dot4x8_ss(av41, c40);
-                        acc022 += dsl_dot4x8_ss(av42, c40);
-                        acc032 += dsl_dot4x8_ss(av43, c40);
-                        uint t430 = (wv9 >> 2u) & 50529027u;
-                        uint c41 = tq2 ? ((t430 + 2139062143u) ^ 2155905152u) : t430;
-                        acc102 += dsl_dot4x8_ss(av40, c41);
-                        acc112 += dsl_dot4x8_ss(av41, c41);
-                        acc122 += dsl_dot4x8_ss(av42, c41);
-                        acc132 += dsl_dot4x8_ss(av43, c41);
-                        uint t431 = (wv10 >> 2u) & 50529027u;
-                        uint c42 = tq2 ? ((t431 + 2139062143u) ^ 2155905152u) : t431;
-                        acc202 += dsl_dot4x8_ss(av40, c42);
-                        acc212 += dsl_dot4x8_ss(av41, c42);
-                        acc222 += dsl_dot4x8_ss(av42, c42);
-                        acc232 += dsl_dot4x8_ss(av43, c42);
-                        uint t432 = (wv11 >> 2u) & 50529027u;
-                        uint c43 = tq2 ? ((t432 + 2139062143u) ^ 2155905152u) : t432;
-                        acc302 += dsl_dot4x8_ss(av40, c43);
-                        acc312 += dsl_dot4x8_ss(av41, c43);
-                        acc322 += dsl_dot4x8_ss(av42, c43);
-                        acc332 += dsl_dot4x8_ss(av43, c43);
-                        uint ab11 = ((wl2 + 24u) * 65u) + (ty2 * 4u);
-                        uint av44 = ash[ab11 + 0u];
-                        uint av45 = ash[ab11 + 1u];
-                        uint av46 = ash[ab11 + 2u];
-                        uint av47 = ash[ab11 + 3u];
-                        uint t433 = (wv8 >> 0u) & 50529027u;
-                        uint c44 = tq2 ? ((t433 + 2139062143u) ^ 2155905152u) : t433;
-                        acc002 += dsl_dot4x8_ss(av44, c44);
-                        acc012 += dsl_dot4x8_ss(av45, c44);
-                        acc022 += dsl_dot4x8_ss(av46, c44);
-                        acc032 += dsl_dot4x8_ss(av47, c44);
-                        uint t434 = (wv9 >> 0u) & 50529027u;
-                        uint c45 = tq2 ? ((t434 + 2139062143u) ^ 2155905152u) : t434;
-                        acc102 += dsl_dot4x8_ss(av44, c45);
-                        acc112 += dsl_dot4x8_ss(av45, c45);
-                        acc122 += dsl_dot4x8_ss(av46, c45);
-                        acc132 += dsl_dot4x8_ss(av47, c45);
-                        uint t435 = (wv10 >> 0u) & 50529027u;
-                        uint c46 = tq2 ? ((t435 + 2139062143u) ^ 2155905152u) : t435;
-                        acc202 += dsl_dot4x8_ss(av44, c46);
-                        acc212 += dsl_dot4x8_ss(av45, c46);
-                        acc222 += dsl_dot4x8_ss(av46, c46);
-                        acc232 += dsl_dot4x8_ss(av47, c46);
-                        uint t436 = (wv11 >> 0u) & 50529027u;
-                        uint c47 = tq2 ? ((t436 + 2139062143u) ^ 2155905152u) : t436;
-                        acc302 += dsl_dot4x8_ss(av44, c47);
-                        acc312 += dsl_dot4x8_ss(av45, c47);
-                        acc322 += dsl_dot4x8_ss(av46, c47);
-                        acc332 += dsl_dot4x8_ss(av47, c47);
+                        uint wv16 = 0u;
+                        uint wv17 = 0u;
+                        uint wv18 = 0u;
+                        uint wv19 = 0u;
+                        uint wv20 = 0u;
+                        uint wv21 = 0u;
+                        uint wv22 = 0u;
+                        uint wv23 = 0u;
+                        wv16 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 0u)];
+                        wv17 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 16u)];
+                        if (TILE_ROWS > 2u) {
+                            wv18 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 32u)];
+                            wv19 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 48u)];
+                        }
+                        if (TILE_ROWS > 4u) {
+                            wv20 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 64u)];
+                            wv21 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 80u)];
+                            wv22 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 96u)];
+                            wv23 = wsh[((wl2 + 0u) * wstr2) + (tx2 + 112u)];
+                        }
+                        uint ab8 = ((wl2 + 0u) * astr2) + tokv2;
+                        uint av64 = 0u;
+                        uint av65 = 0u;
+                        uint av66 = 0u;
+                        uint av67 = 0u;
+                        uint av68 = 0u;
+                        uint av69 = 0u;
+                        uint av70 = 0u;
+                        uint av71 = 0u;
+                        av64 = ash[ab8 + 0u];
+                        av65 = ash[ab8 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av66 = ash[ab8 + 2u];
+                            av67 = ash[ab8 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av68 = ash[ab8 + 4u];
+                            av69 = ash[ab8 + 5u];
+                            av70 = ash[ab8 + 6u];
+                            av71 = ash[ab8 + 7u];
+                        }
+                        uint t252 = (wv16 >> 6u) & 50529027u;
+                        uint c64 = tq2 ? ((t252 + 2139062143u) ^ 2155905152u) : t252;
+                        acc002 += dsl_dot4x8_ss(av64, c64);
+                        acc012 += dsl_dot4x8_ss(av65, c64);
+                        if (TILE_TOKS > 2u) {
+                            acc022 += dsl_dot4x8_ss(av66, c64);
+                            acc032 += dsl_dot4x8_ss(av67, c64);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc042 += dsl_dot4x8_ss(av68, c64);
+                            acc052 += dsl_dot4x8_ss(av69, c64);
+                            acc062 += dsl_dot4x8_ss(av70, c64);
+                            acc072 += dsl_dot4x8_ss(av71, c64);
+                        }
+                        uint t253 = (wv17 >> 6u) & 50529027u;
+                        uint c65 = tq2 ? ((t253 + 2139062143u) ^ 2155905152u) : t253;
+                        acc102 += dsl_dot4x8_ss(av64, c65);
+                        acc112 += dsl_dot4x8_ss(av65, c65);
+                        if (TILE_TOKS > 2u) {
+                            acc122 += dsl_dot4x8_ss(av66, c65);
+                            acc132 += dsl_dot4x8_ss(av67, c65);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc142 += dsl_dot4x8_ss(av68, c65);
+                            acc152 += dsl_dot4x8_ss(av69, c65);
+                            acc162 += dsl_dot4x8_ss(av70, c65);
+                            acc172 += dsl_dot4x8_ss(av71, c65);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t254 = (wv18 >> 6u) & 50529027u;
+                            uint c66 = tq2 ? ((t254 + 2139062143u) ^ 2155905152u) : t254;
+                            acc202 += dsl_dot4x8_ss(av64, c66);
+                            acc212 += dsl_dot4x8_ss(av65, c66);
+                            if (TILE_TOKS > 2u) {
+                                acc222 += dsl_dot4x8_ss(av66, c66);
+                                acc232 += dsl_dot4x8_ss(av67, c66);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc242 += dsl_dot4x8_ss(av68, c66);
+                                acc252 += dsl_dot4x8_ss(av69, c66);
+                                acc262 += dsl_dot4x8_ss(av70, c66);
+                                acc272 += dsl_dot4x8_ss(av71, c66);
+                            }
+                            uint t255 = (wv19 >> 6u) & 50529027u;
+                            uint c67 = tq2 ? ((t255 + 2139062143u) ^ 2155905152u) : t255;
+                            acc302 += dsl_dot4x8_ss(av64, c67);
+                            acc312 += dsl_dot4x8_ss(av65, c67);
+                            if (TILE_TOKS > 2u) {
+                                acc322 += dsl_dot4x8_ss(av66, c67);
+                                acc332 += dsl_dot4x8_ss(av67, c67);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc342 += dsl_dot4x8_ss(av68, c67);
+                                acc352 += dsl_dot4x8_ss(av69, c67);
+                                acc362 += dsl_dot4x8_ss(av70, c67);
+                                acc372 += dsl_dot4x8_ss(av71, c67);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t256 = (wv20 >> 6u) & 50529027u;
+                            uint c68 = tq2 ? ((t256 + 2139062143u) ^ 2155905152u) : t256;
+                            acc402 += dsl_dot4x8_ss(av64, c68);
+                            acc412 += dsl_dot4x8_ss(av65, c68);
+                            if (TILE_TOKS > 2u) {
+                                acc422 += dsl_dot4x8_ss(av66, c68);
+                                acc432 += dsl_dot4x8_ss(av67, c68);
+                            }
+                            uint t257 = (wv21 >> 6u) & 50529027u;
+                            uint c69 = tq2 ? ((t257 + 2139062143u) ^ 2155905152u) : t257;
+                            acc502 += dsl_dot4x8_ss(av64, c69);
+                            acc512 += dsl_dot4x8_ss(av65, c69);
+                            if (TILE_TOKS > 2u) {
+                                acc522 += dsl_dot4x8_ss(av66, c69);
+                                acc532 += dsl_dot4x8_ss(av67, c69);
+                            }
+                            uint t258 = (wv22 >> 6u) & 50529027u;
+                            uint c70 = tq2 ? ((t258 + 2139062143u) ^ 2155905152u) : t258;
+                            acc602 += dsl_dot4x8_ss(av64, c70);
+                            acc612 += dsl_dot4x8_ss(av65, c70);
+                            if (TILE_TOKS > 2u) {
+                                acc622 += dsl_dot4x8_ss(av66, c70);
+                                acc632 += dsl_dot4x8_ss(av67, c70);
+                            }
+                            uint t259 = (wv23 >> 6u) & 50529027u;
+                            uint c71 = tq2 ? ((t259 + 2139062143u) ^ 2155905152u) : t259;
+                            acc702 += dsl_dot4x8_ss(av64, c71);
+                            acc712 += dsl_dot4x8_ss(av65, c71);
+                            if (TILE_TOKS > 2u) {
+                                acc722 += dsl_dot4x8_ss(av66, c71);
+                                acc732 += dsl_dot4x8_ss(av67, c71);
+                            }
+                        }
+                        uint ab9 = ((wl2 + 8u) * astr2) + tokv2;
+                        uint av72 = 0u;
+                        uint av73 = 0u;
+                        uint av74 = 0u;
+                        uint av75 = 0u;
+                        uint av76 = 0u;
+                        uint av77 = 0u;
+                        uint av78 = 0u;
+                        uint av79 = 0u;
+                        av72 = ash[ab9 + 0u];
+                        av73 = ash[ab9 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av74 = ash[ab9 + 2u];
+                            av75 = ash[ab9 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av76 = ash[ab9 + 4u];
+                            av77 = ash[ab9 + 5u];
+                            av78 = ash[ab9 + 6u];
+                            av79 = ash[ab9 + 7u];
+                        }
+                        uint t260 = (wv16 >> 4u) & 50529027u;
+                        uint c72 = tq2 ? ((t260 + 2139062143u) ^ 2155905152u) : t260;
+                        acc002 += dsl_dot4x8_ss(av72, c72);
+                        acc012 += dsl_dot4x8_ss(av73, c72);
+                        if (TILE_TOKS > 2u) {
+                            acc022 += dsl_dot4x8_ss(av74, c72);
+                            acc032 += dsl_dot4x8_ss(av75, c72);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc042 += dsl_dot4x8_ss(av76, c72);
+                            acc052 += dsl_dot4x8_ss(av77, c72);
+                            acc062 += dsl_dot4x8_ss(av78, c72);
+                            acc072 += dsl_dot4x8_ss(av79, c72);
+                        }
+                        uint t261 = (wv17 >> 4u) & 50529027u;
+                        uint c73 = tq2 ? ((t261 + 2139062143u) ^ 2155905152u) : t261;
+                        acc102 += dsl_dot4x8_ss(av72, c73);
+                        acc112 += dsl_dot4x8_ss(av73, c73);
+                        if (TILE_TOKS > 2u) {
+                            acc122 += dsl_dot4x8_ss(av74, c73);
+                            acc132 += dsl_dot4x8_ss(av75, c73);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc142 += dsl_dot4x8_ss(av76, c73);
+                            acc152 += dsl_dot4x8_ss(av77, c73);
+                            acc162 += dsl_dot4x8_ss(av78, c73);
+                            acc172 += dsl_dot4x8_ss(av79, c73);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t262 = (wv18 >> 4u) & 50529027u;
+                            uint c74 = tq2 ? ((t262 + 2139062143u) ^ 2155905152u) : t262;
+                            acc202 += dsl_dot4x8_ss(av72, c74);
+                            acc212 += dsl_dot4x8_ss(av73, c74);
+                            if (TILE_TOKS > 2u) {
+                                acc222 += dsl_dot4x8_ss(av74, c74);
+                                acc232 += dsl_dot4x8_ss(av75, c74);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc242 += dsl_dot4x8_ss(av76, c74);
+                                acc252 += dsl_dot4x8_ss(av77, c74);
+                                acc262 += dsl_dot4x8_ss(av78, c74);
+                                acc272 += dsl_dot4x8_ss(av79, c74);
+                            }
+                            uint t263 = (wv19 >> 4u) & 50529027u;
+                            uint c75 = tq2 ? ((t263 + 2139062143u) ^ 2155905152u) : t263;
+                            acc302 += dsl_dot4x8_ss(av72, c75);
+                            acc312 += dsl_dot4x8_ss(av73, c75);
+                            if (TILE_TOKS > 2u) {
+                                acc322 += dsl_dot4x8_ss(av74, c75);
+                                acc332 += dsl_dot4x8_ss(av75, c75);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc342 += dsl_dot4x8_ss(av76, c75);
+                                acc352 += dsl_dot4x8_ss(av77, c75);
+                                acc362 += dsl_dot4x8_ss(av78, c75);
+                                acc372 += dsl_dot4x8_ss(av79, c75);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t264 = (wv20 >> 4u) & 50529027u;
+                            uint c76 = tq2 ? ((t264 + 2139062143u) ^ 2155905152u) : t264;
+                            acc402 += dsl_dot4x8_ss(av72, c76);
+                            acc412 += dsl_dot4x8_ss(av73, c76);
+                            if (TILE_TOKS > 2u) {
+                                acc422 += dsl_dot4x8_ss(av74, c76);
+                                acc432 += dsl_dot4x8_ss(av75, c76);
+                            }
+                            uint t265 = (wv21 >> 4u) & 50529027u;
+                            uint c77 = tq2 ? ((t265 + 2139062143u) ^ 2155905152u) : t265;
+                            acc502 += dsl_dot4x8_ss(av72, c77);
+                            acc512 += dsl_dot4x8_ss(av73, c77);
+                            if (TILE_TOKS > 2u) {
+                                acc522 += dsl_dot4x8_ss(av74, c77);
+                                acc532 += dsl_dot4x8_ss(av75, c77);
+                            }
+                            uint t266 = (wv22 >> 4u) & 50529027u;
+                            uint c78 = tq2 ? ((t266 + 2139062143u) ^ 2155905152u) : t266;
+                            acc602 += dsl_dot4x8_ss(av72, c78);
+                            acc612 += dsl_dot4x8_ss(av73, c78);
+                            if (TILE_TOKS > 2u) {
+                                acc622 += dsl_dot4x8_ss(av74, c78);
+                                acc632 += dsl_dot4x8_ss(av75, c78);
+                            }
+                            uint t267 = (wv23 >> 4u) & 50529027u;
+                            uint c79 = tq2 ? ((t267 + 2139062143u) ^ 2155905152u) : t267;
+                            acc702 += dsl_dot4x8_ss(av72, c79);
+                            acc712 += dsl_dot4x8_ss(av73, c79);
+                            if (TILE_TOKS > 2u) {
+                                acc722 += dsl_dot4x8_ss(av74, c79);
+                                acc732 += dsl_dot4x8_ss(av75, c79);
+                            }
+                        }
+                        uint ab10 = ((wl2 + 16u) * astr2) + tokv2;
+                        uint av80 = 0u;
+                        uint av81 = 0u;
+                        uint av82 = 0u;
+                        uint av83 = 0u;
+                        uint av84 = 0u;
+                        uint av85 = 0u;
+                        uint av86 = 0u;
+                        uint av87 = 0u;
+                        av80 = ash[ab10 + 0u];
+                        av81 = ash[ab10 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av82 = ash[ab10 + 2u];
+                            av83 = ash[ab10 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av84 = ash[ab10 + 4u];
+                            av85 = ash[ab10 + 5u];
+                            av86 = ash[ab10 + 6u];
+                            av87 = ash[ab10 + 7u];
+                        }
+                        uint t268 = (wv16 >> 2u) & 50529027u;
+                        uint c80 = tq2 ? ((t268 + 2139062143u) ^ 2155905152u) : t268;
+                        acc002 += dsl_dot4x8_ss(av80, c80);
+                        acc012 += dsl_dot4x8_ss(av81, c80);
+                        if (TILE_TOKS > 2u) {
+                            acc022 += dsl_dot4x8_ss(av82, c80);
+                            acc032 += dsl_dot4x8_ss(av83, c80);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc042 += dsl_dot4x8_ss(av84, c80);
+                            acc052 += dsl_dot4x8_ss(av85, c80);
+                            acc062 += dsl_dot4x8_ss(av86, c80);
+                            acc072 += dsl_dot4x8_ss(av87, c80);
+                        }
+                        uint t269 = (wv17 >> 2u) & 50529027u;
+                        uint c81 = tq2 ? ((t269 + 2139062143u) ^ 2155905152u) : t269;
+                        acc102 += dsl_dot4x8_ss(av80, c81);
+                        acc112 += dsl_dot4x8_ss(av81, c81);
+                        if (TILE_TOKS > 2u) {
+                            acc122 += dsl_dot4x8_ss(av82, c81);
+                            acc132 += dsl_dot4x8_ss(av83, c81);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc142 += dsl_dot4x8_ss(av84, c81);
+                            acc152 += dsl_dot4x8_ss(av85, c81);
+                            acc162 += dsl_dot4x8_ss(av86, c81);
+                            acc172 += dsl_dot4x8_ss(av87, c81);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t270 = (wv18 >> 2u) & 50529027u;
+                            uint c82 = tq2 ? ((t270 + 2139062143u) ^ 2155905152u) : t270;
+                            acc202 += dsl_dot4x8_ss(av80, c82);
+                            acc212 += dsl_dot4x8_ss(av81, c82);
+                            if (TILE_TOKS > 2u) {
+                                acc222 += dsl_dot4x8_ss(av82, c82);
+                                acc232 += dsl_dot4x8_ss(av83, c82);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc242 += dsl_dot4x8_ss(av84, c82);
+                                acc252 += dsl_dot4x8_ss(av85, c82);
+                                acc262 += dsl_dot4x8_ss(av86, c82);
+                                acc272 += dsl_dot4x8_ss(av87, c82);
+                            }
+                            uint t271 = (wv19 >> 2u) & 50529027u;
+                            uint c83 = tq2 ? ((t271 + 2139062143u) ^ 2155905152u) : t271;
+                            acc302 += dsl_dot4x8_ss(av80, c83);
+                            acc312 += dsl_dot4x8_ss(av81, c83);
+                            if (TILE_TOKS > 2u) {
+                                acc322 += dsl_dot4x8_ss(av82, c83);
+                                acc332 += dsl_dot4x8_ss(av83, c83);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc342 += dsl_dot4x8_ss(av84, c83);
+                                acc352 += dsl_dot4x8_ss(av85, c83);
+                                acc362 += dsl_dot4x8_ss(av86, c83);
+                                acc372 += dsl_dot4x8_ss(av87, c83);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t272 = (wv20 >> 2u) & 50529027u;
+                            uint c84 = tq2 ? ((t272 + 2139062143u) ^ 2155905152u) : t272;
+                            acc402 += dsl_dot4x8_ss(av80, c84);
+                            acc412 += dsl_dot4x8_ss(av81, c84);
+                            if (TILE_TOKS > 2u) {
+                                acc422 += dsl_dot4x8_ss(av82, c84);
+                                acc432 += dsl_dot4x8_ss(av83, c84);
+                            }
+                            uint t273 = (wv21 >> 2u) & 50529027u;
+                            uint c85 = tq2 ? ((t273 + 2139062143u) ^ 2155905152u) : t273;
+                            acc502 += dsl_dot4x8_ss(av80, c85);
+                            acc512 += dsl_dot4x8_ss(av81, c85);
+                            if (TILE_TOKS > 2u) {
+                                acc522 += dsl_dot4x8_ss(av82, c85);
+                                acc532 += dsl_dot4x8_ss(av83, c85);
+                            }
+                            uint t274 = (wv22 >> 2u) & 50529027u;
+                            uint c86 = tq2 ? ((t274 + 2139062143u) ^ 2155905152u) : t274;
+                            acc602 += dsl_dot4x8_ss(av80, c86);
+                            acc612 += dsl_dot4x8_ss(av81, c86);
+                            if (TILE_TOKS > 2u) {
+                                acc622 += dsl_dot4x8_ss(av82, c86);
+                                acc632 += dsl_dot4x8_ss(av83, c86);
+                            }
+                            uint t275 = (wv23 >> 2u) & 50529027u;
+                            uint c87 = tq2 ? ((t275 + 2139062143u) ^ 2155905152u) : t275;
+                            acc702 += dsl_dot4x8_ss(av80, c87);
+                            acc712 += dsl_dot4x8_ss(av81, c87);
+                            if (TILE_TOKS > 2u) {
+                                acc722 += dsl_dot4x8_ss(av82, c87);
+                                acc732 += dsl_dot4x8_ss(av83, c87);
+                            }
+                        }
+                        uint ab11 = ((wl2 + 24u) * astr2) + tokv2;
+                        uint av88 = 0u;
+                        uint av89 = 0u;
+                        uint av90 = 0u;
+                        uint av91 = 0u;
+                        uint av92 = 0u;
+                        uint av93 = 0u;
+                        uint av94 = 0u;
+                        uint av95 = 0u;
+                        av88 = ash[ab11 + 0u];
+                        av89 = ash[ab11 + 1u];
+                        if (TILE_TOKS > 2u) {
+                            av90 = ash[ab11 + 2u];
+                            av91 = ash[ab11 + 3u];
+                        }
+                        if (TILE_TOKS > 4u) {
+                            av92 = ash[ab11 + 4u];
+                            av93 = ash[ab11 + 5u];
+                            av94 = ash[ab11 + 6u];
+                            av95 = ash[ab11 + 7u];
+                        }
+                        uint t276 = (wv16 >> 0u) & 50529027u;
+                        uint c88 = tq2 ? ((t276 + 2139062143u) ^ 2155905152u) : t276;
+                        acc002 += dsl_dot4x8_ss(av88, c88);
+                        acc012 += dsl_dot4x8_ss(av89, c88);
+                        if (TILE_TOKS > 2u) {
+                            acc022 += dsl_dot4x8_ss(av90, c88);
+                            acc032 += dsl_dot4x8_ss(av91, c88);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc042 += dsl_dot4x8_ss(av92, c88);
+                            acc052 += dsl_dot4x8_ss(av93, c88);
+                            acc062 += dsl_dot4x8_ss(av94, c88);
+                            acc072 += dsl_dot4x8_ss(av95, c88);
+                        }
+                        uint t277 = (wv17 >> 0u) & 50529027u;
+                        uint c89 = tq2 ? ((t277 + 2139062143u) ^ 2155905152u) : t277;
+                        acc102 += dsl_dot4x8_ss(av88, c89);
+                        acc112 += dsl_dot4x8_ss(av89, c89);
+                        if (TILE_TOKS > 2u) {
+                            acc122 += dsl_dot4x8_ss(av90, c89);
+                            acc132 += dsl_dot4x8_ss(av91, c89);
+                        }
+                        if (TILE_TOKS > 4u) {
+                            acc142 += dsl_dot4x8_ss(av92, c89);
+                            acc152 += dsl_dot4x8_ss(av93, c89);
+                            acc162 += dsl_dot4x8_ss(av94, c89);
+                            acc172 += dsl_dot4x8_ss(av95, c89);
+                        }
+                        if (TILE_ROWS > 2u) {
+                            uint t278 = (wv18 >> 0u) & 50529027u;
+                            uint c90 = tq2 ? ((t278 + 2139062143u) ^ 2155905152u) : t278;
+                            acc202 += dsl_dot4x8_ss(av88, c90);
+                            acc212 += dsl_dot4x8_ss(av89, c90);
+                            if (TILE_TOKS > 2u) {
+                                acc222 += dsl_dot4x8_ss(av90, c90);
+                                acc232 += dsl_dot4x8_ss(av91, c90);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc242 += dsl_dot4x8_ss(av92, c90);
+                                acc252 += dsl_dot4x8_ss(av93, c90);
+                                acc262 += dsl_dot4x8_ss(av94, c90);
+                                acc272 += dsl_dot4x8_ss(av95, c90);
+                            }
+                            uint t279 = (wv19 >> 0u) & 50529027u;
+                            uint c91 = tq2 ? ((t279 + 2139062143u) ^ 2155905152u) : t279;
+                            acc302 += dsl_dot4x8_ss(av88, c91);
+                            acc312 += dsl_dot4x8_ss(av89, c91);
+                            if (TILE_TOKS > 2u) {
+                                acc322 += dsl_dot4x8_ss(av90, c91);
+                                acc332 += dsl_dot4x8_ss(av91, c91);
+                            }
+                            if (TILE_TOKS > 4u) {
+                                acc342 += dsl_dot4x8_ss(av92, c91);
+                                acc352 += dsl_dot4x8_ss(av93, c91);
+                                acc362 += dsl_dot4x8_ss(av94, c91);
+                                acc372 += dsl_dot4x8_ss(av95, c91);
+                            }
+                        }
+                        if (TILE_ROWS > 4u) {
+                            uint t280 = (wv20 >> 0u) & 50529027u;
+                            uint c92 = tq2 ? ((t280 + 2139062143u) ^ 2155905152u) : t280;
+                            acc402 += dsl_dot4x8_ss(av88, c92);
+                            acc412 += dsl_dot4x8_ss(av89, c92);
+                            if (TILE_TOKS > 2u) {
+                                acc422 += dsl_dot4x8_ss(av90, c92);
+                                acc432 += dsl_dot4x8_ss(av91, c92);
+                            }
+                            uint t281 = (wv21 >> 0u) & 50529027u;
+                            uint c93 = tq2 ? ((t281 + 2139062143u) ^ 2155905152u) : t281;
+                            acc502 += dsl_dot4x8_ss(av88, c93);
+                            acc512 += dsl_dot4x8_ss(av89, c93);
+                            if (TILE_TOKS > 2u) {
+                                acc522 += dsl_dot4x8_ss(av90, c93);
+                                acc532 += dsl_dot4x8_ss(av91, c93);
+                            }
+                            uint t282 = (wv22 >> 0u) & 50529027u;
+                            uint c94 = tq2 ? ((t282 + 2139062143u) ^ 2155905152u) : t282;
+                            acc602 += dsl_dot4x8_ss(av88, c94);
+                            acc612 += dsl_dot4x8_ss(av89, c94);
+                            if (TILE_TOKS > 2u) {
+                                acc622 += dsl_dot4x8_ss(av90, c94);
+                                acc632 += dsl_dot4x8_ss(av91, c94);
+                            }
+                            uint t283 = (wv23 >> 0u) & 50529027u;
+                            uint c95 = tq2 ? ((t283 + 2139062143u) ^ 2155905152u) : t283;
+                            acc702 += dsl_dot4x8_ss(av88, c95);
+                            acc712 += dsl_dot4x8_ss(av89, c95);
+                            if (TILE_TOKS > 2u) {
+                                acc722 += dsl_dot4x8_ss(av90, c95);
+                                acc732 += dsl_dot4x8_ss(av91, c95);
+                            }
+                        }
                     }
                 }
                 if (tq2) {
-                    precise float d9 = dsh[tx2 + 0u];
-                    accf002 += float(acc002) * d9;
+                    precise float d17 = dsh[(tx2 + 0u) + 0u];
+                    accf002 += float(acc002) * d17;
                     acc002 = 0;
-                    accf012 += float(acc012) * d9;
+                    accf012 += float(acc012) * d17;
                     acc012 = 0;
-                    accf022 += float(acc022) * d9;
-                    acc022 = 0;
-                    accf032 += float(acc032) * d9;
-                    acc032 = 0;
-                    precise float d10 = dsh[tx2 + 16u];
-                    accf102 += float(acc102) * d10;
+                    if (TILE_TOKS > 2u) {
+                        accf022 += float(acc022) * d17;
+                        acc022 = 0;
+                        accf032 += float(acc032) * d17;
+                        acc032 = 0;
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accf042 += float(acc042) * d17;
+                        acc042 = 0;
+                        accf052 += float(acc052) * d17;
+                        acc052 = 0;
+                        accf062 += float(acc062) * d17;
+                        acc062 = 0;
+                        accf072 += float(acc072) * d17;
+                        acc072 = 0;
+                    }
+                    precise float d18 = dsh[(tx2 + 16u) + 0u];
+                    accf102 += float(acc102) * d18;
                     acc102 = 0;
-                    accf112 += float(acc112) * d10;
+                    accf112 += float(acc112) * d18;
                     acc112 = 0;
-                    accf122 += float(acc122) * d10;
-                    acc122 = 0;
-                    accf132 += float(acc132) * d10;
-                    acc132 = 0;
-                    precise float d11 = dsh[tx2 + 32u];
-                    accf202 += float(acc202) * d11;
-                    acc202 = 0;
-                    accf212 += float(acc212) * d11;
-                    acc212 = 0;
-                    accf222 += float(acc222) * d11;
-                    acc222 = 0;
-                    accf232 += float(acc232) * d11;
-                    acc232 = 0;
-                    precise float d12 = dsh[tx2 + 48u];
-                    accf302 += float(acc302) * d12;
-                    acc302 = 0;
-                    accf312 += float(acc312) * d12;
-                    acc312 = 0;
-                    accf322 += float(acc322) * d12;
-                    acc322 = 0;
-                    accf332 += float(acc332) * d12;
-                    acc332 = 0;
+                    if (TILE_TOKS > 2u) {
+                        accf122 += float(acc122) * d18;
+                        acc122 = 0;
+                        accf132 += float(acc132) * d18;
+                        acc132 = 0;
+                    }
+                    if (TILE_TOKS > 4u) {
+                        accf142 += float(acc142) * d18;
+                        acc142 = 0;
+                        accf152 += float(acc152) * d18;
+                        acc152 = 0;
+                        accf162 += float(acc162) * d18;
+                        acc162 = 0;
+                        accf172 += float(acc172) * d18;
+                        acc172 = 0;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        precise float d19 = dsh[(tx2 + 32u) + 0u];
+                        accf202 += float(acc202) * d19;
+                        acc202 = 0;
+                        accf212 += float(acc212) * d19;
+                        acc212 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf222 += float(acc222) * d19;
+                            acc222 = 0;
+                            accf232 += float(acc232) * d19;
+                            acc232 = 0;
+                        }
+                        if (TILE_TOKS > 4u) {
+                            accf242 += float(acc242) * d19;
+                            acc242 = 0;
+                            accf252 += float(acc252) * d19;
+                            acc252 = 0;
+                            accf262 += float(acc262) * d19;
+                            acc262 = 0;
+                            accf272 += float(acc272) * d19;
+                            acc272 = 0;
+                        }
+                        precise float d20 = dsh[(tx2 + 48u) + 0u];
+                        accf302 += float(acc302) * d20;
+                        acc302 = 0;
+                        accf312 += float(acc312) * d20;
+                        acc312 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf322 += float(acc322) * d20;
+                            acc322 = 0;
+                            accf332 += float(acc332) * d20;
+                            acc332 = 0;
+                        }
+                        if (TILE_TOKS > 4u) {
+                            accf342 += float(acc342) * d20;
+                            acc342 = 0;
+                            accf352 += float(acc352) * d20;
+                            acc352 = 0;
+                            accf362 += float(acc362) * d20;
+                            acc362 = 0;
+                            accf372 += float(acc372) * d20;
+                            acc372 = 0;
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        precise float d21 = dsh[(tx2 + 64u) + 0u];
+                        accf402 += float(acc402) * d21;
+                        acc402 = 0;
+                        accf412 += float(acc412) * d21;
+                        acc412 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf422 += float(acc422) * d21;
+                            acc422 = 0;
+                            accf432 += float(acc432) * d21;
+                            acc432 = 0;
+                        }
+                        precise float d22 = dsh[(tx2 + 80u) + 0u];
+                        accf502 += float(acc502) * d22;
+                        acc502 = 0;
+                        accf512 += float(acc512) * d22;
+                        acc512 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf522 += float(acc522) * d22;
+                            acc522 = 0;
+                            accf532 += float(acc532) * d22;
+                            acc532 = 0;
+                        }
+                        precise float d23 = dsh[(tx2 + 96u) + 0u];
+                        accf602 += float(acc602) * d23;
+                        acc602 = 0;
+                        accf612 += float(acc612) * d23;
+                        acc612 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf622 += float(acc622) * d23;
+                            acc622 = 0;
+                            accf632 += float(acc632) * d23;
+                            acc632 = 0;
+                        }
+                        precise float d24 = dsh[(tx2 + 112u) + 0u];
+                        accf702 += float(acc702) * d24;
+                        acc702 = 0;
+                        accf712 += float(acc712) * d24;
+                        acc712 = 0;
+                        if (TILE_TOKS > 2u) {
+                            accf722 += float(acc722) * d24;
+                            acc722 = 0;
+                            accf732 += float(acc732) * d24;
+                            acc732 = 0;
+                        }
+                    }
                 }
                 barrier();
             }
-            uint tok8 = tok02 + ((ty2 * 4u) + 0u);
-            if (tok8 < dyn.n_tokens) {
-                int qsum8 = int(pc.qs.d[(tok8 * 2u) + 1u]);
-                precise float sc8 = pc.qs.d[tok8 * 2u];
-                uint row32 = row02 + (tx2 + 0u);
-                if (row32 < M2) {
-                    precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf002 / sc8) : ((float(acc002 - qsum8) / sc8) * ws2);
-                    pc.y2.d[(tok8 * M2) + row32] = v32;
+            uint tok16 = tok02 + (tokv2 + 0u);
+            if (tok16 < dyn.n_tokens) {
+                int qsum16 = int(pc.qs.d[(tok16 * 2u) + 1u]);
+                precise float sc16 = pc.qs.d[tok16 * 2u];
+                uint row96 = row02 + (tx2 + 0u);
+                if (row96 < M2) {
+                    precise float v96 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf002 / sc16) : ((float(acc002 - qsum16) / sc16) * ws2);
+                    pc.y2.d[(tok16 * M2) + row96] = v96;
                 }
-                uint row33 = row02 + (tx2 + 16u);
-                if (row33 < M2) {
-                    precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf102 / sc8) : ((float(acc102 - qsum8) / sc8) * ws2);
-                    pc.y2.d[(tok8 * M2) + row33] = v33;
+                uint row97 = row02 + (tx2 + 16u);
+                if (row97 < M2) {
+                    precise float v97 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf102 / sc16) : ((float(acc102 - qsum16) / sc16) * ws2);
+                    pc.y2.d[(tok16 * M2) + row97] = v97;
                 }
-                uint row34 = row02 + (tx2 + 32u);
-                if (row34 < M2) {
-                    precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf202 / sc8) : ((float(acc202 - qsum8) / sc8) * ws2);
-                    pc.y2.d[(tok8 * M2) + row34] = v34;
+                if (TILE_ROWS > 2u) {
+                    uint row98 = row02 + (tx2 + 32u);
+                    if (row98 < M2) {
+                        precise float v98 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf202 / sc16) : ((float(acc202 - qsum16) / sc16) * ws2);
+                        pc.y2.d[(tok16 * M2) + row98] = v98;
+                    }
+                    uint row99 = row02 + (tx2 + 48u);
+                    if (row99 < M2) {
+                        precise float v99 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf302 / sc16) : ((float(acc302 - qsum16) / sc16) * ws2);
+                        pc.y2.d[(tok16 * M2) + row99] = v99;
+                    }
                 }
-                uint row35 = row02 + (tx2 + 48u);
-                if (row35 < M2) {
-                    precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf302 / sc8) : ((float(acc302 - qsum8) / sc8) * ws2);
-                    pc.y2.d[(tok8 * M2) + row35] = v35;
-                }
-            }
-            uint tok9 = tok02 + ((ty2 * 4u) + 1u);
-            if (tok9 < dyn.n_tokens) {
-                int qsum9 = int(pc.qs.d[(tok9 * 2u) + 1u]);
-                precise float sc9 = pc.qs.d[tok9 * 2u];
-                uint row36 = row02 + (tx2 + 0u);
-                if (row36 < M2) {
-                    precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf012 / sc9) : ((float(acc012 - qsum9) / sc9) * ws2);
-                    pc.y2.d[(tok9 * M2) + row36] = v36;
-                }
-                uint row37 = row02 + (tx2 + 16u);
-                if (row37 < M2) {
-                    precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf112 / sc9) : ((float(acc112 - qsum9) / sc9) * ws2);
-                    pc.y2.d[(tok9 * M2) + row37] = v37;
-                }
-                uint row38 = row02 + (tx2 + 32u);
-                if (row38 < M2) {
-                    precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf212 / sc9) : ((float(acc212 - qsum9) / sc9) * ws2);
-                    pc.y2.d[(tok9 * M2) + row38] = v38;
-                }
-                uint row39 = row02 + (tx2 + 48u);
-                if (row39 < M2) {
-                    precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf312 / sc9) : ((float(acc312 - qsum9) / sc9) * ws2);
-                    pc.y2.d[(tok9 * M2) + row39] = v39;
-                }
-            }
-            uint tok10 = tok02 + ((ty2 * 4u) + 2u);
-            if (tok10 < dyn.n_tokens) {
-                int qsum10 = int(pc.qs.d[(tok10 * 2u) + 1u]);
-                precise float sc10 = pc.qs.d[tok10 * 2u];
-                uint row40 = row02 + (tx2 + 0u);
-                if (row40 < M2) {
-                    precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf022 / sc10) : ((float(acc022 - qsum10) / sc10) * ws2);
-                    pc.y2.d[(tok10 * M2) + row40] = v40;
-                }
-                uint row41 = row02 + (tx2 + 16u);
-                if (row41 < M2) {
-                    precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf122 / sc10) : ((float(acc122 - qsum10) / sc10) * ws2);
-                    pc.y2.d[(tok10 * M2) + row41] = v41;
-                }
-                uint row42 = row02 + (tx2 + 32u);
-                if (row42 < M2) {
-                    precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf222 / sc10) : ((float(acc222 - qsum10) / sc10) * ws2);
-                    pc.y2.d[(tok10 * M2) + row42] = v42;
-                }
-                uint row43 = row02 + (tx2 + 48u);
-                if (row43 < M2) {
-                    precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf322 / sc10) : ((float(acc322 - qsum10) / sc10) * ws2);
-                    pc.y2.d[(tok10 * M2) + row43] = v43;
+                if (TILE_ROWS > 4u) {
+                    uint row100 = row02 + (tx2 + 64u);
+                    if (row100 < M2) {
+                        precise float v100 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf402 / sc16) : ((float(acc402 - qsum16) / sc16) * ws2);
+                        pc.y2.d[(tok16 * M2) + row100] = v100;
+                    }
+                    uint row101 = row02 + (tx2 + 80u);
+                    if (row101 < M2) {
+                        precise float v101 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf502 / sc16) : ((float(acc502 - qsum16) / sc16) * ws2);
+                        pc.y2.d[(tok16 * M2) + row101] = v101;
+                    }
+                    uint row102 = row02 + (tx2 + 96u);
+                    if (row102 < M2) {
+                        precise float v102 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf602 / sc16) : ((float(acc602 - qsum16) / sc16) * ws2);
+                        pc.y2.d[(tok16 * M2) + row102] = v102;
+                    }
+                    uint row103 = row02 + (tx2 + 112u);
+                    if (row103 < M2) {
+                        precise float v103 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf702 / sc16) : ((float(acc702 - qsum16) / sc16) * ws2);
+                        pc.y2.d[(tok16 * M2) + row103] = v103;
+                    }
                 }
             }
-            uint tok11 = tok02 + ((ty2 * 4u) + 3u);
-            if (tok11 < dyn.n_tokens) {
-                int qsum11 = int(pc.qs.d[(tok11 * 2u) + 1u]);
-                precise float sc11 = pc.qs.d[tok11 * 2u];
-                uint row44 = row02 + (tx2 + 0u);
-                if (row44 < M2) {
-                    precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf032 / sc11) : ((float(acc032 - qsum11) / sc11) * ws2);
-                    pc.y2.d[(tok11 * M2) + row44] = v44;
+            uint tok17 = tok02 + (tokv2 + 1u);
+            if (tok17 < dyn.n_tokens) {
+                int qsum17 = int(pc.qs.d[(tok17 * 2u) + 1u]);
+                precise float sc17 = pc.qs.d[tok17 * 2u];
+                uint row104 = row02 + (tx2 + 0u);
+                if (row104 < M2) {
+                    precise float v104 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf012 / sc17) : ((float(acc012 - qsum17) / sc17) * ws2);
+                    pc.y2.d[(tok17 * M2) + row104] = v104;
                 }
-                uint row45 = row02 + (tx2 + 16u);
-                if (row45 < M2) {
-                    precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf132 / sc11) : ((float(acc132 - qsum11) / sc11) * ws2);
-                    pc.y2.d[(tok11 * M2) + row45] = v45;
+                uint row105 = row02 + (tx2 + 16u);
+                if (row105 < M2) {
+                    precise float v105 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf112 / sc17) : ((float(acc112 - qsum17) / sc17) * ws2);
+                    pc.y2.d[(tok17 * M2) + row105] = v105;
                 }
-                uint row46 = row02 + (tx2 + 32u);
-                if (row46 < M2) {
-                    precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf232 / sc11) : ((float(acc232 - qsum11) / sc11) * ws2);
-                    pc.y2.d[(tok11 * M2) + row46] = v46;
+                if (TILE_ROWS > 2u) {
+                    uint row106 = row02 + (tx2 + 32u);
+                    if (row106 < M2) {
+                        precise float v106 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf212 / sc17) : ((float(acc212 - qsum17) / sc17) * ws2);
+                        pc.y2.d[(tok17 * M2) + row106] = v106;
+                    }
+                    uint row107 = row02 + (tx2 + 48u);
+                    if (row107 < M2) {
+                        precise float v107 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf312 / sc17) : ((float(acc312 - qsum17) / sc17) * ws2);
+                        pc.y2.d[(tok17 * M2) + row107] = v107;
+                    }
                 }
-                uint row47 = row02 + (tx2 + 48u);
-                if (row47 < M2) {
-                    precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf332 / sc11) : ((float(acc332 - qsum11) / sc11) * ws2);
-                    pc.y2.d[(tok11 * M2) + row47] = v47;
+                if (TILE_ROWS > 4u) {
+                    uint row108 = row02 + (tx2 + 64u);
+                    if (row108 < M2) {
+                        precise float v108 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf412 / sc17) : ((float(acc412 - qsum17) / sc17) * ws2);
+                        pc.y2.d[(tok17 * M2) + row108] = v108;
+                    }
+                    uint row109 = row02 + (tx2 + 80u);
+                    if (row109 < M2) {
+                        precise float v109 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf512 / sc17) : ((float(acc512 - qsum17) / sc17) * ws2);
+                        pc.y2.d[(tok17 * M2) + row109] = v109;
+                    }
+                    uint row110 = row02 + (tx2 + 96u);
+                    if (row110 < M2) {
+                        precise float v110 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf612 / sc17) : ((float(acc612 - qsum17) / sc17) * ws2);
+                        pc.y2.d[(tok17 * M2) + row110] = v110;
+                    }
+                    uint row111 = row02 + (tx2 + 112u);
+                    if (row111 < M2) {
+                        precise float v111 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf712 / sc17) : ((float(acc712 - qsum17) / sc17) * ws2);
+                        pc.y2.d[(tok17 * M2) + row111] = v111;
+                    }
+                }
+            }
+            if (TILE_TOKS > 2u) {
+                uint tok18 = tok02 + (tokv2 + 2u);
+                if (tok18 < dyn.n_tokens) {
+                    int qsum18 = int(pc.qs.d[(tok18 * 2u) + 1u]);
+                    precise float sc18 = pc.qs.d[tok18 * 2u];
+                    uint row112 = row02 + (tx2 + 0u);
+                    if (row112 < M2) {
+                        precise float v112 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf022 / sc18) : ((float(acc022 - qsum18) / sc18) * ws2);
+                        pc.y2.d[(tok18 * M2) + row112] = v112;
+                    }
+                    uint row113 = row02 + (tx2 + 16u);
+                    if (row113 < M2) {
+                        precise float v113 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf122 / sc18) : ((float(acc122 - qsum18) / sc18) * ws2);
+                        pc.y2.d[(tok18 * M2) + row113] = v113;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row114 = row02 + (tx2 + 32u);
+                        if (row114 < M2) {
+                            precise float v114 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf222 / sc18) : ((float(acc222 - qsum18) / sc18) * ws2);
+                            pc.y2.d[(tok18 * M2) + row114] = v114;
+                        }
+                        uint row115 = row02 + (tx2 + 48u);
+                        if (row115 < M2) {
+                            precise float v115 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf322 / sc18) : ((float(acc322 - qsum18) / sc18) * ws2);
+                            pc.y2.d[(tok18 * M2) + row115] = v115;
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint row116 = row02 + (tx2 + 64u);
+                        if (row116 < M2) {
+                            precise float v116 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf422 / sc18) : ((float(acc422 - qsum18) / sc18) * ws2);
+                            pc.y2.d[(tok18 * M2) + row116] = v116;
+                        }
+                        uint row117 = row02 + (tx2 + 80u);
+                        if (row117 < M2) {
+                            precise float v117 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf522 / sc18) : ((float(acc522 - qsum18) / sc18) * ws2);
+                            pc.y2.d[(tok18 * M2) + row117] = v117;
+                        }
+                        uint row118 = row02 + (tx2 + 96u);
+                        if (row118 < M2) {
+                            precise float v118 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf622 / sc18) : ((float(acc622 - qsum18) / sc18) * ws2);
+                            pc.y2.d[(tok18 * M2) + row118] = v118;
+                        }
+                        uint row119 = row02 + (tx2 + 112u);
+                        if (row119 < M2) {
+                            precise float v119 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf722 / sc18) : ((float(acc722 - qsum18) / sc18) * ws2);
+                            pc.y2.d[(tok18 * M2) + row119] = v119;
+                        }
+                    }
+                }
+                uint tok19 = tok02 + (tokv2 + 3u);
+                if (tok19 < dyn.n_tokens) {
+                    int qsum19 = int(pc.qs.d[(tok19 * 2u) + 1u]);
+                    precise float sc19 = pc.qs.d[tok19 * 2u];
+                    uint row120 = row02 + (tx2 + 0u);
+                    if (row120 < M2) {
+                        precise float v120 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf032 / sc19) : ((float(acc032 - qsum19) / sc19) * ws2);
+                        pc.y2.d[(tok19 * M2) + row120] = v120;
+                    }
+                    uint row121 = row02 + (tx2 + 16u);
+                    if (row121 < M2) {
+                        precise float v121 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf132 / sc19) : ((float(acc132 - qsum19) / sc19) * ws2);
+                        pc.y2.d[(tok19 * M2) + row121] = v121;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row122 = row02 + (tx2 + 32u);
+                        if (row122 < M2) {
+                            precise float v122 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf232 / sc19) : ((float(acc232 - qsum19) / sc19) * ws2);
+                            pc.y2.d[(tok19 * M2) + row122] = v122;
+                        }
+                        uint row123 = row02 + (tx2 + 48u);
+                        if (row123 < M2) {
+                            precise float v123 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf332 / sc19) : ((float(acc332 - qsum19) / sc19) * ws2);
+                            pc.y2.d[(tok19 * M2) + row123] = v123;
+                        }
+                    }
+                    if (TILE_ROWS > 4u) {
+                        uint row124 = row02 + (tx2 + 64u);
+                        if (row124 < M2) {
+                            precise float v124 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf432 / sc19) : ((float(acc432 - qsum19) / sc19) * ws2);
+                            pc.y2.d[(tok19 * M2) + row124] = v124;
+                        }
+                        uint row125 = row02 + (tx2 + 80u);
+                        if (row125 < M2) {
+                            precise float v125 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf532 / sc19) : ((float(acc532 - qsum19) / sc19) * ws2);
+                            pc.y2.d[(tok19 * M2) + row125] = v125;
+                        }
+                        uint row126 = row02 + (tx2 + 96u);
+                        if (row126 < M2) {
+                            precise float v126 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf632 / sc19) : ((float(acc632 - qsum19) / sc19) * ws2);
+                            pc.y2.d[(tok19 * M2) + row126] = v126;
+                        }
+                        uint row127 = row02 + (tx2 + 112u);
+                        if (row127 < M2) {
+                            precise float v127 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf732 / sc19) : ((float(acc732 - qsum19) / sc19) * ws2);
+                            pc.y2.d[(tok19 * M2) + row127] = v127;
+                        }
+                    }
+                }
+            }
+            if (TILE_TOKS > 4u) {
+                uint tok20 = tok02 + (tokv2 + 4u);
+                if (tok20 < dyn.n_tokens) {
+                    int qsum20 = int(pc.qs.d[(tok20 * 2u) + 1u]);
+                    precise float sc20 = pc.qs.d[tok20 * 2u];
+                    uint row128 = row02 + (tx2 + 0u);
+                    if (row128 < M2) {
+                        precise float v128 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf042 / sc20) : ((float(acc042 - qsum20) / sc20) * ws2);
+                        pc.y2.d[(tok20 * M2) + row128] = v128;
+                    }
+                    uint row129 = row02 + (tx2 + 16u);
+                    if (row129 < M2) {
+                        precise float v129 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf142 / sc20) : ((float(acc142 - qsum20) / sc20) * ws2);
+                        pc.y2.d[(tok20 * M2) + row129] = v129;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row130 = row02 + (tx2 + 32u);
+                        if (row130 < M2) {
+                            precise float v130 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf242 / sc20) : ((float(acc242 - qsum20) / sc20) * ws2);
+                            pc.y2.d[(tok20 * M2) + row130] = v130;
+                        }
+                        uint row131 = row02 + (tx2 + 48u);
+                        if (row131 < M2) {
+                            precise float v131 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf342 / sc20) : ((float(acc342 - qsum20) / sc20) * ws2);
+                            pc.y2.d[(tok20 * M2) + row131] = v131;
+                        }
+                    }
+                }
+                uint tok21 = tok02 + (tokv2 + 5u);
+                if (tok21 < dyn.n_tokens) {
+                    int qsum21 = int(pc.qs.d[(tok21 * 2u) + 1u]);
+                    precise float sc21 = pc.qs.d[tok21 * 2u];
+                    uint row132 = row02 + (tx2 + 0u);
+                    if (row132 < M2) {
+                        precise float v132 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf052 / sc21) : ((float(acc052 - qsum21) / sc21) * ws2);
+                        pc.y2.d[(tok21 * M2) + row132] = v132;
+                    }
+                    uint row133 = row02 + (tx2 + 16u);
+                    if (row133 < M2) {
+                        precise float v133 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf152 / sc21) : ((float(acc152 - qsum21) / sc21) * ws2);
+                        pc.y2.d[(tok21 * M2) + row133] = v133;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row134 = row02 + (tx2 + 32u);
+                        if (row134 < M2) {
+                            precise float v134 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf252 / sc21) : ((float(acc252 - qsum21) / sc21) * ws2);
+                            pc.y2.d[(tok21 * M2) + row134] = v134;
+                        }
+                        uint row135 = row02 + (tx2 + 48u);
+                        if (row135 < M2) {
+                            precise float v135 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf352 / sc21) : ((float(acc352 - qsum21) / sc21) * ws2);
+                            pc.y2.d[(tok21 * M2) + row135] = v135;
+                        }
+                    }
+                }
+                uint tok22 = tok02 + (tokv2 + 6u);
+                if (tok22 < dyn.n_tokens) {
+                    int qsum22 = int(pc.qs.d[(tok22 * 2u) + 1u]);
+                    precise float sc22 = pc.qs.d[tok22 * 2u];
+                    uint row136 = row02 + (tx2 + 0u);
+                    if (row136 < M2) {
+                        precise float v136 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf062 / sc22) : ((float(acc062 - qsum22) / sc22) * ws2);
+                        pc.y2.d[(tok22 * M2) + row136] = v136;
+                    }
+                    uint row137 = row02 + (tx2 + 16u);
+                    if (row137 < M2) {
+                        precise float v137 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf162 / sc22) : ((float(acc162 - qsum22) / sc22) * ws2);
+                        pc.y2.d[(tok22 * M2) + row137] = v137;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row138 = row02 + (tx2 + 32u);
+                        if (row138 < M2) {
+                            precise float v138 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf262 / sc22) : ((float(acc262 - qsum22) / sc22) * ws2);
+                            pc.y2.d[(tok22 * M2) + row138] = v138;
+                        }
+                        uint row139 = row02 + (tx2 + 48u);
+                        if (row139 < M2) {
+                            precise float v139 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf362 / sc22) : ((float(acc362 - qsum22) / sc22) * ws2);
+                            pc.y2.d[(tok22 * M2) + row139] = v139;
+                        }
+                    }
+                }
+                uint tok23 = tok02 + (tokv2 + 7u);
+                if (tok23 < dyn.n_tokens) {
+                    int qsum23 = int(pc.qs.d[(tok23 * 2u) + 1u]);
+                    precise float sc23 = pc.qs.d[tok23 * 2u];
+                    uint row140 = row02 + (tx2 + 0u);
+                    if (row140 < M2) {
+                        precise float v140 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf072 / sc23) : ((float(acc072 - qsum23) / sc23) * ws2);
+                        pc.y2.d[(tok23 * M2) + row140] = v140;
+                    }
+                    uint row141 = row02 + (tx2 + 16u);
+                    if (row141 < M2) {
+                        precise float v141 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf172 / sc23) : ((float(acc172 - qsum23) / sc23) * ws2);
+                        pc.y2.d[(tok23 * M2) + row141] = v141;
+                    }
+                    if (TILE_ROWS > 2u) {
+                        uint row142 = row02 + (tx2 + 32u);
+                        if (row142 < M2) {
+                            precise float v142 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf272 / sc23) : ((float(acc272 - qsum23) / sc23) * ws2);
+                            pc.y2.d[(tok23 * M2) + row142] = v142;
+                        }
+                        uint row143 = row02 + (tx2 + 48u);
+                        if (row143 < M2) {
+                            precise float v143 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf372 / sc23) : ((float(acc372 - qsum23) / sc23) * ws2);
+                            pc.y2.d[(tok23 * M2) + row143] = v143;
+                        }
+                    }
                 }
             }
         }

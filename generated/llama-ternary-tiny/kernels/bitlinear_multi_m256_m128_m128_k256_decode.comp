@@ -35,8 +35,6 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared uint qsh[64];
-
 layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 4u;
@@ -47,6 +45,8 @@ const uint KW = 16u;
 const uint M0 = 256u;
 const uint M1 = 128u;
 const uint M2 = 128u;
+
+shared uint qsh[64];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)

@@ -21,14 +21,16 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared uint wsh[544];
-shared uint ash[2080];
-shared float dsh[64];
-
 layout(constant_id = 1) const uint WFMT = 0u;
 const uint K4 = 192u;
 const uint KW = 48u;
+layout(constant_id = 4) const uint TILE_ROWS = 4u;
+layout(constant_id = 5) const uint TILE_TOKS = 4u;
 const uint M = 256u;
+
+shared uint wsh[32u + 128u * TILE_ROWS];
+shared uint ash[32u + 512u * TILE_TOKS];
+shared float dsh[0u + 16u * TILE_ROWS];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -57,8 +59,13 @@ void main()
     }
     uint tx = gl_LocalInvocationIndex & 15u;
     uint ty = gl_LocalInvocationIndex >> 4u;
-    uint row0 = gl_WorkGroupID.x * 64u;
-    uint tok0 = gl_WorkGroupID.y * 64u;
+    uint tm = 16u * TILE_ROWS;
+    uint tn = 16u * TILE_TOKS;
+    uint wstr = tm + 4u;
+    uint astr = tn + 1u;
+    uint row0 = gl_WorkGroupID.x * tm;
+    uint tok0 = gl_WorkGroupID.y * tn;
+    uint tokv = ty * TILE_TOKS;
     int acc00 = 0;
     precise float accf00 = 0.0;
     int acc01 = 0;
@@ -67,6 +74,14 @@ void main()
     precise float accf02 = 0.0;
     int acc03 = 0;
     precise float accf03 = 0.0;
+    int acc04 = 0;
+    precise float accf04 = 0.0;
+    int acc05 = 0;
+    precise float accf05 = 0.0;
+    int acc06 = 0;
+    precise float accf06 = 0.0;
+    int acc07 = 0;
+    precise float accf07 = 0.0;
     int acc10 = 0;
     precise float accf10 = 0.0;
     int acc11 = 0;
@@ -75,6 +90,14 @@ void main()
     precise float accf12 = 0.0;
     int acc13 = 0;
     precise float accf13 = 0.0;
+    int acc14 = 0;
+    precise float accf14 = 0.0;
+    int acc15 = 0;
+    precise float accf15 = 0.0;
+    int acc16 = 0;
+    precise float accf16 = 0.0;
+    int acc17 = 0;
+    precise float accf17 = 0.0;
     int acc20 = 0;
     precise float accf20 = 0.0;
     int acc21 = 0;
@@ -83,6 +106,14 @@ void main()
     precise float accf22 = 0.0;
     int acc23 = 0;
     precise float accf23 = 0.0;
+    int acc24 = 0;
+    precise float accf24 = 0.0;
+    int acc25 = 0;
+    precise float accf25 = 0.0;
+    int acc26 = 0;
+    precise float accf26 = 0.0;
+    int acc27 = 0;
+    precise float accf27 = 0.0;
     int acc30 = 0;
     precise float accf30 = 0.0;
     int acc31 = 0;
@@ -91,561 +122,1190 @@ void main()
     precise float accf32 = 0.0;
     int acc33 = 0;
     precise float accf33 = 0.0;
+    int acc34 = 0;
+    precise float accf34 = 0.0;
+    int acc35 = 0;
+    precise float accf35 = 0.0;
+    int acc36 = 0;
+    precise float accf36 = 0.0;
+    int acc37 = 0;
+    precise float accf37 = 0.0;
+    int acc40 = 0;
+    precise float accf40 = 0.0;
+    int acc41 = 0;
+    precise float accf41 = 0.0;
+    int acc42 = 0;
+    precise float accf42 = 0.0;
+    int acc43 = 0;
+    precise float accf43 = 0.0;
+    int acc50 = 0;
+    precise float accf50 = 0.0;
+    int acc51 = 0;
+    precise float accf51 = 0.0;
+    int acc52 = 0;
+    precise float accf52 = 0.0;
+    int acc53 = 0;
+    precise float accf53 = 0.0;
+    int acc60 = 0;
+    precise float accf60 = 0.0;
+    int acc61 = 0;
+    precise float accf61 = 0.0;
+    int acc62 = 0;
+    precise float accf62 = 0.0;
+    int acc63 = 0;
+    precise float accf63 = 0.0;
+    int acc70 = 0;
+    precise float accf70 = 0.0;
+    int acc71 = 0;
+    precise float accf71 = 0.0;
+    int acc72 = 0;
+    precise float accf72 = 0.0;
+    int acc73 = 0;
+    precise float accf73 = 0.0;
     for (uint kb = 0u; kb < 6u; kb++) {
-        uint e = gl_LocalInvocationIndex + 0u;
-        uint r = e >> 3u;
-        uint wi = e & 7u;
-        uint gr = min(row0 + r, M - 1u);
-        uint dst = (wi * 68u) + (r + 0u);
-        if (WFMT == 0u) {
-            wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+        for (uint h = 0u; h < TILE_ROWS >> 1u; h++) {
+            uint e = gl_LocalInvocationIndex + (h * 256u);
+            uint r = e >> 3u;
+            uint wi = e & 7u;
+            uint gr = min(row0 + r, M - 1u);
+            uint dst = ((wi + 0u) * wstr) + r;
+            if (WFMT == 0u) {
+                wsh[dst] = pc.w.d[(gr * KW) + ((kb * 8u) + wi)];
+            }
+            if (WFMT == 1u) {
+                uint boff = (gr * 198u) + ((kb >> 1u) * 66u);
+                uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t0 = l0 + 0u;
+                uint t1 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
+                uint twi = t1 >> 2u;
+                uint tlo = pc.w.d[twi];
+                uint t2 = l0 + 32u;
+                uint t3 = boff + (((t2 >> 7u) << 5u) | (t2 & 31u));
+                uint twi1 = t3 >> 2u;
+                uint tlo1 = pc.w.d[twi1];
+                uint t4 = l0 + 64u;
+                uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
+                uint twi2 = t5 >> 2u;
+                uint tlo2 = pc.w.d[twi2];
+                uint t6 = l0 + 96u;
+                uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
+                uint twi3 = t7 >> 2u;
+                uint tlo3 = pc.w.d[twi3];
+                wsh[dst] = ((((((((t1 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t3 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t2 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t5 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t7 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+            }
+            if (WFMT == 2u) {
+                uint boff1 = (gr * 162u) + ((kb >> 1u) * 54u);
+                uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t8 = l01 + 0u;
+                bool t9 = t8 < 160u;
+                bool t10 = t8 < 240u;
+                uint t11 = t8 - 160u;
+                uint tn1 = t9 ? (t8 >> 5u) : (t10 ? (t11 >> 4u) : ((t8 - 240u) >> 2u));
+                uint t12 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
+                uint t13 = boff1 + (t9 ? (t8 & 31u) : (t10 ? (32u + (t11 & 15u)) : 48u));
+                uint twi4 = t13 >> 2u;
+                uint tlo4 = pc.w.d[twi4];
+                uint t14 = ((t13 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
+                uint t15 = l01 + 32u;
+                bool t16 = t15 < 160u;
+                bool t17 = t15 < 240u;
+                uint t18 = t15 - 160u;
+                uint tn2 = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
+                uint t19 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
+                uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
+                uint twi5 = t20 >> 2u;
+                uint tlo5 = pc.w.d[twi5];
+                uint t21 = ((t20 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
+                uint t22 = l01 + 64u;
+                bool t23 = t22 < 160u;
+                bool t24 = t22 < 240u;
+                uint t25 = t22 - 160u;
+                uint tn3 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
+                uint t26 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
+                uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
+                uint twi6 = t27 >> 2u;
+                uint tlo6 = pc.w.d[twi6];
+                uint t28 = ((t27 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
+                uint t29 = l01 + 96u;
+                bool t30 = t29 < 160u;
+                bool t31 = t29 < 240u;
+                uint t32 = t29 - 160u;
+                uint tn4 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
+                uint t33 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
+                uint twi7 = t34 >> 2u;
+                uint tlo7 = pc.w.d[twi7];
+                uint t35 = ((t34 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
+                wsh[dst] = ((((((((((t14 & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t14 >> 8u) & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
+            if (WFMT == 3u) {
+                uint boff2 = (gr * 156u) + ((kb >> 1u) * 52u);
+                uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
+                uint t36 = l02 + 0u;
+                bool t37 = t36 < 160u;
+                bool t38 = t36 < 240u;
+                uint t39 = t36 - 160u;
+                uint tn5 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
+                uint t40 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                uint t41 = pc.w.d[(boff2 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u))) >> 2u];
+                uint t42 = l02 + 32u;
+                bool t43 = t42 < 160u;
+                bool t44 = t42 < 240u;
+                uint t45 = t42 - 160u;
+                uint tn6 = t43 ? (t42 >> 5u) : (t44 ? (t45 >> 4u) : ((t42 - 240u) >> 2u));
+                uint t46 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                uint t47 = pc.w.d[(boff2 + (t43 ? (t42 & 31u) : (t44 ? (32u + (t45 & 15u)) : 48u))) >> 2u];
+                uint t48 = l02 + 64u;
+                bool t49 = t48 < 160u;
+                bool t50 = t48 < 240u;
+                uint t51 = t48 - 160u;
+                uint tn7 = t49 ? (t48 >> 5u) : (t50 ? (t51 >> 4u) : ((t48 - 240u) >> 2u));
+                uint t52 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                uint t53 = pc.w.d[(boff2 + (t49 ? (t48 & 31u) : (t50 ? (32u + (t51 & 15u)) : 48u))) >> 2u];
+                uint t54 = l02 + 96u;
+                bool t55 = t54 < 160u;
+                bool t56 = t54 < 240u;
+                uint t57 = t54 - 160u;
+                uint tn8 = t55 ? (t54 >> 5u) : (t56 ? (t57 >> 4u) : ((t54 - 240u) >> 2u));
+                uint t58 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                uint t59 = pc.w.d[(boff2 + (t55 ? (t54 & 31u) : (t56 ? (32u + (t57 & 15u)) : 48u))) >> 2u];
+                wsh[dst] = ((((((((((t41 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t41 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t47 & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t47 >> 8u) & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t53 & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t53 >> 8u) & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t59 & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t59 >> 8u) & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u)) << 0u);
+            }
         }
-        if (WFMT == 1u) {
-            uint boff = (gr * 198u) + ((kb >> 1u) * 66u);
-            uint l0 = ((kb & 1u) << 7u) + (wi << 2u);
-            uint t0 = l0 + 0u;
-            uint t8 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
-            uint twi = t8 >> 2u;
-            uint tlo = pc.w.d[twi];
-            uint t9 = l0 + 32u;
-            uint t10 = boff + (((t9 >> 7u) << 5u) | (t9 & 31u));
-            uint twi1 = t10 >> 2u;
-            uint tlo1 = pc.w.d[twi1];
-            uint t11 = l0 + 64u;
-            uint t12 = boff + (((t11 >> 7u) << 5u) | (t11 & 31u));
-            uint twi2 = t12 >> 2u;
-            uint tlo2 = pc.w.d[twi2];
-            uint t13 = l0 + 96u;
-            uint t14 = boff + (((t13 >> 7u) << 5u) | (t13 & 31u));
-            uint twi3 = t14 >> 2u;
-            uint tlo3 = pc.w.d[twi3];
-            wsh[dst] = ((((((((t8 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t10 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t9 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t12 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t11 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t14 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t13 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+        if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm)) {
+            uint boff3 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 198u) + ((kb >> 1u) * 66u);
+            uint tdo = boff3 + 64u;
+            precise float t60 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex] = t60;
         }
-        if (WFMT == 2u) {
-            uint boff1 = (gr * 162u) + ((kb >> 1u) * 54u);
-            uint l01 = ((kb & 1u) << 7u) + (wi << 2u);
-            uint t15 = l01 + 0u;
-            bool t16 = t15 < 160u;
-            bool t17 = t15 < 240u;
-            uint t18 = t15 - 160u;
-            uint tn = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
-            uint t19 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
-            uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
-            uint twi4 = t20 >> 2u;
-            uint tlo4 = pc.w.d[twi4];
-            uint t21 = ((t20 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-            uint t22 = l01 + 32u;
-            bool t23 = t22 < 160u;
-            bool t24 = t22 < 240u;
-            uint t25 = t22 - 160u;
-            uint tn1 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
-            uint t26 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-            uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
-            uint twi5 = t27 >> 2u;
-            uint tlo5 = pc.w.d[twi5];
-            uint t28 = ((t27 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-            uint t29 = l01 + 64u;
-            bool t30 = t29 < 160u;
-            bool t31 = t29 < 240u;
-            uint t32 = t29 - 160u;
-            uint tn2 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
-            uint t33 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-            uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
-            uint twi6 = t34 >> 2u;
-            uint tlo6 = pc.w.d[twi6];
-            uint t35 = ((t34 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-            uint t36 = l01 + 96u;
-            bool t37 = t36 < 160u;
-            bool t38 = t36 < 240u;
-            uint t39 = t36 - 160u;
-            uint tn3 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
-            uint t40 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-            uint t41 = boff1 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u));
-            uint twi7 = t41 >> 2u;
-            uint tlo7 = pc.w.d[twi7];
-            uint t42 = ((t41 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-            wsh[dst] = ((((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t42 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t42 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm)) {
+            uint boff4 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 162u) + ((kb >> 1u) * 54u);
+            uint tdo1 = boff4 + 52u;
+            precise float t61 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+            dsh[gl_LocalInvocationIndex] = t61;
         }
-        if (WFMT == 3u) {
-            uint boff2 = (gr * 156u) + ((kb >> 1u) * 52u);
-            uint l02 = ((kb & 1u) << 7u) + (wi << 2u);
-            uint t43 = l02 + 0u;
-            bool t44 = t43 < 160u;
-            bool t45 = t43 < 240u;
-            uint t46 = t43 - 160u;
-            uint tn4 = t44 ? (t43 >> 5u) : (t45 ? (t46 >> 4u) : ((t43 - 240u) >> 2u));
-            uint t47 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-            uint t48 = pc.w.d[(boff2 + (t44 ? (t43 & 31u) : (t45 ? (32u + (t46 & 15u)) : 48u))) >> 2u];
-            uint t49 = l02 + 32u;
-            bool t50 = t49 < 160u;
-            bool t51 = t49 < 240u;
-            uint t52 = t49 - 160u;
-            uint tn5 = t50 ? (t49 >> 5u) : (t51 ? (t52 >> 4u) : ((t49 - 240u) >> 2u));
-            uint t53 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
-            uint t54 = pc.w.d[(boff2 + (t50 ? (t49 & 31u) : (t51 ? (32u + (t52 & 15u)) : 48u))) >> 2u];
-            uint t55 = l02 + 64u;
-            bool t56 = t55 < 160u;
-            bool t57 = t55 < 240u;
-            uint t58 = t55 - 160u;
-            uint tn6 = t56 ? (t55 >> 5u) : (t57 ? (t58 >> 4u) : ((t55 - 240u) >> 2u));
-            uint t59 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
-            uint t60 = pc.w.d[(boff2 + (t56 ? (t55 & 31u) : (t57 ? (32u + (t58 & 15u)) : 48u))) >> 2u];
-            uint t61 = l02 + 96u;
-            bool t62 = t61 < 160u;
-            bool t63 = t61 < 240u;
-            uint t64 = t61 - 160u;
-            uint tn7 = t62 ? (t61 >> 5u) : (t63 ? (t64 >> 4u) : ((t61 - 240u) >> 2u));
-            uint t65 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
-            uint t66 = pc.w.d[(boff2 + (t62 ? (t61 & 31u) : (t63 ? (32u + (t64 & 15u)) : 48u))) >> 2u];
-            wsh[dst] = ((((((((((t48 & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t48 >> 8u) & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t54 & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t54 >> 8u) & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t60 & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t60 >> 8u) & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t66 & 16711935u) * t65) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t66 >> 8u) & 16711935u) * t65) & 16711935u) * 3u) & 4278255360u)) << 0u);
+        for (uint h1 = 0u; h1 < TILE_TOKS * 2u; h1++) {
+            uint e1 = gl_LocalInvocationIndex + (h1 * 256u);
+            uint t = e1 >> 5u;
+            uint jw = e1 & 31u;
+            ash[(jw * astr) + t] = pc.q.d[(min(tok0 + t, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw)];
         }
-        uint e1 = gl_LocalInvocationIndex + 256u;
-        uint r1 = e1 >> 3u;
-        uint wi1 = e1 & 7u;
-        uint gr1 = min(row0 + r1, M - 1u);
-        uint dst1 = (wi1 * 68u) + (r1 + 0u);
-        if (WFMT == 0u) {
-            wsh[dst1] = pc.w.d[(gr1 * KW) + ((kb * 8u) + wi1)];
-        }
-        if (WFMT == 1u) {
-            uint boff3 = (gr1 * 198u) + ((kb >> 1u) * 66u);
-            uint l03 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t67 = l03 + 0u;
-            uint t68 = boff3 + (((t67 >> 7u) << 5u) | (t67 & 31u));
-            uint twi8 = t68 >> 2u;
-            uint tlo8 = pc.w.d[twi8];
-            uint t69 = l03 + 32u;
-            uint t70 = boff3 + (((t69 >> 7u) << 5u) | (t69 & 31u));
-            uint twi9 = t70 >> 2u;
-            uint tlo9 = pc.w.d[twi9];
-            uint t71 = l03 + 64u;
-            uint t72 = boff3 + (((t71 >> 7u) << 5u) | (t71 & 31u));
-            uint twi10 = t72 >> 2u;
-            uint tlo10 = pc.w.d[twi10];
-            uint t73 = l03 + 96u;
-            uint t74 = boff3 + (((t73 >> 7u) << 5u) | (t73 & 31u));
-            uint twi11 = t74 >> 2u;
-            uint tlo11 = pc.w.d[twi11];
-            wsh[dst1] = ((((((((t68 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w.d[twi8 + 1u] << 16u)) : tlo8) >> (((t67 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t70 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w.d[twi9 + 1u] << 16u)) : tlo9) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t72 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w.d[twi10 + 1u] << 16u)) : tlo10) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t74 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w.d[twi11 + 1u] << 16u)) : tlo11) >> (((t73 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
-        }
-        if (WFMT == 2u) {
-            uint boff4 = (gr1 * 162u) + ((kb >> 1u) * 54u);
-            uint l04 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t75 = l04 + 0u;
-            bool t76 = t75 < 160u;
-            bool t77 = t75 < 240u;
-            uint t78 = t75 - 160u;
-            uint tn8 = t76 ? (t75 >> 5u) : (t77 ? (t78 >> 4u) : ((t75 - 240u) >> 2u));
-            uint t79 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-            uint t80 = boff4 + (t76 ? (t75 & 31u) : (t77 ? (32u + (t78 & 15u)) : 48u));
-            uint twi12 = t80 >> 2u;
-            uint tlo12 = pc.w.d[twi12];
-            uint t81 = ((t80 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w.d[twi12 + 1u] << 16u)) : tlo12;
-            uint t82 = l04 + 32u;
-            bool t83 = t82 < 160u;
-            bool t84 = t82 < 240u;
-            uint t85 = t82 - 160u;
-            uint tn9 = t83 ? (t82 >> 5u) : (t84 ? (t85 >> 4u) : ((t82 - 240u) >> 2u));
-            uint t86 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-            uint t87 = boff4 + (t83 ? (t82 & 31u) : (t84 ? (32u + (t85 & 15u)) : 48u));
-            uint twi13 = t87 >> 2u;
-            uint tlo13 = pc.w.d[twi13];
-            uint t88 = ((t87 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w.d[twi13 + 1u] << 16u)) : tlo13;
-            uint t89 = l04 + 64u;
-            bool t90 = t89 < 160u;
-            bool t91 = t89 < 240u;
-            uint t92 = t89 - 160u;
-            uint tn10 = t90 ? (t89 >> 5u) : (t91 ? (t92 >> 4u) : ((t89 - 240u) >> 2u));
-            uint t93 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-            uint t94 = boff4 + (t90 ? (t89 & 31u) : (t91 ? (32u + (t92 & 15u)) : 48u));
-            uint twi14 = t94 >> 2u;
-            uint tlo14 = pc.w.d[twi14];
-            uint t95 = ((t94 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w.d[twi14 + 1u] << 16u)) : tlo14;
-            uint t96 = l04 + 96u;
-            bool t97 = t96 < 160u;
-            bool t98 = t96 < 240u;
-            uint t99 = t96 - 160u;
-            uint tn11 = t97 ? (t96 >> 5u) : (t98 ? (t99 >> 4u) : ((t96 - 240u) >> 2u));
-            uint t100 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-            uint t101 = boff4 + (t97 ? (t96 & 31u) : (t98 ? (32u + (t99 & 15u)) : 48u));
-            uint twi15 = t101 >> 2u;
-            uint tlo15 = pc.w.d[twi15];
-            uint t102 = ((t101 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w.d[twi15 + 1u] << 16u)) : tlo15;
-            wsh[dst1] = ((((((((((t81 & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t81 >> 8u) & 16711935u) * t79) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t88 & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t88 >> 8u) & 16711935u) * t86) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t95 & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t95 >> 8u) & 16711935u) * t93) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t102 & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t102 >> 8u) & 16711935u) * t100) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        if (WFMT == 3u) {
-            uint boff5 = (gr1 * 156u) + ((kb >> 1u) * 52u);
-            uint l05 = ((kb & 1u) << 7u) + (wi1 << 2u);
-            uint t103 = l05 + 0u;
-            bool t104 = t103 < 160u;
-            bool t105 = t103 < 240u;
-            uint t106 = t103 - 160u;
-            uint tn12 = t104 ? (t103 >> 5u) : (t105 ? (t106 >> 4u) : ((t103 - 240u) >> 2u));
-            uint t107 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-            uint t108 = pc.w.d[(boff5 + (t104 ? (t103 & 31u) : (t105 ? (32u + (t106 & 15u)) : 48u))) >> 2u];
-            uint t109 = l05 + 32u;
-            bool t110 = t109 < 160u;
-            bool t111 = t109 < 240u;
-            uint t112 = t109 - 160u;
-            uint tn13 = t110 ? (t109 >> 5u) : (t111 ? (t112 >> 4u) : ((t109 - 240u) >> 2u));
-            uint t113 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-            uint t114 = pc.w.d[(boff5 + (t110 ? (t109 & 31u) : (t111 ? (32u + (t112 & 15u)) : 48u))) >> 2u];
-            uint t115 = l05 + 64u;
-            bool t116 = t115 < 160u;
-            bool t117 = t115 < 240u;
-            uint t118 = t115 - 160u;
-            uint tn14 = t116 ? (t115 >> 5u) : (t117 ? (t118 >> 4u) : ((t115 - 240u) >> 2u));
-            uint t119 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
-            uint t120 = pc.w.d[(boff5 + (t116 ? (t115 & 31u) : (t117 ? (32u + (t118 & 15u)) : 48u))) >> 2u];
-            uint t121 = l05 + 96u;
-            bool t122 = t121 < 160u;
-            bool t123 = t121 < 240u;
-            uint t124 = t121 - 160u;
-            uint tn15 = t122 ? (t121 >> 5u) : (t123 ? (t124 >> 4u) : ((t121 - 240u) >> 2u));
-            uint t125 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
-            uint t126 = pc.w.d[(boff5 + (t122 ? (t121 & 31u) : (t123 ? (32u + (t124 & 15u)) : 48u))) >> 2u];
-            wsh[dst1] = ((((((((((t108 & 16711935u) * t107) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t108 >> 8u) & 16711935u) * t107) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t114 & 16711935u) * t113) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t114 >> 8u) & 16711935u) * t113) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t120 & 16711935u) * t119) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t120 >> 8u) & 16711935u) * t119) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t126 & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t126 >> 8u) & 16711935u) * t125) & 16711935u) * 3u) & 4278255360u)) << 0u);
-        }
-        if ((WFMT == 1u) && (gl_LocalInvocationIndex < 64u)) {
-            uint boff6 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 198u) + ((kb >> 1u) * 66u);
-            uint tdo = boff6 + 64u;
-            precise float t127 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 0u] = t127;
-        }
-        if ((WFMT == 2u) && (gl_LocalInvocationIndex < 64u)) {
-            uint boff7 = (min(row0 + gl_LocalInvocationIndex, M - 1u) * 162u) + ((kb >> 1u) * 54u);
-            uint tdo1 = boff7 + 52u;
-            precise float t128 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
-            dsh[gl_LocalInvocationIndex + 0u] = t128;
-        }
-        uint e2 = gl_LocalInvocationIndex + 0u;
-        uint t = e2 >> 5u;
-        uint jw = e2 & 31u;
-        ash[(jw * 65u) + t] = pc.q.d[(min(tok0 + t, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw)];
-        uint e3 = gl_LocalInvocationIndex + 256u;
-        uint t1 = e3 >> 5u;
-        uint jw1 = e3 & 31u;
-        ash[(jw1 * 65u) + t1] = pc.q.d[(min(tok0 + t1, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw1)];
-        uint e4 = gl_LocalInvocationIndex + 512u;
-        uint t2 = e4 >> 5u;
-        uint jw2 = e4 & 31u;
-        ash[(jw2 * 65u) + t2] = pc.q.d[(min(tok0 + t2, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw2)];
-        uint e5 = gl_LocalInvocationIndex + 768u;
-        uint t3 = e5 >> 5u;
-        uint jw3 = e5 & 31u;
-        ash[(jw3 * 65u) + t3] = pc.q.d[(min(tok0 + t3, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw3)];
-        uint e6 = gl_LocalInvocationIndex + 1024u;
-        uint t4 = e6 >> 5u;
-        uint jw4 = e6 & 31u;
-        ash[(jw4 * 65u) + t4] = pc.q.d[(min(tok0 + t4, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw4)];
-        uint e7 = gl_LocalInvocationIndex + 1280u;
-        uint t5 = e7 >> 5u;
-        uint jw5 = e7 & 31u;
-        ash[(jw5 * 65u) + t5] = pc.q.d[(min(tok0 + t5, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw5)];
-        uint e8 = gl_LocalInvocationIndex + 1536u;
-        uint t6 = e8 >> 5u;
-        uint jw6 = e8 & 31u;
-        ash[(jw6 * 65u) + t6] = pc.q.d[(min(tok0 + t6, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw6)];
-        uint e9 = gl_LocalInvocationIndex + 1792u;
-        uint t7 = e9 >> 5u;
-        uint jw7 = e9 & 31u;
-        ash[(jw7 * 65u) + t7] = pc.q.d[(min(tok0 + t7, dyn.n_tokens - 1u) * K4) + ((kb * 32u) + jw7)];
         barrier();
         bool tq = (WFMT == 2u) || (WFMT == 1u);
-        if ((tok0 + (ty * 4u)) < dyn.n_tokens) {
+        if ((tok0 + tokv) < dyn.n_tokens) {
             for (uint wl = 0u; wl < 8u; wl++) {
-                uint wv = wsh[(wl * 68u) + (tx + 0u)];
-                uint wv1 = wsh[(wl * 68u) + (tx + 16u)];
-                uint wv2 = wsh[(wl * 68u) + (tx + 32u)];
-                uint wv3 = wsh[(wl * 68u) + (tx + 48u)];
-                uint ab = ((wl + 0u) * 65u) + (ty * 4u);
-                uint av = ash[ab + 0u];
-                uint av1 = ash[ab + 1u];
-                uint av2 = ash[ab + 2u];
-                uint av3 = ash[ab + 3u];
-                uint t129 = (wv >> 6u) & 50529027u;
-                uint c = tq ? ((t129 + 2139062143u) ^ 2155905152u) : t129;
+                uint wv = 0u;
+                uint wv1 = 0u;
+                uint wv2 = 0u;
+                uint wv3 = 0u;
+                uint wv4 = 0u;
+                uint wv5 = 0u;
+                uint wv6 = 0u;
+                uint wv7 = 0u;
+                wv = wsh[((wl + 0u) * wstr) + (tx + 0u)];
+                wv1 = wsh[((wl + 0u) * wstr) + (tx + 16u)];
+                if (TILE_ROWS > 2u) {
+                    wv2 = wsh[((wl + 0u) * wstr) + (tx + 32u)];
+                    wv3 = wsh[((wl + 0u) * wstr) + (tx + 48u)];
+                }
+                if (TILE_ROWS > 4u) {
+                    wv4 = wsh[((wl + 0u) * wstr) + (tx + 64u)];
+                    wv5 = wsh[((wl + 0u) * wstr) + (tx + 80u)];
+                    wv6 = wsh[((wl + 0u) * wstr) + (tx + 96u)];
+                    wv7 = wsh[((wl + 0u) * wstr) + (tx + 112u)];
+                }
+                uint ab = ((wl + 0u) * astr) + tokv;
+                uint av = 0u;
+                uint av1 = 0u;
+                uint av2 = 0u;
+                uint av3 = 0u;
+                uint av4 = 0u;
+                uint av5 = 0u;
+                uint av6 = 0u;
+                uint av7 = 0u;
+                av = ash[ab + 0u];
+                av1 = ash[ab + 1u];
+                if (TILE_TOKS > 2u) {
+                    av2 = ash[ab + 2u];
+                    av3 = ash[ab + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av4 = ash[ab + 4u];
+                    av5 = ash[ab + 5u];
+                    av6 = ash[ab + 6u];
+                    av7 = ash[ab + 7u];
+                }
+                uint t62 = (wv >> 6u) & 50529027u;
+                uint c = tq ? ((t62 + 2139062143u) ^ 2155905152u) : t62;
                 acc00 += dsl_dot4x8_ss(av, c);
                 acc01 += dsl_dot4x8_ss(av1, c);
-                acc02 += dsl_dot4x8_ss(av2, c);
-                acc03 += dsl_dot4x8_ss(av3, c);
-                uint t130 = (wv1 >> 6u) & 50529027u;
-                uint c1 = tq ? ((t130 + 2139062143u) ^ 2155905152u) : t130;
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av2, c);
+                    acc03 += dsl_dot4x8_ss(av3, c);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av4, c);
+                    acc05 += dsl_dot4x8_ss(av5, c);
+                    acc06 += dsl_dot4x8_ss(av6, c);
+                    acc07 += dsl_dot4x8_ss(av7, c);
+                }
+                uint t63 = (wv1 >> 6u) & 50529027u;
+                uint c1 = tq ? ((t63 + 2139062143u) ^ 2155905152u) : t63;
                 acc10 += dsl_dot4x8_ss(av, c1);
                 acc11 += dsl_dot4x8_ss(av1, c1);
-                acc12 += dsl_dot4x8_ss(av2, c1);
-                acc13 += dsl_dot4x8_ss(av3, c1);
-                uint t131 = (wv2 >> 6u) & 50529027u;
-                uint c2 = tq ? ((t131 + 2139062143u) ^ 2155905152u) : t131;
-                acc20 += dsl_dot4x8_ss(av, c2);
-                acc21 += dsl_dot4x8_ss(av1, c2);
-                acc22 += dsl_dot4x8_ss(av2, c2);
-                acc23 += dsl_dot4x8_ss(av3, c2);
-                uint t132 = (wv3 >> 6u) & 50529027u;
-                uint c3 = tq ? ((t132 + 2139062143u) ^ 2155905152u) : t132;
-                acc30 += dsl_dot4x8_ss(av, c3);
-                acc31 += dsl_dot4x8_ss(av1, c3);
-                acc32 += dsl_dot4x8_ss(av2, c3);
-                acc33 += dsl_dot4x8_ss(av3, c3);
-                uint ab1 = ((wl + 8u) * 65u) + (ty * 4u);
-                uint av4 = ash[ab1 + 0u];
-                uint av5 = ash[ab1 + 1u];
-                uint av6 = ash[ab1 + 2u];
-                uint av7 = ash[ab1 + 3u];
-                uint t133 = (wv >> 4u) & 50529027u;
-                uint c4 = tq ? ((t133 + 2139062143u) ^ 2155905152u) : t133;
-                acc00 += dsl_dot4x8_ss(av4, c4);
-                acc01 += dsl_dot4x8_ss(av5, c4);
-                acc02 += dsl_dot4x8_ss(av6, c4);
-                acc03 += dsl_dot4x8_ss(av7, c4);
-                uint t134 = (wv1 >> 4u) & 50529027u;
-                uint c5 = tq ? ((t134 + 2139062143u) ^ 2155905152u) : t134;
-                acc10 += dsl_dot4x8_ss(av4, c5);
-                acc11 += dsl_dot4x8_ss(av5, c5);
-                acc12 += dsl_dot4x8_ss(av6, c5);
-                acc13 += dsl_dot4x8_ss(av7, c5);
-                uint t135 = (wv2 >> 4u) & 50529027u;
-                uint c6 = tq ? ((t135 + 2139062143u) ^ 2155905152u) : t135;
-                acc20 += dsl_dot4x8_ss(av4, c6);
-                acc21 += dsl_dot4x8_ss(av5, c6);
-                acc22 += dsl_dot4x8_ss(av6, c6);
-                acc23 += dsl_dot4x8_ss(av7, c6);
-                uint t136 = (wv3 >> 4u) & 50529027u;
-                uint c7 = tq ? ((t136 + 2139062143u) ^ 2155905152u) : t136;
-                acc30 += dsl_dot4x8_ss(av4, c7);
-                acc31 += dsl_dot4x8_ss(av5, c7);
-                acc32 += dsl_dot4x8_ss(av6, c7);
-                acc33 += dsl_dot4x8_ss(av7, c7);
-                uint ab2 = ((wl + 16u) * 65u) + (ty * 4u);
-                uint av8 = ash[ab2 + 0u];
-                uint av9 = ash[ab2 + 1u];
-                uint av10 = ash[ab2 + 2u];
-                uint av11 = ash[ab2 + 3u];
-                uint t137 = (wv >> 2u) & 50529027u;
-                uint c8 = tq ? ((t137 + 2139062143u) ^ 2155905152u) : t137;
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av2, c1);
+                    acc13 += dsl_dot4x8_ss(av3, c1);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av4, c1);
+                    acc15 += dsl_dot4x8_ss(av5, c1);
+                    acc16 += dsl_dot4x8_ss(av6, c1);
+                    acc17 += dsl_dot4x8_ss(av7, c1);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t64 = (wv2 >> 6u) & 50529027u;
+                    uint c2 = tq ? ((t64 + 2139062143u) ^ 2155905152u) : t64;
+                    acc20 += dsl_dot4x8_ss(av, c2);
+                    acc21 += dsl_dot4x8_ss(av1, c2);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av2, c2);
+                        acc23 += dsl_dot4x8_ss(av3, c2);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av4, c2);
+                        acc25 += dsl_dot4x8_ss(av5, c2);
+                        acc26 += dsl_dot4x8_ss(av6, c2);
+                        acc27 += dsl_dot4x8_ss(av7, c2);
+                    }
+                    uint t65 = (wv3 >> 6u) & 50529027u;
+                    uint c3 = tq ? ((t65 + 2139062143u) ^ 2155905152u) : t65;
+                    acc30 += dsl_dot4x8_ss(av, c3);
+                    acc31 += dsl_dot4x8_ss(av1, c3);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av2, c3);
+                        acc33 += dsl_dot4x8_ss(av3, c3);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av4, c3);
+                        acc35 += dsl_dot4x8_ss(av5, c3);
+                        acc36 += dsl_dot4x8_ss(av6, c3);
+                        acc37 += dsl_dot4x8_ss(av7, c3);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t66 = (wv4 >> 6u) & 50529027u;
+                    uint c4 = tq ? ((t66 + 2139062143u) ^ 2155905152u) : t66;
+                    acc40 += dsl_dot4x8_ss(av, c4);
+                    acc41 += dsl_dot4x8_ss(av1, c4);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av2, c4);
+                        acc43 += dsl_dot4x8_ss(av3, c4);
+                    }
+                    uint t67 = (wv5 >> 6u) & 50529027u;
+                    uint c5 = tq ? ((t67 + 2139062143u) ^ 2155905152u) : t67;
+                    acc50 += dsl_dot4x8_ss(av, c5);
+                    acc51 += dsl_dot4x8_ss(av1, c5);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av2, c5);
+                        acc53 += dsl_dot4x8_ss(av3, c5);
+                    }
+                    uint t68 = (wv6 >> 6u) & 50529027u;
+                    uint c6 = tq ? ((t68 + 2139062143u) ^ 2155905152u) : t68;
+                    acc60 += dsl_dot4x8_ss(av, c6);
+                    acc61 += dsl_dot4x8_ss(av1, c6);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av2, c6);
+                        acc63 += dsl_dot4x8_ss(av3, c6);
+                    }
+                    uint t69 = (wv7 >> 6u) & 50529027u;
+                    uint c7 = tq ? ((t69 + 2139062143u) ^ 2155905152u) : t69;
+                    acc70 += dsl_dot4x8_ss(av, c7);
+                    acc71 += dsl_dot4x8_ss(av1, c7);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av2, c7);
+                        acc73 += dsl_dot4x8_ss(av3, c7);
+                    }
+                }
+                uint ab1 = ((wl + 8u) * astr) + tokv;
+                uint av8 = 0u;
+                uint av9 = 0u;
+                uint av10 = 0u;
+                uint av11 = 0u;
+                uint av12 = 0u;
+                uint av13 = 0u;
+                uint av14 = 0u;
+                uint av15 = 0u;
+                av8 = ash[ab1 + 0u];
+                av9 = ash[ab1 + 1u];
+                if (TILE_TOKS > 2u) {
+                    av10 = ash[ab1 + 2u];
+                    av11 = ash[ab1 + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av12 = ash[ab1 + 4u];
+                    av13 = ash[ab1 + 5u];
+                    av14 = ash[ab1 + 6u];
+                    av15 = ash[ab1 + 7u];
+                }
+                uint t70 = (wv >> 4u) & 50529027u;
+                uint c8 = tq ? ((t70 + 2139062143u) ^ 2155905152u) : t70;
                 acc00 += dsl_dot4x8_ss(av8, c8);
                 acc01 += dsl_dot4x8_ss(av9, c8);
-                acc02 += dsl_dot4x8_ss(av10, c8);
-                acc03 += dsl_dot4x8_ss(av11, c8);
-                uint t138 = (wv1 >> 2u) & 50529027u;
-                uint c9 = tq ? ((t138 + 2139062143u) ^ 2155905152u) : t138;
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av10, c8);
+                    acc03 += dsl_dot4x8_ss(av11, c8);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av12, c8);
+                    acc05 += dsl_dot4x8_ss(av13, c8);
+                    acc06 += dsl_dot4x8_ss(av14, c8);
+                    acc07 += dsl_dot4x8_ss(av15, c8);
+                }
+                uint t71 = (wv1 >> 4u) & 50529027u;
+                uint c9 = tq ? ((t71 + 2139062143u) ^ 2155905152u) : t71;
                 acc10 += dsl_dot4x8_ss(av8, c9);
                 acc11 += dsl_dot4x8_ss(av9, c9);
-                acc12 += dsl_dot4x8_ss(av10, c9);
-                acc13 += dsl_dot4x8_ss(av11, c9);
-                uint t139 = (wv2 >> 2u) & 50529027u;
-                uint c10 = tq ? ((t139 + 2139062143u) ^ 2155905152u) : t139;
-                acc20 += dsl_dot4x8_ss(av8, c10);
-                acc21 += dsl_dot4x8_ss(av9, c10);
-                acc22 += dsl_dot4x8_ss(av10, c10);
-                acc23 += dsl_dot4x8_ss(av11, c10);
-                uint t140 = (wv3 >> 2u) & 50529027u;
-                uint c11 = tq ? ((t140 + 2139062143u) ^ 2155905152u) : t140;
-                acc30 += dsl_dot4x8_ss(av8, c11);
-                acc31 += dsl_dot4x8_ss(av9, c11);
-                acc32 += dsl_dot4x8_ss(av10, c11);
-                acc33 += dsl_dot4x8_ss(av11, c11);
-                uint ab3 = ((wl + 24u) * 65u) + (ty * 4u);
-                uint av12 = ash[ab3 + 0u];
-                uint av13 = ash[ab3 + 1u];
-                uint av14 = ash[ab3 + 2u];
-                uint av15 = ash[ab3 + 3u];
-                uint t141 = (wv >> 0u) & 50529027u;
-                uint c12 = tq ? ((t141 + 2139062143u) ^ 2155905152u) : t141;
-                acc00 += dsl_dot4x8_ss(av12, c12);
-                acc01 += dsl_dot4x8_ss(av13, c12);
-                acc02 += dsl_dot4x8_ss(av14, c12);
-                acc03 += dsl_dot4x8_ss(av15, c12);
-                uint t142 = (wv1 >> 0u) & 50529027u;
-                uint c13 = tq ? ((t142 + 2139062143u) ^ 2155905152u) : t142;
-                acc10 += dsl_dot4x8_ss(av12, c13);
-                acc11 += dsl_dot4x8_ss(av13, c13);
-                acc12 += dsl_dot4x8_ss(av14, c13);
-                acc13 += dsl_dot4x8_ss(av15, c13);
-                uint t143 = (wv2 >> 0u) & 50529027u;
-                uint c14 = tq ? ((t143 + 2139062143u) ^ 2155905152u) : t143;
-                acc20 += dsl_dot4x8_ss(av12, c14);
-                acc21 += dsl_dot4x8_ss(av13, c14);
-                acc22 += dsl_dot4x8_ss(av14, c14);
-                acc23 += dsl_dot4x8_ss(av15, c14);
-                uint t144 = (wv3 >> 0u) & 50529027u;
-                uint c15 = tq ? ((t144 + 2139062143u) ^ 2155905152u) : t144;
-                acc30 += dsl_dot4x8_ss(av12, c15);
-                acc31 += dsl_dot4x8_ss(av13, c15);
-                acc32 += dsl_dot4x8_ss(av14, c15);
-                acc33 += dsl_dot4x8_ss(av15, c15);
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av10, c9);
+                    acc13 += dsl_dot4x8_ss(av11, c9);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av12, c9);
+                    acc15 += dsl_dot4x8_ss(av13, c9);
+                    acc16 += dsl_dot4x8_ss(av14, c9);
+                    acc17 += dsl_dot4x8_ss(av15, c9);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t72 = (wv2 >> 4u) & 50529027u;
+                    uint c10 = tq ? ((t72 + 2139062143u) ^ 2155905152u) : t72;
+                    acc20 += dsl_dot4x8_ss(av8, c10);
+                    acc21 += dsl_dot4x8_ss(av9, c10);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av10, c10);
+                        acc23 += dsl_dot4x8_ss(av11, c10);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av12, c10);
+                        acc25 += dsl_dot4x8_ss(av13, c10);
+                        acc26 += dsl_dot4x8_ss(av14, c10);
+                        acc27 += dsl_dot4x8_ss(av15, c10);
+                    }
+                    uint t73 = (wv3 >> 4u) & 50529027u;
+                    uint c11 = tq ? ((t73 + 2139062143u) ^ 2155905152u) : t73;
+                    acc30 += dsl_dot4x8_ss(av8, c11);
+                    acc31 += dsl_dot4x8_ss(av9, c11);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av10, c11);
+                        acc33 += dsl_dot4x8_ss(av11, c11);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av12, c11);
+                        acc35 += dsl_dot4x8_ss(av13, c11);
+                        acc36 += dsl_dot4x8_ss(av14, c11);
+                        acc37 += dsl_dot4x8_ss(av15, c11);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t74 = (wv4 >> 4u) & 50529027u;
+                    uint c12 = tq ? ((t74 + 2139062143u) ^ 2155905152u) : t74;
+                    acc40 += dsl_dot4x8_ss(av8, c12);
+                    acc41 += dsl_dot4x8_ss(av9, c12);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av10, c12);
+                        acc43 += dsl_dot4x8_ss(av11, c12);
+                    }
+                    uint t75 = (wv5 >> 4u) & 50529027u;
+                    uint c13 = tq ? ((t75 + 2139062143u) ^ 2155905152u) : t75;
+                    acc50 += dsl_dot4x8_ss(av8, c13);
+                    acc51 += dsl_dot4x8_ss(av9, c13);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av10, c13);
+                        acc53 += dsl_dot4x8_ss(av11, c13);
+                    }
+                    uint t76 = (wv6 >> 4u) & 50529027u;
+                    uint c14 = tq ? ((t76 + 2139062143u) ^ 2155905152u) : t76;
+                    acc60 += dsl_dot4x8_ss(av8, c14);
+                    acc61 += dsl_dot4x8_ss(av9, c14);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av10, c14);
+                        acc63 += dsl_dot4x8_ss(av11, c14);
+                    }
+                    uint t77 = (wv7 >> 4u) & 50529027u;
+                    uint c15 = tq ? ((t77 + 2139062143u) ^ 2155905152u) : t77;
+                    acc70 += dsl_dot4x8_ss(av8, c15);
+                    acc71 += dsl_dot4x8_ss(av9, c15);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av10, c15);
+                        acc73 += dsl_dot4x8_ss(av11, c15);
+                    }
+                }
+                uint ab2 = ((wl + 16u) * astr) + tokv;
+                uint av16 = 0u;
+                uint av17 = 0u;
+                uint av18 = 0u;
+                uint av19 = 0u;
+                uint av20 = 0u;
+                uint av21 = 0u;
+                uint av22 = 0u;
+                uint av23 = 0u;
+                av16 = ash[ab2 + 0u];
+                av17 = ash[ab2 + 1u];
+                if (TILE_TOKS > 2u) {
+                    av18 = ash[ab2 + 2u];
+                    av19 = ash[ab2 + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av20 = ash[ab2 + 4u];
+                    av21 = ash[ab2 + 5u];
+                    av22 = ash[ab2 + 6u];
+                    av23 = ash[ab2 + 7u];
+                }
+                uint t78 = (wv >> 2u) & 50529027u;
+                uint c16 = tq ? ((t78 + 2139062143u) ^ 2155905152u) : t78;
+                acc00 += dsl_dot4x8_ss(av16, c16);
+                acc01 += dsl_dot4x8_ss(av17, c16);
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av18, c16);
+                    acc03 += dsl_dot4x8_ss(av19, c16);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av20, c16);
+                    acc05 += dsl_dot4x8_ss(av21, c16);
+                    acc06 += dsl_dot4x8_ss(av22, c16);
+                    acc07 += dsl_dot4x8_ss(av23, c16);
+                }
+                uint t79 = (wv1 >> 2u) & 50529027u;
+                uint c17 = tq ? ((t79 + 2139062143u) ^ 2155905152u) : t79;
+                acc10 += dsl_dot4x8_ss(av16, c17);
+                acc11 += dsl_dot4x8_ss(av17, c17);
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av18, c17);
+                    acc13 += dsl_dot4x8_ss(av19, c17);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av20, c17);
+                    acc15 += dsl_dot4x8_ss(av21, c17);
+                    acc16 += dsl_dot4x8_ss(av22, c17);
+                    acc17 += dsl_dot4x8_ss(av23, c17);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t80 = (wv2 >> 2u) & 50529027u;
+                    uint c18 = tq ? ((t80 + 2139062143u) ^ 2155905152u) : t80;
+                    acc20 += dsl_dot4x8_ss(av16, c18);
+                    acc21 += dsl_dot4x8_ss(av17, c18);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av18, c18);
+                        acc23 += dsl_dot4x8_ss(av19, c18);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av20, c18);
+                        acc25 += dsl_dot4x8_ss(av21, c18);
+                        acc26 += dsl_dot4x8_ss(av22, c18);
+                        acc27 += dsl_dot4x8_ss(av23, c18);
+                    }
+                    uint t81 = (wv3 >> 2u) & 50529027u;
+                    uint c19 = tq ? ((t81 + 2139062143u) ^ 2155905152u) : t81;
+                    acc30 += dsl_dot4x8_ss(av16, c19);
+                    acc31 += dsl_dot4x8_ss(av17, c19);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av18, c19);
+                        acc33 += dsl_dot4x8_ss(av19, c19);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av20, c19);
+                        acc35 += dsl_dot4x8_ss(av21, c19);
+                        acc36 += dsl_dot4x8_ss(av22, c19);
+                        acc37 += dsl_dot4x8_ss(av23, c19);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t82 = (wv4 >> 2u) & 50529027u;
+                    uint c20 = tq ? ((t82 + 2139062143u) ^ 2155905152u) : t82;
+                    acc40 += dsl_dot4x8_ss(av16, c20);
+                    acc41 += dsl_dot4x8_ss(av17, c20);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av18, c20);
+                        acc43 += dsl_dot4x8_ss(av19, c20);
+                    }
+                    uint t83 = (wv5 >> 2u) & 50529027u;
+                    uint c21 = tq ? ((t83 + 2139062143u) ^ 2155905152u) : t83;
+                    acc50 += dsl_dot4x8_ss(av16, c21);
+                    acc51 += dsl_dot4x8_ss(av17, c21);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av18, c21);
+                        acc53 += dsl_dot4x8_ss(av19, c21);
+                    }
+                    uint t84 = (wv6 >> 2u) & 50529027u;
+                    uint c22 = tq ? ((t84 + 2139062143u) ^ 2155905152u) : t84;
+                    acc60 += dsl_dot4x8_ss(av16, c22);
+                    acc61 += dsl_dot4x8_ss(av17, c22);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av18, c22);
+                        acc63 += dsl_dot4x8_ss(av19, c22);
+                    }
+                    uint t85 = (wv7 >> 2u) & 50529027u;
+                    uint c23 = tq ? ((t85 + 2139062143u) ^ 2155905152u) : t85;
+                    acc70 += dsl_dot4x8_ss(av16, c23);
+                    acc71 += dsl_dot4x8_ss(av17, c23);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av18, c23);
+                        acc73 += dsl_dot4x8_ss(av19, c23);
+                    }
+                }
+                uint ab3 = ((wl + 24u) * astr) + tokv;
+                uint av24 = 0u;
+                uint av25 = 0u;
+                uint av26 = 0u;
+                uint av27 = 0u;
+                uint av28 = 0u;
+                uint av29 = 0u;
+                uint av30 = 0u;
+                uint av31 = 0u;
+                av24 = ash[ab3 + 0u];
+                av25 = ash[ab3 + 1u];
+                if (TILE_TOKS > 2u) {
+                    av26 = ash[ab3 + 2u];
+                    av27 = ash[ab3 + 3u];
+                }
+                if (TILE_TOKS > 4u) {
+                    av28 = ash[ab3 + 4u];
+                    av29 = ash[ab3 + 5u];
+                    av30 = ash[ab3 + 6u];
+                    av31 = ash[ab3 + 7u];
+                }
+                uint t86 = (wv >> 0u) & 50529027u;
+                uint c24 = tq ? ((t86 + 2139062143u) ^ 2155905152u) : t86;
+                acc00 += dsl_dot4x8_ss(av24, c24);
+                acc01 += dsl_dot4x8_ss(av25, c24);
+                if (TILE_TOKS > 2u) {
+                    acc02 += dsl_dot4x8_ss(av26, c24);
+                    acc03 += dsl_dot4x8_ss(av27, c24);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc04 += dsl_dot4x8_ss(av28, c24);
+                    acc05 += dsl_dot4x8_ss(av29, c24);
+                    acc06 += dsl_dot4x8_ss(av30, c24);
+                    acc07 += dsl_dot4x8_ss(av31, c24);
+                }
+                uint t87 = (wv1 >> 0u) & 50529027u;
+                uint c25 = tq ? ((t87 + 2139062143u) ^ 2155905152u) : t87;
+                acc10 += dsl_dot4x8_ss(av24, c25);
+                acc11 += dsl_dot4x8_ss(av25, c25);
+                if (TILE_TOKS > 2u) {
+                    acc12 += dsl_dot4x8_ss(av26, c25);
+                    acc13 += dsl_dot4x8_ss(av27, c25);
+                }
+                if (TILE_TOKS > 4u) {
+                    acc14 += dsl_dot4x8_ss(av28, c25);
+                    acc15 += dsl_dot4x8_ss(av29, c25);
+                    acc16 += dsl_dot4x8_ss(av30, c25);
+                    acc17 += dsl_dot4x8_ss(av31, c25);
+                }
+                if (TILE_ROWS > 2u) {
+                    uint t88 = (wv2 >> 0u) & 50529027u;
+                    uint c26 = tq ? ((t88 + 2139062143u) ^ 2155905152u) : t88;
+                    acc20 += dsl_dot4x8_ss(av24, c26);
+                    acc21 += dsl_dot4x8_ss(av25, c26);
+                    if (TILE_TOKS > 2u) {
+                        acc22 += dsl_dot4x8_ss(av26, c26);
+                        acc23 += dsl_dot4x8_ss(av27, c26);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc24 += dsl_dot4x8_ss(av28, c26);
+                        acc25 += dsl_dot4x8_ss(av29, c26);
+                        acc26 += dsl_dot4x8_ss(av30, c26);
+                        acc27 += dsl_dot4x8_ss(av31, c26);
+                    }
+                    uint t89 = (wv3 >> 0u) & 50529027u;
+                    uint c27 = tq ? ((t89 + 2139062143u) ^ 2155905152u) : t89;
+                    acc30 += dsl_dot4x8_ss(av24, c27);
+                    acc31 += dsl_dot4x8_ss(av25, c27);
+                    if (TILE_TOKS > 2u) {
+                        acc32 += dsl_dot4x8_ss(av26, c27);
+                        acc33 += dsl_dot4x8_ss(av27, c27);
+                    }
+                    if (TILE_TOKS > 4u) {
+                        acc34 += dsl_dot4x8_ss(av28, c27);
+                        acc35 += dsl_dot4x8_ss(av29, c27);
+                        acc36 += dsl_dot4x8_ss(av30, c27);
+                        acc37 += dsl_dot4x8_ss(av31, c27);
+                    }
+                }
+                if (TILE_ROWS > 4u) {
+                    uint t90 = (wv4 >> 0u) & 50529027u;
+                    uint c28 = tq ? ((t90 + 2139062143u) ^ 2155905152u) : t90;
+                    acc40 += dsl_dot4x8_ss(av24, c28);
+                    acc41 += dsl_dot4x8_ss(av25, c28);
+                    if (TILE_TOKS > 2u) {
+                        acc42 += dsl_dot4x8_ss(av26, c28);
+                        acc43 += dsl_dot4x8_ss(av27, c28);
+                    }
+                    uint t91 = (wv5 >> 0u) & 50529027u;
+                    uint c29 = tq ? ((t91 + 2139062143u) ^ 2155905152u) : t91;
+                    acc50 += dsl_dot4x8_ss(av24, c29);
+                    acc51 += dsl_dot4x8_ss(av25, c29);
+                    if (TILE_TOKS > 2u) {
+                        acc52 += dsl_dot4x8_ss(av26, c29);
+                        acc53 += dsl_dot4x8_ss(av27, c29);
+                    }
+                    uint t92 = (wv6 >> 0u) & 50529027u;
+                    uint c30 = tq ? ((t92 + 2139062143u) ^ 2155905152u) : t92;
+                    acc60 += dsl_dot4x8_ss(av24, c30);
+                    acc61 += dsl_dot4x8_ss(av25, c30);
+                    if (TILE_TOKS > 2u) {
+                        acc62 += dsl_dot4x8_ss(av26, c30);
+                        acc63 += dsl_dot4x8_ss(av27, c30);
+                    }
+                    uint t93 = (wv7 >> 0u) & 50529027u;
+                    uint c31 = tq ? ((t93 + 2139062143u) ^ 2155905152u) : t93;
+                    acc70 += dsl_dot4x8_ss(av24, c31);
+                    acc71 += dsl_dot4x8_ss(av25, c31);
+                    if (TILE_TOKS > 2u) {
+                        acc72 += dsl_dot4x8_ss(av26, c31);
+                        acc73 += dsl_dot4x8_ss(av27, c31);
+                    }
+                }
             }
         }
         if (tq) {
-            precise float d1 = dsh[tx + 0u];
+            precise float d1 = dsh[(tx + 0u) + 0u];
             accf00 += float(acc00) * d1;
             acc00 = 0;
             accf01 += float(acc01) * d1;
             acc01 = 0;
-            accf02 += float(acc02) * d1;
-            acc02 = 0;
-            accf03 += float(acc03) * d1;
-            acc03 = 0;
-            precise float d2 = dsh[tx + 16u];
+            if (TILE_TOKS > 2u) {
+                accf02 += float(acc02) * d1;
+                acc02 = 0;
+                accf03 += float(acc03) * d1;
+                acc03 = 0;
+            }
+            if (TILE_TOKS > 4u) {
+                accf04 += float(acc04) * d1;
+                acc04 = 0;
+                accf05 += float(acc05) * d1;
+                acc05 = 0;
+                accf06 += float(acc06) * d1;
+                acc06 = 0;
+                accf07 += float(acc07) * d1;
+                acc07 = 0;
+            }
+            precise float d2 = dsh[(tx + 16u) + 0u];
             accf10 += float(acc10) * d2;
             acc10 = 0;
             accf11 += float(acc11) * d2;
             acc11 = 0;
-            accf12 += float(acc12) * d2;
-            acc12 = 0;
-            accf13 += float(acc13) * d2;
-            acc13 = 0;
-            precise float d3 = dsh[tx + 32u];
-            accf20 += float(acc20) * d3;
-            acc20 = 0;
-            accf21 += float(acc21) * d3;
-            acc21 = 0;
-            accf22 += float(acc22) * d3;
-            acc22 = 0;
-            accf23 += float(acc23) * d3;
-            acc23 = 0;
-            precise float d4 = dsh[tx + 48u];
-            accf30 += float(acc30) * d4;
-            acc30 = 0;
-            accf31 += float(acc31) * d4;
-            acc31 = 0;
-            accf32 += float(acc32) * d4;
-            acc32 = 0;
-            accf33 += float(acc33) * d4;
-            acc33 = 0;
+            if (TILE_TOKS > 2u) {
+                accf12 += float(acc12) * d2;
+                acc12 = 0;
+                accf13 += float(acc13) * d2;
+                acc13 = 0;
+            }
+            if (TILE_TOKS > 4u) {
+                accf14 += float(acc14) * d2;
+                acc14 = 0;
+                accf15 += float(acc15) * d2;
+                acc15 = 0;
+                accf16 += float(acc16) * d2;
+                acc16 = 0;
+                accf17 += float(acc17) * d2;
+                acc17 = 0;
+            }
+            if (TILE_ROWS > 2u) {
+                precise float d3 = dsh[(tx + 32u) + 0u];
+                accf20 += float(acc20) * d3;
+                acc20 = 0;
+                accf21 += float(acc21) * d3;
+                acc21 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf22 += float(acc22) * d3;
+                    acc22 = 0;
+                    accf23 += float(acc23) * d3;
+                    acc23 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accf24 += float(acc24) * d3;
+                    acc24 = 0;
+                    accf25 += float(acc25) * d3;
+                    acc25 = 0;
+                    accf26 += float(acc26) * d3;
+                    acc26 = 0;
+                    accf27 += float(acc27) * d3;
+                    acc27 = 0;
+                }
+                precise float d4 = dsh[(tx + 48u) + 0u];
+                accf30 += float(acc30) * d4;
+                acc30 = 0;
+                accf31 += float(acc31) * d4;
+                acc31 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf32 += float(acc32) * d4;
+                    acc32 = 0;
+                    accf33 += float(acc33) * d4;
+                    acc33 = 0;
+                }
+                if (TILE_TOKS > 4u) {
+                    accf34 += float(acc34) * d4;
+                    acc34 = 0;
+                    accf35 += float(acc35) * d4;
+                    acc35 = 0;
+                    accf36 += float(acc36) * d4;
+                    acc36 = 0;
+                    accf37 += float(acc37) * d4;
+                    acc37 = 0;
+                }
+            }
+            if (TILE_ROWS > 4u) {
+                precise float d5 = dsh[(tx + 64u) + 0u];
+                accf40 += float(acc40) * d5;
+                acc40 = 0;
+                accf41 += float(acc41) * d5;
+                acc41 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf42 += float(acc42) * d5;
+                    acc42 = 0;
+                    accf43 += float(acc43) * d5;
+                    acc43 = 0;
+                }
+                precise float d6 = dsh[(tx + 80u) + 0u];
+                accf50 += float(acc50) * d6;
+                acc50 = 0;
+                accf51 += float(acc51) * d6;
+                acc51 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf52 += float(acc52) * d6;
+                    acc52 = 0;
+                    accf53 += float(acc53) * d6;
+                    acc53 = 0;
+                }
+                precise float d7 = dsh[(tx + 96u) + 0u];
+                accf60 += float(acc60) * d7;
+                acc60 = 0;
+                accf61 += float(acc61) * d7;
+                acc61 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf62 += float(acc62) * d7;
+                    acc62 = 0;
+                    accf63 += float(acc63) * d7;
+                    acc63 = 0;
+                }
+                precise float d8 = dsh[(tx + 112u) + 0u];
+                accf70 += float(acc70) * d8;
+                acc70 = 0;
+                accf71 += float(acc71) * d8;
+                acc71 = 0;
+                if (TILE_TOKS > 2u) {
+                    accf72 += float(acc72) * d8;
+                    acc72 = 0;
+                    accf73 += float(acc73) * d8;
+                    acc73 = 0;
+                }
+            }
         }
         barrier();
     }
-    uint tok = tok0 + ((ty * 4u) + 0u);
+    uint tok = tok0 + (tokv + 0u);
     if (tok < dyn.n_tokens) {
         int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
         precise float sc = pc.qs.d[tok * 2u];
         uint row = row0 + (tx + 0u);
         if (row < M) {
-            uint t145 = (tok * M) + row;
+            uint t94 = (tok * M) + row;
             precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (accf00 / sc) : ((float(acc00 - qsum) / sc) * ws);
-            precise float t146 = pc.y.d[t145] + v;
-            pc.y.d[t145] = t146;
+            precise float t95 = pc.y.d[t94] + v;
+            pc.y.d[t94] = t95;
         }
         uint row1 = row0 + (tx + 16u);
         if (row1 < M) {
-            uint t147 = (tok * M) + row1;
+            uint t96 = (tok * M) + row1;
             precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc) : ((float(acc10 - qsum) / sc) * ws);
-            precise float t148 = pc.y.d[t147] + v1;
-            pc.y.d[t147] = t148;
+            precise float t97 = pc.y.d[t96] + v1;
+            pc.y.d[t96] = t97;
         }
-        uint row2 = row0 + (tx + 32u);
-        if (row2 < M) {
-            uint t149 = (tok * M) + row2;
-            precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
-            precise float t150 = pc.y.d[t149] + v2;
-            pc.y.d[t149] = t150;
+        if (TILE_ROWS > 2u) {
+            uint row2 = row0 + (tx + 32u);
+            if (row2 < M) {
+                uint t98 = (tok * M) + row2;
+                precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc) : ((float(acc20 - qsum) / sc) * ws);
+                precise float t99 = pc.y.d[t98] + v2;
+                pc.y.d[t98] = t99;
+            }
+            uint row3 = row0 + (tx + 48u);
+            if (row3 < M) {
+                uint t100 = (tok * M) + row3;
+                precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
+                precise float t101 = pc.y.d[t100] + v3;
+                pc.y.d[t100] = t101;
+            }
         }
-        uint row3 = row0 + (tx + 48u);
-        if (row3 < M) {
-            uint t151 = (tok * M) + row3;
-            precise float v3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc) : ((float(acc30 - qsum) / sc) * ws);
-            precise float t152 = pc.y.d[t151] + v3;
-            pc.y.d[t151] = t152;
+        if (TILE_ROWS > 4u) {
+            uint row4 = row0 + (tx + 64u);
+            if (row4 < M) {
+                uint t102 = (tok * M) + row4;
+                precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf40 / sc) : ((float(acc40 - qsum) / sc) * ws);
+                precise float t103 = pc.y.d[t102] + v4;
+                pc.y.d[t102] = t103;
+            }
+            uint row5 = row0 + (tx + 80u);
+            if (row5 < M) {
+                uint t104 = (tok * M) + row5;
+                precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf50 / sc) : ((float(acc50 - qsum) / sc) * ws);
+                precise float t105 = pc.y.d[t104] + v5;
+                pc.y.d[t104] = t105;
+            }
+            uint row6 = row0 + (tx + 96u);
+            if (row6 < M) {
+                uint t106 = (tok * M) + row6;
+                precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf60 / sc) : ((float(acc60 - qsum) / sc) * ws);
+                precise float t107 = pc.y.d[t106] + v6;
+                pc.y.d[t106] = t107;
+            }
+            uint row7 = row0 + (tx + 112u);
+            if (row7 < M) {
+                uint t108 = (tok * M) + row7;
+                precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf70 / sc) : ((float(acc70 - qsum) / sc) * ws);
+                precise float t109 = pc.y.d[t108] + v7;
+                pc.y.d[t108] = t109;
+            }
         }
     }
-    uint tok1 = tok0 + ((ty * 4u) + 1u);
+    uint tok1 = tok0 + (tokv + 1u);
     if (tok1 < dyn.n_tokens) {
         int qsum1 = int(pc.qs.d[(tok1 * 2u) + 1u]);
         precise float sc1 = pc.qs.d[tok1 * 2u];
-        uint row4 = row0 + (tx + 0u);
-        if (row4 < M) {
-            uint t153 = (tok1 * M) + row4;
-            precise float v4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
-            precise float t154 = pc.y.d[t153] + v4;
-            pc.y.d[t153] = t154;
-        }
-        uint row5 = row0 + (tx + 16u);
-        if (row5 < M) {
-            uint t155 = (tok1 * M) + row5;
-            precise float v5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
-            precise float t156 = pc.y.d[t155] + v5;
-            pc.y.d[t155] = t156;
-        }
-        uint row6 = row0 + (tx + 32u);
-        if (row6 < M) {
-            uint t157 = (tok1 * M) + row6;
-            precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
-            precise float t158 = pc.y.d[t157] + v6;
-            pc.y.d[t157] = t158;
-        }
-        uint row7 = row0 + (tx + 48u);
-        if (row7 < M) {
-            uint t159 = (tok1 * M) + row7;
-            precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
-            precise float t160 = pc.y.d[t159] + v7;
-            pc.y.d[t159] = t160;
-        }
-    }
-    uint tok2 = tok0 + ((ty * 4u) + 2u);
-    if (tok2 < dyn.n_tokens) {
-        int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
-        precise float sc2 = pc.qs.d[tok2 * 2u];
         uint row8 = row0 + (tx + 0u);
         if (row8 < M) {
-            uint t161 = (tok2 * M) + row8;
-            precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
-            precise float t162 = pc.y.d[t161] + v8;
-            pc.y.d[t161] = t162;
+            uint t110 = (tok1 * M) + row8;
+            precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc1) : ((float(acc01 - qsum1) / sc1) * ws);
+            precise float t111 = pc.y.d[t110] + v8;
+            pc.y.d[t110] = t111;
         }
         uint row9 = row0 + (tx + 16u);
         if (row9 < M) {
-            uint t163 = (tok2 * M) + row9;
-            precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
-            precise float t164 = pc.y.d[t163] + v9;
-            pc.y.d[t163] = t164;
+            uint t112 = (tok1 * M) + row9;
+            precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc1) : ((float(acc11 - qsum1) / sc1) * ws);
+            precise float t113 = pc.y.d[t112] + v9;
+            pc.y.d[t112] = t113;
         }
-        uint row10 = row0 + (tx + 32u);
-        if (row10 < M) {
-            uint t165 = (tok2 * M) + row10;
-            precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
-            precise float t166 = pc.y.d[t165] + v10;
-            pc.y.d[t165] = t166;
+        if (TILE_ROWS > 2u) {
+            uint row10 = row0 + (tx + 32u);
+            if (row10 < M) {
+                uint t114 = (tok1 * M) + row10;
+                precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc1) : ((float(acc21 - qsum1) / sc1) * ws);
+                precise float t115 = pc.y.d[t114] + v10;
+                pc.y.d[t114] = t115;
+            }
+            uint row11 = row0 + (tx + 48u);
+            if (row11 < M) {
+                uint t116 = (tok1 * M) + row11;
+                precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc1) : ((float(acc31 - qsum1) / sc1) * ws);
+                precise float t117 = pc.y.d[t116] + v11;
+                pc.y.d[t116] = t117;
+            }
         }
-        uint row11 = row0 + (tx + 48u);
-        if (row11 < M) {
-            uint t167 = (tok2 * M) + row11;
-            precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
-            precise float t168 = pc.y.d[t167] + v11;
-            pc.y.d[t167] = t168;
+        if (TILE_ROWS > 4u) {
+            uint row12 = row0 + (tx + 64u);
+            if (row12 < M) {
+                uint t118 = (tok1 * M) + row12;
+                precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf41 / sc1) : ((float(acc41 - qsum1) / sc1) * ws);
+                precise float t119 = pc.y.d[t118] + v12;
+                pc.y.d[t118] = t119;
+            }
+            uint row13 = row0 + (tx + 80u);
+            if (row13 < M) {
+                uint t120 = (tok1 * M) + row13;
+                precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf51 / sc1) : ((float(acc51 - qsum1) / sc1) * ws);
+                precise float t121 = pc.y.d[t120] + v13;
+                pc.y.d[t120] = t121;
+            }
+            uint row14 = row0 + (tx + 96u);
+            if (row14 < M) {
+                uint t122 = (tok1 * M) + row14;
+                precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf61 / sc1) : ((float(acc61 - qsum1) / sc1) * ws);
+                precise float t123 = pc.y.d[t122] + v14;
+                pc.y.d[t122] = t123;
+            }
+            uint row15 = row0 + (tx + 112u);
+            if (row15 < M) {
+                uint t124 = (tok1 * M) + row15;
+                precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf71 / sc1) : ((float(acc71 - qsum1) / sc1) * ws);
+                precise float t125 = pc.y.d[t124] + v15;
+                pc.y.d[t124] = t125;
+            }
         }
     }
-    uint tok3 = tok0 + ((ty * 4u) + 3u);
-    if (tok3 < dyn.n_tokens) {
-        int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
-        precise float sc3 = pc.qs.d[tok3 * 2u];
-        uint row12 = row0 + (tx + 0u);
-        if (row12 < M) {
-            uint t169 = (tok3 * M) + row12;
-            precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
-            precise float t170 = pc.y.d[t169] + v12;
-            pc.y.d[t169] = t170;
+    if (TILE_TOKS > 2u) {
+        uint tok2 = tok0 + (tokv + 2u);
+        if (tok2 < dyn.n_tokens) {
+            int qsum2 = int(pc.qs.d[(tok2 * 2u) + 1u]);
+            precise float sc2 = pc.qs.d[tok2 * 2u];
+            uint row16 = row0 + (tx + 0u);
+            if (row16 < M) {
+                uint t126 = (tok2 * M) + row16;
+                precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc2) : ((float(acc02 - qsum2) / sc2) * ws);
+                precise float t127 = pc.y.d[t126] + v16;
+                pc.y.d[t126] = t127;
+            }
+            uint row17 = row0 + (tx + 16u);
+            if (row17 < M) {
+                uint t128 = (tok2 * M) + row17;
+                precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc2) : ((float(acc12 - qsum2) / sc2) * ws);
+                precise float t129 = pc.y.d[t128] + v17;
+                pc.y.d[t128] = t129;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row18 = row0 + (tx + 32u);
+                if (row18 < M) {
+                    uint t130 = (tok2 * M) + row18;
+                    precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc2) : ((float(acc22 - qsum2) / sc2) * ws);
+                    precise float t131 = pc.y.d[t130] + v18;
+                    pc.y.d[t130] = t131;
+                }
+                uint row19 = row0 + (tx + 48u);
+                if (row19 < M) {
+                    uint t132 = (tok2 * M) + row19;
+                    precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc2) : ((float(acc32 - qsum2) / sc2) * ws);
+                    precise float t133 = pc.y.d[t132] + v19;
+                    pc.y.d[t132] = t133;
+                }
+            }
+            if (TILE_ROWS > 4u) {
+                uint row20 = row0 + (tx + 64u);
+                if (row20 < M) {
+                    uint t134 = (tok2 * M) + row20;
+                    precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf42 / sc2) : ((float(acc42 - qsum2) / sc2) * ws);
+                    precise float t135 = pc.y.d[t134] + v20;
+                    pc.y.d[t134] = t135;
+                }
+                uint row21 = row0 + (tx + 80u);
+                if (row21 < M) {
+                    uint t136 = (tok2 * M) + row21;
+                    precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf52 / sc2) : ((float(acc52 - qsum2) / sc2) * ws);
+                    precise float t137 = pc.y.d[t136] + v21;
+                    pc.y.d[t136] = t137;
+                }
+                uint row22 = row0 + (tx + 96u);
+                if (row22 < M) {
+                    uint t138 = (tok2 * M) + row22;
+                    precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf62 / sc2) : ((float(acc62 - qsum2) / sc2) * ws);
+                    precise float t139 = pc.y.d[t138] + v22;
+                    pc.y.d[t138] = t139;
+                }
+                uint row23 = row0 + (tx + 112u);
+                if (row23 < M) {
+                    uint t140 = (tok2 * M) + row23;
+                    precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf72 / sc2) : ((float(acc72 - qsum2) / sc2) * ws);
+                    precise float t141 = pc.y.d[t140] + v23;
+                    pc.y.d[t140] = t141;
+                }
+            }
         }
-        uint row13 = row0 + (tx + 16u);
-        if (row13 < M) {
-            uint t171 = (tok3 * M) + row13;
-            precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
-            precise float t172 = pc.y.d[t171] + v13;
-            pc.y.d[t171] = t172;
+        uint tok3 = tok0 + (tokv + 3u);
+        if (tok3 < dyn.n_tokens) {
+            int qsum3 = int(pc.qs.d[(tok3 * 2u) + 1u]);
+            precise float sc3 = pc.qs.d[tok3 * 2u];
+            uint row24 = row0 + (tx + 0u);
+            if (row24 < M) {
+                uint t142 = (tok3 * M) + row24;
+                precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc3) : ((float(acc03 - qsum3) / sc3) * ws);
+                precise float t143 = pc.y.d[t142] + v24;
+                pc.y.d[t142] = t143;
+            }
+            uint row25 = row0 + (tx + 16u);
+            if (row25 < M) {
+                uint t144 = (tok3 * M) + row25;
+                precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc3) : ((float(acc13 - qsum3) / sc3) * ws);
+                precise float t145 = pc.y.d[t144] + v25;
+                pc.y.d[t144] = t145;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row26 = row0 + (tx + 32u);
+                if (row26 < M) {
+                    uint t146 = (tok3 * M) + row26;
+                    precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
+                    precise float t147 = pc.y.d[t146] + v26;
+                    pc.y.d[t146] = t147;
+                }
+                uint row27 = row0 + (tx + 48u);
+                if (row27 < M) {
+                    uint t148 = (tok3 * M) + row27;
+                    precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
+                    precise float t149 = pc.y.d[t148] + v27;
+                    pc.y.d[t148] = t149;
+                }
+            }
+            if (TILE_ROWS > 4u) {
+                uint row28 = row0 + (tx + 64u);
+                if (row28 < M) {
+                    uint t150 = (tok3 * M) + row28;
+                    precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf43 / sc3) : ((float(acc43 - qsum3) / sc3) * ws);
+                    precise float t151 = pc.y.d[t150] + v28;
+                    pc.y.d[t150] = t151;
+                }
+                uint row29 = row0 + (tx + 80u);
+                if (row29 < M) {
+                    uint t152 = (tok3 * M) + row29;
+                    precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf53 / sc3) : ((float(acc53 - qsum3) / sc3) * ws);
+                    precise float t153 = pc.y.d[t152] + v29;
+                    pc.y.d[t152] = t153;
+                }
+                uint row30 = row0 + (tx + 96u);
+                if (row30 < M) {
+                    uint t154 = (tok3 * M) + row30;
+                    precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf63 / sc3) : ((float(acc63 - qsum3) / sc3) * ws);
+                    precise float t155 = pc.y.d[t154] + v30;
+                    pc.y.d[t154] = t155;
+                }
+                uint row31 = row0 + (tx + 112u);
+                if (row31 < M) {
+                    uint t156 = (tok3 * M) + row31;
+                    precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf73 / sc3) : ((float(acc73 - qsum3) / sc3) * ws);
+                    precise float t157 = pc.y.d[t156] + v31;
+                    pc.y.d[t156] = t157;
+                }
+            }
         }
-        uint row14 = row0 + (tx + 32u);
-        if (row14 < M) {
-            uint t173 = (tok3 * M) + row14;
-            precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc3) : ((float(acc23 - qsum3) / sc3) * ws);
-            precise float t174 = pc.y.d[t173] + v14;
-            pc.y.d[t173] = t174;
+    }
+    if (TILE_TOKS > 4u) {
+        uint tok4 = tok0 + (tokv + 4u);
+        if (tok4 < dyn.n_tokens) {
+            int qsum4 = int(pc.qs.d[(tok4 * 2u) + 1u]);
+            precise float sc4 = pc.qs.d[tok4 * 2u];
+            uint row32 = row0 + (tx + 0u);
+            if (row32 < M) {
+                uint t158 = (tok4 * M) + row32;
+                precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf04 / sc4) : ((float(acc04 - qsum4) / sc4) * ws);
+                precise float t159 = pc.y.d[t158] + v32;
+                pc.y.d[t158] = t159;
+            }
+            uint row33 = row0 + (tx + 16u);
+            if (row33 < M) {
+                uint t160 = (tok4 * M) + row33;
+                precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf14 / sc4) : ((float(acc14 - qsum4) / sc4) * ws);
+                precise float t161 = pc.y.d[t160] + v33;
+                pc.y.d[t160] = t161;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row34 = row0 + (tx + 32u);
+                if (row34 < M) {
+                    uint t162 = (tok4 * M) + row34;
+                    precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf24 / sc4) : ((float(acc24 - qsum4) / sc4) * ws);
+                    precise float t163 = pc.y.d[t162] + v34;
+                    pc.y.d[t162] = t163;
+                }
+                uint row35 = row0 + (tx + 48u);
+                if (row35 < M) {
+                    uint t164 = (tok4 * M) + row35;
+                    precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf34 / sc4) : ((float(acc34 - qsum4) / sc4) * ws);
+                    precise float t165 = pc.y.d[t164] + v35;
+                    pc.y.d[t164] = t165;
+                }
+            }
         }
-        uint row15 = row0 + (tx + 48u);
-        if (row15 < M) {
-            uint t175 = (tok3 * M) + row15;
-            precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc3) : ((float(acc33 - qsum3) / sc3) * ws);
-            precise float t176 = pc.y.d[t175] + v15;
-            pc.y.d[t175] = t176;
+        uint tok5 = tok0 + (tokv + 5u);
+        if (tok5 < dyn.n_tokens) {
+            int qsum5 = int(pc.qs.d[(tok5 * 2u) + 1u]);
+            precise float sc5 = pc.qs.d[tok5 * 2u];
+            uint row36 = row0 + (tx + 0u);
+            if (row36 < M) {
+                uint t166 = (tok5 * M) + row36;
+                precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf05 / sc5) : ((float(acc05 - qsum5) / sc5) * ws);
+                precise float t167 = pc.y.d[t166] + v36;
+                pc.y.d[t166] = t167;
+            }
+            uint row37 = row0 + (tx + 16u);
+            if (row37 < M) {
+                uint t168 = (tok5 * M) + row37;
+                precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf15 / sc5) : ((float(acc15 - qsum5) / sc5) * ws);
+                precise float t169 = pc.y.d[t168] + v37;
+                pc.y.d[t168] = t169;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row38 = row0 + (tx + 32u);
+                if (row38 < M) {
+                    uint t170 = (tok5 * M) + row38;
+                    precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf25 / sc5) : ((float(acc25 - qsum5) / sc5) * ws);
+                    precise float t171 = pc.y.d[t170] + v38;
+                    pc.y.d[t170] = t171;
+                }
+                uint row39 = row0 + (tx + 48u);
+                if (row39 < M) {
+                    uint t172 = (tok5 * M) + row39;
+                    precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf35 / sc5) : ((float(acc35 - qsum5) / sc5) * ws);
+                    precise float t173 = pc.y.d[t172] + v39;
+                    pc.y.d[t172] = t173;
+                }
+            }
+        }
+        uint tok6 = tok0 + (tokv + 6u);
+        if (tok6 < dyn.n_tokens) {
+            int qsum6 = int(pc.qs.d[(tok6 * 2u) + 1u]);
+            precise float sc6 = pc.qs.d[tok6 * 2u];
+            uint row40 = row0 + (tx + 0u);
+            if (row40 < M) {
+                uint t174 = (tok6 * M) + row40;
+                precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf06 / sc6) : ((float(acc06 - qsum6) / sc6) * ws);
+                precise float t175 = pc.y.d[t174] + v40;
+                pc.y.d[t174] = t175;
+            }
+            uint row41 = row0 + (tx + 16u);
+            if (row41 < M) {
+                uint t176 = (tok6 * M) + row41;
+                precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf16 / sc6) : ((float(acc16 - qsum6) / sc6) * ws);
+                precise float t177 = pc.y.d[t176] + v41;
+                pc.y.d[t176] = t177;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row42 = row0 + (tx + 32u);
+                if (row42 < M) {
+                    uint t178 = (tok6 * M) + row42;
+                    precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf26 / sc6) : ((float(acc26 - qsum6) / sc6) * ws);
+                    precise float t179 = pc.y.d[t178] + v42;
+                    pc.y.d[t178] = t179;
+                }
+                uint row43 = row0 + (tx + 48u);
+                if (row43 < M) {
+                    uint t180 = (tok6 * M) + row43;
+                    precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf36 / sc6) : ((float(acc36 - qsum6) / sc6) * ws);
+                    precise float t181 = pc.y.d[t180] + v43;
+                    pc.y.d[t180] = t181;
+                }
+            }
+        }
+        uint tok7 = tok0 + (tokv + 7u);
+        if (tok7 < dyn.n_tokens) {
+            int qsum7 = int(pc.qs.d[(tok7 * 2u) + 1u]);
+            precise float sc7 = pc.qs.d[tok7 * 2u];
+            uint row44 = row0 + (tx + 0u);
+            if (row44 < M) {
+                uint t182 = (tok7 * M) + row44;
+                precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf07 / sc7) : ((float(acc07 - qsum7) / sc7) * ws);
+                precise float t183 = pc.y.d[t182] + v44;
+                pc.y.d[t182] = t183;
+            }
+            uint row45 = row0 + (tx + 16u);
+            if (row45 < M) {
+                uint t184 = (tok7 * M) + row45;
+                precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf17 / sc7) : ((float(acc17 - qsum7) / sc7) * ws);
+                precise float t185 = pc.y.d[t184] + v45;
+                pc.y.d[t184] = t185;
+            }
+            if (TILE_ROWS > 2u) {
+                uint row46 = row0 + (tx + 32u);
+                if (row46 < M) {
+                    uint t186 = (tok7 * M) + row46;
+                    precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf27 / sc7) : ((float(acc27 - qsum7) / sc7) * ws);
+                    precise float t187 = pc.y.d[t186] + v46;
+                    pc.y.d[t186] = t187;
+                }
+                uint row47 = row0 + (tx + 48u);
+                if (row47 < M) {
+                    uint t188 = (tok7 * M) + row47;
+                    precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf37 / sc7) : ((float(acc37 - qsum7) / sc7) * ws);
+                    precise float t189 = pc.y.d[t188] + v47;
+                    pc.y.d[t188] = t189;
+                }
+            }
         }
     }
 }

@@ -29,17 +29,17 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float red[256];
-shared vec2 xs[128];
-shared float bv[256];
-shared uint bi[256];
-shared uint arrived[1];
-
 const uint D = 256u;
 const uint DW = 128u;
 const float NORM_EPS = 1e-05;
 const uint DW4 = 32u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+
+shared float red[256];
+shared vec2 xs[128];
+shared float bv[256];
+shared uint bi[256];
+shared uint arrived[1];
 
 float dsl_pdot(vec2 a, vec2 b)
 {

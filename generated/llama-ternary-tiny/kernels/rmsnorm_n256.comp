@@ -19,10 +19,10 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-shared float red[256];
-
 const float NORM_EPS = 1e-05;
 const uint N = 256u;
+
+shared float red[256];
 
 void main()
 {
