@@ -265,6 +265,8 @@ static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
                     d->groups[i].tile_rows[1], d->groups[i].tile_rows[2]);
         else if (d->groups[i].tile == RT_TILE_TOKS)
             fprintf(f, ", .tile = RT_TILE_TOKS");
+        else if (d->groups[i].tile == RT_TILE_SPLITK)
+            fprintf(f, ", .tile = RT_TILE_SPLITK, .tile_rows = {%u, 0, 0}", d->groups[i].tile_rows[0]);
         fprintf(f, "}");
     }
     fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",

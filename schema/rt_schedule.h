@@ -86,7 +86,16 @@ typedef enum { RT_WFMT_I2S = 0, RT_WFMT_TQ2 = 1, RT_WFMT_TQ1 = 2, RT_WFMT_TQ1T =
  * rt_tile_at). */
 #define RT_SPEC_TILE_ROWS 4
 #define RT_SPEC_TILE_TOKS 5
-#define RT_SPEC_COUNT 6
+/* GEMV_SPLITK: a decode bitlinear of one matrix splits each row's words among 2^s subgroups
+ * (s = 0, 1, 2), their integer partial sums added in shared memory, so a workgroup serves
+ * RT_DECODE_ROWS >> s rows and the launch grows 2^s-fold (rt_groups.tile = RT_TILE_SPLITK):
+ * more rows in flight at once for a long row (the 6912-wide down projection). Integer sums:
+ * the same results for I2_S and TQ1_T (a tuner variant, not offered with GEMV_ROWS or for
+ * TQ1_0 / TQ2_0, whose block sums are floats). */
+#define RT_SPEC_GEMV_SPLITK 6
+#define RT_SPEC_COUNT 7
+#define RT_DECODE_ROWS 8 /* a decode bitlinear workgroup's rows (GEMV_SPLITK 0) */
+#define RT_SPLITK_LOG2_MAX 2
 
 /* The tiles a tuner may choose, rows and tokens per invocation; tile 0 is the default (a
  * 64 x 64 workgroup tile). Small tiles fill a GPU on short prompts, large ones reuse each
@@ -150,7 +159,7 @@ typedef struct {
  * gl_NumWorkGroups (the merged split decode attention's key ranges per KV head): a
  * variant (rt_variant.splits, rt_tune.c) may launch any count from 1 to splits_max
  * instead; the count above is the default. */
-typedef enum { RT_TILE_NONE = 0, RT_TILE_ROWS, RT_TILE_TOKS } rt_tile_axis;
+typedef enum { RT_TILE_NONE = 0, RT_TILE_ROWS, RT_TILE_TOKS, RT_TILE_SPLITK } rt_tile_axis;
 typedef struct {
     uint32_t mul, add, div;
     uint32_t vocab_div;  /* 0: no cap */
@@ -158,14 +167,17 @@ typedef struct {
     uint32_t split_bytes; /* with splits_max: the bytes each launched workgroup along this axis
                              adds to the dispatch's count (rt_dispatch.bytes is at the default) */
     uint8_t tile;        /* rt_tile_axis: a prefill bitlinear's tiled axis, whose count follows
-                            its tile (rt_groups_count); mul / add / div give tile 0's */
-    uint32_t tile_rows[3]; /* RT_TILE_ROWS: the rows of each matrix the dispatch tiles (0: none) */
+                            its tile, or a decode bitlinear's rows, which follow GEMV_SPLITK
+                            (rt_groups_count); mul / add / div give the defaults' count */
+    uint32_t tile_rows[3]; /* RT_TILE_ROWS: the rows of each matrix the dispatch tiles (0: none);
+                              RT_TILE_SPLITK: [0] the matrix's rows */
 } rt_groups;
 
 /* Workgroups along axis g for a step of n tokens (the rule above): splits, a tuned launch
- * size (0: the default); tile, the kernel's tile (rt_tile_at) for a tiled axis. One rule for
- * the runtime and the tests. */
-static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t vocab, uint32_t splits, unsigned tile)
+ * size (0: the default); tile, the kernel's tile (rt_tile_at) for a tiled axis; splitk, its
+ * GEMV_SPLITK. One rule for the runtime and the tests. */
+static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t vocab, uint32_t splits, unsigned tile,
+                                       unsigned splitk)
 {
     if (g->splits_max && splits) /* a tuned launch size, at most splits_max */
         return splits < g->splits_max ? splits : g->splits_max;
@@ -174,6 +186,9 @@ static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t 
     if (g->tile == RT_TILE_ROWS) { /* each matrix's rows in workgroups of 16 TILE_ROWS */
         for (int p = 0; p < 3; p++)
             v += (g->tile_rows[p] + 16u * t.rows - 1) / (16u * t.rows);
+    } else if (g->tile == RT_TILE_SPLITK) { /* rows in workgroups of RT_DECODE_ROWS >> s */
+        const uint32_t rpw = RT_DECODE_ROWS >> (splitk <= RT_SPLITK_LOG2_MAX ? splitk : 0);
+        v = (g->tile_rows[0] + rpw - 1) / rpw;
     } else {
         uint32_t div = g->tile == RT_TILE_TOKS ? 16u * t.toks : g->div ? g->div : 1;
         v = (g->mul * n + g->add + div - 1) / div;

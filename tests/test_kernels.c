@@ -337,7 +337,8 @@ typedef struct {
     bool decode;
     uint32_t gemv_vec; /* decode bitlinears' variant: 0 / 1 GEMV_VEC (4- / 16-byte loads),
                         * 2 GEMV_SHQ (codes staged in shared memory); + 16 * GEMV_ROWS
-                        * (2^g rows per subgroup at once) */
+                        * (2^g rows per subgroup at once); + 256 * GEMV_SPLITK (2^s
+                        * subgroups a row) */
     uint32_t splits;   /* a tunable launch size (rt_groups.splits_max) launched at this count
                         * (the runtime's rt_variant.splits); 0: the default count */
     unsigned tile;     /* a prefill bitlinear's tile (rt_tile_at; the runtime's rt_variant.tile) */
@@ -352,7 +353,8 @@ static void kern_pipeline(kern *kn)
     rt_spec_defaults(spec);
     spec[RT_SPEC_GEMV_VEC] = (kn->gemv_vec & 15) == 1;
     spec[RT_SPEC_GEMV_SHQ] = (kn->gemv_vec & 15) == 2;
-    spec[RT_SPEC_GEMV_ROWS] = kn->gemv_vec >> 4;
+    spec[RT_SPEC_GEMV_ROWS] = (kn->gemv_vec >> 4) & 15;
+    spec[RT_SPEC_GEMV_SPLITK] = kn->gemv_vec >> 8;
     spec[RT_SPEC_TILE_ROWS] = rt_tile_at(kn->tile).rows;
     spec[RT_SPEC_TILE_TOKS] = rt_tile_at(kn->tile).toks;
     OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), kn->spv, kn->spv_bytes, spec, RT_SPEC_COUNT, &kn->pl, err));
@@ -436,7 +438,7 @@ static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t p
         params[i] = ko->params[i].kind == RT_P_VOCAB ? run_vocab : ko->params[i].value;
     }
     for (int a = 0; a < 3; a++) /* the runtime's rule: vocab_div cap, a tuned launch size, the tile */
-        gr[a] = rt_groups_count(&ko->groups[a], N, run_vocab, kn->splits, kn->tile);
+        gr[a] = rt_groups_count(&ko->groups[a], N, run_vocab, kn->splits, kn->tile, kn->gemv_vec >> 8);
     set_dyn(pos, n, out_start);
     dispatch(kn->k, kn->pl, args, ko->n_args, params, ko->n_params, gr);
 }
@@ -740,9 +742,11 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
                         yr[i] += r0[p][(size_t)t * M[p] + i];
             }
             char what[96];
-            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup, tile %u x %u)", p, M[p], K,
+            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup, %u subgroups a row, tile %u x %u)",
+                     p, M[p], K,
                      (gemv_vec & 15) == 1 ? ", 16-byte loads" : (gemv_vec & 15) == 2 ? ", shared codes" : "",
-                     1u << (gemv_vec >> 4), 16u * rt_tile_at(tile).rows, 16u * rt_tile_at(tile).toks);
+                     1u << ((gemv_vec >> 4) & 15), 1u << (gemv_vec >> 8), 16u * rt_tile_at(tile).rows,
+                     16u * rt_tile_at(tile).toks);
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu ? fmax(1e-6, gen_act_at(kop->act)->tol) : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
             if (res)
@@ -765,8 +769,10 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     kern kn;
     kern_build(&kn, g, kop, decode);
-    /* decode: each load variant, and 2 / 4 rows a subgroup with 4-byte, 16-byte and shared loads */
-    static const uint32_t variants[] = {0, 1, 2, 0 | 2 << 4, 1 | 1 << 4, 1 | 2 << 4, 2 | 1 << 4};
+    /* decode: each load variant, 2 / 4 rows a subgroup and 2 / 4 subgroups a row with 4-byte,
+     * 16-byte and shared loads */
+    static const uint32_t variants[] = {0,          1,          2,          0 | 2 << 4, 1 | 1 << 4, 1 | 2 << 4,
+                                        2 | 1 << 4, 0 | 1 << 8, 1 | 2 << 8, 2 | 2 << 8, 1 | 1 << 8};
     for (size_t v = 0; decode && v < sizeof(variants) / sizeof(variants[0]); v++) {
         kern_respec(&kn, variants[v], 0);
         check_bitlinear_run(g, kop, &kn, decode);

@@ -171,9 +171,13 @@ static void test_tune_store_reuse(void **st)
     assert_non_null(att);
     att = strchr(att, '=');
     assert_true(att && att[1] == 's' && att[2] >= '1' && att[2] <= '9'); /* "=s16" */
-    const char *tile = strstr(vt, "_batch="); /* a prompt bitlinear: its tile, "t64x64" */
+    const char *tile = strstr(vt, "_batch="); /* a prompt bitlinear's variant: "dot+t64x64" */
     assert_non_null(tile);
-    assert_true(strstr(tile, "t32x") || strstr(tile, "t64x") || strstr(tile, "t128x"));
+    char tv[32] = "";
+    unsigned tr = 0, tt = 0;
+    assert_int_equal(sscanf(tile + 7, "%31s", tv), 1);
+    const char *tp = strrchr(tv, '+'); /* the tile is the last field */
+    assert_true(tp && sscanf(tp, "+t%ux%u", &tr, &tt) == 2 && tr >= 32 && tr <= 128 && tt >= 32 && tt <= 128);
     printf("tuned decode schedule: %s\n", s.chained ? "chained" : "unchained");
     float *got = prompt_logits(e); /* every tile: integer sums, the same bits */
     assert_memory_equal(got, pref, sizeof(float) * (size_t)rt_engine_vocab(e) * N_PROMPT);

@@ -276,10 +276,16 @@ const char *gen_last_suffix(const gen_kop *kop)
 void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
                    uint32_t groups, gen_kernel_out *out)
 {
+    gen_last_norm_at(k, eps, y, lb, red, M, U(groups - 1), out);
+}
+
+void gen_last_norm_at(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
+                      dsl_expr last, gen_kernel_out *out)
+{
     /* the row (and the norm weight) read back, codes + [scale, sum] out, once */
     out->bytes += (uint64_t)M * (lb->w ? 8 : 4) + (uint64_t)M + 8;
     dsl_expr cnt = dsl_at(k, lb->sync, U(GEN_SYNC_LAST_NORM));
-    gen_last_wg_begin(k, cnt, groups);
+    gen_last_wg_begin_at(k, cnt, last);
     dsl_expr sq, total;
     gen_norm_quant_row(k, eps, y, lb->w, NULL, M, red, lb->q, &sq, &total);
     dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));

@@ -58,5 +58,9 @@ const char *gen_last_suffix(const gen_kop *kop);
  * f32[256]. Adds the tail's bytes to out->bytes. Call in uniform control flow. */
 void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
                    uint32_t groups, gen_kernel_out *out);
+/* ... with `last`, the workgroup count minus one, an expression (a launch that follows a
+ * variant). */
+void gen_last_norm_at(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
+                      dsl_expr last, gen_kernel_out *out);
 
 #endif

@@ -85,9 +85,12 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         }
         memcpy(push + off, &v, 4);
     }
-    const uint32_t v = (uint32_t)e->vocab, sp = e->var[dp->kernel].splits, tl = e->var[dp->kernel].tile;
-    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, rt_groups_count(&dp->groups[0], n, v, sp, tl),
-                    rt_groups_count(&dp->groups[1], n, v, sp, tl), rt_groups_count(&dp->groups[2], n, v, sp, tl));
+    const rt_variant *vr = &e->var[dp->kernel];
+    const uint32_t v = (uint32_t)e->vocab;
+    uint32_t gr[3];
+    for (int a = 0; a < 3; a++)
+        gr[a] = rt_groups_count(&dp->groups[a], n, v, vr->splits, vr->tile, vr->splitk);
+    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, gr[0], gr[1], gr[2]);
 }
 
 /* An auxiliary kernel (argmax, top-k) over logits row `row`: push = logits row

@@ -16,8 +16,10 @@
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
 #define TUNE_MAGIC "ternion-tune 5"
 
-enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16, DIM_TILE = 32 };
+enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16, DIM_TILE = 32, DIM_SPLITK = 64 };
 #define TUNE_PROMPT 512 /* tokens of the prompt step the prefill tiles are timed on (at most n_batch) */
+#define TUNE_PROMPT_STEPS 3 /* timed prompt steps per variant at most: a whole prompt step is long
+                               (9 variants x 4 kernels of a 512-token step on a slow GPU) */
 #define ROWS_LOG2_MAX 2 /* GEMV_ROWS variants: 1, 2 or 4 rows per subgroup */
 
 /* The launch sizes a DIM_SPLITS kernel is timed at (those up to its splits_max). */
@@ -66,13 +68,12 @@ static const rt_groups *splits_groups(const rt_engine *e, uint32_t k)
 static uint8_t dims_of(const rt_engine *e, uint32_t k)
 {
     const rt_kernel_desc *kd = &e->d->kernels[k];
+    /* rows per subgroup, subgroups per row: integer sums only (I2_S, TQ1_T), the same bits */
+    const bool int_sums = !e->wfmt || e->wfmt[k] == RT_WFMT_I2S || e->wfmt[k] == RT_WFMT_TQ1T;
     return (uint8_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
                      (splits_groups(e, k) ? DIM_SPLITS : 0) |
-                     /* rows per subgroup: integer sums only (I2_S, TQ1_T), the same bits */
-                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) &&
-                              (!e->wfmt || e->wfmt[k] == RT_WFMT_I2S || e->wfmt[k] == RT_WFMT_TQ1T)
-                          ? DIM_ROWS
-                          : 0) |
+                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) && int_sums ? DIM_ROWS : 0) |
+                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SPLITK) && int_sums ? DIM_SPLITK : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
                      (kd->tile_shared[0] ? DIM_TILE : 0) |
                      (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0));
@@ -87,6 +88,8 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
                        d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
     if ((d & DIM_ROWS) && v.rows && len >= 0 && (size_t)len < n) /* rows per subgroup: "+r2" */
         len += snprintf(out + len, n - (size_t)len, "+r%u", 1u << v.rows);
+    if ((d & DIM_SPLITK) && v.splitk && len >= 0 && (size_t)len < n) /* subgroups per row: "+k4" */
+        len += snprintf(out + len, n - (size_t)len, "+k%u", 1u << v.splitk);
     if ((d & DIM_TILE) && len >= 0 && (size_t)len < n) /* the prefill tile, workgroup rows x tokens: "t64x64" */
         len += snprintf(out + len, n - (size_t)len, "%st%ux%u", len ? "+" : "", 16u * rt_tile_at(v.tile).rows,
                         16u * rt_tile_at(v.tile).toks);
@@ -105,6 +108,7 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
     spec[RT_SPEC_GEMV_VEC] = e->var[k].vec;
     spec[RT_SPEC_GEMV_SHQ] = e->var[k].shq;
     spec[RT_SPEC_GEMV_ROWS] = e->var[k].rows;
+    spec[RT_SPEC_GEMV_SPLITK] = e->var[k].splitk;
     spec[RT_SPEC_TILE_ROWS] = rt_tile_at(e->var[k].tile).rows;
     spec[RT_SPEC_TILE_TOKS] = rt_tile_at(e->var[k].tile).toks;
     spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
@@ -168,14 +172,14 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot, shq, splits, rows, tile, chained = 0;
+    unsigned vec, dot, shq, splits, rows, tile, splitk, chained = 0;
     while (ok && fgets(line, sizeof(line), f)) {
         if (line[0] == '#' || sscanf(line, "decode-schedule chained=%u", &chained) == 1)
             continue;
-        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u", name, &vec, &dot, &shq, &splits, &rows,
-                   &tile) != 7 ||
+        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u", name, &vec, &dot, &shq,
+                   &splits, &rows, &tile, &splitk) != 8 ||
             vec > 1 || dot > 1 || shq > 1 || (vec && shq) || splits > 65535 || rows > ROWS_LOG2_MAX ||
-            tile >= RT_N_TILES) {
+            tile >= RT_N_TILES || splitk > RT_SPLITK_LOG2_MAX || (rows && splitk)) {
             ok = false;
             break;
         }
@@ -187,6 +191,7 @@ static bool tune_load(rt_engine *e, const char *path)
                                     .shq = (uint8_t)(shq && (e->var_dims[k] & DIM_SHQ)),
                                     .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) && rows_fit(e, rows) ? rows : 0),
                                     .tile = (uint8_t)((e->var_dims[k] & DIM_TILE) && tile_fits(e, k, tile) ? tile : 0),
+                                    .splitk = (uint8_t)((e->var_dims[k] & DIM_SPLITK) ? splitk : 0),
                                     .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
@@ -215,8 +220,9 @@ static void tune_store(rt_engine *e, const char *path)
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
-        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u\n", e->d->kernels[k].name, e->var[k].vec,
-                e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows, e->var[k].tile);
+        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u\n", e->d->kernels[k].name,
+                e->var[k].vec, e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows, e->var[k].tile,
+                e->var[k].splitk);
     fprintf(f, "decode-schedule chained=%u\n", e->dec == &e->d->decode_chain);
     if (fclose(f) == 0)
         rename(tmp, path);
@@ -302,8 +308,12 @@ static bool in_sched(const rt_engine *e, const rt_schedule *s, uint32_t k)
 /* ... by the decode schedule this engine runs (dense, sparse FFN or chained). */
 static bool in_decode(const rt_engine *e, uint32_t k) { return in_sched(e, e->dec, k); }
 
-/* ... by the prompt schedule only (the prefill bitlinears: tiles, native dots). */
-static bool in_prompt(const rt_engine *e, uint32_t k) { return in_sched(e, &e->d->prefill, k) && !in_decode(e, k); }
+/* ... by the prompt schedule only (the prefill bitlinears: tiles, native dots), not by the
+ * dense decode schedule nor the one this engine runs (the chained one after tuning). */
+static bool in_prompt(const rt_engine *e, uint32_t k)
+{
+    return in_sched(e, &e->d->prefill, k) && !in_decode(e, k) && !in_sched(e, &e->d->decode, k);
+}
 
 /* The recorded prompt streams bind the old pipelines: record anew at the next prompt. */
 static void forget_prompt_streams(rt_engine *e)
@@ -321,6 +331,7 @@ static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err
     double t[TUNE_STEPS];
     if (steps <= 0 || steps > TUNE_STEPS)
         steps = TUNE_STEPS;
+    steps = steps < TUNE_PROMPT_STEPS ? steps : TUNE_PROMPT_STEPS;
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
     if (!tok) {
         snprintf(err, RT_ERR_LEN, "out of host memory");
@@ -377,9 +388,9 @@ static int tune_prompt(rt_engine *e, uint32_t k, int n, int steps, bool print, c
     bool first = true;
     for (unsigned t = 0; t < RT_N_TILES; t++) {
         rt_variant v = best;
-        v.tile = (uint8_t)t;
-        if ((d & DIM_TILE) ? tile_fits(e, k, t) : t == 0) {
-            v.tile = (d & DIM_TILE) ? (uint8_t)t : v.tile;
+        if ((d & DIM_TILE) ? tile_fits(e, k, t) : t == 0) { /* without tiles: the dot builds only */
+            if (d & DIM_TILE)
+                v.tile = (uint8_t)t;
             if (time_prompt_variant(e, k, v, n, steps, print, &first, &best, &best_ms, err))
                 return -1;
         }
@@ -424,7 +435,29 @@ static int tune_splits(rt_engine *e, uint32_t k, int steps, bool print, char *er
     return 0;
 }
 
-/* Every variant of kernel k, the others fixed; keeps the fastest. */
+/* Time decode kernel k at variant v; keeps it in *best when faster. */
+static int time_decode_variant(rt_engine *e, uint32_t k, rt_variant v, int steps, bool print, bool *first,
+                               rt_variant *best, double *best_ms, char *err)
+{
+    char vn[32];
+    double ms;
+    e->var[k] = v;
+    if (rt_eng_make_pipe(e, k, err) || rerecord(e, err) || time_step(e, steps, &ms, err))
+        return -1;
+    if (print) {
+        rt_eng_variant_name(e, k, vn, sizeof(vn));
+        printf("  %-60s %-12s %9.3f\n", *first ? e->d->kernels[k].name : "", vn, ms);
+        *first = false;
+    }
+    if (*best_ms == 0 || ms < *best_ms) {
+        *best_ms = ms;
+        *best = v;
+    }
+    return 0;
+}
+
+/* Every variant of kernel k, the others fixed; keeps the fastest. The row split (GEMV_SPLITK)
+ * is tried last, at the fastest loads and dots, with one row a subgroup. */
 static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *err)
 {
     const uint8_t d = e->var_dims[k];
@@ -433,7 +466,6 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
     const rt_variant keep = e->var[k];
     rt_variant best = keep;
     double best_ms = 0;
-    char vn[32];
     bool first = true;
     for (int c = 0; c < 8 * (ROWS_LOG2_MAX + 1); c++) {
         rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)((c >> 1) & 1), .shq = (uint8_t)((c >> 2) & 1),
@@ -444,19 +476,16 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
             (!(d & DIM_SHQ) && v.shq != keep.shq) || (!(d & DIM_ROWS) && v.rows != keep.rows) ||
             (v.shq && v.vec)) /* shq reads 4 bytes a lane */
             continue;
-        e->var[k] = v;
-        double ms;
-        if (rt_eng_make_pipe(e, k, err) || rerecord(e, err) || time_step(e, steps, &ms, err))
+        if (time_decode_variant(e, k, v, steps, print, &first, &best, &best_ms, err))
             return -1;
-        if (print) {
-            rt_eng_variant_name(e, k, vn, sizeof(vn));
-            printf("  %-60s %-12s %9.3f\n", first ? e->d->kernels[k].name : "", vn, ms);
-            first = false;
-        }
-        if (best_ms == 0 || ms < best_ms) {
-            best_ms = ms;
-            best = v;
-        }
+    }
+    const rt_variant grid = best;
+    for (unsigned s = 1; (d & DIM_SPLITK) && s <= RT_SPLITK_LOG2_MAX; s++) {
+        rt_variant v = grid;
+        v.rows = 0;
+        v.splitk = (uint8_t)s;
+        if (time_decode_variant(e, k, v, steps, print, &first, &best, &best_ms, err))
+            return -1;
     }
     e->var[k] = best;
     return rt_eng_make_pipe(e, k, err);

@@ -5,7 +5,8 @@
  * devices with shaderIntegerDotProduct), and each value of its tunable specialization
  * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads;
  * RT_SPEC_GEMV_SHQ, activation codes staged in shared memory; RT_SPEC_GEMV_ROWS, 1, 2 or 4
- * rows per subgroup at once, offered for integer-sum formats only), and
+ * rows per subgroup at once, and RT_SPEC_GEMV_SPLITK, 1, 2 or 4 subgroups a row, both
+ * offered for integer-sum formats only), and
  * for a kernel with a tunable launch size (rt_groups.splits_max: the merged split decode
  * attention, which reads its number of key ranges per KV head from gl_NumWorkGroups) each
  * count from 8 to 256, timed at a long context (position 2047, or the context's last); and
@@ -52,6 +53,7 @@ typedef struct {
     uint8_t shq; /* GEMV_SHQ: 1 = activation codes staged in shared memory (vec then 0) */
     uint8_t rows; /* GEMV_ROWS: a subgroup serves 2^rows rows at once (0: one) */
     uint8_t tile; /* a prefill bitlinear's tile (TILE_ROWS, TILE_TOKS): rt_tile_at(tile) */
+    uint8_t splitk; /* GEMV_SPLITK: 2^splitk subgroups share a decode row (0: one); rows then 0 */
     uint16_t splits; /* a tunable launch size (rt_groups.splits_max: the merged split decode
                         attention's key ranges per KV head); 0: the schedule's default */
 } rt_variant;

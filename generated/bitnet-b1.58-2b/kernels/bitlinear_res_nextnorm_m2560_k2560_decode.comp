@@ -40,6 +40,7 @@ layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 40u;
 layout(constant_id = 2) const uint GEMV_SHQ = 0u;
 layout(constant_id = 3) const uint GEMV_ROWS = 0u;
+layout(constant_id = 6) const uint GEMV_SPLITK = 0u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 2560u;
@@ -51,6 +52,8 @@ const int Q8_HI = 127;
 
 shared float red[256];
 shared uint qsh[640];
+shared int psum[8];
+shared float psumf[8];
 shared uint arrived[1];
 shared int redi[256];
 
@@ -101,19 +104,27 @@ void main()
     if (WFMT == 3u) {
         ws = uintBitsToFloat(pc.w.d[332800u]);
     }
-    uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
+    uint R = (GEMV_SPLITK != 0u) ? 1u : min(1u << GEMV_ROWS, gl_SubgroupSize);
+    uint rpw = 8u >> GEMV_SPLITK;
     uint lpr = gl_SubgroupSize / R;
     uint lane = gl_SubgroupInvocationID % lpr;
     uint lrow = gl_SubgroupInvocationID / lpr;
     for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
-        uint row0 = (gl_WorkGroupID.x * (8u * R)) + rb;
+        uint row0 = (gl_WorkGroupID.x * (rpw * R)) + (rb >> GEMV_SPLITK);
         if (row0 >= M) break;
+        uint S = 1u << GEMV_SPLITK;
+        uint part = rb & (S - 1u);
+        bool lastpart = (part + 1u) == S;
+        uint b4 = (part * KV4) >> GEMV_SPLITK;
+        uint e4 = lastpart ? KV4 : (((part + 1u) * KV4) >> GEMV_SPLITK);
+        uint wb = b4 * 4u;
+        uint we = lastpart ? KW : (e4 * 4u);
         uint row = row0 + lrow;
         int acc = 0;
         precise float accf = 0.0;
         if (row < M) {
             if (WFMT == 1u) {
-                for (uint w1 = lane; w1 < KW; w1 += lpr) {
+                for (uint w1 = wb + lane; w1 < we; w1 += lpr) {
                     uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
                     uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
                     uint boff = (row * 660u) + ((w1 >> 4u) * 66u);
@@ -147,7 +158,7 @@ void main()
                 }
             }
             if (WFMT == 2u) {
-                for (uint w2 = lane; w2 < KW; w2 += lpr) {
+                for (uint w2 = wb + lane; w2 < we; w2 += lpr) {
                     uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
                     uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
                     uint boff1 = (row * 540u) + ((w2 >> 4u) * 54u);
@@ -205,7 +216,7 @@ void main()
                 }
             }
             if (WFMT == 3u) {
-                for (uint w3 = lane; w3 < KW; w3 += lpr) {
+                for (uint w3 = wb + lane; w3 < we; w3 += lpr) {
                     uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
                     uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
                     uint boff2 = (row * 520u) + ((w3 >> 4u) * 52u);
@@ -249,7 +260,7 @@ void main()
             }
             if (WFMT == 0u) {
                 if (GEMV_SHQ != 0u) {
-                    for (uint w5 = lane; w5 < KW; w5 += lpr) {
+                    for (uint w5 = wb + lane; w5 < we; w5 += lpr) {
                         uint wd = pc.w.d[(row * KW) + w5];
                         uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
                         uint c = (wd >> 6u) & 50529027u;
@@ -263,7 +274,7 @@ void main()
                     }
                 } else {
                     if (GEMV_VEC != 0u) {
-                        for (uint w41 = lane; w41 < KV4; w41 += lpr) {
+                        for (uint w41 = b4 + lane; w41 < e4; w41 += lpr) {
                             uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
                             uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
                             uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
@@ -288,7 +299,7 @@ void main()
                             acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
                         }
                     } else {
-                        for (uint w6 = lane; w6 < KW; w6 += lpr) {
+                        for (uint w6 = wb + lane; w6 < we; w6 += lpr) {
                             uint wd1 = pc.w.d[(row * KW) + w6];
                             uint qb5 = ((w6 >> 3u) * 32u) + (w6 & 7u);
                             uint c4 = (wd1 >> 6u) & 50529027u;
@@ -308,23 +319,50 @@ void main()
             bool mine = lrow == rr;
             int t60 = subgroupAdd(mine ? acc : 0);
             precise float t61 = subgroupAdd(mine ? accf : 0.0);
-            if ((mine && (lane == 0u)) && (row < M)) {
-                int qsum = int(pc.qs.d[1u]);
-                precise float sc = pc.qs.d[0u];
-                precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t61 / sc) : ((float(t60 - qsum) / sc) * ws);
-                precise float t62 = pc.y.d[row] + v;
-                pc.y.d[row] = t62;
+            if (GEMV_SPLITK != 0u) {
+                if (lane == 0u) {
+                    psum[(rb * 1u) + 0u] = t60;
+                    psumf[(rb * 1u) + 0u] = t61;
+                }
+            } else {
+                if ((mine && (lane == 0u)) && (row < M)) {
+                    int qsum = int(pc.qs.d[1u]);
+                    precise float sc = pc.qs.d[0u];
+                    precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t61 / sc) : ((float(t60 - qsum) / sc) * ws);
+                    precise float t62 = pc.y.d[row] + v;
+                    pc.y.d[row] = t62;
+                }
             }
         }
     }
+    if (GEMV_SPLITK != 0u) {
+        barrier();
+        uint row1 = (gl_WorkGroupID.x * rpw) + gl_LocalInvocationIndex;
+        if ((gl_LocalInvocationIndex < rpw) && (row1 < M)) {
+            int tot = 0;
+            precise float totf = 0.0;
+            for (uint p = 0u; p < 1u << GEMV_SPLITK; p++) {
+                uint pj = ((gl_LocalInvocationIndex << GEMV_SPLITK) + p) * 1u;
+                tot += psum[pj + 0u];
+                totf += psumf[pj + 0u];
+            }
+            int qsum1 = int(pc.qs.d[1u]);
+            precise float sc1 = pc.qs.d[0u];
+            precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (totf / sc1) : ((float(tot - qsum1) / sc1) * ws);
+            precise float t63 = pc.y.d[row1] + v1;
+            pc.y.d[row1] = t63;
+        }
+    }
+    uint t64 = 8u >> GEMV_SPLITK;
+    uint last_wg = ((M + (t64 - 1u)) / t64) - 1u;
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t63 = atomicAdd(pc.sync.d[1023u], 1u);
-        arrived[0u] = t63;
+        uint t65 = atomicAdd(pc.sync.d[1023u], 1u);
+        arrived[0u] = t65;
     }
     barrier();
-    if (arrived[0u] == 319u) {
+    if (arrived[0u] == last_wg) {
         memoryBarrierBuffer();
         uint wi = gl_LocalInvocationIndex;
         uint wi1 = gl_LocalInvocationIndex + 256u;
@@ -351,22 +389,22 @@ void main()
         ss += e2 * e2;
         precise float e3 = xr.w;
         ss += e3 * e3;
-        precise float e4 = xr1.x;
-        ss += e4 * e4;
-        precise float e5 = xr1.y;
+        precise float e5 = xr1.x;
         ss += e5 * e5;
-        precise float e6 = xr1.z;
+        precise float e6 = xr1.y;
         ss += e6 * e6;
-        precise float e7 = xr1.w;
+        precise float e7 = xr1.z;
         ss += e7 * e7;
-        precise float e8 = xr2.x;
+        precise float e8 = xr1.w;
         ss += e8 * e8;
-        precise float e9 = xr2.y;
+        precise float e9 = xr2.x;
         ss += e9 * e9;
-        precise float e10 = xr2.z;
+        precise float e10 = xr2.y;
         ss += e10 * e10;
-        precise float e11 = xr2.w;
+        precise float e11 = xr2.z;
         ss += e11 * e11;
+        precise float e12 = xr2.w;
+        ss += e12 * e12;
         precise float r = subgroupAdd(ss);
         if (subgroupElect()) {
             red[gl_SubgroupID] = r;
@@ -394,9 +432,9 @@ void main()
         am = max(am, abs(y3.y));
         am = max(am, abs(y3.z));
         am = max(am, abs(y3.w));
-        precise float t64 = subgroupMax(am);
+        precise float t66 = subgroupMax(am);
         if (subgroupElect()) {
-            red[gl_SubgroupID] = t64;
+            red[gl_SubgroupID] = t66;
         }
         barrier();
         precise float amax = red[0u];
@@ -405,39 +443,39 @@ void main()
         }
         barrier();
         precise float s2 = Q8_SCALE / max(amax, AMAX_MIN);
-        int qsum1 = 0;
+        int qsum2 = 0;
         precise int qv = clamp(int(roundEven(y1.x * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv;
+        qsum2 += qv;
         precise int qv1 = clamp(int(roundEven(y1.y * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv1;
+        qsum2 += qv1;
         precise int qv2 = clamp(int(roundEven(y1.z * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv2;
+        qsum2 += qv2;
         precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv3;
+        qsum2 += qv3;
         pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
         precise int qv4 = clamp(int(roundEven(y2.x * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv4;
+        qsum2 += qv4;
         precise int qv5 = clamp(int(roundEven(y2.y * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv5;
+        qsum2 += qv5;
         precise int qv6 = clamp(int(roundEven(y2.z * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv6;
+        qsum2 += qv6;
         precise int qv7 = clamp(int(roundEven(y2.w * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv7;
+        qsum2 += qv7;
         pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
         precise int qv8 = clamp(int(roundEven(y3.x * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv8;
+        qsum2 += qv8;
         precise int qv9 = clamp(int(roundEven(y3.y * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv9;
+        qsum2 += qv9;
         precise int qv10 = clamp(int(roundEven(y3.z * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv10;
+        qsum2 += qv10;
         precise int qv11 = clamp(int(roundEven(y3.w * s2)), Q8_LO, Q8_HI);
-        qsum1 += qv11;
+        qsum2 += qv11;
         if (inrow) {
             pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
         }
-        int t65 = subgroupAdd(qsum1);
+        int t67 = subgroupAdd(qsum2);
         if (subgroupElect()) {
-            redi[gl_SubgroupID] = t65;
+            redi[gl_SubgroupID] = t67;
         }
         barrier();
         int total = redi[0u];

@@ -1,0 +1,55 @@
+/* gen_k_bitlinear.h - what the bitlinear kernels' decode row loop (gen_k_bitlinear.c) and
+ * prefill tile (gen_k_bitlinear_tile.c) share: the kernel's context and the helpers both
+ * call. Private to gen/kernels/. */
+#ifndef GEN_K_BITLINEAR_H
+#define GEN_K_BITLINEAR_H
+
+#include "codec/gen_codec.h"
+#include "gen_act.h"
+#include "gen_k_common.h"
+
+#define GEN_BL_WG 256 /* invocations of a bitlinear workgroup */
+
+/* What the row loop of every bitlinear kernel shares. */
+typedef struct {
+    const gen_codec *codec; /* the weights' format (kernel-side decode) */
+    const gen_act *act; /* GLU: the activation of the gate */
+    bool decode, glu, res;
+    int K;
+    dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */
+    dsl_expr sc, qsum; /* folded norm (decode): the row's scale and code sum, else NULL */
+    dsl_expr K4, KW;  /* u32 words of int8 activations per token / of I2_S codes per row */
+    dsl_expr wsh, ash; /* prefill: the tile's staged code and activation words (shared) */
+    dsl_expr vec, q4;  /* decode with a global Q8 input: the GEMV_VEC specialization constant
+                        * and the codes as uvec4; else NULL (4-byte loads only) */
+    dsl_expr KV4;      /* with vec: uvec4 steps (4 code words) per row */
+    dsl_expr shq, qsh; /* decode with a global Q8 input: the GEMV_SHQ specialization constant
+                        * and the shared copy of the activation codes it stages; else NULL */
+    dsl_expr fmt;      /* the WFMT specialization constant: I2_S, TQ2_0, TQ1_0 or TQ1_T weights */
+    dsl_expr rows;     /* decode with a global Q8 input: the GEMV_ROWS specialization constant
+                        * (log2 of the rows a subgroup serves at once); else NULL (one) */
+    dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
+    dsl_expr tile_rows, tile_toks; /* prefill: the TILE_ROWS and TILE_TOKS specialization constants */
+    dsl_expr splitk;   /* decode, one matrix (not MULTI, not a chained phase): the GEMV_SPLITK
+                        * specialization constant (2^s subgroups share a row); else NULL */
+    dsl_expr wb, we;   /* decode with splitk: the subgroup's part of the row, words [wb, we) */
+    dsl_expr b4, e4;   /* ... and uvec4 [b4, e4) (GEMV_VEC) */
+} gen_bl_ctx;
+
+/* TQ1_0 / TQ2_0 weights (a scale per block): WFMT says the sums are block-scaled floats. */
+dsl_expr gen_bl_block_scaled(dsl_kernel *k, const gen_bl_ctx *c);
+/* y[yi] from the row's integer total (and float total: TQ1_0 / TQ2_0), the token's scale
+ * and code sum, the matrices' scales ws: plus the residual, or through the GLU. */
+void gen_bl_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot, const dsl_expr *totf, dsl_expr sc,
+                  dsl_expr qsum, const dsl_expr *ws, dsl_expr y, dsl_expr yi);
+/* The codes (0, 1, 2 per byte) of group g of a weight word. */
+dsl_expr gen_bl_codes(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr word, int g);
+/* The weight scale of each matrix into out_ws. */
+void gen_bl_scales(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws);
+/* Byte offset of 256-block B of row r of a format-f matrix. */
+dsl_expr gen_bl_tq_block(dsl_kernel *k, const gen_bl_ctx *c, int f, dsl_expr r, dsl_expr B);
+/* Prefill: the tile of rows (TILE_ROWS) x tokens (TILE_TOKS) of workgroup (wg, wgid.y) of the
+ * M-row matrix W[0] (and W[1]) into y (gen_k_bitlinear_tile.c). */
+void gen_bl_tile(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg);
+
+#endif
