@@ -544,7 +544,7 @@ static int for_each_kernel(const bool want[GEN_K_COUNT], kop_fn fn)
 static const uint32_t batch_sizes[] = {1, 3, 8, 13};
 #define N_SIZES(decode) ((decode) ? 1 : (int)(sizeof(batch_sizes) / sizeof(batch_sizes[0])))
 /* The prefill matrix kernels work on tiles of 64 tokens: also one full and one partial tile. */
-static const uint32_t bl_batch_sizes[] = {1, 3, 8, 13, 70};
+static const uint32_t bl_batch_sizes[] = {1, 3, 8, 13, 37, 70};
 #define BL_NMAX 70u
 #define BL_N_SIZES(decode) ((decode) ? 1 : (int)(sizeof(bl_batch_sizes) / sizeof(bl_batch_sizes[0])))
 
@@ -706,7 +706,7 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
         M[p] = (int)g->m->tensors[kop->w[p]].ne[1];
     for (int s = 0; s < BL_N_SIZES(decode); s++) {
         uint32_t n = decode ? 1 : bl_batch_sizes[s];
-        if (tile && n != 13 && n != 70) /* other tiles: a part tile and (32-token tiles) a tail */
+        if (tile && n != 37) /* other tiles: a part tile (with 32-token tiles two, the second part) */
             continue;
         q8_act a = make_q8((int)BL_NMAX, K);
         rt_buf b[RT_MAX_ARGS];
@@ -769,10 +769,9 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     kern kn;
     kern_build(&kn, g, kop, decode);
-    /* decode: each load variant, 2 / 4 rows a subgroup and 2 / 4 subgroups a row with 4-byte,
-     * 16-byte and shared loads */
-    static const uint32_t variants[] = {0,          1,          2,          0 | 2 << 4, 1 | 1 << 4, 1 | 2 << 4,
-                                        2 | 1 << 4, 0 | 1 << 8, 1 | 2 << 8, 2 | 2 << 8, 1 | 1 << 8};
+    /* decode: each load variant; 2 / 4 rows a subgroup and 2 / 4 subgroups a row, each with the
+     * 4-byte loop (global or shared codes) and with 16-byte loads */
+    static const uint32_t variants[] = {0, 1, 2, 0 | 2 << 4, 1 | 1 << 4, 2 | 1 << 4, 1 | 2 << 8, 2 | 1 << 8};
     for (size_t v = 0; decode && v < sizeof(variants) / sizeof(variants[0]); v++) {
         kern_respec(&kn, variants[v], 0);
         check_bitlinear_run(g, kop, &kn, decode);

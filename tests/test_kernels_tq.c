@@ -372,7 +372,9 @@ static void test_tq_bitlinear(void **state)
                     const uint32_t n_tiles = getenv("TERNION_TEST_SWEEP") ? 1u : 2u;
                     for (int ti = 0; ti < 3; ti++)
                         for (int nd = 0; nd < (types[ti] == FMT_TQ1_T && native ? 2 : 1); nd++)
-                            for (uint32_t v = 0; v < (decode ? (types[ti] == FMT_TQ1_T ? 8u : 2u) : n_tiles); v++) {
+                            /* (the 8 x 4 tile for TQ1_0 and TQ1_T: TQ2_0 shares TQ1_0's block scales) */
+                            for (uint32_t v = 0; v < (decode ? (types[ti] == FMT_TQ1_T ? 8u : 2u)
+                                                             : types[ti] == FMT_TQ2_0 ? 1u : n_tiles); v++) {
                                 check_kop(g, kop, &bk, nd ? nspv : bk.spv, nd ? nspv_bytes : bk.spv_bytes, decode,
                                           decode ? vars[v] : tiles[v], types[ti]);
                                 tq1t_runs += types[ti] == FMT_TQ1_T;
