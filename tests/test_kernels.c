@@ -1280,6 +1280,8 @@ static void aux_kernel(kern *kn, struct dsl_kernel *k)
     assert_non_null(k);
     kn->k = (dsl_kernel *)k;
     kern_compile(kn);
+    free(kn->spv); /* one variant: the SPIR-V is not needed again (the caller frees k only) */
+    kn->spv = NULL;
 }
 
 /* Logits with repeated values (ties must go to the lower index). */
