@@ -115,6 +115,9 @@ struct rt_engine {
 
 /* rt_engine_run.c: submit a prepared decode step, if any */
 int rt_eng_flush(rt_engine *e, char *err);
+/* Drop the recorded prompt streams (they bind the cache of e->seq and the current
+ * pipelines): the next prompt records anew. */
+void rt_eng_forget_prefill(rt_engine *e);
 /* rt_engine_record.c: one dispatch for n tokens, act_off bytes added to its activation arguments' addresses */
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off);

@@ -46,6 +46,15 @@ static int flush(rt_engine *e, rt_cmd *c, char *err)
 
 int rt_eng_flush(rt_engine *e, char *err) { return flush(e, e->decode, err); }
 
+void rt_eng_forget_prefill(rt_engine *e)
+{
+    e->last_prefill = NULL;
+    for (int i = 0; i < e->pre.count; i++) {
+        rt_cmd_free(e->pre.slot[i].c);
+        e->pre.slot[i].c = NULL;
+    }
+}
+
 int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
 {
     if (flush(e, e->decode, err))
@@ -216,11 +225,8 @@ int rt_engine_set_seq(rt_engine *e, int seq, char *err)
         return -1;
     /* every recorded stream binds the cache of e->seq: record them again for the new one */
     e->seq = seq;
-    e->last_decode = e->last_prefill = NULL;
-    for (int i = 0; i < e->pre.count; i++) {
-        rt_cmd_free(e->pre.slot[i].c);
-        e->pre.slot[i].c = NULL;
-    }
+    e->last_decode = NULL;
+    rt_eng_forget_prefill(e);
     for (int i = 0; i < e->chain.count; i++) {
         rt_cmd_free(e->chain.slot[i].c);
         e->chain.slot[i].c = NULL;

@@ -315,16 +315,6 @@ static bool in_prompt(const rt_engine *e, uint32_t k)
     return in_sched(e, &e->d->prefill, k) && !in_decode(e, k) && !in_sched(e, &e->d->decode, k);
 }
 
-/* The recorded prompt streams bind the old pipelines: record anew at the next prompt. */
-static void forget_prompt_streams(rt_engine *e)
-{
-    e->last_prefill = NULL;
-    for (int i = 0; i < e->pre.count; i++) {
-        rt_cmd_free(e->pre.slot[i].c);
-        e->pre.slot[i].c = NULL;
-    }
-}
-
 /* Median ms of a prompt step of n tokens at position 0 (n >= 2: the prefill schedule). */
 static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err)
 {
@@ -339,7 +329,7 @@ static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err
     }
     for (int i = 0; i < n; i++)
         tok[i] = (int32_t)((i * 131 + 7) % e->vocab);
-    forget_prompt_streams(e);
+    rt_eng_forget_prefill(e);
     const int warm = 1;
     int rc = 0;
     for (int i = 0; i < warm + steps && !rc; i++) {
@@ -402,7 +392,7 @@ static int tune_prompt(rt_engine *e, uint32_t k, int n, int steps, bool print, c
             return -1;
     }
     e->var[k] = best;
-    forget_prompt_streams(e);
+    rt_eng_forget_prefill(e);
     return rt_eng_make_pipe(e, k, err);
 }
 
