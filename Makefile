@@ -153,7 +153,8 @@ $(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_FMT)
 
 # SPIR-V is built, never checked in: every generated/<model>/kernels/<k>.comp is compiled
 # with glslc into $(B)/spv/<model>/kernels/<k>.spv, and again with DSL_NATIVE_DOT defined
-# into <k>.native-dot.spv when its source has that variant (the integer-dot kernels).
+# into <k>.native-dot.spv when its source has that variant (the integer-dot kernels), and
+# with DSL_COOPMAT into <k>.coopmat.spv (the prefill bitlinears' cooperative-matrix tile).
 # tools/spv_inc.sh writes them as C arrays into $(B)/spv/<model>/kernels.spv.inc, which
 # generated/<model>/model.c includes, so the library and binaries run standalone. Make's
 # timestamps are the cache: a kernel is recompiled only when its .comp changes.
@@ -161,12 +162,17 @@ GLSLC      ?= glslc
 GLSLC_FLAGS = --target-env=vulkan1.2 --target-spv=spv1.5 -O -fshader-stage=compute
 COMPS      := $(wildcard generated/*/kernels/*.comp)
 DOT_COMPS  := $(if $(COMPS),$(shell grep -l DSL_NATIVE_DOT $(COMPS)))
+MMA_COMPS  := $(if $(COMPS),$(shell grep -l DSL_COOPMAT $(COMPS)))
 spv_of      = $(patsubst generated/%.comp,$(B)/spv/%.spv,$(filter generated/$(1)/%,$(COMPS))) \
-              $(patsubst generated/%.comp,$(B)/spv/%.native-dot.spv,$(filter generated/$(1)/%,$(DOT_COMPS)))
+              $(patsubst generated/%.comp,$(B)/spv/%.native-dot.spv,$(filter generated/$(1)/%,$(DOT_COMPS))) \
+              $(patsubst generated/%.comp,$(B)/spv/%.coopmat.spv,$(filter generated/$(1)/%,$(MMA_COMPS)))
 
 $(B)/spv/%.native-dot.spv: generated/%.comp
 	@mkdir -p $(dir $@)
 	$(GLSLC) $(GLSLC_FLAGS) -DDSL_NATIVE_DOT=1 $< -o $@
+$(B)/spv/%.coopmat.spv: generated/%.comp
+	@mkdir -p $(dir $@)
+	$(GLSLC) $(GLSLC_FLAGS) -DDSL_COOPMAT=1 $< -o $@
 $(B)/spv/%.spv: generated/%.comp
 	@mkdir -p $(dir $@)
 	$(GLSLC) $(GLSLC_FLAGS) $< -o $@

@@ -183,6 +183,8 @@ enum {
     DSL_FEAT_ATOMICS = 1u << 6,    /* buffer/shared atomics */
     DSL_FEAT_INT_DOT = 1u << 7,    /* integer dot products: dsl_compile_native_dot gives a
                                       variant with the native instructions (shaderIntegerDotProduct) */
+    DSL_FEAT_COOPMAT = 1u << 8,    /* cooperative int8 matrix products (dsl_mma): dsl_compile_coopmat
+                                      gives a variant on the device's matrix units */
 };
 uint32_t dsl_kernel_features(const dsl_kernel *k);
 
@@ -501,6 +503,30 @@ enum { DSL_MEM_SHARED = 1, DSL_MEM_BUFFER = 2, DSL_MEM_ALL = 4 };
 #define dsl_subgroup_barrier(k) dsl_barrier_at((k), 8, __FILE__, __LINE__)
 
 /* ------------------------------------------------------------------------------------
+ * Cooperative int8 matrix products (dsl_mma.c)
+ * ---------------------------------------------------------------------------------- */
+
+/* One subgroup's C (16 x 8 int32) += A (16 x 32 int8) x B (32 x 8 int8). The operands are
+ * shared u32 arrays holding 4 int8 per word: A row-major (row m's 32 values in 8 consecutive
+ * words, rows a_stride words apart), B column-major (column n's 32 values in 8 words,
+ * columns b_stride words apart); C is column-major in the shared i32 array c (columns
+ * c_stride apart). Offsets count array elements and must be multiples of 4 (16 bytes).
+ * Compiled by dsl_compile_coopmat, each of the n_acc accumulators is a cooperative matrix of
+ * the subgroup (the device's matrix units) and dsl_mma_store writes it to c; otherwise C
+ * lives in c and the subgroup's lanes compute its elements with integer dot products, at
+ * any subgroup size. Both are exact integer sums. A subgroup's invocations must all make the
+ * same calls with the same offsets; accumulator numbers are literals < n_acc.
+ * dsl_mma_setup once, before the other calls. */
+#define dsl_mma_setup(k, a, a_stride, b, b_stride, c, c_stride, n_acc) \
+    dsl_mma_setup_at((k), (a), (a_stride), (b), (b_stride), (c), (c_stride), (n_acc), __FILE__, __LINE__)
+/* C of accumulator acc (at c_off) = 0 */
+#define dsl_mma_zero(k, acc, c_off) dsl_mma_stmt_at((k), 0, (acc), NULL, NULL, (c_off), __FILE__, __LINE__)
+/* C of accumulator acc (at c_off) += A (at a_off) x B (at b_off) */
+#define dsl_mma(k, acc, a_off, b_off, c_off) dsl_mma_stmt_at((k), 1, (acc), (a_off), (b_off), (c_off), __FILE__, __LINE__)
+/* C of accumulator acc into c at c_off (a barrier later, it is readable by the workgroup) */
+#define dsl_mma_store(k, acc, c_off) dsl_mma_stmt_at((k), 2, (acc), NULL, NULL, (c_off), __FILE__, __LINE__)
+
+/* ------------------------------------------------------------------------------------
  * Output
  * ---------------------------------------------------------------------------------- */
 
@@ -517,6 +543,11 @@ int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
  * SPV_KHR_integer_dot_product instructions (OpSDot, OpUDot, OpSUDot and their AccSat
  * forms), for devices with shaderIntegerDotProduct. Bit-exact with dsl_compile's output. */
 int dsl_compile_native_dot(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
+/* The same with DSL_COOPMAT defined: dsl_mma's products become GL_NV_cooperative_matrix +
+ * GL_NV_integer_cooperative_matrix operations (SPV_NV_cooperative_matrix, Vulkan memory
+ * model), for devices with VK_NV_cooperative_matrix and a 16 x 8 x 32 int8 shape. The same
+ * exact integer sums as dsl_compile's output. */
+int dsl_compile_coopmat(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
 /* Compile any GLSL compute source with the same settings. On failure returns non-zero and
  * *out_err (malloc'd, caller frees) holds shaderc's message followed by the numbered
  * source. `name` is used as the file name in messages. */
@@ -525,6 +556,9 @@ int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size
 /* dsl_compile_glsl with DSL_NATIVE_DOT defined (see dsl_compile_native_dot). */
 int dsl_compile_glsl_native_dot(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
                                 char **out_err);
+/* dsl_compile_glsl with DSL_COOPMAT defined (see dsl_compile_coopmat). */
+int dsl_compile_glsl_coopmat(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
+                             char **out_err);
 
 /* ------------------------------------------------------------------------------------
  * *_at implementations (call through the macros above)
@@ -570,5 +604,9 @@ void dsl_while_at(dsl_kernel *k, const char *file, int line);
 void dsl_end_at(dsl_kernel *k, const char *file, int line);
 void dsl_jump_at(dsl_kernel *k, int kind, dsl_expr cond, const char *file, int line);
 void dsl_barrier_at(dsl_kernel *k, int flags, const char *file, int line);
+void dsl_mma_setup_at(dsl_kernel *k, dsl_expr a, uint32_t a_stride, dsl_expr b, uint32_t b_stride, dsl_expr c,
+                      uint32_t c_stride, uint32_t n_acc, const char *file, int line);
+void dsl_mma_stmt_at(dsl_kernel *k, int kind, uint32_t acc, dsl_expr a_off, dsl_expr b_off, dsl_expr c_off,
+                     const char *file, int line);
 
 #endif

@@ -26,7 +26,8 @@ static char *numbered_error(const char *name, const char *msg, const char *src)
     return b.s;
 }
 
-static int compile_glsl(const char *name, const char *src, bool native_dot, uint32_t **out_spv, size_t *out_bytes,
+/* macro: NULL, or a name defined to 1 for the build (DSL_NATIVE_DOT, DSL_COOPMAT). */
+static int compile_glsl(const char *name, const char *src, const char *macro, uint32_t **out_spv, size_t *out_bytes,
                         char **out_err)
 {
     *out_spv = NULL;
@@ -44,7 +45,7 @@ static int compile_glsl(const char *name, const char *src, bool native_dot, uint
     shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
     shaderc_compile_options_set_target_spirv(o, shaderc_spirv_version_1_5);
     shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
-    if (native_dot) shaderc_compile_options_add_macro_definition(o, "DSL_NATIVE_DOT", 14, "1", 1);
+    if (macro) shaderc_compile_options_add_macro_definition(o, macro, strlen(macro), "1", 1);
     char fname[160];
     snprintf(fname, sizeof(fname), "%s.comp", name ? name : "kernel");
     shaderc_compilation_result_t r =
@@ -72,16 +73,22 @@ static int compile_glsl(const char *name, const char *src, bool native_dot, uint
 
 int dsl_compile_glsl(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes, char **out_err)
 {
-    return compile_glsl(name, src, false, out_spv, out_bytes, out_err);
+    return compile_glsl(name, src, NULL, out_spv, out_bytes, out_err);
 }
 
 int dsl_compile_glsl_native_dot(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
                                 char **out_err)
 {
-    return compile_glsl(name, src, true, out_spv, out_bytes, out_err);
+    return compile_glsl(name, src, "DSL_NATIVE_DOT", out_spv, out_bytes, out_err);
 }
 
-static int compile_kernel(dsl_kernel *k, bool native_dot, uint32_t **out_spv, size_t *out_bytes)
+int dsl_compile_glsl_coopmat(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
+                             char **out_err)
+{
+    return compile_glsl(name, src, "DSL_COOPMAT", out_spv, out_bytes, out_err);
+}
+
+static int compile_kernel(dsl_kernel *k, const char *macro, uint32_t **out_spv, size_t *out_bytes)
 {
     *out_spv = NULL;
     *out_bytes = 0;
@@ -89,7 +96,7 @@ static int compile_kernel(dsl_kernel *k, bool native_dot, uint32_t **out_spv, si
     const char *src = dsl_emit_glsl(k);
     if (!src) return -1;
     char *err = NULL;
-    if (compile_glsl(k->name, src, native_dot, out_spv, out_bytes, &err) == 0) return 0;
+    if (compile_glsl(k->name, src, macro, out_spv, out_bytes, &err) == 0) return 0;
     /* A rejection is an error of the kernel as a whole (no caller line to blame). */
     size_t n = (err ? strlen(err) : 0) + strlen(k->name) + 64;
     free(k->err);
@@ -101,10 +108,15 @@ static int compile_kernel(dsl_kernel *k, bool native_dot, uint32_t **out_spv, si
 
 int dsl_compile(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
 {
-    return compile_kernel(k, false, out_spv, out_bytes);
+    return compile_kernel(k, NULL, out_spv, out_bytes);
 }
 
 int dsl_compile_native_dot(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
 {
-    return compile_kernel(k, true, out_spv, out_bytes);
+    return compile_kernel(k, "DSL_NATIVE_DOT", out_spv, out_bytes);
+}
+
+int dsl_compile_coopmat(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes)
+{
+    return compile_kernel(k, "DSL_COOPMAT", out_spv, out_bytes);
 }

@@ -409,6 +409,22 @@ static void stmt(emitter *e, const dsl_stmt *s, int d)
     case S_BREAK: jump(e, s, "break", d); return;
     case S_CONTINUE: jump(e, s, "continue", d); return;
     case S_RETURN: jump(e, s, "return", d); return;
+    case S_MMA: {
+        static const char *const macro[3] = {"MMA_ZERO", "MMA", "MMA_STORE"};
+        e->helpers[DSL_OP_DOT4X8_SS] = true; /* the portable build's products */
+        e->ext |= E_SG_BASIC;
+        indent(e, d);
+        dsl_sb_printf(o, "%s(%u, ", macro[s->op], s->acc);
+        if (s->op == 1) {
+            ex(e, s->a);
+            dsl_sb_printf(o, ", ");
+            ex(e, s->b);
+            dsl_sb_printf(o, ", ");
+        }
+        ex(e, s->c);
+        dsl_sb_printf(o, ");\n");
+        return;
+    }
     case S_BARRIER:
         indent(e, d);
         if (s->op == 8) {
@@ -504,6 +520,11 @@ static void header(emitter *e, dsl_sb *o)
     bool dot = false;
     for (int op = 0; op < DSL_OP_COUNT; op++) dot |= e->helpers[op] && native_src[op];
     if (dot) dsl_sb_printf(o, "#ifdef DSL_NATIVE_DOT\n#extension GL_EXT_spirv_intrinsics : require\n#endif\n");
+    if (k->mma[0])
+        dsl_sb_printf(o, "#ifdef DSL_COOPMAT\n#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n"
+                         "#extension GL_KHR_memory_scope_semantics : require\n"
+                         "#extension GL_NV_cooperative_matrix : require\n"
+                         "#extension GL_NV_integer_cooperative_matrix : require\n#endif\n");
     dsl_sb_printf(o, "\nlayout(local_size_x = %u, local_size_y = %u, local_size_z = %u) in;\n", k->wg[0], k->wg[1],
                   k->wg[2]);
     if (k->buffers.n) dsl_sb_printf(o, "\n");
@@ -547,6 +568,7 @@ static void header(emitter *e, dsl_sb *o)
         else
             dsl_sb_printf(o, "\n%s", helper_src[op]);
     }
+    if (k->mma[0]) dsl_mma_prelude(o, k);
 }
 
 const char *dsl_emit_glsl(dsl_kernel *k)
@@ -566,6 +588,7 @@ const char *dsl_emit_glsl(dsl_kernel *k)
     dsl_sb_printf(&out, "\nvoid main()\n{\n");
     for (dsl_node *b = k->arg_table ? k->buffers.head : NULL; b; b = b->next_decl)
         dsl_sb_printf(&out, "    Buf_%s %s = pc.args.%s;\n", b->name, b->name, b->name);
+    if (k->mma[0]) dsl_sb_printf(&out, "    MMA_DECLARE;\n");
     dsl_sb_printf(&out, "%s}\n", body.s ? body.s : "");
     free(body.s);
     if (out.oom || body.oom) {
@@ -576,6 +599,7 @@ const char *dsl_emit_glsl(dsl_kernel *k)
     k->features = features_of(e.ext, e.atomics);
     for (int op = 0; op < DSL_OP_COUNT; op++)
         if (e.helpers[op] && native_src[op]) k->features |= DSL_FEAT_INT_DOT;
+    if (k->mma[0]) k->features |= DSL_FEAT_COOPMAT;
     k->glsl = out.s;
     return k->glsl;
 }

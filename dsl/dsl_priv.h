@@ -114,13 +114,15 @@ struct dsl_node {
 };
 
 typedef enum { S_DECL, S_ASSIGN, S_EXPR, S_IF, S_FOR, S_WHILE, S_BREAK, S_CONTINUE, S_RETURN,
-               S_BARRIER } dsl_skind;
+               S_BARRIER, S_MMA } dsl_skind;
 
 typedef struct dsl_stmt dsl_stmt;
 struct dsl_stmt {
     dsl_skind kind;
     dsl_node *a, *b, *c, *d; /* DECL: var, init; ASSIGN: lv, v; IF/jumps: cond; FOR: var, start, end, step */
-    int op;                  /* ASSIGN compound op or DSL_OP_COUNT; BARRIER flags; FOR unroll */
+    int op;                  /* ASSIGN compound op or DSL_OP_COUNT; BARRIER flags; FOR unroll;
+                                MMA 0 zero, 1 product, 2 store (a, b, c: A, B, C offsets) */
+    uint32_t acc;            /* MMA: the accumulator */
     dsl_blk *body, *els;
     const char *file;
     int line;
@@ -159,6 +161,8 @@ struct dsl_kernel {
     bool precise_all;    /* dsl_kernel_set_precise: every local precise, stored values too */
     bool arg_table;      /* dsl_kernel_set_arg_table: buffer addresses in a table, its address pushed */
     dsl_node *wgid, *nwg; /* dsl_kernel_set_workgroup: virtual workgroup id / count (NULL: builtins) */
+    dsl_node *mma[3];     /* dsl_mma_setup: the shared arrays of A, B and C (NULL: no products) */
+    uint32_t mma_stride[3], mma_n_acc;
 };
 
 /* Build helpers (dsl_build.c, dsl_decl.c). */
@@ -178,6 +182,9 @@ const char *dsl_unique_name(dsl_kernel *k, const char *want);
 dsl_stmt *dsl_stmt_add(dsl_kernel *k, dsl_skind kind, const char *file, int line);
 /* Extension bits a builtin needs (dsl_decl.c). */
 uint32_t dsl_builtin_ext(int which);
+/* dsl_mma's macros for the kernel's arrays (dsl_mma.c): the cooperative-matrix build under
+ * DSL_COOPMAT, else the lanes' integer dot products (dsl_dot4x8_ss, emitted by the caller). */
+void dsl_mma_prelude(dsl_sb *o, const dsl_kernel *k);
 /* Zero literal text of type t ("0u", "vec4(0.0)"). */
 const char *dsl_zero_text(dsl_kernel *k, dsl_type t);
 /* Literal text for value v of scalar/vector type t (arena). */

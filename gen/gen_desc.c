@@ -72,6 +72,20 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
         return -1;
     }
     free(cerr);
+    uint32_t *spv_mma = NULL; /* the cooperative-matrix variant of the same source */
+    size_t spv_mma_bytes = 0;
+    if ((dsl_kernel_features(k) & DSL_FEAT_COOPMAT) &&
+        dsl_compile_glsl_coopmat(dsl_kernel_name(k), glsl, &spv_mma, &spv_mma_bytes, &cerr)) {
+        fprintf(stderr, "%s\n", cerr ? cerr : "");
+        snprintf(err, GEN_ERR_LEN, "kernel '%s' does not compile with DSL_COOPMAT (source above)",
+                 dsl_kernel_name(k));
+        free(cerr);
+        free(spv_dot);
+        free(spv);
+        free(glsl);
+        return -1;
+    }
+    free(cerr);
     uint32_t i = d->n_kernels++;
     /* Stable, unique names: the DSL name, suffixed when two kernels share it. */
     char name[96];
@@ -88,16 +102,18 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     d->glsl[i] = glsl;
     d->spv[i] = spv;
     d->spv_dot[i] = spv_dot;
+    d->spv_mma[i] = spv_mma;
     uint32_t wg[3];
     dsl_kernel_wg_size(k, wg);
     d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes,
                                      .spv_dot = spv_dot, .spv_dot_bytes = (uint32_t)spv_dot_bytes,
+                                     .spv_mma = spv_mma, .spv_mma_bytes = (uint32_t)spv_mma_bytes,
                                      .shared_bytes = dsl_kernel_shared_bytes(k), .invocations = wg[0] * wg[1] * wg[2],
                                      .arg_table = dsl_kernel_has_arg_table(k)};
     for (unsigned t = 0; t < RT_N_TILES && dsl_kernel_has_spec(k, RT_SPEC_TILE_ROWS); t++) {
-        const uint32_t ids[2] = {RT_SPEC_TILE_ROWS, RT_SPEC_TILE_TOKS};
-        const uint32_t vals[2] = {rt_tile_at(t).rows, rt_tile_at(t).toks};
-        d->kernels[i].tile_shared[t] = dsl_kernel_shared_bytes_spec(k, 2, ids, vals);
+        const uint32_t ids[3] = {RT_SPEC_TILE_ROWS, RT_SPEC_TILE_TOKS, RT_SPEC_TILE_MMA};
+        const uint32_t vals[3] = {rt_tile_at(t).rows, rt_tile_at(t).toks, rt_tile_at(t).mma};
+        d->kernels[i].tile_shared[t] = dsl_kernel_shared_bytes_spec(k, 3, ids, vals);
     }
     return (int)i;
 }
@@ -355,9 +371,9 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
                             "model %s\nsource %s fnv64:%016llx\nfusion %s\nkernels %u\n", m->name, m->path,
                             (unsigned long long)yh, fuse ? "on" : "off", d->n_kernels);
     for (uint32_t i = 0; i < d->n_kernels && len < cap; i++)
-        len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx%s\n", d->kname[i],
+        len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx%s%s\n", d->kname[i],
                                 (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),
-                                d->spv_dot[i] ? " +native-dot" : "");
+                                d->spv_dot[i] ? " +native-dot" : "", d->spv_mma[i] ? " +coopmat" : "");
     md->manifest = d->manifest;
     return 0;
 }
@@ -369,6 +385,7 @@ void gen_desc_free(gen_desc *d)
         free(d->kname[i]);
         free(d->spv[i]);
         free(d->spv_dot[i]);
+        free(d->spv_mma[i]);
     }
     free(d->manifest);
     d->n_kernels = 0;

@@ -29,6 +29,7 @@ typedef struct {
     char *kname[GEN_MAX_KERNELS];          /* owned kernel names */
     uint32_t *spv[GEN_MAX_KERNELS];        /* owned SPIR-V */
     uint32_t *spv_dot[GEN_MAX_KERNELS];    /* owned SPIR-V with native integer dots, or NULL */
+    uint32_t *spv_mma[GEN_MAX_KERNELS];    /* owned SPIR-V with cooperative matrices, or NULL */
     rt_kernel_desc kernels[GEN_MAX_KERNELS];
     uint32_t n_kernels;
     const char *archs[GEN_MAX_ARCH];

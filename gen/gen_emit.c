@@ -321,17 +321,22 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                " * The model '%s' as static tables for the runtime (schema: schema/rt_schedule.h);\n"
                " * the readable dispatch list is schedule.txt, the kernels are kernels/ *.comp. */\n"
                "#include \"schema/rt_schedule.h\"\n\n"
-               "/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant) for every\n"
-               " * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/%s/) */\n"
+               "/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant, spv_mma_<kernel>[],\n"
+               " * the cooperative-matrix one) for every kernels/<kernel>.comp: SPIR-V compiled by the build\n"
+               " * (Makefile, build/spv/%s/) */\n"
                "#include \"kernels.spv.inc\"\n",
             d->graph.m->path, md->name, md->name);
-    fprintf(f, "\n/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,\n * shared bytes at each prefill tile (rt_tile_at) */\n");
+    fprintf(f, "\n/* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,\n * shared bytes at each prefill tile (rt_tile_at) */\n");
     fprintf(f, "static const rt_kernel_desc kernels[%u] = {\n", md->n_kernels);
     for (uint32_t k = 0; k < md->n_kernels; k++) {
         const char *n = md->kernels[k].name;
         fprintf(f, "    {\"%s\", spv_%s, sizeof(spv_%s)", n, n, n);
         if (md->kernels[k].spv_dot)
             fprintf(f, ", spv_dot_%s, sizeof(spv_dot_%s)", n, n);
+        else
+            fprintf(f, ", NULL, 0");
+        if (md->kernels[k].spv_mma)
+            fprintf(f, ", spv_mma_%s, sizeof(spv_mma_%s)", n, n);
         else
             fprintf(f, ", NULL, 0");
         fprintf(f, ", %u, %u, %u", md->kernels[k].shared_bytes, md->kernels[k].invocations, md->kernels[k].arg_table);

@@ -93,30 +93,45 @@ typedef enum { RT_WFMT_I2S = 0, RT_WFMT_TQ2 = 1, RT_WFMT_TQ1 = 2, RT_WFMT_TQ1T =
  * the same results for I2_S and TQ1_T (a tuner variant, not offered with GEMV_ROWS or for
  * TQ1_0 / TQ2_0, whose block sums are floats). */
 #define RT_SPEC_GEMV_SPLITK 6
-#define RT_SPEC_COUNT 7
+/* TILE_MMA: the prefill bitlinears' products on cooperative int8 matrices (1) instead of
+ * each invocation's TILE_ROWS x TILE_TOKS dot products (0): 16 x 8 x 32 products per
+ * subgroup on the device's matrix units (the kernel's DSL_COOPMAT build,
+ * rt_kernel_desc.spv_mma) or, in the other builds, the same products on the lanes (any
+ * device: tested on lavapipe). Set by the tiles whose rt_tile.mma is 1; I2_S weights only
+ * (other formats run the ordinary tile of the same size). Integer sums: the same results. */
+#define RT_SPEC_TILE_MMA 7
+#define RT_SPEC_COUNT 8
 #define RT_DECODE_ROWS 8 /* a decode bitlinear workgroup's rows (GEMV_SPLITK 0) */
 #define RT_SPLITK_LOG2_MAX 2
 
-/* The tiles a tuner may choose, rows and tokens per invocation; tile 0 is the default (a
- * 64 x 64 workgroup tile). Small tiles fill a GPU on short prompts, large ones reuse each
- * staged word more often on long ones. */
-#define RT_N_TILES 8
+/* The tiles a tuner may choose, rows and tokens per invocation (a workgroup: 16 rows x 16
+ * tokens of them) and whether the products run on cooperative matrices (TILE_MMA); tile 0
+ * is the default (a 64 x 64 workgroup tile). Small tiles fill a GPU on short prompts, large
+ * ones reuse each staged word more often on long ones. */
+#define RT_N_TILES 9
+#define RT_TILE_MMA_AT 8 /* the cooperative-matrix tile: 64 rows x 32 tokens */
 typedef struct {
-    uint8_t rows, toks;
+    uint8_t rows, toks, mma;
 } rt_tile;
 static inline rt_tile rt_tile_at(unsigned i)
 {
-    static const rt_tile t[RT_N_TILES] = {{4, 4}, {2, 2}, {2, 4}, {4, 2}, {8, 2}, {2, 8}, {8, 4}, {4, 8}};
+    static const rt_tile t[RT_N_TILES] = {{4, 4, 0}, {2, 2, 0}, {2, 4, 0}, {4, 2, 0}, {8, 2, 0},
+                                          {2, 8, 0}, {8, 4, 0}, {4, 8, 0}, {4, 2, 1}};
     return t[i < RT_N_TILES ? i : 0];
 }
 
-/* spec[RT_SPEC_COUNT] at the defaults: every constant 0 but the tile, tile 0's. */
+/* spec[RT_SPEC_COUNT] for tile t: every constant 0 but the tile's. */
+static inline void rt_spec_tile(uint32_t *spec, unsigned t)
+{
+    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(t).rows;
+    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(t).toks;
+    spec[RT_SPEC_TILE_MMA] = rt_tile_at(t).mma;
+}
 static inline void rt_spec_defaults(uint32_t *spec)
 {
     for (int i = 0; i < RT_SPEC_COUNT; i++)
         spec[i] = 0;
-    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(0).rows;
-    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(0).toks;
+    rt_spec_tile(spec, 0);
 }
 #define RT_MAX_ARGS 24 /* a kernel with an argument table binds up to this many; others stop at 16 (128 push bytes) */
 #define RT_MAX_PARAMS 8
@@ -246,6 +261,9 @@ typedef struct {
     const uint32_t *spv_dot; /* the variant with native integer dot products, for devices with
                                 shaderIntegerDotProduct; NULL when the kernel has none */
     uint32_t spv_dot_bytes;
+    const uint32_t *spv_mma; /* the variant with cooperative-matrix products (TILE_MMA on
+                                VK_NV_cooperative_matrix); NULL when the kernel has none */
+    uint32_t spv_mma_bytes;
     uint32_t shared_bytes; /* workgroup shared memory it declares (checked against the device) */
     uint32_t invocations;  /* workgroup size x * y * z (checked against the device) */
     uint8_t arg_table;     /* 1: push = address of a table of the args' addresses, then params */

@@ -32,6 +32,11 @@ static const char *emit_ok(dsl_kernel *k)
         assert_true(n > 20 && spv[0] == 0x07230203u);
         free(spv);
     }
+    if (dsl_kernel_features(k) & DSL_FEAT_COOPMAT) { /* and the cooperative-matrix variant */
+        if (dsl_compile_coopmat(k, &spv, &n) != 0) fail_msg("coopmat compile failed: %s", dsl_error(k));
+        assert_true(n > 20 && spv[0] == 0x07230203u);
+        free(spv);
+    }
     return dsl_emit_glsl(k);
 }
 
@@ -151,6 +156,33 @@ static void test_type_error_has_caller_line(void **st)
         assert_in_range(atoi(at_ + 11), line_ - 2, line_ + 2); \
         dsl_kernel_free(k); \
     } while (0)
+
+/* dsl_mma: the calls print as the MMA macros, whose two builds compile; misuse is an error
+ * at the caller's line. */
+static void test_mma(void **st)
+{
+    (void)st;
+    dsl_kernel *mk = tk_mma();
+    const char *s = emit_ok(mk);
+    assert_has(s, "#define MMA(i, a_off, b_off, c_off)");
+    assert_has(s, "coopMatMulAddNV");
+    assert_has(s, "MMA(0, 8u, 8u, 0u);");
+    assert_has(s, "MMA_STORE(0, 0u);");
+    assert_true(dsl_kernel_features(mk) & DSL_FEAT_COOPMAT);
+    dsl_kernel_free(mk);
+    dsl_expr u, i, c;
+    EXPECT_ERR("mma_type", (u = dsl_shared(k, "u", DSL_U32, 64), c = dsl_shared(k, "c", DSL_U32, 128)),
+               dsl_mma_setup(k, u, 8, u, 8, c, 16, 1), "operand c must be a shared i32 array");
+    EXPECT_ERR("mma_stride", (u = dsl_shared(k, "u", DSL_U32, 64), i = dsl_shared(k, "c", DSL_I32, 128)),
+               dsl_mma_setup(k, u, 6, u, 8, i, 16, 1), "bad strides (6, 8, 16)");
+    EXPECT_ERR("mma_nosetup", (void)0, dsl_mma_zero(k, 0, dsl_u32(k, 0)), "without dsl_mma_setup");
+    EXPECT_ERR("mma_acc", (u = dsl_shared(k, "u", DSL_U32, 64), i = dsl_shared(k, "c", DSL_I32, 128),
+                           dsl_mma_setup(k, u, 8, u, 8, i, 16, 2)),
+               dsl_mma_store(k, 2, dsl_u32(k, 0)), "accumulator 2");
+    EXPECT_ERR("mma_off", (u = dsl_shared(k, "u", DSL_U32, 64), i = dsl_shared(k, "c", DSL_I32, 128),
+                           dsl_mma_setup(k, u, 8, u, 8, i, 16, 1)),
+               dsl_mma(k, 0, dsl_f32(k, 0), dsl_u32(k, 0), dsl_u32(k, 0)), "offsets are u32, not f32");
+}
 
 static void test_errors(void **st)
 {
@@ -571,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_buffer_view),
         cmocka_unit_test(test_arena_reuse),
         cmocka_unit_test(test_precise),
+        cmocka_unit_test(test_mma),
         cmocka_unit_test(test_golden_reduce_shared),
         cmocka_unit_test(test_golden_reduce_subgroup),
         cmocka_unit_test(test_golden_f16_unpack),

@@ -1,7 +1,7 @@
 /* test_dsl_gpu.c - DSL kernels run on a Vulkan device (lavapipe in CI) through the runtime
  * (runtime/vk/rt_vk.h): a shared-memory workgroup reduction, a subgroup reduction, the
  * full-subgroup layout every decode kernel relies on, f16
- * unpacking/storage, and packed int8 dot products, each against a plain-C reference on
+ * unpacking/storage, packed int8 dot products and cooperative int8 matrix products, each against a plain-C reference on
  * random data with every output buffer poisoned first. Skips only when no device exists.
  */
 #include <math.h>
@@ -78,12 +78,14 @@ static void make_buf(bufset *b, const void *data, size_t bytes)
     else OK(rt_buf_fill(g_vk, x, POISON, err)); /* outputs start poisoned */
 }
 
-/* native_dot: the variant with SPV_KHR_integer_dot_product instructions */
-static void run_variant(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx, bool native_dot)
+/* compile: dsl_compile, or a build variant (dsl_compile_native_dot: SPV_KHR_integer_dot_product
+ * instructions; dsl_compile_coopmat: cooperative matrices) */
+typedef int (*compile_fn)(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
+static void run_build(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx, compile_fn compile)
 {
     uint32_t *spv = NULL;
     size_t spv_bytes = 0;
-    if ((native_dot ? dsl_compile_native_dot : dsl_compile)(k, &spv, &spv_bytes) != 0) fail_msg("%s", dsl_error(k));
+    if (compile(k, &spv, &spv_bytes) != 0) fail_msg("%s", dsl_error(k));
     uint32_t f = dsl_kernel_features(k);
     const rt_vk_info *in = rt_vk_get_info(g_vk);
     if (((f & DSL_FEAT_STORAGE8) && !in->has_int8_storage) || ((f & DSL_FEAT_STORAGE16) && !in->has_16bit_storage))
@@ -102,6 +104,11 @@ static void run_variant(dsl_kernel *k, bufset *b, const uint32_t *params, uint32
     OK(rt_cmd_submit(c, err));
     rt_cmd_free(c);
     assert_int_equal(rt_vk_validation_count(g_vk), 0);
+}
+
+static void run_variant(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx, bool native_dot)
+{
+    run_build(k, b, params, gx, native_dot ? dsl_compile_native_dot : dsl_compile);
 }
 
 static void run(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx)
@@ -269,6 +276,57 @@ static void test_int8_dot_native(void **st)
     int8_dot(true);
 }
 
+/* ---- cooperative int8 matrix products ---- */
+
+/* tk_mma on random int8 (the full range: signs and -128) against C; exact integers. The
+ * coopmat build is the layout check of the matrix units' loads and stores on a device that
+ * has them (every element of C from its row of A and column of B). */
+static void mma(bool coopmat)
+{
+    need_device();
+    if (coopmat && !rt_vk_get_info(g_vk)->has_coopmat) {
+        print_message("skip: %s has no VK_NV_cooperative_matrix int8 16 x 8 x 32 shape\n", rt_vk_get_info(g_vk)->name);
+        skip();
+    }
+    dsl_kernel *k = tk_mma();
+    uint32_t a[256], bw[128];
+    for (int i = 0; i < 256; i++) a[i] = rnd();
+    for (int i = 0; i < 128; i++) bw[i] = rnd();
+    a[0] = bw[0] = 0x80808080u;
+    bufset b = {0};
+    make_buf(&b, a, sizeof(a));
+    make_buf(&b, bw, sizeof(bw));
+    make_buf(&b, NULL, 4 * 128);
+    run_build(k, &b, NULL, 1, coopmat ? dsl_compile_coopmat : dsl_compile);
+    assert_true(dsl_kernel_features(k) & DSL_FEAT_COOPMAT);
+    int32_t *c = download(&b, 2);
+    for (int n = 0; n < 8; n++)
+        for (int m = 0; m < 16; m++) {
+            int64_t want = 0;
+            for (int kk = 0; kk < 64; kk++)
+                want += sbyte(a[m * 16 + kk / 4], kk % 4) * sbyte(bw[n * 16 + kk / 4], kk % 4);
+            if (c[n * 16 + m] != want) /* integers: exactly */
+                fail_msg("mma%s C[%d][%d]: got %d, want %lld", coopmat ? " (coopmat)" : "", m, n, c[n * 16 + m],
+                         (long long)want);
+        }
+    free(c);
+    free_bufs(&b);
+    dsl_kernel_free(k);
+}
+
+static void test_mma(void **st)
+{
+    (void)st;
+    mma(false);
+}
+
+/* The same kernel on the device's matrix units (skips without them: lavapipe). */
+static void test_mma_coopmat(void **st)
+{
+    (void)st;
+    mma(true);
+}
+
 /* ---- full subgroups ---- */
 
 /* Every decode kernel strides its lanes by gl_SubgroupSize (a lane per word of a row, then
@@ -317,6 +375,8 @@ int main(void)
         cmocka_unit_test(test_f16_unpack),
         cmocka_unit_test(test_int8_dot),
         cmocka_unit_test(test_int8_dot_native),
+        cmocka_unit_test(test_mma),
+        cmocka_unit_test(test_mma_coopmat),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -123,4 +123,38 @@ static inline dsl_kernel *tk_int8_dot(void)
     return k;
 }
 
+/* dsl_mma: C (16 x 8 int32) = A (16 x 64 int8) x B (64 x 8 int8) in two 32-deep products,
+ * by subgroup 0 (the others stage and copy): A row-major, 16 words a row (buffer a), B
+ * column-major, 16 words a column (b), C column-major, 16 ints a column (c). */
+static inline dsl_kernel *tk_mma(void)
+{
+    dsl_kernel *k = dsl_kernel_new("mma", TK_WG, 1, 1);
+    dsl_expr a = dsl_buffer(k, "a", DSL_U32, DSL_READONLY);
+    dsl_expr b = dsl_buffer(k, "b", DSL_U32, DSL_READONLY);
+    dsl_expr c = dsl_buffer(k, "c", DSL_I32, DSL_WRITEONLY);
+    dsl_expr ash = dsl_shared(k, "ash", DSL_U32, 256);
+    dsl_expr bsh = dsl_shared(k, "bsh", DSL_U32, 128);
+    dsl_expr csh = dsl_shared(k, "csh", DSL_I32, 128);
+    dsl_mma_setup(k, ash, 16, bsh, 16, csh, 16, 1);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr i = dsl_for(k, "i", lid, dsl_u32(k, 256), dsl_u32(k, TK_WG));
+    dsl_store(k, ash, i, dsl_load(k, a, i));
+    dsl_if(k, dsl_lt(k, i, dsl_u32(k, 128)));
+    dsl_store(k, bsh, i, dsl_load(k, b, i));
+    dsl_end(k);
+    dsl_end(k);
+    dsl_barrier(k);
+    dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_SUBGROUP_ID), dsl_u32(k, 0)));
+    dsl_mma_zero(k, 0, dsl_u32(k, 0));
+    dsl_mma(k, 0, dsl_u32(k, 0), dsl_u32(k, 0), dsl_u32(k, 0)); /* k 0..31 */
+    dsl_mma(k, 0, dsl_u32(k, 8), dsl_u32(k, 8), dsl_u32(k, 0)); /* k 32..63: 8 words on */
+    dsl_mma_store(k, 0, dsl_u32(k, 0));
+    dsl_end(k);
+    dsl_barrier(k);
+    dsl_expr j = dsl_for(k, "j", lid, dsl_u32(k, 128), dsl_u32(k, TK_WG));
+    dsl_store(k, c, j, dsl_load(k, csh, j));
+    dsl_end(k);
+    return k;
+}
+
 #endif

@@ -474,18 +474,23 @@ static void test_kernel_limits(void **state)
                         b = sizes[j].bytes;
                 if (!b)
                     fail_msg("%s: shared type %s not in the test's table", d->kernels[i].name, t);
-                if (by_spec && strcmp(spec, "TILE_ROWS") && strcmp(spec, "TILE_TOKS"))
+                if (by_spec && strcmp(spec, "TILE_ROWS") && strcmp(spec, "TILE_TOKS") && strcmp(spec, "TILE_MMA"))
                     fail_msg("%s: shared %s sized by %s, not a tile constant", d->kernels[i].name, name, spec);
                 tiled |= by_spec;
                 for (unsigned tl = 0; tl < RT_N_TILES; tl++) {
                     const rt_tile tt = rt_tile_at(tl);
-                    want[tl] += b * (by_spec ? base + per * (strcmp(spec, "TILE_ROWS") ? tt.toks : tt.rows) : n);
+                    const unsigned v = !by_spec                     ? 0
+                                       : !strcmp(spec, "TILE_ROWS") ? tt.rows
+                                       : !strcmp(spec, "TILE_TOKS") ? tt.toks
+                                                                    : tt.mma;
+                    want[tl] += b * (by_spec ? base + per * v : n);
                 }
             }
             /* the constants' defaults in the GLSL are tile 0's */
             if (tiled && (!strstr(d->glsl[i], "const uint TILE_ROWS = 4u;") ||
-                          !strstr(d->glsl[i], "const uint TILE_TOKS = 4u;") || rt_tile_at(0).rows != 4 ||
-                          rt_tile_at(0).toks != 4))
+                          !strstr(d->glsl[i], "const uint TILE_TOKS = 4u;") ||
+                          !strstr(d->glsl[i], "const uint TILE_MMA = 0u;") || rt_tile_at(0).rows != 4 ||
+                          rt_tile_at(0).toks != 4 || rt_tile_at(0).mma != 0))
                 fail_msg("%s: tile constants' defaults are not tile 0's", d->kernels[i].name);
             for (unsigned tl = 0; tl < RT_N_TILES; tl++)
                 if (d->kernels[i].tile_shared[tl] != (tiled ? want[tl] : 0))

@@ -292,6 +292,9 @@ static int teardown(void **st)
         for (int k = 0; k < GEN_K_COUNT; k++)
             if (runs[k])
                 printf("  %-16s %.3g (%d)\n", gen_kop_name((gen_kop_kind)k), worst[k], runs[k]);
+        printf("cooperative-matrix build of the matrix tile: %s\n",
+               rt_vk_get_info(g_vk)->has_coopmat ? "run (bitlinear above)"
+                                                 : "not run: the device has no VK_NV_cooperative_matrix int8 shape");
     }
     rt_vk_destroy(g_vk);
     return 0;
@@ -355,8 +358,7 @@ static void kern_pipeline(kern *kn)
     spec[RT_SPEC_GEMV_SHQ] = (kn->gemv_vec & 15) == 2;
     spec[RT_SPEC_GEMV_ROWS] = (kn->gemv_vec >> 4) & 15;
     spec[RT_SPEC_GEMV_SPLITK] = kn->gemv_vec >> 8;
-    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(kn->tile).rows;
-    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(kn->tile).toks;
+    rt_spec_tile(spec, kn->tile);
     OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), kn->spv, kn->spv_bytes, spec, RT_SPEC_COUNT, &kn->pl, err));
 }
 
@@ -741,11 +743,12 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
                     for (int i = 0; i < M[p]; i++)
                         yr[i] += r0[p][(size_t)t * M[p] + i];
             }
-            char what[96];
-            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup, %u subgroups a row, tile %u x %u)",
+            char what[128];
+            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup, %u subgroups a row, %s %u x %u)",
                      p, M[p], K,
                      (gemv_vec & 15) == 1 ? ", 16-byte loads" : (gemv_vec & 15) == 2 ? ", shared codes" : "",
-                     1u << ((gemv_vec >> 4) & 15), 1u << (gemv_vec >> 8), 16u * rt_tile_at(tile).rows,
+                     1u << ((gemv_vec >> 4) & 15), 1u << (gemv_vec >> 8),
+                     rt_tile_at(tile).mma ? "matrix tile" : "tile", 16u * rt_tile_at(tile).rows,
                      16u * rt_tile_at(tile).toks);
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu ? fmax(1e-6, gen_act_at(kop->act)->tol) : 1e-6);
             /* rows of tokens past n untouched (still poison or the residual) */
@@ -776,10 +779,21 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
         kern_respec(&kn, variants[v], 0);
         check_bitlinear_run(g, kop, &kn, decode);
     }
-    /* prefill: every tile, 32 to 128 rows and tokens a workgroup (row and token tails); they use
-     * no subgroup operations, so the subgroup sweep (TERNION_TEST_SWEEP) runs the default only */
-    for (unsigned t = 0; !decode && t < (getenv("TERNION_TEST_SWEEP") ? 1u : RT_N_TILES); t++) {
+    /* prefill: every tile, 32 to 128 rows and tokens a workgroup (row and token tails); the dot
+     * tiles use no subgroup operations, so the subgroup sweep (TERNION_TEST_SWEEP) runs the
+     * default and the matrix tile (its products are a subgroup's) only */
+    for (unsigned t = 0; !decode && t < RT_N_TILES; t++) {
+        if (t && !rt_tile_at(t).mma && getenv("TERNION_TEST_SWEEP"))
+            continue;
         kern_respec(&kn, 0, t);
+        check_bitlinear_run(g, kop, &kn, decode);
+    }
+    /* the matrix tile's DSL_COOPMAT build where the device has the matrix units it needs */
+    if (!decode && rt_vk_get_info(g_vk)->has_coopmat) {
+        free(kn.spv);
+        if (dsl_compile_coopmat(kn.k, &kn.spv, &kn.spv_bytes) != 0)
+            fail_msg("%s", dsl_error(kn.k));
+        kern_respec(&kn, 0, RT_TILE_MMA_AT);
         check_bitlinear_run(g, kop, &kn, decode);
     }
     kern_free(&kn);

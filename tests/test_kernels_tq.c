@@ -169,8 +169,7 @@ static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, b
     spec[RT_SPEC_GEMV_SHQ] = decode && (var & 15) == 2;
     spec[RT_SPEC_GEMV_ROWS] = decode ? (var >> 4) & 15 : 0;
     spec[RT_SPEC_GEMV_SPLITK] = decode ? var >> 8 : 0;
-    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(tile).rows;
-    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(tile).toks;
+    rt_spec_tile(spec, tile);
     spec[RT_SPEC_WFMT] = wfmt;
     char pname[128];
     snprintf(pname, sizeof(pname), "%s%s", dsl_kernel_name(k), spv == bk->spv ? "" : ".native-dot");

@@ -442,6 +442,11 @@ static dsl_expr bl_shared_mem(dsl_kernel *k, gen_bl_ctx *c, bool reduce)
         c->ash = dsl_shared_spec(k, "ash", DSL_U32, 32, 32 * 16, c->tile_toks);
         if (c->fmt)
             c->dsh = dsl_shared_spec(k, "dsh", DSL_F32, 0, nw * 16, c->tile_rows);
+        /* TILE_MMA: the cooperative-matrix tile's C (64 rows x 32 tokens a matrix); its A and B
+         * staging fit in wsh and ash at its 4 x 2 tile (8 words a row / a token) */
+        c->tile_mma = dsl_spec_const(k, "TILE_MMA", DSL_U32, RT_SPEC_TILE_MMA, rt_tile_at(0).mma);
+        c->csh = dsl_shared_spec(k, "csh", DSL_I32, 1, nw * 64 * 32, c->tile_mma);
+        dsl_mma_setup(k, c->wsh, 8, c->ash, 8, c->csh, 64, 2 * nw);
     }
     if (c->shq) { /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */
         c->qsh = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);

@@ -30,6 +30,8 @@ typedef struct {
                         * (log2 of the rows a subgroup serves at once); else NULL (one) */
     dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
     dsl_expr tile_rows, tile_toks; /* prefill: the TILE_ROWS and TILE_TOKS specialization constants */
+    dsl_expr tile_mma, csh;  /* prefill: the TILE_MMA specialization constant; the cooperative-matrix
+                              * tile's integer sums (shared, [matrix][token][row]) */
     dsl_expr splitk;   /* decode, one matrix (not MULTI, not a chained phase): the GEMV_SPLITK
                         * specialization constant (2^s subgroups share a row); else NULL */
     dsl_expr wb, we;   /* decode with splitk: the subgroup's part of the row, words [wb, we) */

@@ -8,6 +8,12 @@
 #include "gen_k_ternary.h"
 
 #define WG GEN_BL_WG
+/* The cooperative-matrix tile (rt_tile_at(RT_TILE_MMA_AT)): rows and tokens a workgroup, and
+ * the words a matrix takes in A (wsh) and C (csh) */
+#define MMA_TM 64
+#define MMA_TN 32
+#define MMA_A_WORDS (MMA_TM * 8)
+#define MMA_C_WORDS (MMA_TM * MMA_TN)
 
 /* Prefill, TQ format f: word wi of 128-element step kb of row gr, decoded into the I2_S
  * word form (elements 32 g + 4 wi + b in bits 6 - 2 g of byte b) at wsh[dst]. */
@@ -219,11 +225,10 @@ static void tile_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *ws, d
  * nothing; an invocation whose tokens are all past n_tokens skips the products (a 32-lane
  * subgroup holds 2 RB consecutive tokens, so a short prompt's tile idles whole subgroups).
  * Integer sums: the same values as the decode loop, in any order and at every tile. */
-void gen_bl_tile(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
+static void tile_dots(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr y, dsl_expr Mc, dsl_expr wg,
+                      const dsl_expr *ws)
 {
     bl_tile_st t = {.RA = c->tile_rows, .RB = c->tile_toks};
-    dsl_expr ws[2];
-    gen_bl_scales(k, c, W, M, ws);
     t.lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     t.n_tok = dsl_dyn(k, DSL_DYN_N_TOKENS);
     t.tx = dsl_let(k, "tx", dsl_band(k, t.lid, U(15)));
@@ -259,3 +264,115 @@ void gen_bl_tile(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr
     tile_store(k, c, ws, y, Mc, &t);
 }
 
+
+/* The cooperative-matrix tile's C offsets (csh: [matrix][token][row], 64 x 32 ints a
+ * matrix) and A / B offsets (wsh: [matrix][row][word], ash: [token][word]) of block b: its
+ * matrix b / 16, tokens 8 ((b / 4) % 4) .. +7, rows 16 (b % 4) .. +15. */
+static dsl_expr mma_c_off(dsl_kernel *k, dsl_expr b)
+{
+    return dsl_add(k, dsl_add(k, dsl_mul(k, dsl_shr(k, b, U(4)), U(MMA_C_WORDS)),
+                              dsl_mul(k, dsl_band(k, dsl_shr(k, b, U(2)), U(3)), U(8 * MMA_TM))),
+                   dsl_mul(k, dsl_band(k, b, U(3)), U(16)));
+}
+
+/* Virtual subgroup v of 8 (a 256-invocation workgroup of 32-lane subgroups has 8; other sizes
+ * take v = subgroup id, + count, ...) owns blocks per v .. per v + per - 1; `fn` runs on
+ * each with its accumulator number. */
+typedef void (*mma_block_fn)(dsl_kernel *k, uint32_t acc, dsl_expr b);
+static void mma_blocks(dsl_kernel *k, int per, mma_block_fn fn)
+{
+    dsl_expr v = dsl_for(k, "v", dsl_builtin(k, DSL_SUBGROUP_ID), U(8), dsl_builtin(k, DSL_NUM_SUBGROUPS));
+    for (int i = 0; i < per; i++)
+        fn(k, (uint32_t)i, dsl_let(k, "blk", dsl_add(k, dsl_mul(k, v, U((uint32_t)per)), U((uint32_t)i))));
+    dsl_end(k);
+}
+static void mma_zero_fn(dsl_kernel *k, uint32_t acc, dsl_expr b) { dsl_mma_zero(k, acc, mma_c_off(k, b)); }
+static void mma_store_fn(dsl_kernel *k, uint32_t acc, dsl_expr b) { dsl_mma_store(k, acc, mma_c_off(k, b)); }
+static void mma_product_fn(dsl_kernel *k, uint32_t acc, dsl_expr b)
+{
+    dsl_expr a_off = dsl_add(k, dsl_mul(k, dsl_shr(k, b, U(4)), U(MMA_A_WORDS)), dsl_mul(k, dsl_band(k, b, U(3)), U(128)));
+    dsl_mma(k, acc, a_off, dsl_mul(k, dsl_band(k, dsl_shr(k, b, U(2)), U(3)), U(64)), mma_c_off(k, b));
+}
+
+/* The cooperative-matrix tile (TILE_MMA, rt_tile_at(RT_TILE_MMA_AT)): MMA_TM rows x MMA_TN
+ * tokens a workgroup, 32 elements of K a step. Each step the workgroup stages the rows'
+ * 32 codes as int8 (A, wsh: 8 words a row) and the tokens' 32 activation codes (B, ash: 8
+ * words a token), then every subgroup multiplies its blocks of C (dsl_mma: the device's
+ * matrix units in the DSL_COOPMAT build, the lanes' dot products otherwise). The weight
+ * words of a 128-element block are loaded once, 2 an invocation a matrix, and give the
+ * block's 4 steps: group g of word w holds elements 32 g + 4 w .. +3 (gen_bl_codes), so
+ * step g's row is its words' group g in word order. After the last step C goes to csh
+ * and each invocation stores 8 of its elements per matrix through gen_bl_store. I2_S words
+ * only (the caller's condition); integer sums, the same as every other tile. */
+static void tile_mma(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr y, dsl_expr Mc, dsl_expr wg,
+                     const dsl_expr *ws)
+{
+    const int nw = c->glu ? 2 : 1, per = 2 * nw;
+    const rt_tile t = rt_tile_at(RT_TILE_MMA_AT);
+    if (!t.mma || 16 * t.rows != MMA_TM || 16 * t.toks != MMA_TN) /* the launch follows the table */
+        dsl_kernel_fail(k, "the cooperative-matrix tile is %u x %u rows x tokens, not %d x %d", 16u * t.rows,
+                        16u * t.toks, MMA_TM, MMA_TN);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX), n_tok = dsl_dyn(k, DSL_DYN_N_TOKENS);
+    dsl_expr row0 = dsl_let(k, "row0", dsl_mul(k, wg, U(MMA_TM)));
+    dsl_expr tok0 = dsl_let(k, "tok0", dsl_mul(k, dsl_wgid(k, 1), U(MMA_TN)));
+    dsl_expr r = dsl_let(k, "r", dsl_shr(k, lid, U(3))), wi = dsl_let(k, "wi", dsl_band(k, lid, U(7)));
+    dsl_expr gt = dsl_let(k, "gt", dsl_min(k, dsl_add(k, tok0, r), dsl_sub(k, n_tok, U(1)))); /* token r */
+    dsl_expr wsrc[2][2], wv[2][2];
+    for (int h = 0; h < 2; h++) { /* rows r and r + 32 (the last row past M) */
+        dsl_expr gr = dsl_min(k, dsl_add(k, row0, dsl_add(k, r, U(32u * (uint32_t)h))), dsl_sub(k, Mc, U(1)));
+        for (int j = 0; j < nw; j++) {
+            wsrc[j][h] = dsl_let(k, "wrow", dsl_add(k, dsl_mul(k, gr, c->KW), wi));
+            wv[j][h] = dsl_var(k, "wv", DSL_U32, U(0));
+        }
+    }
+    mma_blocks(k, per, mma_zero_fn);
+    dsl_expr kb = dsl_for(k, "kb", U(0), U((uint32_t)c->K / 128), NULL);
+    for (int j = 0; j < nw; j++)
+        for (int h = 0; h < 2; h++)
+            dsl_assign(k, wv[j][h], dsl_load(k, W[j], dsl_add(k, wsrc[j][h], dsl_mul(k, kb, U(8)))));
+    for (int g = 0; g < 4; g++) {
+        for (int j = 0; j < nw; j++)
+            for (int h = 0; h < 2; h++)
+                dsl_store(k, c->wsh, dsl_add(k, dsl_mul(k, dsl_add(k, r, U(32u * (uint32_t)h)), U(8)),
+                                             dsl_add(k, wi, U((uint32_t)(j * MMA_A_WORDS)))),
+                          gen_bl_codes(k, c, wv[j][h], g));
+        dsl_expr src = dsl_add(k, dsl_mul(k, gt, c->K4), dsl_add(k, dsl_mul(k, kb, U(32)), dsl_add(k, wi, U(8u * (uint32_t)g))));
+        dsl_store(k, c->ash, lid, dsl_load(k, c->q, src)); /* token r's word wi: ash[8 r + wi] */
+        dsl_barrier(k);
+        mma_blocks(k, per, mma_product_fn);
+        dsl_barrier(k);
+    }
+    dsl_end(k); /* kb */
+    mma_blocks(k, per, mma_store_fn);
+    dsl_barrier(k);
+    dsl_expr m = dsl_for(k, "m", U(0), U(MMA_TM * MMA_TN / WG), NULL);
+    dsl_expr e = dsl_let(k, "e", dsl_add(k, lid, dsl_mul(k, m, U(WG))));
+    dsl_expr rr = dsl_let(k, "rr", dsl_band(k, e, U(MMA_TM - 1))), tk = dsl_let(k, "tk", dsl_shr(k, e, U(6)));
+    dsl_expr tok = dsl_let(k, "tok", dsl_add(k, tok0, tk)), row = dsl_let(k, "row", dsl_add(k, row0, rr));
+    dsl_if(k, dsl_and(k, dsl_lt(k, tok, n_tok), dsl_lt(k, row, Mc)));
+    dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, tok, U(2)), U(1))), DSL_I32));
+    dsl_expr sc = dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, tok, U(2))));
+    dsl_expr tot[2], totf[2] = {F(0), F(0)};
+    for (int j = 0; j < nw; j++)
+        tot[j] = dsl_load(k, c->csh, dsl_add(k, dsl_add(k, dsl_mul(k, tk, U(MMA_TM)), rr), U((uint32_t)(j * MMA_C_WORDS))));
+    gen_bl_store(k, c, tot, totf, sc, qsum, ws, y, dsl_add(k, dsl_mul(k, tok, Mc), row));
+    dsl_end(k);
+    dsl_end(k); /* m */
+}
+
+/* Prefill: the tile of workgroup (wg, wgid.y) of the M-row matrix W[0] (and W[1]) into y:
+ * the cooperative-matrix tile where TILE_MMA asks for it and the weights are I2_S words,
+ * else the dot-product tile of TILE_ROWS x TILE_TOKS. */
+void gen_bl_tile(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg)
+{
+    dsl_expr ws[2];
+    gen_bl_scales(k, c, W, M, ws);
+    dsl_expr mma = dsl_ne(k, c->tile_mma, U(0));
+    if (c->fmt)
+        mma = dsl_and(k, mma, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+    dsl_if(k, mma);
+    tile_mma(k, c, W, y, Mc, wg, ws);
+    dsl_else(k);
+    tile_dots(k, c, W, y, Mc, wg, ws);
+    dsl_end(k);
+}

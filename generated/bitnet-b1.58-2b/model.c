@@ -3,44 +3,45 @@
  * the readable dispatch list is schedule.txt, the kernels are kernels/ *.comp. */
 #include "schema/rt_schedule.h"
 
-/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant) for every
- * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/bitnet-b1.58-2b/) */
+/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant, spv_mma_<kernel>[],
+ * the cooperative-matrix one) for every kernels/<kernel>.comp: SPIR-V compiled by the build
+ * (Makefile, build/spv/bitnet-b1.58-2b/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,
+/* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,
  * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[27] = {
-    {"embed_f16_n2560_nextnorm", spv_embed_f16_n2560_nextnorm, sizeof(spv_embed_f16_n2560_nextnorm), NULL, 0, 2052, 256, 0, {0}},
-    {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), 2560, 256, 0, {0}},
-    {"attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 6168, 128, 0, {0}},
-    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), 4676, 256, 0, {0}},
-    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), 4740, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), 9028, 256, 0, {0}},
-    {"lm_head_norm_f16_n2560_decode_argmax", spv_lm_head_norm_f16_n2560_decode_argmax, sizeof(spv_lm_head_norm_f16_n2560_decode_argmax), NULL, 0, 13316, 256, 0, {0}},
-    {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, 13316, 256, 0, {0}},
-    {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, 0, 256, 0, {0}},
-    {"norm_quant_n2560", spv_norm_quant_n2560, sizeof(spv_norm_quant_n2560), NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"rope_kv_n640_f16", spv_rope_kv_n640_f16, sizeof(spv_rope_kv_n640_f16), NULL, 0, 0, 256, 0, {0}},
-    {"attention_rope_h20_kv5_d128_f16_g4_t4", spv_attention_rope_h20_kv5_d128_f16_g4_t4, sizeof(spv_attention_rope_h20_kv5_d128_f16_g4_t4), NULL, 0, 12352, 128, 0, {0}},
-    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), 13184, 256, 0,
-     {13184, 6784, 10880, 9088, 13696, 19072, 17792, 21376}},
-    {"norm_quant_n6912", spv_norm_quant_n6912, sizeof(spv_norm_quant_n6912), NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"rmsnorm_n2560", spv_rmsnorm_n2560, sizeof(spv_rmsnorm_n2560), NULL, 0, 1024, 256, 0, {0}},
-    {"lm_head_f16_n2560_batch", spv_lm_head_f16_n2560_batch, sizeof(spv_lm_head_f16_n2560_batch), NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_q8_n2560_batch", spv_lm_head_q8_n2560_batch, sizeof(spv_lm_head_q8_n2560_batch), NULL, 0, 0, 256, 0, {0}},
-    {"sparse_gate_m6912_k2560", spv_sparse_gate_m6912_k2560, sizeof(spv_sparse_gate_m6912_k2560), spv_dot_sparse_gate_m6912_k2560, sizeof(spv_dot_sparse_gate_m6912_k2560), 1028, 256, 0, {0}},
-    {"sparse_up_relu2_nextnorm_m6912_k2560", spv_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_sparse_up_relu2_nextnorm_m6912_k2560), spv_dot_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_dot_sparse_up_relu2_nextnorm_m6912_k2560), 2052, 256, 0, {0}},
-    {"sparse_down_res_nextlayernorm_m2560_k6912", spv_sparse_down_res_nextlayernorm_m2560_k6912, sizeof(spv_sparse_down_res_nextlayernorm_m2560_k6912), NULL, 0, 2564, 256, 0, {0}},
-    {"chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912", spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), 18200, 256, 1, {0}},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0, {0}},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0, {0}},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0, {0}},
+    {"embed_f16_n2560_nextnorm", spv_embed_f16_n2560_nextnorm, sizeof(spv_embed_f16_n2560_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
+    {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), NULL, 0, 2560, 256, 0, {0}},
+    {"attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, NULL, 0, 6168, 128, 0, {0}},
+    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), NULL, 0, 4676, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), NULL, 0, 4740, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), NULL, 0, 9028, 256, 0, {0}},
+    {"lm_head_norm_f16_n2560_decode_argmax", spv_lm_head_norm_f16_n2560_decode_argmax, sizeof(spv_lm_head_norm_f16_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
+    {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
+    {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"norm_quant_n2560", spv_norm_quant_n2560, sizeof(spv_norm_quant_n2560), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_mma_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_mma_bitlinear_multi_m2560_m640_m640_k2560_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"rope_kv_n640_f16", spv_rope_kv_n640_f16, sizeof(spv_rope_kv_n640_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"attention_rope_h20_kv5_d128_f16_g4_t4", spv_attention_rope_h20_kv5_d128_f16_g4_t4, sizeof(spv_attention_rope_h20_kv5_d128_f16_g4_t4), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
+    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), spv_mma_bitlinear_res_m2560_k2560_batch, sizeof(spv_mma_bitlinear_res_m2560_k2560_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), spv_mma_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_mma_bitlinear_glu_relu2_m6912_k2560_batch), 13188, 256, 0,
+     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"norm_quant_n6912", spv_norm_quant_n6912, sizeof(spv_norm_quant_n6912), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), spv_mma_bitlinear_res_m2560_k6912_batch, sizeof(spv_mma_bitlinear_res_m2560_k6912_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"rmsnorm_n2560", spv_rmsnorm_n2560, sizeof(spv_rmsnorm_n2560), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
+    {"lm_head_f16_n2560_batch", spv_lm_head_f16_n2560_batch, sizeof(spv_lm_head_f16_n2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q8_n2560_batch", spv_lm_head_q8_n2560_batch, sizeof(spv_lm_head_q8_n2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"sparse_gate_m6912_k2560", spv_sparse_gate_m6912_k2560, sizeof(spv_sparse_gate_m6912_k2560), spv_dot_sparse_gate_m6912_k2560, sizeof(spv_dot_sparse_gate_m6912_k2560), NULL, 0, 1028, 256, 0, {0}},
+    {"sparse_up_relu2_nextnorm_m6912_k2560", spv_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_sparse_up_relu2_nextnorm_m6912_k2560), spv_dot_sparse_up_relu2_nextnorm_m6912_k2560, sizeof(spv_dot_sparse_up_relu2_nextnorm_m6912_k2560), NULL, 0, 2052, 256, 0, {0}},
+    {"sparse_down_res_nextlayernorm_m2560_k6912", spv_sparse_down_res_nextlayernorm_m2560_k6912, sizeof(spv_sparse_down_res_nextlayernorm_m2560_k6912), NULL, 0, NULL, 0, 2564, 256, 0, {0}},
+    {"chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912", spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, sizeof(spv_dot_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912), NULL, 0, 18200, 256, 1, {0}},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, NULL, 0, 0, 256, 0, {0}},
 };
 
 static const char *const archs[] = {"bitnet-b1.58", "bitnet-25"};
@@ -311,13 +312,13 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:d6fa34bd7f85aa50\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"
     "kernel norm_quant_n2560 glsl-fnv64:e775aa63463ac14b\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:2240455703f9ba10 +native-dot\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:b14d128a0b07a9f0 +native-dot +coopmat\n"
     "kernel rope_kv_n640_f16 glsl-fnv64:091dabc520392626\n"
     "kernel attention_rope_h20_kv5_d128_f16_g4_t4 glsl-fnv64:56e079279fd99e8a\n"
-    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:dc2fc3776342ebfd +native-dot\n"
-    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:4aeadbd9cad12fca +native-dot\n"
+    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:0c9bca85b99e15c4 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:e293a83c45ff4da7 +native-dot +coopmat\n"
     "kernel norm_quant_n6912 glsl-fnv64:9e74994b09928046\n"
-    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:ff8323ab9080985a +native-dot\n"
+    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:827a8a70fa72851e +native-dot +coopmat\n"
     "kernel rmsnorm_n2560 glsl-fnv64:87b4c5ef2b3afad4\n"
     "kernel lm_head_f16_n2560_batch glsl-fnv64:93a25f9c7e72e11d\n"
     "kernel lm_head_q8_n2560_batch glsl-fnv64:270d57b8db5fca2a\n"

@@ -3,44 +3,45 @@
  * the readable dispatch list is schedule.txt, the kernels are kernels/ *.comp. */
 #include "schema/rt_schedule.h"
 
-/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant) for every
- * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/bitnet-tiny/) */
+/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant, spv_mma_<kernel>[],
+ * the cooperative-matrix one) for every kernels/<kernel>.comp: SPIR-V compiled by the build
+ * (Makefile, build/spv/bitnet-tiny/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,
+/* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,
  * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[27] = {
-    {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, 2052, 256, 0, {0}},
-    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), 512, 256, 0, {0}},
-    {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, 4120, 64, 0, {0}},
-    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), 2628, 256, 0, {0}},
-    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), 2692, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), 3652, 256, 0, {0}},
-    {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, 5124, 256, 0, {0}},
-    {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, 5124, 256, 0, {0}},
-    {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, 0, 256, 0, {0}},
-    {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0, {0}},
-    {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, 6208, 64, 0, {0}},
-    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), 13184, 256, 0,
-     {13184, 6784, 10880, 9088, 13696, 19072, 17792, 21376}},
-    {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, 1024, 256, 0, {0}},
-    {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, 0, 256, 0, {0}},
-    {"sparse_gate_m1536_k512", spv_sparse_gate_m1536_k512, sizeof(spv_sparse_gate_m1536_k512), spv_dot_sparse_gate_m1536_k512, sizeof(spv_dot_sparse_gate_m1536_k512), 1028, 256, 0, {0}},
-    {"sparse_up_relu2_nextnorm_m1536_k512", spv_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_sparse_up_relu2_nextnorm_m1536_k512), spv_dot_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_dot_sparse_up_relu2_nextnorm_m1536_k512), 2052, 256, 0, {0}},
-    {"sparse_down_res_nextlayernorm_m512_k1536", spv_sparse_down_res_nextlayernorm_m512_k1536, sizeof(spv_sparse_down_res_nextlayernorm_m512_k1536), NULL, 0, 2564, 256, 0, {0}},
-    {"chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536", spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), 8728, 256, 1, {0}},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0, {0}},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0, {0}},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0, {0}},
+    {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
+    {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), NULL, 0, 512, 256, 0, {0}},
+    {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, NULL, 0, 4120, 64, 0, {0}},
+    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), NULL, 0, 2628, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), NULL, 0, 2692, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), NULL, 0, 3652, 256, 0, {0}},
+    {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, NULL, 0, 5124, 256, 0, {0}},
+    {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, NULL, 0, 5124, 256, 0, {0}},
+    {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), spv_mma_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_mma_bitlinear_multi_m512_m128_m128_k512_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, NULL, 0, 6208, 64, 0, {0}},
+    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), spv_mma_bitlinear_res_m512_k512_batch, sizeof(spv_mma_bitlinear_res_m512_k512_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), spv_mma_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_mma_bitlinear_glu_relu2_m1536_k512_batch), 13188, 256, 0,
+     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), spv_mma_bitlinear_res_m512_k1536_batch, sizeof(spv_mma_bitlinear_res_m512_k1536_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
+    {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"sparse_gate_m1536_k512", spv_sparse_gate_m1536_k512, sizeof(spv_sparse_gate_m1536_k512), spv_dot_sparse_gate_m1536_k512, sizeof(spv_dot_sparse_gate_m1536_k512), NULL, 0, 1028, 256, 0, {0}},
+    {"sparse_up_relu2_nextnorm_m1536_k512", spv_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_sparse_up_relu2_nextnorm_m1536_k512), spv_dot_sparse_up_relu2_nextnorm_m1536_k512, sizeof(spv_dot_sparse_up_relu2_nextnorm_m1536_k512), NULL, 0, 2052, 256, 0, {0}},
+    {"sparse_down_res_nextlayernorm_m512_k1536", spv_sparse_down_res_nextlayernorm_m512_k1536, sizeof(spv_sparse_down_res_nextlayernorm_m512_k1536), NULL, 0, NULL, 0, 2564, 256, 0, {0}},
+    {"chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536", spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536, sizeof(spv_dot_chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536), NULL, 0, 8728, 256, 1, {0}},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, NULL, 0, 0, 256, 0, {0}},
 };
 
 static const char *const archs[] = {"bitnet-b1.58", "bitnet-25"};
@@ -311,13 +312,13 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:533169c4d96b936f\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"
     "kernel norm_quant_n512 glsl-fnv64:39b9f20f75f26a4c\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:bc8e06fe916c0e33 +native-dot\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:389a4a087f30505b +native-dot +coopmat\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:ad19d632ac0257a6\n"
     "kernel attention_rope_h8_kv2_d64_f16_g4_t4 glsl-fnv64:334418ca70b923bc\n"
-    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:a350050aad2b94e6 +native-dot\n"
-    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:e261a067b873662a +native-dot\n"
+    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:31759e192ee1d973 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:79ef74b38672db0b +native-dot +coopmat\n"
     "kernel norm_quant_n1536 glsl-fnv64:5eac0d3c91e67dd0\n"
-    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:07edc37e28cc0820 +native-dot\n"
+    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:01ed8936cedcbd5a +native-dot +coopmat\n"
     "kernel rmsnorm_n512 glsl-fnv64:59778f2fe5e0cece\n"
     "kernel lm_head_f16_n512_batch glsl-fnv64:dfbaf513272a5f8e\n"
     "kernel lm_head_q8_n512_batch glsl-fnv64:9dd0fed6913e3e11\n"

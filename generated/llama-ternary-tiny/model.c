@@ -3,42 +3,43 @@
  * the readable dispatch list is schedule.txt, the kernels are kernels/ *.comp. */
 #include "schema/rt_schedule.h"
 
-/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant) for every
- * kernels/<kernel>.comp: SPIR-V compiled by the build (Makefile, build/spv/llama-ternary-tiny/) */
+/* spv_<kernel>[] (and spv_dot_<kernel>[], the native integer-dot variant, spv_mma_<kernel>[],
+ * the cooperative-matrix one) for every kernels/<kernel>.comp: SPIR-V compiled by the build
+ * (Makefile, build/spv/llama-ternary-tiny/) */
 #include "kernels.spv.inc"
 
-/* name, SPIR-V (portable, native-dot), workgroup shared bytes, invocations, argument table,
+/* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,
  * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[25] = {
-    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, 2052, 256, 0, {0}},
-    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), 256, 256, 0, {0}},
-    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, 3344, 64, 0, {0}},
-    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), 2372, 256, 0, {0}},
-    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), 2436, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), 2884, 256, 0, {0}},
-    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, 4100, 256, 0, {0}},
-    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, 4100, 256, 0, {0}},
-    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, 0, 256, 0, {0}},
-    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, 0, 256, 0, {0}},
-    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, 6208, 64, 0, {0}},
-    {"quant_n256", spv_quant_n256, sizeof(spv_quant_n256), NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), 13184, 256, 0,
-     {13184, 6784, 10880, 9088, 13696, 19072, 17792, 21376}},
-    {"quant_n768", spv_quant_n768, sizeof(spv_quant_n768), NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), 10752, 256, 0,
-     {10752, 5504, 9600, 6656, 8960, 17792, 13056, 18944}},
-    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, 1024, 256, 0, {0}},
-    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, 0, 256, 0, {0}},
-    {"chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768", spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), 7448, 256, 1, {0}},
-    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, 2048, 256, 0, {0}},
-    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, 3088, 256, 0, {0}},
-    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, 0, 256, 0, {0}},
+    {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
+    {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), NULL, 0, 256, 256, 0, {0}},
+    {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, NULL, 0, 3344, 64, 0, {0}},
+    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), NULL, 0, 2372, 256, 0, {0}},
+    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), NULL, 0, 2436, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), NULL, 0, 2884, 256, 0, {0}},
+    {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, NULL, 0, 4100, 256, 0, {0}},
+    {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, NULL, 0, 4100, 256, 0, {0}},
+    {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), spv_mma_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_mma_bitlinear_multi_m256_m128_m128_k256_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, NULL, 0, 6208, 64, 0, {0}},
+    {"quant_n256", spv_quant_n256, sizeof(spv_quant_n256), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), spv_mma_bitlinear_res_m256_k256_batch, sizeof(spv_mma_bitlinear_res_m256_k256_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_glu_silu_m768_k256_batch", spv_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_bitlinear_glu_silu_m768_k256_batch), spv_dot_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_silu_m768_k256_batch), spv_mma_bitlinear_glu_silu_m768_k256_batch, sizeof(spv_mma_bitlinear_glu_silu_m768_k256_batch), 13188, 256, 0,
+     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"quant_n768", spv_quant_n768, sizeof(spv_quant_n768), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), spv_mma_bitlinear_res_m256_k768_batch, sizeof(spv_mma_bitlinear_res_m256_k768_batch), 10756, 256, 0,
+     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
+    {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768", spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768, sizeof(spv_dot_chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768), NULL, 0, 7448, 256, 1, {0}},
+    {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
+    {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
+    {"copy", spv_copy, sizeof(spv_copy), NULL, 0, NULL, 0, 0, 256, 0, {0}},
 };
 
 static const char *const archs[] = {"llama-ternary"};
@@ -253,14 +254,14 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:da6b06aee8562ddd\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
     "kernel norm_quant_n256 glsl-fnv64:380c563d721bffea\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:1aa920f0426878ce +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:6b556a7361ffa8cc +native-dot +coopmat\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:96c58c5e2e218085\n"
     "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:e5aee5e9a00ef8af\n"
     "kernel quant_n256 glsl-fnv64:d6531b652e443928\n"
-    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:cb85d2b3b8e570a3 +native-dot\n"
-    "kernel bitlinear_glu_silu_m768_k256_batch glsl-fnv64:7bafc7523301f52b +native-dot\n"
+    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:e9399ec3af016d62 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_silu_m768_k256_batch glsl-fnv64:bc816eba40b2a5c9 +native-dot +coopmat\n"
     "kernel quant_n768 glsl-fnv64:4e80865a03903bd0\n"
-    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:7aa2536c7bff8671 +native-dot\n"
+    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:5bfae4f1284aafd8 +native-dot +coopmat\n"
     "kernel rmsnorm_n256 glsl-fnv64:83deacba9747b979\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"

@@ -328,8 +328,11 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (rt_eng_chained_open(e, opts->chain, err) || rt_eng_tune_setup(e, opts->tune, overridden, err))
         goto fail;
     if (opts->verbose)
-        fprintf(stderr, "kernels: %s integer dot products, decode matrix rows read %d bytes per lane, %s, %s decode\n",
-                e->native_dot ? "native" : "portable (emulated)", e->gemv_vec ? 16 : 4,
+        fprintf(stderr, "kernels: %s integer dot products, cooperative int8 matrices %s, decode matrix rows read %d "
+                        "bytes per lane, %s, %s decode\n",
+                e->native_dot ? "native" : "portable (emulated)",
+                rt_vk_get_info(e->vk)->has_coopmat ? "available (the tuner's choice)" : "not available",
+                e->gemv_vec ? 16 : 4,
                 rt_vk_full_subgroups(e->vk) ? "full subgroups required" : "full subgroups not requestable (assumed)",
                 e->dec == &desc->decode_chain ? "chained" : "unchained");
     e->head_argmax = rt_eng_writes_result(rt_eng_post_of(e, e->dec), e->dec->n_post);

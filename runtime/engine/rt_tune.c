@@ -14,9 +14,10 @@
 
 #define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
-#define TUNE_MAGIC "ternion-tune 5"
+#define TUNE_MAGIC "ternion-tune 6"
 
-enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16, DIM_TILE = 32, DIM_SPLITK = 64 };
+enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16, DIM_TILE = 32, DIM_SPLITK = 64,
+       DIM_MMA = 128 };
 #define TUNE_PROMPT 512 /* tokens of the prompt step the prefill tiles are timed on (at most n_batch) */
 #define TUNE_PROMPT_STEPS 3 /* timed prompt steps per variant at most: a whole prompt step is long
                                (9 variants x 4 kernels of a 512-token step on a slow GPU) */
@@ -47,11 +48,13 @@ static bool rows_fit(const rt_engine *e, unsigned g)
     return g <= ROWS_LOG2_MAX && (1u << g) <= lanes;
 }
 
-/* Tile t of prefill kernel k fits this device's shared memory (rt_kernel_desc.tile_shared). */
+/* Tile t of prefill kernel k fits this device's shared memory (rt_kernel_desc.tile_shared);
+ * the matrix tile only over I2_S weights (with others it runs as the dot tile of its size). */
 static bool tile_fits(const rt_engine *e, uint32_t k, unsigned t)
 {
     const uint32_t b = e->d->kernels[k].tile_shared[t < RT_N_TILES ? t : 0];
-    return t < RT_N_TILES && b && b <= rt_vk_get_info(e->vk)->max_shared;
+    const bool i2s = !e->wfmt || e->wfmt[k] == RT_WFMT_I2S;
+    return t < RT_N_TILES && b && b <= rt_vk_get_info(e->vk)->max_shared && (!rt_tile_at(t).mma || i2s);
 }
 
 /* The tunable launch size of kernel k (rt_groups.splits_max, axis 1 of its decode
@@ -76,7 +79,8 @@ static uint8_t dims_of(const rt_engine *e, uint32_t k)
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SPLITK) && int_sums ? DIM_SPLITK : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
                      (kd->tile_shared[0] ? DIM_TILE : 0) |
-                     (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0));
+                     (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0) |
+                     (kd->spv_mma && rt_vk_get_info(e->vk)->has_coopmat ? DIM_MMA : 0));
 }
 
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
@@ -90,8 +94,10 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
         len += snprintf(out + len, n - (size_t)len, "+r%u", 1u << v.rows);
     if ((d & DIM_SPLITK) && v.splitk && len >= 0 && (size_t)len < n) /* subgroups per row: "+k4" */
         len += snprintf(out + len, n - (size_t)len, "+k%u", 1u << v.splitk);
-    if ((d & DIM_TILE) && len >= 0 && (size_t)len < n) /* the prefill tile, workgroup rows x tokens: "t64x64" */
-        len += snprintf(out + len, n - (size_t)len, "%st%ux%u", len ? "+" : "", 16u * rt_tile_at(v.tile).rows,
+    if ((d & DIM_TILE) && len >= 0 && (size_t)len < n) /* the prefill tile, workgroup rows x tokens: "t64x64",
+                                                         * the matrix tile "mma64x32" (lanes), "coopmat64x32" */
+        len += snprintf(out + len, n - (size_t)len, "%s%s%ux%u", len ? "+" : "",
+                        !rt_tile_at(v.tile).mma ? "t" : v.mma ? "coopmat" : "mma", 16u * rt_tile_at(v.tile).rows,
                         16u * rt_tile_at(v.tile).toks);
     const rt_groups *g = (d & DIM_SPLITS) ? splits_groups(e, k) : NULL;
     if (g && len >= 0 && (size_t)len < n) /* the key ranges launched: "s32" */
@@ -109,12 +115,13 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
     spec[RT_SPEC_GEMV_SHQ] = e->var[k].shq;
     spec[RT_SPEC_GEMV_ROWS] = e->var[k].rows;
     spec[RT_SPEC_GEMV_SPLITK] = e->var[k].splitk;
-    spec[RT_SPEC_TILE_ROWS] = rt_tile_at(e->var[k].tile).rows;
-    spec[RT_SPEC_TILE_TOKS] = rt_tile_at(e->var[k].tile).toks;
+    rt_spec_tile(spec, e->var[k].tile);
     spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
-    bool nd = e->var[k].dot && kd->spv_dot;
-    return rt_pipeline_get_spec(e->vk, kd->name, nd ? kd->spv_dot : kd->spv, nd ? kd->spv_dot_bytes : kd->spv_bytes,
-                                spec, RT_SPEC_COUNT, &e->pipes[k], err);
+    const bool mma = e->var[k].mma && kd->spv_mma && rt_tile_at(e->var[k].tile).mma;
+    const bool nd = !mma && e->var[k].dot && kd->spv_dot;
+    return rt_pipeline_get_spec(e->vk, kd->name, mma ? kd->spv_mma : nd ? kd->spv_dot : kd->spv,
+                                mma ? kd->spv_mma_bytes : nd ? kd->spv_dot_bytes : kd->spv_bytes, spec, RT_SPEC_COUNT,
+                                &e->pipes[k], err);
 }
 
 /* ---- the stored choice ---- */
@@ -172,14 +179,14 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot, shq, splits, rows, tile, splitk, chained = 0;
+    unsigned vec, dot, shq, splits, rows, tile, splitk, mma, chained = 0;
     while (ok && fgets(line, sizeof(line), f)) {
         if (line[0] == '#' || sscanf(line, "decode-schedule chained=%u", &chained) == 1)
             continue;
-        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u", name, &vec, &dot, &shq,
-                   &splits, &rows, &tile, &splitk) != 8 ||
+        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u mma=%u", name, &vec, &dot,
+                   &shq, &splits, &rows, &tile, &splitk, &mma) != 9 ||
             vec > 1 || dot > 1 || shq > 1 || (vec && shq) || splits > 65535 || rows > ROWS_LOG2_MAX ||
-            tile >= RT_N_TILES || splitk > RT_SPLITK_LOG2_MAX || (rows && splitk)) {
+            tile >= RT_N_TILES || splitk > RT_SPLITK_LOG2_MAX || (rows && splitk) || mma > 1) {
             ok = false;
             break;
         }
@@ -192,6 +199,7 @@ static bool tune_load(rt_engine *e, const char *path)
                                     .rows = (uint8_t)((e->var_dims[k] & DIM_ROWS) && rows_fit(e, rows) ? rows : 0),
                                     .tile = (uint8_t)((e->var_dims[k] & DIM_TILE) && tile_fits(e, k, tile) ? tile : 0),
                                     .splitk = (uint8_t)((e->var_dims[k] & DIM_SPLITK) ? splitk : 0),
+                                    .mma = (uint8_t)(mma && (e->var_dims[k] & DIM_MMA)),
                                     .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
@@ -220,9 +228,9 @@ static void tune_store(rt_engine *e, const char *path)
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
-        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u\n", e->d->kernels[k].name,
+        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u mma=%u\n", e->d->kernels[k].name,
                 e->var[k].vec, e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows, e->var[k].tile,
-                e->var[k].splitk);
+                e->var[k].splitk, e->var[k].mma);
     fprintf(f, "decode-schedule chained=%u\n", e->dec == &e->d->decode_chain);
     if (fclose(f) == 0)
         rename(tmp, path);
@@ -315,6 +323,19 @@ static bool in_prompt(const rt_engine *e, uint32_t k)
     return in_sched(e, &e->d->prefill, k) && !in_decode(e, k) && !in_sched(e, &e->d->decode, k);
 }
 
+/* The tuning prompt: n tokens spread over the vocabulary (malloc'd), NULL when out of memory. */
+static int32_t *prompt_tokens(const rt_engine *e, int n, char *err)
+{
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    if (!tok) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        tok[i] = (int32_t)((i * 131 + 7) % e->vocab);
+    return tok;
+}
+
 /* Median ms of a prompt step of n tokens at position 0 (n >= 2: the prefill schedule). */
 static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err)
 {
@@ -322,13 +343,9 @@ static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err
     if (steps <= 0 || steps > TUNE_STEPS)
         steps = TUNE_STEPS;
     steps = steps < TUNE_PROMPT_STEPS ? steps : TUNE_PROMPT_STEPS;
-    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
-    if (!tok) {
-        snprintf(err, RT_ERR_LEN, "out of host memory");
+    int32_t *tok = prompt_tokens(e, n, err);
+    if (!tok)
         return -1;
-    }
-    for (int i = 0; i < n; i++)
-        tok[i] = (int32_t)((i * 131 + 7) % e->vocab);
     rt_eng_forget_prefill(e);
     const int warm = 1;
     int rc = 0;
@@ -367,9 +384,38 @@ static int time_prompt_variant(rt_engine *e, uint32_t k, rt_variant v, int n, in
     return 0;
 }
 
+/* The cooperative-matrix build of kernel k (variant v) gives the logits of variant ref, bit
+ * for bit, on the tuning prompt: 1 yes, 0 no, -1 error. Every tile sums the same integers,
+ * so any difference is a device (or build) fault: the matrix units' kernel is never run
+ * here before a GPU tunes it, so the tuner checks it before timing it. */
+static int mma_agrees(rt_engine *e, uint32_t k, rt_variant ref, rt_variant v, int n, char *err)
+{
+    const size_t nv = (size_t)e->vocab;
+    float *lg = malloc(sizeof(float) * 2 * nv);
+    int32_t *tok = prompt_tokens(e, n, err);
+    int rc = lg && tok ? 0 : -1;
+    if (!lg)
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+    for (int i = 0; i < 2 && !rc; i++) {
+        e->var[k] = i ? v : ref;
+        rt_eng_forget_prefill(e);
+        rc = rt_eng_make_pipe(e, k, err) || rt_engine_eval(e, tok, n, 0, NULL, err) ||
+                     rt_engine_logits_last(e, lg + (size_t)i * nv, err)
+                 ? -1
+                 : 0;
+    }
+    if (!rc)
+        rc = memcmp(lg, lg + nv, sizeof(float) * nv) == 0;
+    e->var[k] = ref;
+    free(lg);
+    free(tok);
+    return rc;
+}
+
 /* A prompt kernel: each tile the device's shared memory holds, then at the fastest the other
  * integer-dot build where the device has native dots (one dimension at a time: 9 timings, not
- * 16), on a prompt of n tokens, the others fixed; keeps the fastest. */
+ * 16), then the cooperative-matrix build where the device has one and it agrees, on a
+ * prompt of n tokens, the others fixed; keeps the fastest. */
 static int tune_prompt(rt_engine *e, uint32_t k, int n, int steps, bool print, char *err)
 {
     const uint8_t d = e->var_dims[k];
@@ -390,6 +436,20 @@ static int tune_prompt(rt_engine *e, uint32_t k, int n, int steps, bool print, c
         v.dot = !v.dot;
         if (time_prompt_variant(e, k, v, n, steps, print, &first, &best, &best_ms, err))
             return -1;
+    }
+    if ((d & DIM_MMA) && tile_fits(e, k, RT_TILE_MMA_AT)) {
+        rt_variant v = best;
+        v.tile = RT_TILE_MMA_AT;
+        v.mma = 1;
+        v.dot = 0;
+        const int agree = mma_agrees(e, k, best, v, n, err);
+        if (agree < 0)
+            return -1;
+        if (agree && time_prompt_variant(e, k, v, n, steps, print, &first, &best, &best_ms, err))
+            return -1;
+        if (!agree)
+            fprintf(stderr, "ternion: %s: the cooperative-matrix build gives other logits than the dot-product "
+                            "tiles on this device: not used\n", e->d->kernels[k].name);
     }
     e->var[k] = best;
     rt_eng_forget_prefill(e);

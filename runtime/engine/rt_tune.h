@@ -54,6 +54,8 @@ typedef struct {
     uint8_t rows; /* GEMV_ROWS: a subgroup serves 2^rows rows at once (0: one) */
     uint8_t tile; /* a prefill bitlinear's tile (TILE_ROWS, TILE_TOKS): rt_tile_at(tile) */
     uint8_t splitk; /* GEMV_SPLITK: 2^splitk subgroups share a decode row (0: one); rows then 0 */
+    uint8_t mma;  /* 1 = the cooperative-matrix build (rt_kernel_desc.spv_mma) at the matrix
+                     tile (rt_tile_at(tile).mma); 0 = the portable or native-dot build */
     uint16_t splits; /* a tunable launch size (rt_groups.splits_max: the merged split decode
                         attention's key ranges per KV head); 0: the schedule's default */
 } rt_variant;

@@ -342,8 +342,9 @@ typedef struct {
     VkPhysicalDeviceVulkan13Features f13;
     VkPhysicalDeviceVulkan12Features f12;
     VkPhysicalDeviceVulkan11Features f11;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm;
     VkPhysicalDeviceFeatures2 f;
-    bool v13, ext_dot, ext_sgc, ext_budget;
+    bool v13, ext_dot, ext_sgc, ext_budget, ext_cm;
 } dev_features;
 
 static void query_features(VkPhysicalDevice pd, const VkPhysicalDeviceProperties *props, dev_features *q)
@@ -352,6 +353,9 @@ static void query_features(VkPhysicalDevice pd, const VkPhysicalDeviceProperties
     q->ext_dot = !q->v13 && has_device_ext(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     q->ext_sgc = !q->v13 && has_device_ext(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     q->ext_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    q->ext_cm = has_device_ext(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    q->cm = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     q->dot = (VkPhysicalDeviceShaderIntegerDotProductFeatures){
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     q->sgc = (VkPhysicalDeviceSubgroupSizeControlFeatures){
@@ -361,18 +365,40 @@ static void query_features(VkPhysicalDevice pd, const VkPhysicalDeviceProperties
     q->f11 = (VkPhysicalDeviceVulkan11Features){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                                 .pNext = &q->f12};
     q->f = (VkPhysicalDeviceFeatures2){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &q->f11};
-    if (q->v13) q->f12.pNext = &q->f13;
+    void **tail = &q->f12.pNext;
+    if (q->v13) *tail = &q->f13, tail = &q->f13.pNext;
     else {
-        void **tail = &q->f12.pNext;
         if (q->ext_dot) *tail = &q->dot, tail = &q->dot.pNext;
-        if (q->ext_sgc) *tail = &q->sgc;
+        if (q->ext_sgc) *tail = &q->sgc, tail = &q->sgc.pNext;
     }
+    if (q->ext_cm) *tail = &q->cm;
     vkGetPhysicalDeviceFeatures2(pd, &q->f);
     if (q->v13) {
         q->dot.shaderIntegerDotProduct = q->f13.shaderIntegerDotProduct;
         q->sgc.subgroupSizeControl = q->f13.subgroupSizeControl;
         q->sgc.computeFullSubgroups = q->f13.computeFullSubgroups;
     }
+}
+
+/* The device offers the cooperative-matrix shape dsl_mma compiles to: a subgroup's
+ * 16 x 8 x 32 product of int8 matrices into int32 (VK_NV_cooperative_matrix). */
+static bool coopmat_shape(VkInstance inst, VkPhysicalDevice pd)
+{
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+            inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    VkCooperativeMatrixPropertiesNV p[64];
+    uint32_t n = 64;
+    if (!get) return false;
+    for (uint32_t i = 0; i < n; i++) p[i] = (VkCooperativeMatrixPropertiesNV){
+        .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    if (get(pd, &n, p) < 0) return false; /* VK_INCOMPLETE: the first 64 */
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        if (p[i].MSize == 16 && p[i].NSize == 8 && p[i].KSize == 32 && p[i].AType == VK_COMPONENT_TYPE_SINT8_NV &&
+            p[i].BType == VK_COMPONENT_TYPE_SINT8_NV && p[i].CType == VK_COMPONENT_TYPE_SINT32_NV &&
+            p[i].DType == VK_COMPONENT_TYPE_SINT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV)
+            return true;
+    return false;
 }
 
 /* vk->info from the properties and the queried features (after the device is made). */
@@ -406,6 +432,10 @@ static void fill_info(rt_vk *vk, const VkPhysicalDeviceProperties *props, const 
     in->has_16bit_uniform = q->f11.uniformAndStorageBuffer16BitAccess;
     in->has_subgroup_size_control = q->sgc.subgroupSizeControl && (q->v13 || q->ext_sgc);
     in->has_memory_model = q->f12.vulkanMemoryModel;
+    /* dsl_mma's DSL_COOPMAT build: the shape, int8 arithmetic, the Vulkan memory model, and at
+     * least 8 subgroups in a 256-invocation workgroup (its accumulators are per subgroup) */
+    in->has_coopmat = q->ext_cm && q->cm.cooperativeMatrix && q->f12.shaderInt8 && q->f12.vulkanMemoryModel &&
+                      p11.subgroupSize <= 32 && coopmat_shape(vk->instance, pd);
     in->has_timestamps = vk->has_timestamps;
     in->max_alloc = p11.maxMemoryAllocationSize;
     vkGetPhysicalDeviceMemoryProperties(pd, &vk->mem_props);
@@ -463,19 +493,25 @@ static int create_device(rt_vk *vk, char *err)
     VkPhysicalDeviceFeatures2 ef = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &e11};
     ef.features.shaderInt64 = q.f.features.shaderInt64;
     ef.features.shaderInt16 = q.f.features.shaderInt16;
-    const char *exts[3];
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV e_cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
+    const char *exts[4];
     uint32_t n_exts = 0;
-    if (q.v13) e12.pNext = &e13;
+    void **tail = &e12.pNext;
+    if (q.v13) *tail = &e13, tail = &e13.pNext;
     else {
-        void **tail = &e12.pNext;
         if (q.ext_dot && q.dot.shaderIntegerDotProduct) {
             exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
             *tail = &e_dot, tail = &e_dot.pNext;
         }
         if (q.ext_sgc && q.sgc.subgroupSizeControl) {
             exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
-            *tail = &e_sgc;
+            *tail = &e_sgc, tail = &e_sgc.pNext;
         }
+    }
+    if (q.ext_cm && q.cm.cooperativeMatrix) { /* the prefill tile's DSL_COOPMAT build (dsl_mma) */
+        exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+        *tail = &e_cm;
     }
     if (q.ext_budget) exts[n_exts++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
 

@@ -60,6 +60,8 @@ typedef struct {
     bool has_16bit_uniform;    /* uniformAndStorageBuffer16BitAccess enabled */
     bool has_subgroup_size_control; /* subgroupSizeControl (+ computeFullSubgroups) enabled */
     bool has_memory_model;     /* vulkanMemoryModel enabled */
+    bool has_coopmat;          /* VK_NV_cooperative_matrix enabled with a 16 x 8 x 32 int8 subgroup
+                                  shape, shaderInt8, the memory model and subgroups of <= 32 */
     bool has_timestamps;       /* compute-queue timestamps usable */
     bool is_uma;               /* a DEVICE_LOCAL memory type is also HOST_VISIBLE|COHERENT|CACHED */
 } rt_vk_info;
