@@ -143,6 +143,7 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .stream_host_copy_ms = st.host_copy_ms,
         .stream_host_copy_overlapped_ms = st.host_copy_overlapped_ms,
         .chained_decode = st.chained,
+        .coopmat_available = st.coopmat_available,
     };
     return 0;
 }

@@ -419,6 +419,9 @@ typedef struct {
     double stream_host_copy_ms;    /* the memcpy time of those copies, and of the overlapped ones */
     double stream_host_copy_overlapped_ms;
     bool chained_decode;           /* decode runs the chained schedule (ternion_context_params.chain) */
+    bool coopmat_available;        /* the device has the matrix units the prompt kernels' cooperative-
+                                      matrix tile uses (VK_NV_cooperative_matrix, int8): the tuner may
+                                      choose it ("coopmat64x32" in ternion_perf_variants) */
 } ternion_perf;
 /* "events, compute queue", "timeline semaphores, compute queue", "host copies", ... for a
  * stream_sync value. */
@@ -427,7 +430,8 @@ TERNION_API const char *ternion_stream_sync_name(int32_t stream_sync);
 TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
 /* The variant each kernel that has several runs, "kernel=variant ..." into out (n bytes,
  * NUL-terminated; e.g. "vec16+dot": 16-byte loads, native integer dots; a prompt kernel's
- * "dot+t128x64": its tile of 128 rows x 64 tokens a workgroup); returns
+ * "dot+t128x64": its tile of 128 rows x 64 tokens a workgroup, "coopmat64x32" the matrix
+ * tile on the device's matrix units, "mma64x32" the same tile on the lanes); returns
  * how they were chosen: TERNION_TUNE_DEFAULTS, _STORED (this device's stored choice) or
  * _TUNED (timed in this context). */
 typedef enum { TERNION_TUNE_DEFAULTS = 0, TERNION_TUNE_STORED = 1, TERNION_TUNE_TUNED = 2 } ternion_tune_state;

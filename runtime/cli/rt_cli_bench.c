@@ -48,6 +48,7 @@ typedef struct {
     double ffn_predicted[MAX_FFN_LAYERS]; /* predictor mode: fraction of gate rows computed */
     double achieved_gbs, copy_gbs;
     bool native_dot;       /* kernels with native integer dot products */
+    bool coopmat;          /* the device has matrix units for the prompt kernels' matrix tile */
     bool lm_head_q8;       /* --lm-head q8 */
     bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
     bool chained;          /* the chained decode schedule ran (--layer-chain) */
@@ -354,6 +355,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     ternion_perf_get(e, &st);
     r->dispatches = st.dispatches_per_token;
     r->native_dot = st.native_int_dot;
+    r->coopmat = st.coopmat_available;
     r->lm_head_q8 = st.lm_head_q8;
     r->gemv_vec = st.gemv_vec;
     r->chained = st.chained_decode;
@@ -424,6 +426,7 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         }
         printf("\"decode_chain_tok_s\":%.3f,", 1000.0 / r->chain_ms);
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
+        printf("\"coopmat_available\":%s,", r->coopmat ? "true" : "false");
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
         json_str("ternary_format", o->weights ? o->weights : "as stored", true);
         printf("\"vram_budget_mib\":%d,\"streamed_layers\":%d,\"streamed_bytes_per_token\":%llu,"
@@ -463,8 +466,10 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
     printf("bench %s: %s, %d layers, vocab %d, context %d\n", name, o->model ? path : "random weights",
            r->layers, r->vocab, r->n_ctx);
     printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
-    printf("kernels:     %s integer dot products; LM head %s; ternary weights %s; decode matrix rows read %s\n",
-           r->native_dot ? "native" : "portable (emulated)", r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
+    printf("kernels:     %s integer dot products; cooperative int8 matrices %s; LM head %s; ternary weights %s; "
+           "decode matrix rows read %s\n",
+           r->native_dot ? "native" : "portable (emulated)", r->coopmat ? "available" : "not available",
+           r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
            o->weights ? o->weights : "as stored",
            r->gemv_vec ? "16 bytes per lane (--gemv vec4)" : "4 bytes per lane (--gemv scalar)");
     printf("schedule:    %s decode (--layer-chain %s), %u dispatches per token\n", r->chained ? "chained" : "unchained",

@@ -122,6 +122,7 @@ typedef struct {
     int sparse_ffn;                  /* RT_SPARSE_* of the decode schedule */
     int tune_state;                  /* rt_tune_state: defaults, stored choice, tuned now */
     bool chained;                    /* the decode schedule is the chained one (decode_chain) */
+    bool coopmat_available;          /* the device has the cooperative-matrix shape (rt_vk_info.has_coopmat) */
     int streamed_layers;             /* --vram-budget: layers whose matrices are copied per step */
     uint64_t streamed_bytes;         /* bytes those copies move per step */
     int stream_sync;                 /* RT_STREAM_*: how the copies are ordered (rt_engine_stream.c) */

@@ -354,6 +354,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->stats.lm_head_q8 = e->head_q8;
     e->stats.sparse_ffn = opts->sparse_ffn;
     e->stats.chained = e->dec == &desc->decode_chain;
+    e->stats.coopmat_available = rt_vk_get_info(e->vk)->has_coopmat;
     *out_e = e;
     return 0;
 fail:
