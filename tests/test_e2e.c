@@ -35,11 +35,12 @@ typedef struct {
     const char *yaml;     /* model description */
     char dir[512];        /* where the fixture lives ("" = absent) */
     double self_max;      /* oracle batched vs incremental max |diff| (README) */
+    float *logits;        /* the fused engine's batched logits of the prompt (prompt_logits) */
 } fixture;
 
 static fixture fixtures[] = {
-    {"bitnet-tiny", "models/bitnet-tiny.yaml", "", 0.6769},
-    {"bitnet-2b-shape", "models/bitnet-b1.58-2b.yaml", "", 0.9861},
+    {"bitnet-tiny", "models/bitnet-tiny.yaml", "", 0.6769, NULL},
+    {"bitnet-2b-shape", "models/bitnet-b1.58-2b.yaml", "", 0.9861, NULL},
 };
 
 static bool exists(const char *p)
@@ -94,10 +95,49 @@ static int read_ids(const char *dir, const char *file, int32_t *out, int max)
     return n;
 }
 
-/* An engine over a model description built from YAML. */
+/* gen_desc_build compiles every kernel to SPIR-V with shaderc (7 to 15 s a description on
+ * a busy 2-core machine), longer than most checks here take to run. The suite builds one
+ * description per (YAML, fuse) on first use and every engine over it shares it (the
+ * engine only reads it); the group teardown frees them. Each test opens its own engines. */
 typedef struct {
-    gen_model m;
+    const char *yaml; /* static string; NULL = free slot */
+    bool fuse;
+    gen_model m; /* the model the description was built from */
     gen_desc d;
+} built_desc;
+static built_desc built[8];
+
+static const built_desc *desc_of(const char *yaml, bool fuse, char *err)
+{
+    built_desc *b = built;
+    while (b->yaml && (strcmp(b->yaml, yaml) || b->fuse != fuse))
+        b++;
+    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
+    if (!b->yaml) {
+        if (gen_model_load(yaml, &b->m, err) || gen_desc_build(&b->m, fuse, &b->d, err))
+            return NULL;
+        b->yaml = yaml;
+        b->fuse = fuse;
+    }
+    return b;
+}
+
+static int free_built(void **state)
+{
+    (void)state;
+    for (built_desc *b = built; b->yaml; b++)
+        gen_desc_free(&b->d);
+    for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+        free(fixtures[i].logits);
+        fixtures[i].logits = NULL;
+    }
+    return 0;
+}
+
+/* An engine over a (shared) model description built from YAML. */
+typedef struct {
+    const gen_model *m;
+    const gen_desc *d;
     rt_engine *e;
     int vocab;
 } rig;
@@ -107,15 +147,16 @@ enum { RIG_FUSE = 1, RIG_NO_INT_DOT = 2, RIG_HEAD_Q8 = 4, RIG_GEMV_SCALAR = 8, R
 static int rig_open(rig *r, const char *yaml, const char *gguf, int flags, char *err)
 {
     memset(r, 0, sizeof(*r));
-    if (gen_model_load(yaml, &r->m, err) || gen_desc_build(&r->m, flags & RIG_FUSE, &r->d, err))
+    const built_desc *b = desc_of(yaml, flags & RIG_FUSE, err);
+    if (!b)
         return -1;
+    r->m = &b->m;
+    r->d = &b->d;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
                         .no_int_dot = flags & RIG_NO_INT_DOT, .lm_head_q8 = flags & RIG_HEAD_Q8,
                         .gemv_vec = flags & RIG_GEMV_SCALAR ? 1 : flags & RIG_GEMV_VEC4 ? 2 : 0};
-    if (rt_engine_open(&r->d.desc, &o, &r->e, err)) {
-        gen_desc_free(&r->d);
+    if (rt_engine_open(&r->d->desc, &o, &r->e, err))
         return 1; /* 1: no device or load failure, see err */
-    }
     r->vocab = rt_engine_vocab(r->e);
     return 0;
 }
@@ -123,7 +164,6 @@ static int rig_open(rig *r, const char *yaml, const char *gguf, int flags, char 
 static void rig_close(rig *r)
 {
     rt_engine_close(r->e);
-    gen_desc_free(&r->d);
 }
 
 typedef struct {
@@ -209,6 +249,29 @@ static float *prompt_and_logits(const fixture *f, int vocab, int32_t *ids, int *
     return ref;
 }
 
+/* The batched logits [n][vocab] of the prompt ids[0..n-1] from r, a fused engine with the
+ * default options over fixture f. The prompt check and the --lm-head q8 check both need
+ * them (a 2b-shape prompt takes about 9 s on lavapipe): the first to ask evaluates them
+ * on its engine, the same computation the other's engine would make, and the fixture
+ * keeps them until the group teardown. */
+static const float *prompt_logits(fixture *f, const rig *r, const int32_t *ids, int n)
+{
+    if (f->logits)
+        return f->logits;
+    size_t nl = (size_t)n * r->vocab;
+    float *got = malloc(nl * sizeof(float));
+    assert_non_null(got);
+    for (size_t i = 0; i < nl; i++)
+        got[i] = NAN; /* poison: every row must be written */
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_eval(r->e, ids, n, 0, got, err)) {
+        free(got);
+        fail_msg("%s", err);
+    }
+    f->logits = got;
+    return got;
+}
+
 /* Batched prompt logits vs the oracle's logits.f32. */
 static void check_prompt_logits(fixture *f)
 {
@@ -219,19 +282,13 @@ static void check_prompt_logits(fixture *f)
     int n;
     size_t nref;
     float *ref = prompt_and_logits(f, r.vocab, ids, &n, &nref);
-    float *got = malloc(nref * sizeof(float));
-    for (size_t i = 0; i < nref; i++)
-        got[i] = NAN; /* poison */
-    char err[RT_ERR_LEN] = "";
-    if (rt_engine_eval(r.e, ids, n, 0, got, err))
-        fail_msg("%s", err);
+    const float *got = prompt_logits(f, &r, ids, n);
     cmp_stats s = compare(got, ref, n, r.vocab);
     printf("%s: batched prompt vs bitnet.cpp: top-1 %d/%d, mean |d| %.4g, max |d| %.4g (oracle self max %.4g)\n",
            f->name, s.top1_agree, s.rows, s.mean_abs, s.max_abs, f->self_max);
     assert_true(s.top1_agree * 10 >= s.rows * 9);
     assert_true(s.mean_abs <= 0.2);
     assert_true(s.max_abs <= 1.5 * f->self_max);
-    free(got);
     free(ref);
     rig_close(&r);
 }
@@ -253,13 +310,16 @@ static void check_greedy(fixture *f)
         fail_msg("%s", err);
     int32_t tok = -1;
     int agree = 0, first_div = -1;
+    /* the agreeing run ends at the first divergence: no later step can change agree or
+     * first_div, so the loop stops there (a 2b-shape decode step takes 0.5 s on lavapipe) */
     for (int i = 0; i < nw; i++) {
         if (rt_engine_argmax(r.e, &tok, err))
             fail_msg("%s", err);
-        if (tok == want[i] && first_div < 0)
-            agree++;
-        else if (first_div < 0)
+        if (tok != want[i]) {
             first_div = i;
+            break;
+        }
+        agree++;
         /* teacher forcing with the oracle's token keeps the comparison aligned */
         if (rt_engine_eval(r.e, &want[i], 1, n + i, NULL, err))
             fail_msg("%s", err);
@@ -473,11 +533,12 @@ static void check_q8_head(fixture *f)
     int n;
     size_t nref;
     float *ref = prompt_and_logits(f, a.vocab, ids, &n, &nref);
-    float *la = malloc(nref * 4), *lq = malloc(nref * 4), *li = malloc(nref * 4);
+    const float *la = prompt_logits(f, &a, ids, n);
+    float *lq = malloc(nref * 4), *li = malloc(nref * 4);
     char err[RT_ERR_LEN] = "";
     for (size_t i = 0; i < nref; i++)
         lq[i] = li[i] = NAN; /* poison */
-    if (rt_engine_eval(a.e, ids, n, 0, la, err) || rt_engine_eval(q.e, ids, n, 0, lq, err))
+    if (rt_engine_eval(q.e, ids, n, 0, lq, err))
         fail_msg("%s", err);
     /* the decode path's head: the first 16 positions one token at a time (each is a
      * whole decode step; the batched comparison above covers every position) */
@@ -500,11 +561,11 @@ static void check_q8_head(fixture *f)
     rt_engine_get_stats(q.e, &st);
     assert_true(st.lm_head_q8);
     /* the head's table: F16 2 bytes per weight -> 1 + 2/32 */
-    int64_t dim = a.m.tensors[a.m.pre[0].weight].ne[0];
+    int64_t dim = a.m->tensors[a.m->pre[0].weight].ne[0];
     assert_int_equal(rt_engine_decode_bytes(a.e, 1) - rt_engine_decode_bytes(q.e, 1),
                      (uint64_t)a.vocab * (uint64_t)(2 * dim - dim - dim / 16));
     /* a model description without the variant: a clear error, no engine */
-    rt_model_desc no_q8 = a.d.desc;
+    rt_model_desc no_q8 = a.d->desc;
     no_q8.decode.post_q8 = NULL;
     char gguf[700];
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", f->dir);
@@ -513,7 +574,6 @@ static void check_q8_head(fixture *f)
     assert_int_not_equal(rt_engine_open(&no_q8, &o, &e, err), 0);
     assert_null(e);
     assert_non_null(strstr(err, "--lm-head q8"));
-    free(la);
     free(lq);
     free(li);
     free(ref);
@@ -529,23 +589,23 @@ static void test_device_limits(void **st)
     (void)st;
     fixture *f = &fixtures[0];
     SKIP_IF_ABSENT(f);
-    gen_model m;
-    gen_desc d;
     char err[RT_ERR_LEN] = "", gguf[700];
-    if (gen_model_load(f->yaml, &m, err) || gen_desc_build(&m, true, &d, err))
+    const built_desc *b = desc_of(f->yaml, true, err);
+    if (!b)
         fail_msg("%s", err);
+    const gen_desc *d = &b->d;
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", f->dir);
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64};
-    rt_kernel_desc *ks = malloc(sizeof(rt_kernel_desc) * d.desc.n_kernels);
+    rt_kernel_desc *ks = malloc(sizeof(rt_kernel_desc) * d->desc.n_kernels);
     assert_non_null(ks);
     for (int what = 0; what < 3; what++) {
-        memcpy(ks, d.desc.kernels, sizeof(rt_kernel_desc) * d.desc.n_kernels);
-        const uint32_t k = d.desc.n_kernels / 2;
+        memcpy(ks, d->desc.kernels, sizeof(rt_kernel_desc) * d->desc.n_kernels);
+        const uint32_t k = d->desc.n_kernels / 2;
         if (what == 1)
             ks[k].shared_bytes = UINT32_MAX;
         if (what == 2)
             ks[k].invocations = UINT32_MAX;
-        rt_model_desc md = d.desc;
+        rt_model_desc md = d->desc;
         md.kernels = ks;
         rt_engine *e = NULL;
         int rc = rt_engine_open(&md, &o, &e, err);
@@ -563,13 +623,13 @@ static void test_device_limits(void **st)
     /* a chained-decode kernel (optional) too large for the device: the engine opens and runs
      * the unchained schedule; asking for the chained one is a clear error naming the kernel */
     bool chained_kernel = false; /* the fused tiny model has one: the check below must run */
-    for (uint32_t k = 0; k < d.desc.n_kernels; k++) {
-        if (!d.desc.kernels[k].arg_table)
+    for (uint32_t k = 0; k < d->desc.n_kernels; k++) {
+        if (!d->desc.kernels[k].arg_table)
             continue;
         chained_kernel = true;
-        memcpy(ks, d.desc.kernels, sizeof(rt_kernel_desc) * d.desc.n_kernels);
+        memcpy(ks, d->desc.kernels, sizeof(rt_kernel_desc) * d->desc.n_kernels);
         ks[k].shared_bytes = UINT32_MAX;
-        rt_model_desc md = d.desc;
+        rt_model_desc md = d->desc;
         md.kernels = ks;
         rt_engine *e = NULL;
         if (rt_engine_open(&md, &o, &e, err))
@@ -588,7 +648,6 @@ static void test_device_limits(void **st)
     }
     assert_true(chained_kernel);
     free(ks);
-    gen_desc_free(&d);
 }
 
 static void test_tiny_q8_head(void **st) { (void)st; check_q8_head(&fixtures[0]); }
@@ -628,7 +687,7 @@ static void test_llama_variant_vs_reference(void **st)
     rt_gguf *g = NULL;
     if (rt_gguf_open(gguf, &g, err))
         fail_msg("%s", err);
-    ref_model *ref = ref_open(&r.m, g, 64, REF_NUM_BATCHED, err);
+    ref_model *ref = ref_open(r.m, g, 64, REF_NUM_BATCHED, err);
     if (!ref)
         fail_msg("%s", err);
     int32_t ids[20];
@@ -692,5 +751,5 @@ int main(void)
         cmocka_unit_test(test_llama_variant_vs_reference),
         cmocka_unit_test(test_device_limits),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_built);
 }
