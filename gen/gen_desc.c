@@ -48,44 +48,36 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
         free(glsl);
         return -1;
     }
-    uint32_t *spv = NULL;
-    size_t spv_bytes = 0;
-    char *cerr = NULL;
-    if (dsl_compile_glsl(dsl_kernel_name(k), glsl, &spv, &spv_bytes, &cerr)) {
-        fprintf(stderr, "%s\n", cerr ? cerr : "");
-        snprintf(err, GEN_ERR_LEN, "kernel '%s' does not compile (source above)", dsl_kernel_name(k));
+    /* the portable build, and the native integer-dot and cooperative-matrix builds of the same
+     * source where the kernel has them */
+    static const struct {
+        uint32_t feat; /* 0: always */
+        const char *macro;
+        int (*compile)(const char *, const char *, uint32_t **, size_t *, char **);
+    } builds[3] = {{0, NULL, dsl_compile_glsl},
+                   {DSL_FEAT_INT_DOT, "DSL_NATIVE_DOT", dsl_compile_glsl_native_dot},
+                   {DSL_FEAT_COOPMAT, "DSL_COOPMAT", dsl_compile_glsl_coopmat}};
+    uint32_t *spvs[3] = {NULL, NULL, NULL};
+    size_t bytes[3] = {0, 0, 0};
+    for (int b = 0; b < 3; b++) {
+        char *cerr = NULL;
+        if ((builds[b].feat && !(dsl_kernel_features(k) & builds[b].feat)) ||
+            (builds[b].feat == DSL_FEAT_COOPMAT && !d->coopmat))
+            continue;
+        if (builds[b].compile(dsl_kernel_name(k), glsl, &spvs[b], &bytes[b], &cerr)) {
+            fprintf(stderr, "%s\n", cerr ? cerr : "");
+            snprintf(err, GEN_ERR_LEN, "kernel '%s' does not compile%s%s (source above)", dsl_kernel_name(k),
+                     builds[b].macro ? " with " : "", builds[b].macro ? builds[b].macro : "");
+            free(cerr);
+            for (int j = 0; j < b; j++)
+                free(spvs[j]);
+            free(glsl);
+            return -1;
+        }
         free(cerr);
-        free(glsl);
-        return -1;
     }
-    free(cerr);
-    uint32_t *spv_dot = NULL; /* the native integer-dot variant of the same source */
-    size_t spv_dot_bytes = 0;
-    if ((dsl_kernel_features(k) & DSL_FEAT_INT_DOT) &&
-        dsl_compile_glsl_native_dot(dsl_kernel_name(k), glsl, &spv_dot, &spv_dot_bytes, &cerr)) {
-        fprintf(stderr, "%s\n", cerr ? cerr : "");
-        snprintf(err, GEN_ERR_LEN, "kernel '%s' does not compile with DSL_NATIVE_DOT (source above)",
-                 dsl_kernel_name(k));
-        free(cerr);
-        free(spv);
-        free(glsl);
-        return -1;
-    }
-    free(cerr);
-    uint32_t *spv_mma = NULL; /* the cooperative-matrix variant of the same source */
-    size_t spv_mma_bytes = 0;
-    if ((dsl_kernel_features(k) & DSL_FEAT_COOPMAT) &&
-        dsl_compile_glsl_coopmat(dsl_kernel_name(k), glsl, &spv_mma, &spv_mma_bytes, &cerr)) {
-        fprintf(stderr, "%s\n", cerr ? cerr : "");
-        snprintf(err, GEN_ERR_LEN, "kernel '%s' does not compile with DSL_COOPMAT (source above)",
-                 dsl_kernel_name(k));
-        free(cerr);
-        free(spv_dot);
-        free(spv);
-        free(glsl);
-        return -1;
-    }
-    free(cerr);
+    uint32_t *spv = spvs[0], *spv_dot = spvs[1], *spv_mma = spvs[2];
+    const size_t spv_bytes = bytes[0], spv_dot_bytes = bytes[1], spv_mma_bytes = bytes[2];
     uint32_t i = d->n_kernels++;
     /* Stable, unique names: the DSL name, suffixed when two kernels share it. */
     char name[96];
@@ -103,6 +95,7 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     d->spv[i] = spv;
     d->spv_dot[i] = spv_dot;
     d->spv_mma[i] = spv_mma;
+    d->has_mma[i] = (dsl_kernel_features(k) & DSL_FEAT_COOPMAT) != 0;
     uint32_t wg[3];
     dsl_kernel_wg_size(k, wg);
     d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes,
@@ -291,8 +284,14 @@ static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char 
 
 int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
 {
+    return gen_desc_build_opts(m, fuse, &(gen_desc_opts){.coopmat = false}, out_d, err);
+}
+
+int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, gen_desc *out_d, char *err)
+{
     gen_desc *d = out_d;
     memset(d, 0, sizeof(*d));
+    d->coopmat = o && o->coopmat;
     if (gen_graph_build_sched(m, fuse, false, &d->graph, err) ||
         gen_graph_build_sched(m, fuse, true, &d->graph_dec, err))
         return -1;
@@ -373,7 +372,7 @@ int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
     for (uint32_t i = 0; i < d->n_kernels && len < cap; i++)
         len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx%s%s\n", d->kname[i],
                                 (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),
-                                d->spv_dot[i] ? " +native-dot" : "", d->spv_mma[i] ? " +coopmat" : "");
+                                d->spv_dot[i] ? " +native-dot" : "", d->has_mma[i] ? " +coopmat" : "");
     md->manifest = d->manifest;
     return 0;
 }

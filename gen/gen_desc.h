@@ -29,7 +29,10 @@ typedef struct {
     char *kname[GEN_MAX_KERNELS];          /* owned kernel names */
     uint32_t *spv[GEN_MAX_KERNELS];        /* owned SPIR-V */
     uint32_t *spv_dot[GEN_MAX_KERNELS];    /* owned SPIR-V with native integer dots, or NULL */
-    uint32_t *spv_mma[GEN_MAX_KERNELS];    /* owned SPIR-V with cooperative matrices, or NULL */
+    uint32_t *spv_mma[GEN_MAX_KERNELS];    /* owned SPIR-V with cooperative matrices, or NULL (also
+                                              when not asked for: gen_desc_opts.coopmat) */
+    bool has_mma[GEN_MAX_KERNELS];         /* the kernel has a cooperative-matrix build */
+    bool coopmat;                          /* gen_desc_opts.coopmat */
     rt_kernel_desc kernels[GEN_MAX_KERNELS];
     uint32_t n_kernels;
     const char *archs[GEN_MAX_ARCH];
@@ -46,6 +49,14 @@ typedef struct {
     char *manifest;                        /* owned */
 } gen_desc;
 
+/* What a description compiles besides each kernel's portable and native-dot SPIR-V. */
+typedef struct {
+    bool coopmat; /* the cooperative-matrix builds too (rt_kernel_desc.spv_mma): ternion-gen (a
+                   * build that fails is an error at generation), and programs that run the
+                   * description on a device with matrix units; 3 s of shaderc a small model */
+} gen_desc_opts;
+int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, gen_desc *out_d, char *err);
+/* gen_desc_build_opts without the cooperative-matrix builds */
 int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err);
 void gen_desc_free(gen_desc *d);
 

@@ -335,7 +335,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
             fprintf(f, ", spv_dot_%s, sizeof(spv_dot_%s)", n, n);
         else
             fprintf(f, ", NULL, 0");
-        if (md->kernels[k].spv_mma)
+        if (d->has_mma[k]) /* the build's kernels.spv.inc has it (Makefile) */
             fprintf(f, ", spv_mma_%s, sizeof(spv_mma_%s)", n, n);
         else
             fprintf(f, ", NULL, 0");

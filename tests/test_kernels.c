@@ -768,6 +768,18 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
         free_i2s(&W[j]);
 }
 
+/* The subgroup sweep runs the matrix tile on the first kernel of each bitlinear kind (one
+ * matrix, GLU, several parts; with and without the residual): its subgroup-dependent code
+ * (the virtual subgroups, the lanes' stride over C) is the same in all of them. */
+static bool sweep_mma_first(const gen_kop *kop)
+{
+    static bool seen[GEN_K_COUNT][2];
+    bool *s = &seen[kop->kind][kop->res >= 0];
+    const bool first = !*s;
+    *s = true;
+    return first;
+}
+
 static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     kern kn;
@@ -781,9 +793,10 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
     }
     /* prefill: every tile, 32 to 128 rows and tokens a workgroup (row and token tails); the dot
      * tiles use no subgroup operations, so the subgroup sweep (TERNION_TEST_SWEEP) runs the
-     * default and the matrix tile (its products are a subgroup's) only */
+     * default and the matrix tile (its products are a subgroup's: sweep_mma_first) only */
+    const bool sweep = getenv("TERNION_TEST_SWEEP") != NULL;
     for (unsigned t = 0; !decode && t < RT_N_TILES; t++) {
-        if (t && !rt_tile_at(t).mma && getenv("TERNION_TEST_SWEEP"))
+        if (sweep && t && (!rt_tile_at(t).mma || !sweep_mma_first(kop)))
             continue;
         kern_respec(&kn, 0, t);
         check_bitlinear_run(g, kop, &kn, decode);

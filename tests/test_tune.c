@@ -48,7 +48,10 @@ static int setup(void **st)
     (void)st;
     unsetenv("TERNION_CHAIN"); /* the tuner chooses the decode schedule */
     char err[GEN_ERR_LEN] = "";
-    if (gen_model_load("models/bitnet-tiny.yaml", &model, err) || gen_desc_build(&model, true, &desc, err)) {
+    /* with the cooperative-matrix builds: on a device with matrix units the tuner may choose
+     * them, and the tuned logits below must still equal the untuned ones */
+    if (gen_model_load("models/bitnet-tiny.yaml", &model, err) ||
+        gen_desc_build_opts(&model, true, &(gen_desc_opts){.coopmat = true}, &desc, err)) {
         fprintf(stderr, "%s\n", err);
         return -1;
     }
