@@ -828,30 +828,62 @@ static void *read_file(const char *dir, const char *name, size_t *out_n)
     return v;
 }
 
+/* gen_desc_build compiles every kernel to SPIR-V with shaderc (about 10 s a description
+ * here), far longer than the checks below take to run. The suite builds one description
+ * per YAML on first use and every engine over it shares it (the engine only reads it);
+ * the group teardown frees them. A test that changes a YAML's text builds its own. */
 typedef struct {
-    gen_model m;
+    const char *yaml; /* static string; NULL = free slot */
+    gen_model m;      /* the model the description was built from */
     gen_desc d;
+} built_desc;
+static built_desc built[4];
+
+/* The shared description of yaml, built on first use; NULL with err set on failure. */
+static gen_desc *desc_of(const char *yaml)
+{
+    built_desc *b = built;
+    while (b->yaml && strcmp(b->yaml, yaml))
+        b++;
+    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
+    if (!b->yaml) {
+        if (gen_model_load(yaml, &b->m, err) || gen_desc_build(&b->m, true, &b->d, err))
+            return NULL;
+        b->yaml = yaml;
+    }
+    return &b->d;
+}
+
+/* The group teardown: the shared descriptions, then the kernel tests' buffers. */
+static int free_built(void **st)
+{
+    for (built_desc *b = built; b->yaml; b++) {
+        gen_desc_free(&b->d);
+        b->yaml = NULL;
+    }
+    return teardown(st);
+}
+
+typedef struct {
     rt_engine *e;
 } rig;
 
-/* 0 ok, 1 no device (skip), -1 error in err. */
+/* An engine over the shared description of yaml. 0 ok, 1 no device (skip), -1 error in err. */
 static int rig_open(rig *r, const char *yaml, const char *gguf, int sparse)
 {
     memset(r, 0, sizeof(*r));
-    if (gen_model_load(yaml, &r->m, err) || gen_desc_build(&r->m, true, &r->d, err))
+    const gen_desc *d = desc_of(yaml);
+    if (!d)
         return -1;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 128, .n_batch = 64, .sparse_ffn = sparse};
-    if (rt_engine_open(&r->d.desc, &o, &r->e, err)) {
-        gen_desc_free(&r->d);
+    if (rt_engine_open(&d->desc, &o, &r->e, err))
         return strstr(err, "no Vulkan device") ? 1 : -1;
-    }
     return 0;
 }
 
 static void rig_close(rig *r)
 {
     rt_engine_close(r->e);
-    gen_desc_free(&r->d);
 }
 
 static int argmax_row(const float *v, int n)
@@ -946,14 +978,16 @@ static void test_fixture_2b(void **st)
     check_fixture(&fixtures[1]);
 }
 
-/* Opening an engine for d with o must fail (skipped with no Vulkan device): frees d's
- * description, prints the error, which stays in err for the caller's checks. */
-static void expect_refused(gen_desc *d, const rt_engine_opts *o)
+/* Opening an engine for d with o must fail (skipped with no Vulkan device): frees d if
+ * own (a test's own description, not a shared one), prints the error, which stays in err
+ * for the caller's checks. */
+static void expect_refused(gen_desc *d, bool own, const rt_engine_opts *o)
 {
     rt_engine *e = NULL;
     err[0] = 0;
     int rc = rt_engine_open(&d->desc, o, &e, err);
-    gen_desc_free(d);
+    if (own)
+        gen_desc_free(d);
     if (rc && strstr(err, "no Vulkan device"))
         skip();
     assert_int_not_equal(rc, 0);
@@ -981,7 +1015,7 @@ static void test_no_sparse_schedule(void **st)
     free(y);
     assert_int_equal(d.desc.decode_exact.n_layer, 0);
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT};
-    expect_refused(&d, &o);
+    expect_refused(&d, true, &o);
     assert_non_null(strstr(err, "--sparse-ffn exact: models/bitnet-tiny.yaml has no 'sparse_ffn: exact'"));
 }
 
@@ -996,14 +1030,13 @@ static void test_tq_weights_refused(void **st)
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
     const int fmts[2] = {FMT_TQ1_0, FMT_TQ2_0};
     const char *names[2] = {"TQ1_0", "TQ2_0"};
+    gen_desc *d = desc_of(fixtures[0].yaml);
+    if (!d)
+        fail_msg("%s", err);
     for (int i = 0; i < 2; i++) {
-        static gen_model m;
-        static gen_desc d;
-        if (gen_model_load(fixtures[0].yaml, &m, err) || gen_desc_build(&m, true, &d, err))
-            fail_msg("%s", err);
         rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT,
                             .weights = fmts[i]};
-        expect_refused(&d, &o);
+        expect_refused(d, false, &o);
         assert_non_null(strstr(err, "--sparse-ffn: the sparse FFN kernels read I2_S weights only, and tensor 'blk.0.ffn_gate.weight' is "));
         assert_non_null(strstr(err, names[i]));
     }
@@ -1018,12 +1051,11 @@ static void test_predictor_tensors_missing(void **st)
     if (!fixture_dir(&fixtures[0], dir, sizeof(dir)))
         skip();
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
-    static gen_model m;
-    static gen_desc d;
-    if (gen_model_load(fixtures[0].yaml, &m, err) || gen_desc_build(&m, true, &d, err))
+    gen_desc *d = desc_of(fixtures[0].yaml);
+    if (!d)
         fail_msg("%s", err);
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_PREDICTOR};
-    expect_refused(&d, &o);
+    expect_refused(d, false, &o);
     assert_non_null(strstr(err, "--sparse-ffn predictor: "));
     assert_non_null(strstr(err, "has no tensor 'blk.0.ffn_pred_p'"));
     assert_non_null(strstr(err, "tools/sparse_predictor.py"));
@@ -1154,5 +1186,5 @@ int main(void)
         cmocka_unit_test(test_fixture_tiny),
         cmocka_unit_test(test_fixture_2b),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, free_built);
 }
