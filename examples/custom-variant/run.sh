@@ -14,8 +14,9 @@ V=bitnet-mini-silu
 T=$W/tree
 rm -rf "$T"
 mkdir -p "$T/build"
-# the sources (every top-level entry but build directories, tests, benchmarks and docs) and
-# the finished library and CLI objects, timestamps kept (make sees them up to date)
+# the sources (every top-level entry but build directories, tests, benchmarks and docs), the
+# finished library and CLI objects and the other models' SPIR-V, timestamps kept (make sees
+# them up to date; without the SPIR-V it recompiles every model's kernels with glslc)
 for d in *; do
     case "$d" in build*|tests|bench|docs|node_modules) continue ;; esac
     cp -pR "$d" "$T/"
@@ -25,6 +26,7 @@ for d in "$B"/obj/*; do
     case "${d##*/}" in tests|examples|tools|gen|dsl) continue ;; esac
     cp -pR "$d" "$T/build/obj/"
 done
+cp -pR "$B/spv" "$T/build/"
 cd "$T"
 
 # 1. the variant next to the other models
