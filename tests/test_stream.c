@@ -86,6 +86,42 @@ typedef struct {
 
 static bool g_validate; /* streamed runs with the validation layer */
 
+/* gen_desc_build compiles every kernel to SPIR-V with shaderc (about 10 s a description
+ * here): the suite builds one description per YAML on first use (fixture A and the 6-layer
+ * model both run models/bitnet-tiny.yaml), every engine shares it (the engine only reads
+ * it) and the group teardown frees them. */
+typedef struct {
+    const char *yaml; /* static string; NULL = free slot */
+    gen_model m;      /* the model the description was built from */
+    gen_desc d;
+} built_desc;
+static built_desc built[4];
+
+/* The shared description of yaml, built on first use; NULL with err set on failure. */
+static const gen_desc *desc_of(const char *yaml, char *err)
+{
+    built_desc *b = built;
+    while (b->yaml && strcmp(b->yaml, yaml))
+        b++;
+    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
+    if (!b->yaml) {
+        if (gen_model_load(yaml, &b->m, err) || gen_desc_build(&b->m, true, &b->d, err))
+            return NULL;
+        b->yaml = yaml;
+    }
+    return &b->d;
+}
+
+static int free_built(void **state)
+{
+    (void)state;
+    for (built_desc *b = built; b->yaml; b++) {
+        gen_desc_free(&b->d);
+        b->yaml = NULL;
+    }
+    return 0;
+}
+
 static int run(const gen_desc *d, const char *gguf, int budget, int weights, const int32_t *ids, int n, run_out *o,
                char *err)
 {
@@ -131,25 +167,23 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
 {
     g_validate = both_paths; /* the big model: one path, no layer (the same code, 10x the time) */
     char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
-    gen_model m;
-    gen_desc d;
-    if (gen_model_load(yaml, &m, err) || gen_desc_build(&m, true, &d, err))
+    const gen_desc *d = desc_of(yaml, err);
+    if (!d)
         fail_msg("%s", err);
     int32_t ids[256];
     const int n = read_ids(dir, ids, 256);
     assert_true(n > STEPS);
     run_out all = {0}, st = {0};
-    if (run(&d, gguf, 0, 0, ids, n, &all, err)) {
+    if (run(d, gguf, 0, 0, ids, n, &all, err)) {
         if (strstr(err, "no Vulkan device")) {
             printf("skip: %s\n", err);
-            gen_desc_free(&d);
             skip();
         }
         fail_msg("%s", err);
     }
     assert_int_equal(all.st.streamed_layers, 0);
     /* too small: one error with the least budget */
-    assert_int_not_equal(run(&d, gguf, 1, 0, ids, n, &st, err), 0);
+    assert_int_not_equal(run(d, gguf, 1, 0, ids, n, &st, err), 0);
     printf("%s: %s\n", dir, err);
     const char *at = strstr(err, "the least budget is ");
     assert_non_null(at);
@@ -160,13 +194,13 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
         if (tq && !with_tq1)
             continue;
         run_out ref = all;
-        if (tq && !path && run(&d, gguf, 0, FMT_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
+        if (tq && !path && run(d, gguf, 0, FMT_TQ1_0, ids, n, &ref, err)) /* --weights tq1, all resident */
             fail_msg("%s", err);
         if ((tq || !both_paths) && path) /* the other paths with tq1 are the same copies: once is enough */
             continue;
         if (path)
             setenv("TERNION_STREAM_SYNC", path == 1 ? "timeline" : "events", 1);
-        int rc = run(&d, gguf, budget, tq ? FMT_TQ1_0 : 0, ids, n, &st, err);
+        int rc = run(d, gguf, budget, tq ? FMT_TQ1_0 : 0, ids, n, &st, err);
         unsetenv("TERNION_STREAM_SYNC");
         if (rc)
             fail_msg("budget %d MiB: %s", budget, err);
@@ -207,7 +241,6 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
     }
     free(all.prompt);
     free(all.steps);
-    gen_desc_free(&d);
 }
 
 /* Fixtures A and B have 2 layers, which fit wherever two slots do: every layer streamed. */
@@ -279,5 +312,5 @@ int main(void)
         cmocka_unit_test(test_stream_2b_shape),
         cmocka_unit_test(test_stream_layers),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_built);
 }
