@@ -51,9 +51,10 @@ typedef struct {
 
 /* What a description compiles besides each kernel's portable and native-dot SPIR-V. */
 typedef struct {
-    bool coopmat; /* the cooperative-matrix builds too (rt_kernel_desc.spv_mma): ternion-gen (a
-                   * build that fails is an error at generation), and programs that run the
-                   * description on a device with matrix units; 3 s of shaderc a small model */
+    bool coopmat; /* the cooperative-matrix builds too (rt_kernel_desc.spv_mma), for programs
+                   * that run the description on a device with matrix units (test_tune); 3 s of
+                   * shaderc a small model, so not by default (ternion-gen leaves them to the
+                   * Makefile's glslc, which compiles every build of every kernel) */
 } gen_desc_opts;
 int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, gen_desc *out_d, char *err);
 /* gen_desc_build_opts without the cooperative-matrix builds */
