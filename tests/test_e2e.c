@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "desc_cache.h"
 #include "fixture.h"
 #include "gen_desc.h"
 #include "gen_model.h"
@@ -95,38 +96,10 @@ static int read_ids(const char *dir, const char *file, int32_t *out, int max)
     return n;
 }
 
-/* gen_desc_build compiles every kernel to SPIR-V with shaderc (7 to 15 s a description on
- * a busy 2-core machine), longer than most checks here take to run. The suite builds one
- * description per (YAML, fuse) on first use and every engine over it shares it (the
- * engine only reads it); the group teardown frees them. Each test opens its own engines. */
-typedef struct {
-    const char *yaml; /* static string; NULL = free slot */
-    bool fuse;
-    gen_model m; /* the model the description was built from */
-    gen_desc d;
-} built_desc;
-static built_desc built[8];
-
-static const built_desc *desc_of(const char *yaml, bool fuse, char *err)
-{
-    built_desc *b = built;
-    while (b->yaml && (strcmp(b->yaml, yaml) || b->fuse != fuse))
-        b++;
-    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
-    if (!b->yaml) {
-        if (gen_model_load(yaml, &b->m, err) || gen_desc_build(&b->m, fuse, &b->d, err))
-            return NULL;
-        b->yaml = yaml;
-        b->fuse = fuse;
-    }
-    return b;
-}
-
 static int free_built(void **state)
 {
     (void)state;
-    for (built_desc *b = built; b->yaml; b++)
-        gen_desc_free(&b->d);
+    desc_cache_free();
     for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
         free(fixtures[i].logits);
         fixtures[i].logits = NULL;

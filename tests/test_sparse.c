@@ -38,6 +38,7 @@
 
 #include <cmocka.h>
 
+#include "desc_cache.h"
 #include "fixture.h"
 
 #include "dsl.h"
@@ -828,39 +829,17 @@ static void *read_file(const char *dir, const char *name, size_t *out_n)
     return v;
 }
 
-/* gen_desc_build compiles every kernel to SPIR-V with shaderc (about 10 s a description
- * here), far longer than the checks below take to run. The suite builds one description
- * per YAML on first use and every engine over it shares it (the engine only reads it);
- * the group teardown frees them. A test that changes a YAML's text builds its own. */
-typedef struct {
-    const char *yaml; /* static string; NULL = free slot */
-    gen_model m;      /* the model the description was built from */
-    gen_desc d;
-} built_desc;
-static built_desc built[4];
-
-/* The shared description of yaml, built on first use; NULL with err set on failure. */
-static gen_desc *desc_of(const char *yaml)
+/* The suite's description of yaml (desc_cache.h; fused), NULL with err set. */
+static gen_desc *sparse_desc(const char *yaml)
 {
-    built_desc *b = built;
-    while (b->yaml && strcmp(b->yaml, yaml))
-        b++;
-    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
-    if (!b->yaml) {
-        if (gen_model_load(yaml, &b->m, err) || gen_desc_build(&b->m, true, &b->d, err))
-            return NULL;
-        b->yaml = yaml;
-    }
-    return &b->d;
+    built_desc *b = desc_of(yaml, true, err);
+    return b ? &b->d : NULL;
 }
 
 /* The group teardown: the shared descriptions, then the kernel tests' buffers. */
 static int free_built(void **st)
 {
-    for (built_desc *b = built; b->yaml; b++) {
-        gen_desc_free(&b->d);
-        b->yaml = NULL;
-    }
+    desc_cache_free();
     return teardown(st);
 }
 
@@ -872,7 +851,7 @@ typedef struct {
 static int rig_open(rig *r, const char *yaml, const char *gguf, int sparse)
 {
     memset(r, 0, sizeof(*r));
-    const gen_desc *d = desc_of(yaml);
+    const gen_desc *d = sparse_desc(yaml);
     if (!d)
         return -1;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 128, .n_batch = 64, .sparse_ffn = sparse};
@@ -1030,7 +1009,7 @@ static void test_tq_weights_refused(void **st)
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
     const int fmts[2] = {FMT_TQ1_0, FMT_TQ2_0};
     const char *names[2] = {"TQ1_0", "TQ2_0"};
-    gen_desc *d = desc_of(fixtures[0].yaml);
+    gen_desc *d = sparse_desc(fixtures[0].yaml);
     if (!d)
         fail_msg("%s", err);
     for (int i = 0; i < 2; i++) {
@@ -1051,7 +1030,7 @@ static void test_predictor_tensors_missing(void **st)
     if (!fixture_dir(&fixtures[0], dir, sizeof(dir)))
         skip();
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
-    gen_desc *d = desc_of(fixtures[0].yaml);
+    gen_desc *d = sparse_desc(fixtures[0].yaml);
     if (!d)
         fail_msg("%s", err);
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_PREDICTOR};

@@ -41,6 +41,7 @@
 #include "gen_desc.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
+#include "desc_cache.h"
 #include "fixture.h"
 
 #define STEPS 6
@@ -86,39 +87,10 @@ typedef struct {
 
 static bool g_validate; /* streamed runs with the validation layer */
 
-/* gen_desc_build compiles every kernel to SPIR-V with shaderc (about 10 s a description
- * here): the suite builds one description per YAML on first use (fixture A and the 6-layer
- * model both run models/bitnet-tiny.yaml), every engine shares it (the engine only reads
- * it) and the group teardown frees them. */
-typedef struct {
-    const char *yaml; /* static string; NULL = free slot */
-    gen_model m;      /* the model the description was built from */
-    gen_desc d;
-} built_desc;
-static built_desc built[4];
-
-/* The shared description of yaml, built on first use; NULL with err set on failure. */
-static const gen_desc *desc_of(const char *yaml, char *err)
-{
-    built_desc *b = built;
-    while (b->yaml && strcmp(b->yaml, yaml))
-        b++;
-    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
-    if (!b->yaml) {
-        if (gen_model_load(yaml, &b->m, err) || gen_desc_build(&b->m, true, &b->d, err))
-            return NULL;
-        b->yaml = yaml;
-    }
-    return &b->d;
-}
-
 static int free_built(void **state)
 {
     (void)state;
-    for (built_desc *b = built; b->yaml; b++) {
-        gen_desc_free(&b->d);
-        b->yaml = NULL;
-    }
+    desc_cache_free();
     return 0;
 }
 
@@ -167,9 +139,10 @@ static void check_model(const char *yaml, const char *gguf, const char *dir, con
 {
     g_validate = both_paths; /* the big model: one path, no layer (the same code, 10x the time) */
     char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
-    const gen_desc *d = desc_of(yaml, err);
-    if (!d)
+    const built_desc *b = desc_of(yaml, true, err); /* one per YAML: fixture A and the 6-layer model share it */
+    if (!b)
         fail_msg("%s", err);
+    const gen_desc *d = &b->d;
     int32_t ids[256];
     const int n = read_ids(dir, ids, 256);
     assert_true(n > STEPS);
