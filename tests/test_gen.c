@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "desc_cache.h"
 #include "gen_desc.h"
 #include "spv_precise.h"
 #include "gen_graph.h"
@@ -32,41 +33,23 @@ static void load(const char *path)
         fail_msg("%s", err);
 }
 
-/* gen_desc_build compiles every kernel to SPIR-V (the slow part of this suite): the suites
- * that only read a model's full build share one per (YAML, fuse), made on first use. */
-typedef struct {
-    const char *yaml; /* static string; NULL = free slot */
-    bool fuse;
-    gen_model model; /* the model the desc was built from */
-    gen_desc desc;
-} built_desc;
-static built_desc built[8];
-
-static const gen_desc *desc_of(const char *yaml, bool fuse, const gen_model **out_model)
+/* The suite's shared description of (yaml, fuse) (desc_cache.h: gen_desc_build is the slow
+ * part of this suite); fails the test when it does not build. */
+static const gen_desc *shared_desc(const char *yaml, bool fuse, const gen_model **out_model)
 {
     char err[GEN_ERR_LEN] = "";
-    built_desc *b = built;
-    while (b->yaml && (strcmp(b->yaml, yaml) || b->fuse != fuse))
-        b++;
-    assert_true(b < built + sizeof(built) / sizeof(built[0]) - 1);
-    if (!b->yaml) {
-        if (gen_model_load(yaml, &b->model, err))
-            fail_msg("%s", err);
-        if (gen_desc_build(&b->model, fuse, &b->desc, err))
-            fail_msg("%s: %s", yaml, err);
-        b->yaml = yaml;
-        b->fuse = fuse;
-    }
+    const built_desc *b = desc_of(yaml, fuse, err);
+    if (!b)
+        fail_msg("%s: %s", yaml, err);
     if (out_model)
-        *out_model = &b->model;
-    return &b->desc;
+        *out_model = &b->m;
+    return &b->d;
 }
 
 static int free_built(void **state)
 {
     (void)state;
-    for (built_desc *b = built; b->yaml; b++)
-        gen_desc_free(&b->desc);
+    desc_cache_free();
     return 0;
 }
 
@@ -456,7 +439,7 @@ static void test_kernel_limits(void **state)
         {"float", 4}, {"uint", 4}, {"int", 4}, {"vec2", 8}, {"uvec2", 8}, {"ivec2", 8},
         {"vec4", 16}, {"uvec4", 16}, {"ivec4", 16}};
     for (size_t y = 0; y < sizeof(yamls) / sizeof(yamls[0]); y++) {
-        const gen_desc *d = desc_of(yamls[y], true, NULL);
+        const gen_desc *d = shared_desc(yamls[y], true, NULL);
         for (uint32_t i = 0; i < d->n_kernels; i++) {
             /* want[t]: the bytes at prefill tile t (a length "B + P * TILE_ROWS" follows the
              * tile's value of that constant; a fixed length is the same at every tile) */
@@ -533,7 +516,7 @@ static void test_kernels_precise(void **state)
     static const char *need[] = {"norm", "attention", "bitlinear", "lm_head"};
     for (size_t y = 0; y < sizeof(yamls) / sizeof(yamls[0]); y++)
         for (int fuse = 0; fuse < 2; fuse++) {
-            const gen_desc *d = desc_of(yamls[y], fuse, NULL);
+            const gen_desc *d = shared_desc(yamls[y], fuse, NULL);
             int seen[4] = {0};
             for (uint32_t i = 0; i < d->n_kernels; i++)
                 for (int v = 0; v < 2; v++) {
@@ -564,7 +547,7 @@ static void test_deterministic_and_shared_kernels(void **state)
 {
     (void)state;
     char err[GEN_ERR_LEN] = "";
-    const gen_desc *d1 = desc_of("models/bitnet-tiny.yaml", true, NULL); /* the shared build */
+    const gen_desc *d1 = shared_desc("models/bitnet-tiny.yaml", true, NULL); /* the shared build */
     load("models/bitnet-tiny.yaml");
     assert_int_equal(gen_desc_build(&model, true, &d2, err), 0); /* and a second one */
     assert_int_equal(d1->n_kernels, d2.n_kernels);
@@ -597,7 +580,7 @@ static void test_q8_head_variant(void **state)
                                         "models/llama-ternary-tiny.yaml"};
     for (int y = 0; y < 3; y++) {
         const gen_model *m;
-        const gen_desc *d1 = desc_of(yamls[y], true, &m);
+        const gen_desc *d1 = shared_desc(yamls[y], true, &m);
         const rt_schedule *ss[2] = {&d1->desc.decode, &d1->desc.prefill};
         for (int s = 0; s < 2; s++) {
             assert_non_null(ss[s]->post_q8);
