@@ -148,7 +148,7 @@ static int build_chain(gen_desc *d, char *err)
     bool any = false;
     for (int i = 0; i < (int)dec->n_layer;) {
         int j = i;
-        while (j < (int)dec->n_layer && gen_k_chainable(&g->kops[first + j]) &&
+        while (j < (int)dec->n_layer && j - i < GEN_CHAIN_MAX && gen_k_chainable(&g->kops[first + j]) &&
                (j == i || g->m->tensors[g->kops[first + j].w[0]].type == g->m->tensors[g->kops[first + i].w[0]].type))
             j++; /* one weight format per chained kernel: its phases share the WFMT constant */
         if (j - i < 2) {

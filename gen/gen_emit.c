@@ -260,13 +260,12 @@ static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
             fprintf(f, ", .vocab_div = %u", d->groups[i].vocab_div);
         if (d->groups[i].splits_max)
             fprintf(f, ", .splits_max = %u, .split_bytes = %u", d->groups[i].splits_max, d->groups[i].split_bytes);
-        if (d->groups[i].tile == RT_TILE_ROWS)
-            fprintf(f, ", .tile = RT_TILE_ROWS, .tile_rows = {%u, %u, %u}", d->groups[i].tile_rows[0],
+        if (d->groups[i].tile == RT_TILE_ROWS || d->groups[i].tile == RT_TILE_DECODE)
+            fprintf(f, ", .tile = %s, .tile_rows = {%u, %u, %u}",
+                    d->groups[i].tile == RT_TILE_ROWS ? "RT_TILE_ROWS" : "RT_TILE_DECODE", d->groups[i].tile_rows[0],
                     d->groups[i].tile_rows[1], d->groups[i].tile_rows[2]);
         else if (d->groups[i].tile == RT_TILE_TOKS)
             fprintf(f, ", .tile = RT_TILE_TOKS");
-        else if (d->groups[i].tile == RT_TILE_SPLITK)
-            fprintf(f, ", .tile = RT_TILE_SPLITK, .tile_rows = {%u, 0, 0}", d->groups[i].tile_rows[0]);
         fprintf(f, "}");
     }
     fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",

@@ -54,13 +54,14 @@ int gen_k_embed(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char
 int gen_k_norm(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* RMSNORM, QUANT, NORM_QUANT */
 int gen_k_bitlinear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *); /* BITLINEAR(_GLU, _MULTI) */
 /* The bitlinear's body built into kernel k (256 invocations; its buffers through gen_bind),
- * its workgroup count in out->groups[0].add; its name; its workgroups (jobs). */
+ * its workgroup count in out->groups[0].add; its name. */
 int gen_k_bitlinear_into(struct dsl_kernel *k, const gen_graph *g, const gen_kop *kop, bool decode,
                          gen_kernel_out *out, char *err);
 void gen_k_bitlinear_name(const gen_graph *g, const gen_kop *kop, bool decode, char *name, size_t size);
-uint32_t gen_k_bitlinear_jobs(const gen_graph *g, const gen_kop *kop, bool decode);
-/* One kernel running the n decode kops (each chainable: gen_k_chainable) in order in one
- * dispatch, workgroups taking ordered tickets (gen_k_chain.c). */
+/* One kernel running the n (<= GEN_CHAIN_MAX: the matrices rt_groups.tile_rows counts) decode
+ * kops (each chainable: gen_k_chainable) in order in one dispatch, workgroups taking ordered
+ * tickets (gen_k_chain.c). */
+#define GEN_CHAIN_MAX 3
 bool gen_k_chainable(const gen_kop *kop);
 int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kernel_out *out, char *err);
 int gen_k_rope(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);      /* ROPE, ROPE_KV, KV_WRITE */

@@ -100,9 +100,17 @@ typedef enum { RT_WFMT_I2S = 0, RT_WFMT_TQ2 = 1, RT_WFMT_TQ1 = 2, RT_WFMT_TQ1T =
  * device: tested on lavapipe). Set by the tiles whose rt_tile.mma is 1; I2_S weights only
  * (other formats run the ordinary tile of the same size). Integer sums: the same results. */
 #define RT_SPEC_TILE_MMA 7
-#define RT_SPEC_COUNT 8
-#define RT_DECODE_ROWS 8 /* a decode bitlinear workgroup's rows (GEMV_SPLITK 0) */
+/* GEMV_WIDE: a decode bitlinear workgroup has RT_DECODE_ROWS << w row slots (w = 0 .. 3: 8 to
+ * 64), taken by its subgroups in turn, so it serves that many rows (>> GEMV_SPLITK) and the
+ * launch shrinks 2^w-fold (rt_groups.tile = RT_TILE_DECODE). With one slot per subgroup
+ * (256 / subgroup size: the runtime's default) no subgroup of a workgroup idles; on a CPU
+ * device (8-lane subgroups: 32 of them) that is 4 times fewer, fuller workgroups. Each row's
+ * code is unchanged, so the same results (a tuner variant). */
+#define RT_SPEC_GEMV_WIDE 8
+#define RT_SPEC_COUNT 9
+#define RT_DECODE_ROWS 8 /* a decode bitlinear workgroup's rows (GEMV_SPLITK 0, GEMV_WIDE 0) */
 #define RT_SPLITK_LOG2_MAX 2
+#define RT_WIDE_LOG2_MAX 3
 
 /* The tiles a tuner may choose, rows and tokens per invocation (a workgroup: 16 rows x 16
  * tokens of them) and whether the products run on cooperative matrices (TILE_MMA); tile 0
@@ -174,7 +182,7 @@ typedef struct {
  * gl_NumWorkGroups (the merged split decode attention's key ranges per KV head): a
  * variant (rt_variant.splits, rt_tune.c) may launch any count from 1 to splits_max
  * instead; the count above is the default. */
-typedef enum { RT_TILE_NONE = 0, RT_TILE_ROWS, RT_TILE_TOKS, RT_TILE_SPLITK } rt_tile_axis;
+typedef enum { RT_TILE_NONE = 0, RT_TILE_ROWS, RT_TILE_TOKS, RT_TILE_DECODE } rt_tile_axis;
 typedef struct {
     uint32_t mul, add, div;
     uint32_t vocab_div;  /* 0: no cap */
@@ -182,17 +190,24 @@ typedef struct {
     uint32_t split_bytes; /* with splits_max: the bytes each launched workgroup along this axis
                              adds to the dispatch's count (rt_dispatch.bytes is at the default) */
     uint8_t tile;        /* rt_tile_axis: a prefill bitlinear's tiled axis, whose count follows
-                            its tile, or a decode bitlinear's rows, which follow GEMV_SPLITK
-                            (rt_groups_count); mul / add / div give the defaults' count */
-    uint32_t tile_rows[3]; /* RT_TILE_ROWS: the rows of each matrix the dispatch tiles (0: none);
-                              RT_TILE_SPLITK: [0] the matrix's rows */
+                            its tile, or a decode bitlinear's rows, which follow GEMV_SPLITK and
+                            GEMV_WIDE (rt_groups_count); mul / add / div give the defaults' count */
+    uint32_t tile_rows[3]; /* RT_TILE_ROWS, RT_TILE_DECODE: the rows of each matrix (a MULTI's
+                              parts, a chained kernel's phases) the dispatch covers (0: none) */
 } rt_groups;
 
+/* Rows a decode bitlinear workgroup serves at GEMV_SPLITK s and GEMV_WIDE w (one matrix: both
+ * in range; the kernel computes the same from its constants). */
+static inline uint32_t rt_decode_rows(unsigned splitk, unsigned wide)
+{
+    return (RT_DECODE_ROWS << (wide <= RT_WIDE_LOG2_MAX ? wide : 0)) >> (splitk <= RT_SPLITK_LOG2_MAX ? splitk : 0);
+}
+
 /* Workgroups along axis g for a step of n tokens (the rule above): splits, a tuned launch
- * size (0: the default); tile, the kernel's tile (rt_tile_at) for a tiled axis; splitk, its
- * GEMV_SPLITK. One rule for the runtime and the tests. */
+ * size (0: the default); tile, the kernel's tile (rt_tile_at) for a tiled axis; splitk and
+ * wide, its GEMV_SPLITK and GEMV_WIDE. One rule for the runtime and the tests. */
 static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t vocab, uint32_t splits, unsigned tile,
-                                       unsigned splitk)
+                                       unsigned splitk, unsigned wide)
 {
     if (g->splits_max && splits) /* a tuned launch size, at most splits_max */
         return splits < g->splits_max ? splits : g->splits_max;
@@ -201,9 +216,10 @@ static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t 
     if (g->tile == RT_TILE_ROWS) { /* each matrix's rows in workgroups of 16 TILE_ROWS */
         for (int p = 0; p < 3; p++)
             v += (g->tile_rows[p] + 16u * t.rows - 1) / (16u * t.rows);
-    } else if (g->tile == RT_TILE_SPLITK) { /* rows in workgroups of RT_DECODE_ROWS >> s */
-        const uint32_t rpw = RT_DECODE_ROWS >> (splitk <= RT_SPLITK_LOG2_MAX ? splitk : 0);
-        v = (g->tile_rows[0] + rpw - 1) / rpw;
+    } else if (g->tile == RT_TILE_DECODE) { /* each matrix's rows in workgroups of rt_decode_rows */
+        const uint32_t rpw = rt_decode_rows(splitk, wide);
+        for (int p = 0; p < 3; p++)
+            v += (g->tile_rows[p] + rpw - 1) / rpw;
     } else {
         uint32_t div = g->tile == RT_TILE_TOKS ? 16u * t.toks : g->div ? g->div : 1;
         v = (g->mul * n + g->add + div - 1) / div;

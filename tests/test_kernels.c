@@ -341,7 +341,7 @@ typedef struct {
     uint32_t gemv_vec; /* decode bitlinears' variant: 0 / 1 GEMV_VEC (4- / 16-byte loads),
                         * 2 GEMV_SHQ (codes staged in shared memory); + 16 * GEMV_ROWS
                         * (2^g rows per subgroup at once); + 256 * GEMV_SPLITK (2^s
-                        * subgroups a row) */
+                        * subgroups a row); + 4096 * GEMV_WIDE (8 << w row slots a workgroup) */
     uint32_t splits;   /* a tunable launch size (rt_groups.splits_max) launched at this count
                         * (the runtime's rt_variant.splits); 0: the default count */
     unsigned tile;     /* a prefill bitlinear's tile (rt_tile_at; the runtime's rt_variant.tile) */
@@ -357,7 +357,8 @@ static void kern_pipeline(kern *kn)
     spec[RT_SPEC_GEMV_VEC] = (kn->gemv_vec & 15) == 1;
     spec[RT_SPEC_GEMV_SHQ] = (kn->gemv_vec & 15) == 2;
     spec[RT_SPEC_GEMV_ROWS] = (kn->gemv_vec >> 4) & 15;
-    spec[RT_SPEC_GEMV_SPLITK] = kn->gemv_vec >> 8;
+    spec[RT_SPEC_GEMV_SPLITK] = (kn->gemv_vec >> 8) & 15;
+    spec[RT_SPEC_GEMV_WIDE] = kn->gemv_vec >> 12;
     rt_spec_tile(spec, kn->tile);
     OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(kn->k), kn->spv, kn->spv_bytes, spec, RT_SPEC_COUNT, &kn->pl, err));
 }
@@ -440,7 +441,8 @@ static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t p
         params[i] = ko->params[i].kind == RT_P_VOCAB ? run_vocab : ko->params[i].value;
     }
     for (int a = 0; a < 3; a++) /* the runtime's rule: vocab_div cap, a tuned launch size, the tile */
-        gr[a] = rt_groups_count(&ko->groups[a], N, run_vocab, kn->splits, kn->tile, kn->gemv_vec >> 8);
+        gr[a] = rt_groups_count(&ko->groups[a], N, run_vocab, kn->splits, kn->tile, (kn->gemv_vec >> 8) & 15,
+                                kn->gemv_vec >> 12);
     set_dyn(pos, n, out_start);
     dispatch(kn->k, kn->pl, args, ko->n_args, params, ko->n_params, gr);
 }
@@ -743,11 +745,11 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
                     for (int i = 0; i < M[p]; i++)
                         yr[i] += r0[p][(size_t)t * M[p] + i];
             }
-            char what[128];
-            snprintf(what, sizeof(what), "part %d (M %d, K %d%s, %u rows a subgroup, %u subgroups a row, %s %u x %u)",
-                     p, M[p], K,
-                     (gemv_vec & 15) == 1 ? ", 16-byte loads" : (gemv_vec & 15) == 2 ? ", shared codes" : "",
-                     1u << ((gemv_vec >> 4) & 15), 1u << (gemv_vec >> 8),
+            char what[160];
+            snprintf(what, sizeof(what),
+                     "part %d (M %d, K %d%s, %u rows a subgroup, %u subgroups a row, %u row slots, %s %u x %u)", p, M[p],
+                     K, (gemv_vec & 15) == 1 ? ", 16-byte loads" : (gemv_vec & 15) == 2 ? ", shared codes" : "",
+                     1u << ((gemv_vec >> 4) & 15), 1u << ((gemv_vec >> 8) & 15), RT_DECODE_ROWS << (gemv_vec >> 12),
                      rt_tile_at(tile).mma ? "matrix tile" : "tile", 16u * rt_tile_at(tile).rows,
                      16u * rt_tile_at(tile).toks);
             expect(kop, what, decode, n, 0, rel_err(y, ref, (size_t)n * M[p], ELEM), glu ? fmax(1e-6, gen_act_at(kop->act)->tol) : 1e-6);
@@ -785,8 +787,10 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
     kern kn;
     kern_build(&kn, g, kop, decode);
     /* decode: each load variant; 2 / 4 rows a subgroup and 2 / 4 subgroups a row, each with the
-     * 4-byte loop (global or shared codes) and with 16-byte loads */
-    static const uint32_t variants[] = {0, 1, 2, 0 | 2 << 4, 1 | 1 << 4, 2 | 1 << 4, 1 | 2 << 8, 2 | 1 << 8};
+     * 4-byte loop (global or shared codes) and with 16-byte loads; 16 to 64 row slots a
+     * workgroup with some of them (the launch shrinks to match: rt_groups_count) */
+    static const uint32_t variants[] = {0,          1 | 2 << 12,          2,          0 | 2 << 4 | 3 << 12,
+                                        1 | 1 << 4, 2 | 1 << 4 | 1 << 12, 1 | 2 << 8 | 2 << 12, 2 | 1 << 8};
     for (size_t v = 0; decode && v < sizeof(variants) / sizeof(variants[0]); v++) {
         kern_respec(&kn, variants[v], 0);
         check_bitlinear_run(g, kop, &kn, decode);

@@ -176,7 +176,15 @@ static rt_buf *act(planbufs *p, int b)
     return &p->act[b];
 }
 
-/* One decode dispatch of kop (kernel built by the generator, args bound as the runtime does). */
+/* GEMV_WIDE of the dispatches (8 << g_wide row slots a decode bitlinear workgroup, the launch
+ * following; other kernels ignore it): the fused bitlinears' next-norm tails and MULTI's part
+ * ranges count workgroups, so those checks run at 8 and at 64 slots (a slot per subgroup at 4
+ * lanes, several each at wider subgroups; the runtime's defaults lie between, and the
+ * end-to-end suites run them). */
+static unsigned g_wide;
+
+/* One decode dispatch of kop (kernel built by the generator, args bound as the runtime does,
+ * at GEMV_WIDE g_wide). */
 static void run_kop(planbufs *p, const gen_kop *kop)
 {
     gen_kernel_out ko;
@@ -188,7 +196,10 @@ static void run_kop(planbufs *p, const gen_kop *kop)
     if (dsl_compile(k, &spv, &spv_bytes) != 0)
         fail_msg("%s", dsl_error(k));
     rt_pipeline *pl = NULL;
-    OK(rt_pipeline_get(g_vk, dsl_kernel_name(k), spv, spv_bytes, &pl, err));
+    uint32_t spec[RT_SPEC_COUNT];
+    rt_spec_defaults(spec);
+    spec[RT_SPEC_GEMV_WIDE] = g_wide;
+    OK(rt_pipeline_get_spec(g_vk, dsl_kernel_name(k), spv, spv_bytes, spec, RT_SPEC_COUNT, &pl, err));
     free(spv);
     uint8_t push[RT_PUSH_BYTES] = {0};
     assert_int_equal(dsl_kernel_n_buffers(k), ko.n_args);
@@ -212,8 +223,8 @@ static void run_kop(planbufs *p, const gen_kop *kop)
         memcpy(push + dsl_kernel_param_offset(k, i), &v, 4);
     }
     uint32_t gr[3];
-    for (int a = 0; a < 3; a++)
-        gr[a] = (ko.groups[a].mul + ko.groups[a].add + ko.groups[a].div - 1) / ko.groups[a].div;
+    for (int a = 0; a < 3; a++) /* the runtime's rule */
+        gr[a] = rt_groups_count(&ko.groups[a], 1, VOCAB, 0, 0, 0, g_wide);
     rt_cmd *c = NULL;
     OK(rt_cmd_begin(g_vk, &c, err));
     rt_cmd_dispatch(c, pl, push, dsl_kernel_push_bytes(k), gr[0], gr[1], gr[2]);
@@ -646,12 +657,17 @@ static void test_fused_kernels_match_unfused(void **state)
             last++;
         } else if (k->norm_w < 0 && k->last_out >= 0 && k->kind != GEN_K_ATTENTION) {
             assert_true(k->kind == GEN_K_BITLINEAR_GLU || k->kind == GEN_K_BITLINEAR);
-            check_q8_last(k);
+            for (g_wide = 0; g_wide <= RT_WIDE_LOG2_MAX; g_wide += RT_WIDE_LOG2_MAX)
+                check_q8_last(k);
+            g_wide = 0;
             n++;
             last++;
             next += k->last_next;
         } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
-            check_fused_kop(k);
+            for (g_wide = 0; g_wide <= (k->kind == GEN_K_BITLINEAR_MULTI ? RT_WIDE_LOG2_MAX : 0u);
+                 g_wide += RT_WIDE_LOG2_MAX)
+                check_fused_kop(k);
+            g_wide = 0;
             n++;
             kv += k->kv_fold;
             last += k->last_out >= 0;

@@ -153,7 +153,8 @@ static bool first_time(const char *name)
 
 /* Runs the built kernel (spv: its portable or native-dot SPIR-V) with WFMT and decode variant
  * var (0: 4-byte loads, 1: 16-byte loads GEMV_VEC, 2: codes staged in shared memory GEMV_SHQ;
- * + 16 g: 2^g rows per subgroup, GEMV_ROWS; + 256 s: 2^s subgroups a row, GEMV_SPLITK) or
+ * + 16 g: 2^g rows per subgroup, GEMV_ROWS; + 256 s: 2^s subgroups a row, GEMV_SPLITK;
+ * + 4096 w: 8 << w row slots a workgroup, GEMV_WIDE) or
  * prefill tile var (rt_tile_at) for n tokens. */
 static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, bool decode, uint32_t var,
                        uint32_t wfmt, const rt_buf *const *args, int n_args, uint32_t n)
@@ -168,7 +169,8 @@ static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, b
     spec[RT_SPEC_GEMV_VEC] = decode && (var & 15) == 1;
     spec[RT_SPEC_GEMV_SHQ] = decode && (var & 15) == 2;
     spec[RT_SPEC_GEMV_ROWS] = decode ? (var >> 4) & 15 : 0;
-    spec[RT_SPEC_GEMV_SPLITK] = decode ? var >> 8 : 0;
+    spec[RT_SPEC_GEMV_SPLITK] = decode ? (var >> 8) & 15 : 0;
+    spec[RT_SPEC_GEMV_WIDE] = decode ? var >> 12 : 0;
     rt_spec_tile(spec, tile);
     spec[RT_SPEC_WFMT] = wfmt;
     char pname[128];
@@ -180,7 +182,7 @@ static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, b
         memcpy(push + dsl_kernel_buffer_offset(k, a), &args[a]->addr, 8);
     uint32_t gr[3], N = decode ? 1 : n;
     for (int a = 0; a < 3; a++) /* the runtime's rule */
-        gr[a] = rt_groups_count(&ko.groups[a], N, 0, 0, tile, decode ? var >> 8 : 0);
+        gr[a] = rt_groups_count(&ko.groups[a], N, 0, 0, tile, decode ? (var >> 8) & 15 : 0, decode ? var >> 12 : 0);
     rt_dyn dyn = {.pos = 0, .n_tokens = n, .n_kv = n, .out_start = 0};
     OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
     rt_cmd *c = NULL;
@@ -360,13 +362,15 @@ static void test_tq_bitlinear(void **state)
                     if (dsl_compile((dsl_kernel *)bk.ko.k, &bk.spv, &bk.spv_bytes) != 0 ||
                         (native && dsl_compile_native_dot((dsl_kernel *)bk.ko.k, &nspv, &nspv_bytes) != 0))
                         fail_msg("%s", dsl_error((dsl_kernel *)bk.ko.k));
-                    /* TQ1_T: also GEMV_SHQ, 2 / 4 rows a subgroup and 2 / 4 subgroups a row
+                    /* 16-byte loads at 32 row slots a workgroup (GEMV_WIDE) for every format;
+                     * TQ1_T: also GEMV_SHQ, 2 / 4 rows a subgroup and 2 / 4 subgroups a row
                      * (GEMV_ROWS, GEMV_SPLITK: integer sums, the tuner offers them for TQ1_T)
                      * and the native dots; prefill: tiles of 4 and 8
                      * rows an invocation (the TQ staging rounds and block scales follow the
                      * rows; test_kernels runs every tile on I2_S), the default only in the
                      * subgroup sweep (no subgroup operations) */
-                    static const uint32_t vars[] = {0, 1, 2, 0 | 1 << 4, 1 | 2 << 4, 2 | 1 << 4, 1 | 2 << 8, 0 | 1 << 8};
+                    static const uint32_t vars[] = {0,          1 | 2 << 12,          2,           0 | 1 << 4,
+                                                    1 | 2 << 4 | 3 << 12, 2 | 1 << 4, 1 | 2 << 8 | 1 << 12, 0 | 1 << 8};
                     static const uint32_t tiles[] = {0, 6}; /* rt_tile_at: 4 x 4, 8 x 4 */
                     const uint32_t n_tiles = getenv("TERNION_TEST_SWEEP") ? 1u : 2u;
                     for (int ti = 0; ti < 3; ti++)

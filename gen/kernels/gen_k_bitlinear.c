@@ -11,7 +11,7 @@
  * the dot uses the unsigned codes and subtracts sum(q) (kept by the quant kernel):
  *   y = float(sum(code * q) - sum(q)) / s * w_scale      (s = 127 / amax)
  * Decode (one token): each subgroup owns one output row at a time (lanes stride over
- * the row's words, then subgroupAdd), 8 rows per workgroup; a lane reads one u32 code
+ * the row's words, then subgroupAdd), 8 rows per workgroup (GEMV_WIDE: 8 << w, below); a lane reads one u32 code
  * word (and 4 activation words) per step, or with the specialization constant GEMV_VEC
  * (set by the runtime per device) one uvec4 of 4 code words (and 4 uvec4 of
  * activations): the same products, so the same sums. With GEMV_SHQ (a tuner variant)
@@ -22,7 +22,10 @@
  * of single-matrix kernels, for long rows: the 6912-wide down projection) 2^s subgroups share
  * a row, each a contiguous part of its words, their integer partial sums added in shared
  * memory (bl_splitk_sum), a workgroup serving 8 >> s rows and the launch 2^s times as many
- * workgroups (rt_groups.tile = RT_TILE_SPLITK). Prefill (gen_k_bitlinear_tile.c): each workgroup
+ * workgroups; with GEMV_WIDE = w (the runtime's choice per device, a tuner variant) a workgroup
+ * has 8 << w row slots instead of 8, one per subgroup at the default (no idle subgroups
+ * where they are narrow: 32 of 8 lanes on a CPU device), and the launch 2^w times fewer
+ * (rt_groups.tile = RT_TILE_DECODE, rt_decode_rows). Prefill (gen_k_bitlinear_tile.c): each workgroup
  * owns a tile of 16 TILE_ROWS rows x 16 TILE_TOKS tokens (specialization constants, a
  * tuner variant; 64 x 64 by default) and stages each 128-element block of K (codes and
  * int8 activations) in shared memory sized to match; every invocation keeps TILE_ROWS x
@@ -53,6 +56,16 @@
 #define TM 64 /* prefill: rows and tokens of the default tile's workgroup (rt_tile_at(0): 4 x 4 of 16 x 16) */
 #define TN 64
 
+
+/* Decode: the row slots of a workgroup, RT_DECODE_ROWS << GEMV_WIDE (its subgroups take them
+ * in turn), and the rows it serves, the slots >> GEMV_SPLITK (rt_decode_rows): expressions of
+ * the specialization constants, constants without them. */
+static dsl_expr bl_slots(dsl_kernel *k, const gen_bl_ctx *c) { return c->wide ? dsl_shl(k, U(ROWS), c->wide) : U(ROWS); }
+
+static dsl_expr bl_decode_rpw(dsl_kernel *k, const gen_bl_ctx *c)
+{
+    return c->splitk ? dsl_shr(k, bl_slots(k, c), c->splitk) : bl_slots(k, c);
+}
 
 /* The first word of a lane's stride over the row: its part's start (GEMV_SPLITK) + lane. */
 static dsl_expr bl_from(dsl_kernel *k, dsl_expr wb, dsl_expr lane) { return wb ? dsl_add(k, wb, lane) : lane; }
@@ -240,16 +253,17 @@ static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, cons
         R = dsl_let(k, "R", c->splitk ? dsl_select(k, dsl_ne(k, c->splitk, U(0)), U(1), rs) : rs);
     }
     /* GEMV_SPLITK = s: 2^s subgroups share a row (each a part of its words, the partial sums
-     * added in shared memory), so a workgroup serves 8 >> s rows */
-    dsl_expr rpw = c->splitk ? dsl_let(k, "rpw", dsl_shr(k, U(ROWS), c->splitk)) : NULL;
+     * added in shared memory), so a workgroup serves slots >> s rows (GEMV_WIDE: 8 << w slots) */
+    dsl_expr slots = c->wide ? dsl_let(k, "slots", bl_slots(k, c)) : U(ROWS);
+    dsl_expr rpw = c->splitk ? dsl_let(k, "rpw", dsl_shr(k, slots, c->splitk)) : NULL;
     dsl_expr sgs = c->rows ? dsl_let(k, "lpr", dsl_div(k, sgsz, R)) : sgsz;
     dsl_expr lane = c->rows ? dsl_let(k, "lane", dsl_mod(k, sl, sgs)) : sl;
     dsl_expr lrow = c->rows ? dsl_let(k, "lrow", dsl_div(k, sl, sgs)) : U(0);
 
-    dsl_expr rb = dsl_for(k, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, U(ROWS), R),
+    dsl_expr rb = dsl_for(k, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, slots, R),
                           dsl_mul(k, dsl_builtin(k, DSL_NUM_SUBGROUPS), R));
     dsl_expr r0 = dsl_let(k, "row0", c->splitk ? dsl_add(k, dsl_mul(k, wg, dsl_mul(k, rpw, R)), dsl_shr(k, rb, c->splitk))
-                                                : dsl_add(k, dsl_mul(k, wg, dsl_mul(k, U(ROWS), R)), rb));
+                                                : dsl_add(k, dsl_mul(k, wg, dsl_mul(k, slots, R)), rb));
     dsl_break_if(k, dsl_ge(k, r0, Mc)); /* uniform: the subgroup's first row */
     if (c->splitk) { /* job rb: part rb % 2^s of row rb >> s: uvec4 [b4, e4), words [wb, we) */
         dsl_expr S = dsl_let(k, "S", dsl_shl(k, U(1), c->splitk));
@@ -322,8 +336,9 @@ static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, cons
     }
     dsl_expr psum = NULL, psumf = NULL; /* GEMV_SPLITK: the jobs' partial sums [job][matrix] */
     if (c->splitk) {
-        psum = dsl_shared(k, "psum", DSL_I32, (uint32_t)(ROWS * nw));
-        psumf = c->fmt ? dsl_shared(k, "psumf", DSL_F32, (uint32_t)(ROWS * nw)) : NULL;
+        const uint32_t jobs = (uint32_t)ROWS << (c->wide ? RT_WIDE_LOG2_MAX : 0); /* slots at most */
+        psum = dsl_shared(k, "psum", DSL_I32, jobs * (uint32_t)nw);
+        psumf = c->fmt ? dsl_shared(k, "psumf", DSL_F32, jobs * (uint32_t)nw) : NULL;
         dsl_if(k, dsl_ne(k, c->splitk, U(0)));
         dsl_if(k, dsl_eq(k, lane, U(0)));
         for (int j = 0; j < nw; j++) {
@@ -389,22 +404,26 @@ static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, 
     uint32_t groups = 0;
     dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
     out->bytes = (uint64_t)c->K + 8;
-    dsl_expr tm = c->decode ? NULL : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows)), end = NULL;
+    /* rows per workgroup: prefill, the tile's 16 TILE_ROWS; decode, GEMV_WIDE's slots (a
+     * constant 8 without it) */
+    const bool dyn = !c->decode || c->wide;
+    dsl_expr tm = !dyn ? NULL : dsl_let(k, "tm", c->decode ? bl_decode_rpw(k, c) : dsl_mul(k, U(16), c->tile_rows));
+    dsl_expr end = NULL;
     for (int p = 0; p < np; p++) {
         char cn[8];
         snprintf(cn, sizeof(cn), "M%d", p);
         dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
         uint32_t first = groups;
         groups += (uint32_t)groups_of(c, Ms[p]);
-        /* prefill: the parts' workgroups follow the tile (16 TILE_ROWS rows each) */
+        /* the parts' workgroups follow the rows a workgroup serves */
         dsl_expr start = end;
-        if (!c->decode)
+        if (dyn)
             end = dsl_let(k, "part_end", dsl_add(k, start ? start : U(0),
                                                  dsl_div(k, dsl_add(k, Mc, dsl_sub(k, tm, U(1))), tm)));
         if (p + 1 < np)
-            dsl_if(k, dsl_lt(k, wg, c->decode ? U(groups) : end));
+            dsl_if(k, dsl_lt(k, wg, !dyn ? U(groups) : end));
         bl_matrix(k, c, &W[p], &W4[p], y[p], Ms[p], Mc,
-                  c->decode ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
+                  !dyn ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
         if (p + 1 < np)
             dsl_else(k);
         out->bytes += (uint64_t)Ms[p] * c->K / 4 + (uint64_t)Ms[p] * 4;
@@ -458,16 +477,6 @@ static dsl_expr bl_shared_mem(dsl_kernel *k, gen_bl_ctx *c, bool reduce)
         dsl_end(k);
     }
     return red;
-}
-
-/* Rows per workgroup of a bitlinear's matrix: its jobs (workgroups) for M rows. */
-uint32_t gen_k_bitlinear_jobs(const gen_graph *g, const gen_kop *kop, bool decode)
-{
-    gen_bl_ctx c = {.decode = decode};
-    uint32_t n = 0;
-    for (int p = 0; p < (kop->kind == GEN_K_BITLINEAR_MULTI ? kop->n_parts : 1); p++)
-        n += (uint32_t)groups_of(&c, (int)g->m->tensors[kop->w[p]].ne[1]);
-    return n;
 }
 
 void gen_k_bitlinear_name(const gen_graph *g, const gen_kop *kop, bool decode, char *name, size_t size)
@@ -554,6 +563,7 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         c.rows = dsl_spec_const(k, "GEMV_ROWS", DSL_U32, RT_SPEC_GEMV_ROWS, 0);
         if (!multi && !out->compose) /* the launch follows it: one matrix, not a chained phase */
             c.splitk = dsl_spec_const(k, "GEMV_SPLITK", DSL_U32, RT_SPEC_GEMV_SPLITK, 0);
+        c.wide = dsl_spec_const(k, "GEMV_WIDE", DSL_U32, RT_SPEC_GEMV_WIDE, 0); /* the launch follows it */
         for (int p = 0; p < (glu ? 2 : np); p++)
             W4[p] = dsl_buffer_view(k, glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
     }
@@ -582,8 +592,8 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         if (last) {
             if (has_next) /* a push constant: uniform, so the tail's barriers are fine */
                 dsl_if(k, dsl_ne(k, has_next, U(0)));
-            if (c.splitk) { /* the workgroups launched: ceil(M / (8 >> GEMV_SPLITK)) */
-                dsl_expr rpw = dsl_shr(k, U(ROWS), c.splitk);
+            if (c.wide) { /* the workgroups launched: ceil(M / ((8 << GEMV_WIDE) >> GEMV_SPLITK)) */
+                dsl_expr rpw = bl_decode_rpw(k, &c);
                 dsl_expr n = dsl_div(k, dsl_add(k, Mc, dsl_sub(k, rpw, U(1))), rpw);
                 gen_last_norm_at(k, m->hp.norm_eps, y[0], &lb, red, M, dsl_let(k, "last_wg", dsl_sub(k, n, U(1))), out);
             } else {
@@ -598,9 +608,11 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
 
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);
-    if (c.splitk) { /* ceil(M / (8 >> GEMV_SPLITK)) workgroups (rt_groups_count); this is s = 0's */
-        out->groups[0].tile = RT_TILE_SPLITK;
-        out->groups[0].tile_rows[0] = (uint32_t)M;
+    if (c.wide) { /* sum of ceil(M_p / rt_decode_rows(s, w)) workgroups (rt_groups_count); this is
+                     * s = w = 0's */
+        out->groups[0].tile = RT_TILE_DECODE;
+        for (int p = 0; p < np; p++)
+            out->groups[0].tile_rows[p] = (uint32_t)Ms[p];
     }
     if (!decode) { /* the tile sets both counts (rt_groups_count); these are tile 0's */
         gen_out_groups(out, 1, 1, 0, TN);

@@ -34,6 +34,8 @@ typedef struct {
                               * tile's integer sums (shared, [matrix][token][row]) */
     dsl_expr splitk;   /* decode, one matrix (not MULTI, not a chained phase): the GEMV_SPLITK
                         * specialization constant (2^s subgroups share a row); else NULL */
+    dsl_expr wide;     /* decode with a global Q8 input: the GEMV_WIDE specialization constant
+                        * (RT_DECODE_ROWS << w row slots a workgroup); else NULL (8) */
     dsl_expr wb, we;   /* decode with splitk: the subgroup's part of the row, words [wb, we) */
     dsl_expr b4, e4;   /* ... and uvec4 [b4, e4) (GEMV_VEC) */
 } gen_bl_ctx;

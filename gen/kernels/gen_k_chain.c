@@ -3,7 +3,7 @@
  *
  * Each workgroup first takes a ticket t = atomicAdd(tickets, 1) (one invocation, broadcast
  * through shared memory). Tickets map in order onto the phases' jobs: phase 0's n_0 jobs,
- * then phase 1's, ...; job j of phase p runs exactly the code of workgroup j of that
+ * then phase 1's, ... (n_p = ceil(rows_p / (8 << GEMV_WIDE)): the phases' own launches); job j of phase p runs exactly the code of workgroup j of that
  * phase's own kernel (the bitlinear builder builds it into this kernel, reading the job
  * index through the DSL's virtual workgroup id). A phase-p job (p > 0) first waits until
  * phase p-1 is done: the workgroup spins on an atomic read of the phases-done word (made by
@@ -69,7 +69,7 @@ static void chain_wait(dsl_kernel *k, dsl_expr sync, int p)
 }
 
 /* Every job: count in as finished; the last of phase p signals it, the last of all resets. */
-static void chain_finish(dsl_kernel *k, dsl_expr sync, const uint32_t *end, int n)
+static void chain_finish(dsl_kernel *k, dsl_expr sync, const dsl_expr *end, int n)
 {
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_memory_barrier(k, DSL_MEM_BUFFER);
@@ -77,12 +77,12 @@ static void chain_finish(dsl_kernel *k, dsl_expr sync, const uint32_t *end, int 
     dsl_if(k, dsl_eq(k, lid, U(0)));
     dsl_expr f = dsl_let(k, "fin", dsl_add(k, dsl_atomic_add(k, dsl_at(k, sync, U(GEN_SYNC_CHAIN + 1)), U(1)), U(1)));
     for (int p = 0; p + 1 < n; p++) {
-        dsl_if(k, dsl_eq(k, f, U(end[p])));
+        dsl_if(k, dsl_eq(k, f, end[p]));
         dsl_memory_barrier(k, DSL_MEM_BUFFER);
         dsl_atomic_exchange(k, dsl_at(k, sync, U(GEN_SYNC_CHAIN + 2)), U((uint32_t)p + 1));
         dsl_end(k);
     }
-    dsl_if(k, dsl_eq(k, f, U(end[n - 1])));
+    dsl_if(k, dsl_eq(k, f, end[n - 1]));
     for (int w = 0; w < 3; w++)
         dsl_atomic_exchange(k, dsl_at(k, sync, U(GEN_SYNC_CHAIN + (uint32_t)w)), U(0));
     dsl_end(k);
@@ -92,16 +92,21 @@ static void chain_finish(dsl_kernel *k, dsl_expr sync, const uint32_t *end, int 
 int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kernel_out *out, char *err)
 {
     memset(out, 0, sizeof(*out));
-    uint32_t end[GEN_MAX_KOPS];
+    uint32_t M[GEN_CHAIN_MAX];
     char name[96] = "chain", pn[96];
     size_t len = strlen(name);
+    if (n > GEN_CHAIN_MAX) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: %d phases chained, at most %d", g->m->path, kops[0]->loc.line,
+                 kops[0]->loc.col, n, GEN_CHAIN_MAX);
+        return -1;
+    }
     for (int p = 0; p < n; p++) {
         if (!gen_k_chainable(kops[p])) {
             snprintf(err, GEN_ERR_LEN, "%s:%d:%d: %s cannot be chained", g->m->path, kops[p]->loc.line,
                      kops[p]->loc.col, kops[p]->label);
             return -1;
         }
-        end[p] = (p ? end[p - 1] : 0) + gen_k_bitlinear_jobs(g, kops[p], true);
+        M[p] = (uint32_t)g->m->tensors[kops[p]->w[0]].ne[1];
         gen_k_bitlinear_name(g, kops[p], true, pn, sizeof(pn)); /* bitlinear<folds>_m.._k.._decode */
         const char *s = pn + strlen("bitlinear");
         size_t sl = strlen(s) - strlen("_decode");
@@ -122,15 +127,26 @@ int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kerne
     dsl_end(k);
     dsl_barrier(k);
     dsl_expr t = dsl_let(k, "t", dsl_load(k, tk, U(0)));
+    /* phase p's jobs: its rows in workgroups of 8 << GEMV_WIDE (the phases' own launch;
+     * rt_groups_count sums the same) */
+    dsl_expr slots = dsl_let(k, "slots", dsl_shl(k, U(RT_DECODE_ROWS),
+                                                 dsl_spec_const(k, "GEMV_WIDE", DSL_U32, RT_SPEC_GEMV_WIDE, 0)));
+    dsl_expr end[GEN_CHAIN_MAX], jobs[GEN_CHAIN_MAX];
+    for (int p = 0; p < n; p++) {
+        char en[8], jn[8];
+        snprintf(en, sizeof(en), "end%d", p);
+        snprintf(jn, sizeof(jn), "jobs%d", p);
+        jobs[p] = dsl_let(k, jn, dsl_div(k, dsl_add(k, U(M[p]), dsl_sub(k, slots, U(1))), slots));
+        end[p] = dsl_let(k, en, p ? dsl_add(k, end[p - 1], jobs[p]) : jobs[p]);
+    }
     uint64_t bytes = 0;
     for (int p = 0; p < n; p++) {
         if (p + 1 < n)
-            dsl_if(k, dsl_lt(k, t, U(end[p])));
+            dsl_if(k, dsl_lt(k, t, end[p]));
         if (p > 0)
             chain_wait(k, sync, p);
-        const uint32_t first = p ? end[p - 1] : 0;
-        dsl_expr job = dsl_let(k, "job", first ? dsl_sub(k, t, U(first)) : t);
-        dsl_kernel_set_workgroup(k, dsl_vec3(k, job, U(0), U(0)), dsl_vec3(k, U(end[p] - first), U(1), U(1)));
+        dsl_expr job = dsl_let(k, "job", p ? dsl_sub(k, t, end[p - 1]) : t);
+        dsl_kernel_set_workgroup(k, dsl_vec3(k, job, U(0), U(0)), dsl_vec3(k, jobs[p], U(1), U(1)));
         out->bytes = 0;
         if (gen_k_bitlinear_into(k, g, kops[p], true, out, err)) {
             dsl_kernel_free(k);
@@ -146,7 +162,13 @@ int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kerne
     chain_finish(k, sync, end, n);
     out->bytes = bytes;
     gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, end[n - 1], 1);
+    uint32_t groups = 0; /* GEMV_WIDE 0's count; the launch follows the constant (RT_TILE_DECODE) */
+    for (int p = 0; p < n; p++)
+        groups += (M[p] + RT_DECODE_ROWS - 1) / RT_DECODE_ROWS;
+    gen_out_groups(out, 0, 0, groups, 1);
+    out->groups[0].tile = RT_TILE_DECODE;
+    for (int p = 0; p < n; p++)
+        out->groups[0].tile_rows[p] = M[p];
     dsl_kernel_set_precise(k); /* as every model kernel (gen_kernel_build) */
     return gen_out_kernel(out, k, err);
 }

@@ -14,9 +14,9 @@ static const rt_kernel_desc kernels[27] = {
     {"embed_f16_n2560_nextnorm", spv_embed_f16_n2560_nextnorm, sizeof(spv_embed_f16_n2560_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
     {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), NULL, 0, 2560, 256, 0, {0}},
     {"attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, NULL, 0, 6168, 128, 0, {0}},
-    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), NULL, 0, 4676, 256, 0, {0}},
-    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), NULL, 0, 4740, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), NULL, 0, 9028, 256, 0, {0}},
+    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), NULL, 0, 5124, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), NULL, 0, 5636, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), NULL, 0, 9476, 256, 0, {0}},
     {"lm_head_norm_f16_n2560_decode_argmax", spv_lm_head_norm_f16_n2560_decode_argmax, sizeof(spv_lm_head_norm_f16_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
     {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
     {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -107,7 +107,7 @@ static const rt_dispatch decode[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 480, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -117,17 +117,17 @@ static const rt_dispatch decode[] = {
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m2560_k2560_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 320, 1, .tile = RT_TILE_SPLITK, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
      .bytes = 1684496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm bitlinear_glu_relu2_nextnorm_m6912_k2560_decode (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
     {.kernel = 4, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 864, 1, .tile = RT_TILE_SPLITK, .tile_rows = {6912, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
+     .groups = {{0, 864, 1, .tile = RT_TILE_DECODE, .tile_rows = {6912, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
      .bytes = 8939792ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm"},
     /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m2560_k6912_decode (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
     {.kernel = 5, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 320, 1, .tile = RT_TILE_SPLITK, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
      .bytes = 4474128ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
@@ -242,7 +242,7 @@ static const rt_dispatch decode_exact[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 480, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -252,7 +252,7 @@ static const rt_dispatch decode_exact[] = {
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m2560_k2560_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 320, 1, .tile = RT_TILE_SPLITK, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
      .bytes = 1684496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* sparse_gate ffn_gate         sparse_gate_m6912_k2560  (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, f.gate, f.list, stats, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.gate f.list sync] */
     {.kernel = 20, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
@@ -282,7 +282,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 480, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -293,7 +293,7 @@ static const rt_dispatch decode_chain_layer[] = {
   chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 23, .n_args = 18, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 1504, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
+     .groups = {{0, 1504, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 6912, 2560}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
      .bytes = 15098416ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 
@@ -303,11 +303,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 27\n"
     "kernel embed_f16_n2560_nextnorm glsl-fnv64:8c3b7502af1a6cfb\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:1917cd4968814fe2 +native-dot\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:f1632f99469eeb1d +native-dot\n"
     "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:7399bb2e57052202\n"
-    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:9b85624828fd3619 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:d4d9bc824b128e06 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:3a7606457496f665 +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:94381161755dea45 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:279695be2761fb1a +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:c1db3530f883d145 +native-dot\n"
     "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:18e44ff9b62376df\n"
     "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:d6fa34bd7f85aa50\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"
@@ -325,7 +325,7 @@ static const char manifest[] =
     "kernel sparse_gate_m6912_k2560 glsl-fnv64:a17ea7566ea1d38a +native-dot\n"
     "kernel sparse_up_relu2_nextnorm_m6912_k2560 glsl-fnv64:b5d17f621be28202 +native-dot\n"
     "kernel sparse_down_res_nextlayernorm_m2560_k6912 glsl-fnv64:4de14720eef18b27\n"
-    "kernel chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 glsl-fnv64:7033e0e3051033f9 +native-dot\n"
+    "kernel chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 glsl-fnv64:bf1b64a8cec3baa9 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

@@ -14,9 +14,9 @@ static const rt_kernel_desc kernels[27] = {
     {"embed_f16_n512_nextnorm", spv_embed_f16_n512_nextnorm, sizeof(spv_embed_f16_n512_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
     {"bitlinear_multi_m512_m128_m128_k512_decode", spv_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_decode), spv_dot_bitlinear_multi_m512_m128_m128_k512_decode, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_decode), NULL, 0, 512, 256, 0, {0}},
     {"attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, NULL, 0, 4120, 64, 0, {0}},
-    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), NULL, 0, 2628, 256, 0, {0}},
-    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), NULL, 0, 2692, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), NULL, 0, 3652, 256, 0, {0}},
+    {"bitlinear_res_nextnorm_m512_k512_decode", spv_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_bitlinear_res_nextnorm_m512_k512_decode), spv_dot_bitlinear_res_nextnorm_m512_k512_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m512_k512_decode), NULL, 0, 3076, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m1536_k512_decode", spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m1536_k512_decode), NULL, 0, 3588, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m512_k1536_decode", spv_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_bitlinear_res_nextlayernorm_m512_k1536_decode), spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m512_k1536_decode), NULL, 0, 4100, 256, 0, {0}},
     {"lm_head_norm_f16_n512_decode_argmax", spv_lm_head_norm_f16_n512_decode_argmax, sizeof(spv_lm_head_norm_f16_n512_decode_argmax), NULL, 0, NULL, 0, 5124, 256, 0, {0}},
     {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, NULL, 0, 5124, 256, 0, {0}},
     {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -107,7 +107,7 @@ static const rt_dispatch decode[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m512_m128_m128_k512_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 96, 1, .tile = RT_TILE_DECODE, .tile_rows = {512, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 101896ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -117,17 +117,17 @@ static const rt_dispatch decode[] = {
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m512_k512_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1, .tile = RT_TILE_SPLITK, .tile_rows = {512, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {512, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
      .bytes = 74768ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm bitlinear_glu_relu2_nextnorm_m1536_k512_decode (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
     {.kernel = 4, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 192, 1, .tile = RT_TILE_SPLITK, .tile_rows = {1536, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
+     .groups = {{0, 192, 1, .tile = RT_TILE_DECODE, .tile_rows = {1536, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
      .bytes = 413712ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm"},
     /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m512_k1536_decode (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
     {.kernel = 5, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 64, 1, .tile = RT_TILE_SPLITK, .tile_rows = {512, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {512, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
      .bytes = 206864ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n512_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
@@ -242,7 +242,7 @@ static const rt_dispatch decode_exact[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m512_m128_m128_k512_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 96, 1, .tile = RT_TILE_DECODE, .tile_rows = {512, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 101896ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -252,7 +252,7 @@ static const rt_dispatch decode_exact[] = {
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m512_k512_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1, .tile = RT_TILE_SPLITK, .tile_rows = {512, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {512, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
      .bytes = 74768ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* sparse_gate ffn_gate         sparse_gate_m1536_k512   (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, f.gate, f.list, stats, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.gate f.list sync] */
     {.kernel = 20, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
@@ -282,7 +282,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m512_m128_m128_k512_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 96, 1, .tile = RT_TILE_DECODE, .tile_rows = {512, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 101896ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -293,7 +293,7 @@ static const rt_dispatch decode_chain_layer[] = {
   chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
     {.kernel = 23, .n_args = 18, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 320, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
+     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {512, 1536, 512}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
      .bytes = 695344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 
@@ -303,11 +303,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 27\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:e5d426a6ef993ac0\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:76ecf46468f1c8f0 +native-dot\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:ed263a13f8815ebf +native-dot\n"
     "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:cb567076322ab2c6\n"
-    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:2db6c657c22149a3 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:1cc9b2b803968780 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:9bfe3065c617731c +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:505e62ff50abc493 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:d84bab7936817a34 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m512_k1536_decode glsl-fnv64:872991a5f308cf2a +native-dot\n"
     "kernel lm_head_norm_f16_n512_decode_argmax glsl-fnv64:96e8baeb09392ec7\n"
     "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:533169c4d96b936f\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"
@@ -325,7 +325,7 @@ static const char manifest[] =
     "kernel sparse_gate_m1536_k512 glsl-fnv64:5466291c19ba1ca5 +native-dot\n"
     "kernel sparse_up_relu2_nextnorm_m1536_k512 glsl-fnv64:dac053e66dae0363 +native-dot\n"
     "kernel sparse_down_res_nextlayernorm_m512_k1536 glsl-fnv64:f6b289ecd9036b42\n"
-    "kernel chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 glsl-fnv64:1c5f5451e0ba30f0 +native-dot\n"
+    "kernel chain_res_nextnorm_m512_k512_glu_relu2_nextnorm_m1536_k512_res_nextlayernorm_m512_k1536 glsl-fnv64:451a4654d1d4bdc2 +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

@@ -14,9 +14,9 @@ static const rt_kernel_desc kernels[25] = {
     {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
     {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), NULL, 0, 256, 256, 0, {0}},
     {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, NULL, 0, 3344, 64, 0, {0}},
-    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), NULL, 0, 2372, 256, 0, {0}},
-    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), NULL, 0, 2436, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), NULL, 0, 2884, 256, 0, {0}},
+    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), NULL, 0, 2820, 256, 0, {0}},
+    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), NULL, 0, 3332, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), NULL, 0, 3332, 256, 0, {0}},
     {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, NULL, 0, 4100, 256, 0, {0}},
     {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, NULL, 0, 4100, 256, 0, {0}},
     {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -104,7 +104,7 @@ static const rt_dispatch decode[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+quant a attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -114,17 +114,17 @@ static const rt_dispatch decode[] = {
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale a.q8 a.q8_scale sync] */
     {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 32, 1, .tile = RT_TILE_SPLITK, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
      .bytes = 21008ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* bitlinear_glu ffn_gate+ffn_up+quant f bitlinear_glu_silu_nextquant_m768_k256_decode (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8, f.q8_scale, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.q8 f.q8_scale sync] */
     {.kernel = 4, .n_args = 8, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 96, 1, .tile = RT_TILE_SPLITK, .tile_rows = {768, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
+     .groups = {{0, 96, 1, .tile = RT_TILE_DECODE, .tile_rows = {768, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
      .bytes = 105488ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+quant f"},
     /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m256_k768_decode (f.q8, f.q8_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x f.q8 f.q8_scale sync] */
     {.kernel = 5, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 32, 1, .tile = RT_TILE_SPLITK, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
      .bytes = 54288ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head output+argmax lm_head_norm_f16_n256_decode_argmax (x, output.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
@@ -224,7 +224,7 @@ static const rt_dispatch decode_chain_layer[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
     {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+quant a attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
     {.kernel = 2, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
@@ -235,7 +235,7 @@ static const rt_dispatch decode_chain_layer[] = {
   chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 (sync, a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8, a.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 a.q8 a.q8_scale sync] */
     {.kernel = 21, .n_args = 17, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 160, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
+     .groups = {{0, 160, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 768, 256}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
      .bytes = 180784ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+quant f > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 
@@ -245,11 +245,11 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:e90ad307e105dde6\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:d07fc7dc8be130f4 +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:421e32bc8dfb481d +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:4e7b324264aac63c\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:92de6f0b9273dfdb +native-dot\n"
-    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:1aa4a1eefd03f3fe +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:62d8178ac712623c +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:09642266f8b07923 +native-dot\n"
+    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:cfd57b488d0832c4 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:2b670867f351e3b0 +native-dot\n"
     "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:145694c207e150ee\n"
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:da6b06aee8562ddd\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
@@ -265,7 +265,7 @@ static const char manifest[] =
     "kernel rmsnorm_n256 glsl-fnv64:83deacba9747b979\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"
-    "kernel chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:7698cba854583754 +native-dot\n"
+    "kernel chain_res_nextnorm_m256_k256_glu_silu_nextquant_m768_k256_res_nextlayernorm_m256_k768 glsl-fnv64:f024c989cbff365a +native-dot\n"
     "kernel argmax glsl-fnv64:271aaa54527ecf81\n"
     "kernel topk glsl-fnv64:d37ae4a2992daf81\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

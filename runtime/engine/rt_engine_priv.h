@@ -88,7 +88,7 @@ struct rt_engine {
     rt_buf sync;          /* u32[RT_SYNC_WORDS] cross-workgroup counters, zero between dispatches */
     rt_pipeline **pipes;  /* [n_kernels] */
     rt_variant *var;      /* [n_kernels] the variant each pipeline runs (rt_tune.c) */
-    uint8_t *var_dims;    /* [n_kernels] its tunable dimensions (0: one variant) */
+    uint16_t *var_dims;   /* [n_kernels] its tunable dimensions (0: one variant) */
     int tune_state;       /* rt_tune_state */
     rt_cmd *decode;       /* the decode schedule */
     rt_cmd *decode_argmax; /* ... + argmax of its logits row 0; == decode when the head
@@ -177,5 +177,6 @@ int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *er
 bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k);
 int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err);
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n);
+uint8_t rt_eng_default_wide(const rt_engine *e); /* GEMV_WIDE's default on the device (rt_tune.c) */
 
 #endif

@@ -89,7 +89,7 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
     const uint32_t v = (uint32_t)e->vocab;
     uint32_t gr[3];
     for (int a = 0; a < 3; a++)
-        gr[a] = rt_groups_count(&dp->groups[a], n, v, vr->splits, vr->tile, vr->splitk);
+        gr[a] = rt_groups_count(&dp->groups[a], n, v, vr->splits, vr->tile, vr->splitk, vr->wide);
     rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, gr[0], gr[1], gr[2]);
 }
 

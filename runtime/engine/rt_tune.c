@@ -14,10 +14,10 @@
 
 #define TUNE_WARM 2   /* untimed steps per variant (pipeline first use, caches) */
 #define TUNE_STEPS 7  /* timed steps per variant by default: the median counts */
-#define TUNE_MAGIC "ternion-tune 6"
+#define TUNE_MAGIC "ternion-tune 7"
 
 enum { DIM_VEC = 1, DIM_DOT = 2, DIM_SHQ = 4, DIM_SPLITS = 8, DIM_ROWS = 16, DIM_TILE = 32, DIM_SPLITK = 64,
-       DIM_MMA = 128 };
+       DIM_MMA = 128, DIM_WIDE = 256 };
 #define TUNE_PROMPT 512 /* tokens of the prompt step the prefill tiles are timed on (at most n_batch) */
 #define TUNE_PROMPT_STEPS 3 /* timed prompt steps per variant at most: a whole prompt step is long
                                (9 variants x 4 kernels of a 512-token step on a slow GPU) */
@@ -68,12 +68,25 @@ static const rt_groups *splits_groups(const rt_engine *e, uint32_t k)
     return NULL;
 }
 
-static uint8_t dims_of(const rt_engine *e, uint32_t k)
+/* GEMV_WIDE's default on this device: one row slot per subgroup of a 256-invocation
+ * workgroup (8 << w = 256 / subgroup size; 8 slots at 32 lanes and wider, as before the
+ * constant existed), so none idles. */
+uint8_t rt_eng_default_wide(const rt_engine *e)
+{
+    const uint32_t sgs = rt_vk_get_info(e->vk)->subgroup_size;
+    uint8_t w = 0;
+    while (w < RT_WIDE_LOG2_MAX && sgs && (RT_DECODE_ROWS << (w + 1)) * sgs <= 256)
+        w++;
+    return w;
+}
+
+static uint16_t dims_of(const rt_engine *e, uint32_t k)
 {
     const rt_kernel_desc *kd = &e->d->kernels[k];
     /* rows per subgroup, subgroups per row: integer sums only (I2_S, TQ1_T), the same bits */
     const bool int_sums = !e->wfmt || e->wfmt[k] == RT_WFMT_I2S || e->wfmt[k] == RT_WFMT_TQ1T;
-    return (uint8_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
+    return (uint16_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
+                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_WIDE) ? DIM_WIDE : 0) |
                      (splits_groups(e, k) ? DIM_SPLITS : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) && int_sums ? DIM_ROWS : 0) |
                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SPLITK) && int_sums ? DIM_SPLITK : 0) |
@@ -86,7 +99,7 @@ static uint8_t dims_of(const rt_engine *e, uint32_t k)
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
 {
     const rt_variant v = e->var[k];
-    const uint8_t d = e->var_dims[k];
+    const uint16_t d = e->var_dims[k];
     int len = snprintf(out, n, "%s%s%s", d & DIM_VEC ? (v.shq ? "shq4" : v.vec ? "vec16" : "vec4") : "",
                        (d & DIM_VEC) && (d & DIM_DOT) ? "+" : "",
                        d & DIM_DOT ? (v.dot ? "dot" : "nodot") : d ? "" : "-");
@@ -94,6 +107,8 @@ void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
         len += snprintf(out + len, n - (size_t)len, "+r%u", 1u << v.rows);
     if ((d & DIM_SPLITK) && v.splitk && len >= 0 && (size_t)len < n) /* subgroups per row: "+k4" */
         len += snprintf(out + len, n - (size_t)len, "+k%u", 1u << v.splitk);
+    if ((d & DIM_WIDE) && len >= 0 && (size_t)len < n) /* row slots a workgroup: "+w32" */
+        len += snprintf(out + len, n - (size_t)len, "+w%u", RT_DECODE_ROWS << v.wide);
     if ((d & DIM_TILE) && len >= 0 && (size_t)len < n) /* the prefill tile, workgroup rows x tokens: "t64x64",
                                                          * the matrix tile "mma64x32" (lanes), "coopmat64x32" */
         len += snprintf(out + len, n - (size_t)len, "%s%s%ux%u", len ? "+" : "",
@@ -115,6 +130,7 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
     spec[RT_SPEC_GEMV_SHQ] = e->var[k].shq;
     spec[RT_SPEC_GEMV_ROWS] = e->var[k].rows;
     spec[RT_SPEC_GEMV_SPLITK] = e->var[k].splitk;
+    spec[RT_SPEC_GEMV_WIDE] = e->var[k].wide;
     rt_spec_tile(spec, e->var[k].tile);
     spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
     const bool mma = e->var[k].mma && kd->spv_mma && rt_tile_at(e->var[k].tile).mma;
@@ -179,14 +195,15 @@ static bool tune_load(rt_engine *e, const char *path)
     bool *seen = calloc(e->d->n_kernels, 1);
     char line[512], name[256];
     bool ok = v && seen && fgets(line, sizeof(line), f) && !strncmp(line, TUNE_MAGIC, strlen(TUNE_MAGIC));
-    unsigned vec, dot, shq, splits, rows, tile, splitk, mma, chained = 0;
+    unsigned vec, dot, shq, splits, rows, tile, splitk, mma, wide, chained = 0;
     while (ok && fgets(line, sizeof(line), f)) {
         if (line[0] == '#' || sscanf(line, "decode-schedule chained=%u", &chained) == 1)
             continue;
-        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u mma=%u", name, &vec, &dot,
-                   &shq, &splits, &rows, &tile, &splitk, &mma) != 9 ||
+        if (sscanf(line, "%255s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u mma=%u wide=%u", name, &vec,
+                   &dot, &shq, &splits, &rows, &tile, &splitk, &mma, &wide) != 10 ||
             vec > 1 || dot > 1 || shq > 1 || (vec && shq) || splits > 65535 || rows > ROWS_LOG2_MAX ||
-            tile >= RT_N_TILES || splitk > RT_SPLITK_LOG2_MAX || (rows && splitk) || mma > 1) {
+            tile >= RT_N_TILES || splitk > RT_SPLITK_LOG2_MAX || (rows && splitk) || mma > 1 ||
+            wide > RT_WIDE_LOG2_MAX) {
             ok = false;
             break;
         }
@@ -200,6 +217,7 @@ static bool tune_load(rt_engine *e, const char *path)
                                     .tile = (uint8_t)((e->var_dims[k] & DIM_TILE) && tile_fits(e, k, tile) ? tile : 0),
                                     .splitk = (uint8_t)((e->var_dims[k] & DIM_SPLITK) ? splitk : 0),
                                     .mma = (uint8_t)(mma && (e->var_dims[k] & DIM_MMA)),
+                                    .wide = (uint8_t)((e->var_dims[k] & DIM_WIDE) ? wide : 0),
                                     .splits = (uint16_t)(g && splits <= g->splits_max ? splits : 0)};
                 seen[k] = true;
             }
@@ -228,9 +246,9 @@ static void tune_store(rt_engine *e, const char *path)
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     fprintf(f, "%s\n# %s (%s), model %s\n", TUNE_MAGIC, vi->name, vi->driver, e->d->name);
     for (uint32_t k = 0; k < e->d->n_kernels; k++)
-        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u mma=%u\n", e->d->kernels[k].name,
-                e->var[k].vec, e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows, e->var[k].tile,
-                e->var[k].splitk, e->var[k].mma);
+        fprintf(f, "%s vec=%u dot=%u shq=%u splits=%u rows=%u tile=%u splitk=%u mma=%u wide=%u\n",
+                e->d->kernels[k].name, e->var[k].vec, e->var[k].dot, e->var[k].shq, e->var[k].splits, e->var[k].rows,
+                e->var[k].tile, e->var[k].splitk, e->var[k].mma, e->var[k].wide);
     fprintf(f, "decode-schedule chained=%u\n", e->dec == &e->d->decode_chain);
     if (fclose(f) == 0)
         rename(tmp, path);
@@ -427,7 +445,7 @@ static int mma_agrees(rt_engine *e, uint32_t k, rt_variant ref, rt_variant v, in
  * prompt of n tokens, the others fixed; keeps the fastest. */
 static int tune_prompt(rt_engine *e, uint32_t k, int n, int steps, bool print, char *err)
 {
-    const uint8_t d = e->var_dims[k];
+    const uint16_t d = e->var_dims[k];
     rt_variant best = e->var[k];
     double best_ms = 0;
     bool first = true;
@@ -515,11 +533,12 @@ static int time_decode_variant(rt_engine *e, uint32_t k, rt_variant v, int steps
     return 0;
 }
 
-/* Every variant of kernel k, the others fixed; keeps the fastest. The row split (GEMV_SPLITK)
- * is tried last, at the fastest loads and dots, with one row a subgroup. */
+/* Every variant of kernel k, the others fixed; keeps the fastest. The row slots (GEMV_WIDE)
+ * are tried after the loads, dots and rows a subgroup, at the fastest of those, and the row
+ * split (GEMV_SPLITK) last, with one row a subgroup. */
 static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *err)
 {
-    const uint8_t d = e->var_dims[k];
+    const uint16_t d = e->var_dims[k];
     if (d & DIM_SPLITS)
         return tune_splits(e, k, steps, print, err);
     const rt_variant keep = e->var[k];
@@ -528,13 +547,21 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
     bool first = true;
     for (int c = 0; c < 8 * (ROWS_LOG2_MAX + 1); c++) {
         rt_variant v = {.vec = (uint8_t)(c & 1), .dot = (uint8_t)((c >> 1) & 1), .shq = (uint8_t)((c >> 2) & 1),
-                        .rows = (uint8_t)(c >> 3)};
+                        .rows = (uint8_t)(c >> 3), .wide = keep.wide};
         if (!rows_fit(e, v.rows)) /* at least a lane a row */
             continue;
         if ((!(d & DIM_VEC) && v.vec != keep.vec) || (!(d & DIM_DOT) && v.dot != keep.dot) ||
             (!(d & DIM_SHQ) && v.shq != keep.shq) || (!(d & DIM_ROWS) && v.rows != keep.rows) ||
             (v.shq && v.vec)) /* shq reads 4 bytes a lane */
             continue;
+        if (time_decode_variant(e, k, v, steps, print, &first, &best, &best_ms, err))
+            return -1;
+    }
+    for (unsigned w = 0; (d & DIM_WIDE) && w <= RT_WIDE_LOG2_MAX; w++) {
+        rt_variant v = best;
+        if (w == v.wide)
+            continue;
+        v.wide = (uint8_t)w;
         if (time_decode_variant(e, k, v, steps, print, &first, &best, &best_ms, err))
             return -1;
     }
@@ -576,14 +603,15 @@ int rt_eng_tune_setup(rt_engine *e, int mode, bool overridden, char *err)
 {
     const uint32_t nk = e->d->n_kernels;
     e->var = calloc(nk, sizeof(*e->var));
-    e->var_dims = calloc(nk, 1);
+    e->var_dims = calloc(nk, sizeof(*e->var_dims));
     if (!e->var || !e->var_dims) {
         snprintf(err, RT_ERR_LEN, "out of host memory");
         return -1;
     }
     for (uint32_t k = 0; k < nk; k++) {
         e->var_dims[k] = dims_of(e, k);
-        e->var[k] = (rt_variant){.vec = e->gemv_vec, .dot = (uint8_t)(e->native_dot && e->d->kernels[k].spv_dot)};
+        e->var[k] = (rt_variant){.vec = e->gemv_vec, .dot = (uint8_t)(e->native_dot && e->d->kernels[k].spv_dot),
+                                 .wide = (e->var_dims[k] & DIM_WIDE) ? rt_eng_default_wide(e) : 0};
     }
     e->tune_state = RT_TUNE_DEFAULT;
     char path[1024];

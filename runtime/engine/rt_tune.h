@@ -6,7 +6,8 @@
  * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads;
  * RT_SPEC_GEMV_SHQ, activation codes staged in shared memory; RT_SPEC_GEMV_ROWS, 1, 2 or 4
  * rows per subgroup at once, and RT_SPEC_GEMV_SPLITK, 1, 2 or 4 subgroups a row, both
- * offered for integer-sum formats only), and
+ * offered for integer-sum formats only; RT_SPEC_GEMV_WIDE, 8 to 64 row slots a workgroup,
+ * timed after the others at their fastest), and
  * for a kernel with a tunable launch size (rt_groups.splits_max: the merged split decode
  * attention, which reads its number of key ranges per KV head from gl_NumWorkGroups) each
  * count from 8 to 256, timed at a long context (position 2047, or the context's last); and
@@ -54,6 +55,8 @@ typedef struct {
     uint8_t rows; /* GEMV_ROWS: a subgroup serves 2^rows rows at once (0: one) */
     uint8_t tile; /* a prefill bitlinear's tile (TILE_ROWS, TILE_TOKS): rt_tile_at(tile) */
     uint8_t splitk; /* GEMV_SPLITK: 2^splitk subgroups share a decode row (0: one); rows then 0 */
+    uint8_t wide; /* GEMV_WIDE: a decode workgroup has 8 << wide row slots (default: one per
+                     subgroup, rt_eng_default_wide) */
     uint8_t mma;  /* 1 = the cooperative-matrix build (rt_kernel_desc.spv_mma) at the matrix
                      tile (rt_tile_at(tile).mma); 0 = the portable or native-dot build */
     uint16_t splits; /* a tunable launch size (rt_groups.splits_max: the merged split decode

@@ -136,7 +136,7 @@ int rt_pipeline_get(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv
 /* The same with specialization constants: constant_id i = spec[i] (u32) for i < n_spec
  * (at most RT_MAX_SPEC); ids the shader does not declare are ignored. Cached by SPIR-V
  * and values. */
-#define RT_MAX_SPEC 8
+#define RT_MAX_SPEC 12
 int rt_pipeline_get_spec(rt_vk *vk, const char *name, const uint32_t *spv, size_t spv_bytes, const uint32_t *spec,
                          uint32_t n_spec, rt_pipeline **out_p, char *err);
 /* Counters for tests: pipelines created from scratch vs found in the in-process table. */

@@ -40,6 +40,7 @@ layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 40u;
 layout(constant_id = 2) const uint GEMV_SHQ = 0u;
 layout(constant_id = 3) const uint GEMV_ROWS = 0u;
+layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M0 = 2560u;
@@ -89,7 +90,9 @@ void main()
         barrier();
     }
     uint wg = gl_WorkGroupID.x;
-    if (wg < 320u) {
+    uint tm = 8u << GEMV_WIDE;
+    uint part_end = 0u + ((M0 + (tm - 1u)) / tm);
+    if (wg < part_end) {
         precise float ws = 0.0;
         if (WFMT == 0u) {
             ws = uintBitsToFloat(pc.w.d[409600u]);
@@ -98,11 +101,12 @@ void main()
             ws = uintBitsToFloat(pc.w.d[332800u]);
         }
         uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
+        uint slots = 8u << GEMV_WIDE;
         uint lpr = gl_SubgroupSize / R;
         uint lane = gl_SubgroupInvocationID % lpr;
         uint lrow = gl_SubgroupInvocationID / lpr;
-        for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
-            uint row0 = (wg * (8u * R)) + rb;
+        for (uint rb = gl_SubgroupID * R; rb < slots * R; rb += gl_NumSubgroups * R) {
+            uint row0 = (wg * (slots * R)) + rb;
             if (row0 >= M0) break;
             uint row = row0 + lrow;
             int acc = 0;
@@ -313,7 +317,8 @@ void main()
             }
         }
     } else {
-        if (wg < 400u) {
+        uint part_end1 = part_end + ((M1 + (tm - 1u)) / tm);
+        if (wg < part_end1) {
             precise float ws1 = 0.0;
             if (WFMT == 0u) {
                 ws1 = uintBitsToFloat(pc.w1.d[102400u]);
@@ -322,11 +327,12 @@ void main()
                 ws1 = uintBitsToFloat(pc.w1.d[83200u]);
             }
             uint R1 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint slots1 = 8u << GEMV_WIDE;
             uint lpr1 = gl_SubgroupSize / R1;
             uint lane1 = gl_SubgroupInvocationID % lpr1;
             uint lrow1 = gl_SubgroupInvocationID / lpr1;
-            for (uint rb1 = gl_SubgroupID * R1; rb1 < 8u * R1; rb1 += gl_NumSubgroups * R1) {
-                uint row01 = ((wg - 320u) * (8u * R1)) + rb1;
+            for (uint rb1 = gl_SubgroupID * R1; rb1 < slots1 * R1; rb1 += gl_NumSubgroups * R1) {
+                uint row01 = ((wg - part_end) * (slots1 * R1)) + rb1;
                 if (row01 >= M1) break;
                 uint row1 = row01 + lrow1;
                 int acc1 = 0;
@@ -537,6 +543,7 @@ void main()
                 }
             }
         } else {
+            uint part_end2 = part_end1 + ((M2 + (tm - 1u)) / tm);
             precise float ws2 = 0.0;
             if (WFMT == 0u) {
                 ws2 = uintBitsToFloat(pc.w2.d[102400u]);
@@ -545,11 +552,12 @@ void main()
                 ws2 = uintBitsToFloat(pc.w2.d[83200u]);
             }
             uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint slots2 = 8u << GEMV_WIDE;
             uint lpr2 = gl_SubgroupSize / R2;
             uint lane2 = gl_SubgroupInvocationID % lpr2;
             uint lrow2 = gl_SubgroupInvocationID / lpr2;
-            for (uint rb2 = gl_SubgroupID * R2; rb2 < 8u * R2; rb2 += gl_NumSubgroups * R2) {
-                uint row02 = ((wg - 400u) * (8u * R2)) + rb2;
+            for (uint rb2 = gl_SubgroupID * R2; rb2 < slots2 * R2; rb2 += gl_NumSubgroups * R2) {
+                uint row02 = ((wg - part_end1) * (slots2 * R2)) + rb2;
                 if (row02 >= M2) break;
                 uint row2 = row02 + lrow2;
                 int acc2 = 0;

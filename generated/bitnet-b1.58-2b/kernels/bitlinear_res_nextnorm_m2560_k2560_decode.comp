@@ -41,6 +41,7 @@ const uint KV4 = 40u;
 layout(constant_id = 2) const uint GEMV_SHQ = 0u;
 layout(constant_id = 3) const uint GEMV_ROWS = 0u;
 layout(constant_id = 6) const uint GEMV_SPLITK = 0u;
+layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 2560u;
@@ -52,8 +53,8 @@ const int Q8_HI = 127;
 
 shared float red[256];
 shared uint qsh[640];
-shared int psum[8];
-shared float psumf[8];
+shared int psum[64];
+shared float psumf[64];
 shared uint arrived[1];
 shared int redi[256];
 
@@ -105,11 +106,12 @@ void main()
         ws = uintBitsToFloat(pc.w.d[332800u]);
     }
     uint R = (GEMV_SPLITK != 0u) ? 1u : min(1u << GEMV_ROWS, gl_SubgroupSize);
-    uint rpw = 8u >> GEMV_SPLITK;
+    uint slots = 8u << GEMV_WIDE;
+    uint rpw = slots >> GEMV_SPLITK;
     uint lpr = gl_SubgroupSize / R;
     uint lane = gl_SubgroupInvocationID % lpr;
     uint lrow = gl_SubgroupInvocationID / lpr;
-    for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
+    for (uint rb = gl_SubgroupID * R; rb < slots * R; rb += gl_NumSubgroups * R) {
         uint row0 = (gl_WorkGroupID.x * (rpw * R)) + (rb >> GEMV_SPLITK);
         if (row0 >= M) break;
         uint S = 1u << GEMV_SPLITK;
@@ -353,7 +355,7 @@ void main()
             pc.y.d[row1] = t63;
         }
     }
-    uint t64 = 8u >> GEMV_SPLITK;
+    uint t64 = (8u << GEMV_WIDE) >> GEMV_SPLITK;
     uint last_wg = ((M + (t64 - 1u)) / t64) - 1u;
     memoryBarrierBuffer();
     barrier();

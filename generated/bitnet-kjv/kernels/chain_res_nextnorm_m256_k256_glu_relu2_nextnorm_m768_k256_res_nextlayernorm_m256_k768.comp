@@ -69,6 +69,7 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 layout(constant_id = 1) const uint WFMT = 0u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 4u;
@@ -161,7 +162,14 @@ void main()
     }
     barrier();
     uint t = ticket[0u];
-    if (t < 32u) {
+    uint slots = 8u << GEMV_WIDE;
+    uint jobs0 = (256u + (slots - 1u)) / slots;
+    uint end0 = jobs0;
+    uint jobs1 = (768u + (slots - 1u)) / slots;
+    uint end1 = end0 + jobs1;
+    uint jobs2 = (256u + (slots - 1u)) / slots;
+    uint end2 = end1 + jobs2;
+    if (t < end0) {
         uint job = t;
         if (GEMV_SHQ != 0u) {
             for (uint i = gl_LocalInvocationIndex; i < K4; i += 256u) {
@@ -177,11 +185,12 @@ void main()
             ws = uintBitsToFloat(w.d[3328u]);
         }
         uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
+        uint slots1 = 8u << GEMV_WIDE;
         uint lpr = gl_SubgroupSize / R;
         uint lane = gl_SubgroupInvocationID % lpr;
         uint lrow = gl_SubgroupInvocationID / lpr;
-        for (uint rb = gl_SubgroupID * R; rb < 8u * R; rb += gl_NumSubgroups * R) {
-            uint row0 = (uvec3(job, 0u, 0u).x * (8u * R)) + rb;
+        for (uint rb = gl_SubgroupID * R; rb < slots1 * R; rb += gl_NumSubgroups * R) {
+            uint row0 = (uvec3(job, 0u, 0u).x * (slots1 * R)) + rb;
             if (row0 >= M) break;
             uint row = row0 + lrow;
             int acc = 0;
@@ -392,14 +401,16 @@ void main()
                 }
             }
         }
+        uint t64 = 8u << GEMV_WIDE;
+        uint last_wg = ((M + (t64 - 1u)) / t64) - 1u;
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t64 = atomicAdd(sync.d[1023u], 1u);
-            arrived[0u] = t64;
+            uint t65 = atomicAdd(sync.d[1023u], 1u);
+            arrived[0u] = t65;
         }
         barrier();
-        if (arrived[0u] == 31u) {
+        if (arrived[0u] == last_wg) {
             memoryBarrierBuffer();
             uint wi = gl_LocalInvocationIndex;
             bool inrow = wi < 64u;
@@ -437,9 +448,9 @@ void main()
             am = max(am, abs(y1.y));
             am = max(am, abs(y1.z));
             am = max(am, abs(y1.w));
-            precise float t65 = subgroupMax(am);
+            precise float t66 = subgroupMax(am);
             if (subgroupElect()) {
-                red[gl_SubgroupID] = t65;
+                red[gl_SubgroupID] = t66;
             }
             barrier();
             precise float amax = red[0u];
@@ -460,9 +471,9 @@ void main()
             if (inrow) {
                 lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
             }
-            int t66 = subgroupAdd(qsum1);
+            int t67 = subgroupAdd(qsum1);
             if (subgroupElect()) {
-                redi[gl_SubgroupID] = t66;
+                redi[gl_SubgroupID] = t67;
             }
             barrier();
             int total = redi[0u];
@@ -479,11 +490,11 @@ void main()
             }
         }
     } else {
-        if (t < 128u) {
+        if (t < end1) {
             while (true) {
                 if (gl_LocalInvocationIndex == 0u) {
-                    uint t67 = atomicOr(sync.d[1022u], 0u);
-                    seen[0u] = t67;
+                    uint t68 = atomicOr(sync.d[1022u], 0u);
+                    seen[0u] = t68;
                 }
                 barrier();
                 if (seen[0u] >= 1u) break;
@@ -491,7 +502,7 @@ void main()
             }
             memoryBarrierBuffer();
             barrier();
-            uint job1 = t - 32u;
+            uint job1 = t - end0;
             if (GEMV_SHQ != 0u) {
                 for (uint i1 = gl_LocalInvocationIndex; i1 < K4; i1 += 256u) {
                     qsh1[i1] = lq.d[i1];
@@ -509,11 +520,12 @@ void main()
                 ws_up = uintBitsToFloat(wu.d[9984u]);
             }
             uint R1 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint slots2 = 8u << GEMV_WIDE;
             uint lpr1 = gl_SubgroupSize / R1;
             uint lane1 = gl_SubgroupInvocationID % lpr1;
             uint lrow1 = gl_SubgroupInvocationID / lpr1;
-            for (uint rb1 = gl_SubgroupID * R1; rb1 < 8u * R1; rb1 += gl_NumSubgroups * R1) {
-                uint row01 = (uvec3(job1, 0u, 0u).x * (8u * R1)) + rb1;
+            for (uint rb1 = gl_SubgroupID * R1; rb1 < slots2 * R1; rb1 += gl_NumSubgroups * R1) {
+                uint row01 = (uvec3(job1, 0u, 0u).x * (slots2 * R1)) + rb1;
                 if (row01 >= M1) break;
                 uint row1 = row01 + lrow1;
                 int acc1 = 0;
@@ -530,45 +542,45 @@ void main()
                             uint boff4 = (row1 * 66u) + ((w8 >> 4u) * 66u);
                             int awu = 0;
                             uint qw12 = lq.d[qb6 + 0u];
-                            uint t68 = l03 + 0u;
-                            uint t69 = boff3 + (((t68 >> 7u) << 5u) | (t68 & 31u));
-                            uint twi8 = t69 >> 2u;
+                            uint t69 = l03 + 0u;
+                            uint t70 = boff3 + (((t69 >> 7u) << 5u) | (t69 & 31u));
+                            uint twi8 = t70 >> 2u;
                             uint tlo8 = w7.d[twi8];
-                            aw2 += dsl_dot4x8_ss(qw12, ((((((t69 & 2u) != 0u) ? ((tlo8 >> 16u) | (w7.d[twi8 + 1u] << 16u)) : tlo8) >> (((t68 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t70 = boff4 + (((t68 >> 7u) << 5u) | (t68 & 31u));
-                            uint twi9 = t70 >> 2u;
+                            aw2 += dsl_dot4x8_ss(qw12, ((((((t70 & 2u) != 0u) ? ((tlo8 >> 16u) | (w7.d[twi8 + 1u] << 16u)) : tlo8) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t71 = boff4 + (((t69 >> 7u) << 5u) | (t69 & 31u));
+                            uint twi9 = t71 >> 2u;
                             uint tlo9 = wu.d[twi9];
-                            awu += dsl_dot4x8_ss(qw12, ((((((t70 & 2u) != 0u) ? ((tlo9 >> 16u) | (wu.d[twi9 + 1u] << 16u)) : tlo9) >> (((t68 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            awu += dsl_dot4x8_ss(qw12, ((((((t71 & 2u) != 0u) ? ((tlo9 >> 16u) | (wu.d[twi9 + 1u] << 16u)) : tlo9) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                             uint qw13 = lq.d[qb6 + 8u];
-                            uint t71 = l03 + 32u;
-                            uint t72 = boff3 + (((t71 >> 7u) << 5u) | (t71 & 31u));
-                            uint twi10 = t72 >> 2u;
+                            uint t72 = l03 + 32u;
+                            uint t73 = boff3 + (((t72 >> 7u) << 5u) | (t72 & 31u));
+                            uint twi10 = t73 >> 2u;
                             uint tlo10 = w7.d[twi10];
-                            aw2 += dsl_dot4x8_ss(qw13, ((((((t72 & 2u) != 0u) ? ((tlo10 >> 16u) | (w7.d[twi10 + 1u] << 16u)) : tlo10) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t73 = boff4 + (((t71 >> 7u) << 5u) | (t71 & 31u));
-                            uint twi11 = t73 >> 2u;
+                            aw2 += dsl_dot4x8_ss(qw13, ((((((t73 & 2u) != 0u) ? ((tlo10 >> 16u) | (w7.d[twi10 + 1u] << 16u)) : tlo10) >> (((t72 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t74 = boff4 + (((t72 >> 7u) << 5u) | (t72 & 31u));
+                            uint twi11 = t74 >> 2u;
                             uint tlo11 = wu.d[twi11];
-                            awu += dsl_dot4x8_ss(qw13, ((((((t73 & 2u) != 0u) ? ((tlo11 >> 16u) | (wu.d[twi11 + 1u] << 16u)) : tlo11) >> (((t71 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            awu += dsl_dot4x8_ss(qw13, ((((((t74 & 2u) != 0u) ? ((tlo11 >> 16u) | (wu.d[twi11 + 1u] << 16u)) : tlo11) >> (((t72 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                             uint qw14 = lq.d[qb6 + 16u];
-                            uint t74 = l03 + 64u;
-                            uint t75 = boff3 + (((t74 >> 7u) << 5u) | (t74 & 31u));
-                            uint twi12 = t75 >> 2u;
+                            uint t75 = l03 + 64u;
+                            uint t76 = boff3 + (((t75 >> 7u) << 5u) | (t75 & 31u));
+                            uint twi12 = t76 >> 2u;
                             uint tlo12 = w7.d[twi12];
-                            aw2 += dsl_dot4x8_ss(qw14, ((((((t75 & 2u) != 0u) ? ((tlo12 >> 16u) | (w7.d[twi12 + 1u] << 16u)) : tlo12) >> (((t74 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t76 = boff4 + (((t74 >> 7u) << 5u) | (t74 & 31u));
-                            uint twi13 = t76 >> 2u;
+                            aw2 += dsl_dot4x8_ss(qw14, ((((((t76 & 2u) != 0u) ? ((tlo12 >> 16u) | (w7.d[twi12 + 1u] << 16u)) : tlo12) >> (((t75 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t77 = boff4 + (((t75 >> 7u) << 5u) | (t75 & 31u));
+                            uint twi13 = t77 >> 2u;
                             uint tlo13 = wu.d[twi13];
-                            awu += dsl_dot4x8_ss(qw14, ((((((t76 & 2u) != 0u) ? ((tlo13 >> 16u) | (wu.d[twi13 + 1u] << 16u)) : tlo13) >> (((t74 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            awu += dsl_dot4x8_ss(qw14, ((((((t77 & 2u) != 0u) ? ((tlo13 >> 16u) | (wu.d[twi13 + 1u] << 16u)) : tlo13) >> (((t75 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                             uint qw15 = lq.d[qb6 + 24u];
-                            uint t77 = l03 + 96u;
-                            uint t78 = boff3 + (((t77 >> 7u) << 5u) | (t77 & 31u));
-                            uint twi14 = t78 >> 2u;
+                            uint t78 = l03 + 96u;
+                            uint t79 = boff3 + (((t78 >> 7u) << 5u) | (t78 & 31u));
+                            uint twi14 = t79 >> 2u;
                             uint tlo14 = w7.d[twi14];
-                            aw2 += dsl_dot4x8_ss(qw15, ((((((t78 & 2u) != 0u) ? ((tlo14 >> 16u) | (w7.d[twi14 + 1u] << 16u)) : tlo14) >> (((t77 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t79 = boff4 + (((t77 >> 7u) << 5u) | (t77 & 31u));
-                            uint twi15 = t79 >> 2u;
+                            aw2 += dsl_dot4x8_ss(qw15, ((((((t79 & 2u) != 0u) ? ((tlo14 >> 16u) | (w7.d[twi14 + 1u] << 16u)) : tlo14) >> (((t78 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t80 = boff4 + (((t78 >> 7u) << 5u) | (t78 & 31u));
+                            uint twi15 = t80 >> 2u;
                             uint tlo15 = wu.d[twi15];
-                            awu += dsl_dot4x8_ss(qw15, ((((((t79 & 2u) != 0u) ? ((tlo15 >> 16u) | (wu.d[twi15 + 1u] << 16u)) : tlo15) >> (((t77 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            awu += dsl_dot4x8_ss(qw15, ((((((t80 & 2u) != 0u) ? ((tlo15 >> 16u) | (wu.d[twi15 + 1u] << 16u)) : tlo15) >> (((t78 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                             uint tdo2 = boff3 + 64u;
                             accf1 += float(aw2) * unpackHalf2x16((w7.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
                             uint tdo3 = boff4 + 64u;
@@ -584,93 +596,93 @@ void main()
                             uint boff6 = (row1 * 54u) + ((w9 >> 4u) * 54u);
                             int awu1 = 0;
                             uint qw16 = lq.d[qb7 + 0u];
-                            uint t80 = l04 + 0u;
-                            bool t81 = t80 < 160u;
-                            bool t82 = t80 < 240u;
-                            uint t83 = t80 - 160u;
-                            uint tn8 = t81 ? (t80 >> 5u) : (t82 ? (t83 >> 4u) : ((t80 - 240u) >> 2u));
-                            uint t84 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-                            uint t85 = boff5 + (t81 ? (t80 & 31u) : (t82 ? (32u + (t83 & 15u)) : 48u));
-                            uint twi16 = t85 >> 2u;
+                            uint t81 = l04 + 0u;
+                            bool t82 = t81 < 160u;
+                            bool t83 = t81 < 240u;
+                            uint t84 = t81 - 160u;
+                            uint tn8 = t82 ? (t81 >> 5u) : (t83 ? (t84 >> 4u) : ((t81 - 240u) >> 2u));
+                            uint t85 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                            uint t86 = boff5 + (t82 ? (t81 & 31u) : (t83 ? (32u + (t84 & 15u)) : 48u));
+                            uint twi16 = t86 >> 2u;
                             uint tlo16 = w7.d[twi16];
-                            uint t86 = ((t85 & 2u) != 0u) ? ((tlo16 >> 16u) | (w7.d[twi16 + 1u] << 16u)) : tlo16;
-                            aw3 += dsl_dot4x8_ss(qw16, ((((((((t86 & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t86 >> 8u) & 16711935u) * t84) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t87 = t80 < 160u;
-                            bool t88 = t80 < 240u;
-                            uint t89 = t80 - 160u;
-                            uint tn9 = t87 ? (t80 >> 5u) : (t88 ? (t89 >> 4u) : ((t80 - 240u) >> 2u));
-                            uint t90 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-                            uint t91 = boff6 + (t87 ? (t80 & 31u) : (t88 ? (32u + (t89 & 15u)) : 48u));
-                            uint twi17 = t91 >> 2u;
+                            uint t87 = ((t86 & 2u) != 0u) ? ((tlo16 >> 16u) | (w7.d[twi16 + 1u] << 16u)) : tlo16;
+                            aw3 += dsl_dot4x8_ss(qw16, ((((((((t87 & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t87 >> 8u) & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t88 = t81 < 160u;
+                            bool t89 = t81 < 240u;
+                            uint t90 = t81 - 160u;
+                            uint tn9 = t88 ? (t81 >> 5u) : (t89 ? (t90 >> 4u) : ((t81 - 240u) >> 2u));
+                            uint t91 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
+                            uint t92 = boff6 + (t88 ? (t81 & 31u) : (t89 ? (32u + (t90 & 15u)) : 48u));
+                            uint twi17 = t92 >> 2u;
                             uint tlo17 = wu.d[twi17];
-                            uint t92 = ((t91 & 2u) != 0u) ? ((tlo17 >> 16u) | (wu.d[twi17 + 1u] << 16u)) : tlo17;
-                            awu1 += dsl_dot4x8_ss(qw16, ((((((((t92 & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t92 >> 8u) & 16711935u) * t90) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t93 = ((t92 & 2u) != 0u) ? ((tlo17 >> 16u) | (wu.d[twi17 + 1u] << 16u)) : tlo17;
+                            awu1 += dsl_dot4x8_ss(qw16, ((((((((t93 & 16711935u) * t91) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t93 >> 8u) & 16711935u) * t91) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint qw17 = lq.d[qb7 + 8u];
-                            uint t93 = l04 + 32u;
-                            bool t94 = t93 < 160u;
-                            bool t95 = t93 < 240u;
-                            uint t96 = t93 - 160u;
-                            uint tn10 = t94 ? (t93 >> 5u) : (t95 ? (t96 >> 4u) : ((t93 - 240u) >> 2u));
-                            uint t97 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                            uint t98 = boff5 + (t94 ? (t93 & 31u) : (t95 ? (32u + (t96 & 15u)) : 48u));
-                            uint twi18 = t98 >> 2u;
+                            uint t94 = l04 + 32u;
+                            bool t95 = t94 < 160u;
+                            bool t96 = t94 < 240u;
+                            uint t97 = t94 - 160u;
+                            uint tn10 = t95 ? (t94 >> 5u) : (t96 ? (t97 >> 4u) : ((t94 - 240u) >> 2u));
+                            uint t98 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
+                            uint t99 = boff5 + (t95 ? (t94 & 31u) : (t96 ? (32u + (t97 & 15u)) : 48u));
+                            uint twi18 = t99 >> 2u;
                             uint tlo18 = w7.d[twi18];
-                            uint t99 = ((t98 & 2u) != 0u) ? ((tlo18 >> 16u) | (w7.d[twi18 + 1u] << 16u)) : tlo18;
-                            aw3 += dsl_dot4x8_ss(qw17, ((((((((t99 & 16711935u) * t97) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t99 >> 8u) & 16711935u) * t97) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t100 = t93 < 160u;
-                            bool t101 = t93 < 240u;
-                            uint t102 = t93 - 160u;
-                            uint tn11 = t100 ? (t93 >> 5u) : (t101 ? (t102 >> 4u) : ((t93 - 240u) >> 2u));
-                            uint t103 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                            uint t104 = boff6 + (t100 ? (t93 & 31u) : (t101 ? (32u + (t102 & 15u)) : 48u));
-                            uint twi19 = t104 >> 2u;
+                            uint t100 = ((t99 & 2u) != 0u) ? ((tlo18 >> 16u) | (w7.d[twi18 + 1u] << 16u)) : tlo18;
+                            aw3 += dsl_dot4x8_ss(qw17, ((((((((t100 & 16711935u) * t98) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t100 >> 8u) & 16711935u) * t98) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t101 = t94 < 160u;
+                            bool t102 = t94 < 240u;
+                            uint t103 = t94 - 160u;
+                            uint tn11 = t101 ? (t94 >> 5u) : (t102 ? (t103 >> 4u) : ((t94 - 240u) >> 2u));
+                            uint t104 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
+                            uint t105 = boff6 + (t101 ? (t94 & 31u) : (t102 ? (32u + (t103 & 15u)) : 48u));
+                            uint twi19 = t105 >> 2u;
                             uint tlo19 = wu.d[twi19];
-                            uint t105 = ((t104 & 2u) != 0u) ? ((tlo19 >> 16u) | (wu.d[twi19 + 1u] << 16u)) : tlo19;
-                            awu1 += dsl_dot4x8_ss(qw17, ((((((((t105 & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t105 >> 8u) & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t106 = ((t105 & 2u) != 0u) ? ((tlo19 >> 16u) | (wu.d[twi19 + 1u] << 16u)) : tlo19;
+                            awu1 += dsl_dot4x8_ss(qw17, ((((((((t106 & 16711935u) * t104) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t106 >> 8u) & 16711935u) * t104) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint qw18 = lq.d[qb7 + 16u];
-                            uint t106 = l04 + 64u;
-                            bool t107 = t106 < 160u;
-                            bool t108 = t106 < 240u;
-                            uint t109 = t106 - 160u;
-                            uint tn12 = t107 ? (t106 >> 5u) : (t108 ? (t109 >> 4u) : ((t106 - 240u) >> 2u));
-                            uint t110 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-                            uint t111 = boff5 + (t107 ? (t106 & 31u) : (t108 ? (32u + (t109 & 15u)) : 48u));
-                            uint twi20 = t111 >> 2u;
+                            uint t107 = l04 + 64u;
+                            bool t108 = t107 < 160u;
+                            bool t109 = t107 < 240u;
+                            uint t110 = t107 - 160u;
+                            uint tn12 = t108 ? (t107 >> 5u) : (t109 ? (t110 >> 4u) : ((t107 - 240u) >> 2u));
+                            uint t111 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                            uint t112 = boff5 + (t108 ? (t107 & 31u) : (t109 ? (32u + (t110 & 15u)) : 48u));
+                            uint twi20 = t112 >> 2u;
                             uint tlo20 = w7.d[twi20];
-                            uint t112 = ((t111 & 2u) != 0u) ? ((tlo20 >> 16u) | (w7.d[twi20 + 1u] << 16u)) : tlo20;
-                            aw3 += dsl_dot4x8_ss(qw18, ((((((((t112 & 16711935u) * t110) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t112 >> 8u) & 16711935u) * t110) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t113 = t106 < 160u;
-                            bool t114 = t106 < 240u;
-                            uint t115 = t106 - 160u;
-                            uint tn13 = t113 ? (t106 >> 5u) : (t114 ? (t115 >> 4u) : ((t106 - 240u) >> 2u));
-                            uint t116 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-                            uint t117 = boff6 + (t113 ? (t106 & 31u) : (t114 ? (32u + (t115 & 15u)) : 48u));
-                            uint twi21 = t117 >> 2u;
+                            uint t113 = ((t112 & 2u) != 0u) ? ((tlo20 >> 16u) | (w7.d[twi20 + 1u] << 16u)) : tlo20;
+                            aw3 += dsl_dot4x8_ss(qw18, ((((((((t113 & 16711935u) * t111) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t113 >> 8u) & 16711935u) * t111) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t114 = t107 < 160u;
+                            bool t115 = t107 < 240u;
+                            uint t116 = t107 - 160u;
+                            uint tn13 = t114 ? (t107 >> 5u) : (t115 ? (t116 >> 4u) : ((t107 - 240u) >> 2u));
+                            uint t117 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                            uint t118 = boff6 + (t114 ? (t107 & 31u) : (t115 ? (32u + (t116 & 15u)) : 48u));
+                            uint twi21 = t118 >> 2u;
                             uint tlo21 = wu.d[twi21];
-                            uint t118 = ((t117 & 2u) != 0u) ? ((tlo21 >> 16u) | (wu.d[twi21 + 1u] << 16u)) : tlo21;
-                            awu1 += dsl_dot4x8_ss(qw18, ((((((((t118 & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t118 >> 8u) & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t119 = ((t118 & 2u) != 0u) ? ((tlo21 >> 16u) | (wu.d[twi21 + 1u] << 16u)) : tlo21;
+                            awu1 += dsl_dot4x8_ss(qw18, ((((((((t119 & 16711935u) * t117) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t119 >> 8u) & 16711935u) * t117) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint qw19 = lq.d[qb7 + 24u];
-                            uint t119 = l04 + 96u;
-                            bool t120 = t119 < 160u;
-                            bool t121 = t119 < 240u;
-                            uint t122 = t119 - 160u;
-                            uint tn14 = t120 ? (t119 >> 5u) : (t121 ? (t122 >> 4u) : ((t119 - 240u) >> 2u));
-                            uint t123 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
-                            uint t124 = boff5 + (t120 ? (t119 & 31u) : (t121 ? (32u + (t122 & 15u)) : 48u));
-                            uint twi22 = t124 >> 2u;
+                            uint t120 = l04 + 96u;
+                            bool t121 = t120 < 160u;
+                            bool t122 = t120 < 240u;
+                            uint t123 = t120 - 160u;
+                            uint tn14 = t121 ? (t120 >> 5u) : (t122 ? (t123 >> 4u) : ((t120 - 240u) >> 2u));
+                            uint t124 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                            uint t125 = boff5 + (t121 ? (t120 & 31u) : (t122 ? (32u + (t123 & 15u)) : 48u));
+                            uint twi22 = t125 >> 2u;
                             uint tlo22 = w7.d[twi22];
-                            uint t125 = ((t124 & 2u) != 0u) ? ((tlo22 >> 16u) | (w7.d[twi22 + 1u] << 16u)) : tlo22;
-                            aw3 += dsl_dot4x8_ss(qw19, ((((((((t125 & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t125 >> 8u) & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t126 = t119 < 160u;
-                            bool t127 = t119 < 240u;
-                            uint t128 = t119 - 160u;
-                            uint tn15 = t126 ? (t119 >> 5u) : (t127 ? (t128 >> 4u) : ((t119 - 240u) >> 2u));
-                            uint t129 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
-                            uint t130 = boff6 + (t126 ? (t119 & 31u) : (t127 ? (32u + (t128 & 15u)) : 48u));
-                            uint twi23 = t130 >> 2u;
+                            uint t126 = ((t125 & 2u) != 0u) ? ((tlo22 >> 16u) | (w7.d[twi22 + 1u] << 16u)) : tlo22;
+                            aw3 += dsl_dot4x8_ss(qw19, ((((((((t126 & 16711935u) * t124) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t126 >> 8u) & 16711935u) * t124) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            bool t127 = t120 < 160u;
+                            bool t128 = t120 < 240u;
+                            uint t129 = t120 - 160u;
+                            uint tn15 = t127 ? (t120 >> 5u) : (t128 ? (t129 >> 4u) : ((t120 - 240u) >> 2u));
+                            uint t130 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                            uint t131 = boff6 + (t127 ? (t120 & 31u) : (t128 ? (32u + (t129 & 15u)) : 48u));
+                            uint twi23 = t131 >> 2u;
                             uint tlo23 = wu.d[twi23];
-                            uint t131 = ((t130 & 2u) != 0u) ? ((tlo23 >> 16u) | (wu.d[twi23 + 1u] << 16u)) : tlo23;
-                            awu1 += dsl_dot4x8_ss(qw19, ((((((((t131 & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t131 >> 8u) & 16711935u) * t129) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t132 = ((t131 & 2u) != 0u) ? ((tlo23 >> 16u) | (wu.d[twi23 + 1u] << 16u)) : tlo23;
+                            awu1 += dsl_dot4x8_ss(qw19, ((((((((t132 & 16711935u) * t130) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t132 >> 8u) & 16711935u) * t130) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint tdo4 = boff5 + 52u;
                             accf1 += float(aw3) * unpackHalf2x16((w7.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
                             uint tdo5 = boff6 + 52u;
@@ -684,69 +696,69 @@ void main()
                             uint boff7 = (row1 * 52u) + ((w10 >> 4u) * 52u);
                             uint boff8 = (row1 * 52u) + ((w10 >> 4u) * 52u);
                             uint qw20 = lq.d[qb8 + 0u];
-                            uint t132 = l05 + 0u;
-                            bool t133 = t132 < 160u;
-                            bool t134 = t132 < 240u;
-                            uint t135 = t132 - 160u;
-                            uint tn16 = t133 ? (t132 >> 5u) : (t134 ? (t135 >> 4u) : ((t132 - 240u) >> 2u));
-                            uint t136 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
-                            uint t137 = w7.d[(boff7 + (t133 ? (t132 & 31u) : (t134 ? (32u + (t135 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw20, ((((((t137 & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t137 >> 8u) & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u));
-                            bool t138 = t132 < 160u;
-                            bool t139 = t132 < 240u;
-                            uint t140 = t132 - 160u;
-                            uint tn17 = t138 ? (t132 >> 5u) : (t139 ? (t140 >> 4u) : ((t132 - 240u) >> 2u));
-                            uint t141 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
-                            uint t142 = wu.d[(boff8 + (t138 ? (t132 & 31u) : (t139 ? (32u + (t140 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw20, ((((((t142 & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t142 >> 8u) & 16711935u) * t141) & 16711935u) * 3u) & 4278255360u));
+                            uint t133 = l05 + 0u;
+                            bool t134 = t133 < 160u;
+                            bool t135 = t133 < 240u;
+                            uint t136 = t133 - 160u;
+                            uint tn16 = t134 ? (t133 >> 5u) : (t135 ? (t136 >> 4u) : ((t133 - 240u) >> 2u));
+                            uint t137 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                            uint t138 = w7.d[(boff7 + (t134 ? (t133 & 31u) : (t135 ? (32u + (t136 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw20, ((((((t138 & 16711935u) * t137) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t138 >> 8u) & 16711935u) * t137) & 16711935u) * 3u) & 4278255360u));
+                            bool t139 = t133 < 160u;
+                            bool t140 = t133 < 240u;
+                            uint t141 = t133 - 160u;
+                            uint tn17 = t139 ? (t133 >> 5u) : (t140 ? (t141 >> 4u) : ((t133 - 240u) >> 2u));
+                            uint t142 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
+                            uint t143 = wu.d[(boff8 + (t139 ? (t133 & 31u) : (t140 ? (32u + (t141 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw20, ((((((t143 & 16711935u) * t142) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t143 >> 8u) & 16711935u) * t142) & 16711935u) * 3u) & 4278255360u));
                             uint qw21 = lq.d[qb8 + 8u];
-                            uint t143 = l05 + 32u;
-                            bool t144 = t143 < 160u;
-                            bool t145 = t143 < 240u;
-                            uint t146 = t143 - 160u;
-                            uint tn18 = t144 ? (t143 >> 5u) : (t145 ? (t146 >> 4u) : ((t143 - 240u) >> 2u));
-                            uint t147 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
-                            uint t148 = w7.d[(boff7 + (t144 ? (t143 & 31u) : (t145 ? (32u + (t146 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw21, ((((((t148 & 16711935u) * t147) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t148 >> 8u) & 16711935u) * t147) & 16711935u) * 3u) & 4278255360u));
-                            bool t149 = t143 < 160u;
-                            bool t150 = t143 < 240u;
-                            uint t151 = t143 - 160u;
-                            uint tn19 = t149 ? (t143 >> 5u) : (t150 ? (t151 >> 4u) : ((t143 - 240u) >> 2u));
-                            uint t152 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
-                            uint t153 = wu.d[(boff8 + (t149 ? (t143 & 31u) : (t150 ? (32u + (t151 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw21, ((((((t153 & 16711935u) * t152) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t153 >> 8u) & 16711935u) * t152) & 16711935u) * 3u) & 4278255360u));
+                            uint t144 = l05 + 32u;
+                            bool t145 = t144 < 160u;
+                            bool t146 = t144 < 240u;
+                            uint t147 = t144 - 160u;
+                            uint tn18 = t145 ? (t144 >> 5u) : (t146 ? (t147 >> 4u) : ((t144 - 240u) >> 2u));
+                            uint t148 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
+                            uint t149 = w7.d[(boff7 + (t145 ? (t144 & 31u) : (t146 ? (32u + (t147 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw21, ((((((t149 & 16711935u) * t148) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t149 >> 8u) & 16711935u) * t148) & 16711935u) * 3u) & 4278255360u));
+                            bool t150 = t144 < 160u;
+                            bool t151 = t144 < 240u;
+                            uint t152 = t144 - 160u;
+                            uint tn19 = t150 ? (t144 >> 5u) : (t151 ? (t152 >> 4u) : ((t144 - 240u) >> 2u));
+                            uint t153 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
+                            uint t154 = wu.d[(boff8 + (t150 ? (t144 & 31u) : (t151 ? (32u + (t152 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw21, ((((((t154 & 16711935u) * t153) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t154 >> 8u) & 16711935u) * t153) & 16711935u) * 3u) & 4278255360u));
                             uint qw22 = lq.d[qb8 + 16u];
-                            uint t154 = l05 + 64u;
-                            bool t155 = t154 < 160u;
-                            bool t156 = t154 < 240u;
-                            uint t157 = t154 - 160u;
-                            uint tn20 = t155 ? (t154 >> 5u) : (t156 ? (t157 >> 4u) : ((t154 - 240u) >> 2u));
-                            uint t158 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
-                            uint t159 = w7.d[(boff7 + (t155 ? (t154 & 31u) : (t156 ? (32u + (t157 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw22, ((((((t159 & 16711935u) * t158) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t159 >> 8u) & 16711935u) * t158) & 16711935u) * 3u) & 4278255360u));
-                            bool t160 = t154 < 160u;
-                            bool t161 = t154 < 240u;
-                            uint t162 = t154 - 160u;
-                            uint tn21 = t160 ? (t154 >> 5u) : (t161 ? (t162 >> 4u) : ((t154 - 240u) >> 2u));
-                            uint t163 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
-                            uint t164 = wu.d[(boff8 + (t160 ? (t154 & 31u) : (t161 ? (32u + (t162 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw22, ((((((t164 & 16711935u) * t163) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t164 >> 8u) & 16711935u) * t163) & 16711935u) * 3u) & 4278255360u));
+                            uint t155 = l05 + 64u;
+                            bool t156 = t155 < 160u;
+                            bool t157 = t155 < 240u;
+                            uint t158 = t155 - 160u;
+                            uint tn20 = t156 ? (t155 >> 5u) : (t157 ? (t158 >> 4u) : ((t155 - 240u) >> 2u));
+                            uint t159 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
+                            uint t160 = w7.d[(boff7 + (t156 ? (t155 & 31u) : (t157 ? (32u + (t158 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw22, ((((((t160 & 16711935u) * t159) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t160 >> 8u) & 16711935u) * t159) & 16711935u) * 3u) & 4278255360u));
+                            bool t161 = t155 < 160u;
+                            bool t162 = t155 < 240u;
+                            uint t163 = t155 - 160u;
+                            uint tn21 = t161 ? (t155 >> 5u) : (t162 ? (t163 >> 4u) : ((t155 - 240u) >> 2u));
+                            uint t164 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
+                            uint t165 = wu.d[(boff8 + (t161 ? (t155 & 31u) : (t162 ? (32u + (t163 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw22, ((((((t165 & 16711935u) * t164) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t165 >> 8u) & 16711935u) * t164) & 16711935u) * 3u) & 4278255360u));
                             uint qw23 = lq.d[qb8 + 24u];
-                            uint t165 = l05 + 96u;
-                            bool t166 = t165 < 160u;
-                            bool t167 = t165 < 240u;
-                            uint t168 = t165 - 160u;
-                            uint tn22 = t166 ? (t165 >> 5u) : (t167 ? (t168 >> 4u) : ((t165 - 240u) >> 2u));
-                            uint t169 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
-                            uint t170 = w7.d[(boff7 + (t166 ? (t165 & 31u) : (t167 ? (32u + (t168 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw23, ((((((t170 & 16711935u) * t169) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t170 >> 8u) & 16711935u) * t169) & 16711935u) * 3u) & 4278255360u));
-                            bool t171 = t165 < 160u;
-                            bool t172 = t165 < 240u;
-                            uint t173 = t165 - 160u;
-                            uint tn23 = t171 ? (t165 >> 5u) : (t172 ? (t173 >> 4u) : ((t165 - 240u) >> 2u));
-                            uint t174 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
-                            uint t175 = wu.d[(boff8 + (t171 ? (t165 & 31u) : (t172 ? (32u + (t173 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw23, ((((((t175 & 16711935u) * t174) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t175 >> 8u) & 16711935u) * t174) & 16711935u) * 3u) & 4278255360u));
+                            uint t166 = l05 + 96u;
+                            bool t167 = t166 < 160u;
+                            bool t168 = t166 < 240u;
+                            uint t169 = t166 - 160u;
+                            uint tn22 = t167 ? (t166 >> 5u) : (t168 ? (t169 >> 4u) : ((t166 - 240u) >> 2u));
+                            uint t170 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
+                            uint t171 = w7.d[(boff7 + (t167 ? (t166 & 31u) : (t168 ? (32u + (t169 & 15u)) : 48u))) >> 2u];
+                            acc1 += dsl_dot4x8_su(qw23, ((((((t171 & 16711935u) * t170) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t171 >> 8u) & 16711935u) * t170) & 16711935u) * 3u) & 4278255360u));
+                            bool t172 = t166 < 160u;
+                            bool t173 = t166 < 240u;
+                            uint t174 = t166 - 160u;
+                            uint tn23 = t172 ? (t166 >> 5u) : (t173 ? (t174 >> 4u) : ((t166 - 240u) >> 2u));
+                            uint t175 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                            uint t176 = wu.d[(boff8 + (t172 ? (t166 & 31u) : (t173 ? (32u + (t174 & 15u)) : 48u))) >> 2u];
+                            accu += dsl_dot4x8_su(qw23, ((((((t176 & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t176 >> 8u) & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u));
                         }
                     }
                     if (WFMT == 0u) {
@@ -851,29 +863,31 @@ void main()
                 }
                 for (uint rr1 = 0u; rr1 < R1; rr1++) {
                     bool mine1 = lrow1 == rr1;
-                    int t176 = subgroupAdd(mine1 ? acc1 : 0);
-                    precise float t177 = subgroupAdd(mine1 ? accf1 : 0.0);
-                    int t178 = subgroupAdd(mine1 ? accu : 0);
-                    precise float t179 = subgroupAdd(mine1 ? accfu : 0.0);
+                    int t177 = subgroupAdd(mine1 ? acc1 : 0);
+                    precise float t178 = subgroupAdd(mine1 ? accf1 : 0.0);
+                    int t179 = subgroupAdd(mine1 ? accu : 0);
+                    precise float t180 = subgroupAdd(mine1 ? accfu : 0.0);
                     if ((mine1 && (lane1 == 0u)) && (row1 < M1)) {
                         int qsum2 = int(lqs.d[1u]);
                         precise float sc1 = lqs.d[0u];
-                        precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (t177 / sc1) : ((float(t176 - qsum2) / sc1) * ws1);
-                        precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (t179 / sc1) : ((float(t178 - qsum2) / sc1) * ws_up);
+                        precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (t178 / sc1) : ((float(t177 - qsum2) / sc1) * ws1);
+                        precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (t180 / sc1) : ((float(t179 - qsum2) / sc1) * ws_up);
                         precise float rg = max(v1, 0.0);
-                        precise float t180 = (rg * rg) * vu;
-                        y2.d[row1] = t180;
+                        precise float t181 = (rg * rg) * vu;
+                        y2.d[row1] = t181;
                     }
                 }
             }
+            uint t182 = 8u << GEMV_WIDE;
+            uint last_wg1 = ((M1 + (t182 - 1u)) / t182) - 1u;
             memoryBarrierBuffer();
             barrier();
             if (gl_LocalInvocationIndex == 0u) {
-                uint t181 = atomicAdd(sync.d[1023u], 1u);
-                arrived1[0u] = t181;
+                uint t183 = atomicAdd(sync.d[1023u], 1u);
+                arrived1[0u] = t183;
             }
             barrier();
-            if (arrived1[0u] == 95u) {
+            if (arrived1[0u] == last_wg1) {
                 memoryBarrierBuffer();
                 uint wi1 = gl_LocalInvocationIndex;
                 bool inrow1 = wi1 < 192u;
@@ -911,9 +925,9 @@ void main()
                 am1 = max(am1, abs(y3.y));
                 am1 = max(am1, abs(y3.z));
                 am1 = max(am1, abs(y3.w));
-                precise float t182 = subgroupMax(am1);
+                precise float t184 = subgroupMax(am1);
                 if (subgroupElect()) {
-                    red1[gl_SubgroupID] = t182;
+                    red1[gl_SubgroupID] = t184;
                 }
                 barrier();
                 precise float amax1 = red1[0u];
@@ -934,9 +948,9 @@ void main()
                 if (inrow1) {
                     lq1.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
                 }
-                int t183 = subgroupAdd(qsum3);
+                int t185 = subgroupAdd(qsum3);
                 if (subgroupElect()) {
-                    redi1[gl_SubgroupID] = t183;
+                    redi1[gl_SubgroupID] = t185;
                 }
                 barrier();
                 int total1 = redi1[0u];
@@ -955,8 +969,8 @@ void main()
         } else {
             while (true) {
                 if (gl_LocalInvocationIndex == 0u) {
-                    uint t184 = atomicOr(sync.d[1022u], 0u);
-                    seen1[0u] = t184;
+                    uint t186 = atomicOr(sync.d[1022u], 0u);
+                    seen1[0u] = t186;
                 }
                 barrier();
                 if (seen1[0u] >= 2u) break;
@@ -964,7 +978,7 @@ void main()
             }
             memoryBarrierBuffer();
             barrier();
-            uint job2 = t - 128u;
+            uint job2 = t - end1;
             if (GEMV_SHQ != 0u) {
                 for (uint i2 = gl_LocalInvocationIndex; i2 < K41; i2 += 256u) {
                     qsh2[i2] = lq1.d[i2];
@@ -979,11 +993,12 @@ void main()
                 ws2 = uintBitsToFloat(w13.d[9984u]);
             }
             uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
+            uint slots3 = 8u << GEMV_WIDE;
             uint lpr2 = gl_SubgroupSize / R2;
             uint lane2 = gl_SubgroupInvocationID % lpr2;
             uint lrow2 = gl_SubgroupInvocationID / lpr2;
-            for (uint rb2 = gl_SubgroupID * R2; rb2 < 8u * R2; rb2 += gl_NumSubgroups * R2) {
-                uint row02 = (uvec3(job2, 0u, 0u).x * (8u * R2)) + rb2;
+            for (uint rb2 = gl_SubgroupID * R2; rb2 < slots3 * R2; rb2 += gl_NumSubgroups * R2) {
+                uint row02 = (uvec3(job2, 0u, 0u).x * (slots3 * R2)) + rb2;
                 if (row02 >= M) break;
                 uint row2 = row02 + lrow2;
                 int acc2 = 0;
@@ -996,29 +1011,29 @@ void main()
                             uint boff9 = (row2 * 198u) + ((w14 >> 4u) * 66u);
                             int aw4 = 0;
                             uint qw32 = lq1.d[qb11 + 0u];
-                            uint t185 = l06 + 0u;
-                            uint t186 = boff9 + (((t185 >> 7u) << 5u) | (t185 & 31u));
-                            uint twi24 = t186 >> 2u;
-                            uint tlo24 = w13.d[twi24];
-                            aw4 += dsl_dot4x8_ss(qw32, ((((((t186 & 2u) != 0u) ? ((tlo24 >> 16u) | (w13.d[twi24 + 1u] << 16u)) : tlo24) >> (((t185 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint qw33 = lq1.d[qb11 + 8u];
-                            uint t187 = l06 + 32u;
+                            uint t187 = l06 + 0u;
                             uint t188 = boff9 + (((t187 >> 7u) << 5u) | (t187 & 31u));
-                            uint twi25 = t188 >> 2u;
-                            uint tlo25 = w13.d[twi25];
-                            aw4 += dsl_dot4x8_ss(qw33, ((((((t188 & 2u) != 0u) ? ((tlo25 >> 16u) | (w13.d[twi25 + 1u] << 16u)) : tlo25) >> (((t187 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint qw34 = lq1.d[qb11 + 16u];
-                            uint t189 = l06 + 64u;
+                            uint twi24 = t188 >> 2u;
+                            uint tlo24 = w13.d[twi24];
+                            aw4 += dsl_dot4x8_ss(qw32, ((((((t188 & 2u) != 0u) ? ((tlo24 >> 16u) | (w13.d[twi24 + 1u] << 16u)) : tlo24) >> (((t187 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw33 = lq1.d[qb11 + 8u];
+                            uint t189 = l06 + 32u;
                             uint t190 = boff9 + (((t189 >> 7u) << 5u) | (t189 & 31u));
-                            uint twi26 = t190 >> 2u;
-                            uint tlo26 = w13.d[twi26];
-                            aw4 += dsl_dot4x8_ss(qw34, ((((((t190 & 2u) != 0u) ? ((tlo26 >> 16u) | (w13.d[twi26 + 1u] << 16u)) : tlo26) >> (((t189 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint qw35 = lq1.d[qb11 + 24u];
-                            uint t191 = l06 + 96u;
+                            uint twi25 = t190 >> 2u;
+                            uint tlo25 = w13.d[twi25];
+                            aw4 += dsl_dot4x8_ss(qw33, ((((((t190 & 2u) != 0u) ? ((tlo25 >> 16u) | (w13.d[twi25 + 1u] << 16u)) : tlo25) >> (((t189 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw34 = lq1.d[qb11 + 16u];
+                            uint t191 = l06 + 64u;
                             uint t192 = boff9 + (((t191 >> 7u) << 5u) | (t191 & 31u));
-                            uint twi27 = t192 >> 2u;
+                            uint twi26 = t192 >> 2u;
+                            uint tlo26 = w13.d[twi26];
+                            aw4 += dsl_dot4x8_ss(qw34, ((((((t192 & 2u) != 0u) ? ((tlo26 >> 16u) | (w13.d[twi26 + 1u] << 16u)) : tlo26) >> (((t191 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint qw35 = lq1.d[qb11 + 24u];
+                            uint t193 = l06 + 96u;
+                            uint t194 = boff9 + (((t193 >> 7u) << 5u) | (t193 & 31u));
+                            uint twi27 = t194 >> 2u;
                             uint tlo27 = w13.d[twi27];
-                            aw4 += dsl_dot4x8_ss(qw35, ((((((t192 & 2u) != 0u) ? ((tlo27 >> 16u) | (w13.d[twi27 + 1u] << 16u)) : tlo27) >> (((t191 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            aw4 += dsl_dot4x8_ss(qw35, ((((((t194 & 2u) != 0u) ? ((tlo27 >> 16u) | (w13.d[twi27 + 1u] << 16u)) : tlo27) >> (((t193 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
                             uint tdo6 = boff9 + 64u;
                             accf2 += float(aw4) * unpackHalf2x16((w13.d[tdo6 >> 2u] >> ((tdo6 & 2u) << 3u)) & 65535u).x;
                         }
@@ -1030,53 +1045,53 @@ void main()
                             uint boff10 = (row2 * 162u) + ((w15 >> 4u) * 54u);
                             int aw5 = 0;
                             uint qw36 = lq1.d[qb12 + 0u];
-                            uint t193 = l07 + 0u;
-                            bool t194 = t193 < 160u;
-                            bool t195 = t193 < 240u;
-                            uint t196 = t193 - 160u;
-                            uint tn24 = t194 ? (t193 >> 5u) : (t195 ? (t196 >> 4u) : ((t193 - 240u) >> 2u));
-                            uint t197 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
-                            uint t198 = boff10 + (t194 ? (t193 & 31u) : (t195 ? (32u + (t196 & 15u)) : 48u));
-                            uint twi28 = t198 >> 2u;
+                            uint t195 = l07 + 0u;
+                            bool t196 = t195 < 160u;
+                            bool t197 = t195 < 240u;
+                            uint t198 = t195 - 160u;
+                            uint tn24 = t196 ? (t195 >> 5u) : (t197 ? (t198 >> 4u) : ((t195 - 240u) >> 2u));
+                            uint t199 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
+                            uint t200 = boff10 + (t196 ? (t195 & 31u) : (t197 ? (32u + (t198 & 15u)) : 48u));
+                            uint twi28 = t200 >> 2u;
                             uint tlo28 = w13.d[twi28];
-                            uint t199 = ((t198 & 2u) != 0u) ? ((tlo28 >> 16u) | (w13.d[twi28 + 1u] << 16u)) : tlo28;
-                            aw5 += dsl_dot4x8_ss(qw36, ((((((((t199 & 16711935u) * t197) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t199 >> 8u) & 16711935u) * t197) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t201 = ((t200 & 2u) != 0u) ? ((tlo28 >> 16u) | (w13.d[twi28 + 1u] << 16u)) : tlo28;
+                            aw5 += dsl_dot4x8_ss(qw36, ((((((((t201 & 16711935u) * t199) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t201 >> 8u) & 16711935u) * t199) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint qw37 = lq1.d[qb12 + 8u];
-                            uint t200 = l07 + 32u;
-                            bool t201 = t200 < 160u;
-                            bool t202 = t200 < 240u;
-                            uint t203 = t200 - 160u;
-                            uint tn25 = t201 ? (t200 >> 5u) : (t202 ? (t203 >> 4u) : ((t200 - 240u) >> 2u));
-                            uint t204 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
-                            uint t205 = boff10 + (t201 ? (t200 & 31u) : (t202 ? (32u + (t203 & 15u)) : 48u));
-                            uint twi29 = t205 >> 2u;
+                            uint t202 = l07 + 32u;
+                            bool t203 = t202 < 160u;
+                            bool t204 = t202 < 240u;
+                            uint t205 = t202 - 160u;
+                            uint tn25 = t203 ? (t202 >> 5u) : (t204 ? (t205 >> 4u) : ((t202 - 240u) >> 2u));
+                            uint t206 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
+                            uint t207 = boff10 + (t203 ? (t202 & 31u) : (t204 ? (32u + (t205 & 15u)) : 48u));
+                            uint twi29 = t207 >> 2u;
                             uint tlo29 = w13.d[twi29];
-                            uint t206 = ((t205 & 2u) != 0u) ? ((tlo29 >> 16u) | (w13.d[twi29 + 1u] << 16u)) : tlo29;
-                            aw5 += dsl_dot4x8_ss(qw37, ((((((((t206 & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t206 >> 8u) & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t208 = ((t207 & 2u) != 0u) ? ((tlo29 >> 16u) | (w13.d[twi29 + 1u] << 16u)) : tlo29;
+                            aw5 += dsl_dot4x8_ss(qw37, ((((((((t208 & 16711935u) * t206) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t208 >> 8u) & 16711935u) * t206) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint qw38 = lq1.d[qb12 + 16u];
-                            uint t207 = l07 + 64u;
-                            bool t208 = t207 < 160u;
-                            bool t209 = t207 < 240u;
-                            uint t210 = t207 - 160u;
-                            uint tn26 = t208 ? (t207 >> 5u) : (t209 ? (t210 >> 4u) : ((t207 - 240u) >> 2u));
-                            uint t211 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
-                            uint t212 = boff10 + (t208 ? (t207 & 31u) : (t209 ? (32u + (t210 & 15u)) : 48u));
-                            uint twi30 = t212 >> 2u;
+                            uint t209 = l07 + 64u;
+                            bool t210 = t209 < 160u;
+                            bool t211 = t209 < 240u;
+                            uint t212 = t209 - 160u;
+                            uint tn26 = t210 ? (t209 >> 5u) : (t211 ? (t212 >> 4u) : ((t209 - 240u) >> 2u));
+                            uint t213 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
+                            uint t214 = boff10 + (t210 ? (t209 & 31u) : (t211 ? (32u + (t212 & 15u)) : 48u));
+                            uint twi30 = t214 >> 2u;
                             uint tlo30 = w13.d[twi30];
-                            uint t213 = ((t212 & 2u) != 0u) ? ((tlo30 >> 16u) | (w13.d[twi30 + 1u] << 16u)) : tlo30;
-                            aw5 += dsl_dot4x8_ss(qw38, ((((((((t213 & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t213 >> 8u) & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t215 = ((t214 & 2u) != 0u) ? ((tlo30 >> 16u) | (w13.d[twi30 + 1u] << 16u)) : tlo30;
+                            aw5 += dsl_dot4x8_ss(qw38, ((((((((t215 & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t215 >> 8u) & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint qw39 = lq1.d[qb12 + 24u];
-                            uint t214 = l07 + 96u;
-                            bool t215 = t214 < 160u;
-                            bool t216 = t214 < 240u;
-                            uint t217 = t214 - 160u;
-                            uint tn27 = t215 ? (t214 >> 5u) : (t216 ? (t217 >> 4u) : ((t214 - 240u) >> 2u));
-                            uint t218 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
-                            uint t219 = boff10 + (t215 ? (t214 & 31u) : (t216 ? (32u + (t217 & 15u)) : 48u));
-                            uint twi31 = t219 >> 2u;
+                            uint t216 = l07 + 96u;
+                            bool t217 = t216 < 160u;
+                            bool t218 = t216 < 240u;
+                            uint t219 = t216 - 160u;
+                            uint tn27 = t217 ? (t216 >> 5u) : (t218 ? (t219 >> 4u) : ((t216 - 240u) >> 2u));
+                            uint t220 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
+                            uint t221 = boff10 + (t217 ? (t216 & 31u) : (t218 ? (32u + (t219 & 15u)) : 48u));
+                            uint twi31 = t221 >> 2u;
                             uint tlo31 = w13.d[twi31];
-                            uint t220 = ((t219 & 2u) != 0u) ? ((tlo31 >> 16u) | (w13.d[twi31 + 1u] << 16u)) : tlo31;
-                            aw5 += dsl_dot4x8_ss(qw39, ((((((((t220 & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t220 >> 8u) & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            uint t222 = ((t221 & 2u) != 0u) ? ((tlo31 >> 16u) | (w13.d[twi31 + 1u] << 16u)) : tlo31;
+                            aw5 += dsl_dot4x8_ss(qw39, ((((((((t222 & 16711935u) * t220) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t222 >> 8u) & 16711935u) * t220) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
                             uint tdo7 = boff10 + 52u;
                             accf2 += float(aw5) * unpackHalf2x16((w13.d[tdo7 >> 2u] >> ((tdo7 & 2u) << 3u)) & 65535u).x;
                         }
@@ -1087,41 +1102,41 @@ void main()
                             uint l08 = (((w16 >> 3u) & 1u) << 7u) + ((w16 & 7u) << 2u);
                             uint boff11 = (row2 * 156u) + ((w16 >> 4u) * 52u);
                             uint qw40 = lq1.d[qb13 + 0u];
-                            uint t221 = l08 + 0u;
-                            bool t222 = t221 < 160u;
-                            bool t223 = t221 < 240u;
-                            uint t224 = t221 - 160u;
-                            uint tn28 = t222 ? (t221 >> 5u) : (t223 ? (t224 >> 4u) : ((t221 - 240u) >> 2u));
-                            uint t225 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
-                            uint t226 = w13.d[(boff11 + (t222 ? (t221 & 31u) : (t223 ? (32u + (t224 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw40, ((((((t226 & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t226 >> 8u) & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u));
+                            uint t223 = l08 + 0u;
+                            bool t224 = t223 < 160u;
+                            bool t225 = t223 < 240u;
+                            uint t226 = t223 - 160u;
+                            uint tn28 = t224 ? (t223 >> 5u) : (t225 ? (t226 >> 4u) : ((t223 - 240u) >> 2u));
+                            uint t227 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
+                            uint t228 = w13.d[(boff11 + (t224 ? (t223 & 31u) : (t225 ? (32u + (t226 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw40, ((((((t228 & 16711935u) * t227) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t228 >> 8u) & 16711935u) * t227) & 16711935u) * 3u) & 4278255360u));
                             uint qw41 = lq1.d[qb13 + 8u];
-                            uint t227 = l08 + 32u;
-                            bool t228 = t227 < 160u;
-                            bool t229 = t227 < 240u;
-                            uint t230 = t227 - 160u;
-                            uint tn29 = t228 ? (t227 >> 5u) : (t229 ? (t230 >> 4u) : ((t227 - 240u) >> 2u));
-                            uint t231 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
-                            uint t232 = w13.d[(boff11 + (t228 ? (t227 & 31u) : (t229 ? (32u + (t230 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw41, ((((((t232 & 16711935u) * t231) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t232 >> 8u) & 16711935u) * t231) & 16711935u) * 3u) & 4278255360u));
+                            uint t229 = l08 + 32u;
+                            bool t230 = t229 < 160u;
+                            bool t231 = t229 < 240u;
+                            uint t232 = t229 - 160u;
+                            uint tn29 = t230 ? (t229 >> 5u) : (t231 ? (t232 >> 4u) : ((t229 - 240u) >> 2u));
+                            uint t233 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
+                            uint t234 = w13.d[(boff11 + (t230 ? (t229 & 31u) : (t231 ? (32u + (t232 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw41, ((((((t234 & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t234 >> 8u) & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u));
                             uint qw42 = lq1.d[qb13 + 16u];
-                            uint t233 = l08 + 64u;
-                            bool t234 = t233 < 160u;
-                            bool t235 = t233 < 240u;
-                            uint t236 = t233 - 160u;
-                            uint tn30 = t234 ? (t233 >> 5u) : (t235 ? (t236 >> 4u) : ((t233 - 240u) >> 2u));
-                            uint t237 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
-                            uint t238 = w13.d[(boff11 + (t234 ? (t233 & 31u) : (t235 ? (32u + (t236 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw42, ((((((t238 & 16711935u) * t237) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t238 >> 8u) & 16711935u) * t237) & 16711935u) * 3u) & 4278255360u));
+                            uint t235 = l08 + 64u;
+                            bool t236 = t235 < 160u;
+                            bool t237 = t235 < 240u;
+                            uint t238 = t235 - 160u;
+                            uint tn30 = t236 ? (t235 >> 5u) : (t237 ? (t238 >> 4u) : ((t235 - 240u) >> 2u));
+                            uint t239 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
+                            uint t240 = w13.d[(boff11 + (t236 ? (t235 & 31u) : (t237 ? (32u + (t238 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw42, ((((((t240 & 16711935u) * t239) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t240 >> 8u) & 16711935u) * t239) & 16711935u) * 3u) & 4278255360u));
                             uint qw43 = lq1.d[qb13 + 24u];
-                            uint t239 = l08 + 96u;
-                            bool t240 = t239 < 160u;
-                            bool t241 = t239 < 240u;
-                            uint t242 = t239 - 160u;
-                            uint tn31 = t240 ? (t239 >> 5u) : (t241 ? (t242 >> 4u) : ((t239 - 240u) >> 2u));
-                            uint t243 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
-                            uint t244 = w13.d[(boff11 + (t240 ? (t239 & 31u) : (t241 ? (32u + (t242 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw43, ((((((t244 & 16711935u) * t243) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t244 >> 8u) & 16711935u) * t243) & 16711935u) * 3u) & 4278255360u));
+                            uint t241 = l08 + 96u;
+                            bool t242 = t241 < 160u;
+                            bool t243 = t241 < 240u;
+                            uint t244 = t241 - 160u;
+                            uint tn31 = t242 ? (t241 >> 5u) : (t243 ? (t244 >> 4u) : ((t241 - 240u) >> 2u));
+                            uint t245 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
+                            uint t246 = w13.d[(boff11 + (t242 ? (t241 & 31u) : (t243 ? (32u + (t244 & 15u)) : 48u))) >> 2u];
+                            acc2 += dsl_dot4x8_su(qw43, ((((((t246 & 16711935u) * t245) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t246 >> 8u) & 16711935u) * t245) & 16711935u) * 3u) & 4278255360u));
                         }
                     }
                     if (WFMT == 0u) {
@@ -1183,26 +1198,28 @@ void main()
                 }
                 for (uint rr2 = 0u; rr2 < R2; rr2++) {
                     bool mine2 = lrow2 == rr2;
-                    int t245 = subgroupAdd(mine2 ? acc2 : 0);
-                    precise float t246 = subgroupAdd(mine2 ? accf2 : 0.0);
+                    int t247 = subgroupAdd(mine2 ? acc2 : 0);
+                    precise float t248 = subgroupAdd(mine2 ? accf2 : 0.0);
                     if ((mine2 && (lane2 == 0u)) && (row2 < M)) {
                         int qsum4 = int(lqs1.d[1u]);
                         precise float sc2 = lqs1.d[0u];
-                        precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (t246 / sc2) : ((float(t245 - qsum4) / sc2) * ws2);
-                        precise float t247 = y.d[row2] + v2;
-                        y.d[row2] = t247;
+                        precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (t248 / sc2) : ((float(t247 - qsum4) / sc2) * ws2);
+                        precise float t249 = y.d[row2] + v2;
+                        y.d[row2] = t249;
                     }
                 }
             }
             if (pc.has_next != 0u) {
+                uint t250 = 8u << GEMV_WIDE;
+                uint last_wg2 = ((M + (t250 - 1u)) / t250) - 1u;
                 memoryBarrierBuffer();
                 barrier();
                 if (gl_LocalInvocationIndex == 0u) {
-                    uint t248 = atomicAdd(sync.d[1023u], 1u);
-                    arrived2[0u] = t248;
+                    uint t251 = atomicAdd(sync.d[1023u], 1u);
+                    arrived2[0u] = t251;
                 }
                 barrier();
-                if (arrived2[0u] == 31u) {
+                if (arrived2[0u] == last_wg2) {
                     memoryBarrierBuffer();
                     uint wi2 = gl_LocalInvocationIndex;
                     bool inrow2 = wi2 < 64u;
@@ -1240,9 +1257,9 @@ void main()
                     am2 = max(am2, abs(y4.y));
                     am2 = max(am2, abs(y4.z));
                     am2 = max(am2, abs(y4.w));
-                    precise float t249 = subgroupMax(am2);
+                    precise float t252 = subgroupMax(am2);
                     if (subgroupElect()) {
-                        red2[gl_SubgroupID] = t249;
+                        red2[gl_SubgroupID] = t252;
                     }
                     barrier();
                     precise float amax2 = red2[0u];
@@ -1263,9 +1280,9 @@ void main()
                     if (inrow2) {
                         lq2.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
                     }
-                    int t250 = subgroupAdd(qsum5);
+                    int t253 = subgroupAdd(qsum5);
                     if (subgroupElect()) {
-                        redi2[gl_SubgroupID] = t250;
+                        redi2[gl_SubgroupID] = t253;
                     }
                     barrier();
                     int total2 = redi2[0u];
@@ -1287,17 +1304,17 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t251 = atomicAdd(sync.d[1021u], 1u);
-        uint fin = t251 + 1u;
-        if (fin == 32u) {
+        uint t254 = atomicAdd(sync.d[1021u], 1u);
+        uint fin = t254 + 1u;
+        if (fin == end0) {
             memoryBarrierBuffer();
             atomicExchange(sync.d[1022u], 1u);
         }
-        if (fin == 128u) {
+        if (fin == end1) {
             memoryBarrierBuffer();
             atomicExchange(sync.d[1022u], 2u);
         }
-        if (fin == 160u) {
+        if (fin == end2) {
             atomicExchange(sync.d[1020u], 0u);
             atomicExchange(sync.d[1021u], 0u);
             atomicExchange(sync.d[1022u], 0u);
