@@ -780,7 +780,11 @@ static void test_output_printable(void **state)
 /* Chat with stdin on a pipe: writes first_line, waits until the answer is being printed,
  * sends n_int SIGINTs, then writes then_text and closes stdin. Returns the exit status;
  * stderr into *out_err (malloc'd). Each call has its own output files: a previous call's
- * could pass for this one's before the child truncated them (a SIGINT sent too early). */
+ * could pass for this one's before the child truncated them (a SIGINT sent too early).
+ * Each answer runs until the context is full (-n 240 is more than it holds) unless it is
+ * interrupted: -c 128 leaves the first answer about 100 tokens (seconds) to be stopped by a
+ * SIGINT sent within milliseconds of its first bytes, and bounds the next turn's answer,
+ * never interrupted, to about 85 tokens. */
 static int chat_interrupt(int n_int, const char *first_line, const char *then_text, char **out_err)
 {
     static int calls;
@@ -800,7 +804,7 @@ static int chat_interrupt(int n_int, const char *first_line, const char *then_te
         dup2(fo, 1);
         dup2(fe, 2);
         setenv("XDG_CACHE_HOME", tmpdir, 1);
-        execl(bin, bin, "-m", tiny_model(), "--chat", "-n", "240", "-c", "256", "--ignore-eos", "--temp", "0",
+        execl(bin, bin, "-m", tiny_model(), "--chat", "-n", "240", "-c", "128", "--ignore-eos", "--temp", "0",
               "--verbose", (char *)NULL);
         _exit(127);
     }
