@@ -8,9 +8,9 @@
  * chained schedule is the default only on those GPUs (known_progress: by vendor id),
  * where it needs 2 + 3 per layer dispatches instead of 2 + 5 per layer and a waiting
  * workgroup costs an idle slot of the GPU; elsewhere the unchained one is. On lavapipe
- * (correct there: tested) a waiting workgroup spins a CPU thread, which a loaded
- * 2-core machine cannot spare: bitnet-kjv decoded at 194-224 ms per token chained
- * against 150-156 unchained (alternating runs). Either way rt_engine_opts.chain (--layer-chain on|off), TERNION_CHAIN=0|1 in
+ * (correct there: tested) it is slower: llvmpipe executes both sides of every branch, so
+ * each job runs all phases' barriers (docs/performance.md; bitnet-kjv: 101-108 ms per token
+ * chained against 80-86 unchained, alternating runs). Either way rt_engine_opts.chain (--layer-chain on|off), TERNION_CHAIN=0|1 in
  * the environment when the option is auto, or the tuner's stored choice for this device
  * (rt_tune.c: it times both) decide over that default. The sparse FFN and layer streaming
  * keep the unchained schedule, and so does a device whose limits the chained kernels
