@@ -1,12 +1,100 @@
 /* dsl_compile.c - GLSL -> SPIR-V through libshaderc (Vulkan 1.2 / SPIR-V 1.5, optimised
  * for performance); rejected sources are reported with the generated text, numbered.
+ *
+ * Compiled sources are remembered for the life of the process (the source text and build
+ * macro -> the SPIR-V, up to CACHE_MAX_BYTES): model descriptions that differ in a few
+ * kernels (a weight format per tensor group, a variant of a YAML) share most of their GLSL,
+ * and shaderc is most of the time it takes to build one. The same text and options always
+ * give the same SPIR-V, so a hit is the compile's result.
  */
+#include <pthread.h>
 #include <shaderc/shaderc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dsl_priv.h"
+
+/* ---- the compiled-source cache ---- */
+
+#define CACHE_MAX_BYTES ((size_t)256 << 20) /* sources + SPIR-V kept; past it, compiles are not kept */
+
+typedef struct cache_entry {
+    struct cache_entry *next;
+    uint64_t hash;    /* of macro and source */
+    char *macro, *src; /* owned */
+    uint32_t *spv;    /* owned */
+    size_t bytes;
+} cache_entry;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cache_entry *cache_head; /* most recent first */
+static size_t cache_bytes;
+
+static uint64_t cache_hash(const char *macro, const char *src)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = macro ? macro : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    h = (h ^ 0xffu) * 0x100000001b3ull; /* separator */
+    for (const char *p = src; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return h;
+}
+
+/* A copy of the SPIR-V compiled from (macro, src) before, into *out_spv; false if none
+ * (or no memory for the copy: the caller compiles). */
+static bool cache_get(uint64_t h, const char *macro, const char *src, uint32_t **out_spv, size_t *out_bytes)
+{
+    bool hit = false;
+    pthread_mutex_lock(&cache_lock);
+    for (const cache_entry *e = cache_head; e && !hit; e = e->next) {
+        if (e->hash != h || strcmp(e->macro, macro ? macro : "") || strcmp(e->src, src))
+            continue;
+        *out_spv = malloc(e->bytes ? e->bytes : 4);
+        if (*out_spv) {
+            memcpy(*out_spv, e->spv, e->bytes);
+            *out_bytes = e->bytes;
+            hit = true;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return hit;
+}
+
+/* Remember a compile (best effort: nothing on no memory or past CACHE_MAX_BYTES). */
+static void cache_put(uint64_t h, const char *macro, const char *src, const uint32_t *spv, size_t bytes)
+{
+    const size_t need = strlen(src) + bytes;
+    cache_entry *e = calloc(1, sizeof(*e));
+    if (!e)
+        return;
+    e->hash = h;
+    e->macro = strdup(macro ? macro : "");
+    e->src = strdup(src);
+    e->spv = malloc(bytes ? bytes : 4);
+    e->bytes = bytes;
+    bool kept = false;
+    if (e->macro && e->src && e->spv) {
+        memcpy(e->spv, spv, bytes);
+        pthread_mutex_lock(&cache_lock);
+        if (cache_bytes + need <= CACHE_MAX_BYTES) {
+            e->next = cache_head;
+            cache_head = e;
+            cache_bytes += need;
+            kept = true;
+        }
+        pthread_mutex_unlock(&cache_lock);
+    }
+    if (!kept) {
+        free(e->macro);
+        free(e->src);
+        free(e->spv);
+        free(e);
+    }
+}
 
 static char *numbered_error(const char *name, const char *msg, const char *src)
 {
@@ -33,6 +121,9 @@ static int compile_glsl(const char *name, const char *src, const char *macro, ui
     *out_spv = NULL;
     *out_bytes = 0;
     if (out_err) *out_err = NULL;
+    const uint64_t h = cache_hash(macro, src);
+    if (cache_get(h, macro, src, out_spv, out_bytes))
+        return 0;
     shaderc_compiler_t c = shaderc_compiler_initialize();
     shaderc_compile_options_t o = shaderc_compile_options_initialize();
     if (!c || !o) {
@@ -63,6 +154,7 @@ static int compile_glsl(const char *name, const char *src, const char *macro, ui
         } else {
             memcpy(*out_spv, shaderc_result_get_bytes(r), n);
             *out_bytes = n;
+            cache_put(h, macro, src, *out_spv, n);
         }
     }
     shaderc_result_release(r);

@@ -241,8 +241,7 @@ static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, cons
     gen_bl_ctx cc = *c0; /* with splitk: the part's word range set per job below */
     const gen_bl_ctx *c = &cc;
     const int nw = c->glu ? 2 : 1;
-    dsl_expr q = c->q;
-    dsl_expr ws[2];
+    dsl_expr q = c->q, ws[2];
     gen_bl_scales(k, c, W, M, ws);
     dsl_expr sl = dsl_subgroup_invocation(k), sgsz = dsl_subgroup_size(k);
     /* R rows per subgroup at once (at most one a lane, whatever the subgroup size): row lrow
