@@ -406,7 +406,8 @@ static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, 
     /* rows per workgroup: prefill, the tile's 16 TILE_ROWS; decode, GEMV_WIDE's slots (a
      * constant 8 without it) */
     const bool dyn = !c->decode || c->wide;
-    dsl_expr tm = !dyn ? NULL : dsl_let(k, "tm", c->decode ? bl_decode_rpw(k, c) : dsl_mul(k, U(16), c->tile_rows));
+    dsl_expr tm = !dyn ? NULL
+                       : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c)) : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
     dsl_expr end = NULL;
     for (int p = 0; p < np; p++) {
         char cn[8];

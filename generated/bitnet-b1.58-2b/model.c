@@ -303,7 +303,7 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 27\n"
     "kernel embed_f16_n2560_nextnorm glsl-fnv64:8c3b7502af1a6cfb\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:f1632f99469eeb1d +native-dot\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:4260a42cfd1bfbe7 +native-dot\n"
     "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:7399bb2e57052202\n"
     "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:94381161755dea45 +native-dot\n"
     "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:279695be2761fb1a +native-dot\n"

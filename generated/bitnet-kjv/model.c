@@ -366,7 +366,7 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 29\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:e90ad307e105dde6\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:421e32bc8dfb481d +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:beac55f29fb5d2bb +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm glsl-fnv64:59ffe740ec291509\n"
     "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:09642266f8b07923 +native-dot\n"
     "kernel bitlinear_glu_relu2_nextnorm_m768_k256_decode glsl-fnv64:827accbc97b3d664 +native-dot\n"

@@ -303,7 +303,7 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 27\n"
     "kernel embed_f16_n512_nextnorm glsl-fnv64:e5d426a6ef993ac0\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:ed263a13f8815ebf +native-dot\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_decode glsl-fnv64:8d519a437e064bdf +native-dot\n"
     "kernel attention_rope_h8_kv2_d64_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:cb567076322ab2c6\n"
     "kernel bitlinear_res_nextnorm_m512_k512_decode glsl-fnv64:505e62ff50abc493 +native-dot\n"
     "kernel bitlinear_glu_relu2_nextnorm_m1536_k512_decode glsl-fnv64:d84bab7936817a34 +native-dot\n"

@@ -245,7 +245,7 @@ static const char manifest[] =
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n256_nextnorm glsl-fnv64:e90ad307e105dde6\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:421e32bc8dfb481d +native-dot\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:beac55f29fb5d2bb +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:4e7b324264aac63c\n"
     "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:09642266f8b07923 +native-dot\n"
     "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:cfd57b488d0832c4 +native-dot\n"

@@ -90,8 +90,8 @@ void main()
         barrier();
     }
     uint wg = gl_WorkGroupID.x;
-    uint tm = 8u << GEMV_WIDE;
-    uint part_end = 0u + ((M0 + (tm - 1u)) / tm);
+    uint rpw = 8u << GEMV_WIDE;
+    uint part_end = 0u + ((M0 + (rpw - 1u)) / rpw);
     if (wg < part_end) {
         precise float ws = 0.0;
         if (WFMT == 0u) {
@@ -317,7 +317,7 @@ void main()
             }
         }
     } else {
-        uint part_end1 = part_end + ((M1 + (tm - 1u)) / tm);
+        uint part_end1 = part_end + ((M1 + (rpw - 1u)) / rpw);
         if (wg < part_end1) {
             precise float ws1 = 0.0;
             if (WFMT == 0u) {
@@ -543,7 +543,7 @@ void main()
                 }
             }
         } else {
-            uint part_end2 = part_end1 + ((M2 + (tm - 1u)) / tm);
+            uint part_end2 = part_end1 + ((M2 + (rpw - 1u)) / rpw);
             precise float ws2 = 0.0;
             if (WFMT == 0u) {
                 ws2 = uintBitsToFloat(pc.w2.d[2048u]);
