@@ -176,8 +176,9 @@ typedef struct {
 
 /* Workgroup count along one axis for a step of N tokens:
  * (mul * N + add + div - 1) / div. Decode uses N = 1. With vocab_div != 0 the count is
- * at most ceil(vocabulary / vocab_div): kernels that stride over the vocabulary (the LM
- * head, reading gl_NumWorkGroups) launch no workgroup that would find no row.
+ * at most ceil(vocabulary / (vocab_div << GEMV_WIDE)): kernels that stride over the
+ * vocabulary (the LM head, reading gl_NumWorkGroups) launch no workgroup that would find
+ * no row.
  * With splits_max != 0 the count is a tunable launch size the kernel reads from
  * gl_NumWorkGroups (the merged split decode attention's key ranges per KV head): a
  * variant (rt_variant.splits, rt_tune.c) may launch any count from 1 to splits_max
@@ -224,8 +225,9 @@ static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t 
         uint32_t div = g->tile == RT_TILE_TOKS ? 16u * t.toks : g->div ? g->div : 1;
         v = (g->mul * n + g->add + div - 1) / div;
     }
-    if (g->vocab_div && vocab) {
-        uint32_t cap = (vocab + g->vocab_div - 1) / g->vocab_div;
+    if (g->vocab_div && vocab) { /* blocks of vocab_div rows, << GEMV_WIDE (the decode LM head) */
+        const uint32_t div = g->vocab_div << (wide <= RT_WIDE_LOG2_MAX ? wide : 0);
+        uint32_t cap = (vocab + div - 1) / div;
         v = v < cap ? v : cap;
     }
     return v ? v : 1;

@@ -1178,7 +1178,8 @@ static void check_head_argmax(const gen_kop *kop, rt_buf *ab, const float *y, ui
 /* The LM head kop as built (q8 false), or its --lm-head q8 variant: the table is F16 /
  * F32, or its Q8_0 copy (quantized here by the reference, packed as RT_ARG_WEIGHT_Q8:
  * codes, then f16 scales). A folded final norm (decode graphs) is checked against
- * rmsnorm + the head in C. gemv_vec: the GEMV_VEC constant (F16 decode: 16-byte loads). */
+ * rmsnorm + the head in C. gemv_vec: the GEMV_VEC constant (F16 decode: 16-byte loads)
+ * + 4096 GEMV_WIDE (decode: 8 << w row slots a workgroup, the launch cap following). */
 static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, bool q8, uint32_t gemv_vec)
 {
     gen_kop kop = *kop0;
@@ -1241,9 +1242,10 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
                 else
                     cref_lm_head(tab, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
             }
-            char what[64];
-            snprintf(what, sizeof(what), "%s%s%s%s", q8 ? "q8, " : "", norm ? "folded norm, " : "",
-                     gemv_vec ? "16-byte loads, " : "", all ? "all rows" : "last row");
+            char what[96];
+            snprintf(what, sizeof(what), "%s%s%s%u row slots, %s", q8 ? "q8, " : "", norm ? "folded norm, " : "",
+                     (gemv_vec & 15) ? "16-byte loads, " : "", RT_DECODE_ROWS << (gemv_vec >> 12),
+                     all ? "all rows" : "last row");
             expect(&kop, what, decode, n, 0, rel_err(y, ref, (size_t)rows * VOCAB, NORM), norm ? 1e-5 : 1e-6);
             assert_true(all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
             free(y);
@@ -1293,14 +1295,14 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
 static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     assert_true(kop->norm_w < 0); /* folded norm: the decode graphs, test_lm_head */
-    for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
-        lm_head_case(g, kop, decode, false, v);
+    for (uint32_t v = 0; v < (decode ? 2u : 1u); v++) /* decode: 4-byte loads, 16-byte at 32 row slots */
+        lm_head_case(g, kop, decode, false, v ? 1 | 2 << 12 : 0);
 }
 
 static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
-        lm_head_case(g, kop, decode, true, v);
+        lm_head_case(g, kop, decode, true, v ? 1 | 2 << 12 : 0);
 }
 
 /* ---------------------------------------------------------------- argmax, top-k, copy */
@@ -1564,9 +1566,10 @@ static void test_lm_head(void **state)
     for (int m = 0; m < N_MODELS; m++)
         for (int i = 0; i < dec_graphs[m].n_kops; i++)
             if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm_w >= 0) {
+                /* 4- and 16-byte loads; 8, 32 and 64 row slots a workgroup (GEMV_WIDE) */
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1 | 2 << 12);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0 | 3 << 12);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1);
                 n++;
             }

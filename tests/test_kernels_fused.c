@@ -176,11 +176,11 @@ static rt_buf *act(planbufs *p, int b)
     return &p->act[b];
 }
 
-/* GEMV_WIDE of the dispatches (8 << g_wide row slots a decode bitlinear workgroup, the launch
- * following; other kernels ignore it): the fused bitlinears' next-norm tails and MULTI's part
- * ranges count workgroups, so those checks run at 8 and at 64 slots (a slot per subgroup at 4
- * lanes, several each at wider subgroups; the runtime's defaults lie between, and the
- * end-to-end suites run them). */
+/* GEMV_WIDE of the dispatches (8 << g_wide row slots a decode bitlinear or LM head workgroup,
+ * the launch following; other kernels ignore it): the fused bitlinears' next-norm tails,
+ * MULTI's part ranges and the head's argmax count workgroups, so those checks run at 8 and
+ * 64 slots (a slot per subgroup at 4 lanes, several each at wider subgroups; the runtime's
+ * defaults lie between, and the end-to-end suites run them). */
 static unsigned g_wide;
 
 /* One decode dispatch of kop (kernel built by the generator, args bound as the runtime does,
@@ -664,8 +664,8 @@ static void test_fused_kernels_match_unfused(void **state)
             last++;
             next += k->last_next;
         } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
-            for (g_wide = 0; g_wide <= (k->kind == GEN_K_BITLINEAR_MULTI ? RT_WIDE_LOG2_MAX : 0u);
-                 g_wide += RT_WIDE_LOG2_MAX)
+            const bool wide = k->kind == GEN_K_BITLINEAR_MULTI || k->kind == GEN_K_LM_HEAD;
+            for (g_wide = 0; g_wide <= (wide ? RT_WIDE_LOG2_MAX : 0u); g_wide += RT_WIDE_LOG2_MAX)
                 check_fused_kop(k);
             g_wide = 0;
             n++;

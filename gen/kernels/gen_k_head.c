@@ -5,7 +5,8 @@
  * last position only, unless all logits were asked for). Each subgroup owns one
  * vocabulary row at a time; workgroups stride over the vocabulary (its size is a
  * run-time value: HEAD_GROUPS workgroups at most, and the runtime launches no more
- * than one per block of ROWS rows, so a small vocabulary starts no idle ones).
+ * than one per block of ROWS rows (decode: ROWS << GEMV_WIDE), so a small vocabulary
+ * starts no idle ones).
  * F16 weights are read as pairs, each lane taking 4 consecutive words (8 halves; Q8_0: 16 codes) per step: in
  * decode one uvec4 load when the runtime sets GEMV_VEC, else 4 u32 loads, the same
  * sums in the same order (batch too, so batched and decoded logits are the same bits);
@@ -236,8 +237,13 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     /* argmax: this invocation's best row so far (rows ascend: '>' keeps the lowest index) */
     dsl_expr best = amax ? dsl_var(k, "best", DSL_F32, F(-3.0e38)) : NULL;
     dsl_expr bidx = amax ? dsl_var(k, "bidx", DSL_U32, U(0xffffffffu)) : NULL;
-    dsl_expr vb = dsl_for(k, "vb", dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), vocab, dsl_mul(k, dsl_nwg(k, 0), U(ROWS)));
-    dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
+    /* decode: ROWS << GEMV_WIDE row slots a workgroup (one per subgroup at the runtime's
+     * default, as the decode bitlinears; the launch cap follows: rt_groups_count) */
+    dsl_expr slots = decode ? dsl_let(k, "slots", dsl_shl(k, U(ROWS), dsl_spec_const(k, "GEMV_WIDE", DSL_U32,
+                                                                                    RT_SPEC_GEMV_WIDE, 0)))
+                            : U(ROWS);
+    dsl_expr vb = dsl_for(k, "vb", dsl_mul(k, dsl_wgid(k, 0), slots), vocab, dsl_mul(k, dsl_nwg(k, 0), slots));
+    dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), slots, dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, vocab));
     head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .decode = decode, .blocked = blocked, .per_word = per_word,

@@ -33,6 +33,7 @@ const uint D = 256u;
 const uint DW = 64u;
 const uint SW = 4u;
 const float NORM_EPS = 1e-05;
+layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 const uint DW4 = 16u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 
@@ -88,8 +89,9 @@ void main()
     barrier();
     precise float best1 = -3e+38;
     uint bidx = 4294967295u;
-    for (uint vb = gl_WorkGroupID.x * 8u; vb < pc.vocab; vb += gl_NumWorkGroups.x * 8u) {
-        for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
+    uint slots = 8u << GEMV_WIDE;
+    for (uint vb = gl_WorkGroupID.x * slots; vb < pc.vocab; vb += gl_NumWorkGroups.x * slots) {
+        for (uint rl = gl_SubgroupID; rl < slots; rl += gl_NumSubgroups) {
             uint v = vb + rl;
             if (v >= pc.vocab) break;
             precise float acc0 = 0.0;
