@@ -3,7 +3,8 @@
  *
  * Each workgroup first takes a ticket t = atomicAdd(tickets, 1) (one invocation, broadcast
  * through shared memory). Tickets map in order onto the phases' jobs: phase 0's n_0 jobs,
- * then phase 1's, ... (n_p = ceil(rows_p / (8 << GEMV_WIDE)): the phases' own launches); job j of phase p runs exactly the code of workgroup j of that
+ * then phase 1's, ... (n_p = ceil(rows_p / (8 << GEMV_WIDE)): the phases' own launches);
+ * job j of phase p runs exactly the code of workgroup j of that
  * phase's own kernel (the bitlinear builder builds it into this kernel, reading the job
  * index through the DSL's virtual workgroup id). A phase-p job (p > 0) first waits until
  * phase p-1 is done: the workgroup spins on an atomic read of the phases-done word (made by

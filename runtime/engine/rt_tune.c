@@ -87,13 +87,13 @@ static uint16_t dims_of(const rt_engine *e, uint32_t k)
     const bool int_sums = !e->wfmt || e->wfmt[k] == RT_WFMT_I2S || e->wfmt[k] == RT_WFMT_TQ1T;
     return (uint16_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
                       (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_WIDE) ? DIM_WIDE : 0) |
-                     (splits_groups(e, k) ? DIM_SPLITS : 0) |
-                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) && int_sums ? DIM_ROWS : 0) |
-                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SPLITK) && int_sums ? DIM_SPLITK : 0) |
-                     (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
-                     (kd->tile_shared[0] ? DIM_TILE : 0) |
-                     (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0) |
-                     (kd->spv_mma && rt_vk_get_info(e->vk)->has_coopmat ? DIM_MMA : 0));
+                      (splits_groups(e, k) ? DIM_SPLITS : 0) |
+                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_ROWS) && int_sums ? DIM_ROWS : 0) |
+                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SPLITK) && int_sums ? DIM_SPLITK : 0) |
+                      (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_SHQ) ? DIM_SHQ : 0) |
+                      (kd->tile_shared[0] ? DIM_TILE : 0) |
+                      (kd->spv_dot && rt_vk_get_info(e->vk)->has_int_dot ? DIM_DOT : 0) |
+                      (kd->spv_mma && rt_vk_get_info(e->vk)->has_coopmat ? DIM_MMA : 0));
 }
 
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n)
