@@ -147,6 +147,16 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
     }
 }
 
+/* Rows a workgroup serves per pass over the vocabulary: ROWS, in decode ROWS << GEMV_WIDE
+ * row slots (one per subgroup at the runtime's default, as the decode bitlinears; the
+ * launch cap follows: rt_groups_count). */
+static dsl_expr head_slots(dsl_kernel *k, bool decode)
+{
+    if (!decode)
+        return U(ROWS);
+    return dsl_let(k, "slots", dsl_shl(k, U(ROWS), dsl_spec_const(k, "GEMV_WIDE", DSL_U32, RT_SPEC_GEMV_WIDE, 0)));
+}
+
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
@@ -237,11 +247,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     /* argmax: this invocation's best row so far (rows ascend: '>' keeps the lowest index) */
     dsl_expr best = amax ? dsl_var(k, "best", DSL_F32, F(-3.0e38)) : NULL;
     dsl_expr bidx = amax ? dsl_var(k, "bidx", DSL_U32, U(0xffffffffu)) : NULL;
-    /* decode: ROWS << GEMV_WIDE row slots a workgroup (one per subgroup at the runtime's
-     * default, as the decode bitlinears; the launch cap follows: rt_groups_count) */
-    dsl_expr slots = decode ? dsl_let(k, "slots", dsl_shl(k, U(ROWS), dsl_spec_const(k, "GEMV_WIDE", DSL_U32,
-                                                                                    RT_SPEC_GEMV_WIDE, 0)))
-                            : U(ROWS);
+    dsl_expr slots = head_slots(k, decode);
     dsl_expr vb = dsl_for(k, "vb", dsl_mul(k, dsl_wgid(k, 0), slots), vocab, dsl_mul(k, dsl_nwg(k, 0), slots));
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), slots, dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
