@@ -60,7 +60,10 @@
 /* Decode: the row slots of a workgroup, RT_DECODE_ROWS << GEMV_WIDE (its subgroups take them
  * in turn), and the rows it serves, the slots >> GEMV_SPLITK (rt_decode_rows): expressions of
  * the specialization constants, constants without them. */
-static dsl_expr bl_slots(dsl_kernel *k, const gen_bl_ctx *c) { return c->wide ? dsl_shl(k, U(ROWS), c->wide) : U(ROWS); }
+static dsl_expr bl_slots(dsl_kernel *k, const gen_bl_ctx *c)
+{
+    return c->wide ? dsl_shl(k, U(ROWS), c->wide) : U(ROWS);
+}
 
 static dsl_expr bl_decode_rpw(dsl_kernel *k, const gen_bl_ctx *c)
 {
@@ -406,8 +409,9 @@ static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, 
     /* rows per workgroup: prefill, the tile's 16 TILE_ROWS; decode, GEMV_WIDE's slots (a
      * constant 8 without it) */
     const bool dyn = !c->decode || c->wide;
-    dsl_expr tm = !dyn ? NULL
-                       : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c)) : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
+    dsl_expr tm = !dyn      ? NULL
+                  : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c))
+                              : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
     dsl_expr end = NULL;
     for (int p = 0; p < np; p++) {
         char cn[8];

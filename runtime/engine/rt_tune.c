@@ -382,23 +382,35 @@ static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err
 }
 
 /* Time kernel k at variant v on a prompt of n tokens; keeps it in *best when faster. */
-static int time_prompt_variant(rt_engine *e, uint32_t k, rt_variant v, int n, int steps, bool print, bool *first,
-                               rt_variant *best, double *best_ms, char *err)
+/* Kernel k's variant v (set) took ms: its row of the table when printing (the kernel's name
+ * on its first row; prompt: the step's tokens, 0 for a decode step), and kept in *best when
+ * faster. */
+static void keep_variant(const rt_engine *e, uint32_t k, rt_variant v, double ms, int prompt, bool print,
+                         bool *first, rt_variant *best, double *best_ms)
 {
-    char vn[32];
-    double ms;
-    e->var[k] = v;
-    if (rt_eng_make_pipe(e, k, err) || time_prompt(e, n, steps, &ms, err))
-        return -1;
     if (print) {
+        char vn[32];
         rt_eng_variant_name(e, k, vn, sizeof(vn));
-        printf("  %-60s %-12s %9.3f (%d-token prompt)\n", *first ? e->d->kernels[k].name : "", vn, ms, n);
+        printf("  %-60s %-12s %9.3f", *first ? e->d->kernels[k].name : "", vn, ms);
+        if (prompt)
+            printf(" (%d-token prompt)", prompt);
+        printf("\n");
         *first = false;
     }
     if (*best_ms == 0 || ms < *best_ms) {
         *best_ms = ms;
         *best = v;
     }
+}
+
+static int time_prompt_variant(rt_engine *e, uint32_t k, rt_variant v, int n, int steps, bool print, bool *first,
+                               rt_variant *best, double *best_ms, char *err)
+{
+    double ms;
+    e->var[k] = v;
+    if (rt_eng_make_pipe(e, k, err) || time_prompt(e, n, steps, &ms, err))
+        return -1;
+    keep_variant(e, k, v, ms, n, print, first, best, best_ms);
     return 0;
 }
 
@@ -516,20 +528,11 @@ static int tune_splits(rt_engine *e, uint32_t k, int steps, bool print, char *er
 static int time_decode_variant(rt_engine *e, uint32_t k, rt_variant v, int steps, bool print, bool *first,
                                rt_variant *best, double *best_ms, char *err)
 {
-    char vn[32];
     double ms;
     e->var[k] = v;
     if (rt_eng_make_pipe(e, k, err) || rerecord(e, err) || time_step(e, steps, &ms, err))
         return -1;
-    if (print) {
-        rt_eng_variant_name(e, k, vn, sizeof(vn));
-        printf("  %-60s %-12s %9.3f\n", *first ? e->d->kernels[k].name : "", vn, ms);
-        *first = false;
-    }
-    if (*best_ms == 0 || ms < *best_ms) {
-        *best_ms = ms;
-        *best = v;
-    }
+    keep_variant(e, k, v, ms, 0, print, first, best, best_ms);
     return 0;
 }
 
