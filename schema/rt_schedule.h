@@ -100,17 +100,17 @@ typedef enum { RT_WFMT_I2S = 0, RT_WFMT_TQ2 = 1, RT_WFMT_TQ1 = 2, RT_WFMT_TQ1T =
  * device: tested on lavapipe). Set by the tiles whose rt_tile.mma is 1; I2_S weights only
  * (other formats run the ordinary tile of the same size). Integer sums: the same results. */
 #define RT_SPEC_TILE_MMA 7
-/* GEMV_WIDE: a decode bitlinear workgroup has RT_DECODE_ROWS << w row slots (w = 0 .. 3: 8 to
- * 64), taken by its subgroups in turn, so it serves that many rows (>> GEMV_SPLITK) and the
- * launch shrinks 2^w-fold (rt_groups.tile = RT_TILE_DECODE). With one slot per subgroup
- * (256 / subgroup size: the runtime's default) no subgroup of a workgroup idles; on a CPU
- * device (8-lane subgroups: 32 of them) that is 4 times fewer, fuller workgroups. Each row's
- * code is unchanged, so the same results (a tuner variant). */
+/* GEMV_WIDE: a decode bitlinear workgroup has RT_DECODE_ROWS << w row slots (w = 0 .. 5: 8 to
+ * 256), taken by its subgroups in turn, so it serves that many rows (>> GEMV_SPLITK) and the
+ * launch shrinks 2^w-fold (rt_groups.tile = RT_TILE_DECODE). The runtime's default: on a GPU
+ * one slot per subgroup (256 / subgroup size), so no subgroup of a workgroup idles; on a CPU
+ * device the most (few, full workgroups: it pays per workgroup, rt_eng_default_wide). Each
+ * row's code is unchanged, so the same results (a tuner variant). */
 #define RT_SPEC_GEMV_WIDE 8
 #define RT_SPEC_COUNT 9
 #define RT_DECODE_ROWS 8 /* a decode bitlinear workgroup's rows (GEMV_SPLITK 0, GEMV_WIDE 0) */
 #define RT_SPLITK_LOG2_MAX 2
-#define RT_WIDE_LOG2_MAX 3
+#define RT_WIDE_LOG2_MAX 5
 
 /* The tiles a tuner may choose, rows and tokens per invocation (a workgroup: 16 rows x 16
  * tokens of them) and whether the products run on cooperative matrices (TILE_MMA); tile 0

@@ -787,10 +787,16 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
     kern kn;
     kern_build(&kn, g, kop, decode);
     /* decode: each load variant; 2 / 4 rows a subgroup and 2 / 4 subgroups a row, each with the
-     * 4-byte loop (global or shared codes) and with 16-byte loads; 16 to 64 row slots a
+     * 4-byte loop (global or shared codes) and with 16-byte loads; 16 to 256 row slots a
      * workgroup with some of them (the launch shrinks to match: rt_groups_count) */
-    static const uint32_t variants[] = {0,          1 | 2 << 12,          2,          0 | 2 << 4 | 3 << 12,
-                                        1 | 1 << 4, 2 | 1 << 4 | 1 << 12, 1 | 2 << 8 | 2 << 12, 2 | 1 << 8};
+    static const uint32_t variants[] = {0,
+                                        1 | 2 << 12,
+                                        2,
+                                        0 | 2 << 4 | 3 << 12,
+                                        1 | 1 << 4 | 4 << 12,
+                                        2 | 1 << 4 | 1 << 12,
+                                        1 | 2 << 8 | 2 << 12,
+                                        2 | 1 << 8 | 5 << 12};
     for (size_t v = 0; decode && v < sizeof(variants) / sizeof(variants[0]); v++) {
         kern_respec(&kn, variants[v], 0);
         check_bitlinear_run(g, kop, &kn, decode);
@@ -1566,11 +1572,11 @@ static void test_lm_head(void **state)
     for (int m = 0; m < N_MODELS; m++)
         for (int i = 0; i < dec_graphs[m].n_kops; i++)
             if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm_w >= 0) {
-                /* 4- and 16-byte loads; 8, 32 and 64 row slots a workgroup (GEMV_WIDE) */
+                /* 4- and 16-byte loads; 8, 32, 64 and 256 row slots a workgroup (GEMV_WIDE) */
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1 | 2 << 12);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0 | 3 << 12);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1);
+                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1 | 5 << 12);
                 n++;
             }
     assert_int_equal(n, N_MODELS);

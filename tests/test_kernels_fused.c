@@ -179,8 +179,8 @@ static rt_buf *act(planbufs *p, int b)
 /* GEMV_WIDE of the dispatches (8 << g_wide row slots a decode bitlinear or LM head workgroup,
  * the launch following; other kernels ignore it): the fused bitlinears' next-norm tails,
  * MULTI's part ranges and the head's argmax count workgroups, so those checks run at 8 and
- * 64 slots (a slot per subgroup at 4 lanes, several each at wider subgroups; the runtime's
- * defaults lie between, and the end-to-end suites run them). */
+ * 256 slots (the runtime's GPU defaults lie between, 256 is its CPU default; the end-to-end
+ * suites run the defaults). */
 static unsigned g_wide;
 
 /* One decode dispatch of kop (kernel built by the generator, args bound as the runtime does,

@@ -14,9 +14,9 @@ static const rt_kernel_desc kernels[27] = {
     {"embed_f16_n2560_nextnorm", spv_embed_f16_n2560_nextnorm, sizeof(spv_embed_f16_n2560_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
     {"bitlinear_multi_m2560_m640_m640_k2560_decode", spv_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_decode), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_decode), NULL, 0, 2560, 256, 0, {0}},
     {"attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm", spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, sizeof(spv_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm), NULL, 0, NULL, 0, 6168, 128, 0, {0}},
-    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), NULL, 0, 5124, 256, 0, {0}},
-    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), NULL, 0, 5636, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), NULL, 0, 9476, 256, 0, {0}},
+    {"bitlinear_res_nextnorm_m2560_k2560_decode", spv_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_bitlinear_res_nextnorm_m2560_k2560_decode), spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m2560_k2560_decode), NULL, 0, 6660, 256, 0, {0}},
+    {"bitlinear_glu_relu2_nextnorm_m6912_k2560_decode", spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, sizeof(spv_dot_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode), NULL, 0, 8708, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m2560_k6912_decode", spv_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_bitlinear_res_nextlayernorm_m2560_k6912_decode), spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m2560_k6912_decode), NULL, 0, 11012, 256, 0, {0}},
     {"lm_head_norm_f16_n2560_decode_argmax", spv_lm_head_norm_f16_n2560_decode_argmax, sizeof(spv_lm_head_norm_f16_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
     {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
     {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -305,9 +305,9 @@ static const char manifest[] =
     "kernel embed_f16_n2560_nextnorm glsl-fnv64:8c3b7502af1a6cfb\n"
     "kernel bitlinear_multi_m2560_m640_m640_k2560_decode glsl-fnv64:4260a42cfd1bfbe7 +native-dot\n"
     "kernel attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm glsl-fnv64:7399bb2e57052202\n"
-    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:94381161755dea45 +native-dot\n"
-    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:279695be2761fb1a +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:c1db3530f883d145 +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m2560_k2560_decode glsl-fnv64:2080476aa85a5715 +native-dot\n"
+    "kernel bitlinear_glu_relu2_nextnorm_m6912_k2560_decode glsl-fnv64:f0df2b311907a2b4 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m2560_k6912_decode glsl-fnv64:8daf420f6d54bd75 +native-dot\n"
     "kernel lm_head_norm_f16_n2560_decode_argmax glsl-fnv64:4b321c074effa8ef\n"
     "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:726b9506bf74bb02\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"

@@ -14,9 +14,9 @@ static const rt_kernel_desc kernels[25] = {
     {"embed_f16_n256_nextnorm", spv_embed_f16_n256_nextnorm, sizeof(spv_embed_f16_n256_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
     {"bitlinear_multi_m256_m128_m128_k256_decode", spv_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_decode), spv_dot_bitlinear_multi_m256_m128_m128_k256_decode, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_decode), NULL, 0, 256, 256, 0, {0}},
     {"attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant", spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant, sizeof(spv_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant), NULL, 0, NULL, 0, 3344, 64, 0, {0}},
-    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), NULL, 0, 2820, 256, 0, {0}},
-    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), NULL, 0, 3332, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), NULL, 0, 3332, 256, 0, {0}},
+    {"bitlinear_res_nextnorm_m256_k256_decode", spv_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_bitlinear_res_nextnorm_m256_k256_decode), spv_dot_bitlinear_res_nextnorm_m256_k256_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m256_k256_decode), NULL, 0, 4356, 256, 0, {0}},
+    {"bitlinear_glu_silu_nextquant_m768_k256_decode", spv_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m768_k256_decode), spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m768_k256_decode), NULL, 0, 6404, 256, 0, {0}},
+    {"bitlinear_res_nextlayernorm_m256_k768_decode", spv_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_bitlinear_res_nextlayernorm_m256_k768_decode), spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m256_k768_decode), NULL, 0, 4868, 256, 0, {0}},
     {"lm_head_norm_f16_n256_decode_argmax", spv_lm_head_norm_f16_n256_decode_argmax, sizeof(spv_lm_head_norm_f16_n256_decode_argmax), NULL, 0, NULL, 0, 4100, 256, 0, {0}},
     {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, NULL, 0, 4100, 256, 0, {0}},
     {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -247,9 +247,9 @@ static const char manifest[] =
     "kernel embed_f16_n256_nextnorm glsl-fnv64:e90ad307e105dde6\n"
     "kernel bitlinear_multi_m256_m128_m128_k256_decode glsl-fnv64:beac55f29fb5d2bb +native-dot\n"
     "kernel attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextquant glsl-fnv64:4e7b324264aac63c\n"
-    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:09642266f8b07923 +native-dot\n"
-    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:cfd57b488d0832c4 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:2b670867f351e3b0 +native-dot\n"
+    "kernel bitlinear_res_nextnorm_m256_k256_decode glsl-fnv64:1a4f65fbece6e813 +native-dot\n"
+    "kernel bitlinear_glu_silu_nextquant_m768_k256_decode glsl-fnv64:bd24bd65b3a963d6 +native-dot\n"
+    "kernel bitlinear_res_nextlayernorm_m256_k768_decode glsl-fnv64:e30c9a1b8a7e91c0 +native-dot\n"
     "kernel lm_head_norm_f16_n256_decode_argmax glsl-fnv64:fe9cec1d25736440\n"
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:e3c66747e17bb711\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"

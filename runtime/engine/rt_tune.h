@@ -6,7 +6,7 @@
  * constants (found in the SPIR-V itself: RT_SPEC_GEMV_VEC, 4- or 16-byte row loads;
  * RT_SPEC_GEMV_SHQ, activation codes staged in shared memory; RT_SPEC_GEMV_ROWS, 1, 2 or 4
  * rows per subgroup at once, and RT_SPEC_GEMV_SPLITK, 1, 2 or 4 subgroups a row, both
- * offered for integer-sum formats only; RT_SPEC_GEMV_WIDE, 8 to 64 row slots a workgroup,
+ * offered for integer-sum formats only; RT_SPEC_GEMV_WIDE, 8 to 256 row slots a workgroup,
  * timed after the others at their fastest), and
  * for a kernel with a tunable launch size (rt_groups.splits_max: the merged split decode
  * attention, which reads its number of key ranges per KV head from gl_NumWorkGroups) each

@@ -54,8 +54,8 @@ const int Q8_HI = 127;
 
 shared float red[256];
 shared uint qsh[192];
-shared int psum[64];
-shared float psumf[64];
+shared int psum[256];
+shared float psumf[256];
 shared uint arrived[1];
 shared int redi[256];
 

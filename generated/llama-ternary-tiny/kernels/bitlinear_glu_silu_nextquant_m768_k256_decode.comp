@@ -52,8 +52,8 @@ const int Q8_HI = 127;
 
 shared float red[256];
 shared uint qsh[64];
-shared int psum[128];
-shared float psumf[128];
+shared int psum[512];
+shared float psumf[512];
 shared uint arrived[1];
 shared int redi[256];
 
