@@ -265,7 +265,7 @@ typedef struct {
                            overlapping compute (same logits); too small: an error naming the least */
     int32_t chain;      /* decode schedule (ternion_chain): TERNION_CHAIN_AUTO (the default:
                            with tune AUTO / NOW the tuner's choice, else chained on NVIDIA, AMD
-                           and Intel GPUs and unchained elsewhere, CPU devices included;
+                           and Intel GPUs and lavapipe, unchained elsewhere;
                            TERNION_CHAIN=0|1 in the environment overrides), _OFF (each layer
                            kernel its own dispatch: 2 + 5 per layer), _ON (a layer's O, GLU and
                            down projections as ordered phases of one dispatch: 2 + 3 per layer;

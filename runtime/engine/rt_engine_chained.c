@@ -5,16 +5,19 @@
  * dispatch whose workgroups take ordered tickets and spin until the previous phase is
  * done. That is deadlock-free where workgroups that have started keep making progress
  * (GPUs of NVIDIA, AMD and Intel; llvmpipe), which Vulkan does not promise. So the
- * chained schedule is the default only on those GPUs (known_progress: by vendor id),
- * where it needs 2 + 3 per layer dispatches instead of 2 + 5 per layer and a waiting
- * workgroup costs an idle slot of the GPU; elsewhere the unchained one is. On lavapipe
- * (correct there: tested) it is slower: llvmpipe executes both sides of every branch, so
- * each job runs all phases' barriers (docs/performance.md; bitnet-kjv: 101-108 ms per token
- * chained against 80-86 unchained, alternating runs). Either way rt_engine_opts.chain (--layer-chain on|off), TERNION_CHAIN=0|1 in
- * the environment when the option is auto, or the tuner's stored choice for this device
- * (rt_tune.c: it times both) decide over that default. The sparse FFN and layer streaming
- * keep the unchained schedule, and so does a device whose limits the chained kernels
- * exceed (rt_eng_chained_available).
+ * chained schedule is the default only on those devices (known_progress: by vendor id, and
+ * lavapipe by driver id), where it needs 2 + 3 per layer dispatches instead of 2 + 5 per
+ * layer and a waiting workgroup costs an idle slot of the GPU (on llvmpipe, a thread that
+ * the unchained schedule idles at the dispatch boundary the same); elsewhere (other CPU
+ * devices, unknown GPUs) the unchained one is. On lavapipe it used to be slower, since
+ * llvmpipe executes both sides of every branch and each job ran all phases' barriers; with
+ * 256-row jobs (GEMV_WIDE's CPU default) both schedules run at the same speed
+ * (docs/performance.md), and the default there is the GPUs' code path, which the
+ * test suites then run. Either way rt_engine_opts.chain (--layer-chain on|off),
+ * TERNION_CHAIN=0|1 in the environment when the option is auto, or the tuner's stored
+ * choice for this device (rt_tune.c: it times both) decide over that default. The sparse
+ * FFN and layer streaming keep the unchained schedule, and so does a device whose limits
+ * the chained kernels exceed (rt_eng_chained_available).
  *
  * The phases bind more buffers than 128 bytes of push constants hold, so a chained kernel
  * reads its buffer addresses from a table (rt_kernel_desc.arg_table): one table per layer
@@ -94,11 +97,14 @@ int rt_eng_chained_set(rt_engine *e, bool on, char *err)
     return 0;
 }
 
-/* GPUs whose started workgroups keep running while others spin (see the header): NVIDIA,
- * AMD and Intel, by PCI vendor id. */
+/* Devices whose started workgroups keep running while others spin (see the header):
+ * NVIDIA, AMD and Intel GPUs, by PCI vendor id, and llvmpipe (lavapipe), whose threads each
+ * run a workgroup to its end before taking the next. */
 static bool known_progress(const rt_vk_info *vi)
 {
     static const uint32_t vendors[] = {0x10de /* NVIDIA */, 0x1002 /* AMD */, 0x8086 /* Intel */};
+    if (vi->driver_id == VK_DRIVER_ID_MESA_LLVMPIPE)
+        return true;
     if (vi->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
         return false;
     for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]); i++)

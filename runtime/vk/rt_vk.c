@@ -229,12 +229,14 @@ static uint64_t device_local_bytes(const VkPhysicalDeviceMemoryProperties *mp)
     return sum;
 }
 
-static void driver_string(VkPhysicalDevice pd, char *out, size_t cap)
+/* The driver's name and version into out; returns its VkDriverId (0: not reported). */
+static VkDriverId driver_string(VkPhysicalDevice pd, char *out, size_t cap)
 {
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &drv};
     vkGetPhysicalDeviceProperties2(pd, &p2);
     snprintf(out, cap, "%s %s", drv.driverName, drv.driverInfo);
+    return drv.driverID;
 }
 
 int rt_vk_enum_devices(rt_vk_device_desc *out, uint32_t cap, uint32_t *out_n, char *err)
@@ -413,7 +415,7 @@ static void fill_info(rt_vk *vk, const VkPhysicalDeviceProperties *props, const 
     vkGetPhysicalDeviceProperties2(pd, &p2);
     rt_vk_info *in = &vk->info;
     snprintf(in->name, sizeof(in->name), "%s", props->deviceName);
-    driver_string(pd, in->driver, sizeof(in->driver));
+    in->driver_id = driver_string(pd, in->driver, sizeof(in->driver));
     in->vendor_id = props->vendorID;
     in->device_id = props->deviceID;
     in->type = props->deviceType;

@@ -64,6 +64,7 @@ typedef struct {
                                   shape, shaderInt8, the memory model and subgroups of <= 32 */
     bool has_timestamps;       /* compute-queue timestamps usable */
     bool is_uma;               /* a DEVICE_LOCAL memory type is also HOST_VISIBLE|COHERENT|CACHED */
+    VkDriverId driver_id;      /* VkPhysicalDeviceDriverProperties::driverID (0: not reported) */
 } rt_vk_info;
 
 /* One device as enumerated (the index is its place in the list). */
