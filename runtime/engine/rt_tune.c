@@ -73,7 +73,7 @@ static const rt_groups *splits_groups(const rt_engine *e, uint32_t k)
  * constant existed), so none idles. A CPU device: the most slots (256 rows a workgroup,
  * each subgroup taking several in turn), since it runs a workgroup's invocations as SIMD
  * fibres on one thread and pays per workgroup (its barriers are fibre switches), not per
- * idle lane: on lavapipe, 2B4T-shape decode 211-226 ms/token at 256 slots against 227-268
+ * idle lane: on lavapipe, 2B4T-shape decode 211-237 ms/token at 256 slots against 227-268
  * at 32 (docs/performance.md). */
 uint8_t rt_eng_default_wide(const rt_engine *e)
 {
