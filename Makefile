@@ -228,9 +228,16 @@ $(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_A) runtime/api/ternion.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) $(LIBS_RT)
 
-# `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic).
+# `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic). The
+# models are generated side by side (each takes seconds: every kernel is compiled to check
+# it), each into $(B)/gen.new/ first and moved into generated/ only when complete, so an
+# interrupted or failed run leaves the previous output in place.
 gen: $(GEN_BIN)
-	@for m in $(MODELS); do rm -rf generated/$$m && $(GEN_BIN) models/$$m.yaml -o generated/$$m || exit 1; done
+	@rm -rf $(B)/gen.new && mkdir -p $(B)/gen.new && pids= && \
+	for m in $(MODELS); do \
+	    { $(GEN_BIN) models/$$m.yaml -o $(B)/gen.new/$$m && rm -rf generated/$$m && \
+	      mv $(B)/gen.new/$$m generated/$$m; } & pids="$$pids $$!"; \
+	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 
 $(patsubst %,generated/%/model.c,$(MODELS)):
 	@echo "$@ is missing: run 'make gen'"; exit 1
