@@ -7,9 +7,9 @@
  * (GPUs of NVIDIA, AMD and Intel; llvmpipe), which Vulkan does not promise. So the
  * chained schedule is the default only on those devices (known_progress: by vendor id, and
  * lavapipe by driver id), where it needs 2 + 3 per layer dispatches instead of 2 + 5 per
- * layer and a waiting workgroup costs an idle slot of the GPU (on llvmpipe, a thread that
- * the unchained schedule idles at the dispatch boundary the same); elsewhere (other CPU
- * devices, unknown GPUs) the unchained one is. On lavapipe it used to be slower, since
+ * layer and a waiting workgroup costs an idle slot of the GPU (on llvmpipe an idle thread,
+ * as at the unchained schedule's dispatch boundaries); elsewhere (other CPU devices,
+ * unknown GPUs) the unchained one is. On lavapipe it used to be slower, since
  * llvmpipe executes both sides of every branch and each job ran all phases' barriers; with
  * 256-row jobs (GEMV_WIDE's CPU default) both schedules run at the same speed
  * (docs/performance.md), and the default there is the GPUs' code path, which the
