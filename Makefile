@@ -216,6 +216,8 @@ $(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_A) runtime/api/ternion.h tests/fixtu
 $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
+# test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
+$(B)/tests/test_cpu: $(MODEL_OBJ)
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained: $(call obj,tests/cli_run.c)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)

@@ -10,6 +10,8 @@
 #ifndef GEN_ACT_H
 #define GEN_ACT_H
 
+#include <stdbool.h>
+
 #include "dsl.h"
 
 typedef struct {
@@ -24,6 +26,9 @@ typedef struct {
      * 2^-23 when both are the same IEEE operations in the same order; more when a GLSL
      * builtin (exp, tanh) is less precise than libm (the bound and its reason in the row) */
     double tol;
+    /* the native CPU backend has this activation (a row of runtime/cpu/cpu_ops.c with the
+     * same name and C expression; test_cpu checks the two tables agree) */
+    bool cpu;
 } gen_act;
 
 /* Row i (0 <= i < gen_act_count()), or NULL. */

@@ -335,6 +335,8 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
     }
     md->acts = d->acts;
     md->n_acts = (uint32_t)n_acts;
+    if (gen_cpu_build(m, &d->cpu, &md->cpu, err))
+        return -1;
     md->kv_dim = (uint32_t)(m->hp.n_kv_heads * m->hp.head_dim);
     md->kv_elem_bytes = strcmp(m->hp.kv_type, "f32") == 0 ? 4 : 2;
     if (build_schedule(d, gs[1], 0, &md->decode, err) || build_schedule(d, gs[0], 1, &md->prefill, err) ||

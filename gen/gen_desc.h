@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "gen_cpu.h"
 #include "gen_graph.h"
 #include "schema/rt_schedule.h"
 
@@ -47,6 +48,7 @@ typedef struct {
     int chain_n[GEN_MAX_KOPS];             /* ... + chain_n[i] - 1 (1: decode's own dispatch) */
     char chain_label[GEN_MAX_KOPS][160];   /* labels of the chained dispatches */
     char *manifest;                        /* owned */
+    gen_cpu_sched cpu;                     /* the CPU schedule's tables (desc.cpu) */
 } gen_desc;
 
 /* What a description compiles besides each kernel's portable and native-dot SPIR-V. */

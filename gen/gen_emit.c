@@ -310,6 +310,141 @@ static int write_blob(const char *kdir, const char *name, const char *suffix, co
     return close_out(f, file, err);
 }
 
+
+/* ---- the CPU backend's schedule ---- */
+
+static const char *const k_cpu_op_names[RT_CPU_OP_COUNT] = {
+    [RT_CPU_EMBED] = "RT_CPU_EMBED", [RT_CPU_RMSNORM] = "RT_CPU_RMSNORM", [RT_CPU_BITLINEAR] = "RT_CPU_BITLINEAR",
+    [RT_CPU_ROPE] = "RT_CPU_ROPE", [RT_CPU_KV_WRITE] = "RT_CPU_KV_WRITE", [RT_CPU_ATTENTION] = "RT_CPU_ATTENTION",
+    [RT_CPU_ADD] = "RT_CPU_ADD", [RT_CPU_ACT_MUL] = "RT_CPU_ACT_MUL", [RT_CPU_LM_HEAD] = "RT_CPU_LM_HEAD",
+};
+
+/* A C identifier from a YAML name (non-alphanumerics as _). */
+static void c_ident(const char *name, char *out, size_t n)
+{
+    size_t i = 0;
+    for (; name[i] && i + 1 < n; i++) {
+        const char c = name[i];
+        out[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ? c : '_';
+    }
+    out[i] = 0;
+}
+
+static void cpu_ref(FILE *f, const char *prefix, int index, const char *const *names)
+{
+    char id[GEN_MAX_NAME];
+    if (index < 0) {
+        fprintf(f, "-1");
+        return;
+    }
+    c_ident(names[index], id, sizeof id);
+    fprintf(f, "%s%s", prefix, id);
+}
+
+static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
+{
+    const rt_cpu_schedule *c = &md->cpu;
+    const char *tnames[GEN_MAX_TENSORS];
+    for (int i = 0; i < m->n_tensors; i++)
+        tnames[i] = m->tensors[i].key;
+    char id[GEN_MAX_NAME];
+    fprintf(f, "/* ---- the native CPU backend's schedule: the YAML's ops in order (runtime/cpu/cpu_forward.c) ---- */\n\n"
+               "/* values (floats per token) and tensors, by their YAML names */\nenum {");
+    for (uint32_t v = 0; v < c->n_values; v++) {
+        c_ident(c->value_name[v], id, sizeof id);
+        fprintf(f, "%s V_%s", v ? "," : "", id);
+    }
+    fprintf(f, " };\nenum {");
+    for (int t = 0; t < m->n_tensors; t++) {
+        c_ident(tnames[t], id, sizeof id);
+        fprintf(f, "%s T_%s", t ? "," : "", id);
+    }
+    fprintf(f, " };\n\nstatic const int32_t cpu_width[] = {");
+    for (uint32_t v = 0; v < c->n_values; v++) {
+        if (c->width[v] == RT_CPU_VOCAB)
+            fprintf(f, "%sRT_CPU_VOCAB", v ? ", " : "");
+        else
+            fprintf(f, "%s%d", v ? ", " : "", c->width[v]);
+    }
+    fprintf(f, "};\nstatic const char *const cpu_value_name[] = {");
+    for (uint32_t v = 0; v < c->n_values; v++)
+        fprintf(f, "%s\"%s\"", v ? ", " : "", c->value_name[v]);
+    fprintf(f, "};\n\n/* kind, {inputs}, output, weight, activation, YAML line */\nstatic const rt_cpu_op cpu_ops[] = {\n");
+    const rt_cpu_op *lists[3] = {c->pre, c->layer, c->post};
+    const uint32_t counts[3] = {c->n_pre, c->n_layer, c->n_post};
+    const char *const sec[3] = {"before the layers", "each layer", "after the layers"};
+    for (int l = 0; l < 3; l++) {
+        fprintf(f, "    /* %s */\n", sec[l]);
+        for (uint32_t i = 0; i < counts[l]; i++) {
+            const rt_cpu_op *op = &lists[l][i];
+            fprintf(f, "    {%s, {", k_cpu_op_names[op->kind]);
+            cpu_ref(f, "V_", op->in[0], c->value_name);
+            fprintf(f, ", ");
+            cpu_ref(f, "V_", op->in[1], c->value_name);
+            fprintf(f, "}, ");
+            cpu_ref(f, "V_", op->out, c->value_name);
+            fprintf(f, ", ");
+            cpu_ref(f, "T_", op->weight, tnames);
+            if (op->act)
+                fprintf(f, ", \"%s\"", op->act);
+            else
+                fprintf(f, ", NULL");
+            fprintf(f, ", \"%s\"},\n", op->label);
+        }
+    }
+    fprintf(f, "};\n\n");
+}
+
+/* A float as a C literal without its suffix ("500000.0", "9.99999975e-06"). */
+static const char *float_lit(float v, char *buf)
+{
+    snprintf(buf, 40, "%.9g", v);
+    if (!strpbrk(buf, ".eEn"))
+        strcat(buf, ".0");
+    return buf;
+}
+
+static void write_cpu_desc(FILE *f, const rt_model_desc *md)
+{
+    const rt_cpu_schedule *c = &md->cpu;
+    char b1[48], b2[48];
+    fprintf(f, "    .cpu = {cpu_ops, cpu_ops + %u, cpu_ops + %u, %u, %u, %u,\n"
+               "            cpu_width, cpu_value_name, %u, V_%s,\n"
+               "            .n_heads = %u, .n_kv_heads = %u, .head_dim = %u, .rope_dims = %u,\n"
+               "            .rope_base = %sf, .norm_eps = %sf, .rope_neox = %u},\n",
+            c->n_pre, c->n_pre + c->n_layer, c->n_pre, c->n_layer, c->n_post, c->n_values,
+            c->value_name[c->logits], c->n_heads, c->n_kv_heads, c->head_dim, c->rope_dims,
+            float_lit(c->rope_base, b1), float_lit(c->norm_eps, b2), c->rope_neox);
+}
+
+static void write_cpu_text(FILE *f, const rt_model_desc *md)
+{
+    const rt_cpu_schedule *c = &md->cpu;
+    static const char *const names[RT_CPU_OP_COUNT] = {"embed", "rmsnorm", "bitlinear", "rope", "kv_write",
+                                                        "attention", "add", "act_mul", "lm_head"};
+    fprintf(f, "## native CPU backend (runtime/cpu/): the YAML's ops, one line each\n");
+    const rt_cpu_op *lists[3] = {c->pre, c->layer, c->post};
+    const uint32_t counts[3] = {c->n_pre, c->n_layer, c->n_post};
+    const char *const sec[3] = {"before the layers", "each layer", "after the layers"};
+    for (int l = 0; l < 3; l++) {
+        fprintf(f, "%s:\n", sec[l]);
+        for (uint32_t i = 0; i < counts[l]; i++) {
+            const rt_cpu_op *op = &lists[l][i];
+            fprintf(f, "  %-10s", op->act ? op->act : names[op->kind]);
+            if (op->in[0] < 0)
+                fprintf(f, " token ids");
+            for (int k = 0; k < 2 && op->in[k] >= 0; k++)
+                fprintf(f, "%s%s", k ? ", " : " ", c->value_name[op->in[k]]);
+            if (op->weight >= 0)
+                fprintf(f, " [%s]", md->tensors[op->weight].gguf);
+            if (op->out >= 0)
+                fprintf(f, " -> %s", c->value_name[op->out]);
+            fprintf(f, "\n");
+        }
+    }
+    fprintf(f, "\n");
+}
+
 static int write_model_c(const gen_desc *d, const char *dir, char *err)
 {
     const rt_model_desc *md = &d->desc;
@@ -383,6 +518,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
         }
         fprintf(f, "};\n\n");
     }
+    write_cpu_c(f, md, d->graph.m);
     fprintf(f, "static const char manifest[] =\n");
     for (const char *p = md->manifest; *p;) {
         const char *e = strchr(p, '\n');
@@ -420,8 +556,10 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                 c->n_layer, md->decode.n_pre + md->decode.n_layer, c->n_post, c->post_q8 ? "decode_post_q8" : "NULL");
     }
     fprintf(f, "    .k_argmax = %u, .k_topk = %u, .k_copy = %u, .topk_groups_x = %u,\n"
-               "    .manifest = manifest,\n};\n",
+               "    .manifest = manifest,\n",
             md->k_argmax, md->k_topk, md->k_copy, md->topk_groups_x);
+    write_cpu_desc(f, md);
+    fprintf(f, "};\n");
     return close_out(f, "model.c", err);
 }
 
@@ -449,6 +587,7 @@ int gen_desc_write(const gen_desc *d, const char *dir, char *err)
         write_schedule_text(f, md, &d->graph_pred, &md->decode_pred, "decode with --sparse-ffn predictor (1 token)");
     if (md->decode_chain.n_layer)
         write_chain_text(f, d);
+    write_cpu_text(f, md);
     if (close_out(f, "schedule.txt", err))
         return -1;
     if (!(f = open_out(dir, "MANIFEST", "w", err)))

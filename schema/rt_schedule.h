@@ -310,6 +310,39 @@ typedef struct {
                                  schedule does not use it (at least 256) */
 } rt_act_desc;
 
+/* ---- the native CPU backend's schedule (runtime/cpu/) ----
+ * The YAML's three op lists as the generator resolved them (gen/gen_cpu.c): the same ops,
+ * values and tensors the Vulkan schedules were made from, one entry per YAML op, in order.
+ * The CPU runtime walks it with its kernel library; what it shares between ops (an
+ * activation's int8 codes read by several bitlinears, the sparse FFN's skip) it decides from
+ * these entries, so a fusion never changes what a row means. */
+typedef enum {
+    RT_CPU_EMBED, RT_CPU_RMSNORM, RT_CPU_BITLINEAR, RT_CPU_ROPE, RT_CPU_KV_WRITE,
+    RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_OP_COUNT
+} rt_cpu_op_kind;
+#define RT_CPU_VOCAB (-1) /* a value width: the vocabulary size (from the GGUF) */
+
+typedef struct {
+    uint8_t kind;      /* rt_cpu_op_kind */
+    int8_t in[2];      /* value indices read (-1: none) */
+    int8_t out;        /* value index written (-1: none, kv_write) */
+    int8_t weight;     /* desc->tensors index (-1: none) */
+    const char *act;   /* ACT_MUL: the activation's name ("relu2"), else NULL */
+    const char *label; /* "models/x.yaml:23: bitlinear attn_q" (errors, --profile) */
+} rt_cpu_op;
+
+typedef struct {
+    const rt_cpu_op *pre, *layer, *post; /* before the layers, each layer, after */
+    uint32_t n_pre, n_layer, n_post;     /* n_layer 0: the model has no CPU schedule */
+    const int32_t *width;                /* [n_values] floats per token (RT_CPU_VOCAB: the vocabulary) */
+    const char *const *value_name;       /* [n_values] the YAML names */
+    uint32_t n_values;
+    int32_t logits;                      /* the value the LM head writes */
+    uint32_t n_heads, n_kv_heads, head_dim, rope_dims;
+    float rope_base, norm_eps;
+    uint8_t rope_neox;                   /* 1: pairs (i, i + rope_dims / 2); 0: (2i, 2i + 1) */
+} rt_cpu_schedule;
+
 struct rt_model_desc {
     const char *name;               /* "bitnet-b1.58-2b" */
     const char *const *archs;       /* accepted general.architecture values */
@@ -347,6 +380,7 @@ struct rt_model_desc {
     uint16_t k_argmax, k_topk, k_copy;
     uint32_t topk_groups_x;         /* group count of the topk dispatch (1) */
     const char *manifest;           /* text: inputs hashes, for --version */
+    rt_cpu_schedule cpu;            /* the native CPU backend's schedule (above) */
 };
 
 typedef struct rt_model_desc rt_model_desc;

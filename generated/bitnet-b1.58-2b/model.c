@@ -297,6 +297,43 @@ static const rt_dispatch decode_chain_layer[] = {
      .bytes = 15098416ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 
+/* ---- the native CPU backend's schedule: the YAML's ops in order (runtime/cpu/cpu_forward.c) ---- */
+
+/* values (floats per token) and tensors, by their YAML names */
+enum { V_x, V_h, V_q, V_k, V_v, V_qr, V_kr, V_a, V_an, V_o, V_g, V_gate, V_up, V_f, V_fn, V_d, V_xn, V_logits };
+enum { T_token_embd, T_output_norm, T_attn_norm, T_attn_q, T_attn_k, T_attn_v, T_attn_sub_norm, T_attn_output, T_ffn_norm, T_ffn_gate, T_ffn_up, T_ffn_sub_norm, T_ffn_down };
+
+static const int32_t cpu_width[] = {2560, 2560, 2560, 640, 640, 2560, 640, 2560, 2560, 2560, 2560, 6912, 6912, 6912, 6912, 2560, 2560, RT_CPU_VOCAB};
+static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr", "a", "an", "o", "g", "gate", "up", "f", "fn", "d", "xn", "logits"};
+
+/* kind, {inputs}, output, weight, activation, YAML line */
+static const rt_cpu_op cpu_ops[] = {
+    /* before the layers */
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, NULL, "models/bitnet-b1.58-2b.yaml:43: embed token_embd"},
+    /* each layer */
+    {RT_CPU_RMSNORM, {V_x, -1}, V_h, T_attn_norm, NULL, "models/bitnet-b1.58-2b.yaml:45: rmsnorm attn_norm"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, NULL, "models/bitnet-b1.58-2b.yaml:46: bitlinear attn_q"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, NULL, "models/bitnet-b1.58-2b.yaml:47: bitlinear attn_k"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, NULL, "models/bitnet-b1.58-2b.yaml:48: bitlinear attn_v"},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, NULL, "models/bitnet-b1.58-2b.yaml:49: rope"},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, NULL, "models/bitnet-b1.58-2b.yaml:50: rope"},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, NULL, "models/bitnet-b1.58-2b.yaml:51: kv_write"},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, NULL, "models/bitnet-b1.58-2b.yaml:52: attention"},
+    {RT_CPU_RMSNORM, {V_a, -1}, V_an, T_attn_sub_norm, NULL, "models/bitnet-b1.58-2b.yaml:53: rmsnorm attn_sub_norm"},
+    {RT_CPU_BITLINEAR, {V_an, -1}, V_o, T_attn_output, NULL, "models/bitnet-b1.58-2b.yaml:54: bitlinear attn_output"},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, NULL, "models/bitnet-b1.58-2b.yaml:55: add"},
+    {RT_CPU_RMSNORM, {V_x, -1}, V_g, T_ffn_norm, NULL, "models/bitnet-b1.58-2b.yaml:56: rmsnorm ffn_norm"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, NULL, "models/bitnet-b1.58-2b.yaml:57: bitlinear ffn_gate"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, NULL, "models/bitnet-b1.58-2b.yaml:58: bitlinear ffn_up"},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, "relu2", "models/bitnet-b1.58-2b.yaml:59: relu2_mul"},
+    {RT_CPU_RMSNORM, {V_f, -1}, V_fn, T_ffn_sub_norm, NULL, "models/bitnet-b1.58-2b.yaml:60: rmsnorm ffn_sub_norm"},
+    {RT_CPU_BITLINEAR, {V_fn, -1}, V_d, T_ffn_down, NULL, "models/bitnet-b1.58-2b.yaml:61: bitlinear ffn_down"},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, NULL, "models/bitnet-b1.58-2b.yaml:62: add"},
+    /* after the layers */
+    {RT_CPU_RMSNORM, {V_x, -1}, V_xn, T_output_norm, NULL, "models/bitnet-b1.58-2b.yaml:64: rmsnorm output_norm"},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, NULL, "models/bitnet-b1.58-2b.yaml:65: lm_head token_embd"},
+};
+
 static const char manifest[] =
     "model bitnet-b1.58-2b\n"
     "source models/bitnet-b1.58-2b.yaml fnv64:7492217177f75242\n"
@@ -344,4 +381,8 @@ const rt_model_desc rt_model_bitnet_b1_58_2b = {
     .decode_chain = {decode, 1, decode_chain_layer, 3, decode + 6, 1, decode_post_q8},
     .k_argmax = 24, .k_topk = 25, .k_copy = 26, .topk_groups_x = 1,
     .manifest = manifest,
+    .cpu = {cpu_ops, cpu_ops + 1, cpu_ops + 19, 1, 18, 2,
+            cpu_width, cpu_value_name, 18, V_logits,
+            .n_heads = 20, .n_kv_heads = 5, .head_dim = 128, .rope_dims = 128,
+            .rope_base = 500000.0f, .norm_eps = 9.99999975e-06f, .rope_neox = 1},
 };

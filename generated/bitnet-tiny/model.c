@@ -297,6 +297,43 @@ static const rt_dispatch decode_chain_layer[] = {
      .bytes = 695344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 
+/* ---- the native CPU backend's schedule: the YAML's ops in order (runtime/cpu/cpu_forward.c) ---- */
+
+/* values (floats per token) and tensors, by their YAML names */
+enum { V_x, V_h, V_q, V_k, V_v, V_qr, V_kr, V_a, V_an, V_o, V_g, V_gate, V_up, V_f, V_fn, V_d, V_xn, V_logits };
+enum { T_token_embd, T_output_norm, T_attn_norm, T_attn_q, T_attn_k, T_attn_v, T_attn_sub_norm, T_attn_output, T_ffn_norm, T_ffn_gate, T_ffn_up, T_ffn_sub_norm, T_ffn_down };
+
+static const int32_t cpu_width[] = {512, 512, 512, 128, 128, 512, 128, 512, 512, 512, 512, 1536, 1536, 1536, 1536, 512, 512, RT_CPU_VOCAB};
+static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr", "a", "an", "o", "g", "gate", "up", "f", "fn", "d", "xn", "logits"};
+
+/* kind, {inputs}, output, weight, activation, YAML line */
+static const rt_cpu_op cpu_ops[] = {
+    /* before the layers */
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, NULL, "models/bitnet-tiny.yaml:44: embed token_embd"},
+    /* each layer */
+    {RT_CPU_RMSNORM, {V_x, -1}, V_h, T_attn_norm, NULL, "models/bitnet-tiny.yaml:46: rmsnorm attn_norm"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, NULL, "models/bitnet-tiny.yaml:47: bitlinear attn_q"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, NULL, "models/bitnet-tiny.yaml:48: bitlinear attn_k"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, NULL, "models/bitnet-tiny.yaml:49: bitlinear attn_v"},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, NULL, "models/bitnet-tiny.yaml:50: rope"},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, NULL, "models/bitnet-tiny.yaml:51: rope"},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, NULL, "models/bitnet-tiny.yaml:52: kv_write"},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, NULL, "models/bitnet-tiny.yaml:53: attention"},
+    {RT_CPU_RMSNORM, {V_a, -1}, V_an, T_attn_sub_norm, NULL, "models/bitnet-tiny.yaml:54: rmsnorm attn_sub_norm"},
+    {RT_CPU_BITLINEAR, {V_an, -1}, V_o, T_attn_output, NULL, "models/bitnet-tiny.yaml:55: bitlinear attn_output"},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, NULL, "models/bitnet-tiny.yaml:56: add"},
+    {RT_CPU_RMSNORM, {V_x, -1}, V_g, T_ffn_norm, NULL, "models/bitnet-tiny.yaml:57: rmsnorm ffn_norm"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, NULL, "models/bitnet-tiny.yaml:58: bitlinear ffn_gate"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, NULL, "models/bitnet-tiny.yaml:59: bitlinear ffn_up"},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, "relu2", "models/bitnet-tiny.yaml:60: relu2_mul"},
+    {RT_CPU_RMSNORM, {V_f, -1}, V_fn, T_ffn_sub_norm, NULL, "models/bitnet-tiny.yaml:61: rmsnorm ffn_sub_norm"},
+    {RT_CPU_BITLINEAR, {V_fn, -1}, V_d, T_ffn_down, NULL, "models/bitnet-tiny.yaml:62: bitlinear ffn_down"},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, NULL, "models/bitnet-tiny.yaml:63: add"},
+    /* after the layers */
+    {RT_CPU_RMSNORM, {V_x, -1}, V_xn, T_output_norm, NULL, "models/bitnet-tiny.yaml:65: rmsnorm output_norm"},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, NULL, "models/bitnet-tiny.yaml:66: lm_head token_embd"},
+};
+
 static const char manifest[] =
     "model bitnet-tiny\n"
     "source models/bitnet-tiny.yaml fnv64:f66613ec78342b6c\n"
@@ -344,4 +381,8 @@ const rt_model_desc rt_model_bitnet_tiny = {
     .decode_chain = {decode, 1, decode_chain_layer, 3, decode + 6, 1, decode_post_q8},
     .k_argmax = 24, .k_topk = 25, .k_copy = 26, .topk_groups_x = 1,
     .manifest = manifest,
+    .cpu = {cpu_ops, cpu_ops + 1, cpu_ops + 19, 1, 18, 2,
+            cpu_width, cpu_value_name, 18, V_logits,
+            .n_heads = 8, .n_kv_heads = 2, .head_dim = 64, .rope_dims = 64,
+            .rope_base = 500000.0f, .norm_eps = 9.99999975e-06f, .rope_neox = 1},
 };

@@ -239,6 +239,41 @@ static const rt_dispatch decode_chain_layer[] = {
      .bytes = 180784ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+quant f > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 
+/* ---- the native CPU backend's schedule: the YAML's ops in order (runtime/cpu/cpu_forward.c) ---- */
+
+/* values (floats per token) and tensors, by their YAML names */
+enum { V_x, V_h, V_q, V_k, V_v, V_qr, V_kr, V_a, V_o, V_g, V_gate, V_up, V_f, V_d, V_xn, V_logits };
+enum { T_token_embd, T_output_norm, T_output, T_attn_norm, T_attn_q, T_attn_k, T_attn_v, T_attn_output, T_ffn_norm, T_ffn_gate, T_ffn_up, T_ffn_down };
+
+static const int32_t cpu_width[] = {256, 256, 256, 128, 128, 256, 128, 256, 256, 256, 768, 768, 768, 256, 256, RT_CPU_VOCAB};
+static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr", "a", "o", "g", "gate", "up", "f", "d", "xn", "logits"};
+
+/* kind, {inputs}, output, weight, activation, YAML line */
+static const rt_cpu_op cpu_ops[] = {
+    /* before the layers */
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, NULL, "models/llama-ternary-tiny.yaml:43: embed token_embd"},
+    /* each layer */
+    {RT_CPU_RMSNORM, {V_x, -1}, V_h, T_attn_norm, NULL, "models/llama-ternary-tiny.yaml:45: rmsnorm attn_norm"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, NULL, "models/llama-ternary-tiny.yaml:46: bitlinear attn_q"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, NULL, "models/llama-ternary-tiny.yaml:47: bitlinear attn_k"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, NULL, "models/llama-ternary-tiny.yaml:48: bitlinear attn_v"},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, NULL, "models/llama-ternary-tiny.yaml:49: rope"},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, NULL, "models/llama-ternary-tiny.yaml:50: rope"},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, NULL, "models/llama-ternary-tiny.yaml:51: kv_write"},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, NULL, "models/llama-ternary-tiny.yaml:52: attention"},
+    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, NULL, "models/llama-ternary-tiny.yaml:53: bitlinear attn_output"},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, NULL, "models/llama-ternary-tiny.yaml:54: add"},
+    {RT_CPU_RMSNORM, {V_x, -1}, V_g, T_ffn_norm, NULL, "models/llama-ternary-tiny.yaml:55: rmsnorm ffn_norm"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, NULL, "models/llama-ternary-tiny.yaml:56: bitlinear ffn_gate"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, NULL, "models/llama-ternary-tiny.yaml:57: bitlinear ffn_up"},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, "silu", "models/llama-ternary-tiny.yaml:58: silu_mul"},
+    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, NULL, "models/llama-ternary-tiny.yaml:59: bitlinear ffn_down"},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, NULL, "models/llama-ternary-tiny.yaml:60: add"},
+    /* after the layers */
+    {RT_CPU_RMSNORM, {V_x, -1}, V_xn, T_output_norm, NULL, "models/llama-ternary-tiny.yaml:62: rmsnorm output_norm"},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, NULL, "models/llama-ternary-tiny.yaml:63: lm_head output"},
+};
+
 static const char manifest[] =
     "model llama-ternary-tiny\n"
     "source models/llama-ternary-tiny.yaml fnv64:29528a65b4419a28\n"
@@ -283,4 +318,8 @@ const rt_model_desc rt_model_llama_ternary_tiny = {
     .decode_chain = {decode, 1, decode_chain_layer, 3, decode + 6, 1, decode_post_q8},
     .k_argmax = 22, .k_topk = 23, .k_copy = 24, .topk_groups_x = 1,
     .manifest = manifest,
+    .cpu = {cpu_ops, cpu_ops + 1, cpu_ops + 17, 1, 16, 2,
+            cpu_width, cpu_value_name, 16, V_logits,
+            .n_heads = 4, .n_kv_heads = 2, .head_dim = 64, .rope_dims = 64,
+            .rope_base = 10000.0f, .norm_eps = 9.99999975e-06f, .rope_neox = 1},
 };

@@ -65,6 +65,10 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
     if (p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ1_0 || p.vram_budget_mib < 0)
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: weights %d (0..3), vram_budget_mib %d: out of range",
                            p.weights, p.vram_budget_mib);
+    if (p.backend < TERNION_BACKEND_AUTO || p.backend > TERNION_BACKEND_VULKAN || p.n_threads < 0 ||
+        p.n_threads > 512 || p.n_threads_batch < 0 || p.n_threads_batch > 512)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: backend %d (0..2), threads %d, batch threads %d "
+                           "(0..512; 0: the physical cores): out of range", p.backend, p.n_threads, p.n_threads_batch);
     if (p.chain < TERNION_CHAIN_AUTO || p.chain > TERNION_CHAIN_ON)
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: chain %d: out of range (0..2)", p.chain);
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
@@ -98,6 +102,12 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
                                                         : 0,
         .vram_budget_mib = p.vram_budget_mib,
         .chain = p.chain, /* TERNION_CHAIN_* == RT_CHAIN_* */
+        .backend = p.backend == TERNION_BACKEND_CPU      ? RT_BACKEND_CPU
+                   : p.backend == TERNION_BACKEND_VULKAN ? RT_BACKEND_VULKAN
+                                                         : RT_BACKEND_AUTO,
+        .n_threads = p.n_threads,
+        .n_threads_batch = p.n_threads_batch,
+        .mlock = p.mlock,
         .progress = progress_cb,
         .progress_user = m,
     };
@@ -486,4 +496,27 @@ int ternion_bench_kv_seq_len(ternion_context *c, int32_t seq, int32_t len)
                                len, c->n_ctx);
     c->seq_len[seq] = len;
     return 0;
+}
+
+const char *ternion_context_notice(const ternion_context *ctx) { return ctx ? rt_engine_notice(ctx->e) : NULL; }
+bool ternion_context_is_cpu(const ternion_context *ctx) { return ctx && rt_engine_is_cpu(ctx->e); }
+
+int ternion_parse_device(const char *text, int32_t *out_backend, int32_t *out_device)
+{
+    if (!text || !out_backend || !out_device)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_parse_device: NULL argument");
+    *out_device = -1;
+    if (!strcmp(text, "auto") || !strcmp(text, "cpu") || !strcmp(text, "vulkan")) {
+        *out_backend = text[0] == 'a' ? TERNION_BACKEND_AUTO : text[0] == 'c' ? TERNION_BACKEND_CPU : TERNION_BACKEND_VULKAN;
+        return TERNION_OK;
+    }
+    const char *num = strncmp(text, "vulkan:", 7) ? text : text + 7;
+    char *end;
+    long v = strtol(num, &end, 10);
+    if (end == num || *end || v < 0 || v > 1024)
+        return rt_api_fail(TERNION_E_INVALID, "device '%s': expected auto, cpu, vulkan, vulkan:N or N (a Vulkan "
+                           "device index, 0..1024)", text);
+    *out_backend = TERNION_BACKEND_VULKAN;
+    *out_device = (int32_t)v;
+    return TERNION_OK;
 }

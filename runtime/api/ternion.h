@@ -271,7 +271,18 @@ typedef struct {
                            down projections as ordered phases of one dispatch: 2 + 3 per layer;
                            relies on running workgroups making progress while others wait,
                            which Vulkan does not promise). Same logits */
+    int32_t backend;    /* ternion_backend: _AUTO (the default: a Vulkan GPU when the machine has
+                           one, else the native CPU backend; TERNION_DEVICE=cpu|vulkan[:N]|N in the
+                           environment overrides it when device is -1), _CPU, _VULKAN (lavapipe
+                           included). device >= 0 means Vulkan device N */
+    int32_t n_threads;  /* CPU backend: threads of a decode step; 0: the physical cores */
+    int32_t n_threads_batch; /* CPU backend: threads of a prompt step; 0: n_threads */
+    bool mlock;         /* CPU backend: lock the weights (the file mapping) in memory */
 } ternion_context_params;
+typedef enum { TERNION_BACKEND_AUTO = 0, TERNION_BACKEND_CPU = 1, TERNION_BACKEND_VULKAN = 2 } ternion_backend;
+/* "auto", "cpu", "vulkan", "vulkan:N" or "N" (Vulkan device N) -> *out_backend, *out_device (-1:
+ * the best device). TERNION_OK, or TERNION_E_INVALID with the last error naming the text. */
+TERNION_API int ternion_parse_device(const char *text, int32_t *out_backend, int32_t *out_device);
 typedef enum { TERNION_CHAIN_AUTO = 0, TERNION_CHAIN_OFF = 1, TERNION_CHAIN_ON = 2 } ternion_chain;
 enum { TERNION_WEIGHTS_AS_STORED = 0, TERNION_WEIGHTS_TQ1 = 1, TERNION_WEIGHTS_TQ2 = 2, TERNION_WEIGHTS_TQ1_0 = 3 };
 
@@ -292,6 +303,11 @@ TERNION_API int32_t ternion_n_ctx(const ternion_context *ctx);
 TERNION_API int32_t ternion_n_batch(const ternion_context *ctx);
 TERNION_API int32_t ternion_n_seq_max(const ternion_context *ctx);
 TERNION_API int ternion_context_device(const ternion_context *ctx, ternion_device_info *out);
+/* A one-line notice about how the context runs (the CPU backend's scalar kernels on a CPU
+ * without AVX2, a model larger than memory), or NULL. */
+TERNION_API const char *ternion_context_notice(const ternion_context *ctx);
+/* The context runs on the native CPU backend (else on a Vulkan device). */
+TERNION_API bool ternion_context_is_cpu(const ternion_context *ctx);
 
 /* ---- decoding --------------------------------------------------------------------- */
 

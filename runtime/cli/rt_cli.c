@@ -159,6 +159,10 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     if (!m) return RT_CLI_EXIT_ERR;
     ternion_context_params cp = ternion_context_default_params();
     cp.device = o->device;
+    cp.backend = o->backend;
+    cp.n_threads = o->n_threads;
+    cp.n_threads_batch = o->n_threads_batch;
+    cp.mlock = o->mlock;
     cp.n_ctx = n_ctx;
     cp.n_batch = o->n_batch;
     cp.profile = o->profile;
@@ -185,7 +189,13 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
         ternion_model_free(m);
         return RT_CLI_EXIT_ERR;
     }
-    if (o->verbose) {
+    if (ternion_context_notice(c))
+        fprintf(stderr, "ternion: %s\n", ternion_context_notice(c));
+    if (o->verbose && ternion_context_is_cpu(c)) {
+        ternion_device_info di;
+        ternion_context_device(c, &di);
+        fprintf(stderr, "ternion: %s (%s) on the %s\n", ternion_model_builtin(m), path, di.name);
+    } else if (o->verbose) {
         ternion_device_info di;
         ternion_perf pf;
         ternion_context_device(c, &di);

@@ -47,7 +47,10 @@ static const flag_def flags[] = {
     {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
     {"-cnv", "--interactive", F_BOOL, O(chat), 0, 0, NULL, "same as --chat"},
     {"-sys", "--system-prompt", F_STR, O(system), 0, 0, "TEXT", "system prompt for --chat"},
-    {"--device", "-dev", F_INT, O(device), -1, 1024, "N", "Vulkan device index (see --list-devices)"},
+    {"--device", "-dev", F_STR, O(device_str), 0, 0, "DEV", "auto (the default: a Vulkan GPU if the machine has one, else the native CPU backend), cpu, vulkan (the best Vulkan device, lavapipe included), vulkan:N or N (Vulkan device N, see --list-devices)"},
+    {"-t", "--threads", F_INT, O(n_threads), 1, 512, "N", "CPU backend: threads of a decode step (default: the physical cores)"},
+    {"-tb", "--threads-batch", F_INT, O(n_threads_batch), 1, 512, "N", "CPU backend: threads of a prompt step (default: -t)"},
+    {"--mlock", NULL, F_BOOL, O(mlock), 0, 0, NULL, "CPU backend: lock the weights in memory"},
     {"--list-devices", NULL, F_BOOL, O(list_devices), 0, 0, NULL, "list Vulkan devices and exit"},
     {"--profile", NULL, F_BOOL, O(profile), 0, 0, NULL, "time every kernel; print a per-kernel table"},
     {"--bench", NULL, F_BOOL, O(bench), 0, 0, NULL, "benchmark (random weights without -m: the model's full shape, on a CPU device a reduced one)"},
@@ -207,6 +210,8 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         int rc = set_value(o, f, name, val);
         if (rc) return rc;
     }
+    if (o->device_str && ternion_parse_device(o->device_str, &o->backend, &o->device) != TERNION_OK)
+        return bad_value(o->prog, "--device", o->device_str, "auto, cpu, vulkan, vulkan:N or N");
     if (o->layer_chain && strcmp(o->layer_chain, "auto") && strcmp(o->layer_chain, "on") &&
         strcmp(o->layer_chain, "off"))
         return bad_value(o->prog, "--layer-chain", o->layer_chain, "auto, on or off");
@@ -288,7 +293,7 @@ void rt_cli_usage(const rt_cli_opts *o)
         printf("  %-30s %s\n", left, f->help);
     }
     printf("\nchat commands: /reset clears the conversation; Ctrl-D quits.\n"
-           "environment: TERNION_DEVICE=N picks the Vulkan device when --device is not given.\n");
+           "environment: TERNION_DEVICE=auto|cpu|vulkan|vulkan:N|N picks the backend / Vulkan device when --device is not given.\n");
 }
 
 char *rt_cli_unescape(const char *s)

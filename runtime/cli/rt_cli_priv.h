@@ -48,7 +48,11 @@ typedef struct {
     int n_stop;
     bool chat;                 /* --chat / -i */
     const char *system;        /* -sys */
-    int device;                /* --device, -1 auto */
+    int device;                /* --device N / vulkan:N, else -1 */
+    int backend;               /* TERNION_BACKEND_* from --device (auto by default) */
+    const char *device_str;    /* --device as given */
+    int n_threads, n_threads_batch; /* -t, -tb (0: the physical cores) */
+    bool mlock;                /* --mlock */
     int decode_chain;          /* --decode-chain: greedy tokens per submission (1..TERNION_MAX_CHAIN) */
     bool perplexity;           /* --perplexity: score -f FILE (rt_cli_ppl.c) */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;

@@ -55,7 +55,26 @@ typedef struct {
                            ordered by tickets: relies on resident workgroups making progress);
                            auto: TERNION_CHAIN=0/1 if set, else the tuner's stored choice, else
                            on for GPUs known safe (rt_engine_chained.c) */
+    int backend;        /* RT_BACKEND_*: Vulkan (0, the default of a zeroed struct), the native CPU
+                           backend, or auto (TERNION_DEVICE=cpu|vulkan[:N]|N if set and device_index
+                           < 0; else a Vulkan GPU if the machine has one, else the CPU) */
+    int n_threads;      /* CPU backend: threads of a decode step; 0: the physical cores */
+    int n_threads_batch; /* CPU backend: threads of a prompt step; 0: n_threads */
+    bool mlock;         /* CPU backend: lock the weights (the file mapping) in memory */
 } rt_engine_opts;
+
+enum { RT_BACKEND_VULKAN = 0, RT_BACKEND_CPU = 1, RT_BACKEND_AUTO = 2 };
+/* The backend opts would run on (RT_BACKEND_VULKAN / _CPU, resolving auto and TERNION_DEVICE as
+ * rt_engine_open does), *out_device the Vulkan device index (-1: best). 0, or -1 with err for a
+ * TERNION_DEVICE that names nothing. */
+int rt_engine_pick_backend(const rt_engine_opts *opts, int *out_backend, int *out_device, char *err);
+/* The engine runs on the native CPU backend. */
+bool rt_engine_is_cpu(const rt_engine *e);
+/* A one-line notice about how the engine runs (the CPU backend on a CPU without AVX2, a model
+ * larger than memory), or NULL. Static text. */
+const char *rt_engine_notice(const rt_engine *e);
+/* Resident set size of this process in bytes (0 if unknown). */
+uint64_t rt_engine_rss_bytes(void);
 
 enum { RT_CHAIN_AUTO = 0, RT_CHAIN_OFF = 1, RT_CHAIN_ON = 2 };
 

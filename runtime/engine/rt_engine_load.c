@@ -276,7 +276,16 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->n_batch = opts->n_batch > 0 ? opts->n_batch : 512;
     if (e->n_batch > e->n_ctx)
         e->n_batch = e->n_ctx;
-    rt_vk_opts vo = {.device_index = opts->device_index, .validation = opts->validation, .verbose = opts->verbose};
+    int backend = RT_BACKEND_VULKAN, device_index = opts->device_index;
+    if (rt_engine_pick_backend(opts, &backend, &device_index, err))
+        goto fail;
+    if (backend == RT_BACKEND_CPU) {
+        if (rt_eng_cpu_open(e, opts, err))
+            goto fail;
+        *out_e = e;
+        return 0;
+    }
+    rt_vk_opts vo = {.device_index = device_index, .validation = opts->validation, .verbose = opts->verbose};
     if (rt_vk_create(&vo, &e->vk, err) || check_limits(e, err))
         goto fail;
     if (rt_eng_weight_types(e, opts->weights, err) || rt_eng_stream_plan(e, opts->vram_budget_mib, err) ||
@@ -366,6 +375,7 @@ void rt_engine_close(rt_engine *e)
 {
     if (!e)
         return;
+    cpu_engine_close(e->cpu);
     if (e->vk) {
         rt_cmd_free(e->decode);
         if (e->decode_argmax != e->decode)

@@ -40,6 +40,7 @@
 #include "schema/rt_schedule.h"
 #include "engine/rt_tune.h"
 #include "vk/rt_vk.h"
+#include "cpu/cpu_engine.h"
 
 #define MAX_PREFILL 8
 #define RESULT_WORDS 512
@@ -56,6 +57,9 @@ typedef struct {
 
 struct rt_engine {
     const rt_model_desc *d;
+    cpu_engine *cpu;      /* the native CPU backend runs this engine (no Vulkan state then):
+                             every rt_engine_* call forwards to it (rt_engine_cpu.c) */
+    const char *cpu_note; /* its one-line notice (scalar kernels, model larger than memory) or NULL */
     rt_vk *vk;
     rt_gguf *g;
     int n_layers, vocab, n_ctx, n_batch;
@@ -178,5 +182,14 @@ bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k);
 int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err);
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n);
 uint8_t rt_eng_default_wide(const rt_engine *e); /* GEMV_WIDE's default on the device (rt_tune.c) */
+
+/* rt_engine_cpu.c: opens the native CPU backend for e (GGUF checked, n_ctx / n_batch set). */
+int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err);
+/* The CPU backend's side of rt_engine_greedy_chain, _profile, _device, _copy_bandwidth. */
+int rt_eng_cpu_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err);
+int rt_eng_cpu_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n, int *out_tokens,
+                       int *out_n_kv, char *err);
+void rt_eng_cpu_device(const rt_engine *e, rt_vk_device_desc *out);
+int rt_eng_cpu_bandwidth(rt_engine *e, double *out_gbs, char *err);
 
 #endif

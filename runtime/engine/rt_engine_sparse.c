@@ -258,6 +258,10 @@ int rt_engine_n_layers(const rt_engine *e) { return e->n_layers; }
 
 void rt_engine_ffn_reset(rt_engine *e)
 {
+    if (e->cpu) {
+        cpu_engine_ffn_reset(e->cpu);
+        return;
+    }
     if (e->ffn_stats.mapped)
         memset(e->ffn_stats.mapped, 0, RT_STATS_WORDS * 4);
 }
@@ -295,6 +299,7 @@ double rt_eng_ffn_predicted(const rt_engine *e, int L)
 
 int rt_engine_ffn_predicted(const rt_engine *e, double *out, int max)
 {
+    if (e->cpu) return 0;
     const uint32_t *st = e->ffn_stats.mapped;
     int ffn = st ? ffn_width(e) : 0;
     if (!st || !e->pred || !ffn)
@@ -306,6 +311,7 @@ int rt_engine_ffn_predicted(const rt_engine *e, double *out, int max)
 
 int rt_engine_ffn_active(const rt_engine *e, double *out, int max)
 {
+    if (e->cpu) return cpu_engine_ffn_active(e->cpu, out, max);
     const uint32_t *st = e->ffn_stats.mapped;
     int ffn = st ? ffn_width(e) : 0;
     if (!st || e->dec == &e->d->decode || !ffn)

@@ -680,6 +680,10 @@ int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *er
 
 int rt_engine_variants(const rt_engine *e, char *out, size_t n)
 {
+    if (e->cpu) {
+        out[0] = 0;
+        return 0;
+    }
     size_t len = 0;
     out[0] = 0;
     for (uint32_t k = 0; k < e->d->n_kernels && len + 1 < n; k++) {

@@ -295,11 +295,15 @@ int rt_vk_list_devices(char *err)
 static int choose_device(const VkPhysicalDevice *pds, uint32_t n, int want, uint32_t *out_i, char *err)
 {
     const char *env = getenv("TERNION_DEVICE");
-    if (want < 0 && env && *env) {
+    /* "N" or "vulkan:N" name a device; "vulkan", "auto" and "cpu" (the engine's backend
+     * choice, rt_engine_pick_backend) leave the choice to the ranking below */
+    if (want < 0 && env && *env && strcmp(env, "vulkan") && strcmp(env, "auto") && strcmp(env, "cpu")) {
         char *end;
-        long v = strtol(env, &end, 10);
-        if (*end || v < 0) {
-            snprintf(err, RT_ERR_LEN, "TERNION_DEVICE='%s' is not a device index (0..%u)", env, n - 1);
+        const char *num = strncmp(env, "vulkan:", 7) ? env : env + 7;
+        long v = strtol(num, &end, 10);
+        if (*end || v < 0 || end == num) {
+            snprintf(err, RT_ERR_LEN, "TERNION_DEVICE='%s' is not a device index (0..%u), vulkan:N, vulkan, cpu or auto",
+                     env, n - 1);
             return 1;
         }
         want = (int)v;

@@ -1,0 +1,142 @@
+/* cpu_codec.c - the CPU rows of the weight formats (cpu_codec.h): I2_S through the SIMD
+ * kernels of cpu_i2s.c, the other ternary formats through their reference row decode, the
+ * float tables (F32, F16, BF16, Q8_0) as rows and dot products. */
+#include "cpu/cpu_codec.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "cpu/cpu_vec.h"
+
+/* ---- ternary ---- */
+
+static void i2s_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
+                       int64_t ldy, void *scratch)
+{
+    (void)scratch;
+    float ws;
+    memcpy(&ws, w->data + w->ne0 * w->ne1 / 4, sizeof ws); /* the tensor scale after the codes */
+    int32_t *sums = (int32_t *)y; /* the sums land where their floats go, then convert in place */
+    cpu_i2s_sums(isa, w->data, r0, r1, a, sums, ldy);
+    for (int t = 0; t < a->n; t++)
+        for (int64_t r = r0; r < r1; r++)
+            y[t * ldy + r] = (float)sums[t * ldy + r] / a->s[t] * ws; /* the reference's order */
+}
+
+/* Any ternary codec through fmt_decode_ternary_row: per-block scales (TQ1_0, TQ2_0) sum
+ * d_B * (block sum) in double, a tensor scale (TQ1_T) multiplies the exact row sum. */
+static void generic_ternary_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a,
+                                   float *y, int64_t ldy, void *scratch)
+{
+    (void)isa;
+    const fmt_codec *c = fmt_codec_find(w->type);
+    const int64_t K = w->ne0, nb = K / c->blk;
+    int8_t *codes = scratch;
+    const float ws = c->block_scale ? 0.0f : fmt_ternary_scale(c, w->data, w->ne0, w->ne1);
+    for (int64_t r = r0; r < r1; r++) {
+        fmt_decode_ternary_row(c, w->data, w->ne0, w->ne1, r, codes);
+        const uint8_t *row = w->data + fmt_row_offset(c, w->ne0, r);
+        for (int t = 0; t < a->n; t++) {
+            const int8_t *q = a->q + (size_t)t * K;
+            if (!c->block_scale) {
+                int32_t acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += codes[k] * q[k];
+                y[t * ldy + r] = (float)acc / a->s[t] * ws;
+                continue;
+            }
+            double sum = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                int32_t acc = 0;
+                for (int64_t k = b * c->blk; k < (b + 1) * c->blk; k++)
+                    acc += codes[k] * q[k];
+                sum += (double)c->block_scale(row + b * c->blk_bytes) * acc;
+            }
+            y[t * ldy + r] = (float)(sum / a->s[t]);
+        }
+    }
+}
+
+/* ---- tables ---- */
+
+static void f32_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
+{
+    (void)isa;
+    memcpy(out, w->data + (size_t)r * w->ne0 * 4, (size_t)w->ne0 * 4);
+}
+
+static void f32_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
+                         int64_t ldy, void *scratch)
+{
+    (void)scratch;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *row = (const float *)(w->data + (size_t)r * w->ne0 * 4);
+        for (int t = 0; t < n; t++)
+            y[t * ldy + r] = cpu_dot_f32(isa, row, x + (size_t)t * w->ne0, (int)w->ne0);
+    }
+}
+
+static void f16_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
+{
+    cpu_f16_to_f32(isa, (const uint16_t *)(w->data + (size_t)r * w->ne0 * 2), out, (int)w->ne0);
+}
+
+/* One token: converted and multiplied in one pass; several: each row converted once into
+ * scratch, then a float dot per token. */
+static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
+                         int64_t ldy, void *scratch)
+{
+    const int K = (int)w->ne0;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint16_t *row = (const uint16_t *)(w->data + (size_t)r * K * 2);
+        if (n == 1) {
+            y[r] = cpu_dot_f16_f32(isa, row, x, K);
+            continue;
+        }
+        cpu_f16_to_f32(isa, row, scratch, K);
+        for (int t = 0; t < n; t++)
+            y[t * ldy + r] = cpu_dot_f32(isa, scratch, x + (size_t)t * K, K);
+    }
+}
+
+/* BF16, Q8_0, ...: the format's reference row decode */
+static void decode_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
+{
+    (void)isa;
+    fmt_decode_row(fmt_codec_find(w->type), w->data, w->ne0, w->ne1, r, out);
+}
+
+static const cpu_codec ROWS[] = {
+    {FMT_I2_S, i2s_matmul, NULL, NULL},
+    {FMT_TQ1_0, generic_ternary_matmul, NULL, NULL},
+    {FMT_TQ2_0, generic_ternary_matmul, NULL, NULL},
+    {FMT_TQ1_T, generic_ternary_matmul, NULL, NULL},
+    {FMT_F32, NULL, f32_row, f32_dot_rows},
+    {FMT_F16, NULL, f16_row, f16_dot_rows},
+    {FMT_BF16, NULL, decode_row, NULL},
+    {FMT_Q8_0, NULL, decode_row, NULL},
+};
+
+const cpu_codec *cpu_codec_find(uint32_t type)
+{
+    for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
+        if (ROWS[i].type == type)
+            return fmt_codec_find(type) ? &ROWS[i] : NULL;
+    return NULL;
+}
+
+size_t cpu_codec_scratch(int64_t ne0) { return (size_t)ne0 * sizeof(float) + 64; }
+
+void cpu_table_dot(cpu_isa isa, const cpu_codec *c, const cpu_weight *w, int64_t r0, int64_t r1, const float *x,
+                   int n, float *y, int64_t ldy, void *scratch)
+{
+    if (c->dot_rows) {
+        c->dot_rows(isa, w, r0, r1, x, n, y, ldy, scratch);
+        return;
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        c->row(isa, w, r, scratch);
+        for (int t = 0; t < n; t++)
+            y[t * ldy + r] = cpu_dot_f32(isa, scratch, x + (size_t)t * w->ne0, (int)w->ne0);
+    }
+}

@@ -1,0 +1,49 @@
+/* cpu_codec.h - the native backend's side of the weight formats: one row per GGUF tensor type,
+ * next to the format's own row (format/fmt_codec.c) and its kernel-side row
+ * (gen/codec/gen_codec.c).
+ *
+ * Owns: how the CPU multiplies a ternary matrix of each format by int8 activations (a fast
+ * path where one is written: I2_S at every ISA level; the other ternary formats through the
+ * format's reference decode of a row), and how it reads a table (embedding rows, the LM
+ * head) of each float format. A format with no row here is refused at load, naming it.
+ */
+#ifndef CPU_CODEC_H
+#define CPU_CODEC_H
+
+#include <stdint.h>
+
+#include "cpu/cpu_i2s.h"
+#include "format/fmt_codec.h"
+
+/* A weight as the CPU reads it: the GGUF tensor in place (mmap) and its shape. */
+typedef struct {
+    const uint8_t *data; /* the tensor's bytes (the mapping) */
+    uint32_t type;       /* GGUF type id */
+    int64_t ne0, ne1;    /* row length, rows */
+} cpu_weight;
+
+typedef struct {
+    uint32_t type;
+    /* Ternary: y[t * ldy + r] = (W row r) . (the token's activations) in floats, for rows
+     * r0 <= r < r1 and every token of a. scratch: at least cpu_codec_scratch(ne0) bytes,
+     * the calling thread's own. NULL: not a ternary format. */
+    void (*matmul)(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
+                   int64_t ldy, void *scratch);
+    /* Tables: row r as floats into out[ne0]. NULL: not readable as a table. */
+    void (*row)(cpu_isa isa, const cpu_weight *w, int64_t r, float *out);
+    /* Tables: y[t * ldy + r] = sum_i W[r][i] x[t][i] for rows r0 <= r < r1 and n tokens of
+     * x [n][ne0]. scratch as above. NULL: through row + a float dot. */
+    void (*dot_rows)(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
+                     int64_t ldy, void *scratch);
+} cpu_codec;
+
+/* The row of a type, or NULL (the format has no CPU implementation). */
+const cpu_codec *cpu_codec_find(uint32_t type);
+/* Bytes of per-thread scratch the rows need for a row of ne0 elements. */
+size_t cpu_codec_scratch(int64_t ne0);
+
+/* y[t * ldy + r] for any table: dot_rows when the row has it, else row + float dots. */
+void cpu_table_dot(cpu_isa isa, const cpu_codec *c, const cpu_weight *w, int64_t r0, int64_t r1, const float *x,
+                   int n, float *y, int64_t ldy, void *scratch);
+
+#endif

@@ -1,0 +1,581 @@
+/* cpu_engine.c - loading a model onto the native backend, the step entry points, logits and
+ * figures (cpu_engine.h). The forward pass itself is cpu_forward.c.
+ *
+ * Memory: the weights are the GGUF mapping itself (madvise WILLNEED / SEQUENTIAL-free random
+ * access, optional mlock); the engine allocates once at open: KV caches, value buffers of
+ * n_batch tokens, the activation codes, 64 rows of logits and per-thread scratch. Nothing is
+ * allocated per token.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cpu/cpu_engine_priv.h"
+
+static int fail_oom(char *err, const char *what)
+{
+    snprintf(err, RT_ERR_LEN, "out of memory for the CPU backend's %s", what);
+    return -1;
+}
+
+void *cpu_engine_scratch(cpu_engine *e, int ith) { return e->scratch + (size_t)ith * e->scratch_bytes; }
+
+/* Tensor t of layer L from the GGUF: in place; 1-D weights also as floats. */
+static int bind_tensor(cpu_engine *e, int t, int L, char *err)
+{
+    const rt_tensor_desc *td = &e->d->tensors[t];
+    char name[160];
+    const char *at = strstr(td->gguf, "{L}");
+    if (at)
+        snprintf(name, sizeof name, "%.*s%d%s", (int)(at - td->gguf), td->gguf, L, at + 3);
+    else
+        snprintf(name, sizeof name, "%s", td->gguf);
+    const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, name);
+    if (!gt) { /* rt_engine_check_model found it: only a caller bypassing the check gets here */
+        snprintf(err, RT_ERR_LEN, "%s: tensor %s not found", e->g->path, name);
+        return -1;
+    }
+    if (!cpu_codec_find(gt->type)) {
+        snprintf(err, RT_ERR_LEN, "%s: tensor %s is %s, a format the CPU backend has no kernels for", e->g->path, name,
+                 fmt_type_name(gt->type));
+        return -1;
+    }
+    cpu_weight *w = &e->w[t * e->n_layers + L];
+    *w = (cpu_weight){gt->data, gt->type, gt->ne[0], gt->n_dims > 1 ? gt->ne[1] : 1};
+    if (w->ne1 == 1 && gt->n_dims == 1) {
+        float **v = &e->vec[t * e->n_layers + L];
+        if (gt->type == FMT_F32) {
+            *v = (float *)gt->data;
+        } else {
+            float *dec = malloc(sizeof(float) * (size_t)w->ne0);
+            if (!dec || fmt_decode_row(fmt_codec_find(gt->type), gt->data, w->ne0, 1, 0, dec)) {
+                free(dec);
+                snprintf(err, RT_ERR_LEN, "%s: tensor %s: cannot read it as floats", e->g->path, name);
+                return -1;
+            }
+            *v = e->vec_owned[t * e->n_layers + L] = dec;
+        }
+    }
+    return 0;
+}
+
+/* The schedule's ops with their codec / activation rows; the exact-skip GLU pairs marked. */
+static int resolve_ops(cpu_engine *e, char *err)
+{
+    const rt_cpu_schedule *c = e->cs;
+    e->n_ops = (int)(c->n_pre + c->n_layer + c->n_post);
+    e->ops = calloc((size_t)e->n_ops, sizeof(cpu_step_op));
+    if (!e->ops)
+        return fail_oom(err, "schedule");
+    for (int i = 0; i < e->n_ops; i++) {
+        const rt_cpu_op *op = i < (int)c->n_pre ? &c->pre[i]
+                              : i < (int)(c->n_pre + c->n_layer) ? &c->layer[i - c->n_pre]
+                                                                 : &c->post[i - c->n_pre - c->n_layer];
+        cpu_step_op *so = &e->ops[i];
+        *so = (cpu_step_op){.op = op, .tensor = op->weight, .sparse_src = -1};
+        if (op->kind >= RT_CPU_OP_COUNT) {
+            snprintf(err, RT_ERR_LEN, "%s: an op the CPU backend does not know (kind %d): rebuild with this runtime",
+                     op->label, op->kind);
+            return -1;
+        }
+        if (op->weight >= 0)
+            so->codec = cpu_codec_find(cpu_w(e, op->weight, 0)->type);
+        if (op->kind == RT_CPU_ACT_MUL && !(so->act = cpu_act_find(op->act ? op->act : ""))) {
+            snprintf(err, RT_ERR_LEN, "%s: activation %s has no CPU implementation", op->label, op->act ? op->act : "?");
+            return -1;
+        }
+        if ((op->kind == RT_CPU_BITLINEAR && !so->codec->matmul) ||
+            ((op->kind == RT_CPU_EMBED || op->kind == RT_CPU_LM_HEAD) && !so->codec->row)) {
+            snprintf(err, RT_ERR_LEN, "%s: its weight's format %s cannot be used this way on the CPU", op->label,
+                     fmt_type_name(cpu_w(e, op->weight, 0)->type));
+            return -1;
+        }
+        if (op->kind == RT_CPU_BITLINEAR && e->cs->width[op->in[0]] > e->max_k)
+            e->max_k = e->cs->width[op->in[0]];
+        if (op->kind == RT_CPU_LM_HEAD)
+            e->head_tensor = op->weight;
+    }
+    /* act(gate) * up with an activation that is 0 for gate <= 0, up a bitlinear of this layer:
+     * up's rows may be skipped where gate <= 0 (cpu_forward.c) */
+    for (int i = (int)c->n_pre; i < (int)(c->n_pre + c->n_layer); i++) {
+        const cpu_step_op *m = &e->ops[i];
+        if (m->op->kind != RT_CPU_ACT_MUL || !m->act->zero_at_nonpositive)
+            continue;
+        for (int j = (int)c->n_pre; j < i; j++)
+            if (e->ops[j].op->kind == RT_CPU_BITLINEAR && e->ops[j].op->out == m->op->in[1] && m->op->in[0] != m->op->in[1]) {
+                bool gate_first = false; /* the gate must be computed before up */
+                for (int k = (int)c->n_pre; k < j; k++)
+                    gate_first |= e->ops[k].op->out == m->op->in[0];
+                if (gate_first) {
+                    e->ops[j].sparse_gate = true;
+                    e->ops[j].sparse_src = m->op->in[0];
+                    e->ffn_dim = e->cs->width[m->op->in[0]];
+                }
+            }
+    }
+    return 0;
+}
+
+static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
+{
+    const rt_cpu_schedule *c = e->cs;
+    e->val = calloc(c->n_values, sizeof(float *));
+    e->width = calloc(c->n_values, sizeof(int));
+    if (!e->val || !e->width)
+        return fail_oom(err, "values");
+    int max_w = 0;
+    for (uint32_t v = 0; v < c->n_values; v++) {
+        e->width[v] = c->width[v] == RT_CPU_VOCAB ? e->vocab : c->width[v];
+        if (c->width[v] != RT_CPU_VOCAB && e->width[v] > max_w)
+            max_w = e->width[v];
+        if ((int)v == c->logits)
+            continue; /* logits go to e->logits or the caller's array */
+        if (!(e->val[v] = malloc(sizeof(float) * (size_t)e->n_batch * e->width[v])))
+            return fail_oom(err, "value buffers");
+    }
+    const size_t nk = (size_t)e->n_batch * (e->max_k ? e->max_k : 1);
+    e->q = malloc(nk);
+    e->qp = malloc(nk);
+    e->qs = malloc(sizeof(float) * e->n_batch);
+    e->qsum = malloc(sizeof(int32_t) * e->n_batch);
+    const size_t att = sizeof(float) * (size_t)e->n_ctx;
+    e->scratch_bytes = cpu_codec_scratch(max_w) > att ? cpu_codec_scratch(max_w) : att;
+    e->scratch_bytes = (e->scratch_bytes + 63) & ~(size_t)63;
+    e->scratch = aligned_alloc(64, e->scratch_bytes * (size_t)max_threads);
+    e->head_x = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)max_w);
+    e->logits = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)e->vocab);
+    e->ffn_active = calloc((size_t)e->n_layers, sizeof(uint64_t));
+    e->row_idx = malloc(sizeof(int) * (size_t)e->n_batch);
+    for (int i = 0; e->row_idx && i < e->n_batch; i++)
+        e->row_idx[i] = i;
+    const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
+    e->kv = calloc(1, kv_bytes); /* zero: never stale data */
+    if (!e->q || !e->qp || !e->qs || !e->qsum || !e->scratch || !e->head_x || !e->logits || !e->ffn_active ||
+        !e->row_idx)
+        return fail_oom(err, "activation buffers");
+    if (!e->kv) {
+        snprintf(err, RT_ERR_LEN, "out of memory for the KV cache (%.1f MiB for %d sequences of %d positions): use a "
+                 "smaller -c", kv_bytes / 1048576.0, e->n_seq, e->n_ctx);
+        return -1;
+    }
+    return 0;
+}
+
+/* --lm-head q8: the head's table quantized to Q8_0 blocks (the format's own encoder, llama.cpp's
+ * rounding), row by row. */
+static int make_head_q8(cpu_engine *e, char *err)
+{
+    const cpu_weight *w = cpu_w(e, e->head_tensor, 0);
+    const fmt_codec *q8 = fmt_codec_find(FMT_Q8_0);
+    if (w->ne0 % q8->blk) {
+        snprintf(err, RT_ERR_LEN, "--lm-head q8: the head's width %lld is not a multiple of %u", (long long)w->ne0,
+                 q8->blk);
+        return -1;
+    }
+    const size_t row_bytes = (size_t)(w->ne0 / q8->blk) * q8->blk_bytes;
+    uint8_t *out = malloc(row_bytes * (size_t)w->ne1);
+    float *row = malloc(sizeof(float) * (size_t)w->ne0);
+    if (!out || !row) {
+        free(out);
+        free(row);
+        return fail_oom(err, "Q8_0 head");
+    }
+    const cpu_codec *c = cpu_codec_find(w->type);
+    for (int64_t r = 0; r < w->ne1; r++) {
+        c->row(e->isa, w, r, row);
+        q8->encode(row, w->ne0, out + (size_t)r * row_bytes);
+    }
+    free(row);
+    e->head_q8 = (cpu_weight){out, FMT_Q8_0, w->ne0, w->ne1};
+    return 0;
+}
+
+static uint64_t weight_bytes(const cpu_engine *e, int t)
+{
+    const rt_tensor_desc *td = &e->d->tensors[t];
+    const cpu_weight *w = cpu_w(e, t, 0);
+    const int64_t ne[4] = {w->ne0, w->ne1, 1, 1};
+    return fmt_nbytes(w->type, ne, NULL) * (td->per_layer ? (uint64_t)e->n_layers : 1);
+}
+
+int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int vocab, const cpu_engine_opts *o,
+                    cpu_engine **out_e, const char **out_note, char *err)
+{
+    *out_e = NULL;
+    *out_note = NULL;
+    if (!d->cpu.n_layer) {
+        snprintf(err, RT_ERR_LEN, "model %s has no CPU schedule: regenerate it (make gen)", d->name);
+        return -1;
+    }
+    if (o->n_threads < 1 || o->n_threads_batch < 1 || o->n_threads > 512 || o->n_threads_batch > 512) {
+        snprintf(err, RT_ERR_LEN, "thread counts %d / %d: each must be 1 to 512", o->n_threads, o->n_threads_batch);
+        return -1;
+    }
+    cpu_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return fail_oom(err, "engine");
+    *e = (cpu_engine){.d = d, .cs = &d->cpu, .g = g, .n_layers = n_layers, .vocab = vocab, .n_ctx = o->n_ctx,
+                      .n_batch = o->n_batch, .n_seq = o->n_seq, .n_threads = o->n_threads,
+                      .n_threads_batch = o->n_threads_batch, .profile = o->profile, .sparse = o->sparse_ffn,
+                      .kv_dim = (int)d->kv_dim, .kv_f16 = d->kv_elem_bytes == 2, .head_tensor = -1, .qvalue = -1};
+    e->isa = cpu_isa_detect(out_note);
+    const int max_threads = o->n_threads > o->n_threads_batch ? o->n_threads : o->n_threads_batch;
+    e->w = calloc((size_t)d->n_tensors * n_layers, sizeof(cpu_weight));
+    e->vec = calloc((size_t)d->n_tensors * n_layers, sizeof(float *));
+    e->vec_owned = calloc((size_t)d->n_tensors * n_layers, sizeof(float *));
+    if (!e->w || !e->vec || !e->vec_owned) {
+        cpu_engine_close(e);
+        return fail_oom(err, "tensor table");
+    }
+    for (uint32_t t = 0; t < d->n_tensors; t++)
+        for (int L = 0; L < (d->tensors[t].per_layer ? n_layers : 1); L++)
+            if (bind_tensor(e, (int)t, L, err)) {
+                cpu_engine_close(e);
+                return -1;
+            }
+    if (resolve_ops(e, err) || alloc_buffers(e, max_threads, err) ||
+        (o->lm_head_q8 && e->head_tensor >= 0 && make_head_q8(e, err)) || !(e->pool = cpu_pool_create(max_threads, err))) {
+        cpu_engine_close(e);
+        return -1;
+    }
+    for (int i = 0; i < e->n_ops; i++) /* --profile's bytes column: what each op reads per decode step */
+        if (e->ops[i].tensor >= 0)
+            e->ops[i].bytes = e->ops[i].op->kind == RT_CPU_EMBED
+                                  ? weight_bytes(e, e->ops[i].tensor) / (uint64_t)cpu_w(e, e->ops[i].tensor, 0)->ne1
+                                  : weight_bytes(e, e->ops[i].tensor);
+    /* weights in place: ask the kernel to read the file ahead; mlock on request */
+    madvise((void *)g->map, g->map_len, MADV_WILLNEED);
+    if (o->mlock && mlock(g->map, g->map_len)) {
+        snprintf(err, RT_ERR_LEN, "--mlock: cannot lock %.1f MiB of weights in memory: %s (raise ulimit -l)",
+                 g->map_len / 1048576.0, strerror(errno));
+        cpu_engine_close(e);
+        return -1;
+    }
+    const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    if (!*out_note && pages > 0 && psz > 0 && (double)g->map_len > 0.9 * (double)pages * psz)
+        *out_note = "the model is larger than 90 % of this machine's memory: it runs from the file mapping, read from "
+                    "disk as it goes (slow)";
+    *out_e = e;
+    return 0;
+}
+
+void cpu_engine_close(cpu_engine *e)
+{
+    if (!e)
+        return;
+    cpu_pool_destroy(e->pool);
+    for (uint32_t v = 0; e->val && v < e->cs->n_values; v++)
+        free(e->val[v]);
+    for (size_t i = 0; e->vec_owned && i < (size_t)e->d->n_tensors * e->n_layers; i++)
+        free(e->vec_owned[i]);
+    free(e->val);
+    free(e->width);
+    free(e->vec_owned);
+    free(e->vec);
+    free(e->w);
+    free(e->ops);
+    free(e->q);
+    free(e->qp);
+    free(e->qs);
+    free(e->qsum);
+    free(e->scratch);
+    free(e->head_x);
+    free(e->logits);
+    free(e->ffn_active);
+    free(e->row_idx);
+    free(e->kv);
+    free((void *)e->head_q8.data);
+    free(e->prof_rows[0]);
+    free(e->prof_rows[1]);
+    free(e);
+}
+
+int cpu_engine_set_seq(cpu_engine *e, int seq, char *err)
+{
+    if (seq < 0 || seq >= e->n_seq) {
+        snprintf(err, RT_ERR_LEN, "sequence %d outside 0..%d", seq, e->n_seq - 1);
+        return -1;
+    }
+    e->cur_seq = seq;
+    return 0;
+}
+
+/* Keeps the per-op times of this step (prefill: more than one token) for cpu_engine_profile. */
+static void keep_profile(cpu_engine *e, int n_kv)
+{
+    const int k = e->n > 1;
+    if (!e->prof_rows[k] && !(e->prof_rows[k] = calloc((size_t)e->n_ops, sizeof(cpu_profile_row))))
+        return;
+    for (int i = 0; i < e->n_ops; i++)
+        e->prof_rows[k][i] = (cpu_profile_row){e->ops[i].op->label, e->ops[i].ns, k ? 0 : e->ops[i].bytes};
+    e->prof_have[k] = true;
+    e->prof_meta[k][0] = e->n;
+    e->prof_meta[k][1] = n_kv;
+}
+
+/* Runs rows [0, n) of tok / pos / seq, logits of the rows in head_rows into out. */
+static int step(cpu_engine *e, const int32_t *tok, const int32_t *pos, const int32_t *seq, int n, const int *head_rows,
+                int n_head, float *out, char *err)
+{
+    e->tok = tok;
+    e->pos = pos;
+    e->seq = seq;
+    e->n = n;
+    e->head_rows = head_rows;
+    e->n_head_rows = n_head;
+    e->head_out = out;
+    if (cpu_forward(e, err))
+        return -1;
+    if (e->profile)
+        keep_profile(e, pos[n - 1] + 1);
+    return 0;
+}
+
+int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
+{
+    if (n < 1 || pos < 0 || pos + n > e->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "positions %d..%d outside the context of %d", pos, pos + n - 1, e->n_ctx);
+        return -1;
+    }
+    int32_t posv[CPU_MAX_ROWS], seqv[CPU_MAX_ROWS];
+    for (int done = 0; done < n;) {
+        const int m = n - done < e->n_batch ? n - done : e->n_batch;
+        const int32_t *pp = posv, *sp = seqv;
+        int32_t *pbuf = NULL, *sbuf = NULL;
+        if (m > CPU_MAX_ROWS) {
+            pbuf = malloc(sizeof(int32_t) * (size_t)m * 2);
+            if (!pbuf)
+                return fail_oom(err, "positions");
+            sbuf = pbuf + m;
+            pp = pbuf;
+            sp = sbuf;
+        }
+        int32_t *pw = pbuf ? pbuf : posv, *sw = sbuf ? sbuf : seqv;
+        for (int i = 0; i < m; i++) {
+            pw[i] = pos + done + i;
+            sw[i] = e->cur_seq;
+        }
+        const bool last = done + m == n;
+        int rc;
+        if (out_logits) /* every row's logits, straight into the caller's array */
+            rc = step(e, tokens + done, pp, sp, m, e->row_idx, m, out_logits + (size_t)done * e->vocab, err);
+        else
+            rc = step(e, tokens + done, pp, sp, m, e->row_idx + m - 1, last ? 1 : 0, e->logits, err);
+        if (!rc && out_logits && last)
+            memcpy(e->logits, out_logits + (size_t)(n - 1) * e->vocab, sizeof(float) * (size_t)e->vocab);
+        free(pbuf);
+        if (rc)
+            return -1;
+        done += m;
+    }
+    e->n_logit_rows = 1;
+    e->cur_row = 0;
+    return 0;
+}
+
+int cpu_engine_decode_rows(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                           char *err)
+{
+    if (n < 1 || n > CPU_MAX_ROWS || n > e->n_batch) {
+        snprintf(err, RT_ERR_LEN, "decode rows: %d rows (1..%d)", n, e->n_batch < CPU_MAX_ROWS ? e->n_batch : CPU_MAX_ROWS);
+        return -1;
+    }
+    int rows[CPU_MAX_ROWS];
+    for (int i = 0; i < n; i++) {
+        if (seq[i] < 0 || seq[i] >= e->n_seq || pos[i] < 0 || pos[i] >= e->n_ctx) {
+            snprintf(err, RT_ERR_LEN, "decode rows: row %d: sequence %d / position %d out of range", i, seq[i], pos[i]);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (seq[j] == seq[i]) {
+                snprintf(err, RT_ERR_LEN, "decode rows: sequence %d has two rows", seq[i]);
+                return -1;
+            }
+        rows[i] = i;
+    }
+    if (step(e, tokens, pos, seq, n, rows, n, e->logits, err))
+        return -1;
+    e->n_logit_rows = n;
+    e->cur_row = n - 1;
+    return 0;
+}
+
+int cpu_engine_use_row(cpu_engine *e, int row, char *err)
+{
+    if (row < 0 || row >= e->n_logit_rows) {
+        snprintf(err, RT_ERR_LEN, "row %d: the last step kept %d rows of logits", row, e->n_logit_rows);
+        return -1;
+    }
+    e->cur_row = row;
+    return 0;
+}
+
+static const float *cur_logits(const cpu_engine *e) { return e->logits + (size_t)e->cur_row * e->vocab; }
+
+int cpu_engine_logits_last(cpu_engine *e, float *out, char *err)
+{
+    if (!e->n_logit_rows) {
+        snprintf(err, RT_ERR_LEN, "no step has run yet");
+        return -1;
+    }
+    memcpy(out, cur_logits(e), sizeof(float) * (size_t)e->vocab);
+    return 0;
+}
+
+int cpu_engine_argmax(cpu_engine *e, int32_t *out_id, char *err)
+{
+    if (!e->n_logit_rows) {
+        snprintf(err, RT_ERR_LEN, "no step has run yet");
+        return -1;
+    }
+    const float *l = cur_logits(e);
+    int best = 0;
+    for (int i = 1; i < e->vocab; i++)
+        if (l[i] > l[best])
+            best = i;
+    *out_id = best;
+    return 0;
+}
+
+int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, char *err)
+{
+    if (!e->n_logit_rows || k < 1 || k > 256 || k > e->vocab) {
+        snprintf(err, RT_ERR_LEN, e->n_logit_rows ? "top-k: k = %d outside 1..256" : "no step has run yet", k);
+        return -1;
+    }
+    const float *l = cur_logits(e);
+    int n = 0; /* insertion into a sorted list of k: O(vocab * k) at worst, k <= 256 */
+    for (int i = 0; i < e->vocab; i++) {
+        if (n == k && !(l[i] > out_logits[k - 1]))
+            continue;
+        int j = n < k ? n++ : k - 1;
+        while (j > 0 && l[i] > out_logits[j - 1]) {
+            out_logits[j] = out_logits[j - 1];
+            out_ids[j] = out_ids[j - 1];
+            j--;
+        }
+        out_logits[j] = l[i];
+        out_ids[j] = i;
+    }
+    return 0;
+}
+
+void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
+{
+    snprintf(out, n, "CPU (native backend, %s kernels, %d threads, %d for prompts)", cpu_isa_name(e->isa), e->n_threads,
+             e->n_threads_batch);
+}
+
+int cpu_engine_threads(const cpu_engine *e) { return e->n_threads; }
+
+uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only)
+{
+    uint64_t b = 0;
+    for (int i = 0; i < e->n_ops; i++) {
+        const cpu_step_op *so = &e->ops[i];
+        if (so->tensor < 0 || (layers_only && !e->d->tensors[so->tensor].per_layer))
+            continue;
+        if (so->op->kind == RT_CPU_EMBED) { /* one row */
+            b += weight_bytes(e, so->tensor) / (uint64_t)cpu_w(e, so->tensor, 0)->ne1;
+            continue;
+        }
+        uint64_t wb = weight_bytes(e, so->tensor);
+        if (so->op->kind == RT_CPU_LM_HEAD && e->head_q8.data)
+            wb = (uint64_t)e->head_q8.ne1 * (uint64_t)(e->head_q8.ne0 / 32) * 34;
+        if (so->sparse_gate && e->sparse && e->ffn_steps && e->ffn_dim) { /* the measured active share */
+            double act = 0;
+            for (int L = 0; L < e->n_layers; L++)
+                act += (double)e->ffn_active[L] / e->ffn_steps / e->ffn_dim;
+            wb = (uint64_t)(wb * act / e->n_layers);
+        }
+        b += wb;
+    }
+    return b;
+}
+
+uint64_t cpu_engine_decode_bytes(const cpu_engine *e, int n_kv)
+{
+    return cpu_engine_weight_bytes(e, false) +
+           (uint64_t)n_kv * e->kv_dim * (e->kv_f16 ? 2 : 4) * 2 * (uint64_t)e->n_layers;
+}
+
+uint64_t cpu_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGE_SIZE);
+}
+
+int cpu_engine_ffn_active(const cpu_engine *e, double *out, int max)
+{
+    if (!e->sparse || !e->ffn_steps || !e->ffn_dim)
+        return 0;
+    for (int L = 0; L < e->n_layers && L < max; L++)
+        out[L] = (double)e->ffn_active[L] / e->ffn_steps / e->ffn_dim;
+    return e->ffn_steps;
+}
+
+void cpu_engine_ffn_reset(cpu_engine *e)
+{
+    memset(e->ffn_active, 0, sizeof(uint64_t) * (size_t)e->n_layers);
+    e->ffn_steps = 0;
+}
+
+int cpu_engine_profile(cpu_engine *e, bool prefill, const cpu_profile_row **out_rows, uint32_t *out_n,
+                       int *out_tokens, int *out_n_kv, char *err)
+{
+    const int k = prefill;
+    if (!e->profile || !e->prof_have[k]) {
+        snprintf(err, RT_ERR_LEN, e->profile ? "no %s step has run yet" : "profiling is off",
+                 prefill ? "prompt" : "decode");
+        return 1;
+    }
+    *out_rows = e->prof_rows[k];
+    *out_n = (uint32_t)e->n_ops;
+    *out_tokens = e->prof_meta[k][0];
+    *out_n_kv = e->prof_meta[k][1];
+    return 0;
+}
+
+typedef struct {
+    const uint64_t *w;
+    size_t n;
+    uint64_t part[512];
+} probe_job;
+
+static void probe_main(void *arg, int ith, int nth)
+{
+    probe_job *j = arg;
+    int64_t lo, hi;
+    cpu_pool_range((int64_t)j->n, ith, nth, 64, &lo, &hi);
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        s0 += j->w[i];
+        s1 += j->w[i + 1];
+        s2 += j->w[i + 2];
+        s3 += j->w[i + 3];
+    }
+    for (; i < hi; i++)
+        s0 += j->w[i];
+    j->part[ith] = s0 + s1 + s2 + s3;
+}
+
+uint64_t cpu_engine_read_probe(cpu_engine *e, const uint64_t *words, size_t n)
+{
+    probe_job j = {.w = words, .n = n};
+    cpu_pool_run(e->pool, probe_main, &j, e->n_threads);
+    uint64_t s = 0;
+    for (int i = 0; i < e->n_threads && i < 512; i++)
+        s += j.part[i];
+    return s;
+}

@@ -1,0 +1,80 @@
+/* cpu_engine.h - a loaded model on the native CPU backend, driven one step at a time.
+ *
+ * Owns: the weights in place in the GGUF mapping (no copy; madvise, optional mlock), the KV
+ * caches of every sequence, the value buffers of one step, the int8 activation codes, the
+ * logits of the last step, the thread pool. It walks the generated CPU schedule
+ * (rt_cpu_schedule, schema/rt_schedule.h) with the kernels of runtime/cpu/. The engine
+ * (runtime/engine/rt_engine.h) opens one when the CPU backend is chosen and forwards its calls;
+ * nothing here knows Vulkan.
+ */
+#ifndef CPU_ENGINE_H
+#define CPU_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf/rt_gguf.h"
+#include "schema/rt_schedule.h"
+
+typedef struct cpu_engine cpu_engine;
+
+typedef struct {
+    int n_ctx, n_batch, n_seq;  /* resolved by the caller (>= 1) */
+    int n_threads;              /* decode steps (>= 1) */
+    int n_threads_batch;        /* prompt steps of more than one token (>= 1) */
+    bool lm_head_q8;            /* the LM head on a Q8_0 copy of its table made at load */
+    bool sparse_ffn;            /* the exact sparse FFN: a neuron whose gate activation is 0 never
+                                   reads its up row (same logits) */
+    bool mlock;                 /* lock the mapping in memory */
+    bool profile;               /* time every op of each step (cpu_engine_profile) */
+} cpu_engine_opts;
+
+/* g (opened and checked against d by the caller, n_layers and vocab from that check) must
+ * outlive the engine. 0, or -1 with err (RT_ERR_LEN): a format with no CPU row, an op the
+ * schedule names that the CPU lacks, out of memory. *out_note gets a one-line notice or NULL
+ * (no AVX2: the scalar path; a model larger than memory). */
+int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int vocab, const cpu_engine_opts *o,
+                    cpu_engine **out_e, const char **out_note, char *err);
+void cpu_engine_close(cpu_engine *e);
+
+int cpu_engine_set_seq(cpu_engine *e, int seq, char *err);
+/* n tokens of the current sequence at pos..pos+n-1; out_logits [n][vocab] or NULL (only the
+ * last position's logits are kept). */
+int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err);
+/* n rows, row i: tokens[i] at pos[i] of sequence seq[i]; every weight read once for all rows.
+ * Row i's logits are kept (cpu_engine_use_row). */
+int cpu_engine_decode_rows(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                           char *err);
+int cpu_engine_use_row(cpu_engine *e, int row, char *err);
+int cpu_engine_logits_last(cpu_engine *e, float *out, char *err);
+int cpu_engine_argmax(cpu_engine *e, int32_t *out_id, char *err);
+int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, char *err);
+
+/* "CPU: 2 threads, avx512" */
+void cpu_engine_describe(const cpu_engine *e, char *out, size_t n);
+int cpu_engine_threads(const cpu_engine *e);
+/* Bytes one decode step reads: every weight whole (the embedding: one row) and the KV rows of
+ * n_kv positions; layers_only: the per-layer weights alone. */
+uint64_t cpu_engine_decode_bytes(const cpu_engine *e, int n_kv);
+uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only);
+/* The sum of words[0..n) read by every decode thread (a memory-bandwidth probe). */
+uint64_t cpu_engine_read_probe(cpu_engine *e, const uint64_t *words, size_t n);
+/* Resident set size of the process in bytes (/proc/self/statm), 0 if unknown. */
+uint64_t cpu_rss_bytes(void);
+/* Sparse FFN: the mean fraction of neurons whose gate activation was non-zero per layer over
+ * the decode steps since the last reset (out[0..n_layers)); returns the steps counted. */
+int cpu_engine_ffn_active(const cpu_engine *e, double *out, int max);
+void cpu_engine_ffn_reset(cpu_engine *e);
+
+/* Per-op times of the last step of n tokens (prefill: n > 1), summed over layers, in
+ * schedule order: *out_n rows (engine-owned). 1 with err when profiling is off or no such
+ * step ran. */
+typedef struct {
+    const char *label;
+    double ns;
+    uint64_t bytes;
+} cpu_profile_row;
+int cpu_engine_profile(cpu_engine *e, bool prefill, const cpu_profile_row **out_rows, uint32_t *out_n,
+                       int *out_tokens, int *out_n_kv, char *err);
+
+#endif

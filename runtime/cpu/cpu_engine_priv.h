@@ -1,0 +1,97 @@
+/* cpu_engine_priv.h - the CPU engine's state, shared by cpu_engine.c (loading, logits, figures)
+ * and cpu_forward.c (walking the schedule). Only those two include it.
+ */
+#ifndef CPU_ENGINE_PRIV_H
+#define CPU_ENGINE_PRIV_H
+
+#include "cpu/cpu_codec.h"
+#include "cpu/cpu_engine.h"
+#include "cpu/cpu_ops.h"
+#include "cpu/cpu_pool.h"
+
+#define CPU_MAX_ROWS 64 /* rows of one multi-row decode step (RT_ENGINE_MAX_ROWS) */
+
+/* One op of the schedule as the engine runs it: the generated row plus what load resolved. */
+typedef struct {
+    const rt_cpu_op *op;
+    const cpu_act *act;      /* ACT_MUL */
+    const cpu_codec *codec;  /* the weight's CPU row (per-layer tensors: all layers share a type) */
+    int tensor;              /* desc->tensors index, -1 none */
+    bool sparse_gate;        /* an exact-skip GLU: this bitlinear's rows may be skipped where the
+                                gate value sparse_src is <= 0 (set on the up projection) */
+    int sparse_src;          /* the gate value */
+    double ns;               /* --profile: time of the last step (all layers) */
+    uint64_t bytes;          /* weight bytes one decode step reads for it (all layers) */
+} cpu_step_op;
+
+struct cpu_engine {
+    const rt_model_desc *d;
+    const rt_cpu_schedule *cs;
+    const rt_gguf *g;
+    cpu_isa isa;
+    cpu_pool *pool;
+    int n_threads, n_threads_batch;
+    int n_layers, vocab, n_ctx, n_batch, n_seq, cur_seq;
+    bool profile, sparse;
+
+    cpu_weight *w;            /* [n_tensors * n_layers]: tensor t of layer L at t * n_layers + L */
+    float **vec;              /* [n_tensors * n_layers]: 1-D weights as floats (in place for F32) */
+    float **vec_owned;        /* the decoded copies of non-F32 vectors (freed at close) */
+    cpu_weight head_q8;       /* --lm-head q8: the Q8_0 copy of the head's table (data owned) */
+    int head_tensor;          /* the LM head's tensor */
+
+    cpu_step_op *ops;         /* [n_pre + n_layer + n_post] */
+    int n_ops;
+
+    int kv_dim;
+    bool kv_f16;
+    uint8_t *kv;              /* [n_seq][n_layers][2][n_ctx][kv_dim] of 2 or 4 bytes */
+
+    float **val;              /* [n_values] -> [n_batch][width] */
+    int *width;               /* [n_values], the vocabulary resolved */
+    int max_k;                /* widest bitlinear input */
+    int8_t *q, *qp;           /* [n_batch][max_k] activation codes (element order, kernel layout) */
+    float *qs;                /* [n_batch] */
+    int32_t *qsum;            /* [n_batch] */
+    int qvalue;               /* the value q holds the codes of, or -1 */
+    uint8_t *scratch;         /* [n_threads_max][scratch_bytes] */
+    size_t scratch_bytes;
+    float *head_x;            /* [CPU_MAX_ROWS][dim]: LM-head inputs of the rows that keep logits, a
+                                 chunk at a time */
+
+    float *logits;            /* [CPU_MAX_ROWS][vocab] */
+    int n_logit_rows, cur_row; /* rows held; the row argmax / topk / logits_last read */
+
+    /* the step being run */
+    const int32_t *tok, *pos, *seq;
+    int n;                    /* tokens (rows) */
+    int layer;
+    int n_head_rows;          /* rows whose logits are computed */
+    const int *head_rows;     /* their indices */
+    float *head_out;          /* where they go, [n_head_rows][vocab] */
+    int head_chunk;           /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
+    float *head_chunk_out;    /* its first row's logits */
+
+    /* sparse FFN counters: [n_layers] active neurons summed over steps */
+    uint64_t *ffn_active;
+    int ffn_steps;
+    int ffn_dim;
+
+    int *row_idx;             /* [n_batch]: 0, 1, 2, ... (the rows whose logits a prompt keeps) */
+
+    /* --profile: [0] the last decode step, [1] the last prompt step */
+    bool prof_have[2];
+    cpu_profile_row *prof_rows[2];
+    int prof_meta[2][2];
+};
+
+/* Runs the step described by e->tok / pos / seq / n (cpu_forward.c). */
+int cpu_forward(cpu_engine *e, char *err);
+void *cpu_engine_scratch(cpu_engine *e, int ith);
+/* The weight of op o for layer L (global tensors: layer ignored). */
+static inline const cpu_weight *cpu_w(const cpu_engine *e, int tensor, int L)
+{
+    return &e->w[tensor * e->n_layers + (e->d->tensors[tensor].per_layer && L > 0 ? L : 0)];
+}
+
+#endif

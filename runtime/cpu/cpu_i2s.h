@@ -1,0 +1,41 @@
+/* cpu_i2s.h - the native backend's ternary matrix products and activation quantization.
+ *
+ * Owns: BitNet's per-token int8 activation quantization (bitnet.cpp's quantize_row_i8_s,
+ * exactly: the same codes and scale as tests/ref's ref_act_quant), the activation layouts the
+ * I2_S kernels read, and the I2_S integer products at each ISA level (scalar, AVX2 maddubs,
+ * AVX-512 VNNI vpdpbusd). Integer sums are exact, so every level, every thread split and
+ * every row / token tiling gives the same bits.
+ *
+ * I2_S (format/fmt_i2s.c): byte k of a 32-byte block of 128 weights holds weight k in bits
+ * 7..6, k + 32 in 5..4, k + 64 in 3..2, k + 96 in 1..0; code 0 / 1 / 2 = -1 / 0 / +1. A row of
+ * K weights is K / 4 bytes, rows back to back, so the rows a thread owns are one region.
+ */
+#ifndef CPU_I2S_H
+#define CPU_I2S_H
+
+#include <stdint.h>
+
+#include "cpu/cpu_isa.h"
+
+/* n tokens of K int8 activation codes (K a multiple of 128 for I2_S). */
+typedef struct {
+    int K, n;
+    const int8_t *q;      /* [n][K] codes in element order (every codec can read them) */
+    const int8_t *qp;     /* [n][K] the same codes in the layout of cpu_i2s_pack (the I2_S kernels') */
+    const float *s;       /* [n] scale: code = round(x * s), s = 127 / max|x| */
+    const int32_t *qsum;  /* [n] sum of the codes */
+} cpu_qact;
+
+/* Quantizes one token's x[K] into q[K]; returns the scale s, *out_sum = sum of the codes.
+ * amax = max(max|x|, 1e-5), s = 127 / amax, q = clamp(round_half_even(x * s), -128, 127). */
+float cpu_act_quant(cpu_isa isa, const float *x, int K, int8_t *q, int32_t *out_sum);
+/* q[K] (one token) into the I2_S kernels' layout at this level (AVX-512: the codes of two
+ * consecutive blocks that one 64-byte load of weights meets, side by side; else a copy). */
+void cpu_i2s_pack(cpu_isa isa, const int8_t *q, int K, int8_t *out);
+
+/* out[t * ld + r] = sum_k t(r, k) q[t][k] (t = code - 1) for rows r0 <= r < r1 of the I2_S
+ * matrix w [M][K] and every token of a. */
+void cpu_i2s_sums(cpu_isa isa, const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out,
+                  int64_t ld);
+
+#endif

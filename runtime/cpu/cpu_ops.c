@@ -1,0 +1,117 @@
+/* cpu_ops.c - norms, RoPE, attention and activations of one token (cpu_ops.h). */
+#include "cpu/cpu_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "cpu/cpu_vec.h"
+#include "format/fmt_codec.h"
+
+void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = 0; i < n; i++) {
+        const float v = x[i] * scale;
+        y[i] = w ? v * w[i] : v;
+    }
+}
+
+void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base, bool neox, float *y)
+{
+    const float theta_scale = powf(base, -2.0f / (float)rope_dims);
+    const int half = rope_dims / 2;
+    for (int h = 0; h < n_heads; h++) {
+        const float *xh = x + (size_t)h * head_dim;
+        float *yh = y + (size_t)h * head_dim;
+        float theta = (float)pos;
+        for (int i = 0; i < half; i++) {
+            const float c = cosf(theta), sn = sinf(theta);
+            const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            const float x0 = xh[i0], x1 = xh[i1];
+            yh[i0] = x0 * c - x1 * sn;
+            yh[i1] = x0 * sn + x1 * c;
+            theta *= theta_scale;
+        }
+        if (y != x)
+            memcpy(yh + rope_dims, xh + rope_dims, sizeof(float) * (size_t)(head_dim - rope_dims));
+    }
+}
+
+#define MAX_HEAD_DIM 1024
+
+void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
+                   int head_dim, int h0, int h1, bool p_f16, float *scratch, float *out)
+{
+    const int group = n_heads / n_kv_heads;
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    float qh[MAX_HEAD_DIM];
+    float *p = scratch;
+    for (int h = h0; h < h1; h++) {
+        const int kvo = (h / group) * head_dim;
+        const float *qs = q + (size_t)h * head_dim;
+        float *o = out + (size_t)h * head_dim;
+        for (int i = 0; i < head_dim; i++)
+            qh[i] = kv->f16 ? fmt_f16_to_f32(fmt_f32_to_f16(qs[i])) : qs[i];
+        float mx = -INFINITY;
+        for (int j = 0; j < n_kv; j++) {
+            const size_t at = (size_t)j * kv->kv_dim + kvo;
+            const float d = kv->f16 ? cpu_dot_f16_f32(isa, (const uint16_t *)kv->k + at, qh, head_dim)
+                                    : cpu_dot_f32(isa, (const float *)kv->k + at, qh, head_dim);
+            p[j] = d * scale;
+            mx = p[j] > mx ? p[j] : mx;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < n_kv; j++) {
+            p[j] = expf(p[j] - mx);
+            sum += (double)p[j];
+        }
+        const float inv = (float)(1.0 / sum);
+        memset(o, 0, sizeof(float) * (size_t)head_dim);
+        for (int j = 0; j < n_kv; j++) {
+            float pj = p[j] * inv;
+            if (p_f16)
+                pj = fmt_f16_to_f32(fmt_f32_to_f16(pj));
+            const size_t at = (size_t)j * kv->kv_dim + kvo;
+            if (kv->f16)
+                cpu_axpy_f16(isa, pj, (const uint16_t *)kv->v + at, o, head_dim);
+            else
+                cpu_axpy_f32(isa, pj, (const float *)kv->v + at, o, head_dim);
+        }
+    }
+}
+
+/* ---- activations: the same expressions as gen/gen_act.c's reference column ---- */
+
+static float relu2(float a)
+{
+    const float r = a > 0.0f ? a : 0.0f;
+    return r * r;
+}
+static float silu(float a) { return a / (1.0f + expf(-a)); }
+#define GELU_COEF_A 0.044715f
+#define SQRT_2_OVER_PI 0.79788456080286535587989211986876f
+static float gelu(float a) { return 0.5f * a * (1.0f + tanhf(SQRT_2_OVER_PI * a * (1.0f + GELU_COEF_A * a * a))); }
+
+static const cpu_act ACTS[] = {
+    {"relu2", relu2, true},
+    {"silu", silu, false},
+    {"gelu", gelu, false},
+};
+
+const cpu_act *cpu_act_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof ACTS / sizeof ACTS[0]; i++)
+        if (!strcmp(ACTS[i].name, name))
+            return &ACTS[i];
+    return NULL;
+}
+
+void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, float *y)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = act->fn(a[i]) * b[i];
+}

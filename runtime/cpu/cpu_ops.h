@@ -1,0 +1,48 @@
+/* cpu_ops.h - the native backend's float ops of one token: RMSNorm, RoPE, attention over the
+ * KV cache, the gated activations, the residual add.
+ *
+ * Owns: each op's arithmetic in the reference's numerics (tests/ref/ref_ops.h states them):
+ * float where ggml is float, the norm's sum of squares and the softmax's sum in double. Each
+ * call handles one token (the engine splits tokens and heads across threads), so results
+ * never depend on the thread count.
+ */
+#ifndef CPU_OPS_H
+#define CPU_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpu/cpu_isa.h"
+
+/* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x. */
+void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
+/* RoPE of one token's n_heads heads of head_dim at position pos (rope_dims rotate; neox:
+ * pairs (i, i + rope_dims / 2), else (2i, 2i + 1)); y may alias x. */
+void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base, bool neox, float *y);
+
+/* The KV cache of one layer and sequence as attention reads it: rows = positions. */
+typedef struct {
+    const void *k, *v;  /* [n_ctx][kv_dim] f16 bits (f16) or floats */
+    bool f16;
+    int kv_dim;
+} cpu_kv;
+
+/* Heads h0 <= h < h1 of one query token (q [n_heads * head_dim]) over cache rows 0..n_kv-1:
+ * out[h] = softmax(q_h . K / sqrt(head_dim)) V (GQA: head h reads kv head h / (n_heads /
+ * n_kv_heads)). With an f16 cache q is rounded to f16 first (as the oracle), and with
+ * p_f16 the probabilities too (the oracle's one-token decode). scratch: n_kv floats. */
+void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
+                   int head_dim, int h0, int h1, bool p_f16, float *scratch, float *out);
+
+/* The gated activations y = act(a) * b, by the name the generator writes (the YAML op's
+ * "<name>_mul"); each row's C expression matches gen/gen_act.c's reference expression. */
+typedef struct {
+    const char *name;         /* "relu2" */
+    float (*fn)(float a);     /* act(a) */
+    bool zero_at_nonpositive; /* act(a) == 0 for every a <= 0: a neuron whose gate is <= 0 adds
+                                 nothing, whatever its up row gives (the exact sparse FFN) */
+} cpu_act;
+const cpu_act *cpu_act_find(const char *name);
+void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, float *y);
+
+#endif

@@ -1,0 +1,22 @@
+/* cpu_vec.h - float vector primitives of the native backend at each ISA level: dot products
+ * (f32 . f32, f16 . f32), f16 <-> f32 conversion, axpy. Sums in lanes (8 or 16 partial sums,
+ * then added in a fixed order), so a result depends on the ISA level and n, never on threads.
+ */
+#ifndef CPU_VEC_H
+#define CPU_VEC_H
+
+#include <stdint.h>
+
+#include "cpu/cpu_isa.h"
+
+float cpu_dot_f32(cpu_isa isa, const float *a, const float *b, int n);
+/* sum_i f32(h[i]) * x[i] */
+float cpu_dot_f16_f32(cpu_isa isa, const uint16_t *h, const float *x, int n);
+void cpu_f16_to_f32(cpu_isa isa, const uint16_t *in, float *out, int n);
+void cpu_f32_to_f16(cpu_isa isa, const float *in, uint16_t *out, int n);
+/* y[i] += a * x[i] */
+void cpu_axpy_f32(cpu_isa isa, float a, const float *x, float *y, int n);
+/* y[i] += a * f32(h[i]) */
+void cpu_axpy_f16(cpu_isa isa, float a, const uint16_t *h, float *y, int n);
+
+#endif

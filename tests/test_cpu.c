@@ -1,0 +1,496 @@
+/* test_cpu.c - the native CPU backend (runtime/cpu/) against the C reference (tests/ref) and
+ * Microsoft's bitnet.cpp (the fixtures).
+ *
+ * Kernels, at every ISA level this CPU runs (scalar, AVX2, AVX-512), on random data at awkward
+ * sizes (an odd number of 128-blocks, rows not a multiple of any tile, 1 to 19 tokens), output
+ * poisoned with NaN first:
+ *   - activation quantization: codes, scale and code sum equal to ref_act_quant exactly;
+ *   - I2_S, TQ1_0, TQ2_0 products equal to ref_bitlinear_q / ref_bitlinear_tq exactly (integer
+ *     sums, then the same float operations in the same order);
+ *   - F16 table dots, attention, RMSNorm within the float-summation bound stated at each check;
+ *     RoPE exactly (the same expressions);
+ *   - the activation rows: every gen_act row that says it has a CPU row has one, with the same
+ *     values as its reference expression, and known values of each formula.
+ * Whole model, through rt_engine with the CPU backend:
+ *   - fixtures A and B: batched prompt logits vs bitnet.cpp with test_e2e's rule, greedy
+ *     continuation (teacher-forced) agreeing for 16 tokens;
+ *   - 1 thread and 2 threads give bit-identical logits; a multi-row decode step equals single
+ *     steps bit for bit; the exact sparse FFN leaves the logits bit-identical (bitnet-kjv).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu/cpu_codec.h"
+#include "cpu/cpu_i2s.h"
+#include "cpu/cpu_ops.h"
+#include "cpu/cpu_vec.h"
+#include "engine/rt_engine.h"
+#include "fixture.h"
+#include "gen_act.h"
+#include "ref/ref_ops.h"
+#include "schema/rt_schedule.h"
+
+extern const rt_model_desc rt_model_bitnet_tiny, rt_model_bitnet_b1_58_2b, rt_model_bitnet_kjv;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+static float frnd(float a) { return ((float)(rnd() % 20001) / 10000.0f - 1.0f) * a; }
+
+static cpu_isa levels(void) { return cpu_isa_detect(NULL); }
+
+/* ---- kernels ---- */
+
+static void test_quant(void **st)
+{
+    (void)st;
+    const int sizes[] = {1, 7, 16, 33, 128, 2560, 6913};
+    for (int isa = 0; isa <= (int)levels(); isa++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            const int K = sizes[si];
+            float *x = malloc(sizeof(float) * K);
+            int8_t *q = malloc(K), *qr = malloc(K);
+            for (int i = 0; i < K; i++)
+                x[i] = frnd(3.0f);
+            if (K > 4) { /* exact .5 boundaries after scaling: amax 127 makes s = 1 */
+                x[0] = 127.0f;
+                x[1] = 2.5f;
+                x[2] = -3.5f;
+                x[3] = 0.5f;
+            }
+            memset(q, 0x55, K);
+            int32_t sum, sumr;
+            const float s = cpu_act_quant((cpu_isa)isa, x, K, q, &sum);
+            const float sr = ref_act_quant(x, K, qr, &sumr);
+            assert_true(s == sr);
+            assert_int_equal(sum, sumr);
+            assert_memory_equal(q, qr, K);
+            free(x);
+            free(q);
+            free(qr);
+        }
+}
+
+/* A random ternary matrix [M][K] encoded in codec type, with its decoded codes. */
+static uint8_t *random_ternary(uint32_t type, int K, int M, float scale)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    int8_t *t = malloc((size_t)K * M);
+    for (size_t i = 0; i < (size_t)K * M; i++)
+        t[i] = (int8_t)(rnd() % 3) - 1;
+    const int64_t ne[4] = {K, M, 1, 1};
+    uint8_t *blob = calloc(1, fmt_nbytes(type, ne, NULL));
+    assert_int_equal(fmt_encode_ternary(c, t, K, M, scale, blob), 0);
+    free(t);
+    return blob;
+}
+
+static void check_matmul(uint32_t type, int K, int M, int n)
+{
+    uint8_t *w = random_ternary(type, K, M, 0.37f);
+    float *x = malloc(sizeof(float) * K * n), *y = malloc(sizeof(float) * M * n), *yr = malloc(sizeof(float) * M * n);
+    int8_t *q = malloc((size_t)K * n), *qp = malloc((size_t)K * n);
+    float *s = malloc(sizeof(float) * n);
+    int32_t *qs = malloc(sizeof(int32_t) * n);
+    void *scratch = malloc(cpu_codec_scratch(K));
+    for (int i = 0; i < K * n; i++)
+        x[i] = frnd(2.0f);
+    const cpu_codec *cc = cpu_codec_find(type);
+    assert_non_null(cc);
+    assert_non_null(cc->matmul);
+    for (int isa = 0; isa <= (int)levels(); isa++) {
+        for (int t = 0; t < n; t++) {
+            s[t] = cpu_act_quant((cpu_isa)isa, x + (size_t)t * K, K, q + (size_t)t * K, &qs[t]);
+            cpu_i2s_pack((cpu_isa)isa, q + (size_t)t * K, K, qp + (size_t)t * K);
+        }
+        cpu_qact a = {K, n, q, qp, s, qs};
+        const cpu_weight cw = {w, type, K, M};
+        for (int i = 0; i < M * n; i++)
+            y[i] = NAN;
+        /* two row ranges, as two threads would split them */
+        const int64_t mid = M / 3;
+        cc->matmul((cpu_isa)isa, &cw, 0, mid, &a, y, M, scratch);
+        cc->matmul((cpu_isa)isa, &cw, mid, M, &a, y, M, scratch);
+        if (type == FMT_I2_S)
+            ref_bitlinear_q(fmt_codec_find(type), w, K, M, q, s, n, yr);
+        else
+            ref_bitlinear_tq((int)type, w, K, M, q, s, n, yr, NULL);
+        for (int i = 0; i < M * n; i++)
+            if (!(y[i] == yr[i]))
+                fail_msg("%s K %d M %d n %d isa %s: y[%d] = %g, reference %g", fmt_type_name(type), K, M, n,
+                         cpu_isa_name((cpu_isa)isa), i, y[i], yr[i]);
+    }
+    free(w);
+    free(x);
+    free(y);
+    free(yr);
+    free(q);
+    free(qp);
+    free(s);
+    free(qs);
+    free(scratch);
+}
+
+static void test_i2s(void **st)
+{
+    (void)st;
+    const int ks[] = {128, 384, 640, 2560, 6912}, ms[] = {1, 3, 37, 70}, ns[] = {1, 2, 3, 8, 11, 19};
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 6; c++)
+                if ((size_t)ks[a] * ms[b] * ns[c] < 3000000)
+                    check_matmul(FMT_I2_S, ks[a], ms[b], ns[c]);
+}
+
+static void test_tq(void **st)
+{
+    (void)st;
+    check_matmul(FMT_TQ1_0, 256, 5, 1);
+    check_matmul(FMT_TQ1_0, 768, 9, 3);
+    check_matmul(FMT_TQ2_0, 512, 7, 2);
+    check_matmul(FMT_TQ2_0, 1280, 3, 1);
+}
+
+/* F16 table dots: float sums in lanes vs the reference's double sum. Rule: recursive float
+ * summation of n products errs by at most n * 2^-24 * sum |w x| (each add rounds once); the
+ * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24. */
+static void test_f16_dot(void **st)
+{
+    (void)st;
+    const int dims[] = {16, 100, 256, 2560};
+    for (int isa = 0; isa <= (int)levels(); isa++)
+        for (int di = 0; di < 4; di++) {
+            const int K = dims[di], V = 13;
+            uint16_t *w = malloc(2 * K * V);
+            float *x = malloc(sizeof(float) * K * 2), *y = malloc(sizeof(float) * V * 2), *yr = malloc(sizeof(float) * V);
+            for (int i = 0; i < K * V; i++)
+                w[i] = fmt_f32_to_f16(frnd(1.0f));
+            for (int i = 0; i < K * 2; i++)
+                x[i] = frnd(4.0f);
+            const cpu_weight cw = {(const uint8_t *)w, FMT_F16, K, V};
+            for (int i = 0; i < V * 2; i++)
+                y[i] = NAN;
+            for (int n = 1; n <= 2; n++) { /* one token (fused) and two (row converted first) */
+                void *scratch = malloc(cpu_codec_scratch(K));
+                cpu_table_dot((cpu_isa)isa, cpu_codec_find(FMT_F16), &cw, 0, V, x, n, y, V, scratch);
+                free(scratch);
+                for (int t = 0; t < n; t++) {
+                    ref_lm_head_f16(w, K, V, x + (size_t)t * K, 0, yr);
+                    for (int v = 0; v < V; v++) {
+                        double mag = 0;
+                        for (int i = 0; i < K; i++)
+                            mag += fabs(fmt_f16_to_f32(w[v * K + i]) * x[t * K + i]);
+                        assert_true(fabs(y[t * V + v] - yr[v]) <= 2.0 * K * 0x1p-24 * mag);
+                    }
+                }
+            }
+            free(w);
+            free(x);
+            free(y);
+            free(yr);
+        }
+}
+
+static void test_norm_rope(void **st)
+{
+    (void)st;
+    const int n = 2560;
+    float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n),
+          *yr = malloc(sizeof(float) * n);
+    for (int i = 0; i < n; i++) {
+        x[i] = frnd(5.0f);
+        w[i] = 1.0f + frnd(0.1f);
+        y[i] = NAN;
+    }
+    cpu_rmsnorm(x, w, n, 1e-5f, y);
+    ref_rmsnorm(x, w, n, 1e-5f, yr);
+    assert_memory_equal(y, yr, sizeof(float) * n); /* the same operations in the same order */
+    for (int neox = 0; neox < 2; neox++) {
+        for (int i = 0; i < n; i++)
+            y[i] = NAN;
+        cpu_rope(x, 20, 128, 96, 77, 500000.0f, neox, y);
+        ref_rope(x, 20, 128, 96, 77, 500000.0f, neox, yr);
+        assert_memory_equal(y, yr, sizeof(float) * n);
+    }
+    free(x);
+    free(w);
+    free(y);
+    free(yr);
+}
+
+/* Attention: float dots and float P.V sums vs the reference's double sums. Rule: the scores
+ * err by 2 hd 2^-24 sum|q k| (as the F16 dots above), which moves each probability by at most
+ * that much relatively through exp; the output's float accumulation of n_kv terms errs by
+ * 2 n_kv 2^-24 sum |p v|. Bound used: 4 (hd + n_kv) 2^-24 (sum|q||k| max + 1) * max|v|. */
+static void test_attention(void **st)
+{
+    (void)st;
+    const int H = 8, KVH = 2, hd = 64, n_kv = 45, kvw = KVH * hd;
+    float *q = malloc(sizeof(float) * H * hd), *kf = malloc(sizeof(float) * n_kv * kvw),
+          *vf = malloc(sizeof(float) * n_kv * kvw), *y = malloc(sizeof(float) * H * hd), *yr = malloc(sizeof(float) * H * hd),
+          *scratch = malloc(sizeof(float) * n_kv);
+    uint16_t *kh = malloc(2 * n_kv * kvw), *vh = malloc(2 * n_kv * kvw);
+    for (int i = 0; i < H * hd; i++)
+        q[i] = frnd(1.0f);
+    for (int i = 0; i < n_kv * kvw; i++) {
+        kh[i] = fmt_f32_to_f16(frnd(1.0f));
+        vh[i] = fmt_f32_to_f16(frnd(1.0f));
+        kf[i] = fmt_f16_to_f32(kh[i]);
+        vf[i] = fmt_f16_to_f32(vh[i]);
+    }
+    for (int isa = 0; isa <= (int)levels(); isa++)
+        for (int pf = 0; pf < 2; pf++) {
+            for (int i = 0; i < H * hd; i++)
+                y[i] = NAN;
+            const cpu_kv kv = {kh, vh, true, kvw};
+            cpu_attention((cpu_isa)isa, q, &kv, n_kv, H, KVH, hd, 0, 3, pf, scratch, y); /* two calls: a split */
+            cpu_attention((cpu_isa)isa, q, &kv, n_kv, H, KVH, hd, 3, H, pf, scratch, y);
+            ref_attention(q, kf, vf, n_kv, H, KVH, hd, REF_ATT_Q_F16 | (pf ? REF_ATT_P_F16 : 0), yr);
+            const double bound = 4.0 * (hd + n_kv) * 0x1p-24 * (hd + 1) + (pf ? 0x1p-10 : 0);
+            for (int i = 0; i < H * hd; i++)
+                if (!(fabs(y[i] - yr[i]) <= bound)) /* pf: one F16 rounding of p may flip */
+                    fail_msg("attention isa %s p_f16 %d: out[%d] %g vs %g (bound %g)", cpu_isa_name((cpu_isa)isa),
+                             pf, i, y[i], yr[i], bound);
+        }
+    free(q);
+    free(kf);
+    free(vf);
+    free(kh);
+    free(vh);
+    free(y);
+    free(yr);
+    free(scratch);
+}
+
+static void test_act_rows(void **st)
+{
+    (void)st;
+    for (int i = 0; i < gen_act_count(); i++) {
+        const gen_act *g = gen_act_at(i);
+        const cpu_act *c = cpu_act_find(g->name);
+        assert_true(g->cpu == (c != NULL)); /* the generator's claim matches the CPU table */
+        for (int k = 0; c && k < 200; k++) {
+            const float a = frnd(6.0f);
+            assert_true(c->fn(a) == g->ref(a) || (isnan(c->fn(a)) && isnan(g->ref(a))));
+            if (a <= 0 && c->zero_at_nonpositive)
+                assert_true(c->fn(a) == 0.0f);
+        }
+    }
+    /* known values of the formulas (a formula wrong in both tables fails here) */
+    const cpu_act *r = cpu_act_find("relu2"), *s = cpu_act_find("silu"), *g = cpu_act_find("gelu");
+    assert_true(r && s && g);
+    assert_true(r->fn(3.0f) == 9.0f && r->fn(-2.0f) == 0.0f && r->zero_at_nonpositive);
+    assert_true(fabsf(s->fn(1.0f) - 0.7310586f) < 1e-6f && s->fn(0.0f) == 0.0f && !s->zero_at_nonpositive);
+    assert_true(fabsf(g->fn(1.0f) - 0.8411920f) < 1e-6f && fabsf(g->fn(-1.0f) + 0.1588080f) < 1e-6f);
+}
+
+/* ---- whole model ---- */
+
+typedef struct {
+    const char *name;
+    const rt_model_desc *d;
+    double self_max; /* bitnet.cpp's batched vs incremental max |d| (the fixture README) */
+} fx;
+static const fx FX[] = {{"bitnet-tiny", &rt_model_bitnet_tiny, 0.6769},
+                        {"bitnet-2b-shape", &rt_model_bitnet_b1_58_2b, 0.9861}};
+
+static rt_engine *open_cpu(const rt_model_desc *d, const char *path, int threads, int sparse)
+{
+    rt_engine_opts o = {.model_path = path, .device_index = -1, .n_ctx = 256, .n_batch = 128, .n_seq = 2,
+                        .backend = RT_BACKEND_CPU, .n_threads = threads, .n_threads_batch = threads,
+                        .sparse_ffn = sparse};
+    rt_engine *e = NULL;
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_open(d, &o, &e, err))
+        fail_msg("%s", err);
+    return e;
+}
+
+static int read_ids(const char *path, int32_t *out, int max)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    long v;
+    while (f && n < max && fscanf(f, "%ld", &v) == 1)
+        out[n++] = (int32_t)v;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static float *read_f32(const char *path, size_t *out_n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    const long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    float *v = malloc((size_t)sz);
+    if (v && fread(v, 1, (size_t)sz, f) != (size_t)sz) {
+        free(v);
+        v = NULL;
+    }
+    fclose(f);
+    *out_n = (size_t)sz / 4;
+    return v;
+}
+
+static void check_fixture(const fx *f)
+{
+    char dir[600], rel[128], p[700];
+    snprintf(rel, sizeof rel, "%s/model.gguf", f->name);
+    if (!fixture_find(rel, dir, sizeof dir)) {
+        printf("skip: fixture %s absent\n", f->name);
+        skip();
+    }
+    *strrchr(dir, '/') = 0;
+    snprintf(p, sizeof p, "%s/model.gguf", dir);
+    rt_engine *e = open_cpu(f->d, p, 2, 0);
+    const int vocab = rt_engine_vocab(e);
+    int32_t ids[512], want[128];
+    snprintf(p, sizeof p, "%s/prompt_tokens.txt", dir);
+    const int n = read_ids(p, ids, 512);
+    snprintf(p, sizeof p, "%s/greedy_tokens.txt", dir);
+    const int nw = read_ids(p, want, 128);
+    size_t nref = 0;
+    snprintf(p, sizeof p, "%s/logits.f32", dir);
+    float *ref = read_f32(p, &nref);
+    assert_true(n > 0 && nw >= 16 && ref && nref == (size_t)n * vocab);
+    float *got = malloc(sizeof(float) * nref);
+    for (size_t i = 0; i < nref; i++)
+        got[i] = NAN;
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_eval(e, ids, n, 0, got, err))
+        fail_msg("%s", err);
+    /* test_e2e's rule: top-1 on >= 90 % of rows, mean |d| <= 0.2, max |d| <= 1.5 x the oracle's
+     * own batched-vs-incremental difference */
+    int top1 = 0;
+    double sum = 0, mx = 0;
+    for (int r = 0; r < n; r++) {
+        int a = 0, b = 0;
+        for (int v = 0; v < vocab; v++) {
+            const double d = fabs(got[(size_t)r * vocab + v] - ref[(size_t)r * vocab + v]);
+            sum += d;
+            mx = d > mx ? d : mx;
+            if (got[(size_t)r * vocab + v] > got[(size_t)r * vocab + a]) a = v;
+            if (ref[(size_t)r * vocab + v] > ref[(size_t)r * vocab + b]) b = v;
+        }
+        top1 += a == b;
+    }
+    printf("%s on the CPU backend: prompt vs bitnet.cpp: top-1 %d/%d, mean |d| %.4g, max |d| %.4g (oracle self %.4g)\n",
+           f->name, top1, n, sum / nref, mx, f->self_max);
+    assert_true(top1 * 10 >= n * 9 && sum / nref <= 0.2 && mx <= 1.5 * f->self_max);
+    /* 1 thread: the same bits */
+    rt_engine *e1 = open_cpu(f->d, strcat(dir, "/model.gguf"), 1, 0);
+    *strrchr(dir, '/') = 0;
+    float *got1 = malloc(sizeof(float) * nref);
+    if (rt_engine_eval(e1, ids, n, 0, got1, err))
+        fail_msg("%s", err);
+    assert_memory_equal(got, got1, sizeof(float) * nref);
+    /* greedy, teacher-forced */
+    int agree = 0;
+    for (int i = 0; i < nw; i++) {
+        int32_t tok;
+        if (rt_engine_argmax(e, &tok, err))
+            fail_msg("%s", err);
+        if (tok != want[i])
+            break;
+        agree++;
+        if (rt_engine_eval(e, &want[i], 1, n + i, NULL, err))
+            fail_msg("%s", err);
+    }
+    printf("%s on the CPU backend: greedy agrees with bitnet.cpp for %d of %d tokens\n", f->name, agree, nw);
+    assert_true(agree >= 16);
+    free(ref);
+    free(got);
+    free(got1);
+    rt_engine_close(e);
+    rt_engine_close(e1);
+}
+
+static void test_fixture_a(void **st) { (void)st; check_fixture(&FX[0]); }
+static void test_fixture_b(void **st) { (void)st; check_fixture(&FX[1]); }
+
+/* bitnet-kjv: a multi-row step == single steps; the exact sparse FFN == dense, bit for bit. */
+static void test_rows_and_sparse(void **st)
+{
+    (void)st;
+    const char *path = "tests/data/bitnet-kjv/model.gguf";
+    rt_engine *d = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_DENSE);
+    rt_engine *s = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_EXACT);
+    const int vocab = rt_engine_vocab(d);
+    float *a = malloc(sizeof(float) * vocab), *b = malloc(sizeof(float) * vocab), *c = malloc(sizeof(float) * vocab);
+    char err[RT_ERR_LEN] = "";
+    const int32_t prompt[6] = {1, 17, 300, 42, 9, 1000};
+    int32_t tok = 5;
+    assert_int_equal(rt_engine_eval(d, prompt, 6, 0, NULL, err), 0);
+    assert_int_equal(rt_engine_eval(s, prompt, 6, 0, NULL, err), 0);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(rt_engine_eval(d, &tok, 1, 6 + i, NULL, err), 0);
+        assert_int_equal(rt_engine_eval(s, &tok, 1, 6 + i, NULL, err), 0);
+        assert_int_equal(rt_engine_logits_last(d, a, err), 0);
+        assert_int_equal(rt_engine_logits_last(s, b, err), 0);
+        assert_memory_equal(a, b, sizeof(float) * vocab);
+        assert_int_equal(rt_engine_argmax(d, &tok, err), 0);
+    }
+    double act[8];
+    assert_true(rt_engine_ffn_active(s, act, 8) == 8 && act[0] > 0 && act[0] < 1);
+    /* sequence 1 gets the same prompt, then one two-row step vs a single step of each */
+    assert_int_equal(rt_engine_set_seq(d, 1, err), 0);
+    assert_int_equal(rt_engine_eval(d, prompt, 6, 0, NULL, err), 0);
+    const int32_t toks[2] = {77, 78}, pos[2] = {14, 6}, seq[2] = {0, 1};
+    assert_int_equal(rt_engine_decode_rows(d, 2, toks, pos, seq, err), 0);
+    assert_int_equal(rt_engine_use_row(d, 1, err), 0);
+    assert_int_equal(rt_engine_logits_last(d, a, err), 0);
+    assert_int_equal(rt_engine_set_seq(s, 0, err), 0);
+    assert_int_equal(rt_engine_eval(s, &toks[1], 1, 6, NULL, err), 0); /* seq 0 of s holds the prompt at 0..5 */
+    assert_int_equal(rt_engine_logits_last(s, c, err), 0);
+    assert_memory_equal(a, c, sizeof(float) * vocab);
+    /* bad input: one clear error, no crash */
+    const int32_t bad = 1 << 30;
+    assert_int_not_equal(rt_engine_eval(d, &bad, 1, 0, NULL, err), 0);
+    assert_non_null(strstr(err, "out of range"));
+    assert_int_not_equal(rt_engine_eval(d, &tok, 1, 100000, NULL, err), 0);
+    free(a);
+    free(b);
+    free(c);
+    rt_engine_close(d);
+    rt_engine_close(s);
+}
+
+static void test_bad_threads(void **st)
+{
+    (void)st;
+    rt_engine_opts o = {.model_path = "tests/data/bitnet-kjv/model.gguf", .device_index = -1, .n_ctx = 64,
+                        .backend = RT_BACKEND_CPU, .n_threads = -3};
+    rt_engine *e = NULL;
+    char err[RT_ERR_LEN] = "";
+    assert_int_not_equal(rt_engine_open(&rt_model_bitnet_kjv, &o, &e, err), 0);
+    assert_null(e);
+    assert_non_null(strstr(err, "thread"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq),
+        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_act_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
+        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
