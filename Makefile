@@ -72,7 +72,7 @@ CLI_OBJ  := $(call obj,$(CLI_SRC))
 MODEL_OBJ := $(patsubst %,$(B)/obj/generated/%/model.o,$(MODELS))
 LIB_OBJ  := $(call obj,$(RT_SRC) $(FMT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 
-.PHONY: all gen test asan validate bench run fuzz clean check-generated models examples install lib FORCE
+.PHONY: all gen test asan validate bench run fuzz cross-cpu clean check-generated models examples install lib FORCE
 all: $(LIB_FMT) $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
      $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check $(SRV_BIN) $(B)/srv-api-check
 models: $(MODEL_BINS)
@@ -291,6 +291,15 @@ run: all
 
 fuzz:
 	@sh tests/fuzz/run_fuzz.sh
+
+# The CPU backend's NEON path compiles for AArch64 (needs Debian's gcc-aarch64-linux-gnu; the
+# project measures nothing on ARM): every runtime/cpu/ file, warnings as errors.
+CROSS_CC ?= aarch64-linux-gnu-gcc
+cross-cpu:
+	@command -v $(CROSS_CC) >/dev/null || { echo "cross-cpu: $(CROSS_CC) not found (apt-get install gcc-aarch64-linux-gnu)"; exit 1; }
+	@mkdir -p $(B)/cross
+	@for f in runtime/cpu/*.c; do $(CROSS_CC) $(CFLAGS_BASE) -c $$f -o $(B)/cross/$$(basename $$f .c).o || exit 1; done
+	@echo "cross-cpu: runtime/cpu/ compiles for AArch64 (NEON) with $(CROSS_CC)"
 
 # `make install PREFIX=/opt/ternion` (DESTDIR for staging): the library (static, shared),
 # ternion.h, the pkg-config file, the CLI and the model binaries, the model YAMLs (for

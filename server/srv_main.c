@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/ternion.h"
 #include "srv_http.h"
 #include "srv_model_ternion.h"
 #include "srv_sched.h"
@@ -38,7 +39,10 @@ static void usage(FILE *f, const char *prog)
             "  --api-key KEY         require 'Authorization: Bearer KEY' (also $TERNION_API_KEY)\n"
             "  --alias NAME          model id clients use (default: the generated model's name)\n"
             "  --queue N             requests that may wait for a slot before 503 (default 64)\n"
-            "  --device N            Vulkan device index (default: auto)\n"
+            "  --device DEV          auto (default: a Vulkan GPU if there is one, else the native CPU\n"
+            "                        backend), cpu, vulkan (lavapipe included), vulkan:N or N\n"
+            "  -t, --threads N       CPU backend: threads of a decode step (default: the physical cores)\n"
+            "  -tb, --threads-batch N  CPU backend: threads of a prompt step (default: -t)\n"
             "  --lm-head q8|f16      LM head table (default f16)\n"
             "  -h, --help            this text\n",
             prog);
@@ -83,8 +87,18 @@ static int parse(int argc, char **argv, opts *o)
             o->m.alias = v;
         else if (!strcmp(a, "--queue"))
             rc = int_arg(a, v, 0, 1 << 20, &o->queue);
-        else if (!strcmp(a, "--device"))
-            rc = int_arg(a, v, -1, 64, &o->m.device);
+        else if (!strcmp(a, "--device")) {
+            int32_t backend = 0, device = -1;
+            if (v && ternion_parse_device(v, &backend, &device) != TERNION_OK) {
+                fprintf(stderr, "error: --device: %s\n", ternion_last_error());
+                return -1;
+            }
+            o->m.backend = backend;
+            o->m.device = device;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
+            rc = int_arg(a, v, 1, 512, &o->m.n_threads);
+        else if (!strcmp(a, "-tb") || !strcmp(a, "--threads-batch"))
+            rc = int_arg(a, v, 1, 512, &o->m.n_threads_batch);
         else if (!strcmp(a, "--lm-head")) {
             if (!v || (strcmp(v, "q8") && strcmp(v, "f16"))) {
                 fprintf(stderr, "error: --lm-head takes q8 or f16\n");

@@ -198,6 +198,9 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     cp.n_batch = o->n_batch;
     cp.n_seq_max = o->n_seq;
     cp.device = o->device;
+    cp.backend = o->backend;
+    cp.n_threads = o->n_threads;
+    cp.n_threads_batch = o->n_threads_batch;
     cp.lm_head_q8 = o->lm_head_q8;
     size_t n = (size_t)o->n_seq;
     if (ternion_model_load(o->model_path, &mp, &t->model) || ternion_context_new(t->model, &cp, &t->ctx)) {

@@ -12,7 +12,9 @@ typedef struct {
     int n_ctx;           /* per slot; 0: the library's default */
     int n_batch;         /* 0: the library's default */
     int n_seq;           /* slots */
-    int device;          /* -1: auto */
+    int device;          /* Vulkan device index, -1: none named */
+    int backend;         /* TERNION_BACKEND_* (--device; auto by default) */
+    int n_threads, n_threads_batch; /* CPU backend (-t, -tb); 0: the physical cores */
     bool lm_head_q8;
 } srv_ternion_opts;
 

@@ -7,9 +7,11 @@
 #   schema/  schema/ format/              (the generator <-> runtime tables)
 #   dsl/     dsl/ schema/                 (the shader builder)
 #   gen/     gen/ dsl/ schema/ format/    (the generator: never runtime/)
+#   runtime/cpu/  runtime/cpu/ runtime/gguf/ schema/ format/  (the native CPU backend: no Vulkan,
+#            no engine; the engine includes it, never the reverse)
 # An include that resolves nowhere is an error too (it would hide a runtime header reached
 # some other way). System headers (<...>) are not checked.
-RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,format"
+RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,format runtime/cpu:runtime/cpu,runtime/gguf,schema,format"
 IPATH=". dsl gen runtime"
 fail=0
 for rule in $RULES; do
@@ -40,5 +42,5 @@ for rule in $RULES; do
         done
     done
 done
-[ $fail -eq 0 ] && echo "check_includes: format/ schema/ dsl/ gen/ include only the folders they may"
+[ $fail -eq 0 ] && echo "check_includes: format/ schema/ dsl/ gen/ runtime/cpu/ include only the folders they may"
 exit $fail

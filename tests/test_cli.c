@@ -570,7 +570,8 @@ static void test_chat_context_full(void **state)
 static void test_bench(void **state)
 {
     NEED_BIN();
-    RUN(r, NULL, "--bench", "--json", "-c", "256", "--bench-layers", "1", "--bench-vocab", "512", "--layer-chain", "on");
+    RUN(r, NULL, "--bench", "--json", "-c", "256", "--bench-layers", "1", "--bench-vocab", "512", "--layer-chain", "on",
+        "--device", "vulkan");
     SKIP_NO_DEVICE(r);
     expect(&r, 0, "bench: device ");
     static const char *const phases[] = {"bench: shape: as given (--bench-layers 1, --bench-vocab 512",
@@ -603,16 +604,31 @@ static void test_bench(void **state)
     assert_non_null(strstr(r.out, "\"dispatches_per_token\":5,"));
     cli_result_free(&r);
     /* no shape given: reduced on a CPU device (lavapipe), the full one on a GPU */
-    RUN(m, NULL, "--bench", "--bench-mkmodel", "/nonexistent/mkmodel");
+    RUN(m, NULL, "--bench", "--bench-mkmodel", "/nonexistent/mkmodel", "--device", "vulkan");
     expect(&m, 1, "/nonexistent/mkmodel");
     assert_non_null(strstr(m.err, cpu ? "bench: shape: reduced on this CPU device to 2 layers, vocabulary 8192"
                                       : "bench: shape: the model's full shape"));
     cli_result_free(&m);
     /* --bench-full: the model's full shape on any device */
-    RUN(f, NULL, "--bench", "--bench-full", "--bench-mkmodel", "/nonexistent/mkmodel");
+    RUN(f, NULL, "--bench", "--bench-full", "--bench-mkmodel", "/nonexistent/mkmodel", "--device", "vulkan");
     expect(&f, 1, "/nonexistent/mkmodel");
     assert_non_null(strstr(f.err, "bench: shape: the model's full shape"));
     cli_result_free(&f);
+    /* the native CPU backend: the model's full shape unless given, its threads, memory and the
+     * machine's read bandwidth in the JSON */
+    RUN(c, NULL, "--bench", "--json", "-c", "256", "--bench-layers", "1", "--bench-vocab", "512", "--device", "cpu",
+        "-t", "2");
+    expect(&c, 0, "bench: the native CPU backend; shape: as given");
+    assert_non_null(strstr(c.err, "bench: memory read bandwidth"));
+    assert_non_null(strstr(c.out, "\"backend\":\"cpu\",\"threads\":2,\"threads_batch\":2,\"rss_bytes\":"));
+    assert_non_null(strstr(c.out, "\"device_type\":\"cpu\""));
+    assert_null(strstr(c.out, "\"decode_tok_s\":0.000"));
+    assert_null(strstr(c.out, "\"copy_gbs\":0.000"));
+    cli_result_free(&c);
+    RUN(d, NULL, "--bench", "--device", "cpu", "--bench-mkmodel", "/nonexistent/mkmodel");
+    expect(&d, 1, "/nonexistent/mkmodel");
+    assert_non_null(strstr(d.err, "bench: the native CPU backend; shape: the model's full shape"));
+    cli_result_free(&d);
     RUN(u, NULL, "--bench", "--bench-full", "--bench-layers", "3");
     expect(&u, 2, "--bench-full applies only to --bench (or --tune) without -m, --bench-layers and --bench-vocab");
     cli_result_free(&u);

@@ -144,6 +144,10 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .stream_host_copy_overlapped_ms = st.host_copy_overlapped_ms,
         .chained_decode = st.chained,
         .coopmat_available = st.coopmat_available,
+        .cpu_backend = rt_engine_is_cpu(c->e),
+        .n_threads = st.n_threads,
+        .n_threads_batch = st.n_threads_batch,
+        .rss_bytes = rt_engine_rss_bytes(),
     };
     return 0;
 }

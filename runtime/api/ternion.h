@@ -438,6 +438,9 @@ typedef struct {
     bool coopmat_available;        /* the device has the matrix units the prompt kernels' cooperative-
                                       matrix tile uses (VK_NV_cooperative_matrix, int8): the tuner may
                                       choose it ("coopmat64x32" in ternion_perf_variants) */
+    bool cpu_backend;              /* the context runs on the native CPU backend */
+    int32_t n_threads, n_threads_batch; /* its threads (decode, prompt steps); 0 on Vulkan */
+    uint64_t rss_bytes;            /* resident set size of the process now */
 } ternion_perf;
 /* "events, compute queue", "timeline semaphores, compute queue", "host copies", ... for a
  * stream_sync value. */

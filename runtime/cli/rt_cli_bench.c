@@ -40,6 +40,9 @@ typedef struct {
     double prompt_tps[N_PROMPTS]; /* prompt_sizes; < 0: skipped */
     double long_ms[2];     /* decode ms/token at the long contexts; < 0: skipped */
     uint32_t dispatches, barriers;
+    bool cpu_backend;           /* the native CPU backend ran it */
+    int n_threads, n_threads_batch;
+    uint64_t rss_bytes;         /* resident set size after the runs */
     uint64_t bytes, weight_bytes, layer_weight_bytes;
     int sparse_ffn;        /* TERNION_SPARSE_* */
     int n_ffn;             /* layers in ffn_active (0: not measured: dense) */
@@ -361,6 +364,10 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->chained = st.chained_decode;
     r->tune_state = ternion_perf_variants(e, r->variants, sizeof(r->variants));
     r->barriers = st.barriers_per_token;
+    r->cpu_backend = st.cpu_backend;
+    r->n_threads = st.n_threads;
+    r->n_threads_batch = st.n_threads_batch;
+    r->rss_bytes = st.rss_bytes;
     r->streamed_layers = st.streamed_layers;
     r->streamed_bytes = st.streamed_bytes;
     r->stream_sync = st.stream_sync;
@@ -373,7 +380,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->n_ffn = ternion_perf_ffn_active(e, r->ffn_active, MAX_FFN_LAYERS);
     r->n_pred = ternion_perf_ffn_predicted(e, r->ffn_predicted, MAX_FFN_LAYERS);
     r->achieved_gbs = (double)r->bytes / (r->dec_ms * 1e6);
-    fprintf(stderr, "bench: device copy bandwidth\n");
+    fprintf(stderr, r->cpu_backend ? "bench: memory read bandwidth\n" : "bench: device copy bandwidth\n");
     if (ternion_perf_copy_bandwidth(e, &r->copy_gbs)) {
         fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", ternion_context_error(e));
         r->copy_gbs = 0;
@@ -414,6 +421,9 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         json_str("device", r->device, true);
         json_str("driver", r->driver, true);
         json_str("device_type", r->dev_type, true);
+        json_str("backend", r->cpu_backend ? "cpu" : "vulkan", true);
+        printf("\"threads\":%d,\"threads_batch\":%d,\"rss_bytes\":%llu,", r->n_threads, r->n_threads_batch,
+               (unsigned long long)r->rss_bytes);
         printf("\"decode_context\":%d,\"decode_tok_s\":%.3f,\"decode_ms_per_token\":%.4f,", DEC_POS, r->dec_tps,
                r->dec_ms);
         for (int p = 0; p < N_PROMPTS; p++) {
@@ -466,7 +476,11 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
     printf("bench %s: %s, %d layers, vocab %d, context %d\n", name, o->model ? path : "random weights",
            r->layers, r->vocab, r->n_ctx);
     printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
-    printf("kernels:     %s integer dot products; cooperative int8 matrices %s; LM head %s; ternary weights %s; "
+    if (r->cpu_backend)
+        printf("cpu:         %d threads for decode, %d for prompts; resident set %.1f MiB (weights read in place "
+               "from the file mapping)\n", r->n_threads, r->n_threads_batch, r->rss_bytes / 1048576.0);
+    else
+        printf("kernels:     %s integer dot products; cooperative int8 matrices %s; LM head %s; ternary weights %s; "
            "decode matrix rows read %s\n",
            r->native_dot ? "native" : "portable (emulated)", r->coopmat ? "available" : "not available",
            r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
@@ -527,11 +541,10 @@ static int target_device(const rt_cli_opts *o, ternion_device_info *out)
     if (n <= 0) return -1;
     int want = o->device;
     const char *env = getenv("TERNION_DEVICE");
-    if (want < 0 && env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end || v < 0 || v >= n) return -1;
-        want = (int)v;
+    int32_t eb = TERNION_BACKEND_AUTO, ed = -1;
+    if (want < 0 && env && *env && ternion_parse_device(env, &eb, &ed) == TERNION_OK && ed >= 0) {
+        if (ed >= n) return -1;
+        want = ed;
     }
     if (want >= n) return -1;
     if (want >= 0) return ternion_device_get(want, out) ? -1 : 0;
@@ -554,7 +567,21 @@ static int target_device(const rt_cli_opts *o, ternion_device_info *out)
 static void choose_shape(rt_cli_opts *o)
 {
     ternion_device_info d;
-    if (target_device(o, &d)) return;
+    int32_t eb = TERNION_BACKEND_AUTO, ed = -1;
+    const char *env = getenv("TERNION_DEVICE");
+    if (o->backend == TERNION_BACKEND_AUTO && o->device < 0 && env && *env)
+        ternion_parse_device(env, &eb, &ed);
+    const int backend = o->backend != TERNION_BACKEND_AUTO || o->device >= 0 ? o->backend : eb;
+    const bool have = target_device(o, &d) == 0;
+    /* the native backend runs the full shape; only a Vulkan CPU device (lavapipe) gets a reduced one:
+     * auto picks the native backend when the best Vulkan device is a CPU */
+    if (backend == TERNION_BACKEND_CPU || (backend == TERNION_BACKEND_AUTO && o->device < 0 &&
+                                           (!have || d.type == TERNION_DEVICE_CPU))) {
+        fprintf(stderr, "bench: the native CPU backend; shape: %s\n",
+                o->bench_layers || o->bench_vocab ? "as given" : "the model's full shape");
+        return;
+    }
+    if (!have) return;
     bool cpu = d.type == TERNION_DEVICE_CPU;
     fprintf(stderr, "bench: device %s [%s]\n", d.name, cpu ? "cpu" : "gpu");
     if (o->bench_layers || o->bench_vocab) {

@@ -314,6 +314,9 @@ int rt_cli_gen_oneshot(rt_cli_gen *g, const int32_t *ids, int n, int n_predict)
     fflush(stdout);
     if (t.ctx_full) fprintf(stderr, "(stopped: the context of %d tokens is full)\n", g->n_ctx);
     rt_cli_print_stats(&t);
+    ternion_device_info di;
+    if (ternion_context_device(g->ctx, &di) == TERNION_OK)
+        fprintf(stderr, "ran on: %s%s\n", ternion_context_is_cpu(g->ctx) ? "" : "Vulkan device ", di.name);
     if (g->o->profile) {
         rt_cli_print_profile(g->ctx, TERNION_PROFILE_PROMPT); /* the prompt's last step */
         if (t.n_gen > 1) rt_cli_print_profile(g->ctx, TERNION_PROFILE_DECODE);

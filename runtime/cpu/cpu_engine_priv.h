@@ -50,7 +50,8 @@ struct cpu_engine {
     float **val;              /* [n_values] -> [n_batch][width] */
     int *width;               /* [n_values], the vocabulary resolved */
     int max_k;                /* widest bitlinear input */
-    int8_t *q, *qp;           /* [n_batch][max_k] activation codes (element order, kernel layout) */
+    int8_t *q, *qp;           /* [n][K] codes of one value (room for n_batch x max_k): element order,
+                                 the kernels' layout */
     float *qs;                /* [n_batch] */
     int32_t *qsum;            /* [n_batch] */
     int qvalue;               /* the value q holds the codes of, or -1 */

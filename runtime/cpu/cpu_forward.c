@@ -77,10 +77,10 @@ static void rmsnorm_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64
 static void quant_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     const int K = WIDTH(e, so->op->in[0]);
-    for (int64_t t = lo; t < hi; t++) {
-        int8_t *q = e->q + t * e->max_k;
+    for (int64_t t = lo; t < hi; t++) { /* [n][K]: the codes of one value, tokens back to back */
+        int8_t *q = e->q + t * K;
         e->qs[t] = cpu_act_quant(e->isa, IN0(e, so) + t * K, K, q, &e->qsum[t]);
-        cpu_i2s_pack(e->isa, q, K, e->qp + t * e->max_k);
+        cpu_i2s_pack(e->isa, q, K, e->qp + t * K);
     }
 }
 
@@ -92,14 +92,6 @@ static cpu_qact qact_of(const cpu_engine *e, const cpu_step_op *so)
 static void matmul_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_qact a = qact_of(e, so);
-    if (e->max_k != a.K) { /* the codes are stored at a stride of max_k: one token at a time */
-        for (int t = 0; t < e->n; t++) {
-            cpu_qact at = {a.K, 1, e->q + (size_t)t * e->max_k, e->qp + (size_t)t * e->max_k, e->qs + t, e->qsum + t};
-            so->codec->matmul(e->isa, cpu_w(e, so->tensor, e->layer), lo, hi, &at,
-                              OUT(e, so) + (size_t)t * WIDTH(e, so->op->out), 0, cpu_engine_scratch(e, ith));
-        }
-        return;
-    }
     so->codec->matmul(e->isa, cpu_w(e, so->tensor, e->layer), lo, hi, &a, OUT(e, so), WIDTH(e, so->op->out),
                       cpu_engine_scratch(e, ith));
 }

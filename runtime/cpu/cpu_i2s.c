@@ -342,6 +342,43 @@ CPU_TARGET_AVX512 static void sums_avx512(const uint8_t *w, int64_t r0, int64_t 
 }
 #endif
 
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+/* ---- NEON (AArch64): codes 0..2 times the activations in int16 (vmull), pairwise into int32 ---- */
+
+static inline int32x4_t neon_field(int32x4_t acc, uint8x16_t c, const int8_t *q)
+{
+    const int8x16_t cv = vreinterpretq_s8_u8(c), qv = vld1q_s8(q);
+    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(cv), vget_low_s8(qv)));
+    return vpadalq_s16(acc, vmull_high_s8(cv, qv));
+}
+
+static void sums_neon(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out, int64_t ld)
+{
+    const int K = a->K, nb = K / BLK;
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w + r * (K / 4);
+        for (int t = 0; t < a->n; t++) {
+            const int8_t *q = a->qp + (size_t)t * K;
+            int32x4_t acc = vdupq_n_s32(0);
+            for (int b = 0; b < nb; b++)
+                for (int h = 0; h < 2; h++) { /* bytes 16h..16h+15 of the block */
+                    const uint8x16_t wv = vld1q_u8(row + b * BLK_BYTES + h * 16);
+                    const int8_t *qb = q + b * BLK + h * 16;
+                    acc = neon_field(acc, vshrq_n_u8(wv, 6), qb);
+                    acc = neon_field(acc, vandq_u8(vshrq_n_u8(wv, 4), m3), qb + 32);
+                    acc = neon_field(acc, vandq_u8(vshrq_n_u8(wv, 2), m3), qb + 64);
+                    acc = neon_field(acc, vandq_u8(wv, m3), qb + 96);
+                }
+            out[t * ld + r] = vaddvq_s32(acc) - a->qsum[t];
+        }
+    }
+}
+#endif
+
 void cpu_i2s_sums(cpu_isa isa, const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out,
                   int64_t ld)
 {
@@ -352,6 +389,12 @@ void cpu_i2s_sums(cpu_isa isa, const uint8_t *w, int64_t r0, int64_t r1, const c
     }
     if (isa == CPU_ISA_AVX2) {
         sums_avx2(w, r0, r1, a, out, ld);
+        return;
+    }
+#endif
+#if defined(__aarch64__)
+    if (isa == CPU_ISA_NEON) {
+        sums_neon(w, r0, r1, a, out, ld);
         return;
     }
 #endif

@@ -15,12 +15,23 @@ static cpu_isa hw_level(void)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return CPU_ISA_AVX2; /* F16C comes with every AVX2 CPU made */
 #endif
+#if defined(__aarch64__)
+    return CPU_ISA_NEON; /* Advanced SIMD is part of AArch64 */
+#endif
     return CPU_ISA_SCALAR;
+}
+
+int cpu_isa_runs(cpu_isa isa)
+{
+    const cpu_isa hw = hw_level();
+    if (isa == CPU_ISA_SCALAR || isa == hw)
+        return 1;
+    return hw != CPU_ISA_NEON && isa != CPU_ISA_NEON && isa < hw; /* x86: every level below the best */
 }
 
 const char *cpu_isa_name(cpu_isa isa)
 {
-    static const char *const names[CPU_ISA_COUNT] = {"scalar", "avx2", "avx512"};
+    static const char *const names[CPU_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon"};
     return (unsigned)isa < CPU_ISA_COUNT ? names[isa] : "?";
 }
 
@@ -36,13 +47,13 @@ cpu_isa cpu_isa_detect(const char **out_note)
             if (!strcmp(env, cpu_isa_name((cpu_isa)i)))
                 want = i;
         if (want < 0)
-            note = "TERNION_CPU_ISA is not one of scalar, avx2, avx512: ignored";
-        else if (want > (int)hw)
+            note = "TERNION_CPU_ISA is not one of scalar, avx2, avx512, neon: ignored";
+        else if (!cpu_isa_runs((cpu_isa)want))
             note = "TERNION_CPU_ISA asks for instructions this CPU lacks: ignored";
         else
             isa = (cpu_isa)want;
     }
-    if (!note && hw == CPU_ISA_SCALAR)
+    if (!note && hw == CPU_ISA_SCALAR && CPU_X86)
         note = "this CPU has no AVX2: the native backend runs its portable scalar kernels (slower)";
     if (out_note)
         *out_note = note;

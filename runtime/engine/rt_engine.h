@@ -148,6 +148,7 @@ typedef struct {
     uint64_t host_copies;            /* RT_STREAM_HOST: layer copies the host made so far (all engines */
     uint64_t host_copies_overlapped; /* of the device), those that ran beside a compute batch in flight */
     double host_copy_ms, host_copy_overlapped_ms; /* their memcpy times (host clock) */
+    int n_threads, n_threads_batch;  /* the CPU backend's threads (0 on Vulkan) */
 } rt_engine_stats;
 /* stream_sync: 0 nothing streamed; copies on the compute queue ordered by events (devices
  * without timeline semaphores, or TERNION_STREAM_SYNC=events); copy batches ordered by

@@ -1,0 +1,77 @@
+#!/bin/sh
+# bench/cpu.sh - the native CPU backend side by side with bitnet.cpp (and lavapipe) on the same
+# files at the same thread counts: prompt processing of 128 tokens (pp128) and decode of 64
+# (tg64), medians of RUNS runs with the engines alternated, one table with ratios.
+#
+#   BITNET_CPP=<bitnet.cpp build dir, with bin/llama-bench> sh bench/cpu.sh
+#
+# Files: tests/data/bitnet-kjv/model.gguf, fixture B (bitnet-2b-shape, found as the suites find
+# it), and a random full 2B4T-shape file ($RAND_2B, written with tools/mkmodel when absent).
+# THREADS (default "1 2"), RUNS (default 3), LAVAPIPE=0 leaves lavapipe out (it takes minutes
+# per 2B4T run), FILES to name other files (each must fit a model built into build/ternion).
+# bitnet.cpp: llama-bench -p 128 -n 64 -t N. Ternion: the CLI with a 128-token --tokens prompt,
+# -n 64 --temp 0 --ignore-eos, --device cpu -t N (lavapipe: --device vulkan, LP_NUM_THREADS=N).
+set -eu
+B=${B:-build}
+RUNS=${RUNS:-3}
+THREADS=${THREADS:-"1 2"}
+LAVAPIPE=${LAVAPIPE:-1}
+: "${BITNET_CPP:?set BITNET_CPP to bitnet.cpp's build directory (../shared/peers/README.md says how to build it)}"
+LB="$BITNET_CPP/bin/llama-bench"
+[ -x "$LB" ] || { echo "bench/cpu.sh: $LB not found" >&2; exit 1; }
+[ -x "$B/ternion" ] || { echo "bench/cpu.sh: $B/ternion not built (make)" >&2; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT INT TERM
+
+if [ -z "${FILES:-}" ]; then
+    FB=""
+    for d in tests/data ../shared/fixtures "${TERNION_FIXTURES:-/nonexistent}"; do
+        [ -z "$FB" ] && [ -f "$d/bitnet-2b-shape/model.gguf" ] && FB="$d/bitnet-2b-shape/model.gguf"
+    done
+    RAND_2B=${RAND_2B:-$tmp/rand-2b.gguf}
+    if [ ! -f "$RAND_2B" ]; then
+        echo "writing a random 2B4T-shape file ($RAND_2B, 1.19 GB) with tools/mkmodel" >&2
+        "$B/tools/mkmodel" models/bitnet-b1.58-2b.yaml -o "$RAND_2B" >&2
+    fi
+    FILES="tests/data/bitnet-kjv/model.gguf $FB $RAND_2B"
+fi
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
+ids=$(seq 100 227 | tr '\n' ' ')
+
+# bitnet.cpp: "pp tg" tok/s of one llama-bench run
+peer() {
+    "$LB" -m "$1" -p 128 -n 64 -t "$2" -r 1 -o json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin); pp = tg = float("nan")
+for r in d:
+    if r["n_prompt"] > 0 and r["n_gen"] == 0: pp = r["avg_ts"]
+    if r["n_gen"] > 0 and r["n_prompt"] == 0: tg = r["avg_ts"]
+print(pp, tg)'
+}
+# Ternion: "pp tg" tok/s from the CLI's stats line
+ours() {
+    f=$1; t=$2; dev=$3
+    LP_NUM_THREADS=$t "$B/ternion" -m "$f" --tokens "$ids" -n 64 --temp 0 --ignore-eos --device "$dev" -t "$t" \
+        2>&1 >/dev/null | sed -n 's/.*prompt: [0-9]* tokens, [0-9.]* ms, \([0-9.]*\) tok\/s | generated: [0-9]* tokens, \([0-9.]*\) tok\/s.*/\1 \2/p' | tail -1
+}
+
+printf '| file | threads | bitnet.cpp pp128 / tg64 tok/s | Ternion CPU pp128 / tg64 | Ternion / bitnet.cpp pp, tg |%s\n' \
+    "$([ "$LAVAPIPE" = 1 ] && printf ' Ternion on lavapipe pp128 / tg64 |')"
+printf '|---|---|---|---|---|%s\n' "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
+for f in $FILES; do
+    for t in $THREADS; do
+        : >"$tmp/p"; : >"$tmp/o"; : >"$tmp/l"
+        for r in $(seq "$RUNS"); do
+            peer "$f" "$t" >>"$tmp/p"
+            ours "$f" "$t" cpu >>"$tmp/o"
+            if [ "$LAVAPIPE" = 1 ] && [ "$r" = 1 ]; then ours "$f" "$t" vulkan >>"$tmp/l"; fi
+        done
+        ppp=$(cut -d' ' -f1 "$tmp/p" | median); ptg=$(cut -d' ' -f2 "$tmp/p" | median)
+        opp=$(cut -d' ' -f1 "$tmp/o" | median); otg=$(cut -d' ' -f2 "$tmp/o" | median)
+        lav=""
+        [ "$LAVAPIPE" = 1 ] && lav=" $(cut -d' ' -f1 "$tmp/l" | median) / $(cut -d' ' -f2 "$tmp/l" | median) |"
+        printf '| %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f, %.2f |%s\n' "$(basename "$(dirname "$f")")/$(basename "$f")" "$t" \
+            "$ppp" "$ptg" "$opp" "$otg" "$(echo "$opp / $ppp" | bc -l)" "$(echo "$otg / $ptg" | bc -l)" "$lav"
+    done
+done
+echo "(medians of $RUNS runs, engines alternated; lavapipe: one run; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs)"

@@ -1,0 +1,167 @@
+/* rt_engine_cpu.c - the engine on the native CPU backend: which backend a context gets
+ * (--device auto|cpu|vulkan[:N], TERNION_DEVICE), and opening runtime/cpu's engine. Every
+ * rt_engine_* entry point forwards to it when e->cpu is set (the first lines of each).
+ */
+#include <stdio.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rt_engine_priv.h"
+#include "cpu/cpu_pool.h"
+
+/* A Vulkan device that is not a CPU (lavapipe, SwiftShader) on this machine? */
+static bool have_vulkan_gpu(void)
+{
+    rt_vk_device_desc devs[16];
+    uint32_t n = 0;
+    char err[RT_ERR_LEN];
+    if (rt_vk_enum_devices(devs, 16, &n, err))
+        return false;
+    for (uint32_t i = 0; i < n && i < 16; i++)
+        if (devs[i].type != VK_PHYSICAL_DEVICE_TYPE_CPU && devs[i].api_version >= VK_API_VERSION_1_2)
+            return true;
+    return false;
+}
+
+int rt_engine_pick_backend(const rt_engine_opts *opts, int *out_backend, int *out_device, char *err)
+{
+    *out_device = opts->device_index;
+    *out_backend = opts->backend == RT_BACKEND_CPU ? RT_BACKEND_CPU : RT_BACKEND_VULKAN;
+    if (opts->backend != RT_BACKEND_AUTO || opts->device_index >= 0)
+        return 0;
+    const char *env = getenv("TERNION_DEVICE");
+    if (env && *env && strcmp(env, "auto")) {
+        if (!strcmp(env, "cpu")) {
+            *out_backend = RT_BACKEND_CPU;
+            return 0;
+        }
+        char *end;
+        const char *num = strncmp(env, "vulkan:", 7) ? env : env + 7;
+        long v = strtol(num, &end, 10);
+        if (strcmp(env, "vulkan") && (*end || end == num || v < 0 || v > 255)) {
+            snprintf(err, RT_ERR_LEN, "TERNION_DEVICE='%s': expected auto, cpu, vulkan, vulkan:N or N", env);
+            return -1;
+        }
+        return 0; /* Vulkan; rt_vk reads the index from the variable */
+    }
+    *out_backend = have_vulkan_gpu() ? RT_BACKEND_VULKAN : RT_BACKEND_CPU;
+    return 0;
+}
+
+int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err)
+{
+    /* Vulkan settings that only choose among equal-result kernels or schedules (--layer-chain,
+     * --tune, --gemv, --no-int-dot, --validate) do not apply and are ignored; those that change
+     * what runs are refused */
+    if (opts->weights || opts->vram_budget_mib || opts->sparse_ffn == RT_SPARSE_PREDICTOR) {
+        snprintf(err, RT_ERR_LEN, "%s: not on the CPU backend, which reads the weights in place (--device vulkan "
+                 "for it)", opts->weights ? "--weights" : opts->vram_budget_mib ? "--vram-budget" : "--sparse-ffn predictor");
+        return -1;
+    }
+    const int cores = cpu_physical_cores();
+    cpu_engine_opts co = {
+        .n_ctx = e->n_ctx, .n_batch = e->n_batch, .n_seq = e->n_seq,
+        .n_threads = opts->n_threads > 0 ? opts->n_threads : cores,
+        .n_threads_batch = opts->n_threads_batch > 0 ? opts->n_threads_batch : opts->n_threads > 0 ? opts->n_threads : cores,
+        .lm_head_q8 = opts->lm_head_q8, .sparse_ffn = opts->sparse_ffn == RT_SPARSE_EXACT, .mlock = opts->mlock,
+        .profile = opts->profile,
+    };
+    if (opts->n_threads < 0 || opts->n_threads_batch < 0) {
+        snprintf(err, RT_ERR_LEN, "thread count %d: must be at least 1 (0: the %d physical cores)",
+                 opts->n_threads < 0 ? opts->n_threads : opts->n_threads_batch, cores);
+        return -1;
+    }
+    const char *note = NULL;
+    if (cpu_engine_open(e->d, e->g, e->n_layers, e->vocab, &co, &e->cpu, &note, err))
+        return -1;
+    e->cpu_note = note; /* shown by the CLI (ternion_context_notice): the library never prints */
+    e->stats.lm_head_q8 = opts->lm_head_q8;
+    e->stats.sparse_ffn = co.sparse_ffn ? RT_SPARSE_EXACT : RT_SPARSE_DENSE;
+    e->stats.dispatches_per_token = 0;
+    e->stats.n_threads = co.n_threads;
+    e->stats.n_threads_batch = co.n_threads_batch;
+    return 0;
+}
+
+bool rt_engine_is_cpu(const rt_engine *e) { return e->cpu != NULL; }
+uint64_t rt_engine_rss_bytes(void) { return cpu_rss_bytes(); }
+const char *rt_engine_notice(const rt_engine *e) { return e->cpu_note; }
+
+int rt_eng_cpu_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err)
+{
+    if (n < 1 || n > RT_ENGINE_MAX_CHAIN || pos < 0 || pos + n > e->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "a greedy chain of %d tokens at %d: must be 1..%d within the context of %d", n, pos,
+                 RT_ENGINE_MAX_CHAIN, e->n_ctx);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (cpu_engine_eval(e->cpu, &token, 1, pos + i, NULL, err) || cpu_engine_argmax(e->cpu, &out_ids[i], err))
+            return -1;
+        token = out_ids[i];
+    }
+    return 0;
+}
+
+int rt_eng_cpu_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n, int *out_tokens,
+                       int *out_n_kv, char *err)
+{
+    const cpu_profile_row *rows;
+    uint32_t n;
+    int rc = cpu_engine_profile(e->cpu, prefill, &rows, &n, out_tokens, out_n_kv, err);
+    if (rc)
+        return rc;
+    if (n > e->prof_cap) {
+        rt_engine_profile_row *r = realloc(e->prof, n * sizeof(*r));
+        if (!r) {
+            snprintf(err, RT_ERR_LEN, "out of host memory");
+            return -1;
+        }
+        e->prof = r;
+        e->prof_cap = n;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        e->prof[i] = (rt_engine_profile_row){.name = rows[i].label, .ns = rows[i].ns, .bytes = rows[i].bytes};
+    *out_rows = e->prof;
+    *out_n = n;
+    return 0;
+}
+
+void rt_eng_cpu_device(const rt_engine *e, rt_vk_device_desc *out)
+{
+    memset(out, 0, sizeof(*out));
+    cpu_engine_describe(e->cpu, out->name, sizeof out->name);
+    snprintf(out->driver, sizeof out->driver, "ternion native CPU backend");
+    out->type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+/* The machine's memory read bandwidth as the decode sees it: every thread of the pool size
+ * summing its part of a 256 MiB buffer (larger than any cache), best of 3. */
+int rt_eng_cpu_bandwidth(rt_engine *e, double *out_gbs, char *err)
+{
+    const size_t bytes = 256u << 20;
+    uint64_t *buf = malloc(bytes);
+    if (!buf) {
+        snprintf(err, RT_ERR_LEN, "out of memory for the bandwidth probe");
+        return -1;
+    }
+    memset(buf, 1, bytes);
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        const uint64_t sum = cpu_engine_read_probe(e->cpu, buf, bytes / 8);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        const double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (sum != bytes / 8 * 0x0101010101010101ull) { /* keeps the reads from being optimised away */
+            snprintf(err, RT_ERR_LEN, "bandwidth probe: wrong sum");
+            free(buf);
+            return -1;
+        }
+        if (s > 0 && bytes / s / 1e9 > best)
+            best = bytes / s / 1e9;
+    }
+    free(buf);
+    *out_gbs = best;
+    return 0;
+}
