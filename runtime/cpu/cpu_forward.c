@@ -77,11 +77,8 @@ static void rmsnorm_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64
 static void quant_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     const int K = WIDTH(e, so->op->in[0]);
-    for (int64_t t = lo; t < hi; t++) { /* [n][K]: the codes of one value, tokens back to back */
-        int8_t *q = e->q + t * K;
-        e->qs[t] = cpu_act_quant(e->isa, IN0(e, so) + t * K, K, q, &e->qsum[t]);
-        cpu_i2s_pack(e->isa, q, K, e->qp + t * K);
-    }
+    for (int64_t t = lo; t < hi; t++) /* [n][K]: the codes of one value, tokens back to back */
+        e->qs[t] = cpu_act_quant(e->isa, IN0(e, so) + t * K, K, e->q + t * K, &e->qsum[t]);
 }
 
 static cpu_qact qact_of(const cpu_engine *e, const cpu_step_op *so)
@@ -189,9 +186,9 @@ static void bitlinear(cpu_engine *e, const cpu_step_op *so)
     const int K = WIDTH(e, so->op->in[0]), M = WIDTH(e, so->op->out);
     if (e->qvalue != so->op->in[0]) {
         par_for(e, so, e->n, 1, quant_body, e->n > 1);
+        cpu_i2s_pack(e->isa, e->q, K, e->n, e->qp);
         e->qvalue = so->op->in[0];
     }
-    (void)K;
     if (so->sparse_gate && e->sparse && e->n == 1) {
         par_for(e, so, M, 16, sparse_body, true);
         uint64_t active = 0;

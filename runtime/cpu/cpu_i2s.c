@@ -97,18 +97,30 @@ float cpu_act_quant(cpu_isa isa, const float *x, int K, int8_t *q, int32_t *out_
     return quant_scalar(x, K, q, out_sum);
 }
 
-void cpu_i2s_pack(cpu_isa isa, const int8_t *q, int K, int8_t *out)
+/* Token t's byte offset of pair p, field s (four 64-byte vectors a pair) in the AVX-512 layout:
+ * tokens in tiles of TILE_T (the last tile holds the rest, width w), each tile interleaving its
+ * tokens' vectors so a kernel serving those tokens reads one contiguous run per field. */
+#define TILE_T 8
+static inline size_t avx512_tile_width(int n, int t) { return (size_t)(n - t / TILE_T * TILE_T < TILE_T ? n - t / TILE_T * TILE_T : TILE_T); }
+
+void cpu_i2s_pack(cpu_isa isa, const int8_t *q, int K, int n, int8_t *out)
 {
     if (isa != CPU_ISA_AVX512) {
-        memcpy(out, q, (size_t)K);
+        memcpy(out, q, (size_t)K * n);
         return;
     }
     const int pairs = K / (2 * BLK);
-    for (int p = 0; p < pairs; p++)
-        for (int s = 0; s < 4; s++)
-            for (int h = 0; h < 2; h++)
-                memcpy(out + p * 256 + s * 64 + h * 32, q + (2 * p + h) * BLK + s * 32, 32);
-    memcpy(out + pairs * 256, q + pairs * 256, (size_t)(K - pairs * 256)); /* an odd last block */
+    for (int t = 0; t < n; t++) {
+        const size_t w = avx512_tile_width(n, t), ti = (size_t)(t % TILE_T);
+        int8_t *tile = out + (size_t)(t / TILE_T) * TILE_T * K;
+        const int8_t *qt = q + (size_t)t * K;
+        for (int p = 0; p < pairs; p++)
+            for (int f = 0; f < 4; f++)
+                for (int h = 0; h < 2; h++)
+                    memcpy(tile + (((size_t)p * 4 + f) * w + ti) * 64 + h * 32, qt + (2 * p + h) * BLK + f * 32, 32);
+        /* an odd last block: each token's 128 codes in order, after the pairs */
+        memcpy(tile + (size_t)pairs * 256 * w + ti * (K - pairs * 256), qt + pairs * 256, (size_t)(K - pairs * 256));
+    }
 }
 
 /* ---- scalar ---- */
@@ -203,29 +215,40 @@ CPU_TARGET_AVX2 static void sums_avx2(const uint8_t *w, int64_t r0, int64_t r1, 
 
 /* ---- AVX-512 VNNI ---- */
 
-/* One row, one token, the odd last block (if any) at byte `at` of the row, q at element 2*at*2. */
-CPU_TARGET_AVX512 static inline __m256i tail_block_avx512(__m256i acc, const uint8_t *wb, const int8_t *q)
+/* sum(code * q) of one block's 32 bytes (the odd last block of a row) against q[128] */
+CPU_TARGET_AVX512 static inline int32_t tail_block_avx512(const uint8_t *wb, const int8_t *q)
 {
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m256i wv = _mm256_loadu_si256((const __m256i *)wb);
-    acc = _mm256_dpbusd_epi32(acc, _mm256_and_si256(_mm256_srli_epi16(wv, 6), m3), _mm256_loadu_si256((const __m256i *)q));
+    __m256i acc = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_and_si256(_mm256_srli_epi16(wv, 6), m3),
+                                      _mm256_loadu_si256((const __m256i *)q));
     acc = _mm256_dpbusd_epi32(acc, _mm256_and_si256(_mm256_srli_epi16(wv, 4), m3),
                               _mm256_loadu_si256((const __m256i *)(q + 32)));
     acc = _mm256_dpbusd_epi32(acc, _mm256_and_si256(_mm256_srli_epi16(wv, 2), m3),
                               _mm256_loadu_si256((const __m256i *)(q + 64)));
-    return _mm256_dpbusd_epi32(acc, _mm256_and_si256(wv, m3), _mm256_loadu_si256((const __m256i *)(q + 96)));
+    acc = _mm256_dpbusd_epi32(acc, _mm256_and_si256(wv, m3), _mm256_loadu_si256((const __m256i *)(q + 96)));
+    return _mm512_reduce_add_epi32(_mm512_zextsi256_si512(acc));
 }
 
-CPU_TARGET_AVX512 static inline int32_t hsum256_avx512(__m256i v)
+/* Where the kernels find token t's codes: its tile, the tile's width and its place in it. */
+typedef struct {
+    const int8_t *tile;
+    size_t w, ti;
+} tok_at;
+static inline tok_at token_at(const cpu_qact *a, int t)
 {
-    return _mm512_reduce_add_epi32(_mm512_zextsi256_si512(v));
+    return (tok_at){a->qp + (size_t)(t / TILE_T) * TILE_T * a->K, avx512_tile_width(a->n, t), (size_t)(t % TILE_T)};
 }
 
-/* Decode: rows r0..r1 against one token, 2 rows at a time (8 accumulators). */
-CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t r1, const int8_t *qp, int K,
-                                          int32_t qsum, int32_t *out)
+/* One token, rows r0..r1, 2 rows at a time: the 2-bit fields masked in place (the codes times
+ * 64, 16, 4, 1) into four accumulators per row, scaled back by exact shifts at the end. */
+CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int t,
+                                          int32_t *out)
 {
-    const int pairs = K / 256, odd = (K / BLK) & 1;
+    const int K = a->K, pairs = K / 256, odd = (K / BLK) & 1;
+    const tok_at at = token_at(a, t);
+    const int8_t *qb = at.tile + at.ti * 64, *qtail = at.tile + (size_t)pairs * 256 * at.w + at.ti * 128;
+    const size_t qs = at.w * 64; /* bytes from one field's vector to the next */
     const __m512i mA = _mm512_set1_epi8((char)0xC0), mB = _mm512_set1_epi8(0x30), mC = _mm512_set1_epi8(0x0C),
                   mD = _mm512_set1_epi8(0x03);
     int64_t r = r0;
@@ -233,9 +256,9 @@ CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t 
         const uint8_t *ra = w + r * (K / 4), *rb = ra + K / 4;
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
         for (int p = 0; p < pairs; p++) {
-            const int8_t *q = qp + p * 256;
-            const __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 64),
-                          q2 = _mm512_loadu_si512(q + 128), q3 = _mm512_loadu_si512(q + 192);
+            const int8_t *q = qb + (size_t)p * 4 * qs;
+            const __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + qs),
+                          q2 = _mm512_loadu_si512(q + 2 * qs), q3 = _mm512_loadu_si512(q + 3 * qs);
             const __m512i wa = _mm512_loadu_si512(ra + p * 64), wb = _mm512_loadu_si512(rb + p * 64);
             a0 = _mm512_dpbusd_epi32(a0, _mm512_and_si512(wa, mA), q0);
             a1 = _mm512_dpbusd_epi32(a1, _mm512_and_si512(wa, mB), q1);
@@ -246,99 +269,111 @@ CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t 
             b2 = _mm512_dpbusd_epi32(b2, _mm512_and_si512(wb, mC), q2);
             b3 = _mm512_dpbusd_epi32(b3, _mm512_and_si512(wb, mD), q3);
         }
-        /* the masked fields were the codes times 64, 16, 4, 1: every lane is a multiple, so the
-         * arithmetic shifts are exact */
-        __m512i sa = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(a0, 6), _mm512_srai_epi32(a1, 4)),
-                                      _mm512_add_epi32(_mm512_srai_epi32(a2, 2), a3));
-        __m512i sb = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(b0, 6), _mm512_srai_epi32(b1, 4)),
-                                      _mm512_add_epi32(_mm512_srai_epi32(b2, 2), b3));
+        /* every lane of a0 is a multiple of 64 (of a1 of 16, a2 of 4): the shifts are exact */
+        const __m512i sa = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(a0, 6), _mm512_srai_epi32(a1, 4)),
+                                            _mm512_add_epi32(_mm512_srai_epi32(a2, 2), a3));
+        const __m512i sb = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(b0, 6), _mm512_srai_epi32(b1, 4)),
+                                            _mm512_add_epi32(_mm512_srai_epi32(b2, 2), b3));
         int32_t va = _mm512_reduce_add_epi32(sa), vb = _mm512_reduce_add_epi32(sb);
         if (odd) {
-            va += hsum256_avx512(tail_block_avx512(_mm256_setzero_si256(), ra + pairs * 64, qp + pairs * 256));
-            vb += hsum256_avx512(tail_block_avx512(_mm256_setzero_si256(), rb + pairs * 64, qp + pairs * 256));
+            va += tail_block_avx512(ra + pairs * 64, qtail);
+            vb += tail_block_avx512(rb + pairs * 64, qtail);
         }
-        out[r] = va - qsum;
-        out[r + 1] = vb - qsum;
+        out[r] = va - a->qsum[t];
+        out[r + 1] = vb - a->qsum[t];
     }
     for (; r < r1; r++) {
         const uint8_t *ra = w + r * (K / 4);
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
         for (int p = 0; p < pairs; p++) {
-            const int8_t *q = qp + p * 256;
+            const int8_t *q = qb + (size_t)p * 4 * qs;
             const __m512i wa = _mm512_loadu_si512(ra + p * 64);
             a0 = _mm512_dpbusd_epi32(a0, _mm512_and_si512(wa, mA), _mm512_loadu_si512(q));
-            a1 = _mm512_dpbusd_epi32(a1, _mm512_and_si512(wa, mB), _mm512_loadu_si512(q + 64));
-            a2 = _mm512_dpbusd_epi32(a2, _mm512_and_si512(wa, mC), _mm512_loadu_si512(q + 128));
-            a3 = _mm512_dpbusd_epi32(a3, _mm512_and_si512(wa, mD), _mm512_loadu_si512(q + 192));
+            a1 = _mm512_dpbusd_epi32(a1, _mm512_and_si512(wa, mB), _mm512_loadu_si512(q + qs));
+            a2 = _mm512_dpbusd_epi32(a2, _mm512_and_si512(wa, mC), _mm512_loadu_si512(q + 2 * qs));
+            a3 = _mm512_dpbusd_epi32(a3, _mm512_and_si512(wa, mD), _mm512_loadu_si512(q + 3 * qs));
         }
-        __m512i sa = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(a0, 6), _mm512_srai_epi32(a1, 4)),
-                                      _mm512_add_epi32(_mm512_srai_epi32(a2, 2), a3));
+        const __m512i sa = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(a0, 6), _mm512_srai_epi32(a1, 4)),
+                                            _mm512_add_epi32(_mm512_srai_epi32(a2, 2), a3));
         int32_t va = _mm512_reduce_add_epi32(sa);
         if (odd)
-            va += hsum256_avx512(tail_block_avx512(_mm256_setzero_si256(), ra + pairs * 64, qp + pairs * 256));
-        out[r] = va - qsum;
+            va += tail_block_avx512(ra + pairs * 64, qtail);
+        out[r] = va - a->qsum[t];
     }
 }
 
-/* Prompts: R rows x T tokens of accumulators; the codes of each 64-byte load unpacked once. */
-#define GEMM_R 2
-CPU_TARGET_AVX512 static inline __attribute__((always_inline)) void
-gemm_tile_avx512(const uint8_t *w, int64_t r, const cpu_qact *a, int t0, const int T, int32_t *out, int64_t ld)
+/* Prompts: 2 rows x 8 tokens of accumulators in registers; each 64-byte load of weights is
+ * unpacked once (4 shifts and masks) and used by the 8 tokens, whose codes for one field lie
+ * side by side (cpu_i2s_pack). 16 accumulators + 8 code vectors + 1 activation vector. */
+#define DP _mm512_dpbusd_epi32
+#define TOK(t, A0, A1)                                                                                     \
+    do {                                                                                               \
+        const __m512i qv = _mm512_loadu_si512(qf + (t) * 64);                                          \
+        A0 = DP(A0, c0, qv);                                                                           \
+        A1 = DP(A1, c1, qv);                                                                           \
+    } while (0)
+
+/* field f (bits sh..sh+1 of each byte) of the two rows' load against the tile's 8 tokens */
+#define FIELD(sh, f)                                                                                   \
+    do {                                                                                               \
+        const __m512i c0 = _mm512_and_si512(_mm512_srli_epi16(wa, sh), m3);                            \
+        const __m512i c1 = _mm512_and_si512(_mm512_srli_epi16(wb, sh), m3);                            \
+        const int8_t *qf = at.tile + ((size_t)p * 4 + (f)) * TILE_T * 64;                              \
+        TOK(0, x0, y0);                                                                                \
+        TOK(1, x1, y1);                                                                                \
+        TOK(2, x2, y2);                                                                                \
+        TOK(3, x3, y3);                                                                                \
+        TOK(4, x4, y4);                                                                                \
+        TOK(5, x5, y5);                                                                                \
+        TOK(6, x6, y6);                                                                                \
+        TOK(7, x7, y7);                                                                                \
+    } while (0)
+
+CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const cpu_qact *a, int t0, int32_t *out,
+                                              int64_t ld)
 {
-    const int K = a->K, pairs = K / 256, odd = (K / BLK) & 1;
+    const int K = a->K, pairs = K / 256;
+    const tok_at at = token_at(a, t0); /* t0 starts a full tile of 8 */
     const __m512i m3 = _mm512_set1_epi8(3);
-    __m512i acc[GEMM_R][8];
-    for (int i = 0; i < GEMM_R; i++)
-        for (int t = 0; t < T; t++)
-            acc[i][t] = _mm512_setzero_si512();
+    const uint8_t *w0 = w + r * (K / 4), *w1 = w0 + K / 4;
+    __m512i x0 = _mm512_setzero_si512(), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0;
+    __m512i y0 = x0, y1 = x0, y2 = x0, y3 = x0, y4 = x0, y5 = x0, y6 = x0, y7 = x0;
     for (int p = 0; p < pairs; p++) {
-        __m512i c[GEMM_R][4];
-        for (int i = 0; i < GEMM_R; i++) {
-            const __m512i wv = _mm512_loadu_si512(w + (r + i) * (K / 4) + p * 64);
-            c[i][0] = _mm512_and_si512(_mm512_srli_epi16(wv, 6), m3);
-            c[i][1] = _mm512_and_si512(_mm512_srli_epi16(wv, 4), m3);
-            c[i][2] = _mm512_and_si512(_mm512_srli_epi16(wv, 2), m3);
-            c[i][3] = _mm512_and_si512(wv, m3);
-        }
-        for (int t = 0; t < T; t++) {
-            const int8_t *q = a->qp + (size_t)(t0 + t) * K + p * 256;
-            for (int s = 0; s < 4; s++) {
-                const __m512i qv = _mm512_loadu_si512(q + s * 64);
-                for (int i = 0; i < GEMM_R; i++)
-                    acc[i][t] = _mm512_dpbusd_epi32(acc[i][t], c[i][s], qv);
-            }
-        }
+        const __m512i wa = _mm512_loadu_si512(w0 + p * 64), wb = _mm512_loadu_si512(w1 + p * 64);
+        FIELD(6, 0);
+        FIELD(4, 1);
+        FIELD(2, 2);
+        FIELD(0, 3);
     }
-    for (int i = 0; i < GEMM_R; i++)
-        for (int t = 0; t < T; t++) {
-            int32_t v = _mm512_reduce_add_epi32(acc[i][t]);
-            if (odd)
-                v += hsum256_avx512(tail_block_avx512(_mm256_setzero_si256(), w + (r + i) * (K / 4) + pairs * 64,
-                                                      a->qp + (size_t)(t0 + t) * K + pairs * 256));
-            out[(t0 + t) * ld + r + i] = v - a->qsum[t0 + t];
+    const __m512i xs[8] = {x0, x1, x2, x3, x4, x5, x6, x7}, ys[8] = {y0, y1, y2, y3, y4, y5, y6, y7};
+    const int odd = (K / BLK) & 1;
+    for (int t = 0; t < TILE_T; t++) {
+        int32_t vx = _mm512_reduce_add_epi32(xs[t]), vy = _mm512_reduce_add_epi32(ys[t]);
+        if (odd) {
+            const int8_t *qt = at.tile + (size_t)pairs * 256 * TILE_T + (size_t)t * 128;
+            vx += tail_block_avx512(w0 + pairs * 64, qt);
+            vy += tail_block_avx512(w1 + pairs * 64, qt);
         }
+        out[(t0 + t) * ld + r] = vx - a->qsum[t0 + t];
+        out[(t0 + t) * ld + r + 1] = vy - a->qsum[t0 + t];
+    }
 }
+#undef FIELD
+#undef TOK
+#undef DP
 
 CPU_TARGET_AVX512 static void sums_avx512(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out,
                                           int64_t ld)
 {
-    if (a->n == 1 || r1 - r0 < GEMM_R) {
-        for (int t = 0; t < a->n; t++)
-            gemv_avx512(w, r0, r1, a->qp + (size_t)t * a->K, a->K, a->qsum[t], out + t * ld);
-        return;
-    }
-    int64_t r = r0;
-    for (; r + GEMM_R <= r1; r += GEMM_R) {
-        int t = 0;
-        for (; t + 8 <= a->n; t += 8)
-            gemm_tile_avx512(w, r, a, t, 8, out, ld);
-        for (; t + 4 <= a->n; t += 4)
-            gemm_tile_avx512(w, r, a, t, 4, out, ld);
-        for (; t < a->n; t++)
-            gemm_tile_avx512(w, r, a, t, 1, out, ld);
-    }
-    for (int t = 0; r < r1 && t < a->n; t++)
-        gemv_avx512(w, r, r1, a->qp + (size_t)t * a->K, a->K, a->qsum[t], out + t * ld);
+    const int full = a->n / TILE_T * TILE_T; /* tokens in full tiles */
+    for (int64_t r = r0; r + 2 <= r1 && full; r += 2)
+        for (int t = 0; t < full; t += TILE_T)
+            gemm_2x8_avx512(w, r, a, t, out, ld);
+    if (full && (r1 - r0) % 2) /* the odd last row of the full tiles' tokens */
+        for (int t = 0; t < full; t++)
+            gemv_avx512(w, r1 - 1, r1, a, t, out + (size_t)t * ld);
+    for (int t = full; t < a->n; t++) /* the last tile's tokens (and one-token steps) */
+        gemv_avx512(w, r0, r1, a, t, out + (size_t)t * ld);
 }
 #endif
 

@@ -29,9 +29,11 @@ typedef struct {
 /* Quantizes one token's x[K] into q[K]; returns the scale s, *out_sum = sum of the codes.
  * amax = max(max|x|, 1e-5), s = 127 / amax, q = clamp(round_half_even(x * s), -128, 127). */
 float cpu_act_quant(cpu_isa isa, const float *x, int K, int8_t *q, int32_t *out_sum);
-/* q[K] (one token) into the I2_S kernels' layout at this level (AVX-512: the codes of two
- * consecutive blocks that one 64-byte load of weights meets, side by side; else a copy). */
-void cpu_i2s_pack(cpu_isa isa, const int8_t *q, int K, int8_t *out);
+/* q [n][K] into the I2_S kernels' layout at this level (n * K bytes). AVX-512: per token, the
+ * codes of the two blocks one 64-byte load of weights holds, field by field, and tokens in tiles
+ * of 8 with their vectors of one field side by side (the prompt kernel reads 8 tokens' in a
+ * run); AVX2 / scalar: a copy. */
+void cpu_i2s_pack(cpu_isa isa, const int8_t *q, int K, int n, int8_t *out);
 
 /* out[t * ld + r] = sum_k t(r, k) q[t][k] (t = code - 1) for rows r0 <= r < r1 of the I2_S
  * matrix w [M][K] and every token of a. */

@@ -7,6 +7,10 @@
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
 
+#if CPU_X86
+#include <immintrin.h>
+#endif
+
 void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
 {
     double sum = 0.0;
@@ -20,21 +24,28 @@ void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
     }
 }
 
+#define MAX_ROPE_PAIRS 512
+
 void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base, bool neox, float *y)
 {
     const float theta_scale = powf(base, -2.0f / (float)rope_dims);
-    const int half = rope_dims / 2;
+    const int half = rope_dims / 2 < MAX_ROPE_PAIRS ? rope_dims / 2 : MAX_ROPE_PAIRS;
+    float cs[MAX_ROPE_PAIRS], sn_[MAX_ROPE_PAIRS]; /* the angles of this position, shared by every head */
+    float theta = (float)pos;
+    for (int i = 0; i < half; i++) {
+        cs[i] = cosf(theta);
+        sn_[i] = sinf(theta);
+        theta *= theta_scale;
+    }
     for (int h = 0; h < n_heads; h++) {
         const float *xh = x + (size_t)h * head_dim;
         float *yh = y + (size_t)h * head_dim;
-        float theta = (float)pos;
         for (int i = 0; i < half; i++) {
-            const float c = cosf(theta), sn = sinf(theta);
+            const float c = cs[i], sn = sn_[i];
             const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
             const float x0 = xh[i0], x1 = xh[i1];
             yh[i0] = x0 * c - x1 * sn;
             yh[i1] = x0 * sn + x1 * c;
-            theta *= theta_scale;
         }
         if (y != x)
             memcpy(yh + rope_dims, xh + rope_dims, sizeof(float) * (size_t)(head_dim - rope_dims));
@@ -54,8 +65,13 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
         const int kvo = (h / group) * head_dim;
         const float *qs = q + (size_t)h * head_dim;
         float *o = out + (size_t)h * head_dim;
-        for (int i = 0; i < head_dim; i++)
-            qh[i] = kv->f16 ? fmt_f16_to_f32(fmt_f32_to_f16(qs[i])) : qs[i];
+        if (kv->f16) { /* q rounded to F16, as the oracle's Q.K reads it */
+            uint16_t qb[MAX_HEAD_DIM];
+            cpu_f32_to_f16(isa, qs, qb, head_dim);
+            cpu_f16_to_f32(isa, qb, qh, head_dim);
+        } else {
+            memcpy(qh, qs, sizeof(float) * (size_t)head_dim);
+        }
         float mx = -INFINITY;
         for (int j = 0; j < n_kv; j++) {
             const size_t at = (size_t)j * kv->kv_dim + kvo;
@@ -86,20 +102,50 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
 
 /* ---- activations: the same expressions as gen/gen_act.c's reference column ---- */
 
-static float relu2(float a)
+static inline float relu2(float a)
 {
     const float r = a > 0.0f ? a : 0.0f;
     return r * r;
 }
-static float silu(float a) { return a / (1.0f + expf(-a)); }
+static inline float silu(float a) { return a / (1.0f + expf(-a)); }
 #define GELU_COEF_A 0.044715f
 #define SQRT_2_OVER_PI 0.79788456080286535587989211986876f
-static float gelu(float a) { return 0.5f * a * (1.0f + tanhf(SQRT_2_OVER_PI * a * (1.0f + GELU_COEF_A * a * a))); }
+static inline float gelu(float a)
+{
+    return 0.5f * a * (1.0f + tanhf(SQRT_2_OVER_PI * a * (1.0f + GELU_COEF_A * a * a)));
+}
+
+/* y = act(a) * b over arrays: the expression inlined in each row's loop (no call per element) */
+#define ACT_MUL_FN(name)                                                                               \
+    static void name##_mul(const float *a, const float *b, int n, float *y)                             \
+    {                                                                                                  \
+        for (int i = 0; i < n; i++)                                                                    \
+            y[i] = name(a[i]) * b[i];                                                                  \
+    }
+#if CPU_X86
+/* relu2 four at a time: maxps(a, 0) returns its second operand for NaN and for -0, exactly as
+ * a > 0 ? a : 0 (the reference's form, which compiles to an unpredictable branch) */
+static void relu2_mul(const float *a, const float *b, int n, float *y)
+{
+    const __m128 z = _mm_setzero_ps();
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m128 r = _mm_max_ps(_mm_loadu_ps(a + i), z);
+        _mm_storeu_ps(y + i, _mm_mul_ps(_mm_mul_ps(r, r), _mm_loadu_ps(b + i)));
+    }
+    for (; i < n; i++)
+        y[i] = relu2(a[i]) * b[i];
+}
+#else
+ACT_MUL_FN(relu2)
+#endif
+ACT_MUL_FN(silu)
+ACT_MUL_FN(gelu)
 
 static const cpu_act ACTS[] = {
-    {"relu2", relu2, true},
-    {"silu", silu, false},
-    {"gelu", gelu, false},
+    {"relu2", relu2, relu2_mul, true},
+    {"silu", silu, silu_mul, false},
+    {"gelu", gelu, gelu_mul, false},
 };
 
 const cpu_act *cpu_act_find(const char *name)
@@ -110,8 +156,4 @@ const cpu_act *cpu_act_find(const char *name)
     return NULL;
 }
 
-void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, float *y)
-{
-    for (int i = 0; i < n; i++)
-        y[i] = act->fn(a[i]) * b[i];
-}
+void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, float *y) { act->mul(a, b, n, y); }

@@ -39,6 +39,7 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
 typedef struct {
     const char *name;         /* "relu2" */
     float (*fn)(float a);     /* act(a) */
+    void (*mul)(const float *a, const float *b, int n, float *y); /* y = act(a) * b, the same expression */
     bool zero_at_nonpositive; /* act(a) == 0 for every a <= 0: a neuron whose gate is <= 0 adds
                                  nothing, whatever its up row gives (the exact sparse FFN) */
 } cpu_act;

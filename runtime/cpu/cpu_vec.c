@@ -203,11 +203,26 @@ CPU_TARGET_AVX2 static void axpy_f16_avx2(float a, const uint16_t *h, float *y, 
     for (; i < n; i++)
         y[i] += a * fmt_f16_to_f32(h[i]);
 }
+
+CPU_TARGET_AVX512 static void axpy_f16_avx512(float a, const uint16_t *h, float *y, int n)
+{
+    const __m512 va = _mm512_set1_ps(a);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))),
+                                                _mm512_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] += a * fmt_f16_to_f32(h[i]);
+}
 #endif
 
 void cpu_axpy_f16(cpu_isa isa, float a, const uint16_t *h, float *y, int n)
 {
 #if CPU_X86
+    if (isa == CPU_ISA_AVX512) {
+        axpy_f16_avx512(a, h, y, n);
+        return;
+    }
     if (isa != CPU_ISA_SCALAR) {
         axpy_f16_avx2(a, h, y, n);
         return;
