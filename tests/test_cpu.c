@@ -423,6 +423,31 @@ static void check_fixture(const fx *f)
     if (rt_engine_eval(e1, ids, n, 0, got1, err))
         fail_msg("%s", err);
     assert_memory_equal(got, got1, sizeof(float) * nref);
+    /* the portable scalar kernels (what a CPU without AVX2 runs): the same integer sums, float
+     * sums in another order, so test_e2e's internal rule: top-1 on every row, max |d| <= half the
+     * oracle's own batched-vs-incremental difference */
+    setenv("TERNION_CPU_ISA", "scalar", 1);
+    rt_engine *es = open_cpu(f->d, strcat(dir, "/model.gguf"), 2, 0);
+    *strrchr(dir, '/') = 0;
+    unsetenv("TERNION_CPU_ISA");
+    if (rt_engine_eval(es, ids, n, 0, got1, err))
+        fail_msg("%s", err);
+    double smx = 0;
+    int stop = 0;
+    for (int r = 0; r < n; r++) {
+        int a = 0, b = 0;
+        for (int v = 0; v < vocab; v++) {
+            const size_t i = (size_t)r * vocab + v;
+            smx = fabs(got[i] - got1[i]) > smx ? fabs(got[i] - got1[i]) : smx;
+            if (got[i] > got[(size_t)r * vocab + a]) a = v;
+            if (got1[i] > got1[(size_t)r * vocab + b]) b = v;
+        }
+        stop += a == b;
+    }
+    printf("%s: scalar vs SIMD kernels: top-1 %d/%d, max |d| %.4g\n", f->name, stop, n, smx);
+    assert_int_equal(stop, n);
+    assert_true(smx <= 0.5 * f->self_max);
+    rt_engine_close(es);
     /* greedy, teacher-forced */
     int agree = 0;
     for (int i = 0; i < nw; i++) {

@@ -136,6 +136,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
             continue; /* logits go to e->logits or the caller's array */
         if (!(e->val[v] = malloc(sizeof(float) * (size_t)e->n_batch * e->width[v])))
             return fail_oom(err, "value buffers");
+        memset(e->val[v], 0, sizeof(float) * (size_t)e->n_batch * e->width[v]); /* mapped now, not mid-step */
     }
     const size_t nk = (size_t)e->n_batch * (e->max_k ? e->max_k : 1);
     e->q = malloc(nk);
@@ -202,6 +203,30 @@ static uint64_t weight_bytes(const cpu_engine *e, int t)
     return fmt_nbytes(w->type, ne, NULL) * (td->per_layer ? (uint64_t)e->n_layers : 1);
 }
 
+typedef struct {
+    const volatile uint8_t *p;
+    size_t n;
+    unsigned sum[512];
+} touch_job;
+
+static void touch_main(void *arg, int ith, int nth)
+{
+    touch_job *j = arg;
+    int64_t lo, hi;
+    cpu_pool_range((int64_t)j->n, ith, nth, 4096, &lo, &hi);
+    unsigned s = 0;
+    for (int64_t i = lo; i < hi; i += 4096)
+        s += j->p[i];
+    j->sum[ith] = s;
+}
+
+/* Maps every page of [p, p + n) into the process (one read per page, over the pool). */
+static void prefault(cpu_engine *e, const uint8_t *p, size_t n)
+{
+    touch_job j = {.p = p, .n = n};
+    cpu_pool_run(e->pool, touch_main, &j, 0);
+}
+
 int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int vocab, const cpu_engine_opts *o,
                     cpu_engine **out_e, const char **out_note, char *err)
 {
@@ -247,18 +272,23 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             e->ops[i].bytes = e->ops[i].op->kind == RT_CPU_EMBED
                                   ? weight_bytes(e, e->ops[i].tensor) / (uint64_t)cpu_w(e, e->ops[i].tensor, 0)->ne1
                                   : weight_bytes(e, e->ops[i].tensor);
-    /* weights in place: ask the kernel to read the file ahead; mlock on request */
-    madvise((void *)g->map, g->map_len, MADV_WILLNEED);
+    /* weights in place: read the file ahead and map every page now (as llama.cpp's MAP_POPULATE),
+     * so the first prompt does not pay a page fault per 4 KiB of weights; mlock on request */
+    const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    const bool fits = !(pages > 0 && psz > 0 && (double)g->map_len > 0.9 * (double)pages * psz);
+    if (fits) {
+        madvise((void *)g->map, g->map_len, MADV_WILLNEED);
+        prefault(e, g->map, g->map_len);
+    } else if (!*out_note) {
+        *out_note = "the model is larger than 90 % of this machine's memory: it runs from the file mapping, read from "
+                    "disk as it goes (slow)";
+    }
     if (o->mlock && mlock(g->map, g->map_len)) {
         snprintf(err, RT_ERR_LEN, "--mlock: cannot lock %.1f MiB of weights in memory: %s (raise ulimit -l)",
                  g->map_len / 1048576.0, strerror(errno));
         cpu_engine_close(e);
         return -1;
     }
-    const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    if (!*out_note && pages > 0 && psz > 0 && (double)g->map_len > 0.9 * (double)pages * psz)
-        *out_note = "the model is larger than 90 % of this machine's memory: it runs from the file mapping, read from "
-                    "disk as it goes (slow)";
     *out_e = e;
     return 0;
 }
