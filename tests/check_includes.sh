@@ -7,12 +7,30 @@
 #   schema/  schema/ format/              (the generator <-> runtime tables)
 #   dsl/     dsl/ schema/                 (the shader builder)
 #   gen/     gen/ dsl/ schema/ format/    (the generator: never runtime/)
-#   runtime/cpu/  runtime/cpu/ runtime/gguf/ schema/ format/  (the native CPU backend: no Vulkan,
-#            no engine; the engine includes it, never the reverse)
+#   runtime/base/    runtime/base/ format/              (leaf definitions: RT_ERR_LEN)
+#   runtime/gguf/    runtime/gguf/ runtime/base/ format/
+#   runtime/vk/      runtime/vk/ runtime/base/ schema/ format/
+#   runtime/tok/     runtime/tok/ runtime/gguf/ runtime/base/ format/
+#   runtime/cpu/     runtime/cpu/ runtime/gguf/ runtime/base/ schema/ format/  (the native CPU
+#                    backend: no Vulkan, no engine; the engine includes it, never the reverse)
+#   runtime/engine/  runtime/engine/ runtime/cpu/ runtime/vk/ runtime/gguf/ runtime/base/ schema/ format/
+#   runtime/api/     runtime/api/ runtime/engine/ runtime/vk/ runtime/gguf/ runtime/tok/ runtime/base/
+#                    schema/ format/
+#   runtime/cli/     runtime/cli/ runtime/api/      (the public header only)
+#   server/          server/ runtime/api/
+#   tools/           tools/ gen/ dsl/ schema/ format/ runtime/gguf/ runtime/tok/ runtime/base/
+# and a folder's private header (*_priv.h) is included from that folder only.
 # An include that resolves nowhere is an error too (it would hide a runtime header reached
 # some other way). System headers (<...>) are not checked.
-RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,format runtime/cpu:runtime/cpu,runtime/gguf,schema,format"
-IPATH=". dsl gen runtime"
+RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,format
+runtime/base:runtime/base,format runtime/gguf:runtime/gguf,runtime/base,format
+runtime/vk:runtime/vk,runtime/base,schema,format runtime/tok:runtime/tok,runtime/gguf,runtime/base,format
+runtime/cpu:runtime/cpu,runtime/gguf,runtime/base,schema,format
+runtime/engine:runtime/engine,runtime/cpu,runtime/vk,runtime/gguf,runtime/base,schema,format
+runtime/api:runtime/api,runtime/engine,runtime/vk,runtime/gguf,runtime/tok,runtime/base,schema,format
+runtime/cli:runtime/cli,runtime/api server:server,runtime/api
+tools:tools,gen,dsl,schema,format,runtime/gguf,runtime/tok,runtime/base"
+IPATH=". dsl gen runtime runtime/api"
 fail=0
 for rule in $RULES; do
     dir=${rule%%:*}
@@ -39,8 +57,14 @@ for rule in $RULES; do
                 echo "check_includes: $f includes \"$inc\" ($hit): $dir/ may include only $allowed"
                 fail=1
             fi
+            case $hit in *_priv.h)
+                if [ "$(dirname "$hit")" != "$(dirname "$f")" ]; then
+                    echo "check_includes: $f includes $hit, the private header of another folder"
+                    fail=1
+                fi ;;
+            esac
         done
     done
 done
-[ $fail -eq 0 ] && echo "check_includes: format/ schema/ dsl/ gen/ runtime/cpu/ include only the folders they may"
+[ $fail -eq 0 ] && echo "check_includes: format/ schema/ dsl/ gen/ runtime/*/ server/ tools/ include only the folders they may"
 exit $fail

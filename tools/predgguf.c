@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "gguf/rt_gguf.h"
-#include "gguf/rt_gguf_priv.h"
+#include "gguf/rt_gguf.h"
 
 static float *read_all(const char *path, uint64_t want, char *err)
 {

@@ -14,7 +14,7 @@
 
 #include "format/fmt_codec.h"
 
-#define RT_ERR_LEN FMT_ERR_LEN /* size of every `char *err` buffer in the runtime */
+#include "base/rt_base.h" /* RT_ERR_LEN */
 
 /* Tensor types are the GGUF type ids of format/fmt_codec.h (FMT_F32, FMT_I2_S, ...); their
  * sizes, checks and decoding are the codecs'. */
@@ -145,5 +145,9 @@ void rt_gguf_w_tensor_cb(rt_gguf_writer *w, const char *name, rt_type type, uint
 int rt_gguf_writer_save(rt_gguf_writer *w, const char *path, char *err);
 /* Same into a malloc'd buffer (*out_data, free() it). */
 int rt_gguf_writer_save_mem(rt_gguf_writer *w, uint8_t **out_data, size_t *out_len, char *err);
+
+/* The encoded payload of metadata value kv (the bytes after its type field), for writers
+ * that copy a file's metadata unchanged (tools/predgguf). */
+void rt_gguf_kv_payload(const rt_gguf_kv *kv, const uint8_t **out_p, uint64_t *out_len);
 
 #endif

@@ -23,8 +23,5 @@ uint64_t rt_gguf_rd_u64(const uint8_t *p);
 size_t rt_gguf_vsize(uint32_t t);
 /* Encoded size of one (already validated) element of type t at p. */
 uint64_t rt_gguf_elem_size(const uint8_t *p, uint32_t t);
-/* The encoded payload of metadata value kv (the bytes after its type field), for writers
- * that copy a file's metadata unchanged. */
-void rt_gguf_kv_payload(const rt_gguf_kv *kv, const uint8_t **out_p, uint64_t *out_len);
 
 #endif

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+#include "base/rt_base.h" /* RT_ERR_LEN */
 #include "schema/rt_layout.h" /* rt_dyn (the Dyn uniform block), RT_PUSH_BYTES */
 
 typedef struct rt_vk rt_vk;
