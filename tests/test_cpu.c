@@ -206,6 +206,49 @@ static void test_f16_dot(void **st)
         }
 }
 
+/* Q8_0 tables (the --lm-head q8 copy): float sums of code * x per block, times d, against the
+ * reference's double sums; the same bound as the F16 dots (2K products and adds, 2^-24 each). */
+static void test_q8_dot(void **st)
+{
+    (void)st;
+    const int K = 2560, V = 9;
+    const fmt_codec *q8 = fmt_codec_find(FMT_Q8_0);
+    float *src = malloc(sizeof(float) * K * V), *x = malloc(sizeof(float) * K), *y = malloc(sizeof(float) * V);
+    uint8_t *blob = malloc((size_t)V * (K / 32) * q8->blk_bytes);
+    for (int i = 0; i < K * V; i++)
+        src[i] = frnd(1.5f);
+    for (int i = 0; i < K; i++)
+        x[i] = frnd(3.0f);
+    for (int v = 0; v < V; v++)
+        q8->encode(src + (size_t)v * K, K, blob + (size_t)v * (K / 32) * q8->blk_bytes);
+    void *scratch = malloc(cpu_codec_scratch(K));
+    const cpu_weight cw = {blob, FMT_Q8_0, K, V};
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+        if (!cpu_isa_runs((cpu_isa)isa))
+            continue;
+        for (int v = 0; v < V; v++)
+            y[v] = NAN;
+        cpu_table_dot((cpu_isa)isa, cpu_codec_find(FMT_Q8_0), &cw, 0, V, x, 1, y, V, scratch);
+        for (int v = 0; v < V; v++) {
+            float *row = malloc(sizeof(float) * K);
+            fmt_decode_row(q8, blob, K, V, v, row);
+            double mag = 0, want = 0;
+            for (int i = 0; i < K; i++) {
+                mag += fabs(row[i] * x[i]);
+                want += (double)row[i] * x[i];
+            }
+            free(row);
+            if (!(fabs(y[v] - want) <= 2.0 * K * 0x1p-24 * mag))
+                fail_msg("q8 isa %s row %d: %g vs %g", cpu_isa_name((cpu_isa)isa), v, y[v], want);
+        }
+    }
+    free(scratch);
+    free(src);
+    free(x);
+    free(y);
+    free(blob);
+}
+
 static void test_norm_rope(void **st)
 {
     (void)st;
@@ -535,7 +578,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq),
-        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads),
     };

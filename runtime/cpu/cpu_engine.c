@@ -195,6 +195,12 @@ static int make_head_q8(cpu_engine *e, char *err)
     return 0;
 }
 
+static uint64_t q8_bytes(const cpu_weight *w)
+{
+    const int64_t ne[4] = {w->ne0, w->ne1, 1, 1};
+    return fmt_nbytes(FMT_Q8_0, ne, NULL);
+}
+
 static uint64_t weight_bytes(const cpu_engine *e, int t)
 {
     const rt_tensor_desc *td = &e->d->tensors[t];
@@ -271,7 +277,8 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
         if (e->ops[i].tensor >= 0)
             e->ops[i].bytes = e->ops[i].op->kind == RT_CPU_EMBED
                                   ? weight_bytes(e, e->ops[i].tensor) / (uint64_t)cpu_w(e, e->ops[i].tensor, 0)->ne1
-                                  : weight_bytes(e, e->ops[i].tensor);
+                              : e->ops[i].op->kind == RT_CPU_LM_HEAD && e->head_q8.data ? q8_bytes(&e->head_q8)
+                                                                                       : weight_bytes(e, e->ops[i].tensor);
     /* weights in place: read the file ahead and map every page now (as llama.cpp's MAP_POPULATE),
      * so the first prompt does not pay a page fault per 4 KiB of weights; mlock on request */
     const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
@@ -515,7 +522,7 @@ uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only)
         }
         uint64_t wb = weight_bytes(e, so->tensor);
         if (so->op->kind == RT_CPU_LM_HEAD && e->head_q8.data)
-            wb = (uint64_t)e->head_q8.ne1 * (uint64_t)(e->head_q8.ne0 / 32) * 34;
+            wb = q8_bytes(&e->head_q8);
         if (so->sparse_gate && e->sparse && e->ffn_steps && e->ffn_dim) { /* the measured active share */
             double act = 0;
             for (int L = 0; L < e->n_layers; L++)
