@@ -209,29 +209,50 @@ static uint64_t weight_bytes(const cpu_engine *e, int t)
     return fmt_nbytes(w->type, ne, NULL) * (td->per_layer ? (uint64_t)e->n_layers : 1);
 }
 
+/* Reads [p, p + n) over the pool: every 8-byte word (the bandwidth probe) or one byte per
+ * `stride` bytes (mapping pages in); returns the sum of what was read. */
 typedef struct {
-    const volatile uint8_t *p;
-    size_t n;
-    unsigned sum[512];
-} touch_job;
+    const uint8_t *p;
+    size_t n, stride;
+    uint64_t part[512];
+} read_job;
 
-static void touch_main(void *arg, int ith, int nth)
+static void read_main(void *arg, int ith, int nth)
 {
-    touch_job *j = arg;
+    read_job *j = arg;
     int64_t lo, hi;
-    cpu_pool_range((int64_t)j->n, ith, nth, 4096, &lo, &hi);
-    unsigned s = 0;
-    for (int64_t i = lo; i < hi; i += 4096)
-        s += j->p[i];
-    j->sum[ith] = s;
+    cpu_pool_range((int64_t)(j->n / j->stride), ith, nth, 64, &lo, &hi);
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    if (j->stride == 8) {
+        const uint64_t *w = (const uint64_t *)j->p;
+        int64_t i = lo;
+        for (; i + 4 <= hi; i += 4) {
+            s0 += w[i];
+            s1 += w[i + 1];
+            s2 += w[i + 2];
+            s3 += w[i + 3];
+        }
+        for (; i < hi; i++)
+            s0 += w[i];
+    } else {
+        for (int64_t i = lo; i < hi; i++)
+            s0 += ((const volatile uint8_t *)j->p)[(size_t)i * j->stride];
+    }
+    j->part[ith] = s0 + s1 + s2 + s3;
+}
+
+static uint64_t pool_read(cpu_engine *e, const void *p, size_t n, size_t stride, int nth)
+{
+    read_job j = {.p = p, .n = n, .stride = stride};
+    cpu_pool_run(e->pool, read_main, &j, nth);
+    uint64_t s = 0;
+    for (int i = 0; i < cpu_pool_threads(e->pool) && i < 512; i++)
+        s += j.part[i];
+    return s;
 }
 
 /* Maps every page of [p, p + n) into the process (one read per page, over the pool). */
-static void prefault(cpu_engine *e, const uint8_t *p, size_t n)
-{
-    touch_job j = {.p = p, .n = n};
-    cpu_pool_run(e->pool, touch_main, &j, 0);
-}
+static void prefault(cpu_engine *e, const uint8_t *p, size_t n) { (void)pool_read(e, p, n, 4096, 0); }
 
 int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int vocab, const cpu_engine_opts *o,
                     cpu_engine **out_e, const char **out_note, char *err)
@@ -583,36 +604,7 @@ int cpu_engine_profile(cpu_engine *e, bool prefill, const cpu_profile_row **out_
     return 0;
 }
 
-typedef struct {
-    const uint64_t *w;
-    size_t n;
-    uint64_t part[512];
-} probe_job;
-
-static void probe_main(void *arg, int ith, int nth)
-{
-    probe_job *j = arg;
-    int64_t lo, hi;
-    cpu_pool_range((int64_t)j->n, ith, nth, 64, &lo, &hi);
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t i = lo;
-    for (; i + 4 <= hi; i += 4) {
-        s0 += j->w[i];
-        s1 += j->w[i + 1];
-        s2 += j->w[i + 2];
-        s3 += j->w[i + 3];
-    }
-    for (; i < hi; i++)
-        s0 += j->w[i];
-    j->part[ith] = s0 + s1 + s2 + s3;
-}
-
 uint64_t cpu_engine_read_probe(cpu_engine *e, const uint64_t *words, size_t n)
 {
-    probe_job j = {.w = words, .n = n};
-    cpu_pool_run(e->pool, probe_main, &j, e->n_threads);
-    uint64_t s = 0;
-    for (int i = 0; i < e->n_threads && i < 512; i++)
-        s += j.part[i];
-    return s;
+    return pool_read(e, words, n * 8, 8, e->n_threads);
 }
