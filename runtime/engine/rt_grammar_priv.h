@@ -1,0 +1,56 @@
+/* rt_grammar_priv.h - what rt_grammar_match.c and rt_grammar_vocab.c share: the stack set
+ * and the recognizer's layout (see rt_grammar.h for what they mean).
+ *
+ * (rt_grammar_parse.c uses the check below.)
+ * Owns: rt_gset (stacks back to back as [length, element index bottom .. top], the offsets
+ * of each, and the UTF-8 sequence in progress) and struct rt_gmatch (the committed set, the
+ * per-depth sets of a token walk, the work list of the expansion and its dedup table).
+ */
+#ifndef RT_GRAMMAR_PRIV_H
+#define RT_GRAMMAR_PRIV_H
+
+#include "engine/rt_grammar.h"
+
+typedef struct {
+    uint32_t *w;       /* stacks back to back: length, then the element indexes bottom .. top */
+    size_t nw, capw;
+    uint32_t *off;     /* where each stack starts in w */
+    uint32_t n, capn;
+    uint32_t pval;     /* UTF-8 sequence in progress: the value of its bytes so far, */
+    uint32_t prem;     /* the bytes still to come (0: none in progress), */
+    uint32_t plen;     /* and its whole length */
+} rt_gset;
+
+struct rt_gmatch {
+    const rt_grammar *g;
+    rt_gset cur;        /* the committed state */
+    rt_gset *lv;        /* lv[d]: the state after d bytes of the token being walked (d >= 1) */
+    uint32_t n_lv;
+    rt_gset work;       /* expansion work list */
+    uint32_t *tmp, cap_tmp, *seed, cap_seed;
+    uint32_t *hslot, *hstamp, stamp; /* dedup table of the set being built */
+    uint32_t work_done; /* expansions for the current character */
+    char err[512];      /* RT_ERR_LEN */
+};
+
+/* Whether a rule of g is left-recursive: 1 with *bad_rule one of them, 0 no, -1 out of memory
+ * (rt_grammar_check.c). */
+int rt_grammar_left_recursive(const rt_grammar *g, uint32_t *bad_rule);
+
+void rt_gset_free(rt_gset *s);
+int rt_gset_copy(rt_gset *dst, const rt_gset *src);
+/* out = in after code point c (any UTF-8 sequence in progress in `in` is ignored: callers
+ * step bytes). 0 ok (out may be empty: rejected), -1 + m->err. */
+int rt_gset_step_cp(rt_gmatch *m, const rt_gset *in, rt_gset *out, uint32_t c);
+/* out = in after byte b (UTF-8 decoded on the way; invalid UTF-8 leaves out empty). */
+int rt_gset_step_byte(rt_gmatch *m, const rt_gset *in, rt_gset *out, uint8_t b);
+bool rt_gset_complete(const rt_gset *s);
+/* m->lv has at least n sets. 0 ok, -1 + m->err. */
+int rt_gmatch_levels(rt_gmatch *m, uint32_t n);
+/* Walk s[0..n) from the committed state through lv[1..n]: the depth reached (n: all taken),
+ * -1 + m->err. */
+long rt_gmatch_walk(rt_gmatch *m, const uint8_t *s, size_t n);
+/* After a complete walk of n bytes, its last set becomes the committed state. */
+void rt_gmatch_commit(rt_gmatch *m, size_t n);
+
+#endif

@@ -1,0 +1,203 @@
+/* rt_grammar_vocab.c - the token table of a grammar and the mask over it (see rt_grammar.h).
+ *
+ * Owns: rt_gvocab (every token's bytes, decoded once when the table is made; the tokens with
+ * bytes sorted by them with the common prefix of each with the one before, which makes the
+ * sorted list an implicit trie; the end-of-generation tokens) and the token queries on a
+ * recognizer: whether one token fits, feeding one, and the mask of every token that fits.
+ * The mask walks the sorted list keeping the state after each prefix depth: a token
+ * starts from the depth it shares with the token before, and a prefix that no stack
+ * survives rejects every token under it without stepping, so the work is the number of
+ * live trie edges, not the vocabulary's bytes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rt_grammar_priv.h"
+#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+
+struct rt_gvocab {
+    int32_t n;
+    uint8_t *bytes;     /* every token's bytes back to back */
+    size_t *off;        /* [n] */
+    uint32_t *len;      /* [n] */
+    uint8_t *eog;       /* [n] */
+    int32_t *order;     /* ids of the tokens with bytes that do not end generation, sorted by bytes */
+    uint32_t *lcp;      /* [n_order] common prefix with the token before in order (0 for the first) */
+    int32_t n_order;
+    int32_t *eog_ids;
+    int32_t n_eog;
+    uint32_t max_len;
+};
+
+typedef struct {
+    const uint8_t *p;
+    uint32_t len;
+    int32_t id;
+} tok_ref;
+
+static int cmp_tok(const void *a, const void *b)
+{
+    const tok_ref *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->p, y->p, n) : 0;
+    if (c)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+void rt_gvocab_free(rt_gvocab *v)
+{
+    if (!v)
+        return;
+    free(v->bytes);
+    free(v->off);
+    free(v->len);
+    free(v->eog);
+    free(v->order);
+    free(v->lcp);
+    free(v->eog_ids);
+    free(v);
+}
+
+int32_t rt_gvocab_size(const rt_gvocab *v) { return v->n; }
+
+/* The sorted order and the common prefixes. 0 ok, -1 out of memory. */
+static int sort_tokens(rt_gvocab *v)
+{
+    tok_ref *t = malloc(((size_t)v->n + 1) * sizeof *t);
+    if (!t)
+        return -1;
+    int32_t k = 0;
+    for (int32_t i = 0; i < v->n; i++)
+        if (v->len[i] && !v->eog[i])
+            t[k++] = (tok_ref){v->bytes + v->off[i], v->len[i], i};
+    qsort(t, (size_t)k, sizeof *t, cmp_tok);
+    for (int32_t i = 0; i < k; i++) {
+        v->order[i] = t[i].id;
+        uint32_t c = 0;
+        if (i > 0) {
+            uint32_t n = t[i].len < t[i - 1].len ? t[i].len : t[i - 1].len;
+            while (c < n && t[i].p[c] == t[i - 1].p[c])
+                c++;
+        }
+        v->lcp[i] = c;
+    }
+    v->n_order = k;
+    free(t);
+    return 0;
+}
+
+int rt_gvocab_new(int32_t n, const char *const *piece, const uint32_t *len, const uint8_t *eog, rt_gvocab **out,
+                  char *err)
+{
+    *out = NULL;
+    if (n < 0) {
+        snprintf(err, RT_ERR_LEN, "grammar: negative vocabulary size %d", n);
+        return -1;
+    }
+    rt_gvocab *v = calloc(1, sizeof *v);
+    size_t total = 0, m = (size_t)n + 1;
+    for (int32_t i = 0; i < n; i++)
+        total += len[i];
+    if (v) {
+        v->n = n;
+        v->bytes = malloc(total + 1);
+        v->off = malloc(m * sizeof *v->off);
+        v->len = malloc(m * sizeof *v->len);
+        v->eog = calloc(m, 1);
+        v->order = malloc(m * sizeof *v->order);
+        v->lcp = malloc(m * sizeof *v->lcp);
+        v->eog_ids = malloc(m * sizeof *v->eog_ids);
+    }
+    if (!v || !v->bytes || !v->off || !v->len || !v->eog || !v->order || !v->lcp || !v->eog_ids)
+        goto nomem;
+    size_t at = 0;
+    for (int32_t i = 0; i < n; i++) {
+        v->off[i] = at;
+        v->len[i] = len[i];
+        if (len[i])
+            memcpy(v->bytes + at, piece[i], len[i]);
+        at += len[i];
+        if (len[i] > v->max_len)
+            v->max_len = len[i];
+        if (eog && eog[i])
+            v->eog[i] = 1, v->eog_ids[v->n_eog++] = i;
+    }
+    if (sort_tokens(v))
+        goto nomem;
+    *out = v;
+    return 0;
+nomem:
+    rt_gvocab_free(v);
+    snprintf(err, RT_ERR_LEN, "grammar: out of memory for the token table");
+    return -1;
+}
+
+int rt_gmatch_token_ok(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
+{
+    if (id < 0 || id >= v->n)
+        return 0;
+    if (v->eog[id])
+        return rt_gmatch_complete(m);
+    if (!v->len[id])
+        return 0;
+    long d = rt_gmatch_walk(m, v->bytes + v->off[id], v->len[id]);
+    if (d < 0) {
+        snprintf(err, RT_ERR_LEN, "%s", m->err);
+        return -1;
+    }
+    return (size_t)d == v->len[id];
+}
+
+int rt_gmatch_accept_token(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
+{
+    int ok = rt_gmatch_token_ok(m, v, id, err);
+    if (ok == 1 && !v->eog[id])
+        rt_gmatch_commit(m, v->len[id]);
+    return ok;
+}
+
+int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_allowed, char *err)
+{
+    memset(allow, 0, (size_t)v->n);
+    *n_allowed = 0;
+    if (rt_gmatch_levels(m, v->max_len + 1)) {
+        snprintf(err, RT_ERR_LEN, "%s", m->err);
+        return -1;
+    }
+    int32_t cnt = 0;
+    if (rt_gmatch_complete(m))
+        for (int32_t i = 0; i < v->n_eog; i++)
+            allow[v->eog_ids[i]] = 1, cnt++;
+    /* levels 0..valid hold the states of the last walked path; it died at depth `dead` */
+    uint32_t valid = 0, dead = UINT32_MAX;
+    for (int32_t i = 0; i < v->n_order; i++) {
+        int32_t id = v->order[i];
+        uint32_t c = v->lcp[i], len = v->len[id];
+        if (dead != UINT32_MAX && c >= dead)
+            continue; /* starts with the prefix no stack survived */
+        dead = UINT32_MAX;
+        if (valid > c)
+            valid = c;
+        const uint8_t *s = v->bytes + v->off[id];
+        for (uint32_t d = valid; d < len; d++) {
+            const rt_gset *prev = d ? &m->lv[d] : &m->cur;
+            if (rt_gset_step_byte(m, prev, &m->lv[d + 1], s[d])) {
+                snprintf(err, RT_ERR_LEN, "%s", m->err);
+                return -1;
+            }
+            if (!m->lv[d + 1].n) {
+                dead = d + 1;
+                break;
+            }
+        }
+        valid = dead != UINT32_MAX ? dead : len;
+        if (dead == UINT32_MAX)
+            allow[id] = 1, cnt++;
+    }
+    *n_allowed = cnt;
+    return 0;
+}

@@ -1,0 +1,471 @@
+/* test_grammar.c - the GBNF grammar engine (runtime/engine/rt_grammar*.c) without a model:
+ * the parser's accepted forms and its exact error messages (line:col), the recognizer on
+ * strings (literals, classes, ranges, negation, any, every repetition form, groups,
+ * comments, UTF-8 split across feeds), hostile inputs (left recursion, deep nesting,
+ * huge repetition counts, ambiguity past the limits, invalid UTF-8, input nested past the
+ * depth limit), and the vocabulary mask against feeding each token alone.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rt_grammar.h"
+#include "gguf/rt_gguf.h"
+
+/* ---- helpers ---- */
+
+static rt_grammar *compile(const char *src)
+{
+    rt_grammar *g = NULL;
+    char err[RT_ERR_LEN] = "";
+    int rc = rt_grammar_parse(src, strlen(src), NULL, &g, err);
+    if (rc)
+        fprintf(stderr, "unexpected error: %s\nin: %s\n", err, src);
+    assert_int_equal(rc, 0);
+    assert_non_null(g);
+    return g;
+}
+
+/* The error message of compiling src (the compile must fail). */
+static void expect_error(const char *src, size_t len, const char *want)
+{
+    rt_grammar *g = (rt_grammar *)1;
+    char err[RT_ERR_LEN] = "";
+    int rc = rt_grammar_parse(src, len, NULL, &g, err);
+    if (rc == 0 || strcmp(err, want))
+        fprintf(stderr, "grammar: %.200s\n  want: %s\n  got:  %s (rc %d)\n", src, want, err, rc);
+    assert_int_equal(rc, -1);
+    assert_null(g);
+    assert_string_equal(err, want);
+}
+
+#define EXPECT_ERROR(src, want) expect_error(src, strlen(src), want)
+
+/* 1: s is a complete match, 0: rejected, 2: accepted but incomplete. */
+static int run(const rt_grammar *g, const char *s, size_t n)
+{
+    rt_gmatch *m = NULL;
+    char err[RT_ERR_LEN] = "";
+    assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+    int rc = rt_gmatch_accept(m, s, n, err);
+    assert_true(rc >= 0);
+    int out = rc == 0 ? 0 : rt_gmatch_complete(m) ? 1 : 2;
+    rt_gmatch_free(m);
+    return out;
+}
+
+#define MATCH(g, s) assert_int_equal(run(g, s, strlen(s)), 1)
+#define PREFIX(g, s) assert_int_equal(run(g, s, strlen(s)), 2)
+#define REJECT(g, s) assert_int_equal(run(g, s, strlen(s)), 0)
+
+/* ---- parser ---- */
+
+static void test_parse_forms(void **state)
+{
+    (void)state;
+    static const char *ok[] = {
+        "root ::= \"a\"",
+        "root ::= \"a\" | \"b\"\n",
+        "# comment\nroot ::= x # trailing comment\nx ::= [a-z0-9_]+\n",
+        "root ::= (\n  \"a\" |\n  \"b\"\n) \"c\"*",
+        "root ::= \"a\" |\n  \"b\"\n",
+        "root ::= \"\" | \"x\"",
+        "root ::= [^\"\\\\] . [\\x41-\\x5A] [\\u00e9] \"\\U0001F600\"",
+        "root ::= \"a\"{3} \"b\"{1,} \"c\"{0,2} \"d\"{2,2} \"e\"?",
+        "root ::= my-rule\nmy-rule ::= \"r\"\r\n",
+        "root ::= x\nx ::= \"(\" x \")\" | \"\"",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        rt_grammar_free(compile(ok[i]));
+    /* a named start rule */
+    rt_grammar *g = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_grammar_parse("item ::= \"x\"", 12, "item", &g, err), 0);
+    rt_grammar_free(g);
+}
+
+static void test_parse_errors(void **state)
+{
+    (void)state;
+    EXPECT_ERROR("", "grammar: there is no rule 'root' (the start rule)");
+    EXPECT_ERROR("item ::= \"x\"", "grammar: there is no rule 'root' (the start rule)");
+    EXPECT_ERROR("root ::= foo", "grammar:1:10: undefined rule 'foo'");
+    EXPECT_ERROR("root ::= \"abc", "grammar:1:10: unterminated string literal");
+    EXPECT_ERROR("root ::= [a-z", "grammar:1:10: unterminated character class");
+    EXPECT_ERROR("root ::= []", "grammar:1:10: empty character class");
+    EXPECT_ERROR("root := \"a\"", "grammar:1:6: expected '::=' after the rule name 'root', found ':'");
+    EXPECT_ERROR("root ::= (\"a\"", "grammar:1:14: expected ')' to close the group opened at 1:10, found the end of "
+                                     "the grammar");
+    EXPECT_ERROR("root ::= * \"a\"", "grammar:1:10: '*' has nothing before it to repeat");
+    EXPECT_ERROR("root ::= \"a\"{3,1}", "grammar:1:13: repetition {3,1}: the maximum is less than the minimum");
+    EXPECT_ERROR("root ::= \"a\"{1000001}", "grammar:1:14: repetition count 1000001 is too large (at most 100000)");
+    EXPECT_ERROR("root ::= \"a\"{x}", "grammar:1:14: expected a number in the repetition, found 'x'");
+    EXPECT_ERROR("root ::= \"a\"{2;}", "grammar:1:15: expected ',' or '}' in the repetition, found ';'");
+    EXPECT_ERROR("root ::= \"\\q\"", "grammar:1:11: unknown escape '\\' followed by 'q'");
+    EXPECT_ERROR("root ::= \"\\x4\"", "grammar:1:11: expected 2 hex digits after '\\x'");
+    EXPECT_ERROR("root ::= \"\\U00110000\"", "grammar:1:11: escape U+110000 is beyond Unicode (at most U+10FFFF)");
+    EXPECT_ERROR("root ::= [z-a]", "grammar:1:12: range U+007A-U+0061 is empty (its end is below its start)");
+    EXPECT_ERROR("root ::= \"a\" )", "grammar:1:14: unexpected ')' in rule 'root' (expected an item, '|' or the end "
+                                     "of the line)");
+    EXPECT_ERROR("root ::= \"a\"\n::= \"b\"", "grammar:2:1: expected a rule name, found ':'");
+    EXPECT_ERROR("root ::= \"a\"\nroot ::= \"b\"", "grammar:2:1: rule 'root' is defined twice (first at 1:1)");
+    /* columns count characters, not bytes */
+    EXPECT_ERROR("root ::= \"\xC3\xA9\xC3\xA9\" bar", "grammar:1:15: undefined rule 'bar'");
+    EXPECT_ERROR("root ::= \"\xFF\"", "grammar:1:11: invalid UTF-8 (byte 0xFF)");
+    EXPECT_ERROR("root ::= \"\xC3(\"", "grammar:1:11: invalid UTF-8 (byte 0xC3)");
+    EXPECT_ERROR("root ::= \"\xE0\x80\x80\"", "grammar:1:11: invalid UTF-8 (byte 0xE0)"); /* overlong */
+    /* a NUL byte inside the text is text, not its end */
+    expect_error("root ::= \"a\"\0x", 14, "grammar:1:13: unexpected byte 0x00 in rule 'root' (expected an item, '|' "
+                                         "or the end of the line)");
+}
+
+static void test_left_recursion(void **state)
+{
+    (void)state;
+    EXPECT_ERROR("root ::= expr\nexpr ::= expr \"+\" term | term\nterm ::= [0-9]",
+                 "grammar:2:1: rule 'expr' is left-recursive: it can reach itself without consuming a character");
+    /* through another rule */
+    EXPECT_ERROR("root ::= a\na ::= b \"x\"\nb ::= a | \"y\"",
+                 "grammar:2:1: rule 'a' is left-recursive: it can reach itself without consuming a character");
+    /* through a nullable prefix (b? can be empty) */
+    EXPECT_ERROR("root ::= a\na ::= \"z\"? a \"x\" | \"y\"",
+                 "grammar:2:1: rule 'a' is left-recursive: it can reach itself without consuming a character");
+    /* a repetition of something that can be empty loops without consuming */
+    EXPECT_ERROR("root ::= (\"a\"?)*",
+                 "grammar:1:1: rule 'root' is left-recursive: it can reach itself without consuming a character");
+    /* right recursion is fine */
+    rt_grammar_free(compile("root ::= \"x\" root | \"\""));
+}
+
+static void test_hostile_grammars(void **state)
+{
+    (void)state;
+    /* groups nested past the limit: an error, not a stack overflow */
+    size_t n = 100000;
+    char *s = malloc(2 * n + 32);
+    strcpy(s, "root ::= ");
+    size_t k = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        s[k++] = '(';
+    s[k++] = '"', s[k++] = 'a', s[k++] = '"';
+    for (size_t i = 0; i < n; i++)
+        s[k++] = ')';
+    s[k] = 0;
+    EXPECT_ERROR(s, "grammar:1:266: groups nested deeper than 256");
+    /* 256 deep is fine */
+    k = strlen("root ::= ");
+    for (size_t i = 0; i < 256; i++)
+        s[k++] = '(';
+    s[k++] = '"', s[k++] = 'a', s[k++] = '"';
+    for (size_t i = 0; i < 256; i++)
+        s[k++] = ')';
+    s[k] = 0;
+    rt_grammar *g = compile(s);
+    MATCH(g, "a");
+    rt_grammar_free(g);
+    free(s);
+    /* repetitions that multiply past the size limit */
+    EXPECT_ERROR("root ::= \"abcdefghijklmnopqrstuvwxyz0123\"{100000}",
+                 "grammar: more than 2097152 elements after expanding repetitions (too large)");
+    /* a long chain of rules: no recursion in the checks (depth-first search is iterative) */
+    size_t rules = 200000;
+    char *c = malloc(rules * 40 + 64), *w = c;
+    w += sprintf(w, "root ::= r0\n");
+    for (size_t i = 0; i + 1 < rules; i++)
+        w += sprintf(w, "r%zu ::= r%zu\n", i, i + 1);
+    sprintf(w, "r%zu ::= r0 \"x\"\n", rules - 1);
+    EXPECT_ERROR(c, "grammar:2:1: rule 'r0' is left-recursive: it can reach itself without consuming a character");
+    w = c + sprintf(c, "root ::= r0\n");
+    for (size_t i = 0; i + 1 < rules; i++)
+        w += sprintf(w, "r%zu ::= \"x\" r%zu\n", i, i + 1);
+    sprintf(w, "r%zu ::= \"y\"\n", rules - 1);
+    g = compile(c);
+    assert_int_equal(rt_grammar_n_rules(g), rules + 1);
+    rt_grammar_free(g);
+    free(c);
+}
+
+/* ---- recognizer ---- */
+
+static void test_match_basics(void **state)
+{
+    (void)state;
+    rt_grammar *g = compile("root ::= \"abc\"");
+    MATCH(g, "abc");
+    PREFIX(g, "ab");
+    PREFIX(g, "");
+    REJECT(g, "abd");
+    REJECT(g, "abcd");
+    rt_grammar_free(g);
+
+    g = compile("root ::= [a-c] [^x-z\\n] . [\\x30-\\x39]\n");
+    MATCH(g, "a+\xE2\x82\xAC" "7"); /* . takes a 3-byte character */
+    MATCH(g, "cA.0");
+    REJECT(g, "dA.0");
+    REJECT(g, "ay.0");
+    REJECT(g, "a\n.0");
+    REJECT(g, "aA.a");
+    rt_grammar_free(g);
+
+    g = compile("root ::= (\"cat\" | \"dog\") \"s\"? \" \" [0-9]+ (\",\" [0-9]+)*");
+    MATCH(g, "cats 1");
+    MATCH(g, "dog 12,3,45");
+    PREFIX(g, "dog 12,");
+    REJECT(g, "cow 1");
+    REJECT(g, "dogss 1");
+    REJECT(g, "dog ,1");
+    rt_grammar_free(g);
+
+    /* comments, blank lines, CRLF, a rule used before it is defined */
+    g = compile("# numbers\r\n\r\nroot ::= num (\" \" num)* # list\r\nnum ::= [1-9] [0-9]* | \"0\"\r\n");
+    MATCH(g, "0 10 907");
+    REJECT(g, "01");
+    rt_grammar_free(g);
+}
+
+static void test_match_repetitions(void **state)
+{
+    (void)state;
+    rt_grammar *g = compile("root ::= \"a\"{2,4}");
+    PREFIX(g, "a");
+    MATCH(g, "aa");
+    MATCH(g, "aaa");
+    MATCH(g, "aaaa");
+    REJECT(g, "aaaaa");
+    rt_grammar_free(g);
+    g = compile("root ::= \"ab\"{3}");
+    MATCH(g, "ababab");
+    PREFIX(g, "abab");
+    REJECT(g, "abababab");
+    rt_grammar_free(g);
+    g = compile("root ::= [0-9]{2,} \"x\"{0,2} \"y\"+ \"z\"* \"w\"?");
+    REJECT(g, "1y");
+    MATCH(g, "12y");
+    MATCH(g, "123456xxyyyzzzw");
+    REJECT(g, "12xxxy");
+    PREFIX(g, "12xx");
+    REJECT(g, "12yww");
+    rt_grammar_free(g);
+    g = compile("root ::= (\"a\" | \"bc\"){0,3} \"!\"");
+    MATCH(g, "!");
+    MATCH(g, "abca!");
+    REJECT(g, "abcaa!");
+    rt_grammar_free(g);
+    /* a large count: linear, not exponential */
+    g = compile("root ::= [a-z]{0,5000}");
+    char *s = malloc(5002);
+    memset(s, 'q', 5001);
+    assert_int_equal(run(g, s, 5000), 1);
+    assert_int_equal(run(g, s, 5001), 0);
+    free(s);
+    rt_grammar_free(g);
+}
+
+static void test_match_utf8(void **state)
+{
+    (void)state;
+    rt_grammar *g = compile("root ::= \"\xC3\xA9\" [\xCE\xB1-\xCF\x89]+ \"\\u20AC\"");
+    MATCH(g, "\xC3\xA9\xCE\xB1\xCE\xB2\xE2\x82\xAC");
+    REJECT(g, "\xC3\xA9" "a");
+    REJECT(g, "\xC3\xA8"); /* è */
+    rt_grammar_free(g);
+
+    /* the same text fed a byte at a time: the sequence in progress is carried */
+    g = compile("root ::= [^a]*");
+    rt_gmatch *m = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+    const char *t = "\xF0\x9F\x98\x80x\xE2\x82\xAC";
+    for (size_t i = 0; i < strlen(t); i++) {
+        assert_int_equal(rt_gmatch_accept(m, t + i, 1, err), 1);
+        bool boundary = i == 3 || i == 4 || i == 7;
+        assert_int_equal(rt_gmatch_complete(m), boundary);
+    }
+    /* invalid UTF-8 is rejected and leaves the state as it was */
+    static const char *bad[] = {"\xFF", "\x80", "\xC0\x80", "\xC3\x28", "\xED\xA0\x80", "\xF4\x90\x80\x80",
+                                "\xE0\x80\xAF"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(rt_gmatch_accept(m, bad[i], strlen(bad[i]), err), 0);
+    assert_true(rt_gmatch_complete(m));
+    assert_int_equal(rt_gmatch_accept(m, "a", 1, err), 0);
+    assert_int_equal(rt_gmatch_accept(m, "b", 1, err), 1);
+    /* a lead byte is taken only when some continuation can match */
+    rt_gmatch_free(m);
+    rt_grammar_free(g);
+    g = compile("root ::= [a-z\\u00e0-\\u00ff]");
+    PREFIX(g, "\xC3");
+    REJECT(g, "\xC4"); /* U+0100.. cannot match */
+    REJECT(g, "\xE2");
+    rt_grammar_free(g);
+}
+
+static void test_match_arith(void **state)
+{
+    (void)state;
+    rt_grammar *g = compile("root ::= expr\n"
+                            "expr ::= term ((\"+\" | \"-\") term)*\n"
+                            "term ::= factor (\"*\" factor)*\n"
+                            "factor ::= [0-9]+ | \"(\" expr \")\"\n");
+    MATCH(g, "1");
+    MATCH(g, "(1+2)*3-4");
+    MATCH(g, "((((7))))");
+    PREFIX(g, "(1+");
+    PREFIX(g, "((((7)))");
+    REJECT(g, "1++2");
+    REJECT(g, ")");
+    REJECT(g, "(1))");
+    rt_grammar_free(g);
+}
+
+static void test_hostile_inputs(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    /* input nested past the depth limit: rejected, no crash; within it: fine */
+    rt_grammar *g = compile("root ::= \"[\" root \"]\" | \"x\"");
+    size_t n = 3000;
+    char *s = malloc(2 * n + 2);
+    for (size_t i = 0; i < n; i++)
+        s[i] = '[';
+    assert_int_equal(run(g, s, n), 0);
+    memset(s, '[', 500);
+    s[500] = 'x';
+    memset(s + 501, ']', 500);
+    assert_int_equal(run(g, s, 1001), 1);
+    free(s);
+    rt_grammar_free(g);
+
+    /* exponential duplication of expansions: an error at the start, not a hang */
+    char buf[4096], *w = buf;
+    w += sprintf(w, "root ::= a0\n");
+    for (int i = 0; i < 20; i++)
+        w += sprintf(w, "a%d ::= a%d | a%d\n", i, i + 1, i + 1);
+    sprintf(w, "a20 ::= \"x\"\n");
+    g = compile(buf);
+    rt_gmatch *m = (rt_gmatch *)1;
+    assert_int_equal(rt_gmatch_new(g, &m, err), -1);
+    assert_null(m);
+    assert_string_equal(err, "grammar: more than 65536 rule expansions for one character (the grammar is too "
+                             "ambiguous)");
+    rt_grammar_free(g);
+
+    /* more distinct stacks than the limit */
+    size_t alts = RT_GRAMMAR_MAX_STACKS + 10;
+    char *big = malloc(alts * 16 + 32);
+    w = big + sprintf(big, "root ::= ");
+    for (size_t i = 0; i < alts; i++)
+        w += sprintf(w, "%s\"k%zu\"", i ? " | " : "", i);
+    g = compile(big);
+    assert_int_equal(rt_gmatch_new(g, &m, err), -1);
+    assert_string_equal(err, "grammar: more than 4096 parse stacks at once (the grammar is too ambiguous)");
+    rt_grammar_free(g);
+    free(big);
+
+    /* a long input is linear: 1 MB through a two-rule grammar */
+    g = compile("root ::= item*\nitem ::= [a-z]+ \" \"");
+    size_t len = 1 << 20;
+    s = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        s[i] = i % 7 == 6 ? ' ' : 'a' + (char)(i % 26);
+    s[len - 1] = ' ';
+    assert_int_equal(run(g, s, len), 1);
+    free(s);
+    rt_grammar_free(g);
+}
+
+/* ---- tokens ---- */
+
+static const char *toks[] = {"a",  "b",  "ab", "abc", "{",    "}",        "\"",   " ",  "\xC3", "\xA9",
+                             "\xC3\xA9", "1",  "12", "\":", "{\"", "", "a b", "\n", "x\xC3", "zz"};
+#define N_TOK (int32_t)(sizeof toks / sizeof *toks + 1) /* + an end-of-generation token */
+
+static rt_gvocab *make_vocab(void)
+{
+    const char *p[64];
+    uint32_t len[64];
+    uint8_t eog[64] = {0};
+    for (int32_t i = 0; i < N_TOK - 1; i++)
+        p[i] = toks[i], len[i] = (uint32_t)strlen(toks[i]);
+    p[N_TOK - 1] = "", len[N_TOK - 1] = 0, eog[N_TOK - 1] = 1;
+    rt_gvocab *v = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_gvocab_new(N_TOK, p, len, eog, &v, err), 0);
+    return v;
+}
+
+/* The mask equals token_ok of every token; returns the allowed count. */
+static int32_t check_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow)
+{
+    char err[RT_ERR_LEN];
+    int32_t n = -1, k = 0;
+    assert_int_equal(rt_gmatch_mask(m, v, allow, &n, err), 0);
+    for (int32_t i = 0; i < N_TOK; i++) {
+        int ok = rt_gmatch_token_ok(m, v, i, err);
+        assert_true(ok >= 0);
+        if (ok != allow[i])
+            fprintf(stderr, "token %d: mask %d, alone %d\n", i, allow[i], ok);
+        assert_int_equal(ok, allow[i]);
+        k += ok;
+    }
+    assert_int_equal(n, k);
+    return n;
+}
+
+static void test_mask(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    rt_gvocab *v = make_vocab();
+    uint8_t allow[64];
+    rt_grammar *g = compile("root ::= \"{\" space (str \":\" space num)? \"}\"\n"
+                            "str ::= \"\\\"\" [^\"]* \"\\\"\"\nnum ::= [0-9]+\nspace ::= \" \"?\n");
+    rt_gmatch *m = NULL;
+    assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+    /* start: only "{" and "{\"" */
+    assert_int_equal(check_mask(m, v, allow), 2);
+    assert_true(allow[4] && allow[14]);
+    /* feed a token sequence, checking the mask at every step */
+    static const int32_t seq[] = {14, 0, 7, 8, 9, 10, 18, 9, 13, 7, 11, 5};
+    for (size_t i = 0; i < sizeof seq / sizeof *seq; i++) {
+        check_mask(m, v, allow);
+        assert_int_equal(allow[seq[i]], 1);
+        assert_int_equal(rt_gmatch_accept_token(m, v, seq[i], err), 1);
+    }
+    /* complete: only the end-of-generation token */
+    assert_int_equal(check_mask(m, v, allow), 1);
+    assert_true(allow[N_TOK - 1]);
+    assert_int_equal(rt_gmatch_accept_token(m, v, N_TOK - 1, err), 1);
+    /* a rejected token changes nothing; the empty non-EOG token is never allowed */
+    assert_int_equal(rt_gmatch_accept_token(m, v, 0, err), 0);
+    assert_int_equal(rt_gmatch_token_ok(m, v, 15, err), 0);
+    rt_gmatch_free(m);
+    rt_grammar_free(g);
+
+    /* inside a string after a lead byte: only continuation bytes that complete a character */
+    g = compile("root ::= [^\"]*");
+    assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+    assert_int_equal(rt_gmatch_accept_token(m, v, 8, err), 1); /* "\xC3" */
+    assert_int_equal(check_mask(m, v, allow), 1);
+    assert_true(allow[9]);
+    rt_gmatch_free(m);
+    rt_grammar_free(g);
+    rt_gvocab_free(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_forms),      cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_left_recursion),   cmocka_unit_test(test_hostile_grammars),
+        cmocka_unit_test(test_match_basics),     cmocka_unit_test(test_match_repetitions),
+        cmocka_unit_test(test_match_utf8),       cmocka_unit_test(test_match_arith),
+        cmocka_unit_test(test_hostile_inputs),   cmocka_unit_test(test_mask),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
