@@ -31,7 +31,7 @@ CFLAGS_BASE = -std=c11 -g $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
 SAN      ?=
 CFLAGS   += $(CFLAGS_BASE) $(SAN)
 LDFLAGS  += $(SAN)
-LIBS_RT  = -lvulkan -lutf8proc -lm -lpthread
+LIBS_RT  = -lvulkan -lutf8proc -lcjson -lm -lpthread
 LIBS_SRV = -lmicrohttpd -lcjson
 LIBS_GEN = -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndependent -lOSDependent -lOGLCompiler -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -Wl,--end-group -lstdc++ -lyaml -lm -lpthread
 
