@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/rt_grammar.h"
+#include "engine/rt_json_schema.h"
 #include "gguf/rt_gguf.h"
 
 /* ---- helpers ---- */
@@ -458,6 +459,75 @@ static void test_mask(void **state)
     rt_gvocab_free(v);
 }
 
+/* A random JSON-ish vocabulary under the JSON object grammar: at every step of a random
+ * walk the mask (memoized transitions, reused across steps) equals feeding each token
+ * alone, and the walk's text stays a prefix of JSON. */
+static void test_mask_random(void **state)
+{
+    (void)state;
+    enum { NV = 3000, STEPS = 400 };
+    static const char alpha[][3] = {"{", "}", "\"", "a", "b", " ", ":", ",", "1", "0", "[", "]", "\\", "n", "t",
+                                    "r", "u", "e", "\xC3", "\xA9", "\n", "-", ".", "l", "f", "s"};
+    char *buf = malloc(NV * 16);
+    const char *p[NV];
+    uint32_t len[NV];
+    uint8_t eog[NV] = {0};
+    uint32_t x = 7;
+    for (int i = 0; i < NV; i++) {
+        char *w = buf + i * 16;
+        int n = 1 + (int)((x = x * 1103515245u + 12345u) >> 16) % 6;
+        len[i] = 0;
+        for (int k = 0; k < n; k++) {
+            const char *a = alpha[((x = x * 1103515245u + 12345u) >> 16) % (sizeof alpha / sizeof *alpha)];
+            memcpy(w + len[i], a, strlen(a));
+            len[i] += (uint32_t)strlen(a);
+        }
+        p[i] = w;
+    }
+    len[0] = 0, eog[0] = 1; /* token 0 ends generation */
+    rt_gvocab *v = NULL;
+    rt_gmatch *m = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_gvocab_new(NV, p, len, eog, &v, err), 0);
+    const char *src = rt_json_object_gbnf();
+    rt_grammar *g = NULL;
+    assert_int_equal(rt_grammar_parse(src, strlen(src), NULL, &g, err), 0);
+    assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+    uint8_t *allow = malloc(NV);
+    int completes = 0;
+    for (int step = 0; step < STEPS; step++) {
+        int32_t n = 0;
+        assert_int_equal(rt_gmatch_mask(m, v, allow, &n, err), 0);
+        int32_t k = 0;
+        for (int32_t t = 0; t < NV; t++) {
+            int ok = rt_gmatch_token_ok(m, v, t, err);
+            assert_int_equal(ok, allow[t]);
+            k += ok;
+        }
+        assert_int_equal(k, n);
+        assert_true(n > 0);
+        /* the n-th allowed token for a random n, the end token only when alone */
+        int32_t pick = -1, want = (int32_t)(((x = x * 1103515245u + 12345u) >> 16) % (uint32_t)n);
+        for (int32_t t = 0; t < NV && pick < 0; t++)
+            if (allow[t] && want-- == 0)
+                pick = t;
+        if (pick == 0 && n > 1)
+            continue;
+        if (pick == 0) {
+            completes++;
+            assert_true(rt_gmatch_complete(m));
+            assert_int_equal(rt_gmatch_reset(m, err), 0);
+            continue;
+        }
+        assert_int_equal(rt_gmatch_accept_token(m, v, pick, err), 1);
+    }
+    free(allow);
+    free(buf);
+    rt_gmatch_free(m);
+    rt_grammar_free(g);
+    rt_gvocab_free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_match_basics),     cmocka_unit_test(test_match_repetitions),
         cmocka_unit_test(test_match_utf8),       cmocka_unit_test(test_match_arith),
         cmocka_unit_test(test_hostile_inputs),   cmocka_unit_test(test_mask),
+        cmocka_unit_test(test_mask_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

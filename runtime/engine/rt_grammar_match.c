@@ -400,6 +400,7 @@ void rt_gmatch_free(rt_gmatch *m)
         return;
     rt_gset_free(&m->cur);
     rt_gset_free(&m->work);
+    rt_gmemo_free(&m->memo);
     for (uint32_t i = 0; i < m->n_lv; i++)
         rt_gset_free(&m->lv[i]);
     free(m->lv);

@@ -21,6 +21,36 @@ typedef struct {
     uint32_t plen;     /* and its whole length */
 } rt_gset;
 
+/* States met while masking, interned by content, and the byte transitions between them
+ * (rt_grammar_memo.c): a mask steps each (state, byte) pair once, and later masks reuse
+ * them; cleared when it outgrows RT_GMEMO_MAX_WORDS / _MAX_STATES / _MAX_TRANS. */
+#define RT_GMEMO_MAX_WORDS (1u << 22)
+#define RT_GMEMO_MAX_STATES (1u << 20)
+#define RT_GMEMO_MAX_TRANS (1u << 21)
+
+typedef struct {
+    size_t wbase, obase; /* its words and stack offsets in the memo's arrays */
+    uint32_t nw, n, pval, prem, plen;
+    uint64_t hash;
+} rt_gmstate;
+
+typedef struct {
+    uint64_t key;        /* (from << 8 | byte) + 1; 0: empty */
+    uint32_t to;
+} rt_gmtrans;
+
+typedef struct {
+    uint32_t *words, *offs;
+    size_t n_words, cap_words, n_offs, cap_offs;
+    rt_gmstate *st;
+    uint32_t n_st, cap_st;
+    uint32_t *sh, cap_sh;   /* state table: id + 1, 0 empty */
+    rt_gmtrans *tr;
+    uint32_t n_tr, cap_tr;
+    uint32_t *path, cap_path; /* the state id per depth of a mask walk */
+    rt_gset scratch;
+} rt_gmemo;
+
 struct rt_gmatch {
     const rt_grammar *g;
     rt_gset cur;        /* the committed state */
@@ -30,6 +60,7 @@ struct rt_gmatch {
     uint32_t *tmp, cap_tmp, *seed, cap_seed;
     uint32_t *hslot, *hstamp, stamp; /* dedup table of the set being built */
     uint32_t work_done; /* expansions for the current character */
+    rt_gmemo memo;      /* the mask's states and transitions */
     char err[512];      /* RT_ERR_LEN */
 };
 
@@ -52,5 +83,16 @@ int rt_gmatch_levels(rt_gmatch *m, uint32_t n);
 long rt_gmatch_walk(rt_gmatch *m, const uint8_t *s, size_t n);
 /* After a complete walk of n bytes, its last set becomes the committed state. */
 void rt_gmatch_commit(rt_gmatch *m, size_t n);
+
+/* The memo (rt_grammar_memo.c). Before a mask: clear it when too large; ensure n path
+ * entries. 0 ok, -1 + m->err. */
+int rt_gmemo_begin(rt_gmatch *m, uint32_t n);
+/* The id of a state equal to s (added when new); UINT32_MAX + m->err on failure. */
+uint32_t rt_gmemo_intern(rt_gmatch *m, const rt_gset *s);
+/* The id of the state after byte b from state `from`; UINT32_MAX + m->err. */
+uint32_t rt_gmemo_step(rt_gmatch *m, uint32_t from, uint8_t b);
+/* Whether state id has no stacks (nothing can follow). */
+bool rt_gmemo_dead(const rt_gmatch *m, uint32_t id);
+void rt_gmemo_free(rt_gmemo *g);
 
 #endif

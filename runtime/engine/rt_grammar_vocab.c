@@ -7,7 +7,8 @@
  * The mask walks the sorted list keeping the state after each prefix depth: a token
  * starts from the depth it shares with the token before, and a prefix that no stack
  * survives rejects every token under it without stepping, so the work is the number of
- * live trie edges, not the vocabulary's bytes.
+ * live trie edges, not the vocabulary's bytes; each edge is a lookup in the recognizer's
+ * memo of (state, byte) transitions (rt_grammar_memo.c), computed the first time only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,15 +165,17 @@ int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_
 {
     memset(allow, 0, (size_t)v->n);
     *n_allowed = 0;
-    if (rt_gmatch_levels(m, v->max_len + 1)) {
+    uint32_t *path;
+    if (rt_gmemo_begin(m, v->max_len + 1) || (m->memo.path[0] = rt_gmemo_intern(m, &m->cur)) == UINT32_MAX) {
         snprintf(err, RT_ERR_LEN, "%s", m->err);
         return -1;
     }
+    path = m->memo.path; /* path[d]: the state after d bytes of the token walked last */
     int32_t cnt = 0;
     if (rt_gmatch_complete(m))
         for (int32_t i = 0; i < v->n_eog; i++)
             allow[v->eog_ids[i]] = 1, cnt++;
-    /* levels 0..valid hold the states of the last walked path; it died at depth `dead` */
+    /* path[0..valid] hold the states of the last walked token; it died at depth `dead` */
     uint32_t valid = 0, dead = UINT32_MAX;
     for (int32_t i = 0; i < v->n_order; i++) {
         int32_t id = v->order[i];
@@ -184,12 +187,13 @@ int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_
             valid = c;
         const uint8_t *s = v->bytes + v->off[id];
         for (uint32_t d = valid; d < len; d++) {
-            const rt_gset *prev = d ? &m->lv[d] : &m->cur;
-            if (rt_gset_step_byte(m, prev, &m->lv[d + 1], s[d])) {
+            uint32_t next = rt_gmemo_step(m, path[d], s[d]);
+            if (next == UINT32_MAX) {
                 snprintf(err, RT_ERR_LEN, "%s", m->err);
                 return -1;
             }
-            if (!m->lv[d + 1].n) {
+            path[d + 1] = next;
+            if (rt_gmemo_dead(m, next)) {
                 dead = d + 1;
                 break;
             }
