@@ -208,18 +208,19 @@ $(B)/srv-api-check: $(SRV_OBJ) $(LIB_SRV) $(LIB_SO)
 	$(CC) $(LDFLAGS) -o $(B)/obj/srv-shared $^ $(LIBS_SRV) $(LIBS_RT)
 	@touch $@
 
-# test_api, test_sampling and test_batch_sizes see only ternion.h, like any program using the library.
-API_TESTS := $(B)/tests/test_api $(B)/tests/test_sampling $(B)/tests/test_batch_sizes
+# test_api, test_sampling, test_batch_sizes and test_constrained see only ternion.h, like any
+# program using the library (test_constrained also runs the CLI: tests/cli_run.o).
+API_TESTS := $(B)/tests/test_api $(B)/tests/test_sampling $(B)/tests/test_batch_sizes $(B)/tests/test_constrained
 $(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_A) runtime/api/ternion.h tests/fixture.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) -lcmocka $(LIBS_RT)
+	$(CC) $(CFLAGS_API) -o $@ $< $(filter %.o,$^) $(LIB_A) -lcmocka $(LIBS_RT)
 $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
-$(B)/tests/test_cli $(B)/tests/test_trained: $(call obj,tests/cli_run.c)
+$(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)

@@ -6,18 +6,21 @@
  * Makefile writes from generated/<model>/model.c: see rt_registry.h).
  *
  * Split: rt_api_model.c (registry, loading, tokens, chat, detok), rt_api_context.c
- * (contexts, batches, logits, KV cache), rt_api_sample.c (samplers), rt_api_misc.c
- * (version, status, devices, performance, profiles).
+ * (contexts, batches, logits, KV cache), rt_api_sample.c (samplers and their grammar
+ * stage), rt_api_grammar.c (grammars, JSON schemas), rt_api_misc.c (version, status,
+ * devices, performance, profiles).
  */
 #ifndef RT_API_PRIV_H
 #define RT_API_PRIV_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "api/ternion.h"
 #include "engine/rt_engine.h"
+#include "engine/rt_grammar.h"
 #include "engine/rt_sampler.h"
 #include "schema/rt_schedule.h"
 #include "gguf/rt_gguf.h"
@@ -40,6 +43,17 @@ struct ternion_model {
     int n_layer, n_vocab, n_ctx_train;
     ternion_model_params params;
 };
+
+/* A compiled grammar with its model's token table; shared by the samplers it constrains
+ * (each holds a reference; the last release frees it). */
+struct ternion_grammar {
+    rt_grammar *g;
+    rt_gvocab *v;            /* the model's tokens (n_vocab of the model's logits rows) */
+    atomic_int refs;
+};
+/* One more / one less reference (rt_api_grammar.c). */
+void rt_api_grammar_ref(ternion_grammar *g);
+void rt_api_grammar_unref(ternion_grammar *g);
 
 /* Where the logits of one batch row are. */
 enum { ROW_NONE = -1 };

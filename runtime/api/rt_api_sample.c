@@ -13,6 +13,13 @@
  *     presence < 0) - the whole row is read and every token of the vocabulary is a
  *     candidate: the chain is exact then too, at the cost of a row read-back and a sort.
  * A user callback always gets the whole row (read from the device if needed).
+ *
+ * The grammar stage (ternion_sampler_set_grammar), llama.cpp's order: the token the chain
+ * picks as above is checked against the grammar (its bytes fed to a copy of the parse
+ * state, rt_grammar.h); when the grammar allows it, it is the answer (greedy: exactly the
+ * constrained argmax). Otherwise the whole row is read, the grammar masks the vocabulary
+ * (a walk over the byte-sorted token table) and the chain runs again on the allowed tokens
+ * alone. The chosen token then moves the grammar's position.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +43,9 @@ struct ternion_sampler {
     void *user;
     int32_t *hist;           /* accepted tokens (user callback) */
     size_t n_hist, cap_hist;
+    ternion_grammar *gr;     /* the grammar stage (a reference), or NULL */
+    rt_gmatch *gm;           /* its parse position */
+    uint8_t *allow;          /* [vocabulary] its mask */
 };
 
 ternion_sampler_params ternion_sampler_default_params(void)
@@ -113,7 +123,40 @@ void ternion_sampler_free(ternion_sampler *s)
     rt_sampler_free(s->s);
     free(s->hist);
     free(s->all);
+    rt_gmatch_free(s->gm);
+    rt_api_grammar_unref(s->gr);
+    free(s->allow);
     free(s);
+}
+
+int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *cg)
+{
+    if (!s)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_set_grammar: NULL sampler");
+    if (s->fn && cg)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_set_grammar: a user callback sampler cannot take a "
+                                              "grammar");
+    ternion_grammar *g = (ternion_grammar *)cg; /* immutable but for its reference count */
+    rt_gmatch *gm = NULL;
+    uint8_t *allow = NULL;
+    char err[RT_ERR_LEN] = "";
+    if (g) {
+        allow = malloc((size_t)rt_gvocab_size(g->v) + 1);
+        if (!allow)
+            return rt_api_fail(TERNION_E_NOMEM, "out of host memory");
+        if (rt_gmatch_new(g->g, &gm, err)) {
+            free(allow);
+            return rt_api_fail(TERNION_E_INVALID, "%s", err);
+        }
+        rt_api_grammar_ref(g);
+    }
+    rt_gmatch_free(s->gm);
+    rt_api_grammar_unref(s->gr);
+    free(s->allow);
+    s->gr = g;
+    s->gm = gm;
+    s->allow = allow;
+    return 0;
 }
 
 void ternion_sampler_accept(ternion_sampler *s, int32_t token)
@@ -142,6 +185,9 @@ void ternion_sampler_reset(ternion_sampler *s)
     if (s->s)
         rt_sampler_reset(s->s);
     s->n_hist = 0;
+    char err[RT_ERR_LEN];
+    if (s->gm)
+        rt_gmatch_reset(s->gm, err); /* the start state was made once already: cannot fail */
 }
 
 /* The k largest of row[0..nv) into ids/logits, sorted descending (ties: lower id first). */
@@ -163,16 +209,22 @@ static void cpu_topk(const float *row, int32_t nv, int k, int32_t *ids, float *l
     }
 }
 
-int ternion_sample(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *out_token)
+/* s->all[0..nv) sized for nv candidates. */
+static int reserve_all(ternion_context *c, ternion_sampler *s, int32_t nv)
 {
-    if (!c)
-        return rt_api_fail(TERNION_E_INVALID, "ternion_sample: NULL context");
-    if (!s || !out_token)
-        return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_sample: NULL sampler or out_token");
-    int32_t r = rt_api_row(c, i);
-    if (r < 0)
-        return TERNION_E_STATE;
-    double t0 = rt_api_now_ms();
+    if (s->n_all >= nv)
+        return 0;
+    rt_cand *a = realloc(s->all, (size_t)nv * sizeof(*a));
+    if (!a)
+        return rt_api_ctx_fail(c, TERNION_E_NOMEM, "out of host memory");
+    s->all = a;
+    s->n_all = nv;
+    return 0;
+}
+
+/* The chain's token from row r (batch index i) without the grammar. */
+static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, int32_t *out)
+{
     int32_t nv = c->m->n_vocab, id = -1;
     char err[RT_ERR_LEN] = "";
     bool on_device = (r == c->dev_row || c->dev_multi) && !c->filled[c->row_slot[r]];
@@ -194,18 +246,11 @@ int ternion_sample(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *o
         const float *row = rt_api_row_logits(c, i);
         if (!row)
             return TERNION_E_DEVICE;
-        if (s->n_all < nv) {
-            rt_cand *a = realloc(s->all, (size_t)nv * sizeof(*a));
-            if (!a)
-                return rt_api_ctx_fail(c, TERNION_E_NOMEM, "out of host memory");
-            s->all = a;
-            s->n_all = nv;
-        }
+        if (reserve_all(c, s, nv))
+            return TERNION_E_NOMEM;
         for (int32_t v = 0; v < nv; v++)
             s->all[v] = (rt_cand){.id = v, .logit = row[v]};
         id = rt_sampler_sample(s->s, s->all, (size_t)nv);
-        if (id < 0)
-            return rt_api_ctx_fail(c, TERNION_E_STATE, "the sampler chose no token");
     } else {
         if (on_device) {
             if (rt_engine_topk(c->e, k, s->ids, s->logits, err))
@@ -216,9 +261,65 @@ int ternion_sample(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *o
         for (int j = 0; j < k; j++)
             s->cands[j] = (rt_cand){.id = s->ids[j], .logit = s->logits[j]};
         id = rt_sampler_sample(s->s, s->cands, (size_t)k);
-        if (id < 0)
-            return rt_api_ctx_fail(c, TERNION_E_STATE, "the sampler chose no token");
     }
+    if (id < 0)
+        return rt_api_ctx_fail(c, TERNION_E_STATE, "the sampler chose no token");
+    *out = id;
+    return 0;
+}
+
+/* The grammar stage: *id when the grammar allows it, else the chain over the allowed tokens
+ * of the whole row; then the grammar moves past the token. */
+static int grammar_stage(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *id)
+{
+    const rt_gvocab *v = s->gr->v;
+    int32_t nv = c->m->n_vocab, n_ok = 0;
+    char err[RT_ERR_LEN] = "";
+    if (rt_gvocab_size(v) != nv)
+        return rt_api_ctx_fail(c, TERNION_E_INVALID, "the sampler's grammar was made for a vocabulary of %d tokens, "
+                               "this context's has %d", rt_gvocab_size(v), nv);
+    int ok = rt_gmatch_token_ok(s->gm, v, *id, err);
+    if (ok == 0) {
+        const float *row = rt_api_row_logits(c, i);
+        if (!row)
+            return TERNION_E_DEVICE;
+        if (rt_gmatch_mask(s->gm, v, s->allow, &n_ok, err))
+            return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
+        if (n_ok == 0)
+            return rt_api_ctx_fail(c, TERNION_E_STATE, "grammar: no token of the vocabulary can continue the text");
+        if (reserve_all(c, s, nv))
+            return TERNION_E_NOMEM;
+        int32_t n = 0, best = -1;
+        for (int32_t t = 0; t < nv; t++)
+            if (s->allow[t]) {
+                if (best < 0 || row[t] > row[best])
+                    best = t;
+                s->all[n++] = (rt_cand){.id = t, .logit = row[t]};
+            }
+        *id = s->fast_greedy ? best : rt_sampler_sample(s->s, s->all, (size_t)n);
+        ok = *id >= 0;
+    }
+    if (ok < 0 || (ok == 1 && rt_gmatch_accept_token(s->gm, v, *id, err) != 1))
+        return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err[0] ? err : "grammar: the chosen token does not fit");
+    return 0;
+}
+
+int ternion_sample(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *out_token)
+{
+    if (!c)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sample: NULL context");
+    if (!s || !out_token)
+        return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_sample: NULL sampler or out_token");
+    int32_t r = rt_api_row(c, i);
+    if (r < 0)
+        return TERNION_E_STATE;
+    double t0 = rt_api_now_ms();
+    int32_t id = -1;
+    int rc = pick(c, s, i, r, &id);
+    if (!rc && s->gm)
+        rc = grammar_stage(c, s, i, &id);
+    if (rc)
+        return rc;
     c->perf.n_sample++;
     c->perf.t_sample_ms += rt_api_now_ms() - t0;
     *out_token = id;

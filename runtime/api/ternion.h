@@ -13,7 +13,9 @@
  *   ternion_context  the model on one Vulkan device: weights, KV caches of n_seq_max
  *                    sequences, recorded command streams, logits of the last batch.
  *   ternion_sampler  the sampling chain (penalties, top-k, top-p, min-p, temperature) with
- *                    its RNG and token history, or a user callback.
+ *                    its RNG and token history, optionally constrained by a grammar, or a
+ *                    user callback.
+ *   ternion_grammar  a GBNF grammar (or a JSON schema's) compiled for a model's vocabulary.
  *   ternion_chat     the model's chat format, built turn by turn (BitNet b1.58 2B4T format).
  *   ternion_detok    streaming detokenizer: token ids in, UTF-8 text out on character
  *                    boundaries (a character split across tokens is held back).
@@ -31,8 +33,9 @@
  * Thread safety:
  *   - Thread-safe: ternion_version*, ternion_builtin_*, ternion_status_name,
  *     ternion_last_error (per thread), ternion_device_*, and every call taking only a
- *     `const ternion_model *` (tokenize, detokenize, token queries, model queries): a
- *     loaded model may be shared by any number of threads.
+ *     `const ternion_model *` (tokenize, detokenize, token queries, model queries, making
+ *     a grammar): a loaded model may be shared by any number of threads; so may a grammar
+ *     (ternion_json_schema_to_gbnf and ternion_grammar_json_object too).
  *   - Not thread-safe per handle: one ternion_context, ternion_sampler, ternion_chat or
  *     ternion_detok must be used by one thread at a time (different handles: any threads).
  *   - ternion_model_free only after every context made from the model is freed.
@@ -402,8 +405,51 @@ TERNION_API void ternion_sampler_accept(ternion_sampler *s, int32_t token);
 /* Clear the history and re-seed with the original seed. */
 TERNION_API void ternion_sampler_reset(ternion_sampler *s);
 /* Choose the next token from the logits of row i (as ternion_get_logits). Does not call
- * accept. */
+ * accept. With a grammar (ternion_sampler_set_grammar) the token is one the grammar allows
+ * next, and the sampler's grammar position moves past it. */
 TERNION_API int ternion_sample(ternion_context *ctx, ternion_sampler *s, int32_t i, int32_t *out_token);
+
+/* ---- grammars (constrained sampling) ---------------------------------------------- */
+
+/* A compiled grammar over a model's vocabulary: what a sampler may generate. Immutable: one
+ * grammar may constrain any number of samplers, on any threads (each keeps its own position
+ * and a reference, so the caller may free the grammar at any time). */
+typedef struct ternion_grammar ternion_grammar;
+
+/* Compile GBNF text (llama.cpp's syntax, so its grammars work: `name ::= ...` rules, `|`,
+ * sequences, ( ) groups, * + ? {m} {m,} {m,n} repetitions, "literals" and [classes] with
+ * escapes (\x.. \u.... \U........ \t \r \n), ranges a-z, negation [^...], `.` any character,
+ * `#` comments) with start rule `root` (NULL: "root"), and decode every token's text once for
+ * the vocabulary mask. TERNION_E_INVALID with the last error naming the place
+ * ("grammar:3:14: undefined rule 'item'"); left recursion is an error; a grammar that needs
+ * more than 4096 parse stacks at once is an error when it does. Time and memory linear in
+ * the text and the vocabulary. Thread-safe (reads the model only). */
+TERNION_API int ternion_grammar_new(const ternion_model *model, const char *gbnf, const char *root,
+                                    ternion_grammar **out);
+/* A grammar from a JSON schema (text): the JSON texts it accepts (ternion_json_schema_to_gbnf). */
+TERNION_API int ternion_grammar_new_json_schema(const ternion_model *model, const char *schema, ternion_grammar **out);
+TERNION_API void ternion_grammar_free(ternion_grammar *g);
+/* A JSON schema as GBNF text: types (object, array, string, number, integer, boolean, null,
+ * or a list), properties, required, additionalProperties, items, minItems, maxItems,
+ * minLength, maxLength, enum, const, anyOf, oneOf, format (date, time, date-time, uuid),
+ * $ref inside the schema ($defs, recursion); annotations (title, description, ...) are
+ * ignored; any other keyword is TERNION_E_INVALID naming it ("json schema: unsupported keyword
+ * 'pattern' at #/properties/zip"). Required properties come first, then any optional ones,
+ * in the schema's order. Returns the length n of the text; it is written NUL-terminated when
+ * n < size. Negative: a ternion_status. */
+TERNION_API int32_t ternion_json_schema_to_gbnf(const char *schema, char *buf, int32_t size);
+/* The GBNF of any JSON object (OpenAI's json_object mode). */
+TERNION_API const char *ternion_grammar_json_object(void);
+
+/* Constrain the tokens s chooses to grammar g (NULL: no constraint again), from g's start
+ * (calling it again restarts; so does ternion_sampler_reset). ternion_sample then checks the
+ * token the chain picks from the unconstrained candidates and takes it when the grammar
+ * allows it; otherwise it masks the whole vocabulary (reading the row) and runs the chain
+ * on the allowed tokens (llama.cpp's order). End-of-generation tokens are allowed exactly
+ * when the text so far is complete. Greedy stays exact; ternion_sample fails with
+ * TERNION_E_STATE when no token can continue. g must be for the same vocabulary as the
+ * contexts s samples from. TERNION_E_INVALID for a user callback sampler. */
+TERNION_API int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *g);
 
 /* ---- performance ------------------------------------------------------------------ */
 

@@ -44,6 +44,10 @@ static const flag_def flags[] = {
     {"-e", "--escape", F_BOOL, O(escape), 0, 0, NULL, "process escapes (\\n \\t \\\\) in -p and -sys"},
     {"--stop", NULL, F_STOP, O(stop), 0, 0, "TEXT", "end the answer where the text reaches TEXT (repeatable)"},
     {"--ignore-eos", NULL, F_BOOL, O(ignore_eos), 0, 0, NULL, "keep generating past the end-of-text token"},
+    {"--grammar", NULL, F_STR, O(grammar), 0, 0, "GBNF", "constrain the answer to a GBNF grammar (llama.cpp's syntax, start rule root)"},
+    {"--grammar-file", NULL, F_STR, O(grammar_file), 0, 0, "FILE", "--grammar read from a file"},
+    {"-j", "--json-schema", F_STR, O(json_schema), 0, 0, "SCHEMA", "the answer is JSON that the JSON schema accepts (e.g. '{\"type\":\"object\"}' for any object)"},
+    {"-jf", "--json-schema-file", F_STR, O(json_schema_file), 0, 0, "FILE", "--json-schema read from a file"},
     {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
     {"-cnv", "--interactive", F_BOOL, O(chat), 0, 0, NULL, "same as --chat"},
     {"-sys", "--system-prompt", F_STR, O(system), 0, 0, "TEXT", "system prompt for --chat"},
@@ -257,6 +261,15 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
     if (o->bench_full && (o->bench_layers || o->bench_vocab || o->model || !(o->bench || o->tune))) {
         fprintf(stderr, "error: --bench-full applies only to --bench (or --tune) without -m, --bench-layers and "
                         "--bench-vocab\n");
+        return usage_error(o->prog);
+    }
+    int n_gram = !!o->grammar + !!o->grammar_file + !!o->json_schema + !!o->json_schema_file;
+    if (n_gram > 1) {
+        fprintf(stderr, "error: give one of --grammar, --grammar-file, --json-schema and --json-schema-file\n");
+        return usage_error(o->prog);
+    }
+    if (n_gram && (o->logits_out || o->tokenize || o->perplexity || o->bench || o->tune)) {
+        fprintf(stderr, "error: a grammar or JSON schema applies only to generation (-p, -f, --chat)\n");
         return usage_error(o->prog);
     }
     if (o->json && !o->bench && !o->tune && !o->perplexity) {

@@ -5,7 +5,9 @@
  * <|eot_id|>), streaming the text (ternion_detok: a multi-byte character split across
  * tokens is held back until it is complete), the --stop strings (text that may be the start
  * of one is held back until it is not; the answer ends before the string), and the
- * llama.cpp-style speed line. What reaches the terminal is valid UTF-8 without control
+ * llama.cpp-style speed line, and the grammar of --grammar / --json-schema (compiled once,
+ * restarted at every answer; the sampler then picks only tokens it allows, so greedy runs
+ * one token per submission). What reaches the terminal is valid UTF-8 without control
  * characters: a byte sequence that is not UTF-8 prints as U+FFFD, a control character other
  * than newline and tab as an escape (\x1B, \u0085), so model output cannot drive the
  * terminal.
@@ -163,6 +165,63 @@ int rt_cli_tokenize(const ternion_model *m, const char *text, bool add_bos, bool
     return (int)n;
 }
 
+/* The whole of file path (NUL-terminated, malloc'd), or NULL + err. */
+static char *read_file(const char *path, const char *flag, char *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *b = NULL;
+    size_t n = 0, cap = 0;
+    if (!f) {
+        snprintf(err, RT_CLI_ERR_LEN, "%s: cannot open '%s'", flag, path);
+        return NULL;
+    }
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            char *nb = realloc(b, cap = (n + 4096 + 1) * 2);
+            if (!nb) {
+                snprintf(err, RT_CLI_ERR_LEN, "%s: out of memory reading '%s'", flag, path);
+                free(b), fclose(f);
+                return NULL;
+            }
+            b = nb;
+        }
+        size_t k = fread(b + n, 1, 4096, f);
+        n += k;
+        if (k < 4096)
+            break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(err, RT_CLI_ERR_LEN, "%s: cannot read '%s'", flag, path);
+        free(b);
+        return NULL;
+    }
+    b[n] = 0;
+    return b;
+}
+
+/* --grammar, --grammar-file, --json-schema or --json-schema-file, compiled (NULL: none). */
+static int make_grammar(rt_cli_gen *g, const rt_cli_opts *o, char *err)
+{
+    const char *flag = o->grammar ? "--grammar" : o->grammar_file ? "--grammar-file"
+                                                : o->json_schema ? "--json-schema" : "--json-schema-file";
+    const char *file = o->grammar_file ? o->grammar_file : o->json_schema_file;
+    if (!o->grammar && !file && !o->json_schema)
+        return 0;
+    char *text = file ? read_file(file, flag, err) : NULL;
+    if (file && !text)
+        return 1;
+    const char *src = text ? text : o->grammar ? o->grammar : o->json_schema;
+    bool schema = o->json_schema || o->json_schema_file;
+    int rc = schema ? ternion_grammar_new_json_schema(g->m, src, &g->grammar)
+                    : ternion_grammar_new(g->m, src, NULL, &g->grammar);
+    free(text);
+    if (rc)
+        snprintf(err, RT_CLI_ERR_LEN, "%s: %s", flag, ternion_last_error());
+    return rc ? 1 : 0;
+}
+
 int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, ternion_context *ctx, char *err)
 {
     memset(g, 0, sizeof(*g));
@@ -185,8 +244,12 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, ternion_context *ctx, c
     g->seed = sp.seed;
     bool penalties = sp.repeat_last_n > 0 &&
                      (sp.repeat_penalty != 1.0f || sp.freq_penalty != 0.0f || sp.presence_penalty != 0.0f);
-    g->fast_greedy = sp.temp <= 0 && !penalties;
-    if (!g->detok || ternion_sampler_new(&sp, &g->smp)) {
+    if (make_grammar(g, o, err)) {
+        rt_cli_gen_free(g);
+        return 1;
+    }
+    g->fast_greedy = sp.temp <= 0 && !penalties && !g->grammar; /* device chains pick without the grammar */
+    if (!g->detok || ternion_sampler_new(&sp, &g->smp) || ternion_sampler_set_grammar(g->smp, g->grammar)) {
         snprintf(err, RT_CLI_ERR_LEN, "%s", ternion_last_error());
         rt_cli_gen_free(g);
         return 1;
@@ -197,6 +260,7 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, ternion_context *ctx, c
 void rt_cli_gen_free(rt_cli_gen *g)
 {
     ternion_sampler_free(g->smp);
+    ternion_grammar_free(g->grammar);
     ternion_detok_free(g->detok);
     free(g->hold);
     free(g->safe);
@@ -222,6 +286,10 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
         return 1;
     }
     for (int i = 0; i < n; i++) ternion_sampler_accept(g->smp, ids[i]);
+    if (g->grammar && ternion_sampler_set_grammar(g->smp, g->grammar)) { /* every answer from the start */
+        snprintf(err, RT_CLI_ERR_LEN, "%s", ternion_last_error());
+        return 1;
+    }
     double t0 = rt_cli_now_ms();
     if (ternion_kv_seq_truncate(g->ctx, 0, pos)) return ctx_err(g, err);
     if (n > 0) {

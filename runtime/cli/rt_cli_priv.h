@@ -44,6 +44,10 @@ typedef struct {
     bool seed_set;
     bool escape;               /* -e: backslash escapes (n t r, backslash, quotes) in -p / -sys */
     bool ignore_eos;           /* --ignore-eos: generate past EOS / EOT */
+    const char *grammar;       /* --grammar GBNF: constrain the answer (at most one of these four) */
+    const char *grammar_file;  /* --grammar-file FILE */
+    const char *json_schema;   /* --json-schema SCHEMA: the answer is JSON the schema accepts */
+    const char *json_schema_file; /* --json-schema-file FILE */
     const char *stop[RT_CLI_MAX_STOP]; /* --stop STRING (repeatable): end the answer there */
     int n_stop;
     bool chat;                 /* --chat / -i */
@@ -105,6 +109,7 @@ typedef struct {
     ternion_context *ctx;
     const ternion_model *m;
     ternion_sampler *smp;       /* owned: the chain of the options (greedy at --temp 0) */
+    ternion_grammar *grammar;   /* owned: --grammar / --json-schema (restarted every turn), or NULL */
     bool fast_greedy;           /* greedy without penalties: greedy chains on the device */
     ternion_detok *detok;       /* UTF-8-safe text output */
     int n_ctx;

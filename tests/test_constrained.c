@@ -1,0 +1,382 @@
+/* test_constrained.c - grammar-constrained generation end to end on the trained model
+ * (tests/data/bitnet-kjv), through the library (on the CPU backend and on a Vulkan device
+ * when there is one) and through the command line ($TERNION_BUILD/bitnet-kjv):
+ *   - a JSON schema, greedy and sampled: the output ends with an end-of-generation token,
+ *     parses with cJSON and has the schema's fields and types;
+ *   - a grammar that allows any text gives the same tokens as no grammar (greedy, and
+ *     sampled with a seed): the stage never changes an allowed pick;
+ *   - grammars the model would never follow on its own (digits only, a fixed sentence):
+ *     the output is exactly what they allow (the whole-vocabulary mask path);
+ *   - the API's and the CLI's errors: exact messages and statuses / exit codes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ternion.h"
+#include "cli_run.h"
+
+#define MODEL "tests/data/bitnet-kjv/model.gguf"
+#define MAX_GEN 400
+
+/* Bounded: every string, array and number has a maximum size, so generation must end. */
+static const char *schema_person =
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":20},"
+    "\"age\":{\"type\":\"integer\"},\"good\":{\"type\":\"boolean\"},"
+    "\"tribe\":{\"enum\":[\"Judah\",\"Levi\",\"Dan\"]}},\"required\":[\"name\",\"age\",\"good\"],"
+    "\"additionalProperties\":false}";
+
+static ternion_model *model;
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (stat(MODEL, &st) != 0)
+        return 0; /* the tests skip */
+    ternion_model_params mp = ternion_model_default_params();
+    if (ternion_model_load(MODEL, &mp, &model))
+        fprintf(stderr, "cannot load %s: %s\n", MODEL, ternion_last_error());
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ternion-constrained-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        tmpdir[0] = 0;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ternion_model_free(model);
+    if (tmpdir[0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+    return 0;
+}
+
+#define NEED_MODEL()                                                    \
+    do {                                                                \
+        if (!model) {                                                   \
+            print_message("SKIP: %s is not there or does not load\n", MODEL); \
+            skip();                                                     \
+        }                                                               \
+    } while (0)
+
+/* A context on backend (TERNION_BACKEND_*); NULL (with a message) when there is none. */
+static ternion_context *context(int32_t backend)
+{
+    ternion_context_params p = ternion_context_default_params();
+    p.backend = backend;
+    p.n_ctx = 512;
+    ternion_context *c = NULL;
+    if (ternion_context_new(model, &p, &c)) {
+        print_message("SKIP backend %d: %s\n", backend, ternion_last_error());
+        return NULL;
+    }
+    return c;
+}
+
+typedef struct {
+    int32_t ids[MAX_GEN];
+    int n;
+    bool eog;          /* ended with an end-of-generation token */
+    char text[8192];
+} gen_out;
+
+/* prompt, then up to max tokens chosen by s (stopping at end of generation). */
+static void generate(ternion_context *c, ternion_sampler *s, const char *prompt, int max, gen_out *o)
+{
+    memset(o, 0, sizeof *o);
+    int32_t p[256];
+    int32_t n = ternion_tokenize(model, prompt, strlen(prompt), p, 256, true, false);
+    assert_true(n > 0 && n <= 256);
+    assert_int_equal(ternion_kv_seq_clear(c, -1), 0);
+    ternion_batch b = ternion_batch_one(p, n);
+    assert_int_equal(ternion_decode(c, &b), 0);
+    for (int i = 0; i < n; i++)
+        ternion_sampler_accept(s, p[i]);
+    while (o->n < max) {
+        int32_t id;
+        if (ternion_sample(c, s, -1, &id))
+            fail_msg("ternion_sample: %s", ternion_context_error(c));
+        if (ternion_token_is_eog(model, id)) {
+            o->eog = true;
+            break;
+        }
+        o->ids[o->n++] = id;
+        ternion_sampler_accept(s, id);
+        ternion_batch one = ternion_batch_one(&id, 1);
+        assert_int_equal(ternion_decode(c, &one), 0);
+    }
+    int32_t len = ternion_detokenize(model, o->ids, o->n, o->text, (int32_t)sizeof o->text, false);
+    assert_true(len >= 0 && len < (int32_t)sizeof o->text);
+}
+
+static ternion_sampler *sampler(float temp, int top_k, uint64_t seed, const ternion_grammar *g)
+{
+    ternion_sampler_params sp = ternion_sampler_default_params();
+    sp.temp = temp;
+    sp.top_k = top_k;
+    sp.seed = seed;
+    ternion_sampler *s = NULL;
+    assert_int_equal(ternion_sampler_new(&sp, &s), 0);
+    assert_int_equal(ternion_sampler_set_grammar(s, g), 0);
+    return s;
+}
+
+/* Characters (code points) of a UTF-8 string. */
+static int n_chars(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* text is JSON that schema_person accepts. */
+static void check_person(const char *text)
+{
+    cJSON *j = cJSON_Parse(text);
+    if (!j)
+        fail_msg("not JSON: %s", text);
+    assert_true(cJSON_IsObject(j));
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name"), *age = cJSON_GetObjectItemCaseSensitive(j, "age");
+    const cJSON *good = cJSON_GetObjectItemCaseSensitive(j, "good"), *tribe = cJSON_GetObjectItemCaseSensitive(j, "tribe");
+    assert_true(cJSON_IsString(name) && n_chars(name->valuestring) <= 20);
+    assert_true(cJSON_IsNumber(age) && age->valuedouble == floor(age->valuedouble));
+    assert_true(cJSON_IsBool(good));
+    assert_true(!tribe || (cJSON_IsString(tribe) && (!strcmp(tribe->valuestring, "Judah") ||
+                                                     !strcmp(tribe->valuestring, "Levi") ||
+                                                     !strcmp(tribe->valuestring, "Dan"))));
+    assert_int_equal(cJSON_GetArraySize(j), 3 + (tribe != NULL));
+    cJSON_Delete(j);
+}
+
+static void test_json_schema_generation(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    ternion_grammar *g = NULL;
+    assert_int_equal(ternion_grammar_new_json_schema(model, schema_person, &g), 0);
+    static const int32_t backends[] = {TERNION_BACKEND_CPU, TERNION_BACKEND_VULKAN};
+    for (int b = 0; b < 2; b++) {
+        ternion_context *c = context(backends[b]);
+        if (!c)
+            continue;
+        gen_out o;
+        /* greedy; sampled with the top-k read-back (k 40) and over the whole row (k 0) */
+        const struct { float temp; int top_k; uint64_t seed; } runs[] = {{0, 40, 0}, {1.0f, 40, 1}, {1.0f, 0, 2},
+                                                                          {0.8f, 40, 3}};
+        /* on Vulkan (lavapipe: ~40 ms a token) the device argmax and top-k paths: two runs */
+        size_t n_runs = backends[b] == TERNION_BACKEND_VULKAN ? 2 : sizeof runs / sizeof *runs;
+        for (size_t r = 0; r < n_runs; r++) {
+            ternion_sampler *s = sampler(runs[r].temp, runs[r].top_k, runs[r].seed, g);
+            generate(c, s, "And the LORD said unto Moses,", MAX_GEN, &o);
+            if (!o.eog)
+                fail_msg("backend %d run %zu: no end after %d tokens: %s", backends[b], r, o.n, o.text);
+            check_person(o.text);
+            ternion_sampler_free(s);
+        }
+        ternion_context_free(c);
+    }
+    ternion_grammar_free(g);
+}
+
+/* A grammar allowing any text changes nothing: the same tokens as without one. */
+static void test_permissive_grammar_is_transparent(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    ternion_grammar *g = NULL;
+    assert_int_equal(ternion_grammar_new(model, "root ::= .*", NULL, &g), 0);
+    ternion_context *c = context(TERNION_BACKEND_CPU);
+    if (!c)
+        skip();
+    for (int k = 0; k < 2; k++) {
+        float temp = k ? 0.8f : 0.0f;
+        ternion_sampler *free_s = sampler(temp, 40, 11, NULL), *gram_s = sampler(temp, 40, 11, g);
+        gen_out a, b;
+        generate(c, free_s, "In the beginning", 48, &a);
+        generate(c, gram_s, "In the beginning", 48, &b);
+        assert_int_equal(a.n, b.n);
+        assert_memory_equal(a.ids, b.ids, (size_t)a.n * sizeof(int32_t));
+        ternion_sampler_free(free_s);
+        ternion_sampler_free(gram_s);
+    }
+    ternion_context_free(c);
+    ternion_grammar_free(g);
+}
+
+/* Grammars far from what the model writes: the mask path makes the output fit exactly. */
+static void test_forced_output(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    ternion_context *c = context(TERNION_BACKEND_CPU);
+    if (!c)
+        skip();
+    ternion_grammar *g = NULL;
+    assert_int_equal(ternion_grammar_new(model, "root ::= \" Behold, a JSON {\\\"x\\\": 1}.\"", NULL, &g), 0);
+    ternion_sampler *s = sampler(0, 40, 0, g);
+    gen_out o;
+    generate(c, s, "In the beginning", 64, &o);
+    assert_true(o.eog);
+    assert_string_equal(o.text, " Behold, a JSON {\"x\": 1}.");
+    ternion_sampler_free(s);
+    ternion_grammar_free(g);
+    /* digits and one space, sampled: any sample fits the pattern */
+    assert_int_equal(ternion_grammar_new(model, "root ::= [1-9] [0-9]{0,4} \" \" [0-9]{1,5}", NULL, &g), 0);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        s = sampler(1.0f, 0, seed, g);
+        generate(c, s, "And God said", 64, &o);
+        assert_true(o.eog);
+        const char *sp = strchr(o.text, ' ');
+        assert_non_null(sp);
+        size_t a = (size_t)(sp - o.text), b = strlen(sp + 1);
+        assert_true(a >= 1 && a <= 5 && b >= 1 && b <= 5 && o.text[0] != '0');
+        assert_int_equal(strspn(o.text, "0123456789"), a);
+        assert_int_equal(strspn(sp + 1, "0123456789"), b);
+        /* reset restarts the grammar: the same seed gives the same answer again */
+        ternion_sampler_reset(s);
+        gen_out again;
+        generate(c, s, "And God said", 64, &again);
+        assert_string_equal(again.text, o.text);
+        ternion_sampler_free(s);
+    }
+    ternion_grammar_free(g);
+    ternion_context_free(c);
+}
+
+static void test_api_errors(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    ternion_grammar *g = (ternion_grammar *)1;
+    assert_int_equal(ternion_grammar_new(model, "root ::= foo", NULL, &g), TERNION_E_INVALID);
+    assert_null(g);
+    assert_string_equal(ternion_last_error(), "grammar:1:10: undefined rule 'foo'");
+    assert_int_equal(ternion_grammar_new(model, "root ::= \"a\"", "start", &g), TERNION_E_INVALID);
+    assert_string_equal(ternion_last_error(), "grammar: there is no rule 'start' (the start rule)");
+    assert_int_equal(ternion_grammar_new(NULL, "root ::= \"a\"", NULL, &g), TERNION_E_INVALID);
+    assert_int_equal(ternion_grammar_new(model, NULL, NULL, &g), TERNION_E_INVALID);
+    assert_int_equal(ternion_grammar_new(model, "root ::= \"a\"", NULL, NULL), TERNION_E_INVALID);
+    assert_int_equal(ternion_grammar_new_json_schema(model, "{\"type\":\"string\",\"pattern\":\"a+\"}", &g),
+                     TERNION_E_INVALID);
+    assert_string_equal(ternion_last_error(), "json schema: unsupported keyword 'pattern' at #");
+    /* the GBNF of a schema: the length always, the text when it fits */
+    char buf[4096];
+    int32_t n = ternion_json_schema_to_gbnf("{\"type\":\"boolean\"}", buf, 4);
+    assert_true(n > 4);
+    assert_int_equal(ternion_json_schema_to_gbnf("{\"type\":\"boolean\"}", buf, (int32_t)sizeof buf), n);
+    assert_int_equal((int32_t)strlen(buf), n);
+    assert_non_null(strstr(buf, "root ::= boolean\n"));
+    assert_int_equal(ternion_json_schema_to_gbnf("{", buf, (int32_t)sizeof buf), TERNION_E_INVALID);
+    assert_non_null(strstr(ternion_grammar_json_object(), "root ::= object"));
+    /* a user callback sampler takes no grammar; NULL removes one */
+    assert_int_equal(ternion_grammar_new(model, ternion_grammar_json_object(), NULL, &g), 0);
+    ternion_sampler *s = NULL;
+    assert_int_equal(ternion_sampler_new_custom((ternion_sample_fn)1, NULL, &s), 0);
+    assert_int_equal(ternion_sampler_set_grammar(s, g), TERNION_E_INVALID);
+    assert_string_equal(ternion_last_error(), "ternion_sampler_set_grammar: a user callback sampler cannot take a "
+                                              "grammar");
+    assert_int_equal(ternion_sampler_set_grammar(s, NULL), 0);
+    ternion_sampler_free(s);
+    assert_int_equal(ternion_sampler_set_grammar(NULL, g), TERNION_E_INVALID);
+    /* the sampler keeps the grammar alive after the caller frees it */
+    s = sampler(0, 40, 0, g);
+    ternion_grammar_free(g);
+    ternion_context *c = context(TERNION_BACKEND_CPU);
+    if (c) {
+        gen_out o;
+        generate(c, s, "In the beginning", 8, &o);
+        assert_int_equal(o.text[0], '{');
+        ternion_context_free(c);
+    }
+    ternion_sampler_free(s);
+}
+
+/* ---- the command line ---- */
+
+static char bin[512];
+
+static cli_result run_cli(const char *const *args)
+{
+    cli_run_opts o = {.dir = tmpdir, .timeout_s = 300};
+    return cli_run(bin, args, &o);
+}
+
+#define RUN(r, ...) cli_result r = run_cli((const char *const[]){__VA_ARGS__, NULL})
+
+static void expect(const cli_result *r, int rc, const char *in_err)
+{
+    if (r->rc != rc || (in_err && !strstr(r->err, in_err)))
+        fail_msg("want rc %d and stderr with '%s'; got rc %d\nstdout: %.1000s\nstderr: %.1000s", rc,
+                 in_err ? in_err : "", r->rc, r->out, r->err);
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const char *b = getenv("TERNION_BUILD");
+    snprintf(bin, sizeof bin, "%s/bitnet-kjv", b && *b ? b : "build");
+    if (access(bin, X_OK) != 0 || !tmpdir[0]) {
+        print_message("SKIP: %s not built\n", bin);
+        skip();
+    }
+    const char *prompt = "And Moses said";
+    RUN(r, "-m", MODEL, "-p", prompt, "--temp", "0", "-j", schema_person);
+    expect(&r, 0, "generated:");
+    assert_memory_equal(r.out, prompt, strlen(prompt));
+    check_person(r.out + strlen(prompt));
+    cli_result_free(&r);
+    char path[300];
+    snprintf(path, sizeof path, "%s/g.gbnf", tmpdir);
+    cli_write_file(path, "# yes or no, then a word\nroot ::= (\"yes\" | \"no\") \" \" [a-z]{1,12}\n");
+    RUN(r2, "-m", MODEL, "-p", prompt, "--temp", "0.7", "-s", "3", "--grammar-file", path);
+    expect(&r2, 0, NULL);
+    const char *ans = r2.out + strlen(prompt);
+    assert_true(!strncmp(ans, "yes ", 4) || !strncmp(ans, "no ", 3));
+    cli_result_free(&r2);
+    RUN(e1, "-m", MODEL, "-p", prompt, "--grammar", "root ::= foo");
+    expect(&e1, 1, "error: --grammar: grammar:1:10: undefined rule 'foo'");
+    cli_result_free(&e1);
+    RUN(e2, "-m", MODEL, "-p", prompt, "--json-schema", "{\"type\":\"integer\",\"minimum\":1}");
+    expect(&e2, 1, "error: --json-schema: json schema: unsupported keyword 'minimum' at #");
+    cli_result_free(&e2);
+    RUN(e3, "-m", MODEL, "-p", prompt, "--grammar-file", "/nonexistent/g.gbnf");
+    expect(&e3, 1, "error: --grammar-file: cannot open '/nonexistent/g.gbnf'");
+    cli_result_free(&e3);
+    RUN(e4, "-m", MODEL, "-p", prompt, "--grammar", "root ::= \"a\"", "-j", "{}");
+    expect(&e4, 2, "error: give one of --grammar, --grammar-file, --json-schema and --json-schema-file");
+    cli_result_free(&e4);
+    RUN(e5, "-m", MODEL, "--bench", "-j", "{}");
+    expect(&e5, 2, "error: a grammar or JSON schema applies only to generation (-p, -f, --chat)");
+    cli_result_free(&e5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_schema_generation),
+        cmocka_unit_test(test_permissive_grammar_is_transparent),
+        cmocka_unit_test(test_forced_output),
+        cmocka_unit_test(test_api_errors),
+        cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
