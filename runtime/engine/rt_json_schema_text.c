@@ -1,7 +1,8 @@
 /* rt_json_schema_text.c - the text side of the JSON schema converter (rt_json_schema.c):
  * a growable string, GBNF literals, the primitive rules (llama.cpp's json-schema-to-grammar
  * rules: space, string, number, ...; strings here refuse lone surrogate escapes, which JSON
- * parsers reject), the final grammar (root rule, the other rules, the primitives used and
+ * parsers reject, and exponents have at most 2 digits, so every number is finite as a
+ * double: 16 digits and e99 at most), the final grammar (root rule, the other rules, the primitives used and
  * what they need), and the built-in grammar of any JSON object.
  */
 #include <stdarg.h>
@@ -63,7 +64,7 @@ const rt_js_prim rt_js_prims[P_COUNT] = {
     [P_NULL] = {"null", "\"null\" space", B(P_SPACE)},
     [P_INTEGRAL] = {"integral-part", "[0] | [1-9] [0-9]{0,15}", 0},
     [P_DECIMAL] = {"decimal-part", "[0-9]{1,16}", 0},
-    [P_NUMBER] = {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
+    [P_NUMBER] = {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? [0-9]{1,2})? space",
                   B(P_INTEGRAL) | B(P_DECIMAL) | B(P_SPACE)},
     [P_INTEGER] = {"integer", "(\"-\"? integral-part) space", B(P_INTEGRAL) | B(P_SPACE)},
     /* a JSON string character: no lone surrogate escapes (\uD800-\uDFFF), which parsers refuse */
@@ -138,7 +139,7 @@ const char *rt_json_object_gbnf(void)
            "null ::= \"null\" space\n"
            "integral-part ::= [0] | [1-9] [0-9]{0,15}\n"
            "decimal-part ::= [0-9]{1,16}\n"
-           "number ::= (\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space\n"
+           "number ::= (\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? [0-9]{1,2})? space\n"
            "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | "
            "[dD] [0-7] [0-9a-fA-F]{2}))\n"
            "string ::= \"\\\"\" char* \"\\\"\" space\n"
