@@ -342,6 +342,17 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
                       "at least one generated token", n, h->m->n_ctx);
         goto fail;
     }
+    if (req.constraint) { /* compiled here, so an invalid grammar or schema is this request's 400 */
+        if (!h->m->grammar_new) {
+            srv_error_set(&e, 400, "invalid_request_error", NULL, req.constraint, "this model takes no grammars");
+            goto fail;
+        }
+        req.compiled = h->m->grammar_new(h->m->ctx, req.grammar, req.json_schema, err);
+        if (!req.compiled) {
+            srv_error_set(&e, 400, "invalid_request_error", NULL, req.constraint, "%s", err);
+            goto fail;
+        }
+    }
     char id[48];
     new_id(h, kind, id, sizeof(id));
     srv_answer_head head = {.kind = kind, .id = id, .created = (long long)time(NULL), .model = h->m->name};

@@ -4,9 +4,9 @@
  * (srv_model_ternion.c implements it on ternion.h; tests may implement it on a fake).
  * Sequence ids are slot indexes 0..n_seq-1; each has its own KV cache of n_ctx positions.
  *
- * Threads: tokenize / chat / is_eog are called from HTTP threads and the scheduler thread
- * at once and must be safe for that (they only read the vocabulary); everything else is
- * called from the scheduler thread only.
+ * Threads: tokenize / chat / is_eog / grammar_new / grammar_free are called from HTTP
+ * threads and the scheduler thread at once and must be safe for that (they only read the
+ * vocabulary); everything else is called from the scheduler thread only.
  */
 #ifndef SRV_MODEL_H
 #define SRV_MODEL_H
@@ -29,6 +29,7 @@ typedef struct {
     float temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
     int top_k;
     uint64_t seed;
+    void *grammar;      /* grammar_new's result the sampler must follow (borrowed), or NULL */
 } srv_sampling;
 
 typedef struct srv_model srv_model;
@@ -56,6 +57,11 @@ struct srv_model {
     void (*sampler_accept)(void *ctx, void *smp, int32_t id);
     /* Next token from the logits of row `row` of the last step() (-1 after prompt()). */
     int (*choose)(void *ctx, void *smp, int row, int32_t *id, char *err);
+    /* A request's grammar compiled: GBNF text, else a JSON schema (JSON text), else (both
+     * NULL) any JSON object. NULL + err (the message for a 400: the text is invalid). NULL
+     * hook: the model takes no grammars. */
+    void *(*grammar_new)(void *ctx, const char *gbnf, const char *json_schema, char *err);
+    void (*grammar_free)(void *ctx, void *grammar);
 };
 
 #endif

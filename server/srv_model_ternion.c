@@ -173,8 +173,27 @@ static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
         fail(err, "sampling parameters");
         return NULL;
     }
+    if (ternion_sampler_set_grammar(s, p->grammar)) {
+        fail(err, "grammar");
+        ternion_sampler_free(s);
+        return NULL;
+    }
     return s;
 }
+
+static void *t_grammar_new(void *ctx, const char *gbnf, const char *json_schema, char *err)
+{
+    tmodel *t = ctx;
+    ternion_grammar *g = NULL;
+    int rc = gbnf ? ternion_grammar_new(t->model, gbnf, NULL, &g)
+                  : json_schema ? ternion_grammar_new_json_schema(t->model, json_schema, &g)
+                                : ternion_grammar_new(t->model, ternion_grammar_json_object(), NULL, &g);
+    if (rc)
+        snprintf(err, SRV_ERR_LEN, "%s", ternion_last_error());
+    return rc ? NULL : g;
+}
+
+static void t_grammar_free(void *ctx, void *g) { (void)ctx; ternion_grammar_free(g); }
 
 static void t_sampler_free(void *ctx, void *smp) { (void)ctx; ternion_sampler_free(smp); }
 static void t_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; ternion_sampler_accept(smp, id); }
@@ -222,7 +241,8 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .n_ctx = ternion_n_ctx(t->ctx), .n_seq = o->n_seq,
         .tokenize = t_tokenize, .chat = t_chat, .piece = t_piece, .is_eog = t_is_eog, .seq_keep = t_seq_keep,
         .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
-        .sampler_accept = t_sampler_accept, .choose = t_choose,
+        .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
+        .grammar_free = t_grammar_free,
     };
     return 0;
 }

@@ -49,6 +49,8 @@ void srv_req_free(srv_req *r)
     free(r->prompt);
     for (int i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
+    free(r->grammar);
+    free(r->json_schema);
     memset(r, 0, sizeof(*r));
 }
 
@@ -275,6 +277,61 @@ static int parse_sampling(const cJSON *root, srv_req *r, srv_error *e)
     return 0;
 }
 
+/* A schema object as JSON text into r->json_schema. */
+static int take_schema(const cJSON *schema, const char *param, srv_req *r, srv_error *e)
+{
+    if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+        return srv_error_set(e, 400, BAD, NULL, param, "'%s' must be a JSON schema (an object)", param);
+    r->json_schema = cJSON_PrintUnformatted(schema);
+    return r->json_schema ? 0 : oom(e);
+}
+
+/* "response_format": {"type": "text" | "json_object" [, "schema"] | "json_schema",
+ * "json_schema": {"schema": ...}}, llama-server's "json_schema" and "grammar": at most one. */
+static int parse_constraint(const cJSON *root, srv_req *r, srv_error *e)
+{
+    const cJSON *g = field(root, "grammar"), *js = field(root, "json_schema"), *rf = field(root, "response_format");
+    const cJSON *t = rf && cJSON_IsObject(rf) ? field(rf, "type") : NULL;
+    if (rf && !cJSON_IsObject(rf))
+        return srv_error_set(e, 400, BAD, NULL, "response_format", "'response_format' must be an object");
+    if (rf && !cJSON_IsString(t))
+        return srv_error_set(e, 400, BAD, NULL, "response_format", "'response_format.type' must be a string");
+    bool rf_json = rf && strcmp(t->valuestring, "text") != 0;
+    if (rf_json && strcmp(t->valuestring, "json_object") && strcmp(t->valuestring, "json_schema"))
+        return srv_error_set(e, 400, BAD, NULL, "response_format",
+                             "'response_format.type' is \"%.40s\"; it must be text, json_object or json_schema",
+                             t->valuestring);
+    if ((g != NULL) + (js != NULL) + rf_json > 1)
+        return srv_error_set(e, 400, BAD, NULL, g ? "grammar" : "json_schema",
+                             "give one of 'grammar', 'json_schema' and a JSON 'response_format'");
+    if (g) {
+        if (!cJSON_IsString(g))
+            return srv_error_set(e, 400, BAD, NULL, "grammar", "'grammar' must be a string (GBNF)");
+        r->constraint = "grammar";
+        return (r->grammar = dup_str(g->valuestring)) ? 0 : oom(e);
+    }
+    if (js) {
+        r->constraint = "json_schema";
+        return take_schema(js, "json_schema", r, e);
+    }
+    if (!rf_json)
+        return 0;
+    r->constraint = "response_format";
+    if (!strcmp(t->valuestring, "json_object")) {
+        const cJSON *sc = field(rf, "schema");
+        r->json_object = !sc;
+        return sc ? take_schema(sc, "response_format.schema", r, e) : 0;
+    }
+    const cJSON *w = field(rf, "json_schema");
+    if (!cJSON_IsObject(w))
+        return srv_error_set(e, 400, BAD, NULL, "response_format",
+                             "'response_format.json_schema' must be an object holding the 'schema'");
+    const cJSON *sc = field(w, "schema");
+    if (!sc)
+        return srv_error_set(e, 400, BAD, NULL, "response_format", "'response_format.json_schema.schema' is required");
+    return take_schema(sc, "response_format.json_schema.schema", r, e);
+}
+
 static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e)
 {
     if (!cJSON_IsObject(root))
@@ -301,7 +358,7 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
     if (field(root, "tools") || field(root, "functions"))
         return srv_error_set(e, 400, BAD, NULL, field(root, "tools") ? "tools" : "functions",
                              "tool and function calling are not supported by this server");
-    if (parse_sampling(root, r, e) || parse_stop(root, r, e))
+    if (parse_sampling(root, r, e) || parse_stop(root, r, e) || parse_constraint(root, r, e))
         return -1;
     return kind == SRV_KIND_CHAT ? parse_messages(root, r, e) : parse_prompt(root, r, e);
 }

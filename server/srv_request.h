@@ -5,7 +5,8 @@
  * message). Parsing is pure (no model, no I/O) so the fuzz target drives it directly:
  * any byte string either parses into a checked srv_req or yields one srv_error, never a
  * crash. Unknown fields are ignored as OpenAI's API does for forward compatibility; known
- * fields of the wrong type or out of range are errors naming the field.
+ * fields of the wrong type or out of range are errors naming the field. A grammar or schema
+ * is only carried as text here: the model compiles it (an invalid one is a 400 then).
  */
 #ifndef SRV_REQUEST_H
 #define SRV_REQUEST_H
@@ -44,6 +45,15 @@ typedef struct {
     uint64_t seed;
     char *stop[SRV_MAX_STOP];
     int n_stop;
+    /* what the answer must follow (at most one): */
+    char *grammar;            /* "grammar": GBNF text (llama-server's field) */
+    char *json_schema;        /* response_format json_schema's schema (or json_object's, or the
+                                 top-level "json_schema" of llama-server), as JSON text */
+    bool json_object;         /* response_format {"type": "json_object"}: any JSON object */
+    const char *constraint;   /* the field that gave it ("grammar", "response_format",
+                                 "json_schema"), for errors; NULL: none */
+    void *compiled;           /* the model's compiled grammar (srv_model.grammar_new), set by the
+                                 HTTP layer; from srv_sched_submit on the scheduler frees it */
 } srv_req;
 
 typedef struct {

@@ -68,10 +68,12 @@ static double now_s(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void job_unref_locked(srv_job *j)
+static void job_unref_locked(srv_sched *s, srv_job *j)
 {
     if (--j->refs > 0)
         return;
+    if (j->req.compiled && s->m->grammar_free)
+        s->m->grammar_free(s->m->ctx, j->req.compiled);
     srv_req_free(&j->req);
     free(j->ids);
     free(j->out);
@@ -125,7 +127,7 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
         s->st.requests_ok++;
     pthread_cond_broadcast(&j->cv);
     sl->job = NULL;
-    job_unref_locked(j);
+    job_unref_locked(s, j);
     pthread_mutex_unlock(&s->mu);
     if (sl->smp)
         s->m->sampler_free(s->m->ctx, sl->smp);
@@ -182,7 +184,7 @@ static void admit_locked(srv_sched *s)
             s->qlen--;
             j->done = true;
             s->st.requests_cancelled++;
-            job_unref_locked(j);
+            job_unref_locked(s, j);
             continue;
         }
         int best = pick_slot(s, j);
@@ -254,6 +256,7 @@ static void prepare(srv_sched *s, slot *sl, int seq)
         .presence_penalty = r->presence_penalty, .frequency_penalty = r->frequency_penalty,
         .repeat_penalty = r->repeat_penalty,
         .seed = r->seed_set ? r->seed : (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)j << 16),
+        .grammar = r->compiled,
     };
     if (!(sl->smp = m->sampler_new(m->ctx, &p, err))) {
         srv_error e;
@@ -437,7 +440,7 @@ void srv_sched_stop(srv_sched *s)
         j->failed = j->done = true;
         j->err = e;
         pthread_cond_broadcast(&j->cv);
-        job_unref_locked(j);
+        job_unref_locked(s, j);
     }
     s->qtail = NULL;
     pthread_mutex_unlock(&s->mu);
@@ -463,6 +466,8 @@ srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, s
     srv_job *j = calloc(1, sizeof(*j));
     if (!j) {
         free(ids);
+        if (req->compiled && s->m->grammar_free)
+            s->m->grammar_free(s->m->ctx, req->compiled);
         srv_req_free(req);
         srv_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         return NULL;
@@ -481,7 +486,7 @@ srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, s
     if (s->stop || s->qlen >= s->qmax) {
         bool stopping = s->stop;
         j->refs = 1;
-        job_unref_locked(j);
+        job_unref_locked(s, j);
         pthread_mutex_unlock(&s->mu);
         srv_error_set(err, 503, "server_error", NULL, NULL,
                       stopping ? "the server is shutting down" : "the server is busy: %d requests are waiting",
@@ -539,7 +544,7 @@ void srv_job_release(srv_sched *s, srv_job *j)
     if (!j->done)
         j->cancelled = true;
     pthread_cond_broadcast(&s->cv);
-    job_unref_locked(j);
+    job_unref_locked(s, j);
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -41,8 +41,8 @@ int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out
 void srv_sched_stop(srv_sched *s);
 void srv_sched_free(srv_sched *s); /* stops first if needed */
 
-/* Queue a request (takes ownership of *req's contents and of ids). NULL with *err
- * (503 when the queue is full) or the job. */
+/* Queue a request (takes ownership of *req's contents, its compiled grammar included, and of
+ * ids). NULL with *err (503 when the queue is full) or the job. */
 srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_error *err);
 
 /* Wait up to timeout_ms for new text or the end. *text: malloc'd new bytes (valid UTF-8,

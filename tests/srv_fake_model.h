@@ -15,6 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/rt_grammar.h"
+#include "engine/rt_json_schema.h"
+#include "gguf/rt_gguf.h"
 #include "server/srv_model.h"
 
 #define FAKE_SEQ 8
@@ -140,6 +143,26 @@ static int fake_choose(void *ctx, void *smp, int row, int32_t *id, char *err)
     return 0;
 }
 
+/* Grammars are compiled (so invalid ones fail as with a real model) but not followed. */
+static void *fake_grammar_new(void *ctx, const char *gbnf, const char *json_schema, char *err)
+{
+    (void)ctx;
+    char *text = NULL, e[RT_ERR_LEN] = "";
+    rt_grammar *g = NULL;
+    if (!gbnf && json_schema && rt_json_schema_to_gbnf(json_schema, strlen(json_schema), &text, e) == 0)
+        gbnf = text;
+    if (!gbnf && !json_schema)
+        gbnf = rt_json_object_gbnf();
+    if (gbnf)
+        rt_grammar_parse(gbnf, strlen(gbnf), NULL, &g, e);
+    free(text);
+    if (!g)
+        snprintf(err, SRV_ERR_LEN, "%s", e);
+    return g;
+}
+
+static void fake_grammar_free(void *ctx, void *g) { (void)ctx; rt_grammar_free(g); }
+
 static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
 {
     memset(f, 0, sizeof(*f));
@@ -149,6 +172,7 @@ static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
         .chat = fake_chat, .piece = fake_piece, .is_eog = fake_is_eog, .seq_keep = fake_seq_keep,
         .prompt = fake_prompt, .step = fake_step, .sampler_new = fake_sampler_new,
         .sampler_free = fake_sampler_free, .sampler_accept = fake_sampler_accept, .choose = fake_choose,
+        .grammar_new = fake_grammar_new, .grammar_free = fake_grammar_free,
     };
 }
 

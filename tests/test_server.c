@@ -106,6 +106,53 @@ static void test_parse(void **state)
     parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"seed\":1e300}", 400, "seed");
 }
 
+/* grammar, json_schema and response_format: carried as text, at most one, errors naming the field */
+static void test_parse_constraints(void **state)
+{
+    (void)state;
+    srv_req r;
+#define MSG "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+    parse_ok(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_object\"}}", &r);
+    assert_true(r.json_object && !r.json_schema && !r.grammar);
+    assert_string_equal(r.constraint, "response_format");
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
+             "\"strict\":true,\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}}}}", &r);
+    assert_string_equal(r.json_schema, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}");
+    assert_false(r.json_object);
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"text\"}}", &r);
+    assert_null(r.constraint);
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]+\"}", &r);
+    assert_string_equal(r.grammar, "root ::= [a-z]+");
+    assert_string_equal(r.constraint, "grammar");
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"boolean\"},\"grammar\":null}", &r);
+    assert_string_equal(r.json_schema, "{\"type\":\"boolean\"}");
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_object\",\"schema\":{\"type\":\"array\"}}}", &r);
+    assert_string_equal(r.json_schema, "{\"type\":\"array\"}");
+    srv_req_free(&r);
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"bogus\"}}", 400, "response_format");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"response_format\":\"json\"}", 400, "response_format");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{}}", 400, "response_format");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\"}}", 400, "response_format");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}}",
+              400, "response_format");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":3}}}",
+              400, "response_format.json_schema.schema");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"grammar\":5}", 400, "grammar");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"grammar\":\"root ::= x\",\"response_format\":{\"type\":\"json_object\"}}", 400,
+              "grammar");
+    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"json_schema\":\"{}\"}", 400, "json_schema");
+    srv_error e;
+    const char *bogus = "{" MSG ",\"response_format\":{\"type\":\"bogus\"}}";
+    assert_int_equal(srv_req_parse(bogus, strlen(bogus), SRV_KIND_CHAT, &r, &e), -1);
+    assert_string_equal(e.message, "'response_format.type' is \"bogus\"; it must be text, json_object or json_schema");
+#undef MSG
+}
+
 /* ---- units: stop sequences and UTF-8 boundaries ---- */
 
 static size_t ready_after(srv_text *t, const char *add, char *const *stops, int n, bool *stopped)
@@ -244,6 +291,13 @@ static void test_routes_and_errors(void **state)
         {"GET", "/v1/completions", NULL, 405, NULL, "method_not_allowed"},
         {"POST", "/health", "{}", 405, NULL, "method_not_allowed"},
         {"GET", "/v2/nothing", NULL, 404, NULL, "not_found"},
+        /* an invalid grammar or schema: a 400 naming the field, from the model's compile */
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= foo\"}", 400, "grammar", NULL},
+        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":"
+         "{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"string\",\"pattern\":\"a\"}}}}", 400,
+         "response_format", NULL},
+        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,"
+         "\"response_format\":{\"type\":\"bogus\"}}", 400, "response_format", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         j = call(&r, cases[i].method, cases[i].path, NULL, cases[i].body, cases[i].status);
@@ -254,6 +308,18 @@ static void test_routes_and_errors(void **state)
             assert_string_equal(code, cases[i].code);
         cJSON_Delete(j);
     }
+    j = call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"x\",\"grammar\":\"root ::= foo\"}", 400);
+    assert_string_equal(jstr(j, "error.message"), "grammar:1:10: undefined rule 'foo'");
+    assert_string_equal(jstr(j, "error.type"), "invalid_request_error");
+    cJSON_Delete(j);
+    j = call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"integer\",\"minimum\":0}}",
+             400);
+    assert_string_equal(jstr(j, "error.message"), "json schema: unsupported keyword 'minimum' at #");
+    cJSON_Delete(j);
+    /* a valid one is compiled, carried to the sampler and freed with the request */
+    j = call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"x\",\"max_tokens\":3,\"response_format\":"
+             "{\"type\":\"json_object\"}}", 200);
+    cJSON_Delete(j);
     /* a body over 1 MiB: refused from its Content-Length, and when sent without one (chunked) */
     size_t big = SRV_MAX_BODY + 10;
     char *b = malloc(big + 1);
@@ -540,6 +606,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_parse_constraints),
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_routes_and_errors),
         cmocka_unit_test(test_auth),

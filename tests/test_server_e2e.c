@@ -4,7 +4,8 @@
  *   a streamed chat, a non-streamed completion, greedy output identical to the CLI's for
  *   the same prompt, 8 concurrent streams each equal to its text alone, OpenAI errors,
  *   an API key, a stream aborted mid-way (its slot freed), /metrics as Prometheus text,
- *   and a clean exit on SIGTERM.
+ *   structured output (response_format json_schema for 10 schemas validated with ajv,
+ *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM.
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
  * Skips when the fixture or a Vulkan device is absent.
  */
@@ -188,7 +189,7 @@ static int setup(void **state)
         printf("skip: %s or %s missing\n", MODEL, server_bin);
         return 0;
     }
-    if (!exists("tests/server/node_modules/openai")) {
+    if (!exists("tests/server/node_modules/openai") || !exists("tests/server/node_modules/ajv")) {
         const char *argv[] = {"npm", "ci", "--prefix", "tests/server", "--no-audit", "--no-fund", NULL};
         char *out;
         int rc = run(argv, &out);
@@ -227,6 +228,24 @@ static void test_openai_client(void **state)
     printf("metrics: %s", o);
     free(o);
     stop(&s);
+}
+
+/* response_format json_schema / json_object and grammar through the openai client: every
+ * answer validates against its schema (ajv), invalid ones are 400s (client.mjs structured). */
+static void test_structured_output(void **state)
+{
+    (void)state;
+    skip_if_absent();
+    server s;
+    start(&s, (const char *const[]){"--parallel", "2", "--ctx-size", "1024", NULL});
+    setenv("TERNION_MODEL", "bitnet-tiny", 1);
+    const char *argv[] = {"node", "tests/server/client.mjs", s.base, "structured", NULL};
+    char *o;
+    int rc = run(argv, &o);
+    stop(&s); /* before any check fails: no server left behind */
+    printf("structured: %s", o);
+    free(o);
+    assert_int_equal(rc, 0);
 }
 
 /* Greedy: the server's completion == the CLI's text for the same prompt and length. */
@@ -317,6 +336,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_openai_client),
+        cmocka_unit_test(test_structured_output),
         cmocka_unit_test(test_same_as_cli),
         cmocka_unit_test(test_concurrent_streams),
         cmocka_unit_test(test_curl),

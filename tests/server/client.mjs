@@ -10,6 +10,11 @@
 //   errors                        unknown model (404), prompt too long (400), bad values (400)
 //   disconnect                    a stream aborted after its first chunks frees its slot
 //   metrics                       /metrics is Prometheus text (every line checked)
+//   structured                    response_format json_schema for 10 schemas (streamed and not,
+//                                 greedy and sampled): each answer ends with finish_reason stop and
+//                                 validates against its schema (ajv); json_object mode; a GBNF
+//                                 `grammar`; invalid formats and schemas are 400s naming the field
+import Ajv from 'ajv';
 import OpenAI from 'openai';
 
 const [base, scenario, ...args] = process.argv.slice(2);
@@ -54,7 +59,74 @@ async function expectError(p, status, what) {
   check(false, `${what}: accepted`);
 }
 
+// Bounded schemas (every string, array and number has a largest size), so an answer ends.
+const schemas = [
+  { type: 'object', properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' }, good: { type: 'boolean' } },
+    required: ['name', 'age', 'good'], additionalProperties: false },
+  { type: 'object', properties: { tags: { type: 'array', items: { enum: ['a', 'b', 'c'] }, minItems: 1, maxItems: 3 } },
+    required: ['tags'], additionalProperties: false },
+  { type: 'object', properties: { user: { type: 'object', properties: { id: { type: 'integer' }, email: { type: 'string', maxLength: 10 } },
+    required: ['id', 'email'], additionalProperties: false } }, required: ['user'], additionalProperties: false },
+  { anyOf: [{ type: 'integer' }, { type: 'string', maxLength: 5 }] },
+  { type: ['number', 'null'] },
+  { enum: ['red', 'green', 42, null, true] },
+  { const: { v: [1, 'two'] } },
+  { $defs: { pt: { type: 'object', properties: { x: { type: 'integer' }, y: { type: 'integer' } }, required: ['x', 'y'],
+    additionalProperties: false } }, type: 'object', properties: { a: { $ref: '#/$defs/pt' }, b: { $ref: '#/$defs/pt' } },
+    required: ['a', 'b'], additionalProperties: false },
+  { type: 'array', items: { type: 'object', properties: { k: { type: 'string', minLength: 1, maxLength: 4 } }, required: ['k'],
+    additionalProperties: false }, minItems: 1, maxItems: 2 },
+  { type: 'object', properties: { a: { type: 'boolean' }, b: { type: 'integer' }, c: { enum: ['x', 'y'] } }, additionalProperties: false },
+];
+
+async function chatJson(responseFormat, i, stream) {
+  const req = {
+    model, messages: [{ role: 'user', content: `Answer in JSON (${i}).` }], max_tokens: 600,
+    temperature: i % 2 ? 0.9 : 0, seed: i, response_format: responseFormat,
+  };
+  if (!stream) {
+    const r = await client.chat.completions.create(req);
+    return { text: r.choices[0].message.content, finish: r.choices[0].finish_reason };
+  }
+  let text = '', finish = null;
+  for await (const c of await client.chat.completions.create({ ...req, stream: true })) {
+    text += c.choices[0]?.delta?.content ?? '';
+    finish = c.choices[0]?.finish_reason ?? finish;
+  }
+  return { text, finish };
+}
+
 const scenarios = {
+  async structured() {
+    const ajv = new Ajv({ strict: true });
+    const answers = [];
+    for (let i = 0; i < schemas.length; i++) {
+      const { text, finish } = await chatJson({ type: 'json_schema', json_schema: { name: `s${i}`, strict: true, schema: schemas[i] } },
+        i, i % 3 === 2);
+      check(finish === 'stop', `schema ${i}: finish_reason ${finish}: ${JSON.stringify(text)}`);
+      let v;
+      try { v = JSON.parse(text); } catch (e) { check(false, `schema ${i}: not JSON: ${JSON.stringify(text)}`); }
+      const ok = ajv.validate(schemas[i], v);
+      check(ok, `schema ${i}: ${JSON.stringify(text)} fails: ${ajv.errorsText()}`);
+      answers.push(v);
+    }
+    const o = await chatJson({ type: 'json_object' }, 1, false);
+    if (o.finish === 'stop') check(typeof JSON.parse(o.text) === 'object' && !Array.isArray(JSON.parse(o.text)), `json_object ${o.text}`);
+    else check(o.text.trimStart().startsWith('{'), `json_object: ${JSON.stringify(o.text)}`);
+    const g = await client.completions.create({ model, prompt: 'Is it? ', max_tokens: 8, temperature: 0.9, seed: 3,
+      grammar: 'root ::= ("yes" | "no") "."' });
+    check(['yes.', 'no.'].includes(g.choices[0].text) && g.choices[0].finish_reason === 'stop', `grammar: ${JSON.stringify(g.choices[0])}`);
+    const msgs = [{ role: 'user', content: 'hi' }];
+    const e1 = await expectError(client.chat.completions.create({ model, messages: msgs, response_format: { type: 'bogus' } }), 400,
+      'bogus response_format');
+    check(e1.param === 'response_format', `param ${e1.param}`);
+    const e2 = await expectError(client.chat.completions.create({ model, messages: msgs,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } } }), 400, 'pattern');
+    check(e2.message.includes("unsupported keyword 'pattern'"), `message ${e2.message}`);
+    const e3 = await expectError(client.completions.create({ model, prompt: 'x', grammar: 'root ::= (' }), 400, 'bad grammar');
+    check(e3.param === 'grammar' && e3.message.startsWith('grammar:1:'), `grammar error ${JSON.stringify(e3)}`);
+    return { schemas: answers.length, answers };
+  },
   async 'chat-stream'(prompt, n) {
     const s = await client.chat.completions.create({
       model, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: prompt }],
