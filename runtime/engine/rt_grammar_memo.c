@@ -5,8 +5,11 @@
  * stored once each and found again by hash, and the (state, byte) -> state table. Many
  * tokens reach the same state (inside a JSON string, every ordinary character leads back to
  * it), so a mask computes each transition once, and the masks of later steps reuse what
- * earlier ones computed. The memo is cleared before a mask when it has grown past its caps,
- * so it never holds more than the caps plus one mask's walk.
+ * earlier ones computed. Each state also knows which bytes can start what its stacks wait
+ * for (from their character classes), so a byte nothing takes is rejected without a step
+ * (most of a vocabulary, at a restrictive position, even when the memo is cold). The memo
+ * is cleared before a mask when it has grown past its caps, so it never holds more than
+ * the caps plus one mask's walk.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,3 +191,62 @@ uint32_t rt_gmemo_step(rt_gmatch *m, uint32_t from, uint8_t b)
 }
 
 bool rt_gmemo_dead(const rt_gmatch *m, uint32_t id) { return m->memo.st[id].n == 0; }
+
+/* Set the lead bytes of the UTF-8 encodings of code points [a, b]. */
+static void mark_range(uint64_t lead[4], uint32_t a, uint32_t b)
+{
+    static const struct {
+        uint32_t lo, hi, shift, tag;
+    } enc[4] = {{0, 0x7F, 0, 0}, {0x80, 0x7FF, 6, 0xC0}, {0x800, 0xFFFF, 12, 0xE0}, {0x10000, 0x10FFFF, 18, 0xF0}};
+    for (int k = 0; k < 4; k++) {
+        uint32_t lo = a > enc[k].lo ? a : enc[k].lo, hi = b < enc[k].hi ? b : enc[k].hi;
+        for (uint32_t x = lo <= hi ? (enc[k].tag | lo >> enc[k].shift) : 1, e = enc[k].tag | hi >> enc[k].shift;
+             lo <= hi && x <= e; x++)
+            lead[x >> 6] |= 1ull << (x & 63);
+    }
+}
+
+/* The bytes that can start a character the class at element i takes (a superset). */
+static void class_leads(const rt_gelem *el, uint32_t i, uint64_t lead[4])
+{
+    if (el[i].type == RT_GE_CHAR_ANY || el[i].type == RT_GE_CHAR_NOT) {
+        uint64_t ascii[2] = {0, 0}; /* a negated class: every lead byte but the ASCII it excludes */
+        for (uint32_t j = i; el[i].type == RT_GE_CHAR_NOT;) {
+            uint32_t a = el[j].value, b = el[j + 1].type == RT_GE_CHAR_RNG_UPPER ? el[j + 1].value : a;
+            for (uint32_t c = a; c <= b && c < 0x80; c++)
+                ascii[c >> 6] |= 1ull << (c & 63);
+            j += el[j + 1].type == RT_GE_CHAR_RNG_UPPER ? 2 : 1;
+            if (el[j].type != RT_GE_CHAR_ALT)
+                break;
+        }
+        lead[0] |= ~ascii[0];
+        lead[1] |= ~ascii[1];
+        mark_range(lead, 0x80, 0x10FFFF);
+        return;
+    }
+    do {
+        uint32_t a = el[i].value, b = el[i + 1].type == RT_GE_CHAR_RNG_UPPER ? el[i + 1].value : a;
+        mark_range(lead, a, b);
+        i += el[i + 1].type == RT_GE_CHAR_RNG_UPPER ? 2 : 1;
+    } while (el[i].type == RT_GE_CHAR_ALT);
+}
+
+bool rt_gmemo_may_take(rt_gmatch *m, uint32_t id, uint8_t b)
+{
+    rt_gmstate *st = &m->memo.st[id];
+    if (!st->lead_known) {
+        memset(st->lead, 0, sizeof st->lead);
+        if (st->prem) {
+            st->lead[2] = ~0ull; /* continuation bytes 0x80..0xBF */
+        } else {
+            const uint32_t *w = m->memo.words + st->wbase, *off = m->memo.offs + st->obase;
+            for (uint32_t k = 0; k < st->n; k++) {
+                uint32_t len = w[off[k]];
+                if (len)
+                    class_leads(m->g->el, w[off[k] + len], st->lead);
+            }
+        }
+        st->lead_known = true;
+    }
+    return st->lead[b >> 6] >> (b & 63) & 1;
+}

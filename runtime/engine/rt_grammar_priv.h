@@ -32,6 +32,8 @@ typedef struct {
     size_t wbase, obase; /* its words and stack offsets in the memo's arrays */
     uint32_t nw, n, pval, prem, plen;
     uint64_t hash;
+    uint64_t lead[4];    /* bytes that may come next (a superset; computed on first use) */
+    bool lead_known;
 } rt_gmstate;
 
 typedef struct {
@@ -93,6 +95,8 @@ uint32_t rt_gmemo_intern(rt_gmatch *m, const rt_gset *s);
 uint32_t rt_gmemo_step(rt_gmatch *m, uint32_t from, uint8_t b);
 /* Whether state id has no stacks (nothing can follow). */
 bool rt_gmemo_dead(const rt_gmatch *m, uint32_t id);
+/* false: byte b certainly leaves no stack from state id (without stepping); true: it may. */
+bool rt_gmemo_may_take(rt_gmatch *m, uint32_t id, uint8_t b);
 void rt_gmemo_free(rt_gmemo *g);
 
 #endif

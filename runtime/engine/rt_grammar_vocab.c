@@ -17,14 +17,23 @@
 #include "engine/rt_grammar_priv.h"
 #include "gguf/rt_gguf.h" /* RT_ERR_LEN */
 
+/* A token in the sorted order, with what the mask walk reads of it in one place. */
+typedef struct {
+    size_t off;         /* its bytes in the table */
+    int32_t id;
+    uint32_t len;
+    uint32_t lcp;       /* common prefix with the token before (0 for the first) */
+    int32_t skip1;      /* the next token whose first byte differs (n_order: none) */
+    int32_t skip2;      /* the next token whose first two bytes differ */
+} vtok;
+
 struct rt_gvocab {
     int32_t n;
     uint8_t *bytes;     /* every token's bytes back to back */
     size_t *off;        /* [n] */
     uint32_t *len;      /* [n] */
     uint8_t *eog;       /* [n] */
-    int32_t *order;     /* ids of the tokens with bytes that do not end generation, sorted by bytes */
-    uint32_t *lcp;      /* [n_order] common prefix with the token before in order (0 for the first) */
+    vtok *order;        /* the tokens with bytes that do not end generation, sorted by bytes */
     int32_t n_order;
     int32_t *eog_ids;
     int32_t n_eog;
@@ -58,7 +67,6 @@ void rt_gvocab_free(rt_gvocab *v)
     free(v->len);
     free(v->eog);
     free(v->order);
-    free(v->lcp);
     free(v->eog_ids);
     free(v);
 }
@@ -77,14 +85,18 @@ static int sort_tokens(rt_gvocab *v)
             t[k++] = (tok_ref){v->bytes + v->off[i], v->len[i], i};
     qsort(t, (size_t)k, sizeof *t, cmp_tok);
     for (int32_t i = 0; i < k; i++) {
-        v->order[i] = t[i].id;
         uint32_t c = 0;
         if (i > 0) {
             uint32_t n = t[i].len < t[i - 1].len ? t[i].len : t[i - 1].len;
             while (c < n && t[i].p[c] == t[i - 1].p[c])
                 c++;
         }
-        v->lcp[i] = c;
+        v->order[i] = (vtok){.off = v->off[t[i].id], .id = t[i].id, .len = t[i].len, .lcp = c};
+    }
+    for (int32_t i = k - 1; i >= 0; i--) { /* where a prefix of 1 or 2 bytes ends */
+        bool last = i == k - 1;
+        v->order[i].skip1 = last ? k : v->order[i + 1].lcp < 1 ? i + 1 : v->order[i + 1].skip1;
+        v->order[i].skip2 = last ? k : v->order[i + 1].lcp < 2 ? i + 1 : v->order[i + 1].skip2;
     }
     v->n_order = k;
     free(t);
@@ -110,10 +122,9 @@ int rt_gvocab_new(int32_t n, const char *const *piece, const uint32_t *len, cons
         v->len = malloc(m * sizeof *v->len);
         v->eog = calloc(m, 1);
         v->order = malloc(m * sizeof *v->order);
-        v->lcp = malloc(m * sizeof *v->lcp);
         v->eog_ids = malloc(m * sizeof *v->eog_ids);
     }
-    if (!v || !v->bytes || !v->off || !v->len || !v->eog || !v->order || !v->lcp || !v->eog_ids)
+    if (!v || !v->bytes || !v->off || !v->len || !v->eog || !v->order || !v->eog_ids)
         goto nomem;
     size_t at = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -177,16 +188,22 @@ int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_
             allow[v->eog_ids[i]] = 1, cnt++;
     /* path[0..valid] hold the states of the last walked token; it died at depth `dead` */
     uint32_t valid = 0, dead = UINT32_MAX;
-    for (int32_t i = 0; i < v->n_order; i++) {
-        int32_t id = v->order[i];
-        uint32_t c = v->lcp[i], len = v->len[id];
-        if (dead != UINT32_MAX && c >= dead)
-            continue; /* starts with the prefix no stack survived */
+    for (int32_t i = 0; i < v->n_order;) {
+        const vtok *t = &v->order[i];
+        uint32_t c = t->lcp, len = t->len;
+        if (dead != UINT32_MAX && c >= dead) {
+            i++; /* starts with the prefix no stack survived */
+            continue;
+        }
         dead = UINT32_MAX;
         if (valid > c)
             valid = c;
-        const uint8_t *s = v->bytes + v->off[id];
+        const uint8_t *s = v->bytes + t->off;
         for (uint32_t d = valid; d < len; d++) {
+            if (!rt_gmemo_may_take(m, path[d], s[d])) { /* no class takes it: no step needed */
+                dead = d + 1;
+                break;
+            }
             uint32_t next = rt_gmemo_step(m, path[d], s[d]);
             if (next == UINT32_MAX) {
                 snprintf(err, RT_ERR_LEN, "%s", m->err);
@@ -200,7 +217,9 @@ int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_
         }
         valid = dead != UINT32_MAX ? dead : len;
         if (dead == UINT32_MAX)
-            allow[id] = 1, cnt++;
+            allow[t->id] = 1, cnt++;
+        /* a dead first (second) byte: skip every token that shares it at once */
+        i = dead == 1 ? t->skip1 : dead == 2 ? t->skip2 : i + 1;
     }
     *n_allowed = cnt;
     return 0;
