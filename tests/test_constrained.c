@@ -7,6 +7,7 @@
  *     sampled with a seed): the stage never changes an allowed pick;
  *   - grammars the model would never follow on its own (digits only, a fixed sentence):
  *     the output is exactly what they allow (the whole-vocabulary mask path);
+ *   - --bench with a grammar reports the constrained and unconstrained decode speeds;
  *   - the API's and the CLI's errors: exact messages and statuses / exit codes.
  */
 #include <setjmp.h>
@@ -352,6 +353,16 @@ static void test_cli(void **state)
     const char *ans = r2.out + strlen(prompt);
     assert_true(!strncmp(ans, "yes ", 4) || !strncmp(ans, "no ", 3));
     cli_result_free(&r2);
+    /* --bench with a grammar: constrained and unconstrained decode speed, in the JSON line */
+    RUN(bj, "-m", MODEL, "--bench", "--json", "--grammar", "root ::= [a-z ]{1,60} \".\"");
+    expect(&bj, 0, "bench: greedy decode with the grammar and without");
+    cJSON *j = cJSON_Parse(bj.out);
+    assert_non_null(j);
+    const cJSON *gt = cJSON_GetObjectItemCaseSensitive(j, "grammar_decode_tok_s");
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(j, "grammar_base_decode_tok_s");
+    assert_true(cJSON_IsNumber(gt) && gt->valuedouble > 0 && cJSON_IsNumber(bt) && bt->valuedouble > 0);
+    cJSON_Delete(j);
+    cli_result_free(&bj);
     RUN(e1, "-m", MODEL, "-p", prompt, "--grammar", "root ::= foo");
     expect(&e1, 1, "error: --grammar: grammar:1:10: undefined rule 'foo'");
     cli_result_free(&e1);
@@ -364,9 +375,13 @@ static void test_cli(void **state)
     RUN(e4, "-m", MODEL, "-p", prompt, "--grammar", "root ::= \"a\"", "-j", "{}");
     expect(&e4, 2, "error: give one of --grammar, --grammar-file, --json-schema and --json-schema-file");
     cli_result_free(&e4);
-    RUN(e5, "-m", MODEL, "--bench", "-j", "{}");
-    expect(&e5, 2, "error: a grammar or JSON schema applies only to generation (-p, -f, --chat)");
+    RUN(e5, "--bench", "-j", "{}");
+    expect(&e5, 2, "error: a grammar or JSON schema applies only to generation (-p, -f, --chat) and to --bench "
+                   "with -m (constrained decode speed)");
     cli_result_free(&e5);
+    RUN(e6, "-m", MODEL, "--perplexity", "-f", MODEL, "--grammar", "root ::= \"a\"");
+    expect(&e6, 2, "error: a grammar or JSON schema applies only to generation");
+    cli_result_free(&e6);
 }
 
 int main(void)

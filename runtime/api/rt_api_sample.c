@@ -140,6 +140,8 @@ int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *cg)
     rt_gmatch *gm = NULL;
     uint8_t *allow = NULL;
     char err[RT_ERR_LEN] = "";
+    if (g && g == s->gr) /* the same grammar again: restart it, keeping its mask memo warm */
+        return rt_gmatch_reset(s->gm, err) ? rt_api_fail(TERNION_E_INVALID, "%s", err) : 0;
     if (g) {
         allow = malloc((size_t)rt_gvocab_size(g->v) + 1);
         if (!allow)

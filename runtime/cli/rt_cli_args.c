@@ -268,8 +268,9 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         fprintf(stderr, "error: give one of --grammar, --grammar-file, --json-schema and --json-schema-file\n");
         return usage_error(o->prog);
     }
-    if (n_gram && (o->logits_out || o->tokenize || o->perplexity || o->bench || o->tune)) {
-        fprintf(stderr, "error: a grammar or JSON schema applies only to generation (-p, -f, --chat)\n");
+    if (n_gram && (o->logits_out || o->tokenize || o->perplexity || o->tune || (o->bench && !o->model))) {
+        fprintf(stderr, "error: a grammar or JSON schema applies only to generation (-p, -f, --chat) and to --bench "
+                        "with -m (constrained decode speed)\n");
         return usage_error(o->prog);
     }
     if (o->json && !o->bench && !o->tune && !o->perplexity) {

@@ -30,6 +30,8 @@
 #define N_PROMPTS 3
 #define MAX_FFN_LAYERS 512 /* layers whose active-neuron fraction the report shows */
 #define CPU_LAYERS 2       /* the reduced shape on CPU devices (tests/bench.sh's too) */
+#define GRAM_RUNS 5        /* constrained decode: runs of each way, alternated */
+#define GRAM_STEPS 48      /* tokens per run (fewer when the grammar's text ends) */
 #define CPU_VOCAB 8192
 
 typedef struct {
@@ -61,6 +63,8 @@ typedef struct {
     uint64_t streamed_bytes;
     double s_copy_ms, s_compute_ms, s_step_ms; /* rt_engine_stream_measure */
     int stream_sync;       /* ternion_perf.stream_sync */
+    double gram_ms, gram_base_ms; /* --grammar / --json-schema: greedy decode ms/token with the grammar
+                                     and without (both a token per step); 0: not measured */
 } bench_result;
 
 /* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
@@ -283,6 +287,51 @@ static int step(ternion_context *c, ternion_sampler *greedy, const int32_t *toks
     return ternion_decode(c, &b) || ternion_sample(c, greedy, -1, id);
 }
 
+/* One run: the 128-token prefix evaluated (untimed), then up to GRAM_STEPS greedy tokens with
+ * sampler s (its grammar restarted), a decode step each. ms per token. */
+static int gram_run(ternion_context *e, ternion_sampler *s, const ternion_grammar *gr, const int32_t *toks,
+                    double *ms)
+{
+    int32_t id;
+    if (ternion_sampler_set_grammar(s, gr) || step(e, s, toks, DEC_POS, 0, &id)) return -1;
+    double t0 = rt_cli_now_ms();
+    int n = 0; /* timed steps: the token chosen after the prefix evaluated and the next chosen */
+    for (; n < GRAM_STEPS && !ternion_token_is_eog(ternion_context_model(e), id); n++)
+        if (step(e, s, &id, 1, DEC_POS + n, &id)) return -1;
+    *ms = (rt_cli_now_ms() - t0) / (n ? n : 1);
+    return 0;
+}
+
+/* --bench -m FILE --grammar/--json-schema: greedy decode a token per step with the grammar and
+ * without, the two alternated; medians. */
+static int measure_grammar(ternion_context *e, const rt_cli_opts *o, const int32_t *toks, bench_result *r)
+{
+    char err[RT_CLI_ERR_LEN] = "";
+    ternion_grammar *gr = NULL;
+    if (rt_cli_grammar(o, ternion_context_model(e), &gr, err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return RT_CLI_EXIT_ERR;
+    }
+    if (!gr) return 0;
+    fprintf(stderr, "bench: greedy decode with the grammar and without (%d runs each, alternated)\n", GRAM_RUNS);
+    ternion_sampler_params gp = ternion_sampler_default_params();
+    gp.temp = 0;
+    ternion_sampler *s = NULL;
+    double with[GRAM_RUNS], without[GRAM_RUNS];
+    int rc = ternion_sampler_new(&gp, &s);
+    for (int k = -1; !rc && k < GRAM_RUNS; k++) { /* k = -1: warm-up */
+        double a, b;
+        rc = gram_run(e, s, gr, toks, &a) || gram_run(e, s, NULL, toks, &b);
+        if (!rc && k >= 0) with[k] = a, without[k] = b;
+    }
+    if (rc) fprintf(stderr, "error: bench grammar: %s\n", ternion_context_error(e)[0] ? ternion_context_error(e)
+                                                                                    : ternion_last_error());
+    else r->gram_ms = median(with, GRAM_RUNS), r->gram_base_ms = median(without, GRAM_RUNS);
+    ternion_sampler_free(s);
+    ternion_grammar_free(gr);
+    return rc ? RT_CLI_EXIT_ERR : 0;
+}
+
 static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o, bench_result *r)
 {
     int32_t toks[512], id;
@@ -385,7 +434,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
         fprintf(stderr, "warning: copy bandwidth probe failed: %s\n", ternion_context_error(e));
         r->copy_gbs = 0;
     }
-    return 0;
+    return measure_grammar(e, o, toks, r);
 }
 
 static void json_str(const char *key, const char *s, bool comma)
@@ -410,10 +459,10 @@ static double mean_active(const bench_result *r)
 }
 static const char *const tune_how[] = {"defaults", "stored", "tuned"};
 
-static void report(const rt_cli_opts *o, const char *name, const char *path, const bench_result *r)
+static void report_json(const rt_cli_opts *o, const char *name, const char *path, const bench_result *r)
 {
     double ratio = r->copy_gbs > 0 ? r->achieved_gbs / r->copy_gbs : 0;
-    if (o->json) {
+    {
         printf("{");
         json_str("model", name, true);
         json_str("weights", o->model ? path : "random", true);
@@ -435,6 +484,9 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
             else printf("\"decode%d_tok_s\":%.3f,", long_ctx[c], 1000.0 / r->long_ms[c]);
         }
         printf("\"decode_chain_tok_s\":%.3f,", 1000.0 / r->chain_ms);
+        if (r->gram_ms > 0)
+            printf("\"grammar_decode_tok_s\":%.3f,\"grammar_base_decode_tok_s\":%.3f,", 1000.0 / r->gram_ms,
+                   1000.0 / r->gram_base_ms);
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         printf("\"coopmat_available\":%s,", r->coopmat ? "true" : "false");
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
@@ -471,6 +523,14 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
                r->dispatches, r->barriers, (unsigned long long)r->bytes, (unsigned long long)r->weight_bytes,
                (unsigned long long)r->layer_weight_bytes,
                r->achieved_gbs, r->copy_gbs, ratio, o->profile ? "true" : "false");
+    }
+}
+
+static void report(const rt_cli_opts *o, const char *name, const char *path, const bench_result *r)
+{
+    double ratio = r->copy_gbs > 0 ? r->achieved_gbs / r->copy_gbs : 0;
+    if (o->json) {
+        report_json(o, name, path, r);
         return;
     }
     printf("bench %s: %s, %d layers, vocab %d, context %d\n", name, o->model ? path : "random weights",
@@ -492,6 +552,11 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
            r->dec_ms, DEC_POS, DEC_RUNS, DEC_STEPS, o->profile ? " [profiling on: includes timestamp cost]" : "");
     printf("chained:     %.2f tok/s, %.3f ms/token (greedy, %d tokens per submission, the CPU out of the loop)\n",
            1000.0 / r->chain_ms, r->chain_ms, DEC_STEPS);
+    if (r->gram_ms > 0)
+        printf("grammar:     %.2f tok/s, %.3f ms/token with the grammar; %.2f tok/s, %.3f ms/token without (greedy, a "
+               "token per step, up to %d tokens, median of %d alternated runs): %+.1f %%\n", 1000.0 / r->gram_ms,
+               r->gram_ms, 1000.0 / r->gram_base_ms, r->gram_base_ms, GRAM_STEPS, GRAM_RUNS,
+               100.0 * (r->gram_base_ms / r->gram_ms - 1));
     for (int c = 0; c < 2; c++) {
         if (r->long_ms[c] < 0) printf("decode @%d: skipped (context %d)\n", long_ctx[c], r->n_ctx);
         else printf("decode @%d: %.2f tok/s, %.3f ms/token (%.0f%% of the speed at %d)\n", long_ctx[c],

@@ -201,9 +201,9 @@ static char *read_file(const char *path, const char *flag, char *err)
     return b;
 }
 
-/* --grammar, --grammar-file, --json-schema or --json-schema-file, compiled (NULL: none). */
-static int make_grammar(rt_cli_gen *g, const rt_cli_opts *o, char *err)
+int rt_cli_grammar(const rt_cli_opts *o, const ternion_model *m, ternion_grammar **out, char *err)
 {
+    *out = NULL;
     const char *flag = o->grammar ? "--grammar" : o->grammar_file ? "--grammar-file"
                                                 : o->json_schema ? "--json-schema" : "--json-schema-file";
     const char *file = o->grammar_file ? o->grammar_file : o->json_schema_file;
@@ -214,8 +214,7 @@ static int make_grammar(rt_cli_gen *g, const rt_cli_opts *o, char *err)
         return 1;
     const char *src = text ? text : o->grammar ? o->grammar : o->json_schema;
     bool schema = o->json_schema || o->json_schema_file;
-    int rc = schema ? ternion_grammar_new_json_schema(g->m, src, &g->grammar)
-                    : ternion_grammar_new(g->m, src, NULL, &g->grammar);
+    int rc = schema ? ternion_grammar_new_json_schema(m, src, out) : ternion_grammar_new(m, src, NULL, out);
     free(text);
     if (rc)
         snprintf(err, RT_CLI_ERR_LEN, "%s: %s", flag, ternion_last_error());
@@ -244,7 +243,7 @@ int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, ternion_context *ctx, c
     g->seed = sp.seed;
     bool penalties = sp.repeat_last_n > 0 &&
                      (sp.repeat_penalty != 1.0f || sp.freq_penalty != 0.0f || sp.presence_penalty != 0.0f);
-    if (make_grammar(g, o, err)) {
+    if (rt_cli_grammar(o, g->m, &g->grammar, err)) {
         rt_cli_gen_free(g);
         return 1;
     }

@@ -136,6 +136,9 @@ typedef struct {
 } rt_cli_turn;
 
 int rt_cli_gen_init(rt_cli_gen *g, const rt_cli_opts *o, ternion_context *ctx, char *err);
+/* The grammar of --grammar, --grammar-file, --json-schema or --json-schema-file compiled for
+ * m (*out NULL when none is given). 0 ok, else 1 + err naming the flag. */
+int rt_cli_grammar(const rt_cli_opts *o, const ternion_model *m, ternion_grammar **out, char *err);
 void rt_cli_gen_free(rt_cli_gen *g);
 /* Tokenizes text (BOS first when add_bos and the model wants it). Count, or -1 + err. */
 int rt_cli_tokenize(const ternion_model *m, const char *text, bool add_bos, bool parse_special, int32_t **out_ids,
