@@ -7,7 +7,8 @@
  * it), so a mask computes each transition once, and the masks of later steps reuse what
  * earlier ones computed. Each state also knows which bytes can start what its stacks wait
  * for (from their character classes), so a byte nothing takes is rejected without a step
- * (most of a vocabulary, at a restrictive position, even when the memo is cold). The memo
+ * (most of a vocabulary, at a restrictive position, even when the memo is cold), and a
+ * state stepped from often (inside a JSON string) gets a direct table by byte. The memo
  * is cleared before a mask when it has grown past its caps, so it never holds more than
  * the caps plus one mask's walk.
  */
@@ -48,6 +49,9 @@ static uint64_t hash_set(const rt_gset *s)
 
 static void clear(rt_gmemo *g)
 {
+    for (uint32_t i = 0; i < g->n_st; i++)
+        free(g->st[i].direct);
+    g->n_direct = 0;
     g->n_words = g->n_offs = 0;
     g->n_st = g->n_tr = 0;
     if (g->sh)
@@ -58,6 +62,7 @@ static void clear(rt_gmemo *g)
 
 void rt_gmemo_free(rt_gmemo *g)
 {
+    clear(g);
     free(g->words);
     free(g->offs);
     free(g->st);
@@ -139,6 +144,8 @@ uint32_t rt_gmemo_intern(rt_gmatch *m, const rt_gset *s)
     return g->n_st - 1;
 }
 
+static uint32_t step_slow(rt_gmatch *m, uint32_t from, uint8_t b);
+
 /* The transition slot of key (its key 0: absent). */
 static rt_gmtrans *find_trans(rt_gmemo *g, uint64_t key)
 {
@@ -167,6 +174,22 @@ static int rehash_trans(rt_gmemo *g)
 }
 
 uint32_t rt_gmemo_step(rt_gmatch *m, uint32_t from, uint8_t b)
+{
+    rt_gmemo *g = &m->memo;
+    rt_gmstate *hot = &g->st[from];
+    if (hot->direct && hot->direct[b])
+        return hot->direct[b] - 1;
+    if (!hot->direct && ++hot->steps > RT_GMEMO_HOT && g->n_direct < RT_GMEMO_MAX_DIRECT &&
+        (hot->direct = calloc(256, sizeof *hot->direct)))
+        g->n_direct++;
+    uint32_t to = step_slow(m, from, b);
+    if (to != UINT32_MAX && g->st[from].direct) /* g->st may have moved: index again */
+        g->st[from].direct[b] = to + 1;
+    return to;
+}
+
+/* The transition through the table (computed and stored when new). */
+static uint32_t step_slow(rt_gmatch *m, uint32_t from, uint8_t b)
 {
     rt_gmemo *g = &m->memo;
     if (rehash_trans(g))

@@ -27,6 +27,8 @@ typedef struct {
 #define RT_GMEMO_MAX_WORDS (1u << 22)
 #define RT_GMEMO_MAX_STATES (1u << 20)
 #define RT_GMEMO_MAX_TRANS (1u << 21)
+#define RT_GMEMO_HOT 64          /* lookups from a state before it gets a direct table */
+#define RT_GMEMO_MAX_DIRECT 4096 /* direct tables (1 KiB each) at most */
 
 typedef struct {
     size_t wbase, obase; /* its words and stack offsets in the memo's arrays */
@@ -34,6 +36,8 @@ typedef struct {
     uint64_t hash;
     uint64_t lead[4];    /* bytes that may come next (a superset; computed on first use) */
     bool lead_known;
+    uint32_t steps;      /* transitions looked up from it */
+    uint32_t *direct;    /* a hot state's transitions by byte (id + 1, 0: not known yet), or NULL */
 } rt_gmstate;
 
 typedef struct {
@@ -50,6 +54,7 @@ typedef struct {
     rt_gmtrans *tr;
     uint32_t n_tr, cap_tr;
     uint32_t *path, cap_path; /* the state id per depth of a mask walk */
+    uint32_t n_direct;        /* states with a direct table */
     rt_gset scratch;
 } rt_gmemo;
 
