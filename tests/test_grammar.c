@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/rt_grammar.h"
+#include "engine/rt_grammar_priv.h"
 #include "engine/rt_json_schema.h"
 #include "gguf/rt_gguf.h"
 
@@ -460,8 +461,8 @@ static void test_mask(void **state)
 }
 
 /* A random JSON-ish vocabulary under the JSON object grammar: at every step of a random
- * walk the mask (memoized transitions, reused across steps) equals feeding each token
- * alone, and the walk's text stays a prefix of JSON. */
+ * walk the mask and the token checks (memoized transitions, reused across steps) equal an
+ * independent recognizer fed the same text byte by byte without the memo. */
 static void test_mask_random(void **state)
 {
     (void)state;
@@ -493,6 +494,8 @@ static void test_mask_random(void **state)
     rt_grammar *g = NULL;
     assert_int_equal(rt_grammar_parse(src, strlen(src), NULL, &g, err), 0);
     assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+    rt_gmatch *ref = NULL; /* the oracle: string feeds, no memo */
+    assert_int_equal(rt_gmatch_new(g, &ref, err), 0);
     uint8_t *allow = malloc(NV);
     int completes = 0;
     for (int step = 0; step < STEPS; step++) {
@@ -502,6 +505,8 @@ static void test_mask_random(void **state)
         for (int32_t t = 0; t < NV; t++) {
             int ok = rt_gmatch_token_ok(m, v, t, err);
             assert_int_equal(ok, allow[t]);
+            int want = t == 0 ? rt_gmatch_complete(ref) : rt_gmatch_walk(ref, (const uint8_t *)p[t], len[t]) == (long)len[t];
+            assert_int_equal(ok, want);
             k += ok;
         }
         assert_int_equal(k, n);
@@ -517,15 +522,53 @@ static void test_mask_random(void **state)
             completes++;
             assert_true(rt_gmatch_complete(m));
             assert_int_equal(rt_gmatch_reset(m, err), 0);
+            assert_int_equal(rt_gmatch_reset(ref, err), 0);
             continue;
         }
         assert_int_equal(rt_gmatch_accept_token(m, v, pick, err), 1);
+        assert_int_equal(rt_gmatch_accept(ref, p[pick], len[pick], err), 1);
+        assert_int_equal(rt_gmatch_complete(m), rt_gmatch_complete(ref));
     }
+    rt_gmatch_free(ref);
     free(allow);
     free(buf);
     rt_gmatch_free(m);
     rt_grammar_free(g);
     rt_gvocab_free(v);
+}
+
+/* llama.cpp's bundled grammars compile unchanged and accept what they describe. */
+static void test_llama_cpp_grammars(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *valid, *invalid;
+    } cases[] = {
+        {"arithmetic.gbnf", "x = (1+2*y)\ny=4\n", "x = 1 +\n"},
+        {"c.gbnf", "int main(int a){return a*2;}", "int main( {"},
+        {"chess.gbnf", "1. e4 e5\n2. Nf3 Nc6\n", "1. e9 e5\n"},
+        {"english.gbnf", "The cat sat.", "The caf\xC3\xA9"},
+        {"japanese.gbnf", "\xE3\x81\x93\xE3\x82\x93\xE3\x81\xAB\xE3\x81\xA1\xE3\x81\xAF\xE3\x80\x82", "hello"},
+        {"json.gbnf", "{\"a\": [1, 2.5e3, \"x\\n\"], \"b\": {\"c\": null}}", "{\"a\": [1,]}"},
+        {"json_arr.gbnf", "[\n{\"a\": true},\n\"x\"]", "[1]"},
+        {"list.gbnf", "- milk\n- eggs\n", "* milk\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/data/grammars/llama.cpp/%s", cases[i].file);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        char buf[8192];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        rt_grammar *g = compile(buf);
+        if (run(g, cases[i].valid, strlen(cases[i].valid)) != 1)
+            fail_msg("%s rejects %s", cases[i].file, cases[i].valid);
+        if (run(g, cases[i].invalid, strlen(cases[i].invalid)) == 1)
+            fail_msg("%s accepts %s", cases[i].file, cases[i].invalid);
+        rt_grammar_free(g);
+    }
 }
 
 int main(void)
@@ -536,7 +579,7 @@ int main(void)
         cmocka_unit_test(test_match_basics),     cmocka_unit_test(test_match_repetitions),
         cmocka_unit_test(test_match_utf8),       cmocka_unit_test(test_match_arith),
         cmocka_unit_test(test_hostile_inputs),   cmocka_unit_test(test_mask),
-        cmocka_unit_test(test_mask_random),
+        cmocka_unit_test(test_mask_random),      cmocka_unit_test(test_llama_cpp_grammars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

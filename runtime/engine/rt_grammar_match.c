@@ -360,6 +360,7 @@ bool rt_gset_complete(const rt_gset *s)
 
 int rt_gmatch_reset(rt_gmatch *m, char *err)
 {
+    m->cur_gen = 0; /* its memo id is void */
     gset_clear(&m->cur);
     new_build(m);
     m->work_done = 0;
@@ -449,6 +450,7 @@ void rt_gmatch_commit(rt_gmatch *m, size_t n)
 {
     if (n == 0)
         return;
+    m->cur_gen = 0;
     rt_gset t = m->cur;
     m->cur = m->lv[n];
     m->lv[n] = t;

@@ -54,6 +54,7 @@ static void clear(rt_gmemo *g)
     g->n_direct = 0;
     g->n_words = g->n_offs = 0;
     g->n_st = g->n_tr = 0;
+    g->gen++;
     if (g->sh)
         memset(g->sh, 0, g->cap_sh * sizeof *g->sh);
     if (g->tr)
@@ -214,6 +215,33 @@ static uint32_t step_slow(rt_gmatch *m, uint32_t from, uint8_t b)
 }
 
 bool rt_gmemo_dead(const rt_gmatch *m, uint32_t id) { return m->memo.st[id].n == 0; }
+
+uint32_t rt_gmemo_cur(rt_gmatch *m)
+{
+    if (m->memo.gen == 0) /* generation 0 is never current: a fresh memo starts at 1 */
+        m->memo.gen = 1;
+    if (m->cur_gen != m->memo.gen) {
+        uint32_t id = rt_gmemo_intern(m, &m->cur);
+        if (id == UINT32_MAX)
+            return id;
+        m->cur_id = id;
+        m->cur_gen = m->memo.gen;
+    }
+    return m->cur_id;
+}
+
+int rt_gmemo_load(rt_gmatch *m, uint32_t id)
+{
+    const rt_gmemo *g = &m->memo;
+    const rt_gmstate *st = &g->st[id];
+    rt_gset view = {.w = st->nw ? g->words + st->wbase : NULL, .nw = st->nw, .off = st->n ? g->offs + st->obase : NULL,
+                    .n = st->n, .pval = st->pval, .prem = st->prem, .plen = st->plen};
+    if (rt_gset_copy(&m->cur, &view))
+        return (int)nomem(m);
+    m->cur_id = id;
+    m->cur_gen = g->gen;
+    return 0;
+}
 
 /* Set the lead bytes of the UTF-8 encodings of code points [a, b]. */
 static void mark_range(uint64_t lead[4], uint32_t a, uint32_t b)

@@ -55,6 +55,7 @@ typedef struct {
     uint32_t n_tr, cap_tr;
     uint32_t *path, cap_path; /* the state id per depth of a mask walk */
     uint32_t n_direct;        /* states with a direct table */
+    uint32_t gen;             /* bumped when cleared (ids of an earlier generation are void) */
     rt_gset scratch;
 } rt_gmemo;
 
@@ -68,6 +69,7 @@ struct rt_gmatch {
     uint32_t *hslot, *hstamp, stamp; /* dedup table of the set being built */
     uint32_t work_done; /* expansions for the current character */
     rt_gmemo memo;      /* the mask's states and transitions */
+    uint32_t cur_id, cur_gen; /* the committed state's id in the memo, valid when cur_gen == memo.gen */
     char err[512];      /* RT_ERR_LEN */
 };
 
@@ -98,6 +100,10 @@ int rt_gmemo_begin(rt_gmatch *m, uint32_t n);
 uint32_t rt_gmemo_intern(rt_gmatch *m, const rt_gset *s);
 /* The id of the state after byte b from state `from`; UINT32_MAX + m->err. */
 uint32_t rt_gmemo_step(rt_gmatch *m, uint32_t from, uint8_t b);
+/* The committed state's id (interned when not known); UINT32_MAX + m->err. */
+uint32_t rt_gmemo_cur(rt_gmatch *m);
+/* State id becomes the committed state. 0 ok, -1 + m->err. */
+int rt_gmemo_load(rt_gmatch *m, uint32_t id);
 /* Whether state id has no stacks (nothing can follow). */
 bool rt_gmemo_dead(const rt_gmatch *m, uint32_t id);
 /* false: byte b certainly leaves no stack from state id (without stepping); true: it may. */

@@ -3,7 +3,8 @@
  * Owns: rt_gvocab (every token's bytes, decoded once when the table is made; the tokens with
  * bytes sorted by them with the common prefix of each with the one before, which makes the
  * sorted list an implicit trie; the end-of-generation tokens) and the token queries on a
- * recognizer: whether one token fits, feeding one, and the mask of every token that fits.
+ * recognizer: whether one token fits, feeding one, and the mask of every token that fits,
+ * all through the recognizer's memo of states and transitions (rt_grammar_memo.c).
  * The mask walks the sorted list keeping the state after each prefix depth: a token
  * starts from the depth it shares with the token before, and a prefix that no stack
  * survives rejects every token under it without stepping, so the work is the number of
@@ -148,6 +149,29 @@ nomem:
     return -1;
 }
 
+/* Token id walked through the memo from the committed state: the state after it
+ * (UINT32_MAX: rejected), or -1 + err. */
+static int64_t walk_token(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
+{
+    uint32_t st;
+    if (rt_gmemo_begin(m, 1) || (st = rt_gmemo_cur(m)) == UINT32_MAX) {
+        snprintf(err, RT_ERR_LEN, "%s", m->err);
+        return -1;
+    }
+    const uint8_t *s = v->bytes + v->off[id];
+    for (uint32_t d = 0; d < v->len[id]; d++) {
+        if (!rt_gmemo_may_take(m, st, s[d]))
+            return UINT32_MAX;
+        if ((st = rt_gmemo_step(m, st, s[d])) == UINT32_MAX) {
+            snprintf(err, RT_ERR_LEN, "%s", m->err);
+            return -1;
+        }
+        if (rt_gmemo_dead(m, st))
+            return UINT32_MAX;
+    }
+    return st;
+}
+
 int rt_gmatch_token_ok(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
 {
     if (id < 0 || id >= v->n)
@@ -156,20 +180,24 @@ int rt_gmatch_token_ok(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
         return rt_gmatch_complete(m);
     if (!v->len[id])
         return 0;
-    long d = rt_gmatch_walk(m, v->bytes + v->off[id], v->len[id]);
-    if (d < 0) {
-        snprintf(err, RT_ERR_LEN, "%s", m->err);
-        return -1;
-    }
-    return (size_t)d == v->len[id];
+    int64_t st = walk_token(m, v, id, err);
+    return st < 0 ? -1 : st != UINT32_MAX;
 }
 
 int rt_gmatch_accept_token(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
 {
-    int ok = rt_gmatch_token_ok(m, v, id, err);
-    if (ok == 1 && !v->eog[id])
-        rt_gmatch_commit(m, v->len[id]);
-    return ok;
+    if (id < 0 || id >= v->n || (!v->eog[id] && !v->len[id]))
+        return 0;
+    if (v->eog[id])
+        return rt_gmatch_complete(m);
+    int64_t st = walk_token(m, v, id, err);
+    if (st < 0 || st == UINT32_MAX)
+        return st < 0 ? -1 : 0;
+    if (rt_gmemo_load(m, (uint32_t)st)) {
+        snprintf(err, RT_ERR_LEN, "%s", m->err);
+        return -1;
+    }
+    return 1;
 }
 
 int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_allowed, char *err)
@@ -177,7 +205,7 @@ int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_
     memset(allow, 0, (size_t)v->n);
     *n_allowed = 0;
     uint32_t *path;
-    if (rt_gmemo_begin(m, v->max_len + 1) || (m->memo.path[0] = rt_gmemo_intern(m, &m->cur)) == UINT32_MAX) {
+    if (rt_gmemo_begin(m, v->max_len + 1) || (m->memo.path[0] = rt_gmemo_cur(m)) == UINT32_MAX) {
         snprintf(err, RT_ERR_LEN, "%s", m->err);
         return -1;
     }
