@@ -7,6 +7,7 @@
  *     sampled with a seed): the stage never changes an allowed pick;
  *   - grammars the model would never follow on its own (digits only, a fixed sentence):
  *     the output is exactly what they allow (the whole-vocabulary mask path);
+ *   - the top-candidates path (no letter e) gives the tokens of the whole-vocabulary mask;
  *   - --bench with a grammar reports the constrained and unconstrained decode speeds;
  *   - the API's and the CLI's errors: exact messages and statuses / exit codes.
  */
@@ -262,6 +263,43 @@ static void test_forced_output(void **state)
     ternion_context_free(c);
 }
 
+/* When the model's pick does not fit, the allowed tokens among the 256 largest logits decide
+ * greedy and top-k sampling exactly: the same tokens as masking the whole vocabulary, which a
+ * sampler with a (no-op) frequency penalty of 1e-30 does. */
+static void test_top_candidates_exact(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    ternion_context *c = context(TERNION_BACKEND_CPU);
+    if (!c)
+        skip();
+    ternion_grammar *g = NULL;
+    assert_int_equal(ternion_grammar_new(model, "root ::= [^eE]{1,200}", NULL, &g), 0);
+    const struct { float temp; int top_k; } runs[] = {{0, 40}, {0.9f, 40}, {0.7f, 10}, {1.2f, 1}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        ternion_sampler_params sp = ternion_sampler_default_params();
+        sp.temp = runs[r].temp;
+        sp.top_k = runs[r].top_k;
+        sp.seed = 5 + r;
+        ternion_sampler *a = NULL, *b = NULL;
+        assert_int_equal(ternion_sampler_new(&sp, &a), 0);
+        sp.freq_penalty = 1e-30f; /* a penalty: the whole-row path, the same logits */
+        assert_int_equal(ternion_sampler_new(&sp, &b), 0);
+        assert_int_equal(ternion_sampler_set_grammar(a, g), 0);
+        assert_int_equal(ternion_sampler_set_grammar(b, g), 0);
+        gen_out x, y;
+        generate(c, a, "And the LORD spake unto Moses, saying,", 40, &x);
+        generate(c, b, "And the LORD spake unto Moses, saying,", 40, &y);
+        assert_int_equal(x.n, y.n);
+        assert_memory_equal(x.ids, y.ids, (size_t)x.n * sizeof(int32_t));
+        assert_null(strpbrk(x.text, "eE"));
+        ternion_sampler_free(a);
+        ternion_sampler_free(b);
+    }
+    ternion_grammar_free(g);
+    ternion_context_free(c);
+}
+
 static void test_api_errors(void **state)
 {
     (void)state;
@@ -390,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_json_schema_generation),
         cmocka_unit_test(test_permissive_grammar_is_transparent),
         cmocka_unit_test(test_forced_output),
+        cmocka_unit_test(test_top_candidates_exact),
         cmocka_unit_test(test_api_errors),
         cmocka_unit_test(test_cli),
     };

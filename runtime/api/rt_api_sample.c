@@ -15,11 +15,13 @@
  * A user callback always gets the whole row (read from the device if needed).
  *
  * The grammar stage (ternion_sampler_set_grammar), llama.cpp's order: the token the chain
- * picks as above is checked against the grammar (its bytes fed to a copy of the parse
- * state, rt_grammar.h); when the grammar allows it, it is the answer (greedy: exactly the
- * constrained argmax). Otherwise the whole row is read, the grammar masks the vocabulary
- * (a walk over the byte-sorted token table) and the chain runs again on the allowed tokens
- * alone. The chosen token then moves the grammar's position.
+ * picks as above is checked against the grammar (its bytes walked from the parse state,
+ * rt_grammar.h); when the grammar allows it, it is the answer (greedy: exactly the
+ * constrained argmax). Otherwise the chain runs again on the allowed tokens alone: on the
+ * allowed ones among the 256 largest logits when they decide it exactly (greedy: the first
+ * allowed one; top-k k without penalties: k of them allowed), else on the whole row after
+ * the grammar masked the vocabulary (a walk over the byte-sorted token table). The chosen
+ * token then moves the grammar's position.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -224,12 +226,34 @@ static int reserve_all(ternion_context *c, ternion_sampler *s, int32_t nv)
     return 0;
 }
 
+/* Whether row r's logits are still on the device (not read into host memory). */
+static bool row_on_device(const ternion_context *c, int32_t r)
+{
+    return (r == c->dev_row || c->dev_multi) && !c->filled[c->row_slot[r]];
+}
+
+/* The k largest logits of row r (batch index i) into s->ids / s->logits, descending. */
+static int top_of_row(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, int k)
+{
+    char err[RT_ERR_LEN] = "";
+    if (row_on_device(c, r)) {
+        if (rt_engine_topk(c->e, k, s->ids, s->logits, err))
+            return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
+        return 0;
+    }
+    const float *row = rt_api_row_logits(c, i);
+    if (!row)
+        return TERNION_E_DEVICE;
+    cpu_topk(row, c->m->n_vocab, k, s->ids, s->logits);
+    return 0;
+}
+
 /* The chain's token from row r (batch index i) without the grammar. */
 static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, int32_t *out)
 {
     int32_t nv = c->m->n_vocab, id = -1;
     char err[RT_ERR_LEN] = "";
-    bool on_device = (r == c->dev_row || c->dev_multi) && !c->filled[c->row_slot[r]];
+    bool on_device = row_on_device(c, r);
     if (on_device && c->dev_multi && rt_engine_use_row(c->e, r, err))
         return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
     int k = s->k > nv ? nv : s->k;
@@ -254,12 +278,9 @@ static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, in
             s->all[v] = (rt_cand){.id = v, .logit = row[v]};
         id = rt_sampler_sample(s->s, s->all, (size_t)nv);
     } else {
-        if (on_device) {
-            if (rt_engine_topk(c->e, k, s->ids, s->logits, err))
-                return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
-        } else {
-            cpu_topk(rt_api_row_logits(c, i), nv, k, s->ids, s->logits);
-        }
+        int rc = top_of_row(c, s, i, r, k);
+        if (rc)
+            return rc;
         for (int j = 0; j < k; j++)
             s->cands[j] = (rt_cand){.id = s->ids[j], .logit = s->logits[j]};
         id = rt_sampler_sample(s->s, s->cands, (size_t)k);
@@ -270,8 +291,46 @@ static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, in
     return 0;
 }
 
+/* The grammar's choice from the MAX_CANDS largest logits alone, when they decide it exactly:
+ * greedy without penalties, the first allowed one in logit order; the chain with top-k k
+ * and no penalty, when k of them are allowed (every allowed token outside them ranks below
+ * all of them, so the chain sees the same k tokens as over the whole masked row, and draws
+ * the same). The row is read to the host (the whole-row mask that may follow needs it too)
+ * and its largest logits selected there. 1 decided (*id), 0 not, < 0 an error status. */
+static int grammar_top(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *id)
+{
+    bool pen = rt_sampler_penalizes(&s->p) && s->p.repeat_last_n > 0;
+    int need = s->fast_greedy ? 1 : !pen && s->p.temp > 0 && s->p.top_k > 0 ? s->p.top_k : 0;
+    int32_t nv = c->m->n_vocab;
+    int k = MAX_CANDS < nv ? MAX_CANDS : nv, n = 0;
+    char err[RT_ERR_LEN] = "";
+    if (need < 1 || need > k)
+        return 0;
+    const float *row = rt_api_row_logits(c, i);
+    if (!row)
+        return TERNION_E_DEVICE;
+    /* widening (16, 64, 256): the first allowed ones are usually among the first few, and a
+     * selection of w costs about vocabulary + w^2 steps */
+    for (int w = need * 2 < 16 ? 16 : need * 2, j = 0; n < need && j < k; w *= 4) {
+        int top = w < k ? w : k;
+        cpu_topk(row, nv, top, s->ids, s->logits); /* the first j come out as before */
+        for (; j < top && n < need; j++) {
+            int ok = rt_gmatch_token_ok(s->gm, s->gr->v, s->ids[j], err);
+            if (ok < 0)
+                return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
+            if (ok)
+                s->cands[n++] = (rt_cand){.id = s->ids[j], .logit = s->logits[j]};
+        }
+    }
+    if (n < need)
+        return 0;
+    *id = s->fast_greedy ? s->cands[0].id : rt_sampler_sample(s->s, s->cands, (size_t)n);
+    return *id >= 0 ? 1 : rt_api_ctx_fail(c, TERNION_E_STATE, "the sampler chose no token");
+}
+
 /* The grammar stage: *id when the grammar allows it, else the chain over the allowed tokens
- * of the whole row; then the grammar moves past the token. */
+ * (of the top candidates when they decide it, else of the whole row); then the grammar
+ * moves past the token. */
 static int grammar_stage(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *id)
 {
     const rt_gvocab *v = s->gr->v;
@@ -281,6 +340,8 @@ static int grammar_stage(ternion_context *c, ternion_sampler *s, int32_t i, int3
         return rt_api_ctx_fail(c, TERNION_E_INVALID, "the sampler's grammar was made for a vocabulary of %d tokens, "
                                "this context's has %d", rt_gvocab_size(v), nv);
     int ok = rt_gmatch_token_ok(s->gm, v, *id, err);
+    if (ok == 0 && (ok = grammar_top(c, s, i, id)) < 0)
+        return ok;
     if (ok == 0) {
         const float *row = rt_api_row_logits(c, i);
         if (!row)
