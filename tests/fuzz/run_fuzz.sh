@@ -2,7 +2,8 @@
 # run_fuzz.sh - builds tests/fuzz/fuzz_gguf.c with libFuzzer + ASan + UBSan (clang) and runs
 # it for a bounded time over the seed corpus tests/data/gguf/ (malformed and valid files),
 # then tests/fuzz/fuzz_request.c (the server's request parsing, needs libcjson-dev) over
-# tests/data/requests/ for the same time.
+# tests/data/requests/ for the same time, then tests/fuzz/fuzz_grammar.c (the GBNF compiler, the
+# JSON schema converter, the recognizer and the vocabulary mask) over tests/data/grammars/.
 # Env: FUZZ_SECONDS (default 60), FUZZ_JOBS (parallel workers, default 1), CLANG (default
 # clang, then clang-14), FUZZ_OUT (build/fuzz). New inputs go to $FUZZ_OUT/corpus (the seed
 # directory is never modified); crashes to $FUZZ_OUT/crash-*.
@@ -68,3 +69,16 @@ echo "run_fuzz.sh: fuzzing the request parser for ${SECS}s, seeds tests/data/req
     exit 1
 }
 echo "run_fuzz.sh: request parser: no crash in ${SECS}s"
+# the grammar engine and the JSON schema converter: single job, same time, seeds tests/data/grammars/
+mkdir -p "$OUT/corpus-grammar"
+"$CC_F" -std=c11 -g -O1 -D_DEFAULT_SOURCE -I. -Iruntime -Wall -Wextra -Werror -Wno-unused-parameter \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+    tests/fuzz/fuzz_grammar.c runtime/engine/rt_grammar_*.c runtime/engine/rt_json_schema*.c -lcjson \
+    -o "$OUT/fuzz_grammar"
+echo "run_fuzz.sh: fuzzing the grammar engine for ${SECS}s, seeds tests/data/grammars/"
+(cd "$OUT" && ./fuzz_grammar -max_total_time="$SECS" -max_len=4096 -timeout=10 -artifact_prefix="./grammar-" \
+    -print_final_stats=1 corpus-grammar "$ROOT/tests/data/grammars") || {
+    echo "run_fuzz.sh: grammar engine FAILED; reproducer(s): $(ls "$OUT"/grammar-* 2>/dev/null | tr '\n' ' ')" >&2
+    exit 1
+}
+echo "run_fuzz.sh: grammar engine: no crash in ${SECS}s"
