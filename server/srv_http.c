@@ -342,6 +342,12 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
                       "at least one generated token", n, h->m->n_ctx);
         goto fail;
     }
+    for (int b = 0; b < req.n_bias; b++)
+        if (req.bias_ids[b] >= h->m->n_vocab) {
+            srv_error_set(&e, 400, "invalid_request_error", NULL, "logit_bias",
+                          "'logit_bias' names token %d; the vocabulary has %d tokens", req.bias_ids[b], h->m->n_vocab);
+            goto fail;
+        }
     if (req.constraint) { /* compiled here, so an invalid grammar or schema is this request's 400 */
         if (!h->m->grammar_new) {
             srv_error_set(&e, 400, "invalid_request_error", NULL, req.constraint, "this model takes no grammars");

@@ -30,6 +30,9 @@ typedef struct {
     int top_k;
     uint64_t seed;
     void *grammar;      /* grammar_new's result the sampler must follow (borrowed), or NULL */
+    const int32_t *bias_ids; /* logit_bias (borrowed): added to these tokens' logits */
+    const float *bias_vals;
+    int n_bias;
 } srv_sampling;
 
 typedef struct srv_model srv_model;
@@ -38,6 +41,7 @@ struct srv_model {
     const char *name;   /* served model id (GET /v1/models, the "model" field) */
     int n_ctx;          /* KV positions per sequence */
     int n_seq;          /* sequences (slots) */
+    int n_vocab;        /* token ids are 0..n_vocab-1 (logit_bias is checked against it) */
     /* Prompt ids: text (BOS first when the model wants one), or a chat in the model's chat
      * format ending in the assistant's generation prompt. Malloc'd *ids; 0 ok, -1 + err. */
     int (*tokenize)(void *ctx, const char *text, int32_t **ids, int *n, char *err);

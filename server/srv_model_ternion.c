@@ -173,8 +173,9 @@ static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
         fail(err, "sampling parameters");
         return NULL;
     }
-    if (ternion_sampler_set_grammar(s, p->grammar)) {
-        fail(err, "grammar");
+    if (ternion_sampler_set_grammar(s, p->grammar) ||
+        ternion_sampler_set_logit_bias(s, p->bias_ids, p->bias_vals, p->n_bias)) {
+        fail(err, "sampling");
         ternion_sampler_free(s);
         return NULL;
     }
@@ -238,7 +239,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     }
     *out = (srv_model){
         .ctx = t, .name = o->alias ? o->alias : ternion_model_builtin(t->model),
-        .n_ctx = ternion_n_ctx(t->ctx), .n_seq = o->n_seq,
+        .n_ctx = ternion_n_ctx(t->ctx), .n_seq = o->n_seq, .n_vocab = ternion_model_n_vocab(t->model),
         .tokenize = t_tokenize, .chat = t_chat, .piece = t_piece, .is_eog = t_is_eog, .seq_keep = t_seq_keep,
         .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,

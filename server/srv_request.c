@@ -51,6 +51,8 @@ void srv_req_free(srv_req *r)
         free(r->stop[i]);
     free(r->grammar);
     free(r->json_schema);
+    free(r->bias_ids);
+    free(r->bias_vals);
     memset(r, 0, sizeof(*r));
 }
 
@@ -277,6 +279,37 @@ static int parse_sampling(const cJSON *root, srv_req *r, srv_error *e)
     return 0;
 }
 
+/* "logit_bias": {"token id": bias in [-100, 100], ...} (OpenAI's; the ids as decimal strings). */
+static int parse_bias(const cJSON *root, srv_req *r, srv_error *e)
+{
+    const cJSON *b = field(root, "logit_bias"), *it;
+    if (!b)
+        return 0;
+    int n = cJSON_GetArraySize(b);
+    if (!cJSON_IsObject(b))
+        return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' must be an object mapping token ids to "
+                             "numbers in [-100, 100]");
+    if (n > SRV_MAX_BIAS)
+        return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' has %d entries; at most %d", n,
+                             SRV_MAX_BIAS);
+    if (n && (!(r->bias_ids = malloc((size_t)n * sizeof *r->bias_ids)) ||
+              !(r->bias_vals = malloc((size_t)n * sizeof *r->bias_vals))))
+        return oom(e);
+    cJSON_ArrayForEach(it, b) {
+        char *end = NULL;
+        long id = strtol(it->string, &end, 10);
+        if (!it->string[0] || *end || id < 0 || id > INT32_MAX || !isdigit((unsigned char)it->string[0]))
+            return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' key \"%.40s\" is not a token id",
+                                 it->string);
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < -100 || it->valuedouble > 100)
+            return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' of token %ld must be a number in "
+                                 "[-100, 100]", id);
+        r->bias_ids[r->n_bias] = (int32_t)id;
+        r->bias_vals[r->n_bias++] = (float)it->valuedouble;
+    }
+    return 0;
+}
+
 /* A schema object as JSON text into r->json_schema. */
 static int take_schema(const cJSON *schema, const char *param, srv_req *r, srv_error *e)
 {
@@ -358,7 +391,8 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
     if (field(root, "tools") || field(root, "functions"))
         return srv_error_set(e, 400, BAD, NULL, field(root, "tools") ? "tools" : "functions",
                              "tool and function calling are not supported by this server");
-    if (parse_sampling(root, r, e) || parse_stop(root, r, e) || parse_constraint(root, r, e))
+    if (parse_sampling(root, r, e) || parse_stop(root, r, e) || parse_constraint(root, r, e) ||
+        parse_bias(root, r, e))
         return -1;
     return kind == SRV_KIND_CHAT ? parse_messages(root, r, e) : parse_prompt(root, r, e);
 }

@@ -17,6 +17,7 @@
 
 #define SRV_MAX_STOP 4          /* OpenAI: up to 4 stop sequences */
 #define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
+#define SRV_MAX_BIAS 1024       /* logit_bias entries */
 
 typedef enum { SRV_KIND_CHAT, SRV_KIND_COMPLETION } srv_kind;
 
@@ -45,6 +46,9 @@ typedef struct {
     uint64_t seed;
     char *stop[SRV_MAX_STOP];
     int n_stop;
+    int32_t *bias_ids;        /* logit_bias: token ids (>= 0; the HTTP layer checks the vocabulary) */
+    float *bias_vals;         /* and what is added to their logits, in [-100, 100] */
+    int n_bias;
     /* what the answer must follow (at most one): */
     char *grammar;            /* "grammar": GBNF text (llama-server's field) */
     char *json_schema;        /* response_format json_schema's schema (or json_object's, or the

@@ -168,8 +168,8 @@ static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
     memset(f, 0, sizeof(*f));
     pthread_mutex_init(&f->mu, NULL);
     *m = (srv_model){
-        .ctx = f, .name = "fake-model", .n_ctx = n_ctx, .n_seq = n_seq, .tokenize = fake_tokenize,
-        .chat = fake_chat, .piece = fake_piece, .is_eog = fake_is_eog, .seq_keep = fake_seq_keep,
+        .ctx = f, .name = "fake-model", .n_ctx = n_ctx, .n_seq = n_seq, .n_vocab = FAKE_VOCAB,
+        .tokenize = fake_tokenize, .chat = fake_chat, .piece = fake_piece, .is_eog = fake_is_eog, .seq_keep = fake_seq_keep,
         .prompt = fake_prompt, .step = fake_step, .sampler_new = fake_sampler_new,
         .sampler_free = fake_sampler_free, .sampler_accept = fake_sampler_accept, .choose = fake_choose,
         .grammar_new = fake_grammar_new, .grammar_free = fake_grammar_free,

@@ -1,4 +1,4 @@
-/* test_constrained.c - grammar-constrained generation end to end on the trained model
+/* test_constrained.c - grammar-constrained generation (and logit biases) end to end on the trained model
  * (tests/data/bitnet-kjv), through the library (on the CPU backend and on a Vulkan device
  * when there is one) and through the command line ($TERNION_BUILD/bitnet-kjv):
  *   - a JSON schema, greedy and sampled: the output ends with an end-of-generation token,
@@ -8,6 +8,7 @@
  *   - grammars the model would never follow on its own (digits only, a fixed sentence):
  *     the output is exactly what they allow (the whole-vocabulary mask path);
  *   - the top-candidates path (no letter e) gives the tokens of the whole-vocabulary mask;
+ *   - logit_bias: a banned token never comes, a raised one does, with and without a grammar;
  *   - --bench with a grammar reports the constrained and unconstrained decode speeds;
  *   - the API's and the CLI's errors: exact messages and statuses / exit codes.
  */
@@ -300,6 +301,64 @@ static void test_top_candidates_exact(void **state)
     ternion_context_free(c);
 }
 
+/* logit_bias: a banned token is never chosen, a raised one is; with a grammar too. */
+static void test_logit_bias(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    ternion_context *c = context(TERNION_BACKEND_CPU);
+    if (!c)
+        skip();
+    gen_out plain, o;
+    ternion_sampler *s = sampler(0, 40, 0, NULL);
+    generate(c, s, "In the beginning", 6, &plain);
+    ternion_sampler_free(s);
+    int32_t first = plain.ids[0], second = plain.ids[1];
+    float ban = -INFINITY, lift = 100;
+    s = sampler(0, 40, 0, NULL);
+    assert_int_equal(ternion_sampler_set_logit_bias(s, &first, &ban, 1), 0);
+    generate(c, s, "In the beginning", 6, &o);
+    for (int i = 0; i < o.n; i++)
+        assert_int_not_equal(o.ids[i], first);
+    assert_int_equal(ternion_sampler_set_logit_bias(s, &second, &lift, 1), 0); /* replaces the ban */
+    generate(c, s, "In the beginning", 3, &o);
+    assert_true(o.n == 3 && o.ids[0] == second && o.ids[1] == second && o.ids[2] == second);
+    assert_int_equal(ternion_sampler_set_logit_bias(s, NULL, NULL, 0), 0); /* cleared: as without */
+    generate(c, s, "In the beginning", 6, &o);
+    assert_memory_equal(o.ids, plain.ids, 6 * sizeof(int32_t));
+    /* sampled, with a grammar: the grammar still holds, the banned token never comes */
+    ternion_grammar *g = NULL;
+    assert_int_equal(ternion_grammar_new(model, "root ::= [a-z ]{1,40} \".\"", NULL, &g), 0);
+    ternion_sampler *gs = sampler(1.0f, 40, 9, g);
+    int32_t space = -1;
+    assert_int_equal(ternion_tokenize(model, " ", 1, &space, 1, false, false), 1);
+    assert_int_equal(ternion_sampler_set_logit_bias(gs, &space, &ban, 1), 0);
+    generate(c, gs, "In the beginning", 48, &o);
+    for (int i = 0; i < o.n; i++)
+        assert_int_not_equal(o.ids[i], space);
+    assert_int_equal(strspn(o.text, "abcdefghijklmnopqrstuvwxyz ."), strlen(o.text));
+    ternion_sampler_free(gs);
+    ternion_grammar_free(g);
+    /* errors */
+    float nan = NAN, inf = INFINITY;
+    int32_t neg = -1, far = 1 << 20;
+    assert_int_equal(ternion_sampler_set_logit_bias(s, &first, &nan, 1), TERNION_E_INVALID);
+    assert_int_equal(ternion_sampler_set_logit_bias(s, &first, &inf, 1), TERNION_E_INVALID);
+    assert_int_equal(ternion_sampler_set_logit_bias(s, &neg, &lift, 1), TERNION_E_INVALID);
+    assert_int_equal(ternion_sampler_set_logit_bias(s, &far, &lift, 1), 0);
+    int32_t p[8], id;
+    int32_t n = ternion_tokenize(model, "In", 2, p, 8, true, false);
+    ternion_batch b = ternion_batch_one(p, n);
+    assert_int_equal(ternion_decode(c, &b), 0);
+    assert_int_equal(ternion_sample(c, s, -1, &id), TERNION_E_INVALID);
+    assert_string_equal(ternion_context_error(c), "logit_bias names token 1048576; the vocabulary has 4096");
+    ternion_sampler_free(s);
+    assert_int_equal(ternion_sampler_new_custom((ternion_sample_fn)1, NULL, &s), 0);
+    assert_int_equal(ternion_sampler_set_logit_bias(s, &first, &lift, 1), TERNION_E_INVALID);
+    ternion_sampler_free(s);
+    ternion_context_free(c);
+}
+
 static void test_api_errors(void **state)
 {
     (void)state;
@@ -429,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_permissive_grammar_is_transparent),
         cmocka_unit_test(test_forced_output),
         cmocka_unit_test(test_top_candidates_exact),
+        cmocka_unit_test(test_logit_bias),
         cmocka_unit_test(test_api_errors),
         cmocka_unit_test(test_cli),
     };

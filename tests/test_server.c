@@ -146,6 +146,21 @@ static void test_parse_constraints(void **state)
     parse_bad(SRV_KIND_CHAT, "{" MSG ",\"grammar\":\"root ::= x\",\"response_format\":{\"type\":\"json_object\"}}", 400,
               "grammar");
     parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"json_schema\":\"{}\"}", 400, "json_schema");
+    /* logit_bias: {"token id": number in [-100, 100]} */
+    parse_ok(SRV_KIND_CHAT, "{" MSG ",\"logit_bias\":{\"5\":-100,\"17\":2.5}}", &r);
+    assert_int_equal(r.n_bias, 2);
+    assert_true(r.bias_ids[0] == 5 && r.bias_vals[0] == -100.0f && r.bias_ids[1] == 17 && r.bias_vals[1] == 2.5f);
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logit_bias\":{}}", &r);
+    assert_int_equal(r.n_bias, 0);
+    srv_req_free(&r);
+    static const char *const bad_bias[] = {"[1]", "\"garbage\"", "{\"x\":1}", "{\"-1\":1}", "{\" 5\":1}",
+                                           "{\"5\":101}", "{\"5\":\"a\"}", "{\"99999999999\":1}"};
+    for (size_t i = 0; i < sizeof bad_bias / sizeof *bad_bias; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":%s}", bad_bias[i]);
+        parse_bad(SRV_KIND_COMPLETION, body, 400, "logit_bias");
+    }
     srv_error e;
     const char *bogus = "{" MSG ",\"response_format\":{\"type\":\"bogus\"}}";
     assert_int_equal(srv_req_parse(bogus, strlen(bogus), SRV_KIND_CHAT, &r, &e), -1);
@@ -291,6 +306,8 @@ static void test_routes_and_errors(void **state)
         {"GET", "/v1/completions", NULL, 405, NULL, "method_not_allowed"},
         {"POST", "/health", "{}", 405, NULL, "method_not_allowed"},
         {"GET", "/v2/nothing", NULL, 404, NULL, "not_found"},
+        /* a logit_bias token past the vocabulary (the fake model has 62) */
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":{\"62\":1}}", 400, "logit_bias", NULL},
         /* an invalid grammar or schema: a 400 naming the field, from the model's compile */
         {"POST", "/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= foo\"}", 400, "grammar", NULL},
         {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":"

@@ -13,6 +13,8 @@
  *     presence < 0) - the whole row is read and every token of the vocabulary is a
  *     candidate: the chain is exact then too, at the cost of a row read-back and a sort.
  * A user callback always gets the whole row (read from the device if needed).
+ * With logit biases (ternion_sampler_set_logit_bias) the chain runs on a copy of the whole row
+ * with the biases added: a raised token may come from anywhere in the vocabulary.
  *
  * The grammar stage (ternion_sampler_set_grammar), llama.cpp's order: the token the chain
  * picks as above is checked against the grammar (its bytes walked from the parse state,
@@ -23,6 +25,7 @@
  * the grammar masked the vocabulary (a walk over the byte-sorted token table). The chosen
  * token then moves the grammar's position.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +48,11 @@ struct ternion_sampler {
     void *user;
     int32_t *hist;           /* accepted tokens (user callback) */
     size_t n_hist, cap_hist;
+    int32_t *bias_id;        /* logit_bias: the tokens and what is added to their logits */
+    float *bias_v;
+    int32_t n_bias;
+    float *brow;             /* [n_brow] the row with the biases added */
+    int32_t n_brow;
     ternion_grammar *gr;     /* the grammar stage (a reference), or NULL */
     rt_gmatch *gm;           /* its parse position */
     uint8_t *allow;          /* [vocabulary] its mask */
@@ -128,7 +136,64 @@ void ternion_sampler_free(ternion_sampler *s)
     rt_gmatch_free(s->gm);
     rt_api_grammar_unref(s->gr);
     free(s->allow);
+    free(s->bias_id);
+    free(s->bias_v);
+    free(s->brow);
     free(s);
+}
+
+int ternion_sampler_set_logit_bias(ternion_sampler *s, const int32_t *ids, const float *bias, int32_t n)
+{
+    if (!s || n < 0 || (n > 0 && (!ids || !bias)))
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_set_logit_bias: NULL sampler or arrays, or n < 0");
+    if (s->fn && n > 0)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_set_logit_bias: a user callback sampler takes no "
+                                              "biases");
+    for (int32_t j = 0; j < n; j++)
+        if (ids[j] < 0 || isnan(bias[j]) || bias[j] == INFINITY)
+            return rt_api_fail(TERNION_E_INVALID, "logit_bias: token %d, bias %g (ids >= 0, biases finite or -inf)",
+                               ids[j], bias[j]);
+    int32_t *bi = n ? malloc((size_t)n * sizeof *bi) : NULL;
+    float *bv = n ? malloc((size_t)n * sizeof *bv) : NULL;
+    if (n && (!bi || !bv)) {
+        free(bi), free(bv);
+        return rt_api_fail(TERNION_E_NOMEM, "out of host memory");
+    }
+    if (n) {
+        memcpy(bi, ids, (size_t)n * sizeof *bi);
+        memcpy(bv, bias, (size_t)n * sizeof *bv);
+    }
+    free(s->bias_id), free(s->bias_v);
+    s->bias_id = bi, s->bias_v = bv, s->n_bias = n;
+    return 0;
+}
+
+/* Row i's logits as the chain sees them into *out: with the biases added (a copy), else as
+ * read. 0 or a status. */
+static int chain_row(ternion_context *c, ternion_sampler *s, int32_t i, const float **out)
+{
+    const float *row = rt_api_row_logits(c, i);
+    int32_t nv = c->m->n_vocab;
+    if (!row)
+        return TERNION_E_DEVICE;
+    *out = row;
+    if (!s->n_bias)
+        return 0;
+    if (s->n_brow < nv) {
+        float *b = realloc(s->brow, (size_t)nv * sizeof *b);
+        if (!b)
+            return rt_api_ctx_fail(c, TERNION_E_NOMEM, "out of host memory");
+        s->brow = b, s->n_brow = nv;
+    }
+    memcpy(s->brow, row, (size_t)nv * sizeof *row);
+    for (int32_t j = 0; j < s->n_bias; j++) {
+        if (s->bias_id[j] >= nv)
+            return rt_api_ctx_fail(c, TERNION_E_INVALID, "logit_bias names token %d; the vocabulary has %d",
+                                   s->bias_id[j], nv);
+        s->brow[s->bias_id[j]] += s->bias_v[j];
+    }
+    *out = s->brow;
+    return 0;
 }
 
 int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *cg)
@@ -265,13 +330,14 @@ static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, in
         if (id < 0 || id >= nv)
             return rt_api_ctx_fail(c, TERNION_E_INVALID, "the sampler callback returned %d: not a token id (0..%d)",
                                    id, nv - 1);
-    } else if (on_device && s->fast_greedy) {
+    } else if (on_device && s->fast_greedy && !s->n_bias) {
         if (rt_engine_argmax(c->e, &id, err))
             return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
-    } else if (s->whole_row) {
-        const float *row = rt_api_row_logits(c, i);
-        if (!row)
-            return TERNION_E_DEVICE;
+    } else if (s->whole_row || s->n_bias) {
+        const float *row = NULL;
+        int rc = chain_row(c, s, i, &row);
+        if (rc)
+            return rc;
         if (reserve_all(c, s, nv))
             return TERNION_E_NOMEM;
         for (int32_t v = 0; v < nv; v++)
@@ -291,7 +357,7 @@ static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, in
     return 0;
 }
 
-/* The grammar's choice from the MAX_CANDS largest logits alone, when they decide it exactly:
+/* The grammar's choice from the largest logits alone, when they decide it exactly:
  * greedy without penalties, the first allowed one in logit order; the chain with top-k k
  * and no penalty, when k of them are allowed (every allowed token outside them ranks below
  * all of them, so the chain sees the same k tokens as over the whole masked row, and draws
@@ -306,21 +372,20 @@ static int grammar_top(ternion_context *c, ternion_sampler *s, int32_t i, int32_
     char err[RT_ERR_LEN] = "";
     if (need < 1 || need > k)
         return 0;
-    const float *row = rt_api_row_logits(c, i);
-    if (!row)
-        return TERNION_E_DEVICE;
-    /* widening (16, 64, 256): the first allowed ones are usually among the first few, and a
-     * selection of w costs about vocabulary + w^2 steps */
-    for (int w = need * 2 < 16 ? 16 : need * 2, j = 0; n < need && j < k; w *= 4) {
-        int top = w < k ? w : k;
-        cpu_topk(row, nv, top, s->ids, s->logits); /* the first j come out as before */
-        for (; j < top && n < need; j++) {
-            int ok = rt_gmatch_token_ok(s->gm, s->gr->v, s->ids[j], err);
-            if (ok < 0)
-                return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
-            if (ok)
-                s->cands[n++] = (rt_cand){.id = s->ids[j], .logit = s->logits[j]};
-        }
+    const float *row = NULL;
+    int rc = chain_row(c, s, i, &row);
+    if (rc)
+        return rc;
+    /* one look at the 16 (top-k: 2k) largest: enough where most tokens are allowed (where the
+     * mask is dear); where few are, the mask is cheap and a longer look would be waste */
+    int top = need * 2 < 16 ? 16 : need * 2 < k ? need * 2 : k;
+    cpu_topk(row, nv, top, s->ids, s->logits);
+    for (int j = 0; j < top && n < need; j++) {
+        int ok = rt_gmatch_token_ok(s->gm, s->gr->v, s->ids[j], err);
+        if (ok < 0)
+            return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
+        if (ok)
+            s->cands[n++] = (rt_cand){.id = s->ids[j], .logit = s->logits[j]};
     }
     if (n < need)
         return 0;
@@ -343,9 +408,10 @@ static int grammar_stage(ternion_context *c, ternion_sampler *s, int32_t i, int3
     if (ok == 0 && (ok = grammar_top(c, s, i, id)) < 0)
         return ok;
     if (ok == 0) {
-        const float *row = rt_api_row_logits(c, i);
-        if (!row)
-            return TERNION_E_DEVICE;
+        const float *row = NULL;
+        int rc = chain_row(c, s, i, &row);
+        if (rc)
+            return rc;
         if (rt_gmatch_mask(s->gm, v, s->allow, &n_ok, err))
             return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
         if (n_ok == 0)

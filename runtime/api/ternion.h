@@ -409,6 +409,13 @@ TERNION_API void ternion_sampler_reset(ternion_sampler *s);
  * next, and the sampler's grammar position moves past it. */
 TERNION_API int ternion_sample(ternion_context *ctx, ternion_sampler *s, int32_t i, int32_t *out_token);
 
+/* Add bias[j] to the logit of token ids[j] before the chain (OpenAI's logit_bias; -INFINITY
+ * bans the token), replacing any earlier biases; n = 0 clears them. With biases the chain
+ * reads the whole row (a raised token may come from anywhere). TERNION_E_INVALID for a NaN
+ * or +inf bias, a negative id or a user callback sampler; an id past a context's vocabulary
+ * makes ternion_sample fail with TERNION_E_INVALID. */
+TERNION_API int ternion_sampler_set_logit_bias(ternion_sampler *s, const int32_t *ids, const float *bias, int32_t n);
+
 /* ---- grammars (constrained sampling) ---------------------------------------------- */
 
 /* A compiled grammar over a model's vocabulary: what a sampler may generate. Immutable: one
