@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,44 @@ static void test_logit_bias(void **state)
     ternion_context_free(c);
 }
 
+/* Grammars made on several threads at once share the model's token table (made once, under
+ * its lock); a grammar may outlive the model it was made for. */
+static void *make_grammars(void *arg)
+{
+    const ternion_model *m = arg;
+    for (int i = 0; i < 8; i++) {
+        ternion_grammar *g = NULL;
+        if (ternion_grammar_new(m, i % 2 ? ternion_grammar_json_object() : "root ::= [a-z]+", NULL, &g))
+            return (void *)1;
+        ternion_grammar_free(g);
+    }
+    return NULL;
+}
+
+static void test_grammars_threads(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    ternion_model *m = NULL;
+    ternion_model_params mp = ternion_model_default_params();
+    mp.vocab_only = true;
+    assert_int_equal(ternion_model_load(MODEL, &mp, &m), 0);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, make_grammars, m), 0);
+    for (int i = 0; i < 4; i++) {
+        void *rc = (void *)1;
+        pthread_join(th[i], &rc);
+        assert_null(rc);
+    }
+    ternion_grammar *g = NULL;
+    assert_int_equal(ternion_grammar_new(m, "root ::= \"x\"", NULL, &g), 0);
+    ternion_model_free(m);
+    ternion_sampler *s = sampler(0, 40, 0, g); /* the grammar still holds its token table */
+    ternion_sampler_free(s);
+    ternion_grammar_free(g);
+}
+
 static void test_api_errors(void **state)
 {
     (void)state;
@@ -489,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_forced_output),
         cmocka_unit_test(test_top_candidates_exact),
         cmocka_unit_test(test_logit_bias),
+        cmocka_unit_test(test_grammars_threads),
         cmocka_unit_test(test_api_errors),
         cmocka_unit_test(test_cli),
     };

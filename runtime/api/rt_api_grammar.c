@@ -1,6 +1,7 @@
 /* rt_api_grammar.c - ternion_grammar: GBNF text (or a JSON schema's) compiled against a
  * model's vocabulary (runtime/engine/rt_grammar.h, rt_json_schema.h), shared by reference
- * counting between the caller and the samplers it constrains (rt_api_sample.c).
+ * counting between the caller and the samplers it constrains (rt_api_sample.c); and the
+ * model's token table the grammars share (made on the first grammar, kept by reference).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,36 @@ static int vocab_of(const ternion_model *m, rt_gvocab **out, char *err)
     return rc;
 }
 
+rt_api_vocab *rt_api_model_vocab(const ternion_model *cm, char *err)
+{
+    ternion_model *m = (ternion_model *)cm; /* only gv changes, under its mutex */
+    pthread_mutex_lock(&m->gv_mu);
+    if (!m->gv) {
+        rt_api_vocab *a = calloc(1, sizeof *a);
+        if (a && vocab_of(m, &a->v, err) == 0) {
+            atomic_init(&a->refs, 1);
+            m->gv = a;
+        } else {
+            if (!a)
+                snprintf(err, RT_ERR_LEN, "out of host memory");
+            free(a);
+        }
+    }
+    rt_api_vocab *v = m->gv;
+    if (v)
+        atomic_fetch_add(&v->refs, 1);
+    pthread_mutex_unlock(&m->gv_mu);
+    return v;
+}
+
+void rt_api_vocab_unref(rt_api_vocab *v)
+{
+    if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
+        return;
+    rt_gvocab_free(v->v);
+    free(v);
+}
+
 int ternion_grammar_new(const ternion_model *model, const char *gbnf, const char *root, ternion_grammar **out)
 {
     if (!out)
@@ -52,7 +83,7 @@ int ternion_grammar_new(const ternion_model *model, const char *gbnf, const char
     }
     /* the start state is checked now, so a grammar too ambiguous to start fails here */
     rt_gmatch *probe = NULL;
-    if (rt_gmatch_new(g->g, &probe, err) || vocab_of(model, &g->v, err)) {
+    if (rt_gmatch_new(g->g, &probe, err) || !(g->voc = rt_api_model_vocab(model, err))) {
         rt_gmatch_free(probe);
         rt_grammar_free(g->g);
         free(g);
@@ -86,7 +117,7 @@ void rt_api_grammar_unref(ternion_grammar *g)
     if (!g || atomic_fetch_sub(&g->refs, 1) != 1)
         return;
     rt_grammar_free(g->g);
-    rt_gvocab_free(g->v);
+    rt_api_vocab_unref(g->voc);
     free(g);
 }
 

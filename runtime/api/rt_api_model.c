@@ -156,6 +156,10 @@ int ternion_model_load(const char *path, const ternion_model_params *params, ter
     ternion_model *m = calloc(1, sizeof(*m));
     if (!m)
         return rt_api_fail(TERNION_E_NOMEM, "out of host memory");
+    if (pthread_mutex_init(&m->gv_mu, NULL)) {
+        free(m);
+        return rt_api_fail(TERNION_E_NOMEM, "cannot make a mutex");
+    }
     m->params = params ? *params : ternion_model_default_params();
     snprintf(m->path, sizeof(m->path), "%s", path);
     char err[RT_ERR_LEN] = "";
@@ -185,6 +189,8 @@ void ternion_model_free(ternion_model *m)
 {
     if (!m)
         return;
+    rt_api_vocab_unref(m->gv);
+    pthread_mutex_destroy(&m->gv_mu);
     rt_tok_free(m->tok);
     rt_gguf_close(m->g);
     free(m);

@@ -13,6 +13,7 @@
 #ifndef RT_API_PRIV_H
 #define RT_API_PRIV_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,6 +36,12 @@ int rt_api_ctx_fail(ternion_context *ctx, int status, const char *fmt, ...) __at
 
 /* ---- handles ---- */
 
+/* A model's token table for grammars (rt_grammar.h), made once, shared by its grammars. */
+typedef struct {
+    rt_gvocab *v;
+    atomic_int refs;
+} rt_api_vocab;
+
 struct ternion_model {
     const rt_model_desc *desc; /* the generated model chosen */
     rt_gguf *g;                /* the file (mapped) */
@@ -42,13 +49,20 @@ struct ternion_model {
     char path[4096];
     int n_layer, n_vocab, n_ctx_train;
     ternion_model_params params;
+    pthread_mutex_t gv_mu;     /* guards gv: made on the first grammar (any thread) */
+    rt_api_vocab *gv;          /* the token table of grammars (a reference), or NULL */
 };
+
+/* The model's token table, made on first use; one more reference (rt_api_vocab_unref). NULL +
+ * err (out of memory). Thread-safe. */
+rt_api_vocab *rt_api_model_vocab(const ternion_model *m, char *err);
+void rt_api_vocab_unref(rt_api_vocab *v);
 
 /* A compiled grammar with its model's token table; shared by the samplers it constrains
  * (each holds a reference; the last release frees it). */
 struct ternion_grammar {
     rt_grammar *g;
-    rt_gvocab *v;            /* the model's tokens (n_vocab of the model's logits rows) */
+    rt_api_vocab *voc;       /* the model's tokens (a reference; n_vocab of its logits rows) */
     atomic_int refs;
 };
 /* One more / one less reference (rt_api_grammar.c). */

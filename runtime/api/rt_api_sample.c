@@ -210,7 +210,7 @@ int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *cg)
     if (g && g == s->gr) /* the same grammar again: restart it, keeping its mask memo warm */
         return rt_gmatch_reset(s->gm, err) ? rt_api_fail(TERNION_E_INVALID, "%s", err) : 0;
     if (g) {
-        allow = malloc((size_t)rt_gvocab_size(g->v) + 1);
+        allow = malloc((size_t)rt_gvocab_size(g->voc->v) + 1);
         if (!allow)
             return rt_api_fail(TERNION_E_NOMEM, "out of host memory");
         if (rt_gmatch_new(g->g, &gm, err)) {
@@ -381,7 +381,7 @@ static int grammar_top(ternion_context *c, ternion_sampler *s, int32_t i, int32_
     int top = need * 2 < 16 ? 16 : need * 2 < k ? need * 2 : k;
     cpu_topk(row, nv, top, s->ids, s->logits);
     for (int j = 0; j < top && n < need; j++) {
-        int ok = rt_gmatch_token_ok(s->gm, s->gr->v, s->ids[j], err);
+        int ok = rt_gmatch_token_ok(s->gm, s->gr->voc->v, s->ids[j], err);
         if (ok < 0)
             return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
         if (ok)
@@ -398,7 +398,7 @@ static int grammar_top(ternion_context *c, ternion_sampler *s, int32_t i, int32_
  * moves past the token. */
 static int grammar_stage(ternion_context *c, ternion_sampler *s, int32_t i, int32_t *id)
 {
-    const rt_gvocab *v = s->gr->v;
+    const rt_gvocab *v = s->gr->voc->v;
     int32_t nv = c->m->n_vocab, n_ok = 0;
     char err[RT_ERR_LEN] = "";
     if (rt_gvocab_size(v) != nv)

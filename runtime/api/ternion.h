@@ -420,17 +420,19 @@ TERNION_API int ternion_sampler_set_logit_bias(ternion_sampler *s, const int32_t
 
 /* A compiled grammar over a model's vocabulary: what a sampler may generate. Immutable: one
  * grammar may constrain any number of samplers, on any threads (each keeps its own position
- * and a reference, so the caller may free the grammar at any time). */
+ * and a reference, so the caller may free the grammar at any time; it may also outlive the
+ * model). The model's token table is made once, on its first grammar, and shared. */
 typedef struct ternion_grammar ternion_grammar;
 
 /* Compile GBNF text (llama.cpp's syntax, so its grammars work: `name ::= ...` rules, `|`,
  * sequences, ( ) groups, * + ? {m} {m,} {m,n} repetitions, "literals" and [classes] with
  * escapes (\x.. \u.... \U........ \t \r \n), ranges a-z, negation [^...], `.` any character,
- * `#` comments) with start rule `root` (NULL: "root"), and decode every token's text once for
- * the vocabulary mask. TERNION_E_INVALID with the last error naming the place
- * ("grammar:3:14: undefined rule 'item'"); left recursion is an error; a grammar that needs
- * more than 4096 parse stacks at once is an error when it does. Time and memory linear in
- * the text and the vocabulary. Thread-safe (reads the model only). */
+ * `#` comments) with start rule `root` (NULL: "root"); the model's token texts are decoded
+ * and sorted for the vocabulary mask on its first grammar (tens of ms for 128k tokens).
+ * TERNION_E_INVALID with the last error naming the place ("grammar:3:14: undefined rule
+ * 'item'"); left recursion is an error; a grammar that needs more than 4096 parse stacks at
+ * once is an error when it does. Time and memory linear in the text and the vocabulary.
+ * Thread-safe (the model's token table is made under its lock). */
 TERNION_API int ternion_grammar_new(const ternion_model *model, const char *gbnf, const char *root,
                                     ternion_grammar **out);
 /* A grammar from a JSON schema (text): the JSON texts it accepts (ternion_json_schema_to_gbnf). */
