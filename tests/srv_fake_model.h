@@ -17,7 +17,7 @@
 
 #include "engine/rt_grammar.h"
 #include "engine/rt_json_schema.h"
-#include "gguf/rt_gguf.h"
+#include "base/rt_base.h"
 #include "server/srv_model.h"
 
 #define FAKE_SEQ 8

@@ -18,7 +18,7 @@
 #include "engine/rt_grammar.h"
 #include "engine/rt_grammar_priv.h"
 #include "engine/rt_json_schema.h"
-#include "gguf/rt_gguf.h"
+#include "base/rt_base.h"
 
 /* ---- helpers ---- */
 

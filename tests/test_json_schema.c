@@ -17,7 +17,7 @@
 
 #include "engine/rt_grammar.h"
 #include "engine/rt_json_schema.h"
-#include "gguf/rt_gguf.h"
+#include "base/rt_base.h"
 
 typedef struct {
     const char *schema;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "engine/rt_grammar_priv.h"
-#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+#include "base/rt_base.h" /* RT_ERR_LEN */
 
 #define HASH_SLOTS (2 * RT_GRAMMAR_MAX_STACKS) /* a power of two */
 

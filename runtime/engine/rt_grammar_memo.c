@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "engine/rt_grammar_priv.h"
-#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+#include "base/rt_base.h" /* RT_ERR_LEN */
 
 static uint32_t nomem(rt_gmatch *m)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "engine/rt_grammar_priv.h"
-#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+#include "base/rt_base.h" /* RT_ERR_LEN */
 
 typedef struct {
     rt_gelem *e;

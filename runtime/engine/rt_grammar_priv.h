@@ -9,6 +9,7 @@
 #ifndef RT_GRAMMAR_PRIV_H
 #define RT_GRAMMAR_PRIV_H
 
+#include "base/rt_base.h"
 #include "engine/rt_grammar.h"
 
 typedef struct {
@@ -70,7 +71,7 @@ struct rt_gmatch {
     uint32_t work_done; /* expansions for the current character */
     rt_gmemo memo;      /* the mask's states and transitions */
     uint32_t cur_id, cur_gen; /* the committed state's id in the memo, valid when cur_gen == memo.gen */
-    char err[512];      /* RT_ERR_LEN */
+    char err[RT_ERR_LEN];
 };
 
 /* Whether a rule of g is left-recursive: 1 with *bad_rule one of them, 0 no, -1 out of memory

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "engine/rt_grammar_priv.h"
-#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+#include "base/rt_base.h" /* RT_ERR_LEN */
 
 /* A token in the sorted order, with what the mask walk reads of it in one place. */
 typedef struct {

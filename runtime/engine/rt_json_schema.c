@@ -16,7 +16,7 @@
 
 #include "engine/rt_grammar.h"
 #include "engine/rt_json_schema_priv.h"
-#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+#include "base/rt_base.h" /* RT_ERR_LEN */
 
 #define NAME_LEN 96
 #define PATH_LEN 256
