@@ -453,10 +453,12 @@ TERNION_API const char *ternion_grammar_json_object(void);
 /* Constrain the tokens s chooses to grammar g (NULL: no constraint again), from g's start
  * (calling it again restarts; so does ternion_sampler_reset). ternion_sample then checks the
  * token the chain picks from the unconstrained candidates and takes it when the grammar
- * allows it; otherwise it masks the whole vocabulary (reading the row) and runs the chain
- * on the allowed tokens (llama.cpp's order). End-of-generation tokens are allowed exactly
- * when the text so far is complete. Greedy stays exact; ternion_sample fails with
- * TERNION_E_STATE when no token can continue. g must be for the same vocabulary as the
+ * allows it; otherwise it runs the chain on the allowed tokens (llama.cpp's order): those
+ * among the largest logits when they decide it exactly (greedy, or top-k without
+ * penalties), else the whole vocabulary masked (reading the row). The same grammar set
+ * again restarts in place, keeping what its masks learned. End-of-generation tokens are
+ * allowed exactly when the text so far is complete. Greedy stays exact; ternion_sample fails
+ * with TERNION_E_STATE when no token can continue. g must be for the same vocabulary as the
  * contexts s samples from. TERNION_E_INVALID for a user callback sampler. */
 TERNION_API int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *g);
 
