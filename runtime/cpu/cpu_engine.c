@@ -151,12 +151,14 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->logits = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)e->vocab);
     e->ffn_active = calloc((size_t)e->n_layers, sizeof(uint64_t));
     e->row_idx = malloc(sizeof(int) * (size_t)e->n_batch);
+    e->pos_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
+    e->seq_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
     for (int i = 0; e->row_idx && i < e->n_batch; i++)
         e->row_idx[i] = i;
     const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
     e->kv = calloc(1, kv_bytes); /* zero: never stale data */
     if (!e->q || !e->qp || !e->qs || !e->qsum || !e->scratch || !e->head_x || !e->logits || !e->ffn_active ||
-        !e->row_idx)
+        !e->row_idx || !e->pos_buf || !e->seq_buf)
         return fail_oom(err, "activation buffers");
     if (!e->kv) {
         snprintf(err, RT_ERR_LEN, "out of memory for the KV cache (%.1f MiB for %d sequences of %d positions): use a "
@@ -345,6 +347,8 @@ void cpu_engine_close(cpu_engine *e)
     free(e->logits);
     free(e->ffn_active);
     free(e->row_idx);
+    free(e->pos_buf);
+    free(e->seq_buf);
     free(e->kv);
     free((void *)e->head_q8.data);
     free(e->prof_rows[0]);
@@ -399,24 +403,13 @@ int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float 
         snprintf(err, RT_ERR_LEN, "positions %d..%d outside the context of %d", pos, pos + n - 1, e->n_ctx);
         return -1;
     }
-    int32_t posv[CPU_MAX_ROWS], seqv[CPU_MAX_ROWS];
     for (int done = 0; done < n;) {
         const int m = n - done < e->n_batch ? n - done : e->n_batch;
-        const int32_t *pp = posv, *sp = seqv;
-        int32_t *pbuf = NULL, *sbuf = NULL;
-        if (m > CPU_MAX_ROWS) {
-            pbuf = malloc(sizeof(int32_t) * (size_t)m * 2);
-            if (!pbuf)
-                return fail_oom(err, "positions");
-            sbuf = pbuf + m;
-            pp = pbuf;
-            sp = sbuf;
+        for (int i = 0; i < m; i++) { /* the step's positions and sequence, in buffers made at open */
+            e->pos_buf[i] = pos + done + i;
+            e->seq_buf[i] = e->cur_seq;
         }
-        int32_t *pw = pbuf ? pbuf : posv, *sw = sbuf ? sbuf : seqv;
-        for (int i = 0; i < m; i++) {
-            pw[i] = pos + done + i;
-            sw[i] = e->cur_seq;
-        }
+        const int32_t *pp = e->pos_buf, *sp = e->seq_buf;
         const bool last = done + m == n;
         int rc;
         if (out_logits) /* every row's logits, straight into the caller's array */
@@ -425,7 +418,6 @@ int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float 
             rc = step(e, tokens + done, pp, sp, m, e->row_idx + m - 1, last ? 1 : 0, e->logits, err);
         if (!rc && out_logits && last)
             memcpy(e->logits, out_logits + (size_t)(n - 1) * e->vocab, sizeof(float) * (size_t)e->vocab);
-        free(pbuf);
         if (rc)
             return -1;
         done += m;

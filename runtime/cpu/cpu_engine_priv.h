@@ -79,6 +79,7 @@ struct cpu_engine {
     int ffn_dim;
 
     int *row_idx;             /* [n_batch]: 0, 1, 2, ... (the rows whose logits a prompt keeps) */
+    int32_t *pos_buf, *seq_buf; /* [n_batch]: a prompt step's positions and sequence ids */
 
     /* --profile: [0] the last decode step, [1] the last prompt step */
     bool prof_have[2];
