@@ -2,6 +2,7 @@
 #include "cpu/cpu_pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
  * between two ops of a forward pass, much shorter than the gap between two tokens of a
  * user typing. */
 #define SPIN_ITERS 20000
+/* Pauses the caller spins for the workers to finish a job before it yields its core. */
+#define WAIT_SPINS 2000
 
 typedef struct {
     cpu_pool *p;
@@ -55,7 +58,10 @@ static void *worker_main(void *a)
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
                !atomic_load_explicit(&p->quit, memory_order_acquire)) {
             if (++spins < SPIN_ITERS) {
-                cpu_relax();
+                if (spins > WAIT_SPINS && spins % 256 == 0)
+                    sched_yield(); /* let a thread that needs this core run */
+                else
+                    cpu_relax();
                 continue;
             }
             pthread_mutex_lock(&p->mu);
@@ -148,8 +154,15 @@ void cpu_pool_run(cpu_pool *p, cpu_job_fn fn, void *arg, int nth)
         pthread_mutex_unlock(&p->mu);
     }
     fn(arg, 0, nth);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0)
-        cpu_relax();
+    /* wait for the others; past a short spin, yield the core: on a busy machine the worker we
+     * wait for may be waiting for this very core, and a pure spin would hold it a whole time
+     * slice (milliseconds per op) */
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (spins < WAIT_SPINS)
+            cpu_relax();
+        else
+            sched_yield();
+    }
 }
 
 int cpu_physical_cores(void)
