@@ -383,11 +383,17 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
         return -1;
     if (kind == SRV_KIND_COMPLETION && get_bool(root, "echo", &r->echo, e))
         return -1;
+    /* logprobs: chat's is a boolean (with top_logprobs 0..20), completions' an integer 0..5;
+     * false / 0 are accepted (none asked), anything more is refused until supported */
     bool lp = false;
-    if (get_bool(root, "logprobs", &lp, e))
+    double n_lp = 0;
+    if (kind == SRV_KIND_CHAT ? get_bool(root, "logprobs", &lp, e) : get_int(root, "logprobs", 0, 5, &n_lp, e) < 0)
         return -1;
-    if (lp || (kind == SRV_KIND_COMPLETION && field(root, "logprobs")))
-        return srv_error_set(e, 400, BAD, NULL, "logprobs", "'logprobs' is not supported by this server");
+    if (kind == SRV_KIND_CHAT && get_int(root, "top_logprobs", 0, 20, &n_lp, e) < 0)
+        return -1;
+    if (lp || n_lp > 0)
+        return srv_error_set(e, 400, BAD, NULL, lp || kind == SRV_KIND_COMPLETION ? "logprobs" : "top_logprobs",
+                             "log probabilities are not supported by this server yet");
     if (field(root, "tools") || field(root, "functions"))
         return srv_error_set(e, 400, BAD, NULL, field(root, "tools") ? "tools" : "functions",
                              "tool and function calling are not supported by this server");

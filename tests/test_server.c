@@ -161,7 +161,22 @@ static void test_parse_constraints(void **state)
         snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":%s}", bad_bias[i]);
         parse_bad(SRV_KIND_COMPLETION, body, 400, "logit_bias");
     }
+    /* logprobs: chat's a boolean, completions' an integer (0: none asked, accepted) */
+    parse_ok(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":0}", &r);
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":false,\"top_logprobs\":0}", &r);
+    srv_req_free(&r);
+    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":true}", 400, "logprobs");
+    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":6}", 400, "logprobs");
+    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":2}", 400, "logprobs");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":1}", 400, "logprobs");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":true}", 400, "logprobs");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"top_logprobs\":3}", 400, "top_logprobs");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"top_logprobs\":21}", 400, "top_logprobs");
     srv_error e;
+    const char *lp0 = "{\"prompt\":\"x\",\"logprobs\":3}";
+    assert_int_equal(srv_req_parse(lp0, strlen(lp0), SRV_KIND_COMPLETION, &r, &e), -1);
+    assert_string_equal(e.message, "log probabilities are not supported by this server yet");
     const char *bogus = "{" MSG ",\"response_format\":{\"type\":\"bogus\"}}";
     assert_int_equal(srv_req_parse(bogus, strlen(bogus), SRV_KIND_CHAT, &r, &e), -1);
     assert_string_equal(e.message, "'response_format.type' is \"bogus\"; it must be text, json_object or json_schema");

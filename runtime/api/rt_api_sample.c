@@ -20,10 +20,10 @@
  * picks as above is checked against the grammar (its bytes walked from the parse state,
  * rt_grammar.h); when the grammar allows it, it is the answer (greedy: exactly the
  * constrained argmax). Otherwise the chain runs again on the allowed tokens alone: on the
- * allowed ones among the 256 largest logits when they decide it exactly (greedy: the first
- * allowed one; top-k k without penalties: k of them allowed), else on the whole row after
- * the grammar masked the vocabulary (a walk over the byte-sorted token table). The chosen
- * token then moves the grammar's position.
+ * allowed ones among the 16 largest logits (top-k k: 2k) when they decide it exactly
+ * (greedy: the first allowed one; top-k k without penalties: k of them allowed), else on the
+ * whole row after the grammar masked the vocabulary (a walk over the byte-sorted token
+ * table). The chosen token then moves the grammar's position.
  */
 #include <math.h>
 #include <stdlib.h>
