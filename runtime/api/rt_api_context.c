@@ -505,18 +505,13 @@ int ternion_parse_device(const char *text, int32_t *out_backend, int32_t *out_de
 {
     if (!text || !out_backend || !out_device)
         return rt_api_fail(TERNION_E_INVALID, "ternion_parse_device: NULL argument");
-    *out_device = -1;
-    if (!strcmp(text, "auto") || !strcmp(text, "cpu") || !strcmp(text, "vulkan")) {
-        *out_backend = text[0] == 'a' ? TERNION_BACKEND_AUTO : text[0] == 'c' ? TERNION_BACKEND_CPU : TERNION_BACKEND_VULKAN;
-        return TERNION_OK;
-    }
-    const char *num = strncmp(text, "vulkan:", 7) ? text : text + 7;
-    char *end;
-    long v = strtol(num, &end, 10);
-    if (end == num || *end || v < 0 || v > 1024)
+    int backend, device;
+    if (rt_engine_parse_device(text, &backend, &device))
         return rt_api_fail(TERNION_E_INVALID, "device '%s': expected auto, cpu, vulkan, vulkan:N or N (a Vulkan "
                            "device index, 0..1024)", text);
-    *out_backend = TERNION_BACKEND_VULKAN;
-    *out_device = (int32_t)v;
+    *out_backend = backend == RT_BACKEND_CPU ? TERNION_BACKEND_CPU
+                   : backend == RT_BACKEND_VULKAN ? TERNION_BACKEND_VULKAN
+                                                  : TERNION_BACKEND_AUTO;
+    *out_device = device;
     return TERNION_OK;
 }

@@ -520,8 +520,6 @@ void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
              e->n_threads_batch);
 }
 
-int cpu_engine_threads(const cpu_engine *e) { return e->n_threads; }
-
 uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only)
 {
     uint64_t b = 0;

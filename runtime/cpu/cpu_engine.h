@@ -52,7 +52,6 @@ int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, c
 
 /* "CPU: 2 threads, avx512" */
 void cpu_engine_describe(const cpu_engine *e, char *out, size_t n);
-int cpu_engine_threads(const cpu_engine *e);
 /* Bytes one decode step reads: every weight whole (the embedding: one row) and the KV rows of
  * n_kv positions; layers_only: the per-layer weights alone. */
 uint64_t cpu_engine_decode_bytes(const cpu_engine *e, int n_kv);

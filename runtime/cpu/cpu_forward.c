@@ -153,7 +153,7 @@ static void attention_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int
         const cpu_kv kv = {kv_rows(e, e->seq[t], e->layer, 0), kv_rows(e, e->seq[t], e->layer, 1), e->kv_f16,
                            e->kv_dim};
         cpu_attention(e->isa, IN0(e, so) + (size_t)t * wi, &kv, e->pos[t] + 1, H, (int)c->n_kv_heads,
-                      (int)c->head_dim, h, h + 1, false, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
+                      (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
     }
 }
 

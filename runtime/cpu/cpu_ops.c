@@ -55,7 +55,7 @@ void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos,
 #define MAX_HEAD_DIM 1024
 
 void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
-                   int head_dim, int h0, int h1, bool p_f16, float *scratch, float *out)
+                   int head_dim, int h0, int h1, float *scratch, float *out)
 {
     const int group = n_heads / n_kv_heads;
     const float scale = 1.0f / sqrtf((float)head_dim);
@@ -88,9 +88,7 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
         const float inv = (float)(1.0 / sum);
         memset(o, 0, sizeof(float) * (size_t)head_dim);
         for (int j = 0; j < n_kv; j++) {
-            float pj = p[j] * inv;
-            if (p_f16)
-                pj = fmt_f16_to_f32(fmt_f32_to_f16(pj));
+            const float pj = p[j] * inv;
             const size_t at = (size_t)j * kv->kv_dim + kvo;
             if (kv->f16)
                 cpu_axpy_f16(isa, pj, (const uint16_t *)kv->v + at, o, head_dim);

@@ -29,10 +29,10 @@ typedef struct {
 
 /* Heads h0 <= h < h1 of one query token (q [n_heads * head_dim]) over cache rows 0..n_kv-1:
  * out[h] = softmax(q_h . K / sqrt(head_dim)) V (GQA: head h reads kv head h / (n_heads /
- * n_kv_heads)). With an f16 cache q is rounded to f16 first (as the oracle), and with
- * p_f16 the probabilities too (the oracle's one-token decode). scratch: n_kv floats. */
+ * n_kv_heads)). With an f16 cache q is rounded to f16 first (as the oracle's Q.K reads it).
+ * scratch: n_kv floats. */
 void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
-                   int head_dim, int h0, int h1, bool p_f16, float *scratch, float *out);
+                   int head_dim, int h0, int h1, float *scratch, float *out);
 
 /* The gated activations y = act(a) * b, by the name the generator writes (the YAML op's
  * "<name>_mul"); each row's C expression matches gen/gen_act.c's reference expression. */

@@ -68,6 +68,9 @@ enum { RT_BACKEND_VULKAN = 0, RT_BACKEND_CPU = 1, RT_BACKEND_AUTO = 2 };
  * rt_engine_open does), *out_device the Vulkan device index (-1: best). 0, or -1 with err for a
  * TERNION_DEVICE that names nothing. */
 int rt_engine_pick_backend(const rt_engine_opts *opts, int *out_backend, int *out_device, char *err);
+/* "auto", "cpu", "vulkan", "vulkan:N" or "N" (Vulkan device N, at most 1024) -> RT_BACKEND_*,
+ * *out_device (-1: none named). 0, or -1 for any other text. */
+int rt_engine_parse_device(const char *text, int *out_backend, int *out_device);
 /* The engine runs on the native CPU backend. */
 bool rt_engine_is_cpu(const rt_engine *e);
 /* A one-line notice about how the engine runs (the CPU backend on a CPU without AVX2, a model

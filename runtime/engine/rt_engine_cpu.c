@@ -24,6 +24,23 @@ static bool have_vulkan_gpu(void)
     return false;
 }
 
+int rt_engine_parse_device(const char *text, int *out_backend, int *out_device)
+{
+    *out_device = -1;
+    if (!strcmp(text, "auto") || !strcmp(text, "cpu") || !strcmp(text, "vulkan")) {
+        *out_backend = text[0] == 'a' ? RT_BACKEND_AUTO : text[0] == 'c' ? RT_BACKEND_CPU : RT_BACKEND_VULKAN;
+        return 0;
+    }
+    const char *num = strncmp(text, "vulkan:", 7) ? text : text + 7;
+    char *end;
+    const long v = strtol(num, &end, 10);
+    if (end == num || *end || v < 0 || v > 1024)
+        return -1;
+    *out_backend = RT_BACKEND_VULKAN;
+    *out_device = (int)v;
+    return 0;
+}
+
 int rt_engine_pick_backend(const rt_engine_opts *opts, int *out_backend, int *out_device, char *err)
 {
     *out_device = opts->device_index;
@@ -31,19 +48,14 @@ int rt_engine_pick_backend(const rt_engine_opts *opts, int *out_backend, int *ou
     if (opts->backend != RT_BACKEND_AUTO || opts->device_index >= 0)
         return 0;
     const char *env = getenv("TERNION_DEVICE");
-    if (env && *env && strcmp(env, "auto")) {
-        if (!strcmp(env, "cpu")) {
-            *out_backend = RT_BACKEND_CPU;
-            return 0;
-        }
-        char *end;
-        const char *num = strncmp(env, "vulkan:", 7) ? env : env + 7;
-        long v = strtol(num, &end, 10);
-        if (strcmp(env, "vulkan") && (*end || end == num || v < 0 || v > 255)) {
-            snprintf(err, RT_ERR_LEN, "TERNION_DEVICE='%s': expected auto, cpu, vulkan, vulkan:N or N", env);
-            return -1;
-        }
-        return 0; /* Vulkan; rt_vk reads the index from the variable */
+    int backend = RT_BACKEND_AUTO, device = -1;
+    if (env && *env && rt_engine_parse_device(env, &backend, &device)) {
+        snprintf(err, RT_ERR_LEN, "TERNION_DEVICE='%s': expected auto, cpu, vulkan, vulkan:N or N", env);
+        return -1;
+    }
+    if (backend != RT_BACKEND_AUTO) {
+        *out_backend = backend; /* a Vulkan index is read from the variable again by rt_vk */
+        return 0;
     }
     *out_backend = have_vulkan_gpu() ? RT_BACKEND_VULKAN : RT_BACKEND_CPU;
     return 0;
