@@ -7,7 +7,7 @@
 #
 # Files: tests/data/bitnet-kjv/model.gguf, fixture B (bitnet-2b-shape, found as the suites find
 # it), and a random full 2B4T-shape file ($RAND_2B, written with tools/mkmodel when absent).
-# THREADS (default "1 2"), RUNS (default 3), LAVAPIPE=0 leaves lavapipe out (it takes minutes
+# TERNION_BIN (default $B/ternion), THREADS (default "1 2"), RUNS (default 3), LAVAPIPE=0 leaves lavapipe out (it takes minutes
 # per 2B4T run), FILES to name other files (each must fit a model built into build/ternion).
 # bitnet.cpp: llama-bench -p 128 -n 64 -t N. Ternion: the CLI with a 128-token --tokens prompt,
 # -n 64 --temp 0 --ignore-eos, --device cpu -t N (lavapipe: --device vulkan, LP_NUM_THREADS=N).
@@ -19,7 +19,8 @@ LAVAPIPE=${LAVAPIPE:-1}
 : "${BITNET_CPP:?set BITNET_CPP to bitnet.cpp's build directory (../shared/peers/README.md says how to build it)}"
 LB="$BITNET_CPP/bin/llama-bench"
 [ -x "$LB" ] || { echo "bench/cpu.sh: $LB not found" >&2; exit 1; }
-[ -x "$B/ternion" ] || { echo "bench/cpu.sh: $B/ternion not built (make)" >&2; exit 1; }
+TB=${TERNION_BIN:-$B/ternion} # or one model's binary, e.g. build/bitnet-b1.58-2b
+[ -x "$TB" ] || { echo "bench/cpu.sh: $TB not built (make)" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT INT TERM
 
 if [ -z "${FILES:-}" ]; then
@@ -38,20 +39,20 @@ fi
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
 ids=$(seq 100 227 | tr '\n' ' ')
 
-# bitnet.cpp: "pp tg" tok/s of one llama-bench run
+# bitnet.cpp: "pp tg" tok/s of one llama-bench run (its CSV, columns found by name: no python
+# or bc needed, so the script also runs on bare benchmark machines)
 peer() {
-    "$LB" -m "$1" -p 128 -n 64 -t "$2" -r 1 -o json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin); pp = tg = float("nan")
-for r in d:
-    if r["n_prompt"] > 0 and r["n_gen"] == 0: pp = r["avg_ts"]
-    if r["n_gen"] > 0 and r["n_prompt"] == 0: tg = r["avg_ts"]
-print(pp, tg)'
+    "$LB" -m "$1" -p 128 -n 64 -t "$2" -r 1 -o csv 2>/dev/null | awk -F, '
+        { for (i = 1; i <= NF; i++) gsub(/"/, "", $i) }
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $col["n_prompt"] > 0 && $col["n_gen"] == 0 { pp = $col["avg_ts"] }
+        $col["n_gen"] > 0 && $col["n_prompt"] == 0 { tg = $col["avg_ts"] }
+        END { print (pp == "" ? "nan" : pp), (tg == "" ? "nan" : tg) }'
 }
 # Ternion: "pp tg" tok/s from the CLI's stats line
 ours() {
     f=$1; t=$2; dev=$3
-    LP_NUM_THREADS=$t "$B/ternion" -m "$f" --tokens "$ids" -n 64 --temp 0 --ignore-eos --device "$dev" -t "$t" \
+    LP_NUM_THREADS=$t "$TB" -m "$f" --tokens "$ids" -n 64 --temp 0 --ignore-eos --device "$dev" -t "$t" \
         2>&1 >/dev/null | sed -n 's/.*prompt: [0-9]* tokens, [0-9.]* ms, \([0-9.]*\) tok\/s | generated: [0-9]* tokens, \([0-9.]*\) tok\/s.*/\1 \2/p' | tail -1
 }
 
@@ -71,7 +72,8 @@ for f in $FILES; do
         lav=""
         [ "$LAVAPIPE" = 1 ] && lav=" $(cut -d' ' -f1 "$tmp/l" | median) / $(cut -d' ' -f2 "$tmp/l" | median) |"
         printf '| %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f, %.2f |%s\n' "$(basename "$(dirname "$f")")/$(basename "$f")" "$t" \
-            "$ppp" "$ptg" "$opp" "$otg" "$(echo "$opp / $ppp" | bc -l)" "$(echo "$otg / $ptg" | bc -l)" "$lav"
+            "$ppp" "$ptg" "$opp" "$otg" "$(awk -v a="$opp" -v b="$ppp" 'BEGIN { print a / b }')" \
+            "$(awk -v a="$otg" -v b="$ptg" 'BEGIN { print a / b }')" "$lav"
     done
 done
 echo "(medians of $RUNS runs, engines alternated; lavapipe: one run; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs)"

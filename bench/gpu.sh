@@ -9,18 +9,23 @@
 #                             libGLX_nvidia, which needs it), and every other shared library the
 #                             packed binaries link (found with ldd + dpkg -S, so a new dependency
 #                             of main is packed without editing this file).
+#                             With BITNET_CPP=<bitnet.cpp build dir> it also packs llama-bench
+#                             and its libraries, and fixture A when found.
 #   device run, carry [".gpu"], command: sh bench/gpu.sh device
 #                             there: unpack the libraries (always: an image may hold a loader
-#                             that cannot load the driver), find the NVIDIA Vulkan driver, run
-#                             the kernel / end-to-end suites on the GPU (exactness against the C
-#                             reference and the fixtures), `--tune` (every kernel variant timed
-#                             on the model's shapes, the winners stored), then the full-shape
-#                             bench with the F16 and the q8 LM head (JSON lines + per-kernel
-#                             profiles naming the chosen variants), the F16 one again with
-#                             --gemv scalar and with the chained / unchained decode schedule,
-#                             bench/tq.sh (ternary formats, layer streaming at 100 % / 50 % /
-#                             the least budget), and packs everything into $OUT.tar.gz (one
-#                             file back: a run returns at most 8).
+#                             that cannot load the driver), find the NVIDIA Vulkan driver, then
+#                             in order of worth, each stage with a time cap and all of them
+#                             within GPU_SH_BUDGET seconds (default 540): the kernel /
+#                             end-to-end / CPU suites (exactness against the C reference and
+#                             fixture A), the full-shape bench (JSON + per-kernel profile) with
+#                             the default decode schedule and unchained, `--tune` (every kernel
+#                             variant timed on the model's shapes, the winners stored), the
+#                             bench with the tuner's choices, the native CPU backend beside
+#                             bitnet.cpp on the machine's CPU (bench/cpu.sh, same file), the
+#                             q8 LM head, bench/tq.sh (ternary formats, layer streaming).
+#                             After every stage $OUT/gpu.tar.gz (every output) and
+#                             $OUT/summary.txt are rewritten, so a run cut short still returns
+#                             what it measured.
 #
 # The device image has no compiler packages for shaderc and no network, so nothing is built
 # there; binaries from Debian 12 run on it (x86-64, newer glibc). GPU_SH_QUICK=1 runs the
@@ -29,9 +34,10 @@ set -eu
 mode=${1:-}
 G=.gpu
 BINS="bitnet-b1.58-2b bitnet-tiny llama-ternary-tiny"
-SUITES="test_vk test_dsl_gpu test_kernels test_kernels_fused test_kernels_tq test_e2e test_e2e_tq test_stream test_tune"
+SUITES=${GPU_SH_SUITES:-"test_vk test_dsl_gpu test_kernels test_kernels_fused test_kernels_tq test_e2e test_e2e_tq test_stream test_tune test_cpu"}
 # always packed: the loader and glvnd (dlopened by the NVIDIA driver, not linked by us)
-BASE_DEBS="libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 vulkan-validationlayers"
+# and xz, which unpacks the binaries there
+BASE_DEBS="libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 vulkan-validationlayers xz-utils"
 case "$mode" in
 pack)
     make -j"$(nproc)" all
@@ -42,6 +48,19 @@ pack)
     cp build/tools/mkmodel "$G/bin/"
     for t in $SUITES; do cp "build/tests/$t" "$G/bin/"; done
     strip --strip-debug "$G"/bin/* # the carried tree is limited to 64 MiB
+    # fixture A (5 MB) for the end-to-end suites; fixture B (55 MB) does not fit the carry
+    for d in tests/data ../shared/fixtures "${TERNION_FIXTURES:-/nonexistent}"; do
+        if [ -d "$d/bitnet-tiny" ] && [ ! -d "$G/fixtures/bitnet-tiny" ]; then
+            mkdir -p "$G/fixtures" && cp -r "$d/bitnet-tiny" "$G/fixtures/"
+        fi
+    done
+    # bitnet.cpp's llama-bench and its libraries, for the CPU comparison on the device's CPU
+    if [ -n "${BITNET_CPP:-}" ] && [ -x "$BITNET_CPP/bin/llama-bench" ]; then
+        mkdir -p "$G/peer/bin" "$G/peer/lib"
+        cp "$BITNET_CPP/bin/llama-bench" "$G/peer/bin/"
+        ldd "$BITNET_CPP/bin/llama-bench" | awk '/=> \//{print $3}' | grep -e libllama -e libggml -e libomp |
+            while read -r lib; do cp "$(readlink -f "$lib")" "$G/peer/lib/$(basename "$lib")"; done
+    fi
     mkdir -p "$G/bin/tools" && cp "$G/bin/mkmodel" "$G/bin/tools/" # where bench/tq.sh's --bench looks
     # the packages of every library the binaries link, less the C runtime (the image's is newer)
     debs=$(ldd "$G"/bin/* 2>/dev/null | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
@@ -55,77 +74,89 @@ pack)
     # shellcheck disable=SC2086
     (cd "$G/debs" && apt-get $o download $BASE_DEBS $debs >/dev/null)
     ls "$G/debs"
+    # the binaries share most of their bytes (every one embeds the kernels): xz with a 64 MiB
+    # window stores them once (~8 MB for ~150 MB); the carried tree is limited to 64 MiB
+    tar cf - -C "$G" bin | xz -T"$(nproc)" -9 >"$G/bin.tar.xz"
+    rm -rf "$G/bin"
     du -sh "$G"
     echo "packed: now run on the device with carry [\".gpu\"] and command: sh bench/gpu.sh device"
     ;;
 device)
     OUT=${OUT:-gpu-out}
-    rm -rf "$OUT" && mkdir -p "$OUT"
-    [ -d "$G/bin" ] || { echo "gpu.sh: $G/bin missing: run 'sh bench/gpu.sh pack' here and carry .gpu" >&2; exit 1; }
+    mkdir -p "$OUT"
+    t_start=$(date +%s)
+    BUDGET=${GPU_SH_BUDGET:-540} # seconds for the whole run: the stages below share it in order
+    R=$(mktemp -d)/gpu           # every result; packed into $OUT/gpu.tar.gz after each stage,
+    mkdir -p "$R"                # so a run cut short still returns what it measured
+    rc=0
+    log() { echo "$*" | tee -a "$R/summary.txt"; }
+    pack_results() { tar czf "$OUT/gpu.tar.gz" -C "$(dirname "$R")" gpu && cp "$R/summary.txt" "$OUT/"; }
+    # stage CAP NAME CMD...: run CMD with at most CAP seconds (less when the budget runs out),
+    # stdout + stderr into $R/NAME.txt, one summary line
+    stage() {
+        cap=$1 name=$2
+        shift 2
+        left=$((BUDGET - ($(date +%s) - t_start)))
+        [ "$left" -lt "$cap" ] && cap=$left
+        if [ "$cap" -lt 10 ]; then
+            log "$name: skipped (budget spent)"
+            return 0
+        fi
+        t0=$(date +%s)
+        if timeout -k 5 "$cap" "$@" >"$R/$name.txt" 2>&1; then st=ok; else st="FAILED (exit $?)"; rc=1; fi
+        log "$name: $st, $(($(date +%s) - t0)) s"
+        pack_results
+    }
     # always unpack, then ldconfig: a present libvulkan.so.1 may still be unable to load the driver
     for f in "$G"/debs/*.deb; do dpkg -x "$f" /; done
     ldconfig
+    [ -f "$G/bin.tar.xz" ] || { echo "gpu.sh: $G/bin.tar.xz missing: run 'sh bench/gpu.sh pack' here and carry .gpu" >&2; exit 1; }
+    rm -rf "$G/bin" && xz -dc "$G/bin.tar.xz" | tar xf - -C "$G"
     icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
     [ -f "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ] && export VK_DRIVER_FILES="$icd"
+    [ -d "$G/fixtures" ] && export TERNION_FIXTURES="$PWD/$G/fixtures"
     M="$G/bin/bitnet-b1.58-2b"
-    : >"$OUT/gpu.txt"
-    if command -v nvidia-smi >/dev/null; then
-        nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
-    fi
-    "$M" --list-devices 2>&1 | tee -a "$OUT/gpu.txt"
-    # exactness on this GPU first: a fast kernel that is wrong is worth nothing
-    rc=0
-    for t in $SUITES; do
-        if ! TERNION_BUILD="$G/bin" "$G/bin/$t" >"$OUT/$t.log" 2>&1; then
-            echo "FAILED: $t (log: $OUT/$t.log)"
-            tail -20 "$OUT/$t.log"
-            rc=1
-        else
-            echo "ok: $t ($(grep -c '\[       OK \]' "$OUT/$t.log") tests)"
-        fi
-    done
     shape=""
     [ -n "${GPU_SH_QUICK:-}" ] && shape="--bench-layers 2 --bench-vocab 8192"
-    # tune once on the full shape (stored next to the pipeline cache); the benches reuse it
-    if "$M" -h 2>&1 | grep -q -- '--tune'; then
-        # shellcheck disable=SC2086
-        "$M" --tune $shape --bench-mkmodel "$G/bin/mkmodel" >"$OUT/tune.txt" 2>&1 || rc=1
-        cat "$OUT/tune.txt"
+    mk="--bench-mkmodel $G/bin/mkmodel --device vulkan" # never the CPU by mistake
+    {
+        nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,memory.total --format=csv 2>&1 || true
+        "$M" --list-devices 2>&1 || true
+        grep -m1 'model name' /proc/cpuinfo
+        echo "CPUs: $(nproc); $(grep -o -w -e avx2 -e avx512_vnni -e amx_int8 /proc/cpuinfo | sort -u | tr '\n' ' ')"
+        free -g | head -2
+        git log -1 --format='commit %h %cs' 2>/dev/null || true
+    } >"$R/device.txt" 2>&1
+    cat "$R/device.txt" | tee -a "$R/summary.txt"
+    # 1. exactness on this GPU first: a fast kernel that is wrong is worth nothing
+    for t in $SUITES; do
+        stage 120 "$t" env TERNION_BUILD="$G/bin" "$G/bin/$t"
+        grep -h -e '^\[  PASSED' -e '^\[  FAILED' -e '^\[  FAILED \] .*' -e '^skip' "$R/$t.txt" | sed "s/^/  $t: /" | tee -a "$R/summary.txt"
+    done
+    # 2. the full 2B4T shape, default schedule (makes the random-weight file once: ~1 min)
+    stage 240 bench-f16 "$M" --bench $shape $mk --json --profile
+    # 3. chained against unchained decode, 4. the tuner, 5. the bench with its choices
+    stage 60 bench-chain-off "$M" --bench $shape $mk --layer-chain off --json --profile
+    stage 150 tune "$M" --tune $shape $mk
+    stage 60 bench-tuned "$M" --bench $shape $mk --json --profile
+    # 6. the native CPU backend on this machine's CPU beside bitnet.cpp (when packed), same file
+    bf=$(ls -S "${XDG_CACHE_HOME:-$HOME/.cache}"/ternion/*.gguf 2>/dev/null | head -1)
+    if [ -n "$bf" ] && [ -x "$G/peer/bin/llama-bench" ]; then
+        stage 120 cpu env LD_LIBRARY_PATH="$G/peer/lib" BITNET_CPP="$G/peer" FILES="$bf" TERNION_BIN="$M" \
+            B="$G/bin" LAVAPIPE=0 RUNS=3 THREADS="${GPU_SH_THREADS:-4 $(nproc)}" sh bench/cpu.sh
+    elif [ -n "$bf" ]; then
+        stage 100 cpu "$M" -m "$bf" --bench --device cpu -t "$(nproc)" --json
     fi
-    for head in f16 q8; do
-        # shellcheck disable=SC2086
-        "$M" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --lm-head $head >"$OUT/bench-$head.txt" 2>&1 || rc=1
-        # shellcheck disable=SC2086
-        "$M" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --lm-head $head --json --profile \
-            >"$OUT/bench-$head.json" 2>"$OUT/profile-$head.txt" || rc=1
-        cat "$OUT/bench-$head.txt"
-    done
-    # decode matrix rows with 4-byte loads, against the GPU default of 16 (--gemv)
-    # shellcheck disable=SC2086
-    "$M" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --gemv scalar --json --profile \
-        >"$OUT/bench-f16-gemv-scalar.json" 2>"$OUT/profile-f16-gemv-scalar.txt" || rc=1
-    cat "$OUT/bench-f16-gemv-scalar.json"
-    # the decode schedule both ways in one run (chained: 2 + 3 dispatches per layer; the
-    # tuner's choice is in tune.txt), as ratios against each other
-    for chain in on off; do
-        # shellcheck disable=SC2086
-        "$M" --bench $shape --bench-mkmodel "$G/bin/mkmodel" --layer-chain $chain --json --profile \
-            >"$OUT/bench-f16-chain-$chain.json" 2>"$OUT/profile-f16-chain-$chain.txt" || rc=1
-        cat "$OUT/bench-f16-chain-$chain.json"
-    done
-    # ternary formats (I2_S, TQ2_0, TQ1_0, TQ1_T re-encoded at load) and layer streaming
-    # (budgets: all resident, 50 %, the least), at the full shape unless quick
+    # 7. LM head q8, 8. ternary formats and layer streaming, as far as the budget goes
+    stage 60 bench-q8 "$M" --bench $shape $mk --lm-head q8 --json
     if [ -n "$shape" ]; then
-        sh bench/tq.sh "$G/bin" >"$OUT/tq.txt" 2>&1 || rc=1
+        stage 200 tq sh bench/tq.sh "$G/bin"
     else
-        BENCH_LAYERS=30 BENCH_VOCAB=0 BENCH_STREAM_LAYERS=30 sh bench/tq.sh "$G/bin" >"$OUT/tq.txt" 2>&1 || rc=1
+        stage 200 tq env BENCH_LAYERS=30 BENCH_VOCAB=0 BENCH_STREAM_LAYERS=30 sh bench/tq.sh "$G/bin"
     fi
-    cat "$OUT/tq.txt"
-    # the stored choices (the cache dir also holds the bench model: not carried back)
-    cp "${XDG_CACHE_HOME:-$HOME/.cache}"/ternion/tune-*.txt "$OUT/" 2>/dev/null || true
-    echo "$rc" >"$OUT/rc"
-    tar czf "$OUT.tar.gz" "$OUT"
-    echo "results: $OUT.tar.gz (exit $rc)"
+    cp "${XDG_CACHE_HOME:-$HOME/.cache}"/ternion/tune-*.txt "$R/" 2>/dev/null || true
+    log "exit $rc, $(($(date +%s) - t_start)) s"
+    pack_results
     exit $rc
     ;;
 *)

@@ -9,6 +9,7 @@
 # two slots) and, with 6 layers or more, 50 % (half the layers resident). A budget that holds
 # two slots holds a 2-layer model whole, so streaming needs 3 layers or more: the streaming
 # runs use BENCH_STREAM_LAYERS (default 3; 6 adds the 50 % run).
+# Always on Vulkan (--device vulkan: the formats and streaming are the Vulkan engine's).
 # Prints one JSON line per run and a markdown table. Shape: BENCH_LAYERS / BENCH_VOCAB
 # (defaults 2 / 8192). Context 256
 # (-c): decode at a context of 128 and prompts of 16 / 128 tokens; the long-context decodes
@@ -24,7 +25,7 @@ trap 'rm -f "$out"' EXIT
 run() { # label, args...
     label=$1
     shift
-    line=$("$BIN" --bench --json -c 256 --bench-vocab "$V" "$@" 2>/dev/null | grep "^{")
+    line=$("$BIN" --bench --json --device vulkan -c 256 --bench-vocab "$V" "$@" 2>/dev/null | grep "^{")
     [ -n "$line" ] || { echo "bench/tq.sh: run '$label' ($*) failed" >&2; exit 1; }
     printf '%s\t%s\n' "$label" "$line" | tee -a "$out"
 }
@@ -37,7 +38,7 @@ for head in f16 q8; do
     run "TQ1_T, $head head" --bench-layers "$L" --weights tq1 $h
 done
 # the least budget, from the engine's error for 1 MiB; 50 %: half the layers more than that
-probe=$("$BIN" --bench -c 256 --bench-layers "$SL" --bench-vocab "$V" --vram-budget 1 2>&1)
+probe=$("$BIN" --bench --device vulkan -c 256 --bench-layers "$SL" --bench-vocab "$V" --vram-budget 1 2>&1)
 least=$(echo "$probe" | sed -n 's/.*the least budget is \([0-9]*\) MiB.*/\1/p')
 slots=$(echo "$probe" | sed -n 's/.* 2 layer slots \([0-9.]*\) MiB.*/\1/p')
 [ -n "$least" ] && [ -n "$slots" ] || { echo "bench/tq.sh: no least budget in: $probe" >&2; exit 1; }
