@@ -21,8 +21,9 @@
  * workgroups that have started to keep making progress while others spin (true on
  * NVIDIA, AMD and Intel GPUs, whose resident workgroups are scheduled fairly, and on
  * llvmpipe, whose threads run a workgroup to its end before taking another); the Vulkan
- * specification does not promise it, which is why the runtime runs the chained schedule by
- * default only on those GPUs, and otherwise when asked or tuned (rt_engine_chained.c).
+ * specification does not promise it, which is why the runtime runs the chained schedule
+ * (by default on lavapipe, when the tuner finds it faster) only on those devices, and
+ * elsewhere only when asked (rt_engine_chained.c).
  *
  * The phases' buffers are shared by binding (gen_bind: one address per argument, coherent
  * except weights); together they exceed 128 bytes of push constants, so the kernel takes

@@ -144,6 +144,9 @@ typedef struct {
     int sparse_ffn;                  /* RT_SPARSE_* of the decode schedule */
     int tune_state;                  /* rt_tune_state: defaults, stored choice, tuned now */
     bool chained;                    /* the decode schedule is the chained one (decode_chain) */
+    bool chained_tunable;            /* the tuner may time the chained schedule on this device */
+    double tune_step_ms[2];          /* --tune: median decode step ms of the unchained [0] and the
+                                        chained [1] schedule, each with its kernels tuned; 0: not timed */
     bool coopmat_available;          /* the device has the cooperative-matrix shape (rt_vk_info.has_coopmat) */
     int streamed_layers;             /* --vram-budget: layers whose matrices are copied per step */
     uint64_t streamed_bytes;         /* bytes those copies move per step */

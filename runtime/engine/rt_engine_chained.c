@@ -5,17 +5,16 @@
  * dispatch whose workgroups take ordered tickets and spin until the previous phase is
  * done. That is deadlock-free where workgroups that have started keep making progress
  * (GPUs of NVIDIA, AMD and Intel; llvmpipe), which Vulkan does not promise. So the
- * chained schedule is the default only on those devices (known_progress: by vendor id, and
+ * chained schedule runs only on those devices (rt_eng_chained_safe: by vendor id, and
  * lavapipe by driver id), where it needs 2 + 3 per layer dispatches instead of 2 + 5 per
- * layer and a waiting workgroup costs an idle slot of the GPU (on llvmpipe an idle thread,
- * as at the unchained schedule's dispatch boundaries); elsewhere (other CPU devices,
- * unknown GPUs) the unchained one is. On lavapipe it used to be slower, since
- * llvmpipe executes both sides of every branch and each job ran all phases' barriers; with
- * 256-row jobs (GEMV_WIDE's CPU default) both schedules run at the same speed
- * (docs/performance.md), and the default there is the GPUs' code path, which the
- * test suites then run. Either way rt_engine_opts.chain (--layer-chain on|off),
- * TERNION_CHAIN=0|1 in the environment when the option is auto, or the tuner's stored
- * choice for this device (rt_tune.c: it times both) decide over that default. The sparse
+ * layer and a waiting workgroup costs an idle slot of the GPU (on llvmpipe an idle thread).
+ * It is the untuned default only on lavapipe: there both schedules run at the same speed
+ * at the 2B4T shape (docs/performance.md) and the test suites then run the chained kernels.
+ * On GPUs the untuned default is the unchained schedule: on an NVIDIA H200 it decoded
+ * 1.10-1.23x faster than the chained one (docs/performance.md); the tuner (rt_tune.c, run
+ * on a GPU's first use) times both on devices of the list above and keeps the faster.
+ * rt_engine_opts.chain (--layer-chain on|off), or TERNION_CHAIN=0|1 in the environment when
+ * the option is auto, decide over both the default and the tuner. The sparse
  * FFN and layer streaming keep the unchained schedule, and so does a device whose limits
  * the chained kernels exceed (rt_eng_chained_available).
  *
@@ -100,8 +99,9 @@ int rt_eng_chained_set(rt_engine *e, bool on, char *err)
 /* Devices whose started workgroups keep running while others spin (see the header):
  * NVIDIA, AMD and Intel GPUs, by PCI vendor id, and llvmpipe (lavapipe), whose threads each
  * run a workgroup to its end before taking the next. */
-static bool known_progress(const rt_vk_info *vi)
+bool rt_eng_chained_safe(const rt_engine *e)
 {
+    const rt_vk_info *vi = rt_vk_get_info(e->vk);
     static const uint32_t vendors[] = {0x10de /* NVIDIA */, 0x1002 /* AMD */, 0x8086 /* Intel */};
     if (vi->driver_id == VK_DRIVER_ID_MESA_LLVMPIPE)
         return true;
@@ -121,8 +121,8 @@ int rt_eng_chained_open(rt_engine *e, int want, char *err)
             want = strcmp(env, "0") ? RT_CHAIN_ON : RT_CHAIN_OFF;
     }
     e->chain_forced = want != RT_CHAIN_AUTO;
-    if (want == RT_CHAIN_AUTO) /* the default: chained on GPUs known to be safe, where it can run */
-        return known_progress(rt_vk_get_info(e->vk)) && rt_eng_chained_available(e, NULL, 0)
+    if (want == RT_CHAIN_AUTO) /* the untuned default: chained on lavapipe only (see the header) */
+        return rt_vk_get_info(e->vk)->driver_id == VK_DRIVER_ID_MESA_LLVMPIPE && rt_eng_chained_available(e, NULL, 0)
                    ? rt_eng_chained_set(e, true, err)
                    : 0;
     if (want != RT_CHAIN_ON)

@@ -355,6 +355,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (rt_eng_tune_run(e, opts->tune, opts->tune_steps, overridden, err))
         goto fail;
     e->stats.tune_state = e->tune_state;
+    e->stats.chained_tunable = rt_eng_chained_safe(e) && rt_eng_chained_available(e, NULL, 0);
     e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
     e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
     e->stats.native_dot = e->native_dot;

@@ -135,6 +135,7 @@ VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer);
  * opts.chain (RT_CHAIN_*, auto: TERNION_CHAIN); free the tables; the table of dispatch dp
  * at a layer (0: dp is not in decode_chain's layer section) */
 bool rt_eng_chained_available(const rt_engine *e, char *why, size_t n);
+bool rt_eng_chained_safe(const rt_engine *e); /* started workgroups keep progressing (vendor / driver list) */
 int rt_eng_chained_set(rt_engine *e, bool on, char *err);
 int rt_eng_chained_open(rt_engine *e, int want, char *err);
 void rt_eng_chained_close(rt_engine *e);

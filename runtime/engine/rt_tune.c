@@ -590,8 +590,8 @@ static int tune_kernel(rt_engine *e, uint32_t k, int steps, bool print, char *er
  * tuned (the chained kernels after the others): keeps the faster (the caller records). */
 static int tune_chain(rt_engine *e, int steps, bool print, char *err)
 {
-    if (e->chain_forced || e->dec != &e->d->decode || !rt_eng_chained_available(e, NULL, 0))
-        return 0;
+    if (e->chain_forced || e->dec != &e->d->decode || !rt_eng_chained_safe(e) || !rt_eng_chained_available(e, NULL, 0))
+        return 0; /* a device not known to keep spinning workgroups progressing never runs it */
     double ms[2];
     for (int on = 0; on < 2; on++) {
         if (rt_eng_chained_set(e, on, err))
@@ -604,6 +604,7 @@ static int tune_chain(rt_engine *e, int steps, bool print, char *err)
             return -1;
         if (print)
             printf("  %-60s %-12s %9.3f\n", on ? "" : "decode schedule", on ? "chained" : "unchained", ms[on]);
+        e->stats.tune_step_ms[on] = ms[on];
     }
     return rt_eng_chained_set(e, ms[1] < ms[0], err);
 }
@@ -641,6 +642,12 @@ int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *er
         return 0; /* not unasked on a CPU device (rt_tune.h) */
     const bool print = mode == RT_TUNE_FORCE;
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
+    /* both decode schedules are timed whichever is the default: start from the unchained one
+     * (its layer kernels are tuned first, tune_chain then tunes the chained kernels and keeps
+     * the faster schedule); starting from the chained default would skip the comparison and
+     * leave the unchained kernels untuned */
+    if (!e->chain_forced && e->dec == &e->d->decode_chain && (rt_eng_chained_set(e, false, err) || rerecord(e, err)))
+        return -1;
     uint32_t n = 0, np = 0;
     /* the prompt the tiles are timed on: TUNE_PROMPT tokens, or the most one step takes */
     int prompt = e->n_batch < TUNE_PROMPT ? e->n_batch : TUNE_PROMPT;
