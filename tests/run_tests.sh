@@ -16,6 +16,7 @@ if [ -z "${MESA_SHADER_CACHE_DIR:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ];
     export MESA_SHADER_CACHE_DIR
 fi
 SLOW_FIRST=${SLOW_FIRST:-"test_e2e test_cli test_gen test_examples test_kernels test_sparse test_stream"}
+t_all=$(date +%s)
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -33,10 +34,15 @@ done >"$tmp/list"
     cat "$tmp/list"
 } | awk '!seen[$1]++' >"$tmp/order"
 
-# One suite: output, exit status and wall time into $tmp/<index>.*.
-export tmp
-run_one='t0=$(date +%s); "$2" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc";
-         echo "== $2: $(($(date +%s) - t0)) s"'
+# One suite: output, exit status and wall time into $tmp/<index>.*. A suite that runs past
+# SUITE_TIMEOUT seconds (default 1200: a hang, e.g. a spinning kernel on a faulty driver, not
+# a speed limit; the slowest suite takes a few minutes on a 2-core machine) is killed and
+# counted as failed, so `make test` always ends.
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-1200}
+export tmp SUITE_TIMEOUT
+run_one='t0=$(date +%s); timeout -k 10 "$SUITE_TIMEOUT" "$2" >"$tmp/$1.out" 2>&1; rc=$?;
+         [ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "run_tests.sh: $2 killed after $SUITE_TIMEOUT s (a hang?)" >>"$tmp/$1.out";
+         echo $rc >"$tmp/$1.rc"; echo "== $2: $(($(date +%s) - t0)) s"'
 xargs -P "$JOBS" -L 1 sh -c "$run_one" sh <"$tmp/order"
 
 pass=0; fail=0; skip=0; bad=""
@@ -57,5 +63,5 @@ for t in "$@"; do
     fi
 done
 [ -n "$bad" ] && echo "failing:$bad"
-echo "tests: $pass passed, $fail failed, $skip skipped"
+echo "tests: $pass passed, $fail failed, $skip skipped ($# suites, $(($(date +%s) - t_all)) s)"
 [ $fail -eq 0 ]
