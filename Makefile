@@ -104,9 +104,12 @@ $(B)/obj/cli-main/%.o: runtime/cli/rt_cli_main.c
 	$(CC) $(CFLAGS_API) -DRT_CLI_MODEL='"$*"' -MMD -MP -c $< -o $@
 
 # The registry of generated models (runtime/api/rt_registry.h): every
-# `const rt_model_desc rt_model_<id>` the generated model.c files define.
-$(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) Makefile
+# `const rt_model_desc rt_model_<id>` the generated model.c files define. Rewritten when its
+# text changes (a model added or removed changes no prerequisite's time), after checking that
+# every models/X.yaml is named X (tests/check_models.sh: no model defined twice).
+$(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) Makefile FORCE
 	@mkdir -p $(B)
+	@sh tests/check_models.sh
 	@{ echo '/* registry.c - written by the Makefile: the generated models in libternion. */'; \
 	  echo '#include <stddef.h>'; echo '#include "api/rt_registry.h"'; \
 	  syms=$$(for m in $(sort $(MODELS)); do sed -n 's/^const rt_model_desc \(rt_model_[A-Za-z0-9_]*\) = {$$/\1/p' generated/$$m/model.c; done); \
@@ -114,7 +117,8 @@ $(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) Makefile
 	  echo 'const rt_model_desc *const rt_registry[] = {'; \
 	  for s in $$syms; do echo "    &$$s,"; done; \
 	  echo '    NULL,'; echo '};'; \
-	  echo "const unsigned rt_registry_count = $$(echo $$syms | wc -w);"; } > $@.tmp && mv $@.tmp $@
+	  echo "const unsigned rt_registry_count = $$(echo $$syms | wc -w);"; } > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 $(B)/obj/registry.o: $(B)/registry.c
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -234,12 +238,14 @@ $(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_A) runtime/api/ternion.h
 # `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic). The
 # models are generated side by side (each takes seconds: every kernel is compiled to check
 # it), each into $(B)/gen.new/ first and moved into generated/ only when complete, so an
-# interrupted or failed run leaves the previous output in place.
+# interrupted or failed run leaves the previous output in place; files whose bytes did not
+# change keep their times (gen/gen_sync.sh), so only changed kernels are recompiled.
 gen: $(GEN_BIN)
+	@sh tests/check_models.sh
 	@rm -rf $(B)/gen.new && mkdir -p $(B)/gen.new && pids= && \
 	for m in $(MODELS); do \
-	    { $(GEN_BIN) models/$$m.yaml -o $(B)/gen.new/$$m && rm -rf generated/$$m && \
-	      mv $(B)/gen.new/$$m generated/$$m; } & pids="$$pids $$!"; \
+	    { $(GEN_BIN) models/$$m.yaml -o $(B)/gen.new/$$m && \
+	      sh gen/gen_sync.sh $(B)/gen.new/$$m generated/$$m; } & pids="$$pids $$!"; \
 	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 
 $(patsubst %,generated/%/model.c,$(MODELS)):
@@ -268,6 +274,7 @@ gen-ubsan:
 test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_sizes.sh
 	@sh tests/check_includes.sh
+	@sh tests/check_models.sh
 	@sh tests/check_fuzz_deps.sh
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN)
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_subgroups.sh
