@@ -175,6 +175,43 @@ static void test_elementwise(void **state)
     NEAR(y[2], 3 / (1 + exp(-3.0)) * -1, 1e-6);
 }
 
+/* Every row of the activation table against values of its formula known independently of
+ * the code (computed in double from the textbook definition: relu(a)^2, a / (1 + e^-a),
+ * gelu's tanh form), so a formula wrong in both the GLSL and the C reference fails here;
+ * a row without known values fails too (a new activation brings its own).
+ * Tolerance: the row's float expression on |a| <= 3 rounds a dozen times at most, each
+ * <= 2^-24 of an intermediate <= 10 (libm's expf / tanhf within 2 ulp): 1e-6 absolute. */
+static void test_act_known_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        double a[5], y[5];
+    } known[] = {
+        {"relu2", {-2.0, -0.5, 0.0, 1.0, 3.0}, {0.0, 0.0, 0.0, 1.0, 9.0}},
+        {"silu",
+         {-2.0, -0.5, 0.0, 1.0, 3.0},
+         {-0.2384058440442351, -0.1887703343990727, 0.0, 0.7310585786300049, 2.8577223804672998}},
+        {"gelu",
+         {-2.0, -0.5, 0.0, 1.0, 3.0},
+         {-0.04540230591222494, -0.15428599017485606, 0.0, 0.8411919906082768, 2.996362607918227}},
+    };
+    for (int i = 0; i < gen_act_count(); i++) {
+        const gen_act *act = gen_act_at(i);
+        int row = -1;
+        for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
+            if (!strcmp(known[j].name, act->name))
+                row = j;
+        if (row < 0)
+            fail_msg("activation %s (%s) has no known values in test_act_known_values", act->name, act->formula);
+        for (int j = 0; j < 5; j++) {
+            const double y = act->ref((float)known[row].a[j]);
+            if (!(fabs(y - known[row].y[j]) <= 1e-6))
+                fail_msg("%s(%g) = %.9g, expected %.9g", act->name, known[row].a[j], y, known[row].y[j]);
+        }
+    }
+}
+
 static void test_lm_head_argmax(void **state)
 {
     /* vocab 3, dim 2; rows (1,0), (0,2), (1,1) in f16 bits. */
@@ -419,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_act_quant),     cmocka_unit_test(test_i2s_decode),
         cmocka_unit_test(test_bitlinear),     cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),     cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_act_known_values),
         cmocka_unit_test(test_lm_head_argmax), cmocka_unit_test(test_q8_0), cmocka_unit_test(test_mkmodel_tiny),
         cmocka_unit_test(test_mkmodel_2b),    cmocka_unit_test(test_mkmodel_llama),
         cmocka_unit_test(test_mkmodel_deterministic),
