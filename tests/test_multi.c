@@ -5,7 +5,11 @@
  *   - Each row's logits equal the single decode step's within the project's
  *     batched-vs-incremental tolerance: 1.5 x the fixture oracle's own max |d| between its
  *     batched and incremental logits (logits.f32 vs logits_incremental.f32), as test_e2e and
- *     test_batch_sizes; the most likely token must agree.
+ *     test_batch_sizes; the most likely token must agree. On lavapipe bit for bit (the
+ *     README's claim, which the server's "8 concurrent greedy streams give the tokens each
+ *     gives alone" rests on there): the products are exact integer sums and the float
+ *     operations after them the same; other drivers may round a quotient differently in
+ *     the prompt and the decode kernels, so there the tolerance applies.
  *   - A row's logits do not depend on the other rows: each row run alone (a one-row step)
  *     gives bit for bit the logits it had in the 4-row step (the server's "8 concurrent
  *     streams give exactly the tokens each gives alone").
@@ -85,6 +89,8 @@ static void test_rows_equal_single_steps(void **state)
     }
     double tol = 1.5 * oracle_self_max();
     if (tol < 0) fail_msg("the bitnet-tiny oracle logits (logits.f32, logits_incremental.f32) are missing");
+    if (rt_vk_get_info(e->vk)->driver_id == VK_DRIVER_ID_MESA_LLVMPIPE)
+        tol = 0; /* bit for bit there (above) */
     float *ref = malloc((size_t)NSEQ * V * 4), *got = malloc((size_t)NSEQ * V * 4), *alone = malloc((size_t)V * 4);
     for (int step = 0; step < 2; step++) {
         for (int r = 0; r < NSEQ; r++) /* the single steps (they write the same KV rows as the multi step) */
