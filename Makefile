@@ -275,6 +275,7 @@ test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_sizes.sh
 	@sh tests/check_includes.sh
 	@sh tests/check_models.sh
+	@B=$(B) sh tests/check_calls.sh
 	@sh tests/check_fuzz_deps.sh
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN)
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_subgroups.sh

@@ -10,37 +10,6 @@
 
 #define DYN_DECL_(UP, low) " uint " #low ";" /* the Dyn block's fields (schema/rt_layout.h) */
 
-void dsl_sb_vprintf(dsl_sb *b, const char *fmt, va_list ap)
-{
-    if (b->oom) return;
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
-    va_end(ap2);
-    if (n < 0) return;
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + (size_t)n + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    b->len += (size_t)n;
-}
-
-void dsl_sb_printf(dsl_sb *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    dsl_sb_vprintf(b, fmt, ap);
-    va_end(ap);
-}
-
 typedef struct {
     dsl_kernel *k;
     dsl_sb *o;

@@ -20,7 +20,7 @@ char *dsl_arena_strdup(dsl_arena *a, const char *s);
 void dsl_arena_reset(dsl_arena *a); /* keep the blocks, forget their contents */
 void dsl_arena_free(dsl_arena *a);
 
-/* ---- growable string (dsl_emit.c) ---- */
+/* ---- growable string (dsl_sb.c) ---- */
 typedef struct {
     char *s;
     size_t len, cap;

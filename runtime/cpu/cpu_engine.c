@@ -22,8 +22,6 @@ static int fail_oom(char *err, const char *what)
     return -1;
 }
 
-void *cpu_engine_scratch(cpu_engine *e, int ith) { return e->scratch + (size_t)ith * e->scratch_bytes; }
-
 /* Tensor t of layer L from the GGUF: in place; 1-D weights also as floats. */
 static int bind_tensor(cpu_engine *e, int t, int L, char *err)
 {

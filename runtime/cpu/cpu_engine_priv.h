@@ -89,7 +89,7 @@ struct cpu_engine {
 
 /* Runs the step described by e->tok / pos / seq / n (cpu_forward.c). */
 int cpu_forward(cpu_engine *e, char *err);
-void *cpu_engine_scratch(cpu_engine *e, int ith);
+static inline void *cpu_engine_scratch(cpu_engine *e, int ith) { return e->scratch + (size_t)ith * e->scratch_bytes; }
 /* The weight of op o for layer L (global tensors: layer ignored). */
 static inline const cpu_weight *cpu_w(const cpu_engine *e, int tensor, int L)
 {

@@ -105,13 +105,6 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
     return 0;
 }
 
-bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k)
-{
-    const rt_vk_info *vi = rt_vk_get_info(e->vk);
-    const rt_kernel_desc *kd = &e->d->kernels[k];
-    return kd->shared_bytes <= vi->max_shared && kd->invocations <= vi->max_invocations;
-}
-
 /* Every kernel fits the device's workgroup limits (checked before the weights go up).
  * The chained decode's kernels (arg_table) are optional: where one does not fit, that
  * schedule is not offered (rt_eng_chained_available) and its pipelines are not made. */

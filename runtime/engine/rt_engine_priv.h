@@ -12,6 +12,12 @@
  *                       tables, copy bandwidth)
  *   rt_engine_sparse.c  the sparse FFN's decode: transposed weight copies, the STATS
  *                       counters of active neurons
+ *   rt_engine_bufs.c    (a leaf) the buffer an argument names, activation buffer sizes,
+ *                       a kernel against the device's workgroup limits
+ *   rt_engine_stream.c, rt_engine_stream_bench.c  layer streaming, and timing it
+ *   rt_engine_chained.c, rt_engine_multi.c, rt_tune.c  the chained schedule, multi-row
+ *                       steps, kernel variants and the tuner
+ * No two files call each other both ways (tests/check_calls.sh).
 
  * How the engine works as a whole:
 
@@ -122,14 +128,18 @@ int rt_eng_flush(rt_engine *e, char *err);
 /* Drop the recorded prompt streams (they bind the cache of e->seq and the current
  * pipelines): the next prompt records anew. */
 void rt_eng_forget_prefill(rt_engine *e);
+/* rt_engine_bufs.c (a leaf): the buffer / address an argument names at layer `layer`;
+ * device bytes of activation buffer i; kernel k fits the device's workgroup limits */
+const rt_buf *rt_eng_arg_buf(rt_engine *e, rt_arg a, int layer);
+VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer);
+uint64_t rt_eng_act_bytes(const rt_engine *e, uint32_t i);
+bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k);
 /* rt_engine_record.c: one dispatch for n tokens, act_off bytes added to its activation arguments' addresses */
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off);
 /* rt_engine_multi.c: its host table (at open) and streams (at close) */
 int rt_eng_multi_init(rt_engine *e, char *err);
 void rt_eng_multi_free(rt_engine *e);
-/* rt_engine_record.c: the address an argument names at layer `layer` */
-VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer);
 /* rt_engine_chained.c: can this engine run decode_chain (else why not); switch e->dec to it
  * or back (tables made on first use; the caller records the streams again); at open:
  * opts.chain (RT_CHAIN_*, auto: TERNION_CHAIN); free the tables; the table of dispatch dp
@@ -154,7 +164,6 @@ void rt_eng_record_aux(rt_engine *e, rt_cmd *c, uint16_t kernel, int row, uint32
 void rt_eng_record_schedule(rt_engine *e, rt_cmd *c, const rt_schedule *s, uint32_t n);
 const rt_dispatch *rt_eng_post_of(const rt_engine *e, const rt_schedule *s);
 bool rt_eng_writes_result(const rt_dispatch *post, uint32_t n);
-uint64_t rt_eng_act_bytes(const rt_engine *e, uint32_t i);
 /* rt_engine_weights.c */
 bool rt_eng_type_ok(uint8_t want, uint8_t got);
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n);
@@ -172,14 +181,14 @@ void rt_eng_stream_layer_begin(rt_engine *e, rt_cmd *c, int L);
 void rt_eng_stream_layer_end(rt_engine *e, rt_cmd *c, int L);
 void rt_eng_stream_step_end(rt_engine *e, rt_cmd *c);
 void rt_eng_stream_free(rt_engine *e);
+int rt_eng_stream_record_copies(rt_engine *e, rt_cmd **out_c, char *err);
+void rt_eng_stream_quiet(rt_engine *e, bool quiet);
 
 /* rt_tune.c: variants per kernel (defaults, or the stored choice), their pipelines;
  * tuning on the recorded decode schedule (mode rt_tune_mode; overridden: --gemv or
  * --no-int-dot fixed the variants) */
 int rt_eng_tune_setup(rt_engine *e, int mode, bool overridden, char *err);
 int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *err);
-/* Kernel k fits the device's workgroup limits (shared memory, invocations). */
-bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k);
 int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err);
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n);
 uint8_t rt_eng_default_wide(const rt_engine *e); /* GEMV_WIDE's default on the device (rt_tune.c) */

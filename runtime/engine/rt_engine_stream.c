@@ -46,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define SLOT_ALIGN 256 /* each matrix in a slot starts 256-byte aligned (uvec4 loads and more) */
 
@@ -268,42 +267,17 @@ void rt_eng_stream_free(rt_engine *e)
     e->stream = NULL;
 }
 
-static double now_ms(void)
+/* The copies of one step alone, on the queue (or the host thread) a step's copies use
+ * (rt_engine_stream_bench.c times them); *out_c NULL when nothing is streamed. */
+int rt_eng_stream_record_copies(rt_engine *e, rt_cmd **out_c, char *err)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* The fastest of 3 submissions of each of c[0 .. 3), in ms, the three interleaved (c0 c1 c2
- * c0 c1 c2 ...) so that a load change on a shared machine hits all three alike. */
-static int time_streams(rt_cmd *const c[3], double ms[3], char *err)
-{
-    ms[0] = ms[1] = ms[2] = 1e30;
-    for (int r = 0; r < 3; r++)
-        for (int i = 0; i < 3; i++) {
-            double t0 = now_ms();
-            if (rt_cmd_submit(c[i], err))
-                return -1;
-            double t = now_ms() - t0;
-            ms[i] = t < ms[i] ? t : ms[i];
-        }
-    return 0;
-}
-
-int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, double *step_ms, char *err)
-{
-    if (e->cpu) {
-        *copy_ms = *compute_ms = *step_ms = 0;
-        return 0;
-    }
     struct rt_eng_stream *s = e->stream;
-    *copy_ms = *compute_ms = *step_ms = 0;
+    *out_c = NULL;
     if (!s)
         return 0;
-    rt_cmd *copies = NULL, *compute = NULL;
+    rt_cmd *copies = NULL;
     int rc = rt_cmd_begin(e->vk, &copies, err);
-    for (int j = 0; !rc && j < s->n; j++) /* on the queue (or the host thread) the step's copies use */
+    for (int j = 0; !rc && j < s->n; j++)
         if (s->host_copy)
             rt_cmd_host_copy_batch(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
         else if (s->timeline)
@@ -311,15 +285,17 @@ int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, 
         else
             rt_cmd_copy(copies, &s->host, (uint64_t)j * s->layer_bytes, &s->slot[j % 2], 0, s->layer_bytes);
     rc = rc || rt_cmd_end(copies, err);
-    s->quiet = true; /* the same dispatches without the copies (slots as they are: timing only) */
-    rc = rc || rt_eng_record(e, &e->d->decode, 1, -1, 0, &compute, err);
-    s->quiet = false;
-    rt_cmd *const c[3] = {copies, compute, e->decode};
-    double ms[3] = {0, 0, 0};
-    rc = rc || time_streams(c, ms, err);
-    if (!rc)
-        *copy_ms = ms[0], *compute_ms = ms[1], *step_ms = ms[2];
-    rt_cmd_free(copies);
-    rt_cmd_free(compute);
-    return rc ? -1 : 0;
+    if (rc) {
+        rt_cmd_free(copies);
+        return -1;
+    }
+    *out_c = copies;
+    return 0;
+}
+
+/* Record without the copies (slots as they are: timing only) while quiet. */
+void rt_eng_stream_quiet(rt_engine *e, bool quiet)
+{
+    if (e->stream)
+        e->stream->quiet = quiet;
 }

@@ -3,7 +3,7 @@
  *
  * Owns: the compiled grammar (rt_grammar: rules as flat element arrays, rt_grammar_parse.c),
  * the recognizer state (rt_gmatch: a set of pushdown stacks plus a UTF-8 sequence in
- * progress, rt_grammar_match.c) and the token table with the mask over it (rt_gvocab,
+ * progress, rt_grammar_match.c on the steps of rt_grammar_step.c) and the token table with the mask over it (rt_gvocab,
  * rt_grammar_vocab.c). Nothing here knows the tokenizer or the sampler: the API layer hands
  * in each token's bytes.
  *

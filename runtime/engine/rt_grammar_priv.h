@@ -1,4 +1,4 @@
-/* rt_grammar_priv.h - what rt_grammar_match.c and rt_grammar_vocab.c share: the stack set
+/* rt_grammar_priv.h - what rt_grammar_step.c, _match.c, _memo.c and _vocab.c share: the stack set
  * and the recognizer's layout (see rt_grammar.h for what they mean).
  *
  * (rt_grammar_parse.c uses the check below.)
@@ -78,15 +78,18 @@ struct rt_gmatch {
  * (rt_grammar_check.c). */
 int rt_grammar_left_recursive(const rt_grammar *g, uint32_t *bad_rule);
 
+/* rt_grammar_step.c: stack sets and their steps */
 void rt_gset_free(rt_gset *s);
 int rt_gset_copy(rt_gset *dst, const rt_gset *src);
+/* out = the stacks the start rule expands to. 0 ok, -1 + err (out empty). */
+int rt_gset_start(rt_gmatch *m, rt_gset *out, char *err);
 /* out = in after code point c (any UTF-8 sequence in progress in `in` is ignored: callers
  * step bytes). 0 ok (out may be empty: rejected), -1 + m->err. */
 int rt_gset_step_cp(rt_gmatch *m, const rt_gset *in, rt_gset *out, uint32_t c);
 /* out = in after byte b (UTF-8 decoded on the way; invalid UTF-8 leaves out empty). */
 int rt_gset_step_byte(rt_gmatch *m, const rt_gset *in, rt_gset *out, uint8_t b);
 bool rt_gset_complete(const rt_gset *s);
-/* m->lv has at least n sets. 0 ok, -1 + m->err. */
+/* rt_grammar_match.c: the recognizer. m->lv has at least n sets. 0 ok, -1 + m->err. */
 int rt_gmatch_levels(rt_gmatch *m, uint32_t n);
 /* Walk s[0..n) from the committed state through lv[1..n]: the depth reached (n: all taken),
  * -1 + m->err. */

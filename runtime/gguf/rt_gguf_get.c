@@ -8,21 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-uint64_t rt_gguf_elem_size(const uint8_t *p, uint32_t t)
-{
-    size_t es = rt_gguf_vsize(t);
-    if (es) return es;
-    if (t == RT_GGUF_STRING) return 8 + rt_gguf_rd_u64(p);
-    /* array: elem type, count, elements */
-    uint32_t et = rt_gguf_rd_u32(p);
-    uint64_t n = rt_gguf_rd_u64(p + 4);
-    es = rt_gguf_vsize(et);
-    if (es) return 12 + n * es;
-    uint64_t off = 12;
-    for (uint64_t i = 0; i < n; i++) off += rt_gguf_elem_size(p + off, et);
-    return off;
-}
-
 void rt_gguf_kv_payload(const rt_gguf_kv *kv, const uint8_t **out_p, uint64_t *out_len)
 {
     if (kv->type != RT_GGUF_ARRAY) {

@@ -15,27 +15,6 @@
 
 #define LLAMA3_N_VOCAB 128256
 
-int rt_ids_push(rt_ids *a, int32_t id)
-{
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        int32_t *v = realloc(a->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        a->v = v;
-        a->cap = cap;
-    }
-    a->v[a->n++] = id;
-    return 0;
-}
-
-void rt_ids_free(rt_ids *a)
-{
-    free(a->v);
-    a->v = NULL;
-    a->n = a->cap = 0;
-}
-
 /* ---- hashing ---- */
 
 static uint32_t hash_str(const char *s, size_t n)
