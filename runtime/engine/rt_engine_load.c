@@ -243,6 +243,56 @@ static int make_q8_tables(rt_engine *e, const char *path, char *err)
     return 0;
 }
 
+/* The activation buffers, the KV caches of every sequence (zeroed: never stale data), the
+ * token / logits / result / sync / greedy-chain buffers and the multi-row tables. */
+static int make_buffers(rt_engine *e, char *err)
+{
+    e->acts = calloc(e->d->n_acts ? e->d->n_acts : 1, sizeof(rt_buf));
+    e->kc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
+    e->vc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
+    e->pipes = calloc(e->d->n_kernels, sizeof(rt_pipeline *));
+    if (!e->acts || !e->kc || !e->vc || !e->pipes) {
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
+    for (uint32_t i = 0; i < e->d->n_acts; i++) {
+        if (rt_buf_create_named(e->vk, rt_eng_act_bytes(e, i), RT_MEM_DEVICE, e->d->acts[i].name, &e->acts[i], err))
+            return -1;
+    }
+    uint64_t kvsz = (uint64_t)e->n_ctx * e->d->kv_dim * e->d->kv_elem_bytes;
+    for (int L = 0; L < e->n_layers * e->n_seq; L++)
+        if (rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "K cache", &e->kc[L], err) ||
+            rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "V cache", &e->vc[L], err) ||
+            rt_buf_fill(e->vk, &e->kc[L], 0, err) || rt_buf_fill(e->vk, &e->vc[L], 0, err)) /* never stale data */
+            return -1;
+    if (rt_buf_create_named(e->vk, (uint64_t)e->n_batch * 4, RT_MEM_HOST, "tokens", &e->tokens, err) ||
+        rt_buf_create_named(e->vk, (uint64_t)e->n_batch * e->vocab * 4, RT_MEM_DEVICE, "logits", &e->logits, err) ||
+        rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err) ||
+        rt_buf_create_named(e->vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, "sync", &e->sync, err) ||
+        rt_buf_fill(e->vk, &e->sync, 0, err) ||
+        rt_buf_create_named(e->vk, CHAIN_IDS_OFF + RT_ENGINE_MAX_CHAIN * 4, RT_MEM_HOST, "greedy chain", &e->chainbuf,
+                            err) ||
+        rt_eng_multi_init(e, err))
+        return -1;
+    return 0;
+}
+
+/* The figures of the opened engine that rt_engine_get_stats reports from the start. */
+static void fill_stats(rt_engine *e, const rt_engine_opts *opts)
+{
+    e->stats.tune_state = e->tune_state;
+    e->stats.chained_tunable = rt_eng_chained_safe(e) && rt_eng_chained_available(e, NULL, 0);
+    e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
+    e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
+    e->stats.native_dot = e->native_dot;
+    e->stats.native_dot_available = rt_vk_get_info(e->vk)->has_int_dot;
+    e->stats.gemv_vec = e->gemv_vec;
+    e->stats.lm_head_q8 = e->head_q8;
+    e->stats.sparse_ffn = opts->sparse_ffn;
+    e->stats.chained = e->dec == &e->d->decode_chain;
+    e->stats.coopmat_available = rt_vk_get_info(e->vk)->has_coopmat;
+}
+
 int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_engine **out_e, char *err)
 {
     *out_e = NULL;
@@ -289,32 +339,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
         goto fail;
     if (rt_eng_sparse_open(e, opts->sparse_ffn, err))
         goto fail;
-    e->acts = calloc(desc->n_acts ? desc->n_acts : 1, sizeof(rt_buf));
-    e->kc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
-    e->vc = calloc((size_t)e->n_layers * e->n_seq, sizeof(rt_buf));
-    e->pipes = calloc(desc->n_kernels, sizeof(rt_pipeline *));
-    if (!e->acts || !e->kc || !e->vc || !e->pipes) {
-        snprintf(err, RT_ERR_LEN, "out of host memory");
-        goto fail;
-    }
-    for (uint32_t i = 0; i < desc->n_acts; i++) {
-        if (rt_buf_create_named(e->vk, rt_eng_act_bytes(e, i), RT_MEM_DEVICE, desc->acts[i].name, &e->acts[i], err))
-            goto fail;
-    }
-    uint64_t kvsz = (uint64_t)e->n_ctx * desc->kv_dim * desc->kv_elem_bytes;
-    for (int L = 0; L < e->n_layers * e->n_seq; L++)
-        if (rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "K cache", &e->kc[L], err) ||
-            rt_buf_create_named(e->vk, kvsz, RT_MEM_DEVICE, "V cache", &e->vc[L], err) ||
-            rt_buf_fill(e->vk, &e->kc[L], 0, err) || rt_buf_fill(e->vk, &e->vc[L], 0, err)) /* never stale data */
-            goto fail;
-    if (rt_buf_create_named(e->vk, (uint64_t)e->n_batch * 4, RT_MEM_HOST, "tokens", &e->tokens, err) ||
-        rt_buf_create_named(e->vk, (uint64_t)e->n_batch * e->vocab * 4, RT_MEM_DEVICE, "logits", &e->logits, err) ||
-        rt_buf_create_named(e->vk, RESULT_WORDS * 4, RT_MEM_HOST, "result", &e->result, err) ||
-        rt_buf_create_named(e->vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, "sync", &e->sync, err) ||
-        rt_buf_fill(e->vk, &e->sync, 0, err) ||
-        rt_buf_create_named(e->vk, CHAIN_IDS_OFF + RT_ENGINE_MAX_CHAIN * 4, RT_MEM_HOST, "greedy chain", &e->chainbuf,
-                            err) ||
-        rt_eng_multi_init(e, err))
+    if (make_buffers(e, err))
         goto fail;
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
     /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
@@ -347,17 +372,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->last_decode = e->decode;
     if (rt_eng_tune_run(e, opts->tune, opts->tune_steps, overridden, err))
         goto fail;
-    e->stats.tune_state = e->tune_state;
-    e->stats.chained_tunable = rt_eng_chained_safe(e) && rt_eng_chained_available(e, NULL, 0);
-    e->stats.dispatches_per_token = rt_cmd_dispatch_count(e->decode_argmax);
-    e->stats.barriers_per_token = rt_cmd_barrier_count(e->decode_argmax);
-    e->stats.native_dot = e->native_dot;
-    e->stats.native_dot_available = rt_vk_get_info(e->vk)->has_int_dot;
-    e->stats.gemv_vec = e->gemv_vec;
-    e->stats.lm_head_q8 = e->head_q8;
-    e->stats.sparse_ffn = opts->sparse_ffn;
-    e->stats.chained = e->dec == &desc->decode_chain;
-    e->stats.coopmat_available = rt_vk_get_info(e->vk)->has_coopmat;
+    fill_stats(e, opts);
     *out_e = e;
     return 0;
 fail:
