@@ -635,7 +635,10 @@ static void test_2b_greedy(void **st) { (void)st; check_greedy(&fixtures[1]); }
 
 /* A YAML variant (SiLU GLU, no sub-norms, untied F16 head, GQA 2:1): random
  * weights written by tools/mkmodel, GPU forward pass vs the CPU reference that
- * walks the same op list. */
+ * walks the same op list. The rule, as the fixtures' against their oracle: top-1 on at
+ * least 90 % of the rows and max |d| within 1.5 x the reference's own spread, the max |d|
+ * between its two numerics (F32 against F16-rounded attention probabilities and head input:
+ * REF_NUM_BATCHED / REF_NUM_INCREMENTAL), which is what rounding choices alone move. */
 static void test_llama_variant_vs_reference(void **st)
 {
     (void)st;
@@ -670,11 +673,18 @@ static void test_llama_variant_vs_reference(void **st)
     float *a = malloc(sz * 4), *b = malloc(sz * 4);
     if (rt_engine_eval(r.e, ids, 20, 0, a, err) || ref_eval(ref, ids, 20, 0, b, err))
         fail_msg("%s", err);
+    ref_model *ref_inc = ref_open(r.m, g, 64, REF_NUM_INCREMENTAL, err);
+    float *bi = malloc(sz * 4);
+    if (!ref_inc || ref_eval(ref_inc, ids, 20, 0, bi, err))
+        fail_msg("%s", err);
+    const double bound = 1.5 * compare(bi, b, 20, r.vocab).max_abs;
+    free(bi);
+    ref_close(ref_inc);
     cmp_stats s = compare(a, b, 20, r.vocab);
-    printf("llama-ternary-tiny: GPU vs CPU reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", s.top1_agree,
-           s.mean_abs, s.max_abs);
+    printf("llama-ternary-tiny: GPU vs CPU reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g (bound %.4g)\n",
+           s.top1_agree, s.mean_abs, s.max_abs, bound);
     assert_true(s.top1_agree >= 18);
-    assert_true(s.mean_abs <= 0.05);
+    assert_true(s.max_abs <= bound);
     /* decode, one token at a time (the fused decode schedule: norms and the bare QUANTs
      * run by the last workgroup of the kernel before them) against the reference, then
      * against the unfused decode schedule: bit-identical on any device (precise kernels) */
@@ -683,10 +693,10 @@ static void test_llama_variant_vs_reference(void **st)
         if (rt_engine_eval(r.e, &ids[i], 1, i, c + (size_t)i * r.vocab, err))
             fail_msg("%s", err);
     s = compare(c, b, 20, r.vocab);
-    printf("llama-ternary-tiny: decode vs CPU reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", s.top1_agree,
-           s.mean_abs, s.max_abs);
+    printf("llama-ternary-tiny: decode vs CPU reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g (bound %.4g)\n",
+           s.top1_agree, s.mean_abs, s.max_abs, bound);
     assert_true(s.top1_agree >= 18);
-    assert_true(s.mean_abs <= 0.05);
+    assert_true(s.max_abs <= bound);
     rig u;
     if (rig_open(&u, "models/llama-ternary-tiny.yaml", gguf, 0, err))
         fail_msg("%s", err);
