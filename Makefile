@@ -75,7 +75,9 @@ LIB_OBJ  := $(call obj,$(RT_SRC) $(FMT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(
 .PHONY: all gen test asan validate bench run fuzz cross-cpu clean check-generated models examples install lib FORCE
 all: $(LIB_FMT) $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
      $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check $(SRV_BIN) $(B)/srv-api-check
-models: $(MODEL_BINS)
+# the model binaries and what a user runs on a new YAML row: the generator and the tools
+# (mkmodel writes a random-weight file of a variant), relinked when a table row changes
+models: $(MODEL_BINS) $(GEN_BIN) $(TOOLS)
 lib: $(LIB_A) $(LIB_SO)
 examples: $(EXAMPLES) $(EXAMPLES_API)
 
