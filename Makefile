@@ -238,17 +238,17 @@ $(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_A) runtime/api/ternion.h
 	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) $(LIBS_RT)
 
 # `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic). The
-# models are generated side by side (each takes seconds: every kernel is compiled to check
-# it), each into $(B)/gen.new/ first and moved into generated/ only when complete, so an
-# interrupted or failed run leaves the previous output in place; files whose bytes did not
-# change keep their times (gen/gen_sync.sh), so only changed kernels are recompiled.
+# models are generated side by side, as many at once as make's -j says (each takes seconds:
+# every kernel is compiled to check it), each into $(B)/gen.new/ first and moved into
+# generated/ only when complete, so an interrupted or failed run leaves the previous output
+# in place; files whose bytes did not change keep their times (gen/gen_sync.sh), so only
+# changed kernels are recompiled.
 gen: $(GEN_BIN)
 	@sh tests/check_models.sh
-	@rm -rf $(B)/gen.new && mkdir -p $(B)/gen.new && pids= && \
-	for m in $(MODELS); do \
-	    { $(GEN_BIN) models/$$m.yaml -o $(B)/gen.new/$$m && \
-	      sh gen/gen_sync.sh $(B)/gen.new/$$m generated/$$m; } & pids="$$pids $$!"; \
-	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
+	@rm -rf $(B)/gen.new && mkdir -p $(B)/gen.new && \
+	jobs=$$(echo " $(MAKEFLAGS)" | sed -n 's/.* -j *\([0-9][0-9]*\).*/\1/p'); \
+	printf '%s\n' $(MODELS) | xargs -P "$${jobs:-1}" -I{} sh -c \
+	    '$(GEN_BIN) models/{}.yaml -o $(B)/gen.new/{} && sh gen/gen_sync.sh $(B)/gen.new/{} generated/{}'
 
 $(patsubst %,generated/%/model.c,$(MODELS)):
 	@echo "$@ is missing: run 'make gen'"; exit 1
