@@ -234,19 +234,48 @@ static void write_chain_text(FILE *f, const gen_desc *gd)
     fprintf(f, "  %u dispatches per step + %u per layer\n\n", s->n_pre + s->n_post, s->n_layer);
 }
 
-static void write_dispatch_fields(FILE *f, const rt_dispatch *d);
+static void c_ident(const char *name, char *out, size_t n);
+static void write_dispatch_fields(FILE *f, const rt_model_desc *md, const rt_dispatch *d);
 
 static void write_dispatch_c(FILE *f, const rt_model_desc *md, const gen_graph *g, const gen_kop *k,
                              const rt_dispatch *d)
 {
     fprintf(f, "    /* ");
     write_dispatch_line(f, md, g, k, d, "", " */\n");
-    write_dispatch_fields(f, d);
+    write_dispatch_fields(f, md, d);
 }
 
-static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
+/* A barrier mask as the names of what it orders: A_<act> bits, then RT_BAR_*. */
+static void write_barrier(FILE *f, const rt_model_desc *md, uint64_t bar)
 {
-    fprintf(f, "    {.kernel = %u, .n_args = %u, .args = {", d->kernel, d->n_args);
+    static const struct {
+        uint64_t bit;
+        const char *name;
+    } fixed[] = {{RT_BAR_SYNC, "RT_BAR_SYNC"},
+                 {RT_BAR_KCACHE, "RT_BAR_KCACHE"},
+                 {RT_BAR_VCACHE, "RT_BAR_VCACHE"},
+                 {RT_BAR_LOGITS, "RT_BAR_LOGITS"},
+                 {RT_BAR_RESULT, "RT_BAR_RESULT"}};
+    const char *sep = "";
+    char id[GEN_MAX_NAME];
+    for (uint32_t i = 0; i < md->n_acts && i < 59; i++)
+        if (bar & RT_BAR_ACT(i)) {
+            c_ident(md->acts[i].name, id, sizeof id);
+            fprintf(f, "%sRT_BAR_ACT(A_%s)", sep, id);
+            sep = " | ";
+        }
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (bar & fixed[i].bit) {
+            fprintf(f, "%s%s", sep, fixed[i].name);
+            sep = " | ";
+        }
+    if (!*sep)
+        fprintf(f, "0");
+}
+
+static void write_dispatch_fields(FILE *f, const rt_model_desc *md, const rt_dispatch *d)
+{
+    fprintf(f, "    {.kernel = K_%s, .n_args = %u, .args = {", md->kernels[d->kernel].name, d->n_args);
     for (int i = 0; i < d->n_args; i++)
         fprintf(f, "%s{%s, %u}", i ? ", " : "", arg_kind_name(d->args[i].kind), d->args[i].index);
     fprintf(f, "},\n     .n_params = %u, .params = {", d->n_params);
@@ -268,9 +297,10 @@ static void write_dispatch_fields(FILE *f, const rt_dispatch *d)
             fprintf(f, ", .tile = RT_TILE_TOKS");
         fprintf(f, "}");
     }
-    fprintf(f, "}, .barrier = 0x%llxull,\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ",
-            (unsigned long long)d->barrier, (unsigned long long)d->bytes, (unsigned long long)d->bytes_vocab,
-            (unsigned long long)d->bytes_kv);
+    fprintf(f, "}, .barrier = ");
+    write_barrier(f, md, d->barrier);
+    fprintf(f, ",\n     .bytes = %lluull, .bytes_vocab = %lluull, .bytes_kv = %lluull, ", (unsigned long long)d->bytes,
+            (unsigned long long)d->bytes_vocab, (unsigned long long)d->bytes_kv);
     if (d->bytes_active)
         fprintf(f, ".bytes_active = %lluull, ", (unsigned long long)d->bytes_active);
     fprintf(f, ".label = \"%s\"},\n", d->label);
@@ -445,6 +475,21 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
     fprintf(f, "\n");
 }
 
+/* The kernels and activation buffers by name (the indices the dispatches use). */
+static void write_names(FILE *f, const rt_model_desc *md)
+{
+    char id[GEN_MAX_NAME];
+    fprintf(f, "/* kernels[] and acts[] by name: the dispatches below name them */\nenum {\n");
+    for (uint32_t k = 0; k < md->n_kernels; k++)
+        fprintf(f, "    K_%s,\n", md->kernels[k].name);
+    fprintf(f, "};\nenum {");
+    for (uint32_t i = 0; i < md->n_acts; i++) {
+        c_ident(md->acts[i].name, id, sizeof id);
+        fprintf(f, "%s A_%s", i ? "," : "", id);
+    }
+    fprintf(f, " };\n\n");
+}
+
 static int write_model_c(const gen_desc *d, const char *dir, char *err)
 {
     const rt_model_desc *md = &d->desc;
@@ -502,6 +547,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     for (uint32_t i = 0; i < md->n_acts; i++)
         fprintf(f, "    {\"%s\", %u},\n", md->acts[i].name, md->acts[i].bytes_per_token);
     fprintf(f, "};\n\n");
+    write_names(f, md);
     write_schedule_c(f, md, &d->graph_dec, &md->decode, "decode");
     write_schedule_c(f, md, &d->graph, &md->prefill, "prefill");
     if (md->decode_exact.n_layer)
@@ -514,7 +560,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
         for (uint32_t i = 0; i < md->decode_chain.n_layer; i++) {
             fprintf(f, "    /* ");
             write_chain_line(f, d, i, "", " */\n");
-            write_dispatch_fields(f, &md->decode_chain.layer[i]);
+            write_dispatch_fields(f, md, &md->decode_chain.layer[i]);
         }
         fprintf(f, "};\n\n");
     }

@@ -234,6 +234,7 @@ static inline uint32_t rt_groups_count(const rt_groups *g, uint32_t n, uint32_t 
 }
 
 /* Barrier bits: bit i (< 59) = act buffer i; then these. */
+#define RT_BAR_ACT(i) (1ull << (i))
 #define RT_BAR_SYNC (1ull << 59)
 #define RT_BAR_KCACHE (1ull << 60)
 #define RT_BAR_VCACHE (1ull << 61)

@@ -87,213 +87,245 @@ static const rt_act_desc acts[] = {
     {"act9", 2662400},
 };
 
+/* kernels[] and acts[] by name: the dispatches below name them */
+enum {
+    K_embed_f16_n2560_nextnorm,
+    K_bitlinear_multi_m2560_m640_m640_k2560_decode,
+    K_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm,
+    K_bitlinear_res_nextnorm_m2560_k2560_decode,
+    K_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode,
+    K_bitlinear_res_nextlayernorm_m2560_k6912_decode,
+    K_lm_head_norm_f16_n2560_decode_argmax,
+    K_lm_head_norm_q8_n2560_decode_argmax,
+    K_embed_f16_n2560,
+    K_norm_quant_n2560,
+    K_bitlinear_multi_m2560_m640_m640_k2560_batch,
+    K_rope_kv_n640_f16,
+    K_attention_rope_h20_kv5_d128_f16_g4_t4,
+    K_bitlinear_res_m2560_k2560_batch,
+    K_bitlinear_glu_relu2_m6912_k2560_batch,
+    K_norm_quant_n6912,
+    K_bitlinear_res_m2560_k6912_batch,
+    K_rmsnorm_n2560,
+    K_lm_head_f16_n2560_batch,
+    K_lm_head_q8_n2560_batch,
+    K_sparse_gate_m6912_k2560,
+    K_sparse_up_relu2_nextnorm_m6912_k2560,
+    K_sparse_down_res_nextlayernorm_m2560_k6912,
+    K_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912,
+    K_argmax,
+    K_topk,
+    K_copy,
+};
+enum { A_act0, A_act1, A_act2, A_act3, A_act4, A_act5, A_act6, A_act7, A_act8, A_act9 };
+
 /* decode after the layers with --lm-head q8 */
 static const rt_dispatch decode_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n2560_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_q8_n2560_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 18436ull, .bytes_vocab = 2724ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
 static const rt_dispatch decode[] = {
     /* ---- before the layers ---- */
     /* embed token_embd+norm_quant attn_norm embed_f16_n2560_nextnorm (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
-    {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_embed_f16_n2560_nextnorm, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 5, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .groups = {{0, 5, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 38412ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
     /* ---- each layer L ---- */
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m2560_m640_m640_k2560_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
-    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    {.kernel = K_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 716808ull, .bytes_vocab = 0ull, .bytes_kv = 2560ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m2560_k2560_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
-    {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_res_nextnorm_m2560_k2560_decode, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 1684496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm bitlinear_glu_relu2_nextnorm_m6912_k2560_decode (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
-    {.kernel = 4, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_glu_relu2_nextnorm_m6912_k2560_decode, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 864, 1, .tile = RT_TILE_DECODE, .tile_rows = {6912, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
+     .groups = {{0, 864, 1, .tile = RT_TILE_DECODE, .tile_rows = {6912, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 8939792ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm"},
     /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m2560_k6912_decode (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
-    {.kernel = 5, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_res_nextlayernorm_m2560_k6912_decode, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 4474128ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_f16_n2560_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 18436ull, .bytes_vocab = 5124ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
 /* prefill after the layers with --lm-head q8 */
 static const rt_dispatch prefill_post_q8[] = {
     /* rmsnorm output_norm          rmsnorm_n2560            (x, output_norm.weight, xn)  [barrier: x xn] */
-    {.kernel = 17, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
+    {.kernel = K_rmsnorm_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x3ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
     /* lm_head token_embd (q8)      lm_head_q8_n2560_batch   (xn, q8_0(token_embd.weight), logits)  [barrier: xn] */
-    {.kernel = 19, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
+    {.kernel = K_lm_head_q8_n2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 10240ull, .bytes_vocab = 2724ull, .bytes_kv = 0ull, .label = "lm_head token_embd (q8)"},
 };
 
 static const rt_dispatch prefill[] = {
     /* ---- before the layers ---- */
     /* embed token_embd             embed_f16_n2560          (tokens, token_embd.weight, x) */
-    {.kernel = 8, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    {.kernel = K_embed_f16_n2560, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 5, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .groups = {{0, 5, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 15364ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* norm_quant attn_norm         norm_quant_n2560         (x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x attn_norm.q8 attn_norm.q8_scale] */
-    {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_norm_quant_n2560, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x7ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 23048ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant attn_norm"},
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
-    {.kernel = 10, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m2560_m640_m640_k2560_batch, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 60, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 640, 640}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 60, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 640, 640}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv                      rope_kv_n640_f16         (k, v, kcache[L], vcache[L])  [barrier: k v] */
-    {.kernel = 11, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
+    {.kernel = K_rope_kv_n640_f16, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 3, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x30ull,
+     .groups = {{0, 3, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5),
      .bytes = 7680ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rope_kv"},
     /* attention+rope a             attention_rope_h20_kv5_d128_f16_g4_t4 (q, kcache[L], vcache[L], a)  [barrier: q kcache vcache] */
-    {.kernel = 12, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 1}},
+    {.kernel = K_attention_rope_h20_kv5_d128_f16_g4_t4, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
-     .groups = {{0, 5, 1}, {1, 0, 4}, {0, 1, 1}}, .barrier = 0x3000000000000008ull,
+     .groups = {{0, 5, 1}, {1, 0, 4}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_KCACHE | RT_BAR_VCACHE,
      .bytes = 20480ull, .bytes_vocab = 0ull, .bytes_kv = 2560ull, .label = "attention+rope a"},
     /* norm_quant attn_sub_norm     norm_quant_n2560         (a, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: a attn_sub_norm.q8_scale] */
-    {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}},
+    {.kernel = K_norm_quant_n2560, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0xaull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act3),
      .bytes = 23048ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output    bitlinear_res_m2560_k2560_batch (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: attn_sub_norm.q8 attn_sub_norm.q8_scale] */
-    {.kernel = 13, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
+    {.kernel = K_bitlinear_res_m2560_k2560_batch, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 40, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0xcull,
+     .groups = {{0, 40, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 1661448ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
     /* norm_quant ffn_norm          norm_quant_n2560         (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
-    {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_norm_quant_n2560, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x5ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act2),
      .bytes = 23048ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant ffn_norm"},
     /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_relu2_m6912_k2560_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
-    {.kernel = 14, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
+    {.kernel = K_bitlinear_glu_relu2_m6912_k2560_batch, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{0, 108, 1, .tile = RT_TILE_ROWS, .tile_rows = {6912, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 108, 1, .tile = RT_TILE_ROWS, .tile_rows = {6912, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 8877576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
     /* norm_quant ffn_sub_norm      norm_quant_n6912         (f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale f] */
-    {.kernel = 15, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_norm_quant_n6912, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0xeull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 62216ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant ffn_sub_norm"},
     /* bitlinear+add ffn_down       bitlinear_res_m2560_k6912_batch (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale] */
-    {.kernel = 16, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}},
+    {.kernel = K_bitlinear_res_m2560_k6912_batch, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 40, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 40, 1, .tile = RT_TILE_ROWS, .tile_rows = {2560, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 4451080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm          rmsnorm_n2560            (x, output_norm.weight, xn)  [barrier: x xn] */
-    {.kernel = 17, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
+    {.kernel = K_rmsnorm_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x3ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
     /* lm_head token_embd           lm_head_f16_n2560_batch  (xn, token_embd.weight, logits)  [barrier: xn] */
-    {.kernel = 18, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
+    {.kernel = K_lm_head_f16_n2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 10240ull, .bytes_vocab = 5124ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
 /* decode_exact after the layers with --lm-head q8 */
 static const rt_dispatch decode_exact_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n2560_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_q8_n2560_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 18436ull, .bytes_vocab = 2724ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
 static const rt_dispatch decode_exact[] = {
     /* ---- before the layers ---- */
     /* embed token_embd+norm_quant attn_norm embed_f16_n2560_nextnorm (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
-    {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_embed_f16_n2560_nextnorm, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 5, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .groups = {{0, 5, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 38412ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
     /* ---- each layer L ---- */
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m2560_m640_m640_k2560_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
-    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    {.kernel = K_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_SYNC,
      .bytes = 716808ull, .bytes_vocab = 0ull, .bytes_kv = 2560ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m2560_k2560_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
-    {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_res_nextnorm_m2560_k2560_decode, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 320, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 1684496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* sparse_gate ffn_gate         sparse_gate_m6912_k2560  (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, f.gate, f.list, stats, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.gate f.list sync] */
-    {.kernel = 20, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_gate_m6912_k2560, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_LAYER, 0u}},
-     .groups = {{0, 864, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000318ull,
+     .groups = {{0, 864, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act8) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 4509200ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "sparse_gate ffn_gate"},
     /* sparse_up ffn_up+norm_quant ffn_sub_norm sparse_up_relu2_nextnorm_m6912_k2560 (ffn_norm.q8, ffn_norm.q8_scale, f.gate, f.list, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_sub_norm.q8 f.gate f.list sync] */
-    {.kernel = 21, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_up_relu2_nextnorm_m6912_k2560, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 864, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000340ull,
+     .groups = {{0, 864, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act8) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 147732ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 640ull, .label = "sparse_up ffn_up+norm_quant ffn_sub_norm"},
     /* sparse_down ffn_down+norm_quant attn_norm[L+1] sparse_down_res_nextlayernorm_m2560_k6912 (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, f.list, transposed(blk.{L}.ffn_down.weight), x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
-    {.kernel = 22, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_down_res_nextlayernorm_m2560_k6912, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 20, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 20, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 78100ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 640ull, .label = "sparse_down ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_f16_n2560_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 18436ull, .bytes_vocab = 5124ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
 /* each layer L with --chain (before and after the layers: decode's) */
 static const rt_dispatch decode_chain_layer[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m2560_m640_m640_k2560_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m2560_m640_m640_k2560_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 480, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 640, 640}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 2475528ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
-    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    {.kernel = K_attention_rope_h20_kv5_d128_f16_split32_g4_merged_ropekv_nextnorm, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 5, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 20800}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 716808ull, .bytes_vocab = 0ull, .bytes_kv = 2560ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
   chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
-    {.kernel = 23, .n_args = 18, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_chain_res_nextnorm_m2560_k2560_glu_relu2_nextnorm_m6912_k2560_res_nextlayernorm_m2560_k6912, .n_args = 18, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 1504, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 6912, 2560}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
+     .groups = {{0, 1504, 1, .tile = RT_TILE_DECODE, .tile_rows = {2560, 6912, 2560}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 15098416ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 

@@ -90,273 +90,307 @@ static const rt_act_desc acts[] = {
     {"act10", 1024},
 };
 
+/* kernels[] and acts[] by name: the dispatches below name them */
+enum {
+    K_embed_f16_n256_nextnorm,
+    K_bitlinear_multi_m256_m128_m128_k256_decode,
+    K_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm,
+    K_bitlinear_res_nextnorm_m256_k256_decode,
+    K_bitlinear_glu_relu2_nextnorm_m768_k256_decode,
+    K_bitlinear_res_nextlayernorm_m256_k768_decode,
+    K_lm_head_norm_f16_n256_decode_argmax,
+    K_lm_head_norm_q8_n256_decode_argmax,
+    K_embed_f16_n256,
+    K_norm_quant_n256,
+    K_bitlinear_multi_m256_m128_m128_k256_batch,
+    K_rope_kv_n128_f16,
+    K_attention_rope_h4_kv2_d64_f16_g2_t8,
+    K_bitlinear_res_m256_k256_batch,
+    K_bitlinear_glu_relu2_m768_k256_batch,
+    K_norm_quant_n768,
+    K_bitlinear_res_m256_k768_batch,
+    K_rmsnorm_n256,
+    K_lm_head_f16_n256_batch,
+    K_lm_head_q8_n256_batch,
+    K_sparse_gate_m768_k256,
+    K_sparse_up_relu2_nextnorm_m768_k256,
+    K_sparse_down_res_nextlayernorm_m256_k768,
+    K_sparse_pred_h_k256,
+    K_sparse_gate_pred_m768_k256,
+    K_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768,
+    K_argmax,
+    K_topk,
+    K_copy,
+};
+enum { A_act0, A_act1, A_act2, A_act3, A_act4, A_act5, A_act6, A_act7, A_act8, A_act9, A_act10 };
+
 /* decode after the layers with --lm-head q8 */
 static const rt_dispatch decode_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_q8_n256_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
 static const rt_dispatch decode[] = {
     /* ---- before the layers ---- */
     /* embed token_embd+norm_quant attn_norm embed_f16_n256_nextnorm  (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
-    {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_embed_f16_n256_nextnorm, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 3852ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
     /* ---- each layer L ---- */
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m256_m128_m128_k256_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
-    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    {.kernel = K_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
-    {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_res_nextnorm_m256_k256_decode, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 21008ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm bitlinear_glu_relu2_nextnorm_m768_k256_decode (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
-    {.kernel = 4, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_glu_relu2_nextnorm_m768_k256_decode, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 96, 1, .tile = RT_TILE_DECODE, .tile_rows = {768, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000d8ull,
+     .groups = {{0, 96, 1, .tile = RT_TILE_DECODE, .tile_rows = {768, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 108560ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm"},
     /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m256_k768_decode (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
-    {.kernel = 5, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_res_nextlayernorm_m256_k768_decode, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 54288ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_f16_n256_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
 /* prefill after the layers with --lm-head q8 */
 static const rt_dispatch prefill_post_q8[] = {
     /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, xn)  [barrier: x xn] */
-    {.kernel = 17, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
+    {.kernel = K_rmsnorm_n256, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x3ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 3072ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
     /* lm_head token_embd (q8)      lm_head_q8_n256_batch    (xn, q8_0(token_embd.weight), logits)  [barrier: xn] */
-    {.kernel = 19, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
+    {.kernel = K_lm_head_q8_n256_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 1024ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "lm_head token_embd (q8)"},
 };
 
 static const rt_dispatch prefill[] = {
     /* ---- before the layers ---- */
     /* embed token_embd             embed_f16_n256           (tokens, token_embd.weight, x) */
-    {.kernel = 8, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    {.kernel = K_embed_f16_n256, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 1540ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* norm_quant attn_norm         norm_quant_n256          (x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x attn_norm.q8 attn_norm.q8_scale] */
-    {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_norm_quant_n256, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x7ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 2312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant attn_norm"},
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
-    {.kernel = 10, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m256_m128_m128_k256_batch, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 8, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 128, 128}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 8, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 128, 128}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv                      rope_kv_n128_f16         (k, v, kcache[L], vcache[L])  [barrier: k v] */
-    {.kernel = 11, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
+    {.kernel = K_rope_kv_n128_f16, .n_args = 4, .args = {{RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x30ull,
+     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5),
      .bytes = 1536ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rope_kv"},
     /* attention+rope a             attention_rope_h4_kv2_d64_f16_g2_t8 (q, kcache[L], vcache[L], a)  [barrier: q kcache vcache] */
-    {.kernel = 12, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 1}},
+    {.kernel = K_attention_rope_h4_kv2_d64_f16_g2_t8, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {1, 0, 8}, {0, 1, 1}}, .barrier = 0x3000000000000008ull,
+     .groups = {{0, 2, 1}, {1, 0, 8}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_KCACHE | RT_BAR_VCACHE,
      .bytes = 2048ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "attention+rope a"},
     /* norm_quant attn_sub_norm     norm_quant_n256          (a, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: a attn_sub_norm.q8_scale] */
-    {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}},
+    {.kernel = K_norm_quant_n256, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0xaull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act3),
      .bytes = 2312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output    bitlinear_res_m256_k256_batch (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: attn_sub_norm.q8 attn_sub_norm.q8_scale] */
-    {.kernel = 13, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
+    {.kernel = K_bitlinear_res_m256_k256_batch, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0xcull,
+     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 18696ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
     /* norm_quant ffn_norm          norm_quant_n256          (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
-    {.kernel = 9, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_norm_quant_n256, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x5ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act2),
      .bytes = 2312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant ffn_norm"},
     /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_relu2_m768_k256_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
-    {.kernel = 14, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
+    {.kernel = K_bitlinear_glu_relu2_m768_k256_batch, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{0, 12, 1, .tile = RT_TILE_ROWS, .tile_rows = {768, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 12, 1, .tile = RT_TILE_ROWS, .tile_rows = {768, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 101640ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
     /* norm_quant ffn_sub_norm      norm_quant_n768          (f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale f] */
-    {.kernel = 15, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_norm_quant_n768, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0xeull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 6920ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant ffn_sub_norm"},
     /* bitlinear+add ffn_down       bitlinear_res_m256_k768_batch (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: ffn_sub_norm.q8 ffn_sub_norm.q8_scale] */
-    {.kernel = 16, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}},
+    {.kernel = K_bitlinear_res_m256_k768_batch, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = 0x6ull,
+     .groups = {{0, 4, 1, .tile = RT_TILE_ROWS, .tile_rows = {256, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 51976ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm          rmsnorm_n256             (x, output_norm.weight, xn)  [barrier: x xn] */
-    {.kernel = 17, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
+    {.kernel = K_rmsnorm_n256, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
-     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x3ull,
+     .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 3072ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
     /* lm_head token_embd           lm_head_f16_n256_batch   (xn, token_embd.weight, logits)  [barrier: xn] */
-    {.kernel = 18, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
+    {.kernel = K_lm_head_f16_n256_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x2ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 1024ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
 /* decode_exact after the layers with --lm-head q8 */
 static const rt_dispatch decode_exact_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_q8_n256_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
 static const rt_dispatch decode_exact[] = {
     /* ---- before the layers ---- */
     /* embed token_embd+norm_quant attn_norm embed_f16_n256_nextnorm  (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
-    {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_embed_f16_n256_nextnorm, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 3852ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
     /* ---- each layer L ---- */
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m256_m128_m128_k256_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
-    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    {.kernel = K_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_SYNC,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
-    {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_res_nextnorm_m256_k256_decode, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 21008ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* sparse_gate ffn_gate         sparse_gate_m768_k256    (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, f.gate, f.list, stats, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.gate f.list sync] */
-    {.kernel = 20, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_gate_m768_k256, .n_args = 7, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_LAYER, 0u}},
-     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000318ull,
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act8) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 58640ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "sparse_gate ffn_gate"},
     /* sparse_up ffn_up+norm_quant ffn_sub_norm sparse_up_relu2_nextnorm_m768_k256 (ffn_norm.q8, ffn_norm.q8_scale, f.gate, f.list, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_sub_norm.q8 f.gate f.list sync] */
-    {.kernel = 21, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_up_relu2_nextnorm_m768_k256, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000340ull,
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act8) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 16404ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_up ffn_up+norm_quant ffn_sub_norm"},
     /* sparse_down ffn_down+norm_quant attn_norm[L+1] sparse_down_res_nextlayernorm_m256_k768 (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, f.list, transposed(blk.{L}.ffn_down.weight), x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
-    {.kernel = 22, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_down_res_nextlayernorm_m256_k768, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 2, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 2, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 8212ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_down ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_f16_n256_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
 /* decode_pred after the layers with --lm-head q8 */
 static const rt_dispatch decode_pred_post_q8[] = {
     /* rmsnorm output_norm+lm_head token_embd+argmax (q8) lm_head_norm_q8_n256_decode_argmax (x, q8_0(token_embd.weight), logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 7, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_q8_n256_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 9220ull, .bytes_vocab = 276ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax (q8)"},
 };
 
 static const rt_dispatch decode_pred[] = {
     /* ---- before the layers ---- */
     /* embed token_embd+norm_quant attn_norm embed_f16_n256_nextnorm  (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
-    {.kernel = 0, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_embed_f16_n256_nextnorm, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0x0ull,
+     .groups = {{0, 1, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 3852ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
     /* ---- each layer L ---- */
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m256_m128_m128_k256_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v sync] */
-    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    {.kernel = K_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000038ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_SYNC,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m256_k256_decode (attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
-    {.kernel = 3, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_bitlinear_res_nextnorm_m256_k256_decode, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000199ull,
+     .groups = {{0, 32, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 21008ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
     /* sparse_pred_h ffn_gate       sparse_pred_h_k256       (ffn_norm.q8, ffn_norm.q8_scale, predictor[L], f.pred_h)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
-    {.kernel = 23, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_PRED, 0}, {RT_ARG_ACT, 10}},
+    {.kernel = K_sparse_pred_h_k256, .n_args = 4, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_PRED, 0}, {RT_ARG_ACT, 10}},
      .n_params = 0, .params = {},
-     .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x18ull,
+     .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4),
      .bytes = 1288ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "sparse_pred_h ffn_gate"},
     /* sparse_gate ffn_gate         sparse_gate_pred_m768_k256 (ffn_norm.q8, ffn_norm.q8_scale, f.pred_h, predictor[L], blk.{L}.ffn_gate.weight, f.gate, f.list, stats, sync)  [barrier: f.list f.pred_h sync] */
-    {.kernel = 24, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 10}, {RT_ARG_PRED, 0}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_gate_pred_m768_k256, .n_args = 9, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 10}, {RT_ARG_PRED, 0}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_STATS, 0}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_LAYER, 0u}},
-     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000600ull,
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act9) | RT_BAR_ACT(A_act10) | RT_BAR_SYNC,
      .bytes = 10512ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_gate ffn_gate"},
     /* sparse_up ffn_up+norm_quant ffn_sub_norm sparse_up_relu2_nextnorm_m768_k256 (ffn_norm.q8, ffn_norm.q8_scale, f.gate, f.list, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, ffn_sub_norm.q8_scale, sync)  [barrier: ffn_sub_norm.q8 f.gate f.list sync] */
-    {.kernel = 21, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_up_relu2_nextnorm_m768_k256, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 8}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
-     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000340ull,
+     .groups = {{0, 96, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act8) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 16404ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_up ffn_up+norm_quant ffn_sub_norm"},
     /* sparse_down ffn_down+norm_quant attn_norm[L+1] sparse_down_res_nextlayernorm_m256_k768 (ffn_sub_norm.q8, ffn_sub_norm.q8_scale, f.list, transposed(blk.{L}.ffn_down.weight), x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x ffn_sub_norm.q8 ffn_sub_norm.q8_scale sync] */
-    {.kernel = 22, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    {.kernel = K_sparse_down_res_nextlayernorm_m256_k768, .n_args = 9, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 9}, {RT_ARG_WEIGHT_T, 12}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 2, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000000c1ull,
+     .groups = {{0, 2, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 8212ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .bytes_active = 64ull, .label = "sparse_down ffn_down+norm_quant attn_norm[L+1]"},
     /* ---- after the layers ---- */
     /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_f16_n256_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = 6, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    {.kernel = K_lm_head_norm_f16_n256_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 3}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x800000000000001ull,
+     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
      .bytes = 9220ull, .bytes_vocab = 516ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
 /* each layer L with --chain (before and after the layers: decode's) */
 static const rt_dispatch decode_chain_layer[] = {
     /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m256_m128_m128_k256_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = 1, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    {.kernel = K_bitlinear_multi_m256_m128_m128_k256_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 3}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
-     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x26ull,
+     .groups = {{0, 64, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 128, 128}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 35080ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
     /* rope_kv+attention+rope a+norm_quant attn_sub_norm attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm (q, kcache[L], vcache[L], a.part, a, sync, k, v, blk.{L}.attn_sub_norm.weight, attn_sub_norm.q8, attn_sub_norm.q8_scale)  [barrier: q k v a.part sync] */
-    {.kernel = 2, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    {.kernel = K_attention_rope_h4_kv2_d64_f16_split32_g2_merged_ropekv_nextnorm, .n_args = 11, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
-     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = 0x800000000000238ull,
+     .groups = {{0, 2, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 2112}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 73480ull, .bytes_vocab = 0ull, .bytes_kv = 512ull, .label = "rope_kv+attention+rope a+norm_quant attn_sub_norm"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
   chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768 (sync, attn_sub_norm.q8, attn_sub_norm.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, blk.{L}.ffn_sub_norm.weight, ffn_sub_norm.q8, attn_sub_norm.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 attn_sub_norm.q8 attn_sub_norm.q8_scale sync] */
-    {.kernel = 25, .n_args = 18, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    {.kernel = K_chain_res_nextnorm_m256_k256_glu_relu2_nextnorm_m768_k256_res_nextlayernorm_m256_k768, .n_args = 18, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 12}, {RT_ARG_WEIGHT_NEXT, 2}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
-     .groups = {{0, 160, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 768, 256}}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0x8000000000001d9ull,
+     .groups = {{0, 160, 1, .tile = RT_TILE_DECODE, .tile_rows = {256, 768, 256}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 183856ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+norm_quant ffn_sub_norm > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
 };
 
