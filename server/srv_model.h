@@ -71,6 +71,9 @@ struct srv_model {
     bool (*is_eog)(void *ctx, int32_t id);
     /* Keep only positions < n_keep of sequence seq (prefix reuse). */
     int (*seq_keep)(void *ctx, int seq, int n_keep, char *err);
+    /* Sequence dst holds positions [0, n) of sequence src (their KV copied; n <= src's
+     * length). NULL hook: no copies (each sequence evaluates its own prompt). */
+    int (*seq_copy)(void *ctx, int src, int dst, int n, char *err);
     /* Evaluate ids[0..n) of sequence seq at positions pos..; the last position's logits
      * are row -1 for choose(). */
     int (*prompt)(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err);

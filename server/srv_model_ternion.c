@@ -126,6 +126,12 @@ static int t_seq_keep(void *ctx, int seq, int n_keep, char *err)
     return 0;
 }
 
+static int t_seq_copy(void *ctx, int src, int dst, int n, char *err)
+{
+    tmodel *t = ctx;
+    return ternion_kv_seq_copy(t->ctx, src, dst, n) ? fail(err, "KV copy") : 0;
+}
+
 static int t_prompt(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err)
 {
     tmodel *t = ctx;
@@ -267,6 +273,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .ctx = t, .name = o->alias ? o->alias : ternion_model_builtin(t->model),
         .n_ctx = ternion_n_ctx(t->ctx), .n_seq = o->n_seq, .n_vocab = ternion_model_n_vocab(t->model),
         .tokenize = t_tokenize, .chat = t_chat, .piece = t_piece, .is_eog = t_is_eog, .seq_keep = t_seq_keep,
+        .seq_copy = t_seq_copy,
         .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
         .grammar_free = t_grammar_free, .logprobs = t_logprobs,

@@ -16,12 +16,16 @@
 
 #include "srv_text.h"
 
+#define COPY_MIN 16 /* prompt positions another slot's KV must add to be copied */
+
 /* What the n choices of one request share: the request and its prompt ids. */
 typedef struct {
     srv_req req;
     int32_t *ids;
     int n_ids;
     int refs;          /* jobs holding it (under s->mu) */
+    bool lead_done;    /* choice 0 evaluated the prompt (or ended): the others may copy its KV
+                          (scheduler thread) */
 } shared;
 
 struct srv_job {
@@ -182,6 +186,8 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
     }
     j->finish = reason;
     j->n_gen = sl->n_gen;
+    if (j->index == 0)
+        j->sh->lead_done = true;
     j->done = true;
     if (j->failed)
         s->st.requests_failed++;
@@ -250,6 +256,8 @@ static void admit_locked(srv_sched *s)
                 s->qtail = NULL;
             s->qlen--;
             j->done = true;
+            if (j->index == 0)
+                j->sh->lead_done = true;
             s->st.requests_cancelled++;
             job_unref_locked(s, j);
             continue;
@@ -355,15 +363,42 @@ static void take_token(srv_sched *s, slot *sl, int32_t id, int row)
     sl->pending = id;
 }
 
-/* A slot's new request: keep the KV of the prefix its cached tokens share with the prompt,
- * make the sampler; the prompt is then evaluated in chunks (prompt_chunk). */
+/* Another slot holding more of the prompt than slot seq: its KV of that prefix copied into
+ * seq (the other choices of a request, a prompt another slot holds). The prefix now held. */
+static int copy_prefix(srv_sched *s, slot *sl, int seq, int c, char *err)
+{
+    srv_model *m = s->m;
+    const srv_job *j = sl->job;
+    int best = -1, best_c = c;
+    for (int k = 0; m->seq_copy && k < s->n_slots; k++) {
+        int ck = k == seq ? 0 : common_prefix(s->slots[k].cache, s->slots[k].n_cache, j->ids, j->n_ids);
+        if (ck > best_c)
+            best = k, best_c = ck;
+    }
+    /* a copy of a few positions is not worth it unless it is the whole prompt (n choices) */
+    if (best < 0 || (best_c - c < COPY_MIN && best_c < j->n_ids - 1))
+        return c;
+    if (m->seq_copy(m->ctx, best, seq, best_c, err))
+        return -1;
+    memcpy(sl->cache, s->slots[best].cache, (size_t)best_c * sizeof(int32_t));
+    sl->n_cache = best_c;
+    return best_c;
+}
+
+/* A slot's new request: keep the KV of the prefix its cached tokens share with the prompt
+ * (or copy a longer one from another slot), make the sampler; the prompt is then evaluated
+ * in chunks (prompt_chunk). */
 static void prepare(srv_sched *s, slot *sl, int seq)
 {
     srv_model *m = s->m;
     srv_job *j = sl->job;
     char err[SRV_ERR_LEN] = "";
     int n = j->n_ids;
-    int c = common_prefix(sl->cache, sl->n_cache, j->ids, n);
+    int c = copy_prefix(s, sl, seq, common_prefix(sl->cache, sl->n_cache, j->ids, n), err);
+    if (c < 0) {
+        fail(s, sl, 500, err);
+        return;
+    }
     if (c >= n)
         c = n - 1; /* the last prompt token is evaluated again for its logits */
     if (m->seq_keep(m->ctx, seq, c, err)) {
@@ -423,6 +458,8 @@ static void prompt_chunk(srv_sched *s, slot *sl, int seq)
     }
     if (!last)
         return;
+    if (j->index == 0)
+        j->sh->lead_done = true;
     sl->prompting = false;
     sl->started = true;
     take_token(s, sl, id, -1);
@@ -490,7 +527,8 @@ static void *loop(void *arg)
         pthread_mutex_unlock(&s->mu);
         for (int i = 0; i < s->n_slots; i++) {
             slot *sl = &s->slots[i];
-            if (sl->job && !sl->started && !sl->prompting)
+            /* the other choices of a request wait for the first's prompt, then copy its KV */
+            if (sl->job && !sl->started && !sl->prompting && (sl->job->index == 0 || sl->job->sh->lead_done))
                 prepare(s, sl, i);
             if (sl->job && sl->prompting)
                 prompt_chunk(s, sl, i);

@@ -31,7 +31,7 @@ typedef struct {
     bool endless;               /* never end a generation (0 becomes 1) */
     char piece[4];
     pthread_mutex_t mu;
-    long steps, rows, prompt_calls;
+    long steps, rows, prompt_calls, copies;
 } fake_model;
 
 static int32_t fake_next(int32_t tok, int32_t pos) { return (tok * 7 + pos * 3 + 5) % 61; }
@@ -85,6 +85,16 @@ static int fake_seq_keep(void *ctx, int seq, int n_keep, char *err)
         return snprintf(err, SRV_ERR_LEN, "fake: seq_keep(%d, %d)", seq, n_keep), -1;
     if (f->len[seq] > n_keep)
         f->len[seq] = n_keep;
+    return 0;
+}
+
+static int fake_seq_copy(void *ctx, int src, int dst, int n, char *err)
+{
+    fake_model *f = ctx;
+    if (src < 0 || src >= FAKE_SEQ || dst < 0 || dst >= FAKE_SEQ || n < 0 || n > f->len[src])
+        return snprintf(err, SRV_ERR_LEN, "fake: seq_copy(%d, %d, %d)", src, dst, n), -1;
+    f->len[dst] = n;
+    f->copies++;
     return 0;
 }
 
@@ -197,6 +207,7 @@ static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
     *m = (srv_model){
         .ctx = f, .name = "fake-model", .n_ctx = n_ctx, .n_seq = n_seq, .n_vocab = FAKE_VOCAB,
         .tokenize = fake_tokenize, .chat = fake_chat, .piece = fake_piece, .is_eog = fake_is_eog, .seq_keep = fake_seq_keep,
+        .seq_copy = fake_seq_copy,
         .prompt = fake_prompt, .step = fake_step, .sampler_new = fake_sampler_new,
         .sampler_free = fake_sampler_free, .sampler_accept = fake_sampler_accept, .choose = fake_choose,
         .grammar_new = fake_grammar_new, .grammar_free = fake_grammar_free, .logprobs = fake_logprobs,

@@ -4,6 +4,7 @@
  * to 256), and penalties change the pick at temperature 0 (greedy) as in llama.cpp.
  * Draws repeat ternion_sample on one decoded row (sampling does not consume it).
  * ternion_logprobs against a log-softmax computed here in double on the same logits.
+ * ternion_kv_seq_copy: a sequence given another's prompt KV decodes as that one does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -190,6 +191,59 @@ static void test_logprobs(void **state)
     close_fx(&f);
 }
 
+/* Sequence 1 given sequence 0's prompt by ternion_kv_seq_copy: the next step's logits are
+ * sequence 0's, bit for bit (the same kernels over the same cache); without the copy they
+ * are not. On every backend there is (CPU, Vulkan). */
+static void kv_copy_on(int32_t backend)
+{
+    ternion_model *m;
+    if (ternion_model_load(g_model, NULL, &m)) fail_msg("load: %s", ternion_last_error());
+    ternion_context_params p = ternion_context_default_params();
+    p.n_ctx = 32;
+    p.n_seq_max = 3;
+    p.backend = backend;
+    ternion_context *c;
+    if (ternion_context_new(m, &p, &c)) {
+        print_message("SKIP backend %d: %s\n", backend, ternion_last_error());
+        ternion_model_free(m);
+        return;
+    }
+    int32_t nv = ternion_model_n_vocab(m), prompt[6] = {1, 40, 50, 60, 70, 80}, next = 90;
+    int32_t pos[6], seq[6] = {0};
+    for (int i = 0; i < 6; i++) pos[i] = i;
+    ternion_batch b = {.n_tokens = 6, .token = prompt, .pos = pos, .seq_id = seq};
+    assert_int_equal(ternion_decode(c, &b), 0);
+    assert_int_equal(ternion_kv_seq_copy(c, 0, 1, 6), 0);
+    assert_int_equal(ternion_kv_seq_len(c, 1), 6);
+    assert_int_equal(ternion_kv_seq_copy(c, 0, 2, 7), TERNION_E_INVALID); /* past sequence 0's length */
+    assert_int_equal(ternion_kv_seq_copy(c, 0, 3, 1), TERNION_E_INVALID);
+    float *row[3];
+    for (int s = 0; s < 3; s++) { /* s = 2: positions 0..5 never evaluated (zeros) */
+        if (s == 2) assert_int_equal(ternion_bench_kv_seq_len(c, 2, 6), 0);
+        int32_t p6 = 6, sq = s;
+        ternion_batch one = {.n_tokens = 1, .token = &next, .pos = &p6, .seq_id = &sq};
+        assert_int_equal(ternion_decode(c, &one), 0);
+        const float *l = ternion_get_logits(c, -1);
+        assert_non_null(l);
+        row[s] = malloc((size_t)nv * sizeof(float));
+        memcpy(row[s], l, (size_t)nv * sizeof(float));
+    }
+    assert_memory_equal(row[0], row[1], (size_t)nv * sizeof(float));
+    assert_memory_not_equal(row[0], row[2], (size_t)nv * sizeof(float));
+    print_message("backend %d: the copied sequence's logits equal the source's\n", backend);
+    for (int s = 0; s < 3; s++) free(row[s]);
+    ternion_context_free(c);
+    ternion_model_free(m);
+}
+
+static void test_kv_copy(void **state)
+{
+    (void)state;
+    if (!g_model[0]) skip();
+    kv_copy_on(TERNION_BACKEND_CPU);
+    kv_copy_on(TERNION_BACKEND_VULKAN);
+}
+
 int main(void)
 {
     if (!fixture_find("bitnet-tiny/model.gguf", g_model, sizeof(g_model))) g_model[0] = 0;
@@ -197,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_top_k_off_whole_vocab),
         cmocka_unit_test(test_penalty_at_temp0),
         cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_kv_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

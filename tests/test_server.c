@@ -528,7 +528,8 @@ static void test_concurrent(void **state)
     pthread_t th[8];
     for (int i = 0; i < 8; i++) {
         jobs[i].port = r.port;
-        snprintf(jobs[i].prompt, sizeof(jobs[i].prompt), "prompt %d %s", i, i % 2 ? "odd" : "even one");
+        /* no common prefix but BOS: each evaluates its own prompt (no KV copied between slots) */
+        snprintf(jobs[i].prompt, sizeof(jobs[i].prompt), "%d prompt %s", i, i % 2 ? "odd" : "even one");
         pthread_create(&th[i], NULL, par_run, &jobs[i]);
     }
     for (int i = 0; i < 8; i++)

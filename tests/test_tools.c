@@ -507,12 +507,37 @@ static void test_n_and_logprobs(void **state)
     rig_stop(&r);
 }
 
+/* n choices with a slot each: the prompt is evaluated once, the other choices copy its KV
+ * and evaluate only its last token again (for their own first logits). */
+static void test_n_shares_prompt(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 4, 256);
+    const char *prompt = "A prompt of some length for three choices";
+    int n_ids = (int)strlen(prompt) + 1; /* the fake's tokens: BOS + bytes */
+    char body[256], want[4096];
+    int n_gen;
+    expect_for(prompt, 6, want, &n_gen);
+    snprintf(body, sizeof(body), "{\"prompt\":\"%s\",\"max_tokens\":6,\"n\":3}", prompt);
+    cJSON *j = call(&r, "/v1/completions", body, 200);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(str(cJSON_GetArrayItem(at(j, "choices"), i), "text"), want);
+    cJSON_Delete(j);
+    srv_stats st;
+    srv_sched_stats(r.s, &st);
+    assert_int_equal(r.f.copies, 2);
+    assert_int_equal(st.prompt_tokens, 3 * n_ids);
+    assert_int_equal(st.prompt_tokens_evaluated, n_ids + 2);
+    rig_stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prompt),      cmocka_unit_test(test_grammar),    cmocka_unit_test(test_read_call),
         cmocka_unit_test(test_choice),      cmocka_unit_test(test_json),       cmocka_unit_test(test_tool_errors),
-        cmocka_unit_test(test_n_and_logprobs),
+        cmocka_unit_test(test_n_and_logprobs), cmocka_unit_test(test_n_shares_prompt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,6 +366,10 @@ TERNION_API int ternion_kv_seq_clear(ternion_context *ctx, int32_t seq);
 /* Keep positions [0, pos) of sequence seq; pos > length is TERNION_E_INVALID. */
 TERNION_API int ternion_kv_seq_truncate(ternion_context *ctx, int32_t seq, int32_t pos);
 
+/* Sequence dst holds positions [0, n) of sequence src (n <= src's length): their K/V copied
+ * on the device, as if dst had evaluated the same tokens (n samples sharing a prompt). */
+TERNION_API int ternion_kv_seq_copy(ternion_context *ctx, int32_t src, int32_t dst, int32_t n);
+
 /* Benchmarks only: declare that sequence seq holds len positions (0..n_ctx) without
  * computing them, to time decode steps at a long context quickly. The cells hold whatever
  * was there (zeros after ternion_context_new): the logits that follow are meaningless. */
