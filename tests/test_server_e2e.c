@@ -5,7 +5,9 @@
  *   the same prompt, 8 concurrent streams each equal to its text alone, OpenAI errors,
  *   an API key, a stream aborted mid-way (its slot freed), /metrics as Prometheus text,
  *   structured output (response_format json_schema for 10 schemas validated with ajv,
- *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM.
+ *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM; on the trained
+ *   bitnet-kjv, tool calls (round trips streamed and not, arguments validated with ajv),
+ *   logprobs and n = 3 choices (tests/server/tools.mjs).
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
  * Skips when the fixture or a Vulkan device is absent.
  */
