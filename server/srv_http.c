@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "srv_answer.h"
 #include "srv_json.h"
 #include "srv_metrics.h"
 #include "srv_text.h"
@@ -50,12 +51,10 @@ typedef struct {
 typedef struct {
     srv_http *h;
     struct MHD_Connection *c;
-    srv_job *job;
-    srv_answer_head head;
-    char id[48];
+    srv_answer *a;
     char *buf;
     size_t len, off, cap;
-    bool ended, include_usage, failed;
+    bool ended;
 } stream;
 
 static void count(srv_http *h, int ep, int status)
@@ -170,27 +169,7 @@ static int sse_put(stream *st, const char *json)
     return 0;
 }
 
-/* The end of a stream: the last chunk (finish reason) or the error, usage, [DONE]. */
-static int sse_end(stream *st)
-{
-    srv_result r;
-    srv_job_result(st->h->s, st->job, &r);
-    char *a = NULL, *b = NULL;
-    int rc = 0;
-    if (r.failed) {
-        rc = sse_put(st, a = srv_json_error(&r.err));
-    } else {
-        rc = sse_put(st, a = srv_json_chunk(&st->head, NULL, false, r.finish ? r.finish : "stop"));
-        if (!rc && st->include_usage)
-            rc = sse_put(st, b = srv_json_usage_chunk(&st->head, r.n_prompt, r.n_gen));
-    }
-    free(a);
-    free(b);
-    if (!rc && sse_put(st, "[DONE]"))
-        rc = -1;
-    st->ended = true;
-    return rc;
-}
+static int sse_put_cb(void *user, const char *json) { return sse_put(user, json); }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
@@ -200,24 +179,19 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         st->off = st->len = 0;
         if (st->ended)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        char *text = NULL;
         bool done = false;
-        if (srv_job_wait(st->h->s, st->job, WAIT_MS, &text, &done))
+        if (srv_answer_events(st->a, sse_put_cb, st, &st->ended))
             return MHD_CONTENT_READER_END_WITH_ERROR;
-        int rc = 0;
-        if (text) {
-            char *j = srv_json_chunk(&st->head, text, false, NULL);
-            rc = sse_put(st, j);
-            free(j);
-            free(text);
-        } else if (done) {
-            rc = sse_end(st);
-        } else if (client_gone(st->c)) {
-            srv_job_cancel(st->h->s, st->job);
+        if (st->len || st->ended)
+            continue;
+        if (srv_answer_poll(st->a, WAIT_MS, &done))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (srv_answer_events(st->a, sse_put_cb, st, &st->ended))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (!st->len && !st->ended && client_gone(st->c)) {
+            srv_answer_cancel(st->a);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        if (rc)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     size_t n = st->len - st->off < max ? st->len - st->off : max;
     memcpy(out, st->buf + st->off, n);
@@ -228,35 +202,28 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 static void stream_free(void *cls)
 {
     stream *st = cls;
-    srv_job_release(st->h->s, st->job);
+    srv_answer_free(st->a);
     free(st->buf);
     free(st);
 }
 
-static enum MHD_Result start_stream(srv_http *h, struct MHD_Connection *c, int ep, srv_job *job,
-                                    const srv_answer_head *head, const char *echo)
+static enum MHD_Result start_stream(srv_http *h, struct MHD_Connection *c, int ep, srv_answer *a)
 {
     stream *st = calloc(1, sizeof(*st));
     if (!st) {
-        srv_job_release(h->s, job);
+        srv_answer_free(a);
         return respond(h, c, ep, 500, "application/json", NULL);
     }
     st->h = h;
     st->c = c;
-    st->job = job;
-    st->head = *head;
-    snprintf(st->id, sizeof(st->id), "%s", head->id);
-    st->head.id = st->id;
-    st->include_usage = srv_job_req(job)->include_usage;
-    /* the first chunk at once: the role (chat), or the echoed prompt (completions) */
-    char *first = ep == EP_CHAT || echo ? srv_json_chunk(&st->head, echo, ep == EP_CHAT, NULL) : NULL;
+    st->a = a;
+    /* the first chunks at once: the role (chat), or the echoed prompt (completions) */
     struct MHD_Response *r = NULL;
-    if ((ep == EP_CHAT || echo) && sse_put(st, first))
+    if (srv_answer_events(a, sse_put_cb, st, &st->ended))
         goto fail;
     r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free);
     if (!r)
         goto fail;
-    free(first);
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     enum MHD_Result rc = MHD_queue_response(c, 200, r);
@@ -264,45 +231,27 @@ static enum MHD_Result start_stream(srv_http *h, struct MHD_Connection *c, int e
     count(h, ep, 200);
     return rc;
 fail:
-    free(first);
     stream_free(st);
     return respond(h, c, ep, 500, "application/json", NULL);
 }
 
 /* ---- generation requests ---- */
 
-static enum MHD_Result wait_answer(srv_http *h, struct MHD_Connection *c, int ep, srv_job *job,
-                                   const srv_answer_head *head, const char *echo)
+static enum MHD_Result wait_answer(srv_http *h, struct MHD_Connection *c, int ep, srv_answer *a)
 {
-    srv_text t = {0};
-    bool done = false, oom = echo && srv_text_append(&t, echo, strlen(echo));
+    bool done = false, oom = false;
     double checked = now_ms();
     while (!done && !oom) {
-        char *text = NULL;
-        oom = srv_job_wait(h->s, job, WAIT_MS, &text, &done) != 0;
-        if (text)
-            oom = srv_text_append(&t, text, strlen(text)) != 0;
+        oom = srv_answer_poll(a, WAIT_MS, &done) != 0;
         if (!done && now_ms() - checked >= WAIT_MS && (checked = now_ms(), client_gone(c))) {
-            free(text);
-            srv_job_release(h->s, job);
-            srv_text_free(&t);
+            srv_answer_free(a);
             return MHD_NO; /* nobody to answer */
         }
-        free(text);
     }
-    srv_result r;
-    srv_job_result(h->s, job, &r);
-    srv_job_release(h->s, job);
-    enum MHD_Result rc;
-    if (oom)
-        rc = respond(h, c, ep, 500, "application/json", NULL);
-    else if (r.failed)
-        rc = respond_error(h, c, ep, &r.err);
-    else
-        rc = respond(h, c, ep, 200, "application/json",
-                     srv_json_answer(head, t.buf ? t.buf : "", r.finish ? r.finish : "stop", r.n_prompt, r.n_gen));
-    srv_text_free(&t);
-    return rc;
+    int status = 500;
+    char *json = oom ? NULL : srv_answer_json(a, &status);
+    srv_answer_free(a);
+    return respond(h, c, ep, json ? status : 500, "application/json", json);
 }
 
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
@@ -348,6 +297,10 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
                           "'logit_bias' names token %d; the vocabulary has %d tokens", req.bias_ids[b], h->m->n_vocab);
             goto fail;
         }
+    if (req.logprobs && !h->m->logprobs) {
+        srv_error_set(&e, 400, "invalid_request_error", NULL, "logprobs", "this model gives no logprobs");
+        goto fail;
+    }
     if (req.constraint) { /* compiled here, so an invalid grammar or schema is this request's 400 */
         if (!h->m->grammar_new) {
             srv_error_set(&e, 400, "invalid_request_error", NULL, req.constraint, "this model takes no grammars");
@@ -364,15 +317,17 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
     srv_answer_head head = {.kind = kind, .id = id, .created = (long long)time(NULL), .model = h->m->name};
     bool streamed = req.stream;
     char *echo = req.echo && req.prompt ? srv_utf8_clean(req.prompt, strlen(req.prompt)) : NULL;
-    srv_job *job = srv_sched_submit(h->s, &req, ids, n, &e); /* takes req and ids */
-    if (!job) {
+    srv_job *jobs[SRV_MAX_N];
+    int n_jobs = req.n;
+    if (srv_sched_submit(h->s, &req, ids, n, jobs, &e)) { /* takes req and ids */
         free(echo);
         return respond_error(h, c, cn->ep, &e);
     }
-    enum MHD_Result r = streamed ? start_stream(h, c, cn->ep, job, &head, echo)
-                               : wait_answer(h, c, cn->ep, job, &head, echo);
+    srv_answer *a = srv_answer_new(h->s, jobs, n_jobs, &head, echo);
     free(echo);
-    return r;
+    if (!a)
+        return respond(h, c, cn->ep, 500, "application/json", NULL);
+    return streamed ? start_stream(h, c, cn->ep, a) : wait_answer(h, c, cn->ep, a);
 fail:
     free(ids);
     srv_req_free(&req);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 
+#include "srv_model.h"
 #include "srv_request.h"
 
 typedef struct {
@@ -18,7 +19,28 @@ typedef struct {
     const char *model;
 } srv_answer_head;
 
+/* One choice of an answer, or its part in a streamed chunk. */
+typedef struct {
+    int index;
+    const char *text;         /* content (chat) or text; NULL: none in a chunk, null content in a
+                                 chat message (one with a tool call) */
+    bool role;                /* chat chunk: the delta carries the role (a choice's first chunk) */
+    const char *call_name;    /* a tool call (chat), NULL: none; in a chunk, with call_id: the
+                                 call's first delta (id, type, name, arguments ""), without:
+                                 arguments only */
+    const char *call_id, *call_args;
+    bool logprobs;            /* the request asked for logprobs (else "logprobs": null) */
+    const srv_lp *lps;        /* those of this text's tokens */
+    int n_lps;
+    long text_offset;         /* completions: where this text starts in the choice's text */
+    const char *finish;       /* NULL: still generating */
+} srv_json_choice;
+
 char *srv_json_error(const srv_error *e);
+/* The whole answer (non-streamed) with n choices; usage counts the prompt once. */
+char *srv_json_answer_n(const srv_answer_head *h, const srv_json_choice *c, int n, int n_prompt, int n_gen);
+/* One streamed chunk of one choice. */
+char *srv_json_chunk_n(const srv_answer_head *h, const srv_json_choice *c);
 /* The whole answer (non-streamed). */
 char *srv_json_answer(const srv_answer_head *h, const char *text, const char *finish, int n_prompt, int n_gen);
 /* One streamed chunk: text (may be NULL), first (chat: the delta carries the role),

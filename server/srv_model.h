@@ -35,6 +35,27 @@ typedef struct {
     int n_bias;
 } srv_sampling;
 
+/* Log-probabilities of a generated token (the model's log-softmax over the vocabulary of the
+ * raw logits: before logit_bias, penalties, temperature, top-k/p and grammar) and of the
+ * most likely tokens at that step. Texts are the tokens' bytes (malloc'd, NUL-terminated;
+ * not always valid UTF-8). */
+typedef struct {
+    int32_t id;
+    float logprob;
+    char *text;
+    size_t len;
+} srv_lp_tok;
+
+typedef struct {
+    srv_lp_tok tok;
+    srv_lp_tok top[SRV_MAX_TOP_LOGPROBS];
+    int n_top;
+    size_t end;         /* where the token's text ends in the generated text (bytes) */
+} srv_lp;
+
+/* Frees l[0..n) and l. */
+void srv_lp_free(srv_lp *l, int n);
+
 typedef struct srv_model srv_model;
 struct srv_model {
     void *ctx;
@@ -50,6 +71,9 @@ struct srv_model {
     bool (*is_eog)(void *ctx, int32_t id);
     /* Keep only positions < n_keep of sequence seq (prefix reuse). */
     int (*seq_keep)(void *ctx, int seq, int n_keep, char *err);
+    /* Sequence dst holds positions [0, n) of sequence src (their KV copied; n <= src's
+     * length). NULL hook: no copies (each sequence evaluates its own prompt). */
+    int (*seq_copy)(void *ctx, int src, int dst, int n, char *err);
     /* Evaluate ids[0..n) of sequence seq at positions pos..; the last position's logits
      * are row -1 for choose(). */
     int (*prompt)(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err);
@@ -62,10 +86,15 @@ struct srv_model {
     /* Next token from the logits of row `row` of the last step() (-1 after prompt()). */
     int (*choose)(void *ctx, void *smp, int row, int32_t *id, char *err);
     /* A request's grammar compiled: GBNF text, else a JSON schema (JSON text), else (both
-     * NULL) any JSON object. NULL + err (the message for a 400: the text is invalid). NULL
+     * NULL) any JSON object; both: the schema's rules (its start is `root`) with the GBNF's
+     * added, starting at the GBNF's rule `start` (tool calls' auto mode). NULL + err (the message for a 400: the text is invalid). NULL
      * hook: the model takes no grammars. */
     void *(*grammar_new)(void *ctx, const char *gbnf, const char *json_schema, char *err);
     void (*grammar_free)(void *ctx, void *grammar);
+    /* Log-probabilities of row `row` of the last step (-1 after prompt()), as choose() saw
+     * them: token id's into *lp, and the k (<= SRV_MAX_TOP_LOGPROBS) most likely tokens into
+     * top_ids / top_lp, descending. 0 or -1 + err. NULL hook: requests for logprobs are 400s. */
+    int (*logprobs)(void *ctx, int row, int32_t id, int k, float *lp, int32_t *top_ids, float *top_lp, char *err);
 };
 
 #endif

@@ -58,7 +58,8 @@ static int t_chat(void *ctx, const srv_msg *msgs, int n_msgs, int32_t **ids, int
     tmodel *t = ctx;
     static const ternion_role roles[] = {[SRV_ROLE_SYSTEM] = TERNION_ROLE_SYSTEM,
                                          [SRV_ROLE_USER] = TERNION_ROLE_USER,
-                                         [SRV_ROLE_ASSISTANT] = TERNION_ROLE_ASSISTANT};
+                                         [SRV_ROLE_ASSISTANT] = TERNION_ROLE_ASSISTANT,
+                                         [SRV_ROLE_TOOL] = TERNION_ROLE_TOOL};
     ternion_chat *c = ternion_chat_new(t->model);
     if (!c)
         return fail(err, "chat format");
@@ -125,6 +126,12 @@ static int t_seq_keep(void *ctx, int seq, int n_keep, char *err)
     return 0;
 }
 
+static int t_seq_copy(void *ctx, int src, int dst, int n, char *err)
+{
+    tmodel *t = ctx;
+    return ternion_kv_seq_copy(t->ctx, src, dst, n) ? fail(err, "KV copy") : 0;
+}
+
 static int t_prompt(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err)
 {
     tmodel *t = ctx;
@@ -182,16 +189,41 @@ static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
     return s;
 }
 
+/* The schema's GBNF with the GBNF text's rules added, started at `start`. */
+static int grammar_joined(tmodel *t, const char *gbnf, const char *json_schema, ternion_grammar **g)
+{
+    int32_t n = ternion_json_schema_to_gbnf(json_schema, NULL, 0);
+    if (n < 0)
+        return n;
+    size_t extra = strlen(gbnf);
+    char *text = malloc((size_t)n + extra + 2);
+    if (!text)
+        return TERNION_E_NOMEM;
+    ternion_json_schema_to_gbnf(json_schema, text, n + 1);
+    text[n] = '\n';
+    memcpy(text + n + 1, gbnf, extra + 1);
+    int rc = ternion_grammar_new(t->model, text, "start", g);
+    free(text);
+    return rc;
+}
+
 static void *t_grammar_new(void *ctx, const char *gbnf, const char *json_schema, char *err)
 {
     tmodel *t = ctx;
     ternion_grammar *g = NULL;
-    int rc = gbnf ? ternion_grammar_new(t->model, gbnf, NULL, &g)
-                  : json_schema ? ternion_grammar_new_json_schema(t->model, json_schema, &g)
-                                : ternion_grammar_new(t->model, ternion_grammar_json_object(), NULL, &g);
+    int rc = gbnf && json_schema ? grammar_joined(t, gbnf, json_schema, &g)
+             : gbnf              ? ternion_grammar_new(t->model, gbnf, NULL, &g)
+             : json_schema       ? ternion_grammar_new_json_schema(t->model, json_schema, &g)
+                                 : ternion_grammar_new(t->model, ternion_grammar_json_object(), NULL, &g);
     if (rc)
-        snprintf(err, SRV_ERR_LEN, "%s", ternion_last_error());
+        snprintf(err, SRV_ERR_LEN, "%s", rc == TERNION_E_NOMEM ? "out of memory" : ternion_last_error());
     return rc ? NULL : g;
+}
+
+static int t_logprobs(void *ctx, int row, int32_t id, int k, float *lp, int32_t *top_ids, float *top_lp, char *err)
+{
+    tmodel *t = ctx;
+    return ternion_logprobs(t->ctx, row, id, lp, k, top_ids, top_lp) ? fail(err, "logprobs") : 0;
 }
 
 static void t_grammar_free(void *ctx, void *g) { (void)ctx; ternion_grammar_free(g); }
@@ -241,9 +273,10 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .ctx = t, .name = o->alias ? o->alias : ternion_model_builtin(t->model),
         .n_ctx = ternion_n_ctx(t->ctx), .n_seq = o->n_seq, .n_vocab = ternion_model_n_vocab(t->model),
         .tokenize = t_tokenize, .chat = t_chat, .piece = t_piece, .is_eog = t_is_eog, .seq_keep = t_seq_keep,
+        .seq_copy = t_seq_copy,
         .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
-        .grammar_free = t_grammar_free,
+        .grammar_free = t_grammar_free, .logprobs = t_logprobs,
     };
     return 0;
 }

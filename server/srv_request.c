@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_tools.h"
+
 #define BAD "invalid_request_error"
 
 int srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
@@ -38,6 +40,7 @@ void srv_req_defaults(srv_req *r, srv_kind kind)
     r->min_p = 0.05f;
     r->repeat_penalty = 1.0f;
     r->max_tokens = -1;
+    r->n = 1;
 }
 
 void srv_req_free(srv_req *r)
@@ -53,6 +56,10 @@ void srv_req_free(srv_req *r)
     free(r->json_schema);
     free(r->bias_ids);
     free(r->bias_vals);
+    for (int i = 0; i < r->n_tools; i++)
+        free(r->tool_names[i]);
+    free(r->tool_names);
+    free(r->tools_prompt);
     memset(r, 0, sizeof(*r));
 }
 
@@ -187,13 +194,23 @@ static int parse_messages(const cJSON *root, srv_req *r, srv_error *e)
             ro = SRV_ROLE_USER;
         else if (!strcmp(rs, "assistant"))
             ro = SRV_ROLE_ASSISTANT;
+        else if (!strcmp(rs, "tool"))
+            ro = SRV_ROLE_TOOL;
         else
-            return srv_error_set(e, 400, BAD, NULL, param,
-                                 "'%s' is \"%.40s\"; supported roles: system, developer, user, assistant", param, rs);
+            return srv_error_set(e, 400, BAD, NULL, param, "'%s' is \"%.40s\"; supported roles: system, developer, "
+                                 "user, assistant, tool", param, rs);
         r->msgs[i].role = ro;
         if (get_content(field(it, "content"), i, &r->msgs[i].content, e))
             return -1;
         r->n_msgs++;
+        if (ro == SRV_ROLE_TOOL && !cJSON_IsString(field(it, "tool_call_id"))) {
+            snprintf(param, sizeof(param), "messages[%d].tool_call_id", i);
+            return srv_error_set(e, 400, BAD, NULL, param, "'%s' is required (a string) in a tool message", param);
+        }
+        snprintf(param, sizeof(param), "messages[%d].tool_calls", i);
+        if (ro == SRV_ROLE_ASSISTANT && field(it, "tool_calls") &&
+            srv_tools_render_calls(field(it, "tool_calls"), param, &r->msgs[i].content, e))
+            return -1;
     }
     return 0;
 }
@@ -274,8 +291,10 @@ static int parse_sampling(const cJSON *root, srv_req *r, srv_error *e)
         r->seed_set = true;
         r->seed = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
     }
-    if ((rc = get_int(root, "n", 1, 1, &v, e)) < 0)
-        return srv_error_set(e, 400, BAD, NULL, "n", "'n' must be 1 (one choice per request)");
+    if ((rc = get_int(root, "n", 1, SRV_MAX_N, &v, e)) < 0)
+        return -1;
+    if (rc == 0)
+        r->n = (int)v;
     return 0;
 }
 
@@ -383,24 +402,28 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
         return -1;
     if (kind == SRV_KIND_COMPLETION && get_bool(root, "echo", &r->echo, e))
         return -1;
-    /* logprobs: chat's is a boolean (with top_logprobs 0..20), completions' an integer 0..5;
-     * false / 0 are accepted (none asked), anything more is refused until supported */
-    bool lp = false;
+    /* logprobs: chat's is a boolean (with top_logprobs 0..20), completions' an integer 0..5
+     * (the alternatives per token; 0: the chosen token's alone) */
     double n_lp = 0;
-    if (kind == SRV_KIND_CHAT ? get_bool(root, "logprobs", &lp, e) : get_int(root, "logprobs", 0, 5, &n_lp, e) < 0)
+    int rc = 1;
+    if (kind == SRV_KIND_CHAT ? get_bool(root, "logprobs", &r->logprobs, e)
+                              : (rc = get_int(root, "logprobs", 0, 5, &n_lp, e)) < 0)
         return -1;
-    if (kind == SRV_KIND_CHAT && get_int(root, "top_logprobs", 0, 20, &n_lp, e) < 0)
+    r->logprobs = r->logprobs || rc == 0;
+    if (kind == SRV_KIND_CHAT && (rc = get_int(root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &n_lp, e)) < 0)
         return -1;
-    if (lp || n_lp > 0)
-        return srv_error_set(e, 400, BAD, NULL, lp || kind == SRV_KIND_COMPLETION ? "logprobs" : "top_logprobs",
-                             "log probabilities are not supported by this server yet");
-    if (field(root, "tools") || field(root, "functions"))
-        return srv_error_set(e, 400, BAD, NULL, field(root, "tools") ? "tools" : "functions",
-                             "tool and function calling are not supported by this server");
+    if (kind == SRV_KIND_CHAT && rc == 0 && n_lp > 0 && !r->logprobs)
+        return srv_error_set(e, 400, BAD, NULL, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    r->top_logprobs = (int)n_lp;
+    if (field(root, "functions") || field(root, "function_call"))
+        return srv_error_set(e, 400, BAD, NULL, field(root, "functions") ? "functions" : "function_call",
+                             "the deprecated 'functions' are not supported; use 'tools'");
     if (parse_sampling(root, r, e) || parse_stop(root, r, e) || parse_constraint(root, r, e) ||
-        parse_bias(root, r, e))
+        parse_bias(root, r, e) || (kind == SRV_KIND_CHAT && srv_tools_parse(root, r, e)))
         return -1;
-    return kind == SRV_KIND_CHAT ? parse_messages(root, r, e) : parse_prompt(root, r, e);
+    if (kind == SRV_KIND_COMPLETION)
+        return parse_prompt(root, r, e);
+    return parse_messages(root, r, e) || srv_tools_into_messages(r, e) ? -1 : 0;
 }
 
 int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv_error *err)

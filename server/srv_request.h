@@ -21,11 +21,19 @@
 
 typedef enum { SRV_KIND_CHAT, SRV_KIND_COMPLETION } srv_kind;
 
-typedef enum { SRV_ROLE_SYSTEM, SRV_ROLE_USER, SRV_ROLE_ASSISTANT } srv_role;
+#define SRV_MAX_N 16         /* choices per request ("n") */
+#define SRV_MAX_TOP_LOGPROBS 20 /* alternatives per token (chat's top_logprobs; completions: 5) */
+
+/* SRV_ROLE_TOOL: a tool's result (role "tool"), shown to the model as Llama 3.1's ipython turn */
+typedef enum { SRV_ROLE_SYSTEM, SRV_ROLE_USER, SRV_ROLE_ASSISTANT, SRV_ROLE_TOOL } srv_role;
+
+/* tool_choice (srv_tools.h): OFF = no tools, or "none" */
+typedef enum { SRV_TOOLS_OFF, SRV_TOOLS_AUTO, SRV_TOOLS_REQUIRED, SRV_TOOLS_NAMED } srv_tool_mode;
 
 typedef struct {
     srv_role role;
-    char *content; /* UTF-8, NUL-terminated (text parts joined) */
+    char *content; /* UTF-8, NUL-terminated (text parts joined; an assistant's tool_calls
+                      appended as the model writes calls) */
 } srv_msg;
 
 typedef struct {
@@ -54,8 +62,16 @@ typedef struct {
     char *json_schema;        /* response_format json_schema's schema (or json_object's, or the
                                  top-level "json_schema" of llama-server), as JSON text */
     bool json_object;         /* response_format {"type": "json_object"}: any JSON object */
-    const char *constraint;   /* the field that gave it ("grammar", "response_format",
+    const char *constraint;   /* the field that gave it ("grammar", "response_format", "tools",
                                  "json_schema"), for errors; NULL: none */
+    int n;                    /* choices, 1..SRV_MAX_N (each its own sequence) */
+    bool logprobs;            /* log probabilities of the generated tokens (chat's "logprobs":
+                                 true; completions' integer "logprobs" given) */
+    int top_logprobs;         /* and of the most likely tokens at each step: 0..20 */
+    srv_tool_mode tool_mode;  /* tools (srv_tools.h): OFF, or what tool_choice allows */
+    char **tool_names;        /* the declared functions */
+    int n_tools;
+    char *tools_prompt;       /* the tools as shown to the model (before the first user text) */
     void *compiled;           /* the model's compiled grammar (srv_model.grammar_new), set by the
                                  HTTP layer; from srv_sched_submit on the scheduler frees it */
 } srv_req;

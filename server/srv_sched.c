@@ -16,13 +16,29 @@
 
 #include "srv_text.h"
 
-struct srv_job {
+#define COPY_MIN 16 /* prompt positions another slot's KV must add to be copied */
+
+/* What the n choices of one request share: the request and its prompt ids. */
+typedef struct {
     srv_req req;
     int32_t *ids;
     int n_ids;
+    int refs;          /* jobs holding it (under s->mu) */
+    bool lead_done;    /* choice 0 evaluated the prompt (or ended): the others may copy its KV
+                          (scheduler thread) */
+} shared;
+
+struct srv_job {
+    shared *sh;
+    const srv_req *r;  /* &sh->req */
+    const int32_t *ids;
+    int n_ids;
+    int index;         /* which choice */
     /* under s->mu */
     char *out;
     size_t out_len, out_cap;
+    srv_lp *lps;       /* logprobs of the tokens whose text is in out, for the HTTP side */
+    int n_lps, cap_lps;
     bool done, failed, cancelled;
     const char *finish;
     srv_error err;
@@ -40,6 +56,8 @@ typedef struct {
     int32_t pending;
     uint64_t used;     /* admission count when it last took a request (least recently used) */
     srv_text text;
+    srv_lp *held;      /* logprobs of generated tokens whose text is not sent yet */
+    int n_held, cap_held;
     void *smp;
     int n_gen;
 } slot;
@@ -68,14 +86,33 @@ static double now_s(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+void srv_lp_free(srv_lp *l, int n)
+{
+    for (int i = 0; l && i < n; i++) {
+        free(l[i].tok.text);
+        for (int k = 0; k < l[i].n_top; k++)
+            free(l[i].top[k].text);
+    }
+    free(l);
+}
+
+static void shared_unref_locked(srv_sched *s, shared *sh)
+{
+    if (--sh->refs > 0)
+        return;
+    if (sh->req.compiled && s->m->grammar_free)
+        s->m->grammar_free(s->m->ctx, sh->req.compiled);
+    srv_req_free(&sh->req);
+    free(sh->ids);
+    free(sh);
+}
+
 static void job_unref_locked(srv_sched *s, srv_job *j)
 {
     if (--j->refs > 0)
         return;
-    if (j->req.compiled && s->m->grammar_free)
-        s->m->grammar_free(s->m->ctx, j->req.compiled);
-    srv_req_free(&j->req);
-    free(j->ids);
+    shared_unref_locked(s, j->sh);
+    srv_lp_free(j->lps, j->n_lps);
     free(j->out);
     pthread_cond_destroy(&j->cv);
     free(j);
@@ -105,6 +142,35 @@ static void push_locked(srv_job *j, const char *t, size_t n)
     pthread_cond_broadcast(&j->cv);
 }
 
+/* The slot's held logprobs that go out with text up to `upto` (s->mu held): final, those of
+ * the tokens that begin before it (the others were cut by a stop sequence); else those
+ * whose text is all in it. */
+static void release_lps_locked(slot *sl, srv_job *j, size_t upto, bool final)
+{
+    int k = 0;
+    while (k < sl->n_held && (final ? sl->held[k].end - sl->held[k].tok.len < upto : sl->held[k].end <= upto))
+        k++;
+    if (!k || j->done)
+        return;
+    if (j->n_lps + k > j->cap_lps) {
+        int cap = j->cap_lps ? j->cap_lps : 16;
+        while (cap < j->n_lps + k)
+            cap *= 2;
+        srv_lp *b = realloc(j->lps, (size_t)cap * sizeof(*b));
+        if (!b) {
+            j->failed = true;
+            srv_error_set(&j->err, 500, "server_error", NULL, NULL, "out of memory for the logprobs");
+            return;
+        }
+        j->lps = b;
+        j->cap_lps = cap;
+    }
+    memcpy(j->lps + j->n_lps, sl->held, (size_t)k * sizeof(srv_lp));
+    j->n_lps += k;
+    memmove(sl->held, sl->held + k, (size_t)(sl->n_held - k) * sizeof(srv_lp));
+    sl->n_held -= k;
+}
+
 /* End the slot's request: output up to `upto` of its text is sent first; err != NULL fails it. */
 static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, const srv_error *err)
 {
@@ -112,12 +178,16 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
     pthread_mutex_lock(&s->mu);
     if (upto > sl->text.sent)
         push_locked(j, sl->text.buf + sl->text.sent, upto - sl->text.sent);
+    if (!err)
+        release_lps_locked(sl, j, upto, true);
     if (err && !j->failed) {
         j->failed = true;
         j->err = *err;
     }
     j->finish = reason;
     j->n_gen = sl->n_gen;
+    if (j->index == 0)
+        j->sh->lead_done = true;
     j->done = true;
     if (j->failed)
         s->st.requests_failed++;
@@ -133,6 +203,9 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
         s->m->sampler_free(s->m->ctx, sl->smp);
     sl->smp = NULL;
     srv_text_free(&sl->text);
+    srv_lp_free(sl->held, sl->n_held);
+    sl->held = NULL;
+    sl->n_held = sl->cap_held = 0;
     sl->started = sl->prompting = false;
     sl->n_gen = 0;
 }
@@ -183,6 +256,8 @@ static void admit_locked(srv_sched *s)
                 s->qtail = NULL;
             s->qlen--;
             j->done = true;
+            if (j->index == 0)
+                j->sh->lead_done = true;
             s->st.requests_cancelled++;
             job_unref_locked(s, j);
             continue;
@@ -200,12 +275,60 @@ static void admit_locked(srv_sched *s)
     }
 }
 
-/* A chosen token: stop checks, text out, or keep it as the next one to evaluate. */
-static void take_token(srv_sched *s, slot *sl, int32_t id)
+static char *dup_bytes(const char *p, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, p, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* The logprobs of token id from row `row` (the request asked for them), held until its text
+ * is sent. 0 or -1 (err). */
+static int note_logprobs(srv_sched *s, slot *sl, int32_t id, int row, char *err)
+{
+    srv_model *m = s->m;
+    const srv_req *r = sl->job->r;
+    int32_t top[SRV_MAX_TOP_LOGPROBS];
+    float lp = 0, top_lp[SRV_MAX_TOP_LOGPROBS];
+    int k = r->top_logprobs < SRV_MAX_TOP_LOGPROBS ? r->top_logprobs : SRV_MAX_TOP_LOGPROBS;
+    if (!m->logprobs)
+        return snprintf(err, SRV_ERR_LEN, "this model gives no logprobs"), -1;
+    if (m->logprobs(m->ctx, row, id, k, &lp, top, top_lp, err))
+        return -1;
+    if (sl->n_held == sl->cap_held) {
+        int cap = sl->cap_held ? sl->cap_held * 2 : 16;
+        srv_lp *b = realloc(sl->held, (size_t)cap * sizeof(*b));
+        if (!b)
+            return snprintf(err, SRV_ERR_LEN, "out of memory for the logprobs"), -1;
+        sl->held = b;
+        sl->cap_held = cap;
+    }
+    srv_lp *e = &sl->held[sl->n_held];
+    memset(e, 0, sizeof(*e));
+    size_t n = 0;
+    const char *p = m->piece(m->ctx, id, &n);
+    e->tok = (srv_lp_tok){.id = id, .logprob = lp, .text = dup_bytes(p, n), .len = n};
+    e->end = sl->text.len;
+    bool ok = e->tok.text != NULL;
+    for (int i = 0; i < k && ok; i++, e->n_top++) {
+        p = m->piece(m->ctx, top[i], &n);
+        e->top[i] = (srv_lp_tok){.id = top[i], .logprob = top_lp[i], .text = dup_bytes(p, n), .len = n};
+        ok = e->top[i].text != NULL;
+    }
+    sl->n_held++;
+    return ok ? 0 : (snprintf(err, SRV_ERR_LEN, "out of memory for the logprobs"), -1);
+}
+
+/* A chosen token (from logits row `row`): stop checks, text out, or keep it as the next one
+ * to evaluate. */
+static void take_token(srv_sched *s, slot *sl, int32_t id, int row)
 {
     srv_model *m = s->m;
     srv_job *j = sl->job;
-    const srv_req *r = &j->req;
+    const srv_req *r = j->r;
     if (m->is_eog(m->ctx, id)) {
         finish(s, sl, "stop", srv_text_ready(&sl->text, r->stop, r->n_stop, true, &(bool){0}), NULL);
         return;
@@ -218,6 +341,11 @@ static void take_token(srv_sched *s, slot *sl, int32_t id)
         fail(s, sl, 500, "out of memory for the answer");
         return;
     }
+    char err[SRV_ERR_LEN] = "";
+    if (r->logprobs && note_logprobs(s, sl, id, row, err)) {
+        fail(s, sl, 500, err);
+        return;
+    }
     bool stopped = false;
     bool last = (r->max_tokens > 0 && sl->n_gen >= r->max_tokens) || sl->n_cache >= m->n_ctx;
     size_t ready = srv_text_ready(&sl->text, r->stop, r->n_stop, last, &stopped);
@@ -228,21 +356,49 @@ static void take_token(srv_sched *s, slot *sl, int32_t id)
     if (ready > sl->text.sent) {
         pthread_mutex_lock(&s->mu);
         push_locked(j, sl->text.buf + sl->text.sent, ready - sl->text.sent);
+        release_lps_locked(sl, j, ready, false);
         pthread_mutex_unlock(&s->mu);
         sl->text.sent = ready;
     }
     sl->pending = id;
 }
 
-/* A slot's new request: keep the KV of the prefix its cached tokens share with the prompt,
- * make the sampler; the prompt is then evaluated in chunks (prompt_chunk). */
+/* Another slot holding more of the prompt than slot seq: its KV of that prefix copied into
+ * seq (the other choices of a request, a prompt another slot holds). The prefix now held. */
+static int copy_prefix(srv_sched *s, slot *sl, int seq, int c, char *err)
+{
+    srv_model *m = s->m;
+    const srv_job *j = sl->job;
+    int best = -1, best_c = c;
+    for (int k = 0; m->seq_copy && k < s->n_slots; k++) {
+        int ck = k == seq ? 0 : common_prefix(s->slots[k].cache, s->slots[k].n_cache, j->ids, j->n_ids);
+        if (ck > best_c)
+            best = k, best_c = ck;
+    }
+    /* a copy of a few positions is not worth it unless it is the whole prompt (n choices) */
+    if (best < 0 || (best_c - c < COPY_MIN && best_c < j->n_ids - 1))
+        return c;
+    if (m->seq_copy(m->ctx, best, seq, best_c, err))
+        return -1;
+    memcpy(sl->cache, s->slots[best].cache, (size_t)best_c * sizeof(int32_t));
+    sl->n_cache = best_c;
+    return best_c;
+}
+
+/* A slot's new request: keep the KV of the prefix its cached tokens share with the prompt
+ * (or copy a longer one from another slot), make the sampler; the prompt is then evaluated
+ * in chunks (prompt_chunk). */
 static void prepare(srv_sched *s, slot *sl, int seq)
 {
     srv_model *m = s->m;
     srv_job *j = sl->job;
     char err[SRV_ERR_LEN] = "";
     int n = j->n_ids;
-    int c = common_prefix(sl->cache, sl->n_cache, j->ids, n);
+    int c = copy_prefix(s, sl, seq, common_prefix(sl->cache, sl->n_cache, j->ids, n), err);
+    if (c < 0) {
+        fail(s, sl, 500, err);
+        return;
+    }
     if (c >= n)
         c = n - 1; /* the last prompt token is evaluated again for its logits */
     if (m->seq_keep(m->ctx, seq, c, err)) {
@@ -250,12 +406,12 @@ static void prepare(srv_sched *s, slot *sl, int seq)
         return;
     }
     sl->n_cache = c;
-    const srv_req *r = &j->req;
+    const srv_req *r = j->r;
     srv_sampling p = {
         .temperature = r->temperature, .top_p = r->top_p, .min_p = r->min_p, .top_k = r->top_k,
         .presence_penalty = r->presence_penalty, .frequency_penalty = r->frequency_penalty,
         .repeat_penalty = r->repeat_penalty,
-        .seed = r->seed_set ? r->seed : (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)j << 16),
+        .seed = r->seed_set ? r->seed + (uint64_t)j->index : (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)j << 16),
         .grammar = r->compiled, .bias_ids = r->bias_ids, .bias_vals = r->bias_vals, .n_bias = r->n_bias,
     };
     if (!(sl->smp = m->sampler_new(m->ctx, &p, err))) {
@@ -302,9 +458,11 @@ static void prompt_chunk(srv_sched *s, slot *sl, int seq)
     }
     if (!last)
         return;
+    if (j->index == 0)
+        j->sh->lead_done = true;
     sl->prompting = false;
     sl->started = true;
-    take_token(s, sl, id);
+    take_token(s, sl, id, -1);
 }
 
 /* One decode step: the pending token of every started slot, all in one model step. */
@@ -336,7 +494,7 @@ static void decode_step(srv_sched *s)
             fail(s, sl, 500, err);
             continue;
         }
-        take_token(s, sl, id);
+        take_token(s, sl, id, r);
     }
     pthread_mutex_lock(&s->mu);
     s->st.decode_steps++;
@@ -369,7 +527,8 @@ static void *loop(void *arg)
         pthread_mutex_unlock(&s->mu);
         for (int i = 0; i < s->n_slots; i++) {
             slot *sl = &s->slots[i];
-            if (sl->job && !sl->started && !sl->prompting)
+            /* the other choices of a request wait for the first's prompt, then copy its KV */
+            if (sl->job && !sl->started && !sl->prompting && (sl->job->index == 0 || sl->job->sh->lead_done))
                 prepare(s, sl, i);
             if (sl->job && sl->prompting)
                 prompt_chunk(s, sl, i);
@@ -461,50 +620,81 @@ void srv_sched_free(srv_sched *s)
     free(s);
 }
 
-srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_error *err)
+static srv_job *job_new(shared *sh, int index)
 {
     srv_job *j = calloc(1, sizeof(*j));
-    if (!j) {
-        free(ids);
-        if (req->compiled && s->m->grammar_free)
-            s->m->grammar_free(s->m->ctx, req->compiled);
-        srv_req_free(req);
-        srv_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    if (!j)
         return NULL;
-    }
-    j->req = *req;
-    memset(req, 0, sizeof(*req));
-    j->ids = ids;
-    j->n_ids = n_ids;
+    j->sh = sh;
+    j->r = &sh->req;
+    j->ids = sh->ids;
+    j->n_ids = sh->n_ids;
+    j->index = index;
     j->refs = 2;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&j->cv, &ca);
     pthread_condattr_destroy(&ca);
-    pthread_mutex_lock(&s->mu);
-    if (s->stop || s->qlen >= s->qmax) {
-        bool stopping = s->stop;
-        j->refs = 1;
-        job_unref_locked(s, j);
-        pthread_mutex_unlock(&s->mu);
-        srv_error_set(err, 503, "server_error", NULL, NULL,
-                      stopping ? "the server is shutting down" : "the server is busy: %d requests are waiting",
-                      s->qmax);
-        return NULL;
-    }
-    if (s->qtail)
-        s->qtail->next = j;
-    else
-        s->qhead = j;
-    s->qtail = j;
-    s->qlen++;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
     return j;
 }
 
+int srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_job **jobs, srv_error *err)
+{
+    int n = req->n > 0 ? req->n : 1, made = 0;
+    shared *sh = calloc(1, sizeof(*sh));
+    if (sh) {
+        sh->req = *req;
+        memset(req, 0, sizeof(*req));
+        sh->ids = ids;
+        sh->n_ids = n_ids;
+        sh->refs = n;
+    }
+    while (sh && made < n && (jobs[made] = job_new(sh, made)))
+        made++;
+    pthread_mutex_lock(&s->mu);
+    bool stopping = s->stop, full = s->qlen + n > s->qmax;
+    if (made < n || stopping || full) {
+        if (sh)
+            sh->refs = made ? made : 1;
+        for (int i = 0; i < made; i++) {
+            jobs[i]->refs = 1;
+            job_unref_locked(s, jobs[i]); /* the last one frees sh */
+        }
+        if (sh && !made)
+            shared_unref_locked(s, sh);
+        pthread_mutex_unlock(&s->mu);
+        if (!sh) {
+            free(ids);
+            if (req->compiled && s->m->grammar_free)
+                s->m->grammar_free(s->m->ctx, req->compiled);
+            srv_req_free(req);
+        }
+        if (made < n)
+            return srv_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        return srv_error_set(err, 503, "server_error", NULL, NULL,
+                             stopping ? "the server is shutting down" : "the server is busy: %d requests are waiting",
+                             s->qmax);
+    }
+    for (int i = 0; i < n; i++) {
+        if (s->qtail)
+            s->qtail->next = jobs[i];
+        else
+            s->qhead = jobs[i];
+        s->qtail = jobs[i];
+        s->qlen++;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
 int srv_job_wait(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done)
+{
+    return srv_job_wait_lp(s, j, timeout_ms, text, done, NULL, NULL);
+}
+
+int srv_job_wait_lp(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done, srv_lp **lps, int *n_lps)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -524,6 +714,12 @@ int srv_job_wait(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *do
         *text = srv_utf8_clean(j->out, j->out_len);
         rc = *text ? 0 : -1;
         j->out_len = 0;
+    }
+    if (lps) {
+        *lps = j->lps;
+        *n_lps = j->n_lps;
+        j->lps = NULL;
+        j->n_lps = j->cap_lps = 0;
     }
     *done = j->done && !j->out_len;
     pthread_mutex_unlock(&s->mu);
@@ -559,7 +755,7 @@ void srv_job_result(srv_sched *s, srv_job *j, srv_result *out)
     pthread_mutex_unlock(&s->mu);
 }
 
-const srv_req *srv_job_req(const srv_job *j) { return &j->req; }
+const srv_req *srv_job_req(const srv_job *j) { return j->r; }
 
 void srv_sched_stats(srv_sched *s, srv_stats *out)
 {

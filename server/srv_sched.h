@@ -41,13 +41,17 @@ int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out
 void srv_sched_stop(srv_sched *s);
 void srv_sched_free(srv_sched *s); /* stops first if needed */
 
-/* Queue a request (takes ownership of *req's contents, its compiled grammar included, and of
- * ids). NULL with *err (503 when the queue is full) or the job. */
-srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_error *err);
+/* Queue a request as req->n jobs, one per choice (takes ownership of *req's contents, its
+ * compiled grammar included, and of ids): jobs[0..req->n) (choice i samples with seed +
+ * i when the request has a seed). -1 with *err (503 when the queue has no room for them all). */
+int srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_job **jobs, srv_error *err);
 
 /* Wait up to timeout_ms for new text or the end. *text: malloc'd new bytes (valid UTF-8,
  * NUL-terminated; NULL when none), *done: the job ended (then see srv_job_result). */
 int srv_job_wait(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done);
+/* The same, and the logprobs of the tokens of that text (req->logprobs) into *lps[0..*n_lps)
+ * (malloc'd, srv_lp_free; NULL when none). */
+int srv_job_wait_lp(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done, srv_lp **lps, int *n_lps);
 /* The client went away: stop generating. */
 void srv_job_cancel(srv_sched *s, srv_job *j);
 void srv_job_release(srv_sched *s, srv_job *j);

@@ -31,7 +31,7 @@ typedef struct {
     bool endless;               /* never end a generation (0 becomes 1) */
     char piece[4];
     pthread_mutex_t mu;
-    long steps, rows, prompt_calls;
+    long steps, rows, prompt_calls, copies;
 } fake_model;
 
 static int32_t fake_next(int32_t tok, int32_t pos) { return (tok * 7 + pos * 3 + 5) % 61; }
@@ -57,7 +57,7 @@ static int fake_chat(void *ctx, const srv_msg *msgs, int n_msgs, int32_t **ids, 
         total += strlen(msgs[i].content) + 4;
     char *s = malloc(total), *p = s;
     for (int i = 0; i < n_msgs; i++)
-        p += sprintf(p, "%c:%s|", "SUA"[msgs[i].role], msgs[i].content);
+        p += sprintf(p, "%c:%s|", "SUAT"[msgs[i].role], msgs[i].content);
     strcpy(p, "A:");
     int rc = fake_tokenize(ctx, s, ids, n, err);
     free(s);
@@ -85,6 +85,16 @@ static int fake_seq_keep(void *ctx, int seq, int n_keep, char *err)
         return snprintf(err, SRV_ERR_LEN, "fake: seq_keep(%d, %d)", seq, n_keep), -1;
     if (f->len[seq] > n_keep)
         f->len[seq] = n_keep;
+    return 0;
+}
+
+static int fake_seq_copy(void *ctx, int src, int dst, int n, char *err)
+{
+    fake_model *f = ctx;
+    if (src < 0 || src >= FAKE_SEQ || dst < 0 || dst >= FAKE_SEQ || n < 0 || n > f->len[src])
+        return snprintf(err, SRV_ERR_LEN, "fake: seq_copy(%d, %d, %d)", src, dst, n), -1;
+    f->len[dst] = n;
+    f->copies++;
     return 0;
 }
 
@@ -149,12 +159,22 @@ static void *fake_grammar_new(void *ctx, const char *gbnf, const char *json_sche
     (void)ctx;
     char *text = NULL, e[RT_ERR_LEN] = "";
     rt_grammar *g = NULL;
-    if (!gbnf && json_schema && rt_json_schema_to_gbnf(json_schema, strlen(json_schema), &text, e) == 0)
+    const char *root = NULL;
+    if (json_schema && rt_json_schema_to_gbnf(json_schema, strlen(json_schema), &text, e) == 0 && gbnf) {
+        char *j = malloc(strlen(text) + strlen(gbnf) + 2); /* both: the schema's rules + the GBNF's, from `start` */
+        sprintf(j, "%s\n%s", text, gbnf);
+        free(text);
+        text = j;
+        root = "start";
+    }
+    if (text)
         gbnf = text;
+    else if (json_schema)
+        gbnf = NULL;
     if (!gbnf && !json_schema)
         gbnf = rt_json_object_gbnf();
     if (gbnf)
-        rt_grammar_parse(gbnf, strlen(gbnf), NULL, &g, e);
+        rt_grammar_parse(gbnf, strlen(gbnf), root, &g, e);
     free(text);
     if (!g)
         snprintf(err, SRV_ERR_LEN, "%s", e);
@@ -163,6 +183,23 @@ static void *fake_grammar_new(void *ctx, const char *gbnf, const char *json_sche
 
 static void fake_grammar_free(void *ctx, void *g) { (void)ctx; rt_grammar_free(g); }
 
+/* Logprobs: the row's next token -0.25, then (next + j) % 61 at -0.25 - j; others -9. */
+static int fake_logprobs(void *ctx, int row, int32_t id, int k, float *lp, int32_t *top_ids, float *top_lp, char *err)
+{
+    fake_model *f = ctx;
+    (void)err;
+    int32_t next = f->next[row < 0 ? FAKE_SEQ : row];
+    *lp = -9.0f;
+    for (int j = 0; j < 61; j++)
+        if ((next + j) % 61 == id)
+            *lp = -0.25f - (float)j;
+    for (int j = 0; j < k; j++) {
+        top_ids[j] = (next + j) % 61;
+        top_lp[j] = -0.25f - (float)j;
+    }
+    return 0;
+}
+
 static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
 {
     memset(f, 0, sizeof(*f));
@@ -170,9 +207,10 @@ static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
     *m = (srv_model){
         .ctx = f, .name = "fake-model", .n_ctx = n_ctx, .n_seq = n_seq, .n_vocab = FAKE_VOCAB,
         .tokenize = fake_tokenize, .chat = fake_chat, .piece = fake_piece, .is_eog = fake_is_eog, .seq_keep = fake_seq_keep,
+        .seq_copy = fake_seq_copy,
         .prompt = fake_prompt, .step = fake_step, .sampler_new = fake_sampler_new,
         .sampler_free = fake_sampler_free, .sampler_accept = fake_sampler_accept, .choose = fake_choose,
-        .grammar_new = fake_grammar_new, .grammar_free = fake_grammar_free,
+        .grammar_new = fake_grammar_new, .grammar_free = fake_grammar_free, .logprobs = fake_logprobs,
     };
 }
 

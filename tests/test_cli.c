@@ -458,6 +458,58 @@ static void test_greedy_ids(void **state)
     free(ids);
 }
 
+/* The logprob numbers of one --logprobs line: `logprob "tok" lp | "alt" lp ...` (quoted
+ * tokens skipped). Their count. */
+static int line_lps(const char *l, double *v, int cap)
+{
+    int n = 0;
+    for (const char *p = l + strlen("logprob "); *p && *p != '\n' && n < cap;) {
+        if (*p == '"') { /* a token: up to its closing quote (\\ escapes) */
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1]) p++;
+            p += *p == '"';
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            char *end;
+            v[n++] = strtod(p, &end);
+            p = end;
+        } else {
+            p++;
+        }
+    }
+    return n;
+}
+
+/* --logprobs N: one line per generated token on stderr; greedy: the token is the first of
+ * its N alternatives, which are sorted; out of range: an error. */
+static void test_logprobs_flag(void **state)
+{
+    NEED_TINY();
+    char *ids = prompt_ids();
+    RUN(r, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "6", "--temp", "0", "--print-ids", "--logprobs", "3");
+    SKIP_NO_DEVICE(r);
+    expect(&r, 0, NULL);
+    RUN(plain, NULL, "-m", tiny_model(), "--tokens", ids, "-n", "6", "--temp", "0", "--print-ids");
+    expect(&plain, 0, NULL);
+    assert_string_equal(r.out, plain.out); /* the same tokens (--logprobs decodes one per step) */
+    int lines = 0;
+    for (const char *l = strstr(r.err, "logprob "); l; l = strstr(l + 1, "\nlogprob ")) {
+        l += *l == '\n';
+        double v[8];
+        assert_int_equal(line_lps(l, v, 8), 4);
+        assert_true(v[0] <= 0 && v[0] == v[1]);
+        assert_true(v[1] >= v[2] && v[2] >= v[3]);
+        lines++;
+    }
+    int32_t got[16];
+    assert_int_equal(lines, read_ids(r.out, got, 16));
+    RUN(bad, NULL, "-m", tiny_model(), "-p", "x", "--logprobs", "21");
+    assert_true(bad.rc != 0);
+    cli_result_free(&bad);
+    cli_result_free(&plain);
+    cli_result_free(&r);
+    free(ids);
+}
+
 static void test_generate_text(void **state)
 {
     NEED_TINY();
@@ -920,7 +972,7 @@ int main(void)
         cmocka_unit_test(test_chat_context_full), cmocka_unit_test(test_bench),
         cmocka_unit_test(test_nonfinite_weights), cmocka_unit_test(test_prompt_file_nul),
         cmocka_unit_test(test_llama_flags),     cmocka_unit_test(test_output_printable),
-        cmocka_unit_test(test_chat_ctrl_c),
+        cmocka_unit_test(test_chat_ctrl_c),      cmocka_unit_test(test_logprobs_flag),
     };
     if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER")); /* e.g. "test_chat_ctrl_c" */
     return cmocka_run_group_tests(tests, setup, teardown);

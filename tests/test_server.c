@@ -83,7 +83,9 @@ static void test_parse(void **state)
     parse_bad(SRV_KIND_CHAT, "{}", 400, "messages");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":\"hi\"}", 400, "messages");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":[]}", 400, "messages");
-    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", 400, "messages[0].role");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", 400,
+              "messages[0].tool_call_id");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"function\",\"content\":\"x\"}]}", 400, "messages[0].role");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", 400, "messages[0].content");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", 400,
               "messages[0].content");
@@ -95,7 +97,8 @@ static void test_parse(void **state)
               "max_tokens");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", 400,
               "max_tokens");
-    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":2}", 400, "n");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":0}", 400, "n");
+    parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":17}", 400, "n");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", 400, "stream");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", 400, "stop");
     parse_bad(SRV_KIND_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"a\",\"b\",\"c\","
@@ -161,22 +164,29 @@ static void test_parse_constraints(void **state)
         snprintf(body, sizeof body, "{\"prompt\":\"x\",\"logit_bias\":%s}", bad_bias[i]);
         parse_bad(SRV_KIND_COMPLETION, body, 400, "logit_bias");
     }
-    /* logprobs: chat's a boolean, completions' an integer (0: none asked, accepted) */
+    /* logprobs: chat's a boolean with top_logprobs 0..20, completions' an integer 0..5 */
     parse_ok(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":0}", &r);
+    assert_true(r.logprobs);
+    assert_int_equal(r.top_logprobs, 0);
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":5}", &r);
+    assert_true(r.logprobs);
+    assert_int_equal(r.top_logprobs, 5);
     srv_req_free(&r);
     parse_ok(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":false,\"top_logprobs\":0}", &r);
+    assert_false(r.logprobs);
+    srv_req_free(&r);
+    parse_ok(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":true,\"top_logprobs\":20,\"n\":3}", &r);
+    assert_true(r.logprobs);
+    assert_int_equal(r.top_logprobs, 20);
+    assert_int_equal(r.n, 3);
     srv_req_free(&r);
     parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":true}", 400, "logprobs");
     parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":6}", 400, "logprobs");
-    parse_bad(SRV_KIND_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":2}", 400, "logprobs");
     parse_bad(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":1}", 400, "logprobs");
-    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":true}", 400, "logprobs");
     parse_bad(SRV_KIND_CHAT, "{" MSG ",\"top_logprobs\":3}", 400, "top_logprobs");
-    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"top_logprobs\":21}", 400, "top_logprobs");
+    parse_bad(SRV_KIND_CHAT, "{" MSG ",\"logprobs\":true,\"top_logprobs\":21}", 400, "top_logprobs");
     srv_error e;
-    const char *lp0 = "{\"prompt\":\"x\",\"logprobs\":3}";
-    assert_int_equal(srv_req_parse(lp0, strlen(lp0), SRV_KIND_COMPLETION, &r, &e), -1);
-    assert_string_equal(e.message, "log probabilities are not supported by this server yet");
     const char *bogus = "{" MSG ",\"response_format\":{\"type\":\"bogus\"}}";
     assert_int_equal(srv_req_parse(bogus, strlen(bogus), SRV_KIND_CHAT, &r, &e), -1);
     assert_string_equal(e.message, "'response_format.type' is \"bogus\"; it must be text, json_object or json_schema");
@@ -518,7 +528,8 @@ static void test_concurrent(void **state)
     pthread_t th[8];
     for (int i = 0; i < 8; i++) {
         jobs[i].port = r.port;
-        snprintf(jobs[i].prompt, sizeof(jobs[i].prompt), "prompt %d %s", i, i % 2 ? "odd" : "even one");
+        /* no common prefix but BOS: each evaluates its own prompt (no KV copied between slots) */
+        snprintf(jobs[i].prompt, sizeof(jobs[i].prompt), "%d prompt %s", i, i % 2 ? "odd" : "even one");
         pthread_create(&th[i], NULL, par_run, &jobs[i]);
     }
     for (int i = 0; i < 8; i++)

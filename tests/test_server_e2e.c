@@ -5,7 +5,9 @@
  *   the same prompt, 8 concurrent streams each equal to its text alone, OpenAI errors,
  *   an API key, a stream aborted mid-way (its slot freed), /metrics as Prometheus text,
  *   structured output (response_format json_schema for 10 schemas validated with ajv,
- *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM.
+ *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM; on the trained
+ *   bitnet-kjv, tool calls (round trips streamed and not, arguments validated with ajv),
+ *   logprobs and n = 3 choices (tests/server/tools.mjs).
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
  * Skips when the fixture or a Vulkan device is absent.
  */
@@ -30,6 +32,7 @@
 #include "server/srv_text.h"
 
 #define MODEL "tests/data/bitnet-tiny/model.gguf"
+#define KJV "tests/data/bitnet-kjv/model.gguf" /* a trained model: tool calls, logprobs, n */
 
 static char build[256], server_bin[512], cli_bin[512];
 
@@ -81,9 +84,9 @@ static int run(const char *const *argv, char **out)
 
 /* Start the server (extra args NULL-terminated), its stderr to a temporary file; waits
  * for its "listening on" line. */
-static void start(server *s, const char *const *extra)
+static void start_model(server *s, const char *model, const char *const *extra)
 {
-    const char *argv[32] = {server_bin, "-m", MODEL, "--port", "0"};
+    const char *argv[32] = {server_bin, "-m", model, "--port", "0"};
     int n = 5;
     for (int i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
     argv[n] = NULL;
@@ -123,6 +126,8 @@ static void start(server *s, const char *const *extra)
     }
     snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
 }
+
+static void start(server *s, const char *const *extra) { start_model(s, MODEL, extra); }
 
 /* SIGTERM: the server must shut down cleanly (exit 0). Its stderr goes to the test's
  * output (so validation-layer messages are seen by tests/run_tests.sh). */
@@ -332,6 +337,30 @@ static void test_curl(void **state)
     stop(&s);
 }
 
+/* Tool calls, logprobs and n > 1 through the openai client (tests/server/tools.mjs) on the
+ * trained bitnet-kjv, whose words are no tool calls: the grammar makes them calls. */
+static void test_tools_logprobs_n(void **state)
+{
+    (void)state;
+    skip_if_absent();
+    if (!exists(KJV))
+        skip();
+    server s;
+    start_model(&s, KJV, (const char *const[]){"--parallel", "4", "--ctx-size", "1024", NULL});
+    setenv("TERNION_MODEL", "bitnet-kjv", 1);
+    static const char *const scenarios[] = {"tools", "logprobs", "n"};
+    int rc = 0;
+    for (int i = 0; i < 3 && !rc; i++) {
+        const char *argv[] = {"node", "tests/server/tools.mjs", s.base, scenarios[i], NULL};
+        char *o;
+        rc = run(argv, &o);
+        printf("%s: %.400s%s", scenarios[i], o, strlen(o) > 400 ? "...\n" : "");
+        free(o);
+    }
+    stop(&s); /* before any check fails: no server left behind */
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_same_as_cli),
         cmocka_unit_test(test_concurrent_streams),
         cmocka_unit_test(test_curl),
+        cmocka_unit_test(test_tools_logprobs_n),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -487,6 +487,21 @@ int ternion_kv_seq_truncate(ternion_context *c, int32_t seq, int32_t pos)
     return 0;
 }
 
+int ternion_kv_seq_copy(ternion_context *c, int32_t src, int32_t dst, int32_t n)
+{
+    if (!c)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_kv_seq_copy: NULL context");
+    if (src < 0 || src >= c->n_seq || dst < 0 || dst >= c->n_seq || n < 0 || n > c->seq_len[src])
+        return rt_api_ctx_fail(c, TERNION_E_INVALID, "copy %d positions of sequence %d to %d: sequences 0..%d, "
+                               "positions 0..%d", n, src, dst, c->n_seq - 1,
+                               src >= 0 && src < c->n_seq ? c->seq_len[src] : 0);
+    char err[RT_ERR_LEN] = "";
+    if (src != dst && rt_engine_kv_copy(c->e, src, dst, n, err))
+        return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
+    c->seq_len[dst] = n;
+    return 0;
+}
+
 int ternion_bench_kv_seq_len(ternion_context *c, int32_t seq, int32_t len)
 {
     if (!c)

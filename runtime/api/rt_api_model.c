@@ -384,7 +384,7 @@ int ternion_chat_reset(ternion_chat *c)
 
 int ternion_chat_add(ternion_chat *c, ternion_role role, const char *content)
 {
-    if (!c || !content || role < TERNION_ROLE_SYSTEM || role > TERNION_ROLE_ASSISTANT)
+    if (!c || !content || role < TERNION_ROLE_SYSTEM || role > TERNION_ROLE_TOOL)
         return rt_api_fail(TERNION_E_INVALID, "ternion_chat_add: NULL chat or content, or unknown role");
     char err[RT_ERR_LEN] = "";
     return chat_err(rt_chat_add(&c->c, (rt_chat_role)role, content, &c->pending, err), err);

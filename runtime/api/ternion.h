@@ -202,7 +202,10 @@ TERNION_API const char *ternion_detok_flush(ternion_detok *d, size_t *out_len);
 
 /* ---- chat format ------------------------------------------------------------------ */
 
-typedef enum { TERNION_ROLE_SYSTEM = 0, TERNION_ROLE_USER = 1, TERNION_ROLE_ASSISTANT = 2 } ternion_role;
+/* TERNION_ROLE_TOOL: a tool's result, Llama 3.1's `ipython` role (the turn `Ipython: ...`). */
+typedef enum {
+    TERNION_ROLE_SYSTEM = 0, TERNION_ROLE_USER = 1, TERNION_ROLE_ASSISTANT = 2, TERNION_ROLE_TOOL = 3
+} ternion_role;
 
 /* The conversation built incrementally, so a caller that keeps its KV cache feeds only the
  * tokens of each new turn: `<|begin_of_text|>System: ...<|eot_id|>User: ...<|eot_id|>
@@ -363,6 +366,10 @@ TERNION_API int ternion_kv_seq_clear(ternion_context *ctx, int32_t seq);
 /* Keep positions [0, pos) of sequence seq; pos > length is TERNION_E_INVALID. */
 TERNION_API int ternion_kv_seq_truncate(ternion_context *ctx, int32_t seq, int32_t pos);
 
+/* Sequence dst holds positions [0, n) of sequence src (n <= src's length): their K/V copied
+ * on the device, as if dst had evaluated the same tokens (n samples sharing a prompt). */
+TERNION_API int ternion_kv_seq_copy(ternion_context *ctx, int32_t src, int32_t dst, int32_t n);
+
 /* Benchmarks only: declare that sequence seq holds len positions (0..n_ctx) without
  * computing them, to time decode steps at a long context quickly. The cells hold whatever
  * was there (zeros after ternion_context_new): the logits that follow are meaningless. */
@@ -415,6 +422,15 @@ TERNION_API int ternion_sample(ternion_context *ctx, ternion_sampler *s, int32_t
  * or +inf bias, a negative id or a user callback sampler; an id past a context's vocabulary
  * makes ternion_sample fail with TERNION_E_INVALID. */
 TERNION_API int ternion_sampler_set_logit_bias(ternion_sampler *s, const int32_t *ids, const float *bias, int32_t n);
+
+/* Log-probabilities of row i (as ternion_get_logits): the log-softmax over the vocabulary
+ * of the model's raw logits, computed in double - before logit biases, penalties,
+ * temperature, truncation and grammar, as llama-server reports them by default. token >= 0:
+ * its log-probability into *out_logprob (may be NULL); the k (0..1024) most likely tokens
+ * into top_ids[0..k) / top_logprobs[0..k), descending (ties: the lower id first). Reads the
+ * row to the host. Call it before the next decode (after ternion_sample is fine). */
+TERNION_API int ternion_logprobs(ternion_context *ctx, int32_t i, int32_t token, float *out_logprob, int32_t k,
+                                 int32_t *top_ids, float *top_logprobs);
 
 /* ---- grammars (constrained sampling) ---------------------------------------------- */
 

@@ -48,6 +48,7 @@ static const flag_def flags[] = {
     {"--grammar-file", NULL, F_STR, O(grammar_file), 0, 0, "FILE", "--grammar read from a file"},
     {"-j", "--json-schema", F_STR, O(json_schema), 0, 0, "SCHEMA", "the answer is JSON that the JSON schema accepts (e.g. '{\"type\":\"object\"}' for any object)"},
     {"-jf", "--json-schema-file", F_STR, O(json_schema_file), 0, 0, "FILE", "--json-schema read from a file"},
+    {"--logprobs", NULL, F_INT, O(logprobs), 0, 20, "N", "print each generated token's log-probability (log-softmax of the raw logits) and its N most likely alternatives to stderr"},
     {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
     {"-cnv", "--interactive", F_BOOL, O(chat), 0, 0, NULL, "same as --chat"},
     {"-sys", "--system-prompt", F_STR, O(system), 0, 0, "TEXT", "system prompt for --chat"},
@@ -103,6 +104,7 @@ static void defaults(rt_cli_opts *o, const char *prog)
     o->presence_penalty = sp.presence_penalty;
     o->device = -1;
     o->decode_chain = 8;
+    o->logprobs = -1;
 }
 
 static const flag_def *find_flag(const char *name)

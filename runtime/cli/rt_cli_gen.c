@@ -266,6 +266,47 @@ void rt_cli_gen_free(rt_cli_gen *g)
     memset(g, 0, sizeof(*g));
 }
 
+/* s in double quotes, with " \\ and control bytes escaped, into out (cap >= 4 * strlen + 3). */
+static const char *quoted(const char *s, char *out)
+{
+    size_t m = 0;
+    out[m++] = '"';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            m += (size_t)sprintf(out + m, "\\%c", c);
+        else if (c < 0x20 || c == 0x7F)
+            m += (size_t)sprintf(out + m, "\\x%02X", c);
+        else
+            out[m++] = (char)c;
+    }
+    out[m++] = '"';
+    out[m] = 0;
+    return out;
+}
+
+/* --logprobs N: `logprob "<token>" <lp> | "<alt>" <lp> ...` on stderr (the row of the last
+ * step is still there after sampling). */
+static int print_logprobs(rt_cli_gen *g, int32_t id, char *err)
+{
+    int32_t top[20];
+    float lp = 0, top_lp[20];
+    if (ternion_logprobs(g->ctx, -1, id, &lp, g->o->logprobs, top, top_lp)) {
+        snprintf(err, RT_CLI_ERR_LEN, "%s", ternion_context_error(g->ctx));
+        return 1;
+    }
+    char piece[64], q[4 * sizeof(piece) + 3];
+    for (int k = -1; k < g->o->logprobs; k++) {
+        int32_t t = k < 0 ? id : top[k];
+        int32_t n = ternion_token_to_piece(g->m, t, piece, (int32_t)sizeof(piece) - 1, false);
+        piece[n < 0 ? 0 : n < (int32_t)sizeof(piece) ? n : (int32_t)sizeof(piece) - 1] = 0;
+        fprintf(stderr, k < 0 ? "logprob %s %.4f%s" : " %s %.4f", quoted(piece, q), k < 0 ? lp : top_lp[k],
+                k < 0 && g->o->logprobs > 0 ? " |" : "");
+    }
+    fputc('\n', stderr);
+    return 0;
+}
+
 static int ctx_err(rt_cli_gen *g, char *err)
 {
     snprintf(err, RT_CLI_ERR_LEN, "%s", ternion_context_error(g->ctx));
@@ -320,6 +361,7 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
             break;
         }
         ternion_sampler_accept(g->smp, id);
+        if (g->o->logprobs >= 0 && print_logprobs(g, id, err)) return 1;
         if (emit_token(g, id)) { /* a --stop string: id is chosen, not evaluated (as EOS) */
             out->stopped = hit_stop = true;
             break;
@@ -338,7 +380,7 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
             continue;
         }
         /* tokens the next submission decodes (--profile times single decode steps) */
-        int m = !g->fast_greedy || g->o->profile ? 1 : g->o->decode_chain;
+        int m = !g->fast_greedy || g->o->profile || g->o->logprobs >= 0 ? 1 : g->o->decode_chain;
         if (n_predict >= 0 && m > n_predict - out->n_gen) m = n_predict - out->n_gen;
         if (m > g->n_ctx - pos) m = g->n_ctx - pos;
         if (m > 1) {

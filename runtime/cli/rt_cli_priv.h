@@ -57,6 +57,8 @@ typedef struct {
     const char *device_str;    /* --device as given */
     int n_threads, n_threads_batch; /* -t, -tb (0: the physical cores) */
     bool mlock;                /* --mlock */
+    int logprobs;              /* --logprobs N: each generated token's log-probability and its N
+                                  most likely alternatives to stderr; -1: off */
     int decode_chain;          /* --decode-chain: greedy tokens per submission (1..TERNION_MAX_CHAIN) */
     bool perplexity;           /* --perplexity: score -f FILE (rt_cli_ppl.c) */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;

@@ -364,6 +364,21 @@ int cpu_engine_set_seq(cpu_engine *e, int seq, char *err)
     return 0;
 }
 
+int cpu_engine_kv_copy(cpu_engine *e, int src, int dst, int n, char *err)
+{
+    if (src < 0 || src >= e->n_seq || dst < 0 || dst >= e->n_seq || n < 0 || n > e->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "KV copy of %d positions from sequence %d to %d: sequences 0..%d, at most %d",
+                 n, src, dst, e->n_seq - 1, e->n_ctx);
+        return -1;
+    }
+    size_t row = (size_t)e->kv_dim * (e->kv_f16 ? 2 : 4), plane = (size_t)e->n_ctx * row;
+    size_t seq_bytes = (size_t)e->n_layers * 2 * plane;
+    for (size_t p = 0; src != dst && p < (size_t)e->n_layers * 2; p++) /* [layer][K, V][n_ctx][kv_dim] */
+        memcpy(e->kv + (size_t)dst * seq_bytes + p * plane, e->kv + (size_t)src * seq_bytes + p * plane,
+               (size_t)n * row);
+    return 0;
+}
+
 /* Keeps the per-op times of this step (prefill: more than one token) for cpu_engine_profile. */
 static void keep_profile(cpu_engine *e, int n_kv)
 {

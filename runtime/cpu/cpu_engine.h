@@ -38,6 +38,8 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
 void cpu_engine_close(cpu_engine *e);
 
 int cpu_engine_set_seq(cpu_engine *e, int seq, char *err);
+/* Positions [0, n) of sequence src's KV cache copied into sequence dst's. */
+int cpu_engine_kv_copy(cpu_engine *e, int src, int dst, int n, char *err);
 /* n tokens of the current sequence at pos..pos+n-1; out_logits [n][vocab] or NULL (only the
  * last position's logits are kept). */
 int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err);

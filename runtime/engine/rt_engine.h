@@ -98,6 +98,9 @@ int rt_engine_n_batch(const rt_engine *e);
 /* Bind the KV cache of sequence seq (0..n_seq-1) for what follows: the recorded streams are
  * recorded again for it (a pending step is submitted first). Positions are per sequence. */
 int rt_engine_set_seq(rt_engine *e, int seq, char *err);
+/* Positions [0, n) of sequence src's KV cache copied into sequence dst's (the rest of dst's
+ * may be overwritten too). */
+int rt_engine_kv_copy(rt_engine *e, int src, int dst, int n, char *err);
 /* The logits of the last position after eval / greedy_chain, read from the device. */
 int rt_engine_logits_last(rt_engine *e, float *out, char *err);
 /* The device the engine runs on. */

@@ -218,6 +218,31 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
     return 0;
 }
 
+int rt_engine_kv_copy(rt_engine *e, int src, int dst, int n, char *err)
+{
+    if (e->cpu) return cpu_engine_kv_copy(e->cpu, src, dst, n, err);
+    if (src < 0 || src >= e->n_seq || dst < 0 || dst >= e->n_seq || n < 0 || n > e->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "KV copy of %d positions from sequence %d to %d: sequences 0..%d, at most %d",
+                 n, src, dst, e->n_seq - 1, e->n_ctx);
+        return -1;
+    }
+    if (src == dst || n == 0)
+        return 0;
+    if (flush(e, e->decode, err))
+        return -1;
+    rt_cmd *c = NULL;
+    if (rt_cmd_begin(e->vk, &c, err))
+        return -1;
+    for (int L = 0; L < e->n_layers; L++) { /* whole buffers: whatever the cache's layout */
+        size_t s = (size_t)src * e->n_layers + L, d = (size_t)dst * e->n_layers + L;
+        rt_cmd_copy(c, &e->kc[s], 0, &e->kc[d], 0, e->kc[s].size);
+        rt_cmd_copy(c, &e->vc[s], 0, &e->vc[d], 0, e->vc[s].size);
+    }
+    int rc = rt_cmd_end(c, err) || rt_cmd_submit(c, err) ? -1 : 0;
+    rt_cmd_free(c);
+    return rc;
+}
+
 int rt_engine_set_seq(rt_engine *e, int seq, char *err)
 {
     if (e->cpu) return cpu_engine_set_seq(e->cpu, seq, err);

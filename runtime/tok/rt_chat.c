@@ -13,7 +13,7 @@
 
 const char *rt_chat_role_name(rt_chat_role r)
 {
-    return r == RT_ROLE_SYSTEM ? "System" : r == RT_ROLE_USER ? "User" : "Assistant";
+    return r == RT_ROLE_SYSTEM ? "System" : r == RT_ROLE_USER ? "User" : r == RT_ROLE_IPYTHON ? "Ipython" : "Assistant";
 }
 
 int rt_chat_format(const rt_chat_msg *msgs, size_t n, bool add_gen_prompt, char **out_str,

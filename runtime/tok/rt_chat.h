@@ -26,9 +26,11 @@
 
 #include "tok/rt_tokenizer.h"
 
-typedef enum { RT_ROLE_SYSTEM = 0, RT_ROLE_USER = 1, RT_ROLE_ASSISTANT = 2 } rt_chat_role;
+/* RT_ROLE_IPYTHON: a tool's result (Llama 3.1's `ipython` role, capitalized as the template
+ * capitalizes every role). */
+typedef enum { RT_ROLE_SYSTEM = 0, RT_ROLE_USER = 1, RT_ROLE_ASSISTANT = 2, RT_ROLE_IPYTHON = 3 } rt_chat_role;
 
-const char *rt_chat_role_name(rt_chat_role r); /* "System", "User", "Assistant" */
+const char *rt_chat_role_name(rt_chat_role r); /* "System", "User", "Assistant", "Ipython" */
 
 typedef struct {
     rt_chat_role role;
