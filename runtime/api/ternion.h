@@ -354,6 +354,41 @@ TERNION_API const float *ternion_get_logits(ternion_context *ctx, int32_t i);
 #define TERNION_MAX_CHAIN 16
 TERNION_API int ternion_decode_greedy(ternion_context *ctx, int32_t seq, int32_t token, int32_t n, int32_t *out);
 
+/* ---- embeddings ------------------------------------------------------------------- */
+
+/* One vector per text: the hidden state after the model's final norm (the LM head's input,
+ * before the LM head), one row per token, pooled over the tokens and L2-normalised. */
+typedef enum {
+    TERNION_POOLING_MEAN = 0, /* the mean of the rows (the default) */
+    TERNION_POOLING_LAST = 1, /* the last token's row (what a causal model has seen all of) */
+    TERNION_POOLING_CLS = 2,  /* the first token's row (BOS when the text starts with it) */
+} ternion_pooling;
+
+typedef struct {
+    int32_t pooling;  /* ternion_pooling */
+    bool normalize;   /* divide by the L2 norm (a zero vector stays zero) */
+    int32_t seq;      /* the sequence whose KV cache the tokens run in: it is emptied (its
+                         previous tokens are forgotten, and it holds nothing afterwards) */
+} ternion_embed_params;
+
+/* Mean pooling, normalised, sequence 0. */
+TERNION_API ternion_embed_params ternion_embed_default_params(void);
+/* Floats in an embedding (the hidden state's width, e.g. 2560); 0 for a vocab_only model. */
+TERNION_API int32_t ternion_model_n_embd(const ternion_model *model);
+/* The embedding of tokens[0..n) into out[ternion_model_n_embd]: the tokens run as prompt
+ * steps of up to n_batch tokens (any n from 1 to n_ctx) in sequence p->seq from position 0,
+ * on the context's backend (Vulkan: the prompt schedule's final-norm output read back for
+ * every row; CPU: the same value of the CPU schedule). Pooling and normalisation in double
+ * precision on the host. The logits of the last decode are gone afterwards (ternion_get_logits
+ * fails until the next decode). p NULL: the defaults. */
+TERNION_API int ternion_embed(ternion_context *ctx, const ternion_embed_params *p, const int32_t *tokens, int32_t n,
+                              float *out);
+/* The same for text[0..len), tokenized as a prompt (BOS first when the model wants it, no
+ * special-token parsing); *out_n_tokens (may be NULL) gets the token count. A text that makes
+ * no tokens is TERNION_E_INVALID; one longer than n_ctx tokens TERNION_E_CONTEXT_FULL. */
+TERNION_API int ternion_embed_text(ternion_context *ctx, const ternion_embed_params *p, const char *text, size_t len,
+                                   float *out, int32_t *out_n_tokens);
+
 /* ---- KV cache --------------------------------------------------------------------- */
 
 /* Positions of sequence seq held in the cache (its next position). -1: bad seq. */

@@ -213,7 +213,7 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
 }
 
 /* "ID ID ..." (spaces, tabs, newlines or commas) -> ids. Returns the count or -1. */
-static int parse_ids(const char *s, int32_t **out_ids)
+int rt_cli_parse_ids(const char *s, int32_t **out_ids)
 {
     size_t cap = strlen(s) / 2 + 1, n = 0;
     int32_t *ids = malloc(cap * sizeof(int32_t));
@@ -246,7 +246,7 @@ static int parse_ids(const char *s, int32_t **out_ids)
     return (int)n;
 }
 
-static char *read_text_file(const char *path)
+char *rt_cli_read_text_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -356,11 +356,11 @@ static int cmd_generate(const rt_cli_opts *o)
     int n = 0;
     char *file_text = NULL;
     if (o->tokens) {
-        n = parse_ids(o->tokens, &ids);
+        n = rt_cli_parse_ids(o->tokens, &ids);
         if (n < 0) return RT_CLI_EXIT_USAGE;
     } else if (o->prompt_file) {
         if (rt_cli_check_model_file(o->model)) return RT_CLI_EXIT_ERR;
-        file_text = read_text_file(o->prompt_file);
+        file_text = rt_cli_read_text_file(o->prompt_file);
         if (!file_text) return RT_CLI_EXIT_ERR;
     }
     ternion_model *m = NULL;
@@ -458,6 +458,7 @@ static int run_mode(const rt_cli_opts *op, const char *pinned)
         return RT_CLI_EXIT_USAGE;
     }
     if (o.perplexity) return rt_cli_perplexity(&o); /* rt_cli_ppl.c */
+    if (o.embedding) return rt_cli_embedding(&o); /* rt_cli_embed.c */
     if (o.chat) return rt_cli_chat(&o);
     if (!o.tokens && !o.prompt && !o.prompt_file) {
         fprintf(stderr, "error: nothing to do: give a prompt (-p TEXT or -f FILE), --chat, or --bench\n"

@@ -10,6 +10,8 @@
  *                       argmax / top-k read-back
  *   rt_engine_stats.c   figures for the bench and --profile (bytes per step, per-kernel
  *                       tables, copy bandwidth)
+ *   rt_engine_hidden.c  prompt steps that read back the final norm's output of every row
+ *                       (the hidden states embeddings are made from)
  *   rt_engine_sparse.c  the sparse FFN's decode: transposed weight copies, the STATS
  *                       counters of active neurons
 
@@ -122,6 +124,8 @@ int rt_eng_flush(rt_engine *e, char *err);
 /* Drop the recorded prompt streams (they bind the cache of e->seq and the current
  * pipelines): the next prompt records anew. */
 void rt_eng_forget_prefill(rt_engine *e);
+/* The recorded prompt stream of n tokens (cached by n; recorded on first use), NULL + err. */
+rt_cmd *rt_eng_prefill_stream(rt_engine *e, int n, char *err);
 /* rt_engine_record.c: one dispatch for n tokens, act_off bytes added to its activation arguments' addresses */
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off);
