@@ -2,8 +2,9 @@
  *
  * Owns: the MHD daemon (one thread per connection), the per-connection request state, the
  * streamed responses and the HTTP request counters. Routes: POST /v1/chat/completions,
- * POST /v1/completions (also without the /v1 prefix), GET /v1/models, GET /health,
- * GET /metrics. Bodies over SRV_MAX_BODY are refused with 413 without being kept; with an
+ * POST /v1/completions, POST /v1/embeddings (also without the /v1 prefix), GET /v1/models,
+ * GET /health, GET /metrics, and llama-server's POST /tokenize, POST /detokenize, GET /props,
+ * GET /slots; OPTIONS on any of them answers 204 (a CORS preflight with --cors-origin). Bodies over SRV_MAX_BODY are refused with 413 without being kept; with an
  * API key every route but /health needs "Authorization: Bearer <key>" (401 otherwise).
  * A client that goes away while its request waits or streams cancels the request.
  */
@@ -23,6 +24,8 @@ typedef struct {
     const char *host;      /* numeric address or name to bind; "127.0.0.1" by default */
     int port;              /* 0: any free port (see srv_http_port) */
     const char *api_key;   /* NULL or "": no authentication */
+    const char *cors_origin; /* Access-Control-Allow-Origin of every answer ("*" or an origin);
+                              NULL: no CORS headers (OPTIONS still answers 204) */
     int max_connections;
 } srv_http_opts;
 

@@ -29,7 +29,8 @@ static void usage(FILE *f, const char *prog)
     fprintf(f,
             "usage: %s -m MODEL.gguf [options]\n"
             "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
-            "GET /v1/models, GET /health, GET /metrics.\n"
+            "POST /v1/embeddings, GET /v1/models, GET /health, GET /metrics; llama-server's\n"
+            "POST /tokenize, POST /detokenize, GET /props, GET /slots.\n"
             "  -m, --model PATH      GGUF model file (required)\n"
             "  --host ADDR           address to listen on (default 127.0.0.1)\n"
             "  --port N              port (default 8080; 0: any free port)\n"
@@ -37,7 +38,10 @@ static void usage(FILE *f, const char *prog)
             "  -c, --ctx-size N      context per slot in tokens (default: the model's, at most 4096)\n"
             "  -b, --batch-size N    most prompt tokens per engine step (default 512)\n"
             "  --api-key KEY         require 'Authorization: Bearer KEY' (also $TERNION_API_KEY)\n"
-            "  --alias NAME          model id clients use (default: the generated model's name)\n"
+            "  --alias NAME          model id answers name (default: the generated model's name); any\n"
+            "                        \"model\" a request gives is served by this model\n"
+            "  --cors-origin ORIGIN  allow browsers on ORIGIN (or *) to call the API: CORS headers on every\n"
+            "                        answer, OPTIONS preflights answered (default: no CORS headers)\n"
             "  --queue N             requests that may wait for a slot before 503 (default 64)\n"
             "  --device DEV          auto (default: a Vulkan GPU if there is one, else the native CPU\n"
             "                        backend), cpu, vulkan (lavapipe included), vulkan:N or N\n"
@@ -85,6 +89,8 @@ static int parse(int argc, char **argv, opts *o)
             o->h.api_key = v;
         else if (!strcmp(a, "--alias"))
             o->m.alias = v;
+        else if (!strcmp(a, "--cors-origin"))
+            o->h.cors_origin = v;
         else if (!strcmp(a, "--queue"))
             rc = int_arg(a, v, 0, 1 << 20, &o->queue);
         else if (!strcmp(a, "--device")) {

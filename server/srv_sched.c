@@ -44,8 +44,17 @@ typedef struct {
     int n_gen;
 } slot;
 
+/* A call srv_sched_exec hands to the scheduler thread (on the caller's stack). */
+typedef struct srv_task {
+    void (*fn)(void *arg);
+    void *arg;
+    bool done, dropped;
+    struct srv_task *next;
+} srv_task;
+
 struct srv_sched {
     srv_model *m;
+    srv_task *tasks;   /* srv_sched_exec calls waiting to run, oldest first */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t th;
@@ -346,11 +355,26 @@ static void decode_step(srv_sched *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The srv_sched_exec calls queued so far, each run with s->mu dropped (s->mu held). */
+static void run_tasks_locked(srv_sched *s)
+{
+    while (s->tasks) {
+        srv_task *t = s->tasks;
+        s->tasks = t->next;
+        pthread_mutex_unlock(&s->mu);
+        t->fn(t->arg);
+        pthread_mutex_lock(&s->mu);
+        t->done = true;
+        pthread_cond_broadcast(&s->cv);
+    }
+}
+
 static void *loop(void *arg)
 {
     srv_sched *s = arg;
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
+        run_tasks_locked(s);
         admit_locked(s);
         int busy = 0;
         for (int i = 0; i < s->n_slots; i++) {
@@ -363,7 +387,8 @@ static void *loop(void *arg)
             busy += sl->job != NULL;
         }
         if (!busy) {
-            pthread_cond_wait(&s->cv, &s->mu);
+            if (!s->tasks && !s->stop)
+                pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
         pthread_mutex_unlock(&s->mu);
@@ -443,6 +468,10 @@ void srv_sched_stop(srv_sched *s)
         job_unref_locked(s, j);
     }
     s->qtail = NULL;
+    for (srv_task *t = s->tasks; t; t = t->next)
+        t->dropped = true;
+    s->tasks = NULL;
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -570,4 +599,31 @@ void srv_sched_stats(srv_sched *s, srv_stats *out)
     for (int i = 0; i < s->n_slots; i++)
         out->slots_busy += s->slots[i].job != NULL;
     pthread_mutex_unlock(&s->mu);
+}
+
+bool srv_sched_slot_busy(srv_sched *s, int i)
+{
+    pthread_mutex_lock(&s->mu);
+    const bool busy = i >= 0 && i < s->n_slots && s->slots[i].job != NULL;
+    pthread_mutex_unlock(&s->mu);
+    return busy;
+}
+
+int srv_sched_exec(srv_sched *s, void (*fn)(void *arg), void *arg)
+{
+    srv_task t = {.fn = fn, .arg = arg};
+    pthread_mutex_lock(&s->mu);
+    if (s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        return -1;
+    }
+    srv_task **tail = &s->tasks;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = &t;
+    pthread_cond_broadcast(&s->cv);
+    while (!t.done && !t.dropped)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    return t.done ? 0 : -1;
 }

@@ -62,5 +62,12 @@ void srv_job_result(srv_sched *s, srv_job *j, srv_result *out);
 const srv_req *srv_job_req(const srv_job *j);
 
 void srv_sched_stats(srv_sched *s, srv_stats *out);
+/* Whether slot i serves a request now (/slots). */
+bool srv_sched_slot_busy(srv_sched *s, int i);
+
+/* Run fn(arg) on the scheduler thread between two loop turns (the model's context is that
+ * thread's alone: embeddings run this way) and wait for it. 0 once it ran; -1 when the
+ * scheduler stops first (fn did not run). */
+int srv_sched_exec(srv_sched *s, void (*fn)(void *arg), void *arg);
 
 #endif
