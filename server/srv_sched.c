@@ -11,7 +11,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "srv_text.h"
@@ -243,6 +245,19 @@ static void take_token(srv_sched *s, slot *sl, int32_t id)
     sl->pending = id;
 }
 
+/* A request without a seed (or with -1): 64 bits from the kernel's entropy source, so requests
+ * in the same second (and a job reusing a freed one's memory) never share one. */
+static uint64_t fresh_seed(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) == (ssize_t)sizeof v)
+        return v;
+    static atomic_uint_fast64_t n; /* no entropy source: the clock and a counter, never repeating */
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (atomic_fetch_add(&n, 1) * 0x9E3779B97F4A7C15u);
+}
+
 /* A slot's new request: keep the KV of the prefix its cached tokens share with the prompt,
  * make the sampler; the prompt is then evaluated in chunks (prompt_chunk). */
 static void prepare(srv_sched *s, slot *sl, int seq)
@@ -264,7 +279,7 @@ static void prepare(srv_sched *s, slot *sl, int seq)
         .temperature = r->temperature, .top_p = r->top_p, .min_p = r->min_p, .top_k = r->top_k,
         .presence_penalty = r->presence_penalty, .frequency_penalty = r->frequency_penalty,
         .repeat_penalty = r->repeat_penalty,
-        .seed = r->seed_set ? r->seed : (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)j << 16),
+        .seed = r->seed_set ? r->seed : fresh_seed(),
         .grammar = r->compiled, .bias_ids = r->bias_ids, .bias_vals = r->bias_vals, .n_bias = r->n_bias,
     };
     if (!(sl->smp = m->sampler_new(m->ctx, &p, err))) {

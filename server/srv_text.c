@@ -141,8 +141,8 @@ bool srv_json_has_nul(const char *json, size_t len)
     bool in_str = false;
     for (size_t i = 0; i < len; i++) {
         const char c = json[i];
-        if (!c)
-            return true; /* a raw NUL byte */
+        if (!c && in_str)
+            return true; /* a raw NUL byte inside a string */
         if (!in_str) {
             in_str = c == '"';
             continue;

@@ -35,8 +35,8 @@ size_t srv_text_ready(const srv_text *t, char *const *stops, int n_stops, bool f
  * NULL on out of memory. */
 char *srv_utf8_clean(const char *s, size_t n);
 
-/* Whether JSON text json[0..len) holds a NUL character: a \u0000 escape inside a string, or a
- * raw NUL byte. Such a string would be cut short at the NUL by a C string, so requests with
+/* Whether JSON text json[0..len) holds a NUL character in a string: a \u0000 escape, or a raw
+ * NUL byte. Such a string would be cut short at the NUL by a C string, so requests with
  * one are refused (400) rather than silently shortened. */
 bool srv_json_has_nul(const char *json, size_t len);
 
