@@ -50,6 +50,22 @@ static char *base64(const unsigned char *b, size_t n)
     return o;
 }
 
+/* "[x,y,...]" with 9 significant digits each: the shortest width that reads back to the same
+ * float32 for every value (cJSON's doubles would print up to 17 digits that a parser turns into a
+ * double a few ulps away from the float's). The values are finite (checked by the caller). */
+static char *float_array(const float *v, int n)
+{
+    char *o = malloc((size_t)n * 18 + 3), *p = o;
+    if (!o)
+        return NULL;
+    *p++ = '[';
+    for (int i = 0; i < n; i++)
+        p += sprintf(p, "%s%.9g", i ? "," : "", (double)v[i]);
+    *p++ = ']';
+    *p = 0;
+    return o;
+}
+
 /* A JSON array of token ids into *in; 0 ok, -1 with *e. */
 static int token_input(const srv_model *m, const cJSON *a, int index, input *in, srv_error *e)
 {
@@ -155,8 +171,9 @@ static char *answer(const srv_model *m, const input *ins, int n, const float *ve
             ok = s && cJSON_AddStringToObject(d, "embedding", s);
             free(s);
         } else if (ok) {
-            cJSON *arr = cJSON_CreateFloatArray(v, m->n_embd);
-            ok = arr && cJSON_AddItemToObject(d, "embedding", arr);
+            char *text = float_array(v, m->n_embd);
+            ok = text && cJSON_AddRawToObject(d, "embedding", text);
+            free(text);
         }
         tokens += ins[i].n;
     }
