@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "srv_admin.h"
 #include "srv_embed.h"
@@ -44,6 +45,8 @@ struct srv_http {
     pthread_mutex_t mu;
     uint64_t count[EP_N][N_STATUS];
     uint64_t next_id;
+    int active;           /* requests begun and not completed (graceful shutdown waits for 0) */
+    bool closing;         /* srv_http_quiesce: new requests are refused with a 503 */
 };
 
 typedef struct {
@@ -477,6 +480,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         *con_cls = cn;
         cn->ep = route(url);
         srv_error e;
+        pthread_mutex_lock(&h->mu);
+        h->active++;
+        const bool closing = h->closing;
+        pthread_mutex_unlock(&h->mu);
+        if (closing) { /* shutting down: a load balancer's next try goes to another server */
+            srv_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+            return respond_error(h, c, cn->ep, &e);
+        }
         if (!strcmp(method, "OPTIONS") && cn->ep != EP_OTHER)
             return preflight(h, c, cn->ep);
         if (cn->ep != EP_HEALTH && !authorized(h, c)) {
@@ -539,11 +550,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
 {
-    (void)cls;
+    srv_http *h = cls;
     (void)c;
     (void)tc;
     conn *cn = *con_cls;
     if (cn) {
+        pthread_mutex_lock(&h->mu);
+        h->active--;
+        pthread_mutex_unlock(&h->mu);
         free(cn->body);
         free(cn);
     }
@@ -576,7 +590,7 @@ int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http 
         srv_http_stop(h);
         return -1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC; /* ITC: quiesce */
     /* A connection is closed after 600 s without traffic (llama-server's default timeout): a
      * queued stream waits for its first token while the other slots' prompts and steps run,
      * which on a CPU device takes minutes (at 60 s, 8 concurrent streams lost connections). */
@@ -600,6 +614,24 @@ int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http 
 }
 
 int srv_http_port(const srv_http *h) { return h->port; }
+
+void srv_http_quiesce(srv_http *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->closing = true;
+    pthread_mutex_unlock(&h->mu);
+    const MHD_socket fd = MHD_quiesce_daemon(h->d); /* no new connections; the socket is ours */
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+int srv_http_active(srv_http *h)
+{
+    pthread_mutex_lock(&h->mu);
+    const int n = h->active;
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
 
 void srv_http_stop(srv_http *h)
 {

@@ -31,6 +31,11 @@ typedef struct {
 
 int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http **out, char *err);
 int srv_http_port(const srv_http *h); /* the bound port */
+/* Graceful shutdown: stop accepting connections (the listening socket is closed) and answer
+ * any new request on an open one with a 503; requests in flight go on. */
+void srv_http_quiesce(srv_http *h);
+/* Requests begun and not yet completed (their answer fully sent or the client gone). */
+int srv_http_active(srv_http *h);
 void srv_http_stop(srv_http *h);
 
 #endif

@@ -1,7 +1,11 @@
 /* srv_main.c - `ternion-server`: the OpenAI-compatible HTTP server for any generated model.
  *
- * Owns: the command line, start-up order (model -> scheduler -> HTTP) and shutdown on
- * SIGINT / SIGTERM (HTTP requests in flight end with a 503, then everything is freed).
+ * Owns: the command line, start-up order (model -> scheduler -> HTTP) and the graceful shutdown
+ * on SIGINT / SIGTERM: no new connections (new requests on open ones get a 503), requests in
+ * flight run on for up to --shutdown-grace seconds, then the ones still generating end as if
+ * their length ran out (finish_reason "length", streams with their last chunk and [DONE]);
+ * once their answers are sent (at most 5 s more) everything is freed and the exit status is 0.
+ * A second signal skips the waiting.
  * Prints "listening on http://HOST:PORT" on stderr once requests are accepted.
  */
 #include <errno.h>
@@ -11,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/ternion.h"
 #include "srv_http.h"
@@ -21,6 +26,7 @@ typedef struct {
     srv_ternion_opts m;
     srv_http_opts h;
     int queue;
+    int grace;          /* --shutdown-grace seconds */
     bool help;
 } opts;
 
@@ -43,6 +49,8 @@ static void usage(FILE *f, const char *prog)
             "  --cors-origin ORIGIN  allow browsers on ORIGIN (or *) to call the API: CORS headers on every\n"
             "                        answer, OPTIONS preflights answered (default: no CORS headers)\n"
             "  --queue N             requests that may wait for a slot before 503 (default 64)\n"
+            "  --shutdown-grace S    on SIGTERM / SIGINT, seconds requests in flight may run on before\n"
+            "                        they end with finish_reason \"length\" (default 10)\n"
             "  --device DEV          auto (default: a Vulkan GPU if there is one, else the native CPU\n"
             "                        backend), cpu, vulkan (lavapipe included), vulkan:N or N\n"
             "  -t, --threads N       CPU backend: threads of a decode step (default: the physical cores)\n"
@@ -93,6 +101,8 @@ static int parse(int argc, char **argv, opts *o)
             o->h.cors_origin = v;
         else if (!strcmp(a, "--queue"))
             rc = int_arg(a, v, 0, 1 << 20, &o->queue);
+        else if (!strcmp(a, "--shutdown-grace"))
+            rc = int_arg(a, v, 0, 3600, &o->grace);
         else if (!strcmp(a, "--device")) {
             int32_t backend = 0, device = -1;
             if (v && ternion_parse_device(v, &backend, &device) != TERNION_OK) {
@@ -130,9 +140,22 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
+/* Waits until the scheduler is idle (s) or every HTTP answer is sent (h), at most ms; false when
+ * time ran out or another signal came. */
+static bool wait_until(const sigset_t *sig, srv_sched *s, srv_http *h, int ms)
+{
+    for (int t = 0;; t += 50) {
+        if (s ? srv_sched_pending(s) == 0 : srv_http_active(h) == 0)
+            return true;
+        const struct timespec step = {0, 50 * 1000000L};
+        if (t >= ms || sigtimedwait(sig, NULL, &step) > 0)
+            return false;
+    }
+}
+
 int main(int argc, char **argv)
 {
-    opts o = {.m = {.n_seq = 4, .device = -1}, .h = {.host = "127.0.0.1", .port = 8080}, .queue = 64};
+    opts o = {.m = {.n_seq = 4, .device = -1}, .h = {.host = "127.0.0.1", .port = 8080}, .queue = 64, .grace = 10};
     o.h.api_key = getenv("TERNION_API_KEY");
     if (parse(argc, argv, &o))
         return 2;
@@ -162,7 +185,15 @@ int main(int argc, char **argv)
             o.h.api_key && o.h.api_key[0] ? ", API key required" : "", o.h.host, srv_http_port(h));
     int got = 0;
     sigwait(&sig, &got);
-    fprintf(stderr, "%s: shutting down\n", got == SIGINT ? "SIGINT" : "SIGTERM");
+    fprintf(stderr, "%s: shutting down (requests in flight: %d)\n", got == SIGINT ? "SIGINT" : "SIGTERM",
+            srv_sched_pending(s));
+    srv_http_quiesce(h);
+    if (!wait_until(&sig, s, NULL, o.grace * 1000)) {
+        fprintf(stderr, "ending the %d requests still running\n", srv_sched_pending(s));
+        srv_sched_end_all(s);
+    }
+    if (!wait_until(&sig, NULL, h, 5000))
+        fprintf(stderr, "%d answers not sent completely\n", srv_http_active(h));
     srv_sched_stop(s);
     srv_http_stop(h);
     srv_sched_free(s);

@@ -61,6 +61,7 @@ struct srv_sched {
     pthread_cond_t cv;
     pthread_t th;
     bool th_ok, stop;
+    bool ending;       /* srv_sched_end_all: end what runs, refuse what comes */
     srv_job *qhead, *qtail;
     int qlen, qmax;
     int chunk;         /* prompt tokens per loop turn */
@@ -384,12 +385,44 @@ static void run_tasks_locked(srv_sched *s)
     }
 }
 
+/* srv_sched_end_all's work on the scheduler thread (s->mu held): running requests end as if
+ * their length ran out, waiting ones with a 503. */
+static void end_all_locked(srv_sched *s)
+{
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->job)
+            continue;
+        const srv_req *r = &sl->job->req;
+        bool stopped = false;
+        const size_t ready = srv_text_ready(&sl->text, r->stop, r->n_stop, true, &stopped);
+        finish(s, sl, stopped ? "stop" : "length", ready, NULL);
+    }
+    pthread_mutex_lock(&s->mu);
+    srv_error e;
+    srv_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+    while (s->qhead) {
+        srv_job *j = s->qhead;
+        s->qhead = j->next;
+        s->qlen--;
+        j->failed = j->done = true;
+        j->err = e;
+        s->st.requests_failed++;
+        pthread_cond_broadcast(&j->cv);
+        job_unref_locked(s, j);
+    }
+    s->qtail = NULL;
+}
+
 static void *loop(void *arg)
 {
     srv_sched *s = arg;
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         run_tasks_locked(s);
+        if (s->ending)
+            end_all_locked(s);
         admit_locked(s);
         int busy = 0;
         for (int i = 0; i < s->n_slots; i++) {
@@ -527,8 +560,8 @@ srv_job *srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, s
     pthread_cond_init(&j->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_lock(&s->mu);
-    if (s->stop || s->qlen >= s->qmax) {
-        bool stopping = s->stop;
+    if (s->stop || s->ending || s->qlen >= s->qmax) {
+        bool stopping = s->stop || s->ending;
         j->refs = 1;
         job_unref_locked(s, j);
         pthread_mutex_unlock(&s->mu);
@@ -613,6 +646,24 @@ void srv_sched_stats(srv_sched *s, srv_stats *out)
     out->slots_busy = 0;
     for (int i = 0; i < s->n_slots; i++)
         out->slots_busy += s->slots[i].job != NULL;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int srv_sched_pending(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->qlen;
+    for (int i = 0; i < s->n_slots; i++)
+        n += s->slots[i].job != NULL;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void srv_sched_end_all(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->ending = true;
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 

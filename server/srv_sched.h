@@ -40,6 +40,12 @@ int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out
  * The jobs' owners may still wait on and release them until srv_sched_free. */
 void srv_sched_stop(srv_sched *s);
 void srv_sched_free(srv_sched *s); /* stops first if needed */
+/* Graceful shutdown: requests running or waiting now (0: idle), and ending them all at once:
+ * running ones as if their length ran out (finish_reason "length", the text so far), waiting
+ * ones with a 503; from then on new ones are refused with a 503 (the loop keeps running, so
+ * srv_sched_exec still works until srv_sched_stop). */
+int srv_sched_pending(srv_sched *s);
+void srv_sched_end_all(srv_sched *s);
 
 /* Queue a request (takes ownership of *req's contents, its compiled grammar included, and of
  * ids). NULL with *err (503 when the queue is full) or the job. */

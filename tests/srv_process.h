@@ -24,14 +24,14 @@ typedef struct {
     char log[256]; /* its stderr */
 } srv_proc;
 
-static bool sp_exists(const char *p)
+static inline bool sp_exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0;
 }
 
 /* Run argv, stdout captured (malloc'd into *out), stderr passed through. Exit status. */
-static int sp_run(const char *const *argv, char **out)
+static inline int sp_run(const char *const *argv, char **out)
 {
     int p[2];
     assert_int_equal(pipe(p), 0);
@@ -70,7 +70,7 @@ static int sp_run(const char *const *argv, char **out)
 /* The server binary with -m model --port 0 and extra args (NULL-terminated), stderr to a
  * temporary file; waits up to 300 s for "listening on". Skips the test when there is no
  * Vulkan device and the server says so. */
-static void sp_start(srv_proc *s, const char *bin, const char *model, const char *const *extra)
+static inline void sp_start(srv_proc *s, const char *bin, const char *model, const char *const *extra)
 {
     const char *argv[40] = {bin, "-m", model, "--port", "0"};
     int n = 5;
@@ -123,7 +123,7 @@ static void sp_start(srv_proc *s, const char *bin, const char *model, const char
 
 /* Send sig, wait for the exit; the server's stderr goes to the test output (validation-layer
  * messages are seen by tests/run_tests.sh). Returns the exit status (128 + signal if killed). */
-static int sp_stop(srv_proc *s, int sig)
+static inline int sp_stop(srv_proc *s, int sig)
 {
     kill(s->pid, sig);
     int st;
@@ -140,7 +140,7 @@ static int sp_stop(srv_proc *s, int sig)
 }
 
 /* tests/server/node_modules installed (npm ci when missing). 0 ok. */
-static int sp_npm_ci(void)
+static inline int sp_npm_ci(void)
 {
     if (sp_exists("tests/server/node_modules/openai") && sp_exists("tests/server/node_modules/ajv"))
         return 0;
