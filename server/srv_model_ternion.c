@@ -252,7 +252,20 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     cp.n_threads_batch = o->n_threads_batch;
     cp.lm_head_q8 = o->lm_head_q8;
     size_t n = (size_t)o->n_seq;
-    if (ternion_model_load(o->model_path, &mp, &t->model) || ternion_context_new(t->model, &cp, &t->ctx)) {
+    if (!ternion_model_load(o->model_path, &mp, &t->model)) {
+        const int32_t n_train = ternion_model_n_ctx_train(t->model), n_max = ternion_model_n_ctx_max(t->model);
+        if (n_max > 0 && o->n_ctx > n_max) {
+            snprintf(err, SRV_ERR_LEN, "--ctx-size %d is more than the %d tokens the model's RoPE scaling reaches "
+                     "(trained on %d)", o->n_ctx, n_max, n_train);
+            srv_model_ternion_close(&(srv_model){.ctx = t});
+            return -1;
+        }
+        if (n_train > 0 && o->n_ctx > n_train)
+            fprintf(stderr, "warning: --ctx-size %d is larger than the model's trained context of %d tokens: "
+                            "positions past it were never trained on, and the text may degrade there\n",
+                    o->n_ctx, n_train);
+    }
+    if (!t->model || ternion_context_new(t->model, &cp, &t->ctx)) {
         fail(err, o->model_path);
         srv_model_ternion_close(&(srv_model){.ctx = t});
         return -1;

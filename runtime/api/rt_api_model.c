@@ -141,6 +141,25 @@ static int choose(ternion_model *m, const char *want)
     return 0;
 }
 
+/* The context a file's RoPE scaling declares it reaches: <arch>.rope.scaling.type linear, yarn
+ * or longrope with <arch>.rope.scaling.factor > 1, times .original_context_length (else the
+ * training context); 0 when it declares none. */
+static int rope_ctx_max(const rt_gguf *g, int n_ctx_train)
+{
+    char err[RT_ERR_LEN];
+    rt_gguf_str type = {0};
+    float factor = 0;
+    uint32_t orig = 0;
+    if (rt_gguf_get_str(g, "%s.rope.scaling.type", &type, err) || rt_gguf_get_f32(g, "%s.rope.scaling.factor", &factor,
+                                                                                   err) ||
+        !(factor > 1) || (type.len == 4 && !memcmp(type.ptr, "none", 4)))
+        return 0;
+    if (rt_gguf_get_u32(g, "%s.rope.scaling.original_context_length", &orig, err) || !orig)
+        orig = (uint32_t)(n_ctx_train > 0 ? n_ctx_train : 0);
+    const double max = (double)orig * factor;
+    return max >= INT32_MAX ? INT32_MAX : (int)max;
+}
+
 int ternion_model_load(const char *path, const ternion_model_params *params, ternion_model **out)
 {
     if (!out)
@@ -174,6 +193,7 @@ int ternion_model_load(const char *path, const ternion_model_params *params, ter
     uint32_t ctx = 0;
     if (rt_gguf_get_u32(m->g, "%s.context_length", &ctx, err) == 0)
         m->n_ctx_train = ctx > INT32_MAX ? INT32_MAX : (int)ctx;
+    m->n_ctx_max = rope_ctx_max(m->g, m->n_ctx_train);
     if (rt_tok_load(m->g, &m->tok, err)) {
         rc = rt_api_fail(TERNION_E_FORMAT, "%s", err);
         goto fail;
@@ -201,6 +221,7 @@ const char *ternion_model_arch(const ternion_model *m) { return m ? m->g->arch :
 int32_t ternion_model_n_vocab(const ternion_model *m) { return m ? (m->desc ? m->n_vocab : rt_tok_n_vocab(m->tok)) : 0; }
 int32_t ternion_model_n_layer(const ternion_model *m) { return m ? m->n_layer : 0; }
 int32_t ternion_model_n_ctx_train(const ternion_model *m) { return m ? m->n_ctx_train : 0; }
+int32_t ternion_model_n_ctx_max(const ternion_model *m) { return m ? m->n_ctx_max : 0; }
 
 /* ---- tokens ---- */
 

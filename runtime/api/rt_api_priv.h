@@ -48,6 +48,7 @@ struct ternion_model {
     rt_tok *tok;
     char path[4096];
     int n_layer, n_vocab, n_ctx_train;
+    int n_ctx_max;             /* what its declared RoPE scaling allows (0: it declares none) */
     ternion_model_params params;
     pthread_mutex_t gv_mu;     /* guards gv: made on the first grammar (any thread) */
     rt_api_vocab *gv;          /* the token table of grammars (a reference), or NULL */

@@ -164,6 +164,12 @@ TERNION_API const char *ternion_model_arch(const ternion_model *model);    /* ge
 TERNION_API int32_t ternion_model_n_vocab(const ternion_model *model);
 TERNION_API int32_t ternion_model_n_layer(const ternion_model *model);
 TERNION_API int32_t ternion_model_n_ctx_train(const ternion_model *model); /* 0 when absent */
+/* The longest context the file's RoPE scaling declares it reaches (<arch>.rope.scaling.type
+ * linear / yarn / longrope with .factor > 1: .original_context_length, else the training
+ * context, times the factor); 0 when the file declares no scaling. The library does not
+ * enforce it (n_ctx may be anything): the CLI and the server refuse a context above it and warn
+ * about one above the training context. */
+TERNION_API int32_t ternion_model_n_ctx_max(const ternion_model *model);
 
 /* ---- tokens ----------------------------------------------------------------------- */
 

@@ -157,6 +157,16 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     if (rc) return rc;
     ternion_model *m = load_model(o, path, false);
     if (!m) return RT_CLI_EXIT_ERR;
+    const int32_t n_train = ternion_model_n_ctx_train(m), n_max = ternion_model_n_ctx_max(m);
+    if (n_max > 0 && n_ctx > n_max) {
+        fprintf(stderr, "error: -c %d is more than the %d tokens the model's RoPE scaling reaches (trained on %d)\n",
+                n_ctx, n_max, n_train);
+        ternion_model_free(m);
+        return RT_CLI_EXIT_USAGE;
+    }
+    if (n_train > 0 && n_ctx > n_train)
+        fprintf(stderr, "warning: -c %d is larger than the model's trained context of %d tokens: positions past it "
+                        "were never trained on, and the text may degrade there\n", n_ctx, n_train);
     ternion_context_params cp = ternion_context_default_params();
     cp.device = o->device;
     cp.backend = o->backend;
