@@ -220,8 +220,8 @@ $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_R
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
-# test_embed and test_ctx_limits call ternion.h beside the engine and the reference, on the same models
-$(B)/tests/test_embed $(B)/tests/test_ctx_limits: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
+# test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same models
+$(B)/tests/test_embed $(B)/tests/test_cli_limits: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)

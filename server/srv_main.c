@@ -181,7 +181,8 @@ int main(int argc, char **argv)
         srv_model_ternion_close(&m);
         return 1;
     }
-    fprintf(stderr, "serving %s: %d slots of %d tokens%s\nlistening on http://%s:%d\n", m.name, m.n_seq, m.n_ctx,
+    fprintf(stderr, "serving %s (%s weights): %d slots of %d tokens%s\nlistening on http://%s:%d\n", m.name,
+            m.weights ? m.weights : "unknown", m.n_seq, m.n_ctx,
             o.h.api_key && o.h.api_key[0] ? ", API key required" : "", o.h.host, srv_http_port(h));
     int got = 0;
     sigwait(&sig, &got);

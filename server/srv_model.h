@@ -77,6 +77,7 @@ struct srv_model {
                        char *err);
     int n_ctx_train;    /* the model's training context (0: unknown), for /props */
     const char *build_info; /* "ternion 0.2.0 (commit)", for /props; NULL: none */
+    const char *weights;    /* the file's ternary weight format ("I2_S", "TQ2_0", ...), NULL: unknown */
 };
 
 #endif

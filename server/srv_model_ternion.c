@@ -287,6 +287,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
         .grammar_free = t_grammar_free, .n_embd = ternion_model_n_embd(t->model), .embed = t_embed,
         .tokenize_ex = t_tokenize_ex, .n_ctx_train = ternion_model_n_ctx_train(t->model), .build_info = t->build,
+        .weights = ternion_model_weights(t->model, NULL),
     };
     snprintf(t->build, sizeof t->build, "ternion %s (%s)", ternion_version(), ternion_commit());
     return 0;

@@ -170,6 +170,11 @@ TERNION_API int32_t ternion_model_n_ctx_train(const ternion_model *model); /* 0 
  * enforce it (n_ctx may be anything): the CLI and the server refuse a context above it and warn
  * about one above the training context. */
 TERNION_API int32_t ternion_model_n_ctx_max(const ternion_model *model);
+/* The ternary weight format of the file's matrices ("I2_S", "TQ1_0", "TQ2_0"; "mixed" when
+ * they differ), and in *yaml_default (may be NULL) the one the generated model's YAML names:
+ * the YAML's `type:` is the default, a file in another ternary format runs with the same model
+ * (the kernels are told the file's format). NULL for a vocab_only model. */
+TERNION_API const char *ternion_model_weights(const ternion_model *model, const char **yaml_default);
 
 /* ---- tokens ----------------------------------------------------------------------- */
 

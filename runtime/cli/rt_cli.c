@@ -157,6 +157,10 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     if (rc) return rc;
     ternion_model *m = load_model(o, path, false);
     if (!m) return RT_CLI_EXIT_ERR;
+    const char *yaml_fmt = NULL, *fmt = ternion_model_weights(m, &yaml_fmt);
+    if (fmt && yaml_fmt && strcmp(fmt, yaml_fmt)) /* the chosen format: the file's, not the YAML's default */
+        fprintf(stderr, "ternion: %s weights, run by the %s model (whose YAML names %s)\n", fmt,
+                ternion_model_builtin(m), yaml_fmt);
     const int32_t n_train = ternion_model_n_ctx_train(m), n_max = ternion_model_n_ctx_max(m);
     if (n_max > 0 && n_ctx > n_max) {
         fprintf(stderr, "error: -c %d is more than the %d tokens the model's RoPE scaling reaches (trained on %d)\n",

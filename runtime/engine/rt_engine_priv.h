@@ -79,6 +79,7 @@ struct rt_engine {
     const rt_schedule *dec; /* the decode schedule run: desc->decode, decode_exact or decode_chain */
     rt_buf argtab;        /* decode_chain's argument tables (rt_engine_chained.c), or none */
     bool chain_forced;    /* opts.chain / TERNION_CHAIN chose chained or not: the tuner keeps it */
+    char chain_mixed[256]; /* why the chained schedule cannot run this file's formats ("": it can) */
     rt_buf *wt;           /* [n_tensors][n_layers]: transposed copies (RT_ARG_WEIGHT_T), sparse FFN */
     rt_buf ffn_stats;     /* u32[RT_STATS_WORDS] host-visible (RT_ARG_STATS) */
     rt_buf *pred;         /* [n_layers]: the FFN predictor (RT_ARG_PRED), predictor mode */
@@ -165,7 +166,7 @@ int rt_eng_weight_types(rt_engine *e, int repack, char *err);
 uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L);
 int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, uint64_t off,
                          char *err);
-int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err);
+int rt_eng_kernel_wfmt(rt_engine *e, uint32_t *wfmt, char *err);
 uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp);
 /* rt_engine_stream.c */
 int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err);
