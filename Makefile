@@ -72,7 +72,8 @@ CLI_OBJ  := $(call obj,$(CLI_SRC))
 MODEL_OBJ := $(patsubst %,$(B)/obj/generated/%/model.o,$(MODELS))
 LIB_OBJ  := $(call obj,$(RT_SRC) $(FMT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 
-.PHONY: all gen test asan validate bench run fuzz cross-cpu clean check-generated models examples install lib FORCE
+.PHONY: all gen test asan validate bench run fuzz cross-cpu clean check-generated models examples install lib FORCE \
+        deploy-test
 all: $(LIB_FMT) $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
      $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check $(SRV_BIN) $(B)/srv-api-check
 models: $(MODEL_BINS)
@@ -290,6 +291,11 @@ validate:
 
 bench: all
 	@sh tests/bench.sh $(B)
+
+# Two server replicas behind Debian's nginx (docs/deploy.md): round-robin, failover, no request
+# lost in a graceful stop. Needs nginx (apt-get install nginx-light); not part of `make test`.
+deploy-test: $(SRV_BIN)
+	@B=$(B) sh tests/deploy_test.sh
 
 run: all
 	@sh tests/run_default.sh $(B) $(MODEL)
