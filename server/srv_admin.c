@@ -122,6 +122,10 @@ char *srv_admin_tokenize(srv_model *m, srv_sched *s, const char *body, size_t le
         srv_error_set(&e, 400, "invalid_request_error", NULL, "content", "'content' must be a string");
         goto fail;
     }
+    if (!m->tokenize_ex) {
+        srv_error_set(&e, 400, "invalid_request_error", NULL, NULL, "this model does not tokenize on request");
+        goto fail;
+    }
     if (flag(root, "add_special", false, &add_special, &e) || flag(root, "parse_special", true, &parse_special, &e) ||
         flag(root, "with_pieces", false, &with_pieces, &e))
         goto fail;

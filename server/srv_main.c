@@ -88,7 +88,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--port"))
             rc = int_arg(a, v, 0, 65535, &o->h.port);
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
-            rc = int_arg(a, v, 1, 256, &o->m.n_seq);
+            rc = int_arg(a, v, 1, 255, &o->m.n_seq); /* + 1 sequence for embeddings: 256 at most */
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
             rc = int_arg(a, v, 0, 1 << 20, &o->m.n_ctx);
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
