@@ -72,7 +72,8 @@ CLI_OBJ  := $(call obj,$(CLI_SRC))
 MODEL_OBJ := $(patsubst %,$(B)/obj/generated/%/model.o,$(MODELS))
 LIB_OBJ  := $(call obj,$(RT_SRC) $(FMT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 
-.PHONY: all gen test asan validate bench run fuzz cross-cpu clean check-generated models examples install lib FORCE
+.PHONY: all gen test asan validate bench run fuzz cross-cpu clean check-generated models examples install lib FORCE \
+        deploy-test
 all: $(LIB_FMT) $(LIB_DSL) $(LIB_RT) $(LIB_GEN) $(LIB_SRV) $(GEN_BIN) lib $(CLI_BIN) $(MODEL_BINS) $(TOOLS) $(EXAMPLES) \
      $(EXAMPLES_API) $(TESTS) $(B)/cli-api-check $(SRV_BIN) $(B)/srv-api-check
 # the model binaries and what a user runs on a new YAML row: the generator and the tools
@@ -137,6 +138,7 @@ $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(LIB_SO): $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libternion.so.0 -Wl,--no-undefined -o $@ $^ $(LIBS_RT)
+	ln -sf libternion.so $(B)/libternion.so.0
 
 $(LIB_FMT): $(call obj,$(FMT_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
@@ -225,6 +227,8 @@ $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_R
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
+# test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same models
+$(B)/tests/test_embed $(B)/tests/test_cli_limits: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
@@ -279,6 +283,7 @@ test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_models.sh
 	@B=$(B) sh tests/check_calls.sh
 	@sh tests/check_fuzz_deps.sh
+	@B=$(B) sh tests/check_install.sh
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN)
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_subgroups.sh
 
@@ -297,6 +302,11 @@ validate:
 bench: all
 	@sh tests/bench.sh $(B)
 
+# Two server replicas behind Debian's nginx (docs/deploy.md): round-robin, failover, no request
+# lost in a graceful stop. Needs nginx (apt-get install nginx-light); not part of `make test`.
+deploy-test: $(SRV_BIN)
+	@B=$(B) sh tests/deploy_test.sh
+
 run: all
 	@sh tests/run_default.sh $(B) $(MODEL)
 
@@ -313,12 +323,12 @@ cross-cpu:
 	@echo "cross-cpu: runtime/cpu/ compiles for AArch64 (NEON) with $(CROSS_CC)"
 
 # `make install PREFIX=/opt/ternion` (DESTDIR for staging): the library (static, shared),
-# ternion.h, the pkg-config file, the CLI and the model binaries, the model YAMLs (for
+# ternion.h, the pkg-config file, the CLI, the model binaries and ternion-server, the model YAMLs (for
 # --bench) and the random-weight model writer. Programs then build with
 #   cc app.c $(pkg-config --cflags --libs ternion)
 PREFIX  ?= /usr/local
 VERSION := $(shell sed -n 's/^\#define TERNION_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' runtime/api/ternion.h | paste -sd.)
-install: lib $(CLI_BIN) $(MODEL_BINS) $(B)/tools/mkmodel
+install: lib $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(B)/tools/mkmodel
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/share/ternion/models
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libternion.a
@@ -328,7 +338,7 @@ install: lib $(CLI_BIN) $(MODEL_BINS) $(B)/tools/mkmodel
 	install -m 644 runtime/api/ternion.h $(DESTDIR)$(PREFIX)/include/ternion.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/api/ternion.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ternion.pc
-	install -m 755 $(CLI_BIN) $(MODEL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(B)/tools/mkmodel $(DESTDIR)$(PREFIX)/bin/ternion-mkmodel
 	install -m 644 models/*.yaml $(DESTDIR)$(PREFIX)/share/ternion/models/
 

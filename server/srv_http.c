@@ -16,17 +16,23 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "srv_admin.h"
 #include "srv_answer.h"
+#include "srv_embed.h"
 #include "srv_json.h"
 #include "srv_metrics.h"
 #include "srv_text.h"
 
 #define WAIT_MS 100
 
-enum { EP_CHAT, EP_COMPLETIONS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER, EP_N };
-static const char *const ep_name[EP_N] = {"chat_completions", "completions", "models", "health", "metrics", "other"};
-static const int statuses[] = {200, 400, 401, 404, 405, 413, 500, 503};
+enum { EP_CHAT, EP_COMPLETIONS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_EMBED, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS,
+       EP_SLOTS, EP_OTHER, EP_N };
+static const char *const ep_name[EP_N] = {"chat_completions", "completions", "models",    "health",
+                                          "metrics",          "embeddings",  "tokenize",  "detokenize",
+                                          "props",            "slots",       "other"};
+static const int statuses[] = {200, 204, 400, 401, 404, 405, 413, 500, 503};
 #define N_STATUS ((int)(sizeof(statuses) / sizeof(statuses[0])))
 
 struct srv_http {
@@ -34,11 +40,14 @@ struct srv_http {
     srv_model *m;
     srv_sched *s;
     char *api_key;
+    char *cors;           /* --cors-origin: Access-Control-Allow-Origin of every answer; NULL: no CORS */
     long long created;
     int port;
     pthread_mutex_t mu;
     uint64_t count[EP_N][N_STATUS];
     uint64_t next_id;
+    int active;           /* requests begun and not completed (graceful shutdown waits for 0) */
+    bool closing;         /* srv_http_quiesce: new requests are refused with a 503 */
 };
 
 typedef struct {
@@ -71,12 +80,33 @@ static int route(const char *url)
     static const struct { const char *path; int ep; } routes[] = {
         {"/v1/chat/completions", EP_CHAT}, {"/chat/completions", EP_CHAT}, {"/v1/completions", EP_COMPLETIONS},
         {"/completions", EP_COMPLETIONS}, {"/v1/models", EP_MODELS},   {"/models", EP_MODELS},
-        {"/health", EP_HEALTH},           {"/metrics", EP_METRICS},
+        {"/health", EP_HEALTH},           {"/metrics", EP_METRICS},    {"/v1/embeddings", EP_EMBED},
+        {"/embeddings", EP_EMBED},        {"/tokenize", EP_TOKENIZE},  {"/detokenize", EP_DETOKENIZE},
+        {"/props", EP_PROPS},             {"/slots", EP_SLOTS},
     };
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         if (strcmp(url, routes[i].path) == 0)
             return routes[i].ep;
     return EP_OTHER;
+}
+
+/* CORS (--cors-origin): the origin allowed on every answer; a preflight (OPTIONS) also says
+ * which methods and headers a request may use, and for how long that holds. */
+static void cors_headers(struct MHD_Response *r, const char *origin, struct MHD_Connection *preflight)
+{
+    if (!origin)
+        return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    if (strcmp(origin, "*"))
+        MHD_add_response_header(r, "Vary", "Origin");
+    if (!preflight)
+        return;
+    const char *want = MHD_lookup_connection_value(preflight, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", want && strlen(want) < 1024 && !strpbrk(want, "\r\n")
+                                                                    ? want
+                                                                    : "Authorization, Content-Type");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
 }
 
 /* Queue body (malloc'd, taken) with status; counts it. */
@@ -94,6 +124,7 @@ static enum MHD_Result respond(srv_http *h, struct MHD_Connection *c, int ep, in
     if (!body)
         status = 500, type = "application/json";
     MHD_add_response_header(r, "Content-Type", type);
+    cors_headers(r, h->cors, NULL);
     if (status == 401)
         MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
@@ -105,6 +136,42 @@ static enum MHD_Result respond(srv_http *h, struct MHD_Connection *c, int ep, in
 static enum MHD_Result respond_error(srv_http *h, struct MHD_Connection *c, int ep, const srv_error *e)
 {
     return respond(h, c, ep, e->status, "application/json", srv_json_error(e));
+}
+
+/* OPTIONS: 204 with the methods the route takes (and CORS's preflight headers when enabled). */
+static enum MHD_Result preflight(srv_http *h, struct MHD_Connection *c, int ep)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Allow", "GET, POST, OPTIONS");
+    cors_headers(r, h->cors, c);
+    enum MHD_Result rc = MHD_queue_response(c, 204, r);
+    MHD_destroy_response(r);
+    count(h, ep, 204);
+    return rc;
+}
+
+/* The routes whose answer is one JSON document made at once (srv_embed.c, srv_admin.c). */
+static enum MHD_Result json_route(srv_http *h, struct MHD_Connection *c, conn *cn)
+{
+    int status = 500;
+    char *body = NULL;
+    const char *b = cn->body ? cn->body : "";
+    if (cn->too_big) {
+        srv_error e;
+        srv_error_set(&e, 413, "invalid_request_error", "request_too_large", NULL,
+                      "the request body is larger than %u bytes", SRV_MAX_BODY);
+        return respond_error(h, c, cn->ep, &e);
+    }
+    switch (cn->ep) {
+    case EP_EMBED: body = srv_embed_answer(h->m, h->s, b, cn->len, &status); break;
+    case EP_TOKENIZE: body = srv_admin_tokenize(h->m, h->s, b, cn->len, &status); break;
+    case EP_DETOKENIZE: body = srv_admin_detokenize(h->m, h->s, b, cn->len, &status); break;
+    case EP_PROPS: body = srv_admin_props(h->m, &status); break;
+    default: body = srv_admin_slots(h->m, h->s, &status); break;
+    }
+    return respond(h, c, cn->ep, status, "application/json", body);
 }
 
 static bool client_gone(struct MHD_Connection *c)
@@ -225,6 +292,7 @@ static enum MHD_Result start_stream(srv_http *h, struct MHD_Connection *c, int e
     if (!r)
         goto fail;
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    cors_headers(r, h->cors, NULL);
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     enum MHD_Result rc = MHD_queue_response(c, 200, r);
     MHD_destroy_response(r); /* the stream lives on in r until MHD is done with it */
@@ -269,11 +337,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
         return respond_error(h, c, cn->ep, &e);
     int32_t *ids = NULL;
     int n = 0;
-    if (req.model && strcmp(req.model, h->m->name) != 0) {
-        srv_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
-                      "the model '%.100s' does not exist; this server serves '%s'", req.model, h->m->name);
-        goto fail;
-    }
+    /* "model": any name is this server's model (llama-server's rule); answers name the real one */
     int rc = kind == SRV_KIND_CHAT ? h->m->chat(h->m->ctx, req.msgs, req.n_msgs, &ids, &n, err)
                                    : h->m->tokenize(h->m->ctx, req.prompt, &ids, &n, err);
     if (rc) {
@@ -371,6 +435,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         *con_cls = cn;
         cn->ep = route(url);
         srv_error e;
+        pthread_mutex_lock(&h->mu);
+        h->active++;
+        const bool closing = h->closing;
+        pthread_mutex_unlock(&h->mu);
+        if (closing) { /* shutting down: a load balancer's next try goes to another server */
+            srv_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+            return respond_error(h, c, cn->ep, &e);
+        }
+        if (!strcmp(method, "OPTIONS") && cn->ep != EP_OTHER)
+            return preflight(h, c, cn->ep);
         if (cn->ep != EP_HEALTH && !authorized(h, c)) {
             srv_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
                           "missing or wrong API key: send the header 'Authorization: Bearer <key>'");
@@ -417,22 +491,28 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         srv_error_set(&e, 404, "invalid_request_error", "not_found", NULL, "no route %.6s %.200s", method, url);
         return respond_error(h, c, cn->ep, &e);
     }
-    bool want_post = cn->ep == EP_CHAT || cn->ep == EP_COMPLETIONS;
+    bool want_post = cn->ep == EP_CHAT || cn->ep == EP_COMPLETIONS || cn->ep == EP_EMBED || cn->ep == EP_TOKENIZE ||
+                     cn->ep == EP_DETOKENIZE;
     if (want_post ? !post : !get) {
         srv_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL, "%.200s takes %s, not %.10s",
                       url, want_post ? "POST" : "GET", method);
         return respond_error(h, c, cn->ep, &e);
     }
+    if (cn->ep >= EP_EMBED && cn->ep <= EP_SLOTS)
+        return json_route(h, c, cn);
     return want_post ? generate(h, c, cn) : get_route(h, c, cn->ep);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode tc)
 {
-    (void)cls;
+    srv_http *h = cls;
     (void)c;
     (void)tc;
     conn *cn = *con_cls;
     if (cn) {
+        pthread_mutex_lock(&h->mu);
+        h->active--;
+        pthread_mutex_unlock(&h->mu);
         free(cn->body);
         free(cn);
     }
@@ -450,7 +530,8 @@ int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http 
     h->s = s;
     h->created = (long long)time(NULL);
     pthread_mutex_init(&h->mu, NULL);
-    if (o->api_key && o->api_key[0] && !(h->api_key = strdup(o->api_key))) {
+    if ((o->api_key && o->api_key[0] && !(h->api_key = strdup(o->api_key))) ||
+        (o->cors_origin && !(h->cors = strdup(o->cors_origin)))) {
         snprintf(err, SRV_ERR_LEN, "out of memory");
         srv_http_stop(h);
         return -1;
@@ -464,7 +545,7 @@ int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http 
         srv_http_stop(h);
         return -1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC; /* ITC: quiesce */
     /* A connection is closed after 600 s without traffic (llama-server's default timeout): a
      * queued stream waits for its first token while the other slots' prompts and steps run,
      * which on a CPU device takes minutes (at 60 s, 8 concurrent streams lost connections). */
@@ -489,6 +570,24 @@ int srv_http_start(const srv_http_opts *o, srv_model *m, srv_sched *s, srv_http 
 
 int srv_http_port(const srv_http *h) { return h->port; }
 
+void srv_http_quiesce(srv_http *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->closing = true;
+    pthread_mutex_unlock(&h->mu);
+    const MHD_socket fd = MHD_quiesce_daemon(h->d); /* no new connections; the socket is ours */
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+int srv_http_active(srv_http *h)
+{
+    pthread_mutex_lock(&h->mu);
+    const int n = h->active;
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
+
 void srv_http_stop(srv_http *h)
 {
     if (!h)
@@ -497,5 +596,6 @@ void srv_http_stop(srv_http *h)
         MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->mu);
     free(h->api_key);
+    free(h->cors);
     free(h);
 }

@@ -1,7 +1,11 @@
 /* srv_main.c - `ternion-server`: the OpenAI-compatible HTTP server for any generated model.
  *
- * Owns: the command line, start-up order (model -> scheduler -> HTTP) and shutdown on
- * SIGINT / SIGTERM (HTTP requests in flight end with a 503, then everything is freed).
+ * Owns: the command line, start-up order (model -> scheduler -> HTTP) and the graceful shutdown
+ * on SIGINT / SIGTERM: no new connections (new requests on open ones get a 503), requests in
+ * flight run on for up to --shutdown-grace seconds, then the ones still generating end as if
+ * their length ran out (finish_reason "length", streams with their last chunk and [DONE]);
+ * once their answers are sent (at most 5 s more) everything is freed and the exit status is 0.
+ * A second signal skips the waiting.
  * Prints "listening on http://HOST:PORT" on stderr once requests are accepted.
  */
 #include <errno.h>
@@ -11,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/ternion.h"
 #include "srv_http.h"
@@ -21,6 +26,7 @@ typedef struct {
     srv_ternion_opts m;
     srv_http_opts h;
     int queue;
+    int grace;          /* --shutdown-grace seconds */
     bool help;
 } opts;
 
@@ -29,7 +35,8 @@ static void usage(FILE *f, const char *prog)
     fprintf(f,
             "usage: %s -m MODEL.gguf [options]\n"
             "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
-            "GET /v1/models, GET /health, GET /metrics.\n"
+            "POST /v1/embeddings, GET /v1/models, GET /health, GET /metrics; llama-server's\n"
+            "POST /tokenize, POST /detokenize, GET /props, GET /slots.\n"
             "  -m, --model PATH      GGUF model file (required)\n"
             "  --host ADDR           address to listen on (default 127.0.0.1)\n"
             "  --port N              port (default 8080; 0: any free port)\n"
@@ -37,8 +44,13 @@ static void usage(FILE *f, const char *prog)
             "  -c, --ctx-size N      context per slot in tokens (default: the model's, at most 4096)\n"
             "  -b, --batch-size N    most prompt tokens per engine step (default 512)\n"
             "  --api-key KEY         require 'Authorization: Bearer KEY' (also $TERNION_API_KEY)\n"
-            "  --alias NAME          model id clients use (default: the generated model's name)\n"
+            "  --alias NAME          model id answers name (default: the generated model's name); any\n"
+            "                        \"model\" a request gives is served by this model\n"
+            "  --cors-origin ORIGIN  allow browsers on ORIGIN (or *) to call the API: CORS headers on every\n"
+            "                        answer, OPTIONS preflights answered (default: no CORS headers)\n"
             "  --queue N             requests that may wait for a slot before 503 (default 64)\n"
+            "  --shutdown-grace S    on SIGTERM / SIGINT, seconds requests in flight may run on before\n"
+            "                        they end with finish_reason \"length\" (default 10)\n"
             "  --device DEV          auto (default: a Vulkan GPU if there is one, else the native CPU\n"
             "                        backend), cpu, vulkan (lavapipe included), vulkan:N or N\n"
             "  -t, --threads N       CPU backend: threads of a decode step (default: the physical cores)\n"
@@ -76,7 +88,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--port"))
             rc = int_arg(a, v, 0, 65535, &o->h.port);
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
-            rc = int_arg(a, v, 1, 256, &o->m.n_seq);
+            rc = int_arg(a, v, 1, 255, &o->m.n_seq); /* + 1 sequence for embeddings: 256 at most */
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
             rc = int_arg(a, v, 0, 1 << 20, &o->m.n_ctx);
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
@@ -85,8 +97,12 @@ static int parse(int argc, char **argv, opts *o)
             o->h.api_key = v;
         else if (!strcmp(a, "--alias"))
             o->m.alias = v;
+        else if (!strcmp(a, "--cors-origin"))
+            o->h.cors_origin = v;
         else if (!strcmp(a, "--queue"))
             rc = int_arg(a, v, 0, 1 << 20, &o->queue);
+        else if (!strcmp(a, "--shutdown-grace"))
+            rc = int_arg(a, v, 0, 3600, &o->grace);
         else if (!strcmp(a, "--device")) {
             int32_t backend = 0, device = -1;
             if (v && ternion_parse_device(v, &backend, &device) != TERNION_OK) {
@@ -124,9 +140,22 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
+/* Waits until the scheduler is idle (s) or every HTTP answer is sent (h), at most ms; false when
+ * time ran out or another signal came. */
+static bool wait_until(const sigset_t *sig, srv_sched *s, srv_http *h, int ms)
+{
+    for (int t = 0;; t += 50) {
+        if (s ? srv_sched_pending(s) == 0 : srv_http_active(h) == 0)
+            return true;
+        const struct timespec step = {0, 50 * 1000000L};
+        if (t >= ms || sigtimedwait(sig, NULL, &step) > 0)
+            return false;
+    }
+}
+
 int main(int argc, char **argv)
 {
-    opts o = {.m = {.n_seq = 4, .device = -1}, .h = {.host = "127.0.0.1", .port = 8080}, .queue = 64};
+    opts o = {.m = {.n_seq = 4, .device = -1}, .h = {.host = "127.0.0.1", .port = 8080}, .queue = 64, .grace = 10};
     o.h.api_key = getenv("TERNION_API_KEY");
     if (parse(argc, argv, &o))
         return 2;
@@ -152,11 +181,20 @@ int main(int argc, char **argv)
         srv_model_ternion_close(&m);
         return 1;
     }
-    fprintf(stderr, "serving %s: %d slots of %d tokens%s\nlistening on http://%s:%d\n", m.name, m.n_seq, m.n_ctx,
+    fprintf(stderr, "serving %s (%s weights): %d slots of %d tokens%s\nlistening on http://%s:%d\n", m.name,
+            m.weights ? m.weights : "unknown", m.n_seq, m.n_ctx,
             o.h.api_key && o.h.api_key[0] ? ", API key required" : "", o.h.host, srv_http_port(h));
     int got = 0;
     sigwait(&sig, &got);
-    fprintf(stderr, "%s: shutting down\n", got == SIGINT ? "SIGINT" : "SIGTERM");
+    fprintf(stderr, "%s: shutting down (requests in flight: %d)\n", got == SIGINT ? "SIGINT" : "SIGTERM",
+            srv_sched_pending(s));
+    srv_http_quiesce(h);
+    if (!wait_until(&sig, s, NULL, o.grace * 1000)) {
+        fprintf(stderr, "ending the %d requests still running\n", srv_sched_pending(s));
+        srv_sched_end_all(s);
+    }
+    if (!wait_until(&sig, NULL, h, 5000))
+        fprintf(stderr, "%d answers not sent completely\n", srv_http_active(h));
     srv_sched_stop(s);
     srv_http_stop(h);
     srv_sched_free(s);

@@ -95,6 +95,18 @@ struct srv_model {
      * them: token id's into *lp, and the k (<= SRV_MAX_TOP_LOGPROBS) most likely tokens into
      * top_ids / top_lp, descending. 0 or -1 + err. NULL hook: requests for logprobs are 400s. */
     int (*logprobs)(void *ctx, int row, int32_t id, int k, float *lp, int32_t *top_ids, float *top_lp, char *err);
+    /* Embeddings (srv_embed.c), NULL: none. n_embd floats of ids[0..n) (n <= n_ctx): the
+     * hidden state after the final norm pooled (0 mean, 1 last, 2 cls), L2-normalised. Runs
+     * in a sequence of its own (no slot's); scheduler thread only (srv_sched_exec). */
+    int n_embd;
+    int (*embed)(void *ctx, const int32_t *ids, int n, int pooling, float *out, char *err);
+    /* Tokenize for /tokenize: BOS first when add_special (and the model wants one), special-
+     * token text as one token when parse_special. Malloc'd *ids; 0 ok, -1 + err. Any thread. */
+    int (*tokenize_ex)(void *ctx, const char *text, bool add_special, bool parse_special, int32_t **ids, int *n,
+                       char *err);
+    int n_ctx_train;    /* the model's training context (0: unknown), for /props */
+    const char *build_info; /* "ternion 0.2.0 (commit)", for /props; NULL: none */
+    const char *weights;    /* the file's ternary weight format ("I2_S", "TQ2_0", ...), NULL: unknown */
 };
 
 #endif

@@ -1,6 +1,7 @@
 /* srv_model_ternion.c - the server's model interface (srv_model.h) on the public C API
  * (ternion.h): one ternion_context with one sequence per slot; a decode step is one
- * ternion_decode batch holding a token of every active slot, each row asking for logits.
+ * ternion_decode batch holding a token of every active slot, each row asking for logits;
+ * embeddings run in one more sequence after the slots'.
  */
 #include "srv_model_ternion.h"
 
@@ -13,10 +14,12 @@
 typedef struct {
     ternion_model *model;
     ternion_context *ctx;
+    int embed_seq;      /* the sequence embeddings run in: the one after the slots' */
     int32_t *tok, *pos, *seq;
     int8_t *want;
     char piece[256];
     char *piece_big;
+    char build[96];     /* /props' build_info */
     int32_t piece_big_len;
 } tmodel;
 
@@ -26,10 +29,19 @@ static int fail(char *err, const char *what)
     return -1;
 }
 
+static int tokenize_special(const ternion_model *m, const char *text, bool add_bos, bool special, int32_t **ids,
+                            int *n, char *err);
+
 static int tokenize_into(const ternion_model *m, const char *text, bool add_bos, int32_t **ids, int *n, char *err)
 {
+    return tokenize_special(m, text, add_bos, false, ids, n, err);
+}
+
+static int tokenize_special(const ternion_model *m, const char *text, bool add_bos, bool special, int32_t **ids,
+                            int *n, char *err)
+{
     size_t len = strlen(text);
-    int32_t k = ternion_tokenize(m, text, len, NULL, 0, add_bos, false);
+    int32_t k = ternion_tokenize(m, text, len, NULL, 0, add_bos, special);
     if (k < 0)
         return fail(err, "tokenize");
     int32_t *v = malloc(((size_t)k + 1) * sizeof(int32_t));
@@ -37,13 +49,29 @@ static int tokenize_into(const ternion_model *m, const char *text, bool add_bos,
         snprintf(err, SRV_ERR_LEN, "out of memory for %d tokens", k);
         return -1;
     }
-    if (k && ternion_tokenize(m, text, len, v, k, add_bos, false) != k) {
+    if (k && ternion_tokenize(m, text, len, v, k, add_bos, special) != k) {
         free(v);
         return fail(err, "tokenize");
     }
     *ids = v;
     *n = k;
     return 0;
+}
+
+static int t_tokenize_ex(void *ctx, const char *text, bool add_special, bool parse_special, int32_t **ids, int *n,
+                         char *err)
+{
+    tmodel *t = ctx;
+    return tokenize_special(t->model, text, add_special, parse_special, ids, n, err);
+}
+
+static int t_embed(void *ctx, const int32_t *ids, int n, int pooling, float *out, char *err)
+{
+    tmodel *t = ctx;
+    ternion_embed_params p = ternion_embed_default_params();
+    p.pooling = pooling;
+    p.seq = t->embed_seq;
+    return ternion_embed(t->ctx, &p, ids, n, out) ? fail(err, "embedding") : 0;
 }
 
 static int t_tokenize(void *ctx, const char *text, int32_t **ids, int *n, char *err)
@@ -248,14 +276,28 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     ternion_context_params cp = ternion_context_default_params();
     cp.n_ctx = o->n_ctx;
     cp.n_batch = o->n_batch;
-    cp.n_seq_max = o->n_seq;
+    cp.n_seq_max = o->n_seq + 1; /* the last one for embeddings */
+    t->embed_seq = o->n_seq;
     cp.device = o->device;
     cp.backend = o->backend;
     cp.n_threads = o->n_threads;
     cp.n_threads_batch = o->n_threads_batch;
     cp.lm_head_q8 = o->lm_head_q8;
     size_t n = (size_t)o->n_seq;
-    if (ternion_model_load(o->model_path, &mp, &t->model) || ternion_context_new(t->model, &cp, &t->ctx)) {
+    if (!ternion_model_load(o->model_path, &mp, &t->model)) {
+        const int32_t n_train = ternion_model_n_ctx_train(t->model), n_max = ternion_model_n_ctx_max(t->model);
+        if (n_max > 0 && o->n_ctx > n_max) {
+            snprintf(err, SRV_ERR_LEN, "--ctx-size %d is more than the %d tokens the model's RoPE scaling reaches "
+                     "(trained on %d)", o->n_ctx, n_max, n_train);
+            srv_model_ternion_close(&(srv_model){.ctx = t});
+            return -1;
+        }
+        if (n_train > 0 && o->n_ctx > n_train)
+            fprintf(stderr, "warning: --ctx-size %d is larger than the model's trained context of %d tokens: "
+                            "positions past it were never trained on, and the text may degrade there\n",
+                    o->n_ctx, n_train);
+    }
+    if (!t->model || ternion_context_new(t->model, &cp, &t->ctx)) {
         fail(err, o->model_path);
         srv_model_ternion_close(&(srv_model){.ctx = t});
         return -1;
@@ -276,8 +318,11 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .seq_copy = t_seq_copy,
         .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
-        .grammar_free = t_grammar_free, .logprobs = t_logprobs,
+        .grammar_free = t_grammar_free, .logprobs = t_logprobs, .n_embd = ternion_model_n_embd(t->model),
+        .embed = t_embed, .tokenize_ex = t_tokenize_ex, .n_ctx_train = ternion_model_n_ctx_train(t->model),
+        .build_info = t->build, .weights = ternion_model_weights(t->model, NULL),
     };
+    snprintf(t->build, sizeof t->build, "ternion %s (%s)", ternion_version(), ternion_commit());
     return 0;
 }
 

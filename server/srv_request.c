@@ -3,6 +3,7 @@
  * error, so a wrong type or range gives a 400 that says which field and why.
  */
 #include "srv_request.h"
+#include "srv_text.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -287,7 +288,7 @@ static int parse_sampling(const cJSON *root, srv_req *r, srv_error *e)
         r->max_tokens = (int)v;
     if ((rc = get_int(root, "seed", -9.2e18, 1.8e19, &v, e)) < 0)
         return -1;
-    if (rc == 0) {
+    if (rc == 0 && v != -1) { /* -1: a random seed, as no seed (llama.cpp's convention) */
         r->seed_set = true;
         r->seed = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
     }
@@ -444,6 +445,8 @@ int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv
     if (end && end < body + len)
         rc = srv_error_set(err, 400, BAD, NULL, NULL, "the request body has data after the JSON value (byte %zu)",
                            (size_t)(end - body));
+    else if (srv_json_has_nul(body, len)) /* a C string would end there: the text would be cut short */
+        rc = srv_error_set(err, 400, BAD, NULL, NULL, "a string of the request holds a NUL character (\\u0000)");
     else
         rc = parse_root(root, kind, out, err);
     cJSON_Delete(root);

@@ -11,7 +11,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "srv_text.h"
@@ -62,12 +64,22 @@ typedef struct {
     int n_gen;
 } slot;
 
+/* A call srv_sched_exec hands to the scheduler thread (on the caller's stack). */
+typedef struct srv_task {
+    void (*fn)(void *arg);
+    void *arg;
+    bool done, dropped;
+    struct srv_task *next;
+} srv_task;
+
 struct srv_sched {
     srv_model *m;
+    srv_task *tasks;   /* srv_sched_exec calls waiting to run, oldest first */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t th;
     bool th_ok, stop;
+    bool ending;       /* srv_sched_end_all: end what runs, refuse what comes */
     srv_job *qhead, *qtail;
     int qlen, qmax;
     int chunk;         /* prompt tokens per loop turn */
@@ -363,6 +375,19 @@ static void take_token(srv_sched *s, slot *sl, int32_t id, int row)
     sl->pending = id;
 }
 
+/* A request without a seed (or with -1): 64 bits from the kernel's entropy source, so requests
+ * in the same second (and a job reusing a freed one's memory) never share one. */
+static uint64_t fresh_seed(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) == (ssize_t)sizeof v)
+        return v;
+    static atomic_uint_fast64_t n; /* no entropy source: the clock and a counter, never repeating */
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (atomic_fetch_add(&n, 1) * 0x9E3779B97F4A7C15u);
+}
+
 /* Another slot holding more of the prompt than slot seq: its KV of that prefix copied into
  * seq (the other choices of a request, a prompt another slot holds). The prefix now held. */
 static int copy_prefix(srv_sched *s, slot *sl, int seq, int c, char *err)
@@ -411,7 +436,7 @@ static void prepare(srv_sched *s, slot *sl, int seq)
         .temperature = r->temperature, .top_p = r->top_p, .min_p = r->min_p, .top_k = r->top_k,
         .presence_penalty = r->presence_penalty, .frequency_penalty = r->frequency_penalty,
         .repeat_penalty = r->repeat_penalty,
-        .seed = r->seed_set ? r->seed + (uint64_t)j->index : (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)j << 16),
+        .seed = r->seed_set ? r->seed + (uint64_t)j->index : fresh_seed(),
         .grammar = r->compiled, .bias_ids = r->bias_ids, .bias_vals = r->bias_vals, .n_bias = r->n_bias,
     };
     if (!(sl->smp = m->sampler_new(m->ctx, &p, err))) {
@@ -504,11 +529,58 @@ static void decode_step(srv_sched *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The srv_sched_exec calls queued so far, each run with s->mu dropped (s->mu held). */
+static void run_tasks_locked(srv_sched *s)
+{
+    while (s->tasks) {
+        srv_task *t = s->tasks;
+        s->tasks = t->next;
+        pthread_mutex_unlock(&s->mu);
+        t->fn(t->arg);
+        pthread_mutex_lock(&s->mu);
+        t->done = true;
+        pthread_cond_broadcast(&s->cv);
+    }
+}
+
+/* srv_sched_end_all's work on the scheduler thread (s->mu held): running requests end as if
+ * their length ran out, waiting ones with a 503. */
+static void end_all_locked(srv_sched *s)
+{
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->job)
+            continue;
+        const srv_req *r = sl->job->r;
+        bool stopped = false;
+        const size_t ready = srv_text_ready(&sl->text, r->stop, r->n_stop, true, &stopped);
+        finish(s, sl, stopped ? "stop" : "length", ready, NULL);
+    }
+    pthread_mutex_lock(&s->mu);
+    srv_error e;
+    srv_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+    while (s->qhead) {
+        srv_job *j = s->qhead;
+        s->qhead = j->next;
+        s->qlen--;
+        j->failed = j->done = true;
+        j->err = e;
+        s->st.requests_failed++;
+        pthread_cond_broadcast(&j->cv);
+        job_unref_locked(s, j);
+    }
+    s->qtail = NULL;
+}
+
 static void *loop(void *arg)
 {
     srv_sched *s = arg;
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
+        run_tasks_locked(s);
+        if (s->ending)
+            end_all_locked(s);
         admit_locked(s);
         int busy = 0;
         for (int i = 0; i < s->n_slots; i++) {
@@ -521,7 +593,8 @@ static void *loop(void *arg)
             busy += sl->job != NULL;
         }
         if (!busy) {
-            pthread_cond_wait(&s->cv, &s->mu);
+            if (!s->tasks && !s->stop)
+                pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
         pthread_mutex_unlock(&s->mu);
@@ -602,6 +675,10 @@ void srv_sched_stop(srv_sched *s)
         job_unref_locked(s, j);
     }
     s->qtail = NULL;
+    for (srv_task *t = s->tasks; t; t = t->next)
+        t->dropped = true;
+    s->tasks = NULL;
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -653,7 +730,7 @@ int srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_jo
     while (sh && made < n && (jobs[made] = job_new(sh, made)))
         made++;
     pthread_mutex_lock(&s->mu);
-    bool stopping = s->stop, full = s->qlen + n > s->qmax;
+    bool stopping = s->stop || s->ending, full = s->qlen + n > s->qmax;
     if (made < n || stopping || full) {
         if (sh)
             sh->refs = made ? made : 1;
@@ -766,4 +843,49 @@ void srv_sched_stats(srv_sched *s, srv_stats *out)
     for (int i = 0; i < s->n_slots; i++)
         out->slots_busy += s->slots[i].job != NULL;
     pthread_mutex_unlock(&s->mu);
+}
+
+int srv_sched_pending(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->qlen;
+    for (int i = 0; i < s->n_slots; i++)
+        n += s->slots[i].job != NULL;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void srv_sched_end_all(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->ending = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool srv_sched_slot_busy(srv_sched *s, int i)
+{
+    pthread_mutex_lock(&s->mu);
+    const bool busy = i >= 0 && i < s->n_slots && s->slots[i].job != NULL;
+    pthread_mutex_unlock(&s->mu);
+    return busy;
+}
+
+int srv_sched_exec(srv_sched *s, void (*fn)(void *arg), void *arg)
+{
+    srv_task t = {.fn = fn, .arg = arg};
+    pthread_mutex_lock(&s->mu);
+    if (s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        return -1;
+    }
+    srv_task **tail = &s->tasks;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = &t;
+    pthread_cond_broadcast(&s->cv);
+    while (!t.done && !t.dropped)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    return t.done ? 0 : -1;
 }

@@ -40,6 +40,12 @@ int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out
  * The jobs' owners may still wait on and release them until srv_sched_free. */
 void srv_sched_stop(srv_sched *s);
 void srv_sched_free(srv_sched *s); /* stops first if needed */
+/* Graceful shutdown: requests running or waiting now (0: idle), and ending them all at once:
+ * running ones as if their length ran out (finish_reason "length", the text so far), waiting
+ * ones with a 503; from then on new ones are refused with a 503 (the loop keeps running, so
+ * srv_sched_exec still works until srv_sched_stop). */
+int srv_sched_pending(srv_sched *s);
+void srv_sched_end_all(srv_sched *s);
 
 /* Queue a request as req->n jobs, one per choice (takes ownership of *req's contents, its
  * compiled grammar included, and of ids): jobs[0..req->n) (choice i samples with seed +
@@ -66,5 +72,12 @@ void srv_job_result(srv_sched *s, srv_job *j, srv_result *out);
 const srv_req *srv_job_req(const srv_job *j);
 
 void srv_sched_stats(srv_sched *s, srv_stats *out);
+/* Whether slot i serves a request now (/slots). */
+bool srv_sched_slot_busy(srv_sched *s, int i);
+
+/* Run fn(arg) on the scheduler thread between two loop turns (the model's context is that
+ * thread's alone: embeddings run this way) and wait for it. 0 once it ran; -1 when the
+ * scheduler stops first (fn did not run). */
+int srv_sched_exec(srv_sched *s, void (*fn)(void *arg), void *arg);
 
 #endif

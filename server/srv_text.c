@@ -135,3 +135,26 @@ char *srv_utf8_clean(const char *s, size_t n)
     o[j] = 0;
     return o;
 }
+
+bool srv_json_has_nul(const char *json, size_t len)
+{
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        const char c = json[i];
+        if (!c && in_str)
+            return true; /* a raw NUL byte inside a string */
+        if (!in_str) {
+            in_str = c == '"';
+            continue;
+        }
+        if (c == '"') {
+            in_str = false;
+        } else if (c == '\\' && i + 1 < len) {
+            if (json[i + 1] == 'u' && i + 5 < len && json[i + 2] == '0' && json[i + 3] == '0' && json[i + 4] == '0' &&
+                json[i + 5] == '0')
+                return true;
+            i++; /* the escaped character (a quote or backslash does not end anything) */
+        }
+    }
+    return false;
+}

@@ -6,7 +6,7 @@
  * turn out to be the beginning of a stop sequence (it is held back until it either becomes
  * a whole stop sequence, which ends the request without being sent, or stops matching).
  * srv_json_utf8 (for output) replaces invalid UTF-8 with U+FFFD so every JSON string sent
- * is valid.
+ * is valid. srv_json_has_nul finds the NUL characters a request's JSON strings would hide.
  */
 #ifndef SRV_TEXT_H
 #define SRV_TEXT_H
@@ -34,5 +34,10 @@ size_t srv_text_ready(const srv_text *t, char *const *stops, int n_stops, bool f
 /* Copy of s[0..n) with every invalid UTF-8 sequence replaced by U+FFFD, NUL-terminated.
  * NULL on out of memory. */
 char *srv_utf8_clean(const char *s, size_t n);
+
+/* Whether JSON text json[0..len) holds a NUL character in a string: a \u0000 escape, or a raw
+ * NUL byte. Such a string would be cut short at the NUL by a C string, so requests with
+ * one are refused (400) rather than silently shortened. */
+bool srv_json_has_nul(const char *json, size_t len);
 
 #endif

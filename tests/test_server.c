@@ -324,8 +324,6 @@ static void test_routes_and_errors(void **state)
         {"POST", "/v1/chat/completions", "{\"messages\":5}", 400, "messages", NULL},
         {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_k\":\"5\"}",
          400, "top_k", NULL},
-        {"POST", "/v1/chat/completions", "{\"model\":\"gpt-4\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-         404, "model", "model_not_found"},
         {"POST", "/v1/completions", "{\"prompt\":\"0123456789012345678901234567890123456789012345678901234567890123"
          "\"}", 400, "prompt", "context_length_exceeded"},
         {"GET", "/v1/completions", NULL, 405, NULL, "method_not_allowed"},

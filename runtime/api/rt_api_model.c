@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "api/rt_api_priv.h"
+#include "format/fmt_codec.h"
 #include "tok/rt_chat.h"
 
 int32_t ternion_builtin_count(void) { return (int32_t)rt_registry_count; }
@@ -141,6 +142,53 @@ static int choose(ternion_model *m, const char *want)
     return 0;
 }
 
+/* The context a file's RoPE scaling declares it reaches: <arch>.rope.scaling.type linear, yarn
+ * or longrope with <arch>.rope.scaling.factor > 1, times .original_context_length (else the
+ * training context); 0 when it declares none. */
+static int rope_ctx_max(const rt_gguf *g, int n_ctx_train)
+{
+    char err[RT_ERR_LEN];
+    rt_gguf_str type = {0};
+    float factor = 0;
+    uint32_t orig = 0;
+    if (rt_gguf_get_str(g, "%s.rope.scaling.type", &type, err) || rt_gguf_get_f32(g, "%s.rope.scaling.factor", &factor,
+                                                                                   err) ||
+        !(factor > 1) || (type.len == 4 && !memcmp(type.ptr, "none", 4)))
+        return 0;
+    if (rt_gguf_get_u32(g, "%s.rope.scaling.original_context_length", &orig, err) || !orig)
+        orig = (uint32_t)(n_ctx_train > 0 ? n_ctx_train : 0);
+    const double max = (double)orig * factor;
+    return max >= INT32_MAX ? INT32_MAX : (int)max;
+}
+
+/* The ternary format of the file's matrices and the one the generated model's YAML names
+ * (the first ternary tensor's; "mixed" when the file's differ). */
+static void weight_formats(ternion_model *m)
+{
+    const rt_model_desc *d = m->desc;
+    char name[256];
+    for (uint32_t t = 0; t < d->n_tensors; t++) {
+        const uint8_t want = d->tensors[t].type;
+        if (want != FMT_I2_S && want != FMT_TQ1_0 && want != FMT_TQ2_0)
+            continue;
+        if (!m->weights_yaml)
+            m->weights_yaml = fmt_type_name(want);
+        for (int L = 0; L < (d->tensors[t].per_layer ? m->n_layer : 1); L++) {
+            const char *g = d->tensors[t].gguf, *p = strstr(g, "{L}");
+            if (p)
+                snprintf(name, sizeof name, "%.*s%d%s", (int)(p - g), g, L, p + 3);
+            else
+                snprintf(name, sizeof name, "%s", g);
+            const rt_gguf_tensor *gt = rt_gguf_tensor_find(m->g, name);
+            const char *f = gt ? fmt_type_name(gt->type) : NULL;
+            if (f && !m->weights)
+                m->weights = f;
+            else if (f && strcmp(f, m->weights))
+                m->weights = "mixed";
+        }
+    }
+}
+
 int ternion_model_load(const char *path, const ternion_model_params *params, ternion_model **out)
 {
     if (!out)
@@ -174,6 +222,9 @@ int ternion_model_load(const char *path, const ternion_model_params *params, ter
     uint32_t ctx = 0;
     if (rt_gguf_get_u32(m->g, "%s.context_length", &ctx, err) == 0)
         m->n_ctx_train = ctx > INT32_MAX ? INT32_MAX : (int)ctx;
+    m->n_ctx_max = rope_ctx_max(m->g, m->n_ctx_train);
+    if (m->desc)
+        weight_formats(m);
     if (rt_tok_load(m->g, &m->tok, err)) {
         rc = rt_api_fail(TERNION_E_FORMAT, "%s", err);
         goto fail;
@@ -201,6 +252,14 @@ const char *ternion_model_arch(const ternion_model *m) { return m ? m->g->arch :
 int32_t ternion_model_n_vocab(const ternion_model *m) { return m ? (m->desc ? m->n_vocab : rt_tok_n_vocab(m->tok)) : 0; }
 int32_t ternion_model_n_layer(const ternion_model *m) { return m ? m->n_layer : 0; }
 int32_t ternion_model_n_ctx_train(const ternion_model *m) { return m ? m->n_ctx_train : 0; }
+int32_t ternion_model_n_ctx_max(const ternion_model *m) { return m ? m->n_ctx_max : 0; }
+
+const char *ternion_model_weights(const ternion_model *m, const char **yaml_default)
+{
+    if (yaml_default)
+        *yaml_default = m ? m->weights_yaml : NULL;
+    return m ? m->weights : NULL;
+}
 
 /* ---- tokens ---- */
 

@@ -48,6 +48,9 @@ struct ternion_model {
     rt_tok *tok;
     char path[4096];
     int n_layer, n_vocab, n_ctx_train;
+    int n_ctx_max;             /* what its declared RoPE scaling allows (0: it declares none) */
+    const char *weights;       /* the file's ternary format ("I2_S", "TQ2_0", ...; "mixed"), or NULL */
+    const char *weights_yaml;  /* the generated model's (its YAML's type:), or NULL */
     ternion_model_params params;
     pthread_mutex_t gv_mu;     /* guards gv: made on the first grammar (any thread) */
     rt_api_vocab *gv;          /* the token table of grammars (a reference), or NULL */

@@ -164,6 +164,17 @@ TERNION_API const char *ternion_model_arch(const ternion_model *model);    /* ge
 TERNION_API int32_t ternion_model_n_vocab(const ternion_model *model);
 TERNION_API int32_t ternion_model_n_layer(const ternion_model *model);
 TERNION_API int32_t ternion_model_n_ctx_train(const ternion_model *model); /* 0 when absent */
+/* The longest context the file's RoPE scaling declares it reaches (<arch>.rope.scaling.type
+ * linear / yarn / longrope with .factor > 1: .original_context_length, else the training
+ * context, times the factor); 0 when the file declares no scaling. The library does not
+ * enforce it (n_ctx may be anything): the CLI and the server refuse a context above it and warn
+ * about one above the training context. */
+TERNION_API int32_t ternion_model_n_ctx_max(const ternion_model *model);
+/* The ternary weight format of the file's matrices ("I2_S", "TQ1_0", "TQ2_0"; "mixed" when
+ * they differ), and in *yaml_default (may be NULL) the one the generated model's YAML names:
+ * the YAML's `type:` is the default, a file in another ternary format runs with the same model
+ * (the kernels are told the file's format). NULL for a vocab_only model. */
+TERNION_API const char *ternion_model_weights(const ternion_model *model, const char **yaml_default);
 
 /* ---- tokens ----------------------------------------------------------------------- */
 
@@ -356,6 +367,41 @@ TERNION_API const float *ternion_get_logits(ternion_context *ctx, int32_t i);
  * not evaluated yet). Same results as n decode + greedy sample calls. n: 1..TERNION_MAX_CHAIN. */
 #define TERNION_MAX_CHAIN 16
 TERNION_API int ternion_decode_greedy(ternion_context *ctx, int32_t seq, int32_t token, int32_t n, int32_t *out);
+
+/* ---- embeddings ------------------------------------------------------------------- */
+
+/* One vector per text: the hidden state after the model's final norm (the LM head's input,
+ * before the LM head), one row per token, pooled over the tokens and L2-normalised. */
+typedef enum {
+    TERNION_POOLING_MEAN = 0, /* the mean of the rows (the default) */
+    TERNION_POOLING_LAST = 1, /* the last token's row (what a causal model has seen all of) */
+    TERNION_POOLING_CLS = 2,  /* the first token's row (BOS when the text starts with it) */
+} ternion_pooling;
+
+typedef struct {
+    int32_t pooling;  /* ternion_pooling */
+    bool normalize;   /* divide by the L2 norm (a zero vector stays zero) */
+    int32_t seq;      /* the sequence whose KV cache the tokens run in: it is emptied (its
+                         previous tokens are forgotten, and it holds nothing afterwards) */
+} ternion_embed_params;
+
+/* Mean pooling, normalised, sequence 0. */
+TERNION_API ternion_embed_params ternion_embed_default_params(void);
+/* Floats in an embedding (the hidden state's width, e.g. 2560); 0 for a vocab_only model. */
+TERNION_API int32_t ternion_model_n_embd(const ternion_model *model);
+/* The embedding of tokens[0..n) into out[ternion_model_n_embd]: the tokens run as prompt
+ * steps of up to n_batch tokens (any n from 1 to n_ctx) in sequence p->seq from position 0,
+ * on the context's backend (Vulkan: the prompt schedule's final-norm output read back for
+ * every row; CPU: the same value of the CPU schedule). Pooling and normalisation in double
+ * precision on the host. The logits of the last decode are gone afterwards (ternion_get_logits
+ * fails until the next decode). p NULL: the defaults. */
+TERNION_API int ternion_embed(ternion_context *ctx, const ternion_embed_params *p, const int32_t *tokens, int32_t n,
+                              float *out);
+/* The same for text[0..len), tokenized as a prompt (BOS first when the model wants it, no
+ * special-token parsing); *out_n_tokens (may be NULL) gets the token count. A text that makes
+ * no tokens is TERNION_E_INVALID; one longer than n_ctx tokens TERNION_E_CONTEXT_FULL. */
+TERNION_API int ternion_embed_text(ternion_context *ctx, const ternion_embed_params *p, const char *text, size_t len,
+                                   float *out, int32_t *out_n_tokens);
 
 /* ---- KV cache --------------------------------------------------------------------- */
 

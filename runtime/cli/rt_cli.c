@@ -157,6 +157,20 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     if (rc) return rc;
     ternion_model *m = load_model(o, path, false);
     if (!m) return RT_CLI_EXIT_ERR;
+    const char *yaml_fmt = NULL, *fmt = ternion_model_weights(m, &yaml_fmt);
+    if (fmt && yaml_fmt && strcmp(fmt, yaml_fmt)) /* the chosen format: the file's, not the YAML's default */
+        fprintf(stderr, "ternion: %s weights, run by the %s model (whose YAML names %s)\n", fmt,
+                ternion_model_builtin(m), yaml_fmt);
+    const int32_t n_train = ternion_model_n_ctx_train(m), n_max = ternion_model_n_ctx_max(m);
+    if (n_max > 0 && n_ctx > n_max) {
+        fprintf(stderr, "error: -c %d is more than the %d tokens the model's RoPE scaling reaches (trained on %d)\n",
+                n_ctx, n_max, n_train);
+        ternion_model_free(m);
+        return RT_CLI_EXIT_USAGE;
+    }
+    if (n_train > 0 && n_ctx > n_train)
+        fprintf(stderr, "warning: -c %d is larger than the model's trained context of %d tokens: positions past it "
+                        "were never trained on, and the text may degrade there\n", n_ctx, n_train);
     ternion_context_params cp = ternion_context_default_params();
     cp.device = o->device;
     cp.backend = o->backend;
@@ -213,7 +227,7 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
 }
 
 /* "ID ID ..." (spaces, tabs, newlines or commas) -> ids. Returns the count or -1. */
-static int parse_ids(const char *s, int32_t **out_ids)
+int rt_cli_parse_ids(const char *s, int32_t **out_ids)
 {
     size_t cap = strlen(s) / 2 + 1, n = 0;
     int32_t *ids = malloc(cap * sizeof(int32_t));
@@ -246,7 +260,7 @@ static int parse_ids(const char *s, int32_t **out_ids)
     return (int)n;
 }
 
-static char *read_text_file(const char *path)
+char *rt_cli_read_text_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -356,11 +370,11 @@ static int cmd_generate(const rt_cli_opts *o)
     int n = 0;
     char *file_text = NULL;
     if (o->tokens) {
-        n = parse_ids(o->tokens, &ids);
+        n = rt_cli_parse_ids(o->tokens, &ids);
         if (n < 0) return RT_CLI_EXIT_USAGE;
     } else if (o->prompt_file) {
         if (rt_cli_check_model_file(o->model)) return RT_CLI_EXIT_ERR;
-        file_text = read_text_file(o->prompt_file);
+        file_text = rt_cli_read_text_file(o->prompt_file);
         if (!file_text) return RT_CLI_EXIT_ERR;
     }
     ternion_model *m = NULL;
@@ -458,6 +472,7 @@ static int run_mode(const rt_cli_opts *op, const char *pinned)
         return RT_CLI_EXIT_USAGE;
     }
     if (o.perplexity) return rt_cli_perplexity(&o); /* rt_cli_ppl.c */
+    if (o.embedding) return rt_cli_embedding(&o); /* rt_cli_embed.c */
     if (o.chat) return rt_cli_chat(&o);
     if (!o.tokens && !o.prompt && !o.prompt_file) {
         fprintf(stderr, "error: nothing to do: give a prompt (-p TEXT or -f FILE), --chat, or --bench\n"

@@ -3,7 +3,7 @@
  * Owns: the parsed command-line options (rt_cli_opts) and the split of the CLI into
  * argument parsing (rt_cli_args.c), the main driver, one-shot generation and the check
  * modes (rt_cli.c), interactive chat (rt_cli_chat.c), the benchmark (rt_cli_bench.c) and
- * the profile tables (rt_cli_profile.c); rt_cli_main.c is main() of `ternion` and of each
+ * the profile tables (rt_cli_profile.c), embeddings (rt_cli_embed.c); rt_cli_main.c is main() of `ternion` and of each
  * model binary (build/<model>: the same program with the generated model pinned).
  * The CLI uses only the public API (ternion.h): it is compiled with runtime/api as its only
  * include directory, and the build links it once against the shared libternion, which
@@ -61,6 +61,9 @@ typedef struct {
                                   most likely alternatives to stderr; -1: off */
     int decode_chain;          /* --decode-chain: greedy tokens per submission (1..TERNION_MAX_CHAIN) */
     bool perplexity;           /* --perplexity: score -f FILE (rt_cli_ppl.c) */
+    bool embedding;            /* --embedding: print the embedding of the prompt (rt_cli_embed.c) */
+    const char *pooling;       /* --pooling mean|last|cls (NULL: mean) */
+    bool no_normalize;         /* --embd-no-normalize: the pooled vector as it is */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
     bool tune;                 /* --tune: tune now (rt_tune.h), then the bench if --bench */
     const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
@@ -100,6 +103,7 @@ const char *rt_cli_example_file(const char *pinned);
 int rt_cli_chat(const rt_cli_opts *o);
 int rt_cli_bench(const rt_cli_opts *o);
 int rt_cli_perplexity(const rt_cli_opts *o);
+int rt_cli_embedding(const rt_cli_opts *o);
 
 /* The per-kernel tables of --profile on stderr (rt_cli_profile.c). */
 void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step);
@@ -166,5 +170,10 @@ double rt_cli_now_ms(void);
  * error (and the download hint for a missing file). 0 ok, else the exit code. */
 int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model **out_m, ternion_context **out_c);
 void rt_cli_close(ternion_model *m, ternion_context *c);
+/* "ID ID ..." (spaces, tabs, newlines or commas) -> malloc'd ids: the count, or -1 after
+ * printing why. */
+int rt_cli_parse_ids(const char *s, int32_t **out_ids);
+/* The whole file, NUL-terminated (malloc'd); NULL after printing why. */
+char *rt_cli_read_text_file(const char *path);
 
 #endif

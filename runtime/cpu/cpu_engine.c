@@ -440,6 +440,37 @@ int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float 
     return 0;
 }
 
+int cpu_engine_hidden(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err)
+{
+    int hid = -1;
+    for (int i = 0; i < e->n_ops; i++)
+        if (e->ops[i].op->kind == RT_CPU_LM_HEAD)
+            hid = e->ops[i].op->in[0];
+    if (hid < 0) {
+        snprintf(err, RT_ERR_LEN, "the schedule has no LM head");
+        return -1;
+    }
+    if (n < 1 || pos < 0 || pos + n > e->n_ctx) {
+        snprintf(err, RT_ERR_LEN, "positions %d..%d outside the context of %d", pos, pos + n - 1, e->n_ctx);
+        return -1;
+    }
+    const size_t width = (size_t)e->width[hid];
+    for (int done = 0; done < n;) {
+        const int m = n - done < e->n_batch ? n - done : e->n_batch;
+        for (int i = 0; i < m; i++) {
+            e->pos_buf[i] = pos + done + i;
+            e->seq_buf[i] = e->cur_seq;
+        }
+        if (step(e, tokens + done, e->pos_buf, e->seq_buf, m, e->row_idx, 0, e->logits, err))
+            return -1;
+        memcpy(out + (size_t)done * width, e->val[hid], sizeof(float) * width * (size_t)m);
+        done += m;
+    }
+    e->n_logit_rows = 0;
+    e->cur_row = 0;
+    return 0;
+}
+
 int cpu_engine_decode_rows(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
                            char *err)
 {

@@ -43,6 +43,9 @@ int cpu_engine_kv_copy(cpu_engine *e, int src, int dst, int n, char *err);
 /* n tokens of the current sequence at pos..pos+n-1; out_logits [n][vocab] or NULL (only the
  * last position's logits are kept). */
 int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err);
+/* n tokens of the current sequence at pos..pos+n-1 like eval, the hidden state (the LM head's
+ * input) of every row into out [n][width]; no logits are computed. */
+int cpu_engine_hidden(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err);
 /* n rows, row i: tokens[i] at pos[i] of sequence seq[i]; every weight read once for all rows.
  * Row i's logits are kept (cpu_engine_use_row). */
 int cpu_engine_decode_rows(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,

@@ -114,6 +114,17 @@ const rt_gguf *rt_engine_gguf(const rt_engine *e); /* for the tokenizer */
  * rt_engine_argmax / rt_engine_topk. Errors: pos+n > n_ctx, bad token id. */
 int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err);
 
+/* Hidden states (rt_engine_hidden.c): the output of the model's final norm, the LM head's
+ * input, of every row. Its width (0: the prompt schedule has no LM head reading one). */
+int rt_model_hidden_width(const rt_model_desc *d);
+int rt_engine_hidden_width(const rt_engine *e);
+/* Run n tokens at positions pos..pos+n-1 of the current sequence as prompt steps (n may
+ * exceed n_batch) and write each row's hidden state to out [n][width]. Vulkan runs every
+ * chunk on the prompt schedule (a chunk of one token with a copy of it after, which needs one
+ * more position of the context; n_batch >= 2). The logits of the last position are not kept:
+ * argmax / top-k / logits_last are undefined until the next eval. */
+int rt_engine_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err);
+
 /* One decode step of n rows (1..min(n_batch, RT_ENGINE_MAX_ROWS)), row i: tokens[i] at
  * position pos[i] of sequence seq[i] (one row per sequence), in one submission; the LM
  * head runs once over all rows (rt_engine_multi.c). Row i's logits are then LOGITS row i:

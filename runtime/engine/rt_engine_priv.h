@@ -10,6 +10,8 @@
  *                       argmax / top-k read-back
  *   rt_engine_stats.c   figures for the bench and --profile (bytes per step, per-kernel
  *                       tables, copy bandwidth)
+ *   rt_engine_hidden.c  prompt steps that read back the final norm's output of every row
+ *                       (the hidden states embeddings are made from)
  *   rt_engine_sparse.c  the sparse FFN's decode: transposed weight copies, the STATS
  *                       counters of active neurons
  *   rt_engine_bufs.c    (a leaf) the buffer an argument names, activation buffer sizes,
@@ -83,6 +85,7 @@ struct rt_engine {
     const rt_schedule *dec; /* the decode schedule run: desc->decode, decode_exact or decode_chain */
     rt_buf argtab;        /* decode_chain's argument tables (rt_engine_chained.c), or none */
     bool chain_forced;    /* opts.chain / TERNION_CHAIN chose chained or not: the tuner keeps it */
+    char chain_mixed[256]; /* why the chained schedule cannot run this file's formats ("": it can) */
     rt_buf *wt;           /* [n_tensors][n_layers]: transposed copies (RT_ARG_WEIGHT_T), sparse FFN */
     rt_buf ffn_stats;     /* u32[RT_STATS_WORDS] host-visible (RT_ARG_STATS) */
     rt_buf *pred;         /* [n_layers]: the FFN predictor (RT_ARG_PRED), predictor mode */
@@ -134,6 +137,8 @@ const rt_buf *rt_eng_arg_buf(rt_engine *e, rt_arg a, int layer);
 VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer);
 uint64_t rt_eng_act_bytes(const rt_engine *e, uint32_t i);
 bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k);
+/* The recorded prompt stream of n tokens (cached by n; recorded on first use), NULL + err. */
+rt_cmd *rt_eng_prefill_stream(rt_engine *e, int n, char *err);
 /* rt_engine_record.c: one dispatch for n tokens, act_off bytes added to its activation arguments' addresses */
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off);
@@ -171,7 +176,7 @@ int rt_eng_weight_types(rt_engine *e, int repack, char *err);
 uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L);
 int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, uint64_t off,
                          char *err);
-int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err);
+int rt_eng_kernel_wfmt(rt_engine *e, uint32_t *wfmt, char *err);
 uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp);
 /* rt_engine_stream.c */
 int rt_eng_stream_plan(rt_engine *e, int budget_mib, char *err);

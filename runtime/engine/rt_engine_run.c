@@ -25,7 +25,7 @@ static rt_cmd **cache_get(stream_cache *sc, int n, bool *out_hit)
     return &sc->slot[s].c;
 }
 
-static rt_cmd *prefill_stream(rt_engine *e, int n, char *err)
+rt_cmd *rt_eng_prefill_stream(rt_engine *e, int n, char *err)
 {
     bool hit;
     rt_cmd **slot = cache_get(&e->pre, n, &hit);
@@ -86,7 +86,7 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
                 return -1;
         } else {
             e->last_prefill = NULL; /* recording may free the stream it pointed to */
-            rt_cmd *c = prefill_stream(e, m, err);
+            rt_cmd *c = rt_eng_prefill_stream(e, m, err);
             if (!c || rt_cmd_submit(c, err))
                 return -1;
             e->last_prefill = c;

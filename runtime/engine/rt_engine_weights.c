@@ -1,8 +1,9 @@
 /* rt_engine_weights.c - the ternary weight formats of a loaded model (see rt_engine_priv.h
  * for how the engine is split).
  *
- * A tensor comes from the GGUF in the type its model YAML names (i2_s, tq1_0, tq2_0: a
- * file with another type is refused at load, rt_engine_load.c). The bitlinear kernels
+ * A tensor comes from the GGUF in the type its model YAML names (i2_s, tq1_0, tq2_0), or for a
+ * ternary matrix in any of those three (the YAML's type is the default: a TQ1_0 / TQ2_0 file of
+ * an I2_S model's shapes runs with that model; rt_eng_type_ok). The bitlinear kernels
  * decode the ternary formats and are told which one per pipeline by the WFMT
  * specialization constant (RT_SPEC_WFMT; default: the YAML's format), so the matrices one
  * kernel reads share a format (the generator checks it). opts.weights re-encodes I2_S tensors
@@ -22,7 +23,13 @@
 
 static bool ternary(uint8_t t) { return t == FMT_I2_S || t == FMT_TQ1_0 || t == FMT_TQ2_0 || t == FMT_TQ1_T; }
 
-bool rt_eng_type_ok(uint8_t want, uint8_t got) { return want == got; }
+/* A file's tensor type for a tensor whose YAML says `want`: that type, or, for a ternary matrix,
+ * any ternary format a file may hold (I2_S, TQ1_0, TQ2_0: the YAML's type is the default, the
+ * kernels are told the file's per pipeline through WFMT). TQ1_T is a device-only layout. */
+bool rt_eng_type_ok(uint8_t want, uint8_t got)
+{
+    return want == got || (ternary(want) && want != FMT_TQ1_T && ternary(got) && got != FMT_TQ1_T);
+}
 
 static uint32_t wfmt_of(uint8_t t)
 {
@@ -154,7 +161,7 @@ static int dispatch_format(const rt_engine *e, const rt_dispatch *dp, uint8_t *f
     return 0;
 }
 
-int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err)
+int rt_eng_kernel_wfmt(rt_engine *e, uint32_t *wfmt, char *err)
 {
     const rt_model_desc *d = e->d;
     uint8_t *fmt = malloc(d->n_kernels ? d->n_kernels : 1);
@@ -164,15 +171,26 @@ int rt_eng_kernel_wfmt(const rt_engine *e, uint32_t *wfmt, char *err)
     }
     memset(fmt, 0xff, d->n_kernels);
     /* every schedule a pipeline may run in: the chained kernels of decode_chain too (a
-     * kernel left out would keep WFMT 0 and read repacked weights as I2_S) */
+     * kernel left out would keep WFMT 0 and read repacked weights as I2_S). A file whose
+     * formats differ between the phases of a chained kernel (a mixed file under a model of one
+     * format) cannot run that schedule: it is marked unavailable instead (e->chain_mixed) */
     const rt_schedule *ss[5] = {&d->decode, &d->prefill, &d->decode_exact, &d->decode_pred, &d->decode_chain};
     int rc = 0;
+    e->chain_mixed[0] = 0;
     for (int si = 0; si < 5 && !rc; si++) {
         const rt_dispatch *parts[4] = {ss[si]->pre, ss[si]->layer, ss[si]->post, ss[si]->post_q8};
         const uint32_t counts[4] = {ss[si]->n_pre, ss[si]->n_layer, ss[si]->n_post, ss[si]->post_q8 ? ss[si]->n_post : 0};
         for (int p = 0; p < 4 && !rc; p++)
-            for (uint32_t i = 0; i < counts[p] && !rc; i++)
-                rc = dispatch_format(e, &parts[p][i], &fmt[parts[p][i].kernel], err);
+            for (uint32_t i = 0; i < counts[p] && !rc; i++) {
+                const uint16_t k = parts[p][i].kernel;
+                const uint8_t before = fmt[k];
+                rc = dispatch_format(e, &parts[p][i], &fmt[k], err);
+                if (rc && si == 4 && d->kernels[k].arg_table) { /* a chained kernel */
+                    snprintf(e->chain_mixed, sizeof e->chain_mixed, "%s", err);
+                    fmt[k] = before;
+                    rc = 0;
+                }
+            }
     }
     for (uint32_t k = 0; k < d->n_kernels; k++)
         wfmt[k] = fmt[k] == 0xff ? 0 : wfmt_of(fmt[k]);

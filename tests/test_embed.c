@@ -1,0 +1,401 @@
+/* test_embed.c - embeddings: the hidden state after the final norm (rt_engine_hidden) on both
+ * backends against the C reference (tests/ref), and ternion_embed's pooling on top of it.
+ *
+ *   - hidden rows vs ref_forward's LM-head input (the value its dump hands over) on the
+ *     bitnet-tiny fixture and on a random llama-ternary-tiny (tools/mkmodel), CPU backend and
+ *     Vulkan (lavapipe without a GPU). Rule (test_e2e's, where the oracle's batched and
+ *     incremental runs bound the engine): both sides make the same int8 codes and integer
+ *     sums and differ only in float order, so where they differ it is by an activation code
+ *     rounding the other way, amplified by the layers after it. The reference run with its
+ *     F16 rounding points (REF_NUM_INCREMENTAL) differs from itself (REF_NUM_BATCHED) in the
+ *     same way; the engine must be no further from the batched reference than that, in the
+ *     worst element (measured in int8 steps of its row, max|row| / 127) and in the worst
+ *     row's cosine;
+ *   - the same tokens in prompt steps of 512, 7, 3 and 2 tokens (and 1 on the CPU): bit-
+ *     identical rows (each row's arithmetic does not depend on the chunk it runs in);
+ *   - ternion_embed without normalisation: mean pooling equals the mean of the rows (the same
+ *     double sums, so exactly), last / cls the last / first row exactly; normalised: the
+ *     vector divided by its norm within 4 float ulps; a one-token text on Vulkan (run with a
+ *     copy of the token after it) equals the CPU's within the backend rule above;
+ *   - different texts differ: their distance is over 100 times the CPU-vs-Vulkan distance of
+ *     one text (the noise of the backends);
+ *   - bad arguments are errors, not crashes; after an embedding the last logits are gone and
+ *     decoding works as before.
+ */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "api/ternion.h"
+#include "engine/rt_engine.h"
+#include "gen_model.h"
+#include "gguf/rt_gguf.h"
+#include "ref/ref_forward.h"
+#include "schema/rt_schedule.h"
+
+extern const rt_model_desc rt_model_bitnet_tiny, rt_model_llama_ternary_tiny;
+
+#define TINY "tests/data/bitnet-tiny/model.gguf"
+#define LLAMA "build/test-embed-llama.gguf"
+#define N_TOK 20
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* An engine on backend (RT_BACKEND_*), or NULL when Vulkan has no device. */
+static rt_engine *open_engine(const rt_model_desc *d, const char *path, int backend, int n_batch)
+{
+    rt_engine_opts o = {.model_path = path, .device_index = -1, .n_ctx = 64, .n_batch = n_batch, .n_seq = 1,
+                        .backend = backend, .n_threads = 2, .n_threads_batch = 2};
+    rt_engine *e = NULL;
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_open(d, &o, &e, err)) {
+        if (backend == RT_BACKEND_VULKAN && (strstr(err, "no Vulkan device") || strstr(err, "no usable device"))) {
+            printf("(no Vulkan device: %s)\n", err);
+            return NULL;
+        }
+        fail_msg("%s", err);
+    }
+    return e;
+}
+
+/* ---- the reference's LM-head input ---- */
+
+typedef struct {
+    const char *name; /* the value the LM head reads */
+    float *rows;
+    int n, width;
+} capture;
+
+static void on_value(void *ctx, const char *name, int layer, int list, int op_index, const float *data, int n,
+                     int width)
+{
+    capture *c = ctx;
+    if (list != 2 || strcmp(name, c->name))
+        return;
+    c->rows = realloc(c->rows, sizeof(float) * (size_t)n * (size_t)width);
+    memcpy(c->rows, data, sizeof(float) * (size_t)n * (size_t)width);
+    c->n = n;
+    c->width = width;
+}
+
+static float *ref_hidden(const char *yaml, const char *gguf, const int32_t *ids, int n, ref_numerics num, int *out_width)
+{
+    static gen_model m; /* large: not on the stack */
+    char err[RT_ERR_LEN] = "";
+    if (gen_model_load(yaml, &m, err))
+        fail_msg("%s", err);
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    capture c = {0};
+    for (int i = 0; i < m.n_post; i++)
+        if (m.post[i].kind == GEN_OP_LM_HEAD)
+            c.name = m.values[m.post[i].in[0]].name;
+    assert_non_null(c.name);
+    ref_model *r = ref_open(&m, g, 64, num, err);
+    if (!r)
+        fail_msg("%s", err);
+    ref_set_dump(r, on_value, &c);
+    float *logits = malloc(sizeof(float) * (size_t)n * (size_t)ref_vocab(r));
+    if (ref_eval(r, ids, n, 0, logits, err))
+        fail_msg("%s", err);
+    free(logits);
+    ref_close(r);
+    rt_gguf_close(g);
+    assert_int_equal(c.n, n);
+    *out_width = c.width;
+    return c.rows;
+}
+
+typedef struct {
+    double steps; /* the worst element's distance in int8 steps of its reference row (max|row| / 127) */
+    double cos;   /* the worst row's cosine */
+} row_diff;
+
+static row_diff compare_rows(const char *what, const float *a, const float *ref, int n, int w)
+{
+    row_diff r = {0, 1};
+    for (int t = 0; t < n; t++) {
+        const float *x = a + (size_t)t * w, *y = ref + (size_t)t * w;
+        double amax = 0, dot = 0, nx = 0, ny = 0, dmax = 0;
+        for (int i = 0; i < w; i++) {
+            amax = fmax(amax, fabs(y[i]));
+            dmax = fmax(dmax, fabs((double)x[i] - y[i]));
+            dot += (double)x[i] * y[i];
+            nx += (double)x[i] * x[i];
+            ny += (double)y[i] * y[i];
+        }
+        r.steps = fmax(r.steps, dmax / (amax / 127));
+        r.cos = fmin(r.cos, dot / sqrt(nx * ny));
+    }
+    printf("%s: worst element %.3f int8 steps, worst cosine 1 - %.3g\n", what, r.steps, 1 - r.cos);
+    return r;
+}
+
+static void ids_of(int32_t *ids, int n, int vocab, int salt)
+{
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)((i * 37 + 11 + salt * 101) % vocab);
+}
+
+static void check_model(const char *what, const rt_model_desc *d, const char *yaml, const char *gguf)
+{
+    int32_t ids[N_TOK];
+    int backends[2] = {RT_BACKEND_CPU, RT_BACKEND_VULKAN};
+    float *rows[2] = {NULL, NULL};
+    int w = 0;
+    float *ref = NULL;
+    row_diff self = {0, 1};
+    for (int b = 0; b < 2; b++) {
+        rt_engine *e = open_engine(d, gguf, backends[b], 512);
+        if (!e)
+            continue;
+        w = rt_engine_hidden_width(e);
+        assert_true(w > 0);
+        ids_of(ids, N_TOK, rt_engine_vocab(e), 0);
+        if (!ref) {
+            int rw = 0;
+            ref = ref_hidden(yaml, gguf, ids, N_TOK, REF_NUM_BATCHED, &rw);
+            assert_int_equal(rw, w);
+            float *inc = ref_hidden(yaml, gguf, ids, N_TOK, REF_NUM_INCREMENTAL, &rw);
+            self = compare_rows("the reference, F16 rounding points vs F32", inc, ref, N_TOK, w);
+            free(inc);
+        }
+        rows[b] = malloc(sizeof(float) * N_TOK * (size_t)w);
+        for (size_t i = 0; i < (size_t)N_TOK * w; i++)
+            rows[b][i] = NAN; /* poisoned: every element must be written */
+        char err[RT_ERR_LEN] = "";
+        if (rt_engine_hidden(e, ids, N_TOK, 0, rows[b], err))
+            fail_msg("%s", err);
+        char label[128];
+        snprintf(label, sizeof label, "%s on %s", what, b ? "Vulkan" : "the CPU");
+        const row_diff df = compare_rows(label, rows[b], ref, N_TOK, w);
+        assert_true(df.steps <= fmax(self.steps, 1e-3));
+        assert_true(1 - df.cos <= fmax(1 - self.cos, 1e-9));
+        rt_engine_close(e);
+        /* the same tokens in smaller prompt steps: bit-identical rows */
+        const int batches[] = {7, 3, 2, 1};
+        for (int k = 0; k < 4; k++) {
+            if (batches[k] == 1 && b)
+                continue; /* Vulkan needs prompt steps of 2 tokens or more */
+            rt_engine *f = open_engine(d, gguf, backends[b], batches[k]);
+            float *o = malloc(sizeof(float) * N_TOK * (size_t)w);
+            if (rt_engine_hidden(f, ids, N_TOK, 0, o, err))
+                fail_msg("%s", err);
+            if (memcmp(o, rows[b], sizeof(float) * N_TOK * (size_t)w))
+                fail_msg("%s: rows in prompt steps of %d tokens differ from steps of 512", label, batches[k]);
+            free(o);
+            rt_engine_close(f);
+        }
+        printf("%s: prompt steps of 512, 7, 3, 2%s tokens give bit-identical rows\n", label, b ? "" : ", 1");
+    }
+    free(rows[0]);
+    free(rows[1]);
+    free(ref);
+}
+
+static void test_tiny_vs_reference(void **st)
+{
+    (void)st;
+    check_model("bitnet-tiny", &rt_model_bitnet_tiny, "models/bitnet-tiny.yaml", TINY);
+}
+
+static void test_llama_vs_reference(void **st)
+{
+    (void)st;
+    if (!exists("build/tools/mkmodel")) {
+        printf("skip: build/tools/mkmodel not built\n");
+        skip();
+    }
+    assert_int_equal(system("build/tools/mkmodel models/llama-ternary-tiny.yaml -o " LLAMA
+                            " --layers 2 --vocab 512 --seed 11 >/dev/null"),
+                     0);
+    check_model("llama-ternary-tiny", &rt_model_llama_ternary_tiny, "models/llama-ternary-tiny.yaml", LLAMA);
+    remove(LLAMA);
+}
+
+/* ---- the public API ---- */
+
+static ternion_context *api_ctx(ternion_model *m, int backend)
+{
+    ternion_context_params p = ternion_context_default_params();
+    p.n_ctx = 64;
+    p.n_seq_max = 2;
+    p.backend = backend;
+    p.n_threads = 2;
+    ternion_context *c = NULL;
+    int rc = ternion_context_new(m, &p, &c);
+    if (rc && backend == TERNION_BACKEND_VULKAN)
+        return NULL;
+    if (rc)
+        fail_msg("context: %s", ternion_last_error());
+    return c;
+}
+
+static double dist(const float *a, const float *b, int w)
+{
+    double s = 0;
+    for (int i = 0; i < w; i++)
+        s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    return sqrt(s);
+}
+
+static void test_pooling(void **st)
+{
+    (void)st;
+    ternion_model *m = NULL;
+    if (ternion_model_load(TINY, NULL, &m))
+        fail_msg("%s", ternion_last_error());
+    const int w = ternion_model_n_embd(m);
+    assert_int_equal(w, 512);
+    ternion_context *c = api_ctx(m, TERNION_BACKEND_CPU);
+    int32_t ids[N_TOK];
+    ids_of(ids, N_TOK, ternion_model_n_vocab(m), 3);
+    /* the rows, from the engine the context runs (the same call ternion_embed makes) */
+    rt_engine *e = open_engine(&rt_model_bitnet_tiny, TINY, RT_BACKEND_CPU, 512);
+    float *rows = malloc(sizeof(float) * N_TOK * (size_t)w), *v = malloc(sizeof(float) * (size_t)w);
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_hidden(e, ids, N_TOK, 0, rows, err))
+        fail_msg("%s", err);
+    rt_engine_close(e);
+    ternion_embed_params p = ternion_embed_default_params();
+    assert_int_equal(p.pooling, TERNION_POOLING_MEAN);
+    assert_true(p.normalize);
+    p.normalize = false;
+    assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
+    for (int i = 0; i < w; i++) {
+        double s = 0;
+        for (int t = 0; t < N_TOK; t++)
+            s += rows[(size_t)t * w + i];
+        assert_true(v[i] == (float)(s / N_TOK));
+    }
+    p.pooling = TERNION_POOLING_LAST;
+    assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
+    assert_memory_equal(v, rows + (size_t)(N_TOK - 1) * w, sizeof(float) * (size_t)w);
+    p.pooling = TERNION_POOLING_CLS;
+    assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
+    assert_memory_equal(v, rows, sizeof(float) * (size_t)w);
+    /* normalised: the row divided by its norm */
+    p.normalize = true;
+    assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
+    double nn = 0;
+    for (int i = 0; i < w; i++)
+        nn += (double)rows[i] * rows[i];
+    for (int i = 0; i < w; i++)
+        assert_true(fabs(v[i] - rows[i] / sqrt(nn)) <= 4 * FLT_EPSILON * fabs(rows[i] / sqrt(nn)) + FLT_MIN);
+    printf("pooling: mean = the mean of the rows, last / cls = a row, exactly; normalised within 4 ulps\n");
+    free(rows);
+    free(v);
+    ternion_context_free(c);
+    ternion_model_free(m);
+}
+
+static void test_texts_and_backends(void **st)
+{
+    (void)st;
+    ternion_model *m = NULL;
+    if (ternion_model_load(TINY, NULL, &m))
+        fail_msg("%s", ternion_last_error());
+    const int w = ternion_model_n_embd(m);
+    ternion_context *cpu = api_ctx(m, TERNION_BACKEND_CPU), *vk = api_ctx(m, TERNION_BACKEND_VULKAN);
+    float *a = malloc(sizeof(float) * (size_t)w), *b = malloc(sizeof(float) * (size_t)w);
+    float *a2 = malloc(sizeof(float) * (size_t)w);
+    const char *t1 = "In the beginning God created the heaven and the earth.", *t2 = "And the earth was without form";
+    int32_t n1 = 0;
+    assert_int_equal(ternion_embed_text(cpu, NULL, t1, strlen(t1), a, &n1), TERNION_OK);
+    assert_true(n1 > 1);
+    assert_int_equal(ternion_embed_text(cpu, NULL, t2, strlen(t2), b, NULL), TERNION_OK);
+    double noise = 0;
+    if (vk) {
+        assert_int_equal(ternion_embed_text(vk, NULL, t1, strlen(t1), a2, NULL), TERNION_OK);
+        noise = dist(a, a2, w);
+        /* one token: Vulkan runs it with a copy after it */
+        const int32_t one = 42;
+        ternion_embed_params p = ternion_embed_default_params();
+        p.seq = 1;
+        assert_int_equal(ternion_embed(vk, &p, &one, 1, a2), TERNION_OK);
+        float *c1 = malloc(sizeof(float) * (size_t)w);
+        assert_int_equal(ternion_embed(cpu, &p, &one, 1, c1), TERNION_OK);
+        printf("one token: CPU vs Vulkan distance %.3g\n", dist(c1, a2, w));
+        assert_true(dist(c1, a2, w) <= 1e-3);
+        free(c1);
+    }
+    const double d = dist(a, b, w);
+    printf("two texts: distance %.4f; one text, CPU vs Vulkan: %.3g\n", d, noise);
+    assert_true(d > 0.01);
+    assert_true(!vk || d > 100 * noise);
+    free(a);
+    free(a2);
+    free(b);
+    ternion_context_free(vk);
+    ternion_context_free(cpu);
+    ternion_model_free(m);
+}
+
+static void test_errors_and_state(void **st)
+{
+    (void)st;
+    ternion_model *m = NULL;
+    if (ternion_model_load(TINY, NULL, &m))
+        fail_msg("%s", ternion_last_error());
+    ternion_context *c = api_ctx(m, TERNION_BACKEND_CPU);
+    const int w = ternion_model_n_embd(m), vocab = ternion_model_n_vocab(m);
+    float *v = malloc(sizeof(float) * (size_t)w);
+    int32_t ids[80];
+    ids_of(ids, 80, vocab, 5);
+    ternion_embed_params p = ternion_embed_default_params();
+    assert_int_equal(ternion_embed(NULL, &p, ids, 4, v), TERNION_E_INVALID);
+    assert_int_equal(ternion_embed(c, &p, ids, 0, v), TERNION_E_INVALID);
+    assert_int_equal(ternion_embed(c, &p, NULL, 4, v), TERNION_E_INVALID);
+    assert_int_equal(ternion_embed(c, &p, ids, 80, v), TERNION_E_CONTEXT_FULL);
+    p.pooling = 7;
+    assert_int_equal(ternion_embed(c, &p, ids, 4, v), TERNION_E_INVALID);
+    p = ternion_embed_default_params();
+    p.seq = 2;
+    assert_int_equal(ternion_embed(c, &p, ids, 4, v), TERNION_E_INVALID);
+    p.seq = 0;
+    int32_t bad[2] = {1, vocab};
+    assert_int_equal(ternion_embed(c, &p, bad, 2, v), TERNION_E_INVALID);
+    assert_non_null(strstr(ternion_context_error(c), "outside the vocabulary"));
+    assert_int_equal(ternion_embed_text(c, &p, "", 0, v, NULL) == TERNION_OK, ternion_add_bos(m));
+    /* logits before and after: an embedding in sequence 1 leaves sequence 0 as it was */
+    float *before = malloc(sizeof(float) * (size_t)vocab);
+    ternion_batch b = ternion_batch_one(ids, 6);
+    assert_int_equal(ternion_decode(c, &b), TERNION_OK);
+    memcpy(before, ternion_get_logits(c, -1), sizeof(float) * (size_t)vocab);
+    p.seq = 1;
+    assert_int_equal(ternion_embed(c, &p, ids + 10, 9, v), TERNION_OK);
+    assert_null(ternion_get_logits(c, -1));
+    assert_int_equal(ternion_kv_seq_len(c, 1), 0);
+    assert_int_equal(ternion_kv_seq_truncate(c, 0, 5), TERNION_OK);
+    ternion_batch b2 = ternion_batch_one(ids + 5, 1);
+    assert_int_equal(ternion_decode(c, &b2), TERNION_OK);
+    assert_memory_equal(ternion_get_logits(c, -1), before, sizeof(float) * (size_t)vocab);
+    free(before);
+    free(v);
+    ternion_context_free(c);
+    ternion_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiny_vs_reference),  cmocka_unit_test(test_llama_vs_reference),
+        cmocka_unit_test(test_pooling),            cmocka_unit_test(test_texts_and_backends),
+        cmocka_unit_test(test_errors_and_state),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
