@@ -17,20 +17,6 @@
 
 #define BAD "invalid_request_error"
 
-int srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
-                  const char *fmt, ...)
-{
-    e->status = status;
-    e->type = type;
-    e->code = code;
-    snprintf(e->param, sizeof(e->param), "%s", param ? param : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->message, sizeof(e->message), fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 void srv_req_defaults(srv_req *r, srv_kind kind)
 {
     memset(r, 0, sizeof(*r));

@@ -60,7 +60,7 @@ echo "run_fuzz.sh: no crash in ${SECS}s"
 mkdir -p "$OUT/corpus-request"
 "$CC_F" -std=c11 -g -O1 -D_DEFAULT_SOURCE -I. -Wall -Wextra -Werror -Wno-unused-parameter \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
-    tests/fuzz/fuzz_request.c server/srv_request.c server/srv_tools.c server/srv_json.c server/srv_text.c -lcjson \
+    tests/fuzz/fuzz_request.c server/srv_request.c server/srv_error.c server/srv_tools.c server/srv_json.c server/srv_text.c -lcjson \
     -o "$OUT/fuzz_request"
 echo "run_fuzz.sh: fuzzing the request parser for ${SECS}s, seeds tests/data/requests/"
 (cd "$OUT" && ./fuzz_request -max_total_time="$SECS" -max_len=8192 -artifact_prefix="./request-" \
