@@ -3,9 +3,10 @@
  * Locking: one mutex (s->mu) guards the queue, the slot <-> job links, every job's output
  * and flags, and the counters. The scheduler thread drops it while the model runs, so HTTP
  * threads can always queue, read output and cancel; the slot fields other than `job` are
- * the scheduler thread's alone.
+ * the scheduler thread's alone. The HTTP threads' side (queueing a request's jobs, waiting for
+ * their output, cancelling) is srv_jobs.c; the shared layout is srv_sched_priv.h.
  */
-#include "srv_sched.h"
+#include "srv_sched_priv.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -19,77 +20,6 @@
 #include "srv_text.h"
 
 #define COPY_MIN 16 /* prompt positions another slot's KV must add to be copied */
-
-/* What the n choices of one request share: the request and its prompt ids. */
-typedef struct {
-    srv_req req;
-    int32_t *ids;
-    int n_ids;
-    int refs;          /* jobs holding it (under s->mu) */
-    bool lead_done;    /* choice 0 evaluated the prompt (or ended): the others may copy its KV
-                          (scheduler thread) */
-} shared;
-
-struct srv_job {
-    shared *sh;
-    const srv_req *r;  /* &sh->req */
-    const int32_t *ids;
-    int n_ids;
-    int index;         /* which choice */
-    /* under s->mu */
-    char *out;
-    size_t out_len, out_cap;
-    srv_lp *lps;       /* logprobs of the tokens whose text is in out, for the HTTP side */
-    int n_lps, cap_lps;
-    bool done, failed, cancelled;
-    const char *finish;
-    srv_error err;
-    int n_gen, refs;
-    pthread_cond_t cv;
-    srv_job *next;
-};
-
-typedef struct {
-    srv_job *job;      /* NULL: free (written under s->mu) */
-    bool prompting;    /* the prompt is being evaluated (n_cache tokens of it so far) */
-    bool started;      /* the prompt is evaluated, `pending` holds the next token to evaluate */
-    int32_t *cache;    /* tokens whose KV the sequence holds, positions 0..n_cache-1 */
-    int n_cache;
-    int32_t pending;
-    uint64_t used;     /* admission count when it last took a request (least recently used) */
-    srv_text text;
-    srv_lp *held;      /* logprobs of generated tokens whose text is not sent yet */
-    int n_held, cap_held;
-    void *smp;
-    int n_gen;
-} slot;
-
-/* A call srv_sched_exec hands to the scheduler thread (on the caller's stack). */
-typedef struct srv_task {
-    void (*fn)(void *arg);
-    void *arg;
-    bool done, dropped;
-    struct srv_task *next;
-} srv_task;
-
-struct srv_sched {
-    srv_model *m;
-    srv_task *tasks;   /* srv_sched_exec calls waiting to run, oldest first */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t th;
-    bool th_ok, stop;
-    bool ending;       /* srv_sched_end_all: end what runs, refuse what comes */
-    srv_job *qhead, *qtail;
-    int qlen, qmax;
-    int chunk;         /* prompt tokens per loop turn */
-    slot *slots;
-    int n_slots;
-    srv_row *rows;
-    int *row_slot;
-    srv_stats st;
-    uint64_t admissions;
-};
 
 static double now_s(void)
 {
@@ -108,7 +38,7 @@ void srv_lp_free(srv_lp *l, int n)
     free(l);
 }
 
-static void shared_unref_locked(srv_sched *s, shared *sh)
+void srv_sched_shared_unref_locked(srv_sched *s, shared *sh)
 {
     if (--sh->refs > 0)
         return;
@@ -119,11 +49,11 @@ static void shared_unref_locked(srv_sched *s, shared *sh)
     free(sh);
 }
 
-static void job_unref_locked(srv_sched *s, srv_job *j)
+void srv_sched_job_unref_locked(srv_sched *s, srv_job *j)
 {
     if (--j->refs > 0)
         return;
-    shared_unref_locked(s, j->sh);
+    srv_sched_shared_unref_locked(s, j->sh);
     srv_lp_free(j->lps, j->n_lps);
     free(j->out);
     pthread_cond_destroy(&j->cv);
@@ -209,7 +139,7 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
         s->st.requests_ok++;
     pthread_cond_broadcast(&j->cv);
     sl->job = NULL;
-    job_unref_locked(s, j);
+    srv_sched_job_unref_locked(s, j);
     pthread_mutex_unlock(&s->mu);
     if (sl->smp)
         s->m->sampler_free(s->m->ctx, sl->smp);
@@ -271,7 +201,7 @@ static void admit_locked(srv_sched *s)
             if (j->index == 0)
                 j->sh->lead_done = true;
             s->st.requests_cancelled++;
-            job_unref_locked(s, j);
+            srv_sched_job_unref_locked(s, j);
             continue;
         }
         int best = pick_slot(s, j);
@@ -568,7 +498,7 @@ static void end_all_locked(srv_sched *s)
         j->err = e;
         s->st.requests_failed++;
         pthread_cond_broadcast(&j->cv);
-        job_unref_locked(s, j);
+        srv_sched_job_unref_locked(s, j);
     }
     s->qtail = NULL;
 }
@@ -672,7 +602,7 @@ void srv_sched_stop(srv_sched *s)
         j->failed = j->done = true;
         j->err = e;
         pthread_cond_broadcast(&j->cv);
-        job_unref_locked(s, j);
+        srv_sched_job_unref_locked(s, j);
     }
     s->qtail = NULL;
     for (srv_task *t = s->tasks; t; t = t->next)
@@ -695,197 +625,4 @@ void srv_sched_free(srv_sched *s)
     free(s->rows);
     free(s->row_slot);
     free(s);
-}
-
-static srv_job *job_new(shared *sh, int index)
-{
-    srv_job *j = calloc(1, sizeof(*j));
-    if (!j)
-        return NULL;
-    j->sh = sh;
-    j->r = &sh->req;
-    j->ids = sh->ids;
-    j->n_ids = sh->n_ids;
-    j->index = index;
-    j->refs = 2;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    return j;
-}
-
-int srv_sched_submit(srv_sched *s, srv_req *req, int32_t *ids, int n_ids, srv_job **jobs, srv_error *err)
-{
-    int n = req->n > 0 ? req->n : 1, made = 0;
-    shared *sh = calloc(1, sizeof(*sh));
-    if (sh) {
-        sh->req = *req;
-        memset(req, 0, sizeof(*req));
-        sh->ids = ids;
-        sh->n_ids = n_ids;
-        sh->refs = n;
-    }
-    while (sh && made < n && (jobs[made] = job_new(sh, made)))
-        made++;
-    pthread_mutex_lock(&s->mu);
-    bool stopping = s->stop || s->ending, full = s->qlen + n > s->qmax;
-    if (made < n || stopping || full) {
-        if (sh)
-            sh->refs = made ? made : 1;
-        for (int i = 0; i < made; i++) {
-            jobs[i]->refs = 1;
-            job_unref_locked(s, jobs[i]); /* the last one frees sh */
-        }
-        if (sh && !made)
-            shared_unref_locked(s, sh);
-        pthread_mutex_unlock(&s->mu);
-        if (!sh) {
-            free(ids);
-            if (req->compiled && s->m->grammar_free)
-                s->m->grammar_free(s->m->ctx, req->compiled);
-            srv_req_free(req);
-        }
-        if (made < n)
-            return srv_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-        return srv_error_set(err, 503, "server_error", NULL, NULL,
-                             stopping ? "the server is shutting down" : "the server is busy: %d requests are waiting",
-                             s->qmax);
-    }
-    for (int i = 0; i < n; i++) {
-        if (s->qtail)
-            s->qtail->next = jobs[i];
-        else
-            s->qhead = jobs[i];
-        s->qtail = jobs[i];
-        s->qlen++;
-    }
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    return 0;
-}
-
-int srv_job_wait(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done)
-{
-    return srv_job_wait_lp(s, j, timeout_ms, text, done, NULL, NULL);
-}
-
-int srv_job_wait_lp(srv_sched *s, srv_job *j, int timeout_ms, char **text, bool *done, srv_lp **lps, int *n_lps)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += timeout_ms / 1000;
-    t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    *text = NULL;
-    pthread_mutex_lock(&s->mu);
-    while (!j->out_len && !j->done)
-        if (pthread_cond_timedwait(&j->cv, &s->mu, &t) == ETIMEDOUT)
-            break;
-    int rc = 0;
-    if (j->out_len) {
-        *text = srv_utf8_clean(j->out, j->out_len);
-        rc = *text ? 0 : -1;
-        j->out_len = 0;
-    }
-    if (lps) {
-        *lps = j->lps;
-        *n_lps = j->n_lps;
-        j->lps = NULL;
-        j->n_lps = j->cap_lps = 0;
-    }
-    *done = j->done && !j->out_len;
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-void srv_job_cancel(srv_sched *s, srv_job *j)
-{
-    pthread_mutex_lock(&s->mu);
-    j->cancelled = true;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-void srv_job_release(srv_sched *s, srv_job *j)
-{
-    pthread_mutex_lock(&s->mu);
-    if (!j->done)
-        j->cancelled = true;
-    pthread_cond_broadcast(&s->cv);
-    job_unref_locked(s, j);
-    pthread_mutex_unlock(&s->mu);
-}
-
-void srv_job_result(srv_sched *s, srv_job *j, srv_result *out)
-{
-    pthread_mutex_lock(&s->mu);
-    out->finish = j->finish;
-    out->n_prompt = j->n_ids;
-    out->n_gen = j->n_gen;
-    out->failed = j->failed;
-    out->err = j->err;
-    pthread_mutex_unlock(&s->mu);
-}
-
-const srv_req *srv_job_req(const srv_job *j) { return j->r; }
-
-void srv_sched_stats(srv_sched *s, srv_stats *out)
-{
-    pthread_mutex_lock(&s->mu);
-    *out = s->st;
-    out->queue_len = s->qlen;
-    out->slots_busy = 0;
-    for (int i = 0; i < s->n_slots; i++)
-        out->slots_busy += s->slots[i].job != NULL;
-    pthread_mutex_unlock(&s->mu);
-}
-
-int srv_sched_pending(srv_sched *s)
-{
-    pthread_mutex_lock(&s->mu);
-    int n = s->qlen;
-    for (int i = 0; i < s->n_slots; i++)
-        n += s->slots[i].job != NULL;
-    pthread_mutex_unlock(&s->mu);
-    return n;
-}
-
-void srv_sched_end_all(srv_sched *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->ending = true;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-bool srv_sched_slot_busy(srv_sched *s, int i)
-{
-    pthread_mutex_lock(&s->mu);
-    const bool busy = i >= 0 && i < s->n_slots && s->slots[i].job != NULL;
-    pthread_mutex_unlock(&s->mu);
-    return busy;
-}
-
-int srv_sched_exec(srv_sched *s, void (*fn)(void *arg), void *arg)
-{
-    srv_task t = {.fn = fn, .arg = arg};
-    pthread_mutex_lock(&s->mu);
-    if (s->stop) {
-        pthread_mutex_unlock(&s->mu);
-        return -1;
-    }
-    srv_task **tail = &s->tasks;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = &t;
-    pthread_cond_broadcast(&s->cv);
-    while (!t.done && !t.dropped)
-        pthread_cond_wait(&s->cv, &s->mu);
-    pthread_mutex_unlock(&s->mu);
-    return t.done ? 0 : -1;
 }
