@@ -14,7 +14,7 @@
  * empty: never allowed), end-of-generation tokens flagged. */
 static int vocab_of(const ternion_model *m, rt_gvocab **out, char *err)
 {
-    int32_t n = ternion_model_n_vocab(m); /* the logits' width (the tokenizer's for vocab_only) */
+    int32_t n = rt_api_model_n_vocab(m); /* the logits' width (the tokenizer's for vocab_only) */
     const char **piece = malloc(((size_t)n + 1) * sizeof *piece);
     uint32_t *len = malloc(((size_t)n + 1) * sizeof *len);
     uint8_t *eog = malloc((size_t)n + 1);

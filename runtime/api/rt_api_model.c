@@ -249,7 +249,7 @@ void ternion_model_free(ternion_model *m)
 
 const char *ternion_model_builtin(const ternion_model *m) { return m && m->desc ? m->desc->name : NULL; }
 const char *ternion_model_arch(const ternion_model *m) { return m ? m->g->arch : NULL; }
-int32_t ternion_model_n_vocab(const ternion_model *m) { return m ? (m->desc ? m->n_vocab : rt_tok_n_vocab(m->tok)) : 0; }
+int32_t ternion_model_n_vocab(const ternion_model *m) { return rt_api_model_n_vocab(m); }
 int32_t ternion_model_n_layer(const ternion_model *m) { return m ? m->n_layer : 0; }
 int32_t ternion_model_n_ctx_train(const ternion_model *m) { return m ? m->n_ctx_train : 0; }
 int32_t ternion_model_n_ctx_max(const ternion_model *m) { return m ? m->n_ctx_max : 0; }

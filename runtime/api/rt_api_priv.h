@@ -56,6 +56,13 @@ struct ternion_model {
     rt_api_vocab *gv;          /* the token table of grammars (a reference), or NULL */
 };
 
+/* The width of the model's logits rows (the tokenizer's vocabulary for a vocab_only model):
+ * ternion_model_n_vocab's answer, here for the files below the model's (rt_api_grammar.c). */
+static inline int32_t rt_api_model_n_vocab(const ternion_model *m)
+{
+    return m ? (m->desc ? m->n_vocab : rt_tok_n_vocab(m->tok)) : 0;
+}
+
 /* The model's token table, made on first use; one more reference (rt_api_vocab_unref). NULL +
  * err (out of memory). Thread-safe. */
 rt_api_vocab *rt_api_model_vocab(const ternion_model *m, char *err);

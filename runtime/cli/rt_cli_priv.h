@@ -97,6 +97,11 @@ int rt_cli_main(int argc, char **argv, const char *pinned);
  * `ternion`; the YAML layout, fixture and mkmodel for the others), and the file name the
  * examples use ("ggml-model-i2_s.gguf" / "model.gguf"). */
 void rt_cli_weights_hint(FILE *f, const char *pinned);
+void rt_cli_set_pinned(const char *pinned); /* rt_cli_open.c: the binary's model, for its hints */
+/* rt_cli_open.c: the model alone (vocab_only: GGUF + tokenizer, no device), NULL after an
+ * error on stderr; a device type's name ("discrete", "cpu", ...) */
+ternion_model *rt_cli_load_model(const rt_cli_opts *o, const char *path, bool vocab_only);
+const char *rt_cli_device_type_name(ternion_device_type t);
 const char *rt_cli_example_file(const char *pinned);
 
 /* Modes. Each returns the process exit code. */
