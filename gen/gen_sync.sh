@@ -9,14 +9,15 @@ if [ ! -d "$old" ]; then
     mkdir -p "$(dirname "$old")" && mv "$new" "$old"
     exit 0
 fi
+# removals first: a changed file is moved out of NEW below, and must not then read as removed
+(cd "$old" && find . -type f) | while read -r f; do
+    [ -e "$new/$f" ] || rm -f "$old/$f"
+done
 (cd "$new" && find . -type f) | while read -r f; do
     if ! cmp -s "$new/$f" "$old/$f"; then
         mkdir -p "$(dirname "$old/$f")"
         mv -f "$new/$f" "$old/$f"
     fi
-done
-(cd "$old" && find . -type f) | while read -r f; do
-    [ -e "$new/$f" ] || rm -f "$old/$f"
 done
 find "$old" -depth -type d -empty -delete
 rm -rf "$new"

@@ -613,7 +613,7 @@ static int cmp_codes(const gen_kop *kop, const int8_t *got, const int8_t *ref, c
 static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     const int width = width_of(g, kop->in[0]);
-    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_RMSNORM;
+    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_NORM;
     const float eps = g->m->hp.norm_eps;
     kern kn;
     kern_build(&kn, g, kop, decode);
@@ -701,7 +701,7 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
     const unsigned tile = kn.tile;
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
     const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = width_of(g, kop->in[0]);
-    assert_true(kop->norm_w < 0); /* folded norms: decode-only graph, tests/test_kernels_fused.c */
+    assert_true(kop->norm.w < 0); /* folded norms: decode-only graph, tests/test_kernels_fused.c */
     int M[GEN_KOP_MAX_PARTS];
     i2s_mat W[GEN_KOP_MAX_PARTS];
     for (int j = 0; j < nw; j++)
@@ -1040,7 +1040,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         }
         OK(rt_buf_fill(g_vk, &b[5], 0, err)); /* counters start at zero (the engine's state) */
         /* + the next norm's weight (none for a bare QUANT) and Q8 row */
-        const bool last = kop->last_out >= 0, lnorm = last && kop->last_norm_w >= 0;
+        const bool last = kop->last_out >= 0, lnorm = last && kop->last_norm.w >= 0;
         const int nl = last ? 2 + lnorm : 0, a0 = kop->kv_fold ? 8 : merged ? 6 : 4;
         assert_int_equal(kn.ko.n_args, a0 + nl);
         const rt_buf *args[11] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5], &b[6], &b[7]};
@@ -1192,7 +1192,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     kop.q8 = q8;
     const gen_tensor *ts = &g->m->tensors[kop.w[0]];
     const int dim = (int)ts->ne[0];
-    const bool f16 = ts->type == FMT_F16, norm = kop.norm_w >= 0;
+    const bool f16 = ts->type == FMT_F16, norm = kop.norm.w >= 0;
     kern kn;
     kern_build_spec(&kn, g, &kop, decode, gemv_vec);
     size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB, nb = nt / 32;
@@ -1300,7 +1300,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
 
 static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
 {
-    assert_true(kop->norm_w < 0); /* folded norm: the decode graphs, test_lm_head */
+    assert_true(kop->norm.w < 0); /* folded norm: the decode graphs, test_lm_head */
     for (uint32_t v = 0; v < (decode ? 2u : 1u); v++) /* decode: 4-byte loads, 16-byte at 32 row slots */
         lm_head_case(g, kop, decode, false, v ? 1 | 2 << 12 : 0);
 }
@@ -1467,8 +1467,8 @@ static void test_norms(void **state)
 {
     (void)state;
     need_device();
-    assert_true(RUN_KINDS(check_norm, GEN_K_RMSNORM, GEN_K_QUANT, GEN_K_NORM_QUANT) >= 6);
-    assert_true(runs[GEN_K_RMSNORM] && runs[GEN_K_QUANT] && runs[GEN_K_NORM_QUANT]);
+    assert_true(RUN_KINDS(check_norm, GEN_K_NORM, GEN_K_QUANT, GEN_K_NORM_QUANT) >= 6);
+    assert_true(runs[GEN_K_NORM] && runs[GEN_K_QUANT] && runs[GEN_K_NORM_QUANT]);
 }
 
 static void test_bitlinear(void **state)
@@ -1571,7 +1571,7 @@ static void test_lm_head(void **state)
     int n = 0;
     for (int m = 0; m < N_MODELS; m++)
         for (int i = 0; i < dec_graphs[m].n_kops; i++)
-            if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm_w >= 0) {
+            if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm.w >= 0) {
                 /* 4- and 16-byte loads; 8, 32, 64 and 256 row slots a workgroup (GEMV_WIDE) */
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1 | 2 << 12);

@@ -340,7 +340,7 @@ static void check_last_norm(const gen_kop *fk, const float *x_new, int M)
     int8_t *ref = malloc((size_t)M);
     OK(rt_buf_download(g_vk, act(&pf, v->buf), 0, codes, (size_t)M, err));
     OK(rt_buf_download(g_vk, act(&pf, v->buf_s), 0, qs, sizeof(qs), err));
-    float s = ref_norm_quant(x_new, fk->last_norm_w, M, ref);
+    float s = ref_norm_quant(x_new, fk->last_norm.w, M, ref);
     if (!(fabs(qs[0] - s) <= 1e-5 * s))
         fail_msg("%s: next norm scale %g, C reference %g", fk->label, qs[0], s);
     int64_t sum = 0;
@@ -495,8 +495,8 @@ static int plain_range(const gen_kop *fk, int *out_first)
         const gen_kop *k = &plain.kops[i];
         if (k->sec != fk->sec)
             continue;
-        bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w) ||
-                    (fk->last_out >= 0 && !fk->last_next && fk->last_norm_w >= 0 && k->w[0] == fk->last_norm_w);
+        bool mine = (fk->norm.w >= 0 && k->w[0] == fk->norm.w) ||
+                    (fk->last_out >= 0 && !fk->last_next && fk->last_norm.w >= 0 && k->w[0] == fk->last_norm.w);
         for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
             mine |= fk->w[p] >= 0 && k->w[0] == fk->w[p];
         mine |= plain_attention_part(fk, k);
@@ -623,10 +623,10 @@ static void check_fused_kop(const gen_kop *fk)
         if (memcmp(a, b, sizeof(float) * (size_t)n))
             fail_msg("%s part %d: fused vs unfused differ (max rel err %g); they must be bit-identical",
                      fk->label, p, max_rel(a, b, n));
-        if (fk->norm_w >= 0 && fk->kind != GEN_K_LM_HEAD) {
+        if (fk->norm.w >= 0 && fk->kind != GEN_K_LM_HEAD) {
             int M = n;
             float *r = malloc(sizeof(float) * (size_t)M);
-            ref_norm_bitlinear(x, fk->norm_w, fk->w[p], K, M, r);
+            ref_norm_bitlinear(x, fk->norm.w, fk->w[p], K, M, r);
             if (res0)
                 for (int i = 0; i < M; i++)
                     r[i] += res0[i];
@@ -655,7 +655,7 @@ static void test_fused_kernels_match_unfused(void **state)
             check_embed_last(k);
             n++;
             last++;
-        } else if (k->norm_w < 0 && k->last_out >= 0 && k->kind != GEN_K_ATTENTION) {
+        } else if (k->norm.w < 0 && k->last_out >= 0 && k->kind != GEN_K_ATTENTION) {
             assert_true(k->kind == GEN_K_BITLINEAR_GLU || k->kind == GEN_K_BITLINEAR);
             for (g_wide = 0; g_wide <= RT_WIDE_LOG2_MAX; g_wide += RT_WIDE_LOG2_MAX)
                 check_q8_last(k);
@@ -663,7 +663,7 @@ static void test_fused_kernels_match_unfused(void **state)
             n++;
             last++;
             next += k->last_next;
-        } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
+        } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm.w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
             const bool wide = k->kind == GEN_K_BITLINEAR_MULTI || k->kind == GEN_K_LM_HEAD;
             for (g_wide = 0; g_wide <= (wide ? RT_WIDE_LOG2_MAX : 0u); g_wide += RT_WIDE_LOG2_MAX)
                 check_fused_kop(k);
