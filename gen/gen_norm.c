@@ -93,14 +93,14 @@ static const gen_norm NORMS[] = {
      * terms), the reference in double: relative error of the sum <= (width / 256 + 16) 2^-24
      * (<= 80 ulp at width 16384), halved by the square root, plus the quotient's and the two
      * products' roundings: 1e-5 up to GEN_MAX_WIDTH / 64 */
-    {"rmsnorm", "rmsnorm", "x / sqrt(mean(x^2) + eps) * w", "", false, offsetof(gen_hparams, norm_eps), 1, rms_stats,
+    {"rmsnorm", "rmsnorm", "x / sqrt(mean(x^2) + eps) * w", "", false, true, offsetof(gen_hparams, norm_eps), 1, rms_stats,
      rms_elem, rms_ref, 1e-5, true},
     /* as rmsnorm for the variance, plus the mean's error, which is absolute: |d mean| <=
      * (width / 256 + 16) 2^-24 mean|x|, times the scale and |w|: relative to an element it is
      * below the tests' floor (1 % of the row's largest |y|) times 1e-5 while |mean| <= the
      * row's standard deviation (the test rows: mean ~ 0) */
     {"layernorm", "layernorm", "(x - mean(x)) / sqrt(var(x) + eps) * w + b", "_ln", true,
-     offsetof(gen_hparams, norm_eps), 2, ln_stats, ln_elem, ln_ref, 1e-5, true},
+     false, offsetof(gen_hparams, norm_eps), 2, ln_stats, ln_elem, ln_ref, 1e-5, true},
 };
 #define N_NORMS ((int)(sizeof NORMS / sizeof NORMS[0]))
 

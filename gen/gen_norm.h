@@ -41,6 +41,10 @@ typedef struct {
     const char *tag;     /* kernel names: "" for rmsnorm (the names kernels had before the
                           * table), "_ln" for layernorm: norm_quant_ln_n64, bitlinear_norm_ln_... */
     bool bias;           /* the op may name a `bias:` (1-D, the input's width) */
+    bool keeps_zero;     /* an element that is exactly 0 stays 0 (norm(x)_i = 0 when x_i = 0,
+                          * whatever the row): the exact sparse FFN skips the down columns of
+                          * inactive neurons only behind such a sub-norm (gen_sparse.c);
+                          * layernorm's centring and bias move a zero */
     size_t eps;          /* offsetof(gen_hparams, <the float it reads>): its epsilon */
     int n_stats;         /* statistics per token (<= GEN_NORM_MAX_STATS) */
     /* kernel: st[0 .. n_stats) of the row from the walk's sums; eps as the YAML gives it

@@ -779,6 +779,11 @@ static void test_yaml_errors(void **st)
     assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, err), 0);
     assert_non_null(strstr(err, "sparse_ffn needs a fused layer FFN"));
     assert_non_null(strstr(err, "llama-ternary-tiny.yaml:"));
+    /* relu^2 but a layernorm sub-norm: an inactive neuron's zero is not zero after it (its
+     * mean and bias move it), so skipping its down column would change the result */
+    assert_int_equal(parse_with("tests/data/bitnet-layernorm-tiny.yaml", "sparse_ffn: exact\n", &m), 0);
+    assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, err), 0);
+    assert_non_null(strstr(err, "a norm of it that keeps zeros"));
 }
 
 
