@@ -3,8 +3,8 @@
  * Unfused, every source op becomes one kernel op and every bitlinear quantizes
  * its own input (QUANT + BITLINEAR). The fusion pass (gen_graph_build(.., fuse=1))
  * applies these rules, each only when the intermediate value has no other reader:
- *   - rmsnorm whose output only feeds bitlinears   -> NORM_QUANT (one quantization,
- *     shared by every projection that reads it)
+ *   - a norm (any row of gen_norm.h) whose output only feeds bitlinears -> NORM_QUANT
+ *     (one quantization, shared by every projection that reads it)
  *   - bitlinear a, bitlinear b (same input), <act>_mul(a, b) -> BITLINEAR_GLU
  *   - bitlinear o, add(r, o) -> r                   -> BITLINEAR with residual r
  *   - 2..3 other bitlinears of one input (q, k, v)  -> BITLINEAR_MULTI (one dispatch,
@@ -13,9 +13,9 @@
  *   - rope(q) -> qr, attention(qr)                  -> ATTENTION with rope (the kernel
  *     rotates each q element with its partner on load, gen_rope_elem)
  * Decode only (gen_graph_build_sched(.., decode=1), one token), fold_decode_norms:
- *   - rmsnorm -> xn, lm_head(xn)                    -> LM_HEAD with norm.w (widths up to
+ *   - norm -> xn, lm_head(xn)                       -> LM_HEAD with that norm (widths up to
  *     GEN_HEAD_FOLD_MAX_WIDTH: the normed row is staged in shared memory)
- *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with norm.w: every
+ *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with its norm: every
  *     workgroup recomputes the norm + quantization of the row into shared memory
  *   - bitlinear + add -> x (or a GLU -> f), NORM_QUANT of it right after -> that kop
  *     with last_out: its last workgroup to finish (a SYNC counter) runs the NORM_QUANT

@@ -37,7 +37,7 @@
  * the generator's graph, not here. */
 #define GEN_OPS(X)                                                            \
     X(EMBED, "embed", 0)         /* out[t] = f32(table[token[t]])          */ \
-    X(NORM, "<norm>", 1)         /* out = norm(in) * w (+ b), norm: gen_norm.h */ \
+    X(NORM, "<norm>", 1)         /* out = norm(in) * w (+ b), gen_norm.h   */ \
     X(BITLINEAR, "bitlinear", 1) /* out = W(ternary, I2_S) . int8q(in)     */ \
     X(ROPE, "rope", 1)           /* out = rope(in, pos), heads of head_dim */ \
     X(KV_WRITE, "kv_write", 2)   /* cache[layer][pos] = (k=in0, v=in1)     */ \

@@ -769,6 +769,8 @@ static void test_layernorm_vs_reference(void **st)
     if (rt_engine_open(&bd->d.desc, &o, &ce, err) || rt_engine_eval(ce, ids, 20, 0, a, err))
         fail_msg("%s", err);
     expect_near_ref("CPU backend prompt", a, want, vocab);
+    decode_rows(ce, ids, 20, vocab, a);
+    expect_near_ref("CPU backend decode", a, want, vocab);
     rt_engine_close(ce);
     rig r, u;
     int rc = rig_open(&r, yaml, gguf, RIG_FUSE, err);
