@@ -37,15 +37,15 @@ static float gelu_ref(float a) { return 0.5f * a * (1.0f + tanhf(SQRT_2_OVER_PI 
 
 static const gen_act ACTS[] = {
     /* max, *, *: the same roundings in the same order as the reference (one ulp of slack) */
-    {"relu2", "relu2_mul", "relu(a)^2", relu2_kernel, relu2_ref, 0x1p-23, true},
+    {"relu2", "relu2_mul", "relu(a)^2", relu2_kernel, relu2_ref, 0x1p-23, true, true},
     /* exp: Vulkan allows 3 + 2 |x| ulp; |a| <= 4 in the tests -> 11 ulp ~ 1.3e-6, plus the
      * division's rounding */
-    {"silu", "silu_mul", "a / (1 + exp(-a))", silu_kernel, silu_ref, 2e-6, true},
+    {"silu", "silu_mul", "a / (1 + exp(-a))", silu_kernel, silu_ref, 2e-6, true, false},
     /* tanh: Vulkan's precision is inherited from exp (3 + 2 |x| ulp: <= 14 ulp of 1, 1.7e-6,
      * for the |x| <= 5.4 that |a| <= 4 gives); 1 + tanh cancels for a < 0, so that absolute
      * error, times 0.5 |a| |b| <= 2, meets the tests' floor (1 % of the largest |y|, >= 0.1):
      * 3e-5 (lavapipe: 6.3e-6) */
-    {"gelu", "gelu_mul", "0.5 a (1 + tanh(sqrt(2/pi) a (1 + 0.044715 a^2)))", gelu_kernel, gelu_ref, 3e-5, true},
+    {"gelu", "gelu_mul", "0.5 a (1 + tanh(sqrt(2/pi) a (1 + 0.044715 a^2)))", gelu_kernel, gelu_ref, 3e-5, true, false},
 };
 #define N_ACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
 

@@ -4,7 +4,8 @@
  * "<name>_mul"), its kernel expression (DSL, f32) and its C reference expression (float,
  * the oracle's arithmetic). The YAML reader, the graph passes (GLU fusion), the kernel
  * builders (the fused BITLINEAR_GLU and the unfused ACT_MUL kernel) and the CPU reference
- * (tests/ref/) all read the row; nothing else names an activation. Adding one = one row
+ * (tests/ref/) and the sparse FFN (its exact skip, gen_sparse.c / gen_k_sparse.c, by the
+ * row's sparse_skip flag) all read the row; nothing else names an activation. Adding one = one row
  * in gen_act.c (docs/adding-an-op.md).
  */
 #ifndef GEN_ACT_H
@@ -29,6 +30,10 @@ typedef struct {
     /* the native CPU backend has this activation (a row of runtime/cpu/cpu_ops.c with the
      * same name and C expression; test_cpu checks the two tables agree) */
     bool cpu;
+    /* act(a) == 0 for every a <= 0 (relu^2, relu): a neuron whose gate is <= 0 adds nothing,
+     * so the exact sparse FFN may skip it (YAML sparse_ffn); the CPU row's
+     * zero_at_nonpositive says the same (test_cpu checks they agree) */
+    bool sparse_skip;
 } gen_act;
 
 /* Row i (0 <= i < gen_act_count()), or NULL. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gen_act.h"
+#include "gen_norm.h"
 
 /* The CPU op of each YAML op kind (every kind has one today; a new kind without one makes the
  * generator refuse models that use it, naming the op). */
@@ -13,7 +14,7 @@ static const struct {
     uint8_t kind;
 } k_cpu[GEN_OP_COUNT] = {
     [GEN_OP_EMBED] = {true, RT_CPU_EMBED},
-    [GEN_OP_RMSNORM] = {true, RT_CPU_RMSNORM},
+    [GEN_OP_NORM] = {true, RT_CPU_NORM},
     [GEN_OP_BITLINEAR] = {true, RT_CPU_BITLINEAR},
     [GEN_OP_ROPE] = {true, RT_CPU_ROPE},
     [GEN_OP_KV_WRITE] = {true, RT_CPU_KV_WRITE},
@@ -29,7 +30,9 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
     for (int i = 0; i < n; i++) {
         const gen_op *op = &ops[i];
         const gen_act *act = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
-        if (!k_cpu[op->kind].has || (op->kind == GEN_OP_ACT_MUL && (!act || !act->cpu))) {
+        const gen_norm *norm = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
+        if (!k_cpu[op->kind].has || (op->kind == GEN_OP_ACT_MUL && (!act || !act->cpu)) ||
+            (op->kind == GEN_OP_NORM && (!norm || !norm->cpu))) {
             snprintf(err, GEN_ERR_LEN, "%s:%d:%d: op %s has no CPU implementation (runtime/cpu/): the native "
                      "backend cannot run this model", m->path, op->loc.line, op->loc.col, gen_op_label(op));
             return -1;
@@ -42,7 +45,8 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             .in = {(int8_t)(nin > 0 ? op->in[0] : -1), (int8_t)(nin > 1 ? op->in[1] : -1)},
             .out = (int8_t)op->out,
             .weight = (int8_t)op->weight,
-            .act = act ? act->name : NULL,
+            .bias = (int8_t)(op->kind == GEN_OP_NORM ? op->bias : -1),
+            .row = act ? act->name : norm ? norm->name : NULL,
             .label = labels[i],
         };
     }

@@ -344,7 +344,7 @@ static int write_blob(const char *kdir, const char *name, const char *suffix, co
 /* ---- the CPU backend's schedule ---- */
 
 static const char *const k_cpu_op_names[RT_CPU_OP_COUNT] = {
-    [RT_CPU_EMBED] = "RT_CPU_EMBED", [RT_CPU_RMSNORM] = "RT_CPU_RMSNORM", [RT_CPU_BITLINEAR] = "RT_CPU_BITLINEAR",
+    [RT_CPU_EMBED] = "RT_CPU_EMBED", [RT_CPU_NORM] = "RT_CPU_NORM", [RT_CPU_BITLINEAR] = "RT_CPU_BITLINEAR",
     [RT_CPU_ROPE] = "RT_CPU_ROPE", [RT_CPU_KV_WRITE] = "RT_CPU_KV_WRITE", [RT_CPU_ATTENTION] = "RT_CPU_ATTENTION",
     [RT_CPU_ADD] = "RT_CPU_ADD", [RT_CPU_ACT_MUL] = "RT_CPU_ACT_MUL", [RT_CPU_LM_HEAD] = "RT_CPU_LM_HEAD",
 };
@@ -399,7 +399,8 @@ static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
     fprintf(f, "};\nstatic const char *const cpu_value_name[] = {");
     for (uint32_t v = 0; v < c->n_values; v++)
         fprintf(f, "%s\"%s\"", v ? ", " : "", c->value_name[v]);
-    fprintf(f, "};\n\n/* kind, {inputs}, output, weight, activation, YAML line */\nstatic const rt_cpu_op cpu_ops[] = {\n");
+    fprintf(f, "};\n\n/* kind, {inputs}, output, weight, bias, activation or norm, YAML line */\n"
+               "static const rt_cpu_op cpu_ops[] = {\n");
     const rt_cpu_op *lists[3] = {c->pre, c->layer, c->post};
     const uint32_t counts[3] = {c->n_pre, c->n_layer, c->n_post};
     const char *const sec[3] = {"before the layers", "each layer", "after the layers"};
@@ -415,8 +416,10 @@ static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
             cpu_ref(f, "V_", op->out, c->value_name);
             fprintf(f, ", ");
             cpu_ref(f, "T_", op->weight, tnames);
-            if (op->act)
-                fprintf(f, ", \"%s\"", op->act);
+            fprintf(f, ", ");
+            cpu_ref(f, "T_", op->bias, tnames);
+            if (op->row)
+                fprintf(f, ", \"%s\"", op->row);
             else
                 fprintf(f, ", NULL");
             fprintf(f, ", \"%s\"},\n", op->label);
@@ -450,7 +453,7 @@ static void write_cpu_desc(FILE *f, const rt_model_desc *md)
 static void write_cpu_text(FILE *f, const rt_model_desc *md)
 {
     const rt_cpu_schedule *c = &md->cpu;
-    static const char *const names[RT_CPU_OP_COUNT] = {"embed", "rmsnorm", "bitlinear", "rope", "kv_write",
+    static const char *const names[RT_CPU_OP_COUNT] = {"embed", "norm", "bitlinear", "rope", "kv_write",
                                                         "attention", "add", "act_mul", "lm_head"};
     fprintf(f, "## native CPU backend (runtime/cpu/): the YAML's ops, one line each\n");
     const rt_cpu_op *lists[3] = {c->pre, c->layer, c->post};
@@ -460,13 +463,15 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
         fprintf(f, "%s:\n", sec[l]);
         for (uint32_t i = 0; i < counts[l]; i++) {
             const rt_cpu_op *op = &lists[l][i];
-            fprintf(f, "  %-10s", op->act ? op->act : names[op->kind]);
+            fprintf(f, "  %-10s", op->row ? op->row : names[op->kind]);
             if (op->in[0] < 0)
                 fprintf(f, " token ids");
             for (int k = 0; k < 2 && op->in[k] >= 0; k++)
                 fprintf(f, "%s%s", k ? ", " : " ", c->value_name[op->in[k]]);
             if (op->weight >= 0)
                 fprintf(f, " [%s]", md->tensors[op->weight].gguf);
+            if (op->bias >= 0)
+                fprintf(f, " + [%s]", md->tensors[op->bias].gguf);
             if (op->out >= 0)
                 fprintf(f, " -> %s", c->value_name[op->out]);
             fprintf(f, "\n");

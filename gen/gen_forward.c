@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gen_act.h"
+#include "gen_norm.h"
 #include "gen_model.h"
 #include "gen_yaml.h"
 
@@ -24,7 +25,7 @@ static const struct {
     unsigned secs;
 } k_rules[GEN_OP_COUNT] = {
     [GEN_OP_EMBED] = {true, FMT_USE_TABLE, true, SEC_IN},
-    [GEN_OP_RMSNORM] = {true, FMT_USE_VECTOR, true, SEC_ALL},
+    [GEN_OP_NORM] = {true, FMT_USE_VECTOR, true, SEC_ALL},
     [GEN_OP_BITLINEAR] = {true, FMT_USE_TERNARY, true, SEC_ALL},
     [GEN_OP_ROPE] = {false, 0, true, SEC_ALL},
     [GEN_OP_KV_WRITE] = {false, 0, false, SEC_LAYER},
@@ -121,16 +122,44 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
                 snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", allowed[0] ? " or " : "",
                          fmt_codec_at(i)->yaml);
         return gen_yaml_fail(c->y, w, "%s: %s has type %s, %s needs %s", c->label, wkey, gen_ttype_name(t->type),
-                             gen_op_name(op->kind), allowed);
+                             gen_op_label(op), allowed);
     }
     if (t->per_layer && c->sec != SEC_LAYER)
         return gen_yaml_fail(c->y, w, "%s: per-layer tensor used outside forward.layer", c->label);
-    bool two_d = op->kind != GEN_OP_RMSNORM;
+    bool two_d = op->kind != GEN_OP_NORM;
     if (t->n_dims != (two_d ? 2 : 1))
         return gen_yaml_fail(c->y, w, "%s: %s must be %s, it has %d dims", c->label, wkey, two_d ? "2-D" : "1-D",
                              t->n_dims);
     if ((op->kind == GEN_OP_EMBED || op->kind == GEN_OP_LM_HEAD) && t->ne[1] != GEN_DIM_VOCAB)
         return gen_yaml_fail(c->y, w, "%s: %s must have shape [width, vocab]", c->label, wkey);
+    return 0;
+}
+
+/* A norm's `bias:` (rows of gen_norm.h that take one): a 1-D vector tensor, per layer only in
+ * forward.layer; its width is checked with the input's in infer_width. */
+static int parse_bias(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
+{
+    yaml_node_t *b = gen_yaml_get(c->y, opn, "bias");
+    const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
+    if (!b)
+        return 0;
+    if (!n || !n->bias)
+        return gen_yaml_fail(c->y, b, "%s takes no 'bias'", c->label);
+    char name[GEN_MAX_NAME];
+    if (gen_yaml_str(c->y, b, "bias", name, sizeof(name)))
+        return -1;
+    op->bias = gen_model_find_tensor(c->m, name);
+    if (op->bias < 0)
+        return gen_yaml_fail(c->y, b, "%s: bias '%s' is not in tensors", c->label, name);
+    const gen_tensor *t = &c->m->tensors[op->bias];
+    const fmt_codec *codec = fmt_codec_find(t->type);
+    if (!codec || !(codec->uses & FMT_USE_VECTOR))
+        return gen_yaml_fail(c->y, b, "%s: bias has type %s, %s needs a vector type", c->label,
+                             gen_ttype_name(t->type), n->op);
+    if (t->per_layer && c->sec != SEC_LAYER)
+        return gen_yaml_fail(c->y, b, "%s: per-layer tensor used outside forward.layer", c->label);
+    if (t->n_dims != 1)
+        return gen_yaml_fail(c->y, b, "%s: bias must be 1-D, it has %d dims", c->label, t->n_dims);
     return 0;
 }
 
@@ -147,13 +176,16 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
     case GEN_OP_EMBED:
         *out_w = (int)t->ne[0];
         return 0;
-    case GEN_OP_RMSNORM:
+    case GEN_OP_NORM:
     case GEN_OP_BITLINEAR:
     case GEN_OP_LM_HEAD:
         if (t->ne[0] != w0)
             return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, weight ne0 is %lld", c->label, n0, w0,
                                     (long long)t->ne[0]);
-        *out_w = op->kind == GEN_OP_RMSNORM ? w0 : (int)t->ne[1];
+        if (op->bias >= 0 && m->tensors[op->bias].ne[0] != w0)
+            return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, bias ne0 is %lld", c->label, n0, w0,
+                                    (long long)m->tensors[op->bias].ne[0]);
+        *out_w = op->kind == GEN_OP_NORM ? w0 : (int)t->ne[1];
         return 0;
     case GEN_OP_ROPE:
         if (w0 % hp->head_dim)
@@ -218,23 +250,25 @@ static int define_output(fwd_ctx *c, yaml_node_t *opn, gen_op *op, int width)
 
 static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
 {
-    static const char *const keys[] = {"op", "in", "out", "weight", "table", NULL};
+    static const char *const keys[] = {"op", "in", "out", "weight", "table", "bias", NULL};
     char kind[GEN_MAX_NAME];
     snprintf(c->label, sizeof(c->label), "op in %s", k_sec_names[c->sec]);
     yaml_node_t *k;
     if (gen_yaml_check_map(c->y, opn, c->label, keys) || !(k = gen_yaml_need(c->y, opn, "op", c->label)) ||
         gen_yaml_str(c->y, k, "op", kind, sizeof(kind)))
         return -1;
-    int kk = -1, act = gen_act_find_op(kind);
+    int kk = -1, act = gen_act_find_op(kind), norm = gen_norm_find_op(kind);
     for (int i = 0; i < GEN_OP_COUNT; i++)
-        if (!strcmp(kind, gen_op_name((gen_op_kind)i)) && i != GEN_OP_ACT_MUL)
+        if (!strcmp(kind, gen_op_name((gen_op_kind)i)) && i != GEN_OP_ACT_MUL && i != GEN_OP_NORM)
             kk = i;
     if (act >= 0)
         kk = GEN_OP_ACT_MUL;
+    if (norm >= 0)
+        kk = GEN_OP_NORM;
     if (kk < 0)
         return gen_yaml_fail(c->y, k, "unknown op '%s'", kind);
-    *op = (gen_op){.kind = (gen_op_kind)kk, .act = act, .in = {-1, -1, -1}, .out = -1, .weight = -1,
-                   .loc = gen_yaml_loc(opn)};
+    *op = (gen_op){.kind = (gen_op_kind)kk, .act = act, .norm = norm, .in = {-1, -1, -1}, .out = -1, .weight = -1,
+                   .bias = -1, .loc = gen_yaml_loc(opn)};
     snprintf(c->label, sizeof(c->label), "%s", kind);
     if (!(k_rules[kk].secs & (unsigned)c->sec)) {
         int only = k_rules[kk].secs;
@@ -242,7 +276,8 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
                              k_sec_names[only]);
     }
     int width = 0;
-    if (parse_weight(c, opn, op) || parse_inputs(c, opn, op) || infer_width(c, op, op->loc, &width) ||
+    if (parse_weight(c, opn, op) || parse_bias(c, opn, op) || parse_inputs(c, opn, op) ||
+        infer_width(c, op, op->loc, &width) ||
         define_output(c, opn, op, width))
         return -1;
     if (op->kind == GEN_OP_KV_WRITE) {

@@ -3,8 +3,8 @@
  * Unfused, every source op becomes one kernel op and every bitlinear quantizes
  * its own input (QUANT + BITLINEAR). The fusion pass (gen_graph_build(.., fuse=1))
  * applies these rules, each only when the intermediate value has no other reader:
- *   - rmsnorm whose output only feeds bitlinears   -> NORM_QUANT (one quantization,
- *     shared by every projection that reads it)
+ *   - a norm (any row of gen_norm.h) whose output only feeds bitlinears -> NORM_QUANT
+ *     (one quantization, shared by every projection that reads it)
  *   - bitlinear a, bitlinear b (same input), <act>_mul(a, b) -> BITLINEAR_GLU
  *   - bitlinear o, add(r, o) -> r                   -> BITLINEAR with residual r
  *   - 2..3 other bitlinears of one input (q, k, v)  -> BITLINEAR_MULTI (one dispatch,
@@ -13,9 +13,9 @@
  *   - rope(q) -> qr, attention(qr)                  -> ATTENTION with rope (the kernel
  *     rotates each q element with its partner on load, gen_rope_elem)
  * Decode only (gen_graph_build_sched(.., decode=1), one token), fold_decode_norms:
- *   - rmsnorm -> xn, lm_head(xn)                    -> LM_HEAD with norm_w (widths up to
+ *   - norm -> xn, lm_head(xn)                       -> LM_HEAD with that norm (widths up to
  *     GEN_HEAD_FOLD_MAX_WIDTH: the normed row is staged in shared memory)
- *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with norm_w: every
+ *   - NORM_QUANT read only by one BITLINEAR(_MULTI) -> that kop with its norm: every
  *     workgroup recomputes the norm + quantization of the row into shared memory
  *   - bitlinear + add -> x (or a GLU -> f), NORM_QUANT of it right after -> that kop
  *     with last_out: its last workgroup to finish (a SYNC counter) runs the NORM_QUANT
@@ -103,7 +103,8 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     k->kind = kind;
     k->sec = sec;
     k->in[0] = k->in[1] = k->in[2] = -1;
-    k->out = k->res = k->norm_w = k->part = k->last_out = k->last_norm_w = -1;
+    k->out = k->res = k->part = k->last_out = -1;
+    k->norm = k->last_norm = GEN_KOP_NO_NORM;
     for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
         k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
@@ -111,7 +112,8 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     const char *what = src->weight >= 0 ? c->m->tensors[src->weight].key
                        : src->out >= 0  ? c->m->values[src->out].name
                                         : "";
-    snprintf(k->label, sizeof(k->label), "%s %s", kind == GEN_K_ACT_MUL ? gen_op_label(src) : gen_kop_name(kind), what);
+    snprintf(k->label, sizeof(k->label), "%s %s",
+             kind == GEN_K_ACT_MUL || kind == GEN_K_NORM ? gen_op_label(src) : gen_kop_name(kind), what);
     return k;
 }
 
@@ -243,8 +245,9 @@ typedef struct {
     int rope_q_src[GEN_MAX_OPS];  /* attention index -> fused rope op index */
 } sect_state;
 
-/* rmsnorm: fused with the quantization of its output when only bitlinears read it. */
-static int lower_rmsnorm(lower_ctx *c, const sect *s, const gen_op *op)
+/* A norm (any row of gen_norm.h): fused with the quantization of its output when only
+ * bitlinears read it. */
+static int lower_norm(lower_ctx *c, const sect *s, const gen_op *op)
 {
     const gen_model *m = c->m;
     gen_kop *k;
@@ -257,14 +260,16 @@ static int lower_rmsnorm(lower_ctx *c, const sect *s, const gen_op *op)
             return -1;
         k->in[0] = f32_val(c, op->in[0]);
         k->w[0] = op->weight;
+        k->norm = (gen_kop_norm){op->norm, op->weight, op->bias};
         k->out = q;
         c->q8_of[op->out] = q;
         return 0;
     }
-    if (!(k = add_kop(c, GEN_K_RMSNORM, s->sec, op)))
+    if (!(k = add_kop(c, GEN_K_NORM, s->sec, op)))
         return -1;
     k->in[0] = f32_val(c, op->in[0]);
     k->w[0] = op->weight;
+    k->norm = (gen_kop_norm){op->norm, op->weight, op->bias};
     k->out = f32_val(c, op->out);
     return 0;
 }
@@ -433,7 +438,7 @@ static int lower_section(lower_ctx *c, const sect *s)
             c->q8_of[op->out] = -1; /* a redefined value needs a new quantization */
         int rc;
         switch (op->kind) {
-        case GEN_OP_RMSNORM: rc = lower_rmsnorm(c, s, op); break;
+        case GEN_OP_NORM: rc = lower_norm(c, s, op); break;
         case GEN_OP_BITLINEAR: rc = lower_bitlinear(c, s, i, &st); break;
         case GEN_OP_ROPE: rc = lower_rope(c, s, i, &st); break;
         case GEN_OP_KV_WRITE: {
@@ -492,25 +497,25 @@ static void fold_kop_away(gen_graph *g, int i, gen_kop *into, const char *first,
     g->n_kops--;
 }
 
-/* Decode-only folds: an rmsnorm read only by the LM head, a NORM_QUANT read only by
+/* Decode-only folds: a NORM read only by the LM head, a NORM_QUANT read only by
  * one (multi-)projection; the reader takes the norm's input and weight. */
 static void fold_decode_norms(gen_graph *g)
 {
     for (int i = 0; i < g->n_kops; i++) {
         gen_kop *n = &g->kops[i];
-        if (n->kind != GEN_K_RMSNORM && n->kind != GEN_K_NORM_QUANT)
+        if (n->kind != GEN_K_NORM && n->kind != GEN_K_NORM_QUANT)
             continue;
         int j = -1;
         if (kop_readers(g, n->out, &j) != 1 || kop_writes_between(g, i, j, n->in[0]))
             continue;
         gen_kop *r = &g->kops[j];
-        bool ok = n->kind == GEN_K_RMSNORM
+        bool ok = n->kind == GEN_K_NORM
                       ? r->kind == GEN_K_LM_HEAD && g->vals[n->out].width <= GEN_HEAD_FOLD_MAX_WIDTH
                       : r->kind == GEN_K_BITLINEAR || r->kind == GEN_K_BITLINEAR_MULTI;
-        if (!ok || r->in[0] != n->out || r->sec != n->sec || r->norm_w >= 0)
+        if (!ok || r->in[0] != n->out || r->sec != n->sec || r->norm.row >= 0)
             continue;
         r->in[0] = n->in[0];
-        r->norm_w = n->w[0];
+        r->norm = n->norm;
         fold_kop_away(g, i--, r, n->label, r->label);
     }
 }
@@ -531,7 +536,7 @@ static void fold_decode_next_norm(gen_graph *g)
             b->sec != n->sec || b->last_out >= 0)
             continue;
         b->last_out = n->out;
-        b->last_norm_w = n->kind == GEN_K_QUANT ? -1 : n->w[0]; /* a bare QUANT: no norm */
+        b->last_norm = n->kind == GEN_K_QUANT ? GEN_KOP_NO_NORM : n->norm; /* a bare QUANT: no norm */
         fold_kop_away(g, i--, b, b->label, n->label);
     }
 }
@@ -562,7 +567,7 @@ static void fold_decode_loop_norm(gen_graph *g)
             if (g->kops[i].in[a] == n->out && g->kops[i].sec != GEN_SEC_LAYER)
                 return;
     b->last_out = n->out;
-    b->last_norm_w = n->w[0];
+    b->last_norm = n->norm;
     b->last_next = true;
     char label[sizeof(b->label)];
     snprintf(label, sizeof(label), "%s+%s[L+1]", b->label, n->label);

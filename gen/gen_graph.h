@@ -36,9 +36,9 @@
 /* Kernel-op kinds: source ops plus the fused ones. */
 #define GEN_KOPS(X)                                                                   \
     X(EMBED, "embed")             /* x[t] = f32(table[tok[t]])                    */ \
-    X(RMSNORM, "rmsnorm")         /* y = rmsnorm(x) * w                            */ \
+    X(NORM, "norm")               /* y = norm(x) * w (+ b)  (norm: gen_norm.h)     */ \
     X(QUANT, "quant")             /* q, s = act_quant(x)                           */ \
-    X(NORM_QUANT, "norm_quant")   /* q, s = act_quant(rmsnorm(x) * w)   (fused)    */ \
+    X(NORM_QUANT, "norm_quant")   /* q, s = act_quant(norm(x) * w (+ b)) (fused)   */ \
     X(BITLINEAR, "bitlinear")     /* y = W.q / s * ws  (+ res when fused)          */ \
     X(BITLINEAR_GLU, "bitlinear_glu") /* y = act(Wg.q) * (Wu.q)         (fused)    */ \
                                   /* both: (last_out: + norm_quant(y), last wg)    */ \
@@ -74,6 +74,14 @@ typedef enum {
 const char *gen_kop_name(gen_kop_kind k);
 
 typedef enum { GEN_GV_F32, GEN_GV_Q8 } gen_gval_kind;
+
+/* A norm a kernel op applies: its row of the norm table (gen_norm.h; -1: none), its weight
+ * and bias tensors (indices into gen_model.tensors; -1: none). The kernels read it through
+ * one descriptor (gen/kernels/gen_k_norm.h), whatever the norm. */
+typedef struct {
+    int row, w, b;
+} gen_kop_norm;
+#define GEN_KOP_NO_NORM ((gen_kop_norm){-1, -1, -1})
 
 typedef struct {
     char name[GEN_MAX_NAME];
@@ -111,15 +119,16 @@ typedef struct {
     int last_out;   /* BITLINEAR with a residual, BITLINEAR_GLU, EMBED, merged ATTENTION
                      * (decode, fused): the NORM_QUANT (or QUANT) that followed it folded
                      * in: the workgroup that finishes last (SYNC counter
-                     * GEN_SYNC_LAST_NORM) runs it on the whole new row `out` with weight
-                     * last_norm_w into this Q8 gval. -1 none */
-    int last_norm_w; /* -1: a bare QUANT (no norm) */
-    bool last_next; /* with last_out: the norm is the next layer's first kop (last_norm_w
-                     * resolves to layer L+1, RT_ARG_WEIGHT_NEXT); skipped on the last
+                     * GEN_SYNC_LAST_NORM) runs it on the whole new row `out` with the norm
+                     * last_norm into this Q8 gval. -1 none */
+    gen_kop_norm last_norm; /* row -1: a bare QUANT (no norm) */
+    bool last_next; /* with last_out: the norm is the next layer's first kop (last_norm's
+                     * tensors resolve to layer L+1, RT_ARG_WEIGHT_NEXT); skipped on the last
                      * layer (RT_P_HAS_NEXT); layer 0's copy runs in the pre section */
-    int norm_w;     /* decode folds: RMSNorm weight applied in the prologue (in[0] is
-                     * then the F32 value before the norm), -1 none. LM_HEAD: rmsnorm;
-                     * BITLINEAR(_MULTI): rmsnorm + act_quant of the row per workgroup */
+    gen_kop_norm norm; /* NORM, NORM_QUANT: the norm the kop runs. Decode folds: the norm
+                     * applied in the prologue (in[0] is then the F32 value before the
+                     * norm), row -1 none. LM_HEAD: the norm of its row; BITLINEAR(_MULTI):
+                     * the norm + act_quant of the row per workgroup */
     bool argmax;    /* LM_HEAD (decode, fused): also the argmax of the logits row into
                      * RESULT u32[0] (the engine's argmax kernel then does not run): each
                      * workgroup's best (value, index) into `part` (GEN_HEAD_GROUPS pairs),
@@ -152,7 +161,7 @@ typedef struct {
 int gen_graph_build(const gen_model *m, bool fuse, gen_graph *out_g, char *err);
 /* Same, for one schedule: decode (one token) with fuse also folds norms into the
  * kernel that reads them (each workgroup recomputes the row: cheap for one token):
- * rmsnorm -> LM_HEAD, and NORM_QUANT -> a BITLINEAR / BITLINEAR_MULTI that is its
+ * NORM -> LM_HEAD, and NORM_QUANT -> a BITLINEAR / BITLINEAR_MULTI that is its
  * only reader. Decode attention (fused or not) is split-K: ATTENTION with
  * GEN_ATTN_SPLITS key ranges + ATTN_COMBINE. decode = false is gen_graph_build. */
 int gen_graph_build_sched(const gen_model *m, bool fuse, bool decode, gen_graph *out_g, char *err);

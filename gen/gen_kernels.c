@@ -8,7 +8,7 @@
 
 static const gen_kernel_fn builders[GEN_K_COUNT] = {
     [GEN_K_EMBED] = gen_k_embed,
-    [GEN_K_RMSNORM] = gen_k_norm,
+    [GEN_K_NORM] = gen_k_norm,
     [GEN_K_QUANT] = gen_k_norm,
     [GEN_K_NORM_QUANT] = gen_k_norm,
     [GEN_K_BITLINEAR] = gen_k_bitlinear,

@@ -12,6 +12,7 @@
 
 #include "gen_model.h"
 #include "gen_act.h"
+#include "gen_norm.h"
 #include "gen_yaml.h"
 
 int gen_forward_parse(gen_yaml *y, yaml_node_t *fwd, gen_model *m); /* gen_forward.c */
@@ -35,7 +36,8 @@ const char *gen_op_name(gen_op_kind k)
 const char *gen_op_label(const gen_op *op)
 {
     const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
-    return a ? a->op : gen_op_name(op->kind);
+    const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
+    return a ? a->op : n ? n->op : gen_op_name(op->kind);
 }
 
 int gen_op_arity(gen_op_kind k)

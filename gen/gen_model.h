@@ -37,7 +37,7 @@
  * the generator's graph, not here. */
 #define GEN_OPS(X)                                                            \
     X(EMBED, "embed", 0)         /* out[t] = f32(table[token[t]])          */ \
-    X(RMSNORM, "rmsnorm", 1)     /* out = in / sqrt(mean(in^2)+eps) * w    */ \
+    X(NORM, "<norm>", 1)         /* out = norm(in) * w (+ b), gen_norm.h   */ \
     X(BITLINEAR, "bitlinear", 1) /* out = W(ternary, I2_S) . int8q(in)     */ \
     X(ROPE, "rope", 1)           /* out = rope(in, pos), heads of head_dim */ \
     X(KV_WRITE, "kv_write", 2)   /* cache[layer][pos] = (k=in0, v=in1)     */ \
@@ -55,7 +55,7 @@ typedef enum {
 
 const char *gen_op_name(gen_op_kind k);
 struct gen_op;
-/* The YAML name of an op ("relu2_mul" for an ACT_MUL of relu2). */
+/* The YAML name of an op ("relu2_mul" for an ACT_MUL of relu2, "layernorm" for a NORM). */
 const char *gen_op_label(const struct gen_op *op);
 int gen_op_arity(gen_op_kind k);
 
@@ -73,7 +73,7 @@ typedef struct {
     int n_kv_heads; /* key/value heads (GQA: query head h uses kv head h / (n_heads/n_kv_heads)) */
     int head_dim;   /* per head; q width = n_heads*head_dim, kv width = n_kv_heads*head_dim */
     int ffn_dim;    /* feed-forward hidden width */
-    float norm_eps; /* RMSNorm epsilon (all norms) */
+    float norm_eps; /* the norms' epsilon (every row of gen_norm.h reads it) */
     float rope_base;
     int rope_dims;  /* rotated dims per head (== head_dim for BitNet) */
     gen_rope_style rope_style;
@@ -113,9 +113,11 @@ typedef struct {
 typedef struct gen_op {
     gen_op_kind kind;
     int act;            /* ACT_MUL: row of the activation table (gen_act.h), else -1 */
+    int norm;           /* NORM: row of the norm table (gen_norm.h), else -1 */
     int in[GEN_MAX_IN]; /* value indices, arity from GEN_OPS */
     int out;            /* value index, -1 for kv_write */
     int weight;         /* tensor index, -1 if none (embed: the table) */
+    int bias;           /* NORM with a bias (YAML `bias:`): tensor index, else -1 */
     gen_loc loc;
 } gen_op;
 

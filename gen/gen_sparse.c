@@ -1,11 +1,13 @@
 /* gen_sparse.c - the sparse-FFN decode graphs (YAML `sparse_ffn`).
  *
  * BitNet's FFN is f = relu(gate)^2 * up, fn = act_quant(rmsnorm(f) * w_sub), then
- * x += down(fn). A neuron whose gate is <= 0 has f = 0 exactly; the sub-norm's sum
- * of squares and the absmax of the quantization do not change with exact zeros, and
- * their code is 0, so its row of `up` and its column of `down` contribute nothing and
- * need not be read. Exact mode rewrites, in the fused decode graph, each layer's
- *     BITLINEAR_GLU (relu^2, + next norm)  ->  SPARSE_GATE, SPARSE_UP (+ next norm)
+ * x += down(fn). A neuron whose gate is <= 0 has f = 0 exactly (an activation whose
+ * row of gen_act.h has sparse_skip: relu^2); the sub-norm runs on the whole row, zeros
+ * included, with the dense code, and keeps a zero zero (its row of gen_norm.h has
+ * keeps_zero: rmsnorm; a layernorm's mean and bias do not), so the zero's code is 0: its
+ * row of `up` and its column of `down` contribute nothing and need not be read. Exact mode rewrites, in the
+ * fused decode graph, each layer's
+ *     BITLINEAR_GLU (sparse_skip act, + next norm) -> SPARSE_GATE, SPARSE_UP (+ next norm)
  *     BITLINEAR + add (down, + next norm)  ->  SPARSE_DOWN (+ next norm)
  * SPARSE_GATE computes every gate row and the ascending list of rows with gate > 0
  * (count first); SPARSE_UP computes the listed up rows, f (zero elsewhere) and the
@@ -27,6 +29,7 @@
 
 #include "gen_act.h"
 #include "gen_graph.h"
+#include "gen_norm.h"
 #include "schema/rt_schedule.h" /* RT_PRED_MAX_RANK */
 
 static int new_val(gen_graph *g, const char *base, const char *sfx, int width, char *err)
@@ -49,9 +52,13 @@ static int new_val(gen_graph *g, const char *base, const char *sfx, int width, c
 static bool sparse_pair(const gen_graph *g, int i)
 {
     const gen_kop *glu = &g->kops[i], *dn = &g->kops[i + 1];
-    /* the sparse kernels compute relu(g)^2 * u: relu^2 GLUs only */
-    return glu->kind == GEN_K_BITLINEAR_GLU && glu->act == gen_act_find_op("relu2_mul") && glu->sec == GEN_SEC_LAYER && glu->last_out >= 0 &&
-           glu->last_norm_w >= 0 && dn->kind == GEN_K_BITLINEAR && dn->res >= 0 && dn->norm_w < 0 &&
+    /* the skip is exact for an activation that is 0 at every gate <= 0 (gen_act.h's sparse_skip) */
+    const gen_act *act = glu->kind == GEN_K_BITLINEAR_GLU ? gen_act_at(glu->act) : NULL;
+    /* ... and the down columns of inactive neurons only behind a sub-norm that keeps their
+     * zeros zero (gen_norm.h's keeps_zero: rmsnorm, not layernorm) */
+    const gen_norm *sub = gen_norm_at(glu->last_norm.row);
+    return act && act->sparse_skip && sub && sub->keeps_zero && glu->sec == GEN_SEC_LAYER && glu->last_out >= 0 &&
+           dn->kind == GEN_K_BITLINEAR && dn->res >= 0 && dn->norm.row < 0 &&
            dn->in[0] == glu->last_out && dn->sec == GEN_SEC_LAYER;
 }
 
@@ -94,7 +101,8 @@ static int rewrite_pair(gen_graph *g, int i, bool pred, char *err)
     gk->w[1] = -1;
     gk->out = gate;
     gk->part = list;
-    gk->last_out = gk->last_norm_w = -1;
+    gk->last_out = -1;
+    gk->last_norm = GEN_KOP_NO_NORM;
     snprintf(gk->label, sizeof(gk->label), "sparse_gate %s", m->tensors[gk->w[0]].key);
     up->kind = GEN_K_SPARSE_UP;
     up->in[1] = gate;
@@ -145,8 +153,8 @@ int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, 
             i += made - 1;
         }
     if (!n) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn needs a fused layer FFN: relu2_mul(bitlinear gate, bitlinear up) "
-                 "of one input, an rmsnorm of it read by a bitlinear down, and that added to the residual stream "
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn needs a fused layer FFN: act_mul(bitlinear gate, bitlinear up) "
+                 "of one input with an activation that is 0 at every gate <= 0 (relu2_mul), a norm of it that keeps zeros (rmsnorm) read by a bitlinear down, and that added to the residual stream "
                  "(and fuse not false)", m->path, m->sparse_loc.line, m->sparse_loc.col);
         return -1;
     }

@@ -318,7 +318,7 @@ typedef struct {
  * activation's int8 codes read by several bitlinears, the sparse FFN's skip) it decides from
  * these entries, so a fusion never changes what a row means. */
 typedef enum {
-    RT_CPU_EMBED, RT_CPU_RMSNORM, RT_CPU_BITLINEAR, RT_CPU_ROPE, RT_CPU_KV_WRITE,
+    RT_CPU_EMBED, RT_CPU_NORM, RT_CPU_BITLINEAR, RT_CPU_ROPE, RT_CPU_KV_WRITE,
     RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_OP_COUNT
 } rt_cpu_op_kind;
 #define RT_CPU_VOCAB (-1) /* a value width: the vocabulary size (from the GGUF) */
@@ -328,7 +328,9 @@ typedef struct {
     int8_t in[2];      /* value indices read (-1: none) */
     int8_t out;        /* value index written (-1: none, kv_write) */
     int8_t weight;     /* desc->tensors index (-1: none) */
-    const char *act;   /* ACT_MUL: the activation's name ("relu2"), else NULL */
+    int8_t bias;       /* NORM: desc->tensors index of its bias (-1: none) */
+    const char *row;   /* ACT_MUL: the activation's name ("relu2"); NORM: the norm's
+                        * ("rmsnorm", "layernorm"); else NULL */
     const char *label; /* "models/x.yaml:23: bitlinear attn_q" (errors, --profile) */
 } rt_cpu_op;
 

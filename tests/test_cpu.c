@@ -35,6 +35,7 @@
 #include "engine/rt_engine.h"
 #include "fixture.h"
 #include "gen_act.h"
+#include "gen_norm.h"
 #include "ref/ref_ops.h"
 #include "schema/rt_schedule.h"
 
@@ -276,6 +277,40 @@ static void test_norm_rope(void **st)
     free(yr);
 }
 
+/* The norm table's CPU rows (runtime/cpu/cpu_ops.c) against the generator's (gen/gen_norm.c):
+ * a row claiming `cpu` has a CPU row of that name and the same arithmetic (bit for bit, with
+ * and without weight and bias, at an awkward width), a row without it has none. */
+static void test_norm_rows(void **st)
+{
+    (void)st;
+    const int n = 1001;
+    float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n),
+          *y = malloc(sizeof(float) * n), *yr = malloc(sizeof(float) * n);
+    for (int i = 0; i < n; i++) {
+        x[i] = 0.7f + frnd(3.0f); /* a mean away from 0: layernorm's centring matters */
+        w[i] = 1.0f + frnd(0.1f);
+        b[i] = frnd(0.1f);
+    }
+    for (int i = 0; i < gen_norm_count(); i++) {
+        const gen_norm *g = gen_norm_at(i);
+        const cpu_norm *c = cpu_norm_find(g->name);
+        assert_true(g->cpu == (c != NULL));
+        for (int k = 0; c && k < 2; k++) {
+            for (int j = 0; j < n; j++)
+                y[j] = NAN;
+            c->fn(x, k ? w : NULL, k && g->bias ? b : NULL, n, 1e-5f, y);
+            g->ref(x, k ? w : NULL, k && g->bias ? b : NULL, n, 1e-5f, yr);
+            if (memcmp(y, yr, sizeof(float) * n))
+                fail_msg("norm %s: the CPU row differs from the reference (%s weight)", g->name, k ? "with" : "no");
+        }
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+    free(yr);
+}
+
 /* Attention: float dots and float P.V sums vs the reference's double sums. Rule: the scores
  * err by 2 hd 2^-24 sum|q k| (as the F16 dots above), which moves each probability by at most
  * that much relatively through exp; the output's float accumulation of n_kv terms errs by
@@ -328,11 +363,14 @@ static void test_act_rows(void **st)
         const gen_act *g = gen_act_at(i);
         const cpu_act *c = cpu_act_find(g->name);
         assert_true(g->cpu == (c != NULL)); /* the generator's claim matches the CPU table */
+        assert_true(!c || c->zero_at_nonpositive == g->sparse_skip); /* one skip rule on both backends */
         for (int k = 0; c && k < 200; k++) {
             const float a = frnd(6.0f);
             assert_true(c->fn(a) == g->ref(a) || (isnan(c->fn(a)) && isnan(g->ref(a))));
             if (a <= 0 && c->zero_at_nonpositive)
                 assert_true(c->fn(a) == 0.0f);
+            if (a <= 0 && g->sparse_skip)
+                assert_true(g->ref(a) == 0.0f);
         }
     }
     /* the whole-array form of each row against the reference expression, with the edge values
@@ -579,7 +617,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq),
         cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
-        cmocka_unit_test(test_act_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
+        cmocka_unit_test(test_act_rows),
+        cmocka_unit_test(test_norm_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

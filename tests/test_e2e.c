@@ -719,6 +719,95 @@ static void test_llama_variant_vs_reference(void **st)
     rig_close(&r);
 }
 
+/* Decode of ids one token at a time (positions 0..n-1) into out[n][vocab]. */
+static void decode_rows(rt_engine *e, const int32_t *ids, int n, int vocab, float *out)
+{
+    char err[RT_ERR_LEN] = "";
+    for (int i = 0; i < n; i++)
+        if (rt_engine_eval(e, &ids[i], 1, i, out + (size_t)i * vocab, err))
+            fail_msg("%s", err);
+}
+
+/* The llama variant's rule (test_llama_variant_vs_reference): top-1 on >= 18 of 20 rows and
+ * mean |d| <= 0.05 against the C reference; max |d| printed. */
+static void expect_near_ref(const char *what, const float *got, const float *ref, int vocab)
+{
+    cmp_stats s = compare(got, ref, 20, vocab);
+    printf("bitnet-layernorm-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", what, s.top1_agree,
+           s.mean_abs, s.max_abs);
+    assert_true(s.top1_agree >= 18);
+    assert_true(s.mean_abs <= 0.05);
+}
+
+/* LayerNorm with biases in every norm position (tests/data/bitnet-layernorm-tiny.yaml, random
+ * weights from tools/mkmodel): the native CPU backend and the Vulkan prompt and decode
+ * schedules against the C reference; fused vs unfused decode bit for bit (the rule of the
+ * shipped models). No sparse FFN: a layernorm sub-norm does not keep zeros (test_sparse). */
+static void test_layernorm_vs_reference(void **st)
+{
+    (void)st;
+    const char *tool = "build/tools/mkmodel", *gguf = "build/test-e2e-layernorm.gguf";
+    const char *yaml = "tests/data/bitnet-layernorm-tiny.yaml";
+    if (!exists(tool)) {
+        printf("skip: %s not built\n", tool);
+        skip();
+    }
+    char cmd[512], err[RT_ERR_LEN] = "";
+    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers 2 --vocab 512 --seed 11 >/dev/null", tool, yaml, gguf);
+    assert_int_equal(system(cmd), 0);
+    const built_desc *bd = desc_of(yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    ref_model *ref = ref_open(&bd->m, g, 64, REF_NUM_BATCHED, err);
+    if (!ref)
+        fail_msg("%s", err);
+    const int vocab = ref_vocab(ref);
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = (i * 37 + 11) % vocab;
+    const size_t sz = (size_t)20 * vocab;
+    float *want = malloc(sz * 4), *a = malloc(sz * 4), *b = malloc(sz * 4);
+    if (ref_eval(ref, ids, 20, 0, want, err))
+        fail_msg("%s", err);
+    /* the CPU backend: no device needed */
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
+                        .backend = RT_BACKEND_CPU, .n_threads = 2, .n_threads_batch = 2};
+    rt_engine *ce = NULL;
+    if (rt_engine_open(&bd->d.desc, &o, &ce, err) || rt_engine_eval(ce, ids, 20, 0, a, err))
+        fail_msg("%s", err);
+    expect_near_ref("CPU backend prompt", a, want, vocab);
+    decode_rows(ce, ids, 20, vocab, a);
+    expect_near_ref("CPU backend decode", a, want, vocab);
+    rt_engine_close(ce);
+    rig r, u;
+    int rc = rig_open(&r, yaml, gguf, RIG_FUSE, err);
+    if (rc == 1 && strstr(err, "no Vulkan device")) {
+        printf("skip: %s\n", err);
+        skip();
+    }
+    if (rc || rt_engine_eval(r.e, ids, 20, 0, a, err))
+        fail_msg("%s", err);
+    expect_near_ref("Vulkan prompt", a, want, vocab);
+    decode_rows(r.e, ids, 20, vocab, a);
+    expect_near_ref("Vulkan decode", a, want, vocab);
+    if (rig_open(&u, yaml, gguf, 0, err))
+        fail_msg("%s", err);
+    decode_rows(u.e, ids, 20, vocab, b);
+    cmp_stats s = compare(a, b, 20, vocab);
+    if (s.max_abs != 0)
+        fail_msg("bitnet-layernorm-tiny: decode fused vs unfused differ (max |d| %g)", s.max_abs);
+    rig_close(&u);
+    rig_close(&r);
+    free(want);
+    free(a);
+    free(b);
+    ref_close(ref);
+    rt_gguf_close(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -732,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_tiny_q8_head),
         cmocka_unit_test(test_2b_q8_head),
         cmocka_unit_test(test_llama_variant_vs_reference),
+        cmocka_unit_test(test_layernorm_vs_reference),
         cmocka_unit_test(test_device_limits),
     };
     return cmocka_run_group_tests(tests, NULL, free_built);

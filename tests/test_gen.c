@@ -70,7 +70,7 @@ static void test_unfused_lowering(void **state)
     /* one kernel op per source op, plus one QUANT per bitlinear */
     assert_int_equal(count_kind(&graph, GEN_K_BITLINEAR, GEN_SEC_LAYER), 7);
     assert_int_equal(count_kind(&graph, GEN_K_QUANT, GEN_SEC_LAYER), 7);
-    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_LAYER), 4);
+    assert_int_equal(count_kind(&graph, GEN_K_NORM, GEN_SEC_LAYER), 4);
     assert_int_equal(count_kind(&graph, GEN_K_ADD, GEN_SEC_LAYER), 2);
     assert_int_equal(count_kind(&graph, GEN_K_ACT_MUL, GEN_SEC_LAYER), 1);
     assert_int_equal(count_kind(&graph, GEN_K_ROPE, GEN_SEC_LAYER), 2);
@@ -107,7 +107,7 @@ static void test_fusion_rules(void **state)
             assert_true(graph.kops[i].rope);
     assert_int_equal(count_kind(&graph, GEN_K_KV_WRITE, GEN_SEC_LAYER), 0);
     /* the final norm feeds the LM head, not a projection: stays a plain rmsnorm */
-    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_NORM, GEN_SEC_POST), 1);
     /* the activation quantization of h is shared by q, k and v (one multi-projection) */
     for (int i = 0; i < graph.n_kops; i++) {
         const gen_kop *k = &graph.kops[i];
@@ -144,7 +144,7 @@ static void test_silu_variant(void **state)
         const gen_kop *k = &graph.kops[i];
         layer += k->sec == GEN_SEC_LAYER;
         assert_true(k->kind != GEN_K_QUANT && k->kind != GEN_K_NORM_QUANT);
-        if (k->last_out >= 0 && k->last_norm_w < 0) {
+        if (k->last_out >= 0 && k->last_norm.w < 0) {
             assert_true(k->kind == GEN_K_ATTENTION || k->kind == GEN_K_BITLINEAR_GLU);
             assert_int_equal(graph.kops[i + 1].in[0], k->last_out);
             quant++;
@@ -273,7 +273,7 @@ static void test_decode_folds(void **state)
      * in the LM head's prologue */
     assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 0);
     assert_int_equal(count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_PRE), 0);
-    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
+    assert_int_equal(count_kind(&graph, GEN_K_NORM, GEN_SEC_POST), 0);
     int first = -1;
     for (int i = 0; i < graph.n_kops && first < 0; i++)
         first = graph.kops[i].sec == GEN_SEC_LAYER ? i : -1;
@@ -297,13 +297,13 @@ static void test_decode_folds(void **state)
             assert_true(k->last_next == (last == 4)); /* down: layer L+1's weight, skipped on the last */
             if (want[last][0])
                 assert_string_equal(model.tensors[k->w[0]].key, want[last][0]);
-            assert_string_equal(model.tensors[k->last_norm_w].key, want[last][1]);
+            assert_string_equal(model.tensors[k->last_norm.w].key, want[last][1]);
             assert_int_equal(graph.vals[k->last_out].kind, GEN_GV_Q8);
             /* the reader: the next kop, or the layer's first (across the loop) */
             int r = last == 0 || last == 4 ? first : i + 1;
             assert_string_equal(model.tensors[graph.kops[r].w[0]].key, want[last][2]);
             assert_int_equal(graph.kops[r].in[0], k->last_out);
-            assert_int_equal(graph.kops[r].norm_w, -1); /* no prologue: it reads the Q8 row */
+            assert_int_equal(graph.kops[r].norm.w, -1); /* no prologue: it reads the Q8 row */
             assert_true(graph.barrier[r] & (1ull << graph.vals[k->last_out].buf)); /* waits for it */
             if (k->last_next) { /* the row crosses the loop: no other value shares its buffers */
                 assert_int_equal(k->last_out, graph.kops[first - 1].last_out); /* == the embedding's */
@@ -316,12 +316,12 @@ static void test_decode_folds(void **state)
             assert_int_equal(writes_of(&graph, k, graph.vals[k->last_out].buf), 1);
             assert_int_equal(writes_of(&graph, k, graph.vals[k->last_out].buf_s), 1);
         }
-        if (k->norm_w < 0)
+        if (k->norm.w < 0 || k->kind == GEN_K_NORM || k->kind == GEN_K_NORM_QUANT)
             continue;
         folded++;
         assert_true(k->kind == GEN_K_BITLINEAR || k->kind == GEN_K_LM_HEAD);
         assert_int_equal(graph.vals[k->in[0]].kind, GEN_GV_F32);
-        assert_int_equal(model.tensors[k->norm_w].type, FMT_F32);
+        assert_int_equal(model.tensors[k->norm.w].type, FMT_F32);
     }
     assert_int_equal(folded, 1);
     assert_int_equal(last, 5);
@@ -389,7 +389,8 @@ static void test_decode_folds(void **state)
             continue;
         }
         assert_int_equal(graph.kops[i].kind, plain.kops[j++].kind);
-        assert_int_equal(graph.kops[i].norm_w, -1);
+        const bool own = graph.kops[i].kind == GEN_K_NORM || graph.kops[i].kind == GEN_K_NORM_QUANT;
+        assert_int_equal(graph.kops[i].norm.w == -1, !own); /* a norm kop's own norm; no folds */
         assert_false(graph.kops[i].rope || graph.kops[i].kv_fold || graph.kops[i].last_out >= 0 ||
                      graph.kops[i].argmax);
     }
@@ -418,13 +419,13 @@ static void test_wide_head_not_folded(void **state)
     if (gen_model_parse(txt, strlen(txt), "wide.yaml", &model, err))
         fail_msg("%s", err);
     assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
-    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 1);
+    assert_int_equal(count_kind(&graph, GEN_K_NORM, GEN_SEC_POST), 1);
     for (int i = 0; i < graph.n_kops; i++)
         if (graph.kops[i].kind == GEN_K_LM_HEAD)
-            assert_int_equal(graph.kops[i].norm_w, -1);
+            assert_int_equal(graph.kops[i].norm.w, -1);
     load("models/bitnet-tiny.yaml"); /* the shipped widths fold */
     assert_int_equal(gen_graph_build_sched(&model, true, true, &graph, err), 0);
-    assert_int_equal(count_kind(&graph, GEN_K_RMSNORM, GEN_SEC_POST), 0);
+    assert_int_equal(count_kind(&graph, GEN_K_NORM, GEN_SEC_POST), 0);
 }
 
 /* Every kernel's recorded shared-memory bytes and invocations (what the runtime checks
@@ -642,17 +643,21 @@ static void test_row_code_shapes(void **state)
         bool ok;
     } cases[] = {{256, 2560, true}, {128, 2560, true}, {64, 6912, true}, {32, 512, true},
                  {96, 2560, false}, {512, 2560, false}, {256, 2562, false}};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]) * (size_t)gen_norm_count(); c++) {
+        const size_t i = c % (sizeof(cases) / sizeof(cases[0]));
+        const gen_norm *row = gen_norm_at((int)(c / (sizeof(cases) / sizeof(cases[0])))); /* every norm row */
         dsl_kernel *k = dsl_kernel_new("row", cases[i].lanes, 1, 1);
         dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY), w = dsl_buffer(k, "w", DSL_F32, DSL_READONLY);
+        dsl_expr b = row->bias ? dsl_buffer(k, "b", DSL_F32, DSL_READONLY) : NULL;
         dsl_expr q = dsl_buffer(k, "q", DSL_U32, DSL_WRITEONLY), qs = dsl_buffer(k, "qs", DSL_F32, DSL_WRITEONLY);
         dsl_expr red = dsl_shared(k, "red", DSL_F32, 256), s, total;
-        gen_norm_quant_row(k, 1e-5f, x, w, NULL, cases[i].width, red, q, &s, &total);
+        const gen_norm_apply n = {row, 1e-5f, w, b};
+        gen_norm_quant_row(k, &n, x, NULL, cases[i].width, red, q, &s, &total);
         dsl_store(k, qs, dsl_u32(k, 0), s);
         dsl_store(k, qs, dsl_u32(k, 1), dsl_cast(k, total, DSL_F32));
         if (cases[i].ok) {
             if (dsl_error(k))
-                fail_msg("lanes %u width %d: %s", cases[i].lanes, cases[i].width, dsl_error(k));
+                fail_msg("%s: lanes %u width %d: %s", row->name, cases[i].lanes, cases[i].width, dsl_error(k));
             assert_non_null(dsl_emit_glsl(k));
         } else {
             assert_non_null(dsl_error(k));

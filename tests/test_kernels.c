@@ -37,6 +37,7 @@
 #include "gen_graph.h"
 #include "gen_kernels.h"
 #include "gen_model.h"
+#include "gen_norm.h"
 #include "tests/ref/ref_ops.h"
 #include "gguf/rt_gguf.h"
 #include "vk/rt_vk.h"
@@ -76,7 +77,7 @@ static const char *const variant_edits[][2] = {
 
 static void *xmalloc(size_t n);
 
-/* models/bitnet-tiny.yaml with variant_edits applied. */
+/* models/bitnet-tiny.yaml (or a copy with other ops) with variant_edits applied. */
 static void load_variant(const char *path, gen_model *m)
 {
     FILE *f = fopen(path, "rb");
@@ -613,11 +614,13 @@ static int cmp_codes(const gen_kop *kop, const int8_t *got, const int8_t *ref, c
 static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     const int width = width_of(g, kop->in[0]);
-    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_RMSNORM;
+    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_NORM, bias = kop->norm.b >= 0;
+    const gen_norm *row = gen_norm_at(kop->norm.row); /* the norm table's row: its reference, its tolerance */
+    assert_true(norm == (row != NULL));
     const float eps = g->m->hp.norm_eps;
     kern kn;
     kern_build(&kn, g, kop, decode);
-    float *w = rnd_vec((size_t)width, 0.5f);
+    float *w = rnd_vec((size_t)width, 0.5f), *bv = rnd_vec((size_t)width, 0.5f);
     for (int i = 0; i < width; i++)
         w[i] += 1.0f;
     int moved = 0, total = 0;
@@ -625,30 +628,32 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
         uint32_t n = decode ? 1 : batch_sizes[s];
         size_t nx = (size_t)NMAX * width;
         float *x = rnd_rows(NMAX, width);
-        rt_buf b[4];
+        rt_buf b[5];
         int nb = 0;
         b[nb++] = dev(4 * nx, x);
         if (norm)
             b[nb++] = dev(4 * (size_t)width, w);
+        if (bias)
+            b[nb++] = dev(4 * (size_t)width, bv);
         if (quant) {
             b[nb++] = dev(nx, NULL);
             b[nb++] = dev(8 * NMAX, NULL);
         } else {
             b[nb++] = dev(4 * nx, NULL);
         }
-        const rt_buf *args[4] = {&b[0], &b[1], &b[2], &b[3]};
+        const rt_buf *args[5] = {&b[0], &b[1], &b[2], &b[3], &b[4]};
         assert_int_equal(nb, kn.ko.n_args);
         kern_run(&kn, args, n, 0, 0);
         float *h = xmalloc(4 * nx);
         for (uint32_t t = 0; t < n; t++) {
             if (norm)
-                cref_rmsnorm(x + (size_t)t * width, w, width, eps, h + (size_t)t * width);
+                row->ref(x + (size_t)t * width, w, bias ? bv : NULL, width, eps, h + (size_t)t * width);
             else
                 memcpy(h + (size_t)t * width, x + (size_t)t * width, 4 * (size_t)width);
         }
         if (!quant) {
             float *y = fetch(&b[nb - 1], 4 * nx);
-            expect(kop, "y", decode, n, 0, rel_err(y, h, (size_t)n * width, ELEM), 1e-5);
+            expect(kop, "y", decode, n, 0, rel_err(y, h, (size_t)n * width, ELEM), row->tol); /* rule: gen_norm.c */
             assert_true(all_poison((uint32_t *)y + (size_t)n * width, (NMAX - n) * (size_t)width));
             free(y);
         } else {
@@ -683,9 +688,10 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
     if (moved * 1000 > total)
         fail_msg("%s: %d of %d codes moved at ties", kop->label, moved, total);
     if (moved)
-        printf("  note: %s: %d of %d int8 codes one step off at a .5 tie (rmsnorm sum order)\n", kop->label, moved,
-               total);
+        printf("  note: %s: %d of %d int8 codes one step off at a .5 tie (the norm's sum order)\n", kop->label,
+               moved, total);
     free(w);
+    free(bv);
     kern_free(&kn);
 }
 
@@ -701,7 +707,7 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
     const unsigned tile = kn.tile;
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
     const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = width_of(g, kop->in[0]);
-    assert_true(kop->norm_w < 0); /* folded norms: decode-only graph, tests/test_kernels_fused.c */
+    assert_true(kop->norm.w < 0); /* folded norms: decode-only graph, tests/test_kernels_fused.c */
     int M[GEN_KOP_MAX_PARTS];
     i2s_mat W[GEN_KOP_MAX_PARTS];
     for (int j = 0; j < nw; j++)
@@ -862,7 +868,7 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
                 b[nb++] = dev(4 * nx, NULL);
             }
             assert_int_equal(nb, kn.ko.n_args);
-            const rt_buf *args[4] = {&b[0], &b[1], &b[2], &b[3]};
+            const rt_buf *args[5] = {&b[0], &b[1], &b[2], &b[3], &b[4]};
             kern_run(&kn, args, n, pos, 0);
             if (!cache) {
                 float *y = fetch(&b[1], 4 * nx);
@@ -1040,7 +1046,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         }
         OK(rt_buf_fill(g_vk, &b[5], 0, err)); /* counters start at zero (the engine's state) */
         /* + the next norm's weight (none for a bare QUANT) and Q8 row */
-        const bool last = kop->last_out >= 0, lnorm = last && kop->last_norm_w >= 0;
+        const bool last = kop->last_out >= 0, lnorm = last && kop->last_norm.w >= 0;
         const int nl = last ? 2 + lnorm : 0, a0 = kop->kv_fold ? 8 : merged ? 6 : 4;
         assert_int_equal(kn.ko.n_args, a0 + nl);
         const rt_buf *args[11] = {&b[0], &b[1], &b[2], comb || merged ? &b[4] : &b[3], &b[3], &b[5], &b[6], &b[7]};
@@ -1192,7 +1198,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     kop.q8 = q8;
     const gen_tensor *ts = &g->m->tensors[kop.w[0]];
     const int dim = (int)ts->ne[0];
-    const bool f16 = ts->type == FMT_F16, norm = kop.norm_w >= 0;
+    const bool f16 = ts->type == FMT_F16, norm = kop.norm.w >= 0;
     kern kn;
     kern_build_spec(&kn, g, &kop, decode, gemv_vec);
     size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB, nb = nt / 32;
@@ -1300,7 +1306,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
 
 static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
 {
-    assert_true(kop->norm_w < 0); /* folded norm: the decode graphs, test_lm_head */
+    assert_true(kop->norm.w < 0); /* folded norm: the decode graphs, test_lm_head */
     for (uint32_t v = 0; v < (decode ? 2u : 1u); v++) /* decode: 4-byte loads, 16-byte at 32 row slots */
         lm_head_case(g, kop, decode, false, v ? 1 | 2 << 12 : 0);
 }
@@ -1463,12 +1469,49 @@ static void test_embed(void **state)
     assert_true(RUN_KINDS(check_embed, GEN_K_EMBED) >= 4); /* f16 n512, n256 x decode, batch */
 }
 
+/* Every norm row of gen_norm.h: the NORM and NORM_QUANT kernels of a model using it
+ * (tests/data/bitnet-layernorm-tiny.yaml: layernorm with a bias everywhere), at its widths
+ * and at the variant's awkward ones (ffn 4224: the re-read walk with a partial last word),
+ * each width and kind once; a row no test model uses fails (rmsnorm: the shipped models). */
+static void check_norm_rows(void)
+{
+    static gen_model lm[2];
+    static gen_graph lg;
+    int seen[16] = {0};
+    load_variant("tests/data/bitnet-layernorm-tiny.yaml", &lm[0]);
+    if (gen_model_load("tests/data/bitnet-layernorm-tiny.yaml", &lm[1], err))
+        fail_msg("%s", err);
+    for (int m = 0; m < 2; m++)
+        for (int f = 0; f < 2; f++) {
+            if (gen_graph_build(&lm[m], f == 1, &lg, err))
+                fail_msg("%s", err);
+            int done[GEN_K_COUNT][8] = {{0}}, nd[GEN_K_COUNT] = {0}; /* widths run per kind */
+            for (int i = 0; i < lg.n_kops; i++) {
+                const gen_kop *kop = &lg.kops[i];
+                const int wd = lg.vals[kop->in[0]].width;
+                bool dup = kop->kind != GEN_K_NORM && kop->kind != GEN_K_NORM_QUANT;
+                for (int j = 0; j < nd[kop->kind] && !dup; j++)
+                    dup = done[kop->kind][j] == wd;
+                if (dup || nd[kop->kind] >= 8)
+                    continue;
+                done[kop->kind][nd[kop->kind]++] = wd;
+                for (int d = 0; d < 2; d++)
+                    check_norm(&lg, kop, d == 1);
+                seen[kop->norm.row]++;
+            }
+        }
+    for (int r = 0; r < gen_norm_count(); r++)
+        if (!seen[r] && r != gen_norm_find("rmsnorm"))
+            fail_msg("no test model uses %s: its kernels never ran", gen_norm_at(r)->op);
+}
+
 static void test_norms(void **state)
 {
     (void)state;
     need_device();
-    assert_true(RUN_KINDS(check_norm, GEN_K_RMSNORM, GEN_K_QUANT, GEN_K_NORM_QUANT) >= 6);
-    assert_true(runs[GEN_K_RMSNORM] && runs[GEN_K_QUANT] && runs[GEN_K_NORM_QUANT]);
+    assert_true(RUN_KINDS(check_norm, GEN_K_NORM, GEN_K_QUANT, GEN_K_NORM_QUANT) >= 6);
+    assert_true(runs[GEN_K_NORM] && runs[GEN_K_QUANT] && runs[GEN_K_NORM_QUANT]);
+    check_norm_rows();
 }
 
 static void test_bitlinear(void **state)
@@ -1571,7 +1614,7 @@ static void test_lm_head(void **state)
     int n = 0;
     for (int m = 0; m < N_MODELS; m++)
         for (int i = 0; i < dec_graphs[m].n_kops; i++)
-            if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm_w >= 0) {
+            if (dec_graphs[m].kops[i].kind == GEN_K_LM_HEAD && dec_graphs[m].kops[i].norm.w >= 0) {
                 /* 4- and 16-byte loads; 8, 32, 64 and 256 row slots a workgroup (GEMV_WIDE) */
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1 | 2 << 12);

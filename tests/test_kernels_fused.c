@@ -1,14 +1,15 @@
 /* test_kernels_fused.c - the fused kernel kinds on a Vulkan device (lavapipe in CI):
- * for every kop of the fused decode graphs of models/bitnet-tiny.yaml and
- * models/llama-ternary-tiny.yaml (bare QUANTs instead of sub-norms) that folds work
+ * for every kop of the fused decode graphs of models/bitnet-tiny.yaml,
+ * models/llama-ternary-tiny.yaml (bare QUANTs instead of sub-norms) and
+ * tests/data/bitnet-layernorm-tiny.yaml (every norm a LayerNorm with a bias) that folds work
  * (BITLINEAR_MULTI, a norm folded into the LM head, the next norm or QUANT run by the
  * last workgroup of the embedding, the attention or a bitlinear (ffn_down's for the
  * next layer), rope(q) and the rope_kv cache write folded into the split ATTENTION
  * that merges its own partials, the LM head's argmax), run it and the plain kernels it
  * replaces (from the unfused graph) on the same random data, outputs poisoned first,
  * and compare: the same precise arithmetic in the same order, so the results (and the
- * written cache rows) must agree bit for bit on any device. Next-norm rows are checked against a plain-C
- * rmsnorm + act_quant of the kernel's own output; bitlinears with an int8 input and a
+ * written cache rows) must agree bit for bit on any device. Next-norm rows are checked against the
+ * norm row's C reference (gen_norm.h) + act_quant of the kernel's own output; bitlinears with an int8 input and a
  * next norm against a C ternary product (ffn_down also on the last layer, where it
  * must write no row); the argmax against the logits it wrote; every kernel that
  * counts must leave its SYNC counters at zero. Skips only when no Vulkan device exists.
@@ -27,6 +28,7 @@
 #include "dsl.h"
 #include "gen_act.h"
 #include "gen_graph.h"
+#include "gen_norm.h"
 #include "gen_kernels.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
@@ -276,27 +278,29 @@ static double max_rel(const float *a, const float *b, int n)
     return m;
 }
 
-/* C reference of rmsnorm(x) * nw (tensor t_norm; t_norm < 0: no norm) -> act_quant:
- * int8 codes q[K]; returns s = 127 / amax. */
-static float ref_norm_quant(const float *x, int t_norm, int K, int8_t *q)
+/* C reference of the norm kn (its row of gen_norm.h, weight and bias tensors; no row: no
+ * norm) -> act_quant: int8 codes q[K]; returns s = 127 / amax. */
+static float ref_norm_quant(const float *x, const gen_kop_norm *kn, int K, int8_t *q)
 {
-    float *nw = malloc(sizeof(float) * (size_t)K), *h = malloc(sizeof(float) * (size_t)K);
-    double ss = 0;
-    for (int i = 0; i < K; i++)
-        ss += (double)x[i] * x[i];
-    float scale = 1.0f / sqrtf((float)(ss / K) + model.hp.norm_eps), amax = 1e-5f;
-    if (t_norm >= 0)
-        OK(rt_buf_download(g_vk, &wbuf[t_norm], 0, nw, sizeof(float) * (size_t)K, err));
-    for (int i = 0; i < K; i++) {
-        h[i] = t_norm >= 0 ? x[i] * scale * nw[i] : x[i]; /* t_norm < 0: act_quant(x) alone */
-        amax = fmaxf(amax, fabsf(h[i]));
+    float *nw = malloc(sizeof(float) * (size_t)K), *nb = malloc(sizeof(float) * (size_t)K),
+          *h = malloc(sizeof(float) * (size_t)K), amax = 1e-5f;
+    if (kn->row >= 0) {
+        OK(rt_buf_download(g_vk, &wbuf[kn->w], 0, nw, sizeof(float) * (size_t)K, err));
+        if (kn->b >= 0)
+            OK(rt_buf_download(g_vk, &wbuf[kn->b], 0, nb, sizeof(float) * (size_t)K, err));
+        gen_norm_at(kn->row)->ref(x, nw, kn->b >= 0 ? nb : NULL, K, model.hp.norm_eps, h);
+    } else {
+        memcpy(h, x, sizeof(float) * (size_t)K); /* act_quant(x) alone */
     }
+    for (int i = 0; i < K; i++)
+        amax = fmaxf(amax, fabsf(h[i]));
     float s = 127.0f / amax;
     for (int i = 0; i < K; i++) {
         float qf = rintf(h[i] * s);
         q[i] = (int8_t)(qf < -128 ? -128 : qf > 127 ? 127 : qf);
     }
     free(nw);
+    free(nb);
     free(h);
     return s;
 }
@@ -320,11 +324,11 @@ static void ref_ternary(const int8_t *q, float s, int t_w, int K, int M, float *
     free(w);
 }
 
-/* C reference of one folded-norm bitlinear part: rmsnorm(x) * nw -> act_quant -> W . q / s * ws. */
-static void ref_norm_bitlinear(const float *x, int t_norm, int t_w, int K, int M, float *y)
+/* C reference of one folded-norm bitlinear part: norm(x) -> act_quant -> W . q / s * ws. */
+static void ref_norm_bitlinear(const float *x, const gen_kop_norm *kn, int t_w, int K, int M, float *y)
 {
     int8_t *q = malloc((size_t)K);
-    float s = ref_norm_quant(x, t_norm, K, q);
+    float s = ref_norm_quant(x, kn, K, q);
     ref_ternary(q, s, t_w, K, M, y);
     free(q);
 }
@@ -340,7 +344,7 @@ static void check_last_norm(const gen_kop *fk, const float *x_new, int M)
     int8_t *ref = malloc((size_t)M);
     OK(rt_buf_download(g_vk, act(&pf, v->buf), 0, codes, (size_t)M, err));
     OK(rt_buf_download(g_vk, act(&pf, v->buf_s), 0, qs, sizeof(qs), err));
-    float s = ref_norm_quant(x_new, fk->last_norm_w, M, ref);
+    float s = ref_norm_quant(x_new, &fk->last_norm, M, ref);
     if (!(fabs(qs[0] - s) <= 1e-5 * s))
         fail_msg("%s: next norm scale %g, C reference %g", fk->label, qs[0], s);
     int64_t sum = 0;
@@ -495,8 +499,8 @@ static int plain_range(const gen_kop *fk, int *out_first)
         const gen_kop *k = &plain.kops[i];
         if (k->sec != fk->sec)
             continue;
-        bool mine = (fk->norm_w >= 0 && k->w[0] == fk->norm_w) ||
-                    (fk->last_out >= 0 && !fk->last_next && fk->last_norm_w >= 0 && k->w[0] == fk->last_norm_w);
+        bool mine = (fk->norm.w >= 0 && k->w[0] == fk->norm.w) ||
+                    (fk->last_out >= 0 && !fk->last_next && fk->last_norm.w >= 0 && k->w[0] == fk->last_norm.w);
         for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
             mine |= fk->w[p] >= 0 && k->w[0] == fk->w[p];
         mine |= plain_attention_part(fk, k);
@@ -623,10 +627,10 @@ static void check_fused_kop(const gen_kop *fk)
         if (memcmp(a, b, sizeof(float) * (size_t)n))
             fail_msg("%s part %d: fused vs unfused differ (max rel err %g); they must be bit-identical",
                      fk->label, p, max_rel(a, b, n));
-        if (fk->norm_w >= 0 && fk->kind != GEN_K_LM_HEAD) {
+        if (fk->norm.w >= 0 && fk->kind != GEN_K_LM_HEAD) {
             int M = n;
             float *r = malloc(sizeof(float) * (size_t)M);
-            ref_norm_bitlinear(x, fk->norm_w, fk->w[p], K, M, r);
+            ref_norm_bitlinear(x, &fk->norm, fk->w[p], K, M, r);
             if (res0)
                 for (int i = 0; i < M; i++)
                     r[i] += res0[i];
@@ -655,7 +659,7 @@ static void test_fused_kernels_match_unfused(void **state)
             check_embed_last(k);
             n++;
             last++;
-        } else if (k->norm_w < 0 && k->last_out >= 0 && k->kind != GEN_K_ATTENTION) {
+        } else if (k->norm.w < 0 && k->last_out >= 0 && k->kind != GEN_K_ATTENTION) {
             assert_true(k->kind == GEN_K_BITLINEAR_GLU || k->kind == GEN_K_BITLINEAR);
             for (g_wide = 0; g_wide <= RT_WIDE_LOG2_MAX; g_wide += RT_WIDE_LOG2_MAX)
                 check_q8_last(k);
@@ -663,7 +667,7 @@ static void test_fused_kernels_match_unfused(void **state)
             n++;
             last++;
             next += k->last_next;
-        } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm_w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
+        } else if (k->kind == GEN_K_BITLINEAR_MULTI || k->norm.w >= 0 || (k->kind == GEN_K_ATTENTION && k->rope)) {
             const bool wide = k->kind == GEN_K_BITLINEAR_MULTI || k->kind == GEN_K_LM_HEAD;
             for (g_wide = 0; g_wide <= (wide ? RT_WIDE_LOG2_MAX : 0u); g_wide += RT_WIDE_LOG2_MAX)
                 check_fused_kop(k);
@@ -688,6 +692,8 @@ int main(void)
          (void *)"models/bitnet-tiny.yaml"},
         {"fused_kernels_match_unfused(llama-ternary-tiny)", test_fused_kernels_match_unfused, setup, teardown,
          (void *)"models/llama-ternary-tiny.yaml"},
+        {"fused_kernels_match_unfused(bitnet-layernorm-tiny)", test_fused_kernels_match_unfused, setup, teardown,
+         (void *)"tests/data/bitnet-layernorm-tiny.yaml"},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

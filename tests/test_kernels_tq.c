@@ -353,7 +353,7 @@ static void test_tq_bitlinear(void **state)
                 const gen_kop *kop = &g->kops[i];
                 int kind = kop->kind == GEN_K_BITLINEAR ? 0 : kop->kind == GEN_K_BITLINEAR_GLU ? 1
                          : kop->kind == GEN_K_BITLINEAR_MULTI ? 2 : -1;
-                if (kind < 0 || g->vals[kop->in[0]].width % 256 || kop->norm_w >= 0 || kop->last_out >= 0)
+                if (kind < 0 || g->vals[kop->in[0]].width % 256 || kop->norm.w >= 0 || kop->last_out >= 0)
                     continue;
                 for (int decode = 0; decode < 2; decode++) {
                     built bk = {0};

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gen_act.h"
+#include "gen_norm.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_q8.h"
@@ -210,6 +211,43 @@ static void test_act_known_values(void **state)
                 fail_msg("%s(%g) = %.9g, expected %.9g", act->name, known[row].a[j], y, known[row].y[j]);
         }
     }
+}
+
+/* Every norm row's C reference (gen_norm.h) against values of its formula computed
+ * independently in double: x = {1, 2, 3, 6}, w = {1, 0.5, 2, -1}, b = {0.5, -1, 0, 0.25},
+ * eps = 1e-5 (rmsnorm: mean(x^2) = 12.5; layernorm: mean 3, variance 3.5; a row without a
+ * bias ignores b). Rule: the float row takes at most 6 roundings per value (the sums are in
+ * double), so each is within 1e-6 of the largest |y|; a row without known values fails. */
+static void test_norm_known_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        double y[4];
+    } known[] = {
+        {"rmsnorm", {0.2828425993376019, 0.2828425993376019, 1.6970555960256115, -1.6970555960256115}},
+        {"layernorm", {-0.5690434404458735, -1.2672608601114683, 0.0, -1.3535651606688104}},
+    };
+    const float x[4] = {1, 2, 3, 6}, w[4] = {1, 0.5f, 2, -1}, b[4] = {0.5f, -1, 0, 0.25f};
+    for (int i = 0; i < gen_norm_count(); i++) {
+        const gen_norm *n = gen_norm_at(i);
+        int row = -1;
+        for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
+            if (!strcmp(known[j].name, n->name))
+                row = j;
+        if (row < 0)
+            fail_msg("norm %s (%s) has no known values in test_norm_known_values", n->name, n->formula);
+        float y[4] = {NAN, NAN, NAN, NAN};
+        n->ref(x, w, n->bias ? b : NULL, 4, 1e-5f, y);
+        for (int j = 0; j < 4; j++)
+            if (!(fabs(y[j] - known[row].y[j]) <= 1e-6 * 1.7))
+                fail_msg("%s: y[%d] = %.9g, expected %.9g", n->name, j, y[j], known[row].y[j]);
+    }
+    /* no weight, no bias: layernorm's output has mean 0 and variance 1 (eps aside) */
+    float y[4];
+    gen_norm_at(gen_norm_find("layernorm"))->ref(x, NULL, NULL, 4, 0.0f, y);
+    NEAR(y[0] + y[1] + y[2] + y[3], 0.0, 1e-6);
+    NEAR((y[0] * y[0] + y[1] * y[1] + y[2] * y[2] + y[3] * y[3]) / 4, 1.0, 1e-6);
 }
 
 static void test_lm_head_argmax(void **state)
@@ -457,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_bitlinear),     cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),     cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_act_known_values),
+        cmocka_unit_test(test_norm_known_values),
         cmocka_unit_test(test_lm_head_argmax), cmocka_unit_test(test_q8_0), cmocka_unit_test(test_mkmodel_tiny),
         cmocka_unit_test(test_mkmodel_2b),    cmocka_unit_test(test_mkmodel_llama),
         cmocka_unit_test(test_mkmodel_deterministic),

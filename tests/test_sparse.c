@@ -415,7 +415,7 @@ static void run_up_down(planbufs *p, const gen_kop *kgate, const gen_kop *kup, c
     double e = max_rel(o->f, ref, M);
     if (!(e <= 1e-5))
         fail_msg("sparse up vs C: max rel err %g", e);
-    check_q8(p, kup->last_out, kup->last_norm_w, o->f, M, "sparse up: sub-norm Q8 row", o->fq, o->fqs);
+    check_q8(p, kup->last_out, kup->last_norm.w, o->f, M, "sparse up: sub-norm Q8 row", o->fq, o->fqs);
 
     poison(p, kdn->last_out);
     run_kop(p, kdn);
@@ -427,7 +427,7 @@ static void run_up_down(planbufs *p, const gen_kop *kgate, const gen_kop *kup, c
     e = max_rel(o->x, xr, D);
     if (!(e <= 1e-5))
         fail_msg("sparse down vs C: max rel err %g", e);
-    check_q8(p, kdn->last_out, kdn->last_norm_w, o->x, D, "sparse down: next layer's Q8 row", o->hq, o->hqs);
+    check_q8(p, kdn->last_out, kdn->last_norm.w, o->x, D, "sparse down: next layer's Q8 row", o->hq, o->hqs);
     free(ref);
     free(up);
     free(xr);
@@ -779,6 +779,11 @@ static void test_yaml_errors(void **st)
     assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, err), 0);
     assert_non_null(strstr(err, "sparse_ffn needs a fused layer FFN"));
     assert_non_null(strstr(err, "llama-ternary-tiny.yaml:"));
+    /* relu^2 but a layernorm sub-norm: an inactive neuron's zero is not zero after it (its
+     * mean and bias move it), so skipping its down column would change the result */
+    assert_int_equal(parse_with("tests/data/bitnet-layernorm-tiny.yaml", "sparse_ffn: exact\n", &m), 0);
+    assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, err), 0);
+    assert_non_null(strstr(err, "a norm of it that keeps zeros"));
 }
 
 

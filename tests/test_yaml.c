@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "gen_act.h"
+#include "gen_norm.h"
 #include "gen_model.h"
 
 static gen_model g_m;
@@ -342,6 +343,15 @@ static const bad_case k_bad[] = {
      "t.yaml:5:12: 'n_heads' is 16777216, more than the largest width supported (1048576)"},
     {"  n_heads: 4\n  n_kv_heads: 2\n", "  n_heads: 65536\n  n_kv_heads: 2\n",
      "t.yaml:5:12: q_dim = n_heads * head_dim = 4194304 is more than the largest width supported (1048576)"},
+    /* norms: a bias only where the row takes one (gen_norm.h), a 1-D vector tensor */
+    {"{op: rmsnorm, in: x, weight: onorm, out: xn}", "{op: rmsnorm, in: x, weight: onorm, bias: onorm, out: xn}",
+     "t.yaml:44:49: rmsnorm 'onorm' takes no 'bias'"},
+    {"{op: rmsnorm, in: x, weight: onorm, out: xn}", "{op: layernorm, in: x, weight: onorm, bias: ob, out: xn}",
+     "t.yaml:44:51: layernorm 'onorm': bias 'ob' is not in tensors"},
+    {"{op: rmsnorm, in: x, weight: anorm, out: h}", "{op: layernorm, in: x, weight: anorm, bias: wq, out: h}",
+     "t.yaml:28:51: layernorm 'anorm': bias has type i2_s, layernorm needs a vector type"},
+    {"{op: rmsnorm, in: x, weight: onorm, out: xn}", "{op: layernorm, in: x, weight: onorm, bias: anorm, out: xn}",
+     "t.yaml:44:51: layernorm 'onorm': per-layer tensor used outside forward.layer"},
     {"[dim, q_dim]", "[dim, 4294967552]", "t.yaml:17:67: shape entry 4294967552 is more than the largest width supported (1048576)"},
     {"ffn_dim: 384", "ffn_dim: 1048704", "t.yaml:8:12: 'ffn_dim' is 1048704, more than the largest width supported (1048576)"},
     {"", "---\nname: other\n",
@@ -392,6 +402,25 @@ static void show_pos(const char *s, int line, int col)
     if (col < 1 || col > len + 1)
         col = 1;
     print_error("  at:   %.*s>>>%.*s\n", col - 1, s, len - col + 1, s + col - 1);
+}
+
+/* op: layernorm with a bias: the norm row and the bias tensor on the op, its YAML label. */
+static void test_layernorm_op(void **state)
+{
+    (void)state;
+    const bad_case c = {"{op: rmsnorm, in: x, weight: onorm, out: xn}",
+                        "{op: layernorm, in: x, weight: onorm, bias: onorm, out: xn}", NULL};
+    char *s = mutate(&c), err[GEN_ERR_LEN] = "";
+    if (gen_model_parse(s, strlen(s), "t.yaml", &g_m, err))
+        fail_msg("%s", err);
+    free(s);
+    const gen_op *op = &g_m.post[0];
+    assert_int_equal(op->kind, GEN_OP_NORM);
+    assert_int_equal(op->norm, gen_norm_find_op("layernorm"));
+    assert_int_equal(op->bias, gen_model_find_tensor(&g_m, "onorm"));
+    assert_string_equal(gen_op_label(op), "layernorm");
+    assert_int_equal(g_m.layer[0].bias, -1); /* the rmsnorm of the layer: no bias */
+    assert_string_equal(gen_op_label(&g_m.layer[0]), "rmsnorm");
 }
 
 static void test_bad_cases(void **state)
@@ -455,6 +484,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bitnet_2b),  cmocka_unit_test(test_bitnet_tiny), cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
+        cmocka_unit_test(test_layernorm_op),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,7 @@
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
- * 2560), 1-D norms 1+0.1*N(0,1), linear weights N(0,1)*gain/sqrt(fan_in) pre-ternarized per
+ * 2560), 1-D norm weights 1+0.1*N(0,1), norm biases 0.1*N(0,1), linear weights N(0,1)*gain/sqrt(fan_in) pre-ternarized per
  * tensor (I2_S codes round(W/mean|W|) clamped to [-1,1], drawn directly, scale = mean|W| = gain/sqrt(fan_in)
  * * sqrt(2/pi)); gain 5.0 for a bitlinear whose output feeds an `add` (writes the residual
  * stream), 1.5 otherwise. Plus a byte-level GPT-2 style tokenizer (256 byte tokens, merges
@@ -61,7 +61,7 @@ static uint64_t hash_str(const char *s, uint64_t seed)
 
 /* ---- tensor streams: bytes produced in increasing order, one unit at a time ---- */
 
-enum { K_NORM, K_EMB, K_TERN };
+enum { K_NORM, K_BIAS, K_EMB, K_TERN };
 
 /* A unit is one block of the tensor's codec (format/fmt_codec.h), encoded by the codec. */
 #define MAX_BLK 256
@@ -91,7 +91,9 @@ static void next_unit(stream *st)
         }
     } else {
         for (int j = 0; j < blk; j++)
-            v[j] = st->kind == K_NORM ? (float)(1.0 + 0.1 * gauss(&st->r)) : (float)(gauss(&st->r) * st->std);
+            v[j] = st->kind == K_NORM   ? (float)(1.0 + 0.1 * gauss(&st->r))
+                   : st->kind == K_BIAS ? (float)(0.1 * gauss(&st->r))
+                                        : (float)(gauss(&st->r) * st->std);
     }
     st->codec->encode(v, blk, st->buf);
 }
@@ -252,6 +254,18 @@ static bool writes_residual(const gen_model *m, int ti)
     return false;
 }
 
+/* A tensor some norm op names as its bias (`bias:`). */
+static bool is_bias(const gen_model *m, int ti)
+{
+    const gen_op *lists[3] = {m->pre, m->layer, m->post};
+    const int counts[3] = {m->n_pre, m->n_layer, m->n_post};
+    for (int l = 0; l < 3; l++)
+        for (int i = 0; i < counts[l]; i++)
+            if (lists[l][i].kind == GEN_OP_NORM && lists[l][i].bias == ti)
+                return true;
+    return false;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
@@ -347,7 +361,7 @@ int main(int argc, char **argv)
                 if (s->codec->encode_tail)
                     s->codec->encode_tail((float)s->std, s->tail);
             } else {
-                s->kind = t->n_dims == 1 ? K_NORM : K_EMB;
+                s->kind = t->n_dims == 1 ? (is_bias(&m, ti) ? K_BIAS : K_NORM) : K_EMB;
                 s->std = 6.8 / sqrt((double)m.hp.dim);
             }
             uint64_t nb = fmt_nbytes(t->type, ne, err);

@@ -500,7 +500,7 @@ static void att_store(att_ctx *c, gen_kernel_out *out)
     for (int hh = 0; hh < G; hh++)
         combine_head(k, c->y, c->yout, c->head[hh], lid, c->Sx, hd);
     if (c->last) /* second level: the last of the columns' mergers runs the next norm */
-        gen_last_norm(k, c->hp->norm_eps, c->yout, &c->lb, dsl_shared(k, "red", DSL_F32, 256), c->QD, c->columns,
+        gen_last_norm(k, c->yout, &c->lb, dsl_shared(k, "red", DSL_F32, 256), c->QD, c->columns,
                       out);
     gen_last_wg_end(k, dsl_at(k, c->sync, c->w0));
 }

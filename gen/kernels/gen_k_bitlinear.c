@@ -35,15 +35,15 @@
  * part p owns a contiguous range of ceil(M_p / 8) workgroups (prefill: ceil(M_p / (16 TILE_ROWS)))
  * and runs exactly the code of a single BITLINEAR (bl_rows / gen_bl_tile) on its own weight
  * and output.
- * Decode with a folded norm (kop->norm_w): the input is the F32 row before its
- * rmsnorm; every workgroup first runs the NORM_QUANT code (gen_k_norm.h) on it into
+ * Decode with a folded norm (kop->norm, any row of gen_norm.h): the input is the F32 row
+ * before its norm; every workgroup first runs the NORM_QUANT code (gen_k_norm.h) on it into
  * shared memory (K/4 words), then the same row loop reads the codes from there.
  * Decode with the next norm folded in (kop->last_out, a residual BITLINEAR or a GLU): every
  * workgroup makes its rows visible (coherent y + memoryBarrierBuffer) and counts
  * itself in on the SYNC counter GEN_SYNC_LAST_NORM; the one that arrives last runs
  * the NORM_QUANT code on the whole new row into the Q8 output and zeroes the counter.
  * With kop->last_next (the layer's last bitlinear running the next layer's first
- * norm) the norm weight is layer L+1's and a has_next param skips it on the last layer.
+ * norm) the norm's weight (and bias) are layer L+1's and a has_next param skips it on the last layer.
  * The codes and the scale come from the weight format's kernel-side codec
  * (gen/codec/gen_codec_i2s.c); the word walk above is I2_S's interleave.
  */
@@ -441,7 +441,8 @@ static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, 
 static void bl_name(const gen_kop *kop, const int *Ms, int np, int K, bool decode, char *name, size_t size)
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU;
-    int len = snprintf(name, size, "bitlinear%s%s%s%s%s%s", kop->norm_w >= 0 ? "_norm" : "",
+    const gen_norm *n = gen_norm_at(kop->norm.row);
+    int len = snprintf(name, size, "bitlinear%s%s%s%s%s%s%s", n ? "_norm" : "", n ? n->tag : "",
                        kop->kind == GEN_K_BITLINEAR_MULTI ? "_multi" : "", glu ? "_glu_" : "",
                        glu ? gen_act_at(kop->act)->name : "", kop->res >= 0 ? "_res" : "", gen_last_suffix(kop));
     for (int p = 0; p < np; p++)
@@ -533,8 +534,9 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         return -1; /* k is the caller's to free */
     if (K % 256 == 0) /* TQ blocks are 256 weights: other widths are I2_S only (WFMT absent) */
         c.fmt = dsl_spec_const(k, "WFMT", DSL_U32, RT_SPEC_WFMT, (uint32_t)wfmt);
-    const bool norm = kop->norm_w >= 0, last = kop->last_out >= 0;
-    dsl_expr x = NULL, nw = NULL;
+    const bool norm = kop->norm.row >= 0, last = kop->last_out >= 0;
+    dsl_expr x = NULL;
+    gen_norm_apply na = {0};
     if ((norm && (!decode || glu)) || (last && (!decode || multi || !(res || glu)))) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: a folded norm needs a decode bitlinear (not GLU%s)", m->path,
                  kop->loc.line, kop->loc.col, last ? "; the next norm: one with a residual, or a GLU" : "");
@@ -542,7 +544,7 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
     }
     if (norm) { /* F32 input before the norm, and the norm weight */
         x = gen_bind_val(k, out, g, kop->in[0], 0, "x", DSL_F32, DSL_READONLY);
-        nw = gen_bind(k, out, "nw", DSL_F32, DSL_READONLY, RT_ARG_WEIGHT, kop->norm_w);
+        na = gen_norm_bind(k, g, &kop->norm, out, RT_ARG_WEIGHT, "nw", "nb");
     } else {
         c.q = gen_bind_val(k, out, g, kop->in[0], 0, "q", DSL_U32, DSL_READONLY);
         c.qs = gen_bind_val(k, out, g, kop->in[0], 1, "qs", DSL_F32, DSL_READONLY);
@@ -584,7 +586,7 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
     if (norm) {
         /* prologue: the NORM_QUANT kernel's code on the one token, codes into shared memory */
         c.q = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
-        gen_norm_quant_row(k, m->hp.norm_eps, x, nw, NULL, K, red, c.q, &c.sc, &c.qsum);
+        gen_norm_quant_row(k, &na, x, NULL, K, red, c.q, &c.sc, &c.qsum);
         dsl_barrier(k);
     }
     uint32_t groups = 0;
@@ -599,9 +601,9 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
             if (c.wide) { /* the workgroups launched: ceil(M / ((8 << GEMV_WIDE) >> GEMV_SPLITK)) */
                 dsl_expr rpw = bl_decode_rpw(k, &c);
                 dsl_expr n = dsl_div(k, dsl_add(k, Mc, dsl_sub(k, rpw, U(1))), rpw);
-                gen_last_norm_at(k, m->hp.norm_eps, y[0], &lb, red, M, dsl_let(k, "last_wg", dsl_sub(k, n, U(1))), out);
+                gen_last_norm_at(k, y[0], &lb, red, M, dsl_let(k, "last_wg", dsl_sub(k, n, U(1))), out);
             } else {
-                gen_last_norm(k, m->hp.norm_eps, y[0], &lb, red, M, groups, out);
+                gen_last_norm(k, y[0], &lb, red, M, groups, out);
             }
             if (has_next)
                 dsl_end(k);

@@ -38,7 +38,7 @@
 bool gen_k_chainable(const gen_kop *kop)
 {
     /* decode bitlinears over a Q8 row (no norm prologue: its input is another phase's output) */
-    return (kop->kind == GEN_K_BITLINEAR || kop->kind == GEN_K_BITLINEAR_GLU) && kop->norm_w < 0 &&
+    return (kop->kind == GEN_K_BITLINEAR || kop->kind == GEN_K_BITLINEAR_GLU) && kop->norm.row < 0 &&
            kop->sec == GEN_SEC_LAYER;
 }
 

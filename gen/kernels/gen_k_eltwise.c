@@ -58,7 +58,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     if (last) {
         dsl_end(k);
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
-        gen_last_norm(k, g->m->hp.norm_eps, y, &lb, red, dim, groups, out);
+        gen_last_norm(k, y, &lb, red, dim, groups, out);
     }
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);

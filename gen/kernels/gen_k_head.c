@@ -11,10 +11,10 @@
  * decode one uvec4 load when the runtime sets GEMV_VEC, else 4 u32 loads, the same
  * sums in the same order (batch too, so batched and decoded logits are the same bits);
  * accumulation in f32 (the reference's batched path keeps the input in f32).
- * Decode with a folded final norm (kop->norm_w): x is the residual stream; every
- * workgroup recomputes its rmsnorm scale (gen_norm_scale, the RMSNORM kernel's code)
- * and stages the normed row (x * scale) * w in shared memory once, so the row loop
- * reads one shared value per element.
+ * Decode with a folded final norm (kop->norm, any row of gen_norm.h): x is the residual
+ * stream; every workgroup recomputes the norm's statistics (gen_norm_row_stats, the NORM
+ * kernel's code) and stages the normed row (rmsnorm: (x * scale) * w) in shared memory
+ * once, so the row loop reads one shared value per element.
  * Q8_0 head (kop->q8, --lm-head q8): the runtime's copy of the table (rt_q8.h):
  * int8 codes [vocab][dim] as u32 words, then f16 block scales [vocab][dim/32] packed
  * two per word; logit = sum over blocks b of d_b * sum_i q_i x_i, x in f32 (only the
@@ -173,7 +173,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         return -1;
     }
     char name[64];
-    snprintf(name, sizeof(name), "lm_head%s_%s_n%d_%s%s", kop->norm_w >= 0 ? "_norm" : "",
+    const gen_norm *nrow = gen_norm_at(kop->norm.row);
+    snprintf(name, sizeof(name), "lm_head%s%s_%s_n%d_%s%s", nrow ? "_norm" : "", nrow ? nrow->tag : "",
              q8 ? "q8" : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch", amax ? "_argmax" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
@@ -184,8 +185,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_arg(out, q8 ? RT_ARG_WEIGHT_Q8 : RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "logits", DSL_F32, DSL_WRITEONLY);
     gen_out_arg(out, RT_ARG_LOGITS, 0);
-    const bool norm = kop->norm_w >= 0; /* decode fold: x is the value before the final rmsnorm */
-    dsl_expr nw = NULL;
+    const bool norm = kop->norm.row >= 0; /* decode fold: x is the value before the final norm */
+    gen_norm_apply n = {0};
     if (norm) {
         if (!decode) {
             snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head with a folded norm is decode-only", g->m->path,
@@ -193,8 +194,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
             dsl_kernel_free(k);
             return -1;
         }
-        nw = dsl_buffer(k, "nw", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->norm_w);
+        n = gen_norm_bind(k, g, &kop->norm, out, RT_ARG_WEIGHT, "nw", "nb");
     }
     dsl_expr part = NULL, sync = NULL, res = NULL; /* argmax: partials, counter, result */
     if (amax) {
@@ -224,12 +224,12 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
             dsl_kernel_free(k);
             return -1;
         }
-        dsl_expr scale = gen_norm_scale(k, g->m->hp.norm_eps, x, NULL, dim, dsl_shared(k, "red", DSL_F32, WG));
+        const gen_norm_stats st = gen_norm_row_stats(k, &n, x, NULL, dim, dsl_shared(k, "red", DSL_F32, WG));
         xs = dsl_shared(k, "xs", word_type(per_word), (uint32_t)(dim / per_word));
         dsl_expr j = dsl_for(k, "j", dsl_builtin(k, DSL_LOCAL_INDEX), DW, U(WG));
         dsl_expr e[4];
         for (int l = 0; l < per_word; l++)
-            e[l] = gen_norm_elem(k, x, nw, U(0), dsl_add(k, dsl_mul(k, j, U(per_word)), U(l)), scale);
+            e[l] = gen_norm_elem(k, &n, x, U(0), dsl_add(k, dsl_mul(k, j, U(per_word)), U(l)), &st);
         dsl_store(k, xs, j, word_vec(k, per_word, e));
         dsl_end(k);
         dsl_barrier(k);

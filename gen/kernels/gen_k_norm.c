@@ -1,7 +1,9 @@
-/* gen_k_norm.c - per-token row kernels: RMSNORM, QUANT and the fused NORM_QUANT.
+/* gen_k_norm.c - per-token row kernels: NORM, QUANT and the fused NORM_QUANT.
  *
  * One workgroup of 256 invocations per token. Numerics as the reference:
- *   rmsnorm: scale = 1 / sqrt(sum(x^2) / n + eps); y = (x * scale) * w
+ *   norm:    the norm row's statistics (gen_norm.h: rmsnorm's scale = 1 / sqrt(sum(x^2) /
+ *            n + eps), layernorm's mean and scale) through this file's row sums, then the
+ *            row's element, e.g. y = (x * scale) * w
  *   quant:   amax = max(max|y|, 1e-5); s = 127 / amax;
  *            q = clamp(roundEven(y * s), -128, 127); also sum(q) for the ternary dot
  * The row code (gen_k_norm.h) is shared with the decode kernels that fold a norm
@@ -12,13 +14,27 @@
 
 #define WG 256
 
-/* Element i of the row being normalised/quantised: (x * scale) * w, or x when scale is NULL. */
-dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale)
+dsl_expr gen_norm_elem(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr base, dsl_expr i,
+                       const gen_norm_stats *st)
 {
     dsl_expr xv = dsl_load(k, x, dsl_add(k, base, i));
-    if (!scale)
+    if (!n || !n->row)
         return xv;
-    return dsl_mul(k, dsl_mul(k, xv, scale), dsl_load(k, w, i));
+    return n->row->elem(k, xv, dsl_load(k, n->w, i), n->b ? dsl_load(k, n->b, i) : NULL, st->st);
+}
+
+gen_norm_apply gen_norm_bind(dsl_kernel *k, const gen_graph *g, const gen_kop_norm *kn, gen_kernel_out *out,
+                             uint8_t kind, const char *wname, const char *bname)
+{
+    gen_norm_apply n = {0};
+    if (kn->row < 0)
+        return n;
+    n.row = gen_norm_at(kn->row);
+    memcpy(&n.eps, (const char *)&g->m->hp + n.row->eps, sizeof(n.eps));
+    n.w = gen_bind(k, out, wname, DSL_F32, DSL_READONLY, kind, kn->w);
+    if (kn->b >= 0)
+        n.b = gen_bind(k, out, bname, DSL_F32, DSL_READONLY, kind, kn->b);
+    return n;
 }
 
 /* Invocations of k's (1-D) workgroup. */
@@ -42,9 +58,11 @@ static uint32_t lanes_of(const dsl_kernel *k)
 typedef struct {
     uint32_t V, T, n, lanes, NW;       /* virtual invocations each, words each, V * T, ... */
     bool regs;                         /* held in registers (else re-read per pass) */
-    dsl_expr x4, w4, base;             /* vec4 views of the row and the norm weight (NULL:
-                                        * none), the row's first word (NULL: 0) */
-    dsl_expr scale;                    /* once known: words read as (x * scale) * w */
+    dsl_expr x4, w4, b4, base;         /* vec4 views of the row, the norm weight and bias
+                                        * (NULL: none), the row's first word (NULL: 0) */
+    const gen_norm *norm;              /* once the statistics are known: words read as the
+                                        * norm's element of (x, w, b) */
+    const dsl_expr *st;                /* ... with these statistics */
     dsl_expr val[GEN_ROW_REG_WORDS];   /* regs: the value of word [v * T + t], zero past the row */
     dsl_expr wi[GEN_ROW_REG_WORDS];    /* regs: its word index, u32 */
     dsl_expr in[GEN_ROW_REG_WORDS];    /* regs: bool, the word is in the row; NULL when always */
@@ -73,9 +91,9 @@ static void row_load_words(dsl_kernel *k, dsl_expr v4, dsl_expr base, row_t *r, 
 }
 
 /* Set up row tok of x (tok NULL: row 0; x an f32 buffer with 16-byte aligned rows) and
- * w (NULL: no norm); loads it when it is short. false (with the kernel's sticky error
- * set) for a shape the walk cannot take. */
-static bool row_open(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr tok, int width, row_t *r)
+ * the norm n's weight and bias (n NULL or without a row: no norm); loads the row when it is
+ * short. false (with the kernel's sticky error set) for a shape the walk cannot take. */
+static bool row_open(dsl_kernel *k, dsl_expr x, const gen_norm_apply *n, dsl_expr tok, int width, row_t *r)
 {
     const uint32_t lanes = lanes_of(k), NW = (uint32_t)width / 4;
     memset(r, 0, sizeof(*r));
@@ -91,7 +109,8 @@ static bool row_open(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr tok, int wi
     r->n = r->V * r->T;
     r->regs = r->n <= GEN_ROW_REG_WORDS;
     r->x4 = dsl_buffer_view(k, "xrow4", x, DSL_VEC4);
-    r->w4 = w ? dsl_buffer_view(k, "nwrow4", w, DSL_VEC4) : NULL;
+    r->w4 = n && n->row ? dsl_buffer_view(k, "nwrow4", n->w, DSL_VEC4) : NULL;
+    r->b4 = n && n->row && n->b ? dsl_buffer_view(k, "nbrow4", n->b, DSL_VEC4) : NULL;
     r->base = tok ? dsl_let(k, "rbase", dsl_mul(k, tok, U(NW))) : NULL;
     if (!r->regs)
         return true;
@@ -107,11 +126,11 @@ static bool row_open(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr tok, int wi
     return true;
 }
 
-/* The word value as the passes see it: x, or (x * scale) * w once the scale is known
- * (as gen_norm_elem, per component). */
-static dsl_expr row_value(dsl_kernel *k, const row_t *r, dsl_expr x, dsl_expr wv)
+/* The word value as the passes see it: x, or the norm's element once the statistics are
+ * known (as gen_norm_elem, per component). */
+static dsl_expr row_value(dsl_kernel *k, const row_t *r, dsl_expr x, dsl_expr wv, dsl_expr bv)
 {
-    return r->scale && r->w4 ? dsl_mul(k, dsl_mul(k, x, r->scale), wv) : x;
+    return r->norm && r->w4 ? r->norm->elem(k, x, wv, bv, r->st) : x;
 }
 
 /* Call f on every word, virtual invocation by virtual invocation, words in order. */
@@ -128,42 +147,56 @@ static void row_each(dsl_kernel *k, row_t *r, row_fn f, void *ctx)
         }
         dsl_expr wi = dsl_for(k, "wi", v ? dsl_add(k, lid, U(v * r->lanes)) : lid, U(r->NW), U(WG));
         dsl_expr x = dsl_load(k, r->x4, r->base ? dsl_add(k, r->base, wi) : wi);
-        dsl_expr wv = r->scale && r->w4 ? dsl_load(k, r->w4, wi) : NULL;
-        f(k, ctx, v, dsl_let(k, "xv", row_value(k, r, x, wv)), wi, NULL);
+        dsl_expr wv = r->norm && r->w4 ? dsl_load(k, r->w4, wi) : NULL;
+        dsl_expr bv = r->norm && r->b4 ? dsl_load(k, r->b4, wi) : NULL;
+        f(k, ctx, v, dsl_let(k, "xv", row_value(k, r, x, wv, bv)), wi, NULL);
         dsl_end(k);
     }
 }
 
-/* regs: the words become (x * scale) * w in place, the weight's words loaded at once
- * (zero past the row: (0 * scale) * 0); re-read rows apply it per load. */
-static void row_set_scale(dsl_kernel *k, row_t *r, dsl_expr scale, const row_t *wregs)
+/* regs: the words become the norm's elements in place, the weight's (and bias's) words
+ * loaded at once (zero past the row, where nothing is stored); re-read rows apply it per
+ * load. */
+static void row_set_stats(dsl_kernel *k, row_t *r, const gen_norm *norm, const dsl_expr *st, const row_t *wregs,
+                          const row_t *bregs)
 {
-    r->scale = scale;
+    r->norm = norm;
+    r->st = st;
     if (!r->regs || !r->w4)
         return;
     for (uint32_t j = 0; j < r->n; j++)
-        r->val[j] = dsl_let(k, "y", row_value(k, r, r->val[j], wregs->val[j]));
+        r->val[j] = dsl_let(k, "y", row_value(k, r, r->val[j], wregs->val[j], bregs ? bregs->val[j] : NULL));
 }
 
-static void sumsq_word(dsl_kernel *k, void *ctx, uint32_t v, dsl_expr val, dsl_expr wi, dsl_expr in)
+typedef struct {
+    dsl_expr *part;     /* per virtual invocation */
+    gen_norm_term term; /* the summand of an element */
+    const dsl_expr *st;
+} sum_ctx;
+
+static void sum_word(dsl_kernel *k, void *ctx, uint32_t v, dsl_expr val, dsl_expr wi, dsl_expr in)
 {
-    dsl_expr *ss = ctx;
-    for (int c = 0; c < 4; c++) {
-        dsl_expr e = dsl_let(k, "e", dsl_comp(k, val, c));
-        dsl_add_to(k, ss[v], dsl_mul(k, e, e));
+    const sum_ctx *c = ctx;
+    for (int e = 0; e < 4; e++) {
+        dsl_expr t = c->term(k, dsl_let(k, "e", dsl_comp(k, val, e)), c->st);
+        /* words past the row hold zeros; a term that is not zero at zero is masked there */
+        dsl_add_to(k, c->part[v], in && c->st ? dsl_select(k, in, t, F(0)) : t);
     }
 }
 
-/* The row's sum of squares in the order of the 256-wide walk: each virtual invocation's
- * partial over its words in order (zeros past the row add nothing), the subgroup sums,
+/* The row's sum of term(x_i, st) in the order of the 256-wide walk: each virtual
+ * invocation's partial over its words in order (zeros past the row add nothing: a term
+ * given statistics, such as layernorm's (x - mean)^2, is masked there), the subgroup sums,
  * then those in virtual-subgroup order (virtual subgroup sgid + v nsg is real subgroup
  * sgid on partial v: the same sums given the same subgroup size). */
-static dsl_expr row_sum_squares(dsl_kernel *k, row_t *r, dsl_expr red)
+static dsl_expr row_sum(dsl_kernel *k, row_t *r, dsl_expr red, gen_norm_term term, const dsl_expr *st,
+                        const char *partial)
 {
     dsl_expr ss[WG], sums[WG];
     for (uint32_t v = 0; v < r->V; v++)
-        ss[v] = dsl_var(k, "ss", DSL_F32, F(0));
-    row_each(k, r, sumsq_word, ss);
+        ss[v] = dsl_var(k, partial, DSL_F32, F(0));
+    sum_ctx sc = {ss, term, st};
+    row_each(k, r, sum_word, &sc);
     dsl_expr nsg = dsl_builtin(k, DSL_NUM_SUBGROUPS), sgid = dsl_builtin(k, DSL_SUBGROUP_ID);
     for (uint32_t v = 0; v < r->V; v++)
         sums[v] = dsl_let(k, "r", dsl_subgroup_add(k, ss[v]));
@@ -180,19 +213,36 @@ static dsl_expr row_sum_squares(dsl_kernel *k, row_t *r, dsl_expr red)
     return acc;
 }
 
-static dsl_expr row_scale(dsl_kernel *k, float eps, row_t *r, int width, dsl_expr red)
+/* What the norm rows' statistics code sees of a row (gen_norm_sum). */
+typedef struct {
+    row_t *r;
+    dsl_expr red;
+} walk_t;
+
+static dsl_expr walk_sum(const gen_norm_sum *s, dsl_kernel *k, gen_norm_term term, const dsl_expr *st,
+                         const char *partial)
 {
-    dsl_expr sum = row_sum_squares(k, r, red);
-    dsl_expr e = dsl_const_f32(k, "NORM_EPS", eps); /* the YAML's norm_eps */
-    return dsl_let(k, "scale", dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, F((float)width)), e))));
+    walk_t *w = s->walk;
+    return row_sum(k, w->r, w->red, term, st, partial);
 }
 
-dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr tok, int width, dsl_expr red)
+static gen_norm_stats row_stats(dsl_kernel *k, const gen_norm_apply *n, row_t *r, int width, dsl_expr red)
+{
+    gen_norm_stats st = {{0}};
+    walk_t w = {r, red};
+    const gen_norm_sum s = {walk_sum, &w};
+    n->row->stats(k, &s, n->eps, width, st.st);
+    return st;
+}
+
+gen_norm_stats gen_norm_row_stats(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width,
+                                  dsl_expr red)
 {
     row_t r;
+    gen_norm_stats st = {{0}};
     if (!row_open(k, x, NULL, tok, width, &r))
-        return F(0);
-    return row_scale(k, eps, &r, width, red);
+        return st;
+    return row_stats(k, n, &r, width, red);
 }
 
 static void max_word(dsl_kernel *k, void *ctx, uint32_t v, dsl_expr val, dsl_expr wi, dsl_expr in)
@@ -225,19 +275,23 @@ static void quant_word(dsl_kernel *k, void *ctx, uint32_t v, dsl_expr val, dsl_e
         dsl_end(k);
 }
 
-void gen_norm_quant_row(dsl_kernel *k, float eps, dsl_expr x, dsl_expr w, dsl_expr tok, int width, dsl_expr red,
+void gen_norm_quant_row(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width, dsl_expr red,
                         dsl_expr q, dsl_expr *out_s, dsl_expr *out_total)
 {
     row_t r;
     *out_s = F(0);
     *out_total = I(0);
-    if (!row_open(k, x, w, tok, width, &r))
+    if (!row_open(k, x, n, tok, width, &r))
         return;
-    if (w) {
-        row_t wr = r;
-        if (r.regs) /* the weight's words now: their loads overlap the row's */
+    gen_norm_stats st;
+    if (r.w4) {
+        row_t wr = r, br = r;
+        if (r.regs) /* the weight's (and bias's) words now: their loads overlap the row's */
             row_load_words(k, r.w4, NULL, &wr, "wr");
-        row_set_scale(k, &r, row_scale(k, eps, &r, width, red), &wr);
+        if (r.regs && r.b4)
+            row_load_words(k, r.b4, NULL, &br, "br");
+        st = row_stats(k, n, &r, width, red);
+        row_set_stats(k, &r, n->row, st.st, &wr, r.b4 ? &br : NULL);
     }
     /* max and integer sums: any order gives the same */
     dsl_expr am = dsl_var(k, "am", DSL_F32, F(0));
@@ -259,9 +313,8 @@ gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *ko
                             dsl_expr sync)
 {
     gen_last_bufs lb = {0};
-    if (kop->last_norm_w >= 0)
-        lb.w = gen_bind(k, out, "lnw", DSL_F32, DSL_READONLY, kop->last_next ? RT_ARG_WEIGHT_NEXT : RT_ARG_WEIGHT,
-                        kop->last_norm_w);
+    lb.norm = gen_norm_bind(k, g, &kop->last_norm, out, kop->last_next ? RT_ARG_WEIGHT_NEXT : RT_ARG_WEIGHT, "lnw",
+                            "lnb");
     lb.q = gen_bind_val(k, out, g, kop->last_out, 0, "lq", DSL_U32, DSL_WRITEONLY);
     lb.qs = gen_bind_val(k, out, g, kop->last_out, 1, "lqs", DSL_F32, DSL_WRITEONLY);
     lb.sync = sync ? sync : gen_bind(k, out, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT, RT_ARG_SYNC, 0);
@@ -270,24 +323,32 @@ gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *ko
 
 const char *gen_last_suffix(const gen_kop *kop)
 {
-    return kop->last_out < 0 ? "" : kop->last_next ? "_nextlayernorm" : kop->last_norm_w < 0 ? "_nextquant" : "_nextnorm";
+    static char buf[4][32];
+    static int slot;
+    if (kop->last_out < 0)
+        return "";
+    const gen_norm *n = gen_norm_at(kop->last_norm.row);
+    char *s = buf[slot++ % 4];
+    snprintf(s, sizeof(buf[0]), "%s%s", kop->last_next ? "_nextlayernorm" : n ? "_nextnorm" : "_nextquant",
+             n ? n->tag : "");
+    return s;
 }
 
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
-                   uint32_t groups, gen_kernel_out *out)
+void gen_last_norm(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, uint32_t groups,
+                   gen_kernel_out *out)
 {
-    gen_last_norm_at(k, eps, y, lb, red, M, U(groups - 1), out);
+    gen_last_norm_at(k, y, lb, red, M, U(groups - 1), out);
 }
 
-void gen_last_norm_at(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
-                      dsl_expr last, gen_kernel_out *out)
+void gen_last_norm_at(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr last,
+                      gen_kernel_out *out)
 {
-    /* the row (and the norm weight) read back, codes + [scale, sum] out, once */
-    out->bytes += (uint64_t)M * (lb->w ? 8 : 4) + (uint64_t)M + 8;
+    /* the row (and the norm weight, and bias) read back, codes + [scale, sum] out, once */
+    out->bytes += (uint64_t)M * (lb->norm.w ? 8 : 4) + (uint64_t)M * (lb->norm.b ? 4 : 0) + (uint64_t)M + 8;
     dsl_expr cnt = dsl_at(k, lb->sync, U(GEN_SYNC_LAST_NORM));
     gen_last_wg_begin_at(k, cnt, last);
     dsl_expr sq, total;
-    gen_norm_quant_row(k, eps, y, lb->w, NULL, M, red, lb->q, &sq, &total);
+    gen_norm_quant_row(k, &lb->norm, y, NULL, M, red, lb->q, &sq, &total);
     dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
     dsl_store(k, lb->qs, U(0), sq);
     dsl_store(k, lb->qs, U(1), dsl_cast(k, total, DSL_F32));
@@ -297,11 +358,18 @@ void gen_last_norm_at(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs 
 
 int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
-    const gen_model *m = g->m;
     const int width = g->vals[kop->in[0]].width;
-    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_RMSNORM;
-    char name[96];
-    snprintf(name, sizeof(name), "%s_n%d", gen_kop_name(kop->kind), width);
+    const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_NORM;
+    const gen_norm *row = gen_norm_at(kop->norm.row);
+    if (norm != (row != NULL)) {
+        snprintf(err, GEN_ERR_LEN, "%s: %s without its norm row", kop->label, gen_kop_name(kop->kind));
+        return -1;
+    }
+    char name[96]; /* rmsnorm_n2560, norm_quant_n2560 (norm_quant_ln_n2560: the row's tag), quant_n2560 */
+    if (kop->kind == GEN_K_NORM)
+        snprintf(name, sizeof(name), "%s_n%d", row->name, width);
+    else
+        snprintf(name, sizeof(name), "%s%s_n%d", gen_kop_name(kop->kind), row ? row->tag : "", width);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -309,11 +377,8 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
 
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr w = NULL, y = NULL, q = NULL, s = NULL;
-    if (norm) {
-        w = dsl_buffer(k, "w", DSL_F32, DSL_READONLY);
-        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
-    }
+    dsl_expr y = NULL, q = NULL, s = NULL;
+    const gen_norm_apply n = gen_norm_bind(k, g, &kop->norm, out, RT_ARG_WEIGHT, "w", "b");
     if (quant) {
         q = dsl_buffer(k, "q", DSL_U32, DSL_WRITEONLY);
         s = dsl_buffer(k, "qs", DSL_F32, DSL_WRITEONLY);
@@ -326,20 +391,21 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
 
     if (!quant) {
-        dsl_expr scale = gen_norm_scale(k, m->hp.norm_eps, x, tok, width, red);
+        const gen_norm_stats st = gen_norm_row_stats(k, &n, x, tok, width, red);
         dsl_expr N = dsl_const_u32(k, "N", width);
         dsl_expr base = dsl_let(k, "base", dsl_mul(k, tok, N));
         dsl_expr i = dsl_for(k, "i", lid, N, U(WG));
-        dsl_store(k, y, dsl_add(k, base, i), gen_norm_elem(k, x, w, base, i, scale));
+        dsl_store(k, y, dsl_add(k, base, i), gen_norm_elem(k, &n, x, base, i, &st));
         dsl_end(k);
         gen_out_groups_one(out);
         gen_out_groups(out, 0, 1, 0, 1);
-        out->bytes = (uint64_t)width * 4 * 3; /* x, w, y (x's second read hits the cache) */
+        /* x, w, (b,) y (x's second read hits the cache) */
+        out->bytes = (uint64_t)width * 4 * (n.b ? 4 : 3);
         return gen_out_kernel(out, k, err);
     }
 
     dsl_expr sq, total;
-    gen_norm_quant_row(k, m->hp.norm_eps, x, w, tok, width, red, q, &sq, &total);
+    gen_norm_quant_row(k, &n, x, tok, width, red, q, &sq, &total);
     dsl_if(k, dsl_eq(k, lid, U(0)));
     dsl_store(k, s, dsl_mul(k, tok, U(2)), sq);
     dsl_store(k, s, dsl_add(k, dsl_mul(k, tok, U(2)), U(1)), dsl_cast(k, total, DSL_F32));
@@ -347,6 +413,6 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
 
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 1, 0, 1);
-    out->bytes = (uint64_t)width * (norm ? 8 : 4) + width + 8;
+    out->bytes = (uint64_t)width * (norm ? 8 : 4) + (uint64_t)width * (n.b ? 4 : 0) + width + 8;
     return gen_out_kernel(out, k, err);
 }

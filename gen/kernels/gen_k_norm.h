@@ -1,7 +1,8 @@
-/* gen_k_norm.h - the RMSNorm / activation-quantization row code of gen_k_norm.c,
+/* gen_k_norm.h - the norm / activation-quantization row code of gen_k_norm.c (any row
+ * of the norm table, gen_norm.h),
  * shared with the decode kernels that fold a norm into their prologue (LM head,
  * bitlinear): same loops, same workgroup size (256) and reduction order, so a
- * folded norm computes exactly the values of the RMSNORM / NORM_QUANT kernels.
+ * folded norm computes exactly the values of the NORM / NORM_QUANT kernels.
  * All calls must be in uniform control flow of a 256-invocation workgroup, or of one
  * whose size divides 256 (the attention's head_dim): the row code then plays 256 / size
  * virtual invocations each, so the float sum keeps the 256-wide order (max and integer
@@ -14,9 +15,32 @@
 
 #include "dsl.h"
 #include "gen_kernels.h"
+#include "gen_norm.h"
 
-/* (x[base + i] * scale) * w[i]; x[base + i] when scale is NULL. */
-dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl_expr i, dsl_expr scale);
+/* The norm a kernel applies, as bound: its row of the norm table (NULL: none, a bare
+ * quantization), its epsilon, and its weight and bias buffers (b NULL: no bias). Every
+ * kernel that folds a norm reads it through this, whatever the norm. */
+typedef struct {
+    const gen_norm *row;
+    float eps;
+    dsl_expr w, b;
+} gen_norm_apply;
+
+/* Bind kn's weight and bias (when it has one) as buffers wname, bname, arguments of kind
+ * `kind` (RT_ARG_WEIGHT, or RT_ARG_WEIGHT_NEXT for the next layer's); eps from the row's
+ * source in g's hyperparameters. kn->row < 0: a gen_norm_apply with no row. */
+gen_norm_apply gen_norm_bind(dsl_kernel *k, const gen_graph *g, const gen_kop_norm *kn, gen_kernel_out *out,
+                             uint8_t kind, const char *wname, const char *bname);
+
+/* A row's statistics (gen_norm.h: the row's own, e.g. rmsnorm's scale), held by every
+ * invocation. */
+typedef struct {
+    dsl_expr st[GEN_NORM_MAX_STATS];
+} gen_norm_stats;
+
+/* The normalised element i of the row at base: norm(x[base + i]) with w[i] (and b[i]). */
+dsl_expr gen_norm_elem(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr base, dsl_expr i,
+                       const gen_norm_stats *st);
 
 /* A row of at most this many 16-byte words per invocation (V * ceil(width / 1024), V =
  * 256 / invocations) is read once into registers; a longer one (the GLU's 6912, or any
@@ -24,43 +48,45 @@ dsl_expr gen_norm_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr base, dsl
  * so that the kernels holding it keep their register budget. */
 #define GEN_ROW_REG_WORDS 4
 
-/* 1 / sqrt(sum(x^2) / width + eps) over row tok of x (x[tok * width ..], tok NULL: row
- * 0; width a multiple of 4, rows 16-byte aligned); red: shared f32[256]. Returns a local
- * every invocation holds. */
-dsl_expr gen_norm_scale(dsl_kernel *k, float eps, dsl_expr x, dsl_expr tok, int width, dsl_expr red);
+/* n's statistics over row tok of x (x[tok * width ..], tok NULL: row 0; width a multiple of
+ * 4, rows 16-byte aligned) in the walk's order; red: shared f32[256]. */
+gen_norm_stats gen_norm_row_stats(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width,
+                                  dsl_expr red);
 
-/* act_quant of row tok of x (tok NULL: row 0), after an rmsnorm with weight w when w is
- * not NULL (v_i = (x_i * scale) * w_i, the scale as gen_norm_scale), else of x itself:
+/* act_quant of row tok of x (tok NULL: row 0), after the norm n when n and n->row are not
+ * NULL (v_i = n's element, the statistics as gen_norm_row_stats), else of x itself:
  * the row is read with 16-byte loads (once when short: GEN_ROW_REG_WORDS); packed int8
  * codes into q[tok * width/4 + i/4] (q a buffer or a shared array); *out_s = 127 / amax
  * (f32), *out_total = sum of the codes (i32), held by every invocation. */
-void gen_norm_quant_row(dsl_kernel *k, float eps, dsl_expr x, dsl_expr w, dsl_expr tok, int width, dsl_expr red,
+void gen_norm_quant_row(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width, dsl_expr red,
                         dsl_expr q, dsl_expr *out_s, dsl_expr *out_total);
 
-/* The buffers of a next norm folded into a kernel (kop->last_out): its weight (NULL for
- * a bare QUANT), the Q8 row it writes (codes, [scale, sum]) and the SYNC counters. */
+/* The buffers of a next norm folded into a kernel (kop->last_out): the norm (no row for a
+ * bare QUANT), the Q8 row it writes (codes, [scale, sum]) and the SYNC counters. */
 typedef struct {
-    dsl_expr w, q, qs, sync;
+    gen_norm_apply norm;
+    dsl_expr q, qs, sync;
 } gen_last_bufs;
 
-/* Declare and bind them (the weight: layer L+1's when kop->last_next); sync: the
+/* Declare and bind them (the norm's tensors: layer L+1's when kop->last_next); sync: the
  * kernel's SYNC buffer if it has one already, else NULL (declared and bound here). */
 gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, gen_kernel_out *out,
                             dsl_expr sync);
 
-/* Kernel-name suffix for kop's next norm: "", "_nextnorm", "_nextquant", "_nextlayernorm". */
+/* Kernel-name suffix for kop's next norm: "", "_nextnorm", "_nextquant", "_nextlayernorm"
+ * ("next layer's norm"), each followed by the norm row's tag (gen_norm.h). */
 const char *gen_last_suffix(const gen_kop *kop);
 
 /* The next norm run by the last workgroup: this workgroup's writes to y made visible,
  * counted in on SYNC word GEN_SYNC_LAST_NORM of lb->sync; the last of `groups` runs
- * gen_norm_quant_row (with lb->w's norm, or none for a bare QUANT) on y[0 .. M) into
+ * gen_norm_quant_row (with lb's norm, or none for a bare QUANT) on y[0 .. M) into
  * lb's Q8 row and zeroes the counter. y must be a coherent buffer; red: shared
  * f32[256]. Adds the tail's bytes to out->bytes. Call in uniform control flow. */
-void gen_last_norm(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
-                   uint32_t groups, gen_kernel_out *out);
+void gen_last_norm(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, uint32_t groups,
+                   gen_kernel_out *out);
 /* ... with `last`, the workgroup count minus one, an expression (a launch that follows a
  * variant). */
-void gen_last_norm_at(dsl_kernel *k, float eps, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
-                      dsl_expr last, gen_kernel_out *out);
+void gen_last_norm_at(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, dsl_expr last,
+                      gen_kernel_out *out);
 
 #endif

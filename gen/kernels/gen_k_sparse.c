@@ -8,7 +8,8 @@
  *   list = [n, r_0 < r_1 < ... < r_{n-1}], and adds n and 1 to STATS[2L], [2L+1].
  * SPARSE_UP: workgroup w writes f[r] = 0 for its 8 rows r with g[r] <= 0, and its
  *   subgroups compute list entries 8w .. 8w+7 (< n): the up row r, then
- *   f[r] = relu(g[r])^2 * up[r] with the dense GLU's expression. The last workgroup
+ *   f[r] = act(g[r]) * up[r] with the dense GLU's expression (the activation's row of
+ *   gen_act.h, one with sparse_skip: act(g) = 0 for g <= 0). The last workgroup
  *   runs the NORM_QUANT code (the sub-norm) on the whole row f, as the dense GLU.
  * SPARSE_DOWN: the listed columns of the transposed down copy (RT_ARG_WEIGHT_T,
  *   rt_schedule.h). Workgroup w owns outputs 128w .. 128w+127 = 8 code words per
@@ -29,6 +30,7 @@
  *   1 to STATS[RT_STATS_PRED + L].
  */
 #include "gen_k_common.h"
+#include "gen_act.h"
 #include "gen_k_norm.h"
 
 #define WG 256
@@ -250,7 +252,12 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
     const gen_model *m = g->m;
     const int K = g->vals[kop->in[0]].width, M = (int)m->tensors[kop->w[0]].ne[1];
     char name[96];
-    snprintf(name, sizeof(name), "sparse_up_relu2%s_m%d_k%d", gen_last_suffix(kop), M, K);
+    const gen_act *act = gen_act_at(kop->act);
+    if (!act || !act->sparse_skip) {
+        snprintf(err, GEN_ERR_LEN, "%s: sparse up needs an activation that is 0 at every gate <= 0", kop->label);
+        return -1;
+    }
+    snprintf(name, sizeof(name), "sparse_up_%s%s_m%d_k%d", act->name, gen_last_suffix(kop), M, K);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -289,8 +296,7 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
     dsl_expr tot = dsl_let(k, "tot", row_dot(k, W, q, KW, r));
     dsl_if(k, dsl_eq(k, dsl_subgroup_invocation(k), U(0)));
     dsl_expr vu = dsl_let(k, "vu", row_value(k, tot, qs, ws));
-    dsl_expr rr = dsl_let(k, "rg", dsl_max(k, dsl_load(k, gate, r), F(0)));
-    dsl_store(k, y, r, dsl_mul(k, dsl_mul(k, rr, rr), vu));
+    dsl_store(k, y, r, dsl_mul(k, act->kernel(k, dsl_load(k, gate, r)), vu)); /* the dense GLU's expression */
     dsl_end(k);
     dsl_end(k); /* rl */
 
@@ -300,7 +306,7 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
     out->bytes_active = (uint64_t)K / 4; /* the up row of each listed neuron */
     if (kop->last_out >= 0) {
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
-        gen_last_norm(k, m->hp.norm_eps, y, &lb, red, M, groups, out);
+        gen_last_norm(k, y, &lb, red, M, groups, out);
     }
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);
@@ -383,7 +389,7 @@ static int k_down(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
         if (has_next) /* a push constant: uniform */
             dsl_if(k, dsl_ne(k, has_next, U(0)));
-        gen_last_norm(k, m->hp.norm_eps, y, &lb, red, M, groups, out);
+        gen_last_norm(k, y, &lb, red, M, groups, out);
         if (has_next)
             dsl_end(k);
     }

@@ -82,8 +82,12 @@ static int resolve_ops(cpu_engine *e, char *err)
         }
         if (op->weight >= 0)
             so->codec = cpu_codec_find(cpu_w(e, op->weight, 0)->type);
-        if (op->kind == RT_CPU_ACT_MUL && !(so->act = cpu_act_find(op->act ? op->act : ""))) {
-            snprintf(err, RT_ERR_LEN, "%s: activation %s has no CPU implementation", op->label, op->act ? op->act : "?");
+        if (op->kind == RT_CPU_ACT_MUL && !(so->act = cpu_act_find(op->row ? op->row : ""))) {
+            snprintf(err, RT_ERR_LEN, "%s: activation %s has no CPU implementation", op->label, op->row ? op->row : "?");
+            return -1;
+        }
+        if (op->kind == RT_CPU_NORM && !(so->norm = cpu_norm_find(op->row ? op->row : ""))) {
+            snprintf(err, RT_ERR_LEN, "%s: norm %s has no CPU implementation", op->label, op->row ? op->row : "?");
             return -1;
         }
         if ((op->kind == RT_CPU_BITLINEAR && !so->codec->matmul) ||

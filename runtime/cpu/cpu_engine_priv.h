@@ -15,6 +15,7 @@
 typedef struct {
     const rt_cpu_op *op;
     const cpu_act *act;      /* ACT_MUL */
+    const cpu_norm *norm;    /* NORM */
     const cpu_codec *codec;  /* the weight's CPU row (per-layer tensors: all layers share a type) */
     int tensor;              /* desc->tensors index, -1 none */
     bool sparse_gate;        /* an exact-skip GLU: this bitlinear's rows may be skipped where the

@@ -65,13 +65,18 @@ static void embed_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t
         so->codec->row(e->isa, w, e->tok[t], OUT(e, so) + t * wo);
 }
 
-static void rmsnorm_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+/* A 1-D tensor's floats for this layer (t < 0: NULL). */
+static const float *vec_of(const cpu_engine *e, int t)
+{
+    return t >= 0 ? e->vec[t * e->n_layers + (e->d->tensors[t].per_layer ? e->layer : 0)] : NULL;
+}
+
+static void norm_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     const int wi = WIDTH(e, so->op->in[0]);
-    const float *nw = so->tensor >= 0 ? e->vec[so->tensor * e->n_layers + (e->d->tensors[so->tensor].per_layer ? e->layer : 0)]
-                                      : NULL;
+    const float *nw = vec_of(e, so->tensor), *nb = vec_of(e, so->op->bias);
     for (int64_t t = lo; t < hi; t++)
-        cpu_rmsnorm(IN0(e, so) + t * wi, nw, wi, e->cs->norm_eps, OUT(e, so) + t * WIDTH(e, so->op->out));
+        so->norm->fn(IN0(e, so) + t * wi, nw, nb, wi, e->cs->norm_eps, OUT(e, so) + t * WIDTH(e, so->op->out));
 }
 
 static void quant_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
@@ -224,7 +229,7 @@ static void run_op(cpu_engine *e, const cpu_step_op *so)
     const bool big = e->n > 1;
     switch (op->kind) {
     case RT_CPU_EMBED: par_for(e, so, e->n, 1, embed_body, big); break;
-    case RT_CPU_RMSNORM: par_for(e, so, e->n, 1, rmsnorm_body, big); break;
+    case RT_CPU_NORM: par_for(e, so, e->n, 1, norm_body, big); break;
     case RT_CPU_BITLINEAR: bitlinear(e, so); break;
     case RT_CPU_ROPE: par_for(e, so, e->n, 1, rope_body, big); break;
     case RT_CPU_KV_WRITE: par_for(e, so, e->n, 1, kv_write_body, big); break;

@@ -1,4 +1,5 @@
-/* cpu_ops.c - norms, RoPE, attention and activations of one token (cpu_ops.h). */
+/* cpu_ops.c - norms, RoPE, attention and activations of one token (cpu_ops.h); the CPU rows
+ * of the norm and activation tables (gen/gen_norm.c, gen/gen_act.c). */
 #include "cpu/cpu_ops.h"
 
 #include <math.h>
@@ -11,8 +12,11 @@
 #include <immintrin.h>
 #endif
 
-void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
+/* ---- norms: the same arithmetic as gen/gen_norm.c's reference column ---- */
+
+static void rmsnorm(const float *x, const float *w, const float *b, int n, float eps, float *y)
 {
+    (void)b;
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += (double)(x[i] * x[i]);
@@ -23,6 +27,41 @@ void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
         y[i] = w ? v * w[i] : v;
     }
 }
+
+/* two passes (mean, then the squared deviations): no cancellation of E[x^2] - mean^2 */
+static void layernorm(const float *x, const float *w, const float *b, int n, float eps, float *y)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += (double)x[i];
+    const float mean = (float)(sum / n);
+    double sum2 = 0.0;
+    for (int i = 0; i < n; i++) {
+        const float d = x[i] - mean;
+        sum2 += (double)(d * d);
+    }
+    const float scale = 1.0f / sqrtf((float)(sum2 / n) + eps);
+    for (int i = 0; i < n; i++) {
+        float v = (x[i] - mean) * scale;
+        v = w ? v * w[i] : v;
+        y[i] = b ? v + b[i] : v;
+    }
+}
+
+static const cpu_norm NORMS[] = {
+    {"rmsnorm", rmsnorm},
+    {"layernorm", layernorm},
+};
+
+const cpu_norm *cpu_norm_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof NORMS / sizeof NORMS[0]; i++)
+        if (!strcmp(NORMS[i].name, name))
+            return &NORMS[i];
+    return NULL;
+}
+
+void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y) { rmsnorm(x, w, NULL, n, eps, y); }
 
 #define MAX_ROPE_PAIRS 512
 

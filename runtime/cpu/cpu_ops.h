@@ -1,4 +1,4 @@
-/* cpu_ops.h - the native backend's float ops of one token: RMSNorm, RoPE, attention over the
+/* cpu_ops.h - the native backend's float ops of one token: the norms, RoPE, attention over the
  * KV cache, the gated activations, the residual add.
  *
  * Owns: each op's arithmetic in the reference's numerics (tests/ref/ref_ops.h states them):
@@ -14,7 +14,15 @@
 
 #include "cpu/cpu_isa.h"
 
-/* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x. */
+/* The norms, by the name the generator writes (the YAML op's row of gen/gen_norm.h); each
+ * row's arithmetic matches gen/gen_norm.c's reference. fn: y = norm(x) * w + b over one
+ * token's n floats (w, b may be NULL); y may alias x. */
+typedef struct {
+    const char *name; /* "rmsnorm" */
+    void (*fn)(const float *x, const float *w, const float *b, int n, float eps, float *y);
+} cpu_norm;
+const cpu_norm *cpu_norm_find(const char *name);
+/* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x: the rmsnorm row. */
 void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
 /* RoPE of one token's n_heads heads of head_dim at position pos (rope_dims rotate; neox:
  * pairs (i, i + rope_dims / 2), else (2i, 2i + 1)); y may alias x. */

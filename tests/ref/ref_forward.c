@@ -3,6 +3,7 @@
 
 #include "ref_ops.h"
 #include "gen_act.h"
+#include "gen_norm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,45 @@ static int lm_head(eval_ctx *e, const rt_gguf_tensor *w, const float *x, int dim
     return 0;
 }
 
+/* A 1-D tensor's n floats (decoded), for layer L; NULL with e->err set when its shape is not
+ * [n] or out of memory. */
+static float *vec_of(eval_ctx *e, int t, int L, int n)
+{
+    const ref_model *r = e->r;
+    const rt_gguf_tensor *w = r->w[t * r->n_layers + (r->m->tensors[t].per_layer && L > 0 ? L : 0)];
+    if (w->ne[0] != n || w->ne[1] != 1) {
+        snprintf(e->err, RT_ERR_LEN, "%s: tensor %s is [%lld, %lld], the op's input wants [%d]", r->m->path,
+                 r->m->tensors[t].key, (long long)w->ne[0], (long long)w->ne[1], n);
+        return NULL;
+    }
+    float *v = malloc(sizeof(float) * (size_t)n);
+    if (!v || fmt_decode_row(fmt_codec_find(w->type), w->data, n, 1, 0, v)) {
+        free(v);
+        snprintf(e->err, RT_ERR_LEN, "%s: tensor %s: out of memory", r->m->path, r->m->tensors[t].key);
+        return NULL;
+    }
+    return v;
+}
+
+/* A norm op: its row's C reference (gen_norm.h) per token, with its weight and bias. */
+static int norm(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w, const float *in0, int wi, float *out)
+{
+    const gen_norm *row = gen_norm_at(op->norm);
+    float *nw = w ? vec_of(e, op->weight, L, wi) : NULL, *nb = op->bias >= 0 ? vec_of(e, op->bias, L, wi) : NULL;
+    if ((w && !nw) || (op->bias >= 0 && !nb) || !row) {
+        free(nw);
+        free(nb);
+        if (!row)
+            snprintf(e->err, RT_ERR_LEN, "%s:%d: no norm row %d", e->r->m->path, op->loc.line, op->norm);
+        return -1;
+    }
+    for (int t = 0; t < e->n; t++)
+        row->ref(in0 + (size_t)t * wi, nw, nb, wi, e->r->m->hp.norm_eps, out + (size_t)t * wi);
+    free(nw);
+    free(nb);
+    return 0;
+}
+
 static int run_op(eval_ctx *e, const gen_op *op, int L)
 {
     ref_model *r = e->r;
@@ -258,18 +298,8 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
             fmt_decode_row(fmt_codec_find(w->type), w->data, wo, w->ne[1], e->tokens[t], out + (size_t)t * wo);
         }
         break;
-    case GEN_OP_RMSNORM: {
-        float *nw = w ? malloc(sizeof(float) * (size_t)wi) : NULL;
-        if (w && (!nw || fmt_decode_row(fmt_codec_find(w->type), w->data, wi, 1, 0, nw))) {
-            free(nw);
-            snprintf(e->err, RT_ERR_LEN, "%s:%d: rmsnorm weight: out of memory", r->m->path, op->loc.line);
-            return -1;
-        }
-        for (int t = 0; t < n; t++)
-            ref_rmsnorm(in0 + (size_t)t * wi, nw, wi, hp->norm_eps, out + (size_t)t * wo);
-        free(nw);
-        break;
-    }
+    case GEN_OP_NORM:
+        return norm(e, op, L, w, in0, wi, out);
     case GEN_OP_BITLINEAR:
         return bitlinear(e, op, L, w, in0, wi, wo, out);
     case GEN_OP_ROPE:

@@ -1,6 +1,7 @@
 /* ref_ops.c - plain-loop reference ops in the oracle's numerics (see ref_ops.h). */
 #include "ref_ops.h"
 
+#include "gen_norm.h"
 #include "gguf/rt_gguf.h"
 
 #include <math.h>
@@ -10,16 +11,10 @@
 
 float ref_f16_round(float x) { return fmt_f16_to_f32(fmt_f32_to_f16(x)); }
 
+/* the rmsnorm row's arithmetic (gen/gen_norm.c): one copy of it */
 void ref_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
 {
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
-    const float mean = (float)(sum / n);
-    const float scale = 1.0f / sqrtf(mean + eps);
-    for (int i = 0; i < n; i++) {
-        float v = x[i] * scale;
-        y[i] = w ? v * w[i] : v;
-    }
+    gen_norm_at(gen_norm_find("rmsnorm"))->ref(x, w, NULL, n, eps, y);
 }
 
 float ref_act_quant(const float *x, int n, int8_t *q, int32_t *out_sum)

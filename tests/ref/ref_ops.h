@@ -19,7 +19,9 @@
 float ref_f16_round(float x);
 
 /* RMSNorm as ggml: sum of float squares x*x accumulated in double, mean = (float)(sum/n),
- * scale = 1/sqrtf(mean + eps), y = (x*scale) * w (w may be NULL: no weight). y may alias x. */
+ * scale = 1/sqrtf(mean + eps), y = (x*scale) * w (w may be NULL: no weight). y may alias x.
+ * The rmsnorm row's reference (gen/gen_norm.c, where every norm's C reference lives:
+ * layernorm's too, gen_norm_at(i)->ref). */
 void ref_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
 
 /* BitNet per-row int8 activation quantization (bitnet.cpp quantize_row_i8_s):
