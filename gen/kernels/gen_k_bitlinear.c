@@ -232,6 +232,29 @@ static void bl_splitk_sum(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr psum, dsl
     dsl_end(k);
 }
 
+/* GEMV_VEC's row loop: 16-byte loads, 4 code words (64 weights) per lane and step, into
+ * acc[0] (and acc[1], the GLU's up matrix). */
+static void bl_vec(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W4, dsl_expr r, dsl_expr lane, dsl_expr sgs,
+                   const dsl_expr *acc)
+{
+    const int nw = c->glu ? 2 : 1;
+    dsl_expr KV4 = c->KV4;
+    dsl_expr w4 = dsl_for(k, "w4", bl_from(k, c->b4, lane), c->e4 ? c->e4 : KV4, sgs);
+    dsl_expr wd4[2];
+    for (int j = 0; j < nw; j++)
+        wd4[j] = dsl_let(k, j ? "wdu4" : "wd4", dsl_load(k, W4[j], dsl_add(k, dsl_mul(k, r, KV4), w4)));
+    /* words 4 w4 + e (e < 4) face activation words (w4 / 2) * 32 + (w4 % 2) * 4 + e + 8 g */
+    dsl_expr qb4 = dsl_let(k, "qb4", dsl_add(k, dsl_mul(k, dsl_shr(k, w4, U(1)), U(8)), dsl_band(k, w4, U(1))));
+    for (int gq = 0; gq < 4; gq++) {
+        dsl_expr a4 = dsl_let(k, "a4", dsl_load(k, c->q4, dsl_add(k, qb4, U(2 * gq))));
+        for (int e = 0; e < 4; e++)
+            for (int j = 0; j < nw; j++)
+                dsl_add_to(k, acc[j],
+                           dsl_dot4x8_su(k, dsl_comp(k, a4, e), gen_bl_codes(k, c, dsl_comp(k, wd4[j], e), gq)));
+    }
+    dsl_end(k); /* w4 */
+}
+
 /* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y; with
  * GEMV_ROWS = g > 0 (a tuner variant for short rows that leave lanes idle) a subgroup serves
  * 2^g rows at once, sgs / 2^g lanes each, and workgroup wg rows 8 * 2^g * wg ..: the
@@ -297,23 +320,9 @@ static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, cons
         bl_scalar(k, c, W, c->qsh, r, lane, sgs, acc);
         dsl_else(k);
     }
-    if (c->vec) { /* GEMV_VEC: 16-byte loads, 4 code words (64 weights) per lane and step */
+    if (c->vec) { /* GEMV_VEC: 16-byte loads */
         dsl_if(k, dsl_ne(k, c->vec, U(0)));
-        dsl_expr KV4 = c->KV4;
-        dsl_expr w4 = dsl_for(k, "w4", bl_from(k, c->b4, lane), c->e4 ? c->e4 : KV4, sgs);
-        dsl_expr wd4[2];
-        for (int j = 0; j < nw; j++)
-            wd4[j] = dsl_let(k, j ? "wdu4" : "wd4", dsl_load(k, W4[j], dsl_add(k, dsl_mul(k, r, KV4), w4)));
-        /* words 4 w4 + e (e < 4) face activation words (w4 / 2) * 32 + (w4 % 2) * 4 + e + 8 g */
-        dsl_expr qb4 = dsl_let(k, "qb4", dsl_add(k, dsl_mul(k, dsl_shr(k, w4, U(1)), U(8)), dsl_band(k, w4, U(1))));
-        for (int gq = 0; gq < 4; gq++) {
-            dsl_expr a4 = dsl_let(k, "a4", dsl_load(k, c->q4, dsl_add(k, qb4, U(2 * gq))));
-            for (int e = 0; e < 4; e++)
-                for (int j = 0; j < nw; j++)
-                    dsl_add_to(k, acc[j],
-                               dsl_dot4x8_su(k, dsl_comp(k, a4, e), gen_bl_codes(k, c, dsl_comp(k, wd4[j], e), gq)));
-        }
-        dsl_end(k); /* w4 */
+        bl_vec(k, c, W4, r, lane, sgs, acc);
         dsl_else(k);
     }
     bl_scalar(k, c, W, q, r, lane, sgs, acc);
@@ -507,6 +516,24 @@ int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     return gen_out_kernel(out, k, err);
 }
 
+/* A decode bitlinear's tuner variants (spec constants: GEMV_VEC, _SHQ, _ROWS, _SPLITK when
+ * splitk (one matrix, not a chained phase: the launch follows it), _WIDE) and the uvec4
+ * views of the n matrices W and the activation codes they read. */
+static void bl_decode_variants(dsl_kernel *k, gen_bl_ctx *c, const dsl_expr *W, int n, bool splitk, dsl_expr *W4)
+{
+    static const char *const wn4[GEN_KOP_MAX_PARTS] = {"w4", "w14", "w24"};
+    c->vec = dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0);
+    c->q4 = dsl_buffer_view(k, "q4", c->q, DSL_UVEC4);
+    c->KV4 = dsl_const_u32(k, "KV4", (uint32_t)c->K / 64);
+    c->shq = dsl_spec_const(k, "GEMV_SHQ", DSL_U32, RT_SPEC_GEMV_SHQ, 0);
+    c->rows = dsl_spec_const(k, "GEMV_ROWS", DSL_U32, RT_SPEC_GEMV_ROWS, 0);
+    if (splitk)
+        c->splitk = dsl_spec_const(k, "GEMV_SPLITK", DSL_U32, RT_SPEC_GEMV_SPLITK, 0);
+    c->wide = dsl_spec_const(k, "GEMV_WIDE", DSL_U32, RT_SPEC_GEMV_WIDE, 0); /* the launch follows it */
+    for (int p = 0; p < n; p++)
+        W4[p] = dsl_buffer_view(k, c->glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
+}
+
 int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out,
                          char *err)
 {
@@ -560,19 +587,8 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
                             (res || last ? DSL_READWRITE : DSL_WRITEONLY) | (last ? DSL_COHERENT : 0));
     /* decode: the same rows with 16-byte loads, picked at pipeline creation (GEMV_VEC) */
     dsl_expr W4[GEN_KOP_MAX_PARTS] = {0};
-    if (decode && !norm) {
-        static const char *const wn4[GEN_KOP_MAX_PARTS] = {"w4", "w14", "w24"};
-        c.vec = dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0);
-        c.q4 = dsl_buffer_view(k, "q4", c.q, DSL_UVEC4);
-        c.KV4 = dsl_const_u32(k, "KV4", (uint32_t)K / 64);
-        c.shq = dsl_spec_const(k, "GEMV_SHQ", DSL_U32, RT_SPEC_GEMV_SHQ, 0);
-        c.rows = dsl_spec_const(k, "GEMV_ROWS", DSL_U32, RT_SPEC_GEMV_ROWS, 0);
-        if (!multi && !out->compose) /* the launch follows it: one matrix, not a chained phase */
-            c.splitk = dsl_spec_const(k, "GEMV_SPLITK", DSL_U32, RT_SPEC_GEMV_SPLITK, 0);
-        c.wide = dsl_spec_const(k, "GEMV_WIDE", DSL_U32, RT_SPEC_GEMV_WIDE, 0); /* the launch follows it */
-        for (int p = 0; p < (glu ? 2 : np); p++)
-            W4[p] = dsl_buffer_view(k, glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
-    }
+    if (decode && !norm)
+        bl_decode_variants(k, &c, W, glu ? 2 : np, !multi && !out->compose, W4);
     gen_last_bufs lb = {0}; /* last_out: the next norm's weight, Q8 row, counters */
     if (last)
         lb = gen_last_bind(k, g, kop, out, NULL);

@@ -157,6 +157,23 @@ static dsl_expr head_slots(dsl_kernel *k, bool decode)
     return dsl_let(k, "slots", dsl_shl(k, U(ROWS), dsl_spec_const(k, "GEMV_WIDE", DSL_U32, RT_SPEC_GEMV_WIDE, 0)));
 }
 
+/* The folded norm: the row's statistics (as the norm kernel computes them) and the normed
+ * row staged in shared memory, one vector per table word; returns that array. */
+static dsl_expr head_stage_normed(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, int dim, int per_word,
+                                  dsl_expr DW)
+{
+    const gen_norm_stats st = gen_norm_row_stats(k, n, x, NULL, dim, dsl_shared(k, "red", DSL_F32, WG));
+    dsl_expr xs = dsl_shared(k, "xs", word_type(per_word), (uint32_t)(dim / per_word));
+    dsl_expr j = dsl_for(k, "j", dsl_builtin(k, DSL_LOCAL_INDEX), DW, U(WG));
+    dsl_expr e[4];
+    for (int l = 0; l < per_word; l++)
+        e[l] = gen_norm_elem(k, n, x, U(0), dsl_add(k, dsl_mul(k, j, U(per_word)), U(l)), &st);
+    dsl_store(k, xs, j, word_vec(k, per_word, e));
+    dsl_end(k);
+    dsl_barrier(k);
+    return xs;
+}
+
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
@@ -224,15 +241,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
             dsl_kernel_free(k);
             return -1;
         }
-        const gen_norm_stats st = gen_norm_row_stats(k, &n, x, NULL, dim, dsl_shared(k, "red", DSL_F32, WG));
-        xs = dsl_shared(k, "xs", word_type(per_word), (uint32_t)(dim / per_word));
-        dsl_expr j = dsl_for(k, "j", dsl_builtin(k, DSL_LOCAL_INDEX), DW, U(WG));
-        dsl_expr e[4];
-        for (int l = 0; l < per_word; l++)
-            e[l] = gen_norm_elem(k, &n, x, U(0), dsl_add(k, dsl_mul(k, j, U(per_word)), U(l)), &st);
-        dsl_store(k, xs, j, word_vec(k, per_word, e));
-        dsl_end(k);
-        dsl_barrier(k);
+        xs = head_stage_normed(k, &n, x, dim, per_word, DW);
     }
     /* F16 and Q8_0 heads walk each row 4 words (8 halves, 16 codes: half a Q8_0 block) per
      * lane at a time: in decode one uvec4 load with GEMV_VEC, else 4 u32 loads; the same
