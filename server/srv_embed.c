@@ -214,7 +214,7 @@ char *srv_embed_answer(srv_model *m, srv_sched *s, const char *body, size_t len,
     cJSON *root = NULL;
     input *ins = NULL;
     float *vecs = NULL;
-    int n = 0, pooling = 0;
+    int n = 0, pooling = 0, cap = 0;
     bool b64 = false;
     char *out = NULL;
     if (!m->embed || m->n_embd <= 0) {
@@ -236,7 +236,7 @@ char *srv_embed_answer(srv_model *m, srv_sched *s, const char *body, size_t len,
         srv_error_set(&e, 400, "invalid_request_error", NULL, "input", "'input' is required");
         goto fail;
     }
-    const int cap = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 1;
+    cap = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 1;
     if (!(ins = calloc((size_t)(cap > 0 ? cap : 1), sizeof(input)))) {
         srv_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
         goto fail;
