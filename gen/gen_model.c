@@ -2,8 +2,9 @@
  *
  * Owns: the top-level schema (name, architectures, hparams, gguf_checks,
  * tensors, fuse), hyperparameter and tensor-shape validation, the public API
- * (load/parse, find, tensor names, op names). The forward op lists are read
- * and width-checked by gen_forward.c; the YAML walking is gen_yaml.c.
+ * (load/parse, tensor names). The forward op lists are read and width-checked by
+ * gen_forward.c; the op table's names and the type names are gen_ops.c; the YAML
+ * walking is gen_yaml.c.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -16,34 +17,6 @@
 #include "gen_yaml.h"
 
 int gen_forward_parse(gen_yaml *y, yaml_node_t *fwd, gen_model *m); /* gen_forward.c */
-
-static const char *const k_op_names[] = {
-#define GEN_OP_NAME(id, name, nin) name,
-    GEN_OPS(GEN_OP_NAME)
-#undef GEN_OP_NAME
-};
-static const int k_op_arity[] = {
-#define GEN_OP_NIN(id, name, nin) nin,
-    GEN_OPS(GEN_OP_NIN)
-#undef GEN_OP_NIN
-};
-
-const char *gen_op_name(gen_op_kind k)
-{
-    return (unsigned)k < GEN_OP_COUNT ? k_op_names[k] : "?";
-}
-
-const char *gen_op_label(const gen_op *op)
-{
-    const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
-    const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
-    return a ? a->op : n ? n->op : gen_op_name(op->kind);
-}
-
-int gen_op_arity(gen_op_kind k)
-{
-    return (unsigned)k < GEN_OP_COUNT ? k_op_arity[k] : 0;
-}
 
 /* Hyperparameters by name: the keys of gguf_checks, and (integers) shape symbols. */
 static const struct {
@@ -217,12 +190,6 @@ static int shape_dim(gen_yaml *y, yaml_node_t *n, const gen_hparams *hp, int64_t
         return gen_yaml_fail(y, n, "unknown shape symbol '%s'", s);
     *out = (int64_t)hparam_value(hp, h);
     return 0;
-}
-
-const char *gen_ttype_name(uint32_t type)
-{
-    const fmt_codec *c = fmt_codec_find(type);
-    return c && c->yaml ? c->yaml : fmt_type_name(type);
 }
 
 /* "f32, f16 or i2_s": the YAML spellings of the codec table (messages). */
@@ -427,22 +394,6 @@ int gen_model_load(const char *path, gen_model *out_m, char *err)
     int rc = gen_model_parse(buf, len, path, out_m, err);
     free(buf);
     return rc;
-}
-
-int gen_model_find_value(const gen_model *m, const char *name)
-{
-    for (int i = 0; i < m->n_values; i++)
-        if (!strcmp(m->values[i].name, name))
-            return i;
-    return -1;
-}
-
-int gen_model_find_tensor(const gen_model *m, const char *key)
-{
-    for (int i = 0; i < m->n_tensors; i++)
-        if (!strcmp(m->tensors[i].key, key))
-            return i;
-    return -1;
 }
 
 void gen_tensor_name(const gen_tensor *t, int layer, char *out, int out_len)

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "format/fmt_codec.h"
 
@@ -158,8 +159,23 @@ int gen_model_load(const char *path, gen_model *out_m, char *err);
 /* From a string (tests); `name` is used in messages. */
 int gen_model_parse(const char *yaml, size_t len, const char *name, gen_model *out_m, char *err);
 
-int gen_model_find_value(const gen_model *m, const char *name);   /* -1 if none */
-int gen_model_find_tensor(const gen_model *m, const char *key);   /* -1 if none */
+/* The index of the value named name, -1 if none (inline, as gen_model_find_tensor). */
+static inline int gen_model_find_value(const gen_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_values; i++)
+        if (!strcmp(m->values[i].name, name))
+            return i;
+    return -1;
+}
+/* The index of the tensor named key, -1 if none (inline: the model's parser and the forward
+ * list's parser, which the former calls, both look tensors up). */
+static inline int gen_model_find_tensor(const gen_model *m, const char *key)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (!strcmp(m->tensors[i].key, key))
+            return i;
+    return -1;
+}
 /* GGUF name of tensor t for layer L (L ignored if not per-layer). */
 void gen_tensor_name(const gen_tensor *t, int layer, char *out, int out_len);
 /* The YAML spelling of a tensor type id ("f32", "i2_s"), or its GGUF name. */

@@ -1,0 +1,65 @@
+/* gen_k_bitlinear_common.c - what both halves of a ternary matrix product emit, the decode
+ * rows (gen_k_bitlinear.c) and the prompt tiles (gen_k_bitlinear_tile.c): a weight word's
+ * codes, the matrices' scales, a TQ block's offset, a row's value stored (the residual or
+ * the GLU's activation applied). A leaf below both (tests/check_calls.sh). */
+#include "gen_k_bitlinear.h"
+#include "gen_k_ternary.h"
+
+/* TQ1_0 / TQ2_0 weights (a scale per block): the WFMT values whose sums are float sums of
+ * block-scaled integer sums (I2_S and TQ1_T: one integer sum, one matrix scale). */
+dsl_expr gen_bl_block_scaled(dsl_kernel *k, const gen_bl_ctx *c)
+{
+    return dsl_or(k, dsl_eq(k, c->fmt, U(GEN_WFMT_TQ1)), dsl_eq(k, c->fmt, U(GEN_WFMT_TQ2)));
+}
+
+/* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
+ * token's activation scale and code sum and the matrix scales ws: plus the residual,
+ * or through the GLU. */
+void gen_bl_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot, const dsl_expr *totf, dsl_expr sc,
+                     dsl_expr qsum, const dsl_expr *ws, dsl_expr y, dsl_expr yi)
+{
+    dsl_expr v[2];
+    for (int j = 0; j < (c->glu ? 2 : 1); j++) {
+        dsl_expr vi = dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]);
+        if (c->fmt) /* TQ1_0 / TQ2_0: the block-scaled float sum / s */
+            vi = dsl_select(k, gen_bl_block_scaled(k, c), dsl_div(k, totf[j], sc), vi);
+        v[j] = dsl_let(k, j ? "vu" : "v", vi);
+    }
+    dsl_expr val = c->glu ? dsl_mul(k, c->act->kernel(k, v[0]), v[1]) : v[0];
+    if (c->res)
+        val = dsl_add(k, dsl_load(k, y, yi), val);
+    dsl_store(k, y, yi, val);
+}
+
+/* The codes (0, 1, 2 per byte) of group g of a weight word: elements 32 g + 4 w .. +3. */
+dsl_expr gen_bl_codes(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr word, int g)
+{
+    return c->codec->ternary_codes(k, word, g);
+}
+
+/* The weight scale of each matrix (I2_S, TQ1_T: the f32 after the codes; read only for
+ * those, TQ1_0 / TQ2_0 keep a scale per block). */
+void gen_bl_scales(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws)
+{
+    if (!c->fmt) {
+        for (int j = 0; j < (c->glu ? 2 : 1); j++)
+            out_ws[j] = dsl_let(k, j ? "ws_up" : "ws", c->codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
+        return;
+    }
+    for (int j = 0; j < (c->glu ? 2 : 1); j++)
+        out_ws[j] = dsl_var(k, j ? "ws_up" : "ws", DSL_F32, F(0));
+    for (int f = GEN_WFMT_I2S; f <= GEN_WFMT_TQ1T; f += GEN_WFMT_TQ1T) {
+        const gen_codec *codec = f == GEN_WFMT_I2S ? c->codec : gen_codec_find(FMT_TQ1_T);
+        dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
+        for (int j = 0; j < (c->glu ? 2 : 1); j++)
+            dsl_assign(k, out_ws[j], codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
+        dsl_end(k);
+    }
+}
+
+/* Byte offset of 256-block B of row r of a format-f matrix with rows of K weights. */
+dsl_expr gen_bl_tq_block(dsl_kernel *k, const gen_bl_ctx *c, int f, dsl_expr r, dsl_expr B)
+{
+    const uint32_t bb = (uint32_t)gen_tq_block_bytes(f);
+    return dsl_add(k, dsl_mul(k, r, U((uint32_t)c->K / 256 * bb)), dsl_mul(k, B, U(bb)));
+}
