@@ -109,10 +109,10 @@ $(B)/obj/cli-main/%.o: runtime/cli/rt_cli_main.c
 # The registry of generated models (runtime/api/rt_registry.h): every
 # `const rt_model_desc rt_model_<id>` the generated model.c files define. Rewritten when its
 # text changes (a model added or removed changes no prerequisite's time), after checking that
-# every models/X.yaml is named X (tests/check_models.sh: no model defined twice).
+# every models/X.yaml is named X (gen/check_models.sh: no model defined twice).
 $(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) Makefile FORCE
 	@mkdir -p $(B)
-	@sh tests/check_models.sh
+	@sh gen/check_models.sh
 	@{ echo '/* registry.c - written by the Makefile: the generated models in libternion. */'; \
 	  echo '#include <stddef.h>'; echo '#include "api/rt_registry.h"'; \
 	  syms=$$(for m in $(sort $(MODELS)); do sed -n 's/^const rt_model_desc \(rt_model_[A-Za-z0-9_]*\) = {$$/\1/p' generated/$$m/model.c; done); \
@@ -248,7 +248,7 @@ $(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_A) runtime/api/ternion.h
 # in place; files whose bytes did not change keep their times (gen/gen_sync.sh), so only
 # changed kernels are recompiled.
 gen: $(GEN_BIN)
-	@sh tests/check_models.sh
+	@sh gen/check_models.sh
 	@rm -rf $(B)/gen.new && mkdir -p $(B)/gen.new && \
 	jobs=$$(echo " $(MAKEFLAGS)" | sed -n 's/.* -j *\([0-9][0-9]*\).*/\1/p'); \
 	printf '%s\n' $(MODELS) | xargs -P "$${jobs:-1}" -I{} sh -c \
@@ -280,7 +280,7 @@ gen-ubsan:
 test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_sizes.sh
 	@sh tests/check_includes.sh
-	@sh tests/check_models.sh
+	@sh gen/check_models.sh
 	@B=$(B) sh tests/check_calls.sh
 	@sh tests/check_fuzz_deps.sh
 	@B=$(B) sh tests/check_install.sh

@@ -1,9 +1,10 @@
 #!/bin/sh
-# tests/check_models.sh - models/*.yaml: each file's `name:` is its file name. build/X looks up
+# gen/check_models.sh - models/*.yaml: each file's `name:` is its file name. build/X looks up
 # the model named X in the registry, so a YAML named otherwise builds a binary that finds no
 # model, and a copied YAML that keeps its original's name: defines that model twice (one of
 # the two silently wins). Run by `make gen`, the registry's rule and `make test`; prints
-# file:line: for each offender and exits 1.
+# file:line: for each offender and exits 1. In gen/, not tests/, because the build runs it
+# (a copy of the sources without tests/, as examples/custom-variant/run.sh makes, builds).
 rc=0
 for f in models/*.yaml; do
     [ -f "$f" ] || continue
