@@ -30,121 +30,24 @@
 #include <cmocka.h>
 
 #include "server/srv_text.h"
+#include "srv_process.h"
 
 #define MODEL "tests/data/bitnet-tiny/model.gguf"
 #define KJV "tests/data/bitnet-kjv/model.gguf" /* a trained model: tool calls, logprobs, n */
 
 static char build[256], server_bin[512], cli_bin[512];
 
-typedef struct {
-    pid_t pid;
-    int port;
-    char base[64];
-    char log[256]; /* its stderr */
-} server;
+typedef srv_proc server; /* tests/srv_process.h */
 
-static bool exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-/* Run argv, stdout captured (malloc'd into *out), stderr passed through. Exit status. */
-static int run(const char *const *argv, char **out)
-{
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        close(p[1]);
-        execvp(argv[0], (char *const *)argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(p[1]);
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    for (;;) {
-        if (n + 4096 > cap) b = realloc(b, cap *= 2);
-        ssize_t r = read(p[0], b + n, cap - n - 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        n += (size_t)r;
-    }
-    close(p[0]);
-    b[n] = 0;
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    *out = b;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* Start the server (extra args NULL-terminated), its stderr to a temporary file; waits
- * for its "listening on" line. */
 static void start_model(server *s, const char *model, const char *const *extra)
 {
-    const char *argv[32] = {server_bin, "-m", model, "--port", "0"};
-    int n = 5;
-    for (int i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
-    argv[n] = NULL;
-    snprintf(s->log, sizeof(s->log), "%s/ternion-server-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    int fd = mkstemp(s->log);
-    assert_true(fd >= 0);
-    s->pid = fork();
-    assert_true(s->pid >= 0);
-    if (s->pid == 0) {
-        dup2(fd, 2);
-        close(fd);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(fd);
-    char buf[8192] = "";
-    s->port = 0;
-    for (int t = 0; !s->port && t < 3000; t++) { /* up to 300 s (a loaded CPU device) */
-        FILE *f = fopen(s->log, "rb");
-        size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-        if (f) fclose(f);
-        buf[len] = 0;
-        const char *l = strstr(buf, "listening on http://");
-        if (l && strchr(l, '\n')) sscanf(strrchr(l, ':') + 1, "%d", &s->port);
-        else if (waitpid(s->pid, NULL, WNOHANG) == s->pid) break;
-        else usleep(100000);
-    }
-    if (!s->port) {
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
-        unlink(s->log);
-        if (strstr(buf, "no Vulkan device") || strstr(buf, "no usable device")) {
-            printf("skip: %s\n", buf);
-            skip();
-        }
-        fail_msg("the server did not start: %s", buf);
-    }
-    snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
+    sp_start(s, server_bin, model, extra);
 }
 
 static void start(server *s, const char *const *extra) { start_model(s, MODEL, extra); }
 
-/* SIGTERM: the server must shut down cleanly (exit 0). Its stderr goes to the test's
- * output (so validation-layer messages are seen by tests/run_tests.sh). */
-static void stop(server *s)
-{
-    kill(s->pid, SIGTERM);
-    int st;
-    while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {}
-    FILE *f = fopen(s->log, "rb");
-    char line[1024];
-    while (f && fgets(line, sizeof(line), f))
-        printf("  server: %s", line);
-    if (f) fclose(f);
-    unlink(s->log);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
+/* SIGTERM: the server must shut down cleanly (exit 0). */
+static void stop(server *s) { assert_int_equal(sp_stop(s, SIGTERM), 0); }
 
 /* node client.mjs BASE SCENARIO ARGS...: must exit 0; its JSON line (malloc'd). */
 static char *node(const server *s, const char *scenario, const char *a1, const char *a2, const char *a3,
@@ -152,7 +55,7 @@ static char *node(const server *s, const char *scenario, const char *a1, const c
 {
     const char *argv[] = {"node", "tests/server/client.mjs", s->base, scenario, a1, a2, a3, a4, NULL};
     char *out;
-    int rc = run(argv, &out);
+    int rc = sp_run(argv, &out);
     if (rc)
         fail_msg("node client.mjs %s: exit %d: %s", scenario, rc, out);
     return out;
@@ -190,27 +93,16 @@ static int setup(void **state)
     snprintf(build, sizeof(build), "%s", b ? b : "build");
     snprintf(server_bin, sizeof(server_bin), "%s/ternion-server", build);
     snprintf(cli_bin, sizeof(cli_bin), "%s/bitnet-tiny", build);
-    if (!exists(MODEL) || !exists(server_bin)) {
+    if (!sp_exists(MODEL) || !sp_exists(server_bin)) {
         printf("skip: %s or %s missing\n", MODEL, server_bin);
         return 0;
     }
-    if (!exists("tests/server/node_modules/openai") || !exists("tests/server/node_modules/ajv")) {
-        const char *argv[] = {"npm", "ci", "--prefix", "tests/server", "--no-audit", "--no-fund", NULL};
-        char *out;
-        int rc = run(argv, &out);
-        free(out);
-        if (rc) {
-            fprintf(stderr, "test_server_e2e: `npm ci --prefix tests/server` failed (exit %d): the tests need "
-                            "node, npm and the npm registry (Debian: apt-get install nodejs npm)\n", rc);
-            return -1;
-        }
-    }
-    return 0;
+    return sp_npm_ci() ? -1 : 0;
 }
 
 static void skip_if_absent(void)
 {
-    if (!exists(MODEL) || !exists(server_bin))
+    if (!sp_exists(MODEL) || !sp_exists(server_bin))
         skip();
 }
 
@@ -246,7 +138,7 @@ static void test_structured_output(void **state)
     setenv("TERNION_MODEL", "bitnet-tiny", 1);
     const char *argv[] = {"node", "tests/server/client.mjs", s.base, "structured", NULL};
     char *o;
-    int rc = run(argv, &o);
+    int rc = sp_run(argv, &o);
     stop(&s); /* before any check fails: no server left behind */
     printf("structured: %s", o);
     free(o);
@@ -258,12 +150,12 @@ static void test_same_as_cli(void **state)
 {
     (void)state;
     skip_if_absent();
-    if (!exists(cli_bin))
+    if (!sp_exists(cli_bin))
         skip();
     const char *prompt = "The capital of France is";
     const char *cli[] = {cli_bin, "-m", MODEL, "-p", prompt, "-n", "16", "--temp", "0", NULL};
     char *raw;
-    assert_int_equal(run(cli, &raw), 0);
+    assert_int_equal(sp_run(cli, &raw), 0);
     size_t n = strlen(raw), skip_prompt = strncmp(raw, prompt, strlen(prompt)) ? 0 : strlen(prompt);
     while (n > skip_prompt && raw[n - 1] == '\n') raw[--n] = 0; /* the CLI ends its output with a newline */
     /* JSON strings are UTF-8: the server sends bytes that are not as U+FFFD; so must the CLI's be */
@@ -306,7 +198,7 @@ static void test_curl(void **state)
                        "\"max_tokens\":8,\"temperature\":0,\"stream\":true}";
     const char *ok[] = {"curl", "-sS", "-N", "-H", "Authorization: Bearer k3y", "-H", "Content-Type: application/json",
                         "-d", body, url, NULL};
-    assert_int_equal(run(ok, &out), 0);
+    assert_int_equal(sp_run(ok, &out), 0);
     assert_non_null(strstr(out, "data: {"));
     assert_non_null(strstr(out, "\"object\":\"chat.completion.chunk\""));
     assert_non_null(strstr(out, "\"finish_reason\":\""));
@@ -325,14 +217,14 @@ static void test_curl(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *argv[] = {"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
                               cases[i].key ? cases[i].key : "X-None: 1", "-d", cases[i].body, url, NULL};
-        assert_int_equal(run(argv, &out), 0);
+        assert_int_equal(sp_run(argv, &out), 0);
         if (strcmp(out, cases[i].status))
             fail_msg("case %zu: status %s, want %s", i, out, cases[i].status);
         free(out);
     }
     snprintf(url, sizeof(url), "%s/health", s.base);
     const char *health[] = {"curl", "-sS", url, NULL};
-    assert_int_equal(run(health, &out), 0);
+    assert_int_equal(sp_run(health, &out), 0);
     assert_string_equal(out, "{\"status\":\"ok\"}");
     free(out);
     stop(&s);
@@ -344,7 +236,7 @@ static void test_tools_logprobs_n(void **state)
 {
     (void)state;
     skip_if_absent();
-    if (!exists(KJV))
+    if (!sp_exists(KJV))
         skip();
     server s;
     start_model(&s, KJV, (const char *const[]){"--parallel", "4", "--ctx-size", "1024", NULL});
@@ -354,7 +246,7 @@ static void test_tools_logprobs_n(void **state)
     for (int i = 0; i < 3 && !rc; i++) {
         const char *argv[] = {"node", "tests/server/tools.mjs", s.base, scenarios[i], NULL};
         char *o;
-        rc = run(argv, &o);
+        rc = sp_run(argv, &o);
         printf("%s: %.400s%s", scenarios[i], o, strlen(o) > 400 ? "...\n" : "");
         free(o);
     }
