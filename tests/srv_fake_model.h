@@ -18,7 +18,9 @@
 #include "engine/rt_grammar.h"
 #include "engine/rt_json_schema.h"
 #include "base/rt_base.h"
+#include "server/srv_http.h"
 #include "server/srv_model.h"
+#include "server/srv_sched.h"
 
 #define FAKE_SEQ 8
 #define FAKE_VOCAB 62
@@ -237,6 +239,35 @@ static void fake_expect(const int32_t *ids, int n, int max_tokens, int n_ctx, ch
     }
     out[k] = 0;
     *out_n = gen;
+}
+
+/* The server in-process on the fake model: r->f and r->m made by fake_init (then adjusted by
+ * the suite), served by fake_rig_serve on 127.0.0.1 and a free port (the suite's cmocka
+ * fails the test when it cannot start), ended by fake_rig_stop. */
+typedef struct {
+    fake_model f;
+    srv_model m;
+    srv_sched *s;
+    srv_http *h;
+    int port;
+} fake_rig;
+
+static void fake_rig_serve(fake_rig *r, srv_http_opts o)
+{
+    char err[SRV_ERR_LEN];
+    o.host = "127.0.0.1";
+    o.port = 0;
+    if (srv_sched_new(&r->m, 64, 8, &r->s, err) || srv_http_start(&o, &r->m, r->s, &r->h, err))
+        fail_msg("%s", err);
+    r->port = srv_http_port(r->h);
+}
+
+static void fake_rig_stop(fake_rig *r)
+{
+    srv_sched_stop(r->s);
+    srv_http_stop(r->h);
+    srv_sched_free(r->s);
+    pthread_mutex_destroy(&r->f.mu);
 }
 
 #endif

@@ -230,32 +230,16 @@ static void test_text(void **state)
 
 /* ---- the server in-process on the fake model ---- */
 
-typedef struct {
-    fake_model f;
-    srv_model m;
-    srv_sched *s;
-    srv_http *h;
-    int port;
-} rig;
+typedef fake_rig rig; /* tests/srv_fake_model.h */
 
 static void rig_start(rig *r, int n_seq, int n_ctx, const char *api_key, int step_us)
 {
-    char err[SRV_ERR_LEN];
     fake_init(&r->f, &r->m, n_seq, n_ctx);
     r->f.step_us = step_us;
-    srv_http_opts o = {.host = "127.0.0.1", .port = 0, .api_key = api_key};
-    if (srv_sched_new(&r->m, 64, 8, &r->s, err) || srv_http_start(&o, &r->m, r->s, &r->h, err))
-        fail_msg("%s", err);
-    r->port = srv_http_port(r->h);
+    fake_rig_serve(r, (srv_http_opts){.api_key = api_key});
 }
 
-static void rig_stop(rig *r)
-{
-    srv_sched_stop(r->s);
-    srv_http_stop(r->h);
-    srv_sched_free(r->s);
-    pthread_mutex_destroy(&r->f.mu);
-}
+static void rig_stop(rig *r) { fake_rig_stop(r); }
 
 /* The answer as JSON, checked to be an OpenAI error object when status >= 400. */
 static cJSON *call(rig *r, const char *method, const char *path, const char *extra, const char *body, int want)

@@ -74,17 +74,10 @@ static void *seed_sampler_new(void *ctx, const srv_sampling *p, char *err)
     return fake_sampler_new(ctx, p, err);
 }
 
-typedef struct {
-    fake_model f;
-    srv_model m;
-    srv_sched *s;
-    srv_http *h;
-    int port;
-} rig;
+typedef fake_rig rig; /* tests/srv_fake_model.h */
 
 static void rig_start(rig *r, const char *cors, int step_us)
 {
-    char err[SRV_ERR_LEN];
     fake_init(&r->f, &r->m, 2, 64);
     r->f.step_us = step_us;
     r->m.n_embd = N_EMBD;
@@ -92,19 +85,10 @@ static void rig_start(rig *r, const char *cors, int step_us)
     r->m.tokenize_ex = fake_tokenize_ex;
     r->m.sampler_new = seed_sampler_new;
     r->m.n_ctx_train = 64;
-    srv_http_opts o = {.host = "127.0.0.1", .port = 0, .cors_origin = cors};
-    if (srv_sched_new(&r->m, 64, 8, &r->s, err) || srv_http_start(&o, &r->m, r->s, &r->h, err))
-        fail_msg("%s", err);
-    r->port = srv_http_port(r->h);
+    fake_rig_serve(r, (srv_http_opts){.cors_origin = cors});
 }
 
-static void rig_stop(rig *r)
-{
-    srv_sched_stop(r->s);
-    srv_http_stop(r->h);
-    srv_sched_free(r->s);
-    pthread_mutex_destroy(&r->f.mu);
-}
+static void rig_stop(rig *r) { fake_rig_stop(r); }
 
 /* The answer as JSON; an OpenAI error object when want >= 400. */
 static cJSON *call(rig *r, const char *method, const char *path, const char *body, int want)

@@ -319,31 +319,15 @@ static void test_json(void **state)
 
 /* ---- the server in-process on the fake model ---- */
 
-typedef struct {
-    fake_model f;
-    srv_model m;
-    srv_sched *s;
-    srv_http *h;
-    int port;
-} rig;
+typedef fake_rig rig; /* tests/srv_fake_model.h */
 
 static void rig_start(rig *r, int n_seq, int n_ctx)
 {
-    char err[SRV_ERR_LEN];
     fake_init(&r->f, &r->m, n_seq, n_ctx);
-    srv_http_opts o = {.host = "127.0.0.1", .port = 0};
-    if (srv_sched_new(&r->m, 64, 8, &r->s, err) || srv_http_start(&o, &r->m, r->s, &r->h, err))
-        fail_msg("%s", err);
-    r->port = srv_http_port(r->h);
+    fake_rig_serve(r, (srv_http_opts){0});
 }
 
-static void rig_stop(rig *r)
-{
-    srv_sched_stop(r->s);
-    srv_http_stop(r->h);
-    srv_sched_free(r->s);
-    pthread_mutex_destroy(&r->f.mu);
-}
+static void rig_stop(rig *r) { fake_rig_stop(r); }
 
 static cJSON *call(rig *r, const char *path, const char *body, int want)
 {
