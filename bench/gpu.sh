@@ -1,6 +1,6 @@
 #!/bin/sh
-# bench/gpu.sh - the one script for a GPU machine that cannot build: build and pack here, check, tune and
-# time there, in one device call that returns one tarball.
+# bench/gpu.sh - the one script for a GPU machine that cannot build: build and pack here,
+# check, tune and time there, in one device call that returns one tarball.
 #
 #   sh bench/gpu.sh pack      here: `make`, then fill .gpu/ (kept out of git through
 #                             .git/info/exclude): the model binaries, tools/mkmodel, the GPU
