@@ -44,6 +44,16 @@ static int cli_on(const char *file, const char *args, char **out)
 
 static int cli(const char *args, char **out) { return cli_on(MODEL, args, out); }
 
+/* The CLI with args exits with rc and its output holds want. */
+static void expect_cli(const char *args, int rc, const char *want)
+{
+    char *out;
+    assert_int_equal(cli(args, &out), rc);
+    if (!strstr(out, want))
+        fail_msg("%s: no '%s' in: %s", args, want, out);
+    free(out);
+}
+
 static void test_cli_context(void **state)
 {
     (void)state;
@@ -65,15 +75,9 @@ static void test_cli_context(void **state)
     assert_null(strstr(out, "warning"));
     free(out);
     /* --embedding: what it refuses */
-    assert_int_equal(cli("--embedding", &out), 2);
-    assert_non_null(strstr(out, "needs the text"));
-    free(out);
-    assert_int_equal(cli("--embedding -p hi --pooling max", &out), 2);
-    assert_non_null(strstr(out, "--pooling 'max'"));
-    free(out);
-    assert_int_equal(cli("-p hi --pooling last", &out), 2);
-    assert_non_null(strstr(out, "applies only to --embedding"));
-    free(out);
+    expect_cli("--embedding", 2, "needs the text");
+    expect_cli("--embedding -p hi --pooling max", 2, "--pooling 'max'");
+    expect_cli("-p hi --pooling last", 2, "applies only to --embedding");
     assert_int_equal(cli("--embedding --json --pooling cls --tokens \"1 2 3\"", &out), 0);
     assert_non_null(strstr(out, "{\"embedding\": ["));
     assert_non_null(strstr(out, "\"n_tokens\": 3, \"pooling\": \"cls\", \"normalized\": true}"));

@@ -74,12 +74,8 @@ int rt_engine_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float 
                  "prompt steps of 2 tokens or more (-b %d)", n, pos, e->n_ctx, e->n_batch);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= e->vocab) {
-            snprintf(err, RT_ERR_LEN, "token id %d at index %d is outside the vocabulary (0..%d)", tokens[i], i,
-                     e->vocab - 1);
-            return -1;
-        }
+    if (rt_eng_check_tokens(e, tokens, n, err))
+        return -1;
     for (int done = 0; done < n;) {
         const int left = n - done;
         int m = left < e->n_batch ? left : e->n_batch;

@@ -131,6 +131,8 @@ int rt_eng_flush(rt_engine *e, char *err);
 /* Drop the recorded prompt streams (they bind the cache of e->seq and the current
  * pipelines): the next prompt records anew. */
 void rt_eng_forget_prefill(rt_engine *e);
+/* rt_engine_run.c: every id of tokens[0..n) inside the vocabulary, else -1 + err */
+int rt_eng_check_tokens(const rt_engine *e, const int32_t *tokens, int n, char *err);
 /* rt_engine_bufs.c (a leaf): the buffer / address an argument names at layer `layer`;
  * device bytes of activation buffer i; kernel k fits the device's workgroup limits */
 const rt_buf *rt_eng_arg_buf(rt_engine *e, rt_arg a, int layer);

@@ -55,6 +55,18 @@ void rt_eng_forget_prefill(rt_engine *e)
     }
 }
 
+/* Every id of tokens[0..n) inside the vocabulary; else -1 naming the first one outside. */
+int rt_eng_check_tokens(const rt_engine *e, const int32_t *tokens, int n, char *err)
+{
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= e->vocab) {
+            snprintf(err, RT_ERR_LEN, "token id %d at index %d is outside the vocabulary (0..%d)", tokens[i], i,
+                     e->vocab - 1);
+            return -1;
+        }
+    return 0;
+}
+
 int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
 {
     if (e->cpu) return cpu_engine_eval(e->cpu, tokens, n, pos, out_logits, err);
@@ -64,12 +76,8 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
         snprintf(err, RT_ERR_LEN, "%d tokens at position %d exceed the context of %d tokens (use -c)", n, pos, e->n_ctx);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= e->vocab) {
-            snprintf(err, RT_ERR_LEN, "token id %d at index %d is outside the vocabulary (0..%d)", tokens[i], i,
-                     e->vocab - 1);
-            return -1;
-        }
+    if (rt_eng_check_tokens(e, tokens, n, err))
+        return -1;
     for (int done = 0; done < n;) {
         int m = n - done < e->n_batch ? n - done : e->n_batch;
         memcpy(e->tokens.mapped, tokens + done, (size_t)m * 4);
