@@ -277,6 +277,8 @@ uint32_t dsl_kernel_push_bytes(const dsl_kernel *k);
 #define dsl_f32(k, v) dsl_lit_at((k), DSL_F32, (double)(v), __FILE__, __LINE__)
 #define dsl_f16(k, v) dsl_lit_at((k), DSL_F16, (double)(v), __FILE__, __LINE__)
 #define dsl_bool(k, v) dsl_lit_at((k), DSL_BOOL, (v) ? 1.0 : 0.0, __FILE__, __LINE__)
+/* A u32 literal printed in hex (0x00ff00ffu): for masks and packed bytes, which read as such. */
+#define dsl_u32_hex(k, v) dsl_hex_at((k), (uint32_t)(v), __FILE__, __LINE__)
 /* Literal of any scalar type (integers must be exact; f32 printed round-trip exact). */
 #define dsl_lit(k, type, v) dsl_lit_at((k), (type), (double)(v), __FILE__, __LINE__)
 
@@ -577,6 +579,7 @@ dsl_expr dsl_const_at(dsl_kernel *k, const char *name, dsl_type type, double v, 
 dsl_expr dsl_spec_const_at(dsl_kernel *k, const char *name, dsl_type type, uint32_t id, double v,
                            const char *file, int line);
 dsl_expr dsl_lit_at(dsl_kernel *k, dsl_type type, double v, const char *file, int line);
+dsl_expr dsl_hex_at(dsl_kernel *k, uint32_t v, const char *file, int line);
 dsl_expr dsl_builtin_at(dsl_kernel *k, dsl_builtin_id which, const char *file, int line);
 dsl_expr dsl_dyn_at(dsl_kernel *k, dsl_dyn_field field, const char *file, int line);
 dsl_expr dsl_op_at(dsl_kernel *k, dsl_op op, int n, const dsl_expr *args, const char *file, int line);

@@ -228,6 +228,17 @@ dsl_expr dsl_lit_at(dsl_kernel *k, dsl_type type, double v, const char *file, in
     return n;
 }
 
+dsl_expr dsl_hex_at(dsl_kernel *k, uint32_t v, const char *file, int line)
+{
+    dsl_expr n = dsl_lit_at(k, DSL_U32, v, file, line);
+    if (!n || n == k->poison) return n;
+    char buf[16];
+    const int digits = v <= 0xffu ? 2 : v <= 0xffffu ? 4 : 8; /* whole bytes, whole halves, a word */
+    snprintf(buf, sizeof(buf), "0x%0*xu", digits, (unsigned)v);
+    n->text = dsl_arena_strdup(&k->arena, buf);
+    return n;
+}
+
 static dsl_node *named_const(dsl_kernel *k, const char *name, dsl_type type, double v, bool spec, uint32_t id,
                              const char *file, int line)
 {

@@ -7,47 +7,84 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const fmt_codec fmt_codec_f32, fmt_codec_f16, fmt_codec_q8_0, fmt_codec_i2s, fmt_codec_tq1_0, fmt_codec_tq2_0,
-    fmt_codec_tq1_t;
+#include "format/fmt_codec_list.h"
 
-/* Formats a GGUF may hold that no model uses yet: known by size only, so a file holding
- * them opens and a model asking for them gets a message naming the type. A codec file
- * replaces its row here (docs/adding-a-codec.md). */
-static const fmt_codec size_only[] = {
-    {.type = FMT_BF16, .name = "BF16", .blk = 1, .blk_bytes = 2},
-};
+#define DECLARE(x, side) extern const fmt_codec fmt_codec_##x;
+FMT_CODEC_LIST(DECLARE)
+#undef DECLARE
 
-/* One row per format. */
-static const fmt_codec *const CODECS[] = {
-    &fmt_codec_f32,
-    &fmt_codec_f16,
-    &fmt_codec_q8_0,
-    &fmt_codec_i2s,
-    &fmt_codec_tq1_0,
-    &fmt_codec_tq2_0,
-    &fmt_codec_tq1_t, /* device-only: --weights tq1 */
-    &size_only[0],
-};
-#define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
+/* One row per format (format/fmt_codec_list.h), then the rows added at run time. */
+#define ROW(x, side) &fmt_codec_##x,
+static const fmt_codec *const CODECS[] = {FMT_CODEC_LIST(ROW)};
+#undef ROW
+#define N_BUILTIN ((int)(sizeof CODECS / sizeof CODECS[0]))
+#define MAX_ADDED 8
+static const fmt_codec *added[MAX_ADDED];
+static int n_added;
+
+const fmt_codec *fmt_codec_at(int i)
+{
+    return i >= 0 && i < N_BUILTIN ? CODECS[i] : i >= N_BUILTIN && i < N_BUILTIN + n_added ? added[i - N_BUILTIN] : NULL;
+}
+int fmt_codec_count(void) { return N_BUILTIN + n_added; }
 
 const fmt_codec *fmt_codec_find(uint32_t type)
 {
-    for (int i = 0; i < N_CODECS; i++)
-        if (CODECS[i]->type == type)
-            return CODECS[i];
+    for (int i = 0; i < fmt_codec_count(); i++)
+        if (fmt_codec_at(i)->type == type)
+            return fmt_codec_at(i);
     return NULL;
 }
+
+static int same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
 const fmt_codec *fmt_codec_by_yaml(const char *yaml_name)
 {
-    for (int i = 0; i < N_CODECS; i++)
-        if (CODECS[i]->yaml && !strcmp(CODECS[i]->yaml, yaml_name))
-            return CODECS[i];
+    for (int i = 0; i < fmt_codec_count(); i++)
+        if (same(fmt_codec_at(i)->yaml, yaml_name))
+            return fmt_codec_at(i);
     return NULL;
 }
 
-const fmt_codec *fmt_codec_at(int i) { return i >= 0 && i < N_CODECS ? CODECS[i] : NULL; }
-int fmt_codec_count(void) { return N_CODECS; }
+const fmt_codec *fmt_codec_by_weights(const char *weights_name)
+{
+    for (int i = 0; i < fmt_codec_count(); i++)
+        if (same(fmt_codec_at(i)->weights, weights_name))
+            return fmt_codec_at(i);
+    return NULL;
+}
+
+int fmt_codec_register(const fmt_codec *c, char *err)
+{
+    if (!c || !c->name || !c->blk || !c->blk_bytes || c->type > 0xfe) {
+        snprintf(err, FMT_ERR_LEN, "a codec row needs a name, a block size, block bytes and a type id below 255");
+        return -1;
+    }
+    if ((c->type >= FMT_DEVICE_FIRST) != (c->device_only != 0)) {
+        snprintf(err, FMT_ERR_LEN, "codec %s: type %u and device_only disagree (device ids start at %d)", c->name,
+                 (unsigned)c->type, FMT_DEVICE_FIRST);
+        return -1;
+    }
+    if (fmt_is_ternary(c) && (!c->decode_ternary || !c->encode || !c->tail_scale == !c->block_scale)) {
+        snprintf(err, FMT_ERR_LEN, "ternary codec %s needs decode_ternary, encode and one of tail_scale or block_scale",
+                 c->name);
+        return -1;
+    }
+    for (int i = 0; i < fmt_codec_count(); i++) {
+        const fmt_codec *o = fmt_codec_at(i);
+        if (o->type == c->type || same(o->name, c->name) || same(o->yaml, c->yaml) || same(o->weights, c->weights)) {
+            snprintf(err, FMT_ERR_LEN, "codec %s (type %u) clashes with codec %s (type %u)", c->name,
+                     (unsigned)c->type, o->name, (unsigned)o->type);
+            return -1;
+        }
+    }
+    if (n_added == MAX_ADDED) {
+        snprintf(err, FMT_ERR_LEN, "codec %s: the table of added codecs is full (%d)", c->name, MAX_ADDED);
+        return -1;
+    }
+    added[n_added++] = c;
+    return 0;
+}
 
 const char *fmt_type_name(uint32_t type)
 {

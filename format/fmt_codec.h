@@ -60,6 +60,8 @@ typedef struct fmt_codec {
     uint32_t uses;        /* FMT_USE_* */
     int device_only;      /* 1: a device layout the load-time repack makes (type id >=
                            * FMT_DEVICE_FIRST, yaml NULL); the GGUF reader and writer refuse it */
+    const char *weights;  /* ternary formats: the `--weights` spelling that re-encodes an I2_S
+                           * file's matrices into this format at load ("tq1"); NULL: none */
 
     /* Load-time check of a whole tensor (data: nbytes of fmt_nbytes), run by the GGUF
      * reader on every tensor of this type. NULL: nothing beyond the size rule. Returns 0,
@@ -94,9 +96,24 @@ typedef struct fmt_codec {
     void (*encode_ternary)(const int8_t *t, int64_t n, float scale, uint8_t *blocks);
 } fmt_codec;
 
+/* What the kernels and the runtime ask of a row (no file names a format to learn these):
+ * a ternary matrix format (bitlinear weights), */
+static inline int fmt_is_ternary(const fmt_codec *c) { return c && (c->uses & FMT_USE_TERNARY); }
+/* one whose matrix has one scale (its tail): a row's dot is one integer sum, scaled once, so
+ * every kernel variant gives the same bits (I2_S, TQ1_T), */
+static inline int fmt_int_sums(const fmt_codec *c) { return fmt_is_ternary(c) && c->tail_scale; }
+/* or a scale per block: a row's dot is a float sum of block-scaled integer sums (TQ1_0, TQ2_0). */
+static inline int fmt_block_scaled(const fmt_codec *c) { return fmt_is_ternary(c) && c->block_scale; }
+
 /* Lookups: NULL for a type / name no codec row names. */
 const fmt_codec *fmt_codec_find(uint32_t type);
 const fmt_codec *fmt_codec_by_yaml(const char *yaml_name);
+const fmt_codec *fmt_codec_by_weights(const char *weights_name); /* the `--weights` spelling */
+/* Adds a row at run time (a format defined outside format/, e.g. a test's). 0, or -1 and one
+ * message in err (FMT_ERR_LEN) if its type id, name or spellings clash with a row's, a field
+ * the id needs is missing, or the table of added rows (8) is full. Not thread-safe: call it
+ * before anything looks formats up. The row must outlive every use. */
+int fmt_codec_register(const fmt_codec *c, char *err);
 /* The codec table (for listing the YAML spellings in messages): n rows. */
 const fmt_codec *fmt_codec_at(int i);
 int fmt_codec_count(void);

@@ -40,7 +40,7 @@ int fmt_tq_check(const fmt_tq_layout *l, const uint8_t *data, const int64_t ne[4
 
 /* Defines `const fmt_codec fmt_codec_<id>`: the shared walk above bound to the layout
  * {name_, bytes_, trit_, put_} (the format file's two block functions). */
-#define FMT_TQ_CODEC(id, type_, name_, yaml_, bytes_, trit_, put_)                                  \
+#define FMT_TQ_CODEC(id, type_, name_, yaml_, weights_, bytes_, trit_, put_)                               \
     static const fmt_tq_layout id##_layout = {.name = name_, .blk_bytes = bytes_, .trit = trit_, .put = put_}; \
     static int id##_check(const uint8_t *data, const int64_t ne[4], char *err)                    \
     {                                                                                              \
@@ -65,7 +65,8 @@ int fmt_tq_check(const fmt_tq_layout *l, const uint8_t *data, const int64_t ne[4
         fmt_tq_encode_ternary(&id##_layout, t, n, scale, blocks);                                            \
     }                                                                                              \
     const fmt_codec fmt_codec_##id = {                                                             \
-        .type = type_, .name = name_, .yaml = yaml_, .blk = FMT_TQ_BLOCK, .blk_bytes = bytes_,      \
+        .type = type_, .name = name_, .yaml = yaml_, .weights = weights_, .blk = FMT_TQ_BLOCK,     \
+        .blk_bytes = bytes_,                                                                       \
         .tail_bytes = 0, .uses = FMT_USE_TERNARY, .check = id##_check, .decode = id##_decode,     \
         .encode = id##_encode, .decode_ternary = id##_codes, .block_scale = id##_block_scale,      \
         .encode_ternary = id##_encode_ternary,                                                     \

@@ -52,4 +52,4 @@ void fmt_tq1_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
         blk[b] = (uint8_t)((code[b] * 256 + 242) / 243);
 }
 
-FMT_TQ_CODEC(tq1_0, FMT_TQ1_0, "TQ1_0", "tq1_0", 54, fmt_tq1_trit, fmt_tq1_put);
+FMT_TQ_CODEC(tq1_0, FMT_TQ1_0, "TQ1_0", "tq1_0", "tq1_0", 54, fmt_tq1_trit, fmt_tq1_put);

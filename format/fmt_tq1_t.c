@@ -86,7 +86,7 @@ static void tq1t_encode(const float *in, int64_t n, uint8_t *blocks)
 }
 
 const fmt_codec fmt_codec_tq1_t = {
-    .type = FMT_TQ1_T, .name = "TQ1_T", .yaml = NULL, .blk = FMT_TQ_BLOCK, .blk_bytes = TQ1T_BLK_BYTES,
+    .type = FMT_TQ1_T, .name = "TQ1_T", .yaml = NULL, .weights = "tq1", .blk = FMT_TQ_BLOCK, .blk_bytes = TQ1T_BLK_BYTES,
     .tail_bytes = TQ1T_TAIL, .uses = FMT_USE_TERNARY, .device_only = 1,
     .check = tq1t_check, .decode = tq1t_decode, .encode = tq1t_encode,
     .decode_ternary = tq1t_codes, .tail_scale = tq1t_tail_scale, .encode_tail = tq1t_encode_tail,

@@ -18,4 +18,4 @@ static void tq2_put(const uint8_t trit[FMT_TQ_BLOCK], uint8_t *blk)
         blk[32 * (e / 128) + e % 32] |= (uint8_t)((trit[e] & 3) << (2 * ((e % 128) / 32)));
 }
 
-FMT_TQ_CODEC(tq2_0, FMT_TQ2_0, "TQ2_0", "tq2_0", 66, tq2_trit, tq2_put);
+FMT_TQ_CODEC(tq2_0, FMT_TQ2_0, "TQ2_0", "tq2_0", "tq2", 66, tq2_trit, tq2_put);

@@ -66,12 +66,11 @@
  * declare one ignore it). GEMV_VEC: the decode bitlinears read their rows 16 bytes per
  * lane (1) or 4 (0); same integer sums, so the same results. */
 #define RT_SPEC_GEMV_VEC 0
-/* WFMT: the format of a bitlinear's ternary weights (rt_wfmt), declared by bitlinear
- * kernels whose row length is a multiple of 256; the runtime sets it from the types of the
- * tensors the kernel's dispatches bind (they must agree). */
+/* WFMT: the format of a bitlinear's ternary weights, as its GGUF type id (format/fmt_codec.h:
+ * the row's scale kind says how it sums), declared by bitlinear kernels whose row length is a
+ * multiple of 256 with the YAML's type as the default; the runtime sets it from the types of
+ * the tensors the kernel's dispatches bind (they must agree). */
 #define RT_SPEC_WFMT 1
-/* Its values. TQ1_0 / TQ2_0 sum block-scaled floats; I2_S and TQ1_T one integer sum per row. */
-typedef enum { RT_WFMT_I2S = 0, RT_WFMT_TQ2 = 1, RT_WFMT_TQ1 = 2, RT_WFMT_TQ1T = 3 } rt_wfmt;
 /* GEMV_SHQ: the decode bitlinears stage the activation codes in shared memory once per
  * workgroup (1) or read them from the buffer (0); same sums (a tuner variant). */
 #define RT_SPEC_GEMV_SHQ 2

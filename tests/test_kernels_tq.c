@@ -41,7 +41,6 @@
 #include "gen_act.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
-#include "kernels/gen_k_ternary.h"
 #include "tests/ref/ref_ops.h"
 #include "vk/rt_vk.h"
 
@@ -276,7 +275,7 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, multi = kop->kind == GEN_K_BITLINEAR_MULTI, res = kop->res >= 0;
     const int np = multi ? kop->n_parts : 1, nw = glu ? 2 : np, K = g->vals[kop->in[0]].width;
-    const uint32_t wfmt = type == FMT_TQ1_0 ? GEN_WFMT_TQ1 : type == FMT_TQ1_T ? GEN_WFMT_TQ1T : GEN_WFMT_TQ2;
+    const uint32_t wfmt = type; /* WFMT holds the weights' type id (schema/rt_schedule.h) */
     int M[3];
     uint8_t *W[3];
     size_t wbytes[3];

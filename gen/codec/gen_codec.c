@@ -1,23 +1,75 @@
 /* gen_codec.c - the table of kernel-side codecs (gen_codec.h): one row per format that
- * kernels can read. */
+ * kernels can read, from the list both codec tables read (format/fmt_codec_list.h). */
 #include "codec/gen_codec.h"
 
+#include <ctype.h>
 #include <stddef.h>
+#include <stdio.h>
 
-extern const gen_codec gen_codec_i2s, gen_codec_f16, gen_codec_tq1_0, gen_codec_tq2_0, gen_codec_tq1_t;
+#include "format/fmt_codec_list.h"
 
-static const gen_codec *const CODECS[] = {
-    &gen_codec_i2s,
-    &gen_codec_f16,
-    &gen_codec_tq1_0,
-    &gen_codec_tq2_0,
-    &gen_codec_tq1_t,
-};
+/* A list line X(x, KERNELS) names gen_codec_x; X(x, C_ONLY) names none. */
+#define KERNELS_ROW(x) &gen_codec_##x,
+#define KERNELS_DECL(x) extern const gen_codec gen_codec_##x;
+#define C_ONLY_ROW(x)
+#define C_ONLY_DECL(x)
+#define DECLARE(x, side) side##_DECL(x)
+#define ROW(x, side) side##_ROW(x)
+FMT_CODEC_LIST(DECLARE)
+static const gen_codec *const CODECS[] = {FMT_CODEC_LIST(ROW)};
+#define N_BUILTIN ((int)(sizeof CODECS / sizeof CODECS[0]))
+#define MAX_ADDED 8
+static const gen_codec *added[MAX_ADDED];
+static int n_added;
+
+const gen_codec *gen_codec_at(int i)
+{
+    return i >= 0 && i < N_BUILTIN ? CODECS[i] : i >= N_BUILTIN && i < N_BUILTIN + n_added ? added[i - N_BUILTIN] : NULL;
+}
+
+int gen_codec_count(void) { return N_BUILTIN + n_added; }
 
 const gen_codec *gen_codec_find(uint32_t type)
 {
-    for (size_t i = 0; i < sizeof CODECS / sizeof CODECS[0]; i++)
-        if (CODECS[i]->type == type)
-            return CODECS[i];
+    for (int i = 0; i < gen_codec_count(); i++)
+        if (gen_codec_at(i)->type == type)
+            return gen_codec_at(i);
     return NULL;
+}
+
+int gen_codec_register(const gen_codec *c, char *err)
+{
+    const fmt_codec *f = c ? fmt_codec_find(c->type) : NULL;
+    if (!f) {
+        snprintf(err, FMT_ERR_LEN, "a kernel-side codec needs a C row of its type (fmt_codec_register)");
+        return -1;
+    }
+    if (gen_codec_find(c->type)) {
+        snprintf(err, FMT_ERR_LEN, "codec %s has a kernel-side row already", f->name);
+        return -1;
+    }
+    const int walks = (c->ternary_codes != NULL) + (c->block_codes != NULL);
+    if (fmt_is_ternary(f) && (walks != 1 || (c->block_codes && f->blk != GEN_CODEC_BLOCK) ||
+                              !c->block_scale != !fmt_block_scaled(f) || !c->ternary_scale != !fmt_int_sums(f))) {
+        snprintf(err, FMT_ERR_LEN, "codec %s: a ternary kernel-side row needs one walk (a block walk over %d-weight "
+                 "blocks) and the scale its C row has (block_scale or ternary_scale)", f->name, GEN_CODEC_BLOCK);
+        return -1;
+    }
+    if (n_added == MAX_ADDED) {
+        snprintf(err, FMT_ERR_LEN, "codec %s: the table of added kernel-side codecs is full (%d)", f->name, MAX_ADDED);
+        return -1;
+    }
+    added[n_added++] = c;
+    return 0;
+}
+
+dsl_expr gen_codec_const(dsl_kernel *k, const gen_codec *c)
+{
+    char name[40] = "FMT_";
+    const char *s = fmt_type_name(c->type);
+    size_t n = 4;
+    for (; *s && n + 1 < sizeof name; s++)
+        name[n++] = isalnum((unsigned char)*s) ? (char)toupper((unsigned char)*s) : '_';
+    name[n] = 0;
+    return dsl_const_u32(k, name, c->type);
 }

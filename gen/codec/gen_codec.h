@@ -1,8 +1,21 @@
 /* gen_codec.h - the kernel side of the weight formats: the DSL code a kernel uses to
- * decode a weight word of one format. The C side of the same format (type id, sizes,
- * checks, reference decode, encoder) is format/fmt_<x>.c; both are bound to the GGUF type
- * id, one row in gen_codec.c here and one in format/fmt_codec.c there
- * (docs/adding-a-codec.md). gen/ only: the runtime never links the DSL.
+ * decode the weights of one format. The C side of the same format (type id, sizes, scale
+ * kind, checks, reference decode, encoder) is format/fmt_<x>.c; both are bound to the GGUF
+ * type id, the two tables reading one list (format/fmt_codec_list.h; docs/adding-a-codec.md).
+ * gen/ only: the runtime never links the DSL.
+ *
+ * The bitlinear kernels read a ternary format one of two ways:
+ *  - I2_S's word walk (ternary_codes): the kernels' own interleave, word w of a row holds
+ *    elements 128 (w / 8) + 32 g + 4 (w % 8) + b (gen/kernels/gen_k_bitlinear.c);
+ *  - a block walk (block_codes) for 256-weight blocks that keep 4 consecutive elements in one
+ *    field of 4 consecutive bytes (TQ1_0, TQ2_0, TQ1_T): the kernels visit the elements in the
+ *    word walk's order and ask the codec for each 4.
+ * One pipeline reads any of them: the WFMT specialization constant holds the type id of the
+ * weights bound (the runtime sets it from the file's types; the YAML's type is the default),
+ * and the kernels emit one branch per row, compared with the row's named GLSL constant
+ * (`WFMT == FMT_TQ2_0`, gen_codec_const). The sums follow the C row's scale kind
+ * (format/fmt_codec.h): one integer sum per row and one matrix scale (fmt_int_sums: I2_S,
+ * TQ1_T), or float sums of block-scaled integer sums (fmt_block_scaled: TQ1_0, TQ2_0).
  */
 #ifndef GEN_CODEC_H
 #define GEN_CODEC_H
@@ -12,24 +25,22 @@
 #include "dsl.h"
 #include "format/fmt_codec.h"
 
+#define GEN_CODEC_BLOCK 256 /* weights of a block-walk format's block */
+
 typedef struct gen_codec {
-    uint32_t type; /* GGUF type id (FMT_*) */
+    uint32_t type; /* GGUF type id (FMT_*): the C row (format/fmt_<x>.c) is fmt_codec_find(type) */
 
-    /* Ternary formats (bitlinear weights), else NULL. A weight row is read as u32 words;
-     * the kernels' word walk (which activation word faces which weight word) is the I2_S
-     * interleave described in gen/kernels/gen_k_bitlinear.c. */
-    /* the biased codes (code + 1, in 0..2) of group g (0..3) of weight word `word`: four
-     * consecutive elements, one per byte, ready for a 4x8-bit dot with an activation word */
+    /* Ternary formats (bitlinear weights), else NULL. A weight row is read as u32 words. */
+    /* I2_S's word walk: the biased codes (code + 1, in 0..2) of group g (0..3) of weight word
+     * `word`: four consecutive elements, one per byte, ready for a 4x8-bit dot */
     dsl_expr (*ternary_codes)(dsl_kernel *k, dsl_expr word, int g);
-    /* the f32 matrix scale of a [rows][K] matrix bound as u32 buffer W */
+    /* a block walk: the biased codes of the 4 elements l .. l + 3 (l a multiple of 4, < 256)
+     * of the block at byte offset boff of W (a u32 buffer), one per byte */
+    dsl_expr (*block_codes)(dsl_kernel *k, dsl_expr W, dsl_expr boff, dsl_expr l);
+    /* a scale per block (fmt_block_scaled): the f32 scale of the block at byte offset boff */
+    dsl_expr (*block_scale)(dsl_kernel *k, dsl_expr W, dsl_expr boff);
+    /* one matrix scale (fmt_int_sums): the f32 scale of a [rows][K] matrix bound as u32 buffer W */
     dsl_expr (*ternary_scale)(dsl_kernel *k, dsl_expr W, uint64_t rows, uint64_t K);
-
-    /* The bitlinears' WFMT specialization value for this format (gen/kernels/gen_k_ternary.h:
-     * GEN_WFMT_I2S 0, the default of every row; TQ2_0 and TQ1_0 rows name theirs). The
-     * kernels decode 256-weight blocks with a scale per block (TQ1_0, TQ2_0) by
-     * gen_tq_codes / gen_tq_scale under that constant, so one pipeline can read any of the
-     * three formats: --weights tq1|tq2 re-encodes I2_S at load and sets it. */
-    int wfmt;
 
     /* Table formats read two values per u32 word (F16), else NULL: the word as a vec2. */
     dsl_expr (*table_pair)(dsl_kernel *k, dsl_expr word);
@@ -38,5 +49,17 @@ typedef struct gen_codec {
 /* The kernel-side codec of a type id; NULL if the format has none (the caller reports it,
  * naming the tensor and fmt_type_name(type)). */
 const gen_codec *gen_codec_find(uint32_t type);
+/* The table (format/fmt_codec_list.h's KERNELS lines, then rows added at run time): row i of n. */
+const gen_codec *gen_codec_at(int i);
+int gen_codec_count(void);
+/* Adds a row at run time (a format defined outside gen/codec/, e.g. a test's; its C row goes
+ * to fmt_codec_register first). 0, or -1 and one message in err (FMT_ERR_LEN) if no C row has
+ * its type, a row has it already, its ternary functions do not match the C row's scale kind,
+ * or the table of added rows (8) is full. Not thread-safe; the row must outlive every use. */
+int gen_codec_register(const gen_codec *c, char *err);
+
+/* The format's type id as a named GLSL constant of kernel k (`const uint FMT_TQ2_0 = 35u;`):
+ * what WFMT is compared with. */
+dsl_expr gen_codec_const(dsl_kernel *k, const gen_codec *c);
 
 #endif

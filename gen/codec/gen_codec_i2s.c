@@ -11,7 +11,7 @@
 
 static dsl_expr i2s_codes(dsl_kernel *k, dsl_expr word, int g)
 {
-    return dsl_band(k, dsl_shr(k, word, dsl_u32(k, 6 - CODE_BITS * (uint32_t)g)), dsl_u32(k, BYTE_LOW_2));
+    return dsl_band(k, dsl_shr(k, word, dsl_u32(k, 6 - CODE_BITS * (uint32_t)g)), dsl_u32_hex(k, BYTE_LOW_2));
 }
 
 static dsl_expr i2s_scale(dsl_kernel *k, dsl_expr W, uint64_t rows, uint64_t K)

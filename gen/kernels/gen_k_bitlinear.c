@@ -49,7 +49,6 @@
  */
 #include "gen_k_bitlinear.h"
 #include "gen_k_norm.h"
-#include "gen_k_ternary.h"
 
 #define WG GEN_BL_WG
 #define ROWS RT_DECODE_ROWS /* decode: rows per workgroup, one subgroup per row at a time */
@@ -73,36 +72,37 @@ static dsl_expr bl_decode_rpw(dsl_kernel *k, const gen_bl_ctx *c)
 /* The first word of a lane's stride over the row: its part's start (GEMV_SPLITK) + lane. */
 static dsl_expr bl_from(dsl_kernel *k, dsl_expr wb, dsl_expr lane) { return wb ? dsl_add(k, wb, lane) : lane; }
 
-/* Decode, TQ format f: the lane's words w of row r (I2_S order, as the I2_S loop walks
- * them), each one's 16 products summed in int32, then accf += float(sum) * d of its
- * block (|sum| <= 16 * 128 and d has 11 significant bits: each term exact in f32; the
- * terms are added in the lane's word order, then across the subgroup). TQ1_T: the codes
- * 0..2 into the integer acc as the I2_S loop does (one matrix scale, sum(q) subtracted). */
-static void bl_rows_tq(dsl_kernel *k, const gen_bl_ctx *c, int f, const dsl_expr *W, dsl_expr r, dsl_expr lane,
-                       dsl_expr sgs, const dsl_expr *acc, const dsl_expr *accf)
+/* Decode, a block-walk format (gen_codec.h): the lane's words w of row r (I2_S order, as
+ * the I2_S loop walks them), each one's 16 products summed in int32. A scale per block
+ * (TQ1_0, TQ2_0): accf += float(sum) * d of its block (|sum| <= 16 * 128 and d has 11
+ * significant bits: each term exact in f32; the terms are added in the lane's word order,
+ * then across the subgroup). One matrix scale (TQ1_T): the codes 0..2 into the integer acc as
+ * the I2_S loop does (sum(q) subtracted at the end). */
+static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, const dsl_expr *W, dsl_expr r,
+                          dsl_expr lane, dsl_expr sgs, const dsl_expr *acc, const dsl_expr *accf)
 {
-    const bool one_scale = f == GEN_WFMT_TQ1T;
+    const bool one_scale = !codec->block_scale;
     const int nw = c->glu ? 2 : 1;
-    dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
+    dsl_if(k, gen_bl_is(k, c, codec));
     dsl_expr w = dsl_for(k, "w", bl_from(k, c->wb, lane), c->we ? c->we : c->KW, sgs);
     dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
     dsl_expr l0 = dsl_let(k, "l0", dsl_add(k, dsl_shl(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(7)),
                                           dsl_shl(k, dsl_band(k, w, U(7)), U(2))));
     dsl_expr boff[2], aw[2];
     for (int j = 0; j < nw; j++) {
-        boff[j] = dsl_let(k, "boff", gen_bl_tq_block(k, c, f, r, dsl_shr(k, w, U(4))));
+        boff[j] = dsl_let(k, "boff", gen_bl_block_at(k, c, codec, r, dsl_shr(k, w, U(4))));
         aw[j] = one_scale ? acc[j] : dsl_var(k, j ? "awu" : "aw", DSL_I32, I(0));
     }
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr qw = dsl_let(k, "qw", dsl_load(k, c->q, dsl_add(k, qb, U(8 * gq))));
         dsl_expr l = dsl_add(k, l0, U(32 * gq));
         for (int j = 0; j < nw; j++) {
-            dsl_expr codes = gen_tq_codes(k, f, W[j], boff[j], l);
-            dsl_add_to(k, aw[j], one_scale ? dsl_dot4x8_su(k, qw, codes) : dsl_dot4x8_ss(k, qw, gen_tq_signed(k, codes)));
+            dsl_expr codes = codec->block_codes(k, W[j], boff[j], l);
+            dsl_add_to(k, aw[j], one_scale ? dsl_dot4x8_su(k, qw, codes) : dsl_dot4x8_ss(k, qw, gen_bl_signed(k, codes)));
         }
     }
     for (int j = 0; j < nw && !one_scale; j++)
-        dsl_add_to(k, accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), gen_tq_scale(k, f, W[j], boff[j])));
+        dsl_add_to(k, accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), codec->block_scale(k, W[j], boff[j])));
     dsl_end(k); /* w */
     dsl_end(k);
 }
@@ -252,9 +252,10 @@ static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, cons
     if (c->rows) /* a lane whose row is past the matrix adds nothing (but takes part in the sums) */
         dsl_if(k, dsl_lt(k, r, Mc));
     if (c->fmt) {
-        for (int f = GEN_WFMT_TQ2; f <= GEN_WFMT_TQ1T; f++)
-            bl_rows_tq(k, c, f, W, r, lane, sgs, acc, accf);
-        dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+        for (int i = 0; i < gen_codec_count(); i++)
+            if (gen_codec_at(i)->block_codes)
+                bl_rows_block(k, c, gen_codec_at(i), W, r, lane, sgs, acc, accf);
+        dsl_if(k, gen_bl_is(k, c, c->codec));
     }
     if (c->shq) { /* GEMV_SHQ: the 4-byte loop on the workgroup's shared copy of the codes */
         dsl_if(k, dsl_ne(k, c->shq, U(0)));
@@ -313,9 +314,9 @@ static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, cons
         bl_splitk_sum(k, c, psum, psumf, rpw, ws, y, Mc, wg);
 }
 
-/* The default WFMT of a kernel: the format its weights have in the YAML (the kernel-side
- * codec row's wfmt). The matrices one kernel reads share it; -1 and err when they do not. */
-static int kop_wfmt(const gen_graph *g, const gen_kop *kop, char *err)
+/* The default WFMT of a kernel: the type id its weights have in the YAML. The matrices one
+ * kernel reads share it; -1 and err when they do not. */
+static int64_t kop_wfmt(const gen_graph *g, const gen_kop *kop, char *err)
 {
     const gen_tensor *t0 = &g->m->tensors[kop->w[0]];
     for (int p = 1; p < GEN_KOP_MAX_PARTS && kop->w[p] >= 0; p++) {
@@ -327,8 +328,20 @@ static int kop_wfmt(const gen_graph *g, const gen_kop *kop, char *err)
             return -1;
         }
     }
-    const gen_codec *c = gen_codec_find(t0->type);
-    return c ? c->wfmt : GEN_WFMT_I2S;
+    return t0->type;
+}
+
+/* The word walk a kernel over weights of type wtype runs (gen_codec.h): the format's own, or
+ * for a block-walk format the table's (I2_S's), whose branch runs when WFMT names it. */
+static const gen_codec *word_walk_of(uint32_t wtype)
+{
+    const gen_codec *own = gen_codec_find(wtype);
+    if (own && own->ternary_codes)
+        return own;
+    for (int i = 0; own && own->block_codes && i < gen_codec_count(); i++)
+        if (gen_codec_at(i)->ternary_codes)
+            return gen_codec_at(i);
+    return NULL;
 }
 
 /* Workgroups along x for an M-row matrix. */
@@ -488,19 +501,17 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
     const int M = Ms[0];
     const uint32_t wtype = m->tensors[kop->w[0]].type;
-    /* TQ1_0 / TQ2_0 weights: the WFMT branches below; the I2_S branch uses the I2_S codec */
-    const bool tq_type = wtype == FMT_TQ1_0 || wtype == FMT_TQ2_0;
-    gen_bl_ctx c = {.codec = gen_codec_find(tq_type ? FMT_I2_S : wtype), .decode = decode, .glu = glu,
+    gen_bl_ctx c = {.codec = word_walk_of(wtype), .decode = decode, .glu = glu,
                 .act = gen_act_at(kop->act), .res = res, .K = K};
     if (!c.codec || !c.codec->ternary_codes) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: bitlinear: weights of type %s have no kernel-side ternary decode",
                  m->path, kop->loc.line, kop->loc.col, fmt_type_name(wtype));
         return -1;
     }
-    const int wfmt = kop_wfmt(g, kop, err);
+    const int64_t wfmt = kop_wfmt(g, kop, err);
     if (wfmt < 0)
         return -1; /* k is the caller's to free */
-    if (K % 256 == 0) /* TQ blocks are 256 weights: other widths are I2_S only (WFMT absent) */
+    if (K % GEN_CODEC_BLOCK == 0) /* block walks: other widths run the word walk only (WFMT absent) */
         c.fmt = dsl_spec_const(k, "WFMT", DSL_U32, RT_SPEC_WFMT, (uint32_t)wfmt);
     const bool norm = kop->norm.row >= 0, last = kop->last_out >= 0;
     dsl_expr x = NULL;

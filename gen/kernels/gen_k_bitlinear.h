@@ -12,7 +12,7 @@
 
 /* What the row loop of every bitlinear kernel shares. */
 typedef struct {
-    const gen_codec *codec; /* the weights' format (kernel-side decode) */
+    const gen_codec *codec; /* the format of the word walk (I2_S's; gen_codec.h) */
     const gen_act *act; /* GLU: the activation of the gate */
     bool decode, glu, res;
     int K;
@@ -25,7 +25,8 @@ typedef struct {
     dsl_expr KV4;      /* with vec: uvec4 steps (4 code words) per row */
     dsl_expr shq, qsh; /* decode with a global Q8 input: the GEMV_SHQ specialization constant
                         * and the shared copy of the activation codes it stages; else NULL */
-    dsl_expr fmt;      /* the WFMT specialization constant: I2_S, TQ2_0, TQ1_0 or TQ1_T weights */
+    dsl_expr fmt;      /* the WFMT specialization constant: the weights' type id (gen_codec.h);
+                        * NULL: a row length not a multiple of 256, the word walk's format only */
     dsl_expr rows;     /* decode with a global Q8 input: the GEMV_ROWS specialization constant
                         * (log2 of the rows a subgroup serves at once); else NULL (one) */
     dsl_expr dsh;      /* prefill, TQ formats: the tile rows' block scales (shared) */
@@ -40,8 +41,12 @@ typedef struct {
     dsl_expr b4, e4;   /* ... and uvec4 [b4, e4) (GEMV_VEC) */
 } gen_bl_ctx;
 
-/* TQ1_0 / TQ2_0 weights (a scale per block): WFMT says the sums are block-scaled floats. */
+/* WFMT == the codec's type id (its named constant). */
+dsl_expr gen_bl_is(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec);
+/* WFMT names a format with a scale per block: the sums are block-scaled floats. */
 dsl_expr gen_bl_block_scaled(dsl_kernel *k, const gen_bl_ctx *c);
+/* Biased codes (0, 1, 2 per byte) as signed bytes (-1, 0, +1). */
+dsl_expr gen_bl_signed(dsl_kernel *k, dsl_expr codes);
 /* y[yi] from the row's integer total (and float total: TQ1_0 / TQ2_0), the token's scale
  * and code sum, the matrices' scales ws: plus the residual, or through the GLU. */
 void gen_bl_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot, const dsl_expr *totf, dsl_expr sc,
@@ -50,8 +55,8 @@ void gen_bl_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot, const
 dsl_expr gen_bl_codes(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr word, int g);
 /* The weight scale of each matrix into out_ws. */
 void gen_bl_scales(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws);
-/* Byte offset of 256-block B of row r of a format-f matrix. */
-dsl_expr gen_bl_tq_block(dsl_kernel *k, const gen_bl_ctx *c, int f, dsl_expr r, dsl_expr B);
+/* Byte offset of block B of row r of a block-walk matrix of that codec. */
+dsl_expr gen_bl_block_at(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, dsl_expr r, dsl_expr B);
 /* Prefill: the tile of rows (TILE_ROWS) x tokens (TILE_TOKS) of workgroup (wg, wgid.y) of the
  * M-row matrix W[0] (and W[1]) into y (gen_k_bitlinear_tile.c). */
 void gen_bl_tile(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr y, int M, dsl_expr Mc, dsl_expr wg);

@@ -3,13 +3,29 @@
  * codes, the matrices' scales, a TQ block's offset, a row's value stored (the residual or
  * the GLU's activation applied). A leaf below both (tests/check_calls.sh). */
 #include "gen_k_bitlinear.h"
-#include "gen_k_ternary.h"
 
-/* TQ1_0 / TQ2_0 weights (a scale per block): the WFMT values whose sums are float sums of
- * block-scaled integer sums (I2_S and TQ1_T: one integer sum, one matrix scale). */
+dsl_expr gen_bl_is(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec)
+{
+    return dsl_eq(k, c->fmt, gen_codec_const(k, codec));
+}
+
+/* Weights with a scale per block (TQ1_0, TQ2_0): the WFMT values whose sums are float sums
+ * of block-scaled integer sums (the others: one integer sum, one matrix scale). */
 dsl_expr gen_bl_block_scaled(dsl_kernel *k, const gen_bl_ctx *c)
 {
-    return dsl_or(k, dsl_eq(k, c->fmt, U(GEN_WFMT_TQ1)), dsl_eq(k, c->fmt, U(GEN_WFMT_TQ2)));
+    dsl_expr any = NULL;
+    for (int i = 0; i < gen_codec_count(); i++)
+        if (gen_codec_at(i)->block_scale) {
+            dsl_expr is = gen_bl_is(k, c, gen_codec_at(i));
+            any = any ? dsl_or(k, any, is) : is;
+        }
+    return any ? any : dsl_bool(k, false);
+}
+
+/* Biased codes (bytes 0, 1, 2) -> signed (0xff, 0x00, 0x01: -1, 0, +1), for a signed 4x8 dot. */
+dsl_expr gen_bl_signed(dsl_kernel *k, dsl_expr codes)
+{
+    return dsl_bxor(k, dsl_add(k, codes, UX(0x7f7f7f7fu)), UX(0x80808080u));
 }
 
 /* y[yi] = the row's value from its integer total (tot[1]: the GLU's up row), the
@@ -21,7 +37,7 @@ void gen_bl_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot, const
     dsl_expr v[2];
     for (int j = 0; j < (c->glu ? 2 : 1); j++) {
         dsl_expr vi = dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]);
-        if (c->fmt) /* TQ1_0 / TQ2_0: the block-scaled float sum / s */
+        if (c->fmt) /* a scale per block: the block-scaled float sum / s */
             vi = dsl_select(k, gen_bl_block_scaled(k, c), dsl_div(k, totf[j], sc), vi);
         v[j] = dsl_let(k, j ? "vu" : "v", vi);
     }
@@ -37,8 +53,8 @@ dsl_expr gen_bl_codes(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr word, int g)
     return c->codec->ternary_codes(k, word, g);
 }
 
-/* The weight scale of each matrix (I2_S, TQ1_T: the f32 after the codes; read only for
- * those, TQ1_0 / TQ2_0 keep a scale per block). */
+/* The weight scale of each matrix (formats with one matrix scale: I2_S, TQ1_T; read only
+ * for those, the others keep a scale per block). */
 void gen_bl_scales(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, int M, dsl_expr *out_ws)
 {
     if (!c->fmt) {
@@ -48,18 +64,21 @@ void gen_bl_scales(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, int M,
     }
     for (int j = 0; j < (c->glu ? 2 : 1); j++)
         out_ws[j] = dsl_var(k, j ? "ws_up" : "ws", DSL_F32, F(0));
-    for (int f = GEN_WFMT_I2S; f <= GEN_WFMT_TQ1T; f += GEN_WFMT_TQ1T) {
-        const gen_codec *codec = f == GEN_WFMT_I2S ? c->codec : gen_codec_find(FMT_TQ1_T);
-        dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
+    for (int i = 0; i < gen_codec_count(); i++) {
+        const gen_codec *codec = gen_codec_at(i);
+        if (!codec->ternary_scale)
+            continue;
+        dsl_if(k, gen_bl_is(k, c, codec));
         for (int j = 0; j < (c->glu ? 2 : 1); j++)
             dsl_assign(k, out_ws[j], codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
         dsl_end(k);
     }
 }
 
-/* Byte offset of 256-block B of row r of a format-f matrix with rows of K weights. */
-dsl_expr gen_bl_tq_block(dsl_kernel *k, const gen_bl_ctx *c, int f, dsl_expr r, dsl_expr B)
+/* Byte offset of block B of row r of a block-walk matrix with rows of K weights (the
+ * block's bytes from the format's C row). */
+dsl_expr gen_bl_block_at(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, dsl_expr r, dsl_expr B)
 {
-    const uint32_t bb = (uint32_t)gen_tq_block_bytes(f);
-    return dsl_add(k, dsl_mul(k, r, U((uint32_t)c->K / 256 * bb)), dsl_mul(k, B, U(bb)));
+    const uint32_t bb = fmt_codec_find(codec->type)->blk_bytes;
+    return dsl_add(k, dsl_mul(k, r, U((uint32_t)c->K / GEN_CODEC_BLOCK * bb)), dsl_mul(k, B, U(bb)));
 }

@@ -5,7 +5,6 @@
  * kernel around both are gen_k_bitlinear.c.
  */
 #include "gen_k_bitlinear.h"
-#include "gen_k_ternary.h"
 
 #define WG GEN_BL_WG
 /* The cooperative-matrix tile (rt_tile_at(RT_TILE_MMA_AT)): rows and tokens a workgroup, and
@@ -15,17 +14,17 @@
 #define MMA_A_WORDS (MMA_TM * 8)
 #define MMA_C_WORDS (MMA_TM * MMA_TN)
 
-/* Prefill, TQ format f: word wi of 128-element step kb of row gr, decoded into the I2_S
- * word form (elements 32 g + 4 wi + b in bits 6 - 2 g of byte b) at wsh[dst]. */
-static void bl_stage_tq(dsl_kernel *k, const gen_bl_ctx *c, int f, dsl_expr Wj, dsl_expr gr, dsl_expr kb, dsl_expr wi,
-                        dsl_expr dst)
+/* Prefill, a block-walk format: word wi of 128-element step kb of row gr, decoded into the
+ * I2_S word form (elements 32 g + 4 wi + b in bits 6 - 2 g of byte b) at wsh[dst]. */
+static void bl_stage_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, dsl_expr Wj, dsl_expr gr,
+                           dsl_expr kb, dsl_expr wi, dsl_expr dst)
 {
-    dsl_if(k, dsl_eq(k, c->fmt, U((uint32_t)f)));
-    dsl_expr boff = dsl_let(k, "boff", gen_bl_tq_block(k, c, f, gr, dsl_shr(k, kb, U(1))));
+    dsl_if(k, gen_bl_is(k, c, codec));
+    dsl_expr boff = dsl_let(k, "boff", gen_bl_block_at(k, c, codec, gr, dsl_shr(k, kb, U(1))));
     dsl_expr l0 = dsl_let(k, "l0", dsl_add(k, dsl_shl(k, dsl_band(k, kb, U(1)), U(7)), dsl_shl(k, wi, U(2))));
     dsl_expr word = NULL;
     for (int g = 0; g < 4; g++) {
-        dsl_expr cg = dsl_shl(k, gen_tq_codes(k, f, Wj, boff, dsl_add(k, l0, U(32 * g))), U((uint32_t)(6 - 2 * g)));
+        dsl_expr cg = dsl_shl(k, codec->block_codes(k, Wj, boff, dsl_add(k, l0, U(32 * g))), U((uint32_t)(6 - 2 * g)));
         word = word ? dsl_bor(k, word, cg) : cg;
     }
     dsl_store(k, c->wsh, dst, word);
@@ -89,22 +88,26 @@ static void tile_stage(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, ds
         dsl_expr gr = dsl_let(k, "gr", dsl_min(k, dsl_add(k, t->row0, r), dsl_sub(k, Mc, U(1))));
         dsl_expr dst = dsl_let(k, "dst", dsl_add(k, dsl_mul(k, dsl_add(k, wi, U((uint32_t)j * 8)), t->wstr), r));
         if (c->fmt)
-            dsl_if(k, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+            dsl_if(k, gen_bl_is(k, c, c->codec));
         dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
         dsl_store(k, c->wsh, dst, dsl_load(k, W[j], src));
         if (c->fmt) {
             dsl_end(k);
-            for (int f = GEN_WFMT_TQ2; f <= GEN_WFMT_TQ1T; f++)
-                bl_stage_tq(k, c, f, W[j], gr, kb, wi, dst);
+            for (int i = 0; i < gen_codec_count(); i++)
+                if (gen_codec_at(i)->block_codes)
+                    bl_stage_block(k, c, gen_codec_at(i), W[j], gr, kb, wi, dst);
         }
         dsl_end(k); /* h */
     }
-    for (int f = GEN_WFMT_TQ2; c->fmt && f <= GEN_WFMT_TQ1; f++) { /* the tile rows' block scales */
-        dsl_if(k, dsl_and(k, dsl_eq(k, c->fmt, U((uint32_t)f)), dsl_lt(k, t->lid, t->tm)));
+    for (int i = 0; c->fmt && i < gen_codec_count(); i++) { /* the tile rows' block scales */
+        const gen_codec *codec = gen_codec_at(i);
+        if (!codec->block_scale)
+            continue;
+        dsl_if(k, dsl_and(k, gen_bl_is(k, c, codec), dsl_lt(k, t->lid, t->tm)));
         dsl_expr gr = dsl_min(k, dsl_add(k, t->row0, t->lid), dsl_sub(k, Mc, U(1)));
-        dsl_expr boff = dsl_let(k, "boff", gen_bl_tq_block(k, c, f, gr, dsl_shr(k, kb, U(1))));
+        dsl_expr boff = dsl_let(k, "boff", gen_bl_block_at(k, c, codec, gr, dsl_shr(k, kb, U(1))));
         for (int j = 0; j < (c->glu ? 2 : 1); j++)
-            dsl_store(k, c->dsh, j ? dsl_add(k, t->lid, t->tm) : t->lid, gen_tq_scale(k, f, W[j], boff));
+            dsl_store(k, c->dsh, j ? dsl_add(k, t->lid, t->tm) : t->lid, codec->block_scale(k, W[j], boff));
         dsl_end(k);
     }
     /* TN tokens x 32 words: 2 RB rounds of 256; a warp reads one token's 128 bytes */
@@ -153,7 +156,7 @@ static void tile_products(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr tq, bl_ti
                 /* I2_S: codes 0..2 (sum(q) subtracted at the end); TQ: signed trits */
                 dsl_expr code = gen_bl_codes(k, c, wv[j][a], gq);
                 if (tq) /* codes 0..2 are the same bytes signed or unsigned: one signed dot */
-                    code = dsl_select(k, tq, gen_tq_signed(k, code), code);
+                    code = dsl_select(k, tq, gen_bl_signed(k, code), code);
                 code = dsl_let(k, "c", code);
                 for (int b = 0; b < BMAX && t->acc[j][a][b]; b++) {
                     tile_open(k, t->RB, b);
@@ -369,7 +372,7 @@ void gen_bl_tile(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr
     gen_bl_scales(k, c, W, M, ws);
     dsl_expr mma = dsl_ne(k, c->tile_mma, U(0));
     if (c->fmt)
-        mma = dsl_and(k, mma, dsl_eq(k, c->fmt, U(GEN_WFMT_I2S)));
+        mma = dsl_and(k, mma, gen_bl_is(k, c, c->codec)); /* the matrix tile: the word walk only */
     dsl_if(k, mma);
     tile_mma(k, c, W, y, Mc, wg, ws);
     dsl_else(k);

@@ -17,6 +17,7 @@
 #include "gen_kernels.h"
 
 #define U(v) dsl_u32(k, (v))
+#define UX(v) dsl_u32_hex(k, (v)) /* a mask or packed bytes, printed in hex */
 #define I(v) dsl_i32(k, (v))
 #define F(v) dsl_f32(k, (v))
 
@@ -149,15 +150,15 @@ static inline dsl_expr gen_wg_reduce(dsl_kernel *k, dsl_expr sh, dsl_expr v, dsl
 static inline dsl_expr gen_float_key(dsl_kernel *k, dsl_expr v)
 {
     dsl_expr b = dsl_let(k, "bits", dsl_bitcast(k, v, DSL_U32));
-    return dsl_let(k, "key", dsl_select(k, dsl_ne(k, dsl_band(k, b, U(0x80000000u)), U(0)), dsl_bnot(k, b),
-                                        dsl_bor(k, b, U(0x80000000u))));
+    return dsl_let(k, "key", dsl_select(k, dsl_ne(k, dsl_band(k, b, UX(0x80000000u)), U(0)), dsl_bnot(k, b),
+                                        dsl_bor(k, b, UX(0x80000000u))));
 }
 
 static inline dsl_expr gen_float_unkey(dsl_kernel *k, dsl_expr key)
 {
     dsl_expr u = dsl_let(k, "key", key);
-    return dsl_let(k, "val", dsl_bitcast(k, dsl_select(k, dsl_ne(k, dsl_band(k, u, U(0x80000000u)), U(0)),
-                                                        dsl_bxor(k, u, U(0x80000000u)), dsl_bnot(k, u)),
+    return dsl_let(k, "val", dsl_bitcast(k, dsl_select(k, dsl_ne(k, dsl_band(k, u, UX(0x80000000u)), U(0)),
+                                                        dsl_bxor(k, u, UX(0x80000000u)), dsl_bnot(k, u)),
                                           DSL_F32));
 }
 

@@ -255,7 +255,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
 
     /* argmax: this invocation's best row so far (rows ascend: '>' keeps the lowest index) */
     dsl_expr best = amax ? dsl_var(k, "best", DSL_F32, F(-3.0e38)) : NULL;
-    dsl_expr bidx = amax ? dsl_var(k, "bidx", DSL_U32, U(0xffffffffu)) : NULL;
+    dsl_expr bidx = amax ? dsl_var(k, "bidx", DSL_U32, UX(0xffffffffu)) : NULL;
     dsl_expr slots = head_slots(k, decode);
     dsl_expr vb = dsl_for(k, "vb", dsl_mul(k, dsl_wgid(k, 0), slots), vocab, dsl_mul(k, dsl_nwg(k, 0), slots));
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), slots, dsl_builtin(k, DSL_NUM_SUBGROUPS));
@@ -321,7 +321,7 @@ static void best_of_wg(dsl_kernel *k, dsl_expr bv, dsl_expr bi, dsl_expr val, ds
                        dsl_expr *out_i)
 {
     dsl_expr m = dsl_let(k, "m", dsl_subgroup_max(k, val));
-    dsl_expr mi = dsl_let(k, "mi", dsl_subgroup_min(k, dsl_select(k, dsl_eq(k, val, m), idx, U(0xffffffffu))));
+    dsl_expr mi = dsl_let(k, "mi", dsl_subgroup_min(k, dsl_select(k, dsl_eq(k, val, m), idx, UX(0xffffffffu))));
     dsl_expr sg = dsl_builtin(k, DSL_SUBGROUP_ID);
     dsl_if(k, dsl_subgroup_elect(k));
     dsl_store(k, bv, sg, m);
@@ -357,7 +357,7 @@ static void head_argmax(dsl_kernel *k, dsl_expr part, dsl_expr sync, dsl_expr re
     dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
     dsl_expr nwg = dsl_let(k, "nwg", dsl_nwg(k, 0)); /* <= HEAD_GROUPS (the vocabulary caps it) */
     gen_last_wg_begin_at(k, cnt, dsl_sub(k, nwg, U(1)));
-    dsl_expr mv = dsl_var(k, "mv", DSL_F32, F(-3.0e38)), mx = dsl_var(k, "mx", DSL_U32, U(0xffffffffu));
+    dsl_expr mv = dsl_var(k, "mv", DSL_F32, F(-3.0e38)), mx = dsl_var(k, "mx", DSL_U32, UX(0xffffffffu));
     dsl_expr p = dsl_for(k, "p", lid, nwg, U(WG));
     dsl_expr pv = dsl_let(k, "pv", dsl_load(k, part, dsl_mul(k, p, U(2))));
     dsl_expr pi = dsl_let(k, "pi", dsl_bitcast(k, dsl_load(k, part, dsl_add(k, dsl_mul(k, p, U(2)), U(1))), DSL_U32));
@@ -385,7 +385,7 @@ struct dsl_kernel *gen_kernel_argmax(void)
     dsl_expr bv = dsl_shared(k, "bv", DSL_F32, WG), bi = dsl_shared(k, "bi", DSL_U32, WG);
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr best = dsl_var(k, "best", DSL_F32, F(-3.0e38));
-    dsl_expr bidx = dsl_var(k, "bidx", DSL_U32, U(0xffffffffu));
+    dsl_expr bidx = dsl_var(k, "bidx", DSL_U32, UX(0xffffffffu));
     dsl_expr i = dsl_for(k, "i", lid, vocab, U(WG));
     dsl_expr v = dsl_let(k, "v", dsl_load(k, logits, i));
     dsl_if(k, dsl_gt(k, v, best));
@@ -535,7 +535,7 @@ struct dsl_kernel *gen_kernel_topk(void)
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr kk = dsl_let(k, "kk", dsl_min(k, kp, dsl_min(k, vocab, U(WG))));
     /* empty slots sort last */
-    dsl_store(k, sid, lid, U(0xffffffffu));
+    dsl_store(k, sid, lid, UX(0xffffffffu));
     dsl_store(k, sval, lid, F(-3.0e38));
     dsl_expr prefix, need;
     topk_select(k, logits, vocab, kk, hist, st, lid, &prefix, &need);

@@ -265,7 +265,7 @@ static void quant_word(dsl_kernel *k, void *ctx, uint32_t v, dsl_expr val, dsl_e
         dsl_expr qi = dsl_let(k, "qv", dsl_clamp(k, dsl_cast(k, dsl_round_even(k, e), DSL_I32),
                                                  dsl_const_i32(k, "Q8_LO", -128), dsl_const_i32(k, "Q8_HI", 127)));
         dsl_add_to(k, c->qsum, qi); /* zero past the row */
-        dsl_expr sh = dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), U(0xff)), U(8 * b));
+        dsl_expr sh = dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), UX(0xff)), U(8 * b));
         packed = packed ? dsl_bor(k, packed, sh) : sh;
     }
     if (in)

@@ -49,7 +49,7 @@ static dsl_expr row_dot(dsl_kernel *k, dsl_expr W, dsl_expr q, dsl_expr KW, dsl_
     /* word w of a 128-element block faces activation words (w / 8) * 32 + w % 8 + 8 g */
     dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
     for (int gq = 0; gq < 4; gq++) {
-        dsl_expr codes = dsl_band(k, dsl_shr(k, wd, U((uint32_t)(6 - 2 * gq))), U(0x03030303u));
+        dsl_expr codes = dsl_band(k, dsl_shr(k, wd, U((uint32_t)(6 - 2 * gq))), UX(0x03030303u));
         dsl_add_to(k, acc, dsl_dot4x8_su(k, dsl_load(k, q, dsl_add(k, qb, U(8 * gq))), codes));
     }
     dsl_end(k);

@@ -169,7 +169,7 @@ static void weight_formats(ternion_model *m)
     char name[256];
     for (uint32_t t = 0; t < d->n_tensors; t++) {
         const uint8_t want = d->tensors[t].type;
-        if (want != FMT_I2_S && want != FMT_TQ1_0 && want != FMT_TQ2_0)
+        if (!fmt_is_ternary(fmt_codec_find(want)))
             continue;
         if (!m->weights_yaml)
             m->weights_yaml = fmt_type_name(want);

@@ -154,30 +154,32 @@ static void q8_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1
     }
 }
 
-/* BF16, ...: the format's reference row decode */
+/* Q8_0, BF16, ...: the format's reference row decode */
 static void decode_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
 {
     (void)isa;
     fmt_decode_row(fmt_codec_find(w->type), w->data, w->ne0, w->ne1, r, out);
 }
 
+/* The formats with kernels of their own. */
 static const cpu_codec ROWS[] = {
     {FMT_I2_S, i2s_matmul, NULL, NULL},
-    {FMT_TQ1_0, generic_ternary_matmul, NULL, NULL},
-    {FMT_TQ2_0, generic_ternary_matmul, NULL, NULL},
-    {FMT_TQ1_T, generic_ternary_matmul, NULL, NULL},
     {FMT_F32, NULL, f32_row, f32_dot_rows},
     {FMT_F16, NULL, f16_row, f16_dot_rows},
-    {FMT_BF16, NULL, decode_row, NULL},
     {FMT_Q8_0, NULL, decode_row, q8_dot_rows},
 };
+/* Every other format of the codec table (format/fmt_codec.h) through its C row: a ternary one
+ * by its row decode and scales, one with a float decode as a table. */
+static const cpu_codec GENERIC_TERNARY = {0, generic_ternary_matmul, NULL, NULL};
+static const cpu_codec GENERIC_TABLE = {0, NULL, decode_row, NULL};
 
 const cpu_codec *cpu_codec_find(uint32_t type)
 {
-    for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
+    const fmt_codec *f = fmt_codec_find(type);
+    for (size_t i = 0; f && i < sizeof ROWS / sizeof ROWS[0]; i++)
         if (ROWS[i].type == type)
-            return fmt_codec_find(type) ? &ROWS[i] : NULL;
-    return NULL;
+            return &ROWS[i];
+    return !f ? NULL : fmt_is_ternary(f) && f->decode_ternary ? &GENERIC_TERNARY : f->decode ? &GENERIC_TABLE : NULL;
 }
 
 size_t cpu_codec_scratch(int64_t ne0) { return (size_t)ne0 * sizeof(float) + 64; }

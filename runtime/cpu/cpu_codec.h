@@ -3,9 +3,10 @@
  * (gen/codec/gen_codec.c).
  *
  * Owns: how the CPU multiplies a ternary matrix of each format by int8 activations (a fast
- * path where one is written: I2_S at every ISA level; the other ternary formats through the
- * format's reference decode of a row), and how it reads a table (embedding rows, the LM
- * head) of each float format. A format with no row here is refused at load, naming it.
+ * path where one is written: I2_S at every ISA level; every other ternary format of the
+ * codec table through its C row's decode of a row), and how it reads a table (embedding
+ * rows, the LM head) of each float format (F32, F16, Q8_0 rows here; another with a C decode
+ * through it). A format with neither is refused at load, naming it.
  */
 #ifndef CPU_CODEC_H
 #define CPU_CODEC_H

@@ -21,23 +21,16 @@
 
 #include "gguf/rt_tq.h"
 
-static bool ternary(uint8_t t) { return t == FMT_I2_S || t == FMT_TQ1_0 || t == FMT_TQ2_0 || t == FMT_TQ1_T; }
+static bool ternary(uint8_t t) { return fmt_is_ternary(fmt_codec_find(t)); }
 
 /* A file's tensor type for a tensor whose YAML says `want`: that type, or, for a ternary matrix,
  * any ternary format a file may hold (I2_S, TQ1_0, TQ2_0: the YAML's type is the default, the
  * kernels are told the file's per pipeline through WFMT). TQ1_T is a device-only layout. */
 bool rt_eng_type_ok(uint8_t want, uint8_t got)
 {
-    return want == got || (ternary(want) && want != FMT_TQ1_T && ternary(got) && got != FMT_TQ1_T);
+    const fmt_codec *w = fmt_codec_find(want), *g = fmt_codec_find(got);
+    return want == got || (fmt_is_ternary(w) && !w->device_only && fmt_is_ternary(g) && !g->device_only);
 }
-
-static uint32_t wfmt_of(uint8_t t)
-{
-    return t == FMT_TQ1_0 ? RT_WFMT_TQ1 : t == FMT_TQ2_0 ? RT_WFMT_TQ2 : t == FMT_TQ1_T ? RT_WFMT_TQ1T : RT_WFMT_I2S;
-}
-
-/* The --weights spelling that re-encodes into format t. */
-static const char *weights_flag(int t) { return t == FMT_TQ1_T ? "tq1" : t == FMT_TQ1_0 ? "tq1_0" : "tq2"; }
 
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n)
 {
@@ -62,13 +55,13 @@ int rt_eng_weight_types(rt_engine *e, int repack, char *err)
             rt_eng_tensor_name(e, t, L, name, sizeof(name));
             const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, name);
             uint8_t ty = (uint8_t)gt->type;
-            if (ty == FMT_TQ1_0 || ty == FMT_TQ2_0) {
-                if (rt_tq_check(gt->type, name, gt->ne, gt->nbytes, err))
-                    return -1;
-            } else if (repack && ty == FMT_I2_S) {
+            const fmt_codec *c = fmt_codec_find(ty);
+            if (ternary(ty) && rt_tq_check(gt->type, name, gt->ne, gt->nbytes, err))
+                return -1;
+            if (repack && repack != ty && fmt_int_sums(c)) { /* one matrix scale: re-encoded exactly */
                 if (gt->ne[0] % fmt_codec_find((uint32_t)repack)->blk) {
                     snprintf(err, RT_ERR_LEN, "--weights %s: tensor '%s' has rows of %lld weights; %s needs multiples of %u",
-                             weights_flag(repack), name, (long long)gt->ne[0], fmt_type_name((uint32_t)repack),
+                             fmt_codec_find((uint32_t)repack)->weights, name, (long long)gt->ne[0], fmt_type_name((uint32_t)repack),
                              fmt_codec_find((uint32_t)repack)->blk);
                     return -1;
                 }
@@ -88,28 +81,17 @@ uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint
     return (uint64_t)gt->ne[0] * (uint64_t)gt->ne[1] / c->blk * c->blk_bytes + c->tail_bytes;
 }
 
-/* Rows [r0, r0 + n) of I2_S tensor gt as ternary values (format/fmt_i2s.c's layout, a byte at a time). */
-static void i2s_rows(const rt_gguf_tensor *gt, int64_t r0, int64_t n, int8_t *out)
-{
-    const int64_t ne0 = gt->ne[0];
-    const uint8_t *p = gt->data + (size_t)(r0 * ne0 / 4);
-    for (int64_t b = 0; b < n * ne0 / 128; b++, p += 32)
-        for (int j = 0; j < 32; j++)
-            for (int g = 0; g < 4; g++)
-                out[b * 128 + 32 * g + j] = (int8_t)(((p[j] >> (6 - 2 * g)) & 3) - 1);
-}
-
 int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, uint64_t off,
                          char *err)
 {
     const uint8_t ty = e->wtype[(size_t)t * e->n_layers + L];
     if (ty == gt->type)
         return rt_buf_upload(e->vk, dst, off, gt->data, gt->nbytes, err);
-    /* I2_S -> TQ: a slice of rows at a time */
+    /* the file's format (one matrix scale: I2_S) -> the --weights format: a slice of rows at a time */
     enum { SLICE = 1 << 20 }; /* weights per slice */
     const int64_t ne0 = gt->ne[0], rows = gt->ne[1], step = SLICE / ne0 > 0 ? SLICE / ne0 : 1;
-    const fmt_codec *c = fmt_codec_find(ty);
-    const float scale = fmt_ternary_scale(fmt_codec_find(FMT_I2_S), gt->data, ne0, rows), d = fmt_f16_to_f32(fmt_f32_to_f16(scale));
+    const fmt_codec *c = fmt_codec_find(ty), *src = fmt_codec_find(gt->type);
+    const float scale = fmt_ternary_scale(src, gt->data, ne0, rows), d = fmt_f16_to_f32(fmt_f32_to_f16(scale));
     if (c->block_scale && scale != 0 && (d == 0 || d > 65504.0f || d != d)) { /* TQ1_T keeps the f32 */
         snprintf(err, RT_ERR_LEN, "--weights: tensor '%.*s': scale %g has no F16 value", (int)gt->name.len,
                  gt->name.ptr, scale);
@@ -123,11 +105,11 @@ int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int
         snprintf(err, RT_ERR_LEN, "out of host memory");
     for (int64_t r = 0; r < rows && !rc; r += step) {
         int64_t n = rows - r < step ? rows - r : step;
-        i2s_rows(gt, r, n, tern);
+        src->decode_ternary(gt->data + fmt_row_offset(src, ne0, r), n * ne0, tern);
         c->encode_ternary(tern, n * ne0, scale, blocks);
         rc = rt_buf_upload(e->vk, dst, off + (uint64_t)r * row_bytes, blocks, (uint64_t)n * row_bytes, err);
     }
-    if (!rc && c->encode_tail) { /* TQ1_T: the f32 scale after the last block */
+    if (!rc && c->encode_tail) { /* one matrix scale (TQ1_T): the f32 after the last block */
         uint8_t tail[32] = {0};
         c->encode_tail(scale, tail);
         rc = rt_buf_upload(e->vk, dst, off + (uint64_t)rows * row_bytes, tail, c->tail_bytes, err);
@@ -193,7 +175,7 @@ int rt_eng_kernel_wfmt(rt_engine *e, uint32_t *wfmt, char *err)
             }
     }
     for (uint32_t k = 0; k < d->n_kernels; k++)
-        wfmt[k] = fmt[k] == 0xff ? 0 : wfmt_of(fmt[k]);
+        wfmt[k] = fmt[k] == 0xff ? FMT_I2_S : fmt[k]; /* no ternary weights: WFMT unused, I2_S's as before */
     free(fmt);
     return rc;
 }
@@ -209,8 +191,7 @@ uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp)
         const uint8_t ty = e->wtype[(size_t)arg.index * e->n_layers];
         const int64_t n = td->ne[0] * td->ne[1]; /* the generator counts I2_S codes: n / 4 bytes */
         const fmt_codec *c = fmt_codec_find(ty);
-        if (ty != FMT_I2_S)
-            delta += n / c->blk * (int64_t)c->blk_bytes - n / 4;
+        delta += n / c->blk * (int64_t)c->blk_bytes - n / 4;
     }
     return (uint64_t)delta;
 }

@@ -53,7 +53,7 @@ static bool rows_fit(const rt_engine *e, unsigned g)
 static bool tile_fits(const rt_engine *e, uint32_t k, unsigned t)
 {
     const uint32_t b = e->d->kernels[k].tile_shared[t < RT_N_TILES ? t : 0];
-    const bool i2s = !e->wfmt || e->wfmt[k] == RT_WFMT_I2S;
+    const bool i2s = !e->wfmt || e->wfmt[k] == FMT_I2_S; /* the matrix tile reads the word walk's format only */
     return t < RT_N_TILES && b && b <= rt_vk_get_info(e->vk)->max_shared && (!rt_tile_at(t).mma || i2s);
 }
 
@@ -89,8 +89,8 @@ uint8_t rt_eng_default_wide(const rt_engine *e)
 static uint16_t dims_of(const rt_engine *e, uint32_t k)
 {
     const rt_kernel_desc *kd = &e->d->kernels[k];
-    /* rows per subgroup, subgroups per row: integer sums only (I2_S, TQ1_T), the same bits */
-    const bool int_sums = !e->wfmt || e->wfmt[k] == RT_WFMT_I2S || e->wfmt[k] == RT_WFMT_TQ1T;
+    /* rows per subgroup, subgroups per row: integer sums only (one matrix scale), the same bits */
+    const bool int_sums = !e->wfmt || fmt_int_sums(fmt_codec_find(e->wfmt[k]));
     return (uint16_t)((spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_VEC) ? DIM_VEC : 0) |
                       (spv_has_spec(kd->spv, kd->spv_bytes, RT_SPEC_GEMV_WIDE) ? DIM_WIDE : 0) |
                       (splits_groups(e, k) ? DIM_SPLITS : 0) |

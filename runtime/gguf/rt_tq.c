@@ -8,8 +8,8 @@
 int rt_tq_check(rt_type t, const char *what, const int64_t ne[4], uint64_t nbytes, char *err)
 {
     const fmt_codec *c = fmt_codec_find(t);
-    if (t != FMT_TQ1_0 && t != FMT_TQ2_0) {
-        snprintf(err, RT_ERR_LEN, "tensor '%s': type %s is not TQ1_0 or TQ2_0", what, fmt_type_name(t));
+    if (!fmt_is_ternary(c) || c->device_only) {
+        snprintf(err, RT_ERR_LEN, "tensor '%s': type %s is not a ternary format a file may hold", what, fmt_type_name(t));
         return -1;
     }
     if (ne[0] <= 0 || ne[0] % c->blk) {

@@ -40,8 +40,8 @@ static int resolve(ref_model *r, int ti, int L, char *err)
     }
     /* a ternary tensor may come in any of the ternary formats (as the runtime accepts) */
     const fmt_codec *tc = fmt_codec_find(t->type);
-    const bool tern_ok = tc && (tc->uses & FMT_USE_TERNARY) &&
-                         (gt->type == FMT_I2_S || gt->type == FMT_TQ1_0 || gt->type == FMT_TQ2_0);
+    const fmt_codec *gc = fmt_codec_find(gt->type);
+    const bool tern_ok = fmt_is_ternary(tc) && fmt_is_ternary(gc) && !gc->device_only;
     if (gt->type != t->type && !tern_ok) {
         snprintf(err, RT_ERR_LEN, "%s: tensor %s has type %s, YAML %s:%d wants %s", r->g->path,
                  name, fmt_type_name(gt->type), r->m->path, t->loc.line, gen_ttype_name(t->type));
@@ -168,7 +168,7 @@ static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor 
                      const float *x, int K, int M, float *y)
 {
     ref_model *r = e->r;
-    if (w->type == FMT_TQ1_0 || w->type == FMT_TQ2_0) { /* per-block scales: ref_bitlinear_tq */
+    if (fmt_block_scaled(fmt_codec_find(w->type))) { /* per-block scales: ref_bitlinear_tq */
         int8_t *q = malloc((size_t)K * (size_t)e->n);
         float *s = malloc(sizeof(float) * (size_t)e->n);
         if (q && s) {

@@ -328,33 +328,33 @@ void main()
         precise float t21 = subgroupMax(s3);
         if (subgroupElect()) {
             uint bits = floatBitsToUint(t18);
-            uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
+            uint key = ((bits & 0x80000000u) != 0u) ? (~bits) : (bits | 0x80000000u);
             atomicMax(mkey[0u], key);
             uint bits1 = floatBitsToUint(t19);
-            uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
+            uint key1 = ((bits1 & 0x80000000u) != 0u) ? (~bits1) : (bits1 | 0x80000000u);
             atomicMax(mkey[1u], key1);
             uint bits2 = floatBitsToUint(t20);
-            uint key2 = ((bits2 & 2147483648u) != 0u) ? (~bits2) : (bits2 | 2147483648u);
+            uint key2 = ((bits2 & 0x80000000u) != 0u) ? (~bits2) : (bits2 | 0x80000000u);
             atomicMax(mkey[2u], key2);
             uint bits3 = floatBitsToUint(t21);
-            uint key3 = ((bits3 & 2147483648u) != 0u) ? (~bits3) : (bits3 | 2147483648u);
+            uint key3 = ((bits3 & 0x80000000u) != 0u) ? (~bits3) : (bits3 | 0x80000000u);
             atomicMax(mkey[3u], key3);
         }
         barrier();
         uint key4 = mkey[0u];
-        precise float val = uintBitsToFloat(((key4 & 2147483648u) != 0u) ? (key4 ^ 2147483648u) : (~key4));
+        precise float val = uintBitsToFloat(((key4 & 0x80000000u) != 0u) ? (key4 ^ 0x80000000u) : (~key4));
         precise float mn = max(mx, val);
         precise float alpha = exp(mx - mn);
         uint key5 = mkey[1u];
-        precise float val1 = uintBitsToFloat(((key5 & 2147483648u) != 0u) ? (key5 ^ 2147483648u) : (~key5));
+        precise float val1 = uintBitsToFloat(((key5 & 0x80000000u) != 0u) ? (key5 ^ 0x80000000u) : (~key5));
         precise float mn1 = max(mx1, val1);
         precise float alpha1 = exp(mx1 - mn1);
         uint key6 = mkey[2u];
-        precise float val2 = uintBitsToFloat(((key6 & 2147483648u) != 0u) ? (key6 ^ 2147483648u) : (~key6));
+        precise float val2 = uintBitsToFloat(((key6 & 0x80000000u) != 0u) ? (key6 ^ 0x80000000u) : (~key6));
         precise float mn2 = max(mx2, val2);
         precise float alpha2 = exp(mx2 - mn2);
         uint key7 = mkey[3u];
-        precise float val3 = uintBitsToFloat(((key7 & 2147483648u) != 0u) ? (key7 ^ 2147483648u) : (~key7));
+        precise float val3 = uintBitsToFloat(((key7 & 0x80000000u) != 0u) ? (key7 ^ 0x80000000u) : (~key7));
         precise float mn3 = max(mx3, val3);
         precise float alpha3 = exp(mx3 - mn3);
         precise float t22 = (j1 < hi) ? exp(s - mn) : 0.0;
@@ -591,7 +591,7 @@ void main()
                 qsum += qv2;
                 precise int qv3 = clamp(int(roundEven(xv4.w * s14)), Q8_LO, Q8_HI);
                 qsum += qv3;
-                pc.lq.d[wi4] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+                pc.lq.d[wi4] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
             }
             for (uint wi5 = gl_LocalInvocationIndex + 128u; wi5 < 640u; wi5 += 256u) {
                 precise vec4 xv5 = (Buf_xrow4(pc.y).d[wi5] * scale) * Buf_nwrow4(pc.lnw).d[wi5];
@@ -603,7 +603,7 @@ void main()
                 qsum += qv6;
                 precise int qv7 = clamp(int(roundEven(xv5.w * s14)), Q8_LO, Q8_HI);
                 qsum += qv7;
-                pc.lq.d[wi5] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+                pc.lq.d[wi5] = ((((uint(qv4) & 0xffu) << 0u) | ((uint(qv5) & 0xffu) << 8u)) | ((uint(qv6) & 0xffu) << 16u)) | ((uint(qv7) & 0xffu) << 24u);
             }
             int t34 = subgroupAdd(qsum);
             if (subgroupElect()) {

@@ -36,13 +36,17 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-layout(constant_id = 1) const uint WFMT = 0u;
+layout(constant_id = 1) const uint WFMT = 36u;
 const uint K4 = 640u;
 const uint KW = 160u;
 layout(constant_id = 4) const uint TILE_ROWS = 4u;
 layout(constant_id = 5) const uint TILE_TOKS = 4u;
 layout(constant_id = 7) const uint TILE_MMA = 0u;
 const uint M0 = 2560u;
+const uint FMT_I2_S = 36u;
+const uint FMT_TQ1_T = 200u;
+const uint FMT_TQ1_0 = 34u;
+const uint FMT_TQ2_0 = 35u;
 const uint M1 = 640u;
 const uint M2 = 640u;
 
@@ -108,13 +112,13 @@ void main()
     uint part_end = 0u + ((M0 + (tm - 1u)) / tm);
     if (wg < part_end) {
         precise float ws = 0.0;
-        if (WFMT == 0u) {
+        if (WFMT == FMT_I2_S) {
             ws = uintBitsToFloat(pc.w.d[409600u]);
         }
-        if (WFMT == 3u) {
+        if (WFMT == FMT_TQ1_T) {
             ws = uintBitsToFloat(pc.w.d[332800u]);
         }
-        if ((TILE_MMA != 0u) && (WFMT == 0u)) {
+        if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
             uint row0 = wg * 64u;
             uint tok0 = gl_WorkGroupID.y * 32u;
             uint r = gl_LocalInvocationIndex >> 3u;
@@ -133,8 +137,8 @@ void main()
             for (uint kb = 0u; kb < 20u; kb++) {
                 wv = pc.w.d[wrow + (kb * 8u)];
                 wv1 = pc.w.d[wrow1 + (kb * 8u)];
-                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 6u) & 50529027u;
-                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 6u) & 50529027u;
+                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 6u) & 0x03030303u;
+                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 6u) & 0x03030303u;
                 ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 0u))];
                 barrier();
                 for (uint v1 = gl_SubgroupID; v1 < 8u; v1 += gl_NumSubgroups) {
@@ -144,8 +148,8 @@ void main()
                     MMA(1, ((blk3 >> 4u) * 512u) + ((blk3 & 3u) * 128u), ((blk3 >> 2u) & 3u) * 64u, (((blk3 >> 4u) * 2048u) + (((blk3 >> 2u) & 3u) * 512u)) + ((blk3 & 3u) * 16u));
                 }
                 barrier();
-                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 4u) & 50529027u;
-                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 4u) & 50529027u;
+                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 4u) & 0x03030303u;
+                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 4u) & 0x03030303u;
                 ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 8u))];
                 barrier();
                 for (uint v2 = gl_SubgroupID; v2 < 8u; v2 += gl_NumSubgroups) {
@@ -155,8 +159,8 @@ void main()
                     MMA(1, ((blk5 >> 4u) * 512u) + ((blk5 & 3u) * 128u), ((blk5 >> 2u) & 3u) * 64u, (((blk5 >> 4u) * 2048u) + (((blk5 >> 2u) & 3u) * 512u)) + ((blk5 & 3u) * 16u));
                 }
                 barrier();
-                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 2u) & 50529027u;
-                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 2u) & 50529027u;
+                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 2u) & 0x03030303u;
+                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 2u) & 0x03030303u;
                 ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 16u))];
                 barrier();
                 for (uint v3 = gl_SubgroupID; v3 < 8u; v3 += gl_NumSubgroups) {
@@ -166,8 +170,8 @@ void main()
                     MMA(1, ((blk7 >> 4u) * 512u) + ((blk7 & 3u) * 128u), ((blk7 >> 2u) & 3u) * 64u, (((blk7 >> 4u) * 2048u) + (((blk7 >> 2u) & 3u) * 512u)) + ((blk7 & 3u) * 16u));
                 }
                 barrier();
-                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 0u) & 50529027u;
-                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 0u) & 50529027u;
+                wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 0u) & 0x03030303u;
+                wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 0u) & 0x03030303u;
                 ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 24u))];
                 barrier();
                 for (uint v4 = gl_SubgroupID; v4 < 8u; v4 += gl_NumSubgroups) {
@@ -194,7 +198,7 @@ void main()
                 if ((tok < dyn.n_tokens) && (row < M0)) {
                     int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
                     precise float sc = pc.qs.d[tok * 2u];
-                    precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 0u] - qsum) / sc) * ws);
+                    precise float v6 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 0u] - qsum) / sc) * ws);
                     pc.y.d[(tok * M0) + row] = v6;
                 }
             }
@@ -311,76 +315,76 @@ void main()
                     uint wi1 = e1 & 7u;
                     uint gr = min(row01 + r1, M0 - 1u);
                     uint dst = ((wi1 + 0u) * wstr) + r1;
-                    if (WFMT == 0u) {
+                    if (WFMT == FMT_I2_S) {
                         wsh[dst] = pc.w.d[(gr * KW) + ((kb1 * 8u) + wi1)];
                     }
-                    if (WFMT == 1u) {
-                        uint boff = (gr * 660u) + ((kb1 >> 1u) * 66u);
+                    if (WFMT == FMT_TQ1_0) {
+                        uint boff = (gr * 540u) + ((kb1 >> 1u) * 54u);
                         uint l0 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                         uint t0 = l0 + 0u;
-                        uint t3 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
-                        uint twi = t3 >> 2u;
+                        bool t3 = t0 < 160u;
+                        bool t4 = t0 < 240u;
+                        uint t5 = t0 - 160u;
+                        uint tn1 = t3 ? (t0 >> 5u) : (t4 ? (t5 >> 4u) : ((t0 - 240u) >> 2u));
+                        uint t6 = (tn1 == 4u) ? 81u : ((0x1b090301u >> (tn1 << 3u)) & 0xffu);
+                        uint t7 = boff + (t3 ? (t0 & 31u) : (t4 ? (32u + (t5 & 15u)) : 48u));
+                        uint twi = t7 >> 2u;
                         uint tlo = pc.w.d[twi];
-                        uint t4 = l0 + 32u;
-                        uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
-                        uint twi1 = t5 >> 2u;
+                        uint t8 = ((t7 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo;
+                        uint t9 = l0 + 32u;
+                        bool t10 = t9 < 160u;
+                        bool t11 = t9 < 240u;
+                        uint t12 = t9 - 160u;
+                        uint tn2 = t10 ? (t9 >> 5u) : (t11 ? (t12 >> 4u) : ((t9 - 240u) >> 2u));
+                        uint t13 = (tn2 == 4u) ? 81u : ((0x1b090301u >> (tn2 << 3u)) & 0xffu);
+                        uint t14 = boff + (t10 ? (t9 & 31u) : (t11 ? (32u + (t12 & 15u)) : 48u));
+                        uint twi1 = t14 >> 2u;
                         uint tlo1 = pc.w.d[twi1];
-                        uint t6 = l0 + 64u;
-                        uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
-                        uint twi2 = t7 >> 2u;
+                        uint t15 = ((t14 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1;
+                        uint t16 = l0 + 64u;
+                        bool t17 = t16 < 160u;
+                        bool t18 = t16 < 240u;
+                        uint t19 = t16 - 160u;
+                        uint tn3 = t17 ? (t16 >> 5u) : (t18 ? (t19 >> 4u) : ((t16 - 240u) >> 2u));
+                        uint t20 = (tn3 == 4u) ? 81u : ((0x1b090301u >> (tn3 << 3u)) & 0xffu);
+                        uint t21 = boff + (t17 ? (t16 & 31u) : (t18 ? (32u + (t19 & 15u)) : 48u));
+                        uint twi2 = t21 >> 2u;
                         uint tlo2 = pc.w.d[twi2];
-                        uint t8 = l0 + 96u;
-                        uint t9 = boff + (((t8 >> 7u) << 5u) | (t8 & 31u));
-                        uint twi3 = t9 >> 2u;
+                        uint t22 = ((t21 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2;
+                        uint t23 = l0 + 96u;
+                        bool t24 = t23 < 160u;
+                        bool t25 = t23 < 240u;
+                        uint t26 = t23 - 160u;
+                        uint tn4 = t24 ? (t23 >> 5u) : (t25 ? (t26 >> 4u) : ((t23 - 240u) >> 2u));
+                        uint t27 = (tn4 == 4u) ? 81u : ((0x1b090301u >> (tn4 << 3u)) & 0xffu);
+                        uint t28 = boff + (t24 ? (t23 & 31u) : (t25 ? (32u + (t26 & 15u)) : 48u));
+                        uint twi3 = t28 >> 2u;
                         uint tlo3 = pc.w.d[twi3];
-                        wsh[dst] = ((((((((t3 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t5 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t7 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t9 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t8 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                        uint t29 = ((t28 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3;
+                        wsh[dst] = ((((((((((t8 & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t8 >> 8u) & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t15 & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t15 >> 8u) & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t22 & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t22 >> 8u) & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t29 & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t29 >> 8u) & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                     }
-                    if (WFMT == 2u) {
-                        uint boff1 = (gr * 540u) + ((kb1 >> 1u) * 54u);
+                    if (WFMT == FMT_TQ2_0) {
+                        uint boff1 = (gr * 660u) + ((kb1 >> 1u) * 66u);
                         uint l01 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
-                        uint t10 = l01 + 0u;
-                        bool t11 = t10 < 160u;
-                        bool t12 = t10 < 240u;
-                        uint t13 = t10 - 160u;
-                        uint tn1 = t11 ? (t10 >> 5u) : (t12 ? (t13 >> 4u) : ((t10 - 240u) >> 2u));
-                        uint t14 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                        uint t15 = boff1 + (t11 ? (t10 & 31u) : (t12 ? (32u + (t13 & 15u)) : 48u));
-                        uint twi4 = t15 >> 2u;
+                        uint t30 = l01 + 0u;
+                        uint t31 = boff1 + (((t30 >> 7u) << 5u) | (t30 & 31u));
+                        uint twi4 = t31 >> 2u;
                         uint tlo4 = pc.w.d[twi4];
-                        uint t16 = ((t15 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-                        uint t17 = l01 + 32u;
-                        bool t18 = t17 < 160u;
-                        bool t19 = t17 < 240u;
-                        uint t20 = t17 - 160u;
-                        uint tn2 = t18 ? (t17 >> 5u) : (t19 ? (t20 >> 4u) : ((t17 - 240u) >> 2u));
-                        uint t21 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                        uint t22 = boff1 + (t18 ? (t17 & 31u) : (t19 ? (32u + (t20 & 15u)) : 48u));
-                        uint twi5 = t22 >> 2u;
+                        uint t32 = l01 + 32u;
+                        uint t33 = boff1 + (((t32 >> 7u) << 5u) | (t32 & 31u));
+                        uint twi5 = t33 >> 2u;
                         uint tlo5 = pc.w.d[twi5];
-                        uint t23 = ((t22 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-                        uint t24 = l01 + 64u;
-                        bool t25 = t24 < 160u;
-                        bool t26 = t24 < 240u;
-                        uint t27 = t24 - 160u;
-                        uint tn3 = t25 ? (t24 >> 5u) : (t26 ? (t27 >> 4u) : ((t24 - 240u) >> 2u));
-                        uint t28 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                        uint t29 = boff1 + (t25 ? (t24 & 31u) : (t26 ? (32u + (t27 & 15u)) : 48u));
-                        uint twi6 = t29 >> 2u;
+                        uint t34 = l01 + 64u;
+                        uint t35 = boff1 + (((t34 >> 7u) << 5u) | (t34 & 31u));
+                        uint twi6 = t35 >> 2u;
                         uint tlo6 = pc.w.d[twi6];
-                        uint t30 = ((t29 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-                        uint t31 = l01 + 96u;
-                        bool t32 = t31 < 160u;
-                        bool t33 = t31 < 240u;
-                        uint t34 = t31 - 160u;
-                        uint tn4 = t32 ? (t31 >> 5u) : (t33 ? (t34 >> 4u) : ((t31 - 240u) >> 2u));
-                        uint t35 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-                        uint t36 = boff1 + (t32 ? (t31 & 31u) : (t33 ? (32u + (t34 & 15u)) : 48u));
-                        uint twi7 = t36 >> 2u;
+                        uint t36 = l01 + 96u;
+                        uint t37 = boff1 + (((t36 >> 7u) << 5u) | (t36 & 31u));
+                        uint twi7 = t37 >> 2u;
                         uint tlo7 = pc.w.d[twi7];
-                        uint t37 = ((t36 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-                        wsh[dst] = ((((((((((t16 & 16711935u) * t14) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t16 >> 8u) & 16711935u) * t14) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t23 & 16711935u) * t21) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t23 >> 8u) & 16711935u) * t21) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t30 & 16711935u) * t28) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t30 >> 8u) & 16711935u) * t28) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t37 & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t37 >> 8u) & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                        wsh[dst] = ((((((((t31 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t30 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t33 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t32 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t35 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t34 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t37 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t36 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                     }
-                    if (WFMT == 3u) {
+                    if (WFMT == FMT_TQ1_T) {
                         uint boff2 = (gr * 520u) + ((kb1 >> 1u) * 52u);
                         uint l02 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                         uint t38 = l02 + 0u;
@@ -388,42 +392,42 @@ void main()
                         bool t40 = t38 < 240u;
                         uint t41 = t38 - 160u;
                         uint tn5 = t39 ? (t38 >> 5u) : (t40 ? (t41 >> 4u) : ((t38 - 240u) >> 2u));
-                        uint t42 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                        uint t42 = (tn5 == 4u) ? 81u : ((0x1b090301u >> (tn5 << 3u)) & 0xffu);
                         uint t43 = pc.w.d[(boff2 + (t39 ? (t38 & 31u) : (t40 ? (32u + (t41 & 15u)) : 48u))) >> 2u];
                         uint t44 = l02 + 32u;
                         bool t45 = t44 < 160u;
                         bool t46 = t44 < 240u;
                         uint t47 = t44 - 160u;
                         uint tn6 = t45 ? (t44 >> 5u) : (t46 ? (t47 >> 4u) : ((t44 - 240u) >> 2u));
-                        uint t48 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                        uint t48 = (tn6 == 4u) ? 81u : ((0x1b090301u >> (tn6 << 3u)) & 0xffu);
                         uint t49 = pc.w.d[(boff2 + (t45 ? (t44 & 31u) : (t46 ? (32u + (t47 & 15u)) : 48u))) >> 2u];
                         uint t50 = l02 + 64u;
                         bool t51 = t50 < 160u;
                         bool t52 = t50 < 240u;
                         uint t53 = t50 - 160u;
                         uint tn7 = t51 ? (t50 >> 5u) : (t52 ? (t53 >> 4u) : ((t50 - 240u) >> 2u));
-                        uint t54 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                        uint t54 = (tn7 == 4u) ? 81u : ((0x1b090301u >> (tn7 << 3u)) & 0xffu);
                         uint t55 = pc.w.d[(boff2 + (t51 ? (t50 & 31u) : (t52 ? (32u + (t53 & 15u)) : 48u))) >> 2u];
                         uint t56 = l02 + 96u;
                         bool t57 = t56 < 160u;
                         bool t58 = t56 < 240u;
                         uint t59 = t56 - 160u;
                         uint tn8 = t57 ? (t56 >> 5u) : (t58 ? (t59 >> 4u) : ((t56 - 240u) >> 2u));
-                        uint t60 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                        uint t60 = (tn8 == 4u) ? 81u : ((0x1b090301u >> (tn8 << 3u)) & 0xffu);
                         uint t61 = pc.w.d[(boff2 + (t57 ? (t56 & 31u) : (t58 ? (32u + (t59 & 15u)) : 48u))) >> 2u];
-                        wsh[dst] = ((((((((((t43 & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t43 >> 8u) & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t49 & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t49 >> 8u) & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t55 & 16711935u) * t54) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t55 >> 8u) & 16711935u) * t54) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t61 & 16711935u) * t60) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t61 >> 8u) & 16711935u) * t60) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                        wsh[dst] = ((((((((((t43 & 0x00ff00ffu) * t42) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t43 >> 8u) & 0x00ff00ffu) * t42) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t49 & 0x00ff00ffu) * t48) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t49 >> 8u) & 0x00ff00ffu) * t48) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t55 & 0x00ff00ffu) * t54) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t55 >> 8u) & 0x00ff00ffu) * t54) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t61 & 0x00ff00ffu) * t60) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t61 >> 8u) & 0x00ff00ffu) * t60) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                     }
                 }
-                if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm1)) {
-                    uint boff3 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * 660u) + ((kb1 >> 1u) * 66u);
-                    uint tdo = boff3 + 64u;
-                    precise float t62 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm1)) {
+                    uint boff3 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * 540u) + ((kb1 >> 1u) * 54u);
+                    uint tdo = boff3 + 52u;
+                    precise float t62 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                     dsh[gl_LocalInvocationIndex] = t62;
                 }
-                if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm1)) {
-                    uint boff4 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * 540u) + ((kb1 >> 1u) * 54u);
-                    uint tdo1 = boff4 + 52u;
-                    precise float t63 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm1)) {
+                    uint boff4 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * 660u) + ((kb1 >> 1u) * 66u);
+                    uint tdo1 = boff4 + 64u;
+                    precise float t63 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                     dsh[gl_LocalInvocationIndex] = t63;
                 }
                 for (uint h1 = 0u; h1 < TILE_TOKS * 2u; h1++) {
@@ -433,7 +437,7 @@ void main()
                     ash[(jw * astr) + t] = pc.q.d[(min(tok01 + t, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw)];
                 }
                 barrier();
-                bool tq = (WFMT == 2u) || (WFMT == 1u);
+                bool tq = (WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0);
                 if ((tok01 + tokv) < dyn.n_tokens) {
                     for (uint wl = 0u; wl < 8u; wl++) {
                         uint wv2 = 0u;
@@ -477,8 +481,8 @@ void main()
                             av6 = ash[ab + 6u];
                             av7 = ash[ab + 7u];
                         }
-                        uint t64 = (wv2 >> 6u) & 50529027u;
-                        uint c = tq ? ((t64 + 2139062143u) ^ 2155905152u) : t64;
+                        uint t64 = (wv2 >> 6u) & 0x03030303u;
+                        uint c = tq ? ((t64 + 0x7f7f7f7fu) ^ 0x80808080u) : t64;
                         acc00 += dsl_dot4x8_ss(av, c);
                         acc01 += dsl_dot4x8_ss(av1, c);
                         if (TILE_TOKS > 2u) {
@@ -491,8 +495,8 @@ void main()
                             acc06 += dsl_dot4x8_ss(av6, c);
                             acc07 += dsl_dot4x8_ss(av7, c);
                         }
-                        uint t65 = (wv3 >> 6u) & 50529027u;
-                        uint c1 = tq ? ((t65 + 2139062143u) ^ 2155905152u) : t65;
+                        uint t65 = (wv3 >> 6u) & 0x03030303u;
+                        uint c1 = tq ? ((t65 + 0x7f7f7f7fu) ^ 0x80808080u) : t65;
                         acc10 += dsl_dot4x8_ss(av, c1);
                         acc11 += dsl_dot4x8_ss(av1, c1);
                         if (TILE_TOKS > 2u) {
@@ -506,8 +510,8 @@ void main()
                             acc17 += dsl_dot4x8_ss(av7, c1);
                         }
                         if (TILE_ROWS > 2u) {
-                            uint t66 = (wv4 >> 6u) & 50529027u;
-                            uint c2 = tq ? ((t66 + 2139062143u) ^ 2155905152u) : t66;
+                            uint t66 = (wv4 >> 6u) & 0x03030303u;
+                            uint c2 = tq ? ((t66 + 0x7f7f7f7fu) ^ 0x80808080u) : t66;
                             acc20 += dsl_dot4x8_ss(av, c2);
                             acc21 += dsl_dot4x8_ss(av1, c2);
                             if (TILE_TOKS > 2u) {
@@ -520,8 +524,8 @@ void main()
                                 acc26 += dsl_dot4x8_ss(av6, c2);
                                 acc27 += dsl_dot4x8_ss(av7, c2);
                             }
-                            uint t67 = (wv5 >> 6u) & 50529027u;
-                            uint c3 = tq ? ((t67 + 2139062143u) ^ 2155905152u) : t67;
+                            uint t67 = (wv5 >> 6u) & 0x03030303u;
+                            uint c3 = tq ? ((t67 + 0x7f7f7f7fu) ^ 0x80808080u) : t67;
                             acc30 += dsl_dot4x8_ss(av, c3);
                             acc31 += dsl_dot4x8_ss(av1, c3);
                             if (TILE_TOKS > 2u) {
@@ -536,32 +540,32 @@ void main()
                             }
                         }
                         if (TILE_ROWS > 4u) {
-                            uint t68 = (wv6 >> 6u) & 50529027u;
-                            uint c4 = tq ? ((t68 + 2139062143u) ^ 2155905152u) : t68;
+                            uint t68 = (wv6 >> 6u) & 0x03030303u;
+                            uint c4 = tq ? ((t68 + 0x7f7f7f7fu) ^ 0x80808080u) : t68;
                             acc40 += dsl_dot4x8_ss(av, c4);
                             acc41 += dsl_dot4x8_ss(av1, c4);
                             if (TILE_TOKS > 2u) {
                                 acc42 += dsl_dot4x8_ss(av2, c4);
                                 acc43 += dsl_dot4x8_ss(av3, c4);
                             }
-                            uint t69 = (wv7 >> 6u) & 50529027u;
-                            uint c5 = tq ? ((t69 + 2139062143u) ^ 2155905152u) : t69;
+                            uint t69 = (wv7 >> 6u) & 0x03030303u;
+                            uint c5 = tq ? ((t69 + 0x7f7f7f7fu) ^ 0x80808080u) : t69;
                             acc50 += dsl_dot4x8_ss(av, c5);
                             acc51 += dsl_dot4x8_ss(av1, c5);
                             if (TILE_TOKS > 2u) {
                                 acc52 += dsl_dot4x8_ss(av2, c5);
                                 acc53 += dsl_dot4x8_ss(av3, c5);
                             }
-                            uint t70 = (wv8 >> 6u) & 50529027u;
-                            uint c6 = tq ? ((t70 + 2139062143u) ^ 2155905152u) : t70;
+                            uint t70 = (wv8 >> 6u) & 0x03030303u;
+                            uint c6 = tq ? ((t70 + 0x7f7f7f7fu) ^ 0x80808080u) : t70;
                             acc60 += dsl_dot4x8_ss(av, c6);
                             acc61 += dsl_dot4x8_ss(av1, c6);
                             if (TILE_TOKS > 2u) {
                                 acc62 += dsl_dot4x8_ss(av2, c6);
                                 acc63 += dsl_dot4x8_ss(av3, c6);
                             }
-                            uint t71 = (wv9 >> 6u) & 50529027u;
-                            uint c7 = tq ? ((t71 + 2139062143u) ^ 2155905152u) : t71;
+                            uint t71 = (wv9 >> 6u) & 0x03030303u;
+                            uint c7 = tq ? ((t71 + 0x7f7f7f7fu) ^ 0x80808080u) : t71;
                             acc70 += dsl_dot4x8_ss(av, c7);
                             acc71 += dsl_dot4x8_ss(av1, c7);
                             if (TILE_TOKS > 2u) {
@@ -590,8 +594,8 @@ void main()
                             av14 = ash[ab1 + 6u];
                             av15 = ash[ab1 + 7u];
                         }
-                        uint t72 = (wv2 >> 4u) & 50529027u;
-                        uint c8 = tq ? ((t72 + 2139062143u) ^ 2155905152u) : t72;
+                        uint t72 = (wv2 >> 4u) & 0x03030303u;
+                        uint c8 = tq ? ((t72 + 0x7f7f7f7fu) ^ 0x80808080u) : t72;
                         acc00 += dsl_dot4x8_ss(av8, c8);
                         acc01 += dsl_dot4x8_ss(av9, c8);
                         if (TILE_TOKS > 2u) {
@@ -604,8 +608,8 @@ void main()
                             acc06 += dsl_dot4x8_ss(av14, c8);
                             acc07 += dsl_dot4x8_ss(av15, c8);
                         }
-                        uint t73 = (wv3 >> 4u) & 50529027u;
-                        uint c9 = tq ? ((t73 + 2139062143u) ^ 2155905152u) : t73;
+                        uint t73 = (wv3 >> 4u) & 0x03030303u;
+                        uint c9 = tq ? ((t73 + 0x7f7f7f7fu) ^ 0x80808080u) : t73;
                         acc10 += dsl_dot4x8_ss(av8, c9);
                         acc11 += dsl_dot4x8_ss(av9, c9);
                         if (TILE_TOKS > 2u) {
@@ -619,8 +623,8 @@ void main()
                             acc17 += dsl_dot4x8_ss(av15, c9);
                         }
                         if (TILE_ROWS > 2u) {
-                            uint t74 = (wv4 >> 4u) & 50529027u;
-                            uint c10 = tq ? ((t74 + 2139062143u) ^ 2155905152u) : t74;
+                            uint t74 = (wv4 >> 4u) & 0x03030303u;
+                            uint c10 = tq ? ((t74 + 0x7f7f7f7fu) ^ 0x80808080u) : t74;
                             acc20 += dsl_dot4x8_ss(av8, c10);
                             acc21 += dsl_dot4x8_ss(av9, c10);
                             if (TILE_TOKS > 2u) {
@@ -633,8 +637,8 @@ void main()
                                 acc26 += dsl_dot4x8_ss(av14, c10);
                                 acc27 += dsl_dot4x8_ss(av15, c10);
                             }
-                            uint t75 = (wv5 >> 4u) & 50529027u;
-                            uint c11 = tq ? ((t75 + 2139062143u) ^ 2155905152u) : t75;
+                            uint t75 = (wv5 >> 4u) & 0x03030303u;
+                            uint c11 = tq ? ((t75 + 0x7f7f7f7fu) ^ 0x80808080u) : t75;
                             acc30 += dsl_dot4x8_ss(av8, c11);
                             acc31 += dsl_dot4x8_ss(av9, c11);
                             if (TILE_TOKS > 2u) {
@@ -649,32 +653,32 @@ void main()
                             }
                         }
                         if (TILE_ROWS > 4u) {
-                            uint t76 = (wv6 >> 4u) & 50529027u;
-                            uint c12 = tq ? ((t76 + 2139062143u) ^ 2155905152u) : t76;
+                            uint t76 = (wv6 >> 4u) & 0x03030303u;
+                            uint c12 = tq ? ((t76 + 0x7f7f7f7fu) ^ 0x80808080u) : t76;
                             acc40 += dsl_dot4x8_ss(av8, c12);
                             acc41 += dsl_dot4x8_ss(av9, c12);
                             if (TILE_TOKS > 2u) {
                                 acc42 += dsl_dot4x8_ss(av10, c12);
                                 acc43 += dsl_dot4x8_ss(av11, c12);
                             }
-                            uint t77 = (wv7 >> 4u) & 50529027u;
-                            uint c13 = tq ? ((t77 + 2139062143u) ^ 2155905152u) : t77;
+                            uint t77 = (wv7 >> 4u) & 0x03030303u;
+                            uint c13 = tq ? ((t77 + 0x7f7f7f7fu) ^ 0x80808080u) : t77;
                             acc50 += dsl_dot4x8_ss(av8, c13);
                             acc51 += dsl_dot4x8_ss(av9, c13);
                             if (TILE_TOKS > 2u) {
                                 acc52 += dsl_dot4x8_ss(av10, c13);
                                 acc53 += dsl_dot4x8_ss(av11, c13);
                             }
-                            uint t78 = (wv8 >> 4u) & 50529027u;
-                            uint c14 = tq ? ((t78 + 2139062143u) ^ 2155905152u) : t78;
+                            uint t78 = (wv8 >> 4u) & 0x03030303u;
+                            uint c14 = tq ? ((t78 + 0x7f7f7f7fu) ^ 0x80808080u) : t78;
                             acc60 += dsl_dot4x8_ss(av8, c14);
                             acc61 += dsl_dot4x8_ss(av9, c14);
                             if (TILE_TOKS > 2u) {
                                 acc62 += dsl_dot4x8_ss(av10, c14);
                                 acc63 += dsl_dot4x8_ss(av11, c14);
                             }
-                            uint t79 = (wv9 >> 4u) & 50529027u;
-                            uint c15 = tq ? ((t79 + 2139062143u) ^ 2155905152u) : t79;
+                            uint t79 = (wv9 >> 4u) & 0x03030303u;
+                            uint c15 = tq ? ((t79 + 0x7f7f7f7fu) ^ 0x80808080u) : t79;
                             acc70 += dsl_dot4x8_ss(av8, c15);
                             acc71 += dsl_dot4x8_ss(av9, c15);
                             if (TILE_TOKS > 2u) {
@@ -703,8 +707,8 @@ void main()
                             av22 = ash[ab2 + 6u];
                             av23 = ash[ab2 + 7u];
                         }
-                        uint t80 = (wv2 >> 2u) & 50529027u;
-                        uint c16 = tq ? ((t80 + 2139062143u) ^ 2155905152u) : t80;
+                        uint t80 = (wv2 >> 2u) & 0x03030303u;
+                        uint c16 = tq ? ((t80 + 0x7f7f7f7fu) ^ 0x80808080u) : t80;
                         acc00 += dsl_dot4x8_ss(av16, c16);
                         acc01 += dsl_dot4x8_ss(av17, c16);
                         if (TILE_TOKS > 2u) {
@@ -717,8 +721,8 @@ void main()
                             acc06 += dsl_dot4x8_ss(av22, c16);
                             acc07 += dsl_dot4x8_ss(av23, c16);
                         }
-                        uint t81 = (wv3 >> 2u) & 50529027u;
-                        uint c17 = tq ? ((t81 + 2139062143u) ^ 2155905152u) : t81;
+                        uint t81 = (wv3 >> 2u) & 0x03030303u;
+                        uint c17 = tq ? ((t81 + 0x7f7f7f7fu) ^ 0x80808080u) : t81;
                         acc10 += dsl_dot4x8_ss(av16, c17);
                         acc11 += dsl_dot4x8_ss(av17, c17);
                         if (TILE_TOKS > 2u) {
@@ -732,8 +736,8 @@ void main()
                             acc17 += dsl_dot4x8_ss(av23, c17);
                         }
                         if (TILE_ROWS > 2u) {
-                            uint t82 = (wv4 >> 2u) & 50529027u;
-                            uint c18 = tq ? ((t82 + 2139062143u) ^ 2155905152u) : t82;
+                            uint t82 = (wv4 >> 2u) & 0x03030303u;
+                            uint c18 = tq ? ((t82 + 0x7f7f7f7fu) ^ 0x80808080u) : t82;
                             acc20 += dsl_dot4x8_ss(av16, c18);
                             acc21 += dsl_dot4x8_ss(av17, c18);
                             if (TILE_TOKS > 2u) {
@@ -746,8 +750,8 @@ void main()
                                 acc26 += dsl_dot4x8_ss(av22, c18);
                                 acc27 += dsl_dot4x8_ss(av23, c18);
                             }
-                            uint t83 = (wv5 >> 2u) & 50529027u;
-                            uint c19 = tq ? ((t83 + 2139062143u) ^ 2155905152u) : t83;
+                            uint t83 = (wv5 >> 2u) & 0x03030303u;
+                            uint c19 = tq ? ((t83 + 0x7f7f7f7fu) ^ 0x80808080u) : t83;
                             acc30 += dsl_dot4x8_ss(av16, c19);
                             acc31 += dsl_dot4x8_ss(av17, c19);
                             if (TILE_TOKS > 2u) {
@@ -762,32 +766,32 @@ void main()
                             }
                         }
                         if (TILE_ROWS > 4u) {
-                            uint t84 = (wv6 >> 2u) & 50529027u;
-                            uint c20 = tq ? ((t84 + 2139062143u) ^ 2155905152u) : t84;
+                            uint t84 = (wv6 >> 2u) & 0x03030303u;
+                            uint c20 = tq ? ((t84 + 0x7f7f7f7fu) ^ 0x80808080u) : t84;
                             acc40 += dsl_dot4x8_ss(av16, c20);
                             acc41 += dsl_dot4x8_ss(av17, c20);
                             if (TILE_TOKS > 2u) {
                                 acc42 += dsl_dot4x8_ss(av18, c20);
                                 acc43 += dsl_dot4x8_ss(av19, c20);
                             }
-                            uint t85 = (wv7 >> 2u) & 50529027u;
-                            uint c21 = tq ? ((t85 + 2139062143u) ^ 2155905152u) : t85;
+                            uint t85 = (wv7 >> 2u) & 0x03030303u;
+                            uint c21 = tq ? ((t85 + 0x7f7f7f7fu) ^ 0x80808080u) : t85;
                             acc50 += dsl_dot4x8_ss(av16, c21);
                             acc51 += dsl_dot4x8_ss(av17, c21);
                             if (TILE_TOKS > 2u) {
                                 acc52 += dsl_dot4x8_ss(av18, c21);
                                 acc53 += dsl_dot4x8_ss(av19, c21);
                             }
-                            uint t86 = (wv8 >> 2u) & 50529027u;
-                            uint c22 = tq ? ((t86 + 2139062143u) ^ 2155905152u) : t86;
+                            uint t86 = (wv8 >> 2u) & 0x03030303u;
+                            uint c22 = tq ? ((t86 + 0x7f7f7f7fu) ^ 0x80808080u) : t86;
                             acc60 += dsl_dot4x8_ss(av16, c22);
                             acc61 += dsl_dot4x8_ss(av17, c22);
                             if (TILE_TOKS > 2u) {
                                 acc62 += dsl_dot4x8_ss(av18, c22);
                                 acc63 += dsl_dot4x8_ss(av19, c22);
                             }
-                            uint t87 = (wv9 >> 2u) & 50529027u;
-                            uint c23 = tq ? ((t87 + 2139062143u) ^ 2155905152u) : t87;
+                            uint t87 = (wv9 >> 2u) & 0x03030303u;
+                            uint c23 = tq ? ((t87 + 0x7f7f7f7fu) ^ 0x80808080u) : t87;
                             acc70 += dsl_dot4x8_ss(av16, c23);
                             acc71 += dsl_dot4x8_ss(av17, c23);
                             if (TILE_TOKS > 2u) {
@@ -816,8 +820,8 @@ void main()
                             av30 = ash[ab3 + 6u];
                             av31 = ash[ab3 + 7u];
                         }
-                        uint t88 = (wv2 >> 0u) & 50529027u;
-                        uint c24 = tq ? ((t88 + 2139062143u) ^ 2155905152u) : t88;
+                        uint t88 = (wv2 >> 0u) & 0x03030303u;
+                        uint c24 = tq ? ((t88 + 0x7f7f7f7fu) ^ 0x80808080u) : t88;
                         acc00 += dsl_dot4x8_ss(av24, c24);
                         acc01 += dsl_dot4x8_ss(av25, c24);
                         if (TILE_TOKS > 2u) {
@@ -830,8 +834,8 @@ void main()
                             acc06 += dsl_dot4x8_ss(av30, c24);
                             acc07 += dsl_dot4x8_ss(av31, c24);
                         }
-                        uint t89 = (wv3 >> 0u) & 50529027u;
-                        uint c25 = tq ? ((t89 + 2139062143u) ^ 2155905152u) : t89;
+                        uint t89 = (wv3 >> 0u) & 0x03030303u;
+                        uint c25 = tq ? ((t89 + 0x7f7f7f7fu) ^ 0x80808080u) : t89;
                         acc10 += dsl_dot4x8_ss(av24, c25);
                         acc11 += dsl_dot4x8_ss(av25, c25);
                         if (TILE_TOKS > 2u) {
@@ -845,8 +849,8 @@ void main()
                             acc17 += dsl_dot4x8_ss(av31, c25);
                         }
                         if (TILE_ROWS > 2u) {
-                            uint t90 = (wv4 >> 0u) & 50529027u;
-                            uint c26 = tq ? ((t90 + 2139062143u) ^ 2155905152u) : t90;
+                            uint t90 = (wv4 >> 0u) & 0x03030303u;
+                            uint c26 = tq ? ((t90 + 0x7f7f7f7fu) ^ 0x80808080u) : t90;
                             acc20 += dsl_dot4x8_ss(av24, c26);
                             acc21 += dsl_dot4x8_ss(av25, c26);
                             if (TILE_TOKS > 2u) {
@@ -859,8 +863,8 @@ void main()
                                 acc26 += dsl_dot4x8_ss(av30, c26);
                                 acc27 += dsl_dot4x8_ss(av31, c26);
                             }
-                            uint t91 = (wv5 >> 0u) & 50529027u;
-                            uint c27 = tq ? ((t91 + 2139062143u) ^ 2155905152u) : t91;
+                            uint t91 = (wv5 >> 0u) & 0x03030303u;
+                            uint c27 = tq ? ((t91 + 0x7f7f7f7fu) ^ 0x80808080u) : t91;
                             acc30 += dsl_dot4x8_ss(av24, c27);
                             acc31 += dsl_dot4x8_ss(av25, c27);
                             if (TILE_TOKS > 2u) {
@@ -875,32 +879,32 @@ void main()
                             }
                         }
                         if (TILE_ROWS > 4u) {
-                            uint t92 = (wv6 >> 0u) & 50529027u;
-                            uint c28 = tq ? ((t92 + 2139062143u) ^ 2155905152u) : t92;
+                            uint t92 = (wv6 >> 0u) & 0x03030303u;
+                            uint c28 = tq ? ((t92 + 0x7f7f7f7fu) ^ 0x80808080u) : t92;
                             acc40 += dsl_dot4x8_ss(av24, c28);
                             acc41 += dsl_dot4x8_ss(av25, c28);
                             if (TILE_TOKS > 2u) {
                                 acc42 += dsl_dot4x8_ss(av26, c28);
                                 acc43 += dsl_dot4x8_ss(av27, c28);
                             }
-                            uint t93 = (wv7 >> 0u) & 50529027u;
-                            uint c29 = tq ? ((t93 + 2139062143u) ^ 2155905152u) : t93;
+                            uint t93 = (wv7 >> 0u) & 0x03030303u;
+                            uint c29 = tq ? ((t93 + 0x7f7f7f7fu) ^ 0x80808080u) : t93;
                             acc50 += dsl_dot4x8_ss(av24, c29);
                             acc51 += dsl_dot4x8_ss(av25, c29);
                             if (TILE_TOKS > 2u) {
                                 acc52 += dsl_dot4x8_ss(av26, c29);
                                 acc53 += dsl_dot4x8_ss(av27, c29);
                             }
-                            uint t94 = (wv8 >> 0u) & 50529027u;
-                            uint c30 = tq ? ((t94 + 2139062143u) ^ 2155905152u) : t94;
+                            uint t94 = (wv8 >> 0u) & 0x03030303u;
+                            uint c30 = tq ? ((t94 + 0x7f7f7f7fu) ^ 0x80808080u) : t94;
                             acc60 += dsl_dot4x8_ss(av24, c30);
                             acc61 += dsl_dot4x8_ss(av25, c30);
                             if (TILE_TOKS > 2u) {
                                 acc62 += dsl_dot4x8_ss(av26, c30);
                                 acc63 += dsl_dot4x8_ss(av27, c30);
                             }
-                            uint t95 = (wv9 >> 0u) & 50529027u;
-                            uint c31 = tq ? ((t95 + 2139062143u) ^ 2155905152u) : t95;
+                            uint t95 = (wv9 >> 0u) & 0x03030303u;
+                            uint c31 = tq ? ((t95 + 0x7f7f7f7fu) ^ 0x80808080u) : t95;
                             acc70 += dsl_dot4x8_ss(av24, c31);
                             acc71 += dsl_dot4x8_ss(av25, c31);
                             if (TILE_TOKS > 2u) {
@@ -1052,45 +1056,45 @@ void main()
                 precise float sc1 = pc.qs.d[tok1 * 2u];
                 uint row1 = row01 + (tx + 0u);
                 if (row1 < M0) {
-                    precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf00 / sc1) : ((float(acc00 - qsum1) / sc1) * ws);
+                    precise float v7 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf00 / sc1) : ((float(acc00 - qsum1) / sc1) * ws);
                     pc.y.d[(tok1 * M0) + row1] = v7;
                 }
                 uint row2 = row01 + (tx + 16u);
                 if (row2 < M0) {
-                    precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc1) : ((float(acc10 - qsum1) / sc1) * ws);
+                    precise float v8 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf10 / sc1) : ((float(acc10 - qsum1) / sc1) * ws);
                     pc.y.d[(tok1 * M0) + row2] = v8;
                 }
                 if (TILE_ROWS > 2u) {
                     uint row3 = row01 + (tx + 32u);
                     if (row3 < M0) {
-                        precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc1) : ((float(acc20 - qsum1) / sc1) * ws);
+                        precise float v9 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf20 / sc1) : ((float(acc20 - qsum1) / sc1) * ws);
                         pc.y.d[(tok1 * M0) + row3] = v9;
                     }
                     uint row4 = row01 + (tx + 48u);
                     if (row4 < M0) {
-                        precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc1) : ((float(acc30 - qsum1) / sc1) * ws);
+                        precise float v10 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf30 / sc1) : ((float(acc30 - qsum1) / sc1) * ws);
                         pc.y.d[(tok1 * M0) + row4] = v10;
                     }
                 }
                 if (TILE_ROWS > 4u) {
                     uint row5 = row01 + (tx + 64u);
                     if (row5 < M0) {
-                        precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf40 / sc1) : ((float(acc40 - qsum1) / sc1) * ws);
+                        precise float v11 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf40 / sc1) : ((float(acc40 - qsum1) / sc1) * ws);
                         pc.y.d[(tok1 * M0) + row5] = v11;
                     }
                     uint row6 = row01 + (tx + 80u);
                     if (row6 < M0) {
-                        precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf50 / sc1) : ((float(acc50 - qsum1) / sc1) * ws);
+                        precise float v12 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf50 / sc1) : ((float(acc50 - qsum1) / sc1) * ws);
                         pc.y.d[(tok1 * M0) + row6] = v12;
                     }
                     uint row7 = row01 + (tx + 96u);
                     if (row7 < M0) {
-                        precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf60 / sc1) : ((float(acc60 - qsum1) / sc1) * ws);
+                        precise float v13 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf60 / sc1) : ((float(acc60 - qsum1) / sc1) * ws);
                         pc.y.d[(tok1 * M0) + row7] = v13;
                     }
                     uint row8 = row01 + (tx + 112u);
                     if (row8 < M0) {
-                        precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf70 / sc1) : ((float(acc70 - qsum1) / sc1) * ws);
+                        precise float v14 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf70 / sc1) : ((float(acc70 - qsum1) / sc1) * ws);
                         pc.y.d[(tok1 * M0) + row8] = v14;
                     }
                 }
@@ -1101,45 +1105,45 @@ void main()
                 precise float sc2 = pc.qs.d[tok2 * 2u];
                 uint row9 = row01 + (tx + 0u);
                 if (row9 < M0) {
-                    precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc2) : ((float(acc01 - qsum2) / sc2) * ws);
+                    precise float v15 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf01 / sc2) : ((float(acc01 - qsum2) / sc2) * ws);
                     pc.y.d[(tok2 * M0) + row9] = v15;
                 }
                 uint row10 = row01 + (tx + 16u);
                 if (row10 < M0) {
-                    precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc2) : ((float(acc11 - qsum2) / sc2) * ws);
+                    precise float v16 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf11 / sc2) : ((float(acc11 - qsum2) / sc2) * ws);
                     pc.y.d[(tok2 * M0) + row10] = v16;
                 }
                 if (TILE_ROWS > 2u) {
                     uint row11 = row01 + (tx + 32u);
                     if (row11 < M0) {
-                        precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc2) : ((float(acc21 - qsum2) / sc2) * ws);
+                        precise float v17 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf21 / sc2) : ((float(acc21 - qsum2) / sc2) * ws);
                         pc.y.d[(tok2 * M0) + row11] = v17;
                     }
                     uint row12 = row01 + (tx + 48u);
                     if (row12 < M0) {
-                        precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc2) : ((float(acc31 - qsum2) / sc2) * ws);
+                        precise float v18 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf31 / sc2) : ((float(acc31 - qsum2) / sc2) * ws);
                         pc.y.d[(tok2 * M0) + row12] = v18;
                     }
                 }
                 if (TILE_ROWS > 4u) {
                     uint row13 = row01 + (tx + 64u);
                     if (row13 < M0) {
-                        precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf41 / sc2) : ((float(acc41 - qsum2) / sc2) * ws);
+                        precise float v19 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf41 / sc2) : ((float(acc41 - qsum2) / sc2) * ws);
                         pc.y.d[(tok2 * M0) + row13] = v19;
                     }
                     uint row14 = row01 + (tx + 80u);
                     if (row14 < M0) {
-                        precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf51 / sc2) : ((float(acc51 - qsum2) / sc2) * ws);
+                        precise float v20 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf51 / sc2) : ((float(acc51 - qsum2) / sc2) * ws);
                         pc.y.d[(tok2 * M0) + row14] = v20;
                     }
                     uint row15 = row01 + (tx + 96u);
                     if (row15 < M0) {
-                        precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf61 / sc2) : ((float(acc61 - qsum2) / sc2) * ws);
+                        precise float v21 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf61 / sc2) : ((float(acc61 - qsum2) / sc2) * ws);
                         pc.y.d[(tok2 * M0) + row15] = v21;
                     }
                     uint row16 = row01 + (tx + 112u);
                     if (row16 < M0) {
-                        precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf71 / sc2) : ((float(acc71 - qsum2) / sc2) * ws);
+                        precise float v22 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf71 / sc2) : ((float(acc71 - qsum2) / sc2) * ws);
                         pc.y.d[(tok2 * M0) + row16] = v22;
                     }
                 }
@@ -1151,45 +1155,45 @@ void main()
                     precise float sc3 = pc.qs.d[tok3 * 2u];
                     uint row17 = row01 + (tx + 0u);
                     if (row17 < M0) {
-                        precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc3) : ((float(acc02 - qsum3) / sc3) * ws);
+                        precise float v23 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf02 / sc3) : ((float(acc02 - qsum3) / sc3) * ws);
                         pc.y.d[(tok3 * M0) + row17] = v23;
                     }
                     uint row18 = row01 + (tx + 16u);
                     if (row18 < M0) {
-                        precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc3) : ((float(acc12 - qsum3) / sc3) * ws);
+                        precise float v24 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf12 / sc3) : ((float(acc12 - qsum3) / sc3) * ws);
                         pc.y.d[(tok3 * M0) + row18] = v24;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row19 = row01 + (tx + 32u);
                         if (row19 < M0) {
-                            precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc3) : ((float(acc22 - qsum3) / sc3) * ws);
+                            precise float v25 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf22 / sc3) : ((float(acc22 - qsum3) / sc3) * ws);
                             pc.y.d[(tok3 * M0) + row19] = v25;
                         }
                         uint row20 = row01 + (tx + 48u);
                         if (row20 < M0) {
-                            precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc3) : ((float(acc32 - qsum3) / sc3) * ws);
+                            precise float v26 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf32 / sc3) : ((float(acc32 - qsum3) / sc3) * ws);
                             pc.y.d[(tok3 * M0) + row20] = v26;
                         }
                     }
                     if (TILE_ROWS > 4u) {
                         uint row21 = row01 + (tx + 64u);
                         if (row21 < M0) {
-                            precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf42 / sc3) : ((float(acc42 - qsum3) / sc3) * ws);
+                            precise float v27 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf42 / sc3) : ((float(acc42 - qsum3) / sc3) * ws);
                             pc.y.d[(tok3 * M0) + row21] = v27;
                         }
                         uint row22 = row01 + (tx + 80u);
                         if (row22 < M0) {
-                            precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf52 / sc3) : ((float(acc52 - qsum3) / sc3) * ws);
+                            precise float v28 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf52 / sc3) : ((float(acc52 - qsum3) / sc3) * ws);
                             pc.y.d[(tok3 * M0) + row22] = v28;
                         }
                         uint row23 = row01 + (tx + 96u);
                         if (row23 < M0) {
-                            precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf62 / sc3) : ((float(acc62 - qsum3) / sc3) * ws);
+                            precise float v29 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf62 / sc3) : ((float(acc62 - qsum3) / sc3) * ws);
                             pc.y.d[(tok3 * M0) + row23] = v29;
                         }
                         uint row24 = row01 + (tx + 112u);
                         if (row24 < M0) {
-                            precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf72 / sc3) : ((float(acc72 - qsum3) / sc3) * ws);
+                            precise float v30 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf72 / sc3) : ((float(acc72 - qsum3) / sc3) * ws);
                             pc.y.d[(tok3 * M0) + row24] = v30;
                         }
                     }
@@ -1200,45 +1204,45 @@ void main()
                     precise float sc4 = pc.qs.d[tok4 * 2u];
                     uint row25 = row01 + (tx + 0u);
                     if (row25 < M0) {
-                        precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc4) : ((float(acc03 - qsum4) / sc4) * ws);
+                        precise float v31 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf03 / sc4) : ((float(acc03 - qsum4) / sc4) * ws);
                         pc.y.d[(tok4 * M0) + row25] = v31;
                     }
                     uint row26 = row01 + (tx + 16u);
                     if (row26 < M0) {
-                        precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc4) : ((float(acc13 - qsum4) / sc4) * ws);
+                        precise float v32 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf13 / sc4) : ((float(acc13 - qsum4) / sc4) * ws);
                         pc.y.d[(tok4 * M0) + row26] = v32;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row27 = row01 + (tx + 32u);
                         if (row27 < M0) {
-                            precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc4) : ((float(acc23 - qsum4) / sc4) * ws);
+                            precise float v33 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf23 / sc4) : ((float(acc23 - qsum4) / sc4) * ws);
                             pc.y.d[(tok4 * M0) + row27] = v33;
                         }
                         uint row28 = row01 + (tx + 48u);
                         if (row28 < M0) {
-                            precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc4) : ((float(acc33 - qsum4) / sc4) * ws);
+                            precise float v34 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf33 / sc4) : ((float(acc33 - qsum4) / sc4) * ws);
                             pc.y.d[(tok4 * M0) + row28] = v34;
                         }
                     }
                     if (TILE_ROWS > 4u) {
                         uint row29 = row01 + (tx + 64u);
                         if (row29 < M0) {
-                            precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf43 / sc4) : ((float(acc43 - qsum4) / sc4) * ws);
+                            precise float v35 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf43 / sc4) : ((float(acc43 - qsum4) / sc4) * ws);
                             pc.y.d[(tok4 * M0) + row29] = v35;
                         }
                         uint row30 = row01 + (tx + 80u);
                         if (row30 < M0) {
-                            precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf53 / sc4) : ((float(acc53 - qsum4) / sc4) * ws);
+                            precise float v36 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf53 / sc4) : ((float(acc53 - qsum4) / sc4) * ws);
                             pc.y.d[(tok4 * M0) + row30] = v36;
                         }
                         uint row31 = row01 + (tx + 96u);
                         if (row31 < M0) {
-                            precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf63 / sc4) : ((float(acc63 - qsum4) / sc4) * ws);
+                            precise float v37 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf63 / sc4) : ((float(acc63 - qsum4) / sc4) * ws);
                             pc.y.d[(tok4 * M0) + row31] = v37;
                         }
                         uint row32 = row01 + (tx + 112u);
                         if (row32 < M0) {
-                            precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf73 / sc4) : ((float(acc73 - qsum4) / sc4) * ws);
+                            precise float v38 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf73 / sc4) : ((float(acc73 - qsum4) / sc4) * ws);
                             pc.y.d[(tok4 * M0) + row32] = v38;
                         }
                     }
@@ -1251,23 +1255,23 @@ void main()
                     precise float sc5 = pc.qs.d[tok5 * 2u];
                     uint row33 = row01 + (tx + 0u);
                     if (row33 < M0) {
-                        precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf04 / sc5) : ((float(acc04 - qsum5) / sc5) * ws);
+                        precise float v39 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf04 / sc5) : ((float(acc04 - qsum5) / sc5) * ws);
                         pc.y.d[(tok5 * M0) + row33] = v39;
                     }
                     uint row34 = row01 + (tx + 16u);
                     if (row34 < M0) {
-                        precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf14 / sc5) : ((float(acc14 - qsum5) / sc5) * ws);
+                        precise float v40 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf14 / sc5) : ((float(acc14 - qsum5) / sc5) * ws);
                         pc.y.d[(tok5 * M0) + row34] = v40;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row35 = row01 + (tx + 32u);
                         if (row35 < M0) {
-                            precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf24 / sc5) : ((float(acc24 - qsum5) / sc5) * ws);
+                            precise float v41 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf24 / sc5) : ((float(acc24 - qsum5) / sc5) * ws);
                             pc.y.d[(tok5 * M0) + row35] = v41;
                         }
                         uint row36 = row01 + (tx + 48u);
                         if (row36 < M0) {
-                            precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf34 / sc5) : ((float(acc34 - qsum5) / sc5) * ws);
+                            precise float v42 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf34 / sc5) : ((float(acc34 - qsum5) / sc5) * ws);
                             pc.y.d[(tok5 * M0) + row36] = v42;
                         }
                     }
@@ -1278,23 +1282,23 @@ void main()
                     precise float sc6 = pc.qs.d[tok6 * 2u];
                     uint row37 = row01 + (tx + 0u);
                     if (row37 < M0) {
-                        precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf05 / sc6) : ((float(acc05 - qsum6) / sc6) * ws);
+                        precise float v43 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf05 / sc6) : ((float(acc05 - qsum6) / sc6) * ws);
                         pc.y.d[(tok6 * M0) + row37] = v43;
                     }
                     uint row38 = row01 + (tx + 16u);
                     if (row38 < M0) {
-                        precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf15 / sc6) : ((float(acc15 - qsum6) / sc6) * ws);
+                        precise float v44 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf15 / sc6) : ((float(acc15 - qsum6) / sc6) * ws);
                         pc.y.d[(tok6 * M0) + row38] = v44;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row39 = row01 + (tx + 32u);
                         if (row39 < M0) {
-                            precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf25 / sc6) : ((float(acc25 - qsum6) / sc6) * ws);
+                            precise float v45 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf25 / sc6) : ((float(acc25 - qsum6) / sc6) * ws);
                             pc.y.d[(tok6 * M0) + row39] = v45;
                         }
                         uint row40 = row01 + (tx + 48u);
                         if (row40 < M0) {
-                            precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf35 / sc6) : ((float(acc35 - qsum6) / sc6) * ws);
+                            precise float v46 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf35 / sc6) : ((float(acc35 - qsum6) / sc6) * ws);
                             pc.y.d[(tok6 * M0) + row40] = v46;
                         }
                     }
@@ -1305,23 +1309,23 @@ void main()
                     precise float sc7 = pc.qs.d[tok7 * 2u];
                     uint row41 = row01 + (tx + 0u);
                     if (row41 < M0) {
-                        precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf06 / sc7) : ((float(acc06 - qsum7) / sc7) * ws);
+                        precise float v47 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf06 / sc7) : ((float(acc06 - qsum7) / sc7) * ws);
                         pc.y.d[(tok7 * M0) + row41] = v47;
                     }
                     uint row42 = row01 + (tx + 16u);
                     if (row42 < M0) {
-                        precise float v48 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf16 / sc7) : ((float(acc16 - qsum7) / sc7) * ws);
+                        precise float v48 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf16 / sc7) : ((float(acc16 - qsum7) / sc7) * ws);
                         pc.y.d[(tok7 * M0) + row42] = v48;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row43 = row01 + (tx + 32u);
                         if (row43 < M0) {
-                            precise float v49 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf26 / sc7) : ((float(acc26 - qsum7) / sc7) * ws);
+                            precise float v49 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf26 / sc7) : ((float(acc26 - qsum7) / sc7) * ws);
                             pc.y.d[(tok7 * M0) + row43] = v49;
                         }
                         uint row44 = row01 + (tx + 48u);
                         if (row44 < M0) {
-                            precise float v50 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf36 / sc7) : ((float(acc36 - qsum7) / sc7) * ws);
+                            precise float v50 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf36 / sc7) : ((float(acc36 - qsum7) / sc7) * ws);
                             pc.y.d[(tok7 * M0) + row44] = v50;
                         }
                     }
@@ -1332,23 +1336,23 @@ void main()
                     precise float sc8 = pc.qs.d[tok8 * 2u];
                     uint row45 = row01 + (tx + 0u);
                     if (row45 < M0) {
-                        precise float v51 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf07 / sc8) : ((float(acc07 - qsum8) / sc8) * ws);
+                        precise float v51 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf07 / sc8) : ((float(acc07 - qsum8) / sc8) * ws);
                         pc.y.d[(tok8 * M0) + row45] = v51;
                     }
                     uint row46 = row01 + (tx + 16u);
                     if (row46 < M0) {
-                        precise float v52 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf17 / sc8) : ((float(acc17 - qsum8) / sc8) * ws);
+                        precise float v52 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf17 / sc8) : ((float(acc17 - qsum8) / sc8) * ws);
                         pc.y.d[(tok8 * M0) + row46] = v52;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row47 = row01 + (tx + 32u);
                         if (row47 < M0) {
-                            precise float v53 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf27 / sc8) : ((float(acc27 - qsum8) / sc8) * ws);
+                            precise float v53 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf27 / sc8) : ((float(acc27 - qsum8) / sc8) * ws);
                             pc.y.d[(tok8 * M0) + row47] = v53;
                         }
                         uint row48 = row01 + (tx + 48u);
                         if (row48 < M0) {
-                            precise float v54 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf37 / sc8) : ((float(acc37 - qsum8) / sc8) * ws);
+                            precise float v54 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf37 / sc8) : ((float(acc37 - qsum8) / sc8) * ws);
                             pc.y.d[(tok8 * M0) + row48] = v54;
                         }
                     }
@@ -1360,13 +1364,13 @@ void main()
         if (wg < part_end1) {
             uint t96 = wg - part_end;
             precise float ws1 = 0.0;
-            if (WFMT == 0u) {
+            if (WFMT == FMT_I2_S) {
                 ws1 = uintBitsToFloat(pc.w1.d[102400u]);
             }
-            if (WFMT == 3u) {
+            if (WFMT == FMT_TQ1_T) {
                 ws1 = uintBitsToFloat(pc.w1.d[83200u]);
             }
-            if ((TILE_MMA != 0u) && (WFMT == 0u)) {
+            if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
                 uint row02 = t96 * 64u;
                 uint tok02 = gl_WorkGroupID.y * 32u;
                 uint r2 = gl_LocalInvocationIndex >> 3u;
@@ -1385,8 +1389,8 @@ void main()
                 for (uint kb2 = 0u; kb2 < 20u; kb2++) {
                     wv10 = pc.w1.d[wrow2 + (kb2 * 8u)];
                     wv11 = pc.w1.d[wrow3 + (kb2 * 8u)];
-                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 6u) & 50529027u;
-                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 6u) & 50529027u;
+                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 6u) & 0x03030303u;
+                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 6u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt1 * K4) + ((kb2 * 32u) + (wi2 + 0u))];
                     barrier();
                     for (uint v56 = gl_SubgroupID; v56 < 8u; v56 += gl_NumSubgroups) {
@@ -1396,8 +1400,8 @@ void main()
                         MMA(1, ((blk15 >> 4u) * 512u) + ((blk15 & 3u) * 128u), ((blk15 >> 2u) & 3u) * 64u, (((blk15 >> 4u) * 2048u) + (((blk15 >> 2u) & 3u) * 512u)) + ((blk15 & 3u) * 16u));
                     }
                     barrier();
-                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 4u) & 50529027u;
-                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 4u) & 50529027u;
+                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 4u) & 0x03030303u;
+                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 4u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt1 * K4) + ((kb2 * 32u) + (wi2 + 8u))];
                     barrier();
                     for (uint v57 = gl_SubgroupID; v57 < 8u; v57 += gl_NumSubgroups) {
@@ -1407,8 +1411,8 @@ void main()
                         MMA(1, ((blk17 >> 4u) * 512u) + ((blk17 & 3u) * 128u), ((blk17 >> 2u) & 3u) * 64u, (((blk17 >> 4u) * 2048u) + (((blk17 >> 2u) & 3u) * 512u)) + ((blk17 & 3u) * 16u));
                     }
                     barrier();
-                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 2u) & 50529027u;
-                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 2u) & 50529027u;
+                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 2u) & 0x03030303u;
+                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 2u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt1 * K4) + ((kb2 * 32u) + (wi2 + 16u))];
                     barrier();
                     for (uint v58 = gl_SubgroupID; v58 < 8u; v58 += gl_NumSubgroups) {
@@ -1418,8 +1422,8 @@ void main()
                         MMA(1, ((blk19 >> 4u) * 512u) + ((blk19 & 3u) * 128u), ((blk19 >> 2u) & 3u) * 64u, (((blk19 >> 4u) * 2048u) + (((blk19 >> 2u) & 3u) * 512u)) + ((blk19 & 3u) * 16u));
                     }
                     barrier();
-                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 0u) & 50529027u;
-                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 0u) & 50529027u;
+                    wsh[((r2 + 0u) * 8u) + (wi2 + 0u)] = (wv10 >> 0u) & 0x03030303u;
+                    wsh[((r2 + 32u) * 8u) + (wi2 + 0u)] = (wv11 >> 0u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt1 * K4) + ((kb2 * 32u) + (wi2 + 24u))];
                     barrier();
                     for (uint v59 = gl_SubgroupID; v59 < 8u; v59 += gl_NumSubgroups) {
@@ -1446,7 +1450,7 @@ void main()
                     if ((tok9 < dyn.n_tokens) && (row49 < M1)) {
                         int qsum9 = int(pc.qs.d[(tok9 * 2u) + 1u]);
                         precise float sc9 = pc.qs.d[tok9 * 2u];
-                        precise float v61 = ((WFMT == 2u) || (WFMT == 1u)) ? (0.0 / sc9) : ((float(csh[((tk1 * 64u) + rr1) + 0u] - qsum9) / sc9) * ws1);
+                        precise float v61 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (0.0 / sc9) : ((float(csh[((tk1 * 64u) + rr1) + 0u] - qsum9) / sc9) * ws1);
                         pc.y1.d[(tok9 * M1) + row49] = v61;
                     }
                 }
@@ -1563,76 +1567,76 @@ void main()
                         uint wi3 = e4 & 7u;
                         uint gr1 = min(row03 + r3, M1 - 1u);
                         uint dst1 = ((wi3 + 0u) * wstr1) + r3;
-                        if (WFMT == 0u) {
+                        if (WFMT == FMT_I2_S) {
                             wsh[dst1] = pc.w1.d[(gr1 * KW) + ((kb3 * 8u) + wi3)];
                         }
-                        if (WFMT == 1u) {
-                            uint boff5 = (gr1 * 660u) + ((kb3 >> 1u) * 66u);
+                        if (WFMT == FMT_TQ1_0) {
+                            uint boff5 = (gr1 * 540u) + ((kb3 >> 1u) * 54u);
                             uint l03 = ((kb3 & 1u) << 7u) + (wi3 << 2u);
                             uint t97 = l03 + 0u;
-                            uint t98 = boff5 + (((t97 >> 7u) << 5u) | (t97 & 31u));
-                            uint twi8 = t98 >> 2u;
+                            bool t98 = t97 < 160u;
+                            bool t99 = t97 < 240u;
+                            uint t100 = t97 - 160u;
+                            uint tn10 = t98 ? (t97 >> 5u) : (t99 ? (t100 >> 4u) : ((t97 - 240u) >> 2u));
+                            uint t101 = (tn10 == 4u) ? 81u : ((0x1b090301u >> (tn10 << 3u)) & 0xffu);
+                            uint t102 = boff5 + (t98 ? (t97 & 31u) : (t99 ? (32u + (t100 & 15u)) : 48u));
+                            uint twi8 = t102 >> 2u;
                             uint tlo8 = pc.w1.d[twi8];
-                            uint t99 = l03 + 32u;
-                            uint t100 = boff5 + (((t99 >> 7u) << 5u) | (t99 & 31u));
-                            uint twi9 = t100 >> 2u;
+                            uint t103 = ((t102 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w1.d[twi8 + 1u] << 16u)) : tlo8;
+                            uint t104 = l03 + 32u;
+                            bool t105 = t104 < 160u;
+                            bool t106 = t104 < 240u;
+                            uint t107 = t104 - 160u;
+                            uint tn11 = t105 ? (t104 >> 5u) : (t106 ? (t107 >> 4u) : ((t104 - 240u) >> 2u));
+                            uint t108 = (tn11 == 4u) ? 81u : ((0x1b090301u >> (tn11 << 3u)) & 0xffu);
+                            uint t109 = boff5 + (t105 ? (t104 & 31u) : (t106 ? (32u + (t107 & 15u)) : 48u));
+                            uint twi9 = t109 >> 2u;
                             uint tlo9 = pc.w1.d[twi9];
-                            uint t101 = l03 + 64u;
-                            uint t102 = boff5 + (((t101 >> 7u) << 5u) | (t101 & 31u));
-                            uint twi10 = t102 >> 2u;
+                            uint t110 = ((t109 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w1.d[twi9 + 1u] << 16u)) : tlo9;
+                            uint t111 = l03 + 64u;
+                            bool t112 = t111 < 160u;
+                            bool t113 = t111 < 240u;
+                            uint t114 = t111 - 160u;
+                            uint tn12 = t112 ? (t111 >> 5u) : (t113 ? (t114 >> 4u) : ((t111 - 240u) >> 2u));
+                            uint t115 = (tn12 == 4u) ? 81u : ((0x1b090301u >> (tn12 << 3u)) & 0xffu);
+                            uint t116 = boff5 + (t112 ? (t111 & 31u) : (t113 ? (32u + (t114 & 15u)) : 48u));
+                            uint twi10 = t116 >> 2u;
                             uint tlo10 = pc.w1.d[twi10];
-                            uint t103 = l03 + 96u;
-                            uint t104 = boff5 + (((t103 >> 7u) << 5u) | (t103 & 31u));
-                            uint twi11 = t104 >> 2u;
+                            uint t117 = ((t116 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w1.d[twi10 + 1u] << 16u)) : tlo10;
+                            uint t118 = l03 + 96u;
+                            bool t119 = t118 < 160u;
+                            bool t120 = t118 < 240u;
+                            uint t121 = t118 - 160u;
+                            uint tn13 = t119 ? (t118 >> 5u) : (t120 ? (t121 >> 4u) : ((t118 - 240u) >> 2u));
+                            uint t122 = (tn13 == 4u) ? 81u : ((0x1b090301u >> (tn13 << 3u)) & 0xffu);
+                            uint t123 = boff5 + (t119 ? (t118 & 31u) : (t120 ? (32u + (t121 & 15u)) : 48u));
+                            uint twi11 = t123 >> 2u;
                             uint tlo11 = pc.w1.d[twi11];
-                            wsh[dst1] = ((((((((t98 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w1.d[twi8 + 1u] << 16u)) : tlo8) >> (((t97 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t100 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w1.d[twi9 + 1u] << 16u)) : tlo9) >> (((t99 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t102 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w1.d[twi10 + 1u] << 16u)) : tlo10) >> (((t101 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t104 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w1.d[twi11 + 1u] << 16u)) : tlo11) >> (((t103 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                            uint t124 = ((t123 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w1.d[twi11 + 1u] << 16u)) : tlo11;
+                            wsh[dst1] = ((((((((((t103 & 0x00ff00ffu) * t101) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t103 >> 8u) & 0x00ff00ffu) * t101) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t110 & 0x00ff00ffu) * t108) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t110 >> 8u) & 0x00ff00ffu) * t108) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t117 & 0x00ff00ffu) * t115) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t117 >> 8u) & 0x00ff00ffu) * t115) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t124 & 0x00ff00ffu) * t122) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t124 >> 8u) & 0x00ff00ffu) * t122) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                         }
-                        if (WFMT == 2u) {
-                            uint boff6 = (gr1 * 540u) + ((kb3 >> 1u) * 54u);
+                        if (WFMT == FMT_TQ2_0) {
+                            uint boff6 = (gr1 * 660u) + ((kb3 >> 1u) * 66u);
                             uint l04 = ((kb3 & 1u) << 7u) + (wi3 << 2u);
-                            uint t105 = l04 + 0u;
-                            bool t106 = t105 < 160u;
-                            bool t107 = t105 < 240u;
-                            uint t108 = t105 - 160u;
-                            uint tn10 = t106 ? (t105 >> 5u) : (t107 ? (t108 >> 4u) : ((t105 - 240u) >> 2u));
-                            uint t109 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                            uint t110 = boff6 + (t106 ? (t105 & 31u) : (t107 ? (32u + (t108 & 15u)) : 48u));
-                            uint twi12 = t110 >> 2u;
+                            uint t125 = l04 + 0u;
+                            uint t126 = boff6 + (((t125 >> 7u) << 5u) | (t125 & 31u));
+                            uint twi12 = t126 >> 2u;
                             uint tlo12 = pc.w1.d[twi12];
-                            uint t111 = ((t110 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12;
-                            uint t112 = l04 + 32u;
-                            bool t113 = t112 < 160u;
-                            bool t114 = t112 < 240u;
-                            uint t115 = t112 - 160u;
-                            uint tn11 = t113 ? (t112 >> 5u) : (t114 ? (t115 >> 4u) : ((t112 - 240u) >> 2u));
-                            uint t116 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                            uint t117 = boff6 + (t113 ? (t112 & 31u) : (t114 ? (32u + (t115 & 15u)) : 48u));
-                            uint twi13 = t117 >> 2u;
+                            uint t127 = l04 + 32u;
+                            uint t128 = boff6 + (((t127 >> 7u) << 5u) | (t127 & 31u));
+                            uint twi13 = t128 >> 2u;
                             uint tlo13 = pc.w1.d[twi13];
-                            uint t118 = ((t117 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13;
-                            uint t119 = l04 + 64u;
-                            bool t120 = t119 < 160u;
-                            bool t121 = t119 < 240u;
-                            uint t122 = t119 - 160u;
-                            uint tn12 = t120 ? (t119 >> 5u) : (t121 ? (t122 >> 4u) : ((t119 - 240u) >> 2u));
-                            uint t123 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-                            uint t124 = boff6 + (t120 ? (t119 & 31u) : (t121 ? (32u + (t122 & 15u)) : 48u));
-                            uint twi14 = t124 >> 2u;
+                            uint t129 = l04 + 64u;
+                            uint t130 = boff6 + (((t129 >> 7u) << 5u) | (t129 & 31u));
+                            uint twi14 = t130 >> 2u;
                             uint tlo14 = pc.w1.d[twi14];
-                            uint t125 = ((t124 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14;
-                            uint t126 = l04 + 96u;
-                            bool t127 = t126 < 160u;
-                            bool t128 = t126 < 240u;
-                            uint t129 = t126 - 160u;
-                            uint tn13 = t127 ? (t126 >> 5u) : (t128 ? (t129 >> 4u) : ((t126 - 240u) >> 2u));
-                            uint t130 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-                            uint t131 = boff6 + (t127 ? (t126 & 31u) : (t128 ? (32u + (t129 & 15u)) : 48u));
-                            uint twi15 = t131 >> 2u;
+                            uint t131 = l04 + 96u;
+                            uint t132 = boff6 + (((t131 >> 7u) << 5u) | (t131 & 31u));
+                            uint twi15 = t132 >> 2u;
                             uint tlo15 = pc.w1.d[twi15];
-                            uint t132 = ((t131 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w1.d[twi15 + 1u] << 16u)) : tlo15;
-                            wsh[dst1] = ((((((((((t111 & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t111 >> 8u) & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t118 & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t118 >> 8u) & 16711935u) * t116) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t125 & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t125 >> 8u) & 16711935u) * t123) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t132 & 16711935u) * t130) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t132 >> 8u) & 16711935u) * t130) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                            wsh[dst1] = ((((((((t126 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12) >> (((t125 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t128 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13) >> (((t127 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t130 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14) >> (((t129 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t132 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w1.d[twi15 + 1u] << 16u)) : tlo15) >> (((t131 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                         }
-                        if (WFMT == 3u) {
+                        if (WFMT == FMT_TQ1_T) {
                             uint boff7 = (gr1 * 520u) + ((kb3 >> 1u) * 52u);
                             uint l05 = ((kb3 & 1u) << 7u) + (wi3 << 2u);
                             uint t133 = l05 + 0u;
@@ -1640,42 +1644,42 @@ void main()
                             bool t135 = t133 < 240u;
                             uint t136 = t133 - 160u;
                             uint tn14 = t134 ? (t133 >> 5u) : (t135 ? (t136 >> 4u) : ((t133 - 240u) >> 2u));
-                            uint t137 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                            uint t137 = (tn14 == 4u) ? 81u : ((0x1b090301u >> (tn14 << 3u)) & 0xffu);
                             uint t138 = pc.w1.d[(boff7 + (t134 ? (t133 & 31u) : (t135 ? (32u + (t136 & 15u)) : 48u))) >> 2u];
                             uint t139 = l05 + 32u;
                             bool t140 = t139 < 160u;
                             bool t141 = t139 < 240u;
                             uint t142 = t139 - 160u;
                             uint tn15 = t140 ? (t139 >> 5u) : (t141 ? (t142 >> 4u) : ((t139 - 240u) >> 2u));
-                            uint t143 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                            uint t143 = (tn15 == 4u) ? 81u : ((0x1b090301u >> (tn15 << 3u)) & 0xffu);
                             uint t144 = pc.w1.d[(boff7 + (t140 ? (t139 & 31u) : (t141 ? (32u + (t142 & 15u)) : 48u))) >> 2u];
                             uint t145 = l05 + 64u;
                             bool t146 = t145 < 160u;
                             bool t147 = t145 < 240u;
                             uint t148 = t145 - 160u;
                             uint tn16 = t146 ? (t145 >> 5u) : (t147 ? (t148 >> 4u) : ((t145 - 240u) >> 2u));
-                            uint t149 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                            uint t149 = (tn16 == 4u) ? 81u : ((0x1b090301u >> (tn16 << 3u)) & 0xffu);
                             uint t150 = pc.w1.d[(boff7 + (t146 ? (t145 & 31u) : (t147 ? (32u + (t148 & 15u)) : 48u))) >> 2u];
                             uint t151 = l05 + 96u;
                             bool t152 = t151 < 160u;
                             bool t153 = t151 < 240u;
                             uint t154 = t151 - 160u;
                             uint tn17 = t152 ? (t151 >> 5u) : (t153 ? (t154 >> 4u) : ((t151 - 240u) >> 2u));
-                            uint t155 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
+                            uint t155 = (tn17 == 4u) ? 81u : ((0x1b090301u >> (tn17 << 3u)) & 0xffu);
                             uint t156 = pc.w1.d[(boff7 + (t152 ? (t151 & 31u) : (t153 ? (32u + (t154 & 15u)) : 48u))) >> 2u];
-                            wsh[dst1] = ((((((((((t138 & 16711935u) * t137) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t138 >> 8u) & 16711935u) * t137) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t144 & 16711935u) * t143) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t144 >> 8u) & 16711935u) * t143) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t150 & 16711935u) * t149) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t150 >> 8u) & 16711935u) * t149) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t156 & 16711935u) * t155) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t156 >> 8u) & 16711935u) * t155) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                            wsh[dst1] = ((((((((((t138 & 0x00ff00ffu) * t137) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t138 >> 8u) & 0x00ff00ffu) * t137) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t144 & 0x00ff00ffu) * t143) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t144 >> 8u) & 0x00ff00ffu) * t143) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t150 & 0x00ff00ffu) * t149) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t150 >> 8u) & 0x00ff00ffu) * t149) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t156 & 0x00ff00ffu) * t155) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t156 >> 8u) & 0x00ff00ffu) * t155) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                         }
                     }
-                    if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm2)) {
-                        uint boff8 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * 660u) + ((kb3 >> 1u) * 66u);
-                        uint tdo2 = boff8 + 64u;
-                        precise float t157 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+                    if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm2)) {
+                        uint boff8 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * 540u) + ((kb3 >> 1u) * 54u);
+                        uint tdo2 = boff8 + 52u;
+                        precise float t157 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t157;
                     }
-                    if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm2)) {
-                        uint boff9 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * 540u) + ((kb3 >> 1u) * 54u);
-                        uint tdo3 = boff9 + 52u;
-                        precise float t158 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                    if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm2)) {
+                        uint boff9 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * 660u) + ((kb3 >> 1u) * 66u);
+                        uint tdo3 = boff9 + 64u;
+                        precise float t158 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t158;
                     }
                     for (uint h3 = 0u; h3 < TILE_TOKS * 2u; h3++) {
@@ -1685,7 +1689,7 @@ void main()
                         ash[(jw1 * astr1) + t1] = pc.q.d[(min(tok03 + t1, dyn.n_tokens - 1u) * K4) + ((kb3 * 32u) + jw1)];
                     }
                     barrier();
-                    bool tq1 = (WFMT == 2u) || (WFMT == 1u);
+                    bool tq1 = (WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0);
                     if ((tok03 + tokv1) < dyn.n_tokens) {
                         for (uint wl1 = 0u; wl1 < 8u; wl1++) {
                             uint wv12 = 0u;
@@ -1729,8 +1733,8 @@ void main()
                                 av38 = ash[ab4 + 6u];
                                 av39 = ash[ab4 + 7u];
                             }
-                            uint t159 = (wv12 >> 6u) & 50529027u;
-                            uint c32 = tq1 ? ((t159 + 2139062143u) ^ 2155905152u) : t159;
+                            uint t159 = (wv12 >> 6u) & 0x03030303u;
+                            uint c32 = tq1 ? ((t159 + 0x7f7f7f7fu) ^ 0x80808080u) : t159;
                             acc001 += dsl_dot4x8_ss(av32, c32);
                             acc011 += dsl_dot4x8_ss(av33, c32);
                             if (TILE_TOKS > 2u) {
@@ -1743,8 +1747,8 @@ void main()
                                 acc061 += dsl_dot4x8_ss(av38, c32);
                                 acc071 += dsl_dot4x8_ss(av39, c32);
                             }
-                            uint t160 = (wv13 >> 6u) & 50529027u;
-                            uint c33 = tq1 ? ((t160 + 2139062143u) ^ 2155905152u) : t160;
+                            uint t160 = (wv13 >> 6u) & 0x03030303u;
+                            uint c33 = tq1 ? ((t160 + 0x7f7f7f7fu) ^ 0x80808080u) : t160;
                             acc101 += dsl_dot4x8_ss(av32, c33);
                             acc111 += dsl_dot4x8_ss(av33, c33);
                             if (TILE_TOKS > 2u) {
@@ -1758,8 +1762,8 @@ void main()
                                 acc171 += dsl_dot4x8_ss(av39, c33);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t161 = (wv14 >> 6u) & 50529027u;
-                                uint c34 = tq1 ? ((t161 + 2139062143u) ^ 2155905152u) : t161;
+                                uint t161 = (wv14 >> 6u) & 0x03030303u;
+                                uint c34 = tq1 ? ((t161 + 0x7f7f7f7fu) ^ 0x80808080u) : t161;
                                 acc201 += dsl_dot4x8_ss(av32, c34);
                                 acc211 += dsl_dot4x8_ss(av33, c34);
                                 if (TILE_TOKS > 2u) {
@@ -1772,8 +1776,8 @@ void main()
                                     acc261 += dsl_dot4x8_ss(av38, c34);
                                     acc271 += dsl_dot4x8_ss(av39, c34);
                                 }
-                                uint t162 = (wv15 >> 6u) & 50529027u;
-                                uint c35 = tq1 ? ((t162 + 2139062143u) ^ 2155905152u) : t162;
+                                uint t162 = (wv15 >> 6u) & 0x03030303u;
+                                uint c35 = tq1 ? ((t162 + 0x7f7f7f7fu) ^ 0x80808080u) : t162;
                                 acc301 += dsl_dot4x8_ss(av32, c35);
                                 acc311 += dsl_dot4x8_ss(av33, c35);
                                 if (TILE_TOKS > 2u) {
@@ -1788,32 +1792,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t163 = (wv16 >> 6u) & 50529027u;
-                                uint c36 = tq1 ? ((t163 + 2139062143u) ^ 2155905152u) : t163;
+                                uint t163 = (wv16 >> 6u) & 0x03030303u;
+                                uint c36 = tq1 ? ((t163 + 0x7f7f7f7fu) ^ 0x80808080u) : t163;
                                 acc401 += dsl_dot4x8_ss(av32, c36);
                                 acc411 += dsl_dot4x8_ss(av33, c36);
                                 if (TILE_TOKS > 2u) {
                                     acc421 += dsl_dot4x8_ss(av34, c36);
                                     acc431 += dsl_dot4x8_ss(av35, c36);
                                 }
-                                uint t164 = (wv17 >> 6u) & 50529027u;
-                                uint c37 = tq1 ? ((t164 + 2139062143u) ^ 2155905152u) : t164;
+                                uint t164 = (wv17 >> 6u) & 0x03030303u;
+                                uint c37 = tq1 ? ((t164 + 0x7f7f7f7fu) ^ 0x80808080u) : t164;
                                 acc501 += dsl_dot4x8_ss(av32, c37);
                                 acc511 += dsl_dot4x8_ss(av33, c37);
                                 if (TILE_TOKS > 2u) {
                                     acc521 += dsl_dot4x8_ss(av34, c37);
                                     acc531 += dsl_dot4x8_ss(av35, c37);
                                 }
-                                uint t165 = (wv18 >> 6u) & 50529027u;
-                                uint c38 = tq1 ? ((t165 + 2139062143u) ^ 2155905152u) : t165;
+                                uint t165 = (wv18 >> 6u) & 0x03030303u;
+                                uint c38 = tq1 ? ((t165 + 0x7f7f7f7fu) ^ 0x80808080u) : t165;
                                 acc601 += dsl_dot4x8_ss(av32, c38);
                                 acc611 += dsl_dot4x8_ss(av33, c38);
                                 if (TILE_TOKS > 2u) {
                                     acc621 += dsl_dot4x8_ss(av34, c38);
                                     acc631 += dsl_dot4x8_ss(av35, c38);
                                 }
-                                uint t166 = (wv19 >> 6u) & 50529027u;
-                                uint c39 = tq1 ? ((t166 + 2139062143u) ^ 2155905152u) : t166;
+                                uint t166 = (wv19 >> 6u) & 0x03030303u;
+                                uint c39 = tq1 ? ((t166 + 0x7f7f7f7fu) ^ 0x80808080u) : t166;
                                 acc701 += dsl_dot4x8_ss(av32, c39);
                                 acc711 += dsl_dot4x8_ss(av33, c39);
                                 if (TILE_TOKS > 2u) {
@@ -1842,8 +1846,8 @@ void main()
                                 av46 = ash[ab5 + 6u];
                                 av47 = ash[ab5 + 7u];
                             }
-                            uint t167 = (wv12 >> 4u) & 50529027u;
-                            uint c40 = tq1 ? ((t167 + 2139062143u) ^ 2155905152u) : t167;
+                            uint t167 = (wv12 >> 4u) & 0x03030303u;
+                            uint c40 = tq1 ? ((t167 + 0x7f7f7f7fu) ^ 0x80808080u) : t167;
                             acc001 += dsl_dot4x8_ss(av40, c40);
                             acc011 += dsl_dot4x8_ss(av41, c40);
                             if (TILE_TOKS > 2u) {
@@ -1856,8 +1860,8 @@ void main()
                                 acc061 += dsl_dot4x8_ss(av46, c40);
                                 acc071 += dsl_dot4x8_ss(av47, c40);
                             }
-                            uint t168 = (wv13 >> 4u) & 50529027u;
-                            uint c41 = tq1 ? ((t168 + 2139062143u) ^ 2155905152u) : t168;
+                            uint t168 = (wv13 >> 4u) & 0x03030303u;
+                            uint c41 = tq1 ? ((t168 + 0x7f7f7f7fu) ^ 0x80808080u) : t168;
                             acc101 += dsl_dot4x8_ss(av40, c41);
                             acc111 += dsl_dot4x8_ss(av41, c41);
                             if (TILE_TOKS > 2u) {
@@ -1871,8 +1875,8 @@ void main()
                                 acc171 += dsl_dot4x8_ss(av47, c41);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t169 = (wv14 >> 4u) & 50529027u;
-                                uint c42 = tq1 ? ((t169 + 2139062143u) ^ 2155905152u) : t169;
+                                uint t169 = (wv14 >> 4u) & 0x03030303u;
+                                uint c42 = tq1 ? ((t169 + 0x7f7f7f7fu) ^ 0x80808080u) : t169;
                                 acc201 += dsl_dot4x8_ss(av40, c42);
                                 acc211 += dsl_dot4x8_ss(av41, c42);
                                 if (TILE_TOKS > 2u) {
@@ -1885,8 +1889,8 @@ void main()
                                     acc261 += dsl_dot4x8_ss(av46, c42);
                                     acc271 += dsl_dot4x8_ss(av47, c42);
                                 }
-                                uint t170 = (wv15 >> 4u) & 50529027u;
-                                uint c43 = tq1 ? ((t170 + 2139062143u) ^ 2155905152u) : t170;
+                                uint t170 = (wv15 >> 4u) & 0x03030303u;
+                                uint c43 = tq1 ? ((t170 + 0x7f7f7f7fu) ^ 0x80808080u) : t170;
                                 acc301 += dsl_dot4x8_ss(av40, c43);
                                 acc311 += dsl_dot4x8_ss(av41, c43);
                                 if (TILE_TOKS > 2u) {
@@ -1901,32 +1905,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t171 = (wv16 >> 4u) & 50529027u;
-                                uint c44 = tq1 ? ((t171 + 2139062143u) ^ 2155905152u) : t171;
+                                uint t171 = (wv16 >> 4u) & 0x03030303u;
+                                uint c44 = tq1 ? ((t171 + 0x7f7f7f7fu) ^ 0x80808080u) : t171;
                                 acc401 += dsl_dot4x8_ss(av40, c44);
                                 acc411 += dsl_dot4x8_ss(av41, c44);
                                 if (TILE_TOKS > 2u) {
                                     acc421 += dsl_dot4x8_ss(av42, c44);
                                     acc431 += dsl_dot4x8_ss(av43, c44);
                                 }
-                                uint t172 = (wv17 >> 4u) & 50529027u;
-                                uint c45 = tq1 ? ((t172 + 2139062143u) ^ 2155905152u) : t172;
+                                uint t172 = (wv17 >> 4u) & 0x03030303u;
+                                uint c45 = tq1 ? ((t172 + 0x7f7f7f7fu) ^ 0x80808080u) : t172;
                                 acc501 += dsl_dot4x8_ss(av40, c45);
                                 acc511 += dsl_dot4x8_ss(av41, c45);
                                 if (TILE_TOKS > 2u) {
                                     acc521 += dsl_dot4x8_ss(av42, c45);
                                     acc531 += dsl_dot4x8_ss(av43, c45);
                                 }
-                                uint t173 = (wv18 >> 4u) & 50529027u;
-                                uint c46 = tq1 ? ((t173 + 2139062143u) ^ 2155905152u) : t173;
+                                uint t173 = (wv18 >> 4u) & 0x03030303u;
+                                uint c46 = tq1 ? ((t173 + 0x7f7f7f7fu) ^ 0x80808080u) : t173;
                                 acc601 += dsl_dot4x8_ss(av40, c46);
                                 acc611 += dsl_dot4x8_ss(av41, c46);
                                 if (TILE_TOKS > 2u) {
                                     acc621 += dsl_dot4x8_ss(av42, c46);
                                     acc631 += dsl_dot4x8_ss(av43, c46);
                                 }
-                                uint t174 = (wv19 >> 4u) & 50529027u;
-                                uint c47 = tq1 ? ((t174 + 2139062143u) ^ 2155905152u) : t174;
+                                uint t174 = (wv19 >> 4u) & 0x03030303u;
+                                uint c47 = tq1 ? ((t174 + 0x7f7f7f7fu) ^ 0x80808080u) : t174;
                                 acc701 += dsl_dot4x8_ss(av40, c47);
                                 acc711 += dsl_dot4x8_ss(av41, c47);
                                 if (TILE_TOKS > 2u) {
@@ -1955,8 +1959,8 @@ void main()
                                 av54 = ash[ab6 + 6u];
                                 av55 = ash[ab6 + 7u];
                             }
-                            uint t175 = (wv12 >> 2u) & 50529027u;
-                            uint c48 = tq1 ? ((t175 + 2139062143u) ^ 2155905152u) : t175;
+                            uint t175 = (wv12 >> 2u) & 0x03030303u;
+                            uint c48 = tq1 ? ((t175 + 0x7f7f7f7fu) ^ 0x80808080u) : t175;
                             acc001 += dsl_dot4x8_ss(av48, c48);
                             acc011 += dsl_dot4x8_ss(av49, c48);
                             if (TILE_TOKS > 2u) {
@@ -1969,8 +1973,8 @@ void main()
                                 acc061 += dsl_dot4x8_ss(av54, c48);
                                 acc071 += dsl_dot4x8_ss(av55, c48);
                             }
-                            uint t176 = (wv13 >> 2u) & 50529027u;
-                            uint c49 = tq1 ? ((t176 + 2139062143u) ^ 2155905152u) : t176;
+                            uint t176 = (wv13 >> 2u) & 0x03030303u;
+                            uint c49 = tq1 ? ((t176 + 0x7f7f7f7fu) ^ 0x80808080u) : t176;
                             acc101 += dsl_dot4x8_ss(av48, c49);
                             acc111 += dsl_dot4x8_ss(av49, c49);
                             if (TILE_TOKS > 2u) {
@@ -1984,8 +1988,8 @@ void main()
                                 acc171 += dsl_dot4x8_ss(av55, c49);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t177 = (wv14 >> 2u) & 50529027u;
-                                uint c50 = tq1 ? ((t177 + 2139062143u) ^ 2155905152u) : t177;
+                                uint t177 = (wv14 >> 2u) & 0x03030303u;
+                                uint c50 = tq1 ? ((t177 + 0x7f7f7f7fu) ^ 0x80808080u) : t177;
                                 acc201 += dsl_dot4x8_ss(av48, c50);
                                 acc211 += dsl_dot4x8_ss(av49, c50);
                                 if (TILE_TOKS > 2u) {
@@ -1998,8 +2002,8 @@ void main()
                                     acc261 += dsl_dot4x8_ss(av54, c50);
                                     acc271 += dsl_dot4x8_ss(av55, c50);
                                 }
-                                uint t178 = (wv15 >> 2u) & 50529027u;
-                                uint c51 = tq1 ? ((t178 + 2139062143u) ^ 2155905152u) : t178;
+                                uint t178 = (wv15 >> 2u) & 0x03030303u;
+                                uint c51 = tq1 ? ((t178 + 0x7f7f7f7fu) ^ 0x80808080u) : t178;
                                 acc301 += dsl_dot4x8_ss(av48, c51);
                                 acc311 += dsl_dot4x8_ss(av49, c51);
                                 if (TILE_TOKS > 2u) {
@@ -2014,32 +2018,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t179 = (wv16 >> 2u) & 50529027u;
-                                uint c52 = tq1 ? ((t179 + 2139062143u) ^ 2155905152u) : t179;
+                                uint t179 = (wv16 >> 2u) & 0x03030303u;
+                                uint c52 = tq1 ? ((t179 + 0x7f7f7f7fu) ^ 0x80808080u) : t179;
                                 acc401 += dsl_dot4x8_ss(av48, c52);
                                 acc411 += dsl_dot4x8_ss(av49, c52);
                                 if (TILE_TOKS > 2u) {
                                     acc421 += dsl_dot4x8_ss(av50, c52);
                                     acc431 += dsl_dot4x8_ss(av51, c52);
                                 }
-                                uint t180 = (wv17 >> 2u) & 50529027u;
-                                uint c53 = tq1 ? ((t180 + 2139062143u) ^ 2155905152u) : t180;
+                                uint t180 = (wv17 >> 2u) & 0x03030303u;
+                                uint c53 = tq1 ? ((t180 + 0x7f7f7f7fu) ^ 0x80808080u) : t180;
                                 acc501 += dsl_dot4x8_ss(av48, c53);
                                 acc511 += dsl_dot4x8_ss(av49, c53);
                                 if (TILE_TOKS > 2u) {
                                     acc521 += dsl_dot4x8_ss(av50, c53);
                                     acc531 += dsl_dot4x8_ss(av51, c53);
                                 }
-                                uint t181 = (wv18 >> 2u) & 50529027u;
-                                uint c54 = tq1 ? ((t181 + 2139062143u) ^ 2155905152u) : t181;
+                                uint t181 = (wv18 >> 2u) & 0x03030303u;
+                                uint c54 = tq1 ? ((t181 + 0x7f7f7f7fu) ^ 0x80808080u) : t181;
                                 acc601 += dsl_dot4x8_ss(av48, c54);
                                 acc611 += dsl_dot4x8_ss(av49, c54);
                                 if (TILE_TOKS > 2u) {
                                     acc621 += dsl_dot4x8_ss(av50, c54);
                                     acc631 += dsl_dot4x8_ss(av51, c54);
                                 }
-                                uint t182 = (wv19 >> 2u) & 50529027u;
-                                uint c55 = tq1 ? ((t182 + 2139062143u) ^ 2155905152u) : t182;
+                                uint t182 = (wv19 >> 2u) & 0x03030303u;
+                                uint c55 = tq1 ? ((t182 + 0x7f7f7f7fu) ^ 0x80808080u) : t182;
                                 acc701 += dsl_dot4x8_ss(av48, c55);
                                 acc711 += dsl_dot4x8_ss(av49, c55);
                                 if (TILE_TOKS > 2u) {
@@ -2068,8 +2072,8 @@ void main()
                                 av62 = ash[ab7 + 6u];
                                 av63 = ash[ab7 + 7u];
                             }
-                            uint t183 = (wv12 >> 0u) & 50529027u;
-                            uint c56 = tq1 ? ((t183 + 2139062143u) ^ 2155905152u) : t183;
+                            uint t183 = (wv12 >> 0u) & 0x03030303u;
+                            uint c56 = tq1 ? ((t183 + 0x7f7f7f7fu) ^ 0x80808080u) : t183;
                             acc001 += dsl_dot4x8_ss(av56, c56);
                             acc011 += dsl_dot4x8_ss(av57, c56);
                             if (TILE_TOKS > 2u) {
@@ -2082,8 +2086,8 @@ void main()
                                 acc061 += dsl_dot4x8_ss(av62, c56);
                                 acc071 += dsl_dot4x8_ss(av63, c56);
                             }
-                            uint t184 = (wv13 >> 0u) & 50529027u;
-                            uint c57 = tq1 ? ((t184 + 2139062143u) ^ 2155905152u) : t184;
+                            uint t184 = (wv13 >> 0u) & 0x03030303u;
+                            uint c57 = tq1 ? ((t184 + 0x7f7f7f7fu) ^ 0x80808080u) : t184;
                             acc101 += dsl_dot4x8_ss(av56, c57);
                             acc111 += dsl_dot4x8_ss(av57, c57);
                             if (TILE_TOKS > 2u) {
@@ -2097,8 +2101,8 @@ void main()
                                 acc171 += dsl_dot4x8_ss(av63, c57);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t185 = (wv14 >> 0u) & 50529027u;
-                                uint c58 = tq1 ? ((t185 + 2139062143u) ^ 2155905152u) : t185;
+                                uint t185 = (wv14 >> 0u) & 0x03030303u;
+                                uint c58 = tq1 ? ((t185 + 0x7f7f7f7fu) ^ 0x80808080u) : t185;
                                 acc201 += dsl_dot4x8_ss(av56, c58);
                                 acc211 += dsl_dot4x8_ss(av57, c58);
                                 if (TILE_TOKS > 2u) {
@@ -2111,8 +2115,8 @@ void main()
                                     acc261 += dsl_dot4x8_ss(av62, c58);
                                     acc271 += dsl_dot4x8_ss(av63, c58);
                                 }
-                                uint t186 = (wv15 >> 0u) & 50529027u;
-                                uint c59 = tq1 ? ((t186 + 2139062143u) ^ 2155905152u) : t186;
+                                uint t186 = (wv15 >> 0u) & 0x03030303u;
+                                uint c59 = tq1 ? ((t186 + 0x7f7f7f7fu) ^ 0x80808080u) : t186;
                                 acc301 += dsl_dot4x8_ss(av56, c59);
                                 acc311 += dsl_dot4x8_ss(av57, c59);
                                 if (TILE_TOKS > 2u) {
@@ -2127,32 +2131,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t187 = (wv16 >> 0u) & 50529027u;
-                                uint c60 = tq1 ? ((t187 + 2139062143u) ^ 2155905152u) : t187;
+                                uint t187 = (wv16 >> 0u) & 0x03030303u;
+                                uint c60 = tq1 ? ((t187 + 0x7f7f7f7fu) ^ 0x80808080u) : t187;
                                 acc401 += dsl_dot4x8_ss(av56, c60);
                                 acc411 += dsl_dot4x8_ss(av57, c60);
                                 if (TILE_TOKS > 2u) {
                                     acc421 += dsl_dot4x8_ss(av58, c60);
                                     acc431 += dsl_dot4x8_ss(av59, c60);
                                 }
-                                uint t188 = (wv17 >> 0u) & 50529027u;
-                                uint c61 = tq1 ? ((t188 + 2139062143u) ^ 2155905152u) : t188;
+                                uint t188 = (wv17 >> 0u) & 0x03030303u;
+                                uint c61 = tq1 ? ((t188 + 0x7f7f7f7fu) ^ 0x80808080u) : t188;
                                 acc501 += dsl_dot4x8_ss(av56, c61);
                                 acc511 += dsl_dot4x8_ss(av57, c61);
                                 if (TILE_TOKS > 2u) {
                                     acc521 += dsl_dot4x8_ss(av58, c61);
                                     acc531 += dsl_dot4x8_ss(av59, c61);
                                 }
-                                uint t189 = (wv18 >> 0u) & 50529027u;
-                                uint c62 = tq1 ? ((t189 + 2139062143u) ^ 2155905152u) : t189;
+                                uint t189 = (wv18 >> 0u) & 0x03030303u;
+                                uint c62 = tq1 ? ((t189 + 0x7f7f7f7fu) ^ 0x80808080u) : t189;
                                 acc601 += dsl_dot4x8_ss(av56, c62);
                                 acc611 += dsl_dot4x8_ss(av57, c62);
                                 if (TILE_TOKS > 2u) {
                                     acc621 += dsl_dot4x8_ss(av58, c62);
                                     acc631 += dsl_dot4x8_ss(av59, c62);
                                 }
-                                uint t190 = (wv19 >> 0u) & 50529027u;
-                                uint c63 = tq1 ? ((t190 + 2139062143u) ^ 2155905152u) : t190;
+                                uint t190 = (wv19 >> 0u) & 0x03030303u;
+                                uint c63 = tq1 ? ((t190 + 0x7f7f7f7fu) ^ 0x80808080u) : t190;
                                 acc701 += dsl_dot4x8_ss(av56, c63);
                                 acc711 += dsl_dot4x8_ss(av57, c63);
                                 if (TILE_TOKS > 2u) {
@@ -2304,45 +2308,45 @@ void main()
                     precise float sc10 = pc.qs.d[tok10 * 2u];
                     uint row50 = row03 + (tx1 + 0u);
                     if (row50 < M1) {
-                        precise float v62 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf001 / sc10) : ((float(acc001 - qsum10) / sc10) * ws1);
+                        precise float v62 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf001 / sc10) : ((float(acc001 - qsum10) / sc10) * ws1);
                         pc.y1.d[(tok10 * M1) + row50] = v62;
                     }
                     uint row51 = row03 + (tx1 + 16u);
                     if (row51 < M1) {
-                        precise float v63 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf101 / sc10) : ((float(acc101 - qsum10) / sc10) * ws1);
+                        precise float v63 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf101 / sc10) : ((float(acc101 - qsum10) / sc10) * ws1);
                         pc.y1.d[(tok10 * M1) + row51] = v63;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row52 = row03 + (tx1 + 32u);
                         if (row52 < M1) {
-                            precise float v64 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf201 / sc10) : ((float(acc201 - qsum10) / sc10) * ws1);
+                            precise float v64 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf201 / sc10) : ((float(acc201 - qsum10) / sc10) * ws1);
                             pc.y1.d[(tok10 * M1) + row52] = v64;
                         }
                         uint row53 = row03 + (tx1 + 48u);
                         if (row53 < M1) {
-                            precise float v65 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf301 / sc10) : ((float(acc301 - qsum10) / sc10) * ws1);
+                            precise float v65 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf301 / sc10) : ((float(acc301 - qsum10) / sc10) * ws1);
                             pc.y1.d[(tok10 * M1) + row53] = v65;
                         }
                     }
                     if (TILE_ROWS > 4u) {
                         uint row54 = row03 + (tx1 + 64u);
                         if (row54 < M1) {
-                            precise float v66 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf401 / sc10) : ((float(acc401 - qsum10) / sc10) * ws1);
+                            precise float v66 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf401 / sc10) : ((float(acc401 - qsum10) / sc10) * ws1);
                             pc.y1.d[(tok10 * M1) + row54] = v66;
                         }
                         uint row55 = row03 + (tx1 + 80u);
                         if (row55 < M1) {
-                            precise float v67 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf501 / sc10) : ((float(acc501 - qsum10) / sc10) * ws1);
+                            precise float v67 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf501 / sc10) : ((float(acc501 - qsum10) / sc10) * ws1);
                             pc.y1.d[(tok10 * M1) + row55] = v67;
                         }
                         uint row56 = row03 + (tx1 + 96u);
                         if (row56 < M1) {
-                            precise float v68 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf601 / sc10) : ((float(acc601 - qsum10) / sc10) * ws1);
+                            precise float v68 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf601 / sc10) : ((float(acc601 - qsum10) / sc10) * ws1);
                             pc.y1.d[(tok10 * M1) + row56] = v68;
                         }
                         uint row57 = row03 + (tx1 + 112u);
                         if (row57 < M1) {
-                            precise float v69 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf701 / sc10) : ((float(acc701 - qsum10) / sc10) * ws1);
+                            precise float v69 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf701 / sc10) : ((float(acc701 - qsum10) / sc10) * ws1);
                             pc.y1.d[(tok10 * M1) + row57] = v69;
                         }
                     }
@@ -2353,45 +2357,45 @@ void main()
                     precise float sc11 = pc.qs.d[tok11 * 2u];
                     uint row58 = row03 + (tx1 + 0u);
                     if (row58 < M1) {
-                        precise float v70 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf011 / sc11) : ((float(acc011 - qsum11) / sc11) * ws1);
+                        precise float v70 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf011 / sc11) : ((float(acc011 - qsum11) / sc11) * ws1);
                         pc.y1.d[(tok11 * M1) + row58] = v70;
                     }
                     uint row59 = row03 + (tx1 + 16u);
                     if (row59 < M1) {
-                        precise float v71 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf111 / sc11) : ((float(acc111 - qsum11) / sc11) * ws1);
+                        precise float v71 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf111 / sc11) : ((float(acc111 - qsum11) / sc11) * ws1);
                         pc.y1.d[(tok11 * M1) + row59] = v71;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row60 = row03 + (tx1 + 32u);
                         if (row60 < M1) {
-                            precise float v72 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf211 / sc11) : ((float(acc211 - qsum11) / sc11) * ws1);
+                            precise float v72 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf211 / sc11) : ((float(acc211 - qsum11) / sc11) * ws1);
                             pc.y1.d[(tok11 * M1) + row60] = v72;
                         }
                         uint row61 = row03 + (tx1 + 48u);
                         if (row61 < M1) {
-                            precise float v73 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf311 / sc11) : ((float(acc311 - qsum11) / sc11) * ws1);
+                            precise float v73 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf311 / sc11) : ((float(acc311 - qsum11) / sc11) * ws1);
                             pc.y1.d[(tok11 * M1) + row61] = v73;
                         }
                     }
                     if (TILE_ROWS > 4u) {
                         uint row62 = row03 + (tx1 + 64u);
                         if (row62 < M1) {
-                            precise float v74 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf411 / sc11) : ((float(acc411 - qsum11) / sc11) * ws1);
+                            precise float v74 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf411 / sc11) : ((float(acc411 - qsum11) / sc11) * ws1);
                             pc.y1.d[(tok11 * M1) + row62] = v74;
                         }
                         uint row63 = row03 + (tx1 + 80u);
                         if (row63 < M1) {
-                            precise float v75 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf511 / sc11) : ((float(acc511 - qsum11) / sc11) * ws1);
+                            precise float v75 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf511 / sc11) : ((float(acc511 - qsum11) / sc11) * ws1);
                             pc.y1.d[(tok11 * M1) + row63] = v75;
                         }
                         uint row64 = row03 + (tx1 + 96u);
                         if (row64 < M1) {
-                            precise float v76 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf611 / sc11) : ((float(acc611 - qsum11) / sc11) * ws1);
+                            precise float v76 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf611 / sc11) : ((float(acc611 - qsum11) / sc11) * ws1);
                             pc.y1.d[(tok11 * M1) + row64] = v76;
                         }
                         uint row65 = row03 + (tx1 + 112u);
                         if (row65 < M1) {
-                            precise float v77 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf711 / sc11) : ((float(acc711 - qsum11) / sc11) * ws1);
+                            precise float v77 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf711 / sc11) : ((float(acc711 - qsum11) / sc11) * ws1);
                             pc.y1.d[(tok11 * M1) + row65] = v77;
                         }
                     }
@@ -2403,45 +2407,45 @@ void main()
                         precise float sc12 = pc.qs.d[tok12 * 2u];
                         uint row66 = row03 + (tx1 + 0u);
                         if (row66 < M1) {
-                            precise float v78 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf021 / sc12) : ((float(acc021 - qsum12) / sc12) * ws1);
+                            precise float v78 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf021 / sc12) : ((float(acc021 - qsum12) / sc12) * ws1);
                             pc.y1.d[(tok12 * M1) + row66] = v78;
                         }
                         uint row67 = row03 + (tx1 + 16u);
                         if (row67 < M1) {
-                            precise float v79 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf121 / sc12) : ((float(acc121 - qsum12) / sc12) * ws1);
+                            precise float v79 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf121 / sc12) : ((float(acc121 - qsum12) / sc12) * ws1);
                             pc.y1.d[(tok12 * M1) + row67] = v79;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row68 = row03 + (tx1 + 32u);
                             if (row68 < M1) {
-                                precise float v80 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf221 / sc12) : ((float(acc221 - qsum12) / sc12) * ws1);
+                                precise float v80 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf221 / sc12) : ((float(acc221 - qsum12) / sc12) * ws1);
                                 pc.y1.d[(tok12 * M1) + row68] = v80;
                             }
                             uint row69 = row03 + (tx1 + 48u);
                             if (row69 < M1) {
-                                precise float v81 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf321 / sc12) : ((float(acc321 - qsum12) / sc12) * ws1);
+                                precise float v81 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf321 / sc12) : ((float(acc321 - qsum12) / sc12) * ws1);
                                 pc.y1.d[(tok12 * M1) + row69] = v81;
                             }
                         }
                         if (TILE_ROWS > 4u) {
                             uint row70 = row03 + (tx1 + 64u);
                             if (row70 < M1) {
-                                precise float v82 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf421 / sc12) : ((float(acc421 - qsum12) / sc12) * ws1);
+                                precise float v82 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf421 / sc12) : ((float(acc421 - qsum12) / sc12) * ws1);
                                 pc.y1.d[(tok12 * M1) + row70] = v82;
                             }
                             uint row71 = row03 + (tx1 + 80u);
                             if (row71 < M1) {
-                                precise float v83 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf521 / sc12) : ((float(acc521 - qsum12) / sc12) * ws1);
+                                precise float v83 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf521 / sc12) : ((float(acc521 - qsum12) / sc12) * ws1);
                                 pc.y1.d[(tok12 * M1) + row71] = v83;
                             }
                             uint row72 = row03 + (tx1 + 96u);
                             if (row72 < M1) {
-                                precise float v84 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf621 / sc12) : ((float(acc621 - qsum12) / sc12) * ws1);
+                                precise float v84 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf621 / sc12) : ((float(acc621 - qsum12) / sc12) * ws1);
                                 pc.y1.d[(tok12 * M1) + row72] = v84;
                             }
                             uint row73 = row03 + (tx1 + 112u);
                             if (row73 < M1) {
-                                precise float v85 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf721 / sc12) : ((float(acc721 - qsum12) / sc12) * ws1);
+                                precise float v85 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf721 / sc12) : ((float(acc721 - qsum12) / sc12) * ws1);
                                 pc.y1.d[(tok12 * M1) + row73] = v85;
                             }
                         }
@@ -2452,45 +2456,45 @@ void main()
                         precise float sc13 = pc.qs.d[tok13 * 2u];
                         uint row74 = row03 + (tx1 + 0u);
                         if (row74 < M1) {
-                            precise float v86 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf031 / sc13) : ((float(acc031 - qsum13) / sc13) * ws1);
+                            precise float v86 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf031 / sc13) : ((float(acc031 - qsum13) / sc13) * ws1);
                             pc.y1.d[(tok13 * M1) + row74] = v86;
                         }
                         uint row75 = row03 + (tx1 + 16u);
                         if (row75 < M1) {
-                            precise float v87 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf131 / sc13) : ((float(acc131 - qsum13) / sc13) * ws1);
+                            precise float v87 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf131 / sc13) : ((float(acc131 - qsum13) / sc13) * ws1);
                             pc.y1.d[(tok13 * M1) + row75] = v87;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row76 = row03 + (tx1 + 32u);
                             if (row76 < M1) {
-                                precise float v88 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf231 / sc13) : ((float(acc231 - qsum13) / sc13) * ws1);
+                                precise float v88 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf231 / sc13) : ((float(acc231 - qsum13) / sc13) * ws1);
                                 pc.y1.d[(tok13 * M1) + row76] = v88;
                             }
                             uint row77 = row03 + (tx1 + 48u);
                             if (row77 < M1) {
-                                precise float v89 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf331 / sc13) : ((float(acc331 - qsum13) / sc13) * ws1);
+                                precise float v89 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf331 / sc13) : ((float(acc331 - qsum13) / sc13) * ws1);
                                 pc.y1.d[(tok13 * M1) + row77] = v89;
                             }
                         }
                         if (TILE_ROWS > 4u) {
                             uint row78 = row03 + (tx1 + 64u);
                             if (row78 < M1) {
-                                precise float v90 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf431 / sc13) : ((float(acc431 - qsum13) / sc13) * ws1);
+                                precise float v90 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf431 / sc13) : ((float(acc431 - qsum13) / sc13) * ws1);
                                 pc.y1.d[(tok13 * M1) + row78] = v90;
                             }
                             uint row79 = row03 + (tx1 + 80u);
                             if (row79 < M1) {
-                                precise float v91 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf531 / sc13) : ((float(acc531 - qsum13) / sc13) * ws1);
+                                precise float v91 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf531 / sc13) : ((float(acc531 - qsum13) / sc13) * ws1);
                                 pc.y1.d[(tok13 * M1) + row79] = v91;
                             }
                             uint row80 = row03 + (tx1 + 96u);
                             if (row80 < M1) {
-                                precise float v92 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf631 / sc13) : ((float(acc631 - qsum13) / sc13) * ws1);
+                                precise float v92 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf631 / sc13) : ((float(acc631 - qsum13) / sc13) * ws1);
                                 pc.y1.d[(tok13 * M1) + row80] = v92;
                             }
                             uint row81 = row03 + (tx1 + 112u);
                             if (row81 < M1) {
-                                precise float v93 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf731 / sc13) : ((float(acc731 - qsum13) / sc13) * ws1);
+                                precise float v93 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf731 / sc13) : ((float(acc731 - qsum13) / sc13) * ws1);
                                 pc.y1.d[(tok13 * M1) + row81] = v93;
                             }
                         }
@@ -2503,23 +2507,23 @@ void main()
                         precise float sc14 = pc.qs.d[tok14 * 2u];
                         uint row82 = row03 + (tx1 + 0u);
                         if (row82 < M1) {
-                            precise float v94 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf041 / sc14) : ((float(acc041 - qsum14) / sc14) * ws1);
+                            precise float v94 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf041 / sc14) : ((float(acc041 - qsum14) / sc14) * ws1);
                             pc.y1.d[(tok14 * M1) + row82] = v94;
                         }
                         uint row83 = row03 + (tx1 + 16u);
                         if (row83 < M1) {
-                            precise float v95 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf141 / sc14) : ((float(acc141 - qsum14) / sc14) * ws1);
+                            precise float v95 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf141 / sc14) : ((float(acc141 - qsum14) / sc14) * ws1);
                             pc.y1.d[(tok14 * M1) + row83] = v95;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row84 = row03 + (tx1 + 32u);
                             if (row84 < M1) {
-                                precise float v96 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf241 / sc14) : ((float(acc241 - qsum14) / sc14) * ws1);
+                                precise float v96 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf241 / sc14) : ((float(acc241 - qsum14) / sc14) * ws1);
                                 pc.y1.d[(tok14 * M1) + row84] = v96;
                             }
                             uint row85 = row03 + (tx1 + 48u);
                             if (row85 < M1) {
-                                precise float v97 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf341 / sc14) : ((float(acc341 - qsum14) / sc14) * ws1);
+                                precise float v97 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf341 / sc14) : ((float(acc341 - qsum14) / sc14) * ws1);
                                 pc.y1.d[(tok14 * M1) + row85] = v97;
                             }
                         }
@@ -2530,23 +2534,23 @@ void main()
                         precise float sc15 = pc.qs.d[tok15 * 2u];
                         uint row86 = row03 + (tx1 + 0u);
                         if (row86 < M1) {
-                            precise float v98 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf051 / sc15) : ((float(acc051 - qsum15) / sc15) * ws1);
+                            precise float v98 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf051 / sc15) : ((float(acc051 - qsum15) / sc15) * ws1);
                             pc.y1.d[(tok15 * M1) + row86] = v98;
                         }
                         uint row87 = row03 + (tx1 + 16u);
                         if (row87 < M1) {
-                            precise float v99 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf151 / sc15) : ((float(acc151 - qsum15) / sc15) * ws1);
+                            precise float v99 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf151 / sc15) : ((float(acc151 - qsum15) / sc15) * ws1);
                             pc.y1.d[(tok15 * M1) + row87] = v99;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row88 = row03 + (tx1 + 32u);
                             if (row88 < M1) {
-                                precise float v100 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf251 / sc15) : ((float(acc251 - qsum15) / sc15) * ws1);
+                                precise float v100 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf251 / sc15) : ((float(acc251 - qsum15) / sc15) * ws1);
                                 pc.y1.d[(tok15 * M1) + row88] = v100;
                             }
                             uint row89 = row03 + (tx1 + 48u);
                             if (row89 < M1) {
-                                precise float v101 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf351 / sc15) : ((float(acc351 - qsum15) / sc15) * ws1);
+                                precise float v101 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf351 / sc15) : ((float(acc351 - qsum15) / sc15) * ws1);
                                 pc.y1.d[(tok15 * M1) + row89] = v101;
                             }
                         }
@@ -2557,23 +2561,23 @@ void main()
                         precise float sc16 = pc.qs.d[tok16 * 2u];
                         uint row90 = row03 + (tx1 + 0u);
                         if (row90 < M1) {
-                            precise float v102 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf061 / sc16) : ((float(acc061 - qsum16) / sc16) * ws1);
+                            precise float v102 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf061 / sc16) : ((float(acc061 - qsum16) / sc16) * ws1);
                             pc.y1.d[(tok16 * M1) + row90] = v102;
                         }
                         uint row91 = row03 + (tx1 + 16u);
                         if (row91 < M1) {
-                            precise float v103 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf161 / sc16) : ((float(acc161 - qsum16) / sc16) * ws1);
+                            precise float v103 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf161 / sc16) : ((float(acc161 - qsum16) / sc16) * ws1);
                             pc.y1.d[(tok16 * M1) + row91] = v103;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row92 = row03 + (tx1 + 32u);
                             if (row92 < M1) {
-                                precise float v104 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf261 / sc16) : ((float(acc261 - qsum16) / sc16) * ws1);
+                                precise float v104 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf261 / sc16) : ((float(acc261 - qsum16) / sc16) * ws1);
                                 pc.y1.d[(tok16 * M1) + row92] = v104;
                             }
                             uint row93 = row03 + (tx1 + 48u);
                             if (row93 < M1) {
-                                precise float v105 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf361 / sc16) : ((float(acc361 - qsum16) / sc16) * ws1);
+                                precise float v105 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf361 / sc16) : ((float(acc361 - qsum16) / sc16) * ws1);
                                 pc.y1.d[(tok16 * M1) + row93] = v105;
                             }
                         }
@@ -2584,23 +2588,23 @@ void main()
                         precise float sc17 = pc.qs.d[tok17 * 2u];
                         uint row94 = row03 + (tx1 + 0u);
                         if (row94 < M1) {
-                            precise float v106 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf071 / sc17) : ((float(acc071 - qsum17) / sc17) * ws1);
+                            precise float v106 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf071 / sc17) : ((float(acc071 - qsum17) / sc17) * ws1);
                             pc.y1.d[(tok17 * M1) + row94] = v106;
                         }
                         uint row95 = row03 + (tx1 + 16u);
                         if (row95 < M1) {
-                            precise float v107 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf171 / sc17) : ((float(acc171 - qsum17) / sc17) * ws1);
+                            precise float v107 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf171 / sc17) : ((float(acc171 - qsum17) / sc17) * ws1);
                             pc.y1.d[(tok17 * M1) + row95] = v107;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row96 = row03 + (tx1 + 32u);
                             if (row96 < M1) {
-                                precise float v108 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf271 / sc17) : ((float(acc271 - qsum17) / sc17) * ws1);
+                                precise float v108 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf271 / sc17) : ((float(acc271 - qsum17) / sc17) * ws1);
                                 pc.y1.d[(tok17 * M1) + row96] = v108;
                             }
                             uint row97 = row03 + (tx1 + 48u);
                             if (row97 < M1) {
-                                precise float v109 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf371 / sc17) : ((float(acc371 - qsum17) / sc17) * ws1);
+                                precise float v109 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf371 / sc17) : ((float(acc371 - qsum17) / sc17) * ws1);
                                 pc.y1.d[(tok17 * M1) + row97] = v109;
                             }
                         }
@@ -2611,13 +2615,13 @@ void main()
             uint part_end2 = part_end1 + ((M2 + (tm - 1u)) / tm);
             uint t191 = wg - part_end1;
             precise float ws2 = 0.0;
-            if (WFMT == 0u) {
+            if (WFMT == FMT_I2_S) {
                 ws2 = uintBitsToFloat(pc.w2.d[102400u]);
             }
-            if (WFMT == 3u) {
+            if (WFMT == FMT_TQ1_T) {
                 ws2 = uintBitsToFloat(pc.w2.d[83200u]);
             }
-            if ((TILE_MMA != 0u) && (WFMT == 0u)) {
+            if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
                 uint row04 = t191 * 64u;
                 uint tok04 = gl_WorkGroupID.y * 32u;
                 uint r4 = gl_LocalInvocationIndex >> 3u;
@@ -2636,8 +2640,8 @@ void main()
                 for (uint kb4 = 0u; kb4 < 20u; kb4++) {
                     wv20 = pc.w2.d[wrow4 + (kb4 * 8u)];
                     wv21 = pc.w2.d[wrow5 + (kb4 * 8u)];
-                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 6u) & 50529027u;
-                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 6u) & 50529027u;
+                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 6u) & 0x03030303u;
+                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 6u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt2 * K4) + ((kb4 * 32u) + (wi4 + 0u))];
                     barrier();
                     for (uint v111 = gl_SubgroupID; v111 < 8u; v111 += gl_NumSubgroups) {
@@ -2647,8 +2651,8 @@ void main()
                         MMA(1, ((blk27 >> 4u) * 512u) + ((blk27 & 3u) * 128u), ((blk27 >> 2u) & 3u) * 64u, (((blk27 >> 4u) * 2048u) + (((blk27 >> 2u) & 3u) * 512u)) + ((blk27 & 3u) * 16u));
                     }
                     barrier();
-                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 4u) & 50529027u;
-                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 4u) & 50529027u;
+                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 4u) & 0x03030303u;
+                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 4u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt2 * K4) + ((kb4 * 32u) + (wi4 + 8u))];
                     barrier();
                     for (uint v112 = gl_SubgroupID; v112 < 8u; v112 += gl_NumSubgroups) {
@@ -2658,8 +2662,8 @@ void main()
                         MMA(1, ((blk29 >> 4u) * 512u) + ((blk29 & 3u) * 128u), ((blk29 >> 2u) & 3u) * 64u, (((blk29 >> 4u) * 2048u) + (((blk29 >> 2u) & 3u) * 512u)) + ((blk29 & 3u) * 16u));
                     }
                     barrier();
-                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 2u) & 50529027u;
-                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 2u) & 50529027u;
+                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 2u) & 0x03030303u;
+                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 2u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt2 * K4) + ((kb4 * 32u) + (wi4 + 16u))];
                     barrier();
                     for (uint v113 = gl_SubgroupID; v113 < 8u; v113 += gl_NumSubgroups) {
@@ -2669,8 +2673,8 @@ void main()
                         MMA(1, ((blk31 >> 4u) * 512u) + ((blk31 & 3u) * 128u), ((blk31 >> 2u) & 3u) * 64u, (((blk31 >> 4u) * 2048u) + (((blk31 >> 2u) & 3u) * 512u)) + ((blk31 & 3u) * 16u));
                     }
                     barrier();
-                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 0u) & 50529027u;
-                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 0u) & 50529027u;
+                    wsh[((r4 + 0u) * 8u) + (wi4 + 0u)] = (wv20 >> 0u) & 0x03030303u;
+                    wsh[((r4 + 32u) * 8u) + (wi4 + 0u)] = (wv21 >> 0u) & 0x03030303u;
                     ash[gl_LocalInvocationIndex] = pc.q.d[(gt2 * K4) + ((kb4 * 32u) + (wi4 + 24u))];
                     barrier();
                     for (uint v114 = gl_SubgroupID; v114 < 8u; v114 += gl_NumSubgroups) {
@@ -2697,7 +2701,7 @@ void main()
                     if ((tok18 < dyn.n_tokens) && (row98 < M2)) {
                         int qsum18 = int(pc.qs.d[(tok18 * 2u) + 1u]);
                         precise float sc18 = pc.qs.d[tok18 * 2u];
-                        precise float v116 = ((WFMT == 2u) || (WFMT == 1u)) ? (0.0 / sc18) : ((float(csh[((tk2 * 64u) + rr2) + 0u] - qsum18) / sc18) * ws2);
+                        precise float v116 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (0.0 / sc18) : ((float(csh[((tk2 * 64u) + rr2) + 0u] - qsum18) / sc18) * ws2);
                         pc.y2.d[(tok18 * M2) + row98] = v116;
                     }
                 }
@@ -2814,76 +2818,76 @@ void main()
                         uint wi5 = e7 & 7u;
                         uint gr2 = min(row05 + r5, M2 - 1u);
                         uint dst2 = ((wi5 + 0u) * wstr2) + r5;
-                        if (WFMT == 0u) {
+                        if (WFMT == FMT_I2_S) {
                             wsh[dst2] = pc.w2.d[(gr2 * KW) + ((kb5 * 8u) + wi5)];
                         }
-                        if (WFMT == 1u) {
-                            uint boff10 = (gr2 * 660u) + ((kb5 >> 1u) * 66u);
+                        if (WFMT == FMT_TQ1_0) {
+                            uint boff10 = (gr2 * 540u) + ((kb5 >> 1u) * 54u);
                             uint l06 = ((kb5 & 1u) << 7u) + (wi5 << 2u);
                             uint t192 = l06 + 0u;
-                            uint t193 = boff10 + (((t192 >> 7u) << 5u) | (t192 & 31u));
-                            uint twi16 = t193 >> 2u;
+                            bool t193 = t192 < 160u;
+                            bool t194 = t192 < 240u;
+                            uint t195 = t192 - 160u;
+                            uint tn19 = t193 ? (t192 >> 5u) : (t194 ? (t195 >> 4u) : ((t192 - 240u) >> 2u));
+                            uint t196 = (tn19 == 4u) ? 81u : ((0x1b090301u >> (tn19 << 3u)) & 0xffu);
+                            uint t197 = boff10 + (t193 ? (t192 & 31u) : (t194 ? (32u + (t195 & 15u)) : 48u));
+                            uint twi16 = t197 >> 2u;
                             uint tlo16 = pc.w2.d[twi16];
-                            uint t194 = l06 + 32u;
-                            uint t195 = boff10 + (((t194 >> 7u) << 5u) | (t194 & 31u));
-                            uint twi17 = t195 >> 2u;
+                            uint t198 = ((t197 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w2.d[twi16 + 1u] << 16u)) : tlo16;
+                            uint t199 = l06 + 32u;
+                            bool t200 = t199 < 160u;
+                            bool t201 = t199 < 240u;
+                            uint t202 = t199 - 160u;
+                            uint tn20 = t200 ? (t199 >> 5u) : (t201 ? (t202 >> 4u) : ((t199 - 240u) >> 2u));
+                            uint t203 = (tn20 == 4u) ? 81u : ((0x1b090301u >> (tn20 << 3u)) & 0xffu);
+                            uint t204 = boff10 + (t200 ? (t199 & 31u) : (t201 ? (32u + (t202 & 15u)) : 48u));
+                            uint twi17 = t204 >> 2u;
                             uint tlo17 = pc.w2.d[twi17];
-                            uint t196 = l06 + 64u;
-                            uint t197 = boff10 + (((t196 >> 7u) << 5u) | (t196 & 31u));
-                            uint twi18 = t197 >> 2u;
+                            uint t205 = ((t204 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w2.d[twi17 + 1u] << 16u)) : tlo17;
+                            uint t206 = l06 + 64u;
+                            bool t207 = t206 < 160u;
+                            bool t208 = t206 < 240u;
+                            uint t209 = t206 - 160u;
+                            uint tn21 = t207 ? (t206 >> 5u) : (t208 ? (t209 >> 4u) : ((t206 - 240u) >> 2u));
+                            uint t210 = (tn21 == 4u) ? 81u : ((0x1b090301u >> (tn21 << 3u)) & 0xffu);
+                            uint t211 = boff10 + (t207 ? (t206 & 31u) : (t208 ? (32u + (t209 & 15u)) : 48u));
+                            uint twi18 = t211 >> 2u;
                             uint tlo18 = pc.w2.d[twi18];
-                            uint t198 = l06 + 96u;
-                            uint t199 = boff10 + (((t198 >> 7u) << 5u) | (t198 & 31u));
-                            uint twi19 = t199 >> 2u;
+                            uint t212 = ((t211 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w2.d[twi18 + 1u] << 16u)) : tlo18;
+                            uint t213 = l06 + 96u;
+                            bool t214 = t213 < 160u;
+                            bool t215 = t213 < 240u;
+                            uint t216 = t213 - 160u;
+                            uint tn22 = t214 ? (t213 >> 5u) : (t215 ? (t216 >> 4u) : ((t213 - 240u) >> 2u));
+                            uint t217 = (tn22 == 4u) ? 81u : ((0x1b090301u >> (tn22 << 3u)) & 0xffu);
+                            uint t218 = boff10 + (t214 ? (t213 & 31u) : (t215 ? (32u + (t216 & 15u)) : 48u));
+                            uint twi19 = t218 >> 2u;
                             uint tlo19 = pc.w2.d[twi19];
-                            wsh[dst2] = ((((((((t193 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w2.d[twi16 + 1u] << 16u)) : tlo16) >> (((t192 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t195 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w2.d[twi17 + 1u] << 16u)) : tlo17) >> (((t194 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t197 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w2.d[twi18 + 1u] << 16u)) : tlo18) >> (((t196 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t199 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w2.d[twi19 + 1u] << 16u)) : tlo19) >> (((t198 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                            uint t219 = ((t218 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w2.d[twi19 + 1u] << 16u)) : tlo19;
+                            wsh[dst2] = ((((((((((t198 & 0x00ff00ffu) * t196) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t198 >> 8u) & 0x00ff00ffu) * t196) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t205 & 0x00ff00ffu) * t203) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t205 >> 8u) & 0x00ff00ffu) * t203) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t212 & 0x00ff00ffu) * t210) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t212 >> 8u) & 0x00ff00ffu) * t210) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t219 & 0x00ff00ffu) * t217) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t219 >> 8u) & 0x00ff00ffu) * t217) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                         }
-                        if (WFMT == 2u) {
-                            uint boff11 = (gr2 * 540u) + ((kb5 >> 1u) * 54u);
+                        if (WFMT == FMT_TQ2_0) {
+                            uint boff11 = (gr2 * 660u) + ((kb5 >> 1u) * 66u);
                             uint l07 = ((kb5 & 1u) << 7u) + (wi5 << 2u);
-                            uint t200 = l07 + 0u;
-                            bool t201 = t200 < 160u;
-                            bool t202 = t200 < 240u;
-                            uint t203 = t200 - 160u;
-                            uint tn19 = t201 ? (t200 >> 5u) : (t202 ? (t203 >> 4u) : ((t200 - 240u) >> 2u));
-                            uint t204 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
-                            uint t205 = boff11 + (t201 ? (t200 & 31u) : (t202 ? (32u + (t203 & 15u)) : 48u));
-                            uint twi20 = t205 >> 2u;
+                            uint t220 = l07 + 0u;
+                            uint t221 = boff11 + (((t220 >> 7u) << 5u) | (t220 & 31u));
+                            uint twi20 = t221 >> 2u;
                             uint tlo20 = pc.w2.d[twi20];
-                            uint t206 = ((t205 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20;
-                            uint t207 = l07 + 32u;
-                            bool t208 = t207 < 160u;
-                            bool t209 = t207 < 240u;
-                            uint t210 = t207 - 160u;
-                            uint tn20 = t208 ? (t207 >> 5u) : (t209 ? (t210 >> 4u) : ((t207 - 240u) >> 2u));
-                            uint t211 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
-                            uint t212 = boff11 + (t208 ? (t207 & 31u) : (t209 ? (32u + (t210 & 15u)) : 48u));
-                            uint twi21 = t212 >> 2u;
+                            uint t222 = l07 + 32u;
+                            uint t223 = boff11 + (((t222 >> 7u) << 5u) | (t222 & 31u));
+                            uint twi21 = t223 >> 2u;
                             uint tlo21 = pc.w2.d[twi21];
-                            uint t213 = ((t212 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21;
-                            uint t214 = l07 + 64u;
-                            bool t215 = t214 < 160u;
-                            bool t216 = t214 < 240u;
-                            uint t217 = t214 - 160u;
-                            uint tn21 = t215 ? (t214 >> 5u) : (t216 ? (t217 >> 4u) : ((t214 - 240u) >> 2u));
-                            uint t218 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
-                            uint t219 = boff11 + (t215 ? (t214 & 31u) : (t216 ? (32u + (t217 & 15u)) : 48u));
-                            uint twi22 = t219 >> 2u;
+                            uint t224 = l07 + 64u;
+                            uint t225 = boff11 + (((t224 >> 7u) << 5u) | (t224 & 31u));
+                            uint twi22 = t225 >> 2u;
                             uint tlo22 = pc.w2.d[twi22];
-                            uint t220 = ((t219 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22;
-                            uint t221 = l07 + 96u;
-                            bool t222 = t221 < 160u;
-                            bool t223 = t221 < 240u;
-                            uint t224 = t221 - 160u;
-                            uint tn22 = t222 ? (t221 >> 5u) : (t223 ? (t224 >> 4u) : ((t221 - 240u) >> 2u));
-                            uint t225 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
-                            uint t226 = boff11 + (t222 ? (t221 & 31u) : (t223 ? (32u + (t224 & 15u)) : 48u));
-                            uint twi23 = t226 >> 2u;
+                            uint t226 = l07 + 96u;
+                            uint t227 = boff11 + (((t226 >> 7u) << 5u) | (t226 & 31u));
+                            uint twi23 = t227 >> 2u;
                             uint tlo23 = pc.w2.d[twi23];
-                            uint t227 = ((t226 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w2.d[twi23 + 1u] << 16u)) : tlo23;
-                            wsh[dst2] = ((((((((((t206 & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t206 >> 8u) & 16711935u) * t204) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t213 & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t213 >> 8u) & 16711935u) * t211) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t220 & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t220 >> 8u) & 16711935u) * t218) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t227 & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t227 >> 8u) & 16711935u) * t225) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                            wsh[dst2] = ((((((((t221 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20) >> (((t220 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t223 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21) >> (((t222 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t225 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22) >> (((t224 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t227 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w2.d[twi23 + 1u] << 16u)) : tlo23) >> (((t226 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                         }
-                        if (WFMT == 3u) {
+                        if (WFMT == FMT_TQ1_T) {
                             uint boff12 = (gr2 * 520u) + ((kb5 >> 1u) * 52u);
                             uint l08 = ((kb5 & 1u) << 7u) + (wi5 << 2u);
                             uint t228 = l08 + 0u;
@@ -2891,42 +2895,42 @@ void main()
                             bool t230 = t228 < 240u;
                             uint t231 = t228 - 160u;
                             uint tn23 = t229 ? (t228 >> 5u) : (t230 ? (t231 >> 4u) : ((t228 - 240u) >> 2u));
-                            uint t232 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                            uint t232 = (tn23 == 4u) ? 81u : ((0x1b090301u >> (tn23 << 3u)) & 0xffu);
                             uint t233 = pc.w2.d[(boff12 + (t229 ? (t228 & 31u) : (t230 ? (32u + (t231 & 15u)) : 48u))) >> 2u];
                             uint t234 = l08 + 32u;
                             bool t235 = t234 < 160u;
                             bool t236 = t234 < 240u;
                             uint t237 = t234 - 160u;
                             uint tn24 = t235 ? (t234 >> 5u) : (t236 ? (t237 >> 4u) : ((t234 - 240u) >> 2u));
-                            uint t238 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
+                            uint t238 = (tn24 == 4u) ? 81u : ((0x1b090301u >> (tn24 << 3u)) & 0xffu);
                             uint t239 = pc.w2.d[(boff12 + (t235 ? (t234 & 31u) : (t236 ? (32u + (t237 & 15u)) : 48u))) >> 2u];
                             uint t240 = l08 + 64u;
                             bool t241 = t240 < 160u;
                             bool t242 = t240 < 240u;
                             uint t243 = t240 - 160u;
                             uint tn25 = t241 ? (t240 >> 5u) : (t242 ? (t243 >> 4u) : ((t240 - 240u) >> 2u));
-                            uint t244 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
+                            uint t244 = (tn25 == 4u) ? 81u : ((0x1b090301u >> (tn25 << 3u)) & 0xffu);
                             uint t245 = pc.w2.d[(boff12 + (t241 ? (t240 & 31u) : (t242 ? (32u + (t243 & 15u)) : 48u))) >> 2u];
                             uint t246 = l08 + 96u;
                             bool t247 = t246 < 160u;
                             bool t248 = t246 < 240u;
                             uint t249 = t246 - 160u;
                             uint tn26 = t247 ? (t246 >> 5u) : (t248 ? (t249 >> 4u) : ((t246 - 240u) >> 2u));
-                            uint t250 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
+                            uint t250 = (tn26 == 4u) ? 81u : ((0x1b090301u >> (tn26 << 3u)) & 0xffu);
                             uint t251 = pc.w2.d[(boff12 + (t247 ? (t246 & 31u) : (t248 ? (32u + (t249 & 15u)) : 48u))) >> 2u];
-                            wsh[dst2] = ((((((((((t233 & 16711935u) * t232) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t233 >> 8u) & 16711935u) * t232) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t239 & 16711935u) * t238) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t239 >> 8u) & 16711935u) * t238) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t245 & 16711935u) * t244) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t245 >> 8u) & 16711935u) * t244) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t251 & 16711935u) * t250) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t251 >> 8u) & 16711935u) * t250) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                            wsh[dst2] = ((((((((((t233 & 0x00ff00ffu) * t232) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t233 >> 8u) & 0x00ff00ffu) * t232) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t239 & 0x00ff00ffu) * t238) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t239 >> 8u) & 0x00ff00ffu) * t238) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t245 & 0x00ff00ffu) * t244) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t245 >> 8u) & 0x00ff00ffu) * t244) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t251 & 0x00ff00ffu) * t250) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t251 >> 8u) & 0x00ff00ffu) * t250) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                         }
                     }
-                    if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm3)) {
-                        uint boff13 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * 660u) + ((kb5 >> 1u) * 66u);
-                        uint tdo4 = boff13 + 64u;
-                        precise float t252 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
+                    if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm3)) {
+                        uint boff13 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * 540u) + ((kb5 >> 1u) * 54u);
+                        uint tdo4 = boff13 + 52u;
+                        precise float t252 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t252;
                     }
-                    if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm3)) {
-                        uint boff14 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * 540u) + ((kb5 >> 1u) * 54u);
-                        uint tdo5 = boff14 + 52u;
-                        precise float t253 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                    if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm3)) {
+                        uint boff14 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * 660u) + ((kb5 >> 1u) * 66u);
+                        uint tdo5 = boff14 + 64u;
+                        precise float t253 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t253;
                     }
                     for (uint h5 = 0u; h5 < TILE_TOKS * 2u; h5++) {
@@ -2936,7 +2940,7 @@ void main()
                         ash[(jw2 * astr2) + t2] = pc.q.d[(min(tok05 + t2, dyn.n_tokens - 1u) * K4) + ((kb5 * 32u) + jw2)];
                     }
                     barrier();
-                    bool tq2 = (WFMT == 2u) || (WFMT == 1u);
+                    bool tq2 = (WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0);
                     if ((tok05 + tokv2) < dyn.n_tokens) {
                         for (uint wl2 = 0u; wl2 < 8u; wl2++) {
                             uint wv22 = 0u;
@@ -2980,8 +2984,8 @@ void main()
                                 av70 = ash[ab8 + 6u];
                                 av71 = ash[ab8 + 7u];
                             }
-                            uint t254 = (wv22 >> 6u) & 50529027u;
-                            uint c64 = tq2 ? ((t254 + 2139062143u) ^ 2155905152u) : t254;
+                            uint t254 = (wv22 >> 6u) & 0x03030303u;
+                            uint c64 = tq2 ? ((t254 + 0x7f7f7f7fu) ^ 0x80808080u) : t254;
                             acc002 += dsl_dot4x8_ss(av64, c64);
                             acc012 += dsl_dot4x8_ss(av65, c64);
                             if (TILE_TOKS > 2u) {
@@ -2994,8 +2998,8 @@ void main()
                                 acc062 += dsl_dot4x8_ss(av70, c64);
                                 acc072 += dsl_dot4x8_ss(av71, c64);
                             }
-                            uint t255 = (wv23 >> 6u) & 50529027u;
-                            uint c65 = tq2 ? ((t255 + 2139062143u) ^ 2155905152u) : t255;
+                            uint t255 = (wv23 >> 6u) & 0x03030303u;
+                            uint c65 = tq2 ? ((t255 + 0x7f7f7f7fu) ^ 0x80808080u) : t255;
                             acc102 += dsl_dot4x8_ss(av64, c65);
                             acc112 += dsl_dot4x8_ss(av65, c65);
                             if (TILE_TOKS > 2u) {
@@ -3009,8 +3013,8 @@ void main()
                                 acc172 += dsl_dot4x8_ss(av71, c65);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t256 = (wv24 >> 6u) & 50529027u;
-                                uint c66 = tq2 ? ((t256 + 2139062143u) ^ 2155905152u) : t256;
+                                uint t256 = (wv24 >> 6u) & 0x03030303u;
+                                uint c66 = tq2 ? ((t256 + 0x7f7f7f7fu) ^ 0x80808080u) : t256;
                                 acc202 += dsl_dot4x8_ss(av64, c66);
                                 acc212 += dsl_dot4x8_ss(av65, c66);
                                 if (TILE_TOKS > 2u) {
@@ -3023,8 +3027,8 @@ void main()
                                     acc262 += dsl_dot4x8_ss(av70, c66);
                                     acc272 += dsl_dot4x8_ss(av71, c66);
                                 }
-                                uint t257 = (wv25 >> 6u) & 50529027u;
-                                uint c67 = tq2 ? ((t257 + 2139062143u) ^ 2155905152u) : t257;
+                                uint t257 = (wv25 >> 6u) & 0x03030303u;
+                                uint c67 = tq2 ? ((t257 + 0x7f7f7f7fu) ^ 0x80808080u) : t257;
                                 acc302 += dsl_dot4x8_ss(av64, c67);
                                 acc312 += dsl_dot4x8_ss(av65, c67);
                                 if (TILE_TOKS > 2u) {
@@ -3039,32 +3043,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t258 = (wv26 >> 6u) & 50529027u;
-                                uint c68 = tq2 ? ((t258 + 2139062143u) ^ 2155905152u) : t258;
+                                uint t258 = (wv26 >> 6u) & 0x03030303u;
+                                uint c68 = tq2 ? ((t258 + 0x7f7f7f7fu) ^ 0x80808080u) : t258;
                                 acc402 += dsl_dot4x8_ss(av64, c68);
                                 acc412 += dsl_dot4x8_ss(av65, c68);
                                 if (TILE_TOKS > 2u) {
                                     acc422 += dsl_dot4x8_ss(av66, c68);
                                     acc432 += dsl_dot4x8_ss(av67, c68);
                                 }
-                                uint t259 = (wv27 >> 6u) & 50529027u;
-                                uint c69 = tq2 ? ((t259 + 2139062143u) ^ 2155905152u) : t259;
+                                uint t259 = (wv27 >> 6u) & 0x03030303u;
+                                uint c69 = tq2 ? ((t259 + 0x7f7f7f7fu) ^ 0x80808080u) : t259;
                                 acc502 += dsl_dot4x8_ss(av64, c69);
                                 acc512 += dsl_dot4x8_ss(av65, c69);
                                 if (TILE_TOKS > 2u) {
                                     acc522 += dsl_dot4x8_ss(av66, c69);
                                     acc532 += dsl_dot4x8_ss(av67, c69);
                                 }
-                                uint t260 = (wv28 >> 6u) & 50529027u;
-                                uint c70 = tq2 ? ((t260 + 2139062143u) ^ 2155905152u) : t260;
+                                uint t260 = (wv28 >> 6u) & 0x03030303u;
+                                uint c70 = tq2 ? ((t260 + 0x7f7f7f7fu) ^ 0x80808080u) : t260;
                                 acc602 += dsl_dot4x8_ss(av64, c70);
                                 acc612 += dsl_dot4x8_ss(av65, c70);
                                 if (TILE_TOKS > 2u) {
                                     acc622 += dsl_dot4x8_ss(av66, c70);
                                     acc632 += dsl_dot4x8_ss(av67, c70);
                                 }
-                                uint t261 = (wv29 >> 6u) & 50529027u;
-                                uint c71 = tq2 ? ((t261 + 2139062143u) ^ 2155905152u) : t261;
+                                uint t261 = (wv29 >> 6u) & 0x03030303u;
+                                uint c71 = tq2 ? ((t261 + 0x7f7f7f7fu) ^ 0x80808080u) : t261;
                                 acc702 += dsl_dot4x8_ss(av64, c71);
                                 acc712 += dsl_dot4x8_ss(av65, c71);
                                 if (TILE_TOKS > 2u) {
@@ -3093,8 +3097,8 @@ void main()
                                 av78 = ash[ab9 + 6u];
                                 av79 = ash[ab9 + 7u];
                             }
-                            uint t262 = (wv22 >> 4u) & 50529027u;
-                            uint c72 = tq2 ? ((t262 + 2139062143u) ^ 2155905152u) : t262;
+                            uint t262 = (wv22 >> 4u) & 0x03030303u;
+                            uint c72 = tq2 ? ((t262 + 0x7f7f7f7fu) ^ 0x80808080u) : t262;
                             acc002 += dsl_dot4x8_ss(av72, c72);
                             acc012 += dsl_dot4x8_ss(av73, c72);
                             if (TILE_TOKS > 2u) {
@@ -3107,8 +3111,8 @@ void main()
                                 acc062 += dsl_dot4x8_ss(av78, c72);
                                 acc072 += dsl_dot4x8_ss(av79, c72);
                             }
-                            uint t263 = (wv23 >> 4u) & 50529027u;
-                            uint c73 = tq2 ? ((t263 + 2139062143u) ^ 2155905152u) : t263;
+                            uint t263 = (wv23 >> 4u) & 0x03030303u;
+                            uint c73 = tq2 ? ((t263 + 0x7f7f7f7fu) ^ 0x80808080u) : t263;
                             acc102 += dsl_dot4x8_ss(av72, c73);
                             acc112 += dsl_dot4x8_ss(av73, c73);
                             if (TILE_TOKS > 2u) {
@@ -3122,8 +3126,8 @@ void main()
                                 acc172 += dsl_dot4x8_ss(av79, c73);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t264 = (wv24 >> 4u) & 50529027u;
-                                uint c74 = tq2 ? ((t264 + 2139062143u) ^ 2155905152u) : t264;
+                                uint t264 = (wv24 >> 4u) & 0x03030303u;
+                                uint c74 = tq2 ? ((t264 + 0x7f7f7f7fu) ^ 0x80808080u) : t264;
                                 acc202 += dsl_dot4x8_ss(av72, c74);
                                 acc212 += dsl_dot4x8_ss(av73, c74);
                                 if (TILE_TOKS > 2u) {
@@ -3136,8 +3140,8 @@ void main()
                                     acc262 += dsl_dot4x8_ss(av78, c74);
                                     acc272 += dsl_dot4x8_ss(av79, c74);
                                 }
-                                uint t265 = (wv25 >> 4u) & 50529027u;
-                                uint c75 = tq2 ? ((t265 + 2139062143u) ^ 2155905152u) : t265;
+                                uint t265 = (wv25 >> 4u) & 0x03030303u;
+                                uint c75 = tq2 ? ((t265 + 0x7f7f7f7fu) ^ 0x80808080u) : t265;
                                 acc302 += dsl_dot4x8_ss(av72, c75);
                                 acc312 += dsl_dot4x8_ss(av73, c75);
                                 if (TILE_TOKS > 2u) {
@@ -3152,32 +3156,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t266 = (wv26 >> 4u) & 50529027u;
-                                uint c76 = tq2 ? ((t266 + 2139062143u) ^ 2155905152u) : t266;
+                                uint t266 = (wv26 >> 4u) & 0x03030303u;
+                                uint c76 = tq2 ? ((t266 + 0x7f7f7f7fu) ^ 0x80808080u) : t266;
                                 acc402 += dsl_dot4x8_ss(av72, c76);
                                 acc412 += dsl_dot4x8_ss(av73, c76);
                                 if (TILE_TOKS > 2u) {
                                     acc422 += dsl_dot4x8_ss(av74, c76);
                                     acc432 += dsl_dot4x8_ss(av75, c76);
                                 }
-                                uint t267 = (wv27 >> 4u) & 50529027u;
-                                uint c77 = tq2 ? ((t267 + 2139062143u) ^ 2155905152u) : t267;
+                                uint t267 = (wv27 >> 4u) & 0x03030303u;
+                                uint c77 = tq2 ? ((t267 + 0x7f7f7f7fu) ^ 0x80808080u) : t267;
                                 acc502 += dsl_dot4x8_ss(av72, c77);
                                 acc512 += dsl_dot4x8_ss(av73, c77);
                                 if (TILE_TOKS > 2u) {
                                     acc522 += dsl_dot4x8_ss(av74, c77);
                                     acc532 += dsl_dot4x8_ss(av75, c77);
                                 }
-                                uint t268 = (wv28 >> 4u) & 50529027u;
-                                uint c78 = tq2 ? ((t268 + 2139062143u) ^ 2155905152u) : t268;
+                                uint t268 = (wv28 >> 4u) & 0x03030303u;
+                                uint c78 = tq2 ? ((t268 + 0x7f7f7f7fu) ^ 0x80808080u) : t268;
                                 acc602 += dsl_dot4x8_ss(av72, c78);
                                 acc612 += dsl_dot4x8_ss(av73, c78);
                                 if (TILE_TOKS > 2u) {
                                     acc622 += dsl_dot4x8_ss(av74, c78);
                                     acc632 += dsl_dot4x8_ss(av75, c78);
                                 }
-                                uint t269 = (wv29 >> 4u) & 50529027u;
-                                uint c79 = tq2 ? ((t269 + 2139062143u) ^ 2155905152u) : t269;
+                                uint t269 = (wv29 >> 4u) & 0x03030303u;
+                                uint c79 = tq2 ? ((t269 + 0x7f7f7f7fu) ^ 0x80808080u) : t269;
                                 acc702 += dsl_dot4x8_ss(av72, c79);
                                 acc712 += dsl_dot4x8_ss(av73, c79);
                                 if (TILE_TOKS > 2u) {
@@ -3206,8 +3210,8 @@ void main()
                                 av86 = ash[ab10 + 6u];
                                 av87 = ash[ab10 + 7u];
                             }
-                            uint t270 = (wv22 >> 2u) & 50529027u;
-                            uint c80 = tq2 ? ((t270 + 2139062143u) ^ 2155905152u) : t270;
+                            uint t270 = (wv22 >> 2u) & 0x03030303u;
+                            uint c80 = tq2 ? ((t270 + 0x7f7f7f7fu) ^ 0x80808080u) : t270;
                             acc002 += dsl_dot4x8_ss(av80, c80);
                             acc012 += dsl_dot4x8_ss(av81, c80);
                             if (TILE_TOKS > 2u) {
@@ -3220,8 +3224,8 @@ void main()
                                 acc062 += dsl_dot4x8_ss(av86, c80);
                                 acc072 += dsl_dot4x8_ss(av87, c80);
                             }
-                            uint t271 = (wv23 >> 2u) & 50529027u;
-                            uint c81 = tq2 ? ((t271 + 2139062143u) ^ 2155905152u) : t271;
+                            uint t271 = (wv23 >> 2u) & 0x03030303u;
+                            uint c81 = tq2 ? ((t271 + 0x7f7f7f7fu) ^ 0x80808080u) : t271;
                             acc102 += dsl_dot4x8_ss(av80, c81);
                             acc112 += dsl_dot4x8_ss(av81, c81);
                             if (TILE_TOKS > 2u) {
@@ -3235,8 +3239,8 @@ void main()
                                 acc172 += dsl_dot4x8_ss(av87, c81);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t272 = (wv24 >> 2u) & 50529027u;
-                                uint c82 = tq2 ? ((t272 + 2139062143u) ^ 2155905152u) : t272;
+                                uint t272 = (wv24 >> 2u) & 0x03030303u;
+                                uint c82 = tq2 ? ((t272 + 0x7f7f7f7fu) ^ 0x80808080u) : t272;
                                 acc202 += dsl_dot4x8_ss(av80, c82);
                                 acc212 += dsl_dot4x8_ss(av81, c82);
                                 if (TILE_TOKS > 2u) {
@@ -3249,8 +3253,8 @@ void main()
                                     acc262 += dsl_dot4x8_ss(av86, c82);
                                     acc272 += dsl_dot4x8_ss(av87, c82);
                                 }
-                                uint t273 = (wv25 >> 2u) & 50529027u;
-                                uint c83 = tq2 ? ((t273 + 2139062143u) ^ 2155905152u) : t273;
+                                uint t273 = (wv25 >> 2u) & 0x03030303u;
+                                uint c83 = tq2 ? ((t273 + 0x7f7f7f7fu) ^ 0x80808080u) : t273;
                                 acc302 += dsl_dot4x8_ss(av80, c83);
                                 acc312 += dsl_dot4x8_ss(av81, c83);
                                 if (TILE_TOKS > 2u) {
@@ -3265,32 +3269,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t274 = (wv26 >> 2u) & 50529027u;
-                                uint c84 = tq2 ? ((t274 + 2139062143u) ^ 2155905152u) : t274;
+                                uint t274 = (wv26 >> 2u) & 0x03030303u;
+                                uint c84 = tq2 ? ((t274 + 0x7f7f7f7fu) ^ 0x80808080u) : t274;
                                 acc402 += dsl_dot4x8_ss(av80, c84);
                                 acc412 += dsl_dot4x8_ss(av81, c84);
                                 if (TILE_TOKS > 2u) {
                                     acc422 += dsl_dot4x8_ss(av82, c84);
                                     acc432 += dsl_dot4x8_ss(av83, c84);
                                 }
-                                uint t275 = (wv27 >> 2u) & 50529027u;
-                                uint c85 = tq2 ? ((t275 + 2139062143u) ^ 2155905152u) : t275;
+                                uint t275 = (wv27 >> 2u) & 0x03030303u;
+                                uint c85 = tq2 ? ((t275 + 0x7f7f7f7fu) ^ 0x80808080u) : t275;
                                 acc502 += dsl_dot4x8_ss(av80, c85);
                                 acc512 += dsl_dot4x8_ss(av81, c85);
                                 if (TILE_TOKS > 2u) {
                                     acc522 += dsl_dot4x8_ss(av82, c85);
                                     acc532 += dsl_dot4x8_ss(av83, c85);
                                 }
-                                uint t276 = (wv28 >> 2u) & 50529027u;
-                                uint c86 = tq2 ? ((t276 + 2139062143u) ^ 2155905152u) : t276;
+                                uint t276 = (wv28 >> 2u) & 0x03030303u;
+                                uint c86 = tq2 ? ((t276 + 0x7f7f7f7fu) ^ 0x80808080u) : t276;
                                 acc602 += dsl_dot4x8_ss(av80, c86);
                                 acc612 += dsl_dot4x8_ss(av81, c86);
                                 if (TILE_TOKS > 2u) {
                                     acc622 += dsl_dot4x8_ss(av82, c86);
                                     acc632 += dsl_dot4x8_ss(av83, c86);
                                 }
-                                uint t277 = (wv29 >> 2u) & 50529027u;
-                                uint c87 = tq2 ? ((t277 + 2139062143u) ^ 2155905152u) : t277;
+                                uint t277 = (wv29 >> 2u) & 0x03030303u;
+                                uint c87 = tq2 ? ((t277 + 0x7f7f7f7fu) ^ 0x80808080u) : t277;
                                 acc702 += dsl_dot4x8_ss(av80, c87);
                                 acc712 += dsl_dot4x8_ss(av81, c87);
                                 if (TILE_TOKS > 2u) {
@@ -3319,8 +3323,8 @@ void main()
                                 av94 = ash[ab11 + 6u];
                                 av95 = ash[ab11 + 7u];
                             }
-                            uint t278 = (wv22 >> 0u) & 50529027u;
-                            uint c88 = tq2 ? ((t278 + 2139062143u) ^ 2155905152u) : t278;
+                            uint t278 = (wv22 >> 0u) & 0x03030303u;
+                            uint c88 = tq2 ? ((t278 + 0x7f7f7f7fu) ^ 0x80808080u) : t278;
                             acc002 += dsl_dot4x8_ss(av88, c88);
                             acc012 += dsl_dot4x8_ss(av89, c88);
                             if (TILE_TOKS > 2u) {
@@ -3333,8 +3337,8 @@ void main()
                                 acc062 += dsl_dot4x8_ss(av94, c88);
                                 acc072 += dsl_dot4x8_ss(av95, c88);
                             }
-                            uint t279 = (wv23 >> 0u) & 50529027u;
-                            uint c89 = tq2 ? ((t279 + 2139062143u) ^ 2155905152u) : t279;
+                            uint t279 = (wv23 >> 0u) & 0x03030303u;
+                            uint c89 = tq2 ? ((t279 + 0x7f7f7f7fu) ^ 0x80808080u) : t279;
                             acc102 += dsl_dot4x8_ss(av88, c89);
                             acc112 += dsl_dot4x8_ss(av89, c89);
                             if (TILE_TOKS > 2u) {
@@ -3348,8 +3352,8 @@ void main()
                                 acc172 += dsl_dot4x8_ss(av95, c89);
                             }
                             if (TILE_ROWS > 2u) {
-                                uint t280 = (wv24 >> 0u) & 50529027u;
-                                uint c90 = tq2 ? ((t280 + 2139062143u) ^ 2155905152u) : t280;
+                                uint t280 = (wv24 >> 0u) & 0x03030303u;
+                                uint c90 = tq2 ? ((t280 + 0x7f7f7f7fu) ^ 0x80808080u) : t280;
                                 acc202 += dsl_dot4x8_ss(av88, c90);
                                 acc212 += dsl_dot4x8_ss(av89, c90);
                                 if (TILE_TOKS > 2u) {
@@ -3362,8 +3366,8 @@ void main()
                                     acc262 += dsl_dot4x8_ss(av94, c90);
                                     acc272 += dsl_dot4x8_ss(av95, c90);
                                 }
-                                uint t281 = (wv25 >> 0u) & 50529027u;
-                                uint c91 = tq2 ? ((t281 + 2139062143u) ^ 2155905152u) : t281;
+                                uint t281 = (wv25 >> 0u) & 0x03030303u;
+                                uint c91 = tq2 ? ((t281 + 0x7f7f7f7fu) ^ 0x80808080u) : t281;
                                 acc302 += dsl_dot4x8_ss(av88, c91);
                                 acc312 += dsl_dot4x8_ss(av89, c91);
                                 if (TILE_TOKS > 2u) {
@@ -3378,32 +3382,32 @@ void main()
                                 }
                             }
                             if (TILE_ROWS > 4u) {
-                                uint t282 = (wv26 >> 0u) & 50529027u;
-                                uint c92 = tq2 ? ((t282 + 2139062143u) ^ 2155905152u) : t282;
+                                uint t282 = (wv26 >> 0u) & 0x03030303u;
+                                uint c92 = tq2 ? ((t282 + 0x7f7f7f7fu) ^ 0x80808080u) : t282;
                                 acc402 += dsl_dot4x8_ss(av88, c92);
                                 acc412 += dsl_dot4x8_ss(av89, c92);
                                 if (TILE_TOKS > 2u) {
                                     acc422 += dsl_dot4x8_ss(av90, c92);
                                     acc432 += dsl_dot4x8_ss(av91, c92);
                                 }
-                                uint t283 = (wv27 >> 0u) & 50529027u;
-                                uint c93 = tq2 ? ((t283 + 2139062143u) ^ 2155905152u) : t283;
+                                uint t283 = (wv27 >> 0u) & 0x03030303u;
+                                uint c93 = tq2 ? ((t283 + 0x7f7f7f7fu) ^ 0x80808080u) : t283;
                                 acc502 += dsl_dot4x8_ss(av88, c93);
                                 acc512 += dsl_dot4x8_ss(av89, c93);
                                 if (TILE_TOKS > 2u) {
                                     acc522 += dsl_dot4x8_ss(av90, c93);
                                     acc532 += dsl_dot4x8_ss(av91, c93);
                                 }
-                                uint t284 = (wv28 >> 0u) & 50529027u;
-                                uint c94 = tq2 ? ((t284 + 2139062143u) ^ 2155905152u) : t284;
+                                uint t284 = (wv28 >> 0u) & 0x03030303u;
+                                uint c94 = tq2 ? ((t284 + 0x7f7f7f7fu) ^ 0x80808080u) : t284;
                                 acc602 += dsl_dot4x8_ss(av88, c94);
                                 acc612 += dsl_dot4x8_ss(av89, c94);
                                 if (TILE_TOKS > 2u) {
                                     acc622 += dsl_dot4x8_ss(av90, c94);
                                     acc632 += dsl_dot4x8_ss(av91, c94);
                                 }
-                                uint t285 = (wv29 >> 0u) & 50529027u;
-                                uint c95 = tq2 ? ((t285 + 2139062143u) ^ 2155905152u) : t285;
+                                uint t285 = (wv29 >> 0u) & 0x03030303u;
+                                uint c95 = tq2 ? ((t285 + 0x7f7f7f7fu) ^ 0x80808080u) : t285;
                                 acc702 += dsl_dot4x8_ss(av88, c95);
                                 acc712 += dsl_dot4x8_ss(av89, c95);
                                 if (TILE_TOKS > 2u) {
@@ -3555,45 +3559,45 @@ void main()
                     precise float sc19 = pc.qs.d[tok19 * 2u];
                     uint row99 = row05 + (tx2 + 0u);
                     if (row99 < M2) {
-                        precise float v117 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf002 / sc19) : ((float(acc002 - qsum19) / sc19) * ws2);
+                        precise float v117 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf002 / sc19) : ((float(acc002 - qsum19) / sc19) * ws2);
                         pc.y2.d[(tok19 * M2) + row99] = v117;
                     }
                     uint row100 = row05 + (tx2 + 16u);
                     if (row100 < M2) {
-                        precise float v118 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf102 / sc19) : ((float(acc102 - qsum19) / sc19) * ws2);
+                        precise float v118 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf102 / sc19) : ((float(acc102 - qsum19) / sc19) * ws2);
                         pc.y2.d[(tok19 * M2) + row100] = v118;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row101 = row05 + (tx2 + 32u);
                         if (row101 < M2) {
-                            precise float v119 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf202 / sc19) : ((float(acc202 - qsum19) / sc19) * ws2);
+                            precise float v119 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf202 / sc19) : ((float(acc202 - qsum19) / sc19) * ws2);
                             pc.y2.d[(tok19 * M2) + row101] = v119;
                         }
                         uint row102 = row05 + (tx2 + 48u);
                         if (row102 < M2) {
-                            precise float v120 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf302 / sc19) : ((float(acc302 - qsum19) / sc19) * ws2);
+                            precise float v120 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf302 / sc19) : ((float(acc302 - qsum19) / sc19) * ws2);
                             pc.y2.d[(tok19 * M2) + row102] = v120;
                         }
                     }
                     if (TILE_ROWS > 4u) {
                         uint row103 = row05 + (tx2 + 64u);
                         if (row103 < M2) {
-                            precise float v121 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf402 / sc19) : ((float(acc402 - qsum19) / sc19) * ws2);
+                            precise float v121 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf402 / sc19) : ((float(acc402 - qsum19) / sc19) * ws2);
                             pc.y2.d[(tok19 * M2) + row103] = v121;
                         }
                         uint row104 = row05 + (tx2 + 80u);
                         if (row104 < M2) {
-                            precise float v122 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf502 / sc19) : ((float(acc502 - qsum19) / sc19) * ws2);
+                            precise float v122 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf502 / sc19) : ((float(acc502 - qsum19) / sc19) * ws2);
                             pc.y2.d[(tok19 * M2) + row104] = v122;
                         }
                         uint row105 = row05 + (tx2 + 96u);
                         if (row105 < M2) {
-                            precise float v123 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf602 / sc19) : ((float(acc602 - qsum19) / sc19) * ws2);
+                            precise float v123 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf602 / sc19) : ((float(acc602 - qsum19) / sc19) * ws2);
                             pc.y2.d[(tok19 * M2) + row105] = v123;
                         }
                         uint row106 = row05 + (tx2 + 112u);
                         if (row106 < M2) {
-                            precise float v124 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf702 / sc19) : ((float(acc702 - qsum19) / sc19) * ws2);
+                            precise float v124 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf702 / sc19) : ((float(acc702 - qsum19) / sc19) * ws2);
                             pc.y2.d[(tok19 * M2) + row106] = v124;
                         }
                     }
@@ -3604,45 +3608,45 @@ void main()
                     precise float sc20 = pc.qs.d[tok20 * 2u];
                     uint row107 = row05 + (tx2 + 0u);
                     if (row107 < M2) {
-                        precise float v125 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf012 / sc20) : ((float(acc012 - qsum20) / sc20) * ws2);
+                        precise float v125 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf012 / sc20) : ((float(acc012 - qsum20) / sc20) * ws2);
                         pc.y2.d[(tok20 * M2) + row107] = v125;
                     }
                     uint row108 = row05 + (tx2 + 16u);
                     if (row108 < M2) {
-                        precise float v126 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf112 / sc20) : ((float(acc112 - qsum20) / sc20) * ws2);
+                        precise float v126 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf112 / sc20) : ((float(acc112 - qsum20) / sc20) * ws2);
                         pc.y2.d[(tok20 * M2) + row108] = v126;
                     }
                     if (TILE_ROWS > 2u) {
                         uint row109 = row05 + (tx2 + 32u);
                         if (row109 < M2) {
-                            precise float v127 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf212 / sc20) : ((float(acc212 - qsum20) / sc20) * ws2);
+                            precise float v127 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf212 / sc20) : ((float(acc212 - qsum20) / sc20) * ws2);
                             pc.y2.d[(tok20 * M2) + row109] = v127;
                         }
                         uint row110 = row05 + (tx2 + 48u);
                         if (row110 < M2) {
-                            precise float v128 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf312 / sc20) : ((float(acc312 - qsum20) / sc20) * ws2);
+                            precise float v128 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf312 / sc20) : ((float(acc312 - qsum20) / sc20) * ws2);
                             pc.y2.d[(tok20 * M2) + row110] = v128;
                         }
                     }
                     if (TILE_ROWS > 4u) {
                         uint row111 = row05 + (tx2 + 64u);
                         if (row111 < M2) {
-                            precise float v129 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf412 / sc20) : ((float(acc412 - qsum20) / sc20) * ws2);
+                            precise float v129 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf412 / sc20) : ((float(acc412 - qsum20) / sc20) * ws2);
                             pc.y2.d[(tok20 * M2) + row111] = v129;
                         }
                         uint row112 = row05 + (tx2 + 80u);
                         if (row112 < M2) {
-                            precise float v130 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf512 / sc20) : ((float(acc512 - qsum20) / sc20) * ws2);
+                            precise float v130 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf512 / sc20) : ((float(acc512 - qsum20) / sc20) * ws2);
                             pc.y2.d[(tok20 * M2) + row112] = v130;
                         }
                         uint row113 = row05 + (tx2 + 96u);
                         if (row113 < M2) {
-                            precise float v131 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf612 / sc20) : ((float(acc612 - qsum20) / sc20) * ws2);
+                            precise float v131 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf612 / sc20) : ((float(acc612 - qsum20) / sc20) * ws2);
                             pc.y2.d[(tok20 * M2) + row113] = v131;
                         }
                         uint row114 = row05 + (tx2 + 112u);
                         if (row114 < M2) {
-                            precise float v132 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf712 / sc20) : ((float(acc712 - qsum20) / sc20) * ws2);
+                            precise float v132 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf712 / sc20) : ((float(acc712 - qsum20) / sc20) * ws2);
                             pc.y2.d[(tok20 * M2) + row114] = v132;
                         }
                     }
@@ -3654,45 +3658,45 @@ void main()
                         precise float sc21 = pc.qs.d[tok21 * 2u];
                         uint row115 = row05 + (tx2 + 0u);
                         if (row115 < M2) {
-                            precise float v133 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf022 / sc21) : ((float(acc022 - qsum21) / sc21) * ws2);
+                            precise float v133 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf022 / sc21) : ((float(acc022 - qsum21) / sc21) * ws2);
                             pc.y2.d[(tok21 * M2) + row115] = v133;
                         }
                         uint row116 = row05 + (tx2 + 16u);
                         if (row116 < M2) {
-                            precise float v134 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf122 / sc21) : ((float(acc122 - qsum21) / sc21) * ws2);
+                            precise float v134 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf122 / sc21) : ((float(acc122 - qsum21) / sc21) * ws2);
                             pc.y2.d[(tok21 * M2) + row116] = v134;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row117 = row05 + (tx2 + 32u);
                             if (row117 < M2) {
-                                precise float v135 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf222 / sc21) : ((float(acc222 - qsum21) / sc21) * ws2);
+                                precise float v135 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf222 / sc21) : ((float(acc222 - qsum21) / sc21) * ws2);
                                 pc.y2.d[(tok21 * M2) + row117] = v135;
                             }
                             uint row118 = row05 + (tx2 + 48u);
                             if (row118 < M2) {
-                                precise float v136 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf322 / sc21) : ((float(acc322 - qsum21) / sc21) * ws2);
+                                precise float v136 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf322 / sc21) : ((float(acc322 - qsum21) / sc21) * ws2);
                                 pc.y2.d[(tok21 * M2) + row118] = v136;
                             }
                         }
                         if (TILE_ROWS > 4u) {
                             uint row119 = row05 + (tx2 + 64u);
                             if (row119 < M2) {
-                                precise float v137 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf422 / sc21) : ((float(acc422 - qsum21) / sc21) * ws2);
+                                precise float v137 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf422 / sc21) : ((float(acc422 - qsum21) / sc21) * ws2);
                                 pc.y2.d[(tok21 * M2) + row119] = v137;
                             }
                             uint row120 = row05 + (tx2 + 80u);
                             if (row120 < M2) {
-                                precise float v138 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf522 / sc21) : ((float(acc522 - qsum21) / sc21) * ws2);
+                                precise float v138 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf522 / sc21) : ((float(acc522 - qsum21) / sc21) * ws2);
                                 pc.y2.d[(tok21 * M2) + row120] = v138;
                             }
                             uint row121 = row05 + (tx2 + 96u);
                             if (row121 < M2) {
-                                precise float v139 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf622 / sc21) : ((float(acc622 - qsum21) / sc21) * ws2);
+                                precise float v139 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf622 / sc21) : ((float(acc622 - qsum21) / sc21) * ws2);
                                 pc.y2.d[(tok21 * M2) + row121] = v139;
                             }
                             uint row122 = row05 + (tx2 + 112u);
                             if (row122 < M2) {
-                                precise float v140 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf722 / sc21) : ((float(acc722 - qsum21) / sc21) * ws2);
+                                precise float v140 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf722 / sc21) : ((float(acc722 - qsum21) / sc21) * ws2);
                                 pc.y2.d[(tok21 * M2) + row122] = v140;
                             }
                         }
@@ -3703,45 +3707,45 @@ void main()
                         precise float sc22 = pc.qs.d[tok22 * 2u];
                         uint row123 = row05 + (tx2 + 0u);
                         if (row123 < M2) {
-                            precise float v141 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf032 / sc22) : ((float(acc032 - qsum22) / sc22) * ws2);
+                            precise float v141 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf032 / sc22) : ((float(acc032 - qsum22) / sc22) * ws2);
                             pc.y2.d[(tok22 * M2) + row123] = v141;
                         }
                         uint row124 = row05 + (tx2 + 16u);
                         if (row124 < M2) {
-                            precise float v142 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf132 / sc22) : ((float(acc132 - qsum22) / sc22) * ws2);
+                            precise float v142 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf132 / sc22) : ((float(acc132 - qsum22) / sc22) * ws2);
                             pc.y2.d[(tok22 * M2) + row124] = v142;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row125 = row05 + (tx2 + 32u);
                             if (row125 < M2) {
-                                precise float v143 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf232 / sc22) : ((float(acc232 - qsum22) / sc22) * ws2);
+                                precise float v143 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf232 / sc22) : ((float(acc232 - qsum22) / sc22) * ws2);
                                 pc.y2.d[(tok22 * M2) + row125] = v143;
                             }
                             uint row126 = row05 + (tx2 + 48u);
                             if (row126 < M2) {
-                                precise float v144 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf332 / sc22) : ((float(acc332 - qsum22) / sc22) * ws2);
+                                precise float v144 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf332 / sc22) : ((float(acc332 - qsum22) / sc22) * ws2);
                                 pc.y2.d[(tok22 * M2) + row126] = v144;
                             }
                         }
                         if (TILE_ROWS > 4u) {
                             uint row127 = row05 + (tx2 + 64u);
                             if (row127 < M2) {
-                                precise float v145 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf432 / sc22) : ((float(acc432 - qsum22) / sc22) * ws2);
+                                precise float v145 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf432 / sc22) : ((float(acc432 - qsum22) / sc22) * ws2);
                                 pc.y2.d[(tok22 * M2) + row127] = v145;
                             }
                             uint row128 = row05 + (tx2 + 80u);
                             if (row128 < M2) {
-                                precise float v146 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf532 / sc22) : ((float(acc532 - qsum22) / sc22) * ws2);
+                                precise float v146 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf532 / sc22) : ((float(acc532 - qsum22) / sc22) * ws2);
                                 pc.y2.d[(tok22 * M2) + row128] = v146;
                             }
                             uint row129 = row05 + (tx2 + 96u);
                             if (row129 < M2) {
-                                precise float v147 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf632 / sc22) : ((float(acc632 - qsum22) / sc22) * ws2);
+                                precise float v147 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf632 / sc22) : ((float(acc632 - qsum22) / sc22) * ws2);
                                 pc.y2.d[(tok22 * M2) + row129] = v147;
                             }
                             uint row130 = row05 + (tx2 + 112u);
                             if (row130 < M2) {
-                                precise float v148 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf732 / sc22) : ((float(acc732 - qsum22) / sc22) * ws2);
+                                precise float v148 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf732 / sc22) : ((float(acc732 - qsum22) / sc22) * ws2);
                                 pc.y2.d[(tok22 * M2) + row130] = v148;
                             }
                         }
@@ -3754,23 +3758,23 @@ void main()
                         precise float sc23 = pc.qs.d[tok23 * 2u];
                         uint row131 = row05 + (tx2 + 0u);
                         if (row131 < M2) {
-                            precise float v149 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf042 / sc23) : ((float(acc042 - qsum23) / sc23) * ws2);
+                            precise float v149 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf042 / sc23) : ((float(acc042 - qsum23) / sc23) * ws2);
                             pc.y2.d[(tok23 * M2) + row131] = v149;
                         }
                         uint row132 = row05 + (tx2 + 16u);
                         if (row132 < M2) {
-                            precise float v150 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf142 / sc23) : ((float(acc142 - qsum23) / sc23) * ws2);
+                            precise float v150 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf142 / sc23) : ((float(acc142 - qsum23) / sc23) * ws2);
                             pc.y2.d[(tok23 * M2) + row132] = v150;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row133 = row05 + (tx2 + 32u);
                             if (row133 < M2) {
-                                precise float v151 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf242 / sc23) : ((float(acc242 - qsum23) / sc23) * ws2);
+                                precise float v151 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf242 / sc23) : ((float(acc242 - qsum23) / sc23) * ws2);
                                 pc.y2.d[(tok23 * M2) + row133] = v151;
                             }
                             uint row134 = row05 + (tx2 + 48u);
                             if (row134 < M2) {
-                                precise float v152 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf342 / sc23) : ((float(acc342 - qsum23) / sc23) * ws2);
+                                precise float v152 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf342 / sc23) : ((float(acc342 - qsum23) / sc23) * ws2);
                                 pc.y2.d[(tok23 * M2) + row134] = v152;
                             }
                         }
@@ -3781,23 +3785,23 @@ void main()
                         precise float sc24 = pc.qs.d[tok24 * 2u];
                         uint row135 = row05 + (tx2 + 0u);
                         if (row135 < M2) {
-                            precise float v153 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf052 / sc24) : ((float(acc052 - qsum24) / sc24) * ws2);
+                            precise float v153 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf052 / sc24) : ((float(acc052 - qsum24) / sc24) * ws2);
                             pc.y2.d[(tok24 * M2) + row135] = v153;
                         }
                         uint row136 = row05 + (tx2 + 16u);
                         if (row136 < M2) {
-                            precise float v154 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf152 / sc24) : ((float(acc152 - qsum24) / sc24) * ws2);
+                            precise float v154 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf152 / sc24) : ((float(acc152 - qsum24) / sc24) * ws2);
                             pc.y2.d[(tok24 * M2) + row136] = v154;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row137 = row05 + (tx2 + 32u);
                             if (row137 < M2) {
-                                precise float v155 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf252 / sc24) : ((float(acc252 - qsum24) / sc24) * ws2);
+                                precise float v155 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf252 / sc24) : ((float(acc252 - qsum24) / sc24) * ws2);
                                 pc.y2.d[(tok24 * M2) + row137] = v155;
                             }
                             uint row138 = row05 + (tx2 + 48u);
                             if (row138 < M2) {
-                                precise float v156 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf352 / sc24) : ((float(acc352 - qsum24) / sc24) * ws2);
+                                precise float v156 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf352 / sc24) : ((float(acc352 - qsum24) / sc24) * ws2);
                                 pc.y2.d[(tok24 * M2) + row138] = v156;
                             }
                         }
@@ -3808,23 +3812,23 @@ void main()
                         precise float sc25 = pc.qs.d[tok25 * 2u];
                         uint row139 = row05 + (tx2 + 0u);
                         if (row139 < M2) {
-                            precise float v157 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf062 / sc25) : ((float(acc062 - qsum25) / sc25) * ws2);
+                            precise float v157 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf062 / sc25) : ((float(acc062 - qsum25) / sc25) * ws2);
                             pc.y2.d[(tok25 * M2) + row139] = v157;
                         }
                         uint row140 = row05 + (tx2 + 16u);
                         if (row140 < M2) {
-                            precise float v158 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf162 / sc25) : ((float(acc162 - qsum25) / sc25) * ws2);
+                            precise float v158 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf162 / sc25) : ((float(acc162 - qsum25) / sc25) * ws2);
                             pc.y2.d[(tok25 * M2) + row140] = v158;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row141 = row05 + (tx2 + 32u);
                             if (row141 < M2) {
-                                precise float v159 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf262 / sc25) : ((float(acc262 - qsum25) / sc25) * ws2);
+                                precise float v159 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf262 / sc25) : ((float(acc262 - qsum25) / sc25) * ws2);
                                 pc.y2.d[(tok25 * M2) + row141] = v159;
                             }
                             uint row142 = row05 + (tx2 + 48u);
                             if (row142 < M2) {
-                                precise float v160 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf362 / sc25) : ((float(acc362 - qsum25) / sc25) * ws2);
+                                precise float v160 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf362 / sc25) : ((float(acc362 - qsum25) / sc25) * ws2);
                                 pc.y2.d[(tok25 * M2) + row142] = v160;
                             }
                         }
@@ -3835,23 +3839,23 @@ void main()
                         precise float sc26 = pc.qs.d[tok26 * 2u];
                         uint row143 = row05 + (tx2 + 0u);
                         if (row143 < M2) {
-                            precise float v161 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf072 / sc26) : ((float(acc072 - qsum26) / sc26) * ws2);
+                            precise float v161 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf072 / sc26) : ((float(acc072 - qsum26) / sc26) * ws2);
                             pc.y2.d[(tok26 * M2) + row143] = v161;
                         }
                         uint row144 = row05 + (tx2 + 16u);
                         if (row144 < M2) {
-                            precise float v162 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf172 / sc26) : ((float(acc172 - qsum26) / sc26) * ws2);
+                            precise float v162 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf172 / sc26) : ((float(acc172 - qsum26) / sc26) * ws2);
                             pc.y2.d[(tok26 * M2) + row144] = v162;
                         }
                         if (TILE_ROWS > 2u) {
                             uint row145 = row05 + (tx2 + 32u);
                             if (row145 < M2) {
-                                precise float v163 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf272 / sc26) : ((float(acc272 - qsum26) / sc26) * ws2);
+                                precise float v163 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf272 / sc26) : ((float(acc272 - qsum26) / sc26) * ws2);
                                 pc.y2.d[(tok26 * M2) + row145] = v163;
                             }
                             uint row146 = row05 + (tx2 + 48u);
                             if (row146 < M2) {
-                                precise float v164 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf372 / sc26) : ((float(acc372 - qsum26) / sc26) * ws2);
+                                precise float v164 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf372 / sc26) : ((float(acc372 - qsum26) / sc26) * ws2);
                                 pc.y2.d[(tok26 * M2) + row146] = v164;
                             }
                         }

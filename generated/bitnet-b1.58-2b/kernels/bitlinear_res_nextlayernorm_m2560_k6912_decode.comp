@@ -36,7 +36,7 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-layout(constant_id = 1) const uint WFMT = 0u;
+layout(constant_id = 1) const uint WFMT = 36u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 108u;
 layout(constant_id = 2) const uint GEMV_SHQ = 0u;
@@ -46,6 +46,10 @@ layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 const uint K4 = 1728u;
 const uint KW = 432u;
 const uint M = 2560u;
+const uint FMT_I2_S = 36u;
+const uint FMT_TQ1_T = 200u;
+const uint FMT_TQ1_0 = 34u;
+const uint FMT_TQ2_0 = 35u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -100,10 +104,10 @@ void main()
         barrier();
     }
     precise float ws = 0.0;
-    if (WFMT == 0u) {
+    if (WFMT == FMT_I2_S) {
         ws = uintBitsToFloat(pc.w.d[1105920u]);
     }
-    if (WFMT == 3u) {
+    if (WFMT == FMT_TQ1_T) {
         ws = uintBitsToFloat(pc.w.d[898560u]);
     }
     uint R = (GEMV_SPLITK != 0u) ? 1u : min(1u << GEMV_ROWS, gl_SubgroupSize);
@@ -126,99 +130,99 @@ void main()
         int acc = 0;
         precise float accf = 0.0;
         if (row < M) {
-            if (WFMT == 1u) {
+            if (WFMT == FMT_TQ1_0) {
                 for (uint w1 = wb + lane; w1 < we; w1 += lpr) {
                     uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
                     uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
-                    uint boff = (row * 1782u) + ((w1 >> 4u) * 66u);
+                    uint boff = (row * 1458u) + ((w1 >> 4u) * 54u);
                     int aw = 0;
                     uint qw = pc.q.d[qb + 0u];
                     uint t0 = l0 + 0u;
-                    uint t1 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
-                    uint twi = t1 >> 2u;
+                    bool t1 = t0 < 160u;
+                    bool t2 = t0 < 240u;
+                    uint t3 = t0 - 160u;
+                    uint tn = t1 ? (t0 >> 5u) : (t2 ? (t3 >> 4u) : ((t0 - 240u) >> 2u));
+                    uint t4 = (tn == 4u) ? 81u : ((0x1b090301u >> (tn << 3u)) & 0xffu);
+                    uint t5 = boff + (t1 ? (t0 & 31u) : (t2 ? (32u + (t3 & 15u)) : 48u));
+                    uint twi = t5 >> 2u;
                     uint tlo = pc.w.d[twi];
-                    aw += dsl_dot4x8_ss(qw, ((((((t1 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                    uint t6 = ((t5 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo;
+                    aw += dsl_dot4x8_ss(qw, ((((((((t6 & 0x00ff00ffu) * t4) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t6 >> 8u) & 0x00ff00ffu) * t4) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                     uint qw1 = pc.q.d[qb + 8u];
-                    uint t2 = l0 + 32u;
-                    uint t3 = boff + (((t2 >> 7u) << 5u) | (t2 & 31u));
-                    uint twi1 = t3 >> 2u;
+                    uint t7 = l0 + 32u;
+                    bool t8 = t7 < 160u;
+                    bool t9 = t7 < 240u;
+                    uint t10 = t7 - 160u;
+                    uint tn1 = t8 ? (t7 >> 5u) : (t9 ? (t10 >> 4u) : ((t7 - 240u) >> 2u));
+                    uint t11 = (tn1 == 4u) ? 81u : ((0x1b090301u >> (tn1 << 3u)) & 0xffu);
+                    uint t12 = boff + (t8 ? (t7 & 31u) : (t9 ? (32u + (t10 & 15u)) : 48u));
+                    uint twi1 = t12 >> 2u;
                     uint tlo1 = pc.w.d[twi1];
-                    aw += dsl_dot4x8_ss(qw1, ((((((t3 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t2 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                    uint t13 = ((t12 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1;
+                    aw += dsl_dot4x8_ss(qw1, ((((((((t13 & 0x00ff00ffu) * t11) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t13 >> 8u) & 0x00ff00ffu) * t11) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                     uint qw2 = pc.q.d[qb + 16u];
-                    uint t4 = l0 + 64u;
-                    uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
-                    uint twi2 = t5 >> 2u;
+                    uint t14 = l0 + 64u;
+                    bool t15 = t14 < 160u;
+                    bool t16 = t14 < 240u;
+                    uint t17 = t14 - 160u;
+                    uint tn2 = t15 ? (t14 >> 5u) : (t16 ? (t17 >> 4u) : ((t14 - 240u) >> 2u));
+                    uint t18 = (tn2 == 4u) ? 81u : ((0x1b090301u >> (tn2 << 3u)) & 0xffu);
+                    uint t19 = boff + (t15 ? (t14 & 31u) : (t16 ? (32u + (t17 & 15u)) : 48u));
+                    uint twi2 = t19 >> 2u;
                     uint tlo2 = pc.w.d[twi2];
-                    aw += dsl_dot4x8_ss(qw2, ((((((t5 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                    uint t20 = ((t19 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2;
+                    aw += dsl_dot4x8_ss(qw2, ((((((((t20 & 0x00ff00ffu) * t18) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t20 >> 8u) & 0x00ff00ffu) * t18) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                     uint qw3 = pc.q.d[qb + 24u];
-                    uint t6 = l0 + 96u;
-                    uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
-                    uint twi3 = t7 >> 2u;
+                    uint t21 = l0 + 96u;
+                    bool t22 = t21 < 160u;
+                    bool t23 = t21 < 240u;
+                    uint t24 = t21 - 160u;
+                    uint tn3 = t22 ? (t21 >> 5u) : (t23 ? (t24 >> 4u) : ((t21 - 240u) >> 2u));
+                    uint t25 = (tn3 == 4u) ? 81u : ((0x1b090301u >> (tn3 << 3u)) & 0xffu);
+                    uint t26 = boff + (t22 ? (t21 & 31u) : (t23 ? (32u + (t24 & 15u)) : 48u));
+                    uint twi3 = t26 >> 2u;
                     uint tlo3 = pc.w.d[twi3];
-                    aw += dsl_dot4x8_ss(qw3, ((((((t7 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                    uint tdo = boff + 64u;
-                    accf += float(aw) * unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                    uint t27 = ((t26 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3;
+                    aw += dsl_dot4x8_ss(qw3, ((((((((t27 & 0x00ff00ffu) * t25) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t27 >> 8u) & 0x00ff00ffu) * t25) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                    uint tdo = boff + 52u;
+                    accf += float(aw) * unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                 }
             }
-            if (WFMT == 2u) {
+            if (WFMT == FMT_TQ2_0) {
                 for (uint w2 = wb + lane; w2 < we; w2 += lpr) {
                     uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
                     uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
-                    uint boff1 = (row * 1458u) + ((w2 >> 4u) * 54u);
+                    uint boff1 = (row * 1782u) + ((w2 >> 4u) * 66u);
                     int aw1 = 0;
                     uint qw4 = pc.q.d[qb1 + 0u];
-                    uint t8 = l01 + 0u;
-                    bool t9 = t8 < 160u;
-                    bool t10 = t8 < 240u;
-                    uint t11 = t8 - 160u;
-                    uint tn = t9 ? (t8 >> 5u) : (t10 ? (t11 >> 4u) : ((t8 - 240u) >> 2u));
-                    uint t12 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
-                    uint t13 = boff1 + (t9 ? (t8 & 31u) : (t10 ? (32u + (t11 & 15u)) : 48u));
-                    uint twi4 = t13 >> 2u;
+                    uint t28 = l01 + 0u;
+                    uint t29 = boff1 + (((t28 >> 7u) << 5u) | (t28 & 31u));
+                    uint twi4 = t29 >> 2u;
                     uint tlo4 = pc.w.d[twi4];
-                    uint t14 = ((t13 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-                    aw1 += dsl_dot4x8_ss(qw4, ((((((((t14 & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t14 >> 8u) & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                    aw1 += dsl_dot4x8_ss(qw4, ((((((t29 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t28 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                     uint qw5 = pc.q.d[qb1 + 8u];
-                    uint t15 = l01 + 32u;
-                    bool t16 = t15 < 160u;
-                    bool t17 = t15 < 240u;
-                    uint t18 = t15 - 160u;
-                    uint tn1 = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
-                    uint t19 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                    uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
-                    uint twi5 = t20 >> 2u;
+                    uint t30 = l01 + 32u;
+                    uint t31 = boff1 + (((t30 >> 7u) << 5u) | (t30 & 31u));
+                    uint twi5 = t31 >> 2u;
                     uint tlo5 = pc.w.d[twi5];
-                    uint t21 = ((t20 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-                    aw1 += dsl_dot4x8_ss(qw5, ((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                    aw1 += dsl_dot4x8_ss(qw5, ((((((t31 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t30 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                     uint qw6 = pc.q.d[qb1 + 16u];
-                    uint t22 = l01 + 64u;
-                    bool t23 = t22 < 160u;
-                    bool t24 = t22 < 240u;
-                    uint t25 = t22 - 160u;
-                    uint tn2 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
-                    uint t26 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                    uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
-                    uint twi6 = t27 >> 2u;
+                    uint t32 = l01 + 64u;
+                    uint t33 = boff1 + (((t32 >> 7u) << 5u) | (t32 & 31u));
+                    uint twi6 = t33 >> 2u;
                     uint tlo6 = pc.w.d[twi6];
-                    uint t28 = ((t27 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-                    aw1 += dsl_dot4x8_ss(qw6, ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                    aw1 += dsl_dot4x8_ss(qw6, ((((((t33 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t32 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                     uint qw7 = pc.q.d[qb1 + 24u];
-                    uint t29 = l01 + 96u;
-                    bool t30 = t29 < 160u;
-                    bool t31 = t29 < 240u;
-                    uint t32 = t29 - 160u;
-                    uint tn3 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
-                    uint t33 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                    uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
-                    uint twi7 = t34 >> 2u;
+                    uint t34 = l01 + 96u;
+                    uint t35 = boff1 + (((t34 >> 7u) << 5u) | (t34 & 31u));
+                    uint twi7 = t35 >> 2u;
                     uint tlo7 = pc.w.d[twi7];
-                    uint t35 = ((t34 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-                    aw1 += dsl_dot4x8_ss(qw7, ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                    uint tdo1 = boff1 + 52u;
-                    accf += float(aw1) * unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                    aw1 += dsl_dot4x8_ss(qw7, ((((((t35 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t34 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                    uint tdo1 = boff1 + 64u;
+                    accf += float(aw1) * unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                 }
             }
-            if (WFMT == 3u) {
+            if (WFMT == FMT_TQ1_T) {
                 for (uint w3 = wb + lane; w3 < we; w3 += lpr) {
                     uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
                     uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
@@ -229,50 +233,50 @@ void main()
                     bool t38 = t36 < 240u;
                     uint t39 = t36 - 160u;
                     uint tn4 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
-                    uint t40 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                    uint t40 = (tn4 == 4u) ? 81u : ((0x1b090301u >> (tn4 << 3u)) & 0xffu);
                     uint t41 = pc.w.d[(boff2 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw8, ((((((t41 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t41 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u));
+                    acc += dsl_dot4x8_su(qw8, ((((((t41 & 0x00ff00ffu) * t40) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t41 >> 8u) & 0x00ff00ffu) * t40) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                     uint qw9 = pc.q.d[qb2 + 8u];
                     uint t42 = l02 + 32u;
                     bool t43 = t42 < 160u;
                     bool t44 = t42 < 240u;
                     uint t45 = t42 - 160u;
                     uint tn5 = t43 ? (t42 >> 5u) : (t44 ? (t45 >> 4u) : ((t42 - 240u) >> 2u));
-                    uint t46 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                    uint t46 = (tn5 == 4u) ? 81u : ((0x1b090301u >> (tn5 << 3u)) & 0xffu);
                     uint t47 = pc.w.d[(boff2 + (t43 ? (t42 & 31u) : (t44 ? (32u + (t45 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw9, ((((((t47 & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t47 >> 8u) & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u));
+                    acc += dsl_dot4x8_su(qw9, ((((((t47 & 0x00ff00ffu) * t46) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t47 >> 8u) & 0x00ff00ffu) * t46) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                     uint qw10 = pc.q.d[qb2 + 16u];
                     uint t48 = l02 + 64u;
                     bool t49 = t48 < 160u;
                     bool t50 = t48 < 240u;
                     uint t51 = t48 - 160u;
                     uint tn6 = t49 ? (t48 >> 5u) : (t50 ? (t51 >> 4u) : ((t48 - 240u) >> 2u));
-                    uint t52 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                    uint t52 = (tn6 == 4u) ? 81u : ((0x1b090301u >> (tn6 << 3u)) & 0xffu);
                     uint t53 = pc.w.d[(boff2 + (t49 ? (t48 & 31u) : (t50 ? (32u + (t51 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw10, ((((((t53 & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t53 >> 8u) & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u));
+                    acc += dsl_dot4x8_su(qw10, ((((((t53 & 0x00ff00ffu) * t52) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t53 >> 8u) & 0x00ff00ffu) * t52) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                     uint qw11 = pc.q.d[qb2 + 24u];
                     uint t54 = l02 + 96u;
                     bool t55 = t54 < 160u;
                     bool t56 = t54 < 240u;
                     uint t57 = t54 - 160u;
                     uint tn7 = t55 ? (t54 >> 5u) : (t56 ? (t57 >> 4u) : ((t54 - 240u) >> 2u));
-                    uint t58 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                    uint t58 = (tn7 == 4u) ? 81u : ((0x1b090301u >> (tn7 << 3u)) & 0xffu);
                     uint t59 = pc.w.d[(boff2 + (t55 ? (t54 & 31u) : (t56 ? (32u + (t57 & 15u)) : 48u))) >> 2u];
-                    acc += dsl_dot4x8_su(qw11, ((((((t59 & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t59 >> 8u) & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u));
+                    acc += dsl_dot4x8_su(qw11, ((((((t59 & 0x00ff00ffu) * t58) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t59 >> 8u) & 0x00ff00ffu) * t58) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                 }
             }
-            if (WFMT == 0u) {
+            if (WFMT == FMT_I2_S) {
                 if (GEMV_SHQ != 0u) {
                     for (uint w5 = wb + lane; w5 < we; w5 += lpr) {
                         uint wd = pc.w.d[(row * KW) + w5];
                         uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
-                        uint c = (wd >> 6u) & 50529027u;
+                        uint c = (wd >> 6u) & 0x03030303u;
                         acc += dsl_dot4x8_su(qsh[qb3 + 0u], c);
-                        uint c1 = (wd >> 4u) & 50529027u;
+                        uint c1 = (wd >> 4u) & 0x03030303u;
                         acc += dsl_dot4x8_su(qsh[qb3 + 8u], c1);
-                        uint c2 = (wd >> 2u) & 50529027u;
+                        uint c2 = (wd >> 2u) & 0x03030303u;
                         acc += dsl_dot4x8_su(qsh[qb3 + 16u], c2);
-                        uint c3 = (wd >> 0u) & 50529027u;
+                        uint c3 = (wd >> 0u) & 0x03030303u;
                         acc += dsl_dot4x8_su(qsh[qb3 + 24u], c3);
                     }
                 } else {
@@ -281,37 +285,37 @@ void main()
                             uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
                             uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
                             uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
-                            acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                            acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                            acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                            acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                            acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 0x03030303u);
                             uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
-                            acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                            acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                            acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                            acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                            acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 0x03030303u);
                             uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
-                            acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                            acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                            acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                            acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                            acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 0x03030303u);
                             uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
-                            acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                            acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                            acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                            acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                            acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 0x03030303u);
+                            acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 0x03030303u);
                         }
                     } else {
                         for (uint w6 = wb + lane; w6 < we; w6 += lpr) {
                             uint wd1 = pc.w.d[(row * KW) + w6];
                             uint qb5 = ((w6 >> 3u) * 32u) + (w6 & 7u);
-                            uint c4 = (wd1 >> 6u) & 50529027u;
+                            uint c4 = (wd1 >> 6u) & 0x03030303u;
                             acc += dsl_dot4x8_su(pc.q.d[qb5 + 0u], c4);
-                            uint c5 = (wd1 >> 4u) & 50529027u;
+                            uint c5 = (wd1 >> 4u) & 0x03030303u;
                             acc += dsl_dot4x8_su(pc.q.d[qb5 + 8u], c5);
-                            uint c6 = (wd1 >> 2u) & 50529027u;
+                            uint c6 = (wd1 >> 2u) & 0x03030303u;
                             acc += dsl_dot4x8_su(pc.q.d[qb5 + 16u], c6);
-                            uint c7 = (wd1 >> 0u) & 50529027u;
+                            uint c7 = (wd1 >> 0u) & 0x03030303u;
                             acc += dsl_dot4x8_su(pc.q.d[qb5 + 24u], c7);
                         }
                     }
@@ -331,7 +335,7 @@ void main()
                 if ((mine && (lane == 0u)) && (row < M)) {
                     int qsum = int(pc.qs.d[1u]);
                     precise float sc = pc.qs.d[0u];
-                    precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t61 / sc) : ((float(t60 - qsum) / sc) * ws);
+                    precise float v = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t61 / sc) : ((float(t60 - qsum) / sc) * ws);
                     precise float t62 = pc.y.d[row] + v;
                     pc.y.d[row] = t62;
                 }
@@ -351,7 +355,7 @@ void main()
             }
             int qsum1 = int(pc.qs.d[1u]);
             precise float sc1 = pc.qs.d[0u];
-            precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (totf / sc1) : ((float(tot - qsum1) / sc1) * ws);
+            precise float v1 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (totf / sc1) : ((float(tot - qsum1) / sc1) * ws);
             precise float t63 = pc.y.d[row1] + v1;
             pc.y.d[row1] = t63;
         }
@@ -456,7 +460,7 @@ void main()
             qsum2 += qv2;
             precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
             qsum2 += qv3;
-            pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+            pc.lq.d[wi] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
             precise int qv4 = clamp(int(roundEven(y2.x * s2)), Q8_LO, Q8_HI);
             qsum2 += qv4;
             precise int qv5 = clamp(int(roundEven(y2.y * s2)), Q8_LO, Q8_HI);
@@ -465,7 +469,7 @@ void main()
             qsum2 += qv6;
             precise int qv7 = clamp(int(roundEven(y2.w * s2)), Q8_LO, Q8_HI);
             qsum2 += qv7;
-            pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+            pc.lq.d[wi1] = ((((uint(qv4) & 0xffu) << 0u) | ((uint(qv5) & 0xffu) << 8u)) | ((uint(qv6) & 0xffu) << 16u)) | ((uint(qv7) & 0xffu) << 24u);
             precise int qv8 = clamp(int(roundEven(y3.x * s2)), Q8_LO, Q8_HI);
             qsum2 += qv8;
             precise int qv9 = clamp(int(roundEven(y3.y * s2)), Q8_LO, Q8_HI);
@@ -475,7 +479,7 @@ void main()
             precise int qv11 = clamp(int(roundEven(y3.w * s2)), Q8_LO, Q8_HI);
             qsum2 += qv11;
             if (inrow) {
-                pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+                pc.lq.d[wi2] = ((((uint(qv8) & 0xffu) << 0u) | ((uint(qv9) & 0xffu) << 8u)) | ((uint(qv10) & 0xffu) << 16u)) | ((uint(qv11) & 0xffu) << 24u);
             }
             int t67 = subgroupAdd(qsum2);
             if (subgroupElect()) {

@@ -146,7 +146,7 @@ void main()
         qsum += qv2;
         precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
         qsum += qv3;
-        pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+        pc.lq.d[wi] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
         precise int qv4 = clamp(int(roundEven(y2.x * s2)), Q8_LO, Q8_HI);
         qsum += qv4;
         precise int qv5 = clamp(int(roundEven(y2.y * s2)), Q8_LO, Q8_HI);
@@ -155,7 +155,7 @@ void main()
         qsum += qv6;
         precise int qv7 = clamp(int(roundEven(y2.w * s2)), Q8_LO, Q8_HI);
         qsum += qv7;
-        pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+        pc.lq.d[wi1] = ((((uint(qv4) & 0xffu) << 0u) | ((uint(qv5) & 0xffu) << 8u)) | ((uint(qv6) & 0xffu) << 16u)) | ((uint(qv7) & 0xffu) << 24u);
         precise int qv8 = clamp(int(roundEven(y3.x * s2)), Q8_LO, Q8_HI);
         qsum += qv8;
         precise int qv9 = clamp(int(roundEven(y3.y * s2)), Q8_LO, Q8_HI);
@@ -165,7 +165,7 @@ void main()
         precise int qv11 = clamp(int(roundEven(y3.w * s2)), Q8_LO, Q8_HI);
         qsum += qv11;
         if (inrow) {
-            pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+            pc.lq.d[wi2] = ((((uint(qv8) & 0xffu) << 0u) | ((uint(qv9) & 0xffu) << 8u)) | ((uint(qv10) & 0xffu) << 16u)) | ((uint(qv11) & 0xffu) << 24u);
         }
         int t2 = subgroupAdd(qsum);
         if (subgroupElect()) {

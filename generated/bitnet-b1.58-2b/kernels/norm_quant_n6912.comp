@@ -87,7 +87,7 @@ void main()
         qsum += qv2;
         precise int qv3 = clamp(int(roundEven(xv2.w * s2)), Q8_LO, Q8_HI);
         qsum += qv3;
-        pc.q.d[rbase + wi2] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+        pc.q.d[rbase + wi2] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
     }
     int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {

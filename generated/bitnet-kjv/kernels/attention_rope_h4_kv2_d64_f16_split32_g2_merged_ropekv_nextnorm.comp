@@ -236,19 +236,19 @@ void main()
         precise float t11 = subgroupMax(s1);
         if (subgroupElect()) {
             uint bits = floatBitsToUint(t10);
-            uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
+            uint key = ((bits & 0x80000000u) != 0u) ? (~bits) : (bits | 0x80000000u);
             atomicMax(mkey[0u], key);
             uint bits1 = floatBitsToUint(t11);
-            uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
+            uint key1 = ((bits1 & 0x80000000u) != 0u) ? (~bits1) : (bits1 | 0x80000000u);
             atomicMax(mkey[1u], key1);
         }
         barrier();
         uint key2 = mkey[0u];
-        precise float val = uintBitsToFloat(((key2 & 2147483648u) != 0u) ? (key2 ^ 2147483648u) : (~key2));
+        precise float val = uintBitsToFloat(((key2 & 0x80000000u) != 0u) ? (key2 ^ 0x80000000u) : (~key2));
         precise float mn = max(mx, val);
         precise float alpha = exp(mx - mn);
         uint key3 = mkey[1u];
-        precise float val1 = uintBitsToFloat(((key3 & 2147483648u) != 0u) ? (key3 ^ 2147483648u) : (~key3));
+        precise float val1 = uintBitsToFloat(((key3 & 0x80000000u) != 0u) ? (key3 ^ 0x80000000u) : (~key3));
         precise float mn1 = max(mx1, val1);
         precise float alpha1 = exp(mx1 - mn1);
         precise float t12 = (j1 < hi) ? exp(s - mn) : 0.0;
@@ -482,7 +482,7 @@ void main()
             precise int qv3 = clamp(int(roundEven(y1.w * s8)), Q8_LO, Q8_HI);
             qsum += qv3;
             if (inrow) {
-                pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+                pc.lq.d[wi] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
             }
             precise int qv4 = clamp(int(roundEven(y2.x * s8)), Q8_LO, Q8_HI);
             qsum += qv4;
@@ -493,7 +493,7 @@ void main()
             precise int qv7 = clamp(int(roundEven(y2.w * s8)), Q8_LO, Q8_HI);
             qsum += qv7;
             if (inrow1) {
-                pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+                pc.lq.d[wi1] = ((((uint(qv4) & 0xffu) << 0u) | ((uint(qv5) & 0xffu) << 8u)) | ((uint(qv6) & 0xffu) << 16u)) | ((uint(qv7) & 0xffu) << 24u);
             }
             precise int qv8 = clamp(int(roundEven(y3.x * s8)), Q8_LO, Q8_HI);
             qsum += qv8;
@@ -504,7 +504,7 @@ void main()
             precise int qv11 = clamp(int(roundEven(y3.w * s8)), Q8_LO, Q8_HI);
             qsum += qv11;
             if (inrow2) {
-                pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+                pc.lq.d[wi2] = ((((uint(qv8) & 0xffu) << 0u) | ((uint(qv9) & 0xffu) << 8u)) | ((uint(qv10) & 0xffu) << 16u)) | ((uint(qv11) & 0xffu) << 24u);
             }
             precise int qv12 = clamp(int(roundEven(y4.x * s8)), Q8_LO, Q8_HI);
             qsum += qv12;
@@ -515,7 +515,7 @@ void main()
             precise int qv15 = clamp(int(roundEven(y4.w * s8)), Q8_LO, Q8_HI);
             qsum += qv15;
             if (inrow3) {
-                pc.lq.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);
+                pc.lq.d[wi3] = ((((uint(qv12) & 0xffu) << 0u) | ((uint(qv13) & 0xffu) << 8u)) | ((uint(qv14) & 0xffu) << 16u)) | ((uint(qv15) & 0xffu) << 24u);
             }
             int t20 = subgroupAdd(qsum);
             if (subgroupElect()) {

@@ -183,7 +183,7 @@ void main()
             precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
             qsum += qv3;
             if (inrow) {
-                pc.lq.d[wi1] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+                pc.lq.d[wi1] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
             }
             int t3 = subgroupAdd(qsum);
             if (subgroupElect()) {

@@ -83,10 +83,10 @@ void main()
         for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
             uint wd = pc.w.d[(row * KW) + w1];
             uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 0u], (wd >> 6u) & 50529027u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 8u], (wd >> 4u) & 50529027u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 16u], (wd >> 2u) & 50529027u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 24u], (wd >> 0u) & 50529027u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 0u], (wd >> 6u) & 0x03030303u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 8u], (wd >> 4u) & 0x03030303u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 16u], (wd >> 2u) & 0x03030303u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 24u], (wd >> 0u) & 0x03030303u);
         }
         int tot = subgroupAdd(acc);
         if (gl_SubgroupInvocationID == 0u) {

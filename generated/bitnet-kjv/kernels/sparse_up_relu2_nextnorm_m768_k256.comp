@@ -86,10 +86,10 @@ void main()
         for (uint w1 = gl_SubgroupInvocationID; w1 < KW; w1 += gl_SubgroupSize) {
             uint wd = pc.w.d[(row * KW) + w1];
             uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 0u], (wd >> 6u) & 50529027u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 8u], (wd >> 4u) & 50529027u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 16u], (wd >> 2u) & 50529027u);
-            acc += dsl_dot4x8_su(pc.q.d[qb + 24u], (wd >> 0u) & 50529027u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 0u], (wd >> 6u) & 0x03030303u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 8u], (wd >> 4u) & 0x03030303u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 16u], (wd >> 2u) & 0x03030303u);
+            acc += dsl_dot4x8_su(pc.q.d[qb + 24u], (wd >> 0u) & 0x03030303u);
         }
         int tot = subgroupAdd(acc);
         if (gl_SubgroupInvocationID == 0u) {
@@ -165,7 +165,7 @@ void main()
         precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
         qsum += qv3;
         if (inrow) {
-            pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+            pc.lq.d[wi] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
         }
         int t3 = subgroupAdd(qsum);
         if (subgroupElect()) {

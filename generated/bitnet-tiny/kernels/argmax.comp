@@ -21,7 +21,7 @@ shared uint bi[256];
 void main()
 {
     precise float best = -3e+38;
-    uint bidx = 4294967295u;
+    uint bidx = 0xffffffffu;
     for (uint i = gl_LocalInvocationIndex; i < pc.vocab; i += 256u) {
         precise float v = pc.logits.d[i];
         if (v > best) {

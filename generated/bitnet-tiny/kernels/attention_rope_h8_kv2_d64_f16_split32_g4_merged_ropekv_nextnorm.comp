@@ -328,33 +328,33 @@ void main()
         precise float t21 = subgroupMax(s3);
         if (subgroupElect()) {
             uint bits = floatBitsToUint(t18);
-            uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
+            uint key = ((bits & 0x80000000u) != 0u) ? (~bits) : (bits | 0x80000000u);
             atomicMax(mkey[0u], key);
             uint bits1 = floatBitsToUint(t19);
-            uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
+            uint key1 = ((bits1 & 0x80000000u) != 0u) ? (~bits1) : (bits1 | 0x80000000u);
             atomicMax(mkey[1u], key1);
             uint bits2 = floatBitsToUint(t20);
-            uint key2 = ((bits2 & 2147483648u) != 0u) ? (~bits2) : (bits2 | 2147483648u);
+            uint key2 = ((bits2 & 0x80000000u) != 0u) ? (~bits2) : (bits2 | 0x80000000u);
             atomicMax(mkey[2u], key2);
             uint bits3 = floatBitsToUint(t21);
-            uint key3 = ((bits3 & 2147483648u) != 0u) ? (~bits3) : (bits3 | 2147483648u);
+            uint key3 = ((bits3 & 0x80000000u) != 0u) ? (~bits3) : (bits3 | 0x80000000u);
             atomicMax(mkey[3u], key3);
         }
         barrier();
         uint key4 = mkey[0u];
-        precise float val = uintBitsToFloat(((key4 & 2147483648u) != 0u) ? (key4 ^ 2147483648u) : (~key4));
+        precise float val = uintBitsToFloat(((key4 & 0x80000000u) != 0u) ? (key4 ^ 0x80000000u) : (~key4));
         precise float mn = max(mx, val);
         precise float alpha = exp(mx - mn);
         uint key5 = mkey[1u];
-        precise float val1 = uintBitsToFloat(((key5 & 2147483648u) != 0u) ? (key5 ^ 2147483648u) : (~key5));
+        precise float val1 = uintBitsToFloat(((key5 & 0x80000000u) != 0u) ? (key5 ^ 0x80000000u) : (~key5));
         precise float mn1 = max(mx1, val1);
         precise float alpha1 = exp(mx1 - mn1);
         uint key6 = mkey[2u];
-        precise float val2 = uintBitsToFloat(((key6 & 2147483648u) != 0u) ? (key6 ^ 2147483648u) : (~key6));
+        precise float val2 = uintBitsToFloat(((key6 & 0x80000000u) != 0u) ? (key6 ^ 0x80000000u) : (~key6));
         precise float mn2 = max(mx2, val2);
         precise float alpha2 = exp(mx2 - mn2);
         uint key7 = mkey[3u];
-        precise float val3 = uintBitsToFloat(((key7 & 2147483648u) != 0u) ? (key7 ^ 2147483648u) : (~key7));
+        precise float val3 = uintBitsToFloat(((key7 & 0x80000000u) != 0u) ? (key7 ^ 0x80000000u) : (~key7));
         precise float mn3 = max(mx3, val3);
         precise float alpha3 = exp(mx3 - mn3);
         precise float t22 = (j1 < hi) ? exp(s - mn) : 0.0;
@@ -652,7 +652,7 @@ void main()
             precise int qv3 = clamp(int(roundEven(y1.w * s14)), Q8_LO, Q8_HI);
             qsum += qv3;
             if (inrow) {
-                pc.lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+                pc.lq.d[wi] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
             }
             precise int qv4 = clamp(int(roundEven(y2.x * s14)), Q8_LO, Q8_HI);
             qsum += qv4;
@@ -663,7 +663,7 @@ void main()
             precise int qv7 = clamp(int(roundEven(y2.w * s14)), Q8_LO, Q8_HI);
             qsum += qv7;
             if (inrow1) {
-                pc.lq.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+                pc.lq.d[wi1] = ((((uint(qv4) & 0xffu) << 0u) | ((uint(qv5) & 0xffu) << 8u)) | ((uint(qv6) & 0xffu) << 16u)) | ((uint(qv7) & 0xffu) << 24u);
             }
             precise int qv8 = clamp(int(roundEven(y3.x * s14)), Q8_LO, Q8_HI);
             qsum += qv8;
@@ -674,7 +674,7 @@ void main()
             precise int qv11 = clamp(int(roundEven(y3.w * s14)), Q8_LO, Q8_HI);
             qsum += qv11;
             if (inrow2) {
-                pc.lq.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+                pc.lq.d[wi2] = ((((uint(qv8) & 0xffu) << 0u) | ((uint(qv9) & 0xffu) << 8u)) | ((uint(qv10) & 0xffu) << 16u)) | ((uint(qv11) & 0xffu) << 24u);
             }
             precise int qv12 = clamp(int(roundEven(y4.x * s14)), Q8_LO, Q8_HI);
             qsum += qv12;
@@ -685,7 +685,7 @@ void main()
             precise int qv15 = clamp(int(roundEven(y4.w * s14)), Q8_LO, Q8_HI);
             qsum += qv15;
             if (inrow3) {
-                pc.lq.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);
+                pc.lq.d[wi3] = ((((uint(qv12) & 0xffu) << 0u) | ((uint(qv13) & 0xffu) << 8u)) | ((uint(qv14) & 0xffu) << 16u)) | ((uint(qv15) & 0xffu) << 24u);
             }
             int t34 = subgroupAdd(qsum);
             if (subgroupElect()) {

@@ -30,13 +30,17 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-layout(constant_id = 1) const uint WFMT = 0u;
+layout(constant_id = 1) const uint WFMT = 36u;
 const uint K4 = 128u;
 const uint KW = 32u;
 layout(constant_id = 4) const uint TILE_ROWS = 4u;
 layout(constant_id = 5) const uint TILE_TOKS = 4u;
 layout(constant_id = 7) const uint TILE_MMA = 0u;
 const uint M = 1536u;
+const uint FMT_I2_S = 36u;
+const uint FMT_TQ1_T = 200u;
+const uint FMT_TQ1_0 = 34u;
+const uint FMT_TQ2_0 = 35u;
 
 shared uint wsh[64u + 256u * TILE_ROWS];
 shared uint ash[32u + 512u * TILE_TOKS];
@@ -97,15 +101,15 @@ void main()
     MMA_DECLARE;
     precise float ws = 0.0;
     precise float ws_up = 0.0;
-    if (WFMT == 0u) {
+    if (WFMT == FMT_I2_S) {
         ws = uintBitsToFloat(pc.w.d[49152u]);
         ws_up = uintBitsToFloat(pc.wu.d[49152u]);
     }
-    if (WFMT == 3u) {
+    if (WFMT == FMT_TQ1_T) {
         ws = uintBitsToFloat(pc.w.d[39936u]);
         ws_up = uintBitsToFloat(pc.wu.d[39936u]);
     }
-    if ((TILE_MMA != 0u) && (WFMT == 0u)) {
+    if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
         uint row0 = gl_WorkGroupID.x * 64u;
         uint tok0 = gl_WorkGroupID.y * 32u;
         uint r = gl_LocalInvocationIndex >> 3u;
@@ -136,10 +140,10 @@ void main()
             wv2 = pc.w.d[wrow2 + (kb * 8u)];
             wv1 = pc.wu.d[wrow1 + (kb * 8u)];
             wv3 = pc.wu.d[wrow3 + (kb * 8u)];
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 6u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 6u) & 50529027u;
-            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 6u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 6u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 6u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 6u) & 0x03030303u;
+            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 6u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 6u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 0u))];
             barrier();
             for (uint v1 = gl_SubgroupID; v1 < 8u; v1 += gl_NumSubgroups) {
@@ -153,10 +157,10 @@ void main()
                 MMA(3, ((blk7 >> 4u) * 512u) + ((blk7 & 3u) * 128u), ((blk7 >> 2u) & 3u) * 64u, (((blk7 >> 4u) * 2048u) + (((blk7 >> 2u) & 3u) * 512u)) + ((blk7 & 3u) * 16u));
             }
             barrier();
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 4u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 4u) & 50529027u;
-            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 4u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 4u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 4u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 4u) & 0x03030303u;
+            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 4u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 4u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 8u))];
             barrier();
             for (uint v2 = gl_SubgroupID; v2 < 8u; v2 += gl_NumSubgroups) {
@@ -170,10 +174,10 @@ void main()
                 MMA(3, ((blk11 >> 4u) * 512u) + ((blk11 & 3u) * 128u), ((blk11 >> 2u) & 3u) * 64u, (((blk11 >> 4u) * 2048u) + (((blk11 >> 2u) & 3u) * 512u)) + ((blk11 & 3u) * 16u));
             }
             barrier();
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 2u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 2u) & 50529027u;
-            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 2u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 2u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 2u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 2u) & 0x03030303u;
+            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 2u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 2u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 16u))];
             barrier();
             for (uint v3 = gl_SubgroupID; v3 < 8u; v3 += gl_NumSubgroups) {
@@ -187,10 +191,10 @@ void main()
                 MMA(3, ((blk15 >> 4u) * 512u) + ((blk15 & 3u) * 128u), ((blk15 >> 2u) & 3u) * 64u, (((blk15 >> 4u) * 2048u) + (((blk15 >> 2u) & 3u) * 512u)) + ((blk15 & 3u) * 16u));
             }
             barrier();
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 0u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 0u) & 50529027u;
-            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 0u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 0u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 0u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv2 >> 0u) & 0x03030303u;
+            wsh[((r + 0u) * 8u) + (wi + 512u)] = (wv1 >> 0u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 512u)] = (wv3 >> 0u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 24u))];
             barrier();
             for (uint v4 = gl_SubgroupID; v4 < 8u; v4 += gl_NumSubgroups) {
@@ -225,8 +229,8 @@ void main()
             if ((tok < dyn.n_tokens) && (row < M)) {
                 int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
                 precise float sc = pc.qs.d[tok * 2u];
-                precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 0u] - qsum) / sc) * ws);
-                precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 2048u] - qsum) / sc) * ws_up);
+                precise float v6 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 0u] - qsum) / sc) * ws);
+                precise float vu = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 2048u] - qsum) / sc) * ws_up);
                 precise float rg = max(v6, 0.0);
                 precise float t2 = (rg * rg) * vu;
                 pc.y.d[(tok * M) + row] = t2;
@@ -441,76 +445,76 @@ void main()
                 uint wi1 = e1 & 7u;
                 uint gr = min(row01 + r1, M - 1u);
                 uint dst = ((wi1 + 0u) * wstr) + r1;
-                if (WFMT == 0u) {
+                if (WFMT == FMT_I2_S) {
                     wsh[dst] = pc.w.d[(gr * KW) + ((kb1 * 8u) + wi1)];
                 }
-                if (WFMT == 1u) {
-                    uint boff = (gr * 132u) + ((kb1 >> 1u) * 66u);
+                if (WFMT == FMT_TQ1_0) {
+                    uint boff = (gr * 108u) + ((kb1 >> 1u) * 54u);
                     uint l0 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t3 = l0 + 0u;
-                    uint t4 = boff + (((t3 >> 7u) << 5u) | (t3 & 31u));
-                    uint twi = t4 >> 2u;
+                    bool t4 = t3 < 160u;
+                    bool t5 = t3 < 240u;
+                    uint t6 = t3 - 160u;
+                    uint tn1 = t4 ? (t3 >> 5u) : (t5 ? (t6 >> 4u) : ((t3 - 240u) >> 2u));
+                    uint t7 = (tn1 == 4u) ? 81u : ((0x1b090301u >> (tn1 << 3u)) & 0xffu);
+                    uint t8 = boff + (t4 ? (t3 & 31u) : (t5 ? (32u + (t6 & 15u)) : 48u));
+                    uint twi = t8 >> 2u;
                     uint tlo = pc.w.d[twi];
-                    uint t5 = l0 + 32u;
-                    uint t6 = boff + (((t5 >> 7u) << 5u) | (t5 & 31u));
-                    uint twi1 = t6 >> 2u;
+                    uint t9 = ((t8 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo;
+                    uint t10 = l0 + 32u;
+                    bool t11 = t10 < 160u;
+                    bool t12 = t10 < 240u;
+                    uint t13 = t10 - 160u;
+                    uint tn2 = t11 ? (t10 >> 5u) : (t12 ? (t13 >> 4u) : ((t10 - 240u) >> 2u));
+                    uint t14 = (tn2 == 4u) ? 81u : ((0x1b090301u >> (tn2 << 3u)) & 0xffu);
+                    uint t15 = boff + (t11 ? (t10 & 31u) : (t12 ? (32u + (t13 & 15u)) : 48u));
+                    uint twi1 = t15 >> 2u;
                     uint tlo1 = pc.w.d[twi1];
-                    uint t7 = l0 + 64u;
-                    uint t8 = boff + (((t7 >> 7u) << 5u) | (t7 & 31u));
-                    uint twi2 = t8 >> 2u;
+                    uint t16 = ((t15 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1;
+                    uint t17 = l0 + 64u;
+                    bool t18 = t17 < 160u;
+                    bool t19 = t17 < 240u;
+                    uint t20 = t17 - 160u;
+                    uint tn3 = t18 ? (t17 >> 5u) : (t19 ? (t20 >> 4u) : ((t17 - 240u) >> 2u));
+                    uint t21 = (tn3 == 4u) ? 81u : ((0x1b090301u >> (tn3 << 3u)) & 0xffu);
+                    uint t22 = boff + (t18 ? (t17 & 31u) : (t19 ? (32u + (t20 & 15u)) : 48u));
+                    uint twi2 = t22 >> 2u;
                     uint tlo2 = pc.w.d[twi2];
-                    uint t9 = l0 + 96u;
-                    uint t10 = boff + (((t9 >> 7u) << 5u) | (t9 & 31u));
-                    uint twi3 = t10 >> 2u;
+                    uint t23 = ((t22 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2;
+                    uint t24 = l0 + 96u;
+                    bool t25 = t24 < 160u;
+                    bool t26 = t24 < 240u;
+                    uint t27 = t24 - 160u;
+                    uint tn4 = t25 ? (t24 >> 5u) : (t26 ? (t27 >> 4u) : ((t24 - 240u) >> 2u));
+                    uint t28 = (tn4 == 4u) ? 81u : ((0x1b090301u >> (tn4 << 3u)) & 0xffu);
+                    uint t29 = boff + (t25 ? (t24 & 31u) : (t26 ? (32u + (t27 & 15u)) : 48u));
+                    uint twi3 = t29 >> 2u;
                     uint tlo3 = pc.w.d[twi3];
-                    wsh[dst] = ((((((((t4 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t3 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t6 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t5 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t8 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t7 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t10 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t9 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    uint t30 = ((t29 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3;
+                    wsh[dst] = ((((((((((t9 & 0x00ff00ffu) * t7) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t9 >> 8u) & 0x00ff00ffu) * t7) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t16 & 0x00ff00ffu) * t14) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t16 >> 8u) & 0x00ff00ffu) * t14) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t23 & 0x00ff00ffu) * t21) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t23 >> 8u) & 0x00ff00ffu) * t21) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t30 & 0x00ff00ffu) * t28) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t30 >> 8u) & 0x00ff00ffu) * t28) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
-                if (WFMT == 2u) {
-                    uint boff1 = (gr * 108u) + ((kb1 >> 1u) * 54u);
+                if (WFMT == FMT_TQ2_0) {
+                    uint boff1 = (gr * 132u) + ((kb1 >> 1u) * 66u);
                     uint l01 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
-                    uint t11 = l01 + 0u;
-                    bool t12 = t11 < 160u;
-                    bool t13 = t11 < 240u;
-                    uint t14 = t11 - 160u;
-                    uint tn1 = t12 ? (t11 >> 5u) : (t13 ? (t14 >> 4u) : ((t11 - 240u) >> 2u));
-                    uint t15 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                    uint t16 = boff1 + (t12 ? (t11 & 31u) : (t13 ? (32u + (t14 & 15u)) : 48u));
-                    uint twi4 = t16 >> 2u;
+                    uint t31 = l01 + 0u;
+                    uint t32 = boff1 + (((t31 >> 7u) << 5u) | (t31 & 31u));
+                    uint twi4 = t32 >> 2u;
                     uint tlo4 = pc.w.d[twi4];
-                    uint t17 = ((t16 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-                    uint t18 = l01 + 32u;
-                    bool t19 = t18 < 160u;
-                    bool t20 = t18 < 240u;
-                    uint t21 = t18 - 160u;
-                    uint tn2 = t19 ? (t18 >> 5u) : (t20 ? (t21 >> 4u) : ((t18 - 240u) >> 2u));
-                    uint t22 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                    uint t23 = boff1 + (t19 ? (t18 & 31u) : (t20 ? (32u + (t21 & 15u)) : 48u));
-                    uint twi5 = t23 >> 2u;
+                    uint t33 = l01 + 32u;
+                    uint t34 = boff1 + (((t33 >> 7u) << 5u) | (t33 & 31u));
+                    uint twi5 = t34 >> 2u;
                     uint tlo5 = pc.w.d[twi5];
-                    uint t24 = ((t23 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-                    uint t25 = l01 + 64u;
-                    bool t26 = t25 < 160u;
-                    bool t27 = t25 < 240u;
-                    uint t28 = t25 - 160u;
-                    uint tn3 = t26 ? (t25 >> 5u) : (t27 ? (t28 >> 4u) : ((t25 - 240u) >> 2u));
-                    uint t29 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                    uint t30 = boff1 + (t26 ? (t25 & 31u) : (t27 ? (32u + (t28 & 15u)) : 48u));
-                    uint twi6 = t30 >> 2u;
+                    uint t35 = l01 + 64u;
+                    uint t36 = boff1 + (((t35 >> 7u) << 5u) | (t35 & 31u));
+                    uint twi6 = t36 >> 2u;
                     uint tlo6 = pc.w.d[twi6];
-                    uint t31 = ((t30 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-                    uint t32 = l01 + 96u;
-                    bool t33 = t32 < 160u;
-                    bool t34 = t32 < 240u;
-                    uint t35 = t32 - 160u;
-                    uint tn4 = t33 ? (t32 >> 5u) : (t34 ? (t35 >> 4u) : ((t32 - 240u) >> 2u));
-                    uint t36 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-                    uint t37 = boff1 + (t33 ? (t32 & 31u) : (t34 ? (32u + (t35 & 15u)) : 48u));
-                    uint twi7 = t37 >> 2u;
+                    uint t37 = l01 + 96u;
+                    uint t38 = boff1 + (((t37 >> 7u) << 5u) | (t37 & 31u));
+                    uint twi7 = t38 >> 2u;
                     uint tlo7 = pc.w.d[twi7];
-                    uint t38 = ((t37 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-                    wsh[dst] = ((((((((((t17 & 16711935u) * t15) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t17 >> 8u) & 16711935u) * t15) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t24 & 16711935u) * t22) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t24 >> 8u) & 16711935u) * t22) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t31 & 16711935u) * t29) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t31 >> 8u) & 16711935u) * t29) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t38 & 16711935u) * t36) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t38 >> 8u) & 16711935u) * t36) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    wsh[dst] = ((((((((t32 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t31 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t34 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t33 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t36 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t35 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t38 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t37 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                 }
-                if (WFMT == 3u) {
+                if (WFMT == FMT_TQ1_T) {
                     uint boff2 = (gr * 104u) + ((kb1 >> 1u) * 52u);
                     uint l02 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t39 = l02 + 0u;
@@ -518,30 +522,30 @@ void main()
                     bool t41 = t39 < 240u;
                     uint t42 = t39 - 160u;
                     uint tn5 = t40 ? (t39 >> 5u) : (t41 ? (t42 >> 4u) : ((t39 - 240u) >> 2u));
-                    uint t43 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                    uint t43 = (tn5 == 4u) ? 81u : ((0x1b090301u >> (tn5 << 3u)) & 0xffu);
                     uint t44 = pc.w.d[(boff2 + (t40 ? (t39 & 31u) : (t41 ? (32u + (t42 & 15u)) : 48u))) >> 2u];
                     uint t45 = l02 + 32u;
                     bool t46 = t45 < 160u;
                     bool t47 = t45 < 240u;
                     uint t48 = t45 - 160u;
                     uint tn6 = t46 ? (t45 >> 5u) : (t47 ? (t48 >> 4u) : ((t45 - 240u) >> 2u));
-                    uint t49 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                    uint t49 = (tn6 == 4u) ? 81u : ((0x1b090301u >> (tn6 << 3u)) & 0xffu);
                     uint t50 = pc.w.d[(boff2 + (t46 ? (t45 & 31u) : (t47 ? (32u + (t48 & 15u)) : 48u))) >> 2u];
                     uint t51 = l02 + 64u;
                     bool t52 = t51 < 160u;
                     bool t53 = t51 < 240u;
                     uint t54 = t51 - 160u;
                     uint tn7 = t52 ? (t51 >> 5u) : (t53 ? (t54 >> 4u) : ((t51 - 240u) >> 2u));
-                    uint t55 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                    uint t55 = (tn7 == 4u) ? 81u : ((0x1b090301u >> (tn7 << 3u)) & 0xffu);
                     uint t56 = pc.w.d[(boff2 + (t52 ? (t51 & 31u) : (t53 ? (32u + (t54 & 15u)) : 48u))) >> 2u];
                     uint t57 = l02 + 96u;
                     bool t58 = t57 < 160u;
                     bool t59 = t57 < 240u;
                     uint t60 = t57 - 160u;
                     uint tn8 = t58 ? (t57 >> 5u) : (t59 ? (t60 >> 4u) : ((t57 - 240u) >> 2u));
-                    uint t61 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                    uint t61 = (tn8 == 4u) ? 81u : ((0x1b090301u >> (tn8 << 3u)) & 0xffu);
                     uint t62 = pc.w.d[(boff2 + (t58 ? (t57 & 31u) : (t59 ? (32u + (t60 & 15u)) : 48u))) >> 2u];
-                    wsh[dst] = ((((((((((t44 & 16711935u) * t43) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t44 >> 8u) & 16711935u) * t43) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t50 & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t50 >> 8u) & 16711935u) * t49) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t56 & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t56 >> 8u) & 16711935u) * t55) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t62 & 16711935u) * t61) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t62 >> 8u) & 16711935u) * t61) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    wsh[dst] = ((((((((((t44 & 0x00ff00ffu) * t43) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t44 >> 8u) & 0x00ff00ffu) * t43) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t50 & 0x00ff00ffu) * t49) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t50 >> 8u) & 0x00ff00ffu) * t49) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t56 & 0x00ff00ffu) * t55) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t56 >> 8u) & 0x00ff00ffu) * t55) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t62 & 0x00ff00ffu) * t61) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t62 >> 8u) & 0x00ff00ffu) * t61) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
             }
             for (uint h1 = 0u; h1 < TILE_ROWS >> 1u; h1++) {
@@ -550,76 +554,76 @@ void main()
                 uint wi2 = e2 & 7u;
                 uint gr1 = min(row01 + r2, M - 1u);
                 uint dst1 = ((wi2 + 8u) * wstr) + r2;
-                if (WFMT == 0u) {
+                if (WFMT == FMT_I2_S) {
                     wsh[dst1] = pc.wu.d[(gr1 * KW) + ((kb1 * 8u) + wi2)];
                 }
-                if (WFMT == 1u) {
-                    uint boff3 = (gr1 * 132u) + ((kb1 >> 1u) * 66u);
+                if (WFMT == FMT_TQ1_0) {
+                    uint boff3 = (gr1 * 108u) + ((kb1 >> 1u) * 54u);
                     uint l03 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
                     uint t63 = l03 + 0u;
-                    uint t64 = boff3 + (((t63 >> 7u) << 5u) | (t63 & 31u));
-                    uint twi8 = t64 >> 2u;
+                    bool t64 = t63 < 160u;
+                    bool t65 = t63 < 240u;
+                    uint t66 = t63 - 160u;
+                    uint tn9 = t64 ? (t63 >> 5u) : (t65 ? (t66 >> 4u) : ((t63 - 240u) >> 2u));
+                    uint t67 = (tn9 == 4u) ? 81u : ((0x1b090301u >> (tn9 << 3u)) & 0xffu);
+                    uint t68 = boff3 + (t64 ? (t63 & 31u) : (t65 ? (32u + (t66 & 15u)) : 48u));
+                    uint twi8 = t68 >> 2u;
                     uint tlo8 = pc.wu.d[twi8];
-                    uint t65 = l03 + 32u;
-                    uint t66 = boff3 + (((t65 >> 7u) << 5u) | (t65 & 31u));
-                    uint twi9 = t66 >> 2u;
+                    uint t69 = ((t68 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.wu.d[twi8 + 1u] << 16u)) : tlo8;
+                    uint t70 = l03 + 32u;
+                    bool t71 = t70 < 160u;
+                    bool t72 = t70 < 240u;
+                    uint t73 = t70 - 160u;
+                    uint tn10 = t71 ? (t70 >> 5u) : (t72 ? (t73 >> 4u) : ((t70 - 240u) >> 2u));
+                    uint t74 = (tn10 == 4u) ? 81u : ((0x1b090301u >> (tn10 << 3u)) & 0xffu);
+                    uint t75 = boff3 + (t71 ? (t70 & 31u) : (t72 ? (32u + (t73 & 15u)) : 48u));
+                    uint twi9 = t75 >> 2u;
                     uint tlo9 = pc.wu.d[twi9];
-                    uint t67 = l03 + 64u;
-                    uint t68 = boff3 + (((t67 >> 7u) << 5u) | (t67 & 31u));
-                    uint twi10 = t68 >> 2u;
+                    uint t76 = ((t75 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.wu.d[twi9 + 1u] << 16u)) : tlo9;
+                    uint t77 = l03 + 64u;
+                    bool t78 = t77 < 160u;
+                    bool t79 = t77 < 240u;
+                    uint t80 = t77 - 160u;
+                    uint tn11 = t78 ? (t77 >> 5u) : (t79 ? (t80 >> 4u) : ((t77 - 240u) >> 2u));
+                    uint t81 = (tn11 == 4u) ? 81u : ((0x1b090301u >> (tn11 << 3u)) & 0xffu);
+                    uint t82 = boff3 + (t78 ? (t77 & 31u) : (t79 ? (32u + (t80 & 15u)) : 48u));
+                    uint twi10 = t82 >> 2u;
                     uint tlo10 = pc.wu.d[twi10];
-                    uint t69 = l03 + 96u;
-                    uint t70 = boff3 + (((t69 >> 7u) << 5u) | (t69 & 31u));
-                    uint twi11 = t70 >> 2u;
+                    uint t83 = ((t82 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.wu.d[twi10 + 1u] << 16u)) : tlo10;
+                    uint t84 = l03 + 96u;
+                    bool t85 = t84 < 160u;
+                    bool t86 = t84 < 240u;
+                    uint t87 = t84 - 160u;
+                    uint tn12 = t85 ? (t84 >> 5u) : (t86 ? (t87 >> 4u) : ((t84 - 240u) >> 2u));
+                    uint t88 = (tn12 == 4u) ? 81u : ((0x1b090301u >> (tn12 << 3u)) & 0xffu);
+                    uint t89 = boff3 + (t85 ? (t84 & 31u) : (t86 ? (32u + (t87 & 15u)) : 48u));
+                    uint twi11 = t89 >> 2u;
                     uint tlo11 = pc.wu.d[twi11];
-                    wsh[dst1] = ((((((((t64 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.wu.d[twi8 + 1u] << 16u)) : tlo8) >> (((t63 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t66 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.wu.d[twi9 + 1u] << 16u)) : tlo9) >> (((t65 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t68 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.wu.d[twi10 + 1u] << 16u)) : tlo10) >> (((t67 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t70 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.wu.d[twi11 + 1u] << 16u)) : tlo11) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    uint t90 = ((t89 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.wu.d[twi11 + 1u] << 16u)) : tlo11;
+                    wsh[dst1] = ((((((((((t69 & 0x00ff00ffu) * t67) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t69 >> 8u) & 0x00ff00ffu) * t67) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t76 & 0x00ff00ffu) * t74) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t76 >> 8u) & 0x00ff00ffu) * t74) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t83 & 0x00ff00ffu) * t81) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t83 >> 8u) & 0x00ff00ffu) * t81) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t90 & 0x00ff00ffu) * t88) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t90 >> 8u) & 0x00ff00ffu) * t88) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
-                if (WFMT == 2u) {
-                    uint boff4 = (gr1 * 108u) + ((kb1 >> 1u) * 54u);
+                if (WFMT == FMT_TQ2_0) {
+                    uint boff4 = (gr1 * 132u) + ((kb1 >> 1u) * 66u);
                     uint l04 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
-                    uint t71 = l04 + 0u;
-                    bool t72 = t71 < 160u;
-                    bool t73 = t71 < 240u;
-                    uint t74 = t71 - 160u;
-                    uint tn9 = t72 ? (t71 >> 5u) : (t73 ? (t74 >> 4u) : ((t71 - 240u) >> 2u));
-                    uint t75 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-                    uint t76 = boff4 + (t72 ? (t71 & 31u) : (t73 ? (32u + (t74 & 15u)) : 48u));
-                    uint twi12 = t76 >> 2u;
+                    uint t91 = l04 + 0u;
+                    uint t92 = boff4 + (((t91 >> 7u) << 5u) | (t91 & 31u));
+                    uint twi12 = t92 >> 2u;
                     uint tlo12 = pc.wu.d[twi12];
-                    uint t77 = ((t76 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.wu.d[twi12 + 1u] << 16u)) : tlo12;
-                    uint t78 = l04 + 32u;
-                    bool t79 = t78 < 160u;
-                    bool t80 = t78 < 240u;
-                    uint t81 = t78 - 160u;
-                    uint tn10 = t79 ? (t78 >> 5u) : (t80 ? (t81 >> 4u) : ((t78 - 240u) >> 2u));
-                    uint t82 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                    uint t83 = boff4 + (t79 ? (t78 & 31u) : (t80 ? (32u + (t81 & 15u)) : 48u));
-                    uint twi13 = t83 >> 2u;
+                    uint t93 = l04 + 32u;
+                    uint t94 = boff4 + (((t93 >> 7u) << 5u) | (t93 & 31u));
+                    uint twi13 = t94 >> 2u;
                     uint tlo13 = pc.wu.d[twi13];
-                    uint t84 = ((t83 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.wu.d[twi13 + 1u] << 16u)) : tlo13;
-                    uint t85 = l04 + 64u;
-                    bool t86 = t85 < 160u;
-                    bool t87 = t85 < 240u;
-                    uint t88 = t85 - 160u;
-                    uint tn11 = t86 ? (t85 >> 5u) : (t87 ? (t88 >> 4u) : ((t85 - 240u) >> 2u));
-                    uint t89 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                    uint t90 = boff4 + (t86 ? (t85 & 31u) : (t87 ? (32u + (t88 & 15u)) : 48u));
-                    uint twi14 = t90 >> 2u;
+                    uint t95 = l04 + 64u;
+                    uint t96 = boff4 + (((t95 >> 7u) << 5u) | (t95 & 31u));
+                    uint twi14 = t96 >> 2u;
                     uint tlo14 = pc.wu.d[twi14];
-                    uint t91 = ((t90 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.wu.d[twi14 + 1u] << 16u)) : tlo14;
-                    uint t92 = l04 + 96u;
-                    bool t93 = t92 < 160u;
-                    bool t94 = t92 < 240u;
-                    uint t95 = t92 - 160u;
-                    uint tn12 = t93 ? (t92 >> 5u) : (t94 ? (t95 >> 4u) : ((t92 - 240u) >> 2u));
-                    uint t96 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-                    uint t97 = boff4 + (t93 ? (t92 & 31u) : (t94 ? (32u + (t95 & 15u)) : 48u));
-                    uint twi15 = t97 >> 2u;
+                    uint t97 = l04 + 96u;
+                    uint t98 = boff4 + (((t97 >> 7u) << 5u) | (t97 & 31u));
+                    uint twi15 = t98 >> 2u;
                     uint tlo15 = pc.wu.d[twi15];
-                    uint t98 = ((t97 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.wu.d[twi15 + 1u] << 16u)) : tlo15;
-                    wsh[dst1] = ((((((((((t77 & 16711935u) * t75) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t77 >> 8u) & 16711935u) * t75) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t84 & 16711935u) * t82) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t84 >> 8u) & 16711935u) * t82) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t91 & 16711935u) * t89) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t91 >> 8u) & 16711935u) * t89) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t98 & 16711935u) * t96) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t98 >> 8u) & 16711935u) * t96) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    wsh[dst1] = ((((((((t92 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.wu.d[twi12 + 1u] << 16u)) : tlo12) >> (((t91 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t94 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.wu.d[twi13 + 1u] << 16u)) : tlo13) >> (((t93 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t96 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.wu.d[twi14 + 1u] << 16u)) : tlo14) >> (((t95 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t98 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.wu.d[twi15 + 1u] << 16u)) : tlo15) >> (((t97 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                 }
-                if (WFMT == 3u) {
+                if (WFMT == FMT_TQ1_T) {
                     uint boff5 = (gr1 * 104u) + ((kb1 >> 1u) * 52u);
                     uint l05 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
                     uint t99 = l05 + 0u;
@@ -627,48 +631,48 @@ void main()
                     bool t101 = t99 < 240u;
                     uint t102 = t99 - 160u;
                     uint tn13 = t100 ? (t99 >> 5u) : (t101 ? (t102 >> 4u) : ((t99 - 240u) >> 2u));
-                    uint t103 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                    uint t103 = (tn13 == 4u) ? 81u : ((0x1b090301u >> (tn13 << 3u)) & 0xffu);
                     uint t104 = pc.wu.d[(boff5 + (t100 ? (t99 & 31u) : (t101 ? (32u + (t102 & 15u)) : 48u))) >> 2u];
                     uint t105 = l05 + 32u;
                     bool t106 = t105 < 160u;
                     bool t107 = t105 < 240u;
                     uint t108 = t105 - 160u;
                     uint tn14 = t106 ? (t105 >> 5u) : (t107 ? (t108 >> 4u) : ((t105 - 240u) >> 2u));
-                    uint t109 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                    uint t109 = (tn14 == 4u) ? 81u : ((0x1b090301u >> (tn14 << 3u)) & 0xffu);
                     uint t110 = pc.wu.d[(boff5 + (t106 ? (t105 & 31u) : (t107 ? (32u + (t108 & 15u)) : 48u))) >> 2u];
                     uint t111 = l05 + 64u;
                     bool t112 = t111 < 160u;
                     bool t113 = t111 < 240u;
                     uint t114 = t111 - 160u;
                     uint tn15 = t112 ? (t111 >> 5u) : (t113 ? (t114 >> 4u) : ((t111 - 240u) >> 2u));
-                    uint t115 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                    uint t115 = (tn15 == 4u) ? 81u : ((0x1b090301u >> (tn15 << 3u)) & 0xffu);
                     uint t116 = pc.wu.d[(boff5 + (t112 ? (t111 & 31u) : (t113 ? (32u + (t114 & 15u)) : 48u))) >> 2u];
                     uint t117 = l05 + 96u;
                     bool t118 = t117 < 160u;
                     bool t119 = t117 < 240u;
                     uint t120 = t117 - 160u;
                     uint tn16 = t118 ? (t117 >> 5u) : (t119 ? (t120 >> 4u) : ((t117 - 240u) >> 2u));
-                    uint t121 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                    uint t121 = (tn16 == 4u) ? 81u : ((0x1b090301u >> (tn16 << 3u)) & 0xffu);
                     uint t122 = pc.wu.d[(boff5 + (t118 ? (t117 & 31u) : (t119 ? (32u + (t120 & 15u)) : 48u))) >> 2u];
-                    wsh[dst1] = ((((((((((t104 & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t104 >> 8u) & 16711935u) * t103) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t110 & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t110 >> 8u) & 16711935u) * t109) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t116 & 16711935u) * t115) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t116 >> 8u) & 16711935u) * t115) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t122 & 16711935u) * t121) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t122 >> 8u) & 16711935u) * t121) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    wsh[dst1] = ((((((((((t104 & 0x00ff00ffu) * t103) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t104 >> 8u) & 0x00ff00ffu) * t103) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t110 & 0x00ff00ffu) * t109) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t110 >> 8u) & 0x00ff00ffu) * t109) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t116 & 0x00ff00ffu) * t115) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t116 >> 8u) & 0x00ff00ffu) * t115) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t122 & 0x00ff00ffu) * t121) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t122 >> 8u) & 0x00ff00ffu) * t121) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
             }
-            if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm)) {
-                uint boff6 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 132u) + ((kb1 >> 1u) * 66u);
-                uint tdo = boff6 + 64u;
-                precise float t123 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+            if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm)) {
+                uint boff6 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 108u) + ((kb1 >> 1u) * 54u);
+                uint tdo = boff6 + 52u;
+                precise float t123 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t123;
-                uint tdo1 = boff6 + 64u;
-                precise float t124 = unpackHalf2x16((pc.wu.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                uint tdo1 = boff6 + 52u;
+                precise float t124 = unpackHalf2x16((pc.wu.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex + tm] = t124;
             }
-            if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm)) {
-                uint boff7 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 108u) + ((kb1 >> 1u) * 54u);
-                uint tdo2 = boff7 + 52u;
-                precise float t125 = unpackHalf2x16((pc.w.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+            if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm)) {
+                uint boff7 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 132u) + ((kb1 >> 1u) * 66u);
+                uint tdo2 = boff7 + 64u;
+                precise float t125 = unpackHalf2x16((pc.w.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t125;
-                uint tdo3 = boff7 + 52u;
-                precise float t126 = unpackHalf2x16((pc.wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                uint tdo3 = boff7 + 64u;
+                precise float t126 = unpackHalf2x16((pc.wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex + tm] = t126;
             }
             for (uint h2 = 0u; h2 < TILE_TOKS * 2u; h2++) {
@@ -678,7 +682,7 @@ void main()
                 ash[(jw * astr) + t] = pc.q.d[(min(tok01 + t, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw)];
             }
             barrier();
-            bool tq = (WFMT == 2u) || (WFMT == 1u);
+            bool tq = (WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0);
             if ((tok01 + tokv) < dyn.n_tokens) {
                 for (uint wl = 0u; wl < 8u; wl++) {
                     uint wv4 = 0u;
@@ -738,8 +742,8 @@ void main()
                         av6 = ash[ab + 6u];
                         av7 = ash[ab + 7u];
                     }
-                    uint t127 = (wv4 >> 6u) & 50529027u;
-                    uint c = tq ? ((t127 + 2139062143u) ^ 2155905152u) : t127;
+                    uint t127 = (wv4 >> 6u) & 0x03030303u;
+                    uint c = tq ? ((t127 + 0x7f7f7f7fu) ^ 0x80808080u) : t127;
                     acc00 += dsl_dot4x8_ss(av, c);
                     acc01 += dsl_dot4x8_ss(av1, c);
                     if (TILE_TOKS > 2u) {
@@ -752,8 +756,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av6, c);
                         acc07 += dsl_dot4x8_ss(av7, c);
                     }
-                    uint t128 = (wv12 >> 6u) & 50529027u;
-                    uint c1 = tq ? ((t128 + 2139062143u) ^ 2155905152u) : t128;
+                    uint t128 = (wv12 >> 6u) & 0x03030303u;
+                    uint c1 = tq ? ((t128 + 0x7f7f7f7fu) ^ 0x80808080u) : t128;
                     accu00 += dsl_dot4x8_ss(av, c1);
                     accu01 += dsl_dot4x8_ss(av1, c1);
                     if (TILE_TOKS > 2u) {
@@ -766,8 +770,8 @@ void main()
                         accu06 += dsl_dot4x8_ss(av6, c1);
                         accu07 += dsl_dot4x8_ss(av7, c1);
                     }
-                    uint t129 = (wv5 >> 6u) & 50529027u;
-                    uint c2 = tq ? ((t129 + 2139062143u) ^ 2155905152u) : t129;
+                    uint t129 = (wv5 >> 6u) & 0x03030303u;
+                    uint c2 = tq ? ((t129 + 0x7f7f7f7fu) ^ 0x80808080u) : t129;
                     acc10 += dsl_dot4x8_ss(av, c2);
                     acc11 += dsl_dot4x8_ss(av1, c2);
                     if (TILE_TOKS > 2u) {
@@ -780,8 +784,8 @@ void main()
                         acc16 += dsl_dot4x8_ss(av6, c2);
                         acc17 += dsl_dot4x8_ss(av7, c2);
                     }
-                    uint t130 = (wv13 >> 6u) & 50529027u;
-                    uint c3 = tq ? ((t130 + 2139062143u) ^ 2155905152u) : t130;
+                    uint t130 = (wv13 >> 6u) & 0x03030303u;
+                    uint c3 = tq ? ((t130 + 0x7f7f7f7fu) ^ 0x80808080u) : t130;
                     accu10 += dsl_dot4x8_ss(av, c3);
                     accu11 += dsl_dot4x8_ss(av1, c3);
                     if (TILE_TOKS > 2u) {
@@ -795,8 +799,8 @@ void main()
                         accu17 += dsl_dot4x8_ss(av7, c3);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t131 = (wv6 >> 6u) & 50529027u;
-                        uint c4 = tq ? ((t131 + 2139062143u) ^ 2155905152u) : t131;
+                        uint t131 = (wv6 >> 6u) & 0x03030303u;
+                        uint c4 = tq ? ((t131 + 0x7f7f7f7fu) ^ 0x80808080u) : t131;
                         acc20 += dsl_dot4x8_ss(av, c4);
                         acc21 += dsl_dot4x8_ss(av1, c4);
                         if (TILE_TOKS > 2u) {
@@ -809,8 +813,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av6, c4);
                             acc27 += dsl_dot4x8_ss(av7, c4);
                         }
-                        uint t132 = (wv14 >> 6u) & 50529027u;
-                        uint c5 = tq ? ((t132 + 2139062143u) ^ 2155905152u) : t132;
+                        uint t132 = (wv14 >> 6u) & 0x03030303u;
+                        uint c5 = tq ? ((t132 + 0x7f7f7f7fu) ^ 0x80808080u) : t132;
                         accu20 += dsl_dot4x8_ss(av, c5);
                         accu21 += dsl_dot4x8_ss(av1, c5);
                         if (TILE_TOKS > 2u) {
@@ -823,8 +827,8 @@ void main()
                             accu26 += dsl_dot4x8_ss(av6, c5);
                             accu27 += dsl_dot4x8_ss(av7, c5);
                         }
-                        uint t133 = (wv7 >> 6u) & 50529027u;
-                        uint c6 = tq ? ((t133 + 2139062143u) ^ 2155905152u) : t133;
+                        uint t133 = (wv7 >> 6u) & 0x03030303u;
+                        uint c6 = tq ? ((t133 + 0x7f7f7f7fu) ^ 0x80808080u) : t133;
                         acc30 += dsl_dot4x8_ss(av, c6);
                         acc31 += dsl_dot4x8_ss(av1, c6);
                         if (TILE_TOKS > 2u) {
@@ -837,8 +841,8 @@ void main()
                             acc36 += dsl_dot4x8_ss(av6, c6);
                             acc37 += dsl_dot4x8_ss(av7, c6);
                         }
-                        uint t134 = (wv15 >> 6u) & 50529027u;
-                        uint c7 = tq ? ((t134 + 2139062143u) ^ 2155905152u) : t134;
+                        uint t134 = (wv15 >> 6u) & 0x03030303u;
+                        uint c7 = tq ? ((t134 + 0x7f7f7f7fu) ^ 0x80808080u) : t134;
                         accu30 += dsl_dot4x8_ss(av, c7);
                         accu31 += dsl_dot4x8_ss(av1, c7);
                         if (TILE_TOKS > 2u) {
@@ -853,64 +857,64 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t135 = (wv8 >> 6u) & 50529027u;
-                        uint c8 = tq ? ((t135 + 2139062143u) ^ 2155905152u) : t135;
+                        uint t135 = (wv8 >> 6u) & 0x03030303u;
+                        uint c8 = tq ? ((t135 + 0x7f7f7f7fu) ^ 0x80808080u) : t135;
                         acc40 += dsl_dot4x8_ss(av, c8);
                         acc41 += dsl_dot4x8_ss(av1, c8);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av2, c8);
                             acc43 += dsl_dot4x8_ss(av3, c8);
                         }
-                        uint t136 = (wv16 >> 6u) & 50529027u;
-                        uint c9 = tq ? ((t136 + 2139062143u) ^ 2155905152u) : t136;
+                        uint t136 = (wv16 >> 6u) & 0x03030303u;
+                        uint c9 = tq ? ((t136 + 0x7f7f7f7fu) ^ 0x80808080u) : t136;
                         accu40 += dsl_dot4x8_ss(av, c9);
                         accu41 += dsl_dot4x8_ss(av1, c9);
                         if (TILE_TOKS > 2u) {
                             accu42 += dsl_dot4x8_ss(av2, c9);
                             accu43 += dsl_dot4x8_ss(av3, c9);
                         }
-                        uint t137 = (wv9 >> 6u) & 50529027u;
-                        uint c10 = tq ? ((t137 + 2139062143u) ^ 2155905152u) : t137;
+                        uint t137 = (wv9 >> 6u) & 0x03030303u;
+                        uint c10 = tq ? ((t137 + 0x7f7f7f7fu) ^ 0x80808080u) : t137;
                         acc50 += dsl_dot4x8_ss(av, c10);
                         acc51 += dsl_dot4x8_ss(av1, c10);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av2, c10);
                             acc53 += dsl_dot4x8_ss(av3, c10);
                         }
-                        uint t138 = (wv17 >> 6u) & 50529027u;
-                        uint c11 = tq ? ((t138 + 2139062143u) ^ 2155905152u) : t138;
+                        uint t138 = (wv17 >> 6u) & 0x03030303u;
+                        uint c11 = tq ? ((t138 + 0x7f7f7f7fu) ^ 0x80808080u) : t138;
                         accu50 += dsl_dot4x8_ss(av, c11);
                         accu51 += dsl_dot4x8_ss(av1, c11);
                         if (TILE_TOKS > 2u) {
                             accu52 += dsl_dot4x8_ss(av2, c11);
                             accu53 += dsl_dot4x8_ss(av3, c11);
                         }
-                        uint t139 = (wv10 >> 6u) & 50529027u;
-                        uint c12 = tq ? ((t139 + 2139062143u) ^ 2155905152u) : t139;
+                        uint t139 = (wv10 >> 6u) & 0x03030303u;
+                        uint c12 = tq ? ((t139 + 0x7f7f7f7fu) ^ 0x80808080u) : t139;
                         acc60 += dsl_dot4x8_ss(av, c12);
                         acc61 += dsl_dot4x8_ss(av1, c12);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av2, c12);
                             acc63 += dsl_dot4x8_ss(av3, c12);
                         }
-                        uint t140 = (wv18 >> 6u) & 50529027u;
-                        uint c13 = tq ? ((t140 + 2139062143u) ^ 2155905152u) : t140;
+                        uint t140 = (wv18 >> 6u) & 0x03030303u;
+                        uint c13 = tq ? ((t140 + 0x7f7f7f7fu) ^ 0x80808080u) : t140;
                         accu60 += dsl_dot4x8_ss(av, c13);
                         accu61 += dsl_dot4x8_ss(av1, c13);
                         if (TILE_TOKS > 2u) {
                             accu62 += dsl_dot4x8_ss(av2, c13);
                             accu63 += dsl_dot4x8_ss(av3, c13);
                         }
-                        uint t141 = (wv11 >> 6u) & 50529027u;
-                        uint c14 = tq ? ((t141 + 2139062143u) ^ 2155905152u) : t141;
+                        uint t141 = (wv11 >> 6u) & 0x03030303u;
+                        uint c14 = tq ? ((t141 + 0x7f7f7f7fu) ^ 0x80808080u) : t141;
                         acc70 += dsl_dot4x8_ss(av, c14);
                         acc71 += dsl_dot4x8_ss(av1, c14);
                         if (TILE_TOKS > 2u) {
                             acc72 += dsl_dot4x8_ss(av2, c14);
                             acc73 += dsl_dot4x8_ss(av3, c14);
                         }
-                        uint t142 = (wv19 >> 6u) & 50529027u;
-                        uint c15 = tq ? ((t142 + 2139062143u) ^ 2155905152u) : t142;
+                        uint t142 = (wv19 >> 6u) & 0x03030303u;
+                        uint c15 = tq ? ((t142 + 0x7f7f7f7fu) ^ 0x80808080u) : t142;
                         accu70 += dsl_dot4x8_ss(av, c15);
                         accu71 += dsl_dot4x8_ss(av1, c15);
                         if (TILE_TOKS > 2u) {
@@ -939,8 +943,8 @@ void main()
                         av14 = ash[ab1 + 6u];
                         av15 = ash[ab1 + 7u];
                     }
-                    uint t143 = (wv4 >> 4u) & 50529027u;
-                    uint c16 = tq ? ((t143 + 2139062143u) ^ 2155905152u) : t143;
+                    uint t143 = (wv4 >> 4u) & 0x03030303u;
+                    uint c16 = tq ? ((t143 + 0x7f7f7f7fu) ^ 0x80808080u) : t143;
                     acc00 += dsl_dot4x8_ss(av8, c16);
                     acc01 += dsl_dot4x8_ss(av9, c16);
                     if (TILE_TOKS > 2u) {
@@ -953,8 +957,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av14, c16);
                         acc07 += dsl_dot4x8_ss(av15, c16);
                     }
-                    uint t144 = (wv12 >> 4u) & 50529027u;
-                    uint c17 = tq ? ((t144 + 2139062143u) ^ 2155905152u) : t144;
+                    uint t144 = (wv12 >> 4u) & 0x03030303u;
+                    uint c17 = tq ? ((t144 + 0x7f7f7f7fu) ^ 0x80808080u) : t144;
                     accu00 += dsl_dot4x8_ss(av8, c17);
                     accu01 += dsl_dot4x8_ss(av9, c17);
                     if (TILE_TOKS > 2u) {
@@ -967,8 +971,8 @@ void main()
                         accu06 += dsl_dot4x8_ss(av14, c17);
                         accu07 += dsl_dot4x8_ss(av15, c17);
                     }
-                    uint t145 = (wv5 >> 4u) & 50529027u;
-                    uint c18 = tq ? ((t145 + 2139062143u) ^ 2155905152u) : t145;
+                    uint t145 = (wv5 >> 4u) & 0x03030303u;
+                    uint c18 = tq ? ((t145 + 0x7f7f7f7fu) ^ 0x80808080u) : t145;
                     acc10 += dsl_dot4x8_ss(av8, c18);
                     acc11 += dsl_dot4x8_ss(av9, c18);
                     if (TILE_TOKS > 2u) {
@@ -981,8 +985,8 @@ void main()
                         acc16 += dsl_dot4x8_ss(av14, c18);
                         acc17 += dsl_dot4x8_ss(av15, c18);
                     }
-                    uint t146 = (wv13 >> 4u) & 50529027u;
-                    uint c19 = tq ? ((t146 + 2139062143u) ^ 2155905152u) : t146;
+                    uint t146 = (wv13 >> 4u) & 0x03030303u;
+                    uint c19 = tq ? ((t146 + 0x7f7f7f7fu) ^ 0x80808080u) : t146;
                     accu10 += dsl_dot4x8_ss(av8, c19);
                     accu11 += dsl_dot4x8_ss(av9, c19);
                     if (TILE_TOKS > 2u) {
@@ -996,8 +1000,8 @@ void main()
                         accu17 += dsl_dot4x8_ss(av15, c19);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t147 = (wv6 >> 4u) & 50529027u;
-                        uint c20 = tq ? ((t147 + 2139062143u) ^ 2155905152u) : t147;
+                        uint t147 = (wv6 >> 4u) & 0x03030303u;
+                        uint c20 = tq ? ((t147 + 0x7f7f7f7fu) ^ 0x80808080u) : t147;
                         acc20 += dsl_dot4x8_ss(av8, c20);
                         acc21 += dsl_dot4x8_ss(av9, c20);
                         if (TILE_TOKS > 2u) {
@@ -1010,8 +1014,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av14, c20);
                             acc27 += dsl_dot4x8_ss(av15, c20);
                         }
-                        uint t148 = (wv14 >> 4u) & 50529027u;
-                        uint c21 = tq ? ((t148 + 2139062143u) ^ 2155905152u) : t148;
+                        uint t148 = (wv14 >> 4u) & 0x03030303u;
+                        uint c21 = tq ? ((t148 + 0x7f7f7f7fu) ^ 0x80808080u) : t148;
                         accu20 += dsl_dot4x8_ss(av8, c21);
                         accu21 += dsl_dot4x8_ss(av9, c21);
                         if (TILE_TOKS > 2u) {
@@ -1024,8 +1028,8 @@ void main()
                             accu26 += dsl_dot4x8_ss(av14, c21);
                             accu27 += dsl_dot4x8_ss(av15, c21);
                         }
-                        uint t149 = (wv7 >> 4u) & 50529027u;
-                        uint c22 = tq ? ((t149 + 2139062143u) ^ 2155905152u) : t149;
+                        uint t149 = (wv7 >> 4u) & 0x03030303u;
+                        uint c22 = tq ? ((t149 + 0x7f7f7f7fu) ^ 0x80808080u) : t149;
                         acc30 += dsl_dot4x8_ss(av8, c22);
                         acc31 += dsl_dot4x8_ss(av9, c22);
                         if (TILE_TOKS > 2u) {
@@ -1038,8 +1042,8 @@ void main()
                             acc36 += dsl_dot4x8_ss(av14, c22);
                             acc37 += dsl_dot4x8_ss(av15, c22);
                         }
-                        uint t150 = (wv15 >> 4u) & 50529027u;
-                        uint c23 = tq ? ((t150 + 2139062143u) ^ 2155905152u) : t150;
+                        uint t150 = (wv15 >> 4u) & 0x03030303u;
+                        uint c23 = tq ? ((t150 + 0x7f7f7f7fu) ^ 0x80808080u) : t150;
                         accu30 += dsl_dot4x8_ss(av8, c23);
                         accu31 += dsl_dot4x8_ss(av9, c23);
                         if (TILE_TOKS > 2u) {
@@ -1054,64 +1058,64 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t151 = (wv8 >> 4u) & 50529027u;
-                        uint c24 = tq ? ((t151 + 2139062143u) ^ 2155905152u) : t151;
+                        uint t151 = (wv8 >> 4u) & 0x03030303u;
+                        uint c24 = tq ? ((t151 + 0x7f7f7f7fu) ^ 0x80808080u) : t151;
                         acc40 += dsl_dot4x8_ss(av8, c24);
                         acc41 += dsl_dot4x8_ss(av9, c24);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av10, c24);
                             acc43 += dsl_dot4x8_ss(av11, c24);
                         }
-                        uint t152 = (wv16 >> 4u) & 50529027u;
-                        uint c25 = tq ? ((t152 + 2139062143u) ^ 2155905152u) : t152;
+                        uint t152 = (wv16 >> 4u) & 0x03030303u;
+                        uint c25 = tq ? ((t152 + 0x7f7f7f7fu) ^ 0x80808080u) : t152;
                         accu40 += dsl_dot4x8_ss(av8, c25);
                         accu41 += dsl_dot4x8_ss(av9, c25);
                         if (TILE_TOKS > 2u) {
                             accu42 += dsl_dot4x8_ss(av10, c25);
                             accu43 += dsl_dot4x8_ss(av11, c25);
                         }
-                        uint t153 = (wv9 >> 4u) & 50529027u;
-                        uint c26 = tq ? ((t153 + 2139062143u) ^ 2155905152u) : t153;
+                        uint t153 = (wv9 >> 4u) & 0x03030303u;
+                        uint c26 = tq ? ((t153 + 0x7f7f7f7fu) ^ 0x80808080u) : t153;
                         acc50 += dsl_dot4x8_ss(av8, c26);
                         acc51 += dsl_dot4x8_ss(av9, c26);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av10, c26);
                             acc53 += dsl_dot4x8_ss(av11, c26);
                         }
-                        uint t154 = (wv17 >> 4u) & 50529027u;
-                        uint c27 = tq ? ((t154 + 2139062143u) ^ 2155905152u) : t154;
+                        uint t154 = (wv17 >> 4u) & 0x03030303u;
+                        uint c27 = tq ? ((t154 + 0x7f7f7f7fu) ^ 0x80808080u) : t154;
                         accu50 += dsl_dot4x8_ss(av8, c27);
                         accu51 += dsl_dot4x8_ss(av9, c27);
                         if (TILE_TOKS > 2u) {
                             accu52 += dsl_dot4x8_ss(av10, c27);
                             accu53 += dsl_dot4x8_ss(av11, c27);
                         }
-                        uint t155 = (wv10 >> 4u) & 50529027u;
-                        uint c28 = tq ? ((t155 + 2139062143u) ^ 2155905152u) : t155;
+                        uint t155 = (wv10 >> 4u) & 0x03030303u;
+                        uint c28 = tq ? ((t155 + 0x7f7f7f7fu) ^ 0x80808080u) : t155;
                         acc60 += dsl_dot4x8_ss(av8, c28);
                         acc61 += dsl_dot4x8_ss(av9, c28);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av10, c28);
                             acc63 += dsl_dot4x8_ss(av11, c28);
                         }
-                        uint t156 = (wv18 >> 4u) & 50529027u;
-                        uint c29 = tq ? ((t156 + 2139062143u) ^ 2155905152u) : t156;
+                        uint t156 = (wv18 >> 4u) & 0x03030303u;
+                        uint c29 = tq ? ((t156 + 0x7f7f7f7fu) ^ 0x80808080u) : t156;
                         accu60 += dsl_dot4x8_ss(av8, c29);
                         accu61 += dsl_dot4x8_ss(av9, c29);
                         if (TILE_TOKS > 2u) {
                             accu62 += dsl_dot4x8_ss(av10, c29);
                             accu63 += dsl_dot4x8_ss(av11, c29);
                         }
-                        uint t157 = (wv11 >> 4u) & 50529027u;
-                        uint c30 = tq ? ((t157 + 2139062143u) ^ 2155905152u) : t157;
+                        uint t157 = (wv11 >> 4u) & 0x03030303u;
+                        uint c30 = tq ? ((t157 + 0x7f7f7f7fu) ^ 0x80808080u) : t157;
                         acc70 += dsl_dot4x8_ss(av8, c30);
                         acc71 += dsl_dot4x8_ss(av9, c30);
                         if (TILE_TOKS > 2u) {
                             acc72 += dsl_dot4x8_ss(av10, c30);
                             acc73 += dsl_dot4x8_ss(av11, c30);
                         }
-                        uint t158 = (wv19 >> 4u) & 50529027u;
-                        uint c31 = tq ? ((t158 + 2139062143u) ^ 2155905152u) : t158;
+                        uint t158 = (wv19 >> 4u) & 0x03030303u;
+                        uint c31 = tq ? ((t158 + 0x7f7f7f7fu) ^ 0x80808080u) : t158;
                         accu70 += dsl_dot4x8_ss(av8, c31);
                         accu71 += dsl_dot4x8_ss(av9, c31);
                         if (TILE_TOKS > 2u) {
@@ -1140,8 +1144,8 @@ void main()
                         av22 = ash[ab2 + 6u];
                         av23 = ash[ab2 + 7u];
                     }
-                    uint t159 = (wv4 >> 2u) & 50529027u;
-                    uint c32 = tq ? ((t159 + 2139062143u) ^ 2155905152u) : t159;
+                    uint t159 = (wv4 >> 2u) & 0x03030303u;
+                    uint c32 = tq ? ((t159 + 0x7f7f7f7fu) ^ 0x80808080u) : t159;
                     acc00 += dsl_dot4x8_ss(av16, c32);
                     acc01 += dsl_dot4x8_ss(av17, c32);
                     if (TILE_TOKS > 2u) {
@@ -1154,8 +1158,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av22, c32);
                         acc07 += dsl_dot4x8_ss(av23, c32);
                     }
-                    uint t160 = (wv12 >> 2u) & 50529027u;
-                    uint c33 = tq ? ((t160 + 2139062143u) ^ 2155905152u) : t160;
+                    uint t160 = (wv12 >> 2u) & 0x03030303u;
+                    uint c33 = tq ? ((t160 + 0x7f7f7f7fu) ^ 0x80808080u) : t160;
                     accu00 += dsl_dot4x8_ss(av16, c33);
                     accu01 += dsl_dot4x8_ss(av17, c33);
                     if (TILE_TOKS > 2u) {
@@ -1168,8 +1172,8 @@ void main()
                         accu06 += dsl_dot4x8_ss(av22, c33);
                         accu07 += dsl_dot4x8_ss(av23, c33);
                     }
-                    uint t161 = (wv5 >> 2u) & 50529027u;
-                    uint c34 = tq ? ((t161 + 2139062143u) ^ 2155905152u) : t161;
+                    uint t161 = (wv5 >> 2u) & 0x03030303u;
+                    uint c34 = tq ? ((t161 + 0x7f7f7f7fu) ^ 0x80808080u) : t161;
                     acc10 += dsl_dot4x8_ss(av16, c34);
                     acc11 += dsl_dot4x8_ss(av17, c34);
                     if (TILE_TOKS > 2u) {
@@ -1182,8 +1186,8 @@ void main()
                         acc16 += dsl_dot4x8_ss(av22, c34);
                         acc17 += dsl_dot4x8_ss(av23, c34);
                     }
-                    uint t162 = (wv13 >> 2u) & 50529027u;
-                    uint c35 = tq ? ((t162 + 2139062143u) ^ 2155905152u) : t162;
+                    uint t162 = (wv13 >> 2u) & 0x03030303u;
+                    uint c35 = tq ? ((t162 + 0x7f7f7f7fu) ^ 0x80808080u) : t162;
                     accu10 += dsl_dot4x8_ss(av16, c35);
                     accu11 += dsl_dot4x8_ss(av17, c35);
                     if (TILE_TOKS > 2u) {
@@ -1197,8 +1201,8 @@ void main()
                         accu17 += dsl_dot4x8_ss(av23, c35);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t163 = (wv6 >> 2u) & 50529027u;
-                        uint c36 = tq ? ((t163 + 2139062143u) ^ 2155905152u) : t163;
+                        uint t163 = (wv6 >> 2u) & 0x03030303u;
+                        uint c36 = tq ? ((t163 + 0x7f7f7f7fu) ^ 0x80808080u) : t163;
                         acc20 += dsl_dot4x8_ss(av16, c36);
                         acc21 += dsl_dot4x8_ss(av17, c36);
                         if (TILE_TOKS > 2u) {
@@ -1211,8 +1215,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av22, c36);
                             acc27 += dsl_dot4x8_ss(av23, c36);
                         }
-                        uint t164 = (wv14 >> 2u) & 50529027u;
-                        uint c37 = tq ? ((t164 + 2139062143u) ^ 2155905152u) : t164;
+                        uint t164 = (wv14 >> 2u) & 0x03030303u;
+                        uint c37 = tq ? ((t164 + 0x7f7f7f7fu) ^ 0x80808080u) : t164;
                         accu20 += dsl_dot4x8_ss(av16, c37);
                         accu21 += dsl_dot4x8_ss(av17, c37);
                         if (TILE_TOKS > 2u) {
@@ -1225,8 +1229,8 @@ void main()
                             accu26 += dsl_dot4x8_ss(av22, c37);
                             accu27 += dsl_dot4x8_ss(av23, c37);
                         }
-                        uint t165 = (wv7 >> 2u) & 50529027u;
-                        uint c38 = tq ? ((t165 + 2139062143u) ^ 2155905152u) : t165;
+                        uint t165 = (wv7 >> 2u) & 0x03030303u;
+                        uint c38 = tq ? ((t165 + 0x7f7f7f7fu) ^ 0x80808080u) : t165;
                         acc30 += dsl_dot4x8_ss(av16, c38);
                         acc31 += dsl_dot4x8_ss(av17, c38);
                         if (TILE_TOKS > 2u) {
@@ -1239,8 +1243,8 @@ void main()
                             acc36 += dsl_dot4x8_ss(av22, c38);
                             acc37 += dsl_dot4x8_ss(av23, c38);
                         }
-                        uint t166 = (wv15 >> 2u) & 50529027u;
-                        uint c39 = tq ? ((t166 + 2139062143u) ^ 2155905152u) : t166;
+                        uint t166 = (wv15 >> 2u) & 0x03030303u;
+                        uint c39 = tq ? ((t166 + 0x7f7f7f7fu) ^ 0x80808080u) : t166;
                         accu30 += dsl_dot4x8_ss(av16, c39);
                         accu31 += dsl_dot4x8_ss(av17, c39);
                         if (TILE_TOKS > 2u) {
@@ -1255,64 +1259,64 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t167 = (wv8 >> 2u) & 50529027u;
-                        uint c40 = tq ? ((t167 + 2139062143u) ^ 2155905152u) : t167;
+                        uint t167 = (wv8 >> 2u) & 0x03030303u;
+                        uint c40 = tq ? ((t167 + 0x7f7f7f7fu) ^ 0x80808080u) : t167;
                         acc40 += dsl_dot4x8_ss(av16, c40);
                         acc41 += dsl_dot4x8_ss(av17, c40);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av18, c40);
                             acc43 += dsl_dot4x8_ss(av19, c40);
                         }
-                        uint t168 = (wv16 >> 2u) & 50529027u;
-                        uint c41 = tq ? ((t168 + 2139062143u) ^ 2155905152u) : t168;
+                        uint t168 = (wv16 >> 2u) & 0x03030303u;
+                        uint c41 = tq ? ((t168 + 0x7f7f7f7fu) ^ 0x80808080u) : t168;
                         accu40 += dsl_dot4x8_ss(av16, c41);
                         accu41 += dsl_dot4x8_ss(av17, c41);
                         if (TILE_TOKS > 2u) {
                             accu42 += dsl_dot4x8_ss(av18, c41);
                             accu43 += dsl_dot4x8_ss(av19, c41);
                         }
-                        uint t169 = (wv9 >> 2u) & 50529027u;
-                        uint c42 = tq ? ((t169 + 2139062143u) ^ 2155905152u) : t169;
+                        uint t169 = (wv9 >> 2u) & 0x03030303u;
+                        uint c42 = tq ? ((t169 + 0x7f7f7f7fu) ^ 0x80808080u) : t169;
                         acc50 += dsl_dot4x8_ss(av16, c42);
                         acc51 += dsl_dot4x8_ss(av17, c42);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av18, c42);
                             acc53 += dsl_dot4x8_ss(av19, c42);
                         }
-                        uint t170 = (wv17 >> 2u) & 50529027u;
-                        uint c43 = tq ? ((t170 + 2139062143u) ^ 2155905152u) : t170;
+                        uint t170 = (wv17 >> 2u) & 0x03030303u;
+                        uint c43 = tq ? ((t170 + 0x7f7f7f7fu) ^ 0x80808080u) : t170;
                         accu50 += dsl_dot4x8_ss(av16, c43);
                         accu51 += dsl_dot4x8_ss(av17, c43);
                         if (TILE_TOKS > 2u) {
                             accu52 += dsl_dot4x8_ss(av18, c43);
                             accu53 += dsl_dot4x8_ss(av19, c43);
                         }
-                        uint t171 = (wv10 >> 2u) & 50529027u;
-                        uint c44 = tq ? ((t171 + 2139062143u) ^ 2155905152u) : t171;
+                        uint t171 = (wv10 >> 2u) & 0x03030303u;
+                        uint c44 = tq ? ((t171 + 0x7f7f7f7fu) ^ 0x80808080u) : t171;
                         acc60 += dsl_dot4x8_ss(av16, c44);
                         acc61 += dsl_dot4x8_ss(av17, c44);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av18, c44);
                             acc63 += dsl_dot4x8_ss(av19, c44);
                         }
-                        uint t172 = (wv18 >> 2u) & 50529027u;
-                        uint c45 = tq ? ((t172 + 2139062143u) ^ 2155905152u) : t172;
+                        uint t172 = (wv18 >> 2u) & 0x03030303u;
+                        uint c45 = tq ? ((t172 + 0x7f7f7f7fu) ^ 0x80808080u) : t172;
                         accu60 += dsl_dot4x8_ss(av16, c45);
                         accu61 += dsl_dot4x8_ss(av17, c45);
                         if (TILE_TOKS > 2u) {
                             accu62 += dsl_dot4x8_ss(av18, c45);
                             accu63 += dsl_dot4x8_ss(av19, c45);
                         }
-                        uint t173 = (wv11 >> 2u) & 50529027u;
-                        uint c46 = tq ? ((t173 + 2139062143u) ^ 2155905152u) : t173;
+                        uint t173 = (wv11 >> 2u) & 0x03030303u;
+                        uint c46 = tq ? ((t173 + 0x7f7f7f7fu) ^ 0x80808080u) : t173;
                         acc70 += dsl_dot4x8_ss(av16, c46);
                         acc71 += dsl_dot4x8_ss(av17, c46);
                         if (TILE_TOKS > 2u) {
                             acc72 += dsl_dot4x8_ss(av18, c46);
                             acc73 += dsl_dot4x8_ss(av19, c46);
                         }
-                        uint t174 = (wv19 >> 2u) & 50529027u;
-                        uint c47 = tq ? ((t174 + 2139062143u) ^ 2155905152u) : t174;
+                        uint t174 = (wv19 >> 2u) & 0x03030303u;
+                        uint c47 = tq ? ((t174 + 0x7f7f7f7fu) ^ 0x80808080u) : t174;
                         accu70 += dsl_dot4x8_ss(av16, c47);
                         accu71 += dsl_dot4x8_ss(av17, c47);
                         if (TILE_TOKS > 2u) {
@@ -1341,8 +1345,8 @@ void main()
                         av30 = ash[ab3 + 6u];
                         av31 = ash[ab3 + 7u];
                     }
-                    uint t175 = (wv4 >> 0u) & 50529027u;
-                    uint c48 = tq ? ((t175 + 2139062143u) ^ 2155905152u) : t175;
+                    uint t175 = (wv4 >> 0u) & 0x03030303u;
+                    uint c48 = tq ? ((t175 + 0x7f7f7f7fu) ^ 0x80808080u) : t175;
                     acc00 += dsl_dot4x8_ss(av24, c48);
                     acc01 += dsl_dot4x8_ss(av25, c48);
                     if (TILE_TOKS > 2u) {
@@ -1355,8 +1359,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av30, c48);
                         acc07 += dsl_dot4x8_ss(av31, c48);
                     }
-                    uint t176 = (wv12 >> 0u) & 50529027u;
-                    uint c49 = tq ? ((t176 + 2139062143u) ^ 2155905152u) : t176;
+                    uint t176 = (wv12 >> 0u) & 0x03030303u;
+                    uint c49 = tq ? ((t176 + 0x7f7f7f7fu) ^ 0x80808080u) : t176;
                     accu00 += dsl_dot4x8_ss(av24, c49);
                     accu01 += dsl_dot4x8_ss(av25, c49);
                     if (TILE_TOKS > 2u) {
@@ -1369,8 +1373,8 @@ void main()
                         accu06 += dsl_dot4x8_ss(av30, c49);
                         accu07 += dsl_dot4x8_ss(av31, c49);
                     }
-                    uint t177 = (wv5 >> 0u) & 50529027u;
-                    uint c50 = tq ? ((t177 + 2139062143u) ^ 2155905152u) : t177;
+                    uint t177 = (wv5 >> 0u) & 0x03030303u;
+                    uint c50 = tq ? ((t177 + 0x7f7f7f7fu) ^ 0x80808080u) : t177;
                     acc10 += dsl_dot4x8_ss(av24, c50);
                     acc11 += dsl_dot4x8_ss(av25, c50);
                     if (TILE_TOKS > 2u) {
@@ -1383,8 +1387,8 @@ void main()
                         acc16 += dsl_dot4x8_ss(av30, c50);
                         acc17 += dsl_dot4x8_ss(av31, c50);
                     }
-                    uint t178 = (wv13 >> 0u) & 50529027u;
-                    uint c51 = tq ? ((t178 + 2139062143u) ^ 2155905152u) : t178;
+                    uint t178 = (wv13 >> 0u) & 0x03030303u;
+                    uint c51 = tq ? ((t178 + 0x7f7f7f7fu) ^ 0x80808080u) : t178;
                     accu10 += dsl_dot4x8_ss(av24, c51);
                     accu11 += dsl_dot4x8_ss(av25, c51);
                     if (TILE_TOKS > 2u) {
@@ -1398,8 +1402,8 @@ void main()
                         accu17 += dsl_dot4x8_ss(av31, c51);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t179 = (wv6 >> 0u) & 50529027u;
-                        uint c52 = tq ? ((t179 + 2139062143u) ^ 2155905152u) : t179;
+                        uint t179 = (wv6 >> 0u) & 0x03030303u;
+                        uint c52 = tq ? ((t179 + 0x7f7f7f7fu) ^ 0x80808080u) : t179;
                         acc20 += dsl_dot4x8_ss(av24, c52);
                         acc21 += dsl_dot4x8_ss(av25, c52);
                         if (TILE_TOKS > 2u) {
@@ -1412,8 +1416,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av30, c52);
                             acc27 += dsl_dot4x8_ss(av31, c52);
                         }
-                        uint t180 = (wv14 >> 0u) & 50529027u;
-                        uint c53 = tq ? ((t180 + 2139062143u) ^ 2155905152u) : t180;
+                        uint t180 = (wv14 >> 0u) & 0x03030303u;
+                        uint c53 = tq ? ((t180 + 0x7f7f7f7fu) ^ 0x80808080u) : t180;
                         accu20 += dsl_dot4x8_ss(av24, c53);
                         accu21 += dsl_dot4x8_ss(av25, c53);
                         if (TILE_TOKS > 2u) {
@@ -1426,8 +1430,8 @@ void main()
                             accu26 += dsl_dot4x8_ss(av30, c53);
                             accu27 += dsl_dot4x8_ss(av31, c53);
                         }
-                        uint t181 = (wv7 >> 0u) & 50529027u;
-                        uint c54 = tq ? ((t181 + 2139062143u) ^ 2155905152u) : t181;
+                        uint t181 = (wv7 >> 0u) & 0x03030303u;
+                        uint c54 = tq ? ((t181 + 0x7f7f7f7fu) ^ 0x80808080u) : t181;
                         acc30 += dsl_dot4x8_ss(av24, c54);
                         acc31 += dsl_dot4x8_ss(av25, c54);
                         if (TILE_TOKS > 2u) {
@@ -1440,8 +1444,8 @@ void main()
                             acc36 += dsl_dot4x8_ss(av30, c54);
                             acc37 += dsl_dot4x8_ss(av31, c54);
                         }
-                        uint t182 = (wv15 >> 0u) & 50529027u;
-                        uint c55 = tq ? ((t182 + 2139062143u) ^ 2155905152u) : t182;
+                        uint t182 = (wv15 >> 0u) & 0x03030303u;
+                        uint c55 = tq ? ((t182 + 0x7f7f7f7fu) ^ 0x80808080u) : t182;
                         accu30 += dsl_dot4x8_ss(av24, c55);
                         accu31 += dsl_dot4x8_ss(av25, c55);
                         if (TILE_TOKS > 2u) {
@@ -1456,64 +1460,64 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t183 = (wv8 >> 0u) & 50529027u;
-                        uint c56 = tq ? ((t183 + 2139062143u) ^ 2155905152u) : t183;
+                        uint t183 = (wv8 >> 0u) & 0x03030303u;
+                        uint c56 = tq ? ((t183 + 0x7f7f7f7fu) ^ 0x80808080u) : t183;
                         acc40 += dsl_dot4x8_ss(av24, c56);
                         acc41 += dsl_dot4x8_ss(av25, c56);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av26, c56);
                             acc43 += dsl_dot4x8_ss(av27, c56);
                         }
-                        uint t184 = (wv16 >> 0u) & 50529027u;
-                        uint c57 = tq ? ((t184 + 2139062143u) ^ 2155905152u) : t184;
+                        uint t184 = (wv16 >> 0u) & 0x03030303u;
+                        uint c57 = tq ? ((t184 + 0x7f7f7f7fu) ^ 0x80808080u) : t184;
                         accu40 += dsl_dot4x8_ss(av24, c57);
                         accu41 += dsl_dot4x8_ss(av25, c57);
                         if (TILE_TOKS > 2u) {
                             accu42 += dsl_dot4x8_ss(av26, c57);
                             accu43 += dsl_dot4x8_ss(av27, c57);
                         }
-                        uint t185 = (wv9 >> 0u) & 50529027u;
-                        uint c58 = tq ? ((t185 + 2139062143u) ^ 2155905152u) : t185;
+                        uint t185 = (wv9 >> 0u) & 0x03030303u;
+                        uint c58 = tq ? ((t185 + 0x7f7f7f7fu) ^ 0x80808080u) : t185;
                         acc50 += dsl_dot4x8_ss(av24, c58);
                         acc51 += dsl_dot4x8_ss(av25, c58);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av26, c58);
                             acc53 += dsl_dot4x8_ss(av27, c58);
                         }
-                        uint t186 = (wv17 >> 0u) & 50529027u;
-                        uint c59 = tq ? ((t186 + 2139062143u) ^ 2155905152u) : t186;
+                        uint t186 = (wv17 >> 0u) & 0x03030303u;
+                        uint c59 = tq ? ((t186 + 0x7f7f7f7fu) ^ 0x80808080u) : t186;
                         accu50 += dsl_dot4x8_ss(av24, c59);
                         accu51 += dsl_dot4x8_ss(av25, c59);
                         if (TILE_TOKS > 2u) {
                             accu52 += dsl_dot4x8_ss(av26, c59);
                             accu53 += dsl_dot4x8_ss(av27, c59);
                         }
-                        uint t187 = (wv10 >> 0u) & 50529027u;
-                        uint c60 = tq ? ((t187 + 2139062143u) ^ 2155905152u) : t187;
+                        uint t187 = (wv10 >> 0u) & 0x03030303u;
+                        uint c60 = tq ? ((t187 + 0x7f7f7f7fu) ^ 0x80808080u) : t187;
                         acc60 += dsl_dot4x8_ss(av24, c60);
                         acc61 += dsl_dot4x8_ss(av25, c60);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av26, c60);
                             acc63 += dsl_dot4x8_ss(av27, c60);
                         }
-                        uint t188 = (wv18 >> 0u) & 50529027u;
-                        uint c61 = tq ? ((t188 + 2139062143u) ^ 2155905152u) : t188;
+                        uint t188 = (wv18 >> 0u) & 0x03030303u;
+                        uint c61 = tq ? ((t188 + 0x7f7f7f7fu) ^ 0x80808080u) : t188;
                         accu60 += dsl_dot4x8_ss(av24, c61);
                         accu61 += dsl_dot4x8_ss(av25, c61);
                         if (TILE_TOKS > 2u) {
                             accu62 += dsl_dot4x8_ss(av26, c61);
                             accu63 += dsl_dot4x8_ss(av27, c61);
                         }
-                        uint t189 = (wv11 >> 0u) & 50529027u;
-                        uint c62 = tq ? ((t189 + 2139062143u) ^ 2155905152u) : t189;
+                        uint t189 = (wv11 >> 0u) & 0x03030303u;
+                        uint c62 = tq ? ((t189 + 0x7f7f7f7fu) ^ 0x80808080u) : t189;
                         acc70 += dsl_dot4x8_ss(av24, c62);
                         acc71 += dsl_dot4x8_ss(av25, c62);
                         if (TILE_TOKS > 2u) {
                             acc72 += dsl_dot4x8_ss(av26, c62);
                             acc73 += dsl_dot4x8_ss(av27, c62);
                         }
-                        uint t190 = (wv19 >> 0u) & 50529027u;
-                        uint c63 = tq ? ((t190 + 2139062143u) ^ 2155905152u) : t190;
+                        uint t190 = (wv19 >> 0u) & 0x03030303u;
+                        uint c63 = tq ? ((t190 + 0x7f7f7f7fu) ^ 0x80808080u) : t190;
                         accu70 += dsl_dot4x8_ss(av24, c63);
                         accu71 += dsl_dot4x8_ss(av25, c63);
                         if (TILE_TOKS > 2u) {
@@ -1797,16 +1801,16 @@ void main()
             precise float sc1 = pc.qs.d[tok1 * 2u];
             uint row1 = row01 + (tx + 0u);
             if (row1 < M) {
-                precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf00 / sc1) : ((float(acc00 - qsum1) / sc1) * ws);
-                precise float vu1 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu00 / sc1) : ((float(accu00 - qsum1) / sc1) * ws_up);
+                precise float v7 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf00 / sc1) : ((float(acc00 - qsum1) / sc1) * ws);
+                precise float vu1 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu00 / sc1) : ((float(accu00 - qsum1) / sc1) * ws_up);
                 precise float rg1 = max(v7, 0.0);
                 precise float t191 = (rg1 * rg1) * vu1;
                 pc.y.d[(tok1 * M) + row1] = t191;
             }
             uint row2 = row01 + (tx + 16u);
             if (row2 < M) {
-                precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc1) : ((float(acc10 - qsum1) / sc1) * ws);
-                precise float vu2 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu10 / sc1) : ((float(accu10 - qsum1) / sc1) * ws_up);
+                precise float v8 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf10 / sc1) : ((float(acc10 - qsum1) / sc1) * ws);
+                precise float vu2 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu10 / sc1) : ((float(accu10 - qsum1) / sc1) * ws_up);
                 precise float rg2 = max(v8, 0.0);
                 precise float t192 = (rg2 * rg2) * vu2;
                 pc.y.d[(tok1 * M) + row2] = t192;
@@ -1814,16 +1818,16 @@ void main()
             if (TILE_ROWS > 2u) {
                 uint row3 = row01 + (tx + 32u);
                 if (row3 < M) {
-                    precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc1) : ((float(acc20 - qsum1) / sc1) * ws);
-                    precise float vu3 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu20 / sc1) : ((float(accu20 - qsum1) / sc1) * ws_up);
+                    precise float v9 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf20 / sc1) : ((float(acc20 - qsum1) / sc1) * ws);
+                    precise float vu3 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu20 / sc1) : ((float(accu20 - qsum1) / sc1) * ws_up);
                     precise float rg3 = max(v9, 0.0);
                     precise float t193 = (rg3 * rg3) * vu3;
                     pc.y.d[(tok1 * M) + row3] = t193;
                 }
                 uint row4 = row01 + (tx + 48u);
                 if (row4 < M) {
-                    precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc1) : ((float(acc30 - qsum1) / sc1) * ws);
-                    precise float vu4 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu30 / sc1) : ((float(accu30 - qsum1) / sc1) * ws_up);
+                    precise float v10 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf30 / sc1) : ((float(acc30 - qsum1) / sc1) * ws);
+                    precise float vu4 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu30 / sc1) : ((float(accu30 - qsum1) / sc1) * ws_up);
                     precise float rg4 = max(v10, 0.0);
                     precise float t194 = (rg4 * rg4) * vu4;
                     pc.y.d[(tok1 * M) + row4] = t194;
@@ -1832,32 +1836,32 @@ void main()
             if (TILE_ROWS > 4u) {
                 uint row5 = row01 + (tx + 64u);
                 if (row5 < M) {
-                    precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf40 / sc1) : ((float(acc40 - qsum1) / sc1) * ws);
-                    precise float vu5 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu40 / sc1) : ((float(accu40 - qsum1) / sc1) * ws_up);
+                    precise float v11 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf40 / sc1) : ((float(acc40 - qsum1) / sc1) * ws);
+                    precise float vu5 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu40 / sc1) : ((float(accu40 - qsum1) / sc1) * ws_up);
                     precise float rg5 = max(v11, 0.0);
                     precise float t195 = (rg5 * rg5) * vu5;
                     pc.y.d[(tok1 * M) + row5] = t195;
                 }
                 uint row6 = row01 + (tx + 80u);
                 if (row6 < M) {
-                    precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf50 / sc1) : ((float(acc50 - qsum1) / sc1) * ws);
-                    precise float vu6 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu50 / sc1) : ((float(accu50 - qsum1) / sc1) * ws_up);
+                    precise float v12 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf50 / sc1) : ((float(acc50 - qsum1) / sc1) * ws);
+                    precise float vu6 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu50 / sc1) : ((float(accu50 - qsum1) / sc1) * ws_up);
                     precise float rg6 = max(v12, 0.0);
                     precise float t196 = (rg6 * rg6) * vu6;
                     pc.y.d[(tok1 * M) + row6] = t196;
                 }
                 uint row7 = row01 + (tx + 96u);
                 if (row7 < M) {
-                    precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf60 / sc1) : ((float(acc60 - qsum1) / sc1) * ws);
-                    precise float vu7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu60 / sc1) : ((float(accu60 - qsum1) / sc1) * ws_up);
+                    precise float v13 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf60 / sc1) : ((float(acc60 - qsum1) / sc1) * ws);
+                    precise float vu7 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu60 / sc1) : ((float(accu60 - qsum1) / sc1) * ws_up);
                     precise float rg7 = max(v13, 0.0);
                     precise float t197 = (rg7 * rg7) * vu7;
                     pc.y.d[(tok1 * M) + row7] = t197;
                 }
                 uint row8 = row01 + (tx + 112u);
                 if (row8 < M) {
-                    precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf70 / sc1) : ((float(acc70 - qsum1) / sc1) * ws);
-                    precise float vu8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu70 / sc1) : ((float(accu70 - qsum1) / sc1) * ws_up);
+                    precise float v14 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf70 / sc1) : ((float(acc70 - qsum1) / sc1) * ws);
+                    precise float vu8 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu70 / sc1) : ((float(accu70 - qsum1) / sc1) * ws_up);
                     precise float rg8 = max(v14, 0.0);
                     precise float t198 = (rg8 * rg8) * vu8;
                     pc.y.d[(tok1 * M) + row8] = t198;
@@ -1870,16 +1874,16 @@ void main()
             precise float sc2 = pc.qs.d[tok2 * 2u];
             uint row9 = row01 + (tx + 0u);
             if (row9 < M) {
-                precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc2) : ((float(acc01 - qsum2) / sc2) * ws);
-                precise float vu9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu01 / sc2) : ((float(accu01 - qsum2) / sc2) * ws_up);
+                precise float v15 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf01 / sc2) : ((float(acc01 - qsum2) / sc2) * ws);
+                precise float vu9 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu01 / sc2) : ((float(accu01 - qsum2) / sc2) * ws_up);
                 precise float rg9 = max(v15, 0.0);
                 precise float t199 = (rg9 * rg9) * vu9;
                 pc.y.d[(tok2 * M) + row9] = t199;
             }
             uint row10 = row01 + (tx + 16u);
             if (row10 < M) {
-                precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc2) : ((float(acc11 - qsum2) / sc2) * ws);
-                precise float vu10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu11 / sc2) : ((float(accu11 - qsum2) / sc2) * ws_up);
+                precise float v16 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf11 / sc2) : ((float(acc11 - qsum2) / sc2) * ws);
+                precise float vu10 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu11 / sc2) : ((float(accu11 - qsum2) / sc2) * ws_up);
                 precise float rg10 = max(v16, 0.0);
                 precise float t200 = (rg10 * rg10) * vu10;
                 pc.y.d[(tok2 * M) + row10] = t200;
@@ -1887,16 +1891,16 @@ void main()
             if (TILE_ROWS > 2u) {
                 uint row11 = row01 + (tx + 32u);
                 if (row11 < M) {
-                    precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc2) : ((float(acc21 - qsum2) / sc2) * ws);
-                    precise float vu11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu21 / sc2) : ((float(accu21 - qsum2) / sc2) * ws_up);
+                    precise float v17 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf21 / sc2) : ((float(acc21 - qsum2) / sc2) * ws);
+                    precise float vu11 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu21 / sc2) : ((float(accu21 - qsum2) / sc2) * ws_up);
                     precise float rg11 = max(v17, 0.0);
                     precise float t201 = (rg11 * rg11) * vu11;
                     pc.y.d[(tok2 * M) + row11] = t201;
                 }
                 uint row12 = row01 + (tx + 48u);
                 if (row12 < M) {
-                    precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc2) : ((float(acc31 - qsum2) / sc2) * ws);
-                    precise float vu12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu31 / sc2) : ((float(accu31 - qsum2) / sc2) * ws_up);
+                    precise float v18 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf31 / sc2) : ((float(acc31 - qsum2) / sc2) * ws);
+                    precise float vu12 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu31 / sc2) : ((float(accu31 - qsum2) / sc2) * ws_up);
                     precise float rg12 = max(v18, 0.0);
                     precise float t202 = (rg12 * rg12) * vu12;
                     pc.y.d[(tok2 * M) + row12] = t202;
@@ -1905,32 +1909,32 @@ void main()
             if (TILE_ROWS > 4u) {
                 uint row13 = row01 + (tx + 64u);
                 if (row13 < M) {
-                    precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf41 / sc2) : ((float(acc41 - qsum2) / sc2) * ws);
-                    precise float vu13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu41 / sc2) : ((float(accu41 - qsum2) / sc2) * ws_up);
+                    precise float v19 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf41 / sc2) : ((float(acc41 - qsum2) / sc2) * ws);
+                    precise float vu13 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu41 / sc2) : ((float(accu41 - qsum2) / sc2) * ws_up);
                     precise float rg13 = max(v19, 0.0);
                     precise float t203 = (rg13 * rg13) * vu13;
                     pc.y.d[(tok2 * M) + row13] = t203;
                 }
                 uint row14 = row01 + (tx + 80u);
                 if (row14 < M) {
-                    precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf51 / sc2) : ((float(acc51 - qsum2) / sc2) * ws);
-                    precise float vu14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu51 / sc2) : ((float(accu51 - qsum2) / sc2) * ws_up);
+                    precise float v20 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf51 / sc2) : ((float(acc51 - qsum2) / sc2) * ws);
+                    precise float vu14 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu51 / sc2) : ((float(accu51 - qsum2) / sc2) * ws_up);
                     precise float rg14 = max(v20, 0.0);
                     precise float t204 = (rg14 * rg14) * vu14;
                     pc.y.d[(tok2 * M) + row14] = t204;
                 }
                 uint row15 = row01 + (tx + 96u);
                 if (row15 < M) {
-                    precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf61 / sc2) : ((float(acc61 - qsum2) / sc2) * ws);
-                    precise float vu15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu61 / sc2) : ((float(accu61 - qsum2) / sc2) * ws_up);
+                    precise float v21 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf61 / sc2) : ((float(acc61 - qsum2) / sc2) * ws);
+                    precise float vu15 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu61 / sc2) : ((float(accu61 - qsum2) / sc2) * ws_up);
                     precise float rg15 = max(v21, 0.0);
                     precise float t205 = (rg15 * rg15) * vu15;
                     pc.y.d[(tok2 * M) + row15] = t205;
                 }
                 uint row16 = row01 + (tx + 112u);
                 if (row16 < M) {
-                    precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf71 / sc2) : ((float(acc71 - qsum2) / sc2) * ws);
-                    precise float vu16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu71 / sc2) : ((float(accu71 - qsum2) / sc2) * ws_up);
+                    precise float v22 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf71 / sc2) : ((float(acc71 - qsum2) / sc2) * ws);
+                    precise float vu16 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu71 / sc2) : ((float(accu71 - qsum2) / sc2) * ws_up);
                     precise float rg16 = max(v22, 0.0);
                     precise float t206 = (rg16 * rg16) * vu16;
                     pc.y.d[(tok2 * M) + row16] = t206;
@@ -1944,16 +1948,16 @@ void main()
                 precise float sc3 = pc.qs.d[tok3 * 2u];
                 uint row17 = row01 + (tx + 0u);
                 if (row17 < M) {
-                    precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc3) : ((float(acc02 - qsum3) / sc3) * ws);
-                    precise float vu17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu02 / sc3) : ((float(accu02 - qsum3) / sc3) * ws_up);
+                    precise float v23 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf02 / sc3) : ((float(acc02 - qsum3) / sc3) * ws);
+                    precise float vu17 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu02 / sc3) : ((float(accu02 - qsum3) / sc3) * ws_up);
                     precise float rg17 = max(v23, 0.0);
                     precise float t207 = (rg17 * rg17) * vu17;
                     pc.y.d[(tok3 * M) + row17] = t207;
                 }
                 uint row18 = row01 + (tx + 16u);
                 if (row18 < M) {
-                    precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc3) : ((float(acc12 - qsum3) / sc3) * ws);
-                    precise float vu18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu12 / sc3) : ((float(accu12 - qsum3) / sc3) * ws_up);
+                    precise float v24 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf12 / sc3) : ((float(acc12 - qsum3) / sc3) * ws);
+                    precise float vu18 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu12 / sc3) : ((float(accu12 - qsum3) / sc3) * ws_up);
                     precise float rg18 = max(v24, 0.0);
                     precise float t208 = (rg18 * rg18) * vu18;
                     pc.y.d[(tok3 * M) + row18] = t208;
@@ -1961,16 +1965,16 @@ void main()
                 if (TILE_ROWS > 2u) {
                     uint row19 = row01 + (tx + 32u);
                     if (row19 < M) {
-                        precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc3) : ((float(acc22 - qsum3) / sc3) * ws);
-                        precise float vu19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu22 / sc3) : ((float(accu22 - qsum3) / sc3) * ws_up);
+                        precise float v25 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf22 / sc3) : ((float(acc22 - qsum3) / sc3) * ws);
+                        precise float vu19 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu22 / sc3) : ((float(accu22 - qsum3) / sc3) * ws_up);
                         precise float rg19 = max(v25, 0.0);
                         precise float t209 = (rg19 * rg19) * vu19;
                         pc.y.d[(tok3 * M) + row19] = t209;
                     }
                     uint row20 = row01 + (tx + 48u);
                     if (row20 < M) {
-                        precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc3) : ((float(acc32 - qsum3) / sc3) * ws);
-                        precise float vu20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu32 / sc3) : ((float(accu32 - qsum3) / sc3) * ws_up);
+                        precise float v26 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf32 / sc3) : ((float(acc32 - qsum3) / sc3) * ws);
+                        precise float vu20 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu32 / sc3) : ((float(accu32 - qsum3) / sc3) * ws_up);
                         precise float rg20 = max(v26, 0.0);
                         precise float t210 = (rg20 * rg20) * vu20;
                         pc.y.d[(tok3 * M) + row20] = t210;
@@ -1979,32 +1983,32 @@ void main()
                 if (TILE_ROWS > 4u) {
                     uint row21 = row01 + (tx + 64u);
                     if (row21 < M) {
-                        precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf42 / sc3) : ((float(acc42 - qsum3) / sc3) * ws);
-                        precise float vu21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu42 / sc3) : ((float(accu42 - qsum3) / sc3) * ws_up);
+                        precise float v27 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf42 / sc3) : ((float(acc42 - qsum3) / sc3) * ws);
+                        precise float vu21 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu42 / sc3) : ((float(accu42 - qsum3) / sc3) * ws_up);
                         precise float rg21 = max(v27, 0.0);
                         precise float t211 = (rg21 * rg21) * vu21;
                         pc.y.d[(tok3 * M) + row21] = t211;
                     }
                     uint row22 = row01 + (tx + 80u);
                     if (row22 < M) {
-                        precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf52 / sc3) : ((float(acc52 - qsum3) / sc3) * ws);
-                        precise float vu22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu52 / sc3) : ((float(accu52 - qsum3) / sc3) * ws_up);
+                        precise float v28 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf52 / sc3) : ((float(acc52 - qsum3) / sc3) * ws);
+                        precise float vu22 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu52 / sc3) : ((float(accu52 - qsum3) / sc3) * ws_up);
                         precise float rg22 = max(v28, 0.0);
                         precise float t212 = (rg22 * rg22) * vu22;
                         pc.y.d[(tok3 * M) + row22] = t212;
                     }
                     uint row23 = row01 + (tx + 96u);
                     if (row23 < M) {
-                        precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf62 / sc3) : ((float(acc62 - qsum3) / sc3) * ws);
-                        precise float vu23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu62 / sc3) : ((float(accu62 - qsum3) / sc3) * ws_up);
+                        precise float v29 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf62 / sc3) : ((float(acc62 - qsum3) / sc3) * ws);
+                        precise float vu23 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu62 / sc3) : ((float(accu62 - qsum3) / sc3) * ws_up);
                         precise float rg23 = max(v29, 0.0);
                         precise float t213 = (rg23 * rg23) * vu23;
                         pc.y.d[(tok3 * M) + row23] = t213;
                     }
                     uint row24 = row01 + (tx + 112u);
                     if (row24 < M) {
-                        precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf72 / sc3) : ((float(acc72 - qsum3) / sc3) * ws);
-                        precise float vu24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu72 / sc3) : ((float(accu72 - qsum3) / sc3) * ws_up);
+                        precise float v30 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf72 / sc3) : ((float(acc72 - qsum3) / sc3) * ws);
+                        precise float vu24 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu72 / sc3) : ((float(accu72 - qsum3) / sc3) * ws_up);
                         precise float rg24 = max(v30, 0.0);
                         precise float t214 = (rg24 * rg24) * vu24;
                         pc.y.d[(tok3 * M) + row24] = t214;
@@ -2017,16 +2021,16 @@ void main()
                 precise float sc4 = pc.qs.d[tok4 * 2u];
                 uint row25 = row01 + (tx + 0u);
                 if (row25 < M) {
-                    precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc4) : ((float(acc03 - qsum4) / sc4) * ws);
-                    precise float vu25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu03 / sc4) : ((float(accu03 - qsum4) / sc4) * ws_up);
+                    precise float v31 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf03 / sc4) : ((float(acc03 - qsum4) / sc4) * ws);
+                    precise float vu25 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu03 / sc4) : ((float(accu03 - qsum4) / sc4) * ws_up);
                     precise float rg25 = max(v31, 0.0);
                     precise float t215 = (rg25 * rg25) * vu25;
                     pc.y.d[(tok4 * M) + row25] = t215;
                 }
                 uint row26 = row01 + (tx + 16u);
                 if (row26 < M) {
-                    precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc4) : ((float(acc13 - qsum4) / sc4) * ws);
-                    precise float vu26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu13 / sc4) : ((float(accu13 - qsum4) / sc4) * ws_up);
+                    precise float v32 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf13 / sc4) : ((float(acc13 - qsum4) / sc4) * ws);
+                    precise float vu26 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu13 / sc4) : ((float(accu13 - qsum4) / sc4) * ws_up);
                     precise float rg26 = max(v32, 0.0);
                     precise float t216 = (rg26 * rg26) * vu26;
                     pc.y.d[(tok4 * M) + row26] = t216;
@@ -2034,16 +2038,16 @@ void main()
                 if (TILE_ROWS > 2u) {
                     uint row27 = row01 + (tx + 32u);
                     if (row27 < M) {
-                        precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc4) : ((float(acc23 - qsum4) / sc4) * ws);
-                        precise float vu27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu23 / sc4) : ((float(accu23 - qsum4) / sc4) * ws_up);
+                        precise float v33 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf23 / sc4) : ((float(acc23 - qsum4) / sc4) * ws);
+                        precise float vu27 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu23 / sc4) : ((float(accu23 - qsum4) / sc4) * ws_up);
                         precise float rg27 = max(v33, 0.0);
                         precise float t217 = (rg27 * rg27) * vu27;
                         pc.y.d[(tok4 * M) + row27] = t217;
                     }
                     uint row28 = row01 + (tx + 48u);
                     if (row28 < M) {
-                        precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc4) : ((float(acc33 - qsum4) / sc4) * ws);
-                        precise float vu28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu33 / sc4) : ((float(accu33 - qsum4) / sc4) * ws_up);
+                        precise float v34 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf33 / sc4) : ((float(acc33 - qsum4) / sc4) * ws);
+                        precise float vu28 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu33 / sc4) : ((float(accu33 - qsum4) / sc4) * ws_up);
                         precise float rg28 = max(v34, 0.0);
                         precise float t218 = (rg28 * rg28) * vu28;
                         pc.y.d[(tok4 * M) + row28] = t218;
@@ -2052,32 +2056,32 @@ void main()
                 if (TILE_ROWS > 4u) {
                     uint row29 = row01 + (tx + 64u);
                     if (row29 < M) {
-                        precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf43 / sc4) : ((float(acc43 - qsum4) / sc4) * ws);
-                        precise float vu29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu43 / sc4) : ((float(accu43 - qsum4) / sc4) * ws_up);
+                        precise float v35 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf43 / sc4) : ((float(acc43 - qsum4) / sc4) * ws);
+                        precise float vu29 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu43 / sc4) : ((float(accu43 - qsum4) / sc4) * ws_up);
                         precise float rg29 = max(v35, 0.0);
                         precise float t219 = (rg29 * rg29) * vu29;
                         pc.y.d[(tok4 * M) + row29] = t219;
                     }
                     uint row30 = row01 + (tx + 80u);
                     if (row30 < M) {
-                        precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf53 / sc4) : ((float(acc53 - qsum4) / sc4) * ws);
-                        precise float vu30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu53 / sc4) : ((float(accu53 - qsum4) / sc4) * ws_up);
+                        precise float v36 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf53 / sc4) : ((float(acc53 - qsum4) / sc4) * ws);
+                        precise float vu30 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu53 / sc4) : ((float(accu53 - qsum4) / sc4) * ws_up);
                         precise float rg30 = max(v36, 0.0);
                         precise float t220 = (rg30 * rg30) * vu30;
                         pc.y.d[(tok4 * M) + row30] = t220;
                     }
                     uint row31 = row01 + (tx + 96u);
                     if (row31 < M) {
-                        precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf63 / sc4) : ((float(acc63 - qsum4) / sc4) * ws);
-                        precise float vu31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu63 / sc4) : ((float(accu63 - qsum4) / sc4) * ws_up);
+                        precise float v37 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf63 / sc4) : ((float(acc63 - qsum4) / sc4) * ws);
+                        precise float vu31 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu63 / sc4) : ((float(accu63 - qsum4) / sc4) * ws_up);
                         precise float rg31 = max(v37, 0.0);
                         precise float t221 = (rg31 * rg31) * vu31;
                         pc.y.d[(tok4 * M) + row31] = t221;
                     }
                     uint row32 = row01 + (tx + 112u);
                     if (row32 < M) {
-                        precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf73 / sc4) : ((float(acc73 - qsum4) / sc4) * ws);
-                        precise float vu32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu73 / sc4) : ((float(accu73 - qsum4) / sc4) * ws_up);
+                        precise float v38 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf73 / sc4) : ((float(acc73 - qsum4) / sc4) * ws);
+                        precise float vu32 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu73 / sc4) : ((float(accu73 - qsum4) / sc4) * ws_up);
                         precise float rg32 = max(v38, 0.0);
                         precise float t222 = (rg32 * rg32) * vu32;
                         pc.y.d[(tok4 * M) + row32] = t222;
@@ -2092,16 +2096,16 @@ void main()
                 precise float sc5 = pc.qs.d[tok5 * 2u];
                 uint row33 = row01 + (tx + 0u);
                 if (row33 < M) {
-                    precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf04 / sc5) : ((float(acc04 - qsum5) / sc5) * ws);
-                    precise float vu33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu04 / sc5) : ((float(accu04 - qsum5) / sc5) * ws_up);
+                    precise float v39 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf04 / sc5) : ((float(acc04 - qsum5) / sc5) * ws);
+                    precise float vu33 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu04 / sc5) : ((float(accu04 - qsum5) / sc5) * ws_up);
                     precise float rg33 = max(v39, 0.0);
                     precise float t223 = (rg33 * rg33) * vu33;
                     pc.y.d[(tok5 * M) + row33] = t223;
                 }
                 uint row34 = row01 + (tx + 16u);
                 if (row34 < M) {
-                    precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf14 / sc5) : ((float(acc14 - qsum5) / sc5) * ws);
-                    precise float vu34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu14 / sc5) : ((float(accu14 - qsum5) / sc5) * ws_up);
+                    precise float v40 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf14 / sc5) : ((float(acc14 - qsum5) / sc5) * ws);
+                    precise float vu34 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu14 / sc5) : ((float(accu14 - qsum5) / sc5) * ws_up);
                     precise float rg34 = max(v40, 0.0);
                     precise float t224 = (rg34 * rg34) * vu34;
                     pc.y.d[(tok5 * M) + row34] = t224;
@@ -2109,16 +2113,16 @@ void main()
                 if (TILE_ROWS > 2u) {
                     uint row35 = row01 + (tx + 32u);
                     if (row35 < M) {
-                        precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf24 / sc5) : ((float(acc24 - qsum5) / sc5) * ws);
-                        precise float vu35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu24 / sc5) : ((float(accu24 - qsum5) / sc5) * ws_up);
+                        precise float v41 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf24 / sc5) : ((float(acc24 - qsum5) / sc5) * ws);
+                        precise float vu35 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu24 / sc5) : ((float(accu24 - qsum5) / sc5) * ws_up);
                         precise float rg35 = max(v41, 0.0);
                         precise float t225 = (rg35 * rg35) * vu35;
                         pc.y.d[(tok5 * M) + row35] = t225;
                     }
                     uint row36 = row01 + (tx + 48u);
                     if (row36 < M) {
-                        precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf34 / sc5) : ((float(acc34 - qsum5) / sc5) * ws);
-                        precise float vu36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu34 / sc5) : ((float(accu34 - qsum5) / sc5) * ws_up);
+                        precise float v42 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf34 / sc5) : ((float(acc34 - qsum5) / sc5) * ws);
+                        precise float vu36 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu34 / sc5) : ((float(accu34 - qsum5) / sc5) * ws_up);
                         precise float rg36 = max(v42, 0.0);
                         precise float t226 = (rg36 * rg36) * vu36;
                         pc.y.d[(tok5 * M) + row36] = t226;
@@ -2131,16 +2135,16 @@ void main()
                 precise float sc6 = pc.qs.d[tok6 * 2u];
                 uint row37 = row01 + (tx + 0u);
                 if (row37 < M) {
-                    precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf05 / sc6) : ((float(acc05 - qsum6) / sc6) * ws);
-                    precise float vu37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu05 / sc6) : ((float(accu05 - qsum6) / sc6) * ws_up);
+                    precise float v43 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf05 / sc6) : ((float(acc05 - qsum6) / sc6) * ws);
+                    precise float vu37 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu05 / sc6) : ((float(accu05 - qsum6) / sc6) * ws_up);
                     precise float rg37 = max(v43, 0.0);
                     precise float t227 = (rg37 * rg37) * vu37;
                     pc.y.d[(tok6 * M) + row37] = t227;
                 }
                 uint row38 = row01 + (tx + 16u);
                 if (row38 < M) {
-                    precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf15 / sc6) : ((float(acc15 - qsum6) / sc6) * ws);
-                    precise float vu38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu15 / sc6) : ((float(accu15 - qsum6) / sc6) * ws_up);
+                    precise float v44 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf15 / sc6) : ((float(acc15 - qsum6) / sc6) * ws);
+                    precise float vu38 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu15 / sc6) : ((float(accu15 - qsum6) / sc6) * ws_up);
                     precise float rg38 = max(v44, 0.0);
                     precise float t228 = (rg38 * rg38) * vu38;
                     pc.y.d[(tok6 * M) + row38] = t228;
@@ -2148,16 +2152,16 @@ void main()
                 if (TILE_ROWS > 2u) {
                     uint row39 = row01 + (tx + 32u);
                     if (row39 < M) {
-                        precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf25 / sc6) : ((float(acc25 - qsum6) / sc6) * ws);
-                        precise float vu39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu25 / sc6) : ((float(accu25 - qsum6) / sc6) * ws_up);
+                        precise float v45 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf25 / sc6) : ((float(acc25 - qsum6) / sc6) * ws);
+                        precise float vu39 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu25 / sc6) : ((float(accu25 - qsum6) / sc6) * ws_up);
                         precise float rg39 = max(v45, 0.0);
                         precise float t229 = (rg39 * rg39) * vu39;
                         pc.y.d[(tok6 * M) + row39] = t229;
                     }
                     uint row40 = row01 + (tx + 48u);
                     if (row40 < M) {
-                        precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf35 / sc6) : ((float(acc35 - qsum6) / sc6) * ws);
-                        precise float vu40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu35 / sc6) : ((float(accu35 - qsum6) / sc6) * ws_up);
+                        precise float v46 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf35 / sc6) : ((float(acc35 - qsum6) / sc6) * ws);
+                        precise float vu40 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu35 / sc6) : ((float(accu35 - qsum6) / sc6) * ws_up);
                         precise float rg40 = max(v46, 0.0);
                         precise float t230 = (rg40 * rg40) * vu40;
                         pc.y.d[(tok6 * M) + row40] = t230;
@@ -2170,16 +2174,16 @@ void main()
                 precise float sc7 = pc.qs.d[tok7 * 2u];
                 uint row41 = row01 + (tx + 0u);
                 if (row41 < M) {
-                    precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf06 / sc7) : ((float(acc06 - qsum7) / sc7) * ws);
-                    precise float vu41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu06 / sc7) : ((float(accu06 - qsum7) / sc7) * ws_up);
+                    precise float v47 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf06 / sc7) : ((float(acc06 - qsum7) / sc7) * ws);
+                    precise float vu41 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu06 / sc7) : ((float(accu06 - qsum7) / sc7) * ws_up);
                     precise float rg41 = max(v47, 0.0);
                     precise float t231 = (rg41 * rg41) * vu41;
                     pc.y.d[(tok7 * M) + row41] = t231;
                 }
                 uint row42 = row01 + (tx + 16u);
                 if (row42 < M) {
-                    precise float v48 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf16 / sc7) : ((float(acc16 - qsum7) / sc7) * ws);
-                    precise float vu42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu16 / sc7) : ((float(accu16 - qsum7) / sc7) * ws_up);
+                    precise float v48 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf16 / sc7) : ((float(acc16 - qsum7) / sc7) * ws);
+                    precise float vu42 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu16 / sc7) : ((float(accu16 - qsum7) / sc7) * ws_up);
                     precise float rg42 = max(v48, 0.0);
                     precise float t232 = (rg42 * rg42) * vu42;
                     pc.y.d[(tok7 * M) + row42] = t232;
@@ -2187,16 +2191,16 @@ void main()
                 if (TILE_ROWS > 2u) {
                     uint row43 = row01 + (tx + 32u);
                     if (row43 < M) {
-                        precise float v49 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf26 / sc7) : ((float(acc26 - qsum7) / sc7) * ws);
-                        precise float vu43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu26 / sc7) : ((float(accu26 - qsum7) / sc7) * ws_up);
+                        precise float v49 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf26 / sc7) : ((float(acc26 - qsum7) / sc7) * ws);
+                        precise float vu43 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu26 / sc7) : ((float(accu26 - qsum7) / sc7) * ws_up);
                         precise float rg43 = max(v49, 0.0);
                         precise float t233 = (rg43 * rg43) * vu43;
                         pc.y.d[(tok7 * M) + row43] = t233;
                     }
                     uint row44 = row01 + (tx + 48u);
                     if (row44 < M) {
-                        precise float v50 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf36 / sc7) : ((float(acc36 - qsum7) / sc7) * ws);
-                        precise float vu44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu36 / sc7) : ((float(accu36 - qsum7) / sc7) * ws_up);
+                        precise float v50 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf36 / sc7) : ((float(acc36 - qsum7) / sc7) * ws);
+                        precise float vu44 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu36 / sc7) : ((float(accu36 - qsum7) / sc7) * ws_up);
                         precise float rg44 = max(v50, 0.0);
                         precise float t234 = (rg44 * rg44) * vu44;
                         pc.y.d[(tok7 * M) + row44] = t234;
@@ -2209,16 +2213,16 @@ void main()
                 precise float sc8 = pc.qs.d[tok8 * 2u];
                 uint row45 = row01 + (tx + 0u);
                 if (row45 < M) {
-                    precise float v51 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf07 / sc8) : ((float(acc07 - qsum8) / sc8) * ws);
-                    precise float vu45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu07 / sc8) : ((float(accu07 - qsum8) / sc8) * ws_up);
+                    precise float v51 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf07 / sc8) : ((float(acc07 - qsum8) / sc8) * ws);
+                    precise float vu45 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu07 / sc8) : ((float(accu07 - qsum8) / sc8) * ws_up);
                     precise float rg45 = max(v51, 0.0);
                     precise float t235 = (rg45 * rg45) * vu45;
                     pc.y.d[(tok8 * M) + row45] = t235;
                 }
                 uint row46 = row01 + (tx + 16u);
                 if (row46 < M) {
-                    precise float v52 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf17 / sc8) : ((float(acc17 - qsum8) / sc8) * ws);
-                    precise float vu46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu17 / sc8) : ((float(accu17 - qsum8) / sc8) * ws_up);
+                    precise float v52 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf17 / sc8) : ((float(acc17 - qsum8) / sc8) * ws);
+                    precise float vu46 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu17 / sc8) : ((float(accu17 - qsum8) / sc8) * ws_up);
                     precise float rg46 = max(v52, 0.0);
                     precise float t236 = (rg46 * rg46) * vu46;
                     pc.y.d[(tok8 * M) + row46] = t236;
@@ -2226,16 +2230,16 @@ void main()
                 if (TILE_ROWS > 2u) {
                     uint row47 = row01 + (tx + 32u);
                     if (row47 < M) {
-                        precise float v53 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf27 / sc8) : ((float(acc27 - qsum8) / sc8) * ws);
-                        precise float vu47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu27 / sc8) : ((float(accu27 - qsum8) / sc8) * ws_up);
+                        precise float v53 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf27 / sc8) : ((float(acc27 - qsum8) / sc8) * ws);
+                        precise float vu47 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu27 / sc8) : ((float(accu27 - qsum8) / sc8) * ws_up);
                         precise float rg47 = max(v53, 0.0);
                         precise float t237 = (rg47 * rg47) * vu47;
                         pc.y.d[(tok8 * M) + row47] = t237;
                     }
                     uint row48 = row01 + (tx + 48u);
                     if (row48 < M) {
-                        precise float v54 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf37 / sc8) : ((float(acc37 - qsum8) / sc8) * ws);
-                        precise float vu48 = ((WFMT == 2u) || (WFMT == 1u)) ? (accfu37 / sc8) : ((float(accu37 - qsum8) / sc8) * ws_up);
+                        precise float v54 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf37 / sc8) : ((float(acc37 - qsum8) / sc8) * ws);
+                        precise float vu48 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accfu37 / sc8) : ((float(accu37 - qsum8) / sc8) * ws_up);
                         precise float rg48 = max(v54, 0.0);
                         precise float t238 = (rg48 * rg48) * vu48;
                         pc.y.d[(tok8 * M) + row48] = t238;

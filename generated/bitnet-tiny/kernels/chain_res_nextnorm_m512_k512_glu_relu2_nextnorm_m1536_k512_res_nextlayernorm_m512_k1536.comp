@@ -70,7 +70,7 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 layout(constant_id = 8) const uint GEMV_WIDE = 0u;
-layout(constant_id = 1) const uint WFMT = 0u;
+layout(constant_id = 1) const uint WFMT = 36u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 8u;
 layout(constant_id = 2) const uint GEMV_SHQ = 0u;
@@ -78,6 +78,10 @@ layout(constant_id = 3) const uint GEMV_ROWS = 0u;
 const uint K4 = 128u;
 const uint KW = 32u;
 const uint M = 512u;
+const uint FMT_I2_S = 36u;
+const uint FMT_TQ1_T = 200u;
+const uint FMT_TQ1_0 = 34u;
+const uint FMT_TQ2_0 = 35u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -178,10 +182,10 @@ void main()
             barrier();
         }
         precise float ws = 0.0;
-        if (WFMT == 0u) {
+        if (WFMT == FMT_I2_S) {
             ws = uintBitsToFloat(w.d[16384u]);
         }
-        if (WFMT == 3u) {
+        if (WFMT == FMT_TQ1_T) {
             ws = uintBitsToFloat(w.d[13312u]);
         }
         uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
@@ -196,99 +200,99 @@ void main()
             int acc = 0;
             precise float accf = 0.0;
             if (row < M) {
-                if (WFMT == 1u) {
+                if (WFMT == FMT_TQ1_0) {
                     for (uint w1 = lane; w1 < KW; w1 += lpr) {
                         uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
                         uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
-                        uint boff = (row * 132u) + ((w1 >> 4u) * 66u);
+                        uint boff = (row * 108u) + ((w1 >> 4u) * 54u);
                         int aw = 0;
                         uint qw = q.d[qb + 0u];
                         uint t1 = l0 + 0u;
-                        uint t2 = boff + (((t1 >> 7u) << 5u) | (t1 & 31u));
-                        uint twi = t2 >> 2u;
+                        bool t2 = t1 < 160u;
+                        bool t3 = t1 < 240u;
+                        uint t4 = t1 - 160u;
+                        uint tn = t2 ? (t1 >> 5u) : (t3 ? (t4 >> 4u) : ((t1 - 240u) >> 2u));
+                        uint t5 = (tn == 4u) ? 81u : ((0x1b090301u >> (tn << 3u)) & 0xffu);
+                        uint t6 = boff + (t2 ? (t1 & 31u) : (t3 ? (32u + (t4 & 15u)) : 48u));
+                        uint twi = t6 >> 2u;
                         uint tlo = w.d[twi];
-                        aw += dsl_dot4x8_ss(qw, ((((((t2 & 2u) != 0u) ? ((tlo >> 16u) | (w.d[twi + 1u] << 16u)) : tlo) >> (((t1 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint t7 = ((t6 & 2u) != 0u) ? ((tlo >> 16u) | (w.d[twi + 1u] << 16u)) : tlo;
+                        aw += dsl_dot4x8_ss(qw, ((((((((t7 & 0x00ff00ffu) * t5) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t7 >> 8u) & 0x00ff00ffu) * t5) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw1 = q.d[qb + 8u];
-                        uint t3 = l0 + 32u;
-                        uint t4 = boff + (((t3 >> 7u) << 5u) | (t3 & 31u));
-                        uint twi1 = t4 >> 2u;
+                        uint t8 = l0 + 32u;
+                        bool t9 = t8 < 160u;
+                        bool t10 = t8 < 240u;
+                        uint t11 = t8 - 160u;
+                        uint tn1 = t9 ? (t8 >> 5u) : (t10 ? (t11 >> 4u) : ((t8 - 240u) >> 2u));
+                        uint t12 = (tn1 == 4u) ? 81u : ((0x1b090301u >> (tn1 << 3u)) & 0xffu);
+                        uint t13 = boff + (t9 ? (t8 & 31u) : (t10 ? (32u + (t11 & 15u)) : 48u));
+                        uint twi1 = t13 >> 2u;
                         uint tlo1 = w.d[twi1];
-                        aw += dsl_dot4x8_ss(qw1, ((((((t4 & 2u) != 0u) ? ((tlo1 >> 16u) | (w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t3 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint t14 = ((t13 & 2u) != 0u) ? ((tlo1 >> 16u) | (w.d[twi1 + 1u] << 16u)) : tlo1;
+                        aw += dsl_dot4x8_ss(qw1, ((((((((t14 & 0x00ff00ffu) * t12) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t14 >> 8u) & 0x00ff00ffu) * t12) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw2 = q.d[qb + 16u];
-                        uint t5 = l0 + 64u;
-                        uint t6 = boff + (((t5 >> 7u) << 5u) | (t5 & 31u));
-                        uint twi2 = t6 >> 2u;
+                        uint t15 = l0 + 64u;
+                        bool t16 = t15 < 160u;
+                        bool t17 = t15 < 240u;
+                        uint t18 = t15 - 160u;
+                        uint tn2 = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
+                        uint t19 = (tn2 == 4u) ? 81u : ((0x1b090301u >> (tn2 << 3u)) & 0xffu);
+                        uint t20 = boff + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
+                        uint twi2 = t20 >> 2u;
                         uint tlo2 = w.d[twi2];
-                        aw += dsl_dot4x8_ss(qw2, ((((((t6 & 2u) != 0u) ? ((tlo2 >> 16u) | (w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t5 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint t21 = ((t20 & 2u) != 0u) ? ((tlo2 >> 16u) | (w.d[twi2 + 1u] << 16u)) : tlo2;
+                        aw += dsl_dot4x8_ss(qw2, ((((((((t21 & 0x00ff00ffu) * t19) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t21 >> 8u) & 0x00ff00ffu) * t19) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw3 = q.d[qb + 24u];
-                        uint t7 = l0 + 96u;
-                        uint t8 = boff + (((t7 >> 7u) << 5u) | (t7 & 31u));
-                        uint twi3 = t8 >> 2u;
+                        uint t22 = l0 + 96u;
+                        bool t23 = t22 < 160u;
+                        bool t24 = t22 < 240u;
+                        uint t25 = t22 - 160u;
+                        uint tn3 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
+                        uint t26 = (tn3 == 4u) ? 81u : ((0x1b090301u >> (tn3 << 3u)) & 0xffu);
+                        uint t27 = boff + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
+                        uint twi3 = t27 >> 2u;
                         uint tlo3 = w.d[twi3];
-                        aw += dsl_dot4x8_ss(qw3, ((((((t8 & 2u) != 0u) ? ((tlo3 >> 16u) | (w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t7 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint tdo = boff + 64u;
-                        accf += float(aw) * unpackHalf2x16((w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                        uint t28 = ((t27 & 2u) != 0u) ? ((tlo3 >> 16u) | (w.d[twi3 + 1u] << 16u)) : tlo3;
+                        aw += dsl_dot4x8_ss(qw3, ((((((((t28 & 0x00ff00ffu) * t26) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t28 >> 8u) & 0x00ff00ffu) * t26) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                        uint tdo = boff + 52u;
+                        accf += float(aw) * unpackHalf2x16((w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                     }
                 }
-                if (WFMT == 2u) {
+                if (WFMT == FMT_TQ2_0) {
                     for (uint w2 = lane; w2 < KW; w2 += lpr) {
                         uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
                         uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
-                        uint boff1 = (row * 108u) + ((w2 >> 4u) * 54u);
+                        uint boff1 = (row * 132u) + ((w2 >> 4u) * 66u);
                         int aw1 = 0;
                         uint qw4 = q.d[qb1 + 0u];
-                        uint t9 = l01 + 0u;
-                        bool t10 = t9 < 160u;
-                        bool t11 = t9 < 240u;
-                        uint t12 = t9 - 160u;
-                        uint tn = t10 ? (t9 >> 5u) : (t11 ? (t12 >> 4u) : ((t9 - 240u) >> 2u));
-                        uint t13 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
-                        uint t14 = boff1 + (t10 ? (t9 & 31u) : (t11 ? (32u + (t12 & 15u)) : 48u));
-                        uint twi4 = t14 >> 2u;
+                        uint t29 = l01 + 0u;
+                        uint t30 = boff1 + (((t29 >> 7u) << 5u) | (t29 & 31u));
+                        uint twi4 = t30 >> 2u;
                         uint tlo4 = w.d[twi4];
-                        uint t15 = ((t14 & 2u) != 0u) ? ((tlo4 >> 16u) | (w.d[twi4 + 1u] << 16u)) : tlo4;
-                        aw1 += dsl_dot4x8_ss(qw4, ((((((((t15 & 16711935u) * t13) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t15 >> 8u) & 16711935u) * t13) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        aw1 += dsl_dot4x8_ss(qw4, ((((((t30 & 2u) != 0u) ? ((tlo4 >> 16u) | (w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t29 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw5 = q.d[qb1 + 8u];
-                        uint t16 = l01 + 32u;
-                        bool t17 = t16 < 160u;
-                        bool t18 = t16 < 240u;
-                        uint t19 = t16 - 160u;
-                        uint tn1 = t17 ? (t16 >> 5u) : (t18 ? (t19 >> 4u) : ((t16 - 240u) >> 2u));
-                        uint t20 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                        uint t21 = boff1 + (t17 ? (t16 & 31u) : (t18 ? (32u + (t19 & 15u)) : 48u));
-                        uint twi5 = t21 >> 2u;
+                        uint t31 = l01 + 32u;
+                        uint t32 = boff1 + (((t31 >> 7u) << 5u) | (t31 & 31u));
+                        uint twi5 = t32 >> 2u;
                         uint tlo5 = w.d[twi5];
-                        uint t22 = ((t21 & 2u) != 0u) ? ((tlo5 >> 16u) | (w.d[twi5 + 1u] << 16u)) : tlo5;
-                        aw1 += dsl_dot4x8_ss(qw5, ((((((((t22 & 16711935u) * t20) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t22 >> 8u) & 16711935u) * t20) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        aw1 += dsl_dot4x8_ss(qw5, ((((((t32 & 2u) != 0u) ? ((tlo5 >> 16u) | (w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t31 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw6 = q.d[qb1 + 16u];
-                        uint t23 = l01 + 64u;
-                        bool t24 = t23 < 160u;
-                        bool t25 = t23 < 240u;
-                        uint t26 = t23 - 160u;
-                        uint tn2 = t24 ? (t23 >> 5u) : (t25 ? (t26 >> 4u) : ((t23 - 240u) >> 2u));
-                        uint t27 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                        uint t28 = boff1 + (t24 ? (t23 & 31u) : (t25 ? (32u + (t26 & 15u)) : 48u));
-                        uint twi6 = t28 >> 2u;
+                        uint t33 = l01 + 64u;
+                        uint t34 = boff1 + (((t33 >> 7u) << 5u) | (t33 & 31u));
+                        uint twi6 = t34 >> 2u;
                         uint tlo6 = w.d[twi6];
-                        uint t29 = ((t28 & 2u) != 0u) ? ((tlo6 >> 16u) | (w.d[twi6 + 1u] << 16u)) : tlo6;
-                        aw1 += dsl_dot4x8_ss(qw6, ((((((((t29 & 16711935u) * t27) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t29 >> 8u) & 16711935u) * t27) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        aw1 += dsl_dot4x8_ss(qw6, ((((((t34 & 2u) != 0u) ? ((tlo6 >> 16u) | (w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t33 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw7 = q.d[qb1 + 24u];
-                        uint t30 = l01 + 96u;
-                        bool t31 = t30 < 160u;
-                        bool t32 = t30 < 240u;
-                        uint t33 = t30 - 160u;
-                        uint tn3 = t31 ? (t30 >> 5u) : (t32 ? (t33 >> 4u) : ((t30 - 240u) >> 2u));
-                        uint t34 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                        uint t35 = boff1 + (t31 ? (t30 & 31u) : (t32 ? (32u + (t33 & 15u)) : 48u));
-                        uint twi7 = t35 >> 2u;
+                        uint t35 = l01 + 96u;
+                        uint t36 = boff1 + (((t35 >> 7u) << 5u) | (t35 & 31u));
+                        uint twi7 = t36 >> 2u;
                         uint tlo7 = w.d[twi7];
-                        uint t36 = ((t35 & 2u) != 0u) ? ((tlo7 >> 16u) | (w.d[twi7 + 1u] << 16u)) : tlo7;
-                        aw1 += dsl_dot4x8_ss(qw7, ((((((((t36 & 16711935u) * t34) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t36 >> 8u) & 16711935u) * t34) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint tdo1 = boff1 + 52u;
-                        accf += float(aw1) * unpackHalf2x16((w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                        aw1 += dsl_dot4x8_ss(qw7, ((((((t36 & 2u) != 0u) ? ((tlo7 >> 16u) | (w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t35 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                        uint tdo1 = boff1 + 64u;
+                        accf += float(aw1) * unpackHalf2x16((w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                     }
                 }
-                if (WFMT == 3u) {
+                if (WFMT == FMT_TQ1_T) {
                     for (uint w3 = lane; w3 < KW; w3 += lpr) {
                         uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
                         uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
@@ -299,50 +303,50 @@ void main()
                         bool t39 = t37 < 240u;
                         uint t40 = t37 - 160u;
                         uint tn4 = t38 ? (t37 >> 5u) : (t39 ? (t40 >> 4u) : ((t37 - 240u) >> 2u));
-                        uint t41 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                        uint t41 = (tn4 == 4u) ? 81u : ((0x1b090301u >> (tn4 << 3u)) & 0xffu);
                         uint t42 = w.d[(boff2 + (t38 ? (t37 & 31u) : (t39 ? (32u + (t40 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw8, ((((((t42 & 16711935u) * t41) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t42 >> 8u) & 16711935u) * t41) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw8, ((((((t42 & 0x00ff00ffu) * t41) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t42 >> 8u) & 0x00ff00ffu) * t41) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         uint qw9 = q.d[qb2 + 8u];
                         uint t43 = l02 + 32u;
                         bool t44 = t43 < 160u;
                         bool t45 = t43 < 240u;
                         uint t46 = t43 - 160u;
                         uint tn5 = t44 ? (t43 >> 5u) : (t45 ? (t46 >> 4u) : ((t43 - 240u) >> 2u));
-                        uint t47 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                        uint t47 = (tn5 == 4u) ? 81u : ((0x1b090301u >> (tn5 << 3u)) & 0xffu);
                         uint t48 = w.d[(boff2 + (t44 ? (t43 & 31u) : (t45 ? (32u + (t46 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw9, ((((((t48 & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t48 >> 8u) & 16711935u) * t47) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw9, ((((((t48 & 0x00ff00ffu) * t47) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t48 >> 8u) & 0x00ff00ffu) * t47) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         uint qw10 = q.d[qb2 + 16u];
                         uint t49 = l02 + 64u;
                         bool t50 = t49 < 160u;
                         bool t51 = t49 < 240u;
                         uint t52 = t49 - 160u;
                         uint tn6 = t50 ? (t49 >> 5u) : (t51 ? (t52 >> 4u) : ((t49 - 240u) >> 2u));
-                        uint t53 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                        uint t53 = (tn6 == 4u) ? 81u : ((0x1b090301u >> (tn6 << 3u)) & 0xffu);
                         uint t54 = w.d[(boff2 + (t50 ? (t49 & 31u) : (t51 ? (32u + (t52 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw10, ((((((t54 & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t54 >> 8u) & 16711935u) * t53) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw10, ((((((t54 & 0x00ff00ffu) * t53) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t54 >> 8u) & 0x00ff00ffu) * t53) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         uint qw11 = q.d[qb2 + 24u];
                         uint t55 = l02 + 96u;
                         bool t56 = t55 < 160u;
                         bool t57 = t55 < 240u;
                         uint t58 = t55 - 160u;
                         uint tn7 = t56 ? (t55 >> 5u) : (t57 ? (t58 >> 4u) : ((t55 - 240u) >> 2u));
-                        uint t59 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                        uint t59 = (tn7 == 4u) ? 81u : ((0x1b090301u >> (tn7 << 3u)) & 0xffu);
                         uint t60 = w.d[(boff2 + (t56 ? (t55 & 31u) : (t57 ? (32u + (t58 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw11, ((((((t60 & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t60 >> 8u) & 16711935u) * t59) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw11, ((((((t60 & 0x00ff00ffu) * t59) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t60 >> 8u) & 0x00ff00ffu) * t59) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                     }
                 }
-                if (WFMT == 0u) {
+                if (WFMT == FMT_I2_S) {
                     if (GEMV_SHQ != 0u) {
                         for (uint w5 = lane; w5 < KW; w5 += lpr) {
                             uint wd = w.d[(row * KW) + w5];
                             uint qb3 = ((w5 >> 3u) * 32u) + (w5 & 7u);
-                            uint c = (wd >> 6u) & 50529027u;
+                            uint c = (wd >> 6u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 0u], c);
-                            uint c1 = (wd >> 4u) & 50529027u;
+                            uint c1 = (wd >> 4u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 8u], c1);
-                            uint c2 = (wd >> 2u) & 50529027u;
+                            uint c2 = (wd >> 2u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 16u], c2);
-                            uint c3 = (wd >> 0u) & 50529027u;
+                            uint c3 = (wd >> 0u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 24u], c3);
                         }
                     } else {
@@ -351,37 +355,37 @@ void main()
                                 uvec4 wd4 = Buf_w4(w).d[(row * KV4) + w41];
                                 uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
                                 uvec4 a4 = Buf_q4(q).d[qb4 + 0u];
-                                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 0x03030303u);
                                 uvec4 a41 = Buf_q4(q).d[qb4 + 2u];
-                                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 0x03030303u);
                                 uvec4 a42 = Buf_q4(q).d[qb4 + 4u];
-                                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 0x03030303u);
                                 uvec4 a43 = Buf_q4(q).d[qb4 + 6u];
-                                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 0x03030303u);
                             }
                         } else {
                             for (uint w6 = lane; w6 < KW; w6 += lpr) {
                                 uint wd1 = w.d[(row * KW) + w6];
                                 uint qb5 = ((w6 >> 3u) * 32u) + (w6 & 7u);
-                                uint c4 = (wd1 >> 6u) & 50529027u;
+                                uint c4 = (wd1 >> 6u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(q.d[qb5 + 0u], c4);
-                                uint c5 = (wd1 >> 4u) & 50529027u;
+                                uint c5 = (wd1 >> 4u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(q.d[qb5 + 8u], c5);
-                                uint c6 = (wd1 >> 2u) & 50529027u;
+                                uint c6 = (wd1 >> 2u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(q.d[qb5 + 16u], c6);
-                                uint c7 = (wd1 >> 0u) & 50529027u;
+                                uint c7 = (wd1 >> 0u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(q.d[qb5 + 24u], c7);
                             }
                         }
@@ -395,7 +399,7 @@ void main()
                 if ((mine && (lane == 0u)) && (row < M)) {
                     int qsum = int(qs.d[1u]);
                     precise float sc = qs.d[0u];
-                    precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t62 / sc) : ((float(t61 - qsum) / sc) * ws);
+                    precise float v = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t62 / sc) : ((float(t61 - qsum) / sc) * ws);
                     precise float t63 = y.d[row] + v;
                     y.d[row] = t63;
                 }
@@ -469,7 +473,7 @@ void main()
             precise int qv3 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
             qsum1 += qv3;
             if (inrow) {
-                lq.d[wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+                lq.d[wi] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
             }
             int t67 = subgroupAdd(qsum1);
             if (subgroupElect()) {
@@ -511,11 +515,11 @@ void main()
             }
             precise float ws1 = 0.0;
             precise float ws_up = 0.0;
-            if (WFMT == 0u) {
+            if (WFMT == FMT_I2_S) {
                 ws1 = uintBitsToFloat(w7.d[49152u]);
                 ws_up = uintBitsToFloat(wu.d[49152u]);
             }
-            if (WFMT == 3u) {
+            if (WFMT == FMT_TQ1_T) {
                 ws1 = uintBitsToFloat(w7.d[39936u]);
                 ws_up = uintBitsToFloat(wu.d[39936u]);
             }
@@ -533,163 +537,163 @@ void main()
                 precise float accf1 = 0.0;
                 precise float accfu = 0.0;
                 if (row1 < M1) {
-                    if (WFMT == 1u) {
+                    if (WFMT == FMT_TQ1_0) {
                         for (uint w8 = lane1; w8 < KW; w8 += lpr1) {
                             uint qb6 = ((w8 >> 3u) * 32u) + (w8 & 7u);
                             uint l03 = (((w8 >> 3u) & 1u) << 7u) + ((w8 & 7u) << 2u);
-                            uint boff3 = (row1 * 132u) + ((w8 >> 4u) * 66u);
+                            uint boff3 = (row1 * 108u) + ((w8 >> 4u) * 54u);
                             int aw2 = 0;
-                            uint boff4 = (row1 * 132u) + ((w8 >> 4u) * 66u);
+                            uint boff4 = (row1 * 108u) + ((w8 >> 4u) * 54u);
                             int awu = 0;
                             uint qw12 = lq.d[qb6 + 0u];
                             uint t69 = l03 + 0u;
-                            uint t70 = boff3 + (((t69 >> 7u) << 5u) | (t69 & 31u));
-                            uint twi8 = t70 >> 2u;
+                            bool t70 = t69 < 160u;
+                            bool t71 = t69 < 240u;
+                            uint t72 = t69 - 160u;
+                            uint tn8 = t70 ? (t69 >> 5u) : (t71 ? (t72 >> 4u) : ((t69 - 240u) >> 2u));
+                            uint t73 = (tn8 == 4u) ? 81u : ((0x1b090301u >> (tn8 << 3u)) & 0xffu);
+                            uint t74 = boff3 + (t70 ? (t69 & 31u) : (t71 ? (32u + (t72 & 15u)) : 48u));
+                            uint twi8 = t74 >> 2u;
                             uint tlo8 = w7.d[twi8];
-                            aw2 += dsl_dot4x8_ss(qw12, ((((((t70 & 2u) != 0u) ? ((tlo8 >> 16u) | (w7.d[twi8 + 1u] << 16u)) : tlo8) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t71 = boff4 + (((t69 >> 7u) << 5u) | (t69 & 31u));
-                            uint twi9 = t71 >> 2u;
+                            uint t75 = ((t74 & 2u) != 0u) ? ((tlo8 >> 16u) | (w7.d[twi8 + 1u] << 16u)) : tlo8;
+                            aw2 += dsl_dot4x8_ss(qw12, ((((((((t75 & 0x00ff00ffu) * t73) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t75 >> 8u) & 0x00ff00ffu) * t73) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            bool t76 = t69 < 160u;
+                            bool t77 = t69 < 240u;
+                            uint t78 = t69 - 160u;
+                            uint tn9 = t76 ? (t69 >> 5u) : (t77 ? (t78 >> 4u) : ((t69 - 240u) >> 2u));
+                            uint t79 = (tn9 == 4u) ? 81u : ((0x1b090301u >> (tn9 << 3u)) & 0xffu);
+                            uint t80 = boff4 + (t76 ? (t69 & 31u) : (t77 ? (32u + (t78 & 15u)) : 48u));
+                            uint twi9 = t80 >> 2u;
                             uint tlo9 = wu.d[twi9];
-                            awu += dsl_dot4x8_ss(qw12, ((((((t71 & 2u) != 0u) ? ((tlo9 >> 16u) | (wu.d[twi9 + 1u] << 16u)) : tlo9) >> (((t69 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t81 = ((t80 & 2u) != 0u) ? ((tlo9 >> 16u) | (wu.d[twi9 + 1u] << 16u)) : tlo9;
+                            awu += dsl_dot4x8_ss(qw12, ((((((((t81 & 0x00ff00ffu) * t79) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t81 >> 8u) & 0x00ff00ffu) * t79) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw13 = lq.d[qb6 + 8u];
-                            uint t72 = l03 + 32u;
-                            uint t73 = boff3 + (((t72 >> 7u) << 5u) | (t72 & 31u));
-                            uint twi10 = t73 >> 2u;
+                            uint t82 = l03 + 32u;
+                            bool t83 = t82 < 160u;
+                            bool t84 = t82 < 240u;
+                            uint t85 = t82 - 160u;
+                            uint tn10 = t83 ? (t82 >> 5u) : (t84 ? (t85 >> 4u) : ((t82 - 240u) >> 2u));
+                            uint t86 = (tn10 == 4u) ? 81u : ((0x1b090301u >> (tn10 << 3u)) & 0xffu);
+                            uint t87 = boff3 + (t83 ? (t82 & 31u) : (t84 ? (32u + (t85 & 15u)) : 48u));
+                            uint twi10 = t87 >> 2u;
                             uint tlo10 = w7.d[twi10];
-                            aw2 += dsl_dot4x8_ss(qw13, ((((((t73 & 2u) != 0u) ? ((tlo10 >> 16u) | (w7.d[twi10 + 1u] << 16u)) : tlo10) >> (((t72 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t74 = boff4 + (((t72 >> 7u) << 5u) | (t72 & 31u));
-                            uint twi11 = t74 >> 2u;
+                            uint t88 = ((t87 & 2u) != 0u) ? ((tlo10 >> 16u) | (w7.d[twi10 + 1u] << 16u)) : tlo10;
+                            aw2 += dsl_dot4x8_ss(qw13, ((((((((t88 & 0x00ff00ffu) * t86) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t88 >> 8u) & 0x00ff00ffu) * t86) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            bool t89 = t82 < 160u;
+                            bool t90 = t82 < 240u;
+                            uint t91 = t82 - 160u;
+                            uint tn11 = t89 ? (t82 >> 5u) : (t90 ? (t91 >> 4u) : ((t82 - 240u) >> 2u));
+                            uint t92 = (tn11 == 4u) ? 81u : ((0x1b090301u >> (tn11 << 3u)) & 0xffu);
+                            uint t93 = boff4 + (t89 ? (t82 & 31u) : (t90 ? (32u + (t91 & 15u)) : 48u));
+                            uint twi11 = t93 >> 2u;
                             uint tlo11 = wu.d[twi11];
-                            awu += dsl_dot4x8_ss(qw13, ((((((t74 & 2u) != 0u) ? ((tlo11 >> 16u) | (wu.d[twi11 + 1u] << 16u)) : tlo11) >> (((t72 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t94 = ((t93 & 2u) != 0u) ? ((tlo11 >> 16u) | (wu.d[twi11 + 1u] << 16u)) : tlo11;
+                            awu += dsl_dot4x8_ss(qw13, ((((((((t94 & 0x00ff00ffu) * t92) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t94 >> 8u) & 0x00ff00ffu) * t92) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw14 = lq.d[qb6 + 16u];
-                            uint t75 = l03 + 64u;
-                            uint t76 = boff3 + (((t75 >> 7u) << 5u) | (t75 & 31u));
-                            uint twi12 = t76 >> 2u;
+                            uint t95 = l03 + 64u;
+                            bool t96 = t95 < 160u;
+                            bool t97 = t95 < 240u;
+                            uint t98 = t95 - 160u;
+                            uint tn12 = t96 ? (t95 >> 5u) : (t97 ? (t98 >> 4u) : ((t95 - 240u) >> 2u));
+                            uint t99 = (tn12 == 4u) ? 81u : ((0x1b090301u >> (tn12 << 3u)) & 0xffu);
+                            uint t100 = boff3 + (t96 ? (t95 & 31u) : (t97 ? (32u + (t98 & 15u)) : 48u));
+                            uint twi12 = t100 >> 2u;
                             uint tlo12 = w7.d[twi12];
-                            aw2 += dsl_dot4x8_ss(qw14, ((((((t76 & 2u) != 0u) ? ((tlo12 >> 16u) | (w7.d[twi12 + 1u] << 16u)) : tlo12) >> (((t75 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t77 = boff4 + (((t75 >> 7u) << 5u) | (t75 & 31u));
-                            uint twi13 = t77 >> 2u;
+                            uint t101 = ((t100 & 2u) != 0u) ? ((tlo12 >> 16u) | (w7.d[twi12 + 1u] << 16u)) : tlo12;
+                            aw2 += dsl_dot4x8_ss(qw14, ((((((((t101 & 0x00ff00ffu) * t99) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t101 >> 8u) & 0x00ff00ffu) * t99) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            bool t102 = t95 < 160u;
+                            bool t103 = t95 < 240u;
+                            uint t104 = t95 - 160u;
+                            uint tn13 = t102 ? (t95 >> 5u) : (t103 ? (t104 >> 4u) : ((t95 - 240u) >> 2u));
+                            uint t105 = (tn13 == 4u) ? 81u : ((0x1b090301u >> (tn13 << 3u)) & 0xffu);
+                            uint t106 = boff4 + (t102 ? (t95 & 31u) : (t103 ? (32u + (t104 & 15u)) : 48u));
+                            uint twi13 = t106 >> 2u;
                             uint tlo13 = wu.d[twi13];
-                            awu += dsl_dot4x8_ss(qw14, ((((((t77 & 2u) != 0u) ? ((tlo13 >> 16u) | (wu.d[twi13 + 1u] << 16u)) : tlo13) >> (((t75 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t107 = ((t106 & 2u) != 0u) ? ((tlo13 >> 16u) | (wu.d[twi13 + 1u] << 16u)) : tlo13;
+                            awu += dsl_dot4x8_ss(qw14, ((((((((t107 & 0x00ff00ffu) * t105) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t107 >> 8u) & 0x00ff00ffu) * t105) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw15 = lq.d[qb6 + 24u];
-                            uint t78 = l03 + 96u;
-                            uint t79 = boff3 + (((t78 >> 7u) << 5u) | (t78 & 31u));
-                            uint twi14 = t79 >> 2u;
+                            uint t108 = l03 + 96u;
+                            bool t109 = t108 < 160u;
+                            bool t110 = t108 < 240u;
+                            uint t111 = t108 - 160u;
+                            uint tn14 = t109 ? (t108 >> 5u) : (t110 ? (t111 >> 4u) : ((t108 - 240u) >> 2u));
+                            uint t112 = (tn14 == 4u) ? 81u : ((0x1b090301u >> (tn14 << 3u)) & 0xffu);
+                            uint t113 = boff3 + (t109 ? (t108 & 31u) : (t110 ? (32u + (t111 & 15u)) : 48u));
+                            uint twi14 = t113 >> 2u;
                             uint tlo14 = w7.d[twi14];
-                            aw2 += dsl_dot4x8_ss(qw15, ((((((t79 & 2u) != 0u) ? ((tlo14 >> 16u) | (w7.d[twi14 + 1u] << 16u)) : tlo14) >> (((t78 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint t80 = boff4 + (((t78 >> 7u) << 5u) | (t78 & 31u));
-                            uint twi15 = t80 >> 2u;
+                            uint t114 = ((t113 & 2u) != 0u) ? ((tlo14 >> 16u) | (w7.d[twi14 + 1u] << 16u)) : tlo14;
+                            aw2 += dsl_dot4x8_ss(qw15, ((((((((t114 & 0x00ff00ffu) * t112) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t114 >> 8u) & 0x00ff00ffu) * t112) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            bool t115 = t108 < 160u;
+                            bool t116 = t108 < 240u;
+                            uint t117 = t108 - 160u;
+                            uint tn15 = t115 ? (t108 >> 5u) : (t116 ? (t117 >> 4u) : ((t108 - 240u) >> 2u));
+                            uint t118 = (tn15 == 4u) ? 81u : ((0x1b090301u >> (tn15 << 3u)) & 0xffu);
+                            uint t119 = boff4 + (t115 ? (t108 & 31u) : (t116 ? (32u + (t117 & 15u)) : 48u));
+                            uint twi15 = t119 >> 2u;
                             uint tlo15 = wu.d[twi15];
-                            awu += dsl_dot4x8_ss(qw15, ((((((t80 & 2u) != 0u) ? ((tlo15 >> 16u) | (wu.d[twi15 + 1u] << 16u)) : tlo15) >> (((t78 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint tdo2 = boff3 + 64u;
-                            accf1 += float(aw2) * unpackHalf2x16((w7.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
-                            uint tdo3 = boff4 + 64u;
-                            accfu += float(awu) * unpackHalf2x16((wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                            uint t120 = ((t119 & 2u) != 0u) ? ((tlo15 >> 16u) | (wu.d[twi15 + 1u] << 16u)) : tlo15;
+                            awu += dsl_dot4x8_ss(qw15, ((((((((t120 & 0x00ff00ffu) * t118) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t120 >> 8u) & 0x00ff00ffu) * t118) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo2 = boff3 + 52u;
+                            accf1 += float(aw2) * unpackHalf2x16((w7.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 0xffffu).x;
+                            uint tdo3 = boff4 + 52u;
+                            accfu += float(awu) * unpackHalf2x16((wu.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 2u) {
+                    if (WFMT == FMT_TQ2_0) {
                         for (uint w9 = lane1; w9 < KW; w9 += lpr1) {
                             uint qb7 = ((w9 >> 3u) * 32u) + (w9 & 7u);
                             uint l04 = (((w9 >> 3u) & 1u) << 7u) + ((w9 & 7u) << 2u);
-                            uint boff5 = (row1 * 108u) + ((w9 >> 4u) * 54u);
+                            uint boff5 = (row1 * 132u) + ((w9 >> 4u) * 66u);
                             int aw3 = 0;
-                            uint boff6 = (row1 * 108u) + ((w9 >> 4u) * 54u);
+                            uint boff6 = (row1 * 132u) + ((w9 >> 4u) * 66u);
                             int awu1 = 0;
                             uint qw16 = lq.d[qb7 + 0u];
-                            uint t81 = l04 + 0u;
-                            bool t82 = t81 < 160u;
-                            bool t83 = t81 < 240u;
-                            uint t84 = t81 - 160u;
-                            uint tn8 = t82 ? (t81 >> 5u) : (t83 ? (t84 >> 4u) : ((t81 - 240u) >> 2u));
-                            uint t85 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-                            uint t86 = boff5 + (t82 ? (t81 & 31u) : (t83 ? (32u + (t84 & 15u)) : 48u));
-                            uint twi16 = t86 >> 2u;
+                            uint t121 = l04 + 0u;
+                            uint t122 = boff5 + (((t121 >> 7u) << 5u) | (t121 & 31u));
+                            uint twi16 = t122 >> 2u;
                             uint tlo16 = w7.d[twi16];
-                            uint t87 = ((t86 & 2u) != 0u) ? ((tlo16 >> 16u) | (w7.d[twi16 + 1u] << 16u)) : tlo16;
-                            aw3 += dsl_dot4x8_ss(qw16, ((((((((t87 & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t87 >> 8u) & 16711935u) * t85) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t88 = t81 < 160u;
-                            bool t89 = t81 < 240u;
-                            uint t90 = t81 - 160u;
-                            uint tn9 = t88 ? (t81 >> 5u) : (t89 ? (t90 >> 4u) : ((t81 - 240u) >> 2u));
-                            uint t91 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-                            uint t92 = boff6 + (t88 ? (t81 & 31u) : (t89 ? (32u + (t90 & 15u)) : 48u));
-                            uint twi17 = t92 >> 2u;
+                            aw3 += dsl_dot4x8_ss(qw16, ((((((t122 & 2u) != 0u) ? ((tlo16 >> 16u) | (w7.d[twi16 + 1u] << 16u)) : tlo16) >> (((t121 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint t123 = boff6 + (((t121 >> 7u) << 5u) | (t121 & 31u));
+                            uint twi17 = t123 >> 2u;
                             uint tlo17 = wu.d[twi17];
-                            uint t93 = ((t92 & 2u) != 0u) ? ((tlo17 >> 16u) | (wu.d[twi17 + 1u] << 16u)) : tlo17;
-                            awu1 += dsl_dot4x8_ss(qw16, ((((((((t93 & 16711935u) * t91) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t93 >> 8u) & 16711935u) * t91) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            awu1 += dsl_dot4x8_ss(qw16, ((((((t123 & 2u) != 0u) ? ((tlo17 >> 16u) | (wu.d[twi17 + 1u] << 16u)) : tlo17) >> (((t121 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw17 = lq.d[qb7 + 8u];
-                            uint t94 = l04 + 32u;
-                            bool t95 = t94 < 160u;
-                            bool t96 = t94 < 240u;
-                            uint t97 = t94 - 160u;
-                            uint tn10 = t95 ? (t94 >> 5u) : (t96 ? (t97 >> 4u) : ((t94 - 240u) >> 2u));
-                            uint t98 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                            uint t99 = boff5 + (t95 ? (t94 & 31u) : (t96 ? (32u + (t97 & 15u)) : 48u));
-                            uint twi18 = t99 >> 2u;
+                            uint t124 = l04 + 32u;
+                            uint t125 = boff5 + (((t124 >> 7u) << 5u) | (t124 & 31u));
+                            uint twi18 = t125 >> 2u;
                             uint tlo18 = w7.d[twi18];
-                            uint t100 = ((t99 & 2u) != 0u) ? ((tlo18 >> 16u) | (w7.d[twi18 + 1u] << 16u)) : tlo18;
-                            aw3 += dsl_dot4x8_ss(qw17, ((((((((t100 & 16711935u) * t98) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t100 >> 8u) & 16711935u) * t98) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t101 = t94 < 160u;
-                            bool t102 = t94 < 240u;
-                            uint t103 = t94 - 160u;
-                            uint tn11 = t101 ? (t94 >> 5u) : (t102 ? (t103 >> 4u) : ((t94 - 240u) >> 2u));
-                            uint t104 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                            uint t105 = boff6 + (t101 ? (t94 & 31u) : (t102 ? (32u + (t103 & 15u)) : 48u));
-                            uint twi19 = t105 >> 2u;
+                            aw3 += dsl_dot4x8_ss(qw17, ((((((t125 & 2u) != 0u) ? ((tlo18 >> 16u) | (w7.d[twi18 + 1u] << 16u)) : tlo18) >> (((t124 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint t126 = boff6 + (((t124 >> 7u) << 5u) | (t124 & 31u));
+                            uint twi19 = t126 >> 2u;
                             uint tlo19 = wu.d[twi19];
-                            uint t106 = ((t105 & 2u) != 0u) ? ((tlo19 >> 16u) | (wu.d[twi19 + 1u] << 16u)) : tlo19;
-                            awu1 += dsl_dot4x8_ss(qw17, ((((((((t106 & 16711935u) * t104) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t106 >> 8u) & 16711935u) * t104) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            awu1 += dsl_dot4x8_ss(qw17, ((((((t126 & 2u) != 0u) ? ((tlo19 >> 16u) | (wu.d[twi19 + 1u] << 16u)) : tlo19) >> (((t124 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw18 = lq.d[qb7 + 16u];
-                            uint t107 = l04 + 64u;
-                            bool t108 = t107 < 160u;
-                            bool t109 = t107 < 240u;
-                            uint t110 = t107 - 160u;
-                            uint tn12 = t108 ? (t107 >> 5u) : (t109 ? (t110 >> 4u) : ((t107 - 240u) >> 2u));
-                            uint t111 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
-                            uint t112 = boff5 + (t108 ? (t107 & 31u) : (t109 ? (32u + (t110 & 15u)) : 48u));
-                            uint twi20 = t112 >> 2u;
+                            uint t127 = l04 + 64u;
+                            uint t128 = boff5 + (((t127 >> 7u) << 5u) | (t127 & 31u));
+                            uint twi20 = t128 >> 2u;
                             uint tlo20 = w7.d[twi20];
-                            uint t113 = ((t112 & 2u) != 0u) ? ((tlo20 >> 16u) | (w7.d[twi20 + 1u] << 16u)) : tlo20;
-                            aw3 += dsl_dot4x8_ss(qw18, ((((((((t113 & 16711935u) * t111) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t113 >> 8u) & 16711935u) * t111) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t114 = t107 < 160u;
-                            bool t115 = t107 < 240u;
-                            uint t116 = t107 - 160u;
-                            uint tn13 = t114 ? (t107 >> 5u) : (t115 ? (t116 >> 4u) : ((t107 - 240u) >> 2u));
-                            uint t117 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
-                            uint t118 = boff6 + (t114 ? (t107 & 31u) : (t115 ? (32u + (t116 & 15u)) : 48u));
-                            uint twi21 = t118 >> 2u;
+                            aw3 += dsl_dot4x8_ss(qw18, ((((((t128 & 2u) != 0u) ? ((tlo20 >> 16u) | (w7.d[twi20 + 1u] << 16u)) : tlo20) >> (((t127 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint t129 = boff6 + (((t127 >> 7u) << 5u) | (t127 & 31u));
+                            uint twi21 = t129 >> 2u;
                             uint tlo21 = wu.d[twi21];
-                            uint t119 = ((t118 & 2u) != 0u) ? ((tlo21 >> 16u) | (wu.d[twi21 + 1u] << 16u)) : tlo21;
-                            awu1 += dsl_dot4x8_ss(qw18, ((((((((t119 & 16711935u) * t117) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t119 >> 8u) & 16711935u) * t117) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            awu1 += dsl_dot4x8_ss(qw18, ((((((t129 & 2u) != 0u) ? ((tlo21 >> 16u) | (wu.d[twi21 + 1u] << 16u)) : tlo21) >> (((t127 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw19 = lq.d[qb7 + 24u];
-                            uint t120 = l04 + 96u;
-                            bool t121 = t120 < 160u;
-                            bool t122 = t120 < 240u;
-                            uint t123 = t120 - 160u;
-                            uint tn14 = t121 ? (t120 >> 5u) : (t122 ? (t123 >> 4u) : ((t120 - 240u) >> 2u));
-                            uint t124 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
-                            uint t125 = boff5 + (t121 ? (t120 & 31u) : (t122 ? (32u + (t123 & 15u)) : 48u));
-                            uint twi22 = t125 >> 2u;
+                            uint t130 = l04 + 96u;
+                            uint t131 = boff5 + (((t130 >> 7u) << 5u) | (t130 & 31u));
+                            uint twi22 = t131 >> 2u;
                             uint tlo22 = w7.d[twi22];
-                            uint t126 = ((t125 & 2u) != 0u) ? ((tlo22 >> 16u) | (w7.d[twi22 + 1u] << 16u)) : tlo22;
-                            aw3 += dsl_dot4x8_ss(qw19, ((((((((t126 & 16711935u) * t124) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t126 >> 8u) & 16711935u) * t124) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            bool t127 = t120 < 160u;
-                            bool t128 = t120 < 240u;
-                            uint t129 = t120 - 160u;
-                            uint tn15 = t127 ? (t120 >> 5u) : (t128 ? (t129 >> 4u) : ((t120 - 240u) >> 2u));
-                            uint t130 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
-                            uint t131 = boff6 + (t127 ? (t120 & 31u) : (t128 ? (32u + (t129 & 15u)) : 48u));
-                            uint twi23 = t131 >> 2u;
+                            aw3 += dsl_dot4x8_ss(qw19, ((((((t131 & 2u) != 0u) ? ((tlo22 >> 16u) | (w7.d[twi22 + 1u] << 16u)) : tlo22) >> (((t130 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint t132 = boff6 + (((t130 >> 7u) << 5u) | (t130 & 31u));
+                            uint twi23 = t132 >> 2u;
                             uint tlo23 = wu.d[twi23];
-                            uint t132 = ((t131 & 2u) != 0u) ? ((tlo23 >> 16u) | (wu.d[twi23 + 1u] << 16u)) : tlo23;
-                            awu1 += dsl_dot4x8_ss(qw19, ((((((((t132 & 16711935u) * t130) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t132 >> 8u) & 16711935u) * t130) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            uint tdo4 = boff5 + 52u;
-                            accf1 += float(aw3) * unpackHalf2x16((w7.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
-                            uint tdo5 = boff6 + 52u;
-                            accfu += float(awu1) * unpackHalf2x16((wu.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                            awu1 += dsl_dot4x8_ss(qw19, ((((((t132 & 2u) != 0u) ? ((tlo23 >> 16u) | (wu.d[twi23 + 1u] << 16u)) : tlo23) >> (((t130 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo4 = boff5 + 64u;
+                            accf1 += float(aw3) * unpackHalf2x16((w7.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 0xffffu).x;
+                            uint tdo5 = boff6 + 64u;
+                            accfu += float(awu1) * unpackHalf2x16((wu.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 3u) {
+                    if (WFMT == FMT_TQ1_T) {
                         for (uint w10 = lane1; w10 < KW; w10 += lpr1) {
                             uint qb8 = ((w10 >> 3u) * 32u) + (w10 & 7u);
                             uint l05 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
@@ -701,89 +705,89 @@ void main()
                             bool t135 = t133 < 240u;
                             uint t136 = t133 - 160u;
                             uint tn16 = t134 ? (t133 >> 5u) : (t135 ? (t136 >> 4u) : ((t133 - 240u) >> 2u));
-                            uint t137 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
+                            uint t137 = (tn16 == 4u) ? 81u : ((0x1b090301u >> (tn16 << 3u)) & 0xffu);
                             uint t138 = w7.d[(boff7 + (t134 ? (t133 & 31u) : (t135 ? (32u + (t136 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw20, ((((((t138 & 16711935u) * t137) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t138 >> 8u) & 16711935u) * t137) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw20, ((((((t138 & 0x00ff00ffu) * t137) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t138 >> 8u) & 0x00ff00ffu) * t137) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             bool t139 = t133 < 160u;
                             bool t140 = t133 < 240u;
                             uint t141 = t133 - 160u;
                             uint tn17 = t139 ? (t133 >> 5u) : (t140 ? (t141 >> 4u) : ((t133 - 240u) >> 2u));
-                            uint t142 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
+                            uint t142 = (tn17 == 4u) ? 81u : ((0x1b090301u >> (tn17 << 3u)) & 0xffu);
                             uint t143 = wu.d[(boff8 + (t139 ? (t133 & 31u) : (t140 ? (32u + (t141 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw20, ((((((t143 & 16711935u) * t142) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t143 >> 8u) & 16711935u) * t142) & 16711935u) * 3u) & 4278255360u));
+                            accu += dsl_dot4x8_su(qw20, ((((((t143 & 0x00ff00ffu) * t142) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t143 >> 8u) & 0x00ff00ffu) * t142) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw21 = lq.d[qb8 + 8u];
                             uint t144 = l05 + 32u;
                             bool t145 = t144 < 160u;
                             bool t146 = t144 < 240u;
                             uint t147 = t144 - 160u;
                             uint tn18 = t145 ? (t144 >> 5u) : (t146 ? (t147 >> 4u) : ((t144 - 240u) >> 2u));
-                            uint t148 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
+                            uint t148 = (tn18 == 4u) ? 81u : ((0x1b090301u >> (tn18 << 3u)) & 0xffu);
                             uint t149 = w7.d[(boff7 + (t145 ? (t144 & 31u) : (t146 ? (32u + (t147 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw21, ((((((t149 & 16711935u) * t148) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t149 >> 8u) & 16711935u) * t148) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw21, ((((((t149 & 0x00ff00ffu) * t148) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t149 >> 8u) & 0x00ff00ffu) * t148) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             bool t150 = t144 < 160u;
                             bool t151 = t144 < 240u;
                             uint t152 = t144 - 160u;
                             uint tn19 = t150 ? (t144 >> 5u) : (t151 ? (t152 >> 4u) : ((t144 - 240u) >> 2u));
-                            uint t153 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
+                            uint t153 = (tn19 == 4u) ? 81u : ((0x1b090301u >> (tn19 << 3u)) & 0xffu);
                             uint t154 = wu.d[(boff8 + (t150 ? (t144 & 31u) : (t151 ? (32u + (t152 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw21, ((((((t154 & 16711935u) * t153) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t154 >> 8u) & 16711935u) * t153) & 16711935u) * 3u) & 4278255360u));
+                            accu += dsl_dot4x8_su(qw21, ((((((t154 & 0x00ff00ffu) * t153) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t154 >> 8u) & 0x00ff00ffu) * t153) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw22 = lq.d[qb8 + 16u];
                             uint t155 = l05 + 64u;
                             bool t156 = t155 < 160u;
                             bool t157 = t155 < 240u;
                             uint t158 = t155 - 160u;
                             uint tn20 = t156 ? (t155 >> 5u) : (t157 ? (t158 >> 4u) : ((t155 - 240u) >> 2u));
-                            uint t159 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
+                            uint t159 = (tn20 == 4u) ? 81u : ((0x1b090301u >> (tn20 << 3u)) & 0xffu);
                             uint t160 = w7.d[(boff7 + (t156 ? (t155 & 31u) : (t157 ? (32u + (t158 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw22, ((((((t160 & 16711935u) * t159) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t160 >> 8u) & 16711935u) * t159) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw22, ((((((t160 & 0x00ff00ffu) * t159) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t160 >> 8u) & 0x00ff00ffu) * t159) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             bool t161 = t155 < 160u;
                             bool t162 = t155 < 240u;
                             uint t163 = t155 - 160u;
                             uint tn21 = t161 ? (t155 >> 5u) : (t162 ? (t163 >> 4u) : ((t155 - 240u) >> 2u));
-                            uint t164 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
+                            uint t164 = (tn21 == 4u) ? 81u : ((0x1b090301u >> (tn21 << 3u)) & 0xffu);
                             uint t165 = wu.d[(boff8 + (t161 ? (t155 & 31u) : (t162 ? (32u + (t163 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw22, ((((((t165 & 16711935u) * t164) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t165 >> 8u) & 16711935u) * t164) & 16711935u) * 3u) & 4278255360u));
+                            accu += dsl_dot4x8_su(qw22, ((((((t165 & 0x00ff00ffu) * t164) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t165 >> 8u) & 0x00ff00ffu) * t164) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw23 = lq.d[qb8 + 24u];
                             uint t166 = l05 + 96u;
                             bool t167 = t166 < 160u;
                             bool t168 = t166 < 240u;
                             uint t169 = t166 - 160u;
                             uint tn22 = t167 ? (t166 >> 5u) : (t168 ? (t169 >> 4u) : ((t166 - 240u) >> 2u));
-                            uint t170 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
+                            uint t170 = (tn22 == 4u) ? 81u : ((0x1b090301u >> (tn22 << 3u)) & 0xffu);
                             uint t171 = w7.d[(boff7 + (t167 ? (t166 & 31u) : (t168 ? (32u + (t169 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw23, ((((((t171 & 16711935u) * t170) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t171 >> 8u) & 16711935u) * t170) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw23, ((((((t171 & 0x00ff00ffu) * t170) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t171 >> 8u) & 0x00ff00ffu) * t170) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             bool t172 = t166 < 160u;
                             bool t173 = t166 < 240u;
                             uint t174 = t166 - 160u;
                             uint tn23 = t172 ? (t166 >> 5u) : (t173 ? (t174 >> 4u) : ((t166 - 240u) >> 2u));
-                            uint t175 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                            uint t175 = (tn23 == 4u) ? 81u : ((0x1b090301u >> (tn23 << 3u)) & 0xffu);
                             uint t176 = wu.d[(boff8 + (t172 ? (t166 & 31u) : (t173 ? (32u + (t174 & 15u)) : 48u))) >> 2u];
-                            accu += dsl_dot4x8_su(qw23, ((((((t176 & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t176 >> 8u) & 16711935u) * t175) & 16711935u) * 3u) & 4278255360u));
+                            accu += dsl_dot4x8_su(qw23, ((((((t176 & 0x00ff00ffu) * t175) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t176 >> 8u) & 0x00ff00ffu) * t175) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         }
                     }
-                    if (WFMT == 0u) {
+                    if (WFMT == FMT_I2_S) {
                         if (GEMV_SHQ != 0u) {
                             for (uint w11 = lane1; w11 < KW; w11 += lpr1) {
                                 uint wd2 = w7.d[(row1 * KW) + w11];
                                 uint wdu = wu.d[(row1 * KW) + w11];
                                 uint qb9 = ((w11 >> 3u) * 32u) + (w11 & 7u);
-                                uint c8 = (wd2 >> 6u) & 50529027u;
-                                uint cu = (wdu >> 6u) & 50529027u;
+                                uint c8 = (wd2 >> 6u) & 0x03030303u;
+                                uint cu = (wdu >> 6u) & 0x03030303u;
                                 uint qw24 = qsh1[qb9 + 0u];
                                 acc1 += dsl_dot4x8_su(qw24, c8);
                                 accu += dsl_dot4x8_su(qw24, cu);
-                                uint c9 = (wd2 >> 4u) & 50529027u;
-                                uint cu1 = (wdu >> 4u) & 50529027u;
+                                uint c9 = (wd2 >> 4u) & 0x03030303u;
+                                uint cu1 = (wdu >> 4u) & 0x03030303u;
                                 uint qw25 = qsh1[qb9 + 8u];
                                 acc1 += dsl_dot4x8_su(qw25, c9);
                                 accu += dsl_dot4x8_su(qw25, cu1);
-                                uint c10 = (wd2 >> 2u) & 50529027u;
-                                uint cu2 = (wdu >> 2u) & 50529027u;
+                                uint c10 = (wd2 >> 2u) & 0x03030303u;
+                                uint cu2 = (wdu >> 2u) & 0x03030303u;
                                 uint qw26 = qsh1[qb9 + 16u];
                                 acc1 += dsl_dot4x8_su(qw26, c10);
                                 accu += dsl_dot4x8_su(qw26, cu2);
-                                uint c11 = (wd2 >> 0u) & 50529027u;
-                                uint cu3 = (wdu >> 0u) & 50529027u;
+                                uint c11 = (wd2 >> 0u) & 0x03030303u;
+                                uint cu3 = (wdu >> 0u) & 0x03030303u;
                                 uint qw27 = qsh1[qb9 + 24u];
                                 acc1 += dsl_dot4x8_su(qw27, c11);
                                 accu += dsl_dot4x8_su(qw27, cu3);
@@ -795,64 +799,64 @@ void main()
                                     uvec4 wdu4 = Buf_wu4(wu).d[(row1 * KV4) + w43];
                                     uint qb41 = ((w43 >> 1u) * 8u) + (w43 & 1u);
                                     uvec4 a44 = Buf_q41(lq).d[qb41 + 0u];
-                                    acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a44.x, (wdu4.x >> 6u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a44.y, (wdu4.y >> 6u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a44.z, (wdu4.z >> 6u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a44.w, (wdu4.w >> 6u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a44.x, (wdu4.x >> 6u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a44.y, (wdu4.y >> 6u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a44.z, (wdu4.z >> 6u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a44.w, (wdu4.w >> 6u) & 0x03030303u);
                                     uvec4 a45 = Buf_q41(lq).d[qb41 + 2u];
-                                    acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a45.x, (wdu4.x >> 4u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a45.y, (wdu4.y >> 4u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a45.z, (wdu4.z >> 4u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a45.w, (wdu4.w >> 4u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a45.x, (wdu4.x >> 4u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a45.y, (wdu4.y >> 4u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a45.z, (wdu4.z >> 4u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a45.w, (wdu4.w >> 4u) & 0x03030303u);
                                     uvec4 a46 = Buf_q41(lq).d[qb41 + 4u];
-                                    acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a46.x, (wdu4.x >> 2u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a46.y, (wdu4.y >> 2u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a46.z, (wdu4.z >> 2u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a46.w, (wdu4.w >> 2u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a46.x, (wdu4.x >> 2u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a46.y, (wdu4.y >> 2u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a46.z, (wdu4.z >> 2u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a46.w, (wdu4.w >> 2u) & 0x03030303u);
                                     uvec4 a47 = Buf_q41(lq).d[qb41 + 6u];
-                                    acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a47.x, (wdu4.x >> 0u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a47.y, (wdu4.y >> 0u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a47.z, (wdu4.z >> 0u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
-                                    accu += dsl_dot4x8_su(a47.w, (wdu4.w >> 0u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a47.x, (wdu4.x >> 0u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a47.y, (wdu4.y >> 0u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a47.z, (wdu4.z >> 0u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 0x03030303u);
+                                    accu += dsl_dot4x8_su(a47.w, (wdu4.w >> 0u) & 0x03030303u);
                                 }
                             } else {
                                 for (uint w12 = lane1; w12 < KW; w12 += lpr1) {
                                     uint wd3 = w7.d[(row1 * KW) + w12];
                                     uint wdu1 = wu.d[(row1 * KW) + w12];
                                     uint qb10 = ((w12 >> 3u) * 32u) + (w12 & 7u);
-                                    uint c12 = (wd3 >> 6u) & 50529027u;
-                                    uint cu4 = (wdu1 >> 6u) & 50529027u;
+                                    uint c12 = (wd3 >> 6u) & 0x03030303u;
+                                    uint cu4 = (wdu1 >> 6u) & 0x03030303u;
                                     uint qw28 = lq.d[qb10 + 0u];
                                     acc1 += dsl_dot4x8_su(qw28, c12);
                                     accu += dsl_dot4x8_su(qw28, cu4);
-                                    uint c13 = (wd3 >> 4u) & 50529027u;
-                                    uint cu5 = (wdu1 >> 4u) & 50529027u;
+                                    uint c13 = (wd3 >> 4u) & 0x03030303u;
+                                    uint cu5 = (wdu1 >> 4u) & 0x03030303u;
                                     uint qw29 = lq.d[qb10 + 8u];
                                     acc1 += dsl_dot4x8_su(qw29, c13);
                                     accu += dsl_dot4x8_su(qw29, cu5);
-                                    uint c14 = (wd3 >> 2u) & 50529027u;
-                                    uint cu6 = (wdu1 >> 2u) & 50529027u;
+                                    uint c14 = (wd3 >> 2u) & 0x03030303u;
+                                    uint cu6 = (wdu1 >> 2u) & 0x03030303u;
                                     uint qw30 = lq.d[qb10 + 16u];
                                     acc1 += dsl_dot4x8_su(qw30, c14);
                                     accu += dsl_dot4x8_su(qw30, cu6);
-                                    uint c15 = (wd3 >> 0u) & 50529027u;
-                                    uint cu7 = (wdu1 >> 0u) & 50529027u;
+                                    uint c15 = (wd3 >> 0u) & 0x03030303u;
+                                    uint cu7 = (wdu1 >> 0u) & 0x03030303u;
                                     uint qw31 = lq.d[qb10 + 24u];
                                     acc1 += dsl_dot4x8_su(qw31, c15);
                                     accu += dsl_dot4x8_su(qw31, cu7);
@@ -870,8 +874,8 @@ void main()
                     if ((mine1 && (lane1 == 0u)) && (row1 < M1)) {
                         int qsum2 = int(lqs.d[1u]);
                         precise float sc1 = lqs.d[0u];
-                        precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (t178 / sc1) : ((float(t177 - qsum2) / sc1) * ws1);
-                        precise float vu = ((WFMT == 2u) || (WFMT == 1u)) ? (t180 / sc1) : ((float(t179 - qsum2) / sc1) * ws_up);
+                        precise float v1 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t178 / sc1) : ((float(t177 - qsum2) / sc1) * ws1);
+                        precise float vu = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t180 / sc1) : ((float(t179 - qsum2) / sc1) * ws_up);
                         precise float rg = max(v1, 0.0);
                         precise float t181 = (rg * rg) * vu;
                         y2.d[row1] = t181;
@@ -961,7 +965,7 @@ void main()
                 qsum3 += qv6;
                 precise int qv7 = clamp(int(roundEven(y3.w * s6)), Q8_LO, Q8_HI);
                 qsum3 += qv7;
-                lq1.d[wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+                lq1.d[wi1] = ((((uint(qv4) & 0xffu) << 0u) | ((uint(qv5) & 0xffu) << 8u)) | ((uint(qv6) & 0xffu) << 16u)) | ((uint(qv7) & 0xffu) << 24u);
                 precise int qv8 = clamp(int(roundEven(y4.x * s6)), Q8_LO, Q8_HI);
                 qsum3 += qv8;
                 precise int qv9 = clamp(int(roundEven(y4.y * s6)), Q8_LO, Q8_HI);
@@ -971,7 +975,7 @@ void main()
                 precise int qv11 = clamp(int(roundEven(y4.w * s6)), Q8_LO, Q8_HI);
                 qsum3 += qv11;
                 if (inrow1) {
-                    lq1.d[wi2] = ((((uint(qv8) & 255u) << 0u) | ((uint(qv9) & 255u) << 8u)) | ((uint(qv10) & 255u) << 16u)) | ((uint(qv11) & 255u) << 24u);
+                    lq1.d[wi2] = ((((uint(qv8) & 0xffu) << 0u) | ((uint(qv9) & 0xffu) << 8u)) | ((uint(qv10) & 0xffu) << 16u)) | ((uint(qv11) & 0xffu) << 24u);
                 }
                 int t185 = subgroupAdd(qsum3);
                 if (subgroupElect()) {
@@ -1011,10 +1015,10 @@ void main()
                 barrier();
             }
             precise float ws2 = 0.0;
-            if (WFMT == 0u) {
+            if (WFMT == FMT_I2_S) {
                 ws2 = uintBitsToFloat(w13.d[49152u]);
             }
-            if (WFMT == 3u) {
+            if (WFMT == FMT_TQ1_T) {
                 ws2 = uintBitsToFloat(w13.d[39936u]);
             }
             uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
@@ -1029,99 +1033,99 @@ void main()
                 int acc2 = 0;
                 precise float accf2 = 0.0;
                 if (row2 < M) {
-                    if (WFMT == 1u) {
+                    if (WFMT == FMT_TQ1_0) {
                         for (uint w14 = lane2; w14 < KW1; w14 += lpr2) {
                             uint qb11 = ((w14 >> 3u) * 32u) + (w14 & 7u);
                             uint l06 = (((w14 >> 3u) & 1u) << 7u) + ((w14 & 7u) << 2u);
-                            uint boff9 = (row2 * 396u) + ((w14 >> 4u) * 66u);
+                            uint boff9 = (row2 * 324u) + ((w14 >> 4u) * 54u);
                             int aw4 = 0;
                             uint qw32 = lq1.d[qb11 + 0u];
                             uint t187 = l06 + 0u;
-                            uint t188 = boff9 + (((t187 >> 7u) << 5u) | (t187 & 31u));
-                            uint twi24 = t188 >> 2u;
+                            bool t188 = t187 < 160u;
+                            bool t189 = t187 < 240u;
+                            uint t190 = t187 - 160u;
+                            uint tn24 = t188 ? (t187 >> 5u) : (t189 ? (t190 >> 4u) : ((t187 - 240u) >> 2u));
+                            uint t191 = (tn24 == 4u) ? 81u : ((0x1b090301u >> (tn24 << 3u)) & 0xffu);
+                            uint t192 = boff9 + (t188 ? (t187 & 31u) : (t189 ? (32u + (t190 & 15u)) : 48u));
+                            uint twi24 = t192 >> 2u;
                             uint tlo24 = w13.d[twi24];
-                            aw4 += dsl_dot4x8_ss(qw32, ((((((t188 & 2u) != 0u) ? ((tlo24 >> 16u) | (w13.d[twi24 + 1u] << 16u)) : tlo24) >> (((t187 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t193 = ((t192 & 2u) != 0u) ? ((tlo24 >> 16u) | (w13.d[twi24 + 1u] << 16u)) : tlo24;
+                            aw4 += dsl_dot4x8_ss(qw32, ((((((((t193 & 0x00ff00ffu) * t191) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t193 >> 8u) & 0x00ff00ffu) * t191) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw33 = lq1.d[qb11 + 8u];
-                            uint t189 = l06 + 32u;
-                            uint t190 = boff9 + (((t189 >> 7u) << 5u) | (t189 & 31u));
-                            uint twi25 = t190 >> 2u;
+                            uint t194 = l06 + 32u;
+                            bool t195 = t194 < 160u;
+                            bool t196 = t194 < 240u;
+                            uint t197 = t194 - 160u;
+                            uint tn25 = t195 ? (t194 >> 5u) : (t196 ? (t197 >> 4u) : ((t194 - 240u) >> 2u));
+                            uint t198 = (tn25 == 4u) ? 81u : ((0x1b090301u >> (tn25 << 3u)) & 0xffu);
+                            uint t199 = boff9 + (t195 ? (t194 & 31u) : (t196 ? (32u + (t197 & 15u)) : 48u));
+                            uint twi25 = t199 >> 2u;
                             uint tlo25 = w13.d[twi25];
-                            aw4 += dsl_dot4x8_ss(qw33, ((((((t190 & 2u) != 0u) ? ((tlo25 >> 16u) | (w13.d[twi25 + 1u] << 16u)) : tlo25) >> (((t189 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t200 = ((t199 & 2u) != 0u) ? ((tlo25 >> 16u) | (w13.d[twi25 + 1u] << 16u)) : tlo25;
+                            aw4 += dsl_dot4x8_ss(qw33, ((((((((t200 & 0x00ff00ffu) * t198) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t200 >> 8u) & 0x00ff00ffu) * t198) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw34 = lq1.d[qb11 + 16u];
-                            uint t191 = l06 + 64u;
-                            uint t192 = boff9 + (((t191 >> 7u) << 5u) | (t191 & 31u));
-                            uint twi26 = t192 >> 2u;
+                            uint t201 = l06 + 64u;
+                            bool t202 = t201 < 160u;
+                            bool t203 = t201 < 240u;
+                            uint t204 = t201 - 160u;
+                            uint tn26 = t202 ? (t201 >> 5u) : (t203 ? (t204 >> 4u) : ((t201 - 240u) >> 2u));
+                            uint t205 = (tn26 == 4u) ? 81u : ((0x1b090301u >> (tn26 << 3u)) & 0xffu);
+                            uint t206 = boff9 + (t202 ? (t201 & 31u) : (t203 ? (32u + (t204 & 15u)) : 48u));
+                            uint twi26 = t206 >> 2u;
                             uint tlo26 = w13.d[twi26];
-                            aw4 += dsl_dot4x8_ss(qw34, ((((((t192 & 2u) != 0u) ? ((tlo26 >> 16u) | (w13.d[twi26 + 1u] << 16u)) : tlo26) >> (((t191 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t207 = ((t206 & 2u) != 0u) ? ((tlo26 >> 16u) | (w13.d[twi26 + 1u] << 16u)) : tlo26;
+                            aw4 += dsl_dot4x8_ss(qw34, ((((((((t207 & 0x00ff00ffu) * t205) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t207 >> 8u) & 0x00ff00ffu) * t205) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw35 = lq1.d[qb11 + 24u];
-                            uint t193 = l06 + 96u;
-                            uint t194 = boff9 + (((t193 >> 7u) << 5u) | (t193 & 31u));
-                            uint twi27 = t194 >> 2u;
+                            uint t208 = l06 + 96u;
+                            bool t209 = t208 < 160u;
+                            bool t210 = t208 < 240u;
+                            uint t211 = t208 - 160u;
+                            uint tn27 = t209 ? (t208 >> 5u) : (t210 ? (t211 >> 4u) : ((t208 - 240u) >> 2u));
+                            uint t212 = (tn27 == 4u) ? 81u : ((0x1b090301u >> (tn27 << 3u)) & 0xffu);
+                            uint t213 = boff9 + (t209 ? (t208 & 31u) : (t210 ? (32u + (t211 & 15u)) : 48u));
+                            uint twi27 = t213 >> 2u;
                             uint tlo27 = w13.d[twi27];
-                            aw4 += dsl_dot4x8_ss(qw35, ((((((t194 & 2u) != 0u) ? ((tlo27 >> 16u) | (w13.d[twi27 + 1u] << 16u)) : tlo27) >> (((t193 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint tdo6 = boff9 + 64u;
-                            accf2 += float(aw4) * unpackHalf2x16((w13.d[tdo6 >> 2u] >> ((tdo6 & 2u) << 3u)) & 65535u).x;
+                            uint t214 = ((t213 & 2u) != 0u) ? ((tlo27 >> 16u) | (w13.d[twi27 + 1u] << 16u)) : tlo27;
+                            aw4 += dsl_dot4x8_ss(qw35, ((((((((t214 & 0x00ff00ffu) * t212) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t214 >> 8u) & 0x00ff00ffu) * t212) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo6 = boff9 + 52u;
+                            accf2 += float(aw4) * unpackHalf2x16((w13.d[tdo6 >> 2u] >> ((tdo6 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 2u) {
+                    if (WFMT == FMT_TQ2_0) {
                         for (uint w15 = lane2; w15 < KW1; w15 += lpr2) {
                             uint qb12 = ((w15 >> 3u) * 32u) + (w15 & 7u);
                             uint l07 = (((w15 >> 3u) & 1u) << 7u) + ((w15 & 7u) << 2u);
-                            uint boff10 = (row2 * 324u) + ((w15 >> 4u) * 54u);
+                            uint boff10 = (row2 * 396u) + ((w15 >> 4u) * 66u);
                             int aw5 = 0;
                             uint qw36 = lq1.d[qb12 + 0u];
-                            uint t195 = l07 + 0u;
-                            bool t196 = t195 < 160u;
-                            bool t197 = t195 < 240u;
-                            uint t198 = t195 - 160u;
-                            uint tn24 = t196 ? (t195 >> 5u) : (t197 ? (t198 >> 4u) : ((t195 - 240u) >> 2u));
-                            uint t199 = (tn24 == 4u) ? 81u : ((453575425u >> (tn24 << 3u)) & 255u);
-                            uint t200 = boff10 + (t196 ? (t195 & 31u) : (t197 ? (32u + (t198 & 15u)) : 48u));
-                            uint twi28 = t200 >> 2u;
+                            uint t215 = l07 + 0u;
+                            uint t216 = boff10 + (((t215 >> 7u) << 5u) | (t215 & 31u));
+                            uint twi28 = t216 >> 2u;
                             uint tlo28 = w13.d[twi28];
-                            uint t201 = ((t200 & 2u) != 0u) ? ((tlo28 >> 16u) | (w13.d[twi28 + 1u] << 16u)) : tlo28;
-                            aw5 += dsl_dot4x8_ss(qw36, ((((((((t201 & 16711935u) * t199) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t201 >> 8u) & 16711935u) * t199) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw5 += dsl_dot4x8_ss(qw36, ((((((t216 & 2u) != 0u) ? ((tlo28 >> 16u) | (w13.d[twi28 + 1u] << 16u)) : tlo28) >> (((t215 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw37 = lq1.d[qb12 + 8u];
-                            uint t202 = l07 + 32u;
-                            bool t203 = t202 < 160u;
-                            bool t204 = t202 < 240u;
-                            uint t205 = t202 - 160u;
-                            uint tn25 = t203 ? (t202 >> 5u) : (t204 ? (t205 >> 4u) : ((t202 - 240u) >> 2u));
-                            uint t206 = (tn25 == 4u) ? 81u : ((453575425u >> (tn25 << 3u)) & 255u);
-                            uint t207 = boff10 + (t203 ? (t202 & 31u) : (t204 ? (32u + (t205 & 15u)) : 48u));
-                            uint twi29 = t207 >> 2u;
+                            uint t217 = l07 + 32u;
+                            uint t218 = boff10 + (((t217 >> 7u) << 5u) | (t217 & 31u));
+                            uint twi29 = t218 >> 2u;
                             uint tlo29 = w13.d[twi29];
-                            uint t208 = ((t207 & 2u) != 0u) ? ((tlo29 >> 16u) | (w13.d[twi29 + 1u] << 16u)) : tlo29;
-                            aw5 += dsl_dot4x8_ss(qw37, ((((((((t208 & 16711935u) * t206) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t208 >> 8u) & 16711935u) * t206) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw5 += dsl_dot4x8_ss(qw37, ((((((t218 & 2u) != 0u) ? ((tlo29 >> 16u) | (w13.d[twi29 + 1u] << 16u)) : tlo29) >> (((t217 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw38 = lq1.d[qb12 + 16u];
-                            uint t209 = l07 + 64u;
-                            bool t210 = t209 < 160u;
-                            bool t211 = t209 < 240u;
-                            uint t212 = t209 - 160u;
-                            uint tn26 = t210 ? (t209 >> 5u) : (t211 ? (t212 >> 4u) : ((t209 - 240u) >> 2u));
-                            uint t213 = (tn26 == 4u) ? 81u : ((453575425u >> (tn26 << 3u)) & 255u);
-                            uint t214 = boff10 + (t210 ? (t209 & 31u) : (t211 ? (32u + (t212 & 15u)) : 48u));
-                            uint twi30 = t214 >> 2u;
+                            uint t219 = l07 + 64u;
+                            uint t220 = boff10 + (((t219 >> 7u) << 5u) | (t219 & 31u));
+                            uint twi30 = t220 >> 2u;
                             uint tlo30 = w13.d[twi30];
-                            uint t215 = ((t214 & 2u) != 0u) ? ((tlo30 >> 16u) | (w13.d[twi30 + 1u] << 16u)) : tlo30;
-                            aw5 += dsl_dot4x8_ss(qw38, ((((((((t215 & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t215 >> 8u) & 16711935u) * t213) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw5 += dsl_dot4x8_ss(qw38, ((((((t220 & 2u) != 0u) ? ((tlo30 >> 16u) | (w13.d[twi30 + 1u] << 16u)) : tlo30) >> (((t219 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw39 = lq1.d[qb12 + 24u];
-                            uint t216 = l07 + 96u;
-                            bool t217 = t216 < 160u;
-                            bool t218 = t216 < 240u;
-                            uint t219 = t216 - 160u;
-                            uint tn27 = t217 ? (t216 >> 5u) : (t218 ? (t219 >> 4u) : ((t216 - 240u) >> 2u));
-                            uint t220 = (tn27 == 4u) ? 81u : ((453575425u >> (tn27 << 3u)) & 255u);
-                            uint t221 = boff10 + (t217 ? (t216 & 31u) : (t218 ? (32u + (t219 & 15u)) : 48u));
-                            uint twi31 = t221 >> 2u;
+                            uint t221 = l07 + 96u;
+                            uint t222 = boff10 + (((t221 >> 7u) << 5u) | (t221 & 31u));
+                            uint twi31 = t222 >> 2u;
                             uint tlo31 = w13.d[twi31];
-                            uint t222 = ((t221 & 2u) != 0u) ? ((tlo31 >> 16u) | (w13.d[twi31 + 1u] << 16u)) : tlo31;
-                            aw5 += dsl_dot4x8_ss(qw39, ((((((((t222 & 16711935u) * t220) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t222 >> 8u) & 16711935u) * t220) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            uint tdo7 = boff10 + 52u;
-                            accf2 += float(aw5) * unpackHalf2x16((w13.d[tdo7 >> 2u] >> ((tdo7 & 2u) << 3u)) & 65535u).x;
+                            aw5 += dsl_dot4x8_ss(qw39, ((((((t222 & 2u) != 0u) ? ((tlo31 >> 16u) | (w13.d[twi31 + 1u] << 16u)) : tlo31) >> (((t221 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo7 = boff10 + 64u;
+                            accf2 += float(aw5) * unpackHalf2x16((w13.d[tdo7 >> 2u] >> ((tdo7 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 3u) {
+                    if (WFMT == FMT_TQ1_T) {
                         for (uint w16 = lane2; w16 < KW1; w16 += lpr2) {
                             uint qb13 = ((w16 >> 3u) * 32u) + (w16 & 7u);
                             uint l08 = (((w16 >> 3u) & 1u) << 7u) + ((w16 & 7u) << 2u);
@@ -1132,50 +1136,50 @@ void main()
                             bool t225 = t223 < 240u;
                             uint t226 = t223 - 160u;
                             uint tn28 = t224 ? (t223 >> 5u) : (t225 ? (t226 >> 4u) : ((t223 - 240u) >> 2u));
-                            uint t227 = (tn28 == 4u) ? 81u : ((453575425u >> (tn28 << 3u)) & 255u);
+                            uint t227 = (tn28 == 4u) ? 81u : ((0x1b090301u >> (tn28 << 3u)) & 0xffu);
                             uint t228 = w13.d[(boff11 + (t224 ? (t223 & 31u) : (t225 ? (32u + (t226 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw40, ((((((t228 & 16711935u) * t227) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t228 >> 8u) & 16711935u) * t227) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw40, ((((((t228 & 0x00ff00ffu) * t227) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t228 >> 8u) & 0x00ff00ffu) * t227) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw41 = lq1.d[qb13 + 8u];
                             uint t229 = l08 + 32u;
                             bool t230 = t229 < 160u;
                             bool t231 = t229 < 240u;
                             uint t232 = t229 - 160u;
                             uint tn29 = t230 ? (t229 >> 5u) : (t231 ? (t232 >> 4u) : ((t229 - 240u) >> 2u));
-                            uint t233 = (tn29 == 4u) ? 81u : ((453575425u >> (tn29 << 3u)) & 255u);
+                            uint t233 = (tn29 == 4u) ? 81u : ((0x1b090301u >> (tn29 << 3u)) & 0xffu);
                             uint t234 = w13.d[(boff11 + (t230 ? (t229 & 31u) : (t231 ? (32u + (t232 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw41, ((((((t234 & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t234 >> 8u) & 16711935u) * t233) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw41, ((((((t234 & 0x00ff00ffu) * t233) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t234 >> 8u) & 0x00ff00ffu) * t233) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw42 = lq1.d[qb13 + 16u];
                             uint t235 = l08 + 64u;
                             bool t236 = t235 < 160u;
                             bool t237 = t235 < 240u;
                             uint t238 = t235 - 160u;
                             uint tn30 = t236 ? (t235 >> 5u) : (t237 ? (t238 >> 4u) : ((t235 - 240u) >> 2u));
-                            uint t239 = (tn30 == 4u) ? 81u : ((453575425u >> (tn30 << 3u)) & 255u);
+                            uint t239 = (tn30 == 4u) ? 81u : ((0x1b090301u >> (tn30 << 3u)) & 0xffu);
                             uint t240 = w13.d[(boff11 + (t236 ? (t235 & 31u) : (t237 ? (32u + (t238 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw42, ((((((t240 & 16711935u) * t239) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t240 >> 8u) & 16711935u) * t239) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw42, ((((((t240 & 0x00ff00ffu) * t239) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t240 >> 8u) & 0x00ff00ffu) * t239) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw43 = lq1.d[qb13 + 24u];
                             uint t241 = l08 + 96u;
                             bool t242 = t241 < 160u;
                             bool t243 = t241 < 240u;
                             uint t244 = t241 - 160u;
                             uint tn31 = t242 ? (t241 >> 5u) : (t243 ? (t244 >> 4u) : ((t241 - 240u) >> 2u));
-                            uint t245 = (tn31 == 4u) ? 81u : ((453575425u >> (tn31 << 3u)) & 255u);
+                            uint t245 = (tn31 == 4u) ? 81u : ((0x1b090301u >> (tn31 << 3u)) & 0xffu);
                             uint t246 = w13.d[(boff11 + (t242 ? (t241 & 31u) : (t243 ? (32u + (t244 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw43, ((((((t246 & 16711935u) * t245) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t246 >> 8u) & 16711935u) * t245) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw43, ((((((t246 & 0x00ff00ffu) * t245) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t246 >> 8u) & 0x00ff00ffu) * t245) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         }
                     }
-                    if (WFMT == 0u) {
+                    if (WFMT == FMT_I2_S) {
                         if (GEMV_SHQ != 0u) {
                             for (uint w17 = lane2; w17 < KW1; w17 += lpr2) {
                                 uint wd5 = w13.d[(row2 * KW1) + w17];
                                 uint qb14 = ((w17 >> 3u) * 32u) + (w17 & 7u);
-                                uint c16 = (wd5 >> 6u) & 50529027u;
+                                uint c16 = (wd5 >> 6u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh2[qb14 + 0u], c16);
-                                uint c17 = (wd5 >> 4u) & 50529027u;
+                                uint c17 = (wd5 >> 4u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh2[qb14 + 8u], c17);
-                                uint c18 = (wd5 >> 2u) & 50529027u;
+                                uint c18 = (wd5 >> 2u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh2[qb14 + 16u], c18);
-                                uint c19 = (wd5 >> 0u) & 50529027u;
+                                uint c19 = (wd5 >> 0u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh2[qb14 + 24u], c19);
                             }
                         } else {
@@ -1184,37 +1188,37 @@ void main()
                                     uvec4 wd42 = Buf_w44(w13).d[(row2 * KV41) + w45];
                                     uint qb42 = ((w45 >> 1u) * 8u) + (w45 & 1u);
                                     uvec4 a48 = Buf_q42(lq1).d[qb42 + 0u];
-                                    acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 0x03030303u);
                                     uvec4 a49 = Buf_q42(lq1).d[qb42 + 2u];
-                                    acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 0x03030303u);
                                     uvec4 a410 = Buf_q42(lq1).d[qb42 + 4u];
-                                    acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 0x03030303u);
                                     uvec4 a411 = Buf_q42(lq1).d[qb42 + 6u];
-                                    acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 0x03030303u);
                                 }
                             } else {
                                 for (uint w18 = lane2; w18 < KW1; w18 += lpr2) {
                                     uint wd6 = w13.d[(row2 * KW1) + w18];
                                     uint qb15 = ((w18 >> 3u) * 32u) + (w18 & 7u);
-                                    uint c20 = (wd6 >> 6u) & 50529027u;
+                                    uint c20 = (wd6 >> 6u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(lq1.d[qb15 + 0u], c20);
-                                    uint c21 = (wd6 >> 4u) & 50529027u;
+                                    uint c21 = (wd6 >> 4u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(lq1.d[qb15 + 8u], c21);
-                                    uint c22 = (wd6 >> 2u) & 50529027u;
+                                    uint c22 = (wd6 >> 2u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(lq1.d[qb15 + 16u], c22);
-                                    uint c23 = (wd6 >> 0u) & 50529027u;
+                                    uint c23 = (wd6 >> 0u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(lq1.d[qb15 + 24u], c23);
                                 }
                             }
@@ -1228,7 +1232,7 @@ void main()
                     if ((mine2 && (lane2 == 0u)) && (row2 < M)) {
                         int qsum4 = int(lqs1.d[1u]);
                         precise float sc2 = lqs1.d[0u];
-                        precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (t248 / sc2) : ((float(t247 - qsum4) / sc2) * ws2);
+                        precise float v2 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t248 / sc2) : ((float(t247 - qsum4) / sc2) * ws2);
                         precise float t249 = y.d[row2] + v2;
                         y.d[row2] = t249;
                     }
@@ -1303,7 +1307,7 @@ void main()
                     precise int qv15 = clamp(int(roundEven(y5.w * s10)), Q8_LO, Q8_HI);
                     qsum5 += qv15;
                     if (inrow2) {
-                        lq2.d[wi3] = ((((uint(qv12) & 255u) << 0u) | ((uint(qv13) & 255u) << 8u)) | ((uint(qv14) & 255u) << 16u)) | ((uint(qv15) & 255u) << 24u);
+                        lq2.d[wi3] = ((((uint(qv12) & 0xffu) << 0u) | ((uint(qv13) & 0xffu) << 8u)) | ((uint(qv14) & 0xffu) << 16u)) | ((uint(qv15) & 0xffu) << 24u);
                     }
                     int t253 = subgroupAdd(qsum5);
                     if (subgroupElect()) {

@@ -106,7 +106,7 @@ void main()
     qsum += qv2;
     precise int qv3 = clamp(int(roundEven(y.w * s2)), Q8_LO, Q8_HI);
     qsum += qv3;
-    pc.q.d[rbase + wi] = ((((uint(qv) & 255u) << 0u) | ((uint(qv1) & 255u) << 8u)) | ((uint(qv2) & 255u) << 16u)) | ((uint(qv3) & 255u) << 24u);
+    pc.q.d[rbase + wi] = ((((uint(qv) & 0xffu) << 0u) | ((uint(qv1) & 0xffu) << 8u)) | ((uint(qv2) & 0xffu) << 16u)) | ((uint(qv3) & 0xffu) << 24u);
     precise int qv4 = clamp(int(roundEven(y1.x * s2)), Q8_LO, Q8_HI);
     qsum += qv4;
     precise int qv5 = clamp(int(roundEven(y1.y * s2)), Q8_LO, Q8_HI);
@@ -116,7 +116,7 @@ void main()
     precise int qv7 = clamp(int(roundEven(y1.w * s2)), Q8_LO, Q8_HI);
     qsum += qv7;
     if (inrow) {
-        pc.q.d[rbase + wi1] = ((((uint(qv4) & 255u) << 0u) | ((uint(qv5) & 255u) << 8u)) | ((uint(qv6) & 255u) << 16u)) | ((uint(qv7) & 255u) << 24u);
+        pc.q.d[rbase + wi1] = ((((uint(qv4) & 0xffu) << 0u) | ((uint(qv5) & 0xffu) << 8u)) | ((uint(qv6) & 0xffu) << 16u)) | ((uint(qv7) & 0xffu) << 24u);
     }
     int t1 = subgroupAdd(qsum);
     if (subgroupElect()) {

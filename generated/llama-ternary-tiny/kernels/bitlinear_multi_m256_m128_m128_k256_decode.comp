@@ -35,7 +35,7 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-layout(constant_id = 1) const uint WFMT = 0u;
+layout(constant_id = 1) const uint WFMT = 36u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
 const uint KV4 = 4u;
 layout(constant_id = 2) const uint GEMV_SHQ = 0u;
@@ -44,6 +44,10 @@ layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 const uint K4 = 64u;
 const uint KW = 16u;
 const uint M0 = 256u;
+const uint FMT_I2_S = 36u;
+const uint FMT_TQ1_T = 200u;
+const uint FMT_TQ1_0 = 34u;
+const uint FMT_TQ2_0 = 35u;
 const uint M1 = 128u;
 const uint M2 = 128u;
 
@@ -94,10 +98,10 @@ void main()
     uint part_end = 0u + ((M0 + (rpw - 1u)) / rpw);
     if (wg < part_end) {
         precise float ws = 0.0;
-        if (WFMT == 0u) {
+        if (WFMT == FMT_I2_S) {
             ws = uintBitsToFloat(pc.w.d[4096u]);
         }
-        if (WFMT == 3u) {
+        if (WFMT == FMT_TQ1_T) {
             ws = uintBitsToFloat(pc.w.d[3328u]);
         }
         uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
@@ -112,99 +116,99 @@ void main()
             int acc = 0;
             precise float accf = 0.0;
             if (row < M0) {
-                if (WFMT == 1u) {
+                if (WFMT == FMT_TQ1_0) {
                     for (uint w3 = lane; w3 < KW; w3 += lpr) {
                         uint qb = ((w3 >> 3u) * 32u) + (w3 & 7u);
                         uint l0 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
-                        uint boff = (row * 66u) + ((w3 >> 4u) * 66u);
+                        uint boff = (row * 54u) + ((w3 >> 4u) * 54u);
                         int aw = 0;
                         uint qw = pc.q.d[qb + 0u];
                         uint t0 = l0 + 0u;
-                        uint t1 = boff + (((t0 >> 7u) << 5u) | (t0 & 31u));
-                        uint twi = t1 >> 2u;
+                        bool t1 = t0 < 160u;
+                        bool t2 = t0 < 240u;
+                        uint t3 = t0 - 160u;
+                        uint tn = t1 ? (t0 >> 5u) : (t2 ? (t3 >> 4u) : ((t0 - 240u) >> 2u));
+                        uint t4 = (tn == 4u) ? 81u : ((0x1b090301u >> (tn << 3u)) & 0xffu);
+                        uint t5 = boff + (t1 ? (t0 & 31u) : (t2 ? (32u + (t3 & 15u)) : 48u));
+                        uint twi = t5 >> 2u;
                         uint tlo = pc.w.d[twi];
-                        aw += dsl_dot4x8_ss(qw, ((((((t1 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t0 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint t6 = ((t5 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo;
+                        aw += dsl_dot4x8_ss(qw, ((((((((t6 & 0x00ff00ffu) * t4) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t6 >> 8u) & 0x00ff00ffu) * t4) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw1 = pc.q.d[qb + 8u];
-                        uint t2 = l0 + 32u;
-                        uint t3 = boff + (((t2 >> 7u) << 5u) | (t2 & 31u));
-                        uint twi1 = t3 >> 2u;
+                        uint t7 = l0 + 32u;
+                        bool t8 = t7 < 160u;
+                        bool t9 = t7 < 240u;
+                        uint t10 = t7 - 160u;
+                        uint tn1 = t8 ? (t7 >> 5u) : (t9 ? (t10 >> 4u) : ((t7 - 240u) >> 2u));
+                        uint t11 = (tn1 == 4u) ? 81u : ((0x1b090301u >> (tn1 << 3u)) & 0xffu);
+                        uint t12 = boff + (t8 ? (t7 & 31u) : (t9 ? (32u + (t10 & 15u)) : 48u));
+                        uint twi1 = t12 >> 2u;
                         uint tlo1 = pc.w.d[twi1];
-                        aw += dsl_dot4x8_ss(qw1, ((((((t3 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t2 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint t13 = ((t12 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1;
+                        aw += dsl_dot4x8_ss(qw1, ((((((((t13 & 0x00ff00ffu) * t11) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t13 >> 8u) & 0x00ff00ffu) * t11) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw2 = pc.q.d[qb + 16u];
-                        uint t4 = l0 + 64u;
-                        uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
-                        uint twi2 = t5 >> 2u;
+                        uint t14 = l0 + 64u;
+                        bool t15 = t14 < 160u;
+                        bool t16 = t14 < 240u;
+                        uint t17 = t14 - 160u;
+                        uint tn2 = t15 ? (t14 >> 5u) : (t16 ? (t17 >> 4u) : ((t14 - 240u) >> 2u));
+                        uint t18 = (tn2 == 4u) ? 81u : ((0x1b090301u >> (tn2 << 3u)) & 0xffu);
+                        uint t19 = boff + (t15 ? (t14 & 31u) : (t16 ? (32u + (t17 & 15u)) : 48u));
+                        uint twi2 = t19 >> 2u;
                         uint tlo2 = pc.w.d[twi2];
-                        aw += dsl_dot4x8_ss(qw2, ((((((t5 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                        uint t20 = ((t19 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2;
+                        aw += dsl_dot4x8_ss(qw2, ((((((((t20 & 0x00ff00ffu) * t18) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t20 >> 8u) & 0x00ff00ffu) * t18) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw3 = pc.q.d[qb + 24u];
-                        uint t6 = l0 + 96u;
-                        uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
-                        uint twi3 = t7 >> 2u;
+                        uint t21 = l0 + 96u;
+                        bool t22 = t21 < 160u;
+                        bool t23 = t21 < 240u;
+                        uint t24 = t21 - 160u;
+                        uint tn3 = t22 ? (t21 >> 5u) : (t23 ? (t24 >> 4u) : ((t21 - 240u) >> 2u));
+                        uint t25 = (tn3 == 4u) ? 81u : ((0x1b090301u >> (tn3 << 3u)) & 0xffu);
+                        uint t26 = boff + (t22 ? (t21 & 31u) : (t23 ? (32u + (t24 & 15u)) : 48u));
+                        uint twi3 = t26 >> 2u;
                         uint tlo3 = pc.w.d[twi3];
-                        aw += dsl_dot4x8_ss(qw3, ((((((t7 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                        uint tdo = boff + 64u;
-                        accf += float(aw) * unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+                        uint t27 = ((t26 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3;
+                        aw += dsl_dot4x8_ss(qw3, ((((((((t27 & 0x00ff00ffu) * t25) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t27 >> 8u) & 0x00ff00ffu) * t25) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                        uint tdo = boff + 52u;
+                        accf += float(aw) * unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                     }
                 }
-                if (WFMT == 2u) {
+                if (WFMT == FMT_TQ2_0) {
                     for (uint w5 = lane; w5 < KW; w5 += lpr) {
                         uint qb1 = ((w5 >> 3u) * 32u) + (w5 & 7u);
                         uint l01 = (((w5 >> 3u) & 1u) << 7u) + ((w5 & 7u) << 2u);
-                        uint boff1 = (row * 54u) + ((w5 >> 4u) * 54u);
+                        uint boff1 = (row * 66u) + ((w5 >> 4u) * 66u);
                         int aw1 = 0;
                         uint qw4 = pc.q.d[qb1 + 0u];
-                        uint t8 = l01 + 0u;
-                        bool t9 = t8 < 160u;
-                        bool t10 = t8 < 240u;
-                        uint t11 = t8 - 160u;
-                        uint tn = t9 ? (t8 >> 5u) : (t10 ? (t11 >> 4u) : ((t8 - 240u) >> 2u));
-                        uint t12 = (tn == 4u) ? 81u : ((453575425u >> (tn << 3u)) & 255u);
-                        uint t13 = boff1 + (t9 ? (t8 & 31u) : (t10 ? (32u + (t11 & 15u)) : 48u));
-                        uint twi4 = t13 >> 2u;
+                        uint t28 = l01 + 0u;
+                        uint t29 = boff1 + (((t28 >> 7u) << 5u) | (t28 & 31u));
+                        uint twi4 = t29 >> 2u;
                         uint tlo4 = pc.w.d[twi4];
-                        uint t14 = ((t13 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-                        aw1 += dsl_dot4x8_ss(qw4, ((((((((t14 & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t14 >> 8u) & 16711935u) * t12) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        aw1 += dsl_dot4x8_ss(qw4, ((((((t29 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t28 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw5 = pc.q.d[qb1 + 8u];
-                        uint t15 = l01 + 32u;
-                        bool t16 = t15 < 160u;
-                        bool t17 = t15 < 240u;
-                        uint t18 = t15 - 160u;
-                        uint tn1 = t16 ? (t15 >> 5u) : (t17 ? (t18 >> 4u) : ((t15 - 240u) >> 2u));
-                        uint t19 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                        uint t20 = boff1 + (t16 ? (t15 & 31u) : (t17 ? (32u + (t18 & 15u)) : 48u));
-                        uint twi5 = t20 >> 2u;
+                        uint t30 = l01 + 32u;
+                        uint t31 = boff1 + (((t30 >> 7u) << 5u) | (t30 & 31u));
+                        uint twi5 = t31 >> 2u;
                         uint tlo5 = pc.w.d[twi5];
-                        uint t21 = ((t20 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-                        aw1 += dsl_dot4x8_ss(qw5, ((((((((t21 & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t21 >> 8u) & 16711935u) * t19) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        aw1 += dsl_dot4x8_ss(qw5, ((((((t31 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t30 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw6 = pc.q.d[qb1 + 16u];
-                        uint t22 = l01 + 64u;
-                        bool t23 = t22 < 160u;
-                        bool t24 = t22 < 240u;
-                        uint t25 = t22 - 160u;
-                        uint tn2 = t23 ? (t22 >> 5u) : (t24 ? (t25 >> 4u) : ((t22 - 240u) >> 2u));
-                        uint t26 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                        uint t27 = boff1 + (t23 ? (t22 & 31u) : (t24 ? (32u + (t25 & 15u)) : 48u));
-                        uint twi6 = t27 >> 2u;
+                        uint t32 = l01 + 64u;
+                        uint t33 = boff1 + (((t32 >> 7u) << 5u) | (t32 & 31u));
+                        uint twi6 = t33 >> 2u;
                         uint tlo6 = pc.w.d[twi6];
-                        uint t28 = ((t27 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-                        aw1 += dsl_dot4x8_ss(qw6, ((((((((t28 & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t28 >> 8u) & 16711935u) * t26) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                        aw1 += dsl_dot4x8_ss(qw6, ((((((t33 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t32 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                         uint qw7 = pc.q.d[qb1 + 24u];
-                        uint t29 = l01 + 96u;
-                        bool t30 = t29 < 160u;
-                        bool t31 = t29 < 240u;
-                        uint t32 = t29 - 160u;
-                        uint tn3 = t30 ? (t29 >> 5u) : (t31 ? (t32 >> 4u) : ((t29 - 240u) >> 2u));
-                        uint t33 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                        uint t34 = boff1 + (t30 ? (t29 & 31u) : (t31 ? (32u + (t32 & 15u)) : 48u));
-                        uint twi7 = t34 >> 2u;
+                        uint t34 = l01 + 96u;
+                        uint t35 = boff1 + (((t34 >> 7u) << 5u) | (t34 & 31u));
+                        uint twi7 = t35 >> 2u;
                         uint tlo7 = pc.w.d[twi7];
-                        uint t35 = ((t34 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-                        aw1 += dsl_dot4x8_ss(qw7, ((((((((t35 & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t35 >> 8u) & 16711935u) * t33) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                        uint tdo1 = boff1 + 52u;
-                        accf += float(aw1) * unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+                        aw1 += dsl_dot4x8_ss(qw7, ((((((t35 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t34 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                        uint tdo1 = boff1 + 64u;
+                        accf += float(aw1) * unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                     }
                 }
-                if (WFMT == 3u) {
+                if (WFMT == FMT_TQ1_T) {
                     for (uint w6 = lane; w6 < KW; w6 += lpr) {
                         uint qb2 = ((w6 >> 3u) * 32u) + (w6 & 7u);
                         uint l02 = (((w6 >> 3u) & 1u) << 7u) + ((w6 & 7u) << 2u);
@@ -215,50 +219,50 @@ void main()
                         bool t38 = t36 < 240u;
                         uint t39 = t36 - 160u;
                         uint tn4 = t37 ? (t36 >> 5u) : (t38 ? (t39 >> 4u) : ((t36 - 240u) >> 2u));
-                        uint t40 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
+                        uint t40 = (tn4 == 4u) ? 81u : ((0x1b090301u >> (tn4 << 3u)) & 0xffu);
                         uint t41 = pc.w.d[(boff2 + (t37 ? (t36 & 31u) : (t38 ? (32u + (t39 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw8, ((((((t41 & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t41 >> 8u) & 16711935u) * t40) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw8, ((((((t41 & 0x00ff00ffu) * t40) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t41 >> 8u) & 0x00ff00ffu) * t40) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         uint qw9 = pc.q.d[qb2 + 8u];
                         uint t42 = l02 + 32u;
                         bool t43 = t42 < 160u;
                         bool t44 = t42 < 240u;
                         uint t45 = t42 - 160u;
                         uint tn5 = t43 ? (t42 >> 5u) : (t44 ? (t45 >> 4u) : ((t42 - 240u) >> 2u));
-                        uint t46 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                        uint t46 = (tn5 == 4u) ? 81u : ((0x1b090301u >> (tn5 << 3u)) & 0xffu);
                         uint t47 = pc.w.d[(boff2 + (t43 ? (t42 & 31u) : (t44 ? (32u + (t45 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw9, ((((((t47 & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t47 >> 8u) & 16711935u) * t46) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw9, ((((((t47 & 0x00ff00ffu) * t46) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t47 >> 8u) & 0x00ff00ffu) * t46) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         uint qw10 = pc.q.d[qb2 + 16u];
                         uint t48 = l02 + 64u;
                         bool t49 = t48 < 160u;
                         bool t50 = t48 < 240u;
                         uint t51 = t48 - 160u;
                         uint tn6 = t49 ? (t48 >> 5u) : (t50 ? (t51 >> 4u) : ((t48 - 240u) >> 2u));
-                        uint t52 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                        uint t52 = (tn6 == 4u) ? 81u : ((0x1b090301u >> (tn6 << 3u)) & 0xffu);
                         uint t53 = pc.w.d[(boff2 + (t49 ? (t48 & 31u) : (t50 ? (32u + (t51 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw10, ((((((t53 & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t53 >> 8u) & 16711935u) * t52) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw10, ((((((t53 & 0x00ff00ffu) * t52) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t53 >> 8u) & 0x00ff00ffu) * t52) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         uint qw11 = pc.q.d[qb2 + 24u];
                         uint t54 = l02 + 96u;
                         bool t55 = t54 < 160u;
                         bool t56 = t54 < 240u;
                         uint t57 = t54 - 160u;
                         uint tn7 = t55 ? (t54 >> 5u) : (t56 ? (t57 >> 4u) : ((t54 - 240u) >> 2u));
-                        uint t58 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                        uint t58 = (tn7 == 4u) ? 81u : ((0x1b090301u >> (tn7 << 3u)) & 0xffu);
                         uint t59 = pc.w.d[(boff2 + (t55 ? (t54 & 31u) : (t56 ? (32u + (t57 & 15u)) : 48u))) >> 2u];
-                        acc += dsl_dot4x8_su(qw11, ((((((t59 & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t59 >> 8u) & 16711935u) * t58) & 16711935u) * 3u) & 4278255360u));
+                        acc += dsl_dot4x8_su(qw11, ((((((t59 & 0x00ff00ffu) * t58) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t59 >> 8u) & 0x00ff00ffu) * t58) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                     }
                 }
-                if (WFMT == 0u) {
+                if (WFMT == FMT_I2_S) {
                     if (GEMV_SHQ != 0u) {
                         for (uint w7 = lane; w7 < KW; w7 += lpr) {
                             uint wd = pc.w.d[(row * KW) + w7];
                             uint qb3 = ((w7 >> 3u) * 32u) + (w7 & 7u);
-                            uint c = (wd >> 6u) & 50529027u;
+                            uint c = (wd >> 6u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 0u], c);
-                            uint c1 = (wd >> 4u) & 50529027u;
+                            uint c1 = (wd >> 4u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 8u], c1);
-                            uint c2 = (wd >> 2u) & 50529027u;
+                            uint c2 = (wd >> 2u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 16u], c2);
-                            uint c3 = (wd >> 0u) & 50529027u;
+                            uint c3 = (wd >> 0u) & 0x03030303u;
                             acc += dsl_dot4x8_su(qsh[qb3 + 24u], c3);
                         }
                     } else {
@@ -267,37 +271,37 @@ void main()
                                 uvec4 wd4 = Buf_w4(pc.w).d[(row * KV4) + w41];
                                 uint qb4 = ((w41 >> 1u) * 8u) + (w41 & 1u);
                                 uvec4 a4 = Buf_q4(pc.q).d[qb4 + 0u];
-                                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 50529027u);
-                                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 50529027u);
-                                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 50529027u);
-                                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 50529027u);
+                                acc += dsl_dot4x8_su(a4.x, (wd4.x >> 6u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a4.y, (wd4.y >> 6u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a4.z, (wd4.z >> 6u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a4.w, (wd4.w >> 6u) & 0x03030303u);
                                 uvec4 a41 = Buf_q4(pc.q).d[qb4 + 2u];
-                                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 50529027u);
-                                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 50529027u);
-                                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 50529027u);
-                                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 50529027u);
+                                acc += dsl_dot4x8_su(a41.x, (wd4.x >> 4u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a41.y, (wd4.y >> 4u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a41.z, (wd4.z >> 4u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a41.w, (wd4.w >> 4u) & 0x03030303u);
                                 uvec4 a42 = Buf_q4(pc.q).d[qb4 + 4u];
-                                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 50529027u);
-                                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 50529027u);
-                                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 50529027u);
-                                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 50529027u);
+                                acc += dsl_dot4x8_su(a42.x, (wd4.x >> 2u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a42.y, (wd4.y >> 2u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a42.z, (wd4.z >> 2u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a42.w, (wd4.w >> 2u) & 0x03030303u);
                                 uvec4 a43 = Buf_q4(pc.q).d[qb4 + 6u];
-                                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 50529027u);
-                                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 50529027u);
-                                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 50529027u);
-                                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 50529027u);
+                                acc += dsl_dot4x8_su(a43.x, (wd4.x >> 0u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a43.y, (wd4.y >> 0u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a43.z, (wd4.z >> 0u) & 0x03030303u);
+                                acc += dsl_dot4x8_su(a43.w, (wd4.w >> 0u) & 0x03030303u);
                             }
                         } else {
                             for (uint w8 = lane; w8 < KW; w8 += lpr) {
                                 uint wd1 = pc.w.d[(row * KW) + w8];
                                 uint qb5 = ((w8 >> 3u) * 32u) + (w8 & 7u);
-                                uint c4 = (wd1 >> 6u) & 50529027u;
+                                uint c4 = (wd1 >> 6u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(pc.q.d[qb5 + 0u], c4);
-                                uint c5 = (wd1 >> 4u) & 50529027u;
+                                uint c5 = (wd1 >> 4u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(pc.q.d[qb5 + 8u], c5);
-                                uint c6 = (wd1 >> 2u) & 50529027u;
+                                uint c6 = (wd1 >> 2u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(pc.q.d[qb5 + 16u], c6);
-                                uint c7 = (wd1 >> 0u) & 50529027u;
+                                uint c7 = (wd1 >> 0u) & 0x03030303u;
                                 acc += dsl_dot4x8_su(pc.q.d[qb5 + 24u], c7);
                             }
                         }
@@ -311,7 +315,7 @@ void main()
                 if ((mine && (lane == 0u)) && (row < M0)) {
                     int qsum = int(pc.qs.d[1u]);
                     precise float sc = pc.qs.d[0u];
-                    precise float v = ((WFMT == 2u) || (WFMT == 1u)) ? (t61 / sc) : ((float(t60 - qsum) / sc) * ws);
+                    precise float v = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t61 / sc) : ((float(t60 - qsum) / sc) * ws);
                     pc.y.d[row] = v;
                 }
             }
@@ -320,10 +324,10 @@ void main()
         uint part_end1 = part_end + ((M1 + (rpw - 1u)) / rpw);
         if (wg < part_end1) {
             precise float ws1 = 0.0;
-            if (WFMT == 0u) {
+            if (WFMT == FMT_I2_S) {
                 ws1 = uintBitsToFloat(pc.w1.d[2048u]);
             }
-            if (WFMT == 3u) {
+            if (WFMT == FMT_TQ1_T) {
                 ws1 = uintBitsToFloat(pc.w1.d[1664u]);
             }
             uint R1 = min(1u << GEMV_ROWS, gl_SubgroupSize);
@@ -338,99 +342,99 @@ void main()
                 int acc1 = 0;
                 precise float accf1 = 0.0;
                 if (row1 < M1) {
-                    if (WFMT == 1u) {
+                    if (WFMT == FMT_TQ1_0) {
                         for (uint w9 = lane1; w9 < KW; w9 += lpr1) {
                             uint qb6 = ((w9 >> 3u) * 32u) + (w9 & 7u);
                             uint l03 = (((w9 >> 3u) & 1u) << 7u) + ((w9 & 7u) << 2u);
-                            uint boff3 = (row1 * 66u) + ((w9 >> 4u) * 66u);
+                            uint boff3 = (row1 * 54u) + ((w9 >> 4u) * 54u);
                             int aw2 = 0;
                             uint qw12 = pc.q.d[qb6 + 0u];
                             uint t62 = l03 + 0u;
-                            uint t63 = boff3 + (((t62 >> 7u) << 5u) | (t62 & 31u));
-                            uint twi8 = t63 >> 2u;
+                            bool t63 = t62 < 160u;
+                            bool t64 = t62 < 240u;
+                            uint t65 = t62 - 160u;
+                            uint tn8 = t63 ? (t62 >> 5u) : (t64 ? (t65 >> 4u) : ((t62 - 240u) >> 2u));
+                            uint t66 = (tn8 == 4u) ? 81u : ((0x1b090301u >> (tn8 << 3u)) & 0xffu);
+                            uint t67 = boff3 + (t63 ? (t62 & 31u) : (t64 ? (32u + (t65 & 15u)) : 48u));
+                            uint twi8 = t67 >> 2u;
                             uint tlo8 = pc.w1.d[twi8];
-                            aw2 += dsl_dot4x8_ss(qw12, ((((((t63 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w1.d[twi8 + 1u] << 16u)) : tlo8) >> (((t62 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t68 = ((t67 & 2u) != 0u) ? ((tlo8 >> 16u) | (pc.w1.d[twi8 + 1u] << 16u)) : tlo8;
+                            aw2 += dsl_dot4x8_ss(qw12, ((((((((t68 & 0x00ff00ffu) * t66) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t68 >> 8u) & 0x00ff00ffu) * t66) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw13 = pc.q.d[qb6 + 8u];
-                            uint t64 = l03 + 32u;
-                            uint t65 = boff3 + (((t64 >> 7u) << 5u) | (t64 & 31u));
-                            uint twi9 = t65 >> 2u;
+                            uint t69 = l03 + 32u;
+                            bool t70 = t69 < 160u;
+                            bool t71 = t69 < 240u;
+                            uint t72 = t69 - 160u;
+                            uint tn9 = t70 ? (t69 >> 5u) : (t71 ? (t72 >> 4u) : ((t69 - 240u) >> 2u));
+                            uint t73 = (tn9 == 4u) ? 81u : ((0x1b090301u >> (tn9 << 3u)) & 0xffu);
+                            uint t74 = boff3 + (t70 ? (t69 & 31u) : (t71 ? (32u + (t72 & 15u)) : 48u));
+                            uint twi9 = t74 >> 2u;
                             uint tlo9 = pc.w1.d[twi9];
-                            aw2 += dsl_dot4x8_ss(qw13, ((((((t65 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w1.d[twi9 + 1u] << 16u)) : tlo9) >> (((t64 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t75 = ((t74 & 2u) != 0u) ? ((tlo9 >> 16u) | (pc.w1.d[twi9 + 1u] << 16u)) : tlo9;
+                            aw2 += dsl_dot4x8_ss(qw13, ((((((((t75 & 0x00ff00ffu) * t73) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t75 >> 8u) & 0x00ff00ffu) * t73) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw14 = pc.q.d[qb6 + 16u];
-                            uint t66 = l03 + 64u;
-                            uint t67 = boff3 + (((t66 >> 7u) << 5u) | (t66 & 31u));
-                            uint twi10 = t67 >> 2u;
+                            uint t76 = l03 + 64u;
+                            bool t77 = t76 < 160u;
+                            bool t78 = t76 < 240u;
+                            uint t79 = t76 - 160u;
+                            uint tn10 = t77 ? (t76 >> 5u) : (t78 ? (t79 >> 4u) : ((t76 - 240u) >> 2u));
+                            uint t80 = (tn10 == 4u) ? 81u : ((0x1b090301u >> (tn10 << 3u)) & 0xffu);
+                            uint t81 = boff3 + (t77 ? (t76 & 31u) : (t78 ? (32u + (t79 & 15u)) : 48u));
+                            uint twi10 = t81 >> 2u;
                             uint tlo10 = pc.w1.d[twi10];
-                            aw2 += dsl_dot4x8_ss(qw14, ((((((t67 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w1.d[twi10 + 1u] << 16u)) : tlo10) >> (((t66 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t82 = ((t81 & 2u) != 0u) ? ((tlo10 >> 16u) | (pc.w1.d[twi10 + 1u] << 16u)) : tlo10;
+                            aw2 += dsl_dot4x8_ss(qw14, ((((((((t82 & 0x00ff00ffu) * t80) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t82 >> 8u) & 0x00ff00ffu) * t80) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw15 = pc.q.d[qb6 + 24u];
-                            uint t68 = l03 + 96u;
-                            uint t69 = boff3 + (((t68 >> 7u) << 5u) | (t68 & 31u));
-                            uint twi11 = t69 >> 2u;
+                            uint t83 = l03 + 96u;
+                            bool t84 = t83 < 160u;
+                            bool t85 = t83 < 240u;
+                            uint t86 = t83 - 160u;
+                            uint tn11 = t84 ? (t83 >> 5u) : (t85 ? (t86 >> 4u) : ((t83 - 240u) >> 2u));
+                            uint t87 = (tn11 == 4u) ? 81u : ((0x1b090301u >> (tn11 << 3u)) & 0xffu);
+                            uint t88 = boff3 + (t84 ? (t83 & 31u) : (t85 ? (32u + (t86 & 15u)) : 48u));
+                            uint twi11 = t88 >> 2u;
                             uint tlo11 = pc.w1.d[twi11];
-                            aw2 += dsl_dot4x8_ss(qw15, ((((((t69 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w1.d[twi11 + 1u] << 16u)) : tlo11) >> (((t68 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint tdo2 = boff3 + 64u;
-                            accf1 += float(aw2) * unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 65535u).x;
+                            uint t89 = ((t88 & 2u) != 0u) ? ((tlo11 >> 16u) | (pc.w1.d[twi11 + 1u] << 16u)) : tlo11;
+                            aw2 += dsl_dot4x8_ss(qw15, ((((((((t89 & 0x00ff00ffu) * t87) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t89 >> 8u) & 0x00ff00ffu) * t87) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo2 = boff3 + 52u;
+                            accf1 += float(aw2) * unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 2u) {
+                    if (WFMT == FMT_TQ2_0) {
                         for (uint w10 = lane1; w10 < KW; w10 += lpr1) {
                             uint qb7 = ((w10 >> 3u) * 32u) + (w10 & 7u);
                             uint l04 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
-                            uint boff4 = (row1 * 54u) + ((w10 >> 4u) * 54u);
+                            uint boff4 = (row1 * 66u) + ((w10 >> 4u) * 66u);
                             int aw3 = 0;
                             uint qw16 = pc.q.d[qb7 + 0u];
-                            uint t70 = l04 + 0u;
-                            bool t71 = t70 < 160u;
-                            bool t72 = t70 < 240u;
-                            uint t73 = t70 - 160u;
-                            uint tn8 = t71 ? (t70 >> 5u) : (t72 ? (t73 >> 4u) : ((t70 - 240u) >> 2u));
-                            uint t74 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
-                            uint t75 = boff4 + (t71 ? (t70 & 31u) : (t72 ? (32u + (t73 & 15u)) : 48u));
-                            uint twi12 = t75 >> 2u;
+                            uint t90 = l04 + 0u;
+                            uint t91 = boff4 + (((t90 >> 7u) << 5u) | (t90 & 31u));
+                            uint twi12 = t91 >> 2u;
                             uint tlo12 = pc.w1.d[twi12];
-                            uint t76 = ((t75 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12;
-                            aw3 += dsl_dot4x8_ss(qw16, ((((((((t76 & 16711935u) * t74) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t76 >> 8u) & 16711935u) * t74) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw3 += dsl_dot4x8_ss(qw16, ((((((t91 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12) >> (((t90 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw17 = pc.q.d[qb7 + 8u];
-                            uint t77 = l04 + 32u;
-                            bool t78 = t77 < 160u;
-                            bool t79 = t77 < 240u;
-                            uint t80 = t77 - 160u;
-                            uint tn9 = t78 ? (t77 >> 5u) : (t79 ? (t80 >> 4u) : ((t77 - 240u) >> 2u));
-                            uint t81 = (tn9 == 4u) ? 81u : ((453575425u >> (tn9 << 3u)) & 255u);
-                            uint t82 = boff4 + (t78 ? (t77 & 31u) : (t79 ? (32u + (t80 & 15u)) : 48u));
-                            uint twi13 = t82 >> 2u;
+                            uint t92 = l04 + 32u;
+                            uint t93 = boff4 + (((t92 >> 7u) << 5u) | (t92 & 31u));
+                            uint twi13 = t93 >> 2u;
                             uint tlo13 = pc.w1.d[twi13];
-                            uint t83 = ((t82 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13;
-                            aw3 += dsl_dot4x8_ss(qw17, ((((((((t83 & 16711935u) * t81) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t83 >> 8u) & 16711935u) * t81) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw3 += dsl_dot4x8_ss(qw17, ((((((t93 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13) >> (((t92 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw18 = pc.q.d[qb7 + 16u];
-                            uint t84 = l04 + 64u;
-                            bool t85 = t84 < 160u;
-                            bool t86 = t84 < 240u;
-                            uint t87 = t84 - 160u;
-                            uint tn10 = t85 ? (t84 >> 5u) : (t86 ? (t87 >> 4u) : ((t84 - 240u) >> 2u));
-                            uint t88 = (tn10 == 4u) ? 81u : ((453575425u >> (tn10 << 3u)) & 255u);
-                            uint t89 = boff4 + (t85 ? (t84 & 31u) : (t86 ? (32u + (t87 & 15u)) : 48u));
-                            uint twi14 = t89 >> 2u;
+                            uint t94 = l04 + 64u;
+                            uint t95 = boff4 + (((t94 >> 7u) << 5u) | (t94 & 31u));
+                            uint twi14 = t95 >> 2u;
                             uint tlo14 = pc.w1.d[twi14];
-                            uint t90 = ((t89 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14;
-                            aw3 += dsl_dot4x8_ss(qw18, ((((((((t90 & 16711935u) * t88) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t90 >> 8u) & 16711935u) * t88) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw3 += dsl_dot4x8_ss(qw18, ((((((t95 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14) >> (((t94 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw19 = pc.q.d[qb7 + 24u];
-                            uint t91 = l04 + 96u;
-                            bool t92 = t91 < 160u;
-                            bool t93 = t91 < 240u;
-                            uint t94 = t91 - 160u;
-                            uint tn11 = t92 ? (t91 >> 5u) : (t93 ? (t94 >> 4u) : ((t91 - 240u) >> 2u));
-                            uint t95 = (tn11 == 4u) ? 81u : ((453575425u >> (tn11 << 3u)) & 255u);
-                            uint t96 = boff4 + (t92 ? (t91 & 31u) : (t93 ? (32u + (t94 & 15u)) : 48u));
-                            uint twi15 = t96 >> 2u;
+                            uint t96 = l04 + 96u;
+                            uint t97 = boff4 + (((t96 >> 7u) << 5u) | (t96 & 31u));
+                            uint twi15 = t97 >> 2u;
                             uint tlo15 = pc.w1.d[twi15];
-                            uint t97 = ((t96 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w1.d[twi15 + 1u] << 16u)) : tlo15;
-                            aw3 += dsl_dot4x8_ss(qw19, ((((((((t97 & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t97 >> 8u) & 16711935u) * t95) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            uint tdo3 = boff4 + 52u;
-                            accf1 += float(aw3) * unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 65535u).x;
+                            aw3 += dsl_dot4x8_ss(qw19, ((((((t97 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w1.d[twi15 + 1u] << 16u)) : tlo15) >> (((t96 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo3 = boff4 + 64u;
+                            accf1 += float(aw3) * unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 3u) {
+                    if (WFMT == FMT_TQ1_T) {
                         for (uint w11 = lane1; w11 < KW; w11 += lpr1) {
                             uint qb8 = ((w11 >> 3u) * 32u) + (w11 & 7u);
                             uint l05 = (((w11 >> 3u) & 1u) << 7u) + ((w11 & 7u) << 2u);
@@ -441,50 +445,50 @@ void main()
                             bool t100 = t98 < 240u;
                             uint t101 = t98 - 160u;
                             uint tn12 = t99 ? (t98 >> 5u) : (t100 ? (t101 >> 4u) : ((t98 - 240u) >> 2u));
-                            uint t102 = (tn12 == 4u) ? 81u : ((453575425u >> (tn12 << 3u)) & 255u);
+                            uint t102 = (tn12 == 4u) ? 81u : ((0x1b090301u >> (tn12 << 3u)) & 0xffu);
                             uint t103 = pc.w1.d[(boff5 + (t99 ? (t98 & 31u) : (t100 ? (32u + (t101 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw20, ((((((t103 & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t103 >> 8u) & 16711935u) * t102) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw20, ((((((t103 & 0x00ff00ffu) * t102) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t103 >> 8u) & 0x00ff00ffu) * t102) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw21 = pc.q.d[qb8 + 8u];
                             uint t104 = l05 + 32u;
                             bool t105 = t104 < 160u;
                             bool t106 = t104 < 240u;
                             uint t107 = t104 - 160u;
                             uint tn13 = t105 ? (t104 >> 5u) : (t106 ? (t107 >> 4u) : ((t104 - 240u) >> 2u));
-                            uint t108 = (tn13 == 4u) ? 81u : ((453575425u >> (tn13 << 3u)) & 255u);
+                            uint t108 = (tn13 == 4u) ? 81u : ((0x1b090301u >> (tn13 << 3u)) & 0xffu);
                             uint t109 = pc.w1.d[(boff5 + (t105 ? (t104 & 31u) : (t106 ? (32u + (t107 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw21, ((((((t109 & 16711935u) * t108) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t109 >> 8u) & 16711935u) * t108) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw21, ((((((t109 & 0x00ff00ffu) * t108) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t109 >> 8u) & 0x00ff00ffu) * t108) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw22 = pc.q.d[qb8 + 16u];
                             uint t110 = l05 + 64u;
                             bool t111 = t110 < 160u;
                             bool t112 = t110 < 240u;
                             uint t113 = t110 - 160u;
                             uint tn14 = t111 ? (t110 >> 5u) : (t112 ? (t113 >> 4u) : ((t110 - 240u) >> 2u));
-                            uint t114 = (tn14 == 4u) ? 81u : ((453575425u >> (tn14 << 3u)) & 255u);
+                            uint t114 = (tn14 == 4u) ? 81u : ((0x1b090301u >> (tn14 << 3u)) & 0xffu);
                             uint t115 = pc.w1.d[(boff5 + (t111 ? (t110 & 31u) : (t112 ? (32u + (t113 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw22, ((((((t115 & 16711935u) * t114) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t115 >> 8u) & 16711935u) * t114) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw22, ((((((t115 & 0x00ff00ffu) * t114) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t115 >> 8u) & 0x00ff00ffu) * t114) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw23 = pc.q.d[qb8 + 24u];
                             uint t116 = l05 + 96u;
                             bool t117 = t116 < 160u;
                             bool t118 = t116 < 240u;
                             uint t119 = t116 - 160u;
                             uint tn15 = t117 ? (t116 >> 5u) : (t118 ? (t119 >> 4u) : ((t116 - 240u) >> 2u));
-                            uint t120 = (tn15 == 4u) ? 81u : ((453575425u >> (tn15 << 3u)) & 255u);
+                            uint t120 = (tn15 == 4u) ? 81u : ((0x1b090301u >> (tn15 << 3u)) & 0xffu);
                             uint t121 = pc.w1.d[(boff5 + (t117 ? (t116 & 31u) : (t118 ? (32u + (t119 & 15u)) : 48u))) >> 2u];
-                            acc1 += dsl_dot4x8_su(qw23, ((((((t121 & 16711935u) * t120) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t121 >> 8u) & 16711935u) * t120) & 16711935u) * 3u) & 4278255360u));
+                            acc1 += dsl_dot4x8_su(qw23, ((((((t121 & 0x00ff00ffu) * t120) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t121 >> 8u) & 0x00ff00ffu) * t120) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         }
                     }
-                    if (WFMT == 0u) {
+                    if (WFMT == FMT_I2_S) {
                         if (GEMV_SHQ != 0u) {
                             for (uint w12 = lane1; w12 < KW; w12 += lpr1) {
                                 uint wd2 = pc.w1.d[(row1 * KW) + w12];
                                 uint qb9 = ((w12 >> 3u) * 32u) + (w12 & 7u);
-                                uint c8 = (wd2 >> 6u) & 50529027u;
+                                uint c8 = (wd2 >> 6u) & 0x03030303u;
                                 acc1 += dsl_dot4x8_su(qsh[qb9 + 0u], c8);
-                                uint c9 = (wd2 >> 4u) & 50529027u;
+                                uint c9 = (wd2 >> 4u) & 0x03030303u;
                                 acc1 += dsl_dot4x8_su(qsh[qb9 + 8u], c9);
-                                uint c10 = (wd2 >> 2u) & 50529027u;
+                                uint c10 = (wd2 >> 2u) & 0x03030303u;
                                 acc1 += dsl_dot4x8_su(qsh[qb9 + 16u], c10);
-                                uint c11 = (wd2 >> 0u) & 50529027u;
+                                uint c11 = (wd2 >> 0u) & 0x03030303u;
                                 acc1 += dsl_dot4x8_su(qsh[qb9 + 24u], c11);
                             }
                         } else {
@@ -493,37 +497,37 @@ void main()
                                     uvec4 wd41 = Buf_w14(pc.w1).d[(row1 * KV4) + w42];
                                     uint qb41 = ((w42 >> 1u) * 8u) + (w42 & 1u);
                                     uvec4 a44 = Buf_q4(pc.q).d[qb41 + 0u];
-                                    acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a44.x, (wd41.x >> 6u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a44.y, (wd41.y >> 6u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a44.z, (wd41.z >> 6u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a44.w, (wd41.w >> 6u) & 0x03030303u);
                                     uvec4 a45 = Buf_q4(pc.q).d[qb41 + 2u];
-                                    acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a45.x, (wd41.x >> 4u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a45.y, (wd41.y >> 4u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a45.z, (wd41.z >> 4u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a45.w, (wd41.w >> 4u) & 0x03030303u);
                                     uvec4 a46 = Buf_q4(pc.q).d[qb41 + 4u];
-                                    acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a46.x, (wd41.x >> 2u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a46.y, (wd41.y >> 2u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a46.z, (wd41.z >> 2u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a46.w, (wd41.w >> 2u) & 0x03030303u);
                                     uvec4 a47 = Buf_q4(pc.q).d[qb41 + 6u];
-                                    acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 50529027u);
-                                    acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 50529027u);
+                                    acc1 += dsl_dot4x8_su(a47.x, (wd41.x >> 0u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a47.y, (wd41.y >> 0u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a47.z, (wd41.z >> 0u) & 0x03030303u);
+                                    acc1 += dsl_dot4x8_su(a47.w, (wd41.w >> 0u) & 0x03030303u);
                                 }
                             } else {
                                 for (uint w13 = lane1; w13 < KW; w13 += lpr1) {
                                     uint wd3 = pc.w1.d[(row1 * KW) + w13];
                                     uint qb10 = ((w13 >> 3u) * 32u) + (w13 & 7u);
-                                    uint c12 = (wd3 >> 6u) & 50529027u;
+                                    uint c12 = (wd3 >> 6u) & 0x03030303u;
                                     acc1 += dsl_dot4x8_su(pc.q.d[qb10 + 0u], c12);
-                                    uint c13 = (wd3 >> 4u) & 50529027u;
+                                    uint c13 = (wd3 >> 4u) & 0x03030303u;
                                     acc1 += dsl_dot4x8_su(pc.q.d[qb10 + 8u], c13);
-                                    uint c14 = (wd3 >> 2u) & 50529027u;
+                                    uint c14 = (wd3 >> 2u) & 0x03030303u;
                                     acc1 += dsl_dot4x8_su(pc.q.d[qb10 + 16u], c14);
-                                    uint c15 = (wd3 >> 0u) & 50529027u;
+                                    uint c15 = (wd3 >> 0u) & 0x03030303u;
                                     acc1 += dsl_dot4x8_su(pc.q.d[qb10 + 24u], c15);
                                 }
                             }
@@ -537,7 +541,7 @@ void main()
                     if ((mine1 && (lane1 == 0u)) && (row1 < M1)) {
                         int qsum1 = int(pc.qs.d[1u]);
                         precise float sc1 = pc.qs.d[0u];
-                        precise float v1 = ((WFMT == 2u) || (WFMT == 1u)) ? (t123 / sc1) : ((float(t122 - qsum1) / sc1) * ws1);
+                        precise float v1 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t123 / sc1) : ((float(t122 - qsum1) / sc1) * ws1);
                         pc.y1.d[row1] = v1;
                     }
                 }
@@ -545,10 +549,10 @@ void main()
         } else {
             uint part_end2 = part_end1 + ((M2 + (rpw - 1u)) / rpw);
             precise float ws2 = 0.0;
-            if (WFMT == 0u) {
+            if (WFMT == FMT_I2_S) {
                 ws2 = uintBitsToFloat(pc.w2.d[2048u]);
             }
-            if (WFMT == 3u) {
+            if (WFMT == FMT_TQ1_T) {
                 ws2 = uintBitsToFloat(pc.w2.d[1664u]);
             }
             uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
@@ -563,99 +567,99 @@ void main()
                 int acc2 = 0;
                 precise float accf2 = 0.0;
                 if (row2 < M2) {
-                    if (WFMT == 1u) {
+                    if (WFMT == FMT_TQ1_0) {
                         for (uint w15 = lane2; w15 < KW; w15 += lpr2) {
                             uint qb11 = ((w15 >> 3u) * 32u) + (w15 & 7u);
                             uint l06 = (((w15 >> 3u) & 1u) << 7u) + ((w15 & 7u) << 2u);
-                            uint boff6 = (row2 * 66u) + ((w15 >> 4u) * 66u);
+                            uint boff6 = (row2 * 54u) + ((w15 >> 4u) * 54u);
                             int aw4 = 0;
                             uint qw24 = pc.q.d[qb11 + 0u];
                             uint t124 = l06 + 0u;
-                            uint t125 = boff6 + (((t124 >> 7u) << 5u) | (t124 & 31u));
-                            uint twi16 = t125 >> 2u;
+                            bool t125 = t124 < 160u;
+                            bool t126 = t124 < 240u;
+                            uint t127 = t124 - 160u;
+                            uint tn16 = t125 ? (t124 >> 5u) : (t126 ? (t127 >> 4u) : ((t124 - 240u) >> 2u));
+                            uint t128 = (tn16 == 4u) ? 81u : ((0x1b090301u >> (tn16 << 3u)) & 0xffu);
+                            uint t129 = boff6 + (t125 ? (t124 & 31u) : (t126 ? (32u + (t127 & 15u)) : 48u));
+                            uint twi16 = t129 >> 2u;
                             uint tlo16 = pc.w2.d[twi16];
-                            aw4 += dsl_dot4x8_ss(qw24, ((((((t125 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w2.d[twi16 + 1u] << 16u)) : tlo16) >> (((t124 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t130 = ((t129 & 2u) != 0u) ? ((tlo16 >> 16u) | (pc.w2.d[twi16 + 1u] << 16u)) : tlo16;
+                            aw4 += dsl_dot4x8_ss(qw24, ((((((((t130 & 0x00ff00ffu) * t128) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t130 >> 8u) & 0x00ff00ffu) * t128) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw25 = pc.q.d[qb11 + 8u];
-                            uint t126 = l06 + 32u;
-                            uint t127 = boff6 + (((t126 >> 7u) << 5u) | (t126 & 31u));
-                            uint twi17 = t127 >> 2u;
+                            uint t131 = l06 + 32u;
+                            bool t132 = t131 < 160u;
+                            bool t133 = t131 < 240u;
+                            uint t134 = t131 - 160u;
+                            uint tn17 = t132 ? (t131 >> 5u) : (t133 ? (t134 >> 4u) : ((t131 - 240u) >> 2u));
+                            uint t135 = (tn17 == 4u) ? 81u : ((0x1b090301u >> (tn17 << 3u)) & 0xffu);
+                            uint t136 = boff6 + (t132 ? (t131 & 31u) : (t133 ? (32u + (t134 & 15u)) : 48u));
+                            uint twi17 = t136 >> 2u;
                             uint tlo17 = pc.w2.d[twi17];
-                            aw4 += dsl_dot4x8_ss(qw25, ((((((t127 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w2.d[twi17 + 1u] << 16u)) : tlo17) >> (((t126 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t137 = ((t136 & 2u) != 0u) ? ((tlo17 >> 16u) | (pc.w2.d[twi17 + 1u] << 16u)) : tlo17;
+                            aw4 += dsl_dot4x8_ss(qw25, ((((((((t137 & 0x00ff00ffu) * t135) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t137 >> 8u) & 0x00ff00ffu) * t135) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw26 = pc.q.d[qb11 + 16u];
-                            uint t128 = l06 + 64u;
-                            uint t129 = boff6 + (((t128 >> 7u) << 5u) | (t128 & 31u));
-                            uint twi18 = t129 >> 2u;
+                            uint t138 = l06 + 64u;
+                            bool t139 = t138 < 160u;
+                            bool t140 = t138 < 240u;
+                            uint t141 = t138 - 160u;
+                            uint tn18 = t139 ? (t138 >> 5u) : (t140 ? (t141 >> 4u) : ((t138 - 240u) >> 2u));
+                            uint t142 = (tn18 == 4u) ? 81u : ((0x1b090301u >> (tn18 << 3u)) & 0xffu);
+                            uint t143 = boff6 + (t139 ? (t138 & 31u) : (t140 ? (32u + (t141 & 15u)) : 48u));
+                            uint twi18 = t143 >> 2u;
                             uint tlo18 = pc.w2.d[twi18];
-                            aw4 += dsl_dot4x8_ss(qw26, ((((((t129 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w2.d[twi18 + 1u] << 16u)) : tlo18) >> (((t128 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
+                            uint t144 = ((t143 & 2u) != 0u) ? ((tlo18 >> 16u) | (pc.w2.d[twi18 + 1u] << 16u)) : tlo18;
+                            aw4 += dsl_dot4x8_ss(qw26, ((((((((t144 & 0x00ff00ffu) * t142) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t144 >> 8u) & 0x00ff00ffu) * t142) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw27 = pc.q.d[qb11 + 24u];
-                            uint t130 = l06 + 96u;
-                            uint t131 = boff6 + (((t130 >> 7u) << 5u) | (t130 & 31u));
-                            uint twi19 = t131 >> 2u;
+                            uint t145 = l06 + 96u;
+                            bool t146 = t145 < 160u;
+                            bool t147 = t145 < 240u;
+                            uint t148 = t145 - 160u;
+                            uint tn19 = t146 ? (t145 >> 5u) : (t147 ? (t148 >> 4u) : ((t145 - 240u) >> 2u));
+                            uint t149 = (tn19 == 4u) ? 81u : ((0x1b090301u >> (tn19 << 3u)) & 0xffu);
+                            uint t150 = boff6 + (t146 ? (t145 & 31u) : (t147 ? (32u + (t148 & 15u)) : 48u));
+                            uint twi19 = t150 >> 2u;
                             uint tlo19 = pc.w2.d[twi19];
-                            aw4 += dsl_dot4x8_ss(qw27, ((((((t131 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w2.d[twi19 + 1u] << 16u)) : tlo19) >> (((t130 >> 5u) & 3u) << 1u)) & 50529027u) + 2139062143u) ^ 2155905152u);
-                            uint tdo4 = boff6 + 64u;
-                            accf2 += float(aw4) * unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 65535u).x;
+                            uint t151 = ((t150 & 2u) != 0u) ? ((tlo19 >> 16u) | (pc.w2.d[twi19 + 1u] << 16u)) : tlo19;
+                            aw4 += dsl_dot4x8_ss(qw27, ((((((((t151 & 0x00ff00ffu) * t149) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t151 >> 8u) & 0x00ff00ffu) * t149) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo4 = boff6 + 52u;
+                            accf2 += float(aw4) * unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 2u) {
+                    if (WFMT == FMT_TQ2_0) {
                         for (uint w16 = lane2; w16 < KW; w16 += lpr2) {
                             uint qb12 = ((w16 >> 3u) * 32u) + (w16 & 7u);
                             uint l07 = (((w16 >> 3u) & 1u) << 7u) + ((w16 & 7u) << 2u);
-                            uint boff7 = (row2 * 54u) + ((w16 >> 4u) * 54u);
+                            uint boff7 = (row2 * 66u) + ((w16 >> 4u) * 66u);
                             int aw5 = 0;
                             uint qw28 = pc.q.d[qb12 + 0u];
-                            uint t132 = l07 + 0u;
-                            bool t133 = t132 < 160u;
-                            bool t134 = t132 < 240u;
-                            uint t135 = t132 - 160u;
-                            uint tn16 = t133 ? (t132 >> 5u) : (t134 ? (t135 >> 4u) : ((t132 - 240u) >> 2u));
-                            uint t136 = (tn16 == 4u) ? 81u : ((453575425u >> (tn16 << 3u)) & 255u);
-                            uint t137 = boff7 + (t133 ? (t132 & 31u) : (t134 ? (32u + (t135 & 15u)) : 48u));
-                            uint twi20 = t137 >> 2u;
+                            uint t152 = l07 + 0u;
+                            uint t153 = boff7 + (((t152 >> 7u) << 5u) | (t152 & 31u));
+                            uint twi20 = t153 >> 2u;
                             uint tlo20 = pc.w2.d[twi20];
-                            uint t138 = ((t137 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20;
-                            aw5 += dsl_dot4x8_ss(qw28, ((((((((t138 & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t138 >> 8u) & 16711935u) * t136) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw5 += dsl_dot4x8_ss(qw28, ((((((t153 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20) >> (((t152 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw29 = pc.q.d[qb12 + 8u];
-                            uint t139 = l07 + 32u;
-                            bool t140 = t139 < 160u;
-                            bool t141 = t139 < 240u;
-                            uint t142 = t139 - 160u;
-                            uint tn17 = t140 ? (t139 >> 5u) : (t141 ? (t142 >> 4u) : ((t139 - 240u) >> 2u));
-                            uint t143 = (tn17 == 4u) ? 81u : ((453575425u >> (tn17 << 3u)) & 255u);
-                            uint t144 = boff7 + (t140 ? (t139 & 31u) : (t141 ? (32u + (t142 & 15u)) : 48u));
-                            uint twi21 = t144 >> 2u;
+                            uint t154 = l07 + 32u;
+                            uint t155 = boff7 + (((t154 >> 7u) << 5u) | (t154 & 31u));
+                            uint twi21 = t155 >> 2u;
                             uint tlo21 = pc.w2.d[twi21];
-                            uint t145 = ((t144 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21;
-                            aw5 += dsl_dot4x8_ss(qw29, ((((((((t145 & 16711935u) * t143) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t145 >> 8u) & 16711935u) * t143) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw5 += dsl_dot4x8_ss(qw29, ((((((t155 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21) >> (((t154 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw30 = pc.q.d[qb12 + 16u];
-                            uint t146 = l07 + 64u;
-                            bool t147 = t146 < 160u;
-                            bool t148 = t146 < 240u;
-                            uint t149 = t146 - 160u;
-                            uint tn18 = t147 ? (t146 >> 5u) : (t148 ? (t149 >> 4u) : ((t146 - 240u) >> 2u));
-                            uint t150 = (tn18 == 4u) ? 81u : ((453575425u >> (tn18 << 3u)) & 255u);
-                            uint t151 = boff7 + (t147 ? (t146 & 31u) : (t148 ? (32u + (t149 & 15u)) : 48u));
-                            uint twi22 = t151 >> 2u;
+                            uint t156 = l07 + 64u;
+                            uint t157 = boff7 + (((t156 >> 7u) << 5u) | (t156 & 31u));
+                            uint twi22 = t157 >> 2u;
                             uint tlo22 = pc.w2.d[twi22];
-                            uint t152 = ((t151 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22;
-                            aw5 += dsl_dot4x8_ss(qw30, ((((((((t152 & 16711935u) * t150) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t152 >> 8u) & 16711935u) * t150) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
+                            aw5 += dsl_dot4x8_ss(qw30, ((((((t157 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22) >> (((t156 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
                             uint qw31 = pc.q.d[qb12 + 24u];
-                            uint t153 = l07 + 96u;
-                            bool t154 = t153 < 160u;
-                            bool t155 = t153 < 240u;
-                            uint t156 = t153 - 160u;
-                            uint tn19 = t154 ? (t153 >> 5u) : (t155 ? (t156 >> 4u) : ((t153 - 240u) >> 2u));
-                            uint t157 = (tn19 == 4u) ? 81u : ((453575425u >> (tn19 << 3u)) & 255u);
-                            uint t158 = boff7 + (t154 ? (t153 & 31u) : (t155 ? (32u + (t156 & 15u)) : 48u));
-                            uint twi23 = t158 >> 2u;
+                            uint t158 = l07 + 96u;
+                            uint t159 = boff7 + (((t158 >> 7u) << 5u) | (t158 & 31u));
+                            uint twi23 = t159 >> 2u;
                             uint tlo23 = pc.w2.d[twi23];
-                            uint t159 = ((t158 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w2.d[twi23 + 1u] << 16u)) : tlo23;
-                            aw5 += dsl_dot4x8_ss(qw31, ((((((((t159 & 16711935u) * t157) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t159 >> 8u) & 16711935u) * t157) & 16711935u) * 3u) & 4278255360u)) + 2139062143u) ^ 2155905152u);
-                            uint tdo5 = boff7 + 52u;
-                            accf2 += float(aw5) * unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 65535u).x;
+                            aw5 += dsl_dot4x8_ss(qw31, ((((((t159 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w2.d[twi23 + 1u] << 16u)) : tlo23) >> (((t158 >> 5u) & 3u) << 1u)) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u);
+                            uint tdo5 = boff7 + 64u;
+                            accf2 += float(aw5) * unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 0xffffu).x;
                         }
                     }
-                    if (WFMT == 3u) {
+                    if (WFMT == FMT_TQ1_T) {
                         for (uint w17 = lane2; w17 < KW; w17 += lpr2) {
                             uint qb13 = ((w17 >> 3u) * 32u) + (w17 & 7u);
                             uint l08 = (((w17 >> 3u) & 1u) << 7u) + ((w17 & 7u) << 2u);
@@ -666,50 +670,50 @@ void main()
                             bool t162 = t160 < 240u;
                             uint t163 = t160 - 160u;
                             uint tn20 = t161 ? (t160 >> 5u) : (t162 ? (t163 >> 4u) : ((t160 - 240u) >> 2u));
-                            uint t164 = (tn20 == 4u) ? 81u : ((453575425u >> (tn20 << 3u)) & 255u);
+                            uint t164 = (tn20 == 4u) ? 81u : ((0x1b090301u >> (tn20 << 3u)) & 0xffu);
                             uint t165 = pc.w2.d[(boff8 + (t161 ? (t160 & 31u) : (t162 ? (32u + (t163 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw32, ((((((t165 & 16711935u) * t164) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t165 >> 8u) & 16711935u) * t164) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw32, ((((((t165 & 0x00ff00ffu) * t164) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t165 >> 8u) & 0x00ff00ffu) * t164) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw33 = pc.q.d[qb13 + 8u];
                             uint t166 = l08 + 32u;
                             bool t167 = t166 < 160u;
                             bool t168 = t166 < 240u;
                             uint t169 = t166 - 160u;
                             uint tn21 = t167 ? (t166 >> 5u) : (t168 ? (t169 >> 4u) : ((t166 - 240u) >> 2u));
-                            uint t170 = (tn21 == 4u) ? 81u : ((453575425u >> (tn21 << 3u)) & 255u);
+                            uint t170 = (tn21 == 4u) ? 81u : ((0x1b090301u >> (tn21 << 3u)) & 0xffu);
                             uint t171 = pc.w2.d[(boff8 + (t167 ? (t166 & 31u) : (t168 ? (32u + (t169 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw33, ((((((t171 & 16711935u) * t170) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t171 >> 8u) & 16711935u) * t170) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw33, ((((((t171 & 0x00ff00ffu) * t170) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t171 >> 8u) & 0x00ff00ffu) * t170) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw34 = pc.q.d[qb13 + 16u];
                             uint t172 = l08 + 64u;
                             bool t173 = t172 < 160u;
                             bool t174 = t172 < 240u;
                             uint t175 = t172 - 160u;
                             uint tn22 = t173 ? (t172 >> 5u) : (t174 ? (t175 >> 4u) : ((t172 - 240u) >> 2u));
-                            uint t176 = (tn22 == 4u) ? 81u : ((453575425u >> (tn22 << 3u)) & 255u);
+                            uint t176 = (tn22 == 4u) ? 81u : ((0x1b090301u >> (tn22 << 3u)) & 0xffu);
                             uint t177 = pc.w2.d[(boff8 + (t173 ? (t172 & 31u) : (t174 ? (32u + (t175 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw34, ((((((t177 & 16711935u) * t176) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t177 >> 8u) & 16711935u) * t176) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw34, ((((((t177 & 0x00ff00ffu) * t176) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t177 >> 8u) & 0x00ff00ffu) * t176) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                             uint qw35 = pc.q.d[qb13 + 24u];
                             uint t178 = l08 + 96u;
                             bool t179 = t178 < 160u;
                             bool t180 = t178 < 240u;
                             uint t181 = t178 - 160u;
                             uint tn23 = t179 ? (t178 >> 5u) : (t180 ? (t181 >> 4u) : ((t178 - 240u) >> 2u));
-                            uint t182 = (tn23 == 4u) ? 81u : ((453575425u >> (tn23 << 3u)) & 255u);
+                            uint t182 = (tn23 == 4u) ? 81u : ((0x1b090301u >> (tn23 << 3u)) & 0xffu);
                             uint t183 = pc.w2.d[(boff8 + (t179 ? (t178 & 31u) : (t180 ? (32u + (t181 & 15u)) : 48u))) >> 2u];
-                            acc2 += dsl_dot4x8_su(qw35, ((((((t183 & 16711935u) * t182) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t183 >> 8u) & 16711935u) * t182) & 16711935u) * 3u) & 4278255360u));
+                            acc2 += dsl_dot4x8_su(qw35, ((((((t183 & 0x00ff00ffu) * t182) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t183 >> 8u) & 0x00ff00ffu) * t182) & 0x00ff00ffu) * 3u) & 0xff00ff00u));
                         }
                     }
-                    if (WFMT == 0u) {
+                    if (WFMT == FMT_I2_S) {
                         if (GEMV_SHQ != 0u) {
                             for (uint w18 = lane2; w18 < KW; w18 += lpr2) {
                                 uint wd5 = pc.w2.d[(row2 * KW) + w18];
                                 uint qb14 = ((w18 >> 3u) * 32u) + (w18 & 7u);
-                                uint c16 = (wd5 >> 6u) & 50529027u;
+                                uint c16 = (wd5 >> 6u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh[qb14 + 0u], c16);
-                                uint c17 = (wd5 >> 4u) & 50529027u;
+                                uint c17 = (wd5 >> 4u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh[qb14 + 8u], c17);
-                                uint c18 = (wd5 >> 2u) & 50529027u;
+                                uint c18 = (wd5 >> 2u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh[qb14 + 16u], c18);
-                                uint c19 = (wd5 >> 0u) & 50529027u;
+                                uint c19 = (wd5 >> 0u) & 0x03030303u;
                                 acc2 += dsl_dot4x8_su(qsh[qb14 + 24u], c19);
                             }
                         } else {
@@ -718,37 +722,37 @@ void main()
                                     uvec4 wd42 = Buf_w24(pc.w2).d[(row2 * KV4) + w43];
                                     uint qb42 = ((w43 >> 1u) * 8u) + (w43 & 1u);
                                     uvec4 a48 = Buf_q4(pc.q).d[qb42 + 0u];
-                                    acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a48.x, (wd42.x >> 6u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a48.y, (wd42.y >> 6u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a48.z, (wd42.z >> 6u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a48.w, (wd42.w >> 6u) & 0x03030303u);
                                     uvec4 a49 = Buf_q4(pc.q).d[qb42 + 2u];
-                                    acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a49.x, (wd42.x >> 4u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a49.y, (wd42.y >> 4u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a49.z, (wd42.z >> 4u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a49.w, (wd42.w >> 4u) & 0x03030303u);
                                     uvec4 a410 = Buf_q4(pc.q).d[qb42 + 4u];
-                                    acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a410.x, (wd42.x >> 2u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a410.y, (wd42.y >> 2u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a410.z, (wd42.z >> 2u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a410.w, (wd42.w >> 2u) & 0x03030303u);
                                     uvec4 a411 = Buf_q4(pc.q).d[qb42 + 6u];
-                                    acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 50529027u);
-                                    acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 50529027u);
+                                    acc2 += dsl_dot4x8_su(a411.x, (wd42.x >> 0u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a411.y, (wd42.y >> 0u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a411.z, (wd42.z >> 0u) & 0x03030303u);
+                                    acc2 += dsl_dot4x8_su(a411.w, (wd42.w >> 0u) & 0x03030303u);
                                 }
                             } else {
                                 for (uint w19 = lane2; w19 < KW; w19 += lpr2) {
                                     uint wd6 = pc.w2.d[(row2 * KW) + w19];
                                     uint qb15 = ((w19 >> 3u) * 32u) + (w19 & 7u);
-                                    uint c20 = (wd6 >> 6u) & 50529027u;
+                                    uint c20 = (wd6 >> 6u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(pc.q.d[qb15 + 0u], c20);
-                                    uint c21 = (wd6 >> 4u) & 50529027u;
+                                    uint c21 = (wd6 >> 4u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(pc.q.d[qb15 + 8u], c21);
-                                    uint c22 = (wd6 >> 2u) & 50529027u;
+                                    uint c22 = (wd6 >> 2u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(pc.q.d[qb15 + 16u], c22);
-                                    uint c23 = (wd6 >> 0u) & 50529027u;
+                                    uint c23 = (wd6 >> 0u) & 0x03030303u;
                                     acc2 += dsl_dot4x8_su(pc.q.d[qb15 + 24u], c23);
                                 }
                             }
@@ -762,7 +766,7 @@ void main()
                     if ((mine2 && (lane2 == 0u)) && (row2 < M2)) {
                         int qsum2 = int(pc.qs.d[1u]);
                         precise float sc2 = pc.qs.d[0u];
-                        precise float v2 = ((WFMT == 2u) || (WFMT == 1u)) ? (t185 / sc2) : ((float(t184 - qsum2) / sc2) * ws2);
+                        precise float v2 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (t185 / sc2) : ((float(t184 - qsum2) / sc2) * ws2);
                         pc.y2.d[row2] = v2;
                     }
                 }

@@ -28,13 +28,17 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
-layout(constant_id = 1) const uint WFMT = 0u;
+layout(constant_id = 1) const uint WFMT = 36u;
 const uint K4 = 192u;
 const uint KW = 48u;
 layout(constant_id = 4) const uint TILE_ROWS = 4u;
 layout(constant_id = 5) const uint TILE_TOKS = 4u;
 layout(constant_id = 7) const uint TILE_MMA = 0u;
 const uint M = 256u;
+const uint FMT_I2_S = 36u;
+const uint FMT_TQ1_T = 200u;
+const uint FMT_TQ1_0 = 34u;
+const uint FMT_TQ2_0 = 35u;
 
 shared uint wsh[32u + 128u * TILE_ROWS];
 shared uint ash[32u + 512u * TILE_TOKS];
@@ -94,13 +98,13 @@ void main()
 {
     MMA_DECLARE;
     precise float ws = 0.0;
-    if (WFMT == 0u) {
+    if (WFMT == FMT_I2_S) {
         ws = uintBitsToFloat(pc.w.d[12288u]);
     }
-    if (WFMT == 3u) {
+    if (WFMT == FMT_TQ1_T) {
         ws = uintBitsToFloat(pc.w.d[9984u]);
     }
-    if ((TILE_MMA != 0u) && (WFMT == 0u)) {
+    if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
         uint row0 = gl_WorkGroupID.x * 64u;
         uint tok0 = gl_WorkGroupID.y * 32u;
         uint r = gl_LocalInvocationIndex >> 3u;
@@ -119,8 +123,8 @@ void main()
         for (uint kb = 0u; kb < 6u; kb++) {
             wv = pc.w.d[wrow + (kb * 8u)];
             wv1 = pc.w.d[wrow1 + (kb * 8u)];
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 6u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 6u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 6u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 6u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 0u))];
             barrier();
             for (uint v1 = gl_SubgroupID; v1 < 8u; v1 += gl_NumSubgroups) {
@@ -130,8 +134,8 @@ void main()
                 MMA(1, ((blk3 >> 4u) * 512u) + ((blk3 & 3u) * 128u), ((blk3 >> 2u) & 3u) * 64u, (((blk3 >> 4u) * 2048u) + (((blk3 >> 2u) & 3u) * 512u)) + ((blk3 & 3u) * 16u));
             }
             barrier();
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 4u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 4u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 4u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 4u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 8u))];
             barrier();
             for (uint v2 = gl_SubgroupID; v2 < 8u; v2 += gl_NumSubgroups) {
@@ -141,8 +145,8 @@ void main()
                 MMA(1, ((blk5 >> 4u) * 512u) + ((blk5 & 3u) * 128u), ((blk5 >> 2u) & 3u) * 64u, (((blk5 >> 4u) * 2048u) + (((blk5 >> 2u) & 3u) * 512u)) + ((blk5 & 3u) * 16u));
             }
             barrier();
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 2u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 2u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 2u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 2u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 16u))];
             barrier();
             for (uint v3 = gl_SubgroupID; v3 < 8u; v3 += gl_NumSubgroups) {
@@ -152,8 +156,8 @@ void main()
                 MMA(1, ((blk7 >> 4u) * 512u) + ((blk7 & 3u) * 128u), ((blk7 >> 2u) & 3u) * 64u, (((blk7 >> 4u) * 2048u) + (((blk7 >> 2u) & 3u) * 512u)) + ((blk7 & 3u) * 16u));
             }
             barrier();
-            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 0u) & 50529027u;
-            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 0u) & 50529027u;
+            wsh[((r + 0u) * 8u) + (wi + 0u)] = (wv >> 0u) & 0x03030303u;
+            wsh[((r + 32u) * 8u) + (wi + 0u)] = (wv1 >> 0u) & 0x03030303u;
             ash[gl_LocalInvocationIndex] = pc.q.d[(gt * K4) + ((kb * 32u) + (wi + 24u))];
             barrier();
             for (uint v4 = gl_SubgroupID; v4 < 8u; v4 += gl_NumSubgroups) {
@@ -181,7 +185,7 @@ void main()
                 int qsum = int(pc.qs.d[(tok * 2u) + 1u]);
                 precise float sc = pc.qs.d[tok * 2u];
                 uint t0 = (tok * M) + row;
-                precise float v6 = ((WFMT == 2u) || (WFMT == 1u)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 0u] - qsum) / sc) * ws);
+                precise float v6 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (0.0 / sc) : ((float(csh[((tk * 64u) + rr) + 0u] - qsum) / sc) * ws);
                 precise float t1 = pc.y.d[t0] + v6;
                 pc.y.d[t0] = t1;
             }
@@ -299,76 +303,76 @@ void main()
                 uint wi1 = e1 & 7u;
                 uint gr = min(row01 + r1, M - 1u);
                 uint dst = ((wi1 + 0u) * wstr) + r1;
-                if (WFMT == 0u) {
+                if (WFMT == FMT_I2_S) {
                     wsh[dst] = pc.w.d[(gr * KW) + ((kb1 * 8u) + wi1)];
                 }
-                if (WFMT == 1u) {
-                    uint boff = (gr * 198u) + ((kb1 >> 1u) * 66u);
+                if (WFMT == FMT_TQ1_0) {
+                    uint boff = (gr * 162u) + ((kb1 >> 1u) * 54u);
                     uint l0 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t2 = l0 + 0u;
-                    uint t3 = boff + (((t2 >> 7u) << 5u) | (t2 & 31u));
-                    uint twi = t3 >> 2u;
+                    bool t3 = t2 < 160u;
+                    bool t4 = t2 < 240u;
+                    uint t5 = t2 - 160u;
+                    uint tn1 = t3 ? (t2 >> 5u) : (t4 ? (t5 >> 4u) : ((t2 - 240u) >> 2u));
+                    uint t6 = (tn1 == 4u) ? 81u : ((0x1b090301u >> (tn1 << 3u)) & 0xffu);
+                    uint t7 = boff + (t3 ? (t2 & 31u) : (t4 ? (32u + (t5 & 15u)) : 48u));
+                    uint twi = t7 >> 2u;
                     uint tlo = pc.w.d[twi];
-                    uint t4 = l0 + 32u;
-                    uint t5 = boff + (((t4 >> 7u) << 5u) | (t4 & 31u));
-                    uint twi1 = t5 >> 2u;
+                    uint t8 = ((t7 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo;
+                    uint t9 = l0 + 32u;
+                    bool t10 = t9 < 160u;
+                    bool t11 = t9 < 240u;
+                    uint t12 = t9 - 160u;
+                    uint tn2 = t10 ? (t9 >> 5u) : (t11 ? (t12 >> 4u) : ((t9 - 240u) >> 2u));
+                    uint t13 = (tn2 == 4u) ? 81u : ((0x1b090301u >> (tn2 << 3u)) & 0xffu);
+                    uint t14 = boff + (t10 ? (t9 & 31u) : (t11 ? (32u + (t12 & 15u)) : 48u));
+                    uint twi1 = t14 >> 2u;
                     uint tlo1 = pc.w.d[twi1];
-                    uint t6 = l0 + 64u;
-                    uint t7 = boff + (((t6 >> 7u) << 5u) | (t6 & 31u));
-                    uint twi2 = t7 >> 2u;
+                    uint t15 = ((t14 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1;
+                    uint t16 = l0 + 64u;
+                    bool t17 = t16 < 160u;
+                    bool t18 = t16 < 240u;
+                    uint t19 = t16 - 160u;
+                    uint tn3 = t17 ? (t16 >> 5u) : (t18 ? (t19 >> 4u) : ((t16 - 240u) >> 2u));
+                    uint t20 = (tn3 == 4u) ? 81u : ((0x1b090301u >> (tn3 << 3u)) & 0xffu);
+                    uint t21 = boff + (t17 ? (t16 & 31u) : (t18 ? (32u + (t19 & 15u)) : 48u));
+                    uint twi2 = t21 >> 2u;
                     uint tlo2 = pc.w.d[twi2];
-                    uint t8 = l0 + 96u;
-                    uint t9 = boff + (((t8 >> 7u) << 5u) | (t8 & 31u));
-                    uint twi3 = t9 >> 2u;
+                    uint t22 = ((t21 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2;
+                    uint t23 = l0 + 96u;
+                    bool t24 = t23 < 160u;
+                    bool t25 = t23 < 240u;
+                    uint t26 = t23 - 160u;
+                    uint tn4 = t24 ? (t23 >> 5u) : (t25 ? (t26 >> 4u) : ((t23 - 240u) >> 2u));
+                    uint t27 = (tn4 == 4u) ? 81u : ((0x1b090301u >> (tn4 << 3u)) & 0xffu);
+                    uint t28 = boff + (t24 ? (t23 & 31u) : (t25 ? (32u + (t26 & 15u)) : 48u));
+                    uint twi3 = t28 >> 2u;
                     uint tlo3 = pc.w.d[twi3];
-                    wsh[dst] = ((((((((t3 & 2u) != 0u) ? ((tlo >> 16u) | (pc.w.d[twi + 1u] << 16u)) : tlo) >> (((t2 >> 5u) & 3u) << 1u)) & 50529027u) << 6u) | ((((((t5 & 2u) != 0u) ? ((tlo1 >> 16u) | (pc.w.d[twi1 + 1u] << 16u)) : tlo1) >> (((t4 >> 5u) & 3u) << 1u)) & 50529027u) << 4u)) | ((((((t7 & 2u) != 0u) ? ((tlo2 >> 16u) | (pc.w.d[twi2 + 1u] << 16u)) : tlo2) >> (((t6 >> 5u) & 3u) << 1u)) & 50529027u) << 2u)) | ((((((t9 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3) >> (((t8 >> 5u) & 3u) << 1u)) & 50529027u) << 0u);
+                    uint t29 = ((t28 & 2u) != 0u) ? ((tlo3 >> 16u) | (pc.w.d[twi3 + 1u] << 16u)) : tlo3;
+                    wsh[dst] = ((((((((((t8 & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t8 >> 8u) & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t15 & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t15 >> 8u) & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t22 & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t22 >> 8u) & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t29 & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t29 >> 8u) & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
-                if (WFMT == 2u) {
-                    uint boff1 = (gr * 162u) + ((kb1 >> 1u) * 54u);
+                if (WFMT == FMT_TQ2_0) {
+                    uint boff1 = (gr * 198u) + ((kb1 >> 1u) * 66u);
                     uint l01 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
-                    uint t10 = l01 + 0u;
-                    bool t11 = t10 < 160u;
-                    bool t12 = t10 < 240u;
-                    uint t13 = t10 - 160u;
-                    uint tn1 = t11 ? (t10 >> 5u) : (t12 ? (t13 >> 4u) : ((t10 - 240u) >> 2u));
-                    uint t14 = (tn1 == 4u) ? 81u : ((453575425u >> (tn1 << 3u)) & 255u);
-                    uint t15 = boff1 + (t11 ? (t10 & 31u) : (t12 ? (32u + (t13 & 15u)) : 48u));
-                    uint twi4 = t15 >> 2u;
+                    uint t30 = l01 + 0u;
+                    uint t31 = boff1 + (((t30 >> 7u) << 5u) | (t30 & 31u));
+                    uint twi4 = t31 >> 2u;
                     uint tlo4 = pc.w.d[twi4];
-                    uint t16 = ((t15 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4;
-                    uint t17 = l01 + 32u;
-                    bool t18 = t17 < 160u;
-                    bool t19 = t17 < 240u;
-                    uint t20 = t17 - 160u;
-                    uint tn2 = t18 ? (t17 >> 5u) : (t19 ? (t20 >> 4u) : ((t17 - 240u) >> 2u));
-                    uint t21 = (tn2 == 4u) ? 81u : ((453575425u >> (tn2 << 3u)) & 255u);
-                    uint t22 = boff1 + (t18 ? (t17 & 31u) : (t19 ? (32u + (t20 & 15u)) : 48u));
-                    uint twi5 = t22 >> 2u;
+                    uint t32 = l01 + 32u;
+                    uint t33 = boff1 + (((t32 >> 7u) << 5u) | (t32 & 31u));
+                    uint twi5 = t33 >> 2u;
                     uint tlo5 = pc.w.d[twi5];
-                    uint t23 = ((t22 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5;
-                    uint t24 = l01 + 64u;
-                    bool t25 = t24 < 160u;
-                    bool t26 = t24 < 240u;
-                    uint t27 = t24 - 160u;
-                    uint tn3 = t25 ? (t24 >> 5u) : (t26 ? (t27 >> 4u) : ((t24 - 240u) >> 2u));
-                    uint t28 = (tn3 == 4u) ? 81u : ((453575425u >> (tn3 << 3u)) & 255u);
-                    uint t29 = boff1 + (t25 ? (t24 & 31u) : (t26 ? (32u + (t27 & 15u)) : 48u));
-                    uint twi6 = t29 >> 2u;
+                    uint t34 = l01 + 64u;
+                    uint t35 = boff1 + (((t34 >> 7u) << 5u) | (t34 & 31u));
+                    uint twi6 = t35 >> 2u;
                     uint tlo6 = pc.w.d[twi6];
-                    uint t30 = ((t29 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6;
-                    uint t31 = l01 + 96u;
-                    bool t32 = t31 < 160u;
-                    bool t33 = t31 < 240u;
-                    uint t34 = t31 - 160u;
-                    uint tn4 = t32 ? (t31 >> 5u) : (t33 ? (t34 >> 4u) : ((t31 - 240u) >> 2u));
-                    uint t35 = (tn4 == 4u) ? 81u : ((453575425u >> (tn4 << 3u)) & 255u);
-                    uint t36 = boff1 + (t32 ? (t31 & 31u) : (t33 ? (32u + (t34 & 15u)) : 48u));
-                    uint twi7 = t36 >> 2u;
+                    uint t36 = l01 + 96u;
+                    uint t37 = boff1 + (((t36 >> 7u) << 5u) | (t36 & 31u));
+                    uint twi7 = t37 >> 2u;
                     uint tlo7 = pc.w.d[twi7];
-                    uint t37 = ((t36 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7;
-                    wsh[dst] = ((((((((((t16 & 16711935u) * t14) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t16 >> 8u) & 16711935u) * t14) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t23 & 16711935u) * t21) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t23 >> 8u) & 16711935u) * t21) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t30 & 16711935u) * t28) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t30 >> 8u) & 16711935u) * t28) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t37 & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t37 >> 8u) & 16711935u) * t35) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    wsh[dst] = ((((((((t31 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t30 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t33 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t32 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t35 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t34 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t37 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t36 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                 }
-                if (WFMT == 3u) {
+                if (WFMT == FMT_TQ1_T) {
                     uint boff2 = (gr * 156u) + ((kb1 >> 1u) * 52u);
                     uint l02 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t38 = l02 + 0u;
@@ -376,42 +380,42 @@ void main()
                     bool t40 = t38 < 240u;
                     uint t41 = t38 - 160u;
                     uint tn5 = t39 ? (t38 >> 5u) : (t40 ? (t41 >> 4u) : ((t38 - 240u) >> 2u));
-                    uint t42 = (tn5 == 4u) ? 81u : ((453575425u >> (tn5 << 3u)) & 255u);
+                    uint t42 = (tn5 == 4u) ? 81u : ((0x1b090301u >> (tn5 << 3u)) & 0xffu);
                     uint t43 = pc.w.d[(boff2 + (t39 ? (t38 & 31u) : (t40 ? (32u + (t41 & 15u)) : 48u))) >> 2u];
                     uint t44 = l02 + 32u;
                     bool t45 = t44 < 160u;
                     bool t46 = t44 < 240u;
                     uint t47 = t44 - 160u;
                     uint tn6 = t45 ? (t44 >> 5u) : (t46 ? (t47 >> 4u) : ((t44 - 240u) >> 2u));
-                    uint t48 = (tn6 == 4u) ? 81u : ((453575425u >> (tn6 << 3u)) & 255u);
+                    uint t48 = (tn6 == 4u) ? 81u : ((0x1b090301u >> (tn6 << 3u)) & 0xffu);
                     uint t49 = pc.w.d[(boff2 + (t45 ? (t44 & 31u) : (t46 ? (32u + (t47 & 15u)) : 48u))) >> 2u];
                     uint t50 = l02 + 64u;
                     bool t51 = t50 < 160u;
                     bool t52 = t50 < 240u;
                     uint t53 = t50 - 160u;
                     uint tn7 = t51 ? (t50 >> 5u) : (t52 ? (t53 >> 4u) : ((t50 - 240u) >> 2u));
-                    uint t54 = (tn7 == 4u) ? 81u : ((453575425u >> (tn7 << 3u)) & 255u);
+                    uint t54 = (tn7 == 4u) ? 81u : ((0x1b090301u >> (tn7 << 3u)) & 0xffu);
                     uint t55 = pc.w.d[(boff2 + (t51 ? (t50 & 31u) : (t52 ? (32u + (t53 & 15u)) : 48u))) >> 2u];
                     uint t56 = l02 + 96u;
                     bool t57 = t56 < 160u;
                     bool t58 = t56 < 240u;
                     uint t59 = t56 - 160u;
                     uint tn8 = t57 ? (t56 >> 5u) : (t58 ? (t59 >> 4u) : ((t56 - 240u) >> 2u));
-                    uint t60 = (tn8 == 4u) ? 81u : ((453575425u >> (tn8 << 3u)) & 255u);
+                    uint t60 = (tn8 == 4u) ? 81u : ((0x1b090301u >> (tn8 << 3u)) & 0xffu);
                     uint t61 = pc.w.d[(boff2 + (t57 ? (t56 & 31u) : (t58 ? (32u + (t59 & 15u)) : 48u))) >> 2u];
-                    wsh[dst] = ((((((((((t43 & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t43 >> 8u) & 16711935u) * t42) & 16711935u) * 3u) & 4278255360u)) << 6u) | ((((((((t49 & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t49 >> 8u) & 16711935u) * t48) & 16711935u) * 3u) & 4278255360u)) << 4u)) | ((((((((t55 & 16711935u) * t54) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t55 >> 8u) & 16711935u) * t54) & 16711935u) * 3u) & 4278255360u)) << 2u)) | ((((((((t61 & 16711935u) * t60) & 16711935u) * 3u) & 4278255360u) >> 8u) | ((((((t61 >> 8u) & 16711935u) * t60) & 16711935u) * 3u) & 4278255360u)) << 0u);
+                    wsh[dst] = ((((((((((t43 & 0x00ff00ffu) * t42) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t43 >> 8u) & 0x00ff00ffu) * t42) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t49 & 0x00ff00ffu) * t48) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t49 >> 8u) & 0x00ff00ffu) * t48) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t55 & 0x00ff00ffu) * t54) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t55 >> 8u) & 0x00ff00ffu) * t54) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t61 & 0x00ff00ffu) * t60) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t61 >> 8u) & 0x00ff00ffu) * t60) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
             }
-            if ((WFMT == 1u) && (gl_LocalInvocationIndex < tm)) {
-                uint boff3 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 198u) + ((kb1 >> 1u) * 66u);
-                uint tdo = boff3 + 64u;
-                precise float t62 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 65535u).x;
+            if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm)) {
+                uint boff3 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 162u) + ((kb1 >> 1u) * 54u);
+                uint tdo = boff3 + 52u;
+                precise float t62 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t62;
             }
-            if ((WFMT == 2u) && (gl_LocalInvocationIndex < tm)) {
-                uint boff4 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 162u) + ((kb1 >> 1u) * 54u);
-                uint tdo1 = boff4 + 52u;
-                precise float t63 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 65535u).x;
+            if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm)) {
+                uint boff4 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 198u) + ((kb1 >> 1u) * 66u);
+                uint tdo1 = boff4 + 64u;
+                precise float t63 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t63;
             }
             for (uint h1 = 0u; h1 < TILE_TOKS * 2u; h1++) {
@@ -421,7 +425,7 @@ void main()
                 ash[(jw * astr) + t] = pc.q.d[(min(tok01 + t, dyn.n_tokens - 1u) * K4) + ((kb1 * 32u) + jw)];
             }
             barrier();
-            bool tq = (WFMT == 2u) || (WFMT == 1u);
+            bool tq = (WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0);
             if ((tok01 + tokv) < dyn.n_tokens) {
                 for (uint wl = 0u; wl < 8u; wl++) {
                     uint wv2 = 0u;
@@ -465,8 +469,8 @@ void main()
                         av6 = ash[ab + 6u];
                         av7 = ash[ab + 7u];
                     }
-                    uint t64 = (wv2 >> 6u) & 50529027u;
-                    uint c = tq ? ((t64 + 2139062143u) ^ 2155905152u) : t64;
+                    uint t64 = (wv2 >> 6u) & 0x03030303u;
+                    uint c = tq ? ((t64 + 0x7f7f7f7fu) ^ 0x80808080u) : t64;
                     acc00 += dsl_dot4x8_ss(av, c);
                     acc01 += dsl_dot4x8_ss(av1, c);
                     if (TILE_TOKS > 2u) {
@@ -479,8 +483,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av6, c);
                         acc07 += dsl_dot4x8_ss(av7, c);
                     }
-                    uint t65 = (wv3 >> 6u) & 50529027u;
-                    uint c1 = tq ? ((t65 + 2139062143u) ^ 2155905152u) : t65;
+                    uint t65 = (wv3 >> 6u) & 0x03030303u;
+                    uint c1 = tq ? ((t65 + 0x7f7f7f7fu) ^ 0x80808080u) : t65;
                     acc10 += dsl_dot4x8_ss(av, c1);
                     acc11 += dsl_dot4x8_ss(av1, c1);
                     if (TILE_TOKS > 2u) {
@@ -494,8 +498,8 @@ void main()
                         acc17 += dsl_dot4x8_ss(av7, c1);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t66 = (wv4 >> 6u) & 50529027u;
-                        uint c2 = tq ? ((t66 + 2139062143u) ^ 2155905152u) : t66;
+                        uint t66 = (wv4 >> 6u) & 0x03030303u;
+                        uint c2 = tq ? ((t66 + 0x7f7f7f7fu) ^ 0x80808080u) : t66;
                         acc20 += dsl_dot4x8_ss(av, c2);
                         acc21 += dsl_dot4x8_ss(av1, c2);
                         if (TILE_TOKS > 2u) {
@@ -508,8 +512,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av6, c2);
                             acc27 += dsl_dot4x8_ss(av7, c2);
                         }
-                        uint t67 = (wv5 >> 6u) & 50529027u;
-                        uint c3 = tq ? ((t67 + 2139062143u) ^ 2155905152u) : t67;
+                        uint t67 = (wv5 >> 6u) & 0x03030303u;
+                        uint c3 = tq ? ((t67 + 0x7f7f7f7fu) ^ 0x80808080u) : t67;
                         acc30 += dsl_dot4x8_ss(av, c3);
                         acc31 += dsl_dot4x8_ss(av1, c3);
                         if (TILE_TOKS > 2u) {
@@ -524,32 +528,32 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t68 = (wv6 >> 6u) & 50529027u;
-                        uint c4 = tq ? ((t68 + 2139062143u) ^ 2155905152u) : t68;
+                        uint t68 = (wv6 >> 6u) & 0x03030303u;
+                        uint c4 = tq ? ((t68 + 0x7f7f7f7fu) ^ 0x80808080u) : t68;
                         acc40 += dsl_dot4x8_ss(av, c4);
                         acc41 += dsl_dot4x8_ss(av1, c4);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av2, c4);
                             acc43 += dsl_dot4x8_ss(av3, c4);
                         }
-                        uint t69 = (wv7 >> 6u) & 50529027u;
-                        uint c5 = tq ? ((t69 + 2139062143u) ^ 2155905152u) : t69;
+                        uint t69 = (wv7 >> 6u) & 0x03030303u;
+                        uint c5 = tq ? ((t69 + 0x7f7f7f7fu) ^ 0x80808080u) : t69;
                         acc50 += dsl_dot4x8_ss(av, c5);
                         acc51 += dsl_dot4x8_ss(av1, c5);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av2, c5);
                             acc53 += dsl_dot4x8_ss(av3, c5);
                         }
-                        uint t70 = (wv8 >> 6u) & 50529027u;
-                        uint c6 = tq ? ((t70 + 2139062143u) ^ 2155905152u) : t70;
+                        uint t70 = (wv8 >> 6u) & 0x03030303u;
+                        uint c6 = tq ? ((t70 + 0x7f7f7f7fu) ^ 0x80808080u) : t70;
                         acc60 += dsl_dot4x8_ss(av, c6);
                         acc61 += dsl_dot4x8_ss(av1, c6);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av2, c6);
                             acc63 += dsl_dot4x8_ss(av3, c6);
                         }
-                        uint t71 = (wv9 >> 6u) & 50529027u;
-                        uint c7 = tq ? ((t71 + 2139062143u) ^ 2155905152u) : t71;
+                        uint t71 = (wv9 >> 6u) & 0x03030303u;
+                        uint c7 = tq ? ((t71 + 0x7f7f7f7fu) ^ 0x80808080u) : t71;
                         acc70 += dsl_dot4x8_ss(av, c7);
                         acc71 += dsl_dot4x8_ss(av1, c7);
                         if (TILE_TOKS > 2u) {
@@ -578,8 +582,8 @@ void main()
                         av14 = ash[ab1 + 6u];
                         av15 = ash[ab1 + 7u];
                     }
-                    uint t72 = (wv2 >> 4u) & 50529027u;
-                    uint c8 = tq ? ((t72 + 2139062143u) ^ 2155905152u) : t72;
+                    uint t72 = (wv2 >> 4u) & 0x03030303u;
+                    uint c8 = tq ? ((t72 + 0x7f7f7f7fu) ^ 0x80808080u) : t72;
                     acc00 += dsl_dot4x8_ss(av8, c8);
                     acc01 += dsl_dot4x8_ss(av9, c8);
                     if (TILE_TOKS > 2u) {
@@ -592,8 +596,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av14, c8);
                         acc07 += dsl_dot4x8_ss(av15, c8);
                     }
-                    uint t73 = (wv3 >> 4u) & 50529027u;
-                    uint c9 = tq ? ((t73 + 2139062143u) ^ 2155905152u) : t73;
+                    uint t73 = (wv3 >> 4u) & 0x03030303u;
+                    uint c9 = tq ? ((t73 + 0x7f7f7f7fu) ^ 0x80808080u) : t73;
                     acc10 += dsl_dot4x8_ss(av8, c9);
                     acc11 += dsl_dot4x8_ss(av9, c9);
                     if (TILE_TOKS > 2u) {
@@ -607,8 +611,8 @@ void main()
                         acc17 += dsl_dot4x8_ss(av15, c9);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t74 = (wv4 >> 4u) & 50529027u;
-                        uint c10 = tq ? ((t74 + 2139062143u) ^ 2155905152u) : t74;
+                        uint t74 = (wv4 >> 4u) & 0x03030303u;
+                        uint c10 = tq ? ((t74 + 0x7f7f7f7fu) ^ 0x80808080u) : t74;
                         acc20 += dsl_dot4x8_ss(av8, c10);
                         acc21 += dsl_dot4x8_ss(av9, c10);
                         if (TILE_TOKS > 2u) {
@@ -621,8 +625,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av14, c10);
                             acc27 += dsl_dot4x8_ss(av15, c10);
                         }
-                        uint t75 = (wv5 >> 4u) & 50529027u;
-                        uint c11 = tq ? ((t75 + 2139062143u) ^ 2155905152u) : t75;
+                        uint t75 = (wv5 >> 4u) & 0x03030303u;
+                        uint c11 = tq ? ((t75 + 0x7f7f7f7fu) ^ 0x80808080u) : t75;
                         acc30 += dsl_dot4x8_ss(av8, c11);
                         acc31 += dsl_dot4x8_ss(av9, c11);
                         if (TILE_TOKS > 2u) {
@@ -637,32 +641,32 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t76 = (wv6 >> 4u) & 50529027u;
-                        uint c12 = tq ? ((t76 + 2139062143u) ^ 2155905152u) : t76;
+                        uint t76 = (wv6 >> 4u) & 0x03030303u;
+                        uint c12 = tq ? ((t76 + 0x7f7f7f7fu) ^ 0x80808080u) : t76;
                         acc40 += dsl_dot4x8_ss(av8, c12);
                         acc41 += dsl_dot4x8_ss(av9, c12);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av10, c12);
                             acc43 += dsl_dot4x8_ss(av11, c12);
                         }
-                        uint t77 = (wv7 >> 4u) & 50529027u;
-                        uint c13 = tq ? ((t77 + 2139062143u) ^ 2155905152u) : t77;
+                        uint t77 = (wv7 >> 4u) & 0x03030303u;
+                        uint c13 = tq ? ((t77 + 0x7f7f7f7fu) ^ 0x80808080u) : t77;
                         acc50 += dsl_dot4x8_ss(av8, c13);
                         acc51 += dsl_dot4x8_ss(av9, c13);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av10, c13);
                             acc53 += dsl_dot4x8_ss(av11, c13);
                         }
-                        uint t78 = (wv8 >> 4u) & 50529027u;
-                        uint c14 = tq ? ((t78 + 2139062143u) ^ 2155905152u) : t78;
+                        uint t78 = (wv8 >> 4u) & 0x03030303u;
+                        uint c14 = tq ? ((t78 + 0x7f7f7f7fu) ^ 0x80808080u) : t78;
                         acc60 += dsl_dot4x8_ss(av8, c14);
                         acc61 += dsl_dot4x8_ss(av9, c14);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av10, c14);
                             acc63 += dsl_dot4x8_ss(av11, c14);
                         }
-                        uint t79 = (wv9 >> 4u) & 50529027u;
-                        uint c15 = tq ? ((t79 + 2139062143u) ^ 2155905152u) : t79;
+                        uint t79 = (wv9 >> 4u) & 0x03030303u;
+                        uint c15 = tq ? ((t79 + 0x7f7f7f7fu) ^ 0x80808080u) : t79;
                         acc70 += dsl_dot4x8_ss(av8, c15);
                         acc71 += dsl_dot4x8_ss(av9, c15);
                         if (TILE_TOKS > 2u) {
@@ -691,8 +695,8 @@ void main()
                         av22 = ash[ab2 + 6u];
                         av23 = ash[ab2 + 7u];
                     }
-                    uint t80 = (wv2 >> 2u) & 50529027u;
-                    uint c16 = tq ? ((t80 + 2139062143u) ^ 2155905152u) : t80;
+                    uint t80 = (wv2 >> 2u) & 0x03030303u;
+                    uint c16 = tq ? ((t80 + 0x7f7f7f7fu) ^ 0x80808080u) : t80;
                     acc00 += dsl_dot4x8_ss(av16, c16);
                     acc01 += dsl_dot4x8_ss(av17, c16);
                     if (TILE_TOKS > 2u) {
@@ -705,8 +709,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av22, c16);
                         acc07 += dsl_dot4x8_ss(av23, c16);
                     }
-                    uint t81 = (wv3 >> 2u) & 50529027u;
-                    uint c17 = tq ? ((t81 + 2139062143u) ^ 2155905152u) : t81;
+                    uint t81 = (wv3 >> 2u) & 0x03030303u;
+                    uint c17 = tq ? ((t81 + 0x7f7f7f7fu) ^ 0x80808080u) : t81;
                     acc10 += dsl_dot4x8_ss(av16, c17);
                     acc11 += dsl_dot4x8_ss(av17, c17);
                     if (TILE_TOKS > 2u) {
@@ -720,8 +724,8 @@ void main()
                         acc17 += dsl_dot4x8_ss(av23, c17);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t82 = (wv4 >> 2u) & 50529027u;
-                        uint c18 = tq ? ((t82 + 2139062143u) ^ 2155905152u) : t82;
+                        uint t82 = (wv4 >> 2u) & 0x03030303u;
+                        uint c18 = tq ? ((t82 + 0x7f7f7f7fu) ^ 0x80808080u) : t82;
                         acc20 += dsl_dot4x8_ss(av16, c18);
                         acc21 += dsl_dot4x8_ss(av17, c18);
                         if (TILE_TOKS > 2u) {
@@ -734,8 +738,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av22, c18);
                             acc27 += dsl_dot4x8_ss(av23, c18);
                         }
-                        uint t83 = (wv5 >> 2u) & 50529027u;
-                        uint c19 = tq ? ((t83 + 2139062143u) ^ 2155905152u) : t83;
+                        uint t83 = (wv5 >> 2u) & 0x03030303u;
+                        uint c19 = tq ? ((t83 + 0x7f7f7f7fu) ^ 0x80808080u) : t83;
                         acc30 += dsl_dot4x8_ss(av16, c19);
                         acc31 += dsl_dot4x8_ss(av17, c19);
                         if (TILE_TOKS > 2u) {
@@ -750,32 +754,32 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t84 = (wv6 >> 2u) & 50529027u;
-                        uint c20 = tq ? ((t84 + 2139062143u) ^ 2155905152u) : t84;
+                        uint t84 = (wv6 >> 2u) & 0x03030303u;
+                        uint c20 = tq ? ((t84 + 0x7f7f7f7fu) ^ 0x80808080u) : t84;
                         acc40 += dsl_dot4x8_ss(av16, c20);
                         acc41 += dsl_dot4x8_ss(av17, c20);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av18, c20);
                             acc43 += dsl_dot4x8_ss(av19, c20);
                         }
-                        uint t85 = (wv7 >> 2u) & 50529027u;
-                        uint c21 = tq ? ((t85 + 2139062143u) ^ 2155905152u) : t85;
+                        uint t85 = (wv7 >> 2u) & 0x03030303u;
+                        uint c21 = tq ? ((t85 + 0x7f7f7f7fu) ^ 0x80808080u) : t85;
                         acc50 += dsl_dot4x8_ss(av16, c21);
                         acc51 += dsl_dot4x8_ss(av17, c21);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av18, c21);
                             acc53 += dsl_dot4x8_ss(av19, c21);
                         }
-                        uint t86 = (wv8 >> 2u) & 50529027u;
-                        uint c22 = tq ? ((t86 + 2139062143u) ^ 2155905152u) : t86;
+                        uint t86 = (wv8 >> 2u) & 0x03030303u;
+                        uint c22 = tq ? ((t86 + 0x7f7f7f7fu) ^ 0x80808080u) : t86;
                         acc60 += dsl_dot4x8_ss(av16, c22);
                         acc61 += dsl_dot4x8_ss(av17, c22);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av18, c22);
                             acc63 += dsl_dot4x8_ss(av19, c22);
                         }
-                        uint t87 = (wv9 >> 2u) & 50529027u;
-                        uint c23 = tq ? ((t87 + 2139062143u) ^ 2155905152u) : t87;
+                        uint t87 = (wv9 >> 2u) & 0x03030303u;
+                        uint c23 = tq ? ((t87 + 0x7f7f7f7fu) ^ 0x80808080u) : t87;
                         acc70 += dsl_dot4x8_ss(av16, c23);
                         acc71 += dsl_dot4x8_ss(av17, c23);
                         if (TILE_TOKS > 2u) {
@@ -804,8 +808,8 @@ void main()
                         av30 = ash[ab3 + 6u];
                         av31 = ash[ab3 + 7u];
                     }
-                    uint t88 = (wv2 >> 0u) & 50529027u;
-                    uint c24 = tq ? ((t88 + 2139062143u) ^ 2155905152u) : t88;
+                    uint t88 = (wv2 >> 0u) & 0x03030303u;
+                    uint c24 = tq ? ((t88 + 0x7f7f7f7fu) ^ 0x80808080u) : t88;
                     acc00 += dsl_dot4x8_ss(av24, c24);
                     acc01 += dsl_dot4x8_ss(av25, c24);
                     if (TILE_TOKS > 2u) {
@@ -818,8 +822,8 @@ void main()
                         acc06 += dsl_dot4x8_ss(av30, c24);
                         acc07 += dsl_dot4x8_ss(av31, c24);
                     }
-                    uint t89 = (wv3 >> 0u) & 50529027u;
-                    uint c25 = tq ? ((t89 + 2139062143u) ^ 2155905152u) : t89;
+                    uint t89 = (wv3 >> 0u) & 0x03030303u;
+                    uint c25 = tq ? ((t89 + 0x7f7f7f7fu) ^ 0x80808080u) : t89;
                     acc10 += dsl_dot4x8_ss(av24, c25);
                     acc11 += dsl_dot4x8_ss(av25, c25);
                     if (TILE_TOKS > 2u) {
@@ -833,8 +837,8 @@ void main()
                         acc17 += dsl_dot4x8_ss(av31, c25);
                     }
                     if (TILE_ROWS > 2u) {
-                        uint t90 = (wv4 >> 0u) & 50529027u;
-                        uint c26 = tq ? ((t90 + 2139062143u) ^ 2155905152u) : t90;
+                        uint t90 = (wv4 >> 0u) & 0x03030303u;
+                        uint c26 = tq ? ((t90 + 0x7f7f7f7fu) ^ 0x80808080u) : t90;
                         acc20 += dsl_dot4x8_ss(av24, c26);
                         acc21 += dsl_dot4x8_ss(av25, c26);
                         if (TILE_TOKS > 2u) {
@@ -847,8 +851,8 @@ void main()
                             acc26 += dsl_dot4x8_ss(av30, c26);
                             acc27 += dsl_dot4x8_ss(av31, c26);
                         }
-                        uint t91 = (wv5 >> 0u) & 50529027u;
-                        uint c27 = tq ? ((t91 + 2139062143u) ^ 2155905152u) : t91;
+                        uint t91 = (wv5 >> 0u) & 0x03030303u;
+                        uint c27 = tq ? ((t91 + 0x7f7f7f7fu) ^ 0x80808080u) : t91;
                         acc30 += dsl_dot4x8_ss(av24, c27);
                         acc31 += dsl_dot4x8_ss(av25, c27);
                         if (TILE_TOKS > 2u) {
@@ -863,32 +867,32 @@ void main()
                         }
                     }
                     if (TILE_ROWS > 4u) {
-                        uint t92 = (wv6 >> 0u) & 50529027u;
-                        uint c28 = tq ? ((t92 + 2139062143u) ^ 2155905152u) : t92;
+                        uint t92 = (wv6 >> 0u) & 0x03030303u;
+                        uint c28 = tq ? ((t92 + 0x7f7f7f7fu) ^ 0x80808080u) : t92;
                         acc40 += dsl_dot4x8_ss(av24, c28);
                         acc41 += dsl_dot4x8_ss(av25, c28);
                         if (TILE_TOKS > 2u) {
                             acc42 += dsl_dot4x8_ss(av26, c28);
                             acc43 += dsl_dot4x8_ss(av27, c28);
                         }
-                        uint t93 = (wv7 >> 0u) & 50529027u;
-                        uint c29 = tq ? ((t93 + 2139062143u) ^ 2155905152u) : t93;
+                        uint t93 = (wv7 >> 0u) & 0x03030303u;
+                        uint c29 = tq ? ((t93 + 0x7f7f7f7fu) ^ 0x80808080u) : t93;
                         acc50 += dsl_dot4x8_ss(av24, c29);
                         acc51 += dsl_dot4x8_ss(av25, c29);
                         if (TILE_TOKS > 2u) {
                             acc52 += dsl_dot4x8_ss(av26, c29);
                             acc53 += dsl_dot4x8_ss(av27, c29);
                         }
-                        uint t94 = (wv8 >> 0u) & 50529027u;
-                        uint c30 = tq ? ((t94 + 2139062143u) ^ 2155905152u) : t94;
+                        uint t94 = (wv8 >> 0u) & 0x03030303u;
+                        uint c30 = tq ? ((t94 + 0x7f7f7f7fu) ^ 0x80808080u) : t94;
                         acc60 += dsl_dot4x8_ss(av24, c30);
                         acc61 += dsl_dot4x8_ss(av25, c30);
                         if (TILE_TOKS > 2u) {
                             acc62 += dsl_dot4x8_ss(av26, c30);
                             acc63 += dsl_dot4x8_ss(av27, c30);
                         }
-                        uint t95 = (wv9 >> 0u) & 50529027u;
-                        uint c31 = tq ? ((t95 + 2139062143u) ^ 2155905152u) : t95;
+                        uint t95 = (wv9 >> 0u) & 0x03030303u;
+                        uint c31 = tq ? ((t95 + 0x7f7f7f7fu) ^ 0x80808080u) : t95;
                         acc70 += dsl_dot4x8_ss(av24, c31);
                         acc71 += dsl_dot4x8_ss(av25, c31);
                         if (TILE_TOKS > 2u) {
@@ -1041,14 +1045,14 @@ void main()
             uint row1 = row01 + (tx + 0u);
             if (row1 < M) {
                 uint t96 = (tok1 * M) + row1;
-                precise float v7 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf00 / sc1) : ((float(acc00 - qsum1) / sc1) * ws);
+                precise float v7 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf00 / sc1) : ((float(acc00 - qsum1) / sc1) * ws);
                 precise float t97 = pc.y.d[t96] + v7;
                 pc.y.d[t96] = t97;
             }
             uint row2 = row01 + (tx + 16u);
             if (row2 < M) {
                 uint t98 = (tok1 * M) + row2;
-                precise float v8 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf10 / sc1) : ((float(acc10 - qsum1) / sc1) * ws);
+                precise float v8 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf10 / sc1) : ((float(acc10 - qsum1) / sc1) * ws);
                 precise float t99 = pc.y.d[t98] + v8;
                 pc.y.d[t98] = t99;
             }
@@ -1056,14 +1060,14 @@ void main()
                 uint row3 = row01 + (tx + 32u);
                 if (row3 < M) {
                     uint t100 = (tok1 * M) + row3;
-                    precise float v9 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf20 / sc1) : ((float(acc20 - qsum1) / sc1) * ws);
+                    precise float v9 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf20 / sc1) : ((float(acc20 - qsum1) / sc1) * ws);
                     precise float t101 = pc.y.d[t100] + v9;
                     pc.y.d[t100] = t101;
                 }
                 uint row4 = row01 + (tx + 48u);
                 if (row4 < M) {
                     uint t102 = (tok1 * M) + row4;
-                    precise float v10 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf30 / sc1) : ((float(acc30 - qsum1) / sc1) * ws);
+                    precise float v10 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf30 / sc1) : ((float(acc30 - qsum1) / sc1) * ws);
                     precise float t103 = pc.y.d[t102] + v10;
                     pc.y.d[t102] = t103;
                 }
@@ -1072,28 +1076,28 @@ void main()
                 uint row5 = row01 + (tx + 64u);
                 if (row5 < M) {
                     uint t104 = (tok1 * M) + row5;
-                    precise float v11 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf40 / sc1) : ((float(acc40 - qsum1) / sc1) * ws);
+                    precise float v11 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf40 / sc1) : ((float(acc40 - qsum1) / sc1) * ws);
                     precise float t105 = pc.y.d[t104] + v11;
                     pc.y.d[t104] = t105;
                 }
                 uint row6 = row01 + (tx + 80u);
                 if (row6 < M) {
                     uint t106 = (tok1 * M) + row6;
-                    precise float v12 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf50 / sc1) : ((float(acc50 - qsum1) / sc1) * ws);
+                    precise float v12 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf50 / sc1) : ((float(acc50 - qsum1) / sc1) * ws);
                     precise float t107 = pc.y.d[t106] + v12;
                     pc.y.d[t106] = t107;
                 }
                 uint row7 = row01 + (tx + 96u);
                 if (row7 < M) {
                     uint t108 = (tok1 * M) + row7;
-                    precise float v13 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf60 / sc1) : ((float(acc60 - qsum1) / sc1) * ws);
+                    precise float v13 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf60 / sc1) : ((float(acc60 - qsum1) / sc1) * ws);
                     precise float t109 = pc.y.d[t108] + v13;
                     pc.y.d[t108] = t109;
                 }
                 uint row8 = row01 + (tx + 112u);
                 if (row8 < M) {
                     uint t110 = (tok1 * M) + row8;
-                    precise float v14 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf70 / sc1) : ((float(acc70 - qsum1) / sc1) * ws);
+                    precise float v14 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf70 / sc1) : ((float(acc70 - qsum1) / sc1) * ws);
                     precise float t111 = pc.y.d[t110] + v14;
                     pc.y.d[t110] = t111;
                 }
@@ -1106,14 +1110,14 @@ void main()
             uint row9 = row01 + (tx + 0u);
             if (row9 < M) {
                 uint t112 = (tok2 * M) + row9;
-                precise float v15 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf01 / sc2) : ((float(acc01 - qsum2) / sc2) * ws);
+                precise float v15 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf01 / sc2) : ((float(acc01 - qsum2) / sc2) * ws);
                 precise float t113 = pc.y.d[t112] + v15;
                 pc.y.d[t112] = t113;
             }
             uint row10 = row01 + (tx + 16u);
             if (row10 < M) {
                 uint t114 = (tok2 * M) + row10;
-                precise float v16 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf11 / sc2) : ((float(acc11 - qsum2) / sc2) * ws);
+                precise float v16 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf11 / sc2) : ((float(acc11 - qsum2) / sc2) * ws);
                 precise float t115 = pc.y.d[t114] + v16;
                 pc.y.d[t114] = t115;
             }
@@ -1121,14 +1125,14 @@ void main()
                 uint row11 = row01 + (tx + 32u);
                 if (row11 < M) {
                     uint t116 = (tok2 * M) + row11;
-                    precise float v17 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf21 / sc2) : ((float(acc21 - qsum2) / sc2) * ws);
+                    precise float v17 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf21 / sc2) : ((float(acc21 - qsum2) / sc2) * ws);
                     precise float t117 = pc.y.d[t116] + v17;
                     pc.y.d[t116] = t117;
                 }
                 uint row12 = row01 + (tx + 48u);
                 if (row12 < M) {
                     uint t118 = (tok2 * M) + row12;
-                    precise float v18 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf31 / sc2) : ((float(acc31 - qsum2) / sc2) * ws);
+                    precise float v18 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf31 / sc2) : ((float(acc31 - qsum2) / sc2) * ws);
                     precise float t119 = pc.y.d[t118] + v18;
                     pc.y.d[t118] = t119;
                 }
@@ -1137,28 +1141,28 @@ void main()
                 uint row13 = row01 + (tx + 64u);
                 if (row13 < M) {
                     uint t120 = (tok2 * M) + row13;
-                    precise float v19 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf41 / sc2) : ((float(acc41 - qsum2) / sc2) * ws);
+                    precise float v19 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf41 / sc2) : ((float(acc41 - qsum2) / sc2) * ws);
                     precise float t121 = pc.y.d[t120] + v19;
                     pc.y.d[t120] = t121;
                 }
                 uint row14 = row01 + (tx + 80u);
                 if (row14 < M) {
                     uint t122 = (tok2 * M) + row14;
-                    precise float v20 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf51 / sc2) : ((float(acc51 - qsum2) / sc2) * ws);
+                    precise float v20 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf51 / sc2) : ((float(acc51 - qsum2) / sc2) * ws);
                     precise float t123 = pc.y.d[t122] + v20;
                     pc.y.d[t122] = t123;
                 }
                 uint row15 = row01 + (tx + 96u);
                 if (row15 < M) {
                     uint t124 = (tok2 * M) + row15;
-                    precise float v21 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf61 / sc2) : ((float(acc61 - qsum2) / sc2) * ws);
+                    precise float v21 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf61 / sc2) : ((float(acc61 - qsum2) / sc2) * ws);
                     precise float t125 = pc.y.d[t124] + v21;
                     pc.y.d[t124] = t125;
                 }
                 uint row16 = row01 + (tx + 112u);
                 if (row16 < M) {
                     uint t126 = (tok2 * M) + row16;
-                    precise float v22 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf71 / sc2) : ((float(acc71 - qsum2) / sc2) * ws);
+                    precise float v22 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf71 / sc2) : ((float(acc71 - qsum2) / sc2) * ws);
                     precise float t127 = pc.y.d[t126] + v22;
                     pc.y.d[t126] = t127;
                 }
@@ -1172,14 +1176,14 @@ void main()
                 uint row17 = row01 + (tx + 0u);
                 if (row17 < M) {
                     uint t128 = (tok3 * M) + row17;
-                    precise float v23 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf02 / sc3) : ((float(acc02 - qsum3) / sc3) * ws);
+                    precise float v23 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf02 / sc3) : ((float(acc02 - qsum3) / sc3) * ws);
                     precise float t129 = pc.y.d[t128] + v23;
                     pc.y.d[t128] = t129;
                 }
                 uint row18 = row01 + (tx + 16u);
                 if (row18 < M) {
                     uint t130 = (tok3 * M) + row18;
-                    precise float v24 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf12 / sc3) : ((float(acc12 - qsum3) / sc3) * ws);
+                    precise float v24 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf12 / sc3) : ((float(acc12 - qsum3) / sc3) * ws);
                     precise float t131 = pc.y.d[t130] + v24;
                     pc.y.d[t130] = t131;
                 }
@@ -1187,14 +1191,14 @@ void main()
                     uint row19 = row01 + (tx + 32u);
                     if (row19 < M) {
                         uint t132 = (tok3 * M) + row19;
-                        precise float v25 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf22 / sc3) : ((float(acc22 - qsum3) / sc3) * ws);
+                        precise float v25 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf22 / sc3) : ((float(acc22 - qsum3) / sc3) * ws);
                         precise float t133 = pc.y.d[t132] + v25;
                         pc.y.d[t132] = t133;
                     }
                     uint row20 = row01 + (tx + 48u);
                     if (row20 < M) {
                         uint t134 = (tok3 * M) + row20;
-                        precise float v26 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf32 / sc3) : ((float(acc32 - qsum3) / sc3) * ws);
+                        precise float v26 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf32 / sc3) : ((float(acc32 - qsum3) / sc3) * ws);
                         precise float t135 = pc.y.d[t134] + v26;
                         pc.y.d[t134] = t135;
                     }
@@ -1203,28 +1207,28 @@ void main()
                     uint row21 = row01 + (tx + 64u);
                     if (row21 < M) {
                         uint t136 = (tok3 * M) + row21;
-                        precise float v27 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf42 / sc3) : ((float(acc42 - qsum3) / sc3) * ws);
+                        precise float v27 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf42 / sc3) : ((float(acc42 - qsum3) / sc3) * ws);
                         precise float t137 = pc.y.d[t136] + v27;
                         pc.y.d[t136] = t137;
                     }
                     uint row22 = row01 + (tx + 80u);
                     if (row22 < M) {
                         uint t138 = (tok3 * M) + row22;
-                        precise float v28 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf52 / sc3) : ((float(acc52 - qsum3) / sc3) * ws);
+                        precise float v28 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf52 / sc3) : ((float(acc52 - qsum3) / sc3) * ws);
                         precise float t139 = pc.y.d[t138] + v28;
                         pc.y.d[t138] = t139;
                     }
                     uint row23 = row01 + (tx + 96u);
                     if (row23 < M) {
                         uint t140 = (tok3 * M) + row23;
-                        precise float v29 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf62 / sc3) : ((float(acc62 - qsum3) / sc3) * ws);
+                        precise float v29 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf62 / sc3) : ((float(acc62 - qsum3) / sc3) * ws);
                         precise float t141 = pc.y.d[t140] + v29;
                         pc.y.d[t140] = t141;
                     }
                     uint row24 = row01 + (tx + 112u);
                     if (row24 < M) {
                         uint t142 = (tok3 * M) + row24;
-                        precise float v30 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf72 / sc3) : ((float(acc72 - qsum3) / sc3) * ws);
+                        precise float v30 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf72 / sc3) : ((float(acc72 - qsum3) / sc3) * ws);
                         precise float t143 = pc.y.d[t142] + v30;
                         pc.y.d[t142] = t143;
                     }
@@ -1237,14 +1241,14 @@ void main()
                 uint row25 = row01 + (tx + 0u);
                 if (row25 < M) {
                     uint t144 = (tok4 * M) + row25;
-                    precise float v31 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf03 / sc4) : ((float(acc03 - qsum4) / sc4) * ws);
+                    precise float v31 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf03 / sc4) : ((float(acc03 - qsum4) / sc4) * ws);
                     precise float t145 = pc.y.d[t144] + v31;
                     pc.y.d[t144] = t145;
                 }
                 uint row26 = row01 + (tx + 16u);
                 if (row26 < M) {
                     uint t146 = (tok4 * M) + row26;
-                    precise float v32 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf13 / sc4) : ((float(acc13 - qsum4) / sc4) * ws);
+                    precise float v32 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf13 / sc4) : ((float(acc13 - qsum4) / sc4) * ws);
                     precise float t147 = pc.y.d[t146] + v32;
                     pc.y.d[t146] = t147;
                 }
@@ -1252,14 +1256,14 @@ void main()
                     uint row27 = row01 + (tx + 32u);
                     if (row27 < M) {
                         uint t148 = (tok4 * M) + row27;
-                        precise float v33 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf23 / sc4) : ((float(acc23 - qsum4) / sc4) * ws);
+                        precise float v33 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf23 / sc4) : ((float(acc23 - qsum4) / sc4) * ws);
                         precise float t149 = pc.y.d[t148] + v33;
                         pc.y.d[t148] = t149;
                     }
                     uint row28 = row01 + (tx + 48u);
                     if (row28 < M) {
                         uint t150 = (tok4 * M) + row28;
-                        precise float v34 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf33 / sc4) : ((float(acc33 - qsum4) / sc4) * ws);
+                        precise float v34 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf33 / sc4) : ((float(acc33 - qsum4) / sc4) * ws);
                         precise float t151 = pc.y.d[t150] + v34;
                         pc.y.d[t150] = t151;
                     }
@@ -1268,28 +1272,28 @@ void main()
                     uint row29 = row01 + (tx + 64u);
                     if (row29 < M) {
                         uint t152 = (tok4 * M) + row29;
-                        precise float v35 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf43 / sc4) : ((float(acc43 - qsum4) / sc4) * ws);
+                        precise float v35 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf43 / sc4) : ((float(acc43 - qsum4) / sc4) * ws);
                         precise float t153 = pc.y.d[t152] + v35;
                         pc.y.d[t152] = t153;
                     }
                     uint row30 = row01 + (tx + 80u);
                     if (row30 < M) {
                         uint t154 = (tok4 * M) + row30;
-                        precise float v36 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf53 / sc4) : ((float(acc53 - qsum4) / sc4) * ws);
+                        precise float v36 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf53 / sc4) : ((float(acc53 - qsum4) / sc4) * ws);
                         precise float t155 = pc.y.d[t154] + v36;
                         pc.y.d[t154] = t155;
                     }
                     uint row31 = row01 + (tx + 96u);
                     if (row31 < M) {
                         uint t156 = (tok4 * M) + row31;
-                        precise float v37 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf63 / sc4) : ((float(acc63 - qsum4) / sc4) * ws);
+                        precise float v37 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf63 / sc4) : ((float(acc63 - qsum4) / sc4) * ws);
                         precise float t157 = pc.y.d[t156] + v37;
                         pc.y.d[t156] = t157;
                     }
                     uint row32 = row01 + (tx + 112u);
                     if (row32 < M) {
                         uint t158 = (tok4 * M) + row32;
-                        precise float v38 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf73 / sc4) : ((float(acc73 - qsum4) / sc4) * ws);
+                        precise float v38 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf73 / sc4) : ((float(acc73 - qsum4) / sc4) * ws);
                         precise float t159 = pc.y.d[t158] + v38;
                         pc.y.d[t158] = t159;
                     }
@@ -1304,14 +1308,14 @@ void main()
                 uint row33 = row01 + (tx + 0u);
                 if (row33 < M) {
                     uint t160 = (tok5 * M) + row33;
-                    precise float v39 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf04 / sc5) : ((float(acc04 - qsum5) / sc5) * ws);
+                    precise float v39 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf04 / sc5) : ((float(acc04 - qsum5) / sc5) * ws);
                     precise float t161 = pc.y.d[t160] + v39;
                     pc.y.d[t160] = t161;
                 }
                 uint row34 = row01 + (tx + 16u);
                 if (row34 < M) {
                     uint t162 = (tok5 * M) + row34;
-                    precise float v40 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf14 / sc5) : ((float(acc14 - qsum5) / sc5) * ws);
+                    precise float v40 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf14 / sc5) : ((float(acc14 - qsum5) / sc5) * ws);
                     precise float t163 = pc.y.d[t162] + v40;
                     pc.y.d[t162] = t163;
                 }
@@ -1319,14 +1323,14 @@ void main()
                     uint row35 = row01 + (tx + 32u);
                     if (row35 < M) {
                         uint t164 = (tok5 * M) + row35;
-                        precise float v41 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf24 / sc5) : ((float(acc24 - qsum5) / sc5) * ws);
+                        precise float v41 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf24 / sc5) : ((float(acc24 - qsum5) / sc5) * ws);
                         precise float t165 = pc.y.d[t164] + v41;
                         pc.y.d[t164] = t165;
                     }
                     uint row36 = row01 + (tx + 48u);
                     if (row36 < M) {
                         uint t166 = (tok5 * M) + row36;
-                        precise float v42 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf34 / sc5) : ((float(acc34 - qsum5) / sc5) * ws);
+                        precise float v42 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf34 / sc5) : ((float(acc34 - qsum5) / sc5) * ws);
                         precise float t167 = pc.y.d[t166] + v42;
                         pc.y.d[t166] = t167;
                     }
@@ -1339,14 +1343,14 @@ void main()
                 uint row37 = row01 + (tx + 0u);
                 if (row37 < M) {
                     uint t168 = (tok6 * M) + row37;
-                    precise float v43 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf05 / sc6) : ((float(acc05 - qsum6) / sc6) * ws);
+                    precise float v43 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf05 / sc6) : ((float(acc05 - qsum6) / sc6) * ws);
                     precise float t169 = pc.y.d[t168] + v43;
                     pc.y.d[t168] = t169;
                 }
                 uint row38 = row01 + (tx + 16u);
                 if (row38 < M) {
                     uint t170 = (tok6 * M) + row38;
-                    precise float v44 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf15 / sc6) : ((float(acc15 - qsum6) / sc6) * ws);
+                    precise float v44 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf15 / sc6) : ((float(acc15 - qsum6) / sc6) * ws);
                     precise float t171 = pc.y.d[t170] + v44;
                     pc.y.d[t170] = t171;
                 }
@@ -1354,14 +1358,14 @@ void main()
                     uint row39 = row01 + (tx + 32u);
                     if (row39 < M) {
                         uint t172 = (tok6 * M) + row39;
-                        precise float v45 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf25 / sc6) : ((float(acc25 - qsum6) / sc6) * ws);
+                        precise float v45 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf25 / sc6) : ((float(acc25 - qsum6) / sc6) * ws);
                         precise float t173 = pc.y.d[t172] + v45;
                         pc.y.d[t172] = t173;
                     }
                     uint row40 = row01 + (tx + 48u);
                     if (row40 < M) {
                         uint t174 = (tok6 * M) + row40;
-                        precise float v46 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf35 / sc6) : ((float(acc35 - qsum6) / sc6) * ws);
+                        precise float v46 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf35 / sc6) : ((float(acc35 - qsum6) / sc6) * ws);
                         precise float t175 = pc.y.d[t174] + v46;
                         pc.y.d[t174] = t175;
                     }
@@ -1374,14 +1378,14 @@ void main()
                 uint row41 = row01 + (tx + 0u);
                 if (row41 < M) {
                     uint t176 = (tok7 * M) + row41;
-                    precise float v47 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf06 / sc7) : ((float(acc06 - qsum7) / sc7) * ws);
+                    precise float v47 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf06 / sc7) : ((float(acc06 - qsum7) / sc7) * ws);
                     precise float t177 = pc.y.d[t176] + v47;
                     pc.y.d[t176] = t177;
                 }
                 uint row42 = row01 + (tx + 16u);
                 if (row42 < M) {
                     uint t178 = (tok7 * M) + row42;
-                    precise float v48 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf16 / sc7) : ((float(acc16 - qsum7) / sc7) * ws);
+                    precise float v48 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf16 / sc7) : ((float(acc16 - qsum7) / sc7) * ws);
                     precise float t179 = pc.y.d[t178] + v48;
                     pc.y.d[t178] = t179;
                 }
@@ -1389,14 +1393,14 @@ void main()
                     uint row43 = row01 + (tx + 32u);
                     if (row43 < M) {
                         uint t180 = (tok7 * M) + row43;
-                        precise float v49 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf26 / sc7) : ((float(acc26 - qsum7) / sc7) * ws);
+                        precise float v49 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf26 / sc7) : ((float(acc26 - qsum7) / sc7) * ws);
                         precise float t181 = pc.y.d[t180] + v49;
                         pc.y.d[t180] = t181;
                     }
                     uint row44 = row01 + (tx + 48u);
                     if (row44 < M) {
                         uint t182 = (tok7 * M) + row44;
-                        precise float v50 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf36 / sc7) : ((float(acc36 - qsum7) / sc7) * ws);
+                        precise float v50 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf36 / sc7) : ((float(acc36 - qsum7) / sc7) * ws);
                         precise float t183 = pc.y.d[t182] + v50;
                         pc.y.d[t182] = t183;
                     }
@@ -1409,14 +1413,14 @@ void main()
                 uint row45 = row01 + (tx + 0u);
                 if (row45 < M) {
                     uint t184 = (tok8 * M) + row45;
-                    precise float v51 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf07 / sc8) : ((float(acc07 - qsum8) / sc8) * ws);
+                    precise float v51 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf07 / sc8) : ((float(acc07 - qsum8) / sc8) * ws);
                     precise float t185 = pc.y.d[t184] + v51;
                     pc.y.d[t184] = t185;
                 }
                 uint row46 = row01 + (tx + 16u);
                 if (row46 < M) {
                     uint t186 = (tok8 * M) + row46;
-                    precise float v52 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf17 / sc8) : ((float(acc17 - qsum8) / sc8) * ws);
+                    precise float v52 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf17 / sc8) : ((float(acc17 - qsum8) / sc8) * ws);
                     precise float t187 = pc.y.d[t186] + v52;
                     pc.y.d[t186] = t187;
                 }
@@ -1424,14 +1428,14 @@ void main()
                     uint row47 = row01 + (tx + 32u);
                     if (row47 < M) {
                         uint t188 = (tok8 * M) + row47;
-                        precise float v53 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf27 / sc8) : ((float(acc27 - qsum8) / sc8) * ws);
+                        precise float v53 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf27 / sc8) : ((float(acc27 - qsum8) / sc8) * ws);
                         precise float t189 = pc.y.d[t188] + v53;
                         pc.y.d[t188] = t189;
                     }
                     uint row48 = row01 + (tx + 48u);
                     if (row48 < M) {
                         uint t190 = (tok8 * M) + row48;
-                        precise float v54 = ((WFMT == 2u) || (WFMT == 1u)) ? (accf37 / sc8) : ((float(acc37 - qsum8) / sc8) * ws);
+                        precise float v54 = ((WFMT == FMT_TQ1_0) || (WFMT == FMT_TQ2_0)) ? (accf37 / sc8) : ((float(acc37 - qsum8) / sc8) * ws);
                         precise float t191 = pc.y.d[t190] + v54;
                         pc.y.d[t190] = t191;
                     }

@@ -84,7 +84,7 @@ void main()
     }
     barrier();
     precise float best1 = -3e+38;
-    uint bidx = 4294967295u;
+    uint bidx = 0xffffffffu;
     uint slots = 8u << GEMV_WIDE;
     for (uint vb = gl_WorkGroupID.x * slots; vb < pc.vocab; vb += gl_NumWorkGroups.x * slots) {
         for (uint rl = gl_SubgroupID; rl < slots; rl += gl_NumSubgroups) {
@@ -131,7 +131,7 @@ void main()
         }
     }
     precise float m = subgroupMax(best1);
-    precise uint mi = subgroupMin((best1 == m) ? bidx : 4294967295u);
+    precise uint mi = subgroupMin((best1 == m) ? bidx : 0xffffffffu);
     if (subgroupElect()) {
         bv[gl_SubgroupID] = m;
         bi[gl_SubgroupID] = mi;
@@ -163,7 +163,7 @@ void main()
     if (arrived[0u] == (nwg - 1u)) {
         memoryBarrierBuffer();
         precise float mv = -3e+38;
-        uint mx = 4294967295u;
+        uint mx = 0xffffffffu;
         for (uint p8 = gl_LocalInvocationIndex; p8 < nwg; p8 += 256u) {
             precise float pv = pc.best.d[p8 * 2u];
             uint pi = floatBitsToUint(pc.best.d[(p8 * 2u) + 1u]);
@@ -173,7 +173,7 @@ void main()
             }
         }
         precise float m1 = subgroupMax(mv);
-        precise uint mi1 = subgroupMin((mv == m1) ? mx : 4294967295u);
+        precise uint mi1 = subgroupMin((mv == m1) ? mx : 0xffffffffu);
         if (subgroupElect()) {
             bv[gl_SubgroupID] = m1;
             bi[gl_SubgroupID] = mi1;

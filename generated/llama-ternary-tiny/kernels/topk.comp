@@ -24,7 +24,7 @@ shared float sval[256];
 void main()
 {
     uint kk = min(pc.k, min(pc.vocab, 256u));
-    sid[gl_LocalInvocationIndex] = 4294967295u;
+    sid[gl_LocalInvocationIndex] = 0xffffffffu;
     sval[gl_LocalInvocationIndex] = -3e+38;
     uint prefix = 0u;
     uint need = kk;
@@ -32,7 +32,7 @@ void main()
     barrier();
     for (uint i = gl_LocalInvocationIndex; i < pc.vocab; i += 256u) {
         uint bits = floatBitsToUint(pc.logits.d[i]);
-        uint key = ((bits & 2147483648u) != 0u) ? (~bits) : (bits | 2147483648u);
+        uint key = ((bits & 0x80000000u) != 0u) ? (~bits) : (bits | 0x80000000u);
         if ((key & 0u) == prefix) {
             atomicAdd(hist[(key >> 24u) & 255u], 1u);
         }
@@ -58,7 +58,7 @@ void main()
     barrier();
     for (uint i1 = gl_LocalInvocationIndex; i1 < pc.vocab; i1 += 256u) {
         uint bits1 = floatBitsToUint(pc.logits.d[i1]);
-        uint key1 = ((bits1 & 2147483648u) != 0u) ? (~bits1) : (bits1 | 2147483648u);
+        uint key1 = ((bits1 & 0x80000000u) != 0u) ? (~bits1) : (bits1 | 0x80000000u);
         if ((key1 & 4278190080u) == prefix) {
             atomicAdd(hist[(key1 >> 16u) & 255u], 1u);
         }
@@ -84,7 +84,7 @@ void main()
     barrier();
     for (uint i2 = gl_LocalInvocationIndex; i2 < pc.vocab; i2 += 256u) {
         uint bits2 = floatBitsToUint(pc.logits.d[i2]);
-        uint key2 = ((bits2 & 2147483648u) != 0u) ? (~bits2) : (bits2 | 2147483648u);
+        uint key2 = ((bits2 & 0x80000000u) != 0u) ? (~bits2) : (bits2 | 0x80000000u);
         if ((key2 & 4294901760u) == prefix) {
             atomicAdd(hist[(key2 >> 8u) & 255u], 1u);
         }
@@ -110,7 +110,7 @@ void main()
     barrier();
     for (uint i3 = gl_LocalInvocationIndex; i3 < pc.vocab; i3 += 256u) {
         uint bits3 = floatBitsToUint(pc.logits.d[i3]);
-        uint key3 = ((bits3 & 2147483648u) != 0u) ? (~bits3) : (bits3 | 2147483648u);
+        uint key3 = ((bits3 & 0x80000000u) != 0u) ? (~bits3) : (bits3 | 0x80000000u);
         if ((key3 & 4294967040u) == prefix) {
             atomicAdd(hist[(key3 >> 0u) & 255u], 1u);
         }
@@ -140,7 +140,7 @@ void main()
     for (uint i4 = gl_LocalInvocationIndex; i4 < pc.vocab; i4 += 256u) {
         precise float v = pc.logits.d[i4];
         uint bits4 = floatBitsToUint(v);
-        uint key4 = ((bits4 & 2147483648u) != 0u) ? (~bits4) : (bits4 | 2147483648u);
+        uint key4 = ((bits4 & 0x80000000u) != 0u) ? (~bits4) : (bits4 | 0x80000000u);
         if (key4 > prefix) {
             uint t0 = atomicAdd(st[2u], 1u);
             uint slot = t0;
@@ -154,7 +154,7 @@ void main()
     uint ties = 0u;
     for (uint i5 = b0; i5 < b1; i5++) {
         uint bits5 = floatBitsToUint(pc.logits.d[i5]);
-        uint key5 = ((bits5 & 2147483648u) != 0u) ? (~bits5) : (bits5 | 2147483648u);
+        uint key5 = ((bits5 & 0x80000000u) != 0u) ? (~bits5) : (bits5 | 0x80000000u);
         if (key5 == prefix) {
             ties += 1u;
         }
@@ -176,7 +176,7 @@ void main()
         if (r >= need) break;
         precise float v1 = pc.logits.d[i6];
         uint bits6 = floatBitsToUint(v1);
-        uint key6 = ((bits6 & 2147483648u) != 0u) ? (~bits6) : (bits6 | 2147483648u);
+        uint key6 = ((bits6 & 0x80000000u) != 0u) ? (~bits6) : (bits6 | 0x80000000u);
         if (key6 == prefix) {
             sid[above + r] = i6;
             sval[above + r] = v1;
