@@ -9,8 +9,8 @@
  *   qs[32 + m], m < 16:  trits n = 0..4 are elements 160 + 16 n + m
  *   qh[m],      m < 4:   trits n = 0..3 are elements 240 +  4 n + m (trit 4 is 0)
  * In each region 4 consecutive elements 4j .. 4j+3 are trit n of 4 consecutive bytes.
- * weight = (trit - 1) * d. Kernel-side decode: gen/kernels/gen_k_ternary.c, bound by
- * gen/codec/gen_codec_tq.c; the shared block walk is fmt_tq.c. The first 52 bytes of the
+ * weight = (trit - 1) * d. Kernel-side decode: gen/codec/gen_codec_tq.c (a block walk); the
+ * shared C block walk is fmt_tq.c. The first 52 bytes of the
  * block (its trits) are also TQ1_T's block (fmt_tq1_t.c: the same trits, one tensor scale).
  */
 #include "format/fmt_tq.h"

@@ -12,8 +12,7 @@
  * is I2_S's (integer sum of code * q, one scale), so the logits equal I2_S's bit for bit.
  *
  * Not a GGUF type ggml knows: the GGUF reader and writer refuse the id (device_only).
- * Kernel-side decode: gen/kernels/gen_k_ternary.c (GEN_WFMT_TQ1T), bound by
- * gen/codec/gen_codec_tq.c.
+ * Kernel-side decode: gen/codec/gen_codec_tq.c (TQ1_0's block walk, one aligned load).
  */
 #include "format/fmt_tq.h"
 

@@ -5,7 +5,7 @@
  * 32 * (e / 128) + e % 32, bits 2 * ((e % 128) / 32) .. +1; weight = (trit - 1) * d (a
  * never-written trit 3 reads as +2 * d, as ggml's dequantization gives). So 4 consecutive
  * elements 4j .. 4j+3 are the same bit pair of 4 consecutive bytes: the kernels read them
- * as one u32 (kernel-side decode: gen/kernels/gen_k_ternary.c, bound by gen/codec/gen_codec_tq.c).
+ * as one u32 (kernel-side decode: gen/codec/gen_codec_tq.c, a block walk).
  * The shared block walk (quantizer, packer, check of d) is fmt_tq.c.
  */
 #include "format/fmt_tq.h"

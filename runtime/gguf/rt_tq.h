@@ -11,15 +11,15 @@
 
 #include "gguf/rt_gguf.h"
 
-/* Checks a tensor of type t (TQ1_0 / TQ2_0) and shape ne against nbytes: 0 ok, else -1 with
+/* Checks a tensor of a ternary type t a file may hold and shape ne against nbytes: 0 ok, else -1 with
  * err naming `what`, the row length (a multiple of the 256-weight block is needed) or the
  * byte size expected. */
 int rt_tq_check(rt_type t, const char *what, const int64_t ne[4], uint64_t nbytes, char *err);
 
-/* Writes `out`: the GGUF `in` with its I2_S tensors (rows a multiple of 256) re-encoded by
- * the codec's encode_ternary, all other tensors and the metadata kept, general.file_type
- * 36 / 37. `to` gives the format per tensor: to(name, user) returns FMT_TQ1_0, FMT_TQ2_0,
- * or FMT_I2_S to keep that tensor; to("", user) the file's general.file_type (TQ1_0: 36,
+/* Writes `out`: the GGUF `in` with its I2_S tensors (rows a multiple of the format's block)
+ * re-encoded by the format's codec row (fmt_encode_ternary), all other tensors and the
+ * metadata kept, general.file_type 36 / 37. `to` gives the format per tensor: to(name, user)
+ * returns a ternary type a file may hold (FMT_TQ1_0, FMT_TQ2_0, ...), or FMT_I2_S to keep it; to("", user) the file's general.file_type (TQ1_0: 36,
  * else 37). 0 ok (*n_converted tensors), else -1 with err. */
 typedef rt_type (*rt_tq_choice)(const char *name, void *user);
 int rt_tq_convert_each(const char *in, const char *out, rt_tq_choice to, void *user, int *n_converted, char *err);

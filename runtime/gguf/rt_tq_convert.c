@@ -1,11 +1,12 @@
-/* rt_tq_convert.c - a GGUF with its I2_S ternary tensors re-encoded as TQ1_0 / TQ2_0
- * (rt_tq.h; the blocks by the codec rows format/fmt_tq*_0.c), everything else kept: the
- * writer tools/tqconvert and the tests use.
+/* rt_tq_convert.c - a GGUF with its I2_S ternary tensors re-encoded in another ternary format
+ * a file may hold (rt_tq.h; the bytes by the format's codec row, fmt_encode_ternary),
+ * everything else kept: the writer tools/tqconvert and the tests use.
  *
- * Each 256-weight block gets the I2_S tensor's scale rounded to F16 (0 for an all-zero
- * block), exactly what ggml's quantize_row_tq*_0_ref makes of the dequantized weights.
+ * TQ1_0 / TQ2_0: each 256-weight block gets the I2_S tensor's scale rounded to F16 (0 for an
+ * all-zero block), exactly what ggml's quantize_row_tq*_0_ref makes of the dequantized
+ * weights; a format with one matrix scale keeps the f32.
  * general.file_type becomes 36 (MOSTLY_TQ1_0) or 37 (MOSTLY_TQ2_0), as llama.cpp writes.
- * I2_S tensors whose rows are not a multiple of 256 weights stay I2_S.
+ * I2_S tensors whose rows are not a multiple of the format's block stay I2_S.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,12 +54,12 @@ int rt_tq_convert_each(const char *in, const char *out, rt_tq_choice choose, voi
         snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
         const rt_type to = t->type == FMT_I2_S ? choose(name, user) : t->type;
         const fmt_codec *c = fmt_codec_find(to);
-        if (t->type != FMT_I2_S || to == FMT_I2_S || !c || !c->encode_ternary || t->ne[0] % c->blk) {
+        if (t->type != FMT_I2_S || to == FMT_I2_S || !fmt_is_ternary(c) || c->device_only || t->ne[0] % c->blk) {
             rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
             continue;
         }
         const int64_t n = t->ne[0] * t->ne[1];
-        const uint64_t nb = (uint64_t)n / c->blk * c->blk_bytes;
+        const uint64_t nb = fmt_nbytes(to, t->ne, NULL);
         free(tern);
         tern = malloc((size_t)n);
         bufs[i] = malloc(nb);
@@ -70,7 +71,12 @@ int rt_tq_convert_each(const char *in, const char *out, rt_tq_choice choose, voi
         const fmt_codec *i2s = fmt_codec_find(FMT_I2_S);
         for (int64_t r = 0; r < t->ne[1]; r++)
             fmt_decode_ternary_row(i2s, t->data, t->ne[0], t->ne[1], r, tern + r * t->ne[0]);
-        c->encode_ternary(tern, n, fmt_ternary_scale(i2s, t->data, t->ne[0], t->ne[1]), bufs[i]);
+        if (fmt_encode_ternary(c, tern, t->ne[0], t->ne[1], fmt_ternary_scale(i2s, t->data, t->ne[0], t->ne[1]),
+                               bufs[i])) {
+            snprintf(err, RT_ERR_LEN, "%s: format %s has no encoder", name, c->name);
+            rc = -1;
+            break;
+        }
         rt_gguf_w_tensor(w, name, to, t->n_dims, t->ne, bufs[i], nb);
         converted++;
     }
