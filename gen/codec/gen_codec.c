@@ -63,13 +63,25 @@ int gen_codec_register(const gen_codec *c, char *err)
     return 0;
 }
 
+/* "<prefix><the format's name, letters and digits kept, others '_'><suffix>" */
+static void const_name(const gen_codec *c, const char *prefix, const char *suffix, char *out, size_t n)
+{
+    size_t at = (size_t)snprintf(out, n, "%s", prefix);
+    for (const char *s = fmt_type_name(c->type); *s && at + 1 < n; s++)
+        out[at++] = isalnum((unsigned char)*s) ? (char)toupper((unsigned char)*s) : '_';
+    snprintf(out + at, n - at, "%s", suffix);
+}
+
 dsl_expr gen_codec_const(dsl_kernel *k, const gen_codec *c)
 {
-    char name[40] = "FMT_";
-    const char *s = fmt_type_name(c->type);
-    size_t n = 4;
-    for (; *s && n + 1 < sizeof name; s++)
-        name[n++] = isalnum((unsigned char)*s) ? (char)toupper((unsigned char)*s) : '_';
-    name[n] = 0;
+    char name[64];
+    const_name(c, "FMT_", "", name, sizeof name);
     return dsl_const_u32(k, name, c->type);
+}
+
+dsl_expr gen_codec_named(dsl_kernel *k, const gen_codec *c, const char *what, uint32_t v)
+{
+    char name[96];
+    const_name(c, "", what, name, sizeof name);
+    return dsl_const_u32(k, name, v);
 }

@@ -61,5 +61,8 @@ int gen_codec_register(const gen_codec *c, char *err);
 /* The format's type id as a named GLSL constant of kernel k (`const uint FMT_TQ2_0 = 35u;`):
  * what WFMT is compared with. */
 dsl_expr gen_codec_const(dsl_kernel *k, const gen_codec *c);
+/* A number about the format as a named constant "<FORMAT><what>" (TQ2_0_BLOCK_BYTES for what
+ * "_BLOCK_BYTES"): block sizes, row strides, the word of a matrix scale. */
+dsl_expr gen_codec_named(dsl_kernel *k, const gen_codec *c, const char *what, uint32_t v);
 
 #endif

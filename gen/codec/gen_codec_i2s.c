@@ -5,9 +5,13 @@
  * is the word after the codes (rows * K / 16). */
 #include "codec/gen_codec.h"
 
+#include <stdio.h>
+
 #define CODE_BITS 2u
 #define CODES_PER_WORD 16u    /* 2-bit codes in a u32 */
 #define BYTE_LOW_2 0x03030303u /* the low 2 bits of each byte */
+
+extern const gen_codec gen_codec_i2s;
 
 static dsl_expr i2s_codes(dsl_kernel *k, dsl_expr word, int g)
 {
@@ -16,7 +20,10 @@ static dsl_expr i2s_codes(dsl_kernel *k, dsl_expr word, int g)
 
 static dsl_expr i2s_scale(dsl_kernel *k, dsl_expr W, uint64_t rows, uint64_t K)
 {
-    return dsl_bitcast(k, dsl_load(k, W, dsl_u32(k, (uint32_t)(rows * K / CODES_PER_WORD))), DSL_F32);
+    char what[32];
+    snprintf(what, sizeof what, "_SCALE_WORD_M%llu", (unsigned long long)rows); /* after the rows' codes */
+    return dsl_bitcast(k, dsl_load(k, W, gen_codec_named(k, &gen_codec_i2s, what, (uint32_t)(rows * K / CODES_PER_WORD))),
+                       DSL_F32);
 }
 
 const gen_codec gen_codec_i2s = {.type = FMT_I2_S, .ternary_codes = i2s_codes, .ternary_scale = i2s_scale};

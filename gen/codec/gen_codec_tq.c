@@ -12,6 +12,8 @@
  */
 #include "codec/gen_codec.h"
 
+#include <stdio.h>
+
 #define U(v) dsl_u32(k, (v))
 #define UX(v) dsl_u32_hex(k, (v))
 
@@ -100,8 +102,13 @@ static dsl_expr tq2_0_scale(dsl_kernel *k, dsl_expr W, dsl_expr boff) { return t
 /* TQ1_T: the f32 matrix scale, the word after the last block. */
 static dsl_expr tq1_t_scale(dsl_kernel *k, dsl_expr W, uint64_t rows, uint64_t K)
 {
+    extern const gen_codec gen_codec_tq1_t;
     const uint64_t block_words = fmt_codec_find(FMT_TQ1_T)->blk_bytes / 4;
-    return dsl_bitcast(k, dsl_load(k, W, U((uint32_t)(rows * K / GEN_CODEC_BLOCK * block_words))), DSL_F32);
+    char what[32];
+    snprintf(what, sizeof what, "_SCALE_WORD_M%llu", (unsigned long long)rows); /* after the rows' blocks */
+    return dsl_bitcast(k, dsl_load(k, W, gen_codec_named(k, &gen_codec_tq1_t, what,
+                                                         (uint32_t)(rows * K / GEN_CODEC_BLOCK * block_words))),
+                       DSL_F32);
 }
 
 const gen_codec gen_codec_tq1_0 = {.type = FMT_TQ1_0, .block_codes = tq1_0_codes, .block_scale = tq1_0_scale};

@@ -80,5 +80,6 @@ void gen_bl_scales(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, int M,
 dsl_expr gen_bl_block_at(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, dsl_expr r, dsl_expr B)
 {
     const uint32_t bb = fmt_codec_find(codec->type)->blk_bytes;
-    return dsl_add(k, dsl_mul(k, r, U((uint32_t)c->K / GEN_CODEC_BLOCK * bb)), dsl_mul(k, B, U(bb)));
+    return dsl_add(k, dsl_mul(k, r, gen_codec_named(k, codec, "_ROW_BYTES", (uint32_t)c->K / GEN_CODEC_BLOCK * bb)),
+                   dsl_mul(k, B, gen_codec_named(k, codec, "_BLOCK_BYTES", bb)));
 }

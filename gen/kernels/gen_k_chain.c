@@ -47,13 +47,13 @@ bool gen_k_chainable(const gen_kop *kop)
  * memory and every invocation tests it between two barriers (a loop run by one invocation
  * alone while the others wait at the next barrier gave wrong results on lavapipe (Mesa 22,
  * 2 threads) whenever it iterated; this form does not). */
-static void chain_spin(dsl_kernel *k, dsl_expr sync, uint32_t word, dsl_expr v)
+static void chain_spin(dsl_kernel *k, dsl_expr sync, dsl_expr word, dsl_expr v)
 {
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr seen = dsl_shared(k, "seen", DSL_U32, 1);
     dsl_while(k);
     dsl_if(k, dsl_eq(k, lid, U(0)));
-    dsl_store(k, seen, U(0), dsl_atomic_or(k, dsl_at(k, sync, U(word)), U(0)));
+    dsl_store(k, seen, U(0), dsl_atomic_or(k, dsl_at(k, sync, word), U(0)));
     dsl_end(k);
     dsl_barrier(k);
     dsl_expr got = dsl_load(k, seen, U(0));
@@ -67,7 +67,7 @@ static void chain_spin(dsl_kernel *k, dsl_expr sync, uint32_t word, dsl_expr v)
 /* Phase p > 0: wait until phases-done >= p. */
 static void chain_wait(dsl_kernel *k, dsl_expr sync, int p)
 {
-    chain_spin(k, sync, GEN_SYNC_CHAIN + 2, U((uint32_t)p));
+    chain_spin(k, sync, SYNC_CHAIN_WORD(2), U((uint32_t)p));
 }
 
 /* Every job: count in as finished; the last of phase p signals it, the last of all resets. */
@@ -77,16 +77,16 @@ static void chain_finish(dsl_kernel *k, dsl_expr sync, const dsl_expr *end, int 
     dsl_memory_barrier(k, DSL_MEM_BUFFER);
     dsl_barrier(k);
     dsl_if(k, dsl_eq(k, lid, U(0)));
-    dsl_expr f = dsl_let(k, "fin", dsl_add(k, dsl_atomic_add(k, dsl_at(k, sync, U(GEN_SYNC_CHAIN + 1)), U(1)), U(1)));
+    dsl_expr f = dsl_let(k, "fin", dsl_add(k, dsl_atomic_add(k, dsl_at(k, sync, SYNC_CHAIN_WORD(1)), U(1)), U(1)));
     for (int p = 0; p + 1 < n; p++) {
         dsl_if(k, dsl_eq(k, f, end[p]));
         dsl_memory_barrier(k, DSL_MEM_BUFFER);
-        dsl_atomic_exchange(k, dsl_at(k, sync, U(GEN_SYNC_CHAIN + 2)), U((uint32_t)p + 1));
+        dsl_atomic_exchange(k, dsl_at(k, sync, SYNC_CHAIN_WORD(2)), U((uint32_t)p + 1));
         dsl_end(k);
     }
     dsl_if(k, dsl_eq(k, f, end[n - 1]));
     for (int w = 0; w < 3; w++)
-        dsl_atomic_exchange(k, dsl_at(k, sync, U(GEN_SYNC_CHAIN + (uint32_t)w)), U(0));
+        dsl_atomic_exchange(k, dsl_at(k, sync, SYNC_CHAIN_WORD(w)), U(0));
     dsl_end(k);
     dsl_end(k);
 }
@@ -125,7 +125,7 @@ int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kerne
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
     dsl_expr tk = dsl_shared(k, "ticket", DSL_U32, 1);
     dsl_if(k, dsl_eq(k, lid, U(0)));
-    dsl_store(k, tk, U(0), dsl_atomic_add(k, dsl_at(k, sync, U(GEN_SYNC_CHAIN)), U(1)));
+    dsl_store(k, tk, U(0), dsl_atomic_add(k, dsl_at(k, sync, SYNC_CHAIN_WORD(0)), U(1)));
     dsl_end(k);
     dsl_barrier(k);
     dsl_expr t = dsl_let(k, "t", dsl_load(k, tk, U(0)));

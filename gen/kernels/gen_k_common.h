@@ -18,6 +18,16 @@
 
 #define U(v) dsl_u32(k, (v))
 #define UX(v) dsl_u32_hex(k, (v)) /* a mask or packed bytes, printed in hex */
+
+/* The SYNC words (gen_graph.h) as named GLSL constants. */
+#define SYNC_LAST_NORM() dsl_const_u32(k, "SYNC_LAST_NORM", GEN_SYNC_LAST_NORM)
+#define SYNC_CHAIN_WORD(i) gen_sync_chain_word(k, (i))
+/* Word i (0: tickets taken, 1: jobs finished, 2: phases done) of a chained dispatch. */
+static inline dsl_expr gen_sync_chain_word(dsl_kernel *k, int i)
+{
+    static const char *const names[] = {"SYNC_TICKETS", "SYNC_FINISHED", "SYNC_PHASES"};
+    return dsl_const_u32(k, names[i], GEN_SYNC_CHAIN + i);
+}
 #define I(v) dsl_i32(k, (v))
 #define F(v) dsl_f32(k, (v))
 

@@ -354,7 +354,7 @@ static void head_argmax(dsl_kernel *k, dsl_expr part, dsl_expr sync, dsl_expr re
     dsl_store(k, part, dsl_mul(k, wg, U(2)), wv);
     dsl_store(k, part, dsl_add(k, dsl_mul(k, wg, U(2)), U(1)), dsl_bitcast(k, wi, DSL_F32));
     dsl_end(k);
-    dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
+    dsl_expr cnt = dsl_at(k, sync, SYNC_LAST_NORM());
     dsl_expr nwg = dsl_let(k, "nwg", dsl_nwg(k, 0)); /* <= HEAD_GROUPS (the vocabulary caps it) */
     gen_last_wg_begin_at(k, cnt, dsl_sub(k, nwg, U(1)));
     dsl_expr mv = dsl_var(k, "mv", DSL_F32, F(-3.0e38)), mx = dsl_var(k, "mx", DSL_U32, UX(0xffffffffu));

@@ -345,7 +345,7 @@ void gen_last_norm_at(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_ex
 {
     /* the row (and the norm weight, and bias) read back, codes + [scale, sum] out, once */
     out->bytes += (uint64_t)M * (lb->norm.w ? 8 : 4) + (uint64_t)M * (lb->norm.b ? 4 : 0) + (uint64_t)M + 8;
-    dsl_expr cnt = dsl_at(k, lb->sync, U(GEN_SYNC_LAST_NORM));
+    dsl_expr cnt = dsl_at(k, lb->sync, SYNC_LAST_NORM());
     gen_last_wg_begin_at(k, cnt, last);
     dsl_expr sq, total;
     gen_norm_quant_row(k, &lb->norm, y, NULL, M, red, lb->q, &sq, &total);

@@ -30,8 +30,13 @@
  *   1 to STATS[RT_STATS_PRED + L].
  */
 #include "gen_k_common.h"
+#include "codec/gen_codec.h"
 #include "gen_act.h"
 #include "gen_k_norm.h"
+
+/* The sparse kernels read I2_S matrices only (the runtime refuses others: rt_engine_sparse.c):
+ * its word walk's codes and its matrix scale, from its codec row. */
+#define I2S gen_codec_find(FMT_I2_S)
 
 #define WG 256
 #define ROWS 8        /* gate / up: rows (list entries) per workgroup */
@@ -49,7 +54,7 @@ static dsl_expr row_dot(dsl_kernel *k, dsl_expr W, dsl_expr q, dsl_expr KW, dsl_
     /* word w of a 128-element block faces activation words (w / 8) * 32 + w % 8 + 8 g */
     dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
     for (int gq = 0; gq < 4; gq++) {
-        dsl_expr codes = dsl_band(k, dsl_shr(k, wd, U((uint32_t)(6 - 2 * gq))), UX(0x03030303u));
+        dsl_expr codes = I2S->ternary_codes(k, wd, gq);
         dsl_add_to(k, acc, dsl_dot4x8_su(k, dsl_load(k, q, dsl_add(k, qb, U(8 * gq))), codes));
     }
     dsl_end(k);
@@ -201,7 +206,7 @@ static int k_gate(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
     out->params[out->n_params++] = (rt_param){.kind = RT_P_LAYER};
 
     dsl_expr KW = dsl_const_u32(k, "KW", K / 16), Mc = dsl_const_u32(k, "M", M);
-    dsl_expr ws = dsl_let(k, "ws", dsl_bitcast(k, dsl_load(k, W, U((uint64_t)M * K / 16)), DSL_F32));
+    dsl_expr ws = dsl_let(k, "ws", I2S->ternary_scale(k, W, (uint64_t)M, (uint64_t)K));
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), rl));
     dsl_break_if(k, dsl_ge(k, r, Mc));
@@ -224,7 +229,7 @@ static int k_gate(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
     dsl_end(k); /* rl */
 
     const uint32_t groups = (uint32_t)(M + ROWS - 1) / ROWS;
-    dsl_expr cnt = dsl_at(k, sync, U(GEN_SYNC_LAST_NORM));
+    dsl_expr cnt = dsl_at(k, sync, SYNC_LAST_NORM());
     gen_last_wg_begin(k, cnt, groups);
     dsl_expr n = compact(k, gate, list, M);
     dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
@@ -288,7 +293,7 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
     dsl_end(k);
 
     dsl_expr n = dsl_let(k, "n", dsl_load(k, list, U(0)));
-    dsl_expr ws = dsl_let(k, "ws_up", dsl_bitcast(k, dsl_load(k, W, U((uint64_t)M * K / 16)), DSL_F32));
+    dsl_expr ws = dsl_let(k, "ws_up", I2S->ternary_scale(k, W, (uint64_t)M, (uint64_t)K));
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr s = dsl_let(k, "slot", dsl_add(k, dsl_mul(k, wg, U(ROWS)), rl));
     dsl_break_if(k, dsl_ge(k, s, n));
@@ -377,7 +382,7 @@ static int k_down(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
     dsl_barrier(k);
     dsl_if(k, dsl_lt(k, lid, U(16 * DOWN_WORDS)));
     dsl_expr o = dsl_let(k, "o", dsl_add(k, dsl_mul(k, wg, U(16 * DOWN_WORDS)), lid));
-    dsl_expr ws = dsl_bitcast(k, dsl_load(k, Wt, U((uint64_t)M * K / 16)), DSL_F32);
+    dsl_expr ws = I2S->ternary_scale(k, Wt, (uint64_t)M, (uint64_t)K); /* after the M x K codes, either way round */
     dsl_expr val = dsl_let(k, "v", row_value(k, dsl_load(k, sh, lid), qs, ws));
     dsl_store(k, y, o, dsl_add(k, dsl_load(k, y, o), val));
     dsl_end(k);

@@ -38,9 +38,17 @@ layout(constant_id = 5) const uint TILE_TOKS = 4u;
 layout(constant_id = 7) const uint TILE_MMA = 0u;
 const uint M = 6912u;
 const uint FMT_I2_S = 36u;
+const uint I2_S_SCALE_WORD_M6912 = 1105920u;
 const uint FMT_TQ1_T = 200u;
+const uint TQ1_T_SCALE_WORD_M6912 = 898560u;
 const uint FMT_TQ1_0 = 34u;
 const uint FMT_TQ2_0 = 35u;
+const uint TQ1_0_ROW_BYTES = 540u;
+const uint TQ1_0_BLOCK_BYTES = 54u;
+const uint TQ2_0_ROW_BYTES = 660u;
+const uint TQ2_0_BLOCK_BYTES = 66u;
+const uint TQ1_T_ROW_BYTES = 520u;
+const uint TQ1_T_BLOCK_BYTES = 52u;
 
 shared uint wsh[64u + 256u * TILE_ROWS];
 shared uint ash[32u + 512u * TILE_TOKS];
@@ -102,12 +110,12 @@ void main()
     precise float ws = 0.0;
     precise float ws_up = 0.0;
     if (WFMT == FMT_I2_S) {
-        ws = uintBitsToFloat(pc.w.d[1105920u]);
-        ws_up = uintBitsToFloat(pc.wu.d[1105920u]);
+        ws = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M6912]);
+        ws_up = uintBitsToFloat(pc.wu.d[I2_S_SCALE_WORD_M6912]);
     }
     if (WFMT == FMT_TQ1_T) {
-        ws = uintBitsToFloat(pc.w.d[898560u]);
-        ws_up = uintBitsToFloat(pc.wu.d[898560u]);
+        ws = uintBitsToFloat(pc.w.d[TQ1_T_SCALE_WORD_M6912]);
+        ws_up = uintBitsToFloat(pc.wu.d[TQ1_T_SCALE_WORD_M6912]);
     }
     if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
         uint row0 = gl_WorkGroupID.x * 64u;
@@ -449,7 +457,7 @@ void main()
                     wsh[dst] = pc.w.d[(gr * KW) + ((kb1 * 8u) + wi1)];
                 }
                 if (WFMT == FMT_TQ1_0) {
-                    uint boff = (gr * 540u) + ((kb1 >> 1u) * 54u);
+                    uint boff = (gr * TQ1_0_ROW_BYTES) + ((kb1 >> 1u) * TQ1_0_BLOCK_BYTES);
                     uint l0 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t3 = l0 + 0u;
                     bool t4 = t3 < 160u;
@@ -494,7 +502,7 @@ void main()
                     wsh[dst] = ((((((((((t9 & 0x00ff00ffu) * t7) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t9 >> 8u) & 0x00ff00ffu) * t7) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t16 & 0x00ff00ffu) * t14) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t16 >> 8u) & 0x00ff00ffu) * t14) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t23 & 0x00ff00ffu) * t21) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t23 >> 8u) & 0x00ff00ffu) * t21) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t30 & 0x00ff00ffu) * t28) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t30 >> 8u) & 0x00ff00ffu) * t28) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
                 if (WFMT == FMT_TQ2_0) {
-                    uint boff1 = (gr * 660u) + ((kb1 >> 1u) * 66u);
+                    uint boff1 = (gr * TQ2_0_ROW_BYTES) + ((kb1 >> 1u) * TQ2_0_BLOCK_BYTES);
                     uint l01 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t31 = l01 + 0u;
                     uint t32 = boff1 + (((t31 >> 7u) << 5u) | (t31 & 31u));
@@ -515,7 +523,7 @@ void main()
                     wsh[dst] = ((((((((t32 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t31 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t34 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t33 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t36 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t35 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t38 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t37 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                 }
                 if (WFMT == FMT_TQ1_T) {
-                    uint boff2 = (gr * 520u) + ((kb1 >> 1u) * 52u);
+                    uint boff2 = (gr * TQ1_T_ROW_BYTES) + ((kb1 >> 1u) * TQ1_T_BLOCK_BYTES);
                     uint l02 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t39 = l02 + 0u;
                     bool t40 = t39 < 160u;
@@ -558,7 +566,7 @@ void main()
                     wsh[dst1] = pc.wu.d[(gr1 * KW) + ((kb1 * 8u) + wi2)];
                 }
                 if (WFMT == FMT_TQ1_0) {
-                    uint boff3 = (gr1 * 540u) + ((kb1 >> 1u) * 54u);
+                    uint boff3 = (gr1 * TQ1_0_ROW_BYTES) + ((kb1 >> 1u) * TQ1_0_BLOCK_BYTES);
                     uint l03 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
                     uint t63 = l03 + 0u;
                     bool t64 = t63 < 160u;
@@ -603,7 +611,7 @@ void main()
                     wsh[dst1] = ((((((((((t69 & 0x00ff00ffu) * t67) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t69 >> 8u) & 0x00ff00ffu) * t67) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t76 & 0x00ff00ffu) * t74) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t76 >> 8u) & 0x00ff00ffu) * t74) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t83 & 0x00ff00ffu) * t81) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t83 >> 8u) & 0x00ff00ffu) * t81) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t90 & 0x00ff00ffu) * t88) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t90 >> 8u) & 0x00ff00ffu) * t88) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
                 if (WFMT == FMT_TQ2_0) {
-                    uint boff4 = (gr1 * 660u) + ((kb1 >> 1u) * 66u);
+                    uint boff4 = (gr1 * TQ2_0_ROW_BYTES) + ((kb1 >> 1u) * TQ2_0_BLOCK_BYTES);
                     uint l04 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
                     uint t91 = l04 + 0u;
                     uint t92 = boff4 + (((t91 >> 7u) << 5u) | (t91 & 31u));
@@ -624,7 +632,7 @@ void main()
                     wsh[dst1] = ((((((((t92 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.wu.d[twi12 + 1u] << 16u)) : tlo12) >> (((t91 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t94 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.wu.d[twi13 + 1u] << 16u)) : tlo13) >> (((t93 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t96 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.wu.d[twi14 + 1u] << 16u)) : tlo14) >> (((t95 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t98 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.wu.d[twi15 + 1u] << 16u)) : tlo15) >> (((t97 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                 }
                 if (WFMT == FMT_TQ1_T) {
-                    uint boff5 = (gr1 * 520u) + ((kb1 >> 1u) * 52u);
+                    uint boff5 = (gr1 * TQ1_T_ROW_BYTES) + ((kb1 >> 1u) * TQ1_T_BLOCK_BYTES);
                     uint l05 = ((kb1 & 1u) << 7u) + (wi2 << 2u);
                     uint t99 = l05 + 0u;
                     bool t100 = t99 < 160u;
@@ -658,7 +666,7 @@ void main()
                 }
             }
             if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm)) {
-                uint boff6 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 540u) + ((kb1 >> 1u) * 54u);
+                uint boff6 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * TQ1_0_ROW_BYTES) + ((kb1 >> 1u) * TQ1_0_BLOCK_BYTES);
                 uint tdo = boff6 + 52u;
                 precise float t123 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t123;
@@ -667,7 +675,7 @@ void main()
                 dsh[gl_LocalInvocationIndex + tm] = t124;
             }
             if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm)) {
-                uint boff7 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 660u) + ((kb1 >> 1u) * 66u);
+                uint boff7 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * TQ2_0_ROW_BYTES) + ((kb1 >> 1u) * TQ2_0_BLOCK_BYTES);
                 uint tdo2 = boff7 + 64u;
                 precise float t125 = unpackHalf2x16((pc.w.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t125;

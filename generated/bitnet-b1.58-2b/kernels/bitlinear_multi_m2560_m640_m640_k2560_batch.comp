@@ -44,10 +44,20 @@ layout(constant_id = 5) const uint TILE_TOKS = 4u;
 layout(constant_id = 7) const uint TILE_MMA = 0u;
 const uint M0 = 2560u;
 const uint FMT_I2_S = 36u;
+const uint I2_S_SCALE_WORD_M2560 = 409600u;
 const uint FMT_TQ1_T = 200u;
+const uint TQ1_T_SCALE_WORD_M2560 = 332800u;
 const uint FMT_TQ1_0 = 34u;
 const uint FMT_TQ2_0 = 35u;
+const uint TQ1_0_ROW_BYTES = 540u;
+const uint TQ1_0_BLOCK_BYTES = 54u;
+const uint TQ2_0_ROW_BYTES = 660u;
+const uint TQ2_0_BLOCK_BYTES = 66u;
+const uint TQ1_T_ROW_BYTES = 520u;
+const uint TQ1_T_BLOCK_BYTES = 52u;
 const uint M1 = 640u;
+const uint I2_S_SCALE_WORD_M640 = 102400u;
+const uint TQ1_T_SCALE_WORD_M640 = 83200u;
 const uint M2 = 640u;
 
 shared uint wsh[32u + 128u * TILE_ROWS];
@@ -113,10 +123,10 @@ void main()
     if (wg < part_end) {
         precise float ws = 0.0;
         if (WFMT == FMT_I2_S) {
-            ws = uintBitsToFloat(pc.w.d[409600u]);
+            ws = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M2560]);
         }
         if (WFMT == FMT_TQ1_T) {
-            ws = uintBitsToFloat(pc.w.d[332800u]);
+            ws = uintBitsToFloat(pc.w.d[TQ1_T_SCALE_WORD_M2560]);
         }
         if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
             uint row0 = wg * 64u;
@@ -319,7 +329,7 @@ void main()
                         wsh[dst] = pc.w.d[(gr * KW) + ((kb1 * 8u) + wi1)];
                     }
                     if (WFMT == FMT_TQ1_0) {
-                        uint boff = (gr * 540u) + ((kb1 >> 1u) * 54u);
+                        uint boff = (gr * TQ1_0_ROW_BYTES) + ((kb1 >> 1u) * TQ1_0_BLOCK_BYTES);
                         uint l0 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                         uint t0 = l0 + 0u;
                         bool t3 = t0 < 160u;
@@ -364,7 +374,7 @@ void main()
                         wsh[dst] = ((((((((((t8 & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t8 >> 8u) & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t15 & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t15 >> 8u) & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t22 & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t22 >> 8u) & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t29 & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t29 >> 8u) & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                     }
                     if (WFMT == FMT_TQ2_0) {
-                        uint boff1 = (gr * 660u) + ((kb1 >> 1u) * 66u);
+                        uint boff1 = (gr * TQ2_0_ROW_BYTES) + ((kb1 >> 1u) * TQ2_0_BLOCK_BYTES);
                         uint l01 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                         uint t30 = l01 + 0u;
                         uint t31 = boff1 + (((t30 >> 7u) << 5u) | (t30 & 31u));
@@ -385,7 +395,7 @@ void main()
                         wsh[dst] = ((((((((t31 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t30 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t33 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t32 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t35 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t34 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t37 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t36 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                     }
                     if (WFMT == FMT_TQ1_T) {
-                        uint boff2 = (gr * 520u) + ((kb1 >> 1u) * 52u);
+                        uint boff2 = (gr * TQ1_T_ROW_BYTES) + ((kb1 >> 1u) * TQ1_T_BLOCK_BYTES);
                         uint l02 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                         uint t38 = l02 + 0u;
                         bool t39 = t38 < 160u;
@@ -419,13 +429,13 @@ void main()
                     }
                 }
                 if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm1)) {
-                    uint boff3 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * 540u) + ((kb1 >> 1u) * 54u);
+                    uint boff3 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * TQ1_0_ROW_BYTES) + ((kb1 >> 1u) * TQ1_0_BLOCK_BYTES);
                     uint tdo = boff3 + 52u;
                     precise float t62 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                     dsh[gl_LocalInvocationIndex] = t62;
                 }
                 if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm1)) {
-                    uint boff4 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * 660u) + ((kb1 >> 1u) * 66u);
+                    uint boff4 = (min(row01 + gl_LocalInvocationIndex, M0 - 1u) * TQ2_0_ROW_BYTES) + ((kb1 >> 1u) * TQ2_0_BLOCK_BYTES);
                     uint tdo1 = boff4 + 64u;
                     precise float t63 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                     dsh[gl_LocalInvocationIndex] = t63;
@@ -1365,10 +1375,10 @@ void main()
             uint t96 = wg - part_end;
             precise float ws1 = 0.0;
             if (WFMT == FMT_I2_S) {
-                ws1 = uintBitsToFloat(pc.w1.d[102400u]);
+                ws1 = uintBitsToFloat(pc.w1.d[I2_S_SCALE_WORD_M640]);
             }
             if (WFMT == FMT_TQ1_T) {
-                ws1 = uintBitsToFloat(pc.w1.d[83200u]);
+                ws1 = uintBitsToFloat(pc.w1.d[TQ1_T_SCALE_WORD_M640]);
             }
             if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
                 uint row02 = t96 * 64u;
@@ -1571,7 +1581,7 @@ void main()
                             wsh[dst1] = pc.w1.d[(gr1 * KW) + ((kb3 * 8u) + wi3)];
                         }
                         if (WFMT == FMT_TQ1_0) {
-                            uint boff5 = (gr1 * 540u) + ((kb3 >> 1u) * 54u);
+                            uint boff5 = (gr1 * TQ1_0_ROW_BYTES) + ((kb3 >> 1u) * TQ1_0_BLOCK_BYTES);
                             uint l03 = ((kb3 & 1u) << 7u) + (wi3 << 2u);
                             uint t97 = l03 + 0u;
                             bool t98 = t97 < 160u;
@@ -1616,7 +1626,7 @@ void main()
                             wsh[dst1] = ((((((((((t103 & 0x00ff00ffu) * t101) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t103 >> 8u) & 0x00ff00ffu) * t101) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t110 & 0x00ff00ffu) * t108) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t110 >> 8u) & 0x00ff00ffu) * t108) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t117 & 0x00ff00ffu) * t115) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t117 >> 8u) & 0x00ff00ffu) * t115) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t124 & 0x00ff00ffu) * t122) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t124 >> 8u) & 0x00ff00ffu) * t122) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                         }
                         if (WFMT == FMT_TQ2_0) {
-                            uint boff6 = (gr1 * 660u) + ((kb3 >> 1u) * 66u);
+                            uint boff6 = (gr1 * TQ2_0_ROW_BYTES) + ((kb3 >> 1u) * TQ2_0_BLOCK_BYTES);
                             uint l04 = ((kb3 & 1u) << 7u) + (wi3 << 2u);
                             uint t125 = l04 + 0u;
                             uint t126 = boff6 + (((t125 >> 7u) << 5u) | (t125 & 31u));
@@ -1637,7 +1647,7 @@ void main()
                             wsh[dst1] = ((((((((t126 & 2u) != 0u) ? ((tlo12 >> 16u) | (pc.w1.d[twi12 + 1u] << 16u)) : tlo12) >> (((t125 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t128 & 2u) != 0u) ? ((tlo13 >> 16u) | (pc.w1.d[twi13 + 1u] << 16u)) : tlo13) >> (((t127 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t130 & 2u) != 0u) ? ((tlo14 >> 16u) | (pc.w1.d[twi14 + 1u] << 16u)) : tlo14) >> (((t129 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t132 & 2u) != 0u) ? ((tlo15 >> 16u) | (pc.w1.d[twi15 + 1u] << 16u)) : tlo15) >> (((t131 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                         }
                         if (WFMT == FMT_TQ1_T) {
-                            uint boff7 = (gr1 * 520u) + ((kb3 >> 1u) * 52u);
+                            uint boff7 = (gr1 * TQ1_T_ROW_BYTES) + ((kb3 >> 1u) * TQ1_T_BLOCK_BYTES);
                             uint l05 = ((kb3 & 1u) << 7u) + (wi3 << 2u);
                             uint t133 = l05 + 0u;
                             bool t134 = t133 < 160u;
@@ -1671,13 +1681,13 @@ void main()
                         }
                     }
                     if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm2)) {
-                        uint boff8 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * 540u) + ((kb3 >> 1u) * 54u);
+                        uint boff8 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * TQ1_0_ROW_BYTES) + ((kb3 >> 1u) * TQ1_0_BLOCK_BYTES);
                         uint tdo2 = boff8 + 52u;
                         precise float t157 = unpackHalf2x16((pc.w1.d[tdo2 >> 2u] >> ((tdo2 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t157;
                     }
                     if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm2)) {
-                        uint boff9 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * 660u) + ((kb3 >> 1u) * 66u);
+                        uint boff9 = (min(row03 + gl_LocalInvocationIndex, M1 - 1u) * TQ2_0_ROW_BYTES) + ((kb3 >> 1u) * TQ2_0_BLOCK_BYTES);
                         uint tdo3 = boff9 + 64u;
                         precise float t158 = unpackHalf2x16((pc.w1.d[tdo3 >> 2u] >> ((tdo3 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t158;
@@ -2616,10 +2626,10 @@ void main()
             uint t191 = wg - part_end1;
             precise float ws2 = 0.0;
             if (WFMT == FMT_I2_S) {
-                ws2 = uintBitsToFloat(pc.w2.d[102400u]);
+                ws2 = uintBitsToFloat(pc.w2.d[I2_S_SCALE_WORD_M640]);
             }
             if (WFMT == FMT_TQ1_T) {
-                ws2 = uintBitsToFloat(pc.w2.d[83200u]);
+                ws2 = uintBitsToFloat(pc.w2.d[TQ1_T_SCALE_WORD_M640]);
             }
             if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
                 uint row04 = t191 * 64u;
@@ -2822,7 +2832,7 @@ void main()
                             wsh[dst2] = pc.w2.d[(gr2 * KW) + ((kb5 * 8u) + wi5)];
                         }
                         if (WFMT == FMT_TQ1_0) {
-                            uint boff10 = (gr2 * 540u) + ((kb5 >> 1u) * 54u);
+                            uint boff10 = (gr2 * TQ1_0_ROW_BYTES) + ((kb5 >> 1u) * TQ1_0_BLOCK_BYTES);
                             uint l06 = ((kb5 & 1u) << 7u) + (wi5 << 2u);
                             uint t192 = l06 + 0u;
                             bool t193 = t192 < 160u;
@@ -2867,7 +2877,7 @@ void main()
                             wsh[dst2] = ((((((((((t198 & 0x00ff00ffu) * t196) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t198 >> 8u) & 0x00ff00ffu) * t196) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t205 & 0x00ff00ffu) * t203) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t205 >> 8u) & 0x00ff00ffu) * t203) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t212 & 0x00ff00ffu) * t210) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t212 >> 8u) & 0x00ff00ffu) * t210) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t219 & 0x00ff00ffu) * t217) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t219 >> 8u) & 0x00ff00ffu) * t217) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                         }
                         if (WFMT == FMT_TQ2_0) {
-                            uint boff11 = (gr2 * 660u) + ((kb5 >> 1u) * 66u);
+                            uint boff11 = (gr2 * TQ2_0_ROW_BYTES) + ((kb5 >> 1u) * TQ2_0_BLOCK_BYTES);
                             uint l07 = ((kb5 & 1u) << 7u) + (wi5 << 2u);
                             uint t220 = l07 + 0u;
                             uint t221 = boff11 + (((t220 >> 7u) << 5u) | (t220 & 31u));
@@ -2888,7 +2898,7 @@ void main()
                             wsh[dst2] = ((((((((t221 & 2u) != 0u) ? ((tlo20 >> 16u) | (pc.w2.d[twi20 + 1u] << 16u)) : tlo20) >> (((t220 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t223 & 2u) != 0u) ? ((tlo21 >> 16u) | (pc.w2.d[twi21 + 1u] << 16u)) : tlo21) >> (((t222 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t225 & 2u) != 0u) ? ((tlo22 >> 16u) | (pc.w2.d[twi22 + 1u] << 16u)) : tlo22) >> (((t224 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t227 & 2u) != 0u) ? ((tlo23 >> 16u) | (pc.w2.d[twi23 + 1u] << 16u)) : tlo23) >> (((t226 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                         }
                         if (WFMT == FMT_TQ1_T) {
-                            uint boff12 = (gr2 * 520u) + ((kb5 >> 1u) * 52u);
+                            uint boff12 = (gr2 * TQ1_T_ROW_BYTES) + ((kb5 >> 1u) * TQ1_T_BLOCK_BYTES);
                             uint l08 = ((kb5 & 1u) << 7u) + (wi5 << 2u);
                             uint t228 = l08 + 0u;
                             bool t229 = t228 < 160u;
@@ -2922,13 +2932,13 @@ void main()
                         }
                     }
                     if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm3)) {
-                        uint boff13 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * 540u) + ((kb5 >> 1u) * 54u);
+                        uint boff13 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * TQ1_0_ROW_BYTES) + ((kb5 >> 1u) * TQ1_0_BLOCK_BYTES);
                         uint tdo4 = boff13 + 52u;
                         precise float t252 = unpackHalf2x16((pc.w2.d[tdo4 >> 2u] >> ((tdo4 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t252;
                     }
                     if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm3)) {
-                        uint boff14 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * 660u) + ((kb5 >> 1u) * 66u);
+                        uint boff14 = (min(row05 + gl_LocalInvocationIndex, M2 - 1u) * TQ2_0_ROW_BYTES) + ((kb5 >> 1u) * TQ2_0_BLOCK_BYTES);
                         uint tdo5 = boff14 + 64u;
                         precise float t253 = unpackHalf2x16((pc.w2.d[tdo5 >> 2u] >> ((tdo5 & 2u) << 3u)) & 0xffffu).x;
                         dsh[gl_LocalInvocationIndex] = t253;

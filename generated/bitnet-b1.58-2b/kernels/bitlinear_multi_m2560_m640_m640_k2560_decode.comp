@@ -45,10 +45,20 @@ const uint K4 = 640u;
 const uint KW = 160u;
 const uint M0 = 2560u;
 const uint FMT_I2_S = 36u;
+const uint I2_S_SCALE_WORD_M2560 = 409600u;
 const uint FMT_TQ1_T = 200u;
+const uint TQ1_T_SCALE_WORD_M2560 = 332800u;
 const uint FMT_TQ1_0 = 34u;
+const uint TQ1_0_ROW_BYTES = 540u;
+const uint TQ1_0_BLOCK_BYTES = 54u;
 const uint FMT_TQ2_0 = 35u;
+const uint TQ2_0_ROW_BYTES = 660u;
+const uint TQ2_0_BLOCK_BYTES = 66u;
+const uint TQ1_T_ROW_BYTES = 520u;
+const uint TQ1_T_BLOCK_BYTES = 52u;
 const uint M1 = 640u;
+const uint I2_S_SCALE_WORD_M640 = 102400u;
+const uint TQ1_T_SCALE_WORD_M640 = 83200u;
 const uint M2 = 640u;
 
 shared uint qsh[640];
@@ -99,10 +109,10 @@ void main()
     if (wg < part_end) {
         precise float ws = 0.0;
         if (WFMT == FMT_I2_S) {
-            ws = uintBitsToFloat(pc.w.d[409600u]);
+            ws = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M2560]);
         }
         if (WFMT == FMT_TQ1_T) {
-            ws = uintBitsToFloat(pc.w.d[332800u]);
+            ws = uintBitsToFloat(pc.w.d[TQ1_T_SCALE_WORD_M2560]);
         }
         uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
         uint slots = 8u << GEMV_WIDE;
@@ -120,7 +130,7 @@ void main()
                     for (uint w3 = lane; w3 < KW; w3 += lpr) {
                         uint qb = ((w3 >> 3u) * 32u) + (w3 & 7u);
                         uint l0 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
-                        uint boff = (row * 540u) + ((w3 >> 4u) * 54u);
+                        uint boff = (row * TQ1_0_ROW_BYTES) + ((w3 >> 4u) * TQ1_0_BLOCK_BYTES);
                         int aw = 0;
                         uint qw = pc.q.d[qb + 0u];
                         uint t0 = l0 + 0u;
@@ -178,7 +188,7 @@ void main()
                     for (uint w5 = lane; w5 < KW; w5 += lpr) {
                         uint qb1 = ((w5 >> 3u) * 32u) + (w5 & 7u);
                         uint l01 = (((w5 >> 3u) & 1u) << 7u) + ((w5 & 7u) << 2u);
-                        uint boff1 = (row * 660u) + ((w5 >> 4u) * 66u);
+                        uint boff1 = (row * TQ2_0_ROW_BYTES) + ((w5 >> 4u) * TQ2_0_BLOCK_BYTES);
                         int aw1 = 0;
                         uint qw4 = pc.q.d[qb1 + 0u];
                         uint t28 = l01 + 0u;
@@ -212,7 +222,7 @@ void main()
                     for (uint w6 = lane; w6 < KW; w6 += lpr) {
                         uint qb2 = ((w6 >> 3u) * 32u) + (w6 & 7u);
                         uint l02 = (((w6 >> 3u) & 1u) << 7u) + ((w6 & 7u) << 2u);
-                        uint boff2 = (row * 520u) + ((w6 >> 4u) * 52u);
+                        uint boff2 = (row * TQ1_T_ROW_BYTES) + ((w6 >> 4u) * TQ1_T_BLOCK_BYTES);
                         uint qw8 = pc.q.d[qb2 + 0u];
                         uint t36 = l02 + 0u;
                         bool t37 = t36 < 160u;
@@ -325,10 +335,10 @@ void main()
         if (wg < part_end1) {
             precise float ws1 = 0.0;
             if (WFMT == FMT_I2_S) {
-                ws1 = uintBitsToFloat(pc.w1.d[102400u]);
+                ws1 = uintBitsToFloat(pc.w1.d[I2_S_SCALE_WORD_M640]);
             }
             if (WFMT == FMT_TQ1_T) {
-                ws1 = uintBitsToFloat(pc.w1.d[83200u]);
+                ws1 = uintBitsToFloat(pc.w1.d[TQ1_T_SCALE_WORD_M640]);
             }
             uint R1 = min(1u << GEMV_ROWS, gl_SubgroupSize);
             uint slots1 = 8u << GEMV_WIDE;
@@ -346,7 +356,7 @@ void main()
                         for (uint w9 = lane1; w9 < KW; w9 += lpr1) {
                             uint qb6 = ((w9 >> 3u) * 32u) + (w9 & 7u);
                             uint l03 = (((w9 >> 3u) & 1u) << 7u) + ((w9 & 7u) << 2u);
-                            uint boff3 = (row1 * 540u) + ((w9 >> 4u) * 54u);
+                            uint boff3 = (row1 * TQ1_0_ROW_BYTES) + ((w9 >> 4u) * TQ1_0_BLOCK_BYTES);
                             int aw2 = 0;
                             uint qw12 = pc.q.d[qb6 + 0u];
                             uint t62 = l03 + 0u;
@@ -404,7 +414,7 @@ void main()
                         for (uint w10 = lane1; w10 < KW; w10 += lpr1) {
                             uint qb7 = ((w10 >> 3u) * 32u) + (w10 & 7u);
                             uint l04 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
-                            uint boff4 = (row1 * 660u) + ((w10 >> 4u) * 66u);
+                            uint boff4 = (row1 * TQ2_0_ROW_BYTES) + ((w10 >> 4u) * TQ2_0_BLOCK_BYTES);
                             int aw3 = 0;
                             uint qw16 = pc.q.d[qb7 + 0u];
                             uint t90 = l04 + 0u;
@@ -438,7 +448,7 @@ void main()
                         for (uint w11 = lane1; w11 < KW; w11 += lpr1) {
                             uint qb8 = ((w11 >> 3u) * 32u) + (w11 & 7u);
                             uint l05 = (((w11 >> 3u) & 1u) << 7u) + ((w11 & 7u) << 2u);
-                            uint boff5 = (row1 * 520u) + ((w11 >> 4u) * 52u);
+                            uint boff5 = (row1 * TQ1_T_ROW_BYTES) + ((w11 >> 4u) * TQ1_T_BLOCK_BYTES);
                             uint qw20 = pc.q.d[qb8 + 0u];
                             uint t98 = l05 + 0u;
                             bool t99 = t98 < 160u;
@@ -550,10 +560,10 @@ void main()
             uint part_end2 = part_end1 + ((M2 + (rpw - 1u)) / rpw);
             precise float ws2 = 0.0;
             if (WFMT == FMT_I2_S) {
-                ws2 = uintBitsToFloat(pc.w2.d[102400u]);
+                ws2 = uintBitsToFloat(pc.w2.d[I2_S_SCALE_WORD_M640]);
             }
             if (WFMT == FMT_TQ1_T) {
-                ws2 = uintBitsToFloat(pc.w2.d[83200u]);
+                ws2 = uintBitsToFloat(pc.w2.d[TQ1_T_SCALE_WORD_M640]);
             }
             uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
             uint slots2 = 8u << GEMV_WIDE;
@@ -571,7 +581,7 @@ void main()
                         for (uint w15 = lane2; w15 < KW; w15 += lpr2) {
                             uint qb11 = ((w15 >> 3u) * 32u) + (w15 & 7u);
                             uint l06 = (((w15 >> 3u) & 1u) << 7u) + ((w15 & 7u) << 2u);
-                            uint boff6 = (row2 * 540u) + ((w15 >> 4u) * 54u);
+                            uint boff6 = (row2 * TQ1_0_ROW_BYTES) + ((w15 >> 4u) * TQ1_0_BLOCK_BYTES);
                             int aw4 = 0;
                             uint qw24 = pc.q.d[qb11 + 0u];
                             uint t124 = l06 + 0u;
@@ -629,7 +639,7 @@ void main()
                         for (uint w16 = lane2; w16 < KW; w16 += lpr2) {
                             uint qb12 = ((w16 >> 3u) * 32u) + (w16 & 7u);
                             uint l07 = (((w16 >> 3u) & 1u) << 7u) + ((w16 & 7u) << 2u);
-                            uint boff7 = (row2 * 660u) + ((w16 >> 4u) * 66u);
+                            uint boff7 = (row2 * TQ2_0_ROW_BYTES) + ((w16 >> 4u) * TQ2_0_BLOCK_BYTES);
                             int aw5 = 0;
                             uint qw28 = pc.q.d[qb12 + 0u];
                             uint t152 = l07 + 0u;
@@ -663,7 +673,7 @@ void main()
                         for (uint w17 = lane2; w17 < KW; w17 += lpr2) {
                             uint qb13 = ((w17 >> 3u) * 32u) + (w17 & 7u);
                             uint l08 = (((w17 >> 3u) & 1u) << 7u) + ((w17 & 7u) << 2u);
-                            uint boff8 = (row2 * 520u) + ((w17 >> 4u) * 52u);
+                            uint boff8 = (row2 * TQ1_T_ROW_BYTES) + ((w17 >> 4u) * TQ1_T_BLOCK_BYTES);
                             uint qw32 = pc.q.d[qb13 + 0u];
                             uint t160 = l08 + 0u;
                             bool t161 = t160 < 160u;

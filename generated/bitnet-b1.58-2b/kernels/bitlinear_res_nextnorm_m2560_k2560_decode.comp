@@ -46,9 +46,18 @@ const uint K4 = 640u;
 const uint KW = 160u;
 const uint M = 2560u;
 const uint FMT_I2_S = 36u;
+const uint I2_S_SCALE_WORD_M2560 = 409600u;
 const uint FMT_TQ1_T = 200u;
+const uint TQ1_T_SCALE_WORD_M2560 = 332800u;
 const uint FMT_TQ1_0 = 34u;
+const uint TQ1_0_ROW_BYTES = 540u;
+const uint TQ1_0_BLOCK_BYTES = 54u;
 const uint FMT_TQ2_0 = 35u;
+const uint TQ2_0_ROW_BYTES = 660u;
+const uint TQ2_0_BLOCK_BYTES = 66u;
+const uint TQ1_T_ROW_BYTES = 520u;
+const uint TQ1_T_BLOCK_BYTES = 52u;
+const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -104,10 +113,10 @@ void main()
     }
     precise float ws = 0.0;
     if (WFMT == FMT_I2_S) {
-        ws = uintBitsToFloat(pc.w.d[409600u]);
+        ws = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M2560]);
     }
     if (WFMT == FMT_TQ1_T) {
-        ws = uintBitsToFloat(pc.w.d[332800u]);
+        ws = uintBitsToFloat(pc.w.d[TQ1_T_SCALE_WORD_M2560]);
     }
     uint R = (GEMV_SPLITK != 0u) ? 1u : min(1u << GEMV_ROWS, gl_SubgroupSize);
     uint slots = 8u << GEMV_WIDE;
@@ -133,7 +142,7 @@ void main()
                 for (uint w1 = wb + lane; w1 < we; w1 += lpr) {
                     uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
                     uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
-                    uint boff = (row * 540u) + ((w1 >> 4u) * 54u);
+                    uint boff = (row * TQ1_0_ROW_BYTES) + ((w1 >> 4u) * TQ1_0_BLOCK_BYTES);
                     int aw = 0;
                     uint qw = pc.q.d[qb + 0u];
                     uint t0 = l0 + 0u;
@@ -191,7 +200,7 @@ void main()
                 for (uint w2 = wb + lane; w2 < we; w2 += lpr) {
                     uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
                     uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
-                    uint boff1 = (row * 660u) + ((w2 >> 4u) * 66u);
+                    uint boff1 = (row * TQ2_0_ROW_BYTES) + ((w2 >> 4u) * TQ2_0_BLOCK_BYTES);
                     int aw1 = 0;
                     uint qw4 = pc.q.d[qb1 + 0u];
                     uint t28 = l01 + 0u;
@@ -225,7 +234,7 @@ void main()
                 for (uint w3 = wb + lane; w3 < we; w3 += lpr) {
                     uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
                     uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
-                    uint boff2 = (row * 520u) + ((w3 >> 4u) * 52u);
+                    uint boff2 = (row * TQ1_T_ROW_BYTES) + ((w3 >> 4u) * TQ1_T_BLOCK_BYTES);
                     uint qw8 = pc.q.d[qb2 + 0u];
                     uint t36 = l02 + 0u;
                     bool t37 = t36 < 160u;
@@ -364,7 +373,7 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t65 = atomicAdd(pc.sync.d[1023u], 1u);
+        uint t65 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
         arrived[0u] = t65;
     }
     barrier();
@@ -494,7 +503,7 @@ void main()
             pc.lqs.d[1u] = float(total);
         }
         if (gl_LocalInvocationIndex == 0u) {
-            atomicExchange(pc.sync.d[1023u], 0u);
+            atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
         }
     }
 }

@@ -32,6 +32,8 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 const uint KW = 160u;
 const uint M = 6912u;
+const uint I2_S_SCALE_WORD_M6912 = 1105920u;
+const uint SYNC_LAST_NORM = 1023u;
 
 shared uint arrived[1];
 shared uint sgn[256];
@@ -54,7 +56,7 @@ int dsl_dot4x8_su(uint a, uint b)
 
 void main()
 {
-    precise float ws = uintBitsToFloat(pc.w.d[1105920u]);
+    precise float ws = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M6912]);
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint row = (gl_WorkGroupID.x * 8u) + rl;
         if (row >= M) break;
@@ -76,7 +78,7 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t0 = atomicAdd(pc.sync.d[1023u], 1u);
+        uint t0 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
         arrived[0u] = t0;
     }
     barrier();
@@ -114,7 +116,7 @@ void main()
             atomicAdd(pc.stats.d[(pc.layer * 2u) + 1u], 1u);
         }
         if (gl_LocalInvocationIndex == 0u) {
-            atomicExchange(pc.sync.d[1023u], 0u);
+            atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
         }
     }
 }

@@ -39,6 +39,8 @@ layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint 
 
 const uint KW = 160u;
 const uint M = 6912u;
+const uint I2_S_SCALE_WORD_M6912 = 1105920u;
+const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -77,7 +79,7 @@ void main()
         }
     }
     uint n = pc.list.d[0u];
-    precise float ws_up = uintBitsToFloat(pc.w.d[1105920u]);
+    precise float ws_up = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M6912]);
     for (uint rl = gl_SubgroupID; rl < 8u; rl += gl_NumSubgroups) {
         uint slot = (wg * 8u) + rl;
         if (slot >= n) break;
@@ -102,7 +104,7 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t1 = atomicAdd(pc.sync.d[1023u], 1u);
+        uint t1 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
         arrived[0u] = t1;
     }
     barrier();
@@ -178,7 +180,7 @@ void main()
             pc.lqs.d[1u] = float(total);
         }
         if (gl_LocalInvocationIndex == 0u) {
-            atomicExchange(pc.sync.d[1023u], 0u);
+            atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
         }
     }
 }

@@ -47,9 +47,18 @@ const uint K4 = 192u;
 const uint KW = 48u;
 const uint M = 256u;
 const uint FMT_I2_S = 36u;
+const uint I2_S_SCALE_WORD_M256 = 12288u;
 const uint FMT_TQ1_T = 200u;
+const uint TQ1_T_SCALE_WORD_M256 = 9984u;
 const uint FMT_TQ1_0 = 34u;
+const uint TQ1_0_ROW_BYTES = 162u;
+const uint TQ1_0_BLOCK_BYTES = 54u;
 const uint FMT_TQ2_0 = 35u;
+const uint TQ2_0_ROW_BYTES = 198u;
+const uint TQ2_0_BLOCK_BYTES = 66u;
+const uint TQ1_T_ROW_BYTES = 156u;
+const uint TQ1_T_BLOCK_BYTES = 52u;
+const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -105,10 +114,10 @@ void main()
     }
     precise float ws = 0.0;
     if (WFMT == FMT_I2_S) {
-        ws = uintBitsToFloat(pc.w.d[12288u]);
+        ws = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M256]);
     }
     if (WFMT == FMT_TQ1_T) {
-        ws = uintBitsToFloat(pc.w.d[9984u]);
+        ws = uintBitsToFloat(pc.w.d[TQ1_T_SCALE_WORD_M256]);
     }
     uint R = (GEMV_SPLITK != 0u) ? 1u : min(1u << GEMV_ROWS, gl_SubgroupSize);
     uint slots = 8u << GEMV_WIDE;
@@ -134,7 +143,7 @@ void main()
                 for (uint w1 = wb + lane; w1 < we; w1 += lpr) {
                     uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
                     uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
-                    uint boff = (row * 162u) + ((w1 >> 4u) * 54u);
+                    uint boff = (row * TQ1_0_ROW_BYTES) + ((w1 >> 4u) * TQ1_0_BLOCK_BYTES);
                     int aw = 0;
                     uint qw = pc.q.d[qb + 0u];
                     uint t0 = l0 + 0u;
@@ -192,7 +201,7 @@ void main()
                 for (uint w2 = wb + lane; w2 < we; w2 += lpr) {
                     uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
                     uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
-                    uint boff1 = (row * 198u) + ((w2 >> 4u) * 66u);
+                    uint boff1 = (row * TQ2_0_ROW_BYTES) + ((w2 >> 4u) * TQ2_0_BLOCK_BYTES);
                     int aw1 = 0;
                     uint qw4 = pc.q.d[qb1 + 0u];
                     uint t28 = l01 + 0u;
@@ -226,7 +235,7 @@ void main()
                 for (uint w3 = wb + lane; w3 < we; w3 += lpr) {
                     uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
                     uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
-                    uint boff2 = (row * 156u) + ((w3 >> 4u) * 52u);
+                    uint boff2 = (row * TQ1_T_ROW_BYTES) + ((w3 >> 4u) * TQ1_T_BLOCK_BYTES);
                     uint qw8 = pc.q.d[qb2 + 0u];
                     uint t36 = l02 + 0u;
                     bool t37 = t36 < 160u;
@@ -366,7 +375,7 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t65 = atomicAdd(pc.sync.d[1023u], 1u);
+            uint t65 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
             arrived[0u] = t65;
         }
         barrier();
@@ -446,7 +455,7 @@ void main()
                 pc.lqs.d[1u] = float(total);
             }
             if (gl_LocalInvocationIndex == 0u) {
-                atomicExchange(pc.sync.d[1023u], 0u);
+                atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
             }
         }
     }

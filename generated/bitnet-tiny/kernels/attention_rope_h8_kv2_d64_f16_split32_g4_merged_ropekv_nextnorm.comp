@@ -39,6 +39,7 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint HD = 64u;
+const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -511,7 +512,7 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t32 = atomicAdd(pc.sync.d[1023u], 1u);
+            uint t32 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
             arrived1[0u] = t32;
         }
         barrier();
@@ -702,7 +703,7 @@ void main()
                 pc.lqs.d[1u] = float(total);
             }
             if (gl_LocalInvocationIndex == 0u) {
-                atomicExchange(pc.sync.d[1023u], 0u);
+                atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
             }
         }
         if (gl_LocalInvocationIndex == 0u) {

@@ -36,9 +36,17 @@ layout(constant_id = 5) const uint TILE_TOKS = 4u;
 layout(constant_id = 7) const uint TILE_MMA = 0u;
 const uint M = 512u;
 const uint FMT_I2_S = 36u;
+const uint I2_S_SCALE_WORD_M512 = 16384u;
 const uint FMT_TQ1_T = 200u;
+const uint TQ1_T_SCALE_WORD_M512 = 13312u;
 const uint FMT_TQ1_0 = 34u;
 const uint FMT_TQ2_0 = 35u;
+const uint TQ1_0_ROW_BYTES = 108u;
+const uint TQ1_0_BLOCK_BYTES = 54u;
+const uint TQ2_0_ROW_BYTES = 132u;
+const uint TQ2_0_BLOCK_BYTES = 66u;
+const uint TQ1_T_ROW_BYTES = 104u;
+const uint TQ1_T_BLOCK_BYTES = 52u;
 
 shared uint wsh[32u + 128u * TILE_ROWS];
 shared uint ash[32u + 512u * TILE_TOKS];
@@ -99,10 +107,10 @@ void main()
     MMA_DECLARE;
     precise float ws = 0.0;
     if (WFMT == FMT_I2_S) {
-        ws = uintBitsToFloat(pc.w.d[16384u]);
+        ws = uintBitsToFloat(pc.w.d[I2_S_SCALE_WORD_M512]);
     }
     if (WFMT == FMT_TQ1_T) {
-        ws = uintBitsToFloat(pc.w.d[13312u]);
+        ws = uintBitsToFloat(pc.w.d[TQ1_T_SCALE_WORD_M512]);
     }
     if ((TILE_MMA != 0u) && (WFMT == FMT_I2_S)) {
         uint row0 = gl_WorkGroupID.x * 64u;
@@ -307,7 +315,7 @@ void main()
                     wsh[dst] = pc.w.d[(gr * KW) + ((kb1 * 8u) + wi1)];
                 }
                 if (WFMT == FMT_TQ1_0) {
-                    uint boff = (gr * 108u) + ((kb1 >> 1u) * 54u);
+                    uint boff = (gr * TQ1_0_ROW_BYTES) + ((kb1 >> 1u) * TQ1_0_BLOCK_BYTES);
                     uint l0 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t2 = l0 + 0u;
                     bool t3 = t2 < 160u;
@@ -352,7 +360,7 @@ void main()
                     wsh[dst] = ((((((((((t8 & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t8 >> 8u) & 0x00ff00ffu) * t6) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 6u) | ((((((((t15 & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t15 >> 8u) & 0x00ff00ffu) * t13) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 4u)) | ((((((((t22 & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t22 >> 8u) & 0x00ff00ffu) * t20) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 2u)) | ((((((((t29 & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u) >> 8u) | ((((((t29 >> 8u) & 0x00ff00ffu) * t27) & 0x00ff00ffu) * 3u) & 0xff00ff00u)) << 0u);
                 }
                 if (WFMT == FMT_TQ2_0) {
-                    uint boff1 = (gr * 132u) + ((kb1 >> 1u) * 66u);
+                    uint boff1 = (gr * TQ2_0_ROW_BYTES) + ((kb1 >> 1u) * TQ2_0_BLOCK_BYTES);
                     uint l01 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t30 = l01 + 0u;
                     uint t31 = boff1 + (((t30 >> 7u) << 5u) | (t30 & 31u));
@@ -373,7 +381,7 @@ void main()
                     wsh[dst] = ((((((((t31 & 2u) != 0u) ? ((tlo4 >> 16u) | (pc.w.d[twi4 + 1u] << 16u)) : tlo4) >> (((t30 >> 5u) & 3u) << 1u)) & 0x03030303u) << 6u) | ((((((t33 & 2u) != 0u) ? ((tlo5 >> 16u) | (pc.w.d[twi5 + 1u] << 16u)) : tlo5) >> (((t32 >> 5u) & 3u) << 1u)) & 0x03030303u) << 4u)) | ((((((t35 & 2u) != 0u) ? ((tlo6 >> 16u) | (pc.w.d[twi6 + 1u] << 16u)) : tlo6) >> (((t34 >> 5u) & 3u) << 1u)) & 0x03030303u) << 2u)) | ((((((t37 & 2u) != 0u) ? ((tlo7 >> 16u) | (pc.w.d[twi7 + 1u] << 16u)) : tlo7) >> (((t36 >> 5u) & 3u) << 1u)) & 0x03030303u) << 0u);
                 }
                 if (WFMT == FMT_TQ1_T) {
-                    uint boff2 = (gr * 104u) + ((kb1 >> 1u) * 52u);
+                    uint boff2 = (gr * TQ1_T_ROW_BYTES) + ((kb1 >> 1u) * TQ1_T_BLOCK_BYTES);
                     uint l02 = ((kb1 & 1u) << 7u) + (wi1 << 2u);
                     uint t38 = l02 + 0u;
                     bool t39 = t38 < 160u;
@@ -407,13 +415,13 @@ void main()
                 }
             }
             if ((WFMT == FMT_TQ1_0) && (gl_LocalInvocationIndex < tm)) {
-                uint boff3 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 108u) + ((kb1 >> 1u) * 54u);
+                uint boff3 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * TQ1_0_ROW_BYTES) + ((kb1 >> 1u) * TQ1_0_BLOCK_BYTES);
                 uint tdo = boff3 + 52u;
                 precise float t62 = unpackHalf2x16((pc.w.d[tdo >> 2u] >> ((tdo & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t62;
             }
             if ((WFMT == FMT_TQ2_0) && (gl_LocalInvocationIndex < tm)) {
-                uint boff4 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * 132u) + ((kb1 >> 1u) * 66u);
+                uint boff4 = (min(row01 + gl_LocalInvocationIndex, M - 1u) * TQ2_0_ROW_BYTES) + ((kb1 >> 1u) * TQ2_0_BLOCK_BYTES);
                 uint tdo1 = boff4 + 64u;
                 precise float t63 = unpackHalf2x16((pc.w.d[tdo1 >> 2u] >> ((tdo1 & 2u) << 3u)) & 0xffffu).x;
                 dsh[gl_LocalInvocationIndex] = t63;

@@ -30,6 +30,7 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint D = 512u;
+const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -52,7 +53,7 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t0 = atomicAdd(pc.sync.d[1023u], 1u);
+        uint t0 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
         arrived[0u] = t0;
     }
     barrier();
@@ -132,7 +133,7 @@ void main()
             pc.lqs.d[1u] = float(total);
         }
         if (gl_LocalInvocationIndex == 0u) {
-            atomicExchange(pc.sync.d[1023u], 0u);
+            atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
         }
     }
 }

@@ -34,6 +34,8 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint CW = 32u;
+const uint I2_S_SCALE_WORD_M512 = 49152u;
+const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
@@ -112,7 +114,7 @@ void main()
     barrier();
     if (gl_LocalInvocationIndex < 128u) {
         uint o = (wg * 128u) + gl_LocalInvocationIndex;
-        precise float v = (float(osum[gl_LocalInvocationIndex] - int(pc.qs.d[1u])) / pc.qs.d[0u]) * uintBitsToFloat(pc.wt.d[49152u]);
+        precise float v = (float(osum[gl_LocalInvocationIndex] - int(pc.qs.d[1u])) / pc.qs.d[0u]) * uintBitsToFloat(pc.wt.d[I2_S_SCALE_WORD_M512]);
         precise float t0 = pc.y.d[o] + v;
         pc.y.d[o] = t0;
     }
@@ -120,7 +122,7 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t1 = atomicAdd(pc.sync.d[1023u], 1u);
+            uint t1 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
             arrived[0u] = t1;
         }
         barrier();
@@ -200,7 +202,7 @@ void main()
                 pc.lqs.d[1u] = float(total);
             }
             if (gl_LocalInvocationIndex == 0u) {
-                atomicExchange(pc.sync.d[1023u], 0u);
+                atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
             }
         }
     }

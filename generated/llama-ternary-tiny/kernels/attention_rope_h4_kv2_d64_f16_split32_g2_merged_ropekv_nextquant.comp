@@ -36,6 +36,7 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint HD = 64u;
+const uint SYNC_LAST_NORM = 1023u;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
 const int Q8_LO = -128;
@@ -337,7 +338,7 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t18 = atomicAdd(pc.sync.d[1023u], 1u);
+            uint t18 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
             arrived1[0u] = t18;
         }
         barrier();
@@ -455,7 +456,7 @@ void main()
                 pc.lqs.d[1u] = float(total);
             }
             if (gl_LocalInvocationIndex == 0u) {
-                atomicExchange(pc.sync.d[1023u], 0u);
+                atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
             }
         }
         if (gl_LocalInvocationIndex == 0u) {

@@ -66,6 +66,7 @@ layout(push_constant) uniform Push {
 
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
+const uint SYNC_TICKETS = 1020u;
 layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 layout(constant_id = 1) const uint WFMT = 36u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
@@ -76,18 +77,36 @@ const uint K4 = 64u;
 const uint KW = 16u;
 const uint M = 256u;
 const uint FMT_I2_S = 36u;
+const uint I2_S_SCALE_WORD_M256 = 4096u;
 const uint FMT_TQ1_T = 200u;
+const uint TQ1_T_SCALE_WORD_M256 = 3328u;
 const uint FMT_TQ1_0 = 34u;
+const uint TQ1_0_ROW_BYTES = 54u;
+const uint TQ1_0_BLOCK_BYTES = 54u;
 const uint FMT_TQ2_0 = 35u;
+const uint TQ2_0_ROW_BYTES = 66u;
+const uint TQ2_0_BLOCK_BYTES = 66u;
+const uint TQ1_T_ROW_BYTES = 52u;
+const uint TQ1_T_BLOCK_BYTES = 52u;
+const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
 const float AMAX_MIN = 1e-05;
 const int Q8_LO = -128;
 const int Q8_HI = 127;
+const uint SYNC_PHASES = 1022u;
 const uint M1 = 768u;
+const uint I2_S_SCALE_WORD_M768 = 12288u;
+const uint TQ1_T_SCALE_WORD_M768 = 9984u;
 const uint KV41 = 12u;
 const uint K41 = 192u;
 const uint KW1 = 48u;
+const uint I2_S_SCALE_WORD_M2561 = 12288u;
+const uint TQ1_T_SCALE_WORD_M2561 = 9984u;
+const uint TQ1_0_ROW_BYTES1 = 162u;
+const uint TQ2_0_ROW_BYTES1 = 198u;
+const uint TQ1_T_ROW_BYTES1 = 156u;
+const uint SYNC_FINISHED = 1021u;
 
 shared uint ticket[1];
 shared float red[256];
@@ -157,7 +176,7 @@ void main()
     Buf_lq2 lq2 = pc.args.lq2;
     Buf_lqs2 lqs2 = pc.args.lqs2;
     if (gl_LocalInvocationIndex == 0u) {
-        uint t0 = atomicAdd(sync.d[1020u], 1u);
+        uint t0 = atomicAdd(sync.d[SYNC_TICKETS], 1u);
         ticket[0u] = t0;
     }
     barrier();
@@ -179,10 +198,10 @@ void main()
         }
         precise float ws = 0.0;
         if (WFMT == FMT_I2_S) {
-            ws = uintBitsToFloat(w.d[4096u]);
+            ws = uintBitsToFloat(w.d[I2_S_SCALE_WORD_M256]);
         }
         if (WFMT == FMT_TQ1_T) {
-            ws = uintBitsToFloat(w.d[3328u]);
+            ws = uintBitsToFloat(w.d[TQ1_T_SCALE_WORD_M256]);
         }
         uint R = min(1u << GEMV_ROWS, gl_SubgroupSize);
         uint slots1 = 8u << GEMV_WIDE;
@@ -200,7 +219,7 @@ void main()
                     for (uint w1 = lane; w1 < KW; w1 += lpr) {
                         uint qb = ((w1 >> 3u) * 32u) + (w1 & 7u);
                         uint l0 = (((w1 >> 3u) & 1u) << 7u) + ((w1 & 7u) << 2u);
-                        uint boff = (row * 54u) + ((w1 >> 4u) * 54u);
+                        uint boff = (row * TQ1_0_ROW_BYTES) + ((w1 >> 4u) * TQ1_0_BLOCK_BYTES);
                         int aw = 0;
                         uint qw = q.d[qb + 0u];
                         uint t1 = l0 + 0u;
@@ -258,7 +277,7 @@ void main()
                     for (uint w2 = lane; w2 < KW; w2 += lpr) {
                         uint qb1 = ((w2 >> 3u) * 32u) + (w2 & 7u);
                         uint l01 = (((w2 >> 3u) & 1u) << 7u) + ((w2 & 7u) << 2u);
-                        uint boff1 = (row * 66u) + ((w2 >> 4u) * 66u);
+                        uint boff1 = (row * TQ2_0_ROW_BYTES) + ((w2 >> 4u) * TQ2_0_BLOCK_BYTES);
                         int aw1 = 0;
                         uint qw4 = q.d[qb1 + 0u];
                         uint t29 = l01 + 0u;
@@ -292,7 +311,7 @@ void main()
                     for (uint w3 = lane; w3 < KW; w3 += lpr) {
                         uint qb2 = ((w3 >> 3u) * 32u) + (w3 & 7u);
                         uint l02 = (((w3 >> 3u) & 1u) << 7u) + ((w3 & 7u) << 2u);
-                        uint boff2 = (row * 52u) + ((w3 >> 4u) * 52u);
+                        uint boff2 = (row * TQ1_T_ROW_BYTES) + ((w3 >> 4u) * TQ1_T_BLOCK_BYTES);
                         uint qw8 = q.d[qb2 + 0u];
                         uint t37 = l02 + 0u;
                         bool t38 = t37 < 160u;
@@ -406,7 +425,7 @@ void main()
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {
-            uint t65 = atomicAdd(sync.d[1023u], 1u);
+            uint t65 = atomicAdd(sync.d[SYNC_LAST_NORM], 1u);
             arrived[0u] = t65;
         }
         barrier();
@@ -486,14 +505,14 @@ void main()
                 lqs.d[1u] = float(total);
             }
             if (gl_LocalInvocationIndex == 0u) {
-                atomicExchange(sync.d[1023u], 0u);
+                atomicExchange(sync.d[SYNC_LAST_NORM], 0u);
             }
         }
     } else {
         if (t < end1) {
             while (true) {
                 if (gl_LocalInvocationIndex == 0u) {
-                    uint t68 = atomicOr(sync.d[1022u], 0u);
+                    uint t68 = atomicOr(sync.d[SYNC_PHASES], 0u);
                     seen[0u] = t68;
                 }
                 barrier();
@@ -512,12 +531,12 @@ void main()
             precise float ws1 = 0.0;
             precise float ws_up = 0.0;
             if (WFMT == FMT_I2_S) {
-                ws1 = uintBitsToFloat(w7.d[12288u]);
-                ws_up = uintBitsToFloat(wu.d[12288u]);
+                ws1 = uintBitsToFloat(w7.d[I2_S_SCALE_WORD_M768]);
+                ws_up = uintBitsToFloat(wu.d[I2_S_SCALE_WORD_M768]);
             }
             if (WFMT == FMT_TQ1_T) {
-                ws1 = uintBitsToFloat(w7.d[9984u]);
-                ws_up = uintBitsToFloat(wu.d[9984u]);
+                ws1 = uintBitsToFloat(w7.d[TQ1_T_SCALE_WORD_M768]);
+                ws_up = uintBitsToFloat(wu.d[TQ1_T_SCALE_WORD_M768]);
             }
             uint R1 = min(1u << GEMV_ROWS, gl_SubgroupSize);
             uint slots2 = 8u << GEMV_WIDE;
@@ -537,9 +556,9 @@ void main()
                         for (uint w8 = lane1; w8 < KW; w8 += lpr1) {
                             uint qb6 = ((w8 >> 3u) * 32u) + (w8 & 7u);
                             uint l03 = (((w8 >> 3u) & 1u) << 7u) + ((w8 & 7u) << 2u);
-                            uint boff3 = (row1 * 54u) + ((w8 >> 4u) * 54u);
+                            uint boff3 = (row1 * TQ1_0_ROW_BYTES) + ((w8 >> 4u) * TQ1_0_BLOCK_BYTES);
                             int aw2 = 0;
-                            uint boff4 = (row1 * 54u) + ((w8 >> 4u) * 54u);
+                            uint boff4 = (row1 * TQ1_0_ROW_BYTES) + ((w8 >> 4u) * TQ1_0_BLOCK_BYTES);
                             int awu = 0;
                             uint qw12 = lq.d[qb6 + 0u];
                             uint t69 = l03 + 0u;
@@ -639,9 +658,9 @@ void main()
                         for (uint w9 = lane1; w9 < KW; w9 += lpr1) {
                             uint qb7 = ((w9 >> 3u) * 32u) + (w9 & 7u);
                             uint l04 = (((w9 >> 3u) & 1u) << 7u) + ((w9 & 7u) << 2u);
-                            uint boff5 = (row1 * 66u) + ((w9 >> 4u) * 66u);
+                            uint boff5 = (row1 * TQ2_0_ROW_BYTES) + ((w9 >> 4u) * TQ2_0_BLOCK_BYTES);
                             int aw3 = 0;
-                            uint boff6 = (row1 * 66u) + ((w9 >> 4u) * 66u);
+                            uint boff6 = (row1 * TQ2_0_ROW_BYTES) + ((w9 >> 4u) * TQ2_0_BLOCK_BYTES);
                             int awu1 = 0;
                             uint qw16 = lq.d[qb7 + 0u];
                             uint t121 = l04 + 0u;
@@ -693,8 +712,8 @@ void main()
                         for (uint w10 = lane1; w10 < KW; w10 += lpr1) {
                             uint qb8 = ((w10 >> 3u) * 32u) + (w10 & 7u);
                             uint l05 = (((w10 >> 3u) & 1u) << 7u) + ((w10 & 7u) << 2u);
-                            uint boff7 = (row1 * 52u) + ((w10 >> 4u) * 52u);
-                            uint boff8 = (row1 * 52u) + ((w10 >> 4u) * 52u);
+                            uint boff7 = (row1 * TQ1_T_ROW_BYTES) + ((w10 >> 4u) * TQ1_T_BLOCK_BYTES);
+                            uint boff8 = (row1 * TQ1_T_ROW_BYTES) + ((w10 >> 4u) * TQ1_T_BLOCK_BYTES);
                             uint qw20 = lq.d[qb8 + 0u];
                             uint t133 = l05 + 0u;
                             bool t134 = t133 < 160u;
@@ -882,7 +901,7 @@ void main()
             memoryBarrierBuffer();
             barrier();
             if (gl_LocalInvocationIndex == 0u) {
-                uint t183 = atomicAdd(sync.d[1023u], 1u);
+                uint t183 = atomicAdd(sync.d[SYNC_LAST_NORM], 1u);
                 arrived1[0u] = t183;
             }
             barrier();
@@ -937,13 +956,13 @@ void main()
                     lqs1.d[1u] = float(total1);
                 }
                 if (gl_LocalInvocationIndex == 0u) {
-                    atomicExchange(sync.d[1023u], 0u);
+                    atomicExchange(sync.d[SYNC_LAST_NORM], 0u);
                 }
             }
         } else {
             while (true) {
                 if (gl_LocalInvocationIndex == 0u) {
-                    uint t186 = atomicOr(sync.d[1022u], 0u);
+                    uint t186 = atomicOr(sync.d[SYNC_PHASES], 0u);
                     seen1[0u] = t186;
                 }
                 barrier();
@@ -961,10 +980,10 @@ void main()
             }
             precise float ws2 = 0.0;
             if (WFMT == FMT_I2_S) {
-                ws2 = uintBitsToFloat(w13.d[12288u]);
+                ws2 = uintBitsToFloat(w13.d[I2_S_SCALE_WORD_M2561]);
             }
             if (WFMT == FMT_TQ1_T) {
-                ws2 = uintBitsToFloat(w13.d[9984u]);
+                ws2 = uintBitsToFloat(w13.d[TQ1_T_SCALE_WORD_M2561]);
             }
             uint R2 = min(1u << GEMV_ROWS, gl_SubgroupSize);
             uint slots3 = 8u << GEMV_WIDE;
@@ -982,7 +1001,7 @@ void main()
                         for (uint w14 = lane2; w14 < KW1; w14 += lpr2) {
                             uint qb11 = ((w14 >> 3u) * 32u) + (w14 & 7u);
                             uint l06 = (((w14 >> 3u) & 1u) << 7u) + ((w14 & 7u) << 2u);
-                            uint boff9 = (row2 * 162u) + ((w14 >> 4u) * 54u);
+                            uint boff9 = (row2 * TQ1_0_ROW_BYTES1) + ((w14 >> 4u) * TQ1_0_BLOCK_BYTES);
                             int aw4 = 0;
                             uint qw32 = lq1.d[qb11 + 0u];
                             uint t187 = l06 + 0u;
@@ -1040,7 +1059,7 @@ void main()
                         for (uint w15 = lane2; w15 < KW1; w15 += lpr2) {
                             uint qb12 = ((w15 >> 3u) * 32u) + (w15 & 7u);
                             uint l07 = (((w15 >> 3u) & 1u) << 7u) + ((w15 & 7u) << 2u);
-                            uint boff10 = (row2 * 198u) + ((w15 >> 4u) * 66u);
+                            uint boff10 = (row2 * TQ2_0_ROW_BYTES1) + ((w15 >> 4u) * TQ2_0_BLOCK_BYTES);
                             int aw5 = 0;
                             uint qw36 = lq1.d[qb12 + 0u];
                             uint t215 = l07 + 0u;
@@ -1074,7 +1093,7 @@ void main()
                         for (uint w16 = lane2; w16 < KW1; w16 += lpr2) {
                             uint qb13 = ((w16 >> 3u) * 32u) + (w16 & 7u);
                             uint l08 = (((w16 >> 3u) & 1u) << 7u) + ((w16 & 7u) << 2u);
-                            uint boff11 = (row2 * 156u) + ((w16 >> 4u) * 52u);
+                            uint boff11 = (row2 * TQ1_T_ROW_BYTES1) + ((w16 >> 4u) * TQ1_T_BLOCK_BYTES);
                             uint qw40 = lq1.d[qb13 + 0u];
                             uint t223 = l08 + 0u;
                             bool t224 = t223 < 160u;
@@ -1189,7 +1208,7 @@ void main()
                 memoryBarrierBuffer();
                 barrier();
                 if (gl_LocalInvocationIndex == 0u) {
-                    uint t251 = atomicAdd(sync.d[1023u], 1u);
+                    uint t251 = atomicAdd(sync.d[SYNC_LAST_NORM], 1u);
                     arrived2[0u] = t251;
                 }
                 barrier();
@@ -1269,7 +1288,7 @@ void main()
                         lqs2.d[1u] = float(total2);
                     }
                     if (gl_LocalInvocationIndex == 0u) {
-                        atomicExchange(sync.d[1023u], 0u);
+                        atomicExchange(sync.d[SYNC_LAST_NORM], 0u);
                     }
                 }
             }
@@ -1278,20 +1297,20 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t254 = atomicAdd(sync.d[1021u], 1u);
+        uint t254 = atomicAdd(sync.d[SYNC_FINISHED], 1u);
         uint fin = t254 + 1u;
         if (fin == end0) {
             memoryBarrierBuffer();
-            atomicExchange(sync.d[1022u], 1u);
+            atomicExchange(sync.d[SYNC_PHASES], 1u);
         }
         if (fin == end1) {
             memoryBarrierBuffer();
-            atomicExchange(sync.d[1022u], 2u);
+            atomicExchange(sync.d[SYNC_PHASES], 2u);
         }
         if (fin == end2) {
-            atomicExchange(sync.d[1020u], 0u);
-            atomicExchange(sync.d[1021u], 0u);
-            atomicExchange(sync.d[1022u], 0u);
+            atomicExchange(sync.d[SYNC_TICKETS], 0u);
+            atomicExchange(sync.d[SYNC_FINISHED], 0u);
+            atomicExchange(sync.d[SYNC_PHASES], 0u);
         }
     }
 }

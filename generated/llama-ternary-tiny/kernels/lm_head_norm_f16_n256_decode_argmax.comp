@@ -35,6 +35,7 @@ const float NORM_EPS = 1e-05;
 layout(constant_id = 8) const uint GEMV_WIDE = 0u;
 const uint DW4 = 32u;
 layout(constant_id = 0) const uint GEMV_VEC = 0u;
+const uint SYNC_LAST_NORM = 1023u;
 
 shared float red[256];
 shared vec2 xs[128];
@@ -156,7 +157,7 @@ void main()
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u) {
-        uint t7 = atomicAdd(pc.sync.d[1023u], 1u);
+        uint t7 = atomicAdd(pc.sync.d[SYNC_LAST_NORM], 1u);
         arrived[0u] = t7;
     }
     barrier();
@@ -194,7 +195,7 @@ void main()
             pc.result.d[0u] = wi2;
         }
         if (gl_LocalInvocationIndex == 0u) {
-            atomicExchange(pc.sync.d[1023u], 0u);
+            atomicExchange(pc.sync.d[SYNC_LAST_NORM], 0u);
         }
     }
 }
