@@ -6,9 +6,10 @@
  * memory every device has: each K and V element is read once for the whole tile.
  * Token t of the step sits at position pos + t and attends to cache rows 0 .. pos + t.
  * Keys are visited in chunks of head_dim rows: each invocation scores one key against
- * the R rows (Q rounded to F16, as the reference does for Q.K, kept as F16 pairs in
- * shared memory; K from the F16 cache, 16 bytes a load), the chunk's max per row comes
- * from subgroup maxima folded by a shared atomicMax on order-preserving keys, the
+ * the R rows (Q in the cache's type, as the reference has it for Q.K: with an F16 cache
+ * rounded to F16 and kept as F16 pairs in shared memory, with an F32 cache kept in F32;
+ * K from the cache, 16 bytes a load), the chunk's max per row comes from subgroup
+ * maxima folded by a shared atomicMax on order-preserving keys, the
  * probabilities are shared (one vec4 per key holds 4 rows), and each invocation
  * accumulates one output dimension of every row, with an online softmax (running max
  * and sum, rescaled per chunk) so any context length works. A token's keys past its
@@ -17,7 +18,7 @@
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
  * its partner (the ROPE kernel's code, the angle computed once per token for all the
- * heads of the row: gen_rope_angle / gen_rope_apply) before the F16 rounding.
+ * heads of the row: gen_rope_angle / gen_rope_apply) before Q is stored.
  *
  * Split-K decode (kop->splits = S, flash decoding): workgroup (g, s) serves all the
  * query heads of KV head g (GQA: each K and V element is read once for the group,
@@ -36,9 +37,10 @@
  * has room for GEN_ATTN_SPLITS_MAX); the default launch is kop->splits.
  * With the step's kv write folded in (kop->kv_fold, fused decode), k and v of this
  * token come in raw: the workgroup whose key range holds pos rotates k (the ROPE_KV
- * kernel's gen_rope_elem), writes both cache rows, and keeps their F16-rounded values
- * in shared memory for that one key, in the order the cache path would use them, so
- * the result is the same bits as rope_kv + attention. No other workgroup reads row pos.
+ * kernel's gen_rope_elem), writes both cache rows, and keeps their values as the cache
+ * reads them back (F16-rounded with an F16 cache) in shared memory for that one key, in
+ * the order the cache path would use them, so the result is the same bits as rope_kv +
+ * attention. No other workgroup reads row pos.
  * With the next norm folded in (kop->last_out, fused decode), the mergers count
  * themselves in once more on SYNC word GEN_SYNC_LAST_NORM; the last of the columns
  * runs the NORM_QUANT code (gen_last_norm: head_dim invocations playing the 256 of the
@@ -62,21 +64,22 @@ static dsl_expr f16_round(dsl_kernel *k, dsl_expr v)
     return dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, v, F(0)))), 0);
 }
 
-/* Shared bytes of a workgroup serving R query rows: scores (f32), q (F16 pairs) and
- * the chunk maxima. */
-static int attn_shared_bytes(int R, int hd)
+/* Shared bytes of a workgroup serving R query rows: scores (f32), q (F16 pairs with an
+ * F16 cache, else f32) and the chunk maxima. */
+static int attn_shared_bytes(int R, int hd, bool f16)
 {
-    return R * hd * (4 + 2) + R * 4;
+    return R * hd * (4 + (f16 ? 2 : 4)) + R * 4;
 }
 
 /* dot[r] += q_r[d] * key[base + d] over d < hd, for the R rows: q packed as F16 pairs
- * (qsh4: uvec4 [R][hd / 8], 8 halves a load), the key read 8 elements a step: key4 is
+ * (qf16, qsh4: uvec4 [R][hd / 8], 8 halves a load) or f32 (qsh4: vec4 [R][hd / 4], two
+ * loads), the key read 8 elements a step: key4 is
  * a uvec4 view of the F16 cache (one load) or a vec4 view of the F32 one (two loads);
  * with key4 NULL, `key` is an f32 array read element by element (the folded kv write's
  * row in shared memory). base (elements) is a multiple of 8 (the model loader makes
  * head_dim one). Per row the products are summed in the order d = 0, 1, ... */
-static void score_dots(dsl_kernel *k, dsl_expr qsh4, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16, int R,
-                       int hd, const dsl_expr *dot)
+static void score_dots(dsl_kernel *k, dsl_expr qsh4, bool qf16, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16,
+                       int R, int hd, const dsl_expr *dot)
 {
     dsl_expr kb = key4 ? dsl_let(k, "kb4", dsl_shr(k, base, U(f16 ? 3 : 2))) : base;
     dsl_expr d = dsl_for(k, "d", U(0), U((uint32_t)(hd / 8)), NULL);
@@ -102,6 +105,14 @@ static void score_dots(dsl_kernel *k, dsl_expr qsh4, dsl_expr key4, dsl_expr key
             kv[e] = dsl_let(k, "kv", dsl_load(k, key, dsl_add(k, d8, U((uint32_t)e))));
     }
     for (int r = 0; r < R; r++) {
+        if (!qf16) { /* 8 f32 elements: two vec4 loads */
+            dsl_expr q2 = dsl_let(k, "q2", dsl_add(k, U((uint64_t)r * (hd / 4)), dsl_mul(k, d, U(2))));
+            dsl_expr qw0 = dsl_let(k, "qw", dsl_load(k, qsh4, q2));
+            dsl_expr qw1 = dsl_let(k, "qw", dsl_load(k, qsh4, dsl_add(k, q2, U(1))));
+            for (int e = 0; e < 8; e++)
+                dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, e < 4 ? qw0 : qw1, e % 4), kv[e]));
+            continue;
+        }
         dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, dsl_add(k, U((uint64_t)r * (hd / 8)), d)));
         for (int c = 0; c < 4; c++) {
             dsl_expr qp = dsl_let(k, "qp", dsl_unpack_half2x16(k, dsl_comp(k, qw, c)));
@@ -227,9 +238,10 @@ static void att_rows(att_ctx *c)
     dsl_kernel *k = c->k;
     const int R = c->R, T = c->T, G = c->G, hd = c->hd;
     c->HD = dsl_const_u32(k, "HD", hd);
-    /* q of the R rows (F16-rounded, uvec4 of 8 halves), the chunk's probabilities
-     * (also q's f32 staging before packing) and maxima */
-    c->qsh = dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8));
+    /* q of the R rows (F16 cache: F16-rounded, uvec4 of 8 halves; F32: vec4), the chunk's
+     * probabilities (also q's f32 staging before packing) and maxima */
+    c->qsh = c->f16 ? dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8))
+                    : dsl_shared(k, "qsh", DSL_VEC4, (uint32_t)(R * hd / 4));
     const int P = sc_lanes(R);
     c->sc = dsl_shared(k, "sc", P == 4 ? DSL_VEC4 : P == 2 ? DSL_VEC2 : DSL_F32, (uint32_t)(R * hd / P));
     c->mkey = dsl_shared(k, "mkey", DSL_U32, (uint32_t)R); /* order-preserving keys */
@@ -261,8 +273,9 @@ static void att_rows(att_ctx *c)
 }
 
 /* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
- * rounded to F16 and packed 8 halves per uvec4 into qsh; rows of tokens past the
- * step's stay 0. Also resets the chunk maxima. */
+ * with an F16 cache rounded to F16 and packed 8 halves per uvec4 into qsh, with an F32
+ * cache copied as it is, 4 per vec4; rows of tokens past the step's stay 0. Also resets
+ * the chunk maxima. */
 static void att_load_q(att_ctx *c)
 {
     dsl_kernel *k = c->k;
@@ -286,7 +299,7 @@ static void att_load_q(att_ctx *c)
             } else {
                 qv = qr;
             }
-            dsl_assign(k, sc_at(k, c->sc, lid, tt * G + hh, R), f16_round(k, qv));
+            dsl_assign(k, sc_at(k, c->sc, lid, tt * G + hh, R), c->f16 ? f16_round(k, qv) : qv);
         }
     }
     {
@@ -295,7 +308,7 @@ static void att_load_q(att_ctx *c)
         dsl_end(k);
     }
     dsl_barrier(k);
-    /* 8 halves per uvec4 (exact: the values are F16 already); m = block, rows / P */
+    /* 8 halves per uvec4 (exact: the values are F16 already) or two vec4; m = block, rows / P */
     dsl_expr m = dsl_for(k, "m", lid, U((uint32_t)(hd / 8 * (R / P))), c->HD);
     dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, U((uint32_t)(R / P))));
     dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, U((uint32_t)(R / P))));
@@ -306,9 +319,15 @@ static void att_load_q(att_ctx *c)
                                                                 U((uint32_t)(R / P))), rg));
             h[e] = P > 1 ? dsl_comp(k, el, l) : el;
         }
+        dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)l));
+        if (!c->f16) {
+            dsl_expr at = dsl_let(k, "qa", dsl_add(k, dsl_mul(k, row, U((uint32_t)(hd / 4))), dsl_mul(k, blk, U(2))));
+            dsl_store(k, c->qsh, at, dsl_vec4(k, h[0], h[1], h[2], h[3]));
+            dsl_store(k, c->qsh, dsl_add(k, at, U(1)), dsl_vec4(k, h[4], h[5], h[6], h[7]));
+            continue;
+        }
         for (int e = 0; e < 4; e++)
             h2[e] = dsl_pack_half2x16(k, dsl_vec2(k, h[2 * e], h[2 * e + 1]));
-        dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)l));
         dsl_store(k, c->qsh, dsl_add(k, dsl_mul(k, row, U((uint32_t)(hd / 8))), blk),
                   dsl_vec4(k, h2[0], h2[1], h2[2], h2[3]));
     }
@@ -376,11 +395,11 @@ static void att_scores(att_ctx *c, dsl_expr j, const dsl_expr *rlim, dsl_expr *s
         dot[r] = dsl_var(k, "dot", DSL_F32, F(0));
     if (c->kvw) { /* key pos: from shared (knew == the cache row, read back) */
         dsl_if(k, dsl_eq(k, j, c->pos));
-        score_dots(k, c->qsh, NULL, c->knew, U(0), false, R, c->hd, dot);
+        score_dots(k, c->qsh, c->f16, NULL, c->knew, U(0), false, R, c->hd, dot);
         dsl_else(k);
     }
     dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(c->KVD)), c->kvoff));
-    score_dots(k, c->qsh, c->kc4, NULL, kb, c->f16, R, c->hd, dot);
+    score_dots(k, c->qsh, c->f16, c->kc4, NULL, kb, c->f16, R, c->hd, dot);
     if (c->kvw)
         dsl_end(k);
     for (int r = 0; r < R; r++) {
@@ -545,7 +564,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     c.T = 1; /* tokens per workgroup: prefill tiles of T tokens share each K and V load */
     if (!c.S) {
         c.T = MAX_ROWS / c.G;
-        while (c.T > 1 && attn_shared_bytes(c.T * c.G, hd) > SHARED_BUDGET)
+        while (c.T > 1 && attn_shared_bytes(c.T * c.G, hd, c.f16) > SHARED_BUDGET)
             c.T--;
     }
     c.R = c.T * c.G; /* query rows: row r = token r / G of the tile, head r % G of the group */
