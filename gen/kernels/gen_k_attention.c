@@ -6,18 +6,19 @@
  * memory every device has: each K and V element is read once for the whole tile.
  * Token t of the step sits at position pos + t and attends to cache rows 0 .. pos + t.
  * Keys are visited in chunks of head_dim rows: each invocation scores one key against
- * the R rows (Q rounded to F16, as the reference does for Q.K, kept as F16 pairs in
- * shared memory; K from the F16 cache, 16 bytes a load), the chunk's max per row comes
- * from subgroup maxima folded by a shared atomicMax on order-preserving keys, the
- * probabilities are shared (one vec4 per key holds 4 rows), and each invocation
- * accumulates one output dimension of every row, with an online softmax (running max
- * and sum, rescaled per chunk) so any context length works. A token's keys past its
- * own position (the tile's later tokens') score -1e30 and weigh exactly 0, so every
- * row's sums are the bits a one-token workgroup would compute.
+ * the R rows (Q in the cache's type, as the reference has it for Q.K: with an F16 cache
+ * rounded to F16 and kept as F16 pairs in shared memory, with an F32 cache kept in F32;
+ * K from the cache, 16 bytes a load), the chunk's max per row comes from subgroup
+ * maxima folded by a shared atomicMax on order-preserving keys, the probabilities are
+ * shared (one vec4 per key holds 4 rows), and each invocation accumulates one output
+ * dimension of every row, with an online softmax (running max and sum, rescaled per
+ * chunk) so any context length works. A token's keys past its own position (the
+ * tile's later tokens') score -1e30 (MASKED_SCORE) and weigh exactly 0, so every row's
+ * sums are the bits a one-token workgroup would compute.
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
  * its partner (the ROPE kernel's code, the angle computed once per token for all the
- * heads of the row: gen_rope_angle / gen_rope_apply) before the F16 rounding.
+ * heads of the row: gen_rope_angle / gen_rope_apply) before Q is stored.
  *
  * Split-K decode (kop->splits = S, flash decoding): workgroup (g, s) serves all the
  * query heads of KV head g (GQA: each K and V element is read once for the group,
@@ -36,9 +37,10 @@
  * has room for GEN_ATTN_SPLITS_MAX); the default launch is kop->splits.
  * With the step's kv write folded in (kop->kv_fold, fused decode), k and v of this
  * token come in raw: the workgroup whose key range holds pos rotates k (the ROPE_KV
- * kernel's gen_rope_elem), writes both cache rows, and keeps their F16-rounded values
- * in shared memory for that one key, in the order the cache path would use them, so
- * the result is the same bits as rope_kv + attention. No other workgroup reads row pos.
+ * kernel's gen_rope_elem), writes both cache rows, and keeps their values as the cache
+ * reads them back (F16-rounded with an F16 cache) in shared memory for that one key, in
+ * the order the cache path would use them, so the result is the same bits as rope_kv +
+ * attention. No other workgroup reads row pos.
  * With the next norm folded in (kop->last_out, fused decode), the mergers count
  * themselves in once more on SYNC word GEN_SYNC_LAST_NORM; the last of the columns
  * runs the NORM_QUANT code (gen_last_norm: head_dim invocations playing the 256 of the
@@ -62,24 +64,33 @@ static dsl_expr f16_round(dsl_kernel *k, dsl_expr v)
     return dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, v, F(0)))), 0);
 }
 
-/* Shared bytes of a workgroup serving R query rows: scores (f32), q (F16 pairs) and
- * the chunk maxima. */
-static int attn_shared_bytes(int R, int hd)
+/* The kernels' named constants (GLSL `const`: compile-time, the same arithmetic as
+ * literals); asking again for a name and value returns the one declaration. */
+#define MASKED_SCORE(k) dsl_const_f32(k, "MASKED_SCORE", -1e30) /* a key a row does not see (weighs 0); no max yet */
+#define PART_STRIDE(k, hd) dsl_const_u32(k, "PART_STRIDE", (hd) + 2) /* a head's partial: acc[hd], max, sum */
+#define PART_SUM(k, hd) dsl_const_u32(k, "PART_SUM", (hd) + 1)       /* the sum's offset in it (max: HD) */
+#define SC_KEY_STRIDE(k, R) dsl_const_u32(k, "SC_KEY_STRIDE", (R) / sc_lanes(R)) /* sc elements per key */
+
+/* Shared bytes of a workgroup serving R query rows: scores (f32), q (F16 pairs with an
+ * F16 cache, else f32) and the chunk maxima. */
+static int attn_shared_bytes(int R, int hd, bool f16)
 {
-    return R * hd * (4 + 2) + R * 4;
+    return R * hd * (4 + (f16 ? 2 : 4)) + R * 4;
 }
 
 /* dot[r] += q_r[d] * key[base + d] over d < hd, for the R rows: q packed as F16 pairs
- * (qsh4: uvec4 [R][hd / 8], 8 halves a load), the key read 8 elements a step: key4 is
+ * (qf16, qsh4: uvec4 [R][hd / 8], 8 halves a load) or f32 (qsh4: vec4 [R][hd / 4], two
+ * loads), the key read 8 elements a step: key4 is
  * a uvec4 view of the F16 cache (one load) or a vec4 view of the F32 one (two loads);
  * with key4 NULL, `key` is an f32 array read element by element (the folded kv write's
  * row in shared memory). base (elements) is a multiple of 8 (the model loader makes
  * head_dim one). Per row the products are summed in the order d = 0, 1, ... */
-static void score_dots(dsl_kernel *k, dsl_expr qsh4, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16, int R,
-                       int hd, const dsl_expr *dot)
+static void score_dots(dsl_kernel *k, dsl_expr qsh4, bool qf16, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16,
+                       int R, int hd, const dsl_expr *dot)
 {
     dsl_expr kb = key4 ? dsl_let(k, "kb4", dsl_shr(k, base, U(f16 ? 3 : 2))) : base;
-    dsl_expr d = dsl_for(k, "d", U(0), U((uint32_t)(hd / 8)), NULL);
+    dsl_expr d = dsl_for(k, "d", U(0), dsl_const_u32(k, "DOT_STEPS", hd / 8), NULL); /* 8 elements a step */
+    dsl_expr qrow = dsl_const_u32(k, "Q_ROW_VEC4", qf16 ? hd / 8 : hd / 4); /* a row of qsh */
     dsl_expr kv[8];
     if (key4 && f16) {
         dsl_expr w = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, kb, d)));
@@ -102,7 +113,16 @@ static void score_dots(dsl_kernel *k, dsl_expr qsh4, dsl_expr key4, dsl_expr key
             kv[e] = dsl_let(k, "kv", dsl_load(k, key, dsl_add(k, d8, U((uint32_t)e))));
     }
     for (int r = 0; r < R; r++) {
-        dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, dsl_add(k, U((uint64_t)r * (hd / 8)), d)));
+        if (!qf16) { /* 8 f32 elements: two vec4 loads */
+            dsl_expr d2q = dsl_mul(k, d, U(2));
+            dsl_expr q2 = dsl_let(k, "q2", r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d2q) : d2q);
+            dsl_expr qw0 = dsl_let(k, "qw", dsl_load(k, qsh4, q2));
+            dsl_expr qw1 = dsl_let(k, "qw", dsl_load(k, qsh4, dsl_add(k, q2, U(1))));
+            for (int e = 0; e < 8; e++)
+                dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, e < 4 ? qw0 : qw1, e % 4), kv[e]));
+            continue;
+        }
+        dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d) : d));
         for (int c = 0; c < 4; c++) {
             dsl_expr qp = dsl_let(k, "qp", dsl_unpack_half2x16(k, dsl_comp(k, qw, c)));
             dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qp, 0), kv[2 * c]));
@@ -123,7 +143,7 @@ static int sc_lanes(int R)
 static dsl_expr sc_at(dsl_kernel *k, dsl_expr sc, dsl_expr i, int r, int R)
 {
     const int P = sc_lanes(R);
-    dsl_expr e = dsl_at(k, sc, dsl_add(k, dsl_mul(k, i, U((uint32_t)(R / P))), U((uint32_t)(r / P))));
+    dsl_expr e = dsl_at(k, sc, dsl_add(k, dsl_mul(k, i, SC_KEY_STRIDE(k, R)), U((uint32_t)(r / P))));
     return P > 1 ? dsl_comp(k, e, r % P) : e;
 }
 
@@ -133,7 +153,7 @@ static void accum_value(dsl_kernel *k, dsl_expr sc, dsl_expr i, dsl_expr vv, int
 {
     const int P = sc_lanes(R);
     for (int r0 = 0; r0 < R; r0 += P) {
-        dsl_expr pv = dsl_let(k, "pv", dsl_load(k, sc, dsl_add(k, dsl_mul(k, i, U((uint32_t)(R / P))),
+        dsl_expr pv = dsl_let(k, "pv", dsl_load(k, sc, dsl_add(k, dsl_mul(k, i, SC_KEY_STRIDE(k, R)),
                                                             U((uint32_t)(r0 / P)))));
         for (int r = r0; r < r0 + P; r++) {
             dsl_expr p = P > 1 ? dsl_comp(k, pv, r - r0) : pv;
@@ -153,7 +173,7 @@ typedef struct {
     uint32_t columns;                      /* workgroups along axis 0 */
     dsl_expr q, kc, vc, kc4, y, yout, sync, kin, vin;
     gen_last_bufs lb;
-    dsl_expr HD, qsh, sc, mkey, w0, lid, kvh, kvoff;
+    dsl_expr HD, QROW, KVROW, qsh, sc, mkey, w0, lid, kvh, kvoff;
     dsl_expr tok[MAX_ROWS], nr[MAX_ROWS], live[MAX_ROWS], hi, lo;
     dsl_expr head[MAX_GROUP];
     gen_rope_rot rot;                      /* this lane's rotation at the token's position */
@@ -227,9 +247,12 @@ static void att_rows(att_ctx *c)
     dsl_kernel *k = c->k;
     const int R = c->R, T = c->T, G = c->G, hd = c->hd;
     c->HD = dsl_const_u32(k, "HD", hd);
-    /* q of the R rows (F16-rounded, uvec4 of 8 halves), the chunk's probabilities
-     * (also q's f32 staging before packing) and maxima */
-    c->qsh = dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8));
+    c->QROW = dsl_const_u32(k, "Q_ROW_STRIDE", c->QD);   /* one token's q (and y) */
+    c->KVROW = dsl_const_u32(k, "KV_ROW_STRIDE", c->KVD); /* one cache row */
+    /* q of the R rows (F16 cache: F16-rounded, uvec4 of 8 halves; F32: vec4), the chunk's
+     * probabilities (also q's f32 staging before packing) and maxima */
+    c->qsh = c->f16 ? dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8))
+                    : dsl_shared(k, "qsh", DSL_VEC4, (uint32_t)(R * hd / 4));
     const int P = sc_lanes(R);
     c->sc = dsl_shared(k, "sc", P == 4 ? DSL_VEC4 : P == 2 ? DSL_VEC2 : DSL_F32, (uint32_t)(R * hd / P));
     c->mkey = dsl_shared(k, "mkey", DSL_U32, (uint32_t)R); /* order-preserving keys */
@@ -237,14 +260,16 @@ static void att_rows(att_ctx *c)
      * range (split, one token) or the tile of T tokens */
     c->w0 = dsl_wgid(k, 0);
     c->lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    c->kvh = G > 1 ? c->w0 : dsl_let(k, "kvh", dsl_div(k, c->w0, U(c->group)));
+    dsl_expr GROUP = dsl_const_u32(k, "GROUP", c->group); /* query heads per KV head */
+    c->kvh = G > 1 ? c->w0 : dsl_let(k, "kvh", dsl_div(k, c->w0, GROUP));
     c->kvoff = dsl_let(k, "kvoff", dsl_mul(k, c->kvh, c->HD));
     if (c->S) {
         c->tok[0] = U(0);
         c->nr[0] = dsl_let(k, "n", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), U(1)));
     } else {
         /* token tok of the step sits at pos + tok and sees cache rows 0 .. pos + tok */
-        dsl_expr tb = T > 1 ? dsl_let(k, "tb", dsl_mul(k, dsl_wgid(k, 1), U((uint32_t)T))) : dsl_wgid(k, 1);
+        dsl_expr TILE = T > 1 ? dsl_const_u32(k, "TILE_TOKENS", T) : NULL;
+        dsl_expr tb = T > 1 ? dsl_let(k, "tb", dsl_mul(k, dsl_wgid(k, 1), TILE)) : dsl_wgid(k, 1);
         for (int tt = 0; tt < T; tt++) {
             c->tok[tt] = T > 1 ? dsl_let(k, "t", dsl_add(k, tb, U((uint32_t)tt))) : tb;
             c->nr[tt] = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt]), U(1)));
@@ -252,17 +277,18 @@ static void att_rows(att_ctx *c)
         }
         /* the tile's keys: those of its last token in the step */
         c->hi = T > 1 ? dsl_let(k, "hi", dsl_add(k, dsl_dyn(k, DSL_DYN_POS),
-                                                 dsl_min(k, dsl_add(k, tb, U((uint32_t)T)),
+                                                 dsl_min(k, dsl_add(k, tb, TILE),
                                                          dsl_dyn(k, DSL_DYN_N_TOKENS))))
                       : c->nr[0];
     }
     for (int hh = 0; hh < G; hh++)
-        c->head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, c->kvh, U(G)), U(hh))) : c->w0;
+        c->head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, c->kvh, GROUP), U(hh))) : c->w0; /* G == group */
 }
 
 /* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
- * rounded to F16 and packed 8 halves per uvec4 into qsh; rows of tokens past the
- * step's stay 0. Also resets the chunk maxima. */
+ * with an F16 cache rounded to F16 and packed 8 halves per uvec4 into qsh, with an F32
+ * cache copied as it is, 4 per vec4; rows of tokens past the step's stay 0. Also resets
+ * the chunk maxima. */
 static void att_load_q(att_ctx *c)
 {
     dsl_kernel *k = c->k;
@@ -273,7 +299,7 @@ static void att_load_q(att_ctx *c)
             c->rot = gen_rope_angle(k, c->hp, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt])));
         for (int hh = 0; hh < G; hh++) {
             dsl_expr e = dsl_add(k, dsl_mul(k, c->head[hh], c->HD), lid), qv;
-            dsl_expr qb = dsl_mul(k, c->tok[tt], U(c->QD));
+            dsl_expr qb = dsl_mul(k, c->tok[tt], c->QROW);
             if (T > 1) {
                 qv = dsl_var(k, "qv", DSL_F32, F(0));
                 dsl_if(k, c->live[tt]);
@@ -286,30 +312,38 @@ static void att_load_q(att_ctx *c)
             } else {
                 qv = qr;
             }
-            dsl_assign(k, sc_at(k, c->sc, lid, tt * G + hh, R), f16_round(k, qv));
+            dsl_assign(k, sc_at(k, c->sc, lid, tt * G + hh, R), c->f16 ? f16_round(k, qv) : qv);
         }
     }
     {
-        dsl_expr i = dsl_for(k, "i", lid, U((uint32_t)R), c->HD);
+        dsl_expr i = dsl_for(k, "i", lid, dsl_const_u32(k, "ROWS", R), c->HD);
         dsl_store(k, c->mkey, i, U(0)); /* below every float's key */
         dsl_end(k);
     }
     dsl_barrier(k);
-    /* 8 halves per uvec4 (exact: the values are F16 already); m = block, rows / P */
-    dsl_expr m = dsl_for(k, "m", lid, U((uint32_t)(hd / 8 * (R / P))), c->HD);
-    dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, U((uint32_t)(R / P))));
-    dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, U((uint32_t)(R / P))));
+    /* 8 halves per uvec4 (exact: the values are F16 already) or two vec4; m = block, rows / P */
+    dsl_expr SCK = SC_KEY_STRIDE(k, R);
+    dsl_expr m = dsl_for(k, "m", lid, dsl_const_u32(k, "Q_PACK_ITEMS", hd / 8 * (R / P)), c->HD);
+    dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, SCK));
+    dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, SCK));
     for (int l = 0; l < P; l++) {
         dsl_expr h[8], h2[4];
         for (int e = 0; e < 8; e++) {
             dsl_expr el = dsl_load(k, c->sc, dsl_add(k, dsl_mul(k, dsl_add(k, dsl_mul(k, blk, U(8)), U((uint32_t)e)),
-                                                                U((uint32_t)(R / P))), rg));
+                                                                SCK), rg));
             h[e] = P > 1 ? dsl_comp(k, el, l) : el;
+        }
+        dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)l));
+        if (!c->f16) {
+            dsl_expr at = dsl_let(k, "qa", dsl_add(k, dsl_mul(k, row, dsl_const_u32(k, "Q_ROW_VEC4", hd / 4)),
+                                                   dsl_mul(k, blk, U(2))));
+            dsl_store(k, c->qsh, at, dsl_vec4(k, h[0], h[1], h[2], h[3]));
+            dsl_store(k, c->qsh, dsl_add(k, at, U(1)), dsl_vec4(k, h[4], h[5], h[6], h[7]));
+            continue;
         }
         for (int e = 0; e < 4; e++)
             h2[e] = dsl_pack_half2x16(k, dsl_vec2(k, h[2 * e], h[2 * e + 1]));
-        dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)l));
-        dsl_store(k, c->qsh, dsl_add(k, dsl_mul(k, row, U((uint32_t)(hd / 8))), blk),
+        dsl_store(k, c->qsh, dsl_add(k, dsl_mul(k, row, dsl_const_u32(k, "Q_ROW_VEC4", hd / 8)), blk),
                   dsl_vec4(k, h2[0], h2[1], h2[2], h2[3]));
     }
     dsl_end(k);
@@ -323,13 +357,13 @@ static void att_range(att_ctx *c)
 {
     dsl_kernel *k = c->k;
     for (int r = 0; r < c->R; r++) {
-        c->M[r] = dsl_var(k, "mx", DSL_F32, F(-1e30));
+        c->M[r] = dsl_var(k, "mx", DSL_F32, MASKED_SCORE(k));
         c->L[r] = dsl_var(k, "l", DSL_F32, F(0));
         c->acc[r] = dsl_var(k, "acc", DSL_F32, F(0));
     }
     c->lo = U(0);
     if (c->S) {
-        c->Sx = c->merge ? dsl_let(k, "splits", dsl_nwg(k, 1)) : U((uint32_t)c->S);
+        c->Sx = c->merge ? dsl_let(k, "splits", dsl_nwg(k, 1)) : dsl_const_u32(k, "SPLITS", c->S);
         dsl_expr chunk = dsl_let(k, "chunk", dsl_div(k, dsl_add(k, c->nr[0], dsl_sub(k, c->Sx, U(1))), c->Sx));
         c->lo = dsl_let(k, "lo", dsl_mul(k, dsl_wgid(k, 1), chunk));
         c->hi = dsl_let(k, "hi", dsl_min(k, dsl_add(k, c->lo, chunk), c->nr[0]));
@@ -350,8 +384,8 @@ static void att_range(att_ctx *c)
     dsl_expr vr = dsl_let(k, "vr", dsl_load(k, c->vin, e));
     const bool first_only = c->G == 1 && c->group > 1;
     if (first_only)
-        dsl_if(k, dsl_eq(k, dsl_mod(k, c->w0, U(c->group)), U(0)));
-    dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, c->pos, U(c->KVD)), e));
+        dsl_if(k, dsl_eq(k, dsl_mod(k, c->w0, dsl_const_u32(k, "GROUP", c->group)), U(0)));
+    dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, c->pos, c->KVROW), e));
     dsl_store(k, c->kc, ci, c->f16 ? dsl_cast(k, kr, DSL_F16) : kr);
     dsl_store(k, c->vc, ci, c->f16 ? dsl_cast(k, vr, DSL_F16) : vr);
     if (first_only)
@@ -369,23 +403,24 @@ static void att_scores(att_ctx *c, dsl_expr j, const dsl_expr *rlim, dsl_expr *s
     dsl_kernel *k = c->k;
     const int R = c->R;
     for (int r = 0; r < R; r++)
-        sv[r] = dsl_var(k, "s", DSL_F32, F(-1e30));
+        sv[r] = dsl_var(k, "s", DSL_F32, MASKED_SCORE(k));
     dsl_if(k, dsl_lt(k, j, c->hi));
     dsl_expr dot[MAX_ROWS];
     for (int r = 0; r < R; r++)
         dot[r] = dsl_var(k, "dot", DSL_F32, F(0));
     if (c->kvw) { /* key pos: from shared (knew == the cache row, read back) */
         dsl_if(k, dsl_eq(k, j, c->pos));
-        score_dots(k, c->qsh, NULL, c->knew, U(0), false, R, c->hd, dot);
+        score_dots(k, c->qsh, c->f16, NULL, c->knew, U(0), false, R, c->hd, dot);
         dsl_else(k);
     }
-    dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, U(c->KVD)), c->kvoff));
-    score_dots(k, c->qsh, c->kc4, NULL, kb, c->f16, R, c->hd, dot);
+    dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, c->KVROW), c->kvoff));
+    score_dots(k, c->qsh, c->f16, c->kc4, NULL, kb, c->f16, R, c->hd, dot);
     if (c->kvw)
         dsl_end(k);
+    dsl_expr scale = dsl_const_f32(k, "SCORE_SCALE", 1.0f / sqrtf((float)c->hd)); /* 1 / sqrt(head_dim) */
     for (int r = 0; r < R; r++) {
-        dsl_expr s = dsl_mul(k, dot[r], F(1.0f / sqrtf((float)c->hd)));
-        dsl_assign(k, sv[r], c->T > 1 ? dsl_select(k, dsl_lt(k, j, rlim[r]), s, F(-1e30)) : s);
+        dsl_expr s = dsl_mul(k, dot[r], scale);
+        dsl_assign(k, sv[r], c->T > 1 ? dsl_select(k, dsl_lt(k, j, rlim[r]), s, MASKED_SCORE(k)) : s);
     }
     dsl_end(k);
 }
@@ -398,7 +433,7 @@ static void att_values(att_ctx *c, dsl_expr c0, dsl_expr cnt, const dsl_expr *ps
     dsl_expr tail = c->kvw ? dsl_let(k, "tail", dsl_lt(k, c->pos, dsl_add(k, c0, cnt))) : NULL;
     dsl_expr ncache = c->kvw ? dsl_let(k, "ncache", dsl_select(k, tail, dsl_sub(k, cnt, U(1)), cnt)) : cnt;
     dsl_expr i = dsl_for(k, "i", U(0), ncache, NULL);
-    dsl_expr row = dsl_add(k, dsl_mul(k, dsl_add(k, c0, i), U(c->KVD)), c->kvoff);
+    dsl_expr row = dsl_add(k, dsl_mul(k, dsl_add(k, c0, i), c->KVROW), c->kvoff);
     dsl_expr vv = dsl_load(k, c->vc, dsl_add(k, row, c->lid));
     if (c->f16 || c->R > 1)
         vv = dsl_let(k, "vv", c->f16 ? dsl_cast(k, vv, DSL_F32) : vv);
@@ -475,7 +510,7 @@ static void att_store(att_ctx *c, gen_kernel_out *out)
                 dsl_if(k, c->live[tt]);
             for (int hh = 0; hh < G; hh++) {
                 const int r = tt * G + hh;
-                dsl_expr at = dsl_add(k, dsl_mul(k, c->tok[tt], U(c->QD)), dsl_mul(k, c->head[hh], c->HD));
+                dsl_expr at = dsl_add(k, dsl_mul(k, c->tok[tt], c->QROW), dsl_mul(k, c->head[hh], c->HD));
                 dsl_store(k, c->y, dsl_add(k, at, lid), dsl_div(k, c->acc[r], c->L[r]));
             }
             if (T > 1)
@@ -485,11 +520,11 @@ static void att_store(att_ctx *c, gen_kernel_out *out)
     }
     for (int hh = 0; hh < G; hh++) {
         dsl_expr base = dsl_let(k, "base", dsl_mul(k, dsl_add(k, dsl_mul(k, c->head[hh], c->Sx), dsl_wgid(k, 1)),
-                                                   U(hd + 2)));
+                                                   PART_STRIDE(k, hd)));
         dsl_store(k, c->y, dsl_add(k, base, lid), c->acc[hh]);
         dsl_if(k, dsl_eq(k, lid, U(0)));
         dsl_store(k, c->y, dsl_add(k, base, c->HD), c->M[hh]);
-        dsl_store(k, c->y, dsl_add(k, base, U(hd + 1)), c->L[hh]);
+        dsl_store(k, c->y, dsl_add(k, base, PART_SUM(k, hd)), c->L[hh]);
         dsl_end(k);
     }
     if (!c->merge)
@@ -545,7 +580,7 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
     c.T = 1; /* tokens per workgroup: prefill tiles of T tokens share each K and V load */
     if (!c.S) {
         c.T = MAX_ROWS / c.G;
-        while (c.T > 1 && attn_shared_bytes(c.T * c.G, hd) > SHARED_BUDGET)
+        while (c.T > 1 && attn_shared_bytes(c.T * c.G, hd, c.f16) > SHARED_BUDGET)
             c.T--;
     }
     c.R = c.T * c.G; /* query rows: row r = token r / G of the tile, head r % G of the group */
@@ -575,24 +610,25 @@ int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_ker
  * so the two give the same bits. */
 static void combine_head(dsl_kernel *k, dsl_expr part, dsl_expr y, dsl_expr h, dsl_expr lid, dsl_expr S, int hd)
 {
-    dsl_expr b0 = dsl_let(k, "b0", dsl_mul(k, dsl_mul(k, h, S), U(hd + 2)));
-    dsl_expr M = dsl_var(k, "mx", DSL_F32, F(-1e30));
+    dsl_expr PS = PART_STRIDE(k, hd), HDc = dsl_const_u32(k, "HD", hd);
+    dsl_expr b0 = dsl_let(k, "b0", dsl_mul(k, dsl_mul(k, h, S), PS));
+    dsl_expr M = dsl_var(k, "mx", DSL_F32, MASKED_SCORE(k));
     {
         dsl_expr s = dsl_for(k, "s", U(0), S, NULL);
-        dsl_assign(k, M, dsl_max(k, M, dsl_load(k, part, dsl_add(k, b0, dsl_add(k, dsl_mul(k, s, U(hd + 2)), U(hd))))));
+        dsl_assign(k, M, dsl_max(k, M, dsl_load(k, part, dsl_add(k, b0, dsl_add(k, dsl_mul(k, s, PS), HDc)))));
         dsl_end(k);
     }
     dsl_expr L = dsl_var(k, "l", DSL_F32, F(0));
     dsl_expr acc = dsl_var(k, "acc", DSL_F32, F(0));
     {
         dsl_expr s = dsl_for(k, "s", U(0), S, NULL);
-        dsl_expr bs = dsl_let(k, "bs", dsl_add(k, b0, dsl_mul(k, s, U(hd + 2))));
-        dsl_expr w = dsl_let(k, "w", dsl_exp(k, dsl_sub(k, dsl_load(k, part, dsl_add(k, bs, U(hd))), M)));
-        dsl_add_to(k, L, dsl_mul(k, dsl_load(k, part, dsl_add(k, bs, U(hd + 1))), w));
+        dsl_expr bs = dsl_let(k, "bs", dsl_add(k, b0, dsl_mul(k, s, PS)));
+        dsl_expr w = dsl_let(k, "w", dsl_exp(k, dsl_sub(k, dsl_load(k, part, dsl_add(k, bs, HDc)), M)));
+        dsl_add_to(k, L, dsl_mul(k, dsl_load(k, part, dsl_add(k, bs, PART_SUM(k, hd))), w));
         dsl_add_to(k, acc, dsl_mul(k, dsl_load(k, part, dsl_add(k, bs, lid)), w));
         dsl_end(k);
     }
-    dsl_store(k, y, dsl_add(k, dsl_mul(k, h, U(hd)), lid), dsl_div(k, acc, L));
+    dsl_store(k, y, dsl_add(k, dsl_mul(k, h, HDc), lid), dsl_div(k, acc, L));
 }
 
 /* Merge the S partials of each head (workgroup = head, invocation = output dim). */
@@ -613,7 +649,7 @@ int gen_k_attn_combine(const gen_graph *g, const gen_kop *kop, bool decode, gen_
     gen_out_val(out, g, kop->in[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
-    combine_head(k, part, y, dsl_wgid(k, 0), dsl_builtin(k, DSL_LOCAL_INDEX), U((uint32_t)S), hd);
+    combine_head(k, part, y, dsl_wgid(k, 0), dsl_builtin(k, DSL_LOCAL_INDEX), dsl_const_u32(k, "SPLITS", S), hd);
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)hp->n_heads, 1);
     out->bytes = (uint64_t)hp->n_heads * S * (hd + 2) * 4 + (uint64_t)QD * 4;

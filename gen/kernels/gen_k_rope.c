@@ -3,10 +3,13 @@
  *
  * One invocation per output element. Angles follow ggml exactly: for pair i,
  * theta = pos * ts^i accumulated by repeated float multiplication with
- * ts = powf(base, -2 / rope_dims) (baked here), then reduced modulo 2*pi
- * (Cody-Waite, two constants) before cos/sin so that GPU cos/sin stay accurate at
- * large positions. NEOX pairs (i, i + dims/2); NORM pairs (2i, 2i + 1). Dims past
- * rope_dims are copied.
+ * ts = powf(base, -2 / rope_dims) (baked here: ROPE_THETA_STEP), then reduced modulo
+ * 2*pi (Cody-Waite: k = roundEven(theta * INV_TWO_PI), theta - k * TWO_PI_HI -
+ * k * TWO_PI_LO; TWO_PI_HI has 8 significant bits, so k * TWO_PI_HI is exact for
+ * k < 2^16) before cos/sin so that GPU cos/sin stay accurate at large positions. NEOX
+ * pairs (i, i + dims/2); NORM pairs (2i, 2i + 1). Dims past rope_dims (ROPE_DIMS) are
+ * copied. The kernels name these numbers as GLSL constants (compile-time: the same
+ * arithmetic as literals).
  */
 #include <math.h>
 
@@ -20,21 +23,26 @@ gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr d, ds
     const int rd = hp->rope_dims, half = rd / 2;
     const bool neox = hp->rope_style == GEN_ROPE_NEOX;
     gen_rope_rot r;
+    dsl_expr RD = dsl_const_u32(k, "ROPE_DIMS", rd);
+    dsl_expr HALF = neox ? dsl_const_u32(k, "ROPE_HALF", half) : NULL;
+    dsl_expr STEP = dsl_const_f32(k, "ROPE_THETA_STEP", powf(hp->rope_base, -2.0f / (float)rd));
+    dsl_expr INV_2PI = dsl_const_f32(k, "INV_TWO_PI", (float)0.15915494309189535);
+    dsl_expr PI2_HI = dsl_const_f32(k, "TWO_PI_HI", 6.28125f);                       /* 2*pi to 8 bits */
+    dsl_expr PI2_LO = dsl_const_f32(k, "TWO_PI_LO", (float)0.0019353071795864769); /* 2*pi - TWO_PI_HI */
     r.d = dsl_let(k, "d", d);
     r.cs = dsl_var(k, "cs", DSL_F32, F(1));
     r.sn = dsl_var(k, "sn", DSL_F32, F(0));
     /* whether d is the first of its pair; past rope_dims: copied */
-    r.first = dsl_let(k, "first", neox ? dsl_lt(k, r.d, U(half)) : dsl_eq(k, dsl_band(k, r.d, U(1)), U(0)));
-    dsl_if(k, dsl_lt(k, r.d, U(rd)));
-    dsl_expr i = dsl_let(k, "pi", neox ? dsl_select(k, r.first, r.d, dsl_sub(k, r.d, U(half))) : dsl_shr(k, r.d, U(1)));
+    r.first = dsl_let(k, "first", neox ? dsl_lt(k, r.d, HALF) : dsl_eq(k, dsl_band(k, r.d, U(1)), U(0)));
+    dsl_if(k, dsl_lt(k, r.d, RD));
+    dsl_expr i = dsl_let(k, "pi", neox ? dsl_select(k, r.first, r.d, dsl_sub(k, r.d, HALF)) : dsl_shr(k, r.d, U(1)));
     dsl_expr theta = dsl_var(k, "theta", DSL_F32, dsl_cast(k, pos, DSL_F32));
     dsl_expr j = dsl_for(k, "j", U(0), i, NULL);
     (void)j;
-    dsl_assign_op(k, theta, DSL_OP_MUL, F(powf(hp->rope_base, -2.0f / (float)rd)));
+    dsl_assign_op(k, theta, DSL_OP_MUL, STEP);
     dsl_end(k);
-    dsl_expr kq = dsl_let(k, "kq", dsl_round_even(k, dsl_mul(k, theta, F(0.15915494309189535))));
-    dsl_expr red = dsl_let(k, "th", dsl_sub(k, dsl_sub(k, theta, dsl_mul(k, kq, F(6.28125))),
-                                            dsl_mul(k, kq, F(0.0019353071795864769))));
+    dsl_expr kq = dsl_let(k, "kq", dsl_round_even(k, dsl_mul(k, theta, INV_2PI)));
+    dsl_expr red = dsl_let(k, "th", dsl_sub(k, dsl_sub(k, theta, dsl_mul(k, kq, PI2_HI)), dsl_mul(k, kq, PI2_LO)));
     dsl_assign(k, r.cs, dsl_cos(k, red));
     dsl_assign(k, r.sn, dsl_sin(k, red));
     dsl_end(k);
@@ -45,9 +53,10 @@ dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot
                         dsl_expr e)
 {
     const int rd = hp->rope_dims;
-    dsl_expr off = U(hp->rope_style == GEN_ROPE_NEOX ? rd / 2 : 1);
+    /* the distance to the pair partner */
+    dsl_expr off = dsl_const_u32(k, "ROPE_PAIR_OFFSET", hp->rope_style == GEN_ROPE_NEOX ? rd / 2 : 1);
     dsl_expr out = dsl_var(k, "r", DSL_F32, dsl_load(k, x, dsl_add(k, base, e)));
-    dsl_if(k, dsl_lt(k, r->d, U(rd)));
+    dsl_if(k, dsl_lt(k, r->d, dsl_const_u32(k, "ROPE_DIMS", rd)));
     dsl_expr partner = dsl_let(k, "pe", dsl_select(k, r->first, dsl_add(k, e, off), dsl_sub(k, e, off)));
     dsl_expr xp = dsl_let(k, "xp", dsl_load(k, x, dsl_add(k, base, partner)));
     /* first: x*cos - xp*sin ; second: xp*sin + x*cos (xp is then the first element) */
@@ -60,7 +69,7 @@ dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot
 dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e,
                           dsl_expr pos)
 {
-    gen_rope_rot r = gen_rope_angle(k, hp, dsl_mod(k, e, U(hp->head_dim)), pos);
+    gen_rope_rot r = gen_rope_angle(k, hp, dsl_mod(k, e, dsl_const_u32(k, "HD", hp->head_dim)), pos);
     return gen_rope_apply(k, hp, &r, x, base, e);
 }
 

@@ -14,10 +14,10 @@
 #include <stdint.h>
 
 /* Which of the oracle's (bitnet.cpp) F16 rounding points to emulate. In all modes K and V
- * are rounded to F16 by the cache (when the YAML says kv_cache: f16) and Q is rounded to F16
- * for Q.K. The oracle additionally rounds the attention probabilities and the LM-head input
- * to F16 when a llama_decode call holds a single token (ggml's F16 matmul path), and keeps
- * them in F32 for several tokens (tinyBLAS). */
+ * are rounded to F16 by the cache and Q is rounded to F16 for Q.K when the YAML says
+ * kv_cache: f16 (with f32 all three stay F32). The oracle additionally rounds the attention
+ * probabilities and the LM-head input to F16 when a llama_decode call holds a single token
+ * (ggml's F16 matmul path), and keeps them in F32 for several tokens (tinyBLAS). */
 typedef enum {
     REF_NUM_BATCHED,     /* probabilities and LM-head input in F32, whatever n */
     REF_NUM_INCREMENTAL, /* probabilities and LM-head input rounded to F16, whatever n */

@@ -39,6 +39,25 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint HD = 128u;
+const uint Q_ROW_STRIDE = 2560u;
+const uint KV_ROW_STRIDE = 640u;
+const uint GROUP = 4u;
+const uint ROPE_DIMS = 128u;
+const uint ROPE_HALF = 64u;
+const float ROPE_THETA_STEP = 0.8146172;
+const float INV_TWO_PI = 0.15915494;
+const float TWO_PI_HI = 6.28125;
+const float TWO_PI_LO = 0.0019353072;
+const uint ROPE_PAIR_OFFSET = 64u;
+const uint SC_KEY_STRIDE = 1u;
+const uint ROWS = 4u;
+const uint Q_PACK_ITEMS = 16u;
+const uint Q_ROW_VEC4 = 16u;
+const float MASKED_SCORE = -1e+30;
+const uint DOT_STEPS = 16u;
+const float SCORE_SCALE = 0.088388346;
+const uint PART_STRIDE = 130u;
+const uint PART_SUM = 129u;
 const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
@@ -60,93 +79,93 @@ void main()
 {
     uint kvoff = gl_WorkGroupID.x * HD;
     uint n = dyn.pos + 1u;
-    uint h = (gl_WorkGroupID.x * 4u) + 0u;
-    uint h1 = (gl_WorkGroupID.x * 4u) + 1u;
-    uint h2 = (gl_WorkGroupID.x * 4u) + 2u;
-    uint h3 = (gl_WorkGroupID.x * 4u) + 3u;
+    uint h = (gl_WorkGroupID.x * GROUP) + 0u;
+    uint h1 = (gl_WorkGroupID.x * GROUP) + 1u;
+    uint h2 = (gl_WorkGroupID.x * GROUP) + 2u;
+    uint h3 = (gl_WorkGroupID.x * GROUP) + 3u;
     uint pos = dyn.pos + 0u;
     uint d1 = gl_LocalInvocationIndex;
     precise float cs = 1.0;
     precise float sn = 0.0;
-    bool first = d1 < 64u;
-    if (d1 < 128u) {
-        uint pi = first ? d1 : (d1 - 64u);
+    bool first = d1 < ROPE_HALF;
+    if (d1 < ROPE_DIMS) {
+        uint pi = first ? d1 : (d1 - ROPE_HALF);
         precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
-            theta *= 0.8146172;
+            theta *= ROPE_THETA_STEP;
         }
-        precise float kq = roundEven(theta * 0.15915494);
-        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * INV_TWO_PI);
+        precise float th = (theta - (kq * TWO_PI_HI)) - (kq * TWO_PI_LO);
         cs = cos(th);
         sn = sin(th);
     }
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
-    uint t1 = 0u * 2560u;
+    uint t1 = 0u * Q_ROW_STRIDE;
     precise float r = pc.q.d[t1 + t0];
-    if (d1 < 128u) {
-        uint pe = first ? (t0 + 64u) : (t0 - 64u);
+    if (d1 < ROPE_DIMS) {
+        uint pe = first ? (t0 + ROPE_PAIR_OFFSET) : (t0 - ROPE_PAIR_OFFSET);
         precise float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
     precise float t2 = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t2;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t2;
     uint t3 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t4 = 0u * 2560u;
+    uint t4 = 0u * Q_ROW_STRIDE;
     precise float r1 = pc.q.d[t4 + t3];
-    if (d1 < 128u) {
-        uint pe1 = first ? (t3 + 64u) : (t3 - 64u);
+    if (d1 < ROPE_DIMS) {
+        uint pe1 = first ? (t3 + ROPE_PAIR_OFFSET) : (t3 - ROPE_PAIR_OFFSET);
         precise float xp1 = pc.q.d[t4 + pe1];
         r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
     }
     precise float t5 = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t5;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t5;
     uint t6 = (h2 * HD) + gl_LocalInvocationIndex;
-    uint t7 = 0u * 2560u;
+    uint t7 = 0u * Q_ROW_STRIDE;
     precise float r2 = pc.q.d[t7 + t6];
-    if (d1 < 128u) {
-        uint pe2 = first ? (t6 + 64u) : (t6 - 64u);
+    if (d1 < ROPE_DIMS) {
+        uint pe2 = first ? (t6 + ROPE_PAIR_OFFSET) : (t6 - ROPE_PAIR_OFFSET);
         precise float xp2 = pc.q.d[t7 + pe2];
         r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
     }
     precise float t8 = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].z = t8;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].z = t8;
     uint t9 = (h3 * HD) + gl_LocalInvocationIndex;
-    uint t10 = 0u * 2560u;
+    uint t10 = 0u * Q_ROW_STRIDE;
     precise float r3 = pc.q.d[t10 + t9];
-    if (d1 < 128u) {
-        uint pe3 = first ? (t9 + 64u) : (t9 - 64u);
+    if (d1 < ROPE_DIMS) {
+        uint pe3 = first ? (t9 + ROPE_PAIR_OFFSET) : (t9 - ROPE_PAIR_OFFSET);
         precise float xp3 = pc.q.d[t10 + pe3];
         r3 = first ? ((r3 * cs) - (xp3 * sn)) : ((xp3 * sn) + (r3 * cs));
     }
     precise float t11 = unpackHalf2x16(packHalf2x16(vec2(r3, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].w = t11;
-    for (uint i = gl_LocalInvocationIndex; i < 4u; i += HD) {
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].w = t11;
+    for (uint i = gl_LocalInvocationIndex; i < ROWS; i += HD) {
         mkey[i] = 0u;
     }
     barrier();
-    for (uint m = gl_LocalInvocationIndex; m < 16u; m += HD) {
-        uint blk = m / 1u;
-        uint rg = m % 1u;
-        precise uvec4 t12 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
-        qsh[(((rg * 4u) + 0u) * 16u) + blk] = t12;
-        precise uvec4 t13 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
-        qsh[(((rg * 4u) + 1u) * 16u) + blk] = t13;
-        precise uvec4 t14 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].z, sc[(((blk * 8u) + 1u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].z, sc[(((blk * 8u) + 3u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].z, sc[(((blk * 8u) + 5u) * 1u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].z, sc[(((blk * 8u) + 7u) * 1u) + rg].z)));
-        qsh[(((rg * 4u) + 2u) * 16u) + blk] = t14;
-        precise uvec4 t15 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].w, sc[(((blk * 8u) + 1u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].w, sc[(((blk * 8u) + 3u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].w, sc[(((blk * 8u) + 5u) * 1u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].w, sc[(((blk * 8u) + 7u) * 1u) + rg].w)));
-        qsh[(((rg * 4u) + 3u) * 16u) + blk] = t15;
+    for (uint m = gl_LocalInvocationIndex; m < Q_PACK_ITEMS; m += HD) {
+        uint blk = m / SC_KEY_STRIDE;
+        uint rg = m % SC_KEY_STRIDE;
+        precise uvec4 t12 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].x)));
+        qsh[(((rg * 4u) + 0u) * Q_ROW_VEC4) + blk] = t12;
+        precise uvec4 t13 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].y)));
+        qsh[(((rg * 4u) + 1u) * Q_ROW_VEC4) + blk] = t13;
+        precise uvec4 t14 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].z)));
+        qsh[(((rg * 4u) + 2u) * Q_ROW_VEC4) + blk] = t14;
+        precise uvec4 t15 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].w)));
+        qsh[(((rg * 4u) + 3u) * Q_ROW_VEC4) + blk] = t15;
     }
     barrier();
-    precise float mx = -1e+30;
+    precise float mx = MASKED_SCORE;
     precise float l = 0.0;
     precise float acc = 0.0;
-    precise float mx1 = -1e+30;
+    precise float mx1 = MASKED_SCORE;
     precise float l1 = 0.0;
     precise float acc1 = 0.0;
-    precise float mx2 = -1e+30;
+    precise float mx2 = MASKED_SCORE;
     precise float l2 = 0.0;
     precise float acc2 = 0.0;
-    precise float mx3 = -1e+30;
+    precise float mx3 = MASKED_SCORE;
     precise float l3 = 0.0;
     precise float acc3 = 0.0;
     uint splits = gl_NumWorkGroups.y;
@@ -157,13 +176,13 @@ void main()
     if ((lo <= kpos) && (kpos < hi)) {
         uint e = kvoff + gl_LocalInvocationIndex;
         precise float r4 = pc.k.d[0u + e];
-        if (d1 < 128u) {
-            uint pe4 = first ? (e + 64u) : (e - 64u);
+        if (d1 < ROPE_DIMS) {
+            uint pe4 = first ? (e + ROPE_PAIR_OFFSET) : (e - ROPE_PAIR_OFFSET);
             precise float xp4 = pc.k.d[0u + pe4];
             r4 = first ? ((r4 * cs) - (xp4 * sn)) : ((xp4 * sn) + (r4 * cs));
         }
         precise float vr = pc.v.d[e];
-        uint ci = (kpos * 640u) + e;
+        uint ci = (kpos * KV_ROW_STRIDE) + e;
         pc.kcache.d[ci] = float16_t(r4);
         pc.vcache.d[ci] = float16_t(vr);
         precise float t16 = unpackHalf2x16(packHalf2x16(vec2(r4, 0.0))).x;
@@ -174,17 +193,17 @@ void main()
     barrier();
     for (uint c0 = lo; c0 < hi; c0 += HD) {
         uint j1 = c0 + gl_LocalInvocationIndex;
-        precise float s = -1e+30;
-        precise float s1 = -1e+30;
-        precise float s2 = -1e+30;
-        precise float s3 = -1e+30;
+        precise float s = MASKED_SCORE;
+        precise float s1 = MASKED_SCORE;
+        precise float s2 = MASKED_SCORE;
+        precise float s3 = MASKED_SCORE;
         if (j1 < hi) {
             precise float dot1 = 0.0;
             precise float dot2 = 0.0;
             precise float dot3 = 0.0;
             precise float dot4 = 0.0;
             if (j1 == kpos) {
-                for (uint d2 = 0u; d2 < 16u; d2++) {
+                for (uint d2 = 0u; d2 < DOT_STEPS; d2++) {
                     uint d8 = 0u + (d2 * 8u);
                     precise float kv = knew[d8 + 0u];
                     precise float kv1 = knew[d8 + 1u];
@@ -194,7 +213,7 @@ void main()
                     precise float kv5 = knew[d8 + 5u];
                     precise float kv6 = knew[d8 + 6u];
                     precise float kv7 = knew[d8 + 7u];
-                    uvec4 qw = qsh[0u + d2];
+                    uvec4 qw = qsh[d2];
                     precise vec2 qp = unpackHalf2x16(qw.x);
                     dot1 += qp.x * kv;
                     dot1 += qp.y * kv1;
@@ -207,7 +226,7 @@ void main()
                     precise vec2 qp3 = unpackHalf2x16(qw.w);
                     dot1 += qp3.x * kv6;
                     dot1 += qp3.y * kv7;
-                    uvec4 qw1 = qsh[16u + d2];
+                    uvec4 qw1 = qsh[(1u * Q_ROW_VEC4) + d2];
                     precise vec2 qp4 = unpackHalf2x16(qw1.x);
                     dot2 += qp4.x * kv;
                     dot2 += qp4.y * kv1;
@@ -220,7 +239,7 @@ void main()
                     precise vec2 qp7 = unpackHalf2x16(qw1.w);
                     dot2 += qp7.x * kv6;
                     dot2 += qp7.y * kv7;
-                    uvec4 qw2 = qsh[32u + d2];
+                    uvec4 qw2 = qsh[(2u * Q_ROW_VEC4) + d2];
                     precise vec2 qp8 = unpackHalf2x16(qw2.x);
                     dot3 += qp8.x * kv;
                     dot3 += qp8.y * kv1;
@@ -233,7 +252,7 @@ void main()
                     precise vec2 qp11 = unpackHalf2x16(qw2.w);
                     dot3 += qp11.x * kv6;
                     dot3 += qp11.y * kv7;
-                    uvec4 qw3 = qsh[48u + d2];
+                    uvec4 qw3 = qsh[(3u * Q_ROW_VEC4) + d2];
                     precise vec2 qp12 = unpackHalf2x16(qw3.x);
                     dot4 += qp12.x * kv;
                     dot4 += qp12.y * kv1;
@@ -248,9 +267,9 @@ void main()
                     dot4 += qp15.y * kv7;
                 }
             } else {
-                uint kb = (j1 * 640u) + kvoff;
+                uint kb = (j1 * KV_ROW_STRIDE) + kvoff;
                 uint kb4 = kb >> 3u;
-                for (uint d3 = 0u; d3 < 16u; d3++) {
+                for (uint d3 = 0u; d3 < DOT_STEPS; d3++) {
                     uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d3];
                     precise vec2 kh = unpackHalf2x16(kw.x);
                     precise float kv8 = kh.x;
@@ -264,7 +283,7 @@ void main()
                     precise vec2 kh3 = unpackHalf2x16(kw.w);
                     precise float kv14 = kh3.x;
                     precise float kv15 = kh3.y;
-                    uvec4 qw4 = qsh[0u + d3];
+                    uvec4 qw4 = qsh[d3];
                     precise vec2 qp16 = unpackHalf2x16(qw4.x);
                     dot1 += qp16.x * kv8;
                     dot1 += qp16.y * kv9;
@@ -277,7 +296,7 @@ void main()
                     precise vec2 qp19 = unpackHalf2x16(qw4.w);
                     dot1 += qp19.x * kv14;
                     dot1 += qp19.y * kv15;
-                    uvec4 qw5 = qsh[16u + d3];
+                    uvec4 qw5 = qsh[(1u * Q_ROW_VEC4) + d3];
                     precise vec2 qp20 = unpackHalf2x16(qw5.x);
                     dot2 += qp20.x * kv8;
                     dot2 += qp20.y * kv9;
@@ -290,7 +309,7 @@ void main()
                     precise vec2 qp23 = unpackHalf2x16(qw5.w);
                     dot2 += qp23.x * kv14;
                     dot2 += qp23.y * kv15;
-                    uvec4 qw6 = qsh[32u + d3];
+                    uvec4 qw6 = qsh[(2u * Q_ROW_VEC4) + d3];
                     precise vec2 qp24 = unpackHalf2x16(qw6.x);
                     dot3 += qp24.x * kv8;
                     dot3 += qp24.y * kv9;
@@ -303,7 +322,7 @@ void main()
                     precise vec2 qp27 = unpackHalf2x16(qw6.w);
                     dot3 += qp27.x * kv14;
                     dot3 += qp27.y * kv15;
-                    uvec4 qw7 = qsh[48u + d3];
+                    uvec4 qw7 = qsh[(3u * Q_ROW_VEC4) + d3];
                     precise vec2 qp28 = unpackHalf2x16(qw7.x);
                     dot4 += qp28.x * kv8;
                     dot4 += qp28.y * kv9;
@@ -318,10 +337,10 @@ void main()
                     dot4 += qp31.y * kv15;
                 }
             }
-            s = dot1 * 0.088388346;
-            s1 = dot2 * 0.088388346;
-            s2 = dot3 * 0.088388346;
-            s3 = dot4 * 0.088388346;
+            s = dot1 * SCORE_SCALE;
+            s1 = dot2 * SCORE_SCALE;
+            s2 = dot3 * SCORE_SCALE;
+            s3 = dot4 * SCORE_SCALE;
         }
         precise float t18 = subgroupMax(s);
         precise float t19 = subgroupMax(s1);
@@ -359,13 +378,13 @@ void main()
         precise float mn3 = max(mx3, val3);
         precise float alpha3 = exp(mx3 - mn3);
         precise float t22 = (j1 < hi) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t22;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t22;
         precise float t23 = (j1 < hi) ? exp(s1 - mn1) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t23;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t23;
         precise float t24 = (j1 < hi) ? exp(s2 - mn2) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].z = t24;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].z = t24;
         precise float t25 = (j1 < hi) ? exp(s3 - mn3) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].w = t25;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].w = t25;
         barrier();
         uint cnt = min(HD, hi - c0);
         precise float psum = 0.0;
@@ -379,8 +398,8 @@ void main()
         bool tail = kpos < (c0 + cnt);
         uint ncache = tail ? (cnt - 1u) : cnt;
         for (uint i1 = 0u; i1 < ncache; i1++) {
-            precise float vv = float(pc.vcache.d[(((c0 + i1) * 640u) + kvoff) + gl_LocalInvocationIndex]);
-            precise vec4 pv = sc[(i1 * 1u) + 0u];
+            precise float vv = float(pc.vcache.d[(((c0 + i1) * KV_ROW_STRIDE) + kvoff) + gl_LocalInvocationIndex]);
+            precise vec4 pv = sc[(i1 * SC_KEY_STRIDE) + 0u];
             psum += pv.x;
             av += pv.x * vv;
             psum1 += pv.y;
@@ -392,7 +411,7 @@ void main()
         }
         if (tail) {
             precise float t26 = vnew[gl_LocalInvocationIndex];
-            precise vec4 pv1 = sc[(ncache * 1u) + 0u];
+            precise vec4 pv1 = sc[(ncache * SC_KEY_STRIDE) + 0u];
             psum += pv1.x;
             av += pv1.x * t26;
             psum1 += pv1.y;
@@ -416,29 +435,29 @@ void main()
         mx3 = mn3;
         barrier();
     }
-    uint base = ((h * splits) + gl_WorkGroupID.y) * 130u;
+    uint base = ((h * splits) + gl_WorkGroupID.y) * PART_STRIDE;
     pc.part.d[base + gl_LocalInvocationIndex] = acc;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base + HD] = mx;
-        pc.part.d[base + 129u] = l;
+        pc.part.d[base + PART_SUM] = l;
     }
-    uint base1 = ((h1 * splits) + gl_WorkGroupID.y) * 130u;
+    uint base1 = ((h1 * splits) + gl_WorkGroupID.y) * PART_STRIDE;
     pc.part.d[base1 + gl_LocalInvocationIndex] = acc1;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base1 + HD] = mx1;
-        pc.part.d[base1 + 129u] = l1;
+        pc.part.d[base1 + PART_SUM] = l1;
     }
-    uint base2 = ((h2 * splits) + gl_WorkGroupID.y) * 130u;
+    uint base2 = ((h2 * splits) + gl_WorkGroupID.y) * PART_STRIDE;
     pc.part.d[base2 + gl_LocalInvocationIndex] = acc2;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base2 + HD] = mx2;
-        pc.part.d[base2 + 129u] = l2;
+        pc.part.d[base2 + PART_SUM] = l2;
     }
-    uint base3 = ((h3 * splits) + gl_WorkGroupID.y) * 130u;
+    uint base3 = ((h3 * splits) + gl_WorkGroupID.y) * PART_STRIDE;
     pc.part.d[base3 + gl_LocalInvocationIndex] = acc3;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base3 + HD] = mx3;
-        pc.part.d[base3 + 129u] = l3;
+        pc.part.d[base3 + PART_SUM] = l3;
     }
     memoryBarrierBuffer();
     barrier();
@@ -449,66 +468,66 @@ void main()
     barrier();
     if (arrived[0u] == (splits - 1u)) {
         memoryBarrierBuffer();
-        uint b0 = (h * splits) * 130u;
-        precise float mx4 = -1e+30;
+        uint b0 = (h * splits) * PART_STRIDE;
+        precise float mx4 = MASKED_SCORE;
         for (uint s4 = 0u; s4 < splits; s4++) {
-            mx4 = max(mx4, pc.part.d[b0 + ((s4 * 130u) + 128u)]);
+            mx4 = max(mx4, pc.part.d[b0 + ((s4 * PART_STRIDE) + HD)]);
         }
         precise float l4 = 0.0;
         precise float acc4 = 0.0;
         for (uint s5 = 0u; s5 < splits; s5++) {
-            uint bs = b0 + (s5 * 130u);
-            precise float w = exp(pc.part.d[bs + 128u] - mx4);
-            l4 += pc.part.d[bs + 129u] * w;
+            uint bs = b0 + (s5 * PART_STRIDE);
+            precise float w = exp(pc.part.d[bs + HD] - mx4);
+            l4 += pc.part.d[bs + PART_SUM] * w;
             acc4 += pc.part.d[bs + gl_LocalInvocationIndex] * w;
         }
         precise float t28 = acc4 / l4;
-        pc.y.d[(h * 128u) + gl_LocalInvocationIndex] = t28;
-        uint b01 = (h1 * splits) * 130u;
-        precise float mx5 = -1e+30;
+        pc.y.d[(h * HD) + gl_LocalInvocationIndex] = t28;
+        uint b01 = (h1 * splits) * PART_STRIDE;
+        precise float mx5 = MASKED_SCORE;
         for (uint s6 = 0u; s6 < splits; s6++) {
-            mx5 = max(mx5, pc.part.d[b01 + ((s6 * 130u) + 128u)]);
+            mx5 = max(mx5, pc.part.d[b01 + ((s6 * PART_STRIDE) + HD)]);
         }
         precise float l5 = 0.0;
         precise float acc5 = 0.0;
         for (uint s7 = 0u; s7 < splits; s7++) {
-            uint bs1 = b01 + (s7 * 130u);
-            precise float w1 = exp(pc.part.d[bs1 + 128u] - mx5);
-            l5 += pc.part.d[bs1 + 129u] * w1;
+            uint bs1 = b01 + (s7 * PART_STRIDE);
+            precise float w1 = exp(pc.part.d[bs1 + HD] - mx5);
+            l5 += pc.part.d[bs1 + PART_SUM] * w1;
             acc5 += pc.part.d[bs1 + gl_LocalInvocationIndex] * w1;
         }
         precise float t29 = acc5 / l5;
-        pc.y.d[(h1 * 128u) + gl_LocalInvocationIndex] = t29;
-        uint b02 = (h2 * splits) * 130u;
-        precise float mx6 = -1e+30;
+        pc.y.d[(h1 * HD) + gl_LocalInvocationIndex] = t29;
+        uint b02 = (h2 * splits) * PART_STRIDE;
+        precise float mx6 = MASKED_SCORE;
         for (uint s8 = 0u; s8 < splits; s8++) {
-            mx6 = max(mx6, pc.part.d[b02 + ((s8 * 130u) + 128u)]);
+            mx6 = max(mx6, pc.part.d[b02 + ((s8 * PART_STRIDE) + HD)]);
         }
         precise float l6 = 0.0;
         precise float acc6 = 0.0;
         for (uint s9 = 0u; s9 < splits; s9++) {
-            uint bs2 = b02 + (s9 * 130u);
-            precise float w2 = exp(pc.part.d[bs2 + 128u] - mx6);
-            l6 += pc.part.d[bs2 + 129u] * w2;
+            uint bs2 = b02 + (s9 * PART_STRIDE);
+            precise float w2 = exp(pc.part.d[bs2 + HD] - mx6);
+            l6 += pc.part.d[bs2 + PART_SUM] * w2;
             acc6 += pc.part.d[bs2 + gl_LocalInvocationIndex] * w2;
         }
         precise float t30 = acc6 / l6;
-        pc.y.d[(h2 * 128u) + gl_LocalInvocationIndex] = t30;
-        uint b03 = (h3 * splits) * 130u;
-        precise float mx7 = -1e+30;
+        pc.y.d[(h2 * HD) + gl_LocalInvocationIndex] = t30;
+        uint b03 = (h3 * splits) * PART_STRIDE;
+        precise float mx7 = MASKED_SCORE;
         for (uint s10 = 0u; s10 < splits; s10++) {
-            mx7 = max(mx7, pc.part.d[b03 + ((s10 * 130u) + 128u)]);
+            mx7 = max(mx7, pc.part.d[b03 + ((s10 * PART_STRIDE) + HD)]);
         }
         precise float l7 = 0.0;
         precise float acc7 = 0.0;
         for (uint s11 = 0u; s11 < splits; s11++) {
-            uint bs3 = b03 + (s11 * 130u);
-            precise float w3 = exp(pc.part.d[bs3 + 128u] - mx7);
-            l7 += pc.part.d[bs3 + 129u] * w3;
+            uint bs3 = b03 + (s11 * PART_STRIDE);
+            precise float w3 = exp(pc.part.d[bs3 + HD] - mx7);
+            l7 += pc.part.d[bs3 + PART_SUM] * w3;
             acc7 += pc.part.d[bs3 + gl_LocalInvocationIndex] * w3;
         }
         precise float t31 = acc7 / l7;
-        pc.y.d[(h3 * 128u) + gl_LocalInvocationIndex] = t31;
+        pc.y.d[(h3 * HD) + gl_LocalInvocationIndex] = t31;
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {

@@ -39,6 +39,25 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint HD = 64u;
+const uint Q_ROW_STRIDE = 256u;
+const uint KV_ROW_STRIDE = 128u;
+const uint GROUP = 2u;
+const uint ROPE_DIMS = 64u;
+const uint ROPE_HALF = 32u;
+const float ROPE_THETA_STEP = 0.6636012;
+const float INV_TWO_PI = 0.15915494;
+const float TWO_PI_HI = 6.28125;
+const float TWO_PI_LO = 0.0019353072;
+const uint ROPE_PAIR_OFFSET = 32u;
+const uint SC_KEY_STRIDE = 1u;
+const uint ROWS = 2u;
+const uint Q_PACK_ITEMS = 8u;
+const uint Q_ROW_VEC4 = 8u;
+const float MASKED_SCORE = -1e+30;
+const uint DOT_STEPS = 8u;
+const float SCORE_SCALE = 0.125;
+const uint PART_STRIDE = 66u;
+const uint PART_SUM = 65u;
 const uint SYNC_LAST_NORM = 1023u;
 const float NORM_EPS = 1e-05;
 const float Q8_SCALE = 127.0;
@@ -60,61 +79,61 @@ void main()
 {
     uint kvoff = gl_WorkGroupID.x * HD;
     uint n = dyn.pos + 1u;
-    uint h = (gl_WorkGroupID.x * 2u) + 0u;
-    uint h1 = (gl_WorkGroupID.x * 2u) + 1u;
+    uint h = (gl_WorkGroupID.x * GROUP) + 0u;
+    uint h1 = (gl_WorkGroupID.x * GROUP) + 1u;
     uint pos = dyn.pos + 0u;
     uint d1 = gl_LocalInvocationIndex;
     precise float cs = 1.0;
     precise float sn = 0.0;
-    bool first = d1 < 32u;
-    if (d1 < 64u) {
-        uint pi = first ? d1 : (d1 - 32u);
+    bool first = d1 < ROPE_HALF;
+    if (d1 < ROPE_DIMS) {
+        uint pi = first ? d1 : (d1 - ROPE_HALF);
         precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
-            theta *= 0.6636012;
+            theta *= ROPE_THETA_STEP;
         }
-        precise float kq = roundEven(theta * 0.15915494);
-        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * INV_TWO_PI);
+        precise float th = (theta - (kq * TWO_PI_HI)) - (kq * TWO_PI_LO);
         cs = cos(th);
         sn = sin(th);
     }
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
-    uint t1 = 0u * 256u;
+    uint t1 = 0u * Q_ROW_STRIDE;
     precise float r = pc.q.d[t1 + t0];
-    if (d1 < 64u) {
-        uint pe = first ? (t0 + 32u) : (t0 - 32u);
+    if (d1 < ROPE_DIMS) {
+        uint pe = first ? (t0 + ROPE_PAIR_OFFSET) : (t0 - ROPE_PAIR_OFFSET);
         precise float xp = pc.q.d[t1 + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }
     precise float t2 = unpackHalf2x16(packHalf2x16(vec2(r, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t2;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t2;
     uint t3 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t4 = 0u * 256u;
+    uint t4 = 0u * Q_ROW_STRIDE;
     precise float r1 = pc.q.d[t4 + t3];
-    if (d1 < 64u) {
-        uint pe1 = first ? (t3 + 32u) : (t3 - 32u);
+    if (d1 < ROPE_DIMS) {
+        uint pe1 = first ? (t3 + ROPE_PAIR_OFFSET) : (t3 - ROPE_PAIR_OFFSET);
         precise float xp1 = pc.q.d[t4 + pe1];
         r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
     }
     precise float t5 = unpackHalf2x16(packHalf2x16(vec2(r1, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t5;
-    for (uint i = gl_LocalInvocationIndex; i < 2u; i += HD) {
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t5;
+    for (uint i = gl_LocalInvocationIndex; i < ROWS; i += HD) {
         mkey[i] = 0u;
     }
     barrier();
-    for (uint m = gl_LocalInvocationIndex; m < 8u; m += HD) {
-        uint blk = m / 1u;
-        uint rg = m % 1u;
-        precise uvec4 t6 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].x, sc[(((blk * 8u) + 1u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].x, sc[(((blk * 8u) + 3u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].x, sc[(((blk * 8u) + 5u) * 1u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].x, sc[(((blk * 8u) + 7u) * 1u) + rg].x)));
-        qsh[(((rg * 2u) + 0u) * 8u) + blk] = t6;
-        precise uvec4 t7 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 1u) + rg].y, sc[(((blk * 8u) + 1u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 1u) + rg].y, sc[(((blk * 8u) + 3u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 1u) + rg].y, sc[(((blk * 8u) + 5u) * 1u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 1u) + rg].y, sc[(((blk * 8u) + 7u) * 1u) + rg].y)));
-        qsh[(((rg * 2u) + 1u) * 8u) + blk] = t7;
+    for (uint m = gl_LocalInvocationIndex; m < Q_PACK_ITEMS; m += HD) {
+        uint blk = m / SC_KEY_STRIDE;
+        uint rg = m % SC_KEY_STRIDE;
+        precise uvec4 t6 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].x)));
+        qsh[(((rg * 2u) + 0u) * Q_ROW_VEC4) + blk] = t6;
+        precise uvec4 t7 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].y)));
+        qsh[(((rg * 2u) + 1u) * Q_ROW_VEC4) + blk] = t7;
     }
     barrier();
-    precise float mx = -1e+30;
+    precise float mx = MASKED_SCORE;
     precise float l = 0.0;
     precise float acc = 0.0;
-    precise float mx1 = -1e+30;
+    precise float mx1 = MASKED_SCORE;
     precise float l1 = 0.0;
     precise float acc1 = 0.0;
     uint splits = gl_NumWorkGroups.y;
@@ -125,13 +144,13 @@ void main()
     if ((lo <= kpos) && (kpos < hi)) {
         uint e = kvoff + gl_LocalInvocationIndex;
         precise float r2 = pc.k.d[0u + e];
-        if (d1 < 64u) {
-            uint pe2 = first ? (e + 32u) : (e - 32u);
+        if (d1 < ROPE_DIMS) {
+            uint pe2 = first ? (e + ROPE_PAIR_OFFSET) : (e - ROPE_PAIR_OFFSET);
             precise float xp2 = pc.k.d[0u + pe2];
             r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
         }
         precise float vr = pc.v.d[e];
-        uint ci = (kpos * 128u) + e;
+        uint ci = (kpos * KV_ROW_STRIDE) + e;
         pc.kcache.d[ci] = float16_t(r2);
         pc.vcache.d[ci] = float16_t(vr);
         precise float t8 = unpackHalf2x16(packHalf2x16(vec2(r2, 0.0))).x;
@@ -142,13 +161,13 @@ void main()
     barrier();
     for (uint c0 = lo; c0 < hi; c0 += HD) {
         uint j1 = c0 + gl_LocalInvocationIndex;
-        precise float s = -1e+30;
-        precise float s1 = -1e+30;
+        precise float s = MASKED_SCORE;
+        precise float s1 = MASKED_SCORE;
         if (j1 < hi) {
             precise float dot1 = 0.0;
             precise float dot2 = 0.0;
             if (j1 == kpos) {
-                for (uint d2 = 0u; d2 < 8u; d2++) {
+                for (uint d2 = 0u; d2 < DOT_STEPS; d2++) {
                     uint d8 = 0u + (d2 * 8u);
                     precise float kv = knew[d8 + 0u];
                     precise float kv1 = knew[d8 + 1u];
@@ -158,7 +177,7 @@ void main()
                     precise float kv5 = knew[d8 + 5u];
                     precise float kv6 = knew[d8 + 6u];
                     precise float kv7 = knew[d8 + 7u];
-                    uvec4 qw = qsh[0u + d2];
+                    uvec4 qw = qsh[d2];
                     precise vec2 qp = unpackHalf2x16(qw.x);
                     dot1 += qp.x * kv;
                     dot1 += qp.y * kv1;
@@ -171,7 +190,7 @@ void main()
                     precise vec2 qp3 = unpackHalf2x16(qw.w);
                     dot1 += qp3.x * kv6;
                     dot1 += qp3.y * kv7;
-                    uvec4 qw1 = qsh[8u + d2];
+                    uvec4 qw1 = qsh[(1u * Q_ROW_VEC4) + d2];
                     precise vec2 qp4 = unpackHalf2x16(qw1.x);
                     dot2 += qp4.x * kv;
                     dot2 += qp4.y * kv1;
@@ -186,9 +205,9 @@ void main()
                     dot2 += qp7.y * kv7;
                 }
             } else {
-                uint kb = (j1 * 128u) + kvoff;
+                uint kb = (j1 * KV_ROW_STRIDE) + kvoff;
                 uint kb4 = kb >> 3u;
-                for (uint d3 = 0u; d3 < 8u; d3++) {
+                for (uint d3 = 0u; d3 < DOT_STEPS; d3++) {
                     uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d3];
                     precise vec2 kh = unpackHalf2x16(kw.x);
                     precise float kv8 = kh.x;
@@ -202,7 +221,7 @@ void main()
                     precise vec2 kh3 = unpackHalf2x16(kw.w);
                     precise float kv14 = kh3.x;
                     precise float kv15 = kh3.y;
-                    uvec4 qw2 = qsh[0u + d3];
+                    uvec4 qw2 = qsh[d3];
                     precise vec2 qp8 = unpackHalf2x16(qw2.x);
                     dot1 += qp8.x * kv8;
                     dot1 += qp8.y * kv9;
@@ -215,7 +234,7 @@ void main()
                     precise vec2 qp11 = unpackHalf2x16(qw2.w);
                     dot1 += qp11.x * kv14;
                     dot1 += qp11.y * kv15;
-                    uvec4 qw3 = qsh[8u + d3];
+                    uvec4 qw3 = qsh[(1u * Q_ROW_VEC4) + d3];
                     precise vec2 qp12 = unpackHalf2x16(qw3.x);
                     dot2 += qp12.x * kv8;
                     dot2 += qp12.y * kv9;
@@ -230,8 +249,8 @@ void main()
                     dot2 += qp15.y * kv15;
                 }
             }
-            s = dot1 * 0.125;
-            s1 = dot2 * 0.125;
+            s = dot1 * SCORE_SCALE;
+            s1 = dot2 * SCORE_SCALE;
         }
         precise float t10 = subgroupMax(s);
         precise float t11 = subgroupMax(s1);
@@ -253,9 +272,9 @@ void main()
         precise float mn1 = max(mx1, val1);
         precise float alpha1 = exp(mx1 - mn1);
         precise float t12 = (j1 < hi) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].x = t12;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t12;
         precise float t13 = (j1 < hi) ? exp(s1 - mn1) : 0.0;
-        sc[(gl_LocalInvocationIndex * 1u) + 0u].y = t13;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t13;
         barrier();
         uint cnt = min(HD, hi - c0);
         precise float psum = 0.0;
@@ -265,8 +284,8 @@ void main()
         bool tail = kpos < (c0 + cnt);
         uint ncache = tail ? (cnt - 1u) : cnt;
         for (uint i1 = 0u; i1 < ncache; i1++) {
-            precise float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
-            precise vec2 pv = sc[(i1 * 1u) + 0u];
+            precise float vv = float(pc.vcache.d[(((c0 + i1) * KV_ROW_STRIDE) + kvoff) + gl_LocalInvocationIndex]);
+            precise vec2 pv = sc[(i1 * SC_KEY_STRIDE) + 0u];
             psum += pv.x;
             av += pv.x * vv;
             psum1 += pv.y;
@@ -274,7 +293,7 @@ void main()
         }
         if (tail) {
             precise float t14 = vnew[gl_LocalInvocationIndex];
-            precise vec2 pv1 = sc[(ncache * 1u) + 0u];
+            precise vec2 pv1 = sc[(ncache * SC_KEY_STRIDE) + 0u];
             psum += pv1.x;
             av += pv1.x * t14;
             psum1 += pv1.y;
@@ -288,17 +307,17 @@ void main()
         mx1 = mn1;
         barrier();
     }
-    uint base = ((h * splits) + gl_WorkGroupID.y) * 66u;
+    uint base = ((h * splits) + gl_WorkGroupID.y) * PART_STRIDE;
     pc.part.d[base + gl_LocalInvocationIndex] = acc;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base + HD] = mx;
-        pc.part.d[base + 65u] = l;
+        pc.part.d[base + PART_SUM] = l;
     }
-    uint base1 = ((h1 * splits) + gl_WorkGroupID.y) * 66u;
+    uint base1 = ((h1 * splits) + gl_WorkGroupID.y) * PART_STRIDE;
     pc.part.d[base1 + gl_LocalInvocationIndex] = acc1;
     if (gl_LocalInvocationIndex == 0u) {
         pc.part.d[base1 + HD] = mx1;
-        pc.part.d[base1 + 65u] = l1;
+        pc.part.d[base1 + PART_SUM] = l1;
     }
     memoryBarrierBuffer();
     barrier();
@@ -309,36 +328,36 @@ void main()
     barrier();
     if (arrived[0u] == (splits - 1u)) {
         memoryBarrierBuffer();
-        uint b0 = (h * splits) * 66u;
-        precise float mx2 = -1e+30;
+        uint b0 = (h * splits) * PART_STRIDE;
+        precise float mx2 = MASKED_SCORE;
         for (uint s2 = 0u; s2 < splits; s2++) {
-            mx2 = max(mx2, pc.part.d[b0 + ((s2 * 66u) + 64u)]);
+            mx2 = max(mx2, pc.part.d[b0 + ((s2 * PART_STRIDE) + HD)]);
         }
         precise float l2 = 0.0;
         precise float acc2 = 0.0;
         for (uint s3 = 0u; s3 < splits; s3++) {
-            uint bs = b0 + (s3 * 66u);
-            precise float w = exp(pc.part.d[bs + 64u] - mx2);
-            l2 += pc.part.d[bs + 65u] * w;
+            uint bs = b0 + (s3 * PART_STRIDE);
+            precise float w = exp(pc.part.d[bs + HD] - mx2);
+            l2 += pc.part.d[bs + PART_SUM] * w;
             acc2 += pc.part.d[bs + gl_LocalInvocationIndex] * w;
         }
         precise float t16 = acc2 / l2;
-        pc.y.d[(h * 64u) + gl_LocalInvocationIndex] = t16;
-        uint b01 = (h1 * splits) * 66u;
-        precise float mx3 = -1e+30;
+        pc.y.d[(h * HD) + gl_LocalInvocationIndex] = t16;
+        uint b01 = (h1 * splits) * PART_STRIDE;
+        precise float mx3 = MASKED_SCORE;
         for (uint s4 = 0u; s4 < splits; s4++) {
-            mx3 = max(mx3, pc.part.d[b01 + ((s4 * 66u) + 64u)]);
+            mx3 = max(mx3, pc.part.d[b01 + ((s4 * PART_STRIDE) + HD)]);
         }
         precise float l3 = 0.0;
         precise float acc3 = 0.0;
         for (uint s5 = 0u; s5 < splits; s5++) {
-            uint bs1 = b01 + (s5 * 66u);
-            precise float w1 = exp(pc.part.d[bs1 + 64u] - mx3);
-            l3 += pc.part.d[bs1 + 65u] * w1;
+            uint bs1 = b01 + (s5 * PART_STRIDE);
+            precise float w1 = exp(pc.part.d[bs1 + HD] - mx3);
+            l3 += pc.part.d[bs1 + PART_SUM] * w1;
             acc3 += pc.part.d[bs1 + gl_LocalInvocationIndex] * w1;
         }
         precise float t17 = acc3 / l3;
-        pc.y.d[(h1 * 64u) + gl_LocalInvocationIndex] = t17;
+        pc.y.d[(h1 * HD) + gl_LocalInvocationIndex] = t17;
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationIndex == 0u) {

@@ -23,6 +23,24 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint HD = 64u;
+const uint Q_ROW_STRIDE = 512u;
+const uint KV_ROW_STRIDE = 128u;
+const uint GROUP = 4u;
+const uint TILE_TOKENS = 4u;
+const uint ROPE_DIMS = 64u;
+const uint ROPE_HALF = 32u;
+const float ROPE_THETA_STEP = 0.6636012;
+const float INV_TWO_PI = 0.15915494;
+const float TWO_PI_HI = 6.28125;
+const float TWO_PI_LO = 0.0019353072;
+const uint ROPE_PAIR_OFFSET = 32u;
+const uint SC_KEY_STRIDE = 4u;
+const uint ROWS = 16u;
+const uint Q_PACK_ITEMS = 32u;
+const uint Q_ROW_VEC4 = 8u;
+const float MASKED_SCORE = -1e+30;
+const uint DOT_STEPS = 8u;
+const float SCORE_SCALE = 0.125;
 
 shared uvec4 qsh[128];
 shared vec4 sc[256];
@@ -31,7 +49,7 @@ shared uint mkey[16];
 void main()
 {
     uint kvoff = gl_WorkGroupID.x * HD;
-    uint tb = gl_WorkGroupID.y * 4u;
+    uint tb = gl_WorkGroupID.y * TILE_TOKENS;
     uint t = tb + 0u;
     uint n = (dyn.pos + t) + 1u;
     bool live = t < dyn.n_tokens;
@@ -44,382 +62,382 @@ void main()
     uint t3 = tb + 3u;
     uint n3 = (dyn.pos + t3) + 1u;
     bool live3 = t3 < dyn.n_tokens;
-    uint hi = dyn.pos + min(tb + 4u, dyn.n_tokens);
-    uint h = (gl_WorkGroupID.x * 4u) + 0u;
-    uint h1 = (gl_WorkGroupID.x * 4u) + 1u;
-    uint h2 = (gl_WorkGroupID.x * 4u) + 2u;
-    uint h3 = (gl_WorkGroupID.x * 4u) + 3u;
+    uint hi = dyn.pos + min(tb + TILE_TOKENS, dyn.n_tokens);
+    uint h = (gl_WorkGroupID.x * GROUP) + 0u;
+    uint h1 = (gl_WorkGroupID.x * GROUP) + 1u;
+    uint h2 = (gl_WorkGroupID.x * GROUP) + 2u;
+    uint h3 = (gl_WorkGroupID.x * GROUP) + 3u;
     uint pos = dyn.pos + t;
     uint d1 = gl_LocalInvocationIndex;
     precise float cs = 1.0;
     precise float sn = 0.0;
-    bool first = d1 < 32u;
-    if (d1 < 64u) {
-        uint pi = first ? d1 : (d1 - 32u);
+    bool first = d1 < ROPE_HALF;
+    if (d1 < ROPE_DIMS) {
+        uint pi = first ? d1 : (d1 - ROPE_HALF);
         precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
-            theta *= 0.6636012;
+            theta *= ROPE_THETA_STEP;
         }
-        precise float kq = roundEven(theta * 0.15915494);
-        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * INV_TWO_PI);
+        precise float th = (theta - (kq * TWO_PI_HI)) - (kq * TWO_PI_LO);
         cs = cos(th);
         sn = sin(th);
     }
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
-    uint t4 = t * 512u;
+    uint t4 = t * Q_ROW_STRIDE;
     precise float qv = 0.0;
     if (live) {
         precise float r = pc.q.d[t4 + t0];
-        if (d1 < 64u) {
-            uint pe = first ? (t0 + 32u) : (t0 - 32u);
+        if (d1 < ROPE_DIMS) {
+            uint pe = first ? (t0 + ROPE_PAIR_OFFSET) : (t0 - ROPE_PAIR_OFFSET);
             precise float xp = pc.q.d[t4 + pe];
             r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
         }
         qv = r;
     }
     precise float t5 = unpackHalf2x16(packHalf2x16(vec2(qv, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].x = t5;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t5;
     uint t6 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t7 = t * 512u;
+    uint t7 = t * Q_ROW_STRIDE;
     precise float qv1 = 0.0;
     if (live) {
         precise float r1 = pc.q.d[t7 + t6];
-        if (d1 < 64u) {
-            uint pe1 = first ? (t6 + 32u) : (t6 - 32u);
+        if (d1 < ROPE_DIMS) {
+            uint pe1 = first ? (t6 + ROPE_PAIR_OFFSET) : (t6 - ROPE_PAIR_OFFSET);
             precise float xp1 = pc.q.d[t7 + pe1];
             r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
         }
         qv1 = r1;
     }
     precise float t8 = unpackHalf2x16(packHalf2x16(vec2(qv1, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].y = t8;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t8;
     uint t9 = (h2 * HD) + gl_LocalInvocationIndex;
-    uint t10 = t * 512u;
+    uint t10 = t * Q_ROW_STRIDE;
     precise float qv2 = 0.0;
     if (live) {
         precise float r2 = pc.q.d[t10 + t9];
-        if (d1 < 64u) {
-            uint pe2 = first ? (t9 + 32u) : (t9 - 32u);
+        if (d1 < ROPE_DIMS) {
+            uint pe2 = first ? (t9 + ROPE_PAIR_OFFSET) : (t9 - ROPE_PAIR_OFFSET);
             precise float xp2 = pc.q.d[t10 + pe2];
             r2 = first ? ((r2 * cs) - (xp2 * sn)) : ((xp2 * sn) + (r2 * cs));
         }
         qv2 = r2;
     }
     precise float t11 = unpackHalf2x16(packHalf2x16(vec2(qv2, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].z = t11;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].z = t11;
     uint t12 = (h3 * HD) + gl_LocalInvocationIndex;
-    uint t13 = t * 512u;
+    uint t13 = t * Q_ROW_STRIDE;
     precise float qv3 = 0.0;
     if (live) {
         precise float r3 = pc.q.d[t13 + t12];
-        if (d1 < 64u) {
-            uint pe3 = first ? (t12 + 32u) : (t12 - 32u);
+        if (d1 < ROPE_DIMS) {
+            uint pe3 = first ? (t12 + ROPE_PAIR_OFFSET) : (t12 - ROPE_PAIR_OFFSET);
             precise float xp3 = pc.q.d[t13 + pe3];
             r3 = first ? ((r3 * cs) - (xp3 * sn)) : ((xp3 * sn) + (r3 * cs));
         }
         qv3 = r3;
     }
     precise float t14 = unpackHalf2x16(packHalf2x16(vec2(qv3, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].w = t14;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].w = t14;
     uint pos1 = dyn.pos + t1;
     uint d2 = gl_LocalInvocationIndex;
     precise float cs1 = 1.0;
     precise float sn1 = 0.0;
-    bool first1 = d2 < 32u;
-    if (d2 < 64u) {
-        uint pi1 = first1 ? d2 : (d2 - 32u);
+    bool first1 = d2 < ROPE_HALF;
+    if (d2 < ROPE_DIMS) {
+        uint pi1 = first1 ? d2 : (d2 - ROPE_HALF);
         precise float theta1 = float(pos1);
         for (uint j1 = 0u; j1 < pi1; j1++) {
-            theta1 *= 0.6636012;
+            theta1 *= ROPE_THETA_STEP;
         }
-        precise float kq1 = roundEven(theta1 * 0.15915494);
-        precise float th1 = (theta1 - (kq1 * 6.28125)) - (kq1 * 0.0019353072);
+        precise float kq1 = roundEven(theta1 * INV_TWO_PI);
+        precise float th1 = (theta1 - (kq1 * TWO_PI_HI)) - (kq1 * TWO_PI_LO);
         cs1 = cos(th1);
         sn1 = sin(th1);
     }
     uint t15 = (h * HD) + gl_LocalInvocationIndex;
-    uint t16 = t1 * 512u;
+    uint t16 = t1 * Q_ROW_STRIDE;
     precise float qv4 = 0.0;
     if (live1) {
         precise float r4 = pc.q.d[t16 + t15];
-        if (d2 < 64u) {
-            uint pe4 = first1 ? (t15 + 32u) : (t15 - 32u);
+        if (d2 < ROPE_DIMS) {
+            uint pe4 = first1 ? (t15 + ROPE_PAIR_OFFSET) : (t15 - ROPE_PAIR_OFFSET);
             precise float xp4 = pc.q.d[t16 + pe4];
             r4 = first1 ? ((r4 * cs1) - (xp4 * sn1)) : ((xp4 * sn1) + (r4 * cs1));
         }
         qv4 = r4;
     }
     precise float t17 = unpackHalf2x16(packHalf2x16(vec2(qv4, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].x = t17;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].x = t17;
     uint t18 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t19 = t1 * 512u;
+    uint t19 = t1 * Q_ROW_STRIDE;
     precise float qv5 = 0.0;
     if (live1) {
         precise float r5 = pc.q.d[t19 + t18];
-        if (d2 < 64u) {
-            uint pe5 = first1 ? (t18 + 32u) : (t18 - 32u);
+        if (d2 < ROPE_DIMS) {
+            uint pe5 = first1 ? (t18 + ROPE_PAIR_OFFSET) : (t18 - ROPE_PAIR_OFFSET);
             precise float xp5 = pc.q.d[t19 + pe5];
             r5 = first1 ? ((r5 * cs1) - (xp5 * sn1)) : ((xp5 * sn1) + (r5 * cs1));
         }
         qv5 = r5;
     }
     precise float t20 = unpackHalf2x16(packHalf2x16(vec2(qv5, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].y = t20;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].y = t20;
     uint t21 = (h2 * HD) + gl_LocalInvocationIndex;
-    uint t22 = t1 * 512u;
+    uint t22 = t1 * Q_ROW_STRIDE;
     precise float qv6 = 0.0;
     if (live1) {
         precise float r6 = pc.q.d[t22 + t21];
-        if (d2 < 64u) {
-            uint pe6 = first1 ? (t21 + 32u) : (t21 - 32u);
+        if (d2 < ROPE_DIMS) {
+            uint pe6 = first1 ? (t21 + ROPE_PAIR_OFFSET) : (t21 - ROPE_PAIR_OFFSET);
             precise float xp6 = pc.q.d[t22 + pe6];
             r6 = first1 ? ((r6 * cs1) - (xp6 * sn1)) : ((xp6 * sn1) + (r6 * cs1));
         }
         qv6 = r6;
     }
     precise float t23 = unpackHalf2x16(packHalf2x16(vec2(qv6, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].z = t23;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].z = t23;
     uint t24 = (h3 * HD) + gl_LocalInvocationIndex;
-    uint t25 = t1 * 512u;
+    uint t25 = t1 * Q_ROW_STRIDE;
     precise float qv7 = 0.0;
     if (live1) {
         precise float r7 = pc.q.d[t25 + t24];
-        if (d2 < 64u) {
-            uint pe7 = first1 ? (t24 + 32u) : (t24 - 32u);
+        if (d2 < ROPE_DIMS) {
+            uint pe7 = first1 ? (t24 + ROPE_PAIR_OFFSET) : (t24 - ROPE_PAIR_OFFSET);
             precise float xp7 = pc.q.d[t25 + pe7];
             r7 = first1 ? ((r7 * cs1) - (xp7 * sn1)) : ((xp7 * sn1) + (r7 * cs1));
         }
         qv7 = r7;
     }
     precise float t26 = unpackHalf2x16(packHalf2x16(vec2(qv7, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].w = t26;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].w = t26;
     uint pos2 = dyn.pos + t2;
     uint d3 = gl_LocalInvocationIndex;
     precise float cs2 = 1.0;
     precise float sn2 = 0.0;
-    bool first2 = d3 < 32u;
-    if (d3 < 64u) {
-        uint pi2 = first2 ? d3 : (d3 - 32u);
+    bool first2 = d3 < ROPE_HALF;
+    if (d3 < ROPE_DIMS) {
+        uint pi2 = first2 ? d3 : (d3 - ROPE_HALF);
         precise float theta2 = float(pos2);
         for (uint j2 = 0u; j2 < pi2; j2++) {
-            theta2 *= 0.6636012;
+            theta2 *= ROPE_THETA_STEP;
         }
-        precise float kq2 = roundEven(theta2 * 0.15915494);
-        precise float th2 = (theta2 - (kq2 * 6.28125)) - (kq2 * 0.0019353072);
+        precise float kq2 = roundEven(theta2 * INV_TWO_PI);
+        precise float th2 = (theta2 - (kq2 * TWO_PI_HI)) - (kq2 * TWO_PI_LO);
         cs2 = cos(th2);
         sn2 = sin(th2);
     }
     uint t27 = (h * HD) + gl_LocalInvocationIndex;
-    uint t28 = t2 * 512u;
+    uint t28 = t2 * Q_ROW_STRIDE;
     precise float qv8 = 0.0;
     if (live2) {
         precise float r8 = pc.q.d[t28 + t27];
-        if (d3 < 64u) {
-            uint pe8 = first2 ? (t27 + 32u) : (t27 - 32u);
+        if (d3 < ROPE_DIMS) {
+            uint pe8 = first2 ? (t27 + ROPE_PAIR_OFFSET) : (t27 - ROPE_PAIR_OFFSET);
             precise float xp8 = pc.q.d[t28 + pe8];
             r8 = first2 ? ((r8 * cs2) - (xp8 * sn2)) : ((xp8 * sn2) + (r8 * cs2));
         }
         qv8 = r8;
     }
     precise float t29 = unpackHalf2x16(packHalf2x16(vec2(qv8, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].x = t29;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].x = t29;
     uint t30 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t31 = t2 * 512u;
+    uint t31 = t2 * Q_ROW_STRIDE;
     precise float qv9 = 0.0;
     if (live2) {
         precise float r9 = pc.q.d[t31 + t30];
-        if (d3 < 64u) {
-            uint pe9 = first2 ? (t30 + 32u) : (t30 - 32u);
+        if (d3 < ROPE_DIMS) {
+            uint pe9 = first2 ? (t30 + ROPE_PAIR_OFFSET) : (t30 - ROPE_PAIR_OFFSET);
             precise float xp9 = pc.q.d[t31 + pe9];
             r9 = first2 ? ((r9 * cs2) - (xp9 * sn2)) : ((xp9 * sn2) + (r9 * cs2));
         }
         qv9 = r9;
     }
     precise float t32 = unpackHalf2x16(packHalf2x16(vec2(qv9, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].y = t32;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].y = t32;
     uint t33 = (h2 * HD) + gl_LocalInvocationIndex;
-    uint t34 = t2 * 512u;
+    uint t34 = t2 * Q_ROW_STRIDE;
     precise float qv10 = 0.0;
     if (live2) {
         precise float r10 = pc.q.d[t34 + t33];
-        if (d3 < 64u) {
-            uint pe10 = first2 ? (t33 + 32u) : (t33 - 32u);
+        if (d3 < ROPE_DIMS) {
+            uint pe10 = first2 ? (t33 + ROPE_PAIR_OFFSET) : (t33 - ROPE_PAIR_OFFSET);
             precise float xp10 = pc.q.d[t34 + pe10];
             r10 = first2 ? ((r10 * cs2) - (xp10 * sn2)) : ((xp10 * sn2) + (r10 * cs2));
         }
         qv10 = r10;
     }
     precise float t35 = unpackHalf2x16(packHalf2x16(vec2(qv10, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].z = t35;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].z = t35;
     uint t36 = (h3 * HD) + gl_LocalInvocationIndex;
-    uint t37 = t2 * 512u;
+    uint t37 = t2 * Q_ROW_STRIDE;
     precise float qv11 = 0.0;
     if (live2) {
         precise float r11 = pc.q.d[t37 + t36];
-        if (d3 < 64u) {
-            uint pe11 = first2 ? (t36 + 32u) : (t36 - 32u);
+        if (d3 < ROPE_DIMS) {
+            uint pe11 = first2 ? (t36 + ROPE_PAIR_OFFSET) : (t36 - ROPE_PAIR_OFFSET);
             precise float xp11 = pc.q.d[t37 + pe11];
             r11 = first2 ? ((r11 * cs2) - (xp11 * sn2)) : ((xp11 * sn2) + (r11 * cs2));
         }
         qv11 = r11;
     }
     precise float t38 = unpackHalf2x16(packHalf2x16(vec2(qv11, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].w = t38;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].w = t38;
     uint pos3 = dyn.pos + t3;
     uint d4 = gl_LocalInvocationIndex;
     precise float cs3 = 1.0;
     precise float sn3 = 0.0;
-    bool first3 = d4 < 32u;
-    if (d4 < 64u) {
-        uint pi3 = first3 ? d4 : (d4 - 32u);
+    bool first3 = d4 < ROPE_HALF;
+    if (d4 < ROPE_DIMS) {
+        uint pi3 = first3 ? d4 : (d4 - ROPE_HALF);
         precise float theta3 = float(pos3);
         for (uint j3 = 0u; j3 < pi3; j3++) {
-            theta3 *= 0.6636012;
+            theta3 *= ROPE_THETA_STEP;
         }
-        precise float kq3 = roundEven(theta3 * 0.15915494);
-        precise float th3 = (theta3 - (kq3 * 6.28125)) - (kq3 * 0.0019353072);
+        precise float kq3 = roundEven(theta3 * INV_TWO_PI);
+        precise float th3 = (theta3 - (kq3 * TWO_PI_HI)) - (kq3 * TWO_PI_LO);
         cs3 = cos(th3);
         sn3 = sin(th3);
     }
     uint t39 = (h * HD) + gl_LocalInvocationIndex;
-    uint t40 = t3 * 512u;
+    uint t40 = t3 * Q_ROW_STRIDE;
     precise float qv12 = 0.0;
     if (live3) {
         precise float r12 = pc.q.d[t40 + t39];
-        if (d4 < 64u) {
-            uint pe12 = first3 ? (t39 + 32u) : (t39 - 32u);
+        if (d4 < ROPE_DIMS) {
+            uint pe12 = first3 ? (t39 + ROPE_PAIR_OFFSET) : (t39 - ROPE_PAIR_OFFSET);
             precise float xp12 = pc.q.d[t40 + pe12];
             r12 = first3 ? ((r12 * cs3) - (xp12 * sn3)) : ((xp12 * sn3) + (r12 * cs3));
         }
         qv12 = r12;
     }
     precise float t41 = unpackHalf2x16(packHalf2x16(vec2(qv12, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].x = t41;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].x = t41;
     uint t42 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t43 = t3 * 512u;
+    uint t43 = t3 * Q_ROW_STRIDE;
     precise float qv13 = 0.0;
     if (live3) {
         precise float r13 = pc.q.d[t43 + t42];
-        if (d4 < 64u) {
-            uint pe13 = first3 ? (t42 + 32u) : (t42 - 32u);
+        if (d4 < ROPE_DIMS) {
+            uint pe13 = first3 ? (t42 + ROPE_PAIR_OFFSET) : (t42 - ROPE_PAIR_OFFSET);
             precise float xp13 = pc.q.d[t43 + pe13];
             r13 = first3 ? ((r13 * cs3) - (xp13 * sn3)) : ((xp13 * sn3) + (r13 * cs3));
         }
         qv13 = r13;
     }
     precise float t44 = unpackHalf2x16(packHalf2x16(vec2(qv13, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].y = t44;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].y = t44;
     uint t45 = (h2 * HD) + gl_LocalInvocationIndex;
-    uint t46 = t3 * 512u;
+    uint t46 = t3 * Q_ROW_STRIDE;
     precise float qv14 = 0.0;
     if (live3) {
         precise float r14 = pc.q.d[t46 + t45];
-        if (d4 < 64u) {
-            uint pe14 = first3 ? (t45 + 32u) : (t45 - 32u);
+        if (d4 < ROPE_DIMS) {
+            uint pe14 = first3 ? (t45 + ROPE_PAIR_OFFSET) : (t45 - ROPE_PAIR_OFFSET);
             precise float xp14 = pc.q.d[t46 + pe14];
             r14 = first3 ? ((r14 * cs3) - (xp14 * sn3)) : ((xp14 * sn3) + (r14 * cs3));
         }
         qv14 = r14;
     }
     precise float t47 = unpackHalf2x16(packHalf2x16(vec2(qv14, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].z = t47;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].z = t47;
     uint t48 = (h3 * HD) + gl_LocalInvocationIndex;
-    uint t49 = t3 * 512u;
+    uint t49 = t3 * Q_ROW_STRIDE;
     precise float qv15 = 0.0;
     if (live3) {
         precise float r15 = pc.q.d[t49 + t48];
-        if (d4 < 64u) {
-            uint pe15 = first3 ? (t48 + 32u) : (t48 - 32u);
+        if (d4 < ROPE_DIMS) {
+            uint pe15 = first3 ? (t48 + ROPE_PAIR_OFFSET) : (t48 - ROPE_PAIR_OFFSET);
             precise float xp15 = pc.q.d[t49 + pe15];
             r15 = first3 ? ((r15 * cs3) - (xp15 * sn3)) : ((xp15 * sn3) + (r15 * cs3));
         }
         qv15 = r15;
     }
     precise float t50 = unpackHalf2x16(packHalf2x16(vec2(qv15, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].w = t50;
-    for (uint i = gl_LocalInvocationIndex; i < 16u; i += HD) {
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].w = t50;
+    for (uint i = gl_LocalInvocationIndex; i < ROWS; i += HD) {
         mkey[i] = 0u;
     }
     barrier();
-    for (uint m = gl_LocalInvocationIndex; m < 32u; m += HD) {
-        uint blk = m / 4u;
-        uint rg = m % 4u;
-        precise uvec4 t51 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].x, sc[(((blk * 8u) + 1u) * 4u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].x, sc[(((blk * 8u) + 3u) * 4u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].x, sc[(((blk * 8u) + 5u) * 4u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].x, sc[(((blk * 8u) + 7u) * 4u) + rg].x)));
-        qsh[(((rg * 4u) + 0u) * 8u) + blk] = t51;
-        precise uvec4 t52 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].y, sc[(((blk * 8u) + 1u) * 4u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].y, sc[(((blk * 8u) + 3u) * 4u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].y, sc[(((blk * 8u) + 5u) * 4u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].y, sc[(((blk * 8u) + 7u) * 4u) + rg].y)));
-        qsh[(((rg * 4u) + 1u) * 8u) + blk] = t52;
-        precise uvec4 t53 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].z, sc[(((blk * 8u) + 1u) * 4u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].z, sc[(((blk * 8u) + 3u) * 4u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].z, sc[(((blk * 8u) + 5u) * 4u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].z, sc[(((blk * 8u) + 7u) * 4u) + rg].z)));
-        qsh[(((rg * 4u) + 2u) * 8u) + blk] = t53;
-        precise uvec4 t54 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].w, sc[(((blk * 8u) + 1u) * 4u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].w, sc[(((blk * 8u) + 3u) * 4u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].w, sc[(((blk * 8u) + 5u) * 4u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].w, sc[(((blk * 8u) + 7u) * 4u) + rg].w)));
-        qsh[(((rg * 4u) + 3u) * 8u) + blk] = t54;
+    for (uint m = gl_LocalInvocationIndex; m < Q_PACK_ITEMS; m += HD) {
+        uint blk = m / SC_KEY_STRIDE;
+        uint rg = m % SC_KEY_STRIDE;
+        precise uvec4 t51 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].x)));
+        qsh[(((rg * 4u) + 0u) * Q_ROW_VEC4) + blk] = t51;
+        precise uvec4 t52 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].y)));
+        qsh[(((rg * 4u) + 1u) * Q_ROW_VEC4) + blk] = t52;
+        precise uvec4 t53 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].z)));
+        qsh[(((rg * 4u) + 2u) * Q_ROW_VEC4) + blk] = t53;
+        precise uvec4 t54 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].w)));
+        qsh[(((rg * 4u) + 3u) * Q_ROW_VEC4) + blk] = t54;
     }
     barrier();
-    precise float mx = -1e+30;
+    precise float mx = MASKED_SCORE;
     precise float l = 0.0;
     precise float acc = 0.0;
-    precise float mx1 = -1e+30;
+    precise float mx1 = MASKED_SCORE;
     precise float l1 = 0.0;
     precise float acc1 = 0.0;
-    precise float mx2 = -1e+30;
+    precise float mx2 = MASKED_SCORE;
     precise float l2 = 0.0;
     precise float acc2 = 0.0;
-    precise float mx3 = -1e+30;
+    precise float mx3 = MASKED_SCORE;
     precise float l3 = 0.0;
     precise float acc3 = 0.0;
-    precise float mx4 = -1e+30;
+    precise float mx4 = MASKED_SCORE;
     precise float l4 = 0.0;
     precise float acc4 = 0.0;
-    precise float mx5 = -1e+30;
+    precise float mx5 = MASKED_SCORE;
     precise float l5 = 0.0;
     precise float acc5 = 0.0;
-    precise float mx6 = -1e+30;
+    precise float mx6 = MASKED_SCORE;
     precise float l6 = 0.0;
     precise float acc6 = 0.0;
-    precise float mx7 = -1e+30;
+    precise float mx7 = MASKED_SCORE;
     precise float l7 = 0.0;
     precise float acc7 = 0.0;
-    precise float mx8 = -1e+30;
+    precise float mx8 = MASKED_SCORE;
     precise float l8 = 0.0;
     precise float acc8 = 0.0;
-    precise float mx9 = -1e+30;
+    precise float mx9 = MASKED_SCORE;
     precise float l9 = 0.0;
     precise float acc9 = 0.0;
-    precise float mx10 = -1e+30;
+    precise float mx10 = MASKED_SCORE;
     precise float l10 = 0.0;
     precise float acc10 = 0.0;
-    precise float mx11 = -1e+30;
+    precise float mx11 = MASKED_SCORE;
     precise float l11 = 0.0;
     precise float acc11 = 0.0;
-    precise float mx12 = -1e+30;
+    precise float mx12 = MASKED_SCORE;
     precise float l12 = 0.0;
     precise float acc12 = 0.0;
-    precise float mx13 = -1e+30;
+    precise float mx13 = MASKED_SCORE;
     precise float l13 = 0.0;
     precise float acc13 = 0.0;
-    precise float mx14 = -1e+30;
+    precise float mx14 = MASKED_SCORE;
     precise float l14 = 0.0;
     precise float acc14 = 0.0;
-    precise float mx15 = -1e+30;
+    precise float mx15 = MASKED_SCORE;
     precise float l15 = 0.0;
     precise float acc15 = 0.0;
     for (uint c0 = 0u; c0 < hi; c0 += HD) {
         uint j4 = c0 + gl_LocalInvocationIndex;
-        precise float s = -1e+30;
-        precise float s1 = -1e+30;
-        precise float s2 = -1e+30;
-        precise float s3 = -1e+30;
-        precise float s4 = -1e+30;
-        precise float s5 = -1e+30;
-        precise float s6 = -1e+30;
-        precise float s7 = -1e+30;
-        precise float s8 = -1e+30;
-        precise float s9 = -1e+30;
-        precise float s10 = -1e+30;
-        precise float s11 = -1e+30;
-        precise float s12 = -1e+30;
-        precise float s13 = -1e+30;
-        precise float s14 = -1e+30;
-        precise float s15 = -1e+30;
+        precise float s = MASKED_SCORE;
+        precise float s1 = MASKED_SCORE;
+        precise float s2 = MASKED_SCORE;
+        precise float s3 = MASKED_SCORE;
+        precise float s4 = MASKED_SCORE;
+        precise float s5 = MASKED_SCORE;
+        precise float s6 = MASKED_SCORE;
+        precise float s7 = MASKED_SCORE;
+        precise float s8 = MASKED_SCORE;
+        precise float s9 = MASKED_SCORE;
+        precise float s10 = MASKED_SCORE;
+        precise float s11 = MASKED_SCORE;
+        precise float s12 = MASKED_SCORE;
+        precise float s13 = MASKED_SCORE;
+        precise float s14 = MASKED_SCORE;
+        precise float s15 = MASKED_SCORE;
         if (j4 < hi) {
             precise float dot1 = 0.0;
             precise float dot2 = 0.0;
@@ -437,9 +455,9 @@ void main()
             precise float dot14 = 0.0;
             precise float dot15 = 0.0;
             precise float dot16 = 0.0;
-            uint kb = (j4 * 128u) + kvoff;
+            uint kb = (j4 * KV_ROW_STRIDE) + kvoff;
             uint kb4 = kb >> 3u;
-            for (uint d5 = 0u; d5 < 8u; d5++) {
+            for (uint d5 = 0u; d5 < DOT_STEPS; d5++) {
                 uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d5];
                 precise vec2 kh = unpackHalf2x16(kw.x);
                 precise float kv = kh.x;
@@ -453,7 +471,7 @@ void main()
                 precise vec2 kh3 = unpackHalf2x16(kw.w);
                 precise float kv6 = kh3.x;
                 precise float kv7 = kh3.y;
-                uvec4 qw = qsh[0u + d5];
+                uvec4 qw = qsh[d5];
                 precise vec2 qp = unpackHalf2x16(qw.x);
                 dot1 += qp.x * kv;
                 dot1 += qp.y * kv1;
@@ -466,7 +484,7 @@ void main()
                 precise vec2 qp3 = unpackHalf2x16(qw.w);
                 dot1 += qp3.x * kv6;
                 dot1 += qp3.y * kv7;
-                uvec4 qw1 = qsh[8u + d5];
+                uvec4 qw1 = qsh[(1u * Q_ROW_VEC4) + d5];
                 precise vec2 qp4 = unpackHalf2x16(qw1.x);
                 dot2 += qp4.x * kv;
                 dot2 += qp4.y * kv1;
@@ -479,7 +497,7 @@ void main()
                 precise vec2 qp7 = unpackHalf2x16(qw1.w);
                 dot2 += qp7.x * kv6;
                 dot2 += qp7.y * kv7;
-                uvec4 qw2 = qsh[16u + d5];
+                uvec4 qw2 = qsh[(2u * Q_ROW_VEC4) + d5];
                 precise vec2 qp8 = unpackHalf2x16(qw2.x);
                 dot3 += qp8.x * kv;
                 dot3 += qp8.y * kv1;
@@ -492,7 +510,7 @@ void main()
                 precise vec2 qp11 = unpackHalf2x16(qw2.w);
                 dot3 += qp11.x * kv6;
                 dot3 += qp11.y * kv7;
-                uvec4 qw3 = qsh[24u + d5];
+                uvec4 qw3 = qsh[(3u * Q_ROW_VEC4) + d5];
                 precise vec2 qp12 = unpackHalf2x16(qw3.x);
                 dot4 += qp12.x * kv;
                 dot4 += qp12.y * kv1;
@@ -505,7 +523,7 @@ void main()
                 precise vec2 qp15 = unpackHalf2x16(qw3.w);
                 dot4 += qp15.x * kv6;
                 dot4 += qp15.y * kv7;
-                uvec4 qw4 = qsh[32u + d5];
+                uvec4 qw4 = qsh[(4u * Q_ROW_VEC4) + d5];
                 precise vec2 qp16 = unpackHalf2x16(qw4.x);
                 dot5 += qp16.x * kv;
                 dot5 += qp16.y * kv1;
@@ -518,7 +536,7 @@ void main()
                 precise vec2 qp19 = unpackHalf2x16(qw4.w);
                 dot5 += qp19.x * kv6;
                 dot5 += qp19.y * kv7;
-                uvec4 qw5 = qsh[40u + d5];
+                uvec4 qw5 = qsh[(5u * Q_ROW_VEC4) + d5];
                 precise vec2 qp20 = unpackHalf2x16(qw5.x);
                 dot6 += qp20.x * kv;
                 dot6 += qp20.y * kv1;
@@ -531,7 +549,7 @@ void main()
                 precise vec2 qp23 = unpackHalf2x16(qw5.w);
                 dot6 += qp23.x * kv6;
                 dot6 += qp23.y * kv7;
-                uvec4 qw6 = qsh[48u + d5];
+                uvec4 qw6 = qsh[(6u * Q_ROW_VEC4) + d5];
                 precise vec2 qp24 = unpackHalf2x16(qw6.x);
                 dot7 += qp24.x * kv;
                 dot7 += qp24.y * kv1;
@@ -544,7 +562,7 @@ void main()
                 precise vec2 qp27 = unpackHalf2x16(qw6.w);
                 dot7 += qp27.x * kv6;
                 dot7 += qp27.y * kv7;
-                uvec4 qw7 = qsh[56u + d5];
+                uvec4 qw7 = qsh[(7u * Q_ROW_VEC4) + d5];
                 precise vec2 qp28 = unpackHalf2x16(qw7.x);
                 dot8 += qp28.x * kv;
                 dot8 += qp28.y * kv1;
@@ -557,7 +575,7 @@ void main()
                 precise vec2 qp31 = unpackHalf2x16(qw7.w);
                 dot8 += qp31.x * kv6;
                 dot8 += qp31.y * kv7;
-                uvec4 qw8 = qsh[64u + d5];
+                uvec4 qw8 = qsh[(8u * Q_ROW_VEC4) + d5];
                 precise vec2 qp32 = unpackHalf2x16(qw8.x);
                 dot9 += qp32.x * kv;
                 dot9 += qp32.y * kv1;
@@ -570,7 +588,7 @@ void main()
                 precise vec2 qp35 = unpackHalf2x16(qw8.w);
                 dot9 += qp35.x * kv6;
                 dot9 += qp35.y * kv7;
-                uvec4 qw9 = qsh[72u + d5];
+                uvec4 qw9 = qsh[(9u * Q_ROW_VEC4) + d5];
                 precise vec2 qp36 = unpackHalf2x16(qw9.x);
                 dot10 += qp36.x * kv;
                 dot10 += qp36.y * kv1;
@@ -583,7 +601,7 @@ void main()
                 precise vec2 qp39 = unpackHalf2x16(qw9.w);
                 dot10 += qp39.x * kv6;
                 dot10 += qp39.y * kv7;
-                uvec4 qw10 = qsh[80u + d5];
+                uvec4 qw10 = qsh[(10u * Q_ROW_VEC4) + d5];
                 precise vec2 qp40 = unpackHalf2x16(qw10.x);
                 dot11 += qp40.x * kv;
                 dot11 += qp40.y * kv1;
@@ -596,7 +614,7 @@ void main()
                 precise vec2 qp43 = unpackHalf2x16(qw10.w);
                 dot11 += qp43.x * kv6;
                 dot11 += qp43.y * kv7;
-                uvec4 qw11 = qsh[88u + d5];
+                uvec4 qw11 = qsh[(11u * Q_ROW_VEC4) + d5];
                 precise vec2 qp44 = unpackHalf2x16(qw11.x);
                 dot12 += qp44.x * kv;
                 dot12 += qp44.y * kv1;
@@ -609,7 +627,7 @@ void main()
                 precise vec2 qp47 = unpackHalf2x16(qw11.w);
                 dot12 += qp47.x * kv6;
                 dot12 += qp47.y * kv7;
-                uvec4 qw12 = qsh[96u + d5];
+                uvec4 qw12 = qsh[(12u * Q_ROW_VEC4) + d5];
                 precise vec2 qp48 = unpackHalf2x16(qw12.x);
                 dot13 += qp48.x * kv;
                 dot13 += qp48.y * kv1;
@@ -622,7 +640,7 @@ void main()
                 precise vec2 qp51 = unpackHalf2x16(qw12.w);
                 dot13 += qp51.x * kv6;
                 dot13 += qp51.y * kv7;
-                uvec4 qw13 = qsh[104u + d5];
+                uvec4 qw13 = qsh[(13u * Q_ROW_VEC4) + d5];
                 precise vec2 qp52 = unpackHalf2x16(qw13.x);
                 dot14 += qp52.x * kv;
                 dot14 += qp52.y * kv1;
@@ -635,7 +653,7 @@ void main()
                 precise vec2 qp55 = unpackHalf2x16(qw13.w);
                 dot14 += qp55.x * kv6;
                 dot14 += qp55.y * kv7;
-                uvec4 qw14 = qsh[112u + d5];
+                uvec4 qw14 = qsh[(14u * Q_ROW_VEC4) + d5];
                 precise vec2 qp56 = unpackHalf2x16(qw14.x);
                 dot15 += qp56.x * kv;
                 dot15 += qp56.y * kv1;
@@ -648,7 +666,7 @@ void main()
                 precise vec2 qp59 = unpackHalf2x16(qw14.w);
                 dot15 += qp59.x * kv6;
                 dot15 += qp59.y * kv7;
-                uvec4 qw15 = qsh[120u + d5];
+                uvec4 qw15 = qsh[(15u * Q_ROW_VEC4) + d5];
                 precise vec2 qp60 = unpackHalf2x16(qw15.x);
                 dot16 += qp60.x * kv;
                 dot16 += qp60.y * kv1;
@@ -662,22 +680,22 @@ void main()
                 dot16 += qp63.x * kv6;
                 dot16 += qp63.y * kv7;
             }
-            s = (j4 < n) ? (dot1 * 0.125) : (-1e+30);
-            s1 = (j4 < n) ? (dot2 * 0.125) : (-1e+30);
-            s2 = (j4 < n) ? (dot3 * 0.125) : (-1e+30);
-            s3 = (j4 < n) ? (dot4 * 0.125) : (-1e+30);
-            s4 = (j4 < n1) ? (dot5 * 0.125) : (-1e+30);
-            s5 = (j4 < n1) ? (dot6 * 0.125) : (-1e+30);
-            s6 = (j4 < n1) ? (dot7 * 0.125) : (-1e+30);
-            s7 = (j4 < n1) ? (dot8 * 0.125) : (-1e+30);
-            s8 = (j4 < n2) ? (dot9 * 0.125) : (-1e+30);
-            s9 = (j4 < n2) ? (dot10 * 0.125) : (-1e+30);
-            s10 = (j4 < n2) ? (dot11 * 0.125) : (-1e+30);
-            s11 = (j4 < n2) ? (dot12 * 0.125) : (-1e+30);
-            s12 = (j4 < n3) ? (dot13 * 0.125) : (-1e+30);
-            s13 = (j4 < n3) ? (dot14 * 0.125) : (-1e+30);
-            s14 = (j4 < n3) ? (dot15 * 0.125) : (-1e+30);
-            s15 = (j4 < n3) ? (dot16 * 0.125) : (-1e+30);
+            s = (j4 < n) ? (dot1 * SCORE_SCALE) : MASKED_SCORE;
+            s1 = (j4 < n) ? (dot2 * SCORE_SCALE) : MASKED_SCORE;
+            s2 = (j4 < n) ? (dot3 * SCORE_SCALE) : MASKED_SCORE;
+            s3 = (j4 < n) ? (dot4 * SCORE_SCALE) : MASKED_SCORE;
+            s4 = (j4 < n1) ? (dot5 * SCORE_SCALE) : MASKED_SCORE;
+            s5 = (j4 < n1) ? (dot6 * SCORE_SCALE) : MASKED_SCORE;
+            s6 = (j4 < n1) ? (dot7 * SCORE_SCALE) : MASKED_SCORE;
+            s7 = (j4 < n1) ? (dot8 * SCORE_SCALE) : MASKED_SCORE;
+            s8 = (j4 < n2) ? (dot9 * SCORE_SCALE) : MASKED_SCORE;
+            s9 = (j4 < n2) ? (dot10 * SCORE_SCALE) : MASKED_SCORE;
+            s10 = (j4 < n2) ? (dot11 * SCORE_SCALE) : MASKED_SCORE;
+            s11 = (j4 < n2) ? (dot12 * SCORE_SCALE) : MASKED_SCORE;
+            s12 = (j4 < n3) ? (dot13 * SCORE_SCALE) : MASKED_SCORE;
+            s13 = (j4 < n3) ? (dot14 * SCORE_SCALE) : MASKED_SCORE;
+            s14 = (j4 < n3) ? (dot15 * SCORE_SCALE) : MASKED_SCORE;
+            s15 = (j4 < n3) ? (dot16 * SCORE_SCALE) : MASKED_SCORE;
         }
         precise float t55 = subgroupMax(s);
         precise float t56 = subgroupMax(s1);
@@ -811,37 +829,37 @@ void main()
         precise float mn15 = max(mx15, val15);
         precise float alpha15 = exp(mx15 - mn15);
         precise float t71 = (j4 < n) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].x = t71;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t71;
         precise float t72 = (j4 < n) ? exp(s1 - mn1) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].y = t72;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t72;
         precise float t73 = (j4 < n) ? exp(s2 - mn2) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].z = t73;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].z = t73;
         precise float t74 = (j4 < n) ? exp(s3 - mn3) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].w = t74;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].w = t74;
         precise float t75 = (j4 < n1) ? exp(s4 - mn4) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].x = t75;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].x = t75;
         precise float t76 = (j4 < n1) ? exp(s5 - mn5) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].y = t76;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].y = t76;
         precise float t77 = (j4 < n1) ? exp(s6 - mn6) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].z = t77;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].z = t77;
         precise float t78 = (j4 < n1) ? exp(s7 - mn7) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].w = t78;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].w = t78;
         precise float t79 = (j4 < n2) ? exp(s8 - mn8) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].x = t79;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].x = t79;
         precise float t80 = (j4 < n2) ? exp(s9 - mn9) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].y = t80;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].y = t80;
         precise float t81 = (j4 < n2) ? exp(s10 - mn10) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].z = t81;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].z = t81;
         precise float t82 = (j4 < n2) ? exp(s11 - mn11) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].w = t82;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].w = t82;
         precise float t83 = (j4 < n3) ? exp(s12 - mn12) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].x = t83;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].x = t83;
         precise float t84 = (j4 < n3) ? exp(s13 - mn13) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].y = t84;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].y = t84;
         precise float t85 = (j4 < n3) ? exp(s14 - mn14) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].z = t85;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].z = t85;
         precise float t86 = (j4 < n3) ? exp(s15 - mn15) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].w = t86;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].w = t86;
         barrier();
         uint cnt = min(HD, hi - c0);
         precise float psum = 0.0;
@@ -877,8 +895,8 @@ void main()
         precise float psum15 = 0.0;
         precise float av15 = 0.0;
         for (uint i1 = 0u; i1 < cnt; i1++) {
-            precise float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
-            precise vec4 pv = sc[(i1 * 4u) + 0u];
+            precise float vv = float(pc.vcache.d[(((c0 + i1) * KV_ROW_STRIDE) + kvoff) + gl_LocalInvocationIndex]);
+            precise vec4 pv = sc[(i1 * SC_KEY_STRIDE) + 0u];
             psum += pv.x;
             av += pv.x * vv;
             psum1 += pv.y;
@@ -887,7 +905,7 @@ void main()
             av2 += pv.z * vv;
             psum3 += pv.w;
             av3 += pv.w * vv;
-            precise vec4 pv1 = sc[(i1 * 4u) + 1u];
+            precise vec4 pv1 = sc[(i1 * SC_KEY_STRIDE) + 1u];
             psum4 += pv1.x;
             av4 += pv1.x * vv;
             psum5 += pv1.y;
@@ -896,7 +914,7 @@ void main()
             av6 += pv1.z * vv;
             psum7 += pv1.w;
             av7 += pv1.w * vv;
-            precise vec4 pv2 = sc[(i1 * 4u) + 2u];
+            precise vec4 pv2 = sc[(i1 * SC_KEY_STRIDE) + 2u];
             psum8 += pv2.x;
             av8 += pv2.x * vv;
             psum9 += pv2.y;
@@ -905,7 +923,7 @@ void main()
             av10 += pv2.z * vv;
             psum11 += pv2.w;
             av11 += pv2.w * vv;
-            precise vec4 pv3 = sc[(i1 * 4u) + 3u];
+            precise vec4 pv3 = sc[(i1 * SC_KEY_STRIDE) + 3u];
             psum12 += pv3.x;
             av12 += pv3.x * vv;
             psum13 += pv3.y;
@@ -967,42 +985,42 @@ void main()
     }
     if (live) {
         precise float t87 = acc / l;
-        pc.y.d[((t * 512u) + (h * HD)) + gl_LocalInvocationIndex] = t87;
+        pc.y.d[((t * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t87;
         precise float t88 = acc1 / l1;
-        pc.y.d[((t * 512u) + (h1 * HD)) + gl_LocalInvocationIndex] = t88;
+        pc.y.d[((t * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t88;
         precise float t89 = acc2 / l2;
-        pc.y.d[((t * 512u) + (h2 * HD)) + gl_LocalInvocationIndex] = t89;
+        pc.y.d[((t * Q_ROW_STRIDE) + (h2 * HD)) + gl_LocalInvocationIndex] = t89;
         precise float t90 = acc3 / l3;
-        pc.y.d[((t * 512u) + (h3 * HD)) + gl_LocalInvocationIndex] = t90;
+        pc.y.d[((t * Q_ROW_STRIDE) + (h3 * HD)) + gl_LocalInvocationIndex] = t90;
     }
     if (live1) {
         precise float t91 = acc4 / l4;
-        pc.y.d[((t1 * 512u) + (h * HD)) + gl_LocalInvocationIndex] = t91;
+        pc.y.d[((t1 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t91;
         precise float t92 = acc5 / l5;
-        pc.y.d[((t1 * 512u) + (h1 * HD)) + gl_LocalInvocationIndex] = t92;
+        pc.y.d[((t1 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t92;
         precise float t93 = acc6 / l6;
-        pc.y.d[((t1 * 512u) + (h2 * HD)) + gl_LocalInvocationIndex] = t93;
+        pc.y.d[((t1 * Q_ROW_STRIDE) + (h2 * HD)) + gl_LocalInvocationIndex] = t93;
         precise float t94 = acc7 / l7;
-        pc.y.d[((t1 * 512u) + (h3 * HD)) + gl_LocalInvocationIndex] = t94;
+        pc.y.d[((t1 * Q_ROW_STRIDE) + (h3 * HD)) + gl_LocalInvocationIndex] = t94;
     }
     if (live2) {
         precise float t95 = acc8 / l8;
-        pc.y.d[((t2 * 512u) + (h * HD)) + gl_LocalInvocationIndex] = t95;
+        pc.y.d[((t2 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t95;
         precise float t96 = acc9 / l9;
-        pc.y.d[((t2 * 512u) + (h1 * HD)) + gl_LocalInvocationIndex] = t96;
+        pc.y.d[((t2 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t96;
         precise float t97 = acc10 / l10;
-        pc.y.d[((t2 * 512u) + (h2 * HD)) + gl_LocalInvocationIndex] = t97;
+        pc.y.d[((t2 * Q_ROW_STRIDE) + (h2 * HD)) + gl_LocalInvocationIndex] = t97;
         precise float t98 = acc11 / l11;
-        pc.y.d[((t2 * 512u) + (h3 * HD)) + gl_LocalInvocationIndex] = t98;
+        pc.y.d[((t2 * Q_ROW_STRIDE) + (h3 * HD)) + gl_LocalInvocationIndex] = t98;
     }
     if (live3) {
         precise float t99 = acc12 / l12;
-        pc.y.d[((t3 * 512u) + (h * HD)) + gl_LocalInvocationIndex] = t99;
+        pc.y.d[((t3 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t99;
         precise float t100 = acc13 / l13;
-        pc.y.d[((t3 * 512u) + (h1 * HD)) + gl_LocalInvocationIndex] = t100;
+        pc.y.d[((t3 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t100;
         precise float t101 = acc14 / l14;
-        pc.y.d[((t3 * 512u) + (h2 * HD)) + gl_LocalInvocationIndex] = t101;
+        pc.y.d[((t3 * Q_ROW_STRIDE) + (h2 * HD)) + gl_LocalInvocationIndex] = t101;
         precise float t102 = acc15 / l15;
-        pc.y.d[((t3 * 512u) + (h3 * HD)) + gl_LocalInvocationIndex] = t102;
+        pc.y.d[((t3 * Q_ROW_STRIDE) + (h3 * HD)) + gl_LocalInvocationIndex] = t102;
     }
 }

@@ -20,30 +20,38 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint N = 128u;
+const uint HD = 64u;
+const uint ROPE_DIMS = 64u;
+const uint ROPE_HALF = 32u;
+const float ROPE_THETA_STEP = 0.6636012;
+const float INV_TWO_PI = 0.15915494;
+const float TWO_PI_HI = 6.28125;
+const float TWO_PI_LO = 0.0019353072;
+const uint ROPE_PAIR_OFFSET = 32u;
 
 void main()
 {
     if (gl_GlobalInvocationID.x >= N) return;
     uint base = gl_WorkGroupID.y * N;
     uint pos = dyn.pos + gl_WorkGroupID.y;
-    uint d1 = gl_GlobalInvocationID.x % 64u;
+    uint d1 = gl_GlobalInvocationID.x % HD;
     precise float cs = 1.0;
     precise float sn = 0.0;
-    bool first = d1 < 32u;
-    if (d1 < 64u) {
-        uint pi = first ? d1 : (d1 - 32u);
+    bool first = d1 < ROPE_HALF;
+    if (d1 < ROPE_DIMS) {
+        uint pi = first ? d1 : (d1 - ROPE_HALF);
         precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
-            theta *= 0.6636012;
+            theta *= ROPE_THETA_STEP;
         }
-        precise float kq = roundEven(theta * 0.15915494);
-        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * INV_TWO_PI);
+        precise float th = (theta - (kq * TWO_PI_HI)) - (kq * TWO_PI_LO);
         cs = cos(th);
         sn = sin(th);
     }
     precise float r = pc.k.d[base + gl_GlobalInvocationID.x];
-    if (d1 < 64u) {
-        uint pe = first ? (gl_GlobalInvocationID.x + 32u) : (gl_GlobalInvocationID.x - 32u);
+    if (d1 < ROPE_DIMS) {
+        uint pe = first ? (gl_GlobalInvocationID.x + ROPE_PAIR_OFFSET) : (gl_GlobalInvocationID.x - ROPE_PAIR_OFFSET);
         precise float xp = pc.k.d[base + pe];
         r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
     }

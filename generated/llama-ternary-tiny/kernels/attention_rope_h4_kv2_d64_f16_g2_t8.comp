@@ -23,6 +23,24 @@ layout(push_constant) uniform Push {
 layout(set=0, binding=0) uniform Dyn { uint pos; uint n_tokens; uint n_kv; uint out_start; } dyn;
 
 const uint HD = 64u;
+const uint Q_ROW_STRIDE = 256u;
+const uint KV_ROW_STRIDE = 128u;
+const uint GROUP = 2u;
+const uint TILE_TOKENS = 8u;
+const uint ROPE_DIMS = 64u;
+const uint ROPE_HALF = 32u;
+const float ROPE_THETA_STEP = 0.7498942;
+const float INV_TWO_PI = 0.15915494;
+const float TWO_PI_HI = 6.28125;
+const float TWO_PI_LO = 0.0019353072;
+const uint ROPE_PAIR_OFFSET = 32u;
+const uint SC_KEY_STRIDE = 4u;
+const uint ROWS = 16u;
+const uint Q_PACK_ITEMS = 32u;
+const uint Q_ROW_VEC4 = 8u;
+const float MASKED_SCORE = -1e+30;
+const uint DOT_STEPS = 8u;
+const float SCORE_SCALE = 0.125;
 
 shared uvec4 qsh[128];
 shared vec4 sc[256];
@@ -31,7 +49,7 @@ shared uint mkey[16];
 void main()
 {
     uint kvoff = gl_WorkGroupID.x * HD;
-    uint tb = gl_WorkGroupID.y * 8u;
+    uint tb = gl_WorkGroupID.y * TILE_TOKENS;
     uint t = tb + 0u;
     uint n = (dyn.pos + t) + 1u;
     bool live = t < dyn.n_tokens;
@@ -56,444 +74,444 @@ void main()
     uint t7 = tb + 7u;
     uint n7 = (dyn.pos + t7) + 1u;
     bool live7 = t7 < dyn.n_tokens;
-    uint hi = dyn.pos + min(tb + 8u, dyn.n_tokens);
-    uint h = (gl_WorkGroupID.x * 2u) + 0u;
-    uint h1 = (gl_WorkGroupID.x * 2u) + 1u;
+    uint hi = dyn.pos + min(tb + TILE_TOKENS, dyn.n_tokens);
+    uint h = (gl_WorkGroupID.x * GROUP) + 0u;
+    uint h1 = (gl_WorkGroupID.x * GROUP) + 1u;
     uint pos = dyn.pos + t;
     uint d1 = gl_LocalInvocationIndex;
     precise float cs = 1.0;
     precise float sn = 0.0;
-    bool first = d1 < 32u;
-    if (d1 < 64u) {
-        uint pi = first ? d1 : (d1 - 32u);
+    bool first = d1 < ROPE_HALF;
+    if (d1 < ROPE_DIMS) {
+        uint pi = first ? d1 : (d1 - ROPE_HALF);
         precise float theta = float(pos);
         for (uint j = 0u; j < pi; j++) {
-            theta *= 0.7498942;
+            theta *= ROPE_THETA_STEP;
         }
-        precise float kq = roundEven(theta * 0.15915494);
-        precise float th = (theta - (kq * 6.28125)) - (kq * 0.0019353072);
+        precise float kq = roundEven(theta * INV_TWO_PI);
+        precise float th = (theta - (kq * TWO_PI_HI)) - (kq * TWO_PI_LO);
         cs = cos(th);
         sn = sin(th);
     }
     uint t0 = (h * HD) + gl_LocalInvocationIndex;
-    uint t8 = t * 256u;
+    uint t8 = t * Q_ROW_STRIDE;
     precise float qv = 0.0;
     if (live) {
         precise float r = pc.q.d[t8 + t0];
-        if (d1 < 64u) {
-            uint pe = first ? (t0 + 32u) : (t0 - 32u);
+        if (d1 < ROPE_DIMS) {
+            uint pe = first ? (t0 + ROPE_PAIR_OFFSET) : (t0 - ROPE_PAIR_OFFSET);
             precise float xp = pc.q.d[t8 + pe];
             r = first ? ((r * cs) - (xp * sn)) : ((xp * sn) + (r * cs));
         }
         qv = r;
     }
     precise float t9 = unpackHalf2x16(packHalf2x16(vec2(qv, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].x = t9;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t9;
     uint t10 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t11 = t * 256u;
+    uint t11 = t * Q_ROW_STRIDE;
     precise float qv1 = 0.0;
     if (live) {
         precise float r1 = pc.q.d[t11 + t10];
-        if (d1 < 64u) {
-            uint pe1 = first ? (t10 + 32u) : (t10 - 32u);
+        if (d1 < ROPE_DIMS) {
+            uint pe1 = first ? (t10 + ROPE_PAIR_OFFSET) : (t10 - ROPE_PAIR_OFFSET);
             precise float xp1 = pc.q.d[t11 + pe1];
             r1 = first ? ((r1 * cs) - (xp1 * sn)) : ((xp1 * sn) + (r1 * cs));
         }
         qv1 = r1;
     }
     precise float t12 = unpackHalf2x16(packHalf2x16(vec2(qv1, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].y = t12;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t12;
     uint pos1 = dyn.pos + t1;
     uint d2 = gl_LocalInvocationIndex;
     precise float cs1 = 1.0;
     precise float sn1 = 0.0;
-    bool first1 = d2 < 32u;
-    if (d2 < 64u) {
-        uint pi1 = first1 ? d2 : (d2 - 32u);
+    bool first1 = d2 < ROPE_HALF;
+    if (d2 < ROPE_DIMS) {
+        uint pi1 = first1 ? d2 : (d2 - ROPE_HALF);
         precise float theta1 = float(pos1);
         for (uint j1 = 0u; j1 < pi1; j1++) {
-            theta1 *= 0.7498942;
+            theta1 *= ROPE_THETA_STEP;
         }
-        precise float kq1 = roundEven(theta1 * 0.15915494);
-        precise float th1 = (theta1 - (kq1 * 6.28125)) - (kq1 * 0.0019353072);
+        precise float kq1 = roundEven(theta1 * INV_TWO_PI);
+        precise float th1 = (theta1 - (kq1 * TWO_PI_HI)) - (kq1 * TWO_PI_LO);
         cs1 = cos(th1);
         sn1 = sin(th1);
     }
     uint t13 = (h * HD) + gl_LocalInvocationIndex;
-    uint t14 = t1 * 256u;
+    uint t14 = t1 * Q_ROW_STRIDE;
     precise float qv2 = 0.0;
     if (live1) {
         precise float r2 = pc.q.d[t14 + t13];
-        if (d2 < 64u) {
-            uint pe2 = first1 ? (t13 + 32u) : (t13 - 32u);
+        if (d2 < ROPE_DIMS) {
+            uint pe2 = first1 ? (t13 + ROPE_PAIR_OFFSET) : (t13 - ROPE_PAIR_OFFSET);
             precise float xp2 = pc.q.d[t14 + pe2];
             r2 = first1 ? ((r2 * cs1) - (xp2 * sn1)) : ((xp2 * sn1) + (r2 * cs1));
         }
         qv2 = r2;
     }
     precise float t15 = unpackHalf2x16(packHalf2x16(vec2(qv2, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].z = t15;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].z = t15;
     uint t16 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t17 = t1 * 256u;
+    uint t17 = t1 * Q_ROW_STRIDE;
     precise float qv3 = 0.0;
     if (live1) {
         precise float r3 = pc.q.d[t17 + t16];
-        if (d2 < 64u) {
-            uint pe3 = first1 ? (t16 + 32u) : (t16 - 32u);
+        if (d2 < ROPE_DIMS) {
+            uint pe3 = first1 ? (t16 + ROPE_PAIR_OFFSET) : (t16 - ROPE_PAIR_OFFSET);
             precise float xp3 = pc.q.d[t17 + pe3];
             r3 = first1 ? ((r3 * cs1) - (xp3 * sn1)) : ((xp3 * sn1) + (r3 * cs1));
         }
         qv3 = r3;
     }
     precise float t18 = unpackHalf2x16(packHalf2x16(vec2(qv3, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 0u].w = t18;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].w = t18;
     uint pos2 = dyn.pos + t2;
     uint d3 = gl_LocalInvocationIndex;
     precise float cs2 = 1.0;
     precise float sn2 = 0.0;
-    bool first2 = d3 < 32u;
-    if (d3 < 64u) {
-        uint pi2 = first2 ? d3 : (d3 - 32u);
+    bool first2 = d3 < ROPE_HALF;
+    if (d3 < ROPE_DIMS) {
+        uint pi2 = first2 ? d3 : (d3 - ROPE_HALF);
         precise float theta2 = float(pos2);
         for (uint j2 = 0u; j2 < pi2; j2++) {
-            theta2 *= 0.7498942;
+            theta2 *= ROPE_THETA_STEP;
         }
-        precise float kq2 = roundEven(theta2 * 0.15915494);
-        precise float th2 = (theta2 - (kq2 * 6.28125)) - (kq2 * 0.0019353072);
+        precise float kq2 = roundEven(theta2 * INV_TWO_PI);
+        precise float th2 = (theta2 - (kq2 * TWO_PI_HI)) - (kq2 * TWO_PI_LO);
         cs2 = cos(th2);
         sn2 = sin(th2);
     }
     uint t19 = (h * HD) + gl_LocalInvocationIndex;
-    uint t20 = t2 * 256u;
+    uint t20 = t2 * Q_ROW_STRIDE;
     precise float qv4 = 0.0;
     if (live2) {
         precise float r4 = pc.q.d[t20 + t19];
-        if (d3 < 64u) {
-            uint pe4 = first2 ? (t19 + 32u) : (t19 - 32u);
+        if (d3 < ROPE_DIMS) {
+            uint pe4 = first2 ? (t19 + ROPE_PAIR_OFFSET) : (t19 - ROPE_PAIR_OFFSET);
             precise float xp4 = pc.q.d[t20 + pe4];
             r4 = first2 ? ((r4 * cs2) - (xp4 * sn2)) : ((xp4 * sn2) + (r4 * cs2));
         }
         qv4 = r4;
     }
     precise float t21 = unpackHalf2x16(packHalf2x16(vec2(qv4, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].x = t21;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].x = t21;
     uint t22 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t23 = t2 * 256u;
+    uint t23 = t2 * Q_ROW_STRIDE;
     precise float qv5 = 0.0;
     if (live2) {
         precise float r5 = pc.q.d[t23 + t22];
-        if (d3 < 64u) {
-            uint pe5 = first2 ? (t22 + 32u) : (t22 - 32u);
+        if (d3 < ROPE_DIMS) {
+            uint pe5 = first2 ? (t22 + ROPE_PAIR_OFFSET) : (t22 - ROPE_PAIR_OFFSET);
             precise float xp5 = pc.q.d[t23 + pe5];
             r5 = first2 ? ((r5 * cs2) - (xp5 * sn2)) : ((xp5 * sn2) + (r5 * cs2));
         }
         qv5 = r5;
     }
     precise float t24 = unpackHalf2x16(packHalf2x16(vec2(qv5, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].y = t24;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].y = t24;
     uint pos3 = dyn.pos + t3;
     uint d4 = gl_LocalInvocationIndex;
     precise float cs3 = 1.0;
     precise float sn3 = 0.0;
-    bool first3 = d4 < 32u;
-    if (d4 < 64u) {
-        uint pi3 = first3 ? d4 : (d4 - 32u);
+    bool first3 = d4 < ROPE_HALF;
+    if (d4 < ROPE_DIMS) {
+        uint pi3 = first3 ? d4 : (d4 - ROPE_HALF);
         precise float theta3 = float(pos3);
         for (uint j3 = 0u; j3 < pi3; j3++) {
-            theta3 *= 0.7498942;
+            theta3 *= ROPE_THETA_STEP;
         }
-        precise float kq3 = roundEven(theta3 * 0.15915494);
-        precise float th3 = (theta3 - (kq3 * 6.28125)) - (kq3 * 0.0019353072);
+        precise float kq3 = roundEven(theta3 * INV_TWO_PI);
+        precise float th3 = (theta3 - (kq3 * TWO_PI_HI)) - (kq3 * TWO_PI_LO);
         cs3 = cos(th3);
         sn3 = sin(th3);
     }
     uint t25 = (h * HD) + gl_LocalInvocationIndex;
-    uint t26 = t3 * 256u;
+    uint t26 = t3 * Q_ROW_STRIDE;
     precise float qv6 = 0.0;
     if (live3) {
         precise float r6 = pc.q.d[t26 + t25];
-        if (d4 < 64u) {
-            uint pe6 = first3 ? (t25 + 32u) : (t25 - 32u);
+        if (d4 < ROPE_DIMS) {
+            uint pe6 = first3 ? (t25 + ROPE_PAIR_OFFSET) : (t25 - ROPE_PAIR_OFFSET);
             precise float xp6 = pc.q.d[t26 + pe6];
             r6 = first3 ? ((r6 * cs3) - (xp6 * sn3)) : ((xp6 * sn3) + (r6 * cs3));
         }
         qv6 = r6;
     }
     precise float t27 = unpackHalf2x16(packHalf2x16(vec2(qv6, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].z = t27;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].z = t27;
     uint t28 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t29 = t3 * 256u;
+    uint t29 = t3 * Q_ROW_STRIDE;
     precise float qv7 = 0.0;
     if (live3) {
         precise float r7 = pc.q.d[t29 + t28];
-        if (d4 < 64u) {
-            uint pe7 = first3 ? (t28 + 32u) : (t28 - 32u);
+        if (d4 < ROPE_DIMS) {
+            uint pe7 = first3 ? (t28 + ROPE_PAIR_OFFSET) : (t28 - ROPE_PAIR_OFFSET);
             precise float xp7 = pc.q.d[t29 + pe7];
             r7 = first3 ? ((r7 * cs3) - (xp7 * sn3)) : ((xp7 * sn3) + (r7 * cs3));
         }
         qv7 = r7;
     }
     precise float t30 = unpackHalf2x16(packHalf2x16(vec2(qv7, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 1u].w = t30;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].w = t30;
     uint pos4 = dyn.pos + t4;
     uint d5 = gl_LocalInvocationIndex;
     precise float cs4 = 1.0;
     precise float sn4 = 0.0;
-    bool first4 = d5 < 32u;
-    if (d5 < 64u) {
-        uint pi4 = first4 ? d5 : (d5 - 32u);
+    bool first4 = d5 < ROPE_HALF;
+    if (d5 < ROPE_DIMS) {
+        uint pi4 = first4 ? d5 : (d5 - ROPE_HALF);
         precise float theta4 = float(pos4);
         for (uint j4 = 0u; j4 < pi4; j4++) {
-            theta4 *= 0.7498942;
+            theta4 *= ROPE_THETA_STEP;
         }
-        precise float kq4 = roundEven(theta4 * 0.15915494);
-        precise float th4 = (theta4 - (kq4 * 6.28125)) - (kq4 * 0.0019353072);
+        precise float kq4 = roundEven(theta4 * INV_TWO_PI);
+        precise float th4 = (theta4 - (kq4 * TWO_PI_HI)) - (kq4 * TWO_PI_LO);
         cs4 = cos(th4);
         sn4 = sin(th4);
     }
     uint t31 = (h * HD) + gl_LocalInvocationIndex;
-    uint t32 = t4 * 256u;
+    uint t32 = t4 * Q_ROW_STRIDE;
     precise float qv8 = 0.0;
     if (live4) {
         precise float r8 = pc.q.d[t32 + t31];
-        if (d5 < 64u) {
-            uint pe8 = first4 ? (t31 + 32u) : (t31 - 32u);
+        if (d5 < ROPE_DIMS) {
+            uint pe8 = first4 ? (t31 + ROPE_PAIR_OFFSET) : (t31 - ROPE_PAIR_OFFSET);
             precise float xp8 = pc.q.d[t32 + pe8];
             r8 = first4 ? ((r8 * cs4) - (xp8 * sn4)) : ((xp8 * sn4) + (r8 * cs4));
         }
         qv8 = r8;
     }
     precise float t33 = unpackHalf2x16(packHalf2x16(vec2(qv8, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].x = t33;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].x = t33;
     uint t34 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t35 = t4 * 256u;
+    uint t35 = t4 * Q_ROW_STRIDE;
     precise float qv9 = 0.0;
     if (live4) {
         precise float r9 = pc.q.d[t35 + t34];
-        if (d5 < 64u) {
-            uint pe9 = first4 ? (t34 + 32u) : (t34 - 32u);
+        if (d5 < ROPE_DIMS) {
+            uint pe9 = first4 ? (t34 + ROPE_PAIR_OFFSET) : (t34 - ROPE_PAIR_OFFSET);
             precise float xp9 = pc.q.d[t35 + pe9];
             r9 = first4 ? ((r9 * cs4) - (xp9 * sn4)) : ((xp9 * sn4) + (r9 * cs4));
         }
         qv9 = r9;
     }
     precise float t36 = unpackHalf2x16(packHalf2x16(vec2(qv9, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].y = t36;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].y = t36;
     uint pos5 = dyn.pos + t5;
     uint d6 = gl_LocalInvocationIndex;
     precise float cs5 = 1.0;
     precise float sn5 = 0.0;
-    bool first5 = d6 < 32u;
-    if (d6 < 64u) {
-        uint pi5 = first5 ? d6 : (d6 - 32u);
+    bool first5 = d6 < ROPE_HALF;
+    if (d6 < ROPE_DIMS) {
+        uint pi5 = first5 ? d6 : (d6 - ROPE_HALF);
         precise float theta5 = float(pos5);
         for (uint j5 = 0u; j5 < pi5; j5++) {
-            theta5 *= 0.7498942;
+            theta5 *= ROPE_THETA_STEP;
         }
-        precise float kq5 = roundEven(theta5 * 0.15915494);
-        precise float th5 = (theta5 - (kq5 * 6.28125)) - (kq5 * 0.0019353072);
+        precise float kq5 = roundEven(theta5 * INV_TWO_PI);
+        precise float th5 = (theta5 - (kq5 * TWO_PI_HI)) - (kq5 * TWO_PI_LO);
         cs5 = cos(th5);
         sn5 = sin(th5);
     }
     uint t37 = (h * HD) + gl_LocalInvocationIndex;
-    uint t38 = t5 * 256u;
+    uint t38 = t5 * Q_ROW_STRIDE;
     precise float qv10 = 0.0;
     if (live5) {
         precise float r10 = pc.q.d[t38 + t37];
-        if (d6 < 64u) {
-            uint pe10 = first5 ? (t37 + 32u) : (t37 - 32u);
+        if (d6 < ROPE_DIMS) {
+            uint pe10 = first5 ? (t37 + ROPE_PAIR_OFFSET) : (t37 - ROPE_PAIR_OFFSET);
             precise float xp10 = pc.q.d[t38 + pe10];
             r10 = first5 ? ((r10 * cs5) - (xp10 * sn5)) : ((xp10 * sn5) + (r10 * cs5));
         }
         qv10 = r10;
     }
     precise float t39 = unpackHalf2x16(packHalf2x16(vec2(qv10, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].z = t39;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].z = t39;
     uint t40 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t41 = t5 * 256u;
+    uint t41 = t5 * Q_ROW_STRIDE;
     precise float qv11 = 0.0;
     if (live5) {
         precise float r11 = pc.q.d[t41 + t40];
-        if (d6 < 64u) {
-            uint pe11 = first5 ? (t40 + 32u) : (t40 - 32u);
+        if (d6 < ROPE_DIMS) {
+            uint pe11 = first5 ? (t40 + ROPE_PAIR_OFFSET) : (t40 - ROPE_PAIR_OFFSET);
             precise float xp11 = pc.q.d[t41 + pe11];
             r11 = first5 ? ((r11 * cs5) - (xp11 * sn5)) : ((xp11 * sn5) + (r11 * cs5));
         }
         qv11 = r11;
     }
     precise float t42 = unpackHalf2x16(packHalf2x16(vec2(qv11, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 2u].w = t42;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].w = t42;
     uint pos6 = dyn.pos + t6;
     uint d7 = gl_LocalInvocationIndex;
     precise float cs6 = 1.0;
     precise float sn6 = 0.0;
-    bool first6 = d7 < 32u;
-    if (d7 < 64u) {
-        uint pi6 = first6 ? d7 : (d7 - 32u);
+    bool first6 = d7 < ROPE_HALF;
+    if (d7 < ROPE_DIMS) {
+        uint pi6 = first6 ? d7 : (d7 - ROPE_HALF);
         precise float theta6 = float(pos6);
         for (uint j6 = 0u; j6 < pi6; j6++) {
-            theta6 *= 0.7498942;
+            theta6 *= ROPE_THETA_STEP;
         }
-        precise float kq6 = roundEven(theta6 * 0.15915494);
-        precise float th6 = (theta6 - (kq6 * 6.28125)) - (kq6 * 0.0019353072);
+        precise float kq6 = roundEven(theta6 * INV_TWO_PI);
+        precise float th6 = (theta6 - (kq6 * TWO_PI_HI)) - (kq6 * TWO_PI_LO);
         cs6 = cos(th6);
         sn6 = sin(th6);
     }
     uint t43 = (h * HD) + gl_LocalInvocationIndex;
-    uint t44 = t6 * 256u;
+    uint t44 = t6 * Q_ROW_STRIDE;
     precise float qv12 = 0.0;
     if (live6) {
         precise float r12 = pc.q.d[t44 + t43];
-        if (d7 < 64u) {
-            uint pe12 = first6 ? (t43 + 32u) : (t43 - 32u);
+        if (d7 < ROPE_DIMS) {
+            uint pe12 = first6 ? (t43 + ROPE_PAIR_OFFSET) : (t43 - ROPE_PAIR_OFFSET);
             precise float xp12 = pc.q.d[t44 + pe12];
             r12 = first6 ? ((r12 * cs6) - (xp12 * sn6)) : ((xp12 * sn6) + (r12 * cs6));
         }
         qv12 = r12;
     }
     precise float t45 = unpackHalf2x16(packHalf2x16(vec2(qv12, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].x = t45;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].x = t45;
     uint t46 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t47 = t6 * 256u;
+    uint t47 = t6 * Q_ROW_STRIDE;
     precise float qv13 = 0.0;
     if (live6) {
         precise float r13 = pc.q.d[t47 + t46];
-        if (d7 < 64u) {
-            uint pe13 = first6 ? (t46 + 32u) : (t46 - 32u);
+        if (d7 < ROPE_DIMS) {
+            uint pe13 = first6 ? (t46 + ROPE_PAIR_OFFSET) : (t46 - ROPE_PAIR_OFFSET);
             precise float xp13 = pc.q.d[t47 + pe13];
             r13 = first6 ? ((r13 * cs6) - (xp13 * sn6)) : ((xp13 * sn6) + (r13 * cs6));
         }
         qv13 = r13;
     }
     precise float t48 = unpackHalf2x16(packHalf2x16(vec2(qv13, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].y = t48;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].y = t48;
     uint pos7 = dyn.pos + t7;
     uint d8 = gl_LocalInvocationIndex;
     precise float cs7 = 1.0;
     precise float sn7 = 0.0;
-    bool first7 = d8 < 32u;
-    if (d8 < 64u) {
-        uint pi7 = first7 ? d8 : (d8 - 32u);
+    bool first7 = d8 < ROPE_HALF;
+    if (d8 < ROPE_DIMS) {
+        uint pi7 = first7 ? d8 : (d8 - ROPE_HALF);
         precise float theta7 = float(pos7);
         for (uint j7 = 0u; j7 < pi7; j7++) {
-            theta7 *= 0.7498942;
+            theta7 *= ROPE_THETA_STEP;
         }
-        precise float kq7 = roundEven(theta7 * 0.15915494);
-        precise float th7 = (theta7 - (kq7 * 6.28125)) - (kq7 * 0.0019353072);
+        precise float kq7 = roundEven(theta7 * INV_TWO_PI);
+        precise float th7 = (theta7 - (kq7 * TWO_PI_HI)) - (kq7 * TWO_PI_LO);
         cs7 = cos(th7);
         sn7 = sin(th7);
     }
     uint t49 = (h * HD) + gl_LocalInvocationIndex;
-    uint t50 = t7 * 256u;
+    uint t50 = t7 * Q_ROW_STRIDE;
     precise float qv14 = 0.0;
     if (live7) {
         precise float r14 = pc.q.d[t50 + t49];
-        if (d8 < 64u) {
-            uint pe14 = first7 ? (t49 + 32u) : (t49 - 32u);
+        if (d8 < ROPE_DIMS) {
+            uint pe14 = first7 ? (t49 + ROPE_PAIR_OFFSET) : (t49 - ROPE_PAIR_OFFSET);
             precise float xp14 = pc.q.d[t50 + pe14];
             r14 = first7 ? ((r14 * cs7) - (xp14 * sn7)) : ((xp14 * sn7) + (r14 * cs7));
         }
         qv14 = r14;
     }
     precise float t51 = unpackHalf2x16(packHalf2x16(vec2(qv14, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].z = t51;
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].z = t51;
     uint t52 = (h1 * HD) + gl_LocalInvocationIndex;
-    uint t53 = t7 * 256u;
+    uint t53 = t7 * Q_ROW_STRIDE;
     precise float qv15 = 0.0;
     if (live7) {
         precise float r15 = pc.q.d[t53 + t52];
-        if (d8 < 64u) {
-            uint pe15 = first7 ? (t52 + 32u) : (t52 - 32u);
+        if (d8 < ROPE_DIMS) {
+            uint pe15 = first7 ? (t52 + ROPE_PAIR_OFFSET) : (t52 - ROPE_PAIR_OFFSET);
             precise float xp15 = pc.q.d[t53 + pe15];
             r15 = first7 ? ((r15 * cs7) - (xp15 * sn7)) : ((xp15 * sn7) + (r15 * cs7));
         }
         qv15 = r15;
     }
     precise float t54 = unpackHalf2x16(packHalf2x16(vec2(qv15, 0.0))).x;
-    sc[(gl_LocalInvocationIndex * 4u) + 3u].w = t54;
-    for (uint i = gl_LocalInvocationIndex; i < 16u; i += HD) {
+    sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].w = t54;
+    for (uint i = gl_LocalInvocationIndex; i < ROWS; i += HD) {
         mkey[i] = 0u;
     }
     barrier();
-    for (uint m = gl_LocalInvocationIndex; m < 32u; m += HD) {
-        uint blk = m / 4u;
-        uint rg = m % 4u;
-        precise uvec4 t55 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].x, sc[(((blk * 8u) + 1u) * 4u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].x, sc[(((blk * 8u) + 3u) * 4u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].x, sc[(((blk * 8u) + 5u) * 4u) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].x, sc[(((blk * 8u) + 7u) * 4u) + rg].x)));
-        qsh[(((rg * 4u) + 0u) * 8u) + blk] = t55;
-        precise uvec4 t56 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].y, sc[(((blk * 8u) + 1u) * 4u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].y, sc[(((blk * 8u) + 3u) * 4u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].y, sc[(((blk * 8u) + 5u) * 4u) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].y, sc[(((blk * 8u) + 7u) * 4u) + rg].y)));
-        qsh[(((rg * 4u) + 1u) * 8u) + blk] = t56;
-        precise uvec4 t57 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].z, sc[(((blk * 8u) + 1u) * 4u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].z, sc[(((blk * 8u) + 3u) * 4u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].z, sc[(((blk * 8u) + 5u) * 4u) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].z, sc[(((blk * 8u) + 7u) * 4u) + rg].z)));
-        qsh[(((rg * 4u) + 2u) * 8u) + blk] = t57;
-        precise uvec4 t58 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * 4u) + rg].w, sc[(((blk * 8u) + 1u) * 4u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * 4u) + rg].w, sc[(((blk * 8u) + 3u) * 4u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * 4u) + rg].w, sc[(((blk * 8u) + 5u) * 4u) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * 4u) + rg].w, sc[(((blk * 8u) + 7u) * 4u) + rg].w)));
-        qsh[(((rg * 4u) + 3u) * 8u) + blk] = t58;
+    for (uint m = gl_LocalInvocationIndex; m < Q_PACK_ITEMS; m += HD) {
+        uint blk = m / SC_KEY_STRIDE;
+        uint rg = m % SC_KEY_STRIDE;
+        precise uvec4 t55 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].x)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].x, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].x)));
+        qsh[(((rg * 4u) + 0u) * Q_ROW_VEC4) + blk] = t55;
+        precise uvec4 t56 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].y)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].y, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].y)));
+        qsh[(((rg * 4u) + 1u) * Q_ROW_VEC4) + blk] = t56;
+        precise uvec4 t57 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].z)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].z, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].z)));
+        qsh[(((rg * 4u) + 2u) * Q_ROW_VEC4) + blk] = t57;
+        precise uvec4 t58 = uvec4(packHalf2x16(vec2(sc[(((blk * 8u) + 0u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 1u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 2u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 3u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 4u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 5u) * SC_KEY_STRIDE) + rg].w)), packHalf2x16(vec2(sc[(((blk * 8u) + 6u) * SC_KEY_STRIDE) + rg].w, sc[(((blk * 8u) + 7u) * SC_KEY_STRIDE) + rg].w)));
+        qsh[(((rg * 4u) + 3u) * Q_ROW_VEC4) + blk] = t58;
     }
     barrier();
-    precise float mx = -1e+30;
+    precise float mx = MASKED_SCORE;
     precise float l = 0.0;
     precise float acc = 0.0;
-    precise float mx1 = -1e+30;
+    precise float mx1 = MASKED_SCORE;
     precise float l1 = 0.0;
     precise float acc1 = 0.0;
-    precise float mx2 = -1e+30;
+    precise float mx2 = MASKED_SCORE;
     precise float l2 = 0.0;
     precise float acc2 = 0.0;
-    precise float mx3 = -1e+30;
+    precise float mx3 = MASKED_SCORE;
     precise float l3 = 0.0;
     precise float acc3 = 0.0;
-    precise float mx4 = -1e+30;
+    precise float mx4 = MASKED_SCORE;
     precise float l4 = 0.0;
     precise float acc4 = 0.0;
-    precise float mx5 = -1e+30;
+    precise float mx5 = MASKED_SCORE;
     precise float l5 = 0.0;
     precise float acc5 = 0.0;
-    precise float mx6 = -1e+30;
+    precise float mx6 = MASKED_SCORE;
     precise float l6 = 0.0;
     precise float acc6 = 0.0;
-    precise float mx7 = -1e+30;
+    precise float mx7 = MASKED_SCORE;
     precise float l7 = 0.0;
     precise float acc7 = 0.0;
-    precise float mx8 = -1e+30;
+    precise float mx8 = MASKED_SCORE;
     precise float l8 = 0.0;
     precise float acc8 = 0.0;
-    precise float mx9 = -1e+30;
+    precise float mx9 = MASKED_SCORE;
     precise float l9 = 0.0;
     precise float acc9 = 0.0;
-    precise float mx10 = -1e+30;
+    precise float mx10 = MASKED_SCORE;
     precise float l10 = 0.0;
     precise float acc10 = 0.0;
-    precise float mx11 = -1e+30;
+    precise float mx11 = MASKED_SCORE;
     precise float l11 = 0.0;
     precise float acc11 = 0.0;
-    precise float mx12 = -1e+30;
+    precise float mx12 = MASKED_SCORE;
     precise float l12 = 0.0;
     precise float acc12 = 0.0;
-    precise float mx13 = -1e+30;
+    precise float mx13 = MASKED_SCORE;
     precise float l13 = 0.0;
     precise float acc13 = 0.0;
-    precise float mx14 = -1e+30;
+    precise float mx14 = MASKED_SCORE;
     precise float l14 = 0.0;
     precise float acc14 = 0.0;
-    precise float mx15 = -1e+30;
+    precise float mx15 = MASKED_SCORE;
     precise float l15 = 0.0;
     precise float acc15 = 0.0;
     for (uint c0 = 0u; c0 < hi; c0 += HD) {
         uint j8 = c0 + gl_LocalInvocationIndex;
-        precise float s = -1e+30;
-        precise float s1 = -1e+30;
-        precise float s2 = -1e+30;
-        precise float s3 = -1e+30;
-        precise float s4 = -1e+30;
-        precise float s5 = -1e+30;
-        precise float s6 = -1e+30;
-        precise float s7 = -1e+30;
-        precise float s8 = -1e+30;
-        precise float s9 = -1e+30;
-        precise float s10 = -1e+30;
-        precise float s11 = -1e+30;
-        precise float s12 = -1e+30;
-        precise float s13 = -1e+30;
-        precise float s14 = -1e+30;
-        precise float s15 = -1e+30;
+        precise float s = MASKED_SCORE;
+        precise float s1 = MASKED_SCORE;
+        precise float s2 = MASKED_SCORE;
+        precise float s3 = MASKED_SCORE;
+        precise float s4 = MASKED_SCORE;
+        precise float s5 = MASKED_SCORE;
+        precise float s6 = MASKED_SCORE;
+        precise float s7 = MASKED_SCORE;
+        precise float s8 = MASKED_SCORE;
+        precise float s9 = MASKED_SCORE;
+        precise float s10 = MASKED_SCORE;
+        precise float s11 = MASKED_SCORE;
+        precise float s12 = MASKED_SCORE;
+        precise float s13 = MASKED_SCORE;
+        precise float s14 = MASKED_SCORE;
+        precise float s15 = MASKED_SCORE;
         if (j8 < hi) {
             precise float dot1 = 0.0;
             precise float dot2 = 0.0;
@@ -511,9 +529,9 @@ void main()
             precise float dot14 = 0.0;
             precise float dot15 = 0.0;
             precise float dot16 = 0.0;
-            uint kb = (j8 * 128u) + kvoff;
+            uint kb = (j8 * KV_ROW_STRIDE) + kvoff;
             uint kb4 = kb >> 3u;
-            for (uint d9 = 0u; d9 < 8u; d9++) {
+            for (uint d9 = 0u; d9 < DOT_STEPS; d9++) {
                 uvec4 kw = Buf_kcache4(pc.kcache).d[kb4 + d9];
                 precise vec2 kh = unpackHalf2x16(kw.x);
                 precise float kv = kh.x;
@@ -527,7 +545,7 @@ void main()
                 precise vec2 kh3 = unpackHalf2x16(kw.w);
                 precise float kv6 = kh3.x;
                 precise float kv7 = kh3.y;
-                uvec4 qw = qsh[0u + d9];
+                uvec4 qw = qsh[d9];
                 precise vec2 qp = unpackHalf2x16(qw.x);
                 dot1 += qp.x * kv;
                 dot1 += qp.y * kv1;
@@ -540,7 +558,7 @@ void main()
                 precise vec2 qp3 = unpackHalf2x16(qw.w);
                 dot1 += qp3.x * kv6;
                 dot1 += qp3.y * kv7;
-                uvec4 qw1 = qsh[8u + d9];
+                uvec4 qw1 = qsh[(1u * Q_ROW_VEC4) + d9];
                 precise vec2 qp4 = unpackHalf2x16(qw1.x);
                 dot2 += qp4.x * kv;
                 dot2 += qp4.y * kv1;
@@ -553,7 +571,7 @@ void main()
                 precise vec2 qp7 = unpackHalf2x16(qw1.w);
                 dot2 += qp7.x * kv6;
                 dot2 += qp7.y * kv7;
-                uvec4 qw2 = qsh[16u + d9];
+                uvec4 qw2 = qsh[(2u * Q_ROW_VEC4) + d9];
                 precise vec2 qp8 = unpackHalf2x16(qw2.x);
                 dot3 += qp8.x * kv;
                 dot3 += qp8.y * kv1;
@@ -566,7 +584,7 @@ void main()
                 precise vec2 qp11 = unpackHalf2x16(qw2.w);
                 dot3 += qp11.x * kv6;
                 dot3 += qp11.y * kv7;
-                uvec4 qw3 = qsh[24u + d9];
+                uvec4 qw3 = qsh[(3u * Q_ROW_VEC4) + d9];
                 precise vec2 qp12 = unpackHalf2x16(qw3.x);
                 dot4 += qp12.x * kv;
                 dot4 += qp12.y * kv1;
@@ -579,7 +597,7 @@ void main()
                 precise vec2 qp15 = unpackHalf2x16(qw3.w);
                 dot4 += qp15.x * kv6;
                 dot4 += qp15.y * kv7;
-                uvec4 qw4 = qsh[32u + d9];
+                uvec4 qw4 = qsh[(4u * Q_ROW_VEC4) + d9];
                 precise vec2 qp16 = unpackHalf2x16(qw4.x);
                 dot5 += qp16.x * kv;
                 dot5 += qp16.y * kv1;
@@ -592,7 +610,7 @@ void main()
                 precise vec2 qp19 = unpackHalf2x16(qw4.w);
                 dot5 += qp19.x * kv6;
                 dot5 += qp19.y * kv7;
-                uvec4 qw5 = qsh[40u + d9];
+                uvec4 qw5 = qsh[(5u * Q_ROW_VEC4) + d9];
                 precise vec2 qp20 = unpackHalf2x16(qw5.x);
                 dot6 += qp20.x * kv;
                 dot6 += qp20.y * kv1;
@@ -605,7 +623,7 @@ void main()
                 precise vec2 qp23 = unpackHalf2x16(qw5.w);
                 dot6 += qp23.x * kv6;
                 dot6 += qp23.y * kv7;
-                uvec4 qw6 = qsh[48u + d9];
+                uvec4 qw6 = qsh[(6u * Q_ROW_VEC4) + d9];
                 precise vec2 qp24 = unpackHalf2x16(qw6.x);
                 dot7 += qp24.x * kv;
                 dot7 += qp24.y * kv1;
@@ -618,7 +636,7 @@ void main()
                 precise vec2 qp27 = unpackHalf2x16(qw6.w);
                 dot7 += qp27.x * kv6;
                 dot7 += qp27.y * kv7;
-                uvec4 qw7 = qsh[56u + d9];
+                uvec4 qw7 = qsh[(7u * Q_ROW_VEC4) + d9];
                 precise vec2 qp28 = unpackHalf2x16(qw7.x);
                 dot8 += qp28.x * kv;
                 dot8 += qp28.y * kv1;
@@ -631,7 +649,7 @@ void main()
                 precise vec2 qp31 = unpackHalf2x16(qw7.w);
                 dot8 += qp31.x * kv6;
                 dot8 += qp31.y * kv7;
-                uvec4 qw8 = qsh[64u + d9];
+                uvec4 qw8 = qsh[(8u * Q_ROW_VEC4) + d9];
                 precise vec2 qp32 = unpackHalf2x16(qw8.x);
                 dot9 += qp32.x * kv;
                 dot9 += qp32.y * kv1;
@@ -644,7 +662,7 @@ void main()
                 precise vec2 qp35 = unpackHalf2x16(qw8.w);
                 dot9 += qp35.x * kv6;
                 dot9 += qp35.y * kv7;
-                uvec4 qw9 = qsh[72u + d9];
+                uvec4 qw9 = qsh[(9u * Q_ROW_VEC4) + d9];
                 precise vec2 qp36 = unpackHalf2x16(qw9.x);
                 dot10 += qp36.x * kv;
                 dot10 += qp36.y * kv1;
@@ -657,7 +675,7 @@ void main()
                 precise vec2 qp39 = unpackHalf2x16(qw9.w);
                 dot10 += qp39.x * kv6;
                 dot10 += qp39.y * kv7;
-                uvec4 qw10 = qsh[80u + d9];
+                uvec4 qw10 = qsh[(10u * Q_ROW_VEC4) + d9];
                 precise vec2 qp40 = unpackHalf2x16(qw10.x);
                 dot11 += qp40.x * kv;
                 dot11 += qp40.y * kv1;
@@ -670,7 +688,7 @@ void main()
                 precise vec2 qp43 = unpackHalf2x16(qw10.w);
                 dot11 += qp43.x * kv6;
                 dot11 += qp43.y * kv7;
-                uvec4 qw11 = qsh[88u + d9];
+                uvec4 qw11 = qsh[(11u * Q_ROW_VEC4) + d9];
                 precise vec2 qp44 = unpackHalf2x16(qw11.x);
                 dot12 += qp44.x * kv;
                 dot12 += qp44.y * kv1;
@@ -683,7 +701,7 @@ void main()
                 precise vec2 qp47 = unpackHalf2x16(qw11.w);
                 dot12 += qp47.x * kv6;
                 dot12 += qp47.y * kv7;
-                uvec4 qw12 = qsh[96u + d9];
+                uvec4 qw12 = qsh[(12u * Q_ROW_VEC4) + d9];
                 precise vec2 qp48 = unpackHalf2x16(qw12.x);
                 dot13 += qp48.x * kv;
                 dot13 += qp48.y * kv1;
@@ -696,7 +714,7 @@ void main()
                 precise vec2 qp51 = unpackHalf2x16(qw12.w);
                 dot13 += qp51.x * kv6;
                 dot13 += qp51.y * kv7;
-                uvec4 qw13 = qsh[104u + d9];
+                uvec4 qw13 = qsh[(13u * Q_ROW_VEC4) + d9];
                 precise vec2 qp52 = unpackHalf2x16(qw13.x);
                 dot14 += qp52.x * kv;
                 dot14 += qp52.y * kv1;
@@ -709,7 +727,7 @@ void main()
                 precise vec2 qp55 = unpackHalf2x16(qw13.w);
                 dot14 += qp55.x * kv6;
                 dot14 += qp55.y * kv7;
-                uvec4 qw14 = qsh[112u + d9];
+                uvec4 qw14 = qsh[(14u * Q_ROW_VEC4) + d9];
                 precise vec2 qp56 = unpackHalf2x16(qw14.x);
                 dot15 += qp56.x * kv;
                 dot15 += qp56.y * kv1;
@@ -722,7 +740,7 @@ void main()
                 precise vec2 qp59 = unpackHalf2x16(qw14.w);
                 dot15 += qp59.x * kv6;
                 dot15 += qp59.y * kv7;
-                uvec4 qw15 = qsh[120u + d9];
+                uvec4 qw15 = qsh[(15u * Q_ROW_VEC4) + d9];
                 precise vec2 qp60 = unpackHalf2x16(qw15.x);
                 dot16 += qp60.x * kv;
                 dot16 += qp60.y * kv1;
@@ -736,22 +754,22 @@ void main()
                 dot16 += qp63.x * kv6;
                 dot16 += qp63.y * kv7;
             }
-            s = (j8 < n) ? (dot1 * 0.125) : (-1e+30);
-            s1 = (j8 < n) ? (dot2 * 0.125) : (-1e+30);
-            s2 = (j8 < n1) ? (dot3 * 0.125) : (-1e+30);
-            s3 = (j8 < n1) ? (dot4 * 0.125) : (-1e+30);
-            s4 = (j8 < n2) ? (dot5 * 0.125) : (-1e+30);
-            s5 = (j8 < n2) ? (dot6 * 0.125) : (-1e+30);
-            s6 = (j8 < n3) ? (dot7 * 0.125) : (-1e+30);
-            s7 = (j8 < n3) ? (dot8 * 0.125) : (-1e+30);
-            s8 = (j8 < n4) ? (dot9 * 0.125) : (-1e+30);
-            s9 = (j8 < n4) ? (dot10 * 0.125) : (-1e+30);
-            s10 = (j8 < n5) ? (dot11 * 0.125) : (-1e+30);
-            s11 = (j8 < n5) ? (dot12 * 0.125) : (-1e+30);
-            s12 = (j8 < n6) ? (dot13 * 0.125) : (-1e+30);
-            s13 = (j8 < n6) ? (dot14 * 0.125) : (-1e+30);
-            s14 = (j8 < n7) ? (dot15 * 0.125) : (-1e+30);
-            s15 = (j8 < n7) ? (dot16 * 0.125) : (-1e+30);
+            s = (j8 < n) ? (dot1 * SCORE_SCALE) : MASKED_SCORE;
+            s1 = (j8 < n) ? (dot2 * SCORE_SCALE) : MASKED_SCORE;
+            s2 = (j8 < n1) ? (dot3 * SCORE_SCALE) : MASKED_SCORE;
+            s3 = (j8 < n1) ? (dot4 * SCORE_SCALE) : MASKED_SCORE;
+            s4 = (j8 < n2) ? (dot5 * SCORE_SCALE) : MASKED_SCORE;
+            s5 = (j8 < n2) ? (dot6 * SCORE_SCALE) : MASKED_SCORE;
+            s6 = (j8 < n3) ? (dot7 * SCORE_SCALE) : MASKED_SCORE;
+            s7 = (j8 < n3) ? (dot8 * SCORE_SCALE) : MASKED_SCORE;
+            s8 = (j8 < n4) ? (dot9 * SCORE_SCALE) : MASKED_SCORE;
+            s9 = (j8 < n4) ? (dot10 * SCORE_SCALE) : MASKED_SCORE;
+            s10 = (j8 < n5) ? (dot11 * SCORE_SCALE) : MASKED_SCORE;
+            s11 = (j8 < n5) ? (dot12 * SCORE_SCALE) : MASKED_SCORE;
+            s12 = (j8 < n6) ? (dot13 * SCORE_SCALE) : MASKED_SCORE;
+            s13 = (j8 < n6) ? (dot14 * SCORE_SCALE) : MASKED_SCORE;
+            s14 = (j8 < n7) ? (dot15 * SCORE_SCALE) : MASKED_SCORE;
+            s15 = (j8 < n7) ? (dot16 * SCORE_SCALE) : MASKED_SCORE;
         }
         precise float t59 = subgroupMax(s);
         precise float t60 = subgroupMax(s1);
@@ -885,37 +903,37 @@ void main()
         precise float mn15 = max(mx15, val15);
         precise float alpha15 = exp(mx15 - mn15);
         precise float t75 = (j8 < n) ? exp(s - mn) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].x = t75;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].x = t75;
         precise float t76 = (j8 < n) ? exp(s1 - mn1) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].y = t76;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].y = t76;
         precise float t77 = (j8 < n1) ? exp(s2 - mn2) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].z = t77;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].z = t77;
         precise float t78 = (j8 < n1) ? exp(s3 - mn3) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 0u].w = t78;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 0u].w = t78;
         precise float t79 = (j8 < n2) ? exp(s4 - mn4) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].x = t79;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].x = t79;
         precise float t80 = (j8 < n2) ? exp(s5 - mn5) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].y = t80;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].y = t80;
         precise float t81 = (j8 < n3) ? exp(s6 - mn6) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].z = t81;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].z = t81;
         precise float t82 = (j8 < n3) ? exp(s7 - mn7) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 1u].w = t82;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 1u].w = t82;
         precise float t83 = (j8 < n4) ? exp(s8 - mn8) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].x = t83;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].x = t83;
         precise float t84 = (j8 < n4) ? exp(s9 - mn9) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].y = t84;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].y = t84;
         precise float t85 = (j8 < n5) ? exp(s10 - mn10) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].z = t85;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].z = t85;
         precise float t86 = (j8 < n5) ? exp(s11 - mn11) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 2u].w = t86;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 2u].w = t86;
         precise float t87 = (j8 < n6) ? exp(s12 - mn12) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].x = t87;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].x = t87;
         precise float t88 = (j8 < n6) ? exp(s13 - mn13) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].y = t88;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].y = t88;
         precise float t89 = (j8 < n7) ? exp(s14 - mn14) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].z = t89;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].z = t89;
         precise float t90 = (j8 < n7) ? exp(s15 - mn15) : 0.0;
-        sc[(gl_LocalInvocationIndex * 4u) + 3u].w = t90;
+        sc[(gl_LocalInvocationIndex * SC_KEY_STRIDE) + 3u].w = t90;
         barrier();
         uint cnt = min(HD, hi - c0);
         precise float psum = 0.0;
@@ -951,8 +969,8 @@ void main()
         precise float psum15 = 0.0;
         precise float av15 = 0.0;
         for (uint i1 = 0u; i1 < cnt; i1++) {
-            precise float vv = float(pc.vcache.d[(((c0 + i1) * 128u) + kvoff) + gl_LocalInvocationIndex]);
-            precise vec4 pv = sc[(i1 * 4u) + 0u];
+            precise float vv = float(pc.vcache.d[(((c0 + i1) * KV_ROW_STRIDE) + kvoff) + gl_LocalInvocationIndex]);
+            precise vec4 pv = sc[(i1 * SC_KEY_STRIDE) + 0u];
             psum += pv.x;
             av += pv.x * vv;
             psum1 += pv.y;
@@ -961,7 +979,7 @@ void main()
             av2 += pv.z * vv;
             psum3 += pv.w;
             av3 += pv.w * vv;
-            precise vec4 pv1 = sc[(i1 * 4u) + 1u];
+            precise vec4 pv1 = sc[(i1 * SC_KEY_STRIDE) + 1u];
             psum4 += pv1.x;
             av4 += pv1.x * vv;
             psum5 += pv1.y;
@@ -970,7 +988,7 @@ void main()
             av6 += pv1.z * vv;
             psum7 += pv1.w;
             av7 += pv1.w * vv;
-            precise vec4 pv2 = sc[(i1 * 4u) + 2u];
+            precise vec4 pv2 = sc[(i1 * SC_KEY_STRIDE) + 2u];
             psum8 += pv2.x;
             av8 += pv2.x * vv;
             psum9 += pv2.y;
@@ -979,7 +997,7 @@ void main()
             av10 += pv2.z * vv;
             psum11 += pv2.w;
             av11 += pv2.w * vv;
-            precise vec4 pv3 = sc[(i1 * 4u) + 3u];
+            precise vec4 pv3 = sc[(i1 * SC_KEY_STRIDE) + 3u];
             psum12 += pv3.x;
             av12 += pv3.x * vv;
             psum13 += pv3.y;
@@ -1041,50 +1059,50 @@ void main()
     }
     if (live) {
         precise float t91 = acc / l;
-        pc.y.d[((t * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t91;
+        pc.y.d[((t * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t91;
         precise float t92 = acc1 / l1;
-        pc.y.d[((t * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t92;
+        pc.y.d[((t * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t92;
     }
     if (live1) {
         precise float t93 = acc2 / l2;
-        pc.y.d[((t1 * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t93;
+        pc.y.d[((t1 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t93;
         precise float t94 = acc3 / l3;
-        pc.y.d[((t1 * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t94;
+        pc.y.d[((t1 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t94;
     }
     if (live2) {
         precise float t95 = acc4 / l4;
-        pc.y.d[((t2 * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t95;
+        pc.y.d[((t2 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t95;
         precise float t96 = acc5 / l5;
-        pc.y.d[((t2 * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t96;
+        pc.y.d[((t2 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t96;
     }
     if (live3) {
         precise float t97 = acc6 / l6;
-        pc.y.d[((t3 * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t97;
+        pc.y.d[((t3 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t97;
         precise float t98 = acc7 / l7;
-        pc.y.d[((t3 * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t98;
+        pc.y.d[((t3 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t98;
     }
     if (live4) {
         precise float t99 = acc8 / l8;
-        pc.y.d[((t4 * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t99;
+        pc.y.d[((t4 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t99;
         precise float t100 = acc9 / l9;
-        pc.y.d[((t4 * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t100;
+        pc.y.d[((t4 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t100;
     }
     if (live5) {
         precise float t101 = acc10 / l10;
-        pc.y.d[((t5 * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t101;
+        pc.y.d[((t5 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t101;
         precise float t102 = acc11 / l11;
-        pc.y.d[((t5 * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t102;
+        pc.y.d[((t5 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t102;
     }
     if (live6) {
         precise float t103 = acc12 / l12;
-        pc.y.d[((t6 * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t103;
+        pc.y.d[((t6 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t103;
         precise float t104 = acc13 / l13;
-        pc.y.d[((t6 * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t104;
+        pc.y.d[((t6 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t104;
     }
     if (live7) {
         precise float t105 = acc14 / l14;
-        pc.y.d[((t7 * 256u) + (h * HD)) + gl_LocalInvocationIndex] = t105;
+        pc.y.d[((t7 * Q_ROW_STRIDE) + (h * HD)) + gl_LocalInvocationIndex] = t105;
         precise float t106 = acc15 / l15;
-        pc.y.d[((t7 * 256u) + (h1 * HD)) + gl_LocalInvocationIndex] = t106;
+        pc.y.d[((t7 * Q_ROW_STRIDE) + (h1 * HD)) + gl_LocalInvocationIndex] = t106;
     }
 }
