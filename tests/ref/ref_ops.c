@@ -269,3 +269,30 @@ int ref_argmax(const float *x, int n)
         if (x[i] > x[best]) best = i;
     return best;
 }
+
+void ref_get_rows(const float *tab, int dim, const uint32_t *tok, int n, float *y)
+{
+    for (int t = 0; t < n; t++) memcpy(y + (size_t)t * dim, tab + (size_t)tok[t] * dim, sizeof(float) * (size_t)dim);
+}
+
+/* Does (va, a) rank before (vb, b): larger value first, then the lower index. */
+static bool topk_before(float va, uint32_t a, float vb, uint32_t b) { return va != vb ? va > vb : a < b; }
+
+void ref_topk(const float *x, int n, int k, uint32_t *ids)
+{
+    for (int r = 0; r < k && r < n; r++) { /* rank r: the best that ranks after rank r - 1 */
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            if (r && !topk_before(x[ids[r - 1]], ids[r - 1], x[i], (uint32_t)i)) continue;
+            if (best < 0 || topk_before(x[i], (uint32_t)i, x[best], (uint32_t)best)) best = i;
+        }
+        ids[r] = (uint32_t)best;
+    }
+}
+
+float ref_f16_decode(uint16_t h)
+{
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return (float)(s ? -v : v);
+}

@@ -91,4 +91,15 @@ void ref_lm_head_q8_0(const int8_t *q, const float *d, int dim, int vocab, const
 /* Index of the largest value (the first one on ties); -1 if n <= 0. */
 int ref_argmax(const float *x, int n);
 
+/* Embedding lookup: y[t] = row tok[t] of the f32 table tab [vocab][dim], for n tokens. */
+void ref_get_rows(const float *tab, int dim, const uint32_t *tok, int n, float *y);
+
+/* The k best of x[n] (value descending, then index ascending) into ids[k], by a plain
+ * selection (ties and equal values ranked by index). */
+void ref_topk(const float *x, int n, int k, uint32_t *ids);
+
+/* IEEE binary16 bits to float by their fields (sign, exponent, mantissa), without the codec's
+ * conversion: the independent decode for checking f16 loads and stores. */
+float ref_f16_decode(uint16_t h);
+
 #endif
