@@ -171,8 +171,6 @@ static void test_f16_unpack(void **st)
 
 /* ---- packed int8 dot ---- */
 
-static int32_t sbyte(uint32_t w, int j) { return (int8_t)(uint8_t)(w >> (8 * j)); }
-static uint32_t ubyte(uint32_t w, int j) { return (w >> (8 * j)) & 255u; }
 
 static void int8_dot(bool native_dot)
 {
@@ -199,13 +197,8 @@ static void int8_dot(bool native_dot)
     uint32_t *uu = download(&b, 4);
     int saturated = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int64_t rss = 0, rsu = 0, ruu = 0, re = c[i];
-        for (int j = 0; j < 4; j++) {
-            rss += sbyte(a[i], j) * sbyte(bw[i], j);
-            rsu += sbyte(a[i], j) * (int32_t)ubyte(bw[i], j);
-            ruu += ubyte(a[i], j) * ubyte(bw[i], j);
-            re += sbyte(a[i], j);
-        }
+        const int64_t rss = ref_dot4(a[i], bw[i], 1, 1), rsu = ref_dot4(a[i], bw[i], 1, 0),
+                      ruu = ref_dot4(a[i], bw[i], 0, 0), re = c[i] + ref_dot4(a[i], 0x01010101u, 1, 0);
         int64_t rsat = (int64_t)acc + rss;
         if (rsat > INT32_MAX) rsat = INT32_MAX, saturated++;
         int64_t got[5] = {ss[i], su[i], uu[i], sat[i], e[i]}, want[5] = {rss, rsu, ruu, rsat, re};
@@ -260,8 +253,8 @@ static void mma(bool coopmat)
     for (int n = 0; n < 8; n++)
         for (int m = 0; m < 16; m++) {
             int64_t want = 0;
-            for (int kk = 0; kk < 64; kk++)
-                want += sbyte(a[m * 16 + kk / 4], kk % 4) * sbyte(bw[n * 16 + kk / 4], kk % 4);
+            for (int w = 0; w < 16; w++) /* 4 int8 a word */
+                want += ref_dot4(a[m * 16 + w], bw[n * 16 + w], 1, 1);
             if (c[n * 16 + m] != want) /* integers: exactly */
                 fail_msg("mma%s C[%d][%d]: got %d, want %lld", coopmat ? " (coopmat)" : "", m, n, c[n * 16 + m],
                          (long long)want);

@@ -431,38 +431,6 @@ static uint32_t *make_pred(int R, int K, int M, float s)
     return w;
 }
 
-/* C reference of SPARSE_PRED_H, in the kernel's order: lane l's sum over i = l, l + 256, ...,
- * the tree l += l + 128, + 64, ..., then / s. */
-static void ref_pred_h(const uint32_t *pw, const int8_t *q, float s, int K, float *h)
-{
-    const int R = (int)pw[0];
-    const float *P = (const float *)pw + 4;
-    for (int k = 0; k < R; k++) {
-        float red[256];
-        for (int l = 0; l < 256; l++) {
-            float acc = 0;
-            for (int i = l; i < K; i += 256)
-                acc += (float)q[i] * P[(size_t)k * K + i];
-            red[l] = acc;
-        }
-        for (int st = 128; st >= 1; st /= 2)
-            for (int l = 0; l < st; l++)
-                red[l] = red[l] + red[l + st];
-        h[k] = red[0] / s;
-    }
-}
-
-/* Is row r predicted active: sum_k h[k] Q^T[r][k] (k ascending) + b[r] >= 0 (the kernel's order). */
-static bool ref_predicted(const uint32_t *pw, const float *h, int K, int M, int r)
-{
-    const int R = (int)pw[0];
-    const float *Q = (const float *)pw + 4 + (size_t)R * K, *b = Q + (size_t)M * R;
-    float acc = 0;
-    for (int k = 0; k < R; k++)
-        acc += h[k] * Q[(size_t)r * R + k];
-    return acc + b[r] >= 0;
-}
-
 /* Predictor mode's kernels on random data against C, outputs poisoned:
  *  - pred_h: h[k] for k < rank within 1e-6 of |h_C[k]| (integer codes times floats summed
  *    in the same order with correctly rounded adds and multiplies; the one division by s
@@ -511,7 +479,7 @@ static void test_predictor_kernels(void **st)
     ref_ternary(q, qs[0], kpg->w[0], K, M, ref);
     uint32_t n = 0, npred = 0, nact = 0;
     for (int r = 0; r < M; r++) {
-        const bool on = ref_predicted(pw, h, K, M, r);
+        const bool on = ref_pred_active(pw, h, K, M, r);
         npred += on;
         nact += ref[r] > 0;
         if (!on && o.gate[r] != 0)
