@@ -222,15 +222,19 @@ API_TESTS := $(B)/tests/test_api $(B)/tests/test_sampling $(B)/tests/test_batch_
 $(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_A) runtime/api/ternion.h tests/fixture.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_API) -o $@ $< $(filter %.o,$^) $(LIB_A) -lcmocka $(LIBS_RT)
+# (objects first, then the libraries: a shared test object below may call any of them)
 $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter-out %.o,$^) -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
 # test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same models
 $(B)/tests/test_embed $(B)/tests/test_cli_limits: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
+# the suites that run kernels on a Vulkan device share their harness (tests/vk_harness.c)
+$(B)/tests/test_kernels $(B)/tests/test_kernels_fused $(B)/tests/test_kernels_tq $(B)/tests/test_dsl_gpu \
+$(B)/tests/test_sparse: $(call obj,tests/vk_harness.c)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)

@@ -138,6 +138,8 @@ static inline void rt_spec_defaults(uint32_t *spec)
 {
     for (int i = 0; i < RT_SPEC_COUNT; i++)
         spec[i] = 0;
+    spec[RT_SPEC_WFMT] = FMT_I2_S; /* the weights' type id: I2_S unless the caller sets the bound
+                                    * tensors' (the engine always does: rt_engine_weights.c) */
     rt_spec_tile(spec, 0);
 }
 #define RT_MAX_ARGS 24 /* a kernel with an argument table binds up to this many; others stop at 16 (128 push bytes) */

@@ -18,51 +18,25 @@
 #include "dsl.h"
 #include "vk/rt_vk.h"
 #include "test_dsl_kernels.h"
+#include "tests/ref/ref_ops.h"
+#include "tests/vk_harness.h"
 
-#define POISON 0xffffffffu
-#define OK(call) \
-    do { \
-        if ((call) != 0) fail_msg("%s: %s", #call, err); \
-    } while (0)
-
-static rt_vk *g_vk;
-static char err[RT_ERR_LEN];
 
 static int setup(void **st)
 {
     (void)st;
-    rt_vk_opts o = {.device_index = -1, .validation = true};
-    if (rt_vk_create(&o, &g_vk, err) != 0) {
-        g_vk = NULL;
-        fprintf(stderr, "note: %s\n", err);
-    }
+    vkh_seed(12345);
+    vkh_open();
     return 0;
 }
 
 static int teardown(void **st)
 {
     (void)st;
-    rt_vk_destroy(g_vk);
+    vkh_close();
     return 0;
 }
 
-static void need_device(void)
-{
-    if (!g_vk) {
-        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
-        skip();
-    }
-}
-
-static uint32_t rng_state = 12345;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-static float rndf(void) { return (float)((rnd() >> 8) * (2.0 / 16777216.0) - 1.0); }
 
 /* Kernel + its buffers (declaration order) and params; run one dispatch of gx groups. */
 typedef struct {
@@ -72,38 +46,26 @@ typedef struct {
 
 static void make_buf(bufset *b, const void *data, size_t bytes)
 {
-    rt_buf *x = &b->buf[b->n++];
-    OK(rt_buf_create(g_vk, bytes, RT_MEM_DEVICE, x, err));
-    if (data) OK(rt_buf_upload(g_vk, x, 0, data, bytes, err));
-    else OK(rt_buf_fill(g_vk, x, POISON, err)); /* outputs start poisoned */
+    assert_true(b->n < 8);
+    b->buf[b->n++] = vkh_buf(bytes, data); /* outputs start poisoned */
 }
 
 /* compile: dsl_compile, or a build variant (dsl_compile_native_dot: SPV_KHR_integer_dot_product
  * instructions; dsl_compile_coopmat: cooperative matrices) */
-typedef int (*compile_fn)(dsl_kernel *k, uint32_t **out_spv, size_t *out_bytes);
-static void run_build(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx, compile_fn compile)
+static void run_build(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx, vkh_compile_fn compile)
 {
-    uint32_t *spv = NULL;
-    size_t spv_bytes = 0;
-    if (compile(k, &spv, &spv_bytes) != 0) fail_msg("%s", dsl_error(k));
+    uint32_t *spv;
+    size_t spv_bytes;
+    vkh_compile(k, compile, &spv, &spv_bytes);
     uint32_t f = dsl_kernel_features(k);
-    const rt_vk_info *in = rt_vk_get_info(g_vk);
+    const rt_vk_info *in = rt_vk_get_info(vkh_vk);
     if (((f & DSL_FEAT_STORAGE8) && !in->has_int8_storage) || ((f & DSL_FEAT_STORAGE16) && !in->has_16bit_storage))
         fail_msg("device %s lacks the storage features kernel %s needs", in->name, dsl_kernel_name(k));
-    rt_pipeline *p = NULL;
-    OK(rt_pipeline_get(g_vk, dsl_kernel_name(k), spv, spv_bytes, &p, err));
+    rt_pipeline *p = vkh_pipeline(dsl_kernel_name(k), spv, spv_bytes, NULL);
     free(spv);
-    uint8_t push[RT_PUSH_BYTES] = {0};
-    assert_int_equal(dsl_kernel_n_buffers(k), b->n);
-    for (int i = 0; i < b->n; i++) memcpy(push + dsl_kernel_buffer_offset(k, i), &b->buf[i].addr, 8);
-    for (int i = 0; i < dsl_kernel_n_params(k); i++) memcpy(push + dsl_kernel_param_offset(k, i), &params[i], 4);
-    rt_cmd *c = NULL;
-    OK(rt_cmd_begin(g_vk, &c, err));
-    rt_cmd_dispatch(c, p, push, dsl_kernel_push_bytes(k), gx, 1, 1);
-    OK(rt_cmd_end(c, err));
-    OK(rt_cmd_submit(c, err));
-    rt_cmd_free(c);
-    assert_int_equal(rt_vk_validation_count(g_vk), 0);
+    const rt_buf *args[8];
+    for (int i = 0; i < b->n; i++) args[i] = &b->buf[i];
+    vkh_dispatch(k, p, args, b->n, params, dsl_kernel_n_params(k), (const uint32_t[3]){gx, 1, 1});
 }
 
 static void run_variant(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx, bool native_dot)
@@ -118,15 +80,12 @@ static void run(dsl_kernel *k, bufset *b, const uint32_t *params, uint32_t gx)
 
 static void *download(bufset *b, int i)
 {
-    void *out = malloc(b->buf[i].size);
-    assert_non_null(out);
-    OK(rt_buf_download(g_vk, &b->buf[i], 0, out, b->buf[i].size, err));
-    return out;
+    return vkh_fetch(&b->buf[i], b->buf[i].size);
 }
 
 static void free_bufs(bufset *b)
 {
-    for (int i = 0; i < b->n; i++) rt_buf_destroy(g_vk, &b->buf[i]);
+    vkh_free_bufs(b->buf, b->n);
     b->n = 0;
 }
 
@@ -134,10 +93,10 @@ static void free_bufs(bufset *b)
 
 static void reduction(dsl_kernel *k)
 {
-    need_device();
+    vkh_need_device();
     const uint32_t rows = 37, n = 1000;
     float *x = malloc(sizeof(float) * rows * n);
-    for (uint32_t i = 0; i < rows * n; i++) x[i] = rndf();
+    for (uint32_t i = 0; i < rows * n; i++) x[i] = vkh_rndf();
     bufset b = {0};
     make_buf(&b, x, sizeof(float) * rows * n);
     make_buf(&b, NULL, sizeof(float) * rows);
@@ -146,7 +105,11 @@ static void reduction(dsl_kernel *k)
     for (uint32_t r = 0; r < rows; r++) {
         double ref = 0, mag = 0;
         for (uint32_t i = 0; i < n; i++) ref += x[r * n + i], mag += fabs(x[r * n + i]);
-        double rel = fabs(y[r] - ref) / mag; /* relative to the summands' magnitude */
+        /* rule: any order of n f32 adds errs by <= (n - 1) 2^-24 sum|x|; the kernel's order is a
+         * lane's n / 256 serial adds, then a tree of 8 levels: (n / 256 + 8) 2^-24 = 7e-7 of
+         * sum|x| (n = 1000); 1e-5 leaves the device's reduction order 10x room, while one
+         * dropped or doubled summand (|x| ~ 0.5 of sum|x| ~ 500) is 1e-3 */
+        double rel = fabs(y[r] - ref) / mag;
         if (!(rel < 1e-5)) fail_msg("%s row %u: got %g, want %g (rel err %g)", dsl_kernel_name(k), r, y[r], ref, rel);
     }
     free(x);
@@ -160,19 +123,11 @@ static void test_reduce_subgroup(void **st) { (void)st; reduction(tk_reduce_subg
 
 /* ---- f16 ---- */
 
-/* Independent half -> float (IEEE binary16). */
-static float half_to_float(uint16_t h)
-{
-    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
-    return (float)(s ? -v : v);
-}
-
 /* Random finite half with exponent field < 30 (doubling stays finite). */
 static uint16_t rnd_half(void)
 {
     uint16_t h;
-    do h = (uint16_t)rnd();
+    do h = (uint16_t)vkh_rnd();
     while (((h >> 10) & 31) >= 30);
     return h;
 }
@@ -180,7 +135,7 @@ static uint16_t rnd_half(void)
 static void test_f16_unpack(void **st)
 {
     (void)st;
-    need_device();
+    vkh_need_device();
     dsl_kernel *k = tk_f16_unpack();
     const uint32_t n = 777;
     uint32_t *w = malloc(4 * n);
@@ -199,10 +154,11 @@ static void test_f16_unpack(void **st)
     float *y = download(&b, 2), *z = download(&b, 3);
     uint16_t *hs = download(&b, 4);
     for (uint32_t i = 0; i < n; i++) {
-        float want[4] = {half_to_float((uint16_t)w[i]), half_to_float((uint16_t)(w[i] >> 16)), half_to_float(h[i]),
-                         2 * half_to_float(h[i])};
-        float got[4] = {y[2 * i], y[2 * i + 1], z[i], half_to_float(hs[i])};
+        float want[4] = {ref_f16_decode((uint16_t)w[i]), ref_f16_decode((uint16_t)(w[i] >> 16)), ref_f16_decode(h[i]),
+                         2 * ref_f16_decode(h[i])};
+        float got[4] = {y[2 * i], y[2 * i + 1], z[i], ref_f16_decode(hs[i])};
         for (int j = 0; j < 4; j++) {
+            /* rule: f16 -> f32 and doubling are exact: bit for bit (0 relative error) */
             double rel = fabs(got[j] - want[j]) / fmax(fabs(want[j]), 1e-30);
             if (!(rel == 0) && !(got[j] == want[j]))
                 fail_msg("f16 item %u/%d: got %g, want %g (rel err %g)", i, j, got[j], want[j], rel);
@@ -215,14 +171,12 @@ static void test_f16_unpack(void **st)
 
 /* ---- packed int8 dot ---- */
 
-static int32_t sbyte(uint32_t w, int j) { return (int8_t)(uint8_t)(w >> (8 * j)); }
-static uint32_t ubyte(uint32_t w, int j) { return (w >> (8 * j)) & 255u; }
 
 static void int8_dot(bool native_dot)
 {
-    need_device();
-    if (native_dot && !rt_vk_get_info(g_vk)->has_int_dot) {
-        print_message("skip: %s has no shaderIntegerDotProduct\n", rt_vk_get_info(g_vk)->name);
+    vkh_need_device();
+    if (native_dot && !rt_vk_get_info(vkh_vk)->has_int_dot) {
+        print_message("skip: %s has no shaderIntegerDotProduct\n", rt_vk_get_info(vkh_vk)->name);
         skip();
     }
     dsl_kernel *k = tk_int8_dot();
@@ -230,7 +184,7 @@ static void int8_dot(bool native_dot)
     const int32_t acc = INT32_MAX - 20000; /* positive dots above 20000 saturate */
     uint32_t *a = malloc(4 * n), *bw = malloc(4 * n);
     int8_t *c = malloc(n);
-    for (uint32_t i = 0; i < n; i++) a[i] = rnd(), bw[i] = rnd(), c[i] = (int8_t)rnd();
+    for (uint32_t i = 0; i < n; i++) a[i] = vkh_rnd(), bw[i] = vkh_rnd(), c[i] = (int8_t)vkh_rnd();
     a[0] = 0x80808080u, bw[0] = 0x80808080u; /* 4 * 128 * 128: the largest positive dot */
     bufset b = {0};
     make_buf(&b, a, 4 * n);
@@ -243,13 +197,8 @@ static void int8_dot(bool native_dot)
     uint32_t *uu = download(&b, 4);
     int saturated = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int64_t rss = 0, rsu = 0, ruu = 0, re = c[i];
-        for (int j = 0; j < 4; j++) {
-            rss += sbyte(a[i], j) * sbyte(bw[i], j);
-            rsu += sbyte(a[i], j) * (int32_t)ubyte(bw[i], j);
-            ruu += ubyte(a[i], j) * ubyte(bw[i], j);
-            re += sbyte(a[i], j);
-        }
+        const int64_t rss = ref_dot4(a[i], bw[i], 1, 1), rsu = ref_dot4(a[i], bw[i], 1, 0),
+                      ruu = ref_dot4(a[i], bw[i], 0, 0), re = c[i] + ref_dot4(a[i], 0x01010101u, 1, 0);
         int64_t rsat = (int64_t)acc + rss;
         if (rsat > INT32_MAX) rsat = INT32_MAX, saturated++;
         int64_t got[5] = {ss[i], su[i], uu[i], sat[i], e[i]}, want[5] = {rss, rsu, ruu, rsat, re};
@@ -283,15 +232,16 @@ static void test_int8_dot_native(void **st)
  * has them (every element of C from its row of A and column of B). */
 static void mma(bool coopmat)
 {
-    need_device();
-    if (coopmat && !rt_vk_get_info(g_vk)->has_coopmat) {
-        print_message("skip: %s has no VK_NV_cooperative_matrix int8 16 x 8 x 32 shape\n", rt_vk_get_info(g_vk)->name);
+    vkh_need_device();
+    if (coopmat && !rt_vk_get_info(vkh_vk)->has_coopmat) {
+        print_message("skip: %s has no VK_NV_cooperative_matrix int8 16 x 8 x 32 shape\n",
+                      rt_vk_get_info(vkh_vk)->name);
         skip();
     }
     dsl_kernel *k = tk_mma();
     uint32_t a[256], bw[128];
-    for (int i = 0; i < 256; i++) a[i] = rnd();
-    for (int i = 0; i < 128; i++) bw[i] = rnd();
+    for (int i = 0; i < 256; i++) a[i] = vkh_rnd();
+    for (int i = 0; i < 128; i++) bw[i] = vkh_rnd();
     a[0] = bw[0] = 0x80808080u;
     bufset b = {0};
     make_buf(&b, a, sizeof(a));
@@ -303,8 +253,8 @@ static void mma(bool coopmat)
     for (int n = 0; n < 8; n++)
         for (int m = 0; m < 16; m++) {
             int64_t want = 0;
-            for (int kk = 0; kk < 64; kk++)
-                want += sbyte(a[m * 16 + kk / 4], kk % 4) * sbyte(bw[n * 16 + kk / 4], kk % 4);
+            for (int w = 0; w < 16; w++) /* 4 int8 a word */
+                want += ref_dot4(a[m * 16 + w], bw[n * 16 + w], 1, 1);
             if (c[n * 16 + m] != want) /* integers: exactly */
                 fail_msg("mma%s C[%d][%d]: got %d, want %lld", coopmat ? " (coopmat)" : "", m, n, c[n * 16 + m],
                          (long long)want);
@@ -339,7 +289,7 @@ static void test_mma_coopmat(void **st)
 static void test_subgroup_full(void **st)
 {
     (void)st;
-    need_device();
+    vkh_need_device();
     enum { WGS = 256 };
     dsl_kernel *k = dsl_kernel_new("subgroup_full", WGS, 1, 1);
     dsl_expr y = dsl_buffer(k, "y", DSL_U32, DSL_WRITEONLY);
@@ -352,7 +302,7 @@ static void test_subgroup_full(void **st)
     make_buf(&b, NULL, 4 * 3 * WGS);
     run(k, &b, NULL, 1);
     uint32_t *out = download(&b, 0);
-    const uint32_t dev = rt_vk_get_info(g_vk)->subgroup_size;
+    const uint32_t dev = rt_vk_get_info(vkh_vk)->subgroup_size;
     for (uint32_t i = 0; i < WGS; i++) {
         const uint32_t n = out[3 * i], sgs = out[3 * i + 1], nsg = out[3 * i + 2];
         if (n != sgs || sgs != dev || nsg * sgs != WGS)

@@ -43,19 +43,11 @@
 #include "gguf/rt_gguf.h"
 #include "tests/ref/ref_ops.h"
 #include "vk/rt_vk.h"
+#include "tests/vk_harness.h"
 
-#define POISON 0xffffffffu
 /* Vulkan's precision of `/` (2.5 ULP) plus the correctly rounded product after it */
 #define DIV_ULPS 3.0
 #define NMAX 70u /* tokens of the largest batch: one full 64-token tile and a partial one */
-#define OK(call)                                    \
-    do {                                            \
-        if ((call) != 0)                            \
-            fail_msg("%s: %s", #call, err);         \
-    } while (0)
-
-static rt_vk *g_vk;
-static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
 #define N_MODELS 2
 static const char *const model_paths[N_MODELS] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml"};
 static gen_model models[N_MODELS];
@@ -64,21 +56,6 @@ static const uint32_t batch_sizes[] = {3, 70};
 static int runs;
 static double worst; /* largest |gpu - ref| / bound seen */
 
-static uint32_t rng_state = 4242;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    assert_non_null(p);
-    return p;
-}
 
 /* A [M][K] matrix of random trits in format type, one random scale per block. */
 static uint8_t *make_tq(rt_type type, int K, int M, size_t *bytes)
@@ -87,33 +64,30 @@ static uint8_t *make_tq(rt_type type, int K, int M, size_t *bytes)
     const uint32_t bb = c->blk_bytes;
     const size_t nb = (size_t)K / 256 * M;
     *bytes = nb * bb + c->tail_bytes; /* TQ1_T: + the f32 scale */
-    uint8_t *p = xmalloc(*bytes + 4);
+    uint8_t *p = vkh_xmalloc(*bytes + 4);
     memset(p + *bytes, 0, 4);
     int8_t t[256];
     for (size_t b = 0; b < nb; b++) {
         for (int i = 0; i < 256; i++)
-            t[i] = (int8_t)((int)(rnd() % 3) - 1);
-        c->encode_ternary(t, 256, 0.01f + (float)(rnd() % 1000) / 700.0f, p + b * bb);
+            t[i] = (int8_t)((int)(vkh_rnd() % 3) - 1);
+        c->encode_ternary(t, 256, 0.01f + (float)(vkh_rnd() % 1000) / 700.0f, p + b * bb);
     }
     if (c->encode_tail)
-        c->encode_tail(0.01f + (float)(rnd() % 1000) / 700.0f, p + nb * bb);
+        c->encode_tail(0.01f + (float)(vkh_rnd() % 1000) / 700.0f, p + nb * bb);
     return p;
 }
 
 static int setup(void **st)
 {
     (void)st;
-    rt_vk_opts o = {.device_index = -1, .validation = true};
-    if (rt_vk_create(&o, &g_vk, err) != 0) {
-        g_vk = NULL;
-        fprintf(stderr, "note: %s\n", err);
-    }
+    vkh_seed(4242);
+    vkh_open();
     for (int m = 0; m < N_MODELS; m++) {
-        if (gen_model_load(model_paths[m], &models[m], err))
-            fail_msg("%s", err);
+        if (gen_model_load(model_paths[m], &models[m], vkh_err))
+            fail_msg("%s", vkh_err);
         for (int f = 0; f < 2; f++)
-            if (gen_graph_build(&models[m], f == 1, &graphs[m][f], err))
-                fail_msg("%s", err);
+            if (gen_graph_build(&models[m], f == 1, &graphs[m][f], vkh_err))
+                fail_msg("%s", vkh_err);
     }
     return 0;
 }
@@ -122,18 +96,8 @@ static int teardown(void **st)
 {
     (void)st;
     printf("TQ bitlinear runs: %d, largest error / bound %.3g\n", runs, worst);
-    rt_vk_destroy(g_vk);
+    vkh_close();
     return 0;
-}
-
-static rt_buf dev(size_t bytes, const void *data)
-{
-    rt_buf b;
-    OK(rt_buf_create(g_vk, bytes < 256 ? 256 : bytes, RT_MEM_DEVICE, &b, err));
-    OK(rt_buf_fill(g_vk, &b, POISON, err));
-    if (data)
-        OK(rt_buf_upload(g_vk, &b, 0, data, bytes, err));
-    return b;
 }
 
 /* A built kernel, its SPIR-V, and the kernel names already checked. */
@@ -167,35 +131,17 @@ static void run_kernel(const built *bk, const uint32_t *spv, size_t spv_bytes, b
     dsl_kernel *k = (dsl_kernel *)ko.k;
     assert_int_equal(ko.n_args, n_args);
     assert_int_equal(ko.n_params, 0);
-    uint32_t spec[RT_SPEC_COUNT];
-    rt_spec_defaults(spec);
+    uint32_t spec[RT_SPEC_COUNT], gr[3];
     const unsigned tile = decode ? 0 : var;
-    spec[RT_SPEC_GEMV_VEC] = decode && (var & 15) == 1;
-    spec[RT_SPEC_GEMV_SHQ] = decode && (var & 15) == 2;
-    spec[RT_SPEC_GEMV_ROWS] = decode ? (var >> 4) & 15 : 0;
-    spec[RT_SPEC_GEMV_SPLITK] = decode ? (var >> 8) & 15 : 0;
-    spec[RT_SPEC_GEMV_WIDE] = decode ? var >> 12 : 0;
-    rt_spec_tile(spec, tile);
+    const uint32_t gemv = decode ? var : 0;
+    vkh_spec(spec, gemv, tile);
     spec[RT_SPEC_WFMT] = wfmt;
     char pname[128];
     snprintf(pname, sizeof(pname), "%s%s", dsl_kernel_name(k), spv == bk->spv ? "" : ".native-dot");
-    rt_pipeline *pl = NULL;
-    OK(rt_pipeline_get_spec(g_vk, pname, spv, spv_bytes, spec, RT_SPEC_COUNT, &pl, err));
-    uint8_t push[RT_PUSH_BYTES] = {0};
-    for (int a = 0; a < n_args; a++)
-        memcpy(push + dsl_kernel_buffer_offset(k, a), &args[a]->addr, 8);
-    uint32_t gr[3], N = decode ? 1 : n;
-    for (int a = 0; a < 3; a++) /* the runtime's rule */
-        gr[a] = rt_groups_count(&ko.groups[a], N, 0, 0, tile, decode ? (var >> 8) & 15 : 0, decode ? var >> 12 : 0);
-    rt_dyn dyn = {.pos = 0, .n_tokens = n, .n_kv = n, .out_start = 0};
-    OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
-    rt_cmd *c = NULL;
-    OK(rt_cmd_begin(g_vk, &c, err));
-    rt_cmd_dispatch(c, pl, push, dsl_kernel_push_bytes(k), gr[0], gr[1], gr[2]);
-    OK(rt_cmd_end(c, err));
-    OK(rt_cmd_submit(c, err));
-    rt_cmd_free(c);
-    assert_int_equal(rt_vk_validation_count(g_vk), 0);
+    rt_pipeline *pl = vkh_pipeline(pname, spv, spv_bytes, spec);
+    vkh_groups(&ko, decode ? 1 : n, 0, 0, tile, gemv, gr); /* the runtime's rule */
+    vkh_set_dyn(0, n, 0);
+    vkh_dispatch(k, pl, args, n_args, NULL, 0, gr);
 }
 
 /* |gpu - ref| <= bound for the n tokens' rows; the rows past n untouched. */
@@ -212,7 +158,7 @@ static void compare(const gen_kop *kop, const float *y, const float *ref, const 
     for (size_t i = n_el; i < total; i++) {
         uint32_t w;
         memcpy(&w, &y[i], 4);
-        if (res0 ? y[i] != res0[i] : w != POISON)
+        if (res0 ? y[i] != res0[i] : w != VKH_POISON)
             fail_msg("%s: element %zu past the step's tokens was written", kop->label, i);
     }
 }
@@ -235,7 +181,7 @@ static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K
     for (size_t i = 0; i < ny && !exact; i++)
         bound[i] = (float)(nadd * u * bound[i] + 4 * u * fabs(ref[i]));
     if (glu) {
-        float *up = xmalloc(4 * ny), *ub = xmalloc(4 * ny);
+        float *up = vkh_xmalloc(4 * ny), *ub = vkh_xmalloc(4 * ny);
         if (exact) {
             ref_bitlinear_q(fmt_codec_find(type), W[1], K, M, q, s, (int)n, up);
             for (size_t i = 0; i < ny; i++)
@@ -285,31 +231,31 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
     }
     for (size_t si = 0; si < (decode ? 1 : sizeof(batch_sizes) / sizeof(batch_sizes[0])); si++) {
         const uint32_t n = decode ? 1 : batch_sizes[si];
-        int8_t *q = xmalloc((size_t)NMAX * K);
+        int8_t *q = vkh_xmalloc((size_t)NMAX * K);
         float qs[2 * NMAX], s[NMAX];
         for (uint32_t t = 0; t < NMAX; t++) {
             int sum = 0;
             for (int i = 0; i < K; i++) {
-                q[(size_t)t * K + i] = (int8_t)((int)(rnd() % 256) - 128);
+                q[(size_t)t * K + i] = (int8_t)((int)(vkh_rnd() % 256) - 128);
                 sum += q[(size_t)t * K + i];
             }
-            s[t] = qs[2 * t] = 127.0f / (0.5f + (float)(rnd() % 1000) / 200.0f);
+            s[t] = qs[2 * t] = 127.0f / (0.5f + (float)(vkh_rnd() % 1000) / 200.0f);
             qs[2 * t + 1] = (float)sum;
         }
         rt_buf b[8];
         float *r0[3] = {0};
         int nb = 0;
-        b[nb++] = dev((size_t)NMAX * K, q);
-        b[nb++] = dev(sizeof(qs), qs);
+        b[nb++] = vkh_buf((size_t)NMAX * K, q);
+        b[nb++] = vkh_buf(sizeof(qs), qs);
         for (int j = 0; j < nw; j++)
-            b[nb++] = dev(wbytes[j] + 4, W[j]);
+            b[nb++] = vkh_buf(wbytes[j] + 4, W[j]);
         for (int p = 0; p < np; p++) {
             if (res) {
-                r0[p] = xmalloc(4 * (size_t)NMAX * M[p]);
+                r0[p] = vkh_xmalloc(4 * (size_t)NMAX * M[p]);
                 for (size_t i = 0; i < (size_t)NMAX * M[p]; i++)
-                    r0[p][i] = (float)((int)(rnd() % 2001) - 1000) / 500.0f;
+                    r0[p][i] = (float)((int)(vkh_rnd() % 2001) - 1000) / 500.0f;
             }
-            b[nb++] = dev(4 * (size_t)NMAX * M[p], r0[p]);
+            b[nb++] = vkh_buf(4 * (size_t)NMAX * M[p], r0[p]);
         }
         const rt_buf *args[8];
         for (int i = 0; i < nb; i++)
@@ -317,9 +263,10 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
         run_kernel(bk, spv, spv_bytes, decode, var, wfmt, args, nb, n);
         for (int p = 0; p < np; p++) {
             const size_t total = (size_t)NMAX * M[p], ny = (size_t)n * M[p];
-            float *y = xmalloc(4 * total), *ref = xmalloc(4 * ny), *bound = xmalloc(4 * ny);
-            OK(rt_buf_download(g_vk, &b[nb - np + p], 0, y, 4 * total, err));
+            float *y = vkh_xmalloc(4 * total), *ref = vkh_xmalloc(4 * ny), *bound = vkh_xmalloc(4 * ny);
+            VKH_OK(rt_buf_download(vkh_vk, &b[nb - np + p], 0, y, 4 * total, vkh_err));
             reference(kop, type, W, K, M[p], p, q, s, n, r0[p], ref, bound);
+            /* rule: reference()'s bound per element, derived from the data (the header) */
             compare(kop, y, ref, bound, ny, total, r0[p]);
             runs++;
             free(y);
@@ -327,8 +274,7 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
             free(bound);
             free(r0[p]);
         }
-        for (int i = 0; i < nb; i++)
-            rt_buf_destroy(g_vk, &b[i]);
+        vkh_free_bufs(b, nb);
         free(q);
     }
     for (int j = 0; j < nw; j++)
@@ -338,12 +284,9 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
 static void test_tq_bitlinear(void **state)
 {
     (void)state;
-    if (!g_vk) {
-        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
-        skip();
-    }
+    vkh_need_device();
     static const rt_type types[3] = {FMT_TQ2_0, FMT_TQ1_0, FMT_TQ1_T};
-    const bool native = rt_vk_get_info(g_vk)->has_int_dot;
+    const bool native = rt_vk_get_info(vkh_vk)->has_int_dot;
     int kinds[3] = {0}, tq1t_runs = 0;
     for (int m = 0; m < N_MODELS; m++)
         for (int f = 0; f < 2; f++) {
@@ -356,8 +299,8 @@ static void test_tq_bitlinear(void **state)
                     continue;
                 for (int decode = 0; decode < 2; decode++) {
                     built bk = {0};
-                    if (gen_kernel_build(g, kop, decode, &bk.ko, err))
-                        fail_msg("%s: %s", kop->label, err);
+                    if (gen_kernel_build(g, kop, decode, &bk.ko, vkh_err))
+                        fail_msg("%s: %s", kop->label, vkh_err);
                     if (!first_time(dsl_kernel_name((dsl_kernel *)bk.ko.k))) {
                         gen_kernel_out_free(&bk.ko);
                         continue;

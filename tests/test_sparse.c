@@ -53,60 +53,21 @@
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_gguf_priv.h"
 #include "vk/rt_vk.h"
+#include "tests/ref/ref_ops.h"
+#include "tests/vk_harness.h"
 
-#define POISON 0xffffffffu
 #define LAYER 3u /* RT_P_LAYER of the runs: STATS words 6, 7 */
-#define OK(call)                                               \
-    do {                                                       \
-        if ((call) != 0)                                       \
-            fail_msg("%s: %s", #call, err);                    \
-    } while (0)
-
-static rt_vk *g_vk;
-static char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
 static gen_model model;
 static gen_graph sg, dg, pg; /* the sparse decode graph, the dense one, the predictor one */
 static rt_buf wbuf[GEN_MAX_TENSORS], wt, stats, sync, predbuf;
 static uint8_t *whost[GEN_MAX_TENSORS];
 static size_t wbytes[GEN_MAX_TENSORS];
-static uint32_t has_next = 1;
-typedef struct {
-    const gen_graph *g;
-    rt_buf act[GEN_MAX_BUFS];
-} planbufs;
-static planbufs ps, pd, pp;
+static vkh_plan ps, pd, pp; /* the sparse, dense and predictor plans */
 static const gen_kop *kg, *ku, *kd; /* sparse gate, up, down */
 static const gen_kop *kph, *kpg, *kpu, *kpd; /* predictor mode: pred_h, gate, up, down */
 static const gen_kop *dglu, *ddown; /* the dense GLU and down they replace */
 
-static uint32_t rng_state = 1807;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-static float rndf(void) { return (float)((rnd() >> 8) * (2.0 / 16777216.0) - 1.0); }
 
-static void upload(rt_buf *b, const void *data, size_t bytes)
-{
-    OK(rt_buf_create(g_vk, bytes < 256 ? 256 : bytes, RT_MEM_DEVICE, b, err));
-    if (data)
-        OK(rt_buf_upload(g_vk, b, 0, data, bytes, err));
-    else
-        OK(rt_buf_fill(g_vk, b, POISON, err));
-}
-
-static void make_i2s(uint8_t *d, int64_t ne0, int64_t ne1)
-{
-    memset(d, 0, (size_t)(ne0 * ne1 / 4 + 32));
-    for (int64_t i = 0; i < ne0 * ne1 / 4; i++)
-        for (int b = 0; b < 4; b++)
-            d[i] |= (uint8_t)((rnd() % 3) << (2 * b));
-    float sc = 0.5f + (float)(rnd() % 1000) / 1000.0f;
-    memcpy(d + ne0 * ne1 / 4, &sc, 4);
-}
 
 static void make_weight(int t)
 {
@@ -116,14 +77,14 @@ static void make_weight(int t)
     uint8_t *d = calloc(1, bytes);
     assert_non_null(d);
     if (ts->type == FMT_I2_S)
-        make_i2s(d, ne0, ne1);
+        vkh_rnd_i2s(ne0, ne1, 0.5f + (float)(vkh_rnd() % 1000) / 1000.0f, d);
     else if (ts->type == FMT_F16)
         for (int64_t i = 0; i < ne0 * ne1; i++)
-            ((uint16_t *)d)[i] = fmt_f32_to_f16(rndf());
+            ((uint16_t *)d)[i] = fmt_f32_to_f16(vkh_rndf());
     else
         for (int64_t i = 0; i < ne0 * ne1; i++)
-            ((float *)d)[i] = 1.0f + 0.5f * rndf();
-    upload(&wbuf[t], d, bytes);
+            ((float *)d)[i] = 1.0f + 0.5f * vkh_rndf();
+    wbuf[t] = vkh_buf(bytes, d);
     whost[t] = d;
     wbytes[t] = bytes;
 }
@@ -144,18 +105,19 @@ static void upload_transposed_down(void)
     assert_non_null(d);
     rt_i2s_transpose(whost[kd->w[0]], t->ne[0], t->ne[1], d);
     if (wt.size)
-        rt_buf_destroy(g_vk, &wt);
-    upload(&wt, d, n);
+        rt_buf_destroy(vkh_vk, &wt);
+    wt = vkh_buf(n, d);
     free(d);
 }
 
 static int setup(void **st)
 {
     (void)st;
-    if (gen_model_load("models/bitnet-tiny.yaml", &model, err) ||
-        gen_graph_build_sparse(&model, GEN_SPARSE_EXACT, &sg, err) || gen_graph_build_sched(&model, true, true, &dg, err) ||
-        gen_graph_build_sparse(&model, GEN_SPARSE_PREDICTOR, &pg, err))
-        fail_msg("%s", err);
+    if (gen_model_load("models/bitnet-tiny.yaml", &model, vkh_err) ||
+        gen_graph_build_sparse(&model, GEN_SPARSE_EXACT, &sg, vkh_err) ||
+        gen_graph_build_sched(&model, true, true, &dg, vkh_err) ||
+        gen_graph_build_sparse(&model, GEN_SPARSE_PREDICTOR, &pg, vkh_err))
+        fail_msg("%s", vkh_err);
     kph = find_kop(&pg, GEN_K_SPARSE_PRED_H, -1);
     kpg = find_kop(&pg, GEN_K_SPARSE_GATE, -1);
     kpu = find_kop(&pg, GEN_K_SPARSE_UP, -1);
@@ -167,23 +129,30 @@ static int setup(void **st)
     dglu = find_kop(&dg, GEN_K_BITLINEAR_GLU, -1);
     ddown = dglu ? find_kop(&dg, GEN_K_BITLINEAR, (int)(dglu - dg.kops)) : NULL;
     assert_true(kg && ku && kd && dglu && ddown);
-    rt_vk_opts o = {.device_index = -1, .validation = true};
-    if (rt_vk_create(&o, &g_vk, err) != 0) {
-        g_vk = NULL;
-        fprintf(stderr, "note: %s\n", err);
+    vkh_seed(1807);
+    vkh_open();
+    if (!vkh_vk)
         return 0;
+    vkh_plan *pl[3] = {&ps, &pd, &pp};
+    const gen_graph *gs[3] = {&sg, &dg, &pg};
+    for (int i = 0; i < 3; i++) {
+        memset(pl[i], 0, sizeof(*pl[i]));
+        pl[i]->g = gs[i];
+        pl[i]->weights = wbuf;
+        pl[i]->by_kind[RT_ARG_WEIGHT_T] = &wt;
+        pl[i]->by_kind[RT_ARG_STATS] = &stats;
+        pl[i]->by_kind[RT_ARG_SYNC] = &sync;
+        pl[i]->by_kind[RT_ARG_PRED] = &predbuf;
+        pl[i]->has_next = 1;
+        pl[i]->layer = LAYER;
     }
-    ps.g = &sg;
-    pd.g = &dg;
-    pp.g = &pg;
     for (int t = 0; t < model.n_tensors; t++)
         make_weight(t);
     upload_transposed_down();
-    OK(rt_buf_create(g_vk, RT_SYNC_WORDS * 4, RT_MEM_DEVICE, &sync, err));
-    OK(rt_buf_fill(g_vk, &sync, 0, err));
-    OK(rt_buf_create(g_vk, RT_STATS_WORDS * 4, RT_MEM_DEVICE, &stats, err));
-    rt_dyn dyn = {.pos = 0, .n_tokens = 1, .n_kv = 1, .out_start = 0};
-    OK(rt_buf_upload(g_vk, rt_vk_dyn_buffer(g_vk), 0, &dyn, sizeof(dyn), err));
+    sync = vkh_buf(RT_SYNC_WORDS * 4, NULL);
+    VKH_OK(rt_buf_fill(vkh_vk, &sync, 0, vkh_err));
+    stats = vkh_buf(RT_STATS_WORDS * 4, NULL);
+    vkh_set_dyn(0, 1, 0);
     return 0;
 }
 
@@ -192,189 +161,58 @@ static int teardown(void **st)
     (void)st;
     for (int t = 0; t < model.n_tensors; t++)
         free(whost[t]);
-    if (!g_vk)
+    if (!vkh_vk)
         return 0;
     for (int t = 0; t < model.n_tensors; t++)
-        rt_buf_destroy(g_vk, &wbuf[t]);
-    planbufs *p[3] = {&ps, &pd, &pp};
-    for (int i = 0; i < 3; i++)
-        for (int b = 0; b < GEN_MAX_BUFS; b++)
-            if (p[i]->act[b].size)
-                rt_buf_destroy(g_vk, &p[i]->act[b]);
-    rt_buf_destroy(g_vk, &wt);
+        rt_buf_destroy(vkh_vk, &wbuf[t]);
+    vkh_plan_free(&ps);
+    vkh_plan_free(&pd);
+    vkh_plan_free(&pp);
+    rt_buf_destroy(vkh_vk, &wt);
     if (predbuf.size)
-        rt_buf_destroy(g_vk, &predbuf);
-    rt_buf_destroy(g_vk, &stats);
-    rt_buf_destroy(g_vk, &sync);
-    rt_vk_destroy(g_vk);
-    g_vk = NULL;
+        rt_buf_destroy(vkh_vk, &predbuf);
+    rt_buf_destroy(vkh_vk, &stats);
+    rt_buf_destroy(vkh_vk, &sync);
+    vkh_close();
     return 0;
 }
 
-static void need_device(void)
+/* One decode dispatch of kop, bound as the runtime binds it; its SYNC counters back at zero. */
+static void run_kop(vkh_plan *p, const gen_kop *kop)
 {
-    if (!g_vk) {
-        fprintf(stderr, "skipping: no Vulkan device (%s)\n", err);
-        skip();
-    }
+    vkh_run_kop(p, kop);
+    vkh_check_sync(&sync, kop->label);
 }
 
-static rt_buf *act(planbufs *p, int b)
-{
-    if (!p->act[b].size)
-        upload(&p->act[b], NULL, p->g->bufs[b].bytes_per_token);
-    return &p->act[b];
-}
-
-/* One decode dispatch of kop, bound as the runtime binds it. */
-static void run_kop(planbufs *p, const gen_kop *kop)
-{
-    gen_kernel_out ko;
-    if (gen_kernel_build(p->g, kop, true, &ko, err))
-        fail_msg("%s", err);
-    dsl_kernel *k = (dsl_kernel *)ko.k;
-    uint32_t *spv = NULL;
-    size_t spv_bytes = 0;
-    if (dsl_compile(k, &spv, &spv_bytes) != 0)
-        fail_msg("%s", dsl_error(k));
-    rt_pipeline *pl = NULL;
-    OK(rt_pipeline_get(g_vk, dsl_kernel_name(k), spv, spv_bytes, &pl, err));
-    free(spv);
-    uint8_t push[RT_PUSH_BYTES] = {0};
-    assert_int_equal(dsl_kernel_n_buffers(k), ko.n_args);
-    for (int a = 0; a < ko.n_args; a++) {
-        const uint8_t kind = ko.args[a].kind;
-        const rt_buf *b = kind == RT_ARG_WEIGHT || kind == RT_ARG_WEIGHT_NEXT ? &wbuf[ko.args[a].ref]
-                          : kind == RT_ARG_WEIGHT_T                           ? &wt
-                          : kind == RT_ARG_ACT                                ? act(p, ko.args[a].ref)
-                          : kind == RT_ARG_STATS                              ? &stats
-                          : kind == RT_ARG_SYNC                               ? &sync
-                          : kind == RT_ARG_PRED                               ? &predbuf
-                                                                              : NULL;
-        assert_non_null(b);
-        memcpy(push + dsl_kernel_buffer_offset(k, a), &b->addr, 8);
-    }
-    for (int i = 0; i < ko.n_params; i++) {
-        uint32_t v = ko.params[i].kind == RT_P_HAS_NEXT ? has_next
-                     : ko.params[i].kind == RT_P_LAYER  ? LAYER
-                                                        : ko.params[i].value;
-        memcpy(push + dsl_kernel_param_offset(k, i), &v, 4);
-    }
-    uint32_t gr[3];
-    for (int a = 0; a < 3; a++)
-        gr[a] = (ko.groups[a].mul + ko.groups[a].add + ko.groups[a].div - 1) / ko.groups[a].div;
-    rt_cmd *c = NULL;
-    OK(rt_cmd_begin(g_vk, &c, err));
-    rt_cmd_dispatch(c, pl, push, dsl_kernel_push_bytes(k), gr[0], gr[1], gr[2]);
-    OK(rt_cmd_end(c, err));
-    OK(rt_cmd_submit(c, err));
-    rt_cmd_free(c);
-    gen_kernel_out_free(&ko);
-    assert_int_equal(rt_vk_validation_count(g_vk), 0);
-    uint32_t cnt[RT_SYNC_WORDS];
-    OK(rt_buf_download(g_vk, &sync, 0, cnt, sizeof(cnt), err));
-    for (int i = 0; i < RT_SYNC_WORDS; i++)
-        if (cnt[i])
-            fail_msg("%s: sync counter %d left at %u", kop->label, i, cnt[i]);
-}
-
-static void *get(planbufs *p, int buf, size_t bytes)
-{
-    void *out = malloc(bytes);
-    assert_non_null(out);
-    OK(rt_buf_download(g_vk, act(p, buf), 0, out, bytes, err));
-    return out;
-}
-
-static void put(planbufs *p, int buf, const void *data, size_t bytes)
-{
-    OK(rt_buf_upload(g_vk, act(p, buf), 0, data, bytes, err));
-}
-
-static void poison(planbufs *p, int gv)
-{
-    OK(rt_buf_fill(g_vk, act(p, p->g->vals[gv].buf), POISON, err));
-    if (p->g->vals[gv].kind == GEN_GV_Q8)
-        OK(rt_buf_fill(g_vk, act(p, p->g->vals[gv].buf_s), POISON, err));
-}
-
-/* C reference: W (I2_S host copy of tensor t, M x K) . q / s * ws. */
+/* C reference: W (I2_S host copy of tensor t, M x K) . q / s * ws (ref_bitlinear_q). */
 static void ref_ternary(const int8_t *q, float s, int t, int K, int M, float *y)
 {
-    const uint8_t *w = whost[t];
-    float ws;
-    memcpy(&ws, w + (size_t)M * K / 4, 4);
-    for (int r = 0; r < M; r++) {
-        int64_t acc = 0;
-        for (int i = 0; i < K; i++) {
-            int64_t e = (int64_t)r * K + i;
-            acc += (int64_t)(((w[(e / 128) * 32 + e % 32] >> (6 - 2 * ((e % 128) / 32))) & 3) - 1) * q[i];
-        }
-        y[r] = (float)acc / s * ws;
-    }
+    ref_bitlinear_q(fmt_codec_find(FMT_I2_S), whost[t], K, M, q, &s, 1, y);
 }
 
-/* C reference of rmsnorm(x) * w (norm tensor t) -> act_quant: codes, returns 127 / amax. */
-static float ref_norm_quant(const float *x, int t, int K, int8_t *q)
-{
-    const float *nw = (const float *)whost[t];
-    double ss = 0;
-    for (int i = 0; i < K; i++)
-        ss += (double)x[i] * x[i];
-    float scale = 1.0f / sqrtf((float)(ss / K) + model.hp.norm_eps), amax = 1e-5f;
-    float *h = malloc(sizeof(float) * (size_t)K);
-    for (int i = 0; i < K; i++) {
-        h[i] = x[i] * scale * nw[i];
-        amax = fmaxf(amax, fabsf(h[i]));
-    }
-    float s = 127.0f / amax;
-    for (int i = 0; i < K; i++) {
-        float qf = rintf(h[i] * s);
-        q[i] = (int8_t)(qf < -128 ? -128 : qf > 127 ? 127 : qf);
-    }
-    free(h);
-    return s;
-}
+static void *get(vkh_plan *p, int buf, size_t bytes) { return vkh_get(p, buf, bytes); }
+static void put(vkh_plan *p, int buf, const void *data, size_t bytes) { vkh_put(p, buf, data, bytes); }
+static void poison(vkh_plan *p, int gv) { vkh_poison_val(p, gv); }
 
 /* max |a - b| over max |b|: the tolerance rule of the header (NaN = poison left: fails). */
-static double max_rel(const float *a, const float *b, int n)
-{
-    double m = 0, scale = 1e-30;
-    for (int i = 0; i < n; i++)
-        scale = fmax(scale, fabs(b[i]));
-    for (int i = 0; i < n; i++) {
-        if (a[i] != a[i] || b[i] != b[i])
-            return INFINITY;
-        m = fmax(m, fabs((double)a[i] - b[i]) / scale);
-    }
-    return m;
-}
+static double max_rel(const float *a, const float *b, int n) { return vkh_max_rel(a, b, (size_t)n, VKH_NORM); }
 
 /* The Q8 row of gval v (codes as int8, [scale, sum]) against the C norm_quant of x. */
-static void check_q8(planbufs *p, int v, int t_norm, const float *x, int M, const char *what, int8_t *out_codes,
+static void check_q8(vkh_plan *p, int v, int t_norm, const float *x, int M, const char *what, int8_t *out_codes,
                      float *out_qs)
 {
-    int8_t *codes = get(p, p->g->vals[v].buf, (size_t)M), *ref = malloc((size_t)M);
-    float *qs = get(p, p->g->vals[v].buf_s, 8);
-    float s = ref_norm_quant(x, t_norm, M, ref);
-    if (!(fabs(qs[0] - s) <= 1e-5 * s))
-        fail_msg("%s: scale %g, C reference %g", what, qs[0], s);
-    int64_t sum = 0;
-    int moved = 0;
-    for (int i = 0; i < M; i++) {
-        sum += codes[i];
-        if (abs(codes[i] - ref[i]) > 1)
-            fail_msg("%s: code %d is %d, C reference %d", what, i, codes[i], ref[i]);
-        moved += codes[i] != ref[i];
-    }
-    if (moved > M / 100 || (double)sum != qs[1])
-        fail_msg("%s: %d of %d codes moved, sum %lld vs stored %g", what, moved, M, (long long)sum, qs[1]);
+    int8_t *codes = get(p, p->g->vals[v].buf, (size_t)M);
+    float *qs = get(p, p->g->vals[v].buf_s, 8), *h = vkh_xmalloc(sizeof(float) * (size_t)M);
+    ref_rmsnorm(x, (const float *)whost[t_norm], M, model.hp.norm_eps, h);
+    int moved = vkh_check_q8(what, codes, qs, h, M, NULL);
+    if (moved > M / 100) /* rule: a code moves only at a .5 tie (vkh_check_q8): ~1 in 1000 */
+        fail_msg("%s: %d of %d codes moved", what, moved, M);
     if (out_codes)
         memcpy(out_codes, codes, (size_t)M);
     if (out_qs)
         memcpy(out_qs, qs, 8);
     free(codes);
-    free(ref);
+    free(h);
     free(qs);
 }
 
@@ -395,7 +233,7 @@ static void free_out(sparse_out *o)
 
 /* The up and down kernels (ku, kd of p's graph) after a gate kernel wrote o->gate and
  * o->list: f, its Q8 row, x = x0 + down, the next layer's Q8 row, against C. */
-static void run_up_down(planbufs *p, const gen_kop *kgate, const gen_kop *kup, const gen_kop *kdn, const int8_t *q,
+static void run_up_down(vkh_plan *p, const gen_kop *kgate, const gen_kop *kup, const gen_kop *kdn, const int8_t *q,
                         const float *qs, const float *x0, sparse_out *o)
 {
     const gen_graph *g = p->g;
@@ -413,6 +251,7 @@ static void run_up_down(planbufs *p, const gen_kop *kgate, const gen_kop *kup, c
             fail_msg("sparse up: inactive row %d has f = %g", r, o->f[r]);
     }
     double e = max_rel(o->f, ref, M);
+    /* rule: the header's: exact int32 sums, then / s (2.5 ulp) and * ws, the activation's 2^-23 */
     if (!(e <= 1e-5))
         fail_msg("sparse up vs C: max rel err %g", e);
     check_q8(p, kup->last_out, kup->last_norm.w, o->f, M, "sparse up: sub-norm Q8 row", o->fq, o->fqs);
@@ -425,6 +264,7 @@ static void run_up_down(planbufs *p, const gen_kop *kgate, const gen_kop *kup, c
     for (int i = 0; i < D; i++)
         xr[i] += x0[i];
     e = max_rel(o->x, xr, D);
+    /* rule: the header's: exact int32 sums, then / s (2.5 ulp) and * ws, the activation's 2^-23 */
     if (!(e <= 1e-5))
         fail_msg("sparse down vs C: max rel err %g", e);
     check_q8(p, kdn->last_out, kdn->last_norm.w, o->x, D, "sparse down: next layer's Q8 row", o->hq, o->hqs);
@@ -443,13 +283,14 @@ static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse
     put(&ps, sg.vals[kd->out].buf, x0, sizeof(float) * (size_t)D);
     poison(&ps, kg->out);
     poison(&ps, kg->part);
-    OK(rt_buf_fill(g_vk, &stats, 0, err));
+    VKH_OK(rt_buf_fill(vkh_vk, &stats, 0, vkh_err));
     run_kop(&ps, kg);
     o->gate = get(&ps, sg.vals[kg->out].buf, sizeof(float) * (size_t)M);
     o->list = get(&ps, sg.vals[kg->part].buf, sizeof(uint32_t) * (size_t)(M + 1));
     float *ref = malloc(sizeof(float) * (size_t)M);
     ref_ternary(q, qs[0], kg->w[0], K, M, ref);
     double e = max_rel(o->gate, ref, M);
+    /* rule: the header's: exact int32 sums, then / s (2.5 ulp) and * ws, the activation's 2^-23 */
     if (!(e <= 1e-5))
         fail_msg("sparse gate vs C: max rel err %g", e);
     uint32_t n = 0;
@@ -463,7 +304,7 @@ static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse
     if (n != o->list[0])
         fail_msg("sparse gate: %u rows listed, %u have gate > 0", o->list[0], n);
     uint32_t st[RT_STATS_WORDS];
-    OK(rt_buf_download(g_vk, &stats, 0, st, sizeof(st), err));
+    VKH_OK(rt_buf_download(vkh_vk, &stats, 0, st, sizeof(st), vkh_err));
     assert_int_equal(st[2 * LAYER], n);
     assert_int_equal(st[2 * LAYER + 1], 1);
     for (int i = 0; i < RT_STATS_WORDS; i++)
@@ -473,7 +314,7 @@ static void run_sparse(const int8_t *q, const float *qs, const float *x0, sparse
     run_up_down(&ps, kg, ku, kd, q, qs, x0, o);
 }
 
-static bool device_is_cpu(void) { return rt_vk_get_info(g_vk)->type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+static bool device_is_cpu(void) { return rt_vk_get_info(vkh_vk)->type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
 
 /* The engine's default device is a CPU one (lavapipe): one compiler for every kernel. */
 static bool default_cpu(void)
@@ -493,17 +334,17 @@ static void random_input(int8_t *q, float *qs, float *x0, int K, int D)
     qs[0] = 127.0f / 3.0f;
     qs[1] = 0;
     for (int i = 0; i < K; i++) {
-        q[i] = (int8_t)((int)(rnd() % 255) - 127);
+        q[i] = (int8_t)((int)(vkh_rnd() % 255) - 127);
         qs[1] += q[i];
     }
     for (int i = 0; i < D; i++)
-        x0[i] = rndf();
+        x0[i] = vkh_rndf();
 }
 
 static void test_kernels_match_reference_and_dense(void **st)
 {
     (void)st;
-    need_device();
+    vkh_need_device();
     const int K = sg.vals[kg->in[0]].width, M = sg.vals[kg->out].width, D = sg.vals[kd->out].width;
     int8_t q[8192];
     float qs[2], x0[8192];
@@ -547,7 +388,7 @@ static void test_kernels_match_reference_and_dense(void **st)
         assert_memory_equal(o.fqs, fqs, 8);
         assert_memory_equal(o.hqs, hqs, 8);
     } else {
-        assert_true(ef <= 1e-5 && ex <= 1e-5);
+        assert_true(ef <= 1e-5 && ex <= 1e-5); /* rule: the header's 1e-5 of max|y| */
     }
     free(f);
     free(x);
@@ -557,15 +398,15 @@ static void test_kernels_match_reference_and_dense(void **st)
     free(hqs);
 
     /* the last layer (has_next 0): the same x, no next-layer row */
-    has_next = 0;
+    ps.has_next = 0;
     put(&ps, sg.vals[kd->out].buf, x0, sizeof(float) * (size_t)D);
     poison(&ps, kd->last_out);
     run_kop(&ps, kd);
-    has_next = 1;
+    ps.has_next = 1;
     float *x2 = get(&ps, sg.vals[kd->out].buf, sizeof(float) * (size_t)D);
     assert_memory_equal(x2, o.x, sizeof(float) * (size_t)D);
     uint32_t *w = get(&ps, sg.vals[kd->last_out].buf, 4);
-    assert_int_equal(w[0], POISON);
+    assert_int_equal(w[0], VKH_POISON);
     free(w);
     free(x2);
     free_out(&o);
@@ -581,43 +422,13 @@ static uint32_t *make_pred(int R, int K, int M, float s)
     w[0] = (uint32_t)R;
     float *f = (float *)w;
     for (size_t i = 4; i < 4 + (size_t)R * K + (size_t)M * R; i++)
-        f[i] = s * rndf();
+        f[i] = s * vkh_rndf();
     for (int j = 0; j < M; j++)
-        f[4 + (size_t)R * K + (size_t)M * R + j] = j % 7 == 3 ? -1e30f : rndf();
-    upload(&predbuf, w, words * 4);
+        f[4 + (size_t)R * K + (size_t)M * R + j] = j % 7 == 3 ? -1e30f : vkh_rndf();
+    if (predbuf.size)
+        rt_buf_destroy(vkh_vk, &predbuf);
+    predbuf = vkh_buf(words * 4, w);
     return w;
-}
-
-/* C reference of SPARSE_PRED_H, in the kernel's order: lane l's sum over i = l, l + 256, ...,
- * the tree l += l + 128, + 64, ..., then / s. */
-static void ref_pred_h(const uint32_t *pw, const int8_t *q, float s, int K, float *h)
-{
-    const int R = (int)pw[0];
-    const float *P = (const float *)pw + 4;
-    for (int k = 0; k < R; k++) {
-        float red[256];
-        for (int l = 0; l < 256; l++) {
-            float acc = 0;
-            for (int i = l; i < K; i += 256)
-                acc += (float)q[i] * P[(size_t)k * K + i];
-            red[l] = acc;
-        }
-        for (int st = 128; st >= 1; st /= 2)
-            for (int l = 0; l < st; l++)
-                red[l] = red[l] + red[l + st];
-        h[k] = red[0] / s;
-    }
-}
-
-/* Is row r predicted active: sum_k h[k] Q^T[r][k] (k ascending) + b[r] >= 0 (the kernel's order). */
-static bool ref_predicted(const uint32_t *pw, const float *h, int K, int M, int r)
-{
-    const int R = (int)pw[0];
-    const float *Q = (const float *)pw + 4 + (size_t)R * K, *b = Q + (size_t)M * R;
-    float acc = 0;
-    for (int k = 0; k < R; k++)
-        acc += h[k] * Q[(size_t)r * R + k];
-    return acc + b[r] >= 0;
 }
 
 /* Predictor mode's kernels on random data against C, outputs poisoned:
@@ -632,7 +443,7 @@ static bool ref_predicted(const uint32_t *pw, const float *h, int K, int M, int 
 static void test_predictor_kernels(void **st)
 {
     (void)st;
-    need_device();
+    vkh_need_device();
     const gen_graph *g = &pg;
     const int K = g->vals[kpg->in[0]].width, M = g->vals[kpg->out].width, D = g->vals[kpd->out].width;
     const int R = 24; /* not a power of two; the h row holds RT_PRED_MAX_RANK */
@@ -651,7 +462,8 @@ static void test_predictor_kernels(void **st)
     for (int k = 0; k < RT_PRED_MAX_RANK; k++) {
         uint32_t bits;
         memcpy(&bits, &h[k], 4);
-        if (k >= R ? bits != POISON : !(fabs((double)h[k] - href[k]) <= 1e-6 * fabs(href[k])))
+        /* rule: above the test: the same correctly rounded adds in the same order, / s 2.5 ulp */
+        if (k >= R ? bits != VKH_POISON : !(fabs((double)h[k] - href[k]) <= 1e-6 * fabs(href[k])))
             fail_msg("pred_h[%d] = %.9g, C reference %.9g (rank %d)", k, h[k], k < R ? href[k] : 0.0, R);
     }
 
@@ -659,7 +471,7 @@ static void test_predictor_kernels(void **st)
     memset(&o, 0, sizeof(o));
     poison(&pp, kpg->out);
     poison(&pp, kpg->part);
-    OK(rt_buf_fill(g_vk, &stats, 0, err));
+    VKH_OK(rt_buf_fill(vkh_vk, &stats, 0, vkh_err));
     run_kop(&pp, kpg);
     o.gate = get(&pp, g->vals[kpg->out].buf, sizeof(float) * (size_t)M);
     o.list = get(&pp, g->vals[kpg->part].buf, sizeof(uint32_t) * (size_t)(M + 1));
@@ -667,11 +479,12 @@ static void test_predictor_kernels(void **st)
     ref_ternary(q, qs[0], kpg->w[0], K, M, ref);
     uint32_t n = 0, npred = 0, nact = 0;
     for (int r = 0; r < M; r++) {
-        const bool on = ref_predicted(pw, h, K, M, r);
+        const bool on = ref_pred_active(pw, h, K, M, r);
         npred += on;
         nact += ref[r] > 0;
         if (!on && o.gate[r] != 0)
             fail_msg("predictor gate: row %d is not predicted but has gate %g", r, o.gate[r]);
+        /* rule: the header's (exact sums, / s 2.5 ulp), per element; 1e-30: a zero gate */
         if (on && !(fabs((double)o.gate[r] - ref[r]) <= 1e-5 * fabs(ref[r]) + 1e-30))
             fail_msg("predictor gate: row %d = %.9g, C reference %.9g", r, o.gate[r], ref[r]);
         if (on && o.gate[r] > 0) {
@@ -683,7 +496,7 @@ static void test_predictor_kernels(void **st)
     if (n != o.list[0])
         fail_msg("predictor gate: %u rows listed, %u predicted with gate > 0", o.list[0], n);
     uint32_t stw[RT_STATS_WORDS];
-    OK(rt_buf_download(g_vk, &stats, 0, stw, sizeof(stw), err));
+    VKH_OK(rt_buf_download(vkh_vk, &stats, 0, stw, sizeof(stw), vkh_err));
     for (int i = 0; i < RT_STATS_WORDS; i++) {
         const uint32_t want = i == 2 * (int)LAYER ? n : i == 2 * (int)LAYER + 1 ? 1 : i == RT_STATS_PRED + (int)LAYER ? npred : 0;
         if (stw[i] != want)
@@ -702,13 +515,16 @@ static void test_predictor_kernels(void **st)
 static void test_all_inactive(void **st)
 {
     (void)st;
-    need_device();
+    vkh_need_device();
     const int K = sg.vals[kg->in[0]].width, M = sg.vals[kg->out].width, D = sg.vals[kd->out].width;
     const int t = kg->w[0];
-    uint8_t *zero = malloc(wbytes[t]);
-    memset(zero, 0x55, (size_t)M * K / 4); /* code 1 = 0 everywhere */
-    memcpy(zero + (size_t)M * K / 4, whost[t] + (size_t)M * K / 4, 32);
-    OK(rt_buf_upload(g_vk, &wbuf[t], 0, zero, wbytes[t], err));
+    const fmt_codec *i2s = fmt_codec_find(FMT_I2_S);
+    uint8_t *zero = vkh_xmalloc(wbytes[t]);
+    int8_t *t0 = calloc((size_t)M * K, 1); /* every trit 0, the scale kept */
+    assert_non_null(t0);
+    assert_int_equal(fmt_encode_ternary(i2s, t0, K, M, fmt_ternary_scale(i2s, whost[t], K, M), zero), 0);
+    free(t0);
+    VKH_OK(rt_buf_upload(vkh_vk, &wbuf[t], 0, zero, wbytes[t], vkh_err));
     uint8_t *keep = whost[t];
     whost[t] = zero;
     int8_t q[8192];
@@ -722,7 +538,7 @@ static void test_all_inactive(void **st)
     assert_memory_equal(o.x, x0, sizeof(float) * (size_t)D);
     free_out(&o);
     whost[t] = keep;
-    OK(rt_buf_upload(g_vk, &wbuf[t], 0, keep, wbytes[t], err));
+    VKH_OK(rt_buf_upload(vkh_vk, &wbuf[t], 0, keep, wbytes[t], vkh_err));
     free(zero);
 }
 
@@ -733,17 +549,19 @@ static void test_transpose_layout(void **st)
     const int64_t ne0 = 384, ne1 = 48;
     uint8_t *src = malloc((size_t)(ne0 * ne1 / 4 + 32));
     for (int64_t i = 0; i < ne0 * ne1 / 4 + 32; i++)
-        src[i] = (uint8_t)rnd();
+        src[i] = (uint8_t)vkh_rnd();
     uint32_t *dst = malloc(rt_i2s_transposed_bytes(ne0, ne1));
     rt_i2s_transpose(src, ne0, ne1, dst);
-    for (int64_t r = 0; r < ne1; r++)
+    int8_t row[384];
+    for (int64_t r = 0; r < ne1; r++) {
+        assert_int_equal(fmt_decode_ternary_row(fmt_codec_find(FMT_I2_S), src, ne0, ne1, r, row), 0);
         for (int64_t c = 0; c < ne0; c++) {
-            int64_t e = r * ne0 + c;
-            unsigned want = (src[(e / 128) * 32 + e % 32] >> (6 - 2 * ((e % 128) / 32))) & 3u;
+            unsigned want = (unsigned)(row[c] + 1); /* the codec's decode: code - 1 */
             unsigned got = (dst[c * (ne1 / 16) + r / 16] >> (2 * (r % 16))) & 3u;
             if (got != want)
                 fail_msg("transposed code (row %lld, col %lld) = %u, I2_S has %u", (long long)r, (long long)c, got, want);
         }
+    }
     assert_memory_equal(&dst[ne0 * ne1 / 16], src + ne0 * ne1 / 4, 4);
     assert_int_equal(dst[ne0 * ne1 / 16 + 1] | dst[ne0 * ne1 / 16 + 2] | dst[ne0 * ne1 / 16 + 3], 0);
     free(src);
@@ -762,7 +580,7 @@ static int parse_with(const char *path, const char *extra, gen_model *m)
     char *at = strstr(text, "\ngguf_checks:");
     assert_non_null(at);
     snprintf(out, sizeof(out), "%.*s\n%s%s", (int)(at - text), text, extra, at);
-    return gen_model_parse(out, strlen(out), path, m, err);
+    return gen_model_parse(out, strlen(out), path, m, vkh_err);
 }
 
 static void test_yaml_errors(void **st)
@@ -771,19 +589,19 @@ static void test_yaml_errors(void **st)
     static gen_model m;
     static gen_graph g;
     assert_int_not_equal(parse_with("models/llama-ternary-tiny.yaml", "sparse_ffn: fast\n", &m), 0);
-    assert_non_null(strstr(err, "unknown sparse_ffn mode 'fast'"));
+    assert_non_null(strstr(vkh_err, "unknown sparse_ffn mode 'fast'"));
     assert_int_not_equal(parse_with("models/llama-ternary-tiny.yaml", "sparse_ffn: []\n", &m), 0);
-    assert_non_null(strstr(err, "sparse_ffn must name"));
+    assert_non_null(strstr(vkh_err, "sparse_ffn must name"));
     assert_int_equal(parse_with("models/llama-ternary-tiny.yaml", "sparse_ffn: [exact]\n", &m), 0);
     assert_int_equal(m.sparse_ffn, GEN_SPARSE_EXACT);
-    assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, err), 0);
-    assert_non_null(strstr(err, "sparse_ffn needs a fused layer FFN"));
-    assert_non_null(strstr(err, "llama-ternary-tiny.yaml:"));
+    assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, vkh_err), 0);
+    assert_non_null(strstr(vkh_err, "sparse_ffn needs a fused layer FFN"));
+    assert_non_null(strstr(vkh_err, "llama-ternary-tiny.yaml:"));
     /* relu^2 but a layernorm sub-norm: an inactive neuron's zero is not zero after it (its
      * mean and bias move it), so skipping its down column would change the result */
     assert_int_equal(parse_with("tests/data/bitnet-layernorm-tiny.yaml", "sparse_ffn: exact\n", &m), 0);
-    assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, err), 0);
-    assert_non_null(strstr(err, "a norm of it that keeps zeros"));
+    assert_int_not_equal(gen_graph_build_sparse(&m, GEN_SPARSE_EXACT, &g, vkh_err), 0);
+    assert_non_null(strstr(vkh_err, "a norm of it that keeps zeros"));
 }
 
 
@@ -837,7 +655,7 @@ static void *read_file(const char *dir, const char *name, size_t *out_n)
 /* The suite's description of yaml (desc_cache.h; fused), NULL with err set. */
 static gen_desc *sparse_desc(const char *yaml)
 {
-    built_desc *b = desc_of(yaml, true, err);
+    built_desc *b = desc_of(yaml, true, vkh_err);
     return b ? &b->d : NULL;
 }
 
@@ -860,8 +678,8 @@ static int rig_open(rig *r, const char *yaml, const char *gguf, int sparse)
     if (!d)
         return -1;
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 128, .n_batch = 64, .sparse_ffn = sparse};
-    if (rt_engine_open(&d->desc, &o, &r->e, err))
-        return strstr(err, "no Vulkan device") ? 1 : -1;
+    if (rt_engine_open(&d->desc, &o, &r->e, vkh_err))
+        return strstr(vkh_err, "no Vulkan device") ? 1 : -1;
     return 0;
 }
 
@@ -892,7 +710,7 @@ static void check_fixture(const fixture *f)
     if (rc == 1)
         skip();
     if (rc || rig_open(&b, f->yaml, gguf, RT_SPARSE_DENSE))
-        fail_msg("%s", err);
+        fail_msg("%s", vkh_err);
     size_t nt = 0, nref = 0;
     char *txt = read_file(dir, "prompt_tokens.txt", &nt);
     float *ref = read_file(dir, "logits.f32", &nref);
@@ -914,8 +732,8 @@ static void check_fixture(const fixture *f)
     for (int i = 0; i < rows; i++) {
         for (int j = 0; j < vocab; j++)
             la[j] = lb[j] = NAN; /* poison */
-        if (rt_engine_eval(a.e, &ids[i], 1, i, la, err) || rt_engine_eval(b.e, &ids[i], 1, i, lb, err))
-            fail_msg("%s", err);
+        if (rt_engine_eval(a.e, &ids[i], 1, i, la, vkh_err) || rt_engine_eval(b.e, &ids[i], 1, i, lb, vkh_err))
+            fail_msg("%s", vkh_err);
         const float *rr = ref + (size_t)i * vocab;
         for (int j = 0; j < vocab; j++) {
             double d = fabs((double)la[j] - lb[j]), dr = fabs((double)la[j] - rr[j]);
@@ -968,15 +786,15 @@ static void test_fixture_2b(void **st)
 static void expect_refused(gen_desc *d, bool own, const rt_engine_opts *o)
 {
     rt_engine *e = NULL;
-    err[0] = 0;
-    int rc = rt_engine_open(&d->desc, o, &e, err);
+    vkh_err[0] = 0;
+    int rc = rt_engine_open(&d->desc, o, &e, vkh_err);
     if (own)
         gen_desc_free(d);
-    if (rc && strstr(err, "no Vulkan device"))
+    if (rc && strstr(vkh_err, "no Vulkan device"))
         skip();
     assert_int_not_equal(rc, 0);
     assert_null(e);
-    printf("error: %s\n", err);
+    printf("error: %s\n", vkh_err);
 }
 
 /* A model description without sparse_ffn asked to run it: one clear error. */
@@ -994,13 +812,13 @@ static void test_no_sparse_schedule(void **st)
     char *k = strstr(y, "\nsparse_ffn:");
     assert_non_null(k);
     *k = 0;
-    if (gen_model_parse(y, strlen(y), "models/bitnet-tiny.yaml", &m, err) || gen_desc_build(&m, true, &d, err))
-        fail_msg("%s", err);
+    if (gen_model_parse(y, strlen(y), "models/bitnet-tiny.yaml", &m, vkh_err) || gen_desc_build(&m, true, &d, vkh_err))
+        fail_msg("%s", vkh_err);
     free(y);
     assert_int_equal(d.desc.decode_exact.n_layer, 0);
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT};
     expect_refused(&d, true, &o);
-    assert_non_null(strstr(err, "--sparse-ffn exact: models/bitnet-tiny.yaml has no 'sparse_ffn: exact'"));
+    assert_non_null(strstr(vkh_err, "--sparse-ffn exact: models/bitnet-tiny.yaml has no 'sparse_ffn: exact'"));
 }
 
 /* The sparse kernels decode I2_S only: weights re-encoded to TQ1_0 / TQ2_0 at load
@@ -1016,13 +834,14 @@ static void test_tq_weights_refused(void **st)
     const char *names[2] = {"TQ1_0", "TQ2_0"};
     gen_desc *d = sparse_desc(fixtures[0].yaml);
     if (!d)
-        fail_msg("%s", err);
+        fail_msg("%s", vkh_err);
     for (int i = 0; i < 2; i++) {
         rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_EXACT,
                             .weights = fmts[i]};
         expect_refused(d, false, &o);
-        assert_non_null(strstr(err, "--sparse-ffn: the sparse FFN kernels read I2_S weights only, and tensor 'blk.0.ffn_gate.weight' is "));
-        assert_non_null(strstr(err, names[i]));
+        assert_non_null(strstr(vkh_err, "--sparse-ffn: the sparse FFN kernels read I2_S weights only, and tensor "
+                                        "'blk.0.ffn_gate.weight' is "));
+        assert_non_null(strstr(vkh_err, names[i]));
     }
 }
 
@@ -1037,13 +856,13 @@ static void test_predictor_tensors_missing(void **st)
     snprintf(gguf, sizeof(gguf), "%s/model.gguf", dir);
     gen_desc *d = sparse_desc(fixtures[0].yaml);
     if (!d)
-        fail_msg("%s", err);
+        fail_msg("%s", vkh_err);
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .sparse_ffn = RT_SPARSE_PREDICTOR};
     expect_refused(d, false, &o);
-    assert_non_null(strstr(err, "--sparse-ffn predictor: "));
-    assert_non_null(strstr(err, "has no tensor 'blk.0.ffn_pred_p'"));
-    assert_non_null(strstr(err, "tools/sparse_predictor.py"));
-    assert_non_null(strstr(err, "build/tools/predgguf"));
+    assert_non_null(strstr(vkh_err, "--sparse-ffn predictor: "));
+    assert_non_null(strstr(vkh_err, "has no tensor 'blk.0.ffn_pred_p'"));
+    assert_non_null(strstr(vkh_err, "tools/sparse_predictor.py"));
+    assert_non_null(strstr(vkh_err, "build/tools/predgguf"));
 }
 
 /* bitnet-kjv with the committed predictor (tests/data/bitnet-kjv/pred-r32.bin, rank 32,
@@ -1101,7 +920,7 @@ static void test_predictor_vs_tool(void **st)
     if (rc == 1)
         skip();
     if (rc)
-        fail_msg("%s", err);
+        fail_msg("%s", vkh_err);
     const int ctx = (int)json_num(ref, "\"ctx\": "), chunks = (int)json_num(ref, "\"test_chunks\": ");
     const int32_t bos = (int32_t)json_num(ref, "\"bos\": ");
     const char *pr = strstr(ref, "\"gate_pct\"");
@@ -1121,8 +940,8 @@ static void test_predictor_vs_tool(void **st)
         for (int i = 0; i < ctx; i++) { /* the last token too: the tool's counts include it */
             for (int j = 0; j < vocab; j++)
                 l[j] = NAN;
-            if (rt_engine_eval(r.e, &tok[i], 1, i, l, err))
-                fail_msg("%s", err);
+            if (rt_engine_eval(r.e, &tok[i], 1, i, l, vkh_err))
+                fail_msg("%s", vkh_err);
             if (i < ctx / 2 || i == ctx - 1)
                 continue;
             double mx = l[0], sum = 0;

@@ -138,7 +138,8 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err)
     spec[RT_SPEC_GEMV_SPLITK] = e->var[k].splitk;
     spec[RT_SPEC_GEMV_WIDE] = e->var[k].wide;
     rt_spec_tile(spec, e->var[k].tile);
-    spec[RT_SPEC_WFMT] = e->wfmt ? e->wfmt[k] : 0; /* the ternary format it reads (rt_engine_weights.c) */
+    if (e->wfmt) /* the ternary format it reads (rt_engine_weights.c) */
+        spec[RT_SPEC_WFMT] = e->wfmt[k];
     const bool mma = e->var[k].mma && kd->spv_mma && rt_tile_at(e->var[k].tile).mma;
     const bool nd = !mma && e->var[k].dot && kd->spv_dot;
     return rt_pipeline_get_spec(e->vk, kd->name, mma ? kd->spv_mma : nd ? kd->spv_dot : kd->spv,

@@ -269,3 +269,66 @@ int ref_argmax(const float *x, int n)
         if (x[i] > x[best]) best = i;
     return best;
 }
+
+void ref_get_rows(const float *tab, int dim, const uint32_t *tok, int n, float *y)
+{
+    for (int t = 0; t < n; t++) memcpy(y + (size_t)t * dim, tab + (size_t)tok[t] * dim, sizeof(float) * (size_t)dim);
+}
+
+/* Does (va, a) rank before (vb, b): larger value first, then the lower index. */
+static bool topk_before(float va, uint32_t a, float vb, uint32_t b) { return va != vb ? va > vb : a < b; }
+
+void ref_topk(const float *x, int n, int k, uint32_t *ids)
+{
+    for (int r = 0; r < k && r < n; r++) { /* rank r: the best that ranks after rank r - 1 */
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            if (r && !topk_before(x[ids[r - 1]], ids[r - 1], x[i], (uint32_t)i)) continue;
+            if (best < 0 || topk_before(x[i], (uint32_t)i, x[best], (uint32_t)best)) best = i;
+        }
+        ids[r] = (uint32_t)best;
+    }
+}
+
+float ref_f16_decode(uint16_t h)
+{
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return (float)(s ? -v : v);
+}
+
+int64_t ref_dot4(uint32_t a, uint32_t b, int a_signed, int b_signed)
+{
+    int64_t sum = 0;
+    for (int j = 0; j < 4; j++) {
+        const uint32_t x = (a >> (8 * j)) & 255u, y = (b >> (8 * j)) & 255u;
+        sum += (int64_t)(a_signed ? (int8_t)x : (int32_t)x) * (b_signed ? (int8_t)y : (int32_t)y);
+    }
+    return sum;
+}
+
+void ref_pred_h(const uint32_t *pw, const int8_t *q, float s, int K, float *h)
+{
+    const int R = (int)pw[0];
+    const float *P = (const float *)pw + 4;
+    for (int k = 0; k < R; k++) {
+        float red[256];
+        for (int l = 0; l < 256; l++) {
+            float acc = 0;
+            for (int i = l; i < K; i += 256) acc += (float)q[i] * P[(size_t)k * K + i];
+            red[l] = acc;
+        }
+        for (int st = 128; st >= 1; st /= 2)
+            for (int l = 0; l < st; l++) red[l] = red[l] + red[l + st];
+        h[k] = red[0] / s;
+    }
+}
+
+int ref_pred_active(const uint32_t *pw, const float *h, int K, int M, int r)
+{
+    const int R = (int)pw[0];
+    const float *Q = (const float *)pw + 4 + (size_t)R * K, *b = Q + (size_t)M * R;
+    float acc = 0;
+    for (int k = 0; k < R; k++) acc += h[k] * Q[(size_t)r * R + k];
+    return acc + b[r] >= 0;
+}

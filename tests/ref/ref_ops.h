@@ -91,4 +91,27 @@ void ref_lm_head_q8_0(const int8_t *q, const float *d, int dim, int vocab, const
 /* Index of the largest value (the first one on ties); -1 if n <= 0. */
 int ref_argmax(const float *x, int n);
 
+/* Embedding lookup: y[t] = row tok[t] of the f32 table tab [vocab][dim], for n tokens. */
+void ref_get_rows(const float *tab, int dim, const uint32_t *tok, int n, float *y);
+
+/* The k best of x[n] (value descending, then index ascending) into ids[k], by a plain
+ * selection (ties and equal values ranked by index). */
+void ref_topk(const float *x, int n, int k, uint32_t *ids);
+
+/* IEEE binary16 bits to float by their fields (sign, exponent, mantissa), without the codec's
+ * conversion: the independent decode for checking f16 loads and stores. */
+float ref_f16_decode(uint16_t h);
+
+/* Packed int8 dot product of two words (byte j = element j): sum_j a_j * b_j with each byte
+ * read as int8 (a_signed / b_signed non-zero) or uint8; exact. */
+int64_t ref_dot4(uint32_t a, uint32_t b, int a_signed, int b_signed);
+
+/* The sparse FFN predictor (pw: the RT_ARG_PRED buffer of schema/rt_schedule.h: word 0 the
+ * rank R, from word 4 the f32 P [R][K], Q^T [M][R] and b [M]). ref_pred_h: h[k] = (P[k] . q)
+ * / s in SPARSE_PRED_H's order (lane l sums i = l, l + 256, ... in f32, then the tree l + 128,
+ * + 64, ...). ref_pred_active: is row r predicted active, sum_k h[k] Q^T[r][k] (k ascending)
+ * + b[r] >= 0 in f32. */
+void ref_pred_h(const uint32_t *pw, const int8_t *q, float s, int K, float *h);
+int ref_pred_active(const uint32_t *pw, const float *h, int K, int M, int r);
+
 #endif
