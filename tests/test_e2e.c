@@ -728,32 +728,22 @@ static void decode_rows(rt_engine *e, const int32_t *ids, int n, int vocab, floa
             fail_msg("%s", err);
 }
 
-/* The llama variant's rule (test_llama_variant_vs_reference): top-1 on >= 18 of 20 rows and
- * mean |d| <= 0.05 against the C reference; max |d| printed. */
-static void expect_near_ref(const char *what, const float *got, const float *ref, int vocab)
-{
-    cmp_stats s = compare(got, ref, 20, vocab);
-    printf("bitnet-layernorm-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", what, s.top1_agree,
-           s.mean_abs, s.max_abs);
-    assert_true(s.top1_agree >= 18);
-    assert_true(s.mean_abs <= 0.05);
-}
+/* How an engine's 20 rows of logits must compare with the reference's (the variant's rule). */
+typedef void (*ref_rule_fn)(const char *what, const float *got, const float *ref, int vocab);
 
-/* LayerNorm with biases in every norm position (tests/data/bitnet-layernorm-tiny.yaml, random
- * weights from tools/mkmodel): the native CPU backend and the Vulkan prompt and decode
- * schedules against the C reference; fused vs unfused decode bit for bit (the rule of the
- * shipped models). No sparse FFN: a layernorm sub-norm does not keep zeros (test_sparse). */
-static void test_layernorm_vs_reference(void **st)
+/* A random-weight model of a test YAML (tools/mkmodel, 2 layers, vocab 512, seed) against the C
+ * reference under `rule`: the native CPU backend (prompt, then one token at a time) and the
+ * Vulkan prompt and fused decode schedules; then fused vs unfused decode bit for bit (the rule of
+ * the shipped models). */
+static void variant_vs_reference(const char *yaml, const char *gguf, int seed, ref_rule_fn rule)
 {
-    (void)st;
-    const char *tool = "build/tools/mkmodel", *gguf = "build/test-e2e-layernorm.gguf";
-    const char *yaml = "tests/data/bitnet-layernorm-tiny.yaml";
+    const char *tool = "build/tools/mkmodel";
     if (!exists(tool)) {
         printf("skip: %s not built\n", tool);
         skip();
     }
     char cmd[512], err[RT_ERR_LEN] = "";
-    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers 2 --vocab 512 --seed 11 >/dev/null", tool, yaml, gguf);
+    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers 2 --vocab 512 --seed %d >/dev/null", tool, yaml, gguf, seed);
     assert_int_equal(system(cmd), 0);
     const built_desc *bd = desc_of(yaml, true, err);
     if (!bd)
@@ -778,9 +768,9 @@ static void test_layernorm_vs_reference(void **st)
     rt_engine *ce = NULL;
     if (rt_engine_open(&bd->d.desc, &o, &ce, err) || rt_engine_eval(ce, ids, 20, 0, a, err))
         fail_msg("%s", err);
-    expect_near_ref("CPU backend prompt", a, want, vocab);
+    rule("CPU backend prompt", a, want, vocab);
     decode_rows(ce, ids, 20, vocab, a);
-    expect_near_ref("CPU backend decode", a, want, vocab);
+    rule("CPU backend decode", a, want, vocab);
     rt_engine_close(ce);
     rig r, u;
     int rc = rig_open(&r, yaml, gguf, RIG_FUSE, err);
@@ -790,15 +780,15 @@ static void test_layernorm_vs_reference(void **st)
     }
     if (rc || rt_engine_eval(r.e, ids, 20, 0, a, err))
         fail_msg("%s", err);
-    expect_near_ref("Vulkan prompt", a, want, vocab);
+    rule("Vulkan prompt", a, want, vocab);
     decode_rows(r.e, ids, 20, vocab, a);
-    expect_near_ref("Vulkan decode", a, want, vocab);
+    rule("Vulkan decode", a, want, vocab);
     if (rig_open(&u, yaml, gguf, 0, err))
         fail_msg("%s", err);
     decode_rows(u.e, ids, 20, vocab, b);
     cmp_stats s = compare(a, b, 20, vocab);
     if (s.max_abs != 0)
-        fail_msg("bitnet-layernorm-tiny: decode fused vs unfused differ (max |d| %g)", s.max_abs);
+        fail_msg("%s: decode fused vs unfused differ (max |d| %g)", yaml, s.max_abs);
     rig_close(&u);
     rig_close(&r);
     free(want);
@@ -808,9 +798,34 @@ static void test_layernorm_vs_reference(void **st)
     rt_gguf_close(g);
 }
 
-/* max |d| of an engine's logits against the reference's (f32 cache rule below), printed */
-static void expect_f32_cache(const char *what, const float *got, const float *ref, int vocab, double bound)
+/* The llama variant's rule (test_llama_variant_vs_reference): top-1 on >= 18 of 20 rows and
+ * mean |d| <= 0.05 against the C reference; max |d| printed. */
+static void layernorm_rule(const char *what, const float *got, const float *ref, int vocab)
 {
+    cmp_stats s = compare(got, ref, 20, vocab);
+    printf("bitnet-layernorm-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", what, s.top1_agree,
+           s.mean_abs, s.max_abs);
+    assert_true(s.top1_agree >= 18);
+    assert_true(s.mean_abs <= 0.05);
+}
+
+/* LayerNorm with biases in every norm position (tests/data/bitnet-layernorm-tiny.yaml). No
+ * sparse FFN: a layernorm sub-norm does not keep zeros (test_sparse). */
+static void test_layernorm_vs_reference(void **st)
+{
+    (void)st;
+    variant_vs_reference("tests/data/bitnet-layernorm-tiny.yaml", "build/test-e2e-layernorm.gguf", 11, layernorm_rule);
+}
+
+/* An F32 KV cache: K, V and Q stay F32 in the C reference, the CPU backend and the Vulkan
+ * attention kernels alike. The rule: no engine makes a rounding the reference does not, so what
+ * is left is F32 arithmetic in another order (sums, exp), a few ulps per step: max |d| <= 5e-5,
+ * some 10 x what the order moves here (CPU backend and Vulkan: under 1e-5) and 1e-4 of what
+ * rounding Q to F16 for Q.K (the F16 cache's rule) moves (~0.7): a kernel rounding Q fails it.
+ * Top-1 on every row. */
+static void f32_cache_rule(const char *what, const float *got, const float *ref, int vocab)
+{
+    const double bound = 5e-5;
     cmp_stats s = compare(got, ref, 20, vocab);
     printf("bitnet-f32kv-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g (bound %.4g)\n", what,
            s.top1_agree, s.mean_abs, s.max_abs, bound);
@@ -818,77 +833,12 @@ static void expect_f32_cache(const char *what, const float *got, const float *re
     assert_true(s.max_abs <= bound);
 }
 
-/* An F32 KV cache (tests/data/bitnet-f32kv-tiny.yaml, random weights from tools/mkmodel): K, V
- * and Q stay F32 in the C reference, the CPU backend and the Vulkan attention kernels alike
- * (prompt tiles, the fused decode's merged split attention with the kv write folded in, the
- * unfused decode's split attention + ATTN_COMBINE). The rule: no engine makes a rounding the
- * reference does not, so what is left is F32 arithmetic in another order (sums, exp), a few
- * ulps per step: max |d| <= 5e-5, some 10 x what the order moves
- * here (CPU backend and Vulkan: under 1e-5) and 1e-4 of what rounding Q to F16 for Q.K (the
- * F16 cache's rule) moves (~0.7): a kernel rounding Q fails it. Top-1 on every row. */
+/* tests/data/bitnet-f32kv-tiny.yaml: the prompt tiles, the fused decode's merged split
+ * attention with the kv write folded in, the unfused decode's split attention + ATTN_COMBINE. */
 static void test_f32_cache_vs_reference(void **st)
 {
     (void)st;
-    const double bound = 5e-5;
-    const char *tool = "build/tools/mkmodel", *gguf = "build/test-e2e-f32kv.gguf";
-    const char *yaml = "tests/data/bitnet-f32kv-tiny.yaml";
-    if (!exists(tool)) {
-        printf("skip: %s not built\n", tool);
-        skip();
-    }
-    char cmd[512], err[RT_ERR_LEN] = "";
-    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers 2 --vocab 512 --seed 13 >/dev/null", tool, yaml, gguf);
-    assert_int_equal(system(cmd), 0);
-    const built_desc *bd = desc_of(yaml, true, err);
-    if (!bd)
-        fail_msg("%s", err);
-    rt_gguf *g = NULL;
-    if (rt_gguf_open(gguf, &g, err))
-        fail_msg("%s", err);
-    ref_model *ref = ref_open(&bd->m, g, 64, REF_NUM_BATCHED, err);
-    if (!ref)
-        fail_msg("%s", err);
-    const int vocab = ref_vocab(ref);
-    int32_t ids[20];
-    for (int i = 0; i < 20; i++)
-        ids[i] = (i * 37 + 11) % vocab;
-    const size_t sz = (size_t)20 * vocab;
-    float *want = malloc(sz * 4), *a = malloc(sz * 4), *b = malloc(sz * 4);
-    if (ref_eval(ref, ids, 20, 0, want, err))
-        fail_msg("%s", err);
-    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
-                        .backend = RT_BACKEND_CPU, .n_threads = 2, .n_threads_batch = 2};
-    rt_engine *ce = NULL;
-    if (rt_engine_open(&bd->d.desc, &o, &ce, err) || rt_engine_eval(ce, ids, 20, 0, a, err))
-        fail_msg("%s", err);
-    expect_f32_cache("CPU backend prompt", a, want, vocab, bound);
-    decode_rows(ce, ids, 20, vocab, a);
-    expect_f32_cache("CPU backend decode", a, want, vocab, bound);
-    rt_engine_close(ce);
-    rig r, u;
-    int rc = rig_open(&r, yaml, gguf, RIG_FUSE, err);
-    if (rc == 1 && strstr(err, "no Vulkan device")) {
-        printf("skip: %s\n", err);
-        skip();
-    }
-    if (rc || rt_engine_eval(r.e, ids, 20, 0, a, err))
-        fail_msg("%s", err);
-    expect_f32_cache("Vulkan prompt", a, want, vocab, bound);
-    decode_rows(r.e, ids, 20, vocab, a);
-    expect_f32_cache("Vulkan decode", a, want, vocab, bound);
-    if (rig_open(&u, yaml, gguf, 0, err))
-        fail_msg("%s", err);
-    decode_rows(u.e, ids, 20, vocab, b);
-    cmp_stats s = compare(a, b, 20, vocab);
-    if (s.max_abs != 0)
-        fail_msg("bitnet-f32kv-tiny: decode fused vs unfused differ (max |d| %g)", s.max_abs);
-    rig_close(&u);
-    rig_close(&r);
-    free(want);
-    free(a);
-    free(b);
-    ref_close(ref);
-    rt_gguf_close(g);
+    variant_vs_reference("tests/data/bitnet-f32kv-tiny.yaml", "build/test-e2e-f32kv.gguf", 13, f32_cache_rule);
 }
 
 int main(void)
