@@ -44,6 +44,7 @@ pack)
     mkdir -p .git/info
     grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
     rm -rf "$G" && mkdir -p "$G/bin" "$G/debs" /tmp/gpu-apt/lists/partial
+    git log -1 --format='commit %h %cs' >"$G/commit" # what was built (the copy there may lack .git)
     for b in $BINS; do [ -x "build/$b" ] && cp "build/$b" "$G/bin/"; done
     cp build/tools/mkmodel "$G/bin/"
     for t in $SUITES; do cp "build/tests/$t" "$G/bin/"; done
@@ -125,7 +126,7 @@ device)
         grep -m1 'model name' /proc/cpuinfo
         echo "CPUs: $(nproc); $(grep -o -w -e avx2 -e avx512_vnni -e amx_int8 /proc/cpuinfo | sort -u | tr '\n' ' ')"
         free -g | head -2
-        git log -1 --format='commit %h %cs' 2>/dev/null || true
+        cat "$G/commit" 2>/dev/null || true
     } >"$R/device.txt" 2>&1
     cat "$R/device.txt" | tee -a "$R/summary.txt"
     # 1. exactness on this GPU first: a fast kernel that is wrong is worth nothing
