@@ -287,7 +287,7 @@ test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh gen/check_models.sh
 	@B=$(B) sh tests/check_calls.sh
 	@sh tests/check_fuzz_deps.sh
-	@B=$(B) sh tests/check_install.sh
+	@B=$(B) SAN="$(SAN)" sh tests/check_install.sh
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN)
 	@B=$(B) TERNION_BUILD=$(B) sh tests/run_subgroups.sh
 

@@ -13,7 +13,9 @@ for f in ternion ternion-server; do
 done
 "$tmp/usr/bin/ternion-server" --help >/dev/null || { echo "check_install: the installed ternion-server --help failed"; exit 1; }
 printf '#include <stdio.h>\n#include "ternion.h"\nint main(void) { return printf("%%s\\n", ternion_version()) < 0; }\n' >"$tmp/app.c"
-${CC:-cc} -Iruntime/api -o "$tmp/app" "$tmp/app.c" -L"$B" -lternion || { echo "check_install: cannot link against $B"; exit 1; }
+# shellcheck disable=SC2086 # SAN: the sanitizer flags the library was built with (make asan), so
+# the program brings their runtime first
+${CC:-cc} ${SAN:-} -Iruntime/api -o "$tmp/app" "$tmp/app.c" -L"$B" -lternion || { echo "check_install: cannot link against $B"; exit 1; }
 LD_LIBRARY_PATH="$B" "$tmp/app" >/dev/null || {
     echo "check_install: a program linked against $B/libternion.so does not run (exit $?): is $B/libternion.so.0 there?"; exit 1; }
 echo "check_install: make install installs ternion-server; programs linked against $B run"
