@@ -1266,8 +1266,10 @@ static void check_norm_rows(void)
             int done[GEN_K_COUNT][8] = {{0}}, nd[GEN_K_COUNT] = {0}; /* widths run per kind */
             for (int i = 0; i < lg.n_kops; i++) {
                 const gen_kop *kop = &lg.kops[i];
+                if (kop->kind != GEN_K_NORM && kop->kind != GEN_K_NORM_QUANT)
+                    continue; /* (others may have no input: in[0] -1) */
                 const int wd = lg.vals[kop->in[0]].width;
-                bool dup = kop->kind != GEN_K_NORM && kop->kind != GEN_K_NORM_QUANT;
+                bool dup = false;
                 for (int j = 0; j < nd[kop->kind] && !dup; j++)
                     dup = done[kop->kind][j] == wd;
                 if (dup || nd[kop->kind] >= 8)
