@@ -45,20 +45,10 @@ int srv_choice_add(srv_choice *c, const srv_req *r, const char *text, srv_lp *lp
         free(lps);
         return 0;
     }
-    if (c->n_lps + n_lps > c->cap_lps) {
-        int cap = c->cap_lps ? c->cap_lps : 16;
-        while (cap < c->n_lps + n_lps)
-            cap *= 2;
-        srv_lp *b = realloc(c->lps, (size_t)cap * sizeof(*b));
-        if (!b) {
-            srv_lp_free(lps, n_lps);
-            return -1;
-        }
-        c->lps = b;
-        c->cap_lps = cap;
+    if (srv_lp_append(&c->lps, &c->n_lps, &c->cap_lps, lps, n_lps)) {
+        srv_lp_free(lps, n_lps);
+        return -1;
     }
-    memcpy(c->lps + c->n_lps, lps, (size_t)n_lps * sizeof(*lps));
-    c->n_lps += n_lps;
     free(lps); /* the entries' texts now belong to c->lps */
     return 0;
 }

@@ -55,6 +55,9 @@ typedef struct {
 
 /* Frees l[0..n) and l. */
 void srv_lp_free(srv_lp *l, int n);
+/* Appends src[0..k) to *lps (*n entries, room for *cap, grown by doubling from 16): the
+ * entries' texts now belong to *lps. 0, or -1 when out of memory (nothing appended). */
+int srv_lp_append(srv_lp **lps, int *n, int *cap, const srv_lp *src, int k);
 
 typedef struct srv_model srv_model;
 struct srv_model {

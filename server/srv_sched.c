@@ -38,6 +38,23 @@ void srv_lp_free(srv_lp *l, int n)
     free(l);
 }
 
+int srv_lp_append(srv_lp **lps, int *n, int *cap, const srv_lp *src, int k)
+{
+    if (*n + k > *cap) {
+        int c = *cap ? *cap : 16;
+        while (c < *n + k)
+            c *= 2;
+        srv_lp *b = realloc(*lps, (size_t)c * sizeof(*b));
+        if (!b)
+            return -1;
+        *lps = b;
+        *cap = c;
+    }
+    memcpy(*lps + *n, src, (size_t)k * sizeof(*src));
+    *n += k;
+    return 0;
+}
+
 void srv_sched_shared_unref_locked(srv_sched *s, shared *sh)
 {
     if (--sh->refs > 0)
@@ -94,21 +111,11 @@ static void release_lps_locked(slot *sl, srv_job *j, size_t upto, bool final)
         k++;
     if (!k || j->done)
         return;
-    if (j->n_lps + k > j->cap_lps) {
-        int cap = j->cap_lps ? j->cap_lps : 16;
-        while (cap < j->n_lps + k)
-            cap *= 2;
-        srv_lp *b = realloc(j->lps, (size_t)cap * sizeof(*b));
-        if (!b) {
-            j->failed = true;
-            srv_error_set(&j->err, 500, "server_error", NULL, NULL, "out of memory for the logprobs");
-            return;
-        }
-        j->lps = b;
-        j->cap_lps = cap;
+    if (srv_lp_append(&j->lps, &j->n_lps, &j->cap_lps, sl->held, k)) {
+        j->failed = true;
+        srv_error_set(&j->err, 500, "server_error", NULL, NULL, "out of memory for the logprobs");
+        return;
     }
-    memcpy(j->lps + j->n_lps, sl->held, (size_t)k * sizeof(srv_lp));
-    j->n_lps += k;
     memmove(sl->held, sl->held + k, (size_t)(sl->n_held - k) * sizeof(srv_lp));
     sl->n_held -= k;
 }

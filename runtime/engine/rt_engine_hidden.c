@@ -47,13 +47,8 @@ static int hidden_chunk(rt_engine *e, const int32_t *tokens, int m, int pos, int
                   .out_start = (uint32_t)(m - 1)};
     memcpy(rt_vk_dyn_buffer(e->vk)->mapped, &dyn, sizeof(dyn));
     e->last_row = 0;
-    e->last_prefill = NULL; /* recording may free the stream it pointed to */
-    rt_cmd *c = rt_eng_prefill_stream(e, m, err);
-    if (!c || rt_cmd_submit(c, err))
+    if (rt_eng_prefill_submit(e, m, pos, err))
         return -1;
-    e->last_prefill = c;
-    e->last_prefill_n = m;
-    e->last_prefill_pos = pos;
     return rt_buf_download(e->vk, &e->acts[act], 0, out, (size_t)keep * (size_t)width * 4, err) ? -1 : 0;
 }
 

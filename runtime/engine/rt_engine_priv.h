@@ -139,8 +139,9 @@ const rt_buf *rt_eng_arg_buf(rt_engine *e, rt_arg a, int layer);
 VkDeviceAddress rt_eng_arg_addr(rt_engine *e, rt_arg a, int layer);
 uint64_t rt_eng_act_bytes(const rt_engine *e, uint32_t i);
 bool rt_eng_kernel_fits(const rt_engine *e, uint32_t k);
-/* The recorded prompt stream of n tokens (cached by n; recorded on first use), NULL + err. */
-rt_cmd *rt_eng_prefill_stream(rt_engine *e, int n, char *err);
+/* Submits the prompt stream of n tokens at position pos (cached by n; recorded on first use)
+ * and keeps it as e->last_prefill (n, pos) for the stats; 0, or -1 + err. */
+int rt_eng_prefill_submit(rt_engine *e, int n, int pos, char *err);
 /* rt_engine_record.c: one dispatch for n tokens, act_off bytes added to its activation arguments' addresses */
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off);

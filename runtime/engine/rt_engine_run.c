@@ -25,13 +25,17 @@ static rt_cmd **cache_get(stream_cache *sc, int n, bool *out_hit)
     return &sc->slot[s].c;
 }
 
-rt_cmd *rt_eng_prefill_stream(rt_engine *e, int n, char *err)
+int rt_eng_prefill_submit(rt_engine *e, int n, int pos, char *err)
 {
     bool hit;
+    e->last_prefill = NULL; /* recording may free the stream it pointed to */
     rt_cmd **slot = cache_get(&e->pre, n, &hit);
-    if (!hit && rt_eng_record(e, &e->d->prefill, (uint32_t)n, -1, 0, slot, err))
-        return NULL;
-    return *slot;
+    if ((!hit && rt_eng_record(e, &e->d->prefill, (uint32_t)n, -1, 0, slot, err)) || rt_cmd_submit(*slot, err))
+        return -1;
+    e->last_prefill = *slot;
+    e->last_prefill_n = n;
+    e->last_prefill_pos = pos;
+    return 0;
 }
 
 /* Submit a prepared decode step: stream c (e->decode, or one with a kernel appended). */
@@ -93,13 +97,8 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
             if ((out_logits || done + m < n) && flush(e, e->decode, err))
                 return -1;
         } else {
-            e->last_prefill = NULL; /* recording may free the stream it pointed to */
-            rt_cmd *c = rt_eng_prefill_stream(e, m, err);
-            if (!c || rt_cmd_submit(c, err))
+            if (rt_eng_prefill_submit(e, m, pos + done, err))
                 return -1;
-            e->last_prefill = c;
-            e->last_prefill_n = m;
-            e->last_prefill_pos = pos + done;
         }
         if (out_logits &&
             rt_buf_download(e->vk, &e->logits, 0, out_logits + (size_t)done * e->vocab, (size_t)m * e->vocab * 4, err))
