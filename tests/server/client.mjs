@@ -18,17 +18,14 @@
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
+import { checks } from './expect.mjs';
+
 const [base, scenario, ...args] = process.argv.slice(2);
 const apiKey = process.env.TERNION_API_KEY || 'none';
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 600000 });
 const model = process.env.TERNION_MODEL;
 
-function check(cond, msg) {
-  if (!cond) {
-    console.error(`client.mjs ${scenario}: ${msg}`);
-    process.exit(1);
-  }
-}
+const { check, expectError } = checks(`client.mjs ${scenario}`);
 
 async function streamCompletion(prompt, n) {
   const s = await client.completions.create({ model, prompt, max_tokens: n, temperature: 0, stream: true });
@@ -48,17 +45,6 @@ async function metric(name) {
   return m ? Number(m[1]) : NaN;
 }
 
-async function expectError(p, status, what) {
-  try {
-    await p;
-  } catch (e) {
-    check(e instanceof OpenAI.APIError, `${what}: not an API error: ${e}`);
-    check(e.status === status, `${what}: status ${e.status}, want ${status}`);
-    check(typeof e.error?.message === 'string' && e.error.message.length > 0, `${what}: no error message`);
-    return e.error;
-  }
-  check(false, `${what}: accepted`);
-}
 
 // Bounded schemas (every string, array and number has a largest size), so an answer ends.
 const schemas = [

@@ -15,31 +15,17 @@
 //   - errors are OpenAI errors (400) the client raises: empty input, a NUL, bad format.
 import OpenAI from 'openai';
 
+import { checks } from './expect.mjs';
+
 const [base] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'none', maxRetries: 0, timeout: 600000 });
 const served = process.env.TERNION_MODEL;
 
-function check(cond, msg) {
-  if (!cond) {
-    console.error(`embed.mjs: ${msg}`);
-    process.exit(1);
-  }
-}
+const { check, expectError } = checks('embed.mjs');
 
 // the same float32 values: JSON numbers are read as doubles, base64 as float32s
 const same = (a, b) => a.length === b.length && a.every((x, i) => Object.is(Math.fround(x), Math.fround(b[i])));
 const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
-
-async function expect400(p, what) {
-  try {
-    await p;
-  } catch (e) {
-    check(e.status === 400, `${what}: status ${e.status}`);
-    check(typeof e.error?.message === 'string' || typeof e.message === 'string', `${what}: no message`);
-    return;
-  }
-  check(false, `${what}: accepted`);
-}
 
 const texts = ['In the beginning God created the heaven and the earth.', 'And the earth was without form, and void.',
   'Call me Ishmael.', 'It was the best of times, it was the worst of times.', 'Happy families are all alike.',
@@ -81,9 +67,9 @@ const rt = await client.embeddings.create({ model: 'x', input: [tk.tokens, tk.to
 check(same(rt.data[0].embedding, alone), 'token ids differ from their text');
 check(rt.usage.prompt_tokens === tk.tokens.length + 3, `usage of token inputs ${rt.usage.prompt_tokens}`);
 
-await expect400(client.embeddings.create({ model: 'x', input: '' }), 'empty string');
-await expect400(client.embeddings.create({ model: 'x', input: [] }), 'empty array');
-await expect400(client.embeddings.create({ model: 'x', input: 'a\u0000b' }), 'NUL');
-await expect400(client.embeddings.create({ model: 'x', input: 'a', encoding_format: 'hex' }), 'bad encoding_format');
+await expectError(client.embeddings.create({ model: 'x', input: '' }), 400, 'empty string');
+await expectError(client.embeddings.create({ model: 'x', input: [] }), 400, 'empty array');
+await expectError(client.embeddings.create({ model: 'x', input: 'a\u0000b' }), 400, 'NUL');
+await expectError(client.embeddings.create({ model: 'x', input: 'a', encoding_format: 'hex' }), 400, 'bad encoding_format');
 
 console.log(JSON.stringify({ dim, batches: [2, 4, 8], worst_cosine: worst, prompt_tokens: r0.usage.prompt_tokens }));

@@ -16,32 +16,15 @@
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
+import { checks } from './expect.mjs';
+
 const [base, scenario] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: process.env.TERNION_API_KEY || 'none', maxRetries: 0,
                             timeout: 600000 });
 const model = process.env.TERNION_MODEL;
 const ajv = new Ajv({ strict: false });
 
-function check(cond, msg) {
-  if (!cond) {
-    console.error(`tools.mjs ${scenario}: ${msg}`);
-    process.exit(1);
-  }
-}
-
-async function expectError(p, status, what, param, text) {
-  try {
-    await p;
-  } catch (e) {
-    check(e instanceof OpenAI.APIError, `${what}: not an API error: ${e}`);
-    check(e.status === status, `${what}: status ${e.status}, want ${status}`);
-    check(typeof e.error?.message === 'string' && e.error.message.length > 0, `${what}: no error message`);
-    check(!param || e.error.param === param, `${what}: param ${e.error.param}, want ${param}`);
-    check(!text || e.error.message.includes(text), `${what}: message "${e.error.message}" lacks "${text}"`);
-    return e.error;
-  }
-  check(false, `${what}: accepted`);
-}
+const { check, expectError } = checks(`tools.mjs ${scenario}`);
 
 const weather = {
   type: 'function',
