@@ -2,7 +2,7 @@
  *
  * One row per activation holds everything about it: its name (the YAML op is
  * "<name>_mul"), its kernel expression (DSL, f32) and its C reference expression (float,
- * the oracle's arithmetic). The YAML reader, the graph passes (GLU fusion), the kernel
+ * the oracle's arithmetic), and the parameters an op may set (gen_param.h). The YAML reader, the graph passes (GLU fusion), the kernel
  * builders (the fused BITLINEAR_GLU and the unfused ACT_MUL kernel) and the CPU reference
  * (tests/ref/) and the sparse FFN (its exact skip, gen_sparse.c / gen_k_sparse.c, by the
  * row's sparse_skip flag) all read the row; nothing else names an activation. Adding one = one row
@@ -14,15 +14,17 @@
 #include <stdbool.h>
 
 #include "dsl.h"
+#include "gen_param.h"
 
 typedef struct {
     const char *name;    /* "relu2": kernel names (bitlinear_glu_relu2_...) */
     const char *op;      /* "relu2_mul": the YAML op */
     const char *formula; /* for messages and docs: "relu(a)^2" */
-    /* act(a) in a kernel: a is an f32 expression; may declare temporaries */
-    dsl_expr (*kernel)(dsl_kernel *k, dsl_expr a);
-    /* act(a) in the C reference, in float as ggml computes it */
-    float (*ref)(float a);
+    /* act(a) in a kernel: a is an f32 expression, p the op's parameter values (kernel
+     * constants); may declare temporaries */
+    dsl_expr (*kernel)(dsl_kernel *k, dsl_expr a, const float *p);
+    /* act(a) in the C reference, in float as ggml computes it, with parameter values p */
+    float (*ref)(float a, const float *p);
     /* relative error per element a kernel may show against ref (tests/test_kernels.c):
      * 2^-23 when both are the same IEEE operations in the same order; more when a GLSL
      * builtin (exp, tanh) is less precise than libm (the bound and its reason in the row) */
@@ -34,6 +36,8 @@ typedef struct {
      * so the exact sparse FFN may skip it (YAML sparse_ffn); the CPU row's
      * zero_at_nonpositive says the same (test_cpu checks they agree) */
     bool sparse_skip;
+    /* its parameters (gen_param.h), set per op in the YAML (`beta: 1.702`); none for most */
+    gen_param params[GEN_MAX_PARAMS];
 } gen_act;
 
 /* Row i (0 <= i < gen_act_count()), or NULL. */

@@ -49,6 +49,9 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             .row = act ? act->name : norm ? norm->name : NULL,
             .label = labels[i],
         };
+        _Static_assert(RT_CPU_MAX_PARAMS == GEN_MAX_PARAMS, "one parameter array");
+        if (act || norm)
+            memcpy(out[i].param, op->param.v, sizeof out[i].param);
     }
     return 0;
 }
@@ -71,7 +74,7 @@ int gen_cpu_build(const gen_model *m, gen_cpu_sched *st, rt_cpu_schedule *out, c
         .logits = m->logits_value,
         .n_heads = (uint32_t)m->hp.n_heads, .n_kv_heads = (uint32_t)m->hp.n_kv_heads,
         .head_dim = (uint32_t)m->hp.head_dim, .rope_dims = (uint32_t)m->hp.rope_dims,
-        .rope_base = m->hp.rope_base, .norm_eps = m->hp.norm_eps,
+        .rope_base = m->hp.rope_base,
         .rope_neox = m->hp.rope_style == GEN_ROPE_NEOX,
     };
     return 0;

@@ -80,7 +80,7 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     const size_t spv_bytes = bytes[0], spv_dot_bytes = bytes[1], spv_mma_bytes = bytes[2];
     uint32_t i = d->n_kernels++;
     /* Stable, unique names: the DSL name, suffixed when two kernels share it. */
-    char name[96];
+    char name[192];
     snprintf(name, sizeof(name), "%s", dsl_kernel_name(k));
     for (int sfx = 2;; sfx++) {
         bool clash = false;

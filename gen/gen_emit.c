@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gen_act.h"
 #include "gen_desc.h"
+#include "gen_norm.h"
 
 static int mkdir_p(const char *dir, char *err)
 {
@@ -371,6 +373,27 @@ static void cpu_ref(FILE *f, const char *prefix, int index, const char *const *n
     fprintf(f, "%s%s", prefix, id);
 }
 
+/* A float as a C literal without its suffix ("500000.0", "9.99999975e-06"). */
+static const char *float_lit(float v, char *buf)
+{
+    snprintf(buf, 40, "%.9g", v);
+    if (!strpbrk(buf, ".eEn"))
+        strcat(buf, ".0");
+    return buf;
+}
+
+/* The parameters the norm or activation row named row declares (gen_param.h), or NULL. */
+static const gen_param *row_params(const char *row)
+{
+    const int n = gen_norm_find(row);
+    if (n >= 0)
+        return gen_norm_at(n)->params;
+    for (int i = 0; i < gen_act_count(); i++)
+        if (!strcmp(gen_act_at(i)->name, row))
+            return gen_act_at(i)->params;
+    return NULL;
+}
+
 static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
 {
     const rt_cpu_schedule *c = &md->cpu;
@@ -399,7 +422,7 @@ static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
     fprintf(f, "};\nstatic const char *const cpu_value_name[] = {");
     for (uint32_t v = 0; v < c->n_values; v++)
         fprintf(f, "%s\"%s\"", v ? ", " : "", c->value_name[v]);
-    fprintf(f, "};\n\n/* kind, {inputs}, output, weight, bias, activation or norm, YAML line */\n"
+    fprintf(f, "};\n\n/* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */\n"
                "static const rt_cpu_op cpu_ops[] = {\n");
     const rt_cpu_op *lists[3] = {c->pre, c->layer, c->post};
     const uint32_t counts[3] = {c->n_pre, c->n_layer, c->n_post};
@@ -422,32 +445,30 @@ static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
                 fprintf(f, ", \"%s\"", op->row);
             else
                 fprintf(f, ", NULL");
-            fprintf(f, ", \"%s\"},\n", op->label);
+            fprintf(f, ", \"%s\"", op->label);
+            const gen_param *decl = op->row ? row_params(op->row) : NULL; /* the values its row declares */
+            char b[48];
+            fprintf(f, ", {");
+            for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++)
+                fprintf(f, "%s%sf", p ? ", " : "", float_lit(op->param[p], b));
+            fprintf(f, "%s}", decl && decl[0].name ? "" : "0");
+            fprintf(f, "},\n");
         }
     }
     fprintf(f, "};\n\n");
 }
 
-/* A float as a C literal without its suffix ("500000.0", "9.99999975e-06"). */
-static const char *float_lit(float v, char *buf)
-{
-    snprintf(buf, 40, "%.9g", v);
-    if (!strpbrk(buf, ".eEn"))
-        strcat(buf, ".0");
-    return buf;
-}
-
 static void write_cpu_desc(FILE *f, const rt_model_desc *md)
 {
     const rt_cpu_schedule *c = &md->cpu;
-    char b1[48], b2[48];
+    char b1[48];
     fprintf(f, "    .cpu = {cpu_ops, cpu_ops + %u, cpu_ops + %u, %u, %u, %u,\n"
                "            cpu_width, cpu_value_name, %u, V_%s,\n"
                "            .n_heads = %u, .n_kv_heads = %u, .head_dim = %u, .rope_dims = %u,\n"
-               "            .rope_base = %sf, .norm_eps = %sf, .rope_neox = %u},\n",
+               "            .rope_base = %sf, .rope_neox = %u},\n",
             c->n_pre, c->n_pre + c->n_layer, c->n_pre, c->n_layer, c->n_post, c->n_values,
             c->value_name[c->logits], c->n_heads, c->n_kv_heads, c->head_dim, c->rope_dims,
-            float_lit(c->rope_base, b1), float_lit(c->norm_eps, b2), c->rope_neox);
+            float_lit(c->rope_base, b1), c->rope_neox);
 }
 
 static void write_cpu_text(FILE *f, const rt_model_desc *md)
@@ -474,7 +495,10 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
                 fprintf(f, " + [%s]", md->tensors[op->bias].gguf);
             if (op->out >= 0)
                 fprintf(f, " -> %s", c->value_name[op->out]);
-            fprintf(f, "\n");
+            const gen_param *decl = op->row ? row_params(op->row) : NULL;
+            for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++)
+                fprintf(f, "%s%s %g", p ? ", " : " (", decl[p].name, (double)op->param[p]);
+            fprintf(f, "%s\n", decl && decl[0].name ? ")" : "");
         }
     }
     fprintf(f, "\n");

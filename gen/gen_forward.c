@@ -12,6 +12,7 @@
 #include "gen_act.h"
 #include "gen_norm.h"
 #include "gen_model.h"
+#include "gen_param.h"
 #include "gen_yaml.h"
 
 enum { SEC_IN = 1, SEC_LAYER = 2, SEC_OUT = 4, SEC_ALL = 7 };
@@ -163,6 +164,38 @@ static int parse_bias(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     return 0;
 }
 
+/* The parameters the op's row declares (gen_param.h): NULL for ops of no table row. */
+static const gen_param *param_decl(const gen_op *op)
+{
+    const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
+    const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
+    return n ? n->params : a ? a->params : NULL;
+}
+
+/* The op's parameter values: the YAML keys its row declares (`eps: 1.0e-6`), else the
+ * defaults; a value other than its default marks the op's kernels (gen_params.own). */
+static int parse_params(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
+{
+    const gen_param *decl = param_decl(op);
+    op->param = gen_params_default(decl, &c->m->hp);
+    for (int i = 0; i < GEN_MAX_PARAMS && decl && decl[i].name; i++) {
+        yaml_node_t *v = gen_yaml_get(c->y, opn, decl[i].name);
+        double x;
+        if (!v)
+            continue;
+        if (gen_yaml_float(c->y, v, decl[i].name, &x))
+            return -1;
+        if (!(x >= decl[i].min && x <= decl[i].max))
+            return gen_yaml_fail(c->y, v, "%s: '%s' must be in [%g, %g], got %g", c->label, decl[i].name,
+                                 (double)decl[i].min, (double)decl[i].max, x);
+        const float f = (float)x;
+        if (memcmp(&f, &op->param.v[i], sizeof f))
+            op->param.own |= (uint8_t)(1u << i);
+        op->param.v[i] = f;
+    }
+    return 0;
+}
+
 /* Checks the op's widths; returns the width of its output in *out_w. */
 static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
 {
@@ -248,13 +281,24 @@ static int define_output(fwd_ctx *c, yaml_node_t *opn, gen_op *op, int width)
     return 0;
 }
 
+/* The keys op may have: the common ones and its row's parameters (what: the message's
+ * "op in forward.layer"). */
+static int check_keys(fwd_ctx *c, yaml_node_t *opn, const gen_op *op, const char *what)
+{
+    const char *keys[8 + GEN_MAX_PARAMS] = {"op", "in", "out", "weight", "table", "bias"};
+    const gen_param *decl = param_decl(op);
+    for (int i = 0, n = 6; i < GEN_MAX_PARAMS && decl && decl[i].name; i++)
+        keys[n++] = decl[i].name;
+    return gen_yaml_check_map(c->y, opn, what, keys);
+}
+
 static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
 {
-    static const char *const keys[] = {"op", "in", "out", "weight", "table", "bias", NULL};
-    char kind[GEN_MAX_NAME];
-    snprintf(c->label, sizeof(c->label), "op in %s", k_sec_names[c->sec]);
-    yaml_node_t *k;
-    if (gen_yaml_check_map(c->y, opn, c->label, keys) || !(k = gen_yaml_need(c->y, opn, "op", c->label)) ||
+    char kind[GEN_MAX_NAME], what[32];
+    snprintf(what, sizeof(what), "op in %s", k_sec_names[c->sec]);
+    snprintf(c->label, sizeof(c->label), "%s", what);
+    yaml_node_t *k; /* a mapping without repeated keys first; which keys, once the op is known */
+    if (gen_yaml_check_map(c->y, opn, what, NULL) || !(k = gen_yaml_need(c->y, opn, "op", c->label)) ||
         gen_yaml_str(c->y, k, "op", kind, sizeof(kind)))
         return -1;
     int kk = -1, act = gen_act_find_op(kind), norm = gen_norm_find_op(kind);
@@ -270,13 +314,15 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     *op = (gen_op){.kind = (gen_op_kind)kk, .act = act, .norm = norm, .in = {-1, -1, -1}, .out = -1, .weight = -1,
                    .bias = -1, .loc = gen_yaml_loc(opn)};
     snprintf(c->label, sizeof(c->label), "%s", kind);
+    if (check_keys(c, opn, op, what))
+        return -1;
     if (!(k_rules[kk].secs & (unsigned)c->sec)) {
         int only = k_rules[kk].secs;
         return gen_yaml_fail(c->y, k, "%s is not allowed in %s (only in %s)", kind, k_sec_names[c->sec],
                              k_sec_names[only]);
     }
     int width = 0;
-    if (parse_weight(c, opn, op) || parse_bias(c, opn, op) || parse_inputs(c, opn, op) ||
+    if (parse_weight(c, opn, op) || parse_bias(c, opn, op) || parse_params(c, opn, op) || parse_inputs(c, opn, op) ||
         infer_width(c, op, op->loc, &width) ||
         define_output(c, opn, op, width))
         return -1;

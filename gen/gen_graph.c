@@ -109,6 +109,8 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
         k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
     k->act = kind == GEN_K_ACT_MUL ? src->act : -1;
+    if (kind == GEN_K_ACT_MUL)
+        k->act_param = src->param;
     const char *what = src->weight >= 0 ? c->m->tensors[src->weight].key
                        : src->out >= 0  ? c->m->values[src->out].name
                                         : "";
@@ -260,7 +262,7 @@ static int lower_norm(lower_ctx *c, const sect *s, const gen_op *op)
             return -1;
         k->in[0] = f32_val(c, op->in[0]);
         k->w[0] = op->weight;
-        k->norm = (gen_kop_norm){op->norm, op->weight, op->bias};
+        k->norm = (gen_kop_norm){op->norm, op->weight, op->bias, op->param};
         k->out = q;
         c->q8_of[op->out] = q;
         return 0;
@@ -269,7 +271,7 @@ static int lower_norm(lower_ctx *c, const sect *s, const gen_op *op)
         return -1;
     k->in[0] = f32_val(c, op->in[0]);
     k->w[0] = op->weight;
-    k->norm = (gen_kop_norm){op->norm, op->weight, op->bias};
+    k->norm = (gen_kop_norm){op->norm, op->weight, op->bias, op->param};
     k->out = f32_val(c, op->out);
     return 0;
 }
@@ -296,6 +298,7 @@ static int lower_glu(lower_ctx *c, const sect *s, int i, int u, int q, sect_stat
     k->w[0] = op->weight;
     k->w[1] = s->ops[j].weight;
     k->act = use->act;
+    k->act_param = use->param;
     k->out = f32_val(c, use->out);
     snprintf(k->label, sizeof(k->label), "bitlinear_glu %s+%s", m->tensors[op->weight].key,
              m->tensors[s->ops[j].weight].key);

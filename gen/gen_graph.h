@@ -76,12 +76,14 @@ const char *gen_kop_name(gen_kop_kind k);
 typedef enum { GEN_GV_F32, GEN_GV_Q8 } gen_gval_kind;
 
 /* A norm a kernel op applies: its row of the norm table (gen_norm.h; -1: none), its weight
- * and bias tensors (indices into gen_model.tensors; -1: none). The kernels read it through
- * one descriptor (gen/kernels/gen_k_norm.h), whatever the norm. */
+ * and bias tensors (indices into gen_model.tensors; -1: none) and the op's parameter values
+ * (its epsilon: gen_param.h). The kernels read it through one descriptor
+ * (gen/kernels/gen_k_norm.h), whatever the norm. */
 typedef struct {
     int row, w, b;
+    gen_params param;
 } gen_kop_norm;
-#define GEN_KOP_NO_NORM ((gen_kop_norm){-1, -1, -1})
+#define GEN_KOP_NO_NORM ((gen_kop_norm){-1, -1, -1, {{0}, 0}})
 
 typedef struct {
     char name[GEN_MAX_NAME];
@@ -104,6 +106,7 @@ typedef struct {
     int n_parts;    /* BITLINEAR_MULTI: parts (weight w[p] -> output part_out[p]) */
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
     int act;        /* BITLINEAR_GLU, ACT_MUL: the activation's row in gen_act.h, else -1 */
+    gen_params act_param; /* with act: the op's values of the row's parameters */
     bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
     int splits;     /* ATTENTION (decode): the cache rows are cut into this many ranges,
                      * one workgroup each per head, writing partials (out) that the

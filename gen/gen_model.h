@@ -74,7 +74,7 @@ typedef struct {
     int n_kv_heads; /* key/value heads (GQA: query head h uses kv head h / (n_heads/n_kv_heads)) */
     int head_dim;   /* per head; q width = n_heads*head_dim, kv width = n_kv_heads*head_dim */
     int ffn_dim;    /* feed-forward hidden width */
-    float norm_eps; /* the norms' epsilon (every row of gen_norm.h reads it) */
+    float norm_eps; /* the norms' epsilon: the default of each norm op's `eps` */
     float rope_base;
     int rope_dims;  /* rotated dims per head (== head_dim for BitNet) */
     gen_rope_style rope_style;
@@ -111,6 +111,15 @@ typedef struct {
     gen_loc loc; /* first definition */
 } gen_value;
 
+/* The values of an op's parameters (an epsilon per norm, an activation's constant): the
+ * row of its table (gen_norm.h, gen_act.h) declares them (gen_param.h), the YAML op may set
+ * each by its key, the rest take their defaults. v[i] belongs to the row's i-th parameter. */
+#define GEN_MAX_PARAMS 2
+typedef struct {
+    float v[GEN_MAX_PARAMS];
+    uint8_t own; /* bit i: v[i] differs from its default (kernel names then carry it) */
+} gen_params;
+
 typedef struct gen_op {
     gen_op_kind kind;
     int act;            /* ACT_MUL: row of the activation table (gen_act.h), else -1 */
@@ -119,6 +128,7 @@ typedef struct gen_op {
     int out;            /* value index, -1 for kv_write */
     int weight;         /* tensor index, -1 if none (embed: the table) */
     int bias;           /* NORM with a bias (YAML `bias:`): tensor index, else -1 */
+    gen_params param;   /* NORM, ACT_MUL: its row's parameters (YAML keys or defaults) */
     gen_loc loc;
 } gen_op;
 

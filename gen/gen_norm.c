@@ -17,10 +17,10 @@ static dsl_expr square(dsl_kernel *k, dsl_expr e, const dsl_expr *st)
 
 /* ---- RMSNorm: y = x / sqrt(mean(x^2) + eps) * w (ggml_rms_norm, then ggml_mul) ---- */
 
-static void rms_stats(dsl_kernel *k, const gen_norm_sum *s, float eps, int width, dsl_expr *st)
+static void rms_stats(dsl_kernel *k, const gen_norm_sum *s, const float *p, int width, dsl_expr *st)
 {
     dsl_expr sum = s->sum(s, k, square, NULL, "ss");
-    dsl_expr e = dsl_const_f32(k, "NORM_EPS", eps); /* the YAML's norm_eps */
+    dsl_expr e = dsl_const_f32(k, "NORM_EPS", p[0]); /* the op's eps */
     st[0] = dsl_let(k, "scale", dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, sum, F((float)width)), e))));
 }
 static dsl_expr rms_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr b, const dsl_expr *st)
@@ -28,9 +28,10 @@ static dsl_expr rms_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr b, cons
     (void)b;
     return dsl_mul(k, dsl_mul(k, x, st[0]), w);
 }
-static void rms_ref(const float *x, const float *w, const float *b, int n, float eps, float *y)
+static void rms_ref(const float *x, const float *w, const float *b, int n, const float *p, float *y)
 {
     (void)b;
+    const float eps = p[0];
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += (double)(x[i] * x[i]);
@@ -56,12 +57,12 @@ static dsl_expr dev_square(dsl_kernel *k, dsl_expr e, const dsl_expr *st)
     dsl_expr d = dsl_let(k, "d", dsl_sub(k, e, st[0]));
     return dsl_mul(k, d, d);
 }
-static void ln_stats(dsl_kernel *k, const gen_norm_sum *s, float eps, int width, dsl_expr *st)
+static void ln_stats(dsl_kernel *k, const gen_norm_sum *s, const float *p, int width, dsl_expr *st)
 {
     dsl_expr sum = s->sum(s, k, ident, NULL, "sx");
     st[0] = dsl_let(k, "mean", dsl_div(k, sum, F((float)width)));
     dsl_expr var = s->sum(s, k, dev_square, st, "sd"); /* two passes: no cancellation of E[x^2] - mean^2 */
-    dsl_expr e = dsl_const_f32(k, "NORM_EPS", eps);
+    dsl_expr e = dsl_const_f32(k, "NORM_EPS", p[0]);
     st[1] = dsl_let(k, "scale", dsl_div(k, F(1.0), dsl_sqrt(k, dsl_add(k, dsl_div(k, var, F((float)width)), e))));
 }
 static dsl_expr ln_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr b, const dsl_expr *st)
@@ -69,8 +70,9 @@ static dsl_expr ln_elem(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr b, const
     dsl_expr v = dsl_mul(k, dsl_mul(k, dsl_sub(k, x, st[0]), st[1]), w);
     return b ? dsl_add(k, v, b) : v;
 }
-static void ln_ref(const float *x, const float *w, const float *b, int n, float eps, float *y)
+static void ln_ref(const float *x, const float *w, const float *b, int n, const float *p, float *y)
 {
+    const float eps = p[0];
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += (double)x[i];
@@ -88,19 +90,22 @@ static void ln_ref(const float *x, const float *w, const float *b, int n, float 
     }
 }
 
+/* every norm's parameter: its epsilon, by default the YAML's norm_eps; positive, at most 1 */
+#define EPS {{"eps", offsetof(gen_hparams, norm_eps), 0.0f, 1e-30f, 1.0f}}
+
 static const gen_norm NORMS[] = {
     /* the kernel sums squares in f32 (a fixed tree over <= 256 partials, each over width / 256
      * terms), the reference in double: relative error of the sum <= (width / 256 + 16) 2^-24
      * (<= 80 ulp at width 16384), halved by the square root, plus the quotient's and the two
      * products' roundings: 1e-5 up to GEN_MAX_WIDTH / 64 */
-    {"rmsnorm", "rmsnorm", "x / sqrt(mean(x^2) + eps) * w", "", false, true, offsetof(gen_hparams, norm_eps), 1, rms_stats,
+    {"rmsnorm", "rmsnorm", "x / sqrt(mean(x^2) + eps) * w", "", false, true, EPS, 1, rms_stats,
      rms_elem, rms_ref, 1e-5, true},
     /* as rmsnorm for the variance, plus the mean's error, which is absolute: |d mean| <=
      * (width / 256 + 16) 2^-24 mean|x|, times the scale and |w|: relative to an element it is
      * below the tests' floor (1 % of the row's largest |y|) times 1e-5 while |mean| <= the
      * row's standard deviation (the test rows: mean ~ 0) */
     {"layernorm", "layernorm", "(x - mean(x)) / sqrt(var(x) + eps) * w + b", "_ln", true,
-     false, offsetof(gen_hparams, norm_eps), 2, ln_stats, ln_elem, ln_ref, 1e-5, true},
+     false, EPS, 2, ln_stats, ln_elem, ln_ref, 1e-5, true},
 };
 #define N_NORMS ((int)(sizeof NORMS / sizeof NORMS[0]))
 

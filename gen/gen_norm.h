@@ -1,7 +1,7 @@
 /* gen_norm.h - the norms: ops `rmsnorm`, `layernorm`, y = norm(x) * w (+ b), per token.
  *
  * One row per norm holds everything about it: its name, the YAML op, whether it takes a
- * bias, where its epsilon comes from, its kernel code (the row statistics through the
+ * bias, its parameters (the epsilon, set per op), its kernel code (the row statistics through the
  * reductions the kernels' row walk offers, and the normalised element), its C reference
  * (the oracle's arithmetic) with the tolerance a kernel may show against it, and whether
  * the CPU backend has it. The YAML reader, the graph (NORM, NORM_QUANT and every fold of a
@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "dsl.h"
+#include "gen_param.h"
 
 #define GEN_NORM_MAX_STATS 2 /* statistics a row computes per token (layernorm: mean, 1/std) */
 
@@ -45,16 +46,19 @@ typedef struct {
                           * whatever the row): the exact sparse FFN skips the down columns of
                           * inactive neurons only behind such a sub-norm (gen_sparse.c);
                           * layernorm's centring and bias move a zero */
-    size_t eps;          /* offsetof(gen_hparams, <the float it reads>): its epsilon */
+    /* its parameters (gen_param.h), set per op in the YAML: [0] is the epsilon, whose
+     * default is the YAML's norm_eps */
+    gen_param params[GEN_MAX_PARAMS];
     int n_stats;         /* statistics per token (<= GEN_NORM_MAX_STATS) */
-    /* kernel: st[0 .. n_stats) of the row from the walk's sums; eps as the YAML gives it
-     * (a named constant); width: elements of the row */
-    void (*stats)(dsl_kernel *k, const gen_norm_sum *s, float eps, int width, dsl_expr *st);
+    /* kernel: st[0 .. n_stats) of the row from the walk's sums; p: the op's parameter values
+     * (named constants in the kernel); width: elements of the row */
+    void (*stats)(dsl_kernel *k, const gen_norm_sum *s, const float *p, int width, dsl_expr *st);
     /* kernel: the normalised element of x (f32 or vec4) with weight w and bias b (NULL: none),
      * the same type as x */
     dsl_expr (*elem)(dsl_kernel *k, dsl_expr x, dsl_expr w, dsl_expr b, const dsl_expr *st);
-    /* C reference: y[0 .. n) from x (w NULL: weight 1; b NULL: none), in ggml's numerics */
-    void (*ref)(const float *x, const float *w, const float *b, int n, float eps, float *y);
+    /* C reference: y[0 .. n) from x (w NULL: weight 1; b NULL: none) with parameter values p,
+     * in ggml's numerics */
+    void (*ref)(const float *x, const float *w, const float *b, int n, const float *p, float *y);
     /* relative error per element a kernel may show against ref (tests/test_kernels.c), as a
      * multiple of the row's own condition (the rule beside each row) */
     double tol;

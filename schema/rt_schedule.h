@@ -323,6 +323,7 @@ typedef enum {
     RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_OP_COUNT
 } rt_cpu_op_kind;
 #define RT_CPU_VOCAB (-1) /* a value width: the vocabulary size (from the GGUF) */
+#define RT_CPU_MAX_PARAMS 2 /* parameter values of an op's row (gen/gen_param.h) */
 
 typedef struct {
     uint8_t kind;      /* rt_cpu_op_kind */
@@ -333,6 +334,8 @@ typedef struct {
     const char *row;   /* ACT_MUL: the activation's name ("relu2"); NORM: the norm's
                         * ("rmsnorm", "layernorm"); else NULL */
     const char *label; /* "models/x.yaml:23: bitlinear attn_q" (errors, --profile) */
+    float param[RT_CPU_MAX_PARAMS]; /* NORM, ACT_MUL: the op's values of its row's parameters
+                                     * (a norm's [0]: its epsilon), in the row's order */
 } rt_cpu_op;
 
 typedef struct {
@@ -343,7 +346,7 @@ typedef struct {
     uint32_t n_values;
     int32_t logits;                      /* the value the LM head writes */
     uint32_t n_heads, n_kv_heads, head_dim, rope_dims;
-    float rope_base, norm_eps;
+    float rope_base;
     uint8_t rope_neox;                   /* 1: pairs (i, i + rope_dims / 2); 0: (2i, 2i + 1) */
 } rt_cpu_schedule;
 

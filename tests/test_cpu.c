@@ -295,13 +295,17 @@ static void test_norm_rows(void **st)
         const gen_norm *g = gen_norm_at(i);
         const cpu_norm *c = cpu_norm_find(g->name);
         assert_true(g->cpu == (c != NULL));
-        for (int k = 0; c && k < 2; k++) {
+        /* without and with weight (and bias), at a usual epsilon and at one as large as the
+         * rows' mean square (it moves every output: a row that ignored the op's own value fails) */
+        for (int k = 0; c && k < 4; k++) {
+            const float p[GEN_MAX_PARAMS] = {k < 2 ? 1e-5f : 4.0f};
             for (int j = 0; j < n; j++)
                 y[j] = NAN;
-            c->fn(x, k ? w : NULL, k && g->bias ? b : NULL, n, 1e-5f, y);
-            g->ref(x, k ? w : NULL, k && g->bias ? b : NULL, n, 1e-5f, yr);
+            c->fn(x, k % 2 ? w : NULL, k % 2 && g->bias ? b : NULL, n, p, y);
+            g->ref(x, k % 2 ? w : NULL, k % 2 && g->bias ? b : NULL, n, p, yr);
             if (memcmp(y, yr, sizeof(float) * n))
-                fail_msg("norm %s: the CPU row differs from the reference (%s weight)", g->name, k ? "with" : "no");
+                fail_msg("norm %s: the CPU row differs from the reference (%s weight, eps %g)", g->name,
+                         k % 2 ? "with" : "no", (double)p[0]);
         }
     }
     free(x);
@@ -359,45 +363,58 @@ static void test_attention(void **st)
 static void test_act_rows(void **st)
 {
     (void)st;
+    /* each row at its parameters' defaults and at other values (p[1]: 1.702 for a row's first
+     * parameter, the GELU-like Swish beta) */
     for (int i = 0; i < gen_act_count(); i++) {
         const gen_act *g = gen_act_at(i);
         const cpu_act *c = cpu_act_find(g->name);
         assert_true(g->cpu == (c != NULL)); /* the generator's claim matches the CPU table */
         assert_true(!c || c->zero_at_nonpositive == g->sparse_skip); /* one skip rule on both backends */
-        for (int k = 0; c && k < 200; k++) {
-            const float a = frnd(6.0f);
-            assert_true(c->fn(a) == g->ref(a) || (isnan(c->fn(a)) && isnan(g->ref(a))));
+        float p[2][GEN_MAX_PARAMS] = {{0}, {1.702f, -0.5f}};
+        for (int j = 0; j < GEN_MAX_PARAMS; j++)
+            p[0][j] = g->params[j].name ? g->params[j].def : 0.0f;
+        for (int k = 0; c && k < 400; k++) {
+            const float a = frnd(6.0f), *pk = p[k % 2];
+            assert_true(c->fn(a, pk) == g->ref(a, pk) || (isnan(c->fn(a, pk)) && isnan(g->ref(a, pk))));
             if (a <= 0 && c->zero_at_nonpositive)
-                assert_true(c->fn(a) == 0.0f);
+                assert_true(c->fn(a, pk) == 0.0f);
             if (a <= 0 && g->sparse_skip)
-                assert_true(g->ref(a) == 0.0f);
+                assert_true(g->ref(a, pk) == 0.0f);
         }
     }
     /* the whole-array form of each row against the reference expression, with the edge values
      * a SIMD form might treat differently (-0, NaN, infinities, denormals) */
     float a[37], b[37], y[37];
     const float edge[6] = {-0.0f, NAN, INFINITY, -INFINITY, 1e-40f, -1e-40f};
+    const float pv[GEN_MAX_PARAMS] = {1.702f, -0.5f};
     for (int i = 0; i < gen_act_count(); i++) {
         const gen_act *gr = gen_act_at(i);
         const cpu_act *c = cpu_act_find(gr->name);
+        if (!c) /* a row without a CPU kernel: the check above says whether it claims one */
+            continue;
         for (int k = 0; k < 37; k++) {
             a[k] = k < 6 ? edge[k] : frnd(8.0f);
             b[k] = k < 6 ? 1.5f : frnd(3.0f);
             y[k] = 12345.0f;
         }
-        cpu_act_mul(c, a, b, 37, y);
+        cpu_act_mul(c, a, b, 37, pv, y);
         for (int k = 0; k < 37; k++) {
-            const float want = gr->ref(a[k]) * b[k];
+            const float want = gr->ref(a[k], pv) * b[k];
             if (!(y[k] == want || (isnan(y[k]) && isnan(want))))
                 fail_msg("%s_mul(%g, %g) = %g, reference %g", gr->name, a[k], b[k], y[k], want);
         }
     }
     /* known values of the formulas (a formula wrong in both tables fails here) */
-    const cpu_act *r = cpu_act_find("relu2"), *s = cpu_act_find("silu"), *g = cpu_act_find("gelu");
-    assert_true(r && s && g);
-    assert_true(r->fn(3.0f) == 9.0f && r->fn(-2.0f) == 0.0f && r->zero_at_nonpositive);
-    assert_true(fabsf(s->fn(1.0f) - 0.7310586f) < 1e-6f && s->fn(0.0f) == 0.0f && !s->zero_at_nonpositive);
-    assert_true(fabsf(g->fn(1.0f) - 0.8411920f) < 1e-6f && fabsf(g->fn(-1.0f) + 0.1588080f) < 1e-6f);
+    const cpu_act *r = cpu_act_find("relu2"), *s = cpu_act_find("silu"), *g = cpu_act_find("gelu"),
+                  *w = cpu_act_find("swish");
+    assert_true(r && s && g && w);
+    const float *no = NULL, one[1] = {1.0f}, beta[1] = {1.702f};
+    assert_true(r->fn(3.0f, no) == 9.0f && r->fn(-2.0f, no) == 0.0f && r->zero_at_nonpositive);
+    assert_true(fabsf(s->fn(1.0f, no) - 0.7310586f) < 1e-6f && s->fn(0.0f, no) == 0.0f && !s->zero_at_nonpositive);
+    assert_true(fabsf(g->fn(1.0f, no) - 0.8411920f) < 1e-6f && fabsf(g->fn(-1.0f, no) + 0.1588080f) < 1e-6f);
+    /* swish: beta 1 is silu; beta 1.702 at 1 and -2: 1 / (1 + e^-1.702), -2 / (1 + e^3.404) */
+    assert_true(w->fn(1.0f, one) == s->fn(1.0f, no) && w->fn(-3.0f, one) == s->fn(-3.0f, no));
+    assert_true(fabsf(w->fn(1.0f, beta) - 0.8457958f) < 1e-6f && fabsf(w->fn(-2.0f, beta) + 0.0643414f) < 1e-6f);
 }
 
 /* ---- whole model ---- */

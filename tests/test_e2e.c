@@ -841,6 +841,26 @@ static void test_f32_cache_vs_reference(void **st)
     variant_vs_reference("tests/data/bitnet-f32kv-tiny.yaml", "build/test-e2e-f32kv.gguf", 13, f32_cache_rule);
 }
 
+/* Per-op parameters (tests/data/llama-params-tiny.yaml: a norm's own eps, Swish's beta), the
+ * rule of the layernorm variant: top-1 on >= 18 of 20 rows and mean |d| <= 0.05 (the int8
+ * quantization of each bitlinear input makes the engines' rounding flips the spread; the CPU
+ * backend is within 1e-5). An engine that reads norm_eps for the norms instead of their own
+ * eps fails it (tried on the CPU backend: mean |d| 0.12, max |d| 0.80). */
+static void params_rule(const char *what, const float *got, const float *ref, int vocab)
+{
+    cmp_stats s = compare(got, ref, 20, vocab);
+    printf("llama-params-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", what, s.top1_agree,
+           s.mean_abs, s.max_abs);
+    assert_true(s.top1_agree >= 18);
+    assert_true(s.mean_abs <= 0.05);
+}
+
+static void test_params_vs_reference(void **st)
+{
+    (void)st;
+    variant_vs_reference("tests/data/llama-params-tiny.yaml", "build/test-e2e-params.gguf", 17, params_rule);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -856,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_llama_variant_vs_reference),
         cmocka_unit_test(test_layernorm_vs_reference),
         cmocka_unit_test(test_f32_cache_vs_reference),
+        cmocka_unit_test(test_params_vs_reference),
         cmocka_unit_test(test_device_limits),
     };
     return cmocka_run_group_tests(tests, NULL, free_built);

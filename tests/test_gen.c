@@ -651,7 +651,7 @@ static void test_row_code_shapes(void **state)
         dsl_expr b = row->bias ? dsl_buffer(k, "b", DSL_F32, DSL_READONLY) : NULL;
         dsl_expr q = dsl_buffer(k, "q", DSL_U32, DSL_WRITEONLY), qs = dsl_buffer(k, "qs", DSL_F32, DSL_WRITEONLY);
         dsl_expr red = dsl_shared(k, "red", DSL_F32, 256), s, total;
-        const gen_norm_apply n = {row, 1e-5f, w, b};
+        const gen_norm_apply n = {row, {{1e-5f}, 0}, w, b};
         gen_norm_quant_row(k, &n, x, NULL, cases[i].width, red, q, &s, &total);
         dsl_store(k, qs, dsl_u32(k, 0), s);
         dsl_store(k, qs, dsl_u32(k, 1), dsl_cast(k, total, DSL_F32));

@@ -398,7 +398,7 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
     const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_NORM, bias = kop->norm.b >= 0;
     const gen_norm *row = gen_norm_at(kop->norm.row); /* the norm table's row: its reference, its tolerance */
     assert_true(norm == (row != NULL));
-    const float eps = g->m->hp.norm_eps;
+    const float *np = kop->norm.param.v; /* the op's own parameters (its epsilon) */
     kern kn;
     kern_build(&kn, g, kop, decode);
     float *w = vkh_rnd_vec((size_t)width, 0.5f), *bv = vkh_rnd_vec((size_t)width, 0.5f);
@@ -428,7 +428,7 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
         float *h = vkh_xmalloc(4 * nx);
         for (uint32_t t = 0; t < n; t++) {
             if (norm)
-                row->ref(x + (size_t)t * width, w, bias ? bv : NULL, width, eps, h + (size_t)t * width);
+                row->ref(x + (size_t)t * width, w, bias ? bv : NULL, width, np, h + (size_t)t * width);
             else
                 memcpy(h + (size_t)t * width, x + (size_t)t * width, 4 * (size_t)width);
         }
@@ -521,7 +521,7 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
                 ref_bitlinear_q(i2s, W[p].packed, K, M[p], qt, &a.qs[2 * t], 1, yr);
                 if (glu) {
                     ref_bitlinear_q(i2s, W[1].packed, K, M[p], qt, &a.qs[2 * t], 1, up);
-                    ref_act_mul(gen_act_at(kop->act)->ref, yr, up, M[p], yr);
+                    ref_act_mul(gen_act_at(kop->act)->ref, kop->act_param.v, yr, up, M[p], yr);
                 }
                 if (res)
                     for (int i = 0; i < M[p]; i++)
@@ -882,7 +882,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
                kop->rope || kop->kv_rope ? 5e-4 : f16 ? 1e-4 : 1e-5);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * QD, (ATT_NMAX - n) * (size_t)QD));
         if (last) { /* the last merger's norm of the output row y, against the C norm of y */
-            ties_moved += check_attention_next_norm(kop, y, lnorm ? lw : NULL, hp->norm_eps, QD, &b[9], &b[10]);
+            ties_moved += check_attention_next_norm(kop, y, lnorm ? lw : NULL, kop->last_norm.param.v[0], QD, &b[9], &b[10]);
             ties_total += QD;
         }
         free(y);
@@ -932,7 +932,7 @@ static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
             for (size_t i = 0; i < m; i++)
                 ref[i] = a[i] + bv[i];
         else
-            ref_act_mul(gen_act_at(kop->act)->ref, a, bv, (int)m, ref);
+            ref_act_mul(gen_act_at(kop->act)->ref, kop->act_param.v, a, bv, (int)m, ref);
         float *y = vkh_fetch(&b[2], 4 * nx);
         /* rule: ADD one f32 add, correctly rounded on both sides (Vulkan's rule): equal, 1e-7 <
          * 2^-23 admits only a flushed subnormal; ACT_MUL the activation row's tol (gen/gen_act.c) */
@@ -1042,7 +1042,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             for (uint32_t r = 0; r < rows; r++) {
                 const float *xr = x + (size_t)(out_start + r) * dim;
                 if (norm) {
-                    ref_rmsnorm(xr, nw, dim, g->m->hp.norm_eps, xn);
+                    ref_rmsnorm(xr, nw, dim, kop.norm.param.v[0], xn);
                     xr = xn;
                 }
                 if (q8)

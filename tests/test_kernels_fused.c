@@ -176,7 +176,7 @@ static void ref_norm(const float *x, const gen_kop_norm *kn, int K, float *h)
     }
     float *nw = vkh_fetch(&wbuf[kn->w], sizeof(float) * (size_t)K);
     float *nb = kn->b >= 0 ? vkh_fetch(&wbuf[kn->b], sizeof(float) * (size_t)K) : NULL;
-    gen_norm_at(kn->row)->ref(x, nw, nb, K, model.hp.norm_eps, h);
+    gen_norm_at(kn->row)->ref(x, nw, nb, K, kn->param.v, h);
     free(nw);
     free(nb);
 }
@@ -244,7 +244,7 @@ static void check_q8_last(const gen_kop *fk)
     if (glu)
         ref_ternary(q, qs[0], fk->w[1], K, M, u);
     for (int r = 0; r < M; r++) /* the activation's C expression (its row in gen_act.h) */
-        g[r] = !glu ? res0[r] + g[r] : gen_act_at(fk->act)->ref(g[r]) * u[r];
+        g[r] = !glu ? res0[r] + g[r] : gen_act_at(fk->act)->ref(g[r], fk->act_param.v) * u[r];
     for (int run = 0; run < (fk->last_next ? 2 : 1); run++) {
         pf.has_next = run == 0; /* second run: the last layer */
         vkh_put(&pf, in->buf, q, (size_t)K);

@@ -169,17 +169,18 @@ static void test_elementwise(void **state)
 {
     const float a[3] = {-2, 0.5f, 3}, b[3] = {5, 2, -1};
     float y[3];
-    ref_act_mul(gen_act_at(gen_act_find_op("relu2_mul"))->ref, a, b, 3, y);
+    ref_act_mul(gen_act_at(gen_act_find_op("relu2_mul"))->ref, NULL, a, b, 3, y);
     assert_true(y[0] == 0 && y[1] == 0.5f && y[2] == -9);
-    ref_act_mul(gen_act_at(gen_act_find_op("silu_mul"))->ref, a, b, 3, y);
+    ref_act_mul(gen_act_at(gen_act_find_op("silu_mul"))->ref, NULL, a, b, 3, y);
     NEAR(y[0], -2 / (1 + exp(2.0)) * 5, 1e-6);
     NEAR(y[2], 3 / (1 + exp(-3.0)) * -1, 1e-6);
 }
 
 /* Every row of the activation table against values of its formula known independently of
  * the code (computed in double from the textbook definition: relu(a)^2, a / (1 + e^-a),
- * gelu's tanh form), so a formula wrong in both the GLSL and the C reference fails here;
- * a row without known values fails too (a new activation brings its own).
+ * gelu's tanh form, a / (1 + e^(-beta a)) at beta 1.702, not swish's default), so a formula
+ * wrong in both the GLSL and the C reference fails here, and so does a row that ignores its
+ * parameter; a row without known values fails too (a new activation brings its own).
  * Tolerance: the row's float expression on |a| <= 3 rounds a dozen times at most, each
  * <= 2^-24 of an intermediate <= 10 (libm's expf / tanhf within 2 ulp): 1e-6 absolute. */
 static void test_act_known_values(void **state)
@@ -188,14 +189,21 @@ static void test_act_known_values(void **state)
     static const struct {
         const char *name;
         double a[5], y[5];
+        float p[GEN_MAX_PARAMS]; /* the parameter values (unused by most rows) */
     } known[] = {
-        {"relu2", {-2.0, -0.5, 0.0, 1.0, 3.0}, {0.0, 0.0, 0.0, 1.0, 9.0}},
+        {"relu2", {-2.0, -0.5, 0.0, 1.0, 3.0}, {0.0, 0.0, 0.0, 1.0, 9.0}, {0}},
         {"silu",
          {-2.0, -0.5, 0.0, 1.0, 3.0},
-         {-0.2384058440442351, -0.1887703343990727, 0.0, 0.7310585786300049, 2.8577223804672998}},
+         {-0.2384058440442351, -0.1887703343990727, 0.0, 0.7310585786300049, 2.8577223804672998},
+         {0}},
         {"gelu",
          {-2.0, -0.5, 0.0, 1.0, 3.0},
-         {-0.04540230591222494, -0.15428599017485606, 0.0, 0.8411919906082768, 2.996362607918227}},
+         {-0.04540230591222494, -0.15428599017485606, 0.0, 0.8411919906082768, 2.996362607918227},
+         {0}},
+        {"swish",
+         {-2.0, -0.5, 0.0, 1.0, 3.0},
+         {-0.06434137685579186, -0.1496115633936199, 0.0, 0.8457957659328212, 2.981928690292214},
+         {1.702f}},
     };
     for (int i = 0; i < gen_act_count(); i++) {
         const gen_act *act = gen_act_at(i);
@@ -206,7 +214,7 @@ static void test_act_known_values(void **state)
         if (row < 0)
             fail_msg("activation %s (%s) has no known values in test_act_known_values", act->name, act->formula);
         for (int j = 0; j < 5; j++) {
-            const double y = act->ref((float)known[row].a[j]);
+            const double y = act->ref((float)known[row].a[j], known[row].p);
             if (!(fabs(y - known[row].y[j]) <= 1e-6))
                 fail_msg("%s(%g) = %.9g, expected %.9g", act->name, known[row].a[j], y, known[row].y[j]);
         }
@@ -238,14 +246,20 @@ static void test_norm_known_values(void **state)
         if (row < 0)
             fail_msg("norm %s (%s) has no known values in test_norm_known_values", n->name, n->formula);
         float y[4] = {NAN, NAN, NAN, NAN};
-        n->ref(x, w, n->bias ? b : NULL, 4, 1e-5f, y);
+        n->ref(x, w, n->bias ? b : NULL, 4, (const float[]){1e-5f}, y);
         for (int j = 0; j < 4; j++)
             if (!(fabs(y[j] - known[row].y[j]) <= 1e-6 * 1.7))
                 fail_msg("%s: y[%d] = %.9g, expected %.9g", n->name, j, y[j], known[row].y[j]);
     }
+    /* the epsilon is the op's parameter: rmsnorm at eps 4 (mean square 12.5 -> 1 / sqrt(16.5)) */
+    const double eps4[4] = {0.24618298195866545, 0.24618298195866545, 1.4770978917519928, -1.4770978917519928};
+    float y4[4];
+    gen_norm_at(gen_norm_find("rmsnorm"))->ref(x, w, NULL, 4, (const float[]){4.0f}, y4);
+    for (int j = 0; j < 4; j++)
+        NEAR(y4[j], eps4[j], 1e-6 * 1.7);
     /* no weight, no bias: layernorm's output has mean 0 and variance 1 (eps aside) */
     float y[4];
-    gen_norm_at(gen_norm_find("layernorm"))->ref(x, NULL, NULL, 4, 0.0f, y);
+    gen_norm_at(gen_norm_find("layernorm"))->ref(x, NULL, NULL, 4, (const float[]){0.0f}, y);
     NEAR(y[0] + y[1] + y[2] + y[3], 0.0, 1e-6);
     NEAR((y[0] * y[0] + y[1] * y[1] + y[2] * y[2] + y[3] * y[3]) / 4, 1.0, 1e-6);
 }

@@ -405,9 +405,12 @@ static void bl_name(const gen_kop *kop, const int *Ms, int np, int K, bool decod
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU;
     const gen_norm *n = gen_norm_at(kop->norm.row);
-    int len = snprintf(name, size, "bitlinear%s%s%s%s%s%s%s", n ? "_norm" : "", n ? n->tag : "",
+    char ntag[64], atag[48];
+    int len = snprintf(name, size, "bitlinear%s%s%s%s%s%s%s%s", n ? "_norm" : "", gen_norm_tag(&kop->norm, ntag, sizeof ntag),
                        kop->kind == GEN_K_BITLINEAR_MULTI ? "_multi" : "", glu ? "_glu_" : "",
-                       glu ? gen_act_at(kop->act)->name : "", kop->res >= 0 ? "_res" : "", gen_last_suffix(kop));
+                       glu ? gen_act_at(kop->act)->name : "",
+                       glu ? gen_params_tag(gen_act_at(kop->act)->params, &kop->act_param, atag, sizeof atag) : "",
+                       kop->res >= 0 ? "_res" : "", gen_last_suffix(kop));
     for (int p = 0; p < np; p++)
         len += snprintf(name + len, size - (size_t)len, "_m%d", Ms[p]);
     snprintf(name + len, size - (size_t)len, "_k%d_%s", K, decode ? "decode" : "batch");
@@ -458,7 +461,7 @@ void gen_k_bitlinear_name(const gen_graph *g, const gen_kop *kop, bool decode, c
 
 int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
-    char name[96];
+    char name[192];
     gen_k_bitlinear_name(g, kop, decode, name, sizeof(name));
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
@@ -502,7 +505,7 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
     const int M = Ms[0];
     const uint32_t wtype = m->tensors[kop->w[0]].type;
     gen_bl_ctx c = {.codec = word_walk_of(wtype), .decode = decode, .glu = glu,
-                .act = gen_act_at(kop->act), .res = res, .K = K};
+                .act = gen_act_at(kop->act), .act_p = kop->act_param.v, .res = res, .K = K};
     if (!c.codec || !c.codec->ternary_codes) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: bitlinear: weights of type %s have no kernel-side ternary decode",
                  m->path, kop->loc.line, kop->loc.col, fmt_type_name(wtype));

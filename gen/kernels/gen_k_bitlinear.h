@@ -14,6 +14,7 @@
 typedef struct {
     const gen_codec *codec; /* the format of the word walk (I2_S's; gen_codec.h) */
     const gen_act *act; /* GLU: the activation of the gate */
+    const float *act_p; /* GLU: its parameter values (gen_kop.act_param) */
     bool decode, glu, res;
     int K;
     dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */

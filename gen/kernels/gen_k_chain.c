@@ -95,7 +95,7 @@ int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kerne
 {
     memset(out, 0, sizeof(*out));
     uint32_t M[GEN_CHAIN_MAX];
-    char name[96] = "chain", pn[96];
+    char name[224] = "chain", pn[192];
     size_t len = strlen(name);
     if (n > GEN_CHAIN_MAX) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: %d phases chained, at most %d", g->m->path, kops[0]->loc.line,

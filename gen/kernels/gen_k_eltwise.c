@@ -69,9 +69,10 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
 int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const int width = g->vals[kop->out].width;
-    char name[64];
+    char name[128], atag[48];
     const gen_act *act = kop->kind == GEN_K_ACT_MUL ? gen_act_at(kop->act) : NULL;
-    snprintf(name, sizeof(name), "%s_n%d", act ? act->op : gen_kop_name(kop->kind), width);
+    snprintf(name, sizeof(name), "%s%s_n%d", act ? act->op : gen_kop_name(kop->kind),
+             act ? gen_params_tag(act->params, &kop->act_param, atag, sizeof atag) : "", width);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -88,7 +89,7 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_return_if(k, dsl_ge(k, i, N));
     dsl_expr idx = dsl_let(k, "idx", dsl_add(k, dsl_mul(k, t, N), i));
     dsl_expr av = dsl_let(k, "av", dsl_load(k, a, idx)), bv = dsl_load(k, b, idx);
-    dsl_expr val = act ? dsl_mul(k, act->kernel(k, av), bv) : dsl_add(k, av, bv);
+    dsl_expr val = act ? dsl_mul(k, act->kernel(k, av, kop->act_param.v), bv) : dsl_add(k, av, bv);
     dsl_store(k, y, idx, val);
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)((width + WG - 1) / WG), 1);

@@ -189,9 +189,9 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
         snprintf(err, GEN_ERR_LEN, "%s: the LM head's argmax is decode-only and needs its partials", kop->label);
         return -1;
     }
-    char name[64];
+    char name[128], ntag[64];
     const gen_norm *nrow = gen_norm_at(kop->norm.row);
-    snprintf(name, sizeof(name), "lm_head%s%s_%s_n%d_%s%s", nrow ? "_norm" : "", nrow ? nrow->tag : "",
+    snprintf(name, sizeof(name), "lm_head%s%s_%s_n%d_%s%s", nrow ? "_norm" : "", gen_norm_tag(&kop->norm, ntag, sizeof ntag),
              q8 ? "q8" : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch", amax ? "_argmax" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)

@@ -30,7 +30,7 @@ gen_norm_apply gen_norm_bind(dsl_kernel *k, const gen_graph *g, const gen_kop_no
     if (kn->row < 0)
         return n;
     n.row = gen_norm_at(kn->row);
-    memcpy(&n.eps, (const char *)&g->m->hp + n.row->eps, sizeof(n.eps));
+    n.param = kn->param;
     n.w = gen_bind(k, out, wname, DSL_F32, DSL_READONLY, kind, kn->w);
     if (kn->b >= 0)
         n.b = gen_bind(k, out, bname, DSL_F32, DSL_READONLY, kind, kn->b);
@@ -231,7 +231,7 @@ static gen_norm_stats row_stats(dsl_kernel *k, const gen_norm_apply *n, row_t *r
     gen_norm_stats st = {{0}};
     walk_t w = {r, red};
     const gen_norm_sum s = {walk_sum, &w};
-    n->row->stats(k, &s, n->eps, width, st.st);
+    n->row->stats(k, &s, n->param.v, width, st.st);
     return st;
 }
 
@@ -323,15 +323,23 @@ gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *ko
 
 const char *gen_last_suffix(const gen_kop *kop)
 {
-    static char buf[4][32];
+    static char buf[4][96];
     static int slot;
     if (kop->last_out < 0)
         return "";
     const gen_norm *n = gen_norm_at(kop->last_norm.row);
-    char *s = buf[slot++ % 4];
+    char *s = buf[slot++ % 4], tag[64];
     snprintf(s, sizeof(buf[0]), "%s%s", kop->last_next ? "_nextlayernorm" : n ? "_nextnorm" : "_nextquant",
-             n ? n->tag : "");
+             gen_norm_tag(&kop->last_norm, tag, sizeof tag));
     return s;
+}
+
+const char *gen_norm_tag(const gen_kop_norm *kn, char *buf, size_t cap)
+{
+    const gen_norm *n = gen_norm_at(kn->row);
+    char ptag[48];
+    snprintf(buf, cap, "%s%s", n ? n->tag : "", n ? gen_params_tag(n->params, &kn->param, ptag, sizeof ptag) : "");
+    return buf;
 }
 
 void gen_last_norm(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M, uint32_t groups,
@@ -365,11 +373,13 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         snprintf(err, GEN_ERR_LEN, "%s: %s without its norm row", kop->label, gen_kop_name(kop->kind));
         return -1;
     }
-    char name[96]; /* rmsnorm_n2560, norm_quant_n2560 (norm_quant_ln_n2560: the row's tag), quant_n2560 */
+    char name[160], ptag[48], tag[64]; /* rmsnorm_n2560, norm_quant_n2560 (norm_quant_ln_n2560: the row's
+                                        * tag), quant_n2560; + "_eps<bits>" for an eps of the op's own */
     if (kop->kind == GEN_K_NORM)
-        snprintf(name, sizeof(name), "%s_n%d", row->name, width);
+        snprintf(name, sizeof(name), "%s%s_n%d", row->name, gen_params_tag(row->params, &kop->norm.param, ptag, sizeof ptag),
+                 width);
     else
-        snprintf(name, sizeof(name), "%s%s_n%d", gen_kop_name(kop->kind), row ? row->tag : "", width);
+        snprintf(name, sizeof(name), "%s%s_n%d", gen_kop_name(kop->kind), gen_norm_tag(&kop->norm, tag, sizeof tag), width);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);

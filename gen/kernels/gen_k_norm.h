@@ -18,17 +18,18 @@
 #include "gen_norm.h"
 
 /* The norm a kernel applies, as bound: its row of the norm table (NULL: none, a bare
- * quantization), its epsilon, and its weight and bias buffers (b NULL: no bias). Every
- * kernel that folds a norm reads it through this, whatever the norm. */
+ * quantization), its parameter values (the epsilon: gen_param.h), and its weight and bias
+ * buffers (b NULL: no bias). Every kernel that folds a norm reads it through this, whatever
+ * the norm. */
 typedef struct {
     const gen_norm *row;
-    float eps;
+    gen_params param;
     dsl_expr w, b;
 } gen_norm_apply;
 
 /* Bind kn's weight and bias (when it has one) as buffers wname, bname, arguments of kind
- * `kind` (RT_ARG_WEIGHT, or RT_ARG_WEIGHT_NEXT for the next layer's); eps from the row's
- * source in g's hyperparameters. kn->row < 0: a gen_norm_apply with no row. */
+ * `kind` (RT_ARG_WEIGHT, or RT_ARG_WEIGHT_NEXT for the next layer's); the parameters are
+ * kn's. kn->row < 0: a gen_norm_apply with no row. */
 gen_norm_apply gen_norm_bind(dsl_kernel *k, const gen_graph *g, const gen_kop_norm *kn, gen_kernel_out *out,
                              uint8_t kind, const char *wname, const char *bname);
 
@@ -74,8 +75,12 @@ gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *ko
                             dsl_expr sync);
 
 /* Kernel-name suffix for kop's next norm: "", "_nextnorm", "_nextquant", "_nextlayernorm"
- * ("next layer's norm"), each followed by the norm row's tag (gen_norm.h). */
+ * ("next layer's norm"), each followed by the norm's tag (gen_norm_tag). */
 const char *gen_last_suffix(const gen_kop *kop);
+/* The part of a kernel name that tells norm kn apart: its row's tag (gen_norm.h) and the
+ * tag of parameter values other than the defaults (gen_params_tag); "" for no norm.
+ * Returns buf. */
+const char *gen_norm_tag(const gen_kop_norm *kn, char *buf, size_t cap);
 
 /* The next norm run by the last workgroup: this workgroup's writes to y made visible,
  * counted in on SYNC word GEN_SYNC_LAST_NORM of lb->sync; the last of `groups` runs

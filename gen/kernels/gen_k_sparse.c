@@ -256,13 +256,15 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
 {
     const gen_model *m = g->m;
     const int K = g->vals[kop->in[0]].width, M = (int)m->tensors[kop->w[0]].ne[1];
-    char name[96];
+    char name[160];
     const gen_act *act = gen_act_at(kop->act);
     if (!act || !act->sparse_skip) {
         snprintf(err, GEN_ERR_LEN, "%s: sparse up needs an activation that is 0 at every gate <= 0", kop->label);
         return -1;
     }
-    snprintf(name, sizeof(name), "sparse_up_%s%s_m%d_k%d", act->name, gen_last_suffix(kop), M, K);
+    char atag[48];
+    snprintf(name, sizeof(name), "sparse_up_%s%s%s_m%d_k%d", act->name, gen_params_tag(act->params, &kop->act_param, atag, sizeof atag),
+             gen_last_suffix(kop), M, K);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -301,7 +303,7 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
     dsl_expr tot = dsl_let(k, "tot", row_dot(k, W, q, KW, r));
     dsl_if(k, dsl_eq(k, dsl_subgroup_invocation(k), U(0)));
     dsl_expr vu = dsl_let(k, "vu", row_value(k, tot, qs, ws));
-    dsl_store(k, y, r, dsl_mul(k, act->kernel(k, dsl_load(k, gate, r)), vu)); /* the dense GLU's expression */
+    dsl_store(k, y, r, dsl_mul(k, act->kernel(k, dsl_load(k, gate, r), kop->act_param.v), vu)); /* the dense GLU's expression */
     dsl_end(k);
     dsl_end(k); /* rl */
 

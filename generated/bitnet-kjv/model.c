@@ -403,32 +403,32 @@ enum { T_token_embd, T_output_norm, T_attn_norm, T_attn_q, T_attn_k, T_attn_v, T
 static const int32_t cpu_width[] = {256, 256, 256, 128, 128, 256, 128, 256, 256, 256, 256, 768, 768, 768, 768, 256, 256, RT_CPU_VOCAB};
 static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr", "a", "an", "o", "g", "gate", "up", "f", "fn", "d", "xn", "logits"};
 
-/* kind, {inputs}, output, weight, bias, activation or norm, YAML line */
+/* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/bitnet-kjv.yaml:46: embed token_embd"},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/bitnet-kjv.yaml:46: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:48: rmsnorm attn_norm"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/bitnet-kjv.yaml:49: bitlinear attn_q"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/bitnet-kjv.yaml:50: bitlinear attn_k"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/bitnet-kjv.yaml:51: bitlinear attn_v"},
-    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/bitnet-kjv.yaml:52: rope"},
-    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/bitnet-kjv.yaml:53: rope"},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/bitnet-kjv.yaml:54: kv_write"},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/bitnet-kjv.yaml:55: attention"},
-    {RT_CPU_NORM, {V_a, -1}, V_an, T_attn_sub_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:56: rmsnorm attn_sub_norm"},
-    {RT_CPU_BITLINEAR, {V_an, -1}, V_o, T_attn_output, -1, NULL, "models/bitnet-kjv.yaml:57: bitlinear attn_output"},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/bitnet-kjv.yaml:58: add"},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:59: rmsnorm ffn_norm"},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/bitnet-kjv.yaml:60: bitlinear ffn_gate"},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/bitnet-kjv.yaml:61: bitlinear ffn_up"},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "relu2", "models/bitnet-kjv.yaml:62: relu2_mul"},
-    {RT_CPU_NORM, {V_f, -1}, V_fn, T_ffn_sub_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:63: rmsnorm ffn_sub_norm"},
-    {RT_CPU_BITLINEAR, {V_fn, -1}, V_d, T_ffn_down, -1, NULL, "models/bitnet-kjv.yaml:64: bitlinear ffn_down"},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/bitnet-kjv.yaml:65: add"},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:48: rmsnorm attn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/bitnet-kjv.yaml:49: bitlinear attn_q", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/bitnet-kjv.yaml:50: bitlinear attn_k", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/bitnet-kjv.yaml:51: bitlinear attn_v", {0}},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/bitnet-kjv.yaml:52: rope", {0}},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/bitnet-kjv.yaml:53: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/bitnet-kjv.yaml:54: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/bitnet-kjv.yaml:55: attention", {0}},
+    {RT_CPU_NORM, {V_a, -1}, V_an, T_attn_sub_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:56: rmsnorm attn_sub_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_an, -1}, V_o, T_attn_output, -1, NULL, "models/bitnet-kjv.yaml:57: bitlinear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/bitnet-kjv.yaml:58: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:59: rmsnorm ffn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/bitnet-kjv.yaml:60: bitlinear ffn_gate", {0}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/bitnet-kjv.yaml:61: bitlinear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "relu2", "models/bitnet-kjv.yaml:62: relu2_mul", {0}},
+    {RT_CPU_NORM, {V_f, -1}, V_fn, T_ffn_sub_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:63: rmsnorm ffn_sub_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_fn, -1}, V_d, T_ffn_down, -1, NULL, "models/bitnet-kjv.yaml:64: bitlinear ffn_down", {0}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/bitnet-kjv.yaml:65: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:67: rmsnorm output_norm"},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/bitnet-kjv.yaml:68: lm_head token_embd"},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/bitnet-kjv.yaml:67: rmsnorm output_norm", {9.99999975e-06f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/bitnet-kjv.yaml:68: lm_head token_embd", {0}},
 };
 
 static const char manifest[] =
@@ -484,5 +484,5 @@ const rt_model_desc rt_model_bitnet_kjv = {
     .cpu = {cpu_ops, cpu_ops + 1, cpu_ops + 19, 1, 18, 2,
             cpu_width, cpu_value_name, 18, V_logits,
             .n_heads = 4, .n_kv_heads = 2, .head_dim = 64, .rope_dims = 64,
-            .rope_base = 500000.0f, .norm_eps = 9.99999975e-06f, .rope_neox = 1},
+            .rope_base = 500000.0f, .rope_neox = 1},
 };

@@ -76,7 +76,7 @@ static void norm_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t 
     const int wi = WIDTH(e, so->op->in[0]);
     const float *nw = vec_of(e, so->tensor), *nb = vec_of(e, so->op->bias);
     for (int64_t t = lo; t < hi; t++)
-        so->norm->fn(IN0(e, so) + t * wi, nw, nb, wi, e->cs->norm_eps, OUT(e, so) + t * WIDTH(e, so->op->out));
+        so->norm->fn(IN0(e, so) + t * wi, nw, nb, wi, so->op->param, OUT(e, so) + t * WIDTH(e, so->op->out));
 }
 
 static void quant_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
@@ -172,7 +172,7 @@ static void add_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t h
 
 static void act_body(cpu_engine *e, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
-    cpu_act_mul(so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), OUT(e, so) + lo);
+    cpu_act_mul(so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
 }
 
 /* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start */

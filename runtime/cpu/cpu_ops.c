@@ -14,9 +14,10 @@
 
 /* ---- norms: the same arithmetic as gen/gen_norm.c's reference column ---- */
 
-static void rmsnorm(const float *x, const float *w, const float *b, int n, float eps, float *y)
+static void rmsnorm(const float *x, const float *w, const float *b, int n, const float *p, float *y)
 {
     (void)b;
+    const float eps = p[0];
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += (double)(x[i] * x[i]);
@@ -29,8 +30,9 @@ static void rmsnorm(const float *x, const float *w, const float *b, int n, float
 }
 
 /* two passes (mean, then the squared deviations): no cancellation of E[x^2] - mean^2 */
-static void layernorm(const float *x, const float *w, const float *b, int n, float eps, float *y)
+static void layernorm(const float *x, const float *w, const float *b, int n, const float *p, float *y)
 {
+    const float eps = p[0];
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += (double)x[i];
@@ -61,7 +63,7 @@ const cpu_norm *cpu_norm_find(const char *name)
     return NULL;
 }
 
-void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y) { rmsnorm(x, w, NULL, n, eps, y); }
+void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y) { rmsnorm(x, w, NULL, n, &eps, y); }
 
 #define MAX_ROPE_PAIRS 512
 
@@ -139,30 +141,37 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
 
 /* ---- activations: the same expressions as gen/gen_act.c's reference column ---- */
 
-static inline float relu2(float a)
+static inline float relu2(float a, const float *p)
 {
+    (void)p;
     const float r = a > 0.0f ? a : 0.0f;
     return r * r;
 }
-static inline float silu(float a) { return a / (1.0f + expf(-a)); }
+static inline float silu(float a, const float *p)
+{
+    (void)p;
+    return a / (1.0f + expf(-a));
+}
+static inline float swish(float a, const float *p) { return a / (1.0f + expf(-(p[0] * a))); }
 #define GELU_COEF_A 0.044715f
 #define SQRT_2_OVER_PI 0.79788456080286535587989211986876f
-static inline float gelu(float a)
+static inline float gelu(float a, const float *p)
 {
+    (void)p;
     return 0.5f * a * (1.0f + tanhf(SQRT_2_OVER_PI * a * (1.0f + GELU_COEF_A * a * a)));
 }
 
 /* y = act(a) * b over arrays: the expression inlined in each row's loop (no call per element) */
 #define ACT_MUL_FN(name)                                                                               \
-    static void name##_mul(const float *a, const float *b, int n, float *y)                             \
+    static void name##_mul(const float *a, const float *b, int n, const float *p, float *y)             \
     {                                                                                                  \
         for (int i = 0; i < n; i++)                                                                    \
-            y[i] = name(a[i]) * b[i];                                                                  \
+            y[i] = name(a[i], p) * b[i];                                                               \
     }
 #if CPU_X86
 /* relu2 four at a time: maxps(a, 0) returns its second operand for NaN and for -0, exactly as
  * a > 0 ? a : 0 (the reference's form, which compiles to an unpredictable branch) */
-static void relu2_mul(const float *a, const float *b, int n, float *y)
+static void relu2_mul(const float *a, const float *b, int n, const float *p, float *y)
 {
     const __m128 z = _mm_setzero_ps();
     int i = 0;
@@ -171,18 +180,20 @@ static void relu2_mul(const float *a, const float *b, int n, float *y)
         _mm_storeu_ps(y + i, _mm_mul_ps(_mm_mul_ps(r, r), _mm_loadu_ps(b + i)));
     }
     for (; i < n; i++)
-        y[i] = relu2(a[i]) * b[i];
+        y[i] = relu2(a[i], p) * b[i];
 }
 #else
 ACT_MUL_FN(relu2)
 #endif
 ACT_MUL_FN(silu)
 ACT_MUL_FN(gelu)
+ACT_MUL_FN(swish)
 
 static const cpu_act ACTS[] = {
     {"relu2", relu2, relu2_mul, true},
     {"silu", silu, silu_mul, false},
     {"gelu", gelu, gelu_mul, false},
+    {"swish", swish, swish_mul, false},
 };
 
 const cpu_act *cpu_act_find(const char *name)
@@ -193,4 +204,7 @@ const cpu_act *cpu_act_find(const char *name)
     return NULL;
 }
 
-void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, float *y) { act->mul(a, b, n, y); }
+void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y)
+{
+    act->mul(a, b, n, p, y);
+}

@@ -16,10 +16,11 @@
 
 /* The norms, by the name the generator writes (the YAML op's row of gen/gen_norm.h); each
  * row's arithmetic matches gen/gen_norm.c's reference. fn: y = norm(x) * w + b over one
- * token's n floats (w, b may be NULL); y may alias x. */
+ * token's n floats (w, b may be NULL) with the op's parameter values p (rt_cpu_op.param:
+ * p[0] is the epsilon); y may alias x. */
 typedef struct {
     const char *name; /* "rmsnorm" */
-    void (*fn)(const float *x, const float *w, const float *b, int n, float eps, float *y);
+    void (*fn)(const float *x, const float *w, const float *b, int n, const float *p, float *y);
 } cpu_norm;
 const cpu_norm *cpu_norm_find(const char *name);
 /* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x: the rmsnorm row. */
@@ -43,15 +44,16 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
                    int head_dim, int h0, int h1, float *scratch, float *out);
 
 /* The gated activations y = act(a) * b, by the name the generator writes (the YAML op's
- * "<name>_mul"); each row's C expression matches gen/gen_act.c's reference expression. */
+ * "<name>_mul"); each row's C expression matches gen/gen_act.c's reference expression. p:
+ * the op's parameter values (rt_cpu_op.param, in the row's order; unused by most rows). */
 typedef struct {
     const char *name;         /* "relu2" */
-    float (*fn)(float a);     /* act(a) */
-    void (*mul)(const float *a, const float *b, int n, float *y); /* y = act(a) * b, the same expression */
+    float (*fn)(float a, const float *p); /* act(a) */
+    void (*mul)(const float *a, const float *b, int n, const float *p, float *y); /* y = act(a) * b, the same expression */
     bool zero_at_nonpositive; /* act(a) == 0 for every a <= 0: a neuron whose gate is <= 0 adds
                                  nothing, whatever its up row gives (the exact sparse FFN) */
 } cpu_act;
 const cpu_act *cpu_act_find(const char *name);
-void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, float *y);
+void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y);
 
 #endif

@@ -267,7 +267,7 @@ static int norm(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w, c
         return -1;
     }
     for (int t = 0; t < e->n; t++)
-        row->ref(in0 + (size_t)t * wi, nw, nb, wi, e->r->m->hp.norm_eps, out + (size_t)t * wi);
+        row->ref(in0 + (size_t)t * wi, nw, nb, wi, op->param.v, out + (size_t)t * wi);
     free(nw);
     free(nb);
     return 0;
@@ -327,7 +327,7 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
         for (size_t i = 0; i < (size_t)n * wo; i++) out[i] = in0[i] + in1[i];
         break;
     case GEN_OP_ACT_MUL:
-        ref_act_mul(gen_act_at(op->act)->ref, in0, in1, n * wo, out);
+        ref_act_mul(gen_act_at(op->act)->ref, op->param.v, in0, in1, n * wo, out);
         break;
     case GEN_OP_LM_HEAD:
         return lm_head(e, w, in0, wi, wo, out);

@@ -14,7 +14,7 @@ float ref_f16_round(float x) { return fmt_f16_to_f32(fmt_f32_to_f16(x)); }
 /* the rmsnorm row's arithmetic (gen/gen_norm.c): one copy of it */
 void ref_rmsnorm(const float *x, const float *w, int n, float eps, float *y)
 {
-    gen_norm_at(gen_norm_find("rmsnorm"))->ref(x, w, NULL, n, eps, y);
+    gen_norm_at(gen_norm_find("rmsnorm"))->ref(x, w, NULL, n, &eps, y);
 }
 
 float ref_act_quant(const float *x, int n, int8_t *q, int32_t *out_sum)
@@ -202,9 +202,10 @@ done:
     free(qh);
 }
 
-void ref_act_mul(float (*act_ref)(float), const float *a, const float *b, int n, float *y)
+void ref_act_mul(float (*act_ref)(float, const float *), const float *p, const float *a, const float *b, int n,
+                 float *y)
 {
-    for (int i = 0; i < n; i++) y[i] = act_ref(a[i]) * b[i];
+    for (int i = 0; i < n; i++) y[i] = act_ref(a[i], p) * b[i];
 }
 
 /* y[v] = W[v] . x over an F16 (is_f16) or F32 table, x optionally rounded to f16 first. */

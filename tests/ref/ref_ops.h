@@ -69,9 +69,10 @@ void ref_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos,
 void ref_attention(const float *q, const float *kc, const float *vc, int n_kv, int n_heads,
                    int n_kv_heads, int head_dim, unsigned flags, float *out);
 
-/* y = act(a) * b elementwise in float, act(a) = act_ref(a): the C expression of a row of the
- * activation table (gen/gen_act.h). y may alias a or b. */
-void ref_act_mul(float (*act_ref)(float), const float *a, const float *b, int n, float *y);
+/* y = act(a) * b elementwise in float, act(a) = act_ref(a, p): the C expression of a row of
+ * the activation table (gen/gen_act.h) with the op's parameter values p. y may alias a or b. */
+void ref_act_mul(float (*act_ref)(float, const float *), const float *p, const float *a, const float *b, int n,
+                 float *y);
 
 /* LM head over a table W [vocab rows][dim] (F16 bits or F32): y[v] = sum_i W[v][i] * x[i]
  * (double accumulation). round_x_f16: round x to f16 first (the oracle's 1-token decode). */

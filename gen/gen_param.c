@@ -1,0 +1,40 @@
+/* gen_param.c - defaults and kernel-name tags of the rows' parameters (gen_param.h). */
+#include "gen_param.h"
+
+#include <stdio.h>
+#include <string.h>
+
+gen_params gen_params_default(const gen_param *decl, const gen_hparams *hp)
+{
+    gen_params p = {{0}, 0};
+    for (int i = 0; i < GEN_MAX_PARAMS && decl && decl[i].name; i++) {
+        if (decl[i].hparam == GEN_PARAM_CONST)
+            p.v[i] = decl[i].def;
+        else
+            memcpy(&p.v[i], (const char *)hp + decl[i].hparam, sizeof(float));
+    }
+    return p;
+}
+
+const char *gen_params_tag(const gen_param *decl, const gen_params *p, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < GEN_MAX_PARAMS && decl && decl[i].name; i++) {
+        uint32_t bits;
+        if (!(p->own & (1u << i)))
+            continue;
+        memcpy(&bits, &p->v[i], sizeof bits);
+        int w = snprintf(buf + n, n < cap ? cap - n : 0, "_%s%08x", decl[i].name, (unsigned)bits);
+        n += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+int gen_param_find(const gen_param *decl, const char *key)
+{
+    for (int i = 0; i < GEN_MAX_PARAMS && decl && decl[i].name; i++)
+        if (!strcmp(decl[i].name, key))
+            return i;
+    return -1;
+}

@@ -1,0 +1,38 @@
+/* gen_param.h - the parameters a table row declares for its ops.
+ *
+ * Owns: how a row of the norm or activation table (gen_norm.h, gen_act.h) names its
+ * parameters (an epsilon, an activation's constant), where each one's default comes from
+ * (a hyperparameter of the YAML or a constant of the row), how the YAML op sets them
+ * (`{op: rmsnorm, ..., eps: 1.0e-6}`), and the kernel-name tag that keeps kernels with other
+ * values apart. The graph carries the values with each op (gen_op.param, gen_kop.act_param,
+ * gen_kop_norm.param), and every consumer reads them from there: the kernel builders, the
+ * CPU schedule (rt_cpu_op.param) and the C reference (tests/ref/).
+ */
+#ifndef GEN_PARAM_H
+#define GEN_PARAM_H
+
+#include <stddef.h>
+
+#include "gen_model.h"
+
+#define GEN_PARAM_CONST ((size_t)-1) /* gen_param.hparam: the default is the row's constant */
+
+typedef struct {
+    const char *name; /* the YAML key on the op ("eps"); NULL ends a row's list */
+    size_t hparam;    /* offsetof(gen_hparams, <float>) whose value is the default, or
+                       * GEN_PARAM_CONST */
+    float def;        /* the default when hparam is GEN_PARAM_CONST */
+    float min, max;   /* the accepted range (closed); a YAML value outside it is an error */
+} gen_param;
+
+/* The defaults of a row's parameters (decl: up to GEN_MAX_PARAMS entries, ended by a NULL
+ * name) for a model with hyperparameters hp. */
+gen_params gen_params_default(const gen_param *decl, const gen_hparams *hp);
+/* The kernel-name tag of values p: "" when each is its default (p->own == 0: the names
+ * kernels have always had), else "_<key><IEEE bits in hex>" for each that differs
+ * ("_eps358637bd"): two kernels with one name are the same code. Returns buf. */
+const char *gen_params_tag(const gen_param *decl, const gen_params *p, char *buf, size_t cap);
+/* The index of the parameter named key in decl, -1 if none. */
+int gen_param_find(const gen_param *decl, const char *key);
+
+#endif
