@@ -763,11 +763,12 @@ static void test_pretok_linear(void **state)
     const size_t n = 1 << 20;
     uint32_t *cps = malloc(n * sizeof *cps);
     uint8_t *cls = malloc(n);
-    static const rt_tok_pre pres[3] = { RT_PRE_DEFAULT, RT_PRE_GPT2, RT_PRE_LLAMA3 };
+    static const rt_tok_pre pres[4] = { RT_PRE_DEFAULT, RT_PRE_GPT2, RT_PRE_LLAMA3,
+                                        RT_PRE_QWEN2 };
     for (int k = 0; k < TXT_N; k++) {
         char *s = adversarial_text((txt_kind)k, n);
         size_t nc = text_cps(s, n, cps, cls);
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             rt_pieces out = { 0 };
             size_t steps = 0, sum = 0;
             assert_int_equal(rt_pretok_split_counted(pres[p], cps, cls, nc, &out, &steps), 0);

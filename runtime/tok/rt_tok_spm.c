@@ -159,7 +159,7 @@ static void try_add_bigram(const rt_tok *t, session *w, int32_t l, int32_t r)
     heap_push(w, (bigram){ t->score[id], l, r, size });
 }
 
-/* Escape s[0..n) (with the " " prefix) into w->text; returns its length. */
+/* Escape s[0..n) (with the " " prefix) into dst; returns its length. */
 static size_t escape(const uint8_t *s, size_t n, bool prefix, char *dst)
 {
     size_t m = 0;
@@ -233,12 +233,15 @@ static int run_session(const rt_tok *t, session *w, size_t m, rt_ids *out, char 
 int rt_tok_spm_encode(const rt_tok *t, const uint8_t *s, size_t n, bool prefix, rt_ids *out,
                       char *err)
 {
-    size_t cap = 3 * (n + 1); /* every byte may become U+2581 */
+    size_t m = n + prefix; /* escaped length: each space grows by 2 bytes */
+    for (size_t i = 0; i < n; i++)
+        m += s[i] == ' ' ? 2 : 0;
+    m += prefix ? 2 : 0;
     session w = { 0 };
-    w.text = malloc(cap);
-    w.syms = malloc(cap * sizeof *w.syms);
-    /* heap: n - 1 seeds plus at most 2 per merge (< n merges) */
-    w.heap = malloc(3 * cap * sizeof *w.heap);
+    w.text = malloc(m);
+    w.syms = malloc(m * sizeof *w.syms);
+    /* heap: m - 1 seeds plus at most 2 per merge (< m merges) */
+    w.heap = malloc(3 * m * sizeof *w.heap);
     int rc = -1;
     if (!w.text || !w.syms || !w.heap)
         snprintf(err, RT_ERR_LEN, "tokenizer: out of memory encoding %zu bytes", n);
