@@ -46,8 +46,9 @@
  * Special tokens: tokens of type 3 (control), 4 (user-defined) and 2 (unknown) are matched in
  * the text (leftmost, longest first) only when parse_special is true; otherwise their text is
  * ordinary text. (llama.cpp matches user-defined tokens even with parse_special off; we do
- * not.) BOS is never added by rt_tok_encode: the caller adds rt_tok_bos() when
- * rt_tok_add_bos().
+ * not. Nor do we apply llama.cpp's lstrip/rstrip of the spaces around special tokens, which it
+ * sets by general.name for Phi-3, Jina and ModernBERT files only.) BOS is never added by
+ * rt_tok_encode: the caller adds rt_tok_bos() when rt_tok_add_bos().
  */
 #ifndef RT_TOKENIZER_H
 #define RT_TOKENIZER_H
