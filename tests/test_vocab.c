@@ -299,6 +299,66 @@ static void test_spm_1mb(void **state)
     rt_tok_free(t);
 }
 
+/* 64 KB of random bytes (mostly invalid UTF-8) through both vocabulary types: encode and
+ * decode succeed with ids in range; byte-level BPE gives the bytes back exactly; SPM gives
+ * them back up to U+2581 vs " " (llama.cpp's escaped space can be split by a truncated lead
+ * byte and then decodes as its own bytes: test_spm_llama), so both sides are compared with
+ * every U+2581 turned into a space. */
+static char *unescape_spaces(const char *s, size_t n, size_t *out_n)
+{
+    char *d = malloc(n + 1);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 2 < n && memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
+            d[m++] = ' ';
+            i += 2;
+        } else {
+            d[m++] = s[i];
+        }
+    }
+    *out_n = m;
+    return d;
+}
+
+static void test_random_bytes(void **state)
+{
+    (void)state;
+    const vocab_file *vs[2] = { &k_gpt2, &k_llama_spm };
+    const size_t n = 1 << 16;
+    char *s = malloc(n);
+    uint32_t r = 777;
+    for (size_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        s[i] = (char)(r >> 24);
+    }
+    for (int k = 0; k < 2; k++) {
+        rt_tok *t = load_or_skip(vs[k]->gguf);
+        if (!t)
+            skip();
+        char err[RT_ERR_LEN], *dec;
+        size_t dlen, n_x, n_y;
+        rt_ids a = { 0 };
+        assert_int_equal(rt_tok_encode(t, s, n, false, &a, err), 0);
+        for (size_t i = 0; i < a.n; i++)
+            assert_true(a.v[i] >= 0 && a.v[i] < rt_tok_n_vocab(t));
+        assert_int_equal(rt_tok_decode(t, a.v, a.n, false, &dec, &dlen, err), 0);
+        if (vs[k]->model == RT_TOK_BPE) {
+            assert_int_equal(dlen, n);
+            assert_memory_equal(dec, s, n);
+        } else {
+            char *x = unescape_spaces(s, n, &n_x), *y = unescape_spaces(dec, dlen, &n_y);
+            assert_int_equal(n_x, n_y);
+            assert_memory_equal(x, y, n_x);
+            free(x);
+            free(y);
+        }
+        free(dec);
+        rt_ids_free(&a);
+        rt_tok_free(t);
+    }
+    free(s);
+}
+
 /* ---- SentencePiece rules on a small vocabulary ---- */
 
 typedef struct {
@@ -598,6 +658,7 @@ int main(void)
         cmocka_unit_test_prestate(test_vocab_file, (void *)&k_llama_bpe),
         cmocka_unit_test(test_spm_llama),
         cmocka_unit_test(test_spm_1mb),
+        cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_spm_rules),
         cmocka_unit_test(test_qwen2_split),
         cmocka_unit_test(test_pre_names),
