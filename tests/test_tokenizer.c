@@ -491,7 +491,7 @@ static void test_synth_bad(void **state)
     (void)state;
     char err[RT_ERR_LEN];
     rt_gguf_writer *w = rt_gguf_writer_new(0);
-    rt_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "bert"); /* WordPiece: not supported */
     uint8_t *data;
     size_t len;
     rt_gguf *g;
@@ -501,7 +501,7 @@ static void test_synth_bad(void **state)
     assert_int_equal(rt_gguf_open_mem(data, len, "bad.gguf", &g, err), 0);
     assert_int_not_equal(rt_tok_load(g, &t, err), 0);
     assert_null(t);
-    assert_non_null(strstr(err, "llama"));
+    assert_non_null(strstr(err, "'bert' is not supported"));
     rt_gguf_close(g);
     free(data);
 
@@ -763,11 +763,12 @@ static void test_pretok_linear(void **state)
     const size_t n = 1 << 20;
     uint32_t *cps = malloc(n * sizeof *cps);
     uint8_t *cls = malloc(n);
-    static const rt_tok_pre pres[3] = { RT_PRE_DEFAULT, RT_PRE_GPT2, RT_PRE_LLAMA3 };
+    static const rt_tok_pre pres[4] = { RT_PRE_DEFAULT, RT_PRE_GPT2, RT_PRE_LLAMA3,
+                                        RT_PRE_QWEN2 };
     for (int k = 0; k < TXT_N; k++) {
         char *s = adversarial_text((txt_kind)k, n);
         size_t nc = text_cps(s, n, cps, cls);
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             rt_pieces out = { 0 };
             size_t steps = 0, sum = 0;
             assert_int_equal(rt_pretok_split_counted(pres[p], cps, cls, nc, &out, &steps), 0);

@@ -1,6 +1,6 @@
 /* rt_pretok.c - pre-tokenizer regexes as hand-written matchers over code points.
  *
- * Owns: the three split rules of rt_tok_pre (see rt_tokenizer.h), no state.
+ * Owns: the four split rules of rt_tok_pre (see rt_tokenizer.h), no state.
  *
  * A "regex" here is a matcher: given a start position inside a piece [s, e) it returns the
  * length of the leftmost-first (backtracking, Perl/ECMAScript/Oniguruma) match starting
@@ -12,6 +12,8 @@
  *   GPT-2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
  *   Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}
  *            | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *   Qwen2:   the Llama 3 regex with \p{N} in place of \p{N}{1,3} (llama.cpp
+ *            LLAMA_VOCAB_PRE_TYPE_QWEN2: every digit its own pre-token).
  *   default (llama.cpp LLAMA_VOCAB_PRE_TYPE_DEFAULT), applied in turn, each on every piece of
  *   the previous one: [\p{P}\$\+<=>\^~\|]+, then GPT-2, then \p{N}+, then [0-9][0-9][0-9].
  *
@@ -141,7 +143,8 @@ static size_t m_gpt2(const subj *t, size_t pos, size_t e)
     return spaces_tail(t, pos, e, false);
 }
 
-static size_t m_llama3(const subj *t, size_t pos, size_t e)
+/* The Llama 3 regex with digit runs of at most max_digits (3: Llama 3, 1: Qwen2). */
+static size_t m_llama3_n(const subj *t, size_t pos, size_t e, size_t max_digits)
 {
     size_t n = contraction(t, pos, e, true);
     if (n)
@@ -154,7 +157,7 @@ static size_t m_llama3(const subj *t, size_t pos, size_t e)
     if ((n = run_of(t, pos, e, RT_CP_L)) > 0)
         return n;
     /* \p{N}{1,3}: scanning the whole run here made digit runs quadratic */
-    if ((n = run_max(t, pos, e, RT_CP_N, 3)) > 0)
+    if ((n = run_max(t, pos, e, RT_CP_N, max_digits)) > 0)
         return n;
     /* ` ?[^\s\p{L}\p{N}]+[\r\n]*` */
     size_t sp = (c == ' ' && pos + 1 < e && OTHER(t, pos + 1)) ? 1 : 0;
@@ -174,6 +177,9 @@ static size_t m_llama3(const subj *t, size_t pos, size_t e)
     /* \s+(?!\S)|\s+ */
     return spaces_tail(t, pos, e, true);
 }
+
+static size_t m_llama3(const subj *t, size_t pos, size_t e) { return m_llama3_n(t, pos, e, 3); }
+static size_t m_qwen2(const subj *t, size_t pos, size_t e) { return m_llama3_n(t, pos, e, 1); }
 
 static bool punct_class(const subj *t, size_t i)
 {
@@ -249,6 +255,8 @@ int rt_pretok_split_counted(rt_tok_pre pre, const uint32_t *cps, const uint8_t *
     rt_pieces all = { &whole, 1, 1 };
     if (pre == RT_PRE_LLAMA3)
         return split_pieces(&t, &all, m_llama3, out);
+    if (pre == RT_PRE_QWEN2)
+        return split_pieces(&t, &all, m_qwen2, out);
     if (pre == RT_PRE_GPT2)
         return split_pieces(&t, &all, m_gpt2, out);
     static const matcher chain[4] = { m_punct, m_gpt2, m_numbers, m_digits3 };

@@ -1,8 +1,9 @@
 /* rt_tok_decode.c - token ids back to bytes.
  *
  * Owns: the GPT-2 bytes_to_unicode table and its inverse, the decoded piece of every token
- * (built once at load), whole-sequence decode and the streaming decoder that holds back
- * incomplete UTF-8 characters.
+ * (built once at load, llama.cpp's token_to_piece for BPE and SPM), whole-sequence decode
+ * (with SPM's leading-space strip) and the streaming decoder that holds back incomplete
+ * UTF-8 characters.
  */
 #include "tok/rt_tok_priv.h"
 
@@ -49,6 +50,31 @@ static size_t unmap(const struct rt_tok *t, const char *s, size_t n, char *dst)
     return m;
 }
 
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : 0;
+}
+
+/* SPM piece of a normal token (U+2581 -> " ") or a byte token (<0xHH>, checked at load). */
+static size_t spm_piece(uint8_t type, const char *s, size_t n, char *dst)
+{
+    if (type == RT_TOKTYPE_BYTE) {
+        dst[0] = (char)(hexval(s[3]) << 4 | hexval(s[4]));
+        return 1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 2 < n && memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
+            dst[m++] = ' ';
+            i += 2;
+        } else {
+            dst[m++] = s[i];
+        }
+    }
+    return m;
+}
+
 int rt_tok_build_pieces(struct rt_tok *t)
 {
     int32_t n = t->n_vocab;
@@ -61,10 +87,15 @@ int rt_tok_build_pieces(struct rt_tok *t)
     for (int32_t i = 0; i < n; i++) {
         const char *s = t->text + t->text_off[i];
         size_t len = t->text_off[i + 1] - t->text_off[i], m;
+        uint8_t ty = t->type[i];
         t->piece_off[i] = off;
-        if (t->type[i] == RT_TOKTYPE_CONTROL || t->type[i] == RT_TOKTYPE_USER_DEFINED) {
+        if (ty == RT_TOKTYPE_CONTROL || ty == RT_TOKTYPE_USER_DEFINED || ty == RT_TOKTYPE_UNKNOWN) {
             memcpy(t->piece + off, s, len);
             m = len;
+        } else if (ty == RT_TOKTYPE_UNUSED) {
+            m = 0; /* llama.cpp's token_to_piece gives unused tokens nothing */
+        } else if (t->model == RT_TOK_SPM) {
+            m = spm_piece(ty, s, len, t->piece + off);
         } else {
             m = unmap(t, s, len, t->piece + off);
         }
@@ -81,7 +112,7 @@ const char *rt_tok_piece(const rt_tok *t, int32_t id, bool special, size_t *out_
     *out_len = 0;
     if (id < 0 || id >= t->n_vocab)
         return "";
-    if (t->type[id] == RT_TOKTYPE_CONTROL && !special)
+    if ((t->type[id] == RT_TOKTYPE_CONTROL || t->type[id] == RT_TOKTYPE_UNKNOWN) && !special)
         return "";
     *out_len = t->piece_off[id + 1] - t->piece_off[id];
     return t->piece + t->piece_off[id];
@@ -95,6 +126,8 @@ int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, c
         rt_tok_piece(t, ids[i], special, &len);
         total += len;
     }
+    /* llama.cpp's detokenize: with add_space_prefix, one leading space of the first token's
+     * piece goes (the first token counts even when its piece is empty) */
     char *s = malloc(total + 1);
     if (!s) {
         snprintf(err, RT_ERR_LEN, "tokenizer: out of memory decoding %zu tokens", n);
@@ -103,6 +136,10 @@ int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, c
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         const char *p = rt_tok_piece(t, ids[i], special, &len);
+        if (i == 0 && t->add_space_prefix && len && p[0] == ' ') {
+            p++;
+            len--;
+        }
         memcpy(s + m, p, len);
         m += len;
     }

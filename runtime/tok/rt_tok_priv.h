@@ -1,5 +1,6 @@
-/* rt_tok_priv.h - the tokenizer's internal layout, shared by rt_tokenizer.c (load, encode)
- * and rt_tok_decode.c (pieces, streaming).
+/* rt_tok_priv.h - the tokenizer's internal layout, shared by rt_tokenizer.c (load, BPE
+ * encode), rt_tok_vocab.c (token table), rt_tok_spm.c (SentencePiece) and rt_tok_decode.c
+ * (pieces, streaming).
  */
 #ifndef RT_TOK_PRIV_H
 #define RT_TOK_PRIV_H
@@ -13,6 +14,7 @@ struct rt_tok {
     char *text;          /* all token texts, stored form, back to back */
     uint32_t *text_off;  /* [n_vocab + 1] */
     uint8_t *type;       /* [n_vocab] RT_TOKTYPE_* */
+    float *score;        /* SPM: [n_vocab] tokenizer.ggml.scores (0 where the key is absent) */
     char *piece;         /* decoded bytes of every token (control tokens: their text) */
     uint32_t *piece_off; /* [n_vocab + 1] */
     size_t max_piece;
@@ -24,7 +26,9 @@ struct rt_tok {
     uint32_t *mg_rank;
     int32_t *mg_res;
     uint32_t mg_mask;
-    int32_t byte_tok[256]; /* id of the one-character token of each byte, -1 if none */
+    /* token of each byte, -1 if none: BPE its one-character token (GPT-2 form), SPM its
+     * <0xXX> token, else the token whose text is that byte (as llama.cpp's byte_to_token) */
+    int32_t byte_tok[256];
     uint16_t byte_cp[256]; /* GPT-2 bytes_to_unicode: byte -> code point */
     int16_t cp_byte[324];  /* inverse, -1 where no byte maps there */
     /* special tokens by first byte: ids sorted by text length, longest first */
@@ -32,8 +36,25 @@ struct rt_tok {
     uint32_t sp_first[257]; /* bucket b is sp_ids[sp_first[b] .. sp_first[b+1]) */
     int32_t bos, eos, eot;
     bool add_bos;
+    bool add_space_prefix; /* SPM: prefix " " to text at the start / after a special token;
+                              decode: drop one leading space of the first token */
+    bool ignore_merges;    /* BPE: a whole pre-token that is a vocabulary entry is one token */
+    rt_tok_model model;
     rt_tok_pre pre;
 };
+
+/* rt_tok_vocab.c: tokenizer.ggml.tokens / token_type into text, text_off, type, tok_hash. */
+int rt_tok_load_vocab(struct rt_tok *t, const rt_gguf *g, char *err);
+uint32_t rt_tok_table_size(uint64_t n); /* power of two >= 2 n, at least 1024 */
+
+/* rt_tok_spm.c: scores, byte tokens, add_space_prefix, BOS/EOS defaults of an SPM vocabulary
+ * (after rt_tok_load_vocab). 0 ok, -1 with err. */
+int rt_tok_spm_load(struct rt_tok *t, const rt_gguf *g, char *err);
+/* SentencePiece encode of one run of text s[0..n) (no special tokens in it), with " "
+ * prefixed when prefix. Appends ids. 0 ok, -1 with err (out of memory, a byte no token
+ * stands for). */
+int rt_tok_spm_encode(const struct rt_tok *t, const uint8_t *s, size_t n, bool prefix,
+                      rt_ids *out, char *err);
 
 /* Fill byte_cp / cp_byte (GPT-2 bytes_to_unicode). */
 void rt_tok_byte_map(struct rt_tok *t);

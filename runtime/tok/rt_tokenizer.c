@@ -1,10 +1,12 @@
-/* rt_tokenizer.c - byte-level BPE tokenizer: loading from GGUF and encoding.
+/* rt_tokenizer.c - loading a tokenizer from GGUF and byte-level BPE encoding.
  *
- * Owns: rt_tok construction (vocabulary copy, hash tables, merge ranks, special-token
- * buckets) and rt_tok_encode: special-token split -> pre-tokenizer (rt_pretok.c) -> GPT-2
- * byte mapping -> BPE merges by rank with a binary heap over a linked list of symbols
- * (O(n log n) per pre-token, ties broken leftmost first, as llama.cpp and HF). Decoding is
- * in rt_tok_decode.c. Policy notes (pre-tokenizer choice, special tokens) in rt_tokenizer.h.
+ * Owns: rt_tok construction (model choice, pre-tokenizer choice, merge ranks, special-token
+ * buckets; the token table is rt_tok_vocab.c's, the SentencePiece parts rt_tok_spm.c's) and
+ * rt_tok_encode: special-token split -> per run of text either SPM (rt_tok_spm.c) or BPE:
+ * pre-tokenizer (rt_pretok.c) -> GPT-2 byte mapping -> BPE merges by rank with a binary heap
+ * over a linked list of symbols (O(n log n) per pre-token, ties broken leftmost first, as
+ * llama.cpp and HF). Decoding is in rt_tok_decode.c. Policy notes (vocabulary types,
+ * pre-tokenizer choice, special tokens) in rt_tokenizer.h.
  */
 #include "tok/rt_tok_priv.h"
 #include "tok/rt_pretok.h"
@@ -15,15 +17,7 @@
 
 #define LLAMA3_N_VOCAB 128256
 
-/* ---- hashing ---- */
-
-static uint32_t hash_str(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
+/* ---- merge table ---- */
 
 static uint32_t hash_u64(uint64_t x)
 {
@@ -31,40 +25,6 @@ static uint32_t hash_u64(uint64_t x)
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
     return (uint32_t)x;
-}
-
-static uint32_t table_size(uint64_t n)
-{
-    uint32_t s = 1024;
-    while (s < 2 * n)
-        s *= 2;
-    return s;
-}
-
-int32_t rt_tok_find(const rt_tok *t, const char *text, size_t len)
-{
-    for (uint32_t h = hash_str(text, len) & t->tok_mask;; h = (h + 1) & t->tok_mask) {
-        int32_t id = t->tok_hash[h];
-        if (id < 0)
-            return -1;
-        if (t->text_off[id + 1] - t->text_off[id] == len &&
-            memcmp(t->text + t->text_off[id], text, len) == 0)
-            return id;
-    }
-}
-
-static void tok_insert(rt_tok *t, int32_t id)
-{
-    const char *s = t->text + t->text_off[id];
-    size_t len = t->text_off[id + 1] - t->text_off[id];
-    for (uint32_t h = hash_str(s, len) & t->tok_mask;; h = (h + 1) & t->tok_mask) {
-        int32_t o = t->tok_hash[h];
-        if (o < 0 || (t->text_off[o + 1] - t->text_off[o] == len &&
-                      memcmp(t->text + t->text_off[o], s, len) == 0)) {
-            t->tok_hash[h] = id; /* a duplicate text maps to its last id, as llama.cpp */
-            return;
-        }
-    }
 }
 
 static uint64_t mg_keyof(int32_t l, int32_t r) { return (uint64_t)(uint32_t)l << 32 | (uint32_t)r; }
@@ -87,6 +47,7 @@ void rt_tok_free(rt_tok *t)
     free(t->text);
     free(t->text_off);
     free(t->type);
+    free(t->score);
     free(t->piece);
     free(t->piece_off);
     free(t->tok_hash);
@@ -105,14 +66,16 @@ static int fail(char *err, const char *msg, const rt_gguf *g)
 
 static int oom(char *err, const rt_gguf *g) { return fail(err, "tokenizer: out of memory", g); }
 
-static int load_id(const rt_gguf *g, const char *key, int32_t n_vocab, int32_t *out, char *err)
+/* Token id under key; def (if in range, else -1) when the key is absent. */
+static int load_id(const rt_gguf *g, const char *key, int32_t n_vocab, int32_t def, int32_t *out,
+                   char *err)
 {
     uint32_t v;
     int rc = rt_gguf_get_u32(g, key, &v, err);
     if (rc < 0)
         return -1;
     if (rc == 1) {
-        *out = -1;
+        *out = def < n_vocab ? def : -1;
         return 0;
     }
     if (v >= (uint32_t)n_vocab) {
@@ -121,63 +84,6 @@ static int load_id(const rt_gguf *g, const char *key, int32_t n_vocab, int32_t *
         return -1;
     }
     *out = (int32_t)v;
-    return 0;
-}
-
-static int load_vocab(rt_tok *t, const rt_gguf *g, char *err)
-{
-    const rt_gguf_kv *toks;
-    int rc = rt_gguf_get_arr(g, "tokenizer.ggml.tokens", RT_GGUF_STRING, &toks, err);
-    if (rc == 1)
-        return fail(err, "tokenizer: key 'tokenizer.ggml.tokens' is missing", g);
-    if (rc < 0)
-        return -1;
-    if (toks->arr_len == 0 || toks->arr_len > INT32_MAX / 2)
-        return fail(err, "tokenizer: 'tokenizer.ggml.tokens' is empty or too large", g);
-    int32_t n = t->n_vocab = (int32_t)toks->arr_len;
-    uint64_t total = 0;
-    for (int32_t i = 0; i < n; i++)
-        total += rt_gguf_arr_str(toks, (uint64_t)i).len;
-    if (total >= UINT32_MAX)
-        return fail(err, "tokenizer: token texts exceed 4 GiB", g);
-    t->text = malloc(total + 1);
-    t->text_off = malloc(((size_t)n + 1) * sizeof *t->text_off);
-    t->type = malloc((size_t)n);
-    t->tok_mask = table_size((uint64_t)n) - 1;
-    t->tok_hash = malloc(((size_t)t->tok_mask + 1) * sizeof *t->tok_hash);
-    if (!t->text || !t->text_off || !t->type || !t->tok_hash)
-        return oom(err, g);
-    memset(t->tok_hash, 0xff, ((size_t)t->tok_mask + 1) * sizeof *t->tok_hash);
-    uint32_t off = 0;
-    for (int32_t i = 0; i < n; i++) {
-        rt_gguf_str s = rt_gguf_arr_str(toks, (uint64_t)i);
-        t->text_off[i] = off;
-        if (s.len)
-            memcpy(t->text + off, s.ptr, s.len);
-        off += (uint32_t)s.len;
-    }
-    t->text_off[n] = off;
-    for (int32_t i = 0; i < n; i++)
-        tok_insert(t, i);
-
-    memset(t->type, RT_TOKTYPE_NORMAL, (size_t)n);
-    const rt_gguf_kv *ty = rt_gguf_find(g, "tokenizer.ggml.token_type");
-    if (ty) {
-        bool int_elem = ty->type == RT_GGUF_ARRAY && ty->arr_type <= RT_GGUF_I32 &&
-                        ty->arr_type != RT_GGUF_F32;
-        if (!int_elem || ty->arr_len != (uint64_t)n) {
-            snprintf(err, RT_ERR_LEN,
-                     "%s: key 'tokenizer.ggml.token_type': expected an integer array of %d "
-                     "elements (one per token), got %s of %llu",
-                     g->path, n, rt_gguf_vtype_name(ty->type == RT_GGUF_ARRAY ? ty->arr_type : ty->type),
-                     (unsigned long long)(ty->type == RT_GGUF_ARRAY ? ty->arr_len : 1));
-            return -1;
-        }
-        for (int32_t i = 0; i < n; i++) {
-            int64_t v = rt_gguf_arr_int(ty, (uint64_t)i);
-            t->type[i] = (uint8_t)(v >= 1 && v <= 6 ? v : RT_TOKTYPE_NORMAL);
-        }
-    }
     return 0;
 }
 
@@ -191,7 +97,7 @@ static int load_merges(rt_tok *t, const rt_gguf *g, char *err)
         return -1;
     if (mg->arr_len >= UINT32_MAX / 4)
         return fail(err, "tokenizer: too many merges", g);
-    size_t sz = table_size(mg->arr_len);
+    size_t sz = rt_tok_table_size(mg->arr_len);
     t->mg_mask = (uint32_t)sz - 1;
     t->mg_key = malloc(sz * sizeof *t->mg_key);
     t->mg_rank = malloc(sz * sizeof *t->mg_rank);
@@ -244,13 +150,19 @@ static int load_merges(rt_tok *t, const rt_gguf *g, char *err)
     return 0;
 }
 
+/* The types matched in text with parse_special (llama.cpp's cache_special_tokens). */
+static bool is_special(uint8_t type)
+{
+    return type == RT_TOKTYPE_CONTROL || type == RT_TOKTYPE_USER_DEFINED ||
+           type == RT_TOKTYPE_UNKNOWN;
+}
+
 static int load_specials(rt_tok *t, const rt_gguf *g, char *err)
 {
     uint32_t cnt[257] = { 0 };
     size_t n_sp = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
-        bool sp = t->type[i] == RT_TOKTYPE_CONTROL || t->type[i] == RT_TOKTYPE_USER_DEFINED;
-        if (sp && t->text_off[i + 1] > t->text_off[i]) {
+        if (is_special(t->type[i]) && t->text_off[i + 1] > t->text_off[i]) {
             cnt[(uint8_t)t->text[t->text_off[i]]]++;
             n_sp++;
         }
@@ -264,8 +176,7 @@ static int load_specials(rt_tok *t, const rt_gguf *g, char *err)
     uint32_t fill[256];
     memcpy(fill, t->sp_first, sizeof fill);
     for (int32_t i = 0; i < t->n_vocab; i++) {
-        bool sp = t->type[i] == RT_TOKTYPE_CONTROL || t->type[i] == RT_TOKTYPE_USER_DEFINED;
-        if (!sp || t->text_off[i + 1] == t->text_off[i])
+        if (!is_special(t->type[i]) || t->text_off[i + 1] == t->text_off[i])
             continue;
         uint8_t b = (uint8_t)t->text[t->text_off[i]];
         /* insertion into the bucket, longest text first (buckets are small) */
@@ -282,6 +193,19 @@ static int load_specials(rt_tok *t, const rt_gguf *g, char *err)
     return 0;
 }
 
+/* tokenizer.ggml.pre values, as llama.cpp's llama_vocab::load maps them (falcon_e: see
+ * rt_tokenizer.h). */
+static const struct {
+    const char *name;
+    rt_tok_pre pre;
+    bool ignore_merges;
+} k_pre[] = {
+    { "default", RT_PRE_DEFAULT, false }, { "gpt-2", RT_PRE_GPT2, false },
+    { "llama3", RT_PRE_LLAMA3, true },    { "llama-v3", RT_PRE_LLAMA3, true },
+    { "llama-bpe", RT_PRE_LLAMA3, true }, { "falcon3", RT_PRE_LLAMA3, true },
+    { "falcon_e", RT_PRE_LLAMA3, true },  { "qwen2", RT_PRE_QWEN2, false },
+};
+
 static int load_pre(rt_tok *t, const rt_gguf *g, char *err)
 {
     rt_gguf_str pre;
@@ -290,20 +214,21 @@ static int load_pre(rt_tok *t, const rt_gguf *g, char *err)
         return -1;
     if (rc == 1) {
         t->pre = t->n_vocab == LLAMA3_N_VOCAB ? RT_PRE_LLAMA3 : RT_PRE_DEFAULT;
+        t->ignore_merges = t->pre == RT_PRE_LLAMA3;
         return 0;
     }
-    static const struct { const char *name; rt_tok_pre pre; } known[] = {
-        { "default", RT_PRE_DEFAULT }, { "gpt-2", RT_PRE_GPT2 },
-        { "llama-bpe", RT_PRE_LLAMA3 }, { "llama3", RT_PRE_LLAMA3 },
-    };
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (pre.len == strlen(known[i].name) && memcmp(pre.ptr, known[i].name, pre.len) == 0) {
-            t->pre = known[i].pre;
+    char names[256];
+    size_t m = 0;
+    for (size_t i = 0; i < sizeof k_pre / sizeof k_pre[0]; i++) {
+        if (pre.len == strlen(k_pre[i].name) && memcmp(pre.ptr, k_pre[i].name, pre.len) == 0) {
+            t->pre = k_pre[i].pre;
+            t->ignore_merges = k_pre[i].ignore_merges;
             return 0;
         }
+        m += (size_t)snprintf(names + m, sizeof names - m, "%s%s", i ? ", " : "", k_pre[i].name);
+    }
     snprintf(err, RT_ERR_LEN, "%s: key 'tokenizer.ggml.pre': unknown pre-tokenizer '%.*s' "
-             "(known: default, gpt-2, llama-bpe, llama3)", g->path,
-             (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+             "(known: %s)", g->path, (int)(pre.len > 64 ? 64 : pre.len), pre.ptr, names);
     return -1;
 }
 
@@ -325,21 +250,10 @@ static int check_byte_tokens(const rt_tok *t, const rt_gguf *g, char *err)
     return -1;
 }
 
-static int load_all(rt_tok *t, const rt_gguf *g, char *err)
+/* The BPE parts: pre-tokenizer, GPT-2 byte tokens, pieces, merges. */
+static int load_bpe(rt_tok *t, const rt_gguf *g, char *err)
 {
-    rt_gguf_str model;
-    int rc = rt_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
-    if (rc < 0)
-        return -1;
-    if (rc == 1)
-        return fail(err, "tokenizer: key 'tokenizer.ggml.model' is missing", g);
-    if (model.len != 4 || memcmp(model.ptr, "gpt2", 4) != 0) {
-        snprintf(err, RT_ERR_LEN, "%s: key 'tokenizer.ggml.model': '%.*s' is not supported "
-                 "(only 'gpt2', byte-level BPE)", g->path, (int)(model.len > 64 ? 64 : model.len),
-                 model.ptr);
-        return -1;
-    }
-    if (load_vocab(t, g, err) || load_pre(t, g, err))
+    if (load_pre(t, g, err))
         return -1;
     rt_tok_byte_map(t);
     for (int b = 0; b < 256; b++) {
@@ -349,11 +263,46 @@ static int load_all(rt_tok *t, const rt_gguf *g, char *err)
     }
     if (rt_tok_build_pieces(t))
         return oom(err, g);
-    if (load_merges(t, g, err) || load_specials(t, g, err) || check_byte_tokens(t, g, err))
+    return load_merges(t, g, err) || check_byte_tokens(t, g, err) ? -1 : 0;
+}
+
+static const struct { const char *name; rt_tok_model model; } k_model[] = {
+    { "gpt2", RT_TOK_BPE }, { "llama", RT_TOK_SPM },
+};
+
+static int load_model(rt_tok *t, const rt_gguf *g, char *err)
+{
+    rt_gguf_str model;
+    int rc = rt_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
+    if (rc < 0)
         return -1;
-    if (load_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab, &t->bos, err) ||
-        load_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos, err) ||
-        load_id(g, "tokenizer.ggml.eot_token_id", t->n_vocab, &t->eot, err))
+    if (rc == 1)
+        return fail(err, "tokenizer: key 'tokenizer.ggml.model' is missing", g);
+    for (size_t i = 0; i < sizeof k_model / sizeof k_model[0]; i++)
+        if (model.len == strlen(k_model[i].name) &&
+            memcmp(model.ptr, k_model[i].name, model.len) == 0) {
+            t->model = k_model[i].model;
+            return 0;
+        }
+    snprintf(err, RT_ERR_LEN, "%s: key 'tokenizer.ggml.model': '%.*s' is not supported "
+             "(only 'gpt2', byte-level BPE, and 'llama', SentencePiece)", g->path,
+             (int)(model.len > 64 ? 64 : model.len), model.ptr);
+    return -1;
+}
+
+static int load_all(rt_tok *t, const rt_gguf *g, char *err)
+{
+    if (load_model(t, g, err) || rt_tok_load_vocab(t, g, err))
+        return -1;
+    bool spm = t->model == RT_TOK_SPM;
+    if (spm ? rt_tok_spm_load(t, g, err) : load_bpe(t, g, err))
+        return -1;
+    if (load_specials(t, g, err))
+        return -1;
+    /* llama.cpp's defaults when the keys are absent: SPM BOS 1, EOS 2; BPE none */
+    if (load_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab, spm ? 1 : -1, &t->bos, err) ||
+        load_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab, spm ? 2 : -1, &t->eos, err) ||
+        load_id(g, "tokenizer.ggml.eot_token_id", t->n_vocab, -1, &t->eot, err))
         return -1;
     if (t->eot < 0)
         t->eot = rt_tok_find(t, "<|eot_id|>", 10);
@@ -396,10 +345,15 @@ bool rt_tok_add_bos(const rt_tok *t) { return t->add_bos; }
 bool rt_tok_is_eog(const rt_tok *t, int32_t id) { return id >= 0 && (id == t->eos || id == t->eot); }
 rt_tok_pre rt_tok_pre_type(const rt_tok *t) { return t->pre; }
 
+rt_tok_model rt_tok_model_type(const rt_tok *t) { return t->model; }
+
 const char *rt_tok_pre_name(rt_tok_pre p)
 {
-    return p == RT_PRE_LLAMA3 ? "llama3" : p == RT_PRE_GPT2 ? "gpt-2" : "default";
+    static const char *const name[] = { "default", "gpt-2", "llama3", "qwen2" };
+    return (unsigned)p < sizeof name / sizeof name[0] ? name[p] : "default";
 }
+
+const char *rt_tok_model_name(rt_tok_model m) { return m == RT_TOK_SPM ? "llama" : "gpt2"; }
 
 /* ---- encoding ---- */
 
@@ -491,7 +445,7 @@ static int bpe_piece(const rt_tok *t, scratch *w, const uint8_t *p, size_t n, rt
 {
     if (n == 1)
         return t->byte_tok[p[0]] >= 0 ? rt_ids_push(out, t->byte_tok[p[0]]) : 0;
-    if (t->pre == RT_PRE_LLAMA3) { /* ignore_merges: a whole-piece vocabulary entry wins */
+    if (t->ignore_merges) { /* a whole-piece vocabulary entry wins */
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             uint16_t cp = t->byte_cp[p[i]];
@@ -575,6 +529,39 @@ static int32_t match_special(const rt_tok *t, const uint8_t *s, size_t n)
     return -1;
 }
 
+/* One run of text between special tokens. *prev_special: SPM puts " " before a run at the
+ * start of the text or right after a special token (llama.cpp's is_prev_special); an
+ * empty run is no fragment there, so it adds nothing and keeps the state. */
+static int encode_run(const rt_tok *t, scratch *w, const uint8_t *s, size_t n,
+                      bool *prev_special, rt_ids *out, char *err)
+{
+    if (t->model == RT_TOK_SPM) {
+        if (n == 0)
+            return 0;
+        bool prefix = t->add_space_prefix && *prev_special;
+        *prev_special = false;
+        return rt_tok_spm_encode(t, s, n, prefix, out, err);
+    }
+    if (encode_plain(t, w, s, n, out)) {
+        snprintf(err, RT_ERR_LEN, "tokenizer: out of memory encoding %zu bytes", n);
+        return -1;
+    }
+    return 0;
+}
+
+static void scratch_free(scratch *w)
+{
+    free(w->cps);
+    free(w->cls);
+    free(w->off);
+    free(w->sym);
+    free(w->prev);
+    free(w->next);
+    free(w->heap);
+    free(w->enc);
+    rt_ids_free(&w->pieces);
+}
+
 int rt_tok_encode(const rt_tok *t, const char *text, size_t len, bool parse_special,
                   rt_ids *out, char *err)
 {
@@ -584,18 +571,24 @@ int rt_tok_encode(const rt_tok *t, const char *text, size_t len, bool parse_spec
         return -1;
     }
     scratch w = { 0 };
-    size_t cap = len + 1;
-    w.cps = malloc(cap * sizeof *w.cps);
-    w.cls = malloc(cap);
-    w.off = malloc((cap + 1) * sizeof *w.off);
-    w.sym = malloc(cap * sizeof *w.sym);
-    w.prev = malloc(cap * sizeof *w.prev);
-    w.next = malloc(cap * sizeof *w.next);
-    w.heap = malloc(3 * cap * sizeof *w.heap);
-    w.enc = malloc(2 * cap);
+    if (t->model == RT_TOK_BPE) { /* SPM keeps its own scratch (rt_tok_spm.c) */
+        size_t cap = len + 1;
+        w.cps = malloc(cap * sizeof *w.cps);
+        w.cls = malloc(cap);
+        w.off = malloc((cap + 1) * sizeof *w.off);
+        w.sym = malloc(cap * sizeof *w.sym);
+        w.prev = malloc(cap * sizeof *w.prev);
+        w.next = malloc(cap * sizeof *w.next);
+        w.heap = malloc(3 * cap * sizeof *w.heap);
+        w.enc = malloc(2 * cap);
+        if (!w.cps || !w.cls || !w.off || !w.sym || !w.prev || !w.next || !w.heap || !w.enc) {
+            scratch_free(&w);
+            snprintf(err, RT_ERR_LEN, "tokenizer: out of memory encoding %zu bytes", len);
+            return -1;
+        }
+    }
     int rc = -1;
-    if (!w.cps || !w.cls || !w.off || !w.sym || !w.prev || !w.next || !w.heap || !w.enc)
-        goto done;
+    bool prev_special = true;
     size_t seg = 0;
     for (size_t i = 0; i < len; i++) {
         if (!parse_special || t->sp_first[s[i]] == t->sp_first[s[i] + 1])
@@ -603,25 +596,20 @@ int rt_tok_encode(const rt_tok *t, const char *text, size_t len, bool parse_spec
         int32_t id = match_special(t, s + i, len - i);
         if (id < 0)
             continue;
-        if (encode_plain(t, &w, s + seg, i - seg, out) || rt_ids_push(out, id))
+        if (encode_run(t, &w, s + seg, i - seg, &prev_special, out, err))
             goto done;
+        if (rt_ids_push(out, id)) {
+            snprintf(err, RT_ERR_LEN, "tokenizer: out of memory encoding %zu bytes", len);
+            goto done;
+        }
+        prev_special = true;
         i += t->text_off[id + 1] - t->text_off[id] - 1;
         seg = i + 1;
     }
-    if (encode_plain(t, &w, s + seg, len - seg, out))
+    if (encode_run(t, &w, s + seg, len - seg, &prev_special, out, err))
         goto done;
     rc = 0;
 done:
-    if (rc)
-        snprintf(err, RT_ERR_LEN, "tokenizer: out of memory encoding %zu bytes", len);
-    free(w.cps);
-    free(w.cls);
-    free(w.off);
-    free(w.sym);
-    free(w.prev);
-    free(w.next);
-    free(w.heap);
-    free(w.enc);
-    rt_ids_free(&w.pieces);
+    scratch_free(&w);
     return rc;
 }

@@ -1,19 +1,36 @@
-/* rt_tokenizer.h - byte-level BPE tokenizer (tokenizer.ggml.model = "gpt2") read from a GGUF.
+/* rt_tokenizer.h - the tokenizer of a GGUF: byte-level BPE (tokenizer.ggml.model = "gpt2") and
+ * SentencePiece (tokenizer.ggml.model = "llama"), as llama.cpp's LLAMA_VOCAB_TYPE_BPE / _SPM.
  *
- * Owns: a copy of the vocabulary (token text, types, decoded bytes), the merge-rank table,
- * the special-token matcher and the choice of pre-tokenizer. After rt_tok_load the tokenizer
- * no longer needs the GGUF (it may be closed). Works with vocab-only files (no tensors, any
- * general.architecture).
+ * Owns: a copy of the vocabulary (token text, types, scores, decoded bytes), the merge-rank
+ * table, the special-token matcher and the choice of pre-tokenizer. After rt_tok_load the
+ * tokenizer no longer needs the GGUF (it may be closed). Works with vocab-only files (no
+ * tensors, any general.architecture). Any other tokenizer.ggml.model is refused, naming it.
  *
- * Pre-tokenizer choice (rt_tok_pre):
- *   - tokenizer.ggml.pre = "llama-bpe" / "llama3"  -> RT_PRE_LLAMA3 (Llama 3 split regex,
- *     ignore_merges on), as llama.cpp.
+ * SentencePiece ("llama": Llama 2, 1bitLLM bitnet_b1_58, Phi-3), llama.cpp's llm_tokenizer_spm:
+ * spaces become U+2581; " " is put before the text at its start and after every special
+ * token when tokenizer.ggml.add_space_prefix (default true); then the text is cut into UTF-8
+ * characters (length from the lead byte alone, as llama.cpp) and the adjacent pair whose
+ * concatenation is a vocabulary entry of the highest tokenizer.ggml.scores value is merged,
+ * leftmost first on ties, until none is left; a symbol that is no entry goes out as its
+ * bytes' <0xXX> tokens (byte fallback; a byte without one fails the encode naming it).
+ * tokenizer.ggml.pre is ignored; BOS / EOS default to 1 / 2 when their keys are absent.
+ * Decode: U+2581 -> " ", byte tokens -> their byte, and one leading space of the first token
+ * is dropped when add_space_prefix (llama.cpp's detokenize; the stream decoder never drops).
+ *
+ * BPE pre-tokenizer choice (rt_tok_pre), as llama.cpp's llama_vocab::load:
+ *   - tokenizer.ggml.pre = "llama3" / "llama-v3" / "llama-bpe" / "falcon3" -> RT_PRE_LLAMA3
+ *     (Llama 3 split regex, ignore_merges on).
+ *   - "falcon_e" (Falcon-Edge ternary models): mainline llama.cpp does not know it and refuses
+ *     the file; bitnet.cpp's llama.cpp fork and ik_llama.cpp map it like "falcon3"
+ *     -> RT_PRE_LLAMA3, ignore_merges on. We do the same.
+ *   - "qwen2"                                      -> RT_PRE_QWEN2 (the Llama 3 regex with
+ *     single digits, \p{N} instead of \p{N}{1,3}; ignore_merges off).
  *   - "gpt-2"                                      -> RT_PRE_GPT2 (GPT-2 regex alone).
  *   - "default"                                    -> RT_PRE_DEFAULT (see below).
  *   - key absent, 128256 tokens (a Llama 3 vocabulary, e.g. the official BitNet b1.58 2B4T
  *     GGUF)                                        -> RT_PRE_LLAMA3.
  *   - key absent, any other vocabulary size        -> RT_PRE_DEFAULT.
- *   - any other value: rt_tok_load fails naming it.
+ *   - any other value: rt_tok_load fails naming it and listing the known ones.
  * RT_PRE_DEFAULT is llama.cpp's `default` BPE pre-tokenizer: the regexes
  * `[\p{P}\$\+<=>\^~\|]+`, the GPT-2 pattern, `\p{N}+`, `[0-9][0-9][0-9]` applied in turn, each
  * splitting every piece of the previous one into matches and the gaps between them;
@@ -23,11 +40,15 @@
  * see docs/bitnet-format.md). We use the Llama 3 rules there, so our prompt ids
  * differ from bitnet.cpp's on many texts but match Hugging Face's tokenizer. The small
  * bitnet fixtures (559 / 2048 tokens) keep the `default` rules and match bitnet.cpp exactly.
+ * BPE decode is the raw byte-level decode: llama.cpp's clean_spaces pass (" ?" -> "?", ...)
+ * is not applied, so decode(encode(x)) == x for every x.
  *
- * Special tokens: tokens of type 3 (control) and 4 (user-defined) are matched in the text
- * (leftmost, longest first) only when parse_special is true; otherwise their text is ordinary
- * text. (llama.cpp matches user-defined tokens even with parse_special off; we do not.)
- * BOS is never added by rt_tok_encode: the caller adds rt_tok_bos() when rt_tok_add_bos().
+ * Special tokens: tokens of type 3 (control), 4 (user-defined) and 2 (unknown) are matched in
+ * the text (leftmost, longest first) only when parse_special is true; otherwise their text is
+ * ordinary text. (llama.cpp matches user-defined tokens even with parse_special off; we do
+ * not. Nor do we apply llama.cpp's lstrip/rstrip of the spaces around special tokens, which it
+ * sets by general.name for Phi-3, Jina and ModernBERT files only.) BOS is never added by
+ * rt_tok_encode: the caller adds rt_tok_bos() when rt_tok_add_bos().
  */
 #ifndef RT_TOKENIZER_H
 #define RT_TOKENIZER_H
@@ -44,7 +65,13 @@ typedef enum {
     RT_PRE_DEFAULT = 0, /* llama.cpp `default` (4 regexes), ignore_merges off */
     RT_PRE_GPT2 = 1,    /* GPT-2 regex, ignore_merges off */
     RT_PRE_LLAMA3 = 2,  /* Llama 3 regex, ignore_merges on */
+    RT_PRE_QWEN2 = 3,   /* Llama 3 regex with single digits, ignore_merges off */
 } rt_tok_pre;
+
+typedef enum {
+    RT_TOK_BPE = 0, /* tokenizer.ggml.model "gpt2": byte-level BPE with merges */
+    RT_TOK_SPM = 1, /* tokenizer.ggml.model "llama": SentencePiece, scores, byte fallback */
+} rt_tok_model;
 
 /* GGUF token types (tokenizer.ggml.token_type). */
 enum {
@@ -61,8 +88,8 @@ int rt_ids_push(rt_ids *a, int32_t id); /* 0 ok, -1 out of memory */
 void rt_ids_free(rt_ids *a);            /* frees and zeroes */
 
 /* Load from an open GGUF. 0 ok; non-zero with err (RT_ERR_LEN) filled (missing/ill-typed
- * key, model not "gpt2", unknown pre-tokenizer, a vocabulary missing one of the 256
- * one-byte tokens, a malformed merge, ...).
+ * key, model neither "gpt2" nor "llama", unknown pre-tokenizer, a BPE vocabulary missing one
+ * of the 256 one-byte tokens, a malformed merge, an SPM byte token not spelt <0xXX>, ...).
  * Merges, one rule (as Hugging Face's BPE loader): every entry is "left right" split at the
  * first space after its first byte, and left, right and left+right must all be vocabulary
  * entries; anything else is refused naming the merge. A pair listed twice keeps its first
@@ -78,22 +105,28 @@ int32_t rt_tok_eos(const rt_tok *t); /* tokenizer.ggml.eos_token_id, -1 if absen
 int32_t rt_tok_eot(const rt_tok *t); /* eot_token_id key, else id of "<|eot_id|>", else -1 */
 bool rt_tok_add_bos(const rt_tok *t); /* tokenizer.ggml.add_bos_token (default true) */
 bool rt_tok_is_eog(const rt_tok *t, int32_t id); /* id is eos or eot: stop generating */
-rt_tok_pre rt_tok_pre_type(const rt_tok *t);
-const char *rt_tok_pre_name(rt_tok_pre p); /* "default", "gpt-2", "llama3" */
+rt_tok_pre rt_tok_pre_type(const rt_tok *t); /* SPM: RT_PRE_DEFAULT (unused), as llama.cpp */
+const char *rt_tok_pre_name(rt_tok_pre p); /* "default", "gpt-2", "llama3", "qwen2" */
+rt_tok_model rt_tok_model_type(const rt_tok *t);
+const char *rt_tok_model_name(rt_tok_model m); /* "gpt2", "llama" */
 /* Id of an exact vocabulary entry (stored form), -1 if none. */
 int32_t rt_tok_find(const rt_tok *t, const char *text, size_t len);
 
-/* Append the ids of text[0..len) to out (no BOS). 0 ok; -1 out of memory (err filled).
- * Invalid UTF-8 is tokenized byte by byte (each bad byte as its own code point). */
+/* Append the ids of text[0..len) to out (no BOS). 0 ok; -1 (err filled): out of memory, or
+ * (SPM) a byte that no token stands for. BPE: invalid UTF-8 is tokenized byte by byte (each
+ * bad byte as its own code point); SPM: as llama.cpp (byte fallback). */
 int rt_tok_encode(const rt_tok *t, const char *text, size_t len, bool parse_special,
                   rt_ids *out, char *err);
 
-/* Decoded bytes of one token, borrowed from the tokenizer (no NUL). Normal and byte tokens:
- * their UTF-8 bytes (inverse GPT-2 byte map). Control tokens: their text when `special`,
- * else empty. User-defined tokens: their text. Out of range: empty. */
+/* Decoded bytes of one token, borrowed from the tokenizer (no NUL), as llama.cpp's
+ * token_to_piece. BPE normal and byte tokens: their bytes (inverse GPT-2 byte map). SPM
+ * normal tokens: their text with U+2581 -> " "; SPM byte tokens <0xXX>: that byte. Control
+ * and unknown tokens: their text when `special`, else empty. User-defined tokens: their
+ * text. Unused tokens and out of range: empty. */
 const char *rt_tok_piece(const rt_tok *t, int32_t id, bool special, size_t *out_len);
-/* Whole sequence to a malloc'd NUL-terminated string (*out_len excludes the NUL).
- * 0 ok, -1 out of memory. */
+/* Whole sequence to a malloc'd NUL-terminated string (*out_len excludes the NUL): the pieces
+ * back to back, less one leading space of the first token's piece when add_space_prefix
+ * (SPM), as llama.cpp's detokenize. 0 ok, -1 out of memory. */
 int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, char **out_str,
                   size_t *out_len, char *err);
 
