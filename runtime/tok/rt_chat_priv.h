@@ -8,14 +8,29 @@
 
 #include "tok/rt_chat.h"
 
-/* Where a row renders to: the whole text (rt_chat_render) or tokens (rt_chat.c's builder). */
-typedef struct rt_chat_out rt_chat_out;
+/* Where a row renders to (rt_chat_out.c): the whole text (c NULL: rt_chat_render) or tokens
+ * (rt_chat.c's builder). Zero-init plus err (and c, ids for tokens) is a fresh output. */
+typedef struct rt_chat_out {
+    char *buf;     /* text: the whole rendering; tokens: plain text not tokenized yet */
+    size_t n, cap;
+    rt_chat *c;    /* tokens: the builder (NULL: text) */
+    rt_ids *ids;   /* tokens: where they go */
+    char *err;
+    int rc;        /* 0, or -1 after the first failure (err set) */
+} rt_chat_out;
+
 /* Template text: the row's special strings in it become tokens (when the vocabulary has them). */
 void rt_chat_out_tmpl(rt_chat_out *o, const char *s);
 /* Message content: always plain text. */
 void rt_chat_out_text(rt_chat_out *o, const char *s, size_t n);
 /* Content trimmed of leading and trailing whitespace (llama.cpp's trim: isspace). */
 void rt_chat_out_trimmed(rt_chat_out *o, const char *s);
+/* Tokens: one id (the plain text gathered before it tokenized first). */
+void rt_chat_out_id(rt_chat_out *o, int32_t id);
+/* Records an out-of-memory failure (rc -1, err set once). */
+void rt_chat_out_oom(rt_chat_out *o);
+/* Tokens: tokenizes what is gathered, frees the buffer; returns rc. */
+int rt_chat_out_finish(rt_chat_out *o);
 
 /* The row's own state bits (rt_chat.st): */
 enum {

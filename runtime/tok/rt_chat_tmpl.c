@@ -2,7 +2,7 @@
  * special strings, how messages and the generation prompt render), recognising a model
  * file's tokenizer.chat_template, and the fallback rule (rt_chat.h).
  *
- * Owns: the rows and the detection rules. Every row but bitnet renders as llama.cpp's
+ * Owns: the rows, the detection rules and the whole-text rendering. Every row but bitnet renders as llama.cpp's
  * llm_chat_apply_template (src/llama-chat.cpp) renders the template of the same name;
  * detection follows llama.cpp's llm_chat_detect_template, rule for rule in its order, with
  * two additions (bitnet, which llama.cpp does not have, and Falcon3's own template, see
@@ -16,7 +16,13 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+const char *rt_chat_role_name(rt_chat_role r)
+{
+    return r == RT_ROLE_SYSTEM ? "System" : r == RT_ROLE_USER ? "User" : r == RT_ROLE_IPYTHON ? "Ipython" : "Assistant";
+}
 
 #define ROLE_LOWER(r) (k_lower[(r) & 3])
 static const char *const k_lower[4] = {"system", "user", "assistant", "tool"};
@@ -335,4 +341,38 @@ const rt_chat_tmpl *rt_chat_tmpl_for_file(const char *jinja, size_t len, const c
              "(choose another with --chat-template)", name ? "llama.cpp's '" : "not recognised",
              name ? name : "", name ? "'" : "", k_rows[0].name);
     return &k_rows[0];
+}
+
+/* ---- whole text ---- */
+
+int rt_chat_render(const rt_chat_tmpl *t, const rt_chat_msg *msgs, size_t n, bool add_gen_prompt,
+                   char **out_str, char *err)
+{
+    t = t ? t : rt_chat_tmpl_bitnet();
+    rt_chat_out o = {.err = err};
+    unsigned st = 0;
+    rt_chat_out_tmpl(&o, t->bos_text);
+    if (t->start)
+        t->start(&st, &o);
+    for (size_t i = 0; i < n; i++)
+        t->msg(&st, &o, msgs[i].role, msgs[i].content);
+    if (add_gen_prompt)
+        t->gen(&st, &o);
+    if (!o.rc && !o.buf) { /* nothing at all: an empty string */
+        o.buf = calloc(1, 1);
+        if (!o.buf)
+            rt_chat_out_oom(&o);
+    }
+    if (o.rc) {
+        snprintf(err, RT_ERR_LEN, "chat: out of memory formatting %zu messages", n);
+        free(o.buf);
+        return -1;
+    }
+    *out_str = o.buf;
+    return 0;
+}
+
+int rt_chat_format(const rt_chat_msg *msgs, size_t n, bool add_gen_prompt, char **out_str, char *err)
+{
+    return rt_chat_render(NULL, msgs, n, add_gen_prompt, out_str, err);
 }
