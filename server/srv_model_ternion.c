@@ -266,6 +266,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         return -1;
     }
     ternion_model_params mp = ternion_model_default_params();
+    mp.chat_template = o->chat_template;
     ternion_context_params cp = ternion_context_default_params();
     cp.n_ctx = o->n_ctx;
     cp.n_batch = o->n_batch;
