@@ -6,7 +6,6 @@
  */
 #include "tok/rt_chat_priv.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -54,8 +54,6 @@ size_t rt_chat_tmpl_count(void);
 const rt_chat_tmpl *rt_chat_tmpl_at(size_t i);     /* NULL past the end */
 const rt_chat_tmpl *rt_chat_tmpl_bitnet(void);     /* the default row */
 const char *rt_chat_tmpl_name(const rt_chat_tmpl *t);
-/* The text of the token that ends a reply ("<|im_end|>"), NULL where it is the EOS token. */
-const char *rt_chat_tmpl_end_text(const rt_chat_tmpl *t);
 /* As llama.cpp's llm_chat_detect_template, over the rows Ternion has: `text` is a row's name,
  * else a Jinja template recognised by the strings it contains. NULL: not recognised. */
 const rt_chat_tmpl *rt_chat_tmpl_detect(const char *text, size_t len);

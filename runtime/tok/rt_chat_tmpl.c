@@ -216,7 +216,6 @@ size_t rt_chat_tmpl_count(void) { return N_ROWS; }
 const rt_chat_tmpl *rt_chat_tmpl_at(size_t i) { return i < N_ROWS ? &k_rows[i] : NULL; }
 const rt_chat_tmpl *rt_chat_tmpl_bitnet(void) { return &k_rows[0]; }
 const char *rt_chat_tmpl_name(const rt_chat_tmpl *t) { return t ? t->name : k_rows[0].name; }
-const char *rt_chat_tmpl_end_text(const rt_chat_tmpl *t) { return (t ? t : &k_rows[0])->end; }
 
 void rt_chat_tmpl_list(char *out, size_t cap)
 {
