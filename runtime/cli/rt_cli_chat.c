@@ -1,10 +1,10 @@
 /* rt_cli_chat.c - `<model> --chat` / `-i`: an interactive conversation on stdin/stdout.
  *
  * Owns: the chat loop. The format comes from ternion_chat (the model's chat template, or
- * --chat-template; bitnet: System/User/Assistant turns closed by <|eot_id|>); the KV cache is kept between turns, so each turn evaluates only its
- * own new tokens. "> " is shown only when stdin is a terminal. /reset starts over, EOF
- * (Ctrl-D) quits; a turn that does not fit the context is refused and the conversation is
- * left as it was. Ctrl-C while an answer is generated stops that answer (the chosen tokens
+ * --chat-template; bitnet: System/User/Assistant turns closed by <|eot_id|>); the KV cache is
+ * kept between turns, so each turn evaluates only its own new tokens. "> " is shown only when
+ * stdin is a terminal. /reset starts over, EOF (Ctrl-D) quits; a turn that does not fit the
+ * context is refused and the conversation is left as it was. Ctrl-C while an answer is generated stops that answer (the chosen tokens
  * stay in the conversation) and returns to the prompt; a second Ctrl-C during the same
  * answer, or one at the prompt, quits (exit status 130, as a shell reports SIGINT).
  *
