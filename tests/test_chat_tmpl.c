@@ -6,8 +6,8 @@
  * (a vocabulary made from the bitnet-tiny one with the rows' special tokens added).
  *
  * The conversation, the template texts and the expected strings of k_cases are copied from
- * llama.cpp's tests/test-chat-template.cpp (main_automated_tests: `conversation`, and each
- * test case's template_str / expected_output). That file has no case for llama2-sys, falcon3
+ * llama.cpp's tests/test-chat-template.cpp (commit 3f545be, August 2026; main_automated_tests:
+ * `conversation`, and each test case's template_str / expected_output). That file has no case for llama2-sys, falcon3
  * (nor bitnet, which llama.cpp does not have): their expected strings are written out in
  * test_rows_not_in_llamacpp from llama.cpp's src/llama-chat.cpp (llm_chat_apply_template).
  */
