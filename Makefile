@@ -228,8 +228,9 @@ $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_R
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter-out %.o,$^) -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
-# test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same models
-$(B)/tests/test_embed $(B)/tests/test_cli_limits: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
+# test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same
+# models; test_chat_tmpl loads the GGUFs it writes through ternion.h
+$(B)/tests/test_embed $(B)/tests/test_cli_limits $(B)/tests/test_chat_tmpl: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 # the suites that run kernels on a Vulkan device share their harness (tests/vk_harness.c)

@@ -56,6 +56,8 @@ static void usage(FILE *f, const char *prog)
             "  -t, --threads N       CPU backend: threads of a decode step (default: the physical cores)\n"
             "  -tb, --threads-batch N  CPU backend: threads of a prompt step (default: -t)\n"
             "  --lm-head q8|f16      LM head table (default f16)\n"
+            "  --chat-template NAME  chat format instead of the file's: bitnet, llama3, chatml, llama2,\n"
+            "                        llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3\n"
             "  -h, --help            this text\n",
             prog);
 }
@@ -115,6 +117,8 @@ static int parse(int argc, char **argv, opts *o)
             rc = int_arg(a, v, 1, 512, &o->m.n_threads);
         else if (!strcmp(a, "-tb") || !strcmp(a, "--threads-batch"))
             rc = int_arg(a, v, 1, 512, &o->m.n_threads_batch);
+        else if (!strcmp(a, "--chat-template"))
+            o->m.chat_template = v;
         else if (!strcmp(a, "--lm-head")) {
             if (!v || (strcmp(v, "q8") && strcmp(v, "f16"))) {
                 fprintf(stderr, "error: --lm-head takes q8 or f16\n");

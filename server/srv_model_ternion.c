@@ -92,27 +92,20 @@ static int t_chat(void *ctx, const srv_msg *msgs, int n_msgs, int32_t **ids, int
     if (!c)
         return fail(err, "chat format");
     int rc = 0;
-    bool last_user = msgs[n_msgs - 1].role == SRV_ROLE_USER;
     for (int i = 0; i < n_msgs && !rc; i++)
-        rc = i == n_msgs - 1 && last_user ? ternion_chat_user_turn(c, msgs[i].content)
-                                          : ternion_chat_add(c, roles[msgs[i].role], msgs[i].content);
+        rc = ternion_chat_add(c, roles[msgs[i].role], msgs[i].content);
+    if (!rc)
+        rc = ternion_chat_gen_prompt(c);
     int32_t k = 0;
     const int32_t *v = rc ? NULL : ternion_chat_take(c, &k);
-    int32_t *tail = NULL;
-    int n_tail = 0;
-    if (!rc && !last_user) /* the generation prompt after a system or assistant turn */
-        rc = tokenize_into(t->model, "Assistant: ", false, &tail, &n_tail, err) ? 1 : 0;
-    int32_t *out = rc || !v ? NULL : malloc(((size_t)k + (size_t)n_tail + 1) * sizeof(int32_t));
+    int32_t *out = v ? malloc(((size_t)k + 1) * sizeof(int32_t)) : NULL;
     if (out) {
         memcpy(out, v, (size_t)k * sizeof(int32_t));
-        if (n_tail)
-            memcpy(out + k, tail, (size_t)n_tail * sizeof(int32_t));
         *ids = out;
-        *n = k + n_tail;
-    } else if (!err[0]) {
+        *n = k;
+    } else {
         fail(err, "chat format");
     }
-    free(tail);
     ternion_chat_free(c);
     return out ? 0 : -1;
 }
@@ -273,6 +266,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         return -1;
     }
     ternion_model_params mp = ternion_model_default_params();
+    mp.chat_template = o->chat_template;
     ternion_context_params cp = ternion_context_default_params();
     cp.n_ctx = o->n_ctx;
     cp.n_batch = o->n_batch;

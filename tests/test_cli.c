@@ -599,6 +599,15 @@ static void test_chat(void **state)
     RUN(e, "", "-m", tiny_model(), "-i");
     expect(&e, 0, NULL);
     cli_result_free(&e);
+    /* --chat-template: a name Ternion does not have fails naming the ones it has; chatml needs
+     * <|im_end|>, which the tiny vocabulary lacks */
+    RUN(n, "hi\n", "-m", tiny_model(), "--chat", "--chat-template", "nosuch");
+    expect(&n, 1, "nosuch");
+    assert_non_null(strstr(n.err, "chatml"));
+    cli_result_free(&n);
+    RUN(m, "hi\n", "-m", tiny_model(), "--chat", "--chat-template", "chatml");
+    expect(&m, 1, "<|im_end|>");
+    cli_result_free(&m);
 }
 
 static void test_chat_context_full(void **state)

@@ -189,6 +189,31 @@ static void weight_formats(ternion_model *m)
     }
 }
 
+/* The chat template: the one params.chat_template names, else the file's
+ * (rt_chat_tmpl_for_file: a template not recognised gives one warning line on stderr). 0 ok,
+ * else a status (error set). */
+static int choose_chat(ternion_model *m)
+{
+    const char *want = m->params.chat_template;
+    char names[256], warn[RT_ERR_LEN], err[RT_ERR_LEN];
+    if (want && *want) {
+        m->chat = rt_chat_tmpl_detect(want, strlen(want));
+        rt_chat_tmpl_list(names, sizeof(names));
+        if (!m->chat)
+            return rt_api_fail(TERNION_E_INVALID, "chat template '%.80s%s' is not one Ternion has (%s)", want,
+                               strlen(want) > 80 ? "..." : "", names);
+    } else {
+        rt_gguf_str s = {0};
+        bool has = rt_gguf_get_str(m->g, "tokenizer.chat_template", &s, err) == 0;
+        m->chat = rt_chat_tmpl_for_file(has ? s.ptr : NULL, has ? (size_t)s.len : 0, m->g->arch, warn);
+        if (warn[0])
+            fprintf(stderr, "ternion: warning: %s\n", warn);
+    }
+    rt_chat probe;
+    m->chat_end = rt_chat_init_tmpl(&probe, m->tok, m->chat, err) ? -1 : probe.end_id;
+    return 0;
+}
+
 int ternion_model_load(const char *path, const ternion_model_params *params, ternion_model **out)
 {
     if (!out)
@@ -229,6 +254,9 @@ int ternion_model_load(const char *path, const ternion_model_params *params, ter
         rc = rt_api_fail(TERNION_E_FORMAT, "%s", err);
         goto fail;
     }
+    rc = choose_chat(m);
+    if (rc)
+        goto fail;
     *out = m;
     return 0;
 fail:
@@ -267,7 +295,11 @@ int32_t ternion_token_bos(const ternion_model *m) { return m ? rt_tok_bos(m->tok
 int32_t ternion_token_eos(const ternion_model *m) { return m ? rt_tok_eos(m->tok) : -1; }
 int32_t ternion_token_eot(const ternion_model *m) { return m ? rt_tok_eot(m->tok) : -1; }
 bool ternion_add_bos(const ternion_model *m) { return m && rt_tok_add_bos(m->tok); }
-bool ternion_token_is_eog(const ternion_model *m, int32_t t) { return m && rt_tok_is_eog(m->tok, t); }
+bool ternion_token_is_eog(const ternion_model *m, int32_t t)
+{
+    return m && (rt_tok_is_eog(m->tok, t) || (t >= 0 && t == m->chat_end));
+}
+const char *ternion_model_chat_template(const ternion_model *m) { return m ? rt_chat_tmpl_name(m->chat) : NULL; }
 
 int32_t ternion_tokenize(const ternion_model *m, const char *text, size_t len, int32_t *tokens, int32_t n_max,
                          bool add_bos, bool parse_special)
@@ -411,7 +443,7 @@ ternion_chat *ternion_chat_new(const ternion_model *m)
     }
     c->m = m;
     char err[RT_ERR_LEN] = "";
-    if (rt_chat_init(&c->c, m->tok, err)) {
+    if (rt_chat_init_tmpl(&c->c, m->tok, m->chat, err)) {
         rt_api_fail(TERNION_E_FORMAT, "%s", err);
         free(c);
         return NULL;
@@ -436,7 +468,7 @@ int ternion_chat_reset(ternion_chat *c)
     char err[RT_ERR_LEN] = "";
     c->pending.n = 0;
     c->taken.n = 0;
-    int rc = chat_err(rt_chat_init(&c->c, c->m->tok, err), err);
+    int rc = chat_err(rt_chat_init_tmpl(&c->c, c->m->tok, c->m->chat, err), err);
     c->mark = c->mark_prev = c->c;
     return rc;
 }
@@ -463,6 +495,14 @@ int ternion_chat_user_turn(ternion_chat *c, const char *content)
         return rt_api_fail(TERNION_E_INVALID, "ternion_chat_user_turn: NULL chat or content");
     char err[RT_ERR_LEN] = "";
     return chat_err(rt_chat_user_turn(&c->c, content, &c->pending, err), err);
+}
+
+int ternion_chat_gen_prompt(ternion_chat *c)
+{
+    if (!c)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_chat_gen_prompt: NULL chat");
+    char err[RT_ERR_LEN] = "";
+    return chat_err(rt_chat_gen_prompt(&c->c, &c->pending, err), err);
 }
 
 bool ternion_chat_started(const ternion_chat *c) { return c && c->c.started; }

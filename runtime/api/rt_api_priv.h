@@ -25,6 +25,7 @@
 #include "engine/rt_sampler.h"
 #include "schema/rt_schedule.h"
 #include "gguf/rt_gguf.h"
+#include "tok/rt_chat.h"
 #include "tok/rt_tokenizer.h"
 
 /* ---- errors ---- */
@@ -54,6 +55,8 @@ struct ternion_model {
     ternion_model_params params;
     pthread_mutex_t gv_mu;     /* guards gv: made on the first grammar (any thread) */
     rt_api_vocab *gv;          /* the token table of grammars (a reference), or NULL */
+    const rt_chat_tmpl *chat;  /* the chat template (a row of rt_chat_tmpl.c) */
+    int32_t chat_end;          /* the token that ends a reply in it (a stop token), or -1 */
 };
 
 /* The width of the model's logits rows (the tokenizer's vocabulary for a vocab_only model):

@@ -16,7 +16,7 @@
  *                    its RNG and token history, optionally constrained by a grammar, or a
  *                    user callback.
  *   ternion_grammar  a GBNF grammar (or a JSON schema's) compiled for a model's vocabulary.
- *   ternion_chat     the model's chat format, built turn by turn (BitNet b1.58 2B4T format).
+ *   ternion_chat     the model's chat format, built turn by turn (its chat template).
  *   ternion_detok    streaming detokenizer: token ids in, UTF-8 text out on character
  *                    boundaries (a character split across tokens is held back).
  *
@@ -151,6 +151,11 @@ typedef struct {
     /* Progress of the long work of contexts made from this model (see above); NULL: none. */
     ternion_progress_fn progress;
     void *progress_user;
+    /* The chat format (ternion_chat): a template name ("bitnet", "llama3", "chatml", "llama2",
+     * "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "gemma", "falcon3") or a Jinja
+     * template text recognised as one of them (TERNION_E_INVALID naming them otherwise).
+     * NULL: the file's tokenizer.chat_template (README.md, "Chat templates"). */
+    const char *chat_template;
 } ternion_model_params;
 
 TERNION_API ternion_model_params ternion_model_default_params(void);
@@ -175,6 +180,9 @@ TERNION_API int32_t ternion_model_n_ctx_max(const ternion_model *model);
  * the YAML's `type:` is the default, a file in another ternary format runs with the same model
  * (the kernels are told the file's format). NULL for a vocab_only model. */
 TERNION_API const char *ternion_model_weights(const ternion_model *model, const char **yaml_default);
+/* The chat template ternion_chat renders in ("bitnet", "chatml", ...; see
+ * ternion_model_params.chat_template). */
+TERNION_API const char *ternion_model_chat_template(const ternion_model *model);
 
 /* ---- tokens ----------------------------------------------------------------------- */
 
@@ -183,7 +191,8 @@ TERNION_API int32_t ternion_token_eos(const ternion_model *model); /* -1 if none
 TERNION_API int32_t ternion_token_eot(const ternion_model *model); /* <|eot_id|>, -1 if none */
 /* Whether the model wants BOS at the start of a prompt (tokenizer.ggml.add_bos_token). */
 TERNION_API bool ternion_add_bos(const ternion_model *model);
-/* End of generation: EOS or end-of-turn. */
+/* End of generation: EOS, end-of-turn (<|eot_id|>) or the chat template's end of a reply
+ * (e.g. <|im_end|>, <end_of_turn>). */
 TERNION_API bool ternion_token_is_eog(const ternion_model *model, int32_t token);
 
 /* Tokenize text[0..len) (BOS first when add_bos and the model wants it; special-token text
@@ -213,27 +222,33 @@ TERNION_API const char *ternion_detok_flush(ternion_detok *d, size_t *out_len);
 
 /* ---- chat format ------------------------------------------------------------------ */
 
-/* TERNION_ROLE_TOOL: a tool's result, Llama 3.1's `ipython` role (the turn `Ipython: ...`). */
+/* TERNION_ROLE_TOOL: a tool's result, Llama 3.1's `ipython` role (the turn `Ipython: ...` in
+ * the bitnet format, `ipython` in llama3, `tool` in the other templates). */
 typedef enum {
     TERNION_ROLE_SYSTEM = 0, TERNION_ROLE_USER = 1, TERNION_ROLE_ASSISTANT = 2, TERNION_ROLE_TOOL = 3
 } ternion_role;
 
-/* The conversation built incrementally, so a caller that keeps its KV cache feeds only the
- * tokens of each new turn: `<|begin_of_text|>System: ...<|eot_id|>User: ...<|eot_id|>
+/* The conversation built incrementally in the model's chat template
+ * (ternion_model_chat_template), so a caller that keeps its KV cache feeds only the tokens of
+ * each new turn; bitnet: `<|begin_of_text|>System: ...<|eot_id|>User: ...<|eot_id|>
  * Assistant: `. Each call appends tokens to the chat's pending list; ternion_chat_take
  * hands them out. */
 typedef struct ternion_chat ternion_chat;
-/* NULL (+ ternion_last_error) when the vocabulary has no BOS or <|eot_id|>. */
+/* NULL (+ ternion_last_error) when the vocabulary lacks the template's tokens (bitnet: BOS and
+ * <|eot_id|>; chatml: <|im_end|>; ...). */
 TERNION_API ternion_chat *ternion_chat_new(const ternion_model *model);
 TERNION_API void ternion_chat_free(ternion_chat *chat);
 TERNION_API int ternion_chat_reset(ternion_chat *chat); /* a new conversation, nothing pending */
-/* A complete turn `Role: content<|eot_id|>` (BOS first at the start; an open reply is
- * closed first). */
+/* A complete turn (bitnet: `Role: content<|eot_id|>`; BOS first at the start; an open reply
+ * is closed first). */
 TERNION_API int ternion_chat_add(ternion_chat *chat, ternion_role role, const char *content);
-/* Close the open reply: appends <|eot_id|> unless eot_fed (the caller already fed it). */
+/* Close the open reply: appends the template's end token (<|eot_id|>, <|im_end|>, ...) unless
+ * eot_fed (the caller already fed it), then what follows it in the template. */
 TERNION_API int ternion_chat_end_reply(ternion_chat *chat, bool eot_fed);
-/* [close the open reply] + the user turn + `Assistant: ` (the generation prompt). */
+/* [close the open reply] + the user turn + the generation prompt (bitnet: `Assistant: `). */
 TERNION_API int ternion_chat_user_turn(ternion_chat *chat, const char *content);
+/* [close the open reply] + the generation prompt alone (after a system, assistant or tool turn). */
+TERNION_API int ternion_chat_gen_prompt(ternion_chat *chat);
 /* Whether anything (BOS) was emitted since the last reset. */
 TERNION_API bool ternion_chat_started(const ternion_chat *chat);
 /* The tokens appended since the last take; borrowed until the next call on chat. */

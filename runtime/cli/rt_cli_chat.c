@@ -1,10 +1,10 @@
 /* rt_cli_chat.c - `<model> --chat` / `-i`: an interactive conversation on stdin/stdout.
  *
- * Owns: the chat loop. The trained format comes from ternion_chat (System/User/Assistant turns
- * closed by <|eot_id|>); the KV cache is kept between turns, so each turn evaluates only its
- * own new tokens. "> " is shown only when stdin is a terminal. /reset starts over, EOF
- * (Ctrl-D) quits; a turn that does not fit the context is refused and the conversation is
- * left as it was. Ctrl-C while an answer is generated stops that answer (the chosen tokens
+ * Owns: the chat loop. The format comes from ternion_chat (the model's chat template, or
+ * --chat-template; bitnet: System/User/Assistant turns closed by <|eot_id|>); the KV cache is
+ * kept between turns, so each turn evaluates only its own new tokens. "> " is shown only when
+ * stdin is a terminal. /reset starts over, EOF (Ctrl-D) quits; a turn that does not fit the
+ * context is refused and the conversation is left as it was. Ctrl-C while an answer is generated stops that answer (the chosen tokens
  * stay in the conversation) and returns to the prompt; a second Ctrl-C during the same
  * answer, or one at the prompt, quits (exit status 130, as a shell reports SIGINT).
  *
@@ -65,7 +65,8 @@ static int chat_reset(chat_state *s, rt_cli_gen *g, char *err)
     return 0;
 }
 
-/* Ids of the next turn: [pending reply token] + [<|eot_id|>] + [BOS + system] + User + "Assistant: ". */
+/* Ids of the next turn: [pending reply token] + [end of the reply] + [BOS + system] + User +
+ * the generation prompt. */
 static int build_turn(chat_state *s, const rt_cli_opts *o, const char *line, id_list *ids, char *err)
 {
     int32_t n = 0;

@@ -131,6 +131,7 @@ ternion_model *rt_cli_load_model(const rt_cli_opts *o, const char *path, bool vo
     ternion_model_params mp = ternion_model_default_params();
     mp.builtin = o->model_type ? o->model_type : o->pinned;
     mp.vocab_only = vocab_only;
+    mp.chat_template = o->chat_template;
     mp.progress = load_progress;
     ternion_model *m = NULL;
     if (ternion_model_load(path, &mp, &m))

@@ -52,6 +52,7 @@ typedef struct {
     int n_stop;
     bool chat;                 /* --chat / -i */
     const char *system;        /* -sys */
+    const char *chat_template; /* --chat-template: a template name (NULL: the file's) */
     int device;                /* --device N / vulkan:N, else -1 */
     int backend;               /* TERNION_BACKEND_* from --device (auto by default) */
     const char *device_str;    /* --device as given */

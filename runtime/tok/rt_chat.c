@@ -1,121 +1,131 @@
-/* rt_chat.c - the trained BitNet chat format: whole-conversation text and incremental token
+/* rt_chat.c - a conversation in a chat template (rt_chat_tmpl.c's rows) as incremental token
  * sequences per turn (see rt_chat.h).
+ *
+ * Owns: the builder's state (BOS emitted, reply open) and the vocabulary's ids of the row's
+ * tokens (end of a reply, special strings).
  */
-#include "tok/rt_chat.h"
+#include "tok/rt_chat_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BOS_TEXT "<|begin_of_text|>"
-#define EOT_TEXT "<|eot_id|>"
-#define GEN_PROMPT "Assistant: "
+/* ---- incremental tokens ---- */
 
-const char *rt_chat_role_name(rt_chat_role r)
+/* The id of s when the vocabulary has it as a special token (one id with special parsing, not
+ * that id without), else -1; -2 out of memory. */
+static int32_t special_id(const rt_tok *tok, const char *s, char *err)
 {
-    return r == RT_ROLE_SYSTEM ? "System" : r == RT_ROLE_USER ? "User" : r == RT_ROLE_IPYTHON ? "Ipython" : "Assistant";
-}
-
-int rt_chat_format(const rt_chat_msg *msgs, size_t n, bool add_gen_prompt, char **out_str,
-                   char *err)
-{
-    size_t total = strlen(BOS_TEXT) + strlen(GEN_PROMPT) + 1;
-    for (size_t i = 0; i < n; i++)
-        total += strlen(rt_chat_role_name(msgs[i].role)) + 2 + strlen(msgs[i].content) +
-                 strlen(EOT_TEXT);
-    char *s = malloc(total);
-    if (!s) {
-        snprintf(err, RT_ERR_LEN, "chat: out of memory formatting %zu messages", n);
+    size_t len = strlen(s);
+    int32_t id = rt_tok_find(tok, s, len);
+    if (id < 0)
         return -1;
+    rt_ids a = {0}, b = {0};
+    if (rt_tok_encode(tok, s, len, true, &a, err) || rt_tok_encode(tok, s, len, false, &b, err)) {
+        rt_ids_free(&a);
+        rt_ids_free(&b);
+        return -2;
     }
-    size_t m = (size_t)sprintf(s, "%s", BOS_TEXT);
-    for (size_t i = 0; i < n; i++)
-        m += (size_t)sprintf(s + m, "%s: %s%s", rt_chat_role_name(msgs[i].role), msgs[i].content,
-                             EOT_TEXT);
-    if (add_gen_prompt)
-        sprintf(s + m, "%s", GEN_PROMPT);
-    *out_str = s;
-    return 0;
+    bool special = a.n == 1 && a.v[0] == id && !(b.n == 1 && b.v[0] == id);
+    rt_ids_free(&a);
+    rt_ids_free(&b);
+    return special ? id : -1;
 }
 
-int rt_chat_init(rt_chat *c, const rt_tok *tok, char *err)
+/* The token that ends a reply in row t, or -1. */
+static int32_t end_id(const rt_tok *tok, const rt_chat_tmpl *t)
+{
+    if (!t->end)
+        return rt_tok_eos(tok);
+    if (!strcmp(t->end, "<|eot_id|>") && rt_tok_eot(tok) >= 0)
+        return rt_tok_eot(tok);
+    return rt_tok_find(tok, t->end, strlen(t->end));
+}
+
+int rt_chat_init_tmpl(rt_chat *c, const rt_tok *tok, const rt_chat_tmpl *t, char *err)
 {
     memset(c, 0, sizeof *c);
-    if (rt_tok_bos(tok) < 0 || rt_tok_eot(tok) < 0) {
+    t = t ? t : rt_chat_tmpl_bitnet();
+    c->end_id = end_id(tok, t);
+    if (t->bos_always && (rt_tok_bos(tok) < 0 || c->end_id < 0)) {
         snprintf(err, RT_ERR_LEN, "chat: the vocabulary has no %s (bos id %d, eot id %d)",
-                 rt_tok_bos(tok) < 0 ? "BOS token" : "\"<|eot_id|>\" token", rt_tok_bos(tok),
-                 rt_tok_eot(tok));
+                 rt_tok_bos(tok) < 0 ? "BOS token" : "\"<|eot_id|>\" token", rt_tok_bos(tok), c->end_id);
         return -1;
+    }
+    if (c->end_id < 0) {
+        snprintf(err, RT_ERR_LEN, "chat: the vocabulary has no %s%s%s token, which ends a reply in the '%s' "
+                 "chat template", t->end ? "\"" : "EOS", t->end ? t->end : "", t->end ? "\"" : "", t->name);
+        return -1;
+    }
+    for (int i = 0; i < RT_CHAT_MAX_SPECIALS; i++)
+        c->special_id[i] = -1;
+    for (int i = 0; i < RT_CHAT_MAX_SPECIALS && t->specials[i]; i++) {
+        c->special_id[i] = t->end && !strcmp(t->specials[i], t->end) ? c->end_id : special_id(tok, t->specials[i], err);
+        if (c->special_id[i] == -2)
+            return -1;
     }
     c->tok = tok;
+    c->tmpl = t;
     return 0;
 }
 
-static int push(rt_chat *c, rt_ids *out, int32_t id, char *err)
+int rt_chat_init(rt_chat *c, const rt_tok *tok, char *err) { return rt_chat_init_tmpl(c, tok, NULL, err); }
+
+/* The tokens of one call. */
+static rt_chat_out out_tokens(rt_chat *c, rt_ids *ids, char *err)
 {
-    if (rt_ids_push(out, id)) {
-        snprintf(err, RT_ERR_LEN, "chat: out of memory");
-        return -1;
-    }
-    c->n_tokens++;
-    return 0;
+    return (rt_chat_out){.c = c, .ids = ids, .err = err};
 }
 
-/* Close an open reply, then BOS if nothing was emitted yet. */
-static int begin(rt_chat *c, rt_ids *out, char *err)
+/* Close an open reply: its end token (unless fed, or not in the text) and what follows it. */
+static void close_reply(rt_chat *c, rt_chat_out *o, bool eot_fed)
 {
-    if (rt_chat_end_reply(c, false, out, err))
-        return -1;
-    if (!c->started) {
-        if (push(c, out, rt_tok_bos(c->tok), err))
-            return -1;
-        c->started = true;
-    }
-    return 0;
+    if (!c->in_reply)
+        return;
+    c->in_reply = false;
+    if (!eot_fed && c->tmpl->end)
+        rt_chat_out_id(o, c->end_id);
+    rt_chat_out_tmpl(o, c->tmpl->after_end);
+    if (c->tmpl->reply_done)
+        c->tmpl->reply_done(&c->st);
 }
 
-/* "Role: " + content (content may be NULL), tokenized as plain text. */
-static int role_text(rt_chat *c, rt_chat_role role, const char *content, rt_ids *out, char *err)
+/* Close an open reply, then BOS (bitnet always; other rows when the vocabulary asks for it)
+ * and the row's start if nothing was emitted yet. */
+static void begin(rt_chat *c, rt_chat_out *o)
 {
-    const char *name = rt_chat_role_name(role);
-    size_t nl = strlen(name), cl = content ? strlen(content) : 0;
-    char *s = malloc(nl + 2 + cl + 1);
-    if (!s) {
-        snprintf(err, RT_ERR_LEN, "chat: out of memory");
-        return -1;
-    }
-    memcpy(s, name, nl);
-    memcpy(s + nl, ": ", 2);
-    if (cl)
-        memcpy(s + nl + 2, content, cl);
-    size_t before = out->n;
-    int rc = rt_tok_encode(c->tok, s, nl + 2 + cl, false, out, err);
-    free(s);
-    c->n_tokens += out->n - before;
-    return rc;
+    close_reply(c, o, false);
+    if (c->started)
+        return;
+    if (rt_tok_bos(c->tok) >= 0 && (c->tmpl->bos_always || rt_tok_add_bos(c->tok)))
+        rt_chat_out_id(o, rt_tok_bos(c->tok));
+    if (c->tmpl->start)
+        c->tmpl->start(&c->st, o);
+    c->started = true;
 }
 
 int rt_chat_add(rt_chat *c, rt_chat_role role, const char *content, rt_ids *out, char *err)
 {
-    if (begin(c, out, err) || role_text(c, role, content, out, err))
-        return -1;
-    return push(c, out, rt_tok_eot(c->tok), err);
+    rt_chat_out o = out_tokens(c, out, err);
+    begin(c, &o);
+    c->tmpl->msg(&c->st, &o, role, content ? content : "");
+    return rt_chat_out_finish(&o);
 }
 
 int rt_chat_gen_prompt(rt_chat *c, rt_ids *out, char *err)
 {
-    if (begin(c, out, err) || role_text(c, RT_ROLE_ASSISTANT, NULL, out, err))
-        return -1;
+    rt_chat_out o = out_tokens(c, out, err);
+    begin(c, &o);
+    c->tmpl->gen(&c->st, &o);
     c->in_reply = true;
-    return 0;
+    return rt_chat_out_finish(&o);
 }
 
 int rt_chat_end_reply(rt_chat *c, bool eot_fed, rt_ids *out, char *err)
 {
-    if (!c->in_reply)
-        return 0;
-    c->in_reply = false;
-    return eot_fed ? 0 : push(c, out, rt_tok_eot(c->tok), err);
+    rt_chat_out o = out_tokens(c, out, err);
+    close_reply(c, &o, eot_fed);
+    return rt_chat_out_finish(&o);
 }
 
 int rt_chat_user_turn(rt_chat *c, const char *content, rt_ids *out, char *err)
