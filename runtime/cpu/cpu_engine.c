@@ -277,7 +277,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
     *e = (cpu_engine){.d = d, .cs = &d->cpu, .g = g, .n_layers = n_layers, .vocab = vocab, .n_ctx = o->n_ctx,
                       .n_batch = o->n_batch, .n_seq = o->n_seq, .n_threads = o->n_threads,
                       .n_threads_batch = o->n_threads_batch, .profile = o->profile, .sparse = o->sparse_ffn,
-                      .kv_dim = (int)d->kv_dim, .kv_f16 = d->kv_elem_bytes == 2, .head_tensor = -1, .qvalue = -1};
+                      .kv_dim = (int)d->kv_dim, .kv_f16 = d->kv_elem_bytes == 2, .head_tensor = -1};
     e->isa = cpu_isa_detect(out_note);
     const int max_threads = o->n_threads > o->n_threads_batch ? o->n_threads : o->n_threads_batch;
     e->w = calloc((size_t)d->n_tensors * n_layers, sizeof(cpu_weight));
@@ -383,16 +383,16 @@ int cpu_engine_kv_copy(cpu_engine *e, int src, int dst, int n, char *err)
     return 0;
 }
 
-/* Keeps the per-op times of this step (prefill: more than one token) for cpu_engine_profile. */
-static void keep_profile(cpu_engine *e, int n_kv)
+/* Keeps the per-op times of this step of n tokens (prefill: more than one) for cpu_engine_profile. */
+static void keep_profile(cpu_engine *e, int n, int n_kv)
 {
-    const int k = e->n > 1;
+    const int k = n > 1;
     if (!e->prof_rows[k] && !(e->prof_rows[k] = calloc((size_t)e->n_ops, sizeof(cpu_profile_row))))
         return;
     for (int i = 0; i < e->n_ops; i++)
         e->prof_rows[k][i] = (cpu_profile_row){e->ops[i].op->label, e->ops[i].ns, k ? 0 : e->ops[i].bytes};
     e->prof_have[k] = true;
-    e->prof_meta[k][0] = e->n;
+    e->prof_meta[k][0] = n;
     e->prof_meta[k][1] = n_kv;
 }
 
@@ -400,17 +400,14 @@ static void keep_profile(cpu_engine *e, int n_kv)
 static int step(cpu_engine *e, const int32_t *tok, const int32_t *pos, const int32_t *seq, int n, const int *head_rows,
                 int n_head, float *out, char *err)
 {
-    e->tok = tok;
-    e->pos = pos;
-    e->seq = seq;
-    e->n = n;
-    e->head_rows = head_rows;
-    e->n_head_rows = n_head;
-    e->head_out = out;
-    if (cpu_forward(e, err))
+    cpu_step s = {.tok = tok, .pos = pos, .seq = seq, .n = n, .head_rows = head_rows, .n_head_rows = n_head,
+                  .head_out = out, .ffn_active = e->ffn_active};
+    if (cpu_forward(e, &s, err))
         return -1;
+    if (s.ffn_sparse)
+        e->ffn_steps++;
     if (e->profile)
-        keep_profile(e, pos[n - 1] + 1);
+        keep_profile(e, n, pos[n - 1] + 1);
     return 0;
 }
 

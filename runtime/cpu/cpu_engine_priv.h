@@ -55,7 +55,6 @@ struct cpu_engine {
                                  the kernels' layout */
     float *qs;                /* [n_batch] */
     int32_t *qsum;            /* [n_batch] */
-    int qvalue;               /* the value q holds the codes of, or -1 */
     uint8_t *scratch;         /* [n_threads_max][scratch_bytes] */
     size_t scratch_bytes;
     float *head_x;            /* [CPU_MAX_ROWS][dim]: LM-head inputs of the rows that keep logits, a
@@ -63,16 +62,6 @@ struct cpu_engine {
 
     float *logits;            /* [CPU_MAX_ROWS][vocab] */
     int n_logit_rows, cur_row; /* rows held; the row argmax / topk / logits_last read */
-
-    /* the step being run */
-    const int32_t *tok, *pos, *seq;
-    int n;                    /* tokens (rows) */
-    int layer;
-    int n_head_rows;          /* rows whose logits are computed */
-    const int *head_rows;     /* their indices */
-    float *head_out;          /* where they go, [n_head_rows][vocab] */
-    int head_chunk;           /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
-    float *head_chunk_out;    /* its first row's logits */
 
     /* sparse FFN counters: [n_layers] active neurons summed over steps */
     uint64_t *ffn_active;
@@ -88,8 +77,20 @@ struct cpu_engine {
     int prof_meta[2][2];
 };
 
-/* Runs the step described by e->tok / pos / seq / n (cpu_forward.c). */
-int cpu_forward(cpu_engine *e, char *err);
+/* One step of the forward pass (cpu_forward): its inputs, and what it reports back. */
+typedef struct {
+    const int32_t *tok, *pos, *seq; /* [n] token ids, positions, sequence ids */
+    int n;                          /* tokens (rows) */
+    const int *head_rows;           /* the rows whose logits are computed */
+    int n_head_rows;
+    float *head_out;                /* where they go, [n_head_rows][vocab] */
+    uint64_t *ffn_active;           /* in/out, [n_layers] or NULL: the exact sparse FFN's active
+                                     * neurons of this step are added per layer */
+    bool ffn_sparse;                /* out: the step ran the exact sparse FFN */
+} cpu_step;
+
+/* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
+int cpu_forward(cpu_engine *e, cpu_step *step, char *err);
 static inline void *cpu_engine_scratch(cpu_engine *e, int ith) { return e->scratch + (size_t)ith * e->scratch_bytes; }
 /* The weight of op o for layer L (global tensors: layer ignored). */
 static inline const cpu_weight *cpu_w(const cpu_engine *e, int tensor, int L)
