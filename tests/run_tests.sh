@@ -46,7 +46,7 @@ run_one='t0=$(date +%s); timeout -k 10 "$SUITE_TIMEOUT" "$2" >"$tmp/$1.out" 2>&1
          echo $rc >"$tmp/$1.rc"; echo "== $2: $(($(date +%s) - t0)) s"'
 xargs -P "$JOBS" -L 1 sh -c "$run_one" sh <"$tmp/order"
 
-pass=0; fail=0; skip=0; bad=""
+pass=0; fail=0; skip=0; bad=""; skipped=""
 i=0
 for t in "$@"; do
     i=$((i + 1))
@@ -57,6 +57,15 @@ for t in "$@"; do
     f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
     s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
     pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+    if [ "$s" -gt 0 ]; then # each skip prints its reason ("skip: ...", "SKIP: ...", "skipping: ...")
+        why=$(printf '%s\n' "$out" | grep -i -E '^(skip|skipping)[: ]' | sort -u | sed 's/^/    /')
+        skipped="$skipped
+  $(basename "$t"): $s skipped
+${why:-    (no reason printed)}"
+        if [ -z "$why" ]; then # a skip is for a missing device, feature or file, and says which
+            fail=$((fail + 1)); bad="$bad $t(a skip without its reason)"
+        fi
+    fi
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail=$((fail + 1)); bad="$bad $t(rc=$rc)"; fi
     [ "$rc" -ne 0 ] && bad="$bad $t"
     if printf '%s\n' "$out" | grep -q -E 'Validation Error|VUID-'; then
@@ -64,5 +73,6 @@ for t in "$@"; do
     fi
 done
 [ -n "$bad" ] && echo "failing:$bad"
+[ -n "$skipped" ] && echo "skipped:$skipped"
 echo "tests: $pass passed, $fail failed, $skip skipped ($# suites, $(($(date +%s) - t_all)) s)"
 [ $fail -eq 0 ]

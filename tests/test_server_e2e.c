@@ -100,10 +100,19 @@ static int setup(void **state)
     return sp_npm_ci() ? -1 : 0;
 }
 
+/* Skips (saying which) when a file the test runs is not there. */
+static void skip_without(const char *path)
+{
+    if (!sp_exists(path)) {
+        printf("skip: %s is not there\n", path);
+        skip();
+    }
+}
+
 static void skip_if_absent(void)
 {
-    if (!sp_exists(MODEL) || !sp_exists(server_bin))
-        skip();
+    skip_without(MODEL);
+    skip_without(server_bin);
 }
 
 static void test_openai_client(void **state)
@@ -150,8 +159,7 @@ static void test_same_as_cli(void **state)
 {
     (void)state;
     skip_if_absent();
-    if (!sp_exists(cli_bin))
-        skip();
+    skip_without(cli_bin);
     const char *prompt = "The capital of France is";
     const char *cli[] = {cli_bin, "-m", MODEL, "-p", prompt, "-n", "16", "--temp", "0", NULL};
     char *raw;
@@ -236,8 +244,7 @@ static void test_tools_logprobs_n(void **state)
 {
     (void)state;
     skip_if_absent();
-    if (!sp_exists(KJV))
-        skip();
+    skip_without(KJV);
     server s;
     start_model(&s, KJV, (const char *const[]){"--parallel", "4", "--ctx-size", "1024", NULL});
     setenv("TERNION_MODEL", "bitnet-kjv", 1);

@@ -283,7 +283,13 @@ typedef struct {
 
 static const bad_case k_bad[] = {
     {"", "colour: red\n", "t.yaml:46:1: unknown top-level key 'colour'"},
-    {"op: silu_mul", "op: swish_mul", "t.yaml:40:12: unknown op 'swish_mul'"},
+    {"op: silu_mul", "op: swishy_mul", "t.yaml:40:12: unknown op 'swishy_mul'"},
+    /* per-op parameters (gen/gen_param.h): only the keys the op's row declares, in its range */
+    {"out: f}", "out: f, beta: 2.0}", "t.yaml:40:46: unknown key 'beta' in op in forward.layer"},
+    {"weight: anorm, out: h}", "weight: anorm, out: h, eps: 2.0}", "t.yaml:28:56: rmsnorm 'anorm': 'eps' must be in [1e-30, 1], got 2"},
+    {"weight: anorm, out: h}", "weight: anorm, out: h, eps: tiny}", "t.yaml:28:56: 'eps' must be a number, got 'tiny'"},
+    {"weight: wq, out: q}", "weight: wq, out: q, eps: 1.0e-6}", "t.yaml:29:50: unknown key 'eps' in op in forward.layer"},
+    {"op: silu_mul, in: [gate, up], out: f}", "op: swish_mul, in: [gate, up], out: f, beta: 20}", "t.yaml:40:53: swish_mul: 'beta' must be in [-16, 16], got 20"},
     {", weight: anorm", "", "t.yaml:28:7: missing field 'weight' in rmsnorm"},
     {"dim: 256", "dim: \"256\"", "t.yaml:4:8: 'dim' must be an integer, got the string \"256\""},
     {"dim: 256", "dim: [256]", "t.yaml:4:8: 'dim' must be an integer, got a list"},
