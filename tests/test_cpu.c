@@ -570,6 +570,51 @@ static void check_fixture(const fx *f)
 static void test_fixture_a(void **st) { (void)st; check_fixture(&FX[0]); }
 static void test_fixture_b(void **st) { (void)st; check_fixture(&FX[1]); }
 
+/* The bitlinear products' level is chosen by timing (cpu_tune.c); every level gives the same
+ * bits, so bitnet-kjv's prompt and decode logits are those of each level forced through
+ * TERNION_CPU_MM_ISA, bit for bit, whatever the timing chose; the engine says what it chose. */
+static void test_tuned_kernels(void **st)
+{
+    (void)st;
+    const char *path = "tests/data/bitnet-kjv/model.gguf";
+    const int32_t prompt[9] = {1, 17, 300, 42, 9, 1000, 3, 77, 5};
+    float *want[2] = {NULL, NULL};
+    int vocab = 0;
+    unsetenv("TERNION_CPU_MM_ISA");
+    for (int l = -1; l < CPU_ISA_COUNT; l++) { /* -1: as measured */
+        if (l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
+            continue;
+        if (l >= 0)
+            setenv("TERNION_CPU_MM_ISA", cpu_isa_name((cpu_isa)l), 1);
+        rt_engine *e = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_DENSE);
+        rt_vk_device_desc dd;
+        rt_engine_device(e, &dd);
+        print_message("TERNION_CPU_MM_ISA=%s: %s\n", l < 0 ? "(unset)" : cpu_isa_name((cpu_isa)l), dd.name);
+        const bool two = cpu_isa_runs(CPU_ISA_AVX2) && cpu_isa_runs(CPU_ISA_AVX512);
+        if (l < 0 && two && !getenv("TERNION_CPU_ISA") && !getenv("TERNION_CPU_TUNE"))
+            assert_non_null(strstr(dd.name, "(measured)"));
+        vocab = rt_engine_vocab(e);
+        float *got[2] = {malloc(sizeof(float) * 9 * (size_t)vocab), malloc(sizeof(float) * (size_t)vocab)};
+        char err[RT_ERR_LEN] = "";
+        const int32_t tok = 11;
+        assert_int_equal(rt_engine_eval(e, prompt, 9, 0, got[0], err), 0);
+        assert_int_equal(rt_engine_eval(e, &tok, 1, 9, NULL, err), 0);
+        assert_int_equal(rt_engine_logits_last(e, got[1], err), 0);
+        rt_engine_close(e);
+        for (int k = 0; k < 2; k++) {
+            if (!want[k])
+                want[k] = got[k];
+            else {
+                assert_memory_equal(got[k], want[k], sizeof(float) * (size_t)(k ? 1 : 9) * (size_t)vocab);
+                free(got[k]);
+            }
+        }
+    }
+    unsetenv("TERNION_CPU_MM_ISA");
+    free(want[0]);
+    free(want[1]);
+}
+
 /* bitnet-kjv: a multi-row step == single steps; the exact sparse FFN == dense, bit for bit. */
 static void test_rows_and_sparse(void **st)
 {
@@ -636,7 +681,7 @@ int main(void)
         cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
-        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads),
+        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

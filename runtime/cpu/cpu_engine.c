@@ -321,6 +321,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
         cpu_engine_close(e);
         return -1;
     }
+    cpu_engine_tune_kernels(e); /* after the pages are in: it streams the weights */
     *out_e = e;
     return 0;
 }
@@ -561,8 +562,15 @@ int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, c
 
 void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
 {
-    snprintf(out, n, "CPU (native backend, %s kernels, %d threads, %d for prompts)", cpu_isa_name(e->isa), e->n_threads,
-             e->n_threads_batch);
+    char mm[160] = "";
+    if (e->tuned) /* the bitlinear levels the measurement chose, with its times */
+        snprintf(mm, sizeof mm, "; ternary products %s one-token (%.2f vs %.2f ms), %s prompts (measured)",
+                 cpu_isa_name(e->isa_mm[0]), e->tune_ms[0][e->isa_mm[0]],
+                 e->tune_ms[0][e->isa_mm[0] == CPU_ISA_AVX2 ? CPU_ISA_AVX512 : CPU_ISA_AVX2], cpu_isa_name(e->isa_mm[1]));
+    else if (e->isa_mm[0] != e->isa) /* TERNION_CPU_MM_ISA */
+        snprintf(mm, sizeof mm, "; ternary products %s", cpu_isa_name(e->isa_mm[0]));
+    snprintf(out, n, "CPU (native backend, %s kernels%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), mm,
+             e->n_threads, e->n_threads_batch);
 }
 
 uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only)

@@ -1,5 +1,6 @@
-/* cpu_engine_priv.h - the CPU engine's state, shared by cpu_engine.c (loading, logits, figures)
- * and cpu_forward.c (walking the schedule). Only those two include it.
+/* cpu_engine_priv.h - the CPU engine's state, shared by cpu_engine.c (loading, logits, figures),
+ * cpu_forward.c (walking the schedule) and cpu_tune.c (choosing the matrix kernels). Only those
+ * include it.
  */
 #ifndef CPU_ENGINE_PRIV_H
 #define CPU_ENGINE_PRIV_H
@@ -29,7 +30,11 @@ struct cpu_engine {
     const rt_model_desc *d;
     const rt_cpu_schedule *cs;
     const rt_gguf *g;
-    cpu_isa isa;
+    cpu_isa isa;              /* the detected level: float ops (norms, attention, the LM head) */
+    cpu_isa isa_mm[2];        /* the bitlinear products' level, [0] one-token steps, [1] prompts:
+                                 chosen by measurement (cpu_tune.c), the same bits at any level */
+    bool tuned;               /* isa_mm was measured (tune_ms holds the times) */
+    double tune_ms[2][CPU_ISA_COUNT]; /* [one token / prompt][level]: best time of a measured pass */
     cpu_pool *pool;
     int n_threads, n_threads_batch;
     int n_layers, vocab, n_ctx, n_batch, n_seq, cur_seq;
@@ -88,6 +93,10 @@ typedef struct {
                                      * neurons of this step are added per layer */
     bool ffn_sparse;                /* out: the step ran the exact sparse FFN */
 } cpu_step;
+
+/* Times the bitlinear kernels of every level from AVX2 up to e->isa on this model's matrices
+ * and sets e->isa_mm (cpu_tune.c); needs the pool and the activation buffers. */
+void cpu_engine_tune_kernels(cpu_engine *e);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);

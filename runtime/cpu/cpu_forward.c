@@ -28,6 +28,7 @@ typedef struct {
     cpu_engine *e;
     cpu_step *s;
     int layer;
+    cpu_isa isa_mm;        /* the bitlinear products' level for this step (e->isa_mm) */
     int qvalue;            /* the value e->q holds the codes of, or -1 */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
@@ -100,7 +101,7 @@ static void quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int6
     cpu_engine *e = r->e;
     const int K = WIDTH(e, so->op->in[0]);
     for (int64_t t = lo; t < hi; t++) /* [n][K]: the codes of one value, tokens back to back */
-        e->qs[t] = cpu_act_quant(e->isa, IN0(e, so) + t * K, K, e->q + t * K, &e->qsum[t]);
+        e->qs[t] = cpu_act_quant(r->isa_mm, IN0(e, so) + t * K, K, e->q + t * K, &e->qsum[t]);
 }
 
 static cpu_qact qact_of(const cpu_run *r, const cpu_step_op *so)
@@ -113,7 +114,7 @@ static void matmul_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
 {
     cpu_engine *e = r->e;
     cpu_qact a = qact_of(r, so);
-    so->codec->matmul(e->isa, cpu_w(e, so->tensor, r->layer), lo, hi, &a, OUT(e, so), WIDTH(e, so->op->out),
+    so->codec->matmul(r->isa_mm, cpu_w(e, so->tensor, r->layer), lo, hi, &a, OUT(e, so), WIDTH(e, so->op->out),
                       cpu_engine_scratch(e, ith));
 }
 
@@ -134,7 +135,7 @@ static void sparse_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
         int64_t r1 = row + 1;
         while (r1 < hi && gate[r1] > 0.0f)
             r1++;
-        so->codec->matmul(e->isa, w, row, r1, &a, y, 0, cpu_engine_scratch(e, ith));
+        so->codec->matmul(r->isa_mm, w, row, r1, &a, y, 0, cpu_engine_scratch(e, ith));
         row = r1;
     }
 }
@@ -218,7 +219,7 @@ static void bitlinear(cpu_run *r, const cpu_step_op *so)
     const int n = r->s->n, K = WIDTH(e, so->op->in[0]), M = WIDTH(e, so->op->out);
     if (r->qvalue != so->op->in[0]) {
         par_for(r, so, n, 1, quant_body, n > 1);
-        cpu_i2s_pack(e->isa, e->q, K, n, e->qp);
+        cpu_i2s_pack(r->isa_mm, e->q, K, n, e->qp);
         r->qvalue = so->op->in[0];
     }
     if (so->sparse_gate && e->sparse && n == 1) {
@@ -293,7 +294,7 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
                      (int)step->pos[t], (long long)emb->ne1);
             return -1;
         }
-    cpu_run r = {.e = e, .s = step, .qvalue = -1};
+    cpu_run r = {.e = e, .s = step, .isa_mm = e->isa_mm[step->n > 1], .qvalue = -1};
     step->ffn_sparse = false;
     if (e->profile)
         for (int i = 0; i < e->n_ops; i++)
