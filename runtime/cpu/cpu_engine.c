@@ -321,7 +321,10 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
         cpu_engine_close(e);
         return -1;
     }
-    cpu_engine_tune_kernels(e); /* after the pages are in: it streams the weights */
+    if (fits) /* after the pages are in: it streams the weights (never from disk) */
+        cpu_engine_tune_kernels(e);
+    else
+        e->isa_mm[0] = e->isa_mm[1] = e->isa;
     *out_e = e;
     return 0;
 }
