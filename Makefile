@@ -153,7 +153,7 @@ $(LIB_REF): $(call obj,$(REF_SRC))
 $(LIB_SRV): $(call obj,$(SRV_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
-$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_FMT)
+$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 
 # Static pattern rules below name every object explicitly, so make never treats one
@@ -228,6 +228,8 @@ $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_R
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter-out %.o,$^) -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
+# test_draft runs the drafts of two models beside their generated models
+$(B)/tests/test_draft: $(B)/obj/generated/bitnet-tiny/model.o $(B)/obj/generated/llama-ternary-tiny/model.o
 # test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same
 # models; test_chat_tmpl loads the GGUFs it writes through ternion.h
 $(B)/tests/test_embed $(B)/tests/test_cli_limits $(B)/tests/test_chat_tmpl: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
