@@ -228,11 +228,11 @@ $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_R
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter-out %.o,$^) -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
-# test_draft runs the drafts of two models beside their generated models
-$(B)/tests/test_draft: $(B)/obj/generated/bitnet-tiny/model.o $(B)/obj/generated/llama-ternary-tiny/model.o
 # test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same
-# models; test_chat_tmpl loads the GGUFs it writes through ternion.h
-$(B)/tests/test_embed $(B)/tests/test_cli_limits $(B)/tests/test_chat_tmpl: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
+# models; test_chat_tmpl loads the GGUFs it writes through ternion.h; test_draft runs drafts beside
+# the generated models and loads its hand-made files through ternion.h
+$(B)/tests/test_embed $(B)/tests/test_cli_limits $(B)/tests/test_chat_tmpl $(B)/tests/test_draft: $(MODEL_OBJ) \
+    $(B)/obj/registry.o $(B)/obj/commit.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 # the suites that run kernels on a Vulkan device share their harness (tests/vk_harness.c)
@@ -335,7 +335,7 @@ cross-cpu:
 #   cc app.c $(pkg-config --cflags --libs ternion)
 PREFIX  ?= /usr/local
 VERSION := $(shell sed -n 's/^\#define TERNION_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' runtime/api/ternion.h | paste -sd.)
-install: lib $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(B)/tools/mkmodel
+install: lib $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(B)/tools/mkmodel $(GEN_BIN)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/share/ternion/models
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libternion.a
@@ -347,6 +347,7 @@ install: lib $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(B)/tools/mkmodel
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ternion.pc
 	install -m 755 $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(B)/tools/mkmodel $(DESTDIR)$(PREFIX)/bin/ternion-mkmodel
+	install -m 755 $(GEN_BIN) $(DESTDIR)$(PREFIX)/bin/ternion-gen
 	install -m 644 models/*.yaml $(DESTDIR)$(PREFIX)/share/ternion/models/
 
 clean:

@@ -137,6 +137,7 @@ static const struct {
 #define MAX_PROBLEMS 48
 typedef struct {
     const rt_gguf *g;
+    char arch[64]; /* general.architecture for messages and comments: control characters as '?' */
     char *err;
     int layout;
     gen_rope_style rope;
@@ -172,7 +173,7 @@ static const char *problem(drafter *d, char *out, size_t cap, const char *fmt, .
     vsnprintf(out, cap, fmt, ap);
     va_end(ap);
     size_t k = strlen(d->problems);
-    if (k + 8 < sizeof(d->problems))
+    if (d->n_problems < 3 && k + 8 < sizeof(d->problems)) /* the summary names the first three */
         snprintf(d->problems + k, sizeof(d->problems) - k, "%s%s", k ? "; " : "", out);
     d->n_problems++;
     return out;
@@ -262,23 +263,26 @@ static int read_hparams(drafter *d)
         double v = 0;
         int rc = kv_number(d->g, k_keys[h].key, &v);
         if (rc < 0)
-            return fail(d, "key '%s.%s' is not a number", d->g->arch, k_keys[h].key);
+            return fail(d, "key '%s.%s' is not a number", d->arch, k_keys[h].key);
         if (rc == 1 && k_keys[h].required)
-            return fail(d, "key '%s.%s' is missing: the draft's %s comes from it", d->g->arch, k_keys[h].key,
+            return fail(d, "key '%s.%s' is missing: the draft's %s comes from it", d->arch, k_keys[h].key,
                         k_keys[h].hparam);
         if (rc == 1)
             v = k_keys[h].from < 0 ? k_keys[h].def
                 : k_keys[h].div < 0 ? d->hp[k_keys[h].from] : d->hp[k_keys[h].from] / d->hp[k_keys[h].div];
         d->from_file[h] = rc == 0;
         d->hp[h] = v;
-        if (!(v > 0) || (!k_keys[h].is_float && (v != (double)(int64_t)v || v > GEN_MAX_WIDTH)))
-            return fail(d, "%s = %g (%s%s.%s) is not a %s", k_keys[h].hparam, v, rc ? "from " : "", d->g->arch,
-                        rc ? k_keys[h].fallback : k_keys[h].key,
+        if (!(v > 0 && v < 1e30) || (!k_keys[h].is_float && (v > GEN_MAX_WIDTH || v != (double)(int64_t)v))) {
+            if (rc)
+                return fail(d, "%s = %g (no %s.%s: %s) is not a positive integer width", k_keys[h].hparam, v,
+                            d->arch, k_keys[h].key, k_keys[h].fallback);
+            return fail(d, "%s = %g (%s.%s) is not a %s", k_keys[h].hparam, v, d->arch, k_keys[h].key,
                         k_keys[h].is_float ? "positive number" : "positive integer width");
+        }
     }
     double nl = 0;
     if (kv_number(d->g, "block_count", &nl) || !(nl >= 1 && nl <= 4096 && nl == (int)nl))
-        return fail(d, "key '%s.block_count' is missing or not a layer count", d->g->arch);
+        return fail(d, "key '%s.block_count' is missing or not a layer count", d->arch);
     d->n_layers = (int)nl;
     return 0;
 }
@@ -311,7 +315,7 @@ static void sources(const drafter *d, char *out, size_t cap)
         const int h = shown[i];
         size_t k = strlen(out);
         if (d->from_file[h])
-            snprintf(out + k, cap - k, "%s%s = %s.%s = %g", k ? ", " : "", k_keys[h].hparam, d->g->arch,
+            snprintf(out + k, cap - k, "%s%s = %s.%s = %g", k ? ", " : "", k_keys[h].hparam, d->arch,
                      k_keys[h].key, d->hp[h]);
         else
             snprintf(out + k, cap - k, "%s%s = %s = %g", k ? ", " : "", k_keys[h].hparam, k_keys[h].fallback,
@@ -322,10 +326,7 @@ static void sources(const drafter *d, char *out, size_t cap)
 /* Each used tensor of every layer exists with the shape the metadata gives it. */
 static int check_tensors(drafter *d)
 {
-    const rt_gguf_tensor *emb = rt_gguf_tensor_find(d->g, "token_embd.weight");
-    if (!emb)
-        return fail(d, "tensor 'token_embd.weight' is missing: no layout runs without an embedding table");
-    d->vocab = emb->ne[1];
+    d->vocab = rt_gguf_tensor_find(d->g, "token_embd.weight")->ne[1]; /* there: gen_draft_gguf */
     char name[160], src[GEN_ERR_LEN / 2];
     for (int r = 0; r < N_TENSORS; r++) {
         if (!row_used(d, k_tensors[r].need))
@@ -337,7 +338,7 @@ static int check_tensors(drafter *d)
             gen_tensor_name(&t, l, name, sizeof(name));
             const rt_gguf_tensor *ft = rt_gguf_tensor_find(d->g, name);
             if (!ft && (per_layer || k_tensors[r].need == NEED_SUB))
-                return fail(d, "tensor '%s' is missing (%s.block_count is %d%s)", name, d->g->arch, d->n_layers,
+                return fail(d, "tensor '%s' is missing (%s.block_count is %d%s)", name, d->arch, d->n_layers,
                             k_tensors[r].need == NEED_SUB ? "; the layout has sub-norms" : "");
             if (!ft)
                 return fail(d, "tensor '%s' is missing", name);
@@ -406,7 +407,7 @@ static int write_unused(drafter *d)
         normalize(&t->name, name, sizeof(name), &layer);
         if (layer >= d->n_layers)
             return fail(d, "the metadata contradicts tensor '%.*s': %s.block_count is %d", (int)t->name.len,
-                        t->name.ptr, d->g->arch, d->n_layers);
+                        t->name.ptr, d->arch, d->n_layers);
         bool known = false;
         for (int r = 0; r < N_TENSORS && !known; r++)
             known = row_used(d, k_tensors[r].need) && !strcmp(k_tensors[r].gguf, name);
@@ -425,19 +426,19 @@ static int write_unused(drafter *d)
 static void write_header(drafter *d, const char *name)
 {
     const char *base = strrchr(d->g->path, '/') ? strrchr(d->g->path, '/') + 1 : d->g->path;
-    char msg[256], desc[200];
-    put(d, "# %s: drafted by `ternion-gen --from-gguf` from %s (general.architecture '%s').\n", name, base,
-        d->g->arch);
+    char msg[256], file[80];
+    size_t k = 0; /* the file name without quotes, backslashes, control characters: it goes in a
+                   * comment and in a double-quoted YAML string */
+    for (const char *p = base; *p && k + 1 < sizeof(file); p++)
+        if (*p != '"' && *p != '\\' && (unsigned char)*p >= ' ')
+            file[k++] = *p;
+    file[k] = 0;
+    put(d, "# %s: drafted by `ternion-gen --from-gguf` from %s (general.architecture '%s').\n", name, file, d->arch);
     put(d, "# Layout: %s.\n", k_layouts[d->layout].what);
     put(d, "# A draft: save it as models/%s.yaml (the name is the binary's), check its logits against the reference\n"
            "# engine before trusting it. Schema: models/README.md.\n", name);
     line(d, NULL, "name: %s", name);
-    size_t k = 0; /* the file name, quotes and backslashes dropped: a double-quoted YAML string */
-    for (const char *p = base; *p && k + 1 < 80; p++)
-        if (*p != '"' && *p != '\\' && (unsigned char)*p >= ' ')
-            desc[k++] = *p;
-    desc[k] = 0;
-    line(d, NULL, "description: \"drafted from %s: %s layout, %d layers, vocab %lld\"", desc,
+    line(d, NULL, "description: \"drafted from %s: %s layout, %d layers, vocab %lld\"", file,
          k_layouts[d->layout].name, d->n_layers, (long long)d->vocab);
     const char *arch_note = NULL;
     if (d->arch_row < 0) {
@@ -445,17 +446,14 @@ static void write_header(drafter *d, const char *name)
         for (int i = 0; i < N_ARCHS; i++)
             snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "", k_archs[i].arch);
         arch_note = problem(d, msg, sizeof(msg), "no layout for architecture '%s' (known: %s); nearest by its "
-                            "tensors: %s, RoPE style a guess", d->g->arch, known, k_layouts[d->layout].name);
+                            "tensors: %s, RoPE style a guess", d->arch, known, k_layouts[d->layout].name);
         put(d, "# UNSUPPORTED: %s\n", arch_note);
     }
-    char arch[2 * sizeof(d->g->arch)]; /* double-quoted, so any name reads back as itself */
+    char arch[4 * sizeof(d->g->arch)]; /* double-quoted, so any name reads back as itself */
     k = 0;
-    for (const char *p = d->g->arch; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            arch[k++] = '\\';
-        arch[k++] = *p;
-    }
-    arch[k] = 0;
+    for (const unsigned char *p = (const unsigned char *)d->g->arch; *p; p++)
+        k += (size_t)snprintf(arch + k, sizeof(arch) - k, *p < ' ' ? "\\x%02x" : *p == '"' || *p == '\\' ? "\\%c"
+                                                                                                       : "%c", *p);
     line(d, NULL, "architectures: [\"%s\"]", arch);
 }
 
@@ -467,13 +465,13 @@ static void write_hparams(drafter *d)
         if (h == H_ROPE_BASE || h == H_ROPE_DIMS)
             continue;
         if (d->from_file[h])
-            snprintf(src, sizeof(src), "%s.%s", d->g->arch, k_keys[h].key);
+            snprintf(src, sizeof(src), "%s.%s", d->arch, k_keys[h].key);
         else
-            snprintf(src, sizeof(src), "no %s.%s: %s", d->g->arch, k_keys[h].key, k_keys[h].fallback);
+            snprintf(src, sizeof(src), "no %s.%s: %s", d->arch, k_keys[h].key, k_keys[h].fallback);
         double vl = 0;
         if (h == H_HEAD_DIM && !kv_number(d->g, "attention.value_length", &vl) && vl != d->hp[h])
             snprintf(src, sizeof(src), "UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s.attention.value_length "
-                     "(%g) differs from head_dim (%g)", d->g->arch, vl, d->hp[h]));
+                     "(%g) differs from head_dim (%g)", d->arch, vl, d->hp[h]));
         if (k_keys[h].is_float)
             line(d, src, "  %s: %s", k_keys[h].hparam, float_str(d->hp[h], num, sizeof(num)));
         else
@@ -492,7 +490,7 @@ static void write_hparams(drafter *d)
         const bool zero = kv && kv->type != RT_GGUF_STRING && (kv->type == RT_GGUF_BOOL ? !kv->v.b
                                                                : !kv_number(d->g, k_unsupported[i].key, &v) && v == 0);
         if (kv && !none && !zero)
-            line(d, NULL, "  # UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s.%s: %s", d->g->arch,
+            line(d, NULL, "  # UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s.%s: %s", d->arch,
                                                         k_unsupported[i].key, k_unsupported[i].what));
     }
 }
@@ -500,12 +498,12 @@ static void write_hparams(drafter *d)
 static void write_checks(drafter *d)
 {
     line(d, NULL, "\ngguf_checks:                          # hparam: GGUF key (\"%s.\" prepended), compared at load",
-         d->g->arch);
+         d->arch);
     for (int h = 0; h < H_COUNT; h++)
         if (d->from_file[h])
             line(d, NULL, "  %s: %s", k_keys[h].hparam, k_keys[h].key);
         else
-            line(d, NULL, "  # %s: no %s.%s in the file", k_keys[h].hparam, d->g->arch, k_keys[h].key);
+            line(d, NULL, "  # %s: no %s.%s in the file", k_keys[h].hparam, d->arch, k_keys[h].key);
 }
 
 /* "a bitlinear matrix (i2_s, tq1_0 or tq2_0)": a use and the YAML types that have it. */
@@ -563,7 +561,7 @@ static void write_forward(drafter *d)
     const char *act = k_layouts[d->layout].act;
     const bool sub = k_layouts[d->layout].sub_norms;
     line(d, NULL, "\nforward:\n  input:\n    - {op: embed, table: token_embd, out: x}");
-    line(d, NULL, "  layer:                              # repeated %s.block_count times", d->g->arch);
+    line(d, NULL, "  layer:                              # repeated %s.block_count times", d->arch);
     for (size_t i = 0; i < sizeof(k_layer_ops) / sizeof(k_layer_ops[0]); i++) {
         if (!row_used(d, k_layer_ops[i].need))
             continue;
@@ -634,8 +632,16 @@ int gen_draft_gguf(const char *path, gen_draft *out, char *err)
         return -1;
     }
     drafter d = {.g = g, .err = err};
+    for (size_t i = 0; i + 1 < sizeof(d.arch) && g->arch[i]; i++)
+        d.arch[i] = (unsigned char)g->arch[i] < ' ' ? '?' : g->arch[i];
     if (!g->arch[0]) {
         fail(&d, "no general.architecture: not a model file");
+        rt_gguf_close(g);
+        return -1;
+    }
+    if (!rt_gguf_tensor_find(g, "token_embd.weight")) {
+        fail(&d, "tensor 'token_embd.weight' is missing: no layout runs without an embedding table (a "
+             "vocabulary-only file?)");
         rt_gguf_close(g);
         return -1;
     }
@@ -651,12 +657,13 @@ int gen_draft_gguf(const char *path, gen_draft *out, char *err)
         out->layout = k_layouts[d.layout].name;
         out->n_problems = d.n_problems;
         if (d.n_problems)
-            snprintf(out->summary, sizeof(out->summary), "%s: %d problem%s, the draft does not run as is: %s", path,
-                     d.n_problems, d.n_problems > 1 ? "s" : "", d.problems);
+            snprintf(out->summary, sizeof(out->summary), "%s: %d problem%s, the draft does not run as is: %s%s", path,
+                     d.n_problems, d.n_problems > 1 ? "s" : "", d.problems,
+                     d.n_problems > 3 ? "; and more, each at its '# UNSUPPORTED:' line" : "");
         else
-            snprintf(out->summary, sizeof(out->summary), "%s: drafted in the %s layout (%d layers, dim %d, vocab "
+            snprintf(out->summary, sizeof(out->summary), "%s: drafted in the %s layout (%d layer%s, dim %d, vocab "
                      "%lld): review it, save it as models/<name>.yaml, then make gen && make", path,
-                     k_layouts[d.layout].name, d.n_layers, (int)d.hp[H_DIM], (long long)d.vocab);
+                     k_layouts[d.layout].name, d.n_layers, d.n_layers > 1 ? "s" : "", (int)d.hp[H_DIM], (long long)d.vocab);
     } else {
         free(d.buf);
     }

@@ -8,7 +8,9 @@
  * so every kernel is). Hand-made files: a `llama` file drafts to `rope: {style: norm}`; an
  * unknown architecture, a tensor no op reads, a Q8_0 embedding or an F16 matrix are problems
  * named at their line and in the summary; metadata that contradicts the tensors and an
- * unknown tensor type id are one error each, with no draft.
+ * unknown tensor type id are one error each, with no draft. The library (ternion_model_load,
+ * which build/ternion calls) gives one error for each of these files too, and its refusal of a
+ * file no built-in model fits names `ternion-gen --from-gguf FILE`.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,12 +24,14 @@
 
 #include <cmocka.h>
 
+#include "api/ternion.h"
 #include "engine/rt_engine.h"
 #include "format/fmt_codec.h"
 #include "gen_desc.h"
 #include "gen_draft.h"
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
+#include "gguf/rt_tq.h"
 
 extern const rt_model_desc rt_model_bitnet_tiny, rt_model_llama_ternary_tiny;
 
@@ -167,6 +171,42 @@ static void round_trip(const char *yaml, const char *tag, const rt_model_desc *g
     gen_draft_free(&dr);
 }
 
+/* The matrices of a file re-encoded as TQ1_0 / TQ2_0 (llama.cpp's formats) are drafted with
+ * that type, and the draft parses. */
+static void test_tq_types(void **st)
+{
+    (void)st;
+    char gguf[512], tq[600], err[GEN_ERR_LEN] = "";
+    mkmodel("models/llama-ternary-tiny.yaml", "tq-src", gguf, sizeof(gguf));
+    const struct {
+        rt_type type;
+        const char *tag;
+    } to[] = {{FMT_TQ1_0, "tq1"}, {FMT_TQ2_0, "tq2"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(tq, sizeof(tq), "%s/test-draft-%s.gguf", build_dir(), to[i].tag);
+        int n = 0;
+        if (rt_tq_convert(gguf, tq, to[i].type, &n, err))
+            fail_msg("%s", err);
+        assert_int_equal(n, 2 * 7); /* 7 matrices a layer */
+        gen_draft dr;
+        if (gen_draft_gguf(tq, &dr, err))
+            fail_msg("%s", err);
+        assert_int_equal(dr.n_problems, 0);
+        gen_model *m = malloc(sizeof(*m));
+        if (gen_model_parse(dr.yaml, dr.len, "draft", m, err))
+            fail_msg("%s", err);
+        int ternary = 0;
+        for (int t = 0; t < m->n_tensors; t++)
+            if (fmt_is_ternary(fmt_codec_find(m->tensors[t].type))) {
+                assert_int_equal(m->tensors[t].type, to[i].type);
+                ternary++;
+            }
+        assert_int_equal(ternary, 7);
+        free(m);
+        gen_draft_free(&dr);
+    }
+}
+
 static void test_bitnet_tiny(void **st)
 {
     (void)st;
@@ -261,6 +301,19 @@ static void assert_line_has(const char *text, const char *line_part, const char 
         fail_msg("the draft's line '%s' does not say '%s'", buf, needle);
 }
 
+/* ternion_model_load of path fails (nothing crashes) with an error containing each of want. */
+static void assert_library_refuses(const char *path, const char *const *want)
+{
+    ternion_model_params p = ternion_model_default_params();
+    ternion_model *m = NULL;
+    assert_int_not_equal(ternion_model_load(path, &p, &m), 0);
+    assert_null(m);
+    const char *e = ternion_last_error();
+    for (; *want; want++)
+        if (!strstr(e, *want))
+            fail_msg("the library's error does not say '%s':\n%s", *want, e);
+}
+
 static void test_llama_arch(void **st)
 {
     (void)st;
@@ -305,6 +358,9 @@ static void test_unknown_arch(void **st)
     assert_line_has(dr.yaml, "# UNSUPPORTED: no layout", "known: bitnet-b1.58");
     assert_line_has(dr.yaml, "rope: {", "UNSUPPORTED");
     gen_draft_free(&dr);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "ternion-gen --from-gguf %s", path);
+    assert_library_refuses(path, (const char *const[]){"general.architecture 'mamba-x'", cmd, NULL});
 }
 
 static void test_problems_at_their_lines(void **st)
@@ -370,6 +426,12 @@ static void test_contradicting_metadata(void **st)
     assert_non_null(strstr(err, "the metadata contradicts tensor 'token_embd.weight'"));
     assert_non_null(strstr(err, "[256, 64]"));
     assert_non_null(strstr(err, "dim = llama.embedding_length = 512"));
+    /* the library, on a file of a built-in model's architecture and widths (llama-ternary-tiny:
+     * the hand-made shape) whose metadata says otherwise */
+    hand_path("contradict-lt", path, sizeof(path));
+    h.arch = "llama-ternary";
+    hand_gguf(&h, path);
+    assert_library_refuses(path, (const char *const[]){"llama-ternary.embedding_length' is 512", NULL});
 }
 
 /* Byte offset of tensor name's type field in a GGUF written by hand_gguf (its info record:
@@ -407,6 +469,7 @@ static void test_unknown_type_id(void **st)
     printf("%s\n", err);
     assert_non_null(strstr(err, "output_norm.weight"));
     assert_non_null(strstr(err, "unknown tensor type 99"));
+    assert_library_refuses(path, (const char *const[]){"output_norm.weight", "unknown tensor type 99", NULL});
 }
 
 int main(void)
@@ -418,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_contradicting_metadata),
         cmocka_unit_test(test_unknown_type_id),
         cmocka_unit_test(test_layernorm_biases_named),
+        cmocka_unit_test(test_tq_types),
         cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_bitnet_tiny),
     };
