@@ -283,7 +283,7 @@ typedef struct {
 
 static const bad_case k_bad[] = {
     {"", "colour: red\n", "t.yaml:46:1: unknown top-level key 'colour'"},
-    {"op: silu_mul", "op: swish_mul", "t.yaml:40:12: unknown op 'swish_mul'"},
+    {"op: silu_mul", "op: mish_mul", "t.yaml:40:12: unknown op 'mish_mul'"},
     {", weight: anorm", "", "t.yaml:28:7: missing field 'weight' in rmsnorm"},
     {"dim: 256", "dim: \"256\"", "t.yaml:4:8: 'dim' must be an integer, got the string \"256\""},
     {"dim: 256", "dim: [256]", "t.yaml:4:8: 'dim' must be an integer, got a list"},
