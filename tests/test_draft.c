@@ -5,13 +5,16 @@
  * model the file was written from (hparams, tensors with their types and shapes, the three op
  * lists op by op, the RoPE style), and built in-process it runs on the CPU backend to the
  * logits of the generated model of the original YAML, bit for bit (the op lists are the same,
- * so every kernel is). Hand-made files: a `llama` file drafts to `rope: {style: norm}`; an
+ * so every kernel is). A file of the `llama` architecture (Falcon3's and TriLM's) drafts to
+ * `rope: {style: norm}`, and that draft runs on the CPU backend within the C reference's own
+ * spread of its logits. Hand-made files: a `llama` file's hparams and untied head; an
  * unknown architecture, a tensor no op reads, a Q8_0 embedding or an F16 matrix are problems
  * named at their line and in the summary; metadata that contradicts the tensors and an
  * unknown tensor type id are one error each, with no draft. The library (ternion_model_load,
  * which build/ternion calls) gives one error for each of these files too, and its refusal of a
  * file no built-in model fits names `ternion-gen --from-gguf FILE`.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +35,7 @@
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_tq.h"
+#include "ref/ref_forward.h"
 
 extern const rt_model_desc rt_model_bitnet_tiny, rt_model_llama_ternary_tiny;
 
@@ -205,6 +209,121 @@ static void test_tq_types(void **st)
         free(m);
         gen_draft_free(&dr);
     }
+}
+
+/* max |a - b| over n floats (infinite if either is NaN) and how many of rows argmaxes agree. */
+static double max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - b[i]);
+        m = d != d ? INFINITY : d > m ? d : m;
+    }
+    return m;
+}
+
+static int top1_agree(const float *a, const float *b, int rows, int vocab)
+{
+    int agree = 0;
+    for (int r = 0; r < rows; r++) {
+        int ia = 0, ib = 0;
+        for (int i = 1; i < vocab; i++) {
+            ia = a[(size_t)r * vocab + i] > a[(size_t)r * vocab + ia] ? i : ia;
+            ib = b[(size_t)r * vocab + i] > b[(size_t)r * vocab + ib] ? i : ib;
+        }
+        agree += ia == ib;
+    }
+    return agree;
+}
+
+/* models/llama-ternary-tiny.yaml as llama.cpp's `llama` architecture: adjacent-pair RoPE. */
+static void write_llama_yaml(const char *path)
+{
+    size_t len = 0;
+    FILE *f = fopen("models/llama-ternary-tiny.yaml", "rb");
+    assert_non_null(f);
+    static char text[16384];
+    len = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[len] = 0;
+    char *a = strstr(text, "architectures: [llama-ternary]"), *r = strstr(text, "style: neox");
+    assert_true(a && r && a < r);
+    FILE *o = fopen(path, "wb");
+    assert_non_null(o);
+    fprintf(o, "%.*sarchitectures: [llama]%.*sstyle: norm%s", (int)(a - text), text,
+            (int)(r - a - strlen("architectures: [llama-ternary]")), a + strlen("architectures: [llama-ternary]"),
+            r + strlen("style: neox"));
+    fclose(o);
+}
+
+/* The draft of a `llama` file says rope style norm, and runs: its CPU-backend logits (prompt and
+ * decode) against the C reference of the YAML the file was written from. Rule (test_e2e's for
+ * the llama variant): top-1 >= 18 of 20 rows and max |d| <= 1.5 x the reference's own spread
+ * between its two numerics (F32 against F16-rounded attention probabilities and head input),
+ * which is what rounding choices alone move. The reference with NeoX pairs misses it (checked). */
+static void test_llama_draft_runs(void **st)
+{
+    (void)st;
+    char yaml[512], gguf[512], err[GEN_ERR_LEN] = "";
+    snprintf(yaml, sizeof(yaml), "%s/test-draft-llama.yaml", build_dir());
+    write_llama_yaml(yaml);
+    mkmodel(yaml, "llama", gguf, sizeof(gguf));
+    gen_draft dr;
+    if (gen_draft_gguf(gguf, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 0);
+    gen_model *want = malloc(sizeof(*want)), *got = malloc(sizeof(*got));
+    assert_true(want && got);
+    if (gen_model_load(yaml, want, err) || gen_model_parse(dr.yaml, dr.len, "draft", got, err))
+        fail_msg("%s", err);
+    assert_int_equal(want->hp.rope_style, GEN_ROPE_NORM);
+    assert_same_model(want, got);
+    static gen_desc gd;
+    if (gen_desc_build(got, true, &gd, err))
+        fail_msg("%s", err);
+    int vocab = 0;
+    float *a = cpu_logits(&gd.desc, gguf, &vocab);
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    ref_model *rb = ref_open(want, g, 64, REF_NUM_BATCHED, err), *ri = ref_open(want, g, 64, REF_NUM_INCREMENTAL, err);
+    if (!rb || !ri)
+        fail_msg("%s", err);
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = (i * 37 + 11) % vocab;
+    const size_t n = (size_t)20 * vocab;
+    float *b = malloc(n * 4), *bi = malloc(n * 4);
+    if (ref_eval(rb, ids, 20, 0, b, err) || ref_eval(ri, ids, 20, 0, bi, err))
+        fail_msg("%s", err);
+    const double bound = 1.5 * max_abs_diff(b, bi, n);
+    for (int k = 0; k < 2; k++) { /* the prompt at once, then one token at a time */
+        const double d = max_abs_diff(a + k * n, b, n);
+        const int agree = top1_agree(a + k * n, b, 20, vocab);
+        printf("llama draft (rope norm) on the CPU backend vs the C reference, %s: top-1 %d/20, max |d| %.4g "
+               "(bound %.4g)\n", k ? "decode" : "prompt", agree, d, bound);
+        assert_true(agree >= 18);
+        assert_true(d <= bound);
+    }
+    /* the rule tells the styles apart: the reference with NeoX pairs misses it */
+    got->hp.rope_style = GEN_ROPE_NEOX;
+    ref_model *rn = ref_open(got, g, 64, REF_NUM_BATCHED, err);
+    if (!rn || ref_eval(rn, ids, 20, 0, bi, err))
+        fail_msg("%s", err);
+    const double dn = max_abs_diff(bi, b, n);
+    printf("the same file with NeoX pairs (the C reference): max |d| %.4g\n", dn);
+    assert_true(dn > bound);
+    ref_close(rn);
+    free(a);
+    free(b);
+    free(bi);
+    ref_close(rb);
+    ref_close(ri);
+    rt_gguf_close(g);
+    gen_desc_free(&gd);
+    free(want);
+    free(got);
+    gen_draft_free(&dr);
 }
 
 static void test_bitnet_tiny(void **st)
@@ -482,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_unknown_type_id),
         cmocka_unit_test(test_layernorm_biases_named),
         cmocka_unit_test(test_tq_types),
+        cmocka_unit_test(test_llama_draft_runs),
         cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_bitnet_tiny),
     };
