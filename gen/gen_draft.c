@@ -25,7 +25,8 @@ static const struct {
     bool sub_norms;     /* an RMSNorm before attn_output and before ffn_down */
     const char *what;
 } k_layouts[L_COUNT] = {
-    [L_BITNET158] = {"bitnet-b1.58", "relu2", true, "BitNet b1.58 (models/bitnet-b1.58-2b.yaml): sub-norms, ReLU^2-gated FFN"},
+    [L_BITNET158] = {"bitnet-b1.58", "relu2", true,
+                     "BitNet b1.58 (models/bitnet-b1.58-2b.yaml): sub-norms, ReLU^2-gated FFN"},
     [L_BITNET] = {"bitnet", "silu", true, "BitNet (llama.cpp's bitnet graph): sub-norms, SiLU-gated FFN"},
     [L_LLAMA] = {"llama", "silu", false, "Llama: SiLU-gated FFN, no sub-norms"},
 };
@@ -376,11 +377,15 @@ static void choose_layout(drafter *d)
 
 /* ---- writing the YAML ---- */
 
-/* blk.N.rest -> blk.{L}.rest (*layer = N), other names unchanged (*layer = -1). */
-static void normalize(const rt_gguf_str *s, char *out, size_t cap, long *layer)
+/* blk.N.rest -> blk.{L}.rest (*layer = N), other names unchanged (*layer = -1); the name as
+ * read goes to plain. Control characters become '?' in both (they go in comments). */
+static void normalize(const rt_gguf_str *s, char *out, size_t cap, char *plain, size_t plain_cap, long *layer)
 {
     char name[160];
     snprintf(name, sizeof(name), "%.*s", (int)(s->len < 159 ? s->len : 159), s->ptr);
+    for (char *p = name; *p; p++)
+        *p = (unsigned char)*p < ' ' ? '?' : *p;
+    snprintf(plain, plain_cap, "%s", name);
     char *end = NULL;
     *layer = -1;
     if (!strncmp(name, "blk.", 4) && name[4] >= '0' && name[4] <= '9') {
@@ -399,15 +404,15 @@ static void normalize(const rt_gguf_str *s, char *out, size_t cap, long *layer)
 static int write_unused(drafter *d)
 {
     enum { MAX_UNUSED = 32 };
-    char seen[MAX_UNUSED][96], name[96], msg[256];
+    char seen[MAX_UNUSED][96], name[96], plain[160], msg[256];
     int n = 0;
     for (uint64_t i = 0; i < d->g->n_tensors; i++) {
         const rt_gguf_tensor *t = &d->g->tensors[i];
         long layer;
-        normalize(&t->name, name, sizeof(name), &layer);
+        normalize(&t->name, name, sizeof(name), plain, sizeof(plain), &layer);
         if (layer >= d->n_layers)
-            return fail(d, "the metadata contradicts tensor '%.*s': %s.block_count is %d", (int)t->name.len,
-                        t->name.ptr, d->arch, d->n_layers);
+            return fail(d, "the metadata contradicts tensor '%s': %s.block_count is %d", plain, d->arch,
+                        d->n_layers);
         bool known = false;
         for (int r = 0; r < N_TENSORS && !known; r++)
             known = row_used(d, k_tensors[r].need) && !strcmp(k_tensors[r].gguf, name);
@@ -663,7 +668,8 @@ int gen_draft_gguf(const char *path, gen_draft *out, char *err)
         else
             snprintf(out->summary, sizeof(out->summary), "%s: drafted in the %s layout (%d layer%s, dim %d, vocab "
                      "%lld): review it, save it as models/<name>.yaml, then make gen && make", path,
-                     k_layouts[d.layout].name, d.n_layers, d.n_layers > 1 ? "s" : "", (int)d.hp[H_DIM], (long long)d.vocab);
+                     k_layouts[d.layout].name, d.n_layers, d.n_layers > 1 ? "s" : "", (int)d.hp[H_DIM],
+                     (long long)d.vocab);
     } else {
         free(d.buf);
     }

@@ -345,10 +345,10 @@ typedef struct {
     uint32_t emb_len;   /* <arch>.embedding_length (256 agrees with the tensors) */
     uint32_t embd_type; /* token_embd's type */
     uint32_t mat_type;  /* the matrices' type */
-    bool extra;         /* a blk.0.attn_q_norm.weight no layout reads */
+    const char *extra;  /* the name of one more tensor (F32 [64]), one no layout reads; NULL: none */
 } hand;
 
-static const hand k_llama = {"llama", 256, FMT_F16, FMT_I2_S, false};
+static const hand k_llama = {"llama", 256, FMT_F16, FMT_I2_S, NULL};
 
 static void hand_gguf(const hand *h, const char *path)
 {
@@ -378,7 +378,7 @@ static void hand_gguf(const hand *h, const char *path)
         {"blk.0.attn_v.weight", 256, 128, 2},  {"blk.0.attn_output.weight", 256, 256, 2},
         {"blk.0.ffn_norm.weight", 256, 1, 0},  {"blk.0.ffn_gate.weight", 256, 768, 2},
         {"blk.0.ffn_up.weight", 256, 768, 2},  {"blk.0.ffn_down.weight", 768, 256, 2},
-        {"blk.0.attn_q_norm.weight", 64, 1, 0},
+        {"(extra)", 64, 1, 0},
     };
     void *data[16] = {0};
     const int n = (int)(sizeof(t) / sizeof(t[0])) - (h->extra ? 0 : 1);
@@ -390,7 +390,8 @@ static void hand_gguf(const hand *h, const char *path)
         const uint64_t nb = fmt_nbytes(type, ne, err);
         assert_true(nb > 0);
         data[i] = calloc(1, nb);
-        rt_gguf_w_tensor(w, t[i].name, type, t[i].ne1 > 1 ? 2 : 1, ne, data[i], nb);
+        const char *name = i == n - 1 && h->extra ? h->extra : t[i].name;
+        rt_gguf_w_tensor(w, name, type, t[i].ne1 > 1 ? 2 : 1, ne, data[i], nb);
     }
     if (rt_gguf_writer_save(w, path, err))
         fail_msg("%s", err);
@@ -490,15 +491,17 @@ static void test_problems_at_their_lines(void **st)
     hand h = k_llama;
     h.embd_type = FMT_Q8_0; /* a codec row reads it, no YAML spelling: no op takes it */
     h.mat_type = FMT_F16;   /* a float matrix: bitlinear takes ternary formats only */
-    h.extra = true;
+    h.extra = "blk.0.attn_q_norm.weight";
     hand_gguf(&h, path);
     gen_draft dr;
     if (gen_draft_gguf(path, &dr, err))
         fail_msg("%s", err);
     printf("%s\n", dr.summary);
     assert_int_equal(dr.n_problems, 1 + 7 + 1); /* the table, 7 matrices, attn_q_norm */
-    assert_line_has(dr.yaml, "token_embd:", "UNSUPPORTED: tensor 'token_embd.weight' is Q8_0, a format with no YAML type");
-    assert_line_has(dr.yaml, "ffn_down:", "UNSUPPORTED: tensor 'blk.{L}.ffn_down.weight' is F16, a type no op reads there");
+    assert_line_has(dr.yaml, "token_embd:",
+                    "UNSUPPORTED: tensor 'token_embd.weight' is Q8_0, a format with no YAML type");
+    assert_line_has(dr.yaml, "ffn_down:",
+                    "UNSUPPORTED: tensor 'blk.{L}.ffn_down.weight' is F16, a type no op reads there");
     assert_line_has(dr.yaml, "attn_q_norm", "read by no op of the llama layout");
     assert_non_null(strstr(dr.summary, "9 problems"));
     gen_draft_free(&dr);
@@ -514,6 +517,28 @@ static void test_problems_at_their_lines(void **st)
     assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
     snprintf(cmd, sizeof(cmd), "test $(wc -l < %s.err) -eq 1 && grep -q 'UNSUPPORTED' %s.yaml", path, path);
     assert_int_equal(system(cmd), 0);
+}
+
+/* Names from the file go in comments: a control character in one cannot break the YAML (the
+ * draft, whose one problem is that tensor, still parses). */
+static void test_odd_names_stay_comments(void **st)
+{
+    (void)st;
+    char path[512], err[GEN_ERR_LEN] = "";
+    hand_path("odd", path, sizeof(path));
+    hand h = k_llama;
+    h.extra = "blk.0.odd\nname: x\n.weight";
+    hand_gguf(&h, path);
+    gen_draft dr;
+    if (gen_draft_gguf(path, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 1);
+    assert_line_has(dr.yaml, "blk.{L}.odd?name: x?.weight", "UNSUPPORTED");
+    gen_model *m = malloc(sizeof(*m));
+    if (gen_model_parse(dr.yaml, dr.len, "draft", m, err))
+        fail_msg("%s", err);
+    free(m);
+    gen_draft_free(&dr);
 }
 
 /* A file of BitNet's layout whose norms are LayerNorms with biases: the biases are named. */
@@ -599,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_problems_at_their_lines),
         cmocka_unit_test(test_contradicting_metadata),
         cmocka_unit_test(test_unknown_type_id),
+        cmocka_unit_test(test_odd_names_stay_comments),
         cmocka_unit_test(test_layernorm_biases_named),
         cmocka_unit_test(test_tq_types),
         cmocka_unit_test(test_llama_draft_runs),
