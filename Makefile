@@ -12,7 +12,8 @@
 #                                            chosen from the GGUF's metadata
 #                      -> $(B)/X             the same CLI with model X pinned, one per model
 #   gen/*.c (not main) -> $(B)/libtgen.a     YAML model reader, passes, kernel builders
-#   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/
+#   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/; and
+#                                            --from-gguf FILE: a models/X.yaml drafted from a GGUF
 #   generated/X/kernels/*.comp -> $(B)/spv/X/ SPIR-V (glslc), embedded in generated/X/model.o
 #   tests/test_*.c     -> $(B)/tests/test_*  cmocka suites (tests/ref/*.c: CPU reference)
 #   server/*.c         -> $(B)/ternion-server  the OpenAI-compatible HTTP server (libmicrohttpd +
