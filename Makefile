@@ -12,7 +12,8 @@
 #                                            chosen from the GGUF's metadata
 #                      -> $(B)/X             the same CLI with model X pinned, one per model
 #   gen/*.c (not main) -> $(B)/libtgen.a     YAML model reader, passes, kernel builders
-#   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/
+#   gen/main.c         -> $(B)/ternion-gen   `make gen`: models/X.yaml -> generated/X/; and
+#                                            --from-gguf FILE: a models/X.yaml drafted from a GGUF
 #   generated/X/kernels/*.comp -> $(B)/spv/X/ SPIR-V (glslc), embedded in generated/X/model.o
 #   tests/test_*.c     -> $(B)/tests/test_*  cmocka suites (tests/ref/*.c: CPU reference)
 #   server/*.c         -> $(B)/ternion-server  the OpenAI-compatible HTTP server (libmicrohttpd +
@@ -153,7 +154,7 @@ $(LIB_REF): $(call obj,$(REF_SRC))
 $(LIB_SRV): $(call obj,$(SRV_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
-$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_FMT)
+$(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
 
 # Static pattern rules below name every object explicitly, so make never treats one
@@ -229,8 +230,10 @@ $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_R
 # test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
 $(B)/tests/test_cpu: $(MODEL_OBJ)
 # test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same
-# models; test_chat_tmpl loads the GGUFs it writes through ternion.h
-$(B)/tests/test_embed $(B)/tests/test_cli_limits $(B)/tests/test_chat_tmpl: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
+# models; test_chat_tmpl loads the GGUFs it writes through ternion.h; test_draft runs drafts beside
+# the generated models and loads its hand-made files through ternion.h
+$(B)/tests/test_embed $(B)/tests/test_cli_limits $(B)/tests/test_chat_tmpl $(B)/tests/test_draft: $(MODEL_OBJ) \
+    $(B)/obj/registry.o $(B)/obj/commit.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 # the suites that run kernels on a Vulkan device share their harness (tests/vk_harness.c)
@@ -333,7 +336,7 @@ cross-cpu:
 #   cc app.c $(pkg-config --cflags --libs ternion)
 PREFIX  ?= /usr/local
 VERSION := $(shell sed -n 's/^\#define TERNION_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' runtime/api/ternion.h | paste -sd.)
-install: lib $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(B)/tools/mkmodel
+install: lib $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(B)/tools/mkmodel $(GEN_BIN)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/share/ternion/models
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libternion.a
@@ -345,6 +348,7 @@ install: lib $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(B)/tools/mkmodel
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ternion.pc
 	install -m 755 $(CLI_BIN) $(MODEL_BINS) $(SRV_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(B)/tools/mkmodel $(DESTDIR)$(PREFIX)/bin/ternion-mkmodel
+	install -m 755 $(GEN_BIN) $(DESTDIR)$(PREFIX)/bin/ternion-gen
 	install -m 644 models/*.yaml $(DESTDIR)$(PREFIX)/share/ternion/models/
 
 clean:

@@ -6,7 +6,8 @@
 #   format/  format/                      (weight codecs: nothing else of the project)
 #   schema/  schema/ format/              (the generator <-> runtime tables)
 #   dsl/     dsl/ schema/                 (the shader builder)
-#   gen/     gen/ dsl/ schema/ format/    (the generator: never runtime/)
+#   gen/     gen/ dsl/ schema/ format/ runtime/gguf/  (the generator: of the runtime only the GGUF
+#                    reader, which --from-gguf drafts a YAML from; gen_draft.c)
 #   runtime/base/    runtime/base/ format/              (leaf definitions: RT_ERR_LEN)
 #   runtime/gguf/    runtime/gguf/ runtime/base/ format/
 #   runtime/vk/      runtime/vk/ runtime/base/ schema/ format/
@@ -22,7 +23,7 @@
 # and a folder's private header (*_priv.h) is included from that folder only.
 # An include that resolves nowhere is an error too (it would hide a runtime header reached
 # some other way). System headers (<...>) are not checked.
-RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,format
+RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,format,runtime/gguf
 runtime/base:runtime/base,format runtime/gguf:runtime/gguf,runtime/base,format
 runtime/vk:runtime/vk,runtime/base,schema,format runtime/tok:runtime/tok,runtime/gguf,runtime/base,format
 runtime/cpu:runtime/cpu,runtime/gguf,runtime/base,schema,format

@@ -129,9 +129,10 @@ static int choose(ternion_model *m, const char *want)
     }
     if (pick < 0) {
         rt_api_fail(TERNION_E_FORMAT,
-                    "%s (general.architecture '%s') matches none of the generated models built in (%s):%s\n"
-                    "add a models/<name>.yaml describing it and run `make gen && make`",
-                    m->path, m->g->arch, names, why);
+                    "%s (general.architecture '%s') matches none of the generated models built in (%s): draft "
+                    "a description of it with `ternion-gen --from-gguf %s -o models/NAME.yaml` (it names what "
+                    "it cannot express), then run `make gen && make`. Why each model does not fit:%s",
+                    m->path, m->g->arch, names, m->path, why); /* the command first: a long list is cut */
         free(why);
         return TERNION_E_FORMAT;
     }
