@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_arch.h"
 #include "gen_draft.h"
 #include "gguf/rt_gguf.h"
 
@@ -31,21 +32,14 @@ static const struct {
     [L_LLAMA] = {"llama", "silu", false, "Llama: SiLU-gated FFN, no sub-norms"},
 };
 
-/* general.architecture -> layout and RoPE style, as the reference engine's graph for that
- * architecture computes it (llama.cpp: llama_model_rope_type in src/llama-model.cpp). */
-static const struct {
-    const char *arch;
-    int layout;
-    gen_rope_style rope;
-    const char *source; /* where the layout and the style come from (a comment of the draft) */
-} k_archs[] = {
-    {"bitnet-b1.58", L_BITNET158, GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 graph: NeoX RoPE"},
-    {"bitnet-25", L_BITNET158, GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 2B4T graph: NeoX RoPE"},
-    {"bitnet", L_BITNET, GEN_ROPE_NEOX, "llama.cpp's bitnet graph: LLAMA_ROPE_TYPE_NEOX"},
-    {"llama", L_LLAMA, GEN_ROPE_NORM, "llama.cpp's llama graph rotates adjacent pairs: LLAMA_ROPE_TYPE_NORM"},
-    {"llama-ternary", L_LLAMA, GEN_ROPE_NEOX, "models/llama-ternary-tiny.yaml's layout: NeoX RoPE"},
-};
-#define N_ARCHS ((int)(sizeof(k_archs) / sizeof(k_archs[0])))
+/* The layout row named name (gen_arch.h's rows name theirs), -1 if none. */
+static int layout_named(const char *name)
+{
+    for (int l = 0; l < L_COUNT; l++)
+        if (!strcmp(k_layouts[l].name, name))
+            return l;
+    return -1;
+}
 
 /* hparams <-> `<arch>.<key>`; an absent optional key takes its fallback: from * (1 / div) of
  * other hparams (earlier rows), or def. */
@@ -142,7 +136,7 @@ typedef struct {
     char *err;
     int layout;
     gen_rope_style rope;
-    int arch_row;         /* k_archs row, -1: unknown architecture */
+    const gen_arch *arch_row; /* the architecture's row (gen_arch.h), NULL: unknown */
     double hp[H_COUNT];
     bool from_file[H_COUNT];
     int n_layers;
@@ -361,13 +355,10 @@ static int check_tensors(drafter *d)
 /* general.architecture -> its row, or the nearest layout by the tensors (sub-norms or not). */
 static void choose_layout(drafter *d)
 {
-    d->arch_row = -1;
-    for (int i = 0; i < N_ARCHS; i++)
-        if (!strcmp(d->g->arch, k_archs[i].arch))
-            d->arch_row = i;
-    if (d->arch_row >= 0) {
-        d->layout = k_archs[d->arch_row].layout;
-        d->rope = k_archs[d->arch_row].rope;
+    d->arch_row = gen_arch_find(d->g->arch);
+    if (d->arch_row && layout_named(d->arch_row->layout) >= 0) {
+        d->layout = layout_named(d->arch_row->layout);
+        d->rope = d->arch_row->rope;
     } else {
         d->layout = rt_gguf_tensor_find(d->g, "blk.0.attn_sub_norm.weight") ? L_BITNET158 : L_LLAMA;
         d->rope = GEN_ROPE_NEOX;
@@ -446,10 +437,10 @@ static void write_header(drafter *d, const char *name)
     line(d, NULL, "description: \"drafted from %s: %s layout, %d layers, vocab %lld\"", file,
          k_layouts[d->layout].name, d->n_layers, (long long)d->vocab);
     const char *arch_note = NULL;
-    if (d->arch_row < 0) {
+    if (!d->arch_row) {
         char known[160] = "";
-        for (int i = 0; i < N_ARCHS; i++)
-            snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "", k_archs[i].arch);
+        for (int i = 0; i < gen_arch_count(); i++)
+            snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "", gen_arch_at(i)->arch);
         arch_note = problem(d, msg, sizeof(msg), "no layout for architecture '%s' (known: %s); nearest by its "
                             "tensors: %s, RoPE style a guess", d->arch, known, k_layouts[d->layout].name);
         put(d, "# UNSUPPORTED: %s\n", arch_note);
@@ -482,7 +473,7 @@ static void write_hparams(drafter *d)
         else
             line(d, src, "  %s: %lld", k_keys[h].hparam, (long long)d->hp[h]);
     }
-    const char *rope_src = d->arch_row >= 0 ? k_archs[d->arch_row].source : "UNSUPPORTED: style unknown (above)";
+    const char *rope_src = d->arch_row ? d->arch_row->source : "UNSUPPORTED: style unknown (above)";
     line(d, rope_src, "  rope: {style: %s, base: %s, dims: %lld}", d->rope == GEN_ROPE_NORM ? "norm" : "neox",
          float_str(d->hp[H_ROPE_BASE], num, sizeof(num)), (long long)d->hp[H_ROPE_DIMS]);
     line(d, NULL, "  kv_cache: f16");

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_arch.h"
 #include "gen_model.h"
 #include "gen_act.h"
 #include "gen_norm.h"
@@ -306,6 +307,25 @@ static int parse_sparse(gen_yaml *y, yaml_node_t *n, gen_model *m)
     return 0;
 }
 
+/* An architecture the reference engines know (gen_arch.h) fixes how RoPE pairs dimensions:
+ * a description of such files whose rope.style differs computes other logits, so it is an
+ * error at the style (or at rope when the style is left to its default). */
+static int check_arch_rope(gen_yaml *y, yaml_node_t *hp, const gen_model *m)
+{
+    static const char *const style[] = {[GEN_ROPE_NEOX] = "neox", [GEN_ROPE_NORM] = "norm"};
+    for (int i = 0; i < m->n_archs; i++) {
+        const gen_arch *a = gen_arch_find(m->archs[i]);
+        if (!a || a->rope == m->hp.rope_style)
+            continue;
+        yaml_node_t *rope = gen_yaml_get(y, hp, "rope"), *st = rope ? gen_yaml_get(y, rope, "style") : NULL;
+        return gen_yaml_fail(y, st ? st : rope ? rope : hp,
+                             "rope style %s, but files of architecture '%s' need style: %s (%s); with %s their "
+                             "logits are wrong", style[m->hp.rope_style], a->arch, style[a->rope], a->source,
+                             style[m->hp.rope_style]);
+    }
+    return 0;
+}
+
 static int parse_root(gen_yaml *y, gen_model *m)
 {
     static const char *const keys[] = {"name", "description", "architectures", "hparams", "gguf_checks",
@@ -341,7 +361,7 @@ static int parse_root(gen_yaml *y, gen_model *m)
     m->no_fuse = !fuse;
     if ((v = gen_yaml_get(y, r, "sparse_ffn")) && parse_sparse(y, v, m))
         return -1;
-    if (parse_archs(y, archs, m) || parse_hparams(y, hp, &m->hp))
+    if (parse_archs(y, archs, m) || parse_hparams(y, hp, &m->hp) || check_arch_rope(y, hp, m))
         return -1;
     if ((v = gen_yaml_get(y, r, "gguf_checks")) && parse_checks(y, v, m))
         return -1;

@@ -1,0 +1,24 @@
+/* gen_arch.c - the architecture table (gen_arch.h). */
+#include "gen_arch.h"
+
+#include <string.h>
+
+static const gen_arch ARCHS[] = {
+    {"bitnet-b1.58", "bitnet-b1.58", GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 graph: NeoX RoPE"},
+    {"bitnet-25", "bitnet-b1.58", GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 2B4T graph: NeoX RoPE"},
+    {"bitnet", "bitnet", GEN_ROPE_NEOX, "llama.cpp's bitnet graph: LLAMA_ROPE_TYPE_NEOX"},
+    {"llama", "llama", GEN_ROPE_NORM, "llama.cpp's llama graph rotates adjacent pairs: LLAMA_ROPE_TYPE_NORM"},
+    {"llama-ternary", "llama", GEN_ROPE_NEOX, "models/llama-ternary-tiny.yaml's layout: NeoX RoPE"},
+};
+#define N_ARCHS ((int)(sizeof ARCHS / sizeof ARCHS[0]))
+
+const gen_arch *gen_arch_at(int i) { return i >= 0 && i < N_ARCHS ? &ARCHS[i] : NULL; }
+int gen_arch_count(void) { return N_ARCHS; }
+
+const gen_arch *gen_arch_find(const char *arch)
+{
+    for (int i = 0; i < N_ARCHS; i++)
+        if (!strcmp(ARCHS[i].arch, arch))
+            return &ARCHS[i];
+    return NULL;
+}
