@@ -295,6 +295,7 @@ gen-ubsan:
 
 test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_sizes.sh
+	@sh tests/check_doc_paths.sh
 	@sh tests/check_includes.sh
 	@sh gen/check_models.sh
 	@B=$(B) sh tests/check_calls.sh

@@ -9,8 +9,8 @@
  * (a one-token step of a GLU whose activation is 0 for every gate <= 0, e.g. relu^2), the up
  * projection computes only the rows whose gate is > 0: the others are multiplied by 0.
  * Numerics: those of the Vulkan kernels (attention probabilities and the LM head's input in
- * F32 at every token count). bitnet.cpp rounds both to F16 in one-token steps; emulating that
- * here made fixture B's greedy continuation agree for 10 tokens instead of 39.
+ * F32 at every token count), not bitnet.cpp's (which rounds both to F16 in one-token steps);
+ * test_cpu reports how far the greedy continuation agrees with bitnet.cpp's.
  */
 #include <stdio.h>
 #include <string.h>
