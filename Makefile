@@ -1,7 +1,9 @@
 # Ternion build. Plain GNU make; everything lands in $(B)/ (build/ by default,
 # build-asan/ for `make asan`). Layout:
 #   format/*.c         -> $(B)/libtfmt.a     weight codecs (plain C; in everything below)
-#   dsl/*.c            -> $(B)/libtdsl.a     typed shader builder (GLSL 450 + shaderc)
+#   dsl/*.c            -> $(B)/libtdsl.a     typed shader builder (GLSL 450 + shaderc); its op
+#                                            builders dsl/dsl_ops.h are written from its op table
+#                                            dsl/dsl_ops.def (tools/dsl_ops_h.sh)
 #   runtime/*/*.c      -> $(B)/libtrt.a      GGUF, Vulkan runtime, tokenizer, engine, sampler,
 #                                            the public API (runtime/api); not the CLI
 #   libtrt + generated/X/model.c + the model registry
@@ -83,7 +85,7 @@ models: $(MODEL_BINS) $(GEN_BIN) $(TOOLS)
 lib: $(LIB_A) $(LIB_SO)
 examples: $(EXAMPLES) $(EXAMPLES_API)
 
-$(B)/obj/%.o: %.c
+$(B)/obj/%.o: %.c | dsl/dsl_ops.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 # (make's built-in "link X from X.o" would otherwise try to make the included .d files)
@@ -106,6 +108,14 @@ $(B)/obj/cli-main/ternion.o: runtime/cli/rt_cli_main.c
 $(B)/obj/cli-main/%.o: runtime/cli/rt_cli_main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_API) -DRT_CLI_MODEL='"$*"' -MMD -MP -c $< -o $@
+
+# The shader DSL's op builders, dsl_<name>(k, ...) per row of its op table: written by
+# tools/dsl_ops_h.sh into dsl/dsl_ops.h (included by dsl.h), before any object is compiled,
+# whenever the table changes. The file is committed, so a checkout builds and reads as is;
+# check-generated fails when it is not what the table gives.
+dsl/dsl_ops.h: dsl/dsl_ops.def tools/dsl_ops_h.sh
+	@t=$@.tmp.$$$$; sh tools/dsl_ops_h.sh dsl/dsl_ops.def > $$t || { rm -f $$t; exit 1; }; \
+	 if cmp -s $$t $@; then rm -f $$t; touch $@; else mv $$t $@; echo "wrote $@"; fi
 
 # The registry of generated models (runtime/api/rt_registry.h): every
 # `const rt_model_desc rt_model_<id>` the generated model.c files define. Rewritten when its
@@ -265,8 +275,9 @@ gen: $(GEN_BIN)
 $(patsubst %,generated/%/model.c,$(MODELS)):
 	@echo "$@ is missing: run 'make gen'"; exit 1
 
-# CI guard: generated/ must be exactly what `make gen` writes.
+# CI guard: generated/ must be exactly what `make gen` writes, dsl/dsl_ops.h what its table gives.
 check-generated: $(GEN_BIN)
+	@sh tools/dsl_ops_h.sh dsl/dsl_ops.def | cmp -s - dsl/dsl_ops.h || { echo "dsl/dsl_ops.h is stale: run 'make' and commit it"; exit 1; }
 	@rm -rf $(B)/gencheck; mkdir -p $(B)/gencheck
 	@for m in $(MODELS); do $(GEN_BIN) models/$$m.yaml -o $(B)/gencheck/$$m || exit 1; done
 	@diff -r generated $(B)/gencheck >/dev/null || { echo "generated/ is stale: run 'make gen' and commit"; diff -r generated $(B)/gencheck | head -20; exit 1; }
@@ -287,6 +298,7 @@ gen-ubsan:
 
 test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_sizes.sh
+	@sh tests/check_doc_paths.sh
 	@sh tests/check_includes.sh
 	@sh gen/check_models.sh
 	@B=$(B) sh tests/check_calls.sh

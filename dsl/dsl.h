@@ -323,96 +323,15 @@ dsl_type dsl_typeof(dsl_expr e);
 #define dsl_op2(k, op, a, b) dsl_op_at((k), (op), 2, (dsl_expr[]){(a), (b)}, __FILE__, __LINE__)
 #define dsl_op3(k, op, a, b, c) dsl_op_at((k), (op), 3, (dsl_expr[]){(a), (b), (c)}, __FILE__, __LINE__)
 
-/* Arithmetic: same types, or vector op scalar of its component type. mod: integers. */
-#define dsl_add(k, a, b) dsl_op2(k, DSL_OP_ADD, a, b)
-#define dsl_sub(k, a, b) dsl_op2(k, DSL_OP_SUB, a, b)
-#define dsl_mul(k, a, b) dsl_op2(k, DSL_OP_MUL, a, b)
-#define dsl_div(k, a, b) dsl_op2(k, DSL_OP_DIV, a, b)
-#define dsl_mod(k, a, b) dsl_op2(k, DSL_OP_MOD, a, b)
-#define dsl_neg(k, a) dsl_op1(k, DSL_OP_NEG, a)
-/* Comparisons of scalars of one type -> bool (eq/ne also on bools). */
-#define dsl_lt(k, a, b) dsl_op2(k, DSL_OP_LT, a, b)
-#define dsl_le(k, a, b) dsl_op2(k, DSL_OP_LE, a, b)
-#define dsl_gt(k, a, b) dsl_op2(k, DSL_OP_GT, a, b)
-#define dsl_ge(k, a, b) dsl_op2(k, DSL_OP_GE, a, b)
-#define dsl_eq(k, a, b) dsl_op2(k, DSL_OP_EQ, a, b)
-#define dsl_ne(k, a, b) dsl_op2(k, DSL_OP_NE, a, b)
-/* Logic on bools. */
-#define dsl_and(k, a, b) dsl_op2(k, DSL_OP_AND, a, b)
-#define dsl_or(k, a, b) dsl_op2(k, DSL_OP_OR, a, b)
-#define dsl_not(k, a) dsl_op1(k, DSL_OP_NOT, a)
-/* Bits on integers; shift amount: any 32-bit integer scalar (or same-lane vector). */
-#define dsl_band(k, a, b) dsl_op2(k, DSL_OP_BAND, a, b)
-#define dsl_bor(k, a, b) dsl_op2(k, DSL_OP_BOR, a, b)
-#define dsl_bxor(k, a, b) dsl_op2(k, DSL_OP_BXOR, a, b)
-#define dsl_bnot(k, a) dsl_op1(k, DSL_OP_BNOT, a)
-#define dsl_shl(k, a, b) dsl_op2(k, DSL_OP_SHL, a, b)
-#define dsl_shr(k, a, b) dsl_op2(k, DSL_OP_SHR, a, b)
-/* bitfieldExtract(value, offset, bits): offset/bits i32 or u32 (u32 wrapped in int()).
- * Signed values sign-extend. */
-#define dsl_bfe(k, v, off, bits) dsl_op3(k, DSL_OP_BFE, v, off, bits)
-#define dsl_bitcount(k, a) dsl_op1(k, DSL_OP_BITCOUNT, a)
-#define dsl_findmsb(k, a) dsl_op1(k, DSL_OP_FINDMSB, a)
-/* Float math (f32/f16, scalar or vector). */
-#define dsl_exp(k, a) dsl_op1(k, DSL_OP_EXP, a)
-#define dsl_exp2(k, a) dsl_op1(k, DSL_OP_EXP2, a)
-#define dsl_log(k, a) dsl_op1(k, DSL_OP_LOG, a)
-#define dsl_log2(k, a) dsl_op1(k, DSL_OP_LOG2, a)
-#define dsl_sqrt(k, a) dsl_op1(k, DSL_OP_SQRT, a)
-#define dsl_inversesqrt(k, a) dsl_op1(k, DSL_OP_INVSQRT, a)
-#define dsl_floor(k, a) dsl_op1(k, DSL_OP_FLOOR, a)
-#define dsl_ceil(k, a) dsl_op1(k, DSL_OP_CEIL, a)
-#define dsl_fract(k, a) dsl_op1(k, DSL_OP_FRACT, a)
-#define dsl_trunc(k, a) dsl_op1(k, DSL_OP_TRUNC, a)
-#define dsl_round(k, a) dsl_op1(k, DSL_OP_ROUND, a)
-#define dsl_round_even(k, a) dsl_op1(k, DSL_OP_ROUND_EVEN, a)
-#define dsl_sin(k, a) dsl_op1(k, DSL_OP_SIN, a)
-#define dsl_cos(k, a) dsl_op1(k, DSL_OP_COS, a)
-#define dsl_tanh(k, a) dsl_op1(k, DSL_OP_TANH, a)
-#define dsl_pow(k, a, b) dsl_op2(k, DSL_OP_POW, a, b)
-#define dsl_fmod(k, a, b) dsl_op2(k, DSL_OP_FMOD, a, b)
-#define dsl_fma(k, a, b, c) dsl_op3(k, DSL_OP_FMA, a, b, c)
-/* mix(a, b, t): t same type as a or its scalar. */
-#define dsl_mix(k, a, b, t) dsl_op3(k, DSL_OP_MIX, a, b, t)
-/* Float vector dot product -> scalar. */
-#define dsl_dot(k, a, b) dsl_op2(k, DSL_OP_DOT, a, b)
-/* Numeric (signed ints, floats; min/max/clamp any numeric). */
-#define dsl_abs(k, a) dsl_op1(k, DSL_OP_ABS, a)
-#define dsl_sign(k, a) dsl_op1(k, DSL_OP_SIGN, a)
-#define dsl_min(k, a, b) dsl_op2(k, DSL_OP_MIN, a, b)
-#define dsl_max(k, a, b) dsl_op2(k, DSL_OP_MAX, a, b)
-#define dsl_clamp(k, x, lo, hi) dsl_op3(k, DSL_OP_CLAMP, x, lo, hi)
-/* cond ? a : b (cond a bool scalar; a, b same type). */
-#define dsl_select(k, c, a, b) dsl_op3(k, DSL_OP_SELECT, c, a, b)
-/* f16 packing: packHalf2x16(vec2) -> u32, unpackHalf2x16(u32) -> vec2. */
-#define dsl_pack_half2x16(k, v) dsl_op1(k, DSL_OP_PACK_HALF, v)
-#define dsl_unpack_half2x16(k, u) dsl_op1(k, DSL_OP_UNPACK_HALF, u)
-/* Integer dot product of 4 packed 8-bit lanes (operands u32 or i32 words):
- * ss: signed x signed -> i32; uu: unsigned x unsigned -> u32; su: signed a x unsigned b -> i32.
- * *_sat(a, b, acc): acc + dot with saturation (acc i32 for ss/su, u32 for uu). */
-#define dsl_dot4x8_ss(k, a, b) dsl_op2(k, DSL_OP_DOT4X8_SS, a, b)
-#define dsl_dot4x8_uu(k, a, b) dsl_op2(k, DSL_OP_DOT4X8_UU, a, b)
-#define dsl_dot4x8_su(k, a, b) dsl_op2(k, DSL_OP_DOT4X8_SU, a, b)
-#define dsl_dot4x8_ss_sat(k, a, b, acc) dsl_op3(k, DSL_OP_DOT4X8_SS_SAT, a, b, acc)
-#define dsl_dot4x8_uu_sat(k, a, b, acc) dsl_op3(k, DSL_OP_DOT4X8_UU_SAT, a, b, acc)
-#define dsl_dot4x8_su_sat(k, a, b, acc) dsl_op3(k, DSL_OP_DOT4X8_SU_SAT, a, b, acc)
+/* The op builders, dsl_add(k, a, b), dsl_sqrt(k, a), dsl_subgroup_add(k, a), ...: one macro
+ * dsl_<name> per row of dsl/dsl_ops.def (whose comments document them), written from the
+ * table into dsl/dsl_ops.h by tools/dsl_ops_h.sh. */
+#include "dsl_ops.h"
+
 /* Byte `idx` (u32/i32 expression, 0..3) of word w (u32 or i32) as u32 (sign = false) or
  * sign-extended i32 (sign = true). */
 #define dsl_unpack8(k, w, idx, sign) dsl_unpack8_at((k), (w), (idx), (sign), __FILE__, __LINE__)
-
-/* Subgroup operations (the needed GL_KHR_shader_subgroup_* extensions are added). */
-#define dsl_subgroup_add(k, a) dsl_op1(k, DSL_OP_SG_ADD, a)
-#define dsl_subgroup_mul(k, a) dsl_op1(k, DSL_OP_SG_MUL, a)
-#define dsl_subgroup_min(k, a) dsl_op1(k, DSL_OP_SG_MIN, a)
-#define dsl_subgroup_max(k, a) dsl_op1(k, DSL_OP_SG_MAX, a)
-#define dsl_subgroup_inclusive_add(k, a) dsl_op1(k, DSL_OP_SG_INCL_ADD, a)
-#define dsl_subgroup_exclusive_add(k, a) dsl_op1(k, DSL_OP_SG_EXCL_ADD, a)
-#define dsl_subgroup_shuffle(k, a, lane) dsl_op2(k, DSL_OP_SG_SHUFFLE, a, lane)
-#define dsl_subgroup_shuffle_xor(k, a, mask) dsl_op2(k, DSL_OP_SG_SHUFFLE_XOR, a, mask)
-#define dsl_subgroup_broadcast_first(k, a) dsl_op1(k, DSL_OP_SG_BROADCAST_FIRST, a)
-#define dsl_subgroup_elect(k) dsl_op0(k, DSL_OP_SG_ELECT)
-#define dsl_subgroup_all(k, b) dsl_op1(k, DSL_OP_SG_ALL, b)
-#define dsl_subgroup_any(k, b) dsl_op1(k, DSL_OP_SG_ANY, b)
+/* Subgroup builtins (u32). */
 #define dsl_subgroup_invocation(k) dsl_builtin(k, DSL_SUBGROUP_INVOCATION)
 #define dsl_subgroup_size(k) dsl_builtin(k, DSL_SUBGROUP_SIZE)
 
@@ -440,17 +359,6 @@ dsl_type dsl_typeof(dsl_expr e);
 /* Shorthands: read element / `arr[idx] = v;` (v must have the element type exactly). */
 #define dsl_load(k, arr, idx) dsl_at(k, arr, idx)
 #define dsl_store(k, arr, idx, v) dsl_assign(k, dsl_at(k, arr, idx), v)
-
-/* Atomic read-modify-write on a buffer or shared element (u32/i32); returns the old value
- * (the call is emitted exactly once, where it is built, even if the result is unused). */
-#define dsl_atomic_add(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_ADD, lv, v)
-#define dsl_atomic_min(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_MIN, lv, v)
-#define dsl_atomic_max(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_MAX, lv, v)
-#define dsl_atomic_and(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_AND, lv, v)
-#define dsl_atomic_or(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_OR, lv, v)
-#define dsl_atomic_xor(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_XOR, lv, v)
-#define dsl_atomic_exchange(k, lv, v) dsl_op2(k, DSL_OP_ATOMIC_XCHG, lv, v)
-#define dsl_atomic_comp_swap(k, lv, cmp, v) dsl_op3(k, DSL_OP_ATOMIC_CAS, lv, cmp, v)
 
 /* ------------------------------------------------------------------------------------
  * Statements

@@ -74,7 +74,7 @@ static void q8_encode(const float *in, int64_t n, uint8_t *blocks)
 }
 
 const fmt_codec fmt_codec_q8_0 = {
-    .type = FMT_Q8_0, .name = "Q8_0", .yaml = NULL, /* not a model weight type (yet): the copy below */
+    .type = FMT_Q8_0, .name = "Q8_0", .yaml = NULL, /* not a model weight type: the LM head's copy below */
     .blk = FMT_Q8_BLOCK, .blk_bytes = Q8_BLK_BYTES, .uses = FMT_USE_TABLE,
     .decode = q8_decode, .encode = q8_encode,
 };

@@ -39,8 +39,8 @@ typedef struct {
     const char *name;    /* "rmsnorm": messages, the CPU row's name */
     const char *op;      /* "rmsnorm": the YAML op */
     const char *formula; /* for messages and docs */
-    const char *tag;     /* kernel names: "" for rmsnorm (the names kernels had before the
-                          * table), "_ln" for layernorm: norm_quant_ln_n64, bitlinear_norm_ln_... */
+    const char *tag;     /* kernel names: "" for rmsnorm (norm_quant_n64), "_ln" for
+                          * layernorm: norm_quant_ln_n64, bitlinear_norm_ln_... */
     bool bias;           /* the op may name a `bias:` (1-D, the input's width) */
     bool keeps_zero;     /* an element that is exactly 0 stays 0 (norm(x)_i = 0 when x_i = 0,
                           * whatever the row): the exact sparse FFN skips the down columns of

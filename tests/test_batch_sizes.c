@@ -1,8 +1,8 @@
 /* test_batch_sizes.c - the prompt step size (-b / n_batch) changes how the prompt is cut
  * into engine steps, never what it computes: for every n_batch from 1 to 512 the logits of
- * the prompt's last token match the default's. (With chunks of one token, each chunk's
- * decode step used to be left pending and overwritten by the next: only the last token
- * was computed.) Through ternion.h on the tiny fixture (tests/fixture.h).
+ * the prompt's last token match the default's: with chunks of one token, each chunk's decode
+ * step must run before the next chunk rewrites its input (left pending, only the last token
+ * would be computed). Through ternion.h on the tiny fixture (tests/fixture.h).
  *
  * Tolerance, from the data: 1.5 x the fixture oracle's own batched-vs-incremental max |d|
  * (its logits.f32 vs logits_incremental.f32), as test_e2e; the argmax must agree.

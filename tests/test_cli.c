@@ -624,8 +624,8 @@ static void test_chat_context_full(void **state)
 
 /* --bench without -m: a random model (written by build/tools/mkmodel, cached under
  * $XDG_CACHE_HOME) whose shape is reduced on a CPU device unless asked; each phase is named
- * on stderr (the full 2B4T shape used to be built and run silently on lavapipe: it looked
- * hung). The measured run uses the smallest shape (1 layer, vocabulary 512, -c 256: no
+ * on stderr (a silent build and run of the full 2B4T shape on lavapipe looks hung). The
+ * measured run uses the smallest shape (1 layer, vocabulary 512, -c 256: no
  * long-context or 512-token runs); the automatic choice is checked on runs that stop at a
  * missing model writer, after the choice and before any work. */
 static void test_bench(void **state)
@@ -696,7 +696,7 @@ static void test_bench(void **state)
 }
 
 /* A weight file whose I2_S scale (or an F32 norm weight) is NaN / infinite is refused at load,
- * naming the tensor (it used to load, run and exit 0). */
+ * naming the tensor, instead of being loaded and run. */
 static void patch_tensor(const char *out_path, const char *tensor, bool scale, float value)
 {
     FILE *f = fopen(tiny_model(), "rb");
@@ -738,7 +738,7 @@ static void test_nonfinite_weights(void **state)
     cli_result_free(&r2);
 }
 
-/* A NUL byte in a -f prompt is an error naming its offset (it used to cut the prompt there). */
+/* A NUL byte in a -f prompt is an error naming its offset (not a silent cut of the prompt there). */
 static void test_prompt_file_nul(void **state)
 {
     NEED_TINY();
@@ -926,7 +926,7 @@ static int count_of(const char *s, const char *what)
 
 /* Ctrl-C in chat: the first stops the answer and returns to the prompt (the next turn is
  * answered), then Ctrl-D (end of input) quits with 0; a second Ctrl-C quits with 130 before
- * the next line (already written to stdin) is answered. It used to kill the program. */
+ * the next line (already written to stdin) is answered; neither kills the program. */
 static void test_chat_ctrl_c(void **state)
 {
     NEED_TINY();

@@ -6,7 +6,7 @@
  *     batched-vs-incremental tolerance: 1.5 x the fixture oracle's own max |d| between its
  *     batched and incremental logits (logits.f32 vs logits_incremental.f32), as test_e2e and
  *     test_batch_sizes; the most likely token must agree. On lavapipe bit for bit (the
- *     README's claim, which the server's "8 concurrent greedy streams give the tokens each
+ *     claim of docs/server.md, which the server's "8 concurrent greedy streams give the tokens each
  *     gives alone" rests on there): the products are exact integer sums and the float
  *     operations after them the same; other drivers may round a quotient differently in
  *     the prompt and the decode kernels, so there the tolerance applies.

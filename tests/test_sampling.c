@@ -1,7 +1,7 @@
 /* test_sampling.c - the sampling chain through ternion.h on the tiny fixture model (found as
- * tests/fixture.h says): with top-k off every token of the vocabulary can be drawn (it used to
- * keep 40), a top-k above the engine's 256-candidate read-back is honoured (it used to be cut
- * to 256), and penalties change the pick at temperature 0 (greedy) as in llama.cpp.
+ * tests/fixture.h says): with top-k off every token of the vocabulary can be drawn (not only
+ * the default 40), a top-k above the engine's 256-candidate read-back is honoured (not cut to
+ * 256), and penalties change the pick at temperature 0 (greedy) as in llama.cpp.
  * Draws repeat ternion_sample on one decoded row (sampling does not consume it).
  * ternion_logprobs against a log-softmax computed here in double on the same logits.
  * ternion_kv_seq_copy: a sequence given another's prompt KV decodes as that one does.

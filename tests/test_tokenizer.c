@@ -559,7 +559,7 @@ static rt_tok *raw_tok(int skip_byte, const char *const *extra, size_t n_extra,
 }
 
 /* A vocabulary without one of the 256 byte tokens is refused, naming the byte: text holding
- * it could not be encoded (it used to be dropped silently). */
+ * it could not be encoded (not dropped silently). */
 static void test_missing_byte_token(void **state)
 {
     (void)state;

@@ -122,8 +122,8 @@ static void test_reset_fences_failure(void **state)
 
 /* A staging slot whose fence wait failed is still busy: the upload reports the failure, the
  * clean-up after it waits for that slot again, and the next upload neither reuses a slot
- * whose copy may still run nor submits with a signaled fence. (The busy flag used to be
- * cleared before the wait, so the slot was forgotten.) */
+ * whose copy may still run nor submits with a signaled fence (the busy flag is cleared only
+ * after a successful wait, or the slot would be forgotten). */
 static void test_staging_wait_failure(void **state)
 {
     (void)state;

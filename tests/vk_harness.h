@@ -12,10 +12,11 @@
  * argument kinds by kind); and the comparisons every suite makes: the largest relative error
  * (NaN or poison left: infinite), poison left past the written rows, SYNC counters back at
  * zero, an int8 Q8 row against ref_act_quant.
- * Not: the reference arithmetic (tests/ref/, independent of the generator) nor a suite's
- * tolerances (each written, with its rule, beside its check; the Q8 row rule, shared by the
- * suites, beside vkh_check_q8). Failures of the harness are cmocka failures of the calling
- * test.
+ * Not: the reference arithmetic (tests/ref/: its own loops, which take from the generator
+ * only the parsed model and the table rows' C reference expressions, never a kernel) nor a
+ * suite's tolerances (each written, with its rule, beside its check; the Q8 row rule, shared
+ * by the suites, beside vkh_check_q8). Failures of the harness are cmocka failures of the
+ * calling test.
  */
 #ifndef VK_HARNESS_H
 #define VK_HARNESS_H

@@ -154,7 +154,7 @@ typedef struct {
     /* The chat format (ternion_chat): a template name ("bitnet", "llama3", "chatml", "llama2",
      * "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "gemma", "falcon3") or a Jinja
      * template text recognised as one of them (TERNION_E_INVALID naming them otherwise).
-     * NULL: the file's tokenizer.chat_template (README.md, "Chat templates"). */
+     * NULL: the file's tokenizer.chat_template (docs/chat-templates.md). */
     const char *chat_template;
 } ternion_model_params;
 

@@ -9,8 +9,8 @@
  * (a one-token step of a GLU whose activation is 0 for every gate <= 0, e.g. relu^2), the up
  * projection computes only the rows whose gate is > 0: the others are multiplied by 0.
  * Numerics: those of the Vulkan kernels (attention probabilities and the LM head's input in
- * F32 at every token count), not bitnet.cpp's F16 roundings of both in one-token steps: the
- * fixtures' greedy continuations agree longer this way (tests/test_e2e.c).
+ * F32 at every token count), not bitnet.cpp's (which rounds both to F16 in one-token steps);
+ * test_cpu reports how far the greedy continuation agrees with bitnet.cpp's.
  * The step's inputs and outputs travel in a cpu_step (cpu_engine_priv.h); what the walk keeps
  * between ops (the layer, the value whose int8 codes are held, the head's chunk) in a cpu_run.
  */

@@ -1,10 +1,12 @@
-/* rt_engine.h - a loaded model on a Vulkan device, driven one step at a time.
+/* rt_engine.h - a loaded model, driven one step at a time, on a Vulkan device or on the
+ * native CPU backend (opts.backend; runtime/cpu/, reached through rt_engine_cpu.c).
  *
  * Owns: the GGUF mapping, device weights, activation buffers, KV cache and the
- * recorded command streams of one model (prefill and decode schedules). The
- * CLI (rt_cli.c) and the benchmark drive it only through this interface; the
- * generated model.c supplies the model description (rt_model_desc, see
- * rt_schedule.h).
+ * recorded command streams of one model (prefill and decode schedules). The public
+ * API (runtime/api/, ternion.h) drives it through this interface, and so do the suites
+ * that test the engine itself; the CLI, the server and the examples see only ternion.h.
+ * The generated model.c supplies the model description (rt_model_desc, see
+ * schema/rt_schedule.h).
  */
 #ifndef RT_ENGINE_H
 #define RT_ENGINE_H

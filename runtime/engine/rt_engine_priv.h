@@ -16,6 +16,11 @@
  *                       counters of active neurons
  *   rt_engine_bufs.c    (a leaf) the buffer an argument names, activation buffer sizes,
  *                       a kernel against the device's workgroup limits
+ *   rt_engine_weights.c the ternary weight formats of a loaded model (WFMT per pipeline,
+ *                       the --weights re-encoding at load)
+ *   rt_engine_cpu.c     the backend choice (--device, TERNION_DEVICE) and the native CPU
+ *                       backend (runtime/cpu/), to which every entry point forwards when
+ *                       e->cpu is set
  *   rt_engine_stream.c, rt_engine_stream_bench.c  layer streaming, and timing it
  *   rt_engine_chained.c, rt_engine_multi.c, rt_tune.c  the chained schedule, multi-row
  *                       steps, kernel variants and the tuner

@@ -93,7 +93,8 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
             e->last_decode_kv = pos + done + 1;
             e->pending = true; /* submitted by argmax (with it), or by whatever comes next */
             /* ... unless another chunk follows: it rewrites the token and the dyn block, so
-             * this step must run first (with -b 1 only the last token used to be computed) */
+             * this step must run first (left pending, it would be overwritten and only the
+             * last chunk's token computed; test_batch_sizes) */
             if ((out_logits || done + m < n) && flush(e, e->decode, err))
                 return -1;
         } else {

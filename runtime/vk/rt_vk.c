@@ -1,8 +1,10 @@
 /* rt_vk.c - Vulkan instance, device choice and creation, feature enabling, the shared
- * descriptor/pipeline layouts and the dyn uniform buffer, device listing, VkResult names.
+ * descriptor/pipeline layouts and the dyn uniform buffer, device listing.
  *
  * Owns: struct rt_vk's lifetime (rt_vk_create / rt_vk_destroy). Buffers live in
- * rt_vk_buf.c, pipelines in rt_vk_pipeline.c, command streams in rt_vk_cmd.c.
+ * rt_vk_buf.c, pipelines in rt_vk_pipeline.c, command streams in rt_vk_cmd.c, the
+ * transfer queue in rt_vk_xfer.c, host-copy submission in rt_vk_host.c, VkResult names
+ * in rt_vk_result.c.
  */
 #if defined(__SANITIZE_ADDRESS__)
 #define _GNU_SOURCE /* dl_iterate_phdr, RTLD_NODELETE */

@@ -1,6 +1,6 @@
 /* rt_vk.h - the thin Vulkan layer: device, buffers, pipelines, command streams.
  *
- * Design (fixed, see README "Architecture"):
+ * Design (fixed, see docs/runtime.md, "Decisions"):
  *  - Every kernel addresses its buffers through buffer device addresses
  *    (GL_EXT_buffer_reference) passed in push constants, so no buffer is limited by
  *    maxStorageBufferRange (the 657 MB embedding is one buffer).

@@ -171,7 +171,7 @@ int rt_vk_submit_host(rt_vk *vk, const struct rt_batch *b, uint32_t n, uint32_t 
      * the one waiting for copy k (the submitter would wait for copy k first: no gate) */
     for (uint32_t k = 0; k <= n_copy; k++) r.gate[k] = -1;
     for (uint32_t i = n; i-- > 0;)
-        if (!b[i].copy && b[i].wait >= 0) r.gate[b[i].wait] = (int)b[i].idx; /* for now: waiter[k] */
+        if (!b[i].copy && b[i].wait >= 0) r.gate[b[i].wait] = (int)b[i].idx; /* first the earliest waiter of copy k, made a gate below */
     for (uint32_t k = n_copy; k-- > 0;)
         r.gate[k + 1] = k + 1 < n_copy && (r.gate[k + 1] < 0 || r.gate[k] < r.gate[k + 1]) ? r.gate[k] : -1;
     r.gate[0] = -1;
