@@ -246,8 +246,8 @@ static void ensure_gguf(oracle_case *c)
         fail_msg("%s: cannot read %s", c->name, c->gguf);
     if (strcmp(hex, c->sha256) || bytes != c->bytes)
         fail_msg("%s: the file mkmodel writes now (%s, %llu bytes, sha256 %s) is not the one the reference saw "
-                 "(%llu bytes, sha256 %s): mkmodel's output or %s changed since the case was made; make the case "
-                 "again with tools/oracle/make_case.sh (tests/data/oracle/README.md)",
+                 "(%llu bytes, sha256 %s): mkmodel's output, %s or case.txt's mkmodel arguments changed since "
+                 "the case was made; make the case again with tools/oracle/make_case.sh (tests/data/oracle/README.md)",
                  c->name, c->gguf, (unsigned long long)bytes, hex, (unsigned long long)c->bytes, c->sha256, c->yaml);
     c->checked = true;
 }
