@@ -230,6 +230,8 @@ $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_R
 $(B)/tests/test_cpu: $(MODEL_OBJ)
 # test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same models
 $(B)/tests/test_embed $(B)/tests/test_cli_limits: $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
+# test_oracle runs a models/X.yaml case on the built-in description (the registry), as users do
+$(B)/tests/test_oracle: $(MODEL_OBJ) $(B)/obj/registry.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 # the suites that run kernels on a Vulkan device share their harness (tests/vk_harness.c)

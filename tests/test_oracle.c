@@ -21,6 +21,10 @@
  *     made with seeds where the reference agrees with itself on every greedy token, decoding one
  *     token per call and with its batched numerics: tools/oracle/ref_logits.cpp).
  *
+ * A case of a shipped models/X.yaml runs the built-in description of X (the registry: the
+ * generated tables and SPIR-V the build made, what users run; make check-generated keeps them
+ * equal to the YAML); any other YAML is built in-process (desc_cache.h).
+ *
  * Owns: the case manifest reader and the oracle rule.
  */
 #include <dirent.h>
@@ -36,6 +40,7 @@
 
 #include <cmocka.h>
 
+#include "api/rt_registry.h"
 #include "desc_cache.h"
 #include "engine/rt_engine.h"
 #include "sha256.h"
@@ -315,20 +320,34 @@ static int check_rows(const oracle_case *c, const char *what, const float *got, 
 
 /* ---- one case on one backend ---- */
 
+/* The registry's description of models/X.yaml (named X: gen/check_models.sh), else NULL. */
+static const rt_model_desc *builtin_of(const char *yaml)
+{
+    const char *base = yaml + strlen("models/");
+    size_t n = strlen(base);
+    if (strncmp(yaml, "models/", 7) || strchr(base, '/') || n < 6 || strcmp(base + n - 5, ".yaml"))
+        return NULL;
+    for (unsigned i = 0; i < rt_registry_count; i++)
+        if (strlen(rt_registry[i]->name) == n - 5 && !strncmp(rt_registry[i]->name, base, n - 5))
+            return rt_registry[i];
+    return NULL;
+}
+
 static void run_case(oracle_case *c, int backend)
 {
     if (!c->parsed)
         fail_msg("%s: case.txt was not read (see test_manifests)", c->name);
     ensure_gguf(c);
     char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
-    const built_desc *bd = desc_of(c->yaml, true, err);
-    if (!bd)
+    const rt_model_desc *built = builtin_of(c->yaml);
+    const built_desc *bd = built ? NULL : desc_of(c->yaml, true, err);
+    if (!built && !bd)
         fail_msg("%s: %s", c->yaml, err);
     rt_engine_opts o = {.model_path = c->gguf, .device_index = -1, .n_ctx = c->n_prompt + c->n_greedy + 8,
                         .n_batch = 128, .backend = backend, .n_threads = 2, .n_threads_batch = 2};
     /* arch: the file says general.architecture = arch (the reference's name of the layout),
      * and the description accepts it for this case */
-    rt_model_desc md = bd->d.desc;
+    rt_model_desc md = built ? *built : bd->d.desc;
     const char *archs[1] = {c->arch};
     if (c->arch[0]) {
         md.archs = archs;
@@ -344,8 +363,8 @@ static void run_case(oracle_case *c, int backend)
         fail_msg("%s: %s", c->name, err);
     const int n = c->n_prompt, V = (int)c->vocab;
     assert_int_equal(rt_engine_vocab(e), V);
-    printf("%s: %s, %ld layers, vocab %ld, seed %ld; reference: %s\n", c->name, c->yaml, c->layers, c->vocab, c->seed,
-           c->reference);
+    printf("%s: %s (%s), %ld layers, vocab %ld, seed %ld; reference: %s\n", c->name, c->yaml,
+           built ? "the built-in description" : "built in-process", c->layers, c->vocab, c->seed, c->reference);
     float *got = malloc((size_t)n * V * sizeof(float)), *row = malloc((size_t)V * sizeof(float));
     assert_true(got && row);
     for (size_t i = 0; i < (size_t)n * V; i++)
