@@ -281,32 +281,32 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/falcon3-3b-1.58bit.yaml:52: embed token_embd"},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/falcon3-3b-1.58bit.yaml:55: embed token_embd"},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:54: rmsnorm attn_norm"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/falcon3-3b-1.58bit.yaml:55: bitlinear attn_q"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/falcon3-3b-1.58bit.yaml:56: bitlinear attn_k"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/falcon3-3b-1.58bit.yaml:57: bitlinear attn_v"},
-    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:58: rope"},
-    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:59: rope"},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:60: kv_write"},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:61: attention"},
-    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/falcon3-3b-1.58bit.yaml:62: bitlinear attn_output"},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:63: add"},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:64: rmsnorm ffn_norm"},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/falcon3-3b-1.58bit.yaml:65: bitlinear ffn_gate"},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/falcon3-3b-1.58bit.yaml:66: bitlinear ffn_up"},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/falcon3-3b-1.58bit.yaml:67: silu_mul"},
-    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/falcon3-3b-1.58bit.yaml:68: bitlinear ffn_down"},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:69: add"},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:57: rmsnorm attn_norm"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/falcon3-3b-1.58bit.yaml:58: bitlinear attn_q"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/falcon3-3b-1.58bit.yaml:59: bitlinear attn_k"},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/falcon3-3b-1.58bit.yaml:60: bitlinear attn_v"},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:61: rope"},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:62: rope"},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:63: kv_write"},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:64: attention"},
+    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/falcon3-3b-1.58bit.yaml:65: bitlinear attn_output"},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:66: add"},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:67: rmsnorm ffn_norm"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/falcon3-3b-1.58bit.yaml:68: bitlinear ffn_gate"},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/falcon3-3b-1.58bit.yaml:69: bitlinear ffn_up"},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/falcon3-3b-1.58bit.yaml:70: silu_mul"},
+    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/falcon3-3b-1.58bit.yaml:71: bitlinear ffn_down"},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:72: add"},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:71: rmsnorm output_norm"},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/falcon3-3b-1.58bit.yaml:72: lm_head output"},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:74: rmsnorm output_norm"},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/falcon3-3b-1.58bit.yaml:75: lm_head output"},
 };
 
 static const char manifest[] =
     "model falcon3-3b-1.58bit\n"
-    "source models/falcon3-3b-1.58bit.yaml fnv64:4e48886b0035bf6d\n"
+    "source models/falcon3-3b-1.58bit.yaml fnv64:a3c58ce18f80685b\n"
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n3072_nextnorm glsl-fnv64:e8f709db9f904d66\n"
