@@ -244,6 +244,8 @@ $(B)/tests/test_cpu: $(MODEL_OBJ)
 # the generated models and loads its hand-made files through ternion.h
 $(B)/tests/test_embed $(B)/tests/test_cli_limits $(B)/tests/test_chat_tmpl $(B)/tests/test_draft: $(MODEL_OBJ) \
     $(B)/obj/registry.o $(B)/obj/commit.o
+# test_oracle runs a models/X.yaml case on the built-in description (the registry), as users do
+$(B)/tests/test_oracle: $(MODEL_OBJ) $(B)/obj/registry.o
 # the suites that run the command-line binaries share their runner (tests/cli_run.c)
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 # the suites that run kernels on a Vulkan device share their harness (tests/vk_harness.c)

@@ -1,6 +1,7 @@
 /* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
  *
- *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S]
+ *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S] [--arch NAME]
+ *           [--pre NAME]
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
@@ -13,6 +14,9 @@
  * Tensor bytes are generated at save time through rt_gguf_w_tensor_cb, so the full 2B4T shape
  * (about 1.2 GB) never sits in RAM. Defaults: the YAML's known full shape (bitnet-b1.58-2b:
  * 30 layers, vocab 128256, ctx 4096), else 2 layers, vocab 512, ctx 256; seed 1.
+ * --arch NAME writes general.architecture NAME (and NAME.* keys) instead of the YAML's first
+ * architecture: the name another engine knows the same layout by (tests/data/oracle/README.md).
+ * --pre NAME writes tokenizer.ggml.pre NAME (none by default), as a converter does for a family.
  */
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
@@ -217,7 +221,7 @@ static void free_vocab(vocab *v)
     free(v->merges);
 }
 
-static void write_tokenizer(rt_gguf_writer *w, const vocab *v, int n_merge_tokens)
+static void write_tokenizer(rt_gguf_writer *w, const vocab *v, int n_merge_tokens, const char *pre)
 {
     int32_t *type = malloc(sizeof(int32_t) * (size_t)v->n);
     float *score = malloc(sizeof(float) * (size_t)v->n);
@@ -226,6 +230,8 @@ static void write_tokenizer(rt_gguf_writer *w, const vocab *v, int n_merge_token
         score[i] = 0.0f;
     }
     rt_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    if (pre)
+        rt_gguf_w_str(w, "tokenizer.ggml.pre", pre);
     rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->text, (uint64_t)v->n);
     if (type) rt_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)v->n);
     if (score) rt_gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)v->n);
@@ -269,20 +275,22 @@ static bool is_bias(const gen_model *m, int ti)
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
-                    "[--seed S]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
+                    "[--seed S] [--arch NAME] [--pre NAME]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
                     "other models: 2 layers, vocab 512, ctx 256; seed 1\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    const char *yaml = NULL, *out = NULL;
+    const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL;
     long layers = 0, n_vocab = 0, ctx = 0;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(a, "-o") && val) { out = val; i++; continue; }
+        if (!strcmp(a, "--arch") && val) { arch_opt = val; i++; continue; }
+        if (!strcmp(a, "--pre") && val) { pre = val; i++; continue; }
         long *dst = !strcmp(a, "--layers") ? &layers : !strcmp(a, "--vocab") ? &n_vocab
                   : !strcmp(a, "--ctx") ? &ctx : NULL;
         if (dst && val) {
@@ -313,7 +321,11 @@ int main(int argc, char **argv)
                 n_vocab, layers);
         return 2;
     }
-    const char *arch = m.archs[0];
+    const char *arch = arch_opt ? arch_opt : m.archs[0];
+    if (!*arch || strlen(arch) > 100 || strspn(arch, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(arch)) {
+        fprintf(stderr, "mkmodel: --arch '%s': 1 to 100 of a-z 0-9 . _ -\n", arch);
+        return 2;
+    }
     char key[160];
     rt_gguf_writer *w = rt_gguf_writer_new(0);
     if (!w) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
@@ -330,7 +342,7 @@ int main(int argc, char **argv)
     }
     vocab v = {0};
     if (build_vocab(&v, (int)n_vocab)) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
-    write_tokenizer(w, &v, v.n_merges);
+    write_tokenizer(w, &v, v.n_merges, pre);
 
     stream *st = calloc((size_t)m.n_tensors * (size_t)layers, sizeof(stream));
     if (!st) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }

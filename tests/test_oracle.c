@@ -1,0 +1,457 @@
+/* test_oracle.c - every oracle case under tests/data/oracle/<case>/ against the reference
+ * engine that made it, on the native CPU backend and on Vulkan (lavapipe without a GPU).
+ *
+ * A case is a folder (tests/data/oracle/README.md): case.txt names a model description (YAML),
+ * the tools/mkmodel arguments of a random-weight file, that file's SHA-256 as the reference
+ * saw it, the reference engine, the prompt ids, the reference's own spread and the rule's
+ * parameters; logits.f32 / logits_incremental.f32 hold the reference's prompt logits (the whole
+ * prompt in one call / one token per call) and greedy_tokens.txt its greedy continuation.
+ * The suite finds the folders itself: adding a family's check is adding a folder.
+ *
+ * Per case and backend: the file is rewritten by mkmodel and its SHA-256 must be the manifest's
+ * (else the file is not the one the reference saw, and nothing is compared); then
+ *   - prompt logits, batched and one token at a time, against the reference's two runs (the
+ *     one-token run against both: an engine's decode may round as either does): max |d|
+ *     <= max_abs_factor x self_max, where self_max is the reference's own spread (its batched
+ *     against its one-token-at-a-time logits: one flipped int8 rounding moves a whole activation
+ *     step, so a correct engine that is not bit-identical lands within that spread);
+ *   - top-1 on every row whose reference top-1/top-2 margin exceeds top1_margin_factor x
+ *     self_max (a closer row can flip within the spread; they are counted and printed);
+ *   - the greedy continuation after the batched prompt identical for all its tokens (cases are
+ *     made with seeds where the reference agrees with itself on every greedy token, decoding one
+ *     token per call and with its batched numerics: tools/oracle/ref_logits.cpp).
+ *
+ * A case of a shipped models/X.yaml runs the built-in description of X (the registry: the
+ * generated tables and SPIR-V the build made, what users run; make check-generated keeps them
+ * equal to the YAML); any other YAML is built in-process (desc_cache.h).
+ *
+ * Owns: the case manifest reader and the oracle rule.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "api/rt_registry.h"
+#include "desc_cache.h"
+#include "engine/rt_engine.h"
+#include "sha256.h"
+
+#define ORACLE_DIR "tests/data/oracle"
+/* MAX_CASES: desc_cache.h's slots (12, one kept free) bound the descriptions a suite builds */
+enum { MAX_CASES = 11, MAX_PROMPT = 128, MAX_GREEDY = 64 };
+
+typedef struct {
+    char name[64], dir[160], yaml[160], arch[64], reference[512], sha256[65], gguf[320];
+    long layers, vocab, seed, ctx;
+    uint64_t bytes;
+    int32_t prompt[MAX_PROMPT], greedy[MAX_GREEDY];
+    int n_prompt, n_greedy;
+    double self_max, max_abs_factor, top1_margin_factor;
+    bool parsed;  /* case.txt and greedy_tokens.txt were read (test_manifests) */
+    bool checked; /* the GGUF was written and its digest matched */
+} oracle_case;
+
+static oracle_case cases[MAX_CASES];
+static int n_cases, n_dropped; /* n_dropped: folders past MAX_CASES */
+
+/* ---- the manifest ---- */
+
+static void trim(char *s)
+{
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+        *--e = 0;
+}
+
+static int parse_ids(const char *v, int32_t *out, int max)
+{
+    int n = 0;
+    char *end;
+    for (const char *p = v; *p;) {
+        if (*p == ' ' || *p == '\t') {
+            p++;
+            continue;
+        }
+        long id = strtol(p, &end, 10);
+        if (end == p || n == max || id < 0)
+            return -1;
+        out[n++] = (int32_t)id;
+        p = end;
+    }
+    return n;
+}
+
+/* One `key = value` line into c; 0 ok, else a message in err. */
+static int manifest_line(oracle_case *c, const char *key, const char *v, char *err, size_t n)
+{
+    char *end = NULL;
+    long *ints[] = {&c->layers, &c->vocab, &c->seed, &c->ctx};
+    static const char *const int_keys[] = {"layers", "vocab", "seed", "ctx"};
+    double *reals[] = {&c->self_max, &c->max_abs_factor, &c->top1_margin_factor};
+    static const char *const real_keys[] = {"self_max", "max_abs_factor", "top1_margin_factor"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(key, int_keys[i])) {
+            *ints[i] = strtol(v, &end, 10);
+            return *end || *ints[i] < 0 ? (snprintf(err, n, "%s: bad integer '%s'", key, v), -1) : 0;
+        }
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(key, real_keys[i])) {
+            *reals[i] = strtod(v, &end);
+            return *end || !(*reals[i] >= 0) ? (snprintf(err, n, "%s: bad number '%s'", key, v), -1) : 0;
+        }
+    if (!strcmp(key, "yaml"))
+        snprintf(c->yaml, sizeof(c->yaml), "%s", v);
+    else if (!strcmp(key, "arch"))
+        snprintf(c->arch, sizeof(c->arch), "%s", v);
+    else if (!strcmp(key, "reference"))
+        snprintf(c->reference, sizeof(c->reference), "%s", v);
+    else if (!strcmp(key, "gguf_sha256")) {
+        if (strlen(v) != 64 || strspn(v, "0123456789abcdef") != 64)
+            return snprintf(err, n, "gguf_sha256: 64 lowercase hex digits, got '%s'", v), -1;
+        snprintf(c->sha256, sizeof(c->sha256), "%s", v);
+    }
+    else if (!strcmp(key, "gguf_bytes"))
+        c->bytes = strtoull(v, &end, 10);
+    else if (!strcmp(key, "prompt")) {
+        if ((c->n_prompt = parse_ids(v, c->prompt, MAX_PROMPT)) < 1)
+            return snprintf(err, n, "prompt: 1 to %d non-negative ids", MAX_PROMPT), -1;
+    } else if (strcmp(key, "reference_run") && strcmp(key, "self_top1") && strcmp(key, "self_greedy"))
+        return snprintf(err, n, "unknown key '%s'", key), -1; /* the three are for people only */
+    return end && *end ? (snprintf(err, n, "%s: bad value '%s'", key, v), -1) : 0;
+}
+
+static int read_manifest(oracle_case *c, char *err, size_t n)
+{
+    char path[224], line[2048];
+    snprintf(path, sizeof(path), "%s/case.txt", c->dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return snprintf(err, n, "%s: cannot open", path), -1;
+    int ln = 0, rc = 0;
+    c->max_abs_factor = c->top1_margin_factor = -1;
+    c->self_max = -1;
+    while (!rc && fgets(line, sizeof(line), f)) {
+        ln++;
+        char *hash = strchr(line, '#'), *eq = strchr(line, '=');
+        if (hash)
+            *hash = 0;
+        trim(line);
+        if (!line[0])
+            continue;
+        if (!eq || (hash && eq > hash)) {
+            snprintf(err, n, "%s:%d: expected `key = value`", path, ln);
+            rc = -1;
+            break;
+        }
+        *eq = 0;
+        char *v = eq + 1;
+        trim(line);
+        while (*v == ' ' || *v == '\t')
+            v++;
+        char msg[256];
+        if (manifest_line(c, line, v, msg, sizeof(msg))) {
+            snprintf(err, n, "%s:%d: %s", path, ln, msg);
+            rc = -1;
+        }
+    }
+    fclose(f);
+    if (rc)
+        return rc;
+    if (!c->yaml[0] || !c->sha256[0] || !c->bytes || !c->layers || !c->vocab || !c->ctx || !c->n_prompt ||
+        c->self_max < 0 || c->max_abs_factor < 0 || c->top1_margin_factor < 0 || !c->reference[0])
+        return snprintf(err, n, "%s: needs yaml, layers, vocab, seed, ctx, gguf_sha256, gguf_bytes, reference, "
+                                "prompt, self_max, max_abs_factor, top1_margin_factor", path), -1;
+    snprintf(path, sizeof(path), "%s/greedy_tokens.txt", c->dir);
+    if (!(f = fopen(path, "r")))
+        return snprintf(err, n, "%s: cannot open", path), -1;
+    long id;
+    while (c->n_greedy < MAX_GREEDY && fscanf(f, "%ld", &id) == 1)
+        c->greedy[c->n_greedy++] = (int32_t)id;
+    fclose(f);
+    return c->n_greedy > 0 ? 0 : (snprintf(err, n, "%s: no ids", path), -1);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const oracle_case *)a)->name, ((const oracle_case *)b)->name);
+}
+
+/* Every folder of ORACLE_DIR holding a case.txt, sorted by name. */
+static void find_cases(void)
+{
+    DIR *d = opendir(ORACLE_DIR);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        char p[400];
+        snprintf(p, sizeof(p), "%s/%s/case.txt", ORACLE_DIR, e->d_name);
+        if (e->d_name[0] == '.' || stat(p, &st))
+            continue;
+        if (n_cases == MAX_CASES || strlen(e->d_name) >= sizeof(cases[0].name)) {
+            n_dropped++;
+            continue;
+        }
+        oracle_case *c = &cases[n_cases++];
+        snprintf(c->name, sizeof(c->name), "%s", e->d_name);
+        snprintf(c->dir, sizeof(c->dir), "%s/%s", ORACLE_DIR, e->d_name);
+    }
+    closedir(d);
+    qsort(cases, (size_t)n_cases, sizeof(cases[0]), by_name);
+}
+
+/* ---- data ---- */
+
+static float *read_f32(const oracle_case *c, const char *file, size_t want)
+{
+    char p[224];
+    snprintf(p, sizeof(p), "%s/%s", c->dir, file);
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        fail_msg("%s: cannot open", p);
+    float *v = malloc(want * sizeof(float) + 1);
+    assert_non_null(v);
+    size_t got = fread(v, sizeof(float), want + 1, f);
+    fclose(f);
+    if (got != want)
+        fail_msg("%s: %zu floats, the manifest's prompt x vocab is %zu", p, got, want);
+    return v;
+}
+
+static const char *build_dir(void)
+{
+    const char *b = getenv("TERNION_BUILD");
+    return b && *b ? b : "build";
+}
+
+/* Writes the case's GGUF with mkmodel (once) and checks it is the file the reference saw. */
+static void ensure_gguf(oracle_case *c)
+{
+    if (c->checked)
+        return;
+    char tool[256], cmd[1200], hex[65];
+    snprintf(tool, sizeof(tool), "%s/tools/mkmodel", build_dir());
+    struct stat st;
+    if (stat(tool, &st)) {
+        printf("skip: %s not built\n", tool);
+        skip();
+    }
+    snprintf(c->gguf, sizeof(c->gguf), "%s/test-oracle-%s.gguf", build_dir(), c->name);
+    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers %ld --vocab %ld --seed %ld --ctx %ld%s%s >/dev/null 2>&1", tool,
+             c->yaml, c->gguf, c->layers, c->vocab, c->seed, c->ctx, c->arch[0] ? " --arch " : "", c->arch);
+    if (system(cmd) != 0)
+        fail_msg("%s: `%s` failed", c->name, cmd);
+    uint64_t bytes = 0;
+    if (sha256_file(c->gguf, hex, &bytes))
+        fail_msg("%s: cannot read %s", c->name, c->gguf);
+    if (strcmp(hex, c->sha256) || bytes != c->bytes)
+        fail_msg("%s: the file mkmodel writes now (%s, %llu bytes, sha256 %s) is not the one the reference saw "
+                 "(%llu bytes, sha256 %s): mkmodel's output, %s or case.txt's mkmodel arguments changed since "
+                 "the case was made; make the case again with tools/oracle/make_case.sh (tests/data/oracle/README.md)",
+                 c->name, c->gguf, (unsigned long long)bytes, hex, (unsigned long long)c->bytes, c->sha256, c->yaml);
+    c->checked = true;
+}
+
+/* ---- the rule ---- */
+
+static int argmax_row(const float *v, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[b])
+            b = i;
+    return b;
+}
+
+/* The reference row's top-1 minus top-2 logit. */
+static double margin(const float *v, int n)
+{
+    int b = argmax_row(v, n);
+    float s = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (i != b && v[i] > s)
+            s = v[i];
+    return (double)v[b] - s;
+}
+
+/* got against want [rows][vocab] under the case's rule (header comment); the number of the
+ * rule's parts that failed (each printed). */
+static int check_rows(const oracle_case *c, const char *what, const float *got, const float *want, int rows)
+{
+    const int V = (int)c->vocab;
+    const double bound = c->max_abs_factor * c->self_max, close = c->top1_margin_factor * c->self_max;
+    double mx = 0, mean = 0;
+    int top1 = 0, must = 0, must_ok = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *a = got + (size_t)r * V, *b = want + (size_t)r * V;
+        for (int v = 0; v < V; v++) {
+            double d = fabs((double)a[v] - b[v]);
+            mx = d > mx || d != d ? (d != d ? INFINITY : d) : mx;
+            mean += d;
+        }
+        int same = argmax_row(a, V) == argmax_row(b, V);
+        top1 += same;
+        if (margin(b, V) > close) {
+            must++;
+            must_ok += same;
+        }
+    }
+    printf("%s: %s: top-1 %d/%d (%d/%d rows with a margin > %.3g), mean |d| %.4g, max |d| %.4g (bound %.4g = %g x "
+           "reference spread %.4g)\n",
+           c->name, what, top1, rows, must_ok, must, close, mean / ((double)rows * V), mx, bound, c->max_abs_factor,
+           c->self_max);
+    if (mx > bound)
+        printf("%s: %s: FAIL: max |d| %.4g exceeds %.4g\n", c->name, what, mx, bound);
+    if (must_ok != must)
+        printf("%s: %s: FAIL: top-1 differs on %d rows whose reference margin exceeds %.3g\n", c->name, what,
+               must - must_ok, close);
+    return (mx > bound) + (must_ok != must);
+}
+
+/* ---- one case on one backend ---- */
+
+/* The registry's description of models/X.yaml (named X: gen/check_models.sh), else NULL. */
+static const rt_model_desc *builtin_of(const char *yaml)
+{
+    const char *base = yaml + strlen("models/");
+    size_t n = strlen(base);
+    if (strncmp(yaml, "models/", 7) || strchr(base, '/') || n < 6 || strcmp(base + n - 5, ".yaml"))
+        return NULL;
+    for (unsigned i = 0; i < rt_registry_count; i++)
+        if (strlen(rt_registry[i]->name) == n - 5 && !strncmp(rt_registry[i]->name, base, n - 5))
+            return rt_registry[i];
+    return NULL;
+}
+
+static void run_case(oracle_case *c, int backend)
+{
+    if (!c->parsed)
+        fail_msg("%s: case.txt was not read (see test_manifests)", c->name);
+    ensure_gguf(c);
+    char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
+    const rt_model_desc *built = builtin_of(c->yaml);
+    const built_desc *bd = built ? NULL : desc_of(c->yaml, true, err);
+    if (!built && !bd)
+        fail_msg("%s: %s", c->yaml, err);
+    rt_engine_opts o = {.model_path = c->gguf, .device_index = -1, .n_ctx = c->n_prompt + c->n_greedy + 8,
+                        .n_batch = 128, .backend = backend, .n_threads = 2, .n_threads_batch = 2};
+    /* arch: the file says general.architecture = arch (the reference's name of the layout),
+     * and the description accepts it for this case */
+    rt_model_desc md = built ? *built : bd->d.desc;
+    const char *archs[1] = {c->arch};
+    if (c->arch[0]) {
+        md.archs = archs;
+        md.n_archs = 1;
+    }
+    rt_engine *e = NULL;
+    int rc = rt_engine_open(&md, &o, &e, err);
+    if (rc && backend == RT_BACKEND_VULKAN && strstr(err, "no Vulkan device")) {
+        printf("skip: %s\n", err);
+        skip();
+    }
+    if (rc)
+        fail_msg("%s: %s", c->name, err);
+    const int n = c->n_prompt, V = (int)c->vocab;
+    assert_int_equal(rt_engine_vocab(e), V);
+    printf("%s: %s (%s), %ld layers, vocab %ld, seed %ld; reference: %s\n", c->name, c->yaml,
+           built ? "the built-in description" : "built in-process", c->layers, c->vocab, c->seed, c->reference);
+    float *got = malloc((size_t)n * V * sizeof(float)), *row = malloc((size_t)V * sizeof(float));
+    assert_true(got && row);
+    for (size_t i = 0; i < (size_t)n * V; i++)
+        got[i] = NAN; /* poison: every row must be written */
+    float *want = read_f32(c, "logits.f32", (size_t)n * V);
+    if (rt_engine_eval(e, c->prompt, n, 0, got, err))
+        fail_msg("%s: %s", c->name, err);
+    int bad = check_rows(c, "prompt in one call vs logits.f32", got, want, n);
+    /* greedy after the batched prompt, one token per call, free-running: stops at the first
+     * token that differs (every later one would follow another context) */
+    int32_t tok = argmax_row(got + (size_t)(n - 1) * V, V);
+    int agree = 0;
+    while (agree < c->n_greedy && tok == c->greedy[agree]) {
+        if (++agree < c->n_greedy) {
+            if (rt_engine_eval(e, &tok, 1, n + agree - 1, row, err))
+                fail_msg("%s: %s", c->name, err);
+            tok = argmax_row(row, V);
+        }
+    }
+    printf("%s: greedy: %d of the reference's %d tokens%s\n", c->name, agree, c->n_greedy,
+           agree < c->n_greedy ? " (FAIL: all must agree)" : "");
+    bad += agree < c->n_greedy;
+    /* the prompt one token per call (the decode path) vs the reference's own such run */
+    free(want);
+    want = read_f32(c, "logits_incremental.f32", (size_t)n * V);
+    for (size_t i = 0; i < (size_t)n * V; i++)
+        got[i] = NAN;
+    for (int i = 0; i < n; i++)
+        if (rt_engine_eval(e, &c->prompt[i], 1, i, got + (size_t)i * V, err))
+            fail_msg("%s: %s", c->name, err);
+    bad += check_rows(c, "prompt one token per call vs logits_incremental.f32", got, want, n);
+    free(want);
+    want = read_f32(c, "logits.f32", (size_t)n * V);
+    bad += check_rows(c, "prompt one token per call vs logits.f32", got, want, n);
+    free(want);
+    free(got);
+    free(row);
+    rt_engine_close(e);
+    if (bad)
+        fail_msg("%s: %d part(s) of the oracle rule failed (lines with FAIL above)", c->name, bad);
+}
+
+static void test_case_cpu(void **state) { run_case(*state, RT_BACKEND_CPU); }
+static void test_case_vulkan(void **state) { run_case(*state, RT_BACKEND_VULKAN); }
+
+/* The manifests read (a bad one fails here, naming the file and line) and a case found. */
+static void test_manifests(void **state)
+{
+    (void)state;
+    if (n_cases == 0)
+        fail_msg("no case under %s/ (a folder holding case.txt); run from the repository root", ORACLE_DIR);
+    if (n_dropped)
+        fail_msg("%d case folder(s) under %s/ not run: more than %d cases (raise MAX_CASES and desc_cache.h's "
+                 "slots) or a name of %zu characters or more",
+                 n_dropped, ORACLE_DIR, MAX_CASES, sizeof(cases[0].name));
+    for (int i = 0; i < n_cases; i++) {
+        char err[600];
+        if (read_manifest(&cases[i], err, sizeof(err)))
+            fail_msg("%s", err);
+        cases[i].parsed = true;
+        printf("%s: %d prompt ids, %d greedy ids, reference spread %.4g\n", cases[i].name, cases[i].n_prompt,
+               cases[i].n_greedy, cases[i].self_max);
+    }
+}
+
+static int free_all(void **state)
+{
+    (void)state;
+    desc_cache_free();
+    for (int i = 0; i < n_cases; i++)
+        if (cases[i].gguf[0])
+            remove(cases[i].gguf);
+    return 0;
+}
+
+int main(void)
+{
+    find_cases();
+    static struct CMUnitTest tests[1 + 2 * MAX_CASES];
+    static char names[2 * MAX_CASES][96];
+    int nt = 0;
+    tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_manifests);
+    for (int i = 0; i < n_cases; i++)
+        for (int b = 0; b < 2; b++) {
+            char *nm = names[2 * i + b];
+            snprintf(nm, sizeof(names[0]), "%s/%s", cases[i].name, b ? "vulkan" : "cpu");
+            tests[nt++] = (struct CMUnitTest){nm, b ? test_case_vulkan : test_case_cpu, NULL, NULL, &cases[i]};
+        }
+    return _cmocka_run_group_tests("test_oracle", tests, (size_t)nt, NULL, free_all);
+}

@@ -1,0 +1,75 @@
+#!/bin/sh
+# make_case.sh - makes an oracle case, tests/data/oracle/<name>/, for tests/test_oracle.c:
+# writes a random-weight GGUF with tools/mkmodel, runs the reference engine on it through
+# ref_logits (tools/oracle/ref_logits.cpp, built by tools/oracle/build.sh), and writes the
+# manifest case.txt, logits.f32, logits_incremental.f32 and greedy_tokens.txt.
+#
+#   sh tools/oracle/make_case.sh NAME YAML LAYERS VOCAB SEED REF_LOGITS "REFERENCE" [PROMPT]
+#
+# NAME: the case folder; YAML: the model description; LAYERS VOCAB SEED: mkmodel's arguments;
+# REF_LOGITS: the built driver; REFERENCE: one line naming the reference engine and its commit
+# (kept in the manifest); PROMPT: the prompt ids (default: 24 ids from SEED, the first the
+# file's BOS, vocab - 3). Environment: B (build dir, default build), GREEDY (16), THREADS (1),
+# FACTOR (1.5: max |d| bound = FACTOR x the reference's own spread), MARGIN (1.0: top-1 must
+# agree where the reference's top-1/top-2 margin exceeds MARGIN x the spread), ARCH (the
+# general.architecture to write, mkmodel --arch, when the reference knows the layout by another
+# name than the YAML's first architecture).
+# Refuses (exit 1) a seed whose reference disagrees with itself on a greedy token (its one-token
+# decode against its batched numerics, ref_logits.cpp): the suite demands every greedy token, so
+# such a case could fail a correct engine. Never run by make test.
+set -eu
+[ $# -ge 7 ] || { sed -n '2,18p' "$0"; exit 2; }
+NAME=$1 YAML=$2 LAYERS=$3 VOCAB=$4 SEED=$5 REF=$6 REFERENCE=$7
+PROMPT=${8:-}
+ARCH=${ARCH:-} B=${B:-build} GREEDY=${GREEDY:-16} THREADS=${THREADS:-1} FACTOR=${FACTOR:-1.5} MARGIN=${MARGIN:-1.0}
+CTX=256
+OUT=tests/data/oracle/$NAME
+[ -x "$B/tools/mkmodel" ] || { echo "make_case.sh: $B/tools/mkmodel not built (make B=$B)" >&2; exit 1; }
+[ -x "$REF" ] || { echo "make_case.sh: $REF is not an executable (tools/oracle/build.sh)" >&2; exit 1; }
+if [ -z "$PROMPT" ]; then
+    PROMPT=$(awk -v s="$SEED" -v v="$VOCAB" 'BEGIN { x = s * 7919 + 17; printf "%d", v - 3;
+        for (i = 1; i < 24; i++) { x = (x * 1103515245 + 12345) % 2147483648; printf " %d", int(x / 65536) % (v - 3) } }')
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+"$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
+    ${ARCH:+--arch "$ARCH"}
+"$REF" -m "$tmp/model.gguf" -o "$tmp" --prompt "$PROMPT" -n "$GREEDY" -t "$THREADS" --ctx 512 \
+    >"$tmp/ref.out" 2>"$tmp/ref.log" || { tail -n 20 "$tmp/ref.log" >&2; exit 1; }
+cat "$tmp/ref.out"
+line=$(grep '^self ' "$tmp/ref.out")
+SELF_MAX=$(echo "$line" | awk '{ print $3 }')
+SELF_TOP1=$(echo "$line" | awk '{ print $7 }')
+SELF_GREEDY=$(echo "$line" | awk '{ print $9 }')
+SELF_GREEDY_B=$(echo "$line" | awk '{ print $11 }')
+if [ "${SELF_GREEDY%/*}" != "${SELF_GREEDY#*/}" ] || [ "${SELF_GREEDY_B%/*}" != "${SELF_GREEDY_B#*/}" ]; then
+    echo "make_case.sh: the reference's greedy runs agree on $SELF_GREEDY (after its one-token-at-a-time prompt) and $SELF_GREEDY_B (batched numerics) leading ids only: choose another seed or prompt" >&2
+    exit 1
+fi
+SHA=$(sha256sum "$tmp/model.gguf" | awk '{ print $1 }')
+BYTES=$(wc -c <"$tmp/model.gguf" | tr -d ' ')
+mkdir -p "$OUT"
+cp "$tmp/logits.f32" "$tmp/logits_incremental.f32" "$tmp/greedy_tokens.txt" "$OUT/"
+cat >"$OUT/case.txt" <<EOT
+# Oracle case $NAME: made by tools/oracle/make_case.sh (format: tests/data/oracle/README.md)
+yaml = $YAML
+${ARCH:+arch = $ARCH
+}layers = $LAYERS
+vocab = $VOCAB
+seed = $SEED
+ctx = $CTX
+gguf_bytes = $BYTES
+gguf_sha256 = $SHA
+reference = $REFERENCE
+reference_run = ref_logits -t $THREADS --ctx 512 -n $GREEDY (context 512, batch 512, F16 KV cache, no flash attention, no mmap)
+prompt = $PROMPT
+# the reference's own spread: its prompt logits in one call against one token per call
+self_max = $SELF_MAX
+self_top1 = $SELF_TOP1
+self_greedy = $SELF_GREEDY, batched numerics $SELF_GREEDY_B
+# the rule: max |d| <= max_abs_factor x self_max; top-1 on every row whose reference
+# top-1/top-2 margin exceeds top1_margin_factor x self_max; every greedy token
+max_abs_factor = $FACTOR
+top1_margin_factor = $MARGIN
+EOT
+echo "make_case.sh: wrote $OUT ($(du -sk "$OUT" | awk '{ print $1 }') KB)"
