@@ -278,30 +278,30 @@ enum { T_token_embd, T_output_norm, T_output, T_attn_norm, T_attn_q, T_attn_k, T
 static const int32_t cpu_width[] = {2048, 2048, 2048, 1024, 1024, 2048, 1024, 2048, 2048, 2048, 8192, 8192, 8192, 2048, 2048, RT_CPU_VOCAB};
 static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr", "a", "o", "g", "gate", "up", "f", "d", "xn", "logits"};
 
-/* kind, {inputs}, output, weight, bias, activation or norm, YAML line */
+/* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/falcon3-1b-1.58bit.yaml:56: embed token_embd"},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/falcon3-1b-1.58bit.yaml:56: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:58: rmsnorm attn_norm"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/falcon3-1b-1.58bit.yaml:59: bitlinear attn_q"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/falcon3-1b-1.58bit.yaml:60: bitlinear attn_k"},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/falcon3-1b-1.58bit.yaml:61: bitlinear attn_v"},
-    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:62: rope"},
-    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:63: rope"},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:64: kv_write"},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:65: attention"},
-    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/falcon3-1b-1.58bit.yaml:66: bitlinear attn_output"},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:67: add"},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:68: rmsnorm ffn_norm"},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/falcon3-1b-1.58bit.yaml:69: bitlinear ffn_gate"},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/falcon3-1b-1.58bit.yaml:70: bitlinear ffn_up"},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/falcon3-1b-1.58bit.yaml:71: silu_mul"},
-    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/falcon3-1b-1.58bit.yaml:72: bitlinear ffn_down"},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:73: add"},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:58: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/falcon3-1b-1.58bit.yaml:59: bitlinear attn_q", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/falcon3-1b-1.58bit.yaml:60: bitlinear attn_k", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/falcon3-1b-1.58bit.yaml:61: bitlinear attn_v", {0}},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:62: rope", {0}},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:63: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:64: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:65: attention", {0}},
+    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/falcon3-1b-1.58bit.yaml:66: bitlinear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:67: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:68: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/falcon3-1b-1.58bit.yaml:69: bitlinear ffn_gate", {0}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/falcon3-1b-1.58bit.yaml:70: bitlinear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/falcon3-1b-1.58bit.yaml:71: silu_mul", {0}},
+    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/falcon3-1b-1.58bit.yaml:72: bitlinear ffn_down", {0}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:73: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:75: rmsnorm output_norm"},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/falcon3-1b-1.58bit.yaml:76: lm_head output"},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:75: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/falcon3-1b-1.58bit.yaml:76: lm_head output", {0}},
 };
 
 static const char manifest[] =
@@ -351,5 +351,5 @@ const rt_model_desc rt_model_falcon3_1b_1_58bit = {
     .cpu = {cpu_ops, cpu_ops + 1, cpu_ops + 17, 1, 16, 2,
             cpu_width, cpu_value_name, 16, V_logits,
             .n_heads = 8, .n_kv_heads = 4, .head_dim = 256, .rope_dims = 256,
-            .rope_base = 1000042.0f, .norm_eps = 9.99999997e-07f, .rope_neox = 0},
+            .rope_base = 1000042.0f, .rope_neox = 0},
 };
