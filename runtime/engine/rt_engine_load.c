@@ -49,7 +49,9 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             return -1;
         }
         double want = d->checks[i].value;
-        bool same = d->checks[i].is_float ? fabs(got - want) <= 1e-6 * fmax(1.0, fabs(want)) : got == want;
+        /* floats: relative 1e-6 (both sides are f32 values; an absolute bound would accept any
+         * epsilon of 1e-6 or less for an eps of 1e-6) */
+        bool same = d->checks[i].is_float ? fabs(got - want) <= 1e-6 * fabs(want) : got == want;
         if (!same) {
             snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %.9g, but models/%s.yaml says %.9g", path, g->arch,
                      d->checks[i].name, got, d->name, want);
