@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema.h"
 #include "base/rt_base.h"
 #include "server/srv_http.h"
 #include "server/srv_model.h"

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema.h"
 #include "base/rt_base.h"
 
 typedef struct {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api/rt_api_priv.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_json_schema.h"
 
 /* The model's token table: each token's text as the detokenizer prints it (control tokens
  * empty: never allowed), end-of-generation tokens flagged. */

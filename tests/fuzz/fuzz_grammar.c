@@ -1,5 +1,5 @@
 /* fuzz_grammar.c - libFuzzer target for the grammar engine and the JSON schema converter
- * (runtime/engine/rt_grammar*.c, rt_json_schema*.c). The first byte picks the input's kind
+ * (runtime/sample/rt_grammar*.c, rt_json_schema*.c). The first byte picks the input's kind
  * (even: GBNF text, odd: a JSON schema), the rest is that text. Contract: compiling either
  * succeeds or fails with one message starting "grammar" or "json schema"; a compiled grammar
  * then takes the input's own bytes and a fixed JSON text without failing except on a named
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema.h"
 
 static const char *const toks[] = {"{", "}", "\"", "a", "ab", " ", ":", ",", "1", "[", "]", "\\", "n", "true",
                                    "\xC3", "\xA9", "\xC3\xA9", "x\n", "", "-0.5e3"};

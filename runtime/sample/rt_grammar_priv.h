@@ -10,7 +10,7 @@
 #define RT_GRAMMAR_PRIV_H
 
 #include "base/rt_base.h"
-#include "engine/rt_grammar.h"
+#include "sample/rt_grammar.h"
 
 typedef struct {
     uint32_t *w;       /* stacks back to back: length, then the element indexes bottom .. top */

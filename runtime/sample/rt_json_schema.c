@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema_priv.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema_priv.h"
 #include "base/rt_base.h" /* RT_ERR_LEN */
 
 #define NAME_LEN 96

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar_priv.h"
+#include "sample/rt_grammar_priv.h"
 #include "base/rt_base.h" /* RT_ERR_LEN */
 
 /* A token in the sorted order, with what the mask walk reads of it in one place. */
