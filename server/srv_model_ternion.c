@@ -202,6 +202,7 @@ static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
         return NULL;
     }
     if (ternion_sampler_set_grammar(s, p->grammar) ||
+        (p->grammar && p->budget >= 0 && ternion_sampler_set_budget(s, p->budget)) ||
         ternion_sampler_set_logit_bias(s, p->bias_ids, p->bias_vals, p->n_bias)) {
         fail(err, "sampling");
         ternion_sampler_free(s);
@@ -248,6 +249,16 @@ static int t_logprobs(void *ctx, int row, int32_t id, int k, float *lp, int32_t 
 }
 
 static void t_grammar_free(void *ctx, void *g) { (void)ctx; ternion_grammar_free(g); }
+
+static int t_grammar_min_tokens(void *ctx, void *g, int *n, char *err)
+{
+    (void)ctx;
+    int32_t k = 0;
+    if (ternion_grammar_min_tokens(g, &k))
+        return fail(err, "grammar");
+    *n = k;
+    return 0;
+}
 
 static void t_sampler_free(void *ctx, void *smp) { (void)ctx; ternion_sampler_free(smp); }
 static void t_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; ternion_sampler_accept(smp, id); }
@@ -312,6 +323,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .seq_copy = t_seq_copy,
         .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
+        .grammar_min_tokens = t_grammar_min_tokens,
         .grammar_free = t_grammar_free, .logprobs = t_logprobs, .n_embd = ternion_model_n_embd(t->model),
         .embed = t_embed, .tokenize_ex = t_tokenize_ex, .n_ctx_train = ternion_model_n_ctx_train(t->model),
         .build_info = t->build, .weights = ternion_model_weights(t->model, NULL),

@@ -440,3 +440,9 @@ int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv
         srv_req_free(out);
     return rc;
 }
+
+int srv_req_budget(const srv_req *r, int n_prompt, int n_ctx)
+{
+    int b = n_ctx - n_prompt;
+    return r->max_tokens > 0 && r->max_tokens < b ? r->max_tokens : b;
+}

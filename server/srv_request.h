@@ -96,5 +96,8 @@ void srv_req_defaults(srv_req *r, srv_kind kind);
  * srv_req_free), -1 with *err filled (nothing to free). */
 int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv_error *err);
 void srv_req_free(srv_req *r);
+/* The tokens an answer to r may have after a prompt of n_prompt tokens, the end token
+ * counted: max_tokens (when set) or the context left, whichever is smaller. */
+int srv_req_budget(const srv_req *r, int n_prompt, int n_ctx);
 
 #endif

@@ -322,6 +322,12 @@ static void test_routes_and_errors(void **state)
          "response_format", NULL},
         {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,"
          "\"response_format\":{\"type\":\"bogus\"}}", 400, "response_format", NULL},
+        /* a grammar whose shortest answer (10 bytes + the end token) does not fit max_tokens, or the
+         * context (64 - a 2-token prompt): a 400 naming the field that binds */
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":10,\"grammar\":\"root ::= \\\"abcdefghij\\\"\"}", 400,
+         "max_tokens", "grammar_budget_too_small"},
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]{70}\"}", 400, "grammar",
+         "grammar_budget_too_small"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         j = call(&r, cases[i].method, cases[i].path, NULL, cases[i].body, cases[i].status);
@@ -332,6 +338,15 @@ static void test_routes_and_errors(void **state)
             assert_string_equal(code, cases[i].code);
         cJSON_Delete(j);
     }
+    j = call(&r, "POST", "/v1/completions", NULL,
+             "{\"prompt\":\"x\",\"max_tokens\":10,\"grammar\":\"root ::= \\\"abcdefghij\\\"\"}", 400);
+    assert_string_equal(jstr(j, "error.message"), "the shortest answer that completes 'grammar' is 11 tokens (the end "
+                        "token included), but this request allows 10 (max_tokens 10, context left 62 of 64 after a "
+                        "2-token prompt)");
+    cJSON_Delete(j);
+    j = call(&r, "POST", "/v1/completions", NULL,
+             "{\"prompt\":\"x\",\"max_tokens\":11,\"grammar\":\"root ::= \\\"abcdefghij\\\"\"}", 200);
+    cJSON_Delete(j);
     j = call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"x\",\"grammar\":\"root ::= foo\"}", 400);
     assert_string_equal(jstr(j, "error.message"), "grammar:1:10: undefined rule 'foo'");
     assert_string_equal(jstr(j, "error.type"), "invalid_request_error");
