@@ -32,6 +32,8 @@ typedef struct {
     void *grammar;      /* grammar_new's result the sampler must follow (borrowed), or NULL */
     int budget;         /* with a grammar: tokens the answer may have, the end token counted (the
                            sampler keeps the grammar completable within them); -1: none */
+    int eog_after;      /* end-of-generation tokens are not chosen before this many tokens are
+                           (min_tokens); -1: never (ignore_eos); 0: no rule */
     const int32_t *bias_ids; /* logit_bias (borrowed): added to these tokens' logits */
     const float *bias_vals;
     int n_bias;

@@ -64,6 +64,8 @@ typedef struct {
     bool json_object;         /* response_format {"type": "json_object"}: any JSON object */
     const char *constraint;   /* the field that gave it ("grammar", "response_format", "tools",
                                  "json_schema"), for errors; NULL: none */
+    bool ignore_eos;          /* llama-server's: never choose an end-of-generation token */
+    int min_tokens;           /* vLLM's: none before this many tokens are generated (0: no rule) */
     int n;                    /* choices, 1..SRV_MAX_N (each its own sequence) */
     bool logprobs;            /* log probabilities of the generated tokens (chat's "logprobs":
                                  true; completions' integer "logprobs" given) */

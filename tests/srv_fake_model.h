@@ -136,12 +136,15 @@ static int fake_step(void *ctx, const srv_row *rows, int n, char *err)
     return 0;
 }
 
+/* The sampler: the chosen tokens before the end token may come (eog_after; -1: never). */
 static void *fake_sampler_new(void *ctx, const srv_sampling *p, char *err)
 {
     (void)ctx;
-    (void)p;
     (void)err;
-    return malloc(1);
+    int *eog_left = malloc(sizeof *eog_left);
+    if (eog_left)
+        *eog_left = p->eog_after;
+    return eog_left;
 }
 static void fake_sampler_free(void *ctx, void *smp) { (void)ctx; free(smp); }
 static void fake_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; (void)smp; (void)id; }
@@ -149,9 +152,13 @@ static void fake_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; (
 static int fake_choose(void *ctx, void *smp, int row, int32_t *id, char *err)
 {
     fake_model *f = ctx;
-    (void)smp;
+    int *eog_left = smp;
     (void)err;
     *id = f->next[row < 0 ? FAKE_SEQ : row];
+    if (*eog_left != 0 && *id == 0) /* the end token banned: the next one instead */
+        *id = 1;
+    if (*eog_left > 0)
+        --*eog_left;
     return 0;
 }
 

@@ -15,6 +15,7 @@
 //                                 greedy and sampled): each answer ends with finish_reason stop and
 //                                 validates against its schema (ajv); json_object mode; a GBNF
 //                                 `grammar`; invalid formats and schemas are 400s naming the field
+//   eos IDS                       ignore_eos and min_tokens with the end tokens IDS raised
 //   budget SEEDS MAX [measure]    6 unbounded schemas at temperature 0.8, SEEDS seeds, max_tokens
 //                                 MAX: all valid with finish_reason stop; a budget below a schema's
 //                                 shortest answer is a 400 naming both numbers
@@ -137,6 +138,30 @@ const scenarios = {
       check(m && Number(m[1]) > 5, `message names both numbers: ${e.message}`);
     }
     return { valid, total, stop, max_tokens: Number(maxTokens), cut };
+  },
+  // eos IDS: with the end tokens IDS (comma-separated) raised by logit_bias the answer is empty
+  // (finish stop); with ignore_eos it runs to max_tokens (finish length); with min_tokens 7 it has
+  // exactly 7 tokens and ends with stop; both streamed and not. vLLM's min_tokens > max_tokens: 400.
+  async eos(ids) {
+    const logit_bias = Object.fromEntries(ids.split(',').map((t) => [t, 100]));
+    const base = { model, messages: [{ role: 'user', content: 'Who was Moses?' }], max_tokens: 20, temperature: 0.8, seed: 5,
+      logit_bias };
+    const got = [];
+    for (const extra of [{}, { ignore_eos: true }, { min_tokens: 7 }]) {
+      const r = await client.chat.completions.create({ ...base, ...extra });
+      got.push({ n: r.usage.completion_tokens, finish: r.choices[0].finish_reason });
+      let chunks = 0, finish = null;
+      for await (const c of await client.chat.completions.create({ ...base, ...extra, stream: true })) {
+        chunks += (c.choices[0]?.delta?.content ?? '') !== '';
+        finish = c.choices[0]?.finish_reason ?? finish;
+      }
+      check(finish === r.choices[0].finish_reason, `streamed finish ${finish} vs ${r.choices[0].finish_reason}`);
+    }
+    check(got[0].n === 0 && got[0].finish === 'stop', `raised end tokens: ${JSON.stringify(got[0])}`);
+    check(got[1].n === 20 && got[1].finish === 'length', `ignore_eos: ${JSON.stringify(got[1])}`);
+    check(got[2].n === 7 && got[2].finish === 'stop', `min_tokens 7: ${JSON.stringify(got[2])}`);
+    await expectError(client.chat.completions.create({ ...base, min_tokens: 30 }), 400, 'min_tokens > max_tokens', 'min_tokens');
+    return { got };
   },
   async structured() {
     const ajv = new Ajv({ strict: true });
