@@ -552,7 +552,8 @@ TERNION_API int ternion_grammar_min_tokens(const ternion_grammar *g, int32_t *ou
  * only when it, the shortest completion after it and the end token fit in what is left, so
  * the text is complete and the end token chosen within the budget (while the budget does
  * not bind, the choice is the grammar's alone). TERNION_E_INVALID naming both numbers when
- * n_tokens is below ternion_grammar_min_tokens (no budget is set then). */
+ * n_tokens is below ternion_grammar_min_tokens (no budget is set then). Without a grammar it
+ * does nothing. */
 TERNION_API int ternion_sampler_set_budget(ternion_sampler *s, int32_t n_tokens);
 
 /* ---- performance ------------------------------------------------------------------ */
