@@ -16,8 +16,8 @@
 //                                 validates against its schema (ajv); json_object mode; a GBNF
 //                                 `grammar`; invalid formats and schemas are 400s naming the field
 //   eos IDS                       ignore_eos and min_tokens with the end tokens IDS raised
-//   budget SEEDS MAX [measure]    6 unbounded schemas at temperature 0.8, SEEDS seeds, max_tokens
-//                                 MAX: all valid with finish_reason stop; a budget below a schema's
+//   budget SEEDS MAX [measure]    6 unbounded schemas and json_object at temperature 0.8, SEEDS
+//                                 seeds, max_tokens MAX: all valid with finish_reason stop; a budget below a schema's
 //                                 shortest answer is a 400 naming both numbers
 import Ajv from 'ajv';
 import OpenAI from 'openai';
@@ -130,6 +130,16 @@ const scenarios = {
           check(r.usage.completion_tokens < Number(maxTokens), `schema ${i} seed ${seed}: ${r.usage.completion_tokens} tokens`);
         }
       }
+    for (let seed = 0; seed < Number(seeds); seed++) { /* json_object: any object, the same promise */
+      const r = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Answer in JSON.' }],
+        max_tokens: Number(maxTokens), temperature: 0.8, seed, response_format: { type: 'json_object' } });
+      const text = r.choices[0].message.content, finish = r.choices[0].finish_reason;
+      let ok = false;
+      try { const v = JSON.parse(text); ok = typeof v === 'object' && v !== null && !Array.isArray(v); } catch (e) { ok = false; }
+      total++, valid += ok, stop += finish === 'stop';
+      if (!ok && cut.length < 3) cut.push({ schema: 'json_object', seed, finish, text });
+      if (!measure) check(ok && finish === 'stop', `json_object seed ${seed}: ${finish}: ${JSON.stringify(text)}`);
+    }
     if (!measure) {
       const e = await expectError(client.chat.completions.create({ model, messages: [{ role: 'user', content: 'JSON' }],
         max_tokens: 5, response_format: { type: 'json_schema', json_schema: { name: 'b0', schema: budgetSchemas[4] } } }),
