@@ -4,7 +4,8 @@
 # without a GPU), ROUNDS times (default 5), alternating every way within a round:
 #   bench   `--bench -m ... --json` with a JSON schema and with a GBNF grammar: greedy decode a
 #           token per step with the grammar and without, alternated inside the process (the
-#           bench's grammar_decode_tok_s / grammar_base_decode_tok_s)
+#           bench's grammar_decode_tok_s / grammar_base_decode_tok_s), and with the grammar and a
+#           token budget of 48 that closes the text in time (grammar_budget_decode_tok_s)
 #   cli     the stats line's generated tok/s of `-p PROMPT`: unconstrained greedy (device
 #           chains of 8), unconstrained --decode-chain 1, the JSON schema (greedy; the answer
 #           ends when the schema's text does), and sampled (--temp 0.8 -s 1) with and without
@@ -30,9 +31,10 @@ bench() { # way backend args...
     way=$1 dev=$2
     shift 2
     "$BIN" -m "$M" --bench --json --device "$dev" "$@" 2>/dev/null |
-        sed -n 's/.*"grammar_decode_tok_s":\([0-9.]*\),"grammar_base_decode_tok_s":\([0-9.]*\).*/\1 \2/p' |
-        while read -r g u; do
+        sed -n 's/.*"grammar_decode_tok_s":\([0-9.]*\),"grammar_base_decode_tok_s":\([0-9.]*\),"grammar_budget_decode_tok_s":\([0-9.]*\).*/\1 \2 \3/p' |
+        while read -r g u b; do
             echo "bench-$way-grammar $dev $g" | tee -a "$out"
+            echo "bench-$way-budget $dev $b" | tee -a "$out"
             echo "bench-$way-none $dev $u" | tee -a "$out"
         done
 }

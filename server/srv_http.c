@@ -322,6 +322,29 @@ static enum MHD_Result wait_answer(srv_http *h, struct MHD_Connection *c, int ep
     return respond(h, c, ep, json ? status : 500, "application/json", json);
 }
 
+/* A grammar's shortest complete answer must fit the request's token budget (max_tokens and
+ * the context left, whichever is smaller): else a 400 naming both numbers, never a half
+ * object later. 0 fits (or the model cannot tell), -1 with *e. */
+static int budget_check(srv_http *h, const srv_req *r, int n_prompt, srv_error *e)
+{
+    int need = 0, budget = srv_req_budget(r, n_prompt, h->m->n_ctx);
+    char err[SRV_ERR_LEN] = "";
+    if (!h->m->grammar_min_tokens)
+        return 0;
+    if (h->m->grammar_min_tokens(h->m->ctx, r->compiled, &need, err)) {
+        srv_error_set(e, 400, "invalid_request_error", NULL, r->constraint, "%s", err);
+        return -1;
+    }
+    if (need <= budget)
+        return 0;
+    srv_error_set(e, 400, "invalid_request_error", "grammar_budget_too_small",
+                  r->max_tokens > 0 && r->max_tokens < h->m->n_ctx - n_prompt ? "max_tokens" : r->constraint,
+                  "the shortest answer that completes '%s' is %d tokens (the end token included), but this request "
+                  "allows %d (max_tokens %d, context left %d of %d after a %d-token prompt)", r->constraint, need,
+                  budget, r->max_tokens, h->m->n_ctx - n_prompt, h->m->n_ctx, n_prompt);
+    return -1;
+}
+
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
 {
     srv_kind kind = cn->ep == EP_CHAT ? SRV_KIND_CHAT : SRV_KIND_COMPLETION;
@@ -375,6 +398,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
             srv_error_set(&e, 400, "invalid_request_error", NULL, req.constraint, "%s", err);
             goto fail;
         }
+        if (budget_check(h, &req, n, &e))
+            goto fail;
     }
     char id[48];
     new_id(h, kind, id, sizeof(id));

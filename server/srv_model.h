@@ -30,6 +30,10 @@ typedef struct {
     int top_k;
     uint64_t seed;
     void *grammar;      /* grammar_new's result the sampler must follow (borrowed), or NULL */
+    int budget;         /* with a grammar: tokens the answer may have, the end token counted (the
+                           sampler keeps the grammar completable within them); -1: none */
+    int eog_after;      /* end-of-generation tokens are not chosen before this many tokens are
+                           (min_tokens); -1: never (ignore_eos); 0: no rule */
     const int32_t *bias_ids; /* logit_bias (borrowed): added to these tokens' logits */
     const float *bias_vals;
     int n_bias;
@@ -94,6 +98,10 @@ struct srv_model {
      * hook: the model takes no grammars. */
     void *(*grammar_new)(void *ctx, const char *gbnf, const char *json_schema, char *err);
     void (*grammar_free)(void *ctx, void *grammar);
+    /* The fewest tokens an answer under a compiled grammar needs to be complete, the end token
+     * counted (what `budget` must cover). -1 + err when none can be counted. NULL hook: no
+     * up-front check (the sampler's budget still refuses). */
+    int (*grammar_min_tokens)(void *ctx, void *grammar, int *n, char *err);
     /* Log-probabilities of row `row` of the last step (-1 after prompt()), as choose() saw
      * them: token id's into *lp, and the k (<= SRV_MAX_TOP_LOGPROBS) most likely tokens into
      * top_ids / top_lp, descending. 0 or -1 + err. NULL hook: requests for logprobs are 400s. */

@@ -5,6 +5,7 @@
  */
 #include "srv_model_ternion.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,9 +185,48 @@ static int t_step(void *ctx, const srv_row *rows, int n, char *err)
     return ternion_decode(t->ctx, &b) ? fail(err, "decode") : 0;
 }
 
-static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
+/* A request's sampler, with the end-of-generation rule of ignore_eos / min_tokens: the end
+ * tokens banned (a -inf bias beside the request's own) until `eog_left` tokens are chosen. */
+typedef struct {
+    ternion_sampler *s;
+    int eog_left;              /* chosen tokens before the end tokens are allowed again; -1: never */
+    const int32_t *bias_ids;   /* the request's logit_bias (borrowed: the request outlives this) */
+    const float *bias_vals;
+    int n_bias;
+} tsmp;
+
+/* The request's biases plus -inf on every end-of-generation token. */
+static int ban_eog(tmodel *t, tsmp *w)
+{
+    int32_t nv = ternion_model_n_vocab(t->model), n = w->n_bias;
+    int32_t *ids = malloc(((size_t)nv + (size_t)n) * sizeof *ids);
+    float *vals = malloc(((size_t)nv + (size_t)n) * sizeof *vals);
+    int rc = -1;
+    if (ids && vals) {
+        if (n)
+            memcpy(ids, w->bias_ids, (size_t)n * sizeof *ids), memcpy(vals, w->bias_vals, (size_t)n * sizeof *vals);
+        for (int32_t id = 0; id < nv; id++)
+            if (ternion_token_is_eog(t->model, id))
+                ids[n] = id, vals[n++] = -INFINITY;
+        rc = ternion_sampler_set_logit_bias(w->s, ids, vals, n) ? -1 : 0;
+    }
+    free(ids);
+    free(vals);
+    return rc;
+}
+
+static void t_sampler_free(void *ctx, void *smp)
 {
     (void)ctx;
+    tsmp *w = smp;
+    if (w)
+        ternion_sampler_free(w->s);
+    free(w);
+}
+
+static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
+{
+    tmodel *t = ctx;
     ternion_sampler_params sp = ternion_sampler_default_params();
     sp.temp = p->temperature;
     sp.top_k = p->top_k;
@@ -196,18 +236,23 @@ static void *t_sampler_new(void *ctx, const srv_sampling *p, char *err)
     sp.freq_penalty = p->frequency_penalty;
     sp.presence_penalty = p->presence_penalty;
     sp.seed = p->seed;
-    ternion_sampler *s = NULL;
-    if (ternion_sampler_new(&sp, &s)) {
+    tsmp *w = calloc(1, sizeof *w);
+    if (!w || ternion_sampler_new(&sp, &w->s)) {
+        free(w);
         fail(err, "sampling parameters");
         return NULL;
     }
-    if (ternion_sampler_set_grammar(s, p->grammar) ||
-        ternion_sampler_set_logit_bias(s, p->bias_ids, p->bias_vals, p->n_bias)) {
+    *w = (tsmp){.s = w->s, .eog_left = p->eog_after, .bias_ids = p->bias_ids, .bias_vals = p->bias_vals,
+                .n_bias = p->n_bias};
+    if (ternion_sampler_set_grammar(w->s, p->grammar) ||
+        (p->grammar && p->budget >= 0 && ternion_sampler_set_budget(w->s, p->budget)) ||
+        ternion_sampler_set_logit_bias(w->s, p->bias_ids, p->bias_vals, p->n_bias) ||
+        (p->eog_after != 0 && ban_eog(t, w))) {
         fail(err, "sampling");
-        ternion_sampler_free(s);
+        t_sampler_free(t, w);
         return NULL;
     }
-    return s;
+    return w;
 }
 
 /* The schema's GBNF with the GBNF text's rules added, started at `start`. */
@@ -249,13 +294,33 @@ static int t_logprobs(void *ctx, int row, int32_t id, int k, float *lp, int32_t 
 
 static void t_grammar_free(void *ctx, void *g) { (void)ctx; ternion_grammar_free(g); }
 
-static void t_sampler_free(void *ctx, void *smp) { (void)ctx; ternion_sampler_free(smp); }
-static void t_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; ternion_sampler_accept(smp, id); }
+static int t_grammar_min_tokens(void *ctx, void *g, int *n, char *err)
+{
+    (void)ctx;
+    int32_t k = 0;
+    if (ternion_grammar_min_tokens(g, &k))
+        return fail(err, "grammar");
+    *n = k;
+    return 0;
+}
+
+static void t_sampler_accept(void *ctx, void *smp, int32_t id)
+{
+    (void)ctx;
+    ternion_sampler_accept(((tsmp *)smp)->s, id);
+}
 
 static int t_choose(void *ctx, void *smp, int row, int32_t *id, char *err)
 {
     tmodel *t = ctx;
-    return ternion_sample(t->ctx, smp, row, id) ? fail(err, "sampling") : 0;
+    tsmp *w = smp;
+    if (ternion_sample(t->ctx, w->s, row, id))
+        return fail(err, "sampling");
+    /* min_tokens reached: the request's own biases again */
+    if (w->eog_left > 0 && --w->eog_left == 0 && ternion_sampler_set_logit_bias(w->s, w->bias_ids, w->bias_vals,
+                                                                                   w->n_bias))
+        return fail(err, "sampling");
+    return 0;
 }
 
 int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
@@ -312,6 +377,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .seq_copy = t_seq_copy,
         .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
+        .grammar_min_tokens = t_grammar_min_tokens,
         .grammar_free = t_grammar_free, .logprobs = t_logprobs, .n_embd = ternion_model_n_embd(t->model),
         .embed = t_embed, .tokenize_ex = t_tokenize_ex, .n_ctx_train = ternion_model_n_ctx_train(t->model),
         .build_info = t->build, .weights = ternion_model_weights(t->model, NULL),

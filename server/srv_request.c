@@ -285,6 +285,27 @@ static int parse_sampling(const cJSON *root, srv_req *r, srv_error *e)
     return 0;
 }
 
+/* llama-server's "ignore_eos" and vLLM's "min_tokens": end-of-generation tokens never, or not
+ * before min_tokens tokens. Not with a grammar (whose end is the end token) nor past max_tokens. */
+static int parse_eos(const cJSON *root, srv_req *r, srv_error *e)
+{
+    double v;
+    int rc;
+    if (get_bool(root, "ignore_eos", &r->ignore_eos, e) || (rc = get_int(root, "min_tokens", 0, 1e9, &v, e)) < 0)
+        return -1;
+    if (rc == 0)
+        r->min_tokens = (int)v;
+    const char *f = r->ignore_eos ? "ignore_eos" : r->min_tokens ? "min_tokens" : NULL;
+    if (f && r->constraint)
+        return srv_error_set(e, 400, BAD, NULL, f, "'%s' cannot be combined with '%s': a grammar's answer ends "
+                             "with the end token where it is complete", f, r->constraint);
+    if (r->max_tokens > 0 && r->min_tokens > r->max_tokens)
+        return srv_error_set(e, 400, BAD, NULL, "min_tokens", "'min_tokens' (%d) is larger than '%s' (%d)",
+                             r->min_tokens, r->kind == SRV_KIND_CHAT && field(root, "max_completion_tokens")
+                                                ? "max_completion_tokens" : "max_tokens", r->max_tokens);
+    return 0;
+}
+
 /* "logit_bias": {"token id": bias in [-100, 100], ...} (OpenAI's; the ids as decimal strings). */
 static int parse_bias(const cJSON *root, srv_req *r, srv_error *e)
 {
@@ -406,7 +427,7 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
         return srv_error_set(e, 400, BAD, NULL, field(root, "functions") ? "functions" : "function_call",
                              "the deprecated 'functions' are not supported; use 'tools'");
     if (parse_sampling(root, r, e) || parse_stop(root, r, e) || parse_constraint(root, r, e) ||
-        parse_bias(root, r, e) || (kind == SRV_KIND_CHAT && srv_tools_parse(root, r, e)))
+        parse_bias(root, r, e) || (kind == SRV_KIND_CHAT && srv_tools_parse(root, r, e)) || parse_eos(root, r, e))
         return -1;
     if (kind == SRV_KIND_COMPLETION)
         return parse_prompt(root, r, e);
@@ -439,4 +460,10 @@ int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv
     if (rc)
         srv_req_free(out);
     return rc;
+}
+
+int srv_req_budget(const srv_req *r, int n_prompt, int n_ctx)
+{
+    int b = n_ctx - n_prompt;
+    return r->max_tokens > 0 && r->max_tokens < b ? r->max_tokens : b;
 }

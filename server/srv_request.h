@@ -64,6 +64,8 @@ typedef struct {
     bool json_object;         /* response_format {"type": "json_object"}: any JSON object */
     const char *constraint;   /* the field that gave it ("grammar", "response_format", "tools",
                                  "json_schema"), for errors; NULL: none */
+    bool ignore_eos;          /* llama-server's: never choose an end-of-generation token */
+    int min_tokens;           /* vLLM's: none before this many tokens are generated (0: no rule) */
     int n;                    /* choices, 1..SRV_MAX_N (each its own sequence) */
     bool logprobs;            /* log probabilities of the generated tokens (chat's "logprobs":
                                  true; completions' integer "logprobs" given) */
@@ -96,5 +98,8 @@ void srv_req_defaults(srv_req *r, srv_kind kind);
  * srv_req_free), -1 with *err filled (nothing to free). */
 int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv_error *err);
 void srv_req_free(srv_req *r);
+/* The tokens an answer to r may have after a prompt of n_prompt tokens, the end token
+ * counted: max_tokens (when set) or the context left, whichever is smaller. */
+int srv_req_budget(const srv_req *r, int n_prompt, int n_ctx);
 
 #endif

@@ -374,7 +374,9 @@ static void prepare(srv_sched *s, slot *sl, int seq)
         .presence_penalty = r->presence_penalty, .frequency_penalty = r->frequency_penalty,
         .repeat_penalty = r->repeat_penalty,
         .seed = r->seed_set ? r->seed + (uint64_t)j->index : fresh_seed(),
-        .grammar = r->compiled, .bias_ids = r->bias_ids, .bias_vals = r->bias_vals, .n_bias = r->n_bias,
+        .grammar = r->compiled, .budget = srv_req_budget(r, n, m->n_ctx),
+        .eog_after = r->ignore_eos ? -1 : r->min_tokens, .bias_ids = r->bias_ids,
+        .bias_vals = r->bias_vals, .n_bias = r->n_bias,
     };
     if (!(sl->smp = m->sampler_new(m->ctx, &p, err))) {
         srv_error e;

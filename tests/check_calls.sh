@@ -7,7 +7,7 @@
 # FOLDERS lists the folders held to the rule; prints each pair with the symbols that link
 # them and exits 1.
 B=${B:-build}
-FOLDERS=${FOLDERS:-"dsl gen gen/kernels runtime/gguf runtime/vk runtime/tok runtime/cpu runtime/engine runtime/api runtime/cli server"}
+FOLDERS=${FOLDERS:-"dsl gen gen/kernels runtime/gguf runtime/vk runtime/tok runtime/cpu runtime/sample runtime/engine runtime/api runtime/cli server"}
 fail=0
 for dir in $FOLDERS; do
     ls "$B/obj/$dir"/*.o >/dev/null 2>&1 || { echo "check_calls: no objects in $B/obj/$dir (build first)"; fail=1; continue; }

@@ -14,9 +14,11 @@
 #   runtime/tok/     runtime/tok/ runtime/gguf/ runtime/base/ format/
 #   runtime/cpu/     runtime/cpu/ runtime/gguf/ runtime/base/ schema/ format/  (the native CPU
 #                    backend: no Vulkan, no engine; the engine includes it, never the reverse)
+#   runtime/sample/  runtime/sample/ runtime/base/   (sampler, GBNF grammars, JSON schema -> GBNF:
+#                    plain C on token ids and text, nothing of the model, device or file format)
 #   runtime/engine/  runtime/engine/ runtime/cpu/ runtime/vk/ runtime/gguf/ runtime/base/ schema/ format/
-#   runtime/api/     runtime/api/ runtime/engine/ runtime/vk/ runtime/gguf/ runtime/tok/ runtime/base/
-#                    schema/ format/
+#   runtime/api/     runtime/api/ runtime/engine/ runtime/sample/ runtime/vk/ runtime/gguf/ runtime/tok/
+#                    runtime/base/ schema/ format/
 #   runtime/cli/     runtime/cli/ runtime/api/      (the public header only)
 #   server/          server/ runtime/api/
 #   tools/           tools/ gen/ dsl/ schema/ format/ runtime/gguf/ runtime/tok/ runtime/base/
@@ -27,8 +29,9 @@ RULES="format:format schema:schema,format dsl:dsl,schema gen:gen,dsl,schema,form
 runtime/base:runtime/base,format runtime/gguf:runtime/gguf,runtime/base,format
 runtime/vk:runtime/vk,runtime/base,schema,format runtime/tok:runtime/tok,runtime/gguf,runtime/base,format
 runtime/cpu:runtime/cpu,runtime/gguf,runtime/base,schema,format
+runtime/sample:runtime/sample,runtime/base
 runtime/engine:runtime/engine,runtime/cpu,runtime/vk,runtime/gguf,runtime/base,schema,format
-runtime/api:runtime/api,runtime/engine,runtime/vk,runtime/gguf,runtime/tok,runtime/base,schema,format
+runtime/api:runtime/api,runtime/engine,runtime/sample,runtime/vk,runtime/gguf,runtime/tok,runtime/base,schema,format
 runtime/cli:runtime/cli,runtime/api server:server,runtime/api
 tools:tools,gen,dsl,schema,format,runtime/gguf,runtime/tok,runtime/base"
 IPATH=". dsl gen runtime runtime/api"

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema.h"
 #include "base/rt_base.h"
 #include "server/srv_http.h"
 #include "server/srv_model.h"
@@ -136,12 +136,15 @@ static int fake_step(void *ctx, const srv_row *rows, int n, char *err)
     return 0;
 }
 
+/* The sampler: the chosen tokens before the end token may come (eog_after; -1: never). */
 static void *fake_sampler_new(void *ctx, const srv_sampling *p, char *err)
 {
     (void)ctx;
-    (void)p;
     (void)err;
-    return malloc(1);
+    int *eog_left = malloc(sizeof *eog_left);
+    if (eog_left)
+        *eog_left = p->eog_after;
+    return eog_left;
 }
 static void fake_sampler_free(void *ctx, void *smp) { (void)ctx; free(smp); }
 static void fake_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; (void)smp; (void)id; }
@@ -149,9 +152,13 @@ static void fake_sampler_accept(void *ctx, void *smp, int32_t id) { (void)ctx; (
 static int fake_choose(void *ctx, void *smp, int row, int32_t *id, char *err)
 {
     fake_model *f = ctx;
-    (void)smp;
+    int *eog_left = smp;
     (void)err;
     *id = f->next[row < 0 ? FAKE_SEQ : row];
+    if (*eog_left != 0 && *id == 0) /* the end token banned: the next one instead */
+        *id = 1;
+    if (*eog_left > 0)
+        --*eog_left;
     return 0;
 }
 
@@ -185,6 +192,32 @@ static void *fake_grammar_new(void *ctx, const char *gbnf, const char *json_sche
 
 static void fake_grammar_free(void *ctx, void *g) { (void)ctx; rt_grammar_free(g); }
 
+/* The grammar's shortest completion over a vocabulary of the 256 bytes and an end token. */
+static int fake_grammar_min_tokens(void *ctx, void *g, int *n, char *err)
+{
+    (void)ctx;
+    static const char bytes[256] = {0};
+    const char *p[257];
+    uint32_t len[257];
+    uint8_t eog[257] = {0};
+    char b[256];
+    for (int i = 0; i < 256; i++)
+        b[i] = (char)i, p[i] = &b[i], len[i] = 1;
+    p[256] = bytes, len[256] = 0, eog[256] = 1;
+    rt_gvocab *v = NULL;
+    rt_gmatch *m = NULL;
+    uint32_t k = 0;
+    char e[RT_ERR_LEN] = "";
+    int rc = rt_gvocab_new(257, p, len, eog, &v, e) || rt_gmatch_new(g, &m, e) || rt_gmatch_shortest(m, v, &k, e) ||
+             k > INT32_MAX;
+    rt_gmatch_free(m);
+    rt_gvocab_free(v);
+    if (rc)
+        snprintf(err, SRV_ERR_LEN, "%s", e[0] ? e : "no completion");
+    *n = (int)k;
+    return rc ? -1 : 0;
+}
+
 /* Logprobs: the row's next token -0.25, then (next + j) % 61 at -0.25 - j; others -9. */
 static int fake_logprobs(void *ctx, int row, int32_t id, int k, float *lp, int32_t *top_ids, float *top_lp, char *err)
 {
@@ -212,7 +245,8 @@ static void fake_init(fake_model *f, srv_model *m, int n_seq, int n_ctx)
         .seq_copy = fake_seq_copy,
         .prompt = fake_prompt, .step = fake_step, .sampler_new = fake_sampler_new,
         .sampler_free = fake_sampler_free, .sampler_accept = fake_sampler_accept, .choose = fake_choose,
-        .grammar_new = fake_grammar_new, .grammar_free = fake_grammar_free, .logprobs = fake_logprobs,
+        .grammar_new = fake_grammar_new, .grammar_free = fake_grammar_free,
+        .grammar_min_tokens = fake_grammar_min_tokens, .logprobs = fake_logprobs,
     };
 }
 

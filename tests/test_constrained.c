@@ -200,6 +200,57 @@ static void test_json_schema_generation(void **state)
     ternion_grammar_free(g);
 }
 
+/* The token budget: an unbounded schema at temperature 0.8 with a budget of its shortest answer
+ * (ternion_grammar_min_tokens) + 0..9: every answer ends with the end token inside the budget
+ * and parses, for 20 seeds; the same budgets without the rule (max tokens only) cut most answers
+ * (counted, printed); a budget one short is TERNION_E_INVALID naming both numbers. */
+static void test_budget(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    static const char *schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                                "\"tribe\":{\"type\":\"string\"}},\"required\":[\"name\",\"tribe\"],"
+                                "\"additionalProperties\":false}";
+    ternion_grammar *g = NULL;
+    assert_int_equal(ternion_grammar_new_json_schema(model, schema, &g), 0);
+    int32_t need = 0;
+    assert_int_equal(ternion_grammar_min_tokens(g, &need), 0);
+    assert_int_equal(need, (int32_t)strlen("{\"name\":\"\",\"tribe\":\"\"}") + 1); /* + the end token */
+    ternion_context *c = context(TERNION_BACKEND_CPU);
+    if (!c)
+        skip();
+    int cut_without = 0;
+    for (int seed = 0; seed < 20; seed++) {
+        int budget = need + seed % 10;
+        gen_out o;
+        ternion_sampler *s = sampler(0.8f, 40, (uint64_t)seed, g);
+        assert_int_equal(ternion_sampler_set_budget(s, budget), 0);
+        generate(c, s, "And the LORD said unto Moses,", budget, &o);
+        if (!o.eog || o.n + 1 > budget)
+            fail_msg("seed %d budget %d: %d tokens, end %d: %s", seed, budget, o.n, o.eog, o.text);
+        cJSON *j = cJSON_Parse(o.text);
+        if (!j)
+            fail_msg("seed %d: not JSON: %s", seed, o.text);
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "name")) &&
+                    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "tribe")));
+        cJSON_Delete(j);
+        ternion_sampler_free(s);
+        s = sampler(0.8f, 40, (uint64_t)seed, g); /* no budget: cut at budget - 1 tokens + an end */
+        generate(c, s, "And the LORD said unto Moses,", budget - 1, &o);
+        cut_without += !o.eog;
+        ternion_sampler_free(s);
+    }
+    print_message("budget: 20 of 20 answers complete with the budget; without it %d of 20 were cut\n", cut_without);
+    ternion_sampler *s = sampler(0.8f, 40, 1, g);
+    assert_int_equal(ternion_sampler_set_budget(s, need - 1), TERNION_E_INVALID);
+    char want[160];
+    snprintf(want, sizeof want, "needs %d tokens (the end token included); the budget is %d", need, need - 1);
+    assert_non_null(strstr(ternion_last_error(), want));
+    ternion_sampler_free(s);
+    ternion_context_free(c);
+    ternion_grammar_free(g);
+}
+
 /* A grammar allowing any text changes nothing: the same tokens as without one. */
 static void test_permissive_grammar_is_transparent(void **state)
 {
@@ -491,14 +542,24 @@ static void test_cli(void **state)
     cli_result_free(&r2);
     /* --bench with a grammar: constrained and unconstrained decode speed, in the JSON line */
     RUN(bj, "-m", MODEL, "--bench", "--json", "--grammar", "root ::= [a-z ]{1,60} \".\"");
-    expect(&bj, 0, "bench: greedy decode with the grammar and without");
+    expect(&bj, 0, "bench: greedy decode with the grammar, with it and a token budget, and without");
     cJSON *j = cJSON_Parse(bj.out);
     assert_non_null(j);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(j, "grammar_decode_tok_s");
     const cJSON *bt = cJSON_GetObjectItemCaseSensitive(j, "grammar_base_decode_tok_s");
+    const cJSON *ut = cJSON_GetObjectItemCaseSensitive(j, "grammar_budget_decode_tok_s");
     assert_true(cJSON_IsNumber(gt) && gt->valuedouble > 0 && cJSON_IsNumber(bt) && bt->valuedouble > 0);
+    assert_true(cJSON_IsNumber(ut) && ut->valuedouble > 0);
     cJSON_Delete(j);
     cli_result_free(&bj);
+    /* -n below the schema's shortest answer: refused; -n 40 sampled: a whole answer in time */
+    RUN(bn, "-m", MODEL, "-p", prompt, "-n", "5", "-j", schema_person);
+    expect(&bn, 1, "; the budget is 5 (-n 5, context left");
+    cli_result_free(&bn);
+    RUN(bs, "-m", MODEL, "-p", prompt, "-n", "40", "--temp", "0.8", "-s", "1", "-j", schema_person);
+    expect(&bs, 0, "generated:");
+    check_person(bs.out + strlen(prompt));
+    cli_result_free(&bs);
     RUN(e1, "-m", MODEL, "-p", prompt, "--grammar", "root ::= foo");
     expect(&e1, 1, "error: --grammar: grammar:1:10: undefined rule 'foo'");
     cli_result_free(&e1);
@@ -524,6 +585,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_schema_generation),
+        cmocka_unit_test(test_budget),
         cmocka_unit_test(test_permissive_grammar_is_transparent),
         cmocka_unit_test(test_forced_output),
         cmocka_unit_test(test_top_candidates_exact),

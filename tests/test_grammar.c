@@ -1,9 +1,11 @@
-/* test_grammar.c - the GBNF grammar engine (runtime/engine/rt_grammar*.c) without a model:
+/* test_grammar.c - the GBNF grammar engine (runtime/sample/rt_grammar*.c) without a model:
  * the parser's accepted forms and its exact error messages (line:col), the recognizer on
  * strings (literals, classes, ranges, negation, any, every repetition form, groups,
  * comments, UTF-8 split across feeds), hostile inputs (left recursion, deep nesting,
  * huge repetition counts, ambiguity past the limits, invalid UTF-8, input nested past the
- * depth limit), and the vocabulary mask against feeding each token alone.
+ * depth limit), the vocabulary mask against feeding each token alone, and the token
+ * budget: shortest completions against a brute-force search, budgeted sampling that always
+ * completes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_grammar_priv.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_grammar_priv.h"
+#include "sample/rt_json_schema.h"
 #include "base/rt_base.h"
 
 /* ---- helpers ---- */
@@ -537,6 +539,211 @@ static void test_mask_random(void **state)
     rt_gvocab_free(v);
 }
 
+/* ---- the token budget: shortest completions against a brute-force search ---- */
+
+static const char *budget_grammars[] = {
+    "root ::= \"ab\" | \"c\" [0-9]+ \"d\"",
+    "root ::= \"{\" ws (pair (\",\" ws pair)*)? \"}\"\npair ::= \"\\\"\" [a-z]* \"\\\":\" ws [0-9]+\nws ::= \" \"?",
+    "root ::= item{2,4}\nitem ::= \"x\" | \"(\" root \")\"",
+    "root ::= [\\u00e9-\\u00eb] \"z\" | \"long\" \"er\" | [\\u4e00-\\u9fff]",
+    "root ::= [^a-z\\x00-\\x1f]+ \"!\"",
+    "root ::= a b\nb ::= c c\nc ::= \"q\" | d\nd ::= \"rr\"\na ::= \"s\"*",
+    NULL, /* the JSON object grammar */
+};
+
+/* Bytes 0..255 as tokens, then `extra` (multi-byte tokens), then an end token. */
+static rt_gvocab *budget_vocab(const char *const *extra, int n_extra, int32_t *n_out)
+{
+    static char bytes[256];
+    const char *p[300];
+    uint32_t len[300];
+    uint8_t eog[300] = {0};
+    int32_t n = 0;
+    for (int b = 0; b < 256; b++, n++)
+        bytes[b] = (char)b, p[n] = &bytes[b], len[n] = 1;
+    for (int i = 0; i < n_extra; i++, n++)
+        p[n] = extra[i], len[n] = (uint32_t)strlen(extra[i]);
+    p[n] = "", len[n] = 0, eog[n] = 1, n++;
+    rt_gvocab *v = NULL;
+    char err[RT_ERR_LEN];
+    assert_int_equal(rt_gvocab_new(n, p, len, eog, &v, err), 0);
+    *n_out = n;
+    return v;
+}
+
+static bool memo_complete(const rt_gmatch *m, uint32_t id)
+{
+    const rt_gmstate *st = &m->memo.st[id];
+    const uint32_t *w = m->memo.words + st->wbase, *off = m->memo.offs + st->obase;
+    for (uint32_t k = 0; k < st->n && !st->prem; k++)
+        if (w[off[k]] == 0)
+            return true;
+    return false;
+}
+
+/* Brute force: breadth-first over the recognizer's memo of states from o's committed state,
+ * an edge per token (its bytes stepped one by one), to the first complete state. The
+ * fewest tokens, or UINT32_MAX when none within 40 levels. */
+static uint32_t bfs_tokens(rt_gmatch *o, const rt_gvocab *v, int32_t n_tok)
+{
+    enum { CAP = 1 << 16 };
+    char err[RT_ERR_LEN];
+    (void)err;
+    assert_int_equal(rt_gmemo_begin(o, 1), 0);
+    uint32_t start = rt_gmemo_cur(o);
+    assert_true(start != UINT32_MAX);
+    uint32_t *q = malloc(CAP * sizeof *q), *dist = malloc(CAP * sizeof *dist), qh = 0, qt = 0, found = UINT32_MAX;
+    for (uint32_t i = 0; i < CAP; i++)
+        dist[i] = UINT32_MAX;
+    dist[start] = 0, q[qt++] = start;
+    while (qh < qt && found == UINT32_MAX) {
+        uint32_t s = q[qh++];
+        if (memo_complete(o, s)) {
+            found = dist[s];
+            break;
+        }
+        if (dist[s] >= 40)
+            continue;
+        for (int32_t t = 0; t < n_tok - 1; t++) {
+            uint32_t len = 0, x = s;
+            const char *b = rt_gvocab_piece(v, t, &len);
+            for (uint32_t d = 0; d < len && x != UINT32_MAX; d++) {
+                if (!rt_gmemo_may_take(o, x, (uint8_t)b[d])) { /* no class takes it: dead at once */
+                    x = UINT32_MAX;
+                    break;
+                }
+                x = rt_gmemo_step(o, x, (uint8_t)b[d]);
+                assert_true(x != UINT32_MAX);
+                if (rt_gmemo_dead(o, x))
+                    x = UINT32_MAX;
+            }
+            if (x != UINT32_MAX && x < CAP && dist[x] == UINT32_MAX && qt < CAP)
+                dist[x] = dist[s] + 1, q[qt++] = x;
+        }
+    }
+    free(q);
+    free(dist);
+    return found;
+}
+
+/* Along random walks through each grammar, rt_gmatch_shortest equals the brute-force
+ * fewest tokens + the end token over a vocabulary of single bytes (there the measure is
+ * exact), and lies between the true fewest and that over a vocabulary with longer tokens too
+ * (a safe bound); with a budget one short of it, the single-byte mask is empty. */
+static void test_shortest_bruteforce(void **state)
+{
+    (void)state;
+    static const char *extra[] = {"ab", "{\"", "\":", "12", "\xC3\xA9", "abc", "rr", "long", "er", "qq", "x)", "((",
+                                  "ss", "\xE4\xB8\x80"};
+    int32_t nb = 0, nx = 0;
+    rt_gvocab *vb = budget_vocab(NULL, 0, &nb), *vx = budget_vocab(extra, (int)(sizeof extra / sizeof *extra), &nx);
+    uint8_t *allow = malloc(300);
+    char err[RT_ERR_LEN];
+    uint32_t x = 11, checked = 0, tighter = 0;
+    for (size_t gi = 0; gi < sizeof budget_grammars / sizeof *budget_grammars; gi++) {
+        rt_grammar *g = compile(budget_grammars[gi] ? budget_grammars[gi] : rt_json_object_gbnf());
+        for (int walk = 0; walk < 5; walk++) {
+            rt_gmatch *m = NULL, *o = NULL;
+            assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+            assert_int_equal(rt_gmatch_new(g, &o, err), 0);
+            for (int step = 0; step < 14; step++) {
+                uint32_t sb = 0, sx = 0, bb = bfs_tokens(o, vb, nb), bx = bfs_tokens(o, vx, nx);
+                assert_int_equal(rt_gmatch_shortest(m, vb, &sb, err), 0);
+                assert_int_equal(rt_gmatch_shortest(m, vx, &sx, err), 0);
+                assert_true(bb != UINT32_MAX);
+                if (sb != bb + 1)
+                    fprintf(stderr, "grammar %zu walk %d step %d: shortest %u, brute force %u + 1\n", gi, walk, step,
+                            sb, bb);
+                assert_int_equal(sb, bb + 1);        /* exact on single bytes */
+                assert_true(sx >= bx + 1 && sx <= sb); /* safe with longer tokens */
+                tighter += sx > bx + 1;
+                checked++;
+                if (!rt_gmatch_complete(m)) { /* one token short: nothing fits */
+                    int32_t n_ok = -1;
+                    rt_gmatch_set_budget(m, sb - 1);
+                    assert_int_equal(rt_gmatch_mask(m, vb, allow, &n_ok, err), 0);
+                    assert_int_equal(n_ok, 0);
+                }
+                rt_gmatch_set_budget(m, -1);
+                int32_t n_ok = 0;
+                assert_int_equal(rt_gmatch_mask(m, vb, allow, &n_ok, err), 0);
+                int32_t pick = -1, want = n_ok ? (int32_t)(((x = x * 1103515245u + 12345u) >> 16) % (uint32_t)n_ok) : -1;
+                for (int32_t t = 0; t < nb - 1 && pick < 0; t++)
+                    if (allow[t] && want-- == 0)
+                        pick = t;
+                if (pick < 0)
+                    break; /* only the end token is left */
+                char c = (char)pick;
+                assert_int_equal(rt_gmatch_accept_token(m, vb, pick, err), 1);
+                assert_int_equal(rt_gmatch_accept(o, &c, 1, err), 1);
+            }
+            rt_gmatch_free(m);
+            rt_gmatch_free(o);
+        }
+        rt_grammar_free(g);
+    }
+    fprintf(stderr, "shortest completion: %u states checked against brute force, the bound above the fewest tokens "
+            "of the longer vocabulary at %u\n", checked, tighter);
+    assert_true(checked > 200);
+    free(allow);
+    rt_gvocab_free(vb);
+    rt_gvocab_free(vx);
+}
+
+/* Random sampling among the tokens the mask allows under a budget of the shortest
+ * completion + 0..3 always ends with the end token, the text complete, inside the budget,
+ * for every grammar, both vocabularies and 40 seeds each. */
+static void test_budget_completes(void **state)
+{
+    (void)state;
+    static const char *extra[] = {"ab", "{\"", "\":", "12", "\xC3\xA9", "abc", "rr", "long", "er", "qq", "x)", "((",
+                                  "ss", "\xE4\xB8\x80", "\"a", "a\"", "((((", "sss"};
+    int32_t nv[2];
+    rt_gvocab *vs[2] = {budget_vocab(NULL, 0, &nv[0]), budget_vocab(extra, (int)(sizeof extra / sizeof *extra), &nv[1])};
+    uint8_t *allow = malloc(300);
+    char err[RT_ERR_LEN];
+    uint32_t x = 5, runs = 0;
+    for (size_t gi = 0; gi < sizeof budget_grammars / sizeof *budget_grammars; gi++) {
+        rt_grammar *g = compile(budget_grammars[gi] ? budget_grammars[gi] : rt_json_object_gbnf());
+        rt_gmatch *m = NULL;
+        assert_int_equal(rt_gmatch_new(g, &m, err), 0);
+        for (int vi = 0; vi < 2; vi++)
+            for (int seed = 0; seed < 40; seed++) {
+                assert_int_equal(rt_gmatch_reset(m, err), 0);
+                uint32_t need = 0;
+                assert_int_equal(rt_gmatch_shortest(m, vs[vi], &need, err), 0);
+                int64_t budget = need + seed % 4, used = 0;
+                rt_gmatch_set_budget(m, budget);
+                bool ended = false;
+                while (!ended && used < budget) {
+                    int32_t n_ok = 0;
+                    assert_int_equal(rt_gmatch_mask(m, vs[vi], allow, &n_ok, err), 0);
+                    assert_true(n_ok > 0);
+                    int32_t pick = -1, want = (int32_t)(((x = x * 1103515245u + 12345u) >> 16) % (uint32_t)n_ok);
+                    for (int32_t t = 0; t < nv[vi] && pick < 0; t++)
+                        if (allow[t] && want-- == 0)
+                            pick = t;
+                    used++;
+                    if (pick == nv[vi] - 1) {
+                        assert_true(rt_gmatch_complete(m));
+                        ended = true;
+                    } else {
+                        assert_int_equal(rt_gmatch_accept_token(m, vs[vi], pick, err), 1);
+                    }
+                }
+                assert_true(ended);
+                assert_true(used <= budget);
+                runs++;
+            }
+        rt_gmatch_free(m);
+        rt_grammar_free(g);
+    }
+    assert_int_equal(runs, 2 * 40 * (sizeof budget_grammars / sizeof *budget_grammars));
+    free(allow);
+    rt_gvocab_free(vs[0]);
+    rt_gvocab_free(vs[1]);
+}
+
 /* llama.cpp's bundled grammars compile unchanged and accept what they describe. */
 static void test_llama_cpp_grammars(void **state)
 {
@@ -580,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_match_utf8),       cmocka_unit_test(test_match_arith),
         cmocka_unit_test(test_hostile_inputs),   cmocka_unit_test(test_mask),
         cmocka_unit_test(test_mask_random),      cmocka_unit_test(test_llama_cpp_grammars),
+        cmocka_unit_test(test_shortest_bruteforce), cmocka_unit_test(test_budget_completes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

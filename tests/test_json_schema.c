@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema.h"
 #include "base/rt_base.h"
 
 typedef struct {
@@ -146,6 +146,10 @@ static void test_errors(void **state)
     expect_error("{\"type\":3}", "json schema: 'type' must be a string or an array of strings at #");
     expect_error("{\"type\":\"array\",\"maxItems\":100000}",
                  "json schema: 'maxItems' is 100000, above the largest supported (10000) at #");
+    /* past a long's range: refused before any conversion (found by the fuzzer) */
+    expect_error("{\"type\":\"array\",\"maxItems\":18446744073709551616}",
+                 "json schema: 'maxItems' is 18446744073709551616, above the largest supported (10000) at #");
+    expect_error("{\"type\":\"array\",\"maxItems\":2.5}", "json schema: 'maxItems' must be a non-negative integer at #");
     expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "json schema: 'maxItems' 2 is below 'minItems' 3 at #");
     expect_error("{\"type\":\"string\",\"minLength\":-1}", "json schema: 'minLength' must be a non-negative integer at #");
     expect_error("{\"$ref\":\"#/nope\"}", "json schema: '$ref' \"#/nope\" does not point into this schema (only \"#...\" "

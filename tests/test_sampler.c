@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "gguf/rt_gguf.h"
-#include "engine/rt_sampler.h"
+#include "sample/rt_sampler.h"
 
 #define V 1000
 

@@ -322,6 +322,12 @@ static void test_routes_and_errors(void **state)
          "response_format", NULL},
         {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,"
          "\"response_format\":{\"type\":\"bogus\"}}", 400, "response_format", NULL},
+        /* a grammar whose shortest answer (10 bytes + the end token) does not fit max_tokens, or the
+         * context (64 - a 2-token prompt): a 400 naming the field that binds */
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":10,\"grammar\":\"root ::= \\\"abcdefghij\\\"\"}", 400,
+         "max_tokens", "grammar_budget_too_small"},
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]{70}\"}", 400, "grammar",
+         "grammar_budget_too_small"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         j = call(&r, cases[i].method, cases[i].path, NULL, cases[i].body, cases[i].status);
@@ -332,6 +338,15 @@ static void test_routes_and_errors(void **state)
             assert_string_equal(code, cases[i].code);
         cJSON_Delete(j);
     }
+    j = call(&r, "POST", "/v1/completions", NULL,
+             "{\"prompt\":\"x\",\"max_tokens\":10,\"grammar\":\"root ::= \\\"abcdefghij\\\"\"}", 400);
+    assert_string_equal(jstr(j, "error.message"), "the shortest answer that completes 'grammar' is 11 tokens (the end "
+                        "token included), but this request allows 10 (max_tokens 10, context left 62 of 64 after a "
+                        "2-token prompt)");
+    cJSON_Delete(j);
+    j = call(&r, "POST", "/v1/completions", NULL,
+             "{\"prompt\":\"x\",\"max_tokens\":11,\"grammar\":\"root ::= \\\"abcdefghij\\\"\"}", 200);
+    cJSON_Delete(j);
     j = call(&r, "POST", "/v1/completions", NULL, "{\"prompt\":\"x\",\"grammar\":\"root ::= foo\"}", 400);
     assert_string_equal(jstr(j, "error.message"), "grammar:1:10: undefined rule 'foo'");
     assert_string_equal(jstr(j, "error.type"), "invalid_request_error");
@@ -406,6 +421,54 @@ static char *sse_text(const char *body, srv_kind kind, const char **finish, int 
     assert_true(done);
     *finish = fin;
     return out;
+}
+
+/* ignore_eos (llama-server's) and min_tokens (vLLM's) on a prompt the fake model ends early:
+ * ignore_eos generates to max_tokens (finish length); min_tokens holds the end token back until
+ * that many tokens, the text before unchanged; with a grammar or past max_tokens: 400s. */
+static void test_eos_fields(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, 2, 256, NULL, 0);
+    char want[4096], prompt[16], body[256];
+    int n_nat = 0;
+    for (int k = 0; k < 1000; k++) { /* a prompt whose answer ends by itself within 2..12 tokens */
+        snprintf(prompt, sizeof prompt, "p%d", k);
+        expect_for(prompt, 0, 256, want, &n_nat);
+        if (n_nat >= 2 && n_nat <= 12)
+            break;
+    }
+    assert_true(n_nat >= 2 && n_nat <= 12);
+    snprintf(body, sizeof body, "{\"prompt\":\"%s\",\"max_tokens\":24,\"temperature\":0}", prompt);
+    cJSON *j = call(&r, "POST", "/v1/completions", NULL, body, 200);
+    assert_int_equal(jint(j, "usage", "completion_tokens"), n_nat);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "stop");
+    cJSON_Delete(j);
+    snprintf(body, sizeof body, "{\"prompt\":\"%s\",\"max_tokens\":24,\"temperature\":0,\"ignore_eos\":true}", prompt);
+    j = call(&r, "POST", "/v1/completions", NULL, body, 200);
+    assert_int_equal(jint(j, "usage", "completion_tokens"), 24);
+    assert_string_equal(jstr(j, "choices.0.finish_reason"), "length");
+    assert_memory_equal(jstr(j, "choices.0.text"), want, strlen(want));
+    cJSON_Delete(j);
+    snprintf(body, sizeof body, "{\"prompt\":\"%s\",\"max_tokens\":200,\"temperature\":0,\"min_tokens\":%d}", prompt,
+             n_nat + 3);
+    j = call(&r, "POST", "/v1/completions", NULL, body, 200);
+    assert_true(jint(j, "usage", "completion_tokens") >= n_nat + 3);
+    assert_memory_equal(jstr(j, "choices.0.text"), want, strlen(want));
+    cJSON_Delete(j);
+    static const struct { const char *body, *param; } bad[] = {
+        {"{\"prompt\":\"x\",\"ignore_eos\":true,\"grammar\":\"root ::= [a-z]+\"}", "ignore_eos"},
+        {"{\"prompt\":\"x\",\"min_tokens\":30,\"max_tokens\":10}", "min_tokens"},
+        {"{\"prompt\":\"x\",\"min_tokens\":-1}", "min_tokens"},
+        {"{\"prompt\":\"x\",\"ignore_eos\":\"yes\"}", "ignore_eos"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        j = call(&r, "POST", "/v1/completions", NULL, bad[i].body, 400);
+        assert_string_equal(jstr(j, "error.param"), bad[i].param);
+        cJSON_Delete(j);
+    }
+    rig_stop(&r);
 }
 
 static void test_answers(void **state)
@@ -636,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_routes_and_errors),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_eos_fields),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_disconnect),
         cmocka_unit_test(test_malformed_flood),

@@ -1,5 +1,5 @@
 /* test_sparse.c - the sparse FFN (gen_sparse.c, gen/kernels/gen_k_sparse.c,
- * runtime/engine/rt_sparse_layout.c, rt_engine_sparse.c): exact and predictor mode.
+ * runtime/gguf/rt_sparse_layout.c, rt_engine_sparse.c): exact and predictor mode.
  *
  *  - the transposed I2_S copy: every code at its place, the scale after them;
  *  - the three kernels of models/bitnet-tiny.yaml's sparse decode graph on a device
@@ -49,7 +49,7 @@
 #include "schema/rt_schedule.h"
 #include "gen_desc.h"
 #include <sys/stat.h>
-#include "engine/rt_sparse_layout.h"
+#include "gguf/rt_sparse_layout.h"
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_gguf_priv.h"
 #include "vk/rt_vk.h"

@@ -1,5 +1,5 @@
 /* rt_api_grammar.c - ternion_grammar: GBNF text (or a JSON schema's) compiled against a
- * model's vocabulary (runtime/engine/rt_grammar.h, rt_json_schema.h), shared by reference
+ * model's vocabulary (runtime/sample/rt_grammar.h, rt_json_schema.h), shared by reference
  * counting between the caller and the samplers it constrains (rt_api_sample.c); and the
  * model's token table the grammars share (made on the first grammar, kept by reference).
  */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api/rt_api_priv.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_json_schema.h"
 
 /* The model's token table: each token's text as the detokenizer prints it (control tokens
  * empty: never allowed), end-of-generation tokens flagged. */
@@ -122,6 +122,24 @@ void rt_api_grammar_unref(ternion_grammar *g)
 }
 
 void ternion_grammar_free(ternion_grammar *g) { rt_api_grammar_unref(g); }
+
+int ternion_grammar_min_tokens(const ternion_grammar *g, int32_t *out)
+{
+    if (!g || !out)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_grammar_min_tokens: NULL grammar or out");
+    rt_gmatch *m = NULL;
+    uint32_t n = 0;
+    char err[RT_ERR_LEN] = "";
+    int rc = rt_gmatch_new(g->g, &m, err) || rt_gmatch_shortest(m, g->voc->v, &n, err);
+    rt_gmatch_free(m);
+    if (rc)
+        return rt_api_fail(strstr(err, "out of memory") ? TERNION_E_NOMEM : TERNION_E_INVALID, "%s", err);
+    if (n > INT32_MAX)
+        return rt_api_fail(TERNION_E_INVALID, "grammar: the vocabulary cannot spell a completion one character at "
+                                              "a time (a character's bytes are not one-byte tokens)");
+    *out = (int32_t)n;
+    return 0;
+}
 
 int32_t ternion_json_schema_to_gbnf(const char *schema, char *buf, int32_t size)
 {

@@ -21,8 +21,8 @@
 
 #include "api/ternion.h"
 #include "engine/rt_engine.h"
-#include "engine/rt_grammar.h"
-#include "engine/rt_sampler.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_sampler.h"
 #include "schema/rt_schedule.h"
 #include "gguf/rt_gguf.h"
 #include "tok/rt_chat.h"

@@ -23,7 +23,9 @@
  * allowed ones among the 16 largest logits (top-k k: 2k) when they decide it exactly
  * (greedy: the first allowed one; top-k k without penalties: k of them allowed), else on the
  * whole row after the grammar masked the vocabulary (a walk over the byte-sorted token
- * table). The chosen token then moves the grammar's position.
+ * table). The chosen token then moves the grammar's position. With a token budget
+ * (ternion_sampler_set_budget) the grammar's checks and mask also require that the shortest
+ * completion after a token still fits (rt_grammar.h), on both paths.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -225,6 +227,27 @@ int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *cg)
     s->gr = g;
     s->gm = gm;
     s->allow = allow;
+    return 0;
+}
+
+int ternion_sampler_set_budget(ternion_sampler *s, int32_t n_tokens)
+{
+    if (!s)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_sampler_set_budget: NULL sampler");
+    if (!s->gm)
+        return 0;
+    uint32_t need = 0;
+    char err[RT_ERR_LEN] = "";
+    rt_gmatch_set_budget(s->gm, -1);
+    if (n_tokens >= 0 && rt_gmatch_shortest(s->gm, s->gr->voc->v, &need, err))
+        return rt_api_fail(strstr(err, "out of memory") ? TERNION_E_NOMEM : TERNION_E_INVALID, "%s", err);
+    if (n_tokens >= 0 && (uint32_t)n_tokens < need)
+        return need == UINT32_MAX
+                   ? rt_api_fail(TERNION_E_INVALID, "grammar: the vocabulary cannot spell a completion one character "
+                                                    "at a time, so no budget of %d tokens can be kept", n_tokens)
+                   : rt_api_fail(TERNION_E_INVALID, "grammar: the shortest complete answer needs %u tokens (the end "
+                                                    "token included); the budget is %d", need, n_tokens);
+    rt_gmatch_set_budget(s->gm, n_tokens);
     return 0;
 }
 

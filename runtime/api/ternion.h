@@ -539,6 +539,23 @@ TERNION_API const char *ternion_grammar_json_object(void);
  * contexts s samples from. TERNION_E_INVALID for a user callback sampler. */
 TERNION_API int ternion_sampler_set_grammar(ternion_sampler *s, const ternion_grammar *g);
 
+/* The fewest tokens an answer under g needs to be complete, counted as the token budget
+ * counts them (ternion_sampler_set_budget): the tokens of a completion spelled one character
+ * at a time (an ASCII character by its one-byte token, another by one token per UTF-8 byte)
+ * plus the end-of-generation token. A safe bound (at least the true fewest; reachable when
+ * the vocabulary has those one-byte tokens), made in time linear in the grammar.
+ * TERNION_E_INVALID when the vocabulary cannot spell a completion so. */
+TERNION_API int ternion_grammar_min_tokens(const ternion_grammar *g, int32_t *out);
+/* The answer may have at most n_tokens more tokens, the end-of-generation token counted
+ * (n_tokens < 0: no budget, the default; ternion_sampler_reset and ternion_sampler_set_grammar
+ * clear it). Under a grammar the sampler keeps the answer completable: a token is allowed
+ * only when it, the shortest completion after it and the end token fit in what is left, so
+ * the text is complete and the end token chosen within the budget (while the budget does
+ * not bind, the choice is the grammar's alone). TERNION_E_INVALID naming both numbers when
+ * n_tokens is below ternion_grammar_min_tokens (no budget is set then). Without a grammar it
+ * does nothing. */
+TERNION_API int ternion_sampler_set_budget(ternion_sampler *s, int32_t n_tokens);
+
 /* ---- performance ------------------------------------------------------------------ */
 
 typedef struct {

@@ -65,6 +65,8 @@ typedef struct {
     int stream_sync;       /* ternion_perf.stream_sync */
     double gram_ms, gram_base_ms; /* --grammar / --json-schema: greedy decode ms/token with the grammar
                                      and without (both a token per step); 0: not measured */
+    double gram_budget_ms;        /* the same with the grammar and a token budget of GRAM_STEPS */
+    double gram_sample_ms[3];     /* ternion_sample's ms per token: grammar, grammar + budget, none */
 } bench_result;
 
 /* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
@@ -288,17 +290,25 @@ static int step(ternion_context *c, ternion_sampler *greedy, const int32_t *toks
 }
 
 /* One run: the 128-token prefix evaluated (untimed), then up to GRAM_STEPS greedy tokens with
- * sampler s (its grammar restarted), a decode step each. ms per token. */
-static int gram_run(ternion_context *e, ternion_sampler *s, const ternion_grammar *gr, const int32_t *toks,
-                    double *ms)
+ * sampler s (its grammar restarted; with `budget`, a token budget of GRAM_STEPS, or the
+ * grammar's shortest answer when longer), a decode step each. ms per token. */
+static int gram_run(ternion_context *e, ternion_sampler *s, const ternion_grammar *gr, bool budget,
+                    const int32_t *toks, double *ms, double *sample_ms)
 {
-    int32_t id;
-    if (ternion_sampler_set_grammar(s, gr) || step(e, s, toks, DEC_POS, 0, &id)) return -1;
+    ternion_perf pf;
+    int32_t id, need = 0;
+    if (ternion_sampler_set_grammar(s, gr) || (budget && ternion_grammar_min_tokens(gr, &need)) ||
+        (budget && ternion_sampler_set_budget(s, need > GRAM_STEPS ? need : GRAM_STEPS)) ||
+        step(e, s, toks, DEC_POS, 0, &id))
+        return -1;
+    ternion_perf_reset(e);
     double t0 = rt_cli_now_ms();
     int n = 0; /* timed steps: the token chosen after the prefix evaluated and the next chosen */
     for (; n < GRAM_STEPS && !ternion_token_is_eog(ternion_context_model(e), id); n++)
         if (step(e, s, &id, 1, DEC_POS + n, &id)) return -1;
     *ms = (rt_cli_now_ms() - t0) / (n ? n : 1);
+    if (ternion_perf_get(e, &pf)) return -1;
+    *sample_ms = pf.n_sample ? pf.t_sample_ms / (double)pf.n_sample : 0;
     return 0;
 }
 
@@ -313,20 +323,24 @@ static int measure_grammar(ternion_context *e, const rt_cli_opts *o, const int32
         return RT_CLI_EXIT_ERR;
     }
     if (!gr) return 0;
-    fprintf(stderr, "bench: greedy decode with the grammar and without (%d runs each, alternated)\n", GRAM_RUNS);
+    fprintf(stderr, "bench: greedy decode with the grammar, with it and a token budget, and without (%d runs each, "
+            "alternated)\n", GRAM_RUNS);
     ternion_sampler_params gp = ternion_sampler_default_params();
     gp.temp = 0;
     ternion_sampler *s = NULL;
-    double with[GRAM_RUNS], without[GRAM_RUNS];
+    double with[GRAM_RUNS], without[GRAM_RUNS], budgeted[GRAM_RUNS], smp[3][GRAM_RUNS];
     int rc = ternion_sampler_new(&gp, &s);
     for (int k = -1; !rc && k < GRAM_RUNS; k++) { /* k = -1: warm-up */
-        double a, b;
-        rc = gram_run(e, s, gr, toks, &a) || gram_run(e, s, NULL, toks, &b);
-        if (!rc && k >= 0) with[k] = a, without[k] = b;
+        double a, b, c, sa, sb, sc;
+        rc = gram_run(e, s, gr, false, toks, &a, &sa) || gram_run(e, s, gr, true, toks, &c, &sc) ||
+             gram_run(e, s, NULL, false, toks, &b, &sb);
+        if (!rc && k >= 0) with[k] = a, without[k] = b, budgeted[k] = c, smp[0][k] = sa, smp[1][k] = sc, smp[2][k] = sb;
     }
+    for (int w = 0; w < 3 && !rc; w++) r->gram_sample_ms[w] = median(smp[w], GRAM_RUNS);
     if (rc) fprintf(stderr, "error: bench grammar: %s\n", ternion_context_error(e)[0] ? ternion_context_error(e)
                                                                                     : ternion_last_error());
-    else r->gram_ms = median(with, GRAM_RUNS), r->gram_base_ms = median(without, GRAM_RUNS);
+    else r->gram_ms = median(with, GRAM_RUNS), r->gram_base_ms = median(without, GRAM_RUNS),
+         r->gram_budget_ms = median(budgeted, GRAM_RUNS);
     ternion_sampler_free(s);
     ternion_grammar_free(gr);
     return rc ? RT_CLI_EXIT_ERR : 0;
@@ -485,8 +499,8 @@ static void report_json(const rt_cli_opts *o, const char *name, const char *path
         }
         printf("\"decode_chain_tok_s\":%.3f,", 1000.0 / r->chain_ms);
         if (r->gram_ms > 0)
-            printf("\"grammar_decode_tok_s\":%.3f,\"grammar_base_decode_tok_s\":%.3f,", 1000.0 / r->gram_ms,
-                   1000.0 / r->gram_base_ms);
+            printf("\"grammar_decode_tok_s\":%.3f,\"grammar_base_decode_tok_s\":%.3f,\"grammar_budget_decode_tok_s\":%.3f,",
+                   1000.0 / r->gram_ms, 1000.0 / r->gram_base_ms, 1000.0 / r->gram_budget_ms);
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         printf("\"coopmat_available\":%s,", r->coopmat ? "true" : "false");
         json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
@@ -557,6 +571,13 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
                "token per step, up to %d tokens, median of %d alternated runs): %+.1f %%\n", 1000.0 / r->gram_ms,
                r->gram_ms, 1000.0 / r->gram_base_ms, r->gram_base_ms, GRAM_STEPS, GRAM_RUNS,
                100.0 * (r->gram_base_ms / r->gram_ms - 1));
+    if (r->gram_ms > 0)
+        printf("budget:      %.2f tok/s, %.3f ms/token with the grammar and a budget of %d tokens (it closes the text "
+               "in time): %+.1f %% against the grammar alone\n", 1000.0 / r->gram_budget_ms, r->gram_budget_ms,
+               GRAM_STEPS, 100.0 * (r->gram_ms / r->gram_budget_ms - 1));
+    if (r->gram_ms > 0)
+        printf("sampling:    %.4f / %.4f / %.4f ms a token in ternion_sample with the grammar / with it and the "
+               "budget / without\n", r->gram_sample_ms[0], r->gram_sample_ms[1], r->gram_sample_ms[2]);
     for (int c = 0; c < 2; c++) {
         if (r->long_ms[c] < 0) printf("decode @%d: skipped (context %d)\n", long_ctx[c], r->n_ctx);
         else printf("decode @%d: %.2f tok/s, %.3f ms/token (%.0f%% of the speed at %d)\n", long_ctx[c],

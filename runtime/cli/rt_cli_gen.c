@@ -330,6 +330,15 @@ int rt_cli_gen_turn(rt_cli_gen *g, const int32_t *ids, int n, int pos, int n_pre
         snprintf(err, RT_CLI_ERR_LEN, "%s", ternion_last_error());
         return 1;
     }
+    /* the answer completes within -n and the context left (the end token counted); --ignore-eos
+     * generates past the grammar's end, so no budget then */
+    int budget = g->n_ctx - pos - n;
+    if (n_predict >= 0 && n_predict < budget) budget = n_predict;
+    if (g->grammar && !g->o->ignore_eos && ternion_sampler_set_budget(g->smp, budget)) {
+        snprintf(err, RT_CLI_ERR_LEN, "%s (-n %d, context left %d): raise -n or -c", ternion_last_error(), n_predict,
+                 g->n_ctx - pos - n);
+        return 1;
+    }
     double t0 = rt_cli_now_ms();
     if (ternion_kv_seq_truncate(g->ctx, 0, pos)) return ctx_err(g, err);
     if (n > 0) {

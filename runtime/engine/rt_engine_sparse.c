@@ -5,7 +5,7 @@
  * rt_engine_ffn_active for --profile / --bench), and in predictor mode the per-layer
  * predictor buffers (RT_ARG_PRED) made from the file's blk.N.ffn_pred_* tensors. */
 #include "engine/rt_engine_priv.h"
-#include "engine/rt_sparse_layout.h"
+#include "gguf/rt_sparse_layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,18 +1,19 @@
 /* fuzz_grammar.c - libFuzzer target for the grammar engine and the JSON schema converter
- * (runtime/engine/rt_grammar*.c, rt_json_schema*.c). The first byte picks the input's kind
+ * (runtime/sample/rt_grammar*.c, rt_json_schema*.c). The first byte picks the input's kind
  * (even: GBNF text, odd: a JSON schema), the rest is that text. Contract: compiling either
  * succeeds or fails with one message starting "grammar" or "json schema"; a compiled grammar
  * then takes the input's own bytes and a fixed JSON text without failing except on a named
  * limit, and its vocabulary mask over a small token table equals feeding each token alone,
- * at the start and after each accepted token. Built and run by tests/fuzz/run_fuzz.sh.
+ * at the start and after each accepted token; with a token budget of the shortest completion
+ * the first allowed token each step ends the text inside it. Built and run by tests/fuzz/run_fuzz.sh.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema.h"
 
 static const char *const toks[] = {"{", "}", "\"", "a", "ab", " ", ":", ",", "1", "[", "]", "\\", "n", "true",
                                    "\xC3", "\xA9", "\xC3\xA9", "x\n", "", "-0.5e3"};
@@ -30,6 +31,38 @@ static void check_mask(rt_gmatch *m, const rt_gvocab *v)
         if (ok >= 0 && ok != allow[t])
             abort();
     }
+}
+
+/* The token budget's promise: from the start with a budget of the shortest completion, the
+ * first allowed token each step reaches the end token inside the budget, the mask never empty. */
+static void check_budget(rt_gmatch *m, const rt_gvocab *v)
+{
+    char err[512];
+    uint32_t need = 0;
+    uint8_t allow[N_TOK];
+    if (rt_gmatch_reset(m, err) || rt_gmatch_shortest(m, v, &need, err) || need > 256)
+        return; /* a limit, or no completion the measure can spell */
+    rt_gmatch_set_budget(m, need);
+    for (uint32_t used = 0; used < need; used++) {
+        int32_t n = 0, t = 0;
+        if (rt_gmatch_mask(m, v, allow, &n, err))
+            return;
+        if (n == 0)
+            abort();
+        while (!allow[t])
+            t++;
+        if (t == N_TOK - 2) {
+            if (!rt_gmatch_complete(m))
+                abort();
+            return;
+        }
+        int rc = rt_gmatch_accept_token(m, v, t, err);
+        if (rc < 0)
+            return;
+        if (rc == 0)
+            abort();
+    }
+    abort(); /* the budget ran out before the end token */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -67,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int32_t t = 0; t < N_TOK; t++)
             if (rt_gmatch_accept_token(m, v, t, err) == 1)
                 check_mask(m, v);
+        check_budget(m, v);
         rt_gmatch_reset(m, err);
         rt_gmatch_accept(m, (const char *)data + 1, size - 1, err);
         rt_gmatch_reset(m, err);

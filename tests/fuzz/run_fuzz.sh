@@ -73,7 +73,7 @@ echo "run_fuzz.sh: request parser: no crash in ${SECS}s"
 mkdir -p "$OUT/corpus-grammar"
 "$CC_F" -std=c11 -g -O1 -D_DEFAULT_SOURCE -I. -Iruntime -Wall -Wextra -Werror -Wno-unused-parameter \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
-    tests/fuzz/fuzz_grammar.c runtime/engine/rt_grammar_*.c runtime/engine/rt_json_schema*.c -lcjson \
+    tests/fuzz/fuzz_grammar.c runtime/sample/rt_grammar_*.c runtime/sample/rt_json_schema*.c -lcjson \
     -o "$OUT/fuzz_grammar"
 echo "run_fuzz.sh: fuzzing the grammar engine for ${SECS}s, seeds tests/data/grammars/"
 (cd "$OUT" && ./fuzz_grammar -max_total_time="$SECS" -max_len=4096 -timeout=10 -artifact_prefix="./grammar-" \

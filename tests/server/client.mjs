@@ -15,6 +15,10 @@
 //                                 greedy and sampled): each answer ends with finish_reason stop and
 //                                 validates against its schema (ajv); json_object mode; a GBNF
 //                                 `grammar`; invalid formats and schemas are 400s naming the field
+//   eos IDS                       ignore_eos and min_tokens with the end tokens IDS raised
+//   budget SEEDS MAX [measure]    6 unbounded schemas and json_object at temperature 0.8, SEEDS
+//                                 seeds, max_tokens MAX: all valid with finish_reason stop; a budget below a schema's
+//                                 shortest answer is a 400 naming both numbers
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
@@ -83,7 +87,92 @@ async function chatJson(responseFormat, i, stream) {
   return { text, finish };
 }
 
+// Unbounded schemas like a client's (strings without maxLength): the model may run a string on
+// past max_tokens unless the grammar's budget closes it (issue: cut mid-string, finish length).
+const budgetSchemas = [
+  { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' } }, required: ['name', 'age'],
+    additionalProperties: false },
+  { type: 'object', properties: { book: { type: 'string' }, verse: { type: 'string' } }, required: ['book', 'verse'],
+    additionalProperties: false },
+  { type: 'array', items: { type: 'string' }, minItems: 2, maxItems: 4 },
+  { type: 'object', properties: { mood: { enum: ['glad', 'sad', 'wroth'] }, reason: { type: 'string' } },
+    required: ['mood', 'reason'], additionalProperties: false },
+  { type: 'object', properties: { person: { type: 'object', properties: { name: { type: 'string' }, tribe: { type: 'string' } },
+    required: ['name', 'tribe'], additionalProperties: false }, count: { type: 'integer' } }, required: ['person', 'count'],
+    additionalProperties: false },
+  { type: 'object', properties: { items: { type: 'array', items: { type: 'object', properties: { k: { type: 'string' } },
+    required: ['k'], additionalProperties: false }, minItems: 1, maxItems: 3 } }, required: ['items'], additionalProperties: false },
+];
+
 const scenarios = {
+  // budget SEEDS MAX_TOKENS [measure]: each budget schema at temperature 0.8 for SEEDS seeds with
+  // a small max_tokens; every answer must end with finish_reason stop and validate (ajv), and a
+  // max_tokens below a schema's shortest answer must be a 400 naming both numbers. `measure`:
+  // count only (for a server without the budget rule).
+  async budget(seeds = '10', maxTokens = '40', mode = 'check') {
+    const ajv = new Ajv({ strict: true });
+    const measure = mode === 'measure';
+    let valid = 0, total = 0, stop = 0;
+    const cut = [];
+    for (let i = 0; i < budgetSchemas.length; i++)
+      for (let seed = 0; seed < Number(seeds); seed++) {
+        const r = await client.chat.completions.create({ model, messages: [{ role: 'user', content: `Answer in JSON (${i}).` }],
+          max_tokens: Number(maxTokens), temperature: 0.8, seed,
+          response_format: { type: 'json_schema', json_schema: { name: `b${i}`, strict: true, schema: budgetSchemas[i] } } });
+        const text = r.choices[0].message.content, finish = r.choices[0].finish_reason;
+        let ok = false;
+        try { ok = ajv.validate(budgetSchemas[i], JSON.parse(text)); } catch (e) { ok = false; }
+        total++, valid += ok, stop += finish === 'stop';
+        if (!ok && cut.length < 3) cut.push({ schema: i, seed, finish, text });
+        if (!measure) {
+          check(finish === 'stop', `schema ${i} seed ${seed}: finish_reason ${finish}: ${JSON.stringify(text)}`);
+          check(ok, `schema ${i} seed ${seed}: ${JSON.stringify(text)} fails: ${ajv.errorsText()}`);
+          check(r.usage.completion_tokens < Number(maxTokens), `schema ${i} seed ${seed}: ${r.usage.completion_tokens} tokens`);
+        }
+      }
+    for (let seed = 0; seed < Number(seeds); seed++) { /* json_object: any object, the same promise */
+      const r = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Answer in JSON.' }],
+        max_tokens: Number(maxTokens), temperature: 0.8, seed, response_format: { type: 'json_object' } });
+      const text = r.choices[0].message.content, finish = r.choices[0].finish_reason;
+      let ok = false;
+      try { const v = JSON.parse(text); ok = typeof v === 'object' && v !== null && !Array.isArray(v); } catch (e) { ok = false; }
+      total++, valid += ok, stop += finish === 'stop';
+      if (!ok && cut.length < 3) cut.push({ schema: 'json_object', seed, finish, text });
+      if (!measure) check(ok && finish === 'stop', `json_object seed ${seed}: ${finish}: ${JSON.stringify(text)}`);
+    }
+    if (!measure) {
+      const e = await expectError(client.chat.completions.create({ model, messages: [{ role: 'user', content: 'JSON' }],
+        max_tokens: 5, response_format: { type: 'json_schema', json_schema: { name: 'b0', schema: budgetSchemas[4] } } }),
+      400, 'budget below the shortest answer', 'max_tokens');
+      const m = e.message.match(/is (\d+) tokens.*allows 5 /);
+      check(m && Number(m[1]) > 5, `message names both numbers: ${e.message}`);
+    }
+    return { valid, total, stop, max_tokens: Number(maxTokens), cut };
+  },
+  // eos IDS: with the end tokens IDS (comma-separated) raised by logit_bias the answer is empty
+  // (finish stop); with ignore_eos it runs to max_tokens (finish length); with min_tokens 7 it has
+  // exactly 7 tokens and ends with stop; both streamed and not. vLLM's min_tokens > max_tokens: 400.
+  async eos(ids) {
+    const logit_bias = Object.fromEntries(ids.split(',').map((t) => [t, 100]));
+    const base = { model, messages: [{ role: 'user', content: 'Who was Moses?' }], max_tokens: 20, temperature: 0.8, seed: 5,
+      logit_bias };
+    const got = [];
+    for (const extra of [{}, { ignore_eos: true }, { min_tokens: 7 }]) {
+      const r = await client.chat.completions.create({ ...base, ...extra });
+      got.push({ n: r.usage.completion_tokens, finish: r.choices[0].finish_reason });
+      let chunks = 0, finish = null;
+      for await (const c of await client.chat.completions.create({ ...base, ...extra, stream: true })) {
+        chunks += (c.choices[0]?.delta?.content ?? '') !== '';
+        finish = c.choices[0]?.finish_reason ?? finish;
+      }
+      check(finish === r.choices[0].finish_reason, `streamed finish ${finish} vs ${r.choices[0].finish_reason}`);
+    }
+    check(got[0].n === 0 && got[0].finish === 'stop', `raised end tokens: ${JSON.stringify(got[0])}`);
+    check(got[1].n === 20 && got[1].finish === 'length', `ignore_eos: ${JSON.stringify(got[1])}`);
+    check(got[2].n === 7 && got[2].finish === 'stop', `min_tokens 7: ${JSON.stringify(got[2])}`);
+    await expectError(client.chat.completions.create({ ...base, min_tokens: 30 }), 400, 'min_tokens > max_tokens', 'min_tokens');
+    return { got };
+  },
   async structured() {
     const ajv = new Ajv({ strict: true });
     const answers = [];

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar_priv.h"
+#include "sample/rt_grammar_priv.h"
 #include "base/rt_base.h" /* RT_ERR_LEN */
 
 /* A token in the sorted order, with what the mask walk reads of it in one place. */
@@ -39,6 +39,7 @@ struct rt_gvocab {
     int32_t *eog_ids;
     int32_t n_eog;
     uint32_t max_len;
+    uint8_t byte_tok[256]; /* byte b is a token of its own (one that does not end generation) */
 };
 
 typedef struct {
@@ -73,6 +74,12 @@ void rt_gvocab_free(rt_gvocab *v)
 }
 
 int32_t rt_gvocab_size(const rt_gvocab *v) { return v->n; }
+
+const char *rt_gvocab_piece(const rt_gvocab *v, int32_t id, uint32_t *len)
+{
+    *len = id >= 0 && id < v->n ? v->len[id] : 0;
+    return id >= 0 && id < v->n ? (const char *)v->bytes + v->off[id] : "";
+}
 
 /* The sorted order and the common prefixes. 0 ok, -1 out of memory. */
 static int sort_tokens(rt_gvocab *v)
@@ -138,6 +145,8 @@ int rt_gvocab_new(int32_t n, const char *const *piece, const uint32_t *len, cons
             v->max_len = len[i];
         if (eog && eog[i])
             v->eog[i] = 1, v->eog_ids[v->n_eog++] = i;
+        else if (len[i] == 1)
+            v->byte_tok[(uint8_t)piece[i][0]] = 1;
     }
     if (sort_tokens(v))
         goto nomem;
@@ -147,6 +156,45 @@ nomem:
     rt_gvocab_free(v);
     snprintf(err, RT_ERR_LEN, "grammar: out of memory for the token table");
     return -1;
+}
+
+/* The budget's table made for v (once per vocabulary). 0 ok, -1 + err. */
+static int budget_ready(rt_gmatch *m, const rt_gvocab *v, char *err)
+{
+    if (m->rest_for == v)
+        return 0;
+    if (rt_gbudget_prepare(m, v->byte_tok, err))
+        return -1;
+    m->rest_for = v;
+    return 0;
+}
+
+/* Whether a token that leads to memo state st keeps the budget: itself, the shortest
+ * completion after it and the end token (when v has one) within the tokens left. */
+static bool fits(rt_gmatch *m, const rt_gvocab *v, uint32_t st)
+{
+    if (m->left < 0)
+        return true;
+    uint64_t need = 1 + (uint64_t)rt_gbudget_cost(m, st) + (v->n_eog > 0);
+    return need <= (uint64_t)m->left;
+}
+
+void rt_gmatch_set_budget(rt_gmatch *m, int64_t n) { m->left = n < 0 ? -1 : n; }
+
+int64_t rt_gmatch_budget(const rt_gmatch *m) { return m->left; }
+
+int rt_gmatch_shortest(rt_gmatch *m, const rt_gvocab *v, uint32_t *n, char *err)
+{
+    uint32_t st;
+    if (budget_ready(m, v, err))
+        return -1;
+    if (rt_gmemo_begin(m, 1) || (st = rt_gmemo_cur(m)) == UINT32_MAX) {
+        snprintf(err, RT_ERR_LEN, "%s", m->err);
+        return -1;
+    }
+    uint32_t c = rt_gbudget_cost(m, st);
+    *n = c >= RT_GCOST_NONE ? UINT32_MAX : c + (v->n_eog > 0);
+    return 0;
 }
 
 /* Token id walked through the memo from the committed state: the state after it
@@ -180,8 +228,10 @@ int rt_gmatch_token_ok(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
         return rt_gmatch_complete(m);
     if (!v->len[id])
         return 0;
+    if (m->left >= 0 && budget_ready(m, v, err))
+        return -1;
     int64_t st = walk_token(m, v, id, err);
-    return st < 0 ? -1 : st != UINT32_MAX;
+    return st < 0 ? -1 : st != UINT32_MAX && fits(m, v, (uint32_t)st);
 }
 
 int rt_gmatch_accept_token(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err)
@@ -197,6 +247,8 @@ int rt_gmatch_accept_token(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *e
         snprintf(err, RT_ERR_LEN, "%s", m->err);
         return -1;
     }
+    if (m->left > 0)
+        m->left--;
     return 1;
 }
 
@@ -205,6 +257,8 @@ int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_
     memset(allow, 0, (size_t)v->n);
     *n_allowed = 0;
     uint32_t *path;
+    if (m->left >= 0 && budget_ready(m, v, err))
+        return -1;
     if (rt_gmemo_begin(m, v->max_len + 1) || (m->memo.path[0] = rt_gmemo_cur(m)) == UINT32_MAX) {
         snprintf(err, RT_ERR_LEN, "%s", m->err);
         return -1;
@@ -244,7 +298,7 @@ int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_
             }
         }
         valid = dead != UINT32_MAX ? dead : len;
-        if (dead == UINT32_MAX)
+        if (dead == UINT32_MAX && fits(m, v, path[len]))
             allow[t->id] = 1, cnt++;
         /* a dead first (second) byte: skip every token that shares it at once */
         i = dead == 1 ? t->skip1 : dead == 2 ? t->skip2 : i + 1;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar_priv.h"
+#include "sample/rt_grammar_priv.h"
 #include "base/rt_base.h" /* RT_ERR_LEN */
 
 #define HASH_SLOTS (2 * RT_GRAMMAR_MAX_STACKS) /* a power of two */

@@ -1,4 +1,4 @@
-/* rt_grammar_priv.h - what rt_grammar_step.c, _match.c, _memo.c and _vocab.c share: the stack set
+/* rt_grammar_priv.h - what rt_grammar_step.c, _match.c, _memo.c, _vocab.c and _budget.c share: the stack set
  * and the recognizer's layout (see rt_grammar.h for what they mean).
  *
  * (rt_grammar_parse.c uses the check below.)
@@ -10,7 +10,7 @@
 #define RT_GRAMMAR_PRIV_H
 
 #include "base/rt_base.h"
-#include "engine/rt_grammar.h"
+#include "sample/rt_grammar.h"
 
 typedef struct {
     uint32_t *w;       /* stacks back to back: length, then the element indexes bottom .. top */
@@ -39,6 +39,8 @@ typedef struct {
     bool lead_known;
     uint32_t steps;      /* transitions looked up from it */
     uint32_t *direct;    /* a hot state's transitions by byte (id + 1, 0: not known yet), or NULL */
+    uint32_t cost;       /* its shortest completion in tokens (rt_grammar_budget.c), */
+    bool cost_known;     /* once computed */
 } rt_gmstate;
 
 typedef struct {
@@ -71,8 +73,22 @@ struct rt_gmatch {
     uint32_t work_done; /* expansions for the current character */
     rt_gmemo memo;      /* the mask's states and transitions */
     uint32_t cur_id, cur_gen; /* the committed state's id in the memo, valid when cur_gen == memo.gen */
+    uint32_t *rest;     /* [n_el] the budget's cost to the end of an alternative (rt_grammar_budget.c), */
+    const void *rest_for; /* for this vocabulary (NULL: not made) */
+    bool cont_ok;       /* every UTF-8 continuation byte is a one-byte token of it */
+    int64_t left;       /* tokens the answer may still have, the end token included; -1: no budget */
     char err[RT_ERR_LEN];
 };
+
+/* rt_grammar_budget.c: the shortest completion in tokens (a safe bound; RT_GCOST_NONE: none
+ * that it counts on). Make m->rest for a vocabulary whose one-byte tokens are byte_tok[256]
+ * (non-zero: byte b is a token): 0 ok, -1 + err (out of memory). */
+#define RT_GCOST_NONE 0x3FFFFFFFu
+int rt_gbudget_prepare(rt_gmatch *m, const uint8_t *byte_tok, char *err);
+/* The cost of the stack st[0..len) (bottom .. top), prem bytes of a character to come. */
+uint32_t rt_gbudget_stack(const rt_gmatch *m, const uint32_t *st, uint32_t len, uint32_t prem);
+/* The cost of memo state id (computed once, kept in the state). */
+uint32_t rt_gbudget_cost(rt_gmatch *m, uint32_t id);
 
 /* Whether a rule of g is left-recursive: 1 with *bad_rule one of them, 0 no, -1 out of memory
  * (rt_grammar_check.c). */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/rt_json_schema.h"
+#include "sample/rt_json_schema.h"
 
 typedef struct {
     char *b;

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "engine/rt_grammar_priv.h"
+#include "sample/rt_grammar_priv.h"
 
 static bool is_end(const rt_gelem *x) { return x->type == RT_GE_END || x->type == RT_GE_ALT; }
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_json_schema_priv.h"
+#include "sample/rt_json_schema_priv.h"
 
 void rt_sb_put(rt_sbuf *s, const char *t, size_t n)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar_priv.h"
+#include "sample/rt_grammar_priv.h"
 #include "base/rt_base.h" /* RT_ERR_LEN */
 
 typedef struct {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar_priv.h"
+#include "sample/rt_grammar_priv.h"
 #include "base/rt_base.h" /* RT_ERR_LEN */
 
 #define HASH_SLOTS (2 * RT_GRAMMAR_MAX_STACKS) /* a power of two */
@@ -19,6 +19,7 @@ int rt_gmatch_reset(rt_gmatch *m, char *err)
 {
     m->cur_gen = 0; /* its memo id is void */
     m->work_done = 0;
+    m->left = -1; /* no budget until one is set again */
     return rt_gset_start(m, &m->cur, err);
 }
 
@@ -58,6 +59,7 @@ void rt_gmatch_free(rt_gmatch *m)
     free(m->seed);
     free(m->hslot);
     free(m->hstamp);
+    free(m->rest);
     free(m);
 }
 

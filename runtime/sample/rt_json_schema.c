@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/rt_grammar.h"
-#include "engine/rt_json_schema_priv.h"
+#include "sample/rt_grammar.h"
+#include "sample/rt_json_schema_priv.h"
 #include "base/rt_base.h" /* RT_ERR_LEN */
 
 #define NAME_LEN 96
@@ -192,11 +192,13 @@ static bool get_count(conv *c, const cJSON *s, const char *key, const char *path
     *out = dflt;
     if (!v)
         return true;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(long)v->valuedouble)
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0)) /* NaN too */
         return fail(c, path, "'%s' must be a non-negative integer", key);
-    if (v->valuedouble > RT_JSON_SCHEMA_MAX_COUNT)
+    if (v->valuedouble > RT_JSON_SCHEMA_MAX_COUNT) /* before the cast below: it must fit a long */
         return fail(c, path, "'%s' is %.0f, above the largest supported (%d)", key, v->valuedouble,
                     RT_JSON_SCHEMA_MAX_COUNT);
+    if (v->valuedouble != (double)(long)v->valuedouble)
+        return fail(c, path, "'%s' must be a non-negative integer", key);
     *out = (long)v->valuedouble;
     return true;
 }

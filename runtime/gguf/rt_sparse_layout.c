@@ -1,7 +1,7 @@
 /* rt_sparse_layout.c - the transposed I2_S copy of the sparse FFN's down projection
  * (layout in rt_sparse_layout.h). Sixteen source rows at a time make whole
  * destination words: each word is written once, the 16 rows stay in cache. */
-#include "engine/rt_sparse_layout.h"
+#include "gguf/rt_sparse_layout.h"
 
 #include <string.h>
 

@@ -100,6 +100,8 @@ int rt_gvocab_new(int32_t n, const char *const *piece, const uint32_t *len, cons
                   char *err);
 void rt_gvocab_free(rt_gvocab *v);
 int32_t rt_gvocab_size(const rt_gvocab *v);
+/* Token id's bytes (*len of them; an id out of range: none). */
+const char *rt_gvocab_piece(const rt_gvocab *v, int32_t id, uint32_t *len);
 
 /* Whether token id may come next: 1 yes, 0 no, -1 + err (a limit). */
 int rt_gmatch_token_ok(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *err);
@@ -110,6 +112,23 @@ int rt_gmatch_accept_token(rt_gmatch *m, const rt_gvocab *v, int32_t id, char *e
  * sorted by bytes: a walk over an implicit trie, a dead prefix rejects the tokens under it
  * at once). 0 ok, -1 + err. */
 int rt_gmatch_mask(rt_gmatch *m, const rt_gvocab *v, uint8_t *allow, int32_t *n_allowed, char *err);
+
+/* ---- the token budget (rt_grammar_budget.c) ----
+ * The shortest completion of the text so far in tokens of v: *n = the tokens of a
+ * completion spelled one character at a time (an ASCII character by its one-byte token,
+ * another by one token per UTF-8 byte), plus the end token when v has one; UINT32_MAX when
+ * no completion can be spelled so. A safe bound: at least the true fewest, and reachable.
+ * The first call for a vocabulary makes a table linear in the grammar. 0 ok, -1 + err. */
+int rt_gmatch_shortest(rt_gmatch *m, const rt_gvocab *v, uint32_t *n, char *err);
+/* The answer may have n more tokens, the end token included (n < 0: no budget; reset clears
+ * it). With a budget, rt_gmatch_token_ok and rt_gmatch_mask allow a token only when it, the
+ * shortest completion after it and the end token fit in what is left, and each accepted
+ * token counts one: started with n >= rt_gmatch_shortest's answer, the text is complete and
+ * the end token allowed by the time the budget runs out (tokens on a shortest completion
+ * always fit, so the mask is never empty). */
+void rt_gmatch_set_budget(rt_gmatch *m, int64_t n);
+/* Tokens left (-1: no budget). */
+int64_t rt_gmatch_budget(const rt_gmatch *m);
 
 /* ---- internals shared by the rt_grammar_*.c files ---- */
 

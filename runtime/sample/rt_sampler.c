@@ -3,8 +3,8 @@
  * min-p, temperature, seeded draw (xoshiro256** seeded by splitmix64). Semantics and the
  * exactness argument for candidate sets are in rt_sampler.h.
  */
-#include "engine/rt_sampler.h"
-#include "gguf/rt_gguf.h" /* RT_ERR_LEN */
+#include "sample/rt_sampler.h"
+#include "base/rt_base.h" /* RT_ERR_LEN */
 
 #include <math.h>
 #include <stdio.h>
