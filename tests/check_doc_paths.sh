@@ -6,7 +6,7 @@
 #     (`gen/gen_act.c`, `tests/data/`, `docs/server.md#metrics`), taken as relative to the
 #     project root. A token right after `/`, `.`, `$`, `~`, `:` or a word character is part of
 #     something else (a URL, `../shared/...`, `$HOME/...`) and is left alone, and so are
-#     placeholders: a component holding `<`, `>`, `{`, `}` or `...`, or named X, x, N or
+#     placeholders: a component holding `<`, `>`, `{`, `}` or `...`, or named X, x, N, NAME, FILE or
 #     X.<ext> (`models/X.yaml`). A component with `*` is a pattern that must match something;
 #     a program is named by its source without the `.c` (`tools/mkmodel`).
 #   - the target of a Markdown link `[text](target)` that is not a URL or a mail address,
@@ -78,7 +78,7 @@ while IFS="$tab" read -r kind file line name; do
     skip=0
     oldifs=$IFS; IFS=/
     for c in $name; do
-        case $c in X|x|N|X.*|x.*|N.*) skip=1 ;; esac
+        case $c in X|x|N|NAME|FILE|X.*|x.*|N.*|NAME.*|FILE.*) skip=1 ;; esac
     done
     IFS=$oldifs
     [ $skip -eq 1 ] && continue
