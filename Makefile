@@ -227,9 +227,9 @@ $(B)/srv-api-check: $(SRV_OBJ) $(LIB_SRV) $(LIB_SO)
 	$(CC) $(LDFLAGS) -o $(B)/obj/srv-shared $^ $(LIBS_SRV) $(LIBS_RT)
 	@touch $@
 
-# test_api, test_sampling, test_batch_sizes and test_constrained see only ternion.h, like any
+# test_api, test_api_sampling, test_batch_sizes and test_constrained see only ternion.h, like any
 # program using the library (test_constrained also runs the CLI: tests/cli_run.o).
-API_TESTS := $(B)/tests/test_api $(B)/tests/test_sampling $(B)/tests/test_batch_sizes $(B)/tests/test_constrained
+API_TESTS := $(B)/tests/test_api $(B)/tests/test_api_sampling $(B)/tests/test_batch_sizes $(B)/tests/test_constrained
 $(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_A) runtime/api/ternion.h tests/fixture.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_API) -o $@ $< $(filter %.o,$^) $(LIB_A) -lcmocka $(LIBS_RT)

@@ -5,8 +5,8 @@
  * the oracle's arithmetic), and the parameters an op may set (gen_param.h). The YAML reader, the graph passes (GLU fusion), the kernel
  * builders (the fused BITLINEAR_GLU and the unfused ACT_MUL kernel) and the CPU reference
  * (tests/ref/) and the sparse FFN (its exact skip, gen_sparse.c / gen_k_sparse.c, by the
- * row's sparse_skip flag) all read the row; nothing else names an activation. Adding one = one row
- * in gen_act.c (docs/adding-an-op.md).
+ * row's sparse_skip flag) all read the row; nothing else names an activation. Adding one: docs/adding-an-op.md
+ * (the row, its CPU row, its known values, a test model).
  */
 #ifndef GEN_ACT_H
 #define GEN_ACT_H

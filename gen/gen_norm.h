@@ -7,8 +7,8 @@
  * the CPU backend has it. The YAML reader, the graph (NORM, NORM_QUANT and every fold of a
  * norm into another kernel: bitlinear prologue, LM head, a kernel's next norm), the CPU
  * schedule and the C reference (tests/ref/) read the row through gen_kop.norm / last_norm;
- * nothing else names a norm. Adding one = one row in gen_norm.c plus its CPU row
- * (docs/adding-an-op.md).
+ * nothing else names a norm. Adding one: docs/adding-an-op.md (the row, its CPU
+ * row, its known values, a test model).
  */
 #ifndef GEN_NORM_H
 #define GEN_NORM_H

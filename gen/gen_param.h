@@ -28,8 +28,8 @@ typedef struct {
 /* The defaults of a row's parameters (decl: up to GEN_MAX_PARAMS entries, ended by a NULL
  * name) for a model with hyperparameters hp. */
 gen_params gen_params_default(const gen_param *decl, const gen_hparams *hp);
-/* The kernel-name tag of values p: "" when each is its default (p->own == 0: the names
- * kernels have always had), else "_<key><IEEE bits in hex>" for each that differs
+/* The kernel-name tag of values p: "" when each is its default (p->own == 0: the kernel keeps
+ * its plain name), else "_<key><IEEE bits in hex>" for each that differs
  * ("_eps358637bd"): two kernels with one name are the same code. Returns buf. */
 const char *gen_params_tag(const gen_param *decl, const gen_params *p, char *buf, size_t cap);
 /* The index of the parameter named key in decl, -1 if none. */

@@ -1,4 +1,4 @@
-/* test_sampling.c - the sampling chain through ternion.h on the tiny fixture model (found as
+/* test_api_sampling.c - the sampling chain through ternion.h on the tiny fixture model (found as
  * tests/fixture.h says): with top-k off every token of the vocabulary can be drawn (not only
  * the default 40), a top-k above the engine's 256-candidate read-back is honoured (not cut to
  * 256), and penalties change the pick at temperature 0 (greedy) as in llama.cpp.
