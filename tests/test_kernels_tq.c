@@ -23,6 +23,7 @@
  * |r|); the GLU propagates both errors through relu(g)^2 u (2|g||u| eg + g^2 eu) or
  * silu(g) u (1.1 |u| eg + |silu(g)| eu) plus 4e-6 |y| for the GPU's exp.
  */
+#include <glob.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,10 +49,10 @@
 /* Vulkan's precision of `/` (2.5 ULP) plus the correctly rounded product after it */
 #define DIV_ULPS 3.0
 #define NMAX 70u /* tokens of the largest batch: one full 64-token tile and a partial one */
-#define N_MODELS 2
-static const char *const model_paths[N_MODELS] = {"models/bitnet-tiny.yaml", "models/llama-ternary-tiny.yaml"};
-static gen_model models[N_MODELS];
-static gen_graph graphs[N_MODELS][2];
+#define MAX_MODELS 8
+static int n_models; /* the shipped tiny models (models/ *-tiny.yaml), found by setup */
+static gen_model models[MAX_MODELS];
+static gen_graph graphs[MAX_MODELS][2];
 static const uint32_t batch_sizes[] = {3, 70};
 static int runs;
 static double worst; /* largest |gpu - ref| / bound seen */
@@ -82,9 +83,14 @@ static int setup(void **st)
     (void)st;
     vkh_seed(4242);
     vkh_open();
-    for (int m = 0; m < N_MODELS; m++) {
-        if (gen_model_load(model_paths[m], &models[m], vkh_err))
+    glob_t gl;
+    if (glob("models/*-tiny.yaml", 0, NULL, &gl))
+        fail_msg("no models/*-tiny.yaml (run from the repository root)");
+    for (size_t i = 0; i < gl.gl_pathc && n_models < MAX_MODELS; i++)
+        if (gen_model_load(gl.gl_pathv[i], &models[n_models++], vkh_err))
             fail_msg("%s", vkh_err);
+    globfree(&gl);
+    for (int m = 0; m < n_models; m++) {
         for (int f = 0; f < 2; f++)
             if (gen_graph_build(&models[m], f == 1, &graphs[m][f], vkh_err))
                 fail_msg("%s", vkh_err);
@@ -288,7 +294,7 @@ static void test_tq_bitlinear(void **state)
     static const rt_type types[3] = {FMT_TQ2_0, FMT_TQ1_0, FMT_TQ1_T};
     const bool native = rt_vk_get_info(vkh_vk)->has_int_dot;
     int kinds[3] = {0}, tq1t_runs = 0;
-    for (int m = 0; m < N_MODELS; m++)
+    for (int m = 0; m < n_models; m++)
         for (int f = 0; f < 2; f++) {
             const gen_graph *g = &graphs[m][f];
             for (int i = 0; i < g->n_kops; i++) {

@@ -85,7 +85,8 @@ static int choose(ternion_model *m, const char *want)
     int nm = 0, layers[64], vocab[64];
     if (!why)
         return rt_api_fail(TERNION_E_NOMEM, "out of host memory");
-    size_t k = 0;
+    size_t k = 0, no = 0;
+    char others[512] = "";
     why[0] = 0;
     for (unsigned i = 0; i < rt_registry_count; i++) {
         const rt_model_desc *d = rt_registry[i];
@@ -98,6 +99,13 @@ static int choose(ternion_model *m, const char *want)
             }
             continue;
         }
+        bool same_arch = false; /* a model of another architecture: named in one line at the end */
+        for (uint32_t j = 0; j < d->n_archs; j++)
+            same_arch |= !strcmp(d->archs[j], m->g->arch);
+        if (!same_arch) {
+            no += (size_t)snprintf(others + no, no < sizeof others ? sizeof others - no : 0, "%s%s", no ? ", " : "", d->name);
+            continue;
+        }
         /* drop the "path: " prefix the engine puts in front of each reason */
         const char *r = err;
         size_t pl = strlen(m->g->path);
@@ -106,6 +114,8 @@ static int choose(ternion_model *m, const char *want)
         if (k < WHY)
             k += (size_t)snprintf(why + k, WHY - k, "\n  %s: %s", d->name, r);
     }
+    if (no && k < WHY) /* the models of the file's architecture first: their reasons are the useful ones */
+        k += (size_t)snprintf(why + k, WHY - k, "\n  another architecture than '%s': %s", m->g->arch, others);
     int pick = nm == 1 ? 0 : -1;
     if (nm > 1) {
         char gname[128];
