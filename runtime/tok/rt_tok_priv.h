@@ -56,6 +56,42 @@ int rt_tok_spm_load(struct rt_tok *t, const rt_gguf *g, char *err);
 int rt_tok_spm_encode(const struct rt_tok *t, const uint8_t *s, size_t n, bool prefix,
                       rt_ids *out, char *err);
 
+/* The merge queue of the BPE and the SentencePiece encoders: a binary heap of TYPE in an
+ * array h of *n entries (room for one more on push), FIRST(a, b) true when *a is merged before
+ * *b. Expands to static NAME_push (h, n, item) and NAME_pop (h, n: the first item; *n > 0). */
+#define RT_TOK_HEAP(NAME, TYPE, FIRST)                                   \
+    static void NAME##_push(TYPE *h, size_t *n, TYPE b)                  \
+    {                                                                    \
+        size_t i = (*n)++;                                               \
+        while (i > 0) {                                                  \
+            const size_t p = (i - 1) / 2;                                \
+            if (!FIRST(&b, &h[p]))                                       \
+                break;                                                   \
+            h[i] = h[p];                                                 \
+            i = p;                                                       \
+        }                                                                \
+        h[i] = b;                                                        \
+    }                                                                    \
+    static TYPE NAME##_pop(TYPE *h, size_t *n)                           \
+    {                                                                    \
+        const TYPE top = h[0], last = h[--(*n)];                         \
+        size_t i = 0;                                                    \
+        for (;;) {                                                       \
+            size_t c = 2 * i + 1;                                        \
+            if (c >= *n)                                                 \
+                break;                                                   \
+            if (c + 1 < *n && FIRST(&h[c + 1], &h[c]))                   \
+                c++;                                                     \
+            if (!FIRST(&h[c], &last))                                    \
+                break;                                                   \
+            h[i] = h[c];                                                 \
+            i = c;                                                       \
+        }                                                                \
+        if (*n)                                                          \
+            h[i] = last;                                                 \
+        return top;                                                      \
+    }
+
 /* Fill byte_cp / cp_byte (GPT-2 bytes_to_unicode). */
 void rt_tok_byte_map(struct rt_tok *t);
 /* Build the decoded piece of every token (after text, type and the byte map). -1 OOM. */

@@ -115,38 +115,7 @@ static bool better(const bigram *a, const bigram *b)
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-static void heap_push(session *w, bigram b)
-{
-    size_t i = w->n_heap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!better(&b, &w->heap[p]))
-            break;
-        w->heap[i] = w->heap[p];
-        i = p;
-    }
-    w->heap[i] = b;
-}
-
-static bigram heap_pop(session *w)
-{
-    bigram top = w->heap[0], last = w->heap[--w->n_heap];
-    size_t i = 0, n = w->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && better(&w->heap[c + 1], &w->heap[c]))
-            c++;
-        if (!better(&w->heap[c], &last))
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n)
-        w->heap[i] = last;
-    return top;
-}
+RT_TOK_HEAP(merge_heap, bigram, better)
 
 static void try_add_bigram(const rt_tok *t, session *w, int32_t l, int32_t r)
 {
@@ -156,7 +125,7 @@ static void try_add_bigram(const rt_tok *t, session *w, int32_t l, int32_t r)
     int32_t id = rt_tok_find(t, w->text + w->syms[l].off, size);
     if (id < 0)
         return;
-    heap_push(w, (bigram){ t->score[id], l, r, size });
+    merge_heap_push(w->heap, &w->n_heap, (bigram){ t->score[id], l, r, size });
 }
 
 /* Escape s[0..n) (with the " " prefix) into dst; returns its length. */
@@ -212,7 +181,7 @@ static int run_session(const rt_tok *t, session *w, size_t m, rt_ids *out, char 
     for (int32_t i = 1; i < ns; i++)
         try_add_bigram(t, w, i - 1, i);
     while (w->n_heap) {
-        bigram b = heap_pop(w);
+        bigram b = merge_heap_pop(w->heap, &w->n_heap);
         sym *l = &w->syms[b.left], *r = &w->syms[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
             continue; /* stale: one side was merged since */

@@ -396,38 +396,7 @@ static bool heap_less(const struct bigram *a, const struct bigram *b)
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
 }
 
-static void heap_push(scratch *w, struct bigram b)
-{
-    size_t i = w->n_heap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!heap_less(&b, &w->heap[p]))
-            break;
-        w->heap[i] = w->heap[p];
-        i = p;
-    }
-    w->heap[i] = b;
-}
-
-static struct bigram heap_pop(scratch *w)
-{
-    struct bigram top = w->heap[0], last = w->heap[--w->n_heap];
-    size_t i = 0, n = w->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && heap_less(&w->heap[c + 1], &w->heap[c]))
-            c++;
-        if (!heap_less(&w->heap[c], &last))
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n)
-        w->heap[i] = last;
-    return top;
-}
+RT_TOK_HEAP(merge_heap, struct bigram, heap_less)
 
 static void try_pair(const rt_tok *t, scratch *w, int32_t l, int32_t r)
 {
@@ -437,7 +406,7 @@ static void try_pair(const rt_tok *t, scratch *w, int32_t l, int32_t r)
     uint32_t h = mg_slot(t, key);
     if (t->mg_key[h] != key)
         return;
-    heap_push(w, (struct bigram){ t->mg_rank[h], (uint32_t)l, w->sym[l], w->sym[r] });
+    merge_heap_push(w->heap, &w->n_heap, (struct bigram){ t->mg_rank[h], (uint32_t)l, w->sym[l], w->sym[r] });
 }
 
 /* BPE of one pre-token (bytes p[0..n)), appending ids. */
@@ -469,7 +438,7 @@ static int bpe_piece(const rt_tok *t, scratch *w, const uint8_t *p, size_t n, rt
     for (size_t i = 0; i + 1 < n; i++)
         try_pair(t, w, (int32_t)i, (int32_t)i + 1);
     while (w->n_heap) {
-        struct bigram b = heap_pop(w);
+        struct bigram b = merge_heap_pop(w->heap, &w->n_heap);
         int32_t l = (int32_t)b.left, r = w->next[l];
         if (r < 0 || w->sym[l] != b.lid || w->sym[r] != b.rid)
             continue; /* stale: one side has changed since it was queued */
