@@ -731,6 +731,14 @@ static void decode_rows(rt_engine *e, const int32_t *ids, int n, int vocab, floa
 /* How an engine's 20 rows of logits must compare with the reference's (the variant's rule). */
 typedef void (*ref_rule_fn)(const char *what, const float *got, const float *ref, int vocab);
 
+/* "<yaml>: <what>" for a rule's messages. */
+static const char *label(const char *yaml, const char *what)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%s: %s", yaml, what);
+    return buf;
+}
+
 /* A random-weight model of a test YAML (tools/mkmodel, 2 layers, vocab 512, seed) against the C
  * reference under `rule`: the native CPU backend (prompt, then one token at a time) and the
  * Vulkan prompt and fused decode schedules; then fused vs unfused decode bit for bit (the rule of
@@ -768,9 +776,9 @@ static void variant_vs_reference(const char *yaml, const char *gguf, int seed, r
     rt_engine *ce = NULL;
     if (rt_engine_open(&bd->d.desc, &o, &ce, err) || rt_engine_eval(ce, ids, 20, 0, a, err))
         fail_msg("%s", err);
-    rule("CPU backend prompt", a, want, vocab);
+    rule(label(yaml, "CPU backend prompt"), a, want, vocab);
     decode_rows(ce, ids, 20, vocab, a);
-    rule("CPU backend decode", a, want, vocab);
+    rule(label(yaml, "CPU backend decode"), a, want, vocab);
     rt_engine_close(ce);
     rig r, u;
     int rc = rig_open(&r, yaml, gguf, RIG_FUSE, err);
@@ -780,9 +788,9 @@ static void variant_vs_reference(const char *yaml, const char *gguf, int seed, r
     }
     if (rc || rt_engine_eval(r.e, ids, 20, 0, a, err))
         fail_msg("%s", err);
-    rule("Vulkan prompt", a, want, vocab);
+    rule(label(yaml, "Vulkan prompt"), a, want, vocab);
     decode_rows(r.e, ids, 20, vocab, a);
-    rule("Vulkan decode", a, want, vocab);
+    rule(label(yaml, "Vulkan decode"), a, want, vocab);
     if (rig_open(&u, yaml, gguf, 0, err))
         fail_msg("%s", err);
     decode_rows(u.e, ids, 20, vocab, b);
@@ -798,13 +806,15 @@ static void variant_vs_reference(const char *yaml, const char *gguf, int seed, r
     rt_gguf_close(g);
 }
 
-/* The llama variant's rule (test_llama_variant_vs_reference): top-1 on >= 18 of 20 rows and
- * mean |d| <= 0.05 against the C reference; max |d| printed. */
-static void layernorm_rule(const char *what, const float *got, const float *ref, int vocab)
+/* The rule of the variants whose engines differ from the reference by int8 rounding flips
+ * (each bitlinear quantizes its input; the llama variant's rule,
+ * test_llama_variant_vs_reference): top-1 on >= 18 of 20 rows and mean |d| <= 0.05 against
+ * the C reference; max |d| printed. */
+static void flip_rule(const char *what, const float *got, const float *ref, int vocab)
 {
     cmp_stats s = compare(got, ref, 20, vocab);
-    printf("bitnet-layernorm-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", what, s.top1_agree,
-           s.mean_abs, s.max_abs);
+    printf("%s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", what, s.top1_agree, s.mean_abs,
+           s.max_abs);
     assert_true(s.top1_agree >= 18);
     assert_true(s.mean_abs <= 0.05);
 }
@@ -814,7 +824,7 @@ static void layernorm_rule(const char *what, const float *got, const float *ref,
 static void test_layernorm_vs_reference(void **st)
 {
     (void)st;
-    variant_vs_reference("tests/data/bitnet-layernorm-tiny.yaml", "build/test-e2e-layernorm.gguf", 11, layernorm_rule);
+    variant_vs_reference("tests/data/bitnet-layernorm-tiny.yaml", "build/test-e2e-layernorm.gguf", 11, flip_rule);
 }
 
 /* An F32 KV cache: K, V and Q stay F32 in the C reference, the CPU backend and the Vulkan
@@ -827,7 +837,7 @@ static void f32_cache_rule(const char *what, const float *got, const float *ref,
 {
     const double bound = 5e-5;
     cmp_stats s = compare(got, ref, 20, vocab);
-    printf("bitnet-f32kv-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g (bound %.4g)\n", what,
+    printf("%s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g (bound %.4g)\n", what,
            s.top1_agree, s.mean_abs, s.max_abs, bound);
     assert_int_equal(s.top1_agree, 20);
     assert_true(s.max_abs <= bound);
@@ -841,24 +851,13 @@ static void test_f32_cache_vs_reference(void **st)
     variant_vs_reference("tests/data/bitnet-f32kv-tiny.yaml", "build/test-e2e-f32kv.gguf", 13, f32_cache_rule);
 }
 
-/* Per-op parameters (tests/data/llama-params-tiny.yaml: a norm's own eps, Swish's beta), the
- * rule of the layernorm variant: top-1 on >= 18 of 20 rows and mean |d| <= 0.05 (the int8
- * quantization of each bitlinear input makes the engines' rounding flips the spread; the CPU
- * backend is within 1e-5). An engine that reads norm_eps for the norms instead of their own
- * eps fails it (tried on the CPU backend: mean |d| 0.12, max |d| 0.80). */
-static void params_rule(const char *what, const float *got, const float *ref, int vocab)
-{
-    cmp_stats s = compare(got, ref, 20, vocab);
-    printf("llama-params-tiny: %s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g\n", what, s.top1_agree,
-           s.mean_abs, s.max_abs);
-    assert_true(s.top1_agree >= 18);
-    assert_true(s.mean_abs <= 0.05);
-}
-
+/* Per-op parameters (tests/data/llama-params-tiny.yaml: a norm's own eps, Swish's beta) under
+ * flip_rule (the CPU backend is within 1e-5). An engine that reads norm_eps for the norms
+ * instead of their own eps fails it (tried on the CPU backend: mean |d| 0.12, max |d| 0.80). */
 static void test_params_vs_reference(void **st)
 {
     (void)st;
-    variant_vs_reference("tests/data/llama-params-tiny.yaml", "build/test-e2e-params.gguf", 17, params_rule);
+    variant_vs_reference("tests/data/llama-params-tiny.yaml", "build/test-e2e-params.gguf", 17, flip_rule);
 }
 
 int main(void)
