@@ -301,45 +301,22 @@ static void expect(const gen_kop *kop, const char *what, bool decode, uint32_t n
  * the kinds `want` of the models' graphs, unfused and fused. Returns how many were run. */
 typedef void (*kop_fn)(const gen_graph *g, const gen_kop *kop, bool decode);
 
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h;
-}
-
 static int for_each_kernel(const bool want[GEN_K_COUNT], kop_fn fn)
 {
-    static uint64_t seen[MAX_MODELS * GEN_MAX_KOPS * 4];
-    int n_seen = 0;
+    static vkh_seen seen; /* each walk runs its kernels once */
+    seen.n = 0;
+    int n = 0;
     for (int m = 0; m < n_models; m++)
         for (int f = 0; f < 2; f++) {
             const gen_graph *g = &graphs[m][f];
-            for (int i = 0; i < g->n_kops; i++) {
-                const gen_kop *kop = &g->kops[i];
-                if (!want[kop->kind])
-                    continue;
-                for (int d = 0; d < 2; d++) {
-                    gen_kernel_out ko;
-                    if (gen_kernel_build(g, kop, d == 1, &ko, vkh_err))
-                        fail_msg("%s: %s", kop->label, vkh_err);
-                    const char *glsl = dsl_emit_glsl((dsl_kernel *)ko.k);
-                    if (!glsl)
-                        fail_msg("%s: %s", kop->label, dsl_error((dsl_kernel *)ko.k));
-                    const uint64_t h = fnv1a(glsl, 0xcbf29ce484222325ull + (uint64_t)d);
-                    gen_kernel_out_free(&ko);
-                    bool dup = false;
-                    for (int k = 0; k < n_seen && !dup; k++)
-                        dup = seen[k] == h;
-                    if (dup)
-                        continue;
-                    assert_true(n_seen < (int)(sizeof seen / sizeof seen[0]));
-                    seen[n_seen++] = h;
-                    fn(g, kop, d == 1);
-                }
-            }
+            for (int i = 0; i < g->n_kops; i++)
+                for (int d = 0; want[g->kops[i].kind] && d < 2; d++)
+                    if (vkh_first_time(&seen, g, &g->kops[i], d == 1)) {
+                        fn(g, &g->kops[i], d == 1);
+                        n++;
+                    }
         }
-    return n_seen;
+    return n;
 }
 
 /* For the tests that walk the decode graphs themselves (split attention, the head with its
@@ -349,24 +326,8 @@ static int for_each_kernel(const bool want[GEN_K_COUNT], kop_fn fn)
  * variant), and fused against unfused (test_kernels_fused). */
 static bool new_folded_kernel(const gen_graph *g, const gen_kop *kop)
 {
-    static uint64_t seen[MAX_MODELS * 8];
-    static int n_seen;
-    if (kop->norm.b >= 0 || kop->last_norm.b >= 0)
-        return false;
-    gen_kernel_out ko;
-    if (gen_kernel_build(g, kop, true, &ko, vkh_err))
-        fail_msg("%s: %s", kop->label, vkh_err);
-    const char *glsl = dsl_emit_glsl((dsl_kernel *)ko.k);
-    if (!glsl)
-        fail_msg("%s: %s", kop->label, dsl_error((dsl_kernel *)ko.k));
-    const uint64_t h = fnv1a(glsl, 0xcbf29ce484222325ull);
-    gen_kernel_out_free(&ko);
-    for (int k = 0; k < n_seen; k++)
-        if (seen[k] == h)
-            return false;
-    assert_true(n_seen < (int)(sizeof seen / sizeof seen[0]));
-    seen[n_seen++] = h;
-    return true;
+    static vkh_seen seen; /* one walk: the split attentions and the heads (different kinds) */
+    return kop->norm.b < 0 && kop->last_norm.b < 0 && vkh_first_time(&seen, g, kop, true);
 }
 
 static const uint32_t batch_sizes[] = {1, 3, 8, 13};

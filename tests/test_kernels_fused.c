@@ -494,30 +494,6 @@ static void check_fused_kop(const gen_kop *fk)
     free(q);
 }
 
-/* Is fk's fused kernel one no earlier model had (by its GLSL)? Each distinct kernel is checked
- * once; a model's kernels that equal an earlier model's are counted, not run again. */
-static bool fresh_kernel(const gen_kop *fk)
-{
-    static uint64_t seen[512];
-    static int n_seen;
-    gen_kernel_out ko;
-    if (gen_kernel_build(&fused, fk, true, &ko, vkh_err))
-        fail_msg("%s: %s", fk->label, vkh_err);
-    const char *glsl = dsl_emit_glsl((dsl_kernel *)ko.k);
-    if (!glsl)
-        fail_msg("%s: %s", fk->label, dsl_error((dsl_kernel *)ko.k));
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (const char *c = glsl; *c; c++)
-        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-    gen_kernel_out_free(&ko);
-    for (int i = 0; i < n_seen; i++)
-        if (seen[i] == h)
-            return false;
-    assert_true(n_seen < (int)(sizeof seen / sizeof seen[0]));
-    seen[n_seen++] = h;
-    return true;
-}
-
 static void test_fused_kernels_match_unfused(void **state)
 {
     (void)state;
@@ -525,7 +501,8 @@ static void test_fused_kernels_match_unfused(void **state)
     int n = 0, kv = 0, last = 0, next = 0;
     for (int i = 0; i < fused.n_kops; i++) {
         const gen_kop *k = &fused.kops[i];
-        const bool run = fresh_kernel(k);
+        static vkh_seen seen; /* over all the models: a kernel an earlier one had is counted, not run */
+        const bool run = vkh_first_time(&seen, &fused, k, true);
         if (k->kind == GEN_K_EMBED && k->last_out >= 0) {
             if (run)
                 check_embed_last(k);

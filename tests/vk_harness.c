@@ -318,3 +318,24 @@ int vkh_check_q8(const char *what, const int8_t *got, const float *got_qs, const
     free(rq);
     return moved;
 }
+
+bool vkh_first_time(vkh_seen *seen, const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    gen_kernel_out ko;
+    if (gen_kernel_build(g, kop, decode, &ko, vkh_err))
+        fail_msg("%s: %s", kop->label, vkh_err);
+    const char *glsl = dsl_emit_glsl((dsl_kernel *)ko.k);
+    if (!glsl)
+        fail_msg("%s: %s", kop->label, dsl_error((dsl_kernel *)ko.k));
+    uint64_t h = 0xcbf29ce484222325ull + (decode ? 1u : 0u); /* FNV-1a of the text */
+    for (const char *c = glsl; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    gen_kernel_out_free(&ko);
+    for (size_t i = 0; i < seen->n; i++)
+        if (seen->h[i] == h)
+            return false;
+    if (seen->n == sizeof seen->h / sizeof seen->h[0])
+        fail_msg("more than %zu distinct kernels in one walk: raise vkh_seen's table", seen->n);
+    seen->h[seen->n++] = h;
+    return true;
+}

@@ -83,6 +83,16 @@ void vkh_groups(const gen_kernel_out *ko, uint32_t n, uint32_t vocab, uint32_t s
 void vkh_dispatch(const dsl_kernel *k, rt_pipeline *pl, const rt_buf *const *args, int n_args, const uint32_t *params,
                   int n_params, const uint32_t *gr);
 
+/* ---- which kernels a suite runs: each distinct one once */
+/* The kernels a walk has met (by a hash of their GLSL); zero it to start a walk. */
+typedef struct {
+    uint64_t h[4096];
+    size_t n;
+} vkh_seen;
+/* Is kop's kernel (for decode or a batch) one the walk `seen` has not met before? Adds it.
+ * A suite that walks several test models runs each distinct kernel once. */
+bool vkh_first_time(vkh_seen *seen, const gen_graph *g, const gen_kop *kop, bool decode);
+
 /* ---- a generated kop run as the runtime binds it (decode: one token) */
 typedef struct {
     const gen_graph *g;
