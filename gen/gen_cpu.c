@@ -34,11 +34,11 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
         if (!k_cpu[op->kind].has || (op->kind == GEN_OP_ACT_MUL && (!act || !act->cpu)) ||
             (op->kind == GEN_OP_NORM && (!norm || !norm->cpu))) {
             snprintf(err, GEN_ERR_LEN, "%s:%d:%d: op %s has no CPU implementation (runtime/cpu/): the native "
-                     "backend cannot run this model", m->path, op->loc.line, op->loc.col, gen_op_label(op));
+                     "backend cannot run this model", gen_model_ops_file(m), op->loc.line, op->loc.col, gen_op_label(op));
             return -1;
         }
         const int nin = gen_op_arity(op->kind);
-        snprintf(labels[i], GEN_MAX_NAME + 300, "%s:%d: %s%s%s", m->path, op->loc.line, gen_op_label(op),
+        snprintf(labels[i], GEN_MAX_NAME + 300, "%s:%d: %s%s%s", gen_model_ops_file(m), op->loc.line, gen_op_label(op),
                  op->weight >= 0 ? " " : "", op->weight >= 0 ? m->tensors[op->weight].key : "");
         out[i] = (rt_cpu_op){
             .kind = k_cpu[op->kind].kind,

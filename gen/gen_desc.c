@@ -25,6 +25,20 @@ static uint64_t fnv64(const void *p, size_t n)
     return h;
 }
 
+/* fnv64 of a file's first 64 KiB (a model description), 0 when it cannot be read. */
+static uint64_t file_hash(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    uint64_t h = 0;
+    if (f) {
+        char buf[65536];
+        size_t n = fread(buf, 1, sizeof(buf), f);
+        h = fnv64(buf, n);
+        fclose(f);
+    }
+    return h;
+}
+
 /* Emit + compile a kernel, or find an identical one. Returns the kernel index. */
 static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
 {
@@ -360,17 +374,13 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
         gen_desc_free(d);
         return -1;
     }
-    FILE *yf = fopen(m->path, "rb");
-    uint64_t yh = 0;
-    if (yf) {
-        char buf[65536];
-        size_t n = fread(buf, 1, sizeof(buf), yf);
-        yh = fnv64(buf, n);
-        fclose(yf);
-    }
-    len += (size_t)snprintf(d->manifest + len, cap - len,
-                            "model %s\nsource %s fnv64:%016llx\nfusion %s\nkernels %u\n", m->name, m->path,
-                            (unsigned long long)yh, fuse ? "on" : "off", d->n_kernels);
+    len += (size_t)snprintf(d->manifest + len, cap - len, "model %s\nsource %s fnv64:%016llx\n", m->name, m->path,
+                            (unsigned long long)file_hash(m->path));
+    if (m->base_path[0])
+        len += (size_t)snprintf(d->manifest + len, cap - len, "base %s fnv64:%016llx\n", m->base_path,
+                                (unsigned long long)file_hash(m->base_path));
+    len += (size_t)snprintf(d->manifest + len, cap - len, "fusion %s\nkernels %u\n", fuse ? "on" : "off",
+                            d->n_kernels);
     for (uint32_t i = 0; i < d->n_kernels && len < cap; i++)
         len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx%s%s\n", d->kname[i],
                                 (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),

@@ -94,7 +94,7 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
 {
     gen_graph *g = c->g;
     if (g->n_kops >= GEN_MAX_KOPS) {
-        snprintf(c->err, GEN_ERR_LEN, "%s:%d:%d: too many kernel ops (max %d)", c->m->path,
+        snprintf(c->err, GEN_ERR_LEN, "%s:%d:%d: too many kernel ops (max %d)", gen_model_ops_file(c->m),
                  src->loc.line, src->loc.col, GEN_MAX_KOPS);
         return NULL;
     }

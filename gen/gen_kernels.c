@@ -32,7 +32,7 @@ int gen_kernel_build(const gen_graph *g, const gen_kop *kop, bool decode, gen_ke
 {
     memset(out, 0, sizeof(*out));
     if ((unsigned)kop->kind >= GEN_K_COUNT || !builders[kop->kind]) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: no kernel for op '%s'", g->m->path, kop->loc.line, kop->loc.col,
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: no kernel for op '%s'", gen_model_ops_file(g->m), kop->loc.line, kop->loc.col,
                  gen_kop_name(kop->kind));
         return -1;
     }

@@ -50,11 +50,23 @@ static double hparam_value(const gen_hparams *hp, int i)
     return k_hparams[i].is_float ? (double)*(const float *)p : (double)*(const int *)p;
 }
 
-/* A positive integer field `key` of mapping n (at most GEN_MAX_WIDTH). */
-static int pos_int(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, int *out)
+/* The value of `key` in mapping n: required, or (a variant's partial hparams, `keep`) absent
+ * to keep the value already there (*absent = true). */
+static yaml_node_t *field(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, bool keep, bool *absent)
 {
-    yaml_node_t *v = gen_yaml_need(y, n, key, what);
+    yaml_node_t *v = keep ? gen_yaml_get(y, n, key) : gen_yaml_need(y, n, key, what);
+    *absent = keep && !v;
+    return v;
+}
+
+/* A positive integer field `key` of mapping n (at most GEN_MAX_WIDTH); `keep`: see field(). */
+static int pos_int(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, bool keep, int *out)
+{
+    bool absent;
+    yaml_node_t *v = field(y, n, key, what, keep, &absent);
     int64_t x;
+    if (absent)
+        return 0;
     if (!v || gen_yaml_int(y, v, key, &x))
         return -1;
     if (x <= 0)
@@ -66,10 +78,13 @@ static int pos_int(gen_yaml *y, yaml_node_t *n, const char *key, const char *wha
     return 0;
 }
 
-static int pos_float(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, float *out)
+static int pos_float(gen_yaml *y, yaml_node_t *n, const char *key, const char *what, bool keep, float *out)
 {
-    yaml_node_t *v = gen_yaml_need(y, n, key, what);
+    bool absent;
+    yaml_node_t *v = field(y, n, key, what, keep, &absent);
     double x;
+    if (absent)
+        return 0;
     if (!v || gen_yaml_float(y, v, key, &x))
         return -1;
     if (!(x > 0))
@@ -78,13 +93,15 @@ static int pos_float(gen_yaml *y, yaml_node_t *n, const char *key, const char *w
     return 0;
 }
 
-static int parse_rope(gen_yaml *y, yaml_node_t *n, gen_hparams *hp)
+static int parse_rope(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp)
 {
     static const char *const keys[] = {"style", "base", "dims", NULL};
-    if (gen_yaml_check_map(y, n, "hparams.rope", keys) || pos_float(y, n, "base", "hparams.rope", &hp->rope_base) ||
-        pos_int(y, n, "dims", "hparams.rope", &hp->rope_dims))
+    if (gen_yaml_check_map(y, n, "hparams.rope", keys) ||
+        pos_float(y, n, "base", "hparams.rope", keep, &hp->rope_base) ||
+        pos_int(y, n, "dims", "hparams.rope", keep, &hp->rope_dims))
         return -1;
-    hp->rope_style = GEN_ROPE_NEOX;
+    if (!keep)
+        hp->rope_style = GEN_ROPE_NEOX;
     yaml_node_t *s = gen_yaml_get(y, n, "style");
     char style[16];
     if (s) {
@@ -103,30 +120,47 @@ static int parse_rope(gen_yaml *y, yaml_node_t *n, gen_hparams *hp)
     return 0;
 }
 
-static int parse_hparams(gen_yaml *y, yaml_node_t *n, gen_hparams *hp)
+/* Where a check of two fields fails: at the first, else (a variant naming only the other) at
+ * the second, else at the mapping. */
+static yaml_node_t *either(gen_yaml *y, yaml_node_t *n, const char *a, const char *b)
+{
+    yaml_node_t *v = gen_yaml_get(y, n, a);
+    if (!v)
+        v = gen_yaml_get(y, n, b);
+    return v ? v : n;
+}
+
+/* `hparams:` of a model (every field), or of a variant (`keep`: the fields it names replace
+ * its base's; the checks below then run on the result). */
+static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp)
 {
     static const char *const keys[] = {"dim", "n_heads", "n_kv_heads", "head_dim", "ffn_dim",
                                        "norm_eps", "rope", "kv_cache", NULL};
     const char *w = "hparams";
-    if (gen_yaml_check_map(y, n, w, keys) || pos_int(y, n, "dim", w, &hp->dim) ||
-        pos_int(y, n, "n_heads", w, &hp->n_heads) || pos_int(y, n, "n_kv_heads", w, &hp->n_kv_heads) ||
-        pos_int(y, n, "head_dim", w, &hp->head_dim) || pos_int(y, n, "ffn_dim", w, &hp->ffn_dim) ||
-        pos_float(y, n, "norm_eps", w, &hp->norm_eps))
+    if (gen_yaml_check_map(y, n, w, keys) || pos_int(y, n, "dim", w, keep, &hp->dim) ||
+        pos_int(y, n, "n_heads", w, keep, &hp->n_heads) || pos_int(y, n, "n_kv_heads", w, keep, &hp->n_kv_heads) ||
+        pos_int(y, n, "head_dim", w, keep, &hp->head_dim) || pos_int(y, n, "ffn_dim", w, keep, &hp->ffn_dim) ||
+        pos_float(y, n, "norm_eps", w, keep, &hp->norm_eps))
         return -1;
     if (hp->n_heads % hp->n_kv_heads)
-        return gen_yaml_fail(y, gen_yaml_get(y, n, "n_kv_heads"), "n_heads (%d) is not a multiple of n_kv_heads (%d)",
+        return gen_yaml_fail(y, either(y, n, "n_kv_heads", "n_heads"), "n_heads (%d) is not a multiple of n_kv_heads (%d)",
                              hp->n_heads, hp->n_kv_heads);
     if (hp->head_dim % 8) /* the attention reads q and K rows 8 elements (16 bytes of F16) at a time */
-        return gen_yaml_fail(y, gen_yaml_get(y, n, "head_dim"), "head_dim (%d) must be a multiple of 8",
+        return gen_yaml_fail(y, either(y, n, "head_dim", "head_dim"), "head_dim (%d) must be a multiple of 8",
                              hp->head_dim);
     if ((int64_t)hp->n_heads * hp->head_dim > GEN_MAX_WIDTH) /* kv_dim <= q_dim */
-        return gen_yaml_fail(y, gen_yaml_get(y, n, "n_heads"), "q_dim = n_heads * head_dim = %lld is more "
+        return gen_yaml_fail(y, either(y, n, "n_heads", "head_dim"), "q_dim = n_heads * head_dim = %lld is more "
                              "than the largest width supported (%d)",
                              (long long)hp->n_heads * hp->head_dim, GEN_MAX_WIDTH);
-    yaml_node_t *rope = gen_yaml_need(y, n, "rope", w);
-    if (!rope || parse_rope(y, rope, hp))
+    bool absent;
+    yaml_node_t *rope = field(y, n, "rope", w, keep, &absent);
+    if (!absent && (!rope || parse_rope(y, rope, keep, hp)))
         return -1;
-    strcpy(hp->kv_type, "f16");
+    if (absent && hp->rope_dims > hp->head_dim) /* a variant's head_dim below its base's rope.dims */
+        return gen_yaml_fail(y, n, "rope.dims (%d) exceeds head_dim (%d): give the variant's rope.dims",
+                             hp->rope_dims, hp->head_dim);
+    if (!keep)
+        strcpy(hp->kv_type, "f16");
     yaml_node_t *kv = gen_yaml_get(y, n, "kv_cache");
     if (kv) {
         if (gen_yaml_str(y, kv, "kv_cache", hp->kv_type, sizeof(hp->kv_type)))
@@ -326,7 +360,21 @@ static int check_arch_rope(gen_yaml *y, yaml_node_t *hp, const gen_model *m)
     return 0;
 }
 
-static int parse_root(gen_yaml *y, gen_model *m)
+/* A variant (`variant_of:`): its name and description, and the hparams it replaces. The
+ * rest of the description is its base's. */
+static int parse_variant_top(gen_yaml *v, gen_model *m)
+{
+    static const char *const keys[] = {"variant_of", "name", "description", "hparams", NULL};
+    yaml_node_t *r = gen_yaml_root(v), *name, *d;
+    if (gen_yaml_check_map(v, r, "a variant (its tensors and forward are its base's)", keys) ||
+        !(name = gen_yaml_need(v, r, "name", "the variant")) || gen_yaml_str(v, name, "name", m->name, sizeof(m->name)))
+        return -1;
+    if ((d = gen_yaml_get(v, r, "description")) && !gen_yaml_text(d))
+        return gen_yaml_fail(v, d, "'description' must be a string, got %s", gen_yaml_kind(d));
+    return 0;
+}
+
+static int parse_root(gen_yaml *y, gen_model *m, gen_yaml *var)
 {
     static const char *const keys[] = {"name", "description", "architectures", "hparams", "gguf_checks",
                                        "tensors", "forward", "fuse", "sparse_ffn", NULL};
@@ -348,11 +396,14 @@ static int parse_root(gen_yaml *y, gen_model *m)
         !(archs = gen_yaml_need(y, r, "architectures", w)) || !(hp = gen_yaml_need(y, r, "hparams", w)) ||
         !(tens = gen_yaml_need(y, r, "tensors", w)) || !(fwd = gen_yaml_need(y, r, "forward", w)))
         return -1;
-    if (gen_yaml_str(y, name, "name", m->name, sizeof(m->name)))
+    if (gen_yaml_str(y, name, "name", m->name, sizeof(m->name)) || (var && parse_variant_top(var, m)))
         return -1;
+    if (var)
+        name = gen_yaml_get(var, gen_yaml_root(var), "name");
     for (const char *p = m->name; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-", *p)))
-            return gen_yaml_fail(y, name, "name '%s' may use only letters, digits, '.', '_' and '-'", m->name);
+            return gen_yaml_fail(var ? var : y, name, "name '%s' may use only letters, digits, '.', '_' and '-'",
+                                 m->name);
     if ((v = gen_yaml_get(y, r, "description")) && !gen_yaml_text(v))
         return gen_yaml_fail(y, v, "'description' must be a string, got %s", gen_yaml_kind(v));
     bool fuse = true;
@@ -361,7 +412,9 @@ static int parse_root(gen_yaml *y, gen_model *m)
     m->no_fuse = !fuse;
     if ((v = gen_yaml_get(y, r, "sparse_ffn")) && parse_sparse(y, v, m))
         return -1;
-    if (parse_archs(y, archs, m) || parse_hparams(y, hp, &m->hp) || check_arch_rope(y, hp, m))
+    yaml_node_t *vhp = var ? gen_yaml_get(var, gen_yaml_root(var), "hparams") : NULL;
+    if (parse_archs(y, archs, m) || parse_hparams(y, hp, false, &m->hp) ||
+        (vhp && parse_hparams(var, vhp, true, &m->hp)) || check_arch_rope(y, hp, m))
         return -1;
     if ((v = gen_yaml_get(y, r, "gguf_checks")) && parse_checks(y, v, m))
         return -1;
@@ -370,21 +423,8 @@ static int parse_root(gen_yaml *y, gen_model *m)
     return gen_forward_parse(y, fwd, m);
 }
 
-int gen_model_parse(const char *yaml, size_t len, const char *name, gen_model *out_m, char *err)
-{
-    memset(out_m, 0, sizeof(*out_m));
-    out_m->input_value = out_m->logits_value = -1;
-    snprintf(out_m->path, sizeof(out_m->path), "%s", name);
-    err[0] = 0;
-    gen_yaml y;
-    int rc = gen_yaml_open(&y, yaml, len, name, err);
-    if (!rc)
-        rc = parse_root(&y, out_m);
-    gen_yaml_close(&y);
-    return rc ? -1 : 0;
-}
-
-int gen_model_load(const char *path, gen_model *out_m, char *err)
+/* The whole file at `path` into *out (malloc'd; the caller frees). */
+static int read_text(const char *path, char **out, size_t *out_len, char *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -411,6 +451,65 @@ int gen_model_load(const char *path, gen_model *out_m, char *err)
                  bad ? "read error" : "too large or out of memory");
         return -1;
     }
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+/* `variant_of: file.yaml` (beside the variant): parses that base with the variant's name,
+ * description and hparams (models/README.md, "Sizes of a family"). */
+static int parse_variant(gen_yaml *v, yaml_node_t *of, gen_model *m, char *err)
+{
+    char file[128];
+    if (gen_yaml_str(v, of, "variant_of", file, sizeof(file)))
+        return -1;
+    if (!file[0] || strchr(file, '/'))
+        return gen_yaml_fail(v, of, "variant_of names a file beside this one, got '%s'", file);
+    const char *slash = strrchr(m->path, '/');
+    int dir = slash ? (int)(slash - m->path) + 1 : 0;
+    if (snprintf(m->base_path, sizeof(m->base_path), "%.*s%s", dir, m->path, file) >= (int)sizeof(m->base_path))
+        return gen_yaml_fail(v, of, "the path of '%s' is too long", file);
+    char *text;
+    size_t len;
+    if (read_text(m->base_path, &text, &len, err)) {
+        char why[GEN_ERR_LEN];
+        snprintf(why, sizeof(why), "%s", err);
+        return gen_yaml_fail(v, of, "variant_of: %s", why);
+    }
+    gen_yaml b;
+    int rc = gen_yaml_open(&b, text, len, m->base_path, err);
+    if (!rc && gen_yaml_root(&b)->type == YAML_MAPPING_NODE && gen_yaml_get(&b, gen_yaml_root(&b), "variant_of"))
+        rc = gen_yaml_fail(v, of, "'%s' is itself a variant: name the description it varies", file);
+    else if (!rc)
+        rc = parse_root(&b, m, v);
+    gen_yaml_close(&b);
+    free(text);
+    return rc;
+}
+
+int gen_model_parse(const char *yaml, size_t len, const char *name, gen_model *out_m, char *err)
+{
+    memset(out_m, 0, sizeof(*out_m));
+    out_m->input_value = out_m->logits_value = -1;
+    snprintf(out_m->path, sizeof(out_m->path), "%s", name);
+    err[0] = 0;
+    gen_yaml y;
+    int rc = gen_yaml_open(&y, yaml, len, name, err);
+    if (!rc) {
+        yaml_node_t *r = gen_yaml_root(&y);
+        yaml_node_t *of = r->type == YAML_MAPPING_NODE ? gen_yaml_get(&y, r, "variant_of") : NULL;
+        rc = of ? parse_variant(&y, of, out_m, err) : parse_root(&y, out_m, NULL);
+    }
+    gen_yaml_close(&y);
+    return rc ? -1 : 0;
+}
+
+int gen_model_load(const char *path, gen_model *out_m, char *err)
+{
+    char *buf;
+    size_t len;
+    if (read_text(path, &buf, &len, err))
+        return -1;
     int rc = gen_model_parse(buf, len, path, out_m, err);
     free(buf);
     return rc;

@@ -135,6 +135,7 @@ typedef struct gen_op {
 typedef struct {
     char name[GEN_MAX_NAME];       /* model name: binary build/<name> */
     char path[256];                /* the YAML file it came from */
+    char base_path[256];           /* a variant's base description (`variant_of`), else "" */
     char archs[GEN_MAX_ARCH][GEN_MAX_NAME]; /* accepted general.architecture values */
     int n_archs;
     gen_hparams hp;
@@ -163,6 +164,12 @@ typedef struct {
 /* Sparse-FFN decode schedules (YAML `sparse_ffn: exact`, or a list of modes). */
 #define GEN_SPARSE_EXACT 1u /* skip the up rows / down columns of neurons with gate <= 0 */
 #define GEN_SPARSE_PREDICTOR 2u /* ... and the gate rows of neurons a low-rank predictor rules out */
+
+/* The file the tensors' and ops' locations (gen_loc) are in: a variant's base, else path. */
+static inline const char *gen_model_ops_file(const gen_model *m)
+{
+    return m->base_path[0] ? m->base_path : m->path;
+}
 
 /* Parse + validate. Returns 0, or non-zero with `err` = "path:line:col: message". */
 int gen_model_load(const char *path, gen_model *out_m, char *err);

@@ -77,14 +77,14 @@ static int rewrite_pair(gen_graph *g, int i, bool pred, char *err)
 {
     const gen_model *m = g->m;
     if (g->n_kops + 1 + pred > GEN_MAX_KOPS) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: too many kernel ops (max %d)", m->path, m->sparse_loc.line,
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: too many kernel ops (max %d)", gen_model_ops_file(m), m->sparse_loc.line,
                  m->sparse_loc.col, GEN_MAX_KOPS);
         return -1;
     }
     const int dim = (int)m->tensors[g->kops[i + 1].w[0]].ne[1];
     if (dim % 128) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: the down projection's output width (%d) must be a multiple "
-                 "of 128", m->path, m->sparse_loc.line, m->sparse_loc.col, dim);
+                 "of 128", gen_model_ops_file(m), m->sparse_loc.line, m->sparse_loc.col, dim);
         return -1;
     }
     const int f = g->kops[i].out, ffn = g->vals[f].width;
@@ -137,7 +137,7 @@ static int rewrite_pair(gen_graph *g, int i, bool pred, char *err)
 int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, char *err)
 {
     if (mode != GEN_SPARSE_EXACT && mode != GEN_SPARSE_PREDICTOR) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: unknown mode %u", m->path, m->sparse_loc.line,
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn: unknown mode %u", gen_model_ops_file(m), m->sparse_loc.line,
                  m->sparse_loc.col, mode);
         return -1;
     }
@@ -155,7 +155,7 @@ int gen_graph_build_sparse(const gen_model *m, unsigned mode, gen_graph *out_g, 
     if (!n) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: sparse_ffn needs a fused layer FFN: act_mul(bitlinear gate, bitlinear up) "
                  "of one input with an activation that is 0 at every gate <= 0 (relu2_mul), a norm of it that keeps zeros (rmsnorm) read by a bitlinear down, and that added to the residual stream "
-                 "(and fuse not false)", m->path, m->sparse_loc.line, m->sparse_loc.col);
+                 "(and fuse not false)", gen_model_ops_file(m), m->sparse_loc.line, m->sparse_loc.col);
         return -1;
     }
     return gen_plan(out_g, err);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -485,6 +486,99 @@ static void test_bad_files(void **state)
                       "tests/data/yaml/undefined-value.yaml:33:27: bitlinear 'wv': input 'hh' is not defined");
 }
 
+/* A variant (`variant_of`, models/README.md): the shipped Falcon3 1B is the 3B's description at
+ * other widths, op for op; the gguf_checks carry the variant's values. */
+static void test_variant_shipped(void **state)
+{
+    static gen_model base;
+    char err[GEN_ERR_LEN] = "";
+    assert_int_equal(gen_model_load("models/falcon3-3b-1.58bit.yaml", &base, err), 0);
+    load("models/falcon3-1b-1.58bit.yaml");
+    assert_string_equal(g_m.name, "falcon3-1b-1.58bit");
+    assert_string_equal(g_m.base_path, "models/falcon3-3b-1.58bit.yaml");
+    assert_string_equal(gen_model_ops_file(&g_m), "models/falcon3-3b-1.58bit.yaml");
+    assert_int_equal(g_m.hp.dim, 2048);
+    assert_int_equal(g_m.hp.n_heads, 8);
+    assert_int_equal(g_m.hp.ffn_dim, 8192);
+    assert_int_equal(g_m.hp.n_kv_heads, base.hp.n_kv_heads); /* not named: the base's */
+    assert_int_equal(g_m.hp.head_dim, base.hp.head_dim);
+    assert_true(g_m.hp.rope_base == base.hp.rope_base && g_m.hp.rope_style == base.hp.rope_style);
+    assert_int_equal(g_m.n_tensors, base.n_tensors);
+    assert_int_equal(g_m.n_layer, base.n_layer);
+    assert_memory_equal(g_m.layer, base.layer, sizeof(g_m.layer));
+    for (int i = 0; i < g_m.n_checks; i++)
+        if (!strcmp(g_m.checks[i].hparam, "dim"))
+            assert_true(g_m.checks[i].value == 2048.0);
+    assert_string_equal(base.base_path, "");
+}
+
+/* Writes `text` to dir/name. */
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Bad variants: each one error naming the file and line it concerns. */
+static void test_variant_errors(void **state)
+{
+    char dir[] = "/tmp/test_yaml_variantXXXXXX", path[512], want[768];
+    assert_non_null(mkdtemp(dir));
+    put(dir, "base.yaml", k_base);
+    static const struct {
+        const char *file, *text, *expect; /* expect: after "<dir>/" */
+    } k[] = {
+        {"ok.yaml", "variant_of: base.yaml\nname: wide\nhparams: {dim: 512, rope: {base: 500000.0}}\n", NULL},
+        {"extra.yaml", "variant_of: base.yaml\nname: v\ntensors: {}\n",
+         "extra.yaml:3:1: unknown key 'tensors' in a variant (its tensors and forward are its base's)"},
+        {"missing.yaml", "variant_of: nope.yaml\nname: v\n",
+         "missing.yaml:1:13: variant_of: DIR/nope.yaml: cannot open the model description"},
+        {"slash.yaml", "variant_of: ../base.yaml\nname: v\n",
+         "slash.yaml:1:13: variant_of names a file beside this one, got '../base.yaml'"},
+        {"chain.yaml", "variant_of: ok.yaml\nname: v\n",
+         "chain.yaml:1:13: 'ok.yaml' is itself a variant: name the description it varies"},
+        {"gqa.yaml", "variant_of: base.yaml\nname: v\nhparams:\n  n_heads: 5\n",
+         "gqa.yaml:4:12: n_heads (5) is not a multiple of n_kv_heads (2)"},
+        {"rope.yaml", "variant_of: base.yaml\nname: v\nhparams: {head_dim: 32}\n",
+         "rope.yaml:3:10: rope.dims (64) exceeds head_dim (32): give the variant's rope.dims"},
+        {"noname.yaml", "variant_of: base.yaml\n", "noname.yaml:1:1: missing field 'name' in the variant"},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+        put(dir, k[i].file, k[i].text);
+        snprintf(path, sizeof(path), "%s/%s", dir, k[i].file);
+        char err[GEN_ERR_LEN] = "";
+        int rc = gen_model_load(path, &g_m, err);
+        if (!k[i].expect) {
+            if (rc || g_m.hp.dim != 512 || g_m.hp.n_heads != 4 || g_m.hp.rope_base != 500000.0f ||
+                g_m.hp.rope_dims != 64 || strcmp(g_m.name, "wide"))
+                print_error("%s: rc %d %s\n", k[i].file, rc, err), failed++;
+            continue;
+        }
+        snprintf(want, sizeof(want), "%s/%s", dir, k[i].expect);
+        char *d = strstr(want, "DIR/");
+        if (d) { /* the base's path as the loader forms it */
+            char tail[512];
+            snprintf(tail, sizeof(tail), "%s", d + 4);
+            snprintf(d, sizeof(want) - (size_t)(d - want), "%s/%s", dir, tail);
+        }
+        if (rc == 0 || strcmp(err, want))
+            print_error("%s: rc %d\n  want: %s\n  got:  %s\n", k[i].file, rc, want, err), failed++;
+    }
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, k[i].file);
+        remove(path);
+    }
+    snprintf(path, sizeof(path), "%s/base.yaml", dir);
+    remove(path);
+    rmdir(dir);
+    assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
         cmocka_unit_test(test_layernorm_op),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
