@@ -281,32 +281,33 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/falcon3-1b-1.58bit.yaml:56: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/falcon3-3b-1.58bit.yaml:57: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:58: rmsnorm attn_norm", {9.99999997e-07f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/falcon3-1b-1.58bit.yaml:59: bitlinear attn_q", {0}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/falcon3-1b-1.58bit.yaml:60: bitlinear attn_k", {0}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/falcon3-1b-1.58bit.yaml:61: bitlinear attn_v", {0}},
-    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:62: rope", {0}},
-    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:63: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:64: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:65: attention", {0}},
-    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/falcon3-1b-1.58bit.yaml:66: bitlinear attn_output", {0}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:67: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:68: rmsnorm ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/falcon3-1b-1.58bit.yaml:69: bitlinear ffn_gate", {0}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/falcon3-1b-1.58bit.yaml:70: bitlinear ffn_up", {0}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/falcon3-1b-1.58bit.yaml:71: silu_mul", {0}},
-    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/falcon3-1b-1.58bit.yaml:72: bitlinear ffn_down", {0}},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/falcon3-1b-1.58bit.yaml:73: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:59: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/falcon3-3b-1.58bit.yaml:60: bitlinear attn_q", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/falcon3-3b-1.58bit.yaml:61: bitlinear attn_k", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/falcon3-3b-1.58bit.yaml:62: bitlinear attn_v", {0}},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:63: rope", {0}},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:64: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:65: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:66: attention", {0}},
+    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/falcon3-3b-1.58bit.yaml:67: bitlinear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:68: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:69: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/falcon3-3b-1.58bit.yaml:70: bitlinear ffn_gate", {0}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/falcon3-3b-1.58bit.yaml:71: bitlinear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/falcon3-3b-1.58bit.yaml:72: silu_mul", {0}},
+    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/falcon3-3b-1.58bit.yaml:73: bitlinear ffn_down", {0}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/falcon3-3b-1.58bit.yaml:74: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/falcon3-1b-1.58bit.yaml:75: rmsnorm output_norm", {9.99999997e-07f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/falcon3-1b-1.58bit.yaml:76: lm_head output", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/falcon3-3b-1.58bit.yaml:76: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/falcon3-3b-1.58bit.yaml:77: lm_head output", {0}},
 };
 
 static const char manifest[] =
     "model falcon3-1b-1.58bit\n"
-    "source models/falcon3-1b-1.58bit.yaml fnv64:c9cc9e3f699f69cd\n"
+    "source models/falcon3-1b-1.58bit.yaml fnv64:cdc45de773006cd6\n"
+    "base models/falcon3-3b-1.58bit.yaml fnv64:35eef9c70af21b83\n"
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n2048_nextnorm glsl-fnv64:8ee61c98a917b927\n"
