@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "srv_choice.h"
+#include "srv_llama.h"
 
 struct srv_answer {
     srv_sched *s;
@@ -22,6 +23,7 @@ struct srv_answer {
     bool failed, over;
     srv_error err;
     int n_prompt, n_gen;
+    srv_result res0;       /* choice 0's result (llama-server's answer reports it) */
 };
 
 static char *dup_str(const char *s)
@@ -93,6 +95,8 @@ static int take(srv_answer *a, int i, int timeout_ms, bool *any)
     srv_job_result(a->s, a->jobs[i], &res);
     a->n_prompt = res.n_prompt;
     a->n_gen += res.n_gen;
+    if (i == 0)
+        a->res0 = res;
     if (res.failed && !a->failed) {
         a->failed = true;
         a->err = res.err;
@@ -156,7 +160,9 @@ char *srv_answer_json(srv_answer *a, int *status)
     bool ok = true;
     for (int i = 0; i < a->n && ok; i++)
         ok = whole_choice(a, i, &o[i], &txt[i]) == 0;
-    char *j = ok ? srv_json_answer_n(&a->head, o, a->n, a->n_prompt, a->n_gen) : NULL;
+    char *j = !ok ? NULL
+              : a->head.kind == SRV_KIND_LLAMA ? srv_llama_final(&a->head, o[0].text ? o[0].text : "", &a->res0)
+                                                : srv_json_answer_n(&a->head, o, a->n, a->n_prompt, a->n_gen);
     for (int i = 0; i < a->n; i++)
         free(txt[i]);
     *status = 200;
@@ -186,7 +192,8 @@ static int choice_events(srv_answer *a, int i, int (*put)(void *, const char *),
         srv_lp *l = srv_choice_take_lps(c, &o.n_lps, &o.text_offset);
         o.text = t;
         o.lps = l;
-        int rc = put_json(put, user, srv_json_chunk_n(&a->head, &o));
+        int rc = put_json(put, user, a->head.kind == SRV_KIND_LLAMA ? srv_llama_chunk(i, t)
+                                                                    : srv_json_chunk_n(&a->head, &o));
         free(t);
         srv_lp_free(l, o.n_lps);
         if (rc)
@@ -205,6 +212,8 @@ static int choice_events(srv_answer *a, int i, int (*put)(void *, const char *),
         if (rc)
             return rc;
     }
+    if (a->head.kind == SRV_KIND_LLAMA)
+        return put_json(put, user, srv_llama_final(&a->head, "", &a->res0));
     srv_json_choice f = {.index = i, .finish = c->finish};
     return put_json(put, user, srv_json_chunk_n(&a->head, &f));
 }
@@ -221,9 +230,10 @@ int srv_answer_events(srv_answer *a, int (*put)(void *user, const char *json), v
             if (put_json(put, user, srv_json_chunk_n(&a->head, &o)))
                 return -1;
         }
+    const bool llama = a->head.kind == SRV_KIND_LLAMA; /* llama-server's /completion: no [DONE] */
     if (a->failed) {
         a->over = *ended = true;
-        return put_json(put, user, srv_json_error(&a->err)) || put(user, "[DONE]") ? -1 : 0;
+        return put_json(put, user, srv_json_error(&a->err)) || (!llama && put(user, "[DONE]")) ? -1 : 0;
     }
     bool all = true;
     for (int i = 0; i < a->n; i++) {
@@ -234,6 +244,8 @@ int srv_answer_events(srv_answer *a, int (*put)(void *user, const char *json), v
     if (!all)
         return 0;
     a->over = *ended = true;
+    if (llama)
+        return 0;
     if (a->r->include_usage && put_json(put, user, srv_json_usage_chunk(&a->head, a->n_prompt, a->n_gen)))
         return -1;
     return put(user, "[DONE]");
