@@ -129,9 +129,8 @@ static int whole_choice(srv_answer *a, int i, srv_json_choice *o, char **txt)
     *o = (srv_json_choice){.index = i, .finish = c->finish, .logprobs = a->r->logprobs};
     *txt = NULL;
     if (c->mode == SRV_CH_CALL) {
-        o->call_name = c->call_name;
-        o->call_id = c->call_id;
-        o->call_args = c->call_args;
+        o->calls = c->calls;
+        o->n_calls = c->n_calls;
     } else {
         size_t e = a->echo ? strlen(a->echo) : 0;
         if (!(*txt = malloc(e + c->text.len + 1)))
@@ -176,7 +175,30 @@ static int put_json(int (*put)(void *, const char *), void *user, char *json)
     return rc;
 }
 
-/* Choice i's events due now: its text with its logprobs, then (ended) its call and finish. */
+/* Choice i's call deltas due now, each with the logprobs held so far. */
+static int call_events(srv_answer *a, int i, int (*put)(void *, const char *), void *user)
+{
+    srv_choice *c = &a->ch[i];
+    for (;;) {
+        srv_json_choice d = {.index = i, .logprobs = a->r->logprobs};
+        char *args = NULL;
+        int rc = srv_choice_next_call(c, a->r, &d.call_index, &d.call_id, &d.call_name, &args);
+        if (rc <= 0)
+            return rc;
+        d.call_args = args;
+        if (!d.call_name)
+            d.call_name = ""; /* an arguments piece: the delta names no function */
+        d.lps = srv_choice_take_lps(c, &d.n_lps, &d.text_offset);
+        rc = put_json(put, user, srv_json_chunk_n(&a->head, &d));
+        srv_lp_free((srv_lp *)d.lps, d.n_lps);
+        free(args);
+        if (rc)
+            return rc;
+    }
+}
+
+/* Choice i's events due now: its text (or its calls' deltas) with its logprobs, then (ended)
+ * its finish. */
 static int choice_events(srv_answer *a, int i, int (*put)(void *, const char *), void *user)
 {
     srv_choice *c = &a->ch[i];
@@ -199,23 +221,19 @@ static int choice_events(srv_answer *a, int i, int (*put)(void *, const char *),
         if (rc)
             return rc;
     }
+    if (call_events(a, i, put, user))
+        return -1;
     if (!c->ended || a->end_sent[i])
         return 0;
     a->end_sent[i] = true;
-    if (c->mode == SRV_CH_CALL) {
-        srv_json_choice h = {.index = i, .call_name = c->call_name, .call_id = c->call_id};
-        srv_json_choice g = {.index = i, .call_name = c->call_name, .call_args = c->call_args, .logprobs = o.logprobs};
-        g.lps = srv_choice_take_lps(c, &g.n_lps, &g.text_offset);
-        int rc = put_json(put, user, srv_json_chunk_n(&a->head, &h));
-        rc = rc ? rc : put_json(put, user, srv_json_chunk_n(&a->head, &g));
-        srv_lp_free((srv_lp *)g.lps, g.n_lps);
-        if (rc)
-            return rc;
-    }
     if (a->head.kind == SRV_KIND_LLAMA)
         return put_json(put, user, srv_llama_final(&a->head, "", &a->res0));
-    srv_json_choice f = {.index = i, .finish = c->finish};
-    return put_json(put, user, srv_json_chunk_n(&a->head, &f));
+    srv_json_choice f = {.index = i, .finish = c->finish, .logprobs = o.logprobs};
+    if (c->mode == SRV_CH_CALL) /* the logprobs of the tokens after the last delta */
+        f.lps = srv_choice_take_lps(c, &f.n_lps, &f.text_offset);
+    int rc = put_json(put, user, srv_json_chunk_n(&a->head, &f));
+    srv_lp_free((srv_lp *)f.lps, f.n_lps);
+    return rc;
 }
 
 int srv_answer_events(srv_answer *a, int (*put)(void *user, const char *json), void *user, bool *ended)

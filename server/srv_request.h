@@ -78,6 +78,7 @@ typedef struct {
                                  true; completions' integer "logprobs" given) */
     int top_logprobs;         /* and of the most likely tokens at each step: 0..20 */
     srv_tool_mode tool_mode;  /* tools (srv_tools.h): OFF, or what tool_choice allows */
+    bool single_call;         /* parallel_tool_calls false: one call per answer (else one or more) */
     char **tool_names;        /* the declared functions */
     int n_tools;
     char *tools_prompt;       /* the tools as shown to the model (before the first user text) */

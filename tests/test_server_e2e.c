@@ -6,8 +6,9 @@
  *   an API key, a stream aborted mid-way (its slot freed), /metrics as Prometheus text,
  *   structured output (response_format json_schema for 10 schemas validated with ajv,
  *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM; on the trained
- *   bitnet-kjv, tool calls (round trips streamed and not, arguments validated with ajv),
- *   logprobs and n = 3 choices (tests/server/tools.mjs), and the token budget under a grammar
+ *   bitnet-kjv, tool calls (round trips streamed and not, arguments validated with ajv, several
+ *   calls in one answer, arguments streamed piecewise equal to the whole answer's, a call at the
+ *   shortest budget), logprobs and n = 3 choices (tests/server/tools.mjs), and the token budget under a grammar
  *   (json_schema answers complete within a small max_tokens; a budget too small is a 400),
  *   ignore_eos and min_tokens.
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
@@ -250,13 +251,15 @@ static void test_tools_logprobs_n(void **state)
     server s;
     start_model(&s, KJV, (const char *const[]){"--parallel", "4", "--ctx-size", "1024", NULL});
     setenv("TERNION_MODEL", "bitnet-kjv", 1);
-    static const char *const scenarios[] = {"tools", "logprobs", "n"};
+    /* parallel: the end tokens (ids 4094 and 4095 of its GGUF) banned so that it writes a second call */
+    static const char *const scenarios[][2] = {{"tools", NULL}, {"logprobs", NULL}, {"n", NULL},
+                                               {"parallel", "4094,4095"}};
     int rc = 0;
-    for (int i = 0; i < 3 && !rc; i++) {
-        const char *argv[] = {"node", "tests/server/tools.mjs", s.base, scenarios[i], NULL};
+    for (int i = 0; i < 4 && !rc; i++) {
+        const char *argv[] = {"node", "tests/server/tools.mjs", s.base, scenarios[i][0], scenarios[i][1], NULL};
         char *o;
         rc = sp_run(argv, &o);
-        printf("%s: %.400s%s", scenarios[i], o, strlen(o) > 400 ? "...\n" : "");
+        printf("%s: %.400s%s", scenarios[i][0], o, strlen(o) > 400 ? "...\n" : "");
         free(o);
     }
     stop(&s); /* before any check fails: no server left behind */
