@@ -4,9 +4,13 @@
  *     text, an assistant's tool_calls written as the model writes calls, role tool as the
  *     chat format's Ipython turn; tool_choice none shows nothing;
  *   - the grammar a call follows (compiled by the grammar engine): calls of declared
- *     functions with valid arguments only (required / named), or words (auto);
- *   - the model's text read back as a call (or not), the answer's and the stream's JSON
- *     shapes (tool_calls, finish_reason "tool_calls", ids, deltas);
+ *     functions with valid arguments only (required / named), or words (auto); several
+ *     calls a line each (parallel_tool_calls), or exactly one when it is false;
+ *   - the model's text read back as calls (or not; arguments compacted, strings kept), the
+ *     call deltas a stream sends for text arriving in pieces (a head once the name is
+ *     complete, argument pieces that never split a character and join to the whole
+ *     answer's arguments, the ids kept), the answer's and the stream's JSON shapes
+ *     (tool_calls, finish_reason "tool_calls", ids, deltas with their call index);
  *   - bad tools: 400s naming the problem (a bad schema keyword by the compiler's message);
  *   - n choices (each equal to the known answer, streamed by index) and logprobs (chat and
  *     completions, streamed too, cut with the text at a stop sequence).
