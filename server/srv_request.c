@@ -340,14 +340,32 @@ static int parse_eos(const cJSON *root, srv_req *r, srv_error *e)
     return 0;
 }
 
-/* "logit_bias": {"token id": bias in [-100, 100], ...} (OpenAI's; the ids as decimal strings). */
+/* llama-server's array form: [[token id, bias in [-100, 100] or false (never: -100)], ...]. */
+static int parse_bias_pairs(const cJSON *b, srv_req *r, srv_error *e)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, b) {
+        const cJSON *id = cJSON_GetArrayItem(it, 0), *v = cJSON_GetArrayItem(it, 1);
+        double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || d < 0 || d > INT32_MAX || d != floor(d) ||
+            !(cJSON_IsFalse(v) || (cJSON_IsNumber(v) && isfinite(v->valuedouble) && fabs(v->valuedouble) <= 100)))
+            return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' as an array holds [token id, bias "
+                                 "in [-100, 100] or false] pairs");
+        r->bias_ids[r->n_bias] = (int32_t)d;
+        r->bias_vals[r->n_bias++] = cJSON_IsFalse(v) ? -100.0f : (float)v->valuedouble;
+    }
+    return 0;
+}
+
+/* "logit_bias": {"token id": bias in [-100, 100], ...} (OpenAI's; the ids as decimal strings),
+ * or llama-server's array of pairs. */
 static int parse_bias(const cJSON *root, srv_req *r, srv_error *e)
 {
     const cJSON *b = field(root, "logit_bias"), *it;
     if (!b)
         return 0;
     int n = cJSON_GetArraySize(b);
-    if (!cJSON_IsObject(b))
+    if (!cJSON_IsObject(b) && !cJSON_IsArray(b))
         return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' must be an object mapping token ids to "
                              "numbers in [-100, 100]");
     if (n > SRV_MAX_BIAS)
@@ -356,6 +374,8 @@ static int parse_bias(const cJSON *root, srv_req *r, srv_error *e)
     if (n && (!(r->bias_ids = malloc((size_t)n * sizeof *r->bias_ids)) ||
               !(r->bias_vals = malloc((size_t)n * sizeof *r->bias_vals))))
         return oom(e);
+    if (cJSON_IsArray(b))
+        return parse_bias_pairs(b, r, e);
     cJSON_ArrayForEach(it, b) {
         char *end = NULL;
         long id = strtol(it->string, &end, 10);

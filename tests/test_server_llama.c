@@ -10,7 +10,9 @@
  *   - stream: "data: " events whose contents join to the whole answer's, the last with stop
  *     true and the counts, no [DONE];
  *   - cache_prompt: true (the default) reuses the prefix a slot holds (cache_n = prompt - 1),
- *     false evaluates the whole prompt again (cache_n 0, and the scheduler's counters agree).
+ *     false evaluates the whole prompt again (cache_n 0, and the scheduler's counters agree);
+ *   - the parser: the prompt's forms, logit_bias as llama-server's [id, bias | false] pairs,
+ *     n and logprobs not read on this route; bad values of each field are 400s naming it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #include <pthread.h>
 
 #include "server/srv_http.h"
+#include "server/srv_request.h"
 #include "server/srv_sched.h"
 #include "srv_fake_model.h"
 #include "srv_http_client.h"
@@ -167,6 +170,10 @@ static void test_answer_and_n_predict(void **state)
         {"{\"prompt\":[61,-1]}", "prompt"},
         {"{\"prompt\":[]}", "prompt"},
         {"{\"prompt\":\"x\",\"cache_prompt\":1}", "cache_prompt"},
+        {"{\"prompt\":\"x\",\"logit_bias\":[[1]]}", "logit_bias"},
+        {"{\"prompt\":\"x\",\"logit_bias\":[[1,200]]}", "logit_bias"},
+        {"{\"prompt\":\"x\",\"logit_bias\":[[\"a\",1]]}", "logit_bias"},
+        {"{\"prompt\":\"x\",\"logit_bias\":[[62,1]]}", "logit_bias"}, /* past the vocabulary */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         j = call(&r, "/completion", bad[i].body, 400);
@@ -174,6 +181,41 @@ static void test_answer_and_n_predict(void **state)
         cJSON_Delete(j);
     }
     fake_rig_stop(&r);
+}
+
+/* The request fields read by the parser: the prompt's forms, n_predict over max_tokens,
+ * cache_prompt, llama-server's logit_bias pairs ([id, bias] and [id, false] = never). */
+static void test_parse_llama(void **state)
+{
+    (void)state;
+    srv_req r;
+    srv_error e;
+    const char *b = "{\"prompt\":[61,3,4],\"n_predict\":7,\"max_tokens\":9,\"cache_prompt\":false,"
+                    "\"logit_bias\":[[5,-2.5],[7,false]],\"n\":3,\"logprobs\":2}";
+    if (srv_req_parse(b, strlen(b), SRV_KIND_LLAMA, &r, &e))
+        fail_msg("%s", e.message);
+    assert_null(r.prompt);
+    assert_int_equal(r.n_prompt_ids, 3);
+    assert_int_equal(r.prompt_ids[0], 61);
+    assert_int_equal(r.prompt_ids[2], 4);
+    assert_int_equal(r.max_tokens, 7);
+    assert_false(r.cache_prompt);
+    assert_int_equal(r.n_bias, 2);
+    assert_int_equal(r.bias_ids[1], 7);
+    assert_true(r.bias_vals[0] == -2.5f && r.bias_vals[1] == -100.0f);
+    assert_int_equal(r.n, 1);          /* not llama-server's fields there */
+    assert_false(r.logprobs);
+    srv_req_free(&r);
+    b = "{\"prompt\":[\"Hi\"]}";
+    if (srv_req_parse(b, strlen(b), SRV_KIND_LLAMA, &r, &e))
+        fail_msg("%s", e.message);
+    assert_string_equal(r.prompt, "Hi");
+    assert_true(r.cache_prompt);       /* llama-server's default */
+    assert_int_equal(r.max_tokens, -1);
+    srv_req_free(&r);
+    b = "{\"prompt\":[61,3]}";       /* token ids only on /completion */
+    assert_int_equal(srv_req_parse(b, strlen(b), SRV_KIND_COMPLETION, &r, &e), -1);
+    assert_string_equal(e.param, "prompt");
 }
 
 static void test_token_prompt_and_stream(void **state)
@@ -265,6 +307,7 @@ static void test_cache_prompt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_llama),
         cmocka_unit_test(test_answer_and_n_predict),
         cmocka_unit_test(test_token_prompt_and_stream),
         cmocka_unit_test(test_cache_prompt),
