@@ -1,8 +1,9 @@
 /* test_server_e2e.c - ternion-server as users run it: the real binary on the tiny model
  * (tests/data/bitnet-tiny), started the way the README says, driven by the official
  * `openai` Node client (tests/server/client.mjs) and by curl:
- *   a streamed chat, a non-streamed completion, greedy output identical to the CLI's for
- *   the same prompt, 8 concurrent streams each equal to its text alone, OpenAI errors,
+ *   a streamed chat, a non-streamed completion, llama-server's /completion (fetch), greedy
+ *   output identical to the CLI's for the same prompt, 8 concurrent streams each equal to its
+ *   text alone, OpenAI errors,
  *   an API key, a stream aborted mid-way (its slot freed), /metrics as Prometheus text,
  *   structured output (response_format json_schema for 10 schemas validated with ajv,
  *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM; on the trained
@@ -133,6 +134,9 @@ static void test_openai_client(void **state)
     free(o);
     free(node(&s, "errors", NULL, NULL, NULL, NULL));
     free(node(&s, "disconnect", NULL, NULL, NULL, NULL));
+    o = node(&s, "llama", "The capital of France is", "8", NULL, NULL);
+    printf("llama-server's /completion: %s", o);
+    free(o);
     o = node(&s, "metrics", NULL, NULL, NULL, NULL);
     printf("metrics: %s", o);
     free(o);
