@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "srv_choice.h"
+#include "srv_llama.h"
 
 struct srv_answer {
     srv_sched *s;
@@ -22,6 +23,7 @@ struct srv_answer {
     bool failed, over;
     srv_error err;
     int n_prompt, n_gen;
+    srv_result res0;       /* choice 0's result (llama-server's answer reports it) */
 };
 
 static char *dup_str(const char *s)
@@ -93,6 +95,8 @@ static int take(srv_answer *a, int i, int timeout_ms, bool *any)
     srv_job_result(a->s, a->jobs[i], &res);
     a->n_prompt = res.n_prompt;
     a->n_gen += res.n_gen;
+    if (i == 0)
+        a->res0 = res;
     if (res.failed && !a->failed) {
         a->failed = true;
         a->err = res.err;
@@ -125,9 +129,8 @@ static int whole_choice(srv_answer *a, int i, srv_json_choice *o, char **txt)
     *o = (srv_json_choice){.index = i, .finish = c->finish, .logprobs = a->r->logprobs};
     *txt = NULL;
     if (c->mode == SRV_CH_CALL) {
-        o->call_name = c->call_name;
-        o->call_id = c->call_id;
-        o->call_args = c->call_args;
+        o->calls = c->calls;
+        o->n_calls = c->n_calls;
     } else {
         size_t e = a->echo ? strlen(a->echo) : 0;
         if (!(*txt = malloc(e + c->text.len + 1)))
@@ -156,7 +159,9 @@ char *srv_answer_json(srv_answer *a, int *status)
     bool ok = true;
     for (int i = 0; i < a->n && ok; i++)
         ok = whole_choice(a, i, &o[i], &txt[i]) == 0;
-    char *j = ok ? srv_json_answer_n(&a->head, o, a->n, a->n_prompt, a->n_gen) : NULL;
+    char *j = !ok ? NULL
+              : a->head.kind == SRV_KIND_LLAMA ? srv_llama_final(&a->head, o[0].text ? o[0].text : "", &a->res0)
+                                                : srv_json_answer_n(&a->head, o, a->n, a->n_prompt, a->n_gen);
     for (int i = 0; i < a->n; i++)
         free(txt[i]);
     *status = 200;
@@ -170,7 +175,30 @@ static int put_json(int (*put)(void *, const char *), void *user, char *json)
     return rc;
 }
 
-/* Choice i's events due now: its text with its logprobs, then (ended) its call and finish. */
+/* Choice i's call deltas due now, each with the logprobs held so far. */
+static int call_events(srv_answer *a, int i, int (*put)(void *, const char *), void *user)
+{
+    srv_choice *c = &a->ch[i];
+    for (;;) {
+        srv_json_choice d = {.index = i, .logprobs = a->r->logprobs};
+        char *args = NULL;
+        int rc = srv_choice_next_call(c, a->r, &d.call_index, &d.call_id, &d.call_name, &args);
+        if (rc <= 0)
+            return rc;
+        d.call_args = args;
+        if (!d.call_name)
+            d.call_name = ""; /* an arguments piece: the delta names no function */
+        d.lps = srv_choice_take_lps(c, &d.n_lps, &d.text_offset);
+        rc = put_json(put, user, srv_json_chunk_n(&a->head, &d));
+        srv_lp_free((srv_lp *)d.lps, d.n_lps);
+        free(args);
+        if (rc)
+            return rc;
+    }
+}
+
+/* Choice i's events due now: its text (or its calls' deltas) with its logprobs, then (ended)
+ * its finish. */
 static int choice_events(srv_answer *a, int i, int (*put)(void *, const char *), void *user)
 {
     srv_choice *c = &a->ch[i];
@@ -186,27 +214,26 @@ static int choice_events(srv_answer *a, int i, int (*put)(void *, const char *),
         srv_lp *l = srv_choice_take_lps(c, &o.n_lps, &o.text_offset);
         o.text = t;
         o.lps = l;
-        int rc = put_json(put, user, srv_json_chunk_n(&a->head, &o));
+        int rc = put_json(put, user, a->head.kind == SRV_KIND_LLAMA ? srv_llama_chunk(i, t)
+                                                                    : srv_json_chunk_n(&a->head, &o));
         free(t);
         srv_lp_free(l, o.n_lps);
         if (rc)
             return rc;
     }
+    if (call_events(a, i, put, user))
+        return -1;
     if (!c->ended || a->end_sent[i])
         return 0;
     a->end_sent[i] = true;
-    if (c->mode == SRV_CH_CALL) {
-        srv_json_choice h = {.index = i, .call_name = c->call_name, .call_id = c->call_id};
-        srv_json_choice g = {.index = i, .call_name = c->call_name, .call_args = c->call_args, .logprobs = o.logprobs};
-        g.lps = srv_choice_take_lps(c, &g.n_lps, &g.text_offset);
-        int rc = put_json(put, user, srv_json_chunk_n(&a->head, &h));
-        rc = rc ? rc : put_json(put, user, srv_json_chunk_n(&a->head, &g));
-        srv_lp_free((srv_lp *)g.lps, g.n_lps);
-        if (rc)
-            return rc;
-    }
-    srv_json_choice f = {.index = i, .finish = c->finish};
-    return put_json(put, user, srv_json_chunk_n(&a->head, &f));
+    if (a->head.kind == SRV_KIND_LLAMA)
+        return put_json(put, user, srv_llama_final(&a->head, "", &a->res0));
+    srv_json_choice f = {.index = i, .finish = c->finish, .logprobs = o.logprobs};
+    if (c->mode == SRV_CH_CALL) /* the logprobs of the tokens after the last delta */
+        f.lps = srv_choice_take_lps(c, &f.n_lps, &f.text_offset);
+    int rc = put_json(put, user, srv_json_chunk_n(&a->head, &f));
+    srv_lp_free((srv_lp *)f.lps, f.n_lps);
+    return rc;
 }
 
 int srv_answer_events(srv_answer *a, int (*put)(void *user, const char *json), void *user, bool *ended)
@@ -221,9 +248,10 @@ int srv_answer_events(srv_answer *a, int (*put)(void *user, const char *json), v
             if (put_json(put, user, srv_json_chunk_n(&a->head, &o)))
                 return -1;
         }
+    const bool llama = a->head.kind == SRV_KIND_LLAMA; /* llama-server's /completion: no [DONE] */
     if (a->failed) {
         a->over = *ended = true;
-        return put_json(put, user, srv_json_error(&a->err)) || put(user, "[DONE]") ? -1 : 0;
+        return put_json(put, user, srv_json_error(&a->err)) || (!llama && put(user, "[DONE]")) ? -1 : 0;
     }
     bool all = true;
     for (int i = 0; i < a->n; i++) {
@@ -234,6 +262,8 @@ int srv_answer_events(srv_answer *a, int (*put)(void *user, const char *json), v
     if (!all)
         return 0;
     a->over = *ended = true;
+    if (llama)
+        return 0;
     if (a->r->include_usage && put_json(put, user, srv_json_usage_chunk(&a->head, a->n_prompt, a->n_gen)))
         return -1;
     return put(user, "[DONE]");

@@ -27,9 +27,9 @@
 
 #define WAIT_MS 100
 
-enum { EP_CHAT, EP_COMPLETIONS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_EMBED, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS,
+enum { EP_CHAT, EP_COMPLETIONS, EP_LLAMA, EP_MODELS, EP_HEALTH, EP_METRICS, EP_EMBED, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS,
        EP_SLOTS, EP_OTHER, EP_N };
-static const char *const ep_name[EP_N] = {"chat_completions", "completions", "models",    "health",
+static const char *const ep_name[EP_N] = {"chat_completions", "completions", "completion", "models", "health",
                                           "metrics",          "embeddings",  "tokenize",  "detokenize",
                                           "props",            "slots",       "other"};
 static const int statuses[] = {200, 204, 400, 401, 404, 405, 413, 500, 503};
@@ -79,7 +79,7 @@ static int route(const char *url)
 {
     static const struct { const char *path; int ep; } routes[] = {
         {"/v1/chat/completions", EP_CHAT}, {"/chat/completions", EP_CHAT}, {"/v1/completions", EP_COMPLETIONS},
-        {"/completions", EP_COMPLETIONS}, {"/v1/models", EP_MODELS},   {"/models", EP_MODELS},
+        {"/completions", EP_COMPLETIONS}, {"/completion", EP_LLAMA}, {"/v1/models", EP_MODELS},   {"/models", EP_MODELS},
         {"/health", EP_HEALTH},           {"/metrics", EP_METRICS},    {"/v1/embeddings", EP_EMBED},
         {"/embeddings", EP_EMBED},        {"/tokenize", EP_TOKENIZE},  {"/detokenize", EP_DETOKENIZE},
         {"/props", EP_PROPS},             {"/slots", EP_SLOTS},
@@ -347,7 +347,7 @@ static int budget_check(srv_http *h, const srv_req *r, int n_prompt, srv_error *
 
 static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
 {
-    srv_kind kind = cn->ep == EP_CHAT ? SRV_KIND_CHAT : SRV_KIND_COMPLETION;
+    srv_kind kind = cn->ep == EP_CHAT ? SRV_KIND_CHAT : cn->ep == EP_LLAMA ? SRV_KIND_LLAMA : SRV_KIND_COMPLETION;
     srv_req req;
     srv_error e;
     char err[SRV_ERR_LEN] = "";
@@ -361,8 +361,20 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
     int32_t *ids = NULL;
     int n = 0;
     /* "model": any name is this server's model (llama-server's rule); answers name the real one */
-    int rc = kind == SRV_KIND_CHAT ? h->m->chat(h->m->ctx, req.msgs, req.n_msgs, &ids, &n, err)
+    int rc = 0;
+    if (req.prompt_ids) { /* llama-server's token-id prompt, as it is */
+        ids = req.prompt_ids, n = req.n_prompt_ids;
+        req.prompt_ids = NULL;
+    } else {
+        rc = kind == SRV_KIND_CHAT ? h->m->chat(h->m->ctx, req.msgs, req.n_msgs, &ids, &n, err)
                                    : h->m->tokenize(h->m->ctx, req.prompt, &ids, &n, err);
+    }
+    for (int i = 0; !rc && i < n; i++)
+        if (ids[i] >= h->m->n_vocab) {
+            srv_error_set(&e, 400, "invalid_request_error", NULL, "prompt", "'prompt' holds token %d; the "
+                          "vocabulary has %d tokens", ids[i], h->m->n_vocab);
+            goto fail;
+        }
     if (rc) {
         srv_error_set(&e, 500, "server_error", NULL, NULL, "%s", err);
         goto fail;
@@ -516,7 +528,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         srv_error_set(&e, 404, "invalid_request_error", "not_found", NULL, "no route %.6s %.200s", method, url);
         return respond_error(h, c, cn->ep, &e);
     }
-    bool want_post = cn->ep == EP_CHAT || cn->ep == EP_COMPLETIONS || cn->ep == EP_EMBED || cn->ep == EP_TOKENIZE ||
+    bool want_post = cn->ep == EP_CHAT || cn->ep == EP_COMPLETIONS || cn->ep == EP_LLAMA || cn->ep == EP_EMBED || cn->ep == EP_TOKENIZE ||
                      cn->ep == EP_DETOKENIZE;
     if (want_post ? !post : !get) {
         srv_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL, "%.200s takes %s, not %.10s",

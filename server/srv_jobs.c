@@ -20,6 +20,7 @@ static srv_job *job_new(shared *sh, int index)
     j->ids = sh->ids;
     j->n_ids = sh->n_ids;
     j->index = index;
+    j->slot = -1;
     j->refs = 2;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -138,6 +139,12 @@ void srv_job_result(srv_sched *s, srv_job *j, srv_result *out)
 {
     pthread_mutex_lock(&s->mu);
     out->finish = j->finish;
+    out->stop_type = j->stop_type ? j->stop_type : "none";
+    out->stop_word = j->stop_word;
+    out->n_cached = j->n_cached;
+    out->slot = j->slot;
+    out->prompt_ms = j->prompt_ms;
+    out->gen_ms = j->gen_ms;
     out->n_prompt = j->n_ids;
     out->n_gen = j->n_gen;
     out->failed = j->failed;

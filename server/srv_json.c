@@ -112,18 +112,31 @@ static bool add_text_logprobs(cJSON *c, const srv_json_choice *ch)
     return ok;
 }
 
-/* tool_calls: [{index, id, type, function: {name, arguments}}] (a chunk: see srv_json_choice) */
-static bool add_call(cJSON *m, const srv_json_choice *ch, bool chunk)
+/* One call object: {id, type, function: {name, arguments}} (whole), or a chunk's delta: {index,
+ * id, type, function: {name, arguments: ""}} first, then {index, function: {arguments: piece}}. */
+static bool add_call(cJSON *arr, const char *id, const char *name, const char *args, bool chunk, int index)
 {
-    cJSON *arr = cJSON_AddArrayToObject(m, "tool_calls"), *tc = cJSON_CreateObject();
-    if (!arr || !tc || !cJSON_AddItemToArray(arr, tc))
+    cJSON *tc = cJSON_CreateObject();
+    if (!tc || !cJSON_AddItemToArray(arr, tc))
         return cJSON_Delete(tc), false;
-    bool head = !chunk || ch->call_id;
-    bool ok = (!chunk || cJSON_AddNumberToObject(tc, "index", 0)) &&
-              (!head || (cJSON_AddStringToObject(tc, "id", ch->call_id) && cJSON_AddStringToObject(tc, "type", "function")));
+    bool head = !chunk || id;
+    bool ok = (!chunk || cJSON_AddNumberToObject(tc, "index", index)) &&
+              (!head || (cJSON_AddStringToObject(tc, "id", id) && cJSON_AddStringToObject(tc, "type", "function")));
     cJSON *f = ok ? cJSON_AddObjectToObject(tc, "function") : NULL;
-    return f && (!head || cJSON_AddStringToObject(f, "name", ch->call_name)) &&
-           cJSON_AddStringToObject(f, "arguments", chunk && ch->call_id ? "" : ch->call_args ? ch->call_args : "{}");
+    return f && (!head || cJSON_AddStringToObject(f, "name", name)) &&
+           cJSON_AddStringToObject(f, "arguments", chunk && id ? "" : args ? args : "{}");
+}
+
+/* tool_calls: a message's calls, or a chunk's one delta */
+static bool add_calls(cJSON *m, const srv_json_choice *ch, bool chunk)
+{
+    cJSON *arr = cJSON_AddArrayToObject(m, "tool_calls");
+    bool ok = arr != NULL;
+    if (chunk)
+        return ok && add_call(arr, ch->call_id, ch->call_name, ch->call_args, true, ch->call_index);
+    for (int k = 0; ok && k < ch->n_calls; k++)
+        ok = add_call(arr, ch->calls[k].id, ch->calls[k].name, ch->calls[k].args, false, k);
+    return ok;
 }
 
 /* One choice: chat {index, message|delta, logprobs, finish_reason}; text {text, index, ...}. */
@@ -142,8 +155,8 @@ static bool add_choice(cJSON *arr, const srv_answer_head *h, bool chunk, const s
             ok = cJSON_AddStringToObject(m, "content", ch->text) != NULL;
         else if (ok && (!chunk || ch->role))
             ok = cJSON_AddNullToObject(m, "content") != NULL;
-        if (ok && ch->call_name)
-            ok = add_call(m, ch, chunk);
+        if (ok && (chunk ? ch->call_name != NULL : ch->n_calls > 0))
+            ok = add_calls(m, ch, chunk);
     } else {
         ok = ok && cJSON_AddStringToObject(c, "text", ch->text ? ch->text : "");
     }

@@ -19,16 +19,25 @@ typedef struct {
     const char *model;
 } srv_answer_head;
 
+/* A tool call of an answer: the function's name, its arguments (JSON text), its id. */
+typedef struct {
+    char *name, *args;
+    char id[32];
+} srv_call;
+
 /* One choice of an answer, or its part in a streamed chunk. */
 typedef struct {
     int index;
     const char *text;         /* content (chat) or text; NULL: none in a chunk, null content in a
                                  chat message (one with a tool call) */
     bool role;                /* chat chunk: the delta carries the role (a choice's first chunk) */
-    const char *call_name;    /* a tool call (chat), NULL: none; in a chunk, with call_id: the
+    const srv_call *calls;    /* a whole message's tool calls (chat), n_calls of them */
+    int n_calls;
+    const char *call_name;    /* a chunk's tool call delta (chat), NULL: none; with call_id: the
                                  call's first delta (id, type, name, arguments ""), without:
-                                 arguments only */
+                                 a piece of its arguments (call_args) */
     const char *call_id, *call_args;
+    int call_index;           /* the call's index among the choice's calls */
     bool logprobs;            /* the request asked for logprobs (else "logprobs": null) */
     const srv_lp *lps;        /* those of this text's tokens */
     int n_lps;

@@ -36,7 +36,7 @@ static void usage(FILE *f, const char *prog)
             "usage: %s -m MODEL.gguf [options]\n"
             "OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
             "POST /v1/embeddings, GET /v1/models, GET /health, GET /metrics; llama-server's\n"
-            "POST /tokenize, POST /detokenize, GET /props, GET /slots.\n"
+            "POST /completion, POST /tokenize, POST /detokenize, GET /props, GET /slots.\n"
             "  -m, --model PATH      GGUF model file (required)\n"
             "  --host ADDR           address to listen on (default 127.0.0.1)\n"
             "  --port N              port (default 8080; 0: any free port)\n"

@@ -28,6 +28,7 @@ void srv_req_defaults(srv_req *r, srv_kind kind)
     r->repeat_penalty = 1.0f;
     r->max_tokens = -1;
     r->n = 1;
+    r->cache_prompt = true;
 }
 
 void srv_req_free(srv_req *r)
@@ -37,6 +38,7 @@ void srv_req_free(srv_req *r)
         free(r->msgs[i].content);
     free(r->msgs);
     free(r->prompt);
+    free(r->prompt_ids);
     for (int i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     free(r->grammar);
@@ -202,6 +204,25 @@ static int parse_messages(const cJSON *root, srv_req *r, srv_error *e)
     return 0;
 }
 
+/* llama-server's /completion also takes the prompt as token ids: an array of integers. */
+static int parse_prompt_ids(const cJSON *p, srv_req *r, srv_error *e)
+{
+    int n = cJSON_GetArraySize(p);
+    if (n < 1)
+        return srv_error_set(e, 400, BAD, NULL, "prompt", "'prompt' is empty");
+    if (!(r->prompt_ids = malloc((size_t)n * sizeof *r->prompt_ids)))
+        return oom(e);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, p) {
+        if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 0 ||
+            it->valuedouble > INT32_MAX)
+            return srv_error_set(e, 400, BAD, NULL, "prompt", "'prompt' must be a string, an array of one string "
+                                 "or an array of token ids (integers >= 0)");
+        r->prompt_ids[r->n_prompt_ids++] = (int32_t)it->valuedouble;
+    }
+    return 0;
+}
+
 static int parse_prompt(const cJSON *root, srv_req *r, srv_error *e)
 {
     const cJSON *p = field(root, "prompt");
@@ -209,6 +230,8 @@ static int parse_prompt(const cJSON *root, srv_req *r, srv_error *e)
         return srv_error_set(e, 400, BAD, NULL, "prompt", "'prompt' is required");
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
         p = cJSON_GetArrayItem(p, 0);
+    if (r->kind == SRV_KIND_LLAMA && cJSON_IsArray(p))
+        return parse_prompt_ids(p, r, e);
     if (!cJSON_IsString(p))
         return srv_error_set(e, 400, BAD, NULL, "prompt", "'prompt' must be a string (or an array of one string)");
     r->prompt = dup_str(p->valuestring);
@@ -272,12 +295,23 @@ static int parse_sampling(const cJSON *root, srv_req *r, srv_error *e)
         return -1;
     if (rc == 0)
         r->max_tokens = (int)v;
+    if ((rc = get_int(root, "n_predict", -1, 1e9, &v, e)) < 0) /* llama-server's; it wins over max_tokens */
+        return -1;
+    if (rc == 0 && v == 0)
+        return srv_error_set(e, 400, BAD, NULL, "n_predict", "'n_predict' 0 (evaluate the prompt only) is not "
+                             "supported; give -1 (until an end token or the context is full) or a count >= 1");
+    if (rc == 0)
+        r->max_tokens = (int)v;
+    if (get_bool(root, "cache_prompt", &r->cache_prompt, e))
+        return -1;
     if ((rc = get_int(root, "seed", -9.2e18, 1.8e19, &v, e)) < 0)
         return -1;
     if (rc == 0 && v != -1) { /* -1: a random seed, as no seed (llama.cpp's convention) */
         r->seed_set = true;
         r->seed = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
     }
+    if (r->kind == SRV_KIND_LLAMA) /* one answer; "n" is not llama-server's field */
+        return 0;
     if ((rc = get_int(root, "n", 1, SRV_MAX_N, &v, e)) < 0)
         return -1;
     if (rc == 0)
@@ -306,14 +340,32 @@ static int parse_eos(const cJSON *root, srv_req *r, srv_error *e)
     return 0;
 }
 
-/* "logit_bias": {"token id": bias in [-100, 100], ...} (OpenAI's; the ids as decimal strings). */
+/* llama-server's array form: [[token id, bias in [-100, 100] or false (never: -100)], ...]. */
+static int parse_bias_pairs(const cJSON *b, srv_req *r, srv_error *e)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, b) {
+        const cJSON *id = cJSON_GetArrayItem(it, 0), *v = cJSON_GetArrayItem(it, 1);
+        double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || d < 0 || d > INT32_MAX || d != floor(d) ||
+            !(cJSON_IsFalse(v) || (cJSON_IsNumber(v) && isfinite(v->valuedouble) && fabs(v->valuedouble) <= 100)))
+            return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' as an array holds [token id, bias "
+                                 "in [-100, 100] or false] pairs");
+        r->bias_ids[r->n_bias] = (int32_t)d;
+        r->bias_vals[r->n_bias++] = cJSON_IsFalse(v) ? -100.0f : (float)v->valuedouble;
+    }
+    return 0;
+}
+
+/* "logit_bias": {"token id": bias in [-100, 100], ...} (OpenAI's; the ids as decimal strings),
+ * or llama-server's array of pairs. */
 static int parse_bias(const cJSON *root, srv_req *r, srv_error *e)
 {
     const cJSON *b = field(root, "logit_bias"), *it;
     if (!b)
         return 0;
     int n = cJSON_GetArraySize(b);
-    if (!cJSON_IsObject(b))
+    if (!cJSON_IsObject(b) && !cJSON_IsArray(b))
         return srv_error_set(e, 400, BAD, NULL, "logit_bias", "'logit_bias' must be an object mapping token ids to "
                              "numbers in [-100, 100]");
     if (n > SRV_MAX_BIAS)
@@ -322,6 +374,8 @@ static int parse_bias(const cJSON *root, srv_req *r, srv_error *e)
     if (n && (!(r->bias_ids = malloc((size_t)n * sizeof *r->bias_ids)) ||
               !(r->bias_vals = malloc((size_t)n * sizeof *r->bias_vals))))
         return oom(e);
+    if (cJSON_IsArray(b))
+        return parse_bias_pairs(b, r, e);
     cJSON_ArrayForEach(it, b) {
         char *end = NULL;
         long id = strtol(it->string, &end, 10);
@@ -414,8 +468,8 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
      * (the alternatives per token; 0: the chosen token's alone) */
     double n_lp = 0;
     int rc = 1;
-    if (kind == SRV_KIND_CHAT ? get_bool(root, "logprobs", &r->logprobs, e)
-                              : (rc = get_int(root, "logprobs", 0, 5, &n_lp, e)) < 0)
+    if (kind != SRV_KIND_LLAMA && (kind == SRV_KIND_CHAT ? get_bool(root, "logprobs", &r->logprobs, e)
+                                                         : (rc = get_int(root, "logprobs", 0, 5, &n_lp, e)) < 0))
         return -1;
     r->logprobs = r->logprobs || rc == 0;
     if (kind == SRV_KIND_CHAT && (rc = get_int(root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &n_lp, e)) < 0)
@@ -429,7 +483,7 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
     if (parse_sampling(root, r, e) || parse_stop(root, r, e) || parse_constraint(root, r, e) ||
         parse_bias(root, r, e) || (kind == SRV_KIND_CHAT && srv_tools_parse(root, r, e)) || parse_eos(root, r, e))
         return -1;
-    if (kind == SRV_KIND_COMPLETION)
+    if (kind != SRV_KIND_CHAT)
         return parse_prompt(root, r, e);
     return parse_messages(root, r, e) || srv_tools_into_messages(r, e) ? -1 : 0;
 }

@@ -19,7 +19,8 @@
 #define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
 #define SRV_MAX_BIAS 1024       /* logit_bias entries */
 
-typedef enum { SRV_KIND_CHAT, SRV_KIND_COMPLETION } srv_kind;
+/* LLAMA: llama-server's own POST /completion (its request fields and answer shape) */
+typedef enum { SRV_KIND_CHAT, SRV_KIND_COMPLETION, SRV_KIND_LLAMA } srv_kind;
 
 #define SRV_MAX_N 16         /* choices per request ("n") */
 #define SRV_MAX_TOP_LOGPROBS 20 /* alternatives per token (chat's top_logprobs; completions: 5) */
@@ -42,6 +43,11 @@ typedef struct {
     srv_msg *msgs;            /* chat */
     int n_msgs;
     char *prompt;             /* completion */
+    int32_t *prompt_ids;      /* llama-server's /completion: a prompt given as token ids (used as they are,
+                                 no BOS added; the HTTP layer checks the vocabulary); NULL: text */
+    int n_prompt_ids;
+    bool cache_prompt;        /* llama-server's (default true): keep the KV of the prompt prefix a slot
+                                 already holds; false: the whole prompt is evaluated again */
     bool stream;
     bool include_usage;       /* stream_options.include_usage: a last chunk with usage */
     bool echo;                /* completion: prompt text before the answer */
@@ -49,7 +55,8 @@ typedef struct {
     float top_p, min_p;
     int top_k;                /* <= 0: off */
     float presence_penalty, frequency_penalty, repeat_penalty;
-    int max_tokens;           /* -1: until a stop token or the context is full */
+    int max_tokens;           /* -1: until a stop token or the context is full (llama-server's n_predict
+                                 is the same field and wins over max_tokens) */
     bool seed_set;
     uint64_t seed;
     char *stop[SRV_MAX_STOP];
@@ -71,6 +78,7 @@ typedef struct {
                                  true; completions' integer "logprobs" given) */
     int top_logprobs;         /* and of the most likely tokens at each step: 0..20 */
     srv_tool_mode tool_mode;  /* tools (srv_tools.h): OFF, or what tool_choice allows */
+    bool single_call;         /* parallel_tool_calls false: one call per answer (else one or more) */
     char **tool_names;        /* the declared functions */
     int n_tools;
     char *tools_prompt;       /* the tools as shown to the model (before the first user text) */

@@ -134,6 +134,13 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
         j->err = *err;
     }
     j->finish = reason;
+    j->stop_type = !reason ? "none" : sl->eos ? "eos" : !strcmp(reason, "length") ? "limit" : "word";
+    j->stop_word = sl->word;
+    j->n_cached = sl->n_reused;
+    j->slot = (int)(sl - s->slots);
+    const double t_end = now_s(), t_first = sl->t_first > 0 ? sl->t_first : t_end;
+    j->prompt_ms = sl->t_start > 0 ? (t_first - sl->t_start) * 1e3 : 0;
+    j->gen_ms = (t_end - t_first) * 1e3;
     j->n_gen = sl->n_gen;
     if (j->index == 0)
         j->sh->lead_done = true;
@@ -157,6 +164,9 @@ static void finish(srv_sched *s, slot *sl, const char *reason, size_t upto, cons
     sl->n_held = sl->cap_held = 0;
     sl->started = sl->prompting = false;
     sl->n_gen = 0;
+    sl->word = NULL;
+    sl->eos = false;
+    sl->t_start = sl->t_first = 0;
 }
 
 static void fail(srv_sched *s, slot *sl, int status, const char *msg)
@@ -279,6 +289,7 @@ static void take_token(srv_sched *s, slot *sl, int32_t id, int row)
     srv_job *j = sl->job;
     const srv_req *r = j->r;
     if (m->is_eog(m->ctx, id)) {
+        sl->eos = true;
         finish(s, sl, "stop", srv_text_ready(&sl->text, r->stop, r->n_stop, true, &(bool){0}), NULL);
         return;
     }
@@ -298,6 +309,9 @@ static void take_token(srv_sched *s, slot *sl, int32_t id, int row)
     bool stopped = false;
     bool last = (r->max_tokens > 0 && sl->n_gen >= r->max_tokens) || sl->n_cache >= m->n_ctx;
     size_t ready = srv_text_ready(&sl->text, r->stop, r->n_stop, last, &stopped);
+    for (int k = 0; stopped && !sl->word && k < r->n_stop; k++) /* which stop sequence begins there */
+        if (!strncmp(sl->text.buf + ready, r->stop[k], strlen(r->stop[k])))
+            sl->word = r->stop[k];
     if (stopped || last) {
         finish(s, sl, stopped ? "stop" : "length", ready, NULL);
         return;
@@ -356,7 +370,9 @@ static void prepare(srv_sched *s, slot *sl, int seq)
     srv_job *j = sl->job;
     char err[SRV_ERR_LEN] = "";
     int n = j->n_ids;
-    int c = copy_prefix(s, sl, seq, common_prefix(sl->cache, sl->n_cache, j->ids, n), err);
+    sl->t_start = now_s();
+    /* cache_prompt false (llama-server's field): no KV kept, the whole prompt evaluated again */
+    int c = !j->r->cache_prompt ? 0 : copy_prefix(s, sl, seq, common_prefix(sl->cache, sl->n_cache, j->ids, n), err);
     if (c < 0) {
         fail(s, sl, 500, err);
         return;
@@ -367,7 +383,7 @@ static void prepare(srv_sched *s, slot *sl, int seq)
         fail(s, sl, 500, err);
         return;
     }
-    sl->n_cache = c;
+    sl->n_cache = sl->n_reused = c;
     const srv_req *r = j->r;
     srv_sampling p = {
         .temperature = r->temperature, .top_p = r->top_p, .min_p = r->min_p, .top_k = r->top_k,
@@ -426,6 +442,7 @@ static void prompt_chunk(srv_sched *s, slot *sl, int seq)
         j->sh->lead_done = true;
     sl->prompting = false;
     sl->started = true;
+    sl->t_first = now_s();
     take_token(s, sl, id, -1);
 }
 

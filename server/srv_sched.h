@@ -64,7 +64,13 @@ void srv_job_release(srv_sched *s, srv_job *j);
 
 typedef struct {
     const char *finish;  /* "stop" or "length"; NULL on error */
+    const char *stop_type; /* llama-server's: "eos" (an end token), "word" (a stop sequence), "limit"
+                              (max_tokens or the context), "none" (cancelled or failed) */
+    const char *stop_word; /* the stop sequence that ended it ("word"; lives with the job), else NULL */
     int n_prompt, n_gen;
+    int n_cached;        /* prompt tokens whose KV the slot held already (not evaluated again) */
+    int slot;            /* the slot that served it (-1: none) */
+    double prompt_ms, gen_ms; /* from taking the slot to the first token, from there to the end */
     bool failed;
     srv_error err;       /* when failed */
 } srv_result;

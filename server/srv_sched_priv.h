@@ -34,6 +34,9 @@ struct srv_job {
     int n_lps, cap_lps;
     bool done, failed, cancelled;
     const char *finish;
+    const char *stop_type, *stop_word; /* srv_result's */
+    int n_cached, slot;
+    double prompt_ms, gen_ms;
     srv_error err;
     int n_gen, refs;
     pthread_cond_t cv;
@@ -53,6 +56,10 @@ typedef struct {
     int n_held, cap_held;
     void *smp;
     int n_gen;
+    int n_reused;      /* prompt tokens whose KV was kept for this request */
+    const char *word;  /* the stop sequence that ended it, NULL: none */
+    bool eos;          /* an end token ended it */
+    double t_start, t_first; /* taking the request, its first token (seconds, monotonic) */
 } slot;
 
 /* A call srv_sched_exec hands to the scheduler thread (on the caller's stack). */

@@ -20,8 +20,14 @@ static const char intro[] =
     "best answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": dictionary "
     "of argument name and its value}.Do not use variables.\n\n";
 
-/* auto: a call (the schema's `root`) or free text that does not start with `{` */
-static const char auto_gbnf[] = "start ::= root | [^{] .*\n";
+/* The answer's grammar over the call schema's `root` (one call): with parallel_tool_calls
+ * (OpenAI's default) one or more calls, a newline between two (as an assistant's tool_calls are
+ * written back); auto: that, or free text that does not start with `{`. NULL: the schema's own
+ * `root` (required or named, one call). */
+static const char *const gbnf_of[2][2] = {
+    /* one call */ {NULL, "start ::= root | [^{] .*\n"},
+    /* several */ {"start ::= root (\"\\n\" root)*\n", "start ::= root (\"\\n\" root)* | [^{] .*\n"},
+};
 
 static int oom(srv_error *e)
 {
@@ -169,7 +175,8 @@ static int build(const cJSON *tools, const char *named, srv_req *r, srv_error *e
     r->tools_prompt = prompt;
     r->json_schema = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
-    if (!r->json_schema || (r->tool_mode == SRV_TOOLS_AUTO && !(r->grammar = dup_str(auto_gbnf))))
+    const char *g = gbnf_of[!r->single_call][r->tool_mode == SRV_TOOLS_AUTO];
+    if (!r->json_schema || (g && !(r->grammar = dup_str(g))))
         return oom(e);
     r->constraint = "tools";
     return 0;
@@ -195,6 +202,10 @@ int srv_tools_parse(const cJSON *root, srv_req *r, srv_error *e)
         return srv_error_set(e, 400, BAD, NULL, "tools", "'tools' holds %d functions; it must hold 1 to %d", n,
                              SRV_MAX_TOOLS);
     const char *named = NULL;
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(root, "parallel_tool_calls");
+    if (par && !cJSON_IsNull(par) && !cJSON_IsBool(par))
+        return srv_error_set(e, 400, BAD, NULL, "parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+    r->single_call = cJSON_IsFalse(par);
     if (parse_choice(tc, r, &named, e))
         return -1;
     if (r->tool_mode != SRV_TOOLS_OFF && r->constraint)
@@ -272,34 +283,6 @@ int srv_tools_into_messages(srv_req *r, srv_error *e)
     free(m->content);
     m->content = c;
     return 0;
-}
-
-bool srv_tools_read_call(const srv_req *r, const char *text, char **name, char **arguments)
-{
-    *name = *arguments = NULL;
-    if (r->tool_mode == SRV_TOOLS_OFF)
-        return false;
-    cJSON *o = cJSON_Parse(text); /* white space around the value is allowed */
-    const cJSON *n = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "name") : NULL;
-    const cJSON *p = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "parameters") : NULL;
-    if (!p && cJSON_IsObject(o))
-        p = cJSON_GetObjectItemCaseSensitive(o, "arguments");
-    bool ok = cJSON_IsString(n) && (!p || cJSON_IsObject(p));
-    int k = 0;
-    while (ok && k < r->n_tools && strcmp(r->tool_names[k], n->valuestring) != 0)
-        k++;
-    ok = ok && k < r->n_tools;
-    if (ok) {
-        *name = dup_str(n->valuestring);
-        *arguments = p ? cJSON_PrintUnformatted(p) : dup_str("{}");
-        ok = *name && *arguments;
-        if (!ok) {
-            free(*name), free(*arguments);
-            *name = *arguments = NULL;
-        }
-    }
-    cJSON_Delete(o);
-    return ok;
 }
 
 void srv_tools_call_id(char *out, size_t n)

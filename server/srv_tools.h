@@ -11,13 +11,15 @@
  *   proper arguments that best answers the given prompt.\n\nRespond in the format {"name":
  *   function name, "parameters": dictionary of argument name and its value}.Do not use
  *   variables.\n\n{tool 1 as JSON}\n\n{tool 2}\n\n{the user's text}
- * an assistant's call is `{"name": "f", "parameters": {...}}`, a tool's result (`role:
- * tool`) is a turn of the `ipython` role. One call per answer (Llama 3.1 makes one).
+ * an assistant's call is `{"name": "f", "parameters": {...}}` (several calls: one a line), a
+ * tool's result (`role: tool`) is a turn of the `ipython` role.
  *
- * What the answer may be (the grammar): `required`: a call of any tool; a named function:
- * a call of that one; `auto`: a call, or free text whose first character is not `{` (an
- * answer that starts with `{` is a call); `none`: free text, and the tools are not shown.
- * The call's "parameters" follow the function's JSON schema.
+ * What the answer may be (the grammar): `required`: calls of any tool; a named function:
+ * calls of that one; `auto`: calls, or free text whose first character is not `{` (an
+ * answer that starts with `{` is calls); `none`: free text, and the tools are not shown.
+ * With `parallel_tool_calls` (true unless it is false) one or more calls, a newline between
+ * two; false: exactly one. Each call's "parameters" follow the function's JSON schema. The
+ * answer is read back as calls by srv_calls.h.
  */
 #ifndef SRV_TOOLS_H
 #define SRV_TOOLS_H
@@ -43,11 +45,6 @@ int srv_tools_render_calls(const struct cJSON *calls, const char *param, char **
 /* The tools shown to the model: r->tools_prompt put before the first user message's text
  * (the first message's when no user message). 0 or -1 with *e (out of memory). */
 int srv_tools_into_messages(srv_req *r, srv_error *e);
-
-/* The model's answer read as a call of one of r's tools: {"name": ..., "parameters" (or
- * "arguments"): {...}} with surrounding white space. true with *name and *arguments (the
- * arguments as compact JSON text) malloc'd; false when it is not one (free text). */
-bool srv_tools_read_call(const srv_req *r, const char *text, char **name, char **arguments);
 
 /* A fresh call id, "call_" + 24 random letters and digits, into out (>= 32 bytes). */
 void srv_tools_call_id(char *out, size_t n);

@@ -1,13 +1,15 @@
 /* test_server_e2e.c - ternion-server as users run it: the real binary on the tiny model
  * (tests/data/bitnet-tiny), started the way the README says, driven by the official
  * `openai` Node client (tests/server/client.mjs) and by curl:
- *   a streamed chat, a non-streamed completion, greedy output identical to the CLI's for
- *   the same prompt, 8 concurrent streams each equal to its text alone, OpenAI errors,
+ *   a streamed chat, a non-streamed completion, llama-server's /completion (fetch), greedy
+ *   output identical to the CLI's for the same prompt, 8 concurrent streams each equal to its
+ *   text alone, OpenAI errors,
  *   an API key, a stream aborted mid-way (its slot freed), /metrics as Prometheus text,
  *   structured output (response_format json_schema for 10 schemas validated with ajv,
  *   json_object, a GBNF grammar, their 400s), and a clean exit on SIGTERM; on the trained
- *   bitnet-kjv, tool calls (round trips streamed and not, arguments validated with ajv),
- *   logprobs and n = 3 choices (tests/server/tools.mjs), and the token budget under a grammar
+ *   bitnet-kjv, tool calls (round trips streamed and not, arguments validated with ajv, several
+ *   calls in one answer, arguments streamed piecewise equal to the whole answer's, a call at the
+ *   shortest budget), logprobs and n = 3 choices (tests/server/tools.mjs), and the token budget under a grammar
  *   (json_schema answers complete within a small max_tokens; a budget too small is a 400),
  *   ignore_eos and min_tokens.
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
@@ -132,6 +134,9 @@ static void test_openai_client(void **state)
     free(o);
     free(node(&s, "errors", NULL, NULL, NULL, NULL));
     free(node(&s, "disconnect", NULL, NULL, NULL, NULL));
+    o = node(&s, "llama", "The capital of France is", "8", NULL, NULL);
+    printf("llama-server's /completion: %s", o);
+    free(o);
     o = node(&s, "metrics", NULL, NULL, NULL, NULL);
     printf("metrics: %s", o);
     free(o);
@@ -250,13 +255,15 @@ static void test_tools_logprobs_n(void **state)
     server s;
     start_model(&s, KJV, (const char *const[]){"--parallel", "4", "--ctx-size", "1024", NULL});
     setenv("TERNION_MODEL", "bitnet-kjv", 1);
-    static const char *const scenarios[] = {"tools", "logprobs", "n"};
+    /* parallel: the end tokens (ids 4094 and 4095 of its GGUF) banned so that it writes a second call */
+    static const char *const scenarios[][2] = {{"tools", NULL}, {"logprobs", NULL}, {"n", NULL},
+                                               {"parallel", "4094,4095"}};
     int rc = 0;
-    for (int i = 0; i < 3 && !rc; i++) {
-        const char *argv[] = {"node", "tests/server/tools.mjs", s.base, scenarios[i], NULL};
+    for (int i = 0; i < 4 && !rc; i++) {
+        const char *argv[] = {"node", "tests/server/tools.mjs", s.base, scenarios[i][0], scenarios[i][1], NULL};
         char *o;
         rc = sp_run(argv, &o);
-        printf("%s: %.400s%s", scenarios[i], o, strlen(o) > 400 ? "...\n" : "");
+        printf("%s: %.400s%s", scenarios[i][0], o, strlen(o) > 400 ? "...\n" : "");
         free(o);
     }
     stop(&s); /* before any check fails: no server left behind */

@@ -4,9 +4,13 @@
  *     text, an assistant's tool_calls written as the model writes calls, role tool as the
  *     chat format's Ipython turn; tool_choice none shows nothing;
  *   - the grammar a call follows (compiled by the grammar engine): calls of declared
- *     functions with valid arguments only (required / named), or words (auto);
- *   - the model's text read back as a call (or not), the answer's and the stream's JSON
- *     shapes (tool_calls, finish_reason "tool_calls", ids, deltas);
+ *     functions with valid arguments only (required / named), or words (auto); several
+ *     calls a line each (parallel_tool_calls), or exactly one when it is false;
+ *   - the model's text read back as calls (or not; arguments compacted, strings kept), the
+ *     call deltas a stream sends for text arriving in pieces (a head once the name is
+ *     complete, argument pieces that never split a character and join to the whole
+ *     answer's arguments, the ids kept), the answer's and the stream's JSON shapes
+ *     (tool_calls, finish_reason "tool_calls", ids, deltas with their call index);
  *   - bad tools: 400s naming the problem (a bad schema keyword by the compiler's message);
  *   - n choices (each equal to the known answer, streamed by index) and logprobs (chat and
  *     completions, streamed too, cut with the text at a stop sequence).
@@ -21,6 +25,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "server/srv_calls.h"
 #include "server/srv_choice.h"
 #include "server/srv_http.h"
 #include "server/srv_json.h"
@@ -94,7 +99,7 @@ static void test_prompt(void **state)
     assert_int_equal(r.msgs[3].role, SRV_ROLE_TOOL);
     assert_string_equal(r.msgs[3].content, "{\"rain\":true}");
     assert_string_equal(r.constraint, "tools");
-    assert_string_equal(r.grammar, "start ::= root | [^{] .*\n"); /* auto: a call or words */
+    assert_string_equal(r.grammar, "start ::= root (\"\\n\" root)* | [^{] .*\n"); /* auto: calls or words */
     assert_non_null(strstr(r.json_schema, "{\"const\":\"get_weather\"}"));
     assert_non_null(strstr(r.json_schema, "{\"const\":\"now\"}"));
     srv_req_free(&r);
@@ -116,12 +121,22 @@ static void test_prompt(void **state)
           "\"function\":{\"name\":\"now\"}}}", &r);
     assert_int_equal(r.tool_mode, SRV_TOOLS_NAMED);
     assert_null(strstr(r.json_schema, "get_weather"));
-    assert_null(r.grammar);
+    assert_string_equal(r.grammar, "start ::= root (\"\\n\" root)*\n"); /* one call or more, a line each */
     srv_req_free(&r);
     parse("{\"messages\":[{\"role\":\"user\",\"content\":\"Rain?\"}]," TOOLS ",\"tool_choice\":\"required\"}", &r);
     assert_int_equal(r.tool_mode, SRV_TOOLS_REQUIRED);
-    assert_null(r.grammar);
+    assert_false(r.single_call);
     srv_req_free(&r);
+    parse("{\"messages\":[{\"role\":\"user\",\"content\":\"Rain?\"}]," TOOLS ",\"tool_choice\":\"required\","
+          "\"parallel_tool_calls\":false}", &r);
+    assert_true(r.single_call);
+    assert_null(r.grammar); /* the call schema's own root: one call */
+    srv_req_free(&r);
+    parse("{\"messages\":[{\"role\":\"user\",\"content\":\"Rain?\"}]," TOOLS ",\"parallel_tool_calls\":false}", &r);
+    assert_string_equal(r.grammar, "start ::= root | [^{] .*\n");
+    srv_req_free(&r);
+    parse_bad("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," TOOLS ",\"parallel_tool_calls\":1}",
+              "parallel_tool_calls", "boolean");
 }
 
 /* Whether the grammar of the request's tools accepts text whole. */
@@ -166,6 +181,17 @@ static void test_grammar(void **state)
         if (accepts(&r, not_calls[i]))
             fail_msg("required accepts %s", not_calls[i]);
     assert_false(accepts(&r, "It will rain."));
+    char two[256];
+    snprintf(two, sizeof two, "%s\n%s", calls[0], calls[1]); /* parallel calls: one a line */
+    assert_true(accepts(&r, two));
+    snprintf(two, sizeof two, "%s\n%s", calls[0], not_calls[0]);
+    assert_false(accepts(&r, two));
+    srv_req_free(&r);
+    parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," TOOLS ",\"tool_choice\":\"required\","
+          "\"parallel_tool_calls\":false}", &r);
+    assert_true(accepts(&r, calls[0]));
+    snprintf(two, sizeof two, "%s\n%s", calls[0], calls[1]);
+    assert_false(accepts(&r, two));
     srv_req_free(&r);
     parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," TOOLS "}", &r); /* auto */
     assert_true(accepts(&r, calls[0]));
@@ -180,33 +206,58 @@ static void test_grammar(void **state)
     srv_req_free(&r);
 }
 
+/* text read whole as calls: 1 with the names and arguments (as written), 0 not calls */
+static int read_calls(const srv_req *r, const char *text, srv_call **calls, int *n)
+{
+    srv_calls sc = {0};
+    int rc = srv_calls_read(&sc, r, text, strlen(text), NULL, 0, calls, n);
+    srv_calls_free(&sc);
+    return rc;
+}
+
 static void test_read_call(void **state)
 {
     (void)state;
     srv_req r;
     parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," TOOLS ",\"tool_choice\":\"required\"}", &r);
-    char *name, *args;
-    assert_true(srv_tools_read_call(&r, " {\"name\": \"get_weather\",\n \"parameters\": {\"city\": \"Ur\"}} \n",
-                                    &name, &args));
-    assert_string_equal(name, "get_weather");
-    assert_string_equal(args, "{\"city\":\"Ur\"}");
-    free(name);
-    free(args);
-    assert_true(srv_tools_read_call(&r, "{\"name\":\"now\",\"arguments\":{\"tz\":1}}", &name, &args));
-    assert_string_equal(args, "{\"tz\":1}");
-    free(name);
-    free(args);
-    assert_true(srv_tools_read_call(&r, "{\"name\":\"now\"}", &name, &args));
-    assert_string_equal(args, "{}");
-    free(name);
-    free(args);
+    srv_call *c;
+    int n;
+    assert_int_equal(read_calls(&r, " {\"name\": \"get_weather\",\n \"parameters\": {\"city\": \"Ur\"}} \n", &c, &n), 1);
+    assert_int_equal(n, 1);
+    assert_string_equal(c[0].name, "get_weather");
+    assert_string_equal(c[0].args, "{\"city\":\"Ur\"}"); /* compacted */
+    assert_memory_equal(c[0].id, "call_", 5);
+    srv_calls_list_free(c, n);
+    assert_int_equal(read_calls(&r, "{\"name\":\"now\",\"arguments\":{ \"tz\" :\n1, \"s\": \" a \\\" b \"}}", &c, &n),
+                     1);
+    assert_string_equal(c[0].args, "{\"tz\":1,\"s\":\" a \\\" b \"}"); /* strings keep their white space */
+    srv_calls_list_free(c, n);
+    assert_int_equal(read_calls(&r, "{\"name\":\"now\",\"arguments\":{\"tz\":1}}", &c, &n), 1);
+    assert_string_equal(c[0].args, "{\"tz\":1}");
+    srv_calls_list_free(c, n);
+    assert_int_equal(read_calls(&r, "{\"name\":\"now\"}", &c, &n), 1);
+    assert_string_equal(c[0].args, "{}");
+    srv_calls_list_free(c, n);
+    /* several calls, one a line (strings holding braces, quotes and newlines do not confuse it) */
+    assert_int_equal(read_calls(&r, "{\"name\": \"now\", \"parameters\": {\"a\": \"}\\\"{\\n\"}}\n"
+                                    "{\"name\": \"get_weather\", \"parameters\": {\"city\": [\"U\", {\"r\": 1}]}}",
+                                &c, &n), 1);
+    assert_int_equal(n, 2);
+    assert_string_equal(c[0].name, "now");
+    assert_string_equal(c[0].args, "{\"a\":\"}\\\"{\\n\"}");
+    assert_string_equal(c[1].name, "get_weather");
+    assert_string_equal(c[1].args, "{\"city\":[\"U\",{\"r\":1}]}");
+    assert_string_not_equal(c[0].id, c[1].id);
+    srv_calls_list_free(c, n);
     static const char *const no[] = {"{\"name\":\"later\",\"parameters\":{}}", "{\"name\":\"now\",\"parameters\":[]}",
-                                     "{\"name\":\"now\",\"parameters\":{", "rain", "", "[1]", "{\"name\":5}"};
+                                     "{\"name\":\"now\",\"parameters\":{", "rain", "", "[1]", "{\"name\":5}",
+                                     "{\"name\":\"now\"} and", "{\"name\":\"now\"}\n{\"name\":\"later\"}",
+                                     "{\"name\":\"now\",\"parameters\":{}}}"};
     for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++) {
-        if (srv_tools_read_call(&r, no[i], &name, &args))
-            fail_msg("read as a call: %s", no[i]);
-        assert_null(name);
-        assert_null(args);
+        if (read_calls(&r, no[i], &c, &n))
+            fail_msg("read as calls: %s", no[i]);
+        assert_null(c);
+        assert_int_equal(n, 0);
     }
     char id[32], id2[32];
     srv_tools_call_id(id, sizeof(id));
@@ -216,6 +267,58 @@ static void test_read_call(void **state)
     for (int i = 5; i < 29; i++)
         assert_true(isalnum((unsigned char)id[i]));
     assert_string_not_equal(id, id2);
+    srv_req_free(&r);
+}
+
+/* The call deltas a stream sends for text fed in pieces: each call's head once its name is
+ * complete, then its arguments' pieces, which join to the arguments of the whole answer. */
+static void test_call_deltas(void **state)
+{
+    (void)state;
+    srv_req r;
+    parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," TOOLS ",\"tool_choice\":\"required\"}", &r);
+    static const char *const pieces[] = {"{\"na", "me\": \"get_w", "eather\", \"para", "meters\": {\"ci", "ty\": \"\xC3",
+                                         "\xA9U", "r\"}", "}\n{\"name\": \"now\", \"parameters\": {", "}}"};
+    srv_choice c;
+    srv_choice_init(&c, 0, &r);
+    char args[2][128] = {"", ""};
+    int heads = 0, pieces_sent = 0;
+    for (size_t p = 0; p < sizeof pieces / sizeof *pieces; p++) {
+        assert_int_equal(srv_choice_add(&c, &r, pieces[p], NULL, 0), 0);
+        assert_int_equal(srv_choice_sendable(&c), 0); /* calls are no content */
+        int k, rc;
+        const char *id, *name;
+        char *a;
+        while ((rc = srv_choice_next_call(&c, &r, &k, &id, &name, &a)) == 1) {
+            if (id) {
+                assert_int_equal(k, heads++);
+                assert_string_equal(name, k == 0 ? "get_weather" : "now");
+                assert_memory_equal(id, "call_", 5);
+                assert_null(a);
+                if (p == 1)
+                    fail_msg("a head before the name is complete");
+            } else {
+                assert_int_equal(k, heads - 1);
+                assert_non_null(a);
+                assert_true(strlen(a) > 0 && strstr(a, "\xC3") != a + strlen(a) - 1); /* no split character */
+                strcat(args[k], a);
+                pieces_sent++;
+                free(a);
+            }
+        }
+        assert_int_equal(rc, 0);
+    }
+    assert_int_equal(heads, 2);
+    assert_true(pieces_sent >= 4); /* the arguments went out as they came, not at the end */
+    assert_int_equal(srv_choice_end(&c, &r, "stop"), 0);
+    assert_string_equal(c.finish, "tool_calls");
+    assert_int_equal(c.n_calls, 2);
+    for (int k = 0; k < 2; k++) {
+        assert_string_equal(c.calls[k].args, args[k]);
+        assert_string_equal(c.calls[k].id, c.ids[k]); /* the ids streamed */
+    }
+    assert_string_equal(args[0], "{\"city\":\"\xC3\xA9Ur\"}");
+    srv_choice_free(&c);
     srv_req_free(&r);
 }
 
@@ -233,11 +336,12 @@ static void test_choice(void **state)
     assert_int_equal(srv_choice_add(&c, &r, "{\"name\": \"now\", ", NULL, 0), 0);
     assert_int_equal(c.mode, SRV_CH_CALL);
     assert_int_equal(srv_choice_add(&c, &r, "\"parameters\": {}}", NULL, 0), 0);
-    assert_int_equal(srv_choice_sendable(&c), 0); /* a call goes out whole */
+    assert_int_equal(srv_choice_sendable(&c), 0); /* a call is no content */
     assert_int_equal(srv_choice_end(&c, &r, "stop"), 0);
     assert_string_equal(c.finish, "tool_calls");
-    assert_string_equal(c.call_name, "now");
-    assert_string_equal(c.call_args, "{}");
+    assert_int_equal(c.n_calls, 1);
+    assert_string_equal(c.calls[0].name, "now");
+    assert_string_equal(c.calls[0].args, "{}");
     srv_choice_free(&c);
     srv_choice_init(&c, 1, &r); /* words */
     assert_int_equal(srv_choice_add(&c, &r, "Rain", NULL, 0), 0);
@@ -251,7 +355,7 @@ static void test_choice(void **state)
     assert_int_equal(srv_choice_end(&c, &r, "length"), 0);
     assert_int_equal(c.mode, SRV_CH_TEXT);
     assert_string_equal(c.finish, "length");
-    assert_null(c.call_name);
+    assert_int_equal(c.n_calls, 0);
     srv_choice_free(&c);
     srv_req_free(&r);
 }
@@ -278,8 +382,10 @@ static void test_json(void **state)
 {
     (void)state;
     srv_answer_head h = {.kind = SRV_KIND_CHAT, .id = "chatcmpl-1", .created = 1, .model = "m"};
+    srv_call calls[2] = {{.name = "now", .args = "{\"tz\":1}", .id = "call_abc"},
+                         {.name = "get_weather", .args = "{}", .id = "call_def"}};
     srv_json_choice c[2] = {
-        {.index = 0, .call_name = "now", .call_id = "call_abc", .call_args = "{\"tz\":1}", .finish = "tool_calls"},
+        {.index = 0, .calls = calls, .n_calls = 2, .finish = "tool_calls"},
         {.index = 1, .text = "Rain", .finish = "stop"},
     };
     char *s = srv_json_answer_n(&h, c, 2, 7, 9);
@@ -291,6 +397,9 @@ static void test_json(void **state)
     assert_string_equal(str(j, "choices.0.message.tool_calls.0.type"), "function");
     assert_string_equal(str(j, "choices.0.message.tool_calls.0.function.name"), "now");
     assert_string_equal(str(j, "choices.0.message.tool_calls.0.function.arguments"), "{\"tz\":1}");
+    assert_string_equal(str(j, "choices.0.message.tool_calls.1.id"), "call_def");
+    assert_string_equal(str(j, "choices.0.message.tool_calls.1.function.name"), "get_weather");
+    assert_null(at(j, "choices.0.message.tool_calls.1.index"));
     assert_string_equal(str(j, "choices.0.finish_reason"), "tool_calls");
     assert_string_equal(str(j, "choices.1.message.content"), "Rain");
     assert_int_equal(at(j, "choices.1.index")->valueint, 1);
@@ -298,7 +407,7 @@ static void test_json(void **state)
     assert_int_equal(at(j, "usage.total_tokens")->valueint, 16);
     cJSON_Delete(j);
     srv_json_choice d1 = {.index = 2, .call_name = "now", .call_id = "call_abc"};
-    srv_json_choice d2 = {.index = 2, .call_name = "now", .call_args = "{\"tz\":1}"};
+    srv_json_choice d2 = {.index = 2, .call_name = "", .call_args = "{\"tz\":1}", .call_index = 1};
     j = cJSON_Parse(s = srv_json_chunk_n(&h, &d1));
     free(s);
     assert_string_equal(str(j, "object"), "chat.completion.chunk");
@@ -311,6 +420,7 @@ static void test_json(void **state)
     cJSON_Delete(j);
     j = cJSON_Parse(s = srv_json_chunk_n(&h, &d2));
     free(s);
+    assert_int_equal(at(j, "choices.0.delta.tool_calls.0.index")->valueint, 1);
     assert_null(at(j, "choices.0.delta.tool_calls.0.id"));
     assert_null(at(j, "choices.0.delta.tool_calls.0.function.name"));
     assert_string_equal(str(j, "choices.0.delta.tool_calls.0.function.arguments"), "{\"tz\":1}");
@@ -520,6 +630,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prompt),      cmocka_unit_test(test_grammar),    cmocka_unit_test(test_read_call),
+        cmocka_unit_test(test_call_deltas),
         cmocka_unit_test(test_choice),      cmocka_unit_test(test_json),       cmocka_unit_test(test_tool_errors),
         cmocka_unit_test(test_n_and_logprobs), cmocka_unit_test(test_n_shares_prompt),
     };

@@ -31,6 +31,10 @@ static void check(const char *data, size_t size, srv_kind kind)
     }
     if (kind == SRV_KIND_CHAT && (r.n_msgs < 1 || !r.msgs)) abort();
     if (kind == SRV_KIND_COMPLETION && !r.prompt) abort();
+    if (kind == SRV_KIND_LLAMA && !r.prompt == !r.prompt_ids) abort(); /* text or token ids */
+    if (r.prompt_ids && r.n_prompt_ids < 1) abort();
+    for (int i = 0; i < r.n_prompt_ids; i++)
+        if (r.prompt_ids[i] < 0) abort();
     if (r.n_stop < 0 || r.n_stop > SRV_MAX_STOP || r.temperature < 0 || r.temperature > 2) abort();
     if (r.max_tokens == 0 || r.max_tokens < -1 || r.top_p <= 0 || r.top_p > 1) abort();
     for (int i = 0; i < r.n_msgs; i++)
@@ -47,5 +51,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check((const char *)data, size, SRV_KIND_CHAT);
     check((const char *)data, size, SRV_KIND_COMPLETION);
+    check((const char *)data, size, SRV_KIND_LLAMA);
     return 0;
 }

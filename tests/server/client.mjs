@@ -19,6 +19,12 @@
 //   budget SEEDS MAX [measure]    6 unbounded schemas and json_object at temperature 0.8, SEEDS
 //                                 seeds, max_tokens MAX: all valid with finish_reason stop; a budget below a schema's
 //                                 shortest answer is a 400 naming both numbers
+//   llama PROMPT N                llama-server's POST /completion as its clients call it (fetch):
+//                                 the prompt as text and as the token ids /tokenize gives, the same
+//                                 greedy content; n_predict, tokens_predicted / tokens_evaluated,
+//                                 stop_type, timings; streamed as data events joining to the same
+//                                 content, the last one final, no [DONE]; cache_prompt true reuses
+//                                 the prompt (cache_n), false evaluates it all
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
@@ -276,6 +282,42 @@ const scenarios = {
       await new Promise((r) => setTimeout(r, 50));
     }
     check(false, 'the aborted stream was not cancelled');
+  },
+  async llama(prompt, n) {
+    const post = async (path, body) => {
+      const r = await fetch(`${base}${path}`, { method: 'POST', body: JSON.stringify(body),
+        headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' } });
+      check(r.status === 200, `${path}: status ${r.status}: ${await r.clone().text()}`);
+      return r;
+    };
+    const n_predict = Number(n);
+    const ids = (await (await post('/tokenize', { content: prompt, add_special: true })).json()).tokens;
+    const req = { n_predict, temperature: 0 };
+    const a = await (await post('/completion', { ...req, prompt })).json();
+    const b = await (await post('/completion', { ...req, prompt: ids })).json();
+    check(typeof a.content === 'string' && a.content === b.content, `text "${a.content}" != ids "${b.content}"`);
+    for (const o of [a, b]) {
+      check(o.stop === true && o.tokens_evaluated === ids.length, `tokens_evaluated ${o.tokens_evaluated}`);
+      check(o.stop_type === 'limit' ? o.tokens_predicted === n_predict
+            : o.stop_type === 'eos' && o.tokens_predicted < n_predict, `${o.stop_type}: ${o.tokens_predicted}`);
+      const t = o.timings;
+      check(t.predicted_n === o.tokens_predicted && t.prompt_n + t.cache_n === ids.length && t.prompt_ms >= 0 &&
+            t.predicted_ms >= 0, `timings ${JSON.stringify(t)}`);
+    }
+    check(b.timings.cache_n === ids.length - 1, `the same prompt again: cache_n ${b.timings.cache_n}`);
+    const c = await (await post('/completion', { ...req, prompt, cache_prompt: false })).json();
+    check(c.content === a.content && c.timings.cache_n === 0, `cache_prompt false: ${JSON.stringify(c.timings)}`);
+    const raw = await (await post('/completion', { ...req, prompt, stream: true })).text();
+    check(!raw.includes('[DONE]'), 'a [DONE] on /completion');
+    const events = raw.split('\n\n').filter((e) => e).map((e) => {
+      check(e.startsWith('data: '), `not a data event: ${e}`);
+      return JSON.parse(e.slice(6));
+    });
+    const last = events[events.length - 1];
+    check(events.slice(0, -1).every((e) => e.stop === false) && last.stop === true, 'only the last event is final');
+    check(events.map((e) => e.content).join('') === a.content, 'streamed content differs');
+    check(last.tokens_predicted === a.tokens_predicted, `streamed tokens_predicted ${last.tokens_predicted}`);
+    return { content: a.content, tokens_predicted: a.tokens_predicted, stop_type: a.stop_type, events: events.length };
   },
   async metrics() {
     const r = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${apiKey}` } });

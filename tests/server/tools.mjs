@@ -13,12 +13,20 @@
 //             token's logprob agrees with the alternatives, probabilities sum to <= 1
 //   n         n = 3 choices, each equal to the same request made alone with seed + index;
 //             streamed, the deltas interleave by index and each choice ends
+//   parallel IDS  several calls in one answer (parallel_tool_calls, the default): asked for two
+//             and with the end tokens IDS banned by logit_bias, an answer (the first of 3 seeds
+//             that has them) holds two calls or more, every call valid; streamed with that
+//             seed, each call's first delta has its id, type and name, the later ones only
+//             pieces of its arguments, which join to the arguments of the answer above;
+//             parallel_tool_calls false: exactly one call; tool_choice required / named
+//             with max_tokens at the shortest call's length (read from the 400 below it): a
+//             call every time
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 
 import { checks } from './expect.mjs';
 
-const [base, scenario] = process.argv.slice(2);
+const [base, scenario, ...args] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: process.env.TERNION_API_KEY || 'none', maxRetries: 0,
                             timeout: 600000 });
 const model = process.env.TERNION_MODEL;
@@ -72,8 +80,8 @@ async function callOnce(extra, what, only) {
   const ch = r.choices[0];
   check(ch.finish_reason === 'tool_calls', `${what}: finish_reason ${ch.finish_reason}`);
   check(ch.message.content === null, `${what}: content ${JSON.stringify(ch.message.content)}`);
-  check(ch.message.tool_calls?.length === 1, `${what}: ${ch.message.tool_calls?.length} calls`);
-  checkCall(ch.message.tool_calls[0], what, only);
+  check(ch.message.tool_calls?.length >= 1, `${what}: ${ch.message.tool_calls?.length} calls`);
+  for (const c of ch.message.tool_calls) checkCall(c, what, only);
   return ch.message;
 }
 
@@ -111,14 +119,15 @@ async function roundTrip(stream) {
     const o = (await streamed({ model, messages: ask, tools, tool_choice: 'required', max_tokens: 600,
                                 temperature: 0 }))[0];
     check(o.role === 'assistant' && o.finish === 'tool_calls', `${what}: role ${o.role}, finish ${o.finish}`);
-    check(o.calls.length === 1 && o.content === '', `${what}: ${o.calls.length} calls, content "${o.content}"`);
-    checkCall(o.calls[0], what);
+    check(o.calls.length >= 1 && o.content === '', `${what}: ${o.calls.length} calls, content "${o.content}"`);
+    o.calls.forEach((c) => checkCall(c, what));
     msg = { role: 'assistant', content: null, tool_calls: o.calls };
   } else {
     msg = await callOnce({ tool_choice: 'required', temperature: 0 }, what);
   }
   const id = msg.tool_calls[0].id;
-  const messages = [...ask, msg, { role: 'tool', tool_call_id: id, content: '{"temperature": 31, "sky": "clear"}' }];
+  const results = msg.tool_calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: '{"temperature": 31}' }));
+  const messages = [...ask, msg, ...results];
   for (const choice of ['none', 'auto']) {
     const p = { model, messages, tools, tool_choice: choice, max_tokens: 600, temperature: 0 };
     const o = stream ? (await streamed(p))[0] : (await client.chat.completions.create(p)).choices[0];
@@ -131,8 +140,8 @@ async function roundTrip(stream) {
       check(calls.length === 0, `${what} ${choice}: calls with finish ${finish}`);
       check(!content.trimStart().startsWith('{') || choice === 'none', `${what} auto: "{" text is not a call`);
     } else {
-      check(calls.length === 1, `${what} auto: ${calls.length} calls`);
-      checkCall(calls[0], `${what} auto`);
+      check(calls.length >= 1, `${what} auto: ${calls.length} calls`);
+      calls.forEach((c) => checkCall(c, `${what} auto`));
     }
   }
   return id;
@@ -181,14 +190,14 @@ async function scenarioTools() {
   }
   const o = (await streamed({ model, messages: ask, tools, max_tokens: 600, temperature: 0.8, seed: 11,
                               tool_choice: { type: 'function', function: { name: 'find_verse' } } }))[0];
-  check(o.finish === 'tool_calls' && o.calls.length === 1, `streamed named: ${o.finish}, ${o.calls.length} calls`);
-  checkCall(o.calls[0], 'streamed named', 'find_verse');
+  check(o.finish === 'tool_calls' && o.calls.length >= 1, `streamed named: ${o.finish}, ${o.calls.length} calls`);
+  o.calls.forEach((c) => checkCall(c, 'streamed named', 'find_verse'));
   // auto: a call or words (this model writes words); none: words
   for (const tool_choice of ['auto', 'none']) {
     const r = await client.chat.completions.create({ model, messages: ask, tools, tool_choice, max_tokens: 40,
                                                      temperature: 0 });
     const ch = r.choices[0];
-    if (ch.finish_reason === 'tool_calls') checkCall(ch.message.tool_calls[0], tool_choice);
+    if (ch.finish_reason === 'tool_calls') ch.message.tool_calls.forEach((c) => checkCall(c, tool_choice));
     else check(typeof ch.message.content === 'string' && !ch.message.tool_calls, `${tool_choice}: no content`);
     check(tool_choice === 'auto' || ch.finish_reason !== 'tool_calls', 'none: a call');
   }
@@ -290,6 +299,81 @@ async function scenarioN() {
   return { texts };
 }
 
-const run = { tools: scenarioTools, logprobs: scenarioLogprobs, n: scenarioN }[scenario];
+// A streamed answer's call deltas as they came: per call, its first delta and its argument pieces.
+async function callDeltas(params) {
+  const s = await client.chat.completions.create({ ...params, stream: true });
+  const calls = [];
+  let finish = null;
+  for await (const c of s) {
+    const ch = c.choices[0];
+    if (!ch) continue;
+    if (ch.finish_reason) finish = ch.finish_reason;
+    for (const tc of ch.delta?.tool_calls ?? []) {
+      if (tc.id) {
+        check(tc.index === calls.length, `delta for call ${tc.index} after ${calls.length} calls`);
+        check(tc.type === 'function' && tc.function?.name && tc.function.arguments === '',
+              `first delta of call ${tc.index}: ${JSON.stringify(tc)}`);
+        calls.push({ id: tc.id, name: tc.function.name, pieces: [] });
+      } else {
+        check(tc.index === calls.length - 1 && !tc.type && !tc.function?.name && tc.function?.arguments,
+              `argument delta: ${JSON.stringify(tc)} (${calls.length} calls begun)`);
+        calls[tc.index].pieces.push(tc.function.arguments);
+      }
+    }
+  }
+  return { calls, finish };
+}
+
+async function scenarioParallel(ids) {
+  const logit_bias = Object.fromEntries(ids.split(',').map((id) => [id, -100]));
+  const two = [{ role: 'user', content: 'What is the weather in Jerusalem and in Rome? Call get_weather twice.' }];
+  // With the end tokens banned the model writes calls until the budget closes the last one that
+  // fits. A call of this model takes ~150 tokens (its JSON white space may take up to ~570 bytes
+  // of a get_weather call, so 320 tokens do not hold two in every case): the first of these seeds
+  // whose answer holds two calls or more is the one checked; every answer's calls must be valid.
+  let p, calls = [];
+  for (const seed of [5, 6, 7]) {
+    p = { model, messages: two, tools, tool_choice: 'required', max_tokens: 320, temperature: 0.8, seed, logit_bias };
+    const r = await client.chat.completions.create(p);
+    calls = r.choices[0].message.tool_calls ?? [];
+    check(r.choices[0].finish_reason === 'tool_calls' && calls.length >= 1,
+          `seed ${seed}: finish ${r.choices[0].finish_reason}, ${calls.length} calls`);
+    calls.forEach((c, i) => checkCall(c, `seed ${seed} call ${i}`));
+    check(new Set(calls.map((c) => c.id)).size === calls.length, 'call ids repeat');
+    if (calls.length >= 2) break;
+  }
+  check(calls.length >= 2, 'no answer with two calls in 3 seeds');
+  const st = await callDeltas(p);
+  check(st.finish === 'tool_calls' && st.calls.length === calls.length,
+        `streamed: finish ${st.finish}, ${st.calls.length} calls, want ${calls.length}`);
+  for (let i = 0; i < calls.length; i++) {
+    check(st.calls[i].name === calls[i].function.name, `streamed call ${i}: ${st.calls[i].name}`);
+    check(st.calls[i].pieces.join('') === calls[i].function.arguments,
+          `streamed call ${i}: arguments ${st.calls[i].pieces.join('')} != ${calls[i].function.arguments}`);
+    check(st.calls[i].pieces.length > 1, `streamed call ${i}: its arguments came in one piece`);
+  }
+  const one = await client.chat.completions.create({ ...p, parallel_tool_calls: false });
+  check(one.choices[0].message.tool_calls?.length === 1, `parallel_tool_calls false: ` +
+        `${one.choices[0].message.tool_calls?.length} calls`);
+  checkCall(one.choices[0].message.tool_calls[0], 'parallel_tool_calls false');
+  // required and named: a call whenever the budget holds the shortest one
+  const tight = [];
+  for (const tool_choice of ['required', { type: 'function', function: { name: 'find_verse' } }]) {
+    const q = { model, messages: ask, tools, tool_choice, temperature: 0.9 };
+    const e = await expectError(client.chat.completions.create({ ...q, max_tokens: 2 }), 400, 'budget 2', null,
+                                'shortest');
+    const need = Number(/shortest answer that completes 'tools' is (\d+) tokens/.exec(e.message)?.[1]);
+    check(need > 2, `no shortest length in "${e.message}"`);
+    for (const seed of [1, 2]) {
+      const m = await callOnce({ ...q, max_tokens: need, seed }, `tight ${JSON.stringify(tool_choice)} seed ${seed}`,
+                               typeof tool_choice === 'string' ? null : 'find_verse');
+      tight.push(m.tool_calls.length);
+    }
+  }
+  return { calls: calls.map((c) => [c.function.name, c.function.arguments]), pieces: st.calls.map((c) => c.pieces.length),
+           tight };
+}
+
+const run = { tools: scenarioTools, logprobs: scenarioLogprobs, n: scenarioN, parallel: scenarioParallel }[scenario];
 check(run, `unknown scenario ${scenario}`);
-console.log(JSON.stringify(await run()));
+console.log(JSON.stringify(await run(...args)));
