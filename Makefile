@@ -287,8 +287,9 @@ check-generated: $(GEN_BIN)
 
 # The generator's suites (test_yaml, test_gen) run built with UBSan, in place of their plain
 # builds (signed overflow in the shape arithmetic is invisible otherwise); under `make asan`
-# every suite already has it. Then the kernel suites again at 4- and 16-lane subgroups
-# (lavapipe only; see the script).
+# every suite already has it. The kernel suites run again at 4- and 16-lane subgroups
+# (lavapipe only): tests/run_subgroups.sh writes a wrapper per width and suite, which join the
+# other suites in one pool of tests/run_tests.sh (two at a time).
 ifeq ($(SAN),)
 GEN_UBSAN := $(B)/ubsan/tests/test_yaml $(B)/ubsan/tests/test_gen
 endif
@@ -306,8 +307,8 @@ test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@B=$(B) sh tests/check_calls.sh
 	@sh tests/check_fuzz_deps.sh
 	@B=$(B) SAN="$(SAN)" sh tests/check_install.sh
-	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN)
-	@B=$(B) TERNION_BUILD=$(B) sh tests/run_subgroups.sh
+	@B=$(B) sh tests/run_subgroups.sh $(B)/sweep
+	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN) $$(cat $(B)/sweep/list)
 
 # (TERNION_BUILD tells the suites that run binaries, e.g. test_cli, which build to run: the
 # test rule sets it to $(B), so `make asan` runs build-asan/'s binaries, not build/'s.)

@@ -4,20 +4,27 @@
 # Every kernel must be right for any subgroup size a GPU may have (NVIDIA 32, AMD 32 or 64,
 # Intel 8-32, Apple 32), but the default lavapipe device has one (8 lanes with 256-bit vectors).
 # llvmpipe's subgroup is its vector width / 32, which LP_NATIVE_VECTOR_WIDTH sets: 128 -> 4
-# lanes, 512 -> 16, 1024 -> 32, 2048 -> 64. So on a lavapipe-only machine this runs the suites
-# that check each kernel against its C reference (and the fused kernels against the plain
-# ones, the chained decode against the unchained one) at 4 and 16 lanes, two widths at a
-# time. 1024 and 2048 are not in the list: Mesa 22's
-# llvmpipe reports 32 / 64 lanes there but runs 16-lane subgroups, which test_dsl_gpu's
-# test_subgroup_full names (docs/performance.md). Each run gets an empty pipeline cache and
-# Mesa's shader cache off: Mesa keys its cache
-# without the vector width, so a cached 8-lane build would otherwise run (silently) instead.
-# The subgroup size is read back from --list-devices, so a driver that ignores the variable
-# fails here instead of repeating the default run. On a machine with a GPU this prints why it
-# does nothing (the GPU's own size is what `make test` ran with).
+# lanes, 512 -> 16, 1024 -> 32, 2048 -> 64. So on a lavapipe-only machine the suites that check
+# each kernel against its C reference (and the fused kernels against the plain ones, the
+# chained decode against the unchained one) run again at 4 and 16 lanes. 1024 and 2048 are not
+# in the list: Mesa 22's llvmpipe reports 32 / 64 lanes there but runs 16-lane subgroups, which
+# test_dsl_gpu's test_subgroup_full names (docs/performance.md).
+#
+#   sh tests/run_subgroups.sh DIR
+#
+# writes one wrapper script per width and suite, DIR/sg<lanes>-<suite>, and their list,
+# DIR/list, which `make test` hands to tests/run_tests.sh with the other suites, so the sweep's
+# runs share the two cores with them instead of running after them. Each wrapper gets an empty
+# pipeline cache of its own and Mesa's shader cache off: Mesa keys its cache without the vector
+# width, so a cached 8-lane build would otherwise run (silently) instead. The subgroup size is
+# read back from --list-devices here, so a driver that ignores the variable fails (exit 1)
+# instead of repeating the default run. On a machine with a GPU, or none, the list is empty and
+# this prints why (the GPU's own size is what `make test` runs with).
 B=${B:-build}
+DIR=${1:?usage: run_subgroups.sh DIR}
 LIST="$B/bitnet-tiny"
 SUITES="$B/tests/test_dsl_gpu $B/tests/test_kernels $B/tests/test_kernels_fused tests/test_tune_chained.sh"
+rm -rf "$DIR" && mkdir -p "$DIR" && : >"$DIR/list" && DIR=$(cd "$DIR" && pwd) || exit 1
 dev=$("$LIST" --list-devices 2>/dev/null | grep '^[0-9]*:' | head -n 1)
 if [ -z "$dev" ]; then
     echo "subgroup sweep: skipped: no Vulkan device"
@@ -30,44 +37,27 @@ case "$dev" in
     exit 0
     ;;
 esac
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-rc=0
-run_width() {
-    width=$1
+here=$(pwd)
+for width in ${SUBGROUP_WIDTHS:-128 512}; do
     want=$((width / 32))
     got=$(LP_NATIVE_VECTOR_WIDTH=$width "$LIST" --list-devices 2>/dev/null | grep '^[0-9]*:' | head -n 1 |
         sed -n 's/.*subgroup \([0-9]*\)$/\1/p')
     if [ "$got" != "$want" ]; then
         echo "subgroup sweep: LP_NATIVE_VECTOR_WIDTH=$width gave subgroup '$got', not $want" >&2
-        echo 1 >"$tmp/$width.rc"
-        return
+        exit 1
     fi
-    mkdir -p "$tmp/$width"
-    (
-        echo "subgroup sweep: $want-lane subgroups (LP_NATIVE_VECTOR_WIDTH=$width)"
+    for suite in $SUITES; do
+        w="$DIR/sg$want-$(basename "$suite")"
         # TERNION_TEST_SWEEP: suites skip what no subgroup size changes (the prefill tiles)
-        # shellcheck disable=SC2086
-        XDG_CACHE_HOME="$tmp/$width" MESA_SHADER_CACHE_DISABLE=true LP_NATIVE_VECTOR_WIDTH=$width \
-            TERNION_TEST_SWEEP=1 JOBS=1 sh tests/run_tests.sh $SUITES
-        echo $? >"$tmp/$width.rc"
-    ) >"$tmp/$width.log" 2>&1 &
-    pids="$pids $!"
-}
-WIDTHS=${SUBGROUP_WIDTHS:-128 512}
-# shellcheck disable=SC2086
-set -- $WIDTHS
-while [ $# -gt 0 ]; do # two widths at a time (CI has 2 cores); output printed in order below
-    pids=""
-    run_width "$1"
-    [ $# -gt 1 ] && run_width "$2"
-    # shellcheck disable=SC2086
-    [ -n "$pids" ] && wait $pids
-    shift
-    [ $# -gt 0 ] && shift
+        cat >"$w" <<EOT
+#!/bin/sh
+# $suite at $want-lane subgroups (tests/run_subgroups.sh)
+echo "subgroup sweep: $want-lane subgroups (LP_NATIVE_VECTOR_WIDTH=$width)"
+rm -rf "$w.cache" && mkdir -p "$w.cache" || exit 1
+cd "$here" && XDG_CACHE_HOME="$w.cache" MESA_SHADER_CACHE_DISABLE=true LP_NATIVE_VECTOR_WIDTH=$width \
+    TERNION_TEST_SWEEP=1 exec "$suite"
+EOT
+        chmod +x "$w"
+        echo "$w" >>"$DIR/list"
+    done
 done
-for width in $WIDTHS; do
-    [ -f "$tmp/$width.log" ] && cat "$tmp/$width.log"
-    [ "$(cat "$tmp/$width.rc" 2>/dev/null)" = 0 ] || rc=1
-done
-exit $rc

@@ -6,8 +6,9 @@
 # and only part of a second running them on lavapipe, so two at a time fill a 2-core machine).
 # Each suite's output is kept apart and printed whole, in argument order, after all finished;
 # a "== suite: N s" line is printed as each one ends, so a long run shows progress. The suites
-# named in $SLOW_FIRST (basenames, longest first as measured on a 2-core machine) are started
-# first, so the longest do not start last.
+# named in $SLOW_FIRST (basenames, longest first as measured on a 2-core machine; sgN- are the
+# subgroup sweep's runs, tests/run_subgroups.sh) are started first, so the longest do not start
+# last.
 JOBS=${JOBS:-2}
 # Mesa's compiled-shader cache stays where it was even for suites that point XDG_CACHE_HOME
 # at a scratch folder (to test Ternion's own pipeline cache): otherwise each of those would
@@ -16,7 +17,9 @@ if [ -z "${MESA_SHADER_CACHE_DIR:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ];
     MESA_SHADER_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}" # Mesa adds mesa_shader_cache/
     export MESA_SHADER_CACHE_DIR
 fi
-SLOW_FIRST=${SLOW_FIRST:-"test_kernels test_e2e test_e2e_tq test_kernels_tq test_tune test_gen test_stream test_sparse test_examples"}
+SLOW_FIRST=${SLOW_FIRST:-"test_kernels sg16-test_kernels sg4-test_kernels test_e2e test_e2e_tq test_kernels_tq test_tune
+    test_gen test_stream test_sparse test_examples test_oracle sg16-test_kernels_fused sg4-test_kernels_fused
+    sg16-test_tune_chained.sh sg4-test_tune_chained.sh"}
 t_all=$(date +%s)
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
