@@ -84,6 +84,13 @@ static void test_sizes(void **state)
     assert_int_equal(fmt_nbytes(FMT_I2_S, ne, err), 256 * 3 / 4 + 32);
     assert_int_equal(fmt_nbytes(99, ne, err), 0);
     assert_non_null(strstr(err, "unknown tensor type 99"));
+    /* ids other engines write: the format's name, and for bitnet.cpp's TL1/TL2 the way to I2_S */
+    assert_int_equal(fmt_nbytes(38, ne, err), 0);
+    assert_true(strstr(err, "type 38 is TL1") && strstr(err, "I2_S"));
+    assert_int_equal(fmt_nbytes(39, ne, err), 0);
+    assert_true(strstr(err, "TL2") && strstr(err, "MXFP4") && strstr(err, "setup_env.py -q i2_s"));
+    assert_int_equal(fmt_nbytes(12, ne, err), 0);
+    assert_non_null(strstr(err, "tensor type 12 is Q4_K, a format no codec here reads"));
     assert_string_equal(fmt_type_name(99), "unknown");
     assert_null(fmt_codec_find(99));
     assert_null(fmt_codec_by_yaml("q4_k"));
