@@ -592,7 +592,7 @@ static void test_tuned_kernels(void **st)
         print_message("TERNION_CPU_MM_ISA=%s: %s\n", l < 0 ? "(unset)" : cpu_isa_name((cpu_isa)l), dd.name);
         const bool two = cpu_isa_runs(CPU_ISA_AVX2) && cpu_isa_runs(CPU_ISA_AVX512);
         if (l < 0 && two && !getenv("TERNION_CPU_ISA") && !getenv("TERNION_CPU_TUNE"))
-            assert_non_null(strstr(dd.name, "(measured)"));
+            assert_non_null(strstr(dd.name, "(measured")); /* now, or stored (test_tune_cache) */
         vocab = rt_engine_vocab(e);
         float *got[2] = {malloc(sizeof(float) * 9 * (size_t)vocab), malloc(sizeof(float) * (size_t)vocab)};
         char err[RT_ERR_LEN] = "";
@@ -613,6 +613,56 @@ static void test_tuned_kernels(void **st)
     unsetenv("TERNION_CPU_MM_ISA");
     free(want[0]);
     free(want[1]);
+}
+
+/* The tuner's choice is kept per CPU model, model and threads (cpu_tune_cache.c): a second
+ * engine reads it instead of measuring; a corrupt file, or one made on another CPU, is ignored
+ * (with a warning) and measured again, and the file is good again afterwards. */
+static void test_tune_cache(void **st)
+{
+    (void)st;
+    if (!cpu_isa_runs(CPU_ISA_AVX2) || !cpu_isa_runs(CPU_ISA_AVX512) || getenv("TERNION_CPU_ISA") ||
+        getenv("TERNION_CPU_TUNE") || getenv("TERNION_CPU_MM_ISA")) {
+        print_message("skip: one ternary kernel level runs here, or a TERNION_CPU_* variable fixes it: no tuning\n");
+        skip();
+    }
+    char dir[] = "/tmp/test_cpu_tuneXXXXXX", cmd[256], file[512] = "";
+    assert_non_null(mkdtemp(dir));
+    const char *old = getenv("XDG_CACHE_HOME");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    static const char *const want[] = {"(measured)", "(measured in an earlier run)", "(measured)", "(measured)",
+                                       "(measured in an earlier run)"};
+    for (int run = 0; run < 5; run++) {
+        if (run == 2 || run == 3) { /* 2: not a tuning file; 3: the same key, another CPU's file */
+            FILE *f = fopen(file, "w");
+            assert_non_null(f);
+            fputs(run == 2 ? "garbage\n" : "ternion-cpu-tune 1\ncpu Another CPU\none-token avx2 avx2=1.0 avx512=2.0\n"
+                                           "prompt avx2 avx2=1.0 avx512=2.0\n",
+                  f);
+            fclose(f);
+        }
+        rt_engine *e = open_cpu(&rt_model_bitnet_kjv, "tests/data/bitnet-kjv/model.gguf", 2, RT_SPARSE_DENSE);
+        rt_vk_device_desc dd;
+        rt_engine_device(e, &dd);
+        rt_engine_close(e);
+        print_message("run %d: %s\n", run, dd.name);
+        assert_non_null(strstr(dd.name, want[run]));
+        snprintf(cmd, sizeof cmd, "ls %s/ternion/cpu-tune-*.txt", dir);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        assert_non_null(fgets(file, sizeof file, p));
+        file[strcspn(file, "\n")] = 0;
+        assert_null(fgets(cmd, sizeof cmd, p)); /* one file: the same key each run */
+        pclose(p);
+    }
+    if (saved)
+        setenv("XDG_CACHE_HOME", saved, 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    free(saved);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* bitnet-kjv: a multi-row step == single steps; the exact sparse FFN == dense, bit for bit. */
@@ -681,7 +731,7 @@ int main(void)
         cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
-        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels),
+        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_tune_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

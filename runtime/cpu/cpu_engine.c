@@ -567,9 +567,10 @@ void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
 {
     char mm[160] = "";
     if (e->tuned) /* the bitlinear levels the measurement chose, with its times */
-        snprintf(mm, sizeof mm, "; ternary products %s one-token (%.2f vs %.2f ms), %s prompts (measured)",
+        snprintf(mm, sizeof mm, "; ternary products %s one-token (%.2f vs %.2f ms), %s prompts (%s)",
                  cpu_isa_name(e->isa_mm[0]), e->tune_ms[0][e->isa_mm[0]],
-                 e->tune_ms[0][e->isa_mm[0] == CPU_ISA_AVX2 ? CPU_ISA_AVX512 : CPU_ISA_AVX2], cpu_isa_name(e->isa_mm[1]));
+                 e->tune_ms[0][e->isa_mm[0] == CPU_ISA_AVX2 ? CPU_ISA_AVX512 : CPU_ISA_AVX2], cpu_isa_name(e->isa_mm[1]),
+                 e->tune_stored ? "measured in an earlier run" : "measured");
     else if (e->isa_mm[0] != e->isa) /* TERNION_CPU_MM_ISA */
         snprintf(mm, sizeof mm, "; ternary products %s", cpu_isa_name(e->isa_mm[0]));
     snprintf(out, n, "CPU (native backend, %s kernels%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), mm,

@@ -34,6 +34,7 @@ struct cpu_engine {
     cpu_isa isa_mm[2];        /* the bitlinear products' level, [0] one-token steps, [1] prompts:
                                  chosen by measurement (cpu_tune.c), the same bits at any level */
     bool tuned;               /* isa_mm was measured (tune_ms holds the times) */
+    bool tune_stored;         /* ... in an earlier run: read from the CPU tuning cache */
     double tune_ms[2][CPU_ISA_COUNT]; /* [one token / prompt][level]: best time of a measured pass */
     cpu_pool *pool;
     int n_threads, n_threads_batch;
@@ -97,6 +98,15 @@ typedef struct {
 /* Times the bitlinear kernels of every level from AVX2 up to e->isa on this model's matrices
  * and sets e->isa_mm (cpu_tune.c); needs the pool and the activation buffers. */
 void cpu_engine_tune_kernels(cpu_engine *e);
+
+/* The CPU tuning cache (cpu_tune_cache.c). cpu: this CPU's model string (cpu_tune_cpu_name). */
+void cpu_tune_cpu_name(char *out, size_t cap);
+/* Its file for this engine, CPU and prompt width; false when there is no cache folder. */
+bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, bool make_dir, char *out, size_t cap);
+/* 1: the stored choice is set (isa_mm, tune_ms, tuned, tune_stored); 0: no file; -1: a file that
+ * was ignored (a warning on stderr says why). cand[0 .. nc): the levels this CPU measures. */
+int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const cpu_isa *cand, int nc);
+void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu, const cpu_isa *cand, int nc);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);

@@ -10,7 +10,8 @@
  * for a real model, in cache for a tiny one, as its decode steps are), and prompt products of up
  * to 32 tokens over layer 0's matrices. The levels alternate, each keeps the best of three
  * rounds, after one untimed round. Every level computes the same bits (integer sums and one
- * float scale, test_cpu), so the choice changes the speed, never the results. TERNION_CPU_ISA
+ * float scale, test_cpu), so the choice changes the speed, never the results. The choice is kept
+ * per CPU model, model and threads in the cache folder (cpu_tune_cache.c). TERNION_CPU_ISA
  * (a fixed level for every kernel), TERNION_CPU_MM_ISA (a level for the bitlinear products
  * alone, at most the detected one) and TERNION_CPU_TUNE=0 (the detected level) skip the timing.
  */
@@ -120,6 +121,11 @@ void cpu_engine_tune_kernels(cpu_engine *e)
     if (nc < 2 || !max_m)
         return;
     const int n_prompt = e->n_batch < TUNE_PROMPT_N ? e->n_batch : TUNE_PROMPT_N;
+    char cpu[256], path[1200];
+    cpu_tune_cpu_name(cpu, sizeof cpu);
+    const bool cached = cpu_tune_cache_file(e, cpu, n_prompt, true, path, sizeof path);
+    if (cached && cpu_tune_cache_load(e, path, cpu, cand, nc) == 1)
+        return;
     float *y = malloc(sizeof(float) * (size_t)max_m * (size_t)n_prompt);
     if (!y) /* no room to measure: the detected level */
         return;
@@ -136,7 +142,12 @@ void cpu_engine_tune_kernels(cpu_engine *e)
         e->qsum[t] = sum;
     }
     e->isa_mm[0] = fastest(e, cand, nc, 1, e->n_layers, y, e->tune_ms[0]);
-    e->isa_mm[1] = n_prompt > 1 ? fastest(e, cand, nc, n_prompt, 1, y, e->tune_ms[1]) : e->isa_mm[0];
+    if (n_prompt > 1)
+        e->isa_mm[1] = fastest(e, cand, nc, n_prompt, 1, y, e->tune_ms[1]);
+    else
+        memcpy(e->tune_ms[1], e->tune_ms[0], sizeof e->tune_ms[1]), e->isa_mm[1] = e->isa_mm[0];
     e->tuned = true;
     free(y);
+    if (cached)
+        cpu_tune_cache_store(e, path, cpu, cand, nc);
 }

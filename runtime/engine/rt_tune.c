@@ -3,6 +3,7 @@
  * next to the pipeline cache.
  */
 #include "engine/rt_engine_priv.h"
+#include "base/rt_cache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -157,26 +158,9 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* $XDG_CACHE_HOME/ternion/tune-<key>.txt (or ~/.cache/ternion); false when neither is set. */
+/* <cache folder>/tune-<key>.txt (runtime/base/rt_cache.h); false when there is none. */
 static bool tune_path(const rt_engine *e, char *out, size_t n, bool make_dir)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char dir[900];
-    if (xdg && *xdg)
-        snprintf(dir, sizeof(dir), "%.880s/ternion", xdg);
-    else if (home && *home)
-        snprintf(dir, sizeof(dir), "%.870s/.cache/ternion", home);
-    else
-        return false;
-    if (make_dir) { /* the parent and ternion/ (the pipeline cache usually made them already) */
-        char *slash = strrchr(dir, '/');
-        *slash = 0;
-        if (mkdir(dir, 0755) && errno != EEXIST)
-            return false;
-        *slash = '/';
-        if (mkdir(dir, 0755) && errno != EEXIST)
-            return false;
-    }
     const rt_vk_info *vi = rt_vk_get_info(e->vk);
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv(h, vi->name, strlen(vi->name) + 1);
@@ -188,8 +172,9 @@ static bool tune_path(const rt_engine *e, char *out, size_t n, bool make_dir)
         h = fnv(h, kd->name, strlen(kd->name) + 1);
         h = fnv(h, kd->spv, kd->spv_bytes);
     }
-    snprintf(out, n, "%s/tune-%016llx.txt", dir, (unsigned long long)h);
-    return true;
+    char file[64];
+    snprintf(file, sizeof file, "tune-%016llx.txt", (unsigned long long)h);
+    return rt_cache_path(file, make_dir, out, n);
 }
 
 /* Read the stored variants; false (nothing changed) when absent or not matching. */

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/rt_cache.h"
 #include "vk/rt_vk_priv.h"
 
 #define MAX_CACHE_FILE (512u << 20)
@@ -63,17 +64,14 @@ static void cache_warn(rt_vk *vk, const char *why)
     vk->cache_state = RT_CACHE_REJECTED;
 }
 
-/* Fill vk->cache_path; "" when neither XDG_CACHE_HOME nor HOME is set. */
-static void cache_path(rt_vk *vk, const uint8_t uuid[VK_UUID_SIZE], char *dir, size_t dir_cap)
+/* Fill vk->cache_path: pipelines-<uuid>.bin in the cache folder (runtime/base/rt_cache.h), ""
+ * when there is none. */
+static void cache_path(rt_vk *vk, const uint8_t uuid[VK_UUID_SIZE])
 {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    vk->cache_path[0] = dir[0] = 0;
-    if (xdg && *xdg) snprintf(dir, dir_cap, "%s/ternion", xdg);
-    else if (home && *home) snprintf(dir, dir_cap, "%s/.cache/ternion", home);
-    else return;
-    char hex[2 * VK_UUID_SIZE + 1];
-    for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", uuid[i]);
-    snprintf(vk->cache_path, sizeof(vk->cache_path), "%.900s/pipelines-%s.bin", dir, hex);
+    char file[64] = "pipelines-";
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(file + 10 + 2 * i, 3, "%02x", uuid[i]);
+    snprintf(file + 10 + 2 * VK_UUID_SIZE, sizeof(file) - 10 - 2 * VK_UUID_SIZE, ".bin");
+    rt_cache_path(file, false, vk->cache_path, sizeof(vk->cache_path));
 }
 
 static uint32_t rd32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
@@ -117,8 +115,7 @@ void rt_pipeline_cache_open(rt_vk *vk)
 {
     VkPhysicalDeviceProperties p;
     vkGetPhysicalDeviceProperties(vk->phys, &p);
-    char dir[1024];
-    cache_path(vk, p.pipelineCacheUUID, dir, sizeof(dir));
+    cache_path(vk, p.pipelineCacheUUID);
     vk->cache_state = RT_CACHE_NONE;
     size_t n = 0;
     unsigned char *d = vk->cache_path[0] ? read_cache_file(vk, &n) : NULL;
