@@ -206,7 +206,7 @@ static void weight_formats(ternion_model *m)
 static int choose_chat(ternion_model *m)
 {
     const char *want = m->params.chat_template;
-    char names[256], warn[RT_ERR_LEN], err[RT_ERR_LEN];
+    char names[512], warn[RT_ERR_LEN], err[RT_ERR_LEN];
     if (want && *want) {
         m->chat = rt_chat_tmpl_detect(want, strlen(want));
         rt_chat_tmpl_list(names, sizeof(names));

@@ -126,6 +126,65 @@ static void llama2_start(unsigned *st, rt_chat_out *o)
 static void llama2_gen(unsigned *st, rt_chat_out *o) { (void)st, (void)o; }
 static void llama2_done(unsigned *st) { *st &= ~RT_CHAT_ST_INSIDE; }
 
+/* ---- mistral v1 / v3 / v3-tekken: [INST] [system\n\n]content[/INST] reply</s> ---- */
+
+enum { MI_LEAD = 1 /* v1: " [INST]" and " [/INST]" */, MI_TRAIL = 2 /* a space after [INST] and before a
+       reply (not tekken) */, MI_TRIM = 4 /* v3: replies trimmed */ };
+
+static void mistral_any(unsigned *st, rt_chat_out *o, rt_chat_role role, const char *content, int v)
+{
+    if (!(*st & RT_CHAT_ST_INSIDE)) {
+        *st |= RT_CHAT_ST_INSIDE;
+        rt_chat_out_tmpl(o, v & MI_LEAD ? " [INST]" : "[INST]");
+        if (v & MI_TRAIL)
+            rt_chat_out_tmpl(o, " ");
+    }
+    if (role == RT_ROLE_SYSTEM || role == RT_ROLE_USER) {
+        rt_chat_out_text(o, content, strlen(content));
+        rt_chat_out_tmpl(o, role == RT_ROLE_SYSTEM ? "\n\n" : v & MI_LEAD ? " [/INST]" : "[/INST]");
+        return;
+    }
+    if (v & MI_TRAIL) /* a reply, or a tool result (llama.cpp renders every other role as a reply) */
+        rt_chat_out_tmpl(o, " ");
+    if (v & MI_TRIM)
+        rt_chat_out_trimmed(o, content);
+    else
+        rt_chat_out_text(o, content, strlen(content));
+    rt_chat_out_tmpl(o, "</s>");
+    *st &= ~RT_CHAT_ST_INSIDE;
+}
+
+static void mistral1_msg(unsigned *st, rt_chat_out *o, rt_chat_role r, const char *c)
+{
+    mistral_any(st, o, r, c, MI_LEAD | MI_TRAIL);
+}
+static void mistral3_msg(unsigned *st, rt_chat_out *o, rt_chat_role r, const char *c)
+{
+    mistral_any(st, o, r, c, MI_TRAIL | MI_TRIM);
+}
+static void mistral3t_msg(unsigned *st, rt_chat_out *o, rt_chat_role r, const char *c) { mistral_any(st, o, r, c, 0); }
+
+/* ---- mistral v7 / v7-tekken: [SYSTEM_PROMPT] s[/SYSTEM_PROMPT][INST] u[/INST] reply</s> ---- */
+
+static void mistral7_any(rt_chat_out *o, rt_chat_role role, const char *content, const char *space)
+{
+    rt_chat_out_tmpl(o, role == RT_ROLE_SYSTEM ? "[SYSTEM_PROMPT]" : role == RT_ROLE_USER ? "[INST]" : "");
+    rt_chat_out_tmpl(o, space);
+    rt_chat_out_text(o, content, strlen(content));
+    rt_chat_out_tmpl(o, role == RT_ROLE_SYSTEM ? "[/SYSTEM_PROMPT]" : role == RT_ROLE_USER ? "[/INST]" : "</s>");
+}
+
+static void mistral7_msg(unsigned *st, rt_chat_out *o, rt_chat_role r, const char *c)
+{
+    (void)st;
+    mistral7_any(o, r, c, " ");
+}
+static void mistral7t_msg(unsigned *st, rt_chat_out *o, rt_chat_role r, const char *c)
+{
+    (void)st;
+    mistral7_any(o, r, c, "");
+}
+
 /* ---- gemma: <start_of_turn>user\n[system\n\n]trim(content)<end_of_turn>\n, assistant = model ---- */
 
 static void gemma_close_sys(unsigned *st, rt_chat_out *o)
@@ -196,6 +255,8 @@ static const char *const k_sp_bitnet[] = {"<|eot_id|>", NULL};
 static const char *const k_sp_llama3[] = {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", NULL};
 static const char *const k_sp_chatml[] = {"<|im_start|>", "<|im_end|>", NULL};
 static const char *const k_sp_llama2[] = {"<s>", "</s>", NULL};
+static const char *const k_sp_mistral[] = {"[INST]", "[/INST]", "</s>", NULL};
+static const char *const k_sp_mistral7[] = {"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]", "</s>", NULL};
 static const char *const k_sp_gemma[] = {"<start_of_turn>", "<end_of_turn>", NULL};
 static const char *const k_sp_falcon3[] = {"<|system|>", "<|user|>", "<|assistant|>", NULL};
 
@@ -207,6 +268,11 @@ static const rt_chat_tmpl k_rows[] = {
     {"llama2-sys", "</s>", "", "", false, k_sp_llama2, llama2_start, llama2s_msg, llama2_gen, llama2_done},
     {"llama2-sys-bos", "</s>", "", "", false, k_sp_llama2, llama2_start, llama2b_msg, llama2_gen, llama2_done},
     {"llama2-sys-strip", "</s>", "", "", false, k_sp_llama2, llama2_start, llama2t_msg, llama2_gen, llama2_done},
+    {"mistral-v1", "</s>", "", "", false, k_sp_mistral, NULL, mistral1_msg, llama2_gen, llama2_done},
+    {"mistral-v3", "</s>", "", "", false, k_sp_mistral, NULL, mistral3_msg, llama2_gen, llama2_done},
+    {"mistral-v3-tekken", "</s>", "", "", false, k_sp_mistral, NULL, mistral3t_msg, llama2_gen, llama2_done},
+    {"mistral-v7", "</s>", "", "", false, k_sp_mistral7, NULL, mistral7_msg, llama2_gen, NULL},
+    {"mistral-v7-tekken", "</s>", "", "", false, k_sp_mistral7, NULL, mistral7t_msg, llama2_gen, NULL},
     {"gemma", "<end_of_turn>", "\n", "", false, k_sp_gemma, NULL, gemma_msg, gemma_gen, NULL},
     {"falcon3", NULL, "\n", "", false, k_sp_falcon3, NULL, falcon3_msg, falcon3_gen, NULL},
 };
@@ -256,7 +322,9 @@ static const rule k_rules[] = {
     {{"<|im_start|>", "<end_of_utterance>"}, NULL, NULL, "smolvlm"},
     {{"<|im_start|>"}, NULL, NULL, "chatml"},
     {{"[SYSTEM_PROMPT]"}, NULL, "mistral", "mistral-v7"},
-    {{"' [INST] ' + system_message"}, NULL, "mistral", "mistral-v1"},
+    {{"' [INST] ' + system_message"}, NULL, "mistral", "mistral-v1"}, /* holds " [INST]": v1 */
+    {{"[AVAILABLE_TOOLS]", " [INST]"}, NULL, "mistral", "mistral-v1"},
+    {{"[AVAILABLE_TOOLS]", "\"[INST]\""}, NULL, "mistral", "mistral-v3-tekken"},
     {{"[AVAILABLE_TOOLS]"}, NULL, "mistral", "mistral-v3"},
     {{"content.strip()"}, NULL, "mistral", "llama2-sys-strip"},
     {{"bos_token + '[INST]"}, NULL, "mistral", "llama2-sys-bos"},
