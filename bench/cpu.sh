@@ -4,11 +4,14 @@
 # (tg64), medians of RUNS runs with the engines alternated, one table with ratios.
 #
 #   BITNET_CPP=<bitnet.cpp build dir, with bin/llama-bench> sh bench/cpu.sh
+#   FILES="a.gguf b-tq2_0.gguf@llama" LLAMA_CPP=<mainline llama.cpp build dir> BITNET_CPP=... sh bench/cpu.sh
 #
 # Files: tests/data/bitnet-kjv/model.gguf, fixture B (bitnet-2b-shape, found as the suites find
 # it), and a random full 2B4T-shape file ($RAND_2B, written with tools/mkmodel when absent).
 # TERNION_BIN (default $B/ternion), THREADS (default "1 2"), RUNS (default 3), LAVAPIPE=0 leaves lavapipe out (it takes minutes
-# per 2B4T run), FILES to name other files (each must fit a model built into build/ternion).
+# per 2B4T run), FILES to name other files (each must fit a model built into build/ternion; a
+# file with `@llama` after its name is compared with mainline llama.cpp, $LLAMA_CPP/bin/llama-bench,
+# the reference for TQ1_0/TQ2_0 and other non-I2_S files; the others with bitnet.cpp).
 # bitnet.cpp: llama-bench -p 128 -n 64 -t N. Ternion: the CLI with a 128-token --tokens prompt,
 # -n 64 --temp 0 --ignore-eos, --device cpu -t N (lavapipe: --device vulkan, LP_NUM_THREADS=N).
 set -eu
@@ -19,6 +22,7 @@ LAVAPIPE=${LAVAPIPE:-1}
 : "${BITNET_CPP:?set BITNET_CPP to bitnet.cpp's build directory (../shared/peers/README.md says how to build it)}"
 LB="$BITNET_CPP/bin/llama-bench"
 [ -x "$LB" ] || { echo "bench/cpu.sh: $LB not found" >&2; exit 1; }
+LLB="${LLAMA_CPP:-/nonexistent}/bin/llama-bench" # mainline llama.cpp, for the files marked @llama
 TB=${TERNION_BIN:-$B/ternion} # or one model's binary, e.g. build/bitnet-b1.58-2b
 [ -x "$TB" ] || { echo "bench/cpu.sh: $TB not built (make)" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -42,7 +46,7 @@ ids=$(seq 100 227 | tr '\n' ' ')
 # bitnet.cpp: "pp tg" tok/s of one llama-bench run (its CSV, columns found by name: no python
 # or bc needed, so the script also runs on bare benchmark machines)
 peer() {
-    "$LB" -m "$1" -p 128 -n 64 -t "$2" -r 1 -o csv 2>/dev/null | awk -F, '
+    "$3" -m "$1" -p 128 -n 64 -t "$2" -r 1 -o csv 2>/dev/null | awk -F, '
         { for (i = 1; i <= NF; i++) gsub(/"/, "", $i) }
         NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
         $col["n_prompt"] > 0 && $col["n_gen"] == 0 { pp = $col["avg_ts"] }
@@ -56,14 +60,20 @@ ours() {
         2>&1 >/dev/null | sed -n 's/.*prompt: [0-9]* tokens, [0-9.]* ms, \([0-9.]*\) tok\/s | generated: [0-9]* tokens, \([0-9.]*\) tok\/s.*/\1 \2/p' | tail -1
 }
 
-printf '| file | threads | bitnet.cpp pp128 / tg64 tok/s | Ternion CPU pp128 / tg64 | Ternion / bitnet.cpp pp, tg |%s\n' \
+printf '| file | threads | peer | peer pp128 / tg64 tok/s | Ternion CPU pp128 / tg64 | Ternion / peer pp, tg |%s\n' \
     "$([ "$LAVAPIPE" = 1 ] && printf ' Ternion on lavapipe pp128 / tg64 |')"
-printf '|---|---|---|---|---|%s\n' "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
-for f in $FILES; do
+printf '|---|---|---|---|---|---|%s\n' "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
+for spec in $FILES; do
+    f=${spec%@llama}
+    pb=$LB pname=bitnet.cpp
+    if [ "$f" != "$spec" ]; then
+        pb=$LLB pname=llama.cpp
+        [ -x "$pb" ] || { echo "bench/cpu.sh: $f@llama needs LLAMA_CPP (mainline llama.cpp's build dir with bin/llama-bench)" >&2; exit 1; }
+    fi
     for t in $THREADS; do
         : >"$tmp/p"; : >"$tmp/o"; : >"$tmp/l"
         for r in $(seq "$RUNS"); do
-            peer "$f" "$t" >>"$tmp/p"
+            peer "$f" "$t" "$pb" >>"$tmp/p"
             ours "$f" "$t" cpu >>"$tmp/o"
             if [ "$LAVAPIPE" = 1 ] && [ "$r" = 1 ]; then ours "$f" "$t" vulkan >>"$tmp/l"; fi
         done
@@ -71,7 +81,7 @@ for f in $FILES; do
         opp=$(cut -d' ' -f1 "$tmp/o" | median); otg=$(cut -d' ' -f2 "$tmp/o" | median)
         lav=""
         [ "$LAVAPIPE" = 1 ] && lav=" $(cut -d' ' -f1 "$tmp/l" | median) / $(cut -d' ' -f2 "$tmp/l" | median) |"
-        printf '| %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f, %.2f |%s\n' "$(basename "$(dirname "$f")")/$(basename "$f")" "$t" \
+        printf '| %s | %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f, %.2f |%s\n' "$(basename "$(dirname "$f")")/$(basename "$f")" "$t" "$pname" \
             "$ppp" "$ptg" "$opp" "$otg" "$(awk -v a="$opp" -v b="$ppp" 'BEGIN { print a / b }')" \
             "$(awk -v a="$otg" -v b="$ptg" 'BEGIN { print a / b }')" "$lav"
     done

@@ -172,16 +172,6 @@ void srv_calls_list_free(srv_call *calls, int n)
     free(calls);
 }
 
-static char *dup_n(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = 0;
-    }
-    return d;
-}
-
 /* Call k's object checked (valid JSON, a declared name, object or no arguments) and taken. 1, 0
  * not a call, -1 out of memory. */
 static int take_call(const srv_call_span *c, const srv_req *r, const char *text, srv_call *out)
@@ -194,8 +184,8 @@ static int take_call(const srv_call_span *c, const srv_req *r, const char *text,
     bool ok = cJSON_IsString(n) && srv_calls_tool(r, n->valuestring, strlen(n->valuestring)) >= 0 &&
               (!p || cJSON_IsObject(p)) && (!p || (c->args_at && c->args_end));
     if (ok) {
-        out->name = dup_n(n->valuestring, strlen(n->valuestring));
-        out->args = p ? srv_calls_compact(text + c->args_at, c->args_end - c->args_at, &(srv_compact){0}) : dup_n("{}", 2);
+        out->name = strdup(n->valuestring);
+        out->args = p ? srv_calls_compact(text + c->args_at, c->args_end - c->args_at, &(srv_compact){0}) : strdup("{}");
     }
     cJSON_Delete(o);
     if (ok && (!out->name || !out->args))
