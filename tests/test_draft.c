@@ -5,7 +5,8 @@
  * model the file was written from (hparams, tensors with their types and shapes, the three op
  * lists op by op, the RoPE style), and built in-process it runs on the CPU backend to the
  * logits of the generated model of the original YAML, bit for bit (the op lists are the same,
- * so every kernel is). A file of the `llama` architecture (Falcon3's and TriLM's) drafts to
+ * so every kernel is). A file of models/bitnet-b1.58-large.yaml (`bitnet`, real widths) drafts
+ * back to that description. A file of the `llama` architecture (Falcon3's and TriLM's) drafts to
  * `rope: {style: norm}`, and that draft runs on the CPU backend within the C reference's own
  * spread of its logits. Hand-made files: a `llama` file's hparams and untied head; an
  * unknown architecture, a tensor no op reads, a Q8_0 embedding or an F16 matrix are problems
@@ -332,6 +333,32 @@ static void test_bitnet_tiny(void **st)
     round_trip("models/bitnet-tiny.yaml", "bitnet-tiny", &rt_model_bitnet_tiny);
 }
 
+/* 1bitLLM's BitNet b1.58 as bitnet.cpp converts it (`bitnet`: sub-norms, SiLU GLU, NeoX RoPE,
+ * tied head) drafts back to models/bitnet-b1.58-large.yaml at its real widths (dim 1536, 16
+ * heads of 96, FFN 4096). The model only: its logits are checked against bitnet.cpp in
+ * test_oracle (case bitnet-large-1layer); building the draft here would be 30 s of shaderc. */
+static void test_bitnet_large(void **st)
+{
+    (void)st;
+    char gguf[512], err[GEN_ERR_LEN] = "";
+    mkmodel("models/bitnet-b1.58-large.yaml", "bitnet-large", gguf, sizeof(gguf));
+    gen_draft dr;
+    if (gen_draft_gguf(gguf, &dr, err))
+        fail_msg("%s", err);
+    printf("%s\n", dr.summary);
+    assert_int_equal(dr.n_problems, 0);
+    gen_model *want = malloc(sizeof(*want)), *got = malloc(sizeof(*got));
+    assert_true(want && got);
+    if (gen_model_load("models/bitnet-b1.58-large.yaml", want, err) ||
+        gen_model_parse(dr.yaml, dr.len, "draft", got, err))
+        fail_msg("%s", err);
+    assert_int_equal(got->hp.rope_style, GEN_ROPE_NEOX);
+    assert_same_model(want, got);
+    free(want);
+    free(got);
+    gen_draft_free(&dr);
+}
+
 static void test_llama_ternary_tiny(void **st)
 {
     (void)st;
@@ -630,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_llama_draft_runs),
         cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_bitnet_tiny),
+        cmocka_unit_test(test_bitnet_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

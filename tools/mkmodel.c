@@ -1,7 +1,7 @@
 /* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
  *
  *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S] [--arch NAME]
- *           [--pre NAME]
+ *           [--pre NAME] [--tok spm]
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
@@ -17,6 +17,11 @@
  * --arch NAME writes general.architecture NAME (and NAME.* keys) instead of the YAML's first
  * architecture: the name another engine knows the same layout by (tests/data/oracle/README.md).
  * --pre NAME writes tokenizer.ggml.pre NAME (none by default), as a converter does for a family.
+ * --tok spm writes a SentencePiece vocabulary in the Llama 2 layout instead (tokenizer.ggml.model
+ * `llama`: <unk> 0, <s> 1 (BOS), </s> 2 (EOS), the 256 byte-fallback tokens <0x00>..<0xFF>,
+ * then U+2581 and the printable ASCII characters, the same English pieces spelt with U+2581 for
+ * the space, scored by rank, and <unused_N> fillers), as llama.cpp's converters write for the
+ * Llama 2 family (1bitLLM's BitNet b1.58 checkpoints among them).
  */
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
@@ -221,6 +226,67 @@ static void free_vocab(vocab *v)
     free(v->merges);
 }
 
+/* ---- SentencePiece (Llama 2 layout) tokenizer: --tok spm ---- */
+
+#define SPM_SPACE "\xE2\x96\x81" /* U+2581, SentencePiece's space */
+
+static void spm_add(vocab *v, const char *s, int limit)
+{
+    if (v->n < limit && vocab_find(v, s) < 0) v->text[v->n++] = strdup(s);
+}
+
+/* Returns the number of scored pieces (ids 259 .. 259 + n - 1), or -1 when out of memory. */
+static int build_spm_vocab(vocab *v, int n_vocab)
+{
+    v->text = calloc((size_t)n_vocab, sizeof(char *));
+    if (!v->text) return -1;
+    const char *const special[3] = {"<unk>", "<s>", "</s>"};
+    for (int i = 0; i < 3; i++) v->text[v->n++] = strdup(special[i]);
+    for (int i = 0; i < 256; i++) {
+        char b[8];
+        snprintf(b, sizeof(b), "<0x%02X>", i);
+        v->text[v->n++] = strdup(b);
+    }
+    spm_add(v, SPM_SPACE, n_vocab);
+    for (char c = 33; c < 127; c++) spm_add(v, (char[]){c, 0}, n_vocab);
+    for (size_t i = 0; i < sizeof(WORDS) / sizeof(WORDS[0]); i++) {
+        char piece[64] = "";
+        size_t k = 0;
+        for (const char *c = WORDS[i]; *c && k + 4 < sizeof(piece); c++) { /* every prefix is a piece */
+            k += (size_t)snprintf(piece + k, sizeof(piece) - k, "%s", *c == ' ' ? SPM_SPACE : (char[]){*c, 0});
+            if (*c != '\n') spm_add(v, piece, n_vocab);
+        }
+    }
+    int n_scored = v->n - 259;
+    for (int i = 0; v->n < n_vocab; i++) {
+        char f[48];
+        snprintf(f, sizeof(f), "<unused_%d>", i);
+        v->text[v->n++] = strdup(f);
+    }
+    return n_scored;
+}
+
+static void write_spm_tokenizer(rt_gguf_writer *w, const vocab *v, int n_scored)
+{
+    int32_t *type = malloc(sizeof(int32_t) * (size_t)v->n);
+    float *score = malloc(sizeof(float) * (size_t)v->n);
+    for (int i = 0; type && score && i < v->n; i++) { /* unknown / control / byte / normal / unused */
+        type[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : i < 259 + n_scored ? 1 : 5;
+        score[i] = i >= 259 && i < 259 + n_scored ? (float)-(i - 259) : 0.0f;
+    }
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->text, (uint64_t)v->n);
+    if (score) rt_gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)v->n);
+    if (type) rt_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)v->n);
+    rt_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    rt_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    rt_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    rt_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", true);
+    rt_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", false);
+    free(type);
+    free(score);
+}
+
 static void write_tokenizer(rt_gguf_writer *w, const vocab *v, int n_merge_tokens, const char *pre)
 {
     int32_t *type = malloc(sizeof(int32_t) * (size_t)v->n);
@@ -275,14 +341,14 @@ static bool is_bias(const gen_model *m, int ti)
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
-                    "[--seed S] [--arch NAME] [--pre NAME]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
+                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
                     "other models: 2 layers, vocab 512, ctx 256; seed 1\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL;
+    const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL, *tok = NULL;
     long layers = 0, n_vocab = 0, ctx = 0;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -291,6 +357,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "-o") && val) { out = val; i++; continue; }
         if (!strcmp(a, "--arch") && val) { arch_opt = val; i++; continue; }
         if (!strcmp(a, "--pre") && val) { pre = val; i++; continue; }
+        if (!strcmp(a, "--tok") && val) { tok = val; i++; continue; }
         long *dst = !strcmp(a, "--layers") ? &layers : !strcmp(a, "--vocab") ? &n_vocab
                   : !strcmp(a, "--ctx") ? &ctx : NULL;
         if (dst && val) {
@@ -309,6 +376,10 @@ int main(int argc, char **argv)
         yaml = a;
     }
     if (!yaml || !out) return usage();
+    if (tok && (strcmp(tok, "spm") || pre)) {
+        fprintf(stderr, "mkmodel: --tok %s%s: the one value is spm, which takes no --pre\n", tok, pre ? " with --pre" : "");
+        return 2;
+    }
     static gen_model m;
     char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN];
     if (gen_model_load(yaml, &m, err)) { fprintf(stderr, "mkmodel: %s\n", err); return 1; }
@@ -341,8 +412,10 @@ int main(int argc, char **argv)
         else rt_gguf_w_u32(w, ARCH_KEY(m.checks[i].gguf_key), (uint32_t)m.checks[i].value);
     }
     vocab v = {0};
-    if (build_vocab(&v, (int)n_vocab)) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
-    write_tokenizer(w, &v, v.n_merges, pre);
+    int n_scored = tok ? build_spm_vocab(&v, (int)n_vocab) : build_vocab(&v, (int)n_vocab);
+    if (n_scored < 0) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
+    if (tok) write_spm_tokenizer(w, &v, n_scored);
+    else write_tokenizer(w, &v, v.n_merges, pre);
 
     stream *st = calloc((size_t)m.n_tensors * (size_t)layers, sizeof(stream));
     if (!st) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }

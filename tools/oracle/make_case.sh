@@ -9,11 +9,12 @@
 # NAME: the case folder; YAML: the model description; LAYERS VOCAB SEED: mkmodel's arguments;
 # REF_LOGITS: the built driver; REFERENCE: one line naming the reference engine and its commit
 # (kept in the manifest); PROMPT: the prompt ids (default: 24 ids from SEED, the first the
-# file's BOS, vocab - 3). Environment: B (build dir, default build), GREEDY (16), THREADS (1),
+# file's BOS: vocab - 3, or 1 with TOK=spm). Environment: B (build dir, default build), GREEDY (16), THREADS (1),
 # FACTOR (1.5: max |d| bound = FACTOR x the reference's own spread), MARGIN (1.0: top-1 must
 # agree where the reference's top-1/top-2 margin exceeds MARGIN x the spread), ARCH (the
 # general.architecture to write, mkmodel --arch, when the reference knows the layout by another
-# name than the YAML's first architecture).
+# name than the YAML's first architecture), TOK (spm: the file's vocabulary is SentencePiece in
+# the Llama 2 layout, mkmodel --tok spm, as the family's converter writes it).
 # Refuses (exit 1) a seed whose reference disagrees with itself on a greedy token (its one-token
 # decode against its batched numerics, ref_logits.cpp): the suite demands every greedy token, so
 # such a case could fail a correct engine. Never run by make test.
@@ -21,19 +22,19 @@ set -eu
 [ $# -ge 7 ] || { sed -n '2,18p' "$0"; exit 2; }
 NAME=$1 YAML=$2 LAYERS=$3 VOCAB=$4 SEED=$5 REF=$6 REFERENCE=$7
 PROMPT=${8:-}
-ARCH=${ARCH:-} B=${B:-build} GREEDY=${GREEDY:-16} THREADS=${THREADS:-1} FACTOR=${FACTOR:-1.5} MARGIN=${MARGIN:-1.0}
+ARCH=${ARCH:-} TOK=${TOK:-} B=${B:-build} GREEDY=${GREEDY:-16} THREADS=${THREADS:-1} FACTOR=${FACTOR:-1.5} MARGIN=${MARGIN:-1.0}
 CTX=256
 OUT=tests/data/oracle/$NAME
 [ -x "$B/tools/mkmodel" ] || { echo "make_case.sh: $B/tools/mkmodel not built (make B=$B)" >&2; exit 1; }
 [ -x "$REF" ] || { echo "make_case.sh: $REF is not an executable (tools/oracle/build.sh)" >&2; exit 1; }
 if [ -z "$PROMPT" ]; then
-    PROMPT=$(awk -v s="$SEED" -v v="$VOCAB" 'BEGIN { x = s * 7919 + 17; printf "%d", v - 3;
+    PROMPT=$(awk -v s="$SEED" -v v="$VOCAB" -v spm="$TOK" 'BEGIN { x = s * 7919 + 17; printf "%d", spm == "spm" ? 1 : v - 3;
         for (i = 1; i < 24; i++) { x = (x * 1103515245 + 12345) % 2147483648; printf " %d", int(x / 65536) % (v - 3) } }')
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 "$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
-    ${ARCH:+--arch "$ARCH"}
+    ${ARCH:+--arch "$ARCH"} ${TOK:+--tok "$TOK"}
 "$REF" -m "$tmp/model.gguf" -o "$tmp" --prompt "$PROMPT" -n "$GREEDY" -t "$THREADS" --ctx 512 \
     >"$tmp/ref.out" 2>"$tmp/ref.log" || { tail -n 20 "$tmp/ref.log" >&2; exit 1; }
 cat "$tmp/ref.out"
@@ -54,6 +55,7 @@ cat >"$OUT/case.txt" <<EOT
 # Oracle case $NAME: made by tools/oracle/make_case.sh (format: tests/data/oracle/README.md)
 yaml = $YAML
 ${ARCH:+arch = $ARCH
+}${TOK:+tok = $TOK
 }layers = $LAYERS
 vocab = $VOCAB
 seed = $SEED
