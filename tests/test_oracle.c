@@ -50,7 +50,7 @@
 enum { MAX_CASES = 11, MAX_PROMPT = 128, MAX_GREEDY = 64 };
 
 typedef struct {
-    char name[64], dir[160], yaml[160], arch[64], tok[16], reference[512], sha256[65], gguf[320];
+    char name[64], dir[160], yaml[160], arch[64], tok[16], pre[64], reference[512], sha256[65], gguf[320];
     long layers, vocab, seed, ctx;
     uint64_t bytes;
     int32_t prompt[MAX_PROMPT], greedy[MAX_GREEDY];
@@ -114,6 +114,8 @@ static int manifest_line(oracle_case *c, const char *key, const char *v, char *e
         snprintf(c->arch, sizeof(c->arch), "%s", v);
     else if (!strcmp(key, "tok"))
         snprintf(c->tok, sizeof(c->tok), "%s", v);
+    else if (!strcmp(key, "pre"))
+        snprintf(c->pre, sizeof(c->pre), "%s", v);
     else if (!strcmp(key, "reference"))
         snprintf(c->reference, sizeof(c->reference), "%s", v);
     else if (!strcmp(key, "gguf_sha256")) {
@@ -249,9 +251,9 @@ static void ensure_gguf(oracle_case *c)
         skip();
     }
     snprintf(c->gguf, sizeof(c->gguf), "%s/test-oracle-%s.gguf", build_dir(), c->name);
-    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers %ld --vocab %ld --seed %ld --ctx %ld%s%s%s%s >/dev/null 2>&1", tool,
-             c->yaml, c->gguf, c->layers, c->vocab, c->seed, c->ctx, c->arch[0] ? " --arch " : "", c->arch,
-             c->tok[0] ? " --tok " : "", c->tok);
+    snprintf(cmd, sizeof(cmd), "%s %s -o %s --layers %ld --vocab %ld --seed %ld --ctx %ld%s%s%s%s%s%s >/dev/null 2>&1",
+             tool, c->yaml, c->gguf, c->layers, c->vocab, c->seed, c->ctx, c->arch[0] ? " --arch " : "", c->arch,
+             c->tok[0] ? " --tok " : "", c->tok, c->pre[0] ? " --pre " : "", c->pre);
     if (system(cmd) != 0)
         fail_msg("%s: `%s` failed", c->name, cmd);
     uint64_t bytes = 0;

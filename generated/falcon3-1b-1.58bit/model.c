@@ -307,7 +307,7 @@ static const rt_cpu_op cpu_ops[] = {
 static const char manifest[] =
     "model falcon3-1b-1.58bit\n"
     "source models/falcon3-1b-1.58bit.yaml fnv64:cdc45de773006cd6\n"
-    "base models/falcon3-3b-1.58bit.yaml fnv64:35eef9c70af21b83\n"
+    "base models/falcon3-3b-1.58bit.yaml fnv64:59ed201462b09f80\n"
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n2048_nextnorm glsl-fnv64:8ee61c98a917b927\n"

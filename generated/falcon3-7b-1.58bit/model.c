@@ -307,7 +307,7 @@ static const rt_cpu_op cpu_ops[] = {
 static const char manifest[] =
     "model falcon3-7b-1.58bit\n"
     "source models/falcon3-7b-1.58bit.yaml fnv64:e96ccea4d031a2f4\n"
-    "base models/falcon3-3b-1.58bit.yaml fnv64:35eef9c70af21b83\n"
+    "base models/falcon3-3b-1.58bit.yaml fnv64:59ed201462b09f80\n"
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n3072_nextnorm glsl-fnv64:e8f709db9f904d66\n"

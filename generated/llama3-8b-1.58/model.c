@@ -317,7 +317,7 @@ static const rt_cpu_op cpu_ops[] = {
 static const char manifest[] =
     "model llama3-8b-1.58\n"
     "source models/llama3-8b-1.58.yaml fnv64:add6eadb088e8785\n"
-    "base models/falcon3-3b-1.58bit.yaml fnv64:35eef9c70af21b83\n"
+    "base models/falcon3-3b-1.58bit.yaml fnv64:59ed201462b09f80\n"
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n4096_nextnorm glsl-fnv64:5b098118bb8c26f7\n"

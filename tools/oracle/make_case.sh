@@ -14,7 +14,8 @@
 # agree where the reference's top-1/top-2 margin exceeds MARGIN x the spread), ARCH (the
 # general.architecture to write, mkmodel --arch, when the reference knows the layout by another
 # name than the YAML's first architecture), TOK (spm: the file's vocabulary is SentencePiece in
-# the Llama 2 layout, mkmodel --tok spm, as the family's converter writes it).
+# the Llama 2 layout, mkmodel --tok spm, as the family's converter writes it), PRE (the
+# tokenizer.ggml.pre to write, mkmodel --pre, as the family's converter does).
 # Refuses (exit 1) a seed whose reference disagrees with itself on a greedy token (its one-token
 # decode against its batched numerics, ref_logits.cpp): the suite demands every greedy token, so
 # such a case could fail a correct engine. Never run by make test.
@@ -22,7 +23,7 @@ set -eu
 [ $# -ge 7 ] || { sed -n '2,18p' "$0"; exit 2; }
 NAME=$1 YAML=$2 LAYERS=$3 VOCAB=$4 SEED=$5 REF=$6 REFERENCE=$7
 PROMPT=${8:-}
-ARCH=${ARCH:-} TOK=${TOK:-} B=${B:-build} GREEDY=${GREEDY:-16} THREADS=${THREADS:-1} FACTOR=${FACTOR:-1.5} MARGIN=${MARGIN:-1.0}
+ARCH=${ARCH:-} TOK=${TOK:-} PRE=${PRE:-} B=${B:-build} GREEDY=${GREEDY:-16} THREADS=${THREADS:-1} FACTOR=${FACTOR:-1.5} MARGIN=${MARGIN:-1.0}
 CTX=256
 OUT=tests/data/oracle/$NAME
 [ -x "$B/tools/mkmodel" ] || { echo "make_case.sh: $B/tools/mkmodel not built (make B=$B)" >&2; exit 1; }
@@ -34,7 +35,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 "$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
-    ${ARCH:+--arch "$ARCH"} ${TOK:+--tok "$TOK"}
+    ${ARCH:+--arch "$ARCH"} ${TOK:+--tok "$TOK"} ${PRE:+--pre "$PRE"}
 "$REF" -m "$tmp/model.gguf" -o "$tmp" --prompt "$PROMPT" -n "$GREEDY" -t "$THREADS" --ctx 512 \
     >"$tmp/ref.out" 2>"$tmp/ref.log" || { tail -n 20 "$tmp/ref.log" >&2; exit 1; }
 cat "$tmp/ref.out"
@@ -56,6 +57,7 @@ cat >"$OUT/case.txt" <<EOT
 yaml = $YAML
 ${ARCH:+arch = $ARCH
 }${TOK:+tok = $TOK
+}${PRE:+pre = $PRE
 }layers = $LAYERS
 vocab = $VOCAB
 seed = $SEED
