@@ -28,7 +28,8 @@ static void i2s_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1,
 }
 
 /* Any ternary codec through fmt_decode_ternary_row: per-block scales (TQ1_0, TQ2_0) sum
- * d_B * (block sum) in double, a tensor scale (TQ1_T) multiplies the exact row sum. */
+ * d_B * (block sum) in double (times the activations' block scale when they are Q8_K codes,
+ * a->bs: llama.cpp's TQ x Q8_K product), a tensor scale (TQ1_T) multiplies the exact row sum. */
 static void generic_ternary_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a,
                                    float *y, int64_t ldy, void *scratch)
 {
@@ -54,9 +55,10 @@ static void generic_ternary_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0,
                 int32_t acc = 0;
                 for (int64_t k = b * c->blk; k < (b + 1) * c->blk; k++)
                     acc += codes[k] * q[k];
-                sum += (double)c->block_scale(row + b * c->blk_bytes) * acc;
+                const double d = c->block_scale(row + b * c->blk_bytes);
+                sum += (a->bs ? d * a->bs[(size_t)t * nb + b] : d) * acc;
             }
-            y[t * ldy + r] = (float)(sum / a->s[t]);
+            y[t * ldy + r] = (float)(a->bs ? sum : sum / a->s[t]);
         }
     }
 }
