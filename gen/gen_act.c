@@ -72,7 +72,7 @@ static const gen_act ACTS[] = {
     /* as silu, for exp(-beta a): |beta| <= 2.5 in the tests' models and |a| <= 4 -> 3 + 2 |beta a|
      * <= 23 ulp ~ 2.7e-6, plus the product's and the division's roundings */
     {"swish", "swish_mul", "a / (1 + exp(-beta a))", swish_kernel, swish_ref, 5e-6, true, false,
-     {{"beta", GEN_PARAM_CONST, 1.0f, -16.0f, 16.0f}}},
+     {{"beta", GEN_PARAM_CONST, 1.0f, -16.0f, 16.0f, NULL}}},
 };
 #define N_ACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
 

@@ -50,7 +50,7 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             .label = labels[i],
         };
         _Static_assert(RT_CPU_MAX_PARAMS == GEN_MAX_PARAMS, "one parameter array");
-        if (act || norm)
+        if (act || norm || op->kind == GEN_OP_BITLINEAR) /* bitlinear: its act_quant (gen_param.h) */
             memcpy(out[i].param, op->param.v, sizeof out[i].param);
     }
     return 0;

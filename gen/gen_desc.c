@@ -8,6 +8,7 @@
  * i-th buffer of both plans.
  */
 #include "gen_desc.h"
+#include "gen_param.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,6 +297,18 @@ static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char 
     return 0;
 }
 
+/* Why the kernels cannot run m as its YAML says, or NULL (rt_model_desc.vk_refusal). The
+ * kernels quantize every bitlinear input per token row: act_quant q8_k (gen_param.h) runs on the
+ * CPU backend only, for now. */
+static const char *vk_refusal(const gen_model *m)
+{
+    for (int i = 0; i < m->n_layer; i++)
+        if (m->layer[i].kind == GEN_OP_BITLINEAR && m->layer[i].param.v[0] == GEN_AQ_Q8_K)
+            return "its bitlinear ops quantize activations as llama.cpp's Q8_K (act_quant: q8_k), which only the CPU "
+                   "backend computes (--device cpu)";
+    return NULL;
+}
+
 int gen_desc_build(const gen_model *m, bool fuse, gen_desc *out_d, char *err)
 {
     return gen_desc_build_opts(m, fuse, &(gen_desc_opts){.coopmat = false}, out_d, err);
@@ -351,6 +364,7 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
     md->n_acts = (uint32_t)n_acts;
     if (gen_cpu_build(m, &d->cpu, &md->cpu, err))
         return -1;
+    md->vk_refusal = vk_refusal(m);
     md->kv_dim = (uint32_t)(m->hp.n_kv_heads * m->hp.head_dim);
     md->kv_elem_bytes = strcmp(m->hp.kv_type, "f32") == 0 ? 4 : 2;
     if (build_schedule(d, gs[1], 0, &md->decode, err) || build_schedule(d, gs[0], 1, &md->prefill, err) ||

@@ -552,6 +552,22 @@ static int write_tensors(drafter *d)
     return write_unused(d);
 }
 
+/* A bitlinear of row key reads its input as llama.cpp's Q8_K (`act_quant: q8_k`, gen_param.h):
+ * the file's matrix has 256-element blocks with a scale each (TQ1_0, TQ2_0) and the
+ * architecture is one llama.cpp runs (its row's source), whose CPU multiplies such a matrix by
+ * Q8_K activations. bitnet.cpp's own architectures keep BitNet's per-row rule. */
+static bool drafts_q8k(const drafter *d, const char *key)
+{
+    if (!d->arch_row || strncmp(d->arch_row->source, "llama.cpp", 9))
+        return false;
+    for (int r = 0; r < N_TENSORS; r++)
+        if (d->t[r] && !strcmp(k_tensors[r].key, key)) {
+            const fmt_codec *c = fmt_codec_find(d->t[r]->type);
+            return c && fmt_block_scaled(c) && c->blk == 256;
+        }
+    return false;
+}
+
 static void write_forward(drafter *d)
 {
     const char *act = k_layouts[d->layout].act;
@@ -572,7 +588,9 @@ static void write_forward(drafter *d)
             n += snprintf(f + n, sizeof(f) - (size_t)n, ", weight: %s", k_layer_ops[i].weight);
         if (k_layer_ops[i].out)
             n += snprintf(f + n, sizeof(f) - (size_t)n, ", out: %s", k_layer_ops[i].out);
-        line(d, NULL, "%s}", f);
+        const bool q8k = !strcmp(k_layer_ops[i].op, "bitlinear") && drafts_q8k(d, k_layer_ops[i].weight);
+        line(d, q8k ? "llama.cpp: Q8_K activations" : NULL, "%s%s}", f,
+             q8k ? ", act_quant: q8_k" : "");
     }
     line(d, NULL, "  output:\n    - {op: rmsnorm, in: x,  weight: output_norm, out: xn}");
     line(d, d->untied ? NULL : "tied embedding", "    - {op: lm_head, in: xn, weight: %s, out: logits}",

@@ -16,6 +16,7 @@
 #include "gen_act.h"
 #include "gen_desc.h"
 #include "gen_norm.h"
+#include "gen_param.h"
 
 static int mkdir_p(const char *dir, char *err)
 {
@@ -385,6 +386,8 @@ static const char *float_lit(float v, char *buf)
 /* The parameters the norm or activation row named row declares (gen_param.h), or NULL. */
 static const gen_param *row_params(const char *row)
 {
+    if (!row)
+        return NULL;
     const int n = gen_norm_find(row);
     if (n >= 0)
         return gen_norm_at(n)->params;
@@ -392,6 +395,15 @@ static const gen_param *row_params(const char *row)
         if (!strcmp(gen_act_at(i)->name, row))
             return gen_act_at(i)->params;
     return NULL;
+}
+
+/* The parameters a CPU op carries: its row's; a bitlinear's (act_quant) only when not the
+ * default, so a schedule of the default reads as before. */
+static const gen_param *op_params(const rt_cpu_op *op)
+{
+    if (op->kind == RT_CPU_BITLINEAR)
+        return op->param[0] != 0.0f ? gen_bitlinear_params : NULL;
+    return row_params(op->row);
 }
 
 static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
@@ -446,7 +458,7 @@ static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
             else
                 fprintf(f, ", NULL");
             fprintf(f, ", \"%s\"", op->label);
-            const gen_param *decl = op->row ? row_params(op->row) : NULL; /* the values its row declares */
+            const gen_param *decl = op_params(op); /* the values its row declares */
             char b[48];
             fprintf(f, ", {");
             for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++)
@@ -495,9 +507,13 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
                 fprintf(f, " + [%s]", md->tensors[op->bias].gguf);
             if (op->out >= 0)
                 fprintf(f, " -> %s", c->value_name[op->out]);
-            const gen_param *decl = op->row ? row_params(op->row) : NULL;
-            for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++)
-                fprintf(f, "%s%s %g", p ? ", " : " (", decl[p].name, (double)op->param[p]);
+            const gen_param *decl = op_params(op);
+            for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++) {
+                if (decl[p].choice)
+                    fprintf(f, "%s%s %s", p ? ", " : " (", decl[p].name, decl[p].choice[(int)op->param[p]]);
+                else
+                    fprintf(f, "%s%s %g", p ? ", " : " (", decl[p].name, (double)op->param[p]);
+            }
             fprintf(f, "%s\n", decl && decl[0].name ? ")" : "");
         }
     }
@@ -634,6 +650,8 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                "    .manifest = manifest,\n",
             md->k_argmax, md->k_topk, md->k_copy, md->topk_groups_x);
     write_cpu_desc(f, md);
+    if (md->vk_refusal)
+        fprintf(f, "    .vk_refusal = \"%s\",\n", md->vk_refusal);
     fprintf(f, "};\n");
     return close_out(f, "model.c", err);
 }

@@ -164,12 +164,28 @@ static int parse_bias(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     return 0;
 }
 
-/* The parameters the op's row declares (gen_param.h): NULL for ops of no table row. */
+/* The parameters the op's row declares (gen_param.h), bitlinear's own: NULL for other ops. */
 static const gen_param *param_decl(const gen_op *op)
 {
     const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
     const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
-    return n ? n->params : a ? a->params : NULL;
+    return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params : NULL;
+}
+
+/* A word parameter's value (gen_param.choice): the index of the word v names. */
+static int parse_choice(fwd_ctx *c, yaml_node_t *v, const gen_param *d, double *x)
+{
+    char word[GEN_MAX_NAME], list[128] = "";
+    if (gen_yaml_str(c->y, v, d->name, word, sizeof word))
+        return -1;
+    for (int j = 0; d->choice[j]; j++) {
+        if (!strcmp(word, d->choice[j])) {
+            *x = j;
+            return 0;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", d->choice[j]);
+    }
+    return gen_yaml_fail(c->y, v, "%s: '%s' must be one of %s, got '%s'", c->label, d->name, list, word);
 }
 
 /* The op's parameter values: the YAML keys its row declares (`eps: 1.0e-6`), else the
@@ -183,7 +199,7 @@ static int parse_params(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
         double x;
         if (!v)
             continue;
-        if (gen_yaml_float(c->y, v, decl[i].name, &x))
+        if (decl[i].choice ? parse_choice(c, v, &decl[i], &x) : gen_yaml_float(c->y, v, decl[i].name, &x))
             return -1;
         if (!(x >= decl[i].min && x <= decl[i].max))
             return gen_yaml_fail(c->y, v, "%s: '%s' must be in [%g, %g], got %g", c->label, decl[i].name,
@@ -194,6 +210,20 @@ static int parse_params(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
         op->param.v[i] = f;
     }
     return 0;
+}
+
+/* act_quant: q8_k quantizes per block of 256: only a weight of 256-element blocks with a scale
+ * each (TQ1_0, TQ2_0) is multiplied that way. */
+static int check_act_quant(fwd_ctx *c, yaml_node_t *opn, const gen_op *op)
+{
+    if (op->kind != GEN_OP_BITLINEAR || op->param.v[0] != GEN_AQ_Q8_K)
+        return 0;
+    const fmt_codec *f = fmt_codec_find(c->m->tensors[op->weight].type);
+    if (f && fmt_block_scaled(f) && f->blk == 256)
+        return 0;
+    return gen_yaml_fail(c->y, gen_yaml_get(c->y, opn, "act_quant"),
+                         "%s: act_quant q8_k needs a weight of 256-element blocks (tq1_0, tq2_0), '%s' is %s",
+                         c->label, c->m->tensors[op->weight].key, gen_ttype_name(c->m->tensors[op->weight].type));
 }
 
 /* Checks the op's widths; returns the width of its output in *out_w. */
@@ -324,7 +354,7 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     int width = 0;
     if (parse_weight(c, opn, op) || parse_bias(c, opn, op) || parse_params(c, opn, op) || parse_inputs(c, opn, op) ||
         infer_width(c, op, op->loc, &width) ||
-        define_output(c, opn, op, width))
+        define_output(c, opn, op, width) || check_act_quant(c, opn, op))
         return -1;
     if (op->kind == GEN_OP_KV_WRITE) {
         if (c->kv_written)

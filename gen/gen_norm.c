@@ -91,7 +91,7 @@ static void ln_ref(const float *x, const float *w, const float *b, int n, const 
 }
 
 /* every norm's parameter: its epsilon, by default the YAML's norm_eps; positive, at most 1 */
-#define EPS {{"eps", offsetof(gen_hparams, norm_eps), 0.0f, 1e-30f, 1.0f}}
+#define EPS {{"eps", offsetof(gen_hparams, norm_eps), 0.0f, 1e-30f, 1.0f, NULL}}
 
 static const gen_norm NORMS[] = {
     /* the kernel sums squares in f32 (a fixed tree over <= 256 partials, each over width / 256

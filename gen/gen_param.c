@@ -4,6 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char *const k_act_quant[] = {"row", "q8_k", NULL};
+const gen_param gen_bitlinear_params[] = {
+    {"act_quant", GEN_PARAM_CONST, GEN_AQ_ROW, GEN_AQ_ROW, GEN_AQ_Q8_K, k_act_quant},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
 gen_params gen_params_default(const gen_param *decl, const gen_hparams *hp)
 {
     gen_params p = {{0}, 0};
@@ -25,7 +31,8 @@ const char *gen_params_tag(const gen_param *decl, const gen_params *p, char *buf
         if (!(p->own & (1u << i)))
             continue;
         memcpy(&bits, &p->v[i], sizeof bits);
-        int w = snprintf(buf + n, n < cap ? cap - n : 0, "_%s%08x", decl[i].name, (unsigned)bits);
+        int w = decl[i].choice ? snprintf(buf + n, n < cap ? cap - n : 0, "_%s", decl[i].choice[(int)p->v[i]])
+                               : snprintf(buf + n, n < cap ? cap - n : 0, "_%s%08x", decl[i].name, (unsigned)bits);
         n += w > 0 ? (size_t)w : 0;
     }
     return buf;

@@ -23,7 +23,19 @@ typedef struct {
                        * GEN_PARAM_CONST */
     float def;        /* the default when hparam is GEN_PARAM_CONST */
     float min, max;   /* the accepted range (closed); a YAML value outside it is an error */
+    const char *const *choice; /* non-NULL: the YAML value is one of these words (NULL-ended),
+                                * the parameter's value the word's index (def: the default's);
+                                * kernel-name tags then carry the word ("_q8_k") */
 } gen_param;
+
+/* The bitlinear op's parameters: [0] `act_quant`, how its input is quantized to int8:
+ * GEN_AQ_ROW (`row`, the default: BitNet's absmax over the whole token row, one scale 127 /
+ * amax) or GEN_AQ_Q8_K (`q8_k`: llama.cpp's Q8_K, what it multiplies TQ1_0 / TQ2_0 weights
+ * by: per block of 256, d = max / -127 with max the element of largest |x|, q =
+ * min(127, round(x / d)); only for weights with 256-element blocks). */
+extern const gen_param gen_bitlinear_params[];
+#define GEN_AQ_ROW 0
+#define GEN_AQ_Q8_K 1
 
 /* The defaults of a row's parameters (decl: up to GEN_MAX_PARAMS entries, ended by a NULL
  * name) for a model with hyperparameters hp. */

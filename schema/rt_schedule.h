@@ -335,7 +335,9 @@ typedef struct {
                         * ("rmsnorm", "layernorm"); else NULL */
     const char *label; /* "models/x.yaml:23: bitlinear attn_q" (errors, --profile) */
     float param[RT_CPU_MAX_PARAMS]; /* NORM, ACT_MUL: the op's values of its row's parameters
-                                     * (a norm's [0]: its epsilon), in the row's order */
+                                     * (a norm's [0]: its epsilon), in the row's order;
+                                     * BITLINEAR: [0] its act_quant (0 row, 1 q8_k: llama.cpp's
+                                     * Q8_K blocks of 256, gen/gen_param.h) */
 } rt_cpu_op;
 
 typedef struct {
@@ -388,6 +390,10 @@ struct rt_model_desc {
     uint32_t topk_groups_x;         /* group count of the topk dispatch (1) */
     const char *manifest;           /* text: inputs hashes, for --version */
     rt_cpu_schedule cpu;            /* the native CPU backend's schedule (above) */
+    /* Why the Vulkan schedules must not run (an op the kernels do not compute as the YAML says,
+     * e.g. a bitlinear's act_quant q8_k), or NULL: the engine then refuses Vulkan with this text
+     * and the auto backend picks the CPU. */
+    const char *vk_refusal;
 };
 
 typedef struct rt_model_desc rt_model_desc;

@@ -118,7 +118,7 @@ static void check_matmul(uint32_t type, int K, int M, int n)
         for (int t = 0; t < n; t++)
             s[t] = cpu_act_quant((cpu_isa)isa, x + (size_t)t * K, K, q + (size_t)t * K, &qs[t]);
         cpu_i2s_pack((cpu_isa)isa, q, K, n, qp);
-        cpu_qact a = {K, n, q, qp, s, qs};
+        cpu_qact a = {K, n, q, qp, s, qs, NULL};
         const cpu_weight cw = {w, type, K, M};
         for (int i = 0; i < M * n; i++)
             y[i] = NAN;
@@ -164,6 +164,57 @@ static void test_tq(void **st)
     check_matmul(FMT_TQ1_0, 768, 9, 3);
     check_matmul(FMT_TQ2_0, 512, 7, 2);
     check_matmul(FMT_TQ2_0, 1280, 3, 1);
+}
+
+/* Q8_K activations (act_quant q8_k): the codes and block scales of llama.cpp's rule on known
+ * values, CPU = reference bit for bit, and the TQ products over them = the reference's. */
+static void test_tq_q8k(void **st)
+{
+    (void)st;
+    enum { K = 768, M = 6, N = 3 };
+    static float x[N * K], d[N * K / 256], dr[N * K / 256], y[N * M], yr[N * M];
+    static int8_t q[N * K], qr[N * K];
+    for (int i = 0; i < N * K; i++)
+        x[i] = frnd(2.0f);
+    /* token 0, block 0: max = the first element of largest |x| (-2 at 5, before +2 at 9):
+     * iscale = -127 / -2 = 63.5; 1.0 -> 63.5 -> 64 (half to even), 0.5 -> 31.75 -> 32,
+     * +2 -> 127, -2 -> -127; block 1 all zero: d 0, codes 0 */
+    for (int i = 0; i < 256; i++)
+        x[i] = 0.25f * (float)(i % 7) - 0.75f; /* |x| <= 0.75 */
+    x[5] = -2.0f, x[9] = 2.0f, x[10] = 1.0f, x[11] = 0.5f;
+    for (int i = 256; i < 512; i++)
+        x[i] = 0.0f;
+    for (int t = 0; t < N; t++) {
+        cpu_act_quant_q8k(x + t * K, K, q + t * K, d + t * (K / 256));
+        ref_act_quant_q8k(x + t * K, K, qr + t * K, dr + t * (K / 256));
+    }
+    assert_memory_equal(q, qr, sizeof q);
+    assert_memory_equal(d, dr, sizeof d);
+    assert_true(d[0] == 1.0f / 63.5f);
+    assert_int_equal(q[5], -127);
+    assert_int_equal(q[9], 127);
+    assert_int_equal(q[10], 64);
+    assert_int_equal(q[11], 32);
+    assert_true(d[1] == 0.0f && q[300] == 0);
+    const uint32_t types[2] = {FMT_TQ1_0, FMT_TQ2_0};
+    for (int ti = 0; ti < 2; ti++) {
+        uint8_t *w = random_ternary(types[ti], K, M, 0.37f);
+        const cpu_codec *cc = cpu_codec_find(types[ti]);
+        void *scratch = malloc(cpu_codec_scratch(K));
+        const cpu_qact a = {.K = K, .n = N, .q = q, .qp = q, .bs = d};
+        const cpu_weight cw = {w, types[ti], K, M};
+        ref_bitlinear_tq_q8k((int)types[ti], w, K, M, q, d, N, yr, NULL);
+        for (int isa = 0; isa < CPU_ISA_COUNT; isa++) { /* integer block sums: every level exact */
+            if (!cpu_isa_runs((cpu_isa)isa))
+                continue;
+            for (int i = 0; i < N * M; i++)
+                y[i] = NAN;
+            cc->matmul((cpu_isa)isa, &cw, 0, M, &a, y, M, scratch);
+            assert_memory_equal(y, yr, sizeof y);
+        }
+        free(w);
+        free(scratch);
+    }
 }
 
 /* F16 table dots: float sums in lanes vs the reference's double sum. Rule: recursive float
@@ -727,7 +778,7 @@ static void test_bad_threads(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq),
+        cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k),
         cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),

@@ -34,6 +34,7 @@
 #include "gen_desc.h"
 #include "gen_draft.h"
 #include "gen_model.h"
+#include "gen_param.h"
 #include "gguf/rt_gguf.h"
 #include "gguf/rt_tq.h"
 #include "ref/ref_forward.h"
@@ -207,9 +208,38 @@ static void test_tq_types(void **st)
                 ternary++;
             }
         assert_int_equal(ternary, 7);
+        for (int o = 0; o < m->n_layer; o++) /* not an architecture llama.cpp runs: BitNet's rule */
+            assert_true(m->layer[o].kind != GEN_OP_BITLINEAR || m->layer[o].param.v[0] == GEN_AQ_ROW);
         free(m);
         gen_draft_free(&dr);
     }
+}
+
+/* A llama-architecture file with TQ2_0 / TQ1_0 matrices (what llama.cpp's quantizer writes) is
+ * drafted with act_quant q8_k on every bitlinear (llama.cpp's Q8_K activations for them); the
+ * same formats under an architecture llama.cpp does not run (test_tq_types) keep the default. */
+static void test_tq_llama_q8k(void **st)
+{
+    (void)st;
+    char gguf[512], err[GEN_ERR_LEN] = "";
+    mkmodel("tests/data/q8k/trilm-q8k-tiny.yaml", "tq-llama", gguf, sizeof(gguf));
+    gen_draft dr;
+    if (gen_draft_gguf(gguf, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 0);
+    gen_model *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    if (gen_model_parse(dr.yaml, dr.len, "draft", m, err))
+        fail_msg("%s", err);
+    int n = 0;
+    for (int i = 0; i < m->n_layer; i++)
+        if (m->layer[i].kind == GEN_OP_BITLINEAR) {
+            assert_true(m->layer[i].param.v[0] == GEN_AQ_Q8_K);
+            n++;
+        }
+    assert_int_equal(n, 7);
+    free(m);
+    gen_draft_free(&dr);
 }
 
 /* max |a - b| over n floats (infinite if either is NaN) and how many of rows argmaxes agree. */
@@ -654,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_odd_names_stay_comments),
         cmocka_unit_test(test_layernorm_biases_named),
         cmocka_unit_test(test_tq_types),
+        cmocka_unit_test(test_tq_llama_q8k),
         cmocka_unit_test(test_llama_draft_runs),
         cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_bitnet_tiny),

@@ -780,6 +780,24 @@ static void variant_vs_reference(const char *yaml, const char *gguf, int seed, r
     decode_rows(ce, ids, 20, vocab, a);
     rule(label(yaml, "CPU backend decode"), a, want, vocab);
     rt_engine_close(ce);
+    if (bd->d.desc.vk_refusal) { /* kernels that do not compute it: Vulkan must refuse it, by name */
+        o.backend = RT_BACKEND_VULKAN;
+        ce = NULL;
+        const int vrc = rt_engine_open(&bd->d.desc, &o, &ce, err);
+        printf("%s: Vulkan: %s\n", yaml, vrc ? err : "opened");
+        assert_int_not_equal(vrc, 0);
+        assert_non_null(strstr(err, bd->d.desc.vk_refusal));
+        o.backend = RT_BACKEND_AUTO; /* and auto picks the CPU */
+        assert_int_equal(rt_engine_open(&bd->d.desc, &o, &ce, err), 0);
+        assert_true(rt_engine_is_cpu(ce));
+        rt_engine_close(ce);
+        free(want);
+        free(a);
+        free(b);
+        ref_close(ref);
+        rt_gguf_close(g);
+        return;
+    }
     rig r, u;
     int rc = rig_open(&r, yaml, gguf, RIG_FUSE, err);
     if (rc == 1 && strstr(err, "no Vulkan device")) {
@@ -860,6 +878,16 @@ static void test_params_vs_reference(void **st)
     variant_vs_reference("tests/data/llama-params-tiny.yaml", "build/test-e2e-params.gguf", 17, flip_rule);
 }
 
+/* act_quant q8_k (tests/data/q8k/trilm-q8k-tiny.yaml: TQ2_0 / TQ1_0 with Q8_K and per-row
+ * activations mixed, one value read under both rules) on the CPU backend under flip_rule (it
+ * lands within 6e-6), and Vulkan's refusal of it (auto picks the CPU). A CPU backend that
+ * quantized every input per row fails it (tried: mean |d| 0.18, max |d| 1.09). */
+static void test_q8k_vs_reference(void **st)
+{
+    (void)st;
+    variant_vs_reference("tests/data/q8k/trilm-q8k-tiny.yaml", "build/test-e2e-q8k.gguf", 19, flip_rule);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -876,6 +904,7 @@ int main(void)
         cmocka_unit_test(test_layernorm_vs_reference),
         cmocka_unit_test(test_f32_cache_vs_reference),
         cmocka_unit_test(test_params_vs_reference),
+        cmocka_unit_test(test_q8k_vs_reference),
         cmocka_unit_test(test_device_limits),
     };
     return cmocka_run_group_tests(tests, NULL, free_built);

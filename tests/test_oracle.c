@@ -360,6 +360,15 @@ static void run_case(oracle_case *c, int backend)
     }
     rt_engine *e = NULL;
     int rc = rt_engine_open(&md, &o, &e, err);
+    if (backend == RT_BACKEND_VULKAN && md.vk_refusal) {
+        /* a description the kernels do not compute (rt_model_desc.vk_refusal): Vulkan must say
+         * so, never run it */
+        if (!rc || !strstr(err, md.vk_refusal))
+            fail_msg("%s: Vulkan %s this description, whose kernels do not compute it (%s)%s%s", c->name,
+                     rc ? "refused with another message" : "opened", md.vk_refusal, rc ? ": " : "", rc ? err : "");
+        printf("skip: %s: Vulkan refuses it as it should: %s\n", c->name, err);
+        skip();
+    }
     if (rc && backend == RT_BACKEND_VULKAN && strstr(err, "no Vulkan device")) {
         printf("skip: %s\n", err);
         skip();

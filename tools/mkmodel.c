@@ -7,8 +7,9 @@
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
  * 2560), 1-D norm weights 1+0.1*N(0,1), norm biases 0.1*N(0,1), linear weights N(0,1)*gain/sqrt(fan_in) pre-ternarized per
  * tensor (I2_S codes round(W/mean|W|) clamped to [-1,1], drawn directly, scale = mean|W| = gain/sqrt(fan_in)
- * * sqrt(2/pi)); gain 5.0 for a bitlinear whose output feeds an `add` (writes the residual
- * stream), 1.5 otherwise. Plus a byte-level GPT-2 style tokenizer (256 byte tokens, merges
+ * * sqrt(2/pi); a format with a scale per block, TQ1_0 / TQ2_0, carries that scale in every
+ * block); gain 5.0 for a bitlinear whose output feeds an `add` (writes the residual stream),
+ * 1.5 otherwise. Plus a byte-level GPT-2 style tokenizer (256 byte tokens, merges
  * spelling common English pieces, filler tokens, then <|begin_of_text|>, <|end_of_text|>,
  * <|eot_id|> as the last three ids) and every metadata key the YAML's gguf_checks name.
  * Tensor bytes are generated at save time through rt_gguf_w_tensor_cb, so the full 2B4T shape
@@ -98,6 +99,9 @@ static void next_unit(stream *st)
             uint64_t u = splitmix(&st->r.s);
             v[j] = (u >> 11) < p0 ? 0.0f : (u & 1) ? 1.0f : -1.0f;
         }
+        if (fmt_block_scaled(st->codec)) /* a scale per block (TQ1_0, TQ2_0): the encoder's d = amax */
+            for (int j = 0; j < blk; j++)
+                v[j] *= (float)st->std;
     } else {
         for (int j = 0; j < blk; j++)
             v[j] = st->kind == K_NORM   ? (float)(1.0 + 0.1 * gauss(&st->r))

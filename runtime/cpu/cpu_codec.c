@@ -1,6 +1,6 @@
 /* cpu_codec.c - the CPU rows of the weight formats (cpu_codec.h): I2_S through the SIMD
- * kernels of cpu_i2s.c, the other ternary formats through their reference row decode, the
- * float tables (F32, F16, BF16, Q8_0) as rows and dot products. */
+ * kernels of cpu_i2s.c, TQ2_0 from its bytes (AVX2), the other ternary formats through their
+ * reference row decode, the float tables (F32, F16, BF16, Q8_0) as rows and dot products. */
 #include "cpu/cpu_codec.h"
 
 #include <pthread.h>
@@ -27,12 +27,45 @@ static void i2s_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1,
             y[t * ldy + r] = (float)sums[t * ldy + r] / a->s[t] * ws; /* the reference's order */
 }
 
+/* sum_k t[k] * q[k] over n codes (t in {-1, 0, 1}, n % 32 == 0 for the AVX2 path): exact in int32,
+ * so every level gives the same sum. AVX2: q * t by the sign instruction, pairs summed to int16
+ * (|sum| <= 254) and on to int32. */
+#if CPU_X86
+CPU_TARGET_AVX2 static int32_t dot_t8_avx2(const int8_t *t, const int8_t *q, int64_t n)
+{
+    __m256i acc = _mm256_setzero_si256();
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t k = 0; k < n; k += 32) {
+        const __m256i p = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + k)),
+                                           _mm256_loadu_si256((const __m256i *)(t + k)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, p), ones16));
+    }
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
+    return _mm_cvtsi128_si32(r);
+}
+#endif
+
+static int32_t dot_t8(cpu_isa isa, const int8_t *t, const int8_t *q, int64_t n)
+{
+#if CPU_X86
+    if (isa != CPU_ISA_SCALAR && n % 32 == 0)
+        return dot_t8_avx2(t, q, n);
+#endif
+    (void)isa;
+    int32_t acc = 0;
+    for (int64_t k = 0; k < n; k++)
+        acc += t[k] * q[k];
+    return acc;
+}
+
 /* Any ternary codec through fmt_decode_ternary_row: per-block scales (TQ1_0, TQ2_0) sum
- * d_B * (block sum) in double, a tensor scale (TQ1_T) multiplies the exact row sum. */
+ * d_B * (block sum) in double (times the activations' block scale when they are Q8_K codes,
+ * a->bs: llama.cpp's TQ x Q8_K product), a tensor scale (TQ1_T) multiplies the exact row sum. */
 static void generic_ternary_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a,
                                    float *y, int64_t ldy, void *scratch)
 {
-    (void)isa;
     const fmt_codec *c = fmt_codec_find(w->type);
     const int64_t K = w->ne0, nb = K / c->blk;
     int8_t *codes = scratch;
@@ -43,22 +76,70 @@ static void generic_ternary_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0,
         for (int t = 0; t < a->n; t++) {
             const int8_t *q = a->q + (size_t)t * K;
             if (!c->block_scale) {
-                int32_t acc = 0;
-                for (int64_t k = 0; k < K; k++)
-                    acc += codes[k] * q[k];
-                y[t * ldy + r] = (float)acc / a->s[t] * ws;
+                y[t * ldy + r] = (float)dot_t8(isa, codes, q, K) / a->s[t] * ws;
                 continue;
             }
             double sum = 0;
             for (int64_t b = 0; b < nb; b++) {
-                int32_t acc = 0;
-                for (int64_t k = b * c->blk; k < (b + 1) * c->blk; k++)
-                    acc += codes[k] * q[k];
-                sum += (double)c->block_scale(row + b * c->blk_bytes) * acc;
+                const int32_t acc = dot_t8(isa, codes + b * c->blk, q + b * c->blk, c->blk);
+                const double d = c->block_scale(row + b * c->blk_bytes);
+                sum += (a->bs ? d * a->bs[(size_t)t * nb + b] : d) * acc;
             }
-            y[t * ldy + r] = (float)(sum / a->s[t]);
+            y[t * ldy + r] = (float)(a->bs ? sum : sum / a->s[t]);
         }
     }
+}
+
+/* TQ2_0 straight from its bytes (format/fmt_tq.h: a 66-byte block of 256, qs[64] then the F16 d;
+ * element 128 h + 32 l + k is bits 2l..2l+1 of qs[32 h + k], code 0 / 1 / 2 = -1 / 0 / +1), as
+ * ggml's AVX2 TQ2_0 dot does: sum (code * q) by maddubs, minus sum q. The same exact integer block
+ * sums as the decoded walk, summed in the same double order: the same bits. */
+#if CPU_X86
+CPU_TARGET_AVX2 static int32_t tq2_block_dot_avx2(const uint8_t *qs, const int8_t *q)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i acc = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+        for (int l = 0; l < 4; l++) {
+            const __m256i c = _mm256_and_si256(_mm256_srli_epi16(x, 2 * l), m3);
+            const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + 128 * h + 32 * l));
+            const __m256i d = _mm256_sub_epi16(_mm256_maddubs_epi16(c, qv), _mm256_maddubs_epi16(ones8, qv));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(d, ones16));
+        }
+    }
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
+    return _mm_cvtsi128_si32(r);
+}
+#endif
+
+static void tq2_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
+                       int64_t ldy, void *scratch)
+{
+#if CPU_X86
+    if (isa != CPU_ISA_SCALAR) {
+        const fmt_codec *c = fmt_codec_find(w->type);
+        const int64_t K = w->ne0, nb = K / c->blk;
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = w->data + fmt_row_offset(c, w->ne0, r);
+            for (int t = 0; t < a->n; t++) {
+                const int8_t *q = a->q + (size_t)t * K;
+                double sum = 0;
+                for (int64_t b = 0; b < nb; b++) {
+                    const uint8_t *blk = row + b * c->blk_bytes;
+                    const double d = c->block_scale(blk);
+                    const int32_t acc = tq2_block_dot_avx2(blk, q + b * c->blk);
+                    sum += (a->bs ? d * a->bs[(size_t)t * nb + b] : d) * acc;
+                }
+                y[t * ldy + r] = (float)(a->bs ? sum : sum / a->s[t]);
+            }
+        }
+        return;
+    }
+#endif
+    generic_ternary_matmul(isa, w, r0, r1, a, y, ldy, scratch);
 }
 
 /* ---- tables ---- */
@@ -164,6 +245,7 @@ static void decode_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
 /* The formats with kernels of their own. */
 static const cpu_codec ROWS[] = {
     {FMT_I2_S, i2s_matmul, NULL, NULL},
+    {FMT_TQ2_0, tq2_matmul, NULL, NULL},
     {FMT_F32, NULL, f32_row, f32_dot_rows},
     {FMT_F16, NULL, f16_row, f16_dot_rows},
     {FMT_Q8_0, NULL, decode_row, q8_dot_rows},

@@ -145,6 +145,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->qp = malloc(nk);
     e->qs = malloc(sizeof(float) * e->n_batch);
     e->qsum = malloc(sizeof(int32_t) * e->n_batch);
+    e->qbs = malloc(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_k / 256 + 1));
     const size_t att = sizeof(float) * (size_t)e->n_ctx;
     e->scratch_bytes = cpu_codec_scratch(max_w) > att ? cpu_codec_scratch(max_w) : att;
     e->scratch_bytes = (e->scratch_bytes + 63) & ~(size_t)63;
@@ -159,7 +160,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
         e->row_idx[i] = i;
     const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
     e->kv = calloc(1, kv_bytes); /* zero: never stale data */
-    if (!e->q || !e->qp || !e->qs || !e->qsum || !e->scratch || !e->head_x || !e->logits || !e->ffn_active ||
+    if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->logits || !e->ffn_active ||
         !e->row_idx || !e->pos_buf || !e->seq_buf)
         return fail_oom(err, "activation buffers");
     if (!e->kv) {
@@ -348,6 +349,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->qp);
     free(e->qs);
     free(e->qsum);
+    free(e->qbs);
     free(e->scratch);
     free(e->head_x);
     free(e->logits);

@@ -61,6 +61,7 @@ struct cpu_engine {
                                  the kernels' layout */
     float *qs;                /* [n_batch] */
     int32_t *qsum;            /* [n_batch] */
+    float *qbs;               /* [n_batch][max_k / 256] block scales of Q8_K codes (act_quant q8_k) */
     uint8_t *scratch;         /* [n_threads_max][scratch_bytes] */
     size_t scratch_bytes;
     float *head_x;            /* [CPU_MAX_ROWS][dim]: LM-head inputs of the rows that keep logits, a

@@ -30,6 +30,7 @@ typedef struct {
     int layer;
     cpu_isa isa_mm;        /* the bitlinear products' level for this step (e->isa_mm) */
     int qvalue;            /* the value e->q holds the codes of, or -1 */
+    bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
 } cpu_run;
@@ -96,18 +97,26 @@ static void norm_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
         so->norm->fn(IN0(e, so) + t * wi, nw, nb, wi, so->op->param, OUT(e, so) + t * WIDTH(e, so->op->out));
 }
 
+/* a bitlinear's act_quant (gen/gen_param.h: its parameter [0], 1 = q8_k) */
+static bool op_q8k(const rt_cpu_op *op) { return op->param[0] == 1.0f; }
+
 static void quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
     const int K = WIDTH(e, so->op->in[0]);
-    for (int64_t t = lo; t < hi; t++) /* [n][K]: the codes of one value, tokens back to back */
-        e->qs[t] = cpu_act_quant(r->isa_mm, IN0(e, so) + t * K, K, e->q + t * K, &e->qsum[t]);
+    for (int64_t t = lo; t < hi; t++) { /* [n][K]: the codes of one value, tokens back to back */
+        if (op_q8k(so->op))
+            cpu_act_quant_q8k(IN0(e, so) + t * K, K, e->q + t * K, e->qbs + t * (K / 256));
+        else
+            e->qs[t] = cpu_act_quant(r->isa_mm, IN0(e, so) + t * K, K, e->q + t * K, &e->qsum[t]);
+    }
 }
 
 static cpu_qact qact_of(const cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
-    return (cpu_qact){.K = WIDTH(e, so->op->in[0]), .n = r->s->n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum};
+    return (cpu_qact){.K = WIDTH(e, so->op->in[0]), .n = r->s->n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum,
+                      .bs = r->q8k ? e->qbs : NULL};
 }
 
 static void matmul_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
@@ -217,10 +226,11 @@ static void bitlinear(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
     const int n = r->s->n, K = WIDTH(e, so->op->in[0]), M = WIDTH(e, so->op->out);
-    if (r->qvalue != so->op->in[0]) {
+    if (r->qvalue != so->op->in[0] || r->q8k != op_q8k(so->op)) {
         par_for(r, so, n, 1, quant_body, n > 1);
         cpu_i2s_pack(r->isa_mm, e->q, K, n, e->qp);
         r->qvalue = so->op->in[0];
+        r->q8k = op_q8k(so->op);
     }
     if (so->sparse_gate && e->sparse && n == 1) {
         par_for(r, so, M, 16, sparse_body, true);

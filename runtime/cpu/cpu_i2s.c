@@ -14,6 +14,7 @@
  */
 #include "cpu/cpu_i2s.h"
 
+#include <math.h>
 #include <string.h>
 
 #if CPU_X86
@@ -95,6 +96,39 @@ float cpu_act_quant(cpu_isa isa, const float *x, int K, int8_t *q, int32_t *out_
 #endif
     (void)isa;
     return quant_scalar(x, K, q, out_sum);
+}
+
+/* ggml's nearest_int: x + 1.5 * 2^23 in float rounds x (|x| < 2^22) half to even into the
+ * low mantissa bits */
+static inline int nearest_int(float x)
+{
+    const float v = x + 12582912.f;
+    int32_t i;
+    memcpy(&i, &v, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+void cpu_act_quant_q8k(const float *x, int K, int8_t *q, float *d)
+{
+    for (int b = 0; b < K / 256; b++, x += 256, q += 256) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < 256; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        if (amax == 0) {
+            d[b] = 0;
+            memset(q, 0, 256);
+            continue;
+        }
+        const float iscale = -127.f / max;
+        for (int j = 0; j < 256; j++) {
+            const int v = nearest_int(iscale * x[j]);
+            q[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        d[b] = 1 / iscale;
+    }
 }
 
 /* Token t's byte offset of pair p, field s (four 64-byte vectors a pair) in the AVX-512 layout:

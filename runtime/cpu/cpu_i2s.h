@@ -24,11 +24,19 @@ typedef struct {
     const int8_t *qp;     /* [n][K] the same codes in the layout of cpu_i2s_pack (the I2_S kernels') */
     const float *s;       /* [n] scale: code = round(x * s), s = 127 / max|x| */
     const int32_t *qsum;  /* [n] sum of the codes */
+    const float *bs;      /* [n][K / 256] the codes' scales per block of 256 (x = code * bs) when
+                           * quantized as llama.cpp's Q8_K (cpu_act_quant_q8k; s, qsum unused),
+                           * else NULL */
 } cpu_qact;
 
 /* Quantizes one token's x[K] into q[K]; returns the scale s, *out_sum = sum of the codes.
  * amax = max(max|x|, 1e-5), s = 127 / amax, q = clamp(round_half_even(x * s), -128, 127). */
 float cpu_act_quant(cpu_isa isa, const float *x, int K, int8_t *q, int32_t *out_sum);
+/* llama.cpp's Q8_K of one token's x[K] (K % 256 == 0; ggml's quantize_row_q8_K_ref, the
+ * bitlinear op's `act_quant: q8_k`), exactly tests/ref's ref_act_quant_q8k: per block B of 256,
+ * max = the first element of largest |x|, iscale = -127 / max, q = min(127,
+ * round_half_even(iscale * x)), d[B] = 1 / iscale (an all-zero block: 0). */
+void cpu_act_quant_q8k(const float *x, int K, int8_t *q, float *d);
 /* q [n][K] into the I2_S kernels' layout at this level (n * K bytes). AVX-512: per token, the
  * codes of the two blocks one 64-byte load of weights holds, field by field, and tokens in tiles
  * of 8 with their vectors of one field side by side (the prompt kernel reads 8 tokens' in a

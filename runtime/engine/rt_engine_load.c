@@ -324,6 +324,13 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     int backend = RT_BACKEND_VULKAN, device_index = opts->device_index;
     if (rt_engine_pick_backend(opts, &backend, &device_index, err))
         goto fail;
+    if (backend == RT_BACKEND_VULKAN && desc->vk_refusal) {
+        if (opts->backend != RT_BACKEND_AUTO) {
+            snprintf(err, RT_ERR_LEN, "model %s cannot run on Vulkan: %s", desc->name, desc->vk_refusal);
+            goto fail;
+        }
+        backend = RT_BACKEND_CPU; /* auto: the backend that computes it */
+    }
     if (backend == RT_BACKEND_CPU) {
         if (rt_eng_cpu_open(e, opts, err))
             goto fail;

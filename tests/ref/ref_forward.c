@@ -4,7 +4,9 @@
 #include "ref_ops.h"
 #include "gen_act.h"
 #include "gen_norm.h"
+#include "gen_param.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,13 +173,20 @@ static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor 
     if (fmt_block_scaled(fmt_codec_find(w->type))) { /* per-block scales: ref_bitlinear_tq */
         int8_t *q = malloc((size_t)K * (size_t)e->n);
         float *s = malloc(sizeof(float) * (size_t)e->n);
-        if (q && s) {
+        float *ds = malloc(sizeof(float) * (size_t)e->n * (size_t)(K / 256 + 1));
+        if (q && s && ds && op->param.v[0] == GEN_AQ_Q8_K) { /* act_quant: q8_k (gen_param.h) */
+            for (int t = 0; t < e->n; t++)
+                ref_act_quant_q8k(x + (size_t)t * K, K, q + (size_t)t * K, ds + (size_t)t * (K / 256));
+            ref_bitlinear_tq_q8k((int)w->type, w->data, K, M, q, ds, e->n, y, NULL);
+        } else if (q && s && ds) {
             ref_act_quant_rows(x, e->n, K, q, s);
             ref_bitlinear_tq((int)w->type, w->data, K, M, q, s, e->n, y, NULL);
         }
+        const bool ok = q && s && ds;
         free(q);
         free(s);
-        if (q && s) return 0;
+        free(ds);
+        if (ok) return 0;
         snprintf(e->err, RT_ERR_LEN, "ref_eval: out of memory for %d tokens", e->n);
         return -1;
     }

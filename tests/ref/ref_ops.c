@@ -61,33 +61,82 @@ void ref_tq_row(int type, const uint8_t *blob, int K, int m, int8_t *out, float 
     }
 }
 
-void ref_bitlinear_tq(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *s,
-                      int n, float *y, float *bound)
+/* The TQ product, the activations' scales either per token (s: y = sum / s[t]) or per block of
+ * 256 (ds [n][K / 256]: y = sum over B of d_B * ds[t][B] * block sum). */
+static void bitlinear_tq(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *s,
+                         const float *ds, int n, float *y, float *bound)
 {
+    const int nb = K / 256;
     int8_t *t = malloc((size_t)K);
-    float *d = malloc(sizeof(float) * (size_t)(K / 256 + 1));
+    float *d = malloc(sizeof(float) * (size_t)(nb + 1));
     if (!t || !d) goto out;
     for (int m = 0; m < M; m++) {
         ref_tq_row(type, blob, K, m, t, d);
         for (int tok = 0; tok < n; tok++) {
             const int8_t *qt = q + (size_t)tok * K;
             double sum = 0, abs_sum = 0;
-            for (int b = 0; b < K / 256; b++) {
+            for (int b = 0; b < nb; b++) {
                 int32_t acc = 0, aabs = 0;
                 for (int k = b * 256; k < b * 256 + 256; k++) {
                     acc += (int32_t)t[k] * qt[k];
                     aabs += abs((int32_t)t[k] * qt[k]);
                 }
-                sum += (double)d[b] * acc;
-                abs_sum += (double)d[b] * aabs;
+                const double db = ds ? (double)d[b] * ds[(size_t)tok * nb + b] : d[b];
+                sum += db * acc;
+                abs_sum += fabs(db) * aabs;
             }
-            y[(size_t)tok * M + m] = (float)(sum / s[tok]);
-            if (bound) bound[(size_t)tok * M + m] = (float)(abs_sum / s[tok]);
+            y[(size_t)tok * M + m] = (float)(ds ? sum : sum / s[tok]);
+            if (bound) bound[(size_t)tok * M + m] = (float)(ds ? abs_sum : abs_sum / s[tok]);
         }
     }
 out:
     free(t);
     free(d);
+}
+
+void ref_bitlinear_tq(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *s,
+                      int n, float *y, float *bound)
+{
+    bitlinear_tq(type, blob, K, M, q, s, NULL, n, y, bound);
+}
+
+void ref_bitlinear_tq_q8k(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *ds,
+                          int n, float *y, float *bound)
+{
+    bitlinear_tq(type, blob, K, M, q, NULL, ds, n, y, bound);
+}
+
+/* ggml's nearest_int: the float sum x + 1.5 * 2^23 rounds x to an integer (half to even) in its
+ * low mantissa bits (|x| < 2^22) */
+static int nearest_int(float x)
+{
+    float v = x + 12582912.f;
+    int32_t i;
+    memcpy(&i, &v, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+void ref_act_quant_q8k(const float *x, int K, int8_t *q, float *d)
+{
+    for (int b = 0; b < K / 256; b++, x += 256, q += 256) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < 256; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        if (amax == 0) {
+            d[b] = 0;
+            memset(q, 0, 256);
+            continue;
+        }
+        const float iscale = -127.f / max;
+        for (int j = 0; j < 256; j++) {
+            const int v = nearest_int(iscale * x[j]);
+            q[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        d[b] = 1 / iscale;
+    }
 }
 
 /* y[t][m] for one decoded row m. */

@@ -45,6 +45,16 @@ void ref_tq_row(int type, const uint8_t *blob, int K, int m, int8_t *out, float 
  * (if not NULL) gets the same with |trit * q|: the scale of the GPU's f32 rounding. */
 void ref_bitlinear_tq(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *s,
                       int n, float *y, float *bound);
+/* llama.cpp's Q8_K activations (ggml's quantize_row_q8_K_ref, which the x86 CPU backend runs)
+ * of one token's x[K] (K % 256 == 0), per block B of 256: max = the first element of largest
+ * |x|, iscale = -127 / max (float), q = min(127, round_half_even(iscale * x)) (ggml's
+ * nearest_int), d[B] = 1 / iscale; an all-zero block: d = 0, codes 0. */
+void ref_act_quant_q8k(const float *x, int K, int8_t *q, float *d);
+/* ref_bitlinear_tq with Q8_K activations: y[t][m] = sum over B of wd_B * ds[t][B] * sum_B(trit
+ * * q) (ds [n][K / 256]: ref_act_quant_q8k's d; double), llama.cpp's ggml_vec_dot_tq2_0_q8_K
+ * (which sums in float); bound as ref_bitlinear_tq's with |wd_B * ds[t][B]|. */
+void ref_bitlinear_tq_q8k(int type, const uint8_t *blob, int K, int M, const int8_t *q, const float *ds,
+                          int n, float *y, float *bound);
 /* Same from float activations x [n][K]: ref_act_quant per token, then ref_bitlinear_q. */
 void ref_bitlinear(const fmt_codec *c, const uint8_t *blob, int K, int M, const float *x, int n, float *y);
 /* Quantizes x [n][K] per token into q [n][K], s [n] (ref_act_quant). */

@@ -4,9 +4,10 @@
 #   sh tools/oracle/build.sh SRC [BUILD] [OUT]
 #
 # SRC: the reference's source tree, the one holding include/llama.h and ggml/include/ggml.h
-#      (for bitnet.cpp: its 3rdparty/llama.cpp; a BitNet checkout is accepted too);
+#      (for bitnet.cpp: its 3rdparty/llama.cpp; a BitNet checkout is accepted too; mainline
+#      llama.cpp's tree as it is: ref_logits.cpp compiles against either API);
 # BUILD: its CMake build folder (default SRC/build; for bitnet.cpp the BitNet checkout's build/),
-#      where libllama.so and libggml.so were built;
+#      where libllama.so and libggml.so were built (mainline puts them in build/bin/);
 # OUT: the binary (default ref_logits in the current folder).
 # The binary finds the two libraries through an rpath to BUILD. Never run by `make test`.
 set -eu

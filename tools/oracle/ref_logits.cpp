@@ -1,5 +1,5 @@
 // ref_logits.cpp - drives a reference engine (a llama.cpp-family libllama: bitnet.cpp's fork,
-// mainline llama.cpp of the same API era) to produce oracle data for tests/data/oracle/<case>/.
+// or mainline llama.cpp: see the two API eras below) to produce oracle data for tests/data/oracle/<case>/.
 //
 //   ref_logits -m model.gguf -o outdir --prompt "1 2 3 ..." [-n 16] [-t 1] [--ctx 512]
 //
@@ -28,6 +28,27 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+// The two API eras: bitnet.cpp's fork (llama_load_model_from_file, llama_kv_cache_clear, a bool
+// flash_attn, use_mmap) and mainline llama.cpp (llama_model_load_from_file, the memory API, a
+// vocab object, flash_attn_type, load_mode), told apart by a macro only mainline's llama.h defines.
+#ifdef LLAMA_STATE_SEQ_FLAGS_NONE
+static llama_model *load_model(const char *path, llama_model_params mp) { return llama_model_load_from_file(path, mp); }
+static int n_vocab(const llama_model *m) { return llama_vocab_n_tokens(llama_model_get_vocab(m)); }
+static void no_flash_attn(llama_context_params &cp) { cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED; }
+static llama_context *new_context(llama_model *m, llama_context_params cp) { return llama_init_from_model(m, cp); }
+static void clear_cache(llama_context *ctx) { llama_memory_clear(llama_get_memory(ctx), true); }
+static void free_model(llama_model *m) { llama_model_free(m); }
+static void no_mmap(llama_model_params &mp) { mp.load_mode = LLAMA_LOAD_MODE_NONE; mp.use_extra_bufts = false; }
+#else
+static llama_model *load_model(const char *path, llama_model_params mp) { return llama_load_model_from_file(path, mp); }
+static int n_vocab(const llama_model *m) { return llama_n_vocab(m); }
+static void no_flash_attn(llama_context_params &cp) { cp.flash_attn = false; }
+static llama_context *new_context(llama_model *m, llama_context_params cp) { return llama_new_context_with_model(m, cp); }
+static void clear_cache(llama_context *ctx) { llama_kv_cache_clear(ctx); }
+static void free_model(llama_model *m) { llama_free_model(m); }
+static void no_mmap(llama_model_params &mp) { mp.use_mmap = false; }
+#endif
 
 static int argmax(const float *v, int n)
 {
@@ -140,14 +161,14 @@ int main(int argc, char **argv)
 
     llama_backend_init();
     llama_model_params mp = llama_model_default_params();
-    mp.use_mmap = false;
+    no_mmap(mp);
     mp.n_gpu_layers = 0;
-    llama_model *model = llama_load_model_from_file(model_path, mp);
+    llama_model *model = load_model(model_path, mp);
     if (!model) {
         fprintf(stderr, "ref_logits: cannot load %s\n", model_path);
         return 1;
     }
-    const int vocab = llama_n_vocab(model);
+    const int vocab = n_vocab(model);
     for (llama_token t : ids)
         if (t < 0 || t >= vocab) {
             fprintf(stderr, "ref_logits: prompt id %d outside the vocabulary (%d)\n", t, vocab);
@@ -159,10 +180,10 @@ int main(int argc, char **argv)
     cp.n_ubatch = n_ctx;
     cp.type_k = GGML_TYPE_F16;
     cp.type_v = GGML_TYPE_F16;
-    cp.flash_attn = false;
+    no_flash_attn(cp);
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
-    llama_context *ctx = llama_new_context_with_model(model, cp);
+    llama_context *ctx = new_context(model, cp);
     if (!ctx) {
         fprintf(stderr, "ref_logits: cannot create a context\n");
         return 1;
@@ -185,7 +206,7 @@ int main(int argc, char **argv)
     }
 
     // 2. the prompt one token per llama_decode from an empty cache, then greedy again
-    llama_kv_cache_clear(ctx);
+    clear_cache(ctx);
     std::vector<float> inc((size_t)n * vocab);
     for (int i = 0; i < n; i++) {
         if (decode(ctx, &ids[i], 1, i, true)) {
@@ -205,7 +226,7 @@ int main(int argc, char **argv)
     //    which rounds its input to F16 as a one-token decode does)
     std::vector<llama_token> g_w, seq = ids;
     for (int i = 0; i < n_greedy; i++) {
-        llama_kv_cache_clear(ctx);
+        clear_cache(ctx);
         if (decode(ctx, seq.data(), (int)seq.size(), 0, true)) {
             fprintf(stderr, "ref_logits: llama_decode of %zu tokens failed\n", seq.size());
             return 1;
@@ -243,7 +264,7 @@ int main(int argc, char **argv)
     printf("self max_abs %.6g mean_abs %.6g top1 %d/%d greedy_prefix %d/%d greedy_batched_prefix %d/%d\n", mx,
            mean / ((double)n * vocab), top1, n, same, n_greedy, same_w, n_greedy);
     llama_free(ctx);
-    llama_free_model(model);
+    free_model(model);
     llama_backend_free();
     return 0;
 }
