@@ -1,5 +1,6 @@
 /* gen_k_head.c - the LM head (logits = W x with an F16 or F32 table [vocab][dim],
- * or its Q8_0 copy) and the model-independent auxiliary kernels: argmax, top-k, copy.
+ * or its Q8_0 copy), the `linear` op through the same row loop (gen_k_linear: an F16 or F32
+ * matrix of a layer) and the model-independent auxiliary kernels: argmax, top-k, copy.
  *
  * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
  * last position only, unless all logits were asked for). Each subgroup owns one
