@@ -337,10 +337,14 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
                   .vocab = Mc, .lane = lane, .sgs = sgs, .t_first = U(0), .t_end = t_end};
     if (decode) {
         head_tokens(k, &r, 1, U(0));
-    } else {
+    } else { /* a one-token step: no tile of 8 copies of it (the same sums: each token its own) */
+        dsl_if(k, dsl_eq(k, t_end, U(1)));
+        head_tokens(k, &r, 1, U(0));
+        dsl_else(k);
         dsl_expr t0 = dsl_for(k, "t0", U(0), t_end, U(GEN_TOKEN_TILE));
         head_tokens(k, &r, GEN_TOKEN_TILE, t0);
         dsl_end(k); /* t0 */
+        dsl_end(k);
     }
     dsl_end(k); /* rl */
     dsl_end(k); /* vb */
