@@ -311,6 +311,11 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
                  kop->loc.col, gen_ttype_name(wt->type));
         return -1;
     }
+    if (f16 && K % 2) { /* the rows are read as u32 pairs of halves */
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: an f16 matrix's input width must be even, it is %d",
+                 g->m->path, kop->loc.line, kop->loc.col, K);
+        return -1;
+    }
     char name[128];
     snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", f16 ? "f16" : "f32", K, M, decode ? "decode" : "batch");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
