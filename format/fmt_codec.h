@@ -46,6 +46,7 @@ enum {
     FMT_USE_VECTOR = 1u,  /* a 1-D weight read as floats (norm weights) */
     FMT_USE_TABLE = 2u,   /* rows read as floats (embedding, LM head) */
     FMT_USE_TERNARY = 4u, /* a ternary matrix with integer codes (bitlinear) */
+    FMT_USE_MATRIX = 8u,  /* a float matrix the `linear` op multiplies (F32, F16) */
 };
 
 #define FMT_ERR_LEN 512 /* size of the err buffers below (== RT_ERR_LEN) */

@@ -31,6 +31,6 @@ static void f32_encode(const float *in, int64_t n, uint8_t *blocks) { memcpy(blo
 
 const fmt_codec fmt_codec_f32 = {
     .type = FMT_F32, .name = "F32", .yaml = "f32", .blk = 1, .blk_bytes = 4,
-    .uses = FMT_USE_VECTOR | FMT_USE_TABLE,
+    .uses = FMT_USE_VECTOR | FMT_USE_TABLE | FMT_USE_MATRIX,
     .check = f32_check, .decode = f32_decode, .encode = f32_encode,
 };

@@ -22,6 +22,7 @@ static const struct {
     [GEN_OP_ADD] = {true, RT_CPU_ADD},
     [GEN_OP_ACT_MUL] = {true, RT_CPU_ACT_MUL},
     [GEN_OP_LM_HEAD] = {true, RT_CPU_LM_HEAD},
+    [GEN_OP_LINEAR] = {true, RT_CPU_LINEAR},
 };
 
 static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *out, char (*labels)[GEN_MAX_NAME + 300],

@@ -517,6 +517,25 @@ static const char *use_words(unsigned use, char *out, size_t cap)
     return out;
 }
 
+/* The use a file's tensor of row r has: the row's, except a matrix row (ternary) whose tensor is
+ * a float matrix (F16, F32: a plain Llama file), which the `linear` op reads. */
+static unsigned tensor_use(const drafter *d, int r)
+{
+    const fmt_codec *c = d->t[r] ? fmt_codec_find(d->t[r]->type) : NULL;
+    return k_tensors[r].use == FMT_USE_TERNARY && c && c->yaml && !fmt_is_ternary(c) && (c->uses & FMT_USE_MATRIX)
+               ? FMT_USE_MATRIX
+               : k_tensors[r].use;
+}
+
+/* The op of a layer op row: `linear` for a bitlinear row whose weight is a float matrix. */
+static const char *layer_op(const drafter *d, int i)
+{
+    for (int r = 0; r < N_TENSORS && k_layer_ops[i].weight; r++)
+        if (!strcmp(k_tensors[r].key, k_layer_ops[i].weight) && tensor_use(d, r) == FMT_USE_MATRIX)
+            return "linear";
+    return k_layer_ops[i].op;
+}
+
 static int write_tensors(drafter *d)
 {
     char msg[256], type[16], text[256];
@@ -531,7 +550,7 @@ static int write_tensors(drafter *d)
         type[k] = 0;
         const char *note = k_tensors[r].need == NEED_UNTIED ? "untied head" : NULL;
         char uses[96];
-        if (!c->yaml || !(c->uses & k_tensors[r].use)) {
+        if (!c->yaml || !(c->uses & tensor_use(d, r))) {
             snprintf(text, sizeof(text), "UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "tensor '%s' is %s, "
                      "%s; it is %s", k_tensors[r].gguf, c->name, c->yaml ? "a type no op reads there" : "a format "
                      "with no YAML type", use_words(k_tensors[r].use, uses, sizeof(uses))));
@@ -581,7 +600,7 @@ static void write_forward(drafter *d)
         if (!strcmp(k_layer_ops[i].op, "<act>"))
             snprintf(op, sizeof(op), "%s_mul,", act);
         else
-            snprintf(op, sizeof(op), "%s,", k_layer_ops[i].op);
+            snprintf(op, sizeof(op), "%s,", layer_op(d, (int)i));
         int n = snprintf(f, sizeof(f), "    - {op: %-10s in: %s", op,
                          sub && k_layer_ops[i].in_sub ? k_layer_ops[i].in_sub : k_layer_ops[i].in);
         if (k_layer_ops[i].weight)

@@ -350,6 +350,7 @@ static const char *const k_cpu_op_names[RT_CPU_OP_COUNT] = {
     [RT_CPU_EMBED] = "RT_CPU_EMBED", [RT_CPU_NORM] = "RT_CPU_NORM", [RT_CPU_BITLINEAR] = "RT_CPU_BITLINEAR",
     [RT_CPU_ROPE] = "RT_CPU_ROPE", [RT_CPU_KV_WRITE] = "RT_CPU_KV_WRITE", [RT_CPU_ATTENTION] = "RT_CPU_ATTENTION",
     [RT_CPU_ADD] = "RT_CPU_ADD", [RT_CPU_ACT_MUL] = "RT_CPU_ACT_MUL", [RT_CPU_LM_HEAD] = "RT_CPU_LM_HEAD",
+    [RT_CPU_LINEAR] = "RT_CPU_LINEAR",
 };
 
 /* A C identifier from a YAML name (non-alphanumerics as _). */
@@ -487,7 +488,7 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
 {
     const rt_cpu_schedule *c = &md->cpu;
     static const char *const names[RT_CPU_OP_COUNT] = {"embed", "norm", "bitlinear", "rope", "kv_write",
-                                                        "attention", "add", "act_mul", "lm_head"};
+                                                        "attention", "add", "act_mul", "lm_head", "linear"};
     fprintf(f, "## native CPU backend (runtime/cpu/): the YAML's ops, one line each\n");
     const rt_cpu_op *lists[3] = {c->pre, c->layer, c->post};
     const uint32_t counts[3] = {c->n_pre, c->n_layer, c->n_post};

@@ -34,6 +34,7 @@ static const struct {
     [GEN_OP_ADD] = {false, 0, true, SEC_ALL},
     [GEN_OP_ACT_MUL] = {false, 0, true, SEC_ALL},
     [GEN_OP_LM_HEAD] = {true, FMT_USE_TABLE, true, SEC_OUT},
+    [GEN_OP_LINEAR] = {true, FMT_USE_MATRIX, true, SEC_ALL},
 };
 static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
                                           [SEC_OUT] = "forward.output"};
@@ -241,6 +242,7 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
         return 0;
     case GEN_OP_NORM:
     case GEN_OP_BITLINEAR:
+    case GEN_OP_LINEAR:
     case GEN_OP_LM_HEAD:
         if (t->ne[0] != w0)
             return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, weight ne0 is %lld", c->label, n0, w0,

@@ -399,7 +399,7 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
     static const gen_kop_kind direct[GEN_OP_COUNT] = {
         [GEN_OP_EMBED] = GEN_K_EMBED,         [GEN_OP_ATTENTION] = GEN_K_ATTENTION,
         [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_ACT_MUL] = GEN_K_ACT_MUL,
-        [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,
+        [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,     [GEN_OP_LINEAR] = GEN_K_LINEAR,
     };
     const gen_model *m = c->m;
     const gen_op *op = &s->ops[i];

@@ -55,6 +55,7 @@
     X(ADD, "add")                 /* y = a + b                                     */ \
     X(ACT_MUL, "act_mul")         /* y = act(a) * b (act: gen_act.h)               */ \
     X(LM_HEAD, "lm_head")         /* logits[t] = W x[t]                            */ \
+    X(LINEAR, "linear")           /* y[t] = W x[t], W F16 / F32 (gen_k_head.c)     */ \
     /* sparse FFN (decode, gen_sparse.c): the GLU + down pair of a relu^2 FFN      */ \
     X(SPARSE_PRED_H, "sparse_pred_h") /* out = q/s . P (the predictor's rank row)  */ \
     X(SPARSE_GATE, "sparse_gate") /* out = Wg.q; part = list of rows with out > 0  */ \

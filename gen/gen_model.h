@@ -45,7 +45,8 @@
     X(ATTENTION, "attention", 1) /* out = softmax(q K^T/sqrt(hd)) V, GQA   */ \
     X(ADD, "add", 2)             /* out = in0 + in1                        */ \
     X(ACT_MUL, "<act>_mul", 2)   /* out = act(in0) * in1, act: gen_act.h   */ \
-    X(LM_HEAD, "lm_head", 1)     /* out[v] = dot(W[v,:], in), W F16/F32    */
+    X(LM_HEAD, "lm_head", 1)     /* out[v] = dot(W[v,:], in), W F16/F32    */ \
+    X(LINEAR, "linear", 1)       /* out = W(F16/F32) . in, llama.cpp's way */
 
 typedef enum {
 #define GEN_OP_ENUM(id, name, nin) GEN_OP_##id,

@@ -518,6 +518,33 @@ static void test_llama_arch(void **st)
     gen_draft_free(&dr);
 }
 
+/* A plain Llama file (F16 matrices, as llama.cpp's converter writes one): the draft multiplies
+ * each matrix with `linear`, has no problem and parses. */
+static void test_plain_llama_linear(void **st)
+{
+    (void)st;
+    char path[512], err[GEN_ERR_LEN] = "";
+    hand_path("plain", path, sizeof(path));
+    hand h = k_llama;
+    h.mat_type = FMT_F16;
+    hand_gguf(&h, path);
+    gen_draft dr;
+    if (gen_draft_gguf(path, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 0);
+    gen_model *m = malloc(sizeof(*m));
+    if (gen_model_parse(dr.yaml, dr.len, "draft", m, err))
+        fail_msg("%s", err);
+    int n = 0;
+    for (int i = 0; i < m->n_layer; i++) {
+        assert_true(m->layer[i].kind != GEN_OP_BITLINEAR);
+        n += m->layer[i].kind == GEN_OP_LINEAR && m->tensors[m->layer[i].weight].type == FMT_F16;
+    }
+    assert_int_equal(n, 7); /* q, k, v, output, gate, up, down */
+    free(m);
+    gen_draft_free(&dr);
+}
+
 static void test_unknown_arch(void **st)
 {
     (void)st;
@@ -547,7 +574,7 @@ static void test_problems_at_their_lines(void **st)
     hand_path("problems", path, sizeof(path));
     hand h = k_llama;
     h.embd_type = FMT_Q8_0; /* a codec row reads it, no YAML spelling: no op takes it */
-    h.mat_type = FMT_F16;   /* a float matrix: bitlinear takes ternary formats only */
+    h.mat_type = FMT_BF16;  /* known by size only: neither bitlinear nor linear reads it */
     h.extra = "blk.0.attn_q_norm.weight";
     hand_gguf(&h, path);
     gen_draft dr;
@@ -558,7 +585,7 @@ static void test_problems_at_their_lines(void **st)
     assert_line_has(dr.yaml, "token_embd:",
                     "UNSUPPORTED: tensor 'token_embd.weight' is Q8_0, a format with no YAML type");
     assert_line_has(dr.yaml, "ffn_down:",
-                    "UNSUPPORTED: tensor 'blk.{L}.ffn_down.weight' is F16, a type no op reads there");
+                    "UNSUPPORTED: tensor 'blk.{L}.ffn_down.weight' is BF16, a format with no YAML type");
     assert_line_has(dr.yaml, "attn_q_norm", "read by no op of the llama layout");
     assert_non_null(strstr(dr.summary, "9 problems"));
     gen_draft_free(&dr);
@@ -677,6 +704,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_arch),
+        cmocka_unit_test(test_plain_llama_linear),
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_problems_at_their_lines),
         cmocka_unit_test(test_contradicting_metadata),

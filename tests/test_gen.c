@@ -428,6 +428,47 @@ static void test_wide_head_not_folded(void **state)
     assert_int_equal(count_kind(&graph, GEN_K_NORM, GEN_SEC_POST), 0);
 }
 
+/* linear (tests/data/llama-f16-tiny.yaml): one LINEAR kop per op, its input a plain F32 value
+ * (no quantization, its norm a NORM kop), in the prompt and the fused decode graphs; an f16
+ * matrix of odd input width is refused when its kernel is built, at the op's line. */
+static void test_linear_graph(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "", txt[1 << 14];
+    load("tests/data/llama-f16-tiny.yaml");
+    for (int decode = 0; decode < 2; decode++) {
+        assert_int_equal(gen_graph_build_sched(&model, true, decode, &graph, err), 0);
+        assert_int_equal(count_kind(&graph, GEN_K_LINEAR, GEN_SEC_LAYER), 7);
+        assert_int_equal(count_kind(&graph, GEN_K_NORM, GEN_SEC_LAYER), 2);
+        assert_int_equal(count_kind(&graph, GEN_K_QUANT, GEN_SEC_LAYER) + count_kind(&graph, GEN_K_NORM_QUANT, GEN_SEC_LAYER), 0);
+        for (int i = 0; i < graph.n_kops; i++)
+            if (graph.kops[i].kind == GEN_K_LINEAR)
+                assert_int_equal(graph.vals[graph.kops[i].in[0]].kind, GEN_GV_F32);
+    }
+    FILE *f = fopen("tests/data/llama-f16-tiny.yaml", "rb");
+    assert_non_null(f);
+    size_t n = fread(txt, 1, sizeof(txt) - 1, f);
+    fclose(f);
+    txt[n] = 0;
+    char *at = strstr(txt, "ffn_dim: 868");
+    assert_non_null(at);
+    at[11] = '7'; /* 867 */
+    if (gen_model_parse(txt, n, "odd.yaml", &model, err))
+        fail_msg("%s", err);
+    assert_int_equal(gen_graph_build(&model, true, &graph, err), 0);
+    int refused = 0;
+    for (int i = 0; i < graph.n_kops; i++) {
+        gen_kernel_out ko;
+        if (graph.kops[i].kind != GEN_K_LINEAR || graph.vals[graph.kops[i].in[0]].width != 867)
+            continue;
+        assert_int_not_equal(gen_kernel_build(&graph, &graph.kops[i], false, &ko, err), 0);
+        assert_non_null(strstr(err, "odd.yaml:63:7: linear: an f16 matrix's input width must be even, it is 867"));
+        gen_kernel_out_free(&ko);
+        refused++;
+    }
+    assert_int_equal(refused, 1); /* ffn_down */
+}
+
 /* Every kernel's recorded shared-memory bytes and invocations (what the runtime checks
  * against the device) match its GLSL, read back here independently; and every kernel of
  * the shipped models fits the 16 KB of shared memory every Vulkan device offers. */
@@ -680,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_decode_folds),
         cmocka_unit_test(test_deterministic_and_shared_kernels),
         cmocka_unit_test(test_q8_head_variant),
+        cmocka_unit_test(test_linear_graph),
         cmocka_unit_test(test_wide_head_not_folded),
         cmocka_unit_test(test_too_many_buffers),
         cmocka_unit_test(test_kernel_limits),

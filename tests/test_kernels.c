@@ -1104,6 +1104,52 @@ static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode
         lm_head_case(g, kop, decode, true, v ? 1 | 2 << 12 : 0);
 }
 
+/* ---------------------------------------------------------------- LINEAR */
+
+/* The linear op's kernel (F16 or F32 matrix [M][K], gen_k_head.c gen_k_linear) against
+ * ref_linear (llama.cpp's numerics: an F16 matrix's activations rounded to f16 first) on random
+ * rows of different magnitude, every token of the step (a prompt: tiles of 8 tokens, partial
+ * ones at 3 and 13), the rows past the step left poisoned. */
+static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const gen_tensor *ts = &g->m->tensors[kop->w[0]];
+    const int K = (int)ts->ne[0], M = (int)ts->ne[1];
+    const bool f16 = ts->type == FMT_F16;
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    assert_int_equal(kn.ko.n_args, 3);
+    const size_t nw = (size_t)M * K;
+    float *wf = vkh_rnd_vec(nw, 1.0f);
+    uint16_t *h = vkh_xmalloc(nw * 2);
+    for (size_t i = 0; i < nw; i++)
+        h[i] = fmt_f32_to_f16(wf[i]);
+    rt_buf wb = f16 ? vkh_buf(nw * 2, h) : vkh_buf(nw * 4, wf);
+    for (int s = 0; s < N_SIZES(decode); s++) {
+        const uint32_t n = decode ? 1 : batch_sizes[s];
+        float *x = rnd_rows(NMAX, K), *ref = vkh_xmalloc(4 * (size_t)n * M);
+        rt_buf b[2] = {vkh_buf(4 * (size_t)NMAX * K, x), vkh_buf(4 * (size_t)NMAX * M, NULL)};
+        const rt_buf *args[3] = {&b[0], &wb, &b[1]};
+        kern_run(&kn, args, n, 0, 0);
+        float *y = vkh_fetch(&b[1], 4 * (size_t)NMAX * M);
+        assert_int_equal(ref_linear(ts->type, f16 ? (const void *)h : (const void *)wf, K, M, x, (int)n, ref), 0);
+        /* rule: the products are exact in f32 (two halves, or the same f32 factors); K of them
+         * summed in lane strides and a subgroup tree: about K / 32 + 6 roundings of 2^-24 of
+         * partials that random signed terms keep within a few |y|, (868 / 32 + 6) x 6e-8 x 4 =
+         * 8e-6 at the widest K here: 1e-5 (measured: 2.3e-7). The same kernel against a
+         * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails. */
+        expect(kop, f16 ? "f16" : "f32", decode, n, 0, vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
+        assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * M, (NMAX - n) * (size_t)M));
+        free(y);
+        free(ref);
+        free(x);
+        vkh_free_bufs(b, 2);
+    }
+    rt_buf_destroy(vkh_vk, &wb);
+    free(wf);
+    free(h);
+    kern_free(&kn);
+}
+
 /* ---------------------------------------------------------------- argmax, top-k, copy */
 
 static void aux_kernel(kern *kn, struct dsl_kernel *k)
@@ -1363,6 +1409,14 @@ static void test_lm_head(void **state)
     assert_true(n >= 2); /* distinct heads: at least the f16 head at two widths */
 }
 
+static void test_linear(void **state)
+{
+    (void)state;
+    vkh_need_device();
+    /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32 */
+    assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 6);
+}
+
 /* Every kernel kind the graphs produce is one a test above runs. */
 static void test_all_kinds_covered(void **state)
 {
@@ -1398,6 +1452,7 @@ int main(void)
         cmocka_unit_test(test_attention_split),
         cmocka_unit_test(test_eltwise),
         cmocka_unit_test(test_lm_head),
+        cmocka_unit_test(test_linear),
         cmocka_unit_test(test_argmax),
         cmocka_unit_test(test_topk),
         cmocka_unit_test(test_copy),

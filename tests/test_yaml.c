@@ -316,6 +316,10 @@ static const bad_case k_bad[] = {
     {"weight: wq,", "weight: wqq,", "t.yaml:29:38: bitlinear: weight 'wqq' is not in tensors"},
     {"attn_q.weight\", type: i2_s", "attn_q.weight\", type: f16",
      "t.yaml:29:38: bitlinear 'wq': weight has type f16, bitlinear needs i2_s or tq1_0 or tq2_0"},
+    {"op: bitlinear, in: h, weight: wq", "op: linear, in: h, weight: wq",
+     "t.yaml:29:35: linear 'wq': weight has type i2_s, linear needs f32 or f16"},
+    {"op: bitlinear, in: h, weight: wq", "op: linear, in: h, weight: anorm",
+     "t.yaml:29:35: linear 'anorm': weight must be 2-D, it has 1 dims"},
     {"token_embd.weight, type: f16", "token_embd.weight, type: i2_s",
      "t.yaml:26:26: embed 'emb': table has type i2_s, embed needs f32 or f16"},
     {"attn_norm.weight\", type: f32", "attn_norm.weight\", type: f16",
@@ -431,6 +435,28 @@ static void test_layernorm_op(void **state)
     assert_string_equal(gen_op_label(op), "layernorm");
     assert_int_equal(g_m.layer[0].bias, -1); /* the rmsnorm of the layer: no bias */
     assert_string_equal(gen_op_label(&g_m.layer[0]), "rmsnorm");
+}
+
+/* op: linear over an F16 matrix (and an F32 one): the op kind, its weight, the output width
+ * from the matrix's ne1, in any layer position (an attention projection, the FFN's down). */
+static void test_linear_op(void **state)
+{
+    (void)state;
+    const bad_case c = {"    - {op: bitlinear, in: h, weight: wq, out: q}\n",
+                        "    - {op: linear, in: h, weight: wq, out: q}\n", NULL};
+    char *s = mutate(&c), err[GEN_ERR_LEN] = "";
+    char *t = strstr(s, "attn_q.weight\", type: i2_s");
+    assert_non_null(t);
+    memcpy(strstr(t, "i2_s"), "f16 ", 4); /* "type: f16 ," */
+    if (gen_model_parse(s, strlen(s), "t.yaml", &g_m, err))
+        fail_msg("%s", err);
+    free(s);
+    const gen_op *op = &g_m.layer[1];
+    assert_int_equal(op->kind, GEN_OP_LINEAR);
+    assert_string_equal(gen_op_label(op), "linear");
+    assert_int_equal(op->weight, gen_model_find_tensor(&g_m, "wq"));
+    assert_int_equal(g_m.values[op->out].width, 256); /* q_dim */
+    assert_int_equal(g_m.layer[2].kind, GEN_OP_BITLINEAR); /* the others stay ternary */
 }
 
 static void test_bad_cases(void **state)
@@ -588,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_bitnet_2b),  cmocka_unit_test(test_bitnet_tiny), cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
         cmocka_unit_test(test_layernorm_op),
+        cmocka_unit_test(test_linear_op),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors),
     };

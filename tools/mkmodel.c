@@ -9,7 +9,8 @@
  * tensor (I2_S codes round(W/mean|W|) clamped to [-1,1], drawn directly, scale = mean|W| = gain/sqrt(fan_in)
  * * sqrt(2/pi); a format with a scale per block, TQ1_0 / TQ2_0, carries that scale in every
  * block); gain 5.0 for a bitlinear whose output feeds an `add` (writes the residual stream),
- * 1.5 otherwise. Plus a byte-level GPT-2 style tokenizer (256 byte tokens, merges
+ * 1.5 otherwise; a `linear` op's matrix (F16 / F32) N(0,1)*gain/sqrt(fan_in) as floats, the
+ * same gains. Plus a byte-level GPT-2 style tokenizer (256 byte tokens, merges
  * spelling common English pieces, filler tokens, then <|begin_of_text|>, <|end_of_text|>,
  * <|eot_id|> as the last three ids) and every metadata key the YAML's gguf_checks name.
  * Tensor bytes are generated at save time through rt_gguf_w_tensor_cb, so the full 2B4T shape
@@ -317,16 +318,29 @@ static void write_tokenizer(rt_gguf_writer *w, const vocab *v, int n_merge_token
 
 /* ---- model ---- */
 
-/* A bitlinear weight whose output value feeds an `add` writes the residual stream. */
+/* A bitlinear or linear weight whose output value feeds an `add` writes the residual stream. */
 static bool writes_residual(const gen_model *m, int ti)
 {
     for (int i = 0; i < m->n_layer; i++) {
-        if (m->layer[i].kind != GEN_OP_BITLINEAR || m->layer[i].weight != ti) continue;
+        if ((m->layer[i].kind != GEN_OP_BITLINEAR && m->layer[i].kind != GEN_OP_LINEAR) || m->layer[i].weight != ti)
+            continue;
         for (int j = 0; j < m->n_layer; j++)
             if (m->layer[j].kind == GEN_OP_ADD &&
                 (m->layer[j].in[0] == m->layer[i].out || m->layer[j].in[1] == m->layer[i].out))
                 return true;
     }
+    return false;
+}
+
+/* A tensor a `linear` op multiplies. */
+static bool is_linear(const gen_model *m, int ti)
+{
+    const gen_op *lists[3] = {m->pre, m->layer, m->post};
+    const int counts[3] = {m->n_pre, m->n_layer, m->n_post};
+    for (int l = 0; l < 3; l++)
+        for (int i = 0; i < counts[l]; i++)
+            if (lists[l][i].kind == GEN_OP_LINEAR && lists[l][i].weight == ti)
+                return true;
     return false;
 }
 
@@ -449,6 +463,9 @@ int main(int argc, char **argv)
                 s->std = gain / sqrt((double)ne[0]) * sqrt(2.0 / M_PI);
                 if (s->codec->encode_tail)
                     s->codec->encode_tail((float)s->std, s->tail);
+            } else if (is_linear(&m, ti)) { /* floats drawn as the ternary ones' before rounding */
+                s->kind = K_EMB;
+                s->std = (writes_residual(&m, ti) ? 5.0 : 1.5) / sqrt((double)ne[0]);
             } else {
                 s->kind = t->n_dims == 1 ? (is_bias(&m, ti) ? K_BIAS : K_NORM) : K_EMB;
                 s->std = 6.8 / sqrt((double)m.hp.dim);

@@ -1,5 +1,6 @@
 /* gen_k_head.c - the LM head (logits = W x with an F16 or F32 table [vocab][dim],
- * or its Q8_0 copy) and the model-independent auxiliary kernels: argmax, top-k, copy.
+ * or its Q8_0 copy), the `linear` op through the same row loop (gen_k_linear: an F16 or F32
+ * matrix of a layer) and the model-independent auxiliary kernels: argmax, top-k, copy.
  *
  * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
  * last position only, unless all logits were asked for). Each subgroup owns one
@@ -40,6 +41,7 @@ static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
 /* The LM head's row loop: what it reads, and accumulates from one table word. */
 typedef struct {
     bool q8, f16, norm, decode, blocked; /* blocked: 4 words per lane and step */
+    bool xh;                  /* round the input to f16 first (linear F16: llama.cpp's F16 dot) */
     int TT, per_word;
     dsl_expr W, W4, x, xs, y; /* table words (W4: uvec4 view, decode); input rows (f32) or the
                                  staged normed row (norm); logits */
@@ -85,6 +87,8 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
             for (int l = 0; l < per_word; l++)
                 e[l] = dsl_load(k, r->x, dsl_add(k, r->xrow[tt], l ? dsl_add(k, i0, U(l)) : i0));
             xv = word_vec(k, per_word, e);
+            if (r->xh) /* the pair as f16, as ggml converts the activations for an F16 matrix */
+                xv = dsl_unpack_half2x16(k, dsl_pack_half2x16(k, xv));
         }
         dsl_add_to(k, r->acc[tt],
                    r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : r->f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
@@ -287,6 +291,73 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
     if (amax) /* partials out and back, the result */
         out->bytes += (uint64_t)HEAD_GROUPS * 16 + 4;
+    return gen_out_kernel(out, k, err);
+}
+
+/* linear (gen_graph.h GEN_K_LINEAR): y[t] = W x[t] for every token of the step, W an F16 or
+ * F32 matrix [M][K] of the layer: the LM head's row loop above with M rows known here instead
+ * of the vocabulary, no norm, no argmax, and no GEMV_VEC / GEMV_WIDE variants (the plain 4 u32
+ * loads, ROWS rows a workgroup per pass). F16: each input pair is rounded to f16 before the
+ * products (ggml-cpu's F16 matmul converts the activations to F16: its vec_dot_type); the
+ * products of two halves are exact in f32, the sums f32 as the head's. Prompts run the head's
+ * token tiles of GEN_TOKEN_TILE rows (each weight word read once per tile). */
+int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_tensor *wt = &g->m->tensors[kop->w[0]];
+    const int K = (int)wt->ne[0], M = (int)wt->ne[1];
+    const bool f16 = wt->type == FMT_F16;
+    if (!f16 && wt->type != FMT_F32) { /* the YAML reader allows F16 and F32 only (FMT_USE_MATRIX) */
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: no kernel reads %s weights", g->m->path, kop->loc.line,
+                 kop->loc.col, gen_ttype_name(wt->type));
+        return -1;
+    }
+    if (f16 && K % 2) { /* the rows are read as u32 pairs of halves */
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: an f16 matrix's input width must be even, it is %d",
+                 g->m->path, kop->loc.line, kop->loc.col, K);
+        return -1;
+    }
+    char name[128];
+    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", f16 ? "f16" : "f32", K, M, decode ? "decode" : "batch");
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr W = dsl_buffer(k, "w", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
+    gen_out_val(out, g, kop->out);
+    const int per_word = f16 ? 2 : 1;
+    dsl_expr D = dsl_const_u32(k, "D", K), Mc = dsl_const_u32(k, "M", M);
+    dsl_expr DW = dsl_const_u32(k, "DW", K / per_word);
+    const bool blocked = f16 && (K / per_word) % 4 == 0;
+    dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
+    dsl_expr t_end = decode ? U(1) : dsl_dyn(k, DSL_DYN_N_TOKENS);
+    dsl_expr vb = dsl_for(k, "vb", dsl_mul(k, dsl_wgid(k, 0), U(ROWS)), Mc, dsl_mul(k, dsl_nwg(k, 0), U(ROWS)));
+    dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
+    dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
+    dsl_break_if(k, dsl_ge(k, v, Mc));
+    head_row r = {.f16 = f16, .xh = f16, .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
+                  .v = v, .D = D, .DW = DW, .DW4 = blocked ? dsl_const_u32(k, "DW4", K / per_word / 4) : NULL,
+                  .vocab = Mc, .lane = lane, .sgs = sgs, .t_first = U(0), .t_end = t_end};
+    if (decode) {
+        head_tokens(k, &r, 1, U(0));
+    } else { /* a one-token step: no tile of 8 copies of it (the same sums: each token its own) */
+        dsl_if(k, dsl_eq(k, t_end, U(1)));
+        head_tokens(k, &r, 1, U(0));
+        dsl_else(k);
+        dsl_expr t0 = dsl_for(k, "t0", U(0), t_end, U(GEN_TOKEN_TILE));
+        head_tokens(k, &r, GEN_TOKEN_TILE, t0);
+        dsl_end(k); /* t0 */
+        dsl_end(k);
+    }
+    dsl_end(k); /* rl */
+    dsl_end(k); /* vb */
+    const uint32_t groups = (uint32_t)((M + ROWS - 1) / ROWS);
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, groups < HEAD_GROUPS ? groups : HEAD_GROUPS, 1);
+    /* per token: the matrix (read once per token here; a prompt's tiles share it) + x + y */
+    out->bytes = (uint64_t)K * (uint64_t)M * (f16 ? 2 : 4) + ((uint64_t)K + (uint64_t)M) * 4;
     return gen_out_kernel(out, k, err);
 }
 

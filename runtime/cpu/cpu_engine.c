@@ -91,7 +91,8 @@ static int resolve_ops(cpu_engine *e, char *err)
             return -1;
         }
         if ((op->kind == RT_CPU_BITLINEAR && !so->codec->matmul) ||
-            ((op->kind == RT_CPU_EMBED || op->kind == RT_CPU_LM_HEAD) && !so->codec->row)) {
+            ((op->kind == RT_CPU_EMBED || op->kind == RT_CPU_LM_HEAD || op->kind == RT_CPU_LINEAR) &&
+             !so->codec->row)) {
             snprintf(err, RT_ERR_LEN, "%s: its weight's format %s cannot be used this way on the CPU", op->label,
                      fmt_type_name(cpu_w(e, op->weight, 0)->type));
             return -1;
@@ -100,6 +101,9 @@ static int resolve_ops(cpu_engine *e, char *err)
             e->max_k = e->cs->width[op->in[0]];
         if (op->kind == RT_CPU_LM_HEAD)
             e->head_tensor = op->weight;
+        if (op->kind == RT_CPU_LINEAR && cpu_w(e, op->weight, 0)->type == FMT_F16 &&
+            e->cs->width[op->in[0]] > e->max_lin_k)
+            e->max_lin_k = e->cs->width[op->in[0]];
     }
     /* act(gate) * up with an activation that is 0 for gate <= 0, up a bitlinear of this layer:
      * up's rows may be skipped where gate <= 0 (cpu_forward.c) */
@@ -151,6 +155,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->scratch_bytes = (e->scratch_bytes + 63) & ~(size_t)63;
     e->scratch = aligned_alloc(64, e->scratch_bytes * (size_t)max_threads);
     e->head_x = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)max_w);
+    e->lin_x = malloc(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_lin_k ? e->max_lin_k : 1));
     e->logits = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)e->vocab);
     e->ffn_active = calloc((size_t)e->n_layers, sizeof(uint64_t));
     e->row_idx = malloc(sizeof(int) * (size_t)e->n_batch);
@@ -160,7 +165,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
         e->row_idx[i] = i;
     const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
     e->kv = calloc(1, kv_bytes); /* zero: never stale data */
-    if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->logits || !e->ffn_active ||
+    if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->lin_x || !e->logits || !e->ffn_active ||
         !e->row_idx || !e->pos_buf || !e->seq_buf)
         return fail_oom(err, "activation buffers");
     if (!e->kv) {
@@ -352,6 +357,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->qbs);
     free(e->scratch);
     free(e->head_x);
+    free(e->lin_x);
     free(e->logits);
     free(e->ffn_active);
     free(e->row_idx);

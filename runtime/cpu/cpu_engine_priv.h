@@ -66,6 +66,8 @@ struct cpu_engine {
     size_t scratch_bytes;
     float *head_x;            /* [CPU_MAX_ROWS][dim]: LM-head inputs of the rows that keep logits, a
                                  chunk at a time */
+    int max_lin_k;            /* widest input of a linear op over F16 weights (0: none) */
+    float *lin_x;             /* [n_batch][max_lin_k]: such an input rounded to f16 (cpu_forward.c) */
 
     float *logits;            /* [CPU_MAX_ROWS][vocab] */
     int n_logit_rows, cur_row; /* rows held; the row argmax / topk / logits_last read */

@@ -220,7 +220,41 @@ static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
                   cpu_engine_scratch(e, ith));
 }
 
+/* linear: rows lo .. hi of y[t] = W x[t] for every token (x: the input, or its f16 rounding) */
+static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const cpu_weight *w = cpu_w(e, so->tensor, r->layer);
+    const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
+    cpu_table_dot(e->isa, so->codec, w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
+                  cpu_engine_scratch(e, ith));
+}
+
+/* tokens lo .. hi of the input rounded to f16 and back (through the thread's scratch) */
+static void linear_x_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const int K = WIDTH(e, so->op->in[0]);
+    uint16_t *h = cpu_engine_scratch(e, ith);
+    for (int64_t t = lo; t < hi; t++) {
+        cpu_f32_to_f16(e->isa, IN0(e, so) + t * K, h, K);
+        cpu_f16_to_f32(e->isa, h, e->lin_x + t * K, K);
+    }
+}
+
 /* ---- ops ---- */
+
+/* linear over an F16 / F32 matrix, llama.cpp's CPU numerics: F16 weights multiply the input
+ * rounded to f16 (ggml-cpu's vec_dot_type of F16), F32 weights the input as it is. */
+static void linear(cpu_run *r, const cpu_step_op *so)
+{
+    cpu_engine *e = r->e;
+    const int n = r->s->n;
+    if (cpu_w(e, so->tensor, r->layer)->type == FMT_F16)
+        par_for(r, so, n, 1, linear_x_body, n > 1);
+    par_for(r, so, WIDTH(e, so->op->out), 16, linear_body, true);
+}
+
 
 static void bitlinear(cpu_run *r, const cpu_step_op *so)
 {
@@ -281,6 +315,7 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_ADD: par_for(r, so, n_el, 4096, add_body, n_el >= 65536); break;
     case RT_CPU_ACT_MUL: par_for(r, so, n_el, 4096, act_body, n_el >= 65536); break;
     case RT_CPU_LM_HEAD: lm_head(r, so); break;
+    case RT_CPU_LINEAR: linear(r, so); break;
     default: break;
     }
     if (op->out >= 0 && op->out == r->qvalue)

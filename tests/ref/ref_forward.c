@@ -157,7 +157,7 @@ static int width_of(const eval_ctx *e, int v)
 static int check_shape(eval_ctx *e, const gen_op *op, const rt_gguf_tensor *w, int wi, int wo)
 {
     int64_t want0 = op->kind == GEN_OP_EMBED ? wo : wi;
-    int64_t want1 = op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_LM_HEAD ? wo : w->ne[1];
+    int64_t want1 = op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_LINEAR || op->kind == GEN_OP_LM_HEAD ? wo : w->ne[1];
     if (w->ne[0] == want0 && w->ne[1] == want1) return 0;
     snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s: weight %.*s is [%lld, %lld], values want [%lld, %lld]",
              e->r->m->path, op->loc.line, gen_op_label(op), (int)w->name.len, w->name.ptr,
@@ -340,6 +340,13 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
         break;
     case GEN_OP_LM_HEAD:
         return lm_head(e, w, in0, wi, wo, out);
+    case GEN_OP_LINEAR:
+        if (ref_linear(w->type, w->data, wi, wo, in0, n, out)) {
+            snprintf(e->err, RT_ERR_LEN, "%s:%d: linear: no reference for %s weights", r->m->path, op->loc.line,
+                     fmt_type_name(w->type));
+            return -1;
+        }
+        break;
     default:
         snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s not supported by the reference", r->m->path,
                  op->loc.line, gen_op_label(op));

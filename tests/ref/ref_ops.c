@@ -287,6 +287,14 @@ void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int rou
     lm_head(w, false, dim, vocab, x, round_x_f16, y);
 }
 
+int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y)
+{
+    if (type != FMT_F16 && type != FMT_F32) return -1;
+    for (int t = 0; t < n; t++)
+        lm_head(w, type == FMT_F16, K, M, x + (size_t)t * K, type == FMT_F16, y + (size_t)t * M);
+    return 0;
+}
+
 void ref_quantize_q8_0(const float *x, int n, int8_t *q, float *out_d)
 {
     for (int b = 0; b < n / 32; b++) {
