@@ -364,6 +364,37 @@ static int usage(void)
     return 2;
 }
 
+/* Tensor ti's random stream (its codec, seed and distribution: see the header). */
+static int stream_init(stream *s, const gen_model *m, int ti, const int64_t ne[4], const char *name,
+                       unsigned long long seed)
+{
+    const gen_tensor *t = &m->tensors[ti];
+    s->codec = fmt_codec_find(t->type);
+    if (!s->codec || !s->codec->encode || s->codec->blk > MAX_BLK || s->codec->blk_bytes > MAX_BLK ||
+        s->codec->tail_bytes > MAX_BLK) {
+        fprintf(stderr, "mkmodel: tensor %s: no encoder for type %s\n", name, gen_ttype_name(t->type));
+        return 1;
+    }
+    s->seed = hash_str(name, seed);
+    s->unit = -1;
+    s->n_elem = (uint64_t)ne[0] * (uint64_t)ne[1];
+    s->code_bytes = s->n_elem / s->codec->blk * s->codec->blk_bytes;
+    if (s->codec->uses & FMT_USE_TERNARY) {
+        double gain = writes_residual(m, ti) ? 5.0 : 1.5;
+        s->kind = K_TERN;
+        s->std = gain / sqrt((double)ne[0]) * sqrt(2.0 / M_PI);
+        if (s->codec->encode_tail)
+            s->codec->encode_tail((float)s->std, s->tail);
+    } else if (is_linear(m, ti)) { /* floats drawn as the ternary ones' before rounding */
+        s->kind = K_EMB;
+        s->std = (writes_residual(m, ti) ? 5.0 : 1.5) / sqrt((double)ne[0]);
+    } else {
+        s->kind = t->n_dims == 1 ? (is_bias(m, ti) ? K_BIAS : K_NORM) : K_EMB;
+        s->std = 6.8 / sqrt((double)m->hp.dim);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL, *tok = NULL;
@@ -447,29 +478,8 @@ int main(int argc, char **argv)
             gen_tensor_name(t, (int)L, name, sizeof(name));
             int64_t ne[4] = {1, 1, 1, 1};
             for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? n_vocab : t->ne[d];
-            s->codec = fmt_codec_find(t->type);
-            if (!s->codec || !s->codec->encode || s->codec->blk > MAX_BLK || s->codec->blk_bytes > MAX_BLK ||
-                s->codec->tail_bytes > MAX_BLK) {
-                fprintf(stderr, "mkmodel: tensor %s: no encoder for type %s\n", name, gen_ttype_name(t->type));
+            if (stream_init(s, &m, ti, ne, name, seed))
                 return 1;
-            }
-            s->seed = hash_str(name, seed);
-            s->unit = -1;
-            s->n_elem = (uint64_t)ne[0] * (uint64_t)ne[1];
-            s->code_bytes = s->n_elem / s->codec->blk * s->codec->blk_bytes;
-            if (s->codec->uses & FMT_USE_TERNARY) {
-                double gain = writes_residual(&m, ti) ? 5.0 : 1.5;
-                s->kind = K_TERN;
-                s->std = gain / sqrt((double)ne[0]) * sqrt(2.0 / M_PI);
-                if (s->codec->encode_tail)
-                    s->codec->encode_tail((float)s->std, s->tail);
-            } else if (is_linear(&m, ti)) { /* floats drawn as the ternary ones' before rounding */
-                s->kind = K_EMB;
-                s->std = (writes_residual(&m, ti) ? 5.0 : 1.5) / sqrt((double)ne[0]);
-            } else {
-                s->kind = t->n_dims == 1 ? (is_bias(&m, ti) ? K_BIAS : K_NORM) : K_EMB;
-                s->std = 6.8 / sqrt((double)m.hp.dim);
-            }
             uint64_t nb = fmt_nbytes(t->type, ne, err);
             if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return 1; }
             total += nb;
