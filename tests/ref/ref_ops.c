@@ -106,36 +106,24 @@ void ref_bitlinear_tq_q8k(int type, const uint8_t *blob, int K, int M, const int
     bitlinear_tq(type, blob, K, M, q, NULL, ds, n, y, bound);
 }
 
-/* ggml's nearest_int: the float sum x + 1.5 * 2^23 rounds x to an integer (half to even) in its
- * low mantissa bits (|x| < 2^22) */
-static int nearest_int(float x)
-{
-    float v = x + 12582912.f;
-    int32_t i;
-    memcpy(&i, &v, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
+/* Q8_K, written from ggml's definition (quantize_row_q8_K_ref) rather than from the CPU
+ * backend's code, so the two are checked against each other: per block of 256, the element of
+ * largest magnitude m (the first of equals), scale s = -127 / m (so m's code is -127), each code
+ * the float product s x rounded half to even (lrintf, the default rounding) and capped at 127 (the
+ * other end, -128, can be reached), the block's d = 1 / s; an all-zero block has d 0. */
 void ref_act_quant_q8k(const float *x, int K, int8_t *q, float *d)
 {
-    for (int b = 0; b < K / 256; b++, x += 256, q += 256) {
-        float amax = 0, max = 0;
-        for (int j = 0; j < 256; j++)
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        if (amax == 0) {
-            d[b] = 0;
-            memset(q, 0, 256);
-            continue;
-        }
-        const float iscale = -127.f / max;
+    for (int b = 0; b < K / 256; b++) {
+        const float *xb = x + 256 * (size_t)b;
+        int at = 0;
+        for (int j = 1; j < 256; j++)
+            at = fabsf(xb[j]) > fabsf(xb[at]) ? j : at;
+        const float s = xb[at] == 0 ? 0 : -127.f / xb[at];
         for (int j = 0; j < 256; j++) {
-            const int v = nearest_int(iscale * x[j]);
-            q[j] = (int8_t)(v < 127 ? v : 127);
+            const long v = lrintf(s * xb[j]);
+            q[256 * (size_t)b + j] = (int8_t)(v > 127 ? 127 : v);
         }
-        d[b] = 1 / iscale;
+        d[b] = s == 0 ? 0 : 1 / s;
     }
 }
 
