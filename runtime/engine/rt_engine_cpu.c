@@ -1,6 +1,7 @@
 /* rt_engine_cpu.c - the engine on the native CPU backend: which backend a context gets
- * (--device auto|cpu|vulkan[:N], TERNION_DEVICE), and opening runtime/cpu's engine. Every
- * rt_engine_* entry point forwards to it when e->cpu is set (the first lines of each).
+ * (--device auto|cpu|vulkan[:N], TERNION_DEVICE), opening runtime/cpu's engine, and the
+ * functions of the backend table's CPU row (rt_engine_backend.h: rt_eng_cpu_*, most of them
+ * runtime/cpu's cpu_engine_* on e->cpu).
  */
 #include <stdio.h>
 #include <time.h>
@@ -96,7 +97,6 @@ int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err)
     return 0;
 }
 
-bool rt_engine_is_cpu(const rt_engine *e) { return e->cpu != NULL; }
 uint64_t rt_engine_rss_bytes(void) { return cpu_rss_bytes(); }
 const char *rt_engine_notice(const rt_engine *e) { return e->cpu_note; }
 
@@ -149,7 +149,7 @@ void rt_eng_cpu_device(const rt_engine *e, rt_vk_device_desc *out)
 
 /* The machine's memory read bandwidth as the decode sees it: every thread of the pool size
  * summing its part of a 256 MiB buffer (larger than any cache), best of 3. */
-int rt_eng_cpu_bandwidth(rt_engine *e, double *out_gbs, char *err)
+int rt_eng_cpu_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
 {
     const size_t bytes = 256u << 20;
     uint64_t *buf = malloc(bytes);
@@ -175,5 +175,66 @@ int rt_eng_cpu_bandwidth(rt_engine *e, double *out_gbs, char *err)
     }
     free(buf);
     *out_gbs = best;
+    return 0;
+}
+
+/* The rest of the CPU row (rt_engine_backend.h): runtime/cpu's engine on e->cpu. */
+int rt_eng_cpu_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
+{
+    return cpu_engine_eval(e->cpu, tokens, n, pos, out_logits, err);
+}
+int rt_eng_cpu_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err)
+{
+    return cpu_engine_hidden(e->cpu, tokens, n, pos, out, err);
+}
+int rt_eng_cpu_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                           char *err)
+{
+    return cpu_engine_decode_rows(e->cpu, n, tokens, pos, seq, err);
+}
+int rt_eng_cpu_use_row(rt_engine *e, int row, char *err) { return cpu_engine_use_row(e->cpu, row, err); }
+int rt_eng_cpu_argmax(rt_engine *e, int32_t *out_id, char *err) { return cpu_engine_argmax(e->cpu, out_id, err); }
+int rt_eng_cpu_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, char *err)
+{
+    return cpu_engine_topk(e->cpu, k, out_ids, out_logits, err);
+}
+int rt_eng_cpu_logits_last(rt_engine *e, float *out, char *err) { return cpu_engine_logits_last(e->cpu, out, err); }
+int rt_eng_cpu_set_seq(rt_engine *e, int seq, char *err) { return cpu_engine_set_seq(e->cpu, seq, err); }
+int rt_eng_cpu_kv_copy(rt_engine *e, int src, int dst, int n, char *err)
+{
+    return cpu_engine_kv_copy(e->cpu, src, dst, n, err);
+}
+void rt_eng_cpu_ffn_reset(rt_engine *e) { cpu_engine_ffn_reset(e->cpu); }
+int rt_eng_cpu_ffn_active(const rt_engine *e, double *out, int max) { return cpu_engine_ffn_active(e->cpu, out, max); }
+/* no predictor on the CPU backend (rt_eng_cpu_open refuses --sparse-ffn predictor) */
+int rt_eng_cpu_ffn_predicted(const rt_engine *e, double *out, int max)
+{
+    (void)e, (void)out, (void)max;
+    return 0;
+}
+void rt_eng_cpu_get_stats(const rt_engine *e, rt_engine_stats *out) { *out = e->stats; }
+uint32_t rt_eng_cpu_validation_count(const rt_engine *e)
+{
+    (void)e;
+    return 0; /* no validation layers: no Vulkan */
+}
+uint64_t rt_eng_cpu_decode_weight_bytes(const rt_engine *e, bool layers_only)
+{
+    return cpu_engine_weight_bytes(e->cpu, layers_only);
+}
+uint64_t rt_eng_cpu_decode_bytes(const rt_engine *e, int n_kv) { return cpu_engine_decode_bytes(e->cpu, n_kv); }
+/* nothing is streamed: the weights are read in place */
+int rt_eng_cpu_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, double *step_ms, char *err)
+{
+    (void)e, (void)err;
+    *copy_ms = *compute_ms = *step_ms = 0;
+    return 0;
+}
+/* no kernel variants: the CPU tuner's choice is reported by the notice and --bench --json */
+int rt_eng_cpu_variants(const rt_engine *e, char *out, size_t n)
+{
+    (void)e;
+    if (n)
+        out[0] = 0;
     return 0;
 }

@@ -52,10 +52,8 @@ static int hidden_chunk(rt_engine *e, const int32_t *tokens, int m, int pos, int
     return rt_buf_download(e->vk, &e->acts[act], 0, out, (size_t)keep * (size_t)width * 4, err) ? -1 : 0;
 }
 
-int rt_engine_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err)
+int rt_eng_vk_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err)
 {
-    if (e->cpu)
-        return cpu_engine_hidden(e->cpu, tokens, n, pos, out, err);
     const rt_dispatch *h = head_dispatch(&e->d->prefill);
     const int width = rt_engine_hidden_width(e);
     if (!h || !width) {

@@ -304,6 +304,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
         return -1;
     }
     e->d = desc;
+    e->be = &rt_backend_vk; /* until the CPU backend is chosen below */
     e->profile = opts->profile;
     e->pre.count = MAX_PREFILL;
     e->chain.count = CHAIN_SLOTS;
@@ -332,6 +333,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
         backend = RT_BACKEND_CPU; /* auto: the backend that computes it */
     }
     if (backend == RT_BACKEND_CPU) {
+        e->be = &rt_backend_cpu;
         if (rt_eng_cpu_open(e, opts, err))
             goto fail;
         *out_e = e;

@@ -150,11 +150,9 @@ static rt_cmd *multi_stream(rt_engine *e, int n, const int32_t *seq, char *err)
     return e->multi[s].c;
 }
 
-int rt_engine_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+int rt_eng_vk_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
                           char *err)
 {
-    if (e->cpu)
-        return cpu_engine_decode_rows(e->cpu, n, tokens, pos, seq, err);
     int max = e->n_batch < RT_ENGINE_MAX_ROWS ? e->n_batch : RT_ENGINE_MAX_ROWS;
     if (n < 1 || n > max) {
         snprintf(err, RT_ERR_LEN, "a multi-row decode step of %d rows: must be 1..%d", n, max);
@@ -200,9 +198,8 @@ int rt_engine_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int3
     return 0;
 }
 
-int rt_engine_use_row(rt_engine *e, int row, char *err)
+int rt_eng_vk_use_row(rt_engine *e, int row, char *err)
 {
-    if (e->cpu) return cpu_engine_use_row(e->cpu, row, err);
     if (row < 0 || row >= e->multi_rows) {
         snprintf(err, RT_ERR_LEN, "logits row %d: the last multi-row step had %d rows", row, e->multi_rows);
         return -1;

@@ -18,9 +18,11 @@
  *                       a kernel against the device's workgroup limits
  *   rt_engine_weights.c the ternary weight formats of a loaded model (WFMT per pipeline,
  *                       the --weights re-encoding at load)
+ *   rt_engine_backend.c the backend table (rt_engine_backend.h): a row per backend, and the
+ *                       entry points that call through e->be
  *   rt_engine_cpu.c     the backend choice (--device, TERNION_DEVICE) and the native CPU
- *                       backend (runtime/cpu/), to which every entry point forwards when
- *                       e->cpu is set
+ *                       backend's row (runtime/cpu/); the Vulkan row's functions are the
+ *                       rt_eng_vk_* of the files above and below
  *   rt_engine_stream.c, rt_engine_stream_bench.c  layer streaming, and timing it
  *   rt_engine_chained.c, rt_engine_multi.c, rt_tune.c  the chained schedule, multi-row
  *                       steps, kernel variants and the tuner
@@ -54,6 +56,7 @@
 #include "engine/rt_tune.h"
 #include "vk/rt_vk.h"
 #include "cpu/cpu_engine.h"
+#include "engine/rt_engine_backend.h"
 
 #define MAX_PREFILL 8
 #define RESULT_WORDS 512
@@ -70,8 +73,9 @@ typedef struct {
 
 struct rt_engine {
     const rt_model_desc *d;
-    cpu_engine *cpu;      /* the native CPU backend runs this engine (no Vulkan state then):
-                             every rt_engine_* call forwards to it (rt_engine_cpu.c) */
+    const rt_backend *be; /* the backend that runs it (rt_engine_backend.h): rt_backend_vk or
+                             rt_backend_cpu, whose row every rt_engine_* step goes through */
+    cpu_engine *cpu;      /* the native CPU backend's engine (rt_backend_cpu; no Vulkan state then) */
     const char *cpu_note; /* its one-line notice (scalar kernels, model larger than memory) or NULL */
     rt_vk *vk;
     rt_gguf *g;
@@ -206,13 +210,8 @@ int rt_eng_make_pipe(rt_engine *e, uint32_t k, char *err);
 void rt_eng_variant_name(const rt_engine *e, uint32_t k, char *out, size_t n);
 uint8_t rt_eng_default_wide(const rt_engine *e); /* GEMV_WIDE's default on the device (rt_tune.c) */
 
-/* rt_engine_cpu.c: opens the native CPU backend for e (GGUF checked, n_ctx / n_batch set). */
+/* rt_engine_cpu.c: opens the native CPU backend for e (GGUF checked, n_ctx / n_batch set);
+ * its row's functions are declared by rt_engine_backend.h. */
 int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err);
-/* The CPU backend's side of rt_engine_greedy_chain, _profile, _device, _copy_bandwidth. */
-int rt_eng_cpu_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err);
-int rt_eng_cpu_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n, int *out_tokens,
-                       int *out_n_kv, char *err);
-void rt_eng_cpu_device(const rt_engine *e, rt_vk_device_desc *out);
-int rt_eng_cpu_bandwidth(rt_engine *e, double *out_gbs, char *err);
 
 #endif

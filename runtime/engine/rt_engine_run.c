@@ -71,9 +71,8 @@ int rt_eng_check_tokens(const rt_engine *e, const int32_t *tokens, int n, char *
     return 0;
 }
 
-int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
+int rt_eng_vk_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
 {
-    if (e->cpu) return cpu_engine_eval(e->cpu, tokens, n, pos, out_logits, err);
     if (flush(e, e->decode, err))
         return -1;
     if (n < 1 || pos < 0 || pos + n > e->n_ctx) {
@@ -152,10 +151,8 @@ static rt_cmd *chain_stream(rt_engine *e, int n, char *err)
     return c;
 }
 
-int rt_engine_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err)
+int rt_eng_vk_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err)
 {
-    if (e->cpu)
-        return rt_eng_cpu_greedy_chain(e, token, pos, n, out_ids, err);
     if (n < 1 || n > RT_ENGINE_MAX_CHAIN) {
         snprintf(err, RT_ERR_LEN, "a greedy chain of %d tokens: must be 1..%d", n, RT_ENGINE_MAX_CHAIN);
         return -1;
@@ -187,9 +184,8 @@ int rt_engine_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t 
     return 0;
 }
 
-int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err)
+int rt_eng_vk_argmax(rt_engine *e, int32_t *out_id, char *err)
 {
-    if (e->cpu) return cpu_engine_argmax(e->cpu, out_id, err);
     int rc = e->pending ? flush(e, e->decode_argmax, err)
              : e->last_row == 0 ? (rt_cmd_submit(e->argmax0, err) ? -1 : 0)
                                 : run_aux(e, e->d->k_argmax, 0, err);
@@ -199,9 +195,8 @@ int rt_engine_argmax(rt_engine *e, int32_t *out_id, char *err)
     return 0;
 }
 
-int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, char *err)
+int rt_eng_vk_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, char *err)
 {
-    if (e->cpu) return cpu_engine_topk(e->cpu, k, out_ids, out_logits, err);
     if (k < 1 || k > 256) {
         snprintf(err, RT_ERR_LEN, "top-k of %d candidates: must be 1..256", k);
         return -1;
@@ -226,9 +221,8 @@ int rt_engine_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, cha
     return 0;
 }
 
-int rt_engine_kv_copy(rt_engine *e, int src, int dst, int n, char *err)
+int rt_eng_vk_kv_copy(rt_engine *e, int src, int dst, int n, char *err)
 {
-    if (e->cpu) return cpu_engine_kv_copy(e->cpu, src, dst, n, err);
     if (src < 0 || src >= e->n_seq || dst < 0 || dst >= e->n_seq || n < 0 || n > e->n_ctx) {
         snprintf(err, RT_ERR_LEN, "KV copy of %d positions from sequence %d to %d: sequences 0..%d, at most %d",
                  n, src, dst, e->n_seq - 1, e->n_ctx);
@@ -251,9 +245,8 @@ int rt_engine_kv_copy(rt_engine *e, int src, int dst, int n, char *err)
     return rc;
 }
 
-int rt_engine_set_seq(rt_engine *e, int seq, char *err)
+int rt_eng_vk_set_seq(rt_engine *e, int seq, char *err)
 {
-    if (e->cpu) return cpu_engine_set_seq(e->cpu, seq, err);
     if (seq < 0 || seq >= e->n_seq) {
         snprintf(err, RT_ERR_LEN, "sequence %d out of range (0..%d)", seq, e->n_seq - 1);
         return -1;
@@ -287,9 +280,8 @@ int rt_engine_set_seq(rt_engine *e, int seq, char *err)
     return 0;
 }
 
-int rt_engine_logits_last(rt_engine *e, float *out, char *err)
+int rt_eng_vk_logits_last(rt_engine *e, float *out, char *err)
 {
-    if (e->cpu) return cpu_engine_logits_last(e->cpu, out, err);
     if (flush(e, e->decode, err))
         return -1;
     return rt_buf_download(e->vk, &e->logits, (VkDeviceSize)e->last_row * e->vocab * 4, out, (size_t)e->vocab * 4,

@@ -232,7 +232,7 @@ int rt_eng_sparse_open(rt_engine *e, int mode, char *err)
         return -1;
     if (rt_buf_create_named(e->vk, RT_STATS_WORDS * 4, RT_MEM_HOST, "ffn stats", &e->ffn_stats, err))
         return -1;
-    rt_engine_ffn_reset(e);
+    rt_eng_vk_ffn_reset(e);
     return 0;
 }
 
@@ -256,12 +256,8 @@ void rt_eng_sparse_close(rt_engine *e)
 
 int rt_engine_n_layers(const rt_engine *e) { return e->n_layers; }
 
-void rt_engine_ffn_reset(rt_engine *e)
+void rt_eng_vk_ffn_reset(rt_engine *e)
 {
-    if (e->cpu) {
-        cpu_engine_ffn_reset(e->cpu);
-        return;
-    }
     if (e->ffn_stats.mapped)
         memset(e->ffn_stats.mapped, 0, RT_STATS_WORDS * 4);
 }
@@ -297,9 +293,8 @@ double rt_eng_ffn_predicted(const rt_engine *e, int L)
     return ffn_width(e); /* not measured yet, or no predictor: every gate row */
 }
 
-int rt_engine_ffn_predicted(const rt_engine *e, double *out, int max)
+int rt_eng_vk_ffn_predicted(const rt_engine *e, double *out, int max)
 {
-    if (e->cpu) return 0;
     const uint32_t *st = e->ffn_stats.mapped;
     int ffn = st ? ffn_width(e) : 0;
     if (!st || !e->pred || !ffn)
@@ -309,9 +304,8 @@ int rt_engine_ffn_predicted(const rt_engine *e, double *out, int max)
     return (int)st[1];
 }
 
-int rt_engine_ffn_active(const rt_engine *e, double *out, int max)
+int rt_eng_vk_ffn_active(const rt_engine *e, double *out, int max)
 {
-    if (e->cpu) return cpu_engine_ffn_active(e->cpu, out, max);
     const uint32_t *st = e->ffn_stats.mapped;
     int ffn = st ? ffn_width(e) : 0;
     if (!st || e->dec == &e->d->decode || !ffn)

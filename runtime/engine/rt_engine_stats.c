@@ -10,17 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
-void rt_engine_get_stats(const rt_engine *e, rt_engine_stats *out)
+void rt_eng_vk_get_stats(const rt_engine *e, rt_engine_stats *out)
 {
-    if (e->cpu) {
-        *out = e->stats;
-        return;
-    }
     *out = e->stats;
     rt_vk_host_copy_stats(e->vk, &out->host_copies, &out->host_copies_overlapped);
     rt_vk_host_copy_times(e->vk, &out->host_copy_ms, &out->host_copy_overlapped_ms);
 }
-uint32_t rt_engine_validation_count(const rt_engine *e) { return e->cpu ? 0 : rt_vk_validation_count(e->vk); }
+uint32_t rt_eng_vk_validation_count(const rt_engine *e) { return rt_vk_validation_count(e->vk); }
 
 static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv)
 {
@@ -93,9 +89,8 @@ static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre)
     return n * elem;
 }
 
-uint64_t rt_engine_decode_weight_bytes(const rt_engine *e, bool layers_only)
+uint64_t rt_eng_vk_decode_weight_bytes(const rt_engine *e, bool layers_only)
 {
-    if (e->cpu) return cpu_engine_weight_bytes(e->cpu, layers_only);
     const rt_schedule *s = e->dec;
     uint64_t total = 0;
     for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++) {
@@ -119,20 +114,17 @@ uint64_t rt_engine_decode_weight_bytes(const rt_engine *e, bool layers_only)
     return total;
 }
 
-uint64_t rt_engine_decode_bytes(const rt_engine *e, int n_kv)
+uint64_t rt_eng_vk_decode_bytes(const rt_engine *e, int n_kv)
 {
-    if (e->cpu) return cpu_engine_decode_bytes(e->cpu, n_kv);
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++)
         bytes += step_bytes(e, i, n_kv);
     return bytes;
 }
 
-int rt_engine_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n,
+int rt_eng_vk_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_rows, uint32_t *out_n,
                       int *out_tokens, int *out_n_kv, char *err)
 {
-    if (e->cpu)
-        return rt_eng_cpu_profile(e, prefill, out_rows, out_n, out_tokens, out_n_kv, err);
     rt_cmd *c = prefill ? e->last_prefill : e->last_decode;
     int n_tok = prefill ? e->last_prefill_n : 1;
     int n_kv = prefill ? e->last_prefill_pos + e->last_prefill_n : e->last_decode_kv;
@@ -172,12 +164,8 @@ int rt_engine_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_ro
     return 0;
 }
 
-void rt_engine_device(const rt_engine *e, rt_vk_device_desc *out)
+void rt_eng_vk_device(const rt_engine *e, rt_vk_device_desc *out)
 {
-    if (e->cpu) {
-        rt_eng_cpu_device(e, out);
-        return;
-    }
     const rt_vk_info *in = rt_vk_get_info(e->vk);
     memset(out, 0, sizeof(*out));
     snprintf(out->name, sizeof(out->name), "%s", in->name);
@@ -188,10 +176,8 @@ void rt_engine_device(const rt_engine *e, rt_vk_device_desc *out)
     out->subgroup_size = in->subgroup_size;
 }
 
-int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
+int rt_eng_vk_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
 {
-    if (e->cpu)
-        return rt_eng_cpu_bandwidth(e, out_gbs, err);
     enum { COPIES = 16 };
     uint64_t bytes = 64ull << 20; /* above the L2 of current GPUs (50 MB on an H100) */
     rt_buf a = {0}, b = {0};

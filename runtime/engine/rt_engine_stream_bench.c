@@ -30,12 +30,8 @@ static int time_streams(rt_cmd *const c[3], double ms[3], char *err)
     return 0;
 }
 
-int rt_engine_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, double *step_ms, char *err)
+int rt_eng_vk_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms, double *step_ms, char *err)
 {
-    if (e->cpu) {
-        *copy_ms = *compute_ms = *step_ms = 0;
-        return 0;
-    }
     *copy_ms = *compute_ms = *step_ms = 0;
     rt_cmd *copies = NULL, *compute = NULL;
     if (rt_eng_stream_record_copies(e, &copies, err))

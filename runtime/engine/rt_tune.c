@@ -292,7 +292,7 @@ static int time_step_at(rt_engine *e, int steps, int pos, double *out_ms, char *
     const int warm = steps < TUNE_STEPS ? 1 : TUNE_WARM;
     for (int i = 0; i < warm + steps; i++) {
         double t0 = now_ms();
-        if (rt_engine_eval(e, &tok, 1, pos, NULL, err) || rt_engine_argmax(e, &id, err))
+        if (rt_eng_vk_eval(e, &tok, 1, pos, NULL, err) || rt_eng_vk_argmax(e, &id, err))
             return -1;
         if (i >= warm)
             t[i - warm] = now_ms() - t0;
@@ -361,7 +361,7 @@ static int time_prompt(rt_engine *e, int n, int steps, double *out_ms, char *err
     int rc = 0;
     for (int i = 0; i < warm + steps && !rc; i++) {
         double t0 = now_ms();
-        rc = rt_engine_eval(e, tok, n, 0, NULL, err);
+        rc = rt_eng_vk_eval(e, tok, n, 0, NULL, err);
         if (i >= warm)
             t[i - warm] = now_ms() - t0;
     }
@@ -432,7 +432,7 @@ static int mma_agrees(rt_engine *e, uint32_t k, rt_variant ref, rt_variant v, in
             built = false;
             break;
         }
-        if (rt_engine_eval(e, tok, n, 0, NULL, err) || rt_engine_logits_last(e, lg + (size_t)i * nv, err))
+        if (rt_eng_vk_eval(e, tok, n, 0, NULL, err) || rt_eng_vk_logits_last(e, lg + (size_t)i * nv, err))
             rc = -1;
     }
     if (!rc)
@@ -671,12 +671,8 @@ int rt_eng_tune_run(rt_engine *e, int mode, int steps, bool overridden, char *er
     return 0;
 }
 
-int rt_engine_variants(const rt_engine *e, char *out, size_t n)
+int rt_eng_vk_variants(const rt_engine *e, char *out, size_t n)
 {
-    if (e->cpu) {
-        out[0] = 0;
-        return 0;
-    }
     size_t len = 0;
     out[0] = 0;
     for (uint32_t k = 0; k < e->d->n_kernels && len + 1 < n; k++) {
