@@ -37,7 +37,6 @@
 int rt_tok_wpm_load(rt_tok *t, const rt_gguf *g, char *err)
 {
     t->pre = RT_PRE_DEFAULT; /* llama.cpp ignores tokenizer.ggml.pre for WPM */
-    t->add_sep = true;
     t->clean_spaces = true;
     /* llama.cpp: lowercase defaults to true, strip_accents to the lowercase value */
     t->lowercase = true;

@@ -269,16 +269,19 @@ static int load_bpe(rt_tok *t, const rt_gguf *g, char *err)
 }
 
 /* One row per vocabulary type (tokenizer.ggml.model): its loader and llama.cpp's default
- * special tokens when their keys are absent (used only when inside the vocabulary). */
+ * special tokens when their keys are absent (used only when inside the vocabulary).
+ * cls_sep: llama.cpp's add_special puts BOS ([CLS]) first and SEP last whatever
+ * add_bos_token says, and only then are the unknown and separator keys read. */
 static const struct {
     const char *name, *what;
     rt_tok_model model;
     int (*load)(rt_tok *t, const rt_gguf *g, char *err); /* after rt_tok_load_vocab */
     int32_t bos, eos, unk, sep;
+    bool cls_sep;
 } k_model[] = {
-    { "gpt2", "byte-level BPE", RT_TOK_BPE, load_bpe, -1, -1, -1, -1 },
-    { "llama", "SentencePiece", RT_TOK_SPM, rt_tok_spm_load, 1, 2, -1, -1 },
-    { "bert", "WordPiece", RT_TOK_WPM, rt_tok_wpm_load, 101, -1, 100, 102 },
+    { "gpt2", "byte-level BPE", RT_TOK_BPE, load_bpe, -1, -1, -1, -1, false },
+    { "llama", "SentencePiece", RT_TOK_SPM, rt_tok_spm_load, 1, 2, -1, -1, false },
+    { "bert", "WordPiece", RT_TOK_WPM, rt_tok_wpm_load, 101, -1, 100, 102, true },
 };
 #define N_MODEL (sizeof k_model / sizeof k_model[0])
 
@@ -320,9 +323,9 @@ static int load_all(rt_tok *t, const rt_gguf *g, char *err)
         load_id(g, "tokenizer.ggml.eos_token_id", n, k_model[r].eos, &t->eos, err) ||
         load_id(g, "tokenizer.ggml.eot_token_id", n, -1, &t->eot, err))
         return -1;
-    /* unknown and separator tokens: only WordPiece uses them (so only it checks them) */
     t->unk = t->sep = -1;
-    if (t->model == RT_TOK_WPM &&
+    t->add_sep = k_model[r].cls_sep;
+    if (t->add_sep &&
         (load_id(g, "tokenizer.ggml.unknown_token_id", n, k_model[r].unk, &t->unk, err) ||
          load_id(g, "tokenizer.ggml.seperator_token_id", n, k_model[r].sep, &t->sep, err)))
         return -1;
@@ -331,8 +334,7 @@ static int load_all(rt_tok *t, const rt_gguf *g, char *err)
     t->add_bos = true;
     if (rt_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err) < 0)
         return -1;
-    if (t->model == RT_TOK_WPM) /* llama.cpp's WPM adds CLS and SEP whatever the keys say */
-        t->add_bos = true;
+    t->add_bos |= k_model[r].cls_sep;
     return 0;
 }
 
