@@ -4,7 +4,8 @@
  * Covers: version / status / registry queries; loading errors (missing file, corrupt GGUF,
  * a GGUF no generated model fits - the message names every built-in model -, an unknown
  * or mismatching model name) and the choice of the generated model from the metadata;
- * tokenize / detokenize sizes and round trip; the batch checks (bad ids, sequences,
+ * tokenize / detokenize sizes and round trip; a WordPiece vocabulary's [CLS] ... [SEP] and
+ * decode (tools/mkmodel --tok bert); the batch checks (bad ids, sequences,
  * positions, a full context) with their status codes and messages; logits rows; several
  * sequences in one batch give bit for bit the logits each gives alone (the same kernels on
  * separate KV caches); KV truncation (a sequence cut back and continued equals one that
@@ -181,6 +182,42 @@ static void test_tokens(void **state)
     assert_memory_equal(joined, text, jl);
     ternion_detok_free(d);
     ternion_model_free(m);
+}
+
+/* A WordPiece (BERT) vocabulary: tools/mkmodel --tok bert on the tiny layout. add_bos is
+ * llama.cpp's add_special there: [CLS] (BOS, 101) before the text and [SEP] (102) after it;
+ * decode lower-cases, keeps the first word's space and cleans " ," and " !" as llama.cpp. */
+static void test_tokens_wordpiece(void **state)
+{
+    (void)state;
+    const char *b = getenv("TERNION_BUILD");
+    char tool[512], path[600], cmd[1400];
+    snprintf(tool, sizeof(tool), "%s/tools/mkmodel", b && *b ? b : "build");
+    if (!exists(tool)) {
+        print_message("SKIP: %s not built\n", tool);
+        skip();
+    }
+    snprintf(path, sizeof(path), "%s/test-api-wordpiece.gguf", b && *b ? b : "build");
+    snprintf(cmd, sizeof(cmd), "%s models/bitnet-tiny.yaml -o %s --tok bert >/dev/null", tool, path);
+    assert_int_equal(system(cmd), 0);
+    ternion_model *m = NULL;
+    if (ternion_model_load(path, NULL, &m))
+        fail_msg("load %s: %s", path, ternion_last_error());
+    const char *text = "The quick fox, jumping!";
+    int32_t with[64], plain[64];
+    int32_t n = ternion_tokenize(m, text, strlen(text), with, 64, true, false);
+    int32_t k = ternion_tokenize(m, text, strlen(text), plain, 64, false, false);
+    assert_true(k > 0 && n == k + 2);
+    assert_int_equal(with[0], 101);
+    assert_int_equal(ternion_token_bos(m), 101);
+    assert_int_equal(with[n - 1], 102);
+    assert_memory_equal(with + 1, plain, (size_t)k * sizeof(int32_t));
+    char buf[128];
+    const char *want = " the quick fox, jumping!";
+    assert_int_equal(ternion_detokenize(m, plain, k, buf, sizeof(buf), false), (int32_t)strlen(want));
+    assert_string_equal(buf, want);
+    ternion_model_free(m);
+    remove(path);
 }
 
 static void test_chat_rewind(void **state)
@@ -434,7 +471,8 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_and_registry), cmocka_unit_test(test_load_errors),
-        cmocka_unit_test(test_tokens),               cmocka_unit_test(test_chat_rewind),
+        cmocka_unit_test(test_tokens),               cmocka_unit_test(test_tokens_wordpiece),
+        cmocka_unit_test(test_chat_rewind),
         cmocka_unit_test(test_batch_errors),         cmocka_unit_test(test_sequences),
         cmocka_unit_test(test_all_rows_and_profile),
     };

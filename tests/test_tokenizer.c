@@ -491,7 +491,7 @@ static void test_synth_bad(void **state)
     (void)state;
     char err[RT_ERR_LEN];
     rt_gguf_writer *w = rt_gguf_writer_new(0);
-    rt_gguf_w_str(w, "tokenizer.ggml.model", "bert"); /* WordPiece: not supported */
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "t5"); /* Unigram: not supported */
     uint8_t *data;
     size_t len;
     rt_gguf *g;
@@ -501,7 +501,9 @@ static void test_synth_bad(void **state)
     assert_int_equal(rt_gguf_open_mem(data, len, "bad.gguf", &g, err), 0);
     assert_int_not_equal(rt_tok_load(g, &t, err), 0);
     assert_null(t);
-    assert_non_null(strstr(err, "'bert' is not supported"));
+    assert_non_null(strstr(err, "'t5' is not supported"));
+    assert_non_null(strstr(err, "'bert' (WordPiece)")); /* the known types are listed */
+    assert_non_null(strstr(err, "'gpt2' (byte-level BPE)"));
     rt_gguf_close(g);
     free(data);
 

@@ -5,11 +5,14 @@
  * .inp (cases separated by a line "__ggml_vocab_test__") and .out (expected ids of each case,
  * no BOS, one line per case), read exactly as llama.cpp's tests/test-tokenizer-0.cpp reads
  * them; the encode is llama.cpp's there: add_special off, parse_special off. Every case must
- * match, and decode(encode(x)) == x on every case (see test_vocab_file). Which vocabulary
- * uses which llama.cpp type (tokenizer.ggml.model / tokenizer.ggml.pre in its .gguf):
+ * match, and decode(encode(x)) == x on every case (see test_vocab_file), except for WordPiece,
+ * which lower-cases and drops accents and spaces: there decode must equal llama.cpp's own
+ * detokenize of the case (the .detok file). Which vocabulary uses which llama.cpp type
+ * (tokenizer.ggml.model / tokenizer.ggml.pre in its .gguf):
  *   llama-spm  "llama" / "default" (ignored for SPM)  SentencePiece, Llama 2's 32000 pieces
  *   phi-3      "llama" / "default" (ignored for SPM)  SentencePiece, 32064 pieces
  *   gpt-2      "gpt2"  / "gpt-2"                      LLAMA_VOCAB_PRE_TYPE_GPT2
+ *   bert-bge   "bert"  / "bert-bge" (ignored for WPM) WordPiece, BERT's 30522 pieces
  *   llama-bpe  "gpt2"  / "llama-bpe"                  LLAMA_VOCAB_PRE_TYPE_LLAMA3; its .gguf is
  *              not in llama.cpp's tree, so its cases run on the Llama 3 vocabulary fixture
  *              (../shared/fixtures/llama3-vocab, the same Meta Llama 3 tokenizer, which has
@@ -40,16 +43,20 @@ typedef struct {
     rt_tok_model model;
     rt_tok_pre pre;
     int n_vocab, n_cases, bos, eos;
+    bool lossy; /* decode is compared with the .detok file (llama.cpp's), not the input */
 } vocab_file;
 
 static const vocab_file k_llama_spm = { "llama-spm", "vocab/ggml-vocab-llama-spm.gguf",
-                                        RT_TOK_SPM, RT_PRE_DEFAULT, 32000, 46, 1, 2 };
+                                        RT_TOK_SPM, RT_PRE_DEFAULT, 32000, 46, 1, 2, false };
 static const vocab_file k_phi3 = { "phi-3", "vocab/ggml-vocab-phi-3.gguf", RT_TOK_SPM,
-                                   RT_PRE_DEFAULT, 32064, 46, 1, 32000 };
+                                   RT_PRE_DEFAULT, 32064, 46, 1, 32000, false };
 static const vocab_file k_gpt2 = { "gpt-2", "vocab/ggml-vocab-gpt-2.gguf", RT_TOK_BPE,
-                                   RT_PRE_GPT2, 50257, 46, 50256, 50256 };
+                                   RT_PRE_GPT2, 50257, 46, 50256, 50256, false };
+static const vocab_file k_bert_bge = { "bert-bge", "vocab/ggml-vocab-bert-bge.gguf", RT_TOK_WPM,
+                                       RT_PRE_DEFAULT, 30522, 46, 101, -1, true };
 static const vocab_file k_llama_bpe = { "llama-bpe", "llama3-vocab/llama3-vocab.gguf",
-                                        RT_TOK_BPE, RT_PRE_LLAMA3, 128256, 46, 128000, 128001 };
+                                        RT_TOK_BPE, RT_PRE_LLAMA3, 128256, 46, 128000, 128001,
+                                        false };
 
 static char *slurp(const char *path, size_t *out_len)
 {
@@ -132,7 +139,19 @@ static void print_ids(const char *what, const int32_t *v, size_t n)
 
 /* Every case of <name>.inp must encode to its .out line, and decode back to the input:
  * llama.cpp's SPM detokenize drops exactly the space its encode added in front, and our BPE
- * decode is the raw byte-level one (no clean-up), so the round trip is exact for both. */
+ * decode is the raw byte-level one (no clean-up), so the round trip is exact for both. A
+ * lossy vocabulary (WordPiece) decodes to its .detok line instead, which llama.cpp's
+ * llama_detokenize wrote from the .out ids (remove_special and unparse_special off): the
+ * cases it gives back unchanged are the round trips, the others are llama.cpp's loss. */
+static size_t read_detok(const vocab_file *v, char **buf, vcase *cs, size_t n)
+{
+    char path[256];
+    size_t len;
+    snprintf(path, sizeof path, "tests/data/vocab/ggml-vocab-%s.gguf.detok", v->name);
+    *buf = slurp(path, &len);
+    return split_inp(*buf, len, cs, n);
+}
+
 static void test_vocab_file(void **state)
 {
     const vocab_file *v = *state;
@@ -154,7 +173,13 @@ static void test_vocab_file(void **state)
     size_t n = split_inp(inp, n_inp, cs, 128);
     assert_int_equal(n, (size_t)v->n_cases);
     assert_int_equal(read_out(out, cs, n), n);
-    int bad = 0, bad_trip = 0;
+    vcase want[128];
+    char *detok = NULL;
+    if (v->lossy)
+        assert_int_equal(read_detok(v, &detok, want, 128), n);
+    else
+        memcpy(want, cs, n * sizeof *cs);
+    int bad = 0, bad_trip = 0, trips = 0;
     for (size_t i = 0; i < n; i++) {
         rt_ids got = { 0 };
         assert_int_equal(rt_tok_encode(t, cs[i].text, cs[i].len, false, &got, err), 0);
@@ -168,19 +193,21 @@ static void test_vocab_file(void **state)
         char *dec;
         size_t dlen;
         assert_int_equal(rt_tok_decode(t, got.v, got.n, false, &dec, &dlen, err), 0);
-        if (dlen != cs[i].len || memcmp(dec, cs[i].text, dlen) != 0) {
+        if (dlen != want[i].len || memcmp(dec, want[i].text, dlen) != 0) {
             bad_trip++;
-            fprintf(stderr, "%s case %zu ROUND TRIP: \"%.*s\" -> \"%s\"\n", v->name, i,
-                    (int)cs[i].len, cs[i].text, dec);
+            fprintf(stderr, "%s case %zu DECODE: \"%.*s\" -> \"%s\", want \"%.*s\"\n", v->name,
+                    i, (int)cs[i].len, cs[i].text, dec, (int)want[i].len, want[i].text);
         }
+        trips += dlen == cs[i].len && memcmp(dec, cs[i].text, dlen) == 0;
         free(dec);
         rt_ids_free(&got);
         rt_ids_free(&cs[i].ids);
     }
-    fprintf(stderr, "vocab %s: %zu cases, %d mismatches, %d round-trip failures\n", v->name, n,
-            bad, bad_trip);
+    fprintf(stderr, "vocab %s: %zu cases, %d mismatches, %d decode failures, %d round trips\n",
+            v->name, n, bad, bad_trip, trips);
     assert_int_equal(bad, 0);
     assert_int_equal(bad_trip, 0);
+    free(detok);
     free(inp);
     free(out);
     rt_tok_free(t);
@@ -299,11 +326,12 @@ static void test_spm_1mb(void **state)
     rt_tok_free(t);
 }
 
-/* 64 KB of random bytes (mostly invalid UTF-8) through both vocabulary types: encode and
- * decode succeed with ids in range; byte-level BPE gives the bytes back exactly; SPM gives
+/* 64 KB of random bytes (mostly invalid UTF-8) through the three vocabulary types: encode
+ * and decode succeed with ids in range; byte-level BPE gives the bytes back exactly; SPM gives
  * them back up to U+2581 vs " " (llama.cpp's escaped space can be split by a truncated lead
  * byte and then decodes as its own bytes: test_spm_llama), so both sides are compared with
- * every U+2581 turned into a space. */
+ * every U+2581 turned into a space; WordPiece is lossy by design (test_vocab_file compares
+ * its decode with llama.cpp's) and only has to succeed. */
 static char *unescape_spaces(const char *s, size_t n, size_t *out_n)
 {
     char *d = malloc(n + 1);
@@ -323,7 +351,7 @@ static char *unescape_spaces(const char *s, size_t n, size_t *out_n)
 static void test_random_bytes(void **state)
 {
     (void)state;
-    const vocab_file *vs[2] = { &k_gpt2, &k_llama_spm };
+    const vocab_file *vs[3] = { &k_gpt2, &k_llama_spm, &k_bert_bge };
     const size_t n = 1 << 16;
     char *s = malloc(n);
     uint32_t r = 777;
@@ -331,7 +359,7 @@ static void test_random_bytes(void **state)
         r = r * 1664525u + 1013904223u;
         s[i] = (char)(r >> 24);
     }
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         rt_tok *t = load_or_skip(vs[k]->gguf);
         if (!t)
             skip();
@@ -345,6 +373,8 @@ static void test_random_bytes(void **state)
         if (vs[k]->model == RT_TOK_BPE) {
             assert_int_equal(dlen, n);
             assert_memory_equal(dec, s, n);
+        } else if (vs[k]->model == RT_TOK_WPM) {
+            assert_true(a.n > 0 && dlen == strlen(dec));
         } else {
             char *x = unescape_spaces(s, n, &n_x), *y = unescape_spaces(dec, dlen, &n_y);
             assert_int_equal(n_x, n_y);
@@ -505,6 +535,150 @@ static void test_spm_rules(void **state)
     assert_non_null(strstr(err, "<0xZZ>"));
 }
 
+/* ---- WordPiece ---- */
+
+/* Ids and texts below are what llama.cpp's llama_tokenize / llama_detokenize give on the
+ * bge vocabulary for the same input (parse_special as stated). */
+static void test_wpm_bge(void **state)
+{
+    (void)state;
+    rt_tok *t = load_or_skip(k_bert_bge.gguf);
+    if (!t)
+        skip();
+    /* the file has no BOS key: llama.cpp's WPM defaults, and its add_special adds both */
+    assert_int_equal(rt_tok_sep(t), 102);
+    assert_true(rt_tok_add_bos(t));
+    assert_true(rt_tok_add_sep(t));
+    assert_string_equal(rt_tok_model_name(rt_tok_model_type(t)), "bert");
+    encode_want(t, "[CLS]Hello[SEP] [MASK]x", true,
+                (const int32_t[]){ 101, 7592, 102, 103, 1060 }, 5);
+    /* llama.cpp's NFD table keeps the first code point of a decomposition: a Hangul
+     * syllable is its leading jamo alone (ᄒ ᄀ ᄋ) */
+    encode_want(t, "한국어", false, (const int32_t[]){ 1469, 29991, 29999 }, 3);
+    /* overlong 'A' decodes, a surrogate, a stray F8 and U+200B (Cf) are dropped, U+00A0
+     * splits words */
+    encode_want(t, "\xC1\x81\xED\xA0\x80" "b\xF8" "c\xE2\x80\x8B" "d\xC2\xA0" "e", false,
+                (const int32_t[]){ 5925, 2094, 1041 }, 3);
+    /* a combining accent goes, "$" (ASCII symbol) is a word, "€" is not, Ⅻ is [UNK] */
+    encode_want(t, "cafe\xCC\x81 \xEF\xAC\x81 $5 \xE2\x82\xAC" "5 \xE2\x85\xAB", false,
+                (const int32_t[]){ 7668, 1984, 1002, 1019, 1574, 2629, 100 }, 7);
+    encode_want(t, "unaffable", false, (const int32_t[]){ 14477, 20961, 3468 }, 3);
+    size_t len;
+    const char *p = rt_tok_piece(t, 7592, false, &len);
+    assert_int_equal(len, 6);
+    assert_memory_equal(p, " hello", 6);
+    decode_want(t, (const int32_t[]){ 101, 7592, 102 }, 3, true, "[CLS] hello[SEP]");
+    decode_want(t, (const int32_t[]){ 101, 7592, 100, 102 }, 4, false, " hello");
+    /* llama.cpp's clean_spaces: " ' " -> "'", " ," -> ",", " 're" " 's" keep no space */
+    static const int32_t said[] = { 1045, 2056, 1005, 7632, 1005, 1010, 2027, 1005,
+                                    2128, 2182, 1025, 2009, 1005, 1055, 7929 };
+    encode_want(t, "I said ' hi ' , they're here ; it's ok", false, said, 15);
+    decode_want(t, said, 15, false, " i said'hi ', they're here ; it's ok");
+    rt_tok_free(t);
+}
+
+typedef struct {
+    const char *text;
+    int32_t type;
+} wpm_tok;
+
+/* A WordPiece vocabulary of toks; keys: lowercase / strip_accents (-1: absent), unk and
+ * sep ids (-1: absent). */
+static rt_tok *wpm_vocab(const wpm_tok *toks, size_t n, int lower, int strip, int unk,
+                         char *err)
+{
+    const char **text = calloc(n, sizeof *text);
+    int32_t *type = calloc(n, sizeof *type);
+    for (size_t i = 0; i < n; i++) {
+        text[i] = toks[i].text;
+        type[i] = toks[i].type ? toks[i].type : 1;
+    }
+    rt_gguf_writer *w = rt_gguf_writer_new(0);
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "bert");
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", text, n);
+    rt_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, n);
+    if (lower >= 0)
+        rt_gguf_w_bool(w, "tokenizer.ggml.normalizer.lowercase", lower != 0);
+    if (strip >= 0)
+        rt_gguf_w_bool(w, "tokenizer.ggml.normalizer.strip_accents", strip != 0);
+    if (unk >= 0)
+        rt_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)unk);
+    uint8_t *data;
+    size_t len;
+    rt_gguf *g;
+    rt_tok *t = NULL;
+    assert_int_equal(rt_gguf_writer_save_mem(w, &data, &len, err), 0);
+    rt_gguf_writer_free(w);
+    assert_int_equal(rt_gguf_open_mem(data, len, "wpm.gguf", &g, err), 0);
+    int rc = rt_tok_load(g, &t, err);
+    assert_true(rc == 0 ? t != NULL : t == NULL);
+    rt_gguf_close(g);
+    free(data);
+    free(text);
+    free(type);
+    return t;
+}
+
+/* Expected cuts derived by hand from llama.cpp's llm_tokenizer_wpm_session (rt_tok_wpm.c):
+ * greedy longest match from the left after the U+2581 prefix, a word with an uncut position
+ * is [UNK] alone, punctuation is a word of its own. */
+static void test_wpm_rules(void **state)
+{
+    (void)state;
+    static const wpm_tok v[] = {
+        { "[UNK]", 3 }, { "[CLS]", 3 }, { "[SEP]", 3 }, { SP "un", 0 }, { SP "unaff", 0 },
+        { "aff", 0 },   { "able", 0 },  { "a", 0 },     { SP "é", 0 },  { SP "e", 0 },
+        { SP "É", 0 },  { SP ".", 0 },  { SP "x", 0 },  { "y", 0 },
+    };
+    const size_t nv = sizeof v / sizeof v[0];
+    char err[RT_ERR_LEN], out[256];
+    rt_tok *t = wpm_vocab(v, nv, -1, -1, 0, err);
+    if (!t)
+        fail_msg("%s", err);
+    assert_int_equal(rt_tok_model_type(t), RT_TOK_WPM);
+    assert_int_equal(rt_tok_bos(t), -1); /* llama.cpp's defaults 101 / 102 are out of range */
+    assert_false(rt_tok_add_sep(t));
+    static const struct { const char *in, *want; } cases[] = {
+        { "unaffable", " unaff|able" },  /* ▁unaff is longer than ▁un */
+        { "Unaff.", " unaff| ." },       /* lower-cased; "." its own word */
+        { "unaffablez", "[UNK]" },       /* z matches nothing: the whole word is [UNK] */
+        { "x  xy\tx", " x| x|y| x" },
+        { "\xC3\x89", " e" },            /* É: NFD's first code point, lower-cased */
+        { "e\xCC\x81", " e" },           /* the combining accent is dropped */
+        { "[CLS]x[SEP]", "[CLS]| x|[SEP]" },
+        { "", "" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        spm_pieces(t, cases[i].in, out);
+        if (strcmp(out, cases[i].want) != 0)
+            fail_msg("wpm \"%s\" -> \"%s\", want \"%s\"", cases[i].in, out, cases[i].want);
+    }
+    rt_tok_free(t);
+    /* lowercase off: strip_accents follows it (llama.cpp), so É and é stay themselves */
+    t = wpm_vocab(v, nv, 0, -1, 0, err);
+    assert_non_null(t);
+    spm_pieces(t, "\xC3\x89 \xC3\xA9 X", out);
+    assert_string_equal(out, " É| é|[UNK]");
+    rt_tok_free(t);
+    t = wpm_vocab(v, nv, 0, 1, 0, err); /* strip without lower-casing */
+    assert_non_null(t);
+    spm_pieces(t, "\xC3\xA9", out);
+    assert_string_equal(out, " e");
+    rt_tok_free(t);
+    /* no [UNK] (the default 100 is out of range): a word without a cut fails, naming it */
+    t = wpm_vocab(v, nv, -1, -1, -1, err);
+    assert_non_null(t);
+    rt_ids a = { 0 };
+    assert_int_equal(rt_tok_encode(t, "x", 1, false, &a, err), 0);
+    assert_int_not_equal(rt_tok_encode(t, "z", 1, false, &a, err), 0);
+    assert_non_null(strstr(err, "no unknown token"));
+    rt_ids_free(&a);
+    rt_tok_free(t);
+    /* an unknown id out of range is refused at load */
+    assert_null(wpm_vocab(v, nv, -1, -1, 99, err));
+    assert_non_null(strstr(err, "unknown_token_id"));
+}
+
 /* ---- BPE pre-tokenizer names and the qwen2 split ---- */
 
 /* Pre-tokens of UTF-8 s under pre, joined with "|". */
@@ -655,11 +829,14 @@ int main(void)
         cmocka_unit_test_prestate(test_vocab_file, (void *)&k_llama_spm),
         cmocka_unit_test_prestate(test_vocab_file, (void *)&k_phi3),
         cmocka_unit_test_prestate(test_vocab_file, (void *)&k_gpt2),
+        cmocka_unit_test_prestate(test_vocab_file, (void *)&k_bert_bge),
         cmocka_unit_test_prestate(test_vocab_file, (void *)&k_llama_bpe),
         cmocka_unit_test(test_spm_llama),
         cmocka_unit_test(test_spm_1mb),
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_spm_rules),
+        cmocka_unit_test(test_wpm_bge),
+        cmocka_unit_test(test_wpm_rules),
         cmocka_unit_test(test_qwen2_split),
         cmocka_unit_test(test_pre_names),
     };

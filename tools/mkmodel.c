@@ -1,7 +1,7 @@
 /* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
  *
  *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S] [--arch NAME]
- *           [--pre NAME] [--tok spm]
+ *           [--pre NAME] [--tok spm|bert]
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
@@ -24,6 +24,13 @@
  * then U+2581 and the printable ASCII characters, the same English pieces spelt with U+2581 for
  * the space, scored by rank, and <unused_N> fillers), as llama.cpp's converters write for the
  * Llama 2 family (1bitLLM's BitNet b1.58 checkpoints among them).
+ * --tok bert writes a WordPiece vocabulary in BERT's uncased layout (tokenizer.ggml.model
+ * `bert`: [PAD] 0, [unused0..98], [UNK] 100, [CLS] 101 (BOS), [SEP] 102 (EOS and separator),
+ * [MASK] 103, then U+2581 and each printable ASCII character, the lower-case letters and
+ * digits as continuation pieces, the English words lower-cased after U+2581 with every
+ * prefix and the suffixes as continuations, then [unusedN] fillers), as llama.cpp's
+ * converter stores a BERT vocabulary (a "##piece" as "piece", a word's first piece after
+ * U+2581), for encoder models.
  */
 #include "gen_model.h"
 #include "gguf/rt_gguf.h"
@@ -292,6 +299,63 @@ static void write_spm_tokenizer(rt_gguf_writer *w, const vocab *v, int n_scored)
     free(score);
 }
 
+/* ---- WordPiece (BERT layout) tokenizer: --tok bert ---- */
+
+/* Returns the number of normal pieces (ids 104 .. 104 + n - 1), or -1 when out of memory. */
+static int build_wpm_vocab(vocab *v, int n_vocab)
+{
+    v->text = calloc((size_t)n_vocab, sizeof(char *));
+    if (!v->text) return -1;
+    char b[64];
+    int n_unused = 0;
+    v->text[v->n++] = strdup("[PAD]");
+    while (v->n < 100) {
+        snprintf(b, sizeof(b), "[unused%d]", n_unused++);
+        v->text[v->n++] = strdup(b);
+    }
+    const char *const special[4] = {"[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    for (int i = 0; i < 4; i++) v->text[v->n++] = strdup(special[i]);
+    for (char c = 33; c < 127; c++) spm_add(v, (char[]){SPM_SPACE[0], SPM_SPACE[1], SPM_SPACE[2], c, 0}, n_vocab);
+    for (char c = '0'; c <= 'z'; c++)
+        if ((c >= '0' && c <= '9') || c >= 'a') spm_add(v, (char[]){c, 0}, n_vocab);
+    for (size_t i = 0; i < sizeof(WORDS) / sizeof(WORDS[0]); i++) {
+        const char *wd = WORDS[i] + (WORDS[i][0] == ' ');
+        char piece[64];
+        size_t k = WORDS[i][0] == ' ' ? (size_t)snprintf(piece, sizeof(piece), SPM_SPACE) : 0;
+        for (const char *c = wd; *c && k + 2 < sizeof(piece); c++) { /* letters and digits only */
+            if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9'))) break;
+            piece[k++] = *c >= 'A' && *c <= 'Z' ? (char)(*c + 32) : *c;
+            piece[k] = 0;
+            if (WORDS[i][0] == ' ' || !c[1]) spm_add(v, piece, n_vocab); /* prefixes; whole suffixes */
+        }
+    }
+    int n_normal = v->n - 104;
+    while (v->n < n_vocab) {
+        snprintf(b, sizeof(b), "[unused%d]", n_unused++);
+        v->text[v->n++] = strdup(b);
+    }
+    return n_normal;
+}
+
+static void write_wpm_tokenizer(rt_gguf_writer *w, const vocab *v, int n_normal)
+{
+    int32_t *type = malloc(sizeof(int32_t) * (size_t)v->n);
+    for (int i = 0; type && i < v->n; i++) /* control / unused / normal */
+        type[i] = i == 0 || (i >= 100 && i < 104) ? 3 : i >= 104 && i < 104 + n_normal ? 1 : 5;
+    rt_gguf_w_str(w, "tokenizer.ggml.model", "bert");
+    rt_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->text, (uint64_t)v->n);
+    if (type) rt_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)v->n);
+    rt_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 101);
+    rt_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 102);
+    rt_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 100);
+    rt_gguf_w_u32(w, "tokenizer.ggml.seperator_token_id", 102);
+    rt_gguf_w_u32(w, "tokenizer.ggml.padding_token_id", 0);
+    rt_gguf_w_u32(w, "tokenizer.ggml.mask_token_id", 103);
+    rt_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", true);
+    rt_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", true);
+    free(type);
+}
+
 static void write_tokenizer(rt_gguf_writer *w, const vocab *v, int n_merge_tokens, const char *pre)
 {
     int32_t *type = malloc(sizeof(int32_t) * (size_t)v->n);
@@ -359,7 +423,7 @@ static bool is_bias(const gen_model *m, int ti)
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
-                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
+                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm|bert]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
                     "other models: 2 layers, vocab 512, ctx 256; seed 1\n");
     return 2;
 }
@@ -425,8 +489,10 @@ int main(int argc, char **argv)
         yaml = a;
     }
     if (!yaml || !out) return usage();
-    if (tok && (strcmp(tok, "spm") || pre)) {
-        fprintf(stderr, "mkmodel: --tok %s%s: the one value is spm, which takes no --pre\n", tok, pre ? " with --pre" : "");
+    bool bert = tok && !strcmp(tok, "bert");
+    if (tok && ((strcmp(tok, "spm") && !bert) || pre)) {
+        fprintf(stderr, "mkmodel: --tok %s%s: the values are spm and bert, which take no --pre\n", tok,
+                pre ? " with --pre" : "");
         return 2;
     }
     static gen_model m;
@@ -461,9 +527,11 @@ int main(int argc, char **argv)
         else rt_gguf_w_u32(w, ARCH_KEY(m.checks[i].gguf_key), (uint32_t)m.checks[i].value);
     }
     vocab v = {0};
-    int n_scored = tok ? build_spm_vocab(&v, (int)n_vocab) : build_vocab(&v, (int)n_vocab);
+    int n_scored = bert ? build_wpm_vocab(&v, (int)n_vocab) : tok ? build_spm_vocab(&v, (int)n_vocab)
+                 : build_vocab(&v, (int)n_vocab);
     if (n_scored < 0) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
-    if (tok) write_spm_tokenizer(w, &v, n_scored);
+    if (bert) write_wpm_tokenizer(w, &v, n_scored);
+    else if (tok) write_spm_tokenizer(w, &v, n_scored);
     else write_tokenizer(w, &v, v.n_merges, pre);
 
     stream *st = calloc((size_t)m.n_tensors * (size_t)layers, sizeof(stream));

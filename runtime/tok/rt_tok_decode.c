@@ -1,9 +1,9 @@
 /* rt_tok_decode.c - token ids back to bytes.
  *
  * Owns: the GPT-2 bytes_to_unicode table and its inverse, the decoded piece of every token
- * (built once at load, llama.cpp's token_to_piece for BPE and SPM), whole-sequence decode
- * (with SPM's leading-space strip) and the streaming decoder that holds back incomplete
- * UTF-8 characters.
+ * (built once at load, llama.cpp's token_to_piece for BPE, SPM and WPM), whole-sequence
+ * decode (with SPM's leading-space strip and WPM's clean_spaces passes) and the streaming
+ * decoder that holds back incomplete UTF-8 characters.
  */
 #include "tok/rt_tok_priv.h"
 
@@ -94,8 +94,8 @@ int rt_tok_build_pieces(struct rt_tok *t)
             m = len;
         } else if (ty == RT_TOKTYPE_UNUSED) {
             m = 0; /* llama.cpp's token_to_piece gives unused tokens nothing */
-        } else if (t->model == RT_TOK_SPM) {
-            m = spm_piece(ty, s, len, t->piece + off);
+        } else if (t->model != RT_TOK_BPE) { /* WPM byte tokens: spelt as normal ones */
+            m = spm_piece(t->model == RT_TOK_SPM ? ty : RT_TOKTYPE_NORMAL, s, len, t->piece + off);
         } else {
             m = unmap(t, s, len, t->piece + off);
         }
@@ -116,6 +116,44 @@ const char *rt_tok_piece(const rt_tok *t, int32_t id, bool special, size_t *out_
         return "";
     *out_len = t->piece_off[id + 1] - t->piece_off[id];
     return t->piece + t->piece_off[id];
+}
+
+/* llama.cpp's detokenize clean_spaces passes, transcribed to work in place as it does (each
+ * pass reads text[i - 1] after earlier output may have been written there); n bytes, returns
+ * the new length. */
+static size_t clean_spaces(char *text, size_t n)
+{
+    size_t total1 = n, total = n ? 1 : 0; /* " ?" " !" " ." " ," lose their space */
+    for (size_t i = 1; i < total1; ++i) {
+        const char x = text[i];
+        if (text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ','))
+            total--;
+        text[total++] = x;
+    }
+    const size_t total2 = total; /* " ' " -> "'" */
+    total = total ? 1 : 0;
+    for (size_t i = 1; i < total2; ++i) {
+        const char x = text[i];
+        if (x == '\'' && i + 1 < total2 && text[i - 1] == ' ' && text[i + 1] == ' ') {
+            total--;
+            text[++i] = '\0';
+        }
+        text[total++] = x;
+    }
+    const size_t total3 = total; /* " 's" " 'm" " 're" " 've" lose their space */
+    total = total ? 1 : 0;
+    for (size_t i = 1; i < total3; ++i) {
+        const char x = text[i];
+        if (text[i - 1] == ' ' && x == '\'' && i + 1 < total3) {
+            const char x1 = text[i + 1];
+            if (x1 == 's' || x1 == 'm')
+                total--;
+            else if (i + 2 < total3 && (x1 == 'r' || x1 == 'v') && text[i + 2] == 'e')
+                total--;
+        }
+        text[total++] = x;
+    }
+    return total;
 }
 
 int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, char **out_str,
@@ -143,6 +181,8 @@ int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, c
         memcpy(s + m, p, len);
         m += len;
     }
+    if (t->clean_spaces)
+        m = clean_spaces(s, m);
     s[m] = 0;
     *out_str = s;
     if (out_len)

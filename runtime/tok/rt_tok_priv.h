@@ -1,6 +1,6 @@
 /* rt_tok_priv.h - the tokenizer's internal layout, shared by rt_tokenizer.c (load, BPE
- * encode), rt_tok_vocab.c (token table), rt_tok_spm.c (SentencePiece) and rt_tok_decode.c
- * (pieces, streaming).
+ * encode), rt_tok_vocab.c (token table), rt_tok_spm.c (SentencePiece), rt_tok_wpm.c
+ * (WordPiece) and rt_tok_decode.c (pieces, streaming).
  */
 #ifndef RT_TOK_PRIV_H
 #define RT_TOK_PRIV_H
@@ -35,7 +35,12 @@ struct rt_tok {
     int32_t *sp_ids;
     uint32_t sp_first[257]; /* bucket b is sp_ids[sp_first[b] .. sp_first[b+1]) */
     int32_t bos, eos, eot;
+    int32_t unk, sep;      /* WPM: the unknown-word and separator tokens, -1 if none */
     bool add_bos;
+    bool add_sep;          /* WPM: the caller's add_special appends sep after the text */
+    bool lowercase, strip_accents; /* WPM: tokenizer.ggml.normalizer.* */
+    bool clean_spaces;     /* WPM: decode applies llama.cpp's clean_up_tokenization_spaces */
+    uint32_t max_text;     /* bytes of the longest token text */
     bool add_space_prefix; /* SPM: prefix " " to text at the start / after a special token;
                               decode: drop one leading space of the first token */
     bool ignore_merges;    /* BPE: a whole pre-token that is a vocabulary entry is one token */
@@ -46,6 +51,11 @@ struct rt_tok {
 /* rt_tok_vocab.c: tokenizer.ggml.tokens / token_type into text, text_off, type, tok_hash. */
 int rt_tok_load_vocab(struct rt_tok *t, const rt_gguf *g, char *err);
 uint32_t rt_tok_table_size(uint64_t n); /* power of two >= 2 n, at least 1024 */
+/* The longest vocabulary entry (any type) that is a prefix of s[0..n), of at most
+ * t->max_text bytes: its id, its length in *out_len; -1 if none. h: scratch of
+ * min(n, t->max_text) hashes (every prefix is hashed once, byte by byte). */
+int32_t rt_tok_find_prefix(const rt_tok *t, const char *s, size_t n, uint32_t *h,
+                           size_t *out_len);
 
 /* rt_tok_spm.c: scores, byte tokens, add_space_prefix, BOS/EOS defaults of an SPM vocabulary
  * (after rt_tok_load_vocab). 0 ok, -1 with err. */
@@ -55,6 +65,14 @@ int rt_tok_spm_load(struct rt_tok *t, const rt_gguf *g, char *err);
  * stands for). */
 int rt_tok_spm_encode(const struct rt_tok *t, const uint8_t *s, size_t n, bool prefix,
                       rt_ids *out, char *err);
+
+/* rt_tok_wpm.c: normalizer keys, unknown / separator tokens of a WordPiece vocabulary (after
+ * rt_tok_load_vocab). 0 ok, -1 with err. */
+int rt_tok_wpm_load(struct rt_tok *t, const rt_gguf *g, char *err);
+/* WordPiece encode of one run of text s[0..n) (no special tokens in it). Appends ids. 0 ok,
+ * -1 with err (out of memory, a word without a match in a vocabulary without [UNK]). */
+int rt_tok_wpm_encode(const struct rt_tok *t, const uint8_t *s, size_t n, rt_ids *out,
+                      char *err);
 
 /* The merge queue of the BPE and the SentencePiece encoders: a binary heap of TYPE in an
  * array h of *n entries (room for one more on push), FIRST(a, b) true when *a is merged before

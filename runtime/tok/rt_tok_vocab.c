@@ -1,9 +1,10 @@
-/* rt_tok_vocab.c - the token table of a tokenizer, shared by both vocabulary types.
+/* rt_tok_vocab.c - the token table of a tokenizer, shared by every vocabulary type.
  *
  * Owns: reading tokenizer.ggml.tokens and tokenizer.ggml.token_type into rt_tok (texts back
- * to back, types) and the text -> id hash (rt_tok_find). A leaf of runtime/tok: the BPE
- * loader (rt_tokenizer.c) and the SentencePiece encoder (rt_tok_spm.c) both look tokens up
- * here without depending on each other (tests/check_calls.sh).
+ * to back, types) and the text -> id hash (rt_tok_find, rt_tok_find_prefix). A leaf of
+ * runtime/tok: the BPE loader (rt_tokenizer.c), the SentencePiece and WordPiece encoders
+ * (rt_tok_spm.c, rt_tok_wpm.c) look tokens up here without depending on each other
+ * (tests/check_calls.sh).
  */
 #include "tok/rt_tok_priv.h"
 
@@ -11,11 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FNV_BASIS 2166136261u
+#define FNV_STEP(h, c) (((h) ^ (uint8_t)(c)) * 16777619u)
+
 static uint32_t hash_str(const char *s, size_t n)
 {
-    uint32_t h = 2166136261u;
+    uint32_t h = FNV_BASIS;
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
+        h = FNV_STEP(h, s[i]);
     return h;
 }
 
@@ -27,9 +31,9 @@ uint32_t rt_tok_table_size(uint64_t n)
     return s;
 }
 
-int32_t rt_tok_find(const rt_tok *t, const char *text, size_t len)
+static int32_t find_hashed(const rt_tok *t, const char *text, size_t len, uint32_t hash)
 {
-    for (uint32_t h = hash_str(text, len) & t->tok_mask;; h = (h + 1) & t->tok_mask) {
+    for (uint32_t h = hash & t->tok_mask;; h = (h + 1) & t->tok_mask) {
         int32_t id = t->tok_hash[h];
         if (id < 0)
             return -1;
@@ -37,6 +41,28 @@ int32_t rt_tok_find(const rt_tok *t, const char *text, size_t len)
             memcmp(t->text + t->text_off[id], text, len) == 0)
             return id;
     }
+}
+
+int32_t rt_tok_find(const rt_tok *t, const char *text, size_t len)
+{
+    return find_hashed(t, text, len, hash_str(text, len));
+}
+
+int32_t rt_tok_find_prefix(const rt_tok *t, const char *s, size_t n, uint32_t *h,
+                           size_t *out_len)
+{
+    size_t m = n < t->max_text ? n : t->max_text;
+    uint32_t x = FNV_BASIS;
+    for (size_t k = 0; k < m; k++)
+        h[k] = x = FNV_STEP(x, s[k]); /* h[k]: hash of the first k + 1 bytes */
+    for (size_t k = m; k > 0; k--) {
+        int32_t id = find_hashed(t, s, k, h[k - 1]);
+        if (id >= 0) {
+            *out_len = k;
+            return id;
+        }
+    }
+    return -1;
 }
 
 static void tok_insert(rt_tok *t, int32_t id)
@@ -114,6 +140,8 @@ int rt_tok_load_vocab(rt_tok *t, const rt_gguf *g, char *err)
         if (s.len)
             memcpy(t->text + off, s.ptr, s.len);
         off += (uint32_t)s.len;
+        if (s.len > t->max_text)
+            t->max_text = (uint32_t)s.len;
     }
     t->text_off[n] = off;
     for (int32_t i = 0; i < n; i++)

@@ -1,8 +1,10 @@
 /* rt_tokenizer.c - loading a tokenizer from GGUF and byte-level BPE encoding.
  *
  * Owns: rt_tok construction (model choice, pre-tokenizer choice, merge ranks, special-token
- * buckets; the token table is rt_tok_vocab.c's, the SentencePiece parts rt_tok_spm.c's) and
- * rt_tok_encode: special-token split -> per run of text either SPM (rt_tok_spm.c) or BPE:
+ * buckets, the vocabulary-type table k_model; the token table is rt_tok_vocab.c's, the
+ * SentencePiece parts rt_tok_spm.c's, the WordPiece parts rt_tok_wpm.c's) and
+ * rt_tok_encode: special-token split -> per run of text SPM (rt_tok_spm.c), WPM
+ * (rt_tok_wpm.c) or BPE:
  * pre-tokenizer (rt_pretok.c) -> GPT-2 byte mapping -> BPE merges by rank with a binary heap
  * over a linked list of symbols (O(n log n) per pre-token, ties broken leftmost first, as
  * llama.cpp and HF). Decoding is in rt_tok_decode.c. Policy notes (vocabulary types,
@@ -266,11 +268,25 @@ static int load_bpe(rt_tok *t, const rt_gguf *g, char *err)
     return load_merges(t, g, err) || check_byte_tokens(t, g, err) ? -1 : 0;
 }
 
-static const struct { const char *name; rt_tok_model model; } k_model[] = {
-    { "gpt2", RT_TOK_BPE }, { "llama", RT_TOK_SPM },
+/* One row per vocabulary type (tokenizer.ggml.model): its loader and llama.cpp's default
+ * special tokens when their keys are absent (used only when inside the vocabulary).
+ * cls_sep: llama.cpp's add_special puts BOS ([CLS]) first and SEP last whatever
+ * add_bos_token says, and only then are the unknown and separator keys read. */
+static const struct {
+    const char *name, *what;
+    rt_tok_model model;
+    int (*load)(rt_tok *t, const rt_gguf *g, char *err); /* after rt_tok_load_vocab */
+    int32_t bos, eos, unk, sep;
+    bool cls_sep;
+} k_model[] = {
+    { "gpt2", "byte-level BPE", RT_TOK_BPE, load_bpe, -1, -1, -1, -1, false },
+    { "llama", "SentencePiece", RT_TOK_SPM, rt_tok_spm_load, 1, 2, -1, -1, false },
+    { "bert", "WordPiece", RT_TOK_WPM, rt_tok_wpm_load, 101, -1, 100, 102, true },
 };
+#define N_MODEL (sizeof k_model / sizeof k_model[0])
 
-static int load_model(rt_tok *t, const rt_gguf *g, char *err)
+/* The row of tokenizer.ggml.model in *row. */
+static int load_model(const rt_gguf *g, size_t *row, char *err)
 {
     rt_gguf_str model;
     int rc = rt_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
@@ -278,37 +294,47 @@ static int load_model(rt_tok *t, const rt_gguf *g, char *err)
         return -1;
     if (rc == 1)
         return fail(err, "tokenizer: key 'tokenizer.ggml.model' is missing", g);
-    for (size_t i = 0; i < sizeof k_model / sizeof k_model[0]; i++)
+    char names[256];
+    size_t m = 0;
+    for (size_t i = 0; i < N_MODEL; i++) {
         if (model.len == strlen(k_model[i].name) &&
             memcmp(model.ptr, k_model[i].name, model.len) == 0) {
-            t->model = k_model[i].model;
+            *row = i;
             return 0;
         }
+        m += (size_t)snprintf(names + m, sizeof names - m, "%s'%s' (%s)", i ? ", " : "",
+                              k_model[i].name, k_model[i].what);
+    }
     snprintf(err, RT_ERR_LEN, "%s: key 'tokenizer.ggml.model': '%.*s' is not supported "
-             "(only 'gpt2', byte-level BPE, and 'llama', SentencePiece)", g->path,
-             (int)(model.len > 64 ? 64 : model.len), model.ptr);
+             "(known: %s)", g->path, (int)(model.len > 64 ? 64 : model.len), model.ptr, names);
     return -1;
 }
 
 static int load_all(rt_tok *t, const rt_gguf *g, char *err)
 {
-    if (load_model(t, g, err) || rt_tok_load_vocab(t, g, err))
+    size_t r;
+    if (load_model(g, &r, err) || rt_tok_load_vocab(t, g, err))
         return -1;
-    bool spm = t->model == RT_TOK_SPM;
-    if (spm ? rt_tok_spm_load(t, g, err) : load_bpe(t, g, err))
+    t->model = k_model[r].model;
+    if (k_model[r].load(t, g, err) || load_specials(t, g, err))
         return -1;
-    if (load_specials(t, g, err))
+    int32_t n = t->n_vocab;
+    if (load_id(g, "tokenizer.ggml.bos_token_id", n, k_model[r].bos, &t->bos, err) ||
+        load_id(g, "tokenizer.ggml.eos_token_id", n, k_model[r].eos, &t->eos, err) ||
+        load_id(g, "tokenizer.ggml.eot_token_id", n, -1, &t->eot, err))
         return -1;
-    /* llama.cpp's defaults when the keys are absent: SPM BOS 1, EOS 2; BPE none */
-    if (load_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab, spm ? 1 : -1, &t->bos, err) ||
-        load_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab, spm ? 2 : -1, &t->eos, err) ||
-        load_id(g, "tokenizer.ggml.eot_token_id", t->n_vocab, -1, &t->eot, err))
+    t->unk = t->sep = -1;
+    t->add_sep = k_model[r].cls_sep;
+    if (t->add_sep &&
+        (load_id(g, "tokenizer.ggml.unknown_token_id", n, k_model[r].unk, &t->unk, err) ||
+         load_id(g, "tokenizer.ggml.seperator_token_id", n, k_model[r].sep, &t->sep, err)))
         return -1;
     if (t->eot < 0)
         t->eot = rt_tok_find(t, "<|eot_id|>", 10);
     t->add_bos = true;
     if (rt_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err) < 0)
         return -1;
+    t->add_bos |= k_model[r].cls_sep;
     return 0;
 }
 
@@ -342,6 +368,8 @@ int32_t rt_tok_bos(const rt_tok *t) { return t->bos; }
 int32_t rt_tok_eos(const rt_tok *t) { return t->eos; }
 int32_t rt_tok_eot(const rt_tok *t) { return t->eot; }
 bool rt_tok_add_bos(const rt_tok *t) { return t->add_bos; }
+int32_t rt_tok_sep(const rt_tok *t) { return t->sep; }
+bool rt_tok_add_sep(const rt_tok *t) { return t->add_sep && t->sep >= 0; }
 bool rt_tok_is_eog(const rt_tok *t, int32_t id) { return id >= 0 && (id == t->eos || id == t->eot); }
 rt_tok_pre rt_tok_pre_type(const rt_tok *t) { return t->pre; }
 
@@ -353,7 +381,13 @@ const char *rt_tok_pre_name(rt_tok_pre p)
     return (unsigned)p < sizeof name / sizeof name[0] ? name[p] : "default";
 }
 
-const char *rt_tok_model_name(rt_tok_model m) { return m == RT_TOK_SPM ? "llama" : "gpt2"; }
+const char *rt_tok_model_name(rt_tok_model m)
+{
+    for (size_t i = 0; i < N_MODEL; i++)
+        if (k_model[i].model == m)
+            return k_model[i].name;
+    return "gpt2";
+}
 
 /* ---- encoding ---- */
 
@@ -511,6 +545,8 @@ static int encode_run(const rt_tok *t, scratch *w, const uint8_t *s, size_t n,
         *prev_special = false;
         return rt_tok_spm_encode(t, s, n, prefix, out, err);
     }
+    if (t->model == RT_TOK_WPM)
+        return rt_tok_wpm_encode(t, s, n, out, err);
     if (encode_plain(t, w, s, n, out)) {
         snprintf(err, RT_ERR_LEN, "tokenizer: out of memory encoding %zu bytes", n);
         return -1;
@@ -540,7 +576,7 @@ int rt_tok_encode(const rt_tok *t, const char *text, size_t len, bool parse_spec
         return -1;
     }
     scratch w = { 0 };
-    if (t->model == RT_TOK_BPE) { /* SPM keeps its own scratch (rt_tok_spm.c) */
+    if (t->model == RT_TOK_BPE) { /* SPM and WPM keep their own scratch */
         size_t cap = len + 1;
         w.cps = malloc(cap * sizeof *w.cps);
         w.cls = malloc(cap);

@@ -1,5 +1,6 @@
-/* rt_tokenizer.h - the tokenizer of a GGUF: byte-level BPE (tokenizer.ggml.model = "gpt2") and
- * SentencePiece (tokenizer.ggml.model = "llama"), as llama.cpp's LLAMA_VOCAB_TYPE_BPE / _SPM.
+/* rt_tokenizer.h - the tokenizer of a GGUF: byte-level BPE (tokenizer.ggml.model = "gpt2"),
+ * SentencePiece ("llama") and WordPiece ("bert"), as llama.cpp's LLAMA_VOCAB_TYPE_BPE / _SPM /
+ * _WPM.
  *
  * Owns: a copy of the vocabulary (token text, types, scores, decoded bytes), the merge-rank
  * table, the special-token matcher and the choice of pre-tokenizer. After rt_tok_load the
@@ -16,6 +17,20 @@
  * tokenizer.ggml.pre is ignored; BOS / EOS default to 1 / 2 when their keys are absent.
  * Decode: U+2581 -> " ", byte tokens -> their byte, and one leading space of the first token
  * is dropped when add_space_prefix (llama.cpp's detokenize; the stream decoder never drops).
+ *
+ * WordPiece ("bert": BERT, all-MiniLM, bge embedding models), llama.cpp's
+ * llm_tokenizer_wpm: lower-casing and accent stripping (tokenizer.ggml.normalizer.lowercase,
+ * default true, and .strip_accents, default the lowercase value), words cut at White_Space,
+ * punctuation, ASCII symbols and CJK ideographs, each word cut greedily into the longest
+ * vocabulary entries after a U+2581 prefix, a word with no cut being [UNK]
+ * (tokenizer.ggml.unknown_token_id, default 100); rt_tok_wpm.c states every step.
+ * tokenizer.ggml.pre is ignored. BOS ([CLS]) defaults to 101, the separator ([SEP],
+ * tokenizer.ggml.seperator_token_id) to 102; with add_special llama.cpp puts BOS before the
+ * text and SEP after it whatever add_bos_token says, so rt_tok_add_bos() and rt_tok_add_sep()
+ * are true. Decode: U+2581 -> " " (the first word keeps its space, as llama.cpp), then
+ * llama.cpp's clean_spaces passes (" ." " ," " !" " ?" lose their space, " ' " becomes
+ * "'", " 's" " 'm" " 're" " 've" lose their space); the stream decoder does no clean-up.
+ * Lower-casing and stripping make the round trip lossy, as in llama.cpp.
  *
  * BPE pre-tokenizer choice (rt_tok_pre), as llama.cpp's llama_vocab::load:
  *   - tokenizer.ggml.pre = "llama3" / "llama-v3" / "llama-bpe" / "falcon3" -> RT_PRE_LLAMA3
@@ -71,6 +86,7 @@ typedef enum {
 typedef enum {
     RT_TOK_BPE = 0, /* tokenizer.ggml.model "gpt2": byte-level BPE with merges */
     RT_TOK_SPM = 1, /* tokenizer.ggml.model "llama": SentencePiece, scores, byte fallback */
+    RT_TOK_WPM = 2, /* tokenizer.ggml.model "bert": WordPiece, greedy longest match */
 } rt_tok_model;
 
 /* GGUF token types (tokenizer.ggml.token_type). */
@@ -88,7 +104,8 @@ int rt_ids_push(rt_ids *a, int32_t id); /* 0 ok, -1 out of memory */
 void rt_ids_free(rt_ids *a);            /* frees and zeroes */
 
 /* Load from an open GGUF. 0 ok; non-zero with err (RT_ERR_LEN) filled (missing/ill-typed
- * key, model neither "gpt2" nor "llama", unknown pre-tokenizer, a BPE vocabulary missing one
+ * key, model not "gpt2", "llama" or "bert" (the message names it and the known ones),
+ * unknown pre-tokenizer, a BPE vocabulary missing one
  * of the 256 one-byte tokens, a malformed merge, an SPM byte token not spelt <0xXX>, ...).
  * Merges, one rule (as Hugging Face's BPE loader): every entry is "left right" split at the
  * first space after its first byte, and left, right and left+right must all be vocabulary
@@ -104,29 +121,35 @@ int32_t rt_tok_bos(const rt_tok *t); /* tokenizer.ggml.bos_token_id, -1 if absen
 int32_t rt_tok_eos(const rt_tok *t); /* tokenizer.ggml.eos_token_id, -1 if absent */
 int32_t rt_tok_eot(const rt_tok *t); /* eot_token_id key, else id of "<|eot_id|>", else -1 */
 bool rt_tok_add_bos(const rt_tok *t); /* tokenizer.ggml.add_bos_token (default true) */
+/* llama.cpp's add_special: rt_tok_bos() before the text when rt_tok_add_bos(), and
+ * rt_tok_sep() after it when rt_tok_add_sep() (WordPiece only; -1 / false otherwise). */
+int32_t rt_tok_sep(const rt_tok *t);
+bool rt_tok_add_sep(const rt_tok *t);
 bool rt_tok_is_eog(const rt_tok *t, int32_t id); /* id is eos or eot: stop generating */
 rt_tok_pre rt_tok_pre_type(const rt_tok *t); /* SPM: RT_PRE_DEFAULT (unused), as llama.cpp */
 const char *rt_tok_pre_name(rt_tok_pre p); /* "default", "gpt-2", "llama3", "qwen2" */
 rt_tok_model rt_tok_model_type(const rt_tok *t);
-const char *rt_tok_model_name(rt_tok_model m); /* "gpt2", "llama" */
+const char *rt_tok_model_name(rt_tok_model m); /* "gpt2", "llama", "bert" */
 /* Id of an exact vocabulary entry (stored form), -1 if none. */
 int32_t rt_tok_find(const rt_tok *t, const char *text, size_t len);
 
-/* Append the ids of text[0..len) to out (no BOS). 0 ok; -1 (err filled): out of memory, or
- * (SPM) a byte that no token stands for. BPE: invalid UTF-8 is tokenized byte by byte (each
+/* Append the ids of text[0..len) to out (no BOS, no SEP). 0 ok; -1 (err filled): out of
+ * memory, (SPM) a byte that no token stands for, or (WPM) a word without a match in a
+ * vocabulary without an unknown token. BPE: invalid UTF-8 is tokenized byte by byte (each
  * bad byte as its own code point); SPM: as llama.cpp (byte fallback). */
 int rt_tok_encode(const rt_tok *t, const char *text, size_t len, bool parse_special,
                   rt_ids *out, char *err);
 
 /* Decoded bytes of one token, borrowed from the tokenizer (no NUL), as llama.cpp's
  * token_to_piece. BPE normal and byte tokens: their bytes (inverse GPT-2 byte map). SPM
- * normal tokens: their text with U+2581 -> " "; SPM byte tokens <0xXX>: that byte. Control
- * and unknown tokens: their text when `special`, else empty. User-defined tokens: their
- * text. Unused tokens and out of range: empty. */
+ * and WPM normal tokens: their text with U+2581 -> " "; SPM byte tokens <0xXX>: that byte
+ * (WPM byte tokens: as normal ones, where llama.cpp aborts). Control and unknown tokens:
+ * their text when `special`, else empty. User-defined tokens: their text. Unused tokens and
+ * out of range: empty. */
 const char *rt_tok_piece(const rt_tok *t, int32_t id, bool special, size_t *out_len);
 /* Whole sequence to a malloc'd NUL-terminated string (*out_len excludes the NUL): the pieces
  * back to back, less one leading space of the first token's piece when add_space_prefix
- * (SPM), as llama.cpp's detokenize. 0 ok, -1 out of memory. */
+ * (SPM), then (WPM) llama.cpp's clean_spaces passes, as llama.cpp's detokenize. 0 ok, -1 out of memory. */
 int rt_tok_decode(const rt_tok *t, const int32_t *ids, size_t n, bool special, char **out_str,
                   size_t *out_len, char *err);
 
