@@ -1,0 +1,64 @@
+#!/bin/sh
+# full_size.sh - every shipped family checked against its reference engine at its real size:
+# all layers where the file is at most about 3 GB, else the real widths with fewer layers, the
+# real vocabulary. The small shapes of the same families are oracle cases `make test` runs
+# (tests/data/oracle/); these are too big for it (minutes and gigabytes each), so this script
+# makes them with tools/oracle/make_case.sh into a folder of its own and runs them through the
+# same suite and rule (build/tests/test_oracle with TERNION_ORACLE_DIR), CPU backend and Vulkan,
+# except that a case keeps only the greedy ids both of the reference's numerics give (AGREED=1:
+# at many layers of random weights the reference's own two runs part after a few tokens).
+#
+#   sh tools/oracle/full_size.sh [CASE ...]
+#
+# CASE: names from the table below (default: all). Environment: BITNET_REF, LLAMA_REF (the
+# ref_logits drivers built by tools/oracle/build.sh against bitnet.cpp and mainline llama.cpp;
+# a row whose driver is not set is skipped, saying so), B (build dir, default build), OUT
+# (default $B/oracle-full: one folder per case, as tests/data/oracle/; a case already made
+# there is reused), THREADS (the reference's threads, default 2). Writes $OUT/results.txt: the
+# suite's lines per case (max |d| against its bound, top-1, greedy), which docs/oracles.md
+# section 6 quotes with the machine they were measured on. Never run by `make test`.
+set -eu
+B=${B:-build}
+OUT=${OUT:-$B/oracle-full}
+THREADS=${THREADS:-2}
+
+# name | description | layers | vocabulary | first seed | reference | mkmodel options (ENV=value)
+CASES='
+bitnet-large-24l   models/bitnet-b1.58-large.yaml  24 32002  1 bitnet TOK=spm
+falcon3-1b-18l     models/falcon3-1b-1.58bit.yaml  18 131072 1 bitnet
+falcon3-3b-22l     models/falcon3-3b-1.58bit.yaml  22 131072 1 bitnet
+falcon3-7b-8l      models/falcon3-7b-1.58bit.yaml  8  131072 1 bitnet
+falcon-e-1b-24l    models/falcon-e-1b.yaml         24 32768  1 bitnet PRE=falcon_e
+falcon-e-3b-8l     models/falcon-e-3b.yaml         8  32768  1 bitnet PRE=falcon_e
+llama3-8b-8l       models/llama3-8b-1.58.yaml      8  128256 1 bitnet
+trilm-3.9b-30l     models/trilm-3.9b.yaml          30 50688  1 llama
+'
+
+want=" $* "
+mkdir -p "$OUT"
+echo "$CASES" | while read -r name yaml layers vocab seed ref opts; do
+    [ -n "$name" ] || continue
+    [ $# -eq 0 ] || case "$want" in *" $name "*) ;; *) continue ;; esac
+    if [ -f "$OUT/$name/case.txt" ]; then
+        echo "full_size.sh: $name: reusing $OUT/$name"
+        continue
+    fi
+    drv=$([ "$ref" = bitnet ] && echo "${BITNET_REF:-}" || echo "${LLAMA_REF:-}")
+    label=$([ "$ref" = bitnet ] && echo "bitnet.cpp" || echo "mainline llama.cpp")
+    if [ -z "$drv" ]; then
+        echo "full_size.sh: $name: skipped: set $([ "$ref" = bitnet ] && echo BITNET_REF || echo LLAMA_REF) to a ref_logits driver (tools/oracle/build.sh)"
+        continue
+    fi
+    # a seed whose reference parts from itself within 4 greedy ids: the next one, 3 tries
+    for s in "$seed" $((seed + 1)) $((seed + 2)); do
+        # shellcheck disable=SC2086 # opts: ENV=value words for make_case.sh
+        env $opts AGREED=1 ORACLE_DIR="$OUT" B="$B" THREADS="$THREADS" \
+            sh tools/oracle/make_case.sh "$name" "$yaml" "$layers" "$vocab" "$s" "$drv" "$label (full size)" && break
+        echo "full_size.sh: $name: seed $s failed (above)" >&2
+    done
+done
+TERNION_BUILD="$B" TERNION_ORACLE_DIR="$OUT" "$B/tests/test_oracle" 2>&1 | tee "$OUT/run.log" |
+    grep -E '^\[ *(RUN|OK|FAILED|SKIPPED) *\]|: (prompt|greedy)|reference spread|skip:' >"$OUT/results.txt" || true
+cat "$OUT/results.txt"
+grep -q '^\[  FAILED  \]' "$OUT/run.log" && exit 1
+exit 0
