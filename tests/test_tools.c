@@ -11,6 +11,10 @@
  *     complete, argument pieces that never split a character and join to the whole
  *     answer's arguments, the ids kept), the answer's and the stream's JSON shapes
  *     (tool_calls, finish_reason "tool_calls", ids, deltas with their call index);
+ *   - Qwen3's form (a qwen3 chat template): three conversations rendered exactly as llama.cpp's
+ *     own template code renders them (tools in the system turn, <tool_call> calls written back,
+ *     <tool_response> results in user turns), its grammar, and a call read back from pieces
+ *     that cut its tags;
  *   - bad tools: 400s naming the problem (a bad schema keyword by the compiler's message);
  *   - n choices (each equal to the known answer, streamed by index) and logprobs (chat and
  *     completions, streamed too, cut with the text at a stop sequence).

@@ -156,7 +156,9 @@ static int width_of(const eval_ctx *e, int v)
 /* Weight shape vs the value widths the op reads/writes. */
 static int check_shape(eval_ctx *e, const gen_op *op, const rt_gguf_tensor *w, int wi, int wo)
 {
-    int64_t want0 = op->kind == GEN_OP_EMBED ? wo : wi;
+    /* a norm `per: head` has a weight of head_dim (gen_norm_group) */
+    int64_t want0 = op->kind == GEN_OP_EMBED ? wo
+                    : op->kind == GEN_OP_NORM ? gen_norm_group(&op->param, &e->r->m->hp, wi) : wi;
     int64_t want1 = op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_LINEAR || op->kind == GEN_OP_LM_HEAD ? wo : w->ne[1];
     if (w->ne[0] == want0 && w->ne[1] == want1) return 0;
     snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s: weight %.*s is [%lld, %lld], values want [%lld, %lld]",
