@@ -96,8 +96,7 @@ static void norm_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
     /* param[1] 1 (`per: head`): each head_dim group of the row is normalised on its own */
     const int gw = so->op->param[1] == 1.0f ? (int)e->cs->head_dim : wi;
     for (int64_t t = lo; t < hi; t++)
-        for (int g = 0; g < wi; g += gw)
-            so->norm->fn(IN0(e, so) + t * wi + g, nw, nb, gw, so->op->param, OUT(e, so) + t * WIDTH(e, so->op->out) + g);
+        cpu_norm_row(so->norm, IN0(e, so) + t * wi, nw, nb, wi, gw, so->op->param, OUT(e, so) + t * WIDTH(e, so->op->out));
 }
 
 /* a bitlinear's act_quant (gen/gen_param.h: its parameter [0], 1 = q8_k) */
