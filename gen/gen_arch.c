@@ -9,6 +9,7 @@ static const gen_arch ARCHS[] = {
     {"bitnet", "bitnet", GEN_ROPE_NEOX, "llama.cpp's bitnet graph: LLAMA_ROPE_TYPE_NEOX"},
     {"llama", "llama", GEN_ROPE_NORM, "llama.cpp's llama graph rotates adjacent pairs: LLAMA_ROPE_TYPE_NORM"},
     {"llama-ternary", "llama", GEN_ROPE_NEOX, "models/llama-ternary-tiny.yaml's layout: NeoX RoPE"},
+    {"qwen3", "qwen3", GEN_ROPE_NEOX, "llama.cpp's qwen3 graph: QK-norm, LLAMA_ROPE_TYPE_NEOX"},
 };
 #define N_ARCHS ((int)(sizeof ARCHS / sizeof ARCHS[0]))
 

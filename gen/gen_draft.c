@@ -19,17 +19,19 @@
 
 /* ---- the tables ---- */
 
-enum { L_BITNET158, L_BITNET, L_LLAMA, L_COUNT };
+enum { L_BITNET158, L_BITNET, L_LLAMA, L_QWEN3, L_COUNT };
 static const struct {
     const char *name;
     const char *act;    /* the FFN's gated activation (a row of gen_act.c): "<act>_mul" */
     bool sub_norms;     /* an RMSNorm before attn_output and before ffn_down */
+    bool qk_norm;       /* an RMSNorm per head on q and k before RoPE (`per: head`) */
     const char *what;
 } k_layouts[L_COUNT] = {
-    [L_BITNET158] = {"bitnet-b1.58", "relu2", true,
+    [L_BITNET158] = {"bitnet-b1.58", "relu2", true, false,
                      "BitNet b1.58 (models/bitnet-b1.58-2b.yaml): sub-norms, ReLU^2-gated FFN"},
-    [L_BITNET] = {"bitnet", "silu", true, "BitNet (llama.cpp's bitnet graph): sub-norms, SiLU-gated FFN"},
-    [L_LLAMA] = {"llama", "silu", false, "Llama: SiLU-gated FFN, no sub-norms"},
+    [L_BITNET] = {"bitnet", "silu", true, false, "BitNet (llama.cpp's bitnet graph): sub-norms, SiLU-gated FFN"},
+    [L_LLAMA] = {"llama", "silu", false, false, "Llama: SiLU-gated FFN, no sub-norms"},
+    [L_QWEN3] = {"qwen3", "silu", false, true, "Qwen3 (llama.cpp's qwen3 graph): QK-norm per head, SiLU-gated FFN"},
 };
 
 /* The layout row named name (gen_arch.h's rows name theirs), -1 if none. */
@@ -78,8 +80,9 @@ static const struct {
     {"expert_count", "mixture of experts"},
 };
 
-/* The layouts' tensors. shape symbols: dim, q_dim, kv_dim, ffn_dim, vocab (NULL ne1: 1-D). */
-enum { NEED_ALL, NEED_SUB, NEED_UNTIED };
+/* The layouts' tensors. shape symbols: dim, q_dim, kv_dim, ffn_dim, head_dim, vocab (NULL ne1:
+ * 1-D). */
+enum { NEED_ALL, NEED_SUB, NEED_UNTIED, NEED_QK };
 static const struct {
     const char *key, *gguf, *ne0, *ne1;
     unsigned use; /* FMT_USE_* the op reading it needs */
@@ -92,6 +95,8 @@ static const struct {
     {"attn_q", "blk.{L}.attn_q.weight", "dim", "q_dim", FMT_USE_TERNARY, NEED_ALL},
     {"attn_k", "blk.{L}.attn_k.weight", "dim", "kv_dim", FMT_USE_TERNARY, NEED_ALL},
     {"attn_v", "blk.{L}.attn_v.weight", "dim", "kv_dim", FMT_USE_TERNARY, NEED_ALL},
+    {"attn_q_norm", "blk.{L}.attn_q_norm.weight", "head_dim", NULL, FMT_USE_VECTOR, NEED_QK},
+    {"attn_k_norm", "blk.{L}.attn_k_norm.weight", "head_dim", NULL, FMT_USE_VECTOR, NEED_QK},
     {"attn_sub_norm", "blk.{L}.attn_sub_norm.weight", "q_dim", NULL, FMT_USE_VECTOR, NEED_SUB},
     {"attn_output", "blk.{L}.attn_output.weight", "q_dim", "dim", FMT_USE_TERNARY, NEED_ALL},
     {"ffn_norm", "blk.{L}.ffn_norm.weight", "dim", NULL, FMT_USE_VECTOR, NEED_ALL},
@@ -102,29 +107,33 @@ static const struct {
 };
 #define N_TENSORS ((int)(sizeof(k_tensors) / sizeof(k_tensors[0])))
 
-/* The layer's ops; "<act>" is the layout's activation; in_sub: the input with sub-norms. */
+/* The layer's ops; "<act>" is the layout's activation; in_sub: the input with sub-norms, in_qk:
+ * with QK-norm; per: the norm's `per` (gen_norm.h). */
 static const struct {
     const char *op, *in, *in_sub, *weight, *out;
     int need;
+    const char *per, *in_qk;
 } k_layer_ops[] = {
-    {"rmsnorm", "x", NULL, "attn_norm", "h", NEED_ALL},
-    {"bitlinear", "h", NULL, "attn_q", "q", NEED_ALL},
-    {"bitlinear", "h", NULL, "attn_k", "k", NEED_ALL},
-    {"bitlinear", "h", NULL, "attn_v", "v", NEED_ALL},
-    {"rope", "q", NULL, NULL, "qr", NEED_ALL},
-    {"rope", "k", NULL, NULL, "kr", NEED_ALL},
-    {"kv_write", "[kr, v]", NULL, NULL, NULL, NEED_ALL},
-    {"attention", "qr", NULL, NULL, "a", NEED_ALL},
-    {"rmsnorm", "a", NULL, "attn_sub_norm", "an", NEED_SUB},
-    {"bitlinear", "a", "an", "attn_output", "o", NEED_ALL},
-    {"add", "[x, o]", NULL, NULL, "x", NEED_ALL},
-    {"rmsnorm", "x", NULL, "ffn_norm", "g", NEED_ALL},
-    {"bitlinear", "g", NULL, "ffn_gate", "gate", NEED_ALL},
-    {"bitlinear", "g", NULL, "ffn_up", "up", NEED_ALL},
-    {"<act>", "[gate, up]", NULL, NULL, "f", NEED_ALL},
-    {"rmsnorm", "f", NULL, "ffn_sub_norm", "fn", NEED_SUB},
-    {"bitlinear", "f", "fn", "ffn_down", "d", NEED_ALL},
-    {"add", "[x, d]", NULL, NULL, "x", NEED_ALL},
+    {"rmsnorm", "x", NULL, "attn_norm", "h", NEED_ALL, NULL, NULL},
+    {"bitlinear", "h", NULL, "attn_q", "q", NEED_ALL, NULL, NULL},
+    {"bitlinear", "h", NULL, "attn_k", "k", NEED_ALL, NULL, NULL},
+    {"bitlinear", "h", NULL, "attn_v", "v", NEED_ALL, NULL, NULL},
+    {"rmsnorm", "q", NULL, "attn_q_norm", "qn", NEED_QK, "head", NULL},
+    {"rmsnorm", "k", NULL, "attn_k_norm", "kn", NEED_QK, "head", NULL},
+    {"rope", "q", NULL, NULL, "qr", NEED_ALL, NULL, "qn"},
+    {"rope", "k", NULL, NULL, "kr", NEED_ALL, NULL, "kn"},
+    {"kv_write", "[kr, v]", NULL, NULL, NULL, NEED_ALL, NULL, NULL},
+    {"attention", "qr", NULL, NULL, "a", NEED_ALL, NULL, NULL},
+    {"rmsnorm", "a", NULL, "attn_sub_norm", "an", NEED_SUB, NULL, NULL},
+    {"bitlinear", "a", "an", "attn_output", "o", NEED_ALL, NULL, NULL},
+    {"add", "[x, o]", NULL, NULL, "x", NEED_ALL, NULL, NULL},
+    {"rmsnorm", "x", NULL, "ffn_norm", "g", NEED_ALL, NULL, NULL},
+    {"bitlinear", "g", NULL, "ffn_gate", "gate", NEED_ALL, NULL, NULL},
+    {"bitlinear", "g", NULL, "ffn_up", "up", NEED_ALL, NULL, NULL},
+    {"<act>", "[gate, up]", NULL, NULL, "f", NEED_ALL, NULL, NULL},
+    {"rmsnorm", "f", NULL, "ffn_sub_norm", "fn", NEED_SUB, NULL, NULL},
+    {"bitlinear", "f", "fn", "ffn_down", "d", NEED_ALL, NULL, NULL},
+    {"add", "[x, d]", NULL, NULL, "x", NEED_ALL, NULL, NULL},
 };
 
 /* ---- the drafter ---- */
@@ -285,7 +294,7 @@ static int read_hparams(drafter *d)
 static bool row_used(const drafter *d, int need)
 {
     return need == NEED_ALL || (need == NEED_SUB && k_layouts[d->layout].sub_norms) ||
-           (need == NEED_UNTIED && d->untied);
+           (need == NEED_UNTIED && d->untied) || (need == NEED_QK && k_layouts[d->layout].qk_norm);
 }
 
 static int64_t sym(const drafter *d, const char *s)
@@ -298,6 +307,8 @@ static int64_t sym(const drafter *d, const char *s)
         return (int64_t)d->hp[H_HEADS] * (int64_t)d->hp[H_HEAD_DIM];
     if (!strcmp(s, "kv_dim"))
         return (int64_t)d->hp[H_KV_HEADS] * (int64_t)d->hp[H_HEAD_DIM];
+    if (!strcmp(s, "head_dim"))
+        return (int64_t)d->hp[H_HEAD_DIM];
     return (int64_t)d->hp[!strcmp(s, "dim") ? H_DIM : H_FFN];
 }
 
@@ -334,7 +345,8 @@ static int check_tensors(drafter *d)
             const rt_gguf_tensor *ft = rt_gguf_tensor_find(d->g, name);
             if (!ft && (per_layer || k_tensors[r].need == NEED_SUB))
                 return fail(d, "tensor '%s' is missing (%s.block_count is %d%s)", name, d->arch, d->n_layers,
-                            k_tensors[r].need == NEED_SUB ? "; the layout has sub-norms" : "");
+                            k_tensors[r].need == NEED_SUB ? "; the layout has sub-norms"
+                            : k_tensors[r].need == NEED_QK ? "; the layout has QK-norm" : "");
             if (!ft)
                 return fail(d, "tensor '%s' is missing", name);
             const int64_t ne0 = sym(d, k_tensors[r].ne0), ne1 = sym(d, k_tensors[r].ne1);
@@ -495,8 +507,11 @@ static void write_checks(drafter *d)
 {
     line(d, NULL, "\ngguf_checks:                          # hparam: GGUF key (\"%s.\" prepended), compared at load",
          d->arch);
+    double vl = 0;
     for (int h = 0; h < H_COUNT; h++)
-        if (d->from_file[h])
+        if (d->from_file[h] && h == H_HEAD_DIM && !kv_number(d->g, "attention.value_length", &vl))
+            line(d, NULL, "  %s: [%s, attention.value_length]", k_keys[h].hparam, k_keys[h].key); /* as Qwen3's */
+        else if (d->from_file[h])
             line(d, NULL, "  %s: %s", k_keys[h].hparam, k_keys[h].key);
         else
             line(d, NULL, "  # %s: no %s.%s in the file", k_keys[h].hparam, d->arch, k_keys[h].key);
@@ -601,12 +616,16 @@ static void write_forward(drafter *d)
             snprintf(op, sizeof(op), "%s_mul,", act);
         else
             snprintf(op, sizeof(op), "%s,", layer_op(d, (int)i));
-        int n = snprintf(f, sizeof(f), "    - {op: %-10s in: %s", op,
-                         sub && k_layer_ops[i].in_sub ? k_layer_ops[i].in_sub : k_layer_ops[i].in);
+        const char *in = sub && k_layer_ops[i].in_sub                             ? k_layer_ops[i].in_sub
+                         : k_layouts[d->layout].qk_norm && k_layer_ops[i].in_qk ? k_layer_ops[i].in_qk
+                                                                                 : k_layer_ops[i].in;
+        int n = snprintf(f, sizeof(f), "    - {op: %-10s in: %s", op, in);
         if (k_layer_ops[i].weight)
             n += snprintf(f + n, sizeof(f) - (size_t)n, ", weight: %s", k_layer_ops[i].weight);
         if (k_layer_ops[i].out)
             n += snprintf(f + n, sizeof(f) - (size_t)n, ", out: %s", k_layer_ops[i].out);
+        if (k_layer_ops[i].per)
+            n += snprintf(f + n, sizeof(f) - (size_t)n, ", per: %s", k_layer_ops[i].per);
         const bool q8k = !strcmp(k_layer_ops[i].op, "bitlinear") && drafts_q8k(d, k_layer_ops[i].weight);
         line(d, q8k ? "llama.cpp: Q8_K activations" : NULL, "%s%s}", f,
              q8k ? ", act_quant: q8_k" : "");

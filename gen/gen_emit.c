@@ -407,6 +407,18 @@ static const gen_param *op_params(const rt_cpu_op *op)
     return row_params(op->row);
 }
 
+/* How many of op's parameters the emitted tables and lists show: all its row declares but
+ * trailing ones after the first that are 0 (a norm's `per: token`), which the C initializer
+ * gives when left out, so a schedule that does not set them reads as before they existed. */
+static int n_params_shown(const rt_cpu_op *op, const gen_param *decl)
+{
+    int n = 0;
+    for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++)
+        if (p == 0 || op->param[p] != 0.0f)
+            n = p + 1;
+    return n;
+}
+
 static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
 {
     const rt_cpu_schedule *c = &md->cpu;
@@ -462,7 +474,7 @@ static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
             const gen_param *decl = op_params(op); /* the values its row declares */
             char b[48];
             fprintf(f, ", {");
-            for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++)
+            for (int p = 0; p < n_params_shown(op, decl); p++)
                 fprintf(f, "%s%sf", p ? ", " : "", float_lit(op->param[p], b));
             fprintf(f, "%s}", decl && decl[0].name ? "" : "0");
             fprintf(f, "},\n");
@@ -509,7 +521,7 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
             if (op->out >= 0)
                 fprintf(f, " -> %s", c->value_name[op->out]);
             const gen_param *decl = op_params(op);
-            for (int p = 0; p < RT_CPU_MAX_PARAMS && decl && decl[p].name; p++) {
+            for (int p = 0; p < n_params_shown(op, decl); p++) {
                 if (decl[p].choice)
                     fprintf(f, "%s%s %s", p ? ", " : " (", decl[p].name, decl[p].choice[(int)op->param[p]]);
                 else

@@ -241,6 +241,20 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
         *out_w = (int)t->ne[0];
         return 0;
     case GEN_OP_NORM:
+        if (op->param.v[1] == GEN_NORM_PER_HEAD && w0 % hp->head_dim)
+            return gen_yaml_fail_at(c->y, loc, "%s: per head: input '%s' width %d is not a multiple of head_dim %d",
+                                    c->label, n0, w0, hp->head_dim);
+        /* per head: the weight (and bias) span one head, head_dim */
+        *out_w = w0;
+        w0 = gen_norm_group(&op->param, hp, w0);
+        for (int b = 0; b < 2; b++) {
+            const gen_tensor *wb = b ? (op->bias >= 0 ? &m->tensors[op->bias] : NULL) : t;
+            if (wb && wb->ne[0] != w0)
+                return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has %s %d, %s ne0 is %lld", c->label, n0,
+                                        w0 != *out_w ? "heads of head_dim" : "width", w0, b ? "bias" : "weight",
+                                        (long long)wb->ne[0]);
+        }
+        return 0;
     case GEN_OP_BITLINEAR:
     case GEN_OP_LINEAR:
     case GEN_OP_LM_HEAD:

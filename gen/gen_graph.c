@@ -35,6 +35,7 @@
  * Buffer planning and barriers are in gen_plan.c.
  */
 #include "gen_graph.h"
+#include "gen_norm.h"
 #include "schema/rt_schedule.h" /* RT_SYNC_WORDS */
 
 #include <stdio.h>
@@ -248,12 +249,13 @@ typedef struct {
 } sect_state;
 
 /* A norm (any row of gen_norm.h): fused with the quantization of its output when only
- * bitlinears read it. */
+ * bitlinears read it and it spans the whole row (a `per: head` norm stays a NORM: the row
+ * code runs on each head as a row of its own). */
 static int lower_norm(lower_ctx *c, const sect *s, const gen_op *op)
 {
     const gen_model *m = c->m;
     gen_kop *k;
-    if (c->fuse && only_bitlinear_uses(m, op->out)) {
+    if (c->fuse && op->param.v[1] != GEN_NORM_PER_HEAD && only_bitlinear_uses(m, op->out)) {
         char name[GEN_MAX_NAME + 8];
         /* "attn_norm.q8": the norm's output as the int8 codes its bitlinears read */
         snprintf(name, sizeof(name), "%.*s.q8", GEN_MAX_NAME - 8, m->tensors[op->weight].key);
@@ -506,7 +508,7 @@ static void fold_decode_norms(gen_graph *g)
 {
     for (int i = 0; i < g->n_kops; i++) {
         gen_kop *n = &g->kops[i];
-        if (n->kind != GEN_K_NORM && n->kind != GEN_K_NORM_QUANT)
+        if ((n->kind != GEN_K_NORM && n->kind != GEN_K_NORM_QUANT) || n->norm.param.v[1] == GEN_NORM_PER_HEAD)
             continue;
         int j = -1;
         if (kop_readers(g, n->out, &j) != 1 || kop_writes_between(g, i, j, n->in[0]))

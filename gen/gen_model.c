@@ -171,27 +171,36 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp
     return 0;
 }
 
+/* gguf_checks: `hparam: key`, or `hparam: [key, key]` for a value a converter writes under
+ * several keys (Qwen3's head_dim: attention.key_length and attention.value_length); one check
+ * per key. */
 static int parse_checks(gen_yaml *y, yaml_node_t *n, gen_model *m)
 {
+    const int cap = (int)(sizeof(m->checks) / sizeof(m->checks[0]));
     if (gen_yaml_check_map(y, n, "gguf_checks", NULL))
         return -1;
     int len = gen_yaml_map_len(n);
-    if (len > (int)(sizeof(m->checks) / sizeof(m->checks[0])))
-        return gen_yaml_fail(y, n, "too many gguf_checks (%d, at most %d)", len,
-                             (int)(sizeof(m->checks) / sizeof(m->checks[0])));
     for (int i = 0; i < len; i++) {
         yaml_node_t *k = gen_yaml_pair_key(y, n, i), *v = gen_yaml_pair_value(y, n, i);
-        gen_key_check *c = &m->checks[m->n_checks];
         int h = find_hparam(gen_yaml_text(k));
         if (h < 0)
             return gen_yaml_fail(y, k, "unknown hparam '%s' in gguf_checks", gen_yaml_text(k));
-        snprintf(c->hparam, sizeof(c->hparam), "%s", k_hparams[h].name);
-        if (gen_yaml_str(y, v, c->hparam, c->gguf_key, sizeof(c->gguf_key)))
-            return -1;
-        c->value = hparam_value(&m->hp, h);
-        c->is_float = k_hparams[h].is_float;
-        c->loc = gen_yaml_loc(k);
-        m->n_checks++;
+        const bool list = v->type == YAML_SEQUENCE_NODE;
+        const int nk = list ? gen_yaml_seq_len(v) : 1;
+        if (list && nk < 1)
+            return gen_yaml_fail(y, v, "gguf_checks: %s: an empty list of keys", k_hparams[h].name);
+        for (int j = 0; j < nk; j++) {
+            if (m->n_checks == cap)
+                return gen_yaml_fail(y, n, "too many gguf_checks (at most %d keys)", cap);
+            gen_key_check *c = &m->checks[m->n_checks];
+            snprintf(c->hparam, sizeof(c->hparam), "%s", k_hparams[h].name);
+            if (gen_yaml_str(y, list ? gen_yaml_seq_item(y, v, j) : v, c->hparam, c->gguf_key, sizeof(c->gguf_key)))
+                return -1;
+            c->value = hparam_value(&m->hp, h);
+            c->is_float = k_hparams[h].is_float;
+            c->loc = gen_yaml_loc(k);
+            m->n_checks++;
+        }
     }
     return 0;
 }

@@ -90,8 +90,13 @@ static void ln_ref(const float *x, const float *w, const float *b, int n, const 
     }
 }
 
-/* every norm's parameter: its epsilon, by default the YAML's norm_eps; positive, at most 1 */
-#define EPS {{"eps", offsetof(gen_hparams, norm_eps), 0.0f, 1e-30f, 1.0f, NULL}}
+/* every norm's parameters: [0] its epsilon, by default the YAML's norm_eps, positive, at most 1;
+ * [1] `per`, what one normalisation spans: `token` (the default: the whole row) or `head`
+ * (each head_dim group of it, with a weight of head_dim: Qwen3's QK-norm) */
+static const char *const k_per[] = {"token", "head", NULL};
+#define EPS                                                                                                 \
+    {{"eps", offsetof(gen_hparams, norm_eps), 0.0f, 1e-30f, 1.0f, NULL},                                    \
+     {"per", GEN_PARAM_CONST, GEN_NORM_PER_TOKEN, GEN_NORM_PER_TOKEN, GEN_NORM_PER_HEAD, k_per}}
 
 static const gen_norm NORMS[] = {
     /* the kernel sums squares in f32 (a fixed tree over <= 256 partials, each over width / 256
@@ -118,6 +123,11 @@ int gen_norm_find_op(const char *op)
         if (!strcmp(op, NORMS[i].op))
             return i;
     return -1;
+}
+
+int gen_norm_group(const gen_params *p, const gen_hparams *hp, int width)
+{
+    return p->v[1] == GEN_NORM_PER_HEAD ? hp->head_dim : width;
 }
 
 int gen_norm_find(const char *name)

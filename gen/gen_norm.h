@@ -47,7 +47,8 @@ typedef struct {
                           * inactive neurons only behind such a sub-norm (gen_sparse.c);
                           * layernorm's centring and bias move a zero */
     /* its parameters (gen_param.h), set per op in the YAML: [0] is the epsilon, whose
-     * default is the YAML's norm_eps */
+     * default is the YAML's norm_eps; [1] `per` (GEN_NORM_PER_*): what one normalisation
+     * spans, the same for every row (gen_norm_group) */
     gen_param params[GEN_MAX_PARAMS];
     int n_stats;         /* statistics per token (<= GEN_NORM_MAX_STATS) */
     /* kernel: st[0 .. n_stats) of the row from the walk's sums; p: the op's parameter values
@@ -66,6 +67,16 @@ typedef struct {
      * name; test_cpu checks the two tables agree) */
     bool cpu;
 } gen_norm;
+
+/* A norm op's parameter [1], `per`: the whole token row (the default), or each head_dim
+ * group of it with a weight of head_dim (Qwen3's QK-norm on q and k, before RoPE). Every
+ * consumer runs the row's code on each group as on a row of its own: the kernel as
+ * width / head_dim times as many rows, the CPU backend and the C reference group by group. */
+#define GEN_NORM_PER_TOKEN 0
+#define GEN_NORM_PER_HEAD 1
+/* The width one normalisation of a norm op with parameter values p spans, on an input row of
+ * width floats (head_dim for `per: head`, else width). */
+int gen_norm_group(const gen_params *p, const gen_hparams *hp, int width);
 
 /* Row i (0 <= i < gen_norm_count()), or NULL. */
 const gen_norm *gen_norm_at(int i);

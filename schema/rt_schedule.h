@@ -335,7 +335,9 @@ typedef struct {
                         * ("rmsnorm", "layernorm"); else NULL */
     const char *label; /* "models/x.yaml:23: bitlinear attn_q" (errors, --profile) */
     float param[RT_CPU_MAX_PARAMS]; /* NORM, ACT_MUL: the op's values of its row's parameters
-                                     * (a norm's [0]: its epsilon), in the row's order;
+                                     * (a norm's [0]: its epsilon, [1]: 1 when it normalises
+                                     * each head_dim group of the row on its own, `per: head`),
+                                     * in the row's order;
                                      * BITLINEAR: [0] its act_quant (0 row, 1 q8_k: llama.cpp's
                                      * Q8_K blocks of 256, gen/gen_param.h) */
 } rt_cpu_op;

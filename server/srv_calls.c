@@ -11,10 +11,42 @@
 enum { EXPECT_KEY, EXPECT_COLON, EXPECT_VALUE };
 enum { KEY_OTHER, KEY_NAME, KEY_ARGS };
 
+void srv_calls_init(srv_calls *sc, const srv_req *r)
+{
+    memset(sc, 0, sizeof(*sc));
+    sc->tag[0] = srv_tools_call_open(r->tool_form);
+    sc->tag[1] = srv_tools_call_close(r->tool_form);
+}
+
 void srv_calls_free(srv_calls *sc)
 {
+    const char *tag[2] = {sc->tag[0], sc->tag[1]};
     free(sc->calls);
     memset(sc, 0, sizeof(*sc));
+    sc->tag[0] = tag[0], sc->tag[1] = tag[1];
+}
+
+/* At depth 0, text[p] may start one of the form's tags (white space in a tag matched as
+ * skipped white space is). The bytes it spans (> 0), 0 when none starts there, -1 when the text
+ * so far ends inside one (wait for more). */
+static long tag_at(const srv_calls *sc, const char *text, size_t p, size_t len)
+{
+    for (int t = 0; t < 2; t++) {
+        const char *g = sc->tag[t];
+        while (g && (*g == '\n' || *g == ' '))
+            g++;
+        size_t n = g ? strcspn(g, "\n") : 0; /* the tag's text: "<tool_call>", "</tool_call>" */
+        if (!n || text[p] != g[0])
+            continue;
+        size_t k = 0;
+        while (k < n && p + k < len && text[p + k] == g[k])
+            k++;
+        if (k == n)
+            return (long)n;
+        if (p + k == len)
+            return -1;
+    }
+    return 0;
 }
 
 static srv_call_span *open_call(srv_calls *sc, size_t at)
@@ -119,6 +151,13 @@ int srv_calls_scan(srv_calls *sc, const char *text, size_t len)
         }
         if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
             continue;
+        const long tg = sc->depth == 0 ? tag_at(sc, text, p, len) : 0;
+        if (tg < 0) /* a tag cut by the end of the text so far */
+            break;
+        if (tg > 0) {
+            sc->pos += (size_t)tg - 1;
+            continue;
+        }
         if (structural(sc, text, p))
             return -1;
     }
@@ -200,7 +239,7 @@ int srv_calls_read(srv_calls *sc, const srv_req *r, const char *text, size_t len
     *n = 0;
     if (srv_calls_scan(sc, text, len))
         return -1;
-    if (sc->bad || sc->in_str || sc->depth != 0 || sc->n < 1 || r->tool_mode == SRV_TOOLS_OFF)
+    if (sc->bad || sc->in_str || sc->depth != 0 || sc->n < 1 || sc->pos < len || r->tool_mode == SRV_TOOLS_OFF)
         return 0;
     srv_call *out = calloc((size_t)sc->n, sizeof(*out));
     if (!out)

@@ -2,7 +2,8 @@
  *
  * Owns: srv_calls, a scanner over an answer's text that finds, as the bytes come, the calls
  * in it: JSON objects `{"name": "f", "parameters": {...}}` one after the other, white space
- * (a newline) between them - the form the tools' grammar makes (srv_tools.h) and the form an
+ * (a newline) between them, each inside its form's tags when the form has them (Qwen3's
+ * `<tool_call>\n...\n</tool_call>`) - the form the tools' grammar makes (srv_tools.h) and the form an
  * assistant's earlier `tool_calls` are written back in. For each call it records where the
  * object, its name string and its arguments value ("parameters", or "arguments") are in the
  * text; an arguments value that is an object or array is known to run from its first byte to
@@ -35,7 +36,13 @@ typedef struct {
     bool in_str, esc, bad;      /* bad: text that is not a call where one must be */
     int expect, key;            /* at depth 1: what comes next (key, colon, value); the key's kind */
     size_t str_at;
+    const char *tag[2];         /* the form's text around each call (srv_tools_call_open / _close:
+                                   "<tool_call>\n", "\n</tool_call>"), skipped between calls, its
+                                   white space as any; NULL or "": none (srv_calls_init) */
 } srv_calls;
+
+/* A scanner for r's tool form (zeroed, its tags set). */
+void srv_calls_init(srv_calls *sc, const srv_req *r);
 
 /* Where a compaction of JSON text stands (inside a string, after a backslash there). */
 typedef struct {

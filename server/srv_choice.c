@@ -12,6 +12,7 @@ void srv_choice_init(srv_choice *c, int index, const srv_req *r)
     c->index = index;
     c->mode = r->tool_mode == SRV_TOOLS_OFF ? SRV_CH_TEXT
               : r->tool_mode == SRV_TOOLS_AUTO ? SRV_CH_UNDECIDED : SRV_CH_CALL;
+    srv_calls_init(&c->scan, r);
 }
 
 void srv_choice_free(srv_choice *c)
@@ -24,24 +25,26 @@ void srv_choice_free(srv_choice *c)
     memset(c, 0, sizeof(*c));
 }
 
-/* auto: decided by the first character that is not white space */
-static void decide(srv_choice *c)
+/* auto: decided by the first character that is not white space: a call's first (`{`, or its
+ * form's tag's: `<`) */
+static void decide(srv_choice *c, const srv_req *r)
 {
+    const char *open = srv_tools_call_open(r->tool_form);
+    const char first = open && *open ? *open : '{';
     for (size_t i = 0; c->mode == SRV_CH_UNDECIDED && i < c->text.len; i++) {
         char ch = c->text.buf[i];
         if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
-            c->mode = ch == '{' ? SRV_CH_CALL : SRV_CH_TEXT;
+            c->mode = ch == first ? SRV_CH_CALL : SRV_CH_TEXT;
     }
 }
 
 int srv_choice_add(srv_choice *c, const srv_req *r, const char *text, srv_lp *lps, int n_lps)
 {
-    (void)r;
     if (text && srv_text_append(&c->text, text, strlen(text))) {
         srv_lp_free(lps, n_lps);
         return -1;
     }
-    decide(c);
+    decide(c, r);
     if (c->mode == SRV_CH_CALL && srv_calls_scan(&c->scan, c->text.buf, c->text.len)) {
         srv_lp_free(lps, n_lps);
         return -1;

@@ -356,7 +356,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
                       "the request body is larger than %u bytes", SRV_MAX_BODY);
         return respond_error(h, c, cn->ep, &e);
     }
-    if (srv_req_parse(cn->body ? cn->body : "", cn->len, kind, &req, &e))
+    if (srv_req_parse_as(cn->body ? cn->body : "", cn->len, kind, h->m->chat_template, &req, &e))
         return respond_error(h, c, cn->ep, &e);
     int32_t *ids = NULL;
     int n = 0;

@@ -56,8 +56,8 @@ static void usage(FILE *f, const char *prog)
             "  -t, --threads N       CPU backend: threads of a decode step (default: the physical cores)\n"
             "  -tb, --threads-batch N  CPU backend: threads of a prompt step (default: -t)\n"
             "  --lm-head q8|f16      LM head table (default f16)\n"
-            "  --chat-template NAME  chat format instead of the file's: bitnet, llama3, chatml, llama2,\n"
-            "                        llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3\n"
+            "  --chat-template NAME  chat format instead of the file's: bitnet, llama3, chatml, qwen3,\n"
+            "                        llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3\n"
             "  -h, --help            this text\n",
             prog);
 }

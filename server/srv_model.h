@@ -118,6 +118,8 @@ struct srv_model {
     int n_ctx_train;    /* the model's training context (0: unknown), for /props */
     const char *build_info; /* "ternion 0.2.0 (commit)", for /props; NULL: none */
     const char *weights;    /* the file's ternary weight format ("I2_S", "TQ2_0", ...), NULL: unknown */
+    const char *chat_template; /* the chat format's row name (ternion_model_chat_template: "chatml",
+                                  "qwen3", ...), which picks the tool form (srv_tools.h); NULL: unknown */
 };
 
 #endif

@@ -381,6 +381,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .grammar_free = t_grammar_free, .logprobs = t_logprobs, .n_embd = ternion_model_n_embd(t->model),
         .embed = t_embed, .tokenize_ex = t_tokenize_ex, .n_ctx_train = ternion_model_n_ctx_train(t->model),
         .build_info = t->build, .weights = ternion_model_weights(t->model, NULL),
+        .chat_template = ternion_model_chat_template(t->model),
     };
     snprintf(t->build, sizeof t->build, "ternion %s (%s)", ternion_version(), ternion_commit());
     return 0;

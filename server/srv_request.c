@@ -198,7 +198,7 @@ static int parse_messages(const cJSON *root, srv_req *r, srv_error *e)
         }
         snprintf(param, sizeof(param), "messages[%d].tool_calls", i);
         if (ro == SRV_ROLE_ASSISTANT && field(it, "tool_calls") &&
-            srv_tools_render_calls(field(it, "tool_calls"), param, &r->msgs[i].content, e))
+            srv_tools_render_calls(r->tool_form, field(it, "tool_calls"), param, &r->msgs[i].content, e))
             return -1;
     }
     return 0;
@@ -490,7 +490,14 @@ static int parse_root(const cJSON *root, srv_kind kind, srv_req *r, srv_error *e
 
 int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv_error *err)
 {
+    return srv_req_parse_as(body, len, kind, NULL, out, err);
+}
+
+int srv_req_parse_as(const char *body, size_t len, srv_kind kind, const char *chat_template, srv_req *out,
+                     srv_error *err)
+{
     srv_req_defaults(out, kind);
+    out->tool_form = srv_tools_form_of(chat_template);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
     if (!root) {

@@ -28,6 +28,10 @@ typedef enum { SRV_KIND_CHAT, SRV_KIND_COMPLETION, SRV_KIND_LLAMA } srv_kind;
 /* SRV_ROLE_TOOL: a tool's result (role "tool"), shown to the model as Llama 3.1's ipython turn */
 typedef enum { SRV_ROLE_SYSTEM, SRV_ROLE_USER, SRV_ROLE_ASSISTANT, SRV_ROLE_TOOL } srv_role;
 
+/* the form a model is shown tools in and writes calls in (srv_tools.h), by its chat template:
+ * LLAMA31 Llama 3.1's JSON calls (every template but qwen3), QWEN3 Qwen3's <tool_call> form */
+typedef enum { SRV_TF_LLAMA31, SRV_TF_QWEN3 } srv_tool_form;
+
 /* tool_choice (srv_tools.h): OFF = no tools, or "none" */
 typedef enum { SRV_TOOLS_OFF, SRV_TOOLS_AUTO, SRV_TOOLS_REQUIRED, SRV_TOOLS_NAMED } srv_tool_mode;
 
@@ -78,6 +82,7 @@ typedef struct {
                                  true; completions' integer "logprobs" given) */
     int top_logprobs;         /* and of the most likely tokens at each step: 0..20 */
     srv_tool_mode tool_mode;  /* tools (srv_tools.h): OFF, or what tool_choice allows */
+    srv_tool_form tool_form;  /* how tools, calls and results are written (the chat template's) */
     bool single_call;         /* parallel_tool_calls false: one call per answer (else one or more) */
     char **tool_names;        /* the declared functions */
     int n_tools;
@@ -105,6 +110,10 @@ void srv_req_defaults(srv_req *r, srv_kind kind);
 /* Parse body[0..len) (need not be NUL-terminated) as a request of `kind`. 0 ok (free with
  * srv_req_free), -1 with *err filled (nothing to free). */
 int srv_req_parse(const char *body, size_t len, srv_kind kind, srv_req *out, srv_error *err);
+/* The same for a model whose chat template is chat_template (ternion_model_chat_template;
+ * NULL: none known), which picks the tool form (srv_tools.h). */
+int srv_req_parse_as(const char *body, size_t len, srv_kind kind, const char *chat_template, srv_req *out,
+                     srv_error *err);
 void srv_req_free(srv_req *r);
 /* The tokens an answer to r may have after a prompt of n_prompt tokens, the end token
  * counted: max_tokens (when set) or the context left, whichever is smaller. */

@@ -14,20 +14,58 @@
 
 #define BAD "invalid_request_error"
 
-/* Llama 3.1's instructions for JSON tool calling (its chat template, tools in the user turn) */
-static const char intro[] =
-    "Given the following functions, please respond with a JSON for a function call with its proper arguments that "
-    "best answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": dictionary "
-    "of argument name and its value}.Do not use variables.\n\n";
+/* The forms (srv_request.h's srv_tool_form): what the model is shown and writes.
+ * LLAMA31: Llama 3.1's JSON tool calling (its chat template): the instructions and each tool
+ * (cJSON's indented print) before the first user text; a call `{"name": "f", "parameters":
+ * {...}}` (compact JSON), several a line each; a result is the chat format's tool turn.
+ * QWEN3: Qwen3's chat template (Qwen-Qwen3-0.6B.jinja; llama.cpp's Hermes 2 Pro handling): the
+ * tools inside <tools></tools> at the end of the system turn (one made when there is none),
+ * each as Jinja's tojson prints {"type": "function", "function": {"name", "description",
+ * "parameters"}}; a call `<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>` (the
+ * arguments as tojson prints them), several a line apart; results `<tool_response>\n...\n
+ * </tool_response>` in a user turn, consecutive ones in one. The answer's grammar over the call
+ * schema's `root` (one call): with parallel_tool_calls (OpenAI's default) one or more calls, a
+ * newline between two (as an assistant's tool_calls are written back); auto: that, or free text
+ * that does not start as a call does (`{`, `<`). NULL: the schema's own `root`. */
+typedef struct {
+    const char *head, *tool_pre, *tool_post, *foot; /* the tools block */
+    bool qwen;          /* the block ends the system turn; tojson prints; results as user turns */
+    const char *args;   /* the key of a call's arguments */
+    const char *open, *close; /* around a call's object */
+    const char *gbnf[2][2];   /* [several][auto] */
+} tool_form;
 
-/* The answer's grammar over the call schema's `root` (one call): with parallel_tool_calls
- * (OpenAI's default) one or more calls, a newline between two (as an assistant's tool_calls are
- * written back); auto: that, or free text that does not start with `{`. NULL: the schema's own
- * `root` (required or named, one call). */
-static const char *const gbnf_of[2][2] = {
-    /* one call */ {NULL, "start ::= root | [^{] .*\n"},
-    /* several */ {"start ::= root (\"\\n\" root)*\n", "start ::= root (\"\\n\" root)* | [^{] .*\n"},
+static const tool_form k_forms[] = {
+    [SRV_TF_LLAMA31] = {
+        "Given the following functions, please respond with a JSON for a function call with its proper arguments "
+        "that best answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": "
+        "dictionary of argument name and its value}.Do not use variables.\n\n",
+        "", "\n\n", "", false, "parameters", "", "",
+        {/* one call */ {NULL, "start ::= root | [^{] .*\n"},
+         /* several */ {"start ::= root (\"\\n\" root)*\n", "start ::= root (\"\\n\" root)* | [^{] .*\n"}},
+    },
+    [SRV_TF_QWEN3] = {
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
+        "function signatures within <tools></tools> XML tags:\n<tools>",
+        "\n", "", "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+        "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+        "<args-json-object>}\n</tool_call>",
+        true, "arguments", "<tool_call>\n", "\n</tool_call>",
+        {{"start ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"\n",
+          "start ::= \"<tool_call>\\n\" root \"\\n</tool_call>\" | [^<] .*\n"},
+         {"start ::= \"<tool_call>\\n\" root \"\\n</tool_call>\" (\"\\n<tool_call>\\n\" root \"\\n</tool_call>\")*\n",
+          "start ::= \"<tool_call>\\n\" root \"\\n</tool_call>\" (\"\\n<tool_call>\\n\" root \"\\n</tool_call>\")* "
+          "| [^<] .*\n"}},
+    },
 };
+
+srv_tool_form srv_tools_form_of(const char *chat_template)
+{
+    return chat_template && !strcmp(chat_template, "qwen3") ? SRV_TF_QWEN3 : SRV_TF_LLAMA31;
+}
+
+const char *srv_tools_call_open(srv_tool_form f) { return k_forms[f].open; }
+const char *srv_tools_call_close(srv_tool_form f) { return k_forms[f].close; }
 
 static int oom(srv_error *e)
 {
@@ -108,8 +146,121 @@ static int parse_choice(const cJSON *tc, srv_req *r, const char **named, srv_err
     return 0;
 }
 
-/* The schema of a call of f: {"name": f's name, "parameters": f's parameters}, nothing else. */
-static cJSON *call_schema(const cJSON *f)
+/* A growing text; oom once an append failed (the text is then dropped). */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} text_t;
+
+static void put(text_t *t, const char *s, size_t n)
+{
+    if (t->oom)
+        return;
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->n + n + 1)
+            cap *= 2;
+        char *np = realloc(t->p, cap);
+        if (!np) {
+            free(t->p);
+            *t = (text_t){.oom = true};
+            return;
+        }
+        t->p = np;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    t->p[t->n] = 0;
+}
+static void puts_(text_t *t, const char *s) { put(t, s, strlen(s)); }
+
+/* A JSON string as llama.cpp's Jinja tojson writes it: UTF-8 kept, the short escapes, other
+ * control bytes as \u00XX. */
+static void tojson_str(text_t *t, const char *s)
+{
+    puts_(t, "\"");
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b" : c == '\f' ? "\\f"
+                          : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        char u[8];
+        if (!esc && c < 0x20)
+            snprintf(u, sizeof u, "\\u%04x", c), esc = u;
+        if (esc)
+            puts_(t, esc);
+        else
+            put(t, s, 1);
+    }
+    puts_(t, "\"");
+}
+
+/* v as llama.cpp's Jinja tojson prints it (common/jinja/value.cpp, value_to_json without an
+ * indent): ", " between items, ": " after keys, keys in their order; integers as integers,
+ * other numbers as C++'s default stream (%g). */
+static void tojson(text_t *t, const cJSON *v)
+{
+    char num[40];
+    if (cJSON_IsString(v)) {
+        tojson_str(t, v->valuestring);
+    } else if (cJSON_IsNumber(v)) {
+        const double d = v->valuedouble;
+        if (d == (double)(long long)d && d > -1e18 && d < 1e18)
+            snprintf(num, sizeof num, "%lld", (long long)d);
+        else
+            snprintf(num, sizeof num, "%g", d);
+        puts_(t, num);
+    } else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+        const bool obj = cJSON_IsObject(v);
+        puts_(t, obj ? "{" : "[");
+        for (const cJSON *c = v->child; c; c = c->next) {
+            if (obj) {
+                tojson_str(t, c->string ? c->string : "");
+                puts_(t, ": ");
+            }
+            tojson(t, c);
+            if (c->next)
+                puts_(t, ", ");
+        }
+        puts_(t, obj ? "}" : "]");
+    } else {
+        puts_(t, cJSON_IsTrue(v) ? "true" : cJSON_IsFalse(v) ? "false" : "null");
+    }
+}
+
+/* A tool as the form shows it: QWEN3 {"type": "function", "function": {"name", "description"
+ * ("" when none), "parameters" ({} when none)}} through tojson (what llama.cpp renders from the
+ * request's tools); LLAMA31 the request's object as cJSON prints it, indented. */
+static void show_tool(text_t *t, const tool_form *fm, const cJSON *tool)
+{
+    if (!fm->qwen) {
+        char *js = cJSON_Print(tool);
+        if (!js)
+            t->oom = true;
+        else
+            puts_(t, js);
+        free(js);
+        return;
+    }
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(tool, "function");
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(f, "description");
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(f, "parameters");
+    puts_(t, "{\"type\": \"function\", \"function\": {\"name\": ");
+    tojson_str(t, cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring);
+    puts_(t, ", \"description\": ");
+    tojson_str(t, cJSON_IsString(desc) ? desc->valuestring : "");
+    puts_(t, ", \"parameters\": ");
+    if (cJSON_IsObject(par))
+        tojson(t, par);
+    else
+        puts_(t, "{}");
+    puts_(t, "}}");
+}
+
+/* The schema of a call of f: {"name": f's name, key: f's parameters}, nothing else (key: the
+ * form's "parameters" or "arguments"). */
+static cJSON *call_schema(const cJSON *f, const char *key)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
     const cJSON *par = cJSON_GetObjectItemCaseSensitive(f, "parameters");
@@ -117,12 +268,12 @@ static cJSON *call_schema(const cJSON *f)
     cJSON *ps = par && cJSON_IsObject(par) ? cJSON_Duplicate(par, true) : cJSON_Parse("{\"type\":\"object\"}");
     cJSON *props = o && cJSON_AddStringToObject(o, "type", "object") ? cJSON_AddObjectToObject(o, "properties") : NULL;
     cJSON *nm = props ? cJSON_AddObjectToObject(props, "name") : NULL; /* name first: the call starts with it */
-    if (!nm || !ps || !cJSON_AddItemToObject(props, "parameters", ps)) {
+    if (!nm || !ps || !cJSON_AddItemToObject(props, key, ps)) {
         cJSON_Delete(ps);
         cJSON_Delete(o);
         return NULL;
     }
-    const char *req[] = {"name", "parameters"};
+    const char *req[] = {"name", key};
     cJSON *ra = cJSON_CreateStringArray(req, 2);
     if (!ra || !cJSON_AddItemToObject(o, "required", ra)) {
         cJSON_Delete(ra);
@@ -136,54 +287,49 @@ static cJSON *call_schema(const cJSON *f)
     return o;
 }
 
-/* The prompt block (intro + each tool as indented JSON) and the call schema over the
+/* The prompt block (the form's head, each tool, its foot) and the call schema over the
  * functions allowed (all of them, or `named`). */
 static int build(const cJSON *tools, const char *named, srv_req *r, srv_error *e)
 {
-    size_t cap = sizeof(intro) + 1, len = 0;
+    const tool_form *fm = &k_forms[r->tool_form];
+    text_t prompt = {0};
     const cJSON *t;
     cJSON *any = cJSON_CreateArray();
-    char *prompt = malloc(cap);
-    if (!any || !prompt)
-        goto nomem;
-    len = (size_t)sprintf(prompt, "%s", intro);
+    if (!any)
+        return oom(e);
+    puts_(&prompt, fm->head);
     cJSON_ArrayForEach(t, tools) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
-        char *js = cJSON_Print(t);
-        char *np = js ? realloc(prompt, cap + strlen(js) + 2) : NULL;
-        if (!np) {
-            free(js);
-            goto nomem;
-        }
-        prompt = np;
-        cap += strlen(js) + 2;
-        len += (size_t)sprintf(prompt + len, "%s\n\n", js);
-        free(js);
+        puts_(&prompt, fm->tool_pre);
+        show_tool(&prompt, fm, t);
+        puts_(&prompt, fm->tool_post);
         if (named && strcmp(named, cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring) != 0)
             continue;
-        cJSON *cs = call_schema(f);
+        cJSON *cs = call_schema(f, fm->args);
         if (!cs || !cJSON_AddItemToArray(any, cs)) {
             cJSON_Delete(cs);
-            goto nomem;
+            cJSON_Delete(any);
+            free(prompt.p);
+            return oom(e);
         }
     }
+    puts_(&prompt, fm->foot);
     cJSON *root = cJSON_CreateObject();
-    if (!root || !cJSON_AddItemToObject(root, "anyOf", any)) {
+    if (prompt.oom || !root || !cJSON_AddItemToObject(root, "anyOf", any)) {
         cJSON_Delete(root);
-        goto nomem;
+        if (!root)
+            cJSON_Delete(any);
+        free(prompt.p);
+        return oom(e);
     }
-    r->tools_prompt = prompt;
+    r->tools_prompt = prompt.p;
     r->json_schema = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
-    const char *g = gbnf_of[!r->single_call][r->tool_mode == SRV_TOOLS_AUTO];
+    const char *g = fm->gbnf[!r->single_call][r->tool_mode == SRV_TOOLS_AUTO];
     if (!r->json_schema || (g && !(r->grammar = dup_str(g))))
         return oom(e);
     r->constraint = "tools";
     return 0;
-nomem:
-    cJSON_Delete(any);
-    free(prompt);
-    return oom(e);
 }
 
 int srv_tools_parse(const cJSON *root, srv_req *r, srv_error *e)
@@ -232,41 +378,133 @@ int srv_tools_parse(const cJSON *root, srv_req *r, srv_error *e)
     return r->tool_mode == SRV_TOOLS_OFF ? 0 : build(tools, named, r, e);
 }
 
-int srv_tools_render_calls(const cJSON *calls, const char *param, char **content, srv_error *e)
+int srv_tools_render_calls(srv_tool_form form, const cJSON *calls, const char *param, char **content,
+                           srv_error *e)
 {
+    const tool_form *fm = &k_forms[form];
     if (!cJSON_IsArray(calls))
         return srv_error_set(e, 400, BAD, NULL, param, "'%s' must be an array", param);
     const cJSON *c;
+    text_t t = {0};
+    puts_(&t, *content);
     cJSON_ArrayForEach(c, calls) {
         const cJSON *f = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "function") : NULL;
         const cJSON *name = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
         const cJSON *args = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "arguments") : NULL;
-        if (!cJSON_IsString(name) || (args && !cJSON_IsString(args) && !cJSON_IsNull(args)))
+        if (!cJSON_IsString(name) || (args && !cJSON_IsString(args) && !cJSON_IsNull(args))) {
+            free(t.p);
             return srv_error_set(e, 400, BAD, NULL, param, "'%s': each call needs \"function\": {\"name\": string, "
                                  "\"arguments\": string}", param);
+        }
         cJSON *pa = cJSON_IsString(args) && args->valuestring[0] ? cJSON_Parse(args->valuestring)
                                                                  : cJSON_CreateObject();
-        if (!pa)
+        if (!pa) {
+            free(t.p);
             return srv_error_set(e, 400, BAD, NULL, param, "'%s': the arguments of \"%.64s\" are not JSON", param,
                                  name->valuestring);
-        char *ps = cJSON_PrintUnformatted(pa);
-        cJSON_Delete(pa);
-        size_t old = strlen(*content), need = old + strlen(name->valuestring) + (ps ? strlen(ps) : 0) + 40;
-        char *nc = ps ? realloc(*content, need) : NULL;
-        if (!nc) {
+        }
+        /* a newline before every call but a first one that opens the turn (Qwen3's rule, and
+         * how LLAMA31's calls were always joined) */
+        puts_(&t, t.n ? "\n" : "");
+        puts_(&t, fm->open);
+        puts_(&t, "{\"name\": \"");
+        puts_(&t, name->valuestring);
+        puts_(&t, "\", \"");
+        puts_(&t, fm->args);
+        puts_(&t, "\": ");
+        if (fm->qwen) { /* llama.cpp parses the arguments string, the template prints it with tojson */
+            tojson(&t, pa);
+        } else {
+            char *ps = cJSON_PrintUnformatted(pa);
+            if (!ps)
+                t.oom = true;
+            else
+                puts_(&t, ps);
             free(ps);
+        }
+        cJSON_Delete(pa);
+        puts_(&t, "}");
+        puts_(&t, fm->close);
+    }
+    if (t.oom || !t.p) {
+        free(t.p);
+        return t.oom ? oom(e) : 0;
+    }
+    free(*content);
+    *content = t.p;
+    return 0;
+}
+
+/* QWEN3: tool results become user turns, `<tool_response>\n...\n</tool_response>`, those of
+ * consecutive tool messages joined by a newline in one turn. */
+static int results_as_user_turns(srv_req *r, srv_error *e)
+{
+    int k = 0;
+    bool prev_tool = false; /* msgs[k - 1] holds tool results (the array is compacted in place) */
+    for (int i = 0; i < r->n_msgs; i++) {
+        srv_msg *m = &r->msgs[i];
+        const bool join = prev_tool;
+        prev_tool = m->role == SRV_ROLE_TOOL;
+        if (m->role != SRV_ROLE_TOOL) {
+            r->msgs[k++] = *m;
+            continue;
+        }
+        text_t t = {0};
+        puts_(&t, join ? r->msgs[k - 1].content : "");
+        puts_(&t, join ? "\n<tool_response>\n" : "<tool_response>\n");
+        puts_(&t, m->content);
+        puts_(&t, "\n</tool_response>");
+        if (t.oom) { /* keep every message still owned (from i on) for srv_req_free */
+            const int n = r->n_msgs;
+            memmove(&r->msgs[k], &r->msgs[i], (size_t)(n - i) * sizeof(srv_msg));
+            r->n_msgs = k + n - i;
             return oom(e);
         }
-        snprintf(nc + old, need - old, "%s{\"name\": \"%s\", \"parameters\": %s}", old ? "\n" : "", name->valuestring,
-                 ps);
-        *content = nc;
-        free(ps);
+        free(m->content);
+        if (join) {
+            free(r->msgs[k - 1].content);
+            r->msgs[k - 1].content = t.p;
+        } else {
+            r->msgs[k++] = (srv_msg){SRV_ROLE_USER, t.p};
+        }
     }
+    r->n_msgs = k;
+    return 0;
+}
+
+/* QWEN3: the tools block ends the system turn: "<system text>\n\n" + block, or the block as a
+ * system turn of its own before the first message. */
+static int block_into_system(srv_req *r, srv_error *e)
+{
+    srv_msg *m = &r->msgs[0];
+    text_t t = {0};
+    if (r->n_msgs > 0 && m->role == SRV_ROLE_SYSTEM) {
+        puts_(&t, m->content);
+        puts_(&t, "\n\n");
+        puts_(&t, r->tools_prompt);
+        if (t.oom)
+            return oom(e);
+        free(m->content);
+        m->content = t.p;
+        return 0;
+    }
+    srv_msg *nm = realloc(r->msgs, (size_t)(r->n_msgs + 1) * sizeof(srv_msg));
+    if (!nm)
+        return oom(e);
+    r->msgs = nm;
+    puts_(&t, r->tools_prompt);
+    if (t.oom)
+        return oom(e);
+    memmove(nm + 1, nm, (size_t)r->n_msgs * sizeof(srv_msg));
+    nm[0] = (srv_msg){SRV_ROLE_SYSTEM, t.p};
+    r->n_msgs++;
     return 0;
 }
 
 int srv_tools_into_messages(srv_req *r, srv_error *e)
 {
+    if (k_forms[r->tool_form].qwen)
+        return results_as_user_turns(r, e) || (r->tools_prompt && block_into_system(r, e)) ? -1 : 0;
     if (!r->tools_prompt || r->n_msgs < 1)
         return 0;
     int at = 0;

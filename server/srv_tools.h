@@ -1,4 +1,5 @@
-/* srv_tools.h - tool (function) calling in chat requests, in Llama 3.1's JSON format.
+/* srv_tools.h - tool (function) calling in chat requests, in Llama 3.1's JSON format, or
+ * for a model of the qwen3 chat template in Qwen3's (below).
  *
  * Owns: the request's `tools` / `tool_choice` read and checked, the prompt text that shows
  * the tools to the model, the JSON schema (and for `auto` the grammar) a call must follow,
@@ -20,6 +21,13 @@
  * With `parallel_tool_calls` (true unless it is false) one or more calls, a newline between
  * two; false: exactly one. Each call's "parameters" follow the function's JSON schema. The
  * answer is read back as calls by srv_calls.h.
+ *
+ * Qwen3's form (srv_req.tool_form SRV_TF_QWEN3, its chat template's; the text llama.cpp renders
+ * from the template, tests/test_tools.c): the system turn ends with "\n\n# Tools ... <tools>"
+ * and each tool on a line as Jinja's tojson prints it, "</tools> ... </tool_call>"; a call is
+ * `<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>` (several a newline apart), a
+ * tool's result `<tool_response>\n...\n</tool_response>` in a user turn; under `auto` free
+ * text must not start with `<`. Neither form lets the answer open with a <think> block.
  */
 #ifndef SRV_TOOLS_H
 #define SRV_TOOLS_H
@@ -38,12 +46,25 @@ struct cJSON;
  * "tools"). No tools: nothing set. 0 or -1 with *e (400 naming the field). */
 int srv_tools_parse(const struct cJSON *root, srv_req *r, srv_error *e);
 
-/* An assistant message's `tool_calls` (the array) as the model writes calls, appended to
- * *content (malloc'd, replaced). param names the field for errors. 0 or -1 with *e. */
-int srv_tools_render_calls(const struct cJSON *calls, const char *param, char **content, srv_error *e);
+/* The form of the models of chat template chat_template (a row name of the chat format table:
+ * ternion_model_chat_template; NULL: none known): SRV_TF_QWEN3 for "qwen3", else SRV_TF_LLAMA31. */
+srv_tool_form srv_tools_form_of(const char *chat_template);
+/* What a form writes around a call's JSON object in an answer ("" for LLAMA31;
+ * "<tool_call>\n" and "\n</tool_call>" for QWEN3). */
+const char *srv_tools_call_open(srv_tool_form f);
+const char *srv_tools_call_close(srv_tool_form f);
 
-/* The tools shown to the model: r->tools_prompt put before the first user message's text
- * (the first message's when no user message). 0 or -1 with *e (out of memory). */
+/* An assistant message's `tool_calls` (the array) as the model writes calls in form `form`,
+ * appended to *content (malloc'd, replaced). param names the field for errors. 0 or -1 with
+ * *e. */
+int srv_tools_render_calls(srv_tool_form form, const struct cJSON *calls, const char *param, char **content,
+                           srv_error *e);
+
+/* The tools shown to the model and tool results, as r->tool_form has them: LLAMA31:
+ * r->tools_prompt before the first user message's text (the first message's when no user
+ * message); QWEN3: the tools prompt at the end of the system message (a system message made
+ * when the first is not one), each run of tool messages one user message of <tool_response>
+ * blocks. 0 or -1 with *e (out of memory). */
 int srv_tools_into_messages(srv_req *r, srv_error *e);
 
 /* A fresh call id, "call_" + 24 random letters and digits, into out (>= 32 bytes). */

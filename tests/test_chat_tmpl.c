@@ -147,6 +147,12 @@ static void test_rows_not_in_llamacpp(void **state)
     check_render(row_named("mistral-v7-tekken"), "[SYSTEM_PROMPT]You are a helpful assistant[/SYSTEM_PROMPT][INST]Hello"
                                                  "[/INST]Hi there</s>[INST]Who are you[/INST]   I am an assistant   "
                                                  "</s>[INST]Another question[/INST]");
+    /* qwen3: chatml's turns (llama.cpp renders Qwen3's template as chatml; the row names the
+     * server's tool form, whose prompts tests/test_tools.c checks against llama.cpp's) */
+    check_render(row_named("qwen3"), "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\n"
+                                     "Hello<|im_end|>\n<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho "
+                                     "are you<|im_end|>\n<|im_start|>assistant\n   I am an assistant   <|im_end|>\n"
+                                     "<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n");
     /* falcon3: <|role|>\ncontent\n, untrimmed (LLM_CHAT_TEMPLATE_FALCON_3) */
     check_render(row_named("falcon3"), "<|system|>\nYou are a helpful assistant\n<|user|>\nHello\n<|assistant|>\nHi "
                                        "there\n<|user|>\nWho are you\n<|assistant|>\n   I am an assistant   \n<|user|>\n"
@@ -174,6 +180,11 @@ static void test_rows_not_in_llamacpp(void **state)
          "'\\n<</SYS>>\\n\\n' }}{% elif m['role'] == 'user' %}{{ m['content'] + ' [/INST]' }}{% endif %}{% endfor %}",
          "llama2-sys"},
         {"{{ glmedge }}<|user|>\\n{{ x }}<|assistant|>", NULL},
+        /* Qwen3's (models/templates/Qwen-Qwen3-0.6B.jinja in llama.cpp, its tool lines), and
+         * Qwen3-Coder's XML calls, which stay chatml */
+        {"{{- '<|im_start|>system\\n' }} ... within <tools></tools> XML tags:\\n<tools>\" }} ... "
+         "{{- '<tool_call>\\n{\"name\": \"' }}", "qwen3"},
+        {"<|im_start|> <tools></tools> <tool_call>\\n<function=x>", "chatml"},
         {"", NULL},
     };
     for (size_t i = 0; i < sizeof k_texts / sizeof k_texts[0]; i++) {
@@ -185,7 +196,7 @@ static void test_rows_not_in_llamacpp(void **state)
     /* every row by its name; the list names them all */
     char list[512];
     rt_chat_tmpl_list(list, sizeof list);
-    assert_int_equal(rt_chat_tmpl_count(), 14);
+    assert_int_equal(rt_chat_tmpl_count(), 15);
     for (size_t i = 0; i < rt_chat_tmpl_count(); i++) {
         row_named(rt_chat_tmpl_name(rt_chat_tmpl_at(i)));
         assert_non_null(strstr(list, rt_chat_tmpl_name(rt_chat_tmpl_at(i))));

@@ -366,6 +366,47 @@ static void test_norm_rows(void **st)
     free(yr);
 }
 
+/* A norm per head (cpu_norm_row with group head_dim, Qwen3's QK-norm) against the reference's
+ * row code run on each head alone: 5 heads of 24 and 3 of 128 (a weight and bias of one head;
+ * the output poisoned first, so a head left unwritten fails), and the whole row as one group.
+ * Rule: bit for bit (the same float operations per head: test_norm_rows's rule). */
+static void test_norm_per_head(void **st)
+{
+    (void)st;
+    static const int shape[][2] = {{5, 24}, {3, 128}, {1, 1001}}; /* heads, head width */
+    for (size_t s = 0; s < sizeof shape / sizeof shape[0]; s++) {
+        const int H = shape[s][0], hd = shape[s][1], n = H * hd;
+        float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * hd), *b = malloc(sizeof(float) * hd),
+              *y = malloc(sizeof(float) * n), *yr = malloc(sizeof(float) * n);
+        for (int i = 0; i < n; i++)
+            x[i] = 0.3f * (float)(i / hd) + frnd(2.0f); /* heads of different scales */
+        for (int i = 0; i < hd; i++) {
+            w[i] = 1.0f + frnd(0.1f);
+            b[i] = frnd(0.1f);
+        }
+        for (int r = 0; r < gen_norm_count(); r++) {
+            const gen_norm *g = gen_norm_at(r);
+            const cpu_norm *c = cpu_norm_find(g->name);
+            const float p[GEN_MAX_PARAMS] = {1e-6f, (float)GEN_NORM_PER_HEAD};
+            if (!c)
+                continue;
+            for (int i = 0; i < n; i++)
+                y[i] = NAN;
+            cpu_norm_row(c, x, w, g->bias ? b : NULL, n, hd, p, y);
+            for (int h = 0; h < H; h++)
+                g->ref(x + h * hd, w, g->bias ? b : NULL, hd, p, yr + h * hd);
+            if (memcmp(y, yr, sizeof(float) * n))
+                fail_msg("norm %s per head (%d heads of %d): the CPU backend differs from the reference", g->name, H,
+                         hd);
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(y);
+        free(yr);
+    }
+}
+
 /* Attention: float dots and float P.V sums vs the reference's double sums. Rule: the scores
  * err by 2 hd 2^-24 sum|q k| (as the F16 dots above), which moves each probability by at most
  * that much relatively through exp; the output's float accumulation of n_kv terms errs by
@@ -781,7 +822,8 @@ int main(void)
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k),
         cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
-        cmocka_unit_test(test_norm_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
+        cmocka_unit_test(test_norm_rows),
+        cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_tune_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,6 +112,7 @@ static void assert_same_model(const gen_model *want, const gen_model *got)
             assert_int_equal(x->out >= 0, y->out >= 0);
             if (x->out >= 0)
                 assert_string_equal(want->values[x->out].name, got->values[y->out].name);
+            assert_memory_equal(x->param.v, y->param.v, sizeof x->param.v); /* eps, per: head, act_quant */
         }
     }
 }
@@ -384,6 +385,33 @@ static void test_bitnet_large(void **st)
         fail_msg("%s", err);
     assert_int_equal(got->hp.rope_style, GEN_ROPE_NEOX);
     assert_same_model(want, got);
+    free(want);
+    free(got);
+    gen_draft_free(&dr);
+}
+
+/* llama.cpp's `qwen3` (Qwen3, Ternary-Bonsai) as convert_hf_to_gguf.py writes it: QK-norm per
+ * head, NeoX RoPE, head_dim as key_length and value_length, tied head: drafts back to
+ * tests/data/qwen3-f16-tiny.yaml (its logits: test_oracle's case qwen3-f16-tiny). */
+static void test_qwen3_tiny(void **st)
+{
+    (void)st;
+    char gguf[512], err[GEN_ERR_LEN] = "";
+    mkmodel("tests/data/qwen3-f16-tiny.yaml", "qwen3", gguf, sizeof(gguf));
+    gen_draft dr;
+    if (gen_draft_gguf(gguf, &dr, err))
+        fail_msg("%s", err);
+    printf("%s\n", dr.summary);
+    assert_int_equal(dr.n_problems, 0);
+    assert_string_equal(dr.layout, "qwen3");
+    assert_non_null(strstr(dr.yaml, "head_dim: [attention.key_length, attention.value_length]"));
+    gen_model *want = malloc(sizeof(*want)), *got = malloc(sizeof(*got));
+    assert_true(want && got);
+    if (gen_model_load("tests/data/qwen3-f16-tiny.yaml", want, err) || gen_model_parse(dr.yaml, dr.len, "draft", got, err))
+        fail_msg("%s", err);
+    assert_int_equal(got->hp.rope_style, GEN_ROPE_NEOX);
+    assert_same_model(want, got);
+    assert_int_equal(got->n_checks, want->n_checks); /* both head_dim keys */
     free(want);
     free(got);
     gen_draft_free(&dr);
@@ -715,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_tq_llama_q8k),
         cmocka_unit_test(test_llama_draft_runs),
         cmocka_unit_test(test_llama_ternary_tiny),
+        cmocka_unit_test(test_qwen3_tiny),
         cmocka_unit_test(test_bitnet_tiny),
         cmocka_unit_test(test_bitnet_large),
     };

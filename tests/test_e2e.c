@@ -743,9 +743,15 @@ static const char *label(const char *yaml, const char *what)
  * reference under `rule`: the native CPU backend (prompt, then one token at a time) and the
  * Vulkan prompt and fused decode schedules; then fused vs unfused decode bit for bit (the rule of
  * the shipped models). */
-static void variant_vs_reference(const char *yaml, const char *gguf, int seed, ref_rule_fn rule)
+static void variant_vs_reference(const char *yaml, const char *gguf_in_build, int seed, ref_rule_fn rule)
 {
-    const char *tool = "build/tools/mkmodel";
+    /* the build folder: $TERNION_BUILD (make test's B=), else build; gguf_in_build names the
+     * file as build/<file> */
+    const char *bd_env = getenv("TERNION_BUILD"), *bdir = bd_env && *bd_env ? bd_env : "build";
+    char tool[300], gguf[400];
+    snprintf(tool, sizeof tool, "%s/tools/mkmodel", bdir);
+    snprintf(gguf, sizeof gguf, "%s/%s", bdir,
+             strncmp(gguf_in_build, "build/", 6) ? gguf_in_build : gguf_in_build + 6);
     if (!exists(tool)) {
         printf("skip: %s not built\n", tool);
         skip();
@@ -915,6 +921,15 @@ static void test_linear_vs_reference(void **st)
     variant_vs_reference("tests/data/llama-f16-tiny.yaml", "build/test-e2e-linear.gguf", 19, linear_rule);
 }
 
+/* tests/data/qwen3-f16-tiny.yaml: the qwen3 layout (QK-norm per head, NeoX RoPE over head_dim
+ * 128, GQA 3:1, tied F16 embedding) with F16 matrices: the per-head norm on both backends
+ * against the reference's, in the linear rule's numerics (the same roundings of F16 inputs). */
+static void test_qwen3_vs_reference(void **st)
+{
+    (void)st;
+    variant_vs_reference("tests/data/qwen3-f16-tiny.yaml", "build/test-e2e-qwen3.gguf", 29, linear_rule);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -933,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_params_vs_reference),
         cmocka_unit_test(test_q8k_vs_reference),
         cmocka_unit_test(test_linear_vs_reference),
+        cmocka_unit_test(test_qwen3_vs_reference),
         cmocka_unit_test(test_device_limits),
     };
     return cmocka_run_group_tests(tests, NULL, free_built);

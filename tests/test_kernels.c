@@ -67,6 +67,7 @@ static double worst[GEN_K_COUNT];
 static int runs[GEN_K_COUNT];
 static int act_runs[2][16]; /* [GLU 0 / ACT_MUL 1][activation row]: checks run on the device */
 static int norm_runs[16];    /* [norm row]: checks of kernels that apply it (alone or folded) */
+static int per_head_runs;    /* checks of `per: head` norm kernels (gen_norm.h) */
 
 /* ---------------------------------------------------------------- random data */
 
@@ -288,6 +289,8 @@ static void expect(const gen_kop *kop, const char *what, bool decode, uint32_t n
         act_runs[kop->kind == GEN_K_ACT_MUL][kop->act]++;
     if (kop->norm.row >= 0 && kop->norm.row < 16)
         norm_runs[kop->norm.row]++;
+    if (kop->norm.row >= 0 && kop->norm.param.v[1] == GEN_NORM_PER_HEAD)
+        per_head_runs++;
     if (kop->last_norm.row >= 0 && kop->last_norm.row < 16)
         norm_runs[kop->last_norm.row]++;
     if (!(e <= tol))
@@ -386,11 +389,14 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
     const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_NORM, bias = kop->norm.b >= 0;
     const gen_norm *row = gen_norm_at(kop->norm.row); /* the norm table's row: its reference, its tolerance */
     assert_true(norm == (row != NULL));
-    const float *np = kop->norm.param.v; /* the op's own parameters (its epsilon) */
+    const float *np = kop->norm.param.v; /* the op's own parameters (its epsilon, `per`) */
+    /* the width one normalisation spans: head_dim for a `per: head` norm (each head of the row
+     * against the reference's row code on that head alone), else the row */
+    const int gw = row ? gen_norm_group(&kop->norm.param, &g->m->hp, width) : width;
     kern kn;
     kern_build(&kn, g, kop, decode);
-    float *w = vkh_rnd_vec((size_t)width, 0.5f), *bv = vkh_rnd_vec((size_t)width, 0.5f);
-    for (int i = 0; i < width; i++)
+    float *w = vkh_rnd_vec((size_t)gw, 0.5f), *bv = vkh_rnd_vec((size_t)gw, 0.5f);
+    for (int i = 0; i < gw; i++)
         w[i] += 1.0f;
     int moved = 0, total = 0;
     for (int s = 0; s < N_SIZES(decode); s++) {
@@ -401,9 +407,9 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
         int nb = 0;
         b[nb++] = vkh_buf(4 * nx, x);
         if (norm)
-            b[nb++] = vkh_buf(4 * (size_t)width, w);
+            b[nb++] = vkh_buf(4 * (size_t)gw, w);
         if (bias)
-            b[nb++] = vkh_buf(4 * (size_t)width, bv);
+            b[nb++] = vkh_buf(4 * (size_t)gw, bv);
         if (quant) {
             b[nb++] = vkh_buf(nx, NULL);
             b[nb++] = vkh_buf(8 * NMAX, NULL);
@@ -416,7 +422,8 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
         float *h = vkh_xmalloc(4 * nx);
         for (uint32_t t = 0; t < n; t++) {
             if (norm)
-                row->ref(x + (size_t)t * width, w, bias ? bv : NULL, width, np, h + (size_t)t * width);
+                for (int j = 0; j < width; j += gw)
+                    row->ref(x + (size_t)t * width + j, w, bias ? bv : NULL, gw, np, h + (size_t)t * width + j);
             else
                 memcpy(h + (size_t)t * width, x + (size_t)t * width, 4 * (size_t)width);
         }
@@ -1290,6 +1297,8 @@ static void test_norms(void **state)
     for (int r = 0; r < gen_norm_count(); r++) /* every norm of the table, alone or fused */
         if (!norm_runs[r])
             fail_msg("no test model uses %s: its kernels never ran", gen_norm_at(r)->op);
+    if (!per_head_runs) /* tests/data/qwen3-f16-tiny.yaml's QK-norm */
+        fail_msg("no test model has a norm with `per: head`: its kernels never ran");
 }
 
 static void test_bitlinear(void **state)

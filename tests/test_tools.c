@@ -11,6 +11,10 @@
  *     complete, argument pieces that never split a character and join to the whole
  *     answer's arguments, the ids kept), the answer's and the stream's JSON shapes
  *     (tool_calls, finish_reason "tool_calls", ids, deltas with their call index);
+ *   - Qwen3's form (a qwen3 chat template): three conversations rendered exactly as llama.cpp's
+ *     own template code renders them (tools in the system turn, <tool_call> calls written back,
+ *     <tool_response> results in user turns), its grammar, and a call read back from pieces
+ *     that cut its tags;
  *   - bad tools: 400s naming the problem (a bad schema keyword by the compiler's message);
  *   - n choices (each equal to the known answer, streamed by index) and logprobs (chat and
  *     completions, streamed too, cut with the text at a stop sequence).
@@ -318,6 +322,221 @@ static void test_call_deltas(void **state)
         assert_string_equal(c.calls[k].id, c.ids[k]); /* the ids streamed */
     }
     assert_string_equal(args[0], "{\"city\":\"\xC3\xA9Ur\"}");
+    srv_choice_free(&c);
+    srv_req_free(&r);
+}
+
+/* ---- Qwen3's tool form (a model whose chat template is qwen3) ---- */
+
+/* The expected prompts are llama.cpp's own rendering of these requests: its
+ * common_chat_templates_apply (mainline 3f545be, jinja) on its
+ * models/templates/Qwen-Qwen3-0.6B.jinja, run by tools/oracle/chat_render.cpp. */
+#define Q3_WEATHER "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Current weather " \
+                   "of a city\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}," \
+                   "\"unit\":{\"type\":\"string\",\"enum\":[\"celsius\",\"fahrenheit\"]}},\"required\":[\"city\"]}}}"
+#define Q3_TIME "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"description\":\"Local time of a city\"," \
+                "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}}}"
+#define Q3_U1 "{\"role\":\"user\",\"content\":\"What is the weather in Paris?\"}"
+#define Q3_A1 "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\"," \
+              "\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\",\\\"unit\\\":\\\"celsius\\\"}\"}}]}"
+#define Q3_T1 "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"{\\\"temp\\\": 18, \\\"sky\\\": \\\"clear\\\"}\"}"
+#define Q3_U2 "{\"role\":\"user\",\"content\":\"And in Oslo?\"}"
+
+/* a system message, three user turns (the second the tool's result), tools */
+static const char q3_three_turns[] =
+    "<|im_start|>system\n"
+    "You are a terse assistant.\n"
+    "\n"
+    "# Tools\n"
+    "\n"
+    "You may call one or more functions to assist with the user query.\n"
+    "\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}}}\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"Local time of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}\n"
+    "</tools>\n"
+    "\n"
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "What is the weather in Paris?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "<tool_call>\n"
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "<tool_response>\n"
+    "{\"temp\": 18, \"sky\": \"clear\"}\n"
+    "</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "It is 18 C and clear in Paris.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "And in Oslo?<|im_end|>\n"
+    "<|im_start|>assistant\n";
+/* no system message: the tools are one of their own */
+static const char q3_no_system[] =
+    "<|im_start|>system\n"
+    "# Tools\n"
+    "\n"
+    "You may call one or more functions to assist with the user query.\n"
+    "\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}}}\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"Local time of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}\n"
+    "</tools>\n"
+    "\n"
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "What is the weather in Paris?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "<tool_call>\n"
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "<tool_response>\n"
+    "{\"temp\": 18, \"sky\": \"clear\"}\n"
+    "</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n";
+/* two calls in one turn after text, two results in one user turn */
+static const char q3_two_calls[] =
+    "<|im_start|>system\n"
+    "# Tools\n"
+    "\n"
+    "You may call one or more functions to assist with the user query.\n"
+    "\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}}}\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"Local time of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}\n"
+    "</tools>\n"
+    "\n"
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "And in Oslo?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "Checking both.\n"
+    "<tool_call>\n"
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n"
+    "</tool_call>\n"
+    "<tool_call>\n"
+    "{\"name\": \"get_time\", \"arguments\": {}}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "<tool_response>\n"
+    "{\"temp\": -3}\n"
+    "</tool_response>\n"
+    "<tool_response>\n"
+    "09:41\n"
+    "</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n";
+
+/* The request's messages as the server shows them to a qwen3 model, rendered. */
+static void check_qwen3_prompt(const char *messages, const char *want)
+{
+    char body[4096], *text, err[RT_ERR_LEN];
+    snprintf(body, sizeof body, "{\"messages\":%s,\"tools\":[" Q3_WEATHER "," Q3_TIME "]}", messages);
+    srv_req r;
+    srv_error e;
+    if (srv_req_parse_as(body, strlen(body), SRV_KIND_CHAT, "qwen3", &r, &e))
+        fail_msg("%s -> %d %s", body, e.status, e.message);
+    assert_int_equal(r.tool_form, SRV_TF_QWEN3);
+    static const rt_chat_role roles[] = {[SRV_ROLE_SYSTEM] = RT_ROLE_SYSTEM, [SRV_ROLE_USER] = RT_ROLE_USER,
+                                         [SRV_ROLE_ASSISTANT] = RT_ROLE_ASSISTANT, [SRV_ROLE_TOOL] = RT_ROLE_IPYTHON};
+    rt_chat_msg m[16];
+    assert_true(r.n_msgs <= 16);
+    for (int i = 0; i < r.n_msgs; i++)
+        m[i] = (rt_chat_msg){roles[r.msgs[i].role], r.msgs[i].content};
+    const rt_chat_tmpl *t = rt_chat_tmpl_detect("qwen3", 5);
+    assert_non_null(t);
+    assert_int_equal(rt_chat_render(t, m, (size_t)r.n_msgs, true, &text, err), 0);
+    if (strcmp(text, want)) {
+        size_t k = 0;
+        while (text[k] && text[k] == want[k])
+            k++;
+        fail_msg("qwen3 prompt differs from llama.cpp's at byte %zu: ...%.60s... against ...%.60s...", k, text + k,
+                 want + k);
+    }
+    free(text);
+    srv_req_free(&r);
+}
+
+static void test_qwen3_form(void **state)
+{
+    (void)state;
+    check_qwen3_prompt("[{\"role\":\"system\",\"content\":\"You are a terse assistant.\"}," Q3_U1 "," Q3_A1 "," Q3_T1
+                       ",{\"role\":\"assistant\",\"content\":\"It is 18 C and clear in Paris.\"}," Q3_U2 "]",
+                       q3_three_turns);
+    check_qwen3_prompt("[" Q3_U1 "," Q3_A1 "," Q3_T1 "]", q3_no_system);
+    check_qwen3_prompt("[" Q3_U2 ",{\"role\":\"assistant\",\"content\":\"Checking both.\",\"tool_calls\":[{\"id\":"
+                       "\"call_2\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":"
+                       "\"{\\\"city\\\": \\\"Oslo\\\"}\"}},{\"id\":\"call_3\",\"type\":\"function\",\"function\":"
+                       "{\"name\":\"get_time\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\",\"tool_call_id\":"
+                       "\"call_2\",\"content\":\"{\\\"temp\\\": -3}\"},{\"role\":\"tool\",\"tool_call_id\":\"call_3\","
+                       "\"content\":\"09:41\"}]",
+                       q3_two_calls);
+    /* the form by the chat template's name (its detection: tests/test_chat_tmpl.c) */
+    assert_int_equal(srv_tools_form_of("chatml"), SRV_TF_LLAMA31);
+    assert_int_equal(srv_tools_form_of(NULL), SRV_TF_LLAMA31);
+
+    /* the answer's grammar: calls inside <tool_call> tags with "arguments" */
+    srv_req r;
+    srv_error e;
+    char body[1024];
+    snprintf(body, sizeof body, "{\"messages\":[" Q3_U1 "],\"tools\":[" Q3_WEATHER "," Q3_TIME "]%s}",
+             ",\"tool_choice\":\"required\"");
+    assert_int_equal(srv_req_parse_as(body, strlen(body), SRV_KIND_CHAT, "qwen3", &r, &e), 0);
+    static const char call[] = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n"
+                               "</tool_call>";
+    assert_true(accepts(&r, call));
+    assert_true(accepts(&r, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n" /* two */
+                            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Ur\"}}\n</tool_call>"));
+    assert_false(accepts(&r, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}")); /* no tags */
+    assert_false(accepts(&r, "<tool_call>\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}\n"
+                             "</tool_call>"));                                                      /* Llama's key */
+    assert_false(accepts(&r, "It is sunny."));
+    /* read back: the tags skipped, in pieces that cut them */
+    static const char *const pieces[] = {"<tool", "_call>\n{\"name\": \"get_weather\", \"argu", "ments\": {\"city\":",
+                                         " \"Oslo\"}}\n</tool_c", "all>"};
+    srv_choice c;
+    srv_choice_init(&c, 0, &r);
+    for (size_t p = 0; p < sizeof pieces / sizeof *pieces; p++)
+        assert_int_equal(srv_choice_add(&c, &r, pieces[p], NULL, 0), 0);
+    assert_int_equal(srv_choice_end(&c, &r, "stop"), 0);
+    assert_string_equal(c.finish, "tool_calls");
+    assert_int_equal(c.n_calls, 1);
+    assert_string_equal(c.calls[0].name, "get_weather");
+    assert_string_equal(c.calls[0].args, "{\"city\":\"Oslo\"}");
+    srv_choice_free(&c);
+    /* a tag left open, or text after the last call: not calls */
+    static const char *const no[] = {"<tool_call>\n{\"name\": \"get_time\"}\n</tool_c", "<tool_call> rain"};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        srv_choice_init(&c, 0, &r);
+        assert_int_equal(srv_choice_add(&c, &r, no[i], NULL, 0), 0);
+        assert_int_equal(srv_choice_end(&c, &r, "stop"), 0);
+        assert_int_equal(c.n_calls, 0);
+        srv_choice_free(&c);
+    }
+    srv_req_free(&r);
+    /* auto: calls, or text that does not start with '<' */
+    snprintf(body, sizeof body, "{\"messages\":[" Q3_U1 "],\"tools\":[" Q3_WEATHER "]}");
+    assert_int_equal(srv_req_parse_as(body, strlen(body), SRV_KIND_CHAT, "qwen3", &r, &e), 0);
+    assert_true(accepts(&r, call));
+    assert_true(accepts(&r, "It is sunny."));
+    assert_false(accepts(&r, "<b>sunny</b>"));
+    srv_choice_init(&c, 0, &r);
+    assert_int_equal(srv_choice_add(&c, &r, "It is sunny.", NULL, 0), 0);
+    assert_int_equal(srv_choice_end(&c, &r, "stop"), 0);
+    assert_string_equal(c.finish, "stop");
     srv_choice_free(&c);
     srv_req_free(&r);
 }
@@ -630,7 +849,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prompt),      cmocka_unit_test(test_grammar),    cmocka_unit_test(test_read_call),
-        cmocka_unit_test(test_call_deltas),
+        cmocka_unit_test(test_call_deltas), cmocka_unit_test(test_qwen3_form),
         cmocka_unit_test(test_choice),      cmocka_unit_test(test_json),       cmocka_unit_test(test_tool_errors),
         cmocka_unit_test(test_n_and_logprobs), cmocka_unit_test(test_n_shares_prompt),
     };

@@ -295,6 +295,13 @@ static const bad_case k_bad[] = {
     {"weight: wq, out: q}", "weight: wq, out: q, act_quant: q8_k}",
      "t.yaml:29:61: bitlinear 'wq': act_quant q8_k needs a weight of 256-element blocks (tq1_0, tq2_0), 'wq' is i2_s"},
     {", weight: anorm", "", "t.yaml:28:7: missing field 'weight' in rmsnorm"},
+    /* a norm per head (Qwen3's QK-norm): its weight spans one head */
+    {"weight: anorm, out: h}", "weight: anorm, out: h, per: layer}",
+     "t.yaml:28:56: rmsnorm 'anorm': 'per' must be one of token, head, got 'layer'"},
+    {"weight: anorm, out: h}", "weight: anorm, out: h, per: head}",
+     "t.yaml:28:7: rmsnorm 'anorm': input 'x' has heads of head_dim 64, weight ne0 is 256"},
+    {"dim: embedding_length", "dim: []", "t.yaml:12:8: gguf_checks: dim: an empty list of keys"},
+    {"dim: embedding_length", "dim: [embedding_length, [x]]", "t.yaml:12:27: 'dim' must be a string, got a list"},
     {"dim: 256", "dim: \"256\"", "t.yaml:4:8: 'dim' must be an integer, got the string \"256\""},
     {"dim: 256", "dim: [256]", "t.yaml:4:8: 'dim' must be an integer, got a list"},
     {"base: 10000.0", "base: high", "t.yaml:10:29: 'base' must be a number, got 'high'"},

@@ -366,7 +366,15 @@ void gen_last_norm_at(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_ex
 
 int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
-    const int width = g->vals[kop->in[0]].width;
+    /* a `per: head` norm (gen_norm.h, NORM only) is the same code on rows of head_dim: one
+     * workgroup per (token, head), heads = the input's width / head_dim */
+    const int full = g->vals[kop->in[0]].width;
+    const int width = kop->norm.row >= 0 ? gen_norm_group(&kop->norm.param, &g->m->hp, full) : full;
+    const uint32_t heads = (uint32_t)(full / width);
+    if (heads > 1 && kop->kind != GEN_K_NORM) {
+        snprintf(err, GEN_ERR_LEN, "%s: a per-head norm runs as a NORM only", kop->label);
+        return -1;
+    }
     const bool norm = kop->kind != GEN_K_QUANT, quant = kop->kind != GEN_K_NORM;
     const gen_norm *row = gen_norm_at(kop->norm.row);
     if (norm != (row != NULL)) {
@@ -408,9 +416,9 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         dsl_store(k, y, dsl_add(k, base, i), gen_norm_elem(k, &n, x, base, i, &st));
         dsl_end(k);
         gen_out_groups_one(out);
-        gen_out_groups(out, 0, 1, 0, 1);
+        gen_out_groups(out, 0, heads, 0, 1);
         /* x, w, (b,) y (x's second read hits the cache) */
-        out->bytes = (uint64_t)width * 4 * (n.b ? 4 : 3);
+        out->bytes = (uint64_t)full * 8 + (uint64_t)width * 4 * (n.b ? 2 : 1);
         return gen_out_kernel(out, k, err);
     }
 

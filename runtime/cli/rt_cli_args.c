@@ -52,7 +52,7 @@ static const flag_def flags[] = {
     {"-i", "--chat", F_BOOL, O(chat), 0, 0, NULL, "interactive chat in the model's format (reads stdin)"},
     {"-cnv", "--interactive", F_BOOL, O(chat), 0, 0, NULL, "same as --chat"},
     {"-sys", "--system-prompt", F_STR, O(system), 0, 0, "TEXT", "system prompt for --chat"},
-    {"--chat-template", NULL, F_STR, O(chat_template), 0, 0, "NAME", "chat format instead of the file's tokenizer.chat_template: bitnet, llama3, chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3"},
+    {"--chat-template", NULL, F_STR, O(chat_template), 0, 0, "NAME", "chat format instead of the file's tokenizer.chat_template: bitnet, llama3, chatml, qwen3, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3"},
     {"--device", "-dev", F_STR, O(device_str), 0, 0, "DEV", "auto (the default: a Vulkan GPU if the machine has one, else the native CPU backend), cpu, vulkan (the best Vulkan device, lavapipe included), vulkan:N or N (Vulkan device N, see --list-devices)"},
     {"-t", "--threads", F_INT, O(n_threads), 1, 512, "N", "CPU backend: threads of a decode step (default: the physical cores)"},
     {"-tb", "--threads-batch", F_INT, O(n_threads_batch), 1, 512, "N", "CPU backend: threads of a prompt step (default: -t)"},

@@ -93,8 +93,10 @@ static void norm_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
     cpu_engine *e = r->e;
     const int wi = WIDTH(e, so->op->in[0]);
     const float *nw = vec_of(r, so->tensor), *nb = vec_of(r, so->op->bias);
+    /* param[1] 1 (`per: head`): each head_dim group of the row is normalised on its own */
+    const int gw = so->op->param[1] == 1.0f ? (int)e->cs->head_dim : wi;
     for (int64_t t = lo; t < hi; t++)
-        so->norm->fn(IN0(e, so) + t * wi, nw, nb, wi, so->op->param, OUT(e, so) + t * WIDTH(e, so->op->out));
+        cpu_norm_row(so->norm, IN0(e, so) + t * wi, nw, nb, wi, gw, so->op->param, OUT(e, so) + t * WIDTH(e, so->op->out));
 }
 
 /* a bitlinear's act_quant (gen/gen_param.h: its parameter [0], 1 = q8_k) */

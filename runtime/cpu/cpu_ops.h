@@ -23,6 +23,12 @@ typedef struct {
     void (*fn)(const float *x, const float *w, const float *b, int n, const float *p, float *y);
 } cpu_norm;
 const cpu_norm *cpu_norm_find(const char *name);
+/* One token's row of width floats through norm n, each group of `group` floats (width a
+ * multiple of it) normalised on its own with the same w and b of `group` floats: group =
+ * width for a whole-row norm, head_dim for a norm `per: head` (rt_cpu_op.param[1] 1, Qwen3's
+ * QK-norm); y may alias x. */
+void cpu_norm_row(const cpu_norm *n, const float *x, const float *w, const float *b, int width, int group,
+                  const float *p, float *y);
 /* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x: the rmsnorm row. */
 void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
 /* RoPE of one token's n_heads heads of head_dim at position pos (rope_dims rotate; neox:

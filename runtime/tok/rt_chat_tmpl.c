@@ -264,6 +264,9 @@ static const rt_chat_tmpl k_rows[] = {
     {"bitnet", "<|eot_id|>", "", "<|begin_of_text|>", true, k_sp_bitnet, NULL, bitnet_msg, bitnet_gen, NULL},
     {"llama3", "<|eot_id|>", "", "", false, k_sp_llama3, NULL, llama3_msg, llama3_gen, NULL},
     {"chatml", "<|im_end|>", "\n", "", false, k_sp_chatml, NULL, chatml_msg, chatml_gen, NULL},
+    /* Qwen3's template: chatml's turns; the name tells the server its tool-call form (tools in
+     * the system turn, <tool_call> answers, <tool_response> results: server/srv_tool_form.c) */
+    {"qwen3", "<|im_end|>", "\n", "", false, k_sp_chatml, NULL, chatml_msg, chatml_gen, NULL},
     {"llama2", "</s>", "", "", false, k_sp_llama2, llama2_start, llama2_msg, llama2_gen, llama2_done},
     {"llama2-sys", "</s>", "", "", false, k_sp_llama2, llama2_start, llama2s_msg, llama2_gen, llama2_done},
     {"llama2-sys-bos", "</s>", "", "", false, k_sp_llama2, llama2_start, llama2b_msg, llama2_gen, llama2_done},
@@ -313,13 +316,17 @@ typedef struct {
 
 /* llama.cpp's llm_chat_detect_template in its order, up to its llama3 rule (every later
  * rule names a template Ternion does not have). Additions: the first rule (bitnet: HF's
- * BitNet b1.58 2B4T template, `Role: content<|eot_id|>` ... 'Assistant: '), and the
+ * BitNet b1.58 2B4T template, `Role: content<|eot_id|>` ... 'Assistant: '), the qwen3 rule
+ * (Qwen's chatml templates with JSON tool calls: `<tools></tools>` in the system turn,
+ * `<tool_call>` answers; not Qwen3-Coder's XML calls, `<function=`: llama.cpp's chatml
+ * renders both, and the row only adds the tool form), and the
  * eos_token rule for Falcon3: the official tiiuae Falcon3 templates write eos_token, not
  * "</s>", which llama.cpp takes for glmedge (a format Falcon3 was not trained on). */
 static const rule k_rules[] = {
     {{"<|eot_id|>", "Assistant: "}, "<|start_header_id|>", NULL, "bitnet"},
     {{"<|im_start|>", "<|im_sep|>"}, NULL, NULL, "phi4"},
     {{"<|im_start|>", "<end_of_utterance>"}, NULL, NULL, "smolvlm"},
+    {{"<|im_start|>", "<tool_call>", "<tools></tools>"}, "<function=", NULL, "qwen3"},
     {{"<|im_start|>"}, NULL, NULL, "chatml"},
     {{"[SYSTEM_PROMPT]"}, NULL, "mistral", "mistral-v7"},
     {{"' [INST] ' + system_message"}, NULL, "mistral", "mistral-v1"}, /* holds " [INST]": v1 */

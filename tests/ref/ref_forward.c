@@ -156,7 +156,9 @@ static int width_of(const eval_ctx *e, int v)
 /* Weight shape vs the value widths the op reads/writes. */
 static int check_shape(eval_ctx *e, const gen_op *op, const rt_gguf_tensor *w, int wi, int wo)
 {
-    int64_t want0 = op->kind == GEN_OP_EMBED ? wo : wi;
+    /* a norm `per: head` has a weight of head_dim (gen_norm_group) */
+    int64_t want0 = op->kind == GEN_OP_EMBED ? wo
+                    : op->kind == GEN_OP_NORM ? gen_norm_group(&op->param, &e->r->m->hp, wi) : wi;
     int64_t want1 = op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_LINEAR || op->kind == GEN_OP_LM_HEAD ? wo : w->ne[1];
     if (w->ne[0] == want0 && w->ne[1] == want1) return 0;
     snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s: weight %.*s is [%lld, %lld], values want [%lld, %lld]",
@@ -267,7 +269,8 @@ static float *vec_of(eval_ctx *e, int t, int L, int n)
 static int norm(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w, const float *in0, int wi, float *out)
 {
     const gen_norm *row = gen_norm_at(op->norm);
-    float *nw = w ? vec_of(e, op->weight, L, wi) : NULL, *nb = op->bias >= 0 ? vec_of(e, op->bias, L, wi) : NULL;
+    const int gw = gen_norm_group(&op->param, &e->r->m->hp, wi); /* `per: head`: head_dim, else wi */
+    float *nw = w ? vec_of(e, op->weight, L, gw) : NULL, *nb = op->bias >= 0 ? vec_of(e, op->bias, L, gw) : NULL;
     if ((w && !nw) || (op->bias >= 0 && !nb) || !row) {
         free(nw);
         free(nb);
@@ -276,7 +279,8 @@ static int norm(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w, c
         return -1;
     }
     for (int t = 0; t < e->n; t++)
-        row->ref(in0 + (size_t)t * wi, nw, nb, wi, op->param.v, out + (size_t)t * wi);
+        for (int g = 0; g < wi; g += gw) /* each group as a row of its own */
+            row->ref(in0 + (size_t)t * wi + g, nw, nb, gw, op->param.v, out + (size_t)t * wi + g);
     free(nw);
     free(nb);
     return 0;
