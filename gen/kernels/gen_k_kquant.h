@@ -10,7 +10,8 @@
 /* The format's kernel-side row if it is a float block format, else NULL. */
 const gen_codec *gen_kq_codec(uint32_t type);
 
-/* acc[tt] += (row at byte offset roff of W) . (input tt) for tt < TT, over the row's nb blocks,
+/* acc[tt] += (row at byte offset roff of W) . (input tt through Q8_K: ggml's quantize_row_q8_K_ref,
+ * llama.cpp's activations for K-quants) for tt < TT, over the row's nb blocks in order, each block's
  * units handed to lanes lane, lane + sgs, ...; input tt is x[xrow[tt] + e] (x an f32 buffer),
  * or, when xrow is NULL, x[e] (a staged row in shared memory). Each lane sums its units in
  * order; the caller adds the lanes (subgroup add). */
