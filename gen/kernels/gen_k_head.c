@@ -185,27 +185,34 @@ static dsl_expr head_stage_normed(dsl_kernel *k, const gen_norm_apply *n, dsl_ex
     return xs;
 }
 
+/* The table formats the head reads: F16, F32, a float block format (gen_kq_codec), or the Q8_0
+ * copy of an F16 / F32 table whose width is a multiple of FMT_Q8_ROW_MULTIPLE. 0, or -1 naming
+ * what no kernel reads. */
+static int head_table_check(const gen_graph *g, const gen_kop *kop, const gen_tensor *tab, bool q8, char *err)
+{
+    const bool plain = tab->type == FMT_F16 || tab->type == FMT_F32;
+    if (!q8 && !plain && !gen_kq_codec(tab->type))
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head: no kernel reads a %s table", g->m->path, kop->loc.line,
+                 kop->loc.col, gen_ttype_name(tab->type));
+    else if (q8 && !plain)
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: the Q8_0 copy is made from an F16 or F32 table, not %s",
+                 g->m->path, kop->loc.line, kop->loc.col, gen_ttype_name(tab->type));
+    else if (q8 && tab->ne[0] % FMT_Q8_ROW_MULTIPLE)
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
+                 kop->loc.line, kop->loc.col, (int)tab->ne[0], FMT_Q8_ROW_MULTIPLE);
+    else
+        return 0;
+    return -1;
+}
+
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool q8 = kop->q8, f16 = !q8 && tab->type == FMT_F16;
     const gen_codec *kq = q8 ? NULL : gen_kq_codec(tab->type);
-    if (!q8 && !kq && tab->type != FMT_F16 && tab->type != FMT_F32) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head: no kernel reads a %s table", g->m->path, kop->loc.line,
-                 kop->loc.col, gen_ttype_name(tab->type));
+    if (head_table_check(g, kop, tab, q8, err))
         return -1;
-    }
-    if (q8 && tab->type != FMT_F16 && tab->type != FMT_F32) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: the Q8_0 copy is made from an F16 or F32 table, not %s",
-                 g->m->path, kop->loc.line, kop->loc.col, gen_ttype_name(tab->type));
-        return -1;
-    }
-    if (q8 && dim % FMT_Q8_ROW_MULTIPLE) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
-                 kop->loc.line, kop->loc.col, dim, FMT_Q8_ROW_MULTIPLE);
-        return -1;
-    }
     const bool amax = kop->argmax;
     if (amax && (!decode || kop->part < 0)) {
         snprintf(err, GEN_ERR_LEN, "%s: the LM head's argmax is decode-only and needs its partials", kop->label);
