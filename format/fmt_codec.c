@@ -100,7 +100,7 @@ static const struct {
     const char *name, *hint;
 } FOREIGN[] = {
     {2, "Q4_0", NULL}, {3, "Q4_1", NULL}, {6, "Q5_0", NULL}, {7, "Q5_1", NULL}, {9, "Q8_1", NULL},
-    {10, "Q2_K", NULL}, {11, "Q3_K", NULL}, {12, "Q4_K", NULL}, {13, "Q5_K", NULL}, {14, "Q6_K", NULL},
+    {10, "Q2_K", NULL}, {11, "Q3_K", NULL}, {13, "Q5_K", NULL},
     {15, "Q8_K", NULL}, {16, "IQ2_XXS", NULL}, {17, "IQ2_XS", NULL}, {18, "IQ3_XXS", NULL},
     {19, "IQ1_S", NULL}, {20, "IQ4_NL", NULL}, {21, "IQ3_S", NULL}, {22, "IQ2_S", NULL},
     {23, "IQ4_XS", NULL}, {29, "IQ1_M", NULL},

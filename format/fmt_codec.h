@@ -29,6 +29,8 @@ enum {
     FMT_F32 = 0,
     FMT_F16 = 1,
     FMT_Q8_0 = 8,
+    FMT_Q4_K = 12,
+    FMT_Q6_K = 14,
     FMT_BF16 = 30,
     FMT_TQ1_0 = 34,
     FMT_TQ2_0 = 35,
@@ -46,7 +48,7 @@ enum {
     FMT_USE_VECTOR = 1u,  /* a 1-D weight read as floats (norm weights) */
     FMT_USE_TABLE = 2u,   /* rows read as floats (embedding, LM head) */
     FMT_USE_TERNARY = 4u, /* a ternary matrix with integer codes (bitlinear) */
-    FMT_USE_MATRIX = 8u,  /* a float matrix the `linear` op multiplies (F32, F16) */
+    FMT_USE_MATRIX = 8u,  /* a float matrix the `linear` op multiplies (F32, F16, Q4_K, Q6_K) */
 };
 
 #define FMT_ERR_LEN 512 /* size of the err buffers below (== RT_ERR_LEN) */

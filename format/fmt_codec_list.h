@@ -13,6 +13,8 @@
     X(f16, KERNELS)                                                                                              \
     X(bf16, C_ONLY)                                                                                              \
     X(q8_0, C_ONLY)                                                                                              \
+    X(q4_k, KERNELS)                                                                                             \
+    X(q6_k, KERNELS)                                                                                             \
     X(i2s, KERNELS)                                                                                              \
     X(tq1_0, KERNELS)                                                                                            \
     X(tq2_0, KERNELS)                                                                                            \

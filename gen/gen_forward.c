@@ -118,7 +118,7 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     const gen_tensor *t = &c->m->tensors[op->weight];
     const fmt_codec *codec = fmt_codec_find(t->type);
     if (!codec || !(codec->uses & k_rules[op->kind].uses)) {
-        char allowed[64] = "";
+        char allowed[160] = ""; /* every spelling the op takes, " or " between */
         for (int i = 0; i < fmt_codec_count(); i++)
             if (fmt_codec_at(i)->yaml && (fmt_codec_at(i)->uses & k_rules[op->kind].uses))
                 snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", allowed[0] ? " or " : "",

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "format/fmt_codec.h"
+#include "format/fmt_kquant.h"
 #include "gen_model.h"
 
 static uint32_t rng = 1;
@@ -23,10 +24,34 @@ static uint32_t next(void)
 }
 static float rndf(void) { return (float)next() / 8388608.0f - 1.0f; } /* uniform in [-1, 1) */
 
+/* Tolerance of Q4_K / Q6_K element j of a block p (fmt_q4_k.c / fmt_q6_k.c: the simple
+ * encoders). Q4_K: half a code step of the sub-block (d * sc / 2), plus what the 6-bit rounding
+ * of its scale and min can move its range's ends (a scale off by d / 2 moves code 15 by 7.5 d,
+ * the min off by dmin / 2), plus the f16 rounding of d and dmin (2^-11 of 63 steps each):
+ * d * sc / 2 + 8 d + dmin. Q6_K: half a step (d * sc / 2), plus the clamp to 31 when the
+ * rounded scale fell below max |x| / 31 (31 * d / 2), plus d's f16 rounding: d * sc / 2 + 16 d. */
+static float kq_tol(uint32_t type, const uint8_t *p, int j)
+{
+    uint16_t h;
+    if (type == FMT_Q4_K) {
+        float d, dmin;
+        memcpy(&h, p, 2);
+        d = fmt_f16_to_f32(h);
+        memcpy(&h, p + 2, 2);
+        dmin = fmt_f16_to_f32(h);
+        uint8_t sc, m;
+        fmt_q4_k_scale_min(j / 32, p + 4, &sc, &m);
+        return d * sc / 2 + 8 * d + dmin;
+    }
+    memcpy(&h, p + 208, 2);
+    const float d = fmt_f16_to_f32(h);
+    return d * (float)(int8_t)p[192 + j / 16] / 2 + 16 * d;
+}
+
 /* Round trip of every decodable row: encode then decode n random values. Rule per row:
  * F32 exact; F16 each value is the nearest half (fmt_f32_to_f16 is tested bit-exact in
  * test_gguf); Q8_0 |x - d*q| <= d/2 + |x| * 2^-11 (rounding to a code, plus d's rounding
- * to f16, 11 significant bits); ternary values round-trip exactly. */
+ * to f16, 11 significant bits); Q4_K / Q6_K kq_tol; ternary values round-trip exactly. */
 static void test_roundtrip(void **state)
 {
     (void)state;
@@ -64,11 +89,13 @@ static void test_roundtrip(void **state)
                     amax = fabsf(x[b]) > amax ? fabsf(x[b]) : amax;
                 tol = amax / 127 / 2 + fabsf(x[j]) * 0x1p-11f;
             }
+            if (c->type == FMT_Q4_K || c->type == FMT_Q6_K)
+                tol = kq_tol(c->type, blk + j / 256 * c->blk_bytes, j % 256);
             if (!(fabsf(y[j] - want) <= tol))
                 fail_msg("%s element %d: decoded %.9g, want %.9g (tolerance %.3g)", c->name, j, y[j], want, tol);
         }
     }
-    assert_true(decodable >= 4); /* F32, F16, Q8_0, I2_S */
+    assert_true(decodable >= 6); /* F32, F16, Q8_0, Q4_K, Q6_K, I2_S */
     free(blk);
 }
 
@@ -89,14 +116,19 @@ static void test_sizes(void **state)
     assert_true(strstr(err, "type 38 is TL1") && strstr(err, "I2_S"));
     assert_int_equal(fmt_nbytes(39, ne, err), 0);
     assert_true(strstr(err, "TL2") && strstr(err, "MXFP4") && strstr(err, "setup_env.py -q i2_s"));
-    assert_int_equal(fmt_nbytes(12, ne, err), 0);
-    assert_non_null(strstr(err, "tensor type 12 is Q4_K, a format no codec here reads"));
+    assert_int_equal(fmt_nbytes(FMT_Q4_K, ne, err), 3 * 144);
+    assert_int_equal(fmt_nbytes(FMT_Q6_K, ne, err), 3 * 210);
+    assert_int_equal(fmt_nbytes(13, ne, err), 0);
+    assert_non_null(strstr(err, "tensor type 13 is Q5_K, a format no codec here reads"));
     assert_string_equal(fmt_type_name(99), "unknown");
     assert_null(fmt_codec_find(99));
-    assert_null(fmt_codec_by_yaml("q4_k"));
+    assert_null(fmt_codec_by_yaml("q5_k"));
     ne[0] = 100;
     assert_int_equal(fmt_nbytes(FMT_I2_S, ne, err), 0);
     assert_non_null(strstr(err, "multiple of 128"));
+    ne[0] = 128; /* K-quants: blocks of 256 */
+    assert_int_equal(fmt_nbytes(FMT_Q4_K, ne, err), 0);
+    assert_non_null(strstr(err, "multiple of 256"));
     /* a codec that can only be sized refuses to decode */
     const fmt_codec *bf = fmt_codec_find(FMT_BF16);
     float row[256];
@@ -122,6 +154,65 @@ static void test_q8_0_layout(void **state)
     c->decode(b, NULL, 32, y);
     for (int j = 0; j < 32; j++)
         assert_true(y[j] == 0.5f * (float)(j - 16));
+}
+
+/* Q4_K's block (format/fmt_q4_k.c) placed by hand: d = 0.5, dmin = 0.25; sub-block scales
+ * sc = 1 2 3 4 17 33 50 63 and mins m = 0 1 5 9 16 20 40 63, packed as ggml's get_scale_min_k4
+ * reads them: bytes 0..3 = sc_j | (sc_{j+4} >> 4) << 6 = 65 130 195 196; bytes 4..7 = m_j |
+ * (m_{j+4} >> 4) << 6 = 64 65 133 201; bytes 8..11 = (sc_{j+4} & 15) | (m_{j+4} & 15) << 4 =
+ * 1 65 130 255. qs[32 c + l] = (l % 16) | (15 - l % 16) << 4: element 32 j + l is l % 16 for even
+ * j (low nibbles), 15 - l % 16 for odd j. Value = 0.5 sc_j q - 0.25 m_j (exact in f32). */
+static void test_q4_k_layout(void **state)
+{
+    (void)state;
+    static const uint8_t scales[12] = {65, 130, 195, 196, 64, 65, 133, 201, 1, 65, 130, 255};
+    static const int sc[8] = {1, 2, 3, 4, 17, 33, 50, 63}, mn[8] = {0, 1, 5, 9, 16, 20, 40, 63};
+    uint8_t b[144];
+    uint16_t h = fmt_f32_to_f16(0.5f);
+    memcpy(b, &h, 2);
+    h = fmt_f32_to_f16(0.25f);
+    memcpy(b + 2, &h, 2);
+    memcpy(b + 4, scales, 12);
+    for (int i = 0; i < 128; i++)
+        b[16 + i] = (uint8_t)((i % 16) | ((15 - i % 16) << 4));
+    float y[256];
+    fmt_codec_find(FMT_Q4_K)->decode(b, NULL, 256, y);
+    for (int e = 0; e < 256; e++) {
+        const int j = e / 32, l = e % 32, q = j % 2 ? 15 - l % 16 : l % 16;
+        if (y[e] != 0.5f * (float)(sc[j] * q) - 0.25f * (float)mn[j])
+            fail_msg("Q4_K element %d: %g, want %g", e, y[e], 0.5f * (float)(sc[j] * q) - 0.25f * (float)mn[j]);
+    }
+}
+
+/* Q6_K's block (format/fmt_q6_k.c) placed by hand: all zero (6-bit value 0, q = -32) but
+ * d = 0.25 (bytes 208..209), scales[s] = 1 except scales[0] = 3, [2] = -2, [4] = 5, [6] = -5,
+ * [9] = 7, [13] = -128, and
+ *  ql[0] = 0x2A: element 0's low nibble 0xA (group 0), element 64's 0x2 (group 2, high nibble);
+ *  qh[0] = 0xD8 = bits 11 01 10 00: the high 2 bits of elements 0 (00), 32 (10), 64 (01), 96 (11);
+ *  so element 0 = 10 (q -22), 32 = 32 (q 0), 64 = 18 (q -14), 96 = 48 (q 16);
+ *  ql[64 + 31] = 0xF5: elements 128 + 31 = 159 (low nibble 5) and 128 + 64 + 31 = 223 (high, 0xF);
+ *  qh[32 + 31] = 0x30: element 223's high bits 11: 223 = 63 (q 31), 159 = 5 (q -27).
+ * Value = 0.25 * scales[e / 16] * q: y0 = -16.5, y64 = -17.5, y96 = -20, y159 = -47.25,
+ * y223 = -992, the others 0.25 * scales[e / 16] * -32. */
+static void test_q6_k_layout(void **state)
+{
+    (void)state;
+    uint8_t b[210] = {0};
+    const uint16_t h = fmt_f32_to_f16(0.25f);
+    memcpy(b + 208, &h, 2);
+    for (int s = 0; s < 16; s++)
+        b[192 + s] = 1;
+    b[192 + 0] = 3, b[192 + 2] = (uint8_t)-2, b[192 + 4] = 5, b[192 + 6] = (uint8_t)-5, b[192 + 9] = 7;
+    b[192 + 13] = 0x80;
+    b[0] = 0x2A, b[128] = 0xD8, b[64 + 31] = 0xF5, b[128 + 32 + 31] = 0x30;
+    float y[256];
+    fmt_codec_find(FMT_Q6_K)->decode(b, NULL, 256, y);
+    for (int e = 0; e < 256; e++) {
+        const float want = e == 0 ? -16.5f : e == 32 ? 0.0f : e == 64 ? -17.5f : e == 96 ? -20.0f
+                         : e == 159 ? -47.25f : e == 223 ? -992.0f : 0.25f * (float)(int8_t)b[192 + e / 16] * -32.0f;
+        if (y[e] != want)
+            fail_msg("Q6_K element %d: %g, want %g", e, y[e], want);
+    }
 }
 
 /* TQ1_T (format/fmt_tq1_t.c; --weights tq1's device layout): a [256][2] matrix placed by
@@ -197,12 +288,12 @@ static void test_yaml_types(void **state)
     (void)state;
     static const char yaml[] = "name: t\narchitectures: [a]\nhparams: {dim: 128, n_heads: 1, n_kv_heads: 1, "
                                "head_dim: 128, ffn_dim: 128, norm_eps: 1e-5, rope: {base: 1e4, dims: 128}}\n"
-                               "tensors:\n  w: {gguf: w, type: q4_k, shape: [dim, dim]}\n"
+                               "tensors:\n  w: {gguf: w, type: q5_k, shape: [dim, dim]}\n"
                                "forward: {input: [], layer: [], output: []}\n";
     static gen_model m;
     char err[GEN_ERR_LEN];
     assert_int_not_equal(gen_model_parse(yaml, sizeof yaml - 1, "t.yaml", &m, err), 0);
-    assert_non_null(strstr(err, "unknown type 'q4_k' (f32, f16, i2_s, tq1_0 or tq2_0)"));
+    assert_non_null(strstr(err, "unknown type 'q5_k' (f32, f16, q4_k, q6_k, i2_s, tq1_0 or tq2_0)"));
 }
 
 int main(void)
@@ -211,6 +302,8 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_q8_0_layout),
+        cmocka_unit_test(test_q4_k_layout),
+        cmocka_unit_test(test_q6_k_layout),
         cmocka_unit_test(test_tq1t_layout),
         cmocka_unit_test(test_yaml_types),
     };

@@ -7,6 +7,8 @@
  *   - activation quantization: codes, scale and code sum equal to ref_act_quant exactly;
  *   - I2_S, TQ1_0, TQ2_0 products equal to ref_bitlinear_q / ref_bitlinear_tq exactly (integer
  *     sums, then the same float operations in the same order);
+ *   - Q4_K, Q6_K rows times Q8_K activations: every level the same bits, within the rounding
+ *     bound stated at the check of ref_linear;
  *   - F16 table dots, attention, RMSNorm within the float-summation bound stated at each check;
  *     RoPE exactly (the same expressions);
  *   - the activation rows: every gen_act row that says it has a CPU row has one, with the same
@@ -30,10 +32,12 @@
 
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_i2s.h"
+#include "cpu/cpu_kquant.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_vec.h"
 #include "engine/rt_engine.h"
 #include "fixture.h"
+#include "format/fmt_kquant.h"
 #include "gen_act.h"
 #include "gen_norm.h"
 #include "ref/ref_ops.h"
@@ -214,6 +218,80 @@ static void test_tq_q8k(void **st)
         }
         free(w);
         free(scratch);
+    }
+}
+
+/* Q4_K / Q6_K rows times Q8_K activations (cpu_kquant.h), llama.cpp's product, at K = 768 (an odd
+ * number of 256-blocks), 7 rows, 3 tokens, random block bytes (every 6-bit scale and min, nibble
+ * and int8 scale value occurs) with random finite d / dmin, outputs poisoned with NaN. Every ISA
+ * level gives the scalar level's bits (exact integer block sums, the same float order). Against
+ * ref_linear (the rows' reference decode times the Q8_K values, summed in double): the CPU scales
+ * each block's exact integer sums by one f32 product (1 rounding) and sums the blocks in f32
+ * (3 + 1 adds), the reference rounds each decoded weight up to 3 times: at most 8 roundings of
+ * 2^-24 relative to S = sum_k |terms_k| |x8_k|, where the terms are d sc q and dmin m for Q4_K (the
+ * two parts the CPU sums separately) and the weight for Q6_K; the bound is 2^-21 S. */
+static void test_kq_dot(void **st)
+{
+    (void)st;
+    enum { K = 768, M = 7, N = 3, NB = K / 256 };
+    static float x[N * K], d8[N * NB], y[N * M], y0[N * M], yr[N * M], wrow[K];
+    static int8_t q[N * K];
+    for (int i = 0; i < N * K; i++)
+        x[i] = frnd(1.0f + (float)(i / 256 % 3)); /* blocks of different magnitudes */
+    for (int t = 0; t < N; t++)
+        cpu_act_quant_q8k(x + t * K, K, q + t * K, d8 + t * NB);
+    const uint32_t types[2] = {FMT_Q4_K, FMT_Q6_K};
+    for (int ti = 0; ti < 2; ti++) {
+        const fmt_codec *c = fmt_codec_find(types[ti]);
+        const size_t bytes = (size_t)M * NB * c->blk_bytes;
+        uint8_t *w = malloc(bytes);
+        assert_non_null(w);
+        for (size_t i = 0; i < bytes; i++)
+            w[i] = (uint8_t)rnd();
+        for (int b = 0; b < M * NB; b++) { /* finite scales: d (and dmin) in (0, 0.01] */
+            uint8_t *p = w + (size_t)b * c->blk_bytes;
+            const uint16_t h0 = fmt_f32_to_f16(0.01f * (float)(1 + rnd() % 100) / 100);
+            const uint16_t h1 = fmt_f32_to_f16(0.01f * (float)(rnd() % 100) / 100);
+            memcpy(p + (types[ti] == FMT_Q4_K ? 0 : 208), &h0, 2);
+            if (types[ti] == FMT_Q4_K)
+                memcpy(p + 2, &h1, 2);
+        }
+        assert_int_equal(ref_linear(types[ti], w, K, M, x, N, yr), 0);
+        for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+            if (!cpu_isa_runs((cpu_isa)isa))
+                continue;
+            for (int i = 0; i < N * M; i++)
+                y[i] = NAN;
+            cpu_kq_dot((cpu_isa)isa, types[ti], w, K, 0, M, q, d8, N, y, M);
+            if (isa == 0)
+                memcpy(y0, y, sizeof y);
+            assert_memory_equal(y, y0, sizeof y);
+        }
+        for (int m = 0; m < M; m++) {
+            fmt_decode_row(c, w, K, M, m, wrow);
+            for (int t = 0; t < N; t++) {
+                double S = 0;
+                for (int k = 0; k < K; k++) {
+                    const double x8 = fabs((double)q[t * K + k] * d8[t * NB + k / 256]);
+                    if (types[ti] == FMT_Q6_K) {
+                        S += fabs(wrow[k]) * x8;
+                        continue;
+                    }
+                    const uint8_t *p = w + ((size_t)m * NB + (size_t)k / 256) * c->blk_bytes;
+                    uint8_t sc, mn;
+                    uint16_t hd, hm;
+                    memcpy(&hd, p, 2), memcpy(&hm, p + 2, 2);
+                    fmt_q4_k_scale_min(k % 256 / 32, p + 4, &sc, &mn);
+                    const int nib = (p[16 + 32 * (k % 256 / 64) + k % 32] >> (4 * (k % 256 / 32 % 2))) & 0xF;
+                    S += (fmt_f16_to_f32(hd) * sc * nib + fmt_f16_to_f32(hm) * mn) * x8;
+                }
+                const double err = fabs((double)y0[t * M + m] - yr[t * M + m]), bound = 0x1p-21 * S;
+                if (!(err <= bound))
+                    fail_msg("%s row %d token %d: %.9g vs reference %.9g (|d| %.3g > %.3g)", c->name, m, t,
+                             y0[t * M + m], yr[t * M + m], err, bound);
+            }
+        }
+        free(w);
     }
 }
 
@@ -819,7 +897,7 @@ static void test_bad_threads(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k),
+        cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
         cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),

@@ -469,6 +469,70 @@ static void test_linear_graph(void **state)
     assert_int_equal(refused, 1); /* ffn_down */
 }
 
+/* Q4_K / Q6_K tables and matrices (tests/data/llama-kq-tiny.yaml): every linear, the embedding
+ * and the LM head build kernels named by the format, the head has no --lm-head q8 variant (the
+ * Q8_0 copy is made from F16 / F32 tables only); and a table or matrix format that the YAML
+ * reader accepts but no kernel reads (a row registered here, no kernel-side row) is refused by
+ * the generator, naming it, instead of being read as floats. */
+static void test_kq_kernels(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    load("tests/data/llama-kq-tiny.yaml");
+    assert_int_equal(gen_graph_build_sched(&model, true, false, &graph, err), 0);
+    const char *want[] = {"embed_q4_k_n256", "linear_q4_k_k256_m256", "linear_q6_k_k256_m64", "linear_q6_k_k768_m256",
+                          "lm_head_q6_k_n256"};
+    int found[5] = {0};
+    for (int i = 0; i < graph.n_kops; i++) {
+        gen_kernel_out ko;
+        if (gen_kernel_build(&graph, &graph.kops[i], false, &ko, err))
+            fail_msg("%s", err);
+        for (int w = 0; w < 5; w++)
+            found[w] += !strncmp(dsl_kernel_name(ko.k), want[w], strlen(want[w]));
+        gen_kernel_out_free(&ko);
+    }
+    for (int w = 0; w < 5; w++)
+        if (!found[w])
+            fail_msg("no kernel %s", want[w]);
+    const gen_desc *d = shared_desc("tests/data/llama-kq-tiny.yaml", true, NULL);
+    assert_null(d->desc.decode.post_q8);
+    assert_null(d->desc.prefill.post_q8);
+
+    static const fmt_codec t16 = {.type = 150, .name = "T16_TEST", .yaml = "t16_test", .blk = 1, .blk_bytes = 2,
+                                  .uses = FMT_USE_TABLE | FMT_USE_MATRIX};
+    if (!fmt_codec_find(150) && fmt_codec_register(&t16, err))
+        fail_msg("%s", err);
+    static char txt[1 << 14];
+    FILE *f = fopen("tests/data/llama-kq-tiny.yaml", "rb");
+    assert_non_null(f);
+    size_t n = fread(txt, 1, sizeof(txt) - 4, f);
+    fclose(f);
+    txt[n] = 0;
+    for (int k = 0; k < 2; k++) { /* token_embd, then attn_q */
+        char *at = strstr(txt, k ? "attn_q.weight\",      type: q4_k" : "token_embd.weight,        type: q4_k");
+        assert_non_null(at);
+        at = strstr(at, "q4_k");
+        memmove(at + 8, at + 4, strlen(at + 4) + 1);
+        memcpy(at, "t16_test", 8);
+    }
+    if (gen_model_parse(txt, strlen(txt), "t16.yaml", &model, err))
+        fail_msg("%s", err);
+    assert_int_equal(gen_graph_build_sched(&model, true, false, &graph, err), 0);
+    int refused = 0;
+    for (int i = 0; i < graph.n_kops; i++) {
+        gen_kernel_out ko;
+        const int kind = graph.kops[i].kind;
+        if (kind != GEN_K_EMBED && !(kind == GEN_K_LINEAR && model.tensors[graph.kops[i].w[0]].type == 150))
+            continue;
+        assert_int_not_equal(gen_kernel_build(&graph, &graph.kops[i], false, &ko, err), 0);
+        if (!strstr(err, kind == GEN_K_EMBED ? "embed token_embd: no kernel reads a t16_test table" : "t16.yaml:51:7: linear: no kernel reads t16_test weights"))
+            fail_msg("%s", err);
+        gen_kernel_out_free(&ko);
+        refused++;
+    }
+    assert_int_equal(refused, 2);
+}
+
 /* Every kernel's recorded shared-memory bytes and invocations (what the runtime checks
  * against the device) match its GLSL, read back here independently; and every kernel of
  * the shipped models fits the 16 KB of shared memory every Vulkan device offers. */
@@ -722,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_deterministic_and_shared_kernels),
         cmocka_unit_test(test_q8_head_variant),
         cmocka_unit_test(test_linear_graph),
+        cmocka_unit_test(test_kq_kernels),
         cmocka_unit_test(test_wide_head_not_folded),
         cmocka_unit_test(test_too_many_buffers),
         cmocka_unit_test(test_kernel_limits),

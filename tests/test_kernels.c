@@ -342,16 +342,39 @@ static const uint32_t bl_batch_sizes[] = {1, 3, 8, 13, 37, 70};
 
 static int width_of(const gen_graph *g, int gv) { return g->vals[gv].width; }
 
+/* ---------------------------------------------------------------- K-quant tables and matrices */
+
+/* A Q4_K / Q6_K type (the kernels read it through gen_codec.unit_decode) */
+static bool is_kq(uint32_t type) { return type == FMT_Q4_K || type == FMT_Q6_K; }
+
+/* rows x K of a K-quant type as random block bytes (every 6-bit scale and min, nibble and int8
+ * scale occurs), with finite scales: d (and Q4_K's dmin) in (0, 0.04] */
+static uint8_t *kq_blob(uint32_t type, int K, int rows, size_t *out_bytes)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    const size_t nb = (size_t)rows * (size_t)(K / 256), bytes = nb * c->blk_bytes;
+    uint8_t *w = vkh_xmalloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        w[i] = (uint8_t)vkh_rnd();
+    for (size_t b = 0; b < nb; b++)
+        for (int k = 0; k < (type == FMT_Q4_K ? 2 : 1); k++) {
+            const uint16_t h = fmt_f32_to_f16(0.04f * (float)(1 + vkh_rnd() % 100) / 100);
+            memcpy(w + b * c->blk_bytes + (type == FMT_Q4_K ? 2 * k : 208), &h, 2);
+        }
+    *out_bytes = bytes;
+    return w;
+}
+
 /* ---------------------------------------------------------------- EMBED */
 
 static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     const gen_tensor *ts = &g->m->tensors[kop->w[0]];
     const int dim = (int)ts->ne[0];
-    const bool f16 = ts->type == FMT_F16;
+    const bool f16 = ts->type == FMT_F16, kq = is_kq(ts->type);
     kern kn;
     kern_build(&kn, g, kop, decode);
-    size_t nt = (size_t)VOCAB * dim;
+    size_t nt = (size_t)VOCAB * dim, kq_bytes = 0;
     float *tab = vkh_rnd_vec(nt, 2.0f);
     uint16_t *h = vkh_xmalloc(nt * 2);
     for (size_t i = 0; i < nt; i++) {
@@ -359,17 +382,21 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
         if (f16)
             tab[i] = fmt_f16_to_f32(h[i]);
     }
+    uint8_t *kqt = kq ? kq_blob(ts->type, dim, (int)VOCAB, &kq_bytes) : NULL;
+    for (int r = 0; kq && r < (int)VOCAB; r++) /* the reference rows: the format's C decode */
+        assert_int_equal(fmt_decode_row(fmt_codec_find(ts->type), kqt, dim, VOCAB, r, tab + (size_t)r * dim), 0);
     for (int s = 0; s < N_SIZES(decode); s++) {
         uint32_t n = decode ? 1 : batch_sizes[s], tok[NMAX];
         for (uint32_t t = 0; t < n; t++)
             tok[t] = t == 0 ? VOCAB - 1 : t == 1 ? 0 : vkh_rnd() % VOCAB;
-        rt_buf b[3] = {vkh_buf(sizeof(tok), tok), f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab),
+        rt_buf b[3] = {vkh_buf(sizeof(tok), tok), kq ? vkh_buf(kq_bytes, kqt) : f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab),
                        vkh_buf(4 * NMAX * dim, NULL)};
         const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[2], 4 * NMAX * dim), *ref = vkh_xmalloc(4 * (size_t)n * dim);
         ref_get_rows(tab, dim, tok, (int)n, ref);
-        /* rule: a row copy (F16 rows widened exactly): bit for bit */
+        /* rule: a row copy (F16 rows widened exactly; Q4_K / Q6_K rows decoded by the same f32
+         * operations in the same order as the C decode, (d * sc) * q - dmin * m): bit for bit */
         expect(kop, "rows", decode, n, 0, vkh_max_rel(y, ref, (size_t)n * dim, VKH_ELEM), 0);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * dim, (NMAX - n) * (size_t)dim));
         free(y);
@@ -378,6 +405,7 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
     }
     free(tab);
     free(h);
+    free(kqt);
     kern_free(&kn);
 }
 
@@ -989,7 +1017,9 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     kop.q8 = q8;
     const gen_tensor *ts = &g->m->tensors[kop.w[0]];
     const int dim = (int)ts->ne[0];
-    const bool f16 = ts->type == FMT_F16, norm = kop.norm.w >= 0;
+    const bool f16 = ts->type == FMT_F16, norm = kop.norm.w >= 0, kq = is_kq(ts->type);
+    if (q8 && kq) /* the Q8_0 copy is made from F16 / F32 tables only (the generator refuses it) */
+        return;
     kern kn;
     kern_build_spec(&kn, g, &kop, decode, gemv_vec);
     size_t nt = (size_t)VOCAB * dim, nl = (size_t)NMAX * VOCAB, nb = nt / 32;
@@ -1013,9 +1043,17 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             memcpy(qc + nt + 2 * b, &d16, 2);
         }
         wb = vkh_buf(nt + 2 * nb, qc);
-    } else {
-        wb = f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab);
     }
+    size_t kq_bytes = 0;
+    uint8_t *kqt = kq ? kq_blob(ts->type, dim, (int)VOCAB, &kq_bytes) : NULL;
+    float maxw = 0; /* K-quant: the largest |weight| (the folded norm's rule below) */
+    for (int r = 0; kq && r < (int)VOCAB; r++) {
+        assert_int_equal(fmt_decode_row(fmt_codec_find(ts->type), kqt, dim, VOCAB, r, tab + (size_t)r * dim), 0);
+        for (int i = 0; i < dim; i++)
+            maxw = fmaxf(maxw, fabsf(tab[(size_t)r * dim + i]));
+    }
+    if (!q8)
+        wb = kq ? vkh_buf(kq_bytes, kqt) : f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab);
     float *nw = norm ? vkh_rnd_vec((size_t)dim, 1.0f) : NULL, *xn = vkh_xmalloc(4 * (size_t)dim);
     for (int i = 0; norm && i < dim; i++)
         nw[i] += 1.5f;
@@ -1034,13 +1072,25 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             uint32_t rows = n - out_start;
             float *y = vkh_fetch(&b[1], 4 * nl), *ref = vkh_xmalloc(4 * (size_t)rows * VOCAB);
             check_head_argmax(&kop, ab, y, VOCAB);
+            float d8max = 0, maxref = 0; /* K-quant: the largest Q8_K block scale of the inputs */
             for (uint32_t r = 0; r < rows; r++) {
                 const float *xr = x + (size_t)(out_start + r) * dim;
                 if (norm) { /* the folded norm's row (no bias: new_folded_kernel) */
                     gen_norm_at(kop.norm.row)->ref(xr, nw, NULL, dim, kop.norm.param.v, xn);
                     xr = xn;
                 }
-                if (q8)
+                if (kq) {
+                    assert_int_equal(ref_linear(ts->type, kqt, dim, (int)VOCAB, xr, 1, ref + (size_t)r * VOCAB), 0);
+                    int8_t *q8c = vkh_xmalloc((size_t)dim);
+                    float *d8 = vkh_xmalloc(sizeof(float) * (size_t)(dim / 256));
+                    ref_act_quant_q8k(xr, dim, q8c, d8);
+                    for (int bi = 0; bi < dim / 256; bi++)
+                        d8max = fmaxf(d8max, fabsf(d8[bi]));
+                    free(q8c);
+                    free(d8);
+                    for (int v = 0; v < (int)VOCAB; v++)
+                        maxref = fmaxf(maxref, fabsf(ref[(size_t)r * VOCAB + v]));
+                } else if (q8)
                     ref_lm_head_q8_0(qc, dq, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
                 else
                     ref_lm_head_f32(tab, dim, (int)VOCAB, xr, 0, ref + (size_t)r * VOCAB);
@@ -1051,8 +1101,12 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
                      all ? "all rows" : "last row");
             /* rule: dim f32 products summed in lane strides and a subgroup tree (about
              * dim / 64 + 6 roundings of 2^-24 of partials <= the row's largest |y| here: < 1e-6);
-             * a folded norm adds the norm's f32 rounding of x (gen_norm rmsnorm tol 1e-5) */
-            expect(&kop, what, decode, n, 0, vkh_max_rel(y, ref, (size_t)rows * VOCAB, VKH_NORM), norm ? 1e-5 : 1e-6);
+             * a folded norm adds the norm's f32 rounding of x (gen_norm rmsnorm tol 1e-5). K-quant
+             * with a folded norm: that rounding can also move an input across a Q8_K rounding
+             * boundary, moving a logit by one code step of one weight, |w| d8: two such steps of
+             * the largest weight and block scale, relative to the largest logit, on top. */
+            const double tol = norm ? 1e-5 + (kq ? 2.0 * maxw * d8max / maxref : 0) : 1e-6;
+            expect(&kop, what, decode, n, 0, vkh_max_rel(y, ref, (size_t)rows * VOCAB, VKH_NORM), tol);
             assert_true(vkh_all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
             free(y);
             free(ref);
@@ -1061,9 +1115,10 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
         }
     if (kop.argmax) { /* TIE_VOCAB copies of row 0: every logit ties, the argmax is row 0
                        * (with several rows per invocation and per workgroup) */
-        const size_t rb = q8 ? (size_t)dim : (size_t)dim * (f16 ? 2 : 4), sb = q8 ? 2 * (size_t)(dim / 32) : 0;
+        const size_t rb = q8 ? (size_t)dim : kq ? kq_bytes / VOCAB : (size_t)dim * (f16 ? 2 : 4);
+        const size_t sb = q8 ? 2 * (size_t)(dim / 32) : 0;
         uint8_t *t2 = vkh_xmalloc((rb + sb) * TIE_VOCAB);
-        const uint8_t *row0 = q8 ? (const uint8_t *)qc : f16 ? (const uint8_t *)h : (const uint8_t *)tab;
+        const uint8_t *row0 = q8 ? (const uint8_t *)qc : kq ? kqt : f16 ? (const uint8_t *)h : (const uint8_t *)tab;
         for (size_t r = 0; r < TIE_VOCAB; r++) {
             memcpy(t2 + r * rb, row0, rb);
             if (q8) /* the scales follow all the codes */
@@ -1093,6 +1148,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     free(dq);
     free(h);
     free(qc);
+    free(kqt);
     free(nw);
     free(xn);
     kern_free(&kn);
@@ -1121,7 +1177,7 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     const gen_tensor *ts = &g->m->tensors[kop->w[0]];
     const int K = (int)ts->ne[0], M = (int)ts->ne[1];
-    const bool f16 = ts->type == FMT_F16;
+    const bool f16 = ts->type == FMT_F16, kq = is_kq(ts->type);
     kern kn;
     kern_build(&kn, g, kop, decode);
     assert_int_equal(kn.ko.n_args, 3);
@@ -1130,7 +1186,9 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
     uint16_t *h = vkh_xmalloc(nw * 2);
     for (size_t i = 0; i < nw; i++)
         h[i] = fmt_f32_to_f16(wf[i]);
-    rt_buf wb = f16 ? vkh_buf(nw * 2, h) : vkh_buf(nw * 4, wf);
+    size_t kq_bytes = 0;
+    uint8_t *kqw = kq ? kq_blob(ts->type, K, M, &kq_bytes) : NULL;
+    rt_buf wb = kq ? vkh_buf(kq_bytes, kqw) : f16 ? vkh_buf(nw * 2, h) : vkh_buf(nw * 4, wf);
     for (int s = 0; s < N_SIZES(decode); s++) {
         const uint32_t n = decode ? 1 : batch_sizes[s];
         float *x = rnd_rows(NMAX, K), *ref = vkh_xmalloc(4 * (size_t)n * M);
@@ -1138,13 +1196,18 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         const rt_buf *args[3] = {&b[0], &wb, &b[1]};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[1], 4 * (size_t)NMAX * M);
-        assert_int_equal(ref_linear(ts->type, f16 ? (const void *)h : (const void *)wf, K, M, x, (int)n, ref), 0);
+        assert_int_equal(ref_linear(ts->type, kq ? (const void *)kqw : f16 ? (const void *)h : (const void *)wf, K, M, x,
+                                    (int)n, ref), 0);
         /* rule: the products are exact in f32 (two halves, or the same f32 factors); K of them
          * summed in lane strides and a subgroup tree: about K / 32 + 6 roundings of 2^-24 of
          * partials that random signed terms keep within a few |y|, (868 / 32 + 6) x 6e-8 x 4 =
          * 8e-6 at the widest K here: 1e-5 (measured: 2.3e-7). The same kernel against a
-         * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails. */
-        expect(kop, f16 ? "f16" : "f32", decode, n, 0, vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
+         * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails.
+         * Q4_K / Q6_K: the decoded weights and the Q8_K inputs (code * d) are the reference's f32
+         * values (the same operations), so the same rule holds, at K <= 768 here (measured:
+         * 2.4e-7; a kernel multiplying the f32 inputs instead of their Q8_K values: 4.4e-3, fails). */
+        expect(kop, kq ? fmt_type_name(ts->type) : f16 ? "f16" : "f32", decode, n, 0,
+               vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * M, (NMAX - n) * (size_t)M));
         free(y);
         free(ref);
@@ -1154,6 +1217,7 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
     rt_buf_destroy(vkh_vk, &wb);
     free(wf);
     free(h);
+    free(kqw);
     kern_free(&kn);
 }
 

@@ -48,15 +48,25 @@ static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits, sync, tokens, result;
 static vkh_plan pf, pp; /* the fused and the unfused plan: their buffers, these weights and caches */
 
 /* Random tensor contents: I2_S random trits + a scale (the codec's encoder), F32 norm weights
- * near 1, F16 table. */
+ * near 1, F16 table, Q4_K / Q6_K random floats through the codec's encoder. */
 static void make_weight(int t)
 {
     const gen_tensor *ts = &model.tensors[t];
     int64_t ne0 = ts->ne[0], ne1 = ts->n_dims > 1 ? (ts->ne[1] == GEN_DIM_VOCAB ? VOCAB : ts->ne[1]) : 1;
-    size_t bytes = ts->type == FMT_I2_S ? (size_t)(ne0 * ne1 / 4 + 32) : (size_t)(ne0 * ne1 * (ts->type == FMT_F16 ? 2 : 4));
+    const fmt_codec *c = fmt_codec_find(ts->type);
+    const bool blocks = c && c->blk > 1 && c->encode && !fmt_is_ternary(c); /* Q4_K, Q6_K: encoded floats */
+    size_t bytes = ts->type == FMT_I2_S ? (size_t)(ne0 * ne1 / 4 + 32)
+                   : blocks             ? (size_t)(ne0 * ne1 / c->blk * c->blk_bytes)
+                                        : (size_t)(ne0 * ne1 * (ts->type == FMT_F16 ? 2 : 4));
     uint8_t *d = calloc(1, bytes);
     assert_non_null(d);
-    if (ts->type == FMT_I2_S) {
+    if (blocks) {
+        float *f = vkh_xmalloc(sizeof(float) * (size_t)(ne0 * ne1));
+        for (int64_t i = 0; i < ne0 * ne1; i++)
+            f[i] = vkh_rndf();
+        c->encode(f, ne0 * ne1, d);
+        free(f);
+    } else if (ts->type == FMT_I2_S) {
         vkh_rnd_i2s(ne0, ne1, 0.5f + (float)(vkh_rnd() % 1000) / 1000.0f, d);
     } else if (ts->type == FMT_F16) {
         for (int64_t i = 0; i < ne0 * ne1; i++)

@@ -44,6 +44,14 @@ typedef struct gen_codec {
 
     /* Table formats read two values per u32 word (F16), else NULL: the word as a vec2. */
     dsl_expr (*table_pair)(dsl_kernel *k, dsl_expr word);
+
+    /* Float block formats (Q4_K, Q6_K: `linear` matrices and tables), else 0 / NULL. A row is
+     * K / 256 blocks of the C row's blk_bytes (any even byte offset), read from a u32 buffer;
+     * a block is `units` groups the kernels hand to lanes. unit_decode writes the weights of
+     * unit u of the block at byte offset boff as n (returned, <= 4) vec4s wv[i], each 4
+     * consecutive elements from element eoff[i] (u32) of the block. */
+    uint32_t units;
+    int (*unit_decode)(dsl_kernel *k, dsl_expr W, dsl_expr boff, dsl_expr u, dsl_expr wv[4], dsl_expr eoff[4]);
 } gen_codec;
 
 /* The kernel-side codec of a type id; NULL if the format has none (the caller reports it,

@@ -23,6 +23,7 @@
  */
 #include "codec/gen_codec.h"
 #include "gen_k_common.h"
+#include "gen_k_kquant.h"
 #include "gen_k_norm.h"
 
 #define WG 256
@@ -42,6 +43,8 @@ static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
 typedef struct {
     bool q8, f16, norm, decode, blocked; /* blocked: 4 words per lane and step */
     bool xh;                  /* round the input to f16 first (linear F16: llama.cpp's F16 dot) */
+    const gen_codec *kq;      /* a float block format (Q4_K, Q6_K: gen_k_kquant.h), else NULL */
+    uint32_t kq_nb;           /* ... its blocks per row */
     int TT, per_word;
     dsl_expr W, W4, x, xs, y; /* table words (W4: uvec4 view, decode); input rows (f32) or the
                                  staged normed row (norm); logits */
@@ -113,7 +116,11 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
     r->acc = acc;
     r->xrow = xrow;
     dsl_expr v = r->v, W = r->W, DW = r->DW, DW4 = r->DW4;
-    if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
+    if (r->kq) { /* the row's blocks, unit by unit (the staged normed row: element e at xs[e]) */
+        const uint32_t rb = r->kq_nb * fmt_codec_find(r->kq->type)->blk_bytes;
+        gen_kq_row_dot(k, r->kq, W, dsl_let(k, "roff", dsl_mul(k, v, U(rb))), r->kq_nb, r->lane, r->sgs, TT, acc,
+                       r->norm ? NULL : xrow, r->norm ? r->xs : r->x);
+    } else if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
         for (int vec = decode; vec >= 0; vec--) {
             if (vec)
                 dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));
@@ -178,16 +185,34 @@ static dsl_expr head_stage_normed(dsl_kernel *k, const gen_norm_apply *n, dsl_ex
     return xs;
 }
 
+/* The table formats the head reads: F16, F32, a float block format (gen_kq_codec), or the Q8_0
+ * copy of an F16 / F32 table whose width is a multiple of FMT_Q8_ROW_MULTIPLE. 0, or -1 naming
+ * what no kernel reads. */
+static int head_table_check(const gen_graph *g, const gen_kop *kop, const gen_tensor *tab, bool q8, char *err)
+{
+    const bool plain = tab->type == FMT_F16 || tab->type == FMT_F32;
+    if (!q8 && !plain && !gen_kq_codec(tab->type))
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head: no kernel reads a %s table", g->m->path, kop->loc.line,
+                 kop->loc.col, gen_ttype_name(tab->type));
+    else if (q8 && !plain)
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: the Q8_0 copy is made from an F16 or F32 table, not %s",
+                 g->m->path, kop->loc.line, kop->loc.col, gen_ttype_name(tab->type));
+    else if (q8 && tab->ne[0] % FMT_Q8_ROW_MULTIPLE)
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
+                 kop->loc.line, kop->loc.col, (int)tab->ne[0], FMT_Q8_ROW_MULTIPLE);
+    else
+        return 0;
+    return -1;
+}
+
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool q8 = kop->q8, f16 = !q8 && tab->type == FMT_F16;
-    if (q8 && dim % FMT_Q8_ROW_MULTIPLE) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
-                 kop->loc.line, kop->loc.col, dim, FMT_Q8_ROW_MULTIPLE);
+    const gen_codec *kq = q8 ? NULL : gen_kq_codec(tab->type);
+    if (head_table_check(g, kop, tab, q8, err))
         return -1;
-    }
     const bool amax = kop->argmax;
     if (amax && (!decode || kop->part < 0)) {
         snprintf(err, GEN_ERR_LEN, "%s: the LM head's argmax is decode-only and needs its partials", kop->label);
@@ -196,13 +221,14 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     char name[128], ntag[64];
     const gen_norm *nrow = gen_norm_at(kop->norm.row);
     snprintf(name, sizeof(name), "lm_head%s%s_%s_n%d_%s%s", nrow ? "_norm" : "", gen_norm_tag(&kop->norm, ntag, sizeof ntag),
-             q8 ? "q8" : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch", amax ? "_argmax" : "");
+             q8 ? "q8" : kq ? fmt_codec_find(tab->type)->yaml : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch",
+             amax ? "_argmax" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr W = dsl_buffer(k, "w", f16 || q8 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr W = dsl_buffer(k, "w", f16 || q8 || kq ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, q8 ? RT_ARG_WEIGHT_Q8 : RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "logits", DSL_F32, DSL_WRITEONLY);
     gen_out_arg(out, RT_ARG_LOGITS, 0);
@@ -265,7 +291,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), slots, dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, vocab));
-    head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .decode = decode, .blocked = blocked, .per_word = per_word,
+    head_row r = {.q8 = q8, .f16 = f16, .kq = kq, .kq_nb = (uint32_t)(dim / GEN_CODEC_BLOCK), .norm = norm,
+                  .decode = decode, .blocked = blocked, .per_word = per_word,
                   .W = W, .W4 = W4, .x = x, .xs = xs, .y = y, .v = v, .D = D, .DW = DW, .SW = SW,
                   .DW4 = blocked ? dsl_const_u32(k, "DW4", dim / per_word / 4) : NULL,
                   .sbase = sbase, .vocab = vocab, .lane = lane, .sgs = sgs, .t_first = t_first, .t_end = t_end,
@@ -288,7 +315,9 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_groups_vocab(out, HEAD_GROUPS, ROWS);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
-    out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
+    out->bytes_per_vocab = (q8   ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2
+                            : kq ? fmt_nbytes(tab->type, (int64_t[4]){dim, 1, 1, 1}, NULL)
+                                 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
     if (amax) /* partials out and back, the result */
         out->bytes += (uint64_t)HEAD_GROUPS * 16 + 4;
     return gen_out_kernel(out, k, err);
@@ -306,7 +335,8 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     const gen_tensor *wt = &g->m->tensors[kop->w[0]];
     const int K = (int)wt->ne[0], M = (int)wt->ne[1];
     const bool f16 = wt->type == FMT_F16;
-    if (!f16 && wt->type != FMT_F32) { /* the YAML reader allows F16 and F32 only (FMT_USE_MATRIX) */
+    const gen_codec *kq = gen_kq_codec(wt->type); /* Q4_K, Q6_K: the rows' blocks through the codec */
+    if (!f16 && !kq && wt->type != FMT_F32) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: no kernel reads %s weights", g->m->path, kop->loc.line,
                  kop->loc.col, gen_ttype_name(wt->type));
         return -1;
@@ -317,13 +347,14 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
         return -1;
     }
     char name[128];
-    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", f16 ? "f16" : "f32", K, M, decode ? "decode" : "batch");
+    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", kq ? fmt_codec_find(wt->type)->yaml : f16 ? "f16" : "f32", K,
+             M, decode ? "decode" : "batch");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr W = dsl_buffer(k, "w", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr W = dsl_buffer(k, "w", f16 || kq ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
@@ -337,7 +368,7 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, Mc));
-    head_row r = {.f16 = f16, .xh = f16, .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
+    head_row r = {.f16 = f16, .xh = f16, .kq = kq, .kq_nb = (uint32_t)(K / GEN_CODEC_BLOCK), .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
                   .v = v, .D = D, .DW = DW, .DW4 = blocked ? dsl_const_u32(k, "DW4", K / per_word / 4) : NULL,
                   .vocab = Mc, .lane = lane, .sgs = sgs, .t_first = U(0), .t_end = t_end};
     if (decode) {
@@ -357,7 +388,8 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups < HEAD_GROUPS ? groups : HEAD_GROUPS, 1);
     /* per token: the matrix (read once per token here; a prompt's tiles share it) + x + y */
-    out->bytes = (uint64_t)K * (uint64_t)M * (f16 ? 2 : 4) + ((uint64_t)K + (uint64_t)M) * 4;
+    out->bytes = (kq ? fmt_nbytes(wt->type, (int64_t[4]){K, M, 1, 1}, NULL) : (uint64_t)K * (uint64_t)M * (f16 ? 2 : 4)) +
+                 ((uint64_t)K + (uint64_t)M) * 4;
     return gen_out_kernel(out, k, err);
 }
 

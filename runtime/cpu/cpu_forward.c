@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cpu/cpu_engine_priv.h"
+#include "cpu/cpu_kquant.h"
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
 
@@ -217,6 +218,11 @@ static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
 {
     cpu_engine *e = r->e;
     const cpu_weight *w = e->head_q8.data ? &e->head_q8 : cpu_w(e, so->tensor, 0);
+    if (cpu_kq_has(w->type)) { /* the chunk's rows as Q8_K codes (lm_head) */
+        cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->head_chunk, r->head_chunk_out,
+                   e->vocab);
+        return;
+    }
     const cpu_codec *c = e->head_q8.data ? cpu_codec_find(FMT_Q8_0) : so->codec;
     cpu_table_dot(e->isa, c, w, lo, hi, e->head_x, r->head_chunk, r->head_chunk_out, e->vocab,
                   cpu_engine_scratch(e, ith));
@@ -227,6 +233,11 @@ static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
 {
     cpu_engine *e = r->e;
     const cpu_weight *w = cpu_w(e, so->tensor, r->layer);
+    if (cpu_kq_has(w->type)) { /* the input as Q8_K codes (linear) */
+        cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->s->n, OUT(e, so),
+                   WIDTH(e, so->op->out));
+        return;
+    }
     const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
     cpu_table_dot(e->isa, so->codec, w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
                   cpu_engine_scratch(e, ith));
@@ -244,16 +255,32 @@ static void linear_x_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
     }
 }
 
+/* tokens lo .. hi of x [.][K] as Q8_K codes and block scales (K-quant matrices: llama.cpp's
+ * vec_dot_type for Q4_K / Q6_K) */
+static void kq_quant(cpu_engine *e, const float *x, int K, int64_t lo, int64_t hi)
+{
+    for (int64_t t = lo; t < hi; t++)
+        cpu_act_quant_q8k(x + t * K, K, e->kq_q + t * K, e->kq_d + t * (K / 256));
+}
+
+static void kq_quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    kq_quant(r->e, IN0(r->e, so), WIDTH(r->e, so->op->in[0]), lo, hi);
+}
+
 /* ---- ops ---- */
 
-/* linear over an F16 / F32 matrix, llama.cpp's CPU numerics: F16 weights multiply the input
- * rounded to f16 (ggml-cpu's vec_dot_type of F16), F32 weights the input as it is. */
+/* linear, llama.cpp's CPU numerics: F16 weights multiply the input rounded to f16 (ggml-cpu's
+ * vec_dot_type of F16), Q4_K / Q6_K weights its Q8_K codes (theirs), F32 weights the input as it is. */
 static void linear(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
     const int n = r->s->n;
-    if (cpu_w(e, so->tensor, r->layer)->type == FMT_F16)
+    const uint32_t type = cpu_w(e, so->tensor, r->layer)->type;
+    if (type == FMT_F16)
         par_for(r, so, n, 1, linear_x_body, n > 1);
+    if (cpu_kq_has(type))
+        par_for(r, so, n, 1, kq_quant_body, n > 1);
     par_for(r, so, WIDTH(e, so->op->out), 16, linear_body, true);
 }
 
@@ -296,6 +323,8 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
             float *hx = e->head_x + (size_t)i * dim;
             memcpy(hx, x, sizeof(float) * (size_t)dim);
         }
+        if (!e->head_q8.data && cpu_kq_has(cpu_w(e, so->tensor, 0)->type))
+            kq_quant(e, e->head_x, dim, 0, r->head_chunk);
         par_for(r, so, e->vocab, 64, head_body, true);
     }
 }

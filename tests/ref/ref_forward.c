@@ -216,9 +216,12 @@ static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor 
     return 0;
 }
 
-/* LM head: an F16 table in the oracle's F16 numerics, any other codec's table as floats. */
+/* LM head: an F16 table in the oracle's F16 numerics, a Q4_K / Q6_K one as llama.cpp multiplies it
+ * (the input through Q8_K: ref_linear), any other codec's table as floats. */
 static int lm_head(eval_ctx *e, const rt_gguf_tensor *w, const float *x, int dim, int vocab, float *y)
 {
+    if ((w->type == FMT_Q4_K || w->type == FMT_Q6_K) && !ref_linear(w->type, w->data, dim, vocab, x, e->n, y))
+        return 0;
     const float *tab = w->type == FMT_F32 ? (const float *)w->data : NULL;
     float *dec = NULL;
     if (w->type != FMT_F16 && !tab) {

@@ -275,8 +275,34 @@ void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int rou
     lm_head(w, false, dim, vocab, x, round_x_f16, y);
 }
 
+/* Q4_K / Q6_K: each row decoded by the format's reference (fmt_decode_row), times x[t] through
+ * Q8_K (ref_act_quant_q8k: code * d per block of 256), summed in double. */
+static int linear_kq(uint32_t type, const uint8_t *w, int K, int M, const float *x, int n, float *y)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    float *row = malloc(sizeof(float) * (size_t)K), *xq = malloc(sizeof(float) * (size_t)K * (size_t)n);
+    int8_t *q = malloc((size_t)K);
+    float *d = malloc(sizeof(float) * (size_t)(K / 256 + 1));
+    int rc = row && xq && q && d && K % 256 == 0 ? 0 : -1;
+    for (int t = 0; !rc && t < n; t++) {
+        ref_act_quant_q8k(x + (size_t)t * K, K, q, d);
+        for (int k = 0; k < K; k++) xq[(size_t)t * K + k] = (float)q[k] * d[k / 256];
+    }
+    for (int m = 0; !rc && m < M; m++) {
+        rc = fmt_decode_row(c, w, K, M, m, row);
+        for (int t = 0; !rc && t < n; t++) {
+            double acc = 0.0;
+            for (int k = 0; k < K; k++) acc += (double)row[k] * xq[(size_t)t * K + k];
+            y[(size_t)t * M + m] = (float)acc;
+        }
+    }
+    free(row), free(xq), free(q), free(d);
+    return rc;
+}
+
 int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y)
 {
+    if (type == FMT_Q4_K || type == FMT_Q6_K) return linear_kq(type, w, K, M, x, n, y);
     if (type != FMT_F16 && type != FMT_F32) return -1;
     for (int t = 0; t < n; t++)
         lm_head(w, type == FMT_F16, K, M, x + (size_t)t * K, type == FMT_F16, y + (size_t)t * M);

@@ -1,0 +1,173 @@
+/* cpu_kquant.c - Q4_K and Q6_K rows times Q8_K activations (cpu_kquant.h): the integer block
+ * sums (scalar, or AVX2 maddubs for the AVX2 and AVX-512 levels), then ggml's float scaling. */
+#include "cpu/cpu_kquant.h"
+
+#include <string.h>
+
+#include "format/fmt_codec.h"
+#include "format/fmt_kquant.h"
+
+#if CPU_X86
+#include <immintrin.h>
+#endif
+
+#define QK FMT_QK_K
+
+int cpu_kq_has(uint32_t type) { return type == FMT_Q4_K || type == FMT_Q6_K; }
+
+static float half_at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return fmt_f16_to_f32(h);
+}
+
+/* ---- Q4_K: the block's isum (sum_j sc_j * sum q * q8) and imin (sum_j m_j * sum q8) ---- */
+
+static void q4k_block_scalar(const uint8_t *p, const int8_t *q8, int32_t *isum, int32_t *imin)
+{
+    int32_t s = 0, m = 0;
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, mn;
+        fmt_q4_k_scale_min(j, p + 4, &sc, &mn);
+        int32_t dot = 0, qs = 0;
+        const uint8_t *qs4 = p + 16 + 32 * (j / 2);
+        for (int l = 0; l < 32; l++) {
+            dot += ((qs4[l] >> (4 * (j & 1))) & 0xF) * q8[32 * j + l];
+            qs += q8[32 * j + l];
+        }
+        s += sc * dot;
+        m += mn * qs;
+    }
+    *isum = s;
+    *imin = m;
+}
+
+/* ---- Q6_K: the block's isum (sum_s scale_s * sum (q - 32) * q8) ---- */
+
+static int32_t q6k_block_scalar(const uint8_t *p, const int8_t *q8)
+{
+    int32_t s = 0;
+    for (int sb = 0; sb < 16; sb++) {
+        int32_t dot = 0;
+        for (int l = 0; l < 16; l++) {
+            const int e = 16 * sb + l, h = e / 128, g = (e % 128) / 32, i = e % 32;
+            const int lo = (p[64 * h + 32 * (g & 1) + i] >> (4 * (g >> 1))) & 0xF;
+            const int v = lo | (((p[128 + 32 * h + i] >> (2 * g)) & 3) << 4);
+            dot += (v - 32) * q8[e];
+        }
+        s += (int8_t)p[192 + sb] * dot;
+    }
+    return s;
+}
+
+#if CPU_X86
+CPU_TARGET_AVX2 static inline int32_t hsum_i32(__m256i v)
+{
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
+    return _mm_cvtsi128_si32(r);
+}
+
+/* nibbles (0..15) times q8 by maddubs (pairs <= 2 * 15 * 128, no int16 overflow), each 32-element
+ * sub-block's int16 pairs times its scale by madd into int32 */
+CPU_TARGET_AVX2 static void q4k_block_avx2(const uint8_t *p, const int8_t *q8, int32_t *isum, int32_t *imin)
+{
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; j++)
+        fmt_q4_k_scale_min(j, p + 4, &sc[j], &mn[j]);
+    const __m256i m4 = _mm256_set1_epi8(0xF), ones8 = _mm256_set1_epi8(1);
+    __m256i acc = _mm256_setzero_si256(), accm = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 16 + 32 * c));
+        for (int half = 0; half < 2; half++) {
+            const int j = 2 * c + half;
+            const __m256i w = _mm256_and_si256(half ? _mm256_srli_epi16(x, 4) : x, m4);
+            const __m256i y = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, y), _mm256_set1_epi16(sc[j])));
+            /* q8 pair sums (|.| <= 256) times m */
+            accm = _mm256_add_epi32(accm, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, y), _mm256_set1_epi16(mn[j])));
+        }
+    }
+    *isum = hsum_i32(acc);
+    *imin = hsum_i32(accm);
+}
+
+/* 6-bit values v (0..63) times q8 by maddubs, minus 32 * q8 (maddubs of 32s): (v - 32) * q8 in
+ * int16 pairs, times the 16-element sub-block's int8 scale by madd */
+CPU_TARGET_AVX2 static int32_t q6k_block_avx2(const uint8_t *p, const int8_t *q8)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    __m256i acc = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(p + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h));
+        for (int g = 0; g < 4; g++) {
+            const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(g & 1 ? ql1 : ql0, 4 * (g >> 1)), m4);
+            const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), m2), 4);
+            const __m256i v = _mm256_or_si256(lo, hi);
+            const int e0 = 128 * h + 32 * g; /* elements e0 .. e0 + 31: sub-blocks e0 / 16, e0 / 16 + 1 */
+            const __m256i y = _mm256_loadu_si256((const __m256i *)(q8 + e0));
+            const __m256i d = _mm256_sub_epi16(_mm256_maddubs_epi16(v, y), _mm256_maddubs_epi16(k32, y));
+            const int8_t s0 = (int8_t)p[192 + e0 / 16], s1 = (int8_t)p[192 + e0 / 16 + 1];
+            const __m256i sc = _mm256_setr_epi16(s0, s0, s0, s0, s0, s0, s0, s0, s1, s1, s1, s1, s1, s1, s1, s1);
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(d, sc));
+        }
+    }
+    return hsum_i32(acc);
+}
+#endif
+
+static float q4k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const float *d8, int64_t nb)
+{
+    float acc = 0, accm = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = row + b * FMT_Q4_K_BYTES;
+        int32_t isum, imin;
+#if CPU_X86
+        if (isa != CPU_ISA_SCALAR)
+            q4k_block_avx2(p, q + b * QK, &isum, &imin);
+        else
+#endif
+            q4k_block_scalar(p, q + b * QK, &isum, &imin);
+        acc += half_at(p) * d8[b] * (float)isum;
+        accm += half_at(p + 2) * d8[b] * (float)imin;
+    }
+    return acc - accm;
+}
+
+static float q6k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const float *d8, int64_t nb)
+{
+    float acc = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = row + b * FMT_Q6_K_BYTES;
+        int32_t isum;
+#if CPU_X86
+        if (isa != CPU_ISA_SCALAR)
+            isum = q6k_block_avx2(p, q + b * QK);
+        else
+#endif
+            isum = q6k_block_scalar(p, q + b * QK);
+        acc += half_at(p + 208) * d8[b] * (float)isum;
+    }
+    return acc;
+}
+
+void cpu_kq_dot(cpu_isa isa, uint32_t type, const uint8_t *w, int64_t K, int64_t r0, int64_t r1, const int8_t *q,
+                const float *d8, int n, float *y, int64_t ldy)
+{
+    const int64_t nb = K / QK;
+    const size_t row_bytes = (size_t)nb * (type == FMT_Q4_K ? FMT_Q4_K_BYTES : FMT_Q6_K_BYTES);
+    if (isa == CPU_ISA_NEON)
+        isa = CPU_ISA_SCALAR;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w + (size_t)r * row_bytes;
+        for (int t = 0; t < n; t++) {
+            const int8_t *qt = q + (size_t)t * K;
+            const float *dt = d8 + (size_t)t * nb;
+            y[t * ldy + r] = type == FMT_Q4_K ? q4k_row(isa, row, qt, dt, nb) : q6k_row(isa, row, qt, dt, nb);
+        }
+    }
+}

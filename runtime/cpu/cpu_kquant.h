@@ -1,0 +1,31 @@
+/* cpu_kquant.h - the native backend's Q4_K and Q6_K products (llama.cpp's K-quants; layouts in
+ * format/fmt_q4_k.c, format/fmt_q6_k.c), with llama.cpp's activation semantics: the input is
+ * quantized as Q8_K (cpu_act_quant_q8k: int8 codes and one f32 scale per block of 256, ggml's
+ * vec_dot_type for these formats) and each block's integer sums are scaled as
+ * ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K do.
+ *
+ * Owns: those dots at each ISA level (scalar; AVX2 maddubs, which the AVX-512 level also runs:
+ * the block sums are short, 256 products, and the weights' unpacking dominates) and the Q8_K
+ * quantization of a step's rows for them. Integer block sums are exact and the float sums run
+ * in the same order at every level, so every level gives the same bits.
+ */
+#ifndef CPU_KQUANT_H
+#define CPU_KQUANT_H
+
+#include <stdint.h>
+
+#include "cpu/cpu_isa.h"
+
+/* 1 if type is a K-quant format with a product here (Q4_K, Q6_K). */
+int cpu_kq_has(uint32_t type);
+
+/* y[t * ldy + r] = row r of w (type Q4_K or Q6_K, [.][K]) . token t's Q8_K codes q[t][K] with
+ * block scales d8[t][K / 256], for rows r0 <= r < r1 and n tokens. Per row and token, over the
+ * blocks in order (ggml's x86 order of the float parts): Q4_K acc += (d * d8) * isum and
+ * accm += (dmin * d8) * imin, result acc - accm, where isum = sum_j sc_j sum_l q * q8 and
+ * imin = sum_j m_j sum_l q8 over the block's 8 sub-blocks; Q6_K acc += (d * d8) * isum with
+ * isum = sum_s scale_s sum_l (q - 32) q8 over its 16 sub-blocks. */
+void cpu_kq_dot(cpu_isa isa, uint32_t type, const uint8_t *w, int64_t K, int64_t r0, int64_t r1, const int8_t *q,
+                const float *d8, int n, float *y, int64_t ldy);
+
+#endif
