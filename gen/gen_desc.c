@@ -235,7 +235,7 @@ static int build_dispatch(gen_desc *d, const gen_graph *g, const gen_kop *kop, i
 
 /* The --lm-head q8 variant of the post section: the same dispatches, the LM head
  * reading the Q8_0 copy of its table. None (post_q8 NULL) when the table's width is
- * not a multiple of FMT_Q8_ROW_MULTIPLE. */
+ * not a multiple of FMT_Q8_ROW_MULTIPLE or the table is not F16 / F32. */
 static int build_post_q8(gen_desc *d, const gen_graph *g, int sched, bool decode, rt_schedule *s, char *err)
 {
     int first = (int)(s->n_pre + s->n_layer);
@@ -249,8 +249,9 @@ static int build_post_q8(gen_desc *d, const gen_graph *g, int sched, bool decode
         disp[i] = s->post[i];
         if (kop->kind != GEN_K_LM_HEAD)
             continue;
-        if (g->m->tensors[kop->w[0]].ne[0] % FMT_Q8_ROW_MULTIPLE)
-            return 0;
+        const gen_tensor *tab = &g->m->tensors[kop->w[0]];
+        if (tab->ne[0] % FMT_Q8_ROW_MULTIPLE || (tab->type != FMT_F16 && tab->type != FMT_F32))
+            return 0; /* fmt_q8_copy reads F16 and F32 tables */
         gen_kop q = *kop;
         q.q8 = true;
         snprintf(d->q8_label[sched], sizeof(d->q8_label[sched]), "%.80s (q8)", kop->label);

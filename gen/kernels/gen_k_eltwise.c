@@ -16,8 +16,16 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool f16 = tab->type == FMT_F16, last = kop->last_out >= 0;
+    const fmt_codec *fc = fmt_codec_find(tab->type);
+    const gen_codec *qc = gen_codec_find(tab->type);
+    if (qc && !qc->quad)
+        qc = NULL;
+    if (!f16 && !qc && tab->type != FMT_F32) { /* a table format no kernel here reads */
+        snprintf(err, GEN_ERR_LEN, "%s: embed: no kernel reads %s tables", kop->label, gen_ttype_name(tab->type));
+        return -1;
+    }
     char name[64];
-    snprintf(name, sizeof(name), "embed_%s_n%d%s", f16 ? "f16" : "f32", dim, gen_last_suffix(kop));
+    snprintf(name, sizeof(name), "embed_%s_n%d%s", fc->yaml, dim, gen_last_suffix(kop));
     if (last && (!decode || kop->last_next)) {
         snprintf(err, GEN_ERR_LEN, "%s: the embedding runs a next norm in decode only", kop->label);
         return -1;
@@ -27,7 +35,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
         return gen_out_kernel(out, NULL, err);
     dsl_expr tokens = dsl_buffer(k, "tokens", DSL_U32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_TOKENS, 0);
-    dsl_expr table = dsl_buffer(k, "table", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr table = dsl_buffer(k, "table", f16 || qc ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
@@ -38,7 +46,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
     dsl_expr i = dsl_gid(k, 0), t = dsl_wgid(k, 1);
-    const uint32_t per = (uint32_t)(f16 ? dim / 2 : dim), groups = (per + WG - 1) / WG;
+    const uint32_t per = (uint32_t)(qc ? dim / 4 : f16 ? dim / 2 : dim), groups = (per + WG - 1) / WG;
     if (last) /* the tail's barriers need every invocation: no early return */
         dsl_if(k, dsl_lt(k, i, U(per)));
     else
@@ -46,7 +54,16 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     /* ids are validated by the runtime; clamp anyway so a bad id cannot read outside */
     dsl_expr tok = dsl_let(k, "tok", dsl_min(k, dsl_load(k, tokens, t), dsl_sub(k, vocab, U(1))));
     dsl_expr yb = dsl_let(k, "yb", dsl_mul(k, t, D));
-    if (f16) {
+    if (qc) { /* quad i: values 4 i .. 4 i + 3, block i / (blk / 4) of the token's row */
+        const uint32_t qpb = fc->blk / 4;
+        dsl_expr boff = dsl_let(k, "boff", dsl_add(k, dsl_mul(k, tok, U((uint32_t)(dim / fc->blk) * fc->blk_bytes)),
+                                                   dsl_mul(k, dsl_div(k, i, U(qpb)), U(fc->blk_bytes))));
+        dsl_expr p = dsl_let(k, "p", qc->quad(k, table, boff, dsl_mul(k, dsl_mod(k, i, U(qpb)), U(4))));
+        dsl_expr d = dsl_let(k, "d", qc->quad_scale(k, table, boff));
+        for (int j = 0; j < 4; j++)
+            dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(4)), U((uint32_t)j))),
+                      dsl_mul(k, dsl_comp(k, p, j), d));
+    } else if (f16) {
         dsl_expr p = dsl_let(k, "p", gen_codec_find(FMT_F16)->table_pair(
                                          k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, U(per)), i))));
         dsl_store(k, y, dsl_add(k, yb, dsl_mul(k, i, U(2))), dsl_comp(k, p, 0));
@@ -54,7 +71,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     } else {
         dsl_store(k, y, dsl_add(k, yb, i), dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, D), i)));
     }
-    out->bytes = (uint64_t)dim * (f16 ? 6 : 8) + 4;
+    out->bytes = (uint64_t)dim / fc->blk * fc->blk_bytes + (uint64_t)dim * 4 + 4;
     if (last) {
         dsl_end(k);
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);

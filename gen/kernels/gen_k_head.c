@@ -42,11 +42,14 @@ static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
 typedef struct {
     bool q8, f16, norm, decode, blocked; /* blocked: 4 words per lane and step */
     bool xh;                  /* round the input to f16 first (linear F16: llama.cpp's F16 dot) */
+    const gen_codec *qc;      /* a block-quantized format (Q8_0, Q4_0, Q2_0): words are quads */
+    uint32_t qblk, qbytes;    /* its values and bytes per block */
     int TT, per_word;
     dsl_expr W, W4, x, xs, y; /* table words (W4: uvec4 view, decode); input rows (f32) or the
                                  staged normed row (norm); logits */
     dsl_expr v, D, DW, DW4, SW, sbase; /* the vocabulary row; width, words (blocked: 4-word
                                           steps; Q8_0: scale words) per row */
+    uint32_t DWn;              /* words per row (qc: quads), as a number */
     dsl_expr vocab, lane, sgs, t_first, t_end; /* tokens t_first .. t_end - 1 wanted */
     dsl_expr best, bidx;       /* argmax (decode): this invocation's best logit and row, else NULL */
     dsl_expr *acc, *xrow;      /* per token of the tile: f32 sum, offset of its input row */
@@ -68,7 +71,13 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
 {
     const int per_word = r->per_word;
     dsl_expr p; /* the word's table values (vector or scalar) */
-    if (r->q8) {
+    if (r->qc) { /* quad w of row v: values l .. l + 3 of block w / (blk / 4) */
+        const uint32_t qpb = r->qblk / 4;
+        dsl_expr boff = dsl_let(k, "boff", dsl_add(k, dsl_mul(k, r->v, U((uint32_t)(r->DWn / qpb * r->qbytes))),
+                                                   dsl_mul(k, dsl_div(k, w, U(qpb)), U(r->qbytes))));
+        p = dsl_let(k, "p", r->qc->quad(k, r->W, boff, dsl_mul(k, dsl_mod(k, w, U(qpb)), U(4))));
+        d = dsl_let(k, "d", r->qc->quad_scale(k, r->W, boff));
+    } else if (r->q8) {
         dsl_expr q[4];
         for (int b = 0; b < 4; b++)
             q[b] = dsl_cast(k, dsl_unpack8(k, wv, U(b), true), DSL_F32);
@@ -90,8 +99,9 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
             if (r->xh) /* the pair as f16, as ggml converts the activations for an F16 matrix */
                 xv = dsl_unpack_half2x16(k, dsl_pack_half2x16(k, xv));
         }
-        dsl_add_to(k, r->acc[tt],
-                   r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : r->f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
+        dsl_add_to(k, r->acc[tt], r->q8 || r->qc ? dsl_mul(k, d, dsl_dot(k, p, xv))
+                                  : r->f16                ? dsl_dot(k, p, xv)
+                                                          : dsl_mul(k, p, xv));
     }
 }
 
@@ -183,6 +193,15 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool q8 = kop->q8, f16 = !q8 && tab->type == FMT_F16;
+    const fmt_codec *fc = fmt_codec_find(tab->type);
+    const gen_codec *qc = q8 ? NULL : gen_codec_find(tab->type);
+    if (qc && !qc->quad)
+        qc = NULL;
+    if (!q8 && !f16 && !qc && tab->type != FMT_F32) { /* a table format no row loop here reads */
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head: no kernel reads %s tables", g->m->path, kop->loc.line,
+                 kop->loc.col, gen_ttype_name(tab->type));
+        return -1;
+    }
     if (q8 && dim % FMT_Q8_ROW_MULTIPLE) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
                  kop->loc.line, kop->loc.col, dim, FMT_Q8_ROW_MULTIPLE);
@@ -196,13 +215,13 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     char name[128], ntag[64];
     const gen_norm *nrow = gen_norm_at(kop->norm.row);
     snprintf(name, sizeof(name), "lm_head%s%s_%s_n%d_%s%s", nrow ? "_norm" : "", gen_norm_tag(&kop->norm, ntag, sizeof ntag),
-             q8 ? "q8" : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch", amax ? "_argmax" : "");
+             q8 ? "q8" : fc->yaml, dim, decode ? "decode" : "batch", amax ? "_argmax" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr W = dsl_buffer(k, "w", f16 || q8 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr W = dsl_buffer(k, "w", f16 || q8 || qc ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, q8 ? RT_ARG_WEIGHT_Q8 : RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "logits", DSL_F32, DSL_WRITEONLY);
     gen_out_arg(out, RT_ARG_LOGITS, 0);
@@ -229,7 +248,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
-    const int per_word = q8 ? 4 : f16 ? 2 : 1; /* table elements per u32 / f32 word */
+    const int per_word = q8 || qc ? 4 : f16 ? 2 : 1; /* table elements per u32 / f32 word (qc: quad) */
     dsl_expr DW = dsl_const_u32(k, "DW", dim / per_word); /* table words per row */
     /* Q8_0: the scales follow the codes; SW scale words (two f16 each) per row */
     dsl_expr SW = q8 ? dsl_const_u32(k, "SW", dim / (2 * FMT_Q8_BLOCK)) : NULL;
@@ -265,7 +284,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), slots, dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, vocab));
-    head_row r = {.q8 = q8, .f16 = f16, .norm = norm, .decode = decode, .blocked = blocked, .per_word = per_word,
+    head_row r = {.q8 = q8, .f16 = f16, .qc = qc, .qblk = fc->blk, .qbytes = fc->blk_bytes,
+                  .DWn = (uint32_t)(dim / per_word), .norm = norm, .decode = decode, .blocked = blocked, .per_word = per_word,
                   .W = W, .W4 = W4, .x = x, .xs = xs, .y = y, .v = v, .D = D, .DW = DW, .SW = SW,
                   .DW4 = blocked ? dsl_const_u32(k, "DW4", dim / per_word / 4) : NULL,
                   .sbase = sbase, .vocab = vocab, .lane = lane, .sgs = sgs, .t_first = t_first, .t_end = t_end,
@@ -288,25 +308,32 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_groups_vocab(out, HEAD_GROUPS, ROWS);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
-    out->bytes_per_vocab = (q8 ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
+    out->bytes_per_vocab =
+        (q8 ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2 : (uint64_t)dim / fc->blk * fc->blk_bytes) + 4;
     if (amax) /* partials out and back, the result */
         out->bytes += (uint64_t)HEAD_GROUPS * 16 + 4;
     return gen_out_kernel(out, k, err);
 }
 
-/* linear (gen_graph.h GEN_K_LINEAR): y[t] = W x[t] for every token of the step, W an F16 or
- * F32 matrix [M][K] of the layer: the LM head's row loop above with M rows known here instead
+/* linear (gen_graph.h GEN_K_LINEAR): y[t] = W x[t] for every token of the step, W an F16, F32
+ * or block-quantized (Q8_0, Q4_0, Q2_0: the codec's quad and quad_scale) matrix [M][K] of the layer: the LM head's row loop above with M rows known here instead
  * of the vocabulary, no norm, no argmax, and no GEMV_VEC / GEMV_WIDE variants (the plain 4 u32
  * loads, ROWS rows a workgroup per pass). F16: each input pair is rounded to f16 before the
  * products (ggml-cpu's F16 matmul converts the activations to F16: its vec_dot_type); the
  * products of two halves are exact in f32, the sums f32 as the head's. Prompts run the head's
- * token tiles of GEN_TOKEN_TILE rows (each weight word read once per tile). */
+ * token tiles of GEN_TOKEN_TILE rows (each weight word read once per tile). Block-quantized
+ * matrices multiply the input as it is (ggml-cpu quantizes it to Q8_0 blocks: the difference is
+ * within the oracle's spread, tests/data/oracle/README.md): per quad d * (codes . x), f32 sums. */
 int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *wt = &g->m->tensors[kop->w[0]];
     const int K = (int)wt->ne[0], M = (int)wt->ne[1];
     const bool f16 = wt->type == FMT_F16;
-    if (!f16 && wt->type != FMT_F32) { /* the YAML reader allows F16 and F32 only (FMT_USE_MATRIX) */
+    const fmt_codec *fc = fmt_codec_find(wt->type);
+    const gen_codec *qc = gen_codec_find(wt->type);
+    if (qc && !qc->quad)
+        qc = NULL;
+    if (!f16 && wt->type != FMT_F32 && !qc) { /* the YAML reader allows FMT_USE_MATRIX rows only */
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: no kernel reads %s weights", g->m->path, kop->loc.line,
                  kop->loc.col, gen_ttype_name(wt->type));
         return -1;
@@ -317,17 +344,17 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
         return -1;
     }
     char name[128];
-    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", f16 ? "f16" : "f32", K, M, decode ? "decode" : "batch");
+    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", fc->yaml, K, M, decode ? "decode" : "batch");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr W = dsl_buffer(k, "w", f16 ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr W = dsl_buffer(k, "w", f16 || qc ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
-    const int per_word = f16 ? 2 : 1;
+    const int per_word = qc ? 4 : f16 ? 2 : 1; /* qc: a quad of 4 values per step */
     dsl_expr D = dsl_const_u32(k, "D", K), Mc = dsl_const_u32(k, "M", M);
     dsl_expr DW = dsl_const_u32(k, "DW", K / per_word);
     const bool blocked = f16 && (K / per_word) % 4 == 0;
@@ -337,7 +364,8 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, Mc));
-    head_row r = {.f16 = f16, .xh = f16, .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
+    head_row r = {.f16 = f16, .xh = f16, .qc = qc, .qblk = fc->blk, .qbytes = fc->blk_bytes, .DWn = (uint32_t)(K / per_word),
+                  .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
                   .v = v, .D = D, .DW = DW, .DW4 = blocked ? dsl_const_u32(k, "DW4", K / per_word / 4) : NULL,
                   .vocab = Mc, .lane = lane, .sgs = sgs, .t_first = U(0), .t_end = t_end};
     if (decode) {
@@ -357,7 +385,7 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups < HEAD_GROUPS ? groups : HEAD_GROUPS, 1);
     /* per token: the matrix (read once per token here; a prompt's tiles share it) + x + y */
-    out->bytes = (uint64_t)K * (uint64_t)M * (f16 ? 2 : 4) + ((uint64_t)K + (uint64_t)M) * 4;
+    out->bytes = (uint64_t)K / fc->blk * fc->blk_bytes * (uint64_t)M + ((uint64_t)K + (uint64_t)M) * 4;
     return gen_out_kernel(out, k, err);
 }
 

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cpu/cpu_engine_priv.h"
+#include "cpu/cpu_qdot.h"
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
 
@@ -210,10 +211,16 @@ static void act_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_
     cpu_act_mul(so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
 }
 
-/* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start */
+/* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start (a
+ * block-quantized table: head_x as Q8_0 codes in lin_q, llama.cpp's numerics) */
 static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
+    if (!e->head_q8.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type)) {
+        cpu_qdot_rows(e->isa, cpu_w(e, so->tensor, 0), lo, hi, e->lin_q, e->lin_qd, r->head_chunk, r->head_chunk_out,
+                      e->vocab);
+        return;
+    }
     const cpu_weight *w = e->head_q8.data ? &e->head_q8 : cpu_w(e, so->tensor, 0);
     const cpu_codec *c = e->head_q8.data ? cpu_codec_find(FMT_Q8_0) : so->codec;
     cpu_table_dot(e->isa, c, w, lo, hi, e->head_x, r->head_chunk, r->head_chunk_out, e->vocab,
@@ -242,15 +249,39 @@ static void linear_x_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
     }
 }
 
+/* tokens lo .. hi of the input as Q8_0 blocks into lin_q / lin_qd */
+static void linear_q_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const int K = WIDTH(e, so->op->in[0]);
+    for (int64_t t = lo; t < hi; t++)
+        cpu_quant_q8_0(IN0(e, so) + t * K, K, e->lin_q + t * K, e->lin_qd + t * (K / CPU_QBLK));
+}
+
+/* rows lo .. hi of a block-quantized matrix times the Q8_0 input */
+static void linear_qdot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    cpu_qdot_rows(e->isa, cpu_w(e, so->tensor, r->layer), lo, hi, e->lin_q, e->lin_qd, r->s->n, OUT(e, so),
+                  WIDTH(e, so->op->out));
+}
+
 /* ---- ops ---- */
 
-/* linear over an F16 / F32 matrix, llama.cpp's CPU numerics: F16 weights multiply the input
- * rounded to f16 (ggml-cpu's vec_dot_type of F16), F32 weights the input as it is. */
+/* linear, llama.cpp's CPU numerics: F16 weights multiply the input rounded to f16 (ggml-cpu's
+ * vec_dot_type of F16), F32 weights the input as it is, Q8_0 / Q4_0 / Q2_0 weights the input
+ * quantized to Q8_0 blocks (their vec_dot_type; cpu_qdot.h). */
 static void linear(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
     const int n = r->s->n;
-    if (cpu_w(e, so->tensor, r->layer)->type == FMT_F16)
+    const uint32_t type = cpu_w(e, so->tensor, r->layer)->type;
+    if (cpu_qdot_has(type)) {
+        par_for(r, so, n, 1, linear_q_body, n > 1);
+        par_for(r, so, WIDTH(e, so->op->out), 16, linear_qdot_body, true);
+        return;
+    }
+    if (type == FMT_F16)
         par_for(r, so, n, 1, linear_x_body, n > 1);
     par_for(r, so, WIDTH(e, so->op->out), 16, linear_body, true);
 }
@@ -293,6 +324,8 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
             const float *x = IN0(e, so) + (size_t)s->head_rows[r0 + i] * dim;
             float *hx = e->head_x + (size_t)i * dim;
             memcpy(hx, x, sizeof(float) * (size_t)dim);
+            if (!e->head_q8.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type))
+                cpu_quant_q8_0(hx, dim, e->lin_q + (size_t)i * dim, e->lin_qd + (size_t)i * (dim / CPU_QBLK));
         }
         par_for(r, so, e->vocab, 64, head_body, true);
     }
