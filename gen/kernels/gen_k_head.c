@@ -71,13 +71,7 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
 {
     const int per_word = r->per_word;
     dsl_expr p; /* the word's table values (vector or scalar) */
-    if (r->qc) { /* quad w of row v: values l .. l + 3 of block w / (blk / 4) */
-        const uint32_t qpb = r->qblk / 4;
-        dsl_expr boff = dsl_let(k, "boff", dsl_add(k, dsl_mul(k, r->v, U((uint32_t)(r->DWn / qpb * r->qbytes))),
-                                                   dsl_mul(k, dsl_div(k, w, U(qpb)), U(r->qbytes))));
-        p = dsl_let(k, "p", r->qc->quad(k, r->W, boff, dsl_mul(k, dsl_mod(k, w, U(qpb)), U(4))));
-        d = dsl_let(k, "d", r->qc->quad_scale(k, r->W, boff));
-    } else if (r->q8) {
+    if (r->q8) {
         dsl_expr q[4];
         for (int b = 0; b < 4; b++)
             q[b] = dsl_cast(k, dsl_unpack8(k, wv, U(b), true), DSL_F32);
@@ -99,9 +93,54 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
             if (r->xh) /* the pair as f16, as ggml converts the activations for an F16 matrix */
                 xv = dsl_unpack_half2x16(k, dsl_pack_half2x16(k, xv));
         }
-        dsl_add_to(k, r->acc[tt], r->q8 || r->qc ? dsl_mul(k, d, dsl_dot(k, p, xv))
+        dsl_add_to(k, r->acc[tt], r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv))
                                   : r->f16                ? dsl_dot(k, p, xv)
                                                           : dsl_mul(k, p, xv));
+    }
+}
+
+/* Block-quantized weights (r->qc: Q8_0, Q4_0, Q2_0) in llama.cpp's CPU numerics: unit j is the 32
+ * values 32 j .. 32 j + 31 of row r->v (one Q8_0 block of the input): the weights' codes of that
+ * span (8 quads of one weight block) times, per token, the input quantized as ggml-cpu's
+ * quantize_row_q8_0 (d_x = f16(amax / 127), code = roundEven(x * (127 / amax))): the integer
+ * sum (exact in f32: |sum| <= 32 x 127 x 8 < 2^24), acc += (d_w * d_x) * sum. */
+static void head_qunit(dsl_kernel *k, const head_row *r, dsl_expr j)
+{
+    const uint32_t qpb = r->qblk / 4; /* quads per weight block */
+    dsl_expr q0 = dsl_let(k, "q0", dsl_mul(k, j, U(8)));
+    dsl_expr boff = dsl_let(k, "boff", dsl_add(k, dsl_mul(k, r->v, U(r->DWn / qpb * r->qbytes)),
+                                               dsl_mul(k, dsl_div(k, q0, U(qpb)), U(r->qbytes))));
+    dsl_expr l0 = dsl_let(k, "l0", dsl_mul(k, dsl_mod(k, q0, U(qpb)), U(4)));
+    dsl_expr dw = dsl_let(k, "dw", r->qc->quad_scale(k, r->W, boff));
+    dsl_expr c[8];
+    for (int i = 0; i < 8; i++)
+        c[i] = dsl_let(k, "c", r->qc->quad(k, r->W, boff, i ? dsl_add(k, l0, U(4u * (uint32_t)i)) : l0));
+    for (int tt = 0; tt < r->TT; tt++) {
+        dsl_expr xv[8], m = NULL;
+        for (int i = 0; i < 8; i++) {
+            dsl_expr w = i ? dsl_add(k, q0, U((uint32_t)i)) : q0;
+            if (r->norm) {
+                xv[i] = dsl_let(k, "xq", dsl_load(k, r->xs, w));
+            } else {
+                dsl_expr i0 = dsl_let(k, "i0", dsl_add(k, r->xrow[tt], dsl_mul(k, w, U(4)))), e[4];
+                for (int l = 0; l < 4; l++)
+                    e[l] = dsl_load(k, r->x, l ? dsl_add(k, i0, U((uint32_t)l)) : i0);
+                xv[i] = dsl_let(k, "xq", dsl_vec4(k, e[0], e[1], e[2], e[3]));
+            }
+            m = m ? dsl_max(k, m, dsl_abs(k, xv[i])) : dsl_abs(k, xv[i]);
+        }
+        m = dsl_let(k, "m4", m);
+        dsl_expr amax = dsl_let(k, "amax", dsl_max(k, dsl_max(k, dsl_comp(k, m, 0), dsl_comp(k, m, 1)),
+                                                   dsl_max(k, dsl_comp(k, m, 2), dsl_comp(k, m, 3))));
+        dsl_expr dx = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, dsl_div(k, amax, F(127.0f)),
+                                                                                           F(0)))), 0);
+        dsl_expr id = dsl_let(k, "id", dsl_select(k, dsl_ne(k, amax, F(0)), dsl_div(k, F(127.0f), amax), F(0)));
+        dsl_expr sum = NULL;
+        for (int i = 0; i < 8; i++) {
+            dsl_expr t = dsl_dot(k, c[i], dsl_round_even(k, dsl_mul(k, xv[i], id)));
+            sum = sum ? dsl_add(k, sum, t) : t;
+        }
+        dsl_add_to(k, r->acc[tt], dsl_mul(k, dsl_mul(k, dw, dx), sum));
     }
 }
 
@@ -123,7 +162,11 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
     r->acc = acc;
     r->xrow = xrow;
     dsl_expr v = r->v, W = r->W, DW = r->DW, DW4 = r->DW4;
-    if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
+    if (r->qc) { /* lane l: units l, l + sgs, .. of 32 values */
+        dsl_expr j = dsl_for(k, "j", r->lane, U(r->DWn / 8), r->sgs);
+        head_qunit(k, r, j);
+        dsl_end(k); /* j */
+    } else if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
         for (int vec = decode; vec >= 0; vec--) {
             if (vec)
                 dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));

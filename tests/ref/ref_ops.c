@@ -277,7 +277,7 @@ void ref_lm_head_f32(const float *w, int dim, int vocab, const float *x, int rou
 
 int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y)
 {
-    if (type != FMT_F16 && type != FMT_F32) return -1;
+    if (type != FMT_F16 && type != FMT_F32) return ref_linear_q(type, w, K, M, x, n, y);
     for (int t = 0; t < n; t++)
         lm_head(w, type == FMT_F16, K, M, x + (size_t)t * K, type == FMT_F16, y + (size_t)t * M);
     return 0;
