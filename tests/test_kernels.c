@@ -341,6 +341,21 @@ static int width_of(const gen_graph *g, int gv) { return g->vals[gv].width; }
 
 /* ---------------------------------------------------------------- EMBED */
 
+/* A block-quantized format of the `linear` op and the tables (Q8_0, Q4_0, Q2_0), or NULL. */
+static const fmt_codec *qformat(uint32_t type)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    return c && (c->uses & FMT_USE_MATRIX) && type != FMT_F16 && type != FMT_F32 ? c : NULL;
+}
+
+/* n values (a multiple of the block) encoded by the codec: the file's bytes */
+static uint8_t *q_encode(const fmt_codec *c, const float *v, size_t n)
+{
+    uint8_t *b = vkh_xmalloc(n / c->blk * c->blk_bytes);
+    c->encode(v, (int64_t)n, b);
+    return b;
+}
+
 static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     const gen_tensor *ts = &g->m->tensors[kop->w[0]];
@@ -356,17 +371,23 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
         if (f16)
             tab[i] = fmt_f16_to_f32(h[i]);
     }
+    const fmt_codec *qf = qformat(ts->type); /* a Q table: its bytes, the reference its decoded rows */
+    uint8_t *qb = qf ? q_encode(qf, tab, nt) : NULL;
+    for (uint32_t v = 0; qf && v < VOCAB; v++)
+        assert_int_equal(fmt_decode_row(qf, qb, dim, VOCAB, v, tab + (size_t)v * dim), 0);
     for (int s = 0; s < N_SIZES(decode); s++) {
         uint32_t n = decode ? 1 : batch_sizes[s], tok[NMAX];
         for (uint32_t t = 0; t < n; t++)
             tok[t] = t == 0 ? VOCAB - 1 : t == 1 ? 0 : vkh_rnd() % VOCAB;
-        rt_buf b[3] = {vkh_buf(sizeof(tok), tok), f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab),
+        rt_buf b[3] = {vkh_buf(sizeof(tok), tok),
+                       qf ? vkh_buf(nt / qf->blk * qf->blk_bytes, qb) : f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab),
                        vkh_buf(4 * NMAX * dim, NULL)};
         const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[2], 4 * NMAX * dim), *ref = vkh_xmalloc(4 * (size_t)n * dim);
         ref_get_rows(tab, dim, tok, (int)n, ref);
-        /* rule: a row copy (F16 rows widened exactly): bit for bit */
+        /* rule: a row copy (F16 rows widened exactly; Q rows: (code - offset) * d, one f32 product
+         * on both sides): bit for bit */
         expect(kop, "rows", decode, n, 0, vkh_max_rel(y, ref, (size_t)n * dim, VKH_ELEM), 0);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * dim, (NMAX - n) * (size_t)dim));
         free(y);
@@ -375,6 +396,7 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
     }
     free(tab);
     free(h);
+    free(qb);
     kern_free(&kn);
 }
 
@@ -998,7 +1020,11 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     }
     rt_buf wb;
     int8_t *qc = NULL;
-    if (q8) {
+    const fmt_codec *qf = q8 ? NULL : qformat(ts->type); /* a Q table (llama.cpp's Q8_0 activations) */
+    uint8_t *qb = qf ? q_encode(qf, tab, nt) : NULL;
+    if (qf) {
+        wb = vkh_buf(nt / qf->blk * qf->blk_bytes, qb);
+    } else if (q8) {
         qc = vkh_xmalloc(nt + 2 * nb); /* codes, then the f16 scales */
         ref_quantize_q8_0(tab, (int)nt, qc, dq);
         for (size_t b = 0; b < nb; b++) {
@@ -1033,7 +1059,9 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
                     gen_norm_at(kop.norm.row)->ref(xr, nw, NULL, dim, kop.norm.param.v, xn);
                     xr = xn;
                 }
-                if (q8)
+                if (qf)
+                    assert_int_equal(ref_linear_q(ts->type, qb, dim, (int)VOCAB, xr, 1, ref + (size_t)r * VOCAB), 0);
+                else if (q8)
                     ref_lm_head_q8_0(qc, dq, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
                 else
                     ref_lm_head_f32(tab, dim, (int)VOCAB, xr, 0, ref + (size_t)r * VOCAB);
@@ -1044,8 +1072,10 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
                      all ? "all rows" : "last row");
             /* rule: dim f32 products summed in lane strides and a subgroup tree (about
              * dim / 64 + 6 roundings of 2^-24 of partials <= the row's largest |y| here: < 1e-6);
-             * a folded norm adds the norm's f32 rounding of x (gen_norm rmsnorm tol 1e-5) */
-            expect(&kop, what, decode, n, 0, vkh_max_rel(y, ref, (size_t)rows * VOCAB, VKH_NORM), norm ? 1e-5 : 1e-6);
+             * a folded norm adds the norm's f32 rounding of x (gen_norm rmsnorm tol 1e-5); a Q table:
+             * check_linear's rule (the same Q8_0 codes, exact block sums, dim / 32 scaled terms) */
+            expect(&kop, what, decode, n, 0, vkh_max_rel(y, ref, (size_t)rows * VOCAB, VKH_NORM),
+                   norm || qf ? 1e-5 : 1e-6);
             assert_true(vkh_all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
             free(y);
             free(ref);
@@ -1054,9 +1084,12 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
         }
     if (kop.argmax) { /* TIE_VOCAB copies of row 0: every logit ties, the argmax is row 0
                        * (with several rows per invocation and per workgroup) */
-        const size_t rb = q8 ? (size_t)dim : (size_t)dim * (f16 ? 2 : 4), sb = q8 ? 2 * (size_t)(dim / 32) : 0;
+        const size_t rb = qf   ? (size_t)dim / qf->blk * qf->blk_bytes
+                          : q8 ? (size_t)dim
+                               : (size_t)dim * (f16 ? 2 : 4),
+                     sb = q8 ? 2 * (size_t)(dim / 32) : 0;
         uint8_t *t2 = vkh_xmalloc((rb + sb) * TIE_VOCAB);
-        const uint8_t *row0 = q8 ? (const uint8_t *)qc : f16 ? (const uint8_t *)h : (const uint8_t *)tab;
+        const uint8_t *row0 = qf ? qb : q8 ? (const uint8_t *)qc : f16 ? (const uint8_t *)h : (const uint8_t *)tab;
         for (size_t r = 0; r < TIE_VOCAB; r++) {
             memcpy(t2 + r * rb, row0, rb);
             if (q8) /* the scales follow all the codes */
@@ -1086,6 +1119,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     free(dq);
     free(h);
     free(qc);
+    free(qb);
     free(nw);
     free(xn);
     kern_free(&kn);
@@ -1100,6 +1134,9 @@ static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
 
 static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode)
 {
+    const uint32_t type = g->m->tensors[kop->w[0]].type;
+    if (type != FMT_F16 && type != FMT_F32) /* the --lm-head q8 copy is made of F16 / F32 tables only */
+        return;
     for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
         lm_head_case(g, kop, decode, true, v ? 1 | 2 << 12 : 0);
 }
@@ -1123,7 +1160,9 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
     uint16_t *h = vkh_xmalloc(nw * 2);
     for (size_t i = 0; i < nw; i++)
         h[i] = fmt_f32_to_f16(wf[i]);
-    rt_buf wb = f16 ? vkh_buf(nw * 2, h) : vkh_buf(nw * 4, wf);
+    const fmt_codec *qf = qformat(ts->type);
+    uint8_t *qb = qf ? q_encode(qf, wf, nw) : NULL;
+    rt_buf wb = qf ? vkh_buf(nw / qf->blk * qf->blk_bytes, qb) : f16 ? vkh_buf(nw * 2, h) : vkh_buf(nw * 4, wf);
     for (int s = 0; s < N_SIZES(decode); s++) {
         const uint32_t n = decode ? 1 : batch_sizes[s];
         float *x = rnd_rows(NMAX, K), *ref = vkh_xmalloc(4 * (size_t)n * M);
@@ -1131,13 +1170,18 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         const rt_buf *args[3] = {&b[0], &wb, &b[1]};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[1], 4 * (size_t)NMAX * M);
-        assert_int_equal(ref_linear(ts->type, f16 ? (const void *)h : (const void *)wf, K, M, x, (int)n, ref), 0);
+        assert_int_equal(ref_linear(ts->type, qf ? (const void *)qb : f16 ? (const void *)h : (const void *)wf, K, M, x,
+                                    (int)n, ref), 0);
         /* rule: the products are exact in f32 (two halves, or the same f32 factors); K of them
          * summed in lane strides and a subgroup tree: about K / 32 + 6 roundings of 2^-24 of
          * partials that random signed terms keep within a few |y|, (868 / 32 + 6) x 6e-8 x 4 =
          * 8e-6 at the widest K here: 1e-5 (measured: 2.3e-7). The same kernel against a
-         * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails. */
-        expect(kop, f16 ? "f16" : "f32", decode, n, 0, vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
+         * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails.
+         * Q8_0 / Q4_0 / Q2_0: both sides quantize x to the same Q8_0 codes (the same IEEE
+         * operations: amax, 127 / amax, a product, round to even), the block sums are exact
+         * integers, and K / 32 terms (d_w * d_x) * sum are summed as above: the same bound. */
+        expect(kop, ts->type == FMT_F32 ? "f32" : qf ? qf->yaml : "f16", decode, n, 0,
+               vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * M, (NMAX - n) * (size_t)M));
         free(y);
         free(ref);
@@ -1147,6 +1191,7 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
     rt_buf_destroy(vkh_vk, &wb);
     free(wf);
     free(h);
+    free(qb);
     kern_free(&kn);
 }
 
@@ -1402,8 +1447,10 @@ static void test_lm_head(void **state)
                 /* 4- and 16-byte loads; 8, 32, 64 and 256 row slots a workgroup (GEMV_WIDE) */
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1 | 2 << 12);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0 | 3 << 12);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1 | 5 << 12);
+                if (!qformat(dec_graphs[m].m->tensors[dec_graphs[m].kops[i].w[0]].type)) { /* the q8 copy */
+                    lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0 | 3 << 12);
+                    lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1 | 5 << 12);
+                }
                 n++;
             }
     assert_true(n >= 2); /* distinct heads: at least the f16 head at two widths */
@@ -1413,7 +1460,8 @@ static void test_linear(void **state)
 {
     (void)state;
     vkh_need_device();
-    /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32 */
+    /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32;
+     * llama-q4-tiny.yaml, llama-q2-tiny.yaml: Q4_0, Q8_0 at K 320 and 864, Q2_0 at 320 and 896 */
     assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 6);
 }
 
