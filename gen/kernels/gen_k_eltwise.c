@@ -1,6 +1,7 @@
 /* gen_k_eltwise.c - element-wise kernels: EMBED (table row gather) and ADD,
  * ACT_MUL (act(a) * b, act a row of gen_act.h: its kernel expression).
- * One invocation per element (EMBED: per pair of F16 elements), one workgroup row
+ * One invocation per element (EMBED: per pair of F16 elements, per quad of a block-quantized
+ * table's, code x d through the codec's quad / quad_scale), one workgroup row
  * per token. Decode, fused: the embedding can run the first layer's norm in its last
  * workgroup (kop->last_out, gen_last_norm: the NORM_QUANT kernel's code).
  */

@@ -1,6 +1,6 @@
-/* gen_k_head.c - the LM head (logits = W x with an F16 or F32 table [vocab][dim],
- * or its Q8_0 copy), the `linear` op through the same row loop (gen_k_linear: an F16 or F32
- * matrix of a layer) and the model-independent auxiliary kernels: argmax, top-k, copy.
+/* gen_k_head.c - the LM head (logits = W x with an F16, F32 or block-quantized (Q8_0, Q4_0,
+ * Q2_0) table [vocab][dim], or the Q8_0 copy of an F16 / F32 one), the `linear` op through the
+ * same row loop (gen_k_linear: a matrix of a layer in any of those formats) and the model-independent auxiliary kernels: argmax, top-k, copy.
  *
  * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
  * last position only, unless all logits were asked for). Each subgroup owns one
@@ -20,6 +20,8 @@
  * int8 codes [vocab][dim] as u32 words, then f16 block scales [vocab][dim/32] packed
  * two per word; logit = sum over blocks b of d_b * sum_i q_i x_i, x in f32 (only the
  * weights are quantized). Each word of 4 codes is scaled by its block's scale.
+ * Block-quantized tables and matrices (the codec's quad / quad_scale, gen/codec/gen_codec_q.c)
+ * are llama.cpp's products instead: the input quantized to Q8_0 per 32 values (head_qunit).
  */
 #include "codec/gen_codec.h"
 #include "gen_k_common.h"
@@ -231,20 +233,30 @@ static dsl_expr head_stage_normed(dsl_kernel *k, const gen_norm_apply *n, dsl_ex
     return xs;
 }
 
+/* The kernel-side row of a block-quantized type (its quad and quad_scale), else NULL. */
+static const gen_codec *quad_codec(uint32_t type)
+{
+    const gen_codec *qc = gen_codec_find(type);
+    return qc && qc->quad ? qc : NULL;
+}
+
+/* "<file>:<line>:<col>: <what>: no kernel reads <type> <things>" into err; -1 */
+static int no_kernel(const gen_graph *g, const gen_kop *kop, const char *what, uint32_t type, char *err)
+{
+    snprintf(err, GEN_ERR_LEN, "%s:%d:%d: %s: no kernel reads %s %s", g->m->path, kop->loc.line, kop->loc.col, what,
+             gen_ttype_name(type), strcmp(what, "linear") ? "tables" : "weights");
+    return -1;
+}
+
 int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool q8 = kop->q8, f16 = !q8 && tab->type == FMT_F16;
     const fmt_codec *fc = fmt_codec_find(tab->type);
-    const gen_codec *qc = q8 ? NULL : gen_codec_find(tab->type);
-    if (qc && !qc->quad)
-        qc = NULL;
-    if (!q8 && !f16 && !qc && tab->type != FMT_F32) { /* a table format no row loop here reads */
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head: no kernel reads %s tables", g->m->path, kop->loc.line,
-                 kop->loc.col, gen_ttype_name(tab->type));
-        return -1;
-    }
+    const gen_codec *qc = q8 ? NULL : quad_codec(tab->type);
+    if (!q8 && !f16 && !qc && tab->type != FMT_F32) /* a table format no row loop here reads */
+        return no_kernel(g, kop, "lm_head", tab->type, err);
     if (q8 && dim % FMT_Q8_ROW_MULTIPLE) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head q8: width %d is not a multiple of %d", g->m->path,
                  kop->loc.line, kop->loc.col, dim, FMT_Q8_ROW_MULTIPLE);
@@ -351,36 +363,30 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_groups_vocab(out, HEAD_GROUPS, ROWS);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
-    out->bytes_per_vocab =
-        (q8 ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2 : (uint64_t)dim / fc->blk * fc->blk_bytes) + 4;
+    out->bytes_per_vocab = (q8 ? fmt_q8_copy_bytes(dim, 1) : (uint64_t)dim / fc->blk * fc->blk_bytes) + 4;
     if (amax) /* partials out and back, the result */
         out->bytes += (uint64_t)HEAD_GROUPS * 16 + 4;
     return gen_out_kernel(out, k, err);
 }
 
 /* linear (gen_graph.h GEN_K_LINEAR): y[t] = W x[t] for every token of the step, W an F16, F32
- * or block-quantized (Q8_0, Q4_0, Q2_0: the codec's quad and quad_scale) matrix [M][K] of the layer: the LM head's row loop above with M rows known here instead
- * of the vocabulary, no norm, no argmax, and no GEMV_VEC / GEMV_WIDE variants (the plain 4 u32
+ * or block-quantized (Q8_0, Q4_0, Q2_0: the codec's quad and quad_scale) matrix [M][K] of the
+ * layer: the LM head's row loop above with M rows known here instead of the vocabulary, no norm, no argmax, and no GEMV_VEC / GEMV_WIDE variants (the plain 4 u32
  * loads, ROWS rows a workgroup per pass). F16: each input pair is rounded to f16 before the
  * products (ggml-cpu's F16 matmul converts the activations to F16: its vec_dot_type); the
  * products of two halves are exact in f32, the sums f32 as the head's. Prompts run the head's
  * token tiles of GEN_TOKEN_TILE rows (each weight word read once per tile). Block-quantized
- * matrices multiply the input as it is (ggml-cpu quantizes it to Q8_0 blocks: the difference is
- * within the oracle's spread, tests/data/oracle/README.md): per quad d * (codes . x), f32 sums. */
+ * matrices multiply the input quantized to Q8_0 blocks, as ggml-cpu does (head_qunit): with the
+ * input as it is, an oracle case of Q4_0 / Q8_0 matrices missed its bound (docs/oracles.md). */
 int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *wt = &g->m->tensors[kop->w[0]];
     const int K = (int)wt->ne[0], M = (int)wt->ne[1];
     const bool f16 = wt->type == FMT_F16;
     const fmt_codec *fc = fmt_codec_find(wt->type);
-    const gen_codec *qc = gen_codec_find(wt->type);
-    if (qc && !qc->quad)
-        qc = NULL;
-    if (!f16 && wt->type != FMT_F32 && !qc) { /* the YAML reader allows FMT_USE_MATRIX rows only */
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: no kernel reads %s weights", g->m->path, kop->loc.line,
-                 kop->loc.col, gen_ttype_name(wt->type));
-        return -1;
-    }
+    const gen_codec *qc = quad_codec(wt->type);
+    if (!f16 && wt->type != FMT_F32 && !qc) /* the YAML reader allows FMT_USE_MATRIX rows only */
+        return no_kernel(g, kop, "linear", wt->type, err);
     if (f16 && K % 2) { /* the rows are read as u32 pairs of halves */
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: an f16 matrix's input width must be even, it is %d",
                  g->m->path, kop->loc.line, kop->loc.col, K);
