@@ -1461,7 +1461,7 @@ static void test_linear(void **state)
     (void)state;
     vkh_need_device();
     /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32;
-     * llama-q-tiny.yaml: Q2_0 and Q8_0 at K 320, Q4_0 at 320 and 896 (14 blocks of 64, 28 of 32) */
+     * q-linear-tiny.yaml: Q8_0 at K 320, Q4_0 at 96 (3 blocks), Q2_0 at 320 (5 blocks of 64) */
     assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 6);
 }
 
