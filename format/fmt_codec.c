@@ -99,7 +99,7 @@ static const struct {
     uint32_t type;
     const char *name, *hint;
 } FOREIGN[] = {
-    {2, "Q4_0", NULL}, {3, "Q4_1", NULL}, {6, "Q5_0", NULL}, {7, "Q5_1", NULL}, {9, "Q8_1", NULL},
+    {3, "Q4_1", NULL}, {6, "Q5_0", NULL}, {7, "Q5_1", NULL}, {9, "Q8_1", NULL},
     {10, "Q2_K", NULL}, {11, "Q3_K", NULL}, {13, "Q5_K", NULL},
     {15, "Q8_K", NULL}, {16, "IQ2_XXS", NULL}, {17, "IQ2_XS", NULL}, {18, "IQ3_XXS", NULL},
     {19, "IQ1_S", NULL}, {20, "IQ4_NL", NULL}, {21, "IQ3_S", NULL}, {22, "IQ2_S", NULL},
@@ -110,7 +110,7 @@ static const struct {
     {39, "TL2 (bitnet.cpp's x86 lookup-table layout) or MXFP4 (llama.cpp)",
      "; for a bitnet.cpp TL2 file, convert the checkpoint to I2_S instead (setup_env.py -q i2_s, or "
      "llama-quantize ... I2_S 1), which runs here"},
-    {41, "Q1_0", NULL}, {42, "Q2_0", NULL},
+    {41, "Q1_0", NULL},
 };
 
 uint64_t fmt_nbytes(uint32_t type, const int64_t ne[4], char *err)

@@ -28,6 +28,7 @@
 enum {
     FMT_F32 = 0,
     FMT_F16 = 1,
+    FMT_Q4_0 = 2,
     FMT_Q8_0 = 8,
     FMT_Q4_K = 12,
     FMT_Q6_K = 14,
@@ -35,6 +36,7 @@ enum {
     FMT_TQ1_0 = 34,
     FMT_TQ2_0 = 35,
     FMT_I2_S = 36,
+    FMT_Q2_0 = 42, /* mainline llama.cpp's group of 64 (fmt_q2_0.c says how the 128 form is told apart) */
     /* Device-only layouts (fmt_codec.device_only): made by the runtime's load-time repack,
      * never read from or written to a file. Their ids start at FMT_DEVICE_FIRST, far above
      * ggml's (which end below 64), and stay below 255 (the tables hold type ids in a byte,
@@ -48,7 +50,7 @@ enum {
     FMT_USE_VECTOR = 1u,  /* a 1-D weight read as floats (norm weights) */
     FMT_USE_TABLE = 2u,   /* rows read as floats (embedding, LM head) */
     FMT_USE_TERNARY = 4u, /* a ternary matrix with integer codes (bitlinear) */
-    FMT_USE_MATRIX = 8u,  /* a float matrix the `linear` op multiplies (F32, F16, Q4_K, Q6_K) */
+    FMT_USE_MATRIX = 8u,  /* a float matrix the `linear` op multiplies (F32, F16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K) */
 };
 
 #define FMT_ERR_LEN 512 /* size of the err buffers below (== RT_ERR_LEN) */
@@ -161,6 +163,12 @@ uint16_t fmt_f32_to_f16(float f);
  * words of scales per row, as the kernels read them). */
 #define FMT_Q8_BLOCK 32
 #define FMT_Q8_ROW_MULTIPLE 64
+
+/* Q2_0 as PrismML's llama.cpp fork writes it under the same type id 42: blocks of 128 values,
+ * f16 d + 32 bytes (fmt_q2_0.c). No row reads it; the GGUF reader names it when a type-42
+ * tensor's data span fits only this form. */
+#define FMT_Q2_0_G128_BLOCK 128
+#define FMT_Q2_0_G128_BYTES 34
 uint64_t fmt_q8_copy_bytes(int64_t ne0, int64_t rows);
 /* Rows of src (a table of type F16 or F32, [rows][ne0]) into codes and scales. 0, or -1
  * for another type or width. */

@@ -12,7 +12,9 @@
     X(f32, C_ONLY)                                                                                               \
     X(f16, KERNELS)                                                                                              \
     X(bf16, C_ONLY)                                                                                              \
-    X(q8_0, C_ONLY)                                                                                              \
+    X(q8_0, KERNELS)                                                                                             \
+    X(q4_0, KERNELS)                                                                                             \
+    X(q2_0, KERNELS)                                                                                             \
     X(q4_k, KERNELS)                                                                                             \
     X(q6_k, KERNELS)                                                                                             \
     X(i2s, KERNELS)                                                                                              \

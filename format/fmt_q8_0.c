@@ -4,11 +4,12 @@
  * f16 scales [rows][ne0 / 32] (fmt_codec.h).
  *
  * Quantization (both): per block, d = amax / 127, code = roundf(v * (1 / d)) with the f32 d,
- * the f16 d stored (llama.cpp's quantize_row_q8_0_ref). F16 sources are widened through a
+ * the f16 d stored (llama.cpp's quantize_row_q8_0_ref). A model weight type (`linear`
+ * matrices, embedding and LM-head tables). F16 sources are widened through a
  * 64 K-entry table built once (the bit-level conversion per value made a 2B4T head take
- * seconds). Kernel-side decode: gen/codec/gen_codec_q8_0.c.
+ * seconds). Kernel-side decode: gen/codec/gen_codec_q.c.
  */
-#include "format/fmt_codec.h"
+#include "format/fmt_q.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -73,10 +74,11 @@ static void q8_encode(const float *in, int64_t n, uint8_t *blocks)
     }
 }
 
+FMT_Q_CHECK(q8, "Q8_0", FMT_Q8_BLOCK, Q8_BLK_BYTES)
+
 const fmt_codec fmt_codec_q8_0 = {
-    .type = FMT_Q8_0, .name = "Q8_0", .yaml = NULL, /* not a model weight type: the LM head's copy below */
-    .blk = FMT_Q8_BLOCK, .blk_bytes = Q8_BLK_BYTES, .uses = FMT_USE_TABLE,
-    .decode = q8_decode, .encode = q8_encode,
+    .type = FMT_Q8_0, .name = "Q8_0", .yaml = "q8_0", .blk = FMT_Q8_BLOCK, .blk_bytes = Q8_BLK_BYTES,
+    .uses = FMT_USE_MATRIX | FMT_USE_TABLE, .check = q8_check, .decode = q8_decode, .encode = q8_encode,
 };
 
 uint64_t fmt_q8_copy_bytes(int64_t ne0, int64_t rows)

@@ -83,19 +83,23 @@ static void test_roundtrip(void **state)
             float want = x[j], tol = 0;
             if (c->type == FMT_F16)
                 want = fmt_f16_to_f32(fmt_f32_to_f16(x[j]));
-            if (c->type == FMT_Q8_0) {
-                float amax = 0;
-                for (int b = j / 32 * 32; b < j / 32 * 32 + 32; b++)
-                    amax = fabsf(x[b]) > amax ? fabsf(x[b]) : amax;
+            float amax = 0; /* of the element's block */
+            for (int b = j / (int)c->blk * (int)c->blk; b < (j / (int)c->blk + 1) * (int)c->blk; b++)
+                amax = fabsf(x[b]) > amax ? fabsf(x[b]) : amax;
+            if (c->type == FMT_Q8_0) /* d = amax / 127: half a step, plus the f16 rounding of d */
                 tol = amax / 127 / 2 + fabsf(x[j]) * 0x1p-11f;
-            }
+            if (c->type == FMT_Q4_0) /* |d| = amax / 8: half a step, a whole one where nibble 15 clamps
+                                        (the sign opposite the largest value), plus 8 x d's f16 rounding */
+                tol = amax / 8 * (1 + 0x1p-8f);
+            if (c->type == FMT_Q2_0) /* d = amax, codes -1..2: half a step, plus d's f16 rounding */
+                tol = amax / 2 + amax * 0x1p-10f;
             if (c->type == FMT_Q4_K || c->type == FMT_Q6_K)
                 tol = kq_tol(c->type, blk + j / 256 * c->blk_bytes, j % 256);
             if (!(fabsf(y[j] - want) <= tol))
                 fail_msg("%s element %d: decoded %.9g, want %.9g (tolerance %.3g)", c->name, j, y[j], want, tol);
         }
     }
-    assert_true(decodable >= 6); /* F32, F16, Q8_0, Q4_K, Q6_K, I2_S */
+    assert_true(decodable >= 8); /* F32, F16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K, I2_S */
     free(blk);
 }
 
@@ -215,6 +219,72 @@ static void test_q6_k_layout(void **state)
     }
 }
 
+/* Q4_0's block (ggml's block_q4_0): f16 d, then 16 bytes; byte 2 + j holds element j in its low
+ * nibble and element 16 + j in its high one; value (nibble - 8) * d. Bytes placed by hand:
+ * byte 2 + j = (15 - j) << 4 | j, so element j (< 16) is j - 8 and element 16 + j is 7 - j. */
+static void test_q4_0_layout(void **state)
+{
+    (void)state;
+    const fmt_codec *c = fmt_codec_find(FMT_Q4_0);
+    assert_non_null(c);
+    assert_int_equal(c->blk, 32);
+    assert_int_equal(c->blk_bytes, 18);
+    uint8_t b[18];
+    uint16_t h = fmt_f32_to_f16(0.25f);
+    memcpy(b, &h, 2);
+    for (int j = 0; j < 16; j++)
+        b[2 + j] = (uint8_t)((15 - j) << 4 | j);
+    float y[32];
+    c->decode(b, NULL, 32, y);
+    for (int j = 0; j < 16; j++) {
+        assert_true(y[j] == 0.25f * (float)(j - 8));
+        assert_true(y[16 + j] == 0.25f * (float)(7 - j));
+    }
+    /* ggml's encoder: d = (the value of largest magnitude) / -8, so that value is nibble 0 */
+    float x[32] = {0};
+    x[5] = -2.0f;
+    x[20] = 1.0f;
+    c->encode(x, 32, b);
+    memcpy(&h, b, 2);
+    assert_true(fmt_f16_to_f32(h) == 0.25f);
+    assert_int_equal(b[2 + 5] & 15, 0);  /* -2 / 0.25 + 8 = 0 */
+    assert_int_equal(b[2 + 4] >> 4, 12); /* element 20: 1 / 0.25 + 8 = 12 */
+    assert_int_equal(b[2 + 0] & 15, 8);  /* zero */
+}
+
+/* Q2_0's block (mainline llama.cpp, type 42, group 64): f16 d, then 16 bytes; element j is bits
+ * 2 (j % 4) of byte 2 + j / 4; value (code - 1) * d. Bytes placed by hand: byte 2 + i = 0xE4
+ * (codes 0, 1, 2, 3 from the low bits up) for even i, 0x1B (3, 2, 1, 0) for odd i. */
+static void test_q2_0_layout(void **state)
+{
+    (void)state;
+    const fmt_codec *c = fmt_codec_find(FMT_Q2_0);
+    assert_non_null(c);
+    assert_int_equal(c->blk, 64);
+    assert_int_equal(c->blk_bytes, 18);
+    uint8_t b[18];
+    const uint16_t h = fmt_f32_to_f16(1.5f);
+    memcpy(b, &h, 2);
+    for (int i = 0; i < 16; i++)
+        b[2 + i] = i % 2 ? 0x1B : 0xE4;
+    float y[64];
+    c->decode(b, NULL, 64, y);
+    for (int j = 0; j < 64; j++) {
+        const int code = (j / 4) % 2 ? 3 - j % 4 : j % 4;
+        assert_true(y[j] == 1.5f * (float)(code - 1));
+    }
+    /* ggml's encoder: d = max |x|, code = roundf(x / d) + 1 clamped to 0..3 */
+    float x[64] = {0};
+    x[0] = -1.5f;
+    x[7] = 1.5f;
+    x[9] = 0.6f; /* 0.4 of d: rounds to 0, code 1 */
+    c->encode(x, 64, b);
+    assert_int_equal(b[2] & 3, 0);            /* element 0: -1 */
+    assert_int_equal((b[3] >> 6) & 3, 2);     /* element 7: +1 */
+    assert_int_equal((b[4] >> 2) & 3, 1);     /* element 9: 0 */
+    assert_int_equal((b[2] >> 2) & 3, 1);     /* element 1: 0 */
+}
+
 /* TQ1_T (format/fmt_tq1_t.c; --weights tq1's device layout): a [256][2] matrix placed by
  * hand: per row one 52-byte block of TQ1_0's trits (no d), then the f32 scale 0.75 (bytes
  * 104..107). Row 0 is test_tq.c's TQ1_0 block worked out on paper:
@@ -293,7 +363,7 @@ static void test_yaml_types(void **state)
     static gen_model m;
     char err[GEN_ERR_LEN];
     assert_int_not_equal(gen_model_parse(yaml, sizeof yaml - 1, "t.yaml", &m, err), 0);
-    assert_non_null(strstr(err, "unknown type 'q5_k' (f32, f16, q4_k, q6_k, i2_s, tq1_0 or tq2_0)"));
+    assert_non_null(strstr(err, "unknown type 'q5_k' (f32, f16, q8_0, q4_0, q2_0, q4_k, q6_k, i2_s, tq1_0 or tq2_0)"));
 }
 
 int main(void)
@@ -304,6 +374,8 @@ int main(void)
         cmocka_unit_test(test_q8_0_layout),
         cmocka_unit_test(test_q4_k_layout),
         cmocka_unit_test(test_q6_k_layout),
+        cmocka_unit_test(test_q4_0_layout),
+        cmocka_unit_test(test_q2_0_layout),
         cmocka_unit_test(test_tq1t_layout),
         cmocka_unit_test(test_yaml_types),
     };

@@ -9,6 +9,9 @@
  *     sums, then the same float operations in the same order);
  *   - Q4_K, Q6_K rows times Q8_K activations: every level the same bits, within the rounding
  *     bound stated at the check of ref_linear;
+ *   - Q8_0, Q4_0, Q2_0 matrices times Q8_0 activations (llama.cpp's `linear` numerics): the
+ *     activation codes and scales and the products equal to ref_qdot.c's exactly (integer block
+ *     sums, then ggml's generic float order on both sides);
  *   - F16 table dots, attention, RMSNorm within the float-summation bound stated at each check;
  *     RoPE exactly (the same expressions);
  *   - the activation rows: every gen_act row that says it has a CPU row has one, with the same
@@ -34,6 +37,7 @@
 #include "cpu/cpu_i2s.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/cpu_qdot.h"
 #include "cpu/cpu_vec.h"
 #include "engine/rt_engine.h"
 #include "fixture.h"
@@ -148,6 +152,61 @@ static void check_matmul(uint32_t type, int K, int M, int n)
     free(s);
     free(qs);
     free(scratch);
+}
+
+/* Block-quantized matrices (cpu_qdot.c) against ref_qdot.c, bit for bit at every level: the
+ * activations' Q8_0 codes and scales (values placed on rounding ties too: x * id = k + 0.5, which
+ * ggml-cpu's x86 quantizer rounds to even), then random matrices of each format at widths of an
+ * odd number of blocks, 37 rows split as two threads would, 1 and 3 tokens, outputs poisoned. */
+static void test_qdot(void **st)
+{
+    (void)st;
+    enum { KMAX = 320, MM = 37, NT = 3 };
+    float x[NT * KMAX], xd[NT * KMAX / 32], rd[NT * KMAX / 32], y[NT * MM], yr[NT * MM];
+    int8_t q[NT * KMAX], rq[NT * KMAX];
+    for (int i = 0; i < NT * KMAX; i++)
+        x[i] = frnd(3.0f) * (float)(1 + i / 32 % 4);
+    x[0] = 127.0f; /* block 0: id = 1, so 2.5 and -3.5 are ties (2 and -4 to even; roundf: 3, -4) */
+    x[1] = 2.5f;
+    x[2] = -3.5f;
+    cpu_quant_q8_0(x, NT * KMAX, q, xd);
+    ref_quantize_q8_0_act(x, NT * KMAX, rq, rd);
+    assert_int_equal(q[1], 2);
+    assert_memory_equal(q, rq, sizeof q);
+    assert_memory_equal(xd, rd, sizeof xd);
+    const uint32_t types[] = {FMT_Q8_0, FMT_Q4_0, FMT_Q2_0};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const fmt_codec *c = fmt_codec_find(types[ti]);
+        assert_true(cpu_qdot_has(types[ti]));
+        for (int K = (int)c->blk * 3; K <= KMAX; K += (int)c->blk * 2) { /* 3, 5, ... blocks */
+            const int64_t ne[4] = {K, MM, 1, 1};
+            uint8_t *w = malloc(fmt_nbytes(types[ti], ne, NULL));
+            float *wf = malloc(sizeof(float) * (size_t)K * MM);
+            for (int i = 0; i < K * MM; i++)
+                wf[i] = frnd(1.0f) * (float)(1 + i / 64 % 3);
+            c->encode(wf, (int64_t)K * MM, w);
+            const cpu_weight cw = {w, types[ti], K, MM};
+            for (int n = 1; n <= NT; n += 2) {
+                for (int t = 0; t < n; t++)
+                    cpu_quant_q8_0(x + t * K, K, q + t * K, xd + t * (K / 32));
+                assert_int_equal(ref_linear_q(types[ti], w, K, MM, x, n, yr), 0);
+                for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+                    if (!cpu_isa_runs((cpu_isa)isa))
+                        continue;
+                    for (int i = 0; i < MM * n; i++)
+                        y[i] = NAN;
+                    cpu_qdot_rows((cpu_isa)isa, &cw, 0, MM / 3, q, xd, n, y, MM);
+                    cpu_qdot_rows((cpu_isa)isa, &cw, MM / 3, MM, q, xd, n, y, MM);
+                    for (int i = 0; i < MM * n; i++) /* the same integer sums and float operations */
+                        if (!(y[i] == yr[i]))
+                            fail_msg("%s K %d n %d isa %s: y[%d] = %.9g, reference %.9g", c->name, K, n,
+                                     cpu_isa_name((cpu_isa)isa), i, y[i], yr[i]);
+                }
+            }
+            free(w);
+            free(wf);
+        }
+    }
 }
 
 static void test_i2s(void **st)
@@ -898,7 +957,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
-        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),
         cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),

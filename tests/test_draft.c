@@ -601,8 +601,8 @@ static void test_problems_at_their_lines(void **st)
     char path[512], err[GEN_ERR_LEN] = "";
     hand_path("problems", path, sizeof(path));
     hand h = k_llama;
-    h.embd_type = FMT_Q8_0; /* a codec row reads it, no YAML spelling: no op takes it */
-    h.mat_type = FMT_BF16;  /* known by size only: neither bitlinear nor linear reads it */
+    h.embd_type = FMT_BF16; /* known by size only, no YAML spelling: no op takes it */
+    h.mat_type = FMT_BF16;  /* neither bitlinear nor linear reads it */
     h.extra = "blk.0.attn_q_norm.weight";
     hand_gguf(&h, path);
     gen_draft dr;
@@ -611,7 +611,7 @@ static void test_problems_at_their_lines(void **st)
     printf("%s\n", dr.summary);
     assert_int_equal(dr.n_problems, 1 + 7 + 1); /* the table, 7 matrices, attn_q_norm */
     assert_line_has(dr.yaml, "token_embd:",
-                    "UNSUPPORTED: tensor 'token_embd.weight' is Q8_0, a format with no YAML type");
+                    "UNSUPPORTED: tensor 'token_embd.weight' is BF16, a format with no YAML type");
     assert_line_has(dr.yaml, "ffn_down:",
                     "UNSUPPORTED: tensor 'blk.{L}.ffn_down.weight' is BF16, a format with no YAML type");
     assert_line_has(dr.yaml, "attn_q_norm", "read by no op of the llama layout");

@@ -367,6 +367,21 @@ static uint8_t *kq_blob(uint32_t type, int K, int rows, size_t *out_bytes)
 
 /* ---------------------------------------------------------------- EMBED */
 
+/* A block-quantized format of the `linear` op and the tables (Q8_0, Q4_0, Q2_0), or NULL. */
+static const fmt_codec *qformat(uint32_t type)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    return c && (c->uses & FMT_USE_MATRIX) && type != FMT_F16 && type != FMT_F32 && !is_kq(type) ? c : NULL;
+}
+
+/* n values (a multiple of the block) encoded by the codec: the file's bytes */
+static uint8_t *q_encode(const fmt_codec *c, const float *v, size_t n)
+{
+    uint8_t *b = vkh_xmalloc(n / c->blk * c->blk_bytes);
+    c->encode(v, (int64_t)n, b);
+    return b;
+}
+
 static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
 {
     const gen_tensor *ts = &g->m->tensors[kop->w[0]];
@@ -385,18 +400,26 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
     uint8_t *kqt = kq ? kq_blob(ts->type, dim, (int)VOCAB, &kq_bytes) : NULL;
     for (int r = 0; kq && r < (int)VOCAB; r++) /* the reference rows: the format's C decode */
         assert_int_equal(fmt_decode_row(fmt_codec_find(ts->type), kqt, dim, VOCAB, r, tab + (size_t)r * dim), 0);
+    const fmt_codec *qf = qformat(ts->type); /* a Q table: its bytes, the reference its decoded rows */
+    uint8_t *qb = qf ? q_encode(qf, tab, nt) : NULL;
+    for (uint32_t v = 0; qf && v < VOCAB; v++)
+        assert_int_equal(fmt_decode_row(qf, qb, dim, VOCAB, v, tab + (size_t)v * dim), 0);
     for (int s = 0; s < N_SIZES(decode); s++) {
         uint32_t n = decode ? 1 : batch_sizes[s], tok[NMAX];
         for (uint32_t t = 0; t < n; t++)
             tok[t] = t == 0 ? VOCAB - 1 : t == 1 ? 0 : vkh_rnd() % VOCAB;
-        rt_buf b[3] = {vkh_buf(sizeof(tok), tok), kq ? vkh_buf(kq_bytes, kqt) : f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab),
+        rt_buf b[3] = {vkh_buf(sizeof(tok), tok),
+                       kq   ? vkh_buf(kq_bytes, kqt)
+                       : qf ? vkh_buf(nt / qf->blk * qf->blk_bytes, qb)
+                       : f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab),
                        vkh_buf(4 * NMAX * dim, NULL)};
         const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[2], 4 * NMAX * dim), *ref = vkh_xmalloc(4 * (size_t)n * dim);
         ref_get_rows(tab, dim, tok, (int)n, ref);
         /* rule: a row copy (F16 rows widened exactly; Q4_K / Q6_K rows decoded by the same f32
-         * operations in the same order as the C decode, (d * sc) * q - dmin * m): bit for bit */
+         * operations in the same order as the C decode, (d * sc) * q - dmin * m; Q rows:
+         * (code - offset) * d, one f32 product on both sides): bit for bit */
         expect(kop, "rows", decode, n, 0, vkh_max_rel(y, ref, (size_t)n * dim, VKH_ELEM), 0);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * dim, (NMAX - n) * (size_t)dim));
         free(y);
@@ -406,6 +429,7 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
     free(tab);
     free(h);
     free(kqt);
+    free(qb);
     kern_free(&kn);
 }
 
@@ -1035,7 +1059,11 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     }
     rt_buf wb;
     int8_t *qc = NULL;
-    if (q8) {
+    const fmt_codec *qf = q8 ? NULL : qformat(ts->type); /* a Q table (llama.cpp's Q8_0 activations) */
+    uint8_t *qb = qf ? q_encode(qf, tab, nt) : NULL;
+    if (qf) {
+        wb = vkh_buf(nt / qf->blk * qf->blk_bytes, qb);
+    } else if (q8) {
         qc = vkh_xmalloc(nt + 2 * nb); /* codes, then the f16 scales */
         ref_quantize_q8_0(tab, (int)nt, qc, dq);
         for (size_t b = 0; b < nb; b++) {
@@ -1052,7 +1080,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
         for (int i = 0; i < dim; i++)
             maxw = fmaxf(maxw, fabsf(tab[(size_t)r * dim + i]));
     }
-    if (!q8)
+    if (!q8 && !qf)
         wb = kq ? vkh_buf(kq_bytes, kqt) : f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab);
     float *nw = norm ? vkh_rnd_vec((size_t)dim, 1.0f) : NULL, *xn = vkh_xmalloc(4 * (size_t)dim);
     for (int i = 0; norm && i < dim; i++)
@@ -1090,7 +1118,9 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
                     free(d8);
                     for (int v = 0; v < (int)VOCAB; v++)
                         maxref = fmaxf(maxref, fabsf(ref[(size_t)r * VOCAB + v]));
-                } else if (q8)
+                } else if (qf)
+                    assert_int_equal(ref_linear_q(ts->type, qb, dim, (int)VOCAB, xr, 1, ref + (size_t)r * VOCAB), 0);
+                else if (q8)
                     ref_lm_head_q8_0(qc, dq, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
                 else
                     ref_lm_head_f32(tab, dim, (int)VOCAB, xr, 0, ref + (size_t)r * VOCAB);
@@ -1104,8 +1134,9 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
              * a folded norm adds the norm's f32 rounding of x (gen_norm rmsnorm tol 1e-5). K-quant
              * with a folded norm: that rounding can also move an input across a Q8_K rounding
              * boundary, moving a logit by one code step of one weight, |w| d8: two such steps of
-             * the largest weight and block scale, relative to the largest logit, on top. */
-            const double tol = norm ? 1e-5 + (kq ? 2.0 * maxw * d8max / maxref : 0) : 1e-6;
+             * the largest weight and block scale, relative to the largest logit, on top. A Q table:
+             * check_linear's rule (the same Q8_0 codes, exact block sums, dim / 32 scaled terms) */
+            const double tol = norm ? 1e-5 + (kq ? 2.0 * maxw * d8max / maxref : 0) : qf ? 1e-5 : 1e-6;
             expect(&kop, what, decode, n, 0, vkh_max_rel(y, ref, (size_t)rows * VOCAB, VKH_NORM), tol);
             assert_true(vkh_all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
             free(y);
@@ -1115,10 +1146,13 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
         }
     if (kop.argmax) { /* TIE_VOCAB copies of row 0: every logit ties, the argmax is row 0
                        * (with several rows per invocation and per workgroup) */
-        const size_t rb = q8 ? (size_t)dim : kq ? kq_bytes / VOCAB : (size_t)dim * (f16 ? 2 : 4);
-        const size_t sb = q8 ? 2 * (size_t)(dim / 32) : 0;
+        const size_t rb = kq   ? kq_bytes / VOCAB
+                          : qf ? (size_t)dim / qf->blk * qf->blk_bytes
+                          : q8 ? (size_t)dim
+                               : (size_t)dim * (f16 ? 2 : 4),
+                     sb = q8 ? 2 * (size_t)(dim / 32) : 0;
         uint8_t *t2 = vkh_xmalloc((rb + sb) * TIE_VOCAB);
-        const uint8_t *row0 = q8 ? (const uint8_t *)qc : kq ? kqt : f16 ? (const uint8_t *)h : (const uint8_t *)tab;
+        const uint8_t *row0 = kq ? kqt : qf ? qb : q8 ? (const uint8_t *)qc : f16 ? (const uint8_t *)h : (const uint8_t *)tab;
         for (size_t r = 0; r < TIE_VOCAB; r++) {
             memcpy(t2 + r * rb, row0, rb);
             if (q8) /* the scales follow all the codes */
@@ -1149,6 +1183,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     free(h);
     free(qc);
     free(kqt);
+    free(qb);
     free(nw);
     free(xn);
     kern_free(&kn);
@@ -1163,6 +1198,9 @@ static void check_lm_head(const gen_graph *g, const gen_kop *kop, bool decode)
 
 static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode)
 {
+    const uint32_t type = g->m->tensors[kop->w[0]].type;
+    if (type != FMT_F16 && type != FMT_F32) /* the --lm-head q8 copy is made of F16 / F32 tables only */
+        return;
     for (uint32_t v = 0; v < (decode ? 2u : 1u); v++)
         lm_head_case(g, kop, decode, true, v ? 1 | 2 << 12 : 0);
 }
@@ -1188,7 +1226,11 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         h[i] = fmt_f32_to_f16(wf[i]);
     size_t kq_bytes = 0;
     uint8_t *kqw = kq ? kq_blob(ts->type, K, M, &kq_bytes) : NULL;
-    rt_buf wb = kq ? vkh_buf(kq_bytes, kqw) : f16 ? vkh_buf(nw * 2, h) : vkh_buf(nw * 4, wf);
+    const fmt_codec *qf = qformat(ts->type);
+    uint8_t *qb = qf ? q_encode(qf, wf, nw) : NULL;
+    rt_buf wb = kq   ? vkh_buf(kq_bytes, kqw)
+                : qf ? vkh_buf(nw / qf->blk * qf->blk_bytes, qb)
+                : f16 ? vkh_buf(nw * 2, h) : vkh_buf(nw * 4, wf);
     for (int s = 0; s < N_SIZES(decode); s++) {
         const uint32_t n = decode ? 1 : batch_sizes[s];
         float *x = rnd_rows(NMAX, K), *ref = vkh_xmalloc(4 * (size_t)n * M);
@@ -1196,7 +1238,7 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         const rt_buf *args[3] = {&b[0], &wb, &b[1]};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[1], 4 * (size_t)NMAX * M);
-        assert_int_equal(ref_linear(ts->type, kq ? (const void *)kqw : f16 ? (const void *)h : (const void *)wf, K, M, x,
+        assert_int_equal(ref_linear(ts->type, kq ? (const void *)kqw : qf ? (const void *)qb : f16 ? (const void *)h : (const void *)wf, K, M, x,
                                     (int)n, ref), 0);
         /* rule: the products are exact in f32 (two halves, or the same f32 factors); K of them
          * summed in lane strides and a subgroup tree: about K / 32 + 6 roundings of 2^-24 of
@@ -1205,8 +1247,11 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
          * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails.
          * Q4_K / Q6_K: the decoded weights and the Q8_K inputs (code * d) are the reference's f32
          * values (the same operations), so the same rule holds, at K <= 768 here (measured:
-         * 2.4e-7; a kernel multiplying the f32 inputs instead of their Q8_K values: 4.4e-3, fails). */
-        expect(kop, kq ? fmt_type_name(ts->type) : f16 ? "f16" : "f32", decode, n, 0,
+         * 2.4e-7; a kernel multiplying the f32 inputs instead of their Q8_K values: 4.4e-3, fails).
+         * Q8_0 / Q4_0 / Q2_0: both sides quantize x to the same Q8_0 codes (the same IEEE
+         * operations: amax, 127 / amax, a product, round to even), the block sums are exact
+         * integers, and K / 32 terms (d_w * d_x) * sum are summed as above: the same bound. */
+        expect(kop, kq ? fmt_type_name(ts->type) : ts->type == FMT_F32 ? "f32" : qf ? qf->yaml : "f16", decode, n, 0,
                vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * M, (NMAX - n) * (size_t)M));
         free(y);
@@ -1218,6 +1263,7 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
     free(wf);
     free(h);
     free(kqw);
+    free(qb);
     kern_free(&kn);
 }
 
@@ -1475,8 +1521,10 @@ static void test_lm_head(void **state)
                 /* 4- and 16-byte loads; 8, 32, 64 and 256 row slots a workgroup (GEMV_WIDE) */
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 0);
                 lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, false, 1 | 2 << 12);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0 | 3 << 12);
-                lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1 | 5 << 12);
+                if (!qformat(dec_graphs[m].m->tensors[dec_graphs[m].kops[i].w[0]].type)) { /* the q8 copy */
+                    lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 0 | 3 << 12);
+                    lm_head_case(&dec_graphs[m], &dec_graphs[m].kops[i], true, true, 1 | 5 << 12);
+                }
                 n++;
             }
     assert_true(n >= 2); /* distinct heads: at least the f16 head at two widths */
@@ -1486,7 +1534,8 @@ static void test_linear(void **state)
 {
     (void)state;
     vkh_need_device();
-    /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32 */
+    /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32;
+     * q-linear-tiny.yaml: Q8_0 at K 320, Q4_0 at 96 (3 blocks), Q2_0 at 320 (5 blocks of 64) */
     assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 6);
 }
 

@@ -468,11 +468,14 @@ int main(void)
     static struct CMUnitTest tests[1 + 2 * MAX_CASES];
     static char names[2 * MAX_CASES][96];
     int nt = 0;
+    const char *only = getenv("TERNION_ORACLE_ONLY"); /* runs the tests whose name holds it ("x/cpu") */
     tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_manifests);
     for (int i = 0; i < n_cases; i++)
         for (int b = 0; b < 2; b++) {
             char *nm = names[2 * i + b];
             snprintf(nm, sizeof(names[0]), "%s/%s", cases[i].name, b ? "vulkan" : "cpu");
+            if (only && *only && !strstr(nm, only))
+                continue;
             tests[nt++] = (struct CMUnitTest){nm, b ? test_case_vulkan : test_case_cpu, NULL, NULL, &cases[i]};
         }
     return _cmocka_run_group_tests("test_oracle", tests, (size_t)nt, NULL, free_all);

@@ -45,6 +45,12 @@ typedef struct gen_codec {
     /* Table formats read two values per u32 word (F16), else NULL: the word as a vec2. */
     dsl_expr (*table_pair)(dsl_kernel *k, dsl_expr word);
 
+    /* Block-quantized float formats (Q8_0, Q4_0, Q2_0: `linear` matrices and tables), else NULL:
+     * the codes of the 4 values l .. l + 3 (l a multiple of 4, < the C row's blk) of the block at
+     * byte offset boff of W (a u32 buffer) as a vec4 of floats, value = quad * quad_scale; */
+    dsl_expr (*quad)(dsl_kernel *k, dsl_expr W, dsl_expr boff, dsl_expr l);
+    /* and that block's scale d as f32 */
+    dsl_expr (*quad_scale)(dsl_kernel *k, dsl_expr W, dsl_expr boff);
     /* Float block formats (Q4_K, Q6_K: `linear` matrices and tables), else 0 / NULL. A row is
      * K / 256 blocks of the C row's blk_bytes (any even byte offset), read from a u32 buffer;
      * a block is `units` groups the kernels hand to lanes. unit_decode writes the weights of

@@ -1,6 +1,7 @@
 /* gen_k_eltwise.c - element-wise kernels: EMBED (table row gather) and ADD,
  * ACT_MUL (act(a) * b, act a row of gen_act.h: its kernel expression).
- * One invocation per element (EMBED: per pair of F16 elements, per unit of a Q4_K / Q6_K block), one workgroup row
+ * One invocation per element (EMBED: per pair of F16 elements, per unit of a Q4_K / Q6_K block,
+ * per quad of a Q8_0 / Q4_0 / Q2_0 block's, code x d through the codec's quad / quad_scale), one workgroup row
  * per token. Decode, fused: the embedding can run the first layer's norm in its last
  * workgroup (kop->last_out, gen_last_norm: the NORM_QUANT kernel's code).
  */
@@ -17,14 +18,17 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool f16 = tab->type == FMT_F16, last = kop->last_out >= 0;
+    const fmt_codec *fc = fmt_codec_find(tab->type);
     const gen_codec *kq = gen_kq_codec(tab->type); /* Q4_K, Q6_K: one unit of a block per invocation */
-    if (!f16 && !kq && tab->type != FMT_F32) {
+    const gen_codec *qc = gen_codec_find(tab->type); /* Q8_0, Q4_0, Q2_0: one quad per invocation */
+    if (qc && !qc->quad)
+        qc = NULL;
+    if (!f16 && !kq && !qc && tab->type != FMT_F32) { /* a table format no kernel here reads */
         snprintf(err, GEN_ERR_LEN, "%s: no kernel reads a %s table", kop->label, gen_ttype_name(tab->type));
         return -1;
     }
     char name[64];
-    snprintf(name, sizeof(name), "embed_%s_n%d%s", kq ? fmt_codec_find(tab->type)->yaml : f16 ? "f16" : "f32", dim,
-             gen_last_suffix(kop));
+    snprintf(name, sizeof(name), "embed_%s_n%d%s", fc->yaml, dim, gen_last_suffix(kop));
     if (last && (!decode || kop->last_next)) {
         snprintf(err, GEN_ERR_LEN, "%s: the embedding runs a next norm in decode only", kop->label);
         return -1;
@@ -34,7 +38,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
         return gen_out_kernel(out, NULL, err);
     dsl_expr tokens = dsl_buffer(k, "tokens", DSL_U32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_TOKENS, 0);
-    dsl_expr table = dsl_buffer(k, "table", f16 || kq ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr table = dsl_buffer(k, "table", f16 || kq || qc ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, last ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
@@ -45,7 +49,8 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
     dsl_expr i = dsl_gid(k, 0), t = dsl_wgid(k, 1);
-    const uint32_t per = (uint32_t)(kq ? dim / GEN_CODEC_BLOCK * (int)kq->units : f16 ? dim / 2 : dim);
+    const uint32_t per =
+        (uint32_t)(kq ? dim / GEN_CODEC_BLOCK * (int)kq->units : qc ? dim / 4 : f16 ? dim / 2 : dim);
     const uint32_t groups = (per + WG - 1) / WG;
     if (last) /* the tail's barriers need every invocation: no early return */
         dsl_if(k, dsl_lt(k, i, U(per)));
@@ -56,6 +61,15 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     dsl_expr yb = dsl_let(k, "yb", dsl_mul(k, t, D));
     if (kq) {
         gen_kq_row_store(k, kq, table, tok, (uint32_t)dim, i, y, yb);
+    } else if (qc) { /* quad i: values 4 i .. 4 i + 3, block i / (blk / 4) of the token's row */
+        const uint32_t qpb = fc->blk / 4;
+        dsl_expr boff = dsl_let(k, "boff", dsl_add(k, dsl_mul(k, tok, U((uint32_t)(dim / fc->blk) * fc->blk_bytes)),
+                                                   dsl_mul(k, dsl_div(k, i, U(qpb)), U(fc->blk_bytes))));
+        dsl_expr p = dsl_let(k, "p", qc->quad(k, table, boff, dsl_mul(k, dsl_mod(k, i, U(qpb)), U(4))));
+        dsl_expr d = dsl_let(k, "d", qc->quad_scale(k, table, boff));
+        for (int j = 0; j < 4; j++)
+            dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(4)), U((uint32_t)j))),
+                      dsl_mul(k, dsl_comp(k, p, j), d));
     } else if (f16) {
         dsl_expr p = dsl_let(k, "p", gen_codec_find(FMT_F16)->table_pair(
                                          k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, U(per)), i))));
@@ -64,8 +78,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     } else {
         dsl_store(k, y, dsl_add(k, yb, i), dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, D), i)));
     }
-    out->bytes = (kq ? fmt_nbytes(tab->type, (int64_t[4]){dim, 1, 1, 1}, NULL) + (uint64_t)dim * 4
-                     : (uint64_t)dim * (f16 ? 6 : 8)) + 4;
+    out->bytes = (uint64_t)dim / fc->blk * fc->blk_bytes + (uint64_t)dim * 4 + 4;
     if (last) {
         dsl_end(k);
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);

@@ -1,6 +1,6 @@
-/* gen_k_head.c - the LM head (logits = W x with an F16 or F32 table [vocab][dim],
- * or its Q8_0 copy), the `linear` op through the same row loop (gen_k_linear: an F16 or F32
- * matrix of a layer) and the model-independent auxiliary kernels: argmax, top-k, copy.
+/* gen_k_head.c - the LM head (logits = W x with an F16, F32 or block-quantized (Q8_0, Q4_0,
+ * Q2_0) table [vocab][dim], or the Q8_0 copy of an F16 / F32 one), the `linear` op through the
+ * same row loop (gen_k_linear: a matrix of a layer in any of those formats) and the model-independent auxiliary kernels: argmax, top-k, copy.
  *
  * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
  * last position only, unless all logits were asked for). Each subgroup owns one
@@ -20,6 +20,8 @@
  * int8 codes [vocab][dim] as u32 words, then f16 block scales [vocab][dim/32] packed
  * two per word; logit = sum over blocks b of d_b * sum_i q_i x_i, x in f32 (only the
  * weights are quantized). Each word of 4 codes is scaled by its block's scale.
+ * Block-quantized tables and matrices (the codec's quad / quad_scale, gen/codec/gen_codec_q.c)
+ * are llama.cpp's products instead: the input quantized to Q8_0 per 32 values (head_qunit).
  */
 #include "codec/gen_codec.h"
 #include "gen_k_common.h"
@@ -45,11 +47,14 @@ typedef struct {
     bool xh;                  /* round the input to f16 first (linear F16: llama.cpp's F16 dot) */
     const gen_codec *kq;      /* a float block format (Q4_K, Q6_K: gen_k_kquant.h), else NULL */
     uint32_t kq_nb;           /* ... its blocks per row */
+    const gen_codec *qc;      /* a block-quantized format (Q8_0, Q4_0, Q2_0): words are quads */
+    uint32_t qblk, qbytes;    /* its values and bytes per block */
     int TT, per_word;
     dsl_expr W, W4, x, xs, y; /* table words (W4: uvec4 view, decode); input rows (f32) or the
                                  staged normed row (norm); logits */
     dsl_expr v, D, DW, DW4, SW, sbase; /* the vocabulary row; width, words (blocked: 4-word
                                           steps; Q8_0: scale words) per row */
+    uint32_t DWn;              /* words per row (qc: quads), as a number */
     dsl_expr vocab, lane, sgs, t_first, t_end; /* tokens t_first .. t_end - 1 wanted */
     dsl_expr best, bidx;       /* argmax (decode): this invocation's best logit and row, else NULL */
     dsl_expr *acc, *xrow;      /* per token of the tile: f32 sum, offset of its input row */
@@ -93,8 +98,54 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
             if (r->xh) /* the pair as f16, as ggml converts the activations for an F16 matrix */
                 xv = dsl_unpack_half2x16(k, dsl_pack_half2x16(k, xv));
         }
-        dsl_add_to(k, r->acc[tt],
-                   r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv)) : r->f16 ? dsl_dot(k, p, xv) : dsl_mul(k, p, xv));
+        dsl_add_to(k, r->acc[tt], r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv))
+                                  : r->f16                ? dsl_dot(k, p, xv)
+                                                          : dsl_mul(k, p, xv));
+    }
+}
+
+/* Block-quantized weights (r->qc: Q8_0, Q4_0, Q2_0) in llama.cpp's CPU numerics: unit j is the 32
+ * values 32 j .. 32 j + 31 of row r->v (one Q8_0 block of the input): the weights' codes of that
+ * span (8 quads of one weight block) times, per token, the input quantized as ggml-cpu's
+ * quantize_row_q8_0 (d_x = f16(amax / 127), code = roundEven(x * (127 / amax))): the integer
+ * sum (exact in f32: |sum| <= 32 x 127 x 8 < 2^24), acc += (d_w * d_x) * sum. */
+static void head_qunit(dsl_kernel *k, const head_row *r, dsl_expr j)
+{
+    const uint32_t qpb = r->qblk / 4; /* quads per weight block */
+    dsl_expr q0 = dsl_let(k, "q0", dsl_mul(k, j, U(8)));
+    dsl_expr boff = dsl_let(k, "boff", dsl_add(k, dsl_mul(k, r->v, U(r->DWn / qpb * r->qbytes)),
+                                               dsl_mul(k, dsl_div(k, q0, U(qpb)), U(r->qbytes))));
+    dsl_expr l0 = dsl_let(k, "l0", dsl_mul(k, dsl_mod(k, q0, U(qpb)), U(4)));
+    dsl_expr dw = dsl_let(k, "dw", r->qc->quad_scale(k, r->W, boff));
+    dsl_expr c[8];
+    for (int i = 0; i < 8; i++)
+        c[i] = dsl_let(k, "c", r->qc->quad(k, r->W, boff, i ? dsl_add(k, l0, U(4u * (uint32_t)i)) : l0));
+    for (int tt = 0; tt < r->TT; tt++) {
+        dsl_expr xv[8], m = NULL;
+        for (int i = 0; i < 8; i++) {
+            dsl_expr w = i ? dsl_add(k, q0, U((uint32_t)i)) : q0;
+            if (r->norm) {
+                xv[i] = dsl_let(k, "xq", dsl_load(k, r->xs, w));
+            } else {
+                dsl_expr i0 = dsl_let(k, "i0", dsl_add(k, r->xrow[tt], dsl_mul(k, w, U(4)))), e[4];
+                for (int l = 0; l < 4; l++)
+                    e[l] = dsl_load(k, r->x, l ? dsl_add(k, i0, U((uint32_t)l)) : i0);
+                xv[i] = dsl_let(k, "xq", dsl_vec4(k, e[0], e[1], e[2], e[3]));
+            }
+            m = m ? dsl_max(k, m, dsl_abs(k, xv[i])) : dsl_abs(k, xv[i]);
+        }
+        m = dsl_let(k, "m4", m);
+        dsl_expr amax = dsl_let(k, "amax", dsl_max(k, dsl_max(k, dsl_comp(k, m, 0), dsl_comp(k, m, 1)),
+                                                   dsl_max(k, dsl_comp(k, m, 2), dsl_comp(k, m, 3))));
+        dsl_expr dx = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, dsl_div(k, amax, F(127.0f)),
+                                                                                           F(0)))), 0);
+        dsl_expr id = dsl_let(k, "id", dsl_select(k, dsl_ne(k, amax, F(0)), dsl_div(k, F(127.0f), amax), F(0)));
+        dsl_expr sum = NULL;
+        for (int i = 0; i < 8; i++) {
+            dsl_expr t = dsl_dot(k, c[i], dsl_round_even(k, dsl_mul(k, xv[i], id)));
+            sum = sum ? dsl_add(k, sum, t) : t;
+        }
+        dsl_add_to(k, r->acc[tt], dsl_mul(k, dsl_mul(k, dw, dx), sum));
     }
 }
 
@@ -120,6 +171,10 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
         const uint32_t rb = r->kq_nb * fmt_codec_find(r->kq->type)->blk_bytes;
         gen_kq_row_dot(k, r->kq, W, dsl_let(k, "roff", dsl_mul(k, v, U(rb))), r->kq_nb, r->lane, r->sgs, TT, acc,
                        r->norm ? NULL : xrow, r->norm ? r->xs : r->x);
+    } else if (r->qc) { /* lane l: units l, l + sgs, .. of 32 values */
+        dsl_expr j = dsl_for(k, "j", r->lane, U(r->DWn / 8), r->sgs);
+        head_qunit(k, r, j);
+        dsl_end(k); /* j */
     } else if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
         for (int vec = decode; vec >= 0; vec--) {
             if (vec)
@@ -185,13 +240,20 @@ static dsl_expr head_stage_normed(dsl_kernel *k, const gen_norm_apply *n, dsl_ex
     return xs;
 }
 
-/* The table formats the head reads: F16, F32, a float block format (gen_kq_codec), or the Q8_0
- * copy of an F16 / F32 table whose width is a multiple of FMT_Q8_ROW_MULTIPLE. 0, or -1 naming
- * what no kernel reads. */
+/* The kernel-side row of a block-quantized type (its quad and quad_scale), else NULL. */
+static const gen_codec *quad_codec(uint32_t type)
+{
+    const gen_codec *qc = gen_codec_find(type);
+    return qc && qc->quad ? qc : NULL;
+}
+
+/* The table formats the head reads: F16, F32, a block-quantized format (quad_codec), a float
+ * block format (gen_kq_codec), or the Q8_0 copy of an F16 / F32 table whose width is a multiple
+ * of FMT_Q8_ROW_MULTIPLE. 0, or -1 naming what no kernel reads. */
 static int head_table_check(const gen_graph *g, const gen_kop *kop, const gen_tensor *tab, bool q8, char *err)
 {
     const bool plain = tab->type == FMT_F16 || tab->type == FMT_F32;
-    if (!q8 && !plain && !gen_kq_codec(tab->type))
+    if (!q8 && !plain && !gen_kq_codec(tab->type) && !quad_codec(tab->type))
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head: no kernel reads a %s table", g->m->path, kop->loc.line,
                  kop->loc.col, gen_ttype_name(tab->type));
     else if (q8 && !plain)
@@ -210,7 +272,9 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
     const bool q8 = kop->q8, f16 = !q8 && tab->type == FMT_F16;
+    const fmt_codec *fc = fmt_codec_find(tab->type);
     const gen_codec *kq = q8 ? NULL : gen_kq_codec(tab->type);
+    const gen_codec *qc = q8 ? NULL : quad_codec(tab->type);
     if (head_table_check(g, kop, tab, q8, err))
         return -1;
     const bool amax = kop->argmax;
@@ -221,14 +285,13 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     char name[128], ntag[64];
     const gen_norm *nrow = gen_norm_at(kop->norm.row);
     snprintf(name, sizeof(name), "lm_head%s%s_%s_n%d_%s%s", nrow ? "_norm" : "", gen_norm_tag(&kop->norm, ntag, sizeof ntag),
-             q8 ? "q8" : kq ? fmt_codec_find(tab->type)->yaml : f16 ? "f16" : "f32", dim, decode ? "decode" : "batch",
-             amax ? "_argmax" : "");
+             q8 ? "q8" : fc->yaml, dim, decode ? "decode" : "batch", amax ? "_argmax" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr W = dsl_buffer(k, "w", f16 || q8 || kq ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr W = dsl_buffer(k, "w", f16 || q8 || kq || qc ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, q8 ? RT_ARG_WEIGHT_Q8 : RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "logits", DSL_F32, DSL_WRITEONLY);
     gen_out_arg(out, RT_ARG_LOGITS, 0);
@@ -255,7 +318,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr vocab = dsl_param(k, "vocab", DSL_U32);
     out->params[out->n_params++] = (rt_param){.kind = RT_P_VOCAB};
     dsl_expr D = dsl_const_u32(k, "D", dim);
-    const int per_word = q8 ? 4 : f16 ? 2 : 1; /* table elements per u32 / f32 word */
+    const int per_word = q8 || qc ? 4 : f16 ? 2 : 1; /* table elements per u32 / f32 word (qc: quad) */
     dsl_expr DW = dsl_const_u32(k, "DW", dim / per_word); /* table words per row */
     /* Q8_0: the scales follow the codes; SW scale words (two f16 each) per row */
     dsl_expr SW = q8 ? dsl_const_u32(k, "SW", dim / (2 * FMT_Q8_BLOCK)) : NULL;
@@ -291,7 +354,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), slots, dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, vocab));
-    head_row r = {.q8 = q8, .f16 = f16, .kq = kq, .kq_nb = (uint32_t)(dim / GEN_CODEC_BLOCK), .norm = norm,
+    head_row r = {.q8 = q8, .f16 = f16, .kq = kq, .kq_nb = (uint32_t)(dim / GEN_CODEC_BLOCK), .qc = qc,
+                  .qblk = fc->blk, .qbytes = fc->blk_bytes, .DWn = (uint32_t)(dim / per_word), .norm = norm,
                   .decode = decode, .blocked = blocked, .per_word = per_word,
                   .W = W, .W4 = W4, .x = x, .xs = xs, .y = y, .v = v, .D = D, .DW = DW, .SW = SW,
                   .DW4 = blocked ? dsl_const_u32(k, "DW4", dim / per_word / 4) : NULL,
@@ -315,28 +379,30 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_groups_vocab(out, HEAD_GROUPS, ROWS);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
-    out->bytes_per_vocab = (q8   ? (uint64_t)dim + (uint64_t)dim / FMT_Q8_BLOCK * 2
-                            : kq ? fmt_nbytes(tab->type, (int64_t[4]){dim, 1, 1, 1}, NULL)
-                                 : (uint64_t)dim * (f16 ? 2 : 4)) + 4;
+    out->bytes_per_vocab = (q8 ? fmt_q8_copy_bytes(dim, 1) : (uint64_t)dim / fc->blk * fc->blk_bytes) + 4;
     if (amax) /* partials out and back, the result */
         out->bytes += (uint64_t)HEAD_GROUPS * 16 + 4;
     return gen_out_kernel(out, k, err);
 }
 
-/* linear (gen_graph.h GEN_K_LINEAR): y[t] = W x[t] for every token of the step, W an F16 or
- * F32 matrix [M][K] of the layer: the LM head's row loop above with M rows known here instead
- * of the vocabulary, no norm, no argmax, and no GEMV_VEC / GEMV_WIDE variants (the plain 4 u32
+/* linear (gen_graph.h GEN_K_LINEAR): y[t] = W x[t] for every token of the step, W an F16, F32
+ * or block-quantized (Q8_0, Q4_0, Q2_0: the codec's quad and quad_scale) matrix [M][K] of the
+ * layer: the LM head's row loop above with M rows known here instead of the vocabulary, no norm, no argmax, and no GEMV_VEC / GEMV_WIDE variants (the plain 4 u32
  * loads, ROWS rows a workgroup per pass). F16: each input pair is rounded to f16 before the
  * products (ggml-cpu's F16 matmul converts the activations to F16: its vec_dot_type); the
  * products of two halves are exact in f32, the sums f32 as the head's. Prompts run the head's
- * token tiles of GEN_TOKEN_TILE rows (each weight word read once per tile). */
+ * token tiles of GEN_TOKEN_TILE rows (each weight word read once per tile). Block-quantized
+ * matrices multiply the input quantized to Q8_0 blocks, as ggml-cpu does (head_qunit): with the
+ * input as it is, an oracle case of Q4_0 / Q8_0 matrices missed its bound (docs/oracles.md). */
 int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_tensor *wt = &g->m->tensors[kop->w[0]];
     const int K = (int)wt->ne[0], M = (int)wt->ne[1];
     const bool f16 = wt->type == FMT_F16;
+    const fmt_codec *fc = fmt_codec_find(wt->type);
     const gen_codec *kq = gen_kq_codec(wt->type); /* Q4_K, Q6_K: the rows' blocks through the codec */
-    if (!f16 && !kq && wt->type != FMT_F32) {
+    const gen_codec *qc = quad_codec(wt->type);   /* Q8_0, Q4_0, Q2_0: quads and a block scale */
+    if (!f16 && !kq && !qc && wt->type != FMT_F32) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: no kernel reads %s weights", g->m->path, kop->loc.line,
                  kop->loc.col, gen_ttype_name(wt->type));
         return -1;
@@ -347,18 +413,17 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
         return -1;
     }
     char name[128];
-    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", kq ? fmt_codec_find(wt->type)->yaml : f16 ? "f16" : "f32", K,
-             M, decode ? "decode" : "batch");
+    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", fc->yaml, K, M, decode ? "decode" : "batch");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
     dsl_expr x = dsl_buffer(k, "x", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr W = dsl_buffer(k, "w", f16 || kq ? DSL_U32 : DSL_F32, DSL_READONLY);
+    dsl_expr W = dsl_buffer(k, "w", f16 || kq || qc ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
-    const int per_word = f16 ? 2 : 1;
+    const int per_word = qc ? 4 : f16 ? 2 : 1; /* qc: a quad of 4 values per step */
     dsl_expr D = dsl_const_u32(k, "D", K), Mc = dsl_const_u32(k, "M", M);
     dsl_expr DW = dsl_const_u32(k, "DW", K / per_word);
     const bool blocked = f16 && (K / per_word) % 4 == 0;
@@ -368,7 +433,9 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, Mc));
-    head_row r = {.f16 = f16, .xh = f16, .kq = kq, .kq_nb = (uint32_t)(K / GEN_CODEC_BLOCK), .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
+    head_row r = {.f16 = f16, .xh = f16, .kq = kq, .kq_nb = (uint32_t)(K / GEN_CODEC_BLOCK), .qc = qc,
+                  .qblk = fc->blk, .qbytes = fc->blk_bytes, .DWn = (uint32_t)(K / per_word),
+                  .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
                   .v = v, .D = D, .DW = DW, .DW4 = blocked ? dsl_const_u32(k, "DW4", K / per_word / 4) : NULL,
                   .vocab = Mc, .lane = lane, .sgs = sgs, .t_first = U(0), .t_end = t_end};
     if (decode) {
@@ -388,8 +455,7 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups < HEAD_GROUPS ? groups : HEAD_GROUPS, 1);
     /* per token: the matrix (read once per token here; a prompt's tiles share it) + x + y */
-    out->bytes = (kq ? fmt_nbytes(wt->type, (int64_t[4]){K, M, 1, 1}, NULL) : (uint64_t)K * (uint64_t)M * (f16 ? 2 : 4)) +
-                 ((uint64_t)K + (uint64_t)M) * 4;
+    out->bytes = (uint64_t)K / fc->blk * fc->blk_bytes * (uint64_t)M + ((uint64_t)K + (uint64_t)M) * 4;
     return gen_out_kernel(out, k, err);
 }
 

@@ -73,7 +73,8 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: chain %d: out of range (0..2)", p.chain);
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
         return rt_api_fail(TERNION_E_INVALID,
-                           "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
+                           "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d, or "
+                           "its table is not F16 / F32)",
                            m->desc->name, FMT_Q8_ROW_MULTIPLE);
     ternion_context *c = calloc(1, sizeof(*c));
     if (!c)

@@ -16,6 +16,7 @@
 
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_kquant.h"
+#include "cpu/cpu_qdot.h"
 
 static int fail_oom(char *err, const char *what)
 {
@@ -105,7 +106,8 @@ static int resolve_ops(cpu_engine *e, char *err)
         if ((op->kind == RT_CPU_LINEAR || op->kind == RT_CPU_LM_HEAD) && cpu_kq_has(cpu_w(e, op->weight, 0)->type) &&
             e->cs->width[op->in[0]] > e->max_kq_k)
             e->max_kq_k = e->cs->width[op->in[0]];
-        if (op->kind == RT_CPU_LINEAR && cpu_w(e, op->weight, 0)->type == FMT_F16 &&
+        if (op->kind == RT_CPU_LINEAR &&
+            (cpu_w(e, op->weight, 0)->type == FMT_F16 || cpu_qdot_has(cpu_w(e, op->weight, 0)->type)) &&
             e->cs->width[op->in[0]] > e->max_lin_k)
             e->max_lin_k = e->cs->width[op->in[0]];
     }
@@ -160,6 +162,10 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->scratch = aligned_alloc(64, e->scratch_bytes * (size_t)max_threads);
     e->head_x = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)max_w);
     e->lin_x = malloc(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_lin_k ? e->max_lin_k : 1));
+    size_t nq = (size_t)e->n_batch * (size_t)e->max_lin_k; /* Q8_0 inputs: a linear's or the head's rows */
+    nq = nq > (size_t)CPU_MAX_ROWS * (size_t)max_w ? nq : (size_t)CPU_MAX_ROWS * (size_t)max_w;
+    e->lin_q = malloc(nq);
+    e->lin_qd = malloc(sizeof(float) * (nq / CPU_QBLK + 1));
     e->logits = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)e->vocab);
     const size_t kq_rows = (size_t)(e->n_batch > CPU_MAX_ROWS ? e->n_batch : CPU_MAX_ROWS); /* a step, a head chunk */
     e->kq_q = malloc(kq_rows * (size_t)(e->max_kq_k ? e->max_kq_k : 1));
@@ -172,7 +178,8 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
         e->row_idx[i] = i;
     const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
     e->kv = calloc(1, kv_bytes); /* zero: never stale data */
-    if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->lin_x || !e->kq_q || !e->kq_d || !e->logits || !e->ffn_active ||
+    if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->lin_x || !e->lin_q ||
+        !e->lin_qd || !e->kq_q || !e->kq_d || !e->logits || !e->ffn_active ||
         !e->row_idx || !e->pos_buf || !e->seq_buf)
         return fail_oom(err, "activation buffers");
     if (!e->kv) {
@@ -367,6 +374,8 @@ void cpu_engine_close(cpu_engine *e)
     free(e->lin_x);
     free(e->kq_q);
     free(e->kq_d);
+    free(e->lin_q);
+    free(e->lin_qd);
     free(e->logits);
     free(e->ffn_active);
     free(e->row_idx);

@@ -66,11 +66,14 @@ struct cpu_engine {
     size_t scratch_bytes;
     float *head_x;            /* [CPU_MAX_ROWS][dim]: LM-head inputs of the rows that keep logits, a
                                  chunk at a time */
-    int max_lin_k;            /* widest input of a linear op over F16 weights (0: none) */
+    int max_lin_k;            /* widest input of a linear op over F16 or Q8_0 / Q4_0 / Q2_0 weights (0: none) */
     float *lin_x;             /* [n_batch][max_lin_k]: such an input rounded to f16 (cpu_forward.c) */
     int max_kq_k;             /* widest input of a linear op or LM head over Q4_K / Q6_K (0: none) */
     int8_t *kq_q;             /* [kq_rows][max_kq_k]: such an input as Q8_K codes (cpu_kquant.h) */
     float *kq_d;              /* [kq_rows][max_kq_k / 256]: their block scales */
+    int8_t *lin_q;            /* Q8_0 codes of a linear's input [n_batch][max_lin_k], or of the LM head's
+                                 rows [CPU_MAX_ROWS][dim], for block-quantized weights (cpu_qdot.h) */
+    float *lin_qd;            /* their block scales, one per 32 codes */
 
     float *logits;            /* [CPU_MAX_ROWS][vocab] */
     int n_logit_rows, cur_row; /* rows held; the row argmax / topk / logits_last read */

@@ -20,6 +20,7 @@
 
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_kquant.h"
+#include "cpu/cpu_qdot.h"
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
 
@@ -213,10 +214,16 @@ static void act_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_
     cpu_act_mul(so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
 }
 
-/* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start */
+/* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start (a
+ * block-quantized table: head_x as Q8_0 codes in lin_q, llama.cpp's numerics) */
 static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
+    if (!e->head_q8.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type)) {
+        cpu_qdot_rows(e->isa, cpu_w(e, so->tensor, 0), lo, hi, e->lin_q, e->lin_qd, r->head_chunk, r->head_chunk_out,
+                      e->vocab);
+        return;
+    }
     const cpu_weight *w = e->head_q8.data ? &e->head_q8 : cpu_w(e, so->tensor, 0);
     if (cpu_kq_has(w->type)) { /* the chunk's rows as Q8_K codes (lm_head) */
         cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->head_chunk, r->head_chunk_out,
@@ -268,15 +275,38 @@ static void kq_quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
     kq_quant(r->e, IN0(r->e, so), WIDTH(r->e, so->op->in[0]), lo, hi);
 }
 
+/* tokens lo .. hi of the input as Q8_0 blocks into lin_q / lin_qd */
+static void linear_q_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const int K = WIDTH(e, so->op->in[0]);
+    for (int64_t t = lo; t < hi; t++)
+        cpu_quant_q8_0(IN0(e, so) + t * K, K, e->lin_q + t * K, e->lin_qd + t * (K / CPU_QBLK));
+}
+
+/* rows lo .. hi of a block-quantized matrix times the Q8_0 input */
+static void linear_qdot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    cpu_qdot_rows(e->isa, cpu_w(e, so->tensor, r->layer), lo, hi, e->lin_q, e->lin_qd, r->s->n, OUT(e, so),
+                  WIDTH(e, so->op->out));
+}
+
 /* ---- ops ---- */
 
 /* linear, llama.cpp's CPU numerics: F16 weights multiply the input rounded to f16 (ggml-cpu's
- * vec_dot_type of F16), Q4_K / Q6_K weights its Q8_K codes (theirs), F32 weights the input as it is. */
+ * vec_dot_type of F16), Q4_K / Q6_K weights its Q8_K codes (theirs), Q8_0 / Q4_0 / Q2_0 weights
+ * the input quantized to Q8_0 blocks (theirs; cpu_qdot.h), F32 weights the input as it is. */
 static void linear(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
     const int n = r->s->n;
     const uint32_t type = cpu_w(e, so->tensor, r->layer)->type;
+    if (cpu_qdot_has(type)) {
+        par_for(r, so, n, 1, linear_q_body, n > 1);
+        par_for(r, so, WIDTH(e, so->op->out), 16, linear_qdot_body, true);
+        return;
+    }
     if (type == FMT_F16)
         par_for(r, so, n, 1, linear_x_body, n > 1);
     if (cpu_kq_has(type))
@@ -322,6 +352,8 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
             const float *x = IN0(e, so) + (size_t)s->head_rows[r0 + i] * dim;
             float *hx = e->head_x + (size_t)i * dim;
             memcpy(hx, x, sizeof(float) * (size_t)dim);
+            if (!e->head_q8.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type))
+                cpu_quant_q8_0(hx, dim, e->lin_q + (size_t)i * dim, e->lin_qd + (size_t)i * (dim / CPU_QBLK));
         }
         if (!e->head_q8.data && cpu_kq_has(cpu_w(e, so->tensor, 0)->type))
             kq_quant(e, e->head_x, dim, 0, r->head_chunk);

@@ -224,7 +224,7 @@ static int make_q8_tables(rt_engine *e, const char *path, char *err)
 {
     const rt_model_desc *d = e->d;
     if (!d->decode.post_q8 || !d->prefill.post_q8) {
-        snprintf(err, RT_ERR_LEN, "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d)",
+        snprintf(err, RT_ERR_LEN, "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d, or its table is not F16 / F32)",
                  d->name, FMT_Q8_ROW_MULTIPLE);
         return -1;
     }

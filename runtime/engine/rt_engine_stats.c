@@ -81,14 +81,13 @@ static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre)
         return n + n / FMT_Q8_BLOCK * 2;
     const uint8_t wt = e->wtype ? e->wtype[(size_t)a.index * e->n_layers] : td->type; /* --weights repacks */
     const fmt_codec *c = fmt_codec_find(wt);
-    if (c && (c->uses & FMT_USE_TERNARY)) /* blocks (+ the f32 scale of a tail) */
+    if (!c)
+        return 0;
+    if (c->uses & FMT_USE_TERNARY) /* blocks (+ the f32 scale of a tail) */
         return n / c->blk * c->blk_bytes + (c->tail_bytes ? 4 : 0);
-    const uint64_t rows = pre && a.index == e->d->vocab_tensor ? 1 : n / (uint64_t)td->ne[0]; /* the
-                                                                      embedding reads the token's row */
-    if (c && c->blk > 1) /* float block formats (Q4_K, Q6_K): whole blocks */
-        return rows * ((uint64_t)td->ne[0] / c->blk * c->blk_bytes);
-    const uint64_t elem = td->type == FMT_F16 ? 2 : 4;
-    return rows * (uint64_t)td->ne[0] * elem;
+    if (pre && a.index == e->d->vocab_tensor) /* the embedding reads the token's row */
+        return (uint64_t)td->ne[0] / c->blk * c->blk_bytes;
+    return n / c->blk * c->blk_bytes; /* the row's bytes per element block (F16: 1 x 2, Q4_0: 32 x 18) */
 }
 
 uint64_t rt_eng_vk_decode_weight_bytes(const rt_engine *e, bool layers_only)

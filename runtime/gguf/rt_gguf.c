@@ -504,6 +504,28 @@ static int parse_tensors(rt_gguf_priv *P, cursor *c)
     return 0;
 }
 
+/* Q2_0 (type 42) is written with blocks of 64 by mainline llama.cpp and of 128 (f16 d + 32
+ * bytes) by PrismML's fork (format/fmt_q2_0.c), and nothing in a file says which: a type-42
+ * tensor whose data span (up to the next tensor's offset, or the file's end) is too short for
+ * the 64-value form but holds the 128-value one is refused by name here, never read with the
+ * wrong group. ord: the tensors sorted by offset. */
+static int check_q2_group(const rt_gguf *g, const off_idx *ord, uint64_t room, char *err)
+{
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const rt_gguf_tensor *t = &g->tensors[ord[i].idx];
+        if (t->type != FMT_Q2_0 || t->ne[0] % FMT_Q2_0_G128_BLOCK || t->offset > room)
+            continue;
+        const uint64_t span = (i + 1 < g->n_tensors ? g->tensors[ord[i + 1].idx].offset : room) - t->offset;
+        const uint64_t g128 = t->nbytes / 18 / 2 * FMT_Q2_0_G128_BYTES; /* 2 blocks of 64 -> one of 128 */
+        if (t->nbytes > span && g128 <= span)
+            return fail(err, g->path, "tensor '%.*s': Q2_0 (type 42) data of %llu bytes is the 128-value block "
+                        "form of PrismML's llama.cpp fork (Ternary-Bonsai files), not mainline llama.cpp's blocks "
+                        "of 64 (%llu bytes); that form is not supported", (int)(t->name.len > 200 ? 200 : t->name.len),
+                        t->name.ptr, (unsigned long long)g128, (unsigned long long)t->nbytes);
+    }
+    return 0;
+}
+
 static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
 {
     rt_gguf *g = &P->pub;
@@ -514,9 +536,18 @@ static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
         return fail(err, g->path, "data section start %llu beyond file size %zu",
                     (unsigned long long)g->data_offset, g->map_len);
     uint64_t room = g->map_len - g->data_offset;
+    off_idx *ord = malloc(g->n_tensors * sizeof *ord);
+    if (!ord) return fail(err, g->path, "out of memory");
+    for (uint64_t i = 0; i < g->n_tensors; i++) ord[i] = (off_idx){g->tensors[i].offset, i};
+    qsort(ord, g->n_tensors, sizeof *ord, cmp_off);
+    if (check_q2_group(g, ord, room, err)) {
+        free(ord);
+        return -1;
+    }
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         rt_gguf_tensor *t = &g->tensors[i];
         if (t->offset > room || t->nbytes > room - t->offset) {
+            free(ord);
             uint64_t end = g->data_offset + t->offset, e2 = end + t->nbytes;
             bool ovf = end < t->offset || e2 < end;
             return fail(err, g->path, "tensor '%.*s': data end %s%llu beyond file size %zu",
@@ -527,14 +558,12 @@ static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
         t->data = g->map + g->data_offset + t->offset;
         const fmt_codec *fc = fmt_codec_find(t->type); /* known: fmt_nbytes accepted the type */
         char cerr[FMT_ERR_LEN];
-        if (fc->check && fc->check(t->data, t->ne, cerr))
+        if (fc->check && fc->check(t->data, t->ne, cerr)) {
+            free(ord);
             return fail(err, g->path, "tensor '%.*s' (%s): %s", (int)(t->name.len > 200 ? 200 : t->name.len),
                         t->name.ptr, fc->name, cerr);
+        }
     }
-    off_idx *ord = malloc(g->n_tensors * sizeof *ord);
-    if (!ord) return fail(err, g->path, "out of memory");
-    for (uint64_t i = 0; i < g->n_tensors; i++) ord[i] = (off_idx){g->tensors[i].offset, i};
-    qsort(ord, g->n_tensors, sizeof *ord, cmp_off);
     for (uint64_t i = 1; i < g->n_tensors; i++) {
         const rt_gguf_tensor *x = &g->tensors[ord[i - 1].idx], *y = &g->tensors[ord[i].idx];
         if (x->offset + x->nbytes > y->offset) {

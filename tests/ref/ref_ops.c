@@ -303,7 +303,7 @@ static int linear_kq(uint32_t type, const uint8_t *w, int K, int M, const float 
 int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y)
 {
     if (type == FMT_Q4_K || type == FMT_Q6_K) return linear_kq(type, w, K, M, x, n, y);
-    if (type != FMT_F16 && type != FMT_F32) return -1;
+    if (type != FMT_F16 && type != FMT_F32) return ref_linear_q(type, w, K, M, x, n, y);
     for (int t = 0; t < n; t++)
         lm_head(w, type == FMT_F16, K, M, x + (size_t)t * K, type == FMT_F16, y + (size_t)t * M);
     return 0;

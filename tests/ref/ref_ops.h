@@ -102,6 +102,15 @@ void ref_quantize_q8_0(const float *x, int n, int8_t *q, float *out_d);
  * Q8_K, ggml-cpu's vec_dot_type of the K-quants: ref_act_quant_q8k) or F32 (x as it is); sums in
  * double. -1 for another type. */
 int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y);
+/* ref_qdot.c: ggml-cpu's x86 quantize_row_q8_0 of the activations (n % 32 == 0): per block of 32,
+ * d = amax / 127 rounded to f16 (out_d), q = x * (127 / amax) rounded to nearest even (0 for
+ * amax 0). */
+void ref_quantize_q8_0_act(const float *x, int n, int8_t *q, float *out_d);
+/* linear over a Q8_0 / Q4_0 / Q2_0 matrix W [M][K] (the GGUF bytes) in llama.cpp's CPU numerics:
+ * x [n][K] quantized by ref_quantize_q8_0_act, per weight block the exact integer sums, then
+ * ggml's generic order (Q8_0 / Q4_0: sumf += sumi * (d_w * d_x); Q2_0, two activation blocks per
+ * block: sumf += d_w * (d_x0 * sumi0 + d_x1 * sumi1)), y [n][M]. -1 for another type. */
+int ref_linear_q(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y);
 void ref_lm_head_q8_0(const int8_t *q, const float *d, int dim, int vocab, const float *x, float *y);
 
 /* Index of the largest value (the first one on ties); -1 if n <= 0. */

@@ -1,0 +1,171 @@
+/* cpu_qdot.c - block-quantized matrices times Q8_0 activations (cpu_qdot.h): Q8_0, Q4_0 and
+ * Q2_0 rows straight from their bytes (layouts: format/fmt_q8_0.c, fmt_q4_0.c, fmt_q2_0.c).
+ *
+ * The integer sum of one 32-value block (weight codes times activation codes) is exact at every
+ * level: AVX2 (and AVX-512, which runs the AVX2 code: a block is one 256-bit register) by
+ * sign + maddubs + madd as ggml's mul_sum_i8_pairs_float (|pair sums| <= 2 * 128 * 127 < 2^15),
+ * plain C otherwise. The float sums over blocks are one scalar chain in ggml's generic order, so
+ * every level gives the same bits (tests/test_cpu.c checks them against tests/ref).
+ */
+#include "cpu/cpu_qdot.h"
+
+#include <math.h>
+#include <string.h>
+
+#if CPU_X86
+#include <immintrin.h>
+#endif
+
+void cpu_quant_q8_0(const float *x, int K, int8_t *q, float *ds)
+{
+    for (int b = 0; b < K / CPU_QBLK; b++) {
+        const float *v = x + b * CPU_QBLK;
+        float amax = 0.0f;
+        for (int j = 0; j < CPU_QBLK; j++) {
+            const float a = fabsf(v[j]);
+            amax = a > amax ? a : amax;
+        }
+        ds[b] = fmt_f16_to_f32(fmt_f32_to_f16(amax / 127.f));
+        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        for (int j = 0; j < CPU_QBLK; j++)
+            q[b * CPU_QBLK + j] = (int8_t)lrintf(v[j] * id); /* the default rounding: nearest even */
+    }
+}
+
+static float block_d(const uint8_t *blk)
+{
+    uint16_t h;
+    memcpy(&h, blk, 2);
+    return fmt_f16_to_f32(h);
+}
+
+/* ---- the integer sum of one 32-value block: weights (the format's codes) . activations ---- */
+
+static int32_t q8_sum_c(const uint8_t *wq, const int8_t *a)
+{
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++)
+        s += (int8_t)wq[j] * a[j];
+    return s;
+}
+
+static int32_t q4_sum_c(const uint8_t *wq, const int8_t *a)
+{
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++)
+        s += ((wq[j] & 15) - 8) * a[j] + ((wq[j] >> 4) - 8) * a[16 + j];
+    return s;
+}
+
+/* Q2_0: 8 bytes of bit pairs, 4 values a byte, code - 1 */
+static int32_t q2_sum_c(const uint8_t *wq, const int8_t *a)
+{
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++)
+        s += (((wq[j / 4] >> (2 * (j % 4))) & 3) - 1) * a[j];
+    return s;
+}
+
+#if CPU_X86
+CPU_TARGET_AVX2 static inline int32_t mul_sum_i8(__m256i x, __m256i y)
+{
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+    const __m256i s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
+    return _mm_cvtsi128_si32(r);
+}
+
+CPU_TARGET_AVX2 static int32_t q8_sum_avx2(const uint8_t *wq, const int8_t *a)
+{
+    return mul_sum_i8(_mm256_loadu_si256((const __m256i *)wq), _mm256_loadu_si256((const __m256i *)a));
+}
+
+CPU_TARGET_AVX2 static int32_t q4_sum_avx2(const uint8_t *wq, const int8_t *a)
+{
+    const __m128i t = _mm_loadu_si128((const __m128i *)wq);
+    const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(15));
+    return mul_sum_i8(_mm256_sub_epi8(nib, _mm256_set1_epi8(8)), _mm256_loadu_si256((const __m256i *)a));
+}
+
+/* byte i of the result = bit pair i % 4 of byte i / 4 of the 8 bytes at wq */
+CPU_TARGET_AVX2 static int32_t q2_sum_avx2(const uint8_t *wq, const int8_t *a)
+{
+    int64_t bits;
+    memcpy(&bits, wq, 8);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi64x(bits), _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5,
+                                                   5, 6, 6, 6, 6, 7, 7, 7, 7));
+    __m256i c = _mm256_and_si256(spread, _mm256_set1_epi32(0x00000003));
+    for (int k = 1; k < 4; k++)
+        c = _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi16(spread, 2 * k), _mm256_set1_epi32(3 << (8 * k))));
+    return mul_sum_i8(_mm256_sub_epi8(c, _mm256_set1_epi8(1)), _mm256_loadu_si256((const __m256i *)a));
+}
+#endif
+
+typedef int32_t (*block_sum_fn)(const uint8_t *wq, const int8_t *a);
+
+/* A format's row walk: values and bytes per weight block, its block sums per level. */
+typedef struct {
+    uint32_t type, blk, bytes;
+    block_sum_fn sum_c, sum_avx2;
+} qrow;
+
+static const qrow QROWS[] = {
+#if CPU_X86
+    {FMT_Q8_0, 32, 34, q8_sum_c, q8_sum_avx2},
+    {FMT_Q4_0, 32, 18, q4_sum_c, q4_sum_avx2},
+    {FMT_Q2_0, 64, 18, q2_sum_c, q2_sum_avx2},
+#else
+    {FMT_Q8_0, 32, 34, q8_sum_c, NULL},
+    {FMT_Q4_0, 32, 18, q4_sum_c, NULL},
+    {FMT_Q2_0, 64, 18, q2_sum_c, NULL},
+#endif
+};
+
+static const qrow *qrow_find(uint32_t type)
+{
+    for (size_t i = 0; i < sizeof QROWS / sizeof QROWS[0]; i++)
+        if (QROWS[i].type == type)
+            return &QROWS[i];
+    return NULL;
+}
+
+int cpu_qdot_has(uint32_t type) { return qrow_find(type) != NULL; }
+
+/* one row . one token's activations */
+static float row_dot(const qrow *f, block_sum_fn sum, const uint8_t *row, int64_t K, const int8_t *q, const float *ds)
+{
+    const int64_t nb = K / f->blk, sub = f->blk / CPU_QBLK; /* activation blocks per weight block */
+    const uint32_t wbytes = (f->bytes - 2) / (uint32_t)sub; /* code bytes per activation block */
+    float sumf = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = row + b * f->bytes;
+        const float dw = block_d(blk);
+        if (sub == 1) {
+            sumf += (float)sum(blk + 2, q + b * CPU_QBLK) * (dw * ds[b]);
+            continue;
+        }
+        float s = 0.0f;
+        for (int64_t k = 0; k < sub; k++)
+            s += ds[b * sub + k] * (float)sum(blk + 2 + k * wbytes, q + (b * sub + k) * CPU_QBLK);
+        sumf += dw * s;
+    }
+    return sumf;
+}
+
+void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds, int n,
+                   float *y, int64_t ldy)
+{
+    const qrow *f = qrow_find(w->type);
+    if (!f)
+        return;
+    const block_sum_fn sum = (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512) && f->sum_avx2 ? f->sum_avx2 : f->sum_c;
+    const size_t row_bytes = (size_t)(w->ne0 / f->blk) * f->bytes;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w->data + (size_t)r * row_bytes;
+        for (int t = 0; t < n; t++)
+            y[t * ldy + r] = row_dot(f, sum, row, w->ne0, q + (size_t)t * w->ne0, ds + (size_t)t * (w->ne0 / CPU_QBLK));
+    }
+}
