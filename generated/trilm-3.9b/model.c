@@ -281,32 +281,32 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/trilm-3.9b.yaml:59: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/trilm-3.9b.yaml:58: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:61: rmsnorm attn_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/trilm-3.9b.yaml:62: bitlinear attn_q", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/trilm-3.9b.yaml:63: bitlinear attn_k", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/trilm-3.9b.yaml:64: bitlinear attn_v", {1.0f}},
-    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/trilm-3.9b.yaml:65: rope", {0}},
-    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/trilm-3.9b.yaml:66: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/trilm-3.9b.yaml:67: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/trilm-3.9b.yaml:68: attention", {0}},
-    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/trilm-3.9b.yaml:69: bitlinear attn_output", {1.0f}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:70: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:71: rmsnorm ffn_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/trilm-3.9b.yaml:72: bitlinear ffn_gate", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/trilm-3.9b.yaml:73: bitlinear ffn_up", {1.0f}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/trilm-3.9b.yaml:74: silu_mul", {0}},
-    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/trilm-3.9b.yaml:75: bitlinear ffn_down", {1.0f}},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:76: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:60: rmsnorm attn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/trilm-3.9b.yaml:61: bitlinear attn_q", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/trilm-3.9b.yaml:62: bitlinear attn_k", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/trilm-3.9b.yaml:63: bitlinear attn_v", {1.0f}},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/trilm-3.9b.yaml:64: rope", {0}},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/trilm-3.9b.yaml:65: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/trilm-3.9b.yaml:66: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/trilm-3.9b.yaml:67: attention", {0}},
+    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/trilm-3.9b.yaml:68: bitlinear attn_output", {1.0f}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:69: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:70: rmsnorm ffn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/trilm-3.9b.yaml:71: bitlinear ffn_gate", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/trilm-3.9b.yaml:72: bitlinear ffn_up", {1.0f}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/trilm-3.9b.yaml:73: silu_mul", {0}},
+    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/trilm-3.9b.yaml:74: bitlinear ffn_down", {1.0f}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:75: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:78: rmsnorm output_norm", {9.99999975e-06f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/trilm-3.9b.yaml:79: lm_head output", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:77: rmsnorm output_norm", {9.99999975e-06f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/trilm-3.9b.yaml:78: lm_head output", {0}},
 };
 
 static const char manifest[] =
     "model trilm-3.9b\n"
-    "source models/trilm-3.9b.yaml fnv64:85b4f908d4a349ed\n"
+    "source models/trilm-3.9b.yaml fnv64:5145921c00ee23f5\n"
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n3072_nextnorm_q8_k glsl-fnv64:568928fc92ad61cb\n"
