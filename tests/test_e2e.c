@@ -889,6 +889,41 @@ static void test_q8k_vs_reference(void **st)
     variant_vs_reference("tests/data/q8k/trilm-q8k-tiny.yaml", "build/test-e2e-q8k.gguf", 19, flip_rule);
 }
 
+/* A q8_k bitlinear on Vulkan needs weights with a scale per block of 256: a file of the same
+ * model whose matrices are I2_S (written from the YAML with every ternary type i2_s and no
+ * act_quant) is refused at load, naming the op and the tensor. */
+static void test_q8k_vulkan_needs_tq(void **st)
+{
+    (void)st;
+    const char *tool = "build/tools/mkmodel", *yaml = "tests/data/q8k/trilm-q8k-tiny.yaml";
+    const char *y2 = "build/test-e2e-q8k-i2s.yaml", *gguf = "build/test-e2e-q8k-i2s.gguf";
+    if (!exists(tool)) {
+        printf("skip: %s not built\n", tool);
+        skip();
+    }
+    char cmd[600], err[RT_ERR_LEN] = "";
+    snprintf(cmd, sizeof(cmd), "sed -e 's/type: tq[12]_0/type: i2_s/' -e 's/, *act_quant: [a-z0-9_]*//' %s > %s && "
+             "%s %s -o %s --layers 1 --vocab 512 --seed 3 >/dev/null", yaml, y2, tool, y2, gguf);
+    assert_int_equal(system(cmd), 0);
+    const built_desc *bd = desc_of(yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 16,
+                        .backend = RT_BACKEND_VULKAN, .n_threads = 1, .n_threads_batch = 1};
+    rt_engine *e = NULL;
+    const int rc = rt_engine_open(&bd->d.desc, &o, &e, err);
+    if (rc && strstr(err, "no Vulkan device")) {
+        printf("skip: %s\n", err);
+        skip();
+    }
+    printf("%s with I2_S matrices on Vulkan: %s\n", yaml, rc ? err : "opened");
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(err, "act_quant q8_k"));
+    assert_non_null(strstr(err, "blk.0.attn_q.weight"));
+    remove(y2);
+    remove(gguf);
+}
+
 /* The `linear` op (tests/data/llama-f16-tiny.yaml: a plain Llama layout, every matrix F16 but
  * attn_v F32, in llama.cpp's CPU numerics: the activations of an F16 matrix rounded to f16).
  * The engines make the reference's roundings (those activations, the f16 KV cache and Q), on
@@ -933,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_f32_cache_vs_reference),
         cmocka_unit_test(test_params_vs_reference),
         cmocka_unit_test(test_q8k_vs_reference),
+        cmocka_unit_test(test_q8k_vulkan_needs_tq),
         cmocka_unit_test(test_linear_vs_reference),
         cmocka_unit_test(test_device_limits),
     };

@@ -62,7 +62,7 @@ static int q8k_formats(const rt_engine *e, char *err)
                 char name[160];
                 rt_eng_tensor_name(e, (uint32_t)op->weight, L, name, sizeof(name));
                 snprintf(err, RT_ERR_LEN, "%s: act_quant q8_k (llama.cpp's Q8_K activations) needs TQ1_0 or TQ2_0 "
-                         "weights on Vulkan, tensor '%s' is %s (--device cpu runs it)", op->label, name,
+                         "weights on Vulkan, tensor '%s' is %s", op->label, name,
                          c ? fmt_type_name(c->type) : "unknown");
                 return -1;
             }
