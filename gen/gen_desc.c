@@ -299,14 +299,14 @@ static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char 
 }
 
 /* Why the kernels cannot run m as its YAML says, or NULL (rt_model_desc.vk_refusal). The
- * kernels quantize every bitlinear input per token row: act_quant q8_k (gen_param.h) runs on the
- * CPU backend only, for now. */
+ * sparse FFN's kernels (gen_sparse.c) quantize their input per token row only: a model with
+ * act_quant q8_k (gen_param.h) bitlinears and a sparse_ffn mode runs on the CPU backend. */
 static const char *vk_refusal(const gen_model *m)
 {
-    for (int i = 0; i < m->n_layer; i++)
+    for (int i = 0; m->sparse_ffn && i < m->n_layer; i++)
         if (m->layer[i].kind == GEN_OP_BITLINEAR && m->layer[i].param.v[0] == GEN_AQ_Q8_K)
-            return "its bitlinear ops quantize activations as llama.cpp's Q8_K (act_quant: q8_k), which only the CPU "
-                   "backend computes (--device cpu)";
+            return "its bitlinear ops quantize activations as llama.cpp's Q8_K (act_quant: q8_k) and it has a "
+                   "sparse_ffn mode, whose kernels only the CPU backend has for Q8_K (--device cpu)";
     return NULL;
 }
 

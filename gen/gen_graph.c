@@ -36,6 +36,7 @@
  */
 #include "gen_graph.h"
 #include "gen_norm.h"
+#include "gen_param.h"
 #include "schema/rt_schedule.h" /* RT_SYNC_WORDS */
 
 #include <stdio.h>
@@ -149,6 +150,26 @@ static bool only_bitlinear_uses(const gen_model *m, int v)
     return n > 0;
 }
 
+/* A bitlinear op's act_quant is q8_k (gen_param.h). */
+static bool op_q8k(const gen_op *op) { return op->kind == GEN_OP_BITLINEAR && op->param.v[0] == GEN_AQ_Q8_K; }
+
+/* The bitlinears reading value v all quantize it the same way (act_quant); *q8k: theirs. */
+static bool uses_agree_q8k(const gen_model *m, int v, bool *q8k)
+{
+    const sect all[3] = {{m->pre, m->n_pre, GEN_SEC_PRE}, {m->layer, m->n_layer, GEN_SEC_LAYER},
+                         {m->post, m->n_post, GEN_SEC_POST}};
+    int n = 0;
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < all[s].n; i++)
+            for (int a = 0; a < gen_op_arity(all[s].ops[i].kind); a++)
+                if (all[s].ops[i].in[a] == v) {
+                    if (n++ && op_q8k(&all[s].ops[i]) != *q8k)
+                        return false;
+                    *q8k = op_q8k(&all[s].ops[i]);
+                }
+    return true;
+}
+
 /* Index j > i in the section of the op reading value v, or -1. */
 static int next_use(const sect *s, int i, int v)
 {
@@ -204,7 +225,8 @@ static int multi_parts(const sect *s, int i, const bool *skip, int *parts)
         const gen_op *o = &s->ops[j];
         if (written_between(s, i, j, op->in[0]) || o->out == op->in[0])
             break;
-        if (skip[j] || o->kind != GEN_OP_BITLINEAR || o->in[0] != op->in[0] || feeds_fused_use(s, j) ||
+        if (skip[j] || o->kind != GEN_OP_BITLINEAR || o->in[0] != op->in[0] || op_q8k(o) != op_q8k(op) ||
+            feeds_fused_use(s, j) ||
             touched_between(s, i, j, o->out))
             continue;
         bool dup = false;
@@ -220,16 +242,18 @@ static int multi_parts(const sect *s, int i, const bool *skip, int *parts)
 static int quant_input(lower_ctx *c, const sect *s, const gen_op *op)
 {
     int mv = op->in[0];
-    if (c->fuse && c->q8_of[mv] >= 0)
-        return c->q8_of[mv];
+    if (c->fuse && c->q8_of[mv] >= 0 && c->g->vals[c->q8_of[mv]].q8k == op_q8k(op))
+        return c->q8_of[mv]; /* (a value read with both act_quant rules gets one Q8 value of each, in turn) */
     char name[GEN_MAX_NAME + 8];
+    const char *k8 = op_q8k(op) ? "k" : ""; /* "x.q8k": as llama.cpp's Q8_K (act_quant q8_k) */
     if (c->fuse) /* "x.q8": value x quantized for every bitlinear that reads it */
-        snprintf(name, sizeof(name), "%.*s.q8", GEN_MAX_NAME - 8, c->m->values[mv].name);
+        snprintf(name, sizeof(name), "%.*s.q8%s", GEN_MAX_NAME - 8, c->m->values[mv].name, k8);
     else /* "attn_q.in_q8": the input of one bitlinear, quantized for it alone */
-        snprintf(name, sizeof(name), "%.*s.in_q8", GEN_MAX_NAME - 8, c->m->tensors[op->weight].key);
+        snprintf(name, sizeof(name), "%.*s.in_q8%s", GEN_MAX_NAME - 8, c->m->tensors[op->weight].key, k8);
     int q = add_gval(c, name, GEN_GV_Q8, c->m->values[mv].width, -1);
     if (q < 0)
         return -1;
+    c->g->vals[q].q8k = op_q8k(op);
     gen_kop *k = add_kop(c, GEN_K_QUANT, s->sec, op);
     if (!k)
         return -1;
@@ -255,13 +279,16 @@ static int lower_norm(lower_ctx *c, const sect *s, const gen_op *op)
 {
     const gen_model *m = c->m;
     gen_kop *k;
-    if (c->fuse && op->param.v[1] != GEN_NORM_PER_HEAD && only_bitlinear_uses(m, op->out)) {
+    bool q8k = false;
+    if (c->fuse && op->param.v[1] != GEN_NORM_PER_HEAD && only_bitlinear_uses(m, op->out) &&
+        uses_agree_q8k(m, op->out, &q8k)) {
         char name[GEN_MAX_NAME + 8];
         /* "attn_norm.q8": the norm's output as the int8 codes its bitlinears read */
-        snprintf(name, sizeof(name), "%.*s.q8", GEN_MAX_NAME - 8, m->tensors[op->weight].key);
+        snprintf(name, sizeof(name), "%.*s.q8%s", GEN_MAX_NAME - 8, m->tensors[op->weight].key, q8k ? "k" : "");
         int q = add_gval(c, name, GEN_GV_Q8, m->values[op->out].width, -1);
         if (q < 0 || !(k = add_kop(c, GEN_K_NORM_QUANT, s->sec, op)))
             return -1;
+        c->g->vals[q].q8k = q8k;
         k->in[0] = f32_val(c, op->in[0]);
         k->w[0] = op->weight;
         k->norm = (gen_kop_norm){op->norm, op->weight, op->bias, op->param};
@@ -289,7 +316,7 @@ static int lower_glu(lower_ctx *c, const sect *s, int i, int u, int q, sect_stat
     int j = -1;
     for (int t = i + 1; t < u; t++)
         if (s->ops[t].kind == GEN_OP_BITLINEAR && s->ops[t].out == use->in[1] && s->ops[t].in[0] == op->in[0] &&
-            !st->skip[t])
+            op_q8k(&s->ops[t]) == op_q8k(op) && !st->skip[t])
             j = t;
     if (j < 0 || count_uses(m, s->ops[j].out) != 1)
         return 0;
@@ -517,7 +544,8 @@ static void fold_decode_norms(gen_graph *g)
         bool ok = n->kind == GEN_K_NORM
                       ? r->kind == GEN_K_LM_HEAD && g->vals[n->out].width <= GEN_HEAD_FOLD_MAX_WIDTH
                       : r->kind == GEN_K_BITLINEAR || r->kind == GEN_K_BITLINEAR_MULTI;
-        if (!ok || r->in[0] != n->out || r->sec != n->sec || r->norm.row >= 0)
+        /* (a Q8_K row is not made in a bitlinear's prologue: the kernels' per-token scale only) */
+        if (!ok || r->in[0] != n->out || r->sec != n->sec || r->norm.row >= 0 || g->vals[n->out].q8k)
             continue;
         r->in[0] = n->in[0];
         r->norm = n->norm;
@@ -541,6 +569,7 @@ static void fold_decode_next_norm(gen_graph *g)
             b->sec != n->sec || b->last_out >= 0)
             continue;
         b->last_out = n->out;
+        b->last_q8k = g->vals[n->out].q8k;
         b->last_norm = n->kind == GEN_K_QUANT ? GEN_KOP_NO_NORM : n->norm; /* a bare QUANT: no norm */
         fold_kop_away(g, i--, b, b->label, n->label);
     }
@@ -572,6 +601,7 @@ static void fold_decode_loop_norm(gen_graph *g)
             if (g->kops[i].in[a] == n->out && g->kops[i].sec != GEN_SEC_LAYER)
                 return;
     b->last_out = n->out;
+    b->last_q8k = g->vals[n->out].q8k;
     b->last_norm = n->norm;
     b->last_next = true;
     char label[sizeof(b->label)];

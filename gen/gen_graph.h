@@ -7,7 +7,8 @@
  *
  * Values of the graph (gen_gval) are what kernels read and write: f32 vectors
  * per token (the model's values) and int8-quantized activations (Q8: packed
- * codes u32[width/4] per token + a per-token [scale, sum of codes] pair).
+ * codes u32[width/4] per token + a per-token [scale, sum of codes] pair, or with
+ * act_quant q8_k, gen_param.h, the codes + one scale d per block of 256: gen_gval.q8k).
  */
 #ifndef GEN_GRAPH_H
 #define GEN_GRAPH_H
@@ -92,7 +93,8 @@ typedef struct {
     int width;      /* elements per token (GEN_DIM_VOCAB for logits) */
     int model_val;  /* index in gen_model.values, -1 for Q8 values */
     int buf;        /* planned act buffer (F32 / Q8 codes); -1 = logits */
-    int buf_s;      /* Q8 only: buffer of [scale, sum] per token */
+    int buf_s;      /* Q8 only: buffer of [scale, sum] per token (q8k: width / 256 block scales) */
+    bool q8k;       /* Q8 only: llama.cpp's Q8_K (act_quant q8_k): a block of 256 codes x d each */
 } gen_gval;
 
 typedef enum { GEN_SEC_PRE, GEN_SEC_LAYER, GEN_SEC_POST } gen_section;
@@ -126,6 +128,7 @@ typedef struct {
                      * GEN_SYNC_LAST_NORM) runs it on the whole new row `out` with the norm
                      * last_norm into this Q8 gval. -1 none */
     gen_kop_norm last_norm; /* row -1: a bare QUANT (no norm) */
+    bool last_q8k;  /* with last_out: that Q8 gval is a Q8_K one (gen_gval.q8k) */
     bool last_next; /* with last_out: the norm is the next layer's first kop (last_norm's
                      * tensors resolve to layer L+1, RT_ARG_WEIGHT_NEXT); skipped on the last
                      * layer (RT_P_HAS_NEXT); layer 0's copy runs in the pre section */

@@ -10,6 +10,13 @@ const gen_param gen_bitlinear_params[] = {
     {NULL, 0, 0, 0, 0, NULL},
 };
 
+const char *gen_aq_tag(bool q8k)
+{
+    static char tag[16];
+    snprintf(tag, sizeof tag, "_%s", k_act_quant[GEN_AQ_Q8_K]);
+    return q8k ? tag : "";
+}
+
 gen_params gen_params_default(const gen_param *decl, const gen_hparams *hp)
 {
     gen_params p = {{0}, 0};

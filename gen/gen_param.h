@@ -11,6 +11,7 @@
 #ifndef GEN_PARAM_H
 #define GEN_PARAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gen_model.h"
@@ -36,6 +37,10 @@ typedef struct {
 extern const gen_param gen_bitlinear_params[];
 #define GEN_AQ_ROW 0
 #define GEN_AQ_Q8_K 1
+
+/* The kernel-name tag of a kernel that reads or writes Q8_K rows (act_quant q8_k): "_q8_k",
+ * gen_params_tag's word for it; "" for q8k false. */
+const char *gen_aq_tag(bool q8k);
 
 /* The defaults of a row's parameters (decl: up to GEN_MAX_PARAMS entries, ended by a NULL
  * name) for a model with hyperparameters hp. */

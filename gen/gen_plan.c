@@ -112,7 +112,9 @@ static int plan_buffers(gen_graph *g, char *err)
             memset(e, 0, sizeof(*e));
             e->gval = i;
             e->part = part;
-            e->bytes = part ? 8u : (uint32_t)(v->kind == GEN_GV_Q8 ? v->width : v->width * 4);
+            /* Q8 scales: [scale, sum], or Q8_K's f32 d per block of 256 */
+            const uint32_t sbytes = v->q8k ? (uint32_t)v->width / 256 * 4 : 8u;
+            e->bytes = part ? sbytes : (uint32_t)(v->kind == GEN_GV_Q8 ? v->width : v->width * 4);
             e->def = e->last = -1;
             bool state = v->model_val >= 0 && g->m->values[v->model_val].state;
             e->pinned = state;

@@ -393,7 +393,7 @@ struct rt_model_desc {
     const char *manifest;           /* text: inputs hashes, for --version */
     rt_cpu_schedule cpu;            /* the native CPU backend's schedule (above) */
     /* Why the Vulkan schedules must not run (an op the kernels do not compute as the YAML says,
-     * e.g. a bitlinear's act_quant q8_k), or NULL: the engine then refuses Vulkan with this text
+     * e.g. act_quant q8_k with a sparse_ffn mode), or NULL: the engine then refuses Vulkan with this text
      * and the auto backend picks the CPU. */
     const char *vk_refusal;
 };

@@ -885,13 +885,54 @@ static void test_params_vs_reference(void **st)
 }
 
 /* act_quant q8_k (tests/data/q8k/trilm-q8k-tiny.yaml: TQ2_0 / TQ1_0 with Q8_K and per-row
- * activations mixed, one value read under both rules) on the CPU backend under flip_rule (it
- * lands within 6e-6), and Vulkan's refusal of it (auto picks the CPU). A CPU backend that
- * quantized every input per row fails it (tried: mean |d| 0.18, max |d| 1.09). */
+ * activations mixed, one value read under both rules) on the CPU backend and Vulkan (prompt,
+ * fused decode, and fused vs unfused decode bit for bit) under flip_rule (the CPU backend lands
+ * within 6e-6). A CPU backend that quantized every input per row fails it (tried: mean |d|
+ * 0.18, max |d| 1.09). */
 static void test_q8k_vs_reference(void **st)
 {
     (void)st;
     variant_vs_reference("tests/data/q8k/trilm-q8k-tiny.yaml", "build/test-e2e-q8k.gguf", 19, flip_rule);
+}
+
+/* A q8_k bitlinear on Vulkan needs weights with a scale per block of 256: a file of the same
+ * model whose matrices are I2_S (written from the YAML with every ternary type i2_s and no
+ * act_quant) is refused at load, naming the op and the tensor. */
+static void test_q8k_needs_tq(void **st)
+{
+    (void)st;
+    const char *tool = "build/tools/mkmodel", *yaml = "tests/data/q8k/trilm-q8k-tiny.yaml";
+    const char *y2 = "build/test-e2e-q8k-i2s.yaml", *gguf = "build/test-e2e-q8k-i2s.gguf";
+    if (!exists(tool)) {
+        printf("skip: %s not built\n", tool);
+        skip();
+    }
+    char cmd[600], err[RT_ERR_LEN] = "";
+    snprintf(cmd, sizeof(cmd), "sed -e 's/type: tq[12]_0/type: i2_s/' -e 's/, *act_quant: [a-z0-9_]*//' %s > %s && "
+             "%s %s -o %s --layers 1 --vocab 512 --seed 3 >/dev/null", yaml, y2, tool, y2, gguf);
+    assert_int_equal(system(cmd), 0);
+    const built_desc *bd = desc_of(yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    /* the CPU backend refuses it too (its Q8_K products need a weight scale per 256-block) */
+    for (int b = 0; b < 2; b++) {
+        rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 16,
+                            .backend = b ? RT_BACKEND_VULKAN : RT_BACKEND_CPU, .n_threads = 1, .n_threads_batch = 1};
+        rt_engine *e = NULL;
+        const int rc = rt_engine_open(&bd->d.desc, &o, &e, err);
+        if (b && rc && strstr(err, "no Vulkan device")) {
+            printf("skip: %s\n", err);
+            break;
+        }
+        printf("%s with I2_S matrices on %s: %s\n", yaml, b ? "Vulkan" : "the CPU", rc ? err : "opened");
+        if (!rc)
+            rt_engine_close(e);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(err, "act_quant q8_k"));
+        assert_non_null(strstr(err, b ? "blk.0.attn_q.weight" : "I2_S"));
+    }
+    remove(y2);
+    remove(gguf);
 }
 
 /* The `linear` op (tests/data/llama-f16-tiny.yaml: a plain Llama layout, every matrix F16 but
@@ -947,9 +988,12 @@ int main(void)
         cmocka_unit_test(test_f32_cache_vs_reference),
         cmocka_unit_test(test_params_vs_reference),
         cmocka_unit_test(test_q8k_vs_reference),
+        cmocka_unit_test(test_q8k_needs_tq),
         cmocka_unit_test(test_linear_vs_reference),
         cmocka_unit_test(test_qwen3_vs_reference),
         cmocka_unit_test(test_device_limits),
     };
+    if (getenv("TEST_FILTER")) /* e.g. TEST_FILTER=test_q8k_vs_reference */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, free_built);
 }

@@ -22,6 +22,17 @@
  * A = sum |d * trit * q| / s (ref_bitlinear_tq's bound). The residual adds 2^-23 (|ref| +
  * |r|); the GLU propagates both errors through relu(g)^2 u (2|g||u| eg + g^2 eu) or
  * silu(g) u (1.1 |u| eg + |silu(g)| eu) plus 4e-6 |y| for the GPU's exp.
+ *
+ * Q8_K activations (act_quant q8_k, tests/data/q8k/trilm-q8k-tiny.yaml's kernels, widths 512
+ * and 768): the bitlinears read a scale per token and block of 256 (random, as the codes) and
+ * are checked against ref_bitlinear_tq_q8k. Each term is then float(sum) * (dq * d), two f32
+ * roundings: the bound adds 2 to n above (2^-23 A over all terms). The QUANT kernel that
+ * makes Q8_K rows is checked against ref_act_quant_q8k on rows with the awkward cases (a block
+ * whose largest magnitude appears twice with both signs: the first one's sign is d's; an
+ * all-zero block: d 0): every d within 6 ULP of the reference's (two divisions, -127 / m and
+ * 1 / iscale, 2.5 ULP each on Vulkan plus the rounding), every code equal but where
+ * iscale * x lies within 4 ULP (relative) of a .5 tie, where one step is allowed (on
+ * lavapipe all are equal).
  */
 #include <glob.h>
 #include <math.h>
@@ -50,6 +61,7 @@
 #define DIV_ULPS 3.0
 #define NMAX 70u /* tokens of the largest batch: one full 64-token tile and a partial one */
 #define MAX_MODELS 8
+#define Q8K_YAML "tests/data/q8k/trilm-q8k-tiny.yaml" /* act_quant q8_k kernels */
 static int n_models; /* the shipped tiny models (models/ *-tiny.yaml), found by setup */
 static gen_model models[MAX_MODELS];
 static gen_graph graphs[MAX_MODELS][2];
@@ -86,10 +98,12 @@ static int setup(void **st)
     glob_t gl;
     if (glob("models/*-tiny.yaml", 0, NULL, &gl))
         fail_msg("no models/*-tiny.yaml (run from the repository root)");
-    for (size_t i = 0; i < gl.gl_pathc && n_models < MAX_MODELS; i++)
+    for (size_t i = 0; i < gl.gl_pathc && n_models < MAX_MODELS - 1; i++)
         if (gen_model_load(gl.gl_pathv[i], &models[n_models++], vkh_err))
             fail_msg("%s", vkh_err);
     globfree(&gl);
+    if (gen_model_load(Q8K_YAML, &models[n_models++], vkh_err)) /* the last one: its Q8_K kernels only */
+        fail_msg("%s", vkh_err);
     for (int m = 0; m < n_models; m++) {
         for (int f = 0; f < 2; f++)
             if (gen_graph_build(&models[m], f == 1, &graphs[m][f], vkh_err))
@@ -170,11 +184,22 @@ static void compare(const gen_kop *kop, const float *y, const float *ref, const 
 }
 
 /* The reference of kop's part p (and its bound) for n tokens. */
-static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K, int M, int p, const int8_t *q,
-                      const float *s, uint32_t n, const float *res0, float *ref, float *bound)
+/* The TQ product of per-row (ds NULL: scales s) or Q8_K activations (block scales ds). */
+static void ref_tq(rt_type type, const uint8_t *W, int K, int M, const int8_t *q, const float *s, const float *ds,
+                   uint32_t n, float *y, float *bound)
 {
-    /* FTZ: the GLU's products may be subnormal, which a device may flush to zero */
-    const double nadd = K / 16 + 64, u = 0x1p-24, FTZ = 0x1p-126;
+    if (ds)
+        ref_bitlinear_tq_q8k((int)type, W, K, M, q, ds, (int)n, y, bound);
+    else
+        ref_bitlinear_tq((int)type, W, K, M, q, s, (int)n, y, bound);
+}
+
+static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K, int M, int p, const int8_t *q,
+                      const float *s, const float *ds, uint32_t n, const float *res0, float *ref, float *bound)
+{
+    /* FTZ: the GLU's products may be subnormal, which a device may flush to zero; Q8_K: + 2
+     * (each term's two products) */
+    const double nadd = K / 16 + 64 + (ds ? 2 : 0), u = 0x1p-24, FTZ = 0x1p-126;
     const size_t ny = (size_t)n * M;
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU, exact = type == FMT_TQ1_T;
     if (exact) { /* integer sums, one scale: the reference's two f32 operations, 3 ULP */
@@ -182,7 +207,7 @@ static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K
         for (size_t i = 0; i < ny; i++)
             bound[i] = (float)(DIV_ULPS * 0x1p-23 * fabs(ref[i]));
     } else {
-        ref_bitlinear_tq((int)type, W[p], K, M, q, s, (int)n, ref, bound);
+        ref_tq(type, W[p], K, M, q, s, ds, n, ref, bound);
     }
     for (size_t i = 0; i < ny && !exact; i++)
         bound[i] = (float)(nadd * u * bound[i] + 4 * u * fabs(ref[i]));
@@ -193,7 +218,7 @@ static void reference(const gen_kop *kop, rt_type type, uint8_t *const *W, int K
             for (size_t i = 0; i < ny; i++)
                 ub[i] = (float)(DIV_ULPS * 0x1p-23 * fabs(up[i]));
         } else {
-            ref_bitlinear_tq((int)type, W[1], K, M, q, s, (int)n, up, ub);
+            ref_tq(type, W[1], K, M, q, s, ds, n, up, ub);
         }
         for (size_t i = 0; i < ny; i++) {
             double g = ref[i], uu = up[i], eg = bound[i], eu = exact ? ub[i] : nadd * u * ub[i] + 4 * u * fabs(uu), y;
@@ -239,6 +264,10 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
         const uint32_t n = decode ? 1 : batch_sizes[si];
         int8_t *q = vkh_xmalloc((size_t)NMAX * K);
         float qs[2 * NMAX], s[NMAX];
+        const bool q8k = g->vals[kop->in[0]].q8k; /* Q8_K: a scale per token and block of 256 */
+        float *ds = q8k ? vkh_xmalloc(sizeof(float) * NMAX * (size_t)(K / 256)) : NULL;
+        for (size_t i = 0; q8k && i < (size_t)NMAX * (size_t)(K / 256); i++)
+            ds[i] = (0.5f + (float)(vkh_rnd() % 1000) / 200.0f) / 127.0f * (vkh_rnd() % 2 ? 1.0f : -1.0f);
         for (uint32_t t = 0; t < NMAX; t++) {
             int sum = 0;
             for (int i = 0; i < K; i++) {
@@ -252,7 +281,7 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
         float *r0[3] = {0};
         int nb = 0;
         b[nb++] = vkh_buf((size_t)NMAX * K, q);
-        b[nb++] = vkh_buf(sizeof(qs), qs);
+        b[nb++] = q8k ? vkh_buf(sizeof(float) * NMAX * (size_t)(K / 256), ds) : vkh_buf(sizeof(qs), qs);
         for (int j = 0; j < nw; j++)
             b[nb++] = vkh_buf(wbytes[j] + 4, W[j]);
         for (int p = 0; p < np; p++) {
@@ -271,7 +300,7 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
             const size_t total = (size_t)NMAX * M[p], ny = (size_t)n * M[p];
             float *y = vkh_xmalloc(4 * total), *ref = vkh_xmalloc(4 * ny), *bound = vkh_xmalloc(4 * ny);
             VKH_OK(rt_buf_download(vkh_vk, &b[nb - np + p], 0, y, 4 * total, vkh_err));
-            reference(kop, type, W, K, M[p], p, q, s, n, r0[p], ref, bound);
+            reference(kop, type, W, K, M[p], p, q, s, ds, n, r0[p], ref, bound);
             /* rule: reference()'s bound per element, derived from the data (the header) */
             compare(kop, y, ref, bound, ny, total, r0[p]);
             runs++;
@@ -282,6 +311,7 @@ static void check_kop(const gen_graph *g, const gen_kop *kop, const built *bk, c
         }
         vkh_free_bufs(b, nb);
         free(q);
+        free(ds);
     }
     for (int j = 0; j < nw; j++)
         free(W[j]);
@@ -293,7 +323,7 @@ static void test_tq_bitlinear(void **state)
     vkh_need_device();
     static const rt_type types[3] = {FMT_TQ2_0, FMT_TQ1_0, FMT_TQ1_T};
     const bool native = rt_vk_get_info(vkh_vk)->has_int_dot;
-    int kinds[3] = {0}, tq1t_runs = 0;
+    int kinds[3] = {0}, tq1t_runs = 0, q8k_runs = 0;
     for (int m = 0; m < n_models; m++)
         for (int f = 0; f < 2; f++) {
             const gen_graph *g = &graphs[m][f];
@@ -301,8 +331,10 @@ static void test_tq_bitlinear(void **state)
                 const gen_kop *kop = &g->kops[i];
                 int kind = kop->kind == GEN_K_BITLINEAR ? 0 : kop->kind == GEN_K_BITLINEAR_GLU ? 1
                          : kop->kind == GEN_K_BITLINEAR_MULTI ? 2 : -1;
-                if (kind < 0 || g->vals[kop->in[0]].width % 256 || kop->norm.w >= 0 || kop->last_out >= 0)
-                    continue;
+                if (kind < 0 || g->vals[kop->in[0]].width % 256 || kop->norm.w >= 0 || kop->last_out >= 0 ||
+                    g->vals[kop->in[0]].q8k != (m == n_models - 1) || (g->vals[kop->in[0]].q8k && f == 0))
+                    continue; /* the Q8_K model: its fused Q8_K kernels (MULTI, GLU, residual) */
+                const bool q8k = g->vals[kop->in[0]].q8k;
                 for (int decode = 0; decode < 2; decode++) {
                     built bk = {0};
                     if (gen_kernel_build(g, kop, decode, &bk.ko, vkh_err))
@@ -328,14 +360,17 @@ static void test_tq_bitlinear(void **state)
                                                     1 | 2 << 4 | 3 << 12, 2 | 1 << 4, 1 | 2 << 8 | 1 << 12, 0 | 1 << 8};
                     static const uint32_t tiles[] = {0, 6}; /* rt_tile_at: 4 x 4, 8 x 4 */
                     const uint32_t n_tiles = getenv("TERNION_TEST_SWEEP") ? 1u : 2u;
-                    for (int ti = 0; ti < 3; ti++)
+                    /* Q8_K: TQ2_0 and TQ1_0 (the runtime refuses other weights for it), decode's
+                     * 4- and 16-byte loads, the default tile */
+                    for (int ti = 0; ti < (q8k ? 2 : 3); ti++)
                         for (int nd = 0; nd < (types[ti] == FMT_TQ1_T && native ? 2 : 1); nd++)
                             /* (the 8 x 4 tile for TQ1_0 and TQ1_T: TQ2_0 shares TQ1_0's block scales) */
                             for (uint32_t v = 0; v < (decode ? (types[ti] == FMT_TQ1_T ? 8u : 2u)
-                                                             : types[ti] == FMT_TQ2_0 ? 1u : n_tiles); v++) {
+                                                             : types[ti] == FMT_TQ2_0 || q8k ? 1u : n_tiles); v++) {
                                 check_kop(g, kop, &bk, nd ? nspv : bk.spv, nd ? nspv_bytes : bk.spv_bytes, decode,
                                           decode ? vars[v] : tiles[v], types[ti]);
                                 tq1t_runs += types[ti] == FMT_TQ1_T;
+                                q8k_runs += q8k;
                             }
                     free(bk.spv);
                     free(nspv);
@@ -346,12 +381,97 @@ static void test_tq_bitlinear(void **state)
     assert_true(kinds[0] && kinds[1] && kinds[2]);
     printf("TQ1_T kernel runs (variants x kernels): %d, native dots %s\n", tq1t_runs, native ? "too" : "absent");
     assert_true(tq1t_runs > 0);
+    printf("Q8_K bitlinear kernel runs: %d\n", q8k_runs);
+    assert_true(q8k_runs > 0);
+}
+
+/* Rows of width K (n of them) for the Q8_K quantization: random, block 0 of row 0 with its
+ * largest magnitude twice (+A first, then -A: d must be A / -127), block 1 of row 0 all zero
+ * (d 0), values of many magnitudes elsewhere. */
+static float *q8k_rows(int K, int n)
+{
+    float *x = vkh_xmalloc(sizeof(float) * (size_t)K * (size_t)n);
+    for (size_t i = 0; i < (size_t)K * (size_t)n; i++)
+        x[i] = vkh_rndf() * (float)(1 + vkh_rnd() % 8) * 0.37f;
+    x[10] = 3.5f; /* |x| <= 2.96 elsewhere */
+    x[200] = -3.5f;
+    memset(x + 256, 0, 256 * sizeof(float));
+    return x;
+}
+
+/* The QUANT kernels that write Q8_K rows (quant_q8_k_n512, _n768) against ref_act_quant_q8k
+ * under the header's rule, 3 tokens, the outputs poisoned. */
+static void test_q8k_quant(void **state)
+{
+    (void)state;
+    vkh_need_device();
+    const gen_graph *g = &graphs[n_models - 1][0]; /* unfused: a QUANT per bitlinear */
+    int checked = 0, moved = 0;
+    for (int i = 0; i < g->n_kops; i++) {
+        const gen_kop *kop = &g->kops[i];
+        if (kop->kind != GEN_K_QUANT || !g->vals[kop->out].q8k)
+            continue;
+        built bk = {0};
+        if (gen_kernel_build(g, kop, false, &bk.ko, vkh_err))
+            fail_msg("%s: %s", kop->label, vkh_err);
+        if (!first_time(dsl_kernel_name((dsl_kernel *)bk.ko.k))) {
+            gen_kernel_out_free(&bk.ko);
+            continue;
+        }
+        vkh_compile((dsl_kernel *)bk.ko.k, dsl_compile, &bk.spv, &bk.spv_bytes);
+        const int K = g->vals[kop->in[0]].width, nb = K / 256;
+        const uint32_t n = 3;
+        float *x = q8k_rows(K, (int)n);
+        rt_buf b[3] = {vkh_buf(sizeof(float) * (size_t)K * n, x), vkh_buf((size_t)K * n, NULL),
+                       vkh_buf(sizeof(float) * (size_t)nb * n, NULL)};
+        const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
+        assert_int_equal(bk.ko.n_args, 3);
+        uint32_t spec[RT_SPEC_COUNT], gr[3];
+        vkh_spec(spec, 0, 0);
+        rt_pipeline *pl = vkh_pipeline(dsl_kernel_name((dsl_kernel *)bk.ko.k), bk.spv, bk.spv_bytes, spec);
+        vkh_groups(&bk.ko, n, 0, 0, 0, 0, gr);
+        vkh_set_dyn(0, n, 0);
+        vkh_dispatch((dsl_kernel *)bk.ko.k, pl, args, 3, NULL, 0, gr);
+        int8_t *q = vkh_fetch(&b[1], (size_t)K * n), *rq = vkh_xmalloc((size_t)K * n);
+        float *d = vkh_fetch(&b[2], sizeof(float) * (size_t)nb * n), *rd = vkh_xmalloc(sizeof(float) * (size_t)nb * n);
+        for (uint32_t t = 0; t < n; t++)
+            ref_act_quant_q8k(x + (size_t)t * K, K, rq + (size_t)t * K, rd + (size_t)t * nb);
+        assert_true(rd[0] < 0 && rd[1] == 0); /* the data's own cases: the first extreme's sign, a zero block */
+        for (int bi = 0; bi < nb * (int)n; bi++) {
+            /* rule: 6 ULP (the header) */
+            if (!(fabs((double)d[bi] - rd[bi]) <= 6 * 0x1p-23 * fabs((double)rd[bi])))
+                fail_msg("%s: block %d: d %.9g, reference %.9g", kop->label, bi, d[bi], rd[bi]);
+            const double is = rd[bi] == 0 ? 0 : 1.0 / rd[bi];
+            for (int j = 0; j < 256; j++) {
+                const size_t e = (size_t)bi * 256 + (size_t)j;
+                if (q[e] == rq[e])
+                    continue;
+                const double v = fabs(is * x[e]), tie = fabs(v - floor(v) - 0.5);
+                /* rule: one step where iscale * x is within 4 ULP of a .5 tie (the header) */
+                if (abs(q[e] - rq[e]) > 1 || tie > 4 * 0x1p-23 * v)
+                    fail_msg("%s: element %zu: code %d, reference %d (x %.9g)", kop->label, e, q[e], rq[e], x[e]);
+                moved++;
+            }
+        }
+        checked++;
+        vkh_free_bufs(b, 3);
+        free(x);
+        free(q);
+        free(rq);
+        free(d);
+        free(rd);
+        free(bk.spv);
+        gen_kernel_out_free(&bk.ko);
+    }
+    printf("Q8_K quantization kernels: %d, codes one step off at a tie: %d\n", checked, moved);
+    assert_true(checked >= 2); /* widths 512 and 768 */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tq_bitlinear),
+        cmocka_unit_test(test_q8k_quant),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

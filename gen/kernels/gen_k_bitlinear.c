@@ -101,8 +101,13 @@ static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *c
             dsl_add_to(k, aw[j], one_scale ? dsl_dot4x8_su(k, qw, codes) : dsl_dot4x8_ss(k, qw, gen_bl_signed(k, codes)));
         }
     }
-    for (int j = 0; j < nw && !one_scale; j++)
-        dsl_add_to(k, accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), codec->block_scale(k, W[j], boff[j])));
+    /* Q8_K input: times the activations' scale of the block too, as llama.cpp's
+     * sumi * (d_y * d_x) */
+    dsl_expr dq = c->q8k && !one_scale ? dsl_let(k, "dq", dsl_load(k, c->qs, dsl_shr(k, w, U(4)))) : NULL;
+    for (int j = 0; j < nw && !one_scale; j++) {
+        dsl_expr d = codec->block_scale(k, W[j], boff[j]);
+        dsl_add_to(k, accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), dq ? dsl_mul(k, dq, d) : d));
+    }
     dsl_end(k); /* w */
     dsl_end(k);
 }
@@ -136,7 +141,10 @@ static void bl_store_row(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot
                          dsl_expr y, dsl_expr r)
 {
     dsl_expr sc = c->sc, qsum = c->qsum; /* sum(q) < 2^24: exact through the f32 of qs */
-    if (!sc) {
+    if (c->q8k) { /* Q8_K: no row scale (gen_bl_store) */
+        sc = F(1);
+        qsum = I(0);
+    } else if (!sc) {
         qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, U(1)), DSL_I32));
         sc = dsl_let(k, "sc", dsl_load(k, c->qs, U(0)));
     }
@@ -401,12 +409,13 @@ static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, 
 }
 
 /* The kernel's name: its folds, the parts' rows, K and the mode. */
-static void bl_name(const gen_kop *kop, const int *Ms, int np, int K, bool decode, char *name, size_t size)
+static void bl_name(const gen_kop *kop, bool q8k, const int *Ms, int np, int K, bool decode, char *name, size_t size)
 {
     const bool glu = kop->kind == GEN_K_BITLINEAR_GLU;
     const gen_norm *n = gen_norm_at(kop->norm.row);
     char ntag[64], atag[48];
-    int len = snprintf(name, size, "bitlinear%s%s%s%s%s%s%s%s", n ? "_norm" : "", gen_norm_tag(&kop->norm, ntag, sizeof ntag),
+    int len = snprintf(name, size, "bitlinear%s%s%s%s%s%s%s%s%s", gen_aq_tag(q8k), n ? "_norm" : "",
+                       gen_norm_tag(&kop->norm, ntag, sizeof ntag),
                        kop->kind == GEN_K_BITLINEAR_MULTI ? "_multi" : "", glu ? "_glu_" : "",
                        glu ? gen_act_at(kop->act)->name : "",
                        glu ? gen_params_tag(gen_act_at(kop->act)->params, &kop->act_param, atag, sizeof atag) : "",
@@ -456,7 +465,7 @@ void gen_k_bitlinear_name(const gen_graph *g, const gen_kop *kop, bool decode, c
     int Ms[GEN_KOP_MAX_PARTS] = {0};
     for (int p = 0; p < np; p++)
         Ms[p] = (int)g->m->tensors[kop->w[p]].ne[1];
-    bl_name(kop, Ms, np, g->vals[kop->in[0]].width, decode, name, size);
+    bl_name(kop, g->vals[kop->in[0]].q8k, Ms, np, g->vals[kop->in[0]].width, decode, name, size);
 }
 
 int gen_k_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
@@ -504,7 +513,7 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         Ms[p] = (int)m->tensors[kop->w[p]].ne[1];
     const int M = Ms[0];
     const uint32_t wtype = m->tensors[kop->w[0]].type;
-    gen_bl_ctx c = {.codec = word_walk_of(wtype), .decode = decode, .glu = glu,
+    gen_bl_ctx c = {.codec = word_walk_of(wtype), .decode = decode, .glu = glu, .q8k = g->vals[kop->in[0]].q8k,
                 .act = gen_act_at(kop->act), .act_p = kop->act_param.v, .res = res, .K = K};
     if (!c.codec || !c.codec->ternary_codes) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: bitlinear: weights of type %s have no kernel-side ternary decode",
@@ -517,6 +526,11 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
     if (K % GEN_CODEC_BLOCK == 0) /* block walks: other widths run the word walk only (WFMT absent) */
         c.fmt = dsl_spec_const(k, "WFMT", DSL_U32, RT_SPEC_WFMT, (uint32_t)wfmt);
     const bool norm = kop->norm.row >= 0, last = kop->last_out >= 0;
+    if (c.q8k && (norm || !c.fmt)) { /* the graph folds no norm into a Q8_K reader (fold_decode_norms) */
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: a Q8_K input (act_quant q8_k) needs a row of 256-element blocks and no "
+                 "folded norm", m->path, kop->loc.line, kop->loc.col);
+        return -1;
+    }
     dsl_expr x = NULL;
     gen_norm_apply na = {0};
     if ((norm && (!decode || glu)) || (last && (!decode || multi || !(res || glu)))) {

@@ -16,8 +16,10 @@ typedef struct {
     const gen_act *act; /* GLU: the activation of the gate */
     const float *act_p; /* GLU: its parameter values (gen_kop.act_param) */
     bool decode, glu, res;
+    bool q8k;         /* the input is Q8_K (act_quant q8_k): qs holds K / 256 block scales per
+                       * token, and each block sum is scaled by its own (block-walk formats) */
     int K;
-    dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token */
+    dsl_expr q, qs;   /* Q8 input: packed codes, [scale, sum] per token (q8k: the block scales) */
     dsl_expr sc, qsum; /* folded norm (decode): the row's scale and code sum, else NULL */
     dsl_expr K4, KW;  /* u32 words of int8 activations per token / of I2_S codes per row */
     dsl_expr wsh, ash; /* prefill: the tile's staged code and activation words (shared) */

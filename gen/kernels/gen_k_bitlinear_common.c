@@ -37,7 +37,9 @@ void gen_bl_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot, const
     dsl_expr v[2];
     for (int j = 0; j < (c->glu ? 2 : 1); j++) {
         dsl_expr vi = dsl_mul(k, dsl_div(k, dsl_cast(k, dsl_sub(k, tot[j], qsum), DSL_F32), sc), ws[j]);
-        if (c->fmt) /* a scale per block: the block-scaled float sum / s */
+        if (c->q8k) /* Q8_K: the activations' block scales are in the float sum already */
+            vi = totf[j];
+        else if (c->fmt) /* a scale per block: the block-scaled float sum / s */
             vi = dsl_select(k, gen_bl_block_scaled(k, c), dsl_div(k, totf[j], sc), vi);
         v[j] = dsl_let(k, j ? "vu" : "v", vi);
     }

@@ -170,10 +170,21 @@ static void tile_products(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr tq, bl_ti
     dsl_end(k); /* wl */
 }
 
-/* TQ1_0 / TQ2_0: the step's integer sums times their block's scale, into the float sums. */
-static void tile_block_scale(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr tq, bl_tile_st *t)
+/* TQ1_0 / TQ2_0: the step's integer sums times their block's scale, into the float sums
+ * (a Q8_K input: times the token's activation scale of the block too, sumi * (d_y * d_x) as
+ * llama.cpp; tokens past n_tokens read the last one's, and store nothing). */
+static void tile_block_scale(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr tq, dsl_expr kb, bl_tile_st *t)
 {
     dsl_if(k, tq);
+    dsl_expr dq[BMAX] = {0};
+    for (int b = 0; c->q8k && b < BMAX; b++) /* declared first: tile_open may open a block */
+        dq[b] = dsl_var(k, "dq", DSL_F32, F(0));
+    for (int b = 0; c->q8k && b < BMAX; b++) {
+        tile_open(k, t->RB, b);
+        dsl_expr tok = dsl_min(k, dsl_add(k, t->tok0, dsl_add(k, t->tokv, U((uint32_t)b))), dsl_sub(k, t->n_tok, U(1)));
+        dsl_assign(k, dq[b], dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, tok, U((uint32_t)c->K / 256)), dsl_shr(k, kb, U(1)))));
+        tile_close(k, b, BMAX);
+    }
     for (int j = 0; j < (c->glu ? 2 : 1); j++)
         for (int a = 0; a < RMAX; a++) {
             tile_open(k, t->RA, a);
@@ -181,7 +192,8 @@ static void tile_block_scale(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr tq, bl
                                                                      j ? t->tm : U(0))));
             for (int b = 0; b < BMAX && t->acc[j][a][b]; b++) {
                 tile_open(k, t->RB, b);
-                dsl_add_to(k, t->accf[j][a][b], dsl_mul(k, dsl_cast(k, t->acc[j][a][b], DSL_F32), d));
+                dsl_add_to(k, t->accf[j][a][b],
+                           dsl_mul(k, dsl_cast(k, t->acc[j][a][b], DSL_F32), dq[b] ? dsl_mul(k, dq[b], d) : d));
                 dsl_assign(k, t->acc[j][a][b], I(0));
                 tile_close(k, b, tile_pair(a, b + 1) ? BMAX : b + 1);
             }
@@ -199,9 +211,9 @@ static void tile_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *ws, d
         tile_open(k, t->RB, b);
         dsl_expr tok = dsl_let(k, "tok", dsl_add(k, t->tok0, dsl_add(k, t->tokv, U((uint32_t)b))));
         dsl_if(k, dsl_lt(k, tok, t->n_tok));
-        dsl_expr qs1 = dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, tok, U(2)), U(1)));
-        dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, qs1, DSL_I32));
-        dsl_expr sc = dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, tok, U(2))));
+        dsl_expr qs1 = c->q8k ? NULL : dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, tok, U(2)), U(1)));
+        dsl_expr qsum = c->q8k ? I(0) : dsl_let(k, "qsum", dsl_cast(k, qs1, DSL_I32)); /* Q8_K: none */
+        dsl_expr sc = c->q8k ? F(1) : dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, tok, U(2))));
         for (int a = 0; a < RMAX && t->acc[0][a][b]; a++) {
             tile_open(k, t->RA, a);
             dsl_expr r = dsl_let(k, "row", dsl_add(k, t->row0, dsl_add(k, t->tx, U((uint32_t)(16 * a)))));
@@ -261,7 +273,7 @@ static void tile_dots(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl
     tile_products(k, c, tq, &t);
     dsl_end(k);
     if (tq) /* in kb order */
-        tile_block_scale(k, c, tq, &t);
+        tile_block_scale(k, c, tq, kb, &t);
     dsl_barrier(k);
     dsl_end(k); /* kb */
     tile_store(k, c, ws, y, Mc, &t);
@@ -353,8 +365,9 @@ static void tile_mma(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_
     dsl_expr rr = dsl_let(k, "rr", dsl_band(k, e, U(MMA_TM - 1))), tk = dsl_let(k, "tk", dsl_shr(k, e, U(6)));
     dsl_expr tok = dsl_let(k, "tok", dsl_add(k, tok0, tk)), row = dsl_let(k, "row", dsl_add(k, row0, rr));
     dsl_if(k, dsl_and(k, dsl_lt(k, tok, n_tok), dsl_lt(k, row, Mc)));
-    dsl_expr qsum = dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, tok, U(2)), U(1))), DSL_I32));
-    dsl_expr sc = dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, tok, U(2))));
+    /* (a Q8_K input never runs this I2_S-word tile: the runtime refuses those weights for it) */
+    dsl_expr qsum = c->q8k ? I(0) : dsl_let(k, "qsum", dsl_cast(k, dsl_load(k, c->qs, dsl_add(k, dsl_mul(k, tok, U(2)), U(1))), DSL_I32));
+    dsl_expr sc = c->q8k ? F(1) : dsl_let(k, "sc", dsl_load(k, c->qs, dsl_mul(k, tok, U(2))));
     dsl_expr tot[2], totf[2] = {F(0), F(0)};
     for (int j = 0; j < nw; j++)
         tot[j] = dsl_load(k, c->csh, dsl_add(k, dsl_add(k, dsl_mul(k, tk, U(MMA_TM)), rr), U((uint32_t)(j * MMA_C_WORDS))));

@@ -318,6 +318,7 @@ gen_last_bufs gen_last_bind(dsl_kernel *k, const gen_graph *g, const gen_kop *ko
     lb.q = gen_bind_val(k, out, g, kop->last_out, 0, "lq", DSL_U32, DSL_WRITEONLY);
     lb.qs = gen_bind_val(k, out, g, kop->last_out, 1, "lqs", DSL_F32, DSL_WRITEONLY);
     lb.sync = sync ? sync : gen_bind(k, out, "sync", DSL_U32, DSL_READWRITE | DSL_COHERENT, RT_ARG_SYNC, 0);
+    lb.q8k = kop->last_q8k;
     return lb;
 }
 
@@ -329,8 +330,8 @@ const char *gen_last_suffix(const gen_kop *kop)
         return "";
     const gen_norm *n = gen_norm_at(kop->last_norm.row);
     char *s = buf[slot++ % 4], tag[64];
-    snprintf(s, sizeof(buf[0]), "%s%s", kop->last_next ? "_nextlayernorm" : n ? "_nextnorm" : "_nextquant",
-             gen_norm_tag(&kop->last_norm, tag, sizeof tag));
+    snprintf(s, sizeof(buf[0]), "%s%s%s", kop->last_next ? "_nextlayernorm" : n ? "_nextnorm" : "_nextquant",
+             gen_norm_tag(&kop->last_norm, tag, sizeof tag), gen_aq_tag(kop->last_q8k));
     return s;
 }
 
@@ -355,6 +356,11 @@ void gen_last_norm_at(dsl_kernel *k, dsl_expr y, const gen_last_bufs *lb, dsl_ex
     out->bytes += (uint64_t)M * (lb->norm.w ? 8 : 4) + (uint64_t)M * (lb->norm.b ? 4 : 0) + (uint64_t)M + 8;
     dsl_expr cnt = dsl_at(k, lb->sync, SYNC_LAST_NORM());
     gen_last_wg_begin_at(k, cnt, last);
+    if (lb->q8k) { /* Q8_K: the block scales instead of [scale, sum] */
+        gen_norm_quant_row_q8k(k, &lb->norm, y, NULL, M, red, lb->q, lb->qs);
+        gen_last_wg_end(k, cnt);
+        return;
+    }
     dsl_expr sq, total;
     gen_norm_quant_row(k, &lb->norm, y, NULL, M, red, lb->q, &sq, &total);
     dsl_if(k, dsl_eq(k, dsl_builtin(k, DSL_LOCAL_INDEX), U(0)));
@@ -387,7 +393,8 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         snprintf(name, sizeof(name), "%s%s_n%d", row->name, gen_params_tag(row->params, &kop->norm.param, ptag, sizeof ptag),
                  width);
     else
-        snprintf(name, sizeof(name), "%s%s_n%d", gen_kop_name(kop->kind), gen_norm_tag(&kop->norm, tag, sizeof tag), width);
+        snprintf(name, sizeof(name), "%s%s%s_n%d", gen_kop_name(kop->kind), gen_norm_tag(&kop->norm, tag, sizeof tag),
+                 gen_aq_tag(g->vals[kop->out].q8k), width);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -422,6 +429,13 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         return gen_out_kernel(out, k, err);
     }
 
+    if (g->vals[kop->out].q8k) { /* act_quant q8_k: codes + a scale per block of 256 */
+        gen_norm_quant_row_q8k(k, &n, x, tok, width, red, q, s);
+        gen_out_groups_one(out);
+        gen_out_groups(out, 0, 1, 0, 1);
+        out->bytes = (uint64_t)width * (norm ? 9 : 5) + (uint64_t)width * (n.b ? 4 : 0) + (uint64_t)width / 64;
+        return gen_out_kernel(out, k, err);
+    }
     dsl_expr sq, total;
     gen_norm_quant_row(k, &n, x, tok, width, red, q, &sq, &total);
     dsl_if(k, dsl_eq(k, lid, U(0)));
@@ -433,4 +447,81 @@ int gen_k_norm(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     gen_out_groups(out, 0, 1, 0, 1);
     out->bytes = (uint64_t)width * (norm ? 8 : 4) + (uint64_t)width * (n.b ? 4 : 0) + width + 8;
     return gen_out_kernel(out, k, err);
+}
+
+/* Q8_K's row walk (gen_norm_quant_row_q8k): pass t covers words 256 t .. 256 t + 255, four
+ * blocks of 64 words; virtual invocation u (lid + v lanes) holds word u of the pass with its 4
+ * elements, so block u / 64 of the pass is the 64 consecutive virtual invocations. The block's
+ * signed extreme comes from a tree over them in shared memory (the left, lower-indexed one
+ * kept on equal magnitudes: the first element of largest |v|, as ggml's loop). */
+void gen_norm_quant_row_q8k(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width,
+                            dsl_expr red, dsl_expr q, dsl_expr ds)
+{
+    const uint32_t lanes = lanes_of(k), NW = (uint32_t)width / 4;
+    if (width <= 0 || width % 256 || lanes > WG || WG % lanes || WG / lanes > 4) {
+        dsl_kernel_fail(k, "Q8_K row code: width %d (a multiple of 256) on %u invocations", width, lanes);
+        return;
+    }
+    const uint32_t V = WG / lanes, T = (NW + WG - 1) / WG;
+    gen_norm_stats st = {{0}};
+    if (n && n->row)
+        st = gen_norm_row_stats(k, n, x, tok, width, red);
+    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+    dsl_expr xbase = tok ? dsl_let(k, "xbase", dsl_mul(k, tok, U((uint32_t)width))) : U(0);
+    dsl_expr qbase = tok ? dsl_let(k, "qbase", dsl_mul(k, tok, U(NW))) : NULL;
+    dsl_expr dbase = tok ? dsl_let(k, "dbase", dsl_mul(k, tok, U((uint32_t)width / 256))) : NULL;
+    dsl_expr t = dsl_for(k, "qt", U(0), U(T), NULL); /* uniform: the barriers below are fine */
+    dsl_expr u[4], wi[4], in[4], e[4][4];
+    for (uint32_t v = 0; v < V; v++) {
+        u[v] = dsl_let(k, "qu", v ? dsl_add(k, lid, U(v * lanes)) : lid);
+        wi[v] = dsl_let(k, "qwi", dsl_add(k, u[v], dsl_mul(k, t, U(WG))));
+        in[v] = NW % WG ? dsl_let(k, "qin", dsl_lt(k, wi[v], U(NW))) : NULL; /* whole blocks: NW % 64 == 0 */
+        for (int c = 0; c < 4; c++)
+            e[v][c] = dsl_var(k, "qe", DSL_F32, F(0));
+        if (in[v])
+            dsl_if(k, in[v]);
+        for (int c = 0; c < 4; c++)
+            dsl_assign(k, e[v][c], gen_norm_elem(k, n, x, xbase, dsl_add(k, dsl_mul(k, wi[v], U(4)), U((uint32_t)c)), &st));
+        if (in[v])
+            dsl_end(k);
+        dsl_expr m = dsl_var(k, "qm", DSL_F32, e[v][0]);
+        for (int c = 1; c < 4; c++)
+            dsl_assign(k, m, dsl_select(k, dsl_gt(k, dsl_abs(k, e[v][c]), dsl_abs(k, m)), e[v][c], m));
+        dsl_store(k, red, u[v], m);
+    }
+    dsl_barrier(k);
+    for (uint32_t s = 32; s >= 1; s /= 2) {
+        for (uint32_t v = 0; v < V; v++) {
+            dsl_if(k, dsl_lt(k, dsl_band(k, u[v], U(63)), U(s)));
+            dsl_expr a = dsl_let(k, "ra", dsl_load(k, red, u[v]));
+            dsl_expr b = dsl_let(k, "rb", dsl_load(k, red, dsl_add(k, u[v], U(s))));
+            dsl_store(k, red, u[v], dsl_select(k, dsl_gt(k, dsl_abs(k, b), dsl_abs(k, a)), b, a));
+            dsl_end(k);
+        }
+        dsl_barrier(k);
+    }
+    dsl_expr mx[4];
+    for (uint32_t v = 0; v < V; v++)
+        mx[v] = dsl_let(k, "bmax", dsl_load(k, red, dsl_band(k, u[v], U(~63u))));
+    dsl_barrier(k); /* the next pass writes red */
+    for (uint32_t v = 0; v < V; v++) {
+        dsl_expr zero = dsl_eq(k, mx[v], F(0));
+        dsl_expr is = dsl_let(k, "iscale", dsl_select(k, zero, F(0), dsl_div(k, F(-127.0f), mx[v])));
+        dsl_expr packed = NULL;
+        for (int c = 0; c < 4; c++) {
+            dsl_expr qi = dsl_min(k, dsl_cast(k, dsl_round_even(k, dsl_mul(k, is, e[v][c])), DSL_I32), I(127));
+            dsl_expr sh = dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), UX(0xff)), U(8u * (uint32_t)c));
+            packed = packed ? dsl_bor(k, packed, sh) : sh;
+        }
+        if (in[v])
+            dsl_if(k, in[v]);
+        dsl_store(k, q, qbase ? dsl_add(k, qbase, wi[v]) : wi[v], dsl_let(k, "qp", packed));
+        dsl_if(k, dsl_eq(k, dsl_band(k, u[v], U(63)), U(0)));
+        dsl_expr bi = dsl_shr(k, wi[v], U(6));
+        dsl_store(k, ds, dbase ? dsl_add(k, dbase, bi) : bi, dsl_select(k, zero, F(0), dsl_div(k, F(1.0f), is)));
+        dsl_end(k);
+        if (in[v])
+            dsl_end(k);
+    }
+    dsl_end(k); /* t */
 }

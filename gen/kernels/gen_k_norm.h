@@ -62,11 +62,22 @@ gen_norm_stats gen_norm_row_stats(dsl_kernel *k, const gen_norm_apply *n, dsl_ex
 void gen_norm_quant_row(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width, dsl_expr red,
                         dsl_expr q, dsl_expr *out_s, dsl_expr *out_total);
 
+/* act_quant q8_k (gen_param.h) of row tok of x (tok NULL: row 0; width a multiple of 256),
+ * after the norm n as gen_norm_quant_row: llama.cpp's Q8_K (quantize_row_q8_K_ref) per block
+ * of 256, the element of largest |v| (the first of equals) m, iscale = -127 / m (0 for m = 0),
+ * codes min(roundEven(iscale v), 127) into q as gen_norm_quant_row's, d = 1 / iscale (0) into
+ * ds[tok * width / 256 + block]. Same calling rules (uniform control flow, red: shared
+ * f32[256]). */
+void gen_norm_quant_row_q8k(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width,
+                            dsl_expr red, dsl_expr q, dsl_expr ds);
+
 /* The buffers of a next norm folded into a kernel (kop->last_out): the norm (no row for a
- * bare QUANT), the Q8 row it writes (codes, [scale, sum]) and the SYNC counters. */
+ * bare QUANT), the Q8 row it writes (codes, [scale, sum] or Q8_K's block scales: q8k) and the
+ * SYNC counters. */
 typedef struct {
     gen_norm_apply norm;
     dsl_expr q, qs, sync;
+    bool q8k;
 } gen_last_bufs;
 
 /* Declare and bind them (the norm's tensors: layer L+1's when kop->last_next); sync: the

@@ -11,32 +11,32 @@
 /* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,
  * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[25] = {
-    {"embed_f16_n3072_nextnorm", spv_embed_f16_n3072_nextnorm, sizeof(spv_embed_f16_n3072_nextnorm), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
-    {"bitlinear_multi_m3072_m3072_m3072_k3072_decode", spv_bitlinear_multi_m3072_m3072_m3072_k3072_decode, sizeof(spv_bitlinear_multi_m3072_m3072_m3072_k3072_decode), spv_dot_bitlinear_multi_m3072_m3072_m3072_k3072_decode, sizeof(spv_dot_bitlinear_multi_m3072_m3072_m3072_k3072_decode), NULL, 0, 3072, 256, 0, {0}},
-    {"attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant", spv_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant, sizeof(spv_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant), NULL, 0, NULL, 0, 3852, 128, 0, {0}},
-    {"bitlinear_res_nextnorm_m3072_k3072_decode", spv_bitlinear_res_nextnorm_m3072_k3072_decode, sizeof(spv_bitlinear_res_nextnorm_m3072_k3072_decode), spv_dot_bitlinear_res_nextnorm_m3072_k3072_decode, sizeof(spv_dot_bitlinear_res_nextnorm_m3072_k3072_decode), NULL, 0, 7172, 256, 0, {0}},
-    {"bitlinear_glu_silu_nextquant_m9216_k3072_decode", spv_bitlinear_glu_silu_nextquant_m9216_k3072_decode, sizeof(spv_bitlinear_glu_silu_nextquant_m9216_k3072_decode), spv_dot_bitlinear_glu_silu_nextquant_m9216_k3072_decode, sizeof(spv_dot_bitlinear_glu_silu_nextquant_m9216_k3072_decode), NULL, 0, 9220, 256, 0, {0}},
-    {"bitlinear_res_nextlayernorm_m3072_k9216_decode", spv_bitlinear_res_nextlayernorm_m3072_k9216_decode, sizeof(spv_bitlinear_res_nextlayernorm_m3072_k9216_decode), spv_dot_bitlinear_res_nextlayernorm_m3072_k9216_decode, sizeof(spv_dot_bitlinear_res_nextlayernorm_m3072_k9216_decode), NULL, 0, 13316, 256, 0, {0}},
+    {"embed_f16_n3072_nextnorm_q8_k", spv_embed_f16_n3072_nextnorm_q8_k, sizeof(spv_embed_f16_n3072_nextnorm_q8_k), NULL, 0, NULL, 0, 1028, 256, 0, {0}},
+    {"bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode", spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode, sizeof(spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode), spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode, sizeof(spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode), NULL, 0, 3072, 256, 0, {0}},
+    {"attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k", spv_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k, sizeof(spv_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k), NULL, 0, NULL, 0, 2828, 128, 0, {0}},
+    {"bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode", spv_bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode, sizeof(spv_bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode), spv_dot_bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode, sizeof(spv_dot_bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode), NULL, 0, 6148, 256, 0, {0}},
+    {"bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode", spv_bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode, sizeof(spv_bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode), spv_dot_bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode, sizeof(spv_dot_bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode), NULL, 0, 8196, 256, 0, {0}},
+    {"bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode", spv_bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode, sizeof(spv_bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode), spv_dot_bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode, sizeof(spv_dot_bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode), NULL, 0, 12292, 256, 0, {0}},
     {"lm_head_norm_f16_n3072_decode_argmax", spv_lm_head_norm_f16_n3072_decode_argmax, sizeof(spv_lm_head_norm_f16_n3072_decode_argmax), NULL, 0, NULL, 0, 15364, 256, 0, {0}},
     {"lm_head_norm_q8_n3072_decode_argmax", spv_lm_head_norm_q8_n3072_decode_argmax, sizeof(spv_lm_head_norm_q8_n3072_decode_argmax), NULL, 0, NULL, 0, 15364, 256, 0, {0}},
     {"embed_f16_n3072", spv_embed_f16_n3072, sizeof(spv_embed_f16_n3072), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"norm_quant_n3072", spv_norm_quant_n3072, sizeof(spv_norm_quant_n3072), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m3072_m3072_m3072_k3072_batch", spv_bitlinear_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_bitlinear_multi_m3072_m3072_m3072_k3072_batch), spv_dot_bitlinear_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_dot_bitlinear_multi_m3072_m3072_m3072_k3072_batch), spv_mma_bitlinear_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_mma_bitlinear_multi_m3072_m3072_m3072_k3072_batch), 10756, 256, 0,
+    {"norm_quant_q8_k_n3072", spv_norm_quant_q8_k_n3072, sizeof(spv_norm_quant_q8_k_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
+    {"bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch", spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), 10756, 256, 0,
      {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
     {"rope_kv_n3072_f16", spv_rope_kv_n3072_f16, sizeof(spv_rope_kv_n3072_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h24_kv24_d128_f16_t16", spv_attention_rope_h24_kv24_d128_f16_t16, sizeof(spv_attention_rope_h24_kv24_d128_f16_t16), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
-    {"quant_n3072", spv_quant_n3072, sizeof(spv_quant_n3072), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m3072_k3072_batch", spv_bitlinear_res_m3072_k3072_batch, sizeof(spv_bitlinear_res_m3072_k3072_batch), spv_dot_bitlinear_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_res_m3072_k3072_batch), spv_mma_bitlinear_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_res_m3072_k3072_batch), 10756, 256, 0,
+    {"quant_q8_k_n3072", spv_quant_q8_k_n3072, sizeof(spv_quant_q8_k_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
+    {"bitlinear_q8_k_res_m3072_k3072_batch", spv_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k3072_batch), spv_dot_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k3072_batch), spv_mma_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k3072_batch), 10756, 256, 0,
      {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_silu_m9216_k3072_batch", spv_bitlinear_glu_silu_m9216_k3072_batch, sizeof(spv_bitlinear_glu_silu_m9216_k3072_batch), spv_dot_bitlinear_glu_silu_m9216_k3072_batch, sizeof(spv_dot_bitlinear_glu_silu_m9216_k3072_batch), spv_mma_bitlinear_glu_silu_m9216_k3072_batch, sizeof(spv_mma_bitlinear_glu_silu_m9216_k3072_batch), 13188, 256, 0,
+    {"bitlinear_q8_k_glu_silu_m9216_k3072_batch", spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch), 13188, 256, 0,
      {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
-    {"quant_n9216", spv_quant_n9216, sizeof(spv_quant_n9216), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m3072_k9216_batch", spv_bitlinear_res_m3072_k9216_batch, sizeof(spv_bitlinear_res_m3072_k9216_batch), spv_dot_bitlinear_res_m3072_k9216_batch, sizeof(spv_dot_bitlinear_res_m3072_k9216_batch), spv_mma_bitlinear_res_m3072_k9216_batch, sizeof(spv_mma_bitlinear_res_m3072_k9216_batch), 10756, 256, 0,
+    {"quant_q8_k_n9216", spv_quant_q8_k_n9216, sizeof(spv_quant_q8_k_n9216), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
+    {"bitlinear_q8_k_res_m3072_k9216_batch", spv_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k9216_batch), spv_dot_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k9216_batch), spv_mma_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k9216_batch), 10756, 256, 0,
      {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
     {"rmsnorm_n3072", spv_rmsnorm_n3072, sizeof(spv_rmsnorm_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n3072_batch", spv_lm_head_f16_n3072_batch, sizeof(spv_lm_head_f16_n3072_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n3072_batch", spv_lm_head_q8_n3072_batch, sizeof(spv_lm_head_q8_n3072_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216", spv_chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216, sizeof(spv_chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216), spv_dot_chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216, sizeof(spv_dot_chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216), NULL, 0, 21528, 256, 1, {0}},
+    {"chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216", spv_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216, sizeof(spv_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216), spv_dot_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216, sizeof(spv_dot_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216), NULL, 0, 18456, 256, 1, {0}},
     {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
     {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
     {"copy", spv_copy, sizeof(spv_copy), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -80,34 +80,34 @@ static const rt_act_desc acts[] = {
     {"act5", 36864},
     {"act6", 12288},
     {"act7", 3072},
-    {"act8", 8},
+    {"act8", 48},
     {"act9", 3194880},
 };
 
 /* kernels[] and acts[] by name: the dispatches below name them */
 enum {
-    K_embed_f16_n3072_nextnorm,
-    K_bitlinear_multi_m3072_m3072_m3072_k3072_decode,
-    K_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant,
-    K_bitlinear_res_nextnorm_m3072_k3072_decode,
-    K_bitlinear_glu_silu_nextquant_m9216_k3072_decode,
-    K_bitlinear_res_nextlayernorm_m3072_k9216_decode,
+    K_embed_f16_n3072_nextnorm_q8_k,
+    K_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode,
+    K_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k,
+    K_bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode,
+    K_bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode,
+    K_bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode,
     K_lm_head_norm_f16_n3072_decode_argmax,
     K_lm_head_norm_q8_n3072_decode_argmax,
     K_embed_f16_n3072,
-    K_norm_quant_n3072,
-    K_bitlinear_multi_m3072_m3072_m3072_k3072_batch,
+    K_norm_quant_q8_k_n3072,
+    K_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch,
     K_rope_kv_n3072_f16,
     K_attention_rope_h24_kv24_d128_f16_t16,
-    K_quant_n3072,
-    K_bitlinear_res_m3072_k3072_batch,
-    K_bitlinear_glu_silu_m9216_k3072_batch,
-    K_quant_n9216,
-    K_bitlinear_res_m3072_k9216_batch,
+    K_quant_q8_k_n3072,
+    K_bitlinear_q8_k_res_m3072_k3072_batch,
+    K_bitlinear_q8_k_glu_silu_m9216_k3072_batch,
+    K_quant_q8_k_n9216,
+    K_bitlinear_q8_k_res_m3072_k9216_batch,
     K_rmsnorm_n3072,
     K_lm_head_f16_n3072_batch,
     K_lm_head_q8_n3072_batch,
-    K_chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216,
+    K_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216,
     K_argmax,
     K_topk,
     K_copy,
@@ -125,34 +125,34 @@ static const rt_dispatch decode_post_q8[] = {
 
 static const rt_dispatch decode[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd+norm_quant attn_norm embed_f16_n3072_nextnorm (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync) */
-    {.kernel = K_embed_f16_n3072_nextnorm, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    /* embed token_embd+norm_quant attn_norm embed_f16_n3072_nextnorm_q8_k (tokens, token_embd.weight, x, blk.{L}.attn_norm.weight, attn_norm.q8k, attn_norm.q8k_scale, sync) */
+    {.kernel = K_embed_f16_n3072_nextnorm_q8_k, .n_args = 7, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 6, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 46092ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd+norm_quant attn_norm"},
     /* ---- each layer L ---- */
-    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m3072_m3072_m3072_k3072_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = K_bitlinear_multi_m3072_m3072_m3072_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode (attn_norm.q8k, attn_norm.q8k_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8k attn_norm.q8k_scale v] */
+    {.kernel = K_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
      .groups = {{0, 1152, 1, .tile = RT_TILE_DECODE, .tile_rows = {3072, 3072, 3072}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 7117832ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
-    /* rope_kv+attention+rope a+quant a attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
-    {.kernel = K_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    /* rope_kv+attention+rope a+quant a attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8k, a.q8k_scale)  [barrier: q k v a.part sync] */
+    {.kernel = K_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
      .groups = {{0, 24, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 24960}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 875528ull, .bytes_vocab = 0ull, .bytes_kv = 12288ull, .label = "rope_kv+attention+rope a+quant a"},
-    /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_res_nextnorm_m3072_k3072_decode (a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, sync)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale a.q8 a.q8_scale sync] */
-    {.kernel = K_bitlinear_res_nextnorm_m3072_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
+    /* bitlinear+add attn_output+norm_quant ffn_norm bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode (a.q8k, a.q8k_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8k, ffn_norm.q8k_scale, sync)  [barrier: x ffn_norm.q8k ffn_norm.q8k_scale a.q8k a.q8k_scale sync] */
+    {.kernel = K_bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 384, 1, .tile = RT_TILE_DECODE, .tile_rows = {3072, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 2414608ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output+norm_quant ffn_norm"},
-    /* bitlinear_glu ffn_gate+ffn_up+quant f bitlinear_glu_silu_nextquant_m9216_k3072_decode (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8, f.q8_scale, sync)  [barrier: ffn_norm.q8 ffn_norm.q8_scale f.q8 f.q8_scale sync] */
-    {.kernel = K_bitlinear_glu_silu_nextquant_m9216_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
+    /* bitlinear_glu ffn_gate+ffn_up+quant f bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode (ffn_norm.q8k, ffn_norm.q8k_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8k, f.q8k_scale, sync)  [barrier: ffn_norm.q8k ffn_norm.q8k_scale f.q8k f.q8k_scale sync] */
+    {.kernel = K_bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_SYNC, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 1152, 1, .tile = RT_TILE_DECODE, .tile_rows = {9216, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 14241808ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up+quant f"},
-    /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_res_nextlayernorm_m3072_k9216_decode (f.q8, f.q8_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale, sync)  [barrier: x f.q8 f.q8_scale sync] */
-    {.kernel = K_bitlinear_res_nextlayernorm_m3072_k9216_decode, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
+    /* bitlinear+add ffn_down+norm_quant attn_norm[L+1] bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode (f.q8k, f.q8k_scale, blk.{L}.ffn_down.weight, x, blk.{L+1}.attn_norm.weight, attn_norm.q8k, attn_norm.q8k_scale, sync)  [barrier: x f.q8k f.q8k_scale sync] */
+    {.kernel = K_bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode, .n_args = 8, .args = {{RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
      .groups = {{0, 384, 1, .tile = RT_TILE_DECODE, .tile_rows = {3072, 0, 0}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_SYNC,
      .bytes = 7139344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
@@ -186,13 +186,13 @@ static const rt_dispatch prefill[] = {
      .groups = {{0, 6, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 18436ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
-    /* norm_quant attn_norm         norm_quant_n3072         (x, blk.{L}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x attn_norm.q8 attn_norm.q8_scale] */
-    {.kernel = K_norm_quant_n3072, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    /* norm_quant attn_norm         norm_quant_q8_k_n3072    (x, blk.{L}.attn_norm.weight, attn_norm.q8k, attn_norm.q8k_scale)  [barrier: x attn_norm.q8k attn_norm.q8k_scale] */
+    {.kernel = K_norm_quant_q8_k_n3072, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 27656ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant attn_norm"},
-    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m3072_m3072_m3072_k3072_batch (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale] */
-    {.kernel = K_bitlinear_multi_m3072_m3072_m3072_k3072_batch, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+     .bytes = 27696ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant attn_norm"},
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch (attn_norm.q8k, attn_norm.q8k_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8k attn_norm.q8k_scale] */
+    {.kernel = K_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
      .groups = {{0, 144, 1, .tile = RT_TILE_ROWS, .tile_rows = {3072, 3072, 3072}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 7117832ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
@@ -206,33 +206,33 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{0, 24, 1}, {1, 0, 16}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_KCACHE | RT_BAR_VCACHE,
      .bytes = 24576ull, .bytes_vocab = 0ull, .bytes_kv = 12288ull, .label = "attention+rope a"},
-    /* quant a                      quant_n3072              (a, a.q8, a.q8_scale)  [barrier: a a.q8_scale] */
-    {.kernel = K_quant_n3072, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}},
+    /* quant a                      quant_q8_k_n3072         (a, a.q8k, a.q8k_scale)  [barrier: a a.q8k_scale] */
+    {.kernel = K_quant_q8_k_n3072, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act3),
-     .bytes = 15368ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "quant a"},
-    /* bitlinear+add attn_output    bitlinear_res_m3072_k3072_batch (a.q8, a.q8_scale, blk.{L}.attn_output.weight, x)  [barrier: a.q8 a.q8_scale] */
-    {.kernel = K_bitlinear_res_m3072_k3072_batch, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
+     .bytes = 15408ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "quant a"},
+    /* bitlinear+add attn_output    bitlinear_q8_k_res_m3072_k3072_batch (a.q8k, a.q8k_scale, blk.{L}.attn_output.weight, x)  [barrier: a.q8k a.q8k_scale] */
+    {.kernel = K_bitlinear_q8_k_res_m3072_k3072_batch, .n_args = 4, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 48, 1, .tile = RT_TILE_ROWS, .tile_rows = {3072, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 2386952ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add attn_output"},
-    /* norm_quant ffn_norm          norm_quant_n3072         (x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale)  [barrier: x ffn_norm.q8_scale] */
-    {.kernel = K_norm_quant_n3072, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    /* norm_quant ffn_norm          norm_quant_q8_k_n3072    (x, blk.{L}.ffn_norm.weight, ffn_norm.q8k, ffn_norm.q8k_scale)  [barrier: x ffn_norm.q8k_scale] */
+    {.kernel = K_norm_quant_q8_k_n3072, .n_args = 4, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act2),
-     .bytes = 27656ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant ffn_norm"},
-    /* bitlinear_glu ffn_gate+ffn_up bitlinear_glu_silu_m9216_k3072_batch (ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8 ffn_norm.q8_scale] */
-    {.kernel = K_bitlinear_glu_silu_m9216_k3072_batch, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
+     .bytes = 27696ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "norm_quant ffn_norm"},
+    /* bitlinear_glu ffn_gate+ffn_up bitlinear_q8_k_glu_silu_m9216_k3072_batch (ffn_norm.q8k, ffn_norm.q8k_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f)  [barrier: ffn_norm.q8k ffn_norm.q8k_scale] */
+    {.kernel = K_bitlinear_q8_k_glu_silu_m9216_k3072_batch, .n_args = 5, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 144, 1, .tile = RT_TILE_ROWS, .tile_rows = {9216, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 14195720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_glu ffn_gate+ffn_up"},
-    /* quant f                      quant_n9216              (f, f.q8, f.q8_scale)  [barrier: f.q8 f.q8_scale f] */
-    {.kernel = K_quant_n9216, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+    /* quant f                      quant_q8_k_n9216         (f, f.q8k, f.q8k_scale)  [barrier: f.q8k f.q8k_scale f] */
+    {.kernel = K_quant_q8_k_n9216, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
-     .bytes = 46088ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "quant f"},
-    /* bitlinear+add ffn_down       bitlinear_res_m3072_k9216_batch (f.q8, f.q8_scale, blk.{L}.ffn_down.weight, x)  [barrier: f.q8 f.q8_scale] */
-    {.kernel = K_bitlinear_res_m3072_k9216_batch, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}},
+     .bytes = 46224ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "quant f"},
+    /* bitlinear+add ffn_down       bitlinear_q8_k_res_m3072_k9216_batch (f.q8k, f.q8k_scale, blk.{L}.ffn_down.weight, x)  [barrier: f.q8k f.q8k_scale] */
+    {.kernel = K_bitlinear_q8_k_res_m3072_k9216_batch, .n_args = 4, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 48, 1, .tile = RT_TILE_ROWS, .tile_rows = {3072, 0, 0}}, {1, 0, 64, .tile = RT_TILE_TOKS}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
      .bytes = 7111688ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear+add ffn_down"},
@@ -251,19 +251,19 @@ static const rt_dispatch prefill[] = {
 
 /* each layer L with --chain (before and after the layers: decode's) */
 static const rt_dispatch decode_chain_layer[] = {
-    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_multi_m3072_m3072_m3072_k3072_decode (attn_norm.q8, attn_norm.q8_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8 attn_norm.q8_scale v] */
-    {.kernel = K_bitlinear_multi_m3072_m3072_m3072_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
+    /* bitlinear_multi attn_q+attn_k+attn_v bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode (attn_norm.q8k, attn_norm.q8k_scale, blk.{L}.attn_q.weight, blk.{L}.attn_k.weight, blk.{L}.attn_v.weight, q, k, v)  [barrier: attn_norm.q8k attn_norm.q8k_scale v] */
+    {.kernel = K_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode, .n_args = 8, .args = {{RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 4}, {RT_ARG_WEIGHT, 5}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}},
      .n_params = 0, .params = {},
      .groups = {{0, 1152, 1, .tile = RT_TILE_DECODE, .tile_rows = {3072, 3072, 3072}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act5),
      .bytes = 7117832ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "bitlinear_multi attn_q+attn_k+attn_v"},
-    /* rope_kv+attention+rope a+quant a attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8, a.q8_scale)  [barrier: q k v a.part sync] */
-    {.kernel = K_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
+    /* rope_kv+attention+rope a+quant a attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k (q, kcache[L], vcache[L], a.part, a, sync, k, v, a.q8k, a.q8k_scale)  [barrier: q k v a.part sync] */
+    {.kernel = K_attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k, .n_args = 10, .args = {{RT_ARG_ACT, 3}, {RT_ARG_KCACHE, 0}, {RT_ARG_VCACHE, 0}, {RT_ARG_ACT, 9}, {RT_ARG_ACT, 6}, {RT_ARG_SYNC, 0}, {RT_ARG_ACT, 4}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}},
      .n_params = 0, .params = {},
      .groups = {{0, 24, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 24960}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_ACT(A_act9) | RT_BAR_SYNC,
      .bytes = 875528ull, .bytes_vocab = 0ull, .bytes_kv = 12288ull, .label = "rope_kv+attention+rope a+quant a"},
     /* chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+quant f > bitlinear+add ffn_down+norm_quant attn_norm[L+1]
-  chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216 (sync, a.q8, a.q8_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8, ffn_norm.q8_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8, a.q8, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8, attn_norm.q8_scale)  [barrier: x ffn_norm.q8 ffn_norm.q8_scale act6 a.q8 a.q8_scale sync] */
-    {.kernel = K_chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216, .n_args = 17, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
+  chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216 (sync, a.q8k, a.q8k_scale, blk.{L}.attn_output.weight, x, blk.{L}.ffn_norm.weight, ffn_norm.q8k, ffn_norm.q8k_scale, blk.{L}.ffn_gate.weight, blk.{L}.ffn_up.weight, f, f.q8k, a.q8k, blk.{L}.ffn_down.weight, blk.{L+1}.attn_norm.weight, attn_norm.q8k, attn_norm.q8k_scale)  [barrier: x ffn_norm.q8k ffn_norm.q8k_scale act6 a.q8k a.q8k_scale sync] */
+    {.kernel = K_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216, .n_args = 17, .args = {{RT_ARG_SYNC, 0}, {RT_ARG_ACT, 7}, {RT_ARG_ACT, 8}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 4}, {RT_ARG_WEIGHT, 9}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 5}, {RT_ARG_ACT, 6}, {RT_ARG_ACT, 7}, {RT_ARG_WEIGHT, 11}, {RT_ARG_WEIGHT_NEXT, 3}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 2}},
      .n_params = 1, .params = {{RT_P_HAS_NEXT, 0u}},
      .groups = {{0, 1920, 1, .tile = RT_TILE_DECODE, .tile_rows = {3072, 9216, 3072}}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act6) | RT_BAR_ACT(A_act7) | RT_BAR_ACT(A_act8) | RT_BAR_SYNC,
      .bytes = 23795760ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "chain bitlinear+add attn_output+norm_quant ffn_norm > bitlinear_glu ffn_gate+ffn_up+quant f > bitlinear+add ffn_down+norm_quant attn_norm[L+1]"},
@@ -281,56 +281,56 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/trilm-3.9b.yaml:59: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/trilm-3.9b.yaml:58: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:61: rmsnorm attn_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/trilm-3.9b.yaml:62: bitlinear attn_q", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/trilm-3.9b.yaml:63: bitlinear attn_k", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/trilm-3.9b.yaml:64: bitlinear attn_v", {1.0f}},
-    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/trilm-3.9b.yaml:65: rope", {0}},
-    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/trilm-3.9b.yaml:66: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/trilm-3.9b.yaml:67: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/trilm-3.9b.yaml:68: attention", {0}},
-    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/trilm-3.9b.yaml:69: bitlinear attn_output", {1.0f}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:70: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:71: rmsnorm ffn_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/trilm-3.9b.yaml:72: bitlinear ffn_gate", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/trilm-3.9b.yaml:73: bitlinear ffn_up", {1.0f}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/trilm-3.9b.yaml:74: silu_mul", {0}},
-    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/trilm-3.9b.yaml:75: bitlinear ffn_down", {1.0f}},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:76: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:60: rmsnorm attn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/trilm-3.9b.yaml:61: bitlinear attn_q", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/trilm-3.9b.yaml:62: bitlinear attn_k", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/trilm-3.9b.yaml:63: bitlinear attn_v", {1.0f}},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/trilm-3.9b.yaml:64: rope", {0}},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/trilm-3.9b.yaml:65: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/trilm-3.9b.yaml:66: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/trilm-3.9b.yaml:67: attention", {0}},
+    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/trilm-3.9b.yaml:68: bitlinear attn_output", {1.0f}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:69: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:70: rmsnorm ffn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/trilm-3.9b.yaml:71: bitlinear ffn_gate", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/trilm-3.9b.yaml:72: bitlinear ffn_up", {1.0f}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/trilm-3.9b.yaml:73: silu_mul", {0}},
+    {RT_CPU_BITLINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/trilm-3.9b.yaml:74: bitlinear ffn_down", {1.0f}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/trilm-3.9b.yaml:75: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:78: rmsnorm output_norm", {9.99999975e-06f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/trilm-3.9b.yaml:79: lm_head output", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/trilm-3.9b.yaml:77: rmsnorm output_norm", {9.99999975e-06f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/trilm-3.9b.yaml:78: lm_head output", {0}},
 };
 
 static const char manifest[] =
     "model trilm-3.9b\n"
-    "source models/trilm-3.9b.yaml fnv64:85b4f908d4a349ed\n"
+    "source models/trilm-3.9b.yaml fnv64:5145921c00ee23f5\n"
     "fusion on\n"
     "kernels 25\n"
-    "kernel embed_f16_n3072_nextnorm glsl-fnv64:89745a7def2924e3\n"
-    "kernel bitlinear_multi_m3072_m3072_m3072_k3072_decode glsl-fnv64:07fc687fd50ec8ea +native-dot\n"
-    "kernel attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant glsl-fnv64:034dfa58d23bdb5f\n"
-    "kernel bitlinear_res_nextnorm_m3072_k3072_decode glsl-fnv64:1dbaa7576a401006 +native-dot\n"
-    "kernel bitlinear_glu_silu_nextquant_m9216_k3072_decode glsl-fnv64:c341200b975844d5 +native-dot\n"
-    "kernel bitlinear_res_nextlayernorm_m3072_k9216_decode glsl-fnv64:bbd37858ca7a4d96 +native-dot\n"
+    "kernel embed_f16_n3072_nextnorm_q8_k glsl-fnv64:568928fc92ad61cb\n"
+    "kernel bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_decode glsl-fnv64:a46da76ee1cf8d8c +native-dot\n"
+    "kernel attention_rope_h24_kv24_d128_f16_split32_g1_merged_ropekv_nextquant_q8_k glsl-fnv64:9b01a4ea9a816bc0\n"
+    "kernel bitlinear_q8_k_res_nextnorm_q8_k_m3072_k3072_decode glsl-fnv64:9c719c5218cb21dc +native-dot\n"
+    "kernel bitlinear_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_decode glsl-fnv64:cfe3fa486a97633a +native-dot\n"
+    "kernel bitlinear_q8_k_res_nextlayernorm_q8_k_m3072_k9216_decode glsl-fnv64:cde5ed222d9dce4a +native-dot\n"
     "kernel lm_head_norm_f16_n3072_decode_argmax glsl-fnv64:2ab1af0c7cf5a316\n"
     "kernel lm_head_norm_q8_n3072_decode_argmax glsl-fnv64:3e6d746b4819c1ac\n"
     "kernel embed_f16_n3072 glsl-fnv64:110d798127ffb6fe\n"
-    "kernel norm_quant_n3072 glsl-fnv64:96a5519c829209b7\n"
-    "kernel bitlinear_multi_m3072_m3072_m3072_k3072_batch glsl-fnv64:1a519745209a40a9 +native-dot +coopmat\n"
+    "kernel norm_quant_q8_k_n3072 glsl-fnv64:0e4e8beb91c8d8ca\n"
+    "kernel bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch glsl-fnv64:510566069bb4f1af +native-dot +coopmat\n"
     "kernel rope_kv_n3072_f16 glsl-fnv64:3f5ce280d62af103\n"
     "kernel attention_rope_h24_kv24_d128_f16_t16 glsl-fnv64:f8b316955d187c61\n"
-    "kernel quant_n3072 glsl-fnv64:46b620bb44c42ad8\n"
-    "kernel bitlinear_res_m3072_k3072_batch glsl-fnv64:4ed6328a4e88e710 +native-dot +coopmat\n"
-    "kernel bitlinear_glu_silu_m9216_k3072_batch glsl-fnv64:103d66509948fe55 +native-dot +coopmat\n"
-    "kernel quant_n9216 glsl-fnv64:2ce7064249356327\n"
-    "kernel bitlinear_res_m3072_k9216_batch glsl-fnv64:ce0c25c2f65203f3 +native-dot +coopmat\n"
+    "kernel quant_q8_k_n3072 glsl-fnv64:9210dfb8625e882e\n"
+    "kernel bitlinear_q8_k_res_m3072_k3072_batch glsl-fnv64:6ef119ede55b9243 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_glu_silu_m9216_k3072_batch glsl-fnv64:bd005f2b8e810e63 +native-dot +coopmat\n"
+    "kernel quant_q8_k_n9216 glsl-fnv64:33ded10cf849d244\n"
+    "kernel bitlinear_q8_k_res_m3072_k9216_batch glsl-fnv64:14f18f2adeb1f214 +native-dot +coopmat\n"
     "kernel rmsnorm_n3072 glsl-fnv64:13f5af37f897e979\n"
     "kernel lm_head_f16_n3072_batch glsl-fnv64:78bfda3adcab1491\n"
     "kernel lm_head_q8_n3072_batch glsl-fnv64:be8e8c864c85c8f0\n"
-    "kernel chain_res_nextnorm_m3072_k3072_glu_silu_nextquant_m9216_k3072_res_nextlayernorm_m3072_k9216 glsl-fnv64:71f00809a122ee53 +native-dot\n"
+    "kernel chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216 glsl-fnv64:c2597f394560b36e +native-dot\n"
     "kernel argmax glsl-fnv64:cd1778567a2900b6\n"
     "kernel topk glsl-fnv64:e0a38f2bfae2a1c0\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"
@@ -352,5 +352,4 @@ const rt_model_desc rt_model_trilm_3_9b = {
             cpu_width, cpu_value_name, 16, V_logits,
             .n_heads = 24, .n_kv_heads = 24, .head_dim = 128, .rope_dims = 128,
             .rope_base = 10000.0f, .rope_neox = 0},
-    .vk_refusal = "its bitlinear ops quantize activations as llama.cpp's Q8_K (act_quant: q8_k), which only the CPU backend computes (--device cpu)",
 };

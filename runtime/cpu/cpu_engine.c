@@ -63,6 +63,24 @@ static int bind_tensor(cpu_engine *e, int t, int L, char *err)
     return 0;
 }
 
+/* A bitlinear with act_quant q8_k (rt_cpu_op.param[0] == 1) scales each 256-block of its Q8_K
+ * codes by the weights' block scale: the weights need one per 256 (TQ1_0, TQ2_0) in every layer.
+ * An I2_S or TQ1_T matrix (one scale per matrix) under such an op is refused, not run. */
+static int check_q8k(const cpu_engine *e, const rt_cpu_op *op, char *err)
+{
+    if (op->kind != RT_CPU_BITLINEAR || op->param[0] != 1.0f || op->weight < 0)
+        return 0;
+    for (int L = 0; L < (e->d->tensors[op->weight].per_layer ? e->n_layers : 1); L++) {
+        const fmt_codec *c = fmt_codec_find(cpu_w(e, op->weight, L)->type);
+        if (!c || !c->block_scale || c->blk != 256) {
+            snprintf(err, RT_ERR_LEN, "%s: act_quant q8_k (llama.cpp's Q8_K activations) needs TQ1_0 or TQ2_0 "
+                     "weights, layer %d's are %s", op->label, L, fmt_type_name(cpu_w(e, op->weight, L)->type));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The schedule's ops with their codec / activation rows; the exact-skip GLU pairs marked. */
 static int resolve_ops(cpu_engine *e, char *err)
 {
@@ -99,6 +117,8 @@ static int resolve_ops(cpu_engine *e, char *err)
                      fmt_type_name(cpu_w(e, op->weight, 0)->type));
             return -1;
         }
+        if (check_q8k(e, op, err))
+            return -1;
         if (op->kind == RT_CPU_BITLINEAR && e->cs->width[op->in[0]] > e->max_k)
             e->max_k = e->cs->width[op->in[0]];
         if (op->kind == RT_CPU_LM_HEAD)

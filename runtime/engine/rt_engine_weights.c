@@ -41,6 +41,35 @@ void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_
         snprintf(name, n, "%s", g);
 }
 
+/* A bitlinear with act_quant q8_k (rt_cpu_op.param[0] == 1) multiplies each activation block
+ * of 256 by its weights' block: its kernels read weights with a scale per 256-block (TQ1_0,
+ * TQ2_0) and no other (I2_S, or --weights tq1's TQ1_T, has one scale per matrix). */
+static int q8k_formats(const rt_engine *e, char *err)
+{
+    const rt_cpu_schedule *cs = &e->d->cpu;
+    const rt_cpu_op *lists[3] = {cs->pre, cs->layer, cs->post};
+    const uint32_t counts[3] = {cs->n_pre, cs->n_layer, cs->n_post};
+    for (int l = 0; l < 3; l++)
+        for (uint32_t i = 0; i < counts[l]; i++) {
+            const rt_cpu_op *op = &lists[l][i];
+            if (op->kind != RT_CPU_BITLINEAR || op->param[0] != 1.0f || op->weight < 0)
+                continue;
+            const rt_tensor_desc *td = &e->d->tensors[op->weight];
+            for (int L = 0; L < (td->per_layer ? e->n_layers : 1); L++) {
+                const fmt_codec *c = fmt_codec_find(e->wtype[(size_t)op->weight * e->n_layers + L]);
+                if (c && c->block_scale && c->blk == 256)
+                    continue;
+                char name[160];
+                rt_eng_tensor_name(e, (uint32_t)op->weight, L, name, sizeof(name));
+                snprintf(err, RT_ERR_LEN, "%s: act_quant q8_k (llama.cpp's Q8_K activations) needs TQ1_0 or TQ2_0 "
+                         "weights on Vulkan, tensor '%s' is %s", op->label, name,
+                         c ? fmt_type_name(c->type) : "unknown");
+                return -1;
+            }
+        }
+    return 0;
+}
+
 int rt_eng_weight_types(rt_engine *e, int repack, char *err)
 {
     const rt_model_desc *d = e->d;
@@ -69,7 +98,7 @@ int rt_eng_weight_types(rt_engine *e, int repack, char *err)
             }
             e->wtype[(size_t)t * e->n_layers + L] = ty;
         }
-    return 0;
+    return q8k_formats(e, err);
 }
 
 uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L)
