@@ -1535,8 +1535,9 @@ static void test_linear(void **state)
     (void)state;
     vkh_need_device();
     /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32;
-     * q-linear-tiny.yaml: Q8_0 at K 320, Q4_0 at 96 (3 blocks), Q2_0 at 320 (5 blocks of 64) */
-    assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 6);
+     * q-linear-tiny.yaml: Q8_0 at K 320, Q2_0_G128 at 256 (2 blocks of 128), Q4_0 at 256, Q2_0 at
+     * 320 (5 blocks of 64) */
+    assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 7);
 }
 
 /* Every kernel kind the graphs produce is one a test above runs. */
