@@ -133,13 +133,6 @@ static void c_data_end_huge(bb *b) { two_tensors(b, 4, UINT64_MAX - 31, 64); }
 static void c_overlap(bb *b) { two_tensors(b, 16, 0, 128); }
 static void c_ti_trunc(bb *b) { uint64_t ne[2] = {4, 4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "t", 2, ne, 0, 0); b->len -= 10; bb_zeros(b, 2); }
 static void c_data_start(bb *b) { uint64_t ne[1] = {4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "t", 1, ne, 0, 0); bb_zeros(b, 3); }
-/* a Q2_0 [128][16] tensor in PrismML's blocks of 128 (544 bytes; mainline's form is 576) marks the
- * file as the fork's, whose type-42 tensor 'r' of 64 values then fits no block */
-static void c_q2_g128_ne0(bb *b)
-{
-    uint64_t ne[2] = {128, 16}, ner[1] = {64};
-    bb_hdr(b, 3, 2, 0); bb_ti(b, "q", 2, ne, 42, 0); bb_ti(b, "r", 1, ner, 42, 544); bb_pad(b, 32); bb_zeros(b, 576);
-}
 /* the internal id of PrismML's Q2_0 (201) stored in a file */
 static void c_q2_g128_id(bb *b) { uint64_t ne[1] = {128}; bb_hdr(b, 3, 1, 0); bb_ti(b, "q", 1, ne, 201, 0); bb_pad(b, 32); bb_zeros(b, 64); }
 static void c_empty_name(bb *b) { uint64_t ne[1] = {4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "", 1, ne, 0, 0); bb_zeros(b, 64); }
@@ -192,9 +185,6 @@ static const bad_case BAD_CASES[] = {
     {"ti_trunc", c_ti_trunc, "truncated: tensor 't'"},
     {"data_start", c_data_start, "data section start 64 beyond file size 60"},
     {"empty_name", c_empty_name, "tensor info 0: empty name"},
-    {"q2_g128_ne0", c_q2_g128_ne0, "tensor 'r': a Q2_0 (type 42) tensor of a file in the 128-value block form of "
-                                   "PrismML's llama.cpp fork (Ternary-Bonsai files): Q2_0_G128 needs ne0 to be a "
-                                   "multiple of 128, got ne0 64"},
     {"q2_g128_id", c_q2_g128_id, "tensor 'q': tensor type 201 (Q2_0_G128) is an internal id, not a GGUF type"},
 };
 #define N_BAD_CASES (sizeof BAD_CASES / sizeof BAD_CASES[0])

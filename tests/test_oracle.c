@@ -46,7 +46,7 @@
 #include "sha256.h"
 
 #define ORACLE_DIR "tests/data/oracle"
-/* MAX_CASES: desc_cache.h's slots (16, one kept free) bound the descriptions a suite builds */
+/* MAX_CASES: at most desc_cache.h's slots (24, one kept free), the descriptions a suite builds */
 enum { MAX_CASES = 15, MAX_PROMPT = 128, MAX_GREEDY = 64 };
 
 typedef struct {

@@ -511,10 +511,11 @@ static int parse_tensors(rt_gguf_priv *P, cursor *c)
  * bytes) by PrismML's fork (format/fmt_q2_0.c), and nothing in a file says which. A type-42
  * tensor whose data span (up to the next tensor's offset, or the file's end) is too short for
  * the 64-value form but holds the 128-value one marks the file as the fork's: then every
- * type-42 tensor of it is relabelled Q2_0_G128 (a file is written by one engine; a small
- * tensor alone could fit either form within the alignment padding). ord: the tensors sorted
- * by offset. */
-static int relabel_q2_g128(rt_gguf *g, const off_idx *ord, uint64_t room, char *err)
+ * type-42 tensor of it whose ne0 is a multiple of 128 is relabelled Q2_0_G128 (a small tensor
+ * alone could fit either form within the alignment padding); one of another width can only be
+ * the 64-value form and stays Q2_0 (the size check after this holds it to that form). ord: the
+ * tensors sorted by offset. */
+static void relabel_q2_g128(rt_gguf *g, const off_idx *ord, uint64_t room)
 {
     bool g128 = false;
     for (uint64_t i = 0; i < g->n_tensors && !g128; i++) {
@@ -527,18 +528,11 @@ static int relabel_q2_g128(rt_gguf *g, const off_idx *ord, uint64_t room, char *
     }
     for (uint64_t i = 0; i < g->n_tensors && g128; i++) {
         rt_gguf_tensor *t = &g->tensors[i];
-        if (t->type != FMT_Q2_0)
+        if (t->type != FMT_Q2_0 || t->ne[0] % FMT_Q2_0_G128_BLOCK)
             continue;
-        char terr[RT_ERR_LEN];
-        const uint64_t n = fmt_nbytes(FMT_Q2_0_G128, t->ne, terr);
-        if (!n)
-            return fail(err, g->path, "tensor '%.*s': a Q2_0 (type 42) tensor of a file in the 128-value block "
-                        "form of PrismML's llama.cpp fork (Ternary-Bonsai files): %s",
-                        (int)(t->name.len > 200 ? 200 : t->name.len), t->name.ptr, terr);
         t->type = FMT_Q2_0_G128;
-        t->nbytes = n;
+        t->nbytes = fmt_nbytes(FMT_Q2_0_G128, t->ne, NULL); /* known > 0: 64-value form's blocks, paired */
     }
-    return 0;
 }
 
 static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
@@ -555,10 +549,7 @@ static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
     if (!ord) return fail(err, g->path, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++) ord[i] = (off_idx){g->tensors[i].offset, i};
     qsort(ord, g->n_tensors, sizeof *ord, cmp_off);
-    if (relabel_q2_g128(g, ord, room, err)) {
-        free(ord);
-        return -1;
-    }
+    relabel_q2_g128(g, ord, room);
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         rt_gguf_tensor *t = &g->tensors[i];
         if (t->offset > room || t->nbytes > room - t->offset) {
