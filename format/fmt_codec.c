@@ -60,8 +60,9 @@ int fmt_codec_register(const fmt_codec *c, char *err)
         snprintf(err, FMT_ERR_LEN, "a codec row needs a name, a block size, block bytes and a type id below 255");
         return -1;
     }
-    if ((c->type >= FMT_DEVICE_FIRST) != (c->device_only != 0)) {
-        snprintf(err, FMT_ERR_LEN, "codec %s: type %u and device_only disagree (device ids start at %d)", c->name,
+    if ((c->type >= FMT_DEVICE_FIRST) != (c->device_only || c->file_type) || (c->device_only && c->file_type)) {
+        snprintf(err, FMT_ERR_LEN, "codec %s: type %u, device_only and file_type disagree (ids from %d are device "
+                 "layouts or a file type's second size rule, one of the two)", c->name,
                  (unsigned)c->type, FMT_DEVICE_FIRST);
         return -1;
     }

@@ -36,13 +36,16 @@ enum {
     FMT_TQ1_0 = 34,
     FMT_TQ2_0 = 35,
     FMT_I2_S = 36,
-    FMT_Q2_0 = 42, /* mainline llama.cpp's group of 64 (fmt_q2_0.c says how the 128 form is told apart) */
+    FMT_Q2_0 = 42, /* mainline llama.cpp's group of 64 (PrismML's group of 128: FMT_Q2_0_G128) */
     /* Device-only layouts (fmt_codec.device_only): made by the runtime's load-time repack,
      * never read from or written to a file. Their ids start at FMT_DEVICE_FIRST, far above
      * ggml's (which end below 64), and stay below 255 (the tables hold type ids in a byte,
      * 0xff meaning none). */
     FMT_DEVICE_FIRST = 200,
     FMT_TQ1_T = 200, /* TQ1_0 trits, tensor scale (fmt_tq1_t.c): --weights tq1 */
+    /* A second size rule of a file's type id (fmt_codec.file_type): the GGUF reader relabels a
+     * tensor of that id to this one by its size; a file never stores this id. */
+    FMT_Q2_0_G128 = 201, /* PrismML's Q2_0, blocks of 128 (fmt_q2_0.c): a file's type 42 */
 };
 
 /* What a tensor of this format may be in a model (the YAML op rules read these). */
@@ -65,6 +68,11 @@ typedef struct fmt_codec {
     uint32_t uses;        /* FMT_USE_* */
     int device_only;      /* 1: a device layout the load-time repack makes (type id >=
                            * FMT_DEVICE_FIRST, yaml NULL); the GGUF reader and writer refuse it */
+    uint32_t file_type;   /* nonzero: the GGUF type id a file stores this format under, a second
+                           * block size of that id told apart by the tensors' sizes (Q2_0_G128:
+                           * 42; type id >= FMT_DEVICE_FIRST). The reader relabels such tensors
+                           * (runtime/gguf/rt_gguf.c) and refuses this id in a file; the writer
+                           * writes file_type. 0: the id is the file's */
     const char *weights;  /* ternary formats: the `--weights` spelling that re-encodes an I2_S
                            * file's matrices into this format at load ("tq1"); NULL: none */
 
@@ -165,8 +173,7 @@ uint16_t fmt_f32_to_f16(float f);
 #define FMT_Q8_ROW_MULTIPLE 64
 
 /* Q2_0 as PrismML's llama.cpp fork writes it under the same type id 42: blocks of 128 values,
- * f16 d + 32 bytes (fmt_q2_0.c). No row reads it; the GGUF reader names it when a type-42
- * tensor's data span fits only this form. */
+ * f16 d + 32 bytes (fmt_q2_0.c: the row FMT_Q2_0_G128). */
 #define FMT_Q2_0_G128_BLOCK 128
 #define FMT_Q2_0_G128_BYTES 34
 uint64_t fmt_q8_copy_bytes(int64_t ne0, int64_t rows);

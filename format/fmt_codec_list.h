@@ -15,6 +15,7 @@
     X(q8_0, KERNELS)                                                                                             \
     X(q4_0, KERNELS)                                                                                             \
     X(q2_0, KERNELS)                                                                                             \
+    X(q2_0_g128, KERNELS) /* a file's type 42, blocks of 128 */                                                  \
     X(q4_k, KERNELS)                                                                                             \
     X(q6_k, KERNELS)                                                                                             \
     X(i2s, KERNELS)                                                                                              \

@@ -1,8 +1,8 @@
 /* fmt_q.h - what ggml's block formats with the F16 scale first share (Q8_0: fmt_q8_0.c, Q4_0:
- * fmt_q4_0.c, Q2_0: fmt_q2_0.c), for those files only (format/fmt_q.c).
+ * fmt_q4_0.c, Q2_0 and Q2_0_G128: fmt_q2_0.c), for those files only (format/fmt_q.c).
  *
  * Each cuts a row into blocks of `blk` values; a block is the f16 scale d (bytes 0..1) and the
- * codes after it, value = d * (code - offset). Blocks are 34 / 18 / 18 bytes, so a block is
+ * codes after it, value = d * (code - offset). Blocks are 34 / 18 / 18 / 34 bytes, so a block is
  * only 2-byte aligned; a row of ne0 values is ne0 / blk blocks and the tensor is its rows back
  * to back (no tail).
  */

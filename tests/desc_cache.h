@@ -22,7 +22,7 @@ typedef struct {
     gen_model m;      /* the model the description was built from */
     gen_desc d;
 } built_desc;
-static built_desc built_descs[32]; /* the last slot stays free: the end of the search */
+static built_desc built_descs[32]; /* the last slot stays free: the end of the search (test_e2e: 17) */
 
 /* The shared description of (yaml, fuse), built on first use; NULL with err set on failure.
  * err: GEN_ERR_LEN bytes. */

@@ -133,8 +133,8 @@ static void c_data_end_huge(bb *b) { two_tensors(b, 4, UINT64_MAX - 31, 64); }
 static void c_overlap(bb *b) { two_tensors(b, 16, 0, 128); }
 static void c_ti_trunc(bb *b) { uint64_t ne[2] = {4, 4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "t", 2, ne, 0, 0); b->len -= 10; bb_zeros(b, 2); }
 static void c_data_start(bb *b) { uint64_t ne[1] = {4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "t", 1, ne, 0, 0); bb_zeros(b, 3); }
-/* a Q2_0 [128][8] tensor of 8 blocks of 128 (272 bytes, PrismML's form) where mainline's form is 288 */
-static void c_q2_group128(bb *b) { uint64_t ne[2] = {128, 8}; bb_hdr(b, 3, 1, 0); bb_ti(b, "q", 2, ne, 42, 0); bb_pad(b, 32); bb_zeros(b, 272); }
+/* the internal id of PrismML's Q2_0 (201) stored in a file */
+static void c_q2_g128_id(bb *b) { uint64_t ne[1] = {128}; bb_hdr(b, 3, 1, 0); bb_ti(b, "q", 1, ne, 201, 0); bb_pad(b, 32); bb_zeros(b, 64); }
 static void c_empty_name(bb *b) { uint64_t ne[1] = {4}; bb_hdr(b, 3, 1, 0); bb_ti(b, "", 1, ne, 0, 0); bb_zeros(b, 64); }
 
 typedef struct {
@@ -185,7 +185,7 @@ static const bad_case BAD_CASES[] = {
     {"ti_trunc", c_ti_trunc, "truncated: tensor 't'"},
     {"data_start", c_data_start, "data section start 64 beyond file size 60"},
     {"empty_name", c_empty_name, "tensor info 0: empty name"},
-    {"q2_group128", c_q2_group128, "tensor 'q': Q2_0 (type 42) data of 272 bytes is the 128-value block form"},
+    {"q2_g128_id", c_q2_g128_id, "tensor 'q': tensor type 201 (Q2_0_G128) is an internal id, not a GGUF type"},
 };
 #define N_BAD_CASES (sizeof BAD_CASES / sizeof BAD_CASES[0])
 

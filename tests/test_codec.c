@@ -91,7 +91,7 @@ static void test_roundtrip(void **state)
             if (c->type == FMT_Q4_0) /* |d| = amax / 8: half a step, a whole one where nibble 15 clamps
                                         (the sign opposite the largest value), plus 8 x d's f16 rounding */
                 tol = amax / 8 * (1 + 0x1p-8f);
-            if (c->type == FMT_Q2_0) /* d = amax, codes -1..2: half a step, plus d's f16 rounding */
+            if (c->type == FMT_Q2_0 || c->type == FMT_Q2_0_G128) /* d = amax, codes -1..2: half a step, plus d's f16 rounding */
                 tol = amax / 2 + amax * 0x1p-10f;
             if (c->type == FMT_Q4_K || c->type == FMT_Q6_K)
                 tol = kq_tol(c->type, blk + j / 256 * c->blk_bytes, j % 256);
@@ -99,7 +99,7 @@ static void test_roundtrip(void **state)
                 fail_msg("%s element %d: decoded %.9g, want %.9g (tolerance %.3g)", c->name, j, y[j], want, tol);
         }
     }
-    assert_true(decodable >= 8); /* F32, F16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K, I2_S */
+    assert_true(decodable >= 9); /* F32, F16, Q8_0, Q4_0, Q2_0, Q2_0_G128, Q4_K, Q6_K, I2_S */
     free(blk);
 }
 
@@ -285,6 +285,62 @@ static void test_q2_0_layout(void **state)
     assert_int_equal((b[2] >> 2) & 3, 1);     /* element 1: 0 */
 }
 
+/* Q2_0_G128 (PrismML's Q2_0: a file's type 42 in blocks of 128): f16 d, then 32 bytes, the
+ * bit layout of Q2_0. Bytes placed by hand: byte 2 + i = 0xE4 (codes 0, 1, 2, 3) for i < 16 and
+ * 0x1B (codes 3, 2, 1, 0) for i >= 16, so elements 64..127 (bytes 18..33) read another pattern
+ * than elements 0..63. The block is the two Q2_0 blocks of 64 with the same d (its twin). */
+static void test_q2_0_g128_layout(void **state)
+{
+    (void)state;
+    const fmt_codec *c = fmt_codec_find(FMT_Q2_0_G128), *q2 = fmt_codec_find(FMT_Q2_0);
+    assert_non_null(c);
+    assert_true(c->type >= FMT_DEVICE_FIRST && !c->device_only && c->file_type == FMT_Q2_0);
+    assert_ptr_equal(fmt_codec_by_yaml("q2_0_g128"), c);
+    assert_ptr_equal(fmt_codec_by_yaml("q2_0"), q2);
+    assert_int_equal(c->blk, FMT_Q2_0_G128_BLOCK);
+    assert_int_equal(c->blk_bytes, FMT_Q2_0_G128_BYTES);
+    assert_int_equal(c->blk, 128);
+    assert_int_equal(c->blk_bytes, 34);
+    uint8_t b[34], twin[36];
+    const uint16_t h = fmt_f32_to_f16(-0.75f);
+    memcpy(b, &h, 2);
+    for (int i = 0; i < 32; i++)
+        b[2 + i] = i < 16 ? 0xE4 : 0x1B;
+    float y[128], y2[128];
+    c->decode(b, NULL, 128, y);
+    for (int j = 0; j < 128; j++) {
+        const int code = j < 64 ? j % 4 : 3 - j % 4;
+        assert_true(y[j] == -0.75f * (float)(code - 1));
+    }
+    memcpy(twin, b, 18); /* d + elements 0..63, then d + elements 64..127 */
+    memcpy(twin + 18, b, 2);
+    memcpy(twin + 20, b + 18, 16);
+    q2->decode(twin, NULL, 128, y2);
+    assert_memory_equal(y, y2, sizeof y);
+    /* the encoder: one d = max |x| over 128 values */
+    float x[128] = {0};
+    x[0] = -1.5f;
+    x[127] = 1.5f;
+    x[70] = 0.6f; /* 0.4 of d: code 1 */
+    x[71] = 1.0f; /* 0.67 of d: code 2 */
+    c->encode(x, 128, b);
+    uint16_t hd;
+    memcpy(&hd, b, 2);
+    assert_true(fmt_f16_to_f32(hd) == 1.5f);
+    assert_int_equal(b[2] & 3, 0);        /* element 0: -1 */
+    assert_int_equal(b[33] >> 6, 2);      /* element 127: +1 */
+    assert_int_equal((b[19] >> 4) & 3, 1); /* element 70: 0 */
+    assert_int_equal(b[19] >> 6, 2);      /* element 71: +1 */
+    /* sizes: [128][16] is 544 bytes (mainline's form 576); ne0 64 fits no block */
+    int64_t ne[4] = {128, 16, 1, 1};
+    char err[FMT_ERR_LEN];
+    assert_int_equal(fmt_nbytes(FMT_Q2_0_G128, ne, err), 544);
+    assert_int_equal(fmt_nbytes(FMT_Q2_0, ne, err), 576);
+    ne[0] = 64;
+    assert_int_equal(fmt_nbytes(FMT_Q2_0_G128, ne, err), 0);
+    assert_non_null(strstr(err, "Q2_0_G128 needs ne0 to be a multiple of 128"));
+}
+
 /* TQ1_T (format/fmt_tq1_t.c; --weights tq1's device layout): a [256][2] matrix placed by
  * hand: per row one 52-byte block of TQ1_0's trits (no d), then the f32 scale 0.75 (bytes
  * 104..107). Row 0 is test_tq.c's TQ1_0 block worked out on paper:
@@ -363,7 +419,8 @@ static void test_yaml_types(void **state)
     static gen_model m;
     char err[GEN_ERR_LEN];
     assert_int_not_equal(gen_model_parse(yaml, sizeof yaml - 1, "t.yaml", &m, err), 0);
-    assert_non_null(strstr(err, "unknown type 'q5_k' (f32, f16, q8_0, q4_0, q2_0, q4_k, q6_k, i2_s, tq1_0 or tq2_0)"));
+    assert_non_null(strstr(err, "unknown type 'q5_k' (f32, f16, q8_0, q4_0, q2_0, q2_0_g128, q4_k, q6_k, i2_s, tq1_0 or "
+                              "tq2_0)"));
 }
 
 int main(void)
@@ -376,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_q6_k_layout),
         cmocka_unit_test(test_q4_0_layout),
         cmocka_unit_test(test_q2_0_layout),
+        cmocka_unit_test(test_q2_0_g128_layout),
         cmocka_unit_test(test_tq1t_layout),
         cmocka_unit_test(test_yaml_types),
     };

@@ -22,6 +22,7 @@
  *   - 1 thread and 2 threads give bit-identical logits; a multi-row decode step equals single
  *     steps bit for bit; the exact sparse FFN leaves the logits bit-identical (bitnet-kjv).
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -161,7 +162,7 @@ static void check_matmul(uint32_t type, int K, int M, int n)
 static void test_qdot(void **st)
 {
     (void)st;
-    enum { KMAX = 320, MM = 37, NT = 3 };
+    enum { KMAX = 640, MM = 37, NT = 3 };
     float x[NT * KMAX], xd[NT * KMAX / 32], rd[NT * KMAX / 32], y[NT * MM], yr[NT * MM];
     int8_t q[NT * KMAX], rq[NT * KMAX];
     for (int i = 0; i < NT * KMAX; i++)
@@ -174,7 +175,7 @@ static void test_qdot(void **st)
     assert_int_equal(q[1], 2);
     assert_memory_equal(q, rq, sizeof q);
     assert_memory_equal(xd, rd, sizeof xd);
-    const uint32_t types[] = {FMT_Q8_0, FMT_Q4_0, FMT_Q2_0};
+    const uint32_t types[] = {FMT_Q8_0, FMT_Q4_0, FMT_Q2_0, FMT_Q2_0_G128};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const fmt_codec *c = fmt_codec_find(types[ti]);
         assert_true(cpu_qdot_has(types[ti]));
@@ -207,6 +208,54 @@ static void test_qdot(void **st)
             free(wf);
         }
     }
+}
+
+/* PrismML's Q2_0 (blocks of 128) against its mainline twin: a 128-block is two 64-blocks with
+ * the same d, so the same matrix in either form gives the same integer block sums; only the float
+ * order differs (d (s0 + s1 + s2 + s3) against d (s0 + s1) + d (s2 + s3), s_k = d_x sumi_k). Rule:
+ * each order rounds at most K / 32 + 2 times, each rounding by at most FLT_EPSILON / 2 of a
+ * partial bounded by S = sum |w_j| |d_x q_j|, so the two differ by at most (K / 32 + 2) eps S. */
+static void test_qdot_q2_twin(void **st)
+{
+    (void)st;
+    enum { K = 640, MM = 9 };
+    const int64_t ne[4] = {K, MM, 1, 1};
+    const fmt_codec *c = fmt_codec_find(FMT_Q2_0_G128), *q2 = fmt_codec_find(FMT_Q2_0);
+    uint8_t w[MM * K / 128 * 34], twin[MM * K / 64 * 18];
+    assert_int_equal(fmt_nbytes(FMT_Q2_0_G128, ne, NULL), sizeof w);
+    float x[K], wf[MM * K], wd[K], xd[K / 32], y[MM], yt[MM];
+    int8_t q[K];
+    for (int i = 0; i < MM * K; i++)
+        wf[i] = frnd(1.0f) * (float)(1 + i / 128 % 3);
+    for (int i = 0; i < K; i++)
+        x[i] = frnd(2.0f) * (float)(1 + i / 32 % 5);
+    c->encode(wf, MM * K, w);
+    for (int b = 0; b < MM * K / 128; b++) /* block b -> twin blocks 2b, 2b + 1 with its d */
+        for (int h = 0; h < 2; h++) {
+            memcpy(twin + (2 * b + h) * 18, w + b * 34, 2);
+            memcpy(twin + (2 * b + h) * 18 + 2, w + b * 34 + 2 + 16 * h, 16);
+        }
+    assert_int_equal(ref_linear_q(FMT_Q2_0_G128, w, K, MM, x, 1, y), 0);
+    assert_int_equal(ref_linear_q(FMT_Q2_0, twin, K, MM, x, 1, yt), 0);
+    cpu_quant_q8_0(x, K, q, xd);
+    int differ = 0;
+    for (int r = 0; r < MM; r++) {
+        float y2[MM], d64[K];
+        const cpu_weight cw = {twin, FMT_Q2_0, K, MM};
+        cpu_qdot_rows(CPU_ISA_SCALAR, &cw, r, r + 1, q, xd, 1, y2, MM);
+        assert_true(y2[r] == yt[r]); /* the twin's CPU product is mainline's reference */
+        assert_int_equal(fmt_decode_row(c, w, K, MM, r, wd), 0);
+        assert_int_equal(fmt_decode_row(q2, twin, K, MM, r, d64), 0);
+        assert_memory_equal(wd, d64, sizeof wd); /* the same values */
+        double S = 0;
+        for (int j = 0; j < K; j++)
+            S += fabs((double)wd[j] * xd[j / 32] * q[j]);
+        const double tol = (K / 32 + 2) * (double)FLT_EPSILON * S;
+        if (!(fabs((double)y[r] - yt[r]) <= tol))
+            fail_msg("row %d: G128 %.9g, twin %.9g, tolerance %.3g", r, y[r], yt[r], tol);
+        differ += y[r] != yt[r];
+    }
+    printf("Q2_0_G128 vs its Q2_0 twin: %d of %d rows differ in the last bits (float order)\n", differ, MM);
 }
 
 static void test_i2s(void **st)
@@ -957,7 +1006,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
-        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),
         cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),

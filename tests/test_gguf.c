@@ -352,6 +352,53 @@ static void test_version2(void **state)
     free(keep);
 }
 
+/* PrismML's Q2_0 (blocks of 128): the writer stores Q2_0_G128 as type 42; the reader relabels
+ * every type-42 tensor of ne0 a multiple of 128 of a file where one fits only the 128-value form
+ * ('w64', 64 wide, stays Q2_0). 'big' [128][16] (544
+ * bytes; 576 in mainline's form) decides it; 'small' [128][1] (34 bytes, padded to 64, where
+ * mainline's 36 would fit too) follows the file. A mainline file of the same shapes stays Q2_0. */
+static void test_q2_0_g128(void **state)
+{
+    (void)state;
+    static uint8_t big[576], small[36];
+    for (size_t i = 0; i < sizeof big; i++) /* bit 6 clear: read as f16 d in either form, finite */
+        big[i] = (uint8_t)(i * 7 & 0xBF);
+    memcpy(small, big, 34);
+    const int64_t ne[4] = {128, 16, 1, 1}, ne1[4] = {128, 1, 1, 1}, ne64[4] = {64, 1, 1, 1};
+    for (int form = 0; form < 2; form++) { /* 0: PrismML's, 1: mainline's */
+        const rt_type ty = form ? FMT_Q2_0 : FMT_Q2_0_G128;
+        rt_gguf_writer *w = rt_gguf_writer_new(32);
+        rt_gguf_w_tensor(w, "small", ty, 2, ne1, small, form ? 36 : 34);
+        rt_gguf_w_tensor(w, "big", ty, 2, ne, big, form ? 576 : 544);
+        rt_gguf_w_tensor(w, "w64", FMT_Q2_0, 2, ne64, small, 18); /* 64 wide: Q2_0 in either file */
+        size_t n;
+        uint8_t *p = save_mem(w, &n);
+        rt_gguf_writer_free(w);
+        rt_gguf *g = open_ok(p, n);
+        for (int t = 0; t < 2; t++) {
+            const rt_gguf_tensor *gt = rt_gguf_tensor_find(g, t ? "big" : "small");
+            assert_non_null(gt);
+            assert_int_equal(gt->type, ty);
+            assert_int_equal(gt->nbytes, t ? (form ? 576 : 544) : (form ? 36 : 34));
+            assert_memory_equal(gt->data, t ? big : small, gt->nbytes);
+        }
+        const rt_gguf_tensor *t64 = rt_gguf_tensor_find(g, "w64");
+        assert_non_null(t64);
+        assert_int_equal(t64->type, FMT_Q2_0);
+        assert_int_equal(t64->nbytes, 18);
+        close_copy(g);
+        /* the type id in the file is 42 either way */
+        uint32_t id = 0;
+        size_t at = 0;
+        while (at + 5 < n && memcmp(p + at, "small", 5))
+            at++;
+        assert_true(at + 5 + 24 < n);
+        memcpy(&id, p + at + 5 + 4 + 16, 4); /* name, n_dims, 2 dims */
+        assert_int_equal(id, FMT_Q2_0);
+        free(p);
+    }
+}
+
 /* A callback tensor bigger than the 1 MiB fill chunk, written to disk. */
 static void test_writer_fill_chunks(void **state)
 {
@@ -927,6 +974,7 @@ int main(void)
         cmocka_unit_test(test_f32_to_f16_rounding),
         cmocka_unit_test(test_nonfinite_values),
         cmocka_unit_test(test_corpus_dir),
+        cmocka_unit_test(test_q2_0_g128),
         cmocka_unit_test(test_fixture_bitnet_tiny),
         cmocka_unit_test(test_fixture_bitnet_2b_shape),
         cmocka_unit_test(test_fixture_llama3_vocab),

@@ -1030,6 +1030,20 @@ static void check_head_argmax(const gen_kop *kop, rt_buf *ab, const float *y, ui
     vkh_free_bufs(ab, 3);
 }
 
+/* A K-quant table of VOCAB rows: random block bytes (kq_blob), the reference rows tab their C
+ * decode, *maxw the largest |weight| */
+static uint8_t *kq_table(uint32_t type, int dim, float *tab, size_t *bytes, float *maxw)
+{
+    uint8_t *kqt = kq_blob(type, dim, (int)VOCAB, bytes);
+    *maxw = 0;
+    for (int r = 0; r < (int)VOCAB; r++) {
+        assert_int_equal(fmt_decode_row(fmt_codec_find(type), kqt, dim, VOCAB, r, tab + (size_t)r * dim), 0);
+        for (int i = 0; i < dim; i++)
+            *maxw = fmaxf(*maxw, fabsf(tab[(size_t)r * dim + i]));
+    }
+    return kqt;
+}
+
 /* The LM head kop as built (q8 false), or its --lm-head q8 variant: the table is F16 /
  * F32, or its Q8_0 copy (quantized here by the reference, packed as RT_ARG_WEIGHT_Q8:
  * codes, then f16 scales). A folded final norm (decode graphs) is checked against
@@ -1073,13 +1087,8 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
         wb = vkh_buf(nt + 2 * nb, qc);
     }
     size_t kq_bytes = 0;
-    uint8_t *kqt = kq ? kq_blob(ts->type, dim, (int)VOCAB, &kq_bytes) : NULL;
     float maxw = 0; /* K-quant: the largest |weight| (the folded norm's rule below) */
-    for (int r = 0; kq && r < (int)VOCAB; r++) {
-        assert_int_equal(fmt_decode_row(fmt_codec_find(ts->type), kqt, dim, VOCAB, r, tab + (size_t)r * dim), 0);
-        for (int i = 0; i < dim; i++)
-            maxw = fmaxf(maxw, fabsf(tab[(size_t)r * dim + i]));
-    }
+    uint8_t *kqt = kq ? kq_table(ts->type, dim, tab, &kq_bytes, &maxw) : NULL;
     if (!q8 && !qf)
         wb = kq ? vkh_buf(kq_bytes, kqt) : f16 ? vkh_buf(nt * 2, h) : vkh_buf(nt * 4, tab);
     float *nw = norm ? vkh_rnd_vec((size_t)dim, 1.0f) : NULL, *xn = vkh_xmalloc(4 * (size_t)dim);
@@ -1535,8 +1544,9 @@ static void test_linear(void **state)
     (void)state;
     vkh_need_device();
     /* tests/data/llama-f16-tiny.yaml: F16 at K 320 (4-word walk) and 868 (one word), F32;
-     * q-linear-tiny.yaml: Q8_0 at K 320, Q4_0 at 96 (3 blocks), Q2_0 at 320 (5 blocks of 64) */
-    assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 6);
+     * q-linear-tiny.yaml: Q8_0 at K 320, Q2_0_G128 at 256 (2 blocks of 128), Q4_0 at 256, Q2_0 at
+     * 320 (5 blocks of 64) */
+    assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 7);
 }
 
 /* Every kernel kind the graphs produce is one a test above runs. */

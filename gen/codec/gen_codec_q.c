@@ -1,8 +1,9 @@
 /* gen_codec_q.c - the kernel side of ggml's block formats with the F16 scale first: Q8_0, Q4_0,
- * Q2_0 (C side and byte layouts: format/fmt_q8_0.c, fmt_q4_0.c, fmt_q2_0.c, format/fmt_q.h).
+ * Q2_0 in blocks of 64 and of 128 (C side and byte layouts: format/fmt_q8_0.c, fmt_q4_0.c,
+ * fmt_q2_0.c, format/fmt_q.h).
  *
  * A kernel reads 4 consecutive values of a block at a time (`quad`) and the block's scale
- * (`quad_scale`) straight from the stored bytes. Blocks are 34 / 18 / 18 bytes, so a block
+ * (`quad_scale`) straight from the stored bytes. Blocks are 34 / 18 / 18 / 34 bytes, so a block
  * starts 2-byte aligned only: every read here is of aligned 16-bit halves (one u32 load each),
  * so no read leaves its block and none passes the tensor's end.
  */
@@ -59,7 +60,8 @@ static dsl_expr q4_0_quad(dsl_kernel *k, dsl_expr W, dsl_expr boff, dsl_expr l)
     return fields(k, word, 8, dsl_shr(k, dsl_band(k, l, U(16)), U(2)), 15, 8.0f);
 }
 
-/* Q2_0: the 4 bit pairs of byte 2 + l / 4; value code - 1 */
+/* Q2_0 (either block size: l < 64, or < 128 for Q2_0_G128): the 4 bit pairs of byte 2 + l / 4;
+ * value code - 1 */
 static dsl_expr q2_0_quad(dsl_kernel *k, dsl_expr W, dsl_expr boff, dsl_expr l)
 {
     dsl_expr o = dsl_let(k, "qb", dsl_add(k, boff, dsl_add(k, dsl_shr(k, l, U(2)), U(2))));
@@ -71,3 +73,4 @@ static dsl_expr q2_0_quad(dsl_kernel *k, dsl_expr W, dsl_expr boff, dsl_expr l)
 const gen_codec gen_codec_q8_0 = {.type = FMT_Q8_0, .quad = q8_0_quad, .quad_scale = q_scale};
 const gen_codec gen_codec_q4_0 = {.type = FMT_Q4_0, .quad = q4_0_quad, .quad_scale = q_scale};
 const gen_codec gen_codec_q2_0 = {.type = FMT_Q2_0, .quad = q2_0_quad, .quad_scale = q_scale};
+const gen_codec gen_codec_q2_0_g128 = {.type = FMT_Q2_0_G128, .quad = q2_0_quad, .quad_scale = q_scale};

@@ -11,24 +11,24 @@
 /* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,
  * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[21] = {
-    {"embed_q2_0_n2048", spv_embed_q2_0_n2048, sizeof(spv_embed_q2_0_n2048), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"embed_q2_0_g128_n2048", spv_embed_q2_0_g128_n2048, sizeof(spv_embed_q2_0_g128_n2048), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rmsnorm_n2048", spv_rmsnorm_n2048, sizeof(spv_rmsnorm_n2048), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"linear_q2_0_k2048_m2048_decode", spv_linear_q2_0_k2048_m2048_decode, sizeof(spv_linear_q2_0_k2048_m2048_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k2048_m1024_decode", spv_linear_q2_0_k2048_m1024_decode, sizeof(spv_linear_q2_0_k2048_m1024_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2048_m2048_decode", spv_linear_q2_0_g128_k2048_m2048_decode, sizeof(spv_linear_q2_0_g128_k2048_m2048_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2048_m1024_decode", spv_linear_q2_0_g128_k2048_m1024_decode, sizeof(spv_linear_q2_0_g128_k2048_m1024_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rmsnorm_head_n128", spv_rmsnorm_head_n128, sizeof(spv_rmsnorm_head_n128), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"attention_rope_h16_kv8_d128_f16_split32_g2_merged_ropekv", spv_attention_rope_h16_kv8_d128_f16_split32_g2_merged_ropekv, sizeof(spv_attention_rope_h16_kv8_d128_f16_split32_g2_merged_ropekv), NULL, 0, NULL, 0, 2572, 128, 0, {0}},
     {"add_n2048", spv_add_n2048, sizeof(spv_add_n2048), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k2048_m6144_decode", spv_linear_q2_0_k2048_m6144_decode, sizeof(spv_linear_q2_0_k2048_m6144_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2048_m6144_decode", spv_linear_q2_0_g128_k2048_m6144_decode, sizeof(spv_linear_q2_0_g128_k2048_m6144_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"silu_mul_n6144", spv_silu_mul_n6144, sizeof(spv_silu_mul_n6144), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k6144_m2048_decode", spv_linear_q2_0_k6144_m2048_decode, sizeof(spv_linear_q2_0_k6144_m2048_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_norm_q2_0_n2048_decode_argmax", spv_lm_head_norm_q2_0_n2048_decode_argmax, sizeof(spv_lm_head_norm_q2_0_n2048_decode_argmax), NULL, 0, NULL, 0, 11268, 256, 0, {0}},
-    {"linear_q2_0_k2048_m2048_batch", spv_linear_q2_0_k2048_m2048_batch, sizeof(spv_linear_q2_0_k2048_m2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k2048_m1024_batch", spv_linear_q2_0_k2048_m1024_batch, sizeof(spv_linear_q2_0_k2048_m1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k6144_m2048_decode", spv_linear_q2_0_g128_k6144_m2048_decode, sizeof(spv_linear_q2_0_g128_k6144_m2048_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_norm_q2_0_g128_n2048_decode_argmax", spv_lm_head_norm_q2_0_g128_n2048_decode_argmax, sizeof(spv_lm_head_norm_q2_0_g128_n2048_decode_argmax), NULL, 0, NULL, 0, 11268, 256, 0, {0}},
+    {"linear_q2_0_g128_k2048_m2048_batch", spv_linear_q2_0_g128_k2048_m2048_batch, sizeof(spv_linear_q2_0_g128_k2048_m2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2048_m1024_batch", spv_linear_q2_0_g128_k2048_m1024_batch, sizeof(spv_linear_q2_0_g128_k2048_m1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rope_kv_n1024_f16", spv_rope_kv_n1024_f16, sizeof(spv_rope_kv_n1024_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h16_kv8_d128_f16_g2_t8", spv_attention_rope_h16_kv8_d128_f16_g2_t8, sizeof(spv_attention_rope_h16_kv8_d128_f16_g2_t8), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
-    {"linear_q2_0_k2048_m6144_batch", spv_linear_q2_0_k2048_m6144_batch, sizeof(spv_linear_q2_0_k2048_m6144_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k6144_m2048_batch", spv_linear_q2_0_k6144_m2048_batch, sizeof(spv_linear_q2_0_k6144_m2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_q2_0_n2048_batch", spv_lm_head_q2_0_n2048_batch, sizeof(spv_lm_head_q2_0_n2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2048_m6144_batch", spv_linear_q2_0_g128_k2048_m6144_batch, sizeof(spv_linear_q2_0_g128_k2048_m6144_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k6144_m2048_batch", spv_linear_q2_0_g128_k6144_m2048_batch, sizeof(spv_linear_q2_0_g128_k6144_m2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q2_0_g128_n2048_batch", spv_lm_head_q2_0_g128_n2048_batch, sizeof(spv_lm_head_q2_0_g128_n2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
     {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
     {"copy", spv_copy, sizeof(spv_copy), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -49,19 +49,19 @@ static const rt_hparam_check checks[] = {
 };
 
 static const rt_tensor_desc tensors[] = {
-    {"token_embd.weight", FMT_Q2_0, 2, {2048, -1}, 0},
+    {"token_embd.weight", FMT_Q2_0_G128, 2, {2048, -1}, 0},
     {"output_norm.weight", FMT_F32, 1, {2048, 1}, 0},
     {"blk.{L}.attn_norm.weight", FMT_F32, 1, {2048, 1}, 1},
-    {"blk.{L}.attn_q.weight", FMT_Q2_0, 2, {2048, 2048}, 1},
-    {"blk.{L}.attn_k.weight", FMT_Q2_0, 2, {2048, 1024}, 1},
-    {"blk.{L}.attn_v.weight", FMT_Q2_0, 2, {2048, 1024}, 1},
+    {"blk.{L}.attn_q.weight", FMT_Q2_0_G128, 2, {2048, 2048}, 1},
+    {"blk.{L}.attn_k.weight", FMT_Q2_0_G128, 2, {2048, 1024}, 1},
+    {"blk.{L}.attn_v.weight", FMT_Q2_0_G128, 2, {2048, 1024}, 1},
     {"blk.{L}.attn_q_norm.weight", FMT_F32, 1, {128, 1}, 1},
     {"blk.{L}.attn_k_norm.weight", FMT_F32, 1, {128, 1}, 1},
-    {"blk.{L}.attn_output.weight", FMT_Q2_0, 2, {2048, 2048}, 1},
+    {"blk.{L}.attn_output.weight", FMT_Q2_0_G128, 2, {2048, 2048}, 1},
     {"blk.{L}.ffn_norm.weight", FMT_F32, 1, {2048, 1}, 1},
-    {"blk.{L}.ffn_gate.weight", FMT_Q2_0, 2, {2048, 6144}, 1},
-    {"blk.{L}.ffn_up.weight", FMT_Q2_0, 2, {2048, 6144}, 1},
-    {"blk.{L}.ffn_down.weight", FMT_Q2_0, 2, {6144, 2048}, 1},
+    {"blk.{L}.ffn_gate.weight", FMT_Q2_0_G128, 2, {2048, 6144}, 1},
+    {"blk.{L}.ffn_up.weight", FMT_Q2_0_G128, 2, {2048, 6144}, 1},
+    {"blk.{L}.ffn_down.weight", FMT_Q2_0_G128, 2, {6144, 2048}, 1},
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */
@@ -76,24 +76,24 @@ static const rt_act_desc acts[] = {
 
 /* kernels[] and acts[] by name: the dispatches below name them */
 enum {
-    K_embed_q2_0_n2048,
+    K_embed_q2_0_g128_n2048,
     K_rmsnorm_n2048,
-    K_linear_q2_0_k2048_m2048_decode,
-    K_linear_q2_0_k2048_m1024_decode,
+    K_linear_q2_0_g128_k2048_m2048_decode,
+    K_linear_q2_0_g128_k2048_m1024_decode,
     K_rmsnorm_head_n128,
     K_attention_rope_h16_kv8_d128_f16_split32_g2_merged_ropekv,
     K_add_n2048,
-    K_linear_q2_0_k2048_m6144_decode,
+    K_linear_q2_0_g128_k2048_m6144_decode,
     K_silu_mul_n6144,
-    K_linear_q2_0_k6144_m2048_decode,
-    K_lm_head_norm_q2_0_n2048_decode_argmax,
-    K_linear_q2_0_k2048_m2048_batch,
-    K_linear_q2_0_k2048_m1024_batch,
+    K_linear_q2_0_g128_k6144_m2048_decode,
+    K_lm_head_norm_q2_0_g128_n2048_decode_argmax,
+    K_linear_q2_0_g128_k2048_m2048_batch,
+    K_linear_q2_0_g128_k2048_m1024_batch,
     K_rope_kv_n1024_f16,
     K_attention_rope_h16_kv8_d128_f16_g2_t8,
-    K_linear_q2_0_k2048_m6144_batch,
-    K_linear_q2_0_k6144_m2048_batch,
-    K_lm_head_q2_0_n2048_batch,
+    K_linear_q2_0_g128_k2048_m6144_batch,
+    K_linear_q2_0_g128_k6144_m2048_batch,
+    K_lm_head_q2_0_g128_n2048_batch,
     K_argmax,
     K_topk,
     K_copy,
@@ -102,32 +102,32 @@ enum { A_act0, A_act1, A_act2, A_act3, A_act4, A_act5 };
 
 static const rt_dispatch decode[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd             embed_q2_0_n2048         (tokens, token_embd.weight, x) */
-    {.kernel = K_embed_q2_0_n2048, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    /* embed token_embd             embed_q2_0_g128_n2048    (tokens, token_embd.weight, x) */
+    {.kernel = K_embed_q2_0_g128_n2048, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 2, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 8772ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
+     .bytes = 8740ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* rmsnorm attn_norm            rmsnorm_n2048            (x, blk.{L}.attn_norm.weight, h)  [barrier: x] */
     {.kernel = K_rmsnorm_n2048, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 24576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm attn_norm"},
-    /* linear attn_q                linear_q2_0_k2048_m2048_decode (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
-    {.kernel = K_linear_q2_0_k2048_m2048_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
+    /* linear attn_q                linear_q2_0_g128_k2048_m2048_decode (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
+    {.kernel = K_linear_q2_0_g128_k2048_m2048_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 1196032ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
-    /* linear attn_k                linear_q2_0_k2048_m1024_decode (h, blk.{L}.attn_k.weight, k) */
-    {.kernel = K_linear_q2_0_k2048_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
+     .bytes = 1130496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
+    /* linear attn_k                linear_q2_0_g128_k2048_m1024_decode (h, blk.{L}.attn_k.weight, k) */
+    {.kernel = K_linear_q2_0_g128_k2048_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 602112ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
-    /* linear attn_v                linear_q2_0_k2048_m1024_decode (h, blk.{L}.attn_v.weight, v) */
-    {.kernel = K_linear_q2_0_k2048_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
+     .bytes = 569344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
+    /* linear attn_v                linear_q2_0_g128_k2048_m1024_decode (h, blk.{L}.attn_v.weight, v) */
+    {.kernel = K_linear_q2_0_g128_k2048_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 602112ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
+     .bytes = 569344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
     /* rmsnorm attn_q_norm          rmsnorm_head_n128        (q, blk.{L}.attn_q_norm.weight, qn)  [barrier: qn q] */
     {.kernel = K_rmsnorm_head_n128, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
@@ -143,11 +143,11 @@ static const rt_dispatch decode[] = {
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 16640}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_SYNC,
      .bytes = 561152ull, .bytes_vocab = 0ull, .bytes_kv = 4096ull, .label = "rope_kv+attention+rope a"},
-    /* linear attn_output           linear_q2_0_k2048_m2048_decode (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
-    {.kernel = K_linear_q2_0_k2048_m2048_decode, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
+    /* linear attn_output           linear_q2_0_g128_k2048_m2048_decode (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
+    {.kernel = K_linear_q2_0_g128_k2048_m2048_decode, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act3),
-     .bytes = 1196032ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
+     .bytes = 1130496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
     /* add x                        add_n2048                (x, o, x)  [barrier: o] */
     {.kernel = K_add_n2048, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -158,67 +158,67 @@ static const rt_dispatch decode[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 24576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm ffn_norm"},
-    /* linear ffn_gate              linear_q2_0_k2048_m6144_decode (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
-    {.kernel = K_linear_q2_0_k2048_m6144_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
+    /* linear ffn_gate              linear_q2_0_g128_k2048_m6144_decode (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
+    {.kernel = K_linear_q2_0_g128_k2048_m6144_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 3571712ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
-    /* linear ffn_up                linear_q2_0_k2048_m6144_decode (g, blk.{L}.ffn_up.weight, up) */
-    {.kernel = K_linear_q2_0_k2048_m6144_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
+     .bytes = 3375104ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
+    /* linear ffn_up                linear_q2_0_g128_k2048_m6144_decode (g, blk.{L}.ffn_up.weight, up) */
+    {.kernel = K_linear_q2_0_g128_k2048_m6144_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 3571712ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
+     .bytes = 3375104ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
     /* silu_mul f                   silu_mul_n6144           (gate, up, f)  [barrier: f gate up] */
     {.kernel = K_silu_mul_n6144, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 24, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 73728ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "silu_mul f"},
-    /* linear ffn_down              linear_q2_0_k6144_m2048_decode (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
-    {.kernel = K_linear_q2_0_k6144_m2048_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
+    /* linear ffn_down              linear_q2_0_g128_k6144_m2048_decode (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
+    {.kernel = K_linear_q2_0_g128_k6144_m2048_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 3571712ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
+     .bytes = 3375104ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
     /* add x                        add_n2048                (x, d, x)  [barrier: d] */
     {.kernel = K_add_n2048, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act2),
      .bytes = 24576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "add x"},
     /* ---- after the layers ---- */
-    /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_q2_0_n2048_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = K_lm_head_norm_q2_0_n2048_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_q2_0_g128_n2048_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
+    {.kernel = K_lm_head_norm_q2_0_g128_n2048_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
-     .bytes = 16388ull, .bytes_vocab = 580ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
+     .bytes = 16388ull, .bytes_vocab = 548ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
 static const rt_dispatch prefill[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd             embed_q2_0_n2048         (tokens, token_embd.weight, x) */
-    {.kernel = K_embed_q2_0_n2048, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    /* embed token_embd             embed_q2_0_g128_n2048    (tokens, token_embd.weight, x) */
+    {.kernel = K_embed_q2_0_g128_n2048, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 2, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 8772ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
+     .bytes = 8740ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* rmsnorm attn_norm            rmsnorm_n2048            (x, blk.{L}.attn_norm.weight, h)  [barrier: x] */
     {.kernel = K_rmsnorm_n2048, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 24576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm attn_norm"},
-    /* linear attn_q                linear_q2_0_k2048_m2048_batch (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
-    {.kernel = K_linear_q2_0_k2048_m2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
+    /* linear attn_q                linear_q2_0_g128_k2048_m2048_batch (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
+    {.kernel = K_linear_q2_0_g128_k2048_m2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 1196032ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
-    /* linear attn_k                linear_q2_0_k2048_m1024_batch (h, blk.{L}.attn_k.weight, k) */
-    {.kernel = K_linear_q2_0_k2048_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
+     .bytes = 1130496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
+    /* linear attn_k                linear_q2_0_g128_k2048_m1024_batch (h, blk.{L}.attn_k.weight, k) */
+    {.kernel = K_linear_q2_0_g128_k2048_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 602112ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
-    /* linear attn_v                linear_q2_0_k2048_m1024_batch (h, blk.{L}.attn_v.weight, v) */
-    {.kernel = K_linear_q2_0_k2048_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
+     .bytes = 569344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
+    /* linear attn_v                linear_q2_0_g128_k2048_m1024_batch (h, blk.{L}.attn_v.weight, v) */
+    {.kernel = K_linear_q2_0_g128_k2048_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 602112ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
+     .bytes = 569344ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
     /* rmsnorm attn_q_norm          rmsnorm_head_n128        (q, blk.{L}.attn_q_norm.weight, qn)  [barrier: qn q] */
     {.kernel = K_rmsnorm_head_n128, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
@@ -239,11 +239,11 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {1, 0, 8}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_KCACHE | RT_BAR_VCACHE,
      .bytes = 16384ull, .bytes_vocab = 0ull, .bytes_kv = 4096ull, .label = "attention+rope a"},
-    /* linear attn_output           linear_q2_0_k2048_m2048_batch (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
-    {.kernel = K_linear_q2_0_k2048_m2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
+    /* linear attn_output           linear_q2_0_g128_k2048_m2048_batch (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
+    {.kernel = K_linear_q2_0_g128_k2048_m2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 1196032ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
+     .bytes = 1130496ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
     /* add x                        add_n2048                (x, o, x)  [barrier: o] */
     {.kernel = K_add_n2048, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -254,26 +254,26 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 24576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm ffn_norm"},
-    /* linear ffn_gate              linear_q2_0_k2048_m6144_batch (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
-    {.kernel = K_linear_q2_0_k2048_m6144_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
+    /* linear ffn_gate              linear_q2_0_g128_k2048_m6144_batch (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
+    {.kernel = K_linear_q2_0_g128_k2048_m6144_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 3571712ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
-    /* linear ffn_up                linear_q2_0_k2048_m6144_batch (g, blk.{L}.ffn_up.weight, up) */
-    {.kernel = K_linear_q2_0_k2048_m6144_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
+     .bytes = 3375104ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
+    /* linear ffn_up                linear_q2_0_g128_k2048_m6144_batch (g, blk.{L}.ffn_up.weight, up) */
+    {.kernel = K_linear_q2_0_g128_k2048_m6144_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 3571712ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
+     .bytes = 3375104ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
     /* silu_mul f                   silu_mul_n6144           (gate, up, f)  [barrier: f gate up] */
     {.kernel = K_silu_mul_n6144, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 24, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 73728ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "silu_mul f"},
-    /* linear ffn_down              linear_q2_0_k6144_m2048_batch (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
-    {.kernel = K_linear_q2_0_k6144_m2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
+    /* linear ffn_down              linear_q2_0_g128_k6144_m2048_batch (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
+    {.kernel = K_linear_q2_0_g128_k6144_m2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 256, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 3571712ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
+     .bytes = 3375104ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
     /* add x                        add_n2048                (x, d, x)  [barrier: d] */
     {.kernel = K_add_n2048, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -285,11 +285,11 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 24576ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
-    /* lm_head token_embd           lm_head_q2_0_n2048_batch (xn, token_embd.weight, logits)  [barrier: xn] */
-    {.kernel = K_lm_head_q2_0_n2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
+    /* lm_head token_embd           lm_head_q2_0_g128_n2048_batch (xn, token_embd.weight, logits)  [barrier: xn] */
+    {.kernel = K_lm_head_q2_0_g128_n2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 8192ull, .bytes_vocab = 580ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
+     .bytes = 8192ull, .bytes_vocab = 548ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
 /* ---- the native CPU backend's schedule: the YAML's ops in order (runtime/cpu/cpu_forward.c) ---- */
@@ -304,55 +304,55 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qn", "kn"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:54: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:57: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:56: rmsnorm attn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/ternary-bonsai-4b.yaml:57: linear attn_q", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/ternary-bonsai-4b.yaml:58: linear attn_k", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/ternary-bonsai-4b.yaml:59: linear attn_v", {0}},
-    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:60: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:61: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:62: rope", {0}},
-    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:63: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:64: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:65: attention", {0}},
-    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/ternary-bonsai-4b.yaml:66: linear attn_output", {0}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:67: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:68: rmsnorm ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/ternary-bonsai-4b.yaml:69: linear ffn_gate", {0}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/ternary-bonsai-4b.yaml:70: linear ffn_up", {0}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/ternary-bonsai-4b.yaml:71: silu_mul", {0}},
-    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/ternary-bonsai-4b.yaml:72: linear ffn_down", {0}},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:73: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:59: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/ternary-bonsai-4b.yaml:60: linear attn_q", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/ternary-bonsai-4b.yaml:61: linear attn_k", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/ternary-bonsai-4b.yaml:62: linear attn_v", {0}},
+    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:63: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:64: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:65: rope", {0}},
+    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:66: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:67: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:68: attention", {0}},
+    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/ternary-bonsai-4b.yaml:69: linear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:70: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:71: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/ternary-bonsai-4b.yaml:72: linear ffn_gate", {0}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/ternary-bonsai-4b.yaml:73: linear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/ternary-bonsai-4b.yaml:74: silu_mul", {0}},
+    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/ternary-bonsai-4b.yaml:75: linear ffn_down", {0}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:76: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:75: rmsnorm output_norm", {9.99999997e-07f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:76: lm_head token_embd", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:78: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:79: lm_head token_embd", {0}},
 };
 
 static const char manifest[] =
     "model ternary-bonsai-1.7b\n"
     "source models/ternary-bonsai-1.7b.yaml fnv64:8cb55576ff3852fa\n"
-    "base models/ternary-bonsai-4b.yaml fnv64:7c9ac238b018b9a5\n"
+    "base models/ternary-bonsai-4b.yaml fnv64:c61bc6ba34d31110\n"
     "fusion on\n"
     "kernels 21\n"
-    "kernel embed_q2_0_n2048 glsl-fnv64:ceeaea520f8874e1\n"
+    "kernel embed_q2_0_g128_n2048 glsl-fnv64:109e0019f697c19d\n"
     "kernel rmsnorm_n2048 glsl-fnv64:21aeba45cee21f89\n"
-    "kernel linear_q2_0_k2048_m2048_decode glsl-fnv64:ca91f0755ea71961\n"
-    "kernel linear_q2_0_k2048_m1024_decode glsl-fnv64:43fc35b36267f433\n"
+    "kernel linear_q2_0_g128_k2048_m2048_decode glsl-fnv64:8715548c906720af\n"
+    "kernel linear_q2_0_g128_k2048_m1024_decode glsl-fnv64:9be209955339e101\n"
     "kernel rmsnorm_head_n128 glsl-fnv64:48361da5711915d3\n"
     "kernel attention_rope_h16_kv8_d128_f16_split32_g2_merged_ropekv glsl-fnv64:fd8ccba2a68e228f\n"
     "kernel add_n2048 glsl-fnv64:31efe3594f17eb99\n"
-    "kernel linear_q2_0_k2048_m6144_decode glsl-fnv64:3dd323838f669c1f\n"
+    "kernel linear_q2_0_g128_k2048_m6144_decode glsl-fnv64:0a7c78f6c6218a05\n"
     "kernel silu_mul_n6144 glsl-fnv64:d0c26521912469bc\n"
-    "kernel linear_q2_0_k6144_m2048_decode glsl-fnv64:b1f45d2d6b98efcc\n"
-    "kernel lm_head_norm_q2_0_n2048_decode_argmax glsl-fnv64:09677698d2a76766\n"
-    "kernel linear_q2_0_k2048_m2048_batch glsl-fnv64:867d6170ea1fc753\n"
-    "kernel linear_q2_0_k2048_m1024_batch glsl-fnv64:5ba6bc9d671ed227\n"
+    "kernel linear_q2_0_g128_k6144_m2048_decode glsl-fnv64:02b58f1042da967f\n"
+    "kernel lm_head_norm_q2_0_g128_n2048_decode_argmax glsl-fnv64:4e1b179248ee2476\n"
+    "kernel linear_q2_0_g128_k2048_m2048_batch glsl-fnv64:ffb8b7e7ba8d1172\n"
+    "kernel linear_q2_0_g128_k2048_m1024_batch glsl-fnv64:243216b3d515d306\n"
     "kernel rope_kv_n1024_f16 glsl-fnv64:1d97042ce1ac6f84\n"
     "kernel attention_rope_h16_kv8_d128_f16_g2_t8 glsl-fnv64:18f4b8851f1733e3\n"
-    "kernel linear_q2_0_k2048_m6144_batch glsl-fnv64:6d3bdc3da087a4c7\n"
-    "kernel linear_q2_0_k6144_m2048_batch glsl-fnv64:6d35c5aca4dc5db2\n"
-    "kernel lm_head_q2_0_n2048_batch glsl-fnv64:2f70ed9a66f13b0e\n"
+    "kernel linear_q2_0_g128_k2048_m6144_batch glsl-fnv64:39c5e2282c105836\n"
+    "kernel linear_q2_0_g128_k6144_m2048_batch glsl-fnv64:9dc55e0958feeaa1\n"
+    "kernel lm_head_q2_0_g128_n2048_batch glsl-fnv64:1b371bd4a9186169\n"
     "kernel argmax glsl-fnv64:cd1778567a2900b6\n"
     "kernel topk glsl-fnv64:e0a38f2bfae2a1c0\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

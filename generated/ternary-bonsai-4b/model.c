@@ -11,26 +11,26 @@
 /* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,
  * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[23] = {
-    {"embed_q2_0_n2560", spv_embed_q2_0_n2560, sizeof(spv_embed_q2_0_n2560), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"embed_q2_0_g128_n2560", spv_embed_q2_0_g128_n2560, sizeof(spv_embed_q2_0_g128_n2560), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rmsnorm_n2560", spv_rmsnorm_n2560, sizeof(spv_rmsnorm_n2560), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"linear_q2_0_k2560_m4096_decode", spv_linear_q2_0_k2560_m4096_decode, sizeof(spv_linear_q2_0_k2560_m4096_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k2560_m1024_decode", spv_linear_q2_0_k2560_m1024_decode, sizeof(spv_linear_q2_0_k2560_m1024_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2560_m4096_decode", spv_linear_q2_0_g128_k2560_m4096_decode, sizeof(spv_linear_q2_0_g128_k2560_m4096_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2560_m1024_decode", spv_linear_q2_0_g128_k2560_m1024_decode, sizeof(spv_linear_q2_0_g128_k2560_m1024_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rmsnorm_head_n128", spv_rmsnorm_head_n128, sizeof(spv_rmsnorm_head_n128), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv", spv_attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv, sizeof(spv_attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv), NULL, 0, NULL, 0, 4116, 128, 0, {0}},
-    {"linear_q2_0_k4096_m2560_decode", spv_linear_q2_0_k4096_m2560_decode, sizeof(spv_linear_q2_0_k4096_m2560_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m2560_decode", spv_linear_q2_0_g128_k4096_m2560_decode, sizeof(spv_linear_q2_0_g128_k4096_m2560_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"add_n2560", spv_add_n2560, sizeof(spv_add_n2560), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k2560_m9728_decode", spv_linear_q2_0_k2560_m9728_decode, sizeof(spv_linear_q2_0_k2560_m9728_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2560_m9728_decode", spv_linear_q2_0_g128_k2560_m9728_decode, sizeof(spv_linear_q2_0_g128_k2560_m9728_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"silu_mul_n9728", spv_silu_mul_n9728, sizeof(spv_silu_mul_n9728), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k9728_m2560_decode", spv_linear_q2_0_k9728_m2560_decode, sizeof(spv_linear_q2_0_k9728_m2560_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_norm_q2_0_n2560_decode_argmax", spv_lm_head_norm_q2_0_n2560_decode_argmax, sizeof(spv_lm_head_norm_q2_0_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
-    {"linear_q2_0_k2560_m4096_batch", spv_linear_q2_0_k2560_m4096_batch, sizeof(spv_linear_q2_0_k2560_m4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k2560_m1024_batch", spv_linear_q2_0_k2560_m1024_batch, sizeof(spv_linear_q2_0_k2560_m1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k9728_m2560_decode", spv_linear_q2_0_g128_k9728_m2560_decode, sizeof(spv_linear_q2_0_g128_k9728_m2560_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_norm_q2_0_g128_n2560_decode_argmax", spv_lm_head_norm_q2_0_g128_n2560_decode_argmax, sizeof(spv_lm_head_norm_q2_0_g128_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
+    {"linear_q2_0_g128_k2560_m4096_batch", spv_linear_q2_0_g128_k2560_m4096_batch, sizeof(spv_linear_q2_0_g128_k2560_m4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2560_m1024_batch", spv_linear_q2_0_g128_k2560_m1024_batch, sizeof(spv_linear_q2_0_g128_k2560_m1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rope_kv_n1024_f16", spv_rope_kv_n1024_f16, sizeof(spv_rope_kv_n1024_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h32_kv8_d128_f16_g4_t4", spv_attention_rope_h32_kv8_d128_f16_g4_t4, sizeof(spv_attention_rope_h32_kv8_d128_f16_g4_t4), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
-    {"linear_q2_0_k4096_m2560_batch", spv_linear_q2_0_k4096_m2560_batch, sizeof(spv_linear_q2_0_k4096_m2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k2560_m9728_batch", spv_linear_q2_0_k2560_m9728_batch, sizeof(spv_linear_q2_0_k2560_m9728_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k9728_m2560_batch", spv_linear_q2_0_k9728_m2560_batch, sizeof(spv_linear_q2_0_k9728_m2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_q2_0_n2560_batch", spv_lm_head_q2_0_n2560_batch, sizeof(spv_lm_head_q2_0_n2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m2560_batch", spv_linear_q2_0_g128_k4096_m2560_batch, sizeof(spv_linear_q2_0_g128_k4096_m2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k2560_m9728_batch", spv_linear_q2_0_g128_k2560_m9728_batch, sizeof(spv_linear_q2_0_g128_k2560_m9728_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k9728_m2560_batch", spv_linear_q2_0_g128_k9728_m2560_batch, sizeof(spv_linear_q2_0_g128_k9728_m2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q2_0_g128_n2560_batch", spv_lm_head_q2_0_g128_n2560_batch, sizeof(spv_lm_head_q2_0_g128_n2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
     {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
     {"copy", spv_copy, sizeof(spv_copy), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -51,19 +51,19 @@ static const rt_hparam_check checks[] = {
 };
 
 static const rt_tensor_desc tensors[] = {
-    {"token_embd.weight", FMT_Q2_0, 2, {2560, -1}, 0},
+    {"token_embd.weight", FMT_Q2_0_G128, 2, {2560, -1}, 0},
     {"output_norm.weight", FMT_F32, 1, {2560, 1}, 0},
     {"blk.{L}.attn_norm.weight", FMT_F32, 1, {2560, 1}, 1},
-    {"blk.{L}.attn_q.weight", FMT_Q2_0, 2, {2560, 4096}, 1},
-    {"blk.{L}.attn_k.weight", FMT_Q2_0, 2, {2560, 1024}, 1},
-    {"blk.{L}.attn_v.weight", FMT_Q2_0, 2, {2560, 1024}, 1},
+    {"blk.{L}.attn_q.weight", FMT_Q2_0_G128, 2, {2560, 4096}, 1},
+    {"blk.{L}.attn_k.weight", FMT_Q2_0_G128, 2, {2560, 1024}, 1},
+    {"blk.{L}.attn_v.weight", FMT_Q2_0_G128, 2, {2560, 1024}, 1},
     {"blk.{L}.attn_q_norm.weight", FMT_F32, 1, {128, 1}, 1},
     {"blk.{L}.attn_k_norm.weight", FMT_F32, 1, {128, 1}, 1},
-    {"blk.{L}.attn_output.weight", FMT_Q2_0, 2, {4096, 2560}, 1},
+    {"blk.{L}.attn_output.weight", FMT_Q2_0_G128, 2, {4096, 2560}, 1},
     {"blk.{L}.ffn_norm.weight", FMT_F32, 1, {2560, 1}, 1},
-    {"blk.{L}.ffn_gate.weight", FMT_Q2_0, 2, {2560, 9728}, 1},
-    {"blk.{L}.ffn_up.weight", FMT_Q2_0, 2, {2560, 9728}, 1},
-    {"blk.{L}.ffn_down.weight", FMT_Q2_0, 2, {9728, 2560}, 1},
+    {"blk.{L}.ffn_gate.weight", FMT_Q2_0_G128, 2, {2560, 9728}, 1},
+    {"blk.{L}.ffn_up.weight", FMT_Q2_0_G128, 2, {2560, 9728}, 1},
+    {"blk.{L}.ffn_down.weight", FMT_Q2_0_G128, 2, {9728, 2560}, 1},
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */
@@ -78,26 +78,26 @@ static const rt_act_desc acts[] = {
 
 /* kernels[] and acts[] by name: the dispatches below name them */
 enum {
-    K_embed_q2_0_n2560,
+    K_embed_q2_0_g128_n2560,
     K_rmsnorm_n2560,
-    K_linear_q2_0_k2560_m4096_decode,
-    K_linear_q2_0_k2560_m1024_decode,
+    K_linear_q2_0_g128_k2560_m4096_decode,
+    K_linear_q2_0_g128_k2560_m1024_decode,
     K_rmsnorm_head_n128,
     K_attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv,
-    K_linear_q2_0_k4096_m2560_decode,
+    K_linear_q2_0_g128_k4096_m2560_decode,
     K_add_n2560,
-    K_linear_q2_0_k2560_m9728_decode,
+    K_linear_q2_0_g128_k2560_m9728_decode,
     K_silu_mul_n9728,
-    K_linear_q2_0_k9728_m2560_decode,
-    K_lm_head_norm_q2_0_n2560_decode_argmax,
-    K_linear_q2_0_k2560_m4096_batch,
-    K_linear_q2_0_k2560_m1024_batch,
+    K_linear_q2_0_g128_k9728_m2560_decode,
+    K_lm_head_norm_q2_0_g128_n2560_decode_argmax,
+    K_linear_q2_0_g128_k2560_m4096_batch,
+    K_linear_q2_0_g128_k2560_m1024_batch,
     K_rope_kv_n1024_f16,
     K_attention_rope_h32_kv8_d128_f16_g4_t4,
-    K_linear_q2_0_k4096_m2560_batch,
-    K_linear_q2_0_k2560_m9728_batch,
-    K_linear_q2_0_k9728_m2560_batch,
-    K_lm_head_q2_0_n2560_batch,
+    K_linear_q2_0_g128_k4096_m2560_batch,
+    K_linear_q2_0_g128_k2560_m9728_batch,
+    K_linear_q2_0_g128_k9728_m2560_batch,
+    K_lm_head_q2_0_g128_n2560_batch,
     K_argmax,
     K_topk,
     K_copy,
@@ -106,32 +106,32 @@ enum { A_act0, A_act1, A_act2, A_act3, A_act4, A_act5 };
 
 static const rt_dispatch decode[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd             embed_q2_0_n2560         (tokens, token_embd.weight, x) */
-    {.kernel = K_embed_q2_0_n2560, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    /* embed token_embd             embed_q2_0_g128_n2560    (tokens, token_embd.weight, x) */
+    {.kernel = K_embed_q2_0_g128_n2560, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 3, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 10964ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
+     .bytes = 10924ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* rmsnorm attn_norm            rmsnorm_n2560            (x, blk.{L}.attn_norm.weight, h)  [barrier: x] */
     {.kernel = K_rmsnorm_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm attn_norm"},
-    /* linear attn_q                linear_q2_0_k2560_m4096_decode (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
-    {.kernel = K_linear_q2_0_k2560_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
+    /* linear attn_q                linear_q2_0_g128_k2560_m4096_decode (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
+    {.kernel = K_linear_q2_0_g128_k2560_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 2975744ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
-    /* linear attn_k                linear_q2_0_k2560_m1024_decode (h, blk.{L}.attn_k.weight, k) */
-    {.kernel = K_linear_q2_0_k2560_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
+     .bytes = 2811904ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
+    /* linear attn_k                linear_q2_0_g128_k2560_m1024_decode (h, blk.{L}.attn_k.weight, k) */
+    {.kernel = K_linear_q2_0_g128_k2560_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 751616ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
-    /* linear attn_v                linear_q2_0_k2560_m1024_decode (h, blk.{L}.attn_v.weight, v) */
-    {.kernel = K_linear_q2_0_k2560_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
+     .bytes = 710656ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
+    /* linear attn_v                linear_q2_0_g128_k2560_m1024_decode (h, blk.{L}.attn_v.weight, v) */
+    {.kernel = K_linear_q2_0_g128_k2560_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 751616ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
+     .bytes = 710656ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
     /* rmsnorm attn_q_norm          rmsnorm_head_n128        (q, blk.{L}.attn_q_norm.weight, qn)  [barrier: qn q] */
     {.kernel = K_rmsnorm_head_n128, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
@@ -147,11 +147,11 @@ static const rt_dispatch decode[] = {
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 33280}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_SYNC,
      .bytes = 1110016ull, .bytes_vocab = 0ull, .bytes_kv = 4096ull, .label = "rope_kv+attention+rope a"},
-    /* linear attn_output           linear_q2_0_k4096_m2560_decode (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
-    {.kernel = K_linear_q2_0_k4096_m2560_decode, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
+    /* linear attn_output           linear_q2_0_g128_k4096_m2560_decode (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
+    {.kernel = K_linear_q2_0_g128_k4096_m2560_decode, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 320, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act3),
-     .bytes = 2975744ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
+     .bytes = 2811904ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
     /* add x                        add_n2560                (x, o, x)  [barrier: o] */
     {.kernel = K_add_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -162,67 +162,67 @@ static const rt_dispatch decode[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm ffn_norm"},
-    /* linear ffn_gate              linear_q2_0_k2560_m9728_decode (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
-    {.kernel = K_linear_q2_0_k2560_m9728_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
+    /* linear ffn_gate              linear_q2_0_g128_k2560_m9728_decode (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
+    {.kernel = K_linear_q2_0_g128_k2560_m9728_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 7053312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
-    /* linear ffn_up                linear_q2_0_k2560_m9728_decode (g, blk.{L}.ffn_up.weight, up) */
-    {.kernel = K_linear_q2_0_k2560_m9728_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
+     .bytes = 6664192ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
+    /* linear ffn_up                linear_q2_0_g128_k2560_m9728_decode (g, blk.{L}.ffn_up.weight, up) */
+    {.kernel = K_linear_q2_0_g128_k2560_m9728_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 7053312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
+     .bytes = 6664192ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
     /* silu_mul f                   silu_mul_n9728           (gate, up, f)  [barrier: f gate up] */
     {.kernel = K_silu_mul_n9728, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 38, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 116736ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "silu_mul f"},
-    /* linear ffn_down              linear_q2_0_k9728_m2560_decode (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
-    {.kernel = K_linear_q2_0_k9728_m2560_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
+    /* linear ffn_down              linear_q2_0_g128_k9728_m2560_decode (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
+    {.kernel = K_linear_q2_0_g128_k9728_m2560_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 320, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 7053312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
+     .bytes = 6664192ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
     /* add x                        add_n2560                (x, d, x)  [barrier: d] */
     {.kernel = K_add_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
      .groups = {{0, 10, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act2),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "add x"},
     /* ---- after the layers ---- */
-    /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_q2_0_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
-    {.kernel = K_lm_head_norm_q2_0_n2560_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    /* rmsnorm output_norm+lm_head token_embd+argmax lm_head_norm_q2_0_g128_n2560_decode_argmax (x, token_embd.weight, logits, output_norm.weight, logits.best, sync, result)  [barrier: x sync] */
+    {.kernel = K_lm_head_norm_q2_0_g128_n2560_decode_argmax, .n_args = 7, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}, {RT_ARG_WEIGHT, 1}, {RT_ARG_ACT, 1}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_SYNC,
-     .bytes = 18436ull, .bytes_vocab = 724ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
+     .bytes = 18436ull, .bytes_vocab = 684ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm+lm_head token_embd+argmax"},
 };
 
 static const rt_dispatch prefill[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd             embed_q2_0_n2560         (tokens, token_embd.weight, x) */
-    {.kernel = K_embed_q2_0_n2560, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    /* embed token_embd             embed_q2_0_g128_n2560    (tokens, token_embd.weight, x) */
+    {.kernel = K_embed_q2_0_g128_n2560, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 3, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 10964ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
+     .bytes = 10924ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* rmsnorm attn_norm            rmsnorm_n2560            (x, blk.{L}.attn_norm.weight, h)  [barrier: x] */
     {.kernel = K_rmsnorm_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 2}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm attn_norm"},
-    /* linear attn_q                linear_q2_0_k2560_m4096_batch (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
-    {.kernel = K_linear_q2_0_k2560_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
+    /* linear attn_q                linear_q2_0_g128_k2560_m4096_batch (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
+    {.kernel = K_linear_q2_0_g128_k2560_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 2975744ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
-    /* linear attn_k                linear_q2_0_k2560_m1024_batch (h, blk.{L}.attn_k.weight, k) */
-    {.kernel = K_linear_q2_0_k2560_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
+     .bytes = 2811904ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
+    /* linear attn_k                linear_q2_0_g128_k2560_m1024_batch (h, blk.{L}.attn_k.weight, k) */
+    {.kernel = K_linear_q2_0_g128_k2560_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 751616ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
-    /* linear attn_v                linear_q2_0_k2560_m1024_batch (h, blk.{L}.attn_v.weight, v) */
-    {.kernel = K_linear_q2_0_k2560_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
+     .bytes = 710656ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
+    /* linear attn_v                linear_q2_0_g128_k2560_m1024_batch (h, blk.{L}.attn_v.weight, v) */
+    {.kernel = K_linear_q2_0_g128_k2560_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 4}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 751616ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
+     .bytes = 710656ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
     /* rmsnorm attn_q_norm          rmsnorm_head_n128        (q, blk.{L}.attn_q_norm.weight, qn)  [barrier: qn q] */
     {.kernel = K_rmsnorm_head_n128, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
@@ -243,11 +243,11 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {1, 0, 4}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_KCACHE | RT_BAR_VCACHE,
      .bytes = 32768ull, .bytes_vocab = 0ull, .bytes_kv = 4096ull, .label = "attention+rope a"},
-    /* linear attn_output           linear_q2_0_k4096_m2560_batch (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
-    {.kernel = K_linear_q2_0_k4096_m2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
+    /* linear attn_output           linear_q2_0_g128_k4096_m2560_batch (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
+    {.kernel = K_linear_q2_0_g128_k4096_m2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 8}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 320, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 2975744ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
+     .bytes = 2811904ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
     /* add x                        add_n2560                (x, o, x)  [barrier: o] */
     {.kernel = K_add_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -258,26 +258,26 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm ffn_norm"},
-    /* linear ffn_gate              linear_q2_0_k2560_m9728_batch (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
-    {.kernel = K_linear_q2_0_k2560_m9728_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
+    /* linear ffn_gate              linear_q2_0_g128_k2560_m9728_batch (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
+    {.kernel = K_linear_q2_0_g128_k2560_m9728_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 7053312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
-    /* linear ffn_up                linear_q2_0_k2560_m9728_batch (g, blk.{L}.ffn_up.weight, up) */
-    {.kernel = K_linear_q2_0_k2560_m9728_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
+     .bytes = 6664192ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
+    /* linear ffn_up                linear_q2_0_g128_k2560_m9728_batch (g, blk.{L}.ffn_up.weight, up) */
+    {.kernel = K_linear_q2_0_g128_k2560_m9728_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 7053312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
+     .bytes = 6664192ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
     /* silu_mul f                   silu_mul_n9728           (gate, up, f)  [barrier: f gate up] */
     {.kernel = K_silu_mul_n9728, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 38, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 116736ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "silu_mul f"},
-    /* linear ffn_down              linear_q2_0_k9728_m2560_batch (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
-    {.kernel = K_linear_q2_0_k9728_m2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
+    /* linear ffn_down              linear_q2_0_g128_k9728_m2560_batch (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
+    {.kernel = K_linear_q2_0_g128_k9728_m2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 320, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 7053312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
+     .bytes = 6664192ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
     /* add x                        add_n2560                (x, d, x)  [barrier: d] */
     {.kernel = K_add_n2560, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -289,11 +289,11 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 30720ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
-    /* lm_head token_embd           lm_head_q2_0_n2560_batch (xn, token_embd.weight, logits)  [barrier: xn] */
-    {.kernel = K_lm_head_q2_0_n2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
+    /* lm_head token_embd           lm_head_q2_0_g128_n2560_batch (xn, token_embd.weight, logits)  [barrier: xn] */
+    {.kernel = K_lm_head_q2_0_g128_n2560_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 10240ull, .bytes_vocab = 724ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
+     .bytes = 10240ull, .bytes_vocab = 684ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 
 /* ---- the native CPU backend's schedule: the YAML's ops in order (runtime/cpu/cpu_forward.c) ---- */
@@ -308,56 +308,56 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qn", "kn"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:54: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:57: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:56: rmsnorm attn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/ternary-bonsai-4b.yaml:57: linear attn_q", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/ternary-bonsai-4b.yaml:58: linear attn_k", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/ternary-bonsai-4b.yaml:59: linear attn_v", {0}},
-    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:60: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:61: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:62: rope", {0}},
-    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:63: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:64: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:65: attention", {0}},
-    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/ternary-bonsai-4b.yaml:66: linear attn_output", {0}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:67: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:68: rmsnorm ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/ternary-bonsai-4b.yaml:69: linear ffn_gate", {0}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/ternary-bonsai-4b.yaml:70: linear ffn_up", {0}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/ternary-bonsai-4b.yaml:71: silu_mul", {0}},
-    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/ternary-bonsai-4b.yaml:72: linear ffn_down", {0}},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:73: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:59: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/ternary-bonsai-4b.yaml:60: linear attn_q", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/ternary-bonsai-4b.yaml:61: linear attn_k", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/ternary-bonsai-4b.yaml:62: linear attn_v", {0}},
+    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:63: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:64: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:65: rope", {0}},
+    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:66: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:67: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:68: attention", {0}},
+    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/ternary-bonsai-4b.yaml:69: linear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:70: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:71: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/ternary-bonsai-4b.yaml:72: linear ffn_gate", {0}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/ternary-bonsai-4b.yaml:73: linear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/ternary-bonsai-4b.yaml:74: silu_mul", {0}},
+    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/ternary-bonsai-4b.yaml:75: linear ffn_down", {0}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/ternary-bonsai-4b.yaml:76: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:75: rmsnorm output_norm", {9.99999997e-07f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:76: lm_head token_embd", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/ternary-bonsai-4b.yaml:78: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/ternary-bonsai-4b.yaml:79: lm_head token_embd", {0}},
 };
 
 static const char manifest[] =
     "model ternary-bonsai-4b\n"
-    "source models/ternary-bonsai-4b.yaml fnv64:7c9ac238b018b9a5\n"
+    "source models/ternary-bonsai-4b.yaml fnv64:c61bc6ba34d31110\n"
     "fusion on\n"
     "kernels 23\n"
-    "kernel embed_q2_0_n2560 glsl-fnv64:630dc71d92c4edfc\n"
+    "kernel embed_q2_0_g128_n2560 glsl-fnv64:90d4ee1c26ea7a5c\n"
     "kernel rmsnorm_n2560 glsl-fnv64:93c8d805898ac03d\n"
-    "kernel linear_q2_0_k2560_m4096_decode glsl-fnv64:6e829cbe54466956\n"
-    "kernel linear_q2_0_k2560_m1024_decode glsl-fnv64:85d6aa400a842a92\n"
+    "kernel linear_q2_0_g128_k2560_m4096_decode glsl-fnv64:91c71cb8b99c120c\n"
+    "kernel linear_q2_0_g128_k2560_m1024_decode glsl-fnv64:b51294ba4e4258f0\n"
     "kernel rmsnorm_head_n128 glsl-fnv64:48361da5711915d3\n"
     "kernel attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv glsl-fnv64:81c031e72c630a1b\n"
-    "kernel linear_q2_0_k4096_m2560_decode glsl-fnv64:31b3161dd4576a5c\n"
+    "kernel linear_q2_0_g128_k4096_m2560_decode glsl-fnv64:52a38b761ff7b0cb\n"
     "kernel add_n2560 glsl-fnv64:9bb8b3add6fbc129\n"
-    "kernel linear_q2_0_k2560_m9728_decode glsl-fnv64:0b769f434a8e1254\n"
+    "kernel linear_q2_0_g128_k2560_m9728_decode glsl-fnv64:8968b51d09c16742\n"
     "kernel silu_mul_n9728 glsl-fnv64:846bdaf6ecde67b4\n"
-    "kernel linear_q2_0_k9728_m2560_decode glsl-fnv64:df3a20ae08cd9a07\n"
-    "kernel lm_head_norm_q2_0_n2560_decode_argmax glsl-fnv64:c62c68053e740ab5\n"
-    "kernel linear_q2_0_k2560_m4096_batch glsl-fnv64:8ada8b1c92352a49\n"
-    "kernel linear_q2_0_k2560_m1024_batch glsl-fnv64:ed4dae4ff83f9be5\n"
+    "kernel linear_q2_0_g128_k9728_m2560_decode glsl-fnv64:e151e276017369b5\n"
+    "kernel lm_head_norm_q2_0_g128_n2560_decode_argmax glsl-fnv64:53002e9e18e2ae1b\n"
+    "kernel linear_q2_0_g128_k2560_m4096_batch glsl-fnv64:d841a7f80a777ad4\n"
+    "kernel linear_q2_0_g128_k2560_m1024_batch glsl-fnv64:f8f60a01f2e0ebd8\n"
     "kernel rope_kv_n1024_f16 glsl-fnv64:1d97042ce1ac6f84\n"
     "kernel attention_rope_h32_kv8_d128_f16_g4_t4 glsl-fnv64:3e1b5320813a343f\n"
-    "kernel linear_q2_0_k4096_m2560_batch glsl-fnv64:d6648ec1c55b17be\n"
-    "kernel linear_q2_0_k2560_m9728_batch glsl-fnv64:6b5ac3f25473b215\n"
-    "kernel linear_q2_0_k9728_m2560_batch glsl-fnv64:86e53fefb5c9ac5a\n"
-    "kernel lm_head_q2_0_n2560_batch glsl-fnv64:cbd72d609e2645c6\n"
+    "kernel linear_q2_0_g128_k4096_m2560_batch glsl-fnv64:bb30c9ebd4dbe541\n"
+    "kernel linear_q2_0_g128_k2560_m9728_batch glsl-fnv64:329c0d2d8255b510\n"
+    "kernel linear_q2_0_g128_k9728_m2560_batch glsl-fnv64:a0f407c013f0b261\n"
+    "kernel lm_head_q2_0_g128_n2560_batch glsl-fnv64:c576078181301b11\n"
     "kernel argmax glsl-fnv64:cd1778567a2900b6\n"
     "kernel topk glsl-fnv64:e0a38f2bfae2a1c0\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

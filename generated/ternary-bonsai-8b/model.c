@@ -11,24 +11,24 @@
 /* name, SPIR-V (portable, native-dot, cooperative-matrix), workgroup shared bytes, invocations, argument table,
  * shared bytes at each prefill tile (rt_tile_at) */
 static const rt_kernel_desc kernels[21] = {
-    {"embed_q2_0_n4096", spv_embed_q2_0_n4096, sizeof(spv_embed_q2_0_n4096), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"embed_q2_0_g128_n4096", spv_embed_q2_0_g128_n4096, sizeof(spv_embed_q2_0_g128_n4096), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rmsnorm_n4096", spv_rmsnorm_n4096, sizeof(spv_rmsnorm_n4096), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"linear_q2_0_k4096_m4096_decode", spv_linear_q2_0_k4096_m4096_decode, sizeof(spv_linear_q2_0_k4096_m4096_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k4096_m1024_decode", spv_linear_q2_0_k4096_m1024_decode, sizeof(spv_linear_q2_0_k4096_m1024_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m4096_decode", spv_linear_q2_0_g128_k4096_m4096_decode, sizeof(spv_linear_q2_0_g128_k4096_m4096_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m1024_decode", spv_linear_q2_0_g128_k4096_m1024_decode, sizeof(spv_linear_q2_0_g128_k4096_m1024_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rmsnorm_head_n128", spv_rmsnorm_head_n128, sizeof(spv_rmsnorm_head_n128), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv", spv_attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv, sizeof(spv_attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv), NULL, 0, NULL, 0, 4116, 128, 0, {0}},
     {"add_n4096", spv_add_n4096, sizeof(spv_add_n4096), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k4096_m12288_decode", spv_linear_q2_0_k4096_m12288_decode, sizeof(spv_linear_q2_0_k4096_m12288_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m12288_decode", spv_linear_q2_0_g128_k4096_m12288_decode, sizeof(spv_linear_q2_0_g128_k4096_m12288_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"silu_mul_n12288", spv_silu_mul_n12288, sizeof(spv_silu_mul_n12288), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k12288_m4096_decode", spv_linear_q2_0_k12288_m4096_decode, sizeof(spv_linear_q2_0_k12288_m4096_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_q2_0_n4096_decode_argmax", spv_lm_head_q2_0_n4096_decode_argmax, sizeof(spv_lm_head_q2_0_n4096_decode_argmax), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
-    {"linear_q2_0_k4096_m4096_batch", spv_linear_q2_0_k4096_m4096_batch, sizeof(spv_linear_q2_0_k4096_m4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k4096_m1024_batch", spv_linear_q2_0_k4096_m1024_batch, sizeof(spv_linear_q2_0_k4096_m1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k12288_m4096_decode", spv_linear_q2_0_g128_k12288_m4096_decode, sizeof(spv_linear_q2_0_g128_k12288_m4096_decode), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q2_0_g128_n4096_decode_argmax", spv_lm_head_q2_0_g128_n4096_decode_argmax, sizeof(spv_lm_head_q2_0_g128_n4096_decode_argmax), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m4096_batch", spv_linear_q2_0_g128_k4096_m4096_batch, sizeof(spv_linear_q2_0_g128_k4096_m4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m1024_batch", spv_linear_q2_0_g128_k4096_m1024_batch, sizeof(spv_linear_q2_0_g128_k4096_m1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"rope_kv_n1024_f16", spv_rope_kv_n1024_f16, sizeof(spv_rope_kv_n1024_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h32_kv8_d128_f16_g4_t4", spv_attention_rope_h32_kv8_d128_f16_g4_t4, sizeof(spv_attention_rope_h32_kv8_d128_f16_g4_t4), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
-    {"linear_q2_0_k4096_m12288_batch", spv_linear_q2_0_k4096_m12288_batch, sizeof(spv_linear_q2_0_k4096_m12288_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"linear_q2_0_k12288_m4096_batch", spv_linear_q2_0_k12288_m4096_batch, sizeof(spv_linear_q2_0_k12288_m4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
-    {"lm_head_q2_0_n4096_batch", spv_lm_head_q2_0_n4096_batch, sizeof(spv_lm_head_q2_0_n4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k4096_m12288_batch", spv_linear_q2_0_g128_k4096_m12288_batch, sizeof(spv_linear_q2_0_g128_k4096_m12288_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"linear_q2_0_g128_k12288_m4096_batch", spv_linear_q2_0_g128_k12288_m4096_batch, sizeof(spv_linear_q2_0_g128_k12288_m4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
+    {"lm_head_q2_0_g128_n4096_batch", spv_lm_head_q2_0_g128_n4096_batch, sizeof(spv_lm_head_q2_0_g128_n4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
     {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
     {"copy", spv_copy, sizeof(spv_copy), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -49,20 +49,20 @@ static const rt_hparam_check checks[] = {
 };
 
 static const rt_tensor_desc tensors[] = {
-    {"token_embd.weight", FMT_Q2_0, 2, {4096, -1}, 0},
+    {"token_embd.weight", FMT_Q2_0_G128, 2, {4096, -1}, 0},
     {"output_norm.weight", FMT_F32, 1, {4096, 1}, 0},
-    {"output.weight", FMT_Q2_0, 2, {4096, -1}, 0},
+    {"output.weight", FMT_Q2_0_G128, 2, {4096, -1}, 0},
     {"blk.{L}.attn_norm.weight", FMT_F32, 1, {4096, 1}, 1},
-    {"blk.{L}.attn_q.weight", FMT_Q2_0, 2, {4096, 4096}, 1},
-    {"blk.{L}.attn_k.weight", FMT_Q2_0, 2, {4096, 1024}, 1},
-    {"blk.{L}.attn_v.weight", FMT_Q2_0, 2, {4096, 1024}, 1},
+    {"blk.{L}.attn_q.weight", FMT_Q2_0_G128, 2, {4096, 4096}, 1},
+    {"blk.{L}.attn_k.weight", FMT_Q2_0_G128, 2, {4096, 1024}, 1},
+    {"blk.{L}.attn_v.weight", FMT_Q2_0_G128, 2, {4096, 1024}, 1},
     {"blk.{L}.attn_q_norm.weight", FMT_F32, 1, {128, 1}, 1},
     {"blk.{L}.attn_k_norm.weight", FMT_F32, 1, {128, 1}, 1},
-    {"blk.{L}.attn_output.weight", FMT_Q2_0, 2, {4096, 4096}, 1},
+    {"blk.{L}.attn_output.weight", FMT_Q2_0_G128, 2, {4096, 4096}, 1},
     {"blk.{L}.ffn_norm.weight", FMT_F32, 1, {4096, 1}, 1},
-    {"blk.{L}.ffn_gate.weight", FMT_Q2_0, 2, {4096, 12288}, 1},
-    {"blk.{L}.ffn_up.weight", FMT_Q2_0, 2, {4096, 12288}, 1},
-    {"blk.{L}.ffn_down.weight", FMT_Q2_0, 2, {12288, 4096}, 1},
+    {"blk.{L}.ffn_gate.weight", FMT_Q2_0_G128, 2, {4096, 12288}, 1},
+    {"blk.{L}.ffn_up.weight", FMT_Q2_0_G128, 2, {4096, 12288}, 1},
+    {"blk.{L}.ffn_down.weight", FMT_Q2_0_G128, 2, {12288, 4096}, 1},
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */
@@ -77,24 +77,24 @@ static const rt_act_desc acts[] = {
 
 /* kernels[] and acts[] by name: the dispatches below name them */
 enum {
-    K_embed_q2_0_n4096,
+    K_embed_q2_0_g128_n4096,
     K_rmsnorm_n4096,
-    K_linear_q2_0_k4096_m4096_decode,
-    K_linear_q2_0_k4096_m1024_decode,
+    K_linear_q2_0_g128_k4096_m4096_decode,
+    K_linear_q2_0_g128_k4096_m1024_decode,
     K_rmsnorm_head_n128,
     K_attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv,
     K_add_n4096,
-    K_linear_q2_0_k4096_m12288_decode,
+    K_linear_q2_0_g128_k4096_m12288_decode,
     K_silu_mul_n12288,
-    K_linear_q2_0_k12288_m4096_decode,
-    K_lm_head_q2_0_n4096_decode_argmax,
-    K_linear_q2_0_k4096_m4096_batch,
-    K_linear_q2_0_k4096_m1024_batch,
+    K_linear_q2_0_g128_k12288_m4096_decode,
+    K_lm_head_q2_0_g128_n4096_decode_argmax,
+    K_linear_q2_0_g128_k4096_m4096_batch,
+    K_linear_q2_0_g128_k4096_m1024_batch,
     K_rope_kv_n1024_f16,
     K_attention_rope_h32_kv8_d128_f16_g4_t4,
-    K_linear_q2_0_k4096_m12288_batch,
-    K_linear_q2_0_k12288_m4096_batch,
-    K_lm_head_q2_0_n4096_batch,
+    K_linear_q2_0_g128_k4096_m12288_batch,
+    K_linear_q2_0_g128_k12288_m4096_batch,
+    K_lm_head_q2_0_g128_n4096_batch,
     K_argmax,
     K_topk,
     K_copy,
@@ -103,32 +103,32 @@ enum { A_act0, A_act1, A_act2, A_act3, A_act4, A_act5 };
 
 static const rt_dispatch decode[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd             embed_q2_0_n4096         (tokens, token_embd.weight, x) */
-    {.kernel = K_embed_q2_0_n4096, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    /* embed token_embd             embed_q2_0_g128_n4096    (tokens, token_embd.weight, x) */
+    {.kernel = K_embed_q2_0_g128_n4096, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 4, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 17540ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
+     .bytes = 17476ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* rmsnorm attn_norm            rmsnorm_n4096            (x, blk.{L}.attn_norm.weight, h)  [barrier: x] */
     {.kernel = K_rmsnorm_n4096, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 49152ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm attn_norm"},
-    /* linear attn_q                linear_q2_0_k4096_m4096_decode (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
-    {.kernel = K_linear_q2_0_k4096_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 2}},
+    /* linear attn_q                linear_q2_0_g128_k4096_m4096_decode (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
+    {.kernel = K_linear_q2_0_g128_k4096_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 4751360ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
-    /* linear attn_k                linear_q2_0_k4096_m1024_decode (h, blk.{L}.attn_k.weight, k) */
-    {.kernel = K_linear_q2_0_k4096_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}},
+     .bytes = 4489216ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
+    /* linear attn_k                linear_q2_0_g128_k4096_m1024_decode (h, blk.{L}.attn_k.weight, k) */
+    {.kernel = K_linear_q2_0_g128_k4096_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 1200128ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
-    /* linear attn_v                linear_q2_0_k4096_m1024_decode (h, blk.{L}.attn_v.weight, v) */
-    {.kernel = K_linear_q2_0_k4096_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 4}},
+     .bytes = 1134592ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
+    /* linear attn_v                linear_q2_0_g128_k4096_m1024_decode (h, blk.{L}.attn_v.weight, v) */
+    {.kernel = K_linear_q2_0_g128_k4096_m1024_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 4}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 1200128ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
+     .bytes = 1134592ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
     /* rmsnorm attn_q_norm          rmsnorm_head_n128        (q, blk.{L}.attn_q_norm.weight, qn)  [barrier: qn q] */
     {.kernel = K_rmsnorm_head_n128, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
@@ -144,11 +144,11 @@ static const rt_dispatch decode[] = {
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {0, 32, 1, .splits_max = 256, .split_bytes = 33280}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3) | RT_BAR_ACT(A_act4) | RT_BAR_ACT(A_act5) | RT_BAR_SYNC,
      .bytes = 1110016ull, .bytes_vocab = 0ull, .bytes_kv = 4096ull, .label = "rope_kv+attention+rope a"},
-    /* linear attn_output           linear_q2_0_k4096_m4096_decode (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
-    {.kernel = K_linear_q2_0_k4096_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 1}},
+    /* linear attn_output           linear_q2_0_g128_k4096_m4096_decode (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
+    {.kernel = K_linear_q2_0_g128_k4096_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 3}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act3),
-     .bytes = 4751360ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
+     .bytes = 4489216ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
     /* add x                        add_n4096                (x, o, x)  [barrier: o] */
     {.kernel = K_add_n4096, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -159,26 +159,26 @@ static const rt_dispatch decode[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 49152ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm ffn_norm"},
-    /* linear ffn_gate              linear_q2_0_k4096_m12288_decode (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
-    {.kernel = K_linear_q2_0_k4096_m12288_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 2}},
+    /* linear ffn_gate              linear_q2_0_g128_k4096_m12288_decode (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
+    {.kernel = K_linear_q2_0_g128_k4096_m12288_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 14221312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
-    /* linear ffn_up                linear_q2_0_k4096_m12288_decode (g, blk.{L}.ffn_up.weight, up) */
-    {.kernel = K_linear_q2_0_k4096_m12288_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 3}},
+     .bytes = 13434880ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
+    /* linear ffn_up                linear_q2_0_g128_k4096_m12288_decode (g, blk.{L}.ffn_up.weight, up) */
+    {.kernel = K_linear_q2_0_g128_k4096_m12288_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 14221312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
+     .bytes = 13434880ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
     /* silu_mul f                   silu_mul_n12288          (gate, up, f)  [barrier: f gate up] */
     {.kernel = K_silu_mul_n12288, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 48, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 147456ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "silu_mul f"},
-    /* linear ffn_down              linear_q2_0_k12288_m4096_decode (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
-    {.kernel = K_linear_q2_0_k12288_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 13}, {RT_ARG_ACT, 2}},
+    /* linear ffn_down              linear_q2_0_g128_k12288_m4096_decode (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
+    {.kernel = K_linear_q2_0_g128_k12288_m4096_decode, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 13}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 14221312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
+     .bytes = 13434880ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
     /* add x                        add_n4096                (x, d, x)  [barrier: d] */
     {.kernel = K_add_n4096, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -190,41 +190,41 @@ static const rt_dispatch decode[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 49152ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
-    /* lm_head output+argmax        lm_head_q2_0_n4096_decode_argmax (xn, output.weight, logits, logits.best, sync, result)  [barrier: xn sync] */
-    {.kernel = K_lm_head_q2_0_n4096_decode_argmax, .n_args = 6, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
+    /* lm_head output+argmax        lm_head_q2_0_g128_n4096_decode_argmax (xn, output.weight, logits, logits.best, sync, result)  [barrier: xn sync] */
+    {.kernel = K_lm_head_q2_0_g128_n4096_decode_argmax, .n_args = 6, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}, {RT_ARG_ACT, 2}, {RT_ARG_SYNC, 0}, {RT_ARG_RESULT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_SYNC,
-     .bytes = 24580ull, .bytes_vocab = 1156ull, .bytes_kv = 0ull, .label = "lm_head output+argmax"},
+     .bytes = 24580ull, .bytes_vocab = 1092ull, .bytes_kv = 0ull, .label = "lm_head output+argmax"},
 };
 
 static const rt_dispatch prefill[] = {
     /* ---- before the layers ---- */
-    /* embed token_embd             embed_q2_0_n4096         (tokens, token_embd.weight, x) */
-    {.kernel = K_embed_q2_0_n4096, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
+    /* embed token_embd             embed_q2_0_g128_n4096    (tokens, token_embd.weight, x) */
+    {.kernel = K_embed_q2_0_g128_n4096, .n_args = 3, .args = {{RT_ARG_TOKENS, 0}, {RT_ARG_WEIGHT, 0}, {RT_ARG_ACT, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 4, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 17540ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
+     .bytes = 17476ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "embed token_embd"},
     /* ---- each layer L ---- */
     /* rmsnorm attn_norm            rmsnorm_n4096            (x, blk.{L}.attn_norm.weight, h)  [barrier: x] */
     {.kernel = K_rmsnorm_n4096, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_WEIGHT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 49152ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm attn_norm"},
-    /* linear attn_q                linear_q2_0_k4096_m4096_batch (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
-    {.kernel = K_linear_q2_0_k4096_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 2}},
+    /* linear attn_q                linear_q2_0_g128_k4096_m4096_batch (h, blk.{L}.attn_q.weight, q)  [barrier: h] */
+    {.kernel = K_linear_q2_0_g128_k4096_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 4}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 4751360ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
-    /* linear attn_k                linear_q2_0_k4096_m1024_batch (h, blk.{L}.attn_k.weight, k) */
-    {.kernel = K_linear_q2_0_k4096_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}},
+     .bytes = 4489216ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_q"},
+    /* linear attn_k                linear_q2_0_g128_k4096_m1024_batch (h, blk.{L}.attn_k.weight, k) */
+    {.kernel = K_linear_q2_0_g128_k4096_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 5}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 1200128ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
-    /* linear attn_v                linear_q2_0_k4096_m1024_batch (h, blk.{L}.attn_v.weight, v) */
-    {.kernel = K_linear_q2_0_k4096_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 4}},
+     .bytes = 1134592ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_k"},
+    /* linear attn_v                linear_q2_0_g128_k4096_m1024_batch (h, blk.{L}.attn_v.weight, v) */
+    {.kernel = K_linear_q2_0_g128_k4096_m1024_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 6}, {RT_ARG_ACT, 4}},
      .n_params = 0, .params = {},
      .groups = {{0, 128, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 1200128ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
+     .bytes = 1134592ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_v"},
     /* rmsnorm attn_q_norm          rmsnorm_head_n128        (q, blk.{L}.attn_q_norm.weight, qn)  [barrier: qn q] */
     {.kernel = K_rmsnorm_head_n128, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 7}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
@@ -245,11 +245,11 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{0, 8, 1}, {1, 0, 4}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_KCACHE | RT_BAR_VCACHE,
      .bytes = 32768ull, .bytes_vocab = 0ull, .bytes_kv = 4096ull, .label = "attention+rope a"},
-    /* linear attn_output           linear_q2_0_k4096_m4096_batch (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
-    {.kernel = K_linear_q2_0_k4096_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 1}},
+    /* linear attn_output           linear_q2_0_g128_k4096_m4096_batch (a, blk.{L}.attn_output.weight, o)  [barrier: o a] */
+    {.kernel = K_linear_q2_0_g128_k4096_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 4751360ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
+     .bytes = 4489216ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear attn_output"},
     /* add x                        add_n4096                (x, o, x)  [barrier: o] */
     {.kernel = K_add_n4096, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 1}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -260,26 +260,26 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0) | RT_BAR_ACT(A_act1),
      .bytes = 49152ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm ffn_norm"},
-    /* linear ffn_gate              linear_q2_0_k4096_m12288_batch (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
-    {.kernel = K_linear_q2_0_k4096_m12288_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 2}},
+    /* linear ffn_gate              linear_q2_0_g128_k4096_m12288_batch (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
+    {.kernel = K_linear_q2_0_g128_k4096_m12288_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 11}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 14221312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
-    /* linear ffn_up                linear_q2_0_k4096_m12288_batch (g, blk.{L}.ffn_up.weight, up) */
-    {.kernel = K_linear_q2_0_k4096_m12288_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 3}},
+     .bytes = 13434880ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
+    /* linear ffn_up                linear_q2_0_g128_k4096_m12288_batch (g, blk.{L}.ffn_up.weight, up) */
+    {.kernel = K_linear_q2_0_g128_k4096_m12288_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 12}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
-     .bytes = 14221312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
+     .bytes = 13434880ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
     /* silu_mul f                   silu_mul_n12288          (gate, up, f)  [barrier: f gate up] */
     {.kernel = K_silu_mul_n12288, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}},
      .n_params = 0, .params = {},
      .groups = {{0, 48, 1}, {1, 0, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2) | RT_BAR_ACT(A_act3),
      .bytes = 147456ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "silu_mul f"},
-    /* linear ffn_down              linear_q2_0_k12288_m4096_batch (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
-    {.kernel = K_linear_q2_0_k12288_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 13}, {RT_ARG_ACT, 2}},
+    /* linear ffn_down              linear_q2_0_g128_k12288_m4096_batch (f, blk.{L}.ffn_down.weight, d)  [barrier: f d] */
+    {.kernel = K_linear_q2_0_g128_k12288_m4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 13}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
      .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1) | RT_BAR_ACT(A_act2),
-     .bytes = 14221312ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
+     .bytes = 13434880ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_down"},
     /* add x                        add_n4096                (x, d, x)  [barrier: d] */
     {.kernel = K_add_n4096, .n_args = 3, .args = {{RT_ARG_ACT, 0}, {RT_ARG_ACT, 2}, {RT_ARG_ACT, 0}},
      .n_params = 0, .params = {},
@@ -291,11 +291,11 @@ static const rt_dispatch prefill[] = {
      .n_params = 0, .params = {},
      .groups = {{1, 0, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act0),
      .bytes = 49152ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "rmsnorm output_norm"},
-    /* lm_head output               lm_head_q2_0_n4096_batch (xn, output.weight, logits)  [barrier: xn] */
-    {.kernel = K_lm_head_q2_0_n4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}},
+    /* lm_head output               lm_head_q2_0_g128_n4096_batch (xn, output.weight, logits)  [barrier: xn] */
+    {.kernel = K_lm_head_q2_0_g128_n4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
      .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
-     .bytes = 16384ull, .bytes_vocab = 1156ull, .bytes_kv = 0ull, .label = "lm_head output"},
+     .bytes = 16384ull, .bytes_vocab = 1092ull, .bytes_kv = 0ull, .label = "lm_head output"},
 };
 
 /* ---- the native CPU backend's schedule: the YAML's ops in order (runtime/cpu/cpu_forward.c) ---- */
@@ -310,54 +310,54 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qn", "kn"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/ternary-bonsai-8b.yaml:54: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/ternary-bonsai-8b.yaml:56: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:56: rmsnorm attn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/ternary-bonsai-8b.yaml:57: linear attn_q", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/ternary-bonsai-8b.yaml:58: linear attn_k", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/ternary-bonsai-8b.yaml:59: linear attn_v", {0}},
-    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:60: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:61: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:62: rope", {0}},
-    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:63: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:64: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:65: attention", {0}},
-    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/ternary-bonsai-8b.yaml:66: linear attn_output", {0}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:67: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:68: rmsnorm ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/ternary-bonsai-8b.yaml:69: linear ffn_gate", {0}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/ternary-bonsai-8b.yaml:70: linear ffn_up", {0}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/ternary-bonsai-8b.yaml:71: silu_mul", {0}},
-    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/ternary-bonsai-8b.yaml:72: linear ffn_down", {0}},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:73: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:58: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/ternary-bonsai-8b.yaml:59: linear attn_q", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/ternary-bonsai-8b.yaml:60: linear attn_k", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/ternary-bonsai-8b.yaml:61: linear attn_v", {0}},
+    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:62: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:63: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:64: rope", {0}},
+    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:65: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:66: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:67: attention", {0}},
+    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/ternary-bonsai-8b.yaml:68: linear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:69: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:70: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/ternary-bonsai-8b.yaml:71: linear ffn_gate", {0}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/ternary-bonsai-8b.yaml:72: linear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/ternary-bonsai-8b.yaml:73: silu_mul", {0}},
+    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/ternary-bonsai-8b.yaml:74: linear ffn_down", {0}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/ternary-bonsai-8b.yaml:75: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:75: rmsnorm output_norm", {9.99999997e-07f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/ternary-bonsai-8b.yaml:76: lm_head output", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/ternary-bonsai-8b.yaml:77: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/ternary-bonsai-8b.yaml:78: lm_head output", {0}},
 };
 
 static const char manifest[] =
     "model ternary-bonsai-8b\n"
-    "source models/ternary-bonsai-8b.yaml fnv64:5573ddcce9a4ae05\n"
+    "source models/ternary-bonsai-8b.yaml fnv64:51b6b6b031d9ee0f\n"
     "fusion on\n"
     "kernels 21\n"
-    "kernel embed_q2_0_n4096 glsl-fnv64:eca0c832073d4aad\n"
+    "kernel embed_q2_0_g128_n4096 glsl-fnv64:c5a5ab2258478388\n"
     "kernel rmsnorm_n4096 glsl-fnv64:04074d8c2e564751\n"
-    "kernel linear_q2_0_k4096_m4096_decode glsl-fnv64:89354d9bcefdc7c4\n"
-    "kernel linear_q2_0_k4096_m1024_decode glsl-fnv64:e7857f92f1f46e18\n"
+    "kernel linear_q2_0_g128_k4096_m4096_decode glsl-fnv64:122a3b9e994db82f\n"
+    "kernel linear_q2_0_g128_k4096_m1024_decode glsl-fnv64:becf8ea41bcd0283\n"
     "kernel rmsnorm_head_n128 glsl-fnv64:48361da5711915d3\n"
     "kernel attention_rope_h32_kv8_d128_f16_split32_g4_merged_ropekv glsl-fnv64:81c031e72c630a1b\n"
     "kernel add_n4096 glsl-fnv64:22bfadacb7ffaee9\n"
-    "kernel linear_q2_0_k4096_m12288_decode glsl-fnv64:fed644a0ef6ebcfe\n"
+    "kernel linear_q2_0_g128_k4096_m12288_decode glsl-fnv64:2b9b8e0f2d50ace9\n"
     "kernel silu_mul_n12288 glsl-fnv64:c61ec4ec93c11854\n"
-    "kernel linear_q2_0_k12288_m4096_decode glsl-fnv64:70dd3d4a9e99e1d8\n"
-    "kernel lm_head_q2_0_n4096_decode_argmax glsl-fnv64:84d8e899a07b54a7\n"
-    "kernel linear_q2_0_k4096_m4096_batch glsl-fnv64:2ac6ff70e36bc826\n"
-    "kernel linear_q2_0_k4096_m1024_batch glsl-fnv64:18203cc426546a8a\n"
+    "kernel linear_q2_0_g128_k12288_m4096_decode glsl-fnv64:fee2097033d329a2\n"
+    "kernel lm_head_q2_0_g128_n4096_decode_argmax glsl-fnv64:c8ad8ac4e9e32676\n"
+    "kernel linear_q2_0_g128_k4096_m4096_batch glsl-fnv64:5190b939590e0d99\n"
+    "kernel linear_q2_0_g128_k4096_m1024_batch glsl-fnv64:ee961678b78e6f7d\n"
     "kernel rope_kv_n1024_f16 glsl-fnv64:1d97042ce1ac6f84\n"
     "kernel attention_rope_h32_kv8_d128_f16_g4_t4 glsl-fnv64:3e1b5320813a343f\n"
-    "kernel linear_q2_0_k4096_m12288_batch glsl-fnv64:be782f4cb17b9630\n"
-    "kernel linear_q2_0_k12288_m4096_batch glsl-fnv64:f03db84d47d6606d\n"
-    "kernel lm_head_q2_0_n4096_batch glsl-fnv64:37649d8dac520583\n"
+    "kernel linear_q2_0_g128_k4096_m12288_batch glsl-fnv64:d2b99edc8367c96f\n"
+    "kernel linear_q2_0_g128_k12288_m4096_batch glsl-fnv64:33c07090ee7f4472\n"
+    "kernel lm_head_q2_0_g128_n4096_batch glsl-fnv64:89c4dd3ca6697ede\n"
     "kernel argmax glsl-fnv64:cd1778567a2900b6\n"
     "kernel topk glsl-fnv64:e0a38f2bfae2a1c0\n"
     "kernel copy glsl-fnv64:d191af80ad79f6ba\n"

@@ -1,5 +1,6 @@
 /* cpu_qdot.c - block-quantized matrices times Q8_0 activations (cpu_qdot.h): Q8_0, Q4_0 and
- * Q2_0 rows straight from their bytes (layouts: format/fmt_q8_0.c, fmt_q4_0.c, fmt_q2_0.c).
+ * Q2_0 rows straight from their bytes (layouts: format/fmt_q8_0.c, fmt_q4_0.c, fmt_q2_0.c;
+ * Q2_0_G128's block of 128 is 4 activation blocks under one weight scale, as Q2_0's 64 is 2).
  *
  * The integer sum of one 32-value block (weight codes times activation codes) is exact at every
  * level: AVX2 (and AVX-512, which runs the AVX2 code: a block is one 256-bit register) by
@@ -117,10 +118,12 @@ static const qrow QROWS[] = {
     {FMT_Q8_0, 32, 34, q8_sum_c, q8_sum_avx2},
     {FMT_Q4_0, 32, 18, q4_sum_c, q4_sum_avx2},
     {FMT_Q2_0, 64, 18, q2_sum_c, q2_sum_avx2},
+    {FMT_Q2_0_G128, 128, 34, q2_sum_c, q2_sum_avx2},
 #else
     {FMT_Q8_0, 32, 34, q8_sum_c, NULL},
     {FMT_Q4_0, 32, 18, q4_sum_c, NULL},
     {FMT_Q2_0, 64, 18, q2_sum_c, NULL},
+    {FMT_Q2_0_G128, 128, 34, q2_sum_c, NULL},
 #endif
 };
 

@@ -19,14 +19,14 @@
  * (ggml-cpu's AVX quantize_row_q8_0: _mm256_round_ps, _MM_ROUND_NEAREST). */
 void cpu_quant_q8_0(const float *x, int K, int8_t *q, float *ds);
 
-/* 1 when the type's rows multiply Q8_0 activations here (Q8_0, Q4_0, Q2_0). */
+/* 1 when the type's rows multiply Q8_0 activations here (Q8_0, Q4_0, Q2_0, Q2_0_G128). */
 int cpu_qdot_has(uint32_t type);
 
 /* y[t * ldy + r] = (W row r) . (token t's activations) for rows r0 <= r < r1 and n tokens of
  * q [n][ne0] with scales ds [n][ne0 / 32] (cpu_quant_q8_0). Per weight block, the exact integer
  * sums of codes times codes, then as ggml-cpu's generic vec_dot: Q8_0 / Q4_0
  * sumf += sumi * (d_w * d_x); Q2_0 (64 values: two activation blocks) sumf += d_w * (d_x0 *
- * sumi0 + d_x1 * sumi1). */
+ * sumi0 + d_x1 * sumi1); Q2_0_G128 (128 values) the same over its four. */
 void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds, int n,
                    float *y, int64_t ldy);
 

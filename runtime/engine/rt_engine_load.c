@@ -95,9 +95,11 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             int64_t w0 = td->ne[0] < 0 ? vocab : td->ne[0];
             int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? vocab : td->ne[1]) : 1;
             if (!rt_eng_type_ok(td->type, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
-                snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]", path,
+                const fmt_codec *fc = fmt_codec_find(gt->type); /* Q2_0_G128: a file's type 42, told by size */
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]%s%s%s", path,
                          name, type_name(td->type), (long long)w0, (long long)w1, fmt_type_name(gt->type),
-                         (long long)gt->ne[0], (long long)gt->ne[1]);
+                         (long long)gt->ne[0], (long long)gt->ne[1], fc && fc->file_type ? " (the YAML type `" : "",
+                         fc && fc->file_type ? fc->yaml : "", fc && fc->file_type ? "` runs it)" : "");
                 return -1;
             }
         }

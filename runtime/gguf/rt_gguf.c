@@ -493,6 +493,9 @@ static int parse_tensors(rt_gguf_priv *P, cursor *c)
         if (tc && tc->device_only) /* e.g. TQ1_T: a layout of the load-time repack, not a file type */
             return fail(c->err, c->name, "%s: tensor type %u (%s) is a device-only layout (made at load by "
                         "--weights), not a GGUF type", ctx, (unsigned)ty, tc->name);
+        if (tc && tc->file_type) /* Q2_0_G128: files store it as type 42 (relabel_q2_g128) */
+            return fail(c->err, c->name, "%s: tensor type %u (%s) is an internal id, not a GGUF type (files "
+                        "store that format as type %u)", ctx, (unsigned)ty, tc->name, (unsigned)tc->file_type);
         if (rd_u64(c, &t->offset, ctx)) return -1;
         char terr[RT_ERR_LEN];
         t->nbytes = fmt_nbytes(t->type, t->ne, terr);
@@ -505,25 +508,31 @@ static int parse_tensors(rt_gguf_priv *P, cursor *c)
 }
 
 /* Q2_0 (type 42) is written with blocks of 64 by mainline llama.cpp and of 128 (f16 d + 32
- * bytes) by PrismML's fork (format/fmt_q2_0.c), and nothing in a file says which: a type-42
+ * bytes) by PrismML's fork (format/fmt_q2_0.c), and nothing in a file says which. A type-42
  * tensor whose data span (up to the next tensor's offset, or the file's end) is too short for
- * the 64-value form but holds the 128-value one is refused by name here, never read with the
- * wrong group. ord: the tensors sorted by offset. */
-static int check_q2_group(const rt_gguf *g, const off_idx *ord, uint64_t room, char *err)
+ * the 64-value form but holds the 128-value one marks the file as the fork's: then every
+ * type-42 tensor of it whose ne0 is a multiple of 128 is relabelled Q2_0_G128 (a small tensor
+ * alone could fit either form within the alignment padding); one of another width can only be
+ * the 64-value form and stays Q2_0 (the size check after this holds it to that form). ord: the
+ * tensors sorted by offset. */
+static void relabel_q2_g128(rt_gguf *g, const off_idx *ord, uint64_t room)
 {
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
+    bool g128 = false;
+    for (uint64_t i = 0; i < g->n_tensors && !g128; i++) {
         const rt_gguf_tensor *t = &g->tensors[ord[i].idx];
         if (t->type != FMT_Q2_0 || t->ne[0] % FMT_Q2_0_G128_BLOCK || t->offset > room)
             continue;
         const uint64_t span = (i + 1 < g->n_tensors ? g->tensors[ord[i + 1].idx].offset : room) - t->offset;
-        const uint64_t g128 = t->nbytes / 18 / 2 * FMT_Q2_0_G128_BYTES; /* 2 blocks of 64 -> one of 128 */
-        if (t->nbytes > span && g128 <= span)
-            return fail(err, g->path, "tensor '%.*s': Q2_0 (type 42) data of %llu bytes is the 128-value block "
-                        "form of PrismML's llama.cpp fork (Ternary-Bonsai files), not mainline llama.cpp's blocks "
-                        "of 64 (%llu bytes); that form is not supported", (int)(t->name.len > 200 ? 200 : t->name.len),
-                        t->name.ptr, (unsigned long long)g128, (unsigned long long)t->nbytes);
+        const uint64_t n128 = t->nbytes / 18 / 2 * FMT_Q2_0_G128_BYTES; /* 2 blocks of 64 -> one of 128 */
+        g128 = t->nbytes > span && n128 <= span;
     }
-    return 0;
+    for (uint64_t i = 0; i < g->n_tensors && g128; i++) {
+        rt_gguf_tensor *t = &g->tensors[i];
+        if (t->type != FMT_Q2_0 || t->ne[0] % FMT_Q2_0_G128_BLOCK)
+            continue;
+        t->type = FMT_Q2_0_G128;
+        t->nbytes = fmt_nbytes(FMT_Q2_0_G128, t->ne, NULL); /* known > 0: 64-value form's blocks, paired */
+    }
 }
 
 static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
@@ -540,10 +549,7 @@ static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
     if (!ord) return fail(err, g->path, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++) ord[i] = (off_idx){g->tensors[i].offset, i};
     qsort(ord, g->n_tensors, sizeof *ord, cmp_off);
-    if (check_q2_group(g, ord, room, err)) {
-        free(ord);
-        return -1;
-    }
+    relabel_q2_g128(g, ord, room);
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         rt_gguf_tensor *t = &g->tensors[i];
         if (t->offset > room || t->nbytes > room - t->offset) {

@@ -224,6 +224,8 @@ static int add_tensor(rt_gguf_writer *w, const char *name, rt_type type, uint32_
         return werr(w, "tensor '%s': nbytes %llu, but %s [%lld, %lld, %lld, %lld] needs %llu", name,
                     (unsigned long long)nbytes, fmt_type_name(type), (long long)t.ne[0],
                     (long long)t.ne[1], (long long)t.ne[2], (long long)t.ne[3], (unsigned long long)want);
+    if (tc && tc->file_type) /* Q2_0_G128: its bytes under the id files store (type 42) */
+        t.type = (rt_type)tc->file_type;
     if (!data && !fill) return werr(w, "tensor '%s': no data and no fill callback", name);
     if (w->n_t == w->cap_t) {
         uint64_t cap = w->cap_t ? 2 * w->cap_t : 16;

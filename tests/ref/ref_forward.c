@@ -224,7 +224,7 @@ static int lm_head(eval_ctx *e, const rt_gguf_tensor *w, const float *x, int dim
         return 0;
     const float *tab = w->type == FMT_F32 ? (const float *)w->data : NULL;
     float *dec = NULL;
-    if (w->type == FMT_Q8_0 || w->type == FMT_Q4_0 || w->type == FMT_Q2_0) /* Q8_0 activations */
+    if (w->type == FMT_Q8_0 || w->type == FMT_Q4_0 || w->type == FMT_Q2_0 || w->type == FMT_Q2_0_G128) /* Q8_0 acts */
         return ref_linear_q(w->type, w->data, dim, vocab, x, e->n, y) ? -1 : 0;
     if (w->type != FMT_F16 && !tab) {
         const fmt_codec *c = fmt_codec_find(w->type);

@@ -1,5 +1,5 @@
 /* ref_qdot.c - the C reference of llama.cpp's CPU products of block-quantized matrices (Q8_0,
- * Q4_0, Q2_0) by activations quantized to Q8_0 blocks of 32, written from ggml's definitions
+ * Q4_0, Q2_0 in blocks of 64 or 128) by activations quantized to Q8_0 blocks of 32, written from ggml's definitions
  * (ggml-quants.c dequantize_row_*, ggml-cpu quants.c ggml_vec_dot_*_q8_0_generic, the x86
  * quantize_row_q8_0) as plain loops over the stored bytes: the codes of each weight block, the
  * exact integer sum of a block, then ggml's generic float order. */
@@ -20,12 +20,19 @@ void ref_quantize_q8_0_act(const float *x, int n, int8_t *q, float *out_d)
     }
 }
 
-/* The codes (code - offset) and d of block `b` of a row; returns the values per block, 0 for
- * a type this file does not know. */
+/* Values and bytes per block of the formats this file knows (Q2_0_G128: PrismML's Q2_0, the
+ * bit layout of Q2_0 in blocks of 128); 0 for another type. */
+static int block_size(uint32_t type, int *bytes)
+{
+    *bytes = type == FMT_Q8_0 || type == FMT_Q2_0_G128 ? 34 : 18;
+    return type == FMT_Q8_0 || type == FMT_Q4_0 ? 32 : type == FMT_Q2_0 ? 64 : type == FMT_Q2_0_G128 ? 128 : 0;
+}
+
+/* The codes (code - offset) and d of block `b` of a row; returns the values per block. */
 static int block_codes(uint32_t type, const uint8_t *row, int b, int8_t *c, float *d)
 {
-    const int blk = type == FMT_Q2_0 ? 64 : 32, bytes = type == FMT_Q8_0 ? 34 : 18;
-    if (type != FMT_Q8_0 && type != FMT_Q4_0 && type != FMT_Q2_0) return 0;
+    int bytes;
+    const int blk = block_size(type, &bytes);
     const uint8_t *p = row + (size_t)b * bytes;
     uint16_t h;
     memcpy(&h, p, 2);
@@ -40,14 +47,17 @@ static int block_codes(uint32_t type, const uint8_t *row, int b, int8_t *c, floa
 
 static size_t row_bytes(uint32_t type, int K)
 {
-    return type == FMT_Q2_0 ? (size_t)K / 64 * 18 : (size_t)K / 32 * (type == FMT_Q8_0 ? 34 : 18);
+    int bytes;
+    const int blk = block_size(type, &bytes);
+    return (size_t)K / blk * bytes;
 }
 
 int ref_linear_q(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y)
 {
-    int8_t c[64], *q = malloc((size_t)K);
+    int8_t c[128], *q = malloc((size_t)K);
     float d, *xd = malloc(sizeof(float) * (size_t)(K / 32));
-    if (!q || !xd || (type != FMT_Q8_0 && type != FMT_Q4_0 && type != FMT_Q2_0)) {
+    int bytes;
+    if (!q || !xd || !block_size(type, &bytes)) {
         free(q);
         free(xd);
         return -1;
@@ -58,7 +68,7 @@ int ref_linear_q(uint32_t type, const void *w, int K, int M, const float *x, int
             const uint8_t *row = (const uint8_t *)w + (size_t)r * row_bytes(type, K);
             float sumf = 0.0f;
             for (int b = 0, blk; b * (blk = block_codes(type, row, b, c, &d)) < K; b++) {
-                float s = 0.0f; /* Q2_0: d_x0 * sumi0 + d_x1 * sumi1; Q8_0 / Q4_0: one block */
+                float s = 0.0f; /* Q2_0: d_x0 * sumi0 + d_x1 * sumi1 (G128: to d_x3 * sumi3); Q8_0 / Q4_0: one block */
                 for (int k = 0; k < blk / 32; k++) {
                     const int a = b * blk / 32 + k;
                     int sumi = 0;
@@ -66,7 +76,7 @@ int ref_linear_q(uint32_t type, const void *w, int K, int M, const float *x, int
                     if (blk == 32) sumf += (float)sumi * (d * xd[a]);
                     else s += xd[a] * (float)sumi;
                 }
-                if (blk == 64) sumf += d * s;
+                if (blk > 32) sumf += d * s;
             }
             y[(size_t)t * M + r] = sumf;
         }
