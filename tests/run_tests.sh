@@ -17,7 +17,7 @@ if [ -z "${MESA_SHADER_CACHE_DIR:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ];
     MESA_SHADER_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}" # Mesa adds mesa_shader_cache/
     export MESA_SHADER_CACHE_DIR
 fi
-SLOW_FIRST=${SLOW_FIRST:-"test_kernels sg16-test_kernels sg4-test_kernels test_e2e test_oracle test_e2e_tq test_kernels_tq
+SLOW_FIRST=${SLOW_FIRST:-"test_kernels sg16-test_kernels test_e2e test_oracle test_e2e_tq test_kernels_tq
     test_tune test_gen test_stream test_sparse test_examples sg16-test_kernels_fused sg4-test_kernels_fused
     sg16-test_tune_chained.sh sg4-test_tune_chained.sh"}
 t_all=$(date +%s)
