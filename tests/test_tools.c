@@ -342,25 +342,29 @@ static void test_call_deltas(void **state)
 #define Q3_T1 "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"{\\\"temp\\\": 18, \\\"sky\\\": \\\"clear\\\"}\"}"
 #define Q3_U2 "{\"role\":\"user\",\"content\":\"And in Oslo?\"}"
 
+/* the system turn's tools section as Qwen3's template renders this file's two tools */
+#define Q3_TOOLS \
+    "# Tools\n" \
+    "\n" \
+    "You may call one or more functions to assist with the user query.\n" \
+    "\n" \
+    "You are provided with function signatures within <tools></tools> XML tags:\n" \
+    "<tools>\n" \
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}}}\n" \
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"Local time of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}\n" \
+    "</tools>\n" \
+    "\n" \
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" \
+    "<tool_call>\n" \
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n" \
+    "</tool_call><|im_end|>\n"
+
 /* a system message, three user turns (the second the tool's result), tools */
 static const char q3_three_turns[] =
     "<|im_start|>system\n"
     "You are a terse assistant.\n"
     "\n"
-    "# Tools\n"
-    "\n"
-    "You may call one or more functions to assist with the user query.\n"
-    "\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n"
-    "<tools>\n"
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}}}\n"
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"Local time of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}\n"
-    "</tools>\n"
-    "\n"
-    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
-    "<tool_call>\n"
-    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-    "</tool_call><|im_end|>\n"
+    Q3_TOOLS
     "<|im_start|>user\n"
     "What is the weather in Paris?<|im_end|>\n"
     "<|im_start|>assistant\n"
@@ -379,20 +383,7 @@ static const char q3_three_turns[] =
 /* no system message: the tools are one of their own */
 static const char q3_no_system[] =
     "<|im_start|>system\n"
-    "# Tools\n"
-    "\n"
-    "You may call one or more functions to assist with the user query.\n"
-    "\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n"
-    "<tools>\n"
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}}}\n"
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"Local time of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}\n"
-    "</tools>\n"
-    "\n"
-    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
-    "<tool_call>\n"
-    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-    "</tool_call><|im_end|>\n"
+    Q3_TOOLS
     "<|im_start|>user\n"
     "What is the weather in Paris?<|im_end|>\n"
     "<|im_start|>assistant\n"
@@ -407,20 +398,7 @@ static const char q3_no_system[] =
 /* two calls in one turn after text, two results in one user turn */
 static const char q3_two_calls[] =
     "<|im_start|>system\n"
-    "# Tools\n"
-    "\n"
-    "You may call one or more functions to assist with the user query.\n"
-    "\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n"
-    "<tools>\n"
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current weather of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}}, \"required\": [\"city\"]}}}\n"
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"Local time of a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}\n"
-    "</tools>\n"
-    "\n"
-    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
-    "<tool_call>\n"
-    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-    "</tool_call><|im_end|>\n"
+    Q3_TOOLS
     "<|im_start|>user\n"
     "And in Oslo?<|im_end|>\n"
     "<|im_start|>assistant\n"
