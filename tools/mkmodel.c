@@ -1,7 +1,7 @@
 /* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
  *
  *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S] [--arch NAME]
- *           [--pre NAME] [--tok spm|bert]
+ *           [--pre NAME] [--tok spm|bert] [--q2-twin]
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
@@ -18,6 +18,9 @@
  * 30 layers, vocab 128256, ctx 4096), else 2 layers, vocab 512, ctx 256; seed 1.
  * --arch NAME writes general.architecture NAME (and NAME.* keys) instead of the YAML's first
  * architecture: the name another engine knows the same layout by (tests/data/oracle/README.md).
+ * --q2-twin writes every q2_0_g128 tensor (PrismML's Q2_0, blocks of 128) as mainline llama.cpp's
+ * Q2_0 (blocks of 64): each block split into two with the same d and codes, the same values, so
+ * mainline can be the reference for a file of the 128 form (tools/oracle/make_case.sh TWIN=1).
  * --pre NAME writes tokenizer.ggml.pre NAME (none by default), as a converter does for a family.
  * --tok spm writes a SentencePiece vocabulary in the Llama 2 layout instead (tokenizer.ggml.model
  * `llama`: <unk> 0, <s> 1 (BOS), </s> 2 (EOS), the 256 byte-fallback tokens <0x00>..<0xFF>,
@@ -91,6 +94,8 @@ typedef struct {
     double std;                        /* K_EMB: emb_std; K_TERN: scale (mean|W|) */
     rng r;
     int64_t unit;  /* index of the unit held in buf (-1: none) */
+    uint64_t us;   /* bytes of a unit in the file: the codec's block, or two Q2_0 blocks (twin) */
+    int twin;      /* --q2-twin: a 128-value Q2_0 block written as its two 64-value blocks */
     uint8_t buf[MAX_BLK], tail[MAX_BLK];
 } stream;
 
@@ -117,12 +122,19 @@ static void next_unit(stream *st)
                                         : (float)(gauss(&st->r) * st->std);
     }
     st->codec->encode(v, blk, st->buf);
+    if (st->twin) { /* d, 32 code bytes -> d, the first 16; d, the last 16: the same values */
+        uint8_t b[36];
+        memcpy(b, st->buf, 18);
+        memcpy(b + 18, st->buf, 2);
+        memcpy(b + 20, st->buf + 18, 16);
+        memcpy(st->buf, b, 36);
+    }
 }
 
 static void fill(void *ctx, uint8_t *dst, uint64_t off, uint64_t n)
 {
     stream *st = ctx;
-    const uint64_t us = st->codec->blk_bytes;
+    const uint64_t us = st->us;
     if (off == 0 || st->unit < 0 || (int64_t)(off / us) < st->unit) { /* (re)start */
         st->r = (rng){st->seed, 0, 0};
         st->unit = -1;
@@ -442,7 +454,8 @@ static int stream_init(stream *s, const gen_model *m, int ti, const int64_t ne[4
     s->seed = hash_str(name, seed);
     s->unit = -1;
     s->n_elem = (uint64_t)ne[0] * (uint64_t)ne[1];
-    s->code_bytes = s->n_elem / s->codec->blk * s->codec->blk_bytes;
+    s->us = s->twin ? 2u * fmt_codec_find(FMT_Q2_0)->blk_bytes : s->codec->blk_bytes;
+    s->code_bytes = s->n_elem / s->codec->blk * s->us;
     if (s->codec->uses & FMT_USE_TERNARY) {
         double gain = writes_residual(m, ti) ? 5.0 : 1.5;
         s->kind = K_TERN;
@@ -462,6 +475,7 @@ static int stream_init(stream *s, const gen_model *m, int ti, const int64_t ne[4
 int main(int argc, char **argv)
 {
     const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL, *tok = NULL;
+    int q2_twin = 0; /* --q2-twin: Q2_0 with blocks of 128 written as mainline's blocks of 64 (the same values) */
     long layers = 0, n_vocab = 0, ctx = 0;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -471,6 +485,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--arch") && val) { arch_opt = val; i++; continue; }
         if (!strcmp(a, "--pre") && val) { pre = val; i++; continue; }
         if (!strcmp(a, "--tok") && val) { tok = val; i++; continue; }
+        if (!strcmp(a, "--q2-twin")) { q2_twin = 1; continue; }
         long *dst = !strcmp(a, "--layers") ? &layers : !strcmp(a, "--vocab") ? &n_vocab
                   : !strcmp(a, "--ctx") ? &ctx : NULL;
         if (dst && val) {
@@ -546,12 +561,14 @@ int main(int argc, char **argv)
             gen_tensor_name(t, (int)L, name, sizeof(name));
             int64_t ne[4] = {1, 1, 1, 1};
             for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? n_vocab : t->ne[d];
+            s->twin = q2_twin && t->type == FMT_Q2_0_G128;
             if (stream_init(s, &m, ti, ne, name, seed))
                 return 1;
-            uint64_t nb = fmt_nbytes(t->type, ne, err);
+            const uint32_t type = s->twin ? FMT_Q2_0 : t->type;
+            uint64_t nb = fmt_nbytes(type, ne, err);
             if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return 1; }
             total += nb;
-            rt_gguf_w_tensor_cb(w, name, t->type, (uint32_t)t->n_dims, ne, nb, fill, s);
+            rt_gguf_w_tensor_cb(w, name, type, (uint32_t)t->n_dims, ne, nb, fill, s);
         }
     }
     int rc = rt_gguf_writer_save(w, out, err);

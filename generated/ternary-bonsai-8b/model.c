@@ -337,7 +337,7 @@ static const rt_cpu_op cpu_ops[] = {
 
 static const char manifest[] =
     "model ternary-bonsai-8b\n"
-    "source models/ternary-bonsai-8b.yaml fnv64:51b6b6b031d9ee0f\n"
+    "source models/ternary-bonsai-8b.yaml fnv64:1fe4f13812920336\n"
     "fusion on\n"
     "kernels 21\n"
     "kernel embed_q2_0_g128_n4096 glsl-fnv64:c5a5ab2258478388\n"

@@ -21,9 +21,11 @@
 # such a case could fail a correct engine; with AGREED=1 (full-size files, where one flipped
 # int8 rounding early on moves the reference's own later tokens) the case keeps the leading ids
 # both of its numerics give instead, at least 4. ORACLE_DIR (default tests/data/oracle): the folder the
-# case goes into (tools/oracle/full_size.sh makes its cases elsewhere). Never run by make test.
+# case goes into (tools/oracle/full_size.sh makes its cases elsewhere). TWIN=1: the reference runs
+# on mkmodel --q2-twin's file (Q2_0 with blocks of 128, which mainline cannot read, written as
+# the same values in its blocks of 64); Ternion's is the case's file. Never run by make test.
 set -eu
-[ $# -ge 7 ] || { sed -n '2,21p' "$0"; exit 2; }
+[ $# -ge 7 ] || { sed -n '2,23p' "$0"; exit 2; }
 NAME=$1 YAML=$2 LAYERS=$3 VOCAB=$4 SEED=$5 REF=$6 REFERENCE=$7
 PROMPT=${8:-}
 ARCH=${ARCH:-} TOK=${TOK:-} PRE=${PRE:-} B=${B:-build} GREEDY=${GREEDY:-16} THREADS=${THREADS:-1} FACTOR=${FACTOR:-1.5} MARGIN=${MARGIN:-1.0}
@@ -39,7 +41,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 "$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
     ${ARCH:+--arch "$ARCH"} ${TOK:+--tok "$TOK"} ${PRE:+--pre "$PRE"}
-"$REF" -m "$tmp/model.gguf" -o "$tmp" --prompt "$PROMPT" -n "$GREEDY" -t "$THREADS" --ctx 512 \
+REFMODEL=$tmp/model.gguf
+if [ -n "${TWIN:-}" ]; then # the reference reads the twin: Q2_0 blocks of 128 as two of 64 each
+    "$B/tools/mkmodel" "$YAML" -o "$tmp/twin.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
+        ${ARCH:+--arch "$ARCH"} ${TOK:+--tok "$TOK"} ${PRE:+--pre "$PRE"} --q2-twin
+    REFMODEL=$tmp/twin.gguf
+fi
+"$REF" -m "$REFMODEL" -o "$tmp" --prompt "$PROMPT" -n "$GREEDY" -t "$THREADS" --ctx 512 \
     >"$tmp/ref.out" 2>"$tmp/ref.log" || { tail -n 20 "$tmp/ref.log" >&2; exit 1; }
 cat "$tmp/ref.out"
 line=$(grep '^self ' "$tmp/ref.out")
@@ -66,6 +74,7 @@ yaml = $YAML
 ${ARCH:+arch = $ARCH
 }${TOK:+tok = $TOK
 }${PRE:+pre = $PRE
+}${TWIN:+# the reference read the Q2_0 64-block twin of this file (mkmodel --q2-twin)
 }layers = $LAYERS
 vocab = $VOCAB
 seed = $SEED
