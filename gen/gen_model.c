@@ -373,13 +373,47 @@ static int check_arch_rope(gen_yaml *y, yaml_node_t *hp, const gen_model *m)
  * rest of the description is its base's. */
 static int parse_variant_top(gen_yaml *v, gen_model *m)
 {
-    static const char *const keys[] = {"variant_of", "name", "description", "hparams", NULL};
+    static const char *const keys[] = {"variant_of", "name", "description", "hparams", "types", NULL};
     yaml_node_t *r = gen_yaml_root(v), *name, *d;
-    if (gen_yaml_check_map(v, r, "a variant (its tensors and forward are its base's)", keys) ||
+    if (gen_yaml_check_map(v, r, "a variant (its tensors and forward are its base's; `types` may retype them)",
+                           keys) ||
         !(name = gen_yaml_need(v, r, "name", "the variant")) || gen_yaml_str(v, name, "name", m->name, sizeof(m->name)))
         return -1;
     if ((d = gen_yaml_get(v, r, "description")) && !gen_yaml_text(d))
         return gen_yaml_fail(v, d, "'description' must be a string, got %s", gen_yaml_kind(d));
+    return 0;
+}
+
+/* A variant's `types: {tensor: type, ...}`: the base's tensors named there take another codec
+ * row (a file quantized with other defaults, e.g. llama-quantize's Q4_K embedding and Q6_K head
+ * beside TQ2_0 matrices), checked as parse_tensor checks a type; the ops that read each tensor
+ * are checked against its new row by the forward pass's parser, after this. */
+static int apply_variant_types(gen_yaml *v, yaml_node_t *n, gen_model *m)
+{
+    if (gen_yaml_check_map(v, n, "types", NULL))
+        return -1;
+    for (int i = 0; i < gen_yaml_map_len(n); i++) {
+        yaml_node_t *k = gen_yaml_pair_key(v, n, i), *ty = gen_yaml_pair_value(v, n, i);
+        const char *key = gen_yaml_text(k), *type = gen_yaml_text(ty);
+        gen_tensor *t = NULL;
+        for (int j = 0; key && j < m->n_tensors && !t; j++)
+            t = !strcmp(m->tensors[j].key, key) ? &m->tensors[j] : NULL;
+        if (!t)
+            return gen_yaml_fail(v, k, "types: the base has no tensor '%s'", key ? key : gen_yaml_kind(k));
+        const fmt_codec *codec = type ? fmt_codec_by_yaml(type) : NULL;
+        if (!codec) {
+            char names[96];
+            yaml_types(names, sizeof names);
+            return gen_yaml_fail(v, ty, "types: tensor '%s': unknown type '%s' (%s)", key,
+                                 type ? type : gen_yaml_kind(ty), names);
+        }
+        if ((codec->uses & FMT_USE_TERNARY) && t->n_dims != 2)
+            return gen_yaml_fail(v, ty, "types: tensor '%s': %s tensors must be 2-D", key, codec->yaml);
+        if (t->ne[0] > 0 && t->ne[0] % codec->blk)
+            return gen_yaml_fail(v, ty, "types: tensor '%s': %s input width ne0 = %lld is not a multiple of %u", key,
+                                 codec->yaml, (long long)t->ne[0], codec->blk);
+        t->type = codec->type;
+    }
     return 0;
 }
 
@@ -427,7 +461,8 @@ static int parse_root(gen_yaml *y, gen_model *m, gen_yaml *var)
         return -1;
     if ((v = gen_yaml_get(y, r, "gguf_checks")) && parse_checks(y, v, m))
         return -1;
-    if (parse_tensors(y, tens, m))
+    yaml_node_t *vty = var ? gen_yaml_get(var, gen_yaml_root(var), "types") : NULL;
+    if (parse_tensors(y, tens, m) || (vty && apply_variant_types(var, vty, m)))
         return -1;
     return gen_forward_parse(y, fwd, m);
 }

@@ -570,7 +570,14 @@ static void test_variant_errors(void **state)
     } k[] = {
         {"ok.yaml", "variant_of: base.yaml\nname: wide\nhparams: {dim: 512, rope: {base: 500000.0}}\n", NULL},
         {"extra.yaml", "variant_of: base.yaml\nname: v\ntensors: {}\n",
-         "extra.yaml:3:1: unknown key 'tensors' in a variant (its tensors and forward are its base's)"},
+         "extra.yaml:3:1: unknown key 'tensors' in a variant (its tensors and forward are its base's; `types` may "
+         "retype them)"},
+        {"retype.yaml", "variant_of: base.yaml\nname: v\ntypes: {nope: f16}\n",
+         "retype.yaml:3:9: types: the base has no tensor 'nope'"},
+        {"flat.yaml", "variant_of: base.yaml\nname: v\ntypes: {onorm: tq2_0}\n",
+         "flat.yaml:3:16: types: tensor 'onorm': tq2_0 tensors must be 2-D"},
+        {"unread.yaml", "variant_of: base.yaml\nname: v\ntypes: {anorm: q4_0}\n",
+         "base.yaml:28:36: rmsnorm 'anorm': weight has type q4_0, rmsnorm needs f32"},
         {"missing.yaml", "variant_of: nope.yaml\nname: v\n",
          "missing.yaml:1:13: variant_of: DIR/nope.yaml: cannot open the model description"},
         {"slash.yaml", "variant_of: ../base.yaml\nname: v\n",
@@ -605,6 +612,20 @@ static void test_variant_errors(void **state)
         if (rc == 0 || strcmp(err, want))
             print_error("%s: rc %d\n  want: %s\n  got:  %s\n", k[i].file, rc, want, err), failed++;
     }
+    /* a retyped embedding: that tensor's row changes, every other tensor keeps the base's */
+    static gen_model base;
+    char err[GEN_ERR_LEN] = "";
+    snprintf(path, sizeof(path), "%s/base.yaml", dir);
+    assert_int_equal(gen_model_load(path, &base, err), 0);
+    put(dir, "q8emb.yaml", "variant_of: base.yaml\nname: v\ntypes: {emb: q8_0}\n");
+    snprintf(path, sizeof(path), "%s/q8emb.yaml", dir);
+    assert_int_equal(gen_model_load(path, &g_m, err), 0);
+    remove(path);
+    assert_int_equal(g_m.n_tensors, base.n_tensors);
+    for (int i = 0; i < g_m.n_tensors; i++)
+        assert_int_equal(g_m.tensors[i].type,
+                         strcmp(g_m.tensors[i].key, "emb") ? base.tensors[i].type : fmt_codec_by_yaml("q8_0")->type);
+    assert_int_not_equal(base.tensors[0].type, fmt_codec_by_yaml("q8_0")->type);
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", dir, k[i].file);
         remove(path);

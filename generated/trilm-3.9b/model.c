@@ -306,7 +306,7 @@ static const rt_cpu_op cpu_ops[] = {
 
 static const char manifest[] =
     "model trilm-3.9b\n"
-    "source models/trilm-3.9b.yaml fnv64:5145921c00ee23f5\n"
+    "source models/trilm-3.9b.yaml fnv64:a0fd23b46170aedf\n"
     "fusion on\n"
     "kernels 25\n"
     "kernel embed_f16_n3072_nextnorm_q8_k glsl-fnv64:568928fc92ad61cb\n"

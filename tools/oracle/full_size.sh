@@ -32,6 +32,8 @@ falcon-e-1b-24l    models/falcon-e-1b.yaml         24 32768  1 bitnet PRE=falcon
 falcon-e-3b-8l     models/falcon-e-3b.yaml         8  32768  1 bitnet PRE=falcon_e
 llama3-8b-8l       models/llama3-8b-1.58.yaml      8  128256 1 bitnet
 trilm-3.9b-30l     models/trilm-3.9b.yaml          30 50688  1 llama
+trilm-kq-30l       models/trilm-3.9b-kq.yaml       30 50688  1 llama
+trilm-tq1_0-30l    models/trilm-3.9b-tq1_0.yaml    30 50688  1 llama
 bonsai-1.7b-28l    models/ternary-bonsai-1.7b.yaml 28 151936 1 llama TWIN=1 PRE=qwen2
 bonsai-4b-36l      models/ternary-bonsai-4b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
 bonsai-8b-36l      models/ternary-bonsai-8b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
