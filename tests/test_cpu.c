@@ -1097,14 +1097,13 @@ static void test_tune_cache(void **st)
         assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2); /* measured again */
         assert_string_equal(v, first);
         assert_int_equal(f.calls, 3 * 2 * 4);
-        assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 1); /* and the file good again */
+        fp = fopen(file, "r"); /* and the file written again: the fake times make it the same text */
+        char now[1024] = "";
+        assert_non_null(fp);
+        assert_int_equal(fread(now, 1, sizeof now - 1, fp), glen);
+        fclose(fp);
+        assert_string_equal(now, good);
     }
-    fp = fopen(file, "r");
-    char now[1024] = "";
-    assert_non_null(fp);
-    assert_int_equal(fread(now, 1, sizeof now - 1, fp), glen);
-    fclose(fp);
-    assert_string_equal(now, good);
     g.calls = 0; /* another CPU model string: measured (g's choice), a file of its own */
     assert_int_equal(tuned_open(&g, "Test CPU B", v, sizeof v), 2);
     assert_non_null(strstr(v, "decode=avx512/measured"));
