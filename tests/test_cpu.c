@@ -639,6 +639,14 @@ static void test_attention(void **st)
                 fail_msg("attention isa %s: out[%d] %g vs %g (bound %g)", cpu_isa_name((cpu_isa)isa), i, y[i], yr[i],
                          bound);
     }
+    if (cpu_isa_runs(CPU_ISA_AVX2) && cpu_isa_runs(CPU_ISA_AVX512)) /* the tuner's two candidates: the same bits, */
+        for (int d = 0; d < 2; d++) { /* at a head size of 64 and of 40 (not a multiple of 16: the tails) */
+            const int hdd = d ? 40 : hd;
+            const cpu_kv kv = {kh, vh, true, KVH * hdd};
+            cpu_attention(CPU_ISA_AVX2, q, &kv, n_kv, H, KVH, hdd, 0, H, scratch, y);
+            cpu_attention(CPU_ISA_AVX512, q, &kv, n_kv, H, KVH, hdd, 0, H, scratch, yr);
+            assert_memory_equal(y, yr, sizeof(float) * H * hdd);
+        }
     free(q);
     free(kf);
     free(vf);
@@ -911,8 +919,9 @@ static bool tuner_runs(void)
 }
 
 /* Every candidate kernel of every tuned op gives the same bits: bitnet-kjv's prompt and decode
- * logits as tuned equal those with each op forced to each level (TERNION_CPU_KERNELS; the
- * ternary products at the scalar level too), bit for bit, whatever the timing chose. */
+ * logits as tuned equal those with each op (ternary products, head, attention) forced to each
+ * level (TERNION_CPU_KERNELS; the ternary products at the scalar level too), bit for bit,
+ * whatever the timing chose. */
 static void test_tuned_kernels(void **st)
 {
     (void)st;
@@ -926,8 +935,9 @@ static void test_tuned_kernels(void **st)
         if (l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
             continue;
         char ks[96];
-        snprintf(ks, sizeof ks, l == CPU_ISA_SCALAR ? "decode=%s,prompt=%s" : "decode=%s,prompt=%s,head=%s",
-                 cpu_isa_name((cpu_isa)l), cpu_isa_name((cpu_isa)l), cpu_isa_name((cpu_isa)l));
+        const char *n = cpu_isa_name((cpu_isa)l);
+        snprintf(ks, sizeof ks, l == CPU_ISA_SCALAR ? "decode=%s,prompt=%s" : "decode=%s,prompt=%s,head=%s,attention=%s", n,
+                 n, n, n);
         if (l >= 0)
             setenv("TERNION_CPU_KERNELS", ks, 1);
         rt_engine *e = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_DENSE);
@@ -1008,12 +1018,14 @@ static void test_tune_pick(void **st)
     char v[512];
     fake_timer f = {.fake = {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 2},
                              [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 2, [CPU_ISA_AVX512] = 1},
-                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3}}};
+                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3},
+                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 4, [CPU_ISA_AVX512] = 4}}};
     assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2); /* measured now */
     assert_non_null(strstr(v, "decode=avx2/measured(avx2:1.000,avx512:2.000ms)"));
     assert_non_null(strstr(v, "prompt=avx512/measured(avx2:2.000,avx512:1.000ms)"));
     assert_non_null(strstr(v, "head=avx2/measured(avx2:1.000,avx512:3.000ms)"));
-    assert_int_equal(f.calls, 3 * 2 * 4); /* 3 ops x 2 levels x (1 untimed + 3 timed) passes */
+    assert_non_null(strstr(v, "attention=avx512/measured(avx2:4.000,avx512:4.000ms)")); /* a tie: the higher */
+    assert_int_equal(f.calls, 4 * 2 * 4); /* 4 ops x 2 levels x (1 untimed + 3 timed) passes */
     for (int op = 0; op < CPU_OP_COUNT; op++) { /* the other way round */
         const double t = f.fake[op][CPU_ISA_AVX2];
         f.fake[op][CPU_ISA_AVX2] = f.fake[op][CPU_ISA_AVX512];
@@ -1023,21 +1035,22 @@ static void test_tune_pick(void **st)
     assert_non_null(strstr(v, "decode=avx512/measured"));
     assert_non_null(strstr(v, "prompt=avx2/measured"));
     assert_non_null(strstr(v, "head=avx512/measured"));
+    assert_non_null(strstr(v, "attention=avx512/measured"));
     f.calls = 0; /* TERNION_CPU_ISA forces every op, TERNION_CPU_TUNE=0 keeps the flags': no pass */
     setenv("TERNION_CPU_ISA", "avx2", 1);
     assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 0);
-    assert_string_equal(v, "decode=avx2/forced prompt=avx2/forced head=avx2/forced");
+    assert_string_equal(v, "decode=avx2/forced prompt=avx2/forced head=avx2/forced attention=avx2/forced");
     unsetenv("TERNION_CPU_ISA");
     setenv("TERNION_CPU_TUNE", "0", 1);
     assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 0);
-    assert_string_equal(v, "decode=avx512/flags prompt=avx512/flags head=avx512/flags");
+    assert_string_equal(v, "decode=avx512/flags prompt=avx512/flags head=avx512/flags attention=avx512/flags");
     unsetenv("TERNION_CPU_TUNE");
     setenv("TERNION_CPU_KERNELS", "head=avx2,decode=sse9", 1); /* one forced (no cache), one ignored */
     assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 2);
     assert_non_null(strstr(v, "head=avx2/forced"));
     assert_non_null(strstr(v, "decode=avx512/measured"));
     unsetenv("TERNION_CPU_KERNELS");
-    assert_int_equal(f.calls, 2 * 2 * 4);
+    assert_int_equal(f.calls, 3 * 2 * 4);
     char file[512];
     assert_int_equal(tune_files(&tc, file, sizeof file), 2); /* CPUs A and B; none for forced runs */
     tmp_cache_leave(&tc);
@@ -1060,18 +1073,22 @@ static void test_tune_cache(void **st)
     char v[512], file[512] = "";
     fake_timer f = {.fake = {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 2},
                              [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 2, [CPU_ISA_AVX512] = 1},
-                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3}}},
+                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3},
+                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 4, [CPU_ISA_AVX512] = 4}}},
                g = {.fake = {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 9, [CPU_ISA_AVX512] = 1},
                              [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 9},
-                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 9, [CPU_ISA_AVX512] = 1}}};
+                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 9, [CPU_ISA_AVX512] = 1},
+                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 9}}};
     const char *first = "decode=avx2/measured(avx2:1.000,avx512:2.000ms) prompt=avx512/measured(avx2:2.000,"
-                        "avx512:1.000ms) head=avx2/measured(avx2:1.000,avx512:3.000ms)";
+                        "avx512:1.000ms) head=avx2/measured(avx2:1.000,avx512:3.000ms) attention=avx512/measured("
+                        "avx2:4.000,avx512:4.000ms)";
     assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2);
     assert_string_equal(v, first);
     assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 1); /* stored: g is not asked */
     assert_int_equal(g.calls, 0);
     assert_string_equal(v, "decode=avx2/cached(avx2:1.000,avx512:2.000ms) prompt=avx512/cached(avx2:2.000,"
-                           "avx512:1.000ms) head=avx2/cached(avx2:1.000,avx512:3.000ms)");
+                           "avx512:1.000ms) head=avx2/cached(avx2:1.000,avx512:3.000ms) attention=avx512/cached("
+                           "avx2:4.000,avx512:4.000ms)");
     assert_int_equal(tune_files(&tc, file, sizeof file), 1);
     FILE *fp = fopen(file, "r");
     char good[1024] = "";
@@ -1096,7 +1113,7 @@ static void test_tune_cache(void **st)
         f.calls = 0;
         assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2); /* measured again */
         assert_string_equal(v, first);
-        assert_int_equal(f.calls, 3 * 2 * 4);
+        assert_int_equal(f.calls, 4 * 2 * 4);
         fp = fopen(file, "r"); /* and the file written again: the fake times make it the same text */
         char now[1024] = "";
         assert_non_null(fp);
@@ -1107,7 +1124,7 @@ static void test_tune_cache(void **st)
     g.calls = 0; /* another CPU model string: measured (g's choice), a file of its own */
     assert_int_equal(tuned_open(&g, "Test CPU B", v, sizeof v), 2);
     assert_non_null(strstr(v, "decode=avx512/measured"));
-    assert_int_equal(g.calls, 3 * 2 * 4);
+    assert_int_equal(g.calls, 4 * 2 * 4);
     assert_int_equal(tune_files(&tc, file, sizeof file), 2);
     assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 1); /* A's choice, from A's file */
     assert_non_null(strstr(v, "decode=avx2/cached"));

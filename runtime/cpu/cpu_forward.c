@@ -194,7 +194,7 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
         const int t = (int)(i / H), h = (int)(i % H);
         const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0), kv_rows(e, r->s->seq[t], r->layer, 1), e->kv_f16,
                            e->kv_dim};
-        cpu_attention(e->isa, IN0(e, so) + (size_t)t * wi, &kv, r->s->pos[t] + 1, H, (int)c->n_kv_heads,
+        cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, r->s->pos[t] + 1, H, (int)c->n_kv_heads,
                       (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
     }
 }

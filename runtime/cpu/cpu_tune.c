@@ -1,7 +1,8 @@
 /* cpu_tune.c - the native backend's kernels chosen by measurement (cpu_engine_tune_kernels).
  *
  * Owns: which instruction-set level runs each op with more than one kernel (cpu_tune.h: the
- * ternary products of one-token steps and of prompts, the LM head over a float table), the
+ * ternary products of one-token steps and of prompts, the LM head over a float table,
+ * attention), the
  * measurement, and the variables that skip it. The fastest kernel depends on the
  * microarchitecture, not only on what the CPU advertises: an AMD Zen 4 executes 512-bit
  * operations as two 256-bit halves, and there the AVX2 kernels stream a decode step's weights
@@ -11,7 +12,8 @@
  * model's own matrices with the engine's threads, each op on a bounded slice of its real work
  * (a few ms in all on a 2B model): one-token products over whole layers of at least
  * TUNE_STREAM_BYTES of weights, prompt products of up to 32 tokens over up to TUNE_PROMPT_MACS
- * products per matrix, the head over up to TUNE_HEAD_BYTES of its table's rows. Each pass reads
+ * products per matrix, the head over up to TUNE_HEAD_BYTES of its table's rows, attention over
+ * TUNE_ATTN_KV cache rows of whole layers (at least TUNE_ATTN_BYTES). Each pass reads
  * another slice (layers, rows) than the one before, so a model larger than the caches is
  * measured streaming from memory, as its decode steps run. The levels alternate, one untimed
  * round, then each keeps the best of three. Every candidate computes the same bits (integer
@@ -20,8 +22,8 @@
  * cache folder (cpu_tune_cache.c).
  *
  * TERNION_CPU_ISA (a fixed level for every kernel), TERNION_CPU_MM_ISA (a level for the ternary
- * products), TERNION_CPU_KERNELS=op=level,... (per op: decode, prompt, head) force a choice;
- * TERNION_CPU_TUNE=0 keeps the flags' (the detected level).
+ * products), TERNION_CPU_KERNELS=op=level,... (per op: decode, prompt, head, attention) force
+ * a choice; TERNION_CPU_TUNE=0 keeps the flags' (the detected level).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,9 @@
 #define TUNE_STREAM_BYTES (16 << 20) /* a one-token pass: whole layers, at least this many bytes */
 #define TUNE_PROMPT_MACS (8 << 20)   /* a prompt pass: rows of each matrix up to this many products */
 #define TUNE_HEAD_BYTES (16 << 20)   /* a head pass: rows of the table up to this many bytes */
+#define TUNE_ATTN_KV 1024            /* an attention pass: cache rows per head (at most n_ctx) */
+#define TUNE_ATTN_BYTES (8 << 20)    /* ... over whole layers, at least this many K and V bytes */
+#define TUNE_ATTN_SPAN (32 << 20)    /* the cache bytes its passes rotate over (written once) */
 
 static cpu_tune_hooks hooks;
 void cpu_tune_set_hooks(const cpu_tune_hooks *h) { hooks = h ? *h : (cpu_tune_hooks){0}; }
@@ -49,6 +54,9 @@ typedef struct {
     const cpu_weight *head;
     const cpu_codec *head_codec;
     int64_t head_rows;   /* rows of a head pass */
+    int attn_kv, attn_layers, attn_span; /* an attention pass: cache rows, layers; layers 0 .. span
+                                            the passes rotate over */
+    float *attn_q, *attn_out; /* [n_heads * head_dim] */
     float *y;            /* [max rows][n_prompt] outputs of the ternary passes */
 } tune_plan;
 
@@ -56,6 +64,8 @@ typedef struct {
     cpu_engine *e;
     cpu_isa isa;
     bool head;
+    const cpu_kv *kv; /* attention: heads [0, rows) of query a_q over the first r0 rows of kv */
+    const float *a_q;
     const cpu_codec *codec;
     const cpu_weight *w;
     const cpu_qact *a;
@@ -67,10 +77,14 @@ static void tune_main(void *arg, int ith, int nth)
 {
     const tune_job *j = arg;
     int64_t lo, hi;
-    cpu_pool_range(j->rows, ith, nth, 16, &lo, &hi);
+    cpu_pool_range(j->rows, ith, nth, j->kv ? 1 : 16, &lo, &hi);
     if (lo >= hi)
         return;
-    if (j->head)
+    const rt_cpu_schedule *c = j->e->cs;
+    if (j->kv)
+        cpu_attention(j->isa, j->a_q, j->kv, (int)j->r0, (int)c->n_heads, (int)c->n_kv_heads, (int)c->head_dim,
+                      (int)lo, (int)hi, cpu_engine_scratch(j->e, ith), j->y);
+    else if (j->head)
         cpu_table_dot(j->isa, j->codec, j->w, j->r0 + lo, j->r0 + hi, j->e->head_x, 1, j->y, j->e->vocab,
                       cpu_engine_scratch(j->e, ith));
     else
@@ -114,6 +128,15 @@ static void run_pass(cpu_engine *e, int op, cpu_isa isa, int k, const tune_plan 
             ternary_layer(e, isa, (k * p->dec_layers + i) % e->n_layers, 1, 0, p->y);
     } else if (op == CPU_OP_PROMPT) {
         ternary_layer(e, isa, k % e->n_layers, p->n_prompt, TUNE_PROMPT_MACS, p->y);
+    } else if (op == CPU_OP_ATTN) {
+        const size_t plane = (size_t)e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
+        for (int i = 0; i < p->attn_layers; i++) {
+            const int L = (k * p->attn_layers + i) % p->attn_span;
+            const cpu_kv kv = {e->kv + (size_t)L * 2 * plane, e->kv + ((size_t)L * 2 + 1) * plane, e->kv_f16, e->kv_dim};
+            tune_job j = {.e = e, .isa = isa, .kv = &kv, .a_q = p->attn_q, .r0 = p->attn_kv, .rows = e->cs->n_heads,
+                          .y = p->attn_out};
+            cpu_pool_run(e->pool, tune_main, &j, e->n_threads);
+        }
     } else {
         const int64_t n_win = p->head->ne1 / p->head_rows;
         tune_job j = {.e = e, .isa = isa, .head = true, .codec = p->head_codec, .w = p->head,
@@ -201,7 +224,7 @@ static bool apply_forcing(cpu_engine *e)
         const int level = op >= 0 ? level_named(e, s + eq + 1, len - eq - 1) : -1;
         if (level < 0)
             fprintf(stderr, "ternion: warning: TERNION_CPU_KERNELS: '%.*s' is not op=level with op one of decode, "
-                    "prompt, head and a level this CPU runs: ignored\n", (int)len, s);
+                    "prompt, head, attention and a level this CPU runs: ignored\n", (int)len, s);
         else
             force(e, op, level);
         s += len + (s[len] == ',');
@@ -229,6 +252,24 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
         for (int64_t i = 0; i < (int64_t)p->head->ne0; i++) /* inputs in [-1, 1) */
             e->head_x[i] = (float)((i * 2654435761u) % 2048) / 1024.0f - 1.0f;
     }
+    const int qdim = (int)(e->cs->n_heads * e->cs->head_dim);
+    if (p->attn_kv) { /* the first rows of sequence 0's cache over the layers the passes read: zero
+                       * (as the cache starts) but written, so its pages are real memory */
+        const size_t row = (size_t)e->kv_dim * (e->kv_f16 ? 2 : 4), plane = (size_t)e->n_ctx * row;
+        const size_t layer = 2 * (size_t)p->attn_kv * row;
+        p->attn_layers = (int)((TUNE_ATTN_BYTES + layer - 1) / layer);
+        p->attn_layers = p->attn_layers > e->n_layers ? e->n_layers : p->attn_layers;
+        p->attn_span = (int)(TUNE_ATTN_SPAN / layer);
+        p->attn_span = p->attn_span < p->attn_layers ? p->attn_layers : p->attn_span > e->n_layers ? e->n_layers : p->attn_span;
+        for (size_t i = 0; i < (size_t)p->attn_span * 2; i++)
+            memset(e->kv + i * plane, 0, (size_t)p->attn_kv * row);
+        p->attn_q = malloc(sizeof(float) * (size_t)qdim);
+        p->attn_out = malloc(sizeof(float) * (size_t)qdim);
+        if (!p->attn_q || !p->attn_out)
+            return false;
+        for (int i = 0; i < qdim; i++)
+            p->attn_q[i] = (float)((i * 2654435761u) % 2048) / 1024.0f - 1.0f;
+    }
     uint64_t s = 0x9E3779B97F4A7C15ull; /* activation codes in [-127, 127], scales 1 */
     for (size_t i = 0; i < (size_t)p->n_prompt * (size_t)e->max_k; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -254,9 +295,13 @@ void cpu_engine_tune_kernels(cpu_engine *e)
             const int64_t m = cpu_w(e, e->ops[i].tensor, 0)->ne1;
             max_m = m > max_m ? m : max_m;
         }
-    tune_plan p = {.n_prompt = e->n_batch < TUNE_PROMPT_N ? e->n_batch : TUNE_PROMPT_N};
+    bool attn = false;
+    for (int i = 0; i < e->n_ops; i++)
+        attn = attn || e->ops[i].op->kind == RT_CPU_ATTENTION;
+    tune_plan p = {.n_prompt = e->n_batch < TUNE_PROMPT_N ? e->n_batch : TUNE_PROMPT_N,
+                   .attn_kv = attn ? (e->n_ctx < TUNE_ATTN_KV ? e->n_ctx : TUNE_ATTN_KV) : 0};
     p.head = head_table(e, &p.head_codec);
-    const bool has[CPU_OP_COUNT] = {max_m > 0, max_m > 0 && p.n_prompt > 1, p.head != NULL};
+    const bool has[CPU_OP_COUNT] = {max_m > 0, max_m > 0 && p.n_prompt > 1, p.head != NULL, attn};
     for (int op = 0; op < CPU_OP_COUNT; op++)
         e->pick[op] = (cpu_pick){.isa = e->isa, .how = has[op] ? CPU_PICK_FLAGS : CPU_PICK_NONE};
     const bool forced = apply_forcing(e);
@@ -282,6 +327,8 @@ void cpu_engine_tune_kernels(cpu_engine *e)
                 cpu_tune_cache_store(e, path, cpu, c);
         }
         free(p.y);
+        free(p.attn_q);
+        free(p.attn_out);
     }
     if (e->pick[CPU_OP_PROMPT].how == CPU_PICK_NONE) /* prompts of one token at a time */
         e->pick[CPU_OP_PROMPT].isa = e->pick[CPU_OP_DECODE].isa;

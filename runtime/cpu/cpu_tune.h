@@ -2,7 +2,7 @@
  * decided (cpu_tune.c measures, cpu_tune_cache.c keeps the choice).
  *
  * Owns: the tuned ops (the ternary products of one-token steps and of prompts, the LM head's
- * float table product), the ways a choice is made (the CPU's flags, a TERNION_CPU_* variable,
+ * float table product, attention), the ways a choice is made (the CPU's flags, a TERNION_CPU_* variable,
  * a measurement now, one stored by an earlier run), the rule that picks the fastest candidate
  * from measured times, and the hooks the tests use to make the tuner deterministic (a fake
  * timer, a fake CPU model string).
@@ -18,6 +18,7 @@ typedef enum {
     CPU_OP_DECODE, /* bitlinear products of one-token steps (I2_S, TQ1_0, TQ2_0, ...): a weight stream */
     CPU_OP_PROMPT, /* the same products for a prompt's tokens: compute-bound */
     CPU_OP_HEAD,   /* the LM head over a float table (F16, F32, BF16, the --lm-head q8 copy) */
+    CPU_OP_ATTN,   /* attention over the KV cache (f16 or f32 dots and axpys) */
     CPU_OP_COUNT
 } cpu_tune_op;
 
@@ -36,7 +37,7 @@ typedef struct {
     double ms[CPU_ISA_COUNT];  /* MEASURED / CACHED: each candidate's best pass, 0 for a non-candidate */
 } cpu_pick;
 
-const char *cpu_tune_op_name(int op);   /* "decode", "prompt", "head" */
+const char *cpu_tune_op_name(int op);   /* "decode", "prompt", "head", "attention" */
 const char *cpu_tune_how_name(int how); /* "none", "flags", "forced", "measured", "cached" */
 
 /* The index of the smallest of best[0 .. nc) (the candidates in rising level order); a tie

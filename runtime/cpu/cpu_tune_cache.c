@@ -16,6 +16,7 @@
  *   decode avx2 avx2=0.712 avx512=0.981
  *   prompt avx512 avx2=1.310 avx512=0.870
  *   head avx2 avx2=0.802 avx512=0.911
+ *   attention avx2 avx2=0.410 avx512=0.433
  *   model bitnet-b1.58-2b
  */
 #include <stdint.h>
@@ -31,7 +32,7 @@
 #include "cpu/cpu_engine_priv.h"
 
 #define MAGIC "ternion-cpu-tune 2"
-#define TUNE_KEY 2 /* cpu_tune.c's slices and rounds: a change measures again */
+#define TUNE_KEY 3 /* cpu_tune.c's slices and rounds: a change measures again */
 
 /* The brand string cpuid reports (x86), else /proc/cpuinfo's model name, else "unknown CPU". */
 static void brand(char *out, size_t cap)

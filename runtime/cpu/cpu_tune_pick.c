@@ -8,7 +8,7 @@
 
 const char *cpu_tune_op_name(int op)
 {
-    static const char *const n[CPU_OP_COUNT] = {"decode", "prompt", "head"};
+    static const char *const n[CPU_OP_COUNT] = {"decode", "prompt", "head", "attention"};
     return (unsigned)op < CPU_OP_COUNT ? n[op] : "?";
 }
 
