@@ -21,6 +21,10 @@
  *     continuation (teacher-forced) agreeing for 16 tokens;
  *   - 1 thread and 2 threads give bit-identical logits; a multi-row decode step equals single
  *     steps bit for bit; the exact sparse FFN leaves the logits bit-identical (bitnet-kjv).
+ * The CPU tuner (runtime/cpu/cpu_tune.c), timing nothing itself: every candidate of every tuned
+ * op gives the same logits bit for bit; a fake timer gives the choice it implies; the cache
+ * round trip, a corrupt, cut-short or other CPU's file, another CPU model string; forced levels
+ * and tuning off (each in a cache folder of its own).
  */
 #include <float.h>
 #include <math.h>
