@@ -552,6 +552,13 @@ static void test_generate_text(void **state)
         assert_non_null(strstr(p1.err, "decode step"));
         cli_result_free(&p1);
     }
+    /* the native backend's --profile and -v name the kernel each tuned op runs, and how chosen */
+    RUN(pc, NULL, "-m", tiny_model(), "--tokens", "5", "-n", "2", "--device", "cpu", "--profile", "-v");
+    expect(&pc, 0, NULL);
+    assert_non_null(strstr(pc.err, "variants ("));
+    assert_non_null(strstr(pc.err, ": decode="));
+    assert_non_null(strstr(pc.err, "CPU (native backend, "));
+    cli_result_free(&pc);
 }
 
 static void test_prompt_too_long(void **state)
@@ -685,6 +692,9 @@ static void test_bench(void **state)
     assert_non_null(strstr(c.out, "\"device_type\":\"cpu\""));
     assert_null(strstr(c.out, "\"decode_tok_s\":0.000"));
     assert_null(strstr(c.out, "\"copy_gbs\":0.000"));
+    /* the CPU tuner's choice per op: kernel and how chosen (flags, forced, measured, cached) */
+    assert_non_null(strstr(c.out, "\"variants\":\"decode="));
+    assert_non_null(strstr(c.out, " head="));
     cli_result_free(&c);
     RUN(d, NULL, "--bench", "--device", "cpu", "--bench-mkmodel", "/nonexistent/mkmodel");
     expect(&d, 1, "/nonexistent/mkmodel");

@@ -21,6 +21,10 @@
  *     continuation (teacher-forced) agreeing for 16 tokens;
  *   - 1 thread and 2 threads give bit-identical logits; a multi-row decode step equals single
  *     steps bit for bit; the exact sparse FFN leaves the logits bit-identical (bitnet-kjv).
+ * The CPU tuner (runtime/cpu/cpu_tune.c), timing nothing itself: every candidate of every tuned
+ * op gives the same logits bit for bit; a fake timer gives the choice it implies; the cache
+ * round trip, a corrupt, cut-short or other CPU's file, another CPU model string; forced levels
+ * and tuning off (each in a cache folder of its own).
  */
 #include <float.h>
 #include <math.h>
@@ -38,6 +42,7 @@
 #include "cpu/cpu_i2s.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/cpu_tune.h"
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_vec.h"
 #include "engine/rt_engine.h"
@@ -426,6 +431,11 @@ static void test_f16_dot(void **st)
             for (int n = 1; n <= 2; n++) { /* one token (fused) and two (row converted first) */
                 void *scratch = malloc(cpu_codec_scratch(K));
                 cpu_table_dot((cpu_isa)isa, cpu_codec_find(FMT_F16), &cw, 0, V, x, n, y, V, scratch);
+                if (isa == CPU_ISA_AVX512) { /* AVX2 adds in AVX-512's order: the same bits (the tuner's head choice) */
+                    float y2[26];
+                    cpu_table_dot(CPU_ISA_AVX2, cpu_codec_find(FMT_F16), &cw, 0, V, x, n, y2, V, scratch);
+                    assert_memory_equal(y2, y, sizeof(float) * V * n);
+                }
                 free(scratch);
                 for (int t = 0; t < n; t++) {
                     ref_lm_head_f16(w, K, V, x + (size_t)t * K, 0, yr);
@@ -467,6 +477,11 @@ static void test_q8_dot(void **st)
         for (int v = 0; v < V; v++)
             y[v] = NAN;
         cpu_table_dot((cpu_isa)isa, cpu_codec_find(FMT_Q8_0), &cw, 0, V, x, 1, y, V, scratch);
+        if (isa == CPU_ISA_AVX512) { /* AVX2 in AVX-512's order: the same bits */
+            float y2[9];
+            cpu_table_dot(CPU_ISA_AVX2, cpu_codec_find(FMT_Q8_0), &cw, 0, V, x, 1, y2, V, scratch);
+            assert_memory_equal(y2, y, sizeof y2);
+        }
         for (int v = 0; v < V; v++) {
             float *row = malloc(sizeof(float) * K);
             fmt_decode_row(q8, blob, K, V, v, row);
@@ -628,6 +643,14 @@ static void test_attention(void **st)
                 fail_msg("attention isa %s: out[%d] %g vs %g (bound %g)", cpu_isa_name((cpu_isa)isa), i, y[i], yr[i],
                          bound);
     }
+    if (cpu_isa_runs(CPU_ISA_AVX2) && cpu_isa_runs(CPU_ISA_AVX512)) /* the tuner's two candidates: the same bits, */
+        for (int d = 0; d < 2; d++) { /* at a head size of 64 and of 40 (not a multiple of 16: the tails) */
+            const int hdd = d ? 40 : hd;
+            const cpu_kv kv = {kh, vh, true, KVH * hdd};
+            cpu_attention(CPU_ISA_AVX2, q, &kv, n_kv, H, KVH, hdd, 0, H, scratch, y);
+            cpu_attention(CPU_ISA_AVX512, q, &kv, n_kv, H, KVH, hdd, 0, H, scratch, yr);
+            assert_memory_equal(y, yr, sizeof(float) * H * hdd);
+        }
     free(q);
     free(kf);
     free(vf);
@@ -848,9 +871,61 @@ static void check_fixture(const fx *f)
 static void test_fixture_a(void **st) { (void)st; check_fixture(&FX[0]); }
 static void test_fixture_b(void **st) { (void)st; check_fixture(&FX[1]); }
 
-/* The bitlinear products' level is chosen by timing (cpu_tune.c); every level gives the same
- * bits, so bitnet-kjv's prompt and decode logits are those of each level forced through
- * TERNION_CPU_MM_ISA, bit for bit, whatever the timing chose; the engine says what it chose. */
+/* The CPU tuner's tests run in a cache folder of their own (XDG_CACHE_HOME), restored after. */
+typedef struct {
+    char dir[64];
+    char *saved;
+} tmp_cache;
+
+static void tmp_cache_enter(tmp_cache *c)
+{
+    snprintf(c->dir, sizeof c->dir, "/tmp/test_cpu_tuneXXXXXX");
+    assert_non_null(mkdtemp(c->dir));
+    const char *old = getenv("XDG_CACHE_HOME");
+    c->saved = old ? strdup(old) : NULL;
+    setenv("XDG_CACHE_HOME", c->dir, 1);
+}
+
+static void tmp_cache_leave(tmp_cache *c)
+{
+    if (c->saved)
+        setenv("XDG_CACHE_HOME", c->saved, 1);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    free(c->saved);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The tuning files in the folder (their count; the last one's path in file). */
+static int tune_files(const tmp_cache *c, char *file, size_t cap)
+{
+    char cmd[160], line[512];
+    snprintf(cmd, sizeof cmd, "ls %s/ternion/cpu-tune-*.txt 2>/dev/null", c->dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    int n = 0;
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        snprintf(file, cap, "%s", line);
+        n++;
+    }
+    pclose(p);
+    return n;
+}
+
+/* Whether the tuner has two candidates here (AVX2 and AVX-512) and no variable fixes its choice. */
+static bool tuner_runs(void)
+{
+    return cpu_isa_runs(CPU_ISA_AVX2) && cpu_isa_runs(CPU_ISA_AVX512) && !getenv("TERNION_CPU_ISA") &&
+           !getenv("TERNION_CPU_TUNE") && !getenv("TERNION_CPU_MM_ISA") && !getenv("TERNION_CPU_KERNELS");
+}
+
+/* Every candidate kernel of every tuned op gives the same bits: bitnet-kjv's prompt and decode
+ * logits as tuned equal those with each op (ternary products, head, attention) forced to each
+ * level (TERNION_CPU_KERNELS; the ternary products at the scalar level too), bit for bit,
+ * whatever the timing chose. */
 static void test_tuned_kernels(void **st)
 {
     (void)st;
@@ -858,19 +933,25 @@ static void test_tuned_kernels(void **st)
     const int32_t prompt[9] = {1, 17, 300, 42, 9, 1000, 3, 77, 5};
     float *want[2] = {NULL, NULL};
     int vocab = 0;
-    unsetenv("TERNION_CPU_MM_ISA");
-    for (int l = -1; l < CPU_ISA_COUNT; l++) { /* -1: as measured */
+    tmp_cache tc;
+    tmp_cache_enter(&tc);
+    for (int l = -1; l < CPU_ISA_COUNT; l++) { /* -1: as tuned */
         if (l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
             continue;
+        char ks[96];
+        const char *n = cpu_isa_name((cpu_isa)l);
+        snprintf(ks, sizeof ks, l == CPU_ISA_SCALAR ? "decode=%s,prompt=%s" : "decode=%s,prompt=%s,head=%s,attention=%s", n,
+                 n, n, n);
         if (l >= 0)
-            setenv("TERNION_CPU_MM_ISA", cpu_isa_name((cpu_isa)l), 1);
+            setenv("TERNION_CPU_KERNELS", ks, 1);
         rt_engine *e = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_DENSE);
         rt_vk_device_desc dd;
         rt_engine_device(e, &dd);
-        print_message("TERNION_CPU_MM_ISA=%s: %s\n", l < 0 ? "(unset)" : cpu_isa_name((cpu_isa)l), dd.name);
-        const bool two = cpu_isa_runs(CPU_ISA_AVX2) && cpu_isa_runs(CPU_ISA_AVX512);
-        if (l < 0 && two && !getenv("TERNION_CPU_ISA") && !getenv("TERNION_CPU_TUNE"))
-            assert_non_null(strstr(dd.name, "(measured")); /* now, or stored (test_tune_cache) */
+        char v[512];
+        rt_engine_variants(e, v, sizeof v);
+        print_message("TERNION_CPU_KERNELS=%s: %s\n  %s\n", l < 0 ? "(unset)" : ks, dd.name, v);
+        if (l >= 0)
+            assert_non_null(strstr(v, "decode=" ) && strstr(v, "/forced") ? v : NULL);
         vocab = rt_engine_vocab(e);
         float *got[2] = {malloc(sizeof(float) * 9 * (size_t)vocab), malloc(sizeof(float) * (size_t)vocab)};
         char err[RT_ERR_LEN] = "";
@@ -888,59 +969,170 @@ static void test_tuned_kernels(void **st)
             }
         }
     }
-    unsetenv("TERNION_CPU_MM_ISA");
+    unsetenv("TERNION_CPU_KERNELS");
     free(want[0]);
     free(want[1]);
+    tmp_cache_leave(&tc);
 }
 
-/* The tuner's choice is kept per CPU model, model and threads (cpu_tune_cache.c): a second
- * engine reads it instead of measuring; a corrupt file, or one made on another CPU, is ignored
- * (with a warning) and measured again, and the file is good again afterwards. */
-static void test_tune_cache(void **st)
+/* A fake timer (cpu_tune_set_hooks): fake[op][level] ms per pass; counts the passes. */
+typedef struct {
+    double fake[CPU_OP_COUNT][CPU_ISA_COUNT];
+    int calls;
+} fake_timer;
+
+static double fake_time(void *ud, int op, cpu_isa isa, double measured_ns)
+{
+    (void)measured_ns;
+    fake_timer *f = ud;
+    f->calls++;
+    return f->fake[op][isa] * 1e6;
+}
+
+/* Opens bitnet-kjv with the hooks' CPU name; out: rt_engine_variants' text; returns its state. */
+static int tuned_open(fake_timer *f, const char *cpu, char *out, size_t cap)
+{
+    const cpu_tune_hooks h = {fake_time, f, cpu};
+    cpu_tune_set_hooks(&h);
+    rt_engine *e = open_cpu(&rt_model_bitnet_kjv, "tests/data/bitnet-kjv/model.gguf", 2, RT_SPARSE_DENSE);
+    cpu_tune_set_hooks(NULL);
+    const int state = rt_engine_variants(e, out, cap);
+    rt_vk_device_desc dd;
+    rt_engine_device(e, &dd);
+    print_message("%s: %s\n  %s\n", cpu, dd.name, out);
+    rt_engine_close(e);
+    return state;
+}
+
+/* The selection rule (fake timings -> the expected choice), and the choice as the engine
+ * reports it for each way it can be made. No real timing is relied on. */
+static void test_tune_pick(void **st)
 {
     (void)st;
-    if (!cpu_isa_runs(CPU_ISA_AVX2) || !cpu_isa_runs(CPU_ISA_AVX512) || getenv("TERNION_CPU_ISA") ||
-        getenv("TERNION_CPU_TUNE") || getenv("TERNION_CPU_MM_ISA")) {
+    const double a[3] = {3, 2, 5}, tie[2] = {1, 1}, one[1] = {7};
+    assert_int_equal(cpu_tune_fastest(a, 3), 1);
+    assert_int_equal(cpu_tune_fastest(tie, 2), 1); /* a tie: the higher level (the flags' choice) */
+    assert_int_equal(cpu_tune_fastest(one, 1), 0);
+    if (!tuner_runs()) {
         print_message("skip: one ternary kernel level runs here, or a TERNION_CPU_* variable fixes it: no tuning\n");
         skip();
     }
-    char dir[] = "/tmp/test_cpu_tuneXXXXXX", cmd[256], file[512] = "";
-    assert_non_null(mkdtemp(dir));
-    const char *old = getenv("XDG_CACHE_HOME");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("XDG_CACHE_HOME", dir, 1);
-    static const char *const want[] = {"(measured)", "(measured in an earlier run)", "(measured)", "(measured)",
-                                       "(measured in an earlier run)"};
-    for (int run = 0; run < 5; run++) {
-        if (run == 2 || run == 3) { /* 2: not a tuning file; 3: the same key, another CPU's file */
-            FILE *f = fopen(file, "w");
-            assert_non_null(f);
-            fputs(run == 2 ? "garbage\n" : "ternion-cpu-tune 1\ncpu Another CPU\none-token avx2 avx2=1.0 avx512=2.0\n"
-                                           "prompt avx2 avx2=1.0 avx512=2.0\n",
-                  f);
-            fclose(f);
-        }
-        rt_engine *e = open_cpu(&rt_model_bitnet_kjv, "tests/data/bitnet-kjv/model.gguf", 2, RT_SPARSE_DENSE);
-        rt_vk_device_desc dd;
-        rt_engine_device(e, &dd);
-        rt_engine_close(e);
-        print_message("run %d: %s\n", run, dd.name);
-        assert_non_null(strstr(dd.name, want[run]));
-        snprintf(cmd, sizeof cmd, "ls %s/ternion/cpu-tune-*.txt", dir);
-        FILE *p = popen(cmd, "r");
-        assert_non_null(p);
-        assert_non_null(fgets(file, sizeof file, p));
-        file[strcspn(file, "\n")] = 0;
-        assert_null(fgets(cmd, sizeof cmd, p)); /* one file: the same key each run */
-        pclose(p);
+    tmp_cache tc;
+    tmp_cache_enter(&tc);
+    char v[512];
+    fake_timer f = {.fake = {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 2},
+                             [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 2, [CPU_ISA_AVX512] = 1},
+                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3},
+                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 4, [CPU_ISA_AVX512] = 4}}};
+    assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2); /* measured now */
+    assert_non_null(strstr(v, "decode=avx2/measured(avx2:1.000,avx512:2.000ms)"));
+    assert_non_null(strstr(v, "prompt=avx512/measured(avx2:2.000,avx512:1.000ms)"));
+    assert_non_null(strstr(v, "head=avx2/measured(avx2:1.000,avx512:3.000ms)"));
+    assert_non_null(strstr(v, "attention=avx512/measured(avx2:4.000,avx512:4.000ms)")); /* a tie: the higher */
+    assert_int_equal(f.calls, 4 * 2 * 4); /* 4 ops x 2 levels x (1 untimed + 3 timed) passes */
+    for (int op = 0; op < CPU_OP_COUNT; op++) { /* the other way round */
+        const double t = f.fake[op][CPU_ISA_AVX2];
+        f.fake[op][CPU_ISA_AVX2] = f.fake[op][CPU_ISA_AVX512];
+        f.fake[op][CPU_ISA_AVX512] = t;
     }
-    if (saved)
-        setenv("XDG_CACHE_HOME", saved, 1);
-    else
-        unsetenv("XDG_CACHE_HOME");
-    free(saved);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tuned_open(&f, "Test CPU B", v, sizeof v), 2);
+    assert_non_null(strstr(v, "decode=avx512/measured"));
+    assert_non_null(strstr(v, "prompt=avx2/measured"));
+    assert_non_null(strstr(v, "head=avx512/measured"));
+    assert_non_null(strstr(v, "attention=avx512/measured"));
+    f.calls = 0; /* TERNION_CPU_ISA forces every op, TERNION_CPU_TUNE=0 keeps the flags': no pass */
+    setenv("TERNION_CPU_ISA", "avx2", 1);
+    assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 0);
+    assert_string_equal(v, "decode=avx2/forced prompt=avx2/forced head=avx2/forced attention=avx2/forced");
+    unsetenv("TERNION_CPU_ISA");
+    setenv("TERNION_CPU_TUNE", "0", 1);
+    assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 0);
+    assert_string_equal(v, "decode=avx512/flags prompt=avx512/flags head=avx512/flags attention=avx512/flags");
+    unsetenv("TERNION_CPU_TUNE");
+    setenv("TERNION_CPU_KERNELS", "head=avx2,decode=sse9", 1); /* one forced (no cache), one ignored */
+    assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 2);
+    assert_non_null(strstr(v, "head=avx2/forced"));
+    assert_non_null(strstr(v, "decode=avx512/measured"));
+    unsetenv("TERNION_CPU_KERNELS");
+    assert_int_equal(f.calls, 3 * 2 * 4);
+    char file[512];
+    assert_int_equal(tune_files(&tc, file, sizeof file), 2); /* CPUs A and B; none for forced runs */
+    tmp_cache_leave(&tc);
+}
+
+/* The choice is kept per CPU model string, model and threads (cpu_tune_cache.c): a second
+ * engine reads it instead of measuring (the fake timer now says the opposite, and is not
+ * asked); a corrupt or cut-short file, one made on another CPU, or one naming a level that was
+ * not a candidate is ignored (a warning) and measured again; another CPU model string measures
+ * again into a file of its own, and the first CPU's file still serves it. */
+static void test_tune_cache(void **st)
+{
+    (void)st;
+    if (!tuner_runs()) {
+        print_message("skip: one ternary kernel level runs here, or a TERNION_CPU_* variable fixes it: no tuning\n");
+        skip();
+    }
+    tmp_cache tc;
+    tmp_cache_enter(&tc);
+    char v[512], file[512] = "";
+    fake_timer f = {.fake = {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 2},
+                             [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 2, [CPU_ISA_AVX512] = 1},
+                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3},
+                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 4, [CPU_ISA_AVX512] = 4}}},
+               g = {.fake = {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 9, [CPU_ISA_AVX512] = 1},
+                             [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 9},
+                             [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 9, [CPU_ISA_AVX512] = 1},
+                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 9}}};
+    const char *first = "decode=avx2/measured(avx2:1.000,avx512:2.000ms) prompt=avx512/measured(avx2:2.000,"
+                        "avx512:1.000ms) head=avx2/measured(avx2:1.000,avx512:3.000ms) attention=avx512/measured("
+                        "avx2:4.000,avx512:4.000ms)";
+    assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2);
+    assert_string_equal(v, first);
+    assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 1); /* stored: g is not asked */
+    assert_int_equal(g.calls, 0);
+    assert_string_equal(v, "decode=avx2/cached(avx2:1.000,avx512:2.000ms) prompt=avx512/cached(avx2:2.000,"
+                           "avx512:1.000ms) head=avx2/cached(avx2:1.000,avx512:3.000ms) attention=avx512/cached("
+                           "avx2:4.000,avx512:4.000ms)");
+    assert_int_equal(tune_files(&tc, file, sizeof file), 1);
+    FILE *fp = fopen(file, "r");
+    char good[1024] = "";
+    assert_non_null(fp);
+    const size_t glen = fread(good, 1, sizeof good - 1, fp);
+    fclose(fp);
+    static const char *const bad[] = {
+        "garbage\n",
+        "ternion-cpu-tune 2\ncpu Test CPU A [avx512]\ndecode avx2 avx2=1.0 avx512=2.0\n", /* cut short */
+        "ternion-cpu-tune 2\ncpu Another CPU [avx512]\ndecode avx2 avx2=1.0 avx512=2.0\nprompt avx2 avx2=1.0 "
+        "avx512=2.0\nhead avx2 avx2=1.0 avx512=2.0\n",
+        "ternion-cpu-tune 2\ncpu Test CPU A [avx512]\ndecode neon avx2=1.0 avx512=2.0\nprompt avx2 avx2=1.0 "
+        "avx512=2.0\nhead avx2 avx2=1.0 avx512=2.0\n",
+        "ternion-cpu-tune 2\ncpu Test CPU A [avx512]\ndecode avx2 avx2=1.0 avx512=x\nprompt avx2 avx2=1.0 "
+        "avx512=2.0\nhead avx2 avx2=1.0 avx512=2.0\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fp = fopen(file, "w");
+        assert_non_null(fp);
+        fputs(bad[i], fp);
+        fclose(fp);
+        f.calls = 0;
+        assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2); /* measured again */
+        assert_string_equal(v, first);
+        assert_int_equal(f.calls, 4 * 2 * 4);
+        fp = fopen(file, "r"); /* and the file written again: the fake times make it the same text */
+        char now[1024] = "";
+        assert_non_null(fp);
+        assert_int_equal(fread(now, 1, sizeof now - 1, fp), glen);
+        fclose(fp);
+        assert_string_equal(now, good);
+    }
+    g.calls = 0; /* another CPU model string: measured (g's choice), a file of its own */
+    assert_int_equal(tuned_open(&g, "Test CPU B", v, sizeof v), 2);
+    assert_non_null(strstr(v, "decode=avx512/measured"));
+    assert_int_equal(g.calls, 4 * 2 * 4);
+    assert_int_equal(tune_files(&tc, file, sizeof file), 2);
+    assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 1); /* A's choice, from A's file */
+    assert_non_null(strstr(v, "decode=avx2/cached"));
+    tmp_cache_leave(&tc);
 }
 
 /* bitnet-kjv: a multi-row step == single steps; the exact sparse FFN == dense, bit for bit. */
@@ -1010,7 +1202,7 @@ int main(void)
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),
         cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
-        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_tune_cache),
+        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -602,9 +602,11 @@ TERNION_API int ternion_perf_get(const ternion_context *ctx, ternion_perf *out);
 /* The variant each kernel that has several runs, "kernel=variant ..." into out (n bytes,
  * NUL-terminated; e.g. "vec16+dot": 16-byte loads, native integer dots; a prompt kernel's
  * "dot+t128x64": its tile of 128 rows x 64 tokens a workgroup, "coopmat64x32" the matrix
- * tile on the device's matrix units, "mma64x32" the same tile on the lanes); returns
- * how they were chosen: TERNION_TUNE_DEFAULTS, _STORED (this device's stored choice) or
- * _TUNED (timed in this context). */
+ * tile on the device's matrix units, "mma64x32" the same tile on the lanes; on the native
+ * CPU backend "op=level/how(level:ms,...)" per op, e.g. "decode=avx2/measured(avx2:0.812,
+ * avx512:1.204ms) head=avx512/cached(...) attention=avx2/forced"); returns how they were
+ * chosen: TERNION_TUNE_DEFAULTS, _STORED (this device's stored choice) or _TUNED (timed in
+ * this context). */
 typedef enum { TERNION_TUNE_DEFAULTS = 0, TERNION_TUNE_STORED = 1, TERNION_TUNE_TUNED = 2 } ternion_tune_state;
 TERNION_API int ternion_perf_variants(const ternion_context *ctx, char *out, size_t n);
 TERNION_API void ternion_perf_reset(ternion_context *ctx); /* zeroes the counters (not t_load_ms) */

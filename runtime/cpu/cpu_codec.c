@@ -216,6 +216,42 @@ CPU_TARGET_AVX512 static float q8_row_dot_avx512(const uint8_t *row, const float
 }
 #endif
 
+/* The same sums in 256-bit halves: each lane's operations as q8_block_avx512's, the final
+ * reduction in _mm512_reduce_add_ps's order (cpu_vec.c), so both levels give the same bits. */
+CPU_TARGET_AVX2 static inline void q8_block_avx2(const uint8_t *blk, const float *x, __m256 *lo, __m256 *hi)
+{
+    uint16_t dh;
+    memcpy(&dh, blk, 2);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(dh));
+    const __m128i c0 = _mm_loadu_si128((const __m128i *)(blk + 2)), c1 = _mm_loadu_si128((const __m128i *)(blk + 18));
+    const __m256 c0l = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c0)),
+                 c0h = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c0, 8))),
+                 c1l = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c1)),
+                 c1h = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c1, 8)));
+    *lo = _mm256_mul_ps(d, _mm256_fmadd_ps(c0l, _mm256_loadu_ps(x), _mm256_mul_ps(c1l, _mm256_loadu_ps(x + 16))));
+    *hi = _mm256_mul_ps(d, _mm256_fmadd_ps(c0h, _mm256_loadu_ps(x + 8), _mm256_mul_ps(c1h, _mm256_loadu_ps(x + 24))));
+}
+
+CPU_TARGET_AVX2 static float q8_row_dot_avx2(const uint8_t *row, const float *x, int K)
+{
+    __m256 a0l = _mm256_setzero_ps(), a0h = a0l, a1l = a0l, a1h = a0l, l, h;
+    const int nb = K / Q8_BLK;
+    int b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        q8_block_avx2(row + (size_t)b * Q8_BLK_BYTES, x + b * Q8_BLK, &l, &h);
+        a0l = _mm256_add_ps(a0l, l), a0h = _mm256_add_ps(a0h, h);
+        q8_block_avx2(row + (size_t)(b + 1) * Q8_BLK_BYTES, x + (b + 1) * Q8_BLK, &l, &h);
+        a1l = _mm256_add_ps(a1l, l), a1h = _mm256_add_ps(a1h, h);
+    }
+    if (b < nb) {
+        q8_block_avx2(row + (size_t)b * Q8_BLK_BYTES, x + b * Q8_BLK, &l, &h);
+        a0l = _mm256_add_ps(a0l, l), a0h = _mm256_add_ps(a0h, h);
+    }
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(a0h, a1h), _mm256_add_ps(a0l, a1l));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+}
 static void q8_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
                         int64_t ldy, void *scratch)
 {
@@ -223,9 +259,10 @@ static void q8_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *row = w->data + (size_t)r * row_bytes;
 #if CPU_X86
-        if (isa == CPU_ISA_AVX512) {
+        if (isa == CPU_ISA_AVX512 || isa == CPU_ISA_AVX2) {
             for (int t = 0; t < n; t++)
-                y[t * ldy + r] = q8_row_dot_avx512(row, x + (size_t)t * w->ne0, (int)w->ne0);
+                y[t * ldy + r] = isa == CPU_ISA_AVX512 ? q8_row_dot_avx512(row, x + (size_t)t * w->ne0, (int)w->ne0)
+                                                       : q8_row_dot_avx2(row, x + (size_t)t * w->ne0, (int)w->ne0);
             continue;
         }
 #endif

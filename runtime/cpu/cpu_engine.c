@@ -364,7 +364,8 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
     if (fits) /* after the pages are in: it streams the weights (never from disk) */
         cpu_engine_tune_kernels(e);
     else
-        e->isa_mm[0] = e->isa_mm[1] = e->isa;
+        for (int op = 0; op < CPU_OP_COUNT; op++)
+            e->pick[op] = (cpu_pick){.isa = e->isa, .how = CPU_PICK_FLAGS};
     *out_e = e;
     return 0;
 }
@@ -609,18 +610,55 @@ int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, c
     return 0;
 }
 
+/* "decode avx2, prompt avx512, head avx512: measured" (one way for all) or "decode avx2
+ * (cached), head avx512 (forced)"; empty when every op runs the detected level by the flags. */
+static void describe_picks(const cpu_engine *e, char *out, size_t n)
+{
+    int how = -1, len = 0;
+    bool same = true, any = false;
+    for (int op = 0; op < CPU_OP_COUNT; op++)
+        if (e->pick[op].how != CPU_PICK_NONE) {
+            same = same && (how < 0 || (int)e->pick[op].how == how);
+            how = (int)e->pick[op].how;
+            any = any || e->pick[op].how != CPU_PICK_FLAGS || e->pick[op].isa != e->isa;
+        }
+    out[0] = 0;
+    for (int op = 0; any && op < CPU_OP_COUNT && len < (int)n; op++)
+        if (e->pick[op].how != CPU_PICK_NONE)
+            len += snprintf(out + len, n - len, "%s%s %s%s%s%s", len ? ", " : "; ", cpu_tune_op_name(op),
+                            cpu_isa_name(e->pick[op].isa), same ? "" : " (", same ? "" : cpu_tune_how_name(e->pick[op].how),
+                            same ? "" : ")");
+    if (any && same && len < (int)n)
+        snprintf(out + len, n - len, ": %s", cpu_tune_how_name(how));
+}
+
 void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
 {
-    char mm[160] = "";
-    if (e->tuned) /* the bitlinear levels the measurement chose, with its times */
-        snprintf(mm, sizeof mm, "; ternary products %s one-token (%.2f vs %.2f ms), %s prompts (%s)",
-                 cpu_isa_name(e->isa_mm[0]), e->tune_ms[0][e->isa_mm[0]],
-                 e->tune_ms[0][e->isa_mm[0] == CPU_ISA_AVX2 ? CPU_ISA_AVX512 : CPU_ISA_AVX2], cpu_isa_name(e->isa_mm[1]),
-                 e->tune_stored ? "measured in an earlier run" : "measured");
-    else if (e->isa_mm[0] != e->isa) /* TERNION_CPU_MM_ISA */
-        snprintf(mm, sizeof mm, "; ternary products %s", cpu_isa_name(e->isa_mm[0]));
-    snprintf(out, n, "CPU (native backend, %s kernels%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), mm,
+    char picks[160];
+    describe_picks(e, picks, sizeof picks);
+    snprintf(out, n, "CPU (native backend, %s kernels%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), picks,
              e->n_threads, e->n_threads_batch);
+}
+
+int cpu_engine_kernels(const cpu_engine *e, char *out, size_t n)
+{
+    int len = 0, state = 0; /* 0 flags / forced, 1 cached, 2 measured (ternion_tune_state) */
+    out[0] = 0;
+    for (int op = 0; op < CPU_OP_COUNT && len < (int)n; op++) {
+        const cpu_pick *p = &e->pick[op];
+        if (p->how == CPU_PICK_NONE)
+            continue;
+        len += snprintf(out + len, n - len, "%s%s=%s/%s", len ? " " : "", cpu_tune_op_name(op), cpu_isa_name(p->isa),
+                        cpu_tune_how_name(p->how));
+        for (int l = 0, k = 0; l < CPU_ISA_COUNT && len < (int)n; l++)
+            if (p->ms[l] > 0) /* the candidates' times: "(avx2:0.812,avx512:1.204ms)" */
+                len += snprintf(out + len, n - len, "%s%s:%.3f", k++ ? "," : "(", cpu_isa_name((cpu_isa)l), p->ms[l]);
+        if ((p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED) && len < (int)n)
+            len += snprintf(out + len, n - len, "ms)");
+        const int st = p->how == CPU_PICK_MEASURED ? 2 : p->how == CPU_PICK_CACHED ? 1 : 0;
+        state = st > state ? st : state;
+    }
+    return state;
 }
 
 uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only)

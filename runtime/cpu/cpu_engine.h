@@ -55,8 +55,12 @@ int cpu_engine_logits_last(cpu_engine *e, float *out, char *err);
 int cpu_engine_argmax(cpu_engine *e, int32_t *out_id, char *err);
 int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, char *err);
 
-/* "CPU: 2 threads, avx512" */
+/* "CPU (native backend, avx512 kernels; decode avx2, prompt avx512, head avx2: measured, 2 threads, ...)" */
 void cpu_engine_describe(const cpu_engine *e, char *out, size_t n);
+/* The kernel each tuned op runs and how it was chosen (cpu_tune.h), "decode=avx2/measured
+ * (avx2:0.812,avx512:1.204ms) prompt=avx512/cached(...) head=avx512/forced"; returns 2 when one
+ * was measured now, 1 when one came from the tuning cache, else 0 (ternion_tune_state). */
+int cpu_engine_kernels(const cpu_engine *e, char *out, size_t n);
 /* Bytes one decode step reads: every weight whole (the embedding: one row) and the KV rows of
  * n_kv positions; layers_only: the per-layer weights alone. */
 uint64_t cpu_engine_decode_bytes(const cpu_engine *e, int n_kv);

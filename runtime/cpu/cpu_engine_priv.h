@@ -9,6 +9,7 @@
 #include "cpu/cpu_engine.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_pool.h"
+#include "cpu/cpu_tune.h"
 
 #define CPU_MAX_ROWS 64 /* rows of one multi-row decode step (RT_ENGINE_MAX_ROWS) */
 
@@ -31,11 +32,9 @@ struct cpu_engine {
     const rt_cpu_schedule *cs;
     const rt_gguf *g;
     cpu_isa isa;              /* the detected level: float ops (norms, attention, the LM head) */
-    cpu_isa isa_mm[2];        /* the bitlinear products' level, [0] one-token steps, [1] prompts:
-                                 chosen by measurement (cpu_tune.c), the same bits at any level */
-    bool tuned;               /* isa_mm was measured (tune_ms holds the times) */
-    bool tune_stored;         /* ... in an earlier run: read from the CPU tuning cache */
-    double tune_ms[2][CPU_ISA_COUNT]; /* [one token / prompt][level]: best time of a measured pass */
+    cpu_pick pick[CPU_OP_COUNT];   /* the level each tuned op runs (cpu_tune.h): the ternary
+                                      products of one-token steps and prompts, the LM head over a
+                                      float table; every candidate gives the same bits */
     cpu_pool *pool;
     int n_threads, n_threads_batch;
     int n_layers, vocab, n_ctx, n_batch, n_seq, cur_seq;
@@ -104,18 +103,25 @@ typedef struct {
     bool ffn_sparse;                /* out: the step ran the exact sparse FFN */
 } cpu_step;
 
-/* Times the bitlinear kernels of every level from AVX2 up to e->isa on this model's matrices
- * and sets e->isa_mm (cpu_tune.c); needs the pool and the activation buffers. */
+/* Chooses e->pick (cpu_tune.c): times the candidates of each tuned op on this model's own
+ * matrices, or reads an earlier run's choice; needs the pool and the activation buffers. */
 void cpu_engine_tune_kernels(cpu_engine *e);
 
-/* The CPU tuning cache (cpu_tune_cache.c). cpu: this CPU's model string (cpu_tune_cpu_name). */
-void cpu_tune_cpu_name(char *out, size_t cap);
+/* The candidate levels of one op, in rising order (cpu_tune.c; 2 or more: it is timed). */
+typedef struct {
+    cpu_isa cand[CPU_ISA_COUNT];
+    int nc;
+} cpu_tune_cands;
+
+/* The CPU tuning cache (cpu_tune_cache.c). cpu: this CPU's model string and detected level
+ * (cpu_tune_cpu_name). */
+void cpu_tune_cpu_name(const cpu_engine *e, const char *hook, char *out, size_t cap);
 /* Its file for this engine, CPU and prompt width; false when there is no cache folder. */
 bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, bool make_dir, char *out, size_t cap);
-/* 1: the stored choice is set (isa_mm, tune_ms, tuned, tune_stored); 0: no file; -1: a file that
- * was ignored (a warning on stderr says why). cand[0 .. nc): the levels this CPU measures. */
-int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const cpu_isa *cand, int nc);
-void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu, const cpu_isa *cand, int nc);
+/* 1: the stored choice of every op with 2 or more candidates is set in e->pick (CACHED); 0: no
+ * file; -1: a file that was ignored (a one-line warning on stderr says why). */
+int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const cpu_tune_cands *c);
+void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu, const cpu_tune_cands *c);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);

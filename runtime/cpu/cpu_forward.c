@@ -30,7 +30,7 @@ typedef struct {
     cpu_engine *e;
     cpu_step *s;
     int layer;
-    cpu_isa isa_mm;        /* the bitlinear products' level for this step (e->isa_mm) */
+    cpu_isa isa_mm;        /* the bitlinear products' level for this step (e->pick) */
     int qvalue;            /* the value e->q holds the codes of, or -1 */
     bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
@@ -194,7 +194,7 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
         const int t = (int)(i / H), h = (int)(i % H);
         const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0), kv_rows(e, r->s->seq[t], r->layer, 1), e->kv_f16,
                            e->kv_dim};
-        cpu_attention(e->isa, IN0(e, so) + (size_t)t * wi, &kv, r->s->pos[t] + 1, H, (int)c->n_kv_heads,
+        cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, r->s->pos[t] + 1, H, (int)c->n_kv_heads,
                       (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
     }
 }
@@ -231,7 +231,7 @@ static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
         return;
     }
     const cpu_codec *c = e->head_q8.data ? cpu_codec_find(FMT_Q8_0) : so->codec;
-    cpu_table_dot(e->isa, c, w, lo, hi, e->head_x, r->head_chunk, r->head_chunk_out, e->vocab,
+    cpu_table_dot(e->pick[CPU_OP_HEAD].isa, c, w, lo, hi, e->head_x, r->head_chunk, r->head_chunk_out, e->vocab,
                   cpu_engine_scratch(e, ith));
 }
 
@@ -402,7 +402,7 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
                      (int)step->pos[t], (long long)emb->ne1);
             return -1;
         }
-    cpu_run r = {.e = e, .s = step, .isa_mm = e->isa_mm[step->n > 1], .qvalue = -1};
+    cpu_run r = {.e = e, .s = step, .isa_mm = e->pick[step->n > 1 ? CPU_OP_PROMPT : CPU_OP_DECODE].isa, .qvalue = -1};
     step->ffn_sparse = false;
     if (e->profile)
         for (int i = 0; i < e->n_ops; i++)

@@ -1,19 +1,29 @@
-/* cpu_tune.c - the ternary matrix kernels chosen by measurement (cpu_engine_tune_kernels).
+/* cpu_tune.c - the native backend's kernels chosen by measurement (cpu_engine_tune_kernels).
  *
- * Owns: which instruction-set level runs the bitlinear products of one-token steps and of
- * prompts. The fastest one depends on the microarchitecture, not only on what the CPU
- * advertises: an AMD Zen 4 executes 512-bit operations as two 256-bit halves, and there the
- * AVX2 kernels stream a decode step's weights faster than the AVX-512 ones, while prompts go the
- * other way (docs/performance.md). So when the engine opens, every level from AVX2 up to the
- * detected one is timed on this model's own matrices with the engine's threads: one-token
- * products over every layer's matrices (a decode step's weight stream: larger than the caches
- * for a real model, in cache for a tiny one, as its decode steps are), and prompt products of up
- * to 32 tokens over layer 0's matrices. The levels alternate, each keeps the best of three
- * rounds, after one untimed round. Every level computes the same bits (integer sums and one
- * float scale, test_cpu), so the choice changes the speed, never the results. The choice is kept
- * per CPU model, model and threads in the cache folder (cpu_tune_cache.c). TERNION_CPU_ISA
- * (a fixed level for every kernel), TERNION_CPU_MM_ISA (a level for the bitlinear products
- * alone, at most the detected one) and TERNION_CPU_TUNE=0 (the detected level) skip the timing.
+ * Owns: which instruction-set level runs each op with more than one kernel (cpu_tune.h: the
+ * ternary products of one-token steps and of prompts, the LM head over a float table,
+ * attention), the
+ * measurement, and the variables that skip it. The fastest kernel depends on the
+ * microarchitecture, not only on what the CPU advertises: an AMD Zen 4 executes 512-bit
+ * operations as two 256-bit halves, and there the AVX2 kernels stream a decode step's weights
+ * faster than the AVX-512 ones, while prompts go the other way (docs/performance.md).
+ *
+ * So when the engine opens, every level from AVX2 up to the detected one is timed on this
+ * model's own matrices with the engine's threads, each op on a bounded slice of its real work
+ * (a few ms in all on a 2B model): one-token products over whole layers of at least
+ * TUNE_STREAM_BYTES of weights, prompt products of up to 32 tokens over up to TUNE_PROMPT_MACS
+ * products per matrix, the head over up to TUNE_HEAD_BYTES of its table's rows, attention over
+ * TUNE_ATTN_KV cache rows of whole layers (at least TUNE_ATTN_BYTES). Each pass reads
+ * another slice (layers, rows) than the one before, so a model larger than the caches is
+ * measured streaming from memory, as its decode steps run. The levels alternate, one untimed
+ * round, then each keeps the best of three. Every candidate computes the same bits (integer
+ * sums; float dots in one lane order at AVX2 and AVX-512, cpu_vec.h; test_cpu), so the choice
+ * changes the speed, never the results. It is kept per CPU model, model and threads in the
+ * cache folder (cpu_tune_cache.c).
+ *
+ * TERNION_CPU_ISA (a fixed level for every kernel), TERNION_CPU_MM_ISA (a level for the ternary
+ * products), TERNION_CPU_KERNELS=op=level,... (per op: decode, prompt, head, attention) force
+ * a choice; TERNION_CPU_TUNE=0 keeps the flags' (the detected level).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +32,44 @@
 
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_i2s.h"
+#include "cpu/cpu_kquant.h"
+#include "cpu/cpu_qdot.h"
 
-#define TUNE_ROUNDS 3     /* timed rounds per level (after one untimed round) */
-#define TUNE_PROMPT_N 32  /* tokens of the prompt measurement (at most n_batch) */
+#define TUNE_ROUNDS 3                /* timed rounds per level (after one untimed round) */
+#define TUNE_PROMPT_N 32             /* tokens of the prompt measurement (at most n_batch) */
+#define TUNE_STREAM_BYTES (16 << 20) /* a one-token pass: whole layers, at least this many bytes */
+#define TUNE_PROMPT_MACS (8 << 20)   /* a prompt pass: rows of each matrix up to this many products */
+#define TUNE_HEAD_BYTES (16 << 20)   /* a head pass: rows of the table up to this many bytes */
+#define TUNE_ATTN_KV 1024            /* an attention pass: cache rows per head (at most n_ctx) */
+#define TUNE_ATTN_BYTES (8 << 20)    /* ... over whole layers, at least this many K and V bytes */
+#define TUNE_ATTN_SPAN (32 << 20)    /* the cache bytes its passes rotate over (written once) */
+
+static cpu_tune_hooks hooks;
+void cpu_tune_set_hooks(const cpu_tune_hooks *h) { hooks = h ? *h : (cpu_tune_hooks){0}; }
+
+/* What one pass of each op runs: the slices' sizes. */
+typedef struct {
+    int n_prompt;        /* tokens of a prompt pass */
+    int dec_layers;      /* layers of a one-token pass */
+    const cpu_weight *head;
+    const cpu_codec *head_codec;
+    int64_t head_rows;   /* rows of a head pass */
+    int attn_kv, attn_layers, attn_span; /* an attention pass: cache rows, layers; layers 0 .. span
+                                            the passes rotate over */
+    float *attn_q, *attn_out; /* [n_heads * head_dim] */
+    float *y;            /* [max rows][n_prompt] outputs of the ternary passes */
+} tune_plan;
 
 typedef struct {
     cpu_engine *e;
     cpu_isa isa;
-    const cpu_step_op *so;
+    bool head;
+    const cpu_kv *kv; /* attention: heads [0, rows) of query a_q over the first r0 rows of kv */
+    const float *a_q;
+    const cpu_codec *codec;
     const cpu_weight *w;
     const cpu_qact *a;
+    int64_t r0, rows;
     float *y;
 } tune_job;
 
@@ -39,9 +77,18 @@ static void tune_main(void *arg, int ith, int nth)
 {
     const tune_job *j = arg;
     int64_t lo, hi;
-    cpu_pool_range(j->w->ne1, ith, nth, 16, &lo, &hi);
-    if (lo < hi)
-        j->so->codec->matmul(j->isa, j->w, lo, hi, j->a, j->y, j->w->ne1, cpu_engine_scratch(j->e, ith));
+    cpu_pool_range(j->rows, ith, nth, j->kv ? 1 : 16, &lo, &hi);
+    if (lo >= hi)
+        return;
+    const rt_cpu_schedule *c = j->e->cs;
+    if (j->kv)
+        cpu_attention(j->isa, j->a_q, j->kv, (int)j->r0, (int)c->n_heads, (int)c->n_kv_heads, (int)c->head_dim,
+                      (int)lo, (int)hi, cpu_engine_scratch(j->e, ith), j->y);
+    else if (j->head)
+        cpu_table_dot(j->isa, j->codec, j->w, j->r0 + lo, j->r0 + hi, j->e->head_x, 1, j->y, j->e->vocab,
+                      cpu_engine_scratch(j->e, ith));
+    else
+        j->codec->matmul(j->isa, j->w, lo, hi, j->a, j->y, j->rows, cpu_engine_scratch(j->e, ith));
 }
 
 static double now_ns(void)
@@ -51,103 +98,238 @@ static double now_ns(void)
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* One pass of level isa over the bitlinear weights of layers [0, n_layers) with n tokens of
- * the engine's activation codes (packed for isa first, as a step does): its time in ns. */
-static double pass(cpu_engine *e, cpu_isa isa, int n, int n_layers, float *y)
+/* The ternary products of layer L with n tokens of the engine's activation codes (packed for
+ * isa first, as a step does); rows of each matrix up to max_macs / (K n) (0: all). */
+static void ternary_layer(cpu_engine *e, cpu_isa isa, int L, int n, int64_t max_macs, float *y)
 {
-    const int nth = n > 1 ? e->n_threads_batch : e->n_threads;
-    const double t0 = now_ns();
-    for (int L = 0; L < n_layers; L++)
-        for (int i = 0; i < e->n_ops; i++) {
-            const cpu_step_op *so = &e->ops[i];
-            if (so->op->kind != RT_CPU_BITLINEAR || !so->codec || !so->codec->matmul)
-                continue;
-            const cpu_weight *w = cpu_w(e, so->tensor, L);
-            const int K = (int)w->ne0;
-            cpu_i2s_pack(isa, e->q, K, n, e->qp);
-            const cpu_qact a = {.K = K, .n = n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum};
-            tune_job j = {e, isa, so, w, &a, y};
-            cpu_pool_run(e->pool, tune_main, &j, nth);
+    for (int i = 0; i < e->n_ops; i++) {
+        const cpu_step_op *so = &e->ops[i];
+        if (so->op->kind != RT_CPU_BITLINEAR || !so->codec || !so->codec->matmul || so->tensor < 0)
+            continue;
+        const cpu_weight *w = cpu_w(e, so->tensor, L);
+        const int K = (int)w->ne0;
+        int64_t rows = w->ne1;
+        if (max_macs) {
+            const int64_t r = (max_macs / ((int64_t)K * n) + 15) / 16 * 16;
+            rows = r < 16 ? 16 : r < rows ? r : rows;
         }
-    return now_ns() - t0;
+        cpu_i2s_pack(isa, e->q, K, n, e->qp);
+        const cpu_qact a = {.K = K, .n = n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum};
+        tune_job j = {.e = e, .isa = isa, .codec = so->codec, .w = w, .a = &a, .rows = rows, .y = y};
+        cpu_pool_run(e->pool, tune_main, &j, n > 1 ? e->n_threads_batch : e->n_threads);
+    }
 }
 
-/* The fastest of the candidate levels cand[0 .. nc) for n-token products over n_layers
- * layers; ms[level] gets each one's best time. */
-static cpu_isa fastest(cpu_engine *e, const cpu_isa *cand, int nc, int n, int n_layers, float *y, double *ms)
+/* Pass k of op at level isa: the slice k of its work (tune_plan). */
+static void run_pass(cpu_engine *e, int op, cpu_isa isa, int k, const tune_plan *p)
+{
+    if (op == CPU_OP_DECODE) {
+        for (int i = 0; i < p->dec_layers; i++)
+            ternary_layer(e, isa, (k * p->dec_layers + i) % e->n_layers, 1, 0, p->y);
+    } else if (op == CPU_OP_PROMPT) {
+        ternary_layer(e, isa, k % e->n_layers, p->n_prompt, TUNE_PROMPT_MACS, p->y);
+    } else if (op == CPU_OP_ATTN) {
+        const size_t plane = (size_t)e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
+        for (int i = 0; i < p->attn_layers; i++) {
+            const int L = (k * p->attn_layers + i) % p->attn_span;
+            const cpu_kv kv = {e->kv + (size_t)L * 2 * plane, e->kv + ((size_t)L * 2 + 1) * plane, e->kv_f16, e->kv_dim};
+            tune_job j = {.e = e, .isa = isa, .kv = &kv, .a_q = p->attn_q, .r0 = p->attn_kv, .rows = e->cs->n_heads,
+                          .y = p->attn_out};
+            cpu_pool_run(e->pool, tune_main, &j, e->n_threads);
+        }
+    } else {
+        const int64_t n_win = p->head->ne1 / p->head_rows;
+        tune_job j = {.e = e, .isa = isa, .head = true, .codec = p->head_codec, .w = p->head,
+                      .r0 = (k % n_win) * p->head_rows, .rows = p->head_rows, .y = e->logits};
+        cpu_pool_run(e->pool, tune_main, &j, e->n_threads);
+    }
+}
+
+/* Pass k's time in ns. With a test's timer, the time it returns, and only the untimed round
+ * (k < work_k) runs the kernels: each candidate still runs once, in less time. */
+static double pass(cpu_engine *e, int op, cpu_isa isa, int k, int work_k, const tune_plan *p)
+{
+    const double t0 = now_ns();
+    if (!hooks.timer || k < work_k)
+        run_pass(e, op, isa, k, p);
+    const double t = now_ns() - t0;
+    return hooks.timer ? hooks.timer(hooks.ud, op, isa, t) : t;
+}
+
+/* Times op's candidates (alternated: one untimed round, then the best of TUNE_ROUNDS) and
+ * picks the fastest. */
+static void measure(cpu_engine *e, int op, const cpu_tune_cands *c, const tune_plan *p)
 {
     double best[CPU_ISA_COUNT];
-    for (int c = 0; c < nc; c++) {
-        best[cand[c]] = 1e300;
-        (void)pass(e, cand[c], n, n_layers, y); /* untimed: caches, branch history, pages */
+    for (int i = 0; i < c->nc; i++) {
+        best[i] = 1e300;
+        (void)pass(e, op, c->cand[i], i, c->nc, p); /* untimed: caches, branch history, pages */
     }
-    for (int r = 0; r < TUNE_ROUNDS; r++)
-        for (int c = 0; c < nc; c++) {
-            const double t = pass(e, cand[c], n, n_layers, y);
-            best[cand[c]] = t < best[cand[c]] ? t : best[cand[c]];
+    for (int r = 1; r <= TUNE_ROUNDS; r++)
+        for (int i = 0; i < c->nc; i++) {
+            const double t = pass(e, op, c->cand[i], r * c->nc + i, c->nc, p);
+            best[i] = t < best[i] ? t : best[i];
         }
-    cpu_isa win = cand[0];
-    for (int c = 0; c < nc; c++) {
-        ms[cand[c]] = best[cand[c]] / 1e6;
-        if (best[cand[c]] < best[win])
-            win = cand[c];
-    }
-    return win;
+    cpu_pick *pk = &e->pick[op];
+    *pk = (cpu_pick){.isa = c->cand[cpu_tune_fastest(best, c->nc)], .how = CPU_PICK_MEASURED};
+    for (int i = 0; i < c->nc; i++)
+        pk->ms[c->cand[i]] = best[i] / 1e6;
 }
 
-void cpu_engine_tune_kernels(cpu_engine *e)
+/* The LM head's table when the head runs a float table product (cpu_forward.c's head_body:
+ * not Q8_0 / Q4_0 / Q2_0 rows over Q8_0 codes, not K-quants), else NULL. */
+static const cpu_weight *head_table(const cpu_engine *e, const cpu_codec **codec)
 {
-    e->isa_mm[0] = e->isa_mm[1] = e->isa;
-    const char *fixed = getenv("TERNION_CPU_ISA"), *tune = getenv("TERNION_CPU_TUNE"), *mm = getenv("TERNION_CPU_MM_ISA");
-    if (mm && *mm) { /* a level the CPU runs, at most the detected one; else ignored (the detected) */
-        for (int l = 0; l <= (int)e->isa; l++)
-            if (!strcmp(mm, cpu_isa_name((cpu_isa)l)) && cpu_isa_runs((cpu_isa)l))
-                e->isa_mm[0] = e->isa_mm[1] = (cpu_isa)l;
-        return;
+    if (e->head_tensor < 0)
+        return NULL;
+    const cpu_weight *w = e->head_q8.data ? &e->head_q8 : cpu_w(e, e->head_tensor, 0);
+    if ((!e->head_q8.data && cpu_qdot_has(w->type)) || cpu_kq_has(w->type))
+        return NULL;
+    *codec = cpu_codec_find(w->type);
+    return *codec ? w : NULL;
+}
+
+/* A level named by a variable: one this CPU runs, at most the detected one, else -1. */
+static int level_named(const cpu_engine *e, const char *name, size_t len)
+{
+    for (int l = 0; l <= (int)e->isa; l++)
+        if (strlen(cpu_isa_name((cpu_isa)l)) == len && !strncmp(name, cpu_isa_name((cpu_isa)l), len) &&
+            cpu_isa_runs((cpu_isa)l) && (l != CPU_ISA_NEON || e->isa == CPU_ISA_NEON))
+            return l;
+    return -1;
+}
+
+static void force(cpu_engine *e, int op, int level)
+{
+    if (e->pick[op].how != CPU_PICK_NONE && level >= 0)
+        e->pick[op] = (cpu_pick){.isa = (cpu_isa)level, .how = CPU_PICK_FORCED};
+}
+
+/* TERNION_CPU_ISA, TERNION_CPU_MM_ISA, TERNION_CPU_KERNELS: true when one forced an op. */
+static bool apply_forcing(cpu_engine *e)
+{
+    const char *fixed = getenv("TERNION_CPU_ISA"), *mm = getenv("TERNION_CPU_MM_ISA"), *ks = getenv("TERNION_CPU_KERNELS");
+    if (fixed && *fixed) /* e->isa is that level already (cpu_isa_detect) */
+        for (int op = 0; op < CPU_OP_COUNT; op++)
+            force(e, op, (int)e->isa);
+    if (mm && *mm) {
+        force(e, CPU_OP_DECODE, level_named(e, mm, strlen(mm)));
+        force(e, CPU_OP_PROMPT, level_named(e, mm, strlen(mm)));
     }
-    if ((fixed && *fixed) || (tune && !strcmp(tune, "0")))
-        return;
-    cpu_isa cand[CPU_ISA_COUNT];
-    int nc = 0;
-    for (int l = CPU_ISA_AVX2; l <= (int)e->isa && l != CPU_ISA_NEON; l++)
-        if (cpu_isa_runs((cpu_isa)l))
-            cand[nc++] = (cpu_isa)l;
-    int64_t max_m = 0;
+    for (const char *s = ks; s && *s;) {
+        const size_t len = strcspn(s, ","), eq = strcspn(s, "=");
+        int op = CPU_OP_COUNT;
+        while (--op >= 0 && (eq >= len || strlen(cpu_tune_op_name(op)) != eq || strncmp(s, cpu_tune_op_name(op), eq)))
+            ;
+        const int level = op >= 0 ? level_named(e, s + eq + 1, len - eq - 1) : -1;
+        if (level < 0)
+            fprintf(stderr, "ternion: warning: TERNION_CPU_KERNELS: '%.*s' is not op=level with op one of decode, "
+                    "prompt, head, attention and a level this CPU runs: ignored\n", (int)len, s);
+        else
+            force(e, op, level);
+        s += len + (s[len] == ',');
+    }
+    for (int op = 0; op < CPU_OP_COUNT; op++)
+        if (e->pick[op].how == CPU_PICK_FORCED)
+            return true;
+    return false;
+}
+
+/* The slices one pass of each op reads (tune_plan); false when there is no room to measure. */
+static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
+{
+    uint64_t layer_bytes = 0;
     for (int i = 0; i < e->n_ops; i++)
-        if (e->ops[i].op->kind == RT_CPU_BITLINEAR && e->ops[i].tensor >= 0) {
-            const int64_t m = cpu_w(e, e->ops[i].tensor, 0)->ne1;
-            max_m = m > max_m ? m : max_m;
-        }
-    if (nc < 2 || !max_m)
-        return;
-    const int n_prompt = e->n_batch < TUNE_PROMPT_N ? e->n_batch : TUNE_PROMPT_N;
-    char cpu[256], path[1200];
-    cpu_tune_cpu_name(cpu, sizeof cpu);
-    const bool cached = cpu_tune_cache_file(e, cpu, n_prompt, true, path, sizeof path);
-    if (cached && cpu_tune_cache_load(e, path, cpu, cand, nc) == 1)
-        return;
-    float *y = malloc(sizeof(float) * (size_t)max_m * (size_t)n_prompt);
-    if (!y) /* no room to measure: the detected level */
-        return;
+        if (e->ops[i].op->kind == RT_CPU_BITLINEAR && e->ops[i].tensor >= 0)
+            layer_bytes += e->ops[i].bytes / (uint64_t)e->n_layers;
+    p->dec_layers = layer_bytes ? (int)((TUNE_STREAM_BYTES + layer_bytes - 1) / layer_bytes) : 1;
+    p->dec_layers = p->dec_layers > e->n_layers ? e->n_layers : p->dec_layers;
+    if (p->head) {
+        const int64_t ne[4] = {p->head->ne0, 1, 1, 1};
+        const uint64_t row = fmt_nbytes(p->head->type, ne, NULL);
+        p->head_rows = row ? (int64_t)(TUNE_HEAD_BYTES / row) : p->head->ne1;
+        p->head_rows = p->head_rows < 16 ? 16 : p->head_rows > p->head->ne1 ? p->head->ne1 : p->head_rows;
+        for (int64_t i = 0; i < (int64_t)p->head->ne0; i++) /* inputs in [-1, 1) */
+            e->head_x[i] = (float)((i * 2654435761u) % 2048) / 1024.0f - 1.0f;
+    }
+    const int qdim = (int)(e->cs->n_heads * e->cs->head_dim);
+    if (p->attn_kv) { /* the first rows of sequence 0's cache over the layers the passes read: zero
+                       * (as the cache starts) but written, so its pages are real memory */
+        const size_t row = (size_t)e->kv_dim * (e->kv_f16 ? 2 : 4), plane = (size_t)e->n_ctx * row;
+        const size_t layer = 2 * (size_t)p->attn_kv * row;
+        p->attn_layers = (int)((TUNE_ATTN_BYTES + layer - 1) / layer);
+        p->attn_layers = p->attn_layers > e->n_layers ? e->n_layers : p->attn_layers;
+        p->attn_span = (int)(TUNE_ATTN_SPAN / layer);
+        p->attn_span = p->attn_span < p->attn_layers ? p->attn_layers : p->attn_span > e->n_layers ? e->n_layers : p->attn_span;
+        for (size_t i = 0; i < (size_t)p->attn_span * 2; i++)
+            memset(e->kv + i * plane, 0, (size_t)p->attn_kv * row);
+        p->attn_q = malloc(sizeof(float) * (size_t)qdim);
+        p->attn_out = malloc(sizeof(float) * (size_t)qdim);
+        if (!p->attn_q || !p->attn_out)
+            return false;
+        for (int i = 0; i < qdim; i++)
+            p->attn_q[i] = (float)((i * 2654435761u) % 2048) / 1024.0f - 1.0f;
+    }
     uint64_t s = 0x9E3779B97F4A7C15ull; /* activation codes in [-127, 127], scales 1 */
-    for (size_t i = 0; i < (size_t)n_prompt * (size_t)e->max_k; i++) {
+    for (size_t i = 0; i < (size_t)p->n_prompt * (size_t)e->max_k; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         e->q[i] = (int8_t)((int)((s >> 33) % 255) - 127);
     }
-    for (int t = 0; t < n_prompt; t++) {
+    for (int t = 0; t < p->n_prompt; t++) {
         int32_t sum = 0;
         for (int k = 0; k < e->max_k; k++)
             sum += e->q[(size_t)t * e->max_k + k];
         e->qs[t] = 1.0f;
         e->qsum[t] = sum;
     }
-    e->isa_mm[0] = fastest(e, cand, nc, 1, e->n_layers, y, e->tune_ms[0]);
-    if (n_prompt > 1)
-        e->isa_mm[1] = fastest(e, cand, nc, n_prompt, 1, y, e->tune_ms[1]);
-    else
-        memcpy(e->tune_ms[1], e->tune_ms[0], sizeof e->tune_ms[1]), e->isa_mm[1] = e->isa_mm[0];
-    e->tuned = true;
-    free(y);
-    if (cached)
-        cpu_tune_cache_store(e, path, cpu, cand, nc);
+    p->y = malloc(sizeof(float) * (size_t)(max_m ? max_m : 1) * (size_t)p->n_prompt);
+    return p->y != NULL;
+}
+
+void cpu_engine_tune_kernels(cpu_engine *e)
+{
+    int64_t max_m = 0;
+    for (int i = 0; i < e->n_ops; i++)
+        if (e->ops[i].op->kind == RT_CPU_BITLINEAR && e->ops[i].tensor >= 0 && e->ops[i].codec &&
+            e->ops[i].codec->matmul) {
+            const int64_t m = cpu_w(e, e->ops[i].tensor, 0)->ne1;
+            max_m = m > max_m ? m : max_m;
+        }
+    bool attn = false;
+    for (int i = 0; i < e->n_ops; i++)
+        attn = attn || e->ops[i].op->kind == RT_CPU_ATTENTION;
+    tune_plan p = {.n_prompt = e->n_batch < TUNE_PROMPT_N ? e->n_batch : TUNE_PROMPT_N,
+                   .attn_kv = attn ? (e->n_ctx < TUNE_ATTN_KV ? e->n_ctx : TUNE_ATTN_KV) : 0};
+    p.head = head_table(e, &p.head_codec);
+    const bool has[CPU_OP_COUNT] = {max_m > 0, max_m > 0 && p.n_prompt > 1, p.head != NULL, attn};
+    for (int op = 0; op < CPU_OP_COUNT; op++)
+        e->pick[op] = (cpu_pick){.isa = e->isa, .how = has[op] ? CPU_PICK_FLAGS : CPU_PICK_NONE};
+    const bool forced = apply_forcing(e);
+    const char *tune = getenv("TERNION_CPU_TUNE");
+    cpu_tune_cands c[CPU_OP_COUNT] = {{{0}, 0}};
+    int n_tuned = 0;
+    for (int op = 0; op < CPU_OP_COUNT && !(tune && !strcmp(tune, "0")); op++) {
+        for (int l = CPU_ISA_AVX2; e->pick[op].how == CPU_PICK_FLAGS && l <= (int)e->isa && l != CPU_ISA_NEON; l++)
+            if (cpu_isa_runs((cpu_isa)l))
+                c[op].cand[c[op].nc++] = (cpu_isa)l;
+        n_tuned += c[op].nc > 1;
+    }
+    if (n_tuned) {
+        char cpu[320], path[1200];
+        cpu_tune_cpu_name(e, hooks.cpu_name, cpu, sizeof cpu);
+        /* a forced op changes what is measured: such a run neither reads nor writes the cache */
+        const bool cached = !forced && cpu_tune_cache_file(e, cpu, p.n_prompt, true, path, sizeof path);
+        if (!(cached && cpu_tune_cache_load(e, path, cpu, c) == 1) && make_plan(e, &p, max_m)) {
+            for (int op = 0; op < CPU_OP_COUNT; op++)
+                if (c[op].nc > 1)
+                    measure(e, op, &c[op], &p);
+            if (cached)
+                cpu_tune_cache_store(e, path, cpu, c);
+        }
+        free(p.y);
+        free(p.attn_q);
+        free(p.attn_out);
+    }
+    if (e->pick[CPU_OP_PROMPT].how == CPU_PICK_NONE) /* prompts of one token at a time */
+        e->pick[CPU_OP_PROMPT].isa = e->pick[CPU_OP_DECODE].isa;
 }

@@ -1,18 +1,22 @@
 /* cpu_tune_cache.c - the CPU tuner's stored choice (cpu_tune.c measures it).
  *
- * Owns: <cache folder>/cpu-tune-<key>.txt (runtime/base/rt_cache.h), the levels cpu_tune.c chose
- * for one model on one CPU with one thread setting, with their times, so later runs skip the
- * measurement (about a second on a 2B model). The key hashes the CPU's model string
- * (/proc/cpuinfo), the detected level, the threads, the prompt measurement's width and the
- * model's bitlinear shapes and formats: another CPU (an instance moved to another host kind),
- * model or thread count measures again. A file that does not parse, names another CPU, or
- * a level this CPU cannot run or that was not a candidate is ignored with a warning on stderr
- * (as the pipeline cache's are) and replaced by a new measurement.
+ * Owns: this CPU's model string, and <cache folder>/cpu-tune-<key>.txt (runtime/base/rt_cache.h),
+ * the levels cpu_tune.c chose for one model on one CPU with one thread setting, with their
+ * times, so later runs skip the measurement. The model string is the CPU's brand string (cpuid,
+ * else /proc/cpuinfo's model name) and the level its flags give ("... [avx512]"). The key hashes
+ * it, the threads, the prompt measurement's width, the tuner's slice sizes (TUNE_KEY) and the
+ * model's bitlinear and head shapes and formats: another CPU (an instance moved to another host
+ * kind), model or thread count measures again. A file that does not parse, is cut short, names
+ * another CPU, or a level this CPU cannot run or that was not a candidate is ignored with a
+ * one-line warning on stderr (as the pipeline cache's are) and replaced by a new measurement.
+ * One line per op with two or more candidates, in cpu_tune_op order:
  *
- *   ternion-cpu-tune 1
- *   cpu AMD EPYC 9R14 96-Core Processor
- *   one-token avx2 avx2=17.150 avx512=19.020
- *   prompt avx512 avx2=3.310 avx512=2.870
+ *   ternion-cpu-tune 2
+ *   cpu AMD EPYC 9R14 96-Core Processor [avx512]
+ *   decode avx2 avx2=0.712 avx512=0.981
+ *   prompt avx512 avx2=1.310 avx512=0.870
+ *   head avx2 avx2=0.802 avx512=0.911
+ *   attention avx2 avx2=0.410 avx512=0.433
  *   model bitnet-b1.58-2b
  */
 #include <stdint.h>
@@ -20,15 +24,38 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "base/rt_cache.h"
 #include "cpu/cpu_engine_priv.h"
 
-#define MAGIC "ternion-cpu-tune 1"
+#define MAGIC "ternion-cpu-tune 2"
+#define TUNE_KEY 3 /* cpu_tune.c's slices and rounds: a change measures again */
 
-void cpu_tune_cpu_name(char *out, size_t cap)
+/* The brand string cpuid reports (x86), else /proc/cpuinfo's model name, else "unknown CPU". */
+static void brand(char *out, size_t cap)
 {
     snprintf(out, cap, "unknown CPU");
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned r[12] = {0};
+    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+        for (unsigned i = 0; i < 3; i++)
+            __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+        char b[49];
+        memcpy(b, r, 48);
+        b[48] = 0;
+        const char *c = b + strspn(b, " ");
+        size_t n = strlen(c);
+        while (n && c[n - 1] == ' ')
+            n--;
+        if (n) {
+            snprintf(out, cap, "%.*s", (int)n, c);
+            return;
+        }
+    }
+#endif
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[512];
     while (f && fgets(line, sizeof line, f)) {
@@ -44,6 +71,16 @@ void cpu_tune_cpu_name(char *out, size_t cap)
         fclose(f);
 }
 
+void cpu_tune_cpu_name(const cpu_engine *e, const char *hook, char *out, size_t cap)
+{
+    char b[256];
+    if (hook)
+        snprintf(b, sizeof b, "%s", hook);
+    else
+        brand(b, sizeof b);
+    snprintf(out, cap, "%s [%s]", b, cpu_isa_name(e->isa));
+}
+
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
@@ -55,15 +92,15 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, bool make_dir, char *out, size_t cap)
 {
     uint64_t h = fnv(0xcbf29ce484222325ull, cpu, strlen(cpu) + 1);
-    const int setting[5] = {(int)e->isa, e->n_threads, e->n_threads_batch, n_prompt, e->n_layers};
+    const int setting[6] = {(int)e->isa, e->n_threads, e->n_threads_batch, n_prompt, e->n_layers, TUNE_KEY};
     h = fnv(h, setting, sizeof setting);
     h = fnv(h, e->d->name, strlen(e->d->name) + 1);
     for (int i = 0; i < e->n_ops; i++) {
         const cpu_step_op *so = &e->ops[i];
-        if (so->op->kind != RT_CPU_BITLINEAR || so->tensor < 0 || !so->codec)
+        if ((so->op->kind != RT_CPU_BITLINEAR && so->op->kind != RT_CPU_LM_HEAD) || so->tensor < 0 || !so->codec)
             continue;
         const cpu_weight *w = cpu_w(e, so->tensor, 0);
-        const int64_t shape[3] = {w->ne0, w->ne1, w->type};
+        const int64_t shape[4] = {w->ne0, w->ne1, w->type, so->op->kind == RT_CPU_LM_HEAD && e->head_q8.data};
         h = fnv(h, shape, sizeof shape);
     }
     char file[64];
@@ -109,35 +146,34 @@ static const char *parse_choice(const char *line, const char *what, const cpu_is
     return chosen ? NULL : "a level's time is missing";
 }
 
-int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const cpu_isa *cand, int nc)
+int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const cpu_tune_cands *c)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
-    char line[4][512] = {{0}};
-    for (int i = 0; i < 4 && fgets(line[i], sizeof line[i], f); i++)
+    char line[2 + CPU_OP_COUNT][512] = {{0}};
+    for (int i = 0; i < 2 + CPU_OP_COUNT && fgets(line[i], sizeof line[i], f); i++)
         line[i][strcspn(line[i], "\r\n")] = 0;
     fclose(f);
-    cpu_isa mm[2];
-    double ms[2][CPU_ISA_COUNT] = {{0}};
+    cpu_pick pick[CPU_OP_COUNT];
+    memcpy(pick, e->pick, sizeof pick);
     const char *why = strcmp(line[0], MAGIC) ? "not a CPU tuning file of this version"
                       : strncmp(line[1], "cpu ", 4) || strcmp(line[1] + 4, cpu) ? "made on another CPU"
                                                                                 : NULL;
-    if (!why)
-        why = parse_choice(line[2], "one-token", cand, nc, &mm[0], ms[0]);
-    if (!why)
-        why = parse_choice(line[3], "prompt", cand, nc, &mm[1], ms[1]);
+    for (int op = 0, l = 2; op < CPU_OP_COUNT && !why; op++)
+        if (c[op].nc > 1) {
+            pick[op] = (cpu_pick){.how = CPU_PICK_CACHED};
+            why = parse_choice(line[l++], cpu_tune_op_name(op), c[op].cand, c[op].nc, &pick[op].isa, pick[op].ms);
+        }
     if (why) {
         fprintf(stderr, "ternion: warning: ignoring CPU tuning cache %s: %s (measuring again)\n", path, why);
         return -1;
     }
-    memcpy(e->isa_mm, mm, sizeof mm);
-    memcpy(e->tune_ms, ms, sizeof ms);
-    e->tuned = e->tune_stored = true;
+    memcpy(e->pick, pick, sizeof pick);
     return 1;
 }
 
-void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu, const cpu_isa *cand, int nc)
+void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu, const cpu_tune_cands *c)
 {
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()); /* concurrent runs: rename */
@@ -145,11 +181,12 @@ void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu
     if (!f)
         return;
     fprintf(f, "%s\ncpu %s\n", MAGIC, cpu);
-    static const char *const what[2] = {"one-token", "prompt"};
-    for (int k = 0; k < 2; k++) {
-        fprintf(f, "%s %s", what[k], cpu_isa_name(e->isa_mm[k]));
-        for (int c = 0; c < nc; c++)
-            fprintf(f, " %s=%.3f", cpu_isa_name(cand[c]), e->tune_ms[k][cand[c]]);
+    for (int op = 0; op < CPU_OP_COUNT; op++) {
+        if (c[op].nc < 2)
+            continue;
+        fprintf(f, "%s %s", cpu_tune_op_name(op), cpu_isa_name(e->pick[op].isa));
+        for (int i = 0; i < c[op].nc; i++)
+            fprintf(f, " %s=%.3f", cpu_isa_name(c[op].cand[i]), e->pick[op].ms[c[op].cand[i]]);
         fputc('\n', f);
     }
     fprintf(f, "model %s\n", e->d->name);

@@ -45,30 +45,50 @@ CPU_TARGET_AVX2 static float hsum8(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* The AVX2 dots add in the AVX-512 kernels' order: 16 lanes as two 8-lane halves, two such
+ * sums (32 values a round), then 16 at a time, the halves added as _mm512_reduce_add_ps adds
+ * them (high 256 + low 256, then 128, 64, 32 bits), then the scalar tail. Each lane's FMAs are
+ * those of the AVX-512 kernel, so both levels give the same bits and the tuner may pick either
+ * (cpu_tune.c); on a CPU that splits 512-bit operations in two, the 256-bit one can be faster. */
+CPU_TARGET_AVX2 static float reduce16(__m256 lo, __m256 hi) { return hsum8(_mm256_add_ps(hi, lo)); }
+
 CPU_TARGET_AVX2 static float dot_f32_avx2(const float *a, const float *b, int n)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    __m256 s0l = _mm256_setzero_ps(), s0h = s0l, s1l = s0l, s1h = s0l;
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    for (; i + 32 <= n; i += 32) {
+        s0l = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0l);
+        s0h = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s0h);
+        s1l = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s1l);
+        s1h = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s1h);
     }
-    float r = hsum8(_mm256_add_ps(s0, s1));
+    for (; i + 16 <= n; i += 16) {
+        s0l = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0l);
+        s0h = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s0h);
+    }
+    float r = reduce16(_mm256_add_ps(s0l, s1l), _mm256_add_ps(s0h, s1h));
     for (; i < n; i++)
         r += a[i] * b[i];
     return r;
 }
 
+CPU_TARGET_AVX2 static inline __m256 f16x8(const uint16_t *h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)); }
+
 CPU_TARGET_AVX2 static float dot_f16_avx2(const uint16_t *h, const float *x, int n)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    __m256 s0l = _mm256_setzero_ps(), s0h = s0l, s1l = s0l, s1h = s0l;
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))), _mm256_loadu_ps(x + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i + 8))), _mm256_loadu_ps(x + i + 8),
-                             s1);
+    for (; i + 32 <= n; i += 32) {
+        s0l = _mm256_fmadd_ps(f16x8(h + i), _mm256_loadu_ps(x + i), s0l);
+        s0h = _mm256_fmadd_ps(f16x8(h + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
+        s1l = _mm256_fmadd_ps(f16x8(h + i + 16), _mm256_loadu_ps(x + i + 16), s1l);
+        s1h = _mm256_fmadd_ps(f16x8(h + i + 24), _mm256_loadu_ps(x + i + 24), s1h);
     }
-    float r = hsum8(_mm256_add_ps(s0, s1));
+    for (; i + 16 <= n; i += 16) {
+        s0l = _mm256_fmadd_ps(f16x8(h + i), _mm256_loadu_ps(x + i), s0l);
+        s0h = _mm256_fmadd_ps(f16x8(h + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
+    }
+    float r = reduce16(_mm256_add_ps(s0l, s1l), _mm256_add_ps(s0h, s1h));
     for (; i < n; i++)
         r += fmt_f16_to_f32(h[i]) * x[i];
     return r;
@@ -193,13 +213,16 @@ void cpu_axpy_f32(cpu_isa isa, float a, const float *x, float *y, int n)
 }
 
 #if CPU_X86
+/* 16 values a round as the AVX-512 kernel, so the same elements get an FMA (the rest the
+ * scalar tail's multiply and add) and both levels give the same bits */
 CPU_TARGET_AVX2 static void axpy_f16_avx2(float a, const uint16_t *h, float *y, int n)
 {
     const __m256 va = _mm256_set1_ps(a);
     int i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))),
-                                                _mm256_loadu_ps(y + i)));
+    for (; i + 16 <= n; i += 16) {
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, f16x8(h + i), _mm256_loadu_ps(y + i)));
+        _mm256_storeu_ps(y + i + 8, _mm256_fmadd_ps(va, f16x8(h + i + 8), _mm256_loadu_ps(y + i + 8)));
+    }
     for (; i < n; i++)
         y[i] += a * fmt_f16_to_f32(h[i]);
 }

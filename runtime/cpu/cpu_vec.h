@@ -1,6 +1,8 @@
 /* cpu_vec.h - float vector primitives of the native backend at each ISA level: dot products
- * (f32 . f32, f16 . f32), f16 <-> f32 conversion, axpy. Sums in lanes (8 or 16 partial sums,
- * then added in a fixed order), so a result depends on the ISA level and n, never on threads.
+ * (f32 . f32, f16 . f32), f16 <-> f32 conversion, axpy. Sums in lanes (8 partial sums for the
+ * scalar level, 32 for AVX2 and AVX-512, then added in a fixed order), so a dot depends on n and
+ * on scalar vs SIMD, never on threads, and AVX2 and AVX-512 give the same bits (the CPU tuner
+ * picks the faster of the two for the LM head: cpu_tune.c).
  */
 #ifndef CPU_VEC_H
 #define CPU_VEC_H

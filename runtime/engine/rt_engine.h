@@ -214,7 +214,8 @@ int rt_engine_n_layers(const rt_engine *e);
  * per-layer dispatches alone (without the embedding row and the LM head). */
 uint64_t rt_engine_decode_weight_bytes(const rt_engine *e, bool layers_only);
 /* The variant each decode kernel with variants runs, "name=variant name=variant ..."
- * (rt_tune.h; e.g. "vec16+dot"); returns rt_engine_stats.tune_state. */
+ * (rt_tune.h; e.g. "vec16+dot"; the CPU backend: cpu_engine_kernels); returns
+ * rt_engine_stats.tune_state (the CPU backend: its tuner's, the same values). */
 int rt_engine_variants(const rt_engine *e, char *out, size_t n);
 /* Measured device copy bandwidth in GB/s (read+write), a copy kernel in-process. */
 int rt_engine_copy_bandwidth(rt_engine *e, double *out_gbs, char *err);

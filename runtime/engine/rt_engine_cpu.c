@@ -230,11 +230,10 @@ int rt_eng_cpu_stream_measure(rt_engine *e, double *copy_ms, double *compute_ms,
     *copy_ms = *compute_ms = *step_ms = 0;
     return 0;
 }
-/* no kernel variants: the CPU tuner's choice is reported by the notice and --bench --json */
+/* the CPU tuner's choice per op (cpu_tune.h): --profile and --bench --json print it */
 int rt_eng_cpu_variants(const rt_engine *e, char *out, size_t n)
 {
-    (void)e;
-    if (n)
-        out[0] = 0;
-    return 0;
+    if (!n)
+        return 0;
+    return cpu_engine_kernels(e->cpu, out, n);
 }

@@ -1,0 +1,57 @@
+/* cpu_tune.h - which kernel each native-backend op with more than one runs, and how that was
+ * decided (cpu_tune.c measures, cpu_tune_cache.c keeps the choice).
+ *
+ * Owns: the tuned ops (the ternary products of one-token steps and of prompts, the LM head's
+ * float table product, attention), the ways a choice is made (the CPU's flags, a TERNION_CPU_* variable,
+ * a measurement now, one stored by an earlier run), the rule that picks the fastest candidate
+ * from measured times, and the hooks the tests use to make the tuner deterministic (a fake
+ * timer, a fake CPU model string).
+ */
+#ifndef CPU_TUNE_H
+#define CPU_TUNE_H
+
+#include <stdbool.h>
+
+#include "cpu/cpu_isa.h"
+
+typedef enum {
+    CPU_OP_DECODE, /* bitlinear products of one-token steps (I2_S, TQ1_0, TQ2_0, ...): a weight stream */
+    CPU_OP_PROMPT, /* the same products for a prompt's tokens: compute-bound */
+    CPU_OP_HEAD,   /* the LM head over a float table (F16, F32, BF16, the --lm-head q8 copy) */
+    CPU_OP_ATTN,   /* attention over the KV cache (f16 or f32 dots and axpys) */
+    CPU_OP_COUNT
+} cpu_tune_op;
+
+typedef enum {
+    CPU_PICK_NONE,     /* the model has no such op */
+    CPU_PICK_FLAGS,    /* the CPU's flags: one candidate runs here, or TERNION_CPU_TUNE=0 */
+    CPU_PICK_FORCED,   /* TERNION_CPU_ISA, TERNION_CPU_MM_ISA or TERNION_CPU_KERNELS */
+    CPU_PICK_MEASURED, /* timed in this run */
+    CPU_PICK_CACHED,   /* timed in an earlier run on this CPU (the tuning cache) */
+    CPU_PICK_COUNT
+} cpu_pick_how;
+
+typedef struct {
+    cpu_isa isa;               /* the level whose kernel the op runs */
+    cpu_pick_how how;
+    double ms[CPU_ISA_COUNT];  /* MEASURED / CACHED: each candidate's best pass, 0 for a non-candidate */
+} cpu_pick;
+
+const char *cpu_tune_op_name(int op);   /* "decode", "prompt", "head", "attention" */
+const char *cpu_tune_how_name(int how); /* "none", "flags", "forced", "measured", "cached" */
+
+/* The index of the smallest of best[0 .. nc) (the candidates in rising level order); a tie
+ * goes to the higher level, the one the flags would pick. */
+int cpu_tune_fastest(const double *best, int nc);
+
+/* Tests: timer (when set) replaces each measured pass time of level isa on op by what it
+ * returns; cpu_name (when set) replaces this CPU's model string. NULL: no hooks. */
+typedef double (*cpu_tune_timer)(void *ud, int op, cpu_isa isa, double measured_ns);
+typedef struct {
+    cpu_tune_timer timer;
+    void *ud;
+    const char *cpu_name;
+} cpu_tune_hooks;
+void cpu_tune_set_hooks(const cpu_tune_hooks *h);
+
+#endif
