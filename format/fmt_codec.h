@@ -53,7 +53,7 @@ enum {
     FMT_USE_VECTOR = 1u,  /* a 1-D weight read as floats (norm weights) */
     FMT_USE_TABLE = 2u,   /* rows read as floats (embedding, LM head) */
     FMT_USE_TERNARY = 4u, /* a ternary matrix with integer codes (bitlinear) */
-    FMT_USE_MATRIX = 8u,  /* a float matrix the `linear` op multiplies (F32, F16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K) */
+    FMT_USE_MATRIX = 8u,  /* a float matrix the `linear` op multiplies (F32, F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K) */
 };
 
 #define FMT_ERR_LEN 512 /* size of the err buffers below (== RT_ERR_LEN) */
@@ -163,6 +163,10 @@ int fmt_check_scale(float s, const char *what, char *err);
 /* IEEE half <-> float (round to nearest even; inf, NaN, subnormals exact), bit-level. */
 float fmt_f16_to_f32(uint16_t h);
 uint16_t fmt_f32_to_f16(float f);
+/* bfloat16 <-> float (fmt_bf16.c): widen (bits << 16); round as ggml's GGML_FP32_TO_BF16 (to
+ * nearest even, a NaN kept a quiet NaN). */
+float fmt_bf16_to_f32(uint16_t h);
+uint16_t fmt_f32_to_bf16(float f);
 
 /* ---- the Q8_0 copy of a table (the runtime's --lm-head q8 repack; fmt_q8_0.c) ----
  * Layout: int8 codes [rows][ne0], then f16 block scales [rows][ne0 / FMT_Q8_BLOCK]. Per block of

@@ -11,7 +11,7 @@
 #define FMT_CODEC_LIST(X)                                                                                        \
     X(f32, C_ONLY)                                                                                               \
     X(f16, KERNELS)                                                                                              \
-    X(bf16, C_ONLY)                                                                                              \
+    X(bf16, KERNELS)                                                                                             \
     X(q8_0, KERNELS)                                                                                             \
     X(q4_0, KERNELS)                                                                                             \
     X(q2_0, KERNELS)                                                                                             \

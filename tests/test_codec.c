@@ -50,7 +50,7 @@ static float kq_tol(uint32_t type, const uint8_t *p, int j)
 
 /* Round trip of every decodable row: encode then decode n random values. Rule per row:
  * F32 exact; F16 each value is the nearest half (fmt_f32_to_f16 is tested bit-exact in
- * test_gguf); Q8_0 |x - d*q| <= d/2 + |x| * 2^-11 (rounding to a code, plus d's rounding
+ * test_gguf); BF16 the nearest bfloat16 (test_bf16_layout); Q8_0 |x - d*q| <= d/2 + |x| * 2^-11 (rounding to a code, plus d's rounding
  * to f16, 11 significant bits); Q4_K / Q6_K kq_tol; ternary values round-trip exactly. */
 static void test_roundtrip(void **state)
 {
@@ -83,6 +83,8 @@ static void test_roundtrip(void **state)
             float want = x[j], tol = 0;
             if (c->type == FMT_F16)
                 want = fmt_f16_to_f32(fmt_f32_to_f16(x[j]));
+            if (c->type == FMT_BF16) /* the nearest bfloat16 (test_bf16_layout checks the rounding) */
+                want = fmt_bf16_to_f32(fmt_f32_to_bf16(x[j]));
             float amax = 0; /* of the element's block */
             for (int b = j / (int)c->blk * (int)c->blk; b < (j / (int)c->blk + 1) * (int)c->blk; b++)
                 amax = fabsf(x[b]) > amax ? fabsf(x[b]) : amax;
@@ -99,7 +101,7 @@ static void test_roundtrip(void **state)
                 fail_msg("%s element %d: decoded %.9g, want %.9g (tolerance %.3g)", c->name, j, y[j], want, tol);
         }
     }
-    assert_true(decodable >= 9); /* F32, F16, Q8_0, Q4_0, Q2_0, Q2_0_G128, Q4_K, Q6_K, I2_S */
+    assert_true(decodable >= 10); /* F32, F16, BF16, Q8_0, Q4_0, Q2_0, Q2_0_G128, Q4_K, Q6_K, I2_S */
     free(blk);
 }
 
@@ -133,13 +135,11 @@ static void test_sizes(void **state)
     ne[0] = 128; /* K-quants: blocks of 256 */
     assert_int_equal(fmt_nbytes(FMT_Q4_K, ne, err), 0);
     assert_non_null(strstr(err, "multiple of 256"));
-    /* a codec that can only be sized refuses to decode */
-    const fmt_codec *bf = fmt_codec_find(FMT_BF16);
+    /* a codec that can only be sized refuses to decode (a row without decode) */
+    const fmt_codec sized = {.type = FMT_BF16, .name = "BF16", .blk = 1, .blk_bytes = 2};
     float row[256];
     uint8_t z[512] = {0};
-    assert_non_null(bf);
-    assert_null(bf->decode);
-    assert_int_equal(fmt_decode_row(bf, z, 256, 1, 0, row), -1);
+    assert_int_equal(fmt_decode_row(&sized, z, 256, 1, 0, row), -1);
     /* the TQ rows decode a row (tests/test_tq.c checks their layouts by hand) */
     assert_int_equal(fmt_decode_row(fmt_codec_find(FMT_TQ2_0), z, 256, 1, 0, row), 0);
 }
@@ -158,6 +158,54 @@ static void test_q8_0_layout(void **state)
     c->decode(b, NULL, 32, y);
     for (int j = 0; j < 32; j++)
         assert_true(y[j] == 0.5f * (float)(j - 16));
+}
+
+/* BF16: the upper half of a binary32, little-endian; decode widens, encode rounds as ggml's
+ * GGML_FP32_TO_BF16 (nearest, ties to even, a NaN stays a quiet NaN, overflow to infinity); the
+ * load check refuses a non-finite element. Values chosen by hand. */
+static void test_bf16_layout(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t f;
+        uint16_t h;
+    } r[] = {
+        {0x3f800000u, 0x3f80}, /* 1.0 exact */
+        {0x3f808000u, 0x3f80}, /* a tie, kept lowest bit 0: down */
+        {0x3f818000u, 0x3f82}, /* a tie, kept lowest bit 1: up */
+        {0x3f808001u, 0x3f81}, /* above the tie: up */
+        {0xbf807fffu, 0xbf80}, /* below the tie, negative: down in magnitude */
+        {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to +infinity */
+        {0x00000001u, 0x0000}, /* the smallest subnormal: to zero */
+        {0x00008000u, 0x0000}, /* a subnormal tie, even: down */
+        {0x00018000u, 0x0002}, /* a subnormal tie, odd: up */
+        {0xff800000u, 0xff80}, /* -infinity kept */
+        {0x7f800001u, 0x7fc0}, /* a signalling NaN with its payload below the half: quiet NaN */
+        {0xffc12345u, 0xffc1}, /* a quiet NaN keeps its sign and upper payload */
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+        float f;
+        memcpy(&f, &r[i].f, 4);
+        if (fmt_f32_to_bf16(f) != r[i].h)
+            fail_msg("case %zu: 0x%08x -> 0x%04x, want 0x%04x", i, r[i].f, fmt_f32_to_bf16(f), r[i].h);
+    }
+    const fmt_codec *c = fmt_codec_find(FMT_BF16);
+    assert_non_null(c);
+    assert_string_equal(c->yaml, "bf16");
+    assert_true((c->uses & FMT_USE_TABLE) && (c->uses & FMT_USE_MATRIX) && !(c->uses & FMT_USE_TERNARY));
+    const uint8_t b[6] = {0x80, 0x3f, 0xc0, 0xbf, 0x49, 0x40}; /* 1.0, -1.5, 3.140625 */
+    float y[3];
+    c->decode(b, NULL, 3, y);
+    assert_true(y[0] == 1.0f && y[1] == -1.5f && y[2] == 3.140625f);
+    uint8_t e[6];
+    c->encode(y, 3, e);
+    assert_memory_equal(e, b, 6);
+    const int64_t ne[4] = {3, 1, 1, 1};
+    char err[FMT_ERR_LEN];
+    assert_int_equal(c->check(b, ne, err), 0);
+    const uint8_t bad[6] = {0x80, 0x3f, 0x80, 0xff, 0, 0}; /* element 1: -infinity */
+    assert_int_equal(c->check(bad, ne, err), -1);
+    assert_non_null(strstr(err, "element 1 is -infinity"));
 }
 
 /* Q4_K's block (format/fmt_q4_k.c) placed by hand: d = 0.5, dmin = 0.25; sub-block scales
@@ -419,7 +467,7 @@ static void test_yaml_types(void **state)
     static gen_model m;
     char err[GEN_ERR_LEN];
     assert_int_not_equal(gen_model_parse(yaml, sizeof yaml - 1, "t.yaml", &m, err), 0);
-    assert_non_null(strstr(err, "unknown type 'q5_k' (f32, f16, q8_0, q4_0, q2_0, q2_0_g128, q4_k, q6_k, i2_s, tq1_0 or "
+    assert_non_null(strstr(err, "unknown type 'q5_k' (f32, f16, bf16, q8_0, q4_0, q2_0, q2_0_g128, q4_k, q6_k, i2_s, tq1_0 or "
                               "tq2_0)"));
 }
 
@@ -429,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_q8_0_layout),
+        cmocka_unit_test(test_bf16_layout),
         cmocka_unit_test(test_q4_k_layout),
         cmocka_unit_test(test_q6_k_layout),
         cmocka_unit_test(test_q4_0_layout),

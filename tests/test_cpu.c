@@ -38,6 +38,7 @@
 
 #include <cmocka.h>
 
+#include "cpu/cpu_bf16.h"
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_i2s.h"
 #include "cpu/cpu_kquant.h"
@@ -163,7 +164,8 @@ static void check_matmul(uint32_t type, int K, int M, int n)
 /* Block-quantized matrices (cpu_qdot.c) against ref_qdot.c, bit for bit at every level: the
  * activations' Q8_0 codes and scales (values placed on rounding ties too: x * id = k + 0.5, which
  * ggml-cpu's x86 quantizer rounds to even), then random matrices of each format at widths of an
- * odd number of blocks, 37 rows split as two threads would, 1 and 3 tokens, outputs poisoned. */
+ * odd number of blocks (AVX-512: Q8_0 / Q4_0 blocks in pairs and the last one alone), Q8_0 codes of
+ * -128 too, 37 rows split as two threads would, 1 and 3 tokens, outputs poisoned. */
 static void test_qdot(void **st)
 {
     (void)st;
@@ -191,6 +193,8 @@ static void test_qdot(void **st)
             for (int i = 0; i < K * MM; i++)
                 wf[i] = frnd(1.0f) * (float)(1 + i / 64 % 3);
             c->encode(wf, (int64_t)K * MM, w);
+            if (types[ti] == FMT_Q8_0) /* a code of -128 (a file may hold one; the encoder never writes it) */
+                w[2 + 5] = w[34 + 2] = 0x80;
             const cpu_weight cw = {w, types[ti], K, MM};
             for (int n = 1; n <= NT; n += 2) {
                 for (int t = 0; t < n; t++)
@@ -456,6 +460,66 @@ static void test_f16_dot(void **st)
 
 /* Q8_0 tables (the --lm-head q8 copy): float sums of code * x per block, times d, against the
  * reference's double sums; the same bound as the F16 dots (2K products and adds, 2^-24 each). */
+/* BF16 matrices (cpu_bf16.h): every level this CPU runs (AVX-512 with and without vdpbf16ps where
+ * the CPU has AVX512_BF16), at widths that leave every tail (1, 15, 33, 100, 130, 2562), one and
+ * three tokens, against ref_linear (x rounded to bf16, double sums). Rule: the products of two bf16
+ * values are exact in f32, so only the f32 additions round: recursive summation of K terms in
+ * any order errs by at most (K - 1) * 2^-24 * sum |w x| (first order); bound K * 2^-24 * sum |w x|
+ * with w and the rounded x. Without the rounding of x the error would be ~2^-9 |w . x|: the bound
+ * catches it. Outputs poisoned (NaN) first; the embedding row is the exact widen. */
+static void test_bf16_dot(void **st)
+{
+    (void)st;
+    const int dims[] = {1, 15, 33, 100, 130, 2562}, V = 13, N = 3;
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++)
+        for (int dp = 0; dp < 2; dp++) {
+            if (!cpu_isa_runs((cpu_isa)isa) || (dp && (isa != CPU_ISA_AVX512 || !cpu_has_avx512bf16())))
+                continue;
+            for (int di = 0; di < 6; di++) {
+                const int K = dims[di];
+                uint16_t *w = malloc(2 * (size_t)K * V), *xb = malloc(2 * (size_t)K);
+                float *x = malloc(sizeof(float) * K * N), *y = malloc(sizeof(float) * V * N);
+                float *yr = malloc(sizeof(float) * V * N), *row = malloc(sizeof(float) * K);
+                void *scratch = malloc(cpu_codec_scratch(K));
+                for (int i = 0; i < K * V; i++)
+                    w[i] = fmt_f32_to_bf16(frnd(1.0f));
+                for (int i = 0; i < K * N; i++)
+                    x[i] = frnd(4.0f);
+                const cpu_weight cw = {(const uint8_t *)w, FMT_BF16, K, V};
+                for (int i = 0; i < V * N; i++)
+                    y[i] = NAN;
+                for (int t = 0; t < N; t++) { /* the level's product, dp asked for or not */
+                    cpu_f32_to_bf16(x + (size_t)t * K, xb, K);
+                    for (int v = 0; v < V; v++)
+                        y[t * V + v] = cpu_dot_bf16((cpu_isa)isa, dp, w + (size_t)v * K, xb, K);
+                }
+                assert_int_equal(ref_linear(FMT_BF16, w, K, V, x, N, yr), 0);
+                for (int t = 0; t < N; t++)
+                    for (int v = 0; v < V; v++) {
+                        double mag = 0;
+                        for (int i = 0; i < K; i++)
+                            mag += fabs((double)fmt_bf16_to_f32(w[v * K + i]) *
+                                        fmt_bf16_to_f32(fmt_f32_to_bf16(x[t * K + i])));
+                        const double err = fabs((double)y[t * V + v] - yr[t * V + v]), bound = K * 0x1p-24 * mag;
+                        if (!(err <= bound))
+                            fail_msg("%s dp %d K %d row %d token %d: %.9g vs %.9g (|d| %.3g > %.3g)",
+                                     cpu_isa_name((cpu_isa)isa), dp, K, v, t, y[t * V + v], yr[t * V + v], err, bound);
+                    }
+                /* the codec row (x rounded inside; AVX-512 takes dp where the CPU has it): the same bits */
+                float *y2 = malloc(sizeof(float) * V * N);
+                for (int i = 0; i < V * N; i++)
+                    y2[i] = NAN;
+                cpu_table_dot((cpu_isa)isa, cpu_codec_find(FMT_BF16), &cw, 0, V, x, N, y2, V, scratch);
+                if (dp == (isa == CPU_ISA_AVX512 && cpu_has_avx512bf16()))
+                    assert_memory_equal(y, y2, sizeof(float) * V * N);
+                cpu_codec_find(FMT_BF16)->row((cpu_isa)isa, &cw, V - 1, row);
+                for (int i = 0; i < K; i++)
+                    assert_true(row[i] == fmt_bf16_to_f32(w[(size_t)(V - 1) * K + i]));
+                free(w), free(xb), free(x), free(y), free(y2), free(yr), free(row), free(scratch);
+            }
+        }
+}
+
 static void test_q8_dot(void **st)
 {
     (void)st;
@@ -1198,7 +1262,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
-        cmocka_unit_test(test_f16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),
         cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),

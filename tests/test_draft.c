@@ -601,21 +601,22 @@ static void test_problems_at_their_lines(void **st)
     char path[512], err[GEN_ERR_LEN] = "";
     hand_path("problems", path, sizeof(path));
     hand h = k_llama;
-    h.embd_type = FMT_BF16; /* known by size only, no YAML spelling: no op takes it */
-    h.mat_type = FMT_BF16;  /* neither bitlinear nor linear reads it */
+    h.embd_type = FMT_I2_S; /* a ternary format: no embedding reads it */
+    h.mat_type = FMT_BF16;  /* a float matrix: the `linear` op reads it, no problem */
     h.extra = "blk.0.attn_q_norm.weight";
     hand_gguf(&h, path);
     gen_draft dr;
     if (gen_draft_gguf(path, &dr, err))
         fail_msg("%s", err);
     printf("%s\n", dr.summary);
-    assert_int_equal(dr.n_problems, 1 + 7 + 1); /* the table, 7 matrices, attn_q_norm */
+    assert_int_equal(dr.n_problems, 1 + 1); /* the table, attn_q_norm */
     assert_line_has(dr.yaml, "token_embd:",
-                    "UNSUPPORTED: tensor 'token_embd.weight' is BF16, a format with no YAML type");
-    assert_line_has(dr.yaml, "ffn_down:",
-                    "UNSUPPORTED: tensor 'blk.{L}.ffn_down.weight' is BF16, a format with no YAML type");
+                    "UNSUPPORTED: tensor 'token_embd.weight' is I2_S, a type no op reads there; it is an embedding "
+                    "or LM head table (f32, f16, bf16,");
+    assert_line_has(dr.yaml, "ffn_down:", "type: bf16,");
+    assert_non_null(strstr(dr.yaml, "{op: linear,"));
     assert_line_has(dr.yaml, "attn_q_norm", "read by no op of the llama layout");
-    assert_non_null(strstr(dr.summary, "9 problems"));
+    assert_non_null(strstr(dr.summary, "2 problems"));
     gen_draft_free(&dr);
     /* the command: the draft on stdout, one line on stderr, exit 1 */
     char gen[512], cmd[1600];

@@ -367,7 +367,9 @@ static uint8_t *kq_blob(uint32_t type, int K, int rows, size_t *out_bytes)
 
 /* ---------------------------------------------------------------- EMBED */
 
-/* A block-quantized format of the `linear` op and the tables (Q8_0, Q4_0, Q2_0), or NULL. */
+/* A format of the `linear` op and the tables whose bytes the test writes with its encoder and whose
+ * reference reads those bytes (ref_linear): BF16 and the block-quantized ones (Q8_0, Q4_0, Q2_0);
+ * NULL for F16, F32 and the K-quants (their own set-ups). */
 static const fmt_codec *qformat(uint32_t type)
 {
     const fmt_codec *c = fmt_codec_find(type);
@@ -1044,6 +1046,22 @@ static uint8_t *kq_table(uint32_t type, int dim, float *tab, size_t *bytes, floa
     return kqt;
 }
 
+/* The LM head's tolerance (lm_head_case). Rule: dim f32 products summed in lane strides and a
+ * subgroup tree (about dim / 64 + 6 roundings of 2^-24 of partials <= the row's largest |y| here:
+ * < 1e-6); a folded norm adds the norm's f32 rounding of x (gen_norm rmsnorm tol 1e-5). K-quant
+ * with a folded norm: that rounding can also move an input across a Q8_K rounding boundary,
+ * moving a logit by one code step of one weight, |w| d8: kq_step = two such steps of the largest
+ * weight and block scale, relative to the largest logit, on top. A Q table (q): check_linear's
+ * rule (the same Q8_0 codes, exact block sums, dim / 32 scaled terms). BF16 (q too: check_linear's
+ * rule, x rounded to bf16 on both sides, exact products); with a folded norm, the norm's rounding
+ * can move a normed input across a bf16 rounding boundary, moving a logit by one bf16 step of x
+ * times its weight, |w| |x| 2^-8: bf16_step = two such steps of the largest, relative to the
+ * largest logit, on top. */
+static double head_tol(bool norm, double kq_step, bool q, double bf16_step)
+{
+    return norm ? 1e-5 + kq_step + bf16_step : q ? 1e-5 : 1e-6;
+}
+
 /* The LM head kop as built (q8 false), or its --lm-head q8 variant: the table is F16 /
  * F32, or its Q8_0 copy (quantized here by the reference, packed as RT_ARG_WEIGHT_Q8:
  * codes, then f16 scales). A folded final norm (decode graphs) is checked against
@@ -1056,6 +1074,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     const gen_tensor *ts = &g->m->tensors[kop.w[0]];
     const int dim = (int)ts->ne[0];
     const bool f16 = ts->type == FMT_F16, norm = kop.norm.w >= 0, kq = is_kq(ts->type);
+    const bool bf16 = !q8 && ts->type == FMT_BF16;
     if (q8 && kq) /* the Q8_0 copy is made from F16 / F32 tables only (the generator refuses it) */
         return;
     kern kn;
@@ -1075,6 +1094,9 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
     int8_t *qc = NULL;
     const fmt_codec *qf = q8 ? NULL : qformat(ts->type); /* a Q table (llama.cpp's Q8_0 activations) */
     uint8_t *qb = qf ? q_encode(qf, tab, nt) : NULL;
+    float bf16_maxw = 0; /* BF16: the largest |weight| (the folded norm's rule below) */
+    for (size_t i = 0; bf16 && i < nt; i++)
+        bf16_maxw = fmaxf(bf16_maxw, fabsf(tab[i]));
     if (qf) {
         wb = vkh_buf(nt / qf->blk * qf->blk_bytes, qb);
     } else if (q8) {
@@ -1109,7 +1131,7 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
             uint32_t rows = n - out_start;
             float *y = vkh_fetch(&b[1], 4 * nl), *ref = vkh_xmalloc(4 * (size_t)rows * VOCAB);
             check_head_argmax(&kop, ab, y, VOCAB);
-            float d8max = 0, maxref = 0; /* K-quant: the largest Q8_K block scale of the inputs */
+            float d8max = 0, maxref = 0, maxx = 0; /* the largest Q8_K block scale, |input| (BF16) */
             for (uint32_t r = 0; r < rows; r++) {
                 const float *xr = x + (size_t)(out_start + r) * dim;
                 if (norm) { /* the folded norm's row (no bias: new_folded_kernel) */
@@ -1127,25 +1149,23 @@ static void lm_head_case(const gen_graph *g, const gen_kop *kop0, bool decode, b
                     free(d8);
                     for (int v = 0; v < (int)VOCAB; v++)
                         maxref = fmaxf(maxref, fabsf(ref[(size_t)r * VOCAB + v]));
-                } else if (qf)
-                    assert_int_equal(ref_linear_q(ts->type, qb, dim, (int)VOCAB, xr, 1, ref + (size_t)r * VOCAB), 0);
+                } else if (qf) /* BF16: x rounded to bf16; Q: x as Q8_0 codes (llama.cpp's products) */
+                    assert_int_equal(ref_linear(ts->type, qb, dim, (int)VOCAB, xr, 1, ref + (size_t)r * VOCAB), 0);
                 else if (q8)
                     ref_lm_head_q8_0(qc, dq, dim, (int)VOCAB, xr, ref + (size_t)r * VOCAB);
                 else
                     ref_lm_head_f32(tab, dim, (int)VOCAB, xr, 0, ref + (size_t)r * VOCAB);
+                for (int i = 0; bf16 && i < dim; i++)
+                    maxx = fmaxf(maxx, fabsf(xr[i]));
+                for (int v = 0; bf16 && v < (int)VOCAB; v++)
+                    maxref = fmaxf(maxref, fabsf(ref[(size_t)r * VOCAB + v]));
             }
             char what[96];
             snprintf(what, sizeof(what), "%s%s%s%u row slots, %s", q8 ? "q8, " : "", norm ? "folded norm, " : "",
                      (gemv_vec & 15) ? "16-byte loads, " : "", RT_DECODE_ROWS << (gemv_vec >> 12),
                      all ? "all rows" : "last row");
-            /* rule: dim f32 products summed in lane strides and a subgroup tree (about
-             * dim / 64 + 6 roundings of 2^-24 of partials <= the row's largest |y| here: < 1e-6);
-             * a folded norm adds the norm's f32 rounding of x (gen_norm rmsnorm tol 1e-5). K-quant
-             * with a folded norm: that rounding can also move an input across a Q8_K rounding
-             * boundary, moving a logit by one code step of one weight, |w| d8: two such steps of
-             * the largest weight and block scale, relative to the largest logit, on top. A Q table:
-             * check_linear's rule (the same Q8_0 codes, exact block sums, dim / 32 scaled terms) */
-            const double tol = norm ? 1e-5 + (kq ? 2.0 * maxw * d8max / maxref : 0) : qf ? 1e-5 : 1e-6;
+            const double tol = head_tol(norm, kq ? 2.0 * maxw * d8max / maxref : 0, qf != NULL,
+                                        bf16 ? 2.0 * bf16_maxw * maxx * 0x1p-8 / maxref : 0);
             expect(&kop, what, decode, n, 0, vkh_max_rel(y, ref, (size_t)rows * VOCAB, VKH_NORM), tol);
             assert_true(vkh_all_poison((uint32_t *)y + (size_t)rows * VOCAB, nl - (size_t)rows * VOCAB));
             free(y);
@@ -1216,8 +1236,9 @@ static void check_lm_head_q8(const gen_graph *g, const gen_kop *kop, bool decode
 
 /* ---------------------------------------------------------------- LINEAR */
 
-/* The linear op's kernel (F16 or F32 matrix [M][K], gen_k_head.c gen_k_linear) against
- * ref_linear (llama.cpp's numerics: an F16 matrix's activations rounded to f16 first) on random
+/* The linear op's kernel (an F16, BF16, F32, Q or K-quant matrix [M][K], gen_k_head.c gen_k_linear)
+ * against ref_linear (llama.cpp's numerics: an F16 / BF16 matrix's activations rounded to f16 /
+ * bf16 first) on random
  * rows of different magnitude, every token of the step (a prompt: tiles of 8 tokens, partial
  * ones at 3 and 13), the rows past the step left poisoned. */
 static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
@@ -1253,7 +1274,8 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
          * summed in lane strides and a subgroup tree: about K / 32 + 6 roundings of 2^-24 of
          * partials that random signed terms keep within a few |y|, (868 / 32 + 6) x 6e-8 x 4 =
          * 8e-6 at the widest K here: 1e-5 (measured: 2.3e-7). The same kernel against a
-         * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails.
+         * reference that does not round x to f16 (a kernel skipping it): 1.8e-4, fails. BF16:
+         * the same (two bf16 values' product is exact in f32; x rounded to bf16 on both sides).
          * Q4_K / Q6_K: the decoded weights and the Q8_K inputs (code * d) are the reference's f32
          * values (the same operations), so the same rule holds, at K <= 768 here (measured:
          * 2.4e-7; a kernel multiplying the f32 inputs instead of their Q8_K values: 4.4e-3, fails).

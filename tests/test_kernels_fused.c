@@ -48,13 +48,15 @@ static rt_buf wbuf[GEN_MAX_TENSORS], kc, vc, logits, sync, tokens, result;
 static vkh_plan pf, pp; /* the fused and the unfused plan: their buffers, these weights and caches */
 
 /* Random tensor contents: I2_S random trits + a scale (the codec's encoder), F32 norm weights
- * near 1, F16 table, Q4_K / Q6_K random floats through the codec's encoder. */
+ * near 1, F16 table, the other float formats (BF16, Q4_K, ...) random floats through the codec's
+ * encoder. */
 static void make_weight(int t)
 {
     const gen_tensor *ts = &model.tensors[t];
     int64_t ne0 = ts->ne[0], ne1 = ts->n_dims > 1 ? (ts->ne[1] == GEN_DIM_VOCAB ? VOCAB : ts->ne[1]) : 1;
     const fmt_codec *c = fmt_codec_find(ts->type);
-    const bool blocks = c && c->blk > 1 && c->encode && !fmt_is_ternary(c); /* Q4_K, Q6_K: encoded floats */
+    /* BF16, Q8_0, Q4_K, ...: random floats through the codec's encoder (F16, F32: below) */
+    const bool blocks = c && c->encode && !fmt_is_ternary(c) && ts->type != FMT_F16 && ts->type != FMT_F32;
     size_t bytes = ts->type == FMT_I2_S ? (size_t)(ne0 * ne1 / 4 + 32)
                    : blocks             ? (size_t)(ne0 * ne1 / c->blk * c->blk_bytes)
                                         : (size_t)(ne0 * ne1 * (ts->type == FMT_F16 ? 2 : 4));

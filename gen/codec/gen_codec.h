@@ -42,8 +42,15 @@ typedef struct gen_codec {
     /* one matrix scale (fmt_int_sums): the f32 scale of a [rows][K] matrix bound as u32 buffer W */
     dsl_expr (*ternary_scale)(dsl_kernel *k, dsl_expr W, uint64_t rows, uint64_t K);
 
-    /* Table formats read two values per u32 word (F16), else NULL: the word as a vec2. */
+    /* Table formats read two values per u32 word (F16, BF16), else NULL: the word as a vec2. */
     dsl_expr (*table_pair)(dsl_kernel *k, dsl_expr word);
+    /* ... and the input pair (a vec2) a `linear` matrix (BF16: an LM head too) of the format
+     * multiplies, rounded as ggml-cpu converts activations to the format's vec_dot_type (F16:
+     * to f16; BF16: to bf16), as a vec2 of floats */
+    dsl_expr (*act_round)(dsl_kernel *k, dsl_expr pair);
+    /* 1: an LM head of the format rounds its input so too (BF16: ggml's head is that mul_mat);
+     * 0: the head multiplies the input as it is (F16: the F16 oracle cases' rule, tests/ref) */
+    int head_act_round;
 
     /* Block-quantized float formats (Q8_0, Q4_0, Q2_0: `linear` matrices and tables), else NULL:
      * the codes of the 4 values l .. l + 3 (l a multiple of 4, < the C row's blk) of the block at

@@ -1,6 +1,6 @@
 /* gen_k_eltwise.c - element-wise kernels: EMBED (table row gather) and ADD,
  * ACT_MUL (act(a) * b, act a row of gen_act.h: its kernel expression).
- * One invocation per element (EMBED: per pair of F16 elements, per unit of a Q4_K / Q6_K block,
+ * One invocation per element (EMBED: per pair of F16 / BF16 elements (a widen), per unit of a Q4_K / Q6_K block,
  * per quad of a Q8_0 / Q4_0 / Q2_0 block's, code x d through the codec's quad / quad_scale), one workgroup row
  * per token. Decode, fused: the embedding can run the first layer's norm in its last
  * workgroup (kop->last_out, gen_last_norm: the NORM_QUANT kernel's code).
@@ -17,10 +17,12 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
-    const bool f16 = tab->type == FMT_F16, last = kop->last_out >= 0;
+    const bool last = kop->last_out >= 0;
     const fmt_codec *fc = fmt_codec_find(tab->type);
     const gen_codec *kq = gen_kq_codec(tab->type); /* Q4_K, Q6_K: one unit of a block per invocation */
     const gen_codec *qc = gen_codec_find(tab->type); /* Q8_0, Q4_0, Q2_0: one quad per invocation */
+    const gen_codec *pc = qc && qc->table_pair ? qc : NULL; /* F16, BF16: one pair per invocation */
+    const bool f16 = pc != NULL;
     if (qc && !qc->quad)
         qc = NULL;
     if (!f16 && !kq && !qc && tab->type != FMT_F32) { /* a table format no kernel here reads */
@@ -71,7 +73,7 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
             dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(4)), U((uint32_t)j))),
                       dsl_mul(k, dsl_comp(k, p, j), d));
     } else if (f16) {
-        dsl_expr p = dsl_let(k, "p", gen_codec_find(FMT_F16)->table_pair(
+        dsl_expr p = dsl_let(k, "p", pc->table_pair(
                                          k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, U(per)), i))));
         dsl_store(k, y, dsl_add(k, yb, dsl_mul(k, i, U(2))), dsl_comp(k, p, 0));
         dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(2)), U(1))), dsl_comp(k, p, 1));

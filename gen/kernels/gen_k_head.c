@@ -1,4 +1,4 @@
-/* gen_k_head.c - the LM head (logits = W x with an F16, F32 or block-quantized (Q8_0, Q4_0,
+/* gen_k_head.c - the LM head (logits = W x with an F16, BF16, F32 or block-quantized (Q8_0, Q4_0,
  * Q2_0) table [vocab][dim], or the Q8_0 copy of an F16 / F32 one), the `linear` op through the
  * same row loop (gen_k_linear: a matrix of a layer in any of those formats) and the model-independent auxiliary kernels: argmax, top-k, copy.
  *
@@ -43,8 +43,11 @@ static dsl_expr word_vec(dsl_kernel *k, int n, const dsl_expr *e)
 
 /* The LM head's row loop: what it reads, and accumulates from one table word. */
 typedef struct {
-    bool q8, f16, norm, decode, blocked; /* blocked: 4 words per lane and step */
-    bool xh;                  /* round the input to f16 first (linear F16: llama.cpp's F16 dot) */
+    bool q8, f16, norm, decode, blocked; /* f16: a pair table (F16, BF16: pc); blocked: 4 words
+                                            per lane and step */
+    bool xh;                  /* round the input pairs first (pc->act_round: linear F16, linear and
+                                 LM head BF16: llama.cpp's vec_dot_type) */
+    const gen_codec *pc;      /* the pair table's codec (table_pair), else NULL */
     const gen_codec *kq;      /* a float block format (Q4_K, Q6_K: gen_k_kquant.h), else NULL */
     uint32_t kq_nb;           /* ... its blocks per row */
     const gen_codec *qc;      /* a block-quantized format (Q8_0, Q4_0, Q2_0): words are quads */
@@ -84,7 +87,7 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
         if (!d)
             d = q8_scale(k, r, w);
     } else {
-        p = dsl_let(k, "p", r->f16 ? gen_codec_find(FMT_F16)->table_pair(k, wv) : wv);
+        p = dsl_let(k, "p", r->f16 ? r->pc->table_pair(k, wv) : wv);
     }
     /* the word's first element */
     dsl_expr i0 = !r->norm && per_word > 1 ? dsl_let(k, "i0", dsl_mul(k, w, U(per_word))) : w;
@@ -95,9 +98,9 @@ static void head_word(dsl_kernel *k, const head_row *r, dsl_expr wv, dsl_expr w,
             for (int l = 0; l < per_word; l++)
                 e[l] = dsl_load(k, r->x, dsl_add(k, r->xrow[tt], l ? dsl_add(k, i0, U(l)) : i0));
             xv = word_vec(k, per_word, e);
-            if (r->xh) /* the pair as f16, as ggml converts the activations for an F16 matrix */
-                xv = dsl_unpack_half2x16(k, dsl_pack_half2x16(k, xv));
         }
+        if (r->xh) /* the pair as ggml converts the activations for the matrix (F16, BF16) */
+            xv = r->pc->act_round(k, xv);
         dsl_add_to(k, r->acc[tt], r->q8 ? dsl_mul(k, d, dsl_dot(k, p, xv))
                                   : r->f16                ? dsl_dot(k, p, xv)
                                                           : dsl_mul(k, p, xv));
@@ -247,13 +250,20 @@ static const gen_codec *quad_codec(uint32_t type)
     return qc && qc->quad ? qc : NULL;
 }
 
-/* The table formats the head reads: F16, F32, a block-quantized format (quad_codec), a float
+/* The kernel-side row of a format read two values a word (F16, BF16: table_pair), else NULL. */
+static const gen_codec *pair_codec(uint32_t type)
+{
+    const gen_codec *pc = gen_codec_find(type);
+    return pc && pc->table_pair ? pc : NULL;
+}
+
+/* The table formats the head reads: F32, a pair format (pair_codec: F16, BF16), a block-quantized format (quad_codec), a float
  * block format (gen_kq_codec), or the Q8_0 copy of an F16 / F32 table whose width is a multiple
  * of FMT_Q8_ROW_MULTIPLE. 0, or -1 naming what no kernel reads. */
 static int head_table_check(const gen_graph *g, const gen_kop *kop, const gen_tensor *tab, bool q8, char *err)
 {
     const bool plain = tab->type == FMT_F16 || tab->type == FMT_F32;
-    if (!q8 && !plain && !gen_kq_codec(tab->type) && !quad_codec(tab->type))
+    if (!q8 && !plain && !pair_codec(tab->type) && !gen_kq_codec(tab->type) && !quad_codec(tab->type))
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: lm_head: no kernel reads a %s table", g->m->path, kop->loc.line,
                  kop->loc.col, gen_ttype_name(tab->type));
     else if (q8 && !plain)
@@ -271,7 +281,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
 {
     const gen_tensor *tab = &g->m->tensors[kop->w[0]];
     const int dim = (int)tab->ne[0];
-    const bool q8 = kop->q8, f16 = !q8 && tab->type == FMT_F16;
+    const gen_codec *pc = kop->q8 ? NULL : pair_codec(tab->type); /* F16, BF16 */
+    const bool q8 = kop->q8, f16 = pc != NULL;
     const fmt_codec *fc = fmt_codec_find(tab->type);
     const gen_codec *kq = q8 ? NULL : gen_kq_codec(tab->type);
     const gen_codec *qc = q8 ? NULL : quad_codec(tab->type);
@@ -354,7 +365,8 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), slots, dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, vocab));
-    head_row r = {.q8 = q8, .f16 = f16, .kq = kq, .kq_nb = (uint32_t)(dim / GEN_CODEC_BLOCK), .qc = qc,
+    head_row r = {.q8 = q8, .f16 = f16, .pc = pc, .xh = pc && pc->head_act_round /* BF16 */, .kq = kq,
+                  .kq_nb = (uint32_t)(dim / GEN_CODEC_BLOCK), .qc = qc,
                   .qblk = fc->blk, .qbytes = fc->blk_bytes, .DWn = (uint32_t)(dim / per_word), .norm = norm,
                   .decode = decode, .blocked = blocked, .per_word = per_word,
                   .W = W, .W4 = W4, .x = x, .xs = xs, .y = y, .v = v, .D = D, .DW = DW, .SW = SW,
@@ -388,9 +400,9 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
 /* linear (gen_graph.h GEN_K_LINEAR): y[t] = W x[t] for every token of the step, W an F16, F32
  * or block-quantized (Q8_0, Q4_0, Q2_0: the codec's quad and quad_scale) matrix [M][K] of the
  * layer: the LM head's row loop above with M rows known here instead of the vocabulary, no norm, no argmax, and no GEMV_VEC / GEMV_WIDE variants (the plain 4 u32
- * loads, ROWS rows a workgroup per pass). F16: each input pair is rounded to f16 before the
- * products (ggml-cpu's F16 matmul converts the activations to F16: its vec_dot_type); the
- * products of two halves are exact in f32, the sums f32 as the head's. Prompts run the head's
+ * loads, ROWS rows a workgroup per pass). F16 / BF16: each input pair is rounded to the format
+ * before the products (ggml-cpu's F16 / BF16 matmul converts the activations: its vec_dot_type;
+ * the codec's act_round); the products of two halves (two bf16) are exact in f32, the sums f32 as the head's. Prompts run the head's
  * token tiles of GEN_TOKEN_TILE rows (each weight word read once per tile). Block-quantized
  * matrices multiply the input quantized to Q8_0 blocks, as ggml-cpu does (head_qunit): with the
  * input as it is, an oracle case of Q4_0 / Q8_0 matrices missed its bound (docs/oracles.md). */
@@ -398,7 +410,8 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
 {
     const gen_tensor *wt = &g->m->tensors[kop->w[0]];
     const int K = (int)wt->ne[0], M = (int)wt->ne[1];
-    const bool f16 = wt->type == FMT_F16;
+    const gen_codec *pc = pair_codec(wt->type); /* F16, BF16: pairs, the input rounded to the format */
+    const bool f16 = pc != NULL;
     const fmt_codec *fc = fmt_codec_find(wt->type);
     const gen_codec *kq = gen_kq_codec(wt->type); /* Q4_K, Q6_K: the rows' blocks through the codec */
     const gen_codec *qc = quad_codec(wt->type);   /* Q8_0, Q4_0, Q2_0: quads and a block scale */
@@ -408,8 +421,8 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
         return -1;
     }
     if (f16 && K % 2) { /* the rows are read as u32 pairs of halves */
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: an f16 matrix's input width must be even, it is %d",
-                 g->m->path, kop->loc.line, kop->loc.col, K);
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: linear: an %s matrix's input width must be even, it is %d",
+                 g->m->path, kop->loc.line, kop->loc.col, fc->yaml, K);
         return -1;
     }
     char name[128];
@@ -433,7 +446,7 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     dsl_expr rl = dsl_for(k, "rl", dsl_builtin(k, DSL_SUBGROUP_ID), U(ROWS), dsl_builtin(k, DSL_NUM_SUBGROUPS));
     dsl_expr v = dsl_let(k, "v", dsl_add(k, vb, rl));
     dsl_break_if(k, dsl_ge(k, v, Mc));
-    head_row r = {.f16 = f16, .xh = f16, .kq = kq, .kq_nb = (uint32_t)(K / GEN_CODEC_BLOCK), .qc = qc,
+    head_row r = {.f16 = f16, .pc = pc, .xh = f16, .kq = kq, .kq_nb = (uint32_t)(K / GEN_CODEC_BLOCK), .qc = qc,
                   .qblk = fc->blk, .qbytes = fc->blk_bytes, .DWn = (uint32_t)(K / per_word),
                   .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
                   .v = v, .D = D, .DW = DW, .DW4 = blocked ? dsl_const_u32(k, "DW4", K / per_word / 4) : NULL,

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cpu/cpu_bf16.h"
 #include "cpu/cpu_vec.h"
 
 #if CPU_X86
@@ -272,7 +273,7 @@ static void q8_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1
     }
 }
 
-/* Q8_0, BF16, ...: the format's reference row decode */
+/* Q4_0, Q2_0, ...: the format's reference row decode */
 static void decode_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
 {
     (void)isa;
@@ -285,6 +286,7 @@ static const cpu_codec ROWS[] = {
     {FMT_TQ2_0, tq2_matmul, NULL, NULL},
     {FMT_F32, NULL, f32_row, f32_dot_rows},
     {FMT_F16, NULL, f16_row, f16_dot_rows},
+    {FMT_BF16, NULL, cpu_bf16_row, cpu_bf16_dot_rows}, /* the input rounded to bf16: cpu_bf16.h */
     {FMT_Q8_0, NULL, decode_row, q8_dot_rows},
 };
 /* Every other format of the codec table (format/fmt_codec.h) through its C row: a ternary one

@@ -216,11 +216,12 @@ static int bitlinear(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor 
     return 0;
 }
 
-/* LM head: an F16 table in the oracle's F16 numerics, a Q4_K / Q6_K or Q8_0 / Q4_0 / Q2_0 one as
- * llama.cpp multiplies it (ref_linear: the input through Q8_K or Q8_0), any other codec's table as floats. */
+/* LM head: an F16 table in the oracle's F16 numerics, a BF16, Q4_K / Q6_K or Q8_0 / Q4_0 / Q2_0 one
+ * as llama.cpp multiplies it (ref_linear: the input rounded to bf16, through Q8_K or Q8_0), any other codec's table as floats. */
 static int lm_head(eval_ctx *e, const rt_gguf_tensor *w, const float *x, int dim, int vocab, float *y)
 {
-    if ((w->type == FMT_Q4_K || w->type == FMT_Q6_K) && !ref_linear(w->type, w->data, dim, vocab, x, e->n, y))
+    if ((w->type == FMT_Q4_K || w->type == FMT_Q6_K || w->type == FMT_BF16) &&
+        !ref_linear(w->type, w->data, dim, vocab, x, e->n, y))
         return 0;
     const float *tab = w->type == FMT_F32 ? (const float *)w->data : NULL;
     float *dec = NULL;

@@ -300,8 +300,27 @@ static int linear_kq(uint32_t type, const uint8_t *w, int K, int M, const float 
     return rc;
 }
 
+/* BF16 (ggml-cpu.c type_traits_cpu[GGML_TYPE_BF16]): x rounded to bf16 (GGML_FP32_TO_BF16), the
+ * products of the widened values (exact) summed in double. */
+static int linear_bf16(const uint16_t *w, int K, int M, const float *x, int n, float *y)
+{
+    float *xb = malloc(sizeof(float) * (size_t)K);
+    if (!xb) return -1;
+    for (int t = 0; t < n; t++) {
+        for (int k = 0; k < K; k++) xb[k] = fmt_bf16_to_f32(fmt_f32_to_bf16(x[(size_t)t * K + k]));
+        for (int m = 0; m < M; m++) {
+            double acc = 0.0;
+            for (int k = 0; k < K; k++) acc += (double)fmt_bf16_to_f32(w[(size_t)m * K + k]) * xb[k];
+            y[(size_t)t * M + m] = (float)acc;
+        }
+    }
+    free(xb);
+    return 0;
+}
+
 int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y)
 {
+    if (type == FMT_BF16) return linear_bf16(w, K, M, x, n, y);
     if (type == FMT_Q4_K || type == FMT_Q6_K) return linear_kq(type, w, K, M, x, n, y);
     if (type != FMT_F16 && type != FMT_F32) return ref_linear_q(type, w, K, M, x, n, y);
     for (int t = 0; t < n; t++)
