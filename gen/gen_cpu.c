@@ -46,7 +46,7 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             .in = {(int8_t)(nin > 0 ? op->in[0] : -1), (int8_t)(nin > 1 ? op->in[1] : -1)},
             .out = (int8_t)op->out,
             .weight = (int8_t)op->weight,
-            .bias = (int8_t)(op->kind == GEN_OP_NORM ? op->bias : -1),
+            .bias = (int8_t)(op->kind == GEN_OP_NORM || op->kind == GEN_OP_LINEAR ? op->bias : -1),
             .row = act ? act->name : norm ? norm->name : NULL,
             .label = labels[i],
         };

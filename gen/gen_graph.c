@@ -438,6 +438,8 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
     for (int a = 0; a < gen_op_arity(op->kind); a++)
         k->in[a] = f32_val(c, op->in[a]);
     k->w[0] = op->weight;
+    if (op->kind == GEN_OP_LINEAR)
+        k->w[1] = op->bias;
     if (st->rope_q_src[i] >= 0) {
         k->in[0] = f32_val(c, s->ops[st->rope_q_src[i]].in[0]);
         k->rope = true;

@@ -105,7 +105,7 @@ typedef struct {
     int in[3];      /* gval indices (-1 unused) */
     int out;        /* gval index, -1 for kv writes (BITLINEAR_MULTI: part 0's output) */
     int res;        /* BITLINEAR: residual gval added to the result (== out), else -1 */
-    int w[GEN_KOP_MAX_PARTS]; /* tensor indices into gen_model.tensors (-1 unused) */
+    int w[GEN_KOP_MAX_PARTS]; /* tensor indices into gen_model.tensors (-1 unused); LINEAR: w[1] its bias */
     int n_parts;    /* BITLINEAR_MULTI: parts (weight w[p] -> output part_out[p]) */
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
     int act;        /* BITLINEAR_GLU, ACT_MUL: the activation's row in gen_act.h, else -1 */

@@ -128,7 +128,7 @@ typedef struct gen_op {
     int in[GEN_MAX_IN]; /* value indices, arity from GEN_OPS */
     int out;            /* value index, -1 for kv_write */
     int weight;         /* tensor index, -1 if none (embed: the table) */
-    int bias;           /* NORM with a bias (YAML `bias:`): tensor index, else -1 */
+    int bias;           /* NORM, LINEAR with a bias (YAML `bias:`): tensor index, else -1 */
     gen_params param;   /* NORM, ACT_MUL: its row's parameters (YAML keys or defaults) */
     gen_loc loc;
 } gen_op;

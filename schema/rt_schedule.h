@@ -330,7 +330,7 @@ typedef struct {
     int8_t in[2];      /* value indices read (-1: none) */
     int8_t out;        /* value index written (-1: none, kv_write) */
     int8_t weight;     /* desc->tensors index (-1: none) */
-    int8_t bias;       /* NORM: desc->tensors index of its bias (-1: none) */
+    int8_t bias;       /* NORM, LINEAR: desc->tensors index of its bias (-1: none) */
     const char *row;   /* ACT_MUL: the activation's name ("relu2"); NORM: the norm's
                         * ("rmsnorm", "layernorm"); else NULL */
     const char *label; /* "models/x.yaml:23: bitlinear attn_q" (errors, --profile) */

@@ -960,6 +960,9 @@ static void test_linear_vs_reference(void **st)
 {
     (void)st;
     variant_vs_reference("tests/data/llama-f16-tiny.yaml", "build/test-e2e-linear.gguf", 19, linear_rule);
+    /* with biases on the attention's linears (y = W x + b; mkmodel: 0.1 N(0,1)): the same
+     * numerics plus one f32 addition per output, the same rule */
+    variant_vs_reference("tests/data/llama-bias-tiny.yaml", "build/test-e2e-linear-bias.gguf", 19, linear_rule);
 }
 
 /* The block-quantized `linear` matrices (tests/data/q-linear-tiny.yaml: Q8_0, Q2_0 in PrismML's

@@ -68,6 +68,7 @@ static int runs[GEN_K_COUNT];
 static int act_runs[2][16]; /* [GLU 0 / ACT_MUL 1][activation row]: checks run on the device */
 static int norm_runs[16];    /* [norm row]: checks of kernels that apply it (alone or folded) */
 static int per_head_runs;    /* checks of `per: head` norm kernels (gen_norm.h) */
+static int linear_bias_runs; /* linear kernels with a bias checked */
 
 /* ---------------------------------------------------------------- random data */
 
@@ -1227,7 +1228,11 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
     const bool f16 = ts->type == FMT_F16, kq = is_kq(ts->type);
     kern kn;
     kern_build(&kn, g, kop, decode);
-    assert_int_equal(kn.ko.n_args, 3);
+    const bool bias = kop->w[1] >= 0; /* y = W x + b: a 4th argument */
+    linear_bias_runs += bias;
+    assert_int_equal(kn.ko.n_args, bias ? 4 : 3);
+    float *bv = bias ? vkh_rnd_vec((size_t)M, 1.0f) : NULL;
+    rt_buf bb = bias ? vkh_buf(4 * (size_t)M, bv) : (rt_buf){0};
     const size_t nw = (size_t)M * K;
     float *wf = vkh_rnd_vec(nw, 1.0f);
     uint16_t *h = vkh_xmalloc(nw * 2);
@@ -1244,11 +1249,14 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         const uint32_t n = decode ? 1 : batch_sizes[s];
         float *x = rnd_rows(NMAX, K), *ref = vkh_xmalloc(4 * (size_t)n * M);
         rt_buf b[2] = {vkh_buf(4 * (size_t)NMAX * K, x), vkh_buf(4 * (size_t)NMAX * M, NULL)};
-        const rt_buf *args[3] = {&b[0], &wb, &b[1]};
+        const rt_buf *args[4] = {&b[0], &wb, &b[1], &bb};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[1], 4 * (size_t)NMAX * M);
         assert_int_equal(ref_linear(ts->type, kq ? (const void *)kqw : qf ? (const void *)qb : f16 ? (const void *)h : (const void *)wf, K, M, x,
                                     (int)n, ref), 0);
+        for (uint32_t t = 0; bias && t < n; t++) /* the bias after the product, as ref_forward.c */
+            for (int i = 0; i < M; i++)
+                ref[(size_t)t * M + i] += bv[i];
         /* rule: the products are exact in f32 (two halves, or the same f32 factors); K of them
          * summed in lane strides and a subgroup tree: about K / 32 + 6 roundings of 2^-24 of
          * partials that random signed terms keep within a few |y|, (868 / 32 + 6) x 6e-8 x 4 =
@@ -1259,7 +1267,9 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
          * 2.4e-7; a kernel multiplying the f32 inputs instead of their Q8_K values: 4.4e-3, fails).
          * Q8_0 / Q4_0 / Q2_0: both sides quantize x to the same Q8_0 codes (the same IEEE
          * operations: amax, 127 / amax, a product, round to even), the block sums are exact
-         * integers, and K / 32 terms (d_w * d_x) * sum are summed as above: the same bound. */
+         * integers, and K / 32 terms (d_w * d_x) * sum are summed as above: the same bound.
+         * A bias (N(0,1) here, as large as the products) adds one f32 rounding: the same bound
+         * (the kernel without it: errors of the bias's size, |b| / max |y| ~ 0.3, fails). */
         expect(kop, kq ? fmt_type_name(ts->type) : ts->type == FMT_F32 ? "f32" : qf ? qf->yaml : "f16", decode, n, 0,
                vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * M, (NMAX - n) * (size_t)M));
@@ -1269,6 +1279,9 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         vkh_free_bufs(b, 2);
     }
     rt_buf_destroy(vkh_vk, &wb);
+    if (bias)
+        rt_buf_destroy(vkh_vk, &bb);
+    free(bv);
     free(wf);
     free(h);
     free(kqw);
@@ -1547,6 +1560,9 @@ static void test_linear(void **state)
      * q-linear-tiny.yaml: Q8_0 at K 320, Q2_0_G128 at 256 (2 blocks of 128), Q4_0 at 256, Q2_0 at
      * 320 (5 blocks of 64) */
     assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 7);
+    /* tests/data/llama-bias-tiny.yaml: with a bias (y = W x + b), F16 at M 320 and 64, F32 at
+     * M 64, decode and batch */
+    assert_true(linear_bias_runs >= 6);
 }
 
 /* Every kernel kind the graphs produce is one a test above runs. */
@@ -1589,5 +1605,7 @@ int main(void)
         cmocka_unit_test(test_topk),
         cmocka_unit_test(test_copy),
     };
+    if (getenv("TEST_FILTER")) /* e.g. "test_linear" */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }

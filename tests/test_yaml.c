@@ -466,6 +466,50 @@ static void test_linear_op(void **state)
     assert_int_equal(g_m.layer[2].kind, GEN_OP_BITLINEAR); /* the others stay ternary */
 }
 
+/* The base with attn_q as an F16 `linear` whose op line is `op` (line 29), parsed. */
+static int parse_linear_q(const char *op, char *err)
+{
+    const bad_case c = {"    - {op: bitlinear, in: h, weight: wq, out: q}\n", op, NULL};
+    char *s = mutate(&c);
+    memcpy(strstr(strstr(s, "attn_q.weight\", type: i2_s"), "i2_s"), "f16 ", 4);
+    const bad_case kvb = {"forward:\n", "  kvb:   {gguf: kv_bias, type: f32, shape: [kv_dim]}\nforward:\n", NULL};
+    const char *base = k_base;
+    k_base = s; /* mutate works on k_base */
+    char *s2 = mutate(&kvb);
+    k_base = base;
+    free(s);
+    s = s2;
+    int rc = gen_model_parse(s, strlen(s), "t.yaml", &g_m, err);
+    free(s);
+    return rc;
+}
+
+/* linear with a bias (y = W x + b): the tensor on the op; a bias of another width than the
+ * output, or on a bitlinear, is refused at its line:col. */
+static void test_linear_bias(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    if (parse_linear_q("    - {op: linear, in: h, weight: wq, bias: onorm, out: q}\n", err))
+        fail_msg("%s", err);
+    assert_int_equal(g_m.layer[1].kind, GEN_OP_LINEAR);
+    assert_int_equal(g_m.layer[1].bias, gen_model_find_tensor(&g_m, "onorm")); /* [dim] = [q_dim] here */
+    assert_int_equal(g_m.layer[2].bias, -1);
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, bias: anorm, out: q}\n"
+                                        "    - {op: linear, in: h, weight: wq, bias: wk, out: q2}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:45: linear 'wq': bias has type i2_s, linear needs a vector type");
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, out: q}\n"
+                                        "    - {op: bitlinear, in: h, weight: wk, bias: onorm, out: k2}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:48: bitlinear 'wk' takes no 'bias'");
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, bias: anorm, out: q}\n"
+                                        "    - {op: linear, in: h, weight: wq, bias: bad, out: q3}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:45: linear 'wq': bias 'bad' is not in tensors");
+    /* a bias of kv_dim = 128 under q (q_dim = 256 wide) */
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, bias: anorm, out: q}\n"
+                                        "    - {op: linear, in: h, weight: wq, bias: kvb, out: q3}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:7: linear 'wq': output width is 256 (weight ne1), bias ne0 is 128");
+}
+
 static void test_bad_cases(void **state)
 {
     int n = (int)(sizeof(k_bad) / sizeof(k_bad[0])), failed = 0;
@@ -622,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
         cmocka_unit_test(test_layernorm_op),
         cmocka_unit_test(test_linear_op),
+        cmocka_unit_test(test_linear_bias),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors),
     };

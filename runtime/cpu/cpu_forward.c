@@ -236,6 +236,19 @@ static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
 }
 
 /* linear: rows lo .. hi of y[t] = W x[t] for every token (x: the input, or its f16 rounding) */
+/* a linear's bias (y = W x + b, ggml_add after the product) on output rows lo .. hi of every token */
+static void linear_bias(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi)
+{
+    const float *b = vec_of(r, so->op->bias);
+    if (!b)
+        return;
+    const int M = WIDTH(r->e, so->op->out);
+    float *y = OUT(r->e, so);
+    for (int t = 0; t < r->s->n; t++)
+        for (int64_t i = lo; i < hi; i++)
+            y[(size_t)t * M + i] += b[i];
+}
+
 static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
@@ -243,11 +256,12 @@ static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
     if (cpu_kq_has(w->type)) { /* the input as Q8_K codes (linear) */
         cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->s->n, OUT(e, so),
                    WIDTH(e, so->op->out));
-        return;
+    } else {
+        const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
+        cpu_table_dot(e->isa, so->codec, w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
+                      cpu_engine_scratch(e, ith));
     }
-    const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
-    cpu_table_dot(e->isa, so->codec, w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
-                  cpu_engine_scratch(e, ith));
+    linear_bias(r, so, lo, hi);
 }
 
 /* tokens lo .. hi of the input rounded to f16 and back (through the thread's scratch) */
@@ -290,6 +304,7 @@ static void linear_qdot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo
     cpu_engine *e = r->e;
     cpu_qdot_rows(e->isa, cpu_w(e, so->tensor, r->layer), lo, hi, e->lin_q, e->lin_qd, r->s->n, OUT(e, so),
                   WIDTH(e, so->op->out));
+    linear_bias(r, so, lo, hi);
 }
 
 /* ---- ops ---- */

@@ -355,6 +355,15 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
                      fmt_type_name(w->type));
             return -1;
         }
+        if (op->bias >= 0) { /* y = W x + b: ggml_add after the product */
+            float *b = vec_of(e, op->bias, L, wo);
+            if (!b)
+                return -1;
+            for (int t = 0; t < n; t++)
+                for (int i = 0; i < wo; i++)
+                    out[(size_t)t * wo + i] += b[i];
+            free(b);
+        }
         break;
     default:
         snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s not supported by the reference", r->m->path,
