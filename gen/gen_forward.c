@@ -35,6 +35,7 @@ static const struct {
     [GEN_OP_ACT_MUL] = {false, 0, true, SEC_ALL},
     [GEN_OP_LM_HEAD] = {true, FMT_USE_TABLE, true, SEC_OUT},
     [GEN_OP_LINEAR] = {true, FMT_USE_MATRIX, true, SEC_ALL},
+    [GEN_OP_ACT] = {false, 0, true, SEC_ALL},
 };
 static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
                                           [SEC_OUT] = "forward.output"};
@@ -170,7 +171,7 @@ static int parse_bias(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
 static const gen_param *param_decl(const gen_op *op)
 {
     const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
-    const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
+    const gen_act *a = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT ? gen_act_at(op->act) : NULL;
     return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params : NULL;
 }
 
@@ -267,6 +268,9 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
                                     (long long)t->ne[1], (long long)m->tensors[op->bias].ne[0]);
         *out_w = (int)t->ne[1];
         return 0;
+    case GEN_OP_ACT:
+        *out_w = w0;
+        return 0;
     case GEN_OP_ROPE:
         if (w0 % hp->head_dim)
             return gen_yaml_fail_at(c->y, loc, "%s: input '%s' width %d is not a multiple of head_dim %d", c->label,
@@ -350,10 +354,13 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
         return -1;
     int kk = -1, act = gen_act_find_op(kind), norm = gen_norm_find_op(kind);
     for (int i = 0; i < GEN_OP_COUNT; i++)
-        if (!strcmp(kind, gen_op_name((gen_op_kind)i)) && i != GEN_OP_ACT_MUL && i != GEN_OP_NORM)
+        if (!strcmp(kind, gen_op_name((gen_op_kind)i)) && i != GEN_OP_ACT_MUL && i != GEN_OP_NORM && i != GEN_OP_ACT)
             kk = i;
     if (act >= 0)
         kk = GEN_OP_ACT_MUL;
+    for (int i = 0; i < gen_act_count(); i++) /* `op: <name>`: the plain activation y = act(x) */
+        if (!strcmp(kind, gen_act_at(i)->name))
+            kk = GEN_OP_ACT, act = i;
     if (norm >= 0)
         kk = GEN_OP_NORM;
     if (kk < 0)

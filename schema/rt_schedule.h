@@ -320,7 +320,7 @@ typedef struct {
  * these entries, so a fusion never changes what a row means. */
 typedef enum {
     RT_CPU_EMBED, RT_CPU_NORM, RT_CPU_BITLINEAR, RT_CPU_ROPE, RT_CPU_KV_WRITE,
-    RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_LINEAR, RT_CPU_OP_COUNT
+    RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_LINEAR, RT_CPU_ACT, RT_CPU_OP_COUNT
 } rt_cpu_op_kind;
 #define RT_CPU_VOCAB (-1) /* a value width: the vocabulary size (from the GGUF) */
 #define RT_CPU_MAX_PARAMS 2 /* parameter values of an op's row (gen/gen_param.h) */

@@ -956,13 +956,30 @@ static void linear_rule(const char *what, const float *got, const float *ref, in
     assert_true(s.max_abs <= max_bound);
 }
 
+/* tests/data/llama-bias-tiny.yaml: linear_rule's numerics plus the biases (one f32 addition per
+ * output) and a GELU FFN whose gelu_f16 rounds its input and its result to f16: the engines'
+ * gate values, summed in another order, sit across an f16 rounding boundary now and then, and
+ * the result's rounding may differ by one f16 ulp where the GPU's tanh differs from libm's
+ * (gen/gen_act.c); each such flip moves one element by 2^-11 .. 2^-10 of its value. Measured
+ * (seed 19): CPU backend mean |d| 0.0017, max 0.011; lavapipe mean 0.0025, max 0.021. The rule:
+ * top-1 on every row, mean |d| <= 0.005 and max |d| <= 0.04 (twice the measured). */
+static void gelu_f16_rule(const char *what, const float *got, const float *ref, int vocab)
+{
+    const double mean_bound = 5e-3, max_bound = 4e-2;
+    cmp_stats s = compare(got, ref, 20, vocab);
+    printf("%s vs C reference: top-1 %d/20, mean |d| %.4g (bound %.4g), max |d| %.4g (bound %.4g)\n", what,
+           s.top1_agree, s.mean_abs, mean_bound, s.max_abs, max_bound);
+    assert_int_equal(s.top1_agree, 20);
+    assert_true(s.mean_abs <= mean_bound);
+    assert_true(s.max_abs <= max_bound);
+}
+
 static void test_linear_vs_reference(void **st)
 {
     (void)st;
     variant_vs_reference("tests/data/llama-f16-tiny.yaml", "build/test-e2e-linear.gguf", 19, linear_rule);
-    /* with biases on the attention's linears (y = W x + b; mkmodel: 0.1 N(0,1)): the same
-     * numerics plus one f32 addition per output, the same rule */
-    variant_vs_reference("tests/data/llama-bias-tiny.yaml", "build/test-e2e-linear-bias.gguf", 19, linear_rule);
+    /* with linear biases (mkmodel: 0.1 N(0,1)) and the plain activation op */
+    variant_vs_reference("tests/data/llama-bias-tiny.yaml", "build/test-e2e-linear-bias.gguf", 19, gelu_f16_rule);
 }
 
 /* The block-quantized `linear` matrices (tests/data/q-linear-tiny.yaml: Q8_0, Q2_0 in PrismML's

@@ -444,6 +444,35 @@ static void test_layernorm_op(void **state)
     assert_string_equal(gen_op_label(&g_m.layer[0]), "rmsnorm");
 }
 
+/* op: <activation> (the plain form, y = act(x)): its row, one input, the input's width, its
+ * label; a second input is refused at its line:col. */
+static void test_act_op(void **state)
+{
+    (void)state;
+    const bad_case c = {"    - {op: silu_mul, in: [gate, up], out: f}\n",
+                        "    - {op: gelu_erf, in: gate, out: ga}\n    - {op: silu_mul, in: [ga, up], out: f}\n", NULL};
+    char *s = mutate(&c), err[GEN_ERR_LEN] = "";
+    if (gen_model_parse(s, strlen(s), "t.yaml", &g_m, err))
+        fail_msg("%s", err);
+    free(s);
+    const gen_op *op = NULL;
+    for (int i = 0; i < g_m.n_layer; i++)
+        if (g_m.layer[i].kind == GEN_OP_ACT)
+            op = &g_m.layer[i];
+    assert_non_null(op);
+    assert_int_equal(op->act, gen_act_find_op("gelu_erf_mul")); /* one row, both forms */
+    assert_string_equal(gen_op_label(op), "gelu_erf");
+    assert_int_equal(gen_op_arity(GEN_OP_ACT), 1);
+    assert_int_equal(g_m.values[op->out].width, 384); /* ffn_dim */
+    const bad_case bad = {"    - {op: silu_mul, in: [gate, up], out: f}\n", "    - {op: gelu_f16, in: [gate, up], out: f}\n",
+                          NULL};
+    s = mutate(&bad);
+    assert_int_not_equal(gen_model_parse(s, strlen(s), "t.yaml", &g_m, err), 0);
+    free(s);
+    assert_non_null(strstr(err, "t.yaml:40:"));
+    assert_non_null(strstr(err, "gelu_f16"));
+}
+
 /* op: linear over an F16 matrix (and an F32 one): the op kind, its weight, the output width
  * from the matrix's ne1, in any layer position (an attention projection, the FFN's down). */
 static void test_linear_op(void **state)
@@ -667,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_layernorm_op),
         cmocka_unit_test(test_linear_op),
         cmocka_unit_test(test_linear_bias),
+        cmocka_unit_test(test_act_op),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors),
     };

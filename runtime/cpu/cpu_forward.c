@@ -214,6 +214,12 @@ static void act_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_
     cpu_act_mul(so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
 }
 
+static void act_plain_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    cpu_act_apply(so->act, IN0(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
+}
+
 /* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start (a
  * block-quantized table: head_x as Q8_0 codes in lin_q, llama.cpp's numerics) */
 static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
@@ -394,6 +400,7 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_ACT_MUL: par_for(r, so, n_el, 4096, act_body, n_el >= 65536); break;
     case RT_CPU_LM_HEAD: lm_head(r, so); break;
     case RT_CPU_LINEAR: linear(r, so); break;
+    case RT_CPU_ACT: par_for(r, so, n_el, 4096, act_plain_body, n_el >= 65536); break;
     default: break;
     }
     if (op->out >= 0 && op->out == r->qvalue)

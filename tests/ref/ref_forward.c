@@ -347,6 +347,9 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
     case GEN_OP_ACT_MUL:
         ref_act_mul(gen_act_at(op->act)->ref, op->param.v, in0, in1, n * wo, out);
         break;
+    case GEN_OP_ACT: /* y = act(x) */
+        for (size_t i = 0; i < (size_t)n * wo; i++) out[i] = gen_act_at(op->act)->ref(in0[i], op->param.v);
+        break;
     case GEN_OP_LM_HEAD:
         return lm_head(e, w, in0, wi, wo, out);
     case GEN_OP_LINEAR:
