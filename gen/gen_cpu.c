@@ -55,6 +55,8 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
         _Static_assert(RT_CPU_MAX_PARAMS == GEN_MAX_PARAMS, "one parameter array");
         if (act || norm || op->kind == GEN_OP_BITLINEAR) /* bitlinear: its act_quant (gen_param.h) */
             memcpy(out[i].param, op->param.v, sizeof out[i].param);
+        if (op->kind == GEN_OP_ATTENTION) /* param[0] 1: causal: false (gen_attention_params) */
+            out[i].param[0] = op->param.v[0] == 0.0f ? 1.0f : 0.0f;
     }
     return 0;
 }

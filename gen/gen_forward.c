@@ -172,7 +172,8 @@ static const gen_param *param_decl(const gen_op *op)
 {
     const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
     const gen_act *a = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT ? gen_act_at(op->act) : NULL;
-    return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params : NULL;
+    return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params
+                                         : op->kind == GEN_OP_ATTENTION ? gen_attention_params : NULL;
 }
 
 /* A word parameter's value (gen_param.choice): the index of the word v names. */

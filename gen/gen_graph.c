@@ -441,6 +441,8 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
     k->w[0] = op->weight;
     if (op->kind == GEN_OP_LINEAR)
         k->w[1] = op->bias;
+    if (op->kind == GEN_OP_ATTENTION)
+        k->noncausal = op->param.v[0] == 0.0f; /* gen_attention_params */
     if (st->rope_q_src[i] >= 0) {
         k->in[0] = f32_val(c, s->ops[st->rope_q_src[i]].in[0]);
         k->rope = true;

@@ -145,6 +145,8 @@ typedef struct {
                      * the --lm-head q8 variant gen_desc adds next to the post section */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */
+    bool noncausal; /* ATTENTION (YAML causal: false): a prompt step's tokens see every row of
+                     * the step (keys 0 .. pos + n_tokens - 1), not only those up to their own */
 } gen_kop;
 
 typedef struct {

@@ -338,6 +338,7 @@ typedef struct {
                                      * (a norm's [0]: its epsilon, [1]: 1 when it normalises
                                      * each head_dim group of the row on its own, `per: head`),
                                      * in the row's order;
+                                     * ATTENTION: [0] 1 = not causal (YAML causal: false).
                                      * BITLINEAR: [0] its act_quant (0 row, 1 q8_k: llama.cpp's
                                      * Q8_K blocks of 256, gen/gen_param.h) */
 } rt_cpu_op;

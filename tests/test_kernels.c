@@ -916,7 +916,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         else
             memcpy(qr, q, 4 * nq);
         for (uint32_t t = 0; t < n; t++)
-            ref_attention(qr + (size_t)t * QD, kc, vc, (int)(pos + t + 1), hp->n_heads, hp->n_kv_heads, hp->head_dim,
+            ref_attention(qr + (size_t)t * QD, kc, vc, (int)(pos + (kop->noncausal ? n : t + 1)), hp->n_heads, hp->n_kv_heads, hp->head_dim,
                           f16 ? REF_ATT_Q_F16 : 0, ref + (size_t)t * QD); /* F16 cache: q rounded to F16 for Q.K;
                                                                           * F32: kept; P in f32 */
         /* rule: scores and P in f32 through the GPU's exp (Vulkan: 3 + 2|s| ulp, ~2e-6 here) and

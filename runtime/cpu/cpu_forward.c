@@ -190,11 +190,16 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
     cpu_engine *e = r->e;
     const rt_cpu_schedule *c = e->cs;
     const int H = (int)c->n_heads, wi = WIDTH(e, so->op->in[0]), wo = WIDTH(e, so->op->out);
+    const bool causal = so->op->param[0] == 0.0f; /* 1: YAML causal: false, a token sees the whole step */
     for (int64_t i = lo; i < hi; i++) {
         const int t = (int)(i / H), h = (int)(i % H);
         const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0), kv_rows(e, r->s->seq[t], r->layer, 1), e->kv_f16,
                            e->kv_dim};
-        cpu_attention(e->isa, IN0(e, so) + (size_t)t * wi, &kv, r->s->pos[t] + 1, H, (int)c->n_kv_heads,
+        int n_kv = r->s->pos[t] + 1;
+        for (int u = 0; !causal && u < r->s->n; u++) /* the last row of its sequence in the step */
+            if (r->s->seq[u] == r->s->seq[t] && r->s->pos[u] + 1 > n_kv)
+                n_kv = r->s->pos[u] + 1;
+        cpu_attention(e->isa, IN0(e, so) + (size_t)t * wi, &kv, n_kv, H, (int)c->n_kv_heads,
                       (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
     }
 }

@@ -337,7 +337,7 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
     case GEN_OP_ATTENTION: {
         unsigned fl = r->kv_f16 ? REF_ATT_Q_F16 | (e->inc ? REF_ATT_P_F16 : 0) : 0;
         for (int t = 0; t < n; t++)
-            ref_attention(in0 + (size_t)t * wi, r->kc[L], r->vc[L], e->pos + t + 1, hp->n_heads,
+            ref_attention(in0 + (size_t)t * wi, r->kc[L], r->vc[L], op->param.v[0] == 0.0f ? e->pos + n : e->pos + t + 1, hp->n_heads,
                           hp->n_kv_heads, hp->head_dim, fl, out + (size_t)t * wo);
         break;
     }
