@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "format/fmt_codec.h"
+
 /* relu(a)^2 (BitNet b1.58's FFN) */
 static dsl_expr relu2_kernel(dsl_kernel *k, dsl_expr a, const float *p)
 {
@@ -56,6 +58,53 @@ static float gelu_ref(float a, const float *p)
     return 0.5f * a * (1.0f + tanhf(SQRT_2_OVER_PI * a * (1.0f + GELU_COEF_A * a * a)));
 }
 
+/* gelu, exact erf form (PyTorch's nn.GELU(), BERT's checkpoints; ggml_gelu_erf):
+ * 0.5 a (1 + erf(a / sqrt(2))). GLSL has no erf: the kernel uses Abramowitz & Stegun 7.1.26,
+ * erf(z) = sign(z) (1 - (a1 t + .. + a5 t^5) exp(-z^2)), t = 1 / (1 + 0.3275911 |z|), absolute
+ * error <= 1.5e-7 */
+#define SQRT_2_INV 0.70710678118654752440084436210484f
+static dsl_expr gelu_erf_kernel(dsl_kernel *k, dsl_expr a, const float *p)
+{
+    (void)p;
+    static const float c[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
+    dsl_expr z = dsl_let(k, "ez", dsl_mul(k, a, dsl_f32(k, SQRT_2_INV)));
+    dsl_expr az = dsl_abs(k, z);
+    dsl_expr t = dsl_let(k, "et", dsl_div(k, dsl_f32(k, 1), dsl_add(k, dsl_f32(k, 1), dsl_mul(k, dsl_f32(k, 0.3275911f), az))));
+    dsl_expr poly = dsl_f32(k, c[4]);
+    for (int i = 3; i >= 0; i--)
+        poly = dsl_add(k, dsl_f32(k, c[i]), dsl_mul(k, t, poly));
+    dsl_expr e = dsl_sub(k, dsl_f32(k, 1), dsl_mul(k, dsl_mul(k, t, poly), dsl_exp(k, dsl_neg(k, dsl_mul(k, z, z)))));
+    dsl_expr erf = dsl_let(k, "erf", dsl_mul(k, dsl_sign(k, z), e));
+    return dsl_mul(k, dsl_mul(k, dsl_f32(k, 0.5f), a), dsl_add(k, dsl_f32(k, 1), erf));
+}
+static float gelu_erf_ref(float a, const float *p)
+{
+    (void)p;
+    return 0.5f * a * (1.0f + erff(a * SQRT_2_INV));
+}
+
+/* gelu as ggml-cpu computes ggml_gelu (GGML_GELU_FP16, what llama.cpp's CPU backend runs for
+ * `bert` and every other LLM_FFN_GELU): a <= -10: 0, a >= 10: a, else the tanh form of a rounded
+ * to f16, looked up in a table of f16 results: f16(gelu(f16(a))) */
+static dsl_expr f16_round(dsl_kernel *k, dsl_expr v)
+{
+    return dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, v, dsl_f32(k, 0)))), 0);
+}
+static dsl_expr gelu_f16_kernel(dsl_kernel *k, dsl_expr a, const float *p)
+{
+    dsl_expr g = dsl_let(k, "gh", f16_round(k, gelu_kernel(k, dsl_let(k, "ah", f16_round(k, a)), p)));
+    return dsl_select(k, dsl_le(k, a, dsl_f32(k, -10.0f)), dsl_f32(k, 0),
+                      dsl_select(k, dsl_ge(k, a, dsl_f32(k, 10.0f)), a, g));
+}
+static float gelu_f16_ref(float a, const float *p)
+{
+    if (a <= -10.0f)
+        return 0.0f;
+    if (a >= 10.0f)
+        return a;
+    return fmt_f16_to_f32(fmt_f32_to_f16(gelu_ref(fmt_f16_to_f32(fmt_f32_to_f16(a)), p)));
+}
+
 #define NO_PARAMS {{0}}
 
 static const gen_act ACTS[] = {
@@ -73,6 +122,18 @@ static const gen_act ACTS[] = {
      * <= 23 ulp ~ 2.7e-6, plus the product's and the division's roundings */
     {"swish", "swish_mul", "a / (1 + exp(-beta a))", swish_kernel, swish_ref, 5e-6, true, false,
      {{"beta", GEN_PARAM_CONST, 1.0f, -16.0f, 16.0f, NULL}}},
+    /* the A&S erf (1.5e-7 absolute) and exp's 3 + 2 |x| ulp; 1 + erf cancels for a < 0 as
+     * gelu's 1 + tanh: 0.5 |a| |b| <= 2 times ~3e-7 over the tests' floor (1 % of the largest
+     * |y|, >= 0.1): 1e-5; 3e-5 as gelu */
+    {"gelu_erf", "gelu_erf_mul", "0.5 a (1 + erf(a / sqrt(2)))", gelu_erf_kernel, gelu_erf_ref, 3e-5, true, false,
+     NO_PARAMS},
+    /* the same f16 input; the tanh form's f32 value within gelu's error (relative ~1e-6 for
+     * a > 0, absolute for a < 0) moves the f16 result by one f16 ulp when it lies that close to a
+     * rounding boundary: one ulp, 2^-10 = 9.77e-4 of the value at most (measured on lavapipe:
+     * 9.71e-4, such a flip at the bottom of a binade): 1e-3; two ulps or a skipped rounding
+     * (5e-5 absolute at 1.7) of a larger value fail */
+    {"gelu_f16", "gelu_f16_mul", "f16(gelu(f16(a))) (ggml's F16 table), 0 for a <= -10, a for a >= 10",
+     gelu_f16_kernel, gelu_f16_ref, 1e-3, true, false, NO_PARAMS},
 };
 #define N_ACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
 

@@ -23,6 +23,7 @@ static const struct {
     [GEN_OP_ACT_MUL] = {true, RT_CPU_ACT_MUL},
     [GEN_OP_LM_HEAD] = {true, RT_CPU_LM_HEAD},
     [GEN_OP_LINEAR] = {true, RT_CPU_LINEAR},
+    [GEN_OP_ACT] = {true, RT_CPU_ACT},
 };
 
 static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *out, char (*labels)[GEN_MAX_NAME + 300],
@@ -30,9 +31,10 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
 {
     for (int i = 0; i < n; i++) {
         const gen_op *op = &ops[i];
-        const gen_act *act = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
+        const bool has_act = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT;
+        const gen_act *act = has_act ? gen_act_at(op->act) : NULL;
         const gen_norm *norm = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
-        if (!k_cpu[op->kind].has || (op->kind == GEN_OP_ACT_MUL && (!act || !act->cpu)) ||
+        if (!k_cpu[op->kind].has || (has_act && (!act || !act->cpu)) ||
             (op->kind == GEN_OP_NORM && (!norm || !norm->cpu))) {
             snprintf(err, GEN_ERR_LEN, "%s:%d:%d: op %s has no CPU implementation (runtime/cpu/): the native "
                      "backend cannot run this model", gen_model_ops_file(m), op->loc.line, op->loc.col, gen_op_label(op));
@@ -46,13 +48,15 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             .in = {(int8_t)(nin > 0 ? op->in[0] : -1), (int8_t)(nin > 1 ? op->in[1] : -1)},
             .out = (int8_t)op->out,
             .weight = (int8_t)op->weight,
-            .bias = (int8_t)(op->kind == GEN_OP_NORM ? op->bias : -1),
+            .bias = (int8_t)(op->kind == GEN_OP_NORM || op->kind == GEN_OP_LINEAR ? op->bias : -1),
             .row = act ? act->name : norm ? norm->name : NULL,
             .label = labels[i],
         };
         _Static_assert(RT_CPU_MAX_PARAMS == GEN_MAX_PARAMS, "one parameter array");
         if (act || norm || op->kind == GEN_OP_BITLINEAR) /* bitlinear: its act_quant (gen_param.h) */
             memcpy(out[i].param, op->param.v, sizeof out[i].param);
+        if (op->kind == GEN_OP_ATTENTION) /* param[0] 1: causal: false (gen_attention_params) */
+            out[i].param[0] = op->param.v[0] == 0.0f ? 1.0f : 0.0f;
     }
     return 0;
 }

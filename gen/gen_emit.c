@@ -350,7 +350,7 @@ static const char *const k_cpu_op_names[RT_CPU_OP_COUNT] = {
     [RT_CPU_EMBED] = "RT_CPU_EMBED", [RT_CPU_NORM] = "RT_CPU_NORM", [RT_CPU_BITLINEAR] = "RT_CPU_BITLINEAR",
     [RT_CPU_ROPE] = "RT_CPU_ROPE", [RT_CPU_KV_WRITE] = "RT_CPU_KV_WRITE", [RT_CPU_ATTENTION] = "RT_CPU_ATTENTION",
     [RT_CPU_ADD] = "RT_CPU_ADD", [RT_CPU_ACT_MUL] = "RT_CPU_ACT_MUL", [RT_CPU_LM_HEAD] = "RT_CPU_LM_HEAD",
-    [RT_CPU_LINEAR] = "RT_CPU_LINEAR",
+    [RT_CPU_LINEAR] = "RT_CPU_LINEAR", [RT_CPU_ACT] = "RT_CPU_ACT",
 };
 
 /* A C identifier from a YAML name (non-alphanumerics as _). */

@@ -35,6 +35,7 @@ static const struct {
     [GEN_OP_ACT_MUL] = {false, 0, true, SEC_ALL},
     [GEN_OP_LM_HEAD] = {true, FMT_USE_TABLE, true, SEC_OUT},
     [GEN_OP_LINEAR] = {true, FMT_USE_MATRIX, true, SEC_ALL},
+    [GEN_OP_ACT] = {false, 0, true, SEC_ALL},
 };
 static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
                                           [SEC_OUT] = "forward.output"};
@@ -137,15 +138,16 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     return 0;
 }
 
-/* A norm's `bias:` (rows of gen_norm.h that take one): a 1-D vector tensor, per layer only in
- * forward.layer; its width is checked with the input's in infer_width. */
+/* A `bias:` of a norm (rows of gen_norm.h that take one) or of a linear (y = W x + b, llama.cpp's
+ * ggml_add after the product): a 1-D vector tensor, per layer only in forward.layer; its width is
+ * checked in infer_width (a norm's: the input's; a linear's: the output's). */
 static int parse_bias(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
 {
     yaml_node_t *b = gen_yaml_get(c->y, opn, "bias");
     const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
     if (!b)
         return 0;
-    if (!n || !n->bias)
+    if ((!n || !n->bias) && op->kind != GEN_OP_LINEAR)
         return gen_yaml_fail(c->y, b, "%s takes no 'bias'", c->label);
     char name[GEN_MAX_NAME];
     if (gen_yaml_str(c->y, b, "bias", name, sizeof(name)))
@@ -157,7 +159,7 @@ static int parse_bias(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     const fmt_codec *codec = fmt_codec_find(t->type);
     if (!codec || !(codec->uses & FMT_USE_VECTOR))
         return gen_yaml_fail(c->y, b, "%s: bias has type %s, %s needs a vector type", c->label,
-                             gen_ttype_name(t->type), n->op);
+                             gen_ttype_name(t->type), gen_op_label(op));
     if (t->per_layer && c->sec != SEC_LAYER)
         return gen_yaml_fail(c->y, b, "%s: per-layer tensor used outside forward.layer", c->label);
     if (t->n_dims != 1)
@@ -169,8 +171,9 @@ static int parse_bias(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
 static const gen_param *param_decl(const gen_op *op)
 {
     const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
-    const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
-    return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params : NULL;
+    const gen_act *a = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT ? gen_act_at(op->act) : NULL;
+    return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params
+                                         : op->kind == GEN_OP_ATTENTION ? gen_attention_params : NULL;
 }
 
 /* A word parameter's value (gen_param.choice): the index of the word v names. */
@@ -261,10 +264,13 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
         if (t->ne[0] != w0)
             return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, weight ne0 is %lld", c->label, n0, w0,
                                     (long long)t->ne[0]);
-        if (op->bias >= 0 && m->tensors[op->bias].ne[0] != w0)
-            return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, bias ne0 is %lld", c->label, n0, w0,
-                                    (long long)m->tensors[op->bias].ne[0]);
-        *out_w = op->kind == GEN_OP_NORM ? w0 : (int)t->ne[1];
+        if (op->bias >= 0 && m->tensors[op->bias].ne[0] != t->ne[1]) /* linear: one per output */
+            return gen_yaml_fail_at(c->y, loc, "%s: output width is %lld (weight ne1), bias ne0 is %lld", c->label,
+                                    (long long)t->ne[1], (long long)m->tensors[op->bias].ne[0]);
+        *out_w = (int)t->ne[1];
+        return 0;
+    case GEN_OP_ACT:
+        *out_w = w0;
         return 0;
     case GEN_OP_ROPE:
         if (w0 % hp->head_dim)
@@ -349,10 +355,13 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
         return -1;
     int kk = -1, act = gen_act_find_op(kind), norm = gen_norm_find_op(kind);
     for (int i = 0; i < GEN_OP_COUNT; i++)
-        if (!strcmp(kind, gen_op_name((gen_op_kind)i)) && i != GEN_OP_ACT_MUL && i != GEN_OP_NORM)
+        if (!strcmp(kind, gen_op_name((gen_op_kind)i)) && i != GEN_OP_ACT_MUL && i != GEN_OP_NORM && i != GEN_OP_ACT)
             kk = i;
     if (act >= 0)
         kk = GEN_OP_ACT_MUL;
+    for (int i = 0; i < gen_act_count(); i++) /* `op: <name>`: the plain activation y = act(x) */
+        if (!strcmp(kind, gen_act_at(i)->name))
+            kk = GEN_OP_ACT, act = i;
     if (norm >= 0)
         kk = GEN_OP_NORM;
     if (kk < 0)

@@ -110,14 +110,14 @@ static gen_kop *add_kop(lower_ctx *c, gen_kop_kind kind, gen_section sec, const 
     for (int p = 0; p < GEN_KOP_MAX_PARTS; p++)
         k->w[p] = k->part_out[p] = -1;
     k->loc = src->loc;
-    k->act = kind == GEN_K_ACT_MUL ? src->act : -1;
-    if (kind == GEN_K_ACT_MUL)
+    k->act = kind == GEN_K_ACT_MUL || kind == GEN_K_ACT ? src->act : -1;
+    if (kind == GEN_K_ACT_MUL || kind == GEN_K_ACT)
         k->act_param = src->param;
     const char *what = src->weight >= 0 ? c->m->tensors[src->weight].key
                        : src->out >= 0  ? c->m->values[src->out].name
                                         : "";
     snprintf(k->label, sizeof(k->label), "%s %s",
-             kind == GEN_K_ACT_MUL || kind == GEN_K_NORM ? gen_op_label(src) : gen_kop_name(kind), what);
+             kind == GEN_K_ACT_MUL || kind == GEN_K_NORM || kind == GEN_K_ACT ? gen_op_label(src) : gen_kop_name(kind), what);
     return k;
 }
 
@@ -429,6 +429,7 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
         [GEN_OP_EMBED] = GEN_K_EMBED,         [GEN_OP_ATTENTION] = GEN_K_ATTENTION,
         [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_ACT_MUL] = GEN_K_ACT_MUL,
         [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,     [GEN_OP_LINEAR] = GEN_K_LINEAR,
+        [GEN_OP_ACT] = GEN_K_ACT,
     };
     const gen_model *m = c->m;
     const gen_op *op = &s->ops[i];
@@ -438,6 +439,10 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
     for (int a = 0; a < gen_op_arity(op->kind); a++)
         k->in[a] = f32_val(c, op->in[a]);
     k->w[0] = op->weight;
+    if (op->kind == GEN_OP_LINEAR)
+        k->w[1] = op->bias;
+    if (op->kind == GEN_OP_ATTENTION)
+        k->noncausal = op->param.v[0] == 0.0f; /* gen_attention_params */
     if (st->rope_q_src[i] >= 0) {
         k->in[0] = f32_val(c, s->ops[st->rope_q_src[i]].in[0]);
         k->rope = true;

@@ -64,7 +64,8 @@
     X(SPARSE_UP, "sparse_up")     /* out[r] = relu(g[r])^2 * (Wu.q)[r], r listed;  */ \
                                   /*   0 elsewhere (+ last_out: next norm)         */ \
     X(SPARSE_DOWN, "sparse_down") /* out = res + W.q over the listed columns       */ \
-                                  /*   (transposed copy, + last_out)               */
+                                  /*   (transposed copy, + last_out)               */ \
+    X(ACT, "act")                 /* y = act(a) (act: gen_act.h)                   */
 
 typedef enum {
 #define GEN_KOP_ENUM(id, name) GEN_K_##id,
@@ -105,10 +106,10 @@ typedef struct {
     int in[3];      /* gval indices (-1 unused) */
     int out;        /* gval index, -1 for kv writes (BITLINEAR_MULTI: part 0's output) */
     int res;        /* BITLINEAR: residual gval added to the result (== out), else -1 */
-    int w[GEN_KOP_MAX_PARTS]; /* tensor indices into gen_model.tensors (-1 unused) */
+    int w[GEN_KOP_MAX_PARTS]; /* tensor indices into gen_model.tensors (-1 unused); LINEAR: w[1] its bias */
     int n_parts;    /* BITLINEAR_MULTI: parts (weight w[p] -> output part_out[p]) */
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
-    int act;        /* BITLINEAR_GLU, ACT_MUL: the activation's row in gen_act.h, else -1 */
+    int act;        /* BITLINEAR_GLU, ACT_MUL, ACT: the activation's row in gen_act.h, else -1 */
     gen_params act_param; /* with act: the op's values of the row's parameters */
     bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
     int splits;     /* ATTENTION (decode): the cache rows are cut into this many ranges,
@@ -144,6 +145,8 @@ typedef struct {
                      * the --lm-head q8 variant gen_desc adds next to the post section */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */
+    bool noncausal; /* ATTENTION (YAML causal: false): a prompt step's tokens see every row of
+                     * the step (keys 0 .. pos + n_tokens - 1), not only those up to their own */
 } gen_kop;
 
 typedef struct {

@@ -46,7 +46,8 @@
     X(ADD, "add", 2)             /* out = in0 + in1                        */ \
     X(ACT_MUL, "<act>_mul", 2)   /* out = act(in0) * in1, act: gen_act.h   */ \
     X(LM_HEAD, "lm_head", 1)     /* out[v] = dot(W[v,:], in), W F16/F32    */ \
-    X(LINEAR, "linear", 1)       /* out = W(F16/F32) . in, llama.cpp's way */
+    X(LINEAR, "linear", 1)       /* out = W(F16/F32) . in, llama.cpp's way */ \
+    X(ACT, "<act>", 1)           /* out = act(in), act: gen_act.h          */
 
 typedef enum {
 #define GEN_OP_ENUM(id, name, nin) GEN_OP_##id,
@@ -123,13 +124,13 @@ typedef struct {
 
 typedef struct gen_op {
     gen_op_kind kind;
-    int act;            /* ACT_MUL: row of the activation table (gen_act.h), else -1 */
+    int act;            /* ACT_MUL, ACT: row of the activation table (gen_act.h), else -1 */
     int norm;           /* NORM: row of the norm table (gen_norm.h), else -1 */
     int in[GEN_MAX_IN]; /* value indices, arity from GEN_OPS */
     int out;            /* value index, -1 for kv_write */
     int weight;         /* tensor index, -1 if none (embed: the table) */
-    int bias;           /* NORM with a bias (YAML `bias:`): tensor index, else -1 */
-    gen_params param;   /* NORM, ACT_MUL: its row's parameters (YAML keys or defaults) */
+    int bias;           /* NORM, LINEAR with a bias (YAML `bias:`): tensor index, else -1 */
+    gen_params param;   /* NORM, ACT_MUL, ACT: its row's parameters (YAML keys or defaults) */
     gen_loc loc;
 } gen_op;
 

@@ -25,9 +25,9 @@ const char *gen_op_name(gen_op_kind k)
 
 const char *gen_op_label(const gen_op *op)
 {
-    const gen_act *a = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
+    const gen_act *a = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT ? gen_act_at(op->act) : NULL;
     const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
-    return a ? a->op : n ? n->op : gen_op_name(op->kind);
+    return a ? (op->kind == GEN_OP_ACT ? a->name : a->op) : n ? n->op : gen_op_name(op->kind);
 }
 
 int gen_op_arity(gen_op_kind k)

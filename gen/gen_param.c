@@ -10,6 +10,12 @@ const gen_param gen_bitlinear_params[] = {
     {NULL, 0, 0, 0, 0, NULL},
 };
 
+static const char *const k_causal[] = {"false", "true", NULL};
+const gen_param gen_attention_params[] = {
+    {"causal", GEN_PARAM_CONST, 1, 0, 1, k_causal},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
 const char *gen_aq_tag(bool q8k)
 {
     static char tag[16];

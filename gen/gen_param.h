@@ -38,6 +38,11 @@ extern const gen_param gen_bitlinear_params[];
 #define GEN_AQ_ROW 0
 #define GEN_AQ_Q8_K 1
 
+/* The attention op's parameters: [0] `causal`: true (the default: token t of a step sees the
+ * cache rows up to its own position) or false (an encoder's: every token of a prompt step sees
+ * every row of the step, and those before it; BERT). */
+extern const gen_param gen_attention_params[];
+
 /* The kernel-name tag of a kernel that reads or writes Q8_K rows (act_quant q8_k): "_q8_k",
  * gen_params_tag's word for it; "" for q8k false. */
 const char *gen_aq_tag(bool q8k);

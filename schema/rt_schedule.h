@@ -320,7 +320,7 @@ typedef struct {
  * these entries, so a fusion never changes what a row means. */
 typedef enum {
     RT_CPU_EMBED, RT_CPU_NORM, RT_CPU_BITLINEAR, RT_CPU_ROPE, RT_CPU_KV_WRITE,
-    RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_LINEAR, RT_CPU_OP_COUNT
+    RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_LINEAR, RT_CPU_ACT, RT_CPU_OP_COUNT
 } rt_cpu_op_kind;
 #define RT_CPU_VOCAB (-1) /* a value width: the vocabulary size (from the GGUF) */
 #define RT_CPU_MAX_PARAMS 2 /* parameter values of an op's row (gen/gen_param.h) */
@@ -330,7 +330,7 @@ typedef struct {
     int8_t in[2];      /* value indices read (-1: none) */
     int8_t out;        /* value index written (-1: none, kv_write) */
     int8_t weight;     /* desc->tensors index (-1: none) */
-    int8_t bias;       /* NORM: desc->tensors index of its bias (-1: none) */
+    int8_t bias;       /* NORM, LINEAR: desc->tensors index of its bias (-1: none) */
     const char *row;   /* ACT_MUL: the activation's name ("relu2"); NORM: the norm's
                         * ("rmsnorm", "layernorm"); else NULL */
     const char *label; /* "models/x.yaml:23: bitlinear attn_q" (errors, --profile) */
@@ -338,6 +338,7 @@ typedef struct {
                                      * (a norm's [0]: its epsilon, [1]: 1 when it normalises
                                      * each head_dim group of the row on its own, `per: head`),
                                      * in the row's order;
+                                     * ATTENTION: [0] 1 = not causal (YAML causal: false).
                                      * BITLINEAR: [0] its act_quant (0 row, 1 q8_k: llama.cpp's
                                      * Q8_K blocks of 256, gen/gen_param.h) */
 } rt_cpu_op;

@@ -743,6 +743,10 @@ static const char *label(const char *yaml, const char *what)
  * reference under `rule`: the native CPU backend (prompt, then one token at a time) and the
  * Vulkan prompt and fused decode schedules; then fused vs unfused decode bit for bit (the rule of
  * the shipped models). */
+/* set by an encoder's test: its attention is not causal (YAML causal: false), so decoding the
+ * prompt token by token computes something else: only the prompt step is compared */
+static bool s_prompt_only;
+
 static void variant_vs_reference(const char *yaml, const char *gguf_in_build, int seed, ref_rule_fn rule)
 {
     /* the build folder: $TERNION_BUILD (make test's B=), else build; gguf_in_build names the
@@ -783,8 +787,10 @@ static void variant_vs_reference(const char *yaml, const char *gguf_in_build, in
     if (rt_engine_open(&bd->d.desc, &o, &ce, err) || rt_engine_eval(ce, ids, 20, 0, a, err))
         fail_msg("%s", err);
     rule(label(yaml, "CPU backend prompt"), a, want, vocab);
-    decode_rows(ce, ids, 20, vocab, a);
-    rule(label(yaml, "CPU backend decode"), a, want, vocab);
+    if (!s_prompt_only) {
+        decode_rows(ce, ids, 20, vocab, a);
+        rule(label(yaml, "CPU backend decode"), a, want, vocab);
+    }
     rt_engine_close(ce);
     if (bd->d.desc.vk_refusal) { /* kernels that do not compute it: Vulkan must refuse it, by name */
         o.backend = RT_BACKEND_VULKAN;
@@ -813,15 +819,17 @@ static void variant_vs_reference(const char *yaml, const char *gguf_in_build, in
     if (rc || rt_engine_eval(r.e, ids, 20, 0, a, err))
         fail_msg("%s", err);
     rule(label(yaml, "Vulkan prompt"), a, want, vocab);
-    decode_rows(r.e, ids, 20, vocab, a);
-    rule(label(yaml, "Vulkan decode"), a, want, vocab);
-    if (rig_open(&u, yaml, gguf, 0, err))
-        fail_msg("%s", err);
-    decode_rows(u.e, ids, 20, vocab, b);
-    cmp_stats s = compare(a, b, 20, vocab);
-    if (s.max_abs != 0)
-        fail_msg("%s: decode fused vs unfused differ (max |d| %g)", yaml, s.max_abs);
-    rig_close(&u);
+    if (!s_prompt_only) {
+        decode_rows(r.e, ids, 20, vocab, a);
+        rule(label(yaml, "Vulkan decode"), a, want, vocab);
+        if (rig_open(&u, yaml, gguf, 0, err))
+            fail_msg("%s", err);
+        decode_rows(u.e, ids, 20, vocab, b);
+        cmp_stats s = compare(a, b, 20, vocab);
+        if (s.max_abs != 0)
+            fail_msg("%s: decode fused vs unfused differ (max |d| %g)", yaml, s.max_abs);
+        rig_close(&u);
+    }
     rig_close(&r);
     free(want);
     free(a);
@@ -956,10 +964,37 @@ static void linear_rule(const char *what, const float *got, const float *ref, in
     assert_true(s.max_abs <= max_bound);
 }
 
+/* tests/data/encoder-tiny.yaml: linear_rule's numerics plus the biases (one f32 addition per
+ * output) and gelu_f16, which rounds its input and its result to f16: the engines' values,
+ * summed in another order, sit across an f16 rounding boundary now and then, and the GPU's
+ * tanh may move the result's rounding by one f16 ulp (gen/gen_act.c); through three LayerNorms
+ * a layer and a tied head. Measured (seed 19): CPU backend mean |d|
+ * 0.0034, max 0.017; lavapipe mean 0.0041, max 0.029. The rule: top-1 on every row, mean |d| <=
+ * 0.008, max |d| <= 0.06 (twice the measured). Against a reference attending causally (every
+ * row but the last sees fewer tokens) the CPU backend shows top-1 1/20, mean |d| 4.7. */
+static void encoder_rule(const char *what, const float *got, const float *ref, int vocab)
+{
+    const double mean_bound = 8e-3, max_bound = 6e-2;
+    cmp_stats s = compare(got, ref, 20, vocab);
+    printf("%s vs C reference: top-1 %d/20, mean |d| %.4g (bound %.4g), max |d| %.4g (bound %.4g)\n", what,
+           s.top1_agree, s.mean_abs, mean_bound, s.max_abs, max_bound);
+    assert_int_equal(s.top1_agree, 20);
+    assert_true(s.mean_abs <= mean_bound);
+    assert_true(s.max_abs <= max_bound);
+}
+
 static void test_linear_vs_reference(void **st)
 {
     (void)st;
     variant_vs_reference("tests/data/llama-f16-tiny.yaml", "build/test-e2e-linear.gguf", 19, linear_rule);
+    /* linear biases (mkmodel: 0.1 N(0,1)) and the plain activation op whole: encoder-tiny below
+     * (tests/data/llama-bias-tiny.yaml's kernels, decode ones included, run in test_kernels) */
+    /* BERT's layer (tests/data/encoder-tiny.yaml): non-causal attention, post-norm LayerNorms
+     * with biases; the same numerics (f16 activations, f16 cache, gelu_f16): encoder_rule,
+     * prompt only (token by token is another computation when attention is not causal) */
+    s_prompt_only = true;
+    variant_vs_reference("tests/data/encoder-tiny.yaml", "build/test-e2e-encoder.gguf", 19, encoder_rule);
+    s_prompt_only = false;
 }
 
 /* The block-quantized `linear` matrices (tests/data/q-linear-tiny.yaml: Q8_0, Q2_0 in PrismML's

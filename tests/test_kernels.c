@@ -68,6 +68,7 @@ static int runs[GEN_K_COUNT];
 static int act_runs[2][16]; /* [GLU 0 / ACT_MUL 1][activation row]: checks run on the device */
 static int norm_runs[16];    /* [norm row]: checks of kernels that apply it (alone or folded) */
 static int per_head_runs;    /* checks of `per: head` norm kernels (gen_norm.h) */
+static int linear_bias_runs; /* linear kernels with a bias checked */
 
 /* ---------------------------------------------------------------- random data */
 
@@ -286,7 +287,7 @@ static void expect(const gen_kop *kop, const char *what, bool decode, uint32_t n
         worst[kop->kind] = e;
     runs[kop->kind]++;
     if (kop->act >= 0 && kop->act < 16)
-        act_runs[kop->kind == GEN_K_ACT_MUL][kop->act]++;
+        act_runs[kop->kind == GEN_K_ACT_MUL || kop->kind == GEN_K_ACT][kop->act]++;
     if (kop->norm.row >= 0 && kop->norm.row < 16)
         norm_runs[kop->norm.row]++;
     if (kop->norm.row >= 0 && kop->norm.param.v[1] == GEN_NORM_PER_HEAD)
@@ -917,7 +918,7 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
         else
             memcpy(qr, q, 4 * nq);
         for (uint32_t t = 0; t < n; t++)
-            ref_attention(qr + (size_t)t * QD, kc, vc, (int)(pos + t + 1), hp->n_heads, hp->n_kv_heads, hp->head_dim,
+            ref_attention(qr + (size_t)t * QD, kc, vc, (int)(pos + (kop->noncausal ? n : t + 1)), hp->n_heads, hp->n_kv_heads, hp->head_dim,
                           f16 ? REF_ATT_Q_F16 : 0, ref + (size_t)t * QD); /* F16 cache: q rounded to F16 for Q.K;
                                                                           * F32: kept; P in f32 */
         /* rule: scores and P in f32 through the GPU's exp (Vulkan: 3 + 2|s| ulp, ~2e-6 here) and
@@ -973,19 +974,23 @@ static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
         uint32_t n = decode ? 1 : batch_sizes[s];
         float *a = rnd_rows(NMAX, width), *bv = rnd_rows(NMAX, width), *ref = vkh_xmalloc(4 * nx);
         rt_buf b[3] = {vkh_buf(4 * nx, a), vkh_buf(4 * nx, bv), vkh_buf(4 * nx, NULL)};
-        const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
-        assert_int_equal(kn.ko.n_args, 3);
+        const bool plain = kop->kind == GEN_K_ACT;
+        const rt_buf *args[3] = {&b[0], plain ? &b[2] : &b[1], &b[2]};
+        assert_int_equal(kn.ko.n_args, plain ? 2 : 3);
         kern_run(&kn, args, n, 0, 0);
         size_t m = (size_t)n * width;
         if (kop->kind == GEN_K_ADD)
             for (size_t i = 0; i < m; i++)
                 ref[i] = a[i] + bv[i];
+        else if (kop->kind == GEN_K_ACT) /* y = act(a): b is not an argument */
+            for (size_t i = 0; i < m; i++)
+                ref[i] = gen_act_at(kop->act)->ref(a[i], kop->act_param.v);
         else
             ref_act_mul(gen_act_at(kop->act)->ref, kop->act_param.v, a, bv, (int)m, ref);
         float *y = vkh_fetch(&b[2], 4 * nx);
         /* rule: ADD one f32 add, correctly rounded on both sides (Vulkan's rule): equal, 1e-7 <
          * 2^-23 admits only a flushed subnormal; ACT_MUL the activation row's tol (gen/gen_act.c) */
-        const double tol = kop->kind == GEN_K_ACT_MUL ? gen_act_at(kop->act)->tol : 1e-7;
+        const double tol = kop->kind == GEN_K_ACT_MUL || plain ? gen_act_at(kop->act)->tol : 1e-7;
         expect(kop, "y", decode, n, 0, vkh_max_rel(y, ref, m, VKH_ELEM), tol);
         assert_true(vkh_all_poison((uint32_t *)y + m, nx - m));
         free(y);
@@ -1248,7 +1253,11 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
     const bool f16 = ts->type == FMT_F16, kq = is_kq(ts->type);
     kern kn;
     kern_build(&kn, g, kop, decode);
-    assert_int_equal(kn.ko.n_args, 3);
+    const bool bias = kop->w[1] >= 0; /* y = W x + b: a 4th argument */
+    linear_bias_runs += bias;
+    assert_int_equal(kn.ko.n_args, bias ? 4 : 3);
+    float *bv = bias ? vkh_rnd_vec((size_t)M, 1.0f) : NULL;
+    rt_buf bb = bias ? vkh_buf(4 * (size_t)M, bv) : (rt_buf){0};
     const size_t nw = (size_t)M * K;
     float *wf = vkh_rnd_vec(nw, 1.0f);
     uint16_t *h = vkh_xmalloc(nw * 2);
@@ -1265,11 +1274,14 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         const uint32_t n = decode ? 1 : batch_sizes[s];
         float *x = rnd_rows(NMAX, K), *ref = vkh_xmalloc(4 * (size_t)n * M);
         rt_buf b[2] = {vkh_buf(4 * (size_t)NMAX * K, x), vkh_buf(4 * (size_t)NMAX * M, NULL)};
-        const rt_buf *args[3] = {&b[0], &wb, &b[1]};
+        const rt_buf *args[4] = {&b[0], &wb, &b[1], &bb};
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[1], 4 * (size_t)NMAX * M);
         assert_int_equal(ref_linear(ts->type, kq ? (const void *)kqw : qf ? (const void *)qb : f16 ? (const void *)h : (const void *)wf, K, M, x,
                                     (int)n, ref), 0);
+        for (uint32_t t = 0; bias && t < n; t++) /* the bias after the product, as ref_forward.c */
+            for (int i = 0; i < M; i++)
+                ref[(size_t)t * M + i] += bv[i];
         /* rule: the products are exact in f32 (two halves, or the same f32 factors); K of them
          * summed in lane strides and a subgroup tree: about K / 32 + 6 roundings of 2^-24 of
          * partials that random signed terms keep within a few |y|, (868 / 32 + 6) x 6e-8 x 4 =
@@ -1281,7 +1293,9 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
          * 2.4e-7; a kernel multiplying the f32 inputs instead of their Q8_K values: 4.4e-3, fails).
          * Q8_0 / Q4_0 / Q2_0: both sides quantize x to the same Q8_0 codes (the same IEEE
          * operations: amax, 127 / amax, a product, round to even), the block sums are exact
-         * integers, and K / 32 terms (d_w * d_x) * sum are summed as above: the same bound. */
+         * integers, and K / 32 terms (d_w * d_x) * sum are summed as above: the same bound.
+         * A bias (N(0,1) here, as large as the products) adds one f32 rounding: the same bound
+         * (the kernel without it: errors of the bias's size, |b| / max |y| ~ 0.3, fails). */
         expect(kop, kq ? fmt_type_name(ts->type) : ts->type == FMT_F32 ? "f32" : qf ? qf->yaml : "f16", decode, n, 0,
                vkh_max_rel(y, ref, (size_t)n * M, VKH_NORM), 1e-5);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * M, (NMAX - n) * (size_t)M));
@@ -1291,6 +1305,9 @@ static void check_linear(const gen_graph *g, const gen_kop *kop, bool decode)
         vkh_free_bufs(b, 2);
     }
     rt_buf_destroy(vkh_vk, &wb);
+    if (bias)
+        rt_buf_destroy(vkh_vk, &bb);
+    free(bv);
     free(wf);
     free(h);
     free(kqw);
@@ -1442,14 +1459,32 @@ static void test_norms(void **state)
         fail_msg("no test model has a norm with `per: head`: its kernels never ran");
 }
 
+/* Are both inputs of layer op i (an <act>_mul) made by bitlinear ops of the layer (a GLU)? */
+static bool glu_of_bitlinears(const gen_model *m, int i)
+{
+    int found = 0;
+    for (int j = 0; j < i; j++)
+        for (int a = 0; a < 2; a++)
+            if (m->layer[j].kind == GEN_OP_BITLINEAR && m->layer[j].out == m->layer[i].in[a])
+                found |= 1 << a;
+    return found == 3;
+}
+
 static void test_bitlinear(void **state)
 {
     (void)state;
     vkh_need_device();
     RUN_KINDS(check_bitlinear, GEN_K_BITLINEAR, GEN_K_BITLINEAR_GLU, GEN_K_BITLINEAR_MULTI);
     assert_true(runs[GEN_K_BITLINEAR] && runs[GEN_K_BITLINEAR_GLU] && runs[GEN_K_BITLINEAR_MULTI]);
-    for (int a = 0; a < gen_act_count(); a++) /* every activation of the table, fused into a GLU */
-        if (!act_runs[0][a])
+    /* every activation a test model gates over two bitlinears, fused into a GLU (the fusion
+     * is the same code for every row; each row's expression runs unfused in test_eltwise) */
+    bool glu[16] = {false};
+    for (int m = 0; m < n_models; m++)
+        for (int i = 0; i < models[m].n_layer; i++)
+            if (models[m].layer[i].kind == GEN_OP_ACT_MUL && models[m].layer[i].act < 16)
+                glu[models[m].layer[i].act] |= glu_of_bitlinears(&models[m], i);
+    for (int a = 0; a < gen_act_count() && a < 16; a++)
+        if (glu[a] && !act_runs[0][a])
             fail_msg("no test model has a %s GLU: its kernel never ran", gen_act_at(a)->op);
 }
 
@@ -1530,9 +1565,9 @@ static void test_eltwise(void **state)
 {
     (void)state;
     vkh_need_device();
-    RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_ACT_MUL);
-    assert_true(runs[GEN_K_ADD] && runs[GEN_K_ACT_MUL]);
-    for (int a = 0; a < gen_act_count(); a++) /* every activation of the table, unfused */
+    RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_ACT_MUL, GEN_K_ACT);
+    assert_true(runs[GEN_K_ADD] && runs[GEN_K_ACT_MUL] && runs[GEN_K_ACT]);
+    for (int a = 0; a < gen_act_count(); a++) /* every activation of the table, unfused (gated or plain) */
         if (!act_runs[1][a])
             fail_msg("no test model uses %s: its kernel never ran", gen_act_at(a)->op);
 }
@@ -1569,6 +1604,9 @@ static void test_linear(void **state)
      * q-linear-tiny.yaml: Q8_0 at K 320, Q2_0_G128 at 256 (2 blocks of 128), Q4_0 at 256, Q2_0 at
      * 320 (5 blocks of 64) */
     assert_true(RUN_KINDS(check_linear, GEN_K_LINEAR) >= 7);
+    /* tests/data/llama-bias-tiny.yaml: with a bias (y = W x + b), F16 at M 320 and 64, F32 at
+     * M 64, decode and batch */
+    assert_true(linear_bias_runs >= 6);
 }
 
 /* Every kernel kind the graphs produce is one a test above runs. */
@@ -1611,5 +1649,7 @@ int main(void)
         cmocka_unit_test(test_topk),
         cmocka_unit_test(test_copy),
     };
+    if (getenv("TEST_FILTER")) /* e.g. "test_linear" */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -582,7 +582,10 @@ int main(void)
                 fprintf(stderr, "%s\n", err);
                 return 1;
             }
-            if (strcmp(m.hp.kv_type, "f16"))
+            bool encoder = false; /* causal: false: prompts only, none of the decode folds checked here */
+            for (int o = 0; o < m.n_layer; o++)
+                encoder |= m.layer[o].kind == GEN_OP_ATTENTION && m.layer[o].param.v[0] == 0.0f;
+            if (strcmp(m.hp.kv_type, "f16") || encoder)
                 continue;
             snprintf(paths[n], sizeof paths[n], "%s", gl.gl_pathv[i]);
             snprintf(names[n], sizeof names[n], "fused_kernels_match_unfused(%s)", m.name);

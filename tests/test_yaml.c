@@ -444,6 +444,35 @@ static void test_layernorm_op(void **state)
     assert_string_equal(gen_op_label(&g_m.layer[0]), "rmsnorm");
 }
 
+/* op: <activation> (the plain form, y = act(x)): its row, one input, the input's width, its
+ * label; a second input is refused at its line:col. */
+static void test_act_op(void **state)
+{
+    (void)state;
+    const bad_case c = {"    - {op: silu_mul, in: [gate, up], out: f}\n",
+                        "    - {op: gelu_erf, in: gate, out: ga}\n    - {op: silu_mul, in: [ga, up], out: f}\n", NULL};
+    char *s = mutate(&c), err[GEN_ERR_LEN] = "";
+    if (gen_model_parse(s, strlen(s), "t.yaml", &g_m, err))
+        fail_msg("%s", err);
+    free(s);
+    const gen_op *op = NULL;
+    for (int i = 0; i < g_m.n_layer; i++)
+        if (g_m.layer[i].kind == GEN_OP_ACT)
+            op = &g_m.layer[i];
+    assert_non_null(op);
+    assert_int_equal(op->act, gen_act_find_op("gelu_erf_mul")); /* one row, both forms */
+    assert_string_equal(gen_op_label(op), "gelu_erf");
+    assert_int_equal(gen_op_arity(GEN_OP_ACT), 1);
+    assert_int_equal(g_m.values[op->out].width, 384); /* ffn_dim */
+    const bad_case bad = {"    - {op: silu_mul, in: [gate, up], out: f}\n", "    - {op: gelu_f16, in: [gate, up], out: f}\n",
+                          NULL};
+    s = mutate(&bad);
+    assert_int_not_equal(gen_model_parse(s, strlen(s), "t.yaml", &g_m, err), 0);
+    free(s);
+    assert_non_null(strstr(err, "t.yaml:40:"));
+    assert_non_null(strstr(err, "gelu_f16"));
+}
+
 /* op: linear over an F16 matrix (and an F32 one): the op kind, its weight, the output width
  * from the matrix's ne1, in any layer position (an attention projection, the FFN's down). */
 static void test_linear_op(void **state)
@@ -464,6 +493,50 @@ static void test_linear_op(void **state)
     assert_int_equal(op->weight, gen_model_find_tensor(&g_m, "wq"));
     assert_int_equal(g_m.values[op->out].width, 256); /* q_dim */
     assert_int_equal(g_m.layer[2].kind, GEN_OP_BITLINEAR); /* the others stay ternary */
+}
+
+/* The base with attn_q as an F16 `linear` whose op line is `op` (line 29), parsed. */
+static int parse_linear_q(const char *op, char *err)
+{
+    const bad_case c = {"    - {op: bitlinear, in: h, weight: wq, out: q}\n", op, NULL};
+    char *s = mutate(&c);
+    memcpy(strstr(strstr(s, "attn_q.weight\", type: i2_s"), "i2_s"), "f16 ", 4);
+    const bad_case kvb = {"forward:\n", "  kvb:   {gguf: kv_bias, type: f32, shape: [kv_dim]}\nforward:\n", NULL};
+    const char *base = k_base;
+    k_base = s; /* mutate works on k_base */
+    char *s2 = mutate(&kvb);
+    k_base = base;
+    free(s);
+    s = s2;
+    int rc = gen_model_parse(s, strlen(s), "t.yaml", &g_m, err);
+    free(s);
+    return rc;
+}
+
+/* linear with a bias (y = W x + b): the tensor on the op; a bias of another width than the
+ * output, or on a bitlinear, is refused at its line:col. */
+static void test_linear_bias(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    if (parse_linear_q("    - {op: linear, in: h, weight: wq, bias: onorm, out: q}\n", err))
+        fail_msg("%s", err);
+    assert_int_equal(g_m.layer[1].kind, GEN_OP_LINEAR);
+    assert_int_equal(g_m.layer[1].bias, gen_model_find_tensor(&g_m, "onorm")); /* [dim] = [q_dim] here */
+    assert_int_equal(g_m.layer[2].bias, -1);
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, bias: anorm, out: q}\n"
+                                        "    - {op: linear, in: h, weight: wq, bias: wk, out: q2}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:45: linear 'wq': bias has type i2_s, linear needs a vector type");
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, out: q}\n"
+                                        "    - {op: bitlinear, in: h, weight: wk, bias: onorm, out: k2}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:48: bitlinear 'wk' takes no 'bias'");
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, bias: anorm, out: q}\n"
+                                        "    - {op: linear, in: h, weight: wq, bias: bad, out: q3}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:45: linear 'wq': bias 'bad' is not in tensors");
+    /* a bias of kv_dim = 128 under q (q_dim = 256 wide) */
+    assert_int_not_equal(parse_linear_q("    - {op: linear, in: h, weight: wq, bias: anorm, out: q}\n"
+                                        "    - {op: linear, in: h, weight: wq, bias: kvb, out: q3}\n", err), 0);
+    assert_string_equal(err, "t.yaml:31:7: linear 'wq': output width is 256 (weight ne1), bias ne0 is 128");
 }
 
 static void test_bad_cases(void **state)
@@ -643,6 +716,8 @@ int main(void)
         cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
         cmocka_unit_test(test_layernorm_op),
         cmocka_unit_test(test_linear_op),
+        cmocka_unit_test(test_linear_bias),
+        cmocka_unit_test(test_act_op),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors),
     };

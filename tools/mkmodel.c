@@ -5,7 +5,7 @@
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
- * 2560), 1-D norm weights 1+0.1*N(0,1), norm biases 0.1*N(0,1), linear weights N(0,1)*gain/sqrt(fan_in) pre-ternarized per
+ * 2560), 1-D norm weights 1+0.1*N(0,1), norm and linear biases 0.1*N(0,1), linear weights N(0,1)*gain/sqrt(fan_in) pre-ternarized per
  * tensor (I2_S codes round(W/mean|W|) clamped to [-1,1], drawn directly, scale = mean|W| = gain/sqrt(fan_in)
  * * sqrt(2/pi); a format with a scale per block, TQ1_0 / TQ2_0, carries that scale in every
  * block); gain 5.0 for a bitlinear whose output feeds an `add` (writes the residual stream),
@@ -420,14 +420,14 @@ static bool is_linear(const gen_model *m, int ti)
     return false;
 }
 
-/* A tensor some norm op names as its bias (`bias:`). */
+/* A tensor some norm or linear op names as its bias (`bias:`). */
 static bool is_bias(const gen_model *m, int ti)
 {
     const gen_op *lists[3] = {m->pre, m->layer, m->post};
     const int counts[3] = {m->n_pre, m->n_layer, m->n_post};
     for (int l = 0; l < 3; l++)
         for (int i = 0; i < counts[l]; i++)
-            if (lists[l][i].kind == GEN_OP_NORM && lists[l][i].bias == ti)
+            if (lists[l][i].bias == ti)
                 return true;
     return false;
 }

@@ -196,7 +196,7 @@ static int att_name(const att_ctx *c, char *name, size_t n, char *err)
     if (c->S)
         snprintf(name + strlen(name), n - strlen(name), "_split%d_g%d%s%s", c->S, c->G,
                  kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
-    snprintf(name + strlen(name), n - strlen(name), "%s", gen_last_suffix(kop));
+    snprintf(name + strlen(name), n - strlen(name), "%s%s", gen_last_suffix(kop), kop->noncausal ? "_nc" : "");
     if ((kop->kv_fold || c->last) &&
         (!c->S || kop->part < 0 || (c->last && (256 % c->hd || kop->last_next)))) {
         snprintf(err, GEN_ERR_LEN, "%s: a folded %s needs the merged split decode attention%s", kop->label,
@@ -272,11 +272,14 @@ static void att_rows(att_ctx *c)
         dsl_expr tb = T > 1 ? dsl_let(k, "tb", dsl_mul(k, dsl_wgid(k, 1), TILE)) : dsl_wgid(k, 1);
         for (int tt = 0; tt < T; tt++) {
             c->tok[tt] = T > 1 ? dsl_let(k, "t", dsl_add(k, tb, U((uint32_t)tt))) : tb;
-            c->nr[tt] = dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt]), U(1)));
+            c->nr[tt] = c->kop->noncausal /* every row of the step */
+                            ? dsl_let(k, "n", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), dsl_dyn(k, DSL_DYN_N_TOKENS)))
+                            : dsl_let(k, "n", dsl_add(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt]), U(1)));
             c->live[tt] = T > 1 ? dsl_let(k, "live", dsl_lt(k, c->tok[tt], dsl_dyn(k, DSL_DYN_N_TOKENS))) : NULL;
         }
         /* the tile's keys: those of its last token in the step */
-        c->hi = T > 1 ? dsl_let(k, "hi", dsl_add(k, dsl_dyn(k, DSL_DYN_POS),
+        c->hi = c->kop->noncausal ? c->nr[0]
+                : T > 1 ? dsl_let(k, "hi", dsl_add(k, dsl_dyn(k, DSL_DYN_POS),
                                                  dsl_min(k, dsl_add(k, tb, TILE),
                                                          dsl_dyn(k, DSL_DYN_N_TOKENS))))
                       : c->nr[0];

@@ -96,8 +96,9 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
 {
     const int width = g->vals[kop->out].width;
     char name[128], atag[48];
-    const gen_act *act = kop->kind == GEN_K_ACT_MUL ? gen_act_at(kop->act) : NULL;
-    snprintf(name, sizeof(name), "%s%s_n%d", act ? act->op : gen_kop_name(kop->kind),
+    const bool plain = kop->kind == GEN_K_ACT; /* y = act(a): no b */
+    const gen_act *act = kop->kind == GEN_K_ACT_MUL || plain ? gen_act_at(kop->act) : NULL;
+    snprintf(name, sizeof(name), "%s%s_n%d", act ? (plain ? act->name : act->op) : gen_kop_name(kop->kind),
              act ? gen_params_tag(act->params, &kop->act_param, atag, sizeof atag) : "", width);
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
@@ -105,8 +106,9 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     (void)decode;
     dsl_expr a = dsl_buffer(k, "a", DSL_F32, DSL_READONLY);
     gen_out_val(out, g, kop->in[0]);
-    dsl_expr b = dsl_buffer(k, "b", DSL_F32, DSL_READONLY);
-    gen_out_val(out, g, kop->in[1]);
+    dsl_expr b = plain ? NULL : dsl_buffer(k, "b", DSL_F32, DSL_READONLY);
+    if (!plain)
+        gen_out_val(out, g, kop->in[1]);
     /* in place (y is a or b) is fine: each element is read before it is written */
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
@@ -114,12 +116,14 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr i = dsl_gid(k, 0), t = dsl_wgid(k, 1);
     dsl_return_if(k, dsl_ge(k, i, N));
     dsl_expr idx = dsl_let(k, "idx", dsl_add(k, dsl_mul(k, t, N), i));
-    dsl_expr av = dsl_let(k, "av", dsl_load(k, a, idx)), bv = dsl_load(k, b, idx);
-    dsl_expr val = act ? dsl_mul(k, act->kernel(k, av, kop->act_param.v), bv) : dsl_add(k, av, bv);
+    dsl_expr av = dsl_let(k, "av", dsl_load(k, a, idx)), bv = plain ? NULL : dsl_load(k, b, idx);
+    dsl_expr val = plain ? act->kernel(k, av, kop->act_param.v)
+                   : act ? dsl_mul(k, act->kernel(k, av, kop->act_param.v), bv)
+                         : dsl_add(k, av, bv);
     dsl_store(k, y, idx, val);
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, (uint32_t)((width + WG - 1) / WG), 1);
     gen_out_groups(out, 1, 1, 0, 1);
-    out->bytes = (uint64_t)width * 12;
+    out->bytes = (uint64_t)width * (plain ? 8 : 12);
     return gen_out_kernel(out, k, err);
 }

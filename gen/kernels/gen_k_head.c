@@ -61,6 +61,7 @@ typedef struct {
     dsl_expr vocab, lane, sgs, t_first, t_end; /* tokens t_first .. t_end - 1 wanted */
     dsl_expr best, bidx;       /* argmax (decode): this invocation's best logit and row, else NULL */
     dsl_expr *acc, *xrow;      /* per token of the tile: f32 sum, offset of its input row */
+    dsl_expr bias;             /* linear with a bias: f32 per row, added to the sum, else NULL */
 } head_row;
 
 /* Q8_0: the scale of the block holding word w of row r->v */
@@ -203,6 +204,8 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
     }
     for (int tt = 0; tt < TT; tt++) {
         dsl_expr tot = dsl_subgroup_add(k, acc[tt]);
+        if (r->bias) /* ggml_add of the bias after the product: one f32 rounding */
+            tot = dsl_add(k, tot, dsl_load(k, r->bias, v));
         dsl_expr t = tt ? dsl_add(k, t0, U(tt)) : t0;
         dsl_if(k, dsl_and(k, dsl_eq(k, r->lane, U(0)), dsl_lt(k, t, r->t_end)));
         dsl_store(k, r->y, dsl_add(k, dsl_mul(k, dsl_sub(k, t, r->t_first), r->vocab), v), tot);
@@ -425,8 +428,10 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
                  g->m->path, kop->loc.line, kop->loc.col, fc->yaml, K);
         return -1;
     }
+    const bool bias = kop->w[1] >= 0; /* y = W x + b */
     char name[128];
-    snprintf(name, sizeof(name), "linear_%s_k%d_m%d_%s", fc->yaml, K, M, decode ? "decode" : "batch");
+    snprintf(name, sizeof(name), "linear_%s%s_k%d_m%d_%s", fc->yaml, bias ? "_bias" : "", K, M,
+             decode ? "decode" : "batch");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -436,6 +441,9 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
     dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
     gen_out_val(out, g, kop->out);
+    dsl_expr b = bias ? dsl_buffer(k, "b", DSL_F32, DSL_READONLY) : NULL;
+    if (bias)
+        gen_out_arg(out, RT_ARG_WEIGHT, kop->w[1]);
     const int per_word = qc ? 4 : f16 ? 2 : 1; /* qc: a quad of 4 values per step */
     dsl_expr D = dsl_const_u32(k, "D", K), Mc = dsl_const_u32(k, "M", M);
     dsl_expr DW = dsl_const_u32(k, "DW", K / per_word);
@@ -450,7 +458,7 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
                   .qblk = fc->blk, .qbytes = fc->blk_bytes, .DWn = (uint32_t)(K / per_word),
                   .blocked = blocked, .per_word = per_word, .W = W, .x = x, .y = y,
                   .v = v, .D = D, .DW = DW, .DW4 = blocked ? dsl_const_u32(k, "DW4", K / per_word / 4) : NULL,
-                  .vocab = Mc, .lane = lane, .sgs = sgs, .t_first = U(0), .t_end = t_end};
+                  .vocab = Mc, .lane = lane, .sgs = sgs, .t_first = U(0), .t_end = t_end, .bias = b};
     if (decode) {
         head_tokens(k, &r, 1, U(0));
     } else { /* a one-token step: no tile of 8 copies of it (the same sums: each token its own) */
@@ -468,7 +476,7 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups < HEAD_GROUPS ? groups : HEAD_GROUPS, 1);
     /* per token: the matrix (read once per token here; a prompt's tiles share it) + x + y */
-    out->bytes = (uint64_t)K / fc->blk * fc->blk_bytes * (uint64_t)M + ((uint64_t)K + (uint64_t)M) * 4;
+    out->bytes = (uint64_t)K / fc->blk * fc->blk_bytes * (uint64_t)M + ((uint64_t)K + (uint64_t)M * (bias ? 2 : 1)) * 4;
     return gen_out_kernel(out, k, err);
 }
 

@@ -102,7 +102,7 @@ static int resolve_ops(cpu_engine *e, char *err)
         }
         if (op->weight >= 0)
             so->codec = cpu_codec_find(cpu_w(e, op->weight, 0)->type);
-        if (op->kind == RT_CPU_ACT_MUL && !(so->act = cpu_act_find(op->row ? op->row : ""))) {
+        if ((op->kind == RT_CPU_ACT_MUL || op->kind == RT_CPU_ACT) && !(so->act = cpu_act_find(op->row ? op->row : ""))) {
             snprintf(err, RT_ERR_LEN, "%s: activation %s has no CPU implementation", op->label, op->row ? op->row : "?");
             return -1;
         }

@@ -190,11 +190,16 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
     cpu_engine *e = r->e;
     const rt_cpu_schedule *c = e->cs;
     const int H = (int)c->n_heads, wi = WIDTH(e, so->op->in[0]), wo = WIDTH(e, so->op->out);
+    const bool causal = so->op->param[0] == 0.0f; /* 1: YAML causal: false, a token sees the whole step */
     for (int64_t i = lo; i < hi; i++) {
         const int t = (int)(i / H), h = (int)(i % H);
         const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0), kv_rows(e, r->s->seq[t], r->layer, 1), e->kv_f16,
                            e->kv_dim};
-        cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, r->s->pos[t] + 1, H, (int)c->n_kv_heads,
+        int n_kv = r->s->pos[t] + 1;
+        for (int u = 0; !causal && u < r->s->n; u++) /* the last row of its sequence in the step */
+            if (r->s->seq[u] == r->s->seq[t] && r->s->pos[u] + 1 > n_kv)
+                n_kv = r->s->pos[u] + 1;
+        cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, n_kv, H, (int)c->n_kv_heads,
                       (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
     }
 }
@@ -212,6 +217,12 @@ static void act_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_
 {
     cpu_engine *e = r->e;
     cpu_act_mul(so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
+}
+
+static void act_plain_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    cpu_act_apply(so->act, IN0(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
 }
 
 /* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start (a
@@ -236,6 +247,19 @@ static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
 }
 
 /* linear: rows lo .. hi of y[t] = W x[t] for every token (x: the input, or its f16 rounding) */
+/* a linear's bias (y = W x + b, ggml_add after the product) on output rows lo .. hi of every token */
+static void linear_bias(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi)
+{
+    const float *b = vec_of(r, so->op->bias);
+    if (!b)
+        return;
+    const int M = WIDTH(r->e, so->op->out);
+    float *y = OUT(r->e, so);
+    for (int t = 0; t < r->s->n; t++)
+        for (int64_t i = lo; i < hi; i++)
+            y[(size_t)t * M + i] += b[i];
+}
+
 static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
@@ -243,11 +267,12 @@ static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
     if (cpu_kq_has(w->type)) { /* the input as Q8_K codes (linear) */
         cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->s->n, OUT(e, so),
                    WIDTH(e, so->op->out));
-        return;
+    } else {
+        const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
+        cpu_table_dot(e->isa, so->codec, w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
+                      cpu_engine_scratch(e, ith));
     }
-    const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
-    cpu_table_dot(e->isa, so->codec, w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
-                  cpu_engine_scratch(e, ith));
+    linear_bias(r, so, lo, hi);
 }
 
 /* tokens lo .. hi of the input rounded to f16 and back (through the thread's scratch) */
@@ -290,6 +315,7 @@ static void linear_qdot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo
     cpu_engine *e = r->e;
     cpu_qdot_rows(e->isa, cpu_w(e, so->tensor, r->layer), lo, hi, e->lin_q, e->lin_qd, r->s->n, OUT(e, so),
                   WIDTH(e, so->op->out));
+    linear_bias(r, so, lo, hi);
 }
 
 /* ---- ops ---- */
@@ -379,6 +405,7 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_ACT_MUL: par_for(r, so, n_el, 4096, act_body, n_el >= 65536); break;
     case RT_CPU_LM_HEAD: lm_head(r, so); break;
     case RT_CPU_LINEAR: linear(r, so); break;
+    case RT_CPU_ACT: par_for(r, so, n_el, 4096, act_plain_body, n_el >= 65536); break;
     default: break;
     }
     if (op->out >= 0 && op->out == r->qvalue)

@@ -167,6 +167,22 @@ static inline float gelu(float a, const float *p)
     (void)p;
     return 0.5f * a * (1.0f + tanhf(SQRT_2_OVER_PI * a * (1.0f + GELU_COEF_A * a * a)));
 }
+/* gelu, exact erf form (gen/gen_act.c gelu_erf_ref) */
+#define SQRT_2_INV 0.70710678118654752440084436210484f
+static inline float gelu_erf(float a, const float *p)
+{
+    (void)p;
+    return 0.5f * a * (1.0f + erff(a * SQRT_2_INV));
+}
+/* gelu as ggml-cpu's F16 table computes it (gen/gen_act.c gelu_f16_ref) */
+static inline float gelu_f16(float a, const float *p)
+{
+    if (a <= -10.0f)
+        return 0.0f;
+    if (a >= 10.0f)
+        return a;
+    return fmt_f16_to_f32(fmt_f32_to_f16(gelu(fmt_f16_to_f32(fmt_f32_to_f16(a)), p)));
+}
 
 /* y = act(a) * b over arrays: the expression inlined in each row's loop (no call per element) */
 #define ACT_MUL_FN(name)                                                                               \
@@ -195,12 +211,16 @@ ACT_MUL_FN(relu2)
 ACT_MUL_FN(silu)
 ACT_MUL_FN(gelu)
 ACT_MUL_FN(swish)
+ACT_MUL_FN(gelu_erf)
+ACT_MUL_FN(gelu_f16)
 
 static const cpu_act ACTS[] = {
     {"relu2", relu2, relu2_mul, true},
     {"silu", silu, silu_mul, false},
     {"gelu", gelu, gelu_mul, false},
     {"swish", swish, swish_mul, false},
+    {"gelu_erf", gelu_erf, gelu_erf_mul, false},
+    {"gelu_f16", gelu_f16, gelu_f16_mul, false},
 };
 
 const cpu_act *cpu_act_find(const char *name)
@@ -214,4 +234,10 @@ const cpu_act *cpu_act_find(const char *name)
 void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y)
 {
     act->mul(a, b, n, p, y);
+}
+
+void cpu_act_apply(const cpu_act *act, const float *a, int n, const float *p, float *y)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = act->fn(a[i], p);
 }

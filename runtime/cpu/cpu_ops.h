@@ -61,5 +61,7 @@ typedef struct {
 } cpu_act;
 const cpu_act *cpu_act_find(const char *name);
 void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y);
+/* y = act(a) (the plain activation op, `op: <name>`) */
+void cpu_act_apply(const cpu_act *act, const float *a, int n, const float *p, float *y);
 
 #endif

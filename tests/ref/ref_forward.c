@@ -338,7 +338,7 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
     case GEN_OP_ATTENTION: {
         unsigned fl = r->kv_f16 ? REF_ATT_Q_F16 | (e->inc ? REF_ATT_P_F16 : 0) : 0;
         for (int t = 0; t < n; t++)
-            ref_attention(in0 + (size_t)t * wi, r->kc[L], r->vc[L], e->pos + t + 1, hp->n_heads,
+            ref_attention(in0 + (size_t)t * wi, r->kc[L], r->vc[L], op->param.v[0] == 0.0f ? e->pos + n : e->pos + t + 1, hp->n_heads,
                           hp->n_kv_heads, hp->head_dim, fl, out + (size_t)t * wo);
         break;
     }
@@ -348,6 +348,9 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
     case GEN_OP_ACT_MUL:
         ref_act_mul(gen_act_at(op->act)->ref, op->param.v, in0, in1, n * wo, out);
         break;
+    case GEN_OP_ACT: /* y = act(x) */
+        for (size_t i = 0; i < (size_t)n * wo; i++) out[i] = gen_act_at(op->act)->ref(in0[i], op->param.v);
+        break;
     case GEN_OP_LM_HEAD:
         return lm_head(e, w, in0, wi, wo, out);
     case GEN_OP_LINEAR:
@@ -355,6 +358,15 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
             snprintf(e->err, RT_ERR_LEN, "%s:%d: linear: no reference for %s weights", r->m->path, op->loc.line,
                      fmt_type_name(w->type));
             return -1;
+        }
+        if (op->bias >= 0) { /* y = W x + b: ggml_add after the product */
+            float *b = vec_of(e, op->bias, L, wo);
+            if (!b)
+                return -1;
+            for (int t = 0; t < n; t++)
+                for (int i = 0; i < wo; i++)
+                    out[(size_t)t * wo + i] += b[i];
+            free(b);
         }
         break;
     default:
