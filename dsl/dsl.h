@@ -396,6 +396,18 @@ dsl_type dsl_typeof(dsl_expr e);
 #define dsl_while(k) dsl_while_at((k), __FILE__, __LINE__)
 /* Close the innermost if/else/for/while. */
 #define dsl_end(k) dsl_end_at((k), __FILE__, __LINE__)
+/* Scopes: a piece of a kernel that opens blocks closes exactly those it opened.
+ *    dsl_scope m = dsl_mark(k);   the innermost open block now
+ *    ... dsl_if / dsl_else / dsl_for / dsl_while, opened by one or more pieces ...
+ *    dsl_end_to(k, m);            close every block opened since the mark, innermost first
+ * dsl_end_to fails (a kernel error) when the block open at the mark was closed since (a piece
+ * closed one block too many, or a dsl_else on it); dsl_check_to fails unless the blocks are
+ * the mark's again (a piece that must leave them as it found them: none left open, none
+ * closed). The error names the mark's line and, for blocks left open, where the innermost
+ * was opened. */
+#define dsl_mark(k) dsl_mark_at((k), __FILE__, __LINE__)
+#define dsl_end_to(k, m) dsl_scope_at((k), (m), true, __FILE__, __LINE__)
+#define dsl_check_to(k, m) dsl_scope_at((k), (m), false, __FILE__, __LINE__)
 /* `break;` / `continue;` (inside a loop), `if (cond) break;`. */
 #define dsl_break(k) dsl_jump_at((k), 0, NULL, __FILE__, __LINE__)
 #define dsl_continue(k) dsl_jump_at((k), 1, NULL, __FILE__, __LINE__)
@@ -513,6 +525,13 @@ dsl_expr dsl_for_at(dsl_kernel *k, const char *name, dsl_expr start, dsl_expr en
                     bool unroll, const char *file, int line);
 void dsl_while_at(dsl_kernel *k, const char *file, int line);
 void dsl_end_at(dsl_kernel *k, const char *file, int line);
+typedef struct {
+    const void *blk; /* the innermost open block at the mark (opaque) */
+    const char *file;
+    int line;
+} dsl_scope;
+dsl_scope dsl_mark_at(dsl_kernel *k, const char *file, int line);
+void dsl_scope_at(dsl_kernel *k, dsl_scope m, bool close, const char *file, int line);
 void dsl_jump_at(dsl_kernel *k, int kind, dsl_expr cond, const char *file, int line);
 void dsl_barrier_at(dsl_kernel *k, int flags, const char *file, int line);
 void dsl_mma_setup_at(dsl_kernel *k, dsl_expr a, uint32_t a_stride, dsl_expr b, uint32_t b_stride, dsl_expr c,

@@ -1,5 +1,6 @@
 /* dsl_stmt.c - statement builders: locals, lets, assignments, if/else, counted for loops,
- * while loops, break/continue/return, barriers, and the block stack (dsl_end).
+ * while loops, break/continue/return, barriers, and the block stack (dsl_end, and
+ * scopes: dsl_mark / dsl_end_to / dsl_check_to close exactly the blocks opened since a mark).
  */
 #include <stdio.h>
 
@@ -255,6 +256,39 @@ void dsl_end_at(dsl_kernel *k, const char *file, int line)
         return;
     }
     k->cur = k->cur->parent;
+}
+
+dsl_scope dsl_mark_at(dsl_kernel *k, const char *file, int line)
+{
+    return (dsl_scope){.blk = k ? k->cur : NULL, .file = file, .line = line};
+}
+
+/* Blocks opened since the mark m (0: it is the innermost); -1 when m's block is not open. */
+static int opened_since(const dsl_kernel *k, dsl_scope m)
+{
+    int n = 0;
+    for (const dsl_blk *b = k->cur; b; b = b->parent, n++)
+        if (b == m.blk) return n;
+    return -1;
+}
+
+void dsl_scope_at(dsl_kernel *k, dsl_scope m, bool close, const char *file, int line)
+{
+    GUARD_VOID(k);
+    const char *what = close ? "dsl_end_to" : "dsl_check_to";
+    int n = opened_since(k, m);
+    if (n < 0) {
+        dsl_fail(k, file, line, "%s: the block open at the mark (%s:%d) was closed since (a dsl_end or dsl_else "
+                 "too many)", what, m.file ? m.file : "?", m.line);
+        return;
+    }
+    if (n > 0 && !close) {
+        const dsl_stmt *s = k->cur->owner;
+        dsl_fail(k, file, line, "%s: %d block(s) opened since the mark (%s:%d) are not closed (the innermost "
+                 "opened at %s:%d)", what, n, m.file, m.line, s->file, s->line);
+        return;
+    }
+    while (k->cur != m.blk) k->cur = k->cur->parent;
 }
 
 void dsl_jump_at(dsl_kernel *k, int kind, dsl_expr cond, const char *file, int line)

@@ -340,6 +340,71 @@ static void test_push_layout(void **st)
     dsl_kernel_free(k);
 }
 
+/* Scopes (dsl_mark / dsl_end_to / dsl_check_to): pieces that open blocks and leave them
+ * open, closed at once by the mark; a nested mark closes only its own; a piece that closes a
+ * block too many, leaves one open, or closes its caller's with dsl_else is an error naming the
+ * caller's line; a block never closed fails the emit. */
+static void test_scopes(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("scopes", 64, 1, 1);
+    dsl_expr y = dsl_buffer(k, "y", DSL_U32, DSL_WRITEONLY);
+    dsl_expr s0 = dsl_spec_const(k, "A", DSL_U32, 1, 0), s1 = dsl_spec_const(k, "B", DSL_U32, 2, 0);
+    dsl_scope m = dsl_mark(k);
+    dsl_if(k, dsl_ne(k, s0, dsl_u32(k, 0))); /* piece A: `if (A) {..} else {` */
+    dsl_store(k, y, dsl_u32(k, 0), dsl_u32(k, 1));
+    dsl_else(k);
+    dsl_expr i = dsl_for(k, "i", dsl_u32(k, 0), s1, NULL); /* piece B: a loop, and in it a nested piece */
+    dsl_scope m2 = dsl_mark(k);
+    dsl_if(k, dsl_eq(k, i, dsl_u32(k, 3)));
+    dsl_if(k, dsl_eq(k, s1, dsl_u32(k, 4)));
+    dsl_store(k, y, i, dsl_u32(k, 2));
+    dsl_end_to(k, m2); /* closes the two ifs, leaves the loop open */
+    dsl_check_to(k, m2);
+    dsl_store(k, y, i, dsl_u32(k, 3));
+    dsl_end_to(k, m); /* the loop and A's else */
+    dsl_check_to(k, m);
+    dsl_store(k, y, dsl_u32(k, 1), dsl_u32(k, 4));
+    dsl_end_to(k, m); /* nothing opened since: a no-op */
+    const char *s = emit_ok(k);
+    assert_has(s, "    if (A != 0u) {\n        pc.y.d[0u] = 1u;\n    } else {\n"
+                  "        for (uint i = 0u; i < B; i++) {\n"
+                  "            if (i == 3u) {\n                if (B == 4u) {\n                    pc.y.d[i] = 2u;\n"
+                  "                }\n            }\n            pc.y.d[i] = 3u;\n        }\n    }\n"
+                  "    pc.y.d[1u] = 4u;\n}\n");
+    dsl_kernel_free(k);
+}
+
+static void test_scope_errors(void **st)
+{
+    (void)st;
+    dsl_scope mk = {0};
+    EXPECT_ERR("over_close", (dsl_if(k, dsl_bool(k, 1)), mk = dsl_mark(k), dsl_end(k)), dsl_end_to(k, mk),
+               "dsl_end_to: the block open at the mark (");
+    EXPECT_ERR("else_on_mark", (dsl_if(k, dsl_bool(k, 1)), mk = dsl_mark(k), dsl_else(k)), dsl_end_to(k, mk),
+               "was closed since (a dsl_end or dsl_else too many)");
+    EXPECT_ERR("check_closed", (dsl_if(k, dsl_bool(k, 1)), mk = dsl_mark(k), dsl_end(k)), dsl_check_to(k, mk),
+               "dsl_check_to: the block open at the mark (");
+    EXPECT_ERR("check_open", (mk = dsl_mark(k), dsl_for(k, "i", dsl_u32(k, 0), dsl_u32(k, 2), NULL),
+                              dsl_if(k, dsl_bool(k, 1))),
+               dsl_check_to(k, mk), "dsl_check_to: 2 block(s) opened since the mark (");
+    EXPECT_ERR("unclosed", dsl_if(k, dsl_bool(k, 1)), (void)dsl_emit_glsl(k),
+               "block opened here is not closed (missing dsl_end)");
+    /* the error names the mark's line, and the innermost open block's */
+    dsl_kernel *k = dsl_kernel_new("lines", 64, 1, 1);
+    const int ml = __LINE__ + 1;
+    mk = dsl_mark(k);
+    const int il = __LINE__ + 1;
+    dsl_if(k, dsl_bool(k, 1));
+    dsl_check_to(k, mk);
+    char want[96];
+    snprintf(want, sizeof want, "test_dsl.c:%d) are not closed (the innermost opened at ", ml);
+    assert_has(dsl_error(k), want);
+    snprintf(want, sizeof want, "test_dsl.c:%d)", il);
+    assert_has(dsl_error(k), want);
+    dsl_kernel_free(k);
+}
+
 static void test_statements(void **st)
 {
     (void)st;
@@ -599,6 +664,8 @@ int main(void)
         cmocka_unit_test(test_names_and_literals),
         cmocka_unit_test(test_push_layout),
         cmocka_unit_test(test_statements),
+        cmocka_unit_test(test_scopes),
+        cmocka_unit_test(test_scope_errors),
         cmocka_unit_test(test_small_types),
         cmocka_unit_test(test_buffer_view),
         cmocka_unit_test(test_arena_reuse),

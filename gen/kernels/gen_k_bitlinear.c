@@ -72,32 +72,41 @@ static dsl_expr bl_decode_rpw(dsl_kernel *k, const gen_bl_ctx *c)
 /* The first word of a lane's stride over the row: its part's start (GEMV_SPLITK) + lane. */
 static dsl_expr bl_from(dsl_kernel *k, dsl_expr wb, dsl_expr lane) { return wb ? dsl_add(k, wb, lane) : lane; }
 
+/* Decode: what a row's word loops read and add into: the matrices (W, and their uvec4 views
+ * W4), row r, the lane's place among the row's sgs lanes, and the lane's sums (acc: integer,
+ * accf: float, a block-scaled format's; one each a matrix). */
+typedef struct {
+    const dsl_expr *W, *W4;
+    dsl_expr r, lane, sgs;
+    const dsl_expr *acc, *accf;
+} bl_lane;
+
 /* Decode, a block-walk format (gen_codec.h): the lane's words w of row r (I2_S order, as
  * the I2_S loop walks them), each one's 16 products summed in int32. A scale per block
  * (TQ1_0, TQ2_0): accf += float(sum) * d of its block (|sum| <= 16 * 128 and d has 11
  * significant bits: each term exact in f32; the terms are added in the lane's word order,
  * then across the subgroup). One matrix scale (TQ1_T): the codes 0..2 into the integer acc as
  * the I2_S loop does (sum(q) subtracted at the end). */
-static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, const dsl_expr *W, dsl_expr r,
-                          dsl_expr lane, dsl_expr sgs, const dsl_expr *acc, const dsl_expr *accf)
+static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, const bl_lane *l)
 {
     const bool one_scale = !codec->block_scale;
     const int nw = c->glu ? 2 : 1;
+    dsl_scope m = dsl_mark(k);
     dsl_if(k, gen_bl_is(k, c, codec));
-    dsl_expr w = dsl_for(k, "w", bl_from(k, c->wb, lane), c->we ? c->we : c->KW, sgs);
+    dsl_expr w = dsl_for(k, "w", bl_from(k, c->wb, l->lane), c->we ? c->we : c->KW, l->sgs);
     dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
     dsl_expr l0 = dsl_let(k, "l0", dsl_add(k, dsl_shl(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(7)),
                                           dsl_shl(k, dsl_band(k, w, U(7)), U(2))));
     dsl_expr boff[2], aw[2];
     for (int j = 0; j < nw; j++) {
-        boff[j] = dsl_let(k, "boff", gen_bl_block_at(k, c, codec, r, dsl_shr(k, w, U(4))));
-        aw[j] = one_scale ? acc[j] : dsl_var(k, j ? "awu" : "aw", DSL_I32, I(0));
+        boff[j] = dsl_let(k, "boff", gen_bl_block_at(k, c, codec, l->r, dsl_shr(k, w, U(4))));
+        aw[j] = one_scale ? l->acc[j] : dsl_var(k, j ? "awu" : "aw", DSL_I32, I(0));
     }
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr qw = dsl_let(k, "qw", dsl_load(k, c->q, dsl_add(k, qb, U(8 * gq))));
-        dsl_expr l = dsl_add(k, l0, U(32 * gq));
+        dsl_expr li = dsl_add(k, l0, U(32 * gq));
         for (int j = 0; j < nw; j++) {
-            dsl_expr codes = codec->block_codes(k, W[j], boff[j], l);
+            dsl_expr codes = codec->block_codes(k, l->W[j], boff[j], li);
             dsl_add_to(k, aw[j], one_scale ? dsl_dot4x8_su(k, qw, codes) : dsl_dot4x8_ss(k, qw, gen_bl_signed(k, codes)));
         }
     }
@@ -105,23 +114,21 @@ static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *c
      * sumi * (d_y * d_x) */
     dsl_expr dq = c->q8k && !one_scale ? dsl_let(k, "dq", dsl_load(k, c->qs, dsl_shr(k, w, U(4)))) : NULL;
     for (int j = 0; j < nw && !one_scale; j++) {
-        dsl_expr d = codec->block_scale(k, W[j], boff[j]);
-        dsl_add_to(k, accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), dq ? dsl_mul(k, dq, d) : d));
+        dsl_expr d = codec->block_scale(k, l->W[j], boff[j]);
+        dsl_add_to(k, l->accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), dq ? dsl_mul(k, dq, d) : d));
     }
-    dsl_end(k); /* w */
-    dsl_end(k);
+    dsl_end_to(k, m); /* w, WFMT */
 }
 
 /* Decode, 4-byte loads: the lane's words of row r (stride: the subgroup) against the
  * activation codes q (the global Q8 row, or its shared copy), into acc[]. */
-static void bl_scalar(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl_expr q, dsl_expr r, dsl_expr lane,
-                      dsl_expr sgs, const dsl_expr *acc)
+static void bl_scalar(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l, dsl_expr q)
 {
     const int nw = c->glu ? 2 : 1;
-    dsl_expr w = dsl_for(k, "w", bl_from(k, c->wb, lane), c->we ? c->we : c->KW, sgs);
+    dsl_expr w = dsl_for(k, "w", bl_from(k, c->wb, l->lane), c->we ? c->we : c->KW, l->sgs);
     dsl_expr wd[2];
     for (int j = 0; j < nw; j++)
-        wd[j] = dsl_let(k, j ? "wdu" : "wd", dsl_load(k, W[j], dsl_add(k, dsl_mul(k, r, c->KW), w)));
+        wd[j] = dsl_let(k, j ? "wdu" : "wd", dsl_load(k, l->W[j], dsl_add(k, dsl_mul(k, l->r, c->KW), w)));
     dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr codes[2];
@@ -131,7 +138,7 @@ static void bl_scalar(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, dsl
         if (nw > 1)
             qw = dsl_let(k, "qw", qw);
         for (int j = 0; j < nw; j++)
-            dsl_add_to(k, acc[j], dsl_dot4x8_su(k, qw, codes[j]));
+            dsl_add_to(k, l->acc[j], dsl_dot4x8_su(k, qw, codes[j]));
     }
     dsl_end(k); /* w */
 }
@@ -157,6 +164,7 @@ static void bl_splitk_sum(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr psum, dsl
                           const dsl_expr *ws, dsl_expr y, dsl_expr Mc, dsl_expr wg)
 {
     const int nw = c->glu ? 2 : 1;
+    dsl_scope m = dsl_mark(k);
     dsl_if(k, dsl_ne(k, c->splitk, U(0))); /* a specialization constant: uniform */
     dsl_barrier(k);
     dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
@@ -177,31 +185,150 @@ static void bl_splitk_sum(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr psum, dsl
     }
     dsl_end(k); /* p */
     bl_store_row(k, c, tot, totf, ws, y, r);
-    dsl_end(k);
-    dsl_end(k);
+    dsl_end_to(k, m); /* lid < rpw, GEMV_SPLITK */
 }
 
 /* GEMV_VEC's row loop: 16-byte loads, 4 code words (64 weights) per lane and step, into
  * acc[0] (and acc[1], the GLU's up matrix). */
-static void bl_vec(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W4, dsl_expr r, dsl_expr lane, dsl_expr sgs,
-                   const dsl_expr *acc)
+static void bl_vec(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l)
 {
     const int nw = c->glu ? 2 : 1;
     dsl_expr KV4 = c->KV4;
-    dsl_expr w4 = dsl_for(k, "w4", bl_from(k, c->b4, lane), c->e4 ? c->e4 : KV4, sgs);
+    dsl_expr w4 = dsl_for(k, "w4", bl_from(k, c->b4, l->lane), c->e4 ? c->e4 : KV4, l->sgs);
     dsl_expr wd4[2];
     for (int j = 0; j < nw; j++)
-        wd4[j] = dsl_let(k, j ? "wdu4" : "wd4", dsl_load(k, W4[j], dsl_add(k, dsl_mul(k, r, KV4), w4)));
+        wd4[j] = dsl_let(k, j ? "wdu4" : "wd4", dsl_load(k, l->W4[j], dsl_add(k, dsl_mul(k, l->r, KV4), w4)));
     /* words 4 w4 + e (e < 4) face activation words (w4 / 2) * 32 + (w4 % 2) * 4 + e + 8 g */
     dsl_expr qb4 = dsl_let(k, "qb4", dsl_add(k, dsl_mul(k, dsl_shr(k, w4, U(1)), U(8)), dsl_band(k, w4, U(1))));
     for (int gq = 0; gq < 4; gq++) {
         dsl_expr a4 = dsl_let(k, "a4", dsl_load(k, c->q4, dsl_add(k, qb4, U(2 * gq))));
         for (int e = 0; e < 4; e++)
             for (int j = 0; j < nw; j++)
-                dsl_add_to(k, acc[j],
+                dsl_add_to(k, l->acc[j],
                            dsl_dot4x8_su(k, dsl_comp(k, a4, e), gen_bl_codes(k, c, dsl_comp(k, wd4[j], e), gq)));
     }
     dsl_end(k); /* w4 */
+}
+
+/* GEMV_SHQ's row loop: the 4-byte loop on the workgroup's shared copy of the codes. */
+static void bl_shq(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l) { bl_scalar(k, c, l, c->qsh); }
+
+static dsl_expr bl_shq_on(const gen_bl_ctx *c) { return c->shq; }
+static dsl_expr bl_vec_on(const gen_bl_ctx *c) { return c->vec; }
+
+/* The decode word loops a specialization constant picks, in this order: the first whose
+ * constant is non-zero runs (`if (C != 0) {loop} else {...}`), the 4-byte loop on the global
+ * codes when none is. A kernel without the constant (on() NULL) has no branch for it.
+ * Adding a loop variant is adding a row. */
+static const struct {
+    dsl_expr (*on)(const gen_bl_ctx *c);
+    void (*loop)(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l);
+} bl_loops[] = {
+    {bl_shq_on, bl_shq}, /* GEMV_SHQ: the codes from shared memory (GEMV_VEC then ignored) */
+    {bl_vec_on, bl_vec}, /* GEMV_VEC: 16-byte loads */
+};
+
+/* Decode: the lane's sums of row r. Each piece below opens the blocks its branch needs and
+ * leaves the rest of the row's code inside them; the mark closes them all at the end. */
+static void bl_row_sums(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l, dsl_expr Mc)
+{
+    dsl_scope m = dsl_mark(k);
+    if (c->rows) /* GEMV_ROWS: a lane whose row is past the matrix adds nothing (but takes part in the sums) */
+        dsl_if(k, dsl_lt(k, l->r, Mc));
+    if (c->fmt) { /* WFMT: each block-walk format's branch, then the word walk's (I2_S) */
+        for (int i = 0; i < gen_codec_count(); i++)
+            if (gen_codec_at(i)->block_codes)
+                bl_rows_block(k, c, gen_codec_at(i), l);
+        dsl_if(k, gen_bl_is(k, c, c->codec));
+    }
+    for (size_t i = 0; i < sizeof bl_loops / sizeof bl_loops[0]; i++) {
+        dsl_expr on = bl_loops[i].on(c);
+        if (!on)
+            continue;
+        dsl_if(k, dsl_ne(k, on, U(0)));
+        dsl_scope in = dsl_mark(k);
+        bl_loops[i].loop(k, c, l);
+        dsl_check_to(k, in); /* a loop closes what it opens */
+        dsl_else(k);
+    }
+    bl_scalar(k, c, l, c->q);
+    dsl_end_to(k, m);
+}
+
+/* Decode: a subgroup's lanes over its rows: R rows at once (GEMV_ROWS = g: 2^g, at most one a
+ * lane whatever the subgroup size; 1 without), row lrow of the R, lane `lane` of its `sgs`
+ * lanes; the workgroup's row slots (GEMV_WIDE: 8 << w) and rows, rpw (GEMV_SPLITK = s: 2^s
+ * subgroups share a row, each a part of its words, the partial sums added in shared memory,
+ * so a workgroup serves slots >> s rows; NULL without). */
+typedef struct {
+    dsl_expr R, slots, rpw, sgs, lane, lrow;
+} bl_geo;
+
+static bl_geo bl_geometry(dsl_kernel *k, const gen_bl_ctx *c)
+{
+    bl_geo g = {.R = U(1)};
+    dsl_expr sl = dsl_subgroup_invocation(k), sgsz = dsl_subgroup_size(k);
+    if (c->rows) { /* (one row a subgroup under GEMV_SPLITK: the runtime never sets both) */
+        dsl_expr rs = dsl_min(k, dsl_shl(k, U(1), c->rows), sgsz);
+        g.R = dsl_let(k, "R", c->splitk ? dsl_select(k, dsl_ne(k, c->splitk, U(0)), U(1), rs) : rs);
+    }
+    g.slots = c->wide ? dsl_let(k, "slots", bl_slots(k, c)) : U(ROWS);
+    g.rpw = c->splitk ? dsl_let(k, "rpw", dsl_shr(k, g.slots, c->splitk)) : NULL;
+    g.sgs = c->rows ? dsl_let(k, "lpr", dsl_div(k, sgsz, g.R)) : sgsz;
+    g.lane = c->rows ? dsl_let(k, "lane", dsl_mod(k, sl, g.sgs)) : sl;
+    g.lrow = c->rows ? dsl_let(k, "lrow", dsl_div(k, sl, g.sgs)) : U(0);
+    return g;
+}
+
+/* GEMV_SPLITK, job rb: part rb % 2^s of row rb >> s, uvec4 [b4, e4) and words [wb, we) into c. */
+static void bl_splitk_part(dsl_kernel *k, gen_bl_ctx *c, dsl_expr rb)
+{
+    dsl_expr S = dsl_let(k, "S", dsl_shl(k, U(1), c->splitk));
+    dsl_expr part = dsl_let(k, "part", dsl_band(k, rb, dsl_sub(k, S, U(1))));
+    dsl_expr last = dsl_let(k, "lastpart", dsl_eq(k, dsl_add(k, part, U(1)), S));
+    dsl_expr b4 = dsl_let(k, "b4", dsl_shr(k, dsl_mul(k, part, c->KV4), c->splitk));
+    dsl_expr e4 = dsl_let(k, "e4", dsl_select(k, last, c->KV4, dsl_shr(k, dsl_mul(k, dsl_add(k, part, U(1)), c->KV4),
+                                                                       c->splitk)));
+    c->wb = dsl_let(k, "wb", dsl_mul(k, b4, U(4)));
+    c->we = dsl_let(k, "we", dsl_select(k, last, c->KW, dsl_mul(k, e4, U(4))));
+    c->b4 = b4;
+    c->e4 = e4;
+}
+
+/* Decode: the subgroup's sums of its rows (job rb), each stored by the row's first lane; under
+ * GEMV_SPLITK (when on) into the shared partial sums psum (psumf) instead. */
+static void bl_row_store(dsl_kernel *k, const gen_bl_ctx *c, const bl_geo *g, const bl_lane *l, dsl_expr rb,
+                         const dsl_expr *ws, dsl_expr y, dsl_expr Mc, dsl_expr *psum, dsl_expr *psumf)
+{
+    const int nw = c->glu ? 2 : 1;
+    dsl_scope m = dsl_mark(k);
+    /* GEMV_ROWS: each of the R rows' sums over the whole subgroup (the other rows' lanes add 0) */
+    dsl_expr rr = c->rows ? dsl_for(k, "rr", U(0), g->R, NULL) : NULL;
+    dsl_expr mine = c->rows ? dsl_let(k, "mine", dsl_eq(k, g->lrow, rr)) : NULL;
+    dsl_expr tot[2], totf[2] = {0};
+    for (int j = 0; j < nw; j++) {
+        tot[j] = dsl_subgroup_add(k, mine ? dsl_select(k, mine, l->acc[j], I(0)) : l->acc[j]);
+        if (c->fmt)
+            totf[j] = dsl_subgroup_add(k, mine ? dsl_select(k, mine, l->accf[j], F(0)) : l->accf[j]);
+    }
+    if (c->splitk) { /* the jobs' partial sums [job][matrix] */
+        const uint32_t jobs = (uint32_t)ROWS << (c->wide ? RT_WIDE_LOG2_MAX : 0); /* slots at most */
+        *psum = dsl_shared(k, "psum", DSL_I32, jobs * (uint32_t)nw);
+        *psumf = c->fmt ? dsl_shared(k, "psumf", DSL_F32, jobs * (uint32_t)nw) : NULL;
+        dsl_if(k, dsl_ne(k, c->splitk, U(0)));
+        dsl_if(k, dsl_eq(k, l->lane, U(0)));
+        for (int j = 0; j < nw; j++) {
+            dsl_store(k, *psum, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), tot[j]);
+            if (*psumf)
+                dsl_store(k, *psumf, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), totf[j]);
+        }
+        dsl_end(k);
+        dsl_else(k);
+    }
+    dsl_if(k, mine ? dsl_and(k, dsl_and(k, mine, dsl_eq(k, l->lane, U(0))), dsl_lt(k, l->r, Mc))
+                   : dsl_eq(k, l->lane, U(0)));
+    bl_store_row(k, c, tot, totf, ws, y, l->r);
+    dsl_end_to(k, m); /* the store, GEMV_SPLITK's else, GEMV_ROWS' rr */
 }
 
 /* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y; with
@@ -209,117 +336,40 @@ static void bl_vec(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W4, dsl_e
  * 2^g rows at once, sgs / 2^g lanes each, and workgroup wg rows 8 * 2^g * wg ..: the
  * workgroups past the matrix's last row find none (the launch stays ceil(M / 8)). Each
  * row's integer sum is the same in any lane order, so the results are the same bits; the
- * runtime offers the variant for I2_S and TQ1_T weights only (TQ1_0 / TQ2_0 sum floats). */
+ * runtime offers the variant for I2_S and TQ1_T weights only (TQ1_0 / TQ2_0 sum floats).
+ * The variants' pieces: bl_geometry (GEMV_ROWS, _WIDE, _SPLITK), bl_splitk_part, bl_row_sums
+ * (GEMV_ROWS' guard, WFMT's formats, the word loops of bl_loops), bl_row_store (GEMV_ROWS,
+ * _SPLITK) and bl_splitk_sum. */
 static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, const dsl_expr *W4, dsl_expr y, int M,
                     dsl_expr Mc, dsl_expr wg)
 {
     gen_bl_ctx cc = *c0; /* with splitk: the part's word range set per job below */
     const gen_bl_ctx *c = &cc;
     const int nw = c->glu ? 2 : 1;
-    dsl_expr q = c->q, ws[2];
+    dsl_expr ws[2];
     gen_bl_scales(k, c, W, M, ws);
-    dsl_expr sl = dsl_subgroup_invocation(k), sgsz = dsl_subgroup_size(k);
-    /* R rows per subgroup at once (at most one a lane, whatever the subgroup size): row lrow
-     * of the R, lane `lane` of its `sgs` lanes */
-    dsl_expr R = U(1);
-    if (c->rows) { /* (one row a subgroup under GEMV_SPLITK: the runtime never sets both) */
-        dsl_expr rs = dsl_min(k, dsl_shl(k, U(1), c->rows), sgsz);
-        R = dsl_let(k, "R", c->splitk ? dsl_select(k, dsl_ne(k, c->splitk, U(0)), U(1), rs) : rs);
-    }
-    /* GEMV_SPLITK = s: 2^s subgroups share a row (each a part of its words, the partial sums
-     * added in shared memory), so a workgroup serves slots >> s rows (GEMV_WIDE: 8 << w slots) */
-    dsl_expr slots = c->wide ? dsl_let(k, "slots", bl_slots(k, c)) : U(ROWS);
-    dsl_expr rpw = c->splitk ? dsl_let(k, "rpw", dsl_shr(k, slots, c->splitk)) : NULL;
-    dsl_expr sgs = c->rows ? dsl_let(k, "lpr", dsl_div(k, sgsz, R)) : sgsz;
-    dsl_expr lane = c->rows ? dsl_let(k, "lane", dsl_mod(k, sl, sgs)) : sl;
-    dsl_expr lrow = c->rows ? dsl_let(k, "lrow", dsl_div(k, sl, sgs)) : U(0);
-
-    dsl_expr rb = dsl_for(k, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, slots, R),
+    const bl_geo g = bl_geometry(k, c);
+    dsl_expr R = g.R;
+    dsl_expr rb = dsl_for(k, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, g.slots, R),
                           dsl_mul(k, dsl_builtin(k, DSL_NUM_SUBGROUPS), R));
-    dsl_expr r0 = dsl_let(k, "row0", c->splitk ? dsl_add(k, dsl_mul(k, wg, dsl_mul(k, rpw, R)), dsl_shr(k, rb, c->splitk))
-                                                : dsl_add(k, dsl_mul(k, wg, dsl_mul(k, slots, R)), rb));
+    dsl_expr r0 = dsl_let(k, "row0", c->splitk ? dsl_add(k, dsl_mul(k, wg, dsl_mul(k, g.rpw, R)), dsl_shr(k, rb, c->splitk))
+                                                : dsl_add(k, dsl_mul(k, wg, dsl_mul(k, g.slots, R)), rb));
     dsl_break_if(k, dsl_ge(k, r0, Mc)); /* uniform: the subgroup's first row */
-    if (c->splitk) { /* job rb: part rb % 2^s of row rb >> s: uvec4 [b4, e4), words [wb, we) */
-        dsl_expr S = dsl_let(k, "S", dsl_shl(k, U(1), c->splitk));
-        dsl_expr part = dsl_let(k, "part", dsl_band(k, rb, dsl_sub(k, S, U(1))));
-        dsl_expr last = dsl_let(k, "lastpart", dsl_eq(k, dsl_add(k, part, U(1)), S));
-        dsl_expr b4 = dsl_let(k, "b4", dsl_shr(k, dsl_mul(k, part, c->KV4), c->splitk));
-        dsl_expr e4 = dsl_let(k, "e4", dsl_select(k, last, c->KV4, dsl_shr(k, dsl_mul(k, dsl_add(k, part, U(1)), c->KV4),
-                                                                           c->splitk)));
-        cc.wb = dsl_let(k, "wb", dsl_mul(k, b4, U(4)));
-        cc.we = dsl_let(k, "we", dsl_select(k, last, c->KW, dsl_mul(k, e4, U(4))));
-        cc.b4 = b4;
-        cc.e4 = e4;
-    }
-    dsl_expr r = c->rows ? dsl_let(k, "row", dsl_add(k, r0, lrow)) : r0;
+    if (c->splitk)
+        bl_splitk_part(k, &cc, rb);
+    dsl_expr r = c->rows ? dsl_let(k, "row", dsl_add(k, r0, g.lrow)) : r0;
     dsl_expr acc[2], accf[2] = {0};
     for (int j = 0; j < nw; j++)
         acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
     for (int j = 0; j < nw && c->fmt; j++)
         accf[j] = dsl_var(k, j ? "accfu" : "accf", DSL_F32, F(0));
-    if (c->rows) /* a lane whose row is past the matrix adds nothing (but takes part in the sums) */
-        dsl_if(k, dsl_lt(k, r, Mc));
-    if (c->fmt) {
-        for (int i = 0; i < gen_codec_count(); i++)
-            if (gen_codec_at(i)->block_codes)
-                bl_rows_block(k, c, gen_codec_at(i), W, r, lane, sgs, acc, accf);
-        dsl_if(k, gen_bl_is(k, c, c->codec));
-    }
-    if (c->shq) { /* GEMV_SHQ: the 4-byte loop on the workgroup's shared copy of the codes */
-        dsl_if(k, dsl_ne(k, c->shq, U(0)));
-        bl_scalar(k, c, W, c->qsh, r, lane, sgs, acc);
-        dsl_else(k);
-    }
-    if (c->vec) { /* GEMV_VEC: 16-byte loads */
-        dsl_if(k, dsl_ne(k, c->vec, U(0)));
-        bl_vec(k, c, W4, r, lane, sgs, acc);
-        dsl_else(k);
-    }
-    bl_scalar(k, c, W, q, r, lane, sgs, acc);
-    if (c->vec)
-        dsl_end(k);
-    if (c->shq)
-        dsl_end(k);
-    if (c->fmt)
-        dsl_end(k); /* I2_S */
-    if (c->rows)
-        dsl_end(k); /* row < M */
-
-    /* each of the R rows' sums over the whole subgroup (the other rows' lanes add 0), stored
-     * by the row's first lane */
-    dsl_expr rr = c->rows ? dsl_for(k, "rr", U(0), R, NULL) : NULL;
-    dsl_expr mine = c->rows ? dsl_let(k, "mine", dsl_eq(k, lrow, rr)) : NULL;
-    dsl_expr tot[2], totf[2] = {0};
-    for (int j = 0; j < nw; j++) {
-        tot[j] = dsl_subgroup_add(k, mine ? dsl_select(k, mine, acc[j], I(0)) : acc[j]);
-        if (c->fmt)
-            totf[j] = dsl_subgroup_add(k, mine ? dsl_select(k, mine, accf[j], F(0)) : accf[j]);
-    }
-    dsl_expr psum = NULL, psumf = NULL; /* GEMV_SPLITK: the jobs' partial sums [job][matrix] */
-    if (c->splitk) {
-        const uint32_t jobs = (uint32_t)ROWS << (c->wide ? RT_WIDE_LOG2_MAX : 0); /* slots at most */
-        psum = dsl_shared(k, "psum", DSL_I32, jobs * (uint32_t)nw);
-        psumf = c->fmt ? dsl_shared(k, "psumf", DSL_F32, jobs * (uint32_t)nw) : NULL;
-        dsl_if(k, dsl_ne(k, c->splitk, U(0)));
-        dsl_if(k, dsl_eq(k, lane, U(0)));
-        for (int j = 0; j < nw; j++) {
-            dsl_store(k, psum, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), tot[j]);
-            if (psumf)
-                dsl_store(k, psumf, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), totf[j]);
-        }
-        dsl_end(k);
-        dsl_else(k);
-    }
-    dsl_if(k, mine ? dsl_and(k, dsl_and(k, mine, dsl_eq(k, lane, U(0))), dsl_lt(k, r, Mc)) : dsl_eq(k, lane, U(0)));
-    bl_store_row(k, c, tot, totf, ws, y, r);
-    dsl_end(k);
-    if (c->splitk)
-        dsl_end(k);
-    if (c->rows)
-        dsl_end(k); /* rr */
+    const bl_lane l = {.W = W, .W4 = W4, .r = r, .lane = g.lane, .sgs = g.sgs, .acc = acc, .accf = accf};
+    bl_row_sums(k, c, &l, Mc);
+    dsl_expr psum = NULL, psumf = NULL;
+    bl_row_store(k, c, &g, &l, rb, ws, y, Mc, &psum, &psumf);
     dsl_end(k); /* rb */
     if (c->splitk) /* a row's parts added in part order (integers: any order gives the same) */
-        bl_splitk_sum(k, c, psum, psumf, rpw, ws, y, Mc, wg);
+        bl_splitk_sum(k, c, psum, psumf, g.rpw, ws, y, Mc, wg);
 }
 
 /* The default WFMT of a kernel: the type id its weights have in the YAML. The matrices one
@@ -384,6 +434,7 @@ static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, 
                   : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c))
                               : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
     dsl_expr end = NULL;
+    dsl_scope m = dsl_mark(k); /* part p < np - 1 runs in `if (wg < end_p) {..} else {` */
     for (int p = 0; p < np; p++) {
         char cn[8];
         snprintf(cn, sizeof(cn), "M%d", p);
@@ -403,8 +454,7 @@ static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, 
             dsl_else(k);
         out->bytes += (uint64_t)Ms[p] * c->K / 4 + (uint64_t)Ms[p] * 4;
     }
-    for (int p = 0; p + 1 < np; p++)
-        dsl_end(k);
+    dsl_end_to(k, m);
     return groups;
 }
 

@@ -142,6 +142,7 @@ int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kerne
         end[p] = dsl_let(k, en, p ? dsl_add(k, end[p - 1], jobs[p]) : jobs[p]);
     }
     uint64_t bytes = 0;
+    dsl_scope m = dsl_mark(k); /* phase p < n - 1 runs in `if (t < end_p) {..} else {` */
     for (int p = 0; p < n; p++) {
         if (p + 1 < n)
             dsl_if(k, dsl_lt(k, t, end[p]));
@@ -159,8 +160,7 @@ int gen_k_chain(const gen_graph *g, const gen_kop *const *kops, int n, gen_kerne
         if (p + 1 < n)
             dsl_else(k);
     }
-    for (int p = 0; p + 1 < n; p++)
-        dsl_end(k);
+    dsl_end_to(k, m);
     chain_finish(k, sync, end, n);
     out->bytes = bytes;
     gen_out_groups_one(out);
