@@ -23,6 +23,7 @@ static const struct {
     [GEN_OP_ACT_MUL] = {true, RT_CPU_ACT_MUL},
     [GEN_OP_LM_HEAD] = {true, RT_CPU_LM_HEAD},
     [GEN_OP_LINEAR] = {true, RT_CPU_LINEAR},
+    [GEN_OP_MOE] = {true, RT_CPU_MOE},
 };
 
 static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *out, char (*labels)[GEN_MAX_NAME + 300],
@@ -30,9 +31,9 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
 {
     for (int i = 0; i < n; i++) {
         const gen_op *op = &ops[i];
-        const gen_act *act = op->kind == GEN_OP_ACT_MUL ? gen_act_at(op->act) : NULL;
+        const gen_act *act = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_MOE ? gen_act_at(op->act) : NULL;
         const gen_norm *norm = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
-        if (!k_cpu[op->kind].has || (op->kind == GEN_OP_ACT_MUL && (!act || !act->cpu)) ||
+        if (!k_cpu[op->kind].has || ((op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_MOE) && (!act || !act->cpu)) ||
             (op->kind == GEN_OP_NORM && (!norm || !norm->cpu))) {
             snprintf(err, GEN_ERR_LEN, "%s:%d:%d: op %s has no CPU implementation (runtime/cpu/): the native "
                      "backend cannot run this model", gen_model_ops_file(m), op->loc.line, op->loc.col, gen_op_label(op));
@@ -77,6 +78,10 @@ int gen_cpu_build(const gen_model *m, gen_cpu_sched *st, rt_cpu_schedule *out, c
         .head_dim = (uint32_t)m->hp.head_dim, .rope_dims = (uint32_t)m->hp.rope_dims,
         .rope_base = m->hp.rope_base,
         .rope_neox = m->hp.rope_style == GEN_ROPE_NEOX,
+        .n_expert = (uint32_t)m->hp.n_expert, .n_expert_used = (uint32_t)m->hp.n_expert_used,
     };
+    for (int i = 0; i < m->n_layer; i++) /* the moe op (gen_moe.h: one per layer) */
+        for (int x = 0; m->layer[i].kind == GEN_OP_MOE && x < 3; x++)
+            out->moe_experts[x] = (int8_t)m->layer[i].experts[x];
     return 0;
 }
