@@ -379,7 +379,6 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     int width = 0;
     if (parse_weight(c, opn, op) || parse_bias(c, opn, op) || parse_params(c, opn, op) || parse_inputs(c, opn, op) ||
         gen_moe_parse(c->y, opn, c->m, op, c->label) ||
-        (op->kind != GEN_OP_MOE && gen_moe_width(c->y, c->m, op, 0, c->label, &width)) ||
         infer_width(c, op, op->loc, &width) ||
         define_output(c, opn, op, width) || check_act_quant(c, opn, op))
         return -1;

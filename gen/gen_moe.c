@@ -22,11 +22,8 @@ static const char *const k_roles[3] = {"gate", "up", "down"};
 int gen_moe_parse(gen_yaml *y, yaml_node_t *opn, const gen_model *m, gen_op *op, const char *label)
 {
     yaml_node_t *e = gen_yaml_get(y, opn, "experts"), *a = gen_yaml_get(y, opn, "act");
-    if (op->kind != GEN_OP_MOE) {
-        if (e || a)
-            return gen_yaml_fail(y, e ? e : a, "%s takes no '%s' (only moe)", label, e ? "experts" : "act");
+    if (op->kind != GEN_OP_MOE) /* its keys are refused for other ops (gen_forward.c check_keys) */
         return 0;
-    }
     for (int i = 0; i < m->n_layer; i++)
         if (m->layer[i].kind == GEN_OP_MOE)
             return gen_yaml_fail(y, opn, "%s: forward.layer may have only one moe op (line %d has one)", label,
@@ -73,12 +70,6 @@ int gen_moe_parse(gen_yaml *y, yaml_node_t *opn, const gen_model *m, gen_op *op,
 int gen_moe_width(gen_yaml *y, const gen_model *m, const gen_op *op, int w0, const char *label, int *out_w)
 {
     const gen_hparams *hp = &m->hp;
-    if (op->kind != GEN_OP_MOE) {
-        if (op->weight >= 0 && m->tensors[op->weight].n_dims == 3)
-            return gen_yaml_fail_at(y, op->loc, "%s: weight '%s' is 3-D: only moe reads experts' stacked matrices",
-                                    label, m->tensors[op->weight].key);
-        return 0;
-    }
     if (hp->n_expert < 1 || hp->n_expert_used < 1 || hp->expert_ffn_dim < 1)
         return gen_yaml_fail_at(y, op->loc, "%s: needs hparams n_expert, n_expert_used and expert_ffn_dim", label);
     const gen_tensor *r = &m->tensors[op->weight];

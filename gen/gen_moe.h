@@ -37,7 +37,7 @@ extern const char *const gen_moe_keys[];
 int gen_moe_parse(gen_yaml *y, yaml_node_t *opn, const gen_model *m, gen_op *op, const char *label);
 
 /* The op's shapes against its input width w0 and the hyperparameters: *out_w its output width.
- * Any other op with a 3-D weight is refused here too (op->kind != MOE). */
+ * (Another op naming a 3-D weight is refused by its own rule: "weight must be 2-D".) */
 int gen_moe_width(gen_yaml *y, const gen_model *m, const gen_op *op, int w0, const char *label, int *out_w);
 
 #endif
