@@ -65,6 +65,24 @@ static void test_yaml_good(void **state)
     assert_true(moe->param.v[0] == GEN_MOE_SOFTMAX && moe->param.v[1] == 1.0f);
     assert_int_equal(g_m.values[moe->out].width, 320);
     assert_int_equal(g_m.hp.n_expert_used, 2);
+    /* the descriptions at real shapes (one layer of each checked against llama.cpp by hand:
+     * tools/oracle/make_case.sh with ORACLE_DIR, too big for make test) */
+    const struct {
+        const char *path;
+        int n_expert, k;
+        float norm;
+    } real[] = {{"tests/data/moe/qwen3-30b-a3b.yaml", 128, 8, 1.0f}, {"tests/data/moe/olmoe-1b-7b.yaml", 64, 8, 0.0f}};
+    for (int i = 0; i < 2; i++) {
+        rc = gen_model_load(real[i].path, &g_m, err);
+        if (rc)
+            print_error("%s\n", err);
+        assert_int_equal(rc, 0);
+        assert_int_equal(g_m.hp.n_expert, real[i].n_expert);
+        assert_int_equal(g_m.hp.n_expert_used, real[i].k);
+        for (int j = 0; j < g_m.n_layer; j++)
+            if (g_m.layer[j].kind == GEN_OP_MOE)
+                assert_true(g_m.layer[j].param.v[1] == real[i].norm);
+    }
 }
 
 /* Each bad description: the test model with one substring replaced, one error at its place. */
