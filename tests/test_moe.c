@@ -210,25 +210,25 @@ static uint8_t *random_tensor(uint32_t type, int K, int rows, int n, unsigned *s
 static void test_kernel_vs_ref(void **state)
 {
     enum { D = 320, F = 192, NE = 6, K = 3, N = 5 };
-    const uint32_t types[] = {FMT_F32, FMT_F16, FMT_Q8_0, FMT_Q4_0, FMT_Q2_0};
+    const uint32_t types[] = {FMT_F32, FMT_F16, FMT_Q8_0, FMT_Q4_0, FMT_Q2_0, FMT_F16}; /* last: up F16, the others Q8_0 */
     const cpu_isa isa = cpu_isa_detect(NULL);
     unsigned seed = 7;
     float x[N * D];
     for (int i = 0; i < N * D; i++)
         x[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const uint32_t et = types[ti], rt = ti % 2 ? FMT_F16 : FMT_F32;
+        const uint32_t et = ti == 5 ? FMT_Q8_0 : types[ti], ut = types[ti], rt = ti % 2 ? FMT_F16 : FMT_F32;
         uint8_t *router = random_tensor(rt, D, NE, 1, &seed), *ex[3];
         ex[0] = random_tensor(et, D, F, NE, &seed);
-        ex[1] = random_tensor(et, D, F, NE, &seed);
+        ex[1] = random_tensor(ut, D, F, NE, &seed);
         ex[2] = random_tensor(et, F, D, NE, &seed);
         const bool sig = ti % 2;
         const cpu_weight wr = {router, rt, D, NE}, w0 = {ex[0], et, D, (int64_t)F * NE},
-                         w1 = {ex[1], et, D, (int64_t)F * NE}, w2 = {ex[2], et, F, (int64_t)D * NE};
+                         w1 = {ex[1], ut, D, (int64_t)F * NE}, w2 = {ex[2], et, F, (int64_t)D * NE};
         const cpu_moe m = {.router = &wr, .exp = {&w0, &w1, &w2}, .act = cpu_act_find("silu"), .dim = D, .eff = F,
                            .n_expert = NE, .k = K, .sigmoid = sig, .norm = !sig};
         assert_null(cpu_moe_check(&m));
-        const ref_moe_op ro = {.router_type = rt, .router = router, .exp_type = {et, et, et},
+        const ref_moe_op ro = {.router_type = rt, .router = router, .exp_type = {et, ut, et},
                                .exp = {ex[0], ex[1], ex[2]}, .dim = D, .eff = F, .n_expert = NE, .k = K,
                                .sigmoid = sig, .norm = !sig, .act = silu_ref()};
         float y_ref[N * D], y[N * D], w_ref[N * K], w[N * K], d[K * D];
