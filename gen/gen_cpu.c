@@ -24,6 +24,7 @@ static const struct {
     [GEN_OP_LM_HEAD] = {true, RT_CPU_LM_HEAD},
     [GEN_OP_LINEAR] = {true, RT_CPU_LINEAR},
     [GEN_OP_ACT] = {true, RT_CPU_ACT},
+    [GEN_OP_MOE] = {true, RT_CPU_MOE},
 };
 
 static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *out, char (*labels)[GEN_MAX_NAME + 300],
@@ -31,7 +32,7 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
 {
     for (int i = 0; i < n; i++) {
         const gen_op *op = &ops[i];
-        const bool has_act = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT;
+        const bool has_act = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT || op->kind == GEN_OP_MOE;
         const gen_act *act = has_act ? gen_act_at(op->act) : NULL;
         const gen_norm *norm = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
         if (!k_cpu[op->kind].has || (has_act && (!act || !act->cpu)) ||
@@ -81,6 +82,10 @@ int gen_cpu_build(const gen_model *m, gen_cpu_sched *st, rt_cpu_schedule *out, c
         .head_dim = (uint32_t)m->hp.head_dim, .rope_dims = (uint32_t)m->hp.rope_dims,
         .rope_base = m->hp.rope_base,
         .rope_neox = m->hp.rope_style == GEN_ROPE_NEOX,
+        .n_expert = (uint32_t)m->hp.n_expert, .n_expert_used = (uint32_t)m->hp.n_expert_used,
     };
+    for (int i = 0; i < m->n_layer; i++) /* the moe op (gen_moe.h: one per layer) */
+        for (int x = 0; m->layer[i].kind == GEN_OP_MOE && x < 3; x++)
+            out->moe_experts[x] = (int8_t)m->layer[i].experts[x];
     return 0;
 }

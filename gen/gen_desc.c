@@ -303,6 +303,9 @@ static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char 
  * act_quant q8_k (gen_param.h) bitlinears and a sparse_ffn mode runs on the CPU backend. */
 static const char *vk_refusal(const gen_model *m)
 {
+    for (int i = 0; i < m->n_layer; i++)
+        if (m->layer[i].kind == GEN_OP_MOE)
+            return "op moe (a mixture of experts) has no Vulkan kernels yet; the CPU backend runs it (--device cpu)";
     for (int i = 0; m->sparse_ffn && i < m->n_layer; i++)
         if (m->layer[i].kind == GEN_OP_BITLINEAR && m->layer[i].param.v[0] == GEN_AQ_Q8_K)
             return "its bitlinear ops quantize activations as llama.cpp's Q8_K (act_quant: q8_k) and it has a "
@@ -341,7 +344,7 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
     for (int i = 0; i < m->n_tensors; i++) {
         const gen_tensor *t = &m->tensors[i];
         d->tensors[i] = (rt_tensor_desc){.gguf = t->gguf, .type = (uint8_t)t->type, .n_dims = (uint8_t)t->n_dims,
-                                         .ne = {t->ne[0], t->n_dims > 1 ? t->ne[1] : 1},
+                                         .ne = {t->ne[0], t->n_dims > 1 ? t->ne[1] : 1, t->n_dims > 2 ? t->ne[2] : 1},
                                          .per_layer = t->per_layer};
     }
     md->tensors = d->tensors;

@@ -15,6 +15,7 @@
 
 #include "gen_act.h"
 #include "gen_desc.h"
+#include "gen_moe.h"
 #include "gen_norm.h"
 #include "gen_param.h"
 
@@ -350,7 +351,7 @@ static const char *const k_cpu_op_names[RT_CPU_OP_COUNT] = {
     [RT_CPU_EMBED] = "RT_CPU_EMBED", [RT_CPU_NORM] = "RT_CPU_NORM", [RT_CPU_BITLINEAR] = "RT_CPU_BITLINEAR",
     [RT_CPU_ROPE] = "RT_CPU_ROPE", [RT_CPU_KV_WRITE] = "RT_CPU_KV_WRITE", [RT_CPU_ATTENTION] = "RT_CPU_ATTENTION",
     [RT_CPU_ADD] = "RT_CPU_ADD", [RT_CPU_ACT_MUL] = "RT_CPU_ACT_MUL", [RT_CPU_LM_HEAD] = "RT_CPU_LM_HEAD",
-    [RT_CPU_LINEAR] = "RT_CPU_LINEAR", [RT_CPU_ACT] = "RT_CPU_ACT",
+    [RT_CPU_LINEAR] = "RT_CPU_LINEAR", [RT_CPU_ACT] = "RT_CPU_ACT", [RT_CPU_MOE] = "RT_CPU_MOE",
 };
 
 /* A C identifier from a YAML name (non-alphanumerics as _). */
@@ -404,6 +405,8 @@ static const gen_param *op_params(const rt_cpu_op *op)
 {
     if (op->kind == RT_CPU_BITLINEAR)
         return op->param[0] != 0.0f ? gen_bitlinear_params : NULL;
+    if (op->kind == RT_CPU_MOE)
+        return gen_moe_params;
     return row_params(op->row);
 }
 
@@ -417,6 +420,16 @@ static int n_params_shown(const rt_cpu_op *op, const gen_param *decl)
         if (p == 0 || op->param[p] != 0.0f)
             n = p + 1;
     return n;
+}
+
+/* One row of the tensor table; ne[2] only for a 3-D tensor (experts): the others read as before. */
+static void write_tensor(FILE *f, const rt_tensor_desc *t)
+{
+    char ne2[32] = "";
+    if (t->n_dims == 3)
+        snprintf(ne2, sizeof ne2, ", %lld", (long long)t->ne[2]);
+    fprintf(f, "    {\"%s\", FMT_%s, %u, {%lld, %lld%s}, %u},\n", t->gguf, fmt_type_name(t->type), t->n_dims,
+            (long long)t->ne[0], (long long)t->ne[1], ne2, t->per_layer);
 }
 
 static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
@@ -490,10 +503,14 @@ static void write_cpu_desc(FILE *f, const rt_model_desc *md)
     fprintf(f, "    .cpu = {cpu_ops, cpu_ops + %u, cpu_ops + %u, %u, %u, %u,\n"
                "            cpu_width, cpu_value_name, %u, V_%s,\n"
                "            .n_heads = %u, .n_kv_heads = %u, .head_dim = %u, .rope_dims = %u,\n"
-               "            .rope_base = %sf, .rope_neox = %u},\n",
+               "            .rope_base = %sf, .rope_neox = %u",
             c->n_pre, c->n_pre + c->n_layer, c->n_pre, c->n_layer, c->n_post, c->n_values,
             c->value_name[c->logits], c->n_heads, c->n_kv_heads, c->head_dim, c->rope_dims,
             float_lit(c->rope_base, b1), c->rope_neox);
+    if (c->n_expert) /* only then: a model without experts reads as before */
+        fprintf(f, ",\n            .n_expert = %u, .n_expert_used = %u, .moe_experts = {%d, %d, %d}", c->n_expert,
+                c->n_expert_used, c->moe_experts[0], c->moe_experts[1], c->moe_experts[2]);
+    fprintf(f, "},\n");
 }
 
 static void write_cpu_text(FILE *f, const rt_model_desc *md)
@@ -595,11 +612,8 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     for (uint32_t i = 0; i < md->n_checks; i++)
         fprintf(f, "    {\"%s\", %.9g, %u},\n", md->checks[i].name, md->checks[i].value, md->checks[i].is_float);
     fprintf(f, "};\n\nstatic const rt_tensor_desc tensors[] = {\n");
-    for (uint32_t i = 0; i < md->n_tensors; i++) {
-        const rt_tensor_desc *t = &md->tensors[i];
-        fprintf(f, "    {\"%s\", FMT_%s, %u, {%lld, %lld}, %u},\n", t->gguf, fmt_type_name(t->type), t->n_dims,
-                (long long)t->ne[0], (long long)t->ne[1], t->per_layer);
-    }
+    for (uint32_t i = 0; i < md->n_tensors; i++)
+        write_tensor(f, &md->tensors[i]);
     fprintf(f, "};\n\n/* activation buffers (planned: values with disjoint lifetimes share one) */\n");
     fprintf(f, "static const rt_act_desc acts[] = {\n");
     for (uint32_t i = 0; i < md->n_acts; i++)

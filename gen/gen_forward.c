@@ -12,6 +12,7 @@
 #include "gen_act.h"
 #include "gen_norm.h"
 #include "gen_model.h"
+#include "gen_moe.h"
 #include "gen_param.h"
 #include "gen_yaml.h"
 
@@ -36,6 +37,7 @@ static const struct {
     [GEN_OP_LM_HEAD] = {true, FMT_USE_TABLE, true, SEC_OUT},
     [GEN_OP_LINEAR] = {true, FMT_USE_MATRIX, true, SEC_ALL},
     [GEN_OP_ACT] = {false, 0, true, SEC_ALL},
+    [GEN_OP_MOE] = {true, FMT_USE_MATRIX, true, SEC_LAYER},
 };
 static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
                                           [SEC_OUT] = "forward.output"};
@@ -173,7 +175,9 @@ static const gen_param *param_decl(const gen_op *op)
     const gen_norm *n = op->kind == GEN_OP_NORM ? gen_norm_at(op->norm) : NULL;
     const gen_act *a = op->kind == GEN_OP_ACT_MUL || op->kind == GEN_OP_ACT ? gen_act_at(op->act) : NULL;
     return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params
-                                         : op->kind == GEN_OP_ATTENTION ? gen_attention_params : NULL;
+                                         : op->kind == GEN_OP_ATTENTION ? gen_attention_params
+                                         : op->kind == GEN_OP_MOE       ? gen_moe_params
+                                                                        : NULL;
 }
 
 /* A word parameter's value (gen_param.choice): the index of the word v names. */
@@ -292,6 +296,8 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
                                     w0, q_dim);
         *out_w = w0;
         return 0;
+    case GEN_OP_MOE:
+        return gen_moe_width(c->y, m, op, w0, c->label, out_w);
     default: /* add, <act>_mul */
         if (w0 != w1)
             return gen_yaml_fail_at(c->y, loc, "%s: inputs '%s' (%d) and '%s' (%d) differ in width", c->label, n0, w0,
@@ -337,10 +343,13 @@ static int define_output(fwd_ctx *c, yaml_node_t *opn, gen_op *op, int width)
  * "op in forward.layer"). */
 static int check_keys(fwd_ctx *c, yaml_node_t *opn, const gen_op *op, const char *what)
 {
-    const char *keys[8 + GEN_MAX_PARAMS] = {"op", "in", "out", "weight", "table", "bias"};
+    const char *keys[10 + GEN_MAX_PARAMS] = {"op", "in", "out", "weight", "table", "bias"};
     const gen_param *decl = param_decl(op);
-    for (int i = 0, n = 6; i < GEN_MAX_PARAMS && decl && decl[i].name; i++)
+    int n = 6;
+    for (int i = 0; i < GEN_MAX_PARAMS && decl && decl[i].name; i++)
         keys[n++] = decl[i].name;
+    for (int i = 0; op->kind == GEN_OP_MOE && gen_moe_keys[i]; i++)
+        keys[n++] = gen_moe_keys[i];
     return gen_yaml_check_map(c->y, opn, what, keys);
 }
 
@@ -378,6 +387,7 @@ static int parse_op(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     }
     int width = 0;
     if (parse_weight(c, opn, op) || parse_bias(c, opn, op) || parse_params(c, opn, op) || parse_inputs(c, opn, op) ||
+        gen_moe_parse(c->y, opn, c->m, op, c->label) ||
         infer_width(c, op, op->loc, &width) ||
         define_output(c, opn, op, width) || check_act_quant(c, opn, op))
         return -1;

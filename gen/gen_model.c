@@ -33,6 +33,9 @@ static const struct {
     {"norm_eps", offsetof(gen_hparams, norm_eps), true},
     {"rope.base", offsetof(gen_hparams, rope_base), true},
     {"rope.dims", offsetof(gen_hparams, rope_dims), false},
+    {"n_expert", offsetof(gen_hparams, n_expert), false},
+    {"n_expert_used", offsetof(gen_hparams, n_expert_used), false},
+    {"expert_ffn_dim", offsetof(gen_hparams, expert_ffn_dim), false},
 };
 #define N_HPARAMS ((int)(sizeof(k_hparams) / sizeof(k_hparams[0])))
 
@@ -135,13 +138,21 @@ static yaml_node_t *either(gen_yaml *y, yaml_node_t *n, const char *a, const cha
 static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp)
 {
     static const char *const keys[] = {"dim", "n_heads", "n_kv_heads", "head_dim", "ffn_dim",
-                                       "norm_eps", "rope", "kv_cache", NULL};
+                                       "norm_eps", "rope", "kv_cache", "n_expert", "n_expert_used",
+                                       "expert_ffn_dim", NULL};
     const char *w = "hparams";
     if (gen_yaml_check_map(y, n, w, keys) || pos_int(y, n, "dim", w, keep, &hp->dim) ||
         pos_int(y, n, "n_heads", w, keep, &hp->n_heads) || pos_int(y, n, "n_kv_heads", w, keep, &hp->n_kv_heads) ||
         pos_int(y, n, "head_dim", w, keep, &hp->head_dim) || pos_int(y, n, "ffn_dim", w, keep, &hp->ffn_dim) ||
-        pos_float(y, n, "norm_eps", w, keep, &hp->norm_eps))
+        pos_float(y, n, "norm_eps", w, keep, &hp->norm_eps) ||
+        /* a mixture of experts' (gen_moe.h): optional, 0 without */
+        pos_int(y, n, "n_expert", w, true, &hp->n_expert) || pos_int(y, n, "n_expert_used", w, true, &hp->n_expert_used) ||
+        pos_int(y, n, "expert_ffn_dim", w, true, &hp->expert_ffn_dim))
         return -1;
+    if (hp->n_expert_used > hp->n_expert)
+        return gen_yaml_fail(y, either(y, n, "n_expert_used", "n_expert"),
+                             "n_expert_used (%d) is more than n_expert (%d): top-k needs k <= the expert count",
+                             hp->n_expert_used, hp->n_expert);
     if (hp->n_heads % hp->n_kv_heads)
         return gen_yaml_fail(y, either(y, n, "n_kv_heads", "n_heads"), "n_heads (%d) is not a multiple of n_kv_heads (%d)",
                              hp->n_heads, hp->n_kv_heads);
@@ -281,14 +292,14 @@ static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *
     if (gen_yaml_need_seq(y, sh, "shape"))
         return -1;
     t->n_dims = gen_yaml_seq_len(sh);
-    if (t->n_dims < 1 || t->n_dims > 2)
-        return gen_yaml_fail(y, sh, "%s: shape must have 1 or 2 entries, got %d", what, t->n_dims);
-    t->ne[1] = 1;
+    if (t->n_dims < 1 || t->n_dims > 3)
+        return gen_yaml_fail(y, sh, "%s: shape must have 1, 2 or 3 entries (3: experts), got %d", what, t->n_dims);
+    t->ne[1] = t->ne[2] = 1;
     for (int d = 0; d < t->n_dims; d++)
         if (shape_dim(y, gen_yaml_seq_item(y, sh, d), &m->hp, &t->ne[d]))
             return -1;
-    if ((codec->uses & FMT_USE_TERNARY) && t->n_dims != 2)
-        return gen_yaml_fail(y, sh, "%s: %s tensors must be 2-D", what, codec->yaml);
+    if ((codec->uses & FMT_USE_TERNARY) && t->n_dims == 1)
+        return gen_yaml_fail(y, sh, "%s: %s tensors must be 2-D (or 3-D: experts)", what, codec->yaml);
     if ((t->ne[0] <= 0 && (codec->uses & FMT_USE_TERNARY)) || (t->ne[0] > 0 && t->ne[0] % codec->blk))
         return gen_yaml_fail(y, sh, "%s: %s input width ne0 = %lld is not a multiple of %u", what, codec->yaml,
                              (long long)t->ne[0], codec->blk);

@@ -47,7 +47,8 @@
     X(ACT_MUL, "<act>_mul", 2)   /* out = act(in0) * in1, act: gen_act.h   */ \
     X(LM_HEAD, "lm_head", 1)     /* out[v] = dot(W[v,:], in), W F16/F32    */ \
     X(LINEAR, "linear", 1)       /* out = W(F16/F32) . in, llama.cpp's way */ \
-    X(ACT, "<act>", 1)           /* out = act(in), act: gen_act.h          */
+    X(ACT, "<act>", 1)           /* out = act(in), act: gen_act.h          */ \
+    X(MOE, "moe", 1)             /* out = sum of top-k experts' FFN, gen_moe.h */
 
 typedef enum {
 #define GEN_OP_ENUM(id, name, nin) GEN_OP_##id,
@@ -81,6 +82,9 @@ typedef struct {
     int rope_dims;  /* rotated dims per head (== head_dim for BitNet) */
     gen_rope_style rope_style;
     char kv_type[8]; /* "f16" or "f32": KV cache element type */
+    int n_expert;       /* mixture of experts (gen_moe.h): experts per layer, 0 without */
+    int n_expert_used;  /* ... experts each token uses (top-k) */
+    int expert_ffn_dim; /* ... one expert's feed-forward width */
 } gen_hparams;
 
 /* A hyperparameter <-> GGUF key check, e.g. {"dim", "embedding_length", 2560}. */
@@ -100,8 +104,8 @@ typedef struct {
     char key[GEN_MAX_NAME];       /* YAML name used by ops ("attn_q") */
     char gguf[GEN_MAX_NAME];      /* GGUF name; "{L}" stands for the layer index */
     uint32_t type;                /* GGUF type id of its codec (format/fmt_codec.h) */
-    int n_dims;                   /* 1 or 2 */
-    int64_t ne[2];                /* GGUF ne order (ne[0] contiguous); GEN_DIM_VOCAB allowed */
+    int n_dims;                   /* 1, 2, or 3 (a mixture of experts' stacked matrices) */
+    int64_t ne[3];                /* GGUF ne order (ne[0] contiguous); GEN_DIM_VOCAB allowed */
     bool per_layer;               /* gguf contains "{L}" */
     gen_loc loc;
 } gen_tensor;
@@ -130,8 +134,11 @@ typedef struct gen_op {
     int out;            /* value index, -1 for kv_write */
     int weight;         /* tensor index, -1 if none (embed: the table) */
     int bias;           /* NORM, LINEAR with a bias (YAML `bias:`): tensor index, else -1 */
-    gen_params param;   /* NORM, ACT_MUL, ACT: its row's parameters (YAML keys or defaults) */
+    gen_params param;   /* NORM, ACT_MUL, ACT: its row's parameters (YAML keys or defaults);
+                         * MOE: gen_moe_params (gating, norm_topk) */
     gen_loc loc;
+    int experts[3];     /* MOE: tensor indices of ffn_gate_exps, ffn_up_exps, ffn_down_exps;
+                         * its `act` is the GLU's activation row */
 } gen_op;
 
 typedef struct {

@@ -296,7 +296,8 @@ typedef struct {
     const char *gguf;  /* GGUF tensor name; "{L}" = layer index */
     uint8_t type;      /* GGUF type id (format/fmt_codec.h) */
     uint8_t n_dims;
-    int64_t ne[2];     /* expected shape; -1 = vocabulary size (checked for consistency) */
+    int64_t ne[3];     /* expected shape; -1 = vocabulary size (checked for consistency); ne[2]:
+                        * 3-D tensors only (a mixture of experts' stacked matrices) */
     uint8_t per_layer;
 } rt_tensor_desc;
 
@@ -320,7 +321,9 @@ typedef struct {
  * these entries, so a fusion never changes what a row means. */
 typedef enum {
     RT_CPU_EMBED, RT_CPU_NORM, RT_CPU_BITLINEAR, RT_CPU_ROPE, RT_CPU_KV_WRITE,
-    RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_LINEAR, RT_CPU_ACT, RT_CPU_OP_COUNT
+    RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_LINEAR, RT_CPU_ACT,
+    RT_CPU_MOE, /* a mixture of experts' FFN (gen/gen_moe.h): weight the router, experts[] */
+    RT_CPU_OP_COUNT
 } rt_cpu_op_kind;
 #define RT_CPU_VOCAB (-1) /* a value width: the vocabulary size (from the GGUF) */
 #define RT_CPU_MAX_PARAMS 2 /* parameter values of an op's row (gen/gen_param.h) */
@@ -340,7 +343,9 @@ typedef struct {
                                      * in the row's order;
                                      * ATTENTION: [0] 1 = not causal (YAML causal: false).
                                      * BITLINEAR: [0] its act_quant (0 row, 1 q8_k: llama.cpp's
-                                     * Q8_K blocks of 256, gen/gen_param.h) */
+                                     * Q8_K blocks of 256, gen/gen_param.h);
+                                     * MOE: [0] gating (0 softmax, 1 sigmoid), [1] norm_topk;
+                                     * its row: the GLU's activation */
 } rt_cpu_op;
 
 typedef struct {
@@ -353,6 +358,8 @@ typedef struct {
     uint32_t n_heads, n_kv_heads, head_dim, rope_dims;
     float rope_base;
     uint8_t rope_neox;                   /* 1: pairs (i, i + rope_dims / 2); 0: (2i, 2i + 1) */
+    uint32_t n_expert, n_expert_used;    /* the MOE op (one per layer at most): experts, top-k (0: none) */
+    int8_t moe_experts[3];               /* ... desc->tensors indices of its stacked gate, up, down */
 } rt_cpu_schedule;
 
 struct rt_model_desc {

@@ -1038,6 +1038,16 @@ static void test_qwen3_vs_reference(void **st)
     variant_vs_reference("tests/data/qwen3-f16-tiny.yaml", "build/test-e2e-qwen3.gguf", 29, bf16_rule);
 }
 
+/* tests/data/moe/qwen3moe-f32-tiny.yaml: the moe op (8 experts, top 2, normalized; F32 experts) in
+ * 2 layers, the CPU backend's prompt and one-token steps against the reference in the linear
+ * rule's numerics; Vulkan refuses it by name and auto picks the CPU. (Q8_0 experts: test_moe and
+ * the oracle case qwen3moe-tiny; the YAML says why.) */
+static void test_moe_vs_reference(void **st)
+{
+    (void)st;
+    variant_vs_reference("tests/data/moe/qwen3moe-f32-tiny.yaml", "build/test-e2e-moe.gguf", 31, linear_rule);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1060,6 +1070,7 @@ int main(void)
         cmocka_unit_test(test_qlinear_vs_reference),
         cmocka_unit_test(test_qwen3_vs_reference),
         cmocka_unit_test(test_device_limits),
+        cmocka_unit_test(test_moe_vs_reference),
     };
     if (getenv("TEST_FILTER")) /* e.g. TEST_FILTER=test_q8k_vs_reference */
         cmocka_set_test_filter(getenv("TEST_FILTER"));

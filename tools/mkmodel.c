@@ -415,8 +415,12 @@ static bool is_linear(const gen_model *m, int ti)
     const int counts[3] = {m->n_pre, m->n_layer, m->n_post};
     for (int l = 0; l < 3; l++)
         for (int i = 0; i < counts[l]; i++)
-            if (lists[l][i].kind == GEN_OP_LINEAR && lists[l][i].weight == ti)
+            if ((lists[l][i].kind == GEN_OP_LINEAR || lists[l][i].kind == GEN_OP_MOE) && lists[l][i].weight == ti)
                 return true;
+            else if (lists[l][i].kind == GEN_OP_MOE) /* its router above, its experts here */
+                for (int x = 0; x < 3; x++)
+                    if (lists[l][i].experts[x] == ti)
+                        return true;
     return false;
 }
 
@@ -453,7 +457,7 @@ static int stream_init(stream *s, const gen_model *m, int ti, const int64_t ne[4
     }
     s->seed = hash_str(name, seed);
     s->unit = -1;
-    s->n_elem = (uint64_t)ne[0] * (uint64_t)ne[1];
+    s->n_elem = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2];
     s->us = s->twin ? 2u * fmt_codec_find(FMT_Q2_0)->blk_bytes : s->codec->blk_bytes;
     s->code_bytes = s->n_elem / s->codec->blk * s->us;
     if (s->codec->uses & FMT_USE_TERNARY) {

@@ -45,7 +45,8 @@ static int bind_tensor(cpu_engine *e, int t, int L, char *err)
         return -1;
     }
     cpu_weight *w = &e->w[t * e->n_layers + L];
-    *w = (cpu_weight){gt->data, gt->type, gt->ne[0], gt->n_dims > 1 ? gt->ne[1] : 1};
+    /* a 3-D tensor (experts) as the 2-D matrix of its stacked rows */
+    *w = (cpu_weight){gt->data, gt->type, gt->ne[0], gt->n_dims > 1 ? gt->ne[1] * gt->ne[2] : 1};
     if (w->ne1 == 1 && gt->n_dims == 1) {
         float **v = &e->vec[t * e->n_layers + L];
         if (gt->type == FMT_F32) {
@@ -82,6 +83,28 @@ static int check_q8k(const cpu_engine *e, const rt_cpu_op *op, char *err)
 }
 
 /* The schedule's ops with their codec / activation rows; the exact-skip GLU pairs marked. */
+/* A moe op (cpu_moe.h): its activation, formats, and the step buffers' sizes. */
+static int moe_load(cpu_engine *e, cpu_step_op *so, char *err)
+{
+    if (!(so->act = cpu_act_find(so->op->row ? so->op->row : ""))) {
+        snprintf(err, RT_ERR_LEN, "%s: activation %s has no CPU implementation", so->op->label,
+                 so->op->row ? so->op->row : "?");
+        return -1;
+    }
+    const cpu_moe m = cpu_engine_moe(e, so, 0);
+    const char *why = cpu_moe_check(&m);
+    if (!why && (m.router->ne1 != m.n_expert || m.exp[0]->ne1 != (int64_t)m.eff * m.n_expert))
+        why = "the router's expert count contradicts the expert tensors";
+    if (why) {
+        snprintf(err, RT_ERR_LEN, "%s: %s", so->op->label, why);
+        return -1;
+    }
+    e->moe_k = m.k > e->moe_k ? m.k : e->moe_k;
+    e->moe_dim = m.dim > e->moe_dim ? m.dim : e->moe_dim;
+    e->moe_scratch_bytes = cpu_moe_scratch(&m) > e->moe_scratch_bytes ? cpu_moe_scratch(&m) : e->moe_scratch_bytes;
+    return 0;
+}
+
 static int resolve_ops(cpu_engine *e, char *err)
 {
     const rt_cpu_schedule *c = e->cs;
@@ -106,6 +129,8 @@ static int resolve_ops(cpu_engine *e, char *err)
             snprintf(err, RT_ERR_LEN, "%s: activation %s has no CPU implementation", op->label, op->row ? op->row : "?");
             return -1;
         }
+        if (op->kind == RT_CPU_MOE && moe_load(e, so, err))
+            return -1;
         if (op->kind == RT_CPU_NORM && !(so->norm = cpu_norm_find(op->row ? op->row : ""))) {
             snprintf(err, RT_ERR_LEN, "%s: norm %s has no CPU implementation", op->label, op->row ? op->row : "?");
             return -1;
@@ -152,8 +177,22 @@ static int resolve_ops(cpu_engine *e, char *err)
     return 0;
 }
 
+static int alloc_moe(cpu_engine *e, int max_threads, char *err)
+{
+    if (!e->moe_k)
+        return 0;
+    const size_t nk = (size_t)e->n_batch * (size_t)e->moe_k;
+    e->moe_sel = malloc(sizeof(int) * nk);
+    e->moe_w = malloc(sizeof(float) * nk);
+    e->moe_d = malloc(sizeof(float) * nk * (size_t)e->moe_dim);
+    e->moe_scratch = aligned_alloc(64, e->moe_scratch_bytes * (size_t)max_threads);
+    return e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch ? 0 : fail_oom(err, "moe buffers");
+}
+
 static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
 {
+    if (alloc_moe(e, max_threads, err))
+        return -1;
     const rt_cpu_schedule *c = e->cs;
     e->val = calloc(c->n_values, sizeof(float *));
     e->width = calloc(c->n_values, sizeof(int));
@@ -402,6 +441,10 @@ void cpu_engine_close(cpu_engine *e)
     free(e->row_idx);
     free(e->pos_buf);
     free(e->seq_buf);
+    free(e->moe_sel);
+    free(e->moe_w);
+    free(e->moe_d);
+    free(e->moe_scratch);
     free(e->kv);
     free((void *)e->head_q8.data);
     free(e->prof_rows[0]);

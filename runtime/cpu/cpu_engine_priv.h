@@ -7,6 +7,7 @@
 
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_engine.h"
+#include "cpu/cpu_moe.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_pool.h"
 #include "cpu/cpu_tune.h"
@@ -85,6 +86,14 @@ struct cpu_engine {
     int *row_idx;             /* [n_batch]: 0, 1, 2, ... (the rows whose logits a prompt keeps) */
     int32_t *pos_buf, *seq_buf; /* [n_batch]: a prompt step's positions and sequence ids */
 
+    /* moe ops (cpu_moe.h): a step's selection [n_batch][k], the chosen experts' outputs
+     * [n_batch][k][dim] before the weighted sum, per-thread scratch */
+    int moe_k, moe_dim;
+    int *moe_sel;
+    float *moe_w, *moe_d;
+    uint8_t *moe_scratch;
+    size_t moe_scratch_bytes;
+
     /* --profile: [0] the last decode step, [1] the last prompt step */
     bool prof_have[2];
     cpu_profile_row *prof_rows[2];
@@ -126,10 +135,23 @@ void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);
 static inline void *cpu_engine_scratch(cpu_engine *e, int ith) { return e->scratch + (size_t)ith * e->scratch_bytes; }
+
 /* The weight of op o for layer L (global tensors: layer ignored). */
 static inline const cpu_weight *cpu_w(const cpu_engine *e, int tensor, int L)
 {
     return &e->w[tensor * e->n_layers + (e->d->tensors[tensor].per_layer && L > 0 ? L : 0)];
+}
+
+/* The moe op's kernel arguments for layer L (weights of that layer; rt_cpu_schedule.moe_experts). */
+static inline cpu_moe cpu_engine_moe(const cpu_engine *e, const cpu_step_op *so, int L)
+{
+    const rt_cpu_op *op = so->op;
+    const int8_t *x = e->cs->moe_experts;
+    const cpu_weight *r = cpu_w(e, op->weight, L);
+    return (cpu_moe){.router = r, .exp = {cpu_w(e, x[0], L), cpu_w(e, x[1], L), cpu_w(e, x[2], L)},
+                     .act = so->act, .dim = (int)r->ne0, .eff = (int)cpu_w(e, x[2], L)->ne0,
+                     .n_expert = (int)e->cs->n_expert, .k = (int)e->cs->n_expert_used,
+                     .sigmoid = op->param[0] == 1.0f, .norm = op->param[1] != 0.0f};
 }
 
 #endif

@@ -318,6 +318,42 @@ static void linear_qdot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo
     linear_bias(r, so, lo, hi);
 }
 
+/* moe (cpu_moe.h): tokens lo .. hi routed; (token, slot) pairs lo .. hi through their expert;
+ * tokens lo .. hi summed in selection order */
+static void moe_route_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
+    for (int64_t t = lo; t < hi; t++)
+        cpu_moe_route(e->isa, &m, IN0(e, so) + t * m.dim, e->moe_sel + t * m.k, e->moe_w + t * m.k,
+                      e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
+}
+
+static void moe_expert_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
+    for (int64_t i = lo; i < hi; i++)
+        cpu_moe_expert(e->isa, &m, e->moe_sel[i], IN0(e, so) + (i / m.k) * m.dim, e->moe_d + i * m.dim,
+                       e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
+}
+
+static void moe_sum_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const int k = (int)e->cs->n_expert_used, dim = WIDTH(e, so->op->out);
+    for (int64_t t = lo; t < hi; t++)
+        cpu_moe_sum(e->moe_d + t * k * dim, e->moe_w + t * k, k, dim, OUT(e, so) + t * dim);
+}
+
+static void moe(cpu_run *r, const cpu_step_op *so)
+{
+    const int n = r->s->n;
+    par_for(r, so, n, 1, moe_route_body, n > 1);
+    par_for(r, so, (int64_t)n * r->e->cs->n_expert_used, 1, moe_expert_body, true);
+    par_for(r, so, n, 1, moe_sum_body, n > 1);
+}
+
 /* ---- ops ---- */
 
 /* linear, llama.cpp's CPU numerics: F16 weights multiply the input rounded to f16 (ggml-cpu's
@@ -406,6 +442,7 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_LM_HEAD: lm_head(r, so); break;
     case RT_CPU_LINEAR: linear(r, so); break;
     case RT_CPU_ACT: par_for(r, so, n_el, 4096, act_plain_body, n_el >= 65536); break;
+    case RT_CPU_MOE: moe(r, so); break;
     default: break;
     }
     if (op->out >= 0 && op->out == r->qvalue)

@@ -94,6 +94,12 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             }
             int64_t w0 = td->ne[0] < 0 ? vocab : td->ne[0];
             int64_t w1 = td->n_dims > 1 ? (td->ne[1] < 0 ? vocab : td->ne[1]) : 1;
+            const int64_t w2 = td->n_dims > 2 ? td->ne[2] : 1; /* experts (3-D) */
+            if (gt->ne[2] != w2) {
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %lld experts (ne[2]), found %lld", path, name,
+                         (long long)w2, (long long)gt->ne[2]);
+                return -1;
+            }
             if (!rt_eng_type_ok(td->type, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
                 const fmt_codec *fc = fmt_codec_find(gt->type); /* Q2_0_G128: a file's type 42, told by size */
                 snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]%s%s%s", path,

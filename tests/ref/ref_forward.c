@@ -2,6 +2,8 @@
 #include "ref_forward.h"
 
 #include "ref_ops.h"
+#include "ref_moe.h"
+#include "gen_moe.h"
 #include "gen_act.h"
 #include "gen_norm.h"
 #include "gen_param.h"
@@ -49,7 +51,7 @@ static int resolve(ref_model *r, int ti, int L, char *err)
                  name, fmt_type_name(gt->type), r->m->path, t->loc.line, gen_ttype_name(t->type));
         return -1;
     }
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 3; d++) { /* 3: experts */
         int64_t want = d < t->n_dims ? t->ne[d] : 1;
         if (want == GEN_DIM_VOCAB) {
             if (r->vocab == 0) r->vocab = (int)gt->ne[d];
@@ -292,6 +294,27 @@ static int norm(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w, c
     return 0;
 }
 
+/* A moe op (gen_moe.h) through ref_moe. */
+static int moe(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w, const float *in0, float *out)
+{
+    const ref_model *r = e->r;
+    const gen_hparams *hp = &r->m->hp;
+    ref_moe_op mo = {.router_type = w->type, .router = w->data, .dim = (int)w->ne[0], .eff = hp->expert_ffn_dim,
+                     .n_expert = hp->n_expert, .k = hp->n_expert_used, .sigmoid = op->param.v[0] == GEN_MOE_SIGMOID,
+                     .norm = op->param.v[1] != 0.0f, .act = gen_act_at(op->act)->ref};
+    for (int i = 0; i < 3; i++) {
+        const rt_gguf_tensor *t = r->w[op->experts[i] * r->n_layers + (r->m->tensors[op->experts[i]].per_layer && L > 0 ? L : 0)];
+        mo.exp_type[i] = t->type;
+        mo.exp[i] = t->data;
+    }
+    if (ref_moe(&mo, in0, e->n, out, NULL, NULL)) {
+        snprintf(e->err, RT_ERR_LEN, "%s:%d: moe: no reference for its formats, or out of memory", r->m->path,
+                 op->loc.line);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_op(eval_ctx *e, const gen_op *op, int L)
 {
     ref_model *r = e->r;
@@ -369,6 +392,8 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
             free(b);
         }
         break;
+    case GEN_OP_MOE:
+        return moe(e, op, L, w, in0, out);
     default:
         snprintf(e->err, RT_ERR_LEN, "%s:%d: op %s not supported by the reference", r->m->path,
                  op->loc.line, gen_op_label(op));

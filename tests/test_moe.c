@@ -1,0 +1,275 @@
+/* test_moe.c - the `moe` op (gen/gen_moe.h): its YAML rules, the C reference's selection against
+ * hand-computed values, and the CPU kernel (runtime/cpu/cpu_moe.c) against the reference on random
+ * data. Whole models against llama.cpp: the oracle case tests/data/oracle/qwen3moe-tiny.
+ *
+ * Owns: the moe op's unit checks.
+ */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu/cpu_isa.h"
+#include "cpu/cpu_moe.h"
+#include "format/fmt_codec.h"
+#include "gen_act.h"
+#include "gen_model.h"
+#include "gen_moe.h"
+#include "ref/ref_moe.h"
+
+#define YAML_PATH "tests/data/moe/qwen3moe-tiny.yaml"
+
+static gen_model g_m;
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* The test model parses: one moe op with its tensors, activation and parameters. */
+static void test_yaml_good(void **state)
+{
+    char err[GEN_ERR_LEN] = "";
+    int rc = gen_model_load(YAML_PATH, &g_m, err);
+    if (rc)
+        print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    const gen_op *moe = NULL;
+    for (int i = 0; i < g_m.n_layer; i++)
+        if (g_m.layer[i].kind == GEN_OP_MOE)
+            moe = &g_m.layer[i];
+    assert_non_null(moe);
+    assert_string_equal(g_m.tensors[moe->weight].key, "ffn_gate_inp");
+    assert_string_equal(g_m.tensors[moe->experts[0]].key, "ffn_gate_exps");
+    assert_string_equal(g_m.tensors[moe->experts[2]].key, "ffn_down_exps");
+    assert_int_equal(g_m.tensors[moe->experts[2]].n_dims, 3);
+    assert_int_equal(g_m.tensors[moe->experts[2]].ne[2], 8);
+    assert_string_equal(gen_act_at(moe->act)->name, "silu");
+    assert_true(moe->param.v[0] == GEN_MOE_SOFTMAX && moe->param.v[1] == 1.0f);
+    assert_int_equal(g_m.values[moe->out].width, 320);
+    assert_int_equal(g_m.hp.n_expert_used, 2);
+    /* the descriptions at real shapes (one layer of each checked against llama.cpp by hand:
+     * tools/oracle/make_case.sh with ORACLE_DIR, too big for make test) */
+    const struct {
+        const char *path;
+        int n_expert, k;
+        float norm;
+    } real[] = {{"tests/data/moe/qwen3-30b-a3b.yaml", 128, 8, 1.0f}, {"tests/data/moe/olmoe-1b-7b.yaml", 64, 8, 0.0f}};
+    for (int i = 0; i < 2; i++) {
+        rc = gen_model_load(real[i].path, &g_m, err);
+        if (rc)
+            print_error("%s\n", err);
+        assert_int_equal(rc, 0);
+        assert_int_equal(g_m.hp.n_expert, real[i].n_expert);
+        assert_int_equal(g_m.hp.n_expert_used, real[i].k);
+        for (int j = 0; j < g_m.n_layer; j++)
+            if (g_m.layer[j].kind == GEN_OP_MOE)
+                assert_true(g_m.layer[j].param.v[1] == real[i].norm);
+    }
+}
+
+/* Each bad description: the test model with one substring replaced, one error at its place. */
+static const struct {
+    const char *find, *replace, *expect;
+} k_bad[] = {
+    {"n_expert_used: 2", "n_expert_used: 9", "qwen3moe-tiny.yaml:25:18: n_expert_used (9) is more than n_expert (8)"},
+    {"type: f32,  shape: [dim, n_expert]", "type: f32,  shape: [dim, 6]",
+     "the router 'ffn_gate_inp' is [320, 6], the input 'g' and n_expert want [320, 8]"},
+    {"type: f16,  shape: [dim, expert_ffn_dim, n_expert]", "type: f16,  shape: [dim, expert_ffn_dim, 7]",
+     "expert up tensor 'ffn_up_exps' holds 7 experts, the router 'ffn_gate_inp' scores n_expert = 8"},
+    {"type: f16,  shape: [dim, expert_ffn_dim, n_expert]", "type: f16,  shape: [dim, expert_ffn_dim]",
+     "expert up tensor 'ffn_up_exps' must be 3-D"},
+    {"[dim, expert_ffn_dim, n_expert]}", "[dim, 96, n_expert]}",
+     "expert gate tensor 'ffn_gate_exps' is [320, 96, ...], expected [320, 160, n_expert]"},
+    {"ffn_down_exps],", "ffn_down_exps, attn_q],", "'experts' must list 3 tensors"},
+    {"act: silu", "act: swish", "activation 'swish' has parameters"},
+    {"act: silu", "act: nope", "unknown activation 'nope'"},
+    {"style: neox", "style: norm", "files of architecture 'qwen3moe' need style: neox"},
+    {"gating: softmax", "gating: argmax", "'gating' must be one of softmax, sigmoid, got 'argmax'"},
+    {"weight: ffn_gate_inp,", "weight: attn_q,", "the router 'attn_q' is [320, 384]"},
+    {"{op: linear,    in: h,  weight: attn_q,      out: q}", "{op: linear, in: h, weight: ffn_up_exps, out: q}",
+     "linear 'ffn_up_exps': weight must be 2-D, it has 3 dims"},
+    {"{op: add,       in: [x, m], out: x}", "{op: linear, in: h, weight: attn_q, out: q, experts: [a, b, c]}",
+     "unknown key 'experts' in op in forward.layer"},
+};
+
+static void test_yaml_bad(void **state)
+{
+    char *base = read_text(YAML_PATH);
+    int failed = 0;
+    for (size_t i = 0; i < sizeof k_bad / sizeof k_bad[0]; i++) {
+        const char *at = strstr(base, k_bad[i].find);
+        if (!at)
+            fail_msg("case %zu: '%s' is not in %s", i, k_bad[i].find, YAML_PATH);
+        size_t pre = (size_t)(at - base), fl = strlen(k_bad[i].find), rl = strlen(k_bad[i].replace);
+        char *s = malloc(strlen(base) + rl + 1);
+        assert_non_null(s);
+        memcpy(s, base, pre);
+        memcpy(s + pre, k_bad[i].replace, rl);
+        strcpy(s + pre + rl, at + fl);
+        char err[GEN_ERR_LEN] = "";
+        int rc = gen_model_parse(s, strlen(s), "qwen3moe-tiny.yaml", &g_m, err);
+        if (rc == 0 || !strstr(err, k_bad[i].expect)) {
+            print_error("case %zu: rc %d\n  want: %s\n  got:  %s\n", i, rc, k_bad[i].expect, err);
+            failed++;
+        }
+        free(s);
+    }
+    free(base);
+    assert_int_equal(failed, 0);
+}
+
+/* Selection by hand: softmax of {1, 3, 3, 2} is {e, e^3, e^3, e^2} / (e + 2e^3 + e^2); the top 2 are
+ * experts 1 and 2 (a tie: the lower index first), normalized 0.5 each, or their softmax values;
+ * sigmoid scores of {0, 2, -1}: top 1 is expert 1 with 1 / (1 + e^-2). Both implementations. */
+static void test_select_known(void **state)
+{
+    const float l4[4] = {1, 3, 3, 2};
+    const double z = exp(1) + 2 * exp(3) + exp(2);
+    for (int impl = 0; impl < 2; impl++)
+        for (int norm = 0; norm < 2; norm++) {
+            int sel[2] = {-1, -1};
+            float w[2], l[4];
+            memcpy(l, l4, sizeof l);
+            if (impl)
+                cpu_moe_select(l, 4, 2, false, norm, sel, w);
+            else
+                ref_moe_select(l, 4, 2, false, norm, sel, w);
+            assert_int_equal(sel[0], 1);
+            assert_int_equal(sel[1], 2);
+            const double want = norm ? 0.5 : exp(3) / z;
+            assert_true(fabs(w[0] - want) <= 4 * FLT_EPSILON * want); /* a few float roundings */
+            assert_true(fabs(w[1] - want) <= 4 * FLT_EPSILON * want);
+        }
+    float l3[3] = {0, 2, -1};
+    int sel = -1;
+    float w;
+    cpu_moe_select(l3, 3, 1, true, false, &sel, &w);
+    assert_int_equal(sel, 1);
+    assert_true(fabs(w - 1.0 / (1.0 + exp(-2.0))) <= 4 * FLT_EPSILON);
+}
+
+static float (*silu_ref(void))(float, const float *)
+{
+    for (int i = 0; i < gen_act_count(); i++)
+        if (!strcmp(gen_act_at(i)->name, "silu"))
+            return gen_act_at(i)->ref;
+    fail_msg("no silu row");
+    return NULL;
+}
+
+/* A stacked tensor [n][rows][K] of N(0, 1/K) values in format type (its encoder). */
+static uint8_t *random_tensor(uint32_t type, int K, int rows, int n, unsigned *seed)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    const int64_t ne[4] = {K, rows, n, 1};
+    const uint64_t nb = fmt_nbytes(type, ne, NULL);
+    assert_true(nb > 0); /* K a multiple of the format's block */
+    uint8_t *out = malloc((size_t)nb);
+    float *v = malloc(sizeof(float) * (size_t)K);
+    assert_true(out && v && c && c->encode);
+    const int64_t ne1[4] = {K, 1, 1, 1};
+    const size_t rb = (size_t)fmt_nbytes(type, ne1, NULL);
+    for (int r = 0; r < rows * n; r++) {
+        for (int i = 0; i < K; i++) { /* Irwin-Hall: 12 uniforms - 6 ~ N(0, 1) */
+            float s = -6.0f;
+            for (int j = 0; j < 12; j++)
+                s += (float)((*seed = *seed * 1103515245u + 12345u) >> 8) / 16777216.0f;
+            v[i] = s / sqrtf((float)K);
+        }
+        c->encode(v, K, out + rb * (size_t)r);
+    }
+    free(v);
+    return out;
+}
+
+/* The CPU kernel against the reference: awkward widths (dim 320 = 5 blocks of Q2_0's 64, expert width 192,
+ * 6 experts, top 3, 5 tokens), each expert format, softmax normalized and sigmoid not. The CPU's
+ * float dots sum in SIMD order, the reference in double: a router logit may differ by a few ulps,
+ * so the selection must be the same (random scores have no near ties) and each output within
+ * bound = 2^-10 x max |y_ref| (quantized formats: a Q8_0 code of the down input may flip by one
+ * where gate/up round differently, 1/127 of a block's amax times a row of N(0, 1/K) weights;
+ * 2^-18 for F32 / F16 experts, whose inputs round the same). Outputs poisoned with NaN first. */
+static void test_kernel_vs_ref(void **state)
+{
+    enum { D = 320, F = 192, NE = 6, K = 3, N = 5 };
+    const uint32_t types[] = {FMT_F32, FMT_F16, FMT_Q8_0, FMT_Q4_0, FMT_Q2_0, FMT_F16}; /* last: up F16, the others Q8_0 */
+    const cpu_isa isa = cpu_isa_detect(NULL);
+    unsigned seed = 7;
+    float x[N * D];
+    for (int i = 0; i < N * D; i++)
+        x[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t et = ti == 5 ? FMT_Q8_0 : types[ti], ut = types[ti], rt = ti % 2 ? FMT_F16 : FMT_F32;
+        uint8_t *router = random_tensor(rt, D, NE, 1, &seed), *ex[3];
+        ex[0] = random_tensor(et, D, F, NE, &seed);
+        ex[1] = random_tensor(ut, D, F, NE, &seed);
+        ex[2] = random_tensor(et, F, D, NE, &seed);
+        const bool sig = ti % 2;
+        const cpu_weight wr = {router, rt, D, NE}, w0 = {ex[0], et, D, (int64_t)F * NE},
+                         w1 = {ex[1], ut, D, (int64_t)F * NE}, w2 = {ex[2], et, F, (int64_t)D * NE};
+        const cpu_moe m = {.router = &wr, .exp = {&w0, &w1, &w2}, .act = cpu_act_find("silu"), .dim = D, .eff = F,
+                           .n_expert = NE, .k = K, .sigmoid = sig, .norm = !sig};
+        assert_null(cpu_moe_check(&m));
+        const ref_moe_op ro = {.router_type = rt, .router = router, .exp_type = {et, ut, et},
+                               .exp = {ex[0], ex[1], ex[2]}, .dim = D, .eff = F, .n_expert = NE, .k = K,
+                               .sigmoid = sig, .norm = !sig, .act = silu_ref()};
+        float y_ref[N * D], y[N * D], w_ref[N * K], w[N * K], d[K * D];
+        int sel_ref[N * K], sel[N * K];
+        assert_int_equal(ref_moe(&ro, x, N, y_ref, sel_ref, w_ref), 0);
+        void *scratch = aligned_alloc(64, (cpu_moe_scratch(&m) + 63) & ~(size_t)63);
+        assert_non_null(scratch);
+        for (int i = 0; i < N * D; i++)
+            y[i] = NAN;
+        for (int t = 0; t < N; t++) {
+            cpu_moe_route(isa, &m, x + t * D, sel + t * K, w + t * K, scratch);
+            for (int j = 0; j < K; j++)
+                cpu_moe_expert(isa, &m, sel[t * K + j], x + t * D, d + j * D, scratch);
+            cpu_moe_sum(d, w + t * K, K, D, y + t * D);
+        }
+        free(scratch);
+        assert_memory_equal(sel, sel_ref, sizeof sel);
+        float ymax = 0.0f, dmax = 0.0f;
+        for (int i = 0; i < N * D; i++)
+            ymax = fmaxf(ymax, fabsf(y_ref[i]));
+        for (int i = 0; i < N * D; i++) {
+            assert_false(isnan(y[i]));
+            dmax = fmaxf(dmax, fabsf(y[i] - y_ref[i]));
+        }
+        const float bound = ldexpf(ymax, et != FMT_F32 && et != FMT_F16 ? -10 : -18);
+        printf("moe %s experts, %s router, %s: max |d| %.3g (bound %.3g, max |y| %.3g)\n", fmt_type_name(et),
+               fmt_type_name(rt), sig ? "sigmoid" : "softmax normalized", dmax, bound, ymax);
+        assert_true(dmax <= bound);
+        free(router);
+        for (int i = 0; i < 3; i++)
+            free(ex[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_yaml_good),
+        cmocka_unit_test(test_yaml_bad),
+        cmocka_unit_test(test_select_known),
+        cmocka_unit_test(test_kernel_vs_ref),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
