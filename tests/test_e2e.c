@@ -747,6 +747,25 @@ static const char *label(const char *yaml, const char *what)
  * prompt token by token computes something else: only the prompt step is compared */
 static bool s_prompt_only;
 
+/* An encoder's input split over steps or continued would be attended in parts: refused, by
+ * name, on either backend (runtime/engine/rt_engine_whole.c): a step after the prompt, a
+ * greedy chain, an input longer than the batch (128 here). */
+static void encoder_refusals(rt_engine *e)
+{
+    static int32_t ids[129];
+    char err[RT_ERR_LEN] = "";
+    const int32_t pos = 20, seq = 0;
+    assert_int_not_equal(rt_engine_eval(e, ids, 1, 20, NULL, err), 0);
+    assert_non_null(strstr(err, "not causal"));
+    assert_non_null(strstr(err, "position 20"));
+    err[0] = 0;
+    assert_int_not_equal(rt_engine_decode_rows(e, 1, ids, &pos, &seq, err), 0);
+    assert_non_null(strstr(err, "not causal"));
+    err[0] = 0;
+    assert_int_not_equal(rt_engine_eval(e, ids, 129, 0, NULL, err), 0);
+    assert_non_null(strstr(err, "129 tokens exceed the batch size of 128"));
+}
+
 static void variant_vs_reference(const char *yaml, const char *gguf_in_build, int seed, ref_rule_fn rule)
 {
     /* the build folder: $TERNION_BUILD (make test's B=), else build; gguf_in_build names the
@@ -790,7 +809,8 @@ static void variant_vs_reference(const char *yaml, const char *gguf_in_build, in
     if (!s_prompt_only) {
         decode_rows(ce, ids, 20, vocab, a);
         rule(label(yaml, "CPU backend decode"), a, want, vocab);
-    }
+    } else
+        encoder_refusals(ce);
     rt_engine_close(ce);
     if (bd->d.desc.vk_refusal) { /* kernels that do not compute it: Vulkan must refuse it, by name */
         o.backend = RT_BACKEND_VULKAN;
@@ -819,6 +839,8 @@ static void variant_vs_reference(const char *yaml, const char *gguf_in_build, in
     if (rc || rt_engine_eval(r.e, ids, 20, 0, a, err))
         fail_msg("%s", err);
     rule(label(yaml, "Vulkan prompt"), a, want, vocab);
+    if (s_prompt_only)
+        encoder_refusals(r.e);
     if (!s_prompt_only) {
         decode_rows(r.e, ids, 20, vocab, a);
         rule(label(yaml, "Vulkan decode"), a, want, vocab);

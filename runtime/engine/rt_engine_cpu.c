@@ -102,6 +102,8 @@ const char *rt_engine_notice(const rt_engine *e) { return e->cpu_note; }
 
 int rt_eng_cpu_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err)
 {
+    if (rt_eng_whole_step(e, 1, &pos, 1, err))
+        return -1;
     if (n < 1 || n > RT_ENGINE_MAX_CHAIN || pos < 0 || pos + n > e->n_ctx) {
         snprintf(err, RT_ERR_LEN, "a greedy chain of %d tokens at %d: must be 1..%d within the context of %d", n, pos,
                  RT_ENGINE_MAX_CHAIN, e->n_ctx);
@@ -181,15 +183,21 @@ int rt_eng_cpu_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
 /* The rest of the CPU row (rt_engine_backend.h): runtime/cpu's engine on e->cpu. */
 int rt_eng_cpu_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
 {
+    if (rt_eng_whole_step(e, 1, &pos, n, err))
+        return -1;
     return cpu_engine_eval(e->cpu, tokens, n, pos, out_logits, err);
 }
 int rt_eng_cpu_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err)
 {
+    if (rt_eng_whole_step(e, 1, &pos, n, err))
+        return -1;
     return cpu_engine_hidden(e->cpu, tokens, n, pos, out, err);
 }
 int rt_eng_cpu_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
                            char *err)
 {
+    if (n > 0 && rt_eng_whole_step(e, n, pos, n, err))
+        return -1;
     return cpu_engine_decode_rows(e->cpu, n, tokens, pos, seq, err);
 }
 int rt_eng_cpu_use_row(rt_engine *e, int row, char *err) { return cpu_engine_use_row(e->cpu, row, err); }

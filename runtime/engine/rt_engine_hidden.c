@@ -54,6 +54,8 @@ static int hidden_chunk(rt_engine *e, const int32_t *tokens, int m, int pos, int
 
 int rt_eng_vk_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err)
 {
+    if (rt_eng_whole_step(e, 1, &pos, n, err))
+        return -1;
     const rt_dispatch *h = head_dispatch(&e->d->prefill);
     const int width = rt_engine_hidden_width(e);
     if (!h || !width) {

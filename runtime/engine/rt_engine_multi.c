@@ -158,6 +158,8 @@ int rt_eng_vk_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int3
         snprintf(err, RT_ERR_LEN, "a multi-row decode step of %d rows: must be 1..%d", n, max);
         return -1;
     }
+    if (rt_eng_whole_step(e, n, pos, 1, err))
+        return -1;
     for (int i = 0; i < n; i++) {
         if (seq[i] < 0 || seq[i] >= e->n_seq) {
             snprintf(err, RT_ERR_LEN, "row %d: sequence %d out of range (0..%d)", i, seq[i], e->n_seq - 1);

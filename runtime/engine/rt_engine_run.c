@@ -73,6 +73,8 @@ int rt_eng_check_tokens(const rt_engine *e, const int32_t *tokens, int n, char *
 
 int rt_eng_vk_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
 {
+    if (rt_eng_whole_step(e, 1, &pos, n, err))
+        return -1;
     if (flush(e, e->decode, err))
         return -1;
     if (n < 1 || pos < 0 || pos + n > e->n_ctx) {
@@ -153,6 +155,8 @@ static rt_cmd *chain_stream(rt_engine *e, int n, char *err)
 
 int rt_eng_vk_greedy_chain(rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err)
 {
+    if (rt_eng_whole_step(e, 1, &pos, 1, err))
+        return -1;
     if (n < 1 || n > RT_ENGINE_MAX_CHAIN) {
         snprintf(err, RT_ERR_LEN, "a greedy chain of %d tokens: must be 1..%d", n, RT_ENGINE_MAX_CHAIN);
         return -1;

@@ -1,0 +1,41 @@
+/* rt_engine_whole.c - an encoder takes each input whole, in one step.
+ *
+ * Owns: rt_eng_whole_step. A model whose attention is not causal (YAML `causal: false`, BERT's)
+ * lets every token of a prompt step see every token of its sequence in that step and nothing
+ * of another step: an input split over two steps (longer than the batch) or continued by a
+ * later step would be attended in parts, a silently wrong result. So each step of such a model
+ * starts its sequence at position 0 and fits one batch, else the step is refused (llama.cpp refuses the same input
+ * of its non-causal models: "input is too large to process. increase the physical batch size").
+ */
+#include "engine/rt_engine_priv.h"
+
+#include <stdio.h>
+
+/* 1 when a layer's attention is not causal (gen/gen_cpu.c: ATTENTION param[0] 1). */
+static bool noncausal(const rt_model_desc *d)
+{
+    for (uint32_t i = 0; i < d->cpu.n_layer; i++)
+        if (d->cpu.layer[i].kind == RT_CPU_ATTENTION && d->cpu.layer[i].param[0] != 0.0f)
+            return true;
+    return false;
+}
+
+int rt_eng_whole_step(const rt_engine *e, int n, const int32_t *pos, int n_tokens, char *err)
+{
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+        bad = pos[i] != 0 ? i : -1;
+    if ((bad < 0 && n_tokens <= e->n_batch) || !noncausal(e->d))
+        return 0;
+    if (bad >= 0)
+        snprintf(err, RT_ERR_LEN,
+                 "%s: its attention is not causal (an encoder), so each input is one step from position 0; this "
+                 "step starts at position %d: give the whole input at once",
+                 e->d->name, (int)pos[bad]);
+    else
+        snprintf(err, RT_ERR_LEN,
+                 "%s: its attention is not causal (an encoder), so each input is one step: %d tokens exceed the "
+                 "batch size of %d (raise -b / n_batch)",
+                 e->d->name, n_tokens, e->n_batch);
+    return -1;
+}
