@@ -1576,7 +1576,8 @@ static void test_eltwise(void **state)
     vkh_need_device();
     RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_ACT_MUL, GEN_K_ACT);
     assert_true(runs[GEN_K_ADD] && runs[GEN_K_ACT_MUL] && runs[GEN_K_ACT]);
-    for (int a = 0; a < gen_act_count(); a++) /* every activation of the table, unfused (gated or plain) */
+    const char *only = getenv("TEST_MODELS"); /* a subset (the subgroup sweep) need not use every row */
+    for (int a = 0; a < gen_act_count() && !(only && *only); a++) /* every activation, unfused (gated or plain) */
         if (!act_runs[1][a])
             fail_msg("no test model uses %s: its kernel never ran", gen_act_at(a)->op);
 }
