@@ -21,13 +21,15 @@ void ref_moe_select(const float *logits, int n_expert, int k, bool sigmoid, bool
     const float inv = 1.0f / sum; /* ggml_soft_max: a scale by the sum's reciprocal */
     for (int i = 0; !sigmoid && i < n_expert; i++)
         p[i] *= inv;
-    bool taken[512] = {false};
-    for (int j = 0; j < k; j++) {
+    for (int j = 0; j < k; j++) { /* any expert count: the ones already chosen are sel[0..j) */
         int best = -1;
-        for (int i = 0; i < n_expert; i++)
-            if (!taken[i] && (best < 0 || p[i] > p[best]))
+        for (int i = 0; i < n_expert; i++) {
+            bool taken = false;
+            for (int q = 0; q < j; q++)
+                taken |= sel[q] == i;
+            if (!taken && (best < 0 || p[i] > p[best]))
                 best = i;
-        taken[best] = true;
+        }
         sel[j] = best;
         w[j] = p[best];
     }
