@@ -362,11 +362,19 @@ static void test_tq_bitlinear(void **state)
                     const uint32_t n_tiles = getenv("TERNION_TEST_SWEEP") ? 1u : 2u;
                     /* Q8_K: TQ2_0 and TQ1_0 (the runtime refuses other weights for it), decode's
                      * 4- and 16-byte loads, the default tile */
+                    /* TQ1_T's eight decode variants: all on the first kernel of each kind, the
+                     * default and one other in turn on the later ones (as test_kernels does for
+                     * I2_S: the variants change the loop's shape, each is one more compile) */
+                    static unsigned tq1t_seen[3];
+                    const unsigned k_turn = decode ? tq1t_seen[kind]++ : 0;
+                    const uint32_t turn = k_turn ? 1 + (k_turn - 1) % 7 : 0;
                     for (int ti = 0; ti < (q8k ? 2 : 3); ti++)
                         for (int nd = 0; nd < (types[ti] == FMT_TQ1_T && native ? 2 : 1); nd++)
                             /* (the 8 x 4 tile for TQ1_0 and TQ1_T: TQ2_0 shares TQ1_0's block scales) */
                             for (uint32_t v = 0; v < (decode ? (types[ti] == FMT_TQ1_T ? 8u : 2u)
                                                              : types[ti] == FMT_TQ2_0 || q8k ? 1u : n_tiles); v++) {
+                                if (decode && types[ti] == FMT_TQ1_T && turn && v && v != turn)
+                                    continue;
                                 check_kop(g, kop, &bk, nd ? nspv : bk.spv, nd ? nspv_bytes : bk.spv_bytes, decode,
                                           decode ? vars[v] : tiles[v], types[ti]);
                                 tq1t_runs += types[ti] == FMT_TQ1_T;
