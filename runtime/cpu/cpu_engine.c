@@ -654,7 +654,9 @@ int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, c
 }
 
 /* "decode avx2, prompt avx512, head avx512: measured" (one way for all) or "decode avx2
- * (cached), head avx512 (forced)"; empty when every op runs the detected level by the flags. */
+ * (cached), head avx512 (forced)"; a measured or stored choice whose verdict was not stable says
+ * so ("prompt avx512 [close]": the flags' level kept); empty when every op runs the detected
+ * level by the flags. */
 static void describe_picks(const cpu_engine *e, char *out, size_t n)
 {
     int how = -1, len = 0;
@@ -666,18 +668,23 @@ static void describe_picks(const cpu_engine *e, char *out, size_t n)
             any = any || e->pick[op].how != CPU_PICK_FLAGS || e->pick[op].isa != e->isa;
         }
     out[0] = 0;
-    for (int op = 0; any && op < CPU_OP_COUNT && len < (int)n; op++)
-        if (e->pick[op].how != CPU_PICK_NONE)
-            len += snprintf(out + len, n - len, "%s%s %s%s%s%s", len ? ", " : "; ", cpu_tune_op_name(op),
-                            cpu_isa_name(e->pick[op].isa), same ? "" : " (", same ? "" : cpu_tune_how_name(e->pick[op].how),
-                            same ? "" : ")");
+    for (int op = 0; any && op < CPU_OP_COUNT && len < (int)n; op++) {
+        const cpu_pick *p = &e->pick[op];
+        const bool timed = p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED;
+        if (p->how != CPU_PICK_NONE)
+            len += snprintf(out + len, n - len, "%s%s %s%s%s%s%s%s%s", len ? ", " : "; ", cpu_tune_op_name(op),
+                            cpu_isa_name(p->isa), same ? "" : " (", same ? "" : cpu_tune_how_name(p->how),
+                            same ? "" : ")", timed && p->quality != CPU_TUNE_STABLE ? " [" : "",
+                            timed && p->quality != CPU_TUNE_STABLE ? cpu_tune_quality_name(p->quality) : "",
+                            timed && p->quality != CPU_TUNE_STABLE ? "]" : "");
+    }
     if (any && same && len < (int)n)
         snprintf(out + len, n - len, ": %s", cpu_tune_how_name(how));
 }
 
 void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
 {
-    char picks[160];
+    char picks[240];
     describe_picks(e, picks, sizeof picks);
     snprintf(out, n, "CPU (native backend, %s kernels%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), picks,
              e->n_threads, e->n_threads_batch);
@@ -696,8 +703,9 @@ int cpu_engine_kernels(const cpu_engine *e, char *out, size_t n)
         for (int l = 0, k = 0; l < CPU_ISA_COUNT && len < (int)n; l++)
             if (p->ms[l] > 0) /* the candidates' times: "(avx2:0.812,avx512:1.204ms)" */
                 len += snprintf(out + len, n - len, "%s%s:%.3f", k++ ? "," : "(", cpu_isa_name((cpu_isa)l), p->ms[l]);
-        if ((p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED) && len < (int)n)
-            len += snprintf(out + len, n - len, "ms)");
+        if ((p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED) && len < (int)n) /* the guard's verdict */
+            len += snprintf(out + len, n - len, "ms,%d rounds,spread %.1f%%,%s%s)", p->rounds, 100 * p->spread,
+                            cpu_tune_quality_name(p->quality), p->rechecked ? ",rechecked" : "");
         const int st = p->how == CPU_PICK_MEASURED ? 2 : p->how == CPU_PICK_CACHED ? 1 : 0;
         state = st > state ? st : state;
     }
