@@ -51,6 +51,7 @@
 #include "format/fmt_kquant.h"
 #include "gen_act.h"
 #include "gen_norm.h"
+#include "ref/ref_forward.h"
 #include "ref/ref_ops.h"
 #include "schema/rt_schedule.h"
 
@@ -1277,6 +1278,157 @@ static void test_tune_cache(void **st)
     tmp_cache_leave(&tc);
 }
 
+/* --lm-head q6_k's quantizer (fmt_q6_k_quantize, llama.cpp's rounding) on random rows with
+ * outliers and an all-zero block: the codec's own decode of its bytes is within half a step
+ * (d * scale of the sub-block, as stored) of every input whose code was not clamped (round to
+ * nearest against the stored scales; a wrong bit layout misplaces codes by whole steps), the
+ * zero block is all zero bytes, and the scale search leaves a smaller total squared error than
+ * the codec's plain encoder (max |x| / 31 per sub-block) on the same rows. */
+static void test_q6k_quantize(void **st)
+{
+    (void)st;
+    enum { N = 64 * FMT_QK_K };
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    uint8_t *b = malloc((size_t)N / FMT_QK_K * FMT_Q6_K_BYTES);
+    for (int i = 0; i < N; i++) {
+        const float u = ((float)(rnd() % 20001) - 10000.0f) / 10000.0f;
+        x[i] = i / FMT_QK_K == 5 ? 0.0f : u * u * u * (i % 97 == 0 ? 8.0f : 1.0f) * 0.02f;
+    }
+    fmt_q6_k_quantize(x, N, b);
+    const fmt_codec *c = fmt_codec_find(FMT_Q6_K);
+    c->decode(b, NULL, N, y);
+    double err_ref = 0, err_plain = 0;
+    int clamped = 0;
+    for (int i = 0; i < N; i++) {
+        const uint8_t *p = b + (size_t)(i / FMT_QK_K) * FMT_Q6_K_BYTES;
+        uint16_t hd;
+        memcpy(&hd, p + 208, 2);
+        const float sstep = fmt_f16_to_f32(hd) * (float)(int8_t)p[192 + (i % FMT_QK_K) / 16], step = fabsf(sstep);
+        const float q = step > 0 ? y[i] / sstep : 0; /* the code (scales can be negative) */
+        err_ref += (double)(x[i] - y[i]) * (x[i] - y[i]);
+        if (step > 0 && (fabsf(q + 32) < 0.5f || fabsf(q - 31) < 0.5f)) {
+            clamped++;
+            continue;
+        }
+        if (fabsf(x[i] - y[i]) > 0.5f * step * (1 + 1e-5f) + 1e-12f) /* the division's float rounding */
+            fail_msg("element %d: x %g decoded %g, half step %g", i, x[i], y[i], 0.5f * step);
+    }
+    for (size_t k = 0; k < FMT_Q6_K_BYTES; k++)
+        assert_int_equal(b[5 * FMT_Q6_K_BYTES + k], 0);
+    c->encode(x, N, b);
+    c->decode(b, NULL, N, y);
+    for (int i = 0; i < N; i++)
+        err_plain += (double)(x[i] - y[i]) * (x[i] - y[i]);
+    print_message("Q6_K of %d values: %d at the code range's ends; squared error llama.cpp's %.4g, plain %.4g\n", N,
+                  clamped, err_ref, err_plain);
+    assert_true(clamped < N / 16);
+    assert_true(err_ref < err_plain);
+    free(x);
+    free(y);
+    free(b);
+}
+
+/* Captures the LM head's input: the last post-list value as wide as the model (ref_dump_fn). */
+typedef struct {
+    float *x;
+    int dim;
+} head_in;
+
+static void grab_head_in(void *ctx, const char *name, int layer, int list, int op_index, const float *data,
+                         int n_tokens, int width)
+{
+    head_in *h = ctx;
+    if (list == 2 && width == h->dim)
+        memcpy(h->x, data, sizeof(float) * (size_t)n_tokens * (size_t)width);
+}
+
+static rt_engine *open_head(int threads, bool q6k, bool q8, int backend, char *err)
+{
+    rt_engine_opts o = {.model_path = "tests/data/bitnet-kjv/model.gguf", .device_index = -1, .n_ctx = 64,
+                        .backend = backend, .n_threads = threads, .n_threads_batch = threads,
+                        .lm_head_q6k = q6k, .lm_head_q8 = q8};
+    rt_engine *e = NULL;
+    return rt_engine_open(&rt_model_bitnet_kjv, &o, &e, err) ? NULL : e;
+}
+
+/* --lm-head q6_k on the CPU (bitnet-kjv, a 9-token prompt) against the C reference: the reference
+ * forward pass's head input times the Q6_K copy of the F16 table made by the same quantizer, in
+ * llama.cpp's numerics (ref_linear: the input through Q8_K, sums in double). Rule (test_trained's):
+ * top-1 equal at every position and max |d| <= 1 % of the row's largest |logit|, since the head
+ * input itself differs from the engine's by float summation order and the rare int8 activation
+ * rounding flip. The engine's Q6_K logits are closer to that than its F16 head's are (the copy
+ * is what runs), 1 and 2 threads give the same bits, and --bench's bytes count the copy (210
+ * bytes per 256 weights). Vulkan refuses it by name. */
+static void test_head_q6k(void **st)
+{
+    (void)st;
+    char err[RT_ERR_LEN] = "";
+    static gen_model m;
+    rt_gguf *g = NULL;
+    if (gen_model_load("models/bitnet-kjv.yaml", &m, err) || rt_gguf_open("tests/data/bitnet-kjv/model.gguf", &g, err))
+        fail_msg("%s", err);
+    const rt_gguf_tensor *tab = rt_gguf_tensor_find(g, "output.weight");
+    tab = tab ? tab : rt_gguf_tensor_find(g, "token_embd.weight");
+    assert_non_null(tab);
+    assert_int_equal(tab->type, FMT_F16);
+    const int dim = (int)tab->ne[0], vocab = (int)tab->ne[1], n = 9;
+    const int32_t prompt[9] = {1, 17, 300, 42, 9, 1000, 3, 77, 5};
+    float *row = malloc(sizeof(float) * (size_t)dim), *want = malloc(sizeof(float) * (size_t)n * vocab);
+    uint8_t *q6 = malloc((size_t)vocab * (size_t)(dim / FMT_QK_K) * FMT_Q6_K_BYTES);
+    for (int v = 0; v < vocab; v++) {
+        assert_int_equal(fmt_decode_row(fmt_codec_find(FMT_F16), tab->data, dim, vocab, v, row), 0);
+        fmt_q6_k_quantize(row, dim, q6 + (size_t)v * (size_t)(dim / FMT_QK_K) * FMT_Q6_K_BYTES);
+    }
+    ref_model *ref = ref_open(&m, g, 64, REF_NUM_BATCHED, err);
+    assert_non_null(ref);
+    head_in h = {malloc(sizeof(float) * (size_t)n * dim), dim};
+    ref_set_dump(ref, grab_head_in, &h);
+    assert_int_equal(ref_eval(ref, prompt, n, 0, want, err), 0);
+    assert_int_equal(ref_linear(FMT_Q6_K, q6, dim, vocab, h.x, n, want), 0);
+    float *got[3];
+    for (int k = 0; k < 3; k++) { /* Q6_K at 2 threads, at 1 thread, F16 at 2 threads */
+        rt_engine *e = open_head(k == 1 ? 1 : 2, k < 2, false, RT_BACKEND_CPU, err);
+        if (!e)
+            fail_msg("%s", err);
+        got[k] = malloc(sizeof(float) * (size_t)n * vocab);
+        assert_int_equal(rt_engine_eval(e, prompt, n, 0, got[k], err), 0);
+        if (k == 0) {
+            rt_engine_stats es;
+            rt_engine_get_stats(e, &es);
+            assert_true(es.lm_head_q6k && !es.lm_head_q8);
+        }
+        rt_engine_close(e);
+    }
+    assert_memory_equal(got[0], got[1], sizeof(float) * (size_t)n * vocab);
+    double worst = 0, d_q6 = 0, d_f16 = 0;
+    for (int t = 0; t < n; t++) {
+        const float *a = got[0] + (size_t)t * vocab, *w = want + (size_t)t * vocab, *f = got[2] + (size_t)t * vocab;
+        double mx = 0, d = 0;
+        for (int v = 0; v < vocab; v++) {
+            mx = fmax(mx, fabs(w[v]));
+            d = fmax(d, fabs(a[v] - w[v]));
+            d_q6 += fabs(a[v] - w[v]);
+            d_f16 += fabs(f[v] - w[v]);
+        }
+        worst = fmax(worst, d / (0.01 * mx));
+        assert_true(d <= 0.01 * mx);
+        assert_int_equal(ref_argmax(a, vocab), ref_argmax(w, vocab));
+    }
+    print_message("--lm-head q6_k vs the C reference: max |d| %.1f%% of the tolerance; mean |d| %.3g (the F16 "
+                  "head's logits: %.3g)\n", 100 * worst, d_q6 / n / vocab, d_f16 / n / vocab);
+    assert_true(d_q6 < d_f16);
+    assert_null(open_head(2, true, false, RT_BACKEND_VULKAN, err));
+    assert_non_null(strstr(err, "--lm-head q6_k"));
+    for (int k = 0; k < 3; k++)
+        free(got[k]);
+    free(h.x);
+    free(row);
+    free(want);
+    free(q6);
+    ref_close(ref);
+    rt_gguf_close(g);
+}
+
 /* bitnet-kjv: a multi-row step == single steps; the exact sparse FFN == dense, bit for bit. */
 static void test_rows_and_sparse(void **st)
 {
@@ -1344,7 +1496,7 @@ int main(void)
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_norm_rows),
         cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
-        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_tune_judge), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),
+        cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_q6k_quantize), cmocka_unit_test(test_head_q6k), cmocka_unit_test(test_tune_judge), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

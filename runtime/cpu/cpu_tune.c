@@ -210,8 +210,8 @@ static const cpu_weight *head_table(const cpu_engine *e, const cpu_codec **codec
 {
     if (e->head_tensor < 0)
         return NULL;
-    const cpu_weight *w = e->head_q8.data ? &e->head_q8 : cpu_w(e, e->head_tensor, 0);
-    if ((!e->head_q8.data && cpu_qdot_has(w->type)) || cpu_kq_has(w->type))
+    const cpu_weight *w = e->head_copy.data ? &e->head_copy : cpu_w(e, e->head_tensor, 0);
+    if ((!e->head_copy.data && cpu_qdot_has(w->type)) || cpu_kq_has(w->type))
         return NULL;
     *codec = cpu_codec_find(w->type);
     return *codec ? w : NULL;

@@ -105,7 +105,7 @@ bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, boo
         if ((so->op->kind != RT_CPU_BITLINEAR && so->op->kind != RT_CPU_LM_HEAD) || so->tensor < 0 || !so->codec)
             continue;
         const cpu_weight *w = cpu_w(e, so->tensor, 0);
-        const int64_t shape[4] = {w->ne0, w->ne1, w->type, so->op->kind == RT_CPU_LM_HEAD && e->head_q8.data};
+        const int64_t shape[4] = {w->ne0, w->ne1, w->type, so->op->kind == RT_CPU_LM_HEAD ? (int64_t)(e->head_copy.data ? e->head_copy.type : 0) : 0};
         h = fnv(h, shape, sizeof shape);
     }
     char file[64];
