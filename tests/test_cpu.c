@@ -1278,23 +1278,34 @@ static void test_tune_cache(void **st)
     tmp_cache_leave(&tc);
 }
 
-/* --lm-head q6_k's quantizer (fmt_q6_k_quantize, llama.cpp's rounding) on random rows with
- * outliers and an all-zero block: the codec's own decode of its bytes is within half a step
- * (d * scale of the sub-block, as stored) of every input whose code was not clamped (round to
- * nearest against the stored scales; a wrong bit layout misplaces codes by whole steps), the
- * zero block is all zero bytes, and the scale search leaves a smaller total squared error than
- * the codec's plain encoder (max |x| / 31 per sub-block) on the same rows. */
+/* --lm-head q6_k's quantizer (fmt_q6_k_quantize, llama.cpp's rounding) on 64 blocks: random
+ * values with outliers, all-zero blocks, blocks of values below ggml's 1e-15 threshold, blocks on
+ * an exact grid. Its bytes are llama.cpp's: the FNV-1a hash of mainline llama.cpp's
+ * quantize_row_q6_K_ref output for this input (commit 3f545be, built at -O0 and -O2: the same
+ * bytes; it also matched byte for byte on 20,480 other random blocks and bitnet-kjv's whole
+ * head). The codec's own decode of them is within half a step (d * scale of the sub-block, as
+ * stored) of every input whose code was not clamped (a wrong bit layout misplaces codes by whole
+ * steps), a zero or tiny block is all zero bytes, and the scale search leaves a smaller total
+ * squared error than the codec's plain encoder (max |x| / 31 per sub-block). */
 static void test_q6k_quantize(void **st)
 {
     (void)st;
     enum { N = 64 * FMT_QK_K };
     float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
     uint8_t *b = malloc((size_t)N / FMT_QK_K * FMT_Q6_K_BYTES);
+    uint64_t s = 0x2545F4914F6CDD1Dull;
     for (int i = 0; i < N; i++) {
-        const float u = ((float)(rnd() % 20001) - 10000.0f) / 10000.0f;
-        x[i] = i / FMT_QK_K == 5 ? 0.0f : u * u * u * (i % 97 == 0 ? 8.0f : 1.0f) * 0.02f;
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const float u = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        const int blk = i / FMT_QK_K % 8;
+        x[i] = blk == 5 ? 0.0f : blk == 6 ? u * 1e-20f : blk == 7 ? (float)(i % 64 - 32) * 0.01f
+                                                               : u * u * u * (i % 97 == 0 ? 8.0f : 1.0f) * 0.02f;
     }
     fmt_q6_k_quantize(x, N, b);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < (size_t)N / FMT_QK_K * FMT_Q6_K_BYTES; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    assert_int_equal(h, 0xfc7abdcd0d219e9dull);
     const fmt_codec *c = fmt_codec_find(FMT_Q6_K);
     c->decode(b, NULL, N, y);
     double err_ref = 0, err_plain = 0;
@@ -1313,7 +1324,7 @@ static void test_q6k_quantize(void **st)
         if (fabsf(x[i] - y[i]) > 0.5f * step * (1 + 1e-5f) + 1e-12f) /* the division's float rounding */
             fail_msg("element %d: x %g decoded %g, half step %g", i, x[i], y[i], 0.5f * step);
     }
-    for (size_t k = 0; k < FMT_Q6_K_BYTES; k++)
+    for (size_t k = 0; k < 2 * FMT_Q6_K_BYTES; k++) /* blocks 5 (zeros) and 6 (below 1e-15) */
         assert_int_equal(b[5 * FMT_Q6_K_BYTES + k], 0);
     c->encode(x, N, b);
     c->decode(b, NULL, N, y);
