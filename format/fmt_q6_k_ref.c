@@ -12,7 +12,8 @@
  *     d_f16 * sc is 0 keeps the codes of its search.
  * Rounding is to nearest, halves to even (ggml's nearest_int), in float, with the products
  * and sums in ggml's order, so a table gets the bytes llama.cpp's quantizer writes for it
- * (with the same float evaluation: no fused multiply-adds). A block whose sub-block scales are
+ * (with the same float evaluation: no fused multiply-adds; test_cpu's test_q6k_quantize holds a
+ * hash of mainline llama.cpp's bytes). A block whose sub-block scales are
  * all below 1e-15 in magnitude is all zero bytes.
  */
 #include "format/fmt_codec.h"
