@@ -35,19 +35,29 @@ static int near_int(float f) /* round half to even, as ggml's nearest_int (|f| <
 
 static int clamp_code(int l) { return l < -32 ? -32 : l > 31 ? 31 : l; }
 
-/* The sum of w l x and of w l^2 (w = x^2) over the 16 codes of x at inverse scale is; codes into
- * L (plus 32) when L is not NULL. */
-static void sums(const float *x, float is, int8_t *L, float *slx, float *sl2)
+/* The sum of w l x and of w l^2 (w = x^2, wx = w x: ggml's (w * x) * l and (w * l) * l, the same
+ * bits) over the 16 codes of x at inverse scale is, added in element order; codes into L (plus 32)
+ * when L is not NULL. The per-element terms are a loop of their own so that it vectorizes. */
+static void sums(const float *x, const float *w, const float *wx, float is, int8_t *L, float *slx, float *sl2)
 {
+    float ta[16], tb[16];
+    int code[16];
+    for (int i = 0; i < 16; i++) {
+        const float v = is * x[i] + 12582912.0f; /* near_int, inline */
+        int32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        const int l = clamp_code((bits & 0x007fffff) - 0x00400000);
+        code[i] = l;
+        ta[i] = wx[i] * (float)l;
+        tb[i] = w[i] * (float)l * (float)l;
+    }
     float a = 0, b = 0;
     for (int i = 0; i < 16; i++) {
-        const int l = clamp_code(near_int(is * x[i]));
-        if (L)
-            L[i] = (int8_t)(l + 32);
-        const float w = x[i] * x[i];
-        a += w * x[i] * (float)l;
-        b += w * (float)l * (float)l;
+        a += ta[i];
+        b += tb[i];
     }
+    for (int i = 0; L && i < 16; i++)
+        L[i] = (int8_t)(code[i] + 32);
     *slx = a;
     *sl2 = b;
 }
@@ -65,16 +75,20 @@ static float subblock(const float *x, int8_t *L)
         memset(L, 0, 16);
         return 0.0f;
     }
-    float slx, sl2;
-    sums(x, -32.0f / max, L, &slx, &sl2);
+    float w[16], wx[16], slx, sl2;
+    for (int i = 0; i < 16; i++) {
+        w[i] = x[i] * x[i];
+        wx[i] = w[i] * x[i];
+    }
+    sums(x, w, wx, -32.0f / max, L, &slx, &sl2);
     float scale = sl2 ? slx / sl2 : 0.0f, best = scale * slx;
     for (int k = -9; k <= 9; k++) {
         if (!k)
             continue;
         const float is = -(32.0f + 0.1f * (float)k) / max;
-        sums(x, is, NULL, &slx, &sl2);
+        sums(x, w, wx, is, NULL, &slx, &sl2);
         if (sl2 > 0 && slx * slx > best * sl2) {
-            sums(x, is, L, &slx, &sl2);
+            sums(x, w, wx, is, L, &slx, &sl2);
             scale = slx / sl2;
             best = scale * slx;
         }
