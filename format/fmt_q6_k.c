@@ -11,9 +11,9 @@
  * Blocks are 210 bytes: a block after the first starts at no 4-byte boundary in general.
  *
  * Encoder (tools, tests): not ggml's quantize_row_q6_K_ref (a search over each sub-block's
- * scale); a plain one that writes legal blocks: scale_s = max |x| / 31 per sub-block,
- * d = max scale_s / 127 (stored f16), scales[s] and q rounded to nearest against the stored
- * values and clamped (q to -32..31).
+ * scale: fmt_q6_k_ref.c, the --lm-head q6_k copy's); a plain one that writes legal blocks:
+ * scale_s = max |x| / 31 per sub-block, d = max scale_s / 127 (stored f16), scales[s] and q
+ * rounded to nearest against the stored values and clamped (q to -32..31).
  * Kernel-side decode: gen/codec/gen_codec_k.c; the CPU dots: runtime/cpu/cpu_kquant.c.
  */
 #include "format/fmt_codec.h"

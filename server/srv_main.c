@@ -55,7 +55,7 @@ static void usage(FILE *f, const char *prog)
             "                        backend), cpu, vulkan (lavapipe included), vulkan:N or N\n"
             "  -t, --threads N       CPU backend: threads of a decode step (default: the physical cores)\n"
             "  -tb, --threads-batch N  CPU backend: threads of a prompt step (default: -t)\n"
-            "  --lm-head q8|f16      LM head table (default f16)\n"
+            "  --lm-head q8|q6_k|f16 LM head table (default f16; q6_k: CPU backend)\n"
             "  --chat-template NAME  chat format instead of the file's: bitnet, llama3, chatml, qwen3,\n"
             "                        llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3\n"
             "  -h, --help            this text\n",
@@ -120,11 +120,12 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--chat-template"))
             o->m.chat_template = v;
         else if (!strcmp(a, "--lm-head")) {
-            if (!v || (strcmp(v, "q8") && strcmp(v, "f16"))) {
-                fprintf(stderr, "error: --lm-head takes q8 or f16\n");
+            if (!v || (strcmp(v, "q8") && strcmp(v, "q6_k") && strcmp(v, "f16"))) {
+                fprintf(stderr, "error: --lm-head takes q8, q6_k or f16\n");
                 return -1;
             }
             o->m.lm_head_q8 = !strcmp(v, "q8");
+            o->m.lm_head_q6k = !strcmp(v, "q6_k");
         } else {
             fprintf(stderr, "error: unknown option '%s' (see --help)\n", a);
             return -1;

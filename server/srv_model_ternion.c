@@ -342,6 +342,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     cp.n_threads = o->n_threads;
     cp.n_threads_batch = o->n_threads_batch;
     cp.lm_head_q8 = o->lm_head_q8;
+    cp.lm_head_q6k = o->lm_head_q6k;
     size_t n = (size_t)o->n_seq;
     if (!ternion_model_load(o->model_path, &mp, &t->model)) {
         const int32_t n_train = ternion_model_n_ctx_train(t->model), n_max = ternion_model_n_ctx_max(t->model);

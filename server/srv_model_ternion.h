@@ -16,6 +16,7 @@ typedef struct {
     int backend;         /* TERNION_BACKEND_* (--device; auto by default) */
     int n_threads, n_threads_batch; /* CPU backend (-t, -tb); 0: the physical cores */
     bool lm_head_q8;
+    bool lm_head_q6k;
     const char *chat_template; /* --chat-template NAME; NULL: the file's tokenizer.chat_template */
 } srv_ternion_opts;
 

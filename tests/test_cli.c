@@ -161,7 +161,7 @@ static void test_bad_numbers(void **state)
         {"--frequency-penalty", "inf", "for --frequency-penalty"},
         {"--presence-penalty", "x", "for --presence-penalty"},
         {"--decode-chain", "0", "for --decode-chain"}, {"--decode-chain", "17", "for --decode-chain"},
-        {"--lm-head", "q4", "invalid value 'q4' for --lm-head: expected f16 or q8"},
+        {"--lm-head", "q4", "invalid value 'q4' for --lm-head: expected f16, q8 or q6_k"},
         {"--gemv", "wide", "invalid value 'wide' for --gemv: expected scalar or vec4"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -71,6 +71,8 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
                            "(0..512; 0: the physical cores): out of range", p.backend, p.n_threads, p.n_threads_batch);
     if (p.chain < TERNION_CHAIN_AUTO || p.chain > TERNION_CHAIN_ON)
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: chain %d: out of range (0..2)", p.chain);
+    if (p.lm_head_q8 && p.lm_head_q6k)
+        return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: lm_head_q8 and lm_head_q6k: one LM head copy at a time");
     if (p.lm_head_q8 && (!m->desc->decode.post_q8 || !m->desc->prefill.post_q8))
         return rt_api_fail(TERNION_E_INVALID,
                            "--lm-head q8: models/%s.yaml has no Q8_0 LM head (its width is not a multiple of %d, or "
@@ -95,6 +97,7 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         .no_int_dot = p.no_int_dot,
         .gemv_vec = p.gemv,
         .lm_head_q8 = p.lm_head_q8,
+        .lm_head_q6k = p.lm_head_q6k,
         .sparse_ffn = p.sparse_ffn,
         .tune = p.tune,
         .weights = p.weights == TERNION_WEIGHTS_TQ1     ? FMT_TQ1_T

@@ -134,6 +134,7 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .native_int_dot_available = st.native_dot_available,
         .gemv_vec = st.gemv_vec,
         .lm_head_q8 = st.lm_head_q8,
+        .lm_head_q6k = st.lm_head_q6k,
         .sparse_ffn = st.sparse_ffn,
         .streamed_layers = st.streamed_layers,
         .streamed_bytes = st.streamed_bytes,

@@ -276,6 +276,9 @@ typedef struct {
                            (same results either way) */
     bool lm_head_q8;    /* the LM head on a Q8_0 copy made at load: about half its bytes, logits
                            change slightly; TERNION_E_INVALID when the model has no such head */
+    bool lm_head_q6k;   /* the LM head on a Q6_K copy made at load (llama.cpp's quantizer): 0.41
+                           of an F16 head's bytes, logits change slightly; the CPU backend only
+                           (an error on Vulkan); TERNION_E_INVALID together with lm_head_q8 */
     int32_t sparse_ffn; /* TERNION_SPARSE_*: single-token steps skip the up rows and down columns
                            of FFN neurons whose gate is <= 0 (the same logits); EXACT needs a
                            model whose YAML has sparse_ffn: exact (else TERNION_E_INVALID);
@@ -574,6 +577,7 @@ typedef struct {
     bool native_int_dot_available; /* the device has them */
     bool gemv_vec;                 /* decode matrix rows read 16 bytes per lane (else 4) */
     bool lm_head_q8;               /* the LM head reads the Q8_0 copy */
+    bool lm_head_q6k;              /* the LM head reads the Q6_K copy */
     int32_t sparse_ffn;            /* TERNION_SPARSE_* of single-token steps */
     int32_t streamed_layers;       /* vram_budget_mib: layers copied in per step (0: all resident) */
     uint64_t streamed_bytes;       /* bytes those copies move per step */

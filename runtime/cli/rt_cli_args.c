@@ -82,7 +82,7 @@ static const flag_def flags[] = {
     {"--gemv", NULL, F_STR, O(gemv), 0, 0, "LOADS", "decode matrix rows read per lane: vec4 (16 bytes, the default on GPUs) or scalar (4 bytes, the default on CPU devices); same results"},
     {"--vram-budget", NULL, F_INT, O(vram_budget), 0, 1 << 30, "MiB", "device memory for the model (0: all resident, the default); the layers that do not fit beside two layer slots stay in host memory and are copied in per step, overlapping compute"},
     {"--weights", NULL, F_STR, O(weights), 0, 0, "FMT", "re-encode I2_S ternary weights at load: tq1 into TQ1_T (TQ1_0's trits, one f32 scale per tensor: 1.625 bits, 18.75 % fewer ternary bytes, the same logits bit for bit); tq1_0 / tq2 into ggml's TQ1_0 (1.69 bits) / TQ2_0 (2.06 bits) blocks (logits move by the F16 rounding of the scale)"},
-    {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly"},
+    {"--lm-head", NULL, F_STR, O(lm_head), 0, 0, "TYPE", "f16: the output head as stored (default); q8: an int8 (Q8_0) copy made at load, about half the bytes per token, logits differ slightly; q6_k: a Q6_K copy (llama.cpp's quantizer), 0.41 of the bytes, CPU backend only"},
     {"--sparse-ffn", NULL, F_STR, O(sparse_ffn), 0, 0, "MODE", "dense (default), exact: decode skips the up rows and down columns of FFN neurons whose gate is <= 0 (models with sparse_ffn in their YAML; same logits), or predictor: also the gate rows a low-rank predictor rules out (a file with tools/predgguf's blk.N.ffn_pred_* tensors; approximate); --profile / --bench print the fractions per layer; prompts stay dense (-b 1 runs every token through it)"},
     {"--validate", NULL, F_BOOL, O(validation), 0, 0, NULL, "enable the Vulkan validation layer"},
     {"-v", "--verbose", F_BOOL, O(verbose), 0, 0, NULL, "device and load progress on stderr"},
@@ -229,8 +229,8 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
         return bad_value(o->prog, "--gemv", o->gemv, "scalar or vec4");
     if (o->weights && strcmp(o->weights, "tq1") && strcmp(o->weights, "tq1_0") && strcmp(o->weights, "tq2"))
         return bad_value(o->prog, "--weights", o->weights, "tq1, tq1_0 or tq2");
-    if (o->lm_head && strcmp(o->lm_head, "f16") && strcmp(o->lm_head, "q8"))
-        return bad_value(o->prog, "--lm-head", o->lm_head, "f16 or q8");
+    if (o->lm_head && strcmp(o->lm_head, "f16") && strcmp(o->lm_head, "q8") && strcmp(o->lm_head, "q6_k"))
+        return bad_value(o->prog, "--lm-head", o->lm_head, "f16, q8 or q6_k");
     if (o->sparse_ffn && strcmp(o->sparse_ffn, "dense") && strcmp(o->sparse_ffn, "exact") &&
         strcmp(o->sparse_ffn, "predictor"))
         return bad_value(o->prog, "--sparse-ffn", o->sparse_ffn, "dense, exact or predictor");

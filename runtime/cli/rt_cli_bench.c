@@ -55,6 +55,7 @@ typedef struct {
     bool native_dot;       /* kernels with native integer dot products */
     bool coopmat;          /* the device has matrix units for the prompt kernels' matrix tile */
     bool lm_head_q8;       /* --lm-head q8 */
+    bool lm_head_q6k;      /* --lm-head q6_k */
     bool gemv_vec;         /* decode bitlinears read 16 bytes per lane (--gemv) */
     bool chained;          /* the chained decode schedule ran (--layer-chain) */
     int tune_state;        /* rt_tune_state of the variants */
@@ -423,6 +424,7 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->native_dot = st.native_int_dot;
     r->coopmat = st.coopmat_available;
     r->lm_head_q8 = st.lm_head_q8;
+    r->lm_head_q6k = st.lm_head_q6k;
     r->gemv_vec = st.gemv_vec;
     r->chained = st.chained_decode;
     r->tune_state = ternion_perf_variants(e, r->variants, sizeof(r->variants));
@@ -503,7 +505,7 @@ static void report_json(const rt_cli_opts *o, const char *name, const char *path
                    1000.0 / r->gram_ms, 1000.0 / r->gram_base_ms, 1000.0 / r->gram_budget_ms);
         printf("\"native_int_dot\":%s,", r->native_dot ? "true" : "false");
         printf("\"coopmat_available\":%s,", r->coopmat ? "true" : "false");
-        json_str("lm_head", r->lm_head_q8 ? "q8" : "f16", true);
+        json_str("lm_head", r->lm_head_q6k ? "q6_k" : r->lm_head_q8 ? "q8" : "f16", true);
         json_str("ternary_format", o->weights ? o->weights : "as stored", true);
         printf("\"vram_budget_mib\":%d,\"streamed_layers\":%d,\"streamed_bytes_per_token\":%llu,"
                "\"stream_copy_ms\":%.3f,\"stream_compute_ms\":%.3f,\"stream_step_ms\":%.3f,\"h2d_gbs\":%.3f,"
@@ -557,7 +559,7 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
         printf("kernels:     %s integer dot products; cooperative int8 matrices %s; LM head %s; ternary weights %s; "
            "decode matrix rows read %s\n",
            r->native_dot ? "native" : "portable (emulated)", r->coopmat ? "available" : "not available",
-           r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
+           r->lm_head_q6k ? "Q6_K (--lm-head q6_k)" : r->lm_head_q8 ? "Q8_0 (--lm-head q8)" : "as stored",
            o->weights ? o->weights : "as stored",
            r->gemv_vec ? "16 bytes per lane (--gemv vec4)" : "4 bytes per lane (--gemv scalar)");
     printf("schedule:    %s decode (--layer-chain %s), %u dispatches per token\n", r->chained ? "chained" : "unchained",

@@ -183,6 +183,7 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
                : !strcmp(o->layer_chain, "on")                    ? TERNION_CHAIN_ON
                                                                   : TERNION_CHAIN_OFF;
     cp.lm_head_q8 = o->lm_head && !strcmp(o->lm_head, "q8");
+    cp.lm_head_q6k = o->lm_head && !strcmp(o->lm_head, "q6_k");
     cp.sparse_ffn = !o->sparse_ffn                       ? TERNION_SPARSE_DENSE
                     : !strcmp(o->sparse_ffn, "exact")     ? TERNION_SPARSE_EXACT
                     : !strcmp(o->sparse_ffn, "predictor") ? TERNION_SPARSE_PREDICTOR

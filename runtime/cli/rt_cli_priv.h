@@ -67,7 +67,7 @@ typedef struct {
     bool no_normalize;         /* --embd-no-normalize: the pooled vector as it is */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
     bool tune;                 /* --tune: tune now (rt_tune.h), then the bench if --bench */
-    const char *lm_head;       /* --lm-head: "f16" (NULL: the same) or "q8" */
+    const char *lm_head;       /* --lm-head: "f16" (NULL: the same), "q8" or "q6_k" */
     const char *weights;       /* --weights: NULL (as stored), "tq1", "tq1_0" or "tq2" (repack I2_S at load) */
     const char *gemv;          /* --gemv: "scalar", "vec4" or NULL (by device type) */
     const char *layer_chain;   /* --layer-chain: "auto", "on", "off" or NULL (auto) */

@@ -249,41 +249,6 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     return 0;
 }
 
-/* --lm-head q8: the head's table quantized to Q8_0 blocks (the format's own encoder, llama.cpp's
- * rounding), row by row. */
-static int make_head_q8(cpu_engine *e, char *err)
-{
-    const cpu_weight *w = cpu_w(e, e->head_tensor, 0);
-    const fmt_codec *q8 = fmt_codec_find(FMT_Q8_0);
-    if (w->ne0 % q8->blk) {
-        snprintf(err, RT_ERR_LEN, "--lm-head q8: the head's width %lld is not a multiple of %u", (long long)w->ne0,
-                 q8->blk);
-        return -1;
-    }
-    const size_t row_bytes = (size_t)(w->ne0 / q8->blk) * q8->blk_bytes;
-    uint8_t *out = malloc(row_bytes * (size_t)w->ne1);
-    float *row = malloc(sizeof(float) * (size_t)w->ne0);
-    if (!out || !row) {
-        free(out);
-        free(row);
-        return fail_oom(err, "Q8_0 head");
-    }
-    const cpu_codec *c = cpu_codec_find(w->type);
-    for (int64_t r = 0; r < w->ne1; r++) {
-        c->row(e->isa, w, r, row);
-        q8->encode(row, w->ne0, out + (size_t)r * row_bytes);
-    }
-    free(row);
-    e->head_q8 = (cpu_weight){out, FMT_Q8_0, w->ne0, w->ne1};
-    return 0;
-}
-
-static uint64_t q8_bytes(const cpu_weight *w)
-{
-    const int64_t ne[4] = {w->ne0, w->ne1, 1, 1};
-    return fmt_nbytes(FMT_Q8_0, ne, NULL);
-}
-
 static uint64_t weight_bytes(const cpu_engine *e, int t)
 {
     const rt_tensor_desc *td = &e->d->tensors[t];
@@ -372,8 +337,14 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
                 cpu_engine_close(e);
                 return -1;
             }
-    if (resolve_ops(e, err) || alloc_buffers(e, max_threads, err) ||
-        (o->lm_head_q8 && e->head_tensor >= 0 && make_head_q8(e, err)) || !(e->pool = cpu_pool_create(max_threads, err))) {
+    if (resolve_ops(e, err)) {
+        cpu_engine_close(e);
+        return -1;
+    }
+    if (o->lm_head_copy == FMT_Q6_K && e->head_tensor >= 0 && cpu_w(e, e->head_tensor, 0)->ne0 > e->max_kq_k)
+        e->max_kq_k = (int)cpu_w(e, e->head_tensor, 0)->ne0; /* the copy's products read Q8_K codes */
+    if (alloc_buffers(e, max_threads, err) || !(e->pool = cpu_pool_create(max_threads, err)) ||
+        (o->lm_head_copy && e->head_tensor >= 0 && cpu_head_make_copy(e, o->lm_head_copy, err))) {
         cpu_engine_close(e);
         return -1;
     }
@@ -381,7 +352,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
         if (e->ops[i].tensor >= 0)
             e->ops[i].bytes = e->ops[i].op->kind == RT_CPU_EMBED
                                   ? weight_bytes(e, e->ops[i].tensor) / (uint64_t)cpu_w(e, e->ops[i].tensor, 0)->ne1
-                              : e->ops[i].op->kind == RT_CPU_LM_HEAD && e->head_q8.data ? q8_bytes(&e->head_q8)
+                              : e->ops[i].op->kind == RT_CPU_LM_HEAD && e->head_copy.data ? cpu_head_bytes(&e->head_copy)
                                                                                        : weight_bytes(e, e->ops[i].tensor);
     /* weights in place: read the file ahead and map every page now (as llama.cpp's MAP_POPULATE),
      * so the first prompt does not pay a page fault per 4 KiB of weights; mlock on request */
@@ -446,7 +417,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->moe_d);
     free(e->moe_scratch);
     free(e->kv);
-    free((void *)e->head_q8.data);
+    free((void *)e->head_copy.data);
     free(e->prof_rows[0]);
     free(e->prof_rows[1]);
     free(e);
@@ -654,7 +625,9 @@ int cpu_engine_topk(cpu_engine *e, int k, int32_t *out_ids, float *out_logits, c
 }
 
 /* "decode avx2, prompt avx512, head avx512: measured" (one way for all) or "decode avx2
- * (cached), head avx512 (forced)"; empty when every op runs the detected level by the flags. */
+ * (cached), head avx512 (forced)"; a measured or stored choice whose verdict was not stable says
+ * so ("prompt avx512 [close]": the flags' level kept); empty when every op runs the detected
+ * level by the flags. */
 static void describe_picks(const cpu_engine *e, char *out, size_t n)
 {
     int how = -1, len = 0;
@@ -666,18 +639,23 @@ static void describe_picks(const cpu_engine *e, char *out, size_t n)
             any = any || e->pick[op].how != CPU_PICK_FLAGS || e->pick[op].isa != e->isa;
         }
     out[0] = 0;
-    for (int op = 0; any && op < CPU_OP_COUNT && len < (int)n; op++)
-        if (e->pick[op].how != CPU_PICK_NONE)
-            len += snprintf(out + len, n - len, "%s%s %s%s%s%s", len ? ", " : "; ", cpu_tune_op_name(op),
-                            cpu_isa_name(e->pick[op].isa), same ? "" : " (", same ? "" : cpu_tune_how_name(e->pick[op].how),
-                            same ? "" : ")");
+    for (int op = 0; any && op < CPU_OP_COUNT && len < (int)n; op++) {
+        const cpu_pick *p = &e->pick[op];
+        const bool timed = p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED;
+        if (p->how != CPU_PICK_NONE)
+            len += snprintf(out + len, n - len, "%s%s %s%s%s%s%s%s%s", len ? ", " : "; ", cpu_tune_op_name(op),
+                            cpu_isa_name(p->isa), same ? "" : " (", same ? "" : cpu_tune_how_name(p->how),
+                            same ? "" : ")", timed && p->quality != CPU_TUNE_STABLE ? " [" : "",
+                            timed && p->quality != CPU_TUNE_STABLE ? cpu_tune_quality_name(p->quality) : "",
+                            timed && p->quality != CPU_TUNE_STABLE ? "]" : "");
+    }
     if (any && same && len < (int)n)
         snprintf(out + len, n - len, ": %s", cpu_tune_how_name(how));
 }
 
 void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
 {
-    char picks[160];
+    char picks[240];
     describe_picks(e, picks, sizeof picks);
     snprintf(out, n, "CPU (native backend, %s kernels%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), picks,
              e->n_threads, e->n_threads_batch);
@@ -696,8 +674,9 @@ int cpu_engine_kernels(const cpu_engine *e, char *out, size_t n)
         for (int l = 0, k = 0; l < CPU_ISA_COUNT && len < (int)n; l++)
             if (p->ms[l] > 0) /* the candidates' times: "(avx2:0.812,avx512:1.204ms)" */
                 len += snprintf(out + len, n - len, "%s%s:%.3f", k++ ? "," : "(", cpu_isa_name((cpu_isa)l), p->ms[l]);
-        if ((p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED) && len < (int)n)
-            len += snprintf(out + len, n - len, "ms)");
+        if ((p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED) && len < (int)n) /* the guard's verdict */
+            len += snprintf(out + len, n - len, "ms,%d rounds,spread %.1f%%,%s%s)", p->rounds, 100 * p->spread,
+                            cpu_tune_quality_name(p->quality), p->rechecked ? ",rechecked" : "");
         const int st = p->how == CPU_PICK_MEASURED ? 2 : p->how == CPU_PICK_CACHED ? 1 : 0;
         state = st > state ? st : state;
     }
@@ -716,8 +695,8 @@ uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only)
             continue;
         }
         uint64_t wb = weight_bytes(e, so->tensor);
-        if (so->op->kind == RT_CPU_LM_HEAD && e->head_q8.data)
-            wb = q8_bytes(&e->head_q8);
+        if (so->op->kind == RT_CPU_LM_HEAD && e->head_copy.data)
+            wb = cpu_head_bytes(&e->head_copy);
         if (so->sparse_gate && e->sparse && e->ffn_steps && e->ffn_dim) { /* the measured active share */
             double act = 0;
             for (int L = 0; L < e->n_layers; L++)

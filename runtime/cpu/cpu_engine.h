@@ -22,7 +22,8 @@ typedef struct {
     int n_ctx, n_batch, n_seq;  /* resolved by the caller (>= 1) */
     int n_threads;              /* decode steps (>= 1) */
     int n_threads_batch;        /* prompt steps of more than one token (>= 1) */
-    bool lm_head_q8;            /* the LM head on a Q8_0 copy of its table made at load */
+    uint32_t lm_head_copy;      /* 0: the LM head's table as stored; FMT_Q8_0 / FMT_Q6_K: on a copy
+                                   of that type made at load (cpu_head.c) */
     bool sparse_ffn;            /* the exact sparse FFN: a neuron whose gate activation is 0 never
                                    reads its up row (same logits) */
     bool mlock;                 /* lock the mapping in memory */

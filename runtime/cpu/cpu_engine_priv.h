@@ -44,7 +44,8 @@ struct cpu_engine {
     cpu_weight *w;            /* [n_tensors * n_layers]: tensor t of layer L at t * n_layers + L */
     float **vec;              /* [n_tensors * n_layers]: 1-D weights as floats (in place for F32) */
     float **vec_owned;        /* the decoded copies of non-F32 vectors (freed at close) */
-    cpu_weight head_q8;       /* --lm-head q8: the Q8_0 copy of the head's table (data owned) */
+    cpu_weight head_copy;     /* --lm-head q8 / q6_k: the Q8_0 / Q6_K copy of the head's table
+                                 (cpu_head.c; data owned), else data NULL */
     int head_tensor;          /* the LM head's tensor */
 
     cpu_step_op *ops;         /* [n_pre + n_layer + n_post] */
@@ -131,6 +132,12 @@ bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, boo
  * file; -1: a file that was ignored (a one-line warning on stderr says why). */
 int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const cpu_tune_cands *c);
 void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu, const cpu_tune_cands *c);
+
+/* The LM head's copy of type FMT_Q8_0 or FMT_Q6_K (cpu_head.c): made over the pool into
+ * e->head_copy; -1 with err for another table type, a width that is not a multiple of the
+ * block, or no memory. cpu_head_bytes: a weight's bytes. */
+int cpu_head_make_copy(cpu_engine *e, uint32_t type, char *err);
+uint64_t cpu_head_bytes(const cpu_weight *w);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);

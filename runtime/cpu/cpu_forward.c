@@ -230,18 +230,18 @@ static void act_plain_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
 static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
-    if (!e->head_q8.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type)) {
+    if (!e->head_copy.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type)) {
         cpu_qdot_rows(e->isa, cpu_w(e, so->tensor, 0), lo, hi, e->lin_q, e->lin_qd, r->head_chunk, r->head_chunk_out,
                       e->vocab);
         return;
     }
-    const cpu_weight *w = e->head_q8.data ? &e->head_q8 : cpu_w(e, so->tensor, 0);
+    const cpu_weight *w = e->head_copy.data ? &e->head_copy : cpu_w(e, so->tensor, 0);
     if (cpu_kq_has(w->type)) { /* the chunk's rows as Q8_K codes (lm_head) */
         cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->head_chunk, r->head_chunk_out,
                    e->vocab);
         return;
     }
-    const cpu_codec *c = e->head_q8.data ? cpu_codec_find(FMT_Q8_0) : so->codec;
+    const cpu_codec *c = e->head_copy.data ? cpu_codec_find(w->type) : so->codec;
     cpu_table_dot(e->pick[CPU_OP_HEAD].isa, c, w, lo, hi, e->head_x, r->head_chunk, r->head_chunk_out, e->vocab,
                   cpu_engine_scratch(e, ith));
 }
@@ -414,10 +414,10 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
             const float *x = IN0(e, so) + (size_t)s->head_rows[r0 + i] * dim;
             float *hx = e->head_x + (size_t)i * dim;
             memcpy(hx, x, sizeof(float) * (size_t)dim);
-            if (!e->head_q8.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type))
+            if (!e->head_copy.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type))
                 cpu_quant_q8_0(hx, dim, e->lin_q + (size_t)i * dim, e->lin_qd + (size_t)i * (dim / CPU_QBLK));
         }
-        if (!e->head_q8.data && cpu_kq_has(cpu_w(e, so->tensor, 0)->type))
+        if (cpu_kq_has((e->head_copy.data ? &e->head_copy : cpu_w(e, so->tensor, 0))->type))
             kq_quant(e, e->head_x, dim, 0, r->head_chunk);
         par_for(r, so, e->vocab, 64, head_body, true);
     }

@@ -16,7 +16,11 @@
  * TUNE_ATTN_KV cache rows of whole layers (at least TUNE_ATTN_BYTES). Each pass reads
  * another slice (layers, rows) than the one before, so a model larger than the caches is
  * measured streaming from memory, as its decode steps run. The levels alternate, one untimed
- * round, then each keeps the best of three. Every candidate computes the same bits (integer
+ * round, then timed rounds until their order is stable (3 to 9), and the guard of
+ * cpu_tune_pick.c decides: a level other than the flags' must beat it by more than 5 % and
+ * more than the measurement's spread. A stored choice that was close, noisy or left the
+ * flags' level is measured once more on the next run (two that disagree: the flags' level).
+ * Every candidate computes the same bits (integer
  * sums; float dots in one lane order at AVX2 and AVX-512, cpu_vec.h; test_cpu), so the choice
  * changes the speed, never the results. It is kept per CPU model, model and threads in the
  * cache folder (cpu_tune_cache.c).
@@ -35,7 +39,6 @@
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
 
-#define TUNE_ROUNDS 3                /* timed rounds per level (after one untimed round) */
 #define TUNE_PROMPT_N 32             /* tokens of the prompt measurement (at most n_batch) */
 #define TUNE_STREAM_BYTES (16 << 20) /* a one-token pass: whole layers, at least this many bytes */
 #define TUNE_PROMPT_MACS (8 << 20)   /* a prompt pass: rows of each matrix up to this many products */
@@ -156,24 +159,49 @@ static double pass(cpu_engine *e, int op, cpu_isa isa, int k, int work_k, const 
     return hooks.timer ? hooks.timer(hooks.ud, op, isa, t) : t;
 }
 
-/* Times op's candidates (alternated: one untimed round, then the best of TUNE_ROUNDS) and
- * picks the fastest. */
+/* Times op's candidates (alternated: one untimed round, then timed rounds until their order is
+ * stable, CPU_TUNE_MIN_ROUNDS to CPU_TUNE_MAX_ROUNDS) and picks one (cpu_tune_judge: the
+ * fastest when it beats the flags' level by the margin and the spread, else the flags'). */
 static void measure(cpu_engine *e, int op, const cpu_tune_cands *c, const tune_plan *p)
 {
-    double best[CPU_ISA_COUNT];
-    for (int i = 0; i < c->nc; i++) {
-        best[i] = 1e300;
-        (void)pass(e, op, c->cand[i], i, c->nc, p); /* untimed: caches, branch history, pages */
-    }
-    for (int r = 1; r <= TUNE_ROUNDS; r++)
-        for (int i = 0; i < c->nc; i++) {
-            const double t = pass(e, op, c->cand[i], r * c->nc + i, c->nc, p);
-            best[i] = t < best[i] ? t : best[i];
-        }
-    cpu_pick *pk = &e->pick[op];
-    *pk = (cpu_pick){.isa = c->cand[cpu_tune_fastest(best, c->nc)], .how = CPU_PICK_MEASURED};
+    double t[CPU_TUNE_MAX_ROUNDS * CPU_ISA_COUNT];
     for (int i = 0; i < c->nc; i++)
-        pk->ms[c->cand[i]] = best[i] / 1e6;
+        (void)pass(e, op, c->cand[i], i, c->nc, p); /* untimed: caches, branch history, pages */
+    int nr = 0;
+    while (nr < CPU_TUNE_MAX_ROUNDS && !cpu_tune_stable(t, nr, c->nc)) {
+        for (int i = 0; i < c->nc; i++)
+            t[nr * c->nc + i] = pass(e, op, c->cand[i], (nr + 1) * c->nc + i, c->nc, p);
+        nr++;
+    }
+    cpu_tune_verdict v;
+    cpu_tune_judge(t, nr, c->nc, &v);
+    cpu_pick *pk = &e->pick[op];
+    *pk = (cpu_pick){.isa = c->cand[v.pick], .how = CPU_PICK_MEASURED, .spread = v.spread, .rounds = nr,
+                     .quality = v.quality};
+    for (int i = 0; i < c->nc; i++)
+        pk->ms[c->cand[i]] = v.best[i] / 1e6;
+}
+
+/* A stored choice measured once more on this run (and then kept for good): one that was
+ * close or noisy, or that leaves the flags' level (the last candidate), not yet re-checked. */
+static bool needs_recheck(const cpu_pick *pk, const cpu_tune_cands *c)
+{
+    return c->nc > 1 && pk->how == CPU_PICK_CACHED && !pk->rechecked &&
+           (pk->quality != CPU_TUNE_STABLE || pk->isa != c->cand[c->nc - 1]);
+}
+
+/* Re-measures op (needs_recheck); when the two measurements chose different levels, neither is
+ * trusted: the flags' level runs, noisy. */
+static void recheck(cpu_engine *e, int op, const cpu_tune_cands *c, const tune_plan *p)
+{
+    const cpu_isa before = e->pick[op].isa;
+    measure(e, op, c, p);
+    cpu_pick *pk = &e->pick[op];
+    pk->rechecked = true;
+    if (pk->isa != before) {
+        pk->isa = c->cand[c->nc - 1];
+        pk->quality = CPU_TUNE_NOISY;
+    }
 }
 
 /* The LM head's table when the head runs a float table product (cpu_forward.c's head_body:
@@ -182,8 +210,8 @@ static const cpu_weight *head_table(const cpu_engine *e, const cpu_codec **codec
 {
     if (e->head_tensor < 0)
         return NULL;
-    const cpu_weight *w = e->head_q8.data ? &e->head_q8 : cpu_w(e, e->head_tensor, 0);
-    if ((!e->head_q8.data && cpu_qdot_has(w->type)) || cpu_kq_has(w->type))
+    const cpu_weight *w = e->head_copy.data ? &e->head_copy : cpu_w(e, e->head_tensor, 0);
+    if ((!e->head_copy.data && cpu_qdot_has(w->type)) || cpu_kq_has(w->type))
         return NULL;
     *codec = cpu_codec_find(w->type);
     return *codec ? w : NULL;
@@ -319,9 +347,17 @@ void cpu_engine_tune_kernels(cpu_engine *e)
         cpu_tune_cpu_name(e, hooks.cpu_name, cpu, sizeof cpu);
         /* a forced op changes what is measured: such a run neither reads nor writes the cache */
         const bool cached = !forced && cpu_tune_cache_file(e, cpu, p.n_prompt, true, path, sizeof path);
-        if (!(cached && cpu_tune_cache_load(e, path, cpu, c) == 1) && make_plan(e, &p, max_m)) {
+        const bool stored = cached && cpu_tune_cache_load(e, path, cpu, c) == 1;
+        bool redo[CPU_OP_COUNT] = {false}, any = !stored;
+        for (int op = 0; op < CPU_OP_COUNT; op++) {
+            redo[op] = c[op].nc > 1 && (!stored || needs_recheck(&e->pick[op], &c[op]));
+            any = any || redo[op];
+        }
+        if (any && make_plan(e, &p, max_m)) {
             for (int op = 0; op < CPU_OP_COUNT; op++)
-                if (c[op].nc > 1)
+                if (redo[op] && stored)
+                    recheck(e, op, &c[op], &p);
+                else if (redo[op])
                     measure(e, op, &c[op], &p);
             if (cached)
                 cpu_tune_cache_store(e, path, cpu, c);

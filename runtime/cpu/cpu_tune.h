@@ -31,18 +31,57 @@ typedef enum {
     CPU_PICK_COUNT
 } cpu_pick_how;
 
+/* How far a measurement can be trusted (cpu_tune_judge). */
+typedef enum {
+    CPU_TUNE_STABLE, /* the same candidate won the last CPU_TUNE_MIN_ROUNDS rounds, by at least
+                        the margin required of it */
+    CPU_TUNE_CLOSE,  /* stable, but the winner's lead is under the margin: the flags' level runs */
+    CPU_TUNE_NOISY,  /* no stable order within CPU_TUNE_MAX_ROUNDS rounds, or a re-check that
+                        disagreed with the first measurement: the flags' level runs */
+    CPU_TUNE_QUALITY_COUNT
+} cpu_tune_quality;
+
 typedef struct {
     cpu_isa isa;               /* the level whose kernel the op runs */
     cpu_pick_how how;
     double ms[CPU_ISA_COUNT];  /* MEASURED / CACHED: each candidate's best pass, 0 for a non-candidate */
+    double spread;             /* MEASURED / CACHED: the largest (median - best) / best of a
+                                  candidate's timed rounds */
+    int rounds;                /* MEASURED / CACHED: timed rounds per candidate */
+    cpu_tune_quality quality;  /* MEASURED / CACHED */
+    bool rechecked;            /* MEASURED / CACHED: measured a second time, on a later run than
+                                  the first, because the first was close, noisy or left the
+                                  flags' level; never measured again after that */
 } cpu_pick;
 
 const char *cpu_tune_op_name(int op);   /* "decode", "prompt", "head", "attention" */
 const char *cpu_tune_how_name(int how); /* "none", "flags", "forced", "measured", "cached" */
+const char *cpu_tune_quality_name(int q); /* "stable", "close", "noisy" */
 
 /* The index of the smallest of best[0 .. nc) (the candidates in rising level order); a tie
  * goes to the higher level, the one the flags would pick. */
 int cpu_tune_fastest(const double *best, int nc);
+
+/* The guard against noisy timings (cpu_tune_pick.c). Rounds: at least CPU_TUNE_MIN_ROUNDS, more
+ * while the order is not stable, at most CPU_TUNE_MAX_ROUNDS. A level other than the flags'
+ * (the last candidate) is chosen only when it is faster than the flags' level by more than
+ * CPU_TUNE_MARGIN and more than the measurement's own spread. */
+#define CPU_TUNE_MIN_ROUNDS 3
+#define CPU_TUNE_MAX_ROUNDS 9
+#define CPU_TUNE_MARGIN 0.05
+
+/* t[r * nc + c]: round r's time of candidate c (r < nr, candidates in rising level order).
+ * Stable: nr >= CPU_TUNE_MIN_ROUNDS and each of the last CPU_TUNE_MIN_ROUNDS rounds was won by
+ * the candidate with the best time over all rounds. */
+bool cpu_tune_stable(const double *t, int nr, int nc);
+
+typedef struct {
+    int pick;                 /* the candidate chosen (index) */
+    cpu_tune_quality quality;
+    double spread;            /* as cpu_pick.spread */
+    double best[CPU_ISA_COUNT]; /* each candidate's best time */
+} cpu_tune_verdict;
+void cpu_tune_judge(const double *t, int nr, int nc, cpu_tune_verdict *v);
 
 /* Tests: timer (when set) replaces each measured pass time of level isa on op by what it
  * returns; cpu_name (when set) replaces this CPU's model string. NULL: no hooks. */

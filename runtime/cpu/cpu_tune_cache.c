@@ -9,14 +9,19 @@
  * kind), model or thread count measures again. A file that does not parse, is cut short, names
  * another CPU, or a level this CPU cannot run or that was not a candidate is ignored with a
  * one-line warning on stderr (as the pipeline cache's are) and replaced by a new measurement.
- * One line per op with two or more candidates, in cpu_tune_op order:
+ * One line per op with two or more candidates, in cpu_tune_op order: the level chosen, each
+ * candidate's best time in ms, the measurement's spread (cpu_tune_pick.c), its timed rounds, the
+ * verdict (stable, close: the flags' level kept, noisy), and "rechecked" once a later run has
+ * measured it again (cpu_tune.c: a choice that was close, noisy or left the flags' level is
+ * measured once more, then kept for good). Version 2 files (no verdicts, kept for good
+ * whatever the noise) are ignored with the warning and measured again.
  *
- *   ternion-cpu-tune 2
+ *   ternion-cpu-tune 3
  *   cpu AMD EPYC 9R14 96-Core Processor [avx512]
- *   decode avx2 avx2=0.712 avx512=0.981
- *   prompt avx512 avx2=1.310 avx512=0.870
- *   head avx2 avx2=0.802 avx512=0.911
- *   attention avx2 avx2=0.410 avx512=0.433
+ *   decode avx2 avx2=0.712 avx512=0.981 spread=0.012 rounds=3 stable rechecked
+ *   prompt avx512 avx2=1.310 avx512=0.870 spread=0.020 rounds=3 stable
+ *   head avx512 avx2=0.802 avx512=0.831 spread=0.031 rounds=4 close rechecked
+ *   attention avx512 avx2=0.410 avx512=0.433 spread=0.150 rounds=9 noisy
  *   model bitnet-b1.58-2b
  */
 #include <stdint.h>
@@ -31,7 +36,7 @@
 #include "base/rt_cache.h"
 #include "cpu/cpu_engine_priv.h"
 
-#define MAGIC "ternion-cpu-tune 2"
+#define MAGIC "ternion-cpu-tune 3"
 #define TUNE_KEY 3 /* cpu_tune.c's slices and rounds: a change measures again */
 
 /* The brand string cpuid reports (x86), else /proc/cpuinfo's model name, else "unknown CPU". */
@@ -100,7 +105,7 @@ bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, boo
         if ((so->op->kind != RT_CPU_BITLINEAR && so->op->kind != RT_CPU_LM_HEAD) || so->tensor < 0 || !so->codec)
             continue;
         const cpu_weight *w = cpu_w(e, so->tensor, 0);
-        const int64_t shape[4] = {w->ne0, w->ne1, w->type, so->op->kind == RT_CPU_LM_HEAD && e->head_q8.data};
+        const int64_t shape[4] = {w->ne0, w->ne1, w->type, so->op->kind == RT_CPU_LM_HEAD ? (int64_t)(e->head_copy.data ? e->head_copy.type : 0) : 0};
         h = fnv(h, shape, sizeof shape);
     }
     char file[64];
@@ -108,16 +113,44 @@ bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, boo
     return rt_cache_path(file, make_dir, out, cap);
 }
 
-/* "<what> <level> <name>=<ms> ...": the chosen level (one of cand) and the times. */
-static const char *parse_choice(const char *line, const char *what, const cpu_isa *cand, int nc, cpu_isa *out,
-                                double *ms)
+/* A "spread=", "rounds=" or bare word of a choice's line into pk; false when it is none of them. */
+static bool parse_extra(const char *tok, const char *val, cpu_pick *pk, bool *q_seen)
+{
+    char *end = NULL;
+    if (val && !strcmp(tok, "spread")) {
+        pk->spread = strtod(val, &end);
+        return end != val && !*end && pk->spread >= 0 && pk->spread < 1e6;
+    }
+    if (val && !strcmp(tok, "rounds")) {
+        const long r = strtol(val, &end, 10);
+        pk->rounds = (int)r;
+        return end != val && !*end && r >= 1 && r <= CPU_TUNE_MAX_ROUNDS;
+    }
+    if (!val && !strcmp(tok, "rechecked")) {
+        pk->rechecked = true;
+        return true;
+    }
+    for (int q = 0; !val && q < CPU_TUNE_QUALITY_COUNT; q++)
+        if (!strcmp(tok, cpu_tune_quality_name(q)) && !*q_seen) {
+            pk->quality = (cpu_tune_quality)q;
+            *q_seen = true;
+            return true;
+        }
+    return false;
+}
+
+/* "<what> <level> <name>=<ms> ... spread=<s> rounds=<n> <stable|close|noisy> [rechecked]": the
+ * chosen level (one of cand), the times and the verdict into pk. */
+static const char *parse_choice(const char *line, const char *what, const cpu_isa *cand, int nc, cpu_pick *pk)
 {
     const size_t wl = strlen(what);
     if (strncmp(line, what, wl) || line[wl] != ' ')
         return "a line is missing or out of order";
     char buf[512];
     snprintf(buf, sizeof buf, "%s", line + wl + 1);
-    bool chosen = false, timed[CPU_ISA_COUNT] = {false};
+    bool chosen = false, timed[CPU_ISA_COUNT] = {false}, q_seen = false;
+    pk->rounds = 0;
+    pk->spread = -1;
     int k = 0;
     for (char *save = NULL, *tok = strtok_r(buf, " \r\n", &save); tok; tok = strtok_r(NULL, " \r\n", &save), k++) {
         char *eq = strchr(tok, '=');
@@ -126,10 +159,15 @@ static const char *parse_choice(const char *line, const char *what, const cpu_is
         int c = 0;
         while (c < nc && strcmp(tok, cpu_isa_name(cand[c])))
             c++;
+        if (c == nc && k > 0) {
+            if (!parse_extra(tok, eq ? eq + 1 : NULL, pk, &q_seen))
+                return "a field does not parse";
+            continue;
+        }
         if (c == nc)
             return "it names a level this CPU does not run or that was not measured";
         if (k == 0 && !eq) {
-            *out = cand[c];
+            pk->isa = cand[c];
             chosen = true;
             continue;
         }
@@ -137,13 +175,15 @@ static const char *parse_choice(const char *line, const char *what, const cpu_is
         const double t = eq ? strtod(eq + 1, &end) : -1.0;
         if (k == 0 || !eq || end == eq + 1 || *end || !(t > 0 && t < 1e9))
             return "a time does not parse";
-        ms[cand[c]] = t;
+        pk->ms[cand[c]] = t;
         timed[cand[c]] = true;
     }
     for (int c = 0; c < nc; c++)
         if (!timed[cand[c]])
             chosen = false;
-    return chosen ? NULL : "a level's time is missing";
+    if (!chosen)
+        return "a level's time is missing";
+    return pk->rounds && pk->spread >= 0 && q_seen ? NULL : "its spread, rounds or verdict is missing";
 }
 
 int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const cpu_tune_cands *c)
@@ -163,7 +203,7 @@ int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const 
     for (int op = 0, l = 2; op < CPU_OP_COUNT && !why; op++)
         if (c[op].nc > 1) {
             pick[op] = (cpu_pick){.how = CPU_PICK_CACHED};
-            why = parse_choice(line[l++], cpu_tune_op_name(op), c[op].cand, c[op].nc, &pick[op].isa, pick[op].ms);
+            why = parse_choice(line[l++], cpu_tune_op_name(op), c[op].cand, c[op].nc, &pick[op]);
         }
     if (why) {
         fprintf(stderr, "ternion: warning: ignoring CPU tuning cache %s: %s (measuring again)\n", path, why);
@@ -185,9 +225,11 @@ void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu
         if (c[op].nc < 2)
             continue;
         fprintf(f, "%s %s", cpu_tune_op_name(op), cpu_isa_name(e->pick[op].isa));
+        const cpu_pick *pk = &e->pick[op];
         for (int i = 0; i < c[op].nc; i++)
-            fprintf(f, " %s=%.3f", cpu_isa_name(c[op].cand[i]), e->pick[op].ms[c[op].cand[i]]);
-        fputc('\n', f);
+            fprintf(f, " %s=%.3f", cpu_isa_name(c[op].cand[i]), pk->ms[c[op].cand[i]]);
+        fprintf(f, " spread=%.3f rounds=%d %s%s\n", pk->spread, pk->rounds, cpu_tune_quality_name(pk->quality),
+                pk->rechecked ? " rechecked" : "");
     }
     fprintf(f, "model %s\n", e->d->name);
     if (fclose(f) || rename(tmp, path))

@@ -38,6 +38,9 @@ typedef struct {
     bool lm_head_q8;    /* LM head on a Q8_0 copy of its table made at load (rt_q8.h): about half
                            the bytes of an F16 head, logits change slightly; error if the model
                            has no such variant (schedule post_q8) */
+    bool lm_head_q6k;   /* LM head on a Q6_K copy of its table made at load (llama.cpp's
+                           quantizer, format/fmt_q6_k_ref.c): 0.41 of an F16 head's bytes; the
+                           CPU backend only (Vulkan refuses it by name); wins over lm_head_q8 */
     int n_seq;          /* sequences with their own KV cache (rt_engine_set_seq); 0: 1 */
     /* progress of the weights upload ("weights", bytes done, total); NULL: none. The
      * engine never prints (verbose: the Vulkan layer's device line only). */
@@ -157,6 +160,7 @@ typedef struct {
     bool native_dot_available;       /* the device has them (native_dot unless --no-int-dot) */
     bool gemv_vec;                   /* decode bitlinears read 16 bytes per lane (else 4) */
     bool lm_head_q8;                 /* the LM head reads the Q8_0 copy */
+    bool lm_head_q6k;                /* the LM head reads the Q6_K copy (CPU backend) */
     int sparse_ffn;                  /* RT_SPARSE_* of the decode schedule */
     int tune_state;                  /* rt_tune_state: defaults, stored choice, tuned now */
     bool chained;                    /* the decode schedule is the chained one (decode_chain) */

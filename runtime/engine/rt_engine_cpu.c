@@ -77,7 +77,7 @@ int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err)
         .n_ctx = e->n_ctx, .n_batch = e->n_batch, .n_seq = e->n_seq,
         .n_threads = opts->n_threads > 0 ? opts->n_threads : cores,
         .n_threads_batch = opts->n_threads_batch > 0 ? opts->n_threads_batch : opts->n_threads > 0 ? opts->n_threads : cores,
-        .lm_head_q8 = opts->lm_head_q8, .sparse_ffn = opts->sparse_ffn == RT_SPARSE_EXACT, .mlock = opts->mlock,
+        .lm_head_copy = opts->lm_head_q6k ? FMT_Q6_K : opts->lm_head_q8 ? FMT_Q8_0 : 0u, .sparse_ffn = opts->sparse_ffn == RT_SPARSE_EXACT, .mlock = opts->mlock,
         .profile = opts->profile,
     };
     if (opts->n_threads < 0 || opts->n_threads_batch < 0) {
@@ -89,7 +89,8 @@ int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err)
     if (cpu_engine_open(e->d, e->g, e->n_layers, e->vocab, &co, &e->cpu, &note, err))
         return -1;
     e->cpu_note = note; /* shown by the CLI (ternion_context_notice): the library never prints */
-    e->stats.lm_head_q8 = opts->lm_head_q8;
+    e->stats.lm_head_q8 = opts->lm_head_q8 && !opts->lm_head_q6k;
+    e->stats.lm_head_q6k = opts->lm_head_q6k;
     e->stats.sparse_ffn = co.sparse_ffn ? RT_SPARSE_EXACT : RT_SPARSE_DENSE;
     e->stats.dispatches_per_token = 0;
     e->stats.n_threads = co.n_threads;

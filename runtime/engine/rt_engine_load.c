@@ -331,7 +331,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (e->n_batch > e->n_ctx)
         e->n_batch = e->n_ctx;
     int backend = RT_BACKEND_VULKAN, device_index = opts->device_index;
-    if (rt_engine_pick_backend(opts, &backend, &device_index, err))
+    if (opts->lm_head_q6k && opts->backend == RT_BACKEND_VULKAN)
+        backend = RT_BACKEND_VULKAN; /* refused below, whether or not a device exists */
+    else if (rt_engine_pick_backend(opts, &backend, &device_index, err))
         goto fail;
     if (backend == RT_BACKEND_VULKAN && desc->vk_refusal) {
         if (opts->backend != RT_BACKEND_AUTO) {
@@ -339,6 +341,11 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
             goto fail;
         }
         backend = RT_BACKEND_CPU; /* auto: the backend that computes it */
+    }
+    if (opts->lm_head_q6k && backend != RT_BACKEND_CPU) {
+        snprintf(err, RT_ERR_LEN, "--lm-head q6_k: the Vulkan backend has no Q6_K LM head kernel (it runs on the CPU "
+                 "backend: --device cpu)");
+        goto fail;
     }
     if (backend == RT_BACKEND_CPU) {
         e->be = &rt_backend_cpu;
