@@ -250,7 +250,7 @@ $(B)/tests/test_oracle: $(MODEL_OBJ) $(B)/obj/registry.o
 $(B)/tests/test_cli $(B)/tests/test_trained $(B)/tests/test_constrained: $(call obj,tests/cli_run.c)
 # the suites that run kernels on a Vulkan device share their harness (tests/vk_harness.c)
 $(B)/tests/test_kernels $(B)/tests/test_kernels_fused $(B)/tests/test_kernels_tq $(B)/tests/test_dsl_gpu \
-$(B)/tests/test_sparse: $(call obj,tests/vk_harness.c)
+$(B)/tests/test_sparse $(B)/tests/test_moe: $(call obj,tests/vk_harness.c)
 $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)

@@ -303,9 +303,6 @@ static int aux_kernel(gen_desc *d, struct dsl_kernel *k, uint16_t *out_id, char 
  * act_quant q8_k (gen_param.h) bitlinears and a sparse_ffn mode runs on the CPU backend. */
 static const char *vk_refusal(const gen_model *m)
 {
-    for (int i = 0; i < m->n_layer; i++)
-        if (m->layer[i].kind == GEN_OP_MOE)
-            return "op moe (a mixture of experts) has no Vulkan kernels yet; the CPU backend runs it (--device cpu)";
     for (int i = 0; m->sparse_ffn && i < m->n_layer; i++)
         if (m->layer[i].kind == GEN_OP_BITLINEAR && m->layer[i].param.v[0] == GEN_AQ_Q8_K)
             return "its bitlinear ops quantize activations as llama.cpp's Q8_K (act_quant: q8_k) and it has a "

@@ -460,6 +460,45 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
     return 0;
 }
 
+/* moe (gen_moe.h): MOE_ROUTE -> <out>_route (k ids | k weights per token), MOE_GLU -> <out>_h
+ * (k rows of expert_ffn_dim per token), MOE_DOWN -> out. */
+static int lower_moe(lower_ctx *c, const sect *s, const gen_op *op)
+{
+    const gen_model *m = c->m;
+    const int K = m->hp.n_expert_used;
+    char name[GEN_MAX_NAME];
+    snprintf(name, sizeof name, "%.*s_route", GEN_MAX_NAME - 8, m->values[op->out].name);
+    const int rv = add_gval(c, name, GEN_GV_F32, 2 * K, -1);
+    snprintf(name, sizeof name, "%.*s_h", GEN_MAX_NAME - 8, m->values[op->out].name);
+    const int hv = rv < 0 ? -1 : add_gval(c, name, GEN_GV_F32, K * m->hp.expert_ffn_dim, -1);
+    gen_kop *r = hv < 0 ? NULL : add_kop(c, GEN_K_MOE_ROUTE, s->sec, op);
+    if (!r)
+        return -1;
+    r->in[0] = f32_val(c, op->in[0]);
+    r->w[0] = op->weight;
+    r->act_param = op->param;
+    r->out = rv;
+    gen_kop *gk = add_kop(c, GEN_K_MOE_GLU, s->sec, op);
+    if (!gk)
+        return -1;
+    gk->in[0] = f32_val(c, op->in[0]);
+    gk->in[1] = rv;
+    gk->w[0] = op->experts[0];
+    gk->w[1] = op->experts[1];
+    gk->act = op->act;
+    gk->out = hv;
+    snprintf(gk->label, sizeof gk->label, "moe_glu %s+%s", m->tensors[op->experts[0]].key, m->tensors[op->experts[1]].key);
+    gen_kop *d = add_kop(c, GEN_K_MOE_DOWN, s->sec, op);
+    if (!d)
+        return -1;
+    d->in[0] = hv;
+    d->in[1] = rv;
+    d->w[0] = op->experts[2];
+    d->out = f32_val(c, op->out);
+    snprintf(d->label, sizeof d->label, "moe_down %s", m->tensors[op->experts[2]].key);
+    return 0;
+}
+
 static int lower_section(lower_ctx *c, const sect *s)
 {
     sect_state st;
@@ -489,7 +528,7 @@ static int lower_section(lower_ctx *c, const sect *s)
             }
             break;
         }
-        case GEN_OP_MOE: rc = 0; break; /* no kernel yet: Vulkan refuses the model (gen_desc.c vk_refusal) */
+        case GEN_OP_MOE: rc = lower_moe(c, s, op); break;
         default: rc = lower_direct(c, s, i, &st); break;
         }
         if (rc)

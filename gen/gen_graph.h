@@ -65,7 +65,14 @@
                                   /*   0 elsewhere (+ last_out: next norm)         */ \
     X(SPARSE_DOWN, "sparse_down") /* out = res + W.q over the listed columns       */ \
                                   /*   (transposed copy, + last_out)               */ \
-    X(ACT, "act")                 /* y = act(a) (act: gen_act.h)                   */
+    X(ACT, "act")                 /* y = act(a) (act: gen_act.h)                   */ \
+    /* mixture of experts (the moe op, gen_moe.h; gen/kernels/gen_k_moe.c)          */ \
+    X(MOE_ROUTE, "moe_route")     /* out[t] = k expert ids | k weights of x[t]     */ \
+                                  /*   (w[0] the router; act_param: gating, norm)  */ \
+    X(MOE_GLU, "moe_glu")         /* out[t][j] = act(Wg_e x) * (Wu_e x), e = id j  */ \
+                                  /*   (in[1] the route; w[0], w[1] gate, up)      */ \
+    X(MOE_DOWN, "moe_down")       /* out[t] = sum_j w_j Wd_e in[0][t][j] in order  */ \
+                                  /*   (in[1] the route; w[0] down)                */
 
 typedef enum {
 #define GEN_KOP_ENUM(id, name) GEN_K_##id,
@@ -109,8 +116,9 @@ typedef struct {
     int w[GEN_KOP_MAX_PARTS]; /* tensor indices into gen_model.tensors (-1 unused); LINEAR: w[1] its bias */
     int n_parts;    /* BITLINEAR_MULTI: parts (weight w[p] -> output part_out[p]) */
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
-    int act;        /* BITLINEAR_GLU, ACT_MUL, ACT: the activation's row in gen_act.h, else -1 */
-    gen_params act_param; /* with act: the op's values of the row's parameters */
+    int act;        /* BITLINEAR_GLU, ACT_MUL, ACT, MOE_GLU: the activation's row in gen_act.h, else -1 */
+    gen_params act_param; /* with act: the op's values of the row's parameters; MOE_ROUTE: the
+                           * moe op's (gen_moe_params: gating, norm_topk) */
     bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
     int splits;     /* ATTENTION (decode): the cache rows are cut into this many ranges,
                      * one workgroup each per head, writing partials (out) that the

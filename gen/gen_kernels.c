@@ -28,6 +28,9 @@ static const gen_kernel_fn builders[GEN_K_COUNT] = {
     [GEN_K_SPARSE_GATE] = gen_k_sparse,
     [GEN_K_SPARSE_UP] = gen_k_sparse,
     [GEN_K_SPARSE_DOWN] = gen_k_sparse,
+    [GEN_K_MOE_ROUTE] = gen_k_moe,
+    [GEN_K_MOE_GLU] = gen_k_moe,
+    [GEN_K_MOE_DOWN] = gen_k_moe,
 };
 
 int gen_kernel_build(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)

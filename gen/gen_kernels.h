@@ -71,5 +71,6 @@ int gen_k_eltwise(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, ch
 int gen_k_lm_head(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_linear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);    /* the LM head's row loop */
 int gen_k_sparse(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);     /* SPARSE_* (decode) */
+int gen_k_moe(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);        /* MOE_ROUTE, _GLU, _DOWN */
 
 #endif

@@ -1,6 +1,9 @@
 /* test_moe.c - the `moe` op (gen/gen_moe.h): its YAML rules, the C reference's selection against
- * hand-computed values, and the CPU kernel (runtime/cpu/cpu_moe.c) against the reference on random
- * data. Whole models against llama.cpp: the oracle case tests/data/oracle/qwen3moe-tiny.
+ * hand-computed values, the CPU kernel (runtime/cpu/cpu_moe.c) and the three Vulkan kernels
+ * (gen/kernels/gen_k_moe.c, through the kernel suites' harness tests/vk_harness.h) against the
+ * reference on random data. Whole models against llama.cpp: the oracle case
+ * tests/data/oracle/qwen3moe-tiny (CPU backend and Vulkan); the CPU backend's against the C
+ * reference: test_moe_vs_reference in tests/test_e2e.c.
  *
  * Owns: the moe op's unit checks.
  */
@@ -19,10 +22,14 @@
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_moe.h"
 #include "format/fmt_codec.h"
+#include "dsl.h"
 #include "gen_act.h"
+#include "gen_graph.h"
+#include "gen_kernels.h"
 #include "gen_model.h"
 #include "gen_moe.h"
 #include "ref/ref_moe.h"
+#include "tests/vk_harness.h"
 
 #define YAML_PATH "tests/data/moe/qwen3moe-tiny.yaml"
 
@@ -263,6 +270,220 @@ static void test_kernel_vs_ref(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- the Vulkan kernels */
+
+/* The test model with substrings replaced in turn (pairs: find, replace; NULL-ended). */
+static void load_variant(const char *const *subst, gen_model *m)
+{
+    char *s = read_text(YAML_PATH);
+    for (int i = 0; subst[i]; i += 2) {
+        const char *at = strstr(s, subst[i]);
+        if (!at)
+            fail_msg("'%s' is not in %s", subst[i], YAML_PATH);
+        const size_t pre = (size_t)(at - s), fl = strlen(subst[i]), rl = strlen(subst[i + 1]);
+        char *t = malloc(strlen(s) + rl + 1);
+        assert_non_null(t);
+        memcpy(t, s, pre);
+        memcpy(t + pre, subst[i + 1], rl);
+        strcpy(t + pre + rl, at + fl);
+        free(s);
+        s = t;
+    }
+    char err[GEN_ERR_LEN] = "";
+    if (gen_model_parse(s, strlen(s), YAML_PATH, m, err))
+        fail_msg("%s", err);
+    free(s);
+}
+
+/* One dispatch of kop's kernel for n tokens, binding bufs[] in the kernel's argument order
+ * (the builder's: activations and weights as gen_k_moe.c declares them). */
+static void gpu_run(const gen_graph *g, const gen_kop *kop, bool decode, uint32_t n, const rt_buf *const *bufs,
+                    int n_bufs)
+{
+    gen_kernel_out ko;
+    if (gen_kernel_build(g, kop, decode, &ko, vkh_err))
+        fail_msg("%s: %s", kop->label, vkh_err);
+    dsl_kernel *k = (dsl_kernel *)ko.k;
+    assert_int_equal(ko.n_args, n_bufs);
+    assert_int_equal(ko.n_params, 0);
+    uint32_t *spv, spec[RT_SPEC_COUNT], gr[3];
+    size_t spv_bytes;
+    vkh_compile(k, dsl_compile, &spv, &spv_bytes);
+    vkh_spec(spec, 0, 0);
+    rt_pipeline *pl = vkh_pipeline(dsl_kernel_name(k), spv, spv_bytes, spec);
+    vkh_groups(&ko, decode ? 1 : n, 0, 0, 0, 0, gr);
+    vkh_set_dyn(0, n, 0);
+    vkh_dispatch(k, pl, bufs, n_bufs, NULL, 0, gr);
+    free(spv);
+    gen_kernel_out_free(&ko);
+}
+
+/* A random stacked tensor of model tensor t's type and shape, on the device too. */
+static uint8_t *tensor_of(const gen_model *m, int t, unsigned *seed, rt_buf *out)
+{
+    const gen_tensor *ts = &m->tensors[t];
+    uint8_t *w = random_tensor(ts->type, (int)ts->ne[0], (int)ts->ne[1], ts->n_dims > 2 ? (int)ts->ne[2] : 1, seed);
+    const int64_t ne[4] = {ts->ne[0], ts->ne[1], ts->n_dims > 2 ? ts->ne[2] : 1, 1};
+    *out = vkh_buf((size_t)fmt_nbytes(ts->type, ne, NULL), w);
+    return w;
+}
+
+/* Worst errors over the cases (printed at the end). */
+static double worst_w, worst_h, worst_y;
+
+/* The three kernels of one variant for a step of n tokens (decode: the one-token kernels),
+ * each fed the reference's inputs (the route and h the reference made), outputs poisoned and
+ * sized for n + 1 tokens (the last left poisoned). Rules:
+ *  - expert ids: exact (random scores here have no near ties; the seed is fixed, so a tie
+ *    within the kernels' rounding would fail every run, not flake);
+ *  - weights: 1e-4 elementwise: exp of logits summed in another order (|d l| <= dim x 2^-24 x
+ *    sum |w x|, ~1e-6 here) and GPU exp (3 + 2 |l| ulp): a few 1e-6 (measured below); a wrong
+ *    formula (no normalization, softmax for sigmoid, no max shift in fp32 range) moves them by
+ *    more than 1e-2;
+ *  - h = act(gate x) * (up x): 1e-4 of max |h|: each product within gen_k_linear's rule (1e-5
+ *    of its largest value: lane-strided f32 sums of exact products, or of exact Q8_0 block sums
+ *    on the same input codes), multiplied through silu (slope <= 1.1, its table tol 2e-6);
+ *  - y = sum_j w_j down_e h_j: 1e-4 of max |y|: k products within 1e-5 of their largest |.|
+ *    (the same rule), weighted (w <= 1) and added in the same order. */
+static void gpu_case(const gen_model *m, const gen_graph *g, bool decode, uint32_t n, unsigned *seed)
+{
+    const gen_kop *kr = NULL, *kg = NULL, *kd = NULL;
+    for (int i = 0; i < g->n_kops; i++) {
+        const gen_kop *o = &g->kops[i];
+        kr = o->kind == GEN_K_MOE_ROUTE ? o : kr;
+        kg = o->kind == GEN_K_MOE_GLU ? o : kg;
+        kd = o->kind == GEN_K_MOE_DOWN ? o : kd;
+    }
+    assert_true(kr && kg && kd);
+    const int D = m->values[kr->in[0]].width, F = m->hp.expert_ffn_dim, NE = m->hp.n_expert, K = m->hp.n_expert_used;
+    const uint32_t NT = n + 1;
+    rt_buf wb[4];
+    uint8_t *w[4];
+    const int tens[4] = {kr->w[0], kg->w[0], kg->w[1], kd->w[0]};
+    for (int i = 0; i < 4; i++)
+        w[i] = tensor_of(m, tens[i], seed, &wb[i]);
+    const gen_op *op = NULL;
+    for (int i = 0; i < m->n_layer; i++)
+        op = m->layer[i].kind == GEN_OP_MOE ? &m->layer[i] : op;
+    const ref_moe_op ro = {.router_type = m->tensors[tens[0]].type, .router = w[0],
+                           .exp_type = {m->tensors[tens[1]].type, m->tensors[tens[2]].type, m->tensors[tens[3]].type},
+                           .exp = {w[1], w[2], w[3]}, .dim = D, .eff = F, .n_expert = NE, .k = K,
+                           .sigmoid = op->param.v[0] != 0.0f, .norm = op->param.v[1] != 0.0f,
+                           .act = gen_act_at(op->act)->ref};
+    float *x = vkh_rnd_vec((size_t)NT * D, 1.0f), *y_ref = vkh_xmalloc(sizeof(float) * n * D);
+    float *h_ref = vkh_xmalloc(sizeof(float) * NT * K * F), *route_ref = vkh_xmalloc(sizeof(float) * NT * 2 * K);
+    int *sel = vkh_xmalloc(sizeof(int) * n * K);
+    float *wt = vkh_xmalloc(sizeof(float) * n * K);
+    assert_int_equal(ref_moe(&ro, x, (int)n, y_ref, sel, wt), 0);
+    for (uint32_t t = 0; t < n; t++)
+        for (int j = 0; j < K; j++) {
+            const uint32_t id = (uint32_t)sel[t * K + j];
+            memcpy(&route_ref[t * 2 * K + j], &id, 4);
+            route_ref[t * 2 * K + K + j] = wt[t * K + j];
+            assert_int_equal(ref_moe_hidden(&ro, x + (size_t)t * D, sel[t * K + j], h_ref + ((size_t)t * K + j) * F), 0);
+        }
+    rt_buf xb = vkh_buf(sizeof(float) * NT * D, x), rin = vkh_buf(sizeof(float) * NT * 2 * K, route_ref);
+    rt_buf hin = vkh_buf(sizeof(float) * NT * K * F, h_ref);
+    rt_buf out[3] = {vkh_buf(sizeof(float) * NT * 2 * K, NULL), vkh_buf(sizeof(float) * NT * K * F, NULL),
+                     vkh_buf(sizeof(float) * NT * D, NULL)};
+    gpu_run(g, kr, decode, n, (const rt_buf *[]){&xb, &wb[0], &out[0]}, 3);
+    gpu_run(g, kg, decode, n, (const rt_buf *[]){&xb, &rin, &wb[1], &wb[2], &out[1]}, 5);
+    gpu_run(g, kd, decode, n, (const rt_buf *[]){&hin, &rin, &wb[3], &out[2]}, 4);
+    float *route = vkh_fetch(&out[0], sizeof(float) * NT * 2 * K), *h = vkh_fetch(&out[1], sizeof(float) * NT * K * F);
+    float *y = vkh_fetch(&out[2], sizeof(float) * NT * D);
+    float gw[64], rw[64];
+    double ew = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        assert_memory_equal(route + t * 2 * K, route_ref + t * 2 * K, 4 * (size_t)K); /* the ids */
+        memcpy(gw, route + t * 2 * K + K, 4 * (size_t)K);
+        memcpy(rw, route_ref + t * 2 * K + K, 4 * (size_t)K);
+        ew = fmax(ew, vkh_max_rel(gw, rw, (size_t)K, VKH_ELEM));
+    }
+    const double eh = vkh_max_rel(h, h_ref, (size_t)n * K * F, VKH_NORM);
+    const double ey = vkh_max_rel(y, y_ref, (size_t)n * D, VKH_NORM);
+    printf("moe kernels %s, %u token%s (%d experts, top %d, width %d): weights %.3g, h %.3g, y %.3g (bounds 1e-4)\n",
+           decode ? "decode" : "batch", n, n > 1 ? "s" : "", NE, K, F, ew, eh, ey);
+    worst_w = fmax(worst_w, ew), worst_h = fmax(worst_h, eh), worst_y = fmax(worst_y, ey);
+    assert_true(ew <= 1e-4 && eh <= 1e-4 && ey <= 1e-4);
+    assert_true(vkh_all_poison(route + n * 2 * K, 2 * (size_t)K)); /* nothing past the step's tokens */
+    assert_true(vkh_all_poison(h + (size_t)n * K * F, (size_t)K * F));
+    assert_true(vkh_all_poison(y + (size_t)n * D, (size_t)D));
+    vkh_free_bufs(wb, 4);
+    vkh_free_bufs(out, 3);
+    vkh_free_bufs(&xb, 1);
+    vkh_free_bufs(&rin, 1);
+    vkh_free_bufs(&hin, 1);
+    for (int i = 0; i < 4; i++)
+        free(w[i]);
+    free(x), free(y_ref), free(h_ref), free(route_ref), free(sel), free(wt), free(route), free(h), free(y);
+}
+
+/* Variants of the test model at awkward sizes, every expert format the reference reads (F32,
+ * F16, Q8_0, Q4_0, Q2_0), both routers and gatings: the model's own (8 experts, top 2, width
+ * 160, softmax normalized); 13 experts, top 3, width 96 (3 Q4_0 blocks), an F16 router,
+ * sigmoid not normalized; 6 experts all used, width 192 (3 Q2_0 blocks), softmax not
+ * normalized. A prompt of 5, 13 or 3 tokens and a one-token step each. */
+static void test_gpu_kernels(void **state)
+{
+    vkh_seed(4242);
+    vkh_open();
+    if (!vkh_vk) {
+        vkh_close();
+        skip();
+    }
+    static const char *const v0[] = {NULL};
+    static const char *const v1[] = {"n_expert: 8", "n_expert: 13", "n_expert_used: 2", "n_expert_used: 3",
+                                     "expert_ffn_dim: 160", "expert_ffn_dim: 96",
+                                     "ffn_gate_inp.weight\",  type: f32", "ffn_gate_inp.weight\",  type: f16",
+                                     "ffn_gate_exps.weight\", type: q8_0", "ffn_gate_exps.weight\", type: q4_0",
+                                     "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: f32",
+                                     "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q4_0",
+                                     "gating: softmax, norm_topk: true", "gating: sigmoid, norm_topk: false", NULL};
+    static const char *const v2[] = {"n_expert: 8", "n_expert: 6", "n_expert_used: 2", "n_expert_used: 6",
+                                     "expert_ffn_dim: 160", "expert_ffn_dim: 192",
+                                     "ffn_gate_exps.weight\", type: q8_0", "ffn_gate_exps.weight\", type: q2_0",
+                                     "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: q2_0",
+                                     "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q2_0",
+                                     "norm_topk: true", "norm_topk: false", NULL};
+    const char *const *variants[] = {v0, v1, v2};
+    const uint32_t tokens[] = {5, 13, 3};
+    static gen_graph g;
+    unsigned seed = 99;
+    for (int v = 0; v < 3; v++) {
+        load_variant(variants[v], &g_m);
+        if (gen_graph_build(&g_m, true, &g, vkh_err))
+            fail_msg("%s", vkh_err);
+        gpu_case(&g_m, &g, false, tokens[v], &seed);
+        gpu_case(&g_m, &g, true, 1, &seed);
+    }
+    printf("moe kernels: worst weights %.3g, h %.3g, y %.3g\n", worst_w, worst_h, worst_y);
+    vkh_close();
+}
+
+/* An expert format the kernels do not read (BF16 here; the CPU backend refuses it at load): the
+ * generator's one error, naming the op's line, the format and the tensor. */
+static void test_gpu_refusal(void **state)
+{
+    static const char *const bf16[] = {"ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: bf16", NULL};
+    static gen_graph g;
+    load_variant(bf16, &g_m);
+    if (gen_graph_build(&g_m, true, &g, vkh_err))
+        fail_msg("%s", vkh_err);
+    int n = 0;
+    for (int i = 0; i < g.n_kops; i++)
+        if (g.kops[i].kind == GEN_K_MOE_GLU) {
+            gen_kernel_out ko;
+            char err[GEN_ERR_LEN] = "";
+            assert_int_not_equal(gen_kernel_build(&g, &g.kops[i], false, &ko, err), 0);
+            gen_kernel_out_free(&ko);
+            printf("%s\n", err);
+            assert_non_null(strstr(err, "qwen3moe-tiny.yaml:73:"));
+            assert_non_null(strstr(err, "moe: no kernel reads bf16 'ffn_up_exps'"));
+            n++;
+        }
+    assert_int_equal(n, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +491,8 @@ int main(void)
         cmocka_unit_test(test_yaml_bad),
         cmocka_unit_test(test_select_known),
         cmocka_unit_test(test_kernel_vs_ref),
+        cmocka_unit_test(test_gpu_kernels),
+        cmocka_unit_test(test_gpu_refusal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* vk_harness.h - the one harness of the suites that run kernels on a Vulkan device
- * (test_kernels, test_kernels_fused, test_kernels_tq, test_dsl_gpu, test_sparse).
+ * (test_kernels, test_kernels_fused, test_kernels_tq, test_dsl_gpu, test_sparse, test_moe).
  *
  * Owns: the device (created once, with validation; NULL when there is none, and then every
  * device test skips through vkh_need_device) and the error text of its calls; the suites'

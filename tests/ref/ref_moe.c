@@ -55,14 +55,26 @@ static const void *expert(uint32_t type, const void *base, int K, int M, int e)
     return (const uint8_t *)base + (size_t)fmt_nbytes(type, ne, NULL) * (size_t)e;
 }
 
+int ref_moe_hidden(const ref_moe_op *op, const float *x, int e, float *h)
+{
+    const int D = op->dim, F = op->eff;
+    float *u = malloc(sizeof(float) * (size_t)F);
+    int rc = !u || lin(op->exp_type[0], expert(op->exp_type[0], op->exp[0], D, F, e), D, F, x, h) ||
+             lin(op->exp_type[1], expert(op->exp_type[1], op->exp[1], D, F, e), D, F, x, u);
+    for (int i = 0; !rc && i < F; i++)
+        h[i] = op->act(h[i], NULL) * u[i];
+    free(u);
+    return rc ? -1 : 0;
+}
+
 int ref_moe(const ref_moe_op *op, const float *x, int n, float *y, int *sel_out, float *w_out)
 {
     const int D = op->dim, F = op->eff, K = op->k;
     float *lg = malloc(sizeof(float) * (size_t)op->n_expert), *g = malloc(sizeof(float) * (size_t)F);
-    float *u = malloc(sizeof(float) * (size_t)F), *d = malloc(sizeof(float) * (size_t)D);
+    float *d = malloc(sizeof(float) * (size_t)D);
     int sel[512];
     float w[512];
-    int rc = lg && g && u && d && op->n_expert <= 512 ? 0 : -1;
+    int rc = lg && g && d && op->n_expert <= 512 ? 0 : -1;
     for (int t = 0; !rc && t < n; t++) {
         const float *xt = x + (size_t)t * D;
         float *yt = y + (size_t)t * D;
@@ -71,11 +83,8 @@ int ref_moe(const ref_moe_op *op, const float *x, int n, float *y, int *sel_out,
             break;
         ref_moe_select(lg, op->n_expert, K, op->sigmoid, op->norm, sel, w);
         for (int j = 0; j < K && !rc; j++) {
-            rc = lin(op->exp_type[0], expert(op->exp_type[0], op->exp[0], D, F, sel[j]), D, F, xt, g) ||
-                 lin(op->exp_type[1], expert(op->exp_type[1], op->exp[1], D, F, sel[j]), D, F, xt, u);
-            for (int i = 0; i < F; i++)
-                g[i] = op->act(g[i], NULL) * u[i];
-            rc = rc || lin(op->exp_type[2], expert(op->exp_type[2], op->exp[2], F, D, sel[j]), F, D, g, d);
+            rc = ref_moe_hidden(op, xt, sel[j], g) ||
+                 lin(op->exp_type[2], expert(op->exp_type[2], op->exp[2], F, D, sel[j]), F, D, g, d);
             for (int i = 0; i < D; i++) /* ggml_mul by the weight, then the adds in order */
                 yt[i] = j ? yt[i] + d[i] * w[j] : d[i] * w[j];
         }
@@ -86,7 +95,6 @@ int ref_moe(const ref_moe_op *op, const float *x, int n, float *y, int *sel_out,
     }
     free(lg);
     free(g);
-    free(u);
     free(d);
     return rc;
 }

@@ -30,5 +30,7 @@ void ref_moe_select(const float *logits, int n_expert, int k, bool sigmoid, bool
  * block-quantized ones). sel / w (optional, [n][k]) receive the selection. -1: a format
  * without a reference, or out of memory. */
 int ref_moe(const ref_moe_op *op, const float *x, int n, float *y, int *sel, float *w);
+/* h [eff] = act(gate_e x) * up_e x for one token x [dim] and expert e (ref_moe's hidden row). */
+int ref_moe_hidden(const ref_moe_op *op, const float *x, int e, float *h);
 
 #endif
