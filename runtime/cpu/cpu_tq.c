@@ -14,6 +14,9 @@
 #define TQ_BLK FMT_TQ_BLOCK
 #define TQ_ROWS 4  /* rows decoded per pass */
 #define TQ_CHUNK 64 /* tokens whose block code sums are held at once */
+#ifndef TQ_AHEAD
+#define TQ_AHEAD 16 /* blocks a lone token's pass prefetches ahead in each of its rows */
+#endif
 
 /* What a tile reads: the pass's decoded rows and the activations. */
 typedef struct {
@@ -180,12 +183,13 @@ CPU_TARGET_AVX512 static void tile_vnni_4(const tq_pass *p, int t, double *out) 
         const int8_t *qb = p->a->q + (size_t)(p->t0 + t) * p->K + b * TQ_BLK;                               \
         __m256i acc[TQ_ROWS];                                                                               \
         _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {                                         \
+            _mm_prefetch((const char *)(rows[i] + (b + TQ_AHEAD) * bb), _MM_HINT_T0);                       \
             __m256i c[8];                                                                                   \
             REGS(rows[i] + b * bb, c);                                                                      \
-            __m256i s = _mm256_setzero_si256();                                                             \
+            __m256i s[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains */               \
             _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)                                             \
-                s = STEP(s, c[j], _mm256_loadu_si256((const __m256i *)(qb + 32 * j)));                      \
-            acc[i] = FIN(s);                                                                                \
+                s[j & 1] = STEP(s[j & 1], c[j], _mm256_loadu_si256((const __m256i *)(qb + 32 * j)));        \
+            acc[i] = _mm256_add_epi32(FIN(s[0]), FIN(s[1]));                                                \
         }                                                                                                   \
         const __m128i h = _mm_setr_epi16(f16_at(rows[0] + (b + 1) * bb - 2),            \
                                          f16_at(rows[1] + (b + 1) * bb - 2),            \
