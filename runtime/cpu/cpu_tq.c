@@ -1,7 +1,8 @@
 /* cpu_tq.c - TQ1_0 / TQ2_0 times int8 activations at AVX2 and AVX-512 (cpu_tq.h): a pass
  * decodes four rows into unsigned codes (one byte each, element order) and their block scales,
  * then walks the tokens in tiles, each block of 256 of each (row, token) summed exactly in
- * int32 and added to that pair's double sum in block order. */
+ * int32 and added to that pair's double sum in block order; a lone token (a decode step) reads
+ * the four rows' bytes and decodes them in registers instead. */
 #include "cpu/cpu_tq.h"
 
 #include <string.h>
@@ -14,9 +15,7 @@
 #define TQ_BLK FMT_TQ_BLOCK
 #define TQ_ROWS 4  /* rows decoded per pass */
 #define TQ_CHUNK 64 /* tokens whose block code sums are held at once */
-#ifndef TQ_AHEAD
 #define TQ_AHEAD 16 /* blocks a lone token's pass prefetches ahead in each of its rows */
-#endif
 
 /* What a tile reads: the pass's decoded rows and the activations. */
 typedef struct {
