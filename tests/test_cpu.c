@@ -279,6 +279,62 @@ static void test_i2s(void **st)
                     check_matmul(FMT_I2_S, ks[a], ms[b], ns[c]);
 }
 
+/* TQ1_0 / TQ2_0 through the tiled kernels of cpu_tq.c (four rows a pass, tokens 2 (AVX2) or 4
+ * (AVX-512) a tile, block code sums 64 tokens at a time, a lone token decoded in registers): rows
+ * not a multiple of 4, tokens not a multiple of a tile, one token, and 65 (a last chunk of one
+ * token), random per-block d of both signs, TQ2_0's code 3 (weight +2 in the reference's decode)
+ * sprinkled in, activations per token and per 256-block (Q8_K), outputs poisoned with NaN, rows
+ * split in two ranges at an odd row. Rule: equal to ref_bitlinear_tq / ref_bitlinear_tq_q8k bit
+ * for bit at every level (exact int32 block sums, exact double products, the same additions in
+ * block order: cpu_tq.h). */
+static void check_tq_tiles(uint32_t type, int K, int M, int n)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    const int nb = K / 256;
+    uint8_t *w = random_ternary(type, K, M, 1.0f);
+    for (int b = 0; b < M * nb; b++) {
+        uint8_t *blk = w + (size_t)b * c->blk_bytes;
+        const uint16_t h = fmt_f32_to_f16(frnd(3.0f));
+        memcpy(blk + c->blk_bytes - 2, &h, 2);
+        for (int k = 0; type == FMT_TQ2_0 && k < 64; k++)
+            blk[k] |= rnd() % 16 == 0 ? (uint8_t)(3u << 2 * (rnd() % 4)) : 0;
+    }
+    float *x = malloc(sizeof(float) * K * n), *y = malloc(sizeof(float) * M * n), *yr = malloc(sizeof(float) * M * n);
+    float *s = malloc(sizeof(float) * n), *bs = malloc(sizeof(float) * n * nb);
+    int8_t *q = malloc((size_t)K * n);
+    int32_t *qsum = malloc(sizeof(int32_t) * n);
+    void *scratch = malloc(cpu_codec_scratch(K));
+    for (int i = 0; i < K * n; i++)
+        x[i] = frnd(2.0f) * (float)(1 + i / 256 % 3);
+    const cpu_weight cw = {w, type, K, M};
+    for (int q8k = 0; q8k < 2; q8k++) {
+        for (int t = 0; t < n; t++)
+            if (q8k)
+                cpu_act_quant_q8k(x + (size_t)t * K, K, q + (size_t)t * K, bs + (size_t)t * nb);
+            else
+                s[t] = cpu_act_quant(CPU_ISA_SCALAR, x + (size_t)t * K, K, q + (size_t)t * K, &qsum[t]);
+        const cpu_qact a = {.K = K, .n = n, .q = q, .qp = q, .s = s, .qsum = qsum, .bs = q8k ? bs : NULL};
+        if (q8k)
+            ref_bitlinear_tq_q8k((int)type, w, K, M, q, bs, n, yr, NULL);
+        else
+            ref_bitlinear_tq((int)type, w, K, M, q, s, n, yr, NULL);
+        for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+            if (!cpu_isa_runs((cpu_isa)isa))
+                continue;
+            for (int i = 0; i < M * n; i++)
+                y[i] = NAN;
+            const int64_t mid = M / 2 | 1;
+            cpu_codec_find(type)->matmul((cpu_isa)isa, &cw, 0, mid, &a, y, M, scratch);
+            cpu_codec_find(type)->matmul((cpu_isa)isa, &cw, mid, M, &a, y, M, scratch);
+            for (int i = 0; i < M * n; i++)
+                if (!(y[i] == yr[i]))
+                    fail_msg("%s K %d M %d n %d %s isa %s: y[%d] = %.9g, reference %.9g", fmt_type_name(type), K, M, n,
+                             q8k ? "q8_k" : "per token", cpu_isa_name((cpu_isa)isa), i, y[i], yr[i]);
+        }
+    }
+    free(w), free(x), free(y), free(yr), free(s), free(bs), free(q), free(qsum), free(scratch);
+}
+
 static void test_tq(void **st)
 {
     (void)st;
@@ -286,6 +342,10 @@ static void test_tq(void **st)
     check_matmul(FMT_TQ1_0, 768, 9, 3);
     check_matmul(FMT_TQ2_0, 512, 7, 2);
     check_matmul(FMT_TQ2_0, 1280, 3, 1);
+    const int shapes[][3] = {{768, 13, 7}, {256, 6, 65}, {1280, 3, 5}, {512, 1, 1}};
+    for (int ti = 0; ti < 2; ti++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+            check_tq_tiles(ti ? FMT_TQ2_0 : FMT_TQ1_0, shapes[k][0], shapes[k][1], shapes[k][2]);
 }
 
 /* Q8_K activations (act_quant q8_k): the codes and block scales of llama.cpp's rule on known

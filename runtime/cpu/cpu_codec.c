@@ -1,12 +1,14 @@
 /* cpu_codec.c - the CPU rows of the weight formats (cpu_codec.h): I2_S through the SIMD
- * kernels of cpu_i2s.c, TQ2_0 from its bytes (AVX2), the other ternary formats through their
- * reference row decode, the float tables (F32, F16, BF16, Q8_0) as rows and dot products. */
+ * kernels of cpu_i2s.c, TQ1_0 / TQ2_0 through those of cpu_tq.c (AVX2, AVX-512), the other
+ * ternary formats (and those two at the scalar level) through their reference row decode, the
+ * float tables (F32, F16, BF16, Q8_0) as rows and dot products. */
 #include "cpu/cpu_codec.h"
 
 #include <pthread.h>
 #include <string.h>
 
 #include "cpu/cpu_bf16.h"
+#include "cpu/cpu_tq.h"
 #include "cpu/cpu_vec.h"
 
 #if CPU_X86
@@ -91,56 +93,15 @@ static void generic_ternary_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0,
     }
 }
 
-/* TQ2_0 straight from its bytes (format/fmt_tq.h: a 66-byte block of 256, qs[64] then the F16 d;
- * element 128 h + 32 l + k is bits 2l..2l+1 of qs[32 h + k], code 0 / 1 / 2 = -1 / 0 / +1), as
- * ggml's AVX2 TQ2_0 dot does: sum (code * q) by maddubs, minus sum q. The same exact integer block
- * sums as the decoded walk, summed in the same double order: the same bits. */
-#if CPU_X86
-CPU_TARGET_AVX2 static int32_t tq2_block_dot_avx2(const uint8_t *qs, const int8_t *q)
+/* TQ1_0, TQ2_0: the SIMD kernels of cpu_tq.c where the level has them (the same bits as the
+ * walk above: cpu_tq.h), else that walk. */
+static void tq_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
+                      int64_t ldy, void *scratch)
 {
-    const __m256i m3 = _mm256_set1_epi8(3), ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
-    __m256i acc = _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
-        for (int l = 0; l < 4; l++) {
-            const __m256i c = _mm256_and_si256(_mm256_srli_epi16(x, 2 * l), m3);
-            const __m256i qv = _mm256_loadu_si256((const __m256i *)(q + 128 * h + 32 * l));
-            const __m256i d = _mm256_sub_epi16(_mm256_maddubs_epi16(c, qv), _mm256_maddubs_epi16(ones8, qv));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(d, ones16));
-        }
-    }
-    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
-    return _mm_cvtsi128_si32(r);
-}
-#endif
-
-static void tq2_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
-                       int64_t ldy, void *scratch)
-{
-#if CPU_X86
-    if (isa != CPU_ISA_SCALAR) {
-        const fmt_codec *c = fmt_codec_find(w->type);
-        const int64_t K = w->ne0, nb = K / c->blk;
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *row = w->data + fmt_row_offset(c, w->ne0, r);
-            for (int t = 0; t < a->n; t++) {
-                const int8_t *q = a->q + (size_t)t * K;
-                double sum = 0;
-                for (int64_t b = 0; b < nb; b++) {
-                    const uint8_t *blk = row + b * c->blk_bytes;
-                    const double d = c->block_scale(blk);
-                    const int32_t acc = tq2_block_dot_avx2(blk, q + b * c->blk);
-                    sum += (a->bs ? d * a->bs[(size_t)t * nb + b] : d) * acc;
-                }
-                y[t * ldy + r] = (float)(a->bs ? sum : sum / a->s[t]);
-            }
-        }
-        return;
-    }
-#endif
-    generic_ternary_matmul(isa, w, r0, r1, a, y, ldy, scratch);
+    if (cpu_tq_has(isa, w->type))
+        cpu_tq_matmul(isa, w, r0, r1, a, y, ldy, scratch);
+    else
+        generic_ternary_matmul(isa, w, r0, r1, a, y, ldy, scratch);
 }
 
 /* ---- tables ---- */
@@ -283,7 +244,8 @@ static void decode_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
 /* The formats with kernels of their own. */
 static const cpu_codec ROWS[] = {
     {FMT_I2_S, i2s_matmul, NULL, NULL},
-    {FMT_TQ2_0, tq2_matmul, NULL, NULL},
+    {FMT_TQ2_0, tq_matmul, NULL, NULL},
+    {FMT_TQ1_0, tq_matmul, NULL, NULL},
     {FMT_F32, NULL, f32_row, f32_dot_rows},
     {FMT_F16, NULL, f16_row, f16_dot_rows},
     {FMT_BF16, NULL, cpu_bf16_row, cpu_bf16_dot_rows}, /* the input rounded to bf16: cpu_bf16.h */
@@ -303,7 +265,11 @@ const cpu_codec *cpu_codec_find(uint32_t type)
     return !f ? NULL : fmt_is_ternary(f) && f->decode_ternary ? &GENERIC_TERNARY : f->decode ? &GENERIC_TABLE : NULL;
 }
 
-size_t cpu_codec_scratch(int64_t ne0) { return (size_t)ne0 * sizeof(float) + 64; }
+size_t cpu_codec_scratch(int64_t ne0)
+{
+    const size_t rows = (size_t)ne0 * sizeof(float) + 64, tq = cpu_tq_scratch(ne0);
+    return rows > tq ? rows : tq;
+}
 
 void cpu_table_dot(cpu_isa isa, const cpu_codec *c, const cpu_weight *w, int64_t r0, int64_t r1, const float *x,
                    int n, float *y, int64_t ldy, void *scratch)

@@ -4,9 +4,9 @@
  * the levels cpu_tune.c chose for one model on one CPU with one thread setting, with their
  * times, so later runs skip the measurement. The model string is the CPU's brand string (cpuid,
  * else /proc/cpuinfo's model name) and the level its flags give ("... [avx512]"). The key hashes
- * it, the threads, the prompt measurement's width, the tuner's slice sizes (TUNE_KEY) and the
- * model's bitlinear and head shapes and formats: another CPU (an instance moved to another host
- * kind), model or thread count measures again. A file that does not parse, is cut short, names
+ * it, the threads, the prompt measurement's width, the tuner's slice sizes and kernels (TUNE_KEY)
+ * and the model's bitlinear and head shapes and formats: another CPU (an instance moved to
+ * another host kind), model, thread count or kernel revision measures again. A file that does not parse, is cut short, names
  * another CPU, or a level this CPU cannot run or that was not a candidate is ignored with a
  * one-line warning on stderr (as the pipeline cache's are) and replaced by a new measurement.
  * One line per op with two or more candidates, in cpu_tune_op order: the level chosen, each
@@ -37,7 +37,8 @@
 #include "cpu/cpu_engine_priv.h"
 
 #define MAGIC "ternion-cpu-tune 3"
-#define TUNE_KEY 3 /* cpu_tune.c's slices and rounds: a change measures again */
+#define TUNE_KEY 4 /* cpu_tune.c's slices and rounds, and the kernels the levels run (4: TQ1_0 / TQ2_0 by
+                     * cpu_tq.c): a change measures again */
 
 /* The brand string cpuid reports (x86), else /proc/cpuinfo's model name, else "unknown CPU". */
 static void brand(char *out, size_t cap)
