@@ -65,7 +65,8 @@
                                   /*   0 elsewhere (+ last_out: next norm)         */ \
     X(SPARSE_DOWN, "sparse_down") /* out = res + W.q over the listed columns       */ \
                                   /*   (transposed copy, + last_out)               */ \
-    X(ACT, "act")                 /* y = act(a) (act: gen_act.h)                   */
+    X(ACT, "act")                 /* y = act(a) (act: gen_act.h)                   */ \
+    X(ADD_ROWS, "add_rows")       /* y[t] = a[t] + table[pos[t] or row] (F32)      */
 
 typedef enum {
 #define GEN_KOP_ENUM(id, name) GEN_K_##id,
@@ -145,6 +146,8 @@ typedef struct {
                      * the --lm-head q8 variant gen_desc adds next to the post section */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */
+    int row;        /* ADD_ROWS: the table row added to every token, GEN_ROW_BY_POS (-1):
+                     * each token's position's row */
     bool noncausal; /* ATTENTION (YAML causal: false): a prompt step's tokens see every row of
                      * the step (keys 0 .. pos + n_tokens - 1), not only those up to their own */
 } gen_kop;
