@@ -285,6 +285,10 @@ typedef struct {
 static const bad_case k_bad[] = {
     {"", "colour: red\n", "t.yaml:46:1: unknown top-level key 'colour'"},
     {"op: silu_mul", "op: swishy_mul", "t.yaml:40:12: unknown op 'swishy_mul'"},
+    /* bert (gen/gen_arch.c): no RoPE, so its row says norm, the style encoders declare */
+    {"architectures: [bitnet-b1.58]", "architectures: [bert]",
+     "t.yaml:10:17: rope style neox, but files of architecture 'bert' need style: norm (llama.cpp's bert graph: "
+     "learned absolute positions, no RoPE (LLAMA_ROPE_TYPE_NONE; style norm, unused)); with neox their logits are wrong"},
     /* per-op parameters (gen/gen_param.h): only the keys the op's row declares, in its range */
     {"out: f}", "out: f, beta: 2.0}", "t.yaml:40:46: unknown key 'beta' in op in forward.layer"},
     {"weight: anorm, out: h}", "weight: anorm, out: h, eps: 2.0}", "t.yaml:28:56: rmsnorm 'anorm': 'eps' must be in [1e-30, 1], got 2"},
