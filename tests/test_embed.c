@@ -19,6 +19,7 @@
  *     copy of the token after it) equals the CPU's within the backend rule above;
  *   - different texts differ: their distance is over 100 times the CPU-vs-Vulkan distance of
  *     one text (the noise of the backends);
+ *   - the default pooling is the file's pooling_type (cls, last followed; none refused);
  *   - bad arguments are errors, not crashes; after an embedding the last logits are gone and
  *     decoding works as before.
  */
@@ -272,7 +273,8 @@ static void test_pooling(void **st)
         fail_msg("%s", err);
     rt_engine_close(e);
     ternion_embed_params p = ternion_embed_default_params();
-    assert_int_equal(p.pooling, TERNION_POOLING_MEAN);
+    assert_int_equal(p.pooling, TERNION_POOLING_MODEL); /* the file's; bitnet-tiny has none: mean */
+    assert_int_equal(ternion_model_pooling(m), TERNION_POOLING_MEAN);
     assert_true(p.normalize);
     p.normalize = false;
     assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
@@ -301,6 +303,63 @@ static void test_pooling(void **st)
     free(v);
     ternion_context_free(c);
     ternion_model_free(m);
+}
+
+/* An encoder's file says how it pools (`bert.pooling_type`, llama.cpp's enum, mkmodel --pooling):
+ * the default parameters follow it (2 cls: the first row; 3 last: the last row, the same
+ * vectors as asking for them); 0 (none: a vector per token) gives no single vector, so the
+ * default is refused with the type named, and an explicit pooling still works. One layer of
+ * models/all-minilm-l6-v2.yaml (the built-in description) with a WordPiece vocabulary. */
+static void test_model_pooling(void **st)
+{
+    (void)st;
+    const char *bd = getenv("TERNION_BUILD") && *getenv("TERNION_BUILD") ? getenv("TERNION_BUILD") : "build";
+    char cmd[600], path[300];
+    snprintf(cmd, sizeof cmd, "%s/tools/mkmodel", bd);
+    if (!exists(cmd)) {
+        printf("skip: %s not built\n", cmd);
+        skip();
+    }
+    snprintf(path, sizeof path, "%s/test-embed-bert.gguf", bd);
+    static const struct {
+        int file, want; /* llama.cpp's pooling_type, ternion_model_pooling's answer */
+    } cases[] = {{2, TERNION_POOLING_CLS}, {3, TERNION_POOLING_LAST}, {0, -1}};
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd, "%s/tools/mkmodel models/all-minilm-l6-v2.yaml -o %s --layers 1 --vocab 600 --ctx 512 "
+                 "--tok bert --seed 5 --pooling %d >/dev/null", bd, path, cases[k].file);
+        assert_int_equal(system(cmd), 0);
+        ternion_model *m = NULL;
+        if (ternion_model_load(path, NULL, &m))
+            fail_msg("%s", ternion_last_error());
+        assert_int_equal(ternion_model_pooling(m), cases[k].want);
+        ternion_context *c = api_ctx(m, TERNION_BACKEND_CPU);
+        const int w = ternion_model_n_embd(m);
+        assert_int_equal(w, 384);
+        int32_t ids[N_TOK];
+        ids_of(ids, N_TOK, ternion_model_n_vocab(m), 4);
+        float *v = malloc(sizeof(float) * (size_t)w), *x = malloc(sizeof(float) * (size_t)w);
+        ternion_embed_params p = ternion_embed_default_params();
+        if (cases[k].want < 0) {
+            assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_E_INVALID);
+            assert_non_null(strstr(ternion_context_error(c), "pooling_type is 0"));
+            p.pooling = TERNION_POOLING_MEAN;
+            assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
+        } else {
+            assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
+            p.pooling = cases[k].want;
+            assert_int_equal(ternion_embed(c, &p, ids, N_TOK, x), TERNION_OK);
+            assert_memory_equal(v, x, sizeof(float) * (size_t)w);
+            p.pooling = TERNION_POOLING_MEAN;
+            assert_int_equal(ternion_embed(c, &p, ids, N_TOK, x), TERNION_OK);
+            assert_true(dist(v, x, w) > 1e-3); /* another vector than the mean's */
+        }
+        free(v);
+        free(x);
+        ternion_context_free(c);
+        ternion_model_free(m);
+    }
+    remove(path);
+    printf("model pooling: the file's cls / last followed, none refused by name\n");
 }
 
 static void test_texts_and_backends(void **st)
@@ -395,7 +454,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_vs_reference),  cmocka_unit_test(test_llama_vs_reference),
         cmocka_unit_test(test_pooling),            cmocka_unit_test(test_texts_and_backends),
-        cmocka_unit_test(test_errors_and_state),
+        cmocka_unit_test(test_errors_and_state),   cmocka_unit_test(test_model_pooling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
