@@ -25,6 +25,7 @@ static const struct {
     [GEN_OP_LINEAR] = {true, RT_CPU_LINEAR},
     [GEN_OP_ACT] = {true, RT_CPU_ACT},
     [GEN_OP_MOE] = {true, RT_CPU_MOE},
+    [GEN_OP_ADD_ROWS] = {true, RT_CPU_ADD_ROWS},
 };
 
 static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *out, char (*labels)[GEN_MAX_NAME + 300],
@@ -54,7 +55,8 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             .label = labels[i],
         };
         _Static_assert(RT_CPU_MAX_PARAMS == GEN_MAX_PARAMS, "one parameter array");
-        if (act || norm || op->kind == GEN_OP_BITLINEAR) /* bitlinear: its act_quant (gen_param.h) */
+        if (act || norm || op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_ADD_ROWS) /* bitlinear: its
+                                                          * act_quant, add_rows: its row (gen_param.h) */
             memcpy(out[i].param, op->param.v, sizeof out[i].param);
         if (op->kind == GEN_OP_ATTENTION) /* param[0] 1: causal: false (gen_attention_params) */
             out[i].param[0] = op->param.v[0] == 0.0f ? 1.0f : 0.0f;

@@ -352,6 +352,7 @@ static const char *const k_cpu_op_names[RT_CPU_OP_COUNT] = {
     [RT_CPU_ROPE] = "RT_CPU_ROPE", [RT_CPU_KV_WRITE] = "RT_CPU_KV_WRITE", [RT_CPU_ATTENTION] = "RT_CPU_ATTENTION",
     [RT_CPU_ADD] = "RT_CPU_ADD", [RT_CPU_ACT_MUL] = "RT_CPU_ACT_MUL", [RT_CPU_LM_HEAD] = "RT_CPU_LM_HEAD",
     [RT_CPU_LINEAR] = "RT_CPU_LINEAR", [RT_CPU_ACT] = "RT_CPU_ACT", [RT_CPU_MOE] = "RT_CPU_MOE",
+    [RT_CPU_ADD_ROWS] = "RT_CPU_ADD_ROWS",
 };
 
 /* A C identifier from a YAML name (non-alphanumerics as _). */
@@ -407,6 +408,10 @@ static const gen_param *op_params(const rt_cpu_op *op)
         return op->param[0] != 0.0f ? gen_bitlinear_params : NULL;
     if (op->kind == RT_CPU_MOE)
         return gen_moe_params;
+    if (op->kind == RT_CPU_ADD_ROWS)
+        return gen_add_rows_params;
+    if (op->kind == RT_CPU_ATTENTION) /* param[0] 1: not causal; a causal one reads as before */
+        return op->param[0] != 0.0f ? gen_attention_params : NULL;
     return row_params(op->row);
 }
 
@@ -517,7 +522,8 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
 {
     const rt_cpu_schedule *c = &md->cpu;
     static const char *const names[RT_CPU_OP_COUNT] = {"embed", "norm", "bitlinear", "rope", "kv_write",
-                                                        "attention", "add", "act_mul", "lm_head", "linear"};
+                                                        "attention", "add", "act_mul", "lm_head", "linear",
+                                                        "act", "moe", "add_rows"};
     fprintf(f, "## native CPU backend (runtime/cpu/): the YAML's ops, one line each\n");
     const rt_cpu_op *lists[3] = {c->pre, c->layer, c->post};
     const uint32_t counts[3] = {c->n_pre, c->n_layer, c->n_post};
@@ -539,8 +545,9 @@ static void write_cpu_text(FILE *f, const rt_model_desc *md)
                 fprintf(f, " -> %s", c->value_name[op->out]);
             const gen_param *decl = op_params(op);
             for (int p = 0; p < n_params_shown(op, decl); p++) {
-                if (decl[p].choice)
-                    fprintf(f, "%s%s %s", p ? ", " : " (", decl[p].name, decl[p].choice[(int)op->param[p]]);
+                if (decl[p].choice) /* the CPU attention's 1 is causal: false, the word's index 0 */
+                    fprintf(f, "%s%s %s", p ? ", " : " (", decl[p].name,
+                            decl[p].choice[op->kind == RT_CPU_ATTENTION ? 1 - (int)op->param[p] : (int)op->param[p]]);
                 else
                     fprintf(f, "%s%s %g", p ? ", " : " (", decl[p].name, (double)op->param[p]);
             }

@@ -18,7 +18,7 @@
 
 enum { SEC_IN = 1, SEC_LAYER = 2, SEC_OUT = 4, SEC_ALL = 7 };
 
-/* Per-op rules: takes a weight (YAML key `table` for embed, else `weight`),
+/* Per-op rules: takes a weight (YAML key `table` for embed and add_rows, else `weight`),
  * the use its weight's codec must allow (FMT_USE_*), defines `out`, sections it may appear in. */
 static const struct {
     bool weight;
@@ -38,6 +38,7 @@ static const struct {
     [GEN_OP_LINEAR] = {true, FMT_USE_MATRIX, true, SEC_ALL},
     [GEN_OP_ACT] = {false, 0, true, SEC_ALL},
     [GEN_OP_MOE] = {true, FMT_USE_MATRIX, true, SEC_LAYER},
+    [GEN_OP_ADD_ROWS] = {true, FMT_USE_TABLE, true, SEC_ALL}, /* F32 only: parse_weight */
 };
 static const char *const k_sec_names[] = {[SEC_IN] = "forward.input", [SEC_LAYER] = "forward.layer",
                                           [SEC_OUT] = "forward.output"};
@@ -98,13 +99,13 @@ static int parse_inputs(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
 
 static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
 {
-    const char *wkey = op->kind == GEN_OP_EMBED ? "table" : "weight";
-    const char *other = op->kind == GEN_OP_EMBED ? "weight" : "table";
+    const bool tab = op->kind == GEN_OP_EMBED || op->kind == GEN_OP_ADD_ROWS;
+    const char *wkey = tab ? "table" : "weight";
+    const char *other = tab ? "weight" : "table";
     yaml_node_t *w = gen_yaml_get(c->y, opn, other);
     if (w)
         return gen_yaml_fail(c->y, w, "%s takes no '%s'%s", c->label, other,
-                             k_rules[op->kind].weight ? (op->kind == GEN_OP_EMBED ? " (use 'table')" : " (use 'weight')")
-                                                      : "");
+                             k_rules[op->kind].weight ? (tab ? " (use 'table')" : " (use 'weight')") : "");
     w = gen_yaml_get(c->y, opn, wkey);
     if (!k_rules[op->kind].weight) {
         if (w)
@@ -129,6 +130,8 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
         return gen_yaml_fail(c->y, w, "%s: %s has type %s, %s needs %s", c->label, wkey, gen_ttype_name(t->type),
                              gen_op_label(op), allowed);
     }
+    if (op->kind == GEN_OP_ADD_ROWS && t->type != FMT_F32) /* llama.cpp's converter keeps these F32 */
+        return gen_yaml_fail(c->y, w, "%s: table has type %s, add_rows needs f32", c->label, gen_ttype_name(t->type));
     if (t->per_layer && c->sec != SEC_LAYER)
         return gen_yaml_fail(c->y, w, "%s: per-layer tensor used outside forward.layer", c->label);
     bool two_d = op->kind != GEN_OP_NORM;
@@ -177,6 +180,7 @@ static const gen_param *param_decl(const gen_op *op)
     return n ? n->params : a ? a->params : op->kind == GEN_OP_BITLINEAR ? gen_bitlinear_params
                                          : op->kind == GEN_OP_ATTENTION ? gen_attention_params
                                          : op->kind == GEN_OP_MOE       ? gen_moe_params
+                                         : op->kind == GEN_OP_ADD_ROWS  ? gen_add_rows_params
                                                                         : NULL;
 }
 
@@ -298,6 +302,19 @@ static int infer_width(fwd_ctx *c, const gen_op *op, gen_loc loc, int *out_w)
         return 0;
     case GEN_OP_MOE:
         return gen_moe_width(c->y, m, op, w0, c->label, out_w);
+    case GEN_OP_ADD_ROWS:
+        if (t->ne[0] != w0)
+            return gen_yaml_fail_at(c->y, loc, "%s: input '%s' has width %d, table ne0 is %lld", c->label, n0, w0,
+                                    (long long)t->ne[0]);
+        if (t->ne[1] == GEN_DIM_VOCAB)
+            return gen_yaml_fail_at(c->y, loc, "%s: the table's rows must be a number, not vocab", c->label);
+        if (op->param.v[0] != GEN_ROW_BY_POS && op->param.v[0] >= (float)t->ne[1])
+            return gen_yaml_fail_at(c->y, loc, "%s: row %d is past the table's %lld rows", c->label,
+                                    (int)op->param.v[0], (long long)t->ne[1]);
+        if (op->param.v[0] != (float)(int)op->param.v[0])
+            return gen_yaml_fail_at(c->y, loc, "%s: row %g is not an integer", c->label, (double)op->param.v[0]);
+        *out_w = w0;
+        return 0;
     default: /* add, <act>_mul */
         if (w0 != w1)
             return gen_yaml_fail_at(c->y, loc, "%s: inputs '%s' (%d) and '%s' (%d) differ in width", c->label, n0, w0,

@@ -429,7 +429,7 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
         [GEN_OP_EMBED] = GEN_K_EMBED,         [GEN_OP_ATTENTION] = GEN_K_ATTENTION,
         [GEN_OP_ADD] = GEN_K_ADD,             [GEN_OP_ACT_MUL] = GEN_K_ACT_MUL,
         [GEN_OP_LM_HEAD] = GEN_K_LM_HEAD,     [GEN_OP_LINEAR] = GEN_K_LINEAR,
-        [GEN_OP_ACT] = GEN_K_ACT,
+        [GEN_OP_ACT] = GEN_K_ACT,             [GEN_OP_ADD_ROWS] = GEN_K_ADD_ROWS,
     };
     const gen_model *m = c->m;
     const gen_op *op = &s->ops[i];
@@ -443,6 +443,8 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
         k->w[1] = op->bias;
     if (op->kind == GEN_OP_ATTENTION)
         k->noncausal = op->param.v[0] == 0.0f; /* gen_attention_params */
+    if (op->kind == GEN_OP_ADD_ROWS)
+        k->row = (int)op->param.v[0]; /* gen_add_rows_params */
     if (st->rope_q_src[i] >= 0) {
         k->in[0] = f32_val(c, s->ops[st->rope_q_src[i]].in[0]);
         k->rope = true;

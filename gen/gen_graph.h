@@ -66,6 +66,7 @@
     X(SPARSE_DOWN, "sparse_down") /* out = res + W.q over the listed columns       */ \
                                   /*   (transposed copy, + last_out)               */ \
     X(ACT, "act")                 /* y = act(a) (act: gen_act.h)                   */ \
+    X(ADD_ROWS, "add_rows")       /* y[t] = a[t] + table[pos[t] or row] (F32)      */ \
     /* mixture of experts (the moe op, gen_moe.h; gen/kernels/gen_k_moe.c)          */ \
     X(MOE_ROUTE, "moe_route")     /* out[t] = k expert ids | k weights of x[t]     */ \
                                   /*   (w[0] the router; act_param: gating, norm)  */ \
@@ -153,6 +154,8 @@ typedef struct {
                      * the --lm-head q8 variant gen_desc adds next to the post section */
     gen_loc loc;    /* YAML position of the (first) source op */
     char label[96]; /* "bitlinear attn_q" */
+    int row;        /* ADD_ROWS: the table row added to every token, GEN_ROW_BY_POS (-1):
+                     * each token's position's row */
     bool noncausal; /* ATTENTION (YAML causal: false): a prompt step's tokens see every row of
                      * the step (keys 0 .. pos + n_tokens - 1), not only those up to their own */
 } gen_kop;

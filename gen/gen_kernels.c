@@ -24,6 +24,7 @@ static const gen_kernel_fn builders[GEN_K_COUNT] = {
     [GEN_K_LM_HEAD] = gen_k_lm_head,
     [GEN_K_LINEAR] = gen_k_linear,
     [GEN_K_ACT] = gen_k_eltwise,
+    [GEN_K_ADD_ROWS] = gen_k_add_rows,
     [GEN_K_SPARSE_PRED_H] = gen_k_sparse,
     [GEN_K_SPARSE_GATE] = gen_k_sparse,
     [GEN_K_SPARSE_UP] = gen_k_sparse,

@@ -68,6 +68,7 @@ int gen_k_rope(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char 
 int gen_k_attention(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);    /* (split) */
 int gen_k_attn_combine(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_eltwise(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);   /* ADD, *_MUL */
+int gen_k_add_rows(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);  /* ADD_ROWS */
 int gen_k_lm_head(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);
 int gen_k_linear(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);    /* the LM head's row loop */
 int gen_k_sparse(const gen_graph *, const gen_kop *, bool, gen_kernel_out *, char *);     /* SPARSE_* (decode) */

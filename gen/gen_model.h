@@ -48,7 +48,8 @@
     X(LM_HEAD, "lm_head", 1)     /* out[v] = dot(W[v,:], in), W F16/F32    */ \
     X(LINEAR, "linear", 1)       /* out = W(F16/F32) . in, llama.cpp's way */ \
     X(ACT, "<act>", 1)           /* out = act(in), act: gen_act.h          */ \
-    X(MOE, "moe", 1)             /* out = sum of top-k experts' FFN, gen_moe.h */
+    X(MOE, "moe", 1)             /* out = sum of top-k experts' FFN, gen_moe.h */ \
+    X(ADD_ROWS, "add_rows", 1)   /* out[t] = in[t] + table[pos[t] or `row`]  */
 
 typedef enum {
 #define GEN_OP_ENUM(id, name, nin) GEN_OP_##id,
@@ -135,6 +136,7 @@ typedef struct gen_op {
     int weight;         /* tensor index, -1 if none (embed: the table) */
     int bias;           /* NORM, LINEAR with a bias (YAML `bias:`): tensor index, else -1 */
     gen_params param;   /* NORM, ACT_MUL, ACT: its row's parameters (YAML keys or defaults);
+                         * ADD_ROWS: gen_add_rows_params (row);
                          * MOE: gen_moe_params (gating, norm_topk) */
     gen_loc loc;
     int experts[3];     /* MOE: tensor indices of ffn_gate_exps, ffn_up_exps, ffn_down_exps;

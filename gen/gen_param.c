@@ -16,6 +16,12 @@ const gen_param gen_attention_params[] = {
     {NULL, 0, 0, 0, 0, NULL},
 };
 
+/* row: up to 2^24, every integer of which a float holds exactly */
+const gen_param gen_add_rows_params[] = {
+    {"row", GEN_PARAM_CONST, GEN_ROW_BY_POS, GEN_ROW_BY_POS, 16777216.0f, NULL},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
 const char *gen_aq_tag(bool q8k)
 {
     static char tag[16];

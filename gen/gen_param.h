@@ -43,6 +43,12 @@ extern const gen_param gen_bitlinear_params[];
  * every row of the step, and those before it; BERT). */
 extern const gen_param gen_attention_params[];
 
+/* The add_rows op's parameters: [0] `row`: the table row added to every token, or -1 (the
+ * default: each token's own position's row, learned absolute position embeddings; a fixed
+ * row is BERT's token-type embedding of type 0, what llama.cpp adds to every token). */
+extern const gen_param gen_add_rows_params[];
+#define GEN_ROW_BY_POS (-1)
+
 /* The kernel-name tag of a kernel that reads or writes Q8_K rows (act_quant q8_k): "_q8_k",
  * gen_params_tag's word for it; "" for q8k false. */
 const char *gen_aq_tag(bool q8k);

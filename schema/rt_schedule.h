@@ -323,6 +323,7 @@ typedef enum {
     RT_CPU_EMBED, RT_CPU_NORM, RT_CPU_BITLINEAR, RT_CPU_ROPE, RT_CPU_KV_WRITE,
     RT_CPU_ATTENTION, RT_CPU_ADD, RT_CPU_ACT_MUL, RT_CPU_LM_HEAD, RT_CPU_LINEAR, RT_CPU_ACT,
     RT_CPU_MOE, /* a mixture of experts' FFN (gen/gen_moe.h): weight the router, experts[] */
+    RT_CPU_ADD_ROWS, /* out[t] = in[t] + weight (F32)[param[0] < 0 ? pos[t] : param[0]] */
     RT_CPU_OP_COUNT
 } rt_cpu_op_kind;
 #define RT_CPU_VOCAB (-1) /* a value width: the vocabulary size (from the GGUF) */
@@ -345,6 +346,7 @@ typedef struct {
                                      * BITLINEAR: [0] its act_quant (0 row, 1 q8_k: llama.cpp's
                                      * Q8_K blocks of 256, gen/gen_param.h);
                                      * MOE: [0] gating (0 softmax, 1 sigmoid), [1] norm_topk;
+                                     * ADD_ROWS: [0] the fixed row, -1: each token's position;
                                      * its row: the GLU's activation */
 } rt_cpu_op;
 

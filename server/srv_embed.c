@@ -138,13 +138,13 @@ static int parse_options(const srv_model *m, const cJSON *root, bool *b64, int *
         return srv_error_set(e, 400, "invalid_request_error", NULL, "encoding_format",
                              "'encoding_format' must be \"float\" or \"base64\"");
     static const char *const pools[] = {"mean", "last", "cls"};
-    *pooling = 0;
+    *pooling = -1; /* the model's (its file's pooling_type) */
     if (pool && !cJSON_IsNull(pool)) {
-        *pooling = -1;
+        *pooling = -2;
         for (int i = 0; i < 3 && cJSON_IsString(pool); i++)
             if (!strcmp(pool->valuestring, pools[i]))
                 *pooling = i;
-        if (*pooling < 0)
+        if (*pooling < -1)
             return srv_error_set(e, 400, "invalid_request_error", NULL, "pooling",
                                  "'pooling' must be \"mean\", \"last\" or \"cls\"");
     }

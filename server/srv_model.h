@@ -107,7 +107,8 @@ struct srv_model {
      * top_ids / top_lp, descending. 0 or -1 + err. NULL hook: requests for logprobs are 400s. */
     int (*logprobs)(void *ctx, int row, int32_t id, int k, float *lp, int32_t *top_ids, float *top_lp, char *err);
     /* Embeddings (srv_embed.c), NULL: none. n_embd floats of ids[0..n) (n <= n_ctx): the
-     * hidden state after the final norm pooled (0 mean, 1 last, 2 cls), L2-normalised. Runs
+     * hidden state after the final norm pooled (-1 as the model's file says, 0 mean, 1 last,
+     * 2 cls), L2-normalised. Runs
      * in a sequence of its own (no slot's); scheduler thread only (srv_sched_exec). */
     int n_embd;
     int (*embed)(void *ctx, const int32_t *ids, int n, int pooling, float *out, char *err);

@@ -786,6 +786,32 @@ static void test_attention(void **st)
     free(scratch);
 }
 
+/* cpu_add_rows against ref_add_rows on random rows (by position from 37, and a fixed row):
+ * the same one f32 add each, so equal; a position past the table reads its last row. */
+static void test_add_rows(void **st)
+{
+    (void)st;
+    enum { ROWS = 64, W = 96, N = 13 };
+    float *tab = malloc(sizeof(float) * ROWS * W), *x = malloc(sizeof(float) * N * W);
+    float *y = malloc(sizeof(float) * N * W), *want = malloc(sizeof(float) * N * W);
+    int32_t pos[N];
+    for (int i = 0; i < ROWS * W; i++) tab[i] = frnd(2.0f);
+    for (int i = 0; i < N * W; i++) x[i] = frnd(3.0f);
+    for (int row = -1; row < 2; row += 2) { /* -1: by position; 1: token type 1 */
+        for (int t = 0; t < N; t++) pos[t] = 37 + t;
+        cpu_add_rows(x, tab, ROWS, W, pos, N, row, y);
+        assert_int_equal(ref_add_rows(x, tab, ROWS, W, N, 37, row, want), 0);
+        assert_memory_equal(y, want, sizeof(float) * N * W);
+    }
+    pos[0] = ROWS + 5; /* clamped: the last row */
+    cpu_add_rows(x, tab, ROWS, W, pos, 1, -1, y);
+    assert_true(y[3] == x[3] + tab[(ROWS - 1) * W + 3]);
+    free(tab);
+    free(x);
+    free(y);
+    free(want);
+}
+
 static void test_act_rows(void **st)
 {
     (void)st;
@@ -1565,6 +1591,7 @@ int main(void)
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
         cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
+        cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_norm_rows),
         cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_q6k_quantize), cmocka_unit_test(test_head_q6k), cmocka_unit_test(test_tune_judge), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),

@@ -1458,6 +1458,41 @@ static void test_copy(void **state)
     dsl_kernel_free(kn.k);
 }
 
+/* ---------------------------------------------------------------- ADD_ROWS */
+
+/* y = a + an F32 table's row (the position's, or the fixed row) against ref_add_rows, at a
+ * position other than 0 (a prompt) and at the table's last row (decode), so a kernel that
+ * ignored the position or read the wrong row would differ. */
+static void check_add_rows(const gen_graph *g, const gen_kop *kop, bool decode)
+{
+    const int width = width_of(g, kop->out);
+    const int rows = (int)g->m->tensors[kop->w[0]].ne[1];
+    const size_t nx = (size_t)NMAX * width;
+    kern kn;
+    kern_build(&kn, g, kop, decode);
+    assert_int_equal(kn.ko.n_args, 3);
+    for (int s = 0; s < N_SIZES(decode); s++) {
+        uint32_t n = decode ? 1 : batch_sizes[s];
+        assert_true((int)n <= rows || kop->row >= 0);
+        const uint32_t pos = kop->row >= 0 ? 7 : decode ? (uint32_t)rows - 1 : (uint32_t)(rows - (int)n) / 2;
+        float *a = rnd_rows(NMAX, width), *tab = rnd_rows(rows, width), *ref = vkh_xmalloc(4 * nx);
+        rt_buf b[3] = {vkh_buf(4 * nx, a), vkh_buf(4 * (size_t)rows * width, tab), vkh_buf(4 * nx, NULL)};
+        const rt_buf *args[3] = {&b[0], &b[1], &b[2]};
+        kern_run(&kn, args, n, pos, 0);
+        assert_int_equal(ref_add_rows(a, tab, rows, width, (int)n, (int)pos, kop->row, ref), 0);
+        float *y = vkh_fetch(&b[2], 4 * nx);
+        /* rule: one f32 add on both sides, correctly rounded (Vulkan's rule): equal (1e-7, as ADD) */
+        expect(kop, "y", decode, n, pos, vkh_max_rel(y, ref, (size_t)n * width, VKH_ELEM), 1e-7);
+        assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * width, nx - (size_t)n * width));
+        free(y);
+        free(a);
+        free(tab);
+        free(ref);
+        vkh_free_bufs(b, 3);
+    }
+    dsl_kernel_free(kn.k);
+}
+
 /* ---------------------------------------------------------------- the model kernels */
 
 static int run_kinds(const int *kinds, int n, kop_fn fn)
@@ -1598,6 +1633,9 @@ static void test_eltwise(void **state)
     RUN_KINDS(check_eltwise, GEN_K_ADD, GEN_K_ACT_MUL, GEN_K_ACT);
     assert_true(runs[GEN_K_ADD] && runs[GEN_K_ACT_MUL] && runs[GEN_K_ACT]);
     const char *only = getenv("TEST_MODELS"); /* a subset (the subgroup sweep) need not use every row */
+    /* by position and by a fixed row (tests/data/encoder-tiny.yaml), prompt and decode each */
+    const int n_add_rows = RUN_KINDS(check_add_rows, GEN_K_ADD_ROWS);
+    assert_true(n_add_rows >= 4 || (only && *only));
     for (int a = 0; a < gen_act_count() && !(only && *only); a++) /* every activation, unfused (gated or plain) */
         if (!act_runs[1][a])
             fail_msg("no test model uses %s: its kernel never ran", gen_act_at(a)->op);

@@ -174,6 +174,18 @@ static void test_elementwise(void **state)
     ref_act_mul(gen_act_at(gen_act_find_op("silu_mul"))->ref, NULL, a, b, 3, y);
     NEAR(y[0], -2 / (1 + exp(2.0)) * 5, 1e-6);
     NEAR(y[2], 3 / (1 + exp(-3.0)) * -1, 1e-6);
+    /* add_rows: a table of 3 rows of width 2; positions 1, 2 (pos 1, 2 tokens), then fixed row 0;
+     * the sums are exact in float; a step past the rows is refused (nothing written) */
+    const float tab[6] = {10, 20, 30, 40, 50, 60}, x[4] = {1, 2, 3, 4};
+    float z[4] = {0};
+    assert_int_equal(ref_add_rows(x, tab, 3, 2, 2, 1, -1, z), 0);
+    assert_true(z[0] == 31 && z[1] == 42 && z[2] == 53 && z[3] == 64);
+    assert_int_equal(ref_add_rows(x, tab, 3, 2, 2, 5, 0, z), 0);
+    assert_true(z[0] == 11 && z[1] == 22 && z[2] == 13 && z[3] == 24);
+    z[0] = -1;
+    assert_int_equal(ref_add_rows(x, tab, 3, 2, 2, 2, -1, z), -1);
+    assert_int_equal(ref_add_rows(x, tab, 3, 2, 1, 0, 3, z), -1);
+    assert_true(z[0] == -1);
 }
 
 /* Every row of the activation table against values of its formula known independently of

@@ -134,7 +134,7 @@ static char *raw(rig *r, const char *method, const char *path, const char *extra
 static void expect_vector(const cJSON *emb, const int32_t *ids, int n)
 {
     float want[N_EMBD];
-    fake_embed(NULL, ids, n, 0, want, NULL);
+    fake_embed(NULL, ids, n, -1, want, NULL); /* -1: the model's pooling, the server's default */
     assert_int_equal(cJSON_GetArraySize(emb), N_EMBD);
     for (int k = 0; k < N_EMBD; k++)
         assert_true((float)cJSON_GetArrayItem(emb, k)->valuedouble == want[k]);
@@ -204,7 +204,7 @@ static void test_embeddings(void **state)
     const char *b64 = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "data"), 0), "embedding")->valuestring;
     float got[N_EMBD + 1], want[N_EMBD];
     assert_int_equal(unbase64(b64, (unsigned char *)got, (int)sizeof got), (int)sizeof want);
-    fake_embed(NULL, ids[0], n[0], 0, want, NULL);
+    fake_embed(NULL, ids[0], n[0], -1, want, NULL);
     assert_memory_equal(got, want, sizeof want);
     cJSON_Delete(j);
     static const struct { const char *body; const char *param; } bad[] = {

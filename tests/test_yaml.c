@@ -285,6 +285,10 @@ typedef struct {
 static const bad_case k_bad[] = {
     {"", "colour: red\n", "t.yaml:46:1: unknown top-level key 'colour'"},
     {"op: silu_mul", "op: swishy_mul", "t.yaml:40:12: unknown op 'swishy_mul'"},
+    /* bert (gen/gen_arch.c): no RoPE, so its row says norm, the style encoders declare */
+    {"architectures: [bitnet-b1.58]", "architectures: [bert]",
+     "t.yaml:10:17: rope style neox, but files of architecture 'bert' need style: norm (llama.cpp's bert graph: "
+     "learned absolute positions, no RoPE (LLAMA_ROPE_TYPE_NONE; style norm, unused)); with neox their logits are wrong"},
     /* per-op parameters (gen/gen_param.h): only the keys the op's row declares, in its range */
     {"out: f}", "out: f, beta: 2.0}", "t.yaml:40:46: unknown key 'beta' in op in forward.layer"},
     {"weight: anorm, out: h}", "weight: anorm, out: h, eps: 2.0}", "t.yaml:28:56: rmsnorm 'anorm': 'eps' must be in [1e-30, 1], got 2"},
@@ -539,6 +543,57 @@ static void test_linear_bias(void **state)
     assert_string_equal(err, "t.yaml:31:7: linear 'wq': output width is 256 (weight ne1), bias ne0 is 128");
 }
 
+/* k_base with four F32 / F16 tables (lines 24-27) and `ops` after the embedding (line 31 on). */
+static int parse_add_rows(const char *ops, char *err)
+{
+    const bad_case t = {"forward:\n",
+                        "  pos:   {gguf: position_embd.weight, type: f32, shape: [dim, 64]}\n"
+                        "  typ:   {gguf: token_types.weight, type: f32, shape: [dim, 2]}\n"
+                        "  pos16: {gguf: p16, type: f16, shape: [dim, 64]}\n"
+                        "  posn:  {gguf: pn, type: f32, shape: [128, 64]}\n"
+                        "forward:\n",
+                        NULL};
+    char *s = mutate(&t), line[512];
+    snprintf(line, sizeof line, "    - {op: embed, table: emb, out: x}\n%s", ops);
+    const bad_case o = {"    - {op: embed, table: emb, out: x}\n", line, NULL};
+    const char *base = k_base;
+    k_base = s; /* mutate works on k_base */
+    char *s2 = mutate(&o);
+    k_base = base;
+    free(s);
+    int rc = gen_model_parse(s2, strlen(s2), "t.yaml", &g_m, err);
+    free(s2);
+    return rc;
+}
+
+/* add_rows (BERT's token-type and position embeddings): by position (the default) or a fixed
+ * `row`, an F32 table of the input's width; the rest refused at its line:col. */
+static void test_add_rows(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    if (parse_add_rows("    - {op: add_rows, in: x, table: typ, row: 1, out: x}\n"
+                       "    - {op: add_rows, in: x, table: pos, out: x}\n", err))
+        fail_msg("%s", err);
+    assert_int_equal(g_m.n_pre, 3);
+    assert_int_equal(g_m.pre[1].kind, GEN_OP_ADD_ROWS);
+    assert_int_equal(g_m.pre[1].weight, gen_model_find_tensor(&g_m, "typ"));
+    assert_true(g_m.pre[1].param.v[0] == 1.0f && g_m.pre[2].param.v[0] == (float)GEN_ROW_BY_POS);
+    static const struct {
+        const char *op, *want;
+    } bad[] = {
+        {"    - {op: add_rows, in: x, table: pos16, out: x}\n", "t.yaml:31:36: add_rows 'pos16': table has type f16, add_rows needs f32"},
+        {"    - {op: add_rows, in: x, table: typ, row: 2, out: x}\n", "t.yaml:31:7: add_rows 'typ': row 2 is past the table's 2 rows"},
+        {"    - {op: add_rows, in: x, table: typ, row: 0.5, out: x}\n", "t.yaml:31:7: add_rows 'typ': row 0.5 is not an integer"},
+        {"    - {op: add_rows, in: x, table: posn, out: x}\n", "t.yaml:31:7: add_rows 'posn': input 'x' has width 256, table ne0 is 128"},
+        {"    - {op: add_rows, in: x, weight: pos, out: x}\n", "t.yaml:31:37: add_rows takes no 'weight' (use 'table')"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_not_equal(parse_add_rows(bad[i].op, err), 0);
+        assert_string_equal(err, bad[i].want);
+    }
+}
+
 static void test_bad_cases(void **state)
 {
     int n = (int)(sizeof(k_bad) / sizeof(k_bad[0])), failed = 0;
@@ -717,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_layernorm_op),
         cmocka_unit_test(test_linear_op),
         cmocka_unit_test(test_linear_bias),
+        cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_act_op),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors),

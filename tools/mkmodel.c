@@ -1,7 +1,7 @@
 /* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
  *
  *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S] [--arch NAME]
- *           [--pre NAME] [--tok spm|bert] [--q2-twin]
+ *           [--pre NAME] [--tok spm|bert] [--pooling N] [--q2-twin]
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
@@ -21,6 +21,10 @@
  * --q2-twin writes every q2_0_g128 tensor (PrismML's Q2_0, blocks of 128) as mainline llama.cpp's
  * Q2_0 (blocks of 64): each block split into two with the same d and codes, the same values, so
  * mainline can be the reference for a file of the 128 form (tools/oracle/make_case.sh TWIN=1).
+ * An encoder (a YAML whose attention has causal: false) gets <arch>.attention.causal false and
+ * <arch>.pooling_type (llama.cpp's enum: --pooling N, default 1 mean), and a YAML with a
+ * token_types.weight tensor tokenizer.ggml.token_type_count (its rows), as llama.cpp's
+ * converter writes a BertModel.
  * --pre NAME writes tokenizer.ggml.pre NAME (none by default), as a converter does for a family.
  * --tok spm writes a SentencePiece vocabulary in the Llama 2 layout instead (tokenizer.ggml.model
  * `llama`: <unk> 0, <s> 1 (BOS), </s> 2 (EOS), the 256 byte-fallback tokens <0x00>..<0xFF>,
@@ -439,7 +443,7 @@ static bool is_bias(const gen_model *m, int ti)
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
-                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm|bert]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
+                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm|bert] [--pooling 0..4]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
                     "other models: 2 layers, vocab 512, ctx 256; seed 1\n");
     return 2;
 }
@@ -480,7 +484,7 @@ int main(int argc, char **argv)
 {
     const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL, *tok = NULL;
     int q2_twin = 0; /* --q2-twin: Q2_0 with blocks of 128 written as mainline's blocks of 64 (the same values) */
-    long layers = 0, n_vocab = 0, ctx = 0;
+    long layers = 0, n_vocab = 0, ctx = 0, pooling = -1; /* -1: mean (1) for an encoder */
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -491,10 +495,10 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--tok") && val) { tok = val; i++; continue; }
         if (!strcmp(a, "--q2-twin")) { q2_twin = 1; continue; }
         long *dst = !strcmp(a, "--layers") ? &layers : !strcmp(a, "--vocab") ? &n_vocab
-                  : !strcmp(a, "--ctx") ? &ctx : NULL;
+                  : !strcmp(a, "--ctx") ? &ctx : !strcmp(a, "--pooling") ? &pooling : NULL;
         if (dst && val) {
             *dst = strtol(val, &end, 10);
-            if (*end || *dst < 1) { fprintf(stderr, "mkmodel: %s: bad value '%s'\n", a, val); return 2; }
+            if (*end || *dst < (dst == &pooling ? 0 : 1) || (dst == &pooling && *dst > 4)) { fprintf(stderr, "mkmodel: %s: bad value '%s'\n", a, val); return 2; }
             i++;
             continue;
         }
@@ -545,6 +549,16 @@ int main(int argc, char **argv)
         if (m.checks[i].is_float) rt_gguf_w_f32(w, ARCH_KEY(m.checks[i].gguf_key), (float)m.checks[i].value);
         else rt_gguf_w_u32(w, ARCH_KEY(m.checks[i].gguf_key), (uint32_t)m.checks[i].value);
     }
+    bool encoder = false;
+    for (int i = 0; i < m.n_layer; i++)
+        encoder |= m.layer[i].kind == GEN_OP_ATTENTION && m.layer[i].param.v[0] == 0.0f; /* causal: false */
+    if (encoder) {
+        rt_gguf_w_bool(w, ARCH_KEY("attention.causal"), false);
+        rt_gguf_w_u32(w, ARCH_KEY("pooling_type"), (uint32_t)(pooling < 0 ? 1 : pooling));
+    }
+    for (int ti = 0; ti < m.n_tensors; ti++)
+        if (!strcmp(m.tensors[ti].gguf, "token_types.weight"))
+            rt_gguf_w_u32(w, "tokenizer.ggml.token_type_count", (uint32_t)m.tensors[ti].ne[1]);
     vocab v = {0};
     int n_scored = bert ? build_wpm_vocab(&v, (int)n_vocab) : tok ? build_spm_vocab(&v, (int)n_vocab)
                  : build_vocab(&v, (int)n_vocab);

@@ -1,5 +1,6 @@
 /* gen_k_eltwise.c - element-wise kernels: EMBED (table row gather) and ADD,
- * ACT_MUL (act(a) * b, act a row of gen_act.h: its kernel expression).
+ * ACT_MUL (act(a) * b, act a row of gen_act.h: its kernel expression), ADD_ROWS (a + an F32
+ * table's row: the token's position's, or one fixed row).
  * One invocation per element (EMBED: per pair of F16 / BF16 elements (a widen), per unit of a Q4_K / Q6_K block,
  * per quad of a Q8_0 / Q4_0 / Q2_0 block's, code x d through the codec's quad / quad_scale), one workgroup row
  * per token. Decode, fused: the embedding can run the first layer's norm in its last
@@ -125,5 +126,43 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     gen_out_groups(out, 0, 0, (uint32_t)((width + WG - 1) / WG), 1);
     gen_out_groups(out, 1, 1, 0, 1);
     out->bytes = (uint64_t)width * (plain ? 8 : 12);
+    return gen_out_kernel(out, k, err);
+}
+
+/* y[t] = a[t] + table[r]: r the token's position (pos + t, clamped to the table's last row: the
+ * runtime refuses longer inputs, the clamp only keeps a bad step inside the buffer) or the
+ * op's fixed row. One f32 add per element, as ggml_add. */
+int gen_k_add_rows(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
+{
+    const gen_tensor *tab = &g->m->tensors[kop->w[0]];
+    const int width = g->vals[kop->out].width;
+    const uint32_t rows = (uint32_t)tab->ne[1];
+    char name[96];
+    if (kop->row >= 0)
+        snprintf(name, sizeof(name), "add_rows_r%d_n%d", kop->row, width);
+    else
+        snprintf(name, sizeof(name), "add_rows_pos%u_n%d", rows, width);
+    dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
+    if (!k)
+        return gen_out_kernel(out, NULL, err);
+    (void)decode;
+    dsl_expr a = dsl_buffer(k, "a", DSL_F32, DSL_READONLY);
+    gen_out_val(out, g, kop->in[0]);
+    dsl_expr table = dsl_buffer(k, "table", DSL_F32, DSL_READONLY);
+    gen_out_arg(out, RT_ARG_WEIGHT, kop->w[0]);
+    dsl_expr y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY); /* in place is fine, as gen_k_eltwise */
+    gen_out_val(out, g, kop->out);
+    dsl_expr N = dsl_const_u32(k, "N", width);
+    dsl_expr i = dsl_gid(k, 0), t = dsl_wgid(k, 1);
+    dsl_return_if(k, dsl_ge(k, i, N));
+    dsl_expr idx = dsl_let(k, "idx", dsl_add(k, dsl_mul(k, t, N), i));
+    dsl_expr r = kop->row >= 0 ? U((uint32_t)kop->row)
+                               : dsl_let(k, "r", dsl_min(k, dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t), U(rows - 1)));
+    dsl_expr tv = dsl_load(k, table, dsl_add(k, dsl_mul(k, r, N), i));
+    dsl_store(k, y, idx, dsl_add(k, dsl_load(k, a, idx), tv));
+    gen_out_groups_one(out);
+    gen_out_groups(out, 0, 0, (uint32_t)((width + WG - 1) / WG), 1);
+    gen_out_groups(out, 1, 1, 0, 1);
+    out->bytes = (uint64_t)width * 12;
     return gen_out_kernel(out, k, err);
 }

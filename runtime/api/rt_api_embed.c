@@ -1,5 +1,6 @@
 /* rt_api_embed.c - embeddings (ternion_embed*): the hidden state after the final norm of every
- * token (rt_engine_hidden), pooled (mean, last, first) and L2-normalised on the host.
+ * token (rt_engine_hidden), pooled (mean, last, first; by default as the file's pooling_type
+ * says) and L2-normalised on the host.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 
 ternion_embed_params ternion_embed_default_params(void)
 {
-    return (ternion_embed_params){.pooling = TERNION_POOLING_MEAN, .normalize = true, .seq = 0};
+    return (ternion_embed_params){.pooling = TERNION_POOLING_MODEL, .normalize = true, .seq = 0};
 }
 
 int32_t ternion_model_n_embd(const ternion_model *m) { return m && m->desc ? rt_model_hidden_width(m->desc) : 0; }
@@ -47,8 +48,15 @@ int ternion_embed(ternion_context *c, const ternion_embed_params *p, const int32
         p = &d;
     if (!tokens || !out || n < 1)
         return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_embed: no tokens (n = %d) or a NULL array", n);
-    if (p->pooling < TERNION_POOLING_MEAN || p->pooling > TERNION_POOLING_CLS)
-        return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_embed: pooling %d (0 mean, 1 last, 2 cls)", p->pooling);
+    if (p->pooling < TERNION_POOLING_MODEL || p->pooling > TERNION_POOLING_CLS)
+        return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_embed: pooling %d (-1 the model's, 0 mean, 1 last, 2 cls)",
+                               p->pooling);
+    const int32_t pooling = p->pooling == TERNION_POOLING_MODEL ? ternion_model_pooling(c->m) : p->pooling;
+    if (pooling < 0)
+        return rt_api_ctx_fail(c, TERNION_E_INVALID,
+                               "ternion_embed: the model's pooling_type is %d (llama.cpp's %s), which gives no single "
+                               "vector: ask for mean, last or cls", c->m->pooling_file,
+                               c->m->pooling_file == 0 ? "none: one vector per token" : c->m->pooling_file == 4 ? "rank" : "unknown");
     if (p->seq < 0 || p->seq >= c->n_seq)
         return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_embed: sequence %d out of range (0..%d)", p->seq,
                                c->n_seq - 1);
@@ -84,7 +92,7 @@ int ternion_embed(ternion_context *c, const ternion_embed_params *p, const int32
     if (!rc) {
         c->perf.n_prompt += n;
         c->perf.t_prompt_ms += rt_api_now_ms() - t0;
-        pool(rows, n, w, p->pooling, p->normalize, out);
+        pool(rows, n, w, pooling, p->normalize, out);
     }
     free(rows);
     return rc;

@@ -259,6 +259,9 @@ int ternion_model_load(const char *path, const ternion_model_params *params, ter
     if (rt_gguf_get_u32(m->g, "%s.context_length", &ctx, err) == 0)
         m->n_ctx_train = ctx > INT32_MAX ? INT32_MAX : (int)ctx;
     m->n_ctx_max = rope_ctx_max(m->g, m->n_ctx_train);
+    uint32_t pooling = 0;
+    m->pooling_file = rt_gguf_get_u32(m->g, "%s.pooling_type", &pooling, err) == 0 && pooling < 256 ? (int)pooling
+                      : -1;
     if (m->desc)
         weight_formats(m);
     if (rt_tok_load(m->g, &m->tok, err)) {
@@ -291,6 +294,17 @@ const char *ternion_model_arch(const ternion_model *m) { return m ? m->g->arch :
 int32_t ternion_model_n_vocab(const ternion_model *m) { return rt_api_model_n_vocab(m); }
 int32_t ternion_model_n_layer(const ternion_model *m) { return m ? m->n_layer : 0; }
 int32_t ternion_model_n_ctx_train(const ternion_model *m) { return m ? m->n_ctx_train : 0; }
+
+int32_t ternion_model_pooling(const ternion_model *m)
+{
+    /* llama.cpp's llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank */
+    static const int32_t of_llama[] = {-1, TERNION_POOLING_MEAN, TERNION_POOLING_CLS, TERNION_POOLING_LAST, -1};
+    if (!m)
+        return -1;
+    if (m->pooling_file < 0)
+        return TERNION_POOLING_MEAN;
+    return m->pooling_file < 5 ? of_llama[m->pooling_file] : -1;
+}
 int32_t ternion_model_n_ctx_max(const ternion_model *m) { return m ? m->n_ctx_max : 0; }
 
 const char *ternion_model_weights(const ternion_model *m, const char **yaml_default)

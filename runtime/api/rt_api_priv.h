@@ -50,6 +50,7 @@ struct ternion_model {
     char path[4096];
     int n_layer, n_vocab, n_ctx_train;
     int n_ctx_max;             /* what its declared RoPE scaling allows (0: it declares none) */
+    int pooling_file;          /* <arch>.pooling_type (llama.cpp's enum), -1 when absent */
     const char *weights;       /* the file's ternary format ("I2_S", "TQ2_0", ...; "mixed"), or NULL */
     const char *weights_yaml;  /* the generated model's (its YAML's type:), or NULL */
     ternion_model_params params;

@@ -169,6 +169,10 @@ TERNION_API const char *ternion_model_arch(const ternion_model *model);    /* ge
 TERNION_API int32_t ternion_model_n_vocab(const ternion_model *model);
 TERNION_API int32_t ternion_model_n_layer(const ternion_model *model);
 TERNION_API int32_t ternion_model_n_ctx_train(const ternion_model *model); /* 0 when absent */
+/* What TERNION_POOLING_MODEL pools by: the file's `<arch>.pooling_type` as a ternion_pooling
+ * (llama.cpp's 1 mean, 2 cls, 3 last; TERNION_POOLING_MEAN when the file has none), or -1 for
+ * a type without a single vector here (0 none, 4 rank, other). */
+TERNION_API int32_t ternion_model_pooling(const ternion_model *model);
 /* The longest context the file's RoPE scaling declares it reaches (<arch>.rope.scaling.type
  * linear / yarn / longrope with .factor > 1: .original_context_length, else the training
  * context, times the factor); 0 when the file declares no scaling. The library does not
@@ -392,7 +396,11 @@ TERNION_API int ternion_decode_greedy(ternion_context *ctx, int32_t seq, int32_t
 /* One vector per text: the hidden state after the model's final norm (the LM head's input,
  * before the LM head), one row per token, pooled over the tokens and L2-normalised. */
 typedef enum {
-    TERNION_POOLING_MEAN = 0, /* the mean of the rows (the default) */
+    TERNION_POOLING_MODEL = -1, /* the model file's `<arch>.pooling_type` (the default): llama.cpp's
+                                 * 1 mean, 2 cls, 3 last; mean when the file has none. A file
+                                 * whose type has no single vector here (0 none: one vector per
+                                 * token; 4 rank) needs one of the others (TERNION_E_INVALID) */
+    TERNION_POOLING_MEAN = 0, /* the mean of the rows */
     TERNION_POOLING_LAST = 1, /* the last token's row (what a causal model has seen all of) */
     TERNION_POOLING_CLS = 2,  /* the first token's row (BOS when the text starts with it) */
 } ternion_pooling;
@@ -404,7 +412,8 @@ typedef struct {
                          previous tokens are forgotten, and it holds nothing afterwards) */
 } ternion_embed_params;
 
-/* Mean pooling, normalised, sequence 0. */
+/* The model file's pooling (TERNION_POOLING_MODEL), normalised (as llama-embedding's default
+ * --embd-normalize 2), sequence 0. */
 TERNION_API ternion_embed_params ternion_embed_default_params(void);
 /* Floats in an embedding (the hidden state's width, e.g. 2560); 0 for a vocab_only model. */
 TERNION_API int32_t ternion_model_n_embd(const ternion_model *model);

@@ -64,7 +64,7 @@ static const flag_def flags[] = {
     {"--json", NULL, F_BOOL, O(json), 0, 0, NULL, "--bench, --perplexity, --embedding: print the figures as one JSON line"},
     {"--perplexity", NULL, F_BOOL, O(perplexity), 0, 0, NULL, "perplexity of the text of -f FILE (llama.cpp's: chunks of -c tokens, second halves scored)"},
     {"--embedding", NULL, F_BOOL, O(embedding), 0, 0, NULL, "print the embedding of the prompt (-p, -f or --tokens): the hidden state after the final norm, before the LM head, pooled over the tokens and L2-normalised; one line of floats, or JSON with --json"},
-    {"--pooling", NULL, F_STR, O(pooling), 0, 0, "TYPE", "--embedding: mean (the default), last (the last token's row) or cls (the first token's)"},
+    {"--pooling", NULL, F_STR, O(pooling), 0, 0, "TYPE", "--embedding: mean, last (the last token's row) or cls (the first token's); default: the file's pooling_type (mean without one)"},
     {"--embd-no-normalize", NULL, F_BOOL, O(no_normalize), 0, 0, NULL, "--embedding: the pooled vector without L2 normalisation"},
     {"--bench-layers", NULL, F_INT, O(bench_layers), 0, 4096, "N", "--bench without -m: layers (0: full)"},
     {"--bench-vocab", NULL, F_INT, O(bench_vocab), 0, 1 << 24, "N", "--bench without -m: vocabulary (0: full)"},

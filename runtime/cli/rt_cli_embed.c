@@ -2,7 +2,8 @@
  *
  * Owns: the embedding mode of the model binaries. The vector is ternion_embed's: the hidden
  * state after the model's final norm (the LM head's input), pooled over the tokens
- * (--pooling mean|last|cls) and L2-normalised unless --embd-no-normalize. Output on stdout:
+ * (--pooling mean|last|cls; without it as the file's pooling_type says, as llama-embedding)
+ * and L2-normalised unless --embd-no-normalize. Output on stdout:
  * the floats on one line separated by spaces, or with --json one object
  * {"embedding": [...], "n_embd": N, "n_tokens": T, "pooling": "mean", "normalized": true}.
  * Floats are printed with 9 significant digits, which read back to the same float.
@@ -13,16 +14,18 @@
 
 #include "rt_cli_priv.h"
 
+static const char *const k_pool_names[] = {"mean", "last", "cls"}; /* ternion_pooling 0..2 */
+
+/* --pooling's value (NULL: the model's), -2 for a word that names none */
 static int pooling_of(const char *s)
 {
-    static const char *const names[] = {"mean", "last", "cls"};
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s ? s : "mean", names[i]))
+    for (int i = 0; s && i < 3; i++)
+        if (!strcmp(s, k_pool_names[i]))
             return i;
-    return -1;
+    return s ? -2 : TERNION_POOLING_MODEL;
 }
 
-static void print_vector(const rt_cli_opts *o, const float *v, int32_t w, int32_t n_tokens)
+static void print_vector(const rt_cli_opts *o, const float *v, int32_t w, int32_t n_tokens, int pooling)
 {
     if (o->json)
         printf("{\"embedding\": [");
@@ -30,14 +33,14 @@ static void print_vector(const rt_cli_opts *o, const float *v, int32_t w, int32_
         printf("%s%.9g", i ? (o->json ? ", " : " ") : "", (double)v[i]);
     if (o->json)
         printf("], \"n_embd\": %d, \"n_tokens\": %d, \"pooling\": \"%s\", \"normalized\": %s}", w, n_tokens,
-               o->pooling ? o->pooling : "mean", o->no_normalize ? "false" : "true");
+               pooling >= 0 && pooling < 3 ? k_pool_names[pooling] : "?", o->no_normalize ? "false" : "true");
     printf("\n");
 }
 
 int rt_cli_embedding(const rt_cli_opts *o)
 {
     const int pooling = pooling_of(o->pooling);
-    if (pooling < 0) {
+    if (pooling == -2) {
         fprintf(stderr, "error: --pooling '%s': expected mean, last or cls\n", o->pooling);
         return RT_CLI_EXIT_USAGE;
     }
@@ -78,7 +81,7 @@ int rt_cli_embedding(const rt_cli_opts *o)
     else if (ternion_embed(c, &p, ids, n, v))
         fprintf(stderr, "error: --embedding: %s\n", ternion_context_error(c));
     else {
-        print_vector(o, v, w, n);
+        print_vector(o, v, w, n, pooling == TERNION_POOLING_MODEL ? ternion_model_pooling(m) : pooling);
         rc = fflush(stdout) ? RT_CLI_EXIT_ERR : RT_CLI_EXIT_OK;
     }
     free(v);

@@ -144,6 +144,13 @@ static int resolve_ops(cpu_engine *e, char *err)
         }
         if (check_q8k(e, op, err))
             return -1;
+        if (op->kind == RT_CPU_ADD_ROWS &&
+            (cpu_w(e, op->weight, 0)->type != FMT_F32 || cpu_w(e, op->weight, 0)->ne0 != e->cs->width[op->out] ||
+             op->param[0] >= (float)cpu_w(e, op->weight, 0)->ne1)) {
+            snprintf(err, RT_ERR_LEN, "%s: the table must be F32 rows of the value's width holding row %d", op->label,
+                     (int)op->param[0]);
+            return -1;
+        }
         if (op->kind == RT_CPU_BITLINEAR && e->cs->width[op->in[0]] > e->max_k)
             e->max_k = e->cs->width[op->in[0]];
         if (op->kind == RT_CPU_LM_HEAD)

@@ -83,6 +83,17 @@ static void embed_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int6
         so->codec->row(e->isa, w, r->s->tok[t], OUT(e, so) + t * wo);
 }
 
+/* y[t] = x[t] + table[row]: the op's fixed row, or (param[0] < 0) the token's position's,
+ * clamped to the table (the engine refuses longer inputs first). */
+static void add_rows_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const cpu_weight *w = cpu_w(e, so->tensor, r->layer);
+    const int wo = WIDTH(e, so->op->out);
+    cpu_add_rows(IN0(e, so) + lo * wo, (const float *)w->data, w->ne1, wo, r->s->pos + lo, (int)(hi - lo),
+                 (int)so->op->param[0], OUT(e, so) + lo * wo);
+}
+
 /* A 1-D tensor's floats for this layer (t < 0: NULL). */
 static const float *vec_of(const cpu_run *r, int t)
 {
@@ -443,6 +454,7 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_LINEAR: linear(r, so); break;
     case RT_CPU_ACT: par_for(r, so, n_el, 4096, act_plain_body, n_el >= 65536); break;
     case RT_CPU_MOE: moe(r, so); break;
+    case RT_CPU_ADD_ROWS: par_for(r, so, n, 1, add_rows_body, big); break;
     default: break;
     }
     if (op->out >= 0 && op->out == r->qvalue)

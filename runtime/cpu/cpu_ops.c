@@ -1,4 +1,4 @@
-/* cpu_ops.c - norms, RoPE, attention and activations of one token (cpu_ops.h); the CPU rows
+/* cpu_ops.c - norms, RoPE, attention, activations and table-row adds of one token (cpu_ops.h); the CPU rows
  * of the norm and activation tables (gen/gen_norm.c, gen/gen_act.c). */
 #include "cpu/cpu_ops.h"
 
@@ -240,4 +240,16 @@ void cpu_act_apply(const cpu_act *act, const float *a, int n, const float *p, fl
 {
     for (int i = 0; i < n; i++)
         y[i] = act->fn(a[i], p);
+}
+
+void cpu_add_rows(const float *x, const float *table, int64_t rows, int width, const int32_t *pos, int n, int row,
+                  float *y)
+{
+    for (int t = 0; t < n; t++) {
+        int64_t r = row >= 0 ? row : pos[t];
+        r = r < 0 ? 0 : r >= rows ? rows - 1 : r;
+        const float *tr = table + r * width;
+        for (int i = 0; i < width; i++)
+            y[(size_t)t * width + i] = x[(size_t)t * width + i] + tr[i];
+    }
 }

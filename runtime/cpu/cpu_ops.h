@@ -64,4 +64,11 @@ void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, cons
 /* y = act(a) (the plain activation op, `op: <name>`) */
 void cpu_act_apply(const cpu_act *act, const float *a, int n, const float *p, float *y);
 
+/* y[t] = x[t] + table[r] for n tokens of width floats, table [rows][width] F32: r = row when
+ * row >= 0 (a token-type row), else pos[t] (learned positions), clamped to [0, rows) so a bad
+ * position cannot read outside (the engine refuses such steps first). One f32 add, ggml_add's.
+ * y may alias x. */
+void cpu_add_rows(const float *x, const float *table, int64_t rows, int width, const int32_t *pos, int n, int row,
+                  float *y);
+
 #endif

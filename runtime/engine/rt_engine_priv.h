@@ -144,7 +144,7 @@ void rt_eng_forget_prefill(rt_engine *e);
 int rt_eng_check_tokens(const rt_engine *e, const int32_t *tokens, int n, char *err);
 /* rt_engine_whole.c: -1 and err when the model's attention is not causal and a step's n rows
  * do not all start at position 0, or its n_tokens exceed the batch (an input split over steps
- * or continued). */
+ * or continued), or when the step reaches past the model's position table (learned positions). */
 int rt_eng_whole_step(const rt_engine *e, int n, const int32_t *pos, int n_tokens, char *err);
 /* rt_engine_bufs.c (a leaf): the buffer / address an argument names at layer `layer`;
  * device bytes of activation buffer i; kernel k fits the device's workgroup limits */

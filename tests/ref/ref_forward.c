@@ -342,6 +342,14 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
         break;
     case GEN_OP_NORM:
         return norm(e, op, L, w, in0, wi, out);
+    case GEN_OP_ADD_ROWS: /* F32 (the YAML reader's rule) */
+        if (w->type != FMT_F32 ||
+            ref_add_rows(in0, (const float *)w->data, w->ne[1], wi, n, e->pos, (int)op->param.v[0], out)) {
+            snprintf(e->err, RT_ERR_LEN, "%s:%d: add_rows: positions %d..%d or row %d outside the table's %lld rows",
+                     r->m->path, op->loc.line, e->pos, e->pos + n - 1, (int)op->param.v[0], (long long)w->ne[1]);
+            return -1;
+        }
+        break;
     case GEN_OP_BITLINEAR:
         return bitlinear(e, op, L, w, in0, wi, wo, out);
     case GEN_OP_ROPE:

@@ -245,6 +245,18 @@ void ref_act_mul(float (*act_ref)(float, const float *), const float *p, const f
     for (int i = 0; i < n; i++) y[i] = act_ref(a[i], p) * b[i];
 }
 
+int ref_add_rows(const float *x, const float *table, int64_t rows, int width, int n, int pos, int row, float *y)
+{
+    if ((row < 0 ? pos : row) < 0 || (row < 0 ? (int64_t)pos + n : (int64_t)row + 1) > rows)
+        return -1;
+    for (int t = 0; t < n; t++) {
+        const float *tr = table + (int64_t)(row < 0 ? pos + t : row) * width;
+        for (int i = 0; i < width; i++)
+            y[(size_t)t * width + i] = x[(size_t)t * width + i] + tr[i];
+    }
+    return 0;
+}
+
 /* y[v] = W[v] . x over an F16 (is_f16) or F32 table, x optionally rounded to f16 first. */
 static void lm_head(const void *w, bool is_f16, int dim, int vocab, const float *x,
                     int round_x_f16, float *y)

@@ -84,6 +84,11 @@ void ref_attention(const float *q, const float *kc, const float *vc, int n_kv, i
 void ref_act_mul(float (*act_ref)(float, const float *), const float *p, const float *a, const float *b, int n,
                  float *y);
 
+/* y[t] = x[t] + table[row t] for n tokens of width floats: row t = pos + t when row < 0 (learned
+ * absolute position embeddings), else row (a token-type row); table [rows][width] F32. Returns
+ * -1 (nothing written) when a row is outside [0, rows). y may alias x. */
+int ref_add_rows(const float *x, const float *table, int64_t rows, int width, int n, int pos, int row, float *y);
+
 /* LM head over a table W [vocab rows][dim] (F16 bits or F32): y[v] = sum_i W[v][i] * x[i]
  * (double accumulation). round_x_f16: round x to f16 first (the oracle's 1-token decode). */
 void ref_lm_head_f16(const uint16_t *w, int dim, int vocab, const float *x, int round_x_f16,
