@@ -2,7 +2,7 @@
  * hand-computed values, the CPU kernel (runtime/cpu/cpu_moe.c) and the three Vulkan kernels
  * (gen/kernels/gen_k_moe.c, through the kernel suites' harness tests/vk_harness.h) against the
  * reference on random data. Whole models against llama.cpp: the oracle case
- * tests/data/oracle/qwen3moe-tiny (CPU backend and Vulkan); the CPU backend's against the C
+ * tests/data/oracle/qwen3moe-kq-tiny (CPU backend and Vulkan); the CPU backend's against the C
  * reference: test_moe_vs_reference in tests/test_e2e.c.
  *
  * Owns: the moe op's unit checks.
