@@ -78,17 +78,43 @@ static void test_yaml_good(void **state)
         const char *path;
         int n_expert, k;
         float norm;
-    } real[] = {{"tests/data/moe/qwen3-30b-a3b.yaml", 128, 8, 1.0f}, {"tests/data/moe/olmoe-1b-7b.yaml", 64, 8, 0.0f}};
-    for (int i = 0; i < 2; i++) {
+        uint32_t exps[3]; /* the experts' types: llama-quantize Q8_0's, or Q4_K_M's (the -q4_k_m variants) */
+    } real[] = {{"tests/data/moe/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
+                {"tests/data/moe/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
+                {"tests/data/moe/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}},
+                {"tests/data/moe/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}}};
+    for (int i = 0; i < 4; i++) {
         rc = gen_model_load(real[i].path, &g_m, err);
         if (rc)
             print_error("%s\n", err);
         assert_int_equal(rc, 0);
         assert_int_equal(g_m.hp.n_expert, real[i].n_expert);
         assert_int_equal(g_m.hp.n_expert_used, real[i].k);
+        int n_moe = 0;
         for (int j = 0; j < g_m.n_layer; j++)
-            if (g_m.layer[j].kind == GEN_OP_MOE)
+            if (g_m.layer[j].kind == GEN_OP_MOE) {
                 assert_true(g_m.layer[j].param.v[1] == real[i].norm);
+                for (int e = 0; e < 3; e++)
+                    assert_int_equal(g_m.tensors[g_m.layer[j].experts[e]].type, real[i].exps[e]);
+                n_moe++;
+            }
+        assert_int_equal(n_moe, 1);
+        /* the Vulkan kernels of its moe op generate at these widths (Q4_K / Q6_K rows of 2048, 768, 1024) */
+        static gen_graph g;
+        if (gen_graph_build(&g_m, true, &g, err))
+            fail_msg("%s: %s", real[i].path, err);
+        int n_k = 0;
+        for (int j = 0; j < g.n_kops; j++) {
+            const gen_kop *o = &g.kops[j];
+            if (o->kind != GEN_K_MOE_ROUTE && o->kind != GEN_K_MOE_GLU && o->kind != GEN_K_MOE_DOWN)
+                continue;
+            gen_kernel_out ko;
+            if (gen_kernel_build(&g, o, false, &ko, err))
+                fail_msg("%s: %s", real[i].path, err);
+            gen_kernel_out_free(&ko);
+            n_k++;
+        }
+        assert_int_equal(n_k, 3);
     }
 }
 
