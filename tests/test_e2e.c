@@ -747,7 +747,7 @@ static const char *label(const char *yaml, const char *what)
  * prompt token by token computes something else: only the prompt step is compared */
 static bool s_prompt_only;
 /* set by a variant whose Vulkan run other suites make (the moe op's: each kernel against the C
- * reference in test_moe, the whole model against llama.cpp in the oracle case qwen3moe-tiny): the
+ * reference in test_moe, the whole model against llama.cpp in the oracle case qwen3moe-kq-tiny): the
  * CPU backend only here (CI time) */
 static bool s_cpu_only;
 
@@ -832,7 +832,7 @@ static void variant_vs_reference(const char *yaml, const char *gguf_in_build, in
         assert_true(rt_engine_is_cpu(ce));
         rt_engine_close(ce);
     } else if (s_cpu_only) {
-        printf("%s: Vulkan: not run here (test_moe, the oracle case qwen3moe-tiny)\n", yaml);
+        printf("%s: Vulkan: not run here (test_moe, the oracle case qwen3moe-kq-tiny)\n", yaml);
     }
     if (bd->d.desc.vk_refusal || s_cpu_only) {
         free(want);
@@ -1076,7 +1076,7 @@ static void test_qwen3_vs_reference(void **st)
 /* tests/data/moe/qwen3moe-f32-tiny.yaml: the moe op (8 experts, top 2, normalized; F32 experts) in
  * 2 layers, the CPU backend's prompt and one-token steps against the reference in the linear
  * rule's numerics. Vulkan (gen/kernels/gen_k_moe.c): s_cpu_only. (Q8_0 experts: test_moe and the
- * oracle case qwen3moe-tiny; the YAML says why.) */
+ * oracle case qwen3moe-kq-tiny; the YAML says why.) */
 static void test_moe_vs_reference(void **st)
 {
     (void)st;

@@ -2,7 +2,7 @@
  * hand-computed values, the CPU kernel (runtime/cpu/cpu_moe.c) and the three Vulkan kernels
  * (gen/kernels/gen_k_moe.c, through the kernel suites' harness tests/vk_harness.h) against the
  * reference on random data. Whole models against llama.cpp: the oracle case
- * tests/data/oracle/qwen3moe-tiny (CPU backend and Vulkan); the CPU backend's against the C
+ * tests/data/oracle/qwen3moe-kq-tiny (CPU backend and Vulkan); the CPU backend's against the C
  * reference: test_moe_vs_reference in tests/test_e2e.c.
  *
  * Owns: the moe op's unit checks.
@@ -78,17 +78,43 @@ static void test_yaml_good(void **state)
         const char *path;
         int n_expert, k;
         float norm;
-    } real[] = {{"tests/data/moe/qwen3-30b-a3b.yaml", 128, 8, 1.0f}, {"tests/data/moe/olmoe-1b-7b.yaml", 64, 8, 0.0f}};
-    for (int i = 0; i < 2; i++) {
+        uint32_t exps[3]; /* the experts' types: llama-quantize Q8_0's, or Q4_K_M's (the -q4_k_m variants) */
+    } real[] = {{"tests/data/moe/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
+                {"tests/data/moe/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
+                {"tests/data/moe/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}},
+                {"tests/data/moe/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}}};
+    for (int i = 0; i < 4; i++) {
         rc = gen_model_load(real[i].path, &g_m, err);
         if (rc)
             print_error("%s\n", err);
         assert_int_equal(rc, 0);
         assert_int_equal(g_m.hp.n_expert, real[i].n_expert);
         assert_int_equal(g_m.hp.n_expert_used, real[i].k);
+        int n_moe = 0;
         for (int j = 0; j < g_m.n_layer; j++)
-            if (g_m.layer[j].kind == GEN_OP_MOE)
+            if (g_m.layer[j].kind == GEN_OP_MOE) {
                 assert_true(g_m.layer[j].param.v[1] == real[i].norm);
+                for (int e = 0; e < 3; e++)
+                    assert_int_equal(g_m.tensors[g_m.layer[j].experts[e]].type, real[i].exps[e]);
+                n_moe++;
+            }
+        assert_int_equal(n_moe, 1);
+        /* the Vulkan kernels of its moe op generate at these widths (Q4_K / Q6_K rows of 2048, 768, 1024) */
+        static gen_graph g;
+        if (gen_graph_build(&g_m, true, &g, err))
+            fail_msg("%s: %s", real[i].path, err);
+        int n_k = 0;
+        for (int j = 0; j < g.n_kops; j++) {
+            const gen_kop *o = &g.kops[j];
+            if (o->kind != GEN_K_MOE_ROUTE && o->kind != GEN_K_MOE_GLU && o->kind != GEN_K_MOE_DOWN)
+                continue;
+            gen_kernel_out ko;
+            if (gen_kernel_build(&g, o, false, &ko, err))
+                fail_msg("%s: %s", real[i].path, err);
+            gen_kernel_out_free(&ko);
+            n_k++;
+        }
+        assert_int_equal(n_k, 3);
     }
 }
 
@@ -106,6 +132,8 @@ static const struct {
     {"[dim, expert_ffn_dim, n_expert]}", "[dim, 96, n_expert]}",
      "expert gate tensor 'ffn_gate_exps' is [320, 96, ...], expected [320, 160, n_expert]"},
     {"ffn_down_exps],", "ffn_down_exps, attn_q],", "'experts' must list 3 tensors"},
+    {"ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: q4_k",
+     "tensor 'ffn_up_exps': q4_k input width ne0 = 320 is not a multiple of 256"},
     {"act: silu", "act: swish", "activation 'swish' has parameters"},
     {"act: silu", "act: nope", "unknown activation 'nope'"},
     {"style: neox", "style: norm", "files of architecture 'qwen3moe' need style: neox"},
@@ -207,38 +235,55 @@ static uint8_t *random_tensor(uint32_t type, int K, int rows, int n, unsigned *s
     return out;
 }
 
-/* The CPU kernel against the reference: awkward widths (dim 320 = 5 blocks of Q2_0's 64, expert width 192,
- * 6 experts, top 3, 5 tokens), each expert format, softmax normalized and sigmoid not. The CPU's
- * float dots sum in SIMD order, the reference in double: a router logit may differ by a few ulps,
- * so the selection must be the same (random scores have no near ties) and each output within
- * bound = 2^-10 x max |y_ref| (quantized formats: a Q8_0 code of the down input may flip by one
- * where gate/up round differently, 1/127 of a block's amax times a row of N(0, 1/K) weights;
- * 2^-18 for F32 / F16 experts, whose inputs round the same). Outputs poisoned with NaN first. */
+/* The CPU kernel's cases: expert formats (gate, up, down), router, widths (dim, expert width).
+ * Awkward widths: dim 320 = 5 blocks of Q2_0's 64, expert width 192; the K-quants' 256-blocks:
+ * llama.cpp's Q4_K_M mix (gate and up Q4_K, down Q6_K) at dim 512, width 768 (3 blocks), all Q6_K
+ * at dim 768, width 256; BF16 (any even width) at 320 / 192, and BF16 beside Q4_K. */
+static const struct {
+    uint32_t gate, up, down, router;
+    int D, F;
+} k_cpu_cases[] = {
+    {FMT_F32, FMT_F32, FMT_F32, FMT_F32, 320, 192},      {FMT_F16, FMT_F16, FMT_F16, FMT_F16, 320, 192},
+    {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0, FMT_F32, 320, 192},   {FMT_Q4_0, FMT_Q4_0, FMT_Q4_0, FMT_F16, 320, 192},
+    {FMT_Q2_0, FMT_Q2_0, FMT_Q2_0, FMT_F32, 320, 192},   {FMT_Q8_0, FMT_F16, FMT_Q8_0, FMT_F16, 320, 192},
+    {FMT_BF16, FMT_BF16, FMT_BF16, FMT_F32, 320, 192},   {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K, FMT_F16, 512, 768},
+    {FMT_Q6_K, FMT_Q6_K, FMT_Q6_K, FMT_F32, 768, 256},   {FMT_Q4_K, FMT_BF16, FMT_Q4_K, FMT_F16, 512, 256},
+};
+
+/* The CPU kernel against the reference: each case of k_cpu_cases, 6 experts, top 3, 5 tokens,
+ * softmax normalized and sigmoid not in turn. The CPU's float dots sum in SIMD order, the
+ * reference in double: a router logit may differ by a few ulps, so the selection must be the same
+ * (random scores have no near ties) and each output within bound = 2^-10 x max |y_ref| where an
+ * input is rounded to fewer bits (Q8_0 / Q8_K codes for the block formats, bf16 for BF16: where
+ * gate/up round differently by an ulp, a down input's code may flip by one step, 1/127 of a
+ * block's amax or 2^-8 of the value, times a row of N(0, 1/K) weights), 2^-18 for F32 / F16
+ * experts, whose inputs round the same. Outputs poisoned with NaN first. */
 static void test_kernel_vs_ref(void **state)
 {
-    enum { D = 320, F = 192, NE = 6, K = 3, N = 5 };
-    const uint32_t types[] = {FMT_F32, FMT_F16, FMT_Q8_0, FMT_Q4_0, FMT_Q2_0, FMT_F16}; /* last: up F16, the others Q8_0 */
+    enum { DM = 768, NE = 6, K = 3, N = 5 };
     const cpu_isa isa = cpu_isa_detect(NULL);
     unsigned seed = 7;
-    float x[N * D];
-    for (int i = 0; i < N * D; i++)
+    static float x[N * DM], y_ref[N * DM], y[N * DM], d[K * DM];
+    for (int i = 0; i < N * DM; i++)
         x[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const uint32_t et = ti == 5 ? FMT_Q8_0 : types[ti], ut = types[ti], rt = ti % 2 ? FMT_F16 : FMT_F32;
+    for (size_t ti = 0; ti < sizeof k_cpu_cases / sizeof k_cpu_cases[0]; ti++) {
+        const uint32_t gt = k_cpu_cases[ti].gate, ut = k_cpu_cases[ti].up, dt = k_cpu_cases[ti].down,
+                       rt = k_cpu_cases[ti].router;
+        const int D = k_cpu_cases[ti].D, F = k_cpu_cases[ti].F;
         uint8_t *router = random_tensor(rt, D, NE, 1, &seed), *ex[3];
-        ex[0] = random_tensor(et, D, F, NE, &seed);
+        ex[0] = random_tensor(gt, D, F, NE, &seed);
         ex[1] = random_tensor(ut, D, F, NE, &seed);
-        ex[2] = random_tensor(et, F, D, NE, &seed);
+        ex[2] = random_tensor(dt, F, D, NE, &seed);
         const bool sig = ti % 2;
-        const cpu_weight wr = {router, rt, D, NE}, w0 = {ex[0], et, D, (int64_t)F * NE},
-                         w1 = {ex[1], ut, D, (int64_t)F * NE}, w2 = {ex[2], et, F, (int64_t)D * NE};
+        const cpu_weight wr = {router, rt, D, NE}, w0 = {ex[0], gt, D, (int64_t)F * NE},
+                         w1 = {ex[1], ut, D, (int64_t)F * NE}, w2 = {ex[2], dt, F, (int64_t)D * NE};
         const cpu_moe m = {.router = &wr, .exp = {&w0, &w1, &w2}, .act = cpu_act_find("silu"), .dim = D, .eff = F,
                            .n_expert = NE, .k = K, .sigmoid = sig, .norm = !sig};
         assert_null(cpu_moe_check(&m));
-        const ref_moe_op ro = {.router_type = rt, .router = router, .exp_type = {et, ut, et},
+        const ref_moe_op ro = {.router_type = rt, .router = router, .exp_type = {gt, ut, dt},
                                .exp = {ex[0], ex[1], ex[2]}, .dim = D, .eff = F, .n_expert = NE, .k = K,
                                .sigmoid = sig, .norm = !sig, .act = silu_ref()};
-        float y_ref[N * D], y[N * D], w_ref[N * K], w[N * K], d[K * D];
+        float w_ref[N * K], w[N * K];
         int sel_ref[N * K], sel[N * K];
         assert_int_equal(ref_moe(&ro, x, N, y_ref, sel_ref, w_ref), 0);
         void *scratch = aligned_alloc(64, (cpu_moe_scratch(&m) + 63) & ~(size_t)63);
@@ -260,9 +305,13 @@ static void test_kernel_vs_ref(void **state)
             assert_false(isnan(y[i]));
             dmax = fmaxf(dmax, fabsf(y[i] - y_ref[i]));
         }
-        const float bound = ldexpf(ymax, et != FMT_F32 && et != FMT_F16 ? -10 : -18);
-        printf("moe %s experts, %s router, %s: max |d| %.3g (bound %.3g, max |y| %.3g)\n", fmt_type_name(et),
-               fmt_type_name(rt), sig ? "sigmoid" : "softmax normalized", dmax, bound, ymax);
+        bool exact_in = true;
+        for (int i = 0; i < 3; i++)
+            exact_in &= ro.exp_type[i] == FMT_F32 || ro.exp_type[i] == FMT_F16;
+        const float bound = ldexpf(ymax, exact_in ? -18 : -10);
+        printf("moe %s/%s/%s experts, %s router, dim %d, width %d, %s: max |d| %.3g (bound %.3g, max |y| %.3g)\n",
+               fmt_type_name(gt), fmt_type_name(ut), fmt_type_name(dt), fmt_type_name(rt), D, F,
+               sig ? "sigmoid" : "softmax normalized", dmax, bound, ymax);
         assert_true(dmax <= bound);
         free(router);
         for (int i = 0; i < 3; i++)
@@ -419,10 +468,14 @@ static void gpu_case(const gen_model *m, const gen_graph *g, bool decode, uint32
 }
 
 /* Variants of the test model at awkward sizes, every expert format the reference reads (F32,
- * F16, Q8_0, Q4_0, Q2_0), both routers and gatings: the model's own (8 experts, top 2, width
- * 160, softmax normalized); 13 experts, top 3, width 96 (3 Q4_0 blocks), an F16 router,
- * sigmoid not normalized; 6 experts all used, width 192 (3 Q2_0 blocks), softmax not
- * normalized. A prompt of 5, 13 or 3 tokens and a one-token step each. */
+ * F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K), both routers and gatings: the model's own (8 experts,
+ * top 2, width 160, softmax normalized); 13 experts, top 3, width 96 (3 Q4_0 blocks), an F16
+ * router, sigmoid not normalized; 6 experts all used, width 192 (3 Q2_0 blocks), softmax not
+ * normalized; llama.cpp's Q4_K_M mix (gate and up Q4_K, down Q6_K) at dim 768 (3 blocks of 256),
+ * width 512, 5 experts, an F16 router; BF16 gate and up, Q6_K down, width 256, 7 experts, top 3,
+ * sigmoid. A prompt of 5, 13, 3, 4 or 6 tokens and a one-token step each; the K-quant rows are
+ * gen_k_linear's walk (gen_kq_row_dot: Q8_K inputs, f32 sums of exact products), so the same
+ * 1e-4 rules hold. */
 static void test_gpu_kernels(void **state)
 {
     vkh_seed(4242);
@@ -445,11 +498,23 @@ static void test_gpu_kernels(void **state)
                                      "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: q2_0",
                                      "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q2_0",
                                      "norm_topk: true", "norm_topk: false", NULL};
-    const char *const *variants[] = {v0, v1, v2};
-    const uint32_t tokens[] = {5, 13, 3};
+    static const char *const v3[] = {"\n  dim: 320", "\n  dim: 768", "n_expert: 8", "n_expert: 5",
+                                     "expert_ffn_dim: 160", "expert_ffn_dim: 512",
+                                     "ffn_gate_inp.weight\",  type: f32", "ffn_gate_inp.weight\",  type: f16",
+                                     "ffn_gate_exps.weight\", type: q8_0", "ffn_gate_exps.weight\", type: q4_k",
+                                     "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: q4_k",
+                                     "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q6_k", NULL};
+    static const char *const v4[] = {"n_expert: 8", "n_expert: 7", "n_expert_used: 2", "n_expert_used: 3",
+                                     "expert_ffn_dim: 160", "expert_ffn_dim: 256",
+                                     "ffn_gate_exps.weight\", type: q8_0", "ffn_gate_exps.weight\", type: bf16",
+                                     "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: bf16",
+                                     "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q6_k",
+                                     "gating: softmax, norm_topk: true", "gating: sigmoid, norm_topk: false", NULL};
+    const char *const *variants[] = {v0, v1, v2, v3, v4};
+    const uint32_t tokens[] = {5, 13, 3, 4, 6};
     static gen_graph g;
     unsigned seed = 99;
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 5; v++) {
         load_variant(variants[v], &g_m);
         if (gen_graph_build(&g_m, true, &g, vkh_err))
             fail_msg("%s", vkh_err);
@@ -460,25 +525,28 @@ static void test_gpu_kernels(void **state)
     vkh_close();
 }
 
-/* An expert format the kernels do not read (BF16 here; the CPU backend refuses it at load): the
- * generator's one error, naming the op's line, the format and the tensor. */
+/* Every expert format reads (F32, F16, BF16, the Q*_0 and K-quant rows); what the kernels refuse
+ * is a width their walk cannot take (a K-quant's off-block width is the description's error,
+ * k_bad): an F16 down matrix of odd width 161 (rows read as f16 pairs), the generator's one
+ * error, naming the op's line, the format, the tensor and the width. */
 static void test_gpu_refusal(void **state)
 {
-    static const char *const bf16[] = {"ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: bf16", NULL};
+    static const char *const odd[] = {"expert_ffn_dim: 160", "expert_ffn_dim: 161", "ffn_down_exps.weight\", type: q8_0",
+                                      "ffn_down_exps.weight\", type: f16", NULL};
     static gen_graph g;
-    load_variant(bf16, &g_m);
+    load_variant(odd, &g_m);
     if (gen_graph_build(&g_m, true, &g, vkh_err))
         fail_msg("%s", vkh_err);
     int n = 0;
     for (int i = 0; i < g.n_kops; i++)
-        if (g.kops[i].kind == GEN_K_MOE_GLU) {
+        if (g.kops[i].kind == GEN_K_MOE_DOWN) {
             gen_kernel_out ko;
             char err[GEN_ERR_LEN] = "";
             assert_int_not_equal(gen_kernel_build(&g, &g.kops[i], false, &ko, err), 0);
             gen_kernel_out_free(&ko);
             printf("%s\n", err);
             assert_non_null(strstr(err, "qwen3moe-tiny.yaml:73:"));
-            assert_non_null(strstr(err, "moe: no kernel reads bf16 'ffn_up_exps'"));
+            assert_non_null(strstr(err, "moe: no kernel reads f16 'ffn_down_exps' of width 161"));
             n++;
         }
     assert_int_equal(n, 1);

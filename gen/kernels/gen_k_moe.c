@@ -13,9 +13,11 @@
  *
  * Every product is one row of a stacked 3-D tensor (expert e's rows at e * rows), a subgroup per
  * row, lanes over its words, summed by subgroupAdd: F32 (the input as it is), F16 (the input
- * pair rounded to f16: the codec's act_round, as `linear`), or block-quantized
- * (Q8_0, Q4_0, Q2_0: the input quantized to Q8_0 blocks of 32 as ggml-cpu's quantize_row_q8_0,
- * an exact integer sum per block times d_w d_x, as gen_k_linear's head_qunit).
+ * pair rounded to f16, BF16 the pair rounded to bf16: the codec's act_round, as `linear`),
+ * block-quantized (Q8_0, Q4_0, Q2_0: the input quantized to Q8_0 blocks of 32 as ggml-cpu's
+ * quantize_row_q8_0, an exact integer sum per block times d_w d_x, as gen_k_linear's head_qunit),
+ * or a float block format (Q4_K, Q6_K: `linear`'s row walk, gen_kq_row_dot: the codec's
+ * unit_decode times the input through Q8_K).
  * Simple and correct first: no token tiles, no expert grouping (a weight row is read once per
  * (token, slot) that picks it). A one-token step is a step of one token: the decode and prompt
  * schedules share each kernel (one name, one GLSL: the description interns it once).
@@ -23,6 +25,7 @@
 #include "codec/gen_codec.h"
 #include "gen_act.h"
 #include "gen_k_common.h"
+#include "gen_k_kquant.h"
 
 #define WG 256
 #define ROWS 8            /* rows a workgroup serves (a subgroup a row in turn) */
@@ -32,6 +35,7 @@
 typedef struct {
     const fmt_codec *fc;
     const gen_codec *pc, *qc; /* pair format (F16, BF16), block-quantized (Q8_0, ..), else F32 */
+    const gen_codec *kq;      /* a float block format (Q4_K, Q6_K), else NULL */
     dsl_expr W, x;            /* the weights (u32 words, or f32), the input buffer (f32) */
     uint32_t K;               /* the row's width */
 } row_dot;
@@ -41,7 +45,11 @@ static dsl_expr dot_row(dsl_kernel *k, const row_dot *d, dsl_expr row, dsl_expr 
 {
     dsl_expr lane = dsl_subgroup_invocation(k), sgs = dsl_subgroup_size(k);
     dsl_expr acc = dsl_var(k, "acc", DSL_F32, F(0));
-    if (d->qc) { /* units of 32 values: a Q8_0 block of the input, 8 quads of the weight block */
+    if (d->kq) { /* the row's blocks in order, a block's units over the lanes */
+        const uint32_t nb = d->K / GEN_CODEC_BLOCK, rb = nb * d->fc->blk_bytes;
+        dsl_expr roff = dsl_let(k, "roff", dsl_mul(k, row, U(rb)));
+        gen_kq_row_dot(k, d->kq, d->W, roff, nb, lane, sgs, 1, &acc, &xoff, d->x);
+    } else if (d->qc) { /* units of 32 values: a Q8_0 block of the input, 8 quads of the weight block */
         const uint32_t qpb = d->fc->blk / 4, rowb = d->K / d->fc->blk * d->fc->blk_bytes;
         dsl_expr j = dsl_for(k, "j", lane, U(d->K / 32), sgs);
         dsl_expr q0 = dsl_let(k, "q0", dsl_mul(k, j, U(8)));
@@ -95,16 +103,18 @@ static int bind_rows(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, int 
     memset(d, 0, sizeof(*d));
     d->fc = fmt_codec_find(wt->type);
     const gen_codec *c = gen_codec_find(wt->type);
-    d->pc = c && c->table_pair && wt->type == FMT_F16 ? c : NULL; /* (BF16: the pair path, untested: refused) */
+    d->pc = c && c->table_pair && c->act_round ? c : NULL; /* F16, BF16 */
     d->qc = c && c->quad ? c : NULL;
+    d->kq = gen_kq_codec(wt->type);
     d->K = (uint32_t)wt->ne[0];
-    if ((!d->pc && !d->qc && wt->type != FMT_F32) || (d->pc && d->K % 2) || (d->qc && d->K % 32)) {
-        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: moe: no kernel reads %s '%s' of width %u (F32, F16 of an even width; "
-                 "Q8_0, Q4_0, Q2_0 of a multiple of 32)", g->m->path, kop->loc.line, kop->loc.col,
-                 gen_ttype_name(wt->type), wt->key, d->K);
+    if ((!d->pc && !d->qc && !d->kq && wt->type != FMT_F32) || (d->pc && d->K % 2) || (d->qc && d->K % 32) ||
+        (d->kq && d->K % GEN_CODEC_BLOCK)) {
+        snprintf(err, GEN_ERR_LEN, "%s:%d:%d: moe: no kernel reads %s '%s' of width %u (F32, F16, BF16 of an even "
+                 "width; Q8_0, Q4_0, Q2_0 of a multiple of 32; Q4_K, Q6_K of a multiple of 256)", g->m->path,
+                 kop->loc.line, kop->loc.col, gen_ttype_name(wt->type), wt->key, d->K);
         return -1;
     }
-    d->W = dsl_buffer(k, name, d->pc || d->qc ? DSL_U32 : DSL_F32, DSL_READONLY);
+    d->W = dsl_buffer(k, name, d->pc || d->qc || d->kq ? DSL_U32 : DSL_F32, DSL_READONLY);
     gen_out_arg(out, RT_ARG_WEIGHT, t);
     d->x = x;
     return 0;

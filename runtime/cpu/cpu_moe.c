@@ -4,10 +4,16 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu/cpu_i2s.h"
+#include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_vec.h"
 
-static bool readable(uint32_t t) { return t == FMT_F32 || t == FMT_F16 || cpu_qdot_has(t); }
+/* the expert formats: `linear`'s numerics for each (cpu_forward.c linear) */
+static bool readable(uint32_t t)
+{
+    return t == FMT_F32 || t == FMT_F16 || t == FMT_BF16 || cpu_qdot_has(t) || cpu_kq_has(t);
+}
 
 const char *cpu_moe_check(const cpu_moe *m)
 {
@@ -15,7 +21,7 @@ const char *cpu_moe_check(const cpu_moe *m)
         return "the router must be F32 or F16";
     for (int i = 0; i < 3; i++)
         if (!readable(m->exp[i]->type))
-            return "the CPU reads experts in F32, F16, Q8_0, Q4_0 and Q2_0 only";
+            return "the CPU reads experts in F32, F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K and Q6_K only";
     if (m->k < 1 || m->k > m->n_expert || m->n_expert > 4096)
         return "n_expert_used must be in [1, n_expert]";
     return NULL;
@@ -54,9 +60,14 @@ static parts split(const cpu_moe *m, void *scratch)
     return s;
 }
 
-/* The input as weights of type t multiply it: rounded to f16 (F16), Q8_0 blocks (qdot formats). */
+/* The input as weights of type t multiply it: rounded to f16 (F16), Q8_0 blocks (qdot formats),
+ * Q8_K codes and block scales (Q4_K, Q6_K); BF16 rows round it themselves (cpu_bf16_dot_rows). */
 static const float *prep(cpu_isa isa, uint32_t t, const float *x, int K, parts *s)
 {
+    if (cpu_kq_has(t)) {
+        cpu_act_quant_q8k(x, K, s->q, s->qd);
+        return x;
+    }
     if (t == FMT_F16) {
         cpu_f32_to_f16(isa, x, (uint16_t *)s->a, K);
         cpu_f16_to_f32(isa, (const uint16_t *)s->a, s->xh, K);
@@ -75,6 +86,8 @@ static void gemv(cpu_isa isa, const cpu_weight *w, int64_t r0, int rows, const f
     const cpu_weight sub = {w->data + rb * (size_t)r0, w->type, w->ne0, rows};
     if (cpu_qdot_has(w->type))
         cpu_qdot_rows(isa, &sub, 0, rows, s->q, s->qd, 1, y, rows);
+    else if (cpu_kq_has(w->type))
+        cpu_kq_dot(isa, w->type, sub.data, w->ne0, 0, rows, s->q, s->qd, 1, y, rows);
     else
         cpu_table_dot(isa, cpu_codec_find(w->type), &sub, 0, rows, xp, 1, y, rows, s->codec);
 }
