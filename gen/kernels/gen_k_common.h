@@ -203,4 +203,20 @@ static inline void gen_last_wg_end(dsl_kernel *k, dsl_expr cnt)
     dsl_end(k);
 }
 
+/* One Q8_0 block of 32 inputs held as 8 vec4s, as llama.cpp's quantize_row_q8_0 scales it: the
+ * block's scale f16(amax / 127) into *dx and the multiplier 127 / amax (0 for an all-zero
+ * block) into *id; the codes are round_even(x * id). The kernels that quantize their input on
+ * the fly (the Q-format LM head, moe's expert rows) share it. */
+static inline void gen_q8_0_block_scale(dsl_kernel *k, const dsl_expr xv[8], dsl_expr *dx, dsl_expr *id)
+{
+    dsl_expr m = NULL;
+    for (int i = 0; i < 8; i++)
+        m = m ? dsl_max(k, m, dsl_abs(k, xv[i])) : dsl_abs(k, xv[i]);
+    m = dsl_let(k, "m4", m);
+    dsl_expr amax = dsl_let(k, "amax", dsl_max(k, dsl_max(k, dsl_comp(k, m, 0), dsl_comp(k, m, 1)),
+                                               dsl_max(k, dsl_comp(k, m, 2), dsl_comp(k, m, 3))));
+    *dx = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, dsl_div(k, amax, F(127.0f)), F(0)))), 0);
+    *id = dsl_let(k, "id", dsl_select(k, dsl_ne(k, amax, F(0)), dsl_div(k, F(127.0f), amax), F(0)));
+}
+
 #endif

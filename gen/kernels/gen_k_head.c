@@ -125,7 +125,7 @@ static void head_qunit(dsl_kernel *k, const head_row *r, dsl_expr j)
     for (int i = 0; i < 8; i++)
         c[i] = dsl_let(k, "c", r->qc->quad(k, r->W, boff, i ? dsl_add(k, l0, U(4u * (uint32_t)i)) : l0));
     for (int tt = 0; tt < r->TT; tt++) {
-        dsl_expr xv[8], m = NULL;
+        dsl_expr xv[8];
         for (int i = 0; i < 8; i++) {
             dsl_expr w = i ? dsl_add(k, q0, U((uint32_t)i)) : q0;
             if (r->norm) {
@@ -136,14 +136,9 @@ static void head_qunit(dsl_kernel *k, const head_row *r, dsl_expr j)
                     e[l] = dsl_load(k, r->x, l ? dsl_add(k, i0, U((uint32_t)l)) : i0);
                 xv[i] = dsl_let(k, "xq", dsl_vec4(k, e[0], e[1], e[2], e[3]));
             }
-            m = m ? dsl_max(k, m, dsl_abs(k, xv[i])) : dsl_abs(k, xv[i]);
         }
-        m = dsl_let(k, "m4", m);
-        dsl_expr amax = dsl_let(k, "amax", dsl_max(k, dsl_max(k, dsl_comp(k, m, 0), dsl_comp(k, m, 1)),
-                                                   dsl_max(k, dsl_comp(k, m, 2), dsl_comp(k, m, 3))));
-        dsl_expr dx = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, dsl_div(k, amax, F(127.0f)),
-                                                                                           F(0)))), 0);
-        dsl_expr id = dsl_let(k, "id", dsl_select(k, dsl_ne(k, amax, F(0)), dsl_div(k, F(127.0f), amax), F(0)));
+        dsl_expr dx, id;
+        gen_q8_0_block_scale(k, xv, &dx, &id);
         dsl_expr sum = NULL;
         for (int i = 0; i < 8; i++) {
             dsl_expr t = dsl_dot(k, c[i], dsl_round_even(k, dsl_mul(k, xv[i], id)));

@@ -57,20 +57,15 @@ static dsl_expr dot_row(dsl_kernel *k, const row_dot *d, dsl_expr row, dsl_expr 
                                                    dsl_mul(k, dsl_div(k, q0, U(qpb)), U(d->fc->blk_bytes))));
         dsl_expr l0 = dsl_let(k, "l0", dsl_mul(k, dsl_mod(k, q0, U(qpb)), U(4)));
         dsl_expr dw = dsl_let(k, "dw", d->qc->quad_scale(k, d->W, boff));
-        dsl_expr xv[8], m = NULL;
+        dsl_expr xv[8];
         for (int i = 0; i < 8; i++) {
             dsl_expr i0 = dsl_let(k, "i0", dsl_add(k, xoff, dsl_mul(k, dsl_add(k, q0, U((uint32_t)i)), U(4)))), e[4];
             for (int l = 0; l < 4; l++)
                 e[l] = dsl_load(k, d->x, l ? dsl_add(k, i0, U((uint32_t)l)) : i0);
             xv[i] = dsl_let(k, "xq", dsl_vec4(k, e[0], e[1], e[2], e[3]));
-            m = m ? dsl_max(k, m, dsl_abs(k, xv[i])) : dsl_abs(k, xv[i]);
         }
-        m = dsl_let(k, "m4", m);
-        dsl_expr amax = dsl_let(k, "amax", dsl_max(k, dsl_max(k, dsl_comp(k, m, 0), dsl_comp(k, m, 1)),
-                                                   dsl_max(k, dsl_comp(k, m, 2), dsl_comp(k, m, 3))));
-        dsl_expr dx = dsl_comp(k, dsl_unpack_half2x16(k, dsl_pack_half2x16(k, dsl_vec2(k, dsl_div(k, amax, F(127.0f)),
-                                                                                           F(0)))), 0);
-        dsl_expr id = dsl_let(k, "id", dsl_select(k, dsl_ne(k, amax, F(0)), dsl_div(k, F(127.0f), amax), F(0)));
+        dsl_expr dx, id;
+        gen_q8_0_block_scale(k, xv, &dx, &id);
         dsl_expr sum = NULL;
         for (int i = 0; i < 8; i++) {
             dsl_expr c = d->qc->quad(k, d->W, boff, i ? dsl_add(k, l0, U(4u * (uint32_t)i)) : l0);
