@@ -458,11 +458,10 @@ static void draft_names(const rt_gguf *g, char *file, size_t fcap, char *name, s
         snprintf(name, ncap, "drafted");
 }
 
-static void write_header(drafter *d, const char *name)
+static void write_header(drafter *d, const char *name, const char *file)
 {
-    char msg[256], file[80], nm[GEN_MAX_NAME];
+    char msg[256];
     size_t k = 0;
-    draft_names(d->g, file, sizeof(file), nm, sizeof(nm));
     put(d, "# %s: drafted by `ternion-gen --from-gguf` from %s (general.architecture '%s').\n", name, file, d->arch);
     put(d, "# Layout: %s.\n", k_layouts[d->layout].what);
     put(d, "# A draft: save it as models/%s.yaml (the name is the binary's), check its logits against the reference\n"
@@ -661,7 +660,7 @@ static int draft_write(drafter *d)
 {
     char name[GEN_MAX_NAME], file[80];
     draft_names(d->g, file, sizeof(file), name, sizeof(name));
-    write_header(d, name);
+    write_header(d, name, file);
     write_hparams(d);
     write_checks(d);
     if (write_tensors(d))

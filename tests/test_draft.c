@@ -589,6 +589,82 @@ static void assert_library_refuses(const char *path, const char *const *want)
             fail_msg("the library's error does not say '%s':\n%s", *want, e);
 }
 
+/* A hand-made `bert` file (dim 32, 2 heads, FFN 64, 1 layer, vocab 16, 8 positions, 2 token
+ * types, F32 zeros), with ffn as feed_forward_length, the tensor named skip left out (NULL:
+ * none) and one more tensor named extra (F32 [32]; NULL: none). */
+static void bert_gguf(const char *path, uint32_t ffn, const char *skip, const char *extra)
+{
+    rt_gguf_writer *w = rt_gguf_writer_new(0);
+    char err[RT_ERR_LEN];
+    rt_gguf_w_str(w, "general.architecture", "bert");
+    rt_gguf_w_str(w, "general.name", "bert hand");
+    rt_gguf_w_u32(w, "bert.embedding_length", 32);
+    rt_gguf_w_u32(w, "bert.block_count", 1);
+    rt_gguf_w_u32(w, "bert.attention.head_count", 2);
+    rt_gguf_w_u32(w, "bert.feed_forward_length", ffn);
+    rt_gguf_w_f32(w, "bert.attention.layer_norm_epsilon", 1e-12f);
+    rt_gguf_w_u32(w, "bert.pooling_type", 2);
+    static const struct {
+        const char *name;
+        int64_t ne0, ne1;
+    } t[] = {
+        {"token_embd.weight", 32, 16}, {"token_types.weight", 32, 2}, {"position_embd.weight", 32, 8},
+        {"token_embd_norm.weight", 32, 1}, {"token_embd_norm.bias", 32, 1},
+        {"blk.0.attn_q.weight", 32, 32}, {"blk.0.attn_q.bias", 32, 1}, {"blk.0.attn_k.weight", 32, 32},
+        {"blk.0.attn_k.bias", 32, 1}, {"blk.0.attn_v.weight", 32, 32}, {"blk.0.attn_v.bias", 32, 1},
+        {"blk.0.attn_output.weight", 32, 32}, {"blk.0.attn_output.bias", 32, 1},
+        {"blk.0.attn_output_norm.weight", 32, 1}, {"blk.0.attn_output_norm.bias", 32, 1},
+        {"blk.0.ffn_up.weight", 32, 64}, {"blk.0.ffn_up.bias", 64, 1}, {"blk.0.ffn_down.weight", 64, 32},
+        {"blk.0.ffn_down.bias", 32, 1}, {"blk.0.layer_output_norm.weight", 32, 1},
+        {"blk.0.layer_output_norm.bias", 32, 1}, {NULL, 32, 1},
+    };
+    static float zeros[64 * 32];
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *name = t[i].name ? t[i].name : extra;
+        if (!name || (skip && !strcmp(name, skip)))
+            continue;
+        const int64_t ne[4] = {t[i].ne0, t[i].ne1, 1, 1};
+        rt_gguf_w_tensor(w, name, FMT_F32, t[i].ne1 > 1 ? 2 : 1, ne, zeros, sizeof(float) * (size_t)(ne[0] * ne[1]));
+    }
+    if (rt_gguf_writer_save(w, path, err))
+        fail_msg("%s", err);
+    rt_gguf_writer_free(w);
+}
+
+/* The bert layout's own checks: the table rows from the file, the pooling named; a tensor it
+ * does not read is a problem at its line; a missing tensor or a width the tensors contradict
+ * is one error with no draft. */
+static void test_bert_hand(void **st)
+{
+    (void)st;
+    char path[512], err[GEN_ERR_LEN] = "";
+    snprintf(path, sizeof path, "%s/test-draft-bert-hand.gguf", build_dir());
+    gen_draft dr;
+    bert_gguf(path, 64, NULL, NULL);
+    if (gen_draft_gguf(path, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 0);
+    assert_non_null(strstr(dr.yaml, "type: f32, shape: [dim, 8]}"));
+    assert_non_null(strstr(dr.yaml, "pooling_type = cls"));
+    gen_draft_free(&dr);
+    bert_gguf(path, 64, NULL, "cls.output.weight");
+    if (gen_draft_gguf(path, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 1);
+    assert_line_has(dr.yaml, "'cls.output.weight'", "read by no op of the bert layout");
+    assert_non_null(strstr(dr.summary, "cls.output.weight"));
+    gen_draft_free(&dr);
+    bert_gguf(path, 64, "token_types.weight", NULL);
+    assert_int_equal(gen_draft_gguf(path, &dr, err), -1);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "'token_types.weight' is missing"));
+    bert_gguf(path, 48, NULL, NULL);
+    assert_int_equal(gen_draft_gguf(path, &dr, err), -1);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "contradicts tensor 'blk.0.ffn_up.weight'"));
+    remove(path);
+}
+
 static void test_llama_arch(void **st)
 {
     (void)st;
@@ -816,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_qwen3_tiny),
         cmocka_unit_test(test_bert_minilm),
+        cmocka_unit_test(test_bert_hand),
         cmocka_unit_test(test_bitnet_tiny),
         cmocka_unit_test(test_bitnet_large),
     };
