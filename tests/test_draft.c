@@ -15,7 +15,9 @@
  * which build/ternion calls) gives one error for each of these files too, and its refusal of a
  * file no built-in model fits names `ternion-gen --from-gguf FILE`. A random file of
  * models/all-minilm-l6-v2.yaml (`bert`) drafts in the bert layout back to that description, and
- * the draft gives the generated model's hidden rows bit for bit on the CPU backend.
+ * the draft gives the generated model's hidden rows bit for bit on the CPU backend; a hand-made
+ * `bert` file's unread tensor is a problem at its line, a missing tensor or a contradicting
+ * width one error.
  */
 #include <math.h>
 #include <setjmp.h>
