@@ -15,6 +15,7 @@
 
 #include "gen_arch.h"
 #include "gen_draft.h"
+#include "gen_draft_bert.h"
 #include "gguf/rt_gguf.h"
 
 /* ---- the tables ---- */
@@ -431,16 +432,36 @@ static int write_unused(drafter *d)
     return 0;
 }
 
-static void write_header(drafter *d, const char *name)
+/* The file's base name without quotes, backslashes, control characters (it goes in a comment
+ * and in a double-quoted YAML string); the draft's name: general.name with [._-a-zA-Z0-9] kept
+ * and the rest as '-', "drafted" without one. */
+static void draft_names(const rt_gguf *g, char *file, size_t fcap, char *name, size_t ncap)
 {
-    const char *base = strrchr(d->g->path, '/') ? strrchr(d->g->path, '/') + 1 : d->g->path;
-    char msg[256], file[80];
-    size_t k = 0; /* the file name without quotes, backslashes, control characters: it goes in a
-                   * comment and in a double-quoted YAML string */
-    for (const char *p = base; *p && k + 1 < sizeof(file); p++)
+    const char *base = strrchr(g->path, '/') ? strrchr(g->path, '/') + 1 : g->path;
+    size_t k = 0;
+    for (const char *p = base; *p && k + 1 < fcap; p++)
         if (*p != '"' && *p != '\\' && (unsigned char)*p >= ' ')
             file[k++] = *p;
     file[k] = 0;
+    rt_gguf_str gn = {0};
+    char kerr[RT_ERR_LEN];
+    k = 0;
+    if (rt_gguf_get_str(g, "general.name", &gn, kerr) == 0)
+        for (uint64_t i = 0; i < gn.len && k + 1 < ncap; i++) {
+            const char ch = gn.ptr[i];
+            const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                            strchr("._-", ch);
+            name[k++] = ok ? ch : '-';
+        }
+    name[k] = 0;
+    if (!k)
+        snprintf(name, ncap, "drafted");
+}
+
+static void write_header(drafter *d, const char *name, const char *file)
+{
+    char msg[256];
+    size_t k = 0;
     put(d, "# %s: drafted by `ternion-gen --from-gguf` from %s (general.architecture '%s').\n", name, file, d->arch);
     put(d, "# Layout: %s.\n", k_layouts[d->layout].what);
     put(d, "# A draft: save it as models/%s.yaml (the name is the binary's), check its logits against the reference\n"
@@ -637,21 +658,9 @@ static void write_forward(drafter *d)
 
 static int draft_write(drafter *d)
 {
-    char name[GEN_MAX_NAME];
-    rt_gguf_str gn = {0};
-    char kerr[RT_ERR_LEN];
-    size_t k = 0;
-    if (rt_gguf_get_str(d->g, "general.name", &gn, kerr) == 0)
-        for (uint64_t i = 0; i < gn.len && k + 1 < sizeof(name); i++) {
-            const char ch = gn.ptr[i];
-            const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                            strchr("._-", ch);
-            name[k++] = ok ? ch : '-';
-        }
-    name[k] = 0;
-    if (!k)
-        snprintf(name, sizeof(name), "drafted");
-    write_header(d, name);
+    char name[GEN_MAX_NAME], file[80];
+    draft_names(d->g, file, sizeof(file), name, sizeof(name));
+    write_header(d, name, file);
     write_hparams(d);
     write_checks(d);
     if (write_tensors(d))
@@ -696,6 +705,14 @@ int gen_draft_gguf(const char *path, gen_draft *out, char *err)
              "vocabulary-only file?)");
         rt_gguf_close(g);
         return -1;
+    }
+    const gen_arch *row = gen_arch_find(g->arch);
+    if (row && !strcmp(row->layout, "bert")) { /* an encoder: its own layout (gen_draft_bert.c) */
+        char name[GEN_MAX_NAME], file[80];
+        draft_names(g, file, sizeof(file), name, sizeof(name));
+        int brc = gen_draft_bert(g, name, file, out, err);
+        rt_gguf_close(g);
+        return brc;
     }
     choose_layout(&d);
     int rc = read_hparams(&d) || check_tensors(&d) ? -1 : draft_write(&d);

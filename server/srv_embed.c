@@ -148,6 +148,10 @@ static int parse_options(const srv_model *m, const cJSON *root, bool *b64, int *
             return srv_error_set(e, 400, "invalid_request_error", NULL, "pooling",
                                  "'pooling' must be \"mean\", \"last\" or \"cls\"");
     }
+    if (*pooling == -1 && m->pooling_refused)
+        return srv_error_set(e, 400, "invalid_request_error", NULL, "pooling",
+                             "%s, which gives no single vector: set 'pooling' to \"mean\", \"last\" or \"cls\"",
+                             m->pooling_refused);
     if (dims && !cJSON_IsNull(dims) && !(cJSON_IsNumber(dims) && dims->valuedouble == m->n_embd))
         return srv_error_set(e, 400, "invalid_request_error", NULL, "dimensions",
                              "'dimensions': this model's embeddings have %d dimensions (no other size)", m->n_embd);

@@ -111,6 +111,10 @@ struct srv_model {
      * 2 cls), L2-normalised. Runs
      * in a sequence of its own (no slot's); scheduler thread only (srv_sched_exec). */
     int n_embd;
+    /* NULL: pooling -1 (the model's) gives one vector; else why it gives none ("the model
+     * file's pooling_type is 0 (llama.cpp's none: one vector per token)"): a request without
+     * an explicit 'pooling' is a 400 naming it (srv_embed.c). */
+    const char *pooling_refused;
     int (*embed)(void *ctx, const int32_t *ids, int n, int pooling, float *out, char *err);
     /* Tokenize for /tokenize: BOS first when add_special (and the model wants one), special-
      * token text as one token when parse_special. Malloc'd *ids; 0 ok, -1 + err. Any thread. */

@@ -15,6 +15,7 @@
 typedef struct {
     ternion_model *model;
     ternion_context *ctx;
+    char pooling_why[128]; /* srv_model.pooling_refused's text */
     int embed_seq;      /* the sequence embeddings run in: the one after the slots' */
     int32_t *tok, *pos, *seq;
     int8_t *want;
@@ -385,6 +386,10 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .chat_template = ternion_model_chat_template(t->model),
     };
     snprintf(t->build, sizeof t->build, "ternion %s (%s)", ternion_version(), ternion_commit());
+    const int pt = ternion_model_pooling_type(t->model);
+    snprintf(t->pooling_why, sizeof t->pooling_why, "the model file's pooling_type is %d (llama.cpp's %s)", pt,
+             pt == 0 ? "none: one vector per token" : pt == 4 ? "rank: a reranker's score" : "unknown type");
+    out->pooling_refused = ternion_model_pooling(t->model) < 0 ? t->pooling_why : NULL;
     return 0;
 }
 

@@ -13,7 +13,11 @@
  * named at their line and in the summary; metadata that contradicts the tensors and an
  * unknown tensor type id are one error each, with no draft. The library (ternion_model_load,
  * which build/ternion calls) gives one error for each of these files too, and its refusal of a
- * file no built-in model fits names `ternion-gen --from-gguf FILE`.
+ * file no built-in model fits names `ternion-gen --from-gguf FILE`. A random file of
+ * models/all-minilm-l6-v2.yaml (`bert`) drafts in the bert layout back to that description, and
+ * the draft gives the generated model's hidden rows bit for bit on the CPU backend; a hand-made
+ * `bert` file's unread tensor is a problem at its line, a missing tensor or a contradicting
+ * width one error.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -39,7 +43,7 @@
 #include "gguf/rt_tq.h"
 #include "ref/ref_forward.h"
 
-extern const rt_model_desc rt_model_bitnet_tiny, rt_model_llama_ternary_tiny;
+extern const rt_model_desc rt_model_bitnet_tiny, rt_model_llama_ternary_tiny, rt_model_all_minilm_l6_v2;
 
 static const char *build_dir(void)
 {
@@ -423,6 +427,74 @@ static void test_llama_ternary_tiny(void **st)
     round_trip("models/llama-ternary-tiny.yaml", "llama-ternary-tiny", &rt_model_llama_ternary_tiny);
 }
 
+/* 20 tokens' hidden rows (the final norm's output: what an embedding pools) on the CPU backend. */
+static float *cpu_hidden(const rt_model_desc *d, const char *gguf, int *out_width)
+{
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 32,
+                        .backend = RT_BACKEND_CPU, .n_threads = 2, .n_threads_batch = 2};
+    rt_engine *e = NULL;
+    char err[RT_ERR_LEN] = "";
+    if (rt_engine_open(d, &o, &e, err))
+        fail_msg("%s", err);
+    const int w = rt_engine_hidden_width(e), vocab = rt_engine_vocab(e);
+    assert_true(w > 0);
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = (i * 37 + 11) % vocab;
+    float *out = malloc(sizeof(float) * 20 * (size_t)w);
+    assert_non_null(out);
+    if (rt_engine_hidden(e, ids, 20, 0, out, err))
+        fail_msg("%s", err);
+    rt_engine_close(e);
+    *out_width = w;
+    return out;
+}
+
+/* llama.cpp's `bert` (all-MiniLM-L6-v2, as convert_hf_to_gguf.py writes it) drafts in its own
+ * layout: learned positions and token types, post-norm layers with biases, non-causal
+ * attention, GELU FFN, tied head. A random file of models/all-minilm-l6-v2.yaml drafts back to
+ * that description, op by op, and the draft built in-process gives the generated model's
+ * hidden rows (what the embedding pools) bit for bit on the CPU backend: the same op lists,
+ * so the same kernels. */
+static void test_bert_minilm(void **st)
+{
+    (void)st;
+    const char *yaml = "models/all-minilm-l6-v2.yaml";
+    char gguf[512], err[GEN_ERR_LEN] = "";
+    mkmodel(yaml, "bert", gguf, sizeof(gguf));
+    gen_draft dr;
+    if (gen_draft_gguf(gguf, &dr, err))
+        fail_msg("%s", err);
+    printf("%s\n", dr.summary);
+    assert_int_equal(dr.n_problems, 0);
+    assert_string_equal(dr.layout, "bert");
+    assert_non_null(strstr(dr.yaml, "pooling_type = mean"));
+    gen_model *want = malloc(sizeof(*want)), *got = malloc(sizeof(*got));
+    assert_true(want && got);
+    if (gen_model_load(yaml, want, err) || gen_model_parse(dr.yaml, dr.len, "draft", got, err))
+        fail_msg("%s", err);
+    assert_same_model(want, got);
+    assert_int_equal(got->n_checks, want->n_checks);
+    static gen_desc gd;
+    if (gen_desc_build(got, true, &gd, err))
+        fail_msg("%s", err);
+    int wa = 0, wb = 0;
+    float *a = cpu_hidden(&rt_model_all_minilm_l6_v2, gguf, &wa), *b = cpu_hidden(&gd.desc, gguf, &wb);
+    assert_int_equal(wa, wb);
+    const size_t n = (size_t)20 * wa;
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    printf("bert: drafted vs generated model on the CPU backend: %zu of %zu hidden values differ\n", differ, n);
+    assert_int_equal(differ, 0);
+    free(a);
+    free(b);
+    gen_desc_free(&gd);
+    free(want);
+    free(got);
+    gen_draft_free(&dr);
+}
+
 /* ---- hand-made files: the llama layout at dim 256 (4 heads of 64, 2 KV heads, FFN 768), one
  * layer, vocab 64, zero weights; each field changes one thing ---- */
 typedef struct {
@@ -517,6 +589,82 @@ static void assert_library_refuses(const char *path, const char *const *want)
     for (; *want; want++)
         if (!strstr(e, *want))
             fail_msg("the library's error does not say '%s':\n%s", *want, e);
+}
+
+/* A hand-made `bert` file (dim 32, 2 heads, FFN 64, 1 layer, vocab 16, 8 positions, 2 token
+ * types, F32 zeros), with ffn as feed_forward_length, the tensor named skip left out (NULL:
+ * none) and one more tensor named extra (F32 [32]; NULL: none). */
+static void bert_gguf(const char *path, uint32_t ffn, const char *skip, const char *extra)
+{
+    rt_gguf_writer *w = rt_gguf_writer_new(0);
+    char err[RT_ERR_LEN];
+    rt_gguf_w_str(w, "general.architecture", "bert");
+    rt_gguf_w_str(w, "general.name", "bert hand");
+    rt_gguf_w_u32(w, "bert.embedding_length", 32);
+    rt_gguf_w_u32(w, "bert.block_count", 1);
+    rt_gguf_w_u32(w, "bert.attention.head_count", 2);
+    rt_gguf_w_u32(w, "bert.feed_forward_length", ffn);
+    rt_gguf_w_f32(w, "bert.attention.layer_norm_epsilon", 1e-12f);
+    rt_gguf_w_u32(w, "bert.pooling_type", 2);
+    static const struct {
+        const char *name;
+        int64_t ne0, ne1;
+    } t[] = {
+        {"token_embd.weight", 32, 16}, {"token_types.weight", 32, 2}, {"position_embd.weight", 32, 8},
+        {"token_embd_norm.weight", 32, 1}, {"token_embd_norm.bias", 32, 1},
+        {"blk.0.attn_q.weight", 32, 32}, {"blk.0.attn_q.bias", 32, 1}, {"blk.0.attn_k.weight", 32, 32},
+        {"blk.0.attn_k.bias", 32, 1}, {"blk.0.attn_v.weight", 32, 32}, {"blk.0.attn_v.bias", 32, 1},
+        {"blk.0.attn_output.weight", 32, 32}, {"blk.0.attn_output.bias", 32, 1},
+        {"blk.0.attn_output_norm.weight", 32, 1}, {"blk.0.attn_output_norm.bias", 32, 1},
+        {"blk.0.ffn_up.weight", 32, 64}, {"blk.0.ffn_up.bias", 64, 1}, {"blk.0.ffn_down.weight", 64, 32},
+        {"blk.0.ffn_down.bias", 32, 1}, {"blk.0.layer_output_norm.weight", 32, 1},
+        {"blk.0.layer_output_norm.bias", 32, 1}, {NULL, 32, 1},
+    };
+    static float zeros[64 * 32];
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *name = t[i].name ? t[i].name : extra;
+        if (!name || (skip && !strcmp(name, skip)))
+            continue;
+        const int64_t ne[4] = {t[i].ne0, t[i].ne1, 1, 1};
+        rt_gguf_w_tensor(w, name, FMT_F32, t[i].ne1 > 1 ? 2 : 1, ne, zeros, sizeof(float) * (size_t)(ne[0] * ne[1]));
+    }
+    if (rt_gguf_writer_save(w, path, err))
+        fail_msg("%s", err);
+    rt_gguf_writer_free(w);
+}
+
+/* The bert layout's own checks: the table rows from the file, the pooling named; a tensor it
+ * does not read is a problem at its line; a missing tensor or a width the tensors contradict
+ * is one error with no draft. */
+static void test_bert_hand(void **st)
+{
+    (void)st;
+    char path[512], err[GEN_ERR_LEN] = "";
+    snprintf(path, sizeof path, "%s/test-draft-bert-hand.gguf", build_dir());
+    gen_draft dr;
+    bert_gguf(path, 64, NULL, NULL);
+    if (gen_draft_gguf(path, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 0);
+    assert_non_null(strstr(dr.yaml, "type: f32, shape: [dim, 8]}"));
+    assert_non_null(strstr(dr.yaml, "pooling_type = cls"));
+    gen_draft_free(&dr);
+    bert_gguf(path, 64, NULL, "cls.output.weight");
+    if (gen_draft_gguf(path, &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 1);
+    assert_line_has(dr.yaml, "'cls.output.weight'", "read by no op of the bert layout");
+    assert_non_null(strstr(dr.summary, "cls.output.weight"));
+    gen_draft_free(&dr);
+    bert_gguf(path, 64, "token_types.weight", NULL);
+    assert_int_equal(gen_draft_gguf(path, &dr, err), -1);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "'token_types.weight' is missing"));
+    bert_gguf(path, 48, NULL, NULL);
+    assert_int_equal(gen_draft_gguf(path, &dr, err), -1);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "contradicts tensor 'blk.0.ffn_up.weight'"));
+    remove(path);
 }
 
 static void test_llama_arch(void **st)
@@ -745,6 +893,8 @@ int main(void)
         cmocka_unit_test(test_llama_draft_runs),
         cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_qwen3_tiny),
+        cmocka_unit_test(test_bert_minilm),
+        cmocka_unit_test(test_bert_hand),
         cmocka_unit_test(test_bitnet_tiny),
         cmocka_unit_test(test_bitnet_large),
     };

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -308,11 +309,40 @@ static void test_pooling(void **st)
     ternion_model_free(m);
 }
 
+/* `ternion -m path --embedding` (no --pooling) on a file whose pooling gives no single vector:
+ * a non-zero exit and one line on stderr naming want ("pooling_type is 0") and --pooling. */
+static void cli_refuses_pooling(const char *bd, const char *path, const char *want)
+{
+    char cmd[900], errp[320], text[1024] = "";
+    snprintf(cmd, sizeof cmd, "%s/ternion", bd);
+    if (!exists(cmd)) {
+        printf("(%s not built: the CLI's refusal not checked)\n", cmd);
+        return;
+    }
+    snprintf(errp, sizeof errp, "%s.err", path);
+    snprintf(cmd, sizeof cmd, "%s/ternion -m %s --device cpu --embedding --tokens \"5 6 7\" >/dev/null 2>%s", bd, path,
+             errp);
+    const int st = system(cmd);
+    assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    FILE *f = fopen(errp, "r");
+    assert_non_null(f);
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    remove(errp);
+    text[n] = 0;
+    printf("CLI: %s", text);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "--pooling"));
+    assert_true(n > 0 && strchr(text, '\n') == text + n - 1); /* one line */
+}
+
 /* An encoder's file says how it pools (`bert.pooling_type`, llama.cpp's enum, mkmodel --pooling):
  * the default parameters follow it (2 cls: the first row; 3 last: the last row, the same
  * vectors as asking for them); 0 (none: a vector per token) gives no single vector, so the
- * default is refused with the type named, and an explicit pooling still works. One layer of
- * models/all-minilm-l6-v2.yaml (the built-in description) with a WordPiece vocabulary. */
+ * default is refused with the type named, and so is 4 (rank), and an explicit pooling still
+ * works; the CLI's --embedding without --pooling refuses such a file in one line naming the
+ * type and --pooling, exit status non-zero. One layer of models/all-minilm-l6-v2.yaml (the
+ * built-in description) with a WordPiece vocabulary. */
 static void test_model_pooling(void **st)
 {
     (void)st;
@@ -326,8 +356,8 @@ static void test_model_pooling(void **st)
     snprintf(path, sizeof path, "%s/test-embed-bert.gguf", bd);
     static const struct {
         int file, want; /* llama.cpp's pooling_type, ternion_model_pooling's answer */
-    } cases[] = {{2, TERNION_POOLING_CLS}, {3, TERNION_POOLING_LAST}, {0, -1}};
-    for (int k = 0; k < 3; k++) {
+    } cases[] = {{2, TERNION_POOLING_CLS}, {3, TERNION_POOLING_LAST}, {0, -1}, {4, -1}};
+    for (int k = 0; k < 4; k++) {
         snprintf(cmd, sizeof cmd, "%s/tools/mkmodel models/all-minilm-l6-v2.yaml -o %s --layers 1 --vocab 600 --ctx 512 "
                  "--tok bert --seed 5 --pooling %d >/dev/null", bd, path, cases[k].file);
         assert_int_equal(system(cmd), 0);
@@ -335,6 +365,7 @@ static void test_model_pooling(void **st)
         if (ternion_model_load(path, NULL, &m))
             fail_msg("%s", ternion_last_error());
         assert_int_equal(ternion_model_pooling(m), cases[k].want);
+        assert_int_equal(ternion_model_pooling_type(m), cases[k].file);
         ternion_context *c = api_ctx(m, TERNION_BACKEND_CPU);
         const int w = ternion_model_n_embd(m);
         assert_int_equal(w, 384);
@@ -344,9 +375,12 @@ static void test_model_pooling(void **st)
         ternion_embed_params p = ternion_embed_default_params();
         if (cases[k].want < 0) {
             assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_E_INVALID);
-            assert_non_null(strstr(ternion_context_error(c), "pooling_type is 0"));
+            char want[32];
+            snprintf(want, sizeof want, "pooling_type is %d", cases[k].file);
+            assert_non_null(strstr(ternion_context_error(c), want));
             p.pooling = TERNION_POOLING_MEAN;
             assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
+            cli_refuses_pooling(bd, path, want);
         } else {
             assert_int_equal(ternion_embed(c, &p, ids, N_TOK, v), TERNION_OK);
             p.pooling = cases[k].want;

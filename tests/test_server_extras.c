@@ -4,7 +4,8 @@
  *     the model's (floats printed to round-trip exactly); base64 decoding to the same float
  *     bytes; usage counting every input's tokens; the served model's name whatever "model"
  *     says; errors (empty input, empty string, NUL, bad encoding_format, token out of range,
- *     too long, wrong dimensions) as OpenAI error objects; an embedding made while a stream
+ *     too long, wrong dimensions, no 'pooling' when the model's file gives no single vector)
+ *     as OpenAI error objects; an embedding made while a stream
  *     is generating (the scheduler runs it between steps) leaves the stream's text as it is;
  *   - /tokenize (with and without pieces, add_special), /detokenize, /props, /slots;
  *   - OPTIONS answered 204, with CORS headers on it and on every answer with --cors-origin,
@@ -76,6 +77,9 @@ static void *seed_sampler_new(void *ctx, const srv_sampling *p, char *err)
 
 typedef fake_rig rig; /* tests/srv_fake_model.h */
 
+/* The next rig's srv_model.pooling_refused (NULL: the model's pooling gives a vector). */
+static const char *rig_pooling_refused;
+
 static void rig_start(rig *r, const char *cors, int step_us)
 {
     fake_init(&r->f, &r->m, 2, 64);
@@ -85,6 +89,7 @@ static void rig_start(rig *r, const char *cors, int step_us)
     r->m.tokenize_ex = fake_tokenize_ex;
     r->m.sampler_new = seed_sampler_new;
     r->m.n_ctx_train = 64;
+    r->m.pooling_refused = rig_pooling_refused;
     fake_rig_serve(r, (srv_http_opts){.cors_origin = cors});
 }
 
@@ -236,6 +241,30 @@ static void test_embeddings(void **state)
     cJSON_Delete(j);
     for (int i = 0; i < 3; i++)
         free(ids[i]);
+    rig_stop(&r);
+}
+
+/* A model whose file's pooling gives no single vector (pooling_type 0 none, 4 rank): a request
+ * without 'pooling' is an OpenAI 400 on 'pooling' naming the reason; with one, it is served. */
+static void test_embeddings_pooling_refused(void **state)
+{
+    (void)state;
+    rig r;
+    rig_pooling_refused = "the model file's pooling_type is 0 (llama.cpp's none: one vector per token)";
+    rig_start(&r, NULL, 0);
+    rig_pooling_refused = NULL;
+    cJSON *j = call(&r, "POST", "/v1/embeddings", "{\"input\":\"hello\"}", 400);
+    const cJSON *e = cJSON_GetObjectItem(j, "error");
+    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "invalid_request_error");
+    assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, "pooling");
+    const char *msg = cJSON_GetObjectItem(e, "message")->valuestring;
+    printf("no default pooling: %s\n", msg);
+    assert_non_null(strstr(msg, "pooling_type is 0"));
+    assert_non_null(strstr(msg, "'pooling'"));
+    cJSON_Delete(j);
+    j = call(&r, "POST", "/v1/embeddings", "{\"input\":\"hello\",\"pooling\":\"mean\"}", 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "data")), 1);
+    cJSON_Delete(j);
     rig_stop(&r);
 }
 
@@ -393,7 +422,8 @@ static void test_defects(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_embeddings), cmocka_unit_test(test_embedding_during_stream),
+        cmocka_unit_test(test_embeddings), cmocka_unit_test(test_embeddings_pooling_refused),
+        cmocka_unit_test(test_embedding_during_stream),
         cmocka_unit_test(test_tokenize_props_slots), cmocka_unit_test(test_cors),
         cmocka_unit_test(test_defects),
     };

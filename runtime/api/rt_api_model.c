@@ -305,6 +305,7 @@ int32_t ternion_model_pooling(const ternion_model *m)
         return TERNION_POOLING_MEAN;
     return m->pooling_file < 5 ? of_llama[m->pooling_file] : -1;
 }
+int32_t ternion_model_pooling_type(const ternion_model *m) { return m ? m->pooling_file : -1; }
 int32_t ternion_model_n_ctx_max(const ternion_model *m) { return m ? m->n_ctx_max : 0; }
 
 const char *ternion_model_weights(const ternion_model *m, const char **yaml_default)

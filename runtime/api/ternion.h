@@ -173,6 +173,9 @@ TERNION_API int32_t ternion_model_n_ctx_train(const ternion_model *model); /* 0 
  * (llama.cpp's 1 mean, 2 cls, 3 last; TERNION_POOLING_MEAN when the file has none), or -1 for
  * a type without a single vector here (0 none, 4 rank, other). */
 TERNION_API int32_t ternion_model_pooling(const ternion_model *model);
+/* The file's `<arch>.pooling_type` as written (llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last,
+ * 4 rank), -1 when absent: what a refusal of TERNION_POOLING_MODEL names. */
+TERNION_API int32_t ternion_model_pooling_type(const ternion_model *model);
 /* The longest context the file's RoPE scaling declares it reaches (<arch>.rope.scaling.type
  * linear / yarn / longrope with .factor > 1: .original_context_length, else the training
  * context, times the factor); 0 when the file declares no scaling. The library does not

@@ -64,6 +64,16 @@ int rt_cli_embedding(const rt_cli_opts *o)
         return rc;
     }
     char err[RT_CLI_ERR_LEN] = "";
+    const int pt = ternion_model_pooling_type(m);
+    if (pooling == TERNION_POOLING_MODEL && ternion_model_pooling(m) < 0) { /* before any work */
+        fprintf(stderr, "error: --embedding: the model file's pooling_type is %d (llama.cpp's %s), which gives no "
+                "single vector: pass --pooling mean, last or cls\n", pt,
+                pt == 0 ? "none: one vector per token" : pt == 4 ? "rank: a reranker's score" : "unknown type");
+        free(ids);
+        free(file_text);
+        rt_cli_close(m, c);
+        return RT_CLI_EXIT_ERR;
+    }
     if (!o->tokens)
         n = rt_cli_tokenize(m, file_text ? file_text : o->prompt, true, o->parse_special, &ids, err);
     const int32_t w = ternion_model_n_embd(m);
