@@ -77,7 +77,7 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     for (int b = 0; b < 3; b++) {
         char *cerr = NULL;
         if ((builds[b].feat && !(dsl_kernel_features(k) & builds[b].feat)) ||
-            (builds[b].feat == DSL_FEAT_COOPMAT && !d->coopmat))
+            (builds[b].feat == DSL_FEAT_COOPMAT && !d->coopmat) || d->text_only)
             continue;
         if (builds[b].compile(dsl_kernel_name(k), glsl, &spvs[b], &bytes[b], &cerr)) {
             fprintf(stderr, "%s\n", cerr ? cerr : "");
@@ -111,6 +111,7 @@ static int intern_kernel(gen_desc *d, dsl_kernel *k, char *err)
     d->spv_dot[i] = spv_dot;
     d->spv_mma[i] = spv_mma;
     d->has_mma[i] = (dsl_kernel_features(k) & DSL_FEAT_COOPMAT) != 0;
+    d->has_dot[i] = (dsl_kernel_features(k) & DSL_FEAT_INT_DOT) != 0;
     uint32_t wg[3];
     dsl_kernel_wg_size(k, wg);
     d->kernels[i] = (rt_kernel_desc){.name = d->kname[i], .spv = spv, .spv_bytes = (uint32_t)spv_bytes,
@@ -320,6 +321,7 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
     gen_desc *d = out_d;
     memset(d, 0, sizeof(*d));
     d->coopmat = o && o->coopmat;
+    d->text_only = o && o->text_only;
     if (gen_graph_build_sched(m, fuse, false, &d->graph, err) ||
         gen_graph_build_sched(m, fuse, true, &d->graph_dec, err))
         return -1;
@@ -399,7 +401,7 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
     for (uint32_t i = 0; i < d->n_kernels && len < cap; i++)
         len += (size_t)snprintf(d->manifest + len, cap - len, "kernel %s glsl-fnv64:%016llx%s%s\n", d->kname[i],
                                 (unsigned long long)fnv64(d->glsl[i], strlen(d->glsl[i])),
-                                d->spv_dot[i] ? " +native-dot" : "", d->has_mma[i] ? " +coopmat" : "");
+                                d->has_dot[i] ? " +native-dot" : "", d->has_mma[i] ? " +coopmat" : "");
     md->manifest = d->manifest;
     return 0;
 }

@@ -33,6 +33,8 @@ typedef struct {
     uint32_t *spv_mma[GEN_MAX_KERNELS];    /* owned SPIR-V with cooperative matrices, or NULL (also
                                               when not asked for: gen_desc_opts.coopmat) */
     bool has_mma[GEN_MAX_KERNELS];         /* the kernel has a cooperative-matrix build */
+    bool has_dot[GEN_MAX_KERNELS];         /* the kernel has a native integer-dot build */
+    bool text_only;                        /* gen_desc_opts.text_only */
     bool coopmat;                          /* gen_desc_opts.coopmat */
     rt_kernel_desc kernels[GEN_MAX_KERNELS];
     uint32_t n_kernels;
@@ -57,6 +59,9 @@ typedef struct {
                    * that run the description on a device with matrix units (test_tune); 3 s of
                    * shaderc a small model, so not by default (ternion-gen leaves them to the
                    * Makefile's glslc, which compiles every build of every kernel) */
+    bool text_only; /* no SPIR-V at all (every rt_kernel_desc.spv NULL): for writing generated/
+                     * only, whose .comp files the build compiles with glslc anyway (make
+                     * check-generated: a second of a model instead of up to 20) */
 } gen_desc_opts;
 int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, gen_desc *out_d, char *err);
 /* gen_desc_build_opts without the cooperative-matrix builds */

@@ -592,7 +592,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     for (uint32_t k = 0; k < md->n_kernels; k++) {
         const char *n = md->kernels[k].name;
         fprintf(f, "    {\"%s\", spv_%s, sizeof(spv_%s)", n, n, n);
-        if (md->kernels[k].spv_dot)
+        if (d->has_dot[k])
             fprintf(f, ", spv_dot_%s, sizeof(spv_dot_%s)", n, n);
         else
             fprintf(f, ", NULL, 0");

@@ -17,7 +17,7 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ternion-gen MODEL.yaml -o OUTDIR [--no-fuse]\n"
+    fprintf(stderr, "usage: ternion-gen MODEL.yaml -o OUTDIR [--no-fuse] [--text-only]\n"
                     "       ternion-gen --from-gguf FILE.gguf [-o OUT.yaml]\n");
     return 2;
 }
@@ -51,7 +51,7 @@ static int draft(const char *gguf, const char *out)
 int main(int argc, char **argv)
 {
     const char *yaml = NULL, *out = NULL, *gguf = NULL;
-    bool fuse = true;
+    bool fuse = true, text_only = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
@@ -59,6 +59,8 @@ int main(int argc, char **argv)
             gguf = argv[++i];
         else if (!strcmp(argv[i], "--no-fuse"))
             fuse = false;
+        else if (!strcmp(argv[i], "--text-only"))
+            text_only = true;
         else if (argv[i][0] == '-')
             return usage();
         else
@@ -77,8 +79,10 @@ int main(int argc, char **argv)
     }
     /* the portable and native-dot builds compiled (a kernel that does not compile is an error
      * here, with its numbered source); the cooperative-matrix builds are left to the Makefile's
-     * glslc (3 s of shaderc a model: make gen stays under a minute) */
-    if (gen_desc_build(&m, fuse && !m.no_fuse, &d, err) || gen_desc_write(&d, out, err)) {
+     * glslc (3 s of shaderc a model: make gen stays under a minute). --text-only compiles
+     * nothing (the same files; make check-generated, whose build compiles them with glslc) */
+    if (gen_desc_build_opts(&m, fuse && !m.no_fuse, &(gen_desc_opts){.text_only = text_only}, &d, err) ||
+        gen_desc_write(&d, out, err)) {
         fprintf(stderr, "ternion-gen: %s\n", err);
         gen_desc_free(&d);
         return 1;
