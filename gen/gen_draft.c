@@ -16,6 +16,7 @@
 #include "gen_arch.h"
 #include "gen_draft.h"
 #include "gen_draft_bert.h"
+#include "gen_text.h"
 #include "gguf/rt_gguf.h"
 
 /* ---- the tables ---- */
@@ -188,26 +189,8 @@ static void put(drafter *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    gen_text_vappend(&d->buf, &d->len, &d->cap, &d->oom, fmt, ap);
     va_end(ap);
-    if (n < 0 || d->oom)
-        return;
-    if (d->len + (size_t)n + 1 > d->cap) {
-        size_t cap = (d->cap ? d->cap : 4096);
-        while (cap < d->len + (size_t)n + 1)
-            cap *= 2;
-        char *nb = realloc(d->buf, cap);
-        if (!nb) {
-            d->oom = true;
-            return;
-        }
-        d->buf = nb;
-        d->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(d->buf + d->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    d->len += (size_t)n;
 }
 
 /* One line: text, then (if any) "# comment" from column 48. */

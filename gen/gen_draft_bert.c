@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gen_draft_bert.h"
+#include "gen_text.h"
 
 /* hparams read from `<arch>.<key>` (all required). */
 enum { B_DIM, B_HEADS, B_FFN, B_LAYERS, B_COUNT };
@@ -104,26 +105,8 @@ static void bput(bert_drafter *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    gen_text_vappend(&d->buf, &d->len, &d->cap, &d->oom, fmt, ap);
     va_end(ap);
-    if (n < 0 || d->oom)
-        return;
-    if (d->len + (size_t)n + 1 > d->cap) {
-        size_t cap = d->cap ? d->cap : 4096;
-        while (cap < d->len + (size_t)n + 1)
-            cap *= 2;
-        char *nb = realloc(d->buf, cap);
-        if (!nb) {
-            d->oom = true;
-            return;
-        }
-        d->buf = nb;
-        d->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(d->buf + d->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    d->len += (size_t)n;
 }
 
 /* `<arch>.<key>` as a number: 0, 1 absent or not a number. */
