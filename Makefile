@@ -176,7 +176,8 @@ $(GEN_BIN): $(call obj,gen/main.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 # with DSL_COOPMAT into <k>.coopmat.spv (the prefill bitlinears' cooperative-matrix tile).
 # tools/spv_inc.sh writes them as C arrays into $(B)/spv/<model>/kernels.spv.inc, which
 # generated/<model>/model.c includes, so the library and binaries run standalone. Make's
-# timestamps are the cache: a kernel is recompiled only when its .comp changes.
+# timestamps are the cache: a kernel is recompiled only when its .comp changes; a .comp whose
+# text another model's kernel already has is copied, not compiled again (tools/glslc_once.sh).
 GLSLC      ?= glslc
 GLSLC_FLAGS = --target-env=vulkan1.2 --target-spv=spv1.5 -O -fshader-stage=compute
 COMPS      := $(wildcard generated/*/kernels/*.comp)
@@ -186,15 +187,13 @@ spv_of      = $(patsubst generated/%.comp,$(B)/spv/%.spv,$(filter generated/$(1)
               $(patsubst generated/%.comp,$(B)/spv/%.native-dot.spv,$(filter generated/$(1)/%,$(DOT_COMPS))) \
               $(patsubst generated/%.comp,$(B)/spv/%.coopmat.spv,$(filter generated/$(1)/%,$(MMA_COMPS)))
 
-$(B)/spv/%.native-dot.spv: generated/%.comp
-	@mkdir -p $(dir $@)
-	$(GLSLC) $(GLSLC_FLAGS) -DDSL_NATIVE_DOT=1 $< -o $@
-$(B)/spv/%.coopmat.spv: generated/%.comp
-	@mkdir -p $(dir $@)
-	$(GLSLC) $(GLSLC_FLAGS) -DDSL_COOPMAT=1 $< -o $@
-$(B)/spv/%.spv: generated/%.comp
-	@mkdir -p $(dir $@)
-	$(GLSLC) $(GLSLC_FLAGS) $< -o $@
+GLSLC_ONCE  = sh tools/glslc_once.sh $(B)/spv/.once
+$(B)/spv/%.native-dot.spv: generated/%.comp tools/glslc_once.sh
+	$(GLSLC_ONCE) $@ $< $(GLSLC) $(GLSLC_FLAGS) -DDSL_NATIVE_DOT=1
+$(B)/spv/%.coopmat.spv: generated/%.comp tools/glslc_once.sh
+	$(GLSLC_ONCE) $@ $< $(GLSLC) $(GLSLC_FLAGS) -DDSL_COOPMAT=1
+$(B)/spv/%.spv: generated/%.comp tools/glslc_once.sh
+	$(GLSLC_ONCE) $@ $< $(GLSLC) $(GLSLC_FLAGS)
 
 define MODEL_SPV
 $(B)/spv/$(1)/kernels.spv.inc: $(call spv_of,$(1)) tools/spv_inc.sh
