@@ -7,9 +7,10 @@
 # lanes, 512 -> 16, 1024 -> 32, 2048 -> 64. So on a lavapipe-only machine the suites that check
 # each kernel against its C reference (and the fused kernels against the plain ones, the
 # chained decode against the unchained one) run again at 4 and 16 lanes, except test_kernels, whose
-# kernels of a subset of the test models (SWEEP_MODELS, below) run again at 16 lanes only (SWEEP_4_SKIP: CI time; the DSL's subgroup
-# operations and the fused kernels are checked at 4 lanes by test_dsl_gpu and test_kernels_fused,
-# which use the same builders). 1024 and 2048 are not
+# kernels of a subset of the test models (SWEEP_MODELS, below) run again at 16 lanes only, and
+# test_tune_chained.sh too (SWEEP_4_SKIP: CI time; the DSL's subgroup operations and the fused
+# kernels are checked at 4 lanes by test_dsl_gpu and test_kernels_fused, which use the same
+# builders as the chained decode's phases). 1024 and 2048 are not
 # in the list: Mesa 22's llvmpipe reports 32 / 64 lanes there but runs 16-lane subgroups, which
 # test_dsl_gpu's test_subgroup_full names (docs/performance.md).
 #
@@ -52,7 +53,7 @@ for width in ${SUBGROUP_WIDTHS:-128 512}; do
         exit 1
     fi
     for suite in $SUITES; do
-        case " ${SWEEP_4_SKIP-test_kernels} " in
+        case " ${SWEEP_4_SKIP-test_kernels test_tune_chained.sh} " in
         *" $(basename "$suite") "*) [ "$want" = 4 ] && continue ;;
         esac
         w="$DIR/sg$want-$(basename "$suite")"
