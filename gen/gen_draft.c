@@ -16,7 +16,7 @@
 #include "gen_arch.h"
 #include "gen_draft.h"
 #include "gen_draft_bert.h"
-#include "gen_text.h"
+#include "gen_draft_common.h"
 #include "gguf/rt_gguf.h"
 
 /* ---- the tables ---- */
@@ -229,27 +229,12 @@ static const char *float_str(double v, char *buf, size_t cap)
     return buf;
 }
 
-/* A metadata value as a number: 0, 1 absent, -1 not a number. */
-static int kv_number(const rt_gguf *g, const char *key, double *out)
-{
-    char k[160];
-    snprintf(k, sizeof(k), "%%s.%s", key);
-    const rt_gguf_kv *kv = rt_gguf_find(g, k);
-    if (!kv)
-        return 1;
-    switch (kv->type) {
-    case RT_GGUF_U8: case RT_GGUF_U16: case RT_GGUF_U32: case RT_GGUF_U64: *out = (double)kv->v.u; return 0;
-    case RT_GGUF_I8: case RT_GGUF_I16: case RT_GGUF_I32: case RT_GGUF_I64: *out = (double)kv->v.i; return 0;
-    case RT_GGUF_F32: case RT_GGUF_F64: *out = kv->v.f; return 0;
-    default: return -1;
-    }
-}
 
 static int read_hparams(drafter *d)
 {
     for (int h = 0; h < H_COUNT; h++) {
         double v = 0;
-        int rc = kv_number(d->g, k_keys[h].key, &v);
+        int rc = gen_draft_kv_number(d->g, k_keys[h].key, &v);
         if (rc < 0)
             return fail(d, "key '%s.%s' is not a number", d->arch, k_keys[h].key);
         if (rc == 1 && k_keys[h].required)
@@ -269,7 +254,7 @@ static int read_hparams(drafter *d)
         }
     }
     double nl = 0;
-    if (kv_number(d->g, "block_count", &nl) || !(nl >= 1 && nl <= 4096 && nl == (int)nl))
+    if (gen_draft_kv_number(d->g, "block_count", &nl) || !(nl >= 1 && nl <= 4096 && nl == (int)nl))
         return fail(d, "key '%s.block_count' is missing or not a layer count", d->arch);
     d->n_layers = (int)nl;
     return 0;
@@ -481,7 +466,7 @@ static void write_hparams(drafter *d)
         else
             snprintf(src, sizeof(src), "no %s.%s: %s", d->arch, k_keys[h].key, k_keys[h].fallback);
         double vl = 0;
-        if (h == H_HEAD_DIM && !kv_number(d->g, "attention.value_length", &vl) && vl != d->hp[h])
+        if (h == H_HEAD_DIM && !gen_draft_kv_number(d->g, "attention.value_length", &vl) && vl != d->hp[h])
             snprintf(src, sizeof(src), "UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s.attention.value_length "
                      "(%g) differs from head_dim (%g)", d->arch, vl, d->hp[h]));
         if (k_keys[h].is_float)
@@ -500,7 +485,7 @@ static void write_hparams(drafter *d)
         double v = 0;
         const bool none = kv && kv->type == RT_GGUF_STRING && kv->v.s.len == 4 && !memcmp(kv->v.s.ptr, "none", 4);
         const bool zero = kv && kv->type != RT_GGUF_STRING && (kv->type == RT_GGUF_BOOL ? !kv->v.b
-                                                               : !kv_number(d->g, k_unsupported[i].key, &v) && v == 0);
+                                                               : !gen_draft_kv_number(d->g, k_unsupported[i].key, &v) && v == 0);
         if (kv && !none && !zero)
             line(d, NULL, "  # UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s.%s: %s", d->arch,
                                                         k_unsupported[i].key, k_unsupported[i].what));
@@ -513,7 +498,7 @@ static void write_checks(drafter *d)
          d->arch);
     double vl = 0;
     for (int h = 0; h < H_COUNT; h++)
-        if (d->from_file[h] && h == H_HEAD_DIM && !kv_number(d->g, "attention.value_length", &vl))
+        if (d->from_file[h] && h == H_HEAD_DIM && !gen_draft_kv_number(d->g, "attention.value_length", &vl))
             line(d, NULL, "  %s: [%s, attention.value_length]", k_keys[h].hparam, k_keys[h].key); /* as Qwen3's */
         else if (d->from_file[h])
             line(d, NULL, "  %s: %s", k_keys[h].hparam, k_keys[h].key);

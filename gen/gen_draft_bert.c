@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "gen_draft_bert.h"
-#include "gen_text.h"
+#include "gen_draft_common.h"
 
 /* hparams read from `<arch>.<key>` (all required). */
 enum { B_DIM, B_HEADS, B_FFN, B_LAYERS, B_COUNT };
@@ -109,22 +109,6 @@ static void bput(bert_drafter *d, const char *fmt, ...)
     va_end(ap);
 }
 
-/* `<arch>.<key>` as a number: 0, 1 absent or not a number. */
-static int bnum(const rt_gguf *g, const char *key, double *out)
-{
-    char k[160];
-    snprintf(k, sizeof(k), "%%s.%s", key);
-    const rt_gguf_kv *kv = rt_gguf_find(g, k);
-    if (!kv)
-        return 1;
-    switch (kv->type) {
-    case RT_GGUF_U8: case RT_GGUF_U16: case RT_GGUF_U32: case RT_GGUF_U64: *out = (double)kv->v.u; return 0;
-    case RT_GGUF_I8: case RT_GGUF_I16: case RT_GGUF_I32: case RT_GGUF_I64: *out = (double)kv->v.i; return 0;
-    case RT_GGUF_F32: case RT_GGUF_F64: *out = kv->v.f; return 0;
-    default: return 1;
-    }
-}
-
 static int64_t bsym(const bert_drafter *d, const char *s)
 {
     return !s ? 1 : !strcmp(s, "vocab") ? d->vocab : !strcmp(s, "types") ? d->types
@@ -135,13 +119,13 @@ static int64_t bsym(const bert_drafter *d, const char *s)
 static int read_bert(bert_drafter *d)
 {
     for (int h = 0; h < B_COUNT; h++)
-        if (bnum(d->g, k_bert_keys[h], &d->hp[h]) || !(d->hp[h] >= 1 && d->hp[h] <= GEN_MAX_WIDTH) ||
+        if (gen_draft_kv_number(d->g, k_bert_keys[h], &d->hp[h]) || !(d->hp[h] >= 1 && d->hp[h] <= GEN_MAX_WIDTH) ||
             d->hp[h] != (double)(int64_t)d->hp[h])
             return bfail(d, "key '%s.%s' is missing or not a positive integer width", d->g->arch, k_bert_keys[h]);
     if ((int64_t)d->hp[B_DIM] % (int64_t)d->hp[B_HEADS])
         return bfail(d, "%s.embedding_length (%g) is not a multiple of %s.attention.head_count (%g)", d->g->arch,
                      d->hp[B_DIM], d->g->arch, d->hp[B_HEADS]);
-    if (bnum(d->g, "attention.layer_norm_epsilon", &d->eps) || !(d->eps > 0 && d->eps < 1))
+    if (gen_draft_kv_number(d->g, "attention.layer_norm_epsilon", &d->eps) || !(d->eps > 0 && d->eps < 1))
         return bfail(d, "key '%s.attention.layer_norm_epsilon' is missing or not a positive number", d->g->arch);
     const rt_gguf_tensor *te = rt_gguf_tensor_find(d->g, "token_embd.weight"); /* there: gen_draft_gguf */
     const rt_gguf_tensor *tt = rt_gguf_tensor_find(d->g, "token_types.weight");
@@ -242,7 +226,7 @@ static void write_bert(bert_drafter *d, const char *name, const char *file)
         snprintf(e + 1, sizeof(eps) - (size_t)(e + 1 - eps), "%ld", strtol(e + 1, NULL, 10));
     }
     double pool = -1;
-    const int pt = bnum(d->g, "pooling_type", &pool) ? -1 : (int)pool;
+    const int pt = gen_draft_kv_number(d->g, "pooling_type", &pool) ? -1 : (int)pool;
     const int64_t dim = (int64_t)d->hp[B_DIM], heads = (int64_t)d->hp[B_HEADS];
     bput(d, "# %s: drafted by `ternion-gen --from-gguf` from %s (general.architecture '%s').\n", name, file,
          d->g->arch);
