@@ -215,9 +215,43 @@ CPU_TARGET_AVX2 static void one_tq1_avx2(const tq_pass *p, const uint8_t *const 
 {
     TQ_ONE_BODY(tq1_regs, STEP_AVX2, FIN_AVX2)
 }
-CPU_TARGET_AVX512 static void one_tq2_vnni(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
+/* AVX-512 VNNI, 512-bit: a lone token against TQ2_0 rows without decoding the codes. Bits
+ * 2l..2l+1 of qs[32 h + k] are element 128 h + 32 l + k, so a half of qs broadcast to both
+ * halves of a register and masked with 0x03 | 0x0C (0x30 | 0xC0) holds elements 128 h + k and
+ * 128 h + 32 + k (128 h + 64 + k and 128 h + 96 + k) times 1 and 4 (16 and 64) in place, facing
+ * 64 contiguous activations: no shift per byte. Each lane's sum is a multiple of its factor,
+ * so an arithmetic shift at the block's end scales it back exactly: the same block sums. */
+CPU_TARGET_AVX512 static void one_tq2_zmm(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
 {
-    TQ_ONE_BODY(tq2_regs, STEP_VNNI, FIN_VNNI)
+    const size_t bb = p->blk_bytes;
+    const __m512i m01 = _mm512_inserti64x4(_mm512_set1_epi8(0x03), _mm256_set1_epi8(0x0C), 1);
+    const __m512i m23 = _mm512_inserti64x4(_mm512_set1_epi8(0x30), _mm256_set1_epi8((char)0xC0), 1);
+    const __m512i s01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(2), 1);
+    const __m512i s23 = _mm512_inserti64x4(_mm512_set1_epi32(4), _mm256_set1_epi32(6), 1);
+    __m256d sum = _mm256_setzero_pd();
+    for (int b = 0; b < p->nb; b++) {
+        const int8_t *qb = p->a->q + (size_t)(p->t0 + t) * p->K + b * TQ_BLK;
+        const __m512i q0 = _mm512_loadu_si512(qb), q1 = _mm512_loadu_si512(qb + 64);
+        const __m512i q2 = _mm512_loadu_si512(qb + 128), q3 = _mm512_loadu_si512(qb + 192);
+        __m256i acc[TQ_ROWS];
+        _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {
+            const uint8_t *blk = rows[i] + b * bb;
+            _mm_prefetch((const char *)(blk + TQ_AHEAD * bb), _MM_HINT_T0);
+            const __m512i w0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
+            const __m512i w1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+            __m512i a01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w0, m01), q0);
+            __m512i a23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w0, m23), q1);
+            a01 = _mm512_dpbusd_epi32(a01, _mm512_and_si512(w1, m01), q2);
+            a23 = _mm512_dpbusd_epi32(a23, _mm512_and_si512(w1, m23), q3);
+            const __m512i s = _mm512_add_epi32(_mm512_srav_epi32(a01, s01), _mm512_srav_epi32(a23, s23));
+            acc[i] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+        }
+        const __m128i h = _mm_setr_epi16(f16_at(rows[0] + (b + 1) * bb - 2), f16_at(rows[1] + (b + 1) * bb - 2),
+                                         f16_at(rows[2] + (b + 1) * bb - 2), f16_at(rows[3] + (b + 1) * bb - 2), 0,
+                                         0, 0, 0);
+        sum = tq_block_end(p, b, t, acc, _mm_cvtph_ps(h), sum);
+    }
+    _mm256_storeu_pd(out, sum);
 }
 CPU_TARGET_AVX512 static void one_tq1_vnni(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
 {
@@ -233,7 +267,7 @@ static const struct {
     tq_one_fn tq2, tq1; /* a lone token from the bytes */
 } TILES[CPU_ISA_COUNT] = {
     [CPU_ISA_AVX2] = {tile_avx2_2, tile_avx2_1, 2, one_tq2_avx2, one_tq1_avx2},
-    [CPU_ISA_AVX512] = {tile_vnni_4, tile_vnni_1, 4, one_tq2_vnni, one_tq1_vnni},
+    [CPU_ISA_AVX512] = {tile_vnni_4, tile_vnni_1, 4, one_tq2_zmm, one_tq1_vnni},
 };
 
 /* Decodes rows r .. r + 3 (the last real row again past r1) and their scales into the pass. */
