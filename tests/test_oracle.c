@@ -58,6 +58,8 @@ typedef struct {
     double self_max, max_abs_factor, top1_margin_factor;
     bool parsed;  /* case.txt and greedy_tokens.txt were read (test_manifests) */
     bool checked; /* the GGUF was written and its digest matched */
+    bool vulkan_full; /* `vulkan = full`: its Vulkan run only with TERNION_ORACLE_FULL=1 (a real-width
+                       * case whose graph another case runs on lavapipe in make test) */
 } oracle_case;
 
 static oracle_case cases[MAX_CASES];
@@ -118,6 +120,11 @@ static int manifest_line(oracle_case *c, const char *key, const char *v, char *e
         snprintf(c->pre, sizeof(c->pre), "%s", v);
     else if (!strcmp(key, "reference"))
         snprintf(c->reference, sizeof(c->reference), "%s", v);
+    else if (!strcmp(key, "vulkan")) {
+        if (strcmp(v, "always") && strcmp(v, "full"))
+            return snprintf(err, n, "vulkan: 'always' or 'full', got '%s'", v), -1;
+        c->vulkan_full = !strcmp(v, "full");
+    }
     else if (!strcmp(key, "gguf_sha256")) {
         if (strlen(v) != 64 || strspn(v, "0123456789abcdef") != 64)
             return snprintf(err, n, "gguf_sha256: 64 lowercase hex digits, got '%s'", v), -1;
@@ -350,6 +357,12 @@ static void run_case(oracle_case *c, int backend)
 {
     if (!c->parsed)
         fail_msg("%s: case.txt was not read (see test_manifests)", c->name);
+    const char *full = getenv("TERNION_ORACLE_FULL");
+    if (backend == RT_BACKEND_VULKAN && c->vulkan_full && !(full && !strcmp(full, "1"))) {
+        printf("%s/vulkan: skipped (vulkan = full: TERNION_ORACLE_FULL=1 runs it; docs/oracles.md has its figures)\n",
+               c->name);
+        skip();
+    }
     ensure_gguf(c);
     char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
     const rt_model_desc *built = builtin_of(c->yaml);

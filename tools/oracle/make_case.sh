@@ -23,7 +23,9 @@
 # both of its numerics give instead, at least 4. ORACLE_DIR (default tests/data/oracle): the folder the
 # case goes into (tools/oracle/full_size.sh makes its cases elsewhere). TWIN=1: the reference runs
 # on mkmodel --q2-twin's file (Q2_0 with blocks of 128, which mainline cannot read, written as
-# the same values in its blocks of 64); Ternion's is the case's file. Never run by make test.
+# the same values in its blocks of 64); Ternion's is the case's file. VULKAN=full: the suite runs
+# the case's Vulkan part only with TERNION_ORACLE_FULL=1 (a real-width case whose graph a smaller
+# case of its family already runs on lavapipe: CI time). Never run by make test.
 set -eu
 [ $# -ge 7 ] || { sed -n '2,23p' "$0"; exit 2; }
 NAME=$1 YAML=$2 LAYERS=$3 VOCAB=$4 SEED=$5 REF=$6 REFERENCE=$7
@@ -81,7 +83,10 @@ seed = $SEED
 ctx = $CTX
 gguf_bytes = $BYTES
 gguf_sha256 = $SHA
-reference = $REFERENCE
+${VULKAN:+# the graph of a smaller case of this family runs on lavapipe in make test; this one's Vulkan run
+# needs TERNION_ORACLE_FULL=1 (figures in docs/oracles.md)
+vulkan = $VULKAN
+}reference = $REFERENCE
 reference_run = ref_logits -t $THREADS --ctx 512 -n $GREEDY (context 512, batch 512, F16 KV cache, no flash attention, no mmap)
 prompt = $PROMPT
 # the reference's own spread: its prompt logits in one call against one token per call
