@@ -88,6 +88,6 @@ static void f16_encode(const float *in, int64_t n, uint8_t *blocks)
 
 const fmt_codec fmt_codec_f16 = {
     .type = FMT_F16, .name = "F16", .yaml = "f16", .blk = 1, .blk_bytes = 2,
-    .uses = FMT_USE_TABLE | FMT_USE_MATRIX, /* the norm kernels read their weights as f32 */
+    .uses = FMT_USE_VECTOR | FMT_USE_TABLE | FMT_USE_MATRIX, /* vectors: widened to f32 at load */
     .check = f16_check, .decode = f16_decode, .encode = f16_encode,
 };

@@ -774,6 +774,21 @@ static void encoder_refusals(rt_engine *e)
     assert_non_null(strstr(err, "97 tokens from position 0 exceed the model's 96 positions"));
 }
 
+/* The rule of test_llama_variant_vs_reference for a variant: top-1 on >= 18 of 20 rows and max |d|
+ * <= 1.5 x how far the reference's own two numerics (F32 against F16-rounded attention
+ * probabilities and head input) are apart on these ids, which variant_vs_reference measures
+ * first into s_spread_bound. For a variant whose Vulkan kernels round where the reference does
+ * not quite (see test_bitnet_embedding_vs_reference). */
+static double s_spread_bound;
+static void spread_rule(const char *what, const float *got, const float *ref, int vocab)
+{
+    cmp_stats s = compare(got, ref, 20, vocab);
+    printf("%s vs C reference: top-1 %d/20, mean |d| %.4g, max |d| %.4g (bound %.4g)\n", what, s.top1_agree,
+           s.mean_abs, s.max_abs, s_spread_bound);
+    assert_true(s.top1_agree >= 18);
+    assert_true(s.max_abs <= s_spread_bound);
+}
+
 static void variant_vs_reference(const char *yaml, const char *gguf_in_build, int seed, ref_rule_fn rule)
 {
     /* the build folder: $TERNION_BUILD (make test's B=), else build; gguf_in_build names the
@@ -807,6 +822,13 @@ static void variant_vs_reference(const char *yaml, const char *gguf_in_build, in
     float *want = malloc(sz * 4), *a = malloc(sz * 4), *b = malloc(sz * 4);
     if (ref_eval(ref, ids, 20, 0, want, err))
         fail_msg("%s", err);
+    if (rule == spread_rule) { /* the bound: the reference's own two numerics apart (test_llama_variant's) */
+        ref_model *ri = ref_open(&bd->m, g, 64, REF_NUM_INCREMENTAL, err);
+        if (!ri || ref_eval(ri, ids, 20, 0, a, err))
+            fail_msg("%s", err);
+        s_spread_bound = 1.5 * compare(a, want, 20, vocab).max_abs;
+        ref_close(ri);
+    }
     /* the CPU backend: no device needed */
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
                         .backend = RT_BACKEND_CPU, .n_threads = 2, .n_threads_batch = 2};
@@ -1073,6 +1095,20 @@ static void test_qwen3_vs_reference(void **st)
     variant_vs_reference("tests/data/qwen3-f16-tiny.yaml", "build/test-e2e-qwen3.gguf", 29, bf16_rule);
 }
 
+/* models/bitnet-embedding-0.6b.yaml at its real widths (2 layers, vocabulary 512): a norm before
+ * every bitlinear (BitNet's per-projection norms), QK-norm, and every norm weight F16, which the
+ * CPU backend reads as floats and the Vulkan engine widens to F32 at load. The CPU backend
+ * matches the reference to float rounding (max |d| ~5e-6); Vulkan does not (mean |d| ~0.06, max
+ * ~0.5: int8 flips in the bitlinears' inputs), which needs NeoX RoPE, head_dim 128 and the F16
+ * KV cache together (with an F32 cache, `norm` RoPE or head_dim 64 it is within 1e-5 too):
+ * with an F16 cache, Q.K and the softmax of the d = 128 kernels differ from the reference in
+ * rounding, not yet pinned down. spread_rule holds it to the reference's own spread. */
+static void test_bitnet_embedding_vs_reference(void **st)
+{
+    (void)st;
+    variant_vs_reference("models/bitnet-embedding-0.6b.yaml", "build/test-e2e-bitnet-embd.gguf", 31, spread_rule);
+}
+
 /* tests/data/moe/qwen3moe-f32-tiny.yaml: the moe op (8 experts, top 2, normalized; F32 experts) in
  * 2 layers, the CPU backend's prompt and one-token steps against the reference in the linear
  * rule's numerics. Vulkan (gen/kernels/gen_k_moe.c): s_cpu_only. (Q8_0 experts: test_moe and the
@@ -1106,6 +1142,7 @@ int main(void)
         cmocka_unit_test(test_linear_vs_reference),
         cmocka_unit_test(test_qlinear_vs_reference),
         cmocka_unit_test(test_qwen3_vs_reference),
+        cmocka_unit_test(test_bitnet_embedding_vs_reference),
         cmocka_unit_test(test_device_limits),
         cmocka_unit_test(test_moe_vs_reference),
     };

@@ -317,6 +317,8 @@ static int32_t synth_add(synth *v, const char *bytes, int32_t type, int raw)
     return v->n++;
 }
 
+enum { SYNTH_ADD_EOS = 2 }; /* synth_tok's with_specials: 1 the special tokens, | this: add_eos_token */
+
 static rt_tok *synth_tok(const char *pre, const char *const *merges, size_t n_merges,
                          int with_specials, char *err)
 {
@@ -341,7 +343,7 @@ static rt_tok *synth_tok(const char *pre, const char *const *merges, size_t n_me
         sprintf(ms[i], "%s %s", sl, sr);
     }
     int32_t bos = synth_add(&v, "<|begin_of_text|>", 3, 1);
-    if (with_specials) {
+    if (with_specials & 1) {
         synth_add(&v, "<|eot_id|>", 3, 1);
         synth_add(&v, "<|eot|>", 3, 1); /* a shorter special sharing a prefix */
         synth_add(&v, "[USR]", 4, 1);
@@ -356,6 +358,10 @@ static rt_tok *synth_tok(const char *pre, const char *const *merges, size_t n_me
     rt_gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)ms, n_merges);
     rt_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
     rt_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
+    if (with_specials & SYNTH_ADD_EOS) {
+        rt_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)bos);
+        rt_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", true);
+    }
     uint8_t *data;
     size_t len;
     rt_gguf *g;
@@ -418,6 +424,23 @@ static void check_pieces(const char *pre, rt_tok_pre want_pre, const piece_case 
                      cases[i].text, out, cases[i].want);
     }
     rt_tok_free(t);
+}
+
+/* tokenizer.ggml.add_eos_token (an embedding model pooling its last token: the converter of
+ * BitNet-Embeddings writes it): EOS after the text for a BPE vocabulary, as llama.cpp's
+ * add_special; absent, false (WordPiece ignores it: test_vocab's wpm_vocab). */
+static void test_add_eos(void **state)
+{
+    (void)state;
+    char err[RT_ERR_LEN];
+    for (int eos = 0; eos < 2; eos++) {
+        rt_tok *t = synth_tok(NULL, k_merges, 1, eos ? SYNTH_ADD_EOS : 0, err);
+        if (!t)
+            fail_msg("%s", err);
+        assert_int_equal(rt_tok_add_eos(t), eos);
+        assert_int_equal(rt_tok_eos(t), eos ? rt_tok_bos(t) : -1);
+        rt_tok_free(t);
+    }
 }
 
 static void test_synth_default(void **state)
@@ -832,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_llama3_spot),
         cmocka_unit_test(test_fixture_tiny),
         cmocka_unit_test(test_fixture_2b_shape),
+        cmocka_unit_test(test_add_eos),
         cmocka_unit_test(test_synth_default),
         cmocka_unit_test(test_synth_llama3),
         cmocka_unit_test(test_synth_specials),

@@ -603,6 +603,7 @@ static rt_tok *wpm_vocab(const wpm_tok *toks, size_t n, int lower, int strip, in
         rt_gguf_w_bool(w, "tokenizer.ggml.normalizer.strip_accents", strip != 0);
     if (unk >= 0)
         rt_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)unk);
+    rt_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", true); /* as llama.cpp's bert converter writes */
     uint8_t *data;
     size_t len;
     rt_gguf *g;
@@ -636,6 +637,7 @@ static void test_wpm_rules(void **state)
     if (!t)
         fail_msg("%s", err);
     assert_int_equal(rt_tok_model_type(t), RT_TOK_WPM);
+    assert_false(rt_tok_add_eos(t)); /* add_eos_token true: WordPiece ends with its separator instead */
     assert_int_equal(rt_tok_bos(t), -1); /* llama.cpp's defaults 101 / 102 are out of range */
     assert_false(rt_tok_add_sep(t));
     static const struct { const char *in, *want; } cases[] = {

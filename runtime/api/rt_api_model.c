@@ -337,7 +337,8 @@ int32_t ternion_tokenize(const ternion_model *m, const char *text, size_t len, i
     int32_t bos = rt_tok_bos(m->tok);
     if ((add_bos && rt_tok_add_bos(m->tok) && bos >= 0 && rt_ids_push(&ids, bos)) ||
         rt_tok_encode(m->tok, text ? text : "", len, parse_special, &ids, err) ||
-        (add_bos && rt_tok_add_sep(m->tok) && rt_ids_push(&ids, rt_tok_sep(m->tok)))) {
+        (add_bos && rt_tok_add_sep(m->tok) && rt_ids_push(&ids, rt_tok_sep(m->tok))) ||
+        (add_bos && rt_tok_add_eos(m->tok) && rt_ids_push(&ids, rt_tok_eos(m->tok)))) {
         rt_ids_free(&ids);
         return rt_api_fail(TERNION_E_NOMEM, "%s", err[0] ? err : "out of memory tokenizing");
     }

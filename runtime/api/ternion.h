@@ -202,8 +202,9 @@ TERNION_API bool ternion_add_bos(const ternion_model *model);
  * (e.g. <|im_end|>, <end_of_turn>). */
 TERNION_API bool ternion_token_is_eog(const ternion_model *model, int32_t token);
 
-/* Tokenize text[0..len) (BOS first when add_bos and the model wants it, and for a WordPiece
- * (BERT) vocabulary its separator [SEP] last, as llama.cpp's add_special; special-token text
+/* Tokenize text[0..len) (BOS first when add_bos and the model wants it, EOS last when add_bos and
+ * the file asks for it (tokenizer.ggml.add_eos_token: embedding models pooling the last token),
+ * and for a WordPiece (BERT) vocabulary its separator [SEP] last, as llama.cpp's add_special; special-token text
  * such as "<|eot_id|>" is one token only with parse_special). Returns the number of tokens
  * n >= 0; they are written only if n <= n_max (otherwise nothing is written: call again
  * with n_max >= n). Negative: a ternion_status. Time and memory linear in len. */

@@ -11,7 +11,9 @@
  * the tensor's f32 scale once after them: the logits equal I2_S's bit for bit), `--weights
  * tq1_0|tq2` into ggml's TQ1_0 / TQ2_0 blocks (format/fmt_tq*_0.c): every 256-block gets the
  * tensor's scale rounded to F16 (0 for an all-zero block), so the logits move by that rounding only.
- * e->wtype holds the format each device copy has; the byte counts of the bench follow it.
+ * e->wtype holds the format each device copy has; the byte counts of the bench follow it. A
+ * vector (1-D: norm weights, biases) in another float format than F32 (the F16 norms of
+ * bitnet.cpp's embedding converter) goes up widened to F32, which the kernels read.
  */
 #include "engine/rt_engine_priv.h"
 
@@ -96,6 +98,8 @@ int rt_eng_weight_types(rt_engine *e, int repack, char *err)
                 }
                 ty = (uint8_t)repack;
             }
+            if (gt->n_dims == 1 && ty != FMT_F32) /* a vector (norm weight, bias): the kernels read f32 */
+                ty = FMT_F32;
             e->wtype[(size_t)t * e->n_layers + L] = ty;
         }
     return q8k_formats(e, err);
@@ -110,12 +114,29 @@ uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint
     return (uint64_t)gt->ne[0] * (uint64_t)gt->ne[1] / c->blk * c->blk_bytes + c->tail_bytes;
 }
 
+/* A 1-D tensor of any float format as f32 on the device. */
+static int upload_floats(rt_engine *e, const rt_gguf_tensor *gt, rt_buf *dst, uint64_t off, char *err)
+{
+    float *v = malloc(sizeof(float) * (size_t)gt->ne[0]);
+    if (!v || fmt_decode_row(fmt_codec_find(gt->type), gt->data, gt->ne[0], 1, 0, v)) {
+        free(v);
+        snprintf(err, RT_ERR_LEN, "tensor '%.*s': cannot read it as floats (out of host memory?)", (int)gt->name.len,
+                 gt->name.ptr);
+        return -1;
+    }
+    const int rc = rt_buf_upload(e->vk, dst, off, v, sizeof(float) * (uint64_t)gt->ne[0], err);
+    free(v);
+    return rc;
+}
+
 int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, uint64_t off,
                          char *err)
 {
     const uint8_t ty = e->wtype[(size_t)t * e->n_layers + L];
     if (ty == gt->type)
         return rt_buf_upload(e->vk, dst, off, gt->data, gt->nbytes, err);
+    if (ty == FMT_F32) /* a vector stored in another float format (F16 norm weights): widened */
+        return upload_floats(e, gt, dst, off, err);
     /* the file's format (one matrix scale: I2_S) -> the --weights format: a slice of rows at a time */
     enum { SLICE = 1 << 20 }; /* weights per slice */
     const int64_t ne0 = gt->ne[0], rows = gt->ne[1], step = SLICE / ne0 > 0 ? SLICE / ne0 : 1;

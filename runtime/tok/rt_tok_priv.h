@@ -37,6 +37,7 @@ struct rt_tok {
     int32_t bos, eos, eot;
     int32_t unk, sep;      /* WPM: the unknown-word and separator tokens, -1 if none */
     bool add_bos;
+    bool add_eos;          /* tokenizer.ggml.add_eos_token: the caller's add_special appends eos */
     bool add_sep;          /* WPM: the caller's add_special appends sep after the text */
     bool lowercase, strip_accents; /* WPM: tokenizer.ggml.normalizer.* */
     bool clean_spaces;     /* WPM: decode applies llama.cpp's clean_up_tokenization_spaces */

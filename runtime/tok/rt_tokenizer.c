@@ -335,6 +335,12 @@ static int load_all(rt_tok *t, const rt_gguf *g, char *err)
     if (rt_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err) < 0)
         return -1;
     t->add_bos |= k_model[r].cls_sep;
+    /* EOS after the text (an embedding model pooling its last token asks for it), as llama.cpp's
+     * SPM and BPE tokenizers; WordPiece ends with its separator instead and ignores the key */
+    t->add_eos = false;
+    if (rt_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err) < 0)
+        return -1;
+    t->add_eos &= !k_model[r].cls_sep;
     return 0;
 }
 
@@ -370,6 +376,7 @@ int32_t rt_tok_eot(const rt_tok *t) { return t->eot; }
 bool rt_tok_add_bos(const rt_tok *t) { return t->add_bos; }
 int32_t rt_tok_sep(const rt_tok *t) { return t->sep; }
 bool rt_tok_add_sep(const rt_tok *t) { return t->add_sep && t->sep >= 0; }
+bool rt_tok_add_eos(const rt_tok *t) { return t->add_eos && t->eos >= 0; }
 bool rt_tok_is_eog(const rt_tok *t, int32_t id) { return id >= 0 && (id == t->eos || id == t->eot); }
 rt_tok_pre rt_tok_pre_type(const rt_tok *t) { return t->pre; }
 

@@ -125,6 +125,9 @@ bool rt_tok_add_bos(const rt_tok *t); /* tokenizer.ggml.add_bos_token (default t
  * rt_tok_sep() after it when rt_tok_add_sep() (WordPiece only; -1 / false otherwise). */
 int32_t rt_tok_sep(const rt_tok *t);
 bool rt_tok_add_sep(const rt_tok *t);
+/* ... and rt_tok_eos() after the text when rt_tok_add_eos() (tokenizer.ggml.add_eos_token, default
+ * false; an embedding model pooling the last token asks for it). */
+bool rt_tok_add_eos(const rt_tok *t);
 bool rt_tok_is_eog(const rt_tok *t, int32_t id); /* id is eos or eot: stop generating */
 rt_tok_pre rt_tok_pre_type(const rt_tok *t); /* SPM: RT_PRE_DEFAULT (unused), as llama.cpp */
 const char *rt_tok_pre_name(rt_tok_pre p); /* "default", "gpt-2", "llama3", "qwen2" */
