@@ -253,9 +253,68 @@ CPU_TARGET_AVX512 static void one_tq2_zmm(const tq_pass *p, const uint8_t *const
     }
     _mm256_storeu_pd(out, sum);
 }
-CPU_TARGET_AVX512 static void one_tq1_vnni(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
+/* AVX-512, 512-bit: a TQ1_0 block's 256 codes in four registers of 64, each facing 64 contiguous
+ * activations: qs[0..32) broadcast to both halves times (1, 3) and (9, 27) gives trits 0 / 1 and
+ * 2 / 3 (elements 0..127); trit 4 (128..159) sits beside qs[32..48)'s trits 0 / 1 (160..191), and
+ * their trits 2 / 3 (192..223) beside trit 4 and qh's (224..255), as tq1_regs builds them. */
+CPU_TARGET_AVX512 static inline __m512i tq1_top_z(__m512i v)
 {
-    TQ_ONE_BODY(tq1_regs, STEP_VNNI, FIN_VNNI)
+    v = _mm512_subs_epu8(v, _mm512_set1_epi8(1));
+    v = _mm512_avg_epu8(v, _mm512_avg_epu8(v, _mm512_setzero_si512()));
+    return _mm512_and_si512(_mm512_srli_epi16(v, 6), _mm512_set1_epi8(3));
+}
+CPU_TARGET_AVX512 static inline __m512i mul9_z(__m512i v)
+{
+    return _mm512_add_epi8(_mm512_and_si512(_mm512_slli_epi16(v, 3), _mm512_set1_epi8(-8)), v);
+}
+CPU_TARGET_AVX512 static inline void tq1_zregs(const uint8_t *blk, __m512i c[4])
+{
+    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
+    const __m512i z01 = _mm512_mask_blend_epi64(0xF0, x, _mm512_add_epi8(x, _mm512_add_epi8(x, x))); /* v | 3v */
+    const __m512i z23 = mul9_z(z01);                                                                  /* 9v | 27v */
+    const __m256i v81 = _mm512_castsi512_si256(mul9_z(z23));                                          /* 81v */
+    uint32_t qh;
+    memcpy(&qh, blk + 48, 4);
+    __m256i h = _mm256_cvtepu8_epi16(_mm_set1_epi32((int)qh)); /* lane i: byte i % 4 times 3^(i / 4) */
+    h = _mm256_mullo_epi16(h, _mm256_set_epi16(27, 27, 27, 27, 9, 9, 9, 9, 3, 3, 3, 3, 1, 1, 1, 1));
+    h = _mm256_and_si256(h, _mm256_set1_epi16(0xff));
+    const __m128i y0 = _mm_loadu_si128((const __m128i *)(blk + 32)), y1 = _mm_add_epi8(y0, _mm_add_epi8(y0, y0));
+    const __m256i y01 = _mm256_inserti128_si256(_mm256_castsi128_si256(y0), y1, 1); /* y0 * (1, 3) */
+    const __m256i y23 = mul9(y01);                                                 /* y0 * (9, 27) */
+    const __m128i y4 = _mm256_castsi256_si128(mul9(y23));                           /* y0 * 81 */
+    const __m128i hb = _mm_packus_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    c[0] = tq1_top_z(z01), c[1] = tq1_top_z(z23);
+    c[2] = tq1_top_z(_mm512_inserti64x4(_mm512_castsi256_si512(v81), y01, 1));
+    c[3] = tq1_top_z(_mm512_inserti64x4(_mm512_castsi256_si512(y23),
+                                        _mm256_inserti128_si256(_mm256_castsi128_si256(y4), hb, 1), 1));
+}
+CPU_TARGET_AVX512 static void one_tq1_zmm(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
+{
+    const size_t bb = p->blk_bytes;
+    __m256d sum = _mm256_setzero_pd();
+    for (int b = 0; b < p->nb; b++) {
+        const int8_t *qb = p->a->q + (size_t)(p->t0 + t) * p->K + b * TQ_BLK;
+        const __m512i q0 = _mm512_loadu_si512(qb), q1 = _mm512_loadu_si512(qb + 64);
+        const __m512i q2 = _mm512_loadu_si512(qb + 128), q3 = _mm512_loadu_si512(qb + 192);
+        __m256i acc[TQ_ROWS];
+        _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {
+            const uint8_t *blk = rows[i] + b * bb;
+            _mm_prefetch((const char *)(blk + TQ_AHEAD * bb), _MM_HINT_T0);
+            __m512i c[4];
+            tq1_zregs(blk, c);
+            __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], q0); /* two chains */
+            __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], q1);
+            s0 = _mm512_dpbusd_epi32(s0, c[2], q2);
+            s1 = _mm512_dpbusd_epi32(s1, c[3], q3);
+            const __m512i s = _mm512_add_epi32(s0, s1);
+            acc[i] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+        }
+        const __m128i h = _mm_setr_epi16(f16_at(rows[0] + (b + 1) * bb - 2), f16_at(rows[1] + (b + 1) * bb - 2),
+                                         f16_at(rows[2] + (b + 1) * bb - 2), f16_at(rows[3] + (b + 1) * bb - 2), 0,
+                                         0, 0, 0);
+        sum = tq_block_end(p, b, t, acc, _mm_cvtph_ps(h), sum);
+    }
+    _mm256_storeu_pd(out, sum);
 }
 
 typedef void (*tq_tile_fn)(const tq_pass *p, int t, double *out);
@@ -267,7 +326,7 @@ static const struct {
     tq_one_fn tq2, tq1; /* a lone token from the bytes */
 } TILES[CPU_ISA_COUNT] = {
     [CPU_ISA_AVX2] = {tile_avx2_2, tile_avx2_1, 2, one_tq2_avx2, one_tq1_avx2},
-    [CPU_ISA_AVX512] = {tile_vnni_4, tile_vnni_1, 4, one_tq2_zmm, one_tq1_vnni},
+    [CPU_ISA_AVX512] = {tile_vnni_4, tile_vnni_1, 4, one_tq2_zmm, one_tq1_zmm},
 };
 
 /* Decodes rows r .. r + 3 (the last real row again past r1) and their scales into the pass. */
