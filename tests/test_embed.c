@@ -156,6 +156,29 @@ static void ids_of(int32_t *ids, int n, int vocab, int salt)
         ids[i] = (int32_t)((i * 37 + 11 + salt * 101) % vocab);
 }
 
+/* rt_engine_hidden_seqs on a causal model: the N_TOK tokens as one input give rows' bits;
+ * packed as inputs of 5 and N_TOK - 5 tokens, the first input's rows are the first 5 rows
+ * (causal: a prefix does not see what follows) and the second's are those of its tokens alone
+ * from position 0 (a row that saw the first input, or kept its positions, would differ). */
+static void check_packed_rows(rt_engine *e, const int32_t *ids, const float *rows, int w, const char *label)
+{
+    char err[RT_ERR_LEN] = "";
+    const size_t bytes = sizeof(float) * N_TOK * (size_t)w;
+    float *o = malloc(bytes), *alone = malloc(bytes);
+    const int32_t one[1] = {N_TOK}, two[2] = {5, N_TOK - 5};
+    if (rt_engine_hidden_seqs(e, ids, one, 1, o, err))
+        fail_msg("%s", err);
+    assert_memory_equal(o, rows, bytes);
+    if (rt_engine_hidden_seqs(e, ids, two, 2, o, err) || rt_engine_hidden(e, ids + 5, N_TOK - 5, 0, alone, err))
+        fail_msg("%s", err);
+    assert_memory_equal(o, rows, sizeof(float) * 5 * (size_t)w);
+    assert_memory_equal(o + (size_t)5 * w, alone, sizeof(float) * (N_TOK - 5) * (size_t)w);
+    assert_true(memcmp(alone, rows + (size_t)5 * w, sizeof(float) * (size_t)w) != 0); /* the test can fail */
+    printf("%s: packed inputs of %d and %d tokens give their own rows bit for bit\n", label, 5, N_TOK - 5);
+    free(o);
+    free(alone);
+}
+
 static void check_model(const char *what, const rt_model_desc *d, const char *yaml, const char *gguf)
 {
     int32_t ids[N_TOK];
@@ -190,6 +213,7 @@ static void check_model(const char *what, const rt_model_desc *d, const char *ya
         const row_diff df = compare_rows(label, rows[b], ref, N_TOK, w);
         assert_true(df.steps <= fmax(self.steps, 1e-3));
         assert_true(1 - df.cos <= fmax(1 - self.cos, 1e-9));
+        check_packed_rows(e, ids, rows[b], w, label);
         rt_engine_close(e);
         /* the same tokens in smaller prompt steps: bit-identical rows */
         const int batches[] = {7, 3, 2, 1};

@@ -81,6 +81,15 @@ static int kv_row_bytes(const rt_engine *e, uint32_t *kv, uint32_t *q, char *err
     return 0;
 }
 
+int rt_eng_kv_act_bytes(const rt_engine *e, const rt_dispatch *dp, uint32_t *out, char *err)
+{
+    uint32_t kvb, qb;
+    if (kv_row_bytes(e, &kvb, &qb, err))
+        return -1;
+    *out = kv_shape(dp) == 1 ? kvb : qb;
+    return 0;
+}
+
 static int record_multi(rt_engine *e, int n, const int32_t *seq, rt_cmd **out, char *err)
 {
     uint32_t kvb, qb;
