@@ -477,6 +477,64 @@ static void read_embd_case(embd_case *c)
     fclose(f);
 }
 
+/* ternion_embed_batch vs each input alone on an encoder (non-causal attention, learned
+ * positions): the oracle's texts (alone[], from ternion_embed_text) and inputs of awkward
+ * lengths (1 token, lengths that are no multiple of the kernels' 16-token tiles). full (the CPU
+ * backend): the 3 texts and 7 inputs, 202 tokens over a budget of 92 (n_batch), so the request
+ * is split into 3 steps: [7, 12] [92] [1, 17, 5, 33, 2, 16, 9]; else (Vulkan, whose lavapipe
+ * steps cost make test seconds): the first text and 3 inputs in one step, [7, 1, 17, 5]. Rule:
+ * the same bits, as each row's arithmetic does not depend on the other rows of its step and
+ * each input's position-reading dispatches run as in its own step. Unmasked, the 1-token input
+ * would see the text before it. */
+static void check_embd_packed(ternion_context *ctx, ternion_model *m, const embd_case *c, const float *alone,
+                              bool full, const char *what)
+{
+    enum { N_IN = 10 };
+    int32_t lens[N_IN] = {0, 0, 0, 1, 17, 5, 33, 2, 16, 9};
+    int32_t *ids[N_IN];
+    const int n_texts = full ? 3 : 1, n_in = full ? N_IN : 4;
+    for (int i = 0, k = 0; i < N_IN; i++) {
+        k = i < n_texts ? i : i < 3 ? -1 : i; /* the texts used, then the inputs */
+        ids[i] = malloc(sizeof(int32_t) * 128);
+        if (k >= 0 && k < 3) {
+            lens[i] = ternion_tokenize(m, c->prompt[k], strlen(c->prompt[k]), ids[i], 128, true, false);
+            assert_int_equal(lens[i], c->n_tok[k]);
+        } else if (k >= 3) {
+            ids_of(ids[i], lens[i], ternion_model_n_vocab(m), i);
+        }
+    }
+    if (!full) { /* [text 0, 1, 17, 5] */
+        for (int i = 1; i < 4; i++) {
+            free(ids[i]);
+            ids[i] = ids[i + 2];
+            lens[i] = lens[i + 2];
+            ids[i + 2] = NULL;
+        }
+    }
+    float *all = malloc(sizeof(float) * 384 * N_IN), one[384];
+    if (ternion_embed_batch(ctx, NULL, (const int32_t *const *)ids, lens, n_in, all))
+        fail_msg("%s", ternion_context_error(ctx));
+    for (int i = 0; i < n_in; i++) {
+        if (i >= n_texts && ternion_embed(ctx, NULL, ids[i], lens[i], one))
+            fail_msg("%s", ternion_context_error(ctx));
+        if (memcmp(i < n_texts ? alone + (size_t)i * 384 : one, all + (size_t)i * 384, sizeof(float) * 384))
+            fail_msg("%s: input %d (%d tokens) packed differs from alone", what, i, lens[i]);
+    }
+    /* hostile: an input longer than the budget (an encoder takes each input whole), an empty one */
+    int32_t big[93] = {0};
+    const int32_t *bad[2] = {ids[n_texts], big};
+    const int32_t bad_lens[2] = {1, 93}, empty_lens[2] = {1, 0};
+    assert_int_equal(ternion_embed_batch(ctx, NULL, bad, bad_lens, 2, all), TERNION_E_DEVICE);
+    assert_non_null(strstr(ternion_context_error(ctx), "batch size of 92"));
+    assert_int_equal(ternion_embed_batch(ctx, NULL, bad, empty_lens, 2, all), TERNION_E_INVALID);
+    assert_non_null(strstr(ternion_context_error(ctx), "input 1"));
+    printf("packed embeddings, %s: %d inputs of 1..%d tokens in %d step%s of <= 92 tokens equal each alone bit for "
+           "bit\n", what, n_in, full ? 92 : 17, full ? 3 : 1, full ? "s" : "");
+    for (int i = 0; i < N_IN; i++)
+        free(ids[i]);
+    free(all);
+}
+
 /* The rule: both engines compute the same float operations but for the order of their sums,
  * and round activations to f16 where llama.cpp does (the F16 matrices' inputs, gelu_f16), so
  * they part where a value crosses an f16 rounding boundary: one f16 ulp relative, 2^-11, of an
@@ -487,7 +545,7 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
 {
     ternion_context_params cp = ternion_context_default_params();
     cp.n_ctx = 128;
-    cp.n_batch = 128;
+    cp.n_batch = 92; /* the longest text (check_embd_packed's budget) */
     cp.backend = backend;
     cp.n_threads = 2;
     ternion_context *ctx = NULL;
@@ -498,9 +556,10 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
         }
         fail_msg("context: %s", ternion_last_error());
     }
-    float v[384];
+    float *vecs = malloc(sizeof(float) * 384 * (size_t)c->n_prompts);
     for (int i = 0; i < c->n_prompts; i++) {
         int32_t n = 0;
+        float *v = vecs + (size_t)i * 384;
         if (ternion_embed_text(ctx, NULL, c->prompt[i], strlen(c->prompt[i]), v, &n))
             fail_msg("%s", ternion_context_error(ctx));
         assert_int_equal(n, c->n_tok[i]); /* the WordPiece tokens llama.cpp made ([CLS] ... [SEP]) */
@@ -516,6 +575,10 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
         assert_true(cosv >= 0.9999);
         assert_true(md <= 1.0 / 2048);
     }
+    const char *what = backend == TERNION_BACKEND_CPU ? "CPU backend" : "Vulkan";
+    assert_int_equal(c->n_prompts, 3);
+    check_embd_packed(ctx, m, c, vecs, backend == TERNION_BACKEND_CPU, what);
+    free(vecs);
     ternion_context_free(ctx);
 }
 
@@ -573,7 +636,7 @@ static void test_texts_and_backends(void **st)
     if (vk) {
         assert_int_equal(ternion_embed_text(vk, NULL, t1, strlen(t1), a2, NULL), TERNION_OK);
         noise = dist(a, a2, w);
-        /* one token: Vulkan runs it with a copy after it */
+        /* one token: a packed step of one row on Vulkan */
         const int32_t one = 42;
         ternion_embed_params p = ternion_embed_default_params();
         p.seq = 1;
