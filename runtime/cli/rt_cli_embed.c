@@ -8,11 +8,13 @@
  * and L2-normalised unless --embd-no-normalize. Output on stdout, one line per input in order:
  * the floats separated by spaces, or with --json one object
  * {"embedding": [...], "n_embd": N, "n_tokens": T, "pooling": "mean", "normalized": true}.
- * Floats are printed with 9 significant digits, which read back to the same float.
+ * Floats are printed with 9 significant digits, which read back to the same float. With -v,
+ * stderr gets the time of the forward passes: inputs and tokens per second.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt_cli_priv.h"
 
@@ -37,6 +39,23 @@ static void print_vector(const rt_cli_opts *o, const float *v, int32_t w, int32_
         printf("], \"n_embd\": %d, \"n_tokens\": %d, \"pooling\": \"%s\", \"normalized\": %s}", w, n_tokens,
                pooling >= 0 && pooling < 3 ? k_pool_names[pooling] : "?", o->no_normalize ? "false" : "true");
     printf("\n");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* -v: the forward passes' time (tokenizing and printing not counted) */
+static void print_speed(const int32_t *lens, int n, double ms)
+{
+    long tokens = 0;
+    for (int i = 0; i < n; i++)
+        tokens += lens[i];
+    fprintf(stderr, "embedding: %d inputs, %ld tokens in %.2f ms (%.1f inputs/s, %.0f tokens/s)\n", n, tokens, ms,
+            n * 1e3 / ms, tokens * 1e3 / ms);
 }
 
 typedef struct {
@@ -149,9 +168,12 @@ int rt_cli_embedding(const rt_cli_opts *o)
         ternion_embed_params p = ternion_embed_default_params();
         p.pooling = pooling;
         p.normalize = !o->no_normalize;
+        const double t0 = now_ms();
         if (ternion_embed_batch(c, &p, (const int32_t *const *)in.ids, in.lens, in.n, v)) {
             fprintf(stderr, "error: --embedding: %s\n", ternion_context_error(c));
         } else {
+            if (o->verbose)
+                print_speed(in.lens, in.n, now_ms() - t0);
             for (int i = 0; i < in.n; i++)
                 print_vector(o, v + (size_t)i * w, w, in.lens[i],
                              pooling == TERNION_POOLING_MODEL ? ternion_model_pooling(m) : pooling);
