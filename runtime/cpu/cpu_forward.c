@@ -211,8 +211,10 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
         const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0) + base, kv_rows(e, r->s->seq[t], r->layer, 1) + base,
                            e->kv_f16, e->kv_dim};
         int n_kv = r->s->pos[t] + 1;
-        for (int u = 0; !causal && u < r->s->n; u++) /* the last row of its sequence (input) in the step */
-            if (r->s->seq[u] == r->s->seq[t] && (!kv0 || kv0[u] == kv0[t]) && r->s->pos[u] + 1 > n_kv)
+        for (int u = t + 1; !causal && kv0 && u < r->s->n && kv0[u] == kv0[t]; u++) /* a packed input's rows */
+            n_kv = r->s->pos[u] + 1;                                                 /* are one run of the step */
+        for (int u = 0; !causal && !kv0 && u < r->s->n; u++) /* the last row of its sequence in the step */
+            if (r->s->seq[u] == r->s->seq[t] && r->s->pos[u] + 1 > n_kv)
                 n_kv = r->s->pos[u] + 1;
         cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, n_kv, H, (int)c->n_kv_heads,
                       (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
