@@ -13,10 +13,16 @@
  *     row's cosine;
  *   - the same tokens in prompt steps of 512, 7, 3 and 2 tokens (and 1 on the CPU): bit-
  *     identical rows (each row's arithmetic does not depend on the chunk it runs in);
+ *   - packed inputs (rt_engine_hidden_seqs): the tokens as one input give the same rows; as
+ *     inputs of 5 and 15 tokens, each input's rows are its own alone, bit for bit (causal
+ *     models, both backends); on the encoder oracle file ternion_embed_batch of texts and
+ *     inputs of awkward lengths (1 token, 17, no multiple of the 16-token tiles), split by the
+ *     token budget, equals each input alone bit for bit; an input over the budget and an empty
+ *     one are refused naming them;
  *   - ternion_embed without normalisation: mean pooling equals the mean of the rows (the same
  *     double sums, so exactly), last / cls the last / first row exactly; normalised: the
- *     vector divided by its norm within 4 float ulps; a one-token text on Vulkan (run with a
- *     copy of the token after it) equals the CPU's within the backend rule above;
+ *     vector divided by its norm within 4 float ulps; a one-token text on Vulkan (a packed
+ *     step of one row) equals the CPU's within the backend rule above;
  *   - different texts differ: their distance is over 100 times the CPU-vs-Vulkan distance of
  *     one text (the noise of the backends);
  *   - the default pooling is the file's pooling_type (cls, last followed; none refused);
