@@ -31,6 +31,46 @@ static void run_job(void *arg)
     j->rc = j->m->embed(j->m->ctx, j->in->ids, j->in->n, j->pooling, j->out, j->err);
 }
 
+/* Every input of a request at once (embed_batch: packed into prompt steps). */
+typedef struct {
+    srv_model *m;
+    const int32_t *const *ids;
+    const int32_t *n;
+    int n_in, pooling;
+    float *out;
+    int rc;
+    char err[SRV_ERR_LEN];
+} batch_job;
+
+static void run_batch(void *arg)
+{
+    batch_job *j = arg;
+    j->rc = j->m->embed_batch(j->m->ctx, j->ids, j->n, j->n_in, j->pooling, j->out, j->err);
+}
+
+/* The inputs as embed_batch's arrays, run as one scheduler task; 0, or -1 with *e. */
+static int run_packed(srv_model *m, srv_sched *s, const input *ins, int n, int pooling, float *vecs, srv_error *e)
+{
+    const int32_t **ids = malloc(sizeof(int32_t *) * (size_t)n);
+    int32_t *lens = malloc(sizeof(int32_t) * (size_t)n);
+    if (!ids || !lens) {
+        free(ids);
+        free(lens);
+        return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        ids[i] = ins[i].ids;
+        lens[i] = ins[i].n;
+    }
+    batch_job j = {.m = m, .ids = ids, .n = lens, .n_in = n, .pooling = pooling, .out = vecs};
+    const int busy = srv_sched_exec(s, run_batch, &j);
+    free(ids);
+    free(lens);
+    if (busy)
+        return srv_error_set(e, 503, "server_error", NULL, NULL, "the server is shutting down");
+    return j.rc ? srv_error_set(e, 500, "server_error", NULL, NULL, "%s", j.err) : 0;
+}
+
 /* Standard base64 (RFC 4648, padded) of n bytes; malloc'd, NUL-terminated. */
 static char *base64(const unsigned char *b, size_t n)
 {
@@ -190,7 +230,8 @@ static char *answer(const srv_model *m, const input *ins, int n, const float *ve
     return s;
 }
 
-/* Runs every input (each its own scheduler task) into vecs; 0 ok, -1 with *e. */
+/* Runs every input into vecs: all in one scheduler task, packed into prompt steps
+ * (embed_batch), else each its own task; 0 ok, -1 with *e. */
 static int run_all(srv_model *m, srv_sched *s, const input *ins, int n, int pooling, float *vecs, srv_error *e)
 {
     for (int i = 0; i < n; i++) {
@@ -199,11 +240,13 @@ static int run_all(srv_model *m, srv_sched *s, const input *ins, int n, int pool
                                  "'input[%d]' is %d tokens; the context is %d tokens (--ctx-size)", i, ins[i].n,
                                  m->n_ctx);
     }
+    if (m->embed_batch && run_packed(m, s, ins, n, pooling, vecs, e))
+        return -1;
     for (int i = 0; i < n; i++) {
         embed_job j = {.m = m, .in = &ins[i], .pooling = pooling, .out = vecs + (size_t)i * m->n_embd};
-        if (srv_sched_exec(s, run_job, &j))
+        if (!m->embed_batch && srv_sched_exec(s, run_job, &j))
             return srv_error_set(e, 503, "server_error", NULL, NULL, "the server is shutting down");
-        if (j.rc)
+        if (!m->embed_batch && j.rc)
             return srv_error_set(e, 500, "server_error", NULL, NULL, "%s", j.err);
         for (int k = 0; k < m->n_embd; k++)
             if (!isfinite(j.out[k]))

@@ -4,9 +4,12 @@
  * or an array of such arrays; encoding_format float or base64; model: any name, the answer
  * names the served model; pooling: mean (default), last or cls, an extension) and its answer
  * {"object":"list","data":[{"object":"embedding","index":i,"embedding":[...] | "base64"}],
- * "model":..., "usage":{"prompt_tokens":n,"total_tokens":n}}. Each input runs on the
- * scheduler thread (srv_sched_exec) as prompt steps in a sequence of its own, between the
- * slots' steps, so generation goes on while embeddings are made.
+ * "model":..., "usage":{"prompt_tokens":n,"total_tokens":n}}. A request's inputs run together
+ * on the scheduler thread (srv_sched_exec), in a sequence of their own, between the slots'
+ * steps, so generation goes on while embeddings are made: packed into as few prompt steps as
+ * the context's batch holds (ternion_embed_batch; each input masked from the others, so its
+ * vector is the one it has alone). An empty input, a non-string among strings or more than
+ * SRV_EMBED_MAX_INPUTS inputs is a 400 in OpenAI's error shape before anything runs.
  */
 #ifndef SRV_EMBED_H
 #define SRV_EMBED_H

@@ -116,6 +116,11 @@ struct srv_model {
      * an explicit 'pooling' is a 400 naming it (srv_embed.c). */
     const char *pooling_refused;
     int (*embed)(void *ctx, const int32_t *ids, int n, int pooling, float *out, char *err);
+    /* n_in inputs at once, input i ids[i][0..n[i]), into out[n_in][n_embd]: the same vectors as
+     * embed gives each, the inputs packed into prompt steps (ternion_embed_batch). Same thread
+     * rule. NULL: srv_embed.c calls embed per input. */
+    int (*embed_batch)(void *ctx, const int32_t *const *ids, const int32_t *n, int n_in, int pooling, float *out,
+                       char *err);
     /* Tokenize for /tokenize: BOS first when add_special (and the model wants one), special-
      * token text as one token when parse_special. Malloc'd *ids; 0 ok, -1 + err. Any thread. */
     int (*tokenize_ex)(void *ctx, const char *text, bool add_special, bool parse_special, int32_t **ids, int *n,

@@ -76,6 +76,16 @@ static int t_embed(void *ctx, const int32_t *ids, int n, int pooling, float *out
     return ternion_embed(t->ctx, &p, ids, n, out) ? fail(err, "embedding") : 0;
 }
 
+static int t_embed_batch(void *ctx, const int32_t *const *ids, const int32_t *n, int n_in, int pooling, float *out,
+                         char *err)
+{
+    tmodel *t = ctx;
+    ternion_embed_params p = ternion_embed_default_params();
+    p.pooling = pooling;
+    p.seq = t->embed_seq;
+    return ternion_embed_batch(t->ctx, &p, ids, n, n_in, out) ? fail(err, "embedding") : 0;
+}
+
 static int t_tokenize(void *ctx, const char *text, int32_t **ids, int *n, char *err)
 {
     tmodel *t = ctx;
@@ -381,7 +391,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
         .grammar_min_tokens = t_grammar_min_tokens,
         .grammar_free = t_grammar_free, .logprobs = t_logprobs, .n_embd = ternion_model_n_embd(t->model),
-        .embed = t_embed, .tokenize_ex = t_tokenize_ex, .n_ctx_train = ternion_model_n_ctx_train(t->model),
+        .embed = t_embed, .embed_batch = t_embed_batch, .tokenize_ex = t_tokenize_ex, .n_ctx_train = ternion_model_n_ctx_train(t->model),
         .build_info = t->build, .weights = ternion_model_weights(t->model, NULL),
         .chat_template = ternion_model_chat_template(t->model),
     };

@@ -13,10 +13,16 @@
  *     row's cosine;
  *   - the same tokens in prompt steps of 512, 7, 3 and 2 tokens (and 1 on the CPU): bit-
  *     identical rows (each row's arithmetic does not depend on the chunk it runs in);
+ *   - packed inputs (rt_engine_hidden_seqs): the tokens as one input give the same rows; as
+ *     inputs of 5 and 15 tokens, each input's rows are its own alone, bit for bit (causal
+ *     models, both backends); on the encoder oracle file ternion_embed_batch of texts and
+ *     inputs of awkward lengths (1 token, 17, no multiple of the 16-token tiles), split by the
+ *     token budget, equals each input alone bit for bit; an input over the budget and an empty
+ *     one are refused naming them;
  *   - ternion_embed without normalisation: mean pooling equals the mean of the rows (the same
  *     double sums, so exactly), last / cls the last / first row exactly; normalised: the
- *     vector divided by its norm within 4 float ulps; a one-token text on Vulkan (run with a
- *     copy of the token after it) equals the CPU's within the backend rule above;
+ *     vector divided by its norm within 4 float ulps; a one-token text on Vulkan (a packed
+ *     step of one row) equals the CPU's within the backend rule above;
  *   - different texts differ: their distance is over 100 times the CPU-vs-Vulkan distance of
  *     one text (the noise of the backends);
  *   - the default pooling is the file's pooling_type (cls, last followed; none refused);
@@ -156,6 +162,29 @@ static void ids_of(int32_t *ids, int n, int vocab, int salt)
         ids[i] = (int32_t)((i * 37 + 11 + salt * 101) % vocab);
 }
 
+/* rt_engine_hidden_seqs on a causal model: the N_TOK tokens as one input give rows' bits;
+ * packed as inputs of 5 and N_TOK - 5 tokens, the first input's rows are the first 5 rows
+ * (causal: a prefix does not see what follows) and the second's are those of its tokens alone
+ * from position 0 (a row that saw the first input, or kept its positions, would differ). */
+static void check_packed_rows(rt_engine *e, const int32_t *ids, const float *rows, int w, const char *label)
+{
+    char err[RT_ERR_LEN] = "";
+    const size_t bytes = sizeof(float) * N_TOK * (size_t)w;
+    float *o = malloc(bytes), *alone = malloc(bytes);
+    const int32_t one[1] = {N_TOK}, two[2] = {5, N_TOK - 5};
+    if (rt_engine_hidden_seqs(e, ids, one, 1, o, err))
+        fail_msg("%s", err);
+    assert_memory_equal(o, rows, bytes);
+    if (rt_engine_hidden_seqs(e, ids, two, 2, o, err) || rt_engine_hidden(e, ids + 5, N_TOK - 5, 0, alone, err))
+        fail_msg("%s", err);
+    assert_memory_equal(o, rows, sizeof(float) * 5 * (size_t)w);
+    assert_memory_equal(o + (size_t)5 * w, alone, sizeof(float) * (N_TOK - 5) * (size_t)w);
+    assert_true(memcmp(alone, rows + (size_t)5 * w, sizeof(float) * (size_t)w) != 0); /* the test can fail */
+    printf("%s: packed inputs of %d and %d tokens give their own rows bit for bit\n", label, 5, N_TOK - 5);
+    free(o);
+    free(alone);
+}
+
 static void check_model(const char *what, const rt_model_desc *d, const char *yaml, const char *gguf)
 {
     int32_t ids[N_TOK];
@@ -190,6 +219,7 @@ static void check_model(const char *what, const rt_model_desc *d, const char *ya
         const row_diff df = compare_rows(label, rows[b], ref, N_TOK, w);
         assert_true(df.steps <= fmax(self.steps, 1e-3));
         assert_true(1 - df.cos <= fmax(1 - self.cos, 1e-9));
+        check_packed_rows(e, ids, rows[b], w, label);
         rt_engine_close(e);
         /* the same tokens in smaller prompt steps: bit-identical rows */
         const int batches[] = {7, 3, 2, 1};
@@ -453,6 +483,64 @@ static void read_embd_case(embd_case *c)
     fclose(f);
 }
 
+/* ternion_embed_batch vs each input alone on an encoder (non-causal attention, learned
+ * positions): the oracle's texts (alone[], from ternion_embed_text) and inputs of awkward
+ * lengths (1 token, lengths that are no multiple of the kernels' 16-token tiles). full (the CPU
+ * backend): the 3 texts and 7 inputs, 202 tokens over a budget of 92 (n_batch), so the request
+ * is split into 3 steps: [7, 12] [92] [1, 17, 5, 33, 2, 16, 9]; else (Vulkan, whose lavapipe
+ * steps cost make test seconds): the first text and 3 inputs in one step, [7, 1, 17, 5]. Rule:
+ * the same bits, as each row's arithmetic does not depend on the other rows of its step and
+ * each input's position-reading dispatches run as in its own step. Unmasked, the 1-token input
+ * would see the text before it. */
+static void check_embd_packed(ternion_context *ctx, ternion_model *m, const embd_case *c, const float *alone,
+                              bool full, const char *what)
+{
+    enum { N_IN = 10 };
+    int32_t lens[N_IN] = {0, 0, 0, 1, 17, 5, 33, 2, 16, 9};
+    int32_t *ids[N_IN];
+    const int n_texts = full ? 3 : 1, n_in = full ? N_IN : 4;
+    for (int i = 0, k = 0; i < N_IN; i++) {
+        k = i < n_texts ? i : i < 3 ? -1 : i; /* the texts used, then the inputs */
+        ids[i] = malloc(sizeof(int32_t) * 128);
+        if (k >= 0 && k < 3) {
+            lens[i] = ternion_tokenize(m, c->prompt[k], strlen(c->prompt[k]), ids[i], 128, true, false);
+            assert_int_equal(lens[i], c->n_tok[k]);
+        } else if (k >= 3) {
+            ids_of(ids[i], lens[i], ternion_model_n_vocab(m), i);
+        }
+    }
+    if (!full) { /* [text 0, 1, 17, 5] */
+        for (int i = 1; i < 4; i++) {
+            free(ids[i]);
+            ids[i] = ids[i + 2];
+            lens[i] = lens[i + 2];
+            ids[i + 2] = NULL;
+        }
+    }
+    float *all = malloc(sizeof(float) * 384 * N_IN), one[384];
+    if (ternion_embed_batch(ctx, NULL, (const int32_t *const *)ids, lens, n_in, all))
+        fail_msg("%s", ternion_context_error(ctx));
+    for (int i = 0; i < n_in; i++) {
+        if (i >= n_texts && ternion_embed(ctx, NULL, ids[i], lens[i], one))
+            fail_msg("%s", ternion_context_error(ctx));
+        if (memcmp(i < n_texts ? alone + (size_t)i * 384 : one, all + (size_t)i * 384, sizeof(float) * 384))
+            fail_msg("%s: input %d (%d tokens) packed differs from alone", what, i, lens[i]);
+    }
+    /* hostile: an input longer than the budget (an encoder takes each input whole), an empty one */
+    int32_t big[93] = {0};
+    const int32_t *bad[2] = {ids[n_texts], big};
+    const int32_t bad_lens[2] = {1, 93}, empty_lens[2] = {1, 0};
+    assert_int_equal(ternion_embed_batch(ctx, NULL, bad, bad_lens, 2, all), TERNION_E_DEVICE);
+    assert_non_null(strstr(ternion_context_error(ctx), "batch size of 92"));
+    assert_int_equal(ternion_embed_batch(ctx, NULL, bad, empty_lens, 2, all), TERNION_E_INVALID);
+    assert_non_null(strstr(ternion_context_error(ctx), "input 1"));
+    printf("packed embeddings, %s: %d inputs of 1..%d tokens in %d step%s of <= 92 tokens equal each alone bit for "
+           "bit\n", what, n_in, full ? 92 : 17, full ? 3 : 1, full ? "s" : "");
+    for (int i = 0; i < N_IN; i++)
+        free(ids[i]);
+    free(all);
+}
+
 /* The rule: both engines compute the same float operations but for the order of their sums,
  * and round activations to f16 where llama.cpp does (the F16 matrices' inputs, gelu_f16), so
  * they part where a value crosses an f16 rounding boundary: one f16 ulp relative, 2^-11, of an
@@ -463,7 +551,7 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
 {
     ternion_context_params cp = ternion_context_default_params();
     cp.n_ctx = 128;
-    cp.n_batch = 128;
+    cp.n_batch = 92; /* the longest text (check_embd_packed's budget) */
     cp.backend = backend;
     cp.n_threads = 2;
     ternion_context *ctx = NULL;
@@ -474,9 +562,10 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
         }
         fail_msg("context: %s", ternion_last_error());
     }
-    float v[384];
+    float *vecs = malloc(sizeof(float) * 384 * (size_t)c->n_prompts);
     for (int i = 0; i < c->n_prompts; i++) {
         int32_t n = 0;
+        float *v = vecs + (size_t)i * 384;
         if (ternion_embed_text(ctx, NULL, c->prompt[i], strlen(c->prompt[i]), v, &n))
             fail_msg("%s", ternion_context_error(ctx));
         assert_int_equal(n, c->n_tok[i]); /* the WordPiece tokens llama.cpp made ([CLS] ... [SEP]) */
@@ -492,6 +581,10 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
         assert_true(cosv >= 0.9999);
         assert_true(md <= 1.0 / 2048);
     }
+    const char *what = backend == TERNION_BACKEND_CPU ? "CPU backend" : "Vulkan";
+    assert_int_equal(c->n_prompts, 3);
+    check_embd_packed(ctx, m, c, vecs, backend == TERNION_BACKEND_CPU, what);
+    free(vecs);
     ternion_context_free(ctx);
 }
 
@@ -549,7 +642,7 @@ static void test_texts_and_backends(void **st)
     if (vk) {
         assert_int_equal(ternion_embed_text(vk, NULL, t1, strlen(t1), a2, NULL), TERNION_OK);
         noise = dist(a, a2, w);
-        /* one token: Vulkan runs it with a copy after it */
+        /* one token: a packed step of one row on Vulkan */
         const int32_t one = 42;
         ternion_embed_params p = ternion_embed_default_params();
         p.seq = 1;

@@ -4,7 +4,8 @@
  * batches of 2, 4 and 8, different texts different, token ids = their text, usage, any model
  * name, errors), on the default device and on the CPU backend; the two backends' vectors of
  * one text agree (cosine >= 1 - 1e-6: the engines' hidden states agree to float rounding,
- * test_embed.c), and the CLI's --embedding prints the server's vector (to 9 digits).
+ * test_embed.c), and the CLI's --embedding prints the server's vector (to 9 digits) as the first
+ * of two lines (two lines of text: two inputs).
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
  */
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
@@ -83,8 +85,10 @@ static void test_openai_client(void **state)
         dot += v[0][i] * v[1][i];
     printf("default device vs CPU backend: cosine 1 - %.3g\n", 1 - dot);
     assert_true(dot >= 1 - 1e-6);
-    /* the CLI prints the same vector (9 significant digits) */
-    const char *argv[] = {cli_bin, "-m", MODEL, "--device", "cpu", "--embedding", "-p", TEXT, NULL};
+    /* the CLI prints the same vector (9 significant digits), as the first line of two: one
+     * line an input, both in one packed step */
+    const char *argv[] = {cli_bin, "-m", MODEL, "--device", "cpu", "--embedding", "-p", TEXT "\nCall me Ishmael.\n",
+                          NULL};
     char *out;
     assert_int_equal(sp_run(argv, &out), 0);
     char *p = out;
@@ -95,6 +99,7 @@ static void test_openai_client(void **state)
         assert_true(fabs(x - v[1][i]) <= 1e-8 * fmax(1, fabs(x)) + 1e-9);
         p = end;
     }
+    assert_true(*p == '\n' && strchr(p + 1, '\n') && !strchr(strchr(p + 1, '\n') + 1, '\n')); /* 2 lines */
     free(out);
     free(v[0]);
     free(v[1]);

@@ -421,14 +421,25 @@ typedef struct {
 TERNION_API ternion_embed_params ternion_embed_default_params(void);
 /* Floats in an embedding (the hidden state's width, e.g. 2560); 0 for a vocab_only model. */
 TERNION_API int32_t ternion_model_n_embd(const ternion_model *model);
-/* The embedding of tokens[0..n) into out[ternion_model_n_embd]: the tokens run as prompt
- * steps of up to n_batch tokens (any n from 1 to n_ctx) in sequence p->seq from position 0,
+/* The embedding of tokens[0..n) into out[ternion_model_n_embd]: the tokens run as one prompt
+ * step (ternion_embed_batch of one input; more than n_batch tokens: prompt steps of up to
+ * n_batch, any n from 1 to n_ctx) in sequence p->seq from position 0,
  * on the context's backend (Vulkan: the prompt schedule's final-norm output read back for
  * every row; CPU: the same value of the CPU schedule). Pooling and normalisation in double
  * precision on the host. The logits of the last decode are gone afterwards (ternion_get_logits
  * fails until the next decode). p NULL: the defaults. */
 TERNION_API int ternion_embed(ternion_context *ctx, const ternion_embed_params *p, const int32_t *tokens, int32_t n,
                               float *out);
+/* The embeddings of n_inputs inputs, input i tokens[i][0..n_tokens[i]) (1..n_ctx tokens each),
+ * into out[n_inputs][ternion_model_n_embd]: the inputs are packed into as few prompt steps as
+ * the token budget allows (in order, while their tokens fit the context's n_batch; a longer
+ * request is split), each at positions from 0 and attending to its own tokens only (masked,
+ * not padded), pooled each on its own. Every vector equals ternion_embed's of that input
+ * alone, bit for bit, on either backend; an input longer than n_batch runs alone in prompt
+ * steps (an encoder's is refused: raise n_batch). The first bad input or parameter fails the
+ * call before anything runs (the message names the input's index). */
+TERNION_API int ternion_embed_batch(ternion_context *ctx, const ternion_embed_params *p, const int32_t *const *tokens,
+                                    const int32_t *n_tokens, int32_t n_inputs, float *out);
 /* The same for text[0..len), tokenized as a prompt (BOS first when the model wants it, no
  * special-token parsing); *out_n_tokens (may be NULL) gets the token count. A text that makes
  * no tokens is TERNION_E_INVALID; one longer than n_ctx tokens TERNION_E_CONTEXT_FULL. */

@@ -63,9 +63,10 @@ static const flag_def flags[] = {
     {"--bench-full", NULL, F_BOOL, O(bench_full), 0, 0, NULL, "--bench without -m: the model's full shape on a CPU device too"},
     {"--json", NULL, F_BOOL, O(json), 0, 0, NULL, "--bench, --perplexity, --embedding: print the figures as one JSON line"},
     {"--perplexity", NULL, F_BOOL, O(perplexity), 0, 0, NULL, "perplexity of the text of -f FILE (llama.cpp's: chunks of -c tokens, second halves scored)"},
-    {"--embedding", NULL, F_BOOL, O(embedding), 0, 0, NULL, "print the embedding of the prompt (-p, -f or --tokens): the hidden state after the final norm, before the LM head, pooled over the tokens and L2-normalised; one line of floats, or JSON with --json"},
+    {"--embedding", NULL, F_BOOL, O(embedding), 0, 0, NULL, "print the embedding of each line of the prompt (-p, -f; --tokens: one input): the hidden state after the final norm, before the LM head, pooled over the tokens and L2-normalised; one line of floats per input, or JSON with --json"},
     {"--pooling", NULL, F_STR, O(pooling), 0, 0, "TYPE", "--embedding: mean, last (the last token's row) or cls (the first token's); default: the file's pooling_type (mean without one)"},
     {"--embd-no-normalize", NULL, F_BOOL, O(no_normalize), 0, 0, NULL, "--embedding: the pooled vector without L2 normalisation"},
+    {"--embd-separator", NULL, F_STR, O(embd_sep), 0, 0, "STR", "--embedding: the text is one input per piece between separators (default: one per line, as llama-embedding), packed into prompt steps of -b tokens; one vector per input"},
     {"--bench-layers", NULL, F_INT, O(bench_layers), 0, 4096, "N", "--bench without -m: layers (0: full)"},
     {"--bench-vocab", NULL, F_INT, O(bench_vocab), 0, 1 << 24, "N", "--bench without -m: vocabulary (0: full)"},
     {"--bench-mkmodel", NULL, F_STR, O(bench_mkmodel), 0, 0, "PATH", "--bench: mkmodel tool (default <bindir>/tools/mkmodel)"},
@@ -279,8 +280,9 @@ int rt_cli_parse(int argc, char **argv, rt_cli_opts *o)
                         "with -m (constrained decode speed)\n");
         return usage_error(o->prog);
     }
-    if ((o->pooling || o->no_normalize) && !o->embedding) {
-        fprintf(stderr, "error: %s applies only to --embedding\n", o->pooling ? "--pooling" : "--embd-no-normalize");
+    if ((o->pooling || o->no_normalize || o->embd_sep) && !o->embedding) {
+        fprintf(stderr, "error: %s applies only to --embedding\n",
+                o->pooling ? "--pooling" : o->no_normalize ? "--embd-no-normalize" : "--embd-separator");
         return usage_error(o->prog);
     }
     if (o->embedding && (o->chat || o->bench || o->perplexity || o->tokenize || o->logits_out || n_gram)) {

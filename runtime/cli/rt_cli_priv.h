@@ -65,6 +65,7 @@ typedef struct {
     bool embedding;            /* --embedding: print the embedding of the prompt (rt_cli_embed.c) */
     const char *pooling;       /* --pooling mean|last|cls (NULL: mean) */
     bool no_normalize;         /* --embd-no-normalize: the pooled vector as it is */
+    const char *embd_sep;      /* --embd-separator (NULL: "\n"): one input per piece of the text */
     bool list_devices, profile, bench, json, parse_special, verbose, help, version, validation, no_int_dot;
     bool tune;                 /* --tune: tune now (rt_tune.h), then the bench if --bench */
     const char *lm_head;       /* --lm-head: "f16" (NULL: the same), "q8" or "q6_k" */

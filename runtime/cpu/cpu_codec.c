@@ -128,21 +128,30 @@ static void f16_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
     cpu_f16_to_f32(isa, (const uint16_t *)(w->data + (size_t)r * w->ne0 * 2), out, (int)w->ne0);
 }
 
-/* One token: converted and multiplied in one pass; several: each row converted once into
- * scratch, then a float dot per token. */
+/* Tokens a block of the F16 product takes: their inputs (32 x K floats: 48 KiB at K = 384)
+ * stay in the core's cache while every row of the range passes over them, where a pass of all
+ * the tokens per row would stream a long prompt's inputs from memory once per row. */
+#define F16_TOKEN_BLOCK 32
+
+/* One token: converted and multiplied in one pass; several: per block of tokens, each row
+ * converted into scratch, then a float dot per token (the same dot, so the same bits, in any
+ * block). */
 static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
                          int64_t ldy, void *scratch)
 {
     const int K = (int)w->ne0;
-    for (int64_t r = r0; r < r1; r++) {
-        const uint16_t *row = (const uint16_t *)(w->data + (size_t)r * K * 2);
-        if (n == 1) {
-            y[r] = cpu_dot_f16_f32(isa, row, x, K);
-            continue;
+    for (int t0 = 0; t0 < n; t0 += F16_TOKEN_BLOCK) {
+        const int t1 = n - t0 < F16_TOKEN_BLOCK ? n : t0 + F16_TOKEN_BLOCK;
+        for (int64_t r = r0; r < r1; r++) {
+            const uint16_t *row = (const uint16_t *)(w->data + (size_t)r * K * 2);
+            if (n == 1) {
+                y[r] = cpu_dot_f16_f32(isa, row, x, K);
+                continue;
+            }
+            cpu_f16_to_f32(isa, row, scratch, K);
+            for (int t = t0; t < t1; t++)
+                y[t * ldy + r] = cpu_dot_f32(isa, scratch, x + (size_t)t * K, K);
         }
-        cpu_f16_to_f32(isa, row, scratch, K);
-        for (int t = 0; t < n; t++)
-            y[t * ldy + r] = cpu_dot_f32(isa, scratch, x + (size_t)t * K, K);
     }
 }
 

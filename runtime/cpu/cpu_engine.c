@@ -240,13 +240,14 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->row_idx = malloc(sizeof(int) * (size_t)e->n_batch);
     e->pos_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
     e->seq_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
+    e->kv0_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
     for (int i = 0; e->row_idx && i < e->n_batch; i++)
         e->row_idx[i] = i;
     const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
     e->kv = calloc(1, kv_bytes); /* zero: never stale data */
     if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->lin_x || !e->lin_q ||
         !e->lin_qd || !e->kq_q || !e->kq_d || !e->logits || !e->ffn_active ||
-        !e->row_idx || !e->pos_buf || !e->seq_buf)
+        !e->row_idx || !e->pos_buf || !e->seq_buf || !e->kv0_buf)
         return fail_oom(err, "activation buffers");
     if (!e->kv) {
         snprintf(err, RT_ERR_LEN, "out of memory for the KV cache (%.1f MiB for %d sequences of %d positions): use a "
@@ -419,6 +420,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->row_idx);
     free(e->pos_buf);
     free(e->seq_buf);
+    free(e->kv0_buf);
     free(e->moe_sel);
     free(e->moe_w);
     free(e->moe_d);
@@ -469,18 +471,24 @@ static void keep_profile(cpu_engine *e, int n, int n_kv)
 }
 
 /* Runs rows [0, n) of tok / pos / seq, logits of the rows in head_rows into out. */
+int cpu_engine_step(cpu_engine *e, cpu_step *s, char *err)
+{
+    s->ffn_active = e->ffn_active;
+    if (cpu_forward(e, s, err))
+        return -1;
+    if (s->ffn_sparse)
+        e->ffn_steps++;
+    if (e->profile)
+        keep_profile(e, s->n, s->pos[s->n - 1] + 1);
+    return 0;
+}
+
 static int step(cpu_engine *e, const int32_t *tok, const int32_t *pos, const int32_t *seq, int n, const int *head_rows,
                 int n_head, float *out, char *err)
 {
     cpu_step s = {.tok = tok, .pos = pos, .seq = seq, .n = n, .head_rows = head_rows, .n_head_rows = n_head,
-                  .head_out = out, .ffn_active = e->ffn_active};
-    if (cpu_forward(e, &s, err))
-        return -1;
-    if (s.ffn_sparse)
-        e->ffn_steps++;
-    if (e->profile)
-        keep_profile(e, n, pos[n - 1] + 1);
-    return 0;
+                  .head_out = out};
+    return cpu_engine_step(e, &s, err);
 }
 
 int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out_logits, char *err)
@@ -509,37 +517,6 @@ int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float 
         done += m;
     }
     e->n_logit_rows = 1;
-    e->cur_row = 0;
-    return 0;
-}
-
-int cpu_engine_hidden(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err)
-{
-    int hid = -1;
-    for (int i = 0; i < e->n_ops; i++)
-        if (e->ops[i].op->kind == RT_CPU_LM_HEAD)
-            hid = e->ops[i].op->in[0];
-    if (hid < 0) {
-        snprintf(err, RT_ERR_LEN, "the schedule has no LM head");
-        return -1;
-    }
-    if (n < 1 || pos < 0 || pos + n > e->n_ctx) {
-        snprintf(err, RT_ERR_LEN, "positions %d..%d outside the context of %d", pos, pos + n - 1, e->n_ctx);
-        return -1;
-    }
-    const size_t width = (size_t)e->width[hid];
-    for (int done = 0; done < n;) {
-        const int m = n - done < e->n_batch ? n - done : e->n_batch;
-        for (int i = 0; i < m; i++) {
-            e->pos_buf[i] = pos + done + i;
-            e->seq_buf[i] = e->cur_seq;
-        }
-        if (step(e, tokens + done, e->pos_buf, e->seq_buf, m, e->row_idx, 0, e->logits, err))
-            return -1;
-        memcpy(out + (size_t)done * width, e->val[hid], sizeof(float) * width * (size_t)m);
-        done += m;
-    }
-    e->n_logit_rows = 0;
     e->cur_row = 0;
     return 0;
 }

@@ -47,6 +47,12 @@ int cpu_engine_eval(cpu_engine *e, const int32_t *tokens, int n, int pos, float 
 /* n tokens of the current sequence at pos..pos+n-1 like eval, the hidden state (the LM head's
  * input) of every row into out [n][width]; no logits are computed. */
 int cpu_engine_hidden(cpu_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err);
+/* n_in inputs packed into one step of the current sequence (cpu_hidden.c): input i is lens[i]
+ * tokens of tokens[] (back to back, n = their sum <= n_batch and <= n_ctx), at positions
+ * 0..lens[i]-1 in KV rows of its own, attending only to its own tokens (the model's causal
+ * or non-causal rule within it). Each row's hidden state into out [n][width]: the bits a
+ * step of that input alone gives. No logits are computed. */
+int cpu_engine_hidden_seqs(cpu_engine *e, const int32_t *tokens, const int32_t *lens, int n_in, float *out, char *err);
 /* n rows, row i: tokens[i] at pos[i] of sequence seq[i]; every weight read once for all rows.
  * Row i's logits are kept (cpu_engine_use_row). */
 int cpu_engine_decode_rows(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,

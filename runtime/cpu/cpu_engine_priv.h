@@ -86,6 +86,7 @@ struct cpu_engine {
 
     int *row_idx;             /* [n_batch]: 0, 1, 2, ... (the rows whose logits a prompt keeps) */
     int32_t *pos_buf, *seq_buf; /* [n_batch]: a prompt step's positions and sequence ids */
+    int32_t *kv0_buf;         /* [n_batch]: a packed step's first KV row of each token's input (cpu_hidden.c) */
 
     /* moe ops (cpu_moe.h): a step's selection [n_batch][k], the chosen experts' outputs
      * [n_batch][k][dim] before the weighted sum, per-thread scratch */
@@ -104,6 +105,10 @@ struct cpu_engine {
 /* One step of the forward pass (cpu_forward): its inputs, and what it reports back. */
 typedef struct {
     const int32_t *tok, *pos, *seq; /* [n] token ids, positions, sequence ids */
+    const int32_t *kv0;             /* [n] or NULL (all 0): the KV row of position 0 of each token's
+                                     * input. Several inputs packed into one step of one sequence
+                                     * (cpu_engine_hidden_seqs) each take the rows kv0 + pos of its
+                                     * cache and attend to those rows only */
     int n;                          /* tokens (rows) */
     const int *head_rows;           /* the rows whose logits are computed */
     int n_head_rows;
@@ -141,6 +146,9 @@ uint64_t cpu_head_bytes(const cpu_weight *w);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);
+/* cpu_forward with the engine's bookkeeping (cpu_engine.c): the sparse FFN's counters
+ * (s->ffn_active set to the engine's), the profile of the step. */
+int cpu_engine_step(cpu_engine *e, cpu_step *s, char *err);
 static inline void *cpu_engine_scratch(cpu_engine *e, int ith) { return e->scratch + (size_t)ith * e->scratch_bytes; }
 
 /* The weight of op o for layer L (global tensors: layer ignored). */

@@ -188,7 +188,8 @@ static void kv_write_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
     for (int64_t t = lo; t < hi; t++)
         for (int which = 0; which < 2; which++) {
             const float *src = e->val[so->op->in[which]] + t * e->kv_dim;
-            uint8_t *dst = kv_rows(e, r->s->seq[t], r->layer, which) + (size_t)r->s->pos[t] * e->kv_dim * elem;
+            const size_t row = (size_t)r->s->pos[t] + (size_t)(r->s->kv0 ? r->s->kv0[t] : 0);
+            uint8_t *dst = kv_rows(e, r->s->seq[t], r->layer, which) + row * e->kv_dim * elem;
             if (e->kv_f16)
                 cpu_f32_to_f16(e->isa, src, (uint16_t *)dst, e->kv_dim);
             else
@@ -202,12 +203,17 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
     const rt_cpu_schedule *c = e->cs;
     const int H = (int)c->n_heads, wi = WIDTH(e, so->op->in[0]), wo = WIDTH(e, so->op->out);
     const bool causal = so->op->param[0] == 0.0f; /* 1: YAML causal: false, a token sees the whole step */
+    const int32_t *kv0 = r->s->kv0;
+    const size_t skip = (size_t)e->kv_dim * (e->kv_f16 ? 2 : 4); /* bytes of one cache row */
     for (int64_t i = lo; i < hi; i++) {
         const int t = (int)(i / H), h = (int)(i % H);
-        const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0), kv_rows(e, r->s->seq[t], r->layer, 1), e->kv_f16,
-                           e->kv_dim};
+        const size_t base = kv0 ? (size_t)kv0[t] * skip : 0; /* a packed input's rows start at kv0 */
+        const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0) + base, kv_rows(e, r->s->seq[t], r->layer, 1) + base,
+                           e->kv_f16, e->kv_dim};
         int n_kv = r->s->pos[t] + 1;
-        for (int u = 0; !causal && u < r->s->n; u++) /* the last row of its sequence in the step */
+        for (int u = t + 1; !causal && kv0 && u < r->s->n && kv0[u] == kv0[t]; u++) /* a packed input's rows */
+            n_kv = r->s->pos[u] + 1;                                                 /* are one run of the step */
+        for (int u = 0; !causal && !kv0 && u < r->s->n; u++) /* the last row of its sequence in the step */
             if (r->s->seq[u] == r->s->seq[t] && r->s->pos[u] + 1 > n_kv)
                 n_kv = r->s->pos[u] + 1;
         cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, n_kv, H, (int)c->n_kv_heads,

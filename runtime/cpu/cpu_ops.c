@@ -3,6 +3,7 @@
 #include "cpu/cpu_ops.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "cpu/cpu_vec.h"
@@ -174,14 +175,26 @@ static inline float gelu_erf(float a, const float *p)
     (void)p;
     return 0.5f * a * (1.0f + erff(a * SQRT_2_INV));
 }
-/* gelu as ggml-cpu's F16 table computes it (gen/gen_act.c gelu_f16_ref) */
+/* gelu as ggml-cpu's F16 table computes it (gen/gen_act.c gelu_f16_ref):
+ * f16(gelu(f16(a))) for |a| < 10, a function of a's f16 bits, so a table of its 65536 values
+ * as ggml keeps one (made once, by the same expression: the same bits, without a tanhf per
+ * element) */
+static float gelu_f16_tab[65536];
+static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
+static void gelu_f16_fill(void)
+{
+    for (uint32_t h = 0; h < 65536; h++)
+        gelu_f16_tab[h] = fmt_f16_to_f32(fmt_f32_to_f16(gelu(fmt_f16_to_f32((uint16_t)h), NULL)));
+}
+static void gelu_f16_init(void) { pthread_once(&gelu_f16_once, gelu_f16_fill); }
 static inline float gelu_f16(float a, const float *p)
 {
+    (void)p;
     if (a <= -10.0f)
         return 0.0f;
     if (a >= 10.0f)
         return a;
-    return fmt_f16_to_f32(fmt_f32_to_f16(gelu(fmt_f16_to_f32(fmt_f32_to_f16(a)), p)));
+    return gelu_f16_tab[fmt_f32_to_f16(a)];
 }
 
 /* y = act(a) * b over arrays: the expression inlined in each row's loop (no call per element) */
@@ -215,19 +228,22 @@ ACT_MUL_FN(gelu_erf)
 ACT_MUL_FN(gelu_f16)
 
 static const cpu_act ACTS[] = {
-    {"relu2", relu2, relu2_mul, true},
-    {"silu", silu, silu_mul, false},
-    {"gelu", gelu, gelu_mul, false},
-    {"swish", swish, swish_mul, false},
-    {"gelu_erf", gelu_erf, gelu_erf_mul, false},
-    {"gelu_f16", gelu_f16, gelu_f16_mul, false},
+    {"relu2", relu2, relu2_mul, true, NULL},
+    {"silu", silu, silu_mul, false, NULL},
+    {"gelu", gelu, gelu_mul, false, NULL},
+    {"swish", swish, swish_mul, false, NULL},
+    {"gelu_erf", gelu_erf, gelu_erf_mul, false, NULL},
+    {"gelu_f16", gelu_f16, gelu_f16_mul, false, gelu_f16_init},
 };
 
 const cpu_act *cpu_act_find(const char *name)
 {
     for (size_t i = 0; i < sizeof ACTS / sizeof ACTS[0]; i++)
-        if (!strcmp(ACTS[i].name, name))
+        if (!strcmp(ACTS[i].name, name)) {
+            if (ACTS[i].init)
+                ACTS[i].init();
             return &ACTS[i];
+        }
     return NULL;
 }
 

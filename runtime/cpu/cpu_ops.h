@@ -58,6 +58,7 @@ typedef struct {
     void (*mul)(const float *a, const float *b, int n, const float *p, float *y); /* y = act(a) * b, the same expression */
     bool zero_at_nonpositive; /* act(a) == 0 for every a <= 0: a neuron whose gate is <= 0 adds
                                  nothing, whatever its up row gives (the exact sparse FFN) */
+    void (*init)(void);       /* run once before fn / mul (cpu_act_find does): a row's table, or NULL */
 } cpu_act;
 const cpu_act *cpu_act_find(const char *name);
 void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y);

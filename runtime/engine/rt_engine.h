@@ -129,6 +129,15 @@ int rt_engine_hidden_width(const rt_engine *e);
  * more position of the context; n_batch >= 2). The logits of the last position are not kept:
  * argmax / top-k / logits_last are undefined until the next eval. */
 int rt_engine_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err);
+/* n_in inputs in one prompt step of the current sequence (embeddings of many texts): input i
+ * is lens[i] >= 1 tokens of tokens[] (back to back; their sum n <= n_batch and <= n_ctx), at
+ * positions 0..lens[i]-1 and in KV rows of its own, so each token attends to its own input
+ * only (all of it, or the earlier tokens, as the model's attention is causal or not). Each
+ * row's hidden state into out [n][width], as rt_engine_hidden of that input alone gives it
+ * (bit for bit on the CPU backend; on Vulkan the same dispatches run over the same rows, so the
+ * same bits too, test_embed). The KV cache of the current sequence is overwritten; logits as
+ * after rt_engine_hidden. */
+int rt_engine_hidden_seqs(rt_engine *e, const int32_t *tokens, const int32_t *lens, int n_in, float *out, char *err);
 
 /* One decode step of n rows (1..min(n_batch, RT_ENGINE_MAX_ROWS)), row i: tokens[i] at
  * position pos[i] of sequence seq[i] (one row per sequence), in one submission; the LM

@@ -26,6 +26,8 @@
       (e, tokens, n, pos, out_logits, err)) \
     X(int, hidden, (rt_engine *e, const int32_t *tokens, int n, int pos, float *out, char *err), \
       (e, tokens, n, pos, out, err)) \
+    X(int, hidden_seqs, (rt_engine *e, const int32_t *tokens, const int32_t *lens, int n_in, float *out, char *err), \
+      (e, tokens, lens, n_in, out, err)) \
     X(int, decode_rows, \
       (rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq, char *err), \
       (e, n, tokens, pos, seq, err)) \

@@ -194,6 +194,14 @@ int rt_eng_cpu_hidden(rt_engine *e, const int32_t *tokens, int n, int pos, float
         return -1;
     return cpu_engine_hidden(e->cpu, tokens, n, pos, out, err);
 }
+int rt_eng_cpu_hidden_seqs(rt_engine *e, const int32_t *tokens, const int32_t *lens, int n_in, float *out, char *err)
+{
+    const int zero = 0;
+    for (int i = 0; i < n_in; i++)
+        if (lens[i] > 0 && rt_eng_whole_step(e, 1, &zero, lens[i], err))
+            return -1;
+    return cpu_engine_hidden_seqs(e->cpu, tokens, lens, n_in, out, err);
+}
 int rt_eng_cpu_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
                            char *err)
 {

@@ -63,6 +63,8 @@ static int kv_row_bytes(const rt_engine *e, uint32_t *kv, uint32_t *q, char *err
 {
     const rt_model_desc *d = e->d;
     double nh = hparam(d, "attention.head_count"), nkv = hparam(d, "attention.head_count_kv");
+    if (nkv <= 0) /* a file without the key (bert's): as many KV heads as heads */
+        nkv = nh;
     *kv = d->kv_dim * 4;
     *q = nkv > 0 ? (uint32_t)(nh / nkv * d->kv_dim) * 4 : 0;
     for (uint32_t i = 0; i < d->prefill.n_layer; i++) {
@@ -78,6 +80,15 @@ static int kv_row_bytes(const rt_engine *e, uint32_t *kv, uint32_t *q, char *err
             return -1;
         }
     }
+    return 0;
+}
+
+int rt_eng_kv_act_bytes(const rt_engine *e, const rt_dispatch *dp, uint32_t *out, char *err)
+{
+    uint32_t kvb, qb;
+    if (kv_row_bytes(e, &kvb, &qb, err))
+        return -1;
+    *out = kv_shape(dp) == 1 ? kvb : qb;
     return 0;
 }
 

@@ -133,6 +133,8 @@ struct rt_engine {
     struct { int n; int32_t seq[RT_ENGINE_MAX_ROWS]; rt_cmd *c; } multi[MULTI_STREAMS]; /* by row layout */
     int multi_next;
     int multi_rows;       /* rows of the last multi-row step (their logits are LOGITS rows 0..) */
+    VkDeviceSize kv_off;  /* bytes added to the KV cache arguments of the dispatches recorded (an
+                             input's first row in a packed step, rt_engine_hidden.c); else 0 */
 };
 
 /* rt_engine_run.c: submit a prepared decode step, if any */
@@ -158,6 +160,10 @@ int rt_eng_prefill_submit(rt_engine *e, int n, int pos, char *err);
 /* rt_engine_record.c: one dispatch for n tokens, act_off bytes added to its activation arguments' addresses */
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off);
+/* rt_engine_multi.c: the bytes of one row of a prompt KV dispatch's activation arguments (the
+ * KV write's K / V rows, the attention's Q / output rows); -1 with err when the model's prompt
+ * schedule binds a KV cache in another way (no per-row or per-input dispatches then) */
+int rt_eng_kv_act_bytes(const rt_engine *e, const rt_dispatch *dp, uint32_t *out, char *err);
 /* rt_engine_multi.c: its host table (at open) and streams (at close) */
 int rt_eng_multi_init(rt_engine *e, char *err);
 void rt_eng_multi_free(rt_engine *e);

@@ -11,7 +11,7 @@
 
 /* One dispatch for n tokens, act_off bytes added to the address of every activation argument
  * (a multi-row step's per-row KV dispatches, rt_engine_multi.c: their token 0 is a later row
- * of the step; 0 everywhere else). */
+ * of the step; 0 everywhere else), e->kv_off to the KV caches' (packed inputs, rt_engine_hidden.c). */
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off)
 {
@@ -47,6 +47,8 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         VkDeviceAddress a = rt_eng_arg_buf(e, dp->args[i], layer)->addr;
         if (dp->args[i].kind == RT_ARG_ACT)
             a += act_off;
+        else if (dp->args[i].kind == RT_ARG_KCACHE || dp->args[i].kind == RT_ARG_VCACHE)
+            a += e->kv_off;
         memcpy(push + off, &a, 8);
     }
     for (int i = 0; i < dp->n_params && off + 4 <= RT_PUSH_BYTES; i++, off += 4) {

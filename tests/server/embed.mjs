@@ -7,12 +7,14 @@
 //     float exactly, and both are unit vectors (|v| = 1 within 1e-5: a float32 vector of a
 //     few thousand elements normalised in double);
 //   - a text embedded alone and inside batches of 2, 4 and 8 inputs (at different places,
-//     between other texts) gives the same vector bit for bit: every input runs as its own
-//     prompt steps, so nothing of its arithmetic depends on the batch;
+//     between other texts) gives the same vector bit for bit: the inputs of a request run
+//     packed into one prompt step, each masked from the others, and no row's arithmetic
+//     depends on the other rows of its step;
 //   - different texts give different vectors (cosine < 0.9999), the same text the same;
 //   - token ids (from /tokenize with BOS) give the text's vector; usage counts the tokens;
 //   - any "model" name is accepted and the answer names the served model;
-//   - errors are OpenAI errors (400) the client raises: empty input, a NUL, bad format.
+//   - errors are OpenAI errors (400) the client raises: empty input, an empty string inside an
+//     array, a number among strings, 2049 inputs (over OpenAI's 2048), a NUL, bad format.
 import OpenAI from 'openai';
 
 import { checks } from './expect.mjs';
@@ -69,6 +71,11 @@ check(rt.usage.prompt_tokens === tk.tokens.length + 3, `usage of token inputs ${
 
 await expectError(client.embeddings.create({ model: 'x', input: '' }), 400, 'empty string');
 await expectError(client.embeddings.create({ model: 'x', input: [] }), 400, 'empty array');
+await expectError(client.embeddings.create({ model: 'x', input: [texts[0], '', texts[1]] }), 400,
+  'an empty string in the array', 'input', "'input[1]' is an empty string");
+await expectError(client.embeddings.create({ model: 'x', input: [texts[0], 7] }), 400, 'a number among strings', 'input');
+await expectError(client.embeddings.create({ model: 'x', input: Array(2049).fill('a') }), 400,
+  'an array over the limit of 2048', 'input', 'at most 2048');
 await expectError(client.embeddings.create({ model: 'x', input: 'a\u0000b' }), 400, 'NUL');
 await expectError(client.embeddings.create({ model: 'x', input: 'a', encoding_format: 'hex' }), 400, 'bad encoding_format');
 
