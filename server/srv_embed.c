@@ -68,6 +68,8 @@ static int run_packed(srv_model *m, srv_sched *s, const input *ins, int n, int p
     free(lens);
     if (busy)
         return srv_error_set(e, 503, "server_error", NULL, NULL, "the server is shutting down");
+    if (j.rc == 1) /* refused: an input longer than the model takes (an encoder's batch, its positions) */
+        return srv_error_set(e, 400, "invalid_request_error", "context_length_exceeded", "input", "%s", j.err);
     return j.rc ? srv_error_set(e, 500, "server_error", NULL, NULL, "%s", j.err) : 0;
 }
 

@@ -118,7 +118,8 @@ struct srv_model {
     int (*embed)(void *ctx, const int32_t *ids, int n, int pooling, float *out, char *err);
     /* n_in inputs at once, input i ids[i][0..n[i]), into out[n_in][n_embd]: the same vectors as
      * embed gives each, the inputs packed into prompt steps (ternion_embed_batch). Same thread
-     * rule. NULL: srv_embed.c calls embed per input. */
+     * rule. 0 ok; 1 the inputs are refused (too long for the model: a 400), -1 + err otherwise.
+     * NULL: srv_embed.c calls embed per input. */
     int (*embed_batch)(void *ctx, const int32_t *const *ids, const int32_t *n, int n_in, int pooling, float *out,
                        char *err);
     /* Tokenize for /tokenize: BOS first when add_special (and the model wants one), special-

@@ -83,7 +83,10 @@ static int t_embed_batch(void *ctx, const int32_t *const *ids, const int32_t *n,
     ternion_embed_params p = ternion_embed_default_params();
     p.pooling = pooling;
     p.seq = t->embed_seq;
-    return ternion_embed_batch(t->ctx, &p, ids, n, n_in, out) ? fail(err, "embedding") : 0;
+    const int rc = ternion_embed_batch(t->ctx, &p, ids, n, n_in, out);
+    if (rc)
+        fail(err, "embedding");
+    return rc == TERNION_E_INVALID || rc == TERNION_E_CONTEXT_FULL ? 1 : rc ? -1 : 0; /* 1: the input's fault */
 }
 
 static int t_tokenize(void *ctx, const char *text, int32_t **ids, int *n, char *err)

@@ -6,6 +6,7 @@
  * one text agree (cosine >= 1 - 1e-6: the engines' hidden states agree to float rounding,
  * test_embed.c), and the CLI's --embedding prints the server's vector (to 9 digits) as the first
  * of two lines (two lines of text: two inputs).
+ * An encoder's input over the batch: a 400 (test_encoder_too_long).
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
  */
 #include <math.h>
@@ -105,8 +106,49 @@ static void test_openai_client(void **state)
     free(v[1]);
 }
 
+/* An encoder's input longer than the batch (it takes each input whole, in one step): a 400 in
+ * OpenAI's shape naming the batch, code context_length_exceeded, before anything runs. A random
+ * 1-layer all-MiniLM-L6-v2 file (tools/mkmodel) served with -b 8. */
+static void test_encoder_too_long(void **state)
+{
+    (void)state;
+    const char *b = getenv("TERNION_BUILD");
+    char tool[512], gguf[512];
+    snprintf(tool, sizeof tool, "%s/tools/mkmodel", b ? b : "build");
+    snprintf(gguf, sizeof gguf, "%s/test-server-embed-minilm.gguf", b ? b : "build");
+    if (!sp_exists(tool) || !sp_exists(server_bin)) {
+        printf("skip: %s or %s missing\n", tool, server_bin);
+        skip();
+    }
+    const char *mk[] = {tool, "models/all-minilm-l6-v2.yaml", "-o", gguf, "--layers", "1", "--vocab", "1000", "--tok",
+                        "bert", NULL};
+    char *out;
+    assert_int_equal(sp_run(mk, &out), 0);
+    free(out);
+    unsetenv("TERNION_MODEL");
+    const char *extra[] = {"--device", "cpu", "-b", "8", NULL};
+    srv_proc s;
+    sp_start(&s, server_bin, gguf, extra);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1/embeddings", s.base);
+    const char *argv[] = {"curl", "-sS", "-w", "\n%{http_code}", "-d",
+                          "{\"input\":[\"one two\",\"one two three four five six seven eight nine ten\"]}", url, NULL};
+    const int rc = sp_run(argv, &out);
+    const int st = sp_stop(&s, SIGTERM);
+    remove(gguf);
+    printf("encoder input over -b 8: %s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(out, "\n400"));
+    assert_non_null(strstr(out, "\"invalid_request_error\""));
+    assert_non_null(strstr(out, "\"context_length_exceeded\""));
+    assert_non_null(strstr(out, "input 1 has"));
+    assert_non_null(strstr(out, "the batch size of 8"));
+    free(out);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_openai_client)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_openai_client), cmocka_unit_test(test_encoder_too_long)};
     return cmocka_run_group_tests(tests, setup, NULL);
 }

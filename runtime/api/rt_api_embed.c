@@ -65,7 +65,8 @@ static int check_params(ternion_context *c, const ternion_embed_params *p, int *
     return *rc ? -1 : pooling;
 }
 
-/* Input i: 1..n_ctx tokens, each in the vocabulary; 0, or the status after rt_api_ctx_fail. */
+/* Input i: 1..n_ctx tokens (and no more than the engine takes as one input: an encoder's batch,
+ * a position table), each in the vocabulary; 0, or the status after rt_api_ctx_fail. */
 static int check_input(ternion_context *c, const int32_t *tokens, int32_t n, int32_t i)
 {
     if (!tokens || n < 1)
@@ -74,6 +75,10 @@ static int check_input(ternion_context *c, const int32_t *tokens, int32_t n, int
     if (n > c->n_ctx)
         return rt_api_ctx_fail(c, TERNION_E_CONTEXT_FULL, "ternion_embed: %d tokens exceed the context of %d tokens "
                                "(input %d)", n, c->n_ctx, i);
+    char why[160];
+    const int64_t lim = rt_engine_input_limit(c->e, why, sizeof why);
+    if (lim > 0 && n > lim)
+        return rt_api_ctx_fail(c, TERNION_E_INVALID, "ternion_embed: input %d has %d tokens, more than %s", i, n, why);
     for (int32_t k = 0; k < n; k++)
         if (tokens[k] < 0 || tokens[k] >= c->m->n_vocab)
             return rt_api_ctx_fail(c, TERNION_E_INVALID, "token id %d at index %d of input %d is outside the "

@@ -123,6 +123,10 @@ int rt_engine_eval(rt_engine *e, const int32_t *tokens, int n, int pos, float *o
  * input, of every row. Its width (0: the prompt schedule has no LM head reading one). */
 int rt_model_hidden_width(const rt_model_desc *d);
 int rt_engine_hidden_width(const rt_engine *e);
+/* The most tokens one input may have (rt_engine_whole.c): an encoder's batch (an input is one
+ * step), a model with learned positions its table's rows, the smaller of the two; 0 when the
+ * context is the only limit. why: what the limit is, for a message ("the model's 512 positions"). */
+int64_t rt_engine_input_limit(const rt_engine *e, char *why, size_t why_len);
 /* Run n tokens at positions pos..pos+n-1 of the current sequence as prompt steps (n may
  * exceed n_batch) and write each row's hidden state to out [n][width]. Vulkan runs every
  * chunk on the prompt schedule (a chunk of one token with a copy of it after, which needs one

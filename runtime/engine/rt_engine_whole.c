@@ -1,6 +1,6 @@
 /* rt_engine_whole.c - an encoder takes each input whole, in one step.
  *
- * Owns: rt_eng_whole_step. A model whose attention is not causal (YAML `causal: false`, BERT's)
+ * Owns: rt_eng_whole_step, rt_engine_input_limit (the same limits asked up front). A model whose attention is not causal (YAML `causal: false`, BERT's)
  * lets every token of a prompt step see every token of its sequence in that step and nothing
  * of another step: an input split over two steps (longer than the batch) or continued by a
  * later step would be attended in parts, a silently wrong result. So each step of such a model
@@ -33,6 +33,17 @@ static int64_t position_rows(const rt_model_desc *d)
             if (lists[l][i].kind == RT_CPU_ADD_ROWS && lists[l][i].param[0] < 0.0f)
                 return d->tensors[lists[l][i].weight].ne[1];
     return 0;
+}
+
+int64_t rt_engine_input_limit(const rt_engine *e, char *why, size_t why_len)
+{
+    const int64_t rows = position_rows(e->d), batch = noncausal(e->d) ? e->n_batch : 0;
+    const int64_t lim = rows > 0 && (batch == 0 || rows < batch) ? rows : batch;
+    if (why && why_len)
+        snprintf(why, why_len, lim == 0 ? "" : lim == rows ? "the model's %lld positions"
+                 : "the batch size of %lld (raise -b / n_batch: the model's attention is not causal, so an input is one step)",
+                 (long long)lim);
+    return lim;
 }
 
 int rt_eng_whole_step(const rt_engine *e, int n, const int32_t *pos, int n_tokens, char *err)
