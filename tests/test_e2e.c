@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1085,6 +1086,134 @@ static void test_moe_vs_reference(void **st)
     s_cpu_only = false;
 }
 
+/* --expert-cache (runtime/cpu/cpu_xcache.h) on test_moe_vs_reference's file (8 F32 experts of
+ * 600 KiB in each of 2 layers, top 2). Runs: a 20-token prompt then 12 one-token steps, logits
+ * of every row. The rule: bit for bit the unbounded run's (the same kernels read the same bytes
+ * from a slot), at 2 MiB = 3 slots (one layer's 2 active experts plus one: a token needs 4
+ * distinct experts, so every one-token step misses at least once, asserted; the prompt needs
+ * more than 3 in a layer, so it runs in rounds), 1 thread without the prefetch thread and 2
+ * with it. Bad input: 1 MiB (below 2 slots) refused naming both sizes; Vulkan refuses the
+ * option; a file truncated under the running model fails the step with a message, no crash. */
+enum { XC_PROMPT = 20, XC_STEPS = 12 };
+
+/* the run's logits [XC_PROMPT + XC_STEPS][vocab] into out; 0, or -1 with err (no assert) */
+static int xc_run(const built_desc *bd, const char *gguf, int budget, int threads, float *out, int vocab,
+                  rt_engine **keep, char *err)
+{
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 32,
+                        .backend = RT_BACKEND_CPU, .n_threads = threads, .n_threads_batch = threads,
+                        .expert_cache_mib = budget};
+    rt_engine *e = NULL;
+    int32_t ids[XC_PROMPT + XC_STEPS];
+    for (int i = 0; i < XC_PROMPT + XC_STEPS; i++)
+        ids[i] = (i * 53 + 7) % vocab;
+    if (rt_engine_open(&bd->d.desc, &o, &e, err) || rt_engine_eval(e, ids, XC_PROMPT, 0, out, err)) {
+        rt_engine_close(e);
+        return -1;
+    }
+    rt_engine_stats st0, st1;
+    for (int i = XC_PROMPT; i < XC_PROMPT + XC_STEPS; i++) {
+        rt_engine_get_stats(e, &st0);
+        if (rt_engine_eval(e, &ids[i], 1, i, out + (size_t)i * vocab, err)) {
+            rt_engine_close(e);
+            return -1;
+        }
+        rt_engine_get_stats(e, &st1);
+        if (budget) /* 3 slots, 4 experts a token: at least one read every step */
+            assert_true(st1.xc_misses > st0.xc_misses && st1.xc_bytes_read > st0.xc_bytes_read);
+    }
+    if (keep)
+        *keep = e;
+    else
+        rt_engine_close(e);
+    return 0;
+}
+
+static void test_moe_expert_cache(void **st)
+{
+    (void)st;
+    const char *yaml = "tests/data/moe/qwen3moe-f32-tiny.yaml";
+    const char *bd_env = getenv("TERNION_BUILD"), *bdir = bd_env && *bd_env ? bd_env : "build";
+    char cmd[800], gguf[300], cut[320], err[RT_ERR_LEN] = "";
+    snprintf(gguf, sizeof gguf, "%s/test-e2e-moe-xc.gguf", bdir);
+    snprintf(cut, sizeof cut, "%s/test-e2e-moe-xc-cut.gguf", bdir);
+    snprintf(cmd, sizeof cmd, "%s/tools/mkmodel %s -o %s --layers 2 --vocab 512 --seed 31 >/dev/null", bdir, yaml,
+             gguf);
+    if (!exists(gguf) && system(cmd) != 0)
+        fail_msg("%s failed", cmd);
+    snprintf(cmd, sizeof cmd, "cp %s %s", gguf, cut);
+    assert_int_equal(system(cmd), 0);
+    const built_desc *bd = desc_of(yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    const int vocab = 512;
+    const size_t sz = (size_t)(XC_PROMPT + XC_STEPS) * vocab * sizeof(float);
+    float *want = malloc(sz), *got = malloc(sz);
+    if (xc_run(bd, gguf, 0, 1, want, vocab, NULL, err))
+        fail_msg("unbounded: %s", err);
+    setenv("TERNION_XCACHE_PREFETCH", "0", 1);
+    const int rc1 = xc_run(bd, gguf, 2, 1, got, vocab, NULL, err);
+    unsetenv("TERNION_XCACHE_PREFETCH");
+    if (rc1)
+        fail_msg("--expert-cache 2, 1 thread: %s", err);
+    assert_memory_equal(got, want, sz);
+    rt_engine *e = NULL;
+    if (xc_run(bd, gguf, 2, 2, got, vocab, &e, err))
+        fail_msg("--expert-cache 2, 2 threads: %s", err);
+    assert_memory_equal(got, want, sz);
+    rt_engine_stats xs;
+    rt_engine_get_stats(e, &xs);
+    printf("expert cache 2 MiB: %d slots, %llu hits, %llu misses, %llu prefetched (%llu used), %.0f bytes/token\n",
+           xs.xc_slots, (unsigned long long)xs.xc_hits, (unsigned long long)xs.xc_misses,
+           (unsigned long long)xs.xc_prefetched, (unsigned long long)xs.xc_prefetch_used,
+           (double)xs.xc_bytes_read / (double)xs.xc_tokens);
+    assert_int_equal(xs.xc_slots, 3);
+    assert_int_equal(xs.xc_tokens, XC_PROMPT + XC_STEPS);
+    rt_engine_close(e);
+    /* a budget below one layer's need: 2 experts x 3 parts of 320 x 160 F32 = 1.2 MiB */
+    assert_int_not_equal(xc_run(bd, gguf, 1, 1, got, vocab, NULL, err), 0);
+    printf("1 MiB: %s\n", err);
+    assert_non_null(strstr(err, "--expert-cache 1.0 MiB is below one layer's active experts: 2 experts of 0.59 MiB = 1.2 MiB"));
+    rt_engine_opts vo = {.model_path = gguf, .device_index = -1, .backend = RT_BACKEND_VULKAN, .expert_cache_mib = 2};
+    e = NULL;
+    assert_int_not_equal(rt_engine_open(&bd->d.desc, &vo, &e, err), 0);
+    assert_non_null(strstr(err, "--expert-cache: the Vulkan backend has no expert cache"));
+    /* truncated under a running model: at the start of the last expert tensor in the file (every
+     * other tensor lies before it: checked), so only expert reads can fail */
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    uint64_t at = 0, other_end = 0;
+    for (uint64_t t = 0; t < g->n_tensors; t++) {
+        const rt_gguf_tensor *gt = &g->tensors[t];
+        const uint64_t off = (uint64_t)(gt->data - g->map);
+        char name[200];
+        snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
+        if (strstr(name, "_exps"))
+            at = off > at ? off : at;
+        else
+            other_end = off + gt->nbytes > other_end ? off + gt->nbytes : other_end;
+    }
+    rt_gguf_close(g);
+    assert_true(at > 0 && other_end <= at);
+    if (xc_run(bd, cut, 2, 2, got, vocab, &e, err))
+        fail_msg("%s", err);
+    assert_int_equal(truncate(cut, (off_t)at), 0);
+    int32_t id = 5, failed = -1;
+    for (int i = 0; i < 32 && failed < 0; i++)
+        if (rt_engine_eval(e, &id, 1, XC_PROMPT + XC_STEPS + i, NULL, err))
+            failed = i;
+        else
+            id = (id * 31 + 11) % vocab;
+    printf("truncated: step %d: %s\n", failed, err);
+    assert_true(failed >= 0);
+    assert_non_null(strstr(err, "the file ends at"));
+    rt_engine_close(e);
+    unlink(cut);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1108,6 +1237,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_vs_reference),
         cmocka_unit_test(test_device_limits),
         cmocka_unit_test(test_moe_vs_reference),
+        cmocka_unit_test(test_moe_expert_cache),
     };
     if (getenv("TEST_FILTER")) /* e.g. TEST_FILTER=test_q8k_vs_reference */
         cmocka_set_test_filter(getenv("TEST_FILTER"));

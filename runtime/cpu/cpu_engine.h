@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu/cpu_xcache.h"
 #include "gguf/rt_gguf.h"
 #include "schema/rt_schedule.h"
 
@@ -28,6 +29,9 @@ typedef struct {
                                    reads its up row (same logits) */
     bool mlock;                 /* lock the mapping in memory */
     bool profile;               /* time every op of each step (cpu_engine_profile) */
+    int expert_cache_mib;       /* 0: experts in place in the mapping; else they stay in the file and
+                                   a cache of this many MiB holds the used ones (cpu_xcache.h) */
+    bool expert_no_prefetch;    /* ... without its prefetch thread (to measure what it brings) */
 } cpu_engine_opts;
 
 /* g (opened and checked against d by the caller, n_layers and vocab from that check) must
@@ -74,6 +78,9 @@ uint64_t cpu_rss_bytes(void);
  * the decode steps since the last reset (out[0..n_layers)); returns the steps counted. */
 int cpu_engine_ffn_active(const cpu_engine *e, double *out, int max);
 void cpu_engine_ffn_reset(cpu_engine *e);
+
+/* --expert-cache: its figures so far; false (out untouched) without the cache. */
+bool cpu_engine_xcache_stats(const cpu_engine *e, cpu_xcache_stats *out);
 
 /* Per-op times of the last step of n tokens (prefill: n > 1), summed over layers, in
  * schedule order: *out_n rows (engine-owned). 1 with err when profiling is off or no such

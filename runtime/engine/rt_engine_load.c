@@ -347,6 +347,11 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
                  "backend: --device cpu)");
         goto fail;
     }
+    if (opts->expert_cache_mib && backend != RT_BACKEND_CPU) {
+        snprintf(err, RT_ERR_LEN, "--expert-cache: the Vulkan backend has no expert cache (experts are uploaded "
+                 "whole); it runs on the CPU backend: --device cpu");
+        goto fail;
+    }
     if (backend == RT_BACKEND_CPU) {
         e->be = &rt_backend_cpu;
         if (rt_eng_cpu_open(e, opts, err))
