@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1214,6 +1215,121 @@ static void test_moe_expert_cache(void **st)
     free(got);
 }
 
+/* Not part of make test (skips): XCACHE_BENCH_YAML=<MoE yaml> XCACHE_BENCH_GGUF=<its mkmodel file>
+ * measures decode with the experts in place against --expert-cache at 100 %, 50 % and 25 % of
+ * the experts' bytes (and the two smaller without the prefetch thread): configurations
+ * alternated, XCACHE_BENCH_ROUNDS rounds (3), medians; XCACHE_BENCH_THREADS threads (2). Each run:
+ * a fresh engine, 8 prompt tokens, 4 untimed and XB_STEPS timed one-token steps of fixed ids, whose
+ * last logits must equal the in-place run's bit for bit. The table of docs/performance.md. */
+enum { XB_CONFIGS = 6, XB_STEPS = 32, XB_MAX_ROUNDS = 9, XB_STATS = 6 };
+static const double xb_frac[XB_CONFIGS] = {0, 1.0, 0.5, 0.25, 0.25, 0.1};
+static const bool xb_prefetch[XB_CONFIGS] = {false, true, true, true, false, true};
+
+/* out: decode tok/s, bytes read per token, hit fraction, ms stalled per token, prefetch reads per
+ * token, the fraction of them used; *distinct: the run's misses (at 100 %: the experts it used) */
+static void xb_run(const built_desc *bd, const char *gguf, int mib, bool prefetch, int threads, float *last,
+                   double out[XB_STATS], int r, uint64_t *distinct)
+{
+    char err[RT_ERR_LEN] = "";
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 16, .backend = RT_BACKEND_CPU,
+                        .n_threads = threads, .n_threads_batch = threads, .expert_cache_mib = mib};
+    rt_engine *e = NULL;
+    int32_t ids[8 + 4 + XB_STEPS];
+    for (int i = 0; i < 8 + 4 + XB_STEPS; i++)
+        ids[i] = (int32_t)(((uint32_t)i * 2654435761u >> 7) % 4096u);
+    if (!prefetch)
+        setenv("TERNION_XCACHE_PREFETCH", "0", 1);
+    const int orc = rt_engine_open(&bd->d.desc, &o, &e, err);
+    unsetenv("TERNION_XCACHE_PREFETCH");
+    if (orc || rt_engine_eval(e, ids, 8, 0, NULL, err))
+        fail_msg("%s", err);
+    rt_engine_stats a, b;
+    for (int i = 8; i < 8 + 4; i++)
+        if (rt_engine_eval(e, &ids[i], 1, i, NULL, err))
+            fail_msg("%s", err);
+    rt_engine_get_stats(e, &a);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 8 + 4; i < 8 + 4 + XB_STEPS; i++)
+        if (rt_engine_eval(e, &ids[i], 1, i, i == 8 + 3 + XB_STEPS ? last : NULL, err))
+            fail_msg("%s", err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rt_engine_get_stats(e, &b);
+    const double n = (double)(b.xc_hits - a.xc_hits + b.xc_misses - a.xc_misses);
+    const double pf = (double)(b.xc_prefetched - a.xc_prefetched);
+    const double v[XB_STATS] = {XB_STEPS / ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9),
+                                (double)(b.xc_bytes_read - a.xc_bytes_read) / XB_STEPS,
+                                n > 0 ? (double)(b.xc_hits - a.xc_hits) / n : 0, (b.xc_stall_ms - a.xc_stall_ms) / XB_STEPS,
+                                pf / XB_STEPS, pf > 0 ? (double)(b.xc_prefetch_used - a.xc_prefetch_used) / pf : 0};
+    for (int k = 0; k < XB_STATS; k++)
+        out[k * XB_CONFIGS * XB_MAX_ROUNDS + r] = v[k];
+    *distinct = b.xc_misses;
+    rt_engine_close(e);
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static void test_moe_expert_cache_bench(void **st)
+{
+    (void)st;
+    const char *yaml = getenv("XCACHE_BENCH_YAML"), *gguf = getenv("XCACHE_BENCH_GGUF");
+    if (!yaml || !gguf) {
+        printf("skip: XCACHE_BENCH_YAML / XCACHE_BENCH_GGUF not set (a measurement, not a test)\n");
+        skip();
+    }
+    const int rounds = getenv("XCACHE_BENCH_ROUNDS") ? atoi(getenv("XCACHE_BENCH_ROUNDS")) : 3;
+    const int threads = getenv("XCACHE_BENCH_THREADS") ? atoi(getenv("XCACHE_BENCH_THREADS")) : 2;
+    assert_true(rounds >= 1 && rounds <= XB_MAX_ROUNDS && threads >= 1);
+    char err[RT_ERR_LEN] = "";
+    const built_desc *bd = desc_of(yaml, true, err);
+    rt_gguf *g = NULL;
+    if (!bd || rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    uint64_t experts = 0;
+    for (uint64_t t = 0; t < g->n_tensors; t++) {
+        char name[200];
+        snprintf(name, sizeof name, "%.*s", (int)g->tensors[t].name.len, g->tensors[t].name.ptr);
+        experts += strstr(name, "_exps") ? g->tensors[t].nbytes : 0;
+    }
+    const int vocab = (int)rt_gguf_tensor_find(g, "token_embd.weight")->ne[1];
+    printf("%s: %.1f MiB file, %.1f MiB of experts; %d threads, %d rounds\n", gguf, g->map_len / 1048576.0,
+           experts / 1048576.0, threads, rounds);
+    rt_gguf_close(g);
+    float *want = malloc(sizeof(float) * (size_t)vocab), *got = malloc(sizeof(float) * (size_t)vocab);
+    static double v[XB_STATS][XB_CONFIGS][XB_MAX_ROUNDS];
+    uint64_t distinct = 0, d;
+    assert_true(vocab >= 4096);
+    for (int r = 0; r < rounds; r++)
+        for (int c = 0; c < XB_CONFIGS; c++) {
+            const int mib = c ? (int)((xb_frac[c] * (double)experts + 1048575) / 1048576) : 0;
+            xb_run(bd, gguf, mib, xb_prefetch[c], threads, c ? got : want, &v[0][c][0], r, &d);
+            distinct = c == 1 ? d : distinct;
+            if (c)
+                assert_memory_equal(got, want, sizeof(float) * (size_t)vocab);
+        }
+    printf("the run's tokens used %llu distinct (layer, expert) pairs (100 %%: its misses)\n", (unsigned long long)distinct);
+    printf("| experts | budget MiB | prefetch | decode tok/s | MB read per token | hits | stalled ms per token | "
+           "prefetch reads per token | of them used |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (int c = 0; c < XB_CONFIGS; c++) {
+        double m[XB_STATS];
+        for (int k = 0; k < XB_STATS; k++) {
+            qsort(v[k][c], (size_t)rounds, sizeof(double), cmp_dbl);
+            m[k] = v[k][c][rounds / 2];
+        }
+        const int mib = c ? (int)((xb_frac[c] * (double)experts + 1048575) / 1048576) : 0;
+        printf("| %s | %d | %s | %.2f | %.1f | %.0f %% | %.1f | %.2f | %.0f %% |\n",
+               c ? (xb_frac[c] == 1.0 ? "cache 100 %" : xb_frac[c] == 0.5 ? "cache 50 %" : xb_frac[c] == 0.25
+               ? "cache 25 %" : "cache 10 %") : "in place (mapping)", mib, c ? (xb_prefetch[c] ? "on" : "off") : "-",
+               m[0], m[1] / 1e6, 100 * m[2], m[3], m[4], 100 * m[5]);
+    }
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1238,6 +1354,7 @@ int main(void)
         cmocka_unit_test(test_device_limits),
         cmocka_unit_test(test_moe_vs_reference),
         cmocka_unit_test(test_moe_expert_cache),
+        cmocka_unit_test(test_moe_expert_cache_bench),
     };
     if (getenv("TEST_FILTER")) /* e.g. TEST_FILTER=test_q8k_vs_reference */
         cmocka_set_test_filter(getenv("TEST_FILTER"));
