@@ -1092,8 +1092,8 @@ static void test_moe_vs_reference(void **st)
  * of every row. The rule: bit for bit the unbounded run's (the same kernels read the same bytes
  * from a slot), at 2 MiB = 3 slots (one layer's 2 active experts plus one: a token needs 4
  * distinct experts, so every one-token step misses at least once, asserted; the prompt needs
- * more than 3 in a layer, so it runs in rounds), 1 thread without the prefetch thread and 2
- * with it. Bad input: 1 MiB (below 2 slots) refused naming both sizes; Vulkan refuses the
+ * more than 3 in a layer, so it runs in rounds), 1 thread without the prefetch thread, 2 with
+ * its "ahead" guesses, and (the truncated file below) 2 with the default guesses. Bad input: 1 MiB (below 2 slots) refused naming both sizes; Vulkan refuses the
  * option; a file truncated under the running model fails the step with a message, no crash. */
 enum { XC_PROMPT = 20, XC_STEPS = 12 };
 
@@ -1159,7 +1159,10 @@ static void test_moe_expert_cache(void **st)
         fail_msg("--expert-cache 2, 1 thread: %s", err);
     assert_memory_equal(got, want, sz);
     rt_engine *e = NULL;
-    if (xc_run(bd, gguf, 2, 2, got, vocab, &e, err))
+    setenv("TERNION_XCACHE_PREFETCH", "ahead", 1);
+    const int rc2 = xc_run(bd, gguf, 2, 2, got, vocab, &e, err);
+    unsetenv("TERNION_XCACHE_PREFETCH");
+    if (rc2)
         fail_msg("--expert-cache 2, 2 threads: %s", err);
     assert_memory_equal(got, want, sz);
     rt_engine_stats xs;
@@ -1221,13 +1224,29 @@ static void test_moe_expert_cache(void **st)
  * alternated, XCACHE_BENCH_ROUNDS rounds (3), medians; XCACHE_BENCH_THREADS threads (2). Each run:
  * a fresh engine, 8 prompt tokens, 4 untimed and XB_STEPS timed one-token steps of fixed ids, whose
  * last logits must equal the in-place run's bit for bit. The table of docs/performance.md. */
-enum { XB_CONFIGS = 6, XB_STEPS = 32, XB_MAX_ROUNDS = 9, XB_STATS = 6 };
-static const double xb_frac[XB_CONFIGS] = {0, 1.0, 0.5, 0.25, 0.25, 0.1};
-static const bool xb_prefetch[XB_CONFIGS] = {false, true, true, true, false, true};
+enum { XB_CONFIGS = 8, XB_STEPS = 32, XB_MAX_ROUNDS = 9, XB_STATS = 8 };
+static const double xb_frac[XB_CONFIGS] = {0, 1.0, 0.5, 0.25, 0.25, 0.25, 0.1, 0.1};
+/* TERNION_XCACHE_PREFETCH: the default (ahead + last), the previous token's alone, none */
+static const char *const xb_prefetch[XB_CONFIGS] = {"-", "last", "last", "last", "ahead", "off", "last", "ahead"};
+
+/* kB of a /proc/self/status line ("RssFile:", "RssAnon:"), 0 if absent */
+static double xb_status_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, strlen(key)))
+            kb = atof(line + strlen(key));
+    if (f)
+        fclose(f);
+    return kb;
+}
 
 /* out: decode tok/s, bytes read per token, hit fraction, ms stalled per token, prefetch reads per
- * token, the fraction of them used; *distinct: the run's misses (at 100 %: the experts it used) */
-static void xb_run(const built_desc *bd, const char *gguf, int mib, bool prefetch, int threads, float *last,
+ * token, the fraction of them used, the resident file pages and anonymous memory (MiB) after the
+ * run; *distinct: the run's misses (at 100 %: the experts it used) */
+static void xb_run(const built_desc *bd, const char *gguf, int mib, const char *prefetch, int threads, float *last,
                    double out[XB_STATS], int r, uint64_t *distinct)
 {
     char err[RT_ERR_LEN] = "";
@@ -1237,8 +1256,7 @@ static void xb_run(const built_desc *bd, const char *gguf, int mib, bool prefetc
     int32_t ids[8 + 4 + XB_STEPS];
     for (int i = 0; i < 8 + 4 + XB_STEPS; i++)
         ids[i] = (int32_t)(((uint32_t)i * 2654435761u >> 7) % 4096u);
-    if (!prefetch)
-        setenv("TERNION_XCACHE_PREFETCH", "0", 1);
+    setenv("TERNION_XCACHE_PREFETCH", prefetch, 1);
     const int orc = rt_engine_open(&bd->d.desc, &o, &e, err);
     unsetenv("TERNION_XCACHE_PREFETCH");
     if (orc || rt_engine_eval(e, ids, 8, 0, NULL, err))
@@ -1260,7 +1278,8 @@ static void xb_run(const built_desc *bd, const char *gguf, int mib, bool prefetc
     const double v[XB_STATS] = {XB_STEPS / ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9),
                                 (double)(b.xc_bytes_read - a.xc_bytes_read) / XB_STEPS,
                                 n > 0 ? (double)(b.xc_hits - a.xc_hits) / n : 0, (b.xc_stall_ms - a.xc_stall_ms) / XB_STEPS,
-                                pf / XB_STEPS, pf > 0 ? (double)(b.xc_prefetch_used - a.xc_prefetch_used) / pf : 0};
+                                pf / XB_STEPS, pf > 0 ? (double)(b.xc_prefetch_used - a.xc_prefetch_used) / pf : 0,
+                                xb_status_kb("RssFile:") / 1024, xb_status_kb("RssAnon:") / 1024};
     for (int k = 0; k < XB_STATS; k++)
         out[k * XB_CONFIGS * XB_MAX_ROUNDS + r] = v[k];
     *distinct = b.xc_misses;
@@ -1313,7 +1332,7 @@ static void test_moe_expert_cache_bench(void **st)
         }
     printf("the run's tokens used %llu distinct (layer, expert) pairs (100 %%: its misses)\n", (unsigned long long)distinct);
     printf("| experts | budget MiB | prefetch | decode tok/s | MB read per token | hits | stalled ms per token | "
-           "prefetch reads per token | of them used |\n|---|---|---|---|---|---|---|---|---|\n");
+           "prefetch reads per token | of them used | resident MiB: file, anonymous |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int c = 0; c < XB_CONFIGS; c++) {
         double m[XB_STATS];
         for (int k = 0; k < XB_STATS; k++) {
@@ -1321,10 +1340,10 @@ static void test_moe_expert_cache_bench(void **st)
             m[k] = v[k][c][rounds / 2];
         }
         const int mib = c ? (int)((xb_frac[c] * (double)experts + 1048575) / 1048576) : 0;
-        printf("| %s | %d | %s | %.2f | %.1f | %.0f %% | %.1f | %.2f | %.0f %% |\n",
+        printf("| %s | %d | %s | %.2f | %.1f | %.0f %% | %.1f | %.2f | %.0f %% | %.0f, %.0f |\n",
                c ? (xb_frac[c] == 1.0 ? "cache 100 %" : xb_frac[c] == 0.5 ? "cache 50 %" : xb_frac[c] == 0.25
-               ? "cache 25 %" : "cache 10 %") : "in place (mapping)", mib, c ? (xb_prefetch[c] ? "on" : "off") : "-",
-               m[0], m[1] / 1e6, 100 * m[2], m[3], m[4], 100 * m[5]);
+               ? "cache 25 %" : "cache 10 %") : "in place (mapping)", mib, xb_prefetch[c],
+               m[0], m[1] / 1e6, 100 * m[2], m[3], m[4], 100 * m[5], m[6], m[7]);
     }
     free(want);
     free(got);

@@ -195,8 +195,10 @@ static int alloc_moe(cpu_engine *e, int max_threads, char *err)
     e->moe_scratch = aligned_alloc(64, e->moe_scratch_bytes * (size_t)max_threads);
     e->moe_slot = malloc(sizeof(int) * nk);
     e->moe_round = malloc(sizeof(int) * nk);
-    return e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch && e->moe_slot && e->moe_round
-               ? 0 : fail_oom(err, "moe buffers");
+    e->moe_guess = malloc(sizeof(int) * (size_t)e->moe_k);
+    e->moe_guess_w = malloc(sizeof(float) * (size_t)e->moe_k);
+    return e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch && e->moe_slot && e->moe_round &&
+                   e->moe_guess && e->moe_guess_w ? 0 : fail_oom(err, "moe buffers");
 }
 
 static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
@@ -347,7 +349,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
                 cpu_engine_close(e);
                 return -1;
             }
-    if (resolve_ops(e, err) || cpu_experts_open(e, o->expert_cache_mib, !o->expert_no_prefetch, err)) {
+    if (resolve_ops(e, err) || cpu_experts_open(e, o->expert_cache_mib, o->expert_prefetch, err)) {
         cpu_engine_close(e);
         return -1;
     }
@@ -436,6 +438,8 @@ void cpu_engine_close(cpu_engine *e)
     free(e->moe_scratch);
     free(e->moe_slot);
     free(e->moe_round);
+    free(e->moe_guess);
+    free(e->moe_guess_w);
     cpu_xcache_close(e->xc);
     free(e->xc_skip);
     free(e->kv);

@@ -31,8 +31,12 @@ typedef struct {
     bool profile;               /* time every op of each step (cpu_engine_profile) */
     int expert_cache_mib;       /* 0: experts in place in the mapping; else they stay in the file and
                                    a cache of this many MiB holds the used ones (cpu_xcache.h) */
-    bool expert_no_prefetch;    /* ... without its prefetch thread (to measure what it brings) */
+    int expert_prefetch;        /* CPU_XPF_*: what its prefetch thread reads (to measure what each brings) */
 } cpu_engine_opts;
+/* the default: the next layer's experts the previous token chose; those judged from this layer's
+ * input first, then the previous token's (on random weights its guesses evicted more than they
+ * saved: docs/performance.md); no prefetch thread */
+enum { CPU_XPF_LAST = 0, CPU_XPF_AHEAD = 1, CPU_XPF_OFF = 2 };
 
 /* g (opened and checked against d by the caller, n_layers and vocab from that check) must
  * outlive the engine. 0, or -1 with err (RT_ERR_LEN): a format with no CPU row, an op the

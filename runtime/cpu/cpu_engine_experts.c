@@ -24,7 +24,7 @@ static int cmp_range(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int cpu_experts_open(cpu_engine *e, int budget_mib, bool prefetch, char *err)
+int cpu_experts_open(cpu_engine *e, int budget_mib, int prefetch, char *err)
 {
     if (budget_mib <= 0)
         return 0;
@@ -47,7 +47,8 @@ int cpu_experts_open(cpu_engine *e, int budget_mib, bool prefetch, char *err)
         return -1;
     }
     cpu_xcache_desc d = {.path = e->g->path, .n_layers = e->n_layers, .n_expert = m0.n_expert, .k = m0.k,
-                         .file_off = off, .budget = (uint64_t)budget_mib << 20, .prefetch = prefetch};
+                         .file_off = off, .budget = (uint64_t)budget_mib << 20, .prefetch = prefetch != CPU_XPF_OFF};
+    e->xc_ahead = prefetch == CPU_XPF_AHEAD;
     for (int i = 0; i < 3; i++)
         d.part_bytes[i] = part_bytes(m0.exp[i], rows[i]);
     for (int L = 0; L < e->n_layers; L++) {

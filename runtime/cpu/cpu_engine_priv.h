@@ -99,6 +99,9 @@ struct cpu_engine {
      * slots, NULL: in place in the mapping; moe_slot [n_batch][k]: each (token, slot) pair's
      * slot in the current round (-1 waiting, -2 done), moe_round: the pairs of the round */
     cpu_xcache *xc;
+    bool xc_ahead;            /* prefetch layer L + 1's experts judged from layer L's input (CPU_XPF_AHEAD) */
+    int *moe_guess;           /* [k]: that judgement's experts (and moe_guess_w their weights, unused) */
+    float *moe_guess_w;
     int *moe_slot, *moe_round;
     int n_round;
     uint64_t *xc_skip;        /* [n_xc_skip][2]: the experts' file ranges, sorted */
@@ -150,7 +153,7 @@ uint64_t cpu_head_bytes(const cpu_weight *w);
 
 /* --expert-cache MiB (cpu_engine_experts.c): e->xc over the moe op's stacked experts; 0 when
  * budget_mib is 0; -1 with err (no experts, unequal layers, cpu_xcache_open's errors). */
-int cpu_experts_open(cpu_engine *e, int budget_mib, bool prefetch, char *err);
+int cpu_experts_open(cpu_engine *e, int budget_mib, int prefetch, char *err);
 /* Gap i (0 .. n_xc_skip) of the mapping between the experts: false when empty. Without the
  * cache, gap 0 is the whole mapping. */
 bool cpu_experts_gap(const cpu_engine *e, int i, const uint8_t **p, size_t *n);

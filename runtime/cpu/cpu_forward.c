@@ -384,8 +384,16 @@ static int moe_cached(cpu_run *r, const cpu_step_op *so, int pairs)
                 snprintf(r->err, RT_ERR_LEN, "expert cache: no slot free for layer %d", r->layer);
             return -1;
         }
-        if (round == 0)
-            cpu_xcache_prefetch(e->xc, (r->layer + 1) % e->n_layers);
+        if (round == 0) { /* the next layer's router on this layer's input (the last token's) */
+            const int next = (r->layer + 1) % e->n_layers, k = (int)e->cs->n_expert_used;
+            const bool ahead = e->xc_ahead && next > 0;
+            if (ahead) {
+                const cpu_moe mn = cpu_engine_moe(e, so, next);
+                cpu_moe_route(e->isa, &mn, IN0(e, so) + (size_t)(pairs / k - 1) * mn.dim, e->moe_guess, e->moe_guess_w,
+                              e->moe_scratch);
+            }
+            cpu_xcache_prefetch(e->xc, next, e->moe_guess, ahead ? k : 0);
+        }
         e->n_round = 0;
         for (int i = 0; i < pairs; i++)
             if (e->moe_slot[i] >= 0)

@@ -35,7 +35,7 @@ struct cpu_xcache {
     int *pinned;          /* the slots pinned this round */
     int n_pinned;
     int *guess;           /* [n_layers][k]: the last token's experts of each layer, -1 none */
-    int *queue;           /* [k] keys the prefetch thread reads next */
+    int *queue;           /* [2 k] keys the prefetch thread reads next */
     int q_n, q_pos;
     uint64_t clock;
     cpu_xcache_stats st;
@@ -185,7 +185,7 @@ int cpu_xcache_open(const cpu_xcache_desc *d, cpu_xcache **out, char *err)
     x->map = malloc(sizeof(int) * (size_t)total);
     x->pinned = malloc(sizeof(int) * (size_t)x->st.slots);
     x->guess = malloc(sizeof(int) * (size_t)d->n_layers * (size_t)d->k);
-    x->queue = malloc(sizeof(int) * (size_t)d->k);
+    x->queue = malloc(sizeof(int) * 2 * (size_t)d->k);
     x->mem = aligned_alloc(64, (size_t)x->st.budget_bytes);
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
@@ -323,12 +323,14 @@ void cpu_xcache_release(cpu_xcache *x)
     pthread_mutex_unlock(&x->mu);
 }
 
-void cpu_xcache_prefetch(cpu_xcache *x, int L)
+void cpu_xcache_prefetch(cpu_xcache *x, int L, const int *ahead, int n_ahead)
 {
     if (!x->have_thread)
         return;
     pthread_mutex_lock(&x->mu);
     x->q_n = x->q_pos = 0;
+    for (int j = 0; j < n_ahead && j < x->d.k; j++)
+        x->queue[x->q_n++] = L * x->d.n_expert + ahead[j];
     for (int j = 0; j < x->d.k; j++)
         if (x->guess[L * x->d.k + j] >= 0)
             x->queue[x->q_n++] = L * x->d.n_expert + x->guess[L * x->d.k + j];

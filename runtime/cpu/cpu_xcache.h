@@ -10,8 +10,10 @@
  * ones the prefetch just read).
  *
  * Prefetch: one thread of its own reads, while layer L computes, the experts layer L + 1 chose
- * for the last token of the previous step (the last layer prefetches layer 0 for the next
- * token). It only fills slots nobody has pinned, so it never evicts what a running layer reads.
+ * for the last token of the previous step (the last layer prefetches layer 0's for the next
+ * token), optionally (CPU_XPF_AHEAD) after those layer L + 1 would choose for the current token
+ * judged from layer L's input (the caller runs layer L + 1's router on it). It only fills slots
+ * nobody has pinned, so it never evicts what a running layer reads.
  * The forward pass pins a layer's chosen experts (cpu_xcache_acquire), computes them from the
  * slots, and unpins them (cpu_xcache_release); a miss is read by the forward pass itself, and an
  * expert the prefetch is still reading is waited for. When one step needs more distinct experts
@@ -70,8 +72,10 @@ void cpu_xcache_close(cpu_xcache *x);
  * cpu_xcache_release. The last token's experts are kept as layer L's guess for the next step. */
 int cpu_xcache_acquire(cpu_xcache *x, int L, const int *sel, int n, int *slot, char *err);
 void cpu_xcache_release(cpu_xcache *x);
-/* Queues the prefetch of layer L's guess (no-op without the thread or a guess). */
-void cpu_xcache_prefetch(cpu_xcache *x, int L);
+/* Queues the prefetch of layer L's experts ahead[0 .. n_ahead) (n_ahead <= k), then of the
+ * experts layer L chose for the last token of the previous step; replaces what was queued
+ * (no-op without the thread). */
+void cpu_xcache_prefetch(cpu_xcache *x, int L, const int *ahead, int n_ahead);
 /* Part i (0 gate, 1 up, 2 down) of a pinned slot. */
 const uint8_t *cpu_xcache_part(const cpu_xcache *x, int slot, int part);
 void cpu_xcache_count_tokens(cpu_xcache *x, int n);

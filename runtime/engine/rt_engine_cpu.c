@@ -73,13 +73,16 @@ int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err)
         return -1;
     }
     const int cores = cpu_physical_cores();
+    const char *xpf = getenv("TERNION_XCACHE_PREFETCH"); /* ahead / off: to measure the prefetch */
     cpu_engine_opts co = {
         .n_ctx = e->n_ctx, .n_batch = e->n_batch, .n_seq = e->n_seq,
         .n_threads = opts->n_threads > 0 ? opts->n_threads : cores,
         .n_threads_batch = opts->n_threads_batch > 0 ? opts->n_threads_batch : opts->n_threads > 0 ? opts->n_threads : cores,
         .lm_head_copy = opts->lm_head_q6k ? FMT_Q6_K : opts->lm_head_q8 ? FMT_Q8_0 : 0u, .sparse_ffn = opts->sparse_ffn == RT_SPARSE_EXACT, .mlock = opts->mlock,
         .profile = opts->profile, .expert_cache_mib = opts->expert_cache_mib,
-        .expert_no_prefetch = getenv("TERNION_XCACHE_PREFETCH") && !strcmp(getenv("TERNION_XCACHE_PREFETCH"), "0"),
+        .expert_prefetch = xpf && (!strcmp(xpf, "0") || !strcmp(xpf, "off")) ? CPU_XPF_OFF
+                           : xpf && !strcmp(xpf, "ahead")                  ? CPU_XPF_AHEAD
+                                                                            : CPU_XPF_LAST,
     };
     if (opts->n_threads < 0 || opts->n_threads_batch < 0) {
         snprintf(err, RT_ERR_LEN, "thread count %d: must be at least 1 (0: the %d physical cores)",
