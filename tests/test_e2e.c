@@ -1094,7 +1094,8 @@ static void test_moe_vs_reference(void **st)
  * distinct experts, so every one-token step misses at least once, asserted; the prompt needs
  * more than 3 in a layer, so it runs in rounds), 1 thread without the prefetch thread, 2 with
  * its "ahead" guesses, and (the truncated file below) 2 with the default guesses. Bad input: 1 MiB (below 2 slots) refused naming both sizes; Vulkan refuses the
- * option; a file truncated under the running model fails the step with a message, no crash. */
+ * option; a file truncated under the running model fails the step with a message, no crash; a
+ * NaN in the experts fails at load without the cache, at the expert's read with it. */
 enum { XC_PROMPT = 20, XC_STEPS = 12 };
 
 /* the run's logits [XC_PROMPT + XC_STEPS][vocab] into out; 0, or -1 with err (no assert) */
@@ -1187,14 +1188,14 @@ static void test_moe_expert_cache(void **st)
     rt_gguf *g = NULL;
     if (rt_gguf_open(gguf, &g, err))
         fail_msg("%s", err);
-    uint64_t at = 0, other_end = 0;
+    uint64_t at = 0, other_end = 0, at_bytes = 0;
     for (uint64_t t = 0; t < g->n_tensors; t++) {
         const rt_gguf_tensor *gt = &g->tensors[t];
         const uint64_t off = (uint64_t)(gt->data - g->map);
         char name[200];
         snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
-        if (strstr(name, "_exps"))
-            at = off > at ? off : at;
+        if (strstr(name, "_exps") && off > at)
+            at = off, at_bytes = gt->nbytes;
         else
             other_end = off + gt->nbytes > other_end ? off + gt->nbytes : other_end;
     }
@@ -1213,6 +1214,22 @@ static void test_moe_expert_cache(void **st)
     assert_true(failed >= 0);
     assert_non_null(strstr(err, "the file ends at"));
     rt_engine_close(e);
+    /* a NaN in every expert of that tensor: refused at load without the cache (the reader's
+     * check), at the first read of one with it (the check moved there: opening reads no expert) */
+    snprintf(cmd, sizeof cmd, "cp %s %s", gguf, cut);
+    assert_int_equal(system(cmd), 0);
+    FILE *f = fopen(cut, "r+b");
+    const float nan = NAN;
+    for (int x = 0; f && x < 8; x++)
+        assert_true(fseek(f, (long)(at + at_bytes / 8 * (uint64_t)x), SEEK_SET) == 0 && fwrite(&nan, 4, 1, f) == 1);
+    assert_non_null(f);
+    fclose(f);
+    assert_int_not_equal(xc_run(bd, cut, 0, 1, got, vocab, NULL, err), 0);
+    assert_non_null(strstr(err, "NaN"));
+    assert_int_not_equal(xc_run(bd, cut, 2, 1, got, vocab, NULL, err), 0);
+    printf("NaN expert: %s\n", err);
+    assert_non_null(strstr(err, "of layer 1 (down rows at offset"));
+    assert_non_null(strstr(err, "element 0 is NaN"));
     unlink(cut);
     free(want);
     free(got);

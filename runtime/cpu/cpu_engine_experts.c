@@ -49,8 +49,21 @@ int cpu_experts_open(cpu_engine *e, int budget_mib, int prefetch, char *err)
     cpu_xcache_desc d = {.path = e->g->path, .n_layers = e->n_layers, .n_expert = m0.n_expert, .k = m0.k,
                          .file_off = off, .budget = (uint64_t)budget_mib << 20, .prefetch = prefetch != CPU_XPF_OFF};
     e->xc_ahead = prefetch == CPU_XPF_AHEAD;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         d.part_bytes[i] = part_bytes(m0.exp[i], rows[i]);
+        d.type[i] = m0.exp[i]->type;
+        d.ne0[i] = m0.exp[i]->ne0;
+        d.rows[i] = rows[i];
+    }
+    int n3 = 0; /* the reader left the 3-D tensors unchecked: they must all be these experts */
+    for (uint64_t t = 0; t < e->g->n_tensors; t++)
+        n3 += e->g->tensors[t].n_dims == 3;
+    if (n3 != 3 * e->n_layers) {
+        free(off);
+        snprintf(err, RT_ERR_LEN, "--expert-cache: %s has %d 3-D tensors, not the %d stacked experts of %d layers",
+                 e->g->path, n3, 3 * e->n_layers, e->n_layers);
+        return -1;
+    }
     for (int L = 0; L < e->n_layers; L++) {
         const cpu_moe m = cpu_engine_moe(e, &e->ops[moe_op], L);
         for (int i = 0; i < 3; i++) {

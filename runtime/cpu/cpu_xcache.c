@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/rt_base.h" /* RT_ERR_LEN */
+#include "format/fmt_codec.h"
 
 enum { S_EMPTY, S_LOADING, S_READY };
 
@@ -89,6 +90,15 @@ static int read_expert(cpu_xcache *x, int s, int key, char *err)
                     snprintf(err, RT_ERR_LEN, "%s: reading expert %d of layer %d (%s rows at offset %llu): %s", x->path,
                              ex, L, part[i], (unsigned long long)(at + done), strerror(errno));
             }
+            return -1;
+        }
+        const fmt_codec *fc = fmt_codec_find(x->d.type[i]);
+        const int64_t ne[4] = {x->d.ne0[i], x->d.rows[i], 1, 1};
+        char cerr[FMT_ERR_LEN];
+        if (fc && fc->check && fc->check(dst, ne, cerr)) {
+            if (err)
+                snprintf(err, RT_ERR_LEN, "%s: expert %d of layer %d (%s rows at offset %llu, %s): %s", x->path, ex, L,
+                         part[i], (unsigned long long)at, fc->name, cerr);
             return -1;
         }
     }

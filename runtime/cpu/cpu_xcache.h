@@ -22,9 +22,11 @@
  * pinned. Every pair is computed by the same kernel on the same bytes whatever the round, so a
  * cache-bounded run gives the unbounded run's logits bit for bit.
  *
- * Errors: a short read or an I/O error (a file truncated or failing under a running model) is
- * reported by the forward pass that needed the expert, naming the expert, layer, offset and
- * the file's size; the slot is left empty (never half-filled and marked valid). A prefetch that
+ * Errors: a short read or an I/O error (a file truncated or failing under a running model), or
+ * bytes the codec's check refuses (the reader's check of the experts happens here, at read,
+ * so that opening the file reads none of them), is reported by the forward pass that needed
+ * the expert, naming the expert, layer and offset (and the file's size); the slot is left empty
+ * (never half-filled and marked valid). A prefetch that
  * fails leaves its slot empty and says nothing: the read is tried again when needed.
  */
 #ifndef CPU_XCACHE_H
@@ -39,6 +41,9 @@ typedef struct {
     const char *path;        /* the GGUF, opened again for reading */
     int n_layers, n_expert, k; /* layers with the moe op, experts per layer, experts per token */
     uint64_t part_bytes[3];  /* one expert's gate, up and down rows (equal in every layer) */
+    uint32_t type[3];        /* their formats, and one expert's shape of each: every part read is */
+    int64_t ne0[3], rows[3]; /* checked by its codec (finite scales) before use: the GGUF reader
+                                left the experts unchecked (RT_GGUF_DEFER_3D) */
     const uint64_t *file_off; /* [n_layers * 3]: file offset of layer L's stacked tensor i */
     uint64_t budget;         /* bytes of slots at most */
     bool prefetch;           /* the prefetch thread (TERNION_XCACHE_PREFETCH=0: off, to measure it) */
