@@ -55,6 +55,9 @@ static void usage(FILE *f, const char *prog)
             "                        backend), cpu, vulkan (lavapipe included), vulkan:N or N\n"
             "  -t, --threads N       CPU backend: threads of a decode step (default: the physical cores)\n"
             "  -tb, --threads-batch N  CPU backend: threads of a prompt step (default: -t)\n"
+            "  --expert-cache MiB    CPU backend, mixture-of-experts models: experts stay in the file, the\n"
+            "                        used ones in a cache of MiB (least recently used evicted, the next\n"
+            "                        layer's read ahead); same answers (default 0: experts in place)\n"
             "  --lm-head q8|q6_k|f16 LM head table (default f16; q6_k: CPU backend)\n"
             "  --chat-template NAME  chat format instead of the file's: bitnet, llama3, chatml, qwen3,\n"
             "                        llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3\n"
@@ -117,6 +120,8 @@ static int parse(int argc, char **argv, opts *o)
             rc = int_arg(a, v, 1, 512, &o->m.n_threads);
         else if (!strcmp(a, "-tb") || !strcmp(a, "--threads-batch"))
             rc = int_arg(a, v, 1, 512, &o->m.n_threads_batch);
+        else if (!strcmp(a, "--expert-cache"))
+            rc = int_arg(a, v, 0, 1 << 30, &o->m.expert_cache_mib);
         else if (!strcmp(a, "--chat-template"))
             o->m.chat_template = v;
         else if (!strcmp(a, "--lm-head")) {

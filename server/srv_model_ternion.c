@@ -355,6 +355,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     cp.backend = o->backend;
     cp.n_threads = o->n_threads;
     cp.n_threads_batch = o->n_threads_batch;
+    cp.expert_cache_mib = o->expert_cache_mib;
     cp.lm_head_q8 = o->lm_head_q8;
     cp.lm_head_q6k = o->lm_head_q6k;
     size_t n = (size_t)o->n_seq;

@@ -163,6 +163,7 @@ static void test_bad_numbers(void **state)
         {"--decode-chain", "0", "for --decode-chain"}, {"--decode-chain", "17", "for --decode-chain"},
         {"--lm-head", "q4", "invalid value 'q4' for --lm-head: expected f16, q8 or q6_k"},
         {"--gemv", "wide", "invalid value 'wide' for --gemv: expected scalar or vec4"},
+        {"--expert-cache", "-1", "for --expert-cache"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         RUN(r, NULL, "-m", "x.gguf", cases[i][0], cases[i][1], "-p", "hi");
@@ -247,6 +248,16 @@ static void test_bad_files(void **state)
     RUN(d, NULL, "-m", tmpdir, "-p", "x"); /* a directory */
     assert_true(d.rc == 1);
     cli_result_free(&d);
+}
+
+/* --expert-cache on a model without experts: the library's error, exit 1 (test_e2e runs the
+ * cache on a MoE model; no MoE model is built into the command line) */
+static void test_expert_cache_refused(void **state)
+{
+    NEED_TINY();
+    RUN(r, NULL, "-m", tiny_model(), "--device", "cpu", "--expert-cache", "8", "--tokens", "1 2", "--print-ids");
+    expect(&r, 1, "--expert-cache: model bitnet-tiny has no experts (no moe op) to stream");
+    cli_result_free(&r);
 }
 
 static void test_bad_tokens(void **state)
@@ -984,7 +995,8 @@ int main(void)
         cmocka_unit_test(test_help_version),    cmocka_unit_test(test_unknown_flag),
         cmocka_unit_test(test_bad_numbers),     cmocka_unit_test(test_bad_combinations),
         cmocka_unit_test(test_missing_model),   cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_bad_tokens),      cmocka_unit_test(test_tokenize_llama3),
+        cmocka_unit_test(test_bad_tokens),      cmocka_unit_test(test_expert_cache_refused),
+        cmocka_unit_test(test_tokenize_llama3),
         cmocka_unit_test(test_tokenize_tiny),   cmocka_unit_test(test_logits_out),
         cmocka_unit_test(test_greedy_ids),      cmocka_unit_test(test_generate_text),
         cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_chat),

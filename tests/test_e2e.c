@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1121,6 +1123,285 @@ static void test_moe_vs_reference(void **st)
     s_cpu_only = false;
 }
 
+/* --expert-cache (runtime/cpu/cpu_xcache.h) on test_moe_vs_reference's file (8 F32 experts of
+ * 600 KiB in each of 2 layers, top 2). Runs: a 20-token prompt then 12 one-token steps, logits
+ * of every row. The rule: bit for bit the unbounded run's (the same kernels read the same bytes
+ * from a slot), at 2 MiB = 3 slots (one layer's 2 active experts plus one: a token needs 4
+ * distinct experts, so every one-token step misses at least once, asserted; the prompt needs
+ * more than 3 in a layer, so it runs in rounds), 1 thread without the prefetch thread, 2 with
+ * its "ahead" guesses, and (the truncated file below) 2 with the default guesses. Bad input: 1 MiB (below 2 slots) refused naming both sizes; Vulkan refuses the
+ * option; a file truncated under the running model fails the step with a message, no crash; a
+ * NaN in the experts fails at load without the cache, at the expert's read with it. */
+enum { XC_PROMPT = 20, XC_STEPS = 12 };
+
+/* the run's logits [XC_PROMPT + XC_STEPS][vocab] into out; 0, or -1 with err (no assert) */
+static int xc_run(const built_desc *bd, const char *gguf, int budget, int threads, float *out, int vocab,
+                  rt_engine **keep, char *err)
+{
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 32,
+                        .backend = RT_BACKEND_CPU, .n_threads = threads, .n_threads_batch = threads,
+                        .expert_cache_mib = budget};
+    rt_engine *e = NULL;
+    int32_t ids[XC_PROMPT + XC_STEPS];
+    for (int i = 0; i < XC_PROMPT + XC_STEPS; i++)
+        ids[i] = (i * 53 + 7) % vocab;
+    if (rt_engine_open(&bd->d.desc, &o, &e, err) || rt_engine_eval(e, ids, XC_PROMPT, 0, out, err)) {
+        rt_engine_close(e);
+        return -1;
+    }
+    rt_engine_stats st0, st1;
+    for (int i = XC_PROMPT; i < XC_PROMPT + XC_STEPS; i++) {
+        rt_engine_get_stats(e, &st0);
+        if (rt_engine_eval(e, &ids[i], 1, i, out + (size_t)i * vocab, err)) {
+            rt_engine_close(e);
+            return -1;
+        }
+        rt_engine_get_stats(e, &st1);
+        if (budget) /* 3 slots, 4 experts a token: at least one read every step */
+            assert_true(st1.xc_misses > st0.xc_misses && st1.xc_bytes_read > st0.xc_bytes_read);
+    }
+    if (keep)
+        *keep = e;
+    else
+        rt_engine_close(e);
+    return 0;
+}
+
+static void test_moe_expert_cache(void **st)
+{
+    (void)st;
+    const char *yaml = "tests/data/moe/qwen3moe-f32-tiny.yaml";
+    const char *bd_env = getenv("TERNION_BUILD"), *bdir = bd_env && *bd_env ? bd_env : "build";
+    char cmd[800], gguf[300], cut[320], err[RT_ERR_LEN] = "";
+    snprintf(gguf, sizeof gguf, "%s/test-e2e-moe-xc.gguf", bdir);
+    snprintf(cut, sizeof cut, "%s/test-e2e-moe-xc-cut.gguf", bdir);
+    snprintf(cmd, sizeof cmd, "%s/tools/mkmodel %s -o %s --layers 2 --vocab 512 --seed 31 >/dev/null", bdir, yaml,
+             gguf);
+    if (!exists(gguf) && system(cmd) != 0)
+        fail_msg("%s failed", cmd);
+    snprintf(cmd, sizeof cmd, "cp %s %s", gguf, cut);
+    assert_int_equal(system(cmd), 0);
+    const built_desc *bd = desc_of(yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    const int vocab = 512;
+    const size_t sz = (size_t)(XC_PROMPT + XC_STEPS) * vocab * sizeof(float);
+    float *want = malloc(sz), *got = malloc(sz);
+    if (xc_run(bd, gguf, 0, 1, want, vocab, NULL, err))
+        fail_msg("unbounded: %s", err);
+    setenv("TERNION_XCACHE_PREFETCH", "0", 1);
+    const int rc1 = xc_run(bd, gguf, 2, 1, got, vocab, NULL, err);
+    unsetenv("TERNION_XCACHE_PREFETCH");
+    if (rc1)
+        fail_msg("--expert-cache 2, 1 thread: %s", err);
+    assert_memory_equal(got, want, sz);
+    rt_engine *e = NULL;
+    setenv("TERNION_XCACHE_PREFETCH", "ahead", 1);
+    const int rc2 = xc_run(bd, gguf, 2, 2, got, vocab, &e, err);
+    unsetenv("TERNION_XCACHE_PREFETCH");
+    if (rc2)
+        fail_msg("--expert-cache 2, 2 threads: %s", err);
+    assert_memory_equal(got, want, sz);
+    rt_engine_stats xs;
+    rt_engine_get_stats(e, &xs);
+    printf("expert cache 2 MiB: %d slots, %llu hits, %llu misses, %llu prefetched (%llu used), %.0f bytes/token\n",
+           xs.xc_slots, (unsigned long long)xs.xc_hits, (unsigned long long)xs.xc_misses,
+           (unsigned long long)xs.xc_prefetched, (unsigned long long)xs.xc_prefetch_used,
+           (double)xs.xc_bytes_read / (double)xs.xc_tokens);
+    assert_int_equal(xs.xc_slots, 3);
+    assert_int_equal(xs.xc_tokens, XC_PROMPT + XC_STEPS);
+    rt_engine_close(e);
+    /* a budget below one layer's need: 2 experts x 3 parts of 320 x 160 F32 = 1.2 MiB */
+    assert_int_not_equal(xc_run(bd, gguf, 1, 1, got, vocab, NULL, err), 0);
+    printf("1 MiB: %s\n", err);
+    assert_non_null(strstr(err, "--expert-cache 1.0 MiB is below one layer's active experts: 2 experts of 0.59 MiB = 1.2 MiB"));
+    rt_engine_opts vo = {.model_path = gguf, .device_index = -1, .backend = RT_BACKEND_VULKAN, .expert_cache_mib = 2};
+    e = NULL;
+    assert_int_not_equal(rt_engine_open(&bd->d.desc, &vo, &e, err), 0);
+    assert_non_null(strstr(err, "--expert-cache: the Vulkan backend has no expert cache"));
+    /* truncated under a running model: at the start of the last expert tensor in the file (every
+     * other tensor lies before it: checked), so only expert reads can fail */
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    uint64_t at = 0, other_end = 0, at_bytes = 0;
+    for (uint64_t t = 0; t < g->n_tensors; t++) {
+        const rt_gguf_tensor *gt = &g->tensors[t];
+        const uint64_t off = (uint64_t)(gt->data - g->map);
+        char name[200];
+        snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
+        if (strstr(name, "_exps") && off > at)
+            at = off, at_bytes = gt->nbytes;
+        else
+            other_end = off + gt->nbytes > other_end ? off + gt->nbytes : other_end;
+    }
+    rt_gguf_close(g);
+    assert_true(at > 0 && other_end <= at);
+    if (xc_run(bd, cut, 2, 2, got, vocab, &e, err))
+        fail_msg("%s", err);
+    assert_int_equal(truncate(cut, (off_t)at), 0);
+    int32_t id = 5, failed = -1;
+    for (int i = 0; i < 32 && failed < 0; i++)
+        if (rt_engine_eval(e, &id, 1, XC_PROMPT + XC_STEPS + i, NULL, err))
+            failed = i;
+        else
+            id = (id * 31 + 11) % vocab;
+    printf("truncated: step %d: %s\n", failed, err);
+    assert_true(failed >= 0);
+    assert_non_null(strstr(err, "the file ends at"));
+    rt_engine_close(e);
+    /* a NaN in every expert of that tensor: refused at load without the cache (the reader's
+     * check), at the first read of one with it (the check moved there: opening reads no expert) */
+    snprintf(cmd, sizeof cmd, "cp %s %s", gguf, cut);
+    assert_int_equal(system(cmd), 0);
+    FILE *f = fopen(cut, "r+b");
+    const float nan = NAN;
+    for (int x = 0; f && x < 8; x++)
+        assert_true(fseek(f, (long)(at + at_bytes / 8 * (uint64_t)x), SEEK_SET) == 0 && fwrite(&nan, 4, 1, f) == 1);
+    assert_non_null(f);
+    fclose(f);
+    assert_int_not_equal(xc_run(bd, cut, 0, 1, got, vocab, NULL, err), 0);
+    assert_non_null(strstr(err, "NaN"));
+    assert_int_not_equal(xc_run(bd, cut, 2, 1, got, vocab, NULL, err), 0);
+    printf("NaN expert: %s\n", err);
+    assert_non_null(strstr(err, "of layer 1 (down rows at offset"));
+    assert_non_null(strstr(err, "element 0 is NaN"));
+    unlink(cut);
+    free(want);
+    free(got);
+}
+
+/* Not part of make test (skips): XCACHE_BENCH_YAML=<MoE yaml> XCACHE_BENCH_GGUF=<its mkmodel file>
+ * measures decode with the experts in place against --expert-cache at 100 %, 50 % and 25 % of
+ * the experts' bytes (and the two smaller without the prefetch thread): configurations
+ * alternated, XCACHE_BENCH_ROUNDS rounds (3), medians; XCACHE_BENCH_THREADS threads (2). Each run:
+ * a fresh engine, 8 prompt tokens, 4 untimed and XB_STEPS timed one-token steps of fixed ids, whose
+ * last logits must equal the in-place run's bit for bit. The table of docs/performance.md. */
+enum { XB_CONFIGS = 8, XB_STEPS = 32, XB_MAX_ROUNDS = 9, XB_STATS = 8 };
+static const double xb_frac[XB_CONFIGS] = {0, 1.0, 0.5, 0.25, 0.25, 0.25, 0.1, 0.1};
+/* TERNION_XCACHE_PREFETCH: the default (ahead + last), the previous token's alone, none */
+static const char *const xb_prefetch[XB_CONFIGS] = {"-", "last", "last", "last", "ahead", "off", "last", "ahead"};
+
+/* kB of a /proc/self/status line ("RssFile:", "RssAnon:"), 0 if absent */
+static double xb_status_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, strlen(key)))
+            kb = atof(line + strlen(key));
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* out: decode tok/s, bytes read per token, hit fraction, ms stalled per token, prefetch reads per
+ * token, the fraction of them used, the resident file pages and anonymous memory (MiB) after the
+ * run; *distinct: the run's misses (at 100 %: the experts it used) */
+static void xb_run(const built_desc *bd, const char *gguf, int mib, const char *prefetch, int threads, float *last,
+                   double out[XB_STATS], int r, uint64_t *distinct)
+{
+    char err[RT_ERR_LEN] = "";
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 16, .backend = RT_BACKEND_CPU,
+                        .n_threads = threads, .n_threads_batch = threads, .expert_cache_mib = mib};
+    rt_engine *e = NULL;
+    int32_t ids[8 + 4 + XB_STEPS];
+    for (int i = 0; i < 8 + 4 + XB_STEPS; i++)
+        ids[i] = (int32_t)(((uint32_t)i * 2654435761u >> 7) % 4096u);
+    setenv("TERNION_XCACHE_PREFETCH", prefetch, 1);
+    const int orc = rt_engine_open(&bd->d.desc, &o, &e, err);
+    unsetenv("TERNION_XCACHE_PREFETCH");
+    if (orc || rt_engine_eval(e, ids, 8, 0, NULL, err))
+        fail_msg("%s", err);
+    rt_engine_stats a, b;
+    for (int i = 8; i < 8 + 4; i++)
+        if (rt_engine_eval(e, &ids[i], 1, i, NULL, err))
+            fail_msg("%s", err);
+    rt_engine_get_stats(e, &a);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 8 + 4; i < 8 + 4 + XB_STEPS; i++)
+        if (rt_engine_eval(e, &ids[i], 1, i, i == 8 + 3 + XB_STEPS ? last : NULL, err))
+            fail_msg("%s", err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rt_engine_get_stats(e, &b);
+    const double n = (double)(b.xc_hits - a.xc_hits + b.xc_misses - a.xc_misses);
+    const double pf = (double)(b.xc_prefetched - a.xc_prefetched);
+    const double v[XB_STATS] = {XB_STEPS / ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9),
+                                (double)(b.xc_bytes_read - a.xc_bytes_read) / XB_STEPS,
+                                n > 0 ? (double)(b.xc_hits - a.xc_hits) / n : 0, (b.xc_stall_ms - a.xc_stall_ms) / XB_STEPS,
+                                pf / XB_STEPS, pf > 0 ? (double)(b.xc_prefetch_used - a.xc_prefetch_used) / pf : 0,
+                                xb_status_kb("RssFile:") / 1024, xb_status_kb("RssAnon:") / 1024};
+    for (int k = 0; k < XB_STATS; k++)
+        out[k * XB_CONFIGS * XB_MAX_ROUNDS + r] = v[k];
+    *distinct = b.xc_misses;
+    rt_engine_close(e);
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static void test_moe_expert_cache_bench(void **st)
+{
+    (void)st;
+    const char *yaml = getenv("XCACHE_BENCH_YAML"), *gguf = getenv("XCACHE_BENCH_GGUF");
+    if (!yaml || !gguf) {
+        printf("skip: XCACHE_BENCH_YAML / XCACHE_BENCH_GGUF not set (a measurement, not a test)\n");
+        skip();
+    }
+    const int rounds = getenv("XCACHE_BENCH_ROUNDS") ? atoi(getenv("XCACHE_BENCH_ROUNDS")) : 3;
+    const int threads = getenv("XCACHE_BENCH_THREADS") ? atoi(getenv("XCACHE_BENCH_THREADS")) : 2;
+    assert_true(rounds >= 1 && rounds <= XB_MAX_ROUNDS && threads >= 1);
+    char err[RT_ERR_LEN] = "";
+    const built_desc *bd = desc_of(yaml, true, err);
+    rt_gguf *g = NULL;
+    if (!bd || rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    uint64_t experts = 0;
+    for (uint64_t t = 0; t < g->n_tensors; t++) {
+        char name[200];
+        snprintf(name, sizeof name, "%.*s", (int)g->tensors[t].name.len, g->tensors[t].name.ptr);
+        experts += strstr(name, "_exps") ? g->tensors[t].nbytes : 0;
+    }
+    const int vocab = (int)rt_gguf_tensor_find(g, "token_embd.weight")->ne[1];
+    printf("%s: %.1f MiB file, %.1f MiB of experts; %d threads, %d rounds\n", gguf, g->map_len / 1048576.0,
+           experts / 1048576.0, threads, rounds);
+    rt_gguf_close(g);
+    float *want = malloc(sizeof(float) * (size_t)vocab), *got = malloc(sizeof(float) * (size_t)vocab);
+    static double v[XB_STATS][XB_CONFIGS][XB_MAX_ROUNDS];
+    uint64_t distinct = 0, d;
+    assert_true(vocab >= 4096);
+    for (int r = 0; r < rounds; r++)
+        for (int c = 0; c < XB_CONFIGS; c++) {
+            const int mib = c ? (int)((xb_frac[c] * (double)experts + 1048575) / 1048576) : 0;
+            xb_run(bd, gguf, mib, xb_prefetch[c], threads, c ? got : want, &v[0][c][0], r, &d);
+            distinct = c == 1 ? d : distinct;
+            if (c)
+                assert_memory_equal(got, want, sizeof(float) * (size_t)vocab);
+        }
+    printf("the run's tokens used %llu distinct (layer, expert) pairs (100 %%: its misses)\n", (unsigned long long)distinct);
+    printf("| experts | budget MiB | prefetch | decode tok/s | MB read per token | hits | stalled ms per token | "
+           "prefetch reads per token | of them used | resident MiB: file, anonymous |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int c = 0; c < XB_CONFIGS; c++) {
+        double m[XB_STATS];
+        for (int k = 0; k < XB_STATS; k++) {
+            qsort(v[k][c], (size_t)rounds, sizeof(double), cmp_dbl);
+            m[k] = v[k][c][rounds / 2];
+        }
+        const int mib = c ? (int)((xb_frac[c] * (double)experts + 1048575) / 1048576) : 0;
+        printf("| %s | %d | %s | %.2f | %.1f | %.0f %% | %.1f | %.2f | %.0f %% | %.0f, %.0f |\n",
+               c ? (xb_frac[c] == 1.0 ? "cache 100 %" : xb_frac[c] == 0.5 ? "cache 50 %" : xb_frac[c] == 0.25
+               ? "cache 25 %" : "cache 10 %") : "in place (mapping)", mib, xb_prefetch[c],
+               m[0], m[1] / 1e6, 100 * m[2], m[3], m[4], 100 * m[5], m[6], m[7]);
+    }
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1145,6 +1426,8 @@ int main(void)
         cmocka_unit_test(test_bitnet_embedding_vs_reference),
         cmocka_unit_test(test_device_limits),
         cmocka_unit_test(test_moe_vs_reference),
+        cmocka_unit_test(test_moe_expert_cache),
+        cmocka_unit_test(test_moe_expert_cache_bench),
     };
     if (getenv("TEST_FILTER")) /* e.g. TEST_FILTER=test_q8k_vs_reference */
         cmocka_set_test_filter(getenv("TEST_FILTER"));

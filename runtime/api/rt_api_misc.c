@@ -149,6 +149,16 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .n_threads = st.n_threads,
         .n_threads_batch = st.n_threads_batch,
         .rss_bytes = rt_engine_rss_bytes(),
+        .xc_slots = st.xc_slots,
+        .xc_budget_bytes = st.xc_budget_bytes,
+        .xc_expert_bytes = st.xc_expert_bytes,
+        .xc_hits = st.xc_hits,
+        .xc_misses = st.xc_misses,
+        .xc_prefetched = st.xc_prefetched,
+        .xc_prefetch_used = st.xc_prefetch_used,
+        .xc_bytes_read = st.xc_bytes_read,
+        .xc_tokens = st.xc_tokens,
+        .xc_stall_ms = st.xc_stall_ms,
     };
     return 0;
 }

@@ -322,6 +322,13 @@ typedef struct {
     int32_t n_threads;  /* CPU backend: threads of a decode step; 0: the physical cores */
     int32_t n_threads_batch; /* CPU backend: threads of a prompt step; 0: n_threads */
     bool mlock;         /* CPU backend: lock the weights (the file mapping) in memory */
+    int32_t expert_cache_mib; /* CPU backend, mixture-of-experts models: 0 (the default) reads the
+                           experts in place in the file mapping; N > 0 leaves them in the file and
+                           keeps the used ones in a cache of N MiB (least recently used evicted),
+                           read as needed and prefetched for the next layer by a thread of its
+                           own: a model larger than memory runs, with the same logits. Below one
+                           layer's active experts: TERNION_E_DEVICE naming both sizes; a read
+                           error mid-run fails that call. The Vulkan backend refuses it */
 } ternion_context_params;
 typedef enum { TERNION_BACKEND_AUTO = 0, TERNION_BACKEND_CPU = 1, TERNION_BACKEND_VULKAN = 2 } ternion_backend;
 /* "auto", "cpu", "vulkan", "vulkan:N" or "N" (Vulkan device N) -> *out_backend, *out_device (-1:
@@ -621,6 +628,16 @@ typedef struct {
     bool cpu_backend;              /* the context runs on the native CPU backend */
     int32_t n_threads, n_threads_batch; /* its threads (decode, prompt steps); 0 on Vulkan */
     uint64_t rss_bytes;            /* resident set size of the process now */
+    /* expert_cache_mib (all 0 without it), counted since the context was made: */
+    int32_t xc_slots;              /* (layer, expert) slots the budget holds */
+    uint64_t xc_budget_bytes;      /* their bytes */
+    uint64_t xc_expert_bytes;      /* every expert of the model (100 % of what a cache could hold) */
+    uint64_t xc_hits, xc_misses;   /* a layer's distinct chosen experts: in a slot already / read then */
+    uint64_t xc_prefetched;        /* experts the prefetch thread read ahead */
+    uint64_t xc_prefetch_used;     /* ... and a layer then used */
+    uint64_t xc_bytes_read;        /* bytes read from the model file for experts */
+    uint64_t xc_tokens;            /* tokens run (prompt and decode): bytes per token = read / tokens */
+    double xc_stall_ms;            /* time the forward pass waited for expert reads */
 } ternion_perf;
 /* "events, compute queue", "timeline semaphores, compute queue", "host copies", ... for a
  * stream_sync value. */

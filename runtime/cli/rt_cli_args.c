@@ -57,6 +57,7 @@ static const flag_def flags[] = {
     {"-t", "--threads", F_INT, O(n_threads), 1, 512, "N", "CPU backend: threads of a decode step (default: the physical cores)"},
     {"-tb", "--threads-batch", F_INT, O(n_threads_batch), 1, 512, "N", "CPU backend: threads of a prompt step (default: -t)"},
     {"--mlock", NULL, F_BOOL, O(mlock), 0, 0, NULL, "CPU backend: lock the weights in memory"},
+    {"--expert-cache", NULL, F_INT, O(expert_cache), 0, 1 << 30, "MiB", "CPU backend, mixture-of-experts models: leave the experts in the file and keep the used ones in a cache of MiB (least recently used evicted; the next layer's likely experts read ahead by a thread); a model larger than memory runs, same logits; --profile / --bench print hits, misses, bytes read per token and time stalled (0: the experts in place, the default)"},
     {"--list-devices", NULL, F_BOOL, O(list_devices), 0, 0, NULL, "list Vulkan devices and exit"},
     {"--profile", NULL, F_BOOL, O(profile), 0, 0, NULL, "time every kernel; print a per-kernel table"},
     {"--bench", NULL, F_BOOL, O(bench), 0, 0, NULL, "benchmark (random weights without -m: the model's full shape, on a CPU device a reduced one)"},

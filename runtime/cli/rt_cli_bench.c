@@ -68,6 +68,8 @@ typedef struct {
                                      and without (both a token per step); 0: not measured */
     double gram_budget_ms;        /* the same with the grammar and a token budget of GRAM_STEPS */
     double gram_sample_ms[3];     /* ternion_sample's ms per token: grammar, grammar + budget, none */
+    ternion_perf xc;              /* --expert-cache: the xc_* counters of the timed decode runs alone
+                                     (their difference), xc_slots / bytes as they are */
 } bench_result;
 
 /* a chat turn's first token (16), and the usual pp128 / pp512 (the last: --profile's step) */
@@ -367,12 +369,18 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     for (int w = 0; w < 3; w++)
         if (step(e, g, &id, 1, DEC_POS + w, &id)) return fail("decode", e);
     double runs[DEC_RUNS];
+    ternion_perf x0;
+    ternion_perf_get(e, &x0);
     for (int k = 0; k < DEC_RUNS; k++) {
         double t0 = rt_cli_now_ms();
         for (int s = 0; s < DEC_STEPS; s++)
             if (step(e, g, &id, 1, DEC_POS + s, &id)) return fail("decode", e);
         runs[k] = (rt_cli_now_ms() - t0) / DEC_STEPS;
     }
+    ternion_perf_get(e, &r->xc);
+    r->xc.xc_hits -= x0.xc_hits, r->xc.xc_misses -= x0.xc_misses, r->xc.xc_bytes_read -= x0.xc_bytes_read;
+    r->xc.xc_tokens -= x0.xc_tokens, r->xc.xc_stall_ms -= x0.xc_stall_ms;
+    r->xc.xc_prefetched -= x0.xc_prefetched, r->xc.xc_prefetch_used -= x0.xc_prefetch_used;
     r->dec_ms = median(runs, DEC_RUNS);
     r->dec_tps = 1000.0 / r->dec_ms;
     /* the same steps as greedy chains: one submission for DEC_STEPS tokens */
@@ -513,6 +521,14 @@ static void report_json(const rt_cli_opts *o, const char *name, const char *path
                o->vram_budget, r->streamed_layers, (unsigned long long)r->streamed_bytes, r->s_copy_ms,
                r->s_compute_ms, r->s_step_ms, r->s_copy_ms > 0 ? r->streamed_bytes / (r->s_copy_ms * 1e6) : 0.0,
                ternion_stream_sync_name(r->stream_sync));
+        const ternion_perf *x = &r->xc;
+        const double xt = x->xc_tokens ? (double)x->xc_tokens : 1.0;
+        printf("\"expert_cache_mib\":%d,\"xc_slots\":%d,\"xc_budget_fraction\":%.4f,\"xc_decode_hits\":%llu,"
+               "\"xc_decode_misses\":%llu,\"xc_decode_bytes_per_token\":%.0f,\"xc_decode_stall_ms_per_token\":%.4f,"
+               "\"xc_decode_prefetched\":%llu,\"xc_decode_prefetch_used\":%llu,",
+               o->expert_cache, x->xc_slots, x->xc_expert_bytes ? x->xc_budget_bytes / (double)x->xc_expert_bytes : 0.0,
+               (unsigned long long)x->xc_hits, (unsigned long long)x->xc_misses, x->xc_bytes_read / xt,
+               x->xc_stall_ms / xt, (unsigned long long)x->xc_prefetched, (unsigned long long)x->xc_prefetch_used);
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
         json_str("layer_chain", r->chained ? "chained" : "unchained", true);
         json_str("sparse_ffn", sparse_names[r->sparse_ffn < 0 || r->sparse_ffn > 2 ? 0 : r->sparse_ffn], true);
@@ -555,6 +571,12 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
     if (r->cpu_backend)
         printf("cpu:         %d threads for decode, %d for prompts; resident set %.1f MiB (weights read in place "
                "from the file mapping)\n", r->n_threads, r->n_threads_batch, r->rss_bytes / 1048576.0);
+    if (r->xc.xc_slots && r->xc.xc_tokens)
+        printf("experts:     --expert-cache %d MiB: %d slots (%.0f%% of the experts' bytes); decode: %.1f%% hits, "
+               "%.2f MB read from the file and %.3f ms stalled per token\n", o->expert_cache, r->xc.xc_slots,
+               100.0 * r->xc.xc_budget_bytes / (double)r->xc.xc_expert_bytes,
+               100.0 * r->xc.xc_hits / (double)(r->xc.xc_hits + r->xc.xc_misses ? r->xc.xc_hits + r->xc.xc_misses : 1),
+               r->xc.xc_bytes_read / 1e6 / (double)r->xc.xc_tokens, r->xc.xc_stall_ms / (double)r->xc.xc_tokens);
     else
         printf("kernels:     %s integer dot products; cooperative int8 matrices %s; LM head %s; ternary weights %s; "
            "decode matrix rows read %s\n",

@@ -194,6 +194,7 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
                  : !strcmp(o->weights, "tq1_0") ? TERNION_WEIGHTS_TQ1_0
                                                 : TERNION_WEIGHTS_TQ2;
     cp.vram_budget_mib = o->vram_budget;
+    cp.expert_cache_mib = o->expert_cache;
     ternion_context *c = NULL;
     if (ternion_context_new(m, &cp, &c)) {
         fprintf(stderr, "error: %s\n", ternion_last_error());

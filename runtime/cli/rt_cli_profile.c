@@ -89,7 +89,21 @@ void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
     }
     ternion_perf pf;
     double copy_ms, compute_ms, step_ms;
-    if (!decode || ternion_perf_get(ctx, &pf) || !pf.streamed_layers)
+    if (!decode || ternion_perf_get(ctx, &pf))
+        return;
+    if (pf.xc_slots) /* --expert-cache: since the context was made (prompt and decode steps) */
+        fprintf(stderr,
+                "expert cache: %d slots, %.1f MiB (%.0f%% of the experts' %.1f MiB), least recently used evicted; "
+                "%llu tokens: %llu hits, %llu misses (%.1f%% hits), %.2f MB read from the file per token, "
+                "%.3f ms stalled per token; prefetch read %llu experts, %llu of them used\n",
+                pf.xc_slots, pf.xc_budget_bytes / 1048576.0, 100.0 * pf.xc_budget_bytes / (double)pf.xc_expert_bytes,
+                pf.xc_expert_bytes / 1048576.0, (unsigned long long)pf.xc_tokens, (unsigned long long)pf.xc_hits,
+                (unsigned long long)pf.xc_misses,
+                pf.xc_hits + pf.xc_misses ? 100.0 * pf.xc_hits / (double)(pf.xc_hits + pf.xc_misses) : 0.0,
+                pf.xc_tokens ? pf.xc_bytes_read / 1e6 / (double)pf.xc_tokens : 0.0,
+                pf.xc_tokens ? pf.xc_stall_ms / (double)pf.xc_tokens : 0.0, (unsigned long long)pf.xc_prefetched,
+                (unsigned long long)pf.xc_prefetch_used);
+    if (!pf.streamed_layers)
         return;
     if (ternion_perf_stream(ctx, &copy_ms, &compute_ms, &step_ms)) {
         fprintf(stderr, "layer streaming: not measured (%s)\n", ternion_context_error(ctx));

@@ -193,7 +193,12 @@ static int alloc_moe(cpu_engine *e, int max_threads, char *err)
     e->moe_w = malloc(sizeof(float) * nk);
     e->moe_d = malloc(sizeof(float) * nk * (size_t)e->moe_dim);
     e->moe_scratch = aligned_alloc(64, e->moe_scratch_bytes * (size_t)max_threads);
-    return e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch ? 0 : fail_oom(err, "moe buffers");
+    e->moe_slot = malloc(sizeof(int) * nk);
+    e->moe_round = malloc(sizeof(int) * nk);
+    e->moe_guess = malloc(sizeof(int) * (size_t)e->moe_k);
+    e->moe_guess_w = malloc(sizeof(float) * (size_t)e->moe_k);
+    return e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch && e->moe_slot && e->moe_round &&
+                   e->moe_guess && e->moe_guess_w ? 0 : fail_oom(err, "moe buffers");
 }
 
 static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
@@ -345,7 +350,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
                 cpu_engine_close(e);
                 return -1;
             }
-    if (resolve_ops(e, err)) {
+    if (resolve_ops(e, err) || cpu_experts_open(e, o->expert_cache_mib, o->expert_prefetch, err)) {
         cpu_engine_close(e);
         return -1;
     }
@@ -365,20 +370,28 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
     /* weights in place: read the file ahead and map every page now (as llama.cpp's MAP_POPULATE),
      * so the first prompt does not pay a page fault per 4 KiB of weights; mlock on request */
     const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    const bool fits = !(pages > 0 && psz > 0 && (double)g->map_len > 0.9 * (double)pages * psz);
-    if (fits) {
-        madvise((void *)g->map, g->map_len, MADV_WILLNEED);
-        prefault(e, g->map, g->map_len);
-    } else if (!*out_note) {
+    /* (--expert-cache: the gaps between the experts only; the experts stay on disk) */
+    const double in_ram = (double)(g->map_len - cpu_experts_file_bytes(e));
+    const bool fits = !(pages > 0 && psz > 0 && in_ram > 0.9 * (double)pages * psz);
+    const uint8_t *gp;
+    size_t gn;
+    for (int i = 0; fits && i <= e->n_xc_skip; i++)
+        if (cpu_experts_gap(e, i, &gp, &gn)) {
+            madvise((void *)((uintptr_t)gp & ~(uintptr_t)(psz - 1)), gn + ((uintptr_t)gp & (uintptr_t)(psz - 1)),
+                    MADV_WILLNEED);
+            prefault(e, gp, gn);
+        }
+    if (!fits && !*out_note) {
         *out_note = "the model is larger than 90 % of this machine's memory: it runs from the file mapping, read from "
                     "disk as it goes (slow)";
     }
-    if (o->mlock && mlock(g->map, g->map_len)) {
-        snprintf(err, RT_ERR_LEN, "--mlock: cannot lock %.1f MiB of weights in memory: %s (raise ulimit -l)",
-                 g->map_len / 1048576.0, strerror(errno));
-        cpu_engine_close(e);
-        return -1;
-    }
+    for (int i = 0; o->mlock && i <= e->n_xc_skip; i++)
+        if (cpu_experts_gap(e, i, &gp, &gn) && mlock(gp, gn)) {
+            snprintf(err, RT_ERR_LEN, "--mlock: cannot lock %.1f MiB of weights in memory: %s (raise ulimit -l)",
+                     in_ram / 1048576.0, strerror(errno));
+            cpu_engine_close(e);
+            return -1;
+        }
     if (fits) /* after the pages are in: it streams the weights (never from disk) */
         cpu_engine_tune_kernels(e);
     else
@@ -425,6 +438,12 @@ void cpu_engine_close(cpu_engine *e)
     free(e->moe_w);
     free(e->moe_d);
     free(e->moe_scratch);
+    free(e->moe_slot);
+    free(e->moe_round);
+    free(e->moe_guess);
+    free(e->moe_guess_w);
+    cpu_xcache_close(e->xc);
+    free(e->xc_skip);
     free(e->kv);
     free((void *)e->head_copy.data);
     free(e->prof_rows[0]);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu/cpu_xcache.h"
 #include "gguf/rt_gguf.h"
 #include "schema/rt_schedule.h"
 
@@ -28,7 +29,14 @@ typedef struct {
                                    reads its up row (same logits) */
     bool mlock;                 /* lock the mapping in memory */
     bool profile;               /* time every op of each step (cpu_engine_profile) */
+    int expert_cache_mib;       /* 0: experts in place in the mapping; else they stay in the file and
+                                   a cache of this many MiB holds the used ones (cpu_xcache.h) */
+    int expert_prefetch;        /* CPU_XPF_*: what its prefetch thread reads (to measure what each brings) */
 } cpu_engine_opts;
+/* the default: the next layer's experts the previous token chose; those judged from this layer's
+ * input first, then the previous token's (on random weights its guesses evicted more than they
+ * saved: docs/performance.md); no prefetch thread */
+enum { CPU_XPF_LAST = 0, CPU_XPF_AHEAD = 1, CPU_XPF_OFF = 2 };
 
 /* g (opened and checked against d by the caller, n_layers and vocab from that check) must
  * outlive the engine. 0, or -1 with err (RT_ERR_LEN): a format with no CPU row, an op the
@@ -80,6 +88,9 @@ uint64_t cpu_rss_bytes(void);
  * the decode steps since the last reset (out[0..n_layers)); returns the steps counted. */
 int cpu_engine_ffn_active(const cpu_engine *e, double *out, int max);
 void cpu_engine_ffn_reset(cpu_engine *e);
+
+/* --expert-cache: its figures so far; false (out untouched) without the cache. */
+bool cpu_engine_xcache_stats(const cpu_engine *e, cpu_xcache_stats *out);
 
 /* Per-op times of the last step of n tokens (prefill: n > 1), summed over layers, in
  * schedule order: *out_n rows (engine-owned). 1 with err when profiling is off or no such

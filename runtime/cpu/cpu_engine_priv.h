@@ -11,6 +11,7 @@
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_pool.h"
 #include "cpu/cpu_tune.h"
+#include "cpu/cpu_xcache.h"
 
 #define CPU_MAX_ROWS 64 /* rows of one multi-row decode step (RT_ENGINE_MAX_ROWS) */
 
@@ -95,6 +96,17 @@ struct cpu_engine {
     float *moe_w, *moe_d;
     uint8_t *moe_scratch;
     size_t moe_scratch_bytes;
+    /* --expert-cache (cpu_engine_experts.c): the experts read from the file into the cache's
+     * slots, NULL: in place in the mapping; moe_slot [n_batch][k]: each (token, slot) pair's
+     * slot in the current round (-1 waiting, -2 done), moe_round: the pairs of the round */
+    cpu_xcache *xc;
+    bool xc_ahead;            /* prefetch layer L + 1's experts judged from layer L's input (CPU_XPF_AHEAD) */
+    int *moe_guess;           /* [k]: that judgement's experts (and moe_guess_w their weights, unused) */
+    float *moe_guess_w;
+    int *moe_slot, *moe_round;
+    int n_round;
+    uint64_t *xc_skip;        /* [n_xc_skip][2]: the experts' file ranges, sorted */
+    int n_xc_skip;
 
     /* --profile: [0] the last decode step, [1] the last prompt step */
     bool prof_have[2];
@@ -143,6 +155,15 @@ void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu
  * block, or no memory. cpu_head_bytes: a weight's bytes. */
 int cpu_head_make_copy(cpu_engine *e, uint32_t type, char *err);
 uint64_t cpu_head_bytes(const cpu_weight *w);
+
+/* --expert-cache MiB (cpu_engine_experts.c): e->xc over the moe op's stacked experts; 0 when
+ * budget_mib is 0; -1 with err (no experts, unequal layers, cpu_xcache_open's errors). */
+int cpu_experts_open(cpu_engine *e, int budget_mib, int prefetch, char *err);
+/* Gap i (0 .. n_xc_skip) of the mapping between the experts: false when empty. Without the
+ * cache, gap 0 is the whole mapping. */
+bool cpu_experts_gap(const cpu_engine *e, int i, const uint8_t **p, size_t *n);
+/* The experts' bytes in the file (0 without the cache). */
+uint64_t cpu_experts_file_bytes(const cpu_engine *e);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);

@@ -35,6 +35,8 @@ typedef struct {
     bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
+    char *err;             /* an op that fails (the expert cache's reads) says why here ... */
+    bool failed;           /* ... and the walk stops */
 } cpu_run;
 
 typedef void (*body_fn)(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith);
@@ -355,6 +357,62 @@ static void moe_expert_body(const cpu_run *r, const cpu_step_op *so, int64_t lo,
                        e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
 }
 
+/* --expert-cache: the pairs moe_round[lo .. hi) of this round, each expert's rows read from its
+ * slot (the same bytes as in the file, so the same bits) */
+static void moe_slot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    cpu_moe m = cpu_engine_moe(e, so, r->layer);
+    cpu_weight w[3];
+    const int64_t rows[3] = {m.eff, m.eff, m.dim};
+    for (int64_t j = lo; j < hi; j++) {
+        const int i = e->moe_round[j];
+        for (int p = 0; p < 3; p++) {
+            w[p] = (cpu_weight){cpu_xcache_part(e->xc, e->moe_slot[i], p), m.exp[p]->type, m.exp[p]->ne0, rows[p]};
+            m.exp[p] = &w[p];
+        }
+        cpu_moe_expert(e->isa, &m, 0, IN0(e, so) + (i / m.k) * m.dim, e->moe_d + (size_t)i * m.dim,
+                       e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
+    }
+}
+
+/* The experts through the cache: rounds of as many distinct experts as its slots hold (one
+ * round unless a prompt step needs more); layer L + 1's guess is prefetched meanwhile. */
+static int moe_cached(cpu_run *r, const cpu_step_op *so, int pairs)
+{
+    cpu_engine *e = r->e;
+    for (int i = 0; i < pairs; i++)
+        e->moe_slot[i] = -1;
+    for (int left = pairs, round = 0; left > 0; round++) {
+        const int got = cpu_xcache_acquire(e->xc, r->layer, e->moe_sel, pairs, e->moe_slot, r->err);
+        if (got <= 0) { /* 0 cannot happen: the budget holds one layer's k experts */
+            if (!got)
+                snprintf(r->err, RT_ERR_LEN, "expert cache: no slot free for layer %d", r->layer);
+            return -1;
+        }
+        if (round == 0) { /* the next layer's router on this layer's input (the last token's) */
+            const int next = (r->layer + 1) % e->n_layers, k = (int)e->cs->n_expert_used;
+            const bool ahead = e->xc_ahead && next > 0;
+            if (ahead) {
+                const cpu_moe mn = cpu_engine_moe(e, so, next);
+                cpu_moe_route(e->isa, &mn, IN0(e, so) + (size_t)(pairs / k - 1) * mn.dim, e->moe_guess, e->moe_guess_w,
+                              e->moe_scratch);
+            }
+            cpu_xcache_prefetch(e->xc, next, e->moe_guess, ahead ? k : 0);
+        }
+        e->n_round = 0;
+        for (int i = 0; i < pairs; i++)
+            if (e->moe_slot[i] >= 0)
+                e->moe_round[e->n_round++] = i;
+        par_for(r, so, e->n_round, 1, moe_slot_body, true);
+        for (int j = 0; j < e->n_round; j++)
+            e->moe_slot[e->moe_round[j]] = -2;
+        cpu_xcache_release(e->xc);
+        left -= got;
+    }
+    return 0;
+}
+
 static void moe_sum_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
@@ -363,12 +421,16 @@ static void moe_sum_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, in
         cpu_moe_sum(e->moe_d + t * k * dim, e->moe_w + t * k, k, dim, OUT(e, so) + t * dim);
 }
 
-static void moe(cpu_run *r, const cpu_step_op *so)
+static int moe(cpu_run *r, const cpu_step_op *so)
 {
     const int n = r->s->n;
     par_for(r, so, n, 1, moe_route_body, n > 1);
-    par_for(r, so, (int64_t)n * r->e->cs->n_expert_used, 1, moe_expert_body, true);
+    if (r->e->xc && moe_cached(r, so, n * (int)r->e->cs->n_expert_used))
+        return -1;
+    if (!r->e->xc)
+        par_for(r, so, (int64_t)n * r->e->cs->n_expert_used, 1, moe_expert_body, true);
     par_for(r, so, n, 1, moe_sum_body, n > 1);
+    return 0;
 }
 
 /* ---- ops ---- */
@@ -459,7 +521,7 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_LM_HEAD: lm_head(r, so); break;
     case RT_CPU_LINEAR: linear(r, so); break;
     case RT_CPU_ACT: par_for(r, so, n_el, 4096, act_plain_body, n_el >= 65536); break;
-    case RT_CPU_MOE: moe(r, so); break;
+    case RT_CPU_MOE: r->failed = moe(r, so) != 0; break;
     case RT_CPU_ADD_ROWS: par_for(r, so, n, 1, add_rows_body, big); break;
     default: break;
     }
@@ -484,7 +546,10 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
                      (int)step->pos[t], (long long)emb->ne1);
             return -1;
         }
-    cpu_run r = {.e = e, .s = step, .isa_mm = e->pick[step->n > 1 ? CPU_OP_PROMPT : CPU_OP_DECODE].isa, .qvalue = -1};
+    cpu_run r = {.e = e, .s = step, .isa_mm = e->pick[step->n > 1 ? CPU_OP_PROMPT : CPU_OP_DECODE].isa, .qvalue = -1,
+                 .err = err};
+    if (e->xc)
+        cpu_xcache_count_tokens(e->xc, step->n);
     step->ffn_sparse = false;
     if (e->profile)
         for (int i = 0; i < e->n_ops; i++)
@@ -499,6 +564,8 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
             for (uint32_t i = first[l]; i < first[l] + count[l]; i++) {
                 const double t0 = e->profile ? now_ns() : 0;
                 run_op(&r, &e->ops[i]);
+                if (r.failed)
+                    return -1;
                 if (e->profile)
                     e->ops[i].ns += now_ns() - t0;
             }

@@ -66,6 +66,10 @@ typedef struct {
     int n_threads;      /* CPU backend: threads of a decode step; 0: the physical cores */
     int n_threads_batch; /* CPU backend: threads of a prompt step; 0: n_threads */
     bool mlock;         /* CPU backend: lock the weights (the file mapping) in memory */
+    int expert_cache_mib; /* CPU backend: 0, the experts in place in the mapping; else they stay in
+                           the file and a cache of this many MiB holds the used ones, read as
+                           needed and prefetched (runtime/cpu/cpu_xcache.h; same logits); below
+                           one layer's active experts: an error naming both. Vulkan refuses it */
 } rt_engine_opts;
 
 enum { RT_BACKEND_VULKAN = 0, RT_BACKEND_CPU = 1, RT_BACKEND_AUTO = 2 };
@@ -188,6 +192,11 @@ typedef struct {
     uint64_t host_copies_overlapped; /* of the device), those that ran beside a compute batch in flight */
     double host_copy_ms, host_copy_overlapped_ms; /* their memcpy times (host clock) */
     int n_threads, n_threads_batch;  /* the CPU backend's threads (0 on Vulkan) */
+    /* --expert-cache (CPU backend; all 0 without it): cpu_xcache_stats's figures so far */
+    int xc_slots;
+    uint64_t xc_budget_bytes, xc_expert_bytes, xc_hits, xc_misses, xc_prefetched, xc_prefetch_used;
+    uint64_t xc_bytes_read, xc_tokens;
+    double xc_stall_ms;
 } rt_engine_stats;
 /* stream_sync: 0 nothing streamed; copies on the compute queue ordered by events (devices
  * without timeline semaphores, or TERNION_STREAM_SYNC=events); copy batches ordered by

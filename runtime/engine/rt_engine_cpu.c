@@ -73,12 +73,16 @@ int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err)
         return -1;
     }
     const int cores = cpu_physical_cores();
+    const char *xpf = getenv("TERNION_XCACHE_PREFETCH"); /* ahead / off: to measure the prefetch */
     cpu_engine_opts co = {
         .n_ctx = e->n_ctx, .n_batch = e->n_batch, .n_seq = e->n_seq,
         .n_threads = opts->n_threads > 0 ? opts->n_threads : cores,
         .n_threads_batch = opts->n_threads_batch > 0 ? opts->n_threads_batch : opts->n_threads > 0 ? opts->n_threads : cores,
         .lm_head_copy = opts->lm_head_q6k ? FMT_Q6_K : opts->lm_head_q8 ? FMT_Q8_0 : 0u, .sparse_ffn = opts->sparse_ffn == RT_SPARSE_EXACT, .mlock = opts->mlock,
-        .profile = opts->profile,
+        .profile = opts->profile, .expert_cache_mib = opts->expert_cache_mib,
+        .expert_prefetch = xpf && (!strcmp(xpf, "0") || !strcmp(xpf, "off")) ? CPU_XPF_OFF
+                           : xpf && !strcmp(xpf, "ahead")                  ? CPU_XPF_AHEAD
+                                                                            : CPU_XPF_LAST,
     };
     if (opts->n_threads < 0 || opts->n_threads_batch < 0) {
         snprintf(err, RT_ERR_LEN, "thread count %d: must be at least 1 (0: the %d physical cores)",
@@ -229,7 +233,23 @@ int rt_eng_cpu_ffn_predicted(const rt_engine *e, double *out, int max)
     (void)e, (void)out, (void)max;
     return 0;
 }
-void rt_eng_cpu_get_stats(const rt_engine *e, rt_engine_stats *out) { *out = e->stats; }
+void rt_eng_cpu_get_stats(const rt_engine *e, rt_engine_stats *out)
+{
+    *out = e->stats;
+    cpu_xcache_stats x;
+    if (cpu_engine_xcache_stats(e->cpu, &x)) {
+        out->xc_slots = x.slots;
+        out->xc_budget_bytes = x.budget_bytes;
+        out->xc_expert_bytes = x.expert_bytes;
+        out->xc_hits = x.hits;
+        out->xc_misses = x.misses;
+        out->xc_prefetched = x.prefetched;
+        out->xc_prefetch_used = x.prefetch_used;
+        out->xc_bytes_read = x.bytes_read;
+        out->xc_tokens = x.tokens;
+        out->xc_stall_ms = x.stall_ms;
+    }
+}
 uint32_t rt_eng_cpu_validation_count(const rt_engine *e)
 {
     (void)e;

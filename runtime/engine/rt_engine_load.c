@@ -319,7 +319,7 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     e->n_seq = opts->n_seq > 0 ? opts->n_seq : 1;
     e->progress = opts->progress;
     e->progress_user = opts->progress_user;
-    if (rt_gguf_open(opts->model_path, &e->g, err) ||
+    if (rt_gguf_open_ex(opts->model_path, opts->expert_cache_mib > 0 ? RT_GGUF_DEFER_3D : 0, &e->g, err) ||
         rt_engine_check_model(desc, e->g, &e->n_layers, &e->vocab, err))
         goto fail;
     uint32_t ctx = 0;
@@ -345,6 +345,11 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     if (opts->lm_head_q6k && backend != RT_BACKEND_CPU) {
         snprintf(err, RT_ERR_LEN, "--lm-head q6_k: the Vulkan backend has no Q6_K LM head kernel (it runs on the CPU "
                  "backend: --device cpu)");
+        goto fail;
+    }
+    if (opts->expert_cache_mib && backend != RT_BACKEND_CPU) {
+        snprintf(err, RT_ERR_LEN, "--expert-cache: the Vulkan backend has no expert cache (experts are uploaded "
+                 "whole); it runs on the CPU backend: --device cpu");
         goto fail;
     }
     if (backend == RT_BACKEND_CPU) {

@@ -564,7 +564,8 @@ static int check_layout(rt_gguf_priv *P, size_t info_end, char *err)
         t->data = g->map + g->data_offset + t->offset;
         const fmt_codec *fc = fmt_codec_find(t->type); /* known: fmt_nbytes accepted the type */
         char cerr[FMT_ERR_LEN];
-        if (fc->check && fc->check(t->data, t->ne, cerr)) {
+        const bool deferred = (P->flags & RT_GGUF_DEFER_3D) && t->n_dims == 3;
+        if (fc->check && !deferred && fc->check(t->data, t->ne, cerr)) {
             free(ord);
             return fail(err, g->path, "tensor '%.*s' (%s): %s", (int)(t->name.len > 200 ? 200 : t->name.len),
                         t->name.ptr, fc->name, cerr);
@@ -653,7 +654,9 @@ int rt_gguf_open_mem(const void *data, size_t len, const char *name, rt_gguf **o
     return finish_open(P, out_g, err);
 }
 
-int rt_gguf_open(const char *path, rt_gguf **out_g, char *err)
+int rt_gguf_open(const char *path, rt_gguf **out_g, char *err) { return rt_gguf_open_ex(path, 0, out_g, err); }
+
+int rt_gguf_open_ex(const char *path, unsigned flags, rt_gguf **out_g, char *err)
 {
     if (out_g) *out_g = NULL;
     if (!path || !out_g) return fail(err, "rt_gguf_open", "bad arguments");
@@ -675,6 +678,7 @@ int rt_gguf_open(const char *path, rt_gguf **out_g, char *err)
         return fail(err, path, "out of memory");
     }
     snprintf(P->pub.path, sizeof P->pub.path, "%s", path);
+    P->flags = flags;
     P->pub.map_len = (size_t)st.st_size;
     if (st.st_size > 0) {
         void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -72,6 +72,12 @@ typedef struct rt_gguf {
 
 /* Open and validate. Returns 0 on success; on failure fills err (RT_ERR_LEN). */
 int rt_gguf_open(const char *path, rt_gguf **out_g, char *err);
+/* Same, with flags: RT_GGUF_DEFER_3D leaves the data check (fmt_codec.check: finite scales,
+ * values) of 3-D tensors (stacked experts) to the caller, so opening touches none of their
+ * bytes; the caller must check every slice it reads before using it (the expert cache does,
+ * runtime/cpu/cpu_xcache.c). The layout (sizes, offsets, overlaps) is checked either way. */
+enum { RT_GGUF_DEFER_3D = 1 };
+int rt_gguf_open_ex(const char *path, unsigned flags, rt_gguf **out_g, char *err);
 /* Same, over a caller-owned memory block (used by the fuzzer/tests). */
 int rt_gguf_open_mem(const void *data, size_t len, const char *name, rt_gguf **out_g, char *err);
 void rt_gguf_close(rt_gguf *g);

@@ -15,6 +15,7 @@ typedef struct {
     rt_gguf pub; /* must stay first: rt_gguf * is cast to rt_gguf_priv * */
     rt_gguf_hidx kv_idx, ti_idx;
     bool owns_map;
+    unsigned flags; /* RT_GGUF_* of rt_gguf_open_ex */
 } rt_gguf_priv;
 
 uint32_t rt_gguf_rd_u32(const uint8_t *p);
