@@ -100,7 +100,16 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
                          (long long)w2, (long long)gt->ne[2]);
                 return -1;
             }
-            if (!rt_eng_type_ok(td->type, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
+            const rt_type_set *ts = rt_eng_type_set(d, t);
+            if (ts && !rt_eng_type_ok(d, t, (uint8_t)gt->type) && gt->ne[0] == w0 && gt->ne[1] == w1) {
+                char set[64] = "";
+                for (int i = 0; i < ts->n && i < RT_MAX_TYPE_SET; i++)
+                    snprintf(set + strlen(set), sizeof set - strlen(set), "%s%s", i ? ", " : "", type_name(ts->types[i]));
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s' (layer %d) is %s; models/%s.yaml allows {%s} for it", path,
+                         name, td->per_layer ? L : 0, fmt_type_name(gt->type), d->name, set);
+                return -1;
+            }
+            if (!rt_eng_type_ok(d, t, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
                 const fmt_codec *fc = fmt_codec_find(gt->type); /* Q2_0_G128: a file's type 42, told by size */
                 snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]%s%s%s", path,
                          name, type_name(td->type), (long long)w0, (long long)w1, fmt_type_name(gt->type),
