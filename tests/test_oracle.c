@@ -458,8 +458,12 @@ static void test_type_set_refusal(void **state)
     oracle_case *c = NULL;
     for (int i = 0; i < n_cases; i++)
         c = !strcmp(cases[i].name, "llama-kq-mix-tiny") ? &cases[i] : c;
-    if (!c || (!c->parsed && read_manifest(c, (char[600]){0}, 600)))
-        fail_msg("the case llama-kq-mix-tiny is missing or unreadable");
+    if (!c) { /* TERNION_ORACLE_DIR names another folder (tools/oracle/full_size.sh) */
+        printf("skip: no case llama-kq-mix-tiny under %s/\n", oracle_dir());
+        skip();
+    }
+    if (!c->parsed && read_manifest(c, (char[600]){0}, 600))
+        fail_msg("the case llama-kq-mix-tiny is unreadable");
     ensure_gguf(c);
     char err[RT_ERR_LEN] = "";
     const built_desc *bd = desc_of(c->yaml, true, err);
