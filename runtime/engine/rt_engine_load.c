@@ -14,6 +14,26 @@
 
 static const char *type_name(uint8_t t) { return fmt_type_name((rt_type)t); }
 
+/* A tensor of the file that changes the arithmetic when the description does not read it is
+ * refused, not run into wrong logits: Llama 3.1 / 3.2's `rope_freqs.weight` (llama.cpp divides
+ * each RoPE frequency by it: the llama3 scaling), which no op here applies. */
+static int unread_factors(const rt_model_desc *d, const rt_gguf *g, char *err)
+{
+    static const char *const k_names[] = {"rope_freqs.weight"};
+    for (size_t i = 0; i < sizeof(k_names) / sizeof(k_names[0]); i++) {
+        bool read = false;
+        for (uint32_t t = 0; t < d->n_tensors; t++)
+            read |= strcmp(d->tensors[t].gguf, k_names[i]) == 0;
+        if (!read && rt_gguf_tensor_find(g, k_names[i])) {
+            snprintf(err, RT_ERR_LEN, "%s: tensor '%s' (RoPE frequency factors: Llama 3.1 / 3.2's rope scaling) is in "
+                     "the file and models/%s.yaml does not read it; without it the logits would be wrong, and no op "
+                     "applies it yet", g->path, k_names[i], d->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_layers, int *out_vocab, char *err)
 {
     const char *path = g->path;
@@ -119,6 +139,8 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             }
         }
     }
+    if (unread_factors(d, g, err))
+        return -1;
     *out_layers = n_layers;
     *out_vocab = vocab;
     return 0;
