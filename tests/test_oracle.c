@@ -448,10 +448,53 @@ static void run_case(oracle_case *c, int backend)
 static void test_case_cpu(void **state) { run_case(*state, RT_BACKEND_CPU); }
 static void test_case_vulkan(void **state) { run_case(*state, RT_BACKEND_VULKAN); }
 
+/* The same file plus a Llama 3.1 `rope_freqs.weight` (RoPE frequency factors, which no op here
+ * applies): refused at load naming that tensor, instead of running into other logits. */
+static void refuse_rope_freqs(const rt_model_desc *d, const rt_gguf *g)
+{
+    char err[RT_ERR_LEN] = "", path[400];
+    rt_gguf_writer *w = rt_gguf_writer_new((uint32_t)g->alignment);
+    assert_non_null(w);
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        char key[256];
+        const uint8_t *p;
+        uint64_t len;
+        snprintf(key, sizeof(key), "%.*s", (int)g->kv[i].key.len, g->kv[i].key.ptr);
+        rt_gguf_kv_payload(&g->kv[i], &p, &len);
+        if (strcmp(key, "general.alignment"))
+            rt_gguf_w_raw(w, key, g->kv[i].type, p, len);
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const rt_gguf_tensor *t = &g->tensors[i];
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+        rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+    }
+    static const float factors[32] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                      2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8};
+    const int64_t ne[4] = {32, 1, 1, 1};
+    rt_gguf_w_tensor(w, "rope_freqs.weight", FMT_F32, 1, ne, factors, sizeof(factors));
+    snprintf(path, sizeof(path), "%s/test-oracle-rope-freqs.gguf", build_dir());
+    assert_int_equal(rt_gguf_writer_save(w, path, err), 0);
+    rt_gguf_writer_free(w);
+    rt_gguf *f = NULL;
+    assert_int_equal(rt_gguf_open(path, &f, err), 0);
+    int nl = 0, nv = 0;
+    const int rc = rt_engine_check_model(d, f, &nl, &nv, err);
+    rt_gguf_close(f);
+    remove(path);
+    printf("%s\n", err);
+    assert_int_not_equal(rc, 0);
+    if (!strstr(err, "tensor 'rope_freqs.weight' (RoPE frequency factors: Llama 3.1 / 3.2's rope scaling) is in the "
+                     "file and models/llama-kq-mix-tiny.yaml does not read it"))
+        fail_msg("unexpected message: %s", err);
+}
+
 /* A type set (tests/data/kqmix/llama-kq-mix-tiny.yaml: attn_v, ffn_down [q4_k, q6_k]) takes the
  * file's type per layer; a layer whose type is outside the set is refused at load with one
  * message naming the tensor, its layer, its type and the set: the case's llama-quantize file
- * (layer 2's attn_v Q6_K) against the description with the sets made {Q4_K, Q8_0}. */
+ * (layer 2's attn_v Q6_K) against the description with the sets made {Q4_K, Q8_0}; and the
+ * file with rope_freqs.weight added (refuse_rope_freqs). */
 static void test_type_set_refusal(void **state)
 {
     (void)state;
@@ -484,11 +527,12 @@ static void test_type_set_refusal(void **state)
     }
     d.type_sets = sets;
     assert_int_not_equal(rt_engine_check_model(&d, g, &nl, &nv, err), 0);
-    rt_gguf_close(g);
     printf("%s\n", err);
     if (!strstr(err, "tensor 'blk.2.attn_v.weight' (layer 2) is Q6_K; models/llama-kq-mix-tiny.yaml allows "
                      "{Q4_K, Q8_0} for it"))
         fail_msg("unexpected message: %s", err);
+    refuse_rope_freqs(&bd->d.desc, g);
+    rt_gguf_close(g);
 }
 
 /* The manifests read (a bad one fails here, naming the file and line) and a case found. */
