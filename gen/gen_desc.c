@@ -203,6 +203,67 @@ static int build_chain(gen_desc *d, char *err)
     return 0;
 }
 
+_Static_assert(GEN_MAX_ALT + 1 == RT_MAX_TYPE_SET, "a type set's size is the schema's");
+
+/* The alternates of dispatch *dp (kop built): where its kernel reads a tensor with a type set,
+ * the same kop built for each other type of the set (rt_kernel_alt), against a copy of the
+ * model with that tensor retyped. One such tensor per kernel. */
+static int build_alts(gen_desc *d, const gen_graph *g, const gen_kop *kop, bool decode, const rt_dispatch *dp,
+                      char *err)
+{
+    int set = -1;
+    for (int a = 0; a < dp->n_args; a++) {
+        const int t = dp->args[a].index;
+        if (dp->args[a].kind != RT_ARG_WEIGHT || !g->m->tensors[t].n_alt || t == set)
+            continue;
+        if (set >= 0) {
+            snprintf(err, GEN_ERR_LEN, "%s:%d:%d: %s reads two tensors with type sets ('%s', '%s'); one kernel may read "
+                     "one", g->m->path, kop->loc.line, kop->loc.col, kop->label, g->m->tensors[set].key,
+                     g->m->tensors[t].key);
+            return -1;
+        }
+        set = t;
+    }
+    if (set < 0)
+        return 0;
+    gen_model *m2 = malloc(sizeof(*m2));
+    gen_graph *g2 = malloc(sizeof(*g2));
+    int rc = m2 && g2 ? 0 : -1;
+    if (rc)
+        snprintf(err, GEN_ERR_LEN, "out of memory");
+    else {
+        *m2 = *g->m;
+        *g2 = *g;
+        g2->m = m2;
+    }
+    for (int i = 0; !rc && i < g->m->tensors[set].n_alt; i++) {
+        const uint32_t ty = g->m->tensors[set].alt[i];
+        m2->tensors[set].type = ty;
+        gen_kernel_out ko;
+        memset(&ko, 0, sizeof(ko));
+        int kid = -1;
+        if (gen_kernel_build(g2, kop, decode, &ko, err) == 0)
+            kid = intern_kernel(d, (dsl_kernel *)ko.k, err);
+        gen_kernel_out_free(&ko);
+        if (kid < 0) {
+            rc = -1;
+            break;
+        }
+        bool seen = false;
+        for (uint32_t j = 0; j < d->n_alts; j++)
+            seen |= d->alts[j].kernel == dp->kernel && d->alts[j].tensor == set && d->alts[j].type == ty;
+        if (!seen && d->n_alts >= GEN_MAX_KERNELS) {
+            snprintf(err, GEN_ERR_LEN, "too many alternate kernels (max %d)", GEN_MAX_KERNELS);
+            rc = -1;
+        } else if (!seen)
+            d->alts[d->n_alts++] = (rt_kernel_alt){.kernel = dp->kernel, .tensor = (uint16_t)set, .type = (uint8_t)ty,
+                                                   .alt = (uint16_t)kid};
+    }
+    free(m2);
+    free(g2);
+    return rc;
+}
+
 /* Build kop (index ki of g) into dispatch *dp. */
 static int build_dispatch(gen_desc *d, const gen_graph *g, const gen_kop *kop, int ki, bool decode, rt_dispatch *dp,
                           char *err)
@@ -231,7 +292,7 @@ static int build_dispatch(gen_desc *d, const gen_graph *g, const gen_kop *kop, i
     dp->bytes_active = ko.bytes_active;
     dp->label = kop->label;
     gen_kernel_out_free(&ko);
-    return 0;
+    return build_alts(d, g, kop, decode, dp, err);
 }
 
 /* The --lm-head q8 variant of the post section: the same dispatches, the LM head
@@ -345,8 +406,16 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
         d->tensors[i] = (rt_tensor_desc){.gguf = t->gguf, .type = (uint8_t)t->type, .n_dims = (uint8_t)t->n_dims,
                                          .ne = {t->ne[0], t->n_dims > 1 ? t->ne[1] : 1, t->n_dims > 2 ? t->ne[2] : 1},
                                          .per_layer = t->per_layer};
+        if (t->n_alt) {
+            rt_type_set *ts = &d->type_sets[d->n_type_sets++];
+            *ts = (rt_type_set){.tensor = (uint16_t)i, .n = (uint8_t)(1 + t->n_alt), .types = {(uint8_t)t->type}};
+            for (int j = 0; j < t->n_alt; j++)
+                ts->types[1 + j] = (uint8_t)t->alt[j];
+        }
     }
     md->tensors = d->tensors;
+    md->type_sets = d->type_sets;
+    md->n_type_sets = d->n_type_sets;
     md->n_tensors = (uint32_t)m->n_tensors;
     for (int i = 0; i < m->n_pre; i++)
         if (m->pre[i].kind == GEN_OP_EMBED)
@@ -382,6 +451,8 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
     md->topk_groups_x = 1;
     md->kernels = d->kernels;
     md->n_kernels = d->n_kernels;
+    md->kernel_alts = d->alts;
+    md->n_kernel_alts = d->n_alts;
 
     /* MANIFEST: what this description was made from, with content hashes. */
     size_t cap = 4096 + 128 * (size_t)d->n_kernels, len = 0;

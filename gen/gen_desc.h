@@ -49,6 +49,10 @@ typedef struct {
     int chain_kop[GEN_MAX_KOPS];           /* its dispatch i runs graph_dec's kops chain_kop[i] .. */
     int chain_n[GEN_MAX_KOPS];             /* ... + chain_n[i] - 1 (1: decode's own dispatch) */
     char chain_label[GEN_MAX_KOPS][160];   /* labels of the chained dispatches */
+    rt_type_set type_sets[GEN_MAX_TENSORS]; /* the tensors with a type set (desc.type_sets) */
+    uint32_t n_type_sets;
+    rt_kernel_alt alts[GEN_MAX_KERNELS];   /* the alternate kernels of type sets (desc.kernel_alts) */
+    uint32_t n_alts;
     char *manifest;                        /* owned */
     gen_cpu_sched cpu;                     /* the CPU schedule's tables (desc.cpu) */
 } gen_desc;

@@ -154,6 +154,8 @@ typedef struct {
     int64_t vocab;
     bool untied;
     const rt_gguf_tensor *t[N_TENSORS]; /* layer 0's tensor of each row used, else NULL */
+    uint32_t more[N_TENSORS][GEN_MAX_ALT]; /* the other types later layers hold (a type set) */
+    int n_more[N_TENSORS];
     char *buf;                          /* the YAML text */
     size_t len, cap;
     bool oom;
@@ -328,6 +330,14 @@ static int check_tensors(drafter *d)
             }
             if (l == 0)
                 d->t[r] = ft;
+            bool seen = ft->type == d->t[r]->type; /* a type this layer adds: llama-quantize's Q4_K_M */
+            for (int i = 0; i < d->n_more[r]; i++)
+                seen |= d->more[r][i] == ft->type;
+            if (!seen && d->n_more[r] == GEN_MAX_ALT)
+                return fail(d, "tensor '%s' has more than %d types across the layers", k_tensors[r].gguf,
+                            GEN_MAX_ALT + 1);
+            if (!seen)
+                d->more[r][d->n_more[r]++] = ft->type;
         }
     }
     return 0;
@@ -568,7 +578,19 @@ static int write_tensors(drafter *d)
             snprintf(shape, sizeof(shape), "[%s]", k_tensors[r].ne0);
         char key[40];
         snprintf(key, sizeof(key), "%s:", k_tensors[r].key);
-        const char *ty = c->yaml ? c->yaml : type;
+        char set[64]; /* a type set: each layer's type, in the order the layers first hold them */
+        snprintf(set, sizeof(set), "[%s", c->yaml ? c->yaml : type);
+        for (int i = 0; i < d->n_more[r]; i++) {
+            const fmt_codec *m = fmt_codec_find(d->more[r][i]);
+            snprintf(set + strlen(set), sizeof(set) - strlen(set), ", %s", m->yaml ? m->yaml : m->name);
+            if ((!m->yaml || !(m->uses & tensor_use(d, r))) && note != text) {
+                snprintf(text, sizeof(text), "UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "tensor '%s' is %s "
+                         "in some layers, a type no op reads there", k_tensors[r].gguf, m->name));
+                note = text;
+            }
+        }
+        snprintf(set + strlen(set), sizeof(set) - strlen(set), "]");
+        const char *ty = d->n_more[r] ? set : c->yaml ? c->yaml : type;
         const int pad = (int)strlen(ty) < 5 ? 5 - (int)strlen(ty) : 0;
         line(d, note, "  %-14s {gguf: %-31s type: %s,%*s shape: %s}", key, gguf, ty, pad, "", shape);
     }

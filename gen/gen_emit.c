@@ -437,6 +437,33 @@ static void write_tensor(FILE *f, const rt_tensor_desc *t)
             (long long)t->ne[0], (long long)t->ne[1], ne2, t->per_layer);
 }
 
+/* The type sets (rt_type_set) and their alternate kernels (rt_kernel_alt), after the tensor table. */
+static void write_alts(FILE *f, const rt_model_desc *md)
+{
+    if (!md->n_type_sets)
+        return;
+    fprintf(f, "/* the types a tensor may have per layer (YAML type sets) */\nstatic const rt_type_set type_sets[] = {\n");
+    for (uint32_t i = 0; i < md->n_type_sets; i++) {
+        const rt_type_set *ts = &md->type_sets[i];
+        fprintf(f, "    {%u, %u, {", ts->tensor, ts->n);
+        for (int j = 0; j < ts->n; j++)
+            fprintf(f, "%sFMT_%s", j ? ", " : "", fmt_type_name(ts->types[j]));
+        fprintf(f, "}}, /* %s */\n", md->tensors[ts->tensor].gguf);
+    }
+    fprintf(f, "};\n\n");
+    if (!md->n_kernel_alts)
+        return;
+    fprintf(f, "/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type` */\n"
+               "static const rt_kernel_alt kernel_alts[] = {\n");
+    for (uint32_t i = 0; i < md->n_kernel_alts; i++) {
+        const rt_kernel_alt *a = &md->kernel_alts[i];
+        fprintf(f, "    {%u, %u, FMT_%s, %u}, /* %s: %s %s -> %s */\n", a->kernel, a->tensor, fmt_type_name(a->type),
+                a->alt, md->kernels[a->kernel].name, md->tensors[a->tensor].gguf, fmt_type_name(a->type),
+                md->kernels[a->alt].name);
+    }
+    fprintf(f, "};\n\n");
+}
+
 static void write_cpu_c(FILE *f, const rt_model_desc *md, const gen_model *m)
 {
     const rt_cpu_schedule *c = &md->cpu;
@@ -572,6 +599,17 @@ static void write_names(FILE *f, const rt_model_desc *md)
     fprintf(f, " };\n\n");
 }
 
+/* The description's optional fields: the Vulkan refusal, the type sets and their kernels. */
+static void write_desc_tail(FILE *f, const rt_model_desc *md)
+{
+    if (md->vk_refusal)
+        fprintf(f, "    .vk_refusal = \"%s\",\n", md->vk_refusal);
+    if (md->n_type_sets)
+        fprintf(f, "    .type_sets = type_sets, .n_type_sets = %u,\n", md->n_type_sets);
+    if (md->n_kernel_alts)
+        fprintf(f, "    .kernel_alts = kernel_alts, .n_kernel_alts = %u,\n", md->n_kernel_alts);
+}
+
 static int write_model_c(const gen_desc *d, const char *dir, char *err)
 {
     const rt_model_desc *md = &d->desc;
@@ -621,7 +659,9 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     fprintf(f, "};\n\nstatic const rt_tensor_desc tensors[] = {\n");
     for (uint32_t i = 0; i < md->n_tensors; i++)
         write_tensor(f, &md->tensors[i]);
-    fprintf(f, "};\n\n/* activation buffers (planned: values with disjoint lifetimes share one) */\n");
+    fprintf(f, "};\n\n");
+    write_alts(f, md);
+    fprintf(f, "/* activation buffers (planned: values with disjoint lifetimes share one) */\n");
     fprintf(f, "static const rt_act_desc acts[] = {\n");
     for (uint32_t i = 0; i < md->n_acts; i++)
         fprintf(f, "    {\"%s\", %u},\n", md->acts[i].name, md->acts[i].bytes_per_token);
@@ -684,8 +724,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
                "    .manifest = manifest,\n",
             md->k_argmax, md->k_topk, md->k_copy, md->topk_groups_x);
     write_cpu_desc(f, md);
-    if (md->vk_refusal)
-        fprintf(f, "    .vk_refusal = \"%s\",\n", md->vk_refusal);
+    write_desc_tail(f, md);
     fprintf(f, "};\n");
     return close_out(f, "model.c", err);
 }

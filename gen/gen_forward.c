@@ -120,15 +120,20 @@ static int parse_weight(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
         return gen_yaml_fail(c->y, w, "%s: %s '%s' is not in tensors", c->label, wkey, name);
     snprintf(c->label + strlen(c->label), sizeof(c->label) - strlen(c->label), " '%s'", name);
     const gen_tensor *t = &c->m->tensors[op->weight];
+    if (t->n_alt && op->kind != GEN_OP_LINEAR)
+        return gen_yaml_fail(c->y, w, "%s: %s has a type set; only linear and moe (experts) ops read one", c->label,
+                             wkey);
     const fmt_codec *codec = fmt_codec_find(t->type);
+    for (int i = 0; i < t->n_alt && codec && (codec->uses & k_rules[op->kind].uses); i++)
+        codec = fmt_codec_find(t->alt[i]); /* every type of the set: the first one an op cannot read */
     if (!codec || !(codec->uses & k_rules[op->kind].uses)) {
         char allowed[160] = ""; /* every spelling the op takes, " or " between */
         for (int i = 0; i < fmt_codec_count(); i++)
             if (fmt_codec_at(i)->yaml && (fmt_codec_at(i)->uses & k_rules[op->kind].uses))
                 snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", allowed[0] ? " or " : "",
                          fmt_codec_at(i)->yaml);
-        return gen_yaml_fail(c->y, w, "%s: %s has type %s, %s needs %s", c->label, wkey, gen_ttype_name(t->type),
-                             gen_op_label(op), allowed);
+        return gen_yaml_fail(c->y, w, "%s: %s has type %s, %s needs %s", c->label, wkey,
+                             gen_ttype_name(codec ? codec->type : t->type), gen_op_label(op), allowed);
     }
     if (op->kind == GEN_OP_ADD_ROWS && t->type != FMT_F32) /* llama.cpp's converter keeps these F32 */
         return gen_yaml_fail(c->y, w, "%s: table has type %s, add_rows needs f32", c->label, gen_ttype_name(t->type));

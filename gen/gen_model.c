@@ -261,6 +261,53 @@ static void yaml_types(char *out, size_t cap)
     }
 }
 
+/* `type:` one type, or a type set `[q4_k, q6_k]` (the file decides per layer: t->type the
+ * first, t->alt the others): each a codec row, distinct, none ternary (a ternary matrix takes any
+ * ternary format the file holds already, rt_engine_weights.c). */
+static int parse_type_set(gen_yaml *y, yaml_node_t *ty, const char *what, gen_tensor *t)
+{
+    const bool seq = ty->type == YAML_SEQUENCE_NODE;
+    const int len = seq ? gen_yaml_seq_len(ty) : 1;
+    if (len < 1 || len > 1 + GEN_MAX_ALT)
+        return gen_yaml_fail(y, ty, "%s: a type set lists 1 to %d types, got %d", what, 1 + GEN_MAX_ALT, len);
+    t->n_alt = 0;
+    for (int i = 0; i < len; i++) {
+        yaml_node_t *it = seq ? gen_yaml_seq_item(y, ty, i) : ty;
+        const char *type = gen_yaml_text(it);
+        const fmt_codec *codec = type ? fmt_codec_by_yaml(type) : NULL;
+        if (!codec) {
+            char names[96];
+            yaml_types(names, sizeof names);
+            return gen_yaml_fail(y, it, "%s: unknown type '%s' (%s)", what, type ? type : gen_yaml_kind(it), names);
+        }
+        if (len > 1 && (codec->uses & FMT_USE_TERNARY))
+            return gen_yaml_fail(y, it, "%s: %s in a type set: a ternary matrix takes any ternary format the file "
+                                 "holds already (its type alone)", what, codec->yaml);
+        for (int j = 0; j < i; j++)
+            if ((j ? t->alt[j - 1] : t->type) == codec->type)
+                return gen_yaml_fail(y, it, "%s: type %s listed twice", what, codec->yaml);
+        if (i == 0)
+            t->type = codec->type;
+        else
+            t->alt[t->n_alt++] = codec->type;
+    }
+    return 0;
+}
+
+/* The checks of a tensor's shape against each type of its set. */
+static int check_type_shape(gen_yaml *y, yaml_node_t *at, const char *what, const gen_tensor *t)
+{
+    for (int i = 0; i <= t->n_alt; i++) {
+        const fmt_codec *codec = fmt_codec_find(i ? t->alt[i - 1] : t->type);
+        if ((codec->uses & FMT_USE_TERNARY) && t->n_dims == 1)
+            return gen_yaml_fail(y, at, "%s: %s tensors must be 2-D (or 3-D: experts)", what, codec->yaml);
+        if ((t->ne[0] <= 0 && (codec->uses & FMT_USE_TERNARY)) || (t->ne[0] > 0 && t->ne[0] % codec->blk))
+            return gen_yaml_fail(y, at, "%s: %s input width ne0 = %lld is not a multiple of %u", what, codec->yaml,
+                                 (long long)t->ne[0], codec->blk);
+    }
+    return 0;
+}
+
 static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *m)
 {
     static const char *const keys[] = {"gguf", "type", "shape", NULL};
@@ -271,10 +318,9 @@ static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *
     snprintf(what, sizeof(what), "tensor '%s'", t->key);
     t->loc = gen_yaml_loc(k);
     yaml_node_t *g, *ty, *sh;
-    char type[16];
     if (gen_yaml_check_map(y, n, what, keys) || !(g = gen_yaml_need(y, n, "gguf", what)) ||
         !(ty = gen_yaml_need(y, n, "type", what)) || !(sh = gen_yaml_need(y, n, "shape", what)) ||
-        gen_yaml_str(y, g, "gguf", t->gguf, sizeof(t->gguf)) || gen_yaml_str(y, ty, "type", type, sizeof(type)))
+        gen_yaml_str(y, g, "gguf", t->gguf, sizeof(t->gguf)))
         return -1;
     int n_open = 0, n_close = 0;
     for (const char *p = t->gguf; *p; p++)
@@ -282,13 +328,8 @@ static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *
     t->per_layer = strstr(t->gguf, "{L}") != NULL;
     if (n_open != n_close || n_open > 1 || (n_open && !t->per_layer))
         return gen_yaml_fail(y, g, "%s: gguf name '%s' may contain only one '{L}' placeholder", what, t->gguf);
-    const fmt_codec *codec = fmt_codec_by_yaml(type);
-    if (!codec) {
-        char names[96];
-        yaml_types(names, sizeof names);
-        return gen_yaml_fail(y, ty, "%s: unknown type '%s' (%s)", what, type, names);
-    }
-    t->type = codec->type;
+    if (parse_type_set(y, ty, what, t))
+        return -1;
     if (gen_yaml_need_seq(y, sh, "shape"))
         return -1;
     t->n_dims = gen_yaml_seq_len(sh);
@@ -298,11 +339,8 @@ static int parse_tensor(gen_yaml *y, yaml_node_t *k, yaml_node_t *n, gen_model *
     for (int d = 0; d < t->n_dims; d++)
         if (shape_dim(y, gen_yaml_seq_item(y, sh, d), &m->hp, &t->ne[d]))
             return -1;
-    if ((codec->uses & FMT_USE_TERNARY) && t->n_dims == 1)
-        return gen_yaml_fail(y, sh, "%s: %s tensors must be 2-D (or 3-D: experts)", what, codec->yaml);
-    if ((t->ne[0] <= 0 && (codec->uses & FMT_USE_TERNARY)) || (t->ne[0] > 0 && t->ne[0] % codec->blk))
-        return gen_yaml_fail(y, sh, "%s: %s input width ne0 = %lld is not a multiple of %u", what, codec->yaml,
-                             (long long)t->ne[0], codec->blk);
+    if (check_type_shape(y, sh, what, t))
+        return -1;
     m->n_tensors++;
     return 0;
 }
@@ -405,25 +443,21 @@ static int apply_variant_types(gen_yaml *v, yaml_node_t *n, gen_model *m)
         return -1;
     for (int i = 0; i < gen_yaml_map_len(n); i++) {
         yaml_node_t *k = gen_yaml_pair_key(v, n, i), *ty = gen_yaml_pair_value(v, n, i);
-        const char *key = gen_yaml_text(k), *type = gen_yaml_text(ty);
+        const char *key = gen_yaml_text(k);
         gen_tensor *t = NULL;
         for (int j = 0; key && j < m->n_tensors && !t; j++)
             t = !strcmp(m->tensors[j].key, key) ? &m->tensors[j] : NULL;
         if (!t)
             return gen_yaml_fail(v, k, "types: the base has no tensor '%s'", key ? key : gen_yaml_kind(k));
-        const fmt_codec *codec = type ? fmt_codec_by_yaml(type) : NULL;
-        if (!codec) {
-            char names[96];
-            yaml_types(names, sizeof names);
-            return gen_yaml_fail(v, ty, "types: tensor '%s': unknown type '%s' (%s)", key,
-                                 type ? type : gen_yaml_kind(ty), names);
-        }
+        char what[GEN_MAX_NAME + 24];
+        snprintf(what, sizeof what, "types: tensor '%s'", key);
+        if (parse_type_set(v, ty, what, t))
+            return -1;
+        const fmt_codec *codec = fmt_codec_find(t->type); /* a set holds no ternary type */
         if ((codec->uses & FMT_USE_TERNARY) && t->n_dims != 2)
-            return gen_yaml_fail(v, ty, "types: tensor '%s': %s tensors must be 2-D", key, codec->yaml);
-        if (t->ne[0] > 0 && t->ne[0] % codec->blk)
-            return gen_yaml_fail(v, ty, "types: tensor '%s': %s input width ne0 = %lld is not a multiple of %u", key,
-                                 codec->yaml, (long long)t->ne[0], codec->blk);
-        t->type = codec->type;
+            return gen_yaml_fail(v, ty, "%s: %s tensors must be 2-D", what, codec->yaml);
+        if (check_type_shape(v, ty, what, t))
+            return -1;
     }
     return 0;
 }

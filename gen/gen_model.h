@@ -22,6 +22,7 @@
 #include "format/fmt_codec.h"
 
 #define GEN_MAX_NAME 64
+#define GEN_MAX_ALT 3 /* a type set: its first type and up to this many others (RT_MAX_TYPE_SET - 1) */
 #define GEN_MAX_ARCH 8
 #define GEN_MAX_TENSORS 32
 #define GEN_MAX_VALUES 64
@@ -104,7 +105,10 @@ typedef struct {
 typedef struct {
     char key[GEN_MAX_NAME];       /* YAML name used by ops ("attn_q") */
     char gguf[GEN_MAX_NAME];      /* GGUF name; "{L}" stands for the layer index */
-    uint32_t type;                /* GGUF type id of its codec (format/fmt_codec.h) */
+    uint32_t type;                /* GGUF type id of its codec (format/fmt_codec.h): the first of a
+                                     type set (`type: [q4_k, q6_k]`) */
+    uint32_t alt[GEN_MAX_ALT];    /* the set's other types, which the file may hold per layer */
+    int n_alt;
     int n_dims;                   /* 1, 2, or 3 (a mixture of experts' stacked matrices) */
     int64_t ne[3];                /* GGUF ne order (ne[0] contiguous); GEN_DIM_VOCAB allowed */
     bool per_layer;               /* gguf contains "{L}" */

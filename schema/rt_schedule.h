@@ -301,6 +301,26 @@ typedef struct {
     uint8_t per_layer;
 } rt_tensor_desc;
 
+/* A type set (YAML `type: [q4_k, q6_k]`): the types tensor `tensor` may have in the file, per
+ * layer (llama-quantize's Q4_K_M gives attn_v and ffn_down Q6_K in some layers, Q4_K in the
+ * rest); types[0] is its rt_tensor_desc.type. A kernel that reads such a tensor has an alternate
+ * for each other type (rt_kernel_alt). */
+#define RT_MAX_TYPE_SET 4
+typedef struct {
+    uint16_t tensor;
+    uint8_t n;
+    uint8_t types[RT_MAX_TYPE_SET];
+} rt_type_set;
+
+/* A dispatch of kernel `kernel` that reads tensor `tensor` runs kernel `alt` instead at a layer
+ * where that tensor has type `type` (a type set's other members): the same arguments,
+ * parameters and workgroups, the products made for that type. */
+typedef struct {
+    uint16_t kernel, tensor;
+    uint8_t type;
+    uint16_t alt;
+} rt_kernel_alt;
+
 typedef struct {
     const char *name;         /* "<arch>." is prefixed */
     double value;
@@ -406,6 +426,12 @@ struct rt_model_desc {
      * e.g. act_quant q8_k with a sparse_ffn mode), or NULL: the engine then refuses Vulkan with this text
      * and the auto backend picks the CPU. */
     const char *vk_refusal;
+    /* The tensors with a type set (rt_type_set) and the alternate kernels of the dispatches
+     * that read them (rt_kernel_alt). */
+    const rt_type_set *type_sets;
+    uint32_t n_type_sets;
+    const rt_kernel_alt *kernel_alts;
+    uint32_t n_kernel_alts;
 };
 
 typedef struct rt_model_desc rt_model_desc;

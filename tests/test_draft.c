@@ -721,6 +721,32 @@ static void test_plain_llama_linear(void **st)
     gen_draft_free(&dr);
 }
 
+/* llama-quantize's Q4_K_M gives attn_v and ffn_down Q4_K in some layers and Q6_K in others (the
+ * oracle case llama-kq-mix-tiny's file): the draft writes those two as type sets, in the order the
+ * layers first hold them, and parses with them. */
+static void test_type_sets(void **st)
+{
+    (void)st;
+    char err[GEN_ERR_LEN] = "";
+    gen_draft dr;
+    if (gen_draft_gguf("tests/data/oracle/llama-kq-mix-tiny/model.gguf", &dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr.n_problems, 0);
+    gen_model *m = malloc(sizeof(*m));
+    if (gen_model_parse(dr.yaml, dr.len, "draft", m, err))
+        fail_msg("%s", err);
+    int n = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const gen_tensor *t = &m->tensors[i];
+        const bool set = !strcmp(t->key, "attn_v") || !strcmp(t->key, "ffn_down");
+        assert_int_equal(t->n_alt, set);
+        n += set && t->type == FMT_Q4_K && t->alt[0] == FMT_Q6_K;
+    }
+    assert_int_equal(n, 2);
+    free(m);
+    gen_draft_free(&dr);
+}
+
 static void test_unknown_arch(void **st)
 {
     (void)st;
@@ -882,6 +908,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_arch),
         cmocka_unit_test(test_plain_llama_linear),
+        cmocka_unit_test(test_type_sets),
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_problems_at_their_lines),
         cmocka_unit_test(test_contradicting_metadata),

@@ -115,6 +115,23 @@ static void test_yaml_good(void **state)
             n_k++;
         }
         assert_int_equal(n_k, 3);
+        /* the -q4_k_m ones: ffn_down_exps takes [q6_k, q4_k] (a plain Q4_K_M file's layers); its
+         * down kernel generates for Q4_K rows of 768 / 1024 too (gen_desc.c builds it so) */
+        const int dn = gen_model_find_tensor(&g_m, "ffn_down_exps");
+        assert_int_equal(g_m.tensors[dn].n_alt, i >= 2);
+        if (i < 2)
+            continue;
+        assert_int_equal(g_m.tensors[dn].alt[0], FMT_Q4_K);
+        g_m.tensors[dn].type = FMT_Q4_K;
+        if (gen_graph_build(&g_m, true, &g, err))
+            fail_msg("%s: %s", real[i].path, err);
+        for (int j = 0; j < g.n_kops; j++) {
+            gen_kernel_out ko;
+            if (g.kops[j].kind == GEN_K_MOE_DOWN && gen_kernel_build(&g, &g.kops[j], false, &ko, err))
+                fail_msg("%s (ffn_down_exps Q4_K): %s", real[i].path, err);
+            if (g.kops[j].kind == GEN_K_MOE_DOWN)
+                gen_kernel_out_free(&ko);
+        }
     }
 }
 

@@ -51,6 +51,7 @@ enum { MAX_CASES = 31, MAX_PROMPT = 128, MAX_GREEDY = 64 };
 
 typedef struct {
     char name[64], dir[160], yaml[160], arch[64], tok[16], pre[64], reference[512], sha256[65], gguf[320];
+    char file[64]; /* `gguf`: the case's own file in its folder (written by another tool), else mkmodel's */
     long layers, vocab, seed, ctx;
     uint64_t bytes;
     int32_t prompt[MAX_PROMPT], greedy[MAX_GREEDY];
@@ -118,7 +119,11 @@ static int manifest_line(oracle_case *c, const char *key, const char *v, char *e
         snprintf(c->tok, sizeof(c->tok), "%s", v);
     else if (!strcmp(key, "pre"))
         snprintf(c->pre, sizeof(c->pre), "%s", v);
-    else if (!strcmp(key, "reference"))
+    else if (!strcmp(key, "gguf")) {
+        if (!*v || strchr(v, '/') || strlen(v) >= sizeof(c->file))
+            return snprintf(err, n, "gguf: a file name in the case's folder, got '%s'", v), -1;
+        snprintf(c->file, sizeof(c->file), "%s", v);
+    } else if (!strcmp(key, "reference"))
         snprintf(c->reference, sizeof(c->reference), "%s", v);
     else if (!strcmp(key, "vulkan")) {
         if (strcmp(v, "always") && strcmp(v, "full"))
@@ -253,12 +258,24 @@ static const char *build_dir(void)
     return b && *b ? b : "build";
 }
 
-/* Writes the case's GGUF with mkmodel (once) and checks it is the file the reference saw. */
+/* Writes the case's GGUF with mkmodel (once; a case with its own file: that one) and checks it
+ * is the file the reference saw. */
 static void ensure_gguf(oracle_case *c)
 {
     if (c->checked)
         return;
     char tool[256], cmd[1200], hex[65];
+    uint64_t bytes = 0;
+    if (c->file[0]) { /* e.g. llama-quantize's output, which mkmodel's encoders do not reproduce */
+        snprintf(c->gguf, sizeof(c->gguf), "%s/%s", c->dir, c->file);
+        if (sha256_file(c->gguf, hex, &bytes))
+            fail_msg("%s: cannot read %s", c->name, c->gguf);
+        if (strcmp(hex, c->sha256) || bytes != c->bytes)
+            fail_msg("%s: %s (%llu bytes, sha256 %s) is not the file the reference saw (%llu bytes, sha256 %s)",
+                     c->name, c->gguf, (unsigned long long)bytes, hex, (unsigned long long)c->bytes, c->sha256);
+        c->checked = true;
+        return;
+    }
     snprintf(tool, sizeof(tool), "%s/tools/mkmodel", build_dir());
     struct stat st;
     if (stat(tool, &st)) {
@@ -271,7 +288,6 @@ static void ensure_gguf(oracle_case *c)
              c->tok[0] ? " --tok " : "", c->tok, c->pre[0] ? " --pre " : "", c->pre);
     if (system(cmd) != 0)
         fail_msg("%s: `%s` failed", c->name, cmd);
-    uint64_t bytes = 0;
     if (sha256_file(c->gguf, hex, &bytes))
         fail_msg("%s: cannot read %s", c->name, c->gguf);
     if (strcmp(hex, c->sha256) || bytes != c->bytes)
@@ -445,6 +461,93 @@ static void run_case(oracle_case *c, int backend)
 static void test_case_cpu(void **state) { run_case(*state, RT_BACKEND_CPU); }
 static void test_case_vulkan(void **state) { run_case(*state, RT_BACKEND_VULKAN); }
 
+/* The same file plus a Llama 3.1 `rope_freqs.weight` (RoPE frequency factors, which no op here
+ * applies): refused at load naming that tensor, instead of running into other logits. */
+static void refuse_rope_freqs(const rt_model_desc *d, const rt_gguf *g)
+{
+    char err[RT_ERR_LEN] = "", path[400];
+    rt_gguf_writer *w = rt_gguf_writer_new((uint32_t)g->alignment);
+    assert_non_null(w);
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        char key[256];
+        const uint8_t *p;
+        uint64_t len;
+        snprintf(key, sizeof(key), "%.*s", (int)g->kv[i].key.len, g->kv[i].key.ptr);
+        rt_gguf_kv_payload(&g->kv[i], &p, &len);
+        if (strcmp(key, "general.alignment"))
+            rt_gguf_w_raw(w, key, g->kv[i].type, p, len);
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const rt_gguf_tensor *t = &g->tensors[i];
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+        rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+    }
+    static const float factors[32] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                      2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8};
+    const int64_t ne[4] = {32, 1, 1, 1};
+    rt_gguf_w_tensor(w, "rope_freqs.weight", FMT_F32, 1, ne, factors, sizeof(factors));
+    snprintf(path, sizeof(path), "%s/test-oracle-rope-freqs.gguf", build_dir());
+    assert_int_equal(rt_gguf_writer_save(w, path, err), 0);
+    rt_gguf_writer_free(w);
+    rt_gguf *f = NULL;
+    assert_int_equal(rt_gguf_open(path, &f, err), 0);
+    int nl = 0, nv = 0;
+    const int rc = rt_engine_check_model(d, f, &nl, &nv, err);
+    rt_gguf_close(f);
+    remove(path);
+    printf("%s\n", err);
+    assert_int_not_equal(rc, 0);
+    if (!strstr(err, "tensor 'rope_freqs.weight' (RoPE frequency factors: Llama 3.1 / 3.2's rope scaling) is in the "
+                     "file and models/llama-kq-mix-tiny.yaml does not read it"))
+        fail_msg("unexpected message: %s", err);
+}
+
+/* A type set (tests/data/kqmix/llama-kq-mix-tiny.yaml: attn_v, ffn_down [q4_k, q6_k]) takes the
+ * file's type per layer; a layer whose type is outside the set is refused at load with one
+ * message naming the tensor, its layer, its type and the set: the case's llama-quantize file
+ * (layer 2's attn_v Q6_K) against the description with the sets made {Q4_K, Q8_0}; and the
+ * file with rope_freqs.weight added (refuse_rope_freqs). */
+static void test_type_set_refusal(void **state)
+{
+    (void)state;
+    oracle_case *c = NULL;
+    for (int i = 0; i < n_cases; i++)
+        c = !strcmp(cases[i].name, "llama-kq-mix-tiny") ? &cases[i] : c;
+    if (!c) { /* TERNION_ORACLE_DIR names another folder (tools/oracle/full_size.sh) */
+        printf("skip: no case llama-kq-mix-tiny under %s/\n", oracle_dir());
+        skip();
+    }
+    if (!c->parsed && read_manifest(c, (char[600]){0}, 600))
+        fail_msg("the case llama-kq-mix-tiny is unreadable");
+    ensure_gguf(c);
+    char err[RT_ERR_LEN] = "";
+    const built_desc *bd = desc_of(c->yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    rt_gguf *g = NULL;
+    assert_int_equal(rt_gguf_open(c->gguf, &g, err), 0);
+    int nl = 0, nv = 0;
+    assert_int_equal(rt_engine_check_model(&bd->d.desc, g, &nl, &nv, err), 0); /* the sets as written */
+    assert_int_equal(nl, 3);
+    rt_model_desc d = bd->d.desc;
+    rt_type_set sets[RT_MAX_TYPE_SET];
+    assert_int_equal(d.n_type_sets, 2);
+    for (uint32_t i = 0; i < d.n_type_sets; i++) {
+        sets[i] = d.type_sets[i];
+        assert_int_equal(sets[i].types[1], FMT_Q6_K);
+        sets[i].types[1] = FMT_Q8_0;
+    }
+    d.type_sets = sets;
+    assert_int_not_equal(rt_engine_check_model(&d, g, &nl, &nv, err), 0);
+    printf("%s\n", err);
+    if (!strstr(err, "tensor 'blk.2.attn_v.weight' (layer 2) is Q6_K; models/llama-kq-mix-tiny.yaml allows "
+                     "{Q4_K, Q8_0} for it"))
+        fail_msg("unexpected message: %s", err);
+    refuse_rope_freqs(&bd->d.desc, g);
+    rt_gguf_close(g);
+}
+
 /* The manifests read (a bad one fails here, naming the file and line) and a case found. */
 static void test_manifests(void **state)
 {
@@ -470,7 +573,7 @@ static int free_all(void **state)
     (void)state;
     desc_cache_free();
     for (int i = 0; i < n_cases; i++)
-        if (cases[i].gguf[0])
+        if (cases[i].gguf[0] && !cases[i].file[0]) /* mkmodel's, not the case's own */
             remove(cases[i].gguf);
     return 0;
 }
@@ -478,7 +581,7 @@ static int free_all(void **state)
 int main(void)
 {
     find_cases();
-    static struct CMUnitTest tests[1 + 2 * MAX_CASES];
+    static struct CMUnitTest tests[2 + 2 * MAX_CASES];
     static char names[2 * MAX_CASES][96];
     int nt = 0;
     const char *only = getenv("TERNION_ORACLE_ONLY"); /* runs the tests whose name holds it ("x/cpu") */
@@ -491,5 +594,7 @@ int main(void)
                 continue;
             tests[nt++] = (struct CMUnitTest){nm, b ? test_case_vulkan : test_case_cpu, NULL, NULL, &cases[i]};
         }
+    if (!only || !*only || strstr("type_set_refusal", only))
+        tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_type_set_refusal);
     return _cmocka_run_group_tests("test_oracle", tests, (size_t)nt, NULL, free_all);
 }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "gen_act.h"
+#include "gen_desc.h"
 #include "gen_norm.h"
 #include "gen_model.h"
 
@@ -717,6 +718,16 @@ static void test_variant_errors(void **state)
         {"rope.yaml", "variant_of: base.yaml\nname: v\nhparams: {head_dim: 32}\n",
          "rope.yaml:3:10: rope.dims (64) exceeds head_dim (32): give the variant's rope.dims"},
         {"noname.yaml", "variant_of: base.yaml\n", "noname.yaml:1:1: missing field 'name' in the variant"},
+        /* type sets (`type: [a, b]`: the file's type per layer) */
+        {"tset.yaml", "variant_of: base.yaml\nname: v\ntypes: {wq: [i2_s, tq2_0]}\n",
+         "tset.yaml:3:14: types: tensor 'wq': i2_s in a type set: a ternary matrix takes any ternary format the file "
+         "holds already (its type alone)"},
+        {"twice.yaml", "variant_of: base.yaml\nname: v\ntypes: {emb: [f16, f16]}\n",
+         "twice.yaml:3:20: types: tensor 'emb': type f16 listed twice"},
+        {"big.yaml", "variant_of: base.yaml\nname: v\ntypes: {emb: [f16, f32, q8_0, q4_0, q4_k]}\n",
+         "big.yaml:3:14: types: tensor 'emb': a type set lists 1 to 4 types, got 5"},
+        {"embset.yaml", "variant_of: base.yaml\nname: v\ntypes: {emb: [f16, f32]}\n",
+         "base.yaml:26:26: embed 'emb': table has a type set; only linear and moe (experts) ops read one"},
     };
     int failed = 0;
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
@@ -764,6 +775,35 @@ static void test_variant_errors(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* A type set (tests/data/kqmix/llama-kq-mix-tiny.yaml: attn_v and ffn_down [q4_k, q6_k]): the
+ * first type is the tensor's, the others its alternates; the description lists both sets and, for
+ * each dispatch reading such a tensor, the Q6_K kernel beside the Q4_K one (rt_kernel_alt). */
+static void test_type_set(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    assert_int_equal(gen_model_load("tests/data/kqmix/llama-kq-mix-tiny.yaml", &g_m, err), 0);
+    const int v = gen_model_find_tensor(&g_m, "attn_v"), q = gen_model_find_tensor(&g_m, "attn_q");
+    assert_true(v >= 0 && q >= 0);
+    assert_int_equal(g_m.tensors[v].type, FMT_Q4_K);
+    assert_int_equal(g_m.tensors[v].n_alt, 1);
+    assert_int_equal(g_m.tensors[v].alt[0], FMT_Q6_K);
+    assert_int_equal(g_m.tensors[q].n_alt, 0);
+    static gen_desc d;
+    assert_int_equal(gen_desc_build_opts(&g_m, true, &(gen_desc_opts){.text_only = true}, &d, err), 0);
+    const rt_model_desc *md = &d.desc;
+    assert_int_equal(md->n_type_sets, 2);
+    assert_int_equal(md->n_kernel_alts, 4); /* attn_v and ffn_down, decode and prompt */
+    for (uint32_t i = 0; i < md->n_kernel_alts; i++) {
+        const rt_kernel_alt *a = &md->kernel_alts[i];
+        assert_true(a->tensor == (uint16_t)v || a->tensor == (uint16_t)gen_model_find_tensor(&g_m, "ffn_down"));
+        assert_int_equal(a->type, FMT_Q6_K);
+        assert_non_null(strstr(md->kernels[a->kernel].name, "linear_q4_k_"));
+        assert_non_null(strstr(md->kernels[a->alt].name, "linear_q6_k_"));
+    }
+    gen_desc_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -775,7 +815,7 @@ int main(void)
         cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_act_op),
         cmocka_unit_test(test_bad_files),  cmocka_unit_test(test_deep_nesting),
-        cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors),
+        cmocka_unit_test(test_variant_shipped), cmocka_unit_test(test_variant_errors), cmocka_unit_test(test_type_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,6 +105,29 @@ static int moe_load(cpu_engine *e, cpu_step_op *so, char *err)
     return 0;
 }
 
+/* An op's weight in every layer (a type set: the file's type may differ between layers): a
+ * codec row that does what the op asks, and the widths the linear and head scratch must hold. */
+static int linear_sizes(cpu_engine *e, const cpu_step_op *so, char *err)
+{
+    const rt_cpu_op *op = so->op;
+    for (int L = 0; L < (e->d->tensors[op->weight].per_layer ? e->n_layers : 1); L++) {
+        const uint32_t type = cpu_w(e, op->weight, L)->type;
+        const cpu_codec *c = cpu_codec_find(type);
+        if ((op->kind == RT_CPU_BITLINEAR && (!c || !c->matmul)) ||
+            ((op->kind == RT_CPU_EMBED || op->kind == RT_CPU_LM_HEAD || op->kind == RT_CPU_LINEAR) && (!c || !c->row))) {
+            snprintf(err, RT_ERR_LEN, "%s: its weight's format %s (layer %d) cannot be used this way on the CPU",
+                     op->label, fmt_type_name(type), L);
+            return -1;
+        }
+        const int K = op->in[0] >= 0 ? e->cs->width[op->in[0]] : 0;
+        if ((op->kind == RT_CPU_LINEAR || op->kind == RT_CPU_LM_HEAD) && cpu_kq_has(type) && K > e->max_kq_k)
+            e->max_kq_k = K;
+        if (op->kind == RT_CPU_LINEAR && (type == FMT_F16 || cpu_qdot_has(type)) && K > e->max_lin_k)
+            e->max_lin_k = K;
+    }
+    return 0;
+}
+
 static int resolve_ops(cpu_engine *e, char *err)
 {
     const rt_cpu_schedule *c = e->cs;
@@ -135,13 +158,8 @@ static int resolve_ops(cpu_engine *e, char *err)
             snprintf(err, RT_ERR_LEN, "%s: norm %s has no CPU implementation", op->label, op->row ? op->row : "?");
             return -1;
         }
-        if ((op->kind == RT_CPU_BITLINEAR && !so->codec->matmul) ||
-            ((op->kind == RT_CPU_EMBED || op->kind == RT_CPU_LM_HEAD || op->kind == RT_CPU_LINEAR) &&
-             !so->codec->row)) {
-            snprintf(err, RT_ERR_LEN, "%s: its weight's format %s cannot be used this way on the CPU", op->label,
-                     fmt_type_name(cpu_w(e, op->weight, 0)->type));
+        if (op->weight >= 0 && linear_sizes(e, so, err))
             return -1;
-        }
         if (check_q8k(e, op, err))
             return -1;
         if (op->kind == RT_CPU_ADD_ROWS &&
@@ -155,13 +173,6 @@ static int resolve_ops(cpu_engine *e, char *err)
             e->max_k = e->cs->width[op->in[0]];
         if (op->kind == RT_CPU_LM_HEAD)
             e->head_tensor = op->weight;
-        if ((op->kind == RT_CPU_LINEAR || op->kind == RT_CPU_LM_HEAD) && cpu_kq_has(cpu_w(e, op->weight, 0)->type) &&
-            e->cs->width[op->in[0]] > e->max_kq_k)
-            e->max_kq_k = e->cs->width[op->in[0]];
-        if (op->kind == RT_CPU_LINEAR &&
-            (cpu_w(e, op->weight, 0)->type == FMT_F16 || cpu_qdot_has(cpu_w(e, op->weight, 0)->type)) &&
-            e->cs->width[op->in[0]] > e->max_lin_k)
-            e->max_lin_k = e->cs->width[op->in[0]];
     }
     /* act(gate) * up with an activation that is 0 for gate <= 0, up a bitlinear of this layer:
      * up's rows may be skipped where gate <= 0 (cpu_forward.c) */

@@ -288,7 +288,7 @@ static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
                    WIDTH(e, so->op->out));
     } else {
         const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
-        cpu_table_dot(e->isa, so->codec, w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
+        cpu_table_dot(e->isa, cpu_codec_find(w->type), w, lo, hi, x, r->s->n, OUT(e, so), WIDTH(e, so->op->out),
                       cpu_engine_scratch(e, ith));
     }
     linear_bias(r, so, lo, hi);

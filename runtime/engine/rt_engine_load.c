@@ -14,6 +14,26 @@
 
 static const char *type_name(uint8_t t) { return fmt_type_name((rt_type)t); }
 
+/* A tensor of the file that changes the arithmetic when the description does not read it is
+ * refused, not run into wrong logits: Llama 3.1 / 3.2's `rope_freqs.weight` (llama.cpp divides
+ * each RoPE frequency by it: the llama3 scaling), which no op here applies. */
+static int unread_factors(const rt_model_desc *d, const rt_gguf *g, char *err)
+{
+    static const char *const k_names[] = {"rope_freqs.weight"};
+    for (size_t i = 0; i < sizeof(k_names) / sizeof(k_names[0]); i++) {
+        bool read = false;
+        for (uint32_t t = 0; t < d->n_tensors; t++)
+            read |= strcmp(d->tensors[t].gguf, k_names[i]) == 0;
+        if (!read && rt_gguf_tensor_find(g, k_names[i])) {
+            snprintf(err, RT_ERR_LEN, "%s: tensor '%s' (RoPE frequency factors: Llama 3.1 / 3.2's rope scaling) is in "
+                     "the file and models/%s.yaml does not read it; without it the logits would be wrong, and no op "
+                     "applies it yet", g->path, k_names[i], d->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_layers, int *out_vocab, char *err)
 {
     const char *path = g->path;
@@ -100,7 +120,16 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
                          (long long)w2, (long long)gt->ne[2]);
                 return -1;
             }
-            if (!rt_eng_type_ok(td->type, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
+            const rt_type_set *ts = rt_eng_type_set(d, t);
+            if (ts && !rt_eng_type_ok(d, t, (uint8_t)gt->type) && gt->ne[0] == w0 && gt->ne[1] == w1) {
+                char set[64] = "";
+                for (int i = 0; i < ts->n && i < RT_MAX_TYPE_SET; i++)
+                    snprintf(set + strlen(set), sizeof set - strlen(set), "%s%s", i ? ", " : "", type_name(ts->types[i]));
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s' (layer %d) is %s; models/%s.yaml allows {%s} for it", path,
+                         name, td->per_layer ? L : 0, fmt_type_name(gt->type), d->name, set);
+                return -1;
+            }
+            if (!rt_eng_type_ok(d, t, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
                 const fmt_codec *fc = fmt_codec_find(gt->type); /* Q2_0_G128: a file's type 42, told by size */
                 snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]%s%s%s", path,
                          name, type_name(td->type), (long long)w0, (long long)w1, fmt_type_name(gt->type),
@@ -110,6 +139,8 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             }
         }
     }
+    if (unread_factors(d, g, err))
+        return -1;
     *out_layers = n_layers;
     *out_vocab = vocab;
     return 0;

@@ -37,7 +37,8 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
     uint8_t push[RT_PUSH_BYTES];
     uint32_t off = 0;
     memset(push, 0, sizeof(push));
-    const bool table = e->d->kernels[dp->kernel].arg_table;
+    const uint16_t kid = rt_eng_dispatch_kernel(e, dp, layer); /* a type set: the layer's type's kernel */
+    const bool table = e->d->kernels[kid].arg_table;
     if (table) { /* the addresses are in its table (rt_engine_chained.c) */
         VkDeviceAddress t = rt_eng_chained_table(e, dp, layer);
         memcpy(push, &t, 8);
@@ -62,12 +63,12 @@ void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int 
         }
         memcpy(push + off, &v, 4);
     }
-    const rt_variant *vr = &e->var[dp->kernel];
+    const rt_variant *vr = &e->var[kid];
     const uint32_t v = (uint32_t)e->vocab;
     uint32_t gr[3];
     for (int a = 0; a < 3; a++)
         gr[a] = rt_groups_count(&dp->groups[a], n, v, vr->splits, vr->tile, vr->splitk, vr->wide);
-    rt_cmd_dispatch(c, e->pipes[dp->kernel], push, off ? off : 4, gr[0], gr[1], gr[2]);
+    rt_cmd_dispatch(c, e->pipes[kid], push, off ? off : 4, gr[0], gr[1], gr[2]);
 }
 
 /* An auxiliary kernel (argmax, top-k) over logits row `row`: push = logits row

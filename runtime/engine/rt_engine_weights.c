@@ -25,13 +25,46 @@
 
 static bool ternary(uint8_t t) { return fmt_is_ternary(fmt_codec_find(t)); }
 
-/* A file's tensor type for a tensor whose YAML says `want`: that type, or, for a ternary matrix,
- * any ternary format a file may hold (I2_S, TQ1_0, TQ2_0: the YAML's type is the default, the
- * kernels are told the file's per pipeline through WFMT). TQ1_T is a device-only layout. */
-bool rt_eng_type_ok(uint8_t want, uint8_t got)
+/* A file's tensor type for tensor td: its YAML type, one of its type set (td->alt: the file
+ * decides per layer, the dispatches run the kernel made for it, rt_eng_dispatch_kernel), or,
+ * for a ternary matrix, any ternary format a file may hold (I2_S, TQ1_0, TQ2_0: the YAML's type
+ * is the default, the kernels are told the file's per pipeline through WFMT). TQ1_T is a
+ * device-only layout. */
+bool rt_eng_type_ok(const rt_model_desc *d, uint32_t t, uint8_t got)
 {
+    const uint8_t want = d->tensors[t].type;
     const fmt_codec *w = fmt_codec_find(want), *g = fmt_codec_find(got);
+    const rt_type_set *ts = rt_eng_type_set(d, t);
+    for (int i = 0; ts && i < ts->n && i < RT_MAX_TYPE_SET; i++)
+        if (ts->types[i] == got)
+            return true;
     return want == got || (fmt_is_ternary(w) && !w->device_only && fmt_is_ternary(g) && !g->device_only);
+}
+
+/* Tensor t's type set, or NULL when the YAML gives it one type. */
+const rt_type_set *rt_eng_type_set(const rt_model_desc *d, uint32_t t)
+{
+    for (uint32_t i = 0; i < d->n_type_sets; i++)
+        if (d->type_sets[i].tensor == t)
+            return &d->type_sets[i];
+    return NULL;
+}
+
+/* The kernel dispatch dp runs at layer L: its own, or the alternate made for the type its
+ * set-typed weight has there (rt_kernel_alt: its kernel, and a weight argument of dp). */
+uint16_t rt_eng_dispatch_kernel(const rt_engine *e, const rt_dispatch *dp, int L)
+{
+    const rt_model_desc *d = e->d;
+    for (uint32_t i = 0; i < d->n_kernel_alts; i++) {
+        const rt_kernel_alt *a = &d->kernel_alts[i];
+        const int l = d->tensors[a->tensor].per_layer ? L : 0;
+        if (a->kernel != dp->kernel || !e->wtype || e->wtype[(size_t)a->tensor * e->n_layers + l] != a->type)
+            continue;
+        for (int j = 0; j < dp->n_args; j++) /* a kernel other dispatches share reads other tensors there */
+            if (dp->args[j].kind == RT_ARG_WEIGHT && dp->args[j].index == a->tensor)
+                return a->alt;
+    }
+    return dp->kernel;
 }
 
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n)

@@ -25,9 +25,12 @@
 # on mkmodel --q2-twin's file (Q2_0 with blocks of 128, which mainline cannot read, written as
 # the same values in its blocks of 64); Ternion's is the case's file. VULKAN=full: the suite runs
 # the case's Vulkan part only with TERNION_ORACLE_FULL=1 (a real-width case whose graph a smaller
-# case of its family already runs on lavapipe: CI time). Never run by make test.
+# case of its family already runs on lavapipe: CI time). GGUF=FILE: the case's file
+# is FILE instead of mkmodel's (e.g. llama-quantize's output from an F32 file mkmodel wrote with
+# LAYERS VOCAB SEED, which its own encoders do not reproduce): copied into the case as model.gguf
+# (`gguf = model.gguf`), so keep it small. Never run by make test.
 set -eu
-[ $# -ge 7 ] || { sed -n '2,23p' "$0"; exit 2; }
+[ $# -ge 7 ] || { sed -n '2,31p' "$0"; exit 2; }
 NAME=$1 YAML=$2 LAYERS=$3 VOCAB=$4 SEED=$5 REF=$6 REFERENCE=$7
 PROMPT=${8:-}
 ARCH=${ARCH:-} TOK=${TOK:-} PRE=${PRE:-} B=${B:-build} GREEDY=${GREEDY:-16} THREADS=${THREADS:-1} FACTOR=${FACTOR:-1.5} MARGIN=${MARGIN:-1.0}
@@ -41,8 +44,12 @@ if [ -z "$PROMPT" ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-"$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
-    ${ARCH:+--arch "$ARCH"} ${TOK:+--tok "$TOK"} ${PRE:+--pre "$PRE"}
+if [ -n "${GGUF:-}" ]; then
+    cp "$GGUF" "$tmp/model.gguf"
+else
+    "$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
+        ${ARCH:+--arch "$ARCH"} ${TOK:+--tok "$TOK"} ${PRE:+--pre "$PRE"}
+fi
 REFMODEL=$tmp/model.gguf
 if [ -n "${TWIN:-}" ]; then # the reference reads the twin: Q2_0 blocks of 128 as two of 64 each
     "$B/tools/mkmodel" "$YAML" -o "$tmp/twin.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" \
@@ -70,6 +77,7 @@ SHA=$(sha256sum "$tmp/model.gguf" | awk '{ print $1 }')
 BYTES=$(wc -c <"$tmp/model.gguf" | tr -d ' ')
 mkdir -p "$OUT"
 cp "$tmp/logits.f32" "$tmp/logits_incremental.f32" "$tmp/greedy_tokens.txt" "$OUT/"
+[ -z "${GGUF:-}" ] || cp "$tmp/model.gguf" "$OUT/model.gguf"
 cat >"$OUT/case.txt" <<EOT
 # Oracle case $NAME: made by tools/oracle/make_case.sh (format: tests/data/oracle/README.md)
 yaml = $YAML
@@ -77,6 +85,7 @@ ${ARCH:+arch = $ARCH
 }${TOK:+tok = $TOK
 }${PRE:+pre = $PRE
 }${TWIN:+# the reference read the Q2_0 64-block twin of this file (mkmodel --q2-twin)
+}${GGUF:+gguf = model.gguf
 }layers = $LAYERS
 vocab = $VOCAB
 seed = $SEED
