@@ -79,10 +79,10 @@ static void test_yaml_good(void **state)
         int n_expert, k;
         float norm;
         uint32_t exps[3]; /* the experts' types: llama-quantize Q8_0's, or Q4_K_M's (the -q4_k_m variants) */
-    } real[] = {{"tests/data/moe/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
-                {"tests/data/moe/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
-                {"tests/data/moe/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}},
-                {"tests/data/moe/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}}};
+    } real[] = {{"models/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
+                {"models/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
+                {"models/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}},
+                {"models/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}}};
     for (int i = 0; i < 4; i++) {
         rc = gen_model_load(real[i].path, &g_m, err);
         if (rc)
