@@ -128,22 +128,20 @@ static void f16_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
     cpu_f16_to_f32(isa, (const uint16_t *)(w->data + (size_t)r * w->ne0 * 2), out, (int)w->ne0);
 }
 
-/* One token: converted and multiplied in one pass; several: each row converted once into
- * scratch, then a float dot per token. */
+/* Converted and multiplied in one pass; several tokens: each chunk of a row converted once for
+ * a tile of them (cpu_dot_f16_rows: the one-token dot's bits). */
 static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
                          int64_t ldy, void *scratch)
 {
+    (void)scratch;
     const int K = (int)w->ne0;
-    for (int64_t r = r0; r < r1; r++) {
-        const uint16_t *row = (const uint16_t *)(w->data + (size_t)r * K * 2);
-        if (n == 1) {
-            y[r] = cpu_dot_f16_f32(isa, row, x, K);
-            continue;
-        }
-        cpu_f16_to_f32(isa, row, scratch, K);
-        for (int t = 0; t < n; t++)
-            y[t * ldy + r] = cpu_dot_f32(isa, scratch, x + (size_t)t * K, K);
+    const uint16_t *rows = (const uint16_t *)w->data;
+    if (n > 1) { /* several tokens: each chunk of the table converted once for a tile of them */
+        cpu_dot_f16_rows(isa, rows, r0, r1, K, x, n, y, ldy);
+        return;
     }
+    for (int64_t r = r0; r < r1; r++)
+        y[r] = cpu_dot_f16_f32(isa, rows + r * K, x, K);
 }
 
 /* Q8_0 (blocks of 32: f16 d, then 32 int8 codes): y = sum over blocks of d * (codes . x), the
