@@ -271,10 +271,10 @@ static void test_qdot_q2_twin(void **st)
 static void test_i2s(void **st)
 {
     (void)st;
-    const int ks[] = {128, 384, 640, 2560, 6912}, ms[] = {1, 3, 37, 70}, ns[] = {1, 2, 3, 8, 11, 19};
+    const int ks[] = {128, 384, 640, 2560, 6912}, ms[] = {1, 3, 37, 70}, ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 19};
     for (size_t a = 0; a < 5; a++)
         for (size_t b = 0; b < 4; b++)
-            for (size_t c = 0; c < 6; c++)
+            for (size_t c = 0; c < 11; c++)
                 if ((size_t)ks[a] * ms[b] * ns[c] < 3000000)
                     check_matmul(FMT_I2_S, ks[a], ms[b], ns[c]);
 }
@@ -475,46 +475,57 @@ static void test_kq_dot(void **st)
 
 /* F16 table dots: float sums in lanes vs the reference's double sum. Rule: recursive float
  * summation of n products errs by at most n * 2^-24 * sum |w x| (each add rounds once); the
- * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24. */
+ * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24.
+ * Several tokens (1 to 9: the multi-row tiles of 2 rows x 4 / 2 tokens and every remainder, 13
+ * rows split at an odd row as two threads would): each token's sums equal the one-token dot's
+ * bit for bit (a multi-row decode step gives each row a one-row step's logits), outputs poisoned. */
 static void test_f16_dot(void **st)
 {
     (void)st;
-    const int dims[] = {16, 100, 256, 2560};
+    const int dims[] = {16, 100, 256, 2560}, NT = 9, V = 13;
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++)
         if (cpu_isa_runs((cpu_isa)isa)) /* every level this CPU runs */
         for (int di = 0; di < 4; di++) {
-            const int K = dims[di], V = 13;
+            const int K = dims[di];
             uint16_t *w = malloc(2 * K * V);
-            float *x = malloc(sizeof(float) * K * 2), *y = malloc(sizeof(float) * V * 2), *yr = malloc(sizeof(float) * V);
+            float *x = malloc(sizeof(float) * K * NT), *y = malloc(sizeof(float) * V * NT), *yr = malloc(sizeof(float) * V);
+            float *y1 = malloc(sizeof(float) * V * NT), *y2 = malloc(sizeof(float) * V * NT);
             for (int i = 0; i < K * V; i++)
                 w[i] = fmt_f32_to_f16(frnd(1.0f));
-            for (int i = 0; i < K * 2; i++)
+            for (int i = 0; i < K * NT; i++)
                 x[i] = frnd(4.0f);
             const cpu_weight cw = {(const uint8_t *)w, FMT_F16, K, V};
-            for (int i = 0; i < V * 2; i++)
-                y[i] = NAN;
-            for (int n = 1; n <= 2; n++) { /* one token (fused) and two (row converted first) */
-                void *scratch = malloc(cpu_codec_scratch(K));
-                cpu_table_dot((cpu_isa)isa, cpu_codec_find(FMT_F16), &cw, 0, V, x, n, y, V, scratch);
+            const cpu_codec *c = cpu_codec_find(FMT_F16);
+            void *scratch = malloc(cpu_codec_scratch(K));
+            for (int t = 0; t < NT; t++) /* one token at a time (the fused one-token dot) */
+                cpu_table_dot((cpu_isa)isa, c, &cw, 0, V, x + (size_t)t * K, 1, y1 + t * V, V, scratch);
+            for (int n = 1; n <= NT; n++) {
+                for (int i = 0; i < V * NT; i++)
+                    y[i] = y2[i] = NAN;
+                cpu_table_dot((cpu_isa)isa, c, &cw, 0, 5, x, n, y, V, scratch);
+                cpu_table_dot((cpu_isa)isa, c, &cw, 5, V, x, n, y, V, scratch);
+                if (memcmp(y, y1, sizeof(float) * V * n))
+                    fail_msg("F16 dot, %s, K %d, %d tokens: not the one-token sums", cpu_isa_name((cpu_isa)isa), K, n);
                 if (isa == CPU_ISA_AVX512) { /* AVX2 adds in AVX-512's order: the same bits (the tuner's head choice) */
-                    float y2[26];
-                    cpu_table_dot(CPU_ISA_AVX2, cpu_codec_find(FMT_F16), &cw, 0, V, x, n, y2, V, scratch);
+                    cpu_table_dot(CPU_ISA_AVX2, c, &cw, 0, V, x, n, y2, V, scratch);
                     assert_memory_equal(y2, y, sizeof(float) * V * n);
                 }
-                free(scratch);
-                for (int t = 0; t < n; t++) {
-                    ref_lm_head_f16(w, K, V, x + (size_t)t * K, 0, yr);
-                    for (int v = 0; v < V; v++) {
-                        double mag = 0;
-                        for (int i = 0; i < K; i++)
-                            mag += fabs(fmt_f16_to_f32(w[v * K + i]) * x[t * K + i]);
-                        assert_true(fabs(y[t * V + v] - yr[v]) <= 2.0 * K * 0x1p-24 * mag);
-                    }
+            }
+            free(scratch);
+            for (int t = 0; t < NT; t++) {
+                ref_lm_head_f16(w, K, V, x + (size_t)t * K, 0, yr);
+                for (int v = 0; v < V; v++) {
+                    double mag = 0;
+                    for (int i = 0; i < K; i++)
+                        mag += fabs(fmt_f16_to_f32(w[v * K + i]) * x[t * K + i]);
+                    assert_true(fabs(y1[t * V + v] - yr[v]) <= 2.0 * K * 0x1p-24 * mag);
                 }
             }
             free(w);
             free(x);
             free(y);
+            free(y1);
+            free(y2);
             free(yr);
         }
 }

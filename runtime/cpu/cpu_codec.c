@@ -133,25 +133,23 @@ static void f16_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
  * the tokens per row would stream a long prompt's inputs from memory once per row. */
 #define F16_TOKEN_BLOCK 32
 
-/* One token: converted and multiplied in one pass; several: per block of tokens, each row
- * converted into scratch, then a float dot per token (the same dot, so the same bits, in any
- * block). */
+/* One token: converted and multiplied in one pass; several: per block of tokens, each chunk of
+ * a row converted once for a tile of them (cpu_dot_f16_rows: the one-token dot's bits, so the
+ * same bits in any block). */
 static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
                          int64_t ldy, void *scratch)
 {
+    (void)scratch;
     const int K = (int)w->ne0;
+    const uint16_t *rows = (const uint16_t *)w->data;
+    if (n == 1) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r] = cpu_dot_f16_f32(isa, rows + r * K, x, K);
+        return;
+    }
     for (int t0 = 0; t0 < n; t0 += F16_TOKEN_BLOCK) {
-        const int t1 = n - t0 < F16_TOKEN_BLOCK ? n : t0 + F16_TOKEN_BLOCK;
-        for (int64_t r = r0; r < r1; r++) {
-            const uint16_t *row = (const uint16_t *)(w->data + (size_t)r * K * 2);
-            if (n == 1) {
-                y[r] = cpu_dot_f16_f32(isa, row, x, K);
-                continue;
-            }
-            cpu_f16_to_f32(isa, row, scratch, K);
-            for (int t = t0; t < t1; t++)
-                y[t * ldy + r] = cpu_dot_f32(isa, scratch, x + (size_t)t * K, K);
-        }
+        const int nt = n - t0 < F16_TOKEN_BLOCK ? n - t0 : F16_TOKEN_BLOCK;
+        cpu_dot_f16_rows(isa, rows, r0, r1, K, x + (size_t)t0 * K, nt, y + (size_t)t0 * ldy, ldy);
     }
 }
 

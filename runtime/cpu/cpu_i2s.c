@@ -7,7 +7,9 @@
  * times 64, 16, 4, 1) and multiplied by the activations with vpdpbusd into four accumulators,
  * which are scaled back (exact shifts of multiples) at the end: 4 ANDs a load instead of 4
  * shifts and 4 ANDs. For several tokens (prompts) the codes are unpacked once per load and
- * reused by 8 tokens (2 rows x 8 tokens of accumulators in registers).
+ * reused by 8 tokens (2 rows x 8 tokens of accumulators in registers); the last 2..7 tokens
+ * (a multi-row decode step of a few sequences) likewise, 2 rows x 2..7 tokens, so such a step
+ * reads the weights once, not once per token.
  * AVX2: vpmaddubsw (codes 0..2 as unsigned bytes times the signed activations: int16 pairs of
  * at most 512), summed in int16 for 15 blocks at most (15 x 4 x 512 < 32768), then widened.
  * Every path computes sum(code * q) and subtracts sum(q): code - 1 is the ternary weight.
@@ -396,6 +398,70 @@ CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const
 #undef TOK
 #undef DP
 
+/* Multi-row decode steps (a few sequences' tokens, 2..7: the last tile of cpu_i2s_pack, width
+ * T): 2 rows x T tokens of accumulators, each load of weights unpacked once and used by the T
+ * tokens, as gemm_2x8 does for a full tile, so a step of T tokens reads the weights once
+ * instead of T times. T is a constant at each call (always inlined), so the accumulators stay
+ * in registers. */
+CPU_TARGET_AVX512 static inline __attribute__((always_inline)) void gemm_2xt_avx512(const uint8_t *w, int64_t r,
+                                                                                    const cpu_qact *a, int t0, int T,
+                                                                                    int32_t *out, int64_t ld)
+{
+    const int K = a->K, pairs = K / 256;
+    const tok_at at = token_at(a, t0); /* t0 starts the last tile, of width T */
+    const size_t fs = at.w * 64;      /* bytes of one field's run of the tile's tokens */
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const uint8_t *w0 = w + r * (K / 4), *w1 = w0 + K / 4;
+    __m512i x[7], y[7];
+#pragma GCC unroll 7
+    for (int t = 0; t < T; t++)
+        x[t] = y[t] = _mm512_setzero_si512();
+    for (int p = 0; p < pairs; p++) {
+        const __m512i wa = _mm512_loadu_si512(w0 + p * 64), wb = _mm512_loadu_si512(w1 + p * 64);
+#pragma GCC unroll 4
+        for (int f = 0; f < 4; f++) {
+            const __m512i c0 = _mm512_and_si512(_mm512_srli_epi16(wa, 6 - 2 * f), m3);
+            const __m512i c1 = _mm512_and_si512(_mm512_srli_epi16(wb, 6 - 2 * f), m3);
+            const int8_t *qf = at.tile + ((size_t)p * 4 + f) * fs;
+#pragma GCC unroll 7
+            for (int t = 0; t < T; t++) {
+                const __m512i qv = _mm512_loadu_si512(qf + t * 64);
+                x[t] = _mm512_dpbusd_epi32(x[t], c0, qv);
+                y[t] = _mm512_dpbusd_epi32(y[t], c1, qv);
+            }
+        }
+    }
+    const int odd = (K / BLK) & 1;
+    for (int t = 0; t < T; t++) {
+        int32_t vx = _mm512_reduce_add_epi32(x[t]), vy = _mm512_reduce_add_epi32(y[t]);
+        if (odd) {
+            const int8_t *qt = at.tile + (size_t)pairs * 256 * at.w + (size_t)t * 128;
+            vx += tail_block_avx512(w0 + pairs * 64, qt);
+            vy += tail_block_avx512(w1 + pairs * 64, qt);
+        }
+        out[(t0 + t) * ld + r] = vx - a->qsum[t0 + t];
+        out[(t0 + t) * ld + r + 1] = vy - a->qsum[t0 + t];
+    }
+}
+
+/* rows r0..r1 (pairs, then the odd last row alone) of the last tile's m = 2..7 tokens */
+CPU_TARGET_AVX512 static void small_tile_avx512(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int t0,
+                                                int m, int32_t *out, int64_t ld)
+{
+    int64_t r = r0;
+    for (; r + 2 <= r1; r += 2)
+        switch (m) {
+        case 2: gemm_2xt_avx512(w, r, a, t0, 2, out, ld); break;
+        case 3: gemm_2xt_avx512(w, r, a, t0, 3, out, ld); break;
+        case 4: gemm_2xt_avx512(w, r, a, t0, 4, out, ld); break;
+        case 5: gemm_2xt_avx512(w, r, a, t0, 5, out, ld); break;
+        case 6: gemm_2xt_avx512(w, r, a, t0, 6, out, ld); break;
+        default: gemm_2xt_avx512(w, r, a, t0, 7, out, ld); break;
+        }
+    for (int t = t0; r < r1 && t < t0 + m; t++)
+        gemv_avx512(w, r, r1, a, t, out + (size_t)t * ld);
+}
+
 CPU_TARGET_AVX512 static void sums_avx512(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out,
                                           int64_t ld)
 {
@@ -406,8 +472,10 @@ CPU_TARGET_AVX512 static void sums_avx512(const uint8_t *w, int64_t r0, int64_t 
     if (full && (r1 - r0) % 2) /* the odd last row of the full tiles' tokens */
         for (int t = 0; t < full; t++)
             gemv_avx512(w, r1 - 1, r1, a, t, out + (size_t)t * ld);
-    for (int t = full; t < a->n; t++) /* the last tile's tokens (and one-token steps) */
-        gemv_avx512(w, r0, r1, a, t, out + (size_t)t * ld);
+    if (a->n - full >= 2) /* the last tile's tokens together */
+        small_tile_avx512(w, r0, r1, a, full, a->n - full, out, ld);
+    else if (a->n > full) /* one token (a one-token step, or the last tile's lone token) */
+        gemv_avx512(w, r0, r1, a, full, out + (size_t)full * ld);
 }
 #endif
 

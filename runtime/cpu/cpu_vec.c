@@ -146,6 +146,157 @@ CPU_TARGET_AVX512 static float dot_f16_avx512(const uint16_t *h, const float *x,
 }
 #endif
 
+/* ---- an F16 table's rows against several tokens (cpu_dot_f16_rows) ----
+ * Each (row, token) sum is the one-token dot's, operation for operation (the same lanes, the
+ * same FMAs in the same order, the same reduction and scalar tail), so a multi-row decode step
+ * gives each row the logits of a one-row step; what changes is that a converted chunk of
+ * weights serves every token of the tile, so the table is read once per step instead of once
+ * per token. Tiles of R rows (1 or 2) by T tokens, constants at each call (always inlined), so
+ * the sums stay in registers: AVX-512 2 x 4 x 2 sums, AVX2 2 x 2 x 4. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+#if CPU_X86
+
+CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const uint16_t *h0, const uint16_t *h1, int R,
+                                                            const float *x, int T, int K, float *y, int64_t ldy)
+{
+    __m512 s[2][4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        s[0][t][0] = s[0][t][1] = s[1][t][0] = s[1][t][1] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= K; i += 32) {
+        const __m512 a0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h0 + i))),
+                     a1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h0 + i + 16)));
+        const __m512 b0 = R == 2 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h1 + i))) : a0,
+                     b1 = R == 2 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h1 + i + 16))) : a1;
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const __m512 xa = _mm512_loadu_ps(x + (size_t)t * K + i), xb = _mm512_loadu_ps(x + (size_t)t * K + i + 16);
+            s[0][t][0] = _mm512_fmadd_ps(a0, xa, s[0][t][0]);
+            s[0][t][1] = _mm512_fmadd_ps(a1, xb, s[0][t][1]);
+            if (R == 2) {
+                s[1][t][0] = _mm512_fmadd_ps(b0, xa, s[1][t][0]);
+                s[1][t][1] = _mm512_fmadd_ps(b1, xb, s[1][t][1]);
+            }
+        }
+    }
+    if (i + 16 <= K) {
+        const __m512 a0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h0 + i)));
+        const __m512 b0 = R == 2 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h1 + i))) : a0;
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const __m512 xa = _mm512_loadu_ps(x + (size_t)t * K + i);
+            s[0][t][0] = _mm512_fmadd_ps(a0, xa, s[0][t][0]);
+            if (R == 2)
+                s[1][t][0] = _mm512_fmadd_ps(b0, xa, s[1][t][0]);
+        }
+        i += 16;
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const uint16_t *h = r ? h1 : h0;
+            const float *xt = x + (size_t)t * K;
+            float v = _mm512_reduce_add_ps(_mm512_add_ps(s[r][t][0], s[r][t][1]));
+            for (int j = i; j < K; j++)
+                v += fmt_f16_to_f32(h[j]) * xt[j];
+            y[t * ldy + r] = v;
+        }
+}
+
+/* the AVX2 dot's step: chunk i's two 8-lane halves into sums S, S + 1 of every (row, token) */
+#define F16_AVX2_STEP(S)                                                                                \
+    do {                                                                                                \
+        const __m256 a0 = f16x8(h0 + i), a1 = f16x8(h0 + i + 8);                                        \
+        const __m256 b0 = R == 2 ? f16x8(h1 + i) : a0, b1 = R == 2 ? f16x8(h1 + i + 8) : a1;            \
+        _Pragma("GCC unroll 2") for (int t = 0; t < T; t++)                                             \
+        {                                                                                               \
+            const __m256 xl = _mm256_loadu_ps(x + (size_t)t * K + i), xh = _mm256_loadu_ps(x + (size_t)t * K + i + 8); \
+            s[0][t][S] = _mm256_fmadd_ps(a0, xl, s[0][t][S]);                                           \
+            s[0][t][S + 1] = _mm256_fmadd_ps(a1, xh, s[0][t][S + 1]);                                   \
+            if (R == 2) {                                                                               \
+                s[1][t][S] = _mm256_fmadd_ps(b0, xl, s[1][t][S]);                                       \
+                s[1][t][S + 1] = _mm256_fmadd_ps(b1, xh, s[1][t][S + 1]);                               \
+            }                                                                                           \
+        }                                                                                               \
+    } while (0)
+
+CPU_TARGET_AVX2 static ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, const uint16_t *h1, int R, const float *x,
+                                                        int T, int K, float *y, int64_t ldy)
+{
+    __m256 s[2][2][4]; /* [row][token][s0l, s0h, s1l, s1h] as dot_f16_avx2 */
+#pragma GCC unroll 2
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < 4; k++)
+            s[0][t][k] = s[1][t][k] = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= K; i += 32) {
+        F16_AVX2_STEP(0);
+        i += 16;
+        F16_AVX2_STEP(2);
+        i -= 16;
+    }
+    if (i + 16 <= K) {
+        F16_AVX2_STEP(0);
+        i += 16;
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const uint16_t *h = r ? h1 : h0;
+            const float *xt = x + (size_t)t * K;
+            float v = reduce16(_mm256_add_ps(s[r][t][0], s[r][t][2]), _mm256_add_ps(s[r][t][1], s[r][t][3]));
+            for (int j = i; j < K; j++)
+                v += fmt_f16_to_f32(h[j]) * xt[j];
+            y[t * ldy + r] = v;
+        }
+}
+#undef F16_AVX2_STEP
+
+/* rows r0..r1 of w [.][K] against n tokens: row pairs (then a lone row) by tiles of up to TT
+ * tokens; each (R, T) case is its own inlined instance */
+#define F16_TILES(CASES, TT)                                                                            \
+    for (int64_t r = r0; r < r1; r += 2) {                                                              \
+        const uint16_t *h0 = w + r * K, *h1 = h0 + K;                                                   \
+        for (int t0 = 0; t0 < n; t0 += TT) {                                                            \
+            const int T = n - t0 < TT ? n - t0 : TT;                                                    \
+            const float *xt = x + (size_t)t0 * K;                                                       \
+            float *yt = y + t0 * ldy + r;                                                               \
+            if (r + 2 <= r1) {                                                                          \
+                CASES(2)                                                                                \
+            } else {                                                                                    \
+                CASES(1)                                                                                \
+            }                                                                                           \
+        }                                                                                               \
+    }
+#define F16_CASES_512(R)                                                                                \
+    switch (T) {                                                                                        \
+    case 1: f16_tile_avx512(h0, h1, R, xt, 1, K, yt, ldy); break;                                       \
+    case 2: f16_tile_avx512(h0, h1, R, xt, 2, K, yt, ldy); break;                                       \
+    case 3: f16_tile_avx512(h0, h1, R, xt, 3, K, yt, ldy); break;                                       \
+    default: f16_tile_avx512(h0, h1, R, xt, 4, K, yt, ldy); break;                                      \
+    }
+#define F16_CASES_256(R)                                                                                \
+    if (T == 1)                                                                                         \
+        f16_tile_avx2(h0, h1, R, xt, 1, K, yt, ldy);                                                    \
+    else                                                                                                \
+        f16_tile_avx2(h0, h1, R, xt, 2, K, yt, ldy);
+
+CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
+                                              float *y, int64_t ldy)
+{
+    F16_TILES(F16_CASES_512, 4)
+}
+
+CPU_TARGET_AVX2 static void f16_rows_avx2(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
+                                          float *y, int64_t ldy)
+{
+    F16_TILES(F16_CASES_256, 2)
+}
+#undef F16_CASES_256
+#undef F16_CASES_512
+#undef F16_TILES
+#endif
+
 float cpu_dot_f32(cpu_isa isa, const float *a, const float *b, int n)
 {
 #if CPU_X86
@@ -254,4 +405,22 @@ void cpu_axpy_f16(cpu_isa isa, float a, const uint16_t *h, float *y, int n)
     const float *lut = f16_lut();
     for (int i = 0; i < n; i++)
         y[i] += a * lut[h[i]];
+}
+
+void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n, float *y,
+                      int64_t ldy)
+{
+#if CPU_X86
+    if (isa == CPU_ISA_AVX512) {
+        f16_rows_avx512(w, r0, r1, K, x, n, y, ldy);
+        return;
+    }
+    if (isa == CPU_ISA_AVX2) {
+        f16_rows_avx2(w, r0, r1, K, x, n, y, ldy);
+        return;
+    }
+#endif
+    for (int64_t r = r0; r < r1; r++)
+        for (int t = 0; t < n; t++)
+            y[t * ldy + r] = cpu_dot_f16_f32(isa, w + r * K, x + (size_t)t * K, K);
 }

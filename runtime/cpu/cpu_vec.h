@@ -14,6 +14,11 @@
 float cpu_dot_f32(cpu_isa isa, const float *a, const float *b, int n);
 /* sum_i f32(h[i]) * x[i] */
 float cpu_dot_f16_f32(cpu_isa isa, const uint16_t *h, const float *x, int n);
+/* y[t * ldy + r] = cpu_dot_f16_f32(isa, w + r * K, x + t * K, K), the same bits, for rows
+ * r0 <= r < r1 of w [.][K] and n tokens of x [n][K]: each chunk of a row is converted once for
+ * a tile of tokens (an F16 table read once for all the tokens of a step) */
+void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n, float *y,
+                      int64_t ldy);
 void cpu_f16_to_f32(cpu_isa isa, const uint16_t *in, float *out, int n);
 void cpu_f32_to_f16(cpu_isa isa, const float *in, uint16_t *out, int n);
 /* y[i] += a * x[i] */
