@@ -58,22 +58,32 @@ CPU_TARGET_AVX2 static inline __m256i mul9(__m256i v)
 }
 
 /* TQ1_0 (format/fmt_tq1_0.c): qs[0..32) hold 5 trits each (trit n of byte m: element 32 n + m),
- * qs[32..48) 5 each (element 160 + 16 n + m), qh[4] 4 each (trit n of byte m: 240 + 4 n + m). */
-CPU_TARGET_AVX2 static inline void tq1_regs(const uint8_t *blk, __m256i c[8])
+ * qs[32..48) 5 each (element 160 + 16 n + m), qh[4] 4 each (trit n of byte m: 240 + 4 n + m).
+ * qs[32..48) and qh as three vectors of 32 bytes before tq1_top: y0 * (1, 3), y0 * (9, 27), and
+ * y0 * 81 beside qh's bytes times 3^(trit) (elements 160..255 in order) */
+CPU_TARGET_AVX2 static inline void tq1_tail(const uint8_t *blk, __m256i *y01, __m256i *y23, __m256i *y4h)
 {
-    const __m256i x0 = _mm256_loadu_si256((const __m256i *)blk), x1 = mul3(x0), x2 = mul9(x0);
-    c[0] = tq1_top(x0), c[1] = tq1_top(x1), c[2] = tq1_top(x2), c[3] = tq1_top(mul9(x1)), c[4] = tq1_top(mul9(x2));
     uint32_t qh;
     memcpy(&qh, blk + 48, 4);
     __m256i h = _mm256_cvtepu8_epi16(_mm_set1_epi32((int)qh)); /* lane i: byte i % 4 times 3^(i / 4) */
     h = _mm256_mullo_epi16(h, _mm256_set_epi16(27, 27, 27, 27, 9, 9, 9, 9, 3, 3, 3, 3, 1, 1, 1, 1));
     h = _mm256_and_si256(h, _mm256_set1_epi16(0xff));
     const __m128i y0 = _mm_loadu_si128((const __m128i *)(blk + 32)), y1 = _mm_add_epi8(y0, _mm_add_epi8(y0, y0));
-    const __m256i y01 = _mm256_inserti128_si256(_mm256_castsi128_si256(y0), y1, 1); /* y0 * (1, 3) */
-    const __m256i y23 = mul9(y01);                                                 /* y0 * (9, 27) */
-    const __m128i y4 = _mm256_castsi256_si128(mul9(y23));                           /* y0 * 81 */
+    *y01 = _mm256_inserti128_si256(_mm256_castsi128_si256(y0), y1, 1); /* y0 * (1, 3) */
+    *y23 = mul9(*y01);                                                 /* y0 * (9, 27) */
+    const __m128i y4 = _mm256_castsi256_si128(mul9(*y23));              /* y0 * 81 */
     const __m128i hb = _mm_packus_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    c[5] = tq1_top(y01), c[6] = tq1_top(y23), c[7] = tq1_top(_mm256_inserti128_si256(_mm256_castsi128_si256(y4), hb, 1));
+    *y4h = _mm256_inserti128_si256(_mm256_castsi128_si256(y4), hb, 1);
+}
+
+/* A block's 256 codes in element order, eight vectors of 32 */
+CPU_TARGET_AVX2 static inline void tq1_regs(const uint8_t *blk, __m256i c[8])
+{
+    const __m256i x0 = _mm256_loadu_si256((const __m256i *)blk), x1 = mul3(x0), x2 = mul9(x0);
+    c[0] = tq1_top(x0), c[1] = tq1_top(x1), c[2] = tq1_top(x2), c[3] = tq1_top(mul9(x1)), c[4] = tq1_top(mul9(x2));
+    __m256i y01, y23, y4h;
+    tq1_tail(blk, &y01, &y23, &y4h);
+    c[5] = tq1_top(y01), c[6] = tq1_top(y23), c[7] = tq1_top(y4h);
 }
 
 CPU_TARGET_AVX2 static void tq2_decode(const uint8_t *blk, uint8_t *out)
@@ -273,20 +283,11 @@ CPU_TARGET_AVX512 static inline void tq1_zregs(const uint8_t *blk, __m512i c[4])
     const __m512i z01 = _mm512_mask_blend_epi64(0xF0, x, _mm512_add_epi8(x, _mm512_add_epi8(x, x))); /* v | 3v */
     const __m512i z23 = mul9_z(z01);                                                                  /* 9v | 27v */
     const __m256i v81 = _mm512_castsi512_si256(mul9_z(z23));                                          /* 81v */
-    uint32_t qh;
-    memcpy(&qh, blk + 48, 4);
-    __m256i h = _mm256_cvtepu8_epi16(_mm_set1_epi32((int)qh)); /* lane i: byte i % 4 times 3^(i / 4) */
-    h = _mm256_mullo_epi16(h, _mm256_set_epi16(27, 27, 27, 27, 9, 9, 9, 9, 3, 3, 3, 3, 1, 1, 1, 1));
-    h = _mm256_and_si256(h, _mm256_set1_epi16(0xff));
-    const __m128i y0 = _mm_loadu_si128((const __m128i *)(blk + 32)), y1 = _mm_add_epi8(y0, _mm_add_epi8(y0, y0));
-    const __m256i y01 = _mm256_inserti128_si256(_mm256_castsi128_si256(y0), y1, 1); /* y0 * (1, 3) */
-    const __m256i y23 = mul9(y01);                                                 /* y0 * (9, 27) */
-    const __m128i y4 = _mm256_castsi256_si128(mul9(y23));                           /* y0 * 81 */
-    const __m128i hb = _mm_packus_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    __m256i y01, y23, y4h;
+    tq1_tail(blk, &y01, &y23, &y4h);
     c[0] = tq1_top_z(z01), c[1] = tq1_top_z(z23);
     c[2] = tq1_top_z(_mm512_inserti64x4(_mm512_castsi256_si512(v81), y01, 1));
-    c[3] = tq1_top_z(_mm512_inserti64x4(_mm512_castsi256_si512(y23),
-                                        _mm256_inserti128_si256(_mm256_castsi128_si256(y4), hb, 1), 1));
+    c[3] = tq1_top_z(_mm512_inserti64x4(_mm512_castsi256_si512(y23), y4h, 1));
 }
 CPU_TARGET_AVX512 static void one_tq1_zmm(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
 {
