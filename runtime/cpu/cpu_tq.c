@@ -225,43 +225,52 @@ CPU_TARGET_AVX2 static void one_tq1_avx2(const tq_pass *p, const uint8_t *const 
 {
     TQ_ONE_BODY(tq1_regs, STEP_AVX2, FIN_AVX2)
 }
-/* AVX-512 VNNI, 512-bit: a lone token against TQ2_0 rows without decoding the codes. Bits
- * 2l..2l+1 of qs[32 h + k] are element 128 h + 32 l + k, so a half of qs broadcast to both
- * halves of a register and masked with 0x03 | 0x0C (0x30 | 0xC0) holds elements 128 h + k and
- * 128 h + 32 + k (128 h + 64 + k and 128 h + 96 + k) times 1 and 4 (16 and 64) in place, facing
- * 64 contiguous activations: no shift per byte. Each lane's sum is a multiple of its factor,
- * so an arithmetic shift at the block's end scales it back exactly: the same block sums. */
-CPU_TARGET_AVX512 static void one_tq2_zmm(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
+/* AVX-512 VNNI, 512-bit: a lone token, the rows' blocks read in registers, the token's 256
+ * activations of a block as four registers of 64 (q), ZSUM(block, q) a row's block sum in 16
+ * int32 lanes. */
+#define TQ_ZMM_BODY(ZSUM)                                                                                   \
+    const size_t bb = p->blk_bytes;                                                                         \
+    __m256d sum = _mm256_setzero_pd();                                                                      \
+    for (int b = 0; b < p->nb; b++) {                                                                       \
+        const int8_t *qb = p->a->q + (size_t)(p->t0 + t) * p->K + b * TQ_BLK;                               \
+        const __m512i q[4] = {_mm512_loadu_si512(qb), _mm512_loadu_si512(qb + 64), _mm512_loadu_si512(qb + 128), \
+                              _mm512_loadu_si512(qb + 192)};                                                \
+        __m256i acc[TQ_ROWS];                                                                               \
+        _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {                                         \
+            const uint8_t *blk = rows[i] + b * bb;                                                          \
+            _mm_prefetch((const char *)(blk + TQ_AHEAD * bb), _MM_HINT_T0);                                 \
+            const __m512i s = ZSUM(blk, q);                                                                 \
+            acc[i] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));          \
+        }                                                                                                   \
+        const __m128i h = _mm_setr_epi16(f16_at(rows[0] + (b + 1) * bb - 2), f16_at(rows[1] + (b + 1) * bb - 2), \
+                                         f16_at(rows[2] + (b + 1) * bb - 2), f16_at(rows[3] + (b + 1) * bb - 2), \
+                                         0, 0, 0, 0);                                                       \
+        sum = tq_block_end(p, b, t, acc, _mm_cvtph_ps(h), sum);                                             \
+    }                                                                                                       \
+    _mm256_storeu_pd(out, sum);
+
+/* TQ2_0 without decoding the codes. Bits 2l..2l+1 of qs[32 h + k] are element 128 h + 32 l + k,
+ * so a half of qs broadcast to both halves of a register and masked with 0x03 | 0x0C (0x30 |
+ * 0xC0) holds elements 128 h + k and 128 h + 32 + k (128 h + 64 + k and 128 h + 96 + k) times 1
+ * and 4 (16 and 64) in place, facing 64 contiguous activations: no shift per byte. Each lane's
+ * sum is a multiple of its factor, so an arithmetic shift scales it back exactly. */
+CPU_TARGET_AVX512 static inline __m512i tq2_zsum(const uint8_t *blk, const __m512i q[4])
 {
-    const size_t bb = p->blk_bytes;
     const __m512i m01 = _mm512_inserti64x4(_mm512_set1_epi8(0x03), _mm256_set1_epi8(0x0C), 1);
     const __m512i m23 = _mm512_inserti64x4(_mm512_set1_epi8(0x30), _mm256_set1_epi8((char)0xC0), 1);
     const __m512i s01 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(2), 1);
     const __m512i s23 = _mm512_inserti64x4(_mm512_set1_epi32(4), _mm256_set1_epi32(6), 1);
-    __m256d sum = _mm256_setzero_pd();
-    for (int b = 0; b < p->nb; b++) {
-        const int8_t *qb = p->a->q + (size_t)(p->t0 + t) * p->K + b * TQ_BLK;
-        const __m512i q0 = _mm512_loadu_si512(qb), q1 = _mm512_loadu_si512(qb + 64);
-        const __m512i q2 = _mm512_loadu_si512(qb + 128), q3 = _mm512_loadu_si512(qb + 192);
-        __m256i acc[TQ_ROWS];
-        _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {
-            const uint8_t *blk = rows[i] + b * bb;
-            _mm_prefetch((const char *)(blk + TQ_AHEAD * bb), _MM_HINT_T0);
-            const __m512i w0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
-            const __m512i w1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 32)));
-            __m512i a01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w0, m01), q0);
-            __m512i a23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w0, m23), q1);
-            a01 = _mm512_dpbusd_epi32(a01, _mm512_and_si512(w1, m01), q2);
-            a23 = _mm512_dpbusd_epi32(a23, _mm512_and_si512(w1, m23), q3);
-            const __m512i s = _mm512_add_epi32(_mm512_srav_epi32(a01, s01), _mm512_srav_epi32(a23, s23));
-            acc[i] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-        }
-        const __m128i h = _mm_setr_epi16(f16_at(rows[0] + (b + 1) * bb - 2), f16_at(rows[1] + (b + 1) * bb - 2),
-                                         f16_at(rows[2] + (b + 1) * bb - 2), f16_at(rows[3] + (b + 1) * bb - 2), 0,
-                                         0, 0, 0);
-        sum = tq_block_end(p, b, t, acc, _mm_cvtph_ps(h), sum);
-    }
-    _mm256_storeu_pd(out, sum);
+    const __m512i w0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)blk));
+    const __m512i w1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+    __m512i a01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w0, m01), q[0]);
+    __m512i a23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w0, m23), q[1]);
+    a01 = _mm512_dpbusd_epi32(a01, _mm512_and_si512(w1, m01), q[2]);
+    a23 = _mm512_dpbusd_epi32(a23, _mm512_and_si512(w1, m23), q[3]);
+    return _mm512_add_epi32(_mm512_srav_epi32(a01, s01), _mm512_srav_epi32(a23, s23));
+}
+CPU_TARGET_AVX512 static void one_tq2_zmm(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
+{
+    TQ_ZMM_BODY(tq2_zsum)
 }
 /* AVX-512, 512-bit: a TQ1_0 block's 256 codes in four registers of 64, each facing 64 contiguous
  * activations: qs[0..32) broadcast to both halves times (1, 3) and (9, 27) gives trits 0 / 1 and
@@ -289,33 +298,17 @@ CPU_TARGET_AVX512 static inline void tq1_zregs(const uint8_t *blk, __m512i c[4])
     c[2] = tq1_top_z(_mm512_inserti64x4(_mm512_castsi256_si512(v81), y01, 1));
     c[3] = tq1_top_z(_mm512_inserti64x4(_mm512_castsi256_si512(y23), y4h, 1));
 }
+CPU_TARGET_AVX512 static inline __m512i tq1_zsum(const uint8_t *blk, const __m512i q[4])
+{
+    __m512i c[4];
+    tq1_zregs(blk, c);
+    const __m512i s0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], q[0]), c[2], q[2]);
+    const __m512i s1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], q[1]), c[3], q[3]);
+    return _mm512_add_epi32(s0, s1); /* two chains */
+}
 CPU_TARGET_AVX512 static void one_tq1_zmm(const tq_pass *p, const uint8_t *const rows[TQ_ROWS], int t, double *out)
 {
-    const size_t bb = p->blk_bytes;
-    __m256d sum = _mm256_setzero_pd();
-    for (int b = 0; b < p->nb; b++) {
-        const int8_t *qb = p->a->q + (size_t)(p->t0 + t) * p->K + b * TQ_BLK;
-        const __m512i q0 = _mm512_loadu_si512(qb), q1 = _mm512_loadu_si512(qb + 64);
-        const __m512i q2 = _mm512_loadu_si512(qb + 128), q3 = _mm512_loadu_si512(qb + 192);
-        __m256i acc[TQ_ROWS];
-        _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {
-            const uint8_t *blk = rows[i] + b * bb;
-            _mm_prefetch((const char *)(blk + TQ_AHEAD * bb), _MM_HINT_T0);
-            __m512i c[4];
-            tq1_zregs(blk, c);
-            __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], q0); /* two chains */
-            __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], q1);
-            s0 = _mm512_dpbusd_epi32(s0, c[2], q2);
-            s1 = _mm512_dpbusd_epi32(s1, c[3], q3);
-            const __m512i s = _mm512_add_epi32(s0, s1);
-            acc[i] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-        }
-        const __m128i h = _mm_setr_epi16(f16_at(rows[0] + (b + 1) * bb - 2), f16_at(rows[1] + (b + 1) * bb - 2),
-                                         f16_at(rows[2] + (b + 1) * bb - 2), f16_at(rows[3] + (b + 1) * bb - 2), 0,
-                                         0, 0, 0);
-        sum = tq_block_end(p, b, t, acc, _mm_cvtph_ps(h), sum);
-    }
-    _mm256_storeu_pd(out, sum);
+    TQ_ZMM_BODY(tq1_zsum)
 }
 
 typedef void (*tq_tile_fn)(const tq_pass *p, int t, double *out);
