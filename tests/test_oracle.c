@@ -375,7 +375,7 @@ static void run_case(oracle_case *c, int backend)
         fail_msg("%s: case.txt was not read (see test_manifests)", c->name);
     const char *full = getenv("TERNION_ORACLE_FULL");
     if (backend == RT_BACKEND_VULKAN && c->vulkan_full && !(full && !strcmp(full, "1"))) {
-        printf("%s/vulkan: skipped (vulkan = full: TERNION_ORACLE_FULL=1 runs it; docs/oracles.md has its figures)\n",
+        printf("skip: %s/vulkan: vulkan = full (TERNION_ORACLE_FULL=1 runs it; docs/oracles.md has its figures)\n",
                c->name);
         skip();
     }
