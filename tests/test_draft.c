@@ -694,23 +694,30 @@ static void test_llama_arch(void **st)
     gen_draft_free(&dr);
 }
 
+/* The draft of the file at path, with no problems, parsed into *m (dr: the caller frees it). */
+static void draft_parsed(const char *path, gen_draft *dr, gen_model *m)
+{
+    char err[GEN_ERR_LEN] = "";
+    if (gen_draft_gguf(path, dr, err))
+        fail_msg("%s", err);
+    assert_int_equal(dr->n_problems, 0);
+    if (gen_model_parse(dr->yaml, dr->len, "draft", m, err))
+        fail_msg("%s", err);
+}
+
 /* A plain Llama file (F16 matrices, as llama.cpp's converter writes one): the draft multiplies
  * each matrix with `linear`, has no problem and parses. */
 static void test_plain_llama_linear(void **st)
 {
     (void)st;
-    char path[512], err[GEN_ERR_LEN] = "";
+    char path[512];
     hand_path("plain", path, sizeof(path));
     hand h = k_llama;
     h.mat_type = FMT_F16;
     hand_gguf(&h, path);
     gen_draft dr;
-    if (gen_draft_gguf(path, &dr, err))
-        fail_msg("%s", err);
-    assert_int_equal(dr.n_problems, 0);
     gen_model *m = malloc(sizeof(*m));
-    if (gen_model_parse(dr.yaml, dr.len, "draft", m, err))
-        fail_msg("%s", err);
+    draft_parsed(path, &dr, m);
     int n = 0;
     for (int i = 0; i < m->n_layer; i++) {
         assert_true(m->layer[i].kind != GEN_OP_BITLINEAR);
@@ -727,14 +734,9 @@ static void test_plain_llama_linear(void **st)
 static void test_type_sets(void **st)
 {
     (void)st;
-    char err[GEN_ERR_LEN] = "";
     gen_draft dr;
-    if (gen_draft_gguf("tests/data/oracle/llama-kq-mix-tiny/model.gguf", &dr, err))
-        fail_msg("%s", err);
-    assert_int_equal(dr.n_problems, 0);
     gen_model *m = malloc(sizeof(*m));
-    if (gen_model_parse(dr.yaml, dr.len, "draft", m, err))
-        fail_msg("%s", err);
+    draft_parsed("tests/data/oracle/llama-kq-mix-tiny/model.gguf", &dr, m);
     int n = 0;
     for (int i = 0; i < m->n_tensors; i++) {
         const gen_tensor *t = &m->tensors[i];
