@@ -37,6 +37,11 @@ trilm-tq1_0-30l    models/trilm-3.9b-tq1_0.yaml    30 50688  1 llama
 bonsai-1.7b-28l    models/ternary-bonsai-1.7b.yaml 28 151936 1 llama TWIN=1 PRE=qwen2
 bonsai-4b-36l      models/ternary-bonsai-4b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
 bonsai-8b-36l      models/ternary-bonsai-8b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
+llama3-8b-q4km-4l  models/llama-3-8b-q4_k_m.yaml   4  128256 1 llama
+olmoe-q8-4l        models/olmoe-1b-7b.yaml         4  50304  1 llama
+olmoe-q4km-4l      models/olmoe-1b-7b-q4_k_m.yaml  4  50304  1 llama
+qwen3moe-q8-2l     models/qwen3-30b-a3b.yaml       2  151936 1 llama PRE=qwen2
+qwen3moe-q4km-2l   models/qwen3-30b-a3b-q4_k_m.yaml 2 151936 1 llama PRE=qwen2
 '
 
 want=" $* "
