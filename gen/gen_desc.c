@@ -244,6 +244,7 @@ static int build_alts(gen_desc *d, const gen_graph *g, const gen_kop *kop, bool 
         int kid = -1;
         if (gen_kernel_build(g2, kop, decode, &ko, err) == 0)
             kid = intern_kernel(d, (dsl_kernel *)ko.k, err);
+        const uint64_t bytes = ko.bytes;
         gen_kernel_out_free(&ko);
         if (kid < 0) {
             rc = -1;
@@ -257,7 +258,7 @@ static int build_alts(gen_desc *d, const gen_graph *g, const gen_kop *kop, bool 
             rc = -1;
         } else if (!seen)
             d->alts[d->n_alts++] = (rt_kernel_alt){.kernel = dp->kernel, .tensor = (uint16_t)set, .type = (uint8_t)ty,
-                                                   .alt = (uint16_t)kid};
+                                                   .alt = (uint16_t)kid, .bytes = bytes};
     }
     free(m2);
     free(g2);

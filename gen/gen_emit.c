@@ -453,12 +453,13 @@ static void write_alts(FILE *f, const rt_model_desc *md)
     fprintf(f, "};\n\n");
     if (!md->n_kernel_alts)
         return;
-    fprintf(f, "/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type` */\n"
+    fprintf(f, "/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type`\n"
+               " * (reading and writing `bytes` in a decode step) */\n"
                "static const rt_kernel_alt kernel_alts[] = {\n");
     for (uint32_t i = 0; i < md->n_kernel_alts; i++) {
         const rt_kernel_alt *a = &md->kernel_alts[i];
-        fprintf(f, "    {%u, %u, FMT_%s, %u}, /* %s: %s %s -> %s */\n", a->kernel, a->tensor, fmt_type_name(a->type),
-                a->alt, md->kernels[a->kernel].name, md->tensors[a->tensor].gguf, fmt_type_name(a->type),
+        fprintf(f, "    {%u, %u, FMT_%s, %u, %lluull}, /* %s: %s %s -> %s */\n", a->kernel, a->tensor,
+                fmt_type_name(a->type), a->alt, (unsigned long long)a->bytes, md->kernels[a->kernel].name, md->tensors[a->tensor].gguf, fmt_type_name(a->type),
                 md->kernels[a->alt].name);
     }
     fprintf(f, "};\n\n");

@@ -314,11 +314,14 @@ typedef struct {
 
 /* A dispatch of kernel `kernel` that reads tensor `tensor` runs kernel `alt` instead at a layer
  * where that tensor has type `type` (a type set's other members): the same arguments,
- * parameters and workgroups, the products made for that type. */
+ * parameters and workgroups, the products made for that type. `bytes` is what such a dispatch
+ * reads and writes in a decode step (rt_dispatch.bytes of the alternate: the bench's and
+ * --profile's byte counts of that layer). */
 typedef struct {
     uint16_t kernel, tensor;
     uint8_t type;
     uint16_t alt;
+    uint64_t bytes;
 } rt_kernel_alt;
 
 typedef struct {

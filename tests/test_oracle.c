@@ -369,6 +369,27 @@ static const rt_model_desc *builtin_of(const char *yaml)
     return NULL;
 }
 
+/* A description with type sets (llama-kq-mix-tiny): the weight bytes a decode step reads in the
+ * layers, as --bench and --profile count them, equal the file's own sizes of the layers'
+ * tensors, each at the type the file gives it in that layer (a dense model reads every layer
+ * tensor once a token; rt_gguf_tensor.nbytes is the codec's exact size): counting a layer's
+ * alternate kernel at the default type's size fails this. */
+static void check_set_bytes(const oracle_case *c, const rt_engine *e)
+{
+    char err[RT_ERR_LEN] = "";
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(c->gguf, &g, err))
+        fail_msg("%s: %s", c->gguf, err);
+    uint64_t want = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        want += g->tensors[i].name.len > 4 && !memcmp(g->tensors[i].name.ptr, "blk.", 4) ? g->tensors[i].nbytes : 0;
+    rt_gguf_close(g);
+    const uint64_t got = rt_engine_decode_weight_bytes(e, true);
+    printf("%s: a decode step's layer weight bytes: %llu counted, %llu in the file\n", c->name,
+           (unsigned long long)got, (unsigned long long)want);
+    assert_true(got == want);
+}
+
 static void run_case(oracle_case *c, int backend)
 {
     if (!c->parsed)
@@ -453,6 +474,8 @@ static void run_case(oracle_case *c, int backend)
     free(want);
     free(got);
     free(row);
+    if (md.n_type_sets)
+        check_set_bytes(c, e);
     rt_engine_close(e);
     if (bad)
         fail_msg("%s: %d part(s) of the oracle rule failed (lines with FAIL above)", c->name, bad);

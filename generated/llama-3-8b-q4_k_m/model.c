@@ -71,12 +71,13 @@ static const rt_type_set type_sets[] = {
     {11, 2, {FMT_Q6_K, FMT_Q4_K}}, /* blk.{L}.ffn_down.weight */
 };
 
-/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type` */
+/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type`
+ * (reading and writing `bytes` in a decode step) */
 static const rt_kernel_alt kernel_alts[] = {
-    {4, 6, FMT_Q4_K, 3}, /* linear_q6_k_k4096_m1024_decode: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k4096_m1024_decode */
-    {9, 11, FMT_Q4_K, 10}, /* linear_q6_k_k14336_m4096_decode: blk.{L}.ffn_down.weight Q4_K -> linear_q4_k_k14336_m4096_decode */
-    {14, 6, FMT_Q4_K, 13}, /* linear_q6_k_k4096_m1024_batch: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k4096_m1024_batch */
-    {18, 11, FMT_Q4_K, 19}, /* linear_q6_k_k14336_m4096_batch: blk.{L}.ffn_down.weight Q4_K -> linear_q4_k_k14336_m4096_batch */
+    {4, 6, FMT_Q4_K, 3, 2379776ull}, /* linear_q6_k_k4096_m1024_decode: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k4096_m1024_decode */
+    {9, 11, FMT_Q4_K, 10, 33103872ull}, /* linear_q6_k_k14336_m4096_decode: blk.{L}.ffn_down.weight Q4_K -> linear_q4_k_k14336_m4096_decode */
+    {14, 6, FMT_Q4_K, 13, 2379776ull}, /* linear_q6_k_k4096_m1024_batch: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k4096_m1024_batch */
+    {18, 11, FMT_Q4_K, 19, 33103872ull}, /* linear_q6_k_k14336_m4096_batch: blk.{L}.ffn_down.weight Q4_K -> linear_q4_k_k14336_m4096_batch */
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */

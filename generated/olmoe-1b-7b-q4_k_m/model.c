@@ -70,11 +70,12 @@ static const rt_type_set type_sets[] = {
     {14, 2, {FMT_Q6_K, FMT_Q4_K}}, /* blk.{L}.ffn_down_exps.weight */
 };
 
-/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type` */
+/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type`
+ * (reading and writing `bytes` in a decode step) */
 static const rt_kernel_alt kernel_alts[] = {
-    {3, 6, FMT_Q4_K, 2}, /* linear_q6_k_k2048_m2048_decode: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m2048_decode */
-    {8, 14, FMT_Q4_K, 9}, /* moe_down_q6_k_f1024_n2048_k8: blk.{L}.ffn_down_exps.weight Q4_K -> moe_down_q4_k_f1024_n2048_k8 */
-    {12, 6, FMT_Q4_K, 11}, /* linear_q6_k_k2048_m2048_batch: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m2048_batch */
+    {3, 6, FMT_Q4_K, 2, 2375680ull}, /* linear_q6_k_k2048_m2048_decode: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m2048_decode */
+    {8, 14, FMT_Q4_K, 9, 9478208ull}, /* moe_down_q6_k_f1024_n2048_k8: blk.{L}.ffn_down_exps.weight Q4_K -> moe_down_q4_k_f1024_n2048_k8 */
+    {12, 6, FMT_Q4_K, 11, 2375680ull}, /* linear_q6_k_k2048_m2048_batch: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m2048_batch */
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */

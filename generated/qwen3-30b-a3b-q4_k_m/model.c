@@ -78,11 +78,12 @@ static const rt_type_set type_sets[] = {
     {14, 2, {FMT_Q6_K, FMT_Q4_K}}, /* blk.{L}.ffn_down_exps.weight */
 };
 
-/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type` */
+/* a dispatch of kernel `kernel` reading tensor `tensor` runs `alt` at a layer where it has type `type`
+ * (reading and writing `bytes` in a decode step) */
 static const rt_kernel_alt kernel_alts[] = {
-    {4, 6, FMT_Q4_K, 3}, /* linear_q6_k_k2048_m512_decode: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m512_decode */
-    {11, 14, FMT_Q4_K, 12}, /* moe_down_q6_k_f768_n2048_k8: blk.{L}.ffn_down_exps.weight Q4_K -> moe_down_q4_k_f768_n2048_k8 */
-    {16, 6, FMT_Q4_K, 15}, /* linear_q6_k_k2048_m512_batch: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m512_batch */
+    {4, 6, FMT_Q4_K, 3, 600064ull}, /* linear_q6_k_k2048_m512_decode: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m512_decode */
+    {11, 14, FMT_Q4_K, 12, 7110720ull}, /* moe_down_q6_k_f768_n2048_k8: blk.{L}.ffn_down_exps.weight Q4_K -> moe_down_q4_k_f768_n2048_k8 */
+    {16, 6, FMT_Q4_K, 15, 600064ull}, /* linear_q6_k_k2048_m512_batch: blk.{L}.attn_v.weight Q4_K -> linear_q4_k_k2048_m512_batch */
 };
 
 /* activation buffers (planned: values with disjoint lifetimes share one) */

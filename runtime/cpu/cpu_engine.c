@@ -273,12 +273,17 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     return 0;
 }
 
+/* Bytes of tensor t over all its layers, each layer at the type the file gives it there (a
+ * YAML type set: llama-quantize's _M mixtures change attn_v / ffn_down's type per layer). */
 static uint64_t weight_bytes(const cpu_engine *e, int t)
 {
-    const rt_tensor_desc *td = &e->d->tensors[t];
-    const cpu_weight *w = cpu_w(e, t, 0);
-    const int64_t ne[4] = {w->ne0, w->ne1, 1, 1};
-    return fmt_nbytes(w->type, ne, NULL) * (td->per_layer ? (uint64_t)e->n_layers : 1);
+    uint64_t b = 0;
+    for (int L = 0; L < (e->d->tensors[t].per_layer ? e->n_layers : 1); L++) {
+        const cpu_weight *w = cpu_w(e, t, L);
+        const int64_t ne[4] = {w->ne0, w->ne1, 1, 1};
+        b += fmt_nbytes(w->type, ne, NULL);
+    }
+    return b;
 }
 
 /* Reads [p, p + n) over the pool: every 8-byte word (the bandwidth probe) or one byte per

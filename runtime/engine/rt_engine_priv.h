@@ -194,6 +194,7 @@ bool rt_eng_writes_result(const rt_dispatch *post, uint32_t n);
 /* rt_engine_weights.c */
 bool rt_eng_type_ok(const rt_model_desc *d, uint32_t t, uint8_t got);
 const rt_type_set *rt_eng_type_set(const rt_model_desc *d, uint32_t t);
+const rt_kernel_alt *rt_eng_dispatch_alt(const rt_engine *e, const rt_dispatch *dp, int L);
 uint16_t rt_eng_dispatch_kernel(const rt_engine *e, const rt_dispatch *dp, int L);
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n);
 int rt_eng_weight_types(rt_engine *e, int repack, char *err);

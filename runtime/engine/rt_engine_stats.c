@@ -18,12 +18,15 @@ void rt_eng_vk_get_stats(const rt_engine *e, rt_engine_stats *out)
 }
 uint32_t rt_eng_vk_validation_count(const rt_engine *e) { return rt_vk_validation_count(e->vk); }
 
-static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv)
+/* Bytes of dispatch dp at layer L (-1: outside the layers): the schedule's figure, or that of
+ * the alternate kernel a type set runs there (rt_kernel_alt). */
+static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_kv, int L)
 {
     const rt_groups *g = &dp->groups[1];
     const uint32_t sp = e->var[dp->kernel].splits; /* a tuned launch size: its partials' bytes */
     const int64_t ranges = g->splits_max && sp ? (int64_t)sp - (int64_t)g->add : 0;
-    return dp->bytes + dp->bytes_vocab * (uint64_t)e->vocab + dp->bytes_kv * (uint64_t)n_kv +
+    const rt_kernel_alt *alt = rt_eng_dispatch_alt(e, dp, L);
+    return (alt ? alt->bytes : dp->bytes) + dp->bytes_vocab * (uint64_t)e->vocab + dp->bytes_kv * (uint64_t)n_kv +
            (uint64_t)(ranges * (int64_t)g->split_bytes) + rt_eng_weight_bytes_delta(e, dp); /* + TQ1_0 / TQ2_0 */
 }
 
@@ -68,18 +71,20 @@ static uint64_t step_bytes(const rt_engine *e, uint32_t i, int n_kv)
     const rt_dispatch *dp = decode_dispatch(e, i, &layer);
     if (!dp)
         return (uint64_t)e->vocab * 4;
-    return dispatch_bytes(e, dp, n_kv) + sparse_bytes(e, dp, layer);
+    return dispatch_bytes(e, dp, n_kv, layer) + sparse_bytes(e, dp, layer);
 }
 
-/* Bytes of weight tensor t as a dispatch of section `pre` reads it (kind: its arg kind). */
-static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre)
+/* Bytes of weight tensor t as a dispatch of section `pre` at layer L reads it (kind: its arg
+ * kind; the type the file gives it at that layer). */
+static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre, int L)
 {
     const rt_tensor_desc *td = &e->d->tensors[a.index];
     const int64_t ne1 = td->ne[1] < 0 ? e->vocab : td->ne[1];
     const uint64_t n = (uint64_t)td->ne[0] * (uint64_t)(td->n_dims > 1 ? ne1 : 1);
     if (a.kind == RT_ARG_WEIGHT_Q8)
         return n + n / FMT_Q8_BLOCK * 2;
-    const uint8_t wt = e->wtype ? e->wtype[(size_t)a.index * e->n_layers] : td->type; /* --weights repacks */
+    const int l = td->per_layer && L > 0 ? L : 0;
+    const uint8_t wt = e->wtype ? e->wtype[(size_t)a.index * e->n_layers + l] : td->type; /* --weights, type sets */
     const fmt_codec *c = fmt_codec_find(wt);
     if (!c)
         return 0;
@@ -108,7 +113,7 @@ uint64_t rt_eng_vk_decode_weight_bytes(const rt_engine *e, bool layers_only)
                                      (wk && e->d->tensors[arg.index].type == FMT_I2_S)))
                 continue;
             if (wk)
-                total += weight_arg_bytes(e, arg, pre);
+                total += weight_arg_bytes(e, arg, pre, layer);
         }
         total += sparse_bytes(e, dp, layer);
     }

@@ -50,21 +50,28 @@ const rt_type_set *rt_eng_type_set(const rt_model_desc *d, uint32_t t)
     return NULL;
 }
 
-/* The kernel dispatch dp runs at layer L: its own, or the alternate made for the type its
- * set-typed weight has there (rt_kernel_alt: its kernel, and a weight argument of dp). */
-uint16_t rt_eng_dispatch_kernel(const rt_engine *e, const rt_dispatch *dp, int L)
+/* The alternate dispatch dp runs at layer L (rt_kernel_alt: the kernel made for the type its
+ * set-typed weight has there), or NULL where it runs its own kernel. */
+const rt_kernel_alt *rt_eng_dispatch_alt(const rt_engine *e, const rt_dispatch *dp, int L)
 {
     const rt_model_desc *d = e->d;
     for (uint32_t i = 0; i < d->n_kernel_alts; i++) {
         const rt_kernel_alt *a = &d->kernel_alts[i];
         const int l = d->tensors[a->tensor].per_layer ? L : 0;
-        if (a->kernel != dp->kernel || !e->wtype || e->wtype[(size_t)a->tensor * e->n_layers + l] != a->type)
+        if (a->kernel != dp->kernel || !e->wtype || l < 0 || e->wtype[(size_t)a->tensor * e->n_layers + l] != a->type)
             continue;
         for (int j = 0; j < dp->n_args; j++) /* a kernel other dispatches share reads other tensors there */
             if (dp->args[j].kind == RT_ARG_WEIGHT && dp->args[j].index == a->tensor)
-                return a->alt;
+                return a;
     }
-    return dp->kernel;
+    return NULL;
+}
+
+/* The kernel dispatch dp runs at layer L: its own, or its alternate there. */
+uint16_t rt_eng_dispatch_kernel(const rt_engine *e, const rt_dispatch *dp, int L)
+{
+    const rt_kernel_alt *a = rt_eng_dispatch_alt(e, dp, L);
+    return a ? a->alt : dp->kernel;
 }
 
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n)
