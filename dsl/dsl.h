@@ -426,7 +426,8 @@ enum { DSL_SCOPE_IF = 1, DSL_SCOPE_ELSE, DSL_SCOPE_FOR, DSL_SCOPE_WHILE, DSL_SCO
  *    DSL_WHILE(k) { ... }                 `while (true) { ... }`
  *    DSL_IF_ON(k, on, cond) { ... }       `if (cond) { ... }` when the C condition `on` holds,
  *                                         else the body alone (cond is then not built): a guard
- *                                         that only some variants of a kernel need
+ *                                         that only some variants of a kernel need (`on`, a plain
+ *                                         C condition, is evaluated twice)
  *    DSL_VARIANT(k, sw) { ... }           `if (sw != 0u) { ... }` where sw is a u32 switch (a
  *                                         specialization constant) the kernel declared; when sw
  *                                         is NULL (not declared) the body is not run at all and
@@ -437,27 +438,32 @@ enum { DSL_SCOPE_IF = 1, DSL_SCOPE_ELSE, DSL_SCOPE_FOR, DSL_SCOPE_WHILE, DSL_SCO
  * with the block left open); dsl_break / dsl_return are statements of the kernel and fine. */
 #define DSL_CAT_(a, b) a##b
 #define DSL_CAT(a, b) DSL_CAT_(a, b)
+#ifdef __COUNTER__ /* each construct's scope variable its own name (C11 alone: by line) */
+#define DSL_UNIQ_ __COUNTER__
+#else
+#define DSL_UNIQ_ __LINE__
+#endif
 #define DSL_SCOPED_(k, s, opener) for (dsl_scope s = (opener); s.open; dsl_close_at((k), &s))
 #define DSL_IF(k, cond) \
-    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, __COUNTER__), dsl_open_at((k), DSL_SCOPE_IF, true, (cond), __FILE__, __LINE__))
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), dsl_open_at((k), DSL_SCOPE_IF, true, (cond), __FILE__, __LINE__))
 #define DSL_ELSE(k) \
-    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, __COUNTER__), dsl_open_at((k), DSL_SCOPE_ELSE, true, NULL, __FILE__, __LINE__))
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), dsl_open_at((k), DSL_SCOPE_ELSE, true, NULL, __FILE__, __LINE__))
 #define DSL_WHILE(k) \
-    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, __COUNTER__), dsl_open_at((k), DSL_SCOPE_WHILE, true, NULL, __FILE__, __LINE__))
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), dsl_open_at((k), DSL_SCOPE_WHILE, true, NULL, __FILE__, __LINE__))
 #define DSL_IF_ON(k, on, cond) \
-    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, __COUNTER__), \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), \
                 dsl_open_at((k), DSL_SCOPE_IF_ON, (on), (on) ? (cond) : NULL, __FILE__, __LINE__))
 #define DSL_VARIANT(k, sw) \
-    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, __COUNTER__), \
-                dsl_open_at((k), DSL_SCOPE_VARIANT, (sw) != NULL, (sw), __FILE__, __LINE__))
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), \
+                dsl_open_at((k), DSL_SCOPE_VARIANT, true, (sw), __FILE__, __LINE__))
 #define DSL_FOR_(k, s, v, opener) \
     for (dsl_scope s = (opener); s.open; dsl_close_at((k), &s)) \
         for (dsl_expr v = s.var; v; v = NULL)
 #define DSL_FOR(k, v, name, start, end, step) \
-    DSL_FOR_((k), DSL_CAT(dsl_scope_, __COUNTER__), v, \
+    DSL_FOR_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), v, \
              dsl_open_for_at((k), (name), (start), (end), (step), false, __FILE__, __LINE__))
 #define DSL_FOR_UNROLL(k, v, name, start, end, step) \
-    DSL_FOR_((k), DSL_CAT(dsl_scope_, __COUNTER__), v, \
+    DSL_FOR_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), v, \
              dsl_open_for_at((k), (name), (start), (end), (step), true, __FILE__, __LINE__))
 /* `break;` / `continue;` (inside a loop), `if (cond) break;`. */
 #define dsl_break(k) dsl_jump_at((k), 0, NULL, __FILE__, __LINE__)
@@ -589,6 +595,8 @@ typedef struct {
 dsl_scope dsl_mark_at(dsl_kernel *k, const char *file, int line);
 void dsl_scope_at(dsl_kernel *k, dsl_scope m, bool close, const char *file, int line);
 void dsl_end_kind_at(dsl_kernel *k, int kind, const char *file, int line);
+/* kind DSL_SCOPE_*; on: DSL_IF_ON's condition; x: the if's condition, DSL_VARIANT's switch
+ * (NULL: not declared) */
 dsl_scope dsl_open_at(dsl_kernel *k, int kind, bool on, dsl_expr x, const char *file, int line);
 dsl_scope dsl_open_for_at(dsl_kernel *k, const char *name, dsl_expr start, dsl_expr end, dsl_expr step,
                           bool unroll, const char *file, int line);

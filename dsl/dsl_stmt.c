@@ -207,8 +207,13 @@ void dsl_else_at(dsl_kernel *k, const char *file, int line)
 {
     GUARD_VOID(k);
     dsl_blk *b = k->cur;
-    if (!b->owner || b->owner->kind != S_IF || b->is_else) {
-        dsl_fail(k, file, line, "dsl_else without an open dsl_if");
+    if (!b->owner) {
+        dsl_fail(k, file, line, "dsl_else without an open dsl_if (no block is open)");
+        return;
+    }
+    if (b->owner->kind != S_IF || b->is_else) {
+        dsl_fail(k, file, line, "dsl_else without an open dsl_if (the innermost block: the %s%s opened at %s:%d)",
+                 dsl_blk_kind_word(b), b->is_else ? " of the if" : "", b->owner->file, b->owner->line);
         return;
     }
     k->cur = b->parent;
@@ -365,6 +370,8 @@ static void open_else(dsl_kernel *k, dsl_scope *s)
 dsl_scope dsl_open_at(dsl_kernel *k, int kind, bool on, dsl_expr x, const char *file, int line)
 {
     dsl_scope s = {.file = file, .line = line, .kind = kind, .open = k != NULL};
+    if (kind == DSL_SCOPE_VARIANT)
+        on = x != NULL;
     if (!k)
         return s;
     s.outer = k->cur;

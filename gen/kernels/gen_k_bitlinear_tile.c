@@ -57,11 +57,12 @@ static bool tile_open(dsl_kernel *k, dsl_expr spec, int i)
     return true;
 }
 
-/* ... and closes it after the block's last index i. */
+/* ... and closes it after the block's last index i (a kernel error when the innermost block
+ * is not that if). */
 static void tile_close(dsl_kernel *k, int i, int n)
 {
     if (i >= 2 && (i + 1 == n || blk_lo(i + 1) != blk_lo(i)))
-        dsl_end(k);
+        dsl_end_if(k);
 }
 
 /* A prefill tile's expressions, shared by its phases. */
