@@ -412,14 +412,15 @@ dsl_type dsl_typeof(dsl_expr e);
 /* Kind-checked closes: each closes the innermost block only when it is of its kind (an if's
  * body or its else / a for / a while), else a kernel error naming the kind of the block open
  * and the line that opened it. dsl_end closes any kind. */
-enum { DSL_SCOPE_IF = 1, DSL_SCOPE_ELSE, DSL_SCOPE_FOR, DSL_SCOPE_WHILE, DSL_SCOPE_IF_ON, DSL_SCOPE_VARIANT };
+enum { DSL_SCOPE_IF = 1, DSL_SCOPE_ELSE, DSL_SCOPE_FOR, DSL_SCOPE_WHILE, DSL_SCOPE_IF_ON, DSL_SCOPE_VARIANT,
+       DSL_SCOPE_CASE };
 #define dsl_end_if(k) dsl_end_kind_at((k), DSL_SCOPE_IF, __FILE__, __LINE__)
 #define dsl_end_for(k) dsl_end_kind_at((k), DSL_SCOPE_FOR, __FILE__, __LINE__)
 #define dsl_end_while(k) dsl_end_kind_at((k), DSL_SCOPE_WHILE, __FILE__, __LINE__)
 /* Constructs that close their own scope: each is a C statement head whose body (a statement
  * or a { } block) is built inside the GLSL block it opens, closed when the body ends:
  *    DSL_IF(k, cond) { ... }              `if (cond) { ... }`
- *    DSL_ELSE(k) { ... }                  `} else { ... }` of the DSL_IF (or DSL_VARIANT) whose
+ *    DSL_ELSE(k) { ... }                  `} else { ... }` of the DSL_IF (DSL_VARIANT, ...) whose
  *                                         body ended just before (nothing built in between)
  *    DSL_FOR(k, i, "i", start, end, step) { ... i ... }   dsl_for's loop, variable i;
  *    DSL_FOR_UNROLL(...)                  the same with [[unroll]]
@@ -432,6 +433,9 @@ enum { DSL_SCOPE_IF = 1, DSL_SCOPE_ELSE, DSL_SCOPE_FOR, DSL_SCOPE_WHILE, DSL_SCO
  *                                         specialization constant) the kernel declared; when sw
  *                                         is NULL (not declared) the body is not run at all and
  *                                         a DSL_ELSE after it runs its body alone
+ *    DSL_CASE(k, on, cond) { ... }        `if (cond) { ... }` when `on` holds (evaluated twice),
+ *                                         nothing otherwise, a DSL_ELSE after it then in place:
+ *                                         DSL_VARIANT for any condition
  * The body must leave the blocks as it found them: one that leaves a block open or closes
  * one of its caller's is a kernel error naming the construct's line (and the block left
  * open's). A C `break` or `return` out of the body skips the close (the kernel then fails
@@ -456,6 +460,9 @@ enum { DSL_SCOPE_IF = 1, DSL_SCOPE_ELSE, DSL_SCOPE_FOR, DSL_SCOPE_WHILE, DSL_SCO
 #define DSL_VARIANT(k, sw) \
     DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), \
                 dsl_open_at((k), DSL_SCOPE_VARIANT, true, (sw), __FILE__, __LINE__))
+#define DSL_CASE(k, on, cond) \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), \
+                dsl_open_at((k), DSL_SCOPE_CASE, (on), (on) ? (cond) : NULL, __FILE__, __LINE__))
 #define DSL_FOR_(k, s, v, opener) \
     for (dsl_scope s = (opener); s.open; dsl_close_at((k), &s)) \
         for (dsl_expr v = s.var; v; v = NULL)

@@ -275,7 +275,7 @@ static int blk_kind(const dsl_blk *b)
     return b->owner->kind == S_IF ? DSL_SCOPE_IF : b->owner->kind == S_FOR ? DSL_SCOPE_FOR : DSL_SCOPE_WHILE;
 }
 
-static const char *const kind_words[] = {"main", "if", "else", "for", "while", "if", "if"};
+static const char *const kind_words[] = {"main", "if", "else", "for", "while", "if", "if", "if"};
 
 const char *dsl_blk_kind_word(const dsl_blk *b) { return kind_words[blk_kind(b)]; }
 
@@ -375,8 +375,8 @@ dsl_scope dsl_open_at(dsl_kernel *k, int kind, bool on, dsl_expr x, const char *
     if (!k)
         return s;
     s.outer = k->cur;
-    if (k->err) /* the body runs once in place (its builders do nothing) but a skipped variant's */
-        return (s.open = kind != DSL_SCOPE_VARIANT || on), s;
+    if (k->err) /* the body runs once in place (its builders do nothing) but a skipped case's */
+        return (s.open = (kind != DSL_SCOPE_VARIANT && kind != DSL_SCOPE_CASE) || on), s;
     switch (kind) {
     case DSL_SCOPE_IF:
         dsl_if_at(k, x, file, line);
@@ -386,13 +386,15 @@ dsl_scope dsl_open_at(dsl_kernel *k, int kind, bool on, dsl_expr x, const char *
             dsl_if_at(k, x, file, line);
         break;
     case DSL_SCOPE_VARIANT:
-        if (!on) { /* not declared: no branch, the body is not built; an else runs in place */
+    case DSL_SCOPE_CASE:
+        if (!on) { /* not declared / off: no branch, the body is not built; an else runs in place */
             note_last(k, NULL, true);
             s.open = 0;
             return s;
         }
-        dsl_if_at(k, dsl_op_at(k, DSL_OP_NE, 2, (dsl_expr[]){x, dsl_lit_at(k, DSL_U32, 0, file, line)}, file, line),
-                  file, line);
+        if (kind == DSL_SCOPE_VARIANT)
+            x = dsl_op_at(k, DSL_OP_NE, 2, (dsl_expr[]){x, dsl_lit_at(k, DSL_U32, 0, file, line)}, file, line);
+        dsl_if_at(k, x, file, line);
         break;
     case DSL_SCOPE_WHILE:
         dsl_while_at(k, file, line);
@@ -439,7 +441,7 @@ void dsl_close_at(dsl_kernel *k, dsl_scope *s)
         return;
     const void *own = s->blk ? s->blk : s->outer; /* the block the body was built in */
     const int n = depth_of(k, own);
-    const char *what = kind_words[s->kind < DSL_SCOPE_IF || s->kind > DSL_SCOPE_VARIANT ? 0 : s->kind];
+    const char *what = kind_words[s->kind < DSL_SCOPE_IF || s->kind > DSL_SCOPE_CASE ? 0 : s->kind];
     if (n > 0) {
         const dsl_stmt *in = k->cur->owner;
         dsl_fail(k, s->file, s->line, "the body of the %s opened here leaves %d block(s) open (the innermost: "

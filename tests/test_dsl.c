@@ -406,8 +406,9 @@ static void test_scope_errors(void **st)
 }
 
 /* Constructs that close their own block (DSL_IF, DSL_ELSE, DSL_FOR, DSL_WHILE, DSL_IF_ON,
- * DSL_VARIANT): the GLSL they give, a variant not declared building nothing (its DSL_ELSE
- * in place), DSL_IF_ON off building its body alone without its condition. */
+ * DSL_VARIANT, DSL_CASE): the GLSL they give, a variant not declared or a case off building
+ * nothing (its DSL_ELSE in place), DSL_IF_ON off building its body alone without its
+ * condition. */
 static void test_constructs(void **st)
 {
     (void)st;
@@ -434,15 +435,25 @@ static void test_constructs(void **st)
     DSL_ELSE(k)
         DSL_IF_ON(k, false, dsl_eq(k, dsl_u32(k, 1), dsl_u32(k, (++conds, 1))))
             dsl_store(k, y, dsl_u32(k, 3), dsl_u32(k, 5));
+    DSL_CASE(k, true, dsl_eq(k, sw, dsl_u32(k, 5)))
+        dsl_store(k, y, dsl_u32(k, 4), dsl_u32(k, 7));
+    DSL_ELSE(k)
+        dsl_store(k, y, dsl_u32(k, 5), dsl_u32(k, 8));
+    DSL_CASE(k, false, dsl_eq(k, sw, dsl_u32(k, (++conds, 6)))) /* off: nothing, and its else in place */
+        skipped_ran++;
+    DSL_ELSE(k)
+        dsl_store(k, y, dsl_u32(k, 6), dsl_u32(k, 9));
     DSL_FOR_UNROLL(k, j, "j", dsl_u32(k, 0), dsl_u32(k, 2), NULL)
         dsl_store(k, y, j, dsl_u32(k, 6));
     assert_int_equal(skipped_ran, 0);
-    assert_int_equal(conds, 1); /* DSL_IF_ON off builds no condition */
+    assert_int_equal(conds, 1); /* DSL_IF_ON and DSL_CASE off build no condition */
     const char *s = emit_ok(k);
     assert_has(s, "    if (SW == 2u) {\n        for (uint i = 0u; i < 4u; i++) {\n            pc.y.d[i] = 1u;\n"
                   "        }\n    } else {\n        while (true) {\n            pc.y.d[0u] = 2u;\n            break;\n"
                   "        }\n    }\n    if (SW != 0u) {\n        pc.y.d[1u] = 3u;\n    } else {\n"
                   "        if (1u == 1u) {\n            pc.y.d[2u] = 4u;\n        }\n    }\n    pc.y.d[3u] = 5u;\n"
+                  "    if (SW == 5u) {\n        pc.y.d[4u] = 7u;\n    } else {\n        pc.y.d[5u] = 8u;\n    }\n"
+                  "    pc.y.d[6u] = 9u;\n"
                   "    [[unroll]] for (uint j = 0u; j < 2u; j++) {\n        pc.y.d[j] = 6u;\n    }\n}\n");
     dsl_kernel_free(k);
 }
