@@ -431,43 +431,62 @@ static void bl_matrix(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, con
         gen_bl_tile(k, c, W, y, M, Mc, wg);
 }
 
+/* BITLINEAR_MULTI: what every part reads (the rows a workgroup serves: tm, a let when dyn). */
+typedef struct {
+    const gen_bl_ctx *c;
+    const dsl_expr *W, *W4, *y;
+    const int *Ms;
+    int np;
+    bool dyn;
+    dsl_expr wg, tm;
+    gen_kernel_out *out;
+} bl_parts_ctx;
+
+/* Parts p.. on the workgroups from first (with dyn, from the let start): part p runs in
+ * `if (wg < end_p) {..}` and the parts after it in its else (the last part alone, in place).
+ * Returns the workgroups of parts 0..np-1 (at GEMV_WIDE 0 when dyn). */
+static uint32_t bl_part(dsl_kernel *k, const bl_parts_ctx *pc, int p, uint32_t first, dsl_expr start)
+{
+    const gen_bl_ctx *c = pc->c;
+    char cn[8];
+    snprintf(cn, sizeof(cn), "M%d", p);
+    dsl_expr Mc = dsl_const_u32(k, cn, pc->Ms[p]);
+    const uint32_t groups = first + (uint32_t)groups_of(c, pc->Ms[p]);
+    /* the parts' workgroups follow the rows a workgroup serves */
+    dsl_expr end = !pc->dyn ? NULL
+                            : dsl_let(k, "part_end", dsl_add(k, start ? start : U(0),
+                                                             dsl_div(k, dsl_add(k, Mc, dsl_sub(k, pc->tm, U(1))), pc->tm)));
+    pc->out->bytes += (uint64_t)pc->Ms[p] * c->K / 4 + (uint64_t)pc->Ms[p] * 4;
+    dsl_expr wg = pc->wg;
+    if (p + 1 == pc->np) {
+        bl_matrix(k, c, &pc->W[p], &pc->W4[p], pc->y[p], pc->Ms[p], Mc,
+                  !pc->dyn ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
+        return groups;
+    }
+    uint32_t total = groups;
+    DSL_IF(k, dsl_lt(k, wg, !pc->dyn ? U(groups) : end))
+        bl_matrix(k, c, &pc->W[p], &pc->W4[p], pc->y[p], pc->Ms[p], Mc,
+                  !pc->dyn ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
+    DSL_ELSE(k)
+        total = bl_part(k, pc, p + 1, groups, end);
+    return total;
+}
+
 /* BITLINEAR_MULTI: part p runs on workgroups [first_p, first_p + groups_of(M_p)); returns
  * the workgroups of all parts. */
 static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, const dsl_expr *W4, const dsl_expr *y,
                          const int *Ms, int np, gen_kernel_out *out)
 {
-    uint32_t groups = 0;
-    dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
     out->bytes = (uint64_t)c->K + 8;
+    bl_parts_ctx pc = {.c = c, .W = W, .W4 = W4, .y = y, .Ms = Ms, .np = np, .out = out};
+    pc.wg = dsl_let(k, "wg", dsl_wgid(k, 0));
     /* rows per workgroup: prefill, the tile's 16 TILE_ROWS; decode, GEMV_WIDE's slots (a
      * constant 8 without it) */
-    const bool dyn = !c->decode || c->wide;
-    dsl_expr tm = !dyn      ? NULL
-                  : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c))
-                              : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
-    dsl_expr end = NULL;
-    dsl_scope m = dsl_mark(k); /* part p < np - 1 runs in `if (wg < end_p) {..} else {` */
-    for (int p = 0; p < np; p++) {
-        char cn[8];
-        snprintf(cn, sizeof(cn), "M%d", p);
-        dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
-        uint32_t first = groups;
-        groups += (uint32_t)groups_of(c, Ms[p]);
-        /* the parts' workgroups follow the rows a workgroup serves */
-        dsl_expr start = end;
-        if (dyn)
-            end = dsl_let(k, "part_end", dsl_add(k, start ? start : U(0),
-                                                 dsl_div(k, dsl_add(k, Mc, dsl_sub(k, tm, U(1))), tm)));
-        if (p + 1 < np)
-            dsl_if(k, dsl_lt(k, wg, !dyn ? U(groups) : end));
-        bl_matrix(k, c, &W[p], &W4[p], y[p], Ms[p], Mc,
-                  !dyn ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
-        if (p + 1 < np)
-            dsl_else(k);
-        out->bytes += (uint64_t)Ms[p] * c->K / 4 + (uint64_t)Ms[p] * 4;
-    }
-    dsl_end_to(k, m);
-    return groups;
+    pc.dyn = !c->decode || c->wide;
+    pc.tm = !pc.dyn     ? NULL
+            : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c))
+                        : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
+    return bl_part(k, &pc, 0, 0, NULL);
 }
 
 /* The kernel's name: its folds, the parts' rows, K and the mode. */
