@@ -9,7 +9,8 @@
  *  - A dsl_expr is a typed expression node. Every builder checks operand types when the
  *    node is built; there are NO implicit conversions (use dsl_cast / dsl_bitcast).
  *  - Statements are appended, in call order, to the innermost open block (main() at first);
- *    dsl_if / dsl_for / dsl_while open blocks, dsl_end closes them.
+ *    dsl_if / dsl_for / dsl_while open blocks, dsl_end closes them; DSL_IF, DSL_FOR, ... open
+ *    a block that closes itself when their C body ends ("Statements", below).
  *  - Value semantics: an expression denotes its value at the moment it was built. A
  *    single-use expression is inlined where it is used when that gives the same value; an
  *    expression used more than once (or read after an intervening statement, e.g. a load
@@ -408,6 +409,69 @@ dsl_type dsl_typeof(dsl_expr e);
 #define dsl_mark(k) dsl_mark_at((k), __FILE__, __LINE__)
 #define dsl_end_to(k, m) dsl_scope_at((k), (m), true, __FILE__, __LINE__)
 #define dsl_check_to(k, m) dsl_scope_at((k), (m), false, __FILE__, __LINE__)
+/* Kind-checked closes: each closes the innermost block only when it is of its kind (an if's
+ * body or its else / a for / a while), else a kernel error naming the kind of the block open
+ * and the line that opened it. dsl_end closes any kind. */
+enum { DSL_SCOPE_IF = 1, DSL_SCOPE_ELSE, DSL_SCOPE_FOR, DSL_SCOPE_WHILE, DSL_SCOPE_IF_ON, DSL_SCOPE_VARIANT,
+       DSL_SCOPE_CASE };
+#define dsl_end_if(k) dsl_end_kind_at((k), DSL_SCOPE_IF, __FILE__, __LINE__)
+#define dsl_end_for(k) dsl_end_kind_at((k), DSL_SCOPE_FOR, __FILE__, __LINE__)
+#define dsl_end_while(k) dsl_end_kind_at((k), DSL_SCOPE_WHILE, __FILE__, __LINE__)
+/* Constructs that close their own scope: each is a C statement head whose body (a statement
+ * or a { } block) is built inside the GLSL block it opens, closed when the body ends:
+ *    DSL_IF(k, cond) { ... }              `if (cond) { ... }`
+ *    DSL_ELSE(k) { ... }                  `} else { ... }` of the DSL_IF (DSL_VARIANT, ...) whose
+ *                                         body ended just before (nothing built in between)
+ *    DSL_FOR(k, i, "i", start, end, step) { ... i ... }   dsl_for's loop, variable i;
+ *    DSL_FOR_UNROLL(...)                  the same with [[unroll]]
+ *    DSL_WHILE(k) { ... }                 `while (true) { ... }`
+ *    DSL_IF_ON(k, on, cond) { ... }       `if (cond) { ... }` when the C condition `on` holds,
+ *                                         else the body alone (cond is then not built): a guard
+ *                                         that only some variants of a kernel need (`on`, a plain
+ *                                         C condition, is evaluated twice)
+ *    DSL_VARIANT(k, sw) { ... }           `if (sw != 0u) { ... }` where sw is a u32 switch (a
+ *                                         specialization constant) the kernel declared; when sw
+ *                                         is NULL (not declared) the body is not run at all and
+ *                                         a DSL_ELSE after it runs its body alone
+ *    DSL_CASE(k, on, cond) { ... }        `if (cond) { ... }` when `on` holds (evaluated twice),
+ *                                         nothing otherwise, a DSL_ELSE after it then in place:
+ *                                         DSL_VARIANT for any condition
+ * The body must leave the blocks as it found them: one that leaves a block open or closes
+ * one of its caller's is a kernel error naming the construct's line (and the block left
+ * open's). A C `break` or `return` out of the body skips the close (the kernel then fails
+ * with the block left open); dsl_break / dsl_return are statements of the kernel and fine. */
+#define DSL_CAT_(a, b) a##b
+#define DSL_CAT(a, b) DSL_CAT_(a, b)
+#ifdef __COUNTER__ /* each construct's scope variable its own name (C11 alone: by line) */
+#define DSL_UNIQ_ __COUNTER__
+#else
+#define DSL_UNIQ_ __LINE__
+#endif
+#define DSL_SCOPED_(k, s, opener) for (dsl_scope s = (opener); s.open; dsl_close_at((k), &s))
+#define DSL_IF(k, cond) \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), dsl_open_at((k), DSL_SCOPE_IF, true, (cond), __FILE__, __LINE__))
+#define DSL_ELSE(k) \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), dsl_open_at((k), DSL_SCOPE_ELSE, true, NULL, __FILE__, __LINE__))
+#define DSL_WHILE(k) \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), dsl_open_at((k), DSL_SCOPE_WHILE, true, NULL, __FILE__, __LINE__))
+#define DSL_IF_ON(k, on, cond) \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), \
+                dsl_open_at((k), DSL_SCOPE_IF_ON, (on), (on) ? (cond) : NULL, __FILE__, __LINE__))
+#define DSL_VARIANT(k, sw) \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), \
+                dsl_open_at((k), DSL_SCOPE_VARIANT, true, (sw), __FILE__, __LINE__))
+#define DSL_CASE(k, on, cond) \
+    DSL_SCOPED_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), \
+                dsl_open_at((k), DSL_SCOPE_CASE, (on), (on) ? (cond) : NULL, __FILE__, __LINE__))
+#define DSL_FOR_(k, s, v, opener) \
+    for (dsl_scope s = (opener); s.open; dsl_close_at((k), &s)) \
+        for (dsl_expr v = s.var; v; v = NULL)
+#define DSL_FOR(k, v, name, start, end, step) \
+    DSL_FOR_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), v, \
+             dsl_open_for_at((k), (name), (start), (end), (step), false, __FILE__, __LINE__))
+#define DSL_FOR_UNROLL(k, v, name, start, end, step) \
+    DSL_FOR_((k), DSL_CAT(dsl_scope_, DSL_UNIQ_), v, \
+             dsl_open_for_at((k), (name), (start), (end), (step), true, __FILE__, __LINE__))
 /* `break;` / `continue;` (inside a loop), `if (cond) break;`. */
 #define dsl_break(k) dsl_jump_at((k), 0, NULL, __FILE__, __LINE__)
 #define dsl_continue(k) dsl_jump_at((k), 1, NULL, __FILE__, __LINE__)
@@ -526,12 +590,24 @@ dsl_expr dsl_for_at(dsl_kernel *k, const char *name, dsl_expr start, dsl_expr en
 void dsl_while_at(dsl_kernel *k, const char *file, int line);
 void dsl_end_at(dsl_kernel *k, const char *file, int line);
 typedef struct {
-    const void *blk; /* the innermost open block at the mark (opaque) */
+    const void *blk;   /* dsl_mark: the innermost open block; a construct: the block it opened
+                          (NULL: its body runs in the enclosing block) (opaque) */
     const char *file;
     int line;
+    int open;          /* a construct: 1 while its body is to run */
+    int kind;          /* a construct: DSL_SCOPE_* */
+    const void *outer; /* a construct: the block it was opened in (opaque) */
+    dsl_expr var;      /* DSL_FOR: the loop variable */
 } dsl_scope;
 dsl_scope dsl_mark_at(dsl_kernel *k, const char *file, int line);
 void dsl_scope_at(dsl_kernel *k, dsl_scope m, bool close, const char *file, int line);
+void dsl_end_kind_at(dsl_kernel *k, int kind, const char *file, int line);
+/* kind DSL_SCOPE_*; on: DSL_IF_ON's condition; x: the if's condition, DSL_VARIANT's switch
+ * (NULL: not declared) */
+dsl_scope dsl_open_at(dsl_kernel *k, int kind, bool on, dsl_expr x, const char *file, int line);
+dsl_scope dsl_open_for_at(dsl_kernel *k, const char *name, dsl_expr start, dsl_expr end, dsl_expr step,
+                          bool unroll, const char *file, int line);
+void dsl_close_at(dsl_kernel *k, dsl_scope *s);
 void dsl_jump_at(dsl_kernel *k, int kind, dsl_expr cond, const char *file, int line);
 void dsl_barrier_at(dsl_kernel *k, int flags, const char *file, int line);
 void dsl_mma_setup_at(dsl_kernel *k, dsl_expr a, uint32_t a_stride, dsl_expr b, uint32_t b_stride, dsl_expr c,

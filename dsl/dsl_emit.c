@@ -546,7 +546,8 @@ const char *dsl_emit_glsl(dsl_kernel *k)
     if (k->glsl) return k->glsl;
     if (k->cur != k->main) {
         const dsl_stmt *s = k->cur->owner;
-        dsl_fail(k, s->file, s->line, "block opened here is not closed (missing dsl_end)");
+        dsl_fail(k, s->file, s->line, "block opened here is not closed (missing dsl_end): the %s",
+                 dsl_blk_kind_word(k->cur));
         return NULL;
     }
     plan_binds(k);

@@ -163,6 +163,14 @@ struct dsl_kernel {
     dsl_node *wgid, *nwg; /* dsl_kernel_set_workgroup: virtual workgroup id / count (NULL: builtins) */
     dsl_node *mma[3];     /* dsl_mma_setup: the shared arrays of A, B and C (NULL: no products) */
     uint32_t mma_stride[3], mma_n_acc;
+    /* DSL_ELSE: the if whose body a construct closed last (or the DSL_VARIANT skipped: then
+     * NULL and skipped), the block it is in, that block's last statement and the node count
+     * then (an else only directly after it) */
+    dsl_stmt *last_if;
+    const dsl_blk *last_blk;
+    const dsl_stmt *last_tail;
+    uint32_t last_nodes;
+    bool last_skipped;
 };
 
 /* Build helpers (dsl_build.c, dsl_decl.c). */
@@ -178,6 +186,8 @@ bool dsl_name_taken(const dsl_kernel *k, const char *s);
 bool dsl_is_leaf(const dsl_node *n);
 /* Unique GLSL identifier from `want` (sanitised, not a keyword, not used yet). */
 const char *dsl_unique_name(dsl_kernel *k, const char *want);
+/* "if", "else", "for", "while" ("main" for the kernel's body): the kind of block b. */
+const char *dsl_blk_kind_word(const dsl_blk *b);
 /* Append a statement to the current block. */
 dsl_stmt *dsl_stmt_add(dsl_kernel *k, dsl_skind kind, const char *file, int line);
 /* Extension bits a builtin needs (dsl_decl.c). */

@@ -1,6 +1,8 @@
 /* dsl_stmt.c - statement builders: locals, lets, assignments, if/else, counted for loops,
- * while loops, break/continue/return, barriers, and the block stack (dsl_end, and
- * scopes: dsl_mark / dsl_end_to / dsl_check_to close exactly the blocks opened since a mark).
+ * while loops, break/continue/return, barriers, and the block stack (dsl_end and its
+ * kind-checked forms; scopes: dsl_mark / dsl_end_to / dsl_check_to close exactly the blocks
+ * opened since a mark; the constructs that close their own block, DSL_IF / DSL_FOR / ...:
+ * dsl_open_at / dsl_close_at).
  */
 #include <stdio.h>
 
@@ -205,8 +207,13 @@ void dsl_else_at(dsl_kernel *k, const char *file, int line)
 {
     GUARD_VOID(k);
     dsl_blk *b = k->cur;
-    if (!b->owner || b->owner->kind != S_IF || b->is_else) {
-        dsl_fail(k, file, line, "dsl_else without an open dsl_if");
+    if (!b->owner) {
+        dsl_fail(k, file, line, "dsl_else without an open dsl_if (no block is open)");
+        return;
+    }
+    if (b->owner->kind != S_IF || b->is_else) {
+        dsl_fail(k, file, line, "dsl_else without an open dsl_if (the innermost block: the %s%s opened at %s:%d)",
+                 dsl_blk_kind_word(b), b->is_else ? " of the if" : "", b->owner->file, b->owner->line);
         return;
     }
     k->cur = b->parent;
@@ -258,6 +265,43 @@ void dsl_end_at(dsl_kernel *k, const char *file, int line)
     k->cur = k->cur->parent;
 }
 
+/* The kind of block b (DSL_SCOPE_IF / _ELSE / _FOR / _WHILE; 0: main) and its word. */
+static int blk_kind(const dsl_blk *b)
+{
+    if (!b->owner)
+        return 0;
+    if (b->is_else)
+        return DSL_SCOPE_ELSE;
+    return b->owner->kind == S_IF ? DSL_SCOPE_IF : b->owner->kind == S_FOR ? DSL_SCOPE_FOR : DSL_SCOPE_WHILE;
+}
+
+static const char *const kind_words[] = {"main", "if", "else", "for", "while", "if", "if", "if"};
+
+const char *dsl_blk_kind_word(const dsl_blk *b) { return kind_words[blk_kind(b)]; }
+
+void dsl_end_kind_at(dsl_kernel *k, int kind, const char *file, int line)
+{
+    GUARD_VOID(k);
+    static const char *const ends[] = {"?", "dsl_end_if", "dsl_end_if", "dsl_end_for", "dsl_end_while"};
+    const dsl_blk *b = k->cur;
+    if (kind < DSL_SCOPE_IF || kind > DSL_SCOPE_WHILE) {
+        dsl_fail(k, file, line, "dsl_end_kind_at: unknown block kind %d", kind);
+        return;
+    }
+    if (!b->owner) {
+        dsl_fail(k, file, line, "%s without an open block", ends[kind]);
+        return;
+    }
+    const int bk = blk_kind(b);
+    if (bk != kind && !(kind == DSL_SCOPE_IF && bk == DSL_SCOPE_ELSE)) {
+        dsl_fail(k, file, line, "%s closes the %s%s opened at %s:%d, not a%s %s", ends[kind], kind_words[bk],
+                 bk == DSL_SCOPE_ELSE ? " of the if" : "", b->owner->file, b->owner->line,
+                 kind == DSL_SCOPE_IF ? "n" : "", kind_words[kind]);
+        return;
+    }
+    k->cur = b->parent;
+}
+
 dsl_scope dsl_mark_at(dsl_kernel *k, const char *file, int line)
 {
     return (dsl_scope){.blk = k ? k->cur : NULL, .file = file, .line = line};
@@ -289,6 +333,133 @@ void dsl_scope_at(dsl_kernel *k, dsl_scope m, bool close, const char *file, int 
         return;
     }
     while (k->cur != m.blk) k->cur = k->cur->parent;
+}
+
+/* ---- constructs that close their own block (DSL_IF, DSL_ELSE, DSL_FOR, ...) ---- */
+
+/* Remember where an if's body (or a skipped DSL_VARIANT) ended: a DSL_ELSE may follow only
+ * there, with nothing built in between. if_stmt NULL and skipped false: forget. */
+static void note_last(dsl_kernel *k, dsl_stmt *if_stmt, bool skipped)
+{
+    k->last_if = if_stmt;
+    k->last_skipped = skipped;
+    k->last_blk = (if_stmt || skipped) ? k->cur : NULL;
+    k->last_tail = k->cur->tail;
+    k->last_nodes = k->n_nodes;
+}
+
+/* DSL_ELSE: open the else of the if whose body ended just before (s->blk), or run the body
+ * in place after a skipped DSL_VARIANT (s->blk NULL). */
+static void open_else(dsl_kernel *k, dsl_scope *s)
+{
+    const bool direct = k->last_blk == k->cur && k->cur->tail == k->last_tail && k->n_nodes == k->last_nodes;
+    dsl_stmt *ifs = k->last_if;
+    const bool skipped = k->last_skipped;
+    note_last(k, NULL, false);
+    if (direct && skipped)
+        return;
+    if (!direct || !ifs || ifs->els) {
+        dsl_fail(k, s->file, s->line, "DSL_ELSE does not follow a DSL_IF or DSL_VARIANT body directly (an else "
+                 "comes right after its if's body, with nothing built in between)");
+        return;
+    }
+    ifs->els = open_blk(k, ifs, true);
+    s->blk = ifs->els;
+}
+
+dsl_scope dsl_open_at(dsl_kernel *k, int kind, bool on, dsl_expr x, const char *file, int line)
+{
+    dsl_scope s = {.file = file, .line = line, .kind = kind, .open = k != NULL};
+    if (kind == DSL_SCOPE_VARIANT)
+        on = x != NULL;
+    if (!k)
+        return s;
+    s.outer = k->cur;
+    if (k->err) /* the body runs once in place (its builders do nothing) but a skipped case's */
+        return (s.open = (kind != DSL_SCOPE_VARIANT && kind != DSL_SCOPE_CASE) || on), s;
+    switch (kind) {
+    case DSL_SCOPE_IF:
+        dsl_if_at(k, x, file, line);
+        break;
+    case DSL_SCOPE_IF_ON:
+        if (on)
+            dsl_if_at(k, x, file, line);
+        break;
+    case DSL_SCOPE_VARIANT:
+    case DSL_SCOPE_CASE:
+        if (!on) { /* not declared / off: no branch, the body is not built; an else runs in place */
+            note_last(k, NULL, true);
+            s.open = 0;
+            return s;
+        }
+        if (kind == DSL_SCOPE_VARIANT)
+            x = dsl_op_at(k, DSL_OP_NE, 2, (dsl_expr[]){x, dsl_lit_at(k, DSL_U32, 0, file, line)}, file, line);
+        dsl_if_at(k, x, file, line);
+        break;
+    case DSL_SCOPE_WHILE:
+        dsl_while_at(k, file, line);
+        break;
+    case DSL_SCOPE_ELSE:
+        open_else(k, &s);
+        return s;
+    default:
+        dsl_fail(k, file, line, "dsl_open_at: unknown construct %d", kind);
+        return s;
+    }
+    if (!k->err && k->cur != s.outer)
+        s.blk = k->cur;
+    return s;
+}
+
+dsl_scope dsl_open_for_at(dsl_kernel *k, const char *name, dsl_expr start, dsl_expr end, dsl_expr step,
+                          bool unroll, const char *file, int line)
+{
+    dsl_scope s = {.file = file, .line = line, .kind = DSL_SCOPE_FOR, .open = k != NULL};
+    if (!k)
+        return s;
+    s.outer = k->cur;
+    s.var = dsl_for_at(k, name, start, end, step, unroll, file, line);
+    if (!k->err)
+        s.blk = k->cur;
+    return s;
+}
+
+/* Depth of block b below the innermost open one (0: b is it); -1 when b is not open. */
+static int depth_of(const dsl_kernel *k, const void *b)
+{
+    int n = 0;
+    for (const dsl_blk *c = k->cur; c; c = c->parent, n++)
+        if (c == b)
+            return n;
+    return -1;
+}
+
+void dsl_close_at(dsl_kernel *k, dsl_scope *s)
+{
+    s->open = 0;
+    if (!k || k->err)
+        return;
+    const void *own = s->blk ? s->blk : s->outer; /* the block the body was built in */
+    const int n = depth_of(k, own);
+    const char *what = kind_words[s->kind < DSL_SCOPE_IF || s->kind > DSL_SCOPE_CASE ? 0 : s->kind];
+    if (n > 0) {
+        const dsl_stmt *in = k->cur->owner;
+        dsl_fail(k, s->file, s->line, "the body of the %s opened here leaves %d block(s) open (the innermost: "
+                 "the %s opened at %s:%d)", what, n, dsl_blk_kind_word(k->cur), in->file, in->line);
+        return;
+    }
+    if (n < 0) {
+        dsl_fail(k, s->file, s->line, "the body of the %s opened here closes a block it did not open (a "
+                 "dsl_end or dsl_else too many)", what);
+        return;
+    }
+    if (!s->blk) { /* a body run in place (DSL_IF_ON off, DSL_ELSE after a skipped variant) */
+        note_last(k, NULL, false);
+        return;
+    }
+    const dsl_blk *b = s->blk;
+    k->cur = b->parent;
+    note_last(k, !b->is_else && b->owner->kind == S_IF ? b->owner : NULL, false);
 }
 
 void dsl_jump_at(dsl_kernel *k, int kind, dsl_expr cond, const char *file, int line)

@@ -405,6 +405,101 @@ static void test_scope_errors(void **st)
     dsl_kernel_free(k);
 }
 
+/* Constructs that close their own block (DSL_IF, DSL_ELSE, DSL_FOR, DSL_WHILE, DSL_IF_ON,
+ * DSL_VARIANT, DSL_CASE): the GLSL they give, a variant not declared or a case off building
+ * nothing (its DSL_ELSE in place), DSL_IF_ON off building its body alone without its
+ * condition. */
+static void test_constructs(void **st)
+{
+    (void)st;
+    dsl_kernel *k = dsl_kernel_new("constructs", 64, 1, 1);
+    dsl_expr y = dsl_buffer(k, "y", DSL_U32, DSL_WRITEONLY);
+    dsl_expr sw = dsl_spec_const(k, "SW", DSL_U32, 1, 0);
+    int skipped_ran = 0, conds = 0;
+    DSL_IF(k, dsl_eq(k, sw, dsl_u32(k, 2)))
+        DSL_FOR(k, i, "i", dsl_u32(k, 0), dsl_u32(k, 4), NULL)
+            dsl_store(k, y, i, dsl_u32(k, 1));
+    DSL_ELSE(k) {
+        DSL_WHILE(k) {
+            dsl_store(k, y, dsl_u32(k, 0), dsl_u32(k, 2));
+            dsl_break(k);
+        }
+    }
+    DSL_VARIANT(k, sw) /* declared: `if (SW != 0u)` */
+        dsl_store(k, y, dsl_u32(k, 1), dsl_u32(k, 3));
+    DSL_ELSE(k)
+        DSL_IF_ON(k, true, dsl_eq(k, dsl_u32(k, 1), dsl_u32(k, (++conds, 1))))
+            dsl_store(k, y, dsl_u32(k, 2), dsl_u32(k, 4));
+    DSL_VARIANT(k, (dsl_expr)NULL) /* not declared: nothing, and its else in place */
+        skipped_ran++;
+    DSL_ELSE(k)
+        DSL_IF_ON(k, false, dsl_eq(k, dsl_u32(k, 1), dsl_u32(k, (++conds, 1))))
+            dsl_store(k, y, dsl_u32(k, 3), dsl_u32(k, 5));
+    DSL_CASE(k, true, dsl_eq(k, sw, dsl_u32(k, 5)))
+        dsl_store(k, y, dsl_u32(k, 4), dsl_u32(k, 7));
+    DSL_ELSE(k)
+        dsl_store(k, y, dsl_u32(k, 5), dsl_u32(k, 8));
+    DSL_CASE(k, false, dsl_eq(k, sw, dsl_u32(k, (++conds, 6)))) /* off: nothing, and its else in place */
+        skipped_ran++;
+    DSL_ELSE(k)
+        dsl_store(k, y, dsl_u32(k, 6), dsl_u32(k, 9));
+    DSL_FOR_UNROLL(k, j, "j", dsl_u32(k, 0), dsl_u32(k, 2), NULL)
+        dsl_store(k, y, j, dsl_u32(k, 6));
+    assert_int_equal(skipped_ran, 0);
+    assert_int_equal(conds, 1); /* DSL_IF_ON and DSL_CASE off build no condition */
+    const char *s = emit_ok(k);
+    assert_has(s, "    if (SW == 2u) {\n        for (uint i = 0u; i < 4u; i++) {\n            pc.y.d[i] = 1u;\n"
+                  "        }\n    } else {\n        while (true) {\n            pc.y.d[0u] = 2u;\n            break;\n"
+                  "        }\n    }\n    if (SW != 0u) {\n        pc.y.d[1u] = 3u;\n    } else {\n"
+                  "        if (1u == 1u) {\n            pc.y.d[2u] = 4u;\n        }\n    }\n    pc.y.d[3u] = 5u;\n"
+                  "    if (SW == 5u) {\n        pc.y.d[4u] = 7u;\n    } else {\n        pc.y.d[5u] = 8u;\n    }\n"
+                  "    pc.y.d[6u] = 9u;\n"
+                  "    [[unroll]] for (uint j = 0u; j < 2u; j++) {\n        pc.y.d[j] = 6u;\n    }\n}\n");
+    dsl_kernel_free(k);
+}
+
+/* Misused blocks: a close of the wrong kind, an else outside an if (or not right after its
+ * body), a construct's body that leaves a block open or closes its caller's, a block open at
+ * the end: each an error naming the kernel, the line and the block's opener. */
+static void test_construct_errors(void **st)
+{
+    (void)st;
+    dsl_expr c = NULL;
+    EXPECT_ERR("end_if_on_for", dsl_for(k, "i", dsl_u32(k, 0), dsl_u32(k, 2), NULL), dsl_end_if(k),
+               "dsl_end_if closes the for opened at ");
+    EXPECT_ERR("end_for_on_if", dsl_if(k, dsl_bool(k, 1)), dsl_end_for(k), "dsl_end_for closes the if opened at ");
+    EXPECT_ERR("end_while_on_else", (dsl_if(k, dsl_bool(k, 1)), dsl_else(k)), dsl_end_while(k),
+               "dsl_end_while closes the else of the if opened at ");
+    EXPECT_ERR("end_for_on_main", (void)0, dsl_end_for(k), "dsl_end_for without an open block");
+    EXPECT_ERR("else_outside_if", dsl_while(k), dsl_else(k),
+               "dsl_else without an open dsl_if (the innermost block: the while opened at ");
+    EXPECT_ERR("else_on_else", (dsl_if(k, dsl_bool(k, 1)), dsl_else(k)), dsl_else(k),
+               "dsl_else without an open dsl_if (the innermost block: the else of the if opened at ");
+    EXPECT_ERR("construct_else_alone", (void)0, DSL_ELSE(k) dsl_barrier(k), "DSL_ELSE does not follow a DSL_IF");
+    EXPECT_ERR("construct_else_late", { DSL_IF(k, dsl_bool(k, 1)) dsl_barrier(k); dsl_barrier(k); },
+               DSL_ELSE(k) dsl_barrier(k), "DSL_ELSE does not follow a DSL_IF");
+    EXPECT_ERR("else_twice", { DSL_IF(k, dsl_bool(k, 1)) dsl_barrier(k); DSL_ELSE(k) dsl_barrier(k); },
+               DSL_ELSE(k) dsl_barrier(k), "DSL_ELSE does not follow a DSL_IF");
+    EXPECT_ERR("body_leaves_open", (void)0,
+               DSL_IF(k, dsl_bool(k, 1)) dsl_for(k, "i", dsl_u32(k, 0), dsl_u32(k, 2), NULL),
+               "the body of the if opened here leaves 1 block(s) open (the innermost: the for opened at ");
+    EXPECT_ERR("body_closes_caller", dsl_while(k), DSL_FOR(k, i, "i", dsl_u32(k, 0), dsl_u32(k, 2), NULL)
+               (dsl_end(k), dsl_end(k)), "the body of the for opened here closes a block it did not open");
+    EXPECT_ERR("variant_leaves_open", c = dsl_spec_const(k, "SW", DSL_U32, 1, 0), DSL_VARIANT(k, c) dsl_while(k),
+               "the body of the if opened here leaves 1 block(s) open (the innermost: the while opened at ");
+    EXPECT_ERR("unclosed_kind", dsl_while(k), (void)dsl_emit_glsl(k),
+               "block opened here is not closed (missing dsl_end): the while");
+    /* the opener's line in a wrong-kind close */
+    dsl_kernel *k = dsl_kernel_new("opener", 64, 1, 1);
+    const int fl = __LINE__ + 1;
+    (void)dsl_for(k, "i", dsl_u32(k, 0), dsl_u32(k, 2), NULL);
+    dsl_end_while(k);
+    char want[96];
+    snprintf(want, sizeof want, "dsl_end_while closes the for opened at %s:%d, not a while", __FILE__, fl);
+    assert_has(dsl_error(k), want);
+    dsl_kernel_free(k);
+}
+
 static void test_statements(void **st)
 {
     (void)st;
@@ -670,11 +765,15 @@ int main(void)
         cmocka_unit_test(test_buffer_view),
         cmocka_unit_test(test_arena_reuse),
         cmocka_unit_test(test_precise),
+        cmocka_unit_test(test_constructs),
+        cmocka_unit_test(test_construct_errors),
         cmocka_unit_test(test_mma),
         cmocka_unit_test(test_golden_reduce_shared),
         cmocka_unit_test(test_golden_reduce_subgroup),
         cmocka_unit_test(test_golden_f16_unpack),
         cmocka_unit_test(test_golden_int8_dot),
     };
+    if (getenv("TEST_FILTER")) /* e.g. "test_construct*" */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

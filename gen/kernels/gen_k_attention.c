@@ -386,13 +386,11 @@ static void att_range(att_ctx *c)
                                 : gen_rope_elem(k, c->hp, c->kin, U(0), e, c->pos);
     dsl_expr vr = dsl_let(k, "vr", dsl_load(k, c->vin, e));
     const bool first_only = c->G == 1 && c->group > 1;
-    if (first_only)
-        dsl_if(k, dsl_eq(k, dsl_mod(k, c->w0, dsl_const_u32(k, "GROUP", c->group)), U(0)));
-    dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, c->pos, c->KVROW), e));
-    dsl_store(k, c->kc, ci, c->f16 ? dsl_cast(k, kr, DSL_F16) : kr);
-    dsl_store(k, c->vc, ci, c->f16 ? dsl_cast(k, vr, DSL_F16) : vr);
-    if (first_only)
-        dsl_end(k);
+    DSL_IF_ON(k, first_only, dsl_eq(k, dsl_mod(k, c->w0, dsl_const_u32(k, "GROUP", c->group)), U(0))) {
+        dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, c->pos, c->KVROW), e));
+        dsl_store(k, c->kc, ci, c->f16 ? dsl_cast(k, kr, DSL_F16) : kr);
+        dsl_store(k, c->vc, ci, c->f16 ? dsl_cast(k, vr, DSL_F16) : vr);
+    }
     dsl_store(k, c->knew, lid, c->f16 ? f16_round(k, kr) : kr);
     dsl_store(k, c->vnew, lid, c->f16 ? f16_round(k, vr) : vr);
     dsl_end(k);
@@ -411,15 +409,12 @@ static void att_scores(att_ctx *c, dsl_expr j, const dsl_expr *rlim, dsl_expr *s
     dsl_expr dot[MAX_ROWS];
     for (int r = 0; r < R; r++)
         dot[r] = dsl_var(k, "dot", DSL_F32, F(0));
-    if (c->kvw) { /* key pos: from shared (knew == the cache row, read back) */
-        dsl_if(k, dsl_eq(k, j, c->pos));
+    DSL_CASE(k, c->kvw, dsl_eq(k, j, c->pos)) /* key pos: from shared (knew == the cache row, read back) */
         score_dots(k, c->qsh, c->f16, NULL, c->knew, U(0), false, R, c->hd, dot);
-        dsl_else(k);
+    DSL_ELSE(k) {
+        dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, c->KVROW), c->kvoff));
+        score_dots(k, c->qsh, c->f16, c->kc4, NULL, kb, c->f16, R, c->hd, dot);
     }
-    dsl_expr kb = dsl_let(k, "kb", dsl_add(k, dsl_mul(k, j, c->KVROW), c->kvoff));
-    score_dots(k, c->qsh, c->f16, c->kc4, NULL, kb, c->f16, R, c->hd, dot);
-    if (c->kvw)
-        dsl_end(k);
     dsl_expr scale = dsl_const_f32(k, "SCORE_SCALE", 1.0f / sqrtf((float)c->hd)); /* 1 / sqrt(head_dim) */
     for (int r = 0; r < R; r++) {
         dsl_expr s = dsl_mul(k, dot[r], scale);
@@ -509,15 +504,12 @@ static void att_store(att_ctx *c, gen_kernel_out *out)
     dsl_expr lid = c->lid;
     if (!S) {
         for (int tt = 0; tt < T; tt++) {
-            if (T > 1)
-                dsl_if(k, c->live[tt]);
-            for (int hh = 0; hh < G; hh++) {
-                const int r = tt * G + hh;
-                dsl_expr at = dsl_add(k, dsl_mul(k, c->tok[tt], c->QROW), dsl_mul(k, c->head[hh], c->HD));
-                dsl_store(k, c->y, dsl_add(k, at, lid), dsl_div(k, c->acc[r], c->L[r]));
-            }
-            if (T > 1)
-                dsl_end(k);
+            DSL_IF_ON(k, T > 1, c->live[tt])
+                for (int hh = 0; hh < G; hh++) {
+                    const int r = tt * G + hh;
+                    dsl_expr at = dsl_add(k, dsl_mul(k, c->tok[tt], c->QROW), dsl_mul(k, c->head[hh], c->HD));
+                    dsl_store(k, c->y, dsl_add(k, at, lid), dsl_div(k, c->acc[r], c->L[r]));
+                }
         }
         return;
     }

@@ -87,13 +87,10 @@ typedef struct {
  * significant bits: each term exact in f32; the terms are added in the lane's word order,
  * then across the subgroup). One matrix scale (TQ1_T): the codes 0..2 into the integer acc as
  * the I2_S loop does (sum(q) subtracted at the end). */
-static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, const bl_lane *l)
+static void bl_block_word(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, const bl_lane *l, dsl_expr w)
 {
     const bool one_scale = !codec->block_scale;
     const int nw = c->glu ? 2 : 1;
-    dsl_scope m = dsl_mark(k);
-    dsl_if(k, gen_bl_is(k, c, codec));
-    dsl_expr w = dsl_for(k, "w", bl_from(k, c->wb, l->lane), c->we ? c->we : c->KW, l->sgs);
     dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
     dsl_expr l0 = dsl_let(k, "l0", dsl_add(k, dsl_shl(k, dsl_band(k, dsl_shr(k, w, U(3)), U(1)), U(7)),
                                           dsl_shl(k, dsl_band(k, w, U(7)), U(2))));
@@ -117,7 +114,14 @@ static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *c
         dsl_expr d = codec->block_scale(k, l->W[j], boff[j]);
         dsl_add_to(k, l->accf[j], dsl_mul(k, dsl_cast(k, aw[j], DSL_F32), dq ? dsl_mul(k, dq, d) : d));
     }
-    dsl_end_to(k, m); /* w, WFMT */
+}
+
+/* WFMT's branch of a block-walk format: its word loop when WFMT names it. */
+static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *codec, const bl_lane *l)
+{
+    DSL_IF(k, gen_bl_is(k, c, codec))
+        DSL_FOR(k, w, "w", bl_from(k, c->wb, l->lane), c->we ? c->we : c->KW, l->sgs)
+            bl_block_word(k, c, codec, l, w);
 }
 
 /* Decode, 4-byte loads: the lane's words of row r (stride: the subgroup) against the
@@ -125,22 +129,22 @@ static void bl_rows_block(dsl_kernel *k, const gen_bl_ctx *c, const gen_codec *c
 static void bl_scalar(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l, dsl_expr q)
 {
     const int nw = c->glu ? 2 : 1;
-    dsl_expr w = dsl_for(k, "w", bl_from(k, c->wb, l->lane), c->we ? c->we : c->KW, l->sgs);
-    dsl_expr wd[2];
-    for (int j = 0; j < nw; j++)
-        wd[j] = dsl_let(k, j ? "wdu" : "wd", dsl_load(k, l->W[j], dsl_add(k, dsl_mul(k, l->r, c->KW), w)));
-    dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
-    for (int gq = 0; gq < 4; gq++) {
-        dsl_expr codes[2];
+    DSL_FOR(k, w, "w", bl_from(k, c->wb, l->lane), c->we ? c->we : c->KW, l->sgs) {
+        dsl_expr wd[2];
         for (int j = 0; j < nw; j++)
-            codes[j] = dsl_let(k, j ? "cu" : "c", gen_bl_codes(k, c, wd[j], gq));
-        dsl_expr qw = dsl_load(k, q, dsl_add(k, qb, U(8 * gq)));
-        if (nw > 1)
-            qw = dsl_let(k, "qw", qw);
-        for (int j = 0; j < nw; j++)
-            dsl_add_to(k, l->acc[j], dsl_dot4x8_su(k, qw, codes[j]));
+            wd[j] = dsl_let(k, j ? "wdu" : "wd", dsl_load(k, l->W[j], dsl_add(k, dsl_mul(k, l->r, c->KW), w)));
+        dsl_expr qb = dsl_let(k, "qb", dsl_add(k, dsl_mul(k, dsl_shr(k, w, U(3)), U(32)), dsl_band(k, w, U(7))));
+        for (int gq = 0; gq < 4; gq++) {
+            dsl_expr codes[2];
+            for (int j = 0; j < nw; j++)
+                codes[j] = dsl_let(k, j ? "cu" : "c", gen_bl_codes(k, c, wd[j], gq));
+            dsl_expr qw = dsl_load(k, q, dsl_add(k, qb, U(8 * gq)));
+            if (nw > 1)
+                qw = dsl_let(k, "qw", qw);
+            for (int j = 0; j < nw; j++)
+                dsl_add_to(k, l->acc[j], dsl_dot4x8_su(k, qw, codes[j]));
+        }
     }
-    dsl_end(k); /* w */
 }
 
 /* Decode: row r's sums through gen_bl_store, with the token's scale and code sum. */
@@ -158,34 +162,34 @@ static void bl_store_row(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot
     gen_bl_store(k, c, tot, totf, sc, qsum, ws, y, r);
 }
 
-/* GEMV_SPLITK: after every job, invocation i < rpw adds the 2^s partial sums of the
- * workgroup's row i (jobs i 2^s ..) and stores the row. */
+/* GEMV_SPLITK (when declared and on): after every job, invocation i < rpw adds the 2^s partial
+ * sums of the workgroup's row i (jobs i 2^s ..) and stores the row. */
 static void bl_splitk_sum(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr psum, dsl_expr psumf, dsl_expr rpw,
                           const dsl_expr *ws, dsl_expr y, dsl_expr Mc, dsl_expr wg)
 {
     const int nw = c->glu ? 2 : 1;
-    dsl_scope m = dsl_mark(k);
-    dsl_if(k, dsl_ne(k, c->splitk, U(0))); /* a specialization constant: uniform */
-    dsl_barrier(k);
-    dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
-    dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, wg, rpw), lid));
-    dsl_if(k, dsl_and(k, dsl_lt(k, lid, rpw), dsl_lt(k, r, Mc)));
-    dsl_expr tot[2], totf[2] = {0};
-    for (int j = 0; j < nw; j++) {
-        tot[j] = dsl_var(k, j ? "totu" : "tot", DSL_I32, I(0));
-        if (psumf)
-            totf[j] = dsl_var(k, j ? "totfu" : "totf", DSL_F32, F(0));
+    DSL_VARIANT(k, c->splitk) { /* a specialization constant: uniform */
+        dsl_barrier(k);
+        dsl_expr lid = dsl_builtin(k, DSL_LOCAL_INDEX);
+        dsl_expr r = dsl_let(k, "row", dsl_add(k, dsl_mul(k, wg, rpw), lid));
+        DSL_IF(k, dsl_and(k, dsl_lt(k, lid, rpw), dsl_lt(k, r, Mc))) {
+            dsl_expr tot[2], totf[2] = {0};
+            for (int j = 0; j < nw; j++) {
+                tot[j] = dsl_var(k, j ? "totu" : "tot", DSL_I32, I(0));
+                if (psumf)
+                    totf[j] = dsl_var(k, j ? "totfu" : "totf", DSL_F32, F(0));
+            }
+            DSL_FOR(k, p, "p", U(0), dsl_shl(k, U(1), c->splitk), NULL) {
+                dsl_expr at = dsl_let(k, "pj", dsl_mul(k, dsl_add(k, dsl_shl(k, lid, c->splitk), p), U((uint32_t)nw)));
+                for (int j = 0; j < nw; j++) {
+                    dsl_add_to(k, tot[j], dsl_load(k, psum, dsl_add(k, at, U((uint32_t)j))));
+                    if (psumf)
+                        dsl_add_to(k, totf[j], dsl_load(k, psumf, dsl_add(k, at, U((uint32_t)j))));
+                }
+            }
+            bl_store_row(k, c, tot, totf, ws, y, r);
+        }
     }
-    dsl_expr p = dsl_for(k, "p", U(0), dsl_shl(k, U(1), c->splitk), NULL);
-    dsl_expr at = dsl_let(k, "pj", dsl_mul(k, dsl_add(k, dsl_shl(k, lid, c->splitk), p), U((uint32_t)nw)));
-    for (int j = 0; j < nw; j++) {
-        dsl_add_to(k, tot[j], dsl_load(k, psum, dsl_add(k, at, U((uint32_t)j))));
-        if (psumf)
-            dsl_add_to(k, totf[j], dsl_load(k, psumf, dsl_add(k, at, U((uint32_t)j))));
-    }
-    dsl_end(k); /* p */
-    bl_store_row(k, c, tot, totf, ws, y, r);
-    dsl_end_to(k, m); /* lid < rpw, GEMV_SPLITK */
 }
 
 /* GEMV_VEC's row loop: 16-byte loads, 4 code words (64 weights) per lane and step, into
@@ -194,20 +198,20 @@ static void bl_vec(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l)
 {
     const int nw = c->glu ? 2 : 1;
     dsl_expr KV4 = c->KV4;
-    dsl_expr w4 = dsl_for(k, "w4", bl_from(k, c->b4, l->lane), c->e4 ? c->e4 : KV4, l->sgs);
-    dsl_expr wd4[2];
-    for (int j = 0; j < nw; j++)
-        wd4[j] = dsl_let(k, j ? "wdu4" : "wd4", dsl_load(k, l->W4[j], dsl_add(k, dsl_mul(k, l->r, KV4), w4)));
-    /* words 4 w4 + e (e < 4) face activation words (w4 / 2) * 32 + (w4 % 2) * 4 + e + 8 g */
-    dsl_expr qb4 = dsl_let(k, "qb4", dsl_add(k, dsl_mul(k, dsl_shr(k, w4, U(1)), U(8)), dsl_band(k, w4, U(1))));
-    for (int gq = 0; gq < 4; gq++) {
-        dsl_expr a4 = dsl_let(k, "a4", dsl_load(k, c->q4, dsl_add(k, qb4, U(2 * gq))));
-        for (int e = 0; e < 4; e++)
-            for (int j = 0; j < nw; j++)
-                dsl_add_to(k, l->acc[j],
-                           dsl_dot4x8_su(k, dsl_comp(k, a4, e), gen_bl_codes(k, c, dsl_comp(k, wd4[j], e), gq)));
+    DSL_FOR(k, w4, "w4", bl_from(k, c->b4, l->lane), c->e4 ? c->e4 : KV4, l->sgs) {
+        dsl_expr wd4[2];
+        for (int j = 0; j < nw; j++)
+            wd4[j] = dsl_let(k, j ? "wdu4" : "wd4", dsl_load(k, l->W4[j], dsl_add(k, dsl_mul(k, l->r, KV4), w4)));
+        /* words 4 w4 + e (e < 4) face activation words (w4 / 2) * 32 + (w4 % 2) * 4 + e + 8 g */
+        dsl_expr qb4 = dsl_let(k, "qb4", dsl_add(k, dsl_mul(k, dsl_shr(k, w4, U(1)), U(8)), dsl_band(k, w4, U(1))));
+        for (int gq = 0; gq < 4; gq++) {
+            dsl_expr a4 = dsl_let(k, "a4", dsl_load(k, c->q4, dsl_add(k, qb4, U(2 * gq))));
+            for (int e = 0; e < 4; e++)
+                for (int j = 0; j < nw; j++)
+                    dsl_add_to(k, l->acc[j],
+                               dsl_dot4x8_su(k, dsl_comp(k, a4, e), gen_bl_codes(k, c, dsl_comp(k, wd4[j], e), gq)));
+        }
     }
-    dsl_end(k); /* w4 */
 }
 
 /* GEMV_SHQ's row loop: the 4-byte loop on the workgroup's shared copy of the codes. */
@@ -217,9 +221,9 @@ static dsl_expr bl_shq_on(const gen_bl_ctx *c) { return c->shq; }
 static dsl_expr bl_vec_on(const gen_bl_ctx *c) { return c->vec; }
 
 /* The decode word loops a specialization constant picks, in this order: the first whose
- * constant is non-zero runs (`if (C != 0) {loop} else {...}`), the 4-byte loop on the global
- * codes when none is. A kernel without the constant (on() NULL) has no branch for it.
- * Adding a loop variant is adding a row. */
+ * constant is non-zero runs (`if (C != 0) {loop} else {...}`, bl_loops_from), the 4-byte loop
+ * on the global codes when none is. A kernel without the constant (on() NULL) has no branch
+ * for it. Adding a loop variant is adding a row. */
 static const struct {
     dsl_expr (*on)(const gen_bl_ctx *c);
     void (*loop)(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l);
@@ -228,31 +232,31 @@ static const struct {
     {bl_vec_on, bl_vec}, /* GEMV_VEC: 16-byte loads */
 };
 
-/* Decode: the lane's sums of row r. Each piece below opens the blocks its branch needs and
- * leaves the rest of the row's code inside them; the mark closes them all at the end. */
+/* Rows i.. of bl_loops: row i's loop when its constant is on, else the rows after it. */
+static void bl_loops_from(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l, size_t i)
+{
+    if (i == sizeof bl_loops / sizeof bl_loops[0]) {
+        bl_scalar(k, c, l, c->q);
+        return;
+    }
+    DSL_VARIANT(k, bl_loops[i].on(c))
+        bl_loops[i].loop(k, c, l);
+    DSL_ELSE(k)
+        bl_loops_from(k, c, l, i + 1);
+}
+
+/* Decode: the lane's sums of row r: GEMV_ROWS' guard (a lane whose row is past the matrix adds
+ * nothing, but takes part in the sums), WFMT's branch of each block-walk format, then the word
+ * walk's (I2_S) with its loops (bl_loops). */
 static void bl_row_sums(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l, dsl_expr Mc)
 {
-    dsl_scope m = dsl_mark(k);
-    if (c->rows) /* GEMV_ROWS: a lane whose row is past the matrix adds nothing (but takes part in the sums) */
-        dsl_if(k, dsl_lt(k, l->r, Mc));
-    if (c->fmt) { /* WFMT: each block-walk format's branch, then the word walk's (I2_S) */
-        for (int i = 0; i < gen_codec_count(); i++)
+    DSL_IF_ON(k, c->rows != NULL, dsl_lt(k, l->r, Mc)) {
+        for (int i = 0; c->fmt && i < gen_codec_count(); i++)
             if (gen_codec_at(i)->block_codes)
                 bl_rows_block(k, c, gen_codec_at(i), l);
-        dsl_if(k, gen_bl_is(k, c, c->codec));
+        DSL_IF_ON(k, c->fmt != NULL, gen_bl_is(k, c, c->codec))
+            bl_loops_from(k, c, l, 0);
     }
-    for (size_t i = 0; i < sizeof bl_loops / sizeof bl_loops[0]; i++) {
-        dsl_expr on = bl_loops[i].on(c);
-        if (!on)
-            continue;
-        dsl_if(k, dsl_ne(k, on, U(0)));
-        dsl_scope in = dsl_mark(k);
-        bl_loops[i].loop(k, c, l);
-        dsl_check_to(k, in); /* a loop closes what it opens */
-        dsl_else(k);
-    }
-    bl_scalar(k, c, l, c->q);
-    dsl_end_to(k, m);
 }
 
 /* Decode: a subgroup's lanes over its rows: R rows at once (GEMV_ROWS = g: 2^g, at most one a
@@ -295,16 +299,13 @@ static void bl_splitk_part(dsl_kernel *k, gen_bl_ctx *c, dsl_expr rb)
     c->e4 = e4;
 }
 
-/* Decode: the subgroup's sums of its rows (job rb), each stored by the row's first lane; under
- * GEMV_SPLITK (when on) into the shared partial sums psum (psumf) instead. */
-static void bl_row_store(dsl_kernel *k, const gen_bl_ctx *c, const bl_geo *g, const bl_lane *l, dsl_expr rb,
-                         const dsl_expr *ws, dsl_expr y, dsl_expr Mc, dsl_expr *psum, dsl_expr *psumf)
+/* Decode: the subgroup's sums of its row (of the R rows: `mine`, NULL when R is 1) stored by
+ * the row's first lane; under GEMV_SPLITK (when declared and on) into the shared partial sums
+ * psum (psumf) instead. */
+static void bl_row_store_of(dsl_kernel *k, const gen_bl_ctx *c, const bl_lane *l, dsl_expr mine, dsl_expr rb,
+                            const dsl_expr *ws, dsl_expr y, dsl_expr Mc, dsl_expr *psum, dsl_expr *psumf)
 {
     const int nw = c->glu ? 2 : 1;
-    dsl_scope m = dsl_mark(k);
-    /* GEMV_ROWS: each of the R rows' sums over the whole subgroup (the other rows' lanes add 0) */
-    dsl_expr rr = c->rows ? dsl_for(k, "rr", U(0), g->R, NULL) : NULL;
-    dsl_expr mine = c->rows ? dsl_let(k, "mine", dsl_eq(k, g->lrow, rr)) : NULL;
     dsl_expr tot[2], totf[2] = {0};
     for (int j = 0; j < nw; j++) {
         tot[j] = dsl_subgroup_add(k, mine ? dsl_select(k, mine, l->acc[j], I(0)) : l->acc[j]);
@@ -315,20 +316,31 @@ static void bl_row_store(dsl_kernel *k, const gen_bl_ctx *c, const bl_geo *g, co
         const uint32_t jobs = (uint32_t)ROWS << (c->wide ? RT_WIDE_LOG2_MAX : 0); /* slots at most */
         *psum = dsl_shared(k, "psum", DSL_I32, jobs * (uint32_t)nw);
         *psumf = c->fmt ? dsl_shared(k, "psumf", DSL_F32, jobs * (uint32_t)nw) : NULL;
-        dsl_if(k, dsl_ne(k, c->splitk, U(0)));
-        dsl_if(k, dsl_eq(k, l->lane, U(0)));
-        for (int j = 0; j < nw; j++) {
-            dsl_store(k, *psum, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), tot[j]);
-            if (*psumf)
-                dsl_store(k, *psumf, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), totf[j]);
-        }
-        dsl_end(k);
-        dsl_else(k);
     }
-    dsl_if(k, mine ? dsl_and(k, dsl_and(k, mine, dsl_eq(k, l->lane, U(0))), dsl_lt(k, l->r, Mc))
-                   : dsl_eq(k, l->lane, U(0)));
-    bl_store_row(k, c, tot, totf, ws, y, l->r);
-    dsl_end_to(k, m); /* the store, GEMV_SPLITK's else, GEMV_ROWS' rr */
+    DSL_VARIANT(k, c->splitk)
+        DSL_IF(k, dsl_eq(k, l->lane, U(0)))
+            for (int j = 0; j < nw; j++) {
+                dsl_store(k, *psum, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), tot[j]);
+                if (*psumf)
+                    dsl_store(k, *psumf, dsl_add(k, dsl_mul(k, rb, U((uint32_t)nw)), U((uint32_t)j)), totf[j]);
+            }
+    DSL_ELSE(k)
+        DSL_IF(k, mine ? dsl_and(k, dsl_and(k, mine, dsl_eq(k, l->lane, U(0))), dsl_lt(k, l->r, Mc))
+                       : dsl_eq(k, l->lane, U(0)))
+            bl_store_row(k, c, tot, totf, ws, y, l->r);
+}
+
+/* Decode: the subgroup's sums of its rows (job rb): GEMV_ROWS' R rows one after the other, each
+ * summed over the whole subgroup (the other rows' lanes add 0). */
+static void bl_row_store(dsl_kernel *k, const gen_bl_ctx *c, const bl_geo *g, const bl_lane *l, dsl_expr rb,
+                         const dsl_expr *ws, dsl_expr y, dsl_expr Mc, dsl_expr *psum, dsl_expr *psumf)
+{
+    if (!c->rows) {
+        bl_row_store_of(k, c, l, NULL, rb, ws, y, Mc, psum, psumf);
+        return;
+    }
+    DSL_FOR(k, rr, "rr", U(0), g->R, NULL)
+        bl_row_store_of(k, c, l, dsl_let(k, "mine", dsl_eq(k, g->lrow, rr)), rb, ws, y, Mc, psum, psumf);
 }
 
 /* Decode: rows 8*wg .. 8*wg+7 of the M-row matrix W[0] (and W[1] for GLU) into y; with
@@ -337,9 +349,10 @@ static void bl_row_store(dsl_kernel *k, const gen_bl_ctx *c, const bl_geo *g, co
  * workgroups past the matrix's last row find none (the launch stays ceil(M / 8)). Each
  * row's integer sum is the same in any lane order, so the results are the same bits; the
  * runtime offers the variant for I2_S and TQ1_T weights only (TQ1_0 / TQ2_0 sum floats).
- * The variants' pieces: bl_geometry (GEMV_ROWS, _WIDE, _SPLITK), bl_splitk_part, bl_row_sums
- * (GEMV_ROWS' guard, WFMT's formats, the word loops of bl_loops), bl_row_store (GEMV_ROWS,
- * _SPLITK) and bl_splitk_sum. */
+ * The variants' pieces, each closing the blocks it opens (DSL_IF, DSL_FOR, DSL_VARIANT):
+ * bl_geometry (GEMV_ROWS, _WIDE, _SPLITK), bl_splitk_part, bl_row_sums (GEMV_ROWS' guard,
+ * WFMT's formats, the word loops of bl_loops), bl_row_store (GEMV_ROWS, _SPLITK) and
+ * bl_splitk_sum. */
 static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, const dsl_expr *W4, dsl_expr y, int M,
                     dsl_expr Mc, dsl_expr wg)
 {
@@ -349,27 +362,26 @@ static void bl_rows(dsl_kernel *k, const gen_bl_ctx *c0, const dsl_expr *W, cons
     dsl_expr ws[2];
     gen_bl_scales(k, c, W, M, ws);
     const bl_geo g = bl_geometry(k, c);
-    dsl_expr R = g.R;
-    dsl_expr rb = dsl_for(k, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, g.slots, R),
-                          dsl_mul(k, dsl_builtin(k, DSL_NUM_SUBGROUPS), R));
-    dsl_expr r0 = dsl_let(k, "row0", c->splitk ? dsl_add(k, dsl_mul(k, wg, dsl_mul(k, g.rpw, R)), dsl_shr(k, rb, c->splitk))
-                                                : dsl_add(k, dsl_mul(k, wg, dsl_mul(k, g.slots, R)), rb));
-    dsl_break_if(k, dsl_ge(k, r0, Mc)); /* uniform: the subgroup's first row */
-    if (c->splitk)
-        bl_splitk_part(k, &cc, rb);
-    dsl_expr r = c->rows ? dsl_let(k, "row", dsl_add(k, r0, g.lrow)) : r0;
-    dsl_expr acc[2], accf[2] = {0};
-    for (int j = 0; j < nw; j++)
-        acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
-    for (int j = 0; j < nw && c->fmt; j++)
-        accf[j] = dsl_var(k, j ? "accfu" : "accf", DSL_F32, F(0));
-    const bl_lane l = {.W = W, .W4 = W4, .r = r, .lane = g.lane, .sgs = g.sgs, .acc = acc, .accf = accf};
-    bl_row_sums(k, c, &l, Mc);
-    dsl_expr psum = NULL, psumf = NULL;
-    bl_row_store(k, c, &g, &l, rb, ws, y, Mc, &psum, &psumf);
-    dsl_end(k); /* rb */
-    if (c->splitk) /* a row's parts added in part order (integers: any order gives the same) */
-        bl_splitk_sum(k, c, psum, psumf, g.rpw, ws, y, Mc, wg);
+    dsl_expr R = g.R, psum = NULL, psumf = NULL;
+    DSL_FOR(k, rb, "rb", dsl_mul(k, dsl_builtin(k, DSL_SUBGROUP_ID), R), dsl_mul(k, g.slots, R),
+            dsl_mul(k, dsl_builtin(k, DSL_NUM_SUBGROUPS), R)) {
+        dsl_expr r0 = dsl_let(k, "row0", c->splitk ? dsl_add(k, dsl_mul(k, wg, dsl_mul(k, g.rpw, R)), dsl_shr(k, rb, c->splitk))
+                                                    : dsl_add(k, dsl_mul(k, wg, dsl_mul(k, g.slots, R)), rb));
+        dsl_break_if(k, dsl_ge(k, r0, Mc)); /* uniform: the subgroup's first row */
+        if (c->splitk)
+            bl_splitk_part(k, &cc, rb);
+        dsl_expr r = c->rows ? dsl_let(k, "row", dsl_add(k, r0, g.lrow)) : r0;
+        dsl_expr acc[2], accf[2] = {0};
+        for (int j = 0; j < nw; j++)
+            acc[j] = dsl_var(k, j ? "accu" : "acc", DSL_I32, I(0));
+        for (int j = 0; j < nw && c->fmt; j++)
+            accf[j] = dsl_var(k, j ? "accfu" : "accf", DSL_F32, F(0));
+        const bl_lane l = {.W = W, .W4 = W4, .r = r, .lane = g.lane, .sgs = g.sgs, .acc = acc, .accf = accf};
+        bl_row_sums(k, c, &l, Mc);
+        bl_row_store(k, c, &g, &l, rb, ws, y, Mc, &psum, &psumf);
+    }
+    /* a row's parts added in part order (integers: any order gives the same) */
+    bl_splitk_sum(k, c, psum, psumf, g.rpw, ws, y, Mc, wg);
 }
 
 /* The default WFMT of a kernel: the type id its weights have in the YAML. The matrices one
@@ -419,43 +431,62 @@ static void bl_matrix(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, con
         gen_bl_tile(k, c, W, y, M, Mc, wg);
 }
 
+/* BITLINEAR_MULTI: what every part reads (the rows a workgroup serves: tm, a let when dyn). */
+typedef struct {
+    const gen_bl_ctx *c;
+    const dsl_expr *W, *W4, *y;
+    const int *Ms;
+    int np;
+    bool dyn;
+    dsl_expr wg, tm;
+    gen_kernel_out *out;
+} bl_parts_ctx;
+
+/* Parts p.. on the workgroups from first (with dyn, from the let start): part p runs in
+ * `if (wg < end_p) {..}` and the parts after it in its else (the last part alone, in place).
+ * Returns the workgroups of parts 0..np-1 (at GEMV_WIDE 0 when dyn). */
+static uint32_t bl_part(dsl_kernel *k, const bl_parts_ctx *pc, int p, uint32_t first, dsl_expr start)
+{
+    const gen_bl_ctx *c = pc->c;
+    char cn[8];
+    snprintf(cn, sizeof(cn), "M%d", p);
+    dsl_expr Mc = dsl_const_u32(k, cn, pc->Ms[p]);
+    const uint32_t groups = first + (uint32_t)groups_of(c, pc->Ms[p]);
+    /* the parts' workgroups follow the rows a workgroup serves */
+    dsl_expr end = !pc->dyn ? NULL
+                            : dsl_let(k, "part_end", dsl_add(k, start ? start : U(0),
+                                                             dsl_div(k, dsl_add(k, Mc, dsl_sub(k, pc->tm, U(1))), pc->tm)));
+    pc->out->bytes += (uint64_t)pc->Ms[p] * c->K / 4 + (uint64_t)pc->Ms[p] * 4;
+    dsl_expr wg = pc->wg;
+    if (p + 1 == pc->np) {
+        bl_matrix(k, c, &pc->W[p], &pc->W4[p], pc->y[p], pc->Ms[p], Mc,
+                  !pc->dyn ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
+        return groups;
+    }
+    uint32_t total = groups;
+    DSL_IF(k, dsl_lt(k, wg, !pc->dyn ? U(groups) : end))
+        bl_matrix(k, c, &pc->W[p], &pc->W4[p], pc->y[p], pc->Ms[p], Mc,
+                  !pc->dyn ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
+    DSL_ELSE(k)
+        total = bl_part(k, pc, p + 1, groups, end);
+    return total;
+}
+
 /* BITLINEAR_MULTI: part p runs on workgroups [first_p, first_p + groups_of(M_p)); returns
  * the workgroups of all parts. */
 static uint32_t bl_parts(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, const dsl_expr *W4, const dsl_expr *y,
                          const int *Ms, int np, gen_kernel_out *out)
 {
-    uint32_t groups = 0;
-    dsl_expr wg = dsl_let(k, "wg", dsl_wgid(k, 0));
     out->bytes = (uint64_t)c->K + 8;
+    bl_parts_ctx pc = {.c = c, .W = W, .W4 = W4, .y = y, .Ms = Ms, .np = np, .out = out};
+    pc.wg = dsl_let(k, "wg", dsl_wgid(k, 0));
     /* rows per workgroup: prefill, the tile's 16 TILE_ROWS; decode, GEMV_WIDE's slots (a
      * constant 8 without it) */
-    const bool dyn = !c->decode || c->wide;
-    dsl_expr tm = !dyn      ? NULL
-                  : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c))
-                              : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
-    dsl_expr end = NULL;
-    dsl_scope m = dsl_mark(k); /* part p < np - 1 runs in `if (wg < end_p) {..} else {` */
-    for (int p = 0; p < np; p++) {
-        char cn[8];
-        snprintf(cn, sizeof(cn), "M%d", p);
-        dsl_expr Mc = dsl_const_u32(k, cn, Ms[p]);
-        uint32_t first = groups;
-        groups += (uint32_t)groups_of(c, Ms[p]);
-        /* the parts' workgroups follow the rows a workgroup serves */
-        dsl_expr start = end;
-        if (dyn)
-            end = dsl_let(k, "part_end", dsl_add(k, start ? start : U(0),
-                                                 dsl_div(k, dsl_add(k, Mc, dsl_sub(k, tm, U(1))), tm)));
-        if (p + 1 < np)
-            dsl_if(k, dsl_lt(k, wg, !dyn ? U(groups) : end));
-        bl_matrix(k, c, &W[p], &W4[p], y[p], Ms[p], Mc,
-                  !dyn ? (first ? dsl_sub(k, wg, U(first)) : wg) : start ? dsl_sub(k, wg, start) : wg);
-        if (p + 1 < np)
-            dsl_else(k);
-        out->bytes += (uint64_t)Ms[p] * c->K / 4 + (uint64_t)Ms[p] * 4;
-    }
-    dsl_end_to(k, m);
-    return groups;
+    pc.dyn = !c->decode || c->wide;
+    pc.tm = !pc.dyn     ? NULL
+            : c->decode ? dsl_let(k, "rpw", bl_decode_rpw(k, c))
+                        : dsl_let(k, "tm", dsl_mul(k, U(16), c->tile_rows));
+    return bl_part(k, &pc, 0, 0, NULL);
 }
 
 /* The kernel's name: its folds, the parts' rows, K and the mode. */
@@ -497,14 +528,12 @@ static dsl_expr bl_shared_mem(dsl_kernel *k, gen_bl_ctx *c, bool reduce)
         c->csh = dsl_shared_spec(k, "csh", DSL_I32, 1, nw * 64 * 32, c->tile_mma);
         dsl_mma_setup(k, c->wsh, 8, c->ash, 8, c->csh, 64, 2 * nw);
     }
-    if (c->shq) { /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */
+    if (c->shq) /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */
         c->qsh = dsl_shared(k, "qsh", DSL_U32, (uint32_t)K / 4);
-        dsl_if(k, dsl_ne(k, c->shq, U(0)));
-        dsl_expr i = dsl_for(k, "i", dsl_builtin(k, DSL_LOCAL_INDEX), c->K4, U(WG));
-        dsl_store(k, c->qsh, i, dsl_load(k, c->q, i));
-        dsl_end(k);
+    DSL_VARIANT(k, c->shq) {
+        DSL_FOR(k, i, "i", dsl_builtin(k, DSL_LOCAL_INDEX), c->K4, U(WG))
+            dsl_store(k, c->qsh, i, dsl_load(k, c->q, i));
         dsl_barrier(k); /* a specialization constant: uniform control flow */
-        dsl_end(k);
     }
     return red;
 }
@@ -548,6 +577,19 @@ static void bl_decode_variants(dsl_kernel *k, gen_bl_ctx *c, const dsl_expr *W, 
     c->wide = dsl_spec_const(k, "GEMV_WIDE", DSL_U32, RT_SPEC_GEMV_WIDE, 0); /* the launch follows it */
     for (int p = 0; p < n; p++)
         W4[p] = dsl_buffer_view(k, c->glu && p ? "wu4" : wn4[p], W[p], DSL_UVEC4);
+}
+
+/* kop->last_out: the next norm, run by the workgroup that finishes last. */
+static void bl_next_norm(dsl_kernel *k, const gen_bl_ctx *c, dsl_expr y, const gen_last_bufs *lb, dsl_expr red, int M,
+                         dsl_expr Mc, uint32_t groups, gen_kernel_out *out)
+{
+    if (c->wide) { /* the workgroups launched: ceil(M / ((8 << GEMV_WIDE) >> GEMV_SPLITK)) */
+        dsl_expr rpw = bl_decode_rpw(k, c);
+        dsl_expr n = dsl_div(k, dsl_add(k, Mc, dsl_sub(k, rpw, U(1))), rpw);
+        gen_last_norm_at(k, y, lb, red, M, dsl_let(k, "last_wg", dsl_sub(k, n, U(1))), out);
+    } else {
+        gen_last_norm(k, y, lb, red, M, groups, out);
+    }
 }
 
 int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out,
@@ -630,19 +672,9 @@ int gen_k_bitlinear_into(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, 
         bl_matrix(k, &c, W, W4, y[0], M, Mc, dsl_wgid(k, 0));
         groups = (uint32_t)groups_of(&c, M);
         out->bytes = (uint64_t)M * K / 4 * (glu ? 2 : 1) + (uint64_t)K + 8 + (uint64_t)M * 4 * (res ? 2 : 1);
-        if (last) {
-            if (has_next) /* a push constant: uniform, so the tail's barriers are fine */
-                dsl_if(k, dsl_ne(k, has_next, U(0)));
-            if (c.wide) { /* the workgroups launched: ceil(M / ((8 << GEMV_WIDE) >> GEMV_SPLITK)) */
-                dsl_expr rpw = bl_decode_rpw(k, &c);
-                dsl_expr n = dsl_div(k, dsl_add(k, Mc, dsl_sub(k, rpw, U(1))), rpw);
-                gen_last_norm_at(k, y[0], &lb, red, M, dsl_let(k, "last_wg", dsl_sub(k, n, U(1))), out);
-            } else {
-                gen_last_norm(k, y[0], &lb, red, M, groups, out);
-            }
-            if (has_next)
-                dsl_end(k);
-        }
+        if (last) /* has_next: a push constant, uniform, so the tail's barriers are fine */
+            DSL_IF_ON(k, has_next != NULL, dsl_ne(k, has_next, U(0)))
+                bl_next_norm(k, &c, y[0], &lb, red, M, Mc, groups, out);
     } else {
         groups = bl_parts(k, &c, W, W4, y, Ms, np, out);
     }

@@ -70,10 +70,9 @@ void gen_bl_scales(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, int M,
         const gen_codec *codec = gen_codec_at(i);
         if (!codec->ternary_scale)
             continue;
-        dsl_if(k, gen_bl_is(k, c, codec));
-        for (int j = 0; j < (c->glu ? 2 : 1); j++)
-            dsl_assign(k, out_ws[j], codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
-        dsl_end(k);
+        DSL_IF(k, gen_bl_is(k, c, codec))
+            for (int j = 0; j < (c->glu ? 2 : 1); j++)
+                dsl_assign(k, out_ws[j], codec->ternary_scale(k, W[j], (uint64_t)M, (uint64_t)c->K));
     }
 }
 

@@ -57,11 +57,12 @@ static bool tile_open(dsl_kernel *k, dsl_expr spec, int i)
     return true;
 }
 
-/* ... and closes it after the block's last index i. */
+/* ... and closes it after the block's last index i (a kernel error when the innermost block
+ * is not that if). */
 static void tile_close(dsl_kernel *k, int i, int n)
 {
     if (i >= 2 && (i + 1 == n || blk_lo(i + 1) != blk_lo(i)))
-        dsl_end(k);
+        dsl_end_if(k);
 }
 
 /* A prefill tile's expressions, shared by its phases. */
@@ -87,17 +88,14 @@ static void tile_stage(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *W, ds
         dsl_expr r = dsl_let(k, "r", dsl_shr(k, e, U(3))), wi = dsl_let(k, "wi", dsl_band(k, e, U(7)));
         dsl_expr gr = dsl_let(k, "gr", dsl_min(k, dsl_add(k, t->row0, r), dsl_sub(k, Mc, U(1))));
         dsl_expr dst = dsl_let(k, "dst", dsl_add(k, dsl_mul(k, dsl_add(k, wi, U((uint32_t)j * 8)), t->wstr), r));
-        if (c->fmt)
-            dsl_if(k, gen_bl_is(k, c, c->codec));
-        dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
-        dsl_store(k, c->wsh, dst, dsl_load(k, W[j], src));
-        if (c->fmt) {
-            dsl_end(k);
-            for (int i = 0; i < gen_codec_count(); i++)
-                if (gen_codec_at(i)->block_codes)
-                    bl_stage_block(k, c, gen_codec_at(i), W[j], gr, kb, wi, dst);
+        DSL_IF_ON(k, c->fmt != NULL, gen_bl_is(k, c, c->codec)) { /* WFMT: the word walk's branch */
+            dsl_expr src = dsl_add(k, dsl_mul(k, gr, c->KW), dsl_add(k, dsl_mul(k, kb, U(8)), wi));
+            dsl_store(k, c->wsh, dst, dsl_load(k, W[j], src));
         }
-        dsl_end(k); /* h */
+        for (int i = 0; c->fmt && i < gen_codec_count(); i++) /* then each block-walk format's */
+            if (gen_codec_at(i)->block_codes)
+                bl_stage_block(k, c, gen_codec_at(i), W[j], gr, kb, wi, dst);
+        dsl_end_for(k); /* h */
     }
     for (int i = 0; c->fmt && i < gen_codec_count(); i++) { /* the tile rows' block scales */
         const gen_codec *codec = gen_codec_at(i);

@@ -148,6 +148,22 @@ static void head_qunit(dsl_kernel *k, const head_row *r, dsl_expr j)
     }
 }
 
+/* A blocked table's row walk: lane l takes words 4 u .. 4 u + 3 for u = l, l + sgs, ..: one
+ * uvec4 load (vec) or 4 u32 loads, the same sums in the same order. */
+static void head_blocked(dsl_kernel *k, const head_row *r, bool vec)
+{
+    dsl_expr v = r->v, W = r->W, DW = r->DW, DW4 = r->DW4;
+    DSL_FOR(k, u, "u", r->lane, DW4, r->sgs) {
+        dsl_expr w0 = dsl_let(k, "w0", dsl_mul(k, u, U(4)));
+        dsl_expr w4 = vec ? dsl_let(k, "wv4", dsl_load(k, r->W4, dsl_add(k, dsl_mul(k, v, DW4), u))) : NULL;
+        dsl_expr d = r->q8 ? q8_scale(k, r, w0) : NULL; /* the 4 words share a Q8_0 block */
+        for (int c = 0; c < 4; c++) {
+            dsl_expr w = c ? dsl_add(k, w0, U(c)) : w0;
+            head_word(k, r, vec ? dsl_comp(k, w4, c) : dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, d);
+        }
+    }
+}
+
 /* Row r->v's logits for the TT tokens t0 .. t0 + TT - 1 (rows past t_end - 1 read the
  * last one and store nothing); with best, the argmax bookkeeping. */
 static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
@@ -165,7 +181,7 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
     r->TT = TT;
     r->acc = acc;
     r->xrow = xrow;
-    dsl_expr v = r->v, W = r->W, DW = r->DW, DW4 = r->DW4;
+    dsl_expr v = r->v, W = r->W, DW = r->DW;
     if (r->kq) { /* the row's blocks, unit by unit (the staged normed row: element e at xs[e]) */
         const uint32_t rb = r->kq_nb * fmt_codec_find(r->kq->type)->blk_bytes;
         gen_kq_row_dot(k, r->kq, W, dsl_let(k, "roff", dsl_mul(k, v, U(rb))), r->kq_nb, r->lane, r->sgs, TT, acc,
@@ -174,24 +190,11 @@ static void head_tokens(dsl_kernel *k, head_row *r, int TT, dsl_expr t0)
         dsl_expr j = dsl_for(k, "j", r->lane, U(r->DWn / 8), r->sgs);
         head_qunit(k, r, j);
         dsl_end(k); /* j */
-    } else if (r->blocked) { /* lane l: words 4 u .. 4 u + 3 for u = l, l + sgs, ..: 16 bytes at a time or 4 */
-        for (int vec = decode; vec >= 0; vec--) {
-            if (vec)
-                dsl_if(k, dsl_ne(k, dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0), U(0)));
-            dsl_expr u = dsl_for(k, "u", r->lane, DW4, r->sgs);
-            dsl_expr w0 = dsl_let(k, "w0", dsl_mul(k, u, U(4)));
-            dsl_expr w4 = vec ? dsl_let(k, "wv4", dsl_load(k, r->W4, dsl_add(k, dsl_mul(k, v, DW4), u))) : NULL;
-            dsl_expr d = r->q8 ? q8_scale(k, r, w0) : NULL; /* the 4 words share a Q8_0 block */
-            for (int c = 0; c < 4; c++) {
-                dsl_expr w = c ? dsl_add(k, w0, U(c)) : w0;
-                head_word(k, r, vec ? dsl_comp(k, w4, c) : dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, d);
-            }
-            dsl_end(k); /* u */
-            if (vec)
-                dsl_else(k);
-        }
-        if (decode)
-            dsl_end(k);
+    } else if (r->blocked) { /* decode's GEMV_VEC: 16-byte loads, else (and in batch) 4-byte loads */
+        DSL_VARIANT(k, decode ? dsl_spec_const(k, "GEMV_VEC", DSL_U32, RT_SPEC_GEMV_VEC, 0) : NULL)
+            head_blocked(k, r, true);
+        DSL_ELSE(k)
+            head_blocked(k, r, false);
     } else {
         dsl_expr w = dsl_for(k, "w", r->lane, DW, r->sgs);
         head_word(k, r, dsl_load(k, W, dsl_add(k, dsl_mul(k, v, DW), w)), w, NULL);

@@ -268,11 +268,8 @@ static void quant_word(dsl_kernel *k, void *ctx, uint32_t v, dsl_expr val, dsl_e
         dsl_expr sh = dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), UX(0xff)), U(8 * b));
         packed = packed ? dsl_bor(k, packed, sh) : sh;
     }
-    if (in)
-        dsl_if(k, in);
-    dsl_store(k, c->q, c->qbase ? dsl_add(k, c->qbase, wi) : wi, packed);
-    if (in)
-        dsl_end(k);
+    DSL_IF_ON(k, in != NULL, in)
+        dsl_store(k, c->q, c->qbase ? dsl_add(k, c->qbase, wi) : wi, packed);
 }
 
 void gen_norm_quant_row(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, dsl_expr tok, int width, dsl_expr red,
@@ -478,12 +475,10 @@ void gen_norm_quant_row_q8k(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, 
         in[v] = NW % WG ? dsl_let(k, "qin", dsl_lt(k, wi[v], U(NW))) : NULL; /* whole blocks: NW % 64 == 0 */
         for (int c = 0; c < 4; c++)
             e[v][c] = dsl_var(k, "qe", DSL_F32, F(0));
-        if (in[v])
-            dsl_if(k, in[v]);
-        for (int c = 0; c < 4; c++)
-            dsl_assign(k, e[v][c], gen_norm_elem(k, n, x, xbase, dsl_add(k, dsl_mul(k, wi[v], U(4)), U((uint32_t)c)), &st));
-        if (in[v])
-            dsl_end(k);
+        DSL_IF_ON(k, in[v] != NULL, in[v])
+            for (int c = 0; c < 4; c++)
+                dsl_assign(k, e[v][c],
+                           gen_norm_elem(k, n, x, xbase, dsl_add(k, dsl_mul(k, wi[v], U(4)), U((uint32_t)c)), &st));
         dsl_expr m = dsl_var(k, "qm", DSL_F32, e[v][0]);
         for (int c = 1; c < 4; c++)
             dsl_assign(k, m, dsl_select(k, dsl_gt(k, dsl_abs(k, e[v][c]), dsl_abs(k, m)), e[v][c], m));
@@ -513,15 +508,13 @@ void gen_norm_quant_row_q8k(dsl_kernel *k, const gen_norm_apply *n, dsl_expr x, 
             dsl_expr sh = dsl_shl(k, dsl_band(k, dsl_bitcast(k, qi, DSL_U32), UX(0xff)), U(8u * (uint32_t)c));
             packed = packed ? dsl_bor(k, packed, sh) : sh;
         }
-        if (in[v])
-            dsl_if(k, in[v]);
-        dsl_store(k, q, qbase ? dsl_add(k, qbase, wi[v]) : wi[v], dsl_let(k, "qp", packed));
-        dsl_if(k, dsl_eq(k, dsl_band(k, u[v], U(63)), U(0)));
-        dsl_expr bi = dsl_shr(k, wi[v], U(6));
-        dsl_store(k, ds, dbase ? dsl_add(k, dbase, bi) : bi, dsl_select(k, zero, F(0), dsl_div(k, F(1.0f), is)));
-        dsl_end(k);
-        if (in[v])
-            dsl_end(k);
+        DSL_IF_ON(k, in[v] != NULL, in[v]) {
+            dsl_store(k, q, qbase ? dsl_add(k, qbase, wi[v]) : wi[v], dsl_let(k, "qp", packed));
+            DSL_IF(k, dsl_eq(k, dsl_band(k, u[v], U(63)), U(0))) {
+                dsl_expr bi = dsl_shr(k, wi[v], U(6));
+                dsl_store(k, ds, dbase ? dsl_add(k, dbase, bi) : bi, dsl_select(k, zero, F(0), dsl_div(k, F(1.0f), is)));
+            }
+        }
     }
     dsl_end(k); /* t */
 }

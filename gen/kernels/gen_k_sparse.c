@@ -394,11 +394,8 @@ static int k_down(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, c
     out->bytes_active = (uint64_t)M / 4; /* the transposed column of each listed neuron */
     if (last) {
         dsl_expr red = dsl_shared(k, "red", DSL_F32, WG);
-        if (has_next) /* a push constant: uniform */
-            dsl_if(k, dsl_ne(k, has_next, U(0)));
-        gen_last_norm(k, y, &lb, red, M, groups, out);
-        if (has_next)
-            dsl_end(k);
+        DSL_IF_ON(k, has_next != NULL, dsl_ne(k, has_next, U(0))) /* a push constant: uniform */
+            gen_last_norm(k, y, &lb, red, M, groups, out);
     }
     gen_out_groups_one(out);
     gen_out_groups(out, 0, 0, groups, 1);
