@@ -27,7 +27,8 @@ static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_
            (uint64_t)(ranges * (int64_t)g->split_bytes) + rt_eng_weight_bytes_delta(e, dp); /* + TQ1_0 / TQ2_0 */
 }
 
-/* The decode dispatches in recording order (see rt_eng_record()): pre, layer x n_layers, post. */
+/* The decode dispatches in recording order (see rt_eng_record()): pre, layer x n_layers, post
+ * (--cpu-moe: without the experts' dispatches of the placed layers, which are not recorded). */
 static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i, int *out_layer)
 {
     const rt_schedule *s = e->dec;
@@ -35,11 +36,15 @@ static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i, int *o
     if (i < s->n_pre)
         return &s->pre[i];
     i -= s->n_pre;
-    if (i < s->n_layer * (uint32_t)e->n_layers) {
-        *out_layer = (int)(i / s->n_layer);
-        return &s->layer[i % s->n_layer];
-    }
-    i -= s->n_layer * (uint32_t)e->n_layers;
+    for (int L = 0; L < e->n_layers; L++)
+        for (uint32_t j = 0; j < s->n_layer; j++) {
+            if (e->cm && rt_eng_cpumoe_skips(e, &s->layer[j], L))
+                continue;
+            if (i-- == 0) {
+                *out_layer = L;
+                return &s->layer[j];
+            }
+        }
     return i < s->n_post ? &rt_eng_post_of(e, s)[i] : NULL;
 }
 
