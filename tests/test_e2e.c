@@ -1152,6 +1152,8 @@ typedef struct {
     float *one, *each;        /* [PL_PROMPT][vocab]: the prompt in one call, one token per call */
     int32_t greedy[PL_GREEDY];
     rt_engine_stats st;       /* after the runs */
+    int handover_rows, glu_rows; /* --profile of the last decode step: hand-over rows (their bytes
+                                    checked), MOE_GLU rows */
 } pl_out;
 
 /* One engine's runs (see above); 0, or -1 with err (a missing device: the caller skips). */
@@ -1160,7 +1162,7 @@ static int pl_run(const built_desc *bd, const char *gguf, int backend, bool all,
 {
     rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 32, .backend = backend,
                         .n_threads = 2, .n_threads_batch = 2, .cpu_moe = all, .n_cpu_moe = n_cpu,
-                        .chain = RT_CHAIN_OFF};
+                        .chain = RT_CHAIN_OFF, .profile = backend == RT_BACKEND_VULKAN};
     rt_engine *e = NULL;
     int32_t ids[PL_PROMPT];
     for (int i = 0; i < PL_PROMPT; i++)
@@ -1175,6 +1177,20 @@ static int pl_run(const built_desc *bd, const char *gguf, int backend, bool all,
         if (rt_engine_eval(e, &ids[i], 1, i, out->each + (size_t)i * vocab, err))
             goto fail;
     rt_engine_get_stats(e, &out->st);
+    rt_engine_profile_row *rows = NULL;
+    uint32_t nr = 0;
+    int tok = 0, kv = 0;
+    out->handover_rows = out->glu_rows = 0;
+    if (backend == RT_BACKEND_VULKAN && rt_engine_profile(e, false, &rows, &nr, &tok, &kv, err))
+        goto fail;
+    for (uint32_t i = 0; i < nr; i++) {
+        out->glu_rows += !strncmp(rows[i].name, "moe_glu", 7);
+        if (strncmp(rows[i].name, "cpu_moe_handover", 16))
+            continue;
+        out->handover_rows++;
+        assert_int_equal(rows[i].bytes, (uint64_t)(2 * 320 + 2 * 2) * 4); /* (2 dim + 2 k) x 4, dim 320 */
+        assert_true(rows[i].ns > 0);
+    }
     rt_engine_close(e);
     return 0;
 fail:
@@ -1249,7 +1265,12 @@ static void test_moe_cpu_placement(void **st)
         assert_int_equal(s->cpu_moe_calls, steps * (uint64_t)layers);
         assert_int_equal(s->cpu_moe_tokens, tokens);
         assert_int_equal(s->cpu_moe_bytes, tokens * (uint64_t)layers * (2 * dim + 2 * k) * 4);
+        assert_int_equal(r[i].handover_rows, layers); /* --profile: a row per placed layer, in MOE_GLU's place */
+        assert_int_equal(r[i].handover_rows + r[i].glu_rows, 2);
     }
+    assert_int_equal(r[DEV].handover_rows, 0);
+    assert_int_equal(r[DEV].glu_rows, 2);
+    assert_int_equal(dim, 320);
     for (int i = 0; i < RUNS; i++) {
         free(r[i].one);
         free(r[i].each);

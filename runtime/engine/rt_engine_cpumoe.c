@@ -43,7 +43,11 @@ struct rt_eng_cpumoe {
     VkDeviceSize off_r, off_y;
     cpu_moe_host *host;
     rt_engine_stats *st;  /* where the counters go (e->stats) */
+    double *last_ms;      /* [2][n_cpu]: the last host call's ms of each placed layer, one-token steps
+                             [0] and steps of several tokens [1] (--profile's hand-over rows) */
 };
+
+static const char k_row[] = "cpu_moe_handover (copies, CPU experts)"; /* the --profile row */
 
 static bool binds_weight(const rt_dispatch *dp, int t)
 {
@@ -130,6 +134,13 @@ int rt_eng_cpumoe_plan(rt_engine *e, const rt_engine_opts *o, char *err)
         return -1;
     }
     e->cm->n_cpu = o->cpu_moe ? e->n_layers : o->n_cpu_moe;
+    e->cm->last_ms = calloc(2 * (size_t)e->cm->n_cpu, sizeof(double));
+    if (!e->cm->last_ms) {
+        free(e->cm);
+        e->cm = NULL;
+        snprintf(err, RT_ERR_LEN, "out of host memory");
+        return -1;
+    }
     e->cm->glu_kernel_w = cs->moe_experts[0];
     e->cm->down_kernel_w = cs->moe_experts[2];
     e->cm->st = &e->stats;
@@ -180,6 +191,7 @@ void rt_eng_cpumoe_free(rt_engine *e)
     if (e->cm->stage.buf)
         rt_buf_destroy(e->vk, &e->cm->stage);
     cpu_moe_host_close(e->cm->host);
+    free(e->cm->last_ms);
     free(e->cm);
     e->cm = NULL;
 }
@@ -202,7 +214,9 @@ static int host_call(void *ctx, uint64_t arg, char *err)
                          (float *)(p + cm->off_y), err))
         return -1;
     rt_engine_stats *st = cm->st;
-    st->cpu_moe_ms += now_ms() - t0;
+    const double ms = now_ms() - t0;
+    st->cpu_moe_ms += ms;
+    cm->last_ms[(size_t)(n > 1) * (size_t)cm->n_cpu + (size_t)L] = ms;
     st->cpu_moe_calls++;
     st->cpu_moe_tokens += L == 0 ? (uint64_t)n : 0; /* a step's tokens, once (layer 0 is always placed) */
     st->cpu_moe_bytes += (uint64_t)n * ((uint64_t)cm->dim * 2 + 2 * (uint64_t)cm->k) * 4;
@@ -216,6 +230,21 @@ bool rt_eng_cpumoe_skips(const rt_engine *e, const rt_dispatch *dp, int layer)
            (binds_weight(dp, cm->glu_kernel_w) || binds_weight(dp, cm->down_kernel_w));
 }
 
+double rt_eng_cpumoe_row_ms(const rt_engine *e, const char *name, bool several, int k)
+{
+    if (!e->cm || name != k_row || k < 0 || k >= e->cm->n_cpu)
+        return -1;
+    return e->cm->last_ms[(size_t)several * (size_t)e->cm->n_cpu + (size_t)k];
+}
+
+uint64_t rt_eng_cpumoe_handover_bytes(const rt_engine *e, const rt_dispatch *dp, int layer)
+{
+    const struct rt_eng_cpumoe *cm = e->cm;
+    if (!rt_eng_cpumoe_skips(e, dp, layer) || !binds_weight(dp, cm->glu_kernel_w))
+        return 0;
+    return ((uint64_t)cm->dim * 2 + 2 * (uint64_t)cm->k) * 4;
+}
+
 bool rt_eng_cpumoe_record(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n)
 {
     struct rt_eng_cpumoe *cm = e->cm;
@@ -226,7 +255,8 @@ bool rt_eng_cpumoe_record(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int la
     const VkDeviceSize nx = (VkDeviceSize)n * (VkDeviceSize)cm->dim * 4, nr = (VkDeviceSize)n * 2 * cm->k * 4;
     rt_cmd_copy(c, &e->acts[dp->args[0].index], 0, &cm->stage, 0, nx);
     rt_cmd_copy(c, &e->acts[dp->args[1].index], 0, &cm->stage, cm->off_r, nr);
-    const int id = rt_cmd_host_call_batch(c, host_call, cm, (uint64_t)layer | (uint64_t)n << 16);
+    const int id = rt_cmd_host_call_batch(c, host_call, cm, (uint64_t)layer | (uint64_t)n << 16,
+                                          k_row);
     if (id >= 0)
         rt_cmd_wait_batch(c, id);
     rt_cmd_copy(c, &cm->stage, cm->off_y, &e->acts[cm->y_act], 0, nx);

@@ -200,6 +200,12 @@ bool rt_eng_cpumoe_host_weight(const rt_engine *e, uint32_t t, int L);
 int rt_eng_cpumoe_open(rt_engine *e, const rt_engine_opts *o, char *err);
 void rt_eng_cpumoe_free(rt_engine *e);
 bool rt_eng_cpumoe_skips(const rt_engine *e, const rt_dispatch *dp, int layer);
+/* A --profile row named `name` that is the k-th hand-over of a step: the host's time of that
+ * layer's last call in ms (several: of a step of several tokens); else -1. Devices whose
+ * timestamps do not see the time between batches (lavapipe) show it this way. */
+double rt_eng_cpumoe_row_ms(const rt_engine *e, const char *name, bool several, int k);
+/* > 0 when dp is a placed layer's MOE_GLU (the hand-over's --profile row): its bytes per token */
+uint64_t rt_eng_cpumoe_handover_bytes(const rt_engine *e, const rt_dispatch *dp, int layer);
 bool rt_eng_cpumoe_record(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n);
 
 /* rt_engine_record.c */

@@ -207,8 +207,10 @@ int rt_cmd_host_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, cons
  * mapped host-visible buffers and write what the batches after it read (the device's writes are
  * made visible to the host first: a barrier to HOST_READ is recorded before the call). A non-zero
  * return (err filled, RT_ERR_LEN) fails rt_cmd_submit with that text. Work placed on the CPU
- * within one recorded stream (the experts of --cpu-moe). Not counted by rt_vk_host_copy_stats. */
-int rt_cmd_host_call_batch(rt_cmd *c, rt_host_fn fn, void *ctx, uint64_t arg);
+ * within one recorded stream (the experts of --cpu-moe). Not counted by rt_vk_host_copy_stats.
+ * Profiling: a timings row named `name` (static text) spans the last dispatch's end to the
+ * start of the batch after the call (what was recorded in between, the wait, the call). */
+int rt_cmd_host_call_batch(rt_cmd *c, rt_host_fn fn, void *ctx, uint64_t arg, const char *name);
 /* Host copies run by rt_cmd_submit so far on this device: how many, and how many of them ran
  * entirely while a compute batch was in flight (the last compute batch handed to the queue
  * before the memcpy started had still not completed, by its timeline semaphore value, when

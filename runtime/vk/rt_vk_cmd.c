@@ -470,7 +470,7 @@ int rt_cmd_host_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, cons
     return (int)c->n_copy - 1;
 }
 
-int rt_cmd_host_call_batch(rt_cmd *c, rt_host_fn fn, void *ctx, uint64_t arg)
+int rt_cmd_host_call_batch(rt_cmd *c, rt_host_fn fn, void *ctx, uint64_t arg, const char *name)
 {
     if (!can_record(c, "rt_cmd_host_call_batch")) return -1;
     if (!fn || c->n_copy > c->n_host) {
@@ -491,6 +491,10 @@ int rt_cmd_host_call_batch(rt_cmd *c, rt_host_fn fn, void *ctx, uint64_t arg)
     b->ctx = ctx;
     b->arg = arg;
     c->n_host++;
+    if (c->profiling && c->n_ts > 0 && c->n_ts < RT_MAX_TIMESTAMPS) { /* a row from the last dispatch to here */
+        c->names[c->n_ts - 1] = name;
+        timestamp(c);
+    }
     return (int)c->n_copy - 1;
 }
 
