@@ -639,7 +639,8 @@ typedef struct {
                                       matrix tile uses (VK_NV_cooperative_matrix, int8): the tuner may
                                       choose it ("coopmat64x32" in ternion_perf_variants) */
     bool cpu_backend;              /* the context runs on the native CPU backend */
-    int32_t n_threads, n_threads_batch; /* its threads (decode, prompt steps); 0 on Vulkan */
+    int32_t n_threads, n_threads_batch; /* its threads (decode, prompt steps); 0 on Vulkan (with
+                                      cpu_moe / n_cpu_moe: n_threads is the experts' pool, for both) */
     uint64_t rss_bytes;            /* resident set size of the process now */
     /* expert_cache_mib (all 0 without it), counted since the context was made: */
     int32_t xc_slots;              /* (layer, expert) slots the budget holds */

@@ -196,7 +196,8 @@ typedef struct {
     uint64_t host_copies;            /* RT_STREAM_HOST: layer copies the host made so far (all engines */
     uint64_t host_copies_overlapped; /* of the device), those that ran beside a compute batch in flight */
     double host_copy_ms, host_copy_overlapped_ms; /* their memcpy times (host clock) */
-    int n_threads, n_threads_batch;  /* the CPU backend's threads (0 on Vulkan) */
+    int n_threads, n_threads_batch;  /* the CPU backend's threads (0 on Vulkan; --cpu-moe: n_threads is
+                                        the experts' pool, prompt and decode steps alike) */
     /* --expert-cache (CPU backend; all 0 without it): cpu_xcache_stats's figures so far */
     int xc_slots;
     uint64_t xc_budget_bytes, xc_expert_bytes, xc_hits, xc_misses, xc_prefetched, xc_prefetch_used;
