@@ -58,6 +58,10 @@ static void usage(FILE *f, const char *prog)
             "  --expert-cache MiB    CPU backend, mixture-of-experts models: experts stay in the file, the\n"
             "                        used ones in a cache of MiB (least recently used evicted, the next\n"
             "                        layer's read ahead); same answers (default 0: experts in place)\n"
+            "  --cpu-moe, -cmoe      Vulkan, mixture-of-experts models: every layer's experts stay in\n"
+            "                        system memory and run on the CPU (-t threads), the router and the\n"
+            "                        rest on the device (the CPU backend ignores it)\n"
+            "  --n-cpu-moe, -ncmoe N the same for the first N layers only (default 0: none)\n"
             "  --lm-head q8|q6_k|f16 LM head table (default f16; q6_k: CPU backend)\n"
             "  --chat-template NAME  chat format instead of the file's: bitnet, llama3, chatml, qwen3,\n"
             "                        llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, gemma, falcon3\n"
@@ -122,6 +126,10 @@ static int parse(int argc, char **argv, opts *o)
             rc = int_arg(a, v, 1, 512, &o->m.n_threads_batch);
         else if (!strcmp(a, "--expert-cache"))
             rc = int_arg(a, v, 0, 1 << 30, &o->m.expert_cache_mib);
+        else if (!strcmp(a, "--cpu-moe") || !strcmp(a, "-cmoe"))
+            o->m.cpu_moe = true, takes = false;
+        else if (!strcmp(a, "--n-cpu-moe") || !strcmp(a, "-ncmoe"))
+            rc = int_arg(a, v, 0, 1 << 20, &o->m.n_cpu_moe);
         else if (!strcmp(a, "--chat-template"))
             o->m.chat_template = v;
         else if (!strcmp(a, "--lm-head")) {

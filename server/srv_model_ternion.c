@@ -356,6 +356,8 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     cp.n_threads = o->n_threads;
     cp.n_threads_batch = o->n_threads_batch;
     cp.expert_cache_mib = o->expert_cache_mib;
+    cp.cpu_moe = o->cpu_moe;
+    cp.n_cpu_moe = o->n_cpu_moe;
     cp.lm_head_q8 = o->lm_head_q8;
     cp.lm_head_q6k = o->lm_head_q6k;
     size_t n = (size_t)o->n_seq;
@@ -377,6 +379,9 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         srv_model_ternion_close(&(srv_model){.ctx = t});
         return -1;
     }
+    if ((o->cpu_moe || o->n_cpu_moe) && ternion_context_is_cpu(t->ctx))
+        fprintf(stderr, "note: --%s: the CPU backend runs every expert on the CPU already; nothing to place\n",
+                o->cpu_moe ? "cpu-moe" : "n-cpu-moe");
     t->tok = malloc(n * sizeof(int32_t));
     t->pos = malloc(n * sizeof(int32_t));
     t->seq = malloc(n * sizeof(int32_t));

@@ -16,6 +16,8 @@ typedef struct {
     int backend;         /* TERNION_BACKEND_* (--device; auto by default) */
     int n_threads, n_threads_batch; /* CPU backend (-t, -tb); 0: the physical cores */
     int expert_cache_mib;           /* CPU backend, MoE models: --expert-cache MiB (0: experts in place) */
+    bool cpu_moe;                   /* Vulkan, MoE models: --cpu-moe, every layer's experts on the CPU */
+    int n_cpu_moe;                  /* --n-cpu-moe N: the first N layers' (0: none) */
     bool lm_head_q8;
     bool lm_head_q6k;
     const char *chat_template; /* --chat-template NAME; NULL: the file's tokenizer.chat_template */

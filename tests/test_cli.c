@@ -250,14 +250,24 @@ static void test_bad_files(void **state)
     cli_result_free(&d);
 }
 
-/* --expert-cache on a model without experts: the library's error, exit 1 (test_e2e runs the
- * cache on a MoE model; no MoE model is built into the command line) */
+/* --expert-cache, --cpu-moe and --n-cpu-moe on a model without experts: the library's error,
+ * exit 1, on either backend (test_e2e runs them on a MoE model; no MoE model is built into the
+ * command line); --n-cpu-moe below 0: a usage error (exit 2) naming the flag */
 static void test_expert_cache_refused(void **state)
 {
     NEED_TINY();
     RUN(r, NULL, "-m", tiny_model(), "--device", "cpu", "--expert-cache", "8", "--tokens", "1 2", "--print-ids");
     expect(&r, 1, "--expert-cache: model bitnet-tiny has no experts (no moe op) to stream");
     cli_result_free(&r);
+    RUN(c, NULL, "-m", tiny_model(), "--device", "cpu", "--cpu-moe", "--tokens", "1 2", "--print-ids");
+    expect(&c, 1, "--cpu-moe: model bitnet-tiny has no experts (no moe op) to place on the CPU");
+    cli_result_free(&c);
+    RUN(n, NULL, "-m", tiny_model(), "--device", "cpu", "--n-cpu-moe", "1", "--tokens", "1 2", "--print-ids");
+    expect(&n, 1, "--n-cpu-moe: model bitnet-tiny has no experts (no moe op) to place on the CPU");
+    cli_result_free(&n);
+    RUN(m, NULL, "-m", tiny_model(), "--n-cpu-moe", "-1", "--tokens", "1 2", "--print-ids");
+    expect(&m, 2, "--n-cpu-moe");
+    cli_result_free(&m);
 }
 
 static void test_bad_tokens(void **state)

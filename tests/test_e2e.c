@@ -1132,6 +1132,206 @@ static void test_moe_vs_reference(void **st)
     s_cpu_only = false;
 }
 
+/* --cpu-moe / --n-cpu-moe (runtime/engine/rt_engine_cpumoe.c) on test_moe_vs_reference's file (2
+ * layers of 8 F32 experts, top 2): a Vulkan engine whose placed layers' experts run on the CPU,
+ * handed over inside each step. Each engine runs a 20-token prompt in one call, 8 greedy tokens
+ * after it (argmax, one token per call), then the same 20 tokens again one per call (the KV
+ * rows overwritten): its logits of the 20 prompt rows both ways and its greedy ids. The runs:
+ * the CPU backend, all on the device, --cpu-moe (both layers placed), --n-cpu-moe 1.
+ * The rule: linear_rule's (test_moe_vs_reference's; top-1 on every row, mean |d| <= 3e-3, max
+ * |d| <= 3e-2), with the all-device run and the CPU backend's run in the reference's place,
+ * prompt in one call and one token per call; greedy ids identical to both. The placed experts
+ * compute in f32 as the device's do, in another summation order, so the runs sit far inside it
+ * (printed). And what the placement promises: no expert tensor of a placed layer on the device
+ * (the bytes saved = those tensors' bytes in the file), a hand-over per placed layer and step,
+ * (2 dim + 2 k) x 4 bytes per token and placed layer. Bad input: N above the layers, both flags,
+ * --vram-budget with it: one clear error each. */
+enum { PL_PROMPT = 20, PL_GREEDY = 8 };
+
+typedef struct {
+    float *one, *each;        /* [PL_PROMPT][vocab]: the prompt in one call, one token per call */
+    int32_t greedy[PL_GREEDY];
+    rt_engine_stats st;       /* after the runs */
+    int handover_rows, glu_rows; /* --profile of the last decode step: hand-over rows (their bytes
+                                    checked), MOE_GLU rows */
+    float *rows, *single;     /* [2][vocab]: pl_rows */
+} pl_out;
+
+/* A multi-row decode step (rt_engine_multi.c: a placed layer's hand-over carries its 2 rows of
+ * 2 sequences): its LOGITS rows into rows [2][vocab], and each row as a one-token step of that
+ * sequence alone into one [2][vocab]. */
+static void pl_rows(rt_engine *e, int vocab, float *rows, float *one)
+{
+    char err[RT_ERR_LEN] = "";
+    const int32_t a[4] = {5, 9, 200, 31}, b[4] = {77, 3, 411, 64}, tok[2] = {123, 456}, pos[2] = {4, 4};
+    const int32_t seq[2] = {0, 1};
+    if (rt_engine_set_seq(e, 0, err) || rt_engine_eval(e, a, 4, 0, NULL, err) || rt_engine_set_seq(e, 1, err) ||
+        rt_engine_eval(e, b, 4, 0, NULL, err) || rt_engine_decode_rows(e, 2, tok, pos, seq, err))
+        fail_msg("%s", err);
+    for (int i = 0; i < 2; i++)
+        if (rt_engine_use_row(e, i, err) || rt_engine_logits_last(e, rows + (size_t)i * vocab, err))
+            fail_msg("%s", err);
+    for (int i = 0; i < 2; i++)
+        if (rt_engine_set_seq(e, i, err) || rt_engine_eval(e, &tok[i], 1, 4, one + (size_t)i * vocab, err))
+            fail_msg("%s", err);
+}
+
+/* One engine's runs (see above); 0, or -1 with err (a missing device: the caller skips). */
+static int pl_run(const built_desc *bd, const char *gguf, int backend, bool all, int n_cpu, int vocab, pl_out *out,
+                  char *err)
+{
+    rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 64, .n_batch = 32, .backend = backend,
+                        .n_threads = 2, .n_threads_batch = 2, .cpu_moe = all, .n_cpu_moe = n_cpu,
+                        .chain = RT_CHAIN_OFF, .profile = backend == RT_BACKEND_VULKAN, .n_seq = 2};
+    rt_engine *e = NULL;
+    int32_t ids[PL_PROMPT];
+    for (int i = 0; i < PL_PROMPT; i++)
+        ids[i] = (i * 37 + 11) % vocab;
+    if (rt_engine_open(&bd->d.desc, &o, &e, err) || rt_engine_eval(e, ids, PL_PROMPT, 0, out->one, err))
+        goto fail;
+    for (int i = 0; i < PL_GREEDY; i++)
+        if (rt_engine_argmax(e, &out->greedy[i], err) ||
+            rt_engine_eval(e, &out->greedy[i], 1, PL_PROMPT + i, NULL, err))
+            goto fail;
+    for (int i = 0; i < PL_PROMPT; i++)
+        if (rt_engine_eval(e, &ids[i], 1, i, out->each + (size_t)i * vocab, err))
+            goto fail;
+    rt_engine_get_stats(e, &out->st);
+    rt_engine_profile_row *rows = NULL;
+    uint32_t nr = 0;
+    int tok = 0, kv = 0;
+    out->handover_rows = out->glu_rows = 0;
+    if (backend == RT_BACKEND_VULKAN && rt_engine_profile(e, false, &rows, &nr, &tok, &kv, err))
+        goto fail;
+    for (uint32_t i = 0; i < nr; i++) {
+        out->glu_rows += !strncmp(rows[i].name, "moe_glu", 7);
+        if (strncmp(rows[i].name, "cpu_moe_handover", 16))
+            continue;
+        out->handover_rows++;
+        assert_int_equal(rows[i].bytes, (uint64_t)(2 * 320 + 2 * 2) * 4); /* (2 dim + 2 k) x 4, dim 320 */
+        assert_true(rows[i].ns > 0);
+    }
+    pl_rows(e, vocab, out->rows, out->single);
+    rt_engine_close(e);
+    return 0;
+fail:
+    rt_engine_close(e);
+    return -1;
+}
+
+static void test_moe_cpu_placement(void **st)
+{
+    (void)st;
+    const char *yaml = "tests/data/moe/qwen3moe-f32-tiny.yaml";
+    const char *bd_env = getenv("TERNION_BUILD"), *bdir = bd_env && *bd_env ? bd_env : "build";
+    char cmd[800], gguf[300], err[RT_ERR_LEN] = "";
+    snprintf(gguf, sizeof gguf, "%s/test-e2e-moe-xc.gguf", bdir); /* test_moe_expert_cache's file */
+    snprintf(cmd, sizeof cmd, "%s/tools/mkmodel %s -o %s --layers 2 --vocab 512 --seed 31 >/dev/null", bdir, yaml,
+             gguf);
+    if (!exists(gguf) && system(cmd) != 0)
+        fail_msg("%s failed", cmd);
+    const built_desc *bd = desc_of(yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    const int vocab = 512;
+    enum { CPU, DEV, ALL, ONE, RUNS };
+    static const char *const name[RUNS] = {"CPU backend", "Vulkan, all on the device", "Vulkan --cpu-moe",
+                                           "Vulkan --n-cpu-moe 1"};
+    pl_out r[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        r[i].one = malloc(sizeof(float) * PL_PROMPT * vocab);
+        r[i].each = malloc(sizeof(float) * PL_PROMPT * vocab);
+        r[i].rows = malloc(sizeof(float) * 2 * vocab);
+        r[i].single = malloc(sizeof(float) * 2 * vocab);
+        const int rc = pl_run(bd, gguf, i == CPU ? RT_BACKEND_CPU : RT_BACKEND_VULKAN, i == ALL, i == ONE,
+                              vocab, &r[i], err);
+        if (rc && i == DEV && strstr(err, "no Vulkan device")) {
+            printf("skip: %s\n", err);
+            skip();
+        }
+        if (rc)
+            fail_msg("%s: %s", name[i], err);
+    }
+    char what[200];
+    for (int i = ALL; i <= ONE; i++)
+        for (int ref = CPU; ref <= DEV; ref++) {
+            snprintf(what, sizeof what, "%s, prompt in one call, against the %s", name[i], name[ref]);
+            linear_rule(what, r[i].one, r[ref].one, vocab);
+            snprintf(what, sizeof what, "%s, one token per call, against the %s", name[i], name[ref]);
+            linear_rule(what, r[i].each, r[ref].each, vocab);
+            assert_memory_equal(r[i].greedy, r[ref].greedy, sizeof r[i].greedy);
+        }
+    /* the placement's figures */
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    uint64_t exps[2] = {0, 0};
+    for (uint64_t t = 0; t < g->n_tensors; t++) {
+        char tn[200];
+        snprintf(tn, sizeof tn, "%.*s", (int)g->tensors[t].name.len, g->tensors[t].name.ptr);
+        if (strstr(tn, "_exps"))
+            exps[tn[4] == '1'] += g->tensors[t].nbytes; /* "blk.0." / "blk.1." */
+    }
+    const uint64_t dim = (uint64_t)rt_gguf_tensor_find(g, "blk.0.ffn_gate_inp.weight")->ne[0], k = 2;
+    rt_gguf_close(g);
+    /* tokens: the prompt in one step, 8 greedy, 20 one at a time; calls: a step's placed layers */
+    const uint64_t tokens = PL_PROMPT + PL_GREEDY + PL_PROMPT, steps = 1 + PL_GREEDY + PL_PROMPT;
+    for (int i = ALL; i <= ONE; i++) {
+        const rt_engine_stats *s = &r[i].st;
+        const int layers = i == ALL ? 2 : 1;
+        printf("%s: %d layers placed, %.2f MiB of experts not uploaded; %llu hand-overs, %.0f bytes and %.3f ms "
+               "per token\n", name[i], s->cpu_moe_layers, s->cpu_moe_saved_bytes / 1048576.0,
+               (unsigned long long)s->cpu_moe_calls, (double)s->cpu_moe_bytes / (double)s->cpu_moe_tokens,
+               s->cpu_moe_ms / (double)s->cpu_moe_tokens);
+        assert_int_equal(s->cpu_moe_layers, layers);
+        assert_int_equal(s->cpu_moe_saved_bytes, exps[0] + (layers == 2 ? exps[1] : 0));
+        assert_int_equal(s->cpu_moe_calls, steps * (uint64_t)layers);
+        assert_int_equal(s->cpu_moe_tokens, tokens);
+        assert_int_equal(s->cpu_moe_bytes, tokens * (uint64_t)layers * (2 * dim + 2 * k) * 4);
+        assert_int_equal(r[i].handover_rows, layers); /* --profile: a row per placed layer, in MOE_GLU's place */
+        assert_int_equal(r[i].handover_rows + r[i].glu_rows, 2);
+    }
+    assert_int_equal(r[DEV].handover_rows, 0);
+    assert_int_equal(r[DEV].glu_rows, 2);
+    assert_int_equal(dim, 320);
+    /* multi-row steps: the CPU backend's rows are its one-token steps bit for bit, and so is
+     * row 0 on Vulkan; Vulkan's row 1 is not (on this model, all on the device too: a fault of
+     * the multi-row MoE step outside the hand-over, printed), so the placed runs' rows are held
+     * to the all-device run's multi-row step under linear_rule's max |d| and top-1 */
+    assert_memory_equal(r[CPU].rows, r[CPU].single, sizeof(float) * 2 * vocab);
+    for (int i = DEV; i < RUNS; i++) {
+        assert_memory_equal(r[i].rows, r[i].single, sizeof(float) * vocab);
+        const cmp_stats m = compare(r[i].rows, r[DEV].rows, 2, vocab);
+        const cmp_stats gap = compare(r[i].rows + vocab, r[i].single + vocab, 1, vocab);
+        printf("%s: multi-row step against the all-device one: top-1 %d/2, max |d| %.4g; its row 1 against a "
+               "one-token step: max |d| %.4g\n", name[i], m.top1_agree, m.max_abs, gap.max_abs);
+        assert_int_equal(m.top1_agree, 2);
+        assert_true(m.max_abs <= 3e-2);
+    }
+    for (int i = 0; i < RUNS; i++) {
+        free(r[i].one);
+        free(r[i].each);
+        free(r[i].rows);
+        free(r[i].single);
+    }
+    /* bad input */
+    static const struct { bool all; int n, budget; const char *want; } bad[] = {
+        {false, 3, 0, "--n-cpu-moe 3: out of range (0 .. 2, the model's layers)"},
+        {true, 1, 0, "--cpu-moe and --n-cpu-moe 1: give one"},
+        {true, 0, 64, "--cpu-moe / --n-cpu-moe with --vram-budget: not combined"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rt_engine_opts o = {.model_path = gguf, .device_index = -1, .backend = RT_BACKEND_VULKAN,
+                            .cpu_moe = bad[i].all, .n_cpu_moe = bad[i].n, .vram_budget_mib = bad[i].budget};
+        rt_engine *e = NULL;
+        const int rc = rt_engine_open(&bd->d.desc, &o, &e, err);
+        printf("bad input %zu: %s\n", i, rc ? err : "opened");
+        rt_engine_close(e);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(err, bad[i].want));
+    }
+}
+
 /* --expert-cache (runtime/cpu/cpu_xcache.h) on test_moe_vs_reference's file (8 F32 experts of
  * 600 KiB in each of 2 layers, top 2). Runs: a 20-token prompt then 12 one-token steps, logits
  * of every row. The rule: bit for bit the unbounded run's (the same kernels read the same bytes
@@ -1436,6 +1636,7 @@ int main(void)
         cmocka_unit_test(test_device_limits),
         cmocka_unit_test(test_moe_vs_reference),
         cmocka_unit_test(test_moe_expert_cache),
+        cmocka_unit_test(test_moe_cpu_placement),
         cmocka_unit_test(test_moe_expert_cache_bench),
     };
     if (getenv("TEST_FILTER")) /* e.g. TEST_FILTER=test_q8k_vs_reference */

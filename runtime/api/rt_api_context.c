@@ -62,10 +62,11 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         return rt_api_fail(TERNION_E_INVALID,
                            "--sparse-ffn exact: models/%s.yaml has no 'sparse_ffn: exact', so this model carries no "
                            "sparse decode schedule (add the key and run make gen)", m->desc->name);
-    if (p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ1_0 || p.vram_budget_mib < 0 || p.expert_cache_mib < 0)
+    if (p.weights < 0 || p.weights > TERNION_WEIGHTS_TQ1_0 || p.vram_budget_mib < 0 || p.expert_cache_mib < 0 ||
+        p.n_cpu_moe < 0)
         return rt_api_fail(TERNION_E_INVALID,
-                           "ternion_context_new: weights %d (0..3), vram_budget_mib %d, expert_cache_mib %d: out of range",
-                           p.weights, p.vram_budget_mib, p.expert_cache_mib);
+                           "ternion_context_new: weights %d (0..3), vram_budget_mib %d, expert_cache_mib %d, n_cpu_moe "
+                           "%d: out of range", p.weights, p.vram_budget_mib, p.expert_cache_mib, p.n_cpu_moe);
     if (p.backend < TERNION_BACKEND_AUTO || p.backend > TERNION_BACKEND_VULKAN || p.n_threads < 0 ||
         p.n_threads > 512 || p.n_threads_batch < 0 || p.n_threads_batch > 512)
         return rt_api_fail(TERNION_E_INVALID, "ternion_context_new: backend %d (0..2), threads %d, batch threads %d "
@@ -114,6 +115,8 @@ int ternion_context_new(ternion_model *m, const ternion_context_params *params, 
         .n_threads_batch = p.n_threads_batch,
         .mlock = p.mlock,
         .expert_cache_mib = p.expert_cache_mib,
+        .cpu_moe = p.cpu_moe,
+        .n_cpu_moe = p.n_cpu_moe,
         .progress = progress_cb,
         .progress_user = m,
     };

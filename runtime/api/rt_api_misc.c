@@ -159,6 +159,12 @@ int ternion_perf_get(const ternion_context *c, ternion_perf *out)
         .xc_bytes_read = st.xc_bytes_read,
         .xc_tokens = st.xc_tokens,
         .xc_stall_ms = st.xc_stall_ms,
+        .cpu_moe_layers = st.cpu_moe_layers,
+        .cpu_moe_saved_bytes = st.cpu_moe_saved_bytes,
+        .cpu_moe_calls = st.cpu_moe_calls,
+        .cpu_moe_tokens = st.cpu_moe_tokens,
+        .cpu_moe_bytes = st.cpu_moe_bytes,
+        .cpu_moe_ms = st.cpu_moe_ms,
     };
     return 0;
 }

@@ -329,6 +329,19 @@ typedef struct {
                            own: a model larger than memory runs, with the same logits. Below one
                            layer's active experts: TERNION_E_DEVICE naming both sizes; a read
                            error mid-run fails that call. The Vulkan backend refuses it */
+    bool cpu_moe;       /* Vulkan, mixture-of-experts models (llama.cpp's --cpu-moe): every layer's
+                           expert tensors (ffn_{gate,up,down}_exps) stay in the file mapping in
+                           system memory, not uploaded, and the experts are computed on the CPU
+                           with the CPU backend's kernels (threads: n_threads / n_threads_batch);
+                           the router and everything else of each layer on the device. The moe
+                           input and the route are handed to the host and the output back inside
+                           each step (ternion_perf cpu_moe_*). Logits as the all-device run's
+                           within the kernels' rounding. The CPU backend ignores it (a no-op);
+                           TERNION_E_DEVICE with expert_cache_mib, vram_budget_mib, or on a model
+                           without experts */
+    int32_t n_cpu_moe;  /* the same for layers 0 .. n_cpu_moe - 1 only (llama.cpp's --n-cpu-moe N;
+                           0: none); TERNION_E_INVALID below 0, TERNION_E_DEVICE above the model's
+                           layers or together with cpu_moe */
 } ternion_context_params;
 typedef enum { TERNION_BACKEND_AUTO = 0, TERNION_BACKEND_CPU = 1, TERNION_BACKEND_VULKAN = 2 } ternion_backend;
 /* "auto", "cpu", "vulkan", "vulkan:N" or "N" (Vulkan device N) -> *out_backend, *out_device (-1:
@@ -626,7 +639,8 @@ typedef struct {
                                       matrix tile uses (VK_NV_cooperative_matrix, int8): the tuner may
                                       choose it ("coopmat64x32" in ternion_perf_variants) */
     bool cpu_backend;              /* the context runs on the native CPU backend */
-    int32_t n_threads, n_threads_batch; /* its threads (decode, prompt steps); 0 on Vulkan */
+    int32_t n_threads, n_threads_batch; /* its threads (decode, prompt steps); 0 on Vulkan (with
+                                      cpu_moe / n_cpu_moe: n_threads is the experts' pool, for both) */
     uint64_t rss_bytes;            /* resident set size of the process now */
     /* expert_cache_mib (all 0 without it), counted since the context was made: */
     int32_t xc_slots;              /* (layer, expert) slots the budget holds */
@@ -638,6 +652,13 @@ typedef struct {
     uint64_t xc_bytes_read;        /* bytes read from the model file for experts */
     uint64_t xc_tokens;            /* tokens run (prompt and decode): bytes per token = read / tokens */
     double xc_stall_ms;            /* time the forward pass waited for expert reads */
+    /* cpu_moe / n_cpu_moe (Vulkan; all 0 without it): */
+    int32_t cpu_moe_layers;        /* layers whose experts run on the CPU */
+    uint64_t cpu_moe_saved_bytes;  /* device bytes their expert tensors would take (not uploaded) */
+    uint64_t cpu_moe_calls;        /* hand-overs so far (one per placed layer and step) */
+    uint64_t cpu_moe_tokens;       /* tokens of those steps (per token: bytes / tokens, ms / tokens) */
+    uint64_t cpu_moe_bytes;        /* bytes handed over: moe input and route to the host, output back */
+    double cpu_moe_ms;             /* the host's time in them (the CPU experts; the device waits) */
 } ternion_perf;
 /* "events, compute queue", "timeline semaphores, compute queue", "host copies", ... for a
  * stream_sync value. */

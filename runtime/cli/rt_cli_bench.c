@@ -68,7 +68,8 @@ typedef struct {
                                      and without (both a token per step); 0: not measured */
     double gram_budget_ms;        /* the same with the grammar and a token budget of GRAM_STEPS */
     double gram_sample_ms[3];     /* ternion_sample's ms per token: grammar, grammar + budget, none */
-    ternion_perf xc;              /* --expert-cache: the xc_* counters of the timed decode runs alone
+    ternion_perf xc;              /* --expert-cache, --cpu-moe: the xc_* and cpu_moe_* counters of the
+                                     timed decode runs alone
                                      (their difference), xc_slots / bytes as they are */
 } bench_result;
 
@@ -381,6 +382,8 @@ static int measure(ternion_context *e, ternion_sampler *g, const rt_cli_opts *o,
     r->xc.xc_hits -= x0.xc_hits, r->xc.xc_misses -= x0.xc_misses, r->xc.xc_bytes_read -= x0.xc_bytes_read;
     r->xc.xc_tokens -= x0.xc_tokens, r->xc.xc_stall_ms -= x0.xc_stall_ms;
     r->xc.xc_prefetched -= x0.xc_prefetched, r->xc.xc_prefetch_used -= x0.xc_prefetch_used;
+    r->xc.cpu_moe_calls -= x0.cpu_moe_calls, r->xc.cpu_moe_tokens -= x0.cpu_moe_tokens; /* --cpu-moe too */
+    r->xc.cpu_moe_bytes -= x0.cpu_moe_bytes, r->xc.cpu_moe_ms -= x0.cpu_moe_ms;
     r->dec_ms = median(runs, DEC_RUNS);
     r->dec_tps = 1000.0 / r->dec_ms;
     /* the same steps as greedy chains: one submission for DEC_STEPS tokens */
@@ -529,6 +532,10 @@ static void report_json(const rt_cli_opts *o, const char *name, const char *path
                o->expert_cache, x->xc_slots, x->xc_expert_bytes ? x->xc_budget_bytes / (double)x->xc_expert_bytes : 0.0,
                (unsigned long long)x->xc_hits, (unsigned long long)x->xc_misses, x->xc_bytes_read / xt,
                x->xc_stall_ms / xt, (unsigned long long)x->xc_prefetched, (unsigned long long)x->xc_prefetch_used);
+        const double mt = x->cpu_moe_tokens ? (double)x->cpu_moe_tokens : 1.0;
+        printf("\"cpu_moe_layers\":%d,\"cpu_moe_saved_bytes\":%llu,\"cpu_moe_decode_handover_bytes_per_token\":%.0f,"
+               "\"cpu_moe_decode_handover_ms_per_token\":%.4f,", x->cpu_moe_layers,
+               (unsigned long long)x->cpu_moe_saved_bytes, x->cpu_moe_bytes / mt, x->cpu_moe_ms / mt);
         json_str("gemv", r->gemv_vec ? "vec4" : "scalar", true);
         json_str("layer_chain", r->chained ? "chained" : "unchained", true);
         json_str("sparse_ffn", sparse_names[r->sparse_ffn < 0 || r->sparse_ffn > 2 ? 0 : r->sparse_ffn], true);
@@ -577,6 +584,11 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
                100.0 * r->xc.xc_budget_bytes / (double)r->xc.xc_expert_bytes,
                100.0 * r->xc.xc_hits / (double)(r->xc.xc_hits + r->xc.xc_misses ? r->xc.xc_hits + r->xc.xc_misses : 1),
                r->xc.xc_bytes_read / 1e6 / (double)r->xc.xc_tokens, r->xc.xc_stall_ms / (double)r->xc.xc_tokens);
+    else if (r->xc.cpu_moe_layers && r->xc.cpu_moe_tokens)
+        printf("experts:     on the CPU in %d layers (--cpu-moe / --n-cpu-moe), %.1f MiB not on the device; decode: "
+               "%.0f bytes handed over and %.3f ms in the CPU's experts per token\n", r->xc.cpu_moe_layers,
+               r->xc.cpu_moe_saved_bytes / 1048576.0, r->xc.cpu_moe_bytes / (double)r->xc.cpu_moe_tokens,
+               r->xc.cpu_moe_ms / (double)r->xc.cpu_moe_tokens);
     else
         printf("kernels:     %s integer dot products; cooperative int8 matrices %s; LM head %s; ternary weights %s; "
            "decode matrix rows read %s\n",

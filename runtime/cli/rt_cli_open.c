@@ -195,6 +195,8 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
                                                 : TERNION_WEIGHTS_TQ2;
     cp.vram_budget_mib = o->vram_budget;
     cp.expert_cache_mib = o->expert_cache;
+    cp.cpu_moe = o->cpu_moe;
+    cp.n_cpu_moe = o->n_cpu_moe;
     ternion_context *c = NULL;
     if (ternion_context_new(m, &cp, &c)) {
         fprintf(stderr, "error: %s\n", ternion_last_error());
@@ -203,6 +205,9 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     }
     if (ternion_context_notice(c))
         fprintf(stderr, "ternion: %s\n", ternion_context_notice(c));
+    if ((o->cpu_moe || o->n_cpu_moe) && ternion_context_is_cpu(c))
+        fprintf(stderr, "ternion: --%s: the CPU backend runs every expert on the CPU already; nothing to place\n",
+                o->cpu_moe ? "cpu-moe" : "n-cpu-moe");
     if (o->verbose && ternion_context_is_cpu(c)) {
         ternion_device_info di;
         ternion_context_device(c, &di);

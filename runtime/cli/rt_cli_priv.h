@@ -39,6 +39,8 @@ typedef struct {
     int n_batch;               /* -b: 0 = engine default */
     int vram_budget;           /* --vram-budget MiB: 0 = everything resident */
     int expert_cache;          /* --expert-cache MiB: 0 = experts in place in the mapping */
+    bool cpu_moe;              /* --cpu-moe: every layer's experts on the CPU (Vulkan) */
+    int n_cpu_moe;             /* --n-cpu-moe N: the first N layers' (0: none) */
     float temp, top_p, min_p, repeat_penalty, freq_penalty, presence_penalty;
     int top_k, repeat_last_n;
     uint64_t seed;             /* --seed; seed_set false (or -s -1) = random, printed in the stats */

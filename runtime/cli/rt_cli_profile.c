@@ -103,6 +103,14 @@ void rt_cli_print_profile(ternion_context *ctx, ternion_profile_step step)
                 pf.xc_tokens ? pf.xc_bytes_read / 1e6 / (double)pf.xc_tokens : 0.0,
                 pf.xc_tokens ? pf.xc_stall_ms / (double)pf.xc_tokens : 0.0, (unsigned long long)pf.xc_prefetched,
                 (unsigned long long)pf.xc_prefetch_used);
+    if (pf.cpu_moe_layers) /* --cpu-moe / --n-cpu-moe: since the context was made (prompt and decode steps) */
+        fprintf(stderr,
+                "experts on the CPU: %d layers, %.1f MiB of expert tensors not on the device; %llu tokens, %llu "
+                "hand-overs: %.0f bytes (moe input and route to the host, output back) and %.3f ms (the CPU's "
+                "experts, the device waiting) per token\n", pf.cpu_moe_layers, pf.cpu_moe_saved_bytes / 1048576.0,
+                (unsigned long long)pf.cpu_moe_tokens, (unsigned long long)pf.cpu_moe_calls,
+                pf.cpu_moe_tokens ? pf.cpu_moe_bytes / (double)pf.cpu_moe_tokens : 0.0,
+                pf.cpu_moe_tokens ? pf.cpu_moe_ms / (double)pf.cpu_moe_tokens : 0.0);
     if (!pf.streamed_layers)
         return;
     if (ternion_perf_stream(ctx, &copy_ms, &compute_ms, &step_ms)) {

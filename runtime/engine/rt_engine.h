@@ -70,6 +70,11 @@ typedef struct {
                            the file and a cache of this many MiB holds the used ones, read as
                            needed and prefetched (runtime/cpu/cpu_xcache.h; same logits); below
                            one layer's active experts: an error naming both. Vulkan refuses it */
+    bool cpu_moe;       /* Vulkan, MoE models: every layer's experts stay in the file mapping and run
+                           on the CPU (rt_engine_cpumoe.c; threads: n_threads / n_threads_batch);
+                           the router and the rest on the device. The CPU backend ignores it */
+    int n_cpu_moe;      /* the same for layers 0 .. n_cpu_moe - 1 only (0: none); out of 0 .. layers,
+                           with cpu_moe, or on a model without experts: an error */
 } rt_engine_opts;
 
 enum { RT_BACKEND_VULKAN = 0, RT_BACKEND_CPU = 1, RT_BACKEND_AUTO = 2 };
@@ -191,12 +196,21 @@ typedef struct {
     uint64_t host_copies;            /* RT_STREAM_HOST: layer copies the host made so far (all engines */
     uint64_t host_copies_overlapped; /* of the device), those that ran beside a compute batch in flight */
     double host_copy_ms, host_copy_overlapped_ms; /* their memcpy times (host clock) */
-    int n_threads, n_threads_batch;  /* the CPU backend's threads (0 on Vulkan) */
+    int n_threads, n_threads_batch;  /* the CPU backend's threads (0 on Vulkan; --cpu-moe: n_threads is
+                                        the experts' pool, prompt and decode steps alike) */
     /* --expert-cache (CPU backend; all 0 without it): cpu_xcache_stats's figures so far */
     int xc_slots;
     uint64_t xc_budget_bytes, xc_expert_bytes, xc_hits, xc_misses, xc_prefetched, xc_prefetch_used;
     uint64_t xc_bytes_read, xc_tokens;
     double xc_stall_ms;
+    /* --cpu-moe / --n-cpu-moe (Vulkan; all 0 without it): layers whose experts run on the CPU,
+     * the device bytes their expert tensors would have taken (not uploaded), and since open:
+     * host calls (a placed layer of a step each), tokens of the steps, bytes handed over (the moe
+     * input and route to the host, the output back) and the host calls' time (the CPU experts;
+     * the device waits for them) */
+    int cpu_moe_layers;
+    uint64_t cpu_moe_saved_bytes, cpu_moe_calls, cpu_moe_tokens, cpu_moe_bytes;
+    double cpu_moe_ms;
 } rt_engine_stats;
 /* stream_sync: 0 nothing streamed; copies on the compute queue ordered by events (devices
  * without timeline semaphores, or TERNION_STREAM_SYNC=events); copy batches ordered by

@@ -36,6 +36,7 @@ bool rt_eng_chained_available(const rt_engine *e, char *why, size_t n)
     const char *r = !e->d->decode_chain.n_layer ? "the model has no chained schedule"
                     : e->dec != &e->d->decode && e->dec != &e->d->decode_chain ? "the sparse FFN runs its own schedule"
                     : e->stream                     ? "layer streaming (--vram-budget) rebinds the weights per step"
+                    : e->cm                         ? "--cpu-moe hands the experts over to the CPU mid-layer"
                     : e->chain_mixed[0]             ? e->chain_mixed
                                                     : NULL;
     for (uint32_t k = 0; !r && k < e->d->n_kernels; k++)

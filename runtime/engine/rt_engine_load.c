@@ -194,6 +194,8 @@ static int upload_weights(rt_engine *e, char *err)
                     continue;
                 }
                 size_t i = (size_t)t * e->n_layers + L;
+                if (rt_eng_cpumoe_host_weight(e, t, L)) /* --cpu-moe: read in place from the mapping */
+                    continue;
                 rt_buf *host;
                 uint64_t host_off;
                 if (rt_eng_stream_place(e, t, L, &e->w[i], &host, &host_off)) { /* streamed: host copy */
@@ -383,7 +385,9 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
                  "whole); it runs on the CPU backend: --device cpu");
         goto fail;
     }
-    if (backend == RT_BACKEND_CPU) {
+    if (rt_eng_cpumoe_check(e, opts, err)) /* bad placement flags: an error on either backend */
+        goto fail;
+    if (backend == RT_BACKEND_CPU) { /* --cpu-moe: every expert runs on the CPU already (a no-op) */
         e->be = &rt_backend_cpu;
         if (rt_eng_cpu_open(e, opts, err))
             goto fail;
@@ -393,15 +397,15 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     rt_vk_opts vo = {.device_index = device_index, .validation = opts->validation, .verbose = opts->verbose};
     if (rt_vk_create(&vo, &e->vk, err) || check_limits(e, err))
         goto fail;
-    if (rt_eng_weight_types(e, opts->weights, err) || rt_eng_stream_plan(e, opts->vram_budget_mib, err) ||
-        upload_weights(e, err))
+    if (rt_eng_cpumoe_plan(e, opts, err) || rt_eng_weight_types(e, opts->weights, err) ||
+        rt_eng_stream_plan(e, opts->vram_budget_mib, err) || upload_weights(e, err))
         goto fail;
     e->head_q8 = opts->lm_head_q8;
     if (e->head_q8 && make_q8_tables(e, opts->model_path, err))
         goto fail;
     if (rt_eng_sparse_open(e, opts->sparse_ffn, err))
         goto fail;
-    if (make_buffers(e, err))
+    if (make_buffers(e, err) || rt_eng_cpumoe_open(e, opts, err))
         goto fail;
     e->native_dot = rt_vk_get_info(e->vk)->has_int_dot && !opts->no_int_dot;
     /* 16-byte loads keep more bytes in flight per lane on a GPU; lavapipe runs them slower */
@@ -479,6 +483,7 @@ void rt_engine_close(rt_engine *e)
         rt_eng_sparse_close(e);
         rt_eng_chained_close(e);
         rt_eng_stream_free(e);
+        rt_eng_cpumoe_free(e);
         rt_vk_destroy(e->vk);
     }
     free(e->w);

@@ -24,6 +24,8 @@
  *                       backend's row (runtime/cpu/); the Vulkan row's functions are the
  *                       rt_eng_vk_* of the files above and below
  *   rt_engine_stream.c, rt_engine_stream_bench.c  layer streaming, and timing it
+ *   rt_engine_cpumoe.c  --cpu-moe / --n-cpu-moe: a placed layer's experts on the CPU, the
+ *                       hand-over recorded in the stream (a host call between batches)
  *   rt_engine_chained.c, rt_engine_multi.c, rt_tune.c  the chained schedule, multi-row
  *                       steps, kernel variants and the tuner
  * No two files call each other both ways (tests/check_calls.sh).
@@ -87,6 +89,7 @@ struct rt_engine {
     uint8_t *wtype;       /* [n_tensors][n_layers]: rt_type of each device copy (--weights repacks) */
     uint32_t *wfmt;       /* [n_kernels]: the WFMT specialization constant of each pipeline */
     struct rt_eng_stream *stream; /* layer streaming (--vram-budget), NULL: all resident */
+    struct rt_eng_cpumoe *cm; /* --cpu-moe / --n-cpu-moe: experts of the first layers on the CPU, NULL: none */
     bool *w_ok;
     bool head_q8;         /* post sections are the schedules' post_q8 */
     bool head_argmax;     /* the decode post section writes the argmax into RESULT itself */
@@ -184,6 +187,26 @@ void rt_eng_sparse_close(rt_engine *e);
  * so far (the FFN width before any step). */
 double rt_eng_ffn_neurons(const rt_engine *e, int L);
 double rt_eng_ffn_predicted(const rt_engine *e, int L);
+
+/* rt_engine_cpumoe.c (--cpu-moe, --n-cpu-moe N): the placement from opts (before the upload;
+ * e->cm stays NULL without it), whether tensor t of layer L stays in the mapping (not
+ * uploaded), the CPU side and the hand-over's staging buffer (after the activations), the
+ * teardown; whether dispatch dp of layer `layer` is not dispatched (the experts' MOE_GLU and
+ * MOE_DOWN of a placed layer); rt_eng_cpumoe_record records the hand-over in MOE_GLU's place
+ * and nothing for MOE_DOWN (true: dp handled, the caller records nothing). */
+int rt_eng_cpumoe_check(const rt_engine *e, const rt_engine_opts *o, char *err); /* either backend */
+int rt_eng_cpumoe_plan(rt_engine *e, const rt_engine_opts *o, char *err);
+bool rt_eng_cpumoe_host_weight(const rt_engine *e, uint32_t t, int L);
+int rt_eng_cpumoe_open(rt_engine *e, const rt_engine_opts *o, char *err);
+void rt_eng_cpumoe_free(rt_engine *e);
+bool rt_eng_cpumoe_skips(const rt_engine *e, const rt_dispatch *dp, int layer);
+/* A --profile row named `name` that is the k-th hand-over of a step: the host's time of that
+ * layer's last call in ms (several: of a step of several tokens); else -1. Devices whose
+ * timestamps do not see the time between batches (lavapipe) show it this way. */
+double rt_eng_cpumoe_row_ms(const rt_engine *e, const char *name, bool several, int k);
+/* > 0 when dp is a placed layer's MOE_GLU (the hand-over's --profile row): its bytes per token */
+uint64_t rt_eng_cpumoe_handover_bytes(const rt_engine *e, const rt_dispatch *dp, int layer);
+bool rt_eng_cpumoe_record(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n);
 
 /* rt_engine_record.c */
 int rt_eng_record(rt_engine *e, const rt_schedule *s, uint32_t n, int aux, uint32_t k, rt_cmd **out_c, char *err);

@@ -15,6 +15,8 @@
 void rt_eng_record_dispatch(rt_engine *e, rt_cmd *c, const rt_dispatch *dp, int layer, uint32_t n,
                             VkDeviceSize act_off)
 {
+    if (e->cm && rt_eng_cpumoe_record(e, c, dp, layer, n)) /* --cpu-moe: the experts on the CPU */
+        return;
     if (dp->barrier) {
         const rt_buf *bufs[64];
         int nb = 0;

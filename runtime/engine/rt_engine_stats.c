@@ -30,20 +30,32 @@ static uint64_t dispatch_bytes(const rt_engine *e, const rt_dispatch *dp, int n_
            (uint64_t)(ranges * (int64_t)g->split_bytes) + rt_eng_weight_bytes_delta(e, dp); /* + TQ1_0 / TQ2_0 */
 }
 
-/* The decode dispatches in recording order (see rt_eng_record()): pre, layer x n_layers, post. */
-static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i, int *out_layer)
+/* The decode dispatches in recording order (see rt_eng_record()): pre, layer x n_layers, post
+ * (--cpu-moe: without the experts' dispatches of the placed layers, which are not recorded;
+ * with `rows`, the --profile rows: a placed layer's hand-over is a row in its MOE_GLU's place). */
+static const rt_dispatch *decode_walk(const rt_engine *e, uint32_t i, int *out_layer, bool rows)
 {
     const rt_schedule *s = e->dec;
     *out_layer = -1;
     if (i < s->n_pre)
         return &s->pre[i];
     i -= s->n_pre;
-    if (i < s->n_layer * (uint32_t)e->n_layers) {
-        *out_layer = (int)(i / s->n_layer);
-        return &s->layer[i % s->n_layer];
-    }
-    i -= s->n_layer * (uint32_t)e->n_layers;
+    for (int L = 0; L < e->n_layers; L++)
+        for (uint32_t j = 0; j < s->n_layer; j++) {
+            if (e->cm && rt_eng_cpumoe_skips(e, &s->layer[j], L) &&
+                !(rows && rt_eng_cpumoe_handover_bytes(e, &s->layer[j], L)))
+                continue;
+            if (i-- == 0) {
+                *out_layer = L;
+                return &s->layer[j];
+            }
+        }
     return i < s->n_post ? &rt_eng_post_of(e, s)[i] : NULL;
+}
+
+static const rt_dispatch *decode_dispatch(const rt_engine *e, uint32_t i, int *out_layer)
+{
+    return decode_walk(e, i, out_layer, false);
 }
 
 /* The sparse FFN's part of dispatch dp's weight bytes in layer L: bytes_active per active
@@ -65,12 +77,14 @@ static uint64_t sparse_bytes(const rt_engine *e, const rt_dispatch *dp, int laye
 
 /* Bytes of the i-th dispatch of a decode step: the schedule's (+ sparse_bytes), then the
  * argmax / top-k appended to it (it reads the logits row). */
-static uint64_t step_bytes(const rt_engine *e, uint32_t i, int n_kv)
+static uint64_t step_bytes(const rt_engine *e, uint32_t i, int n_kv, bool rows)
 {
     int layer;
-    const rt_dispatch *dp = decode_dispatch(e, i, &layer);
+    const rt_dispatch *dp = decode_walk(e, i, &layer, rows);
     if (!dp)
         return (uint64_t)e->vocab * 4;
+    if (rows && e->cm && rt_eng_cpumoe_handover_bytes(e, dp, layer)) /* --cpu-moe: the bytes handed over */
+        return rt_eng_cpumoe_handover_bytes(e, dp, layer);
     return dispatch_bytes(e, dp, n_kv, layer) + sparse_bytes(e, dp, layer);
 }
 
@@ -124,7 +138,7 @@ uint64_t rt_eng_vk_decode_bytes(const rt_engine *e, int n_kv)
 {
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < e->stats.dispatches_per_token; i++)
-        bytes += step_bytes(e, i, n_kv);
+        bytes += step_bytes(e, i, n_kv, false);
     return bytes;
 }
 
@@ -140,7 +154,8 @@ int rt_eng_vk_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_ro
                                                     : "no decode step ran");
         return 1;
     }
-    uint32_t cap = rt_cmd_dispatch_count(c) + 8; /* + the argmax / top-k appended */
+    uint32_t cap = rt_cmd_dispatch_count(c) + 8 + (uint32_t)e->n_layers; /* + the argmax / top-k appended,
+                                                                             --cpu-moe's hand-overs */
     if (cap > e->prof_cap) {
         rt_engine_profile_row *r = realloc(e->prof, cap * sizeof(*r));
         if (!r) {
@@ -156,9 +171,15 @@ int rt_eng_vk_profile(rt_engine *e, bool prefill, rt_engine_profile_row **out_ro
     int rc = !names || !ns ? -1 : rt_cmd_timings(c, names, ns, cap, &n, err) ? -1 : 0;
     if (!names || !ns)
         snprintf(err, RT_ERR_LEN, "out of host memory");
-    for (uint32_t i = 0; !rc && i < n; i++)
+    for (uint32_t i = 0, k = 0; !rc && i < n; i++) {
         e->prof[i] = (rt_engine_profile_row){.name = names[i], .ns = ns[i],
-                                             .bytes = prefill ? 0 : step_bytes(e, i, n_kv)};
+                                             .bytes = prefill ? 0 : step_bytes(e, i, n_kv, true)};
+        const double host = rt_eng_cpumoe_row_ms(e, names[i], n_tok > 1, (int)k); /* --cpu-moe's hand-over */
+        if (host >= 0) {
+            e->prof[i].ns = ns[i] > host * 1e6 ? ns[i] : host * 1e6; /* the host's time where the device's is less */
+            k++;
+        }
+    }
     free(names);
     free(ns);
     if (rc)

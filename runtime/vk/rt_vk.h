@@ -154,6 +154,8 @@ rt_cache_state rt_pipeline_cache_state(const rt_vk *vk);
 
 /* ---- command streams (record once, replay many) ---- */
 typedef struct rt_cmd rt_cmd;
+/* A host call within a stream (rt_cmd_host_call_batch): 0, or non-zero with err (RT_ERR_LEN) filled. */
+typedef int (*rt_host_fn)(void *ctx, uint64_t arg, char *err);
 int rt_cmd_begin(rt_vk *vk, rt_cmd **out_c, char *err);       /* new stream, recording */
 /* Barrier before the next dispatch: compute write -> compute read/write on whole memory
  * of `bufs` (narrow buffer barriers); n == 0 means a global memory barrier. */
@@ -199,6 +201,16 @@ void rt_cmd_wait_batch(rt_cmd *c, int id);
  * device copies, not both. Returns the copy's id (>= 0) or -1 (the error is rt_cmd_end's). */
 int rt_cmd_host_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, const rt_buf *dst, VkDeviceSize doff,
                            VkDeviceSize n);
+/* A host call in the place of a host copy: fn(ctx, arg, err) runs on the same thread and under
+ * the same rules (after the compute batches recorded before it are done, before the compute
+ * batch rt_cmd_wait_batch(id) opens is submitted), so it may read what those batches wrote into
+ * mapped host-visible buffers and write what the batches after it read (the device's writes are
+ * made visible to the host first: a barrier to HOST_READ is recorded before the call). A non-zero
+ * return (err filled, RT_ERR_LEN) fails rt_cmd_submit with that text. Work placed on the CPU
+ * within one recorded stream (the experts of --cpu-moe). Not counted by rt_vk_host_copy_stats.
+ * Profiling: a timings row named `name` (static text) spans the last dispatch's end to the
+ * start of the batch after the call (what was recorded in between, the wait, the call). */
+int rt_cmd_host_call_batch(rt_cmd *c, rt_host_fn fn, void *ctx, uint64_t arg, const char *name);
 /* Host copies run by rt_cmd_submit so far on this device: how many, and how many of them ran
  * entirely while a compute batch was in flight (the last compute batch handed to the queue
  * before the memcpy started had still not completed, by its timeline semaphore value, when

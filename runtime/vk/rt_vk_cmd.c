@@ -470,6 +470,34 @@ int rt_cmd_host_copy_batch(rt_cmd *c, const rt_buf *src, VkDeviceSize soff, cons
     return (int)c->n_copy - 1;
 }
 
+int rt_cmd_host_call_batch(rt_cmd *c, rt_host_fn fn, void *ctx, uint64_t arg, const char *name)
+{
+    if (!can_record(c, "rt_cmd_host_call_batch")) return -1;
+    if (!fn || c->n_copy > c->n_host) {
+        snprintf(c->err, RT_ERR_LEN, "rt_cmd_host_call_batch: %s", !fn ? "no function"
+                 : "the stream has device copies (one kind per stream)");
+        return -1;
+    }
+    /* the device's writes so far (dispatches, copies into mapped buffers) visible to the host */
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+    if (split(c, -1)) return -1;
+    if (push_batch(c, VK_NULL_HANDLE, true, (int)c->n_seg - 1)) return -1;
+    struct rt_batch *b = &c->b[c->n_b - 1];
+    b->fn = fn;
+    b->ctx = ctx;
+    b->arg = arg;
+    c->n_host++;
+    if (c->profiling && c->n_ts > 0 && c->n_ts < RT_MAX_TIMESTAMPS) { /* a row from the last dispatch to here */
+        c->names[c->n_ts - 1] = name;
+        timestamp(c);
+    }
+    return (int)c->n_copy - 1;
+}
+
 void rt_cmd_wait_batch(rt_cmd *c, int id)
 {
     if (!can_record(c, "rt_cmd_wait_batch")) return;

@@ -4,7 +4,8 @@
  * staging.
  *
  * Owns: the copy thread of one rt_cmd_submit (started and joined inside it) and the
- * device's host-copy counters (rt_vk_host_copy_stats).
+ * device's host-copy counters (rt_vk_host_copy_stats). A host call (rt_cmd_host_call_batch:
+ * CPU work inside the stream, --cpu-moe's experts) is a host copy whose memcpy is a function.
  *
  * Two threads, one submission:
  *  - the submitting thread walks the compute batches in record order; before a batch that
@@ -95,15 +96,24 @@ static void *copy_thread(void *arg)
         const uint32_t h = r->handed; /* the last compute batch handed to the queue: h - 1 */
         pthread_mutex_unlock(&r->mu);
         const double t0 = now_ms();
-        memcpy(b->dst, b->src, b->n);
+        char ferr[RT_ERR_LEN] = "";
+        const int frc = b->fn ? b->fn(b->ctx, b->arg, ferr) : (memcpy(b->dst, b->src, b->n), 0);
         const double ms = now_ms() - t0;
+        if (frc) { /* a host call failed: stop, the submitter reports it */
+            pthread_mutex_lock(&r->mu);
+            if (!r->failed) snprintf(r->err, RT_ERR_LEN, "%s", ferr[0] ? ferr : "a host call failed");
+            r->failed = true;
+            pthread_cond_broadcast(&r->cv);
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
         uint64_t now = 0;
         const bool got = vkGetSemaphoreCounterValue(r->vk->dev, r->vk->tl_comp, &now) == VK_SUCCESS;
         pthread_mutex_lock(&r->mu);
-        r->copies++;
-        const bool beside = got && h > 0 && now < r->base + h; /* batch h - 1 still in flight */
+        const bool beside = got && h > 0 && now < r->base + h && !b->fn; /* batch h - 1 still in flight */
+        r->copies += !b->fn; /* the copy counters count copies, not host calls */
         r->overlapped += beside;
-        r->copy_ms += ms;
+        r->copy_ms += b->fn ? 0 : ms;
         r->overlap_ms += beside ? ms : 0;
         r->copied = ++k;
         pthread_cond_broadcast(&r->cv);

@@ -104,6 +104,9 @@ struct rt_batch {
     void *dst;          /* host copy: memcpy(dst, src, n) */
     const void *src;
     size_t n;
+    rt_host_fn fn;      /* a host call (rt_cmd_host_call_batch) instead of the memcpy: fn(ctx, arg, err) */
+    void *ctx;
+    uint64_t arg;
 };
 
 /* rt_vk_host.c: submit batches whose copies are all host copies (n_seg compute batches);
