@@ -526,10 +526,12 @@ static void report_json(const rt_cli_opts *o, const char *name, const char *path
                ternion_stream_sync_name(r->stream_sync));
         const ternion_perf *x = &r->xc;
         const double xt = x->xc_tokens ? (double)x->xc_tokens : 1.0;
-        printf("\"expert_cache_mib\":%d,\"xc_slots\":%d,\"xc_budget_fraction\":%.4f,\"xc_decode_hits\":%llu,"
+        printf("\"expert_cache_mib\":%d,\"xc_slots\":%d,\"xc_expert_bytes\":%llu,\"xc_budget_fraction\":%.4f,"
+               "\"xc_decode_hits\":%llu,"
                "\"xc_decode_misses\":%llu,\"xc_decode_bytes_per_token\":%.0f,\"xc_decode_stall_ms_per_token\":%.4f,"
                "\"xc_decode_prefetched\":%llu,\"xc_decode_prefetch_used\":%llu,",
-               o->expert_cache, x->xc_slots, x->xc_expert_bytes ? x->xc_budget_bytes / (double)x->xc_expert_bytes : 0.0,
+               o->expert_cache, x->xc_slots, (unsigned long long)x->xc_expert_bytes,
+               x->xc_expert_bytes ? x->xc_budget_bytes / (double)x->xc_expert_bytes : 0.0,
                (unsigned long long)x->xc_hits, (unsigned long long)x->xc_misses, x->xc_bytes_read / xt,
                x->xc_stall_ms / xt, (unsigned long long)x->xc_prefetched, (unsigned long long)x->xc_prefetch_used);
         const double mt = x->cpu_moe_tokens ? (double)x->cpu_moe_tokens : 1.0;
