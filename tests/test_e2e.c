@@ -1132,6 +1132,18 @@ static void test_moe_vs_reference(void **st)
     s_cpu_only = false;
 }
 
+/* tests/data/moe/maple-tiny.yaml: Maple's layout (2 layers: layer 0 a sliding-window layer with
+ * RoPE, a window of 7 keys, layer 1 global without RoPE; clamped SwiGLU experts, limit 0.5;
+ * TQ2_0 attention with Q8_K activations) on both backends, prompt and one-token steps, against
+ * the reference (tests/ref/: the window, the rope of the windowed layers only, ggml's
+ * swiglu_clamp). 20 tokens reach past the window on every row from the 8th. spread_rule: the
+ * bitlinears' int8 codes flip between numerics, the reference's own two numerics set the bound. */
+static void test_maple_vs_reference(void **st)
+{
+    (void)st;
+    variant_vs_reference("tests/data/moe/maple-tiny.yaml", "build/test-e2e-maple.gguf", 37, spread_rule);
+}
+
 /* --expert-cache (runtime/cpu/cpu_xcache.h) on test_moe_vs_reference's file (8 F32 experts of
  * 600 KiB in each of 2 layers, top 2). Runs: a 20-token prompt then 12 one-token steps, logits
  * of every row. The rule: bit for bit the unbounded run's (the same kernels read the same bytes
@@ -1435,6 +1447,7 @@ int main(void)
         cmocka_unit_test(test_bitnet_embedding_vs_reference),
         cmocka_unit_test(test_device_limits),
         cmocka_unit_test(test_moe_vs_reference),
+        cmocka_unit_test(test_maple_vs_reference),
         cmocka_unit_test(test_moe_expert_cache),
         cmocka_unit_test(test_moe_expert_cache_bench),
     };

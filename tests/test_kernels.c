@@ -580,7 +580,7 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
                 ref_bitlinear_q(i2s, W[p].packed, K, M[p], qt, &a.qs[2 * t], 1, yr);
                 if (glu) {
                     ref_bitlinear_q(i2s, W[1].packed, K, M[p], qt, &a.qs[2 * t], 1, up);
-                    ref_act_mul(gen_act_at(kop->act)->ref, kop->act_param.v, yr, up, M[p], yr);
+                    ref_act_mul(gen_act_at(kop->act), kop->act_param.v, yr, up, M[p], yr);
                 }
                 if (res)
                     for (int i = 0; i < M[p]; i++)
@@ -1016,7 +1016,7 @@ static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
             for (size_t i = 0; i < m; i++)
                 ref[i] = gen_act_at(kop->act)->ref(a[i], kop->act_param.v);
         else
-            ref_act_mul(gen_act_at(kop->act)->ref, kop->act_param.v, a, bv, (int)m, ref);
+            ref_act_mul(gen_act_at(kop->act), kop->act_param.v, a, bv, (int)m, ref);
         float *y = vkh_fetch(&b[2], 4 * nx);
         /* rule: ADD one f32 add, correctly rounded on both sides (Vulkan's rule): equal, 1e-7 <
          * 2^-23 admits only a flushed subnormal; ACT_MUL the activation row's tol (gen/gen_act.c) */

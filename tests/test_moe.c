@@ -218,11 +218,11 @@ static void test_select_known(void **state)
     assert_true(fabs(w - 1.0 / (1.0 + exp(-2.0))) <= 4 * FLT_EPSILON);
 }
 
-static float (*silu_ref(void))(float, const float *)
+static const gen_act *silu_ref(void)
 {
     for (int i = 0; i < gen_act_count(); i++)
         if (!strcmp(gen_act_at(i)->name, "silu"))
-            return gen_act_at(i)->ref;
+            return gen_act_at(i);
     fail_msg("no silu row");
     return NULL;
 }
@@ -435,7 +435,7 @@ static void gpu_case(const gen_model *m, const gen_graph *g, bool decode, uint32
                            .exp_type = {m->tensors[tens[1]].type, m->tensors[tens[2]].type, m->tensors[tens[3]].type},
                            .exp = {w[1], w[2], w[3]}, .dim = D, .eff = F, .n_expert = NE, .k = K,
                            .sigmoid = op->param.v[0] != 0.0f, .norm = op->param.v[1] != 0.0f,
-                           .act = gen_act_at(op->act)->ref};
+                           .act = gen_act_at(op->act), .act_p = gen_params_default(gen_act_at(op->act)->params, &m->hp)};
     float *x = vkh_rnd_vec((size_t)NT * D, 1.0f), *y_ref = vkh_xmalloc(sizeof(float) * n * D);
     float *h_ref = vkh_xmalloc(sizeof(float) * NT * K * F), *route_ref = vkh_xmalloc(sizeof(float) * NT * 2 * K);
     int *sel = vkh_xmalloc(sizeof(int) * n * K);

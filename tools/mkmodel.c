@@ -40,6 +40,7 @@
  * U+2581), for encoder models.
  */
 #include "gen_model.h"
+#include "gen_param.h"
 #include "gguf/rt_gguf.h"
 
 #include <math.h>
@@ -546,6 +547,20 @@ int main(int argc, char **argv)
     rt_gguf_w_u32(w, ARCH_KEY("context_length"), (uint32_t)ctx);
     rt_gguf_w_u32(w, ARCH_KEY("block_count"), (uint32_t)layers);
     for (int i = 0; i < m.n_checks; i++) {
+        if (!strcmp(m.checks[i].hparam, "swa_pattern") || !strcmp(m.checks[i].hparam, "swiglu_limit")) {
+            /* per-layer arrays, as llama.cpp's converter writes Maple's sliding_window_pattern
+             * (bools, true: a sliding-window layer) and swiglu_clamp_exp (floats) */
+            uint8_t on[4096];
+            float lim[4096];
+            for (int il = 0; il < layers && il < 4096; il++) {
+                on[il] = (uint8_t)gen_swa_layer(&m.hp, il);
+                lim[il] = (float)m.checks[i].value;
+            }
+            const bool pat = !strcmp(m.checks[i].hparam, "swa_pattern");
+            rt_gguf_w_arr(w, ARCH_KEY(m.checks[i].gguf_key), pat ? RT_GGUF_BOOL : RT_GGUF_F32, pat ? (const void *)on
+                          : (const void *)lim, (uint64_t)(layers < 4096 ? layers : 4096));
+            continue;
+        }
         if (m.checks[i].is_float) rt_gguf_w_f32(w, ARCH_KEY(m.checks[i].gguf_key), (float)m.checks[i].value);
         else rt_gguf_w_u32(w, ARCH_KEY(m.checks[i].gguf_key), (uint32_t)m.checks[i].value);
     }
