@@ -1141,7 +1141,48 @@ static void test_moe_vs_reference(void **st)
 static void test_maple_vs_reference(void **st)
 {
     (void)st;
-    variant_vs_reference("tests/data/moe/maple-tiny.yaml", "build/test-e2e-maple.gguf", 37, spread_rule);
+    const char *yaml = "tests/data/moe/maple-tiny.yaml";
+    variant_vs_reference(yaml, "build/test-e2e-maple.gguf", 37, spread_rule);
+    /* The controls: the reference with the window out of reach (1000 keys) gives rows 0..6 (which
+     * see at most 7 keys) bit for bit and differs on a later one; without the clamp (limit 1e6) it
+     * differs too: the file exercises both, so the agreement above is not that of two engines
+     * ignoring them. "Differs": a row's max |d| over the spread bound. */
+    const char *bd_env = getenv("TERNION_BUILD");
+    char gguf[400], err[RT_ERR_LEN] = "";
+    snprintf(gguf, sizeof gguf, "%s/test-e2e-maple.gguf", bd_env && *bd_env ? bd_env : "build");
+    const built_desc *bd = desc_of(yaml, true, err);
+    rt_gguf *g = NULL;
+    if (!bd || rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    gen_model *m = malloc(sizeof *m);
+    assert_non_null(m);
+    float *out[3];
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = (i * 37 + 11) % 512;
+    for (int v = 0; v < 3; v++) {
+        memcpy(m, &bd->m, sizeof *m);
+        m->hp.sliding_window = v == 1 ? 1000 : m->hp.sliding_window;
+        m->hp.swiglu_limit = v == 2 ? 1e6f : m->hp.swiglu_limit;
+        ref_model *ref = ref_open(m, g, 64, REF_NUM_BATCHED, err);
+        out[v] = malloc(sizeof(float) * 20 * 512);
+        if (!ref || !out[v] || ref_eval(ref, ids, 20, 0, out[v], err))
+            fail_msg("%s", err);
+        ref_close(ref);
+    }
+    assert_memory_equal(out[0], out[1], sizeof(float) * 7 * 512);
+    double dw = 0, dc = 0;
+    for (size_t i = 7 * 512; i < 20 * 512; i++)
+        dw = fmax(dw, fabs(out[0][i] - out[1][i]));
+    for (size_t i = 0; i < 20 * 512; i++)
+        dc = fmax(dc, fabs(out[0][i] - out[2][i]));
+    printf("%s: reference without the window: max |d| %.4g on rows 7..19; without the clamp: %.4g (bound %.4g)\n",
+           yaml, dw, dc, s_spread_bound);
+    assert_true(dw > s_spread_bound && dc > s_spread_bound);
+    for (int v = 0; v < 3; v++)
+        free(out[v]);
+    free(m);
+    rt_gguf_close(g);
 }
 
 /* --expert-cache (runtime/cpu/cpu_xcache.h) on test_moe_vs_reference's file (8 F32 experts of
