@@ -15,6 +15,10 @@
  * chunk) so any context length works. A token's keys past its own position (the
  * tile's later tokens') score -1e30 (MASKED_SCORE) and weigh exactly 0, so every row's
  * sums are the bits a one-token workgroup would compute.
+ * A model with a sliding window (hparams sliding_window, swa_pattern) reads its layer (a
+ * param): on a sliding-window layer a row's keys below nr - window (nr - 1 its position) score
+ * -1e30 and weigh exactly 0 as those past it do, so key ranges of split decode that lie wholly
+ * below the window leave (0, -1e30, 0) and weigh 0; the cache keeps every row.
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
  * its partner (the ROPE kernel's code, the angle computed once per token for all the

@@ -34,12 +34,18 @@ static int unread_factors(const rt_model_desc *d, const rt_gguf *g, char *err)
     return 0;
 }
 
-/* A check whose key holds a per-layer array (llama.cpp writes Maple's swiglu_clamp_exp and
+/* A check whose key holds a per-layer array (kv; NULL or a scalar: only a pattern check comes
+ * here so, and fails) (llama.cpp writes Maple's swiglu_clamp_exp and
  * sliding_window_pattern so): every element against the YAML's value, a pattern check each
  * layer's flag against rt_swa_layer. 0 ok, -1 with err. */
 static int check_array(const rt_model_desc *d, const rt_gguf *g, const rt_hparam_check *c, const rt_gguf_kv *kv,
                        char *err)
 {
+    if (!kv || kv->type != RT_GGUF_ARRAY) { /* a pattern needs the per-layer array */
+        snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %s, not a per-layer array (models/%s.yaml: swa_pattern)",
+                 g->path, g->arch, c->name, kv ? rt_gguf_vtype_name(kv->type) : "missing", d->name);
+        return -1;
+    }
     uint32_t nl = 0;
     char kerr[RT_ERR_LEN];
     if (rt_gguf_get_u32(g, "%s.block_count", &nl, kerr) || kv->arr_len != nl) {
@@ -76,15 +82,10 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
     for (uint32_t i = 0; i < d->n_checks; i++) {
         snprintf(key, sizeof(key), "%%s.%s", d->checks[i].name);
         const rt_gguf_kv *arr = rt_gguf_find(g, key);
-        if (arr && arr->type == RT_GGUF_ARRAY) {
+        if ((arr && arr->type == RT_GGUF_ARRAY) || d->checks[i].kind == RT_CHECK_SWA_PATTERN) {
             if (check_array(d, g, &d->checks[i], arr, err))
                 return -1;
             continue;
-        }
-        if (d->checks[i].kind == RT_CHECK_SWA_PATTERN) {
-            snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %s, not a per-layer array (models/%s.yaml: swa_pattern)",
-                     path, g->arch, d->checks[i].name, arr ? rt_gguf_vtype_name(arr->type) : "missing", d->name);
-            return -1;
         }
         double got = 0;
         int rc;
