@@ -1224,6 +1224,20 @@ static void test_maple_vs_reference(void **st)
            yaml, dw, dc, s_spread_bound);
     assert_true(dw > s_spread_bound && dc > s_spread_bound);
     maple_long(bd, g, gguf);
+    /* Bad input: a file whose window pattern contradicts the description (written from a copy
+     * with swa_pattern 3: layer 1 windowed where maple-tiny's is global) is refused at load,
+     * naming the key, the layer and both values. */
+    char cmd[1200], bad_yaml[420], bad[420];
+    snprintf(bad_yaml, sizeof bad_yaml, "%s/test-e2e-maple-p3.yaml", bd_env && *bd_env ? bd_env : "build");
+    snprintf(bad, sizeof bad, "%s/test-e2e-maple-p3.gguf", bd_env && *bd_env ? bd_env : "build");
+    snprintf(cmd, sizeof cmd, "sed 's/swa_pattern: 2/swa_pattern: 3/' %s > %s && %s/tools/mkmodel %s -o %s --layers 2 "
+             "--vocab 512 --seed 37 >/dev/null", yaml, bad_yaml, bd_env && *bd_env ? bd_env : "build", bad_yaml, bad);
+    assert_int_equal(system(cmd), 0);
+    rt_engine_opts o = {.model_path = bad, .device_index = -1, .n_ctx = 64, .n_batch = 32, .backend = RT_BACKEND_CPU};
+    rt_engine *e = NULL;
+    assert_int_not_equal(rt_engine_open(&bd->d.desc, &o, &e, err), 0);
+    printf("%s: a file with swa_pattern 3: %s\n", yaml, err);
+    assert_non_null(strstr(err, "attention.sliding_window_pattern' is 1 at layer 1, but models/maple-tiny.yaml says 0"));
     for (int v = 0; v < 3; v++)
         free(out[v]);
     free(m);
