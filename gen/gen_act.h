@@ -1,4 +1,5 @@
-/* gen_act.h - the gated activations: ops `<name>_mul` with y = act(a) * b, elementwise.
+/* gen_act.h - the gated activations: ops `<name>_mul` with y = act(a) * b, elementwise
+ * (b clamped first for a row with clamp_b).
  *
  * One row per activation holds everything about it: its name (the YAML op is
  * "<name>_mul"), its kernel expression (DSL, f32) and its C reference expression (float,
@@ -16,7 +17,7 @@
 #include "dsl.h"
 #include "gen_param.h"
 
-typedef struct {
+typedef struct gen_act_row {
     const char *name;    /* "relu2": kernel names (bitlinear_glu_relu2_...) */
     const char *op;      /* "relu2_mul": the YAML op */
     const char *formula; /* for messages and docs: "relu(a)^2" */
@@ -38,7 +39,15 @@ typedef struct {
     bool sparse_skip;
     /* its parameters (gen_param.h), set per op in the YAML (`beta: 1.702`); none for most */
     gen_param params[GEN_MAX_PARAMS];
+    /* the op's second input is clamped to [-p[0], p[0]] before the product (the clamped
+     * SwiGLU: y = act(a) * clamp(b, -limit, limit)); false for the others */
+    bool clamp_b;
 } gen_act;
+
+/* act(a) * b of row act in a kernel, and in the C reference: every consumer of the row's
+ * `_mul` form goes through these, so a row's clamp_b reaches them all. */
+dsl_expr gen_act_mul_kernel(dsl_kernel *k, const gen_act *act, dsl_expr a, dsl_expr b, const float *p);
+float gen_act_mul_ref(const gen_act *act, float a, float b, const float *p);
 
 /* Row i (0 <= i < gen_act_count()), or NULL. */
 const gen_act *gen_act_at(int i);

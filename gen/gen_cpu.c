@@ -55,8 +55,9 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             .label = labels[i],
         };
         _Static_assert(RT_CPU_MAX_PARAMS == GEN_MAX_PARAMS, "one parameter array");
-        if (act || norm || op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_ADD_ROWS) /* bitlinear: its
-                                                          * act_quant, add_rows: its row (gen_param.h) */
+        if (act || norm || op->kind == GEN_OP_BITLINEAR || op->kind == GEN_OP_ADD_ROWS ||
+            op->kind == GEN_OP_ROPE) /* bitlinear: its act_quant, add_rows: its row, rope: its
+                                      * layers (gen_param.h) */
             memcpy(out[i].param, op->param.v, sizeof out[i].param);
         if (op->kind == GEN_OP_ATTENTION) /* param[0] 1: causal: false (gen_attention_params) */
             out[i].param[0] = op->param.v[0] == 0.0f ? 1.0f : 0.0f;
@@ -85,9 +86,13 @@ int gen_cpu_build(const gen_model *m, gen_cpu_sched *st, rt_cpu_schedule *out, c
         .rope_base = m->hp.rope_base,
         .rope_neox = m->hp.rope_style == GEN_ROPE_NEOX,
         .n_expert = (uint32_t)m->hp.n_expert, .n_expert_used = (uint32_t)m->hp.n_expert_used,
+        .sliding_window = (uint32_t)m->hp.sliding_window, .swa_pattern = (uint32_t)m->hp.swa_pattern,
     };
     for (int i = 0; i < m->n_layer; i++) /* the moe op (gen_moe.h: one per layer) */
-        for (int x = 0; m->layer[i].kind == GEN_OP_MOE && x < 3; x++)
-            out->moe_experts[x] = (int8_t)m->layer[i].experts[x];
+        if (m->layer[i].kind == GEN_OP_MOE) {
+            for (int x = 0; x < 3; x++)
+                out->moe_experts[x] = (int8_t)m->layer[i].experts[x];
+            out->moe_act_param = gen_params_default(gen_act_at(m->layer[i].act)->params, &m->hp).v[0];
+        }
     return 0;
 }

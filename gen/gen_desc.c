@@ -399,7 +399,9 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
     md->n_archs = (uint32_t)m->n_archs;
     for (int i = 0; i < m->n_checks; i++)
         d->checks[i] = (rt_hparam_check){.name = m->checks[i].gguf_key, .value = m->checks[i].value,
-                                         .is_float = m->checks[i].is_float};
+                                         .kind = !strcmp(m->checks[i].hparam, "swa_pattern") ? RT_CHECK_SWA_PATTERN
+                                                 : m->checks[i].is_float                        ? RT_CHECK_FLOAT
+                                                                                                : RT_CHECK_INT};
     md->checks = d->checks;
     md->n_checks = (uint32_t)m->n_checks;
     for (int i = 0; i < m->n_tensors; i++) {

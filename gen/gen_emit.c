@@ -410,6 +410,8 @@ static const gen_param *op_params(const rt_cpu_op *op)
         return gen_moe_params;
     if (op->kind == RT_CPU_ADD_ROWS)
         return gen_add_rows_params;
+    if (op->kind == RT_CPU_ROPE) /* layers: swa only; a rope of every layer reads as before */
+        return op->param[0] != 0.0f ? gen_rope_params : NULL;
     if (op->kind == RT_CPU_ATTENTION) /* param[0] 1: not causal; a causal one reads as before */
         return op->param[0] != 0.0f ? gen_attention_params : NULL;
     return row_params(op->row);
@@ -543,6 +545,10 @@ static void write_cpu_desc(FILE *f, const rt_model_desc *md)
     if (c->n_expert) /* only then: a model without experts reads as before */
         fprintf(f, ",\n            .n_expert = %u, .n_expert_used = %u, .moe_experts = {%d, %d, %d}", c->n_expert,
                 c->n_expert_used, c->moe_experts[0], c->moe_experts[1], c->moe_experts[2]);
+    if (c->moe_act_param != 0.0f) /* only then (the clamped SwiGLU's limit): the others read as before */
+        fprintf(f, ",\n            .moe_act_param = %sf", float_lit(c->moe_act_param, b1));
+    if (c->sliding_window) /* only then: a model without a window reads as before */
+        fprintf(f, ",\n            .sliding_window = %u, .swa_pattern = %u", c->sliding_window, c->swa_pattern);
     fprintf(f, "},\n");
 }
 
@@ -656,7 +662,7 @@ static int write_model_c(const gen_desc *d, const char *dir, char *err)
     fprintf(f, "};\n\n/* hyperparameters fixed by the YAML, checked against the GGUF at load */\n");
     fprintf(f, "static const rt_hparam_check checks[] = {\n");
     for (uint32_t i = 0; i < md->n_checks; i++)
-        fprintf(f, "    {\"%s\", %.9g, %u},\n", md->checks[i].name, md->checks[i].value, md->checks[i].is_float);
+        fprintf(f, "    {\"%s\", %.9g, %u},\n", md->checks[i].name, md->checks[i].value, md->checks[i].kind);
     fprintf(f, "};\n\nstatic const rt_tensor_desc tensors[] = {\n");
     for (uint32_t i = 0; i < md->n_tensors; i++)
         write_tensor(f, &md->tensors[i]);

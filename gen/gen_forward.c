@@ -186,6 +186,7 @@ static const gen_param *param_decl(const gen_op *op)
                                          : op->kind == GEN_OP_ATTENTION ? gen_attention_params
                                          : op->kind == GEN_OP_MOE       ? gen_moe_params
                                          : op->kind == GEN_OP_ADD_ROWS  ? gen_add_rows_params
+                                         : op->kind == GEN_OP_ROPE      ? gen_rope_params
                                                                         : NULL;
 }
 
@@ -214,8 +215,14 @@ static int parse_params(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
     for (int i = 0; i < GEN_MAX_PARAMS && decl && decl[i].name; i++) {
         yaml_node_t *v = gen_yaml_get(c->y, opn, decl[i].name);
         double x;
-        if (!v)
+        if (!v) {
+            const float d = op->param.v[i]; /* a hyperparameter's default must be in range too */
+            if (decl[i].hparam != GEN_PARAM_CONST && !(d >= decl[i].min && d <= decl[i].max))
+                return gen_yaml_fail(c->y, opn, "%s: '%s' is not given and its default (hparams) is %g, outside "
+                                     "[%g, %g]", c->label, decl[i].name, (double)d, (double)decl[i].min,
+                                     (double)decl[i].max);
             continue;
+        }
         if (decl[i].choice ? parse_choice(c, v, &decl[i], &x) : gen_yaml_float(c->y, v, decl[i].name, &x))
             return -1;
         if (!(x >= decl[i].min && x <= decl[i].max))
@@ -226,6 +233,9 @@ static int parse_params(fwd_ctx *c, yaml_node_t *opn, gen_op *op)
             op->param.own |= (uint8_t)(1u << i);
         op->param.v[i] = f;
     }
+    if (op->kind == GEN_OP_ROPE && op->param.v[0] != 0.0f && c->m->hp.sliding_window <= 0)
+        return gen_yaml_fail(c->y, gen_yaml_get(c->y, opn, "layers"), "%s: layers: swa needs hparams sliding_window",
+                             c->label);
     return 0;
 }
 

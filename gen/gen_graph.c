@@ -403,7 +403,8 @@ static int lower_rope(lower_ctx *c, const sect *s, int i, sect_state *st)
 {
     const gen_model *m = c->m;
     const gen_op *op = &s->ops[i];
-    int u = c->fuse ? next_use(s, i, op->out) : -1;
+    const bool swa_only = op->param.v[0] != 0.0f; /* gen_rope_params: a kernel of its own */
+    int u = c->fuse && !swa_only ? next_use(s, i, op->out) : -1;
     bool single = u >= 0 && s->ops[u].in[0] == op->out && count_uses(m, op->out) == 1 &&
                   !written_between(s, i, u, op->in[0]);
     if (single && s->ops[u].kind == GEN_OP_KV_WRITE) {
@@ -417,6 +418,7 @@ static int lower_rope(lower_ctx *c, const sect *s, int i, sect_state *st)
     gen_kop *k = add_kop(c, GEN_K_ROPE, s->sec, op);
     if (!k)
         return -1;
+    k->swa_only = swa_only;
     k->in[0] = f32_val(c, op->in[0]);
     k->out = f32_val(c, op->out);
     return 0;

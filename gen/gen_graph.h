@@ -158,6 +158,9 @@ typedef struct {
                      * each token's position's row */
     bool noncausal; /* ATTENTION (YAML causal: false): a prompt step's tokens see every row of
                      * the step (keys 0 .. pos + n_tokens - 1), not only those up to their own */
+    bool swa_only;  /* ROPE (YAML layers: swa): rotates on the sliding-window layers only
+                     * (gen_swa_layer), copies on the others (Maple's global layers: no
+                     * positions) */
 } gen_kop;
 
 typedef struct {

@@ -36,6 +36,9 @@ static const struct {
     {"n_expert", offsetof(gen_hparams, n_expert), false},
     {"n_expert_used", offsetof(gen_hparams, n_expert_used), false},
     {"expert_ffn_dim", offsetof(gen_hparams, expert_ffn_dim), false},
+    {"swiglu_limit", offsetof(gen_hparams, swiglu_limit), true},
+    {"sliding_window", offsetof(gen_hparams, sliding_window), false},
+    {"swa_pattern", offsetof(gen_hparams, swa_pattern), false},
 };
 #define N_HPARAMS ((int)(sizeof(k_hparams) / sizeof(k_hparams[0])))
 
@@ -139,7 +142,7 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp
 {
     static const char *const keys[] = {"dim", "n_heads", "n_kv_heads", "head_dim", "ffn_dim",
                                        "norm_eps", "rope", "kv_cache", "n_expert", "n_expert_used",
-                                       "expert_ffn_dim", NULL};
+                                       "expert_ffn_dim", "swiglu_limit", "sliding_window", "swa_pattern", NULL};
     const char *w = "hparams";
     if (gen_yaml_check_map(y, n, w, keys) || pos_int(y, n, "dim", w, keep, &hp->dim) ||
         pos_int(y, n, "n_heads", w, keep, &hp->n_heads) || pos_int(y, n, "n_kv_heads", w, keep, &hp->n_kv_heads) ||
@@ -147,8 +150,14 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp
         pos_float(y, n, "norm_eps", w, keep, &hp->norm_eps) ||
         /* a mixture of experts' (gen_moe.h): optional, 0 without */
         pos_int(y, n, "n_expert", w, true, &hp->n_expert) || pos_int(y, n, "n_expert_used", w, true, &hp->n_expert_used) ||
-        pos_int(y, n, "expert_ffn_dim", w, true, &hp->expert_ffn_dim))
+        pos_int(y, n, "expert_ffn_dim", w, true, &hp->expert_ffn_dim) ||
+        /* the clamped SwiGLU's limit, sliding-window attention: optional, 0 without */
+        pos_float(y, n, "swiglu_limit", w, true, &hp->swiglu_limit) ||
+        pos_int(y, n, "sliding_window", w, true, &hp->sliding_window) ||
+        pos_int(y, n, "swa_pattern", w, true, &hp->swa_pattern))
         return -1;
+    if (hp->swa_pattern && !hp->sliding_window)
+        return gen_yaml_fail(y, gen_yaml_get(y, n, "swa_pattern"), "swa_pattern needs a sliding_window");
     if (hp->n_expert_used > hp->n_expert)
         return gen_yaml_fail(y, either(y, n, "n_expert_used", "n_expert"),
                              "n_expert_used (%d) is more than n_expert (%d): top-k needs k <= the expert count",

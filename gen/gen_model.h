@@ -87,6 +87,14 @@ typedef struct {
     int n_expert;       /* mixture of experts (gen_moe.h): experts per layer, 0 without */
     int n_expert_used;  /* ... experts each token uses (top-k) */
     int expert_ffn_dim; /* ... one expert's feed-forward width */
+    float swiglu_limit; /* the clamped SwiGLU's limit (`silu_clamp`, gen_act.c): the default of its
+                         * `limit`; 0 without */
+    int sliding_window; /* sliding-window attention: a key at position p is seen from position q
+                         * only when q - p < sliding_window (llama.cpp's LLAMA_SWA_TYPE_STANDARD);
+                         * 0: every layer attends globally */
+    int swa_pattern;    /* ... layer il is a sliding-window layer when il % swa_pattern <
+                         * swa_pattern - 1 (llama.cpp's set_swa_pattern: the last of each group of
+                         * swa_pattern layers is global); 1 (or 0 with a window): every layer */
 } gen_hparams;
 
 /* A hyperparameter <-> GGUF key check, e.g. {"dim", "embedding_length", 2560}. */

@@ -60,8 +60,11 @@ int gen_moe_parse(gen_yaml *y, yaml_node_t *opn, const gen_model *m, gen_op *op,
     if (op->act < 0)
         return gen_yaml_fail(y, a ? a : opn, "%s: unknown activation '%s' (a row of gen/gen_act.c: silu, gelu, ...)",
                              label, act);
-    if (gen_act_at(op->act)->params[0].name)
-        return gen_yaml_fail(y, a, "%s: activation '%s' has parameters, which moe cannot set", label, act);
+    const gen_param *ap = gen_act_at(op->act)->params;
+    const float v0 = gen_params_default(ap, &m->hp).v[0];
+    if (ap[0].name && (ap[0].hparam == GEN_PARAM_CONST || ap[1].name || !(v0 >= ap[0].min && v0 <= ap[0].max)))
+        return gen_yaml_fail(y, a, "%s: activation '%s' has parameters, which moe cannot set (a parameter whose "
+                             "default is a hyperparameter in its range is taken from hparams)", label, act);
     const gen_tensor *r = &m->tensors[op->weight];
     if (r->type != FMT_F32 && r->type != FMT_F16)
         return gen_yaml_fail(y, gen_yaml_get(y, opn, "weight"), "%s: the router '%s' must be f32 or f16, got %s", label,

@@ -11,6 +11,17 @@ const gen_param gen_bitlinear_params[] = {
 };
 
 static const char *const k_causal[] = {"false", "true", NULL};
+static const char *const k_rope_layers[] = {"all", "swa", NULL};
+const gen_param gen_rope_params[] = {
+    {"layers", GEN_PARAM_CONST, 0, 0, 1, k_rope_layers},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
+int gen_swa_layer(const gen_hparams *hp, int il)
+{
+    return hp->sliding_window > 0 && (hp->swa_pattern == 0 || il % hp->swa_pattern < hp->swa_pattern - 1);
+}
+
 const gen_param gen_attention_params[] = {
     {"causal", GEN_PARAM_CONST, 1, 0, 1, k_causal},
     {NULL, 0, 0, 0, 0, NULL},

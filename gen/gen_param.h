@@ -43,6 +43,15 @@ extern const gen_param gen_bitlinear_params[];
  * every row of the step, and those before it; BERT). */
 extern const gen_param gen_attention_params[];
 
+/* The rope op's parameters: [0] `layers`: all (the default) or swa: the rotation only on the
+ * sliding-window layers (gen_swa_layer), the input copied on the others (Maple: RoPE on its
+ * sliding-window layers, none on the global ones; llama.cpp's maple graph). */
+extern const gen_param gen_rope_params[];
+/* Whether layer il attends through the sliding window (hparams sliding_window, swa_pattern):
+ * llama.cpp's is_swa with set_swa_pattern: pattern 0 every layer, else il % pattern <
+ * pattern - 1 (the last of each group of pattern layers global); 0 without a window. */
+int gen_swa_layer(const gen_hparams *hp, int il);
+
 /* The add_rows op's parameters: [0] `row`: the table row added to every token, or -1 (the
  * default: each token's own position's row, learned absolute position embeddings; a fixed
  * row is BERT's token-type embedding of type 0, what llama.cpp adds to every token). */

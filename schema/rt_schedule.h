@@ -327,8 +327,15 @@ typedef struct {
 typedef struct {
     const char *name;         /* "<arch>." is prefixed */
     double value;
-    uint8_t is_float;         /* compare with relative tolerance 1e-6 */
+    uint8_t kind;             /* RT_CHECK_INT: equal; RT_CHECK_FLOAT: relative tolerance 1e-6;
+                               * RT_CHECK_SWA_PATTERN: value is a sliding-window layer pattern
+                               * (rt_swa_layer) and the key the file's per-layer array (bool or
+                               * integer, 1: a sliding-window layer), each element checked.
+                               * A key holding a per-layer array is checked element by element */
 } rt_hparam_check;
+#define RT_CHECK_INT 0
+#define RT_CHECK_FLOAT 1
+#define RT_CHECK_SWA_PATTERN 2
 
 typedef struct {
     const char *name;
@@ -385,7 +392,20 @@ typedef struct {
     uint8_t rope_neox;                   /* 1: pairs (i, i + rope_dims / 2); 0: (2i, 2i + 1) */
     uint32_t n_expert, n_expert_used;    /* the MOE op (one per layer at most): experts, top-k (0: none) */
     int8_t moe_experts[3];               /* ... desc->tensors indices of its stacked gate, up, down */
+    float moe_act_param;                 /* ... its activation's parameter [0] (the clamped SwiGLU's
+                                          * limit: the hparam swiglu_limit); 0 for most rows */
+    uint32_t sliding_window, swa_pattern; /* sliding-window attention (hparams; rt_swa_layer): the
+                                           * window (0: none) and the layer pattern */
 } rt_cpu_schedule;
+
+/* Whether layer il attends through a sliding window of `window` keys (a key at position p seen
+ * from position q only when q - p < window): llama.cpp's is_swa under set_swa_pattern, pattern 0
+ * every layer, else il % pattern < pattern - 1 (the last layer of each group is global).
+ * gen/gen_param.c gen_swa_layer is the generator's copy. */
+static inline int rt_swa_layer(uint32_t window, uint32_t pattern, int il)
+{
+    return window > 0 && (pattern == 0 || (uint32_t)il % pattern < pattern - 1);
+}
 
 struct rt_model_desc {
     const char *name;               /* "bitnet-b1.58-2b" */

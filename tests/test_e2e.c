@@ -1332,6 +1332,118 @@ static void test_moe_cpu_placement(void **st)
     }
 }
 
+/* tests/data/moe/maple-tiny.yaml: Maple's layout (2 layers: layer 0 a sliding-window layer with
+ * RoPE, a window of 7 keys, layer 1 global without RoPE; clamped SwiGLU experts, limit 0.5;
+ * TQ2_0 attention with Q8_K activations) on both backends, prompt and one-token steps, against
+ * the reference (tests/ref/: the window, the rope of the windowed layers only, ggml's
+ * swiglu_clamp). 20 tokens reach past the window on every row from the 8th. spread_rule: the
+ * bitlinears' int8 codes flip between numerics, the reference's own two numerics set the bound. */
+/* maple-tiny past its attention kernel's chunks: a 96-token prompt then 8 one-token steps, so
+ * that whole chunks of keys (64, head_dim) and whole key ranges of the split decode lie below the
+ * 7-key window, against the reference over the 104 tokens in one step. The rule is the 20-token
+ * one's over these rows: max |d| <= 1.5 x the reference's own two numerics apart here, top-1 on
+ * all but 2 % of the rows. */
+enum { ML_PROMPT = 96, ML_ROWS = 104 };
+static void maple_long(const built_desc *bd, const rt_gguf *g, const char *gguf)
+{
+    char err[RT_ERR_LEN] = "";
+    int32_t ids[ML_ROWS];
+    for (int i = 0; i < ML_ROWS; i++)
+        ids[i] = (i * 53 + 5) % 512;
+    const size_t sz = sizeof(float) * ML_ROWS * 512;
+    float *want = malloc(sz), *inc = malloc(sz), *got = malloc(sz);
+    ref_model *rb = ref_open(&bd->m, g, 128, REF_NUM_BATCHED, err), *ri = ref_open(&bd->m, g, 128, REF_NUM_INCREMENTAL, err);
+    if (!want || !inc || !got || !rb || !ri || ref_eval(rb, ids, ML_ROWS, 0, want, err) ||
+        ref_eval(ri, ids, ML_ROWS, 0, inc, err))
+        fail_msg("%s", err);
+    const double bound = 1.5 * compare(inc, want, ML_ROWS, 512).max_abs;
+    for (int be = 0; be < 2; be++) {
+        rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 128, .n_batch = 128,
+                            .backend = be ? RT_BACKEND_VULKAN : RT_BACKEND_CPU, .n_threads = 2, .n_threads_batch = 2};
+        rt_engine *e = NULL;
+        const int rc = rt_engine_open(&bd->d.desc, &o, &e, err);
+        if (rc && be && strstr(err, "no Vulkan device"))
+            break;
+        if (rc || rt_engine_eval(e, ids, ML_PROMPT, 0, got, err))
+            fail_msg("%s", err);
+        for (int i = ML_PROMPT; i < ML_ROWS; i++)
+            if (rt_engine_eval(e, &ids[i], 1, i, got + (size_t)i * 512, err))
+                fail_msg("%s", err);
+        rt_engine_close(e);
+        cmp_stats s = compare(got, want, ML_ROWS, 512);
+        printf("maple-tiny, %d + %d tokens, %s vs C reference: top-1 %d/%d, max |d| %.4g (bound %.4g)\n", ML_PROMPT,
+               ML_ROWS - ML_PROMPT, be ? "Vulkan" : "CPU backend", s.top1_agree, ML_ROWS, s.max_abs, bound);
+        assert_true(s.top1_agree >= ML_ROWS - 2 && s.max_abs <= bound);
+    }
+    ref_close(rb);
+    ref_close(ri);
+    free(want);
+    free(inc);
+    free(got);
+}
+
+static void test_maple_vs_reference(void **st)
+{
+    (void)st;
+    const char *yaml = "tests/data/moe/maple-tiny.yaml";
+    variant_vs_reference(yaml, "build/test-e2e-maple.gguf", 37, spread_rule);
+    /* The controls: the reference with the window out of reach (1000 keys) gives rows 0..6 (which
+     * see at most 7 keys) bit for bit and differs on a later one; without the clamp (limit 1e6) it
+     * differs too: the file exercises both, so the agreement above is not that of two engines
+     * ignoring them. "Differs": a row's max |d| over the spread bound. */
+    const char *bd_env = getenv("TERNION_BUILD");
+    char gguf[400], err[RT_ERR_LEN] = "";
+    snprintf(gguf, sizeof gguf, "%s/test-e2e-maple.gguf", bd_env && *bd_env ? bd_env : "build");
+    const built_desc *bd = desc_of(yaml, true, err);
+    rt_gguf *g = NULL;
+    if (!bd || rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    gen_model *m = malloc(sizeof *m);
+    assert_non_null(m);
+    float *out[3];
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = (i * 37 + 11) % 512;
+    for (int v = 0; v < 3; v++) {
+        memcpy(m, &bd->m, sizeof *m);
+        m->hp.sliding_window = v == 1 ? 1000 : m->hp.sliding_window;
+        m->hp.swiglu_limit = v == 2 ? 1e6f : m->hp.swiglu_limit;
+        ref_model *ref = ref_open(m, g, 64, REF_NUM_BATCHED, err);
+        out[v] = malloc(sizeof(float) * 20 * 512);
+        if (!ref || !out[v] || ref_eval(ref, ids, 20, 0, out[v], err))
+            fail_msg("%s", err);
+        ref_close(ref);
+    }
+    assert_memory_equal(out[0], out[1], sizeof(float) * 7 * 512);
+    double dw = 0, dc = 0;
+    for (size_t i = 7 * 512; i < 20 * 512; i++)
+        dw = fmax(dw, fabs(out[0][i] - out[1][i]));
+    for (size_t i = 0; i < 20 * 512; i++)
+        dc = fmax(dc, fabs(out[0][i] - out[2][i]));
+    printf("%s: reference without the window: max |d| %.4g on rows 7..19; without the clamp: %.4g (bound %.4g)\n",
+           yaml, dw, dc, s_spread_bound);
+    assert_true(dw > s_spread_bound && dc > s_spread_bound);
+    maple_long(bd, g, gguf);
+    /* Bad input: a file whose window pattern contradicts the description (written from a copy
+     * with swa_pattern 3: layer 1 windowed where maple-tiny's is global) is refused at load,
+     * naming the key, the layer and both values. */
+    char cmd[1200], bad_yaml[420], bad[420];
+    snprintf(bad_yaml, sizeof bad_yaml, "%s/test-e2e-maple-p3.yaml", bd_env && *bd_env ? bd_env : "build");
+    snprintf(bad, sizeof bad, "%s/test-e2e-maple-p3.gguf", bd_env && *bd_env ? bd_env : "build");
+    snprintf(cmd, sizeof cmd, "sed 's/swa_pattern: 2/swa_pattern: 3/' %s > %s && %s/tools/mkmodel %s -o %s --layers 2 "
+             "--vocab 512 --seed 37 >/dev/null", yaml, bad_yaml, bd_env && *bd_env ? bd_env : "build", bad_yaml, bad);
+    assert_int_equal(system(cmd), 0);
+    rt_engine_opts o = {.model_path = bad, .device_index = -1, .n_ctx = 64, .n_batch = 32, .backend = RT_BACKEND_CPU};
+    rt_engine *e = NULL;
+    assert_int_not_equal(rt_engine_open(&bd->d.desc, &o, &e, err), 0);
+    printf("%s: a file with swa_pattern 3: %s\n", yaml, err);
+    assert_non_null(strstr(err, "attention.sliding_window_pattern' is 1 at layer 1, but models/maple-tiny.yaml says 0"));
+    for (int v = 0; v < 3; v++)
+        free(out[v]);
+    free(m);
+    rt_gguf_close(g);
+}
+
 /* --expert-cache (runtime/cpu/cpu_xcache.h) on test_moe_vs_reference's file (8 F32 experts of
  * 600 KiB in each of 2 layers, top 2). Runs: a 20-token prompt then 12 one-token steps, logits
  * of every row. The rule: bit for bit the unbounded run's (the same kernels read the same bytes
@@ -1635,6 +1747,7 @@ int main(void)
         cmocka_unit_test(test_bitnet_embedding_vs_reference),
         cmocka_unit_test(test_device_limits),
         cmocka_unit_test(test_moe_vs_reference),
+        cmocka_unit_test(test_maple_vs_reference),
         cmocka_unit_test(test_moe_expert_cache),
         cmocka_unit_test(test_moe_cpu_placement),
         cmocka_unit_test(test_moe_expert_cache_bench),

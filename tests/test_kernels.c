@@ -270,14 +270,18 @@ static void kern_free(kern *kn)
 
 /* Run a model kernel for a step of n tokens at pos (the runtime's push + groups). */
 static uint32_t run_vocab = VOCAB; /* RT_P_VOCAB of kern_run */
+static uint32_t run_layer;         /* RT_P_LAYER of kern_run (a sliding-window model's layer) */
 
 static void kern_run(kern *kn, const rt_buf *const *args, uint32_t n, uint32_t pos, uint32_t out_start)
 {
     const gen_kernel_out *ko = &kn->ko;
     uint32_t params[RT_MAX_PARAMS], gr[3], N = kn->decode ? 1 : n;
     for (int i = 0; i < ko->n_params; i++) {
-        assert_true(ko->params[i].kind == RT_P_VOCAB || ko->params[i].kind == RT_P_CONST);
-        params[i] = ko->params[i].kind == RT_P_VOCAB ? run_vocab : ko->params[i].value;
+        assert_true(ko->params[i].kind == RT_P_VOCAB || ko->params[i].kind == RT_P_CONST ||
+                    ko->params[i].kind == RT_P_LAYER);
+        params[i] = ko->params[i].kind == RT_P_VOCAB   ? run_vocab
+                    : ko->params[i].kind == RT_P_LAYER ? run_layer
+                                                       : ko->params[i].value;
     }
     vkh_groups(ko, N, run_vocab, kn->splits, kn->tile, kn->gemv_vec, gr);
     vkh_set_dyn(pos, n, out_start);
@@ -580,7 +584,7 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
                 ref_bitlinear_q(i2s, W[p].packed, K, M[p], qt, &a.qs[2 * t], 1, yr);
                 if (glu) {
                     ref_bitlinear_q(i2s, W[1].packed, K, M[p], qt, &a.qs[2 * t], 1, up);
-                    ref_act_mul(gen_act_at(kop->act)->ref, kop->act_param.v, yr, up, M[p], yr);
+                    ref_act_mul(gen_act_at(kop->act), kop->act_param.v, yr, up, M[p], yr);
                 }
                 if (res)
                     for (int i = 0; i < M[p]; i++)
@@ -714,7 +718,7 @@ static void check_rope(const gen_graph *g, const gen_kop *kop, bool decode)
             if (cache && pos + n > CTX)
                 continue;
             float *x = rnd_rows(NMAX, width), *v = rnd_rows(NMAX, width), *ref = vkh_xmalloc(4 * nx);
-            if (rope)
+            if (rope && !(kop->swa_only && !gen_swa_layer(hp, (int)run_layer))) /* layers: swa: a copy elsewhere */
                 rope_rows(hp, x, width, n, pos, ref);
             else
                 memcpy(ref, x, 4 * nx);
@@ -947,10 +951,14 @@ static void attention_cases(const gen_graph *g, const gen_kop *kop, const gen_ko
             rope_rows(hp, q, QD, n, pos, qr);
         else
             memcpy(qr, q, 4 * nq);
-        for (uint32_t t = 0; t < n; t++)
-            ref_attention(qr + (size_t)t * QD, kc, vc, (int)(pos + (kop->noncausal ? n : t + 1)), hp->n_heads, hp->n_kv_heads, hp->head_dim,
-                          f16 ? REF_ATT_Q_F16 : 0, ref + (size_t)t * QD); /* F16 cache: q rounded to F16 for Q.K;
-                                                                          * F32: kept; P in f32 */
+        for (uint32_t t = 0; t < n; t++) {
+            const int nk = (int)(pos + (kop->noncausal ? n : t + 1));
+            /* a sliding-window layer (run_layer): the last sliding_window keys only */
+            const int j0 = gen_swa_layer(hp, (int)run_layer) && nk > hp->sliding_window ? nk - hp->sliding_window : 0;
+            ref_attention(qr + (size_t)t * QD, kc + (size_t)j0 * KVD, vc + (size_t)j0 * KVD, nk - j0, hp->n_heads,
+                          hp->n_kv_heads, hp->head_dim, f16 ? REF_ATT_Q_F16 : 0,
+                          ref + (size_t)t * QD); /* F16 cache: q rounded to F16 for Q.K; F32: kept; P in f32 */
+        }
         /* rule: scores and P in f32 through the GPU's exp (Vulkan: 3 + 2|s| ulp, ~2e-6 here) and
          * sums over up to 160 keys in f32 against double (160 x 2^-24 = 1e-5), of the largest
          * |y| (VKH_NORM): 1e-4 for an exact q with an F16 cache (q's F16 rounding on both sides,
@@ -1016,7 +1024,7 @@ static void check_eltwise(const gen_graph *g, const gen_kop *kop, bool decode)
             for (size_t i = 0; i < m; i++)
                 ref[i] = gen_act_at(kop->act)->ref(a[i], kop->act_param.v);
         else
-            ref_act_mul(gen_act_at(kop->act)->ref, kop->act_param.v, a, bv, (int)m, ref);
+            ref_act_mul(gen_act_at(kop->act), kop->act_param.v, a, bv, (int)m, ref);
         float *y = vkh_fetch(&b[2], 4 * nx);
         /* rule: ADD one f32 add, correctly rounded on both sides (Vulkan's rule): equal, 1e-7 <
          * 2^-23 admits only a flushed subnormal; ACT_MUL the activation row's tol (gen/gen_act.c) */
@@ -1504,6 +1512,55 @@ static int run_kinds(const int *kinds, int n, kop_fn fn)
 }
 #define RUN_KINDS(fn, ...) run_kinds((const int[]){__VA_ARGS__}, (int)sizeof((int[]){__VA_ARGS__}) / (int)sizeof(int), fn)
 
+/* Sliding-window attention and the rope of the sliding-window layers (tests/data/moe/maple-tiny.yaml,
+ * out of the walk: window 7, pattern 2, head_dim 64 chunks): its ATTENTION kernels (prompt tiles,
+ * split decode, merged with the kv write folded in) and ROPE kernels, fused and unfused graphs,
+ * at layer 0 (windowed, rotated) and layer 1 (global, copied), over the attention cases' sizes
+ * and positions (up to 160 keys: whole chunks and key ranges below the window), against the
+ * reference with the window applied; the same rules as every attention and rope kernel. */
+static void test_sliding_window(void **state)
+{
+    (void)state;
+    vkh_need_device();
+    static gen_model m;
+    static gen_graph g[4]; /* prompt unfused, fused; decode unfused (split + combine), fused (merged) */
+    if (gen_model_load("tests/data/moe/maple-tiny.yaml", &m, vkh_err) || gen_graph_build(&m, false, &g[0], vkh_err) ||
+        gen_graph_build(&m, true, &g[1], vkh_err) || gen_graph_build_sched(&m, false, true, &g[2], vkh_err) ||
+        gen_graph_build_sched(&m, true, true, &g[3], vkh_err))
+        fail_msg("%s", vkh_err);
+    int n_att = 0, n_rope = 0, n_split = 0;
+    static vkh_seen seen;
+    for (run_layer = 0; run_layer < 2; run_layer++) {
+        seen.n = 0; /* each distinct kernel once per layer */
+        for (int gi = 0; gi < 4; gi++)
+            for (int i = 0; i < g[gi].n_kops; i++)
+                for (int d = gi >= 2; d < 2; d++) { /* prompt graphs: both kernels; decode: its own */
+                    const gen_kop *kop = &g[gi].kops[i];
+                    const bool att = kop->kind == GEN_K_ATTENTION, rope = kop->kind == GEN_K_ROPE && kop->swa_only;
+                    /* a folded Q8_K quant of the output (act_quant q8_k next): this harness checks
+                     * row-scaled Q8 only; that kernel runs end to end (test_e2e's maple-tiny: fused
+                     * decode bit for bit the unfused one, both against the reference) */
+                    if ((!att && !rope) || (att && kop->last_q8k) || !vkh_first_time(&seen, &g[gi], kop, d == 1))
+                        continue;
+                    const gen_kop *comb = att && gi == 2 && i + 1 < g[gi].n_kops &&
+                                                  g[gi].kops[i + 1].kind == GEN_K_ATTN_COMBINE
+                                              ? &g[gi].kops[i + 1]
+                                              : NULL;
+                    if (att)
+                        attention_cases(&g[gi], kop, comb, d == 1);
+                    else
+                        check_rope(&g[gi], kop, d == 1);
+                    n_att += att;
+                    n_split += comb != NULL;
+                    n_rope += rope;
+                }
+    }
+    run_layer = 0;
+    printf("sliding window: %d attention (%d split decode) and %d rope kernels, each at layers 0 and 1\n", n_att / 2,
+           n_split / 2, n_rope / 2);
+    assert_true(n_att >= 6 && n_split >= 2 && n_rope >= 4);
+}
+
 static void test_embed(void **state)
 {
     (void)state;
@@ -1713,6 +1770,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_kinds_covered),
         cmocka_unit_test(test_embed),
+        cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_bitlinear),
         cmocka_unit_test(test_rope),

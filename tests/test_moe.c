@@ -218,11 +218,11 @@ static void test_select_known(void **state)
     assert_true(fabs(w - 1.0 / (1.0 + exp(-2.0))) <= 4 * FLT_EPSILON);
 }
 
-static float (*silu_ref(void))(float, const float *)
+static const gen_act *silu_ref(void)
 {
     for (int i = 0; i < gen_act_count(); i++)
         if (!strcmp(gen_act_at(i)->name, "silu"))
-            return gen_act_at(i)->ref;
+            return gen_act_at(i);
     fail_msg("no silu row");
     return NULL;
 }
@@ -291,15 +291,18 @@ static void test_kernel_vs_ref(void **state)
         ex[0] = random_tensor(gt, D, F, NE, &seed);
         ex[1] = random_tensor(ut, D, F, NE, &seed);
         ex[2] = random_tensor(dt, F, D, NE, &seed);
-        const bool sig = ti % 2;
+        const bool sig = ti % 2, clamp = ti % 3 == 2; /* clamp: the clamped SwiGLU at 0.25, which
+                                                        * these products (|.| up to ~2) pass often */
         const cpu_weight wr = {router, rt, D, NE}, w0 = {ex[0], gt, D, (int64_t)F * NE},
                          w1 = {ex[1], ut, D, (int64_t)F * NE}, w2 = {ex[2], dt, F, (int64_t)D * NE};
-        const cpu_moe m = {.router = &wr, .exp = {&w0, &w1, &w2}, .act = cpu_act_find("silu"), .dim = D, .eff = F,
-                           .n_expert = NE, .k = K, .sigmoid = sig, .norm = !sig};
+        const cpu_moe m = {.router = &wr, .exp = {&w0, &w1, &w2}, .act = cpu_act_find(clamp ? "silu_clamp" : "silu"),
+                           .act_p = {0.25f}, .dim = D, .eff = F, .n_expert = NE, .k = K, .sigmoid = sig, .norm = !sig};
         assert_null(cpu_moe_check(&m));
         const ref_moe_op ro = {.router_type = rt, .router = router, .exp_type = {gt, ut, dt},
                                .exp = {ex[0], ex[1], ex[2]}, .dim = D, .eff = F, .n_expert = NE, .k = K,
-                               .sigmoid = sig, .norm = !sig, .act = silu_ref()};
+                               .sigmoid = sig, .norm = !sig,
+                               .act = clamp ? gen_act_at(gen_act_find_op("silu_clamp_mul")) : silu_ref(),
+                               .act_p = {{0.25f}, 0}};
         float w_ref[N * K], w[N * K];
         int sel_ref[N * K], sel[N * K];
         assert_int_equal(ref_moe(&ro, x, N, y_ref, sel_ref, w_ref), 0);
@@ -326,9 +329,9 @@ static void test_kernel_vs_ref(void **state)
         for (int i = 0; i < 3; i++)
             exact_in &= ro.exp_type[i] == FMT_F32 || ro.exp_type[i] == FMT_F16;
         const float bound = ldexpf(ymax, exact_in ? -18 : -10);
-        printf("moe %s/%s/%s experts, %s router, dim %d, width %d, %s: max |d| %.3g (bound %.3g, max |y| %.3g)\n",
+        printf("moe %s/%s/%s experts, %s router, dim %d, width %d, %s%s: max |d| %.3g (bound %.3g, max |y| %.3g)\n",
                fmt_type_name(gt), fmt_type_name(ut), fmt_type_name(dt), fmt_type_name(rt), D, F,
-               sig ? "sigmoid" : "softmax normalized", dmax, bound, ymax);
+               sig ? "sigmoid" : "softmax normalized", clamp ? ", SwiGLU clamped at 0.25" : "", dmax, bound, ymax);
         assert_true(dmax <= bound);
         free(router);
         for (int i = 0; i < 3; i++)
@@ -435,7 +438,7 @@ static void gpu_case(const gen_model *m, const gen_graph *g, bool decode, uint32
                            .exp_type = {m->tensors[tens[1]].type, m->tensors[tens[2]].type, m->tensors[tens[3]].type},
                            .exp = {w[1], w[2], w[3]}, .dim = D, .eff = F, .n_expert = NE, .k = K,
                            .sigmoid = op->param.v[0] != 0.0f, .norm = op->param.v[1] != 0.0f,
-                           .act = gen_act_at(op->act)->ref};
+                           .act = gen_act_at(op->act), .act_p = gen_params_default(gen_act_at(op->act)->params, &m->hp)};
     float *x = vkh_rnd_vec((size_t)NT * D, 1.0f), *y_ref = vkh_xmalloc(sizeof(float) * n * D);
     float *h_ref = vkh_xmalloc(sizeof(float) * NT * K * F), *route_ref = vkh_xmalloc(sizeof(float) * NT * 2 * K);
     int *sel = vkh_xmalloc(sizeof(int) * n * K);
@@ -527,11 +530,14 @@ static void test_gpu_kernels(void **state)
                                      "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: bf16",
                                      "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q6_k",
                                      "gating: softmax, norm_topk: true", "gating: sigmoid, norm_topk: false", NULL};
-    const char *const *variants[] = {v0, v1, v2, v3, v4};
-    const uint32_t tokens[] = {5, 13, 3, 4, 6};
+    /* Maple's experts: the clamped SwiGLU (limit 0.25: these products pass it both ways) */
+    static const char *const v5[] = {"expert_ffn_dim: 160", "expert_ffn_dim: 96\n  swiglu_limit: 0.25",
+                                     "act: silu,", "act: silu_clamp,", "n_expert_used: 2", "n_expert_used: 3", NULL};
+    const char *const *variants[] = {v0, v1, v2, v3, v4, v5};
+    const uint32_t tokens[] = {5, 13, 3, 4, 6, 7};
     static gen_graph g;
     unsigned seed = 99;
-    for (int v = 0; v < 5; v++) {
+    for (int v = 0; v < 6; v++) {
         load_variant(variants[v], &g_m);
         if (gen_graph_build(&g_m, true, &g, vkh_err))
             fail_msg("%s", vkh_err);

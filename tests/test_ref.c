@@ -169,11 +169,17 @@ static void test_elementwise(void **state)
 {
     const float a[3] = {-2, 0.5f, 3}, b[3] = {5, 2, -1};
     float y[3];
-    ref_act_mul(gen_act_at(gen_act_find_op("relu2_mul"))->ref, NULL, a, b, 3, y);
+    ref_act_mul(gen_act_at(gen_act_find_op("relu2_mul")), NULL, a, b, 3, y);
     assert_true(y[0] == 0 && y[1] == 0.5f && y[2] == -9);
-    ref_act_mul(gen_act_at(gen_act_find_op("silu_mul"))->ref, NULL, a, b, 3, y);
+    ref_act_mul(gen_act_at(gen_act_find_op("silu_mul")), NULL, a, b, 3, y);
     NEAR(y[0], -2 / (1 + exp(2.0)) * 5, 1e-6);
     NEAR(y[2], 3 / (1 + exp(-3.0)) * -1, 1e-6);
+    /* the clamped SwiGLU, limit 2: b = 5 clamped to 2, -1 kept, the gate 3 clamped to 2 (ggml's
+     * swiglu_clamp; values from Python's math.exp, the same 1e-6 rule) */
+    ref_act_mul(gen_act_at(gen_act_find_op("silu_clamp_mul")), (const float[]){2.0f}, a, b, 3, y);
+    NEAR(y[0], -0.4768116880884702, 1e-6);
+    NEAR(y[1], 0.6224593312018546, 1e-6);
+    NEAR(y[2], -1.7615941559557646, 1e-6);
     /* add_rows: a table of 3 rows of width 2; positions 1, 2 (pos 1, 2 tokens), then fixed row 0;
      * the sums are exact in float; a step past the rows is refused (nothing written) */
     const float tab[6] = {10, 20, 30, 40, 50, 60}, x[4] = {1, 2, 3, 4};
@@ -223,6 +229,11 @@ static void test_act_known_values(void **state)
         /* f16(gelu_tanh(f16(a))) (Python's struct 'e' halves), 0 below -10, a above 10: the tanh
          * form's exact values differ by 5e-6 .. 8e-5 here (-0.1146291, 0.0539828, 1.6241059) */
         {"gelu_f16", {-12.0, -0.3, 0.1, 1.7, 11.0}, {0.0, -0.1146240234375, 0.053955078125, 1.6240234375, 11.0}, {0}},
+        /* silu(min(a, limit)), limit 2: the gate clamped from above only (up's clamp: test_elementwise) */
+        {"silu_clamp",
+         {-3.0, 0.5, 1.9, 2.0, 20.0},
+         {-0.14227761953270035, 0.3112296656009273, 1.652793898710304, 1.7615941559557646, 1.7615941559557646},
+         {2.0f}},
     };
     for (int i = 0; i < gen_act_count(); i++) {
         const gen_act *act = gen_act_at(i);

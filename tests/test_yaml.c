@@ -312,6 +312,13 @@ static const bad_case k_bad[] = {
     {"base: 10000.0", "base: high", "t.yaml:10:29: 'base' must be a number, got 'high'"},
     {"  ffn_dim: 384\n", "  ffn_dim: 384\n  n_layers: 2\n", "t.yaml:9:3: unknown key 'n_layers' in hparams"},
     {"dim: embedding_length", "dims: embedding_length", "t.yaml:12:3: unknown hparam 'dims' in gguf_checks"},
+    /* Maple's rows: a rope of the sliding-window layers, a window pattern, the clamped SwiGLU */
+    {"rope, in: q, out: qr}", "rope, in: q, out: qr, layers: swa}", "t.yaml:32:42: rope: layers: swa needs hparams sliding_window"},
+    {"  ffn_dim: 384\n", "  ffn_dim: 384\n  swa_pattern: 4\n", "t.yaml:9:16: swa_pattern needs a sliding_window"},
+    {"op: silu_mul, in: [gate, up], out: f}", "op: silu_clamp_mul, in: [gate, up], out: f}", 
+     "t.yaml:40:7: silu_clamp_mul: 'limit' is not given and its default (hparams) is 0, outside [1e-06, 1e+06]"},
+    {"op: silu_mul, in: [gate, up], out: f}", "op: silu_clamp_mul, in: [gate, up], out: f, limit: -1}", 
+     "t.yaml:40:59: silu_clamp_mul: 'limit' must be in [1e-06, 1e+06], got -1"},
     {"[dim, q_dim]", "[dim, qdim]", "t.yaml:17:67: unknown shape symbol 'qdim'"},
     {"[q_dim, dim]", "[ffn_dim, dim]", "t.yaml:36:7: bitlinear 'wo': input 'a' has width 256, weight ne0 is 384"},
     {"output_norm.weight, type: f32, shape: [dim]", "output_norm.weight, type: f32, shape: [ffn_dim]",

@@ -40,6 +40,7 @@
  * U+2581), for encoder models.
  */
 #include "gen_model.h"
+#include "gen_param.h"
 #include "gguf/rt_gguf.h"
 
 #include <math.h>
@@ -480,6 +481,34 @@ static int stream_init(stream *s, const gen_model *m, int ti, const int64_t ne[4
     return 0;
 }
 
+/* The gguf_checks keys with the YAML's values: scalars, and per-layer arrays as llama.cpp's
+ * converter writes Maple's sliding_window_pattern (bools, true: a sliding-window layer) and
+ * swiglu_clamp_exp (floats). */
+static void write_checks(rt_gguf_writer *w, const gen_model *m, const char *arch, int layers)
+{
+    char key[160];
+#define ARCH_KEY(k) (snprintf(key, sizeof(key), "%s.%s", arch, (k)), key)
+    for (int i = 0; i < m->n_checks; i++) {
+        if (!strcmp(m->checks[i].hparam, "swa_pattern") || !strcmp(m->checks[i].hparam, "swiglu_limit")) {
+            /* per-layer arrays, as llama.cpp's converter writes Maple's sliding_window_pattern
+             * (bools, true: a sliding-window layer) and swiglu_clamp_exp (floats) */
+            uint8_t on[4096];
+            float lim[4096];
+            for (int il = 0; il < layers && il < 4096; il++) {
+                on[il] = (uint8_t)gen_swa_layer(&m->hp, il);
+                lim[il] = (float)m->checks[i].value;
+            }
+            const bool pat = !strcmp(m->checks[i].hparam, "swa_pattern");
+            rt_gguf_w_arr(w, ARCH_KEY(m->checks[i].gguf_key), pat ? RT_GGUF_BOOL : RT_GGUF_F32, pat ? (const void *)on
+                          : (const void *)lim, (uint64_t)(layers < 4096 ? layers : 4096));
+            continue;
+        }
+        if (m->checks[i].is_float) rt_gguf_w_f32(w, ARCH_KEY(m->checks[i].gguf_key), (float)m->checks[i].value);
+        else rt_gguf_w_u32(w, ARCH_KEY(m->checks[i].gguf_key), (uint32_t)m->checks[i].value);
+    }
+#undef ARCH_KEY
+}
+
 int main(int argc, char **argv)
 {
     const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL, *tok = NULL;
@@ -545,10 +574,7 @@ int main(int argc, char **argv)
     rt_gguf_w_u32(w, ARCH_KEY("vocab_size"), (uint32_t)n_vocab);
     rt_gguf_w_u32(w, ARCH_KEY("context_length"), (uint32_t)ctx);
     rt_gguf_w_u32(w, ARCH_KEY("block_count"), (uint32_t)layers);
-    for (int i = 0; i < m.n_checks; i++) {
-        if (m.checks[i].is_float) rt_gguf_w_f32(w, ARCH_KEY(m.checks[i].gguf_key), (float)m.checks[i].value);
-        else rt_gguf_w_u32(w, ARCH_KEY(m.checks[i].gguf_key), (uint32_t)m.checks[i].value);
-    }
+    write_checks(w, &m, arch, layers);
     bool encoder = false;
     for (int i = 0; i < m.n_layer; i++)
         encoder |= m.layer[i].kind == GEN_OP_ATTENTION && m.layer[i].param.v[0] == 0.0f; /* causal: false */

@@ -15,6 +15,10 @@
  * chunk) so any context length works. A token's keys past its own position (the
  * tile's later tokens') score -1e30 (MASKED_SCORE) and weigh exactly 0, so every row's
  * sums are the bits a one-token workgroup would compute.
+ * A model with a sliding window (hparams sliding_window, swa_pattern) reads its layer (a
+ * param): on a sliding-window layer a row's keys below nr - window (nr - 1 its position) score
+ * -1e30 and weigh exactly 0 as those past it do, so key ranges of split decode that lie wholly
+ * below the window leave (0, -1e30, 0) and weigh 0; the cache keeps every row.
  * Query head h reads KV head h / (n_heads / n_kv_heads). With a fused rope of q
  * (kop->rope), q is read before RoPE and each invocation rotates its element with
  * its partner (the ROPE kernel's code, the angle computed once per token for all the
@@ -173,8 +177,10 @@ typedef struct {
     uint32_t columns;                      /* workgroups along axis 0 */
     dsl_expr q, kc, vc, kc4, y, yout, sync, kin, vin;
     gen_last_bufs lb;
+    gen_kernel_out *out;                   /* the dispatch (params: the layer of a windowed model) */
     dsl_expr HD, QROW, KVROW, qsh, sc, mkey, w0, lid, kvh, kvoff;
     dsl_expr tok[MAX_ROWS], nr[MAX_ROWS], live[MAX_ROWS], hi, lo;
+    dsl_expr rlo[MAX_ROWS];                /* sliding window: token's first visible key (NULL: 0) */
     dsl_expr head[MAX_GROUP];
     gen_rope_rot rot;                      /* this lane's rotation at the token's position */
     dsl_expr M[MAX_ROWS], L[MAX_ROWS], acc[MAX_ROWS];
@@ -197,6 +203,12 @@ static int att_name(const att_ctx *c, char *name, size_t n, char *err)
         snprintf(name + strlen(name), n - strlen(name), "_split%d_g%d%s%s", c->S, c->G,
                  kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
     snprintf(name + strlen(name), n - strlen(name), "%s%s", gen_last_suffix(kop), kop->noncausal ? "_nc" : "");
+    if (c->hp->sliding_window > 0)
+        snprintf(name + strlen(name), n - strlen(name), "_swa%d_p%d", c->hp->sliding_window, c->hp->swa_pattern);
+    if (c->hp->sliding_window > 0 && kop->noncausal) {
+        snprintf(err, GEN_ERR_LEN, "%s: a sliding window needs causal attention", kop->label);
+        return -1;
+    }
     if ((kop->kv_fold || c->last) &&
         (!c->S || kop->part < 0 || (c->last && (256 % c->hd || kop->last_next)))) {
         snprintf(err, GEN_ERR_LEN, "%s: a folded %s needs the merged split decode attention%s", kop->label,
@@ -286,6 +298,17 @@ static void att_rows(att_ctx *c)
     }
     for (int hh = 0; hh < G; hh++)
         c->head[hh] = G > 1 ? dsl_let(k, "h", dsl_add(k, dsl_mul(k, c->kvh, GROUP), U(hh))) : c->w0; /* G == group */
+    for (int tt = 0; tt < T; tt++)
+        c->rlo[tt] = NULL;
+    if (c->hp->sliding_window <= 0)
+        return;
+    /* a sliding-window layer: token tt at position nr - 1 sees keys p with (nr - 1) - p <
+     * window, p >= nr - window (llama.cpp's LLAMA_SWA_TYPE_STANDARD); the others see all */
+    dsl_expr on = gen_swa_on(k, c->hp, c->out);
+    dsl_expr W = dsl_const_u32(k, "SWA_WINDOW", c->hp->sliding_window);
+    for (int tt = 0; tt < T; tt++)
+        c->rlo[tt] = dsl_let(k, "rlo", dsl_select(k, dsl_and(k, on, dsl_gt(k, c->nr[tt], W)), dsl_sub(k, c->nr[tt], W),
+                                                  U(0)));
 }
 
 /* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
@@ -399,7 +422,7 @@ static void att_range(att_ctx *c)
 
 /* One chunk's scores (key j = c0 + lid against the R rows, scaled; -1e30 past a row's
  * keys) into sv[]. */
-static void att_scores(att_ctx *c, dsl_expr j, const dsl_expr *rlim, dsl_expr *sv)
+static void att_scores(att_ctx *c, dsl_expr j, const dsl_expr *rlim, const dsl_expr *rlo, dsl_expr *sv)
 {
     dsl_kernel *k = c->k;
     const int R = c->R;
@@ -418,7 +441,10 @@ static void att_scores(att_ctx *c, dsl_expr j, const dsl_expr *rlim, dsl_expr *s
     dsl_expr scale = dsl_const_f32(k, "SCORE_SCALE", 1.0f / sqrtf((float)c->hd)); /* 1 / sqrt(head_dim) */
     for (int r = 0; r < R; r++) {
         dsl_expr s = dsl_mul(k, dot[r], scale);
-        dsl_assign(k, sv[r], c->T > 1 ? dsl_select(k, dsl_lt(k, j, rlim[r]), s, MASKED_SCORE(k)) : s);
+        dsl_expr in = c->T > 1 ? dsl_lt(k, j, rlim[r]) : NULL;
+        if (rlo[r])
+            in = in ? dsl_and(k, in, dsl_ge(k, j, rlo[r])) : dsl_ge(k, j, rlo[r]);
+        dsl_assign(k, sv[r], in ? dsl_select(k, in, s, MASKED_SCORE(k)) : s);
     }
     dsl_end(k);
 }
@@ -454,13 +480,15 @@ static void att_chunks(att_ctx *c)
     const int R = c->R;
     /* row r's key limit: its token's (prefill tiles: keys past it score -1e30 and weigh
      * 0, which leaves its sums exactly as they were) */
-    dsl_expr rlim[MAX_ROWS];
-    for (int r = 0; r < R; r++)
+    dsl_expr rlim[MAX_ROWS], rlo[MAX_ROWS];
+    for (int r = 0; r < R; r++) {
         rlim[r] = c->T > 1 ? c->nr[r / c->G] : c->hi;
+        rlo[r] = c->rlo[r / c->G]; /* keys before it weigh 0 too (NULL: none) */
+    }
     dsl_expr c0 = dsl_for(k, "c0", c->lo, c->hi, c->HD);
     dsl_expr j = dsl_let(k, "j", dsl_add(k, c0, c->lid));
     dsl_expr sv[MAX_ROWS];
-    att_scores(c, j, rlim, sv);
+    att_scores(c, j, rlim, rlo, sv);
     dsl_expr sgmax[MAX_ROWS];
     for (int r = 0; r < R; r++)
         sgmax[r] = dsl_subgroup_max(k, sv[r]);
@@ -477,7 +505,8 @@ static void att_chunks(att_ctx *c)
     }
     for (int r = 0; r < R; r++)
         dsl_assign(k, sc_at(k, c->sc, c->lid, r, R),
-                   dsl_select(k, dsl_lt(k, j, rlim[r]), dsl_exp(k, dsl_sub(k, sv[r], mn[r])), F(0)));
+                   dsl_select(k, rlo[r] ? dsl_and(k, dsl_lt(k, j, rlim[r]), dsl_ge(k, j, rlo[r])) : dsl_lt(k, j, rlim[r]),
+                              dsl_exp(k, dsl_sub(k, sv[r], mn[r])), F(0)));
     dsl_barrier(k);
     dsl_expr cnt = dsl_let(k, "cnt", dsl_min(k, c->HD, dsl_sub(k, c->hi, c0)));
     dsl_expr psum[MAX_ROWS], av[MAX_ROWS];
@@ -563,7 +592,7 @@ static void att_launch(const att_ctx *c, gen_kernel_out *out)
 int gen_k_attention(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_hparams *hp = &g->m->hp;
-    att_ctx c = {.hp = hp, .kop = kop, .hd = hp->head_dim};
+    att_ctx c = {.hp = hp, .kop = kop, .hd = hp->head_dim, .out = out};
     const int hd = c.hd;
     c.QD = hp->n_heads * hd;
     c.KVD = hp->n_kv_heads * hd;

@@ -43,7 +43,7 @@ void gen_bl_store(dsl_kernel *k, const gen_bl_ctx *c, const dsl_expr *tot, const
             vi = dsl_select(k, gen_bl_block_scaled(k, c), dsl_div(k, totf[j], sc), vi);
         v[j] = dsl_let(k, j ? "vu" : "v", vi);
     }
-    dsl_expr val = c->glu ? dsl_mul(k, c->act->kernel(k, v[0], c->act_p), v[1]) : v[0];
+    dsl_expr val = c->glu ? gen_act_mul_kernel(k, c->act, v[0], v[1], c->act_p) : v[0];
     if (c->res)
         val = dsl_add(k, dsl_load(k, y, yi), val);
     dsl_store(k, y, yi, val);

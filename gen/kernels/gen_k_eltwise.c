@@ -119,7 +119,7 @@ int gen_k_eltwise(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_expr idx = dsl_let(k, "idx", dsl_add(k, dsl_mul(k, t, N), i));
     dsl_expr av = dsl_let(k, "av", dsl_load(k, a, idx)), bv = plain ? NULL : dsl_load(k, b, idx);
     dsl_expr val = plain ? act->kernel(k, av, kop->act_param.v)
-                   : act ? dsl_mul(k, act->kernel(k, av, kop->act_param.v), bv)
+                   : act ? gen_act_mul_kernel(k, act, av, bv, kop->act_param.v)
                          : dsl_add(k, av, bv);
     dsl_store(k, y, idx, val);
     gen_out_groups_one(out);

@@ -250,10 +250,10 @@ static int moe_glu(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, 
     dsl_expr row = dsl_let(k, "row", dsl_add(k, dsl_mul(k, ex, U(F)), r));
     dsl_expr gs = dsl_let(k, "gs", dsl_subgroup_add(k, dot_row(k, &dg, row, xoff)));
     dsl_expr us = dsl_let(k, "us", dsl_subgroup_add(k, dot_row(k, &du, row, xoff)));
-    static const float no_params[8] = {0};
+    const gen_params ap = gen_params_default(act->params, hp); /* the row's defaults (gen_moe.c) */
     dsl_if(k, dsl_subgroup_elect(k));
     dsl_store(k, h, dsl_add(k, dsl_mul(k, dsl_add(k, dsl_mul(k, t, U(K)), j), U(F)), r),
-              dsl_mul(k, act->kernel(k, gs, no_params), us));
+              gen_act_mul_kernel(k, act, gs, us, ap.v));
     dsl_end(k);
     dsl_end(k); /* rl */
     gen_out_groups_one(out);

@@ -9,7 +9,8 @@
  * k < 2^16) before cos/sin so that GPU cos/sin stay accurate at large positions. NEOX
  * pairs (i, i + dims/2); NORM pairs (2i, 2i + 1). Dims past rope_dims (ROPE_DIMS) are
  * copied. The kernels name these numbers as GLSL constants (compile-time: the same
- * arithmetic as literals).
+ * arithmetic as literals). A rope with layers: swa (kop->swa_only) reads its layer (a
+ * param) and copies its input on the layers that are not sliding-window ones.
  */
 #include <math.h>
 
@@ -73,6 +74,16 @@ dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_exp
     return gen_rope_apply(k, hp, &r, x, base, e);
 }
 
+dsl_expr gen_swa_on(dsl_kernel *k, const gen_hparams *hp, gen_kernel_out *out)
+{
+    dsl_expr layer = dsl_param(k, "layer", DSL_U32);
+    out->params[out->n_params++] = (rt_param){.kind = RT_P_LAYER};
+    if (hp->swa_pattern == 0) /* every layer */
+        return dsl_let(k, "swa", dsl_eq(k, layer, layer));
+    dsl_expr P = dsl_const_u32(k, "SWA_PATTERN", hp->swa_pattern);
+    return dsl_let(k, "swa", dsl_lt(k, dsl_mod(k, layer, P), dsl_sub(k, P, U(1))));
+}
+
 int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_out *out, char *err)
 {
     const gen_hparams *hp = &g->m->hp;
@@ -80,7 +91,8 @@ int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     const int width = g->vals[kop->in[0]].width;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     char name[96];
-    snprintf(name, sizeof(name), "%s_n%d%s", gen_kop_name(kop->kind), width, to_cache ? (f16 ? "_f16" : "_f32") : "");
+    snprintf(name, sizeof(name), "%s_n%d%s%s", gen_kop_name(kop->kind), width, to_cache ? (f16 ? "_f16" : "_f32") : "",
+             kop->swa_only ? "_swa" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -100,12 +112,16 @@ int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         y = dsl_buffer(k, "y", DSL_F32, DSL_WRITEONLY);
         gen_out_val(out, g, kop->out);
     }
+    /* layers: swa: the rotation on the sliding-window layers only, a copy on the others */
+    dsl_expr on = kop->swa_only ? gen_swa_on(k, hp, out) : NULL;
     dsl_expr N = dsl_const_u32(k, "N", width);
     dsl_expr e = dsl_gid(k, 0), t = dsl_wgid(k, 1);
     dsl_return_if(k, dsl_ge(k, e, N));
     dsl_expr base = dsl_let(k, "base", dsl_mul(k, t, N));
     dsl_expr pos = dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t));
     dsl_expr val = rope ? gen_rope_elem(k, hp, x, base, e, pos) : dsl_load(k, x, dsl_add(k, base, e));
+    if (on)
+        val = dsl_select(k, on, val, dsl_load(k, x, dsl_add(k, base, e)));
     if (to_cache) {
         dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, pos, N), e));
         dsl_expr vv = dsl_load(k, v, dsl_add(k, base, e));

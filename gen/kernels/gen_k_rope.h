@@ -6,6 +6,7 @@
 #define GEN_K_ROPE_H
 
 #include "dsl.h"
+#include "gen_kernels.h"
 #include "gen_model.h"
 
 /* Rotated (or copied, past rope_dims) element e (within a row) of vector x (a
@@ -24,5 +25,9 @@ typedef struct {
 gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr d, dsl_expr pos);
 dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot *r, dsl_expr x, dsl_expr base,
                         dsl_expr e);
+
+/* Whether this dispatch's layer is a sliding-window one (gen_swa_layer in the kernel): declares
+ * the param `layer` (RT_P_LAYER, bound in out) and tests it against the hparams' pattern. */
+dsl_expr gen_swa_on(dsl_kernel *k, const gen_hparams *hp, gen_kernel_out *out);
 
 #endif

@@ -303,7 +303,7 @@ static int k_up(const gen_graph *g, const gen_kop *kop, gen_kernel_out *out, cha
     dsl_expr tot = dsl_let(k, "tot", row_dot(k, W, q, KW, r));
     dsl_if(k, dsl_eq(k, dsl_subgroup_invocation(k), U(0)));
     dsl_expr vu = dsl_let(k, "vu", row_value(k, tot, qs, ws));
-    dsl_store(k, y, r, dsl_mul(k, act->kernel(k, dsl_load(k, gate, r), kop->act_param.v), vu)); /* the dense GLU's expression */
+    dsl_store(k, y, r, gen_act_mul_kernel(k, act, dsl_load(k, gate, r), vu, kop->act_param.v)); /* the dense GLU's expression */
     dsl_end(k);
     dsl_end(k); /* rl */
 

@@ -185,7 +185,7 @@ static inline cpu_moe cpu_engine_moe(const cpu_engine *e, const cpu_step_op *so,
     const int8_t *x = e->cs->moe_experts;
     const cpu_weight *r = cpu_w(e, op->weight, L);
     return (cpu_moe){.router = r, .exp = {cpu_w(e, x[0], L), cpu_w(e, x[1], L), cpu_w(e, x[2], L)},
-                     .act = so->act, .dim = (int)r->ne0, .eff = (int)cpu_w(e, x[2], L)->ne0,
+                     .act = so->act, .act_p = {e->cs->moe_act_param}, .dim = (int)r->ne0, .eff = (int)cpu_w(e, x[2], L)->ne0,
                      .n_expert = (int)e->cs->n_expert, .k = (int)e->cs->n_expert_used,
                      .sigmoid = op->param[0] == 1.0f, .norm = op->param[1] != 0.0f};
 }

@@ -171,6 +171,13 @@ static void rope_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
     cpu_engine *e = r->e;
     const rt_cpu_schedule *c = e->cs;
     const int wi = WIDTH(e, so->op->in[0]);
+    if (so->op->param[0] != 0.0f && !rt_swa_layer(c->sliding_window, c->swa_pattern, r->layer)) {
+        /* layers: swa on a global layer: the input as it is */
+        for (int64_t t = lo; t < hi; t++)
+            if (OUT(e, so) != IN0(e, so))
+                memcpy(OUT(e, so) + t * WIDTH(e, so->op->out), IN0(e, so) + t * wi, sizeof(float) * (size_t)wi);
+        return;
+    }
     for (int64_t t = lo; t < hi; t++)
         cpu_rope(IN0(e, so) + t * wi, wi / (int)c->head_dim, (int)c->head_dim, (int)c->rope_dims, r->s->pos[t],
                  c->rope_base, c->rope_neox, OUT(e, so) + t * WIDTH(e, so->op->out));
@@ -205,12 +212,13 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
     const rt_cpu_schedule *c = e->cs;
     const int H = (int)c->n_heads, wi = WIDTH(e, so->op->in[0]), wo = WIDTH(e, so->op->out);
     const bool causal = so->op->param[0] == 0.0f; /* 1: YAML causal: false, a token sees the whole step */
+    const bool swa = rt_swa_layer(c->sliding_window, c->swa_pattern, r->layer); /* a sliding-window layer */
     const int32_t *kv0 = r->s->kv0;
     const size_t skip = (size_t)e->kv_dim * (e->kv_f16 ? 2 : 4); /* bytes of one cache row */
     for (int64_t i = lo; i < hi; i++) {
         const int t = (int)(i / H), h = (int)(i % H);
         const size_t base = kv0 ? (size_t)kv0[t] * skip : 0; /* a packed input's rows start at kv0 */
-        const cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0) + base, kv_rows(e, r->s->seq[t], r->layer, 1) + base,
+        cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0) + base, kv_rows(e, r->s->seq[t], r->layer, 1) + base,
                            e->kv_f16, e->kv_dim};
         int n_kv = r->s->pos[t] + 1;
         for (int u = t + 1; !causal && kv0 && u < r->s->n && kv0[u] == kv0[t]; u++) /* a packed input's rows */
@@ -218,6 +226,12 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
         for (int u = 0; !causal && !kv0 && u < r->s->n; u++) /* the last row of its sequence in the step */
             if (r->s->seq[u] == r->s->seq[t] && r->s->pos[u] + 1 > n_kv)
                 n_kv = r->s->pos[u] + 1;
+        if (causal && swa && n_kv > (int)c->sliding_window) { /* the window's keys: the last `window` rows */
+            const size_t j0 = (size_t)(n_kv - (int)c->sliding_window);
+            kv.k = (const uint8_t *)kv.k + j0 * skip;
+            kv.v = (const uint8_t *)kv.v + j0 * skip;
+            n_kv = (int)c->sliding_window;
+        }
         cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, n_kv, H, (int)c->n_kv_heads,
                       (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
     }

@@ -24,6 +24,7 @@ typedef struct {
     const cpu_weight *exp[3];  /* gate, up (rows of dim, eff per expert), down (rows of eff, dim per
                                 * expert): the stacked tensors as 2-D, expert e's rows at e * rows */
     const cpu_act *act;
+    float act_p[2];            /* the activation's parameter values (rt_cpu_schedule.moe_act_param) */
     int dim, eff, n_expert, k;
     bool sigmoid, norm;
 } cpu_moe;

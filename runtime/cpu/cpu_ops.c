@@ -161,6 +161,20 @@ static inline float silu(float a, const float *p)
     return a / (1.0f + expf(-a));
 }
 static inline float swish(float a, const float *p) { return a / (1.0f + expf(-(p[0] * a))); }
+/* silu of the gate clamped from above (gen/gen_act.c silu_clamp_ref); its product clamps b to
+ * [-limit, limit] (the row's clamp_b): ggml's swiglu_clamp */
+static inline float silu_clamp(float a, const float *p)
+{
+    const float g = a < p[0] ? a : p[0];
+    return g / (1.0f + expf(-g));
+}
+static void silu_clamp_mul(const float *a, const float *b, int n, const float *p, float *y)
+{
+    for (int i = 0; i < n; i++) {
+        const float u = b[i] < -p[0] ? -p[0] : b[i] > p[0] ? p[0] : b[i];
+        y[i] = silu_clamp(a[i], p) * u;
+    }
+}
 #define GELU_COEF_A 0.044715f
 #define SQRT_2_OVER_PI 0.79788456080286535587989211986876f
 static inline float gelu(float a, const float *p)
@@ -234,6 +248,7 @@ static const cpu_act ACTS[] = {
     {"swish", swish, swish_mul, false, NULL},
     {"gelu_erf", gelu_erf, gelu_erf_mul, false, NULL},
     {"gelu_f16", gelu_f16, gelu_f16_mul, false, gelu_f16_init},
+    {"silu_clamp", silu_clamp, silu_clamp_mul, false, NULL},
 };
 
 const cpu_act *cpu_act_find(const char *name)

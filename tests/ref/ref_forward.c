@@ -301,7 +301,8 @@ static int moe(eval_ctx *e, const gen_op *op, int L, const rt_gguf_tensor *w, co
     const gen_hparams *hp = &r->m->hp;
     ref_moe_op mo = {.router_type = w->type, .router = w->data, .dim = (int)w->ne[0], .eff = hp->expert_ffn_dim,
                      .n_expert = hp->n_expert, .k = hp->n_expert_used, .sigmoid = op->param.v[0] == GEN_MOE_SIGMOID,
-                     .norm = op->param.v[1] != 0.0f, .act = gen_act_at(op->act)->ref};
+                     .norm = op->param.v[1] != 0.0f, .act = gen_act_at(op->act),
+                     .act_p = gen_params_default(gen_act_at(op->act)->params, hp)};
     for (int i = 0; i < 3; i++) {
         const rt_gguf_tensor *t = r->w[op->experts[i] * r->n_layers + (r->m->tensors[op->experts[i]].per_layer && L > 0 ? L : 0)];
         mo.exp_type[i] = t->type;
@@ -353,6 +354,11 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
     case GEN_OP_BITLINEAR:
         return bitlinear(e, op, L, w, in0, wi, wo, out);
     case GEN_OP_ROPE:
+        if (op->param.v[0] != 0.0f && !gen_swa_layer(hp, L)) { /* layers: swa on a global layer: a copy */
+            for (int t = 0; t < n; t++)
+                memmove(out + (size_t)t * wo, in0 + (size_t)t * wi, sizeof(float) * (size_t)wi);
+            break;
+        }
         for (int t = 0; t < n; t++)
             ref_rope(in0 + (size_t)t * wi, wi / hp->head_dim, hp->head_dim, hp->rope_dims,
                      e->pos + t, hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, out + (size_t)t * wo);
@@ -368,16 +374,20 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
         break;
     case GEN_OP_ATTENTION: {
         unsigned fl = r->kv_f16 ? REF_ATT_Q_F16 | (e->inc ? REF_ATT_P_F16 : 0) : 0;
-        for (int t = 0; t < n; t++)
-            ref_attention(in0 + (size_t)t * wi, r->kc[L], r->vc[L], op->param.v[0] == 0.0f ? e->pos + n : e->pos + t + 1, hp->n_heads,
-                          hp->n_kv_heads, hp->head_dim, fl, out + (size_t)t * wo);
+        for (int t = 0; t < n; t++) {
+            int n_kv = op->param.v[0] == 0.0f ? e->pos + n : e->pos + t + 1;
+            /* a sliding-window layer (gen_swa_layer): only the last sliding_window keys */
+            const int j0 = gen_swa_layer(hp, L) && n_kv > hp->sliding_window ? n_kv - hp->sliding_window : 0;
+            ref_attention(in0 + (size_t)t * wi, r->kc[L] + (size_t)j0 * r->kv_width, r->vc[L] + (size_t)j0 * r->kv_width,
+                          n_kv - j0, hp->n_heads, hp->n_kv_heads, hp->head_dim, fl, out + (size_t)t * wo);
+        }
         break;
     }
     case GEN_OP_ADD:
         for (size_t i = 0; i < (size_t)n * wo; i++) out[i] = in0[i] + in1[i];
         break;
     case GEN_OP_ACT_MUL:
-        ref_act_mul(gen_act_at(op->act)->ref, op->param.v, in0, in1, n * wo, out);
+        ref_act_mul(gen_act_at(op->act), op->param.v, in0, in1, n * wo, out);
         break;
     case GEN_OP_ACT: /* y = act(x) */
         for (size_t i = 0; i < (size_t)n * wo; i++) out[i] = gen_act_at(op->act)->ref(in0[i], op->param.v);

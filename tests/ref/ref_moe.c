@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "format/fmt_codec.h"
+#include "gen_act.h"
 #include "ref_ops.h"
 
 void ref_moe_select(const float *logits, int n_expert, int k, bool sigmoid, bool norm, int *sel, float *w)
@@ -62,7 +63,7 @@ int ref_moe_hidden(const ref_moe_op *op, const float *x, int e, float *h)
     int rc = !u || lin(op->exp_type[0], expert(op->exp_type[0], op->exp[0], D, F, e), D, F, x, h) ||
              lin(op->exp_type[1], expert(op->exp_type[1], op->exp[1], D, F, e), D, F, x, u);
     for (int i = 0; !rc && i < F; i++)
-        h[i] = op->act(h[i], NULL) * u[i];
+        h[i] = gen_act_mul_ref(op->act, h[i], u[i], op->act_p.v);
     free(u);
     return rc ? -1 : 0;
 }

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gen_param.h"
+
 typedef struct {
     uint32_t router_type;   /* F32 or F16, [dim][n_expert] rows of dim */
     const void *router;
@@ -17,7 +19,8 @@ typedef struct {
     const void *exp[3];     /* gate, up [n_expert][eff][dim]; down [n_expert][dim][eff] (GGUF bytes) */
     int dim, eff, n_expert, k;
     bool sigmoid, norm;     /* gating sigmoid (else softmax); weights divided by their sum */
-    float (*act)(float a, const float *p); /* the GLU's activation (gen_act.h ref), p NULL */
+    const struct gen_act_row *act; /* the GLU's activation (gen_act.h), with its row's defaults */
+    gen_params act_p;
 } ref_moe_op;
 
 /* Selection from one token's router logits l [n_expert]: scores softmax(l) or sigmoid(l); the

@@ -1,6 +1,7 @@
 /* ref_ops.c - plain-loop reference ops in the oracle's numerics (see ref_ops.h). */
 #include "ref_ops.h"
 
+#include "gen_act.h"
 #include "gen_norm.h"
 #include "gguf/rt_gguf.h"
 
@@ -239,10 +240,9 @@ done:
     free(qh);
 }
 
-void ref_act_mul(float (*act_ref)(float, const float *), const float *p, const float *a, const float *b, int n,
-                 float *y)
+void ref_act_mul(const gen_act *act, const float *p, const float *a, const float *b, int n, float *y)
 {
-    for (int i = 0; i < n; i++) y[i] = act_ref(a[i], p) * b[i];
+    for (int i = 0; i < n; i++) y[i] = gen_act_mul_ref(act, a[i], b[i], p);
 }
 
 int ref_add_rows(const float *x, const float *table, int64_t rows, int width, int n, int pos, int row, float *y)

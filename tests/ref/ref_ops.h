@@ -79,10 +79,11 @@ void ref_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos,
 void ref_attention(const float *q, const float *kc, const float *vc, int n_kv, int n_heads,
                    int n_kv_heads, int head_dim, unsigned flags, float *out);
 
-/* y = act(a) * b elementwise in float, act(a) = act_ref(a, p): the C expression of a row of
- * the activation table (gen/gen_act.h) with the op's parameter values p. y may alias a or b. */
-void ref_act_mul(float (*act_ref)(float, const float *), const float *p, const float *a, const float *b, int n,
-                 float *y);
+/* y = act(a) * b elementwise in float (b clamped first for a row with clamp_b):
+ * gen_act_mul_ref of a row of the activation table (gen/gen_act.h) with the op's parameter
+ * values p. y may alias a or b. */
+struct gen_act_row;
+void ref_act_mul(const struct gen_act_row *act, const float *p, const float *a, const float *b, int n, float *y);
 
 /* y[t] = x[t] + table[row t] for n tokens of width floats: row t = pos + t when row < 0 (learned
  * absolute position embeddings), else row (a token-type row); table [rows][width] F32. Returns
