@@ -11,7 +11,8 @@
  *     place, row r's sequence's caches bound, and their activation arguments shifted to row
  *     r: row r writes its K/V at pos_r of its own cache and attends to positions 0..pos_r of
  *     it only. These kernels read no weights, so the per-row dispatches cost launches, not
- *     weight bandwidth.
+ *     weight bandwidth. Row by row (one dyn copy per row), or dispatch by dispatch where the
+ *     prompt schedule reuses a buffer between them (run_shares_act).
  * Each row's logits are those of a one-token prompt step of its sequence: they equal a
  * single-sequence decode step within the batched-vs-incremental tolerance (the prompt
  * kernels sum in another order than the decode kernels; test_multi), and do not depend on
@@ -92,6 +93,24 @@ int rt_eng_kv_act_bytes(const rt_engine *e, const rt_dispatch *dp, uint32_t *out
     return 0;
 }
 
+/* Do two dispatches of the run run[0 .. n) bind the same activation buffer? The prompt schedule
+ * runs each dispatch over all rows before the next, so it may give a later dispatch's output the
+ * buffer of an earlier one's input once that input is dead (qwen3's: the attention writes `a`
+ * where the KV write read `kn`, act2 in generated/qwen3-30b-a3b/schedule.txt). Run row by row,
+ * row r's attention would then overwrite the K rows of rows after r before their KV write reads
+ * them; such a run goes dispatch by dispatch, all rows of one before the next. */
+static bool run_shares_act(const rt_dispatch *run, uint32_t n)
+{
+    for (uint32_t k = 1; k < n; k++)
+        for (uint32_t p = 0; p < k; p++)
+            for (int a = 0; a < run[k].n_args; a++)
+                for (int b = 0; b < run[p].n_args; b++)
+                    if (run[k].args[a].kind == RT_ARG_ACT && run[p].args[b].kind == RT_ARG_ACT &&
+                        run[k].args[a].index == run[p].args[b].index)
+                        return true;
+    return false;
+}
+
 static int record_multi(rt_engine *e, int n, const int32_t *seq, rt_cmd **out, char *err)
 {
     uint32_t kvb, qb;
@@ -117,16 +136,20 @@ static int record_multi(rt_engine *e, int n, const int32_t *seq, rt_cmd **out, c
                 rt_eng_record_dispatch(e, c, &s->layer[i], L, (uint32_t)n, 0);
                 continue;
             }
-            uint32_t j = i; /* the run of consecutive KV dispatches i .. j-1, row by row */
+            uint32_t j = i; /* the run of consecutive KV dispatches i .. j-1 */
             while (j < s->n_layer && binds_kv(&s->layer[j]))
                 j++;
-            for (int r = 0; r < n; r++) {
-                rt_cmd_copy(c, &e->multibuf, (VkDeviceSize)r * sizeof(rt_dyn), dyn, 0, sizeof(rt_dyn));
-                e->seq = seq[r]; /* arg_buf binds this row's sequence's caches */
-                for (uint32_t k = i; k < j; k++) /* row r as token 0: its rows of K, V / Q, output */
-                    rt_eng_record_dispatch(e, c, &s->layer[k], L, 1,
-                                           (VkDeviceSize)r * (kv_shape(&s->layer[k]) == 1 ? kvb : qb));
-            }
+            /* row by row (a dyn copy per row); dispatch by dispatch (one per dispatch and row)
+             * where a dispatch of the run writes a buffer an earlier one reads */
+            const uint32_t per = run_shares_act(&s->layer[i], j - i) ? 1 : j - i;
+            for (uint32_t k0 = i; k0 < j; k0 += per)
+                for (int r = 0; r < n; r++) {
+                    rt_cmd_copy(c, &e->multibuf, (VkDeviceSize)r * sizeof(rt_dyn), dyn, 0, sizeof(rt_dyn));
+                    e->seq = seq[r]; /* arg_buf binds this row's sequence's caches */
+                    for (uint32_t k = k0; k < k0 + per; k++) /* row r as token 0: its rows of K, V / Q, output */
+                        rt_eng_record_dispatch(e, c, &s->layer[k], L, 1,
+                                               (VkDeviceSize)r * (kv_shape(&s->layer[k]) == 1 ? kvb : qb));
+                }
             e->seq = bound;
             rt_cmd_copy(c, &e->multibuf, all, dyn, 0, sizeof(rt_dyn));
             i = j - 1;
