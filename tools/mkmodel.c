@@ -1,7 +1,7 @@
 /* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
  *
  *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S] [--arch NAME]
- *           [--pre NAME] [--tok spm|bert] [--pooling N] [--q2-twin]
+ *           [--pre NAME] [--tok spm|bert] [--pooling N] [--q2-twin] [--rope-scaling F,LOW,HIGH,ORIG]
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
@@ -25,6 +25,11 @@
  * <arch>.pooling_type (llama.cpp's enum: --pooling N, default 1 mean), and a YAML with a
  * token_types.weight tensor tokenizer.ggml.token_type_count (its rows), as llama.cpp's
  * converter writes a BertModel.
+ * The tensor a YAML's rope.freq_factors names (Llama 3.1's rope_freqs.weight) holds the "llama3"
+ * RoPE scaling factors as llama.cpp's converter computes them (conversion/llama.py,
+ * LlamaModel.generate_extra_tensors: float32 freqs = 1 / base^(2i/dims), wavelen = 2 pi / freq;
+ * 1 below ORIG/HIGH, F above ORIG/LOW, 1 / ((1 - s) / F + s) between, s = (ORIG / wavelen - LOW) /
+ * (HIGH - LOW)) with --rope-scaling F,LOW,HIGH,ORIG, by default Llama 3.1's 8,1,4,8192.
  * --pre NAME writes tokenizer.ggml.pre NAME (none by default), as a converter does for a family.
  * --tok spm writes a SentencePiece vocabulary in the Llama 2 layout instead (tokenizer.ggml.model
  * `llama`: <unk> 0, <s> 1 (BOS), </s> 2 (EOS), the 256 byte-fallback tokens <0x00>..<0xFF>,
@@ -440,10 +445,29 @@ static bool is_bias(const gen_model *m, int ti)
     return false;
 }
 
+/* The llama3 RoPE factors of n = dims / 2 pairs (see the header; sc = {F, LOW, HIGH, ORIG}). */
+static void llama3_factors(float base, int dims, const double sc[4], float *out)
+{
+    const double lo_wl = sc[3] / sc[1], hi_wl = sc[3] / sc[2];
+    for (int i = 0; i < dims / 2; i++) {
+        const float freq = 1.0f / powf(base, (float)(2 * i) / (float)dims);
+        const double wl = 2 * M_PI / (double)freq;
+        double f = 1;
+        if (wl > lo_wl)
+            f = sc[0];
+        else if (wl >= hi_wl) {
+            const double sm = (sc[3] / wl - sc[1]) / (sc[2] - sc[1]);
+            f = 1 / ((1 - sm) / sc[0] + sm);
+        }
+        out[i] = (float)f;
+    }
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
-                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm|bert] [--pooling 0..4]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
+                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm|bert] [--pooling 0..4] "
+                    "[--rope-scaling F,LOW,HIGH,ORIG]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
                     "other models: 2 layers, vocab 512, ctx 256; seed 1\n");
     return 2;
 }
@@ -486,6 +510,7 @@ int main(int argc, char **argv)
     int q2_twin = 0; /* --q2-twin: Q2_0 with blocks of 128 written as mainline's blocks of 64 (the same values) */
     long layers = 0, n_vocab = 0, ctx = 0, pooling = -1; /* -1: mean (1) for an encoder */
     unsigned long long seed = 1;
+    double rscale[4] = {8, 1, 4, 8192}; /* --rope-scaling: Llama 3.1's rope_scaling */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -494,6 +519,16 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--pre") && val) { pre = val; i++; continue; }
         if (!strcmp(a, "--tok") && val) { tok = val; i++; continue; }
         if (!strcmp(a, "--q2-twin")) { q2_twin = 1; continue; }
+        if (!strcmp(a, "--rope-scaling") && val) {
+            char tail;
+            if (sscanf(val, "%lf,%lf,%lf,%lf%c", &rscale[0], &rscale[1], &rscale[2], &rscale[3], &tail) != 4 ||
+                !(rscale[0] > 0) || !(rscale[1] > 0) || !(rscale[2] > rscale[1]) || !(rscale[3] > 0)) {
+                fprintf(stderr, "mkmodel: --rope-scaling: want F,LOW,HIGH,ORIG (positive, HIGH > LOW), got '%s'\n", val);
+                return 2;
+            }
+            i++;
+            continue;
+        }
         long *dst = !strcmp(a, "--layers") ? &layers : !strcmp(a, "--vocab") ? &n_vocab
                   : !strcmp(a, "--ctx") ? &ctx : !strcmp(a, "--pooling") ? &pooling : NULL;
         if (dst && val) {
@@ -571,8 +606,18 @@ int main(int argc, char **argv)
     if (!st) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
     int ns = 0;
     uint64_t total = 0;
+    float *ff = calloc((size_t)m.hp.rope_dims / 2 + 1, sizeof(float));
+    if (!ff) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
+    llama3_factors(m.hp.rope_base, m.hp.rope_dims, rscale, ff);
     for (int ti = 0; ti < m.n_tensors; ti++) {
         const gen_tensor *t = &m.tensors[ti];
+        if (m.hp.rope_ff_key[0] && ti == m.hp.rope_ff) { /* F32 [rope_dims / 2] (gen_model checks) */
+            const int64_t ne[4] = {m.hp.rope_dims / 2, 1, 1, 1};
+            rt_gguf_w_tensor(w, t->gguf, FMT_F32, 1, ne, ff, sizeof(float) * (size_t)ne[0]);
+            total += sizeof(float) * (uint64_t)ne[0];
+            ns++;
+            continue;
+        }
         for (long L = 0; L < (t->per_layer ? layers : 1); L++) {
             stream *s = &st[ns++];
             char name[160];
@@ -595,6 +640,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mkmodel: wrote %s (%s, %ld layers, vocab %ld, ctx %ld, %d tensors, %.1f MB of data)\n",
                 out, arch, layers, n_vocab, ctx, ns, total / 1e6);
     rt_gguf_writer_free(w);
+    free(ff);
     free(st);
     free_vocab(&v);
     return rc ? 1 : 0;
