@@ -495,7 +495,7 @@ static int resolve_rope_ff(gen_yaml *y, yaml_node_t *hp, gen_yaml *var, yaml_nod
     const gen_tensor *t = &m->tensors[h->rope_ff];
     if (t->per_layer || t->type != FMT_F32 || t->n_alt || t->n_dims != 1 || t->ne[0] != h->rope_dims / 2)
         return gen_yaml_fail(ay, at, "rope.freq_factors: tensor '%s' must be one tensor for all layers (no {L}), "
-                             "type f32, shape [%d] (rope.dims / 2: one divisor per rotated pair)", t->key,
+                             "type f32, shape [rope_pairs] (%d: rope.dims / 2, one divisor per rotated pair)", t->key,
                              h->rope_dims / 2);
     return 0;
 }
