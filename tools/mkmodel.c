@@ -463,6 +463,18 @@ static void llama3_factors(float base, int dims, const double sc[4], float *out)
     }
 }
 
+/* --rope-scaling F,LOW,HIGH,ORIG into sc; non-zero (with a message) when malformed. */
+static int parse_rope_scaling(const char *val, double sc[4])
+{
+    char tail;
+    if (sscanf(val, "%lf,%lf,%lf,%lf%c", &sc[0], &sc[1], &sc[2], &sc[3], &tail) != 4 || !(sc[0] > 0) ||
+        !(sc[1] > 0) || !(sc[2] > sc[1]) || !(sc[3] > 0)) {
+        fprintf(stderr, "mkmodel: --rope-scaling: want F,LOW,HIGH,ORIG (positive, HIGH > LOW), got '%s'\n", val);
+        return -1;
+    }
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
@@ -504,6 +516,48 @@ static int stream_init(stream *s, const gen_model *m, int ti, const int64_t ne[4
     return 0;
 }
 
+typedef struct {
+    long layers, n_vocab;
+    unsigned long long seed;
+    int q2_twin;
+} tensor_args;
+
+/* Every tensor of the table into w, in its order, each layer's own (streams st: one per tensor
+ * and layer); the one rope.freq_factors names (F32 [rope_dims / 2], gen_model checks) holds ff.
+ * Returns the tensors written (their bytes added to *total), -1 with a message. */
+static int add_tensors(rt_gguf_writer *w, const gen_model *m, stream *st, const float *ff, const tensor_args *a,
+                       uint64_t *total)
+{
+    char err[RT_ERR_LEN];
+    int ns = 0;
+    for (int ti = 0; ti < m->n_tensors; ti++) {
+        const gen_tensor *t = &m->tensors[ti];
+        if (m->hp.rope_ff_key[0] && ti == m->hp.rope_ff) {
+            const int64_t ne[4] = {m->hp.rope_dims / 2, 1, 1, 1};
+            rt_gguf_w_tensor(w, t->gguf, FMT_F32, 1, ne, ff, sizeof(float) * (size_t)ne[0]);
+            *total += sizeof(float) * (uint64_t)ne[0];
+            ns++;
+            continue;
+        }
+        for (long L = 0; L < (t->per_layer ? a->layers : 1); L++) {
+            stream *s = &st[ns++];
+            char name[160];
+            gen_tensor_name(t, (int)L, name, sizeof(name));
+            int64_t ne[4] = {1, 1, 1, 1};
+            for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? a->n_vocab : t->ne[d];
+            s->twin = a->q2_twin && t->type == FMT_Q2_0_G128;
+            if (stream_init(s, m, ti, ne, name, a->seed))
+                return -1;
+            const uint32_t type = s->twin ? FMT_Q2_0 : t->type;
+            uint64_t nb = fmt_nbytes(type, ne, err);
+            if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return -1; }
+            *total += nb;
+            rt_gguf_w_tensor_cb(w, name, type, (uint32_t)t->n_dims, ne, nb, fill, s);
+        }
+    }
+    return ns;
+}
+
 int main(int argc, char **argv)
 {
     const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL, *tok = NULL;
@@ -520,12 +574,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--tok") && val) { tok = val; i++; continue; }
         if (!strcmp(a, "--q2-twin")) { q2_twin = 1; continue; }
         if (!strcmp(a, "--rope-scaling") && val) {
-            char tail;
-            if (sscanf(val, "%lf,%lf,%lf,%lf%c", &rscale[0], &rscale[1], &rscale[2], &rscale[3], &tail) != 4 ||
-                !(rscale[0] > 0) || !(rscale[1] > 0) || !(rscale[2] > rscale[1]) || !(rscale[3] > 0)) {
-                fprintf(stderr, "mkmodel: --rope-scaling: want F,LOW,HIGH,ORIG (positive, HIGH > LOW), got '%s'\n", val);
+            if (parse_rope_scaling(val, rscale))
                 return 2;
-            }
             i++;
             continue;
         }
@@ -603,37 +653,13 @@ int main(int argc, char **argv)
     else write_tokenizer(w, &v, v.n_merges, pre);
 
     stream *st = calloc((size_t)m.n_tensors * (size_t)layers, sizeof(stream));
-    if (!st) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
-    int ns = 0;
-    uint64_t total = 0;
-    float *ff = calloc((size_t)m.hp.rope_dims / 2 + 1, sizeof(float));
-    if (!ff) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
+    float *ff = calloc((size_t)m.hp.rope_dims / 2 + 1, sizeof(float)); /* the writer reads it at save */
+    if (!st || !ff) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
     llama3_factors(m.hp.rope_base, m.hp.rope_dims, rscale, ff);
-    for (int ti = 0; ti < m.n_tensors; ti++) {
-        const gen_tensor *t = &m.tensors[ti];
-        if (m.hp.rope_ff_key[0] && ti == m.hp.rope_ff) { /* F32 [rope_dims / 2] (gen_model checks) */
-            const int64_t ne[4] = {m.hp.rope_dims / 2, 1, 1, 1};
-            rt_gguf_w_tensor(w, t->gguf, FMT_F32, 1, ne, ff, sizeof(float) * (size_t)ne[0]);
-            total += sizeof(float) * (uint64_t)ne[0];
-            ns++;
-            continue;
-        }
-        for (long L = 0; L < (t->per_layer ? layers : 1); L++) {
-            stream *s = &st[ns++];
-            char name[160];
-            gen_tensor_name(t, (int)L, name, sizeof(name));
-            int64_t ne[4] = {1, 1, 1, 1};
-            for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? n_vocab : t->ne[d];
-            s->twin = q2_twin && t->type == FMT_Q2_0_G128;
-            if (stream_init(s, &m, ti, ne, name, seed))
-                return 1;
-            const uint32_t type = s->twin ? FMT_Q2_0 : t->type;
-            uint64_t nb = fmt_nbytes(type, ne, err);
-            if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return 1; }
-            total += nb;
-            rt_gguf_w_tensor_cb(w, name, type, (uint32_t)t->n_dims, ne, nb, fill, s);
-        }
-    }
+    uint64_t total = 0;
+    const int ns = add_tensors(w, &m, st, ff, &(tensor_args){layers, n_vocab, seed, q2_twin}, &total);
+    if (ns < 0)
+        return 1;
     int rc = rt_gguf_writer_save(w, out, err);
     if (rc) fprintf(stderr, "mkmodel: %s\n", err);
     else
