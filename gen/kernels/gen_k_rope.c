@@ -3,12 +3,12 @@
  *
  * One invocation per output element. Angles follow ggml exactly: for pair i,
  * theta = pos * ts^i accumulated by repeated float multiplication with
- * ts = powf(base, -2 / rope_dims) (baked here: ROPE_THETA_STEP), then reduced modulo
+ * ts = powf(base, -2 / rope_dims) (baked here: ROPE_THETA_STEP), divided by the pair's
+ * frequency factor when the model has them (rope.freq_factors, the tensor bound as rope_ff:
+ * ggml's rope cache computes theta / freq_factors[i]), then reduced modulo
  * 2*pi (Cody-Waite: k = roundEven(theta * INV_TWO_PI), theta - k * TWO_PI_HI -
  * k * TWO_PI_LO; TWO_PI_HI has 8 significant bits, so k * TWO_PI_HI is exact for
- * k < 2^16) before cos/sin; with frequency factors (rope.freq_factors) theta is divided by the
- * pair's factor first, as ggml's rope cache does (theta / freq_factors[i], then the rest
- * alike), before cos/sin so that GPU cos/sin stay accurate at large positions. NEOX
+ * k < 2^16) before cos/sin so that GPU cos/sin stay accurate at large positions. NEOX
  * pairs (i, i + dims/2); NORM pairs (2i, 2i + 1). Dims past rope_dims (ROPE_DIMS) are
  * copied. The kernels name these numbers as GLSL constants (compile-time: the same
  * arithmetic as literals).
