@@ -85,6 +85,8 @@ int gen_cpu_build(const gen_model *m, gen_cpu_sched *st, rt_cpu_schedule *out, c
         .head_dim = (uint32_t)m->hp.head_dim, .rope_dims = (uint32_t)m->hp.rope_dims,
         .rope_base = m->hp.rope_base,
         .rope_neox = m->hp.rope_style == GEN_ROPE_NEOX,
+        .rope_has_ff = m->hp.rope_ff_key[0] != 0,
+        .rope_ff = (uint16_t)(m->hp.rope_ff_key[0] ? m->hp.rope_ff : 0),
         .n_expert = (uint32_t)m->hp.n_expert, .n_expert_used = (uint32_t)m->hp.n_expert_used,
         .sliding_window = (uint32_t)m->hp.sliding_window, .swa_pattern = (uint32_t)m->hp.swa_pattern,
     };

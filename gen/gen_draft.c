@@ -82,9 +82,10 @@ static const struct {
     {"expert_count", "mixture of experts"},
 };
 
-/* The layouts' tensors. shape symbols: dim, q_dim, kv_dim, ffn_dim, head_dim, vocab (NULL ne1:
- * 1-D). */
-enum { NEED_ALL, NEED_SUB, NEED_UNTIED, NEED_QK };
+/* The layouts' tensors. shape symbols: dim, q_dim, kv_dim, ffn_dim, head_dim, vocab, rope_pairs
+ * (NULL ne1: 1-D). NEED_FF: the file's RoPE frequency factors (Llama 3.1 / 3.2's rope_freqs,
+ * read by rope.freq_factors) when it has them. */
+enum { NEED_ALL, NEED_SUB, NEED_UNTIED, NEED_QK, NEED_FF };
 static const struct {
     const char *key, *gguf, *ne0, *ne1;
     unsigned use; /* FMT_USE_* the op reading it needs */
@@ -93,6 +94,7 @@ static const struct {
     {"token_embd", "token_embd.weight", "dim", "vocab", FMT_USE_TABLE, NEED_ALL},
     {"output_norm", "output_norm.weight", "dim", NULL, FMT_USE_VECTOR, NEED_ALL},
     {"output", "output.weight", "dim", "vocab", FMT_USE_TABLE, NEED_UNTIED},
+    {"rope_freqs", "rope_freqs.weight", "rope_pairs", NULL, FMT_USE_VECTOR, NEED_FF},
     {"attn_norm", "blk.{L}.attn_norm.weight", "dim", NULL, FMT_USE_VECTOR, NEED_ALL},
     {"attn_q", "blk.{L}.attn_q.weight", "dim", "q_dim", FMT_USE_TERNARY, NEED_ALL},
     {"attn_k", "blk.{L}.attn_k.weight", "dim", "kv_dim", FMT_USE_TERNARY, NEED_ALL},
@@ -153,6 +155,7 @@ typedef struct {
     int n_layers;
     int64_t vocab;
     bool untied;
+    bool has_ff; /* rope_freqs.weight in the file */
     const rt_gguf_tensor *t[N_TENSORS]; /* layer 0's tensor of each row used, else NULL */
     uint32_t more[N_TENSORS][GEN_MAX_ALT]; /* the other types later layers hold (a type set) */
     int n_more[N_TENSORS];
@@ -265,7 +268,8 @@ static int read_hparams(drafter *d)
 static bool row_used(const drafter *d, int need)
 {
     return need == NEED_ALL || (need == NEED_SUB && k_layouts[d->layout].sub_norms) ||
-           (need == NEED_UNTIED && d->untied) || (need == NEED_QK && k_layouts[d->layout].qk_norm);
+           (need == NEED_UNTIED && d->untied) || (need == NEED_QK && k_layouts[d->layout].qk_norm) ||
+           (need == NEED_FF && d->has_ff);
 }
 
 static int64_t sym(const drafter *d, const char *s)
@@ -280,6 +284,8 @@ static int64_t sym(const drafter *d, const char *s)
         return (int64_t)d->hp[H_KV_HEADS] * (int64_t)d->hp[H_HEAD_DIM];
     if (!strcmp(s, "head_dim"))
         return (int64_t)d->hp[H_HEAD_DIM];
+    if (!strcmp(s, "rope_pairs"))
+        return (int64_t)d->hp[H_ROPE_DIMS] / 2;
     return (int64_t)d->hp[!strcmp(s, "dim") ? H_DIM : H_FFN];
 }
 
@@ -355,6 +361,7 @@ static void choose_layout(drafter *d)
         d->rope = GEN_ROPE_NEOX;
     }
     d->untied = rt_gguf_tensor_find(d->g, "output.weight") != NULL;
+    d->has_ff = rt_gguf_tensor_find(d->g, "rope_freqs.weight") != NULL;
 }
 
 /* ---- writing the YAML ---- */
@@ -485,8 +492,9 @@ static void write_hparams(drafter *d)
             line(d, src, "  %s: %lld", k_keys[h].hparam, (long long)d->hp[h]);
     }
     const char *rope_src = d->arch_row ? d->arch_row->source : "UNSUPPORTED: style unknown (above)";
-    line(d, rope_src, "  rope: {style: %s, base: %s, dims: %lld}", d->rope == GEN_ROPE_NORM ? "norm" : "neox",
-         float_str(d->hp[H_ROPE_BASE], num, sizeof(num)), (long long)d->hp[H_ROPE_DIMS]);
+    line(d, rope_src, "  rope: {style: %s, base: %s, dims: %lld%s}", d->rope == GEN_ROPE_NORM ? "norm" : "neox",
+         float_str(d->hp[H_ROPE_BASE], num, sizeof(num)), (long long)d->hp[H_ROPE_DIMS],
+         d->has_ff ? ", freq_factors: rope_freqs" : "");
     line(d, NULL, "  kv_cache: f16");
     for (size_t i = 0; i < sizeof(k_unsupported) / sizeof(k_unsupported[0]); i++) {
         char key[160];

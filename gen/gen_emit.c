@@ -542,6 +542,8 @@ static void write_cpu_desc(FILE *f, const rt_model_desc *md)
             c->n_pre, c->n_pre + c->n_layer, c->n_pre, c->n_layer, c->n_post, c->n_values,
             c->value_name[c->logits], c->n_heads, c->n_kv_heads, c->head_dim, c->rope_dims,
             float_lit(c->rope_base, b1), c->rope_neox);
+    if (c->rope_has_ff) /* only then, as the experts below */
+        fprintf(f, ",\n            .rope_has_ff = 1, .rope_ff = %u", c->rope_ff);
     if (c->n_expert) /* only then: a model without experts reads as before */
         fprintf(f, ",\n            .n_expert = %u, .n_expert_used = %u, .moe_experts = {%d, %d, %d}", c->n_expert,
                 c->n_expert_used, c->moe_experts[0], c->moe_experts[1], c->moe_experts[2]);

@@ -101,7 +101,7 @@ static int pos_float(gen_yaml *y, yaml_node_t *n, const char *key, const char *w
 
 static int parse_rope(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp)
 {
-    static const char *const keys[] = {"style", "base", "dims", NULL};
+    static const char *const keys[] = {"style", "base", "dims", "freq_factors", NULL};
     if (gen_yaml_check_map(y, n, "hparams.rope", keys) ||
         pos_float(y, n, "base", "hparams.rope", keep, &hp->rope_base) ||
         pos_int(y, n, "dims", "hparams.rope", keep, &hp->rope_dims))
@@ -118,6 +118,9 @@ static int parse_rope(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp)
         else if (strcmp(style, "neox"))
             return gen_yaml_fail(y, s, "unknown rope style '%s' (neox or norm)", style);
     }
+    yaml_node_t *ff = gen_yaml_get(y, n, "freq_factors");
+    if (ff && gen_yaml_str(y, ff, "freq_factors", hp->rope_ff_key, sizeof(hp->rope_ff_key)))
+        return -1;
     yaml_node_t *d = gen_yaml_get(y, n, "dims");
     if (hp->rope_dims % 2)
         return gen_yaml_fail(y, d, "rope.dims (%d) must be even", hp->rope_dims);
@@ -225,7 +228,8 @@ static int parse_checks(gen_yaml *y, yaml_node_t *n, gen_model *m)
     return 0;
 }
 
-/* A shape entry: a positive integer literal or a symbol (int hparam, q_dim, kv_dim, vocab). */
+/* A shape entry: a positive integer literal or a symbol (int hparam, q_dim, kv_dim, vocab,
+ * rope_pairs: rope.dims / 2, the length of rope.freq_factors). */
 static int shape_dim(gen_yaml *y, yaml_node_t *n, const gen_hparams *hp, int64_t *out)
 {
     const char *s = gen_yaml_text(n);
@@ -243,6 +247,10 @@ static int shape_dim(gen_yaml *y, yaml_node_t *n, const gen_hparams *hp, int64_t
     }
     if (!strcmp(s, "vocab")) {
         *out = GEN_DIM_VOCAB;
+        return 0;
+    }
+    if (!strcmp(s, "rope_pairs")) {
+        *out = hp->rope_dims / 2;
         return 0;
     }
     if (!strcmp(s, "q_dim") || !strcmp(s, "kv_dim")) {
@@ -471,6 +479,36 @@ static int apply_variant_types(gen_yaml *v, yaml_node_t *n, gen_model *m)
     return 0;
 }
 
+/* `rope.freq_factors` names a tensor of the table: one for all layers, F32, one value per rotated
+ * pair (llama.cpp's rope_freqs: ggml_rope_ext reads freq_factors[i] for pair i). */
+static int resolve_rope_ff(gen_yaml *y, yaml_node_t *hp, gen_yaml *var, yaml_node_t *vhp, gen_model *m)
+{
+    gen_hparams *h = &m->hp;
+    if (!h->rope_ff_key[0])
+        return 0;
+    yaml_node_t *rope = vhp ? gen_yaml_get(var, vhp, "rope") : NULL;
+    yaml_node_t *at = rope ? gen_yaml_get(var, rope, "freq_factors") : NULL;
+    gen_yaml *ay = at ? var : y;
+    if (!at) {
+        rope = gen_yaml_get(y, hp, "rope");
+        at = rope ? gen_yaml_get(y, rope, "freq_factors") : NULL;
+    }
+    if (!at)
+        at = hp;
+    h->rope_ff = -1;
+    for (int i = 0; i < m->n_tensors && h->rope_ff < 0; i++)
+        if (!strcmp(m->tensors[i].key, h->rope_ff_key))
+            h->rope_ff = i;
+    if (h->rope_ff < 0)
+        return gen_yaml_fail(ay, at, "rope.freq_factors: no tensor '%s' in the tensors table", h->rope_ff_key);
+    const gen_tensor *t = &m->tensors[h->rope_ff];
+    if (t->per_layer || t->type != FMT_F32 || t->n_alt || t->n_dims != 1 || t->ne[0] != h->rope_dims / 2)
+        return gen_yaml_fail(ay, at, "rope.freq_factors: tensor '%s' must be one tensor for all layers (no {L}), "
+                             "type f32, shape [rope_pairs] (%d: rope.dims / 2, one divisor per rotated pair)", t->key,
+                             h->rope_dims / 2);
+    return 0;
+}
+
 static int parse_root(gen_yaml *y, gen_model *m, gen_yaml *var)
 {
     static const char *const keys[] = {"name", "description", "architectures", "hparams", "gguf_checks",
@@ -516,7 +554,8 @@ static int parse_root(gen_yaml *y, gen_model *m, gen_yaml *var)
     if ((v = gen_yaml_get(y, r, "gguf_checks")) && parse_checks(y, v, m))
         return -1;
     yaml_node_t *vty = var ? gen_yaml_get(var, gen_yaml_root(var), "types") : NULL;
-    if (parse_tensors(y, tens, m) || (vty && apply_variant_types(var, vty, m)))
+    if (parse_tensors(y, tens, m) || (vty && apply_variant_types(var, vty, m)) ||
+        resolve_rope_ff(y, hp, var, vhp, m))
         return -1;
     return gen_forward_parse(y, fwd, m);
 }

@@ -83,6 +83,10 @@ typedef struct {
     float rope_base;
     int rope_dims;  /* rotated dims per head (== head_dim for BitNet) */
     gen_rope_style rope_style;
+    char rope_ff_key[GEN_MAX_NAME]; /* `rope.freq_factors`: the tensor (F32, rope_dims / 2 values, one
+                                     * for every layer) each pair's angle is divided by, llama.cpp's
+                                     * freq_factors (Llama 3.1 / 3.2's rope_freqs.weight); "" none */
+    int rope_ff;    /* ... its index in gen_model.tensors (valid when rope_ff_key[0]) */
     char kv_type[8]; /* "f16" or "f32": KV cache element type */
     int n_expert;       /* mixture of experts (gen_moe.h): experts per layer, 0 without */
     int n_expert_used;  /* ... experts each token uses (top-k) */

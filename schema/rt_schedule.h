@@ -390,6 +390,9 @@ typedef struct {
     uint32_t n_heads, n_kv_heads, head_dim, rope_dims;
     float rope_base;
     uint8_t rope_neox;                   /* 1: pairs (i, i + rope_dims / 2); 0: (2i, 2i + 1) */
+    uint8_t rope_has_ff;                 /* 1: pair i's angle is divided by tensor rope_ff's value i
+                                          * (YAML rope.freq_factors: llama.cpp's freq_factors) */
+    uint16_t rope_ff;                    /* ... desc->tensors index of those factors (F32, rope_dims / 2) */
     uint32_t n_expert, n_expert_used;    /* the MOE op (one per layer at most): experts, top-k (0: none) */
     int8_t moe_experts[3];               /* ... desc->tensors indices of its stacked gate, up, down */
     float moe_act_param;                 /* ... its activation's parameter [0] (the clamped SwiGLU's

@@ -655,9 +655,19 @@ static void test_norm_rope(void **st)
     for (int neox = 0; neox < 2; neox++) {
         for (int i = 0; i < n; i++)
             y[i] = NAN;
-        cpu_rope(x, 20, 128, 96, 77, 500000.0f, neox, y);
-        ref_rope(x, 20, 128, 96, 77, 500000.0f, neox, yr);
+        cpu_rope(x, 20, 128, 96, 77, 500000.0f, neox, NULL, y);
+        ref_rope(x, 20, 128, 96, 77, 500000.0f, neox, NULL, yr);
         assert_memory_equal(y, yr, sizeof(float) * n);
+    }
+    float ff[48]; /* frequency factors (rope.freq_factors): the same division, the same bits */
+    for (int i = 0; i < 48; i++)
+        ff[i] = 1.0f + 31.0f * (float)i / 47.0f;
+    for (int neox = 0; neox < 2; neox++) {
+        cpu_rope(x, 20, 128, 96, 77, 500000.0f, neox, ff, y);
+        ref_rope(x, 20, 128, 96, 77, 500000.0f, neox, ff, yr);
+        assert_memory_equal(y, yr, sizeof(float) * n);
+        ref_rope(x, 20, 128, 96, 77, 500000.0f, neox, NULL, yr); /* and they change the result */
+        assert_memory_not_equal(y, yr, sizeof(float) * n);
     }
     free(x);
     free(w);

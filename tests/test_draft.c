@@ -749,6 +749,24 @@ static void test_type_sets(void **st)
     gen_draft_free(&dr);
 }
 
+/* A Llama 3.2 file (the oracle case llama-ropef-tiny's: rope_freqs.weight, the head tied to
+ * token_embd) drafts with rope.freq_factors reading that tensor, F32 [rope_pairs] = 32, and
+ * parses: the generator's checks of the factors pass. */
+static void test_rope_freqs(void **st)
+{
+    (void)st;
+    gen_draft dr;
+    gen_model *m = malloc(sizeof(*m));
+    draft_parsed("tests/data/oracle/llama-ropef-tiny/model.gguf", &dr, m);
+    assert_non_null(strstr(dr.yaml, "freq_factors: rope_freqs}"));
+    assert_string_equal(m->hp.rope_ff_key, "rope_freqs");
+    const gen_tensor *t = &m->tensors[m->hp.rope_ff];
+    assert_string_equal(t->gguf, "rope_freqs.weight");
+    assert_true(t->type == FMT_F32 && t->n_dims == 1 && t->ne[0] == 32 && !t->per_layer);
+    free(m);
+    gen_draft_free(&dr);
+}
+
 static void test_unknown_arch(void **st)
 {
     (void)st;
@@ -911,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_llama_arch),
         cmocka_unit_test(test_plain_llama_linear),
         cmocka_unit_test(test_type_sets),
+        cmocka_unit_test(test_rope_freqs),
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_problems_at_their_lines),
         cmocka_unit_test(test_contradicting_metadata),

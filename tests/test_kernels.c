@@ -698,7 +698,7 @@ static void rope_rows(const gen_hparams *hp, const float *x, int width, uint32_t
 {
     for (uint32_t t = 0; t < n; t++)
         ref_rope(x + (size_t)t * width, width / hp->head_dim, hp->head_dim, hp->rope_dims, (int)(pos + t),
-                 hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, out + (size_t)t * width);
+                 hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, NULL, out + (size_t)t * width);
 }
 
 static const uint32_t rope_pos[] = {0, 5, 70, 1000};

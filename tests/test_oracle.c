@@ -484,11 +484,11 @@ static void run_case(oracle_case *c, int backend)
 static void test_case_cpu(void **state) { run_case(*state, RT_BACKEND_CPU); }
 static void test_case_vulkan(void **state) { run_case(*state, RT_BACKEND_VULKAN); }
 
-/* The same file plus a Llama 3.1 `rope_freqs.weight` (RoPE frequency factors, which no op here
- * applies): refused at load naming that tensor, instead of running into other logits. */
-static void refuse_rope_freqs(const rt_model_desc *d, const rt_gguf *g)
+/* File g rewritten with a `rope_freqs.weight` of n values (1, then 2, 4, 8 over the last pairs)
+ * in place of its own, checked against d: check_model's status, its message in err. */
+static int check_with_factors(const rt_model_desc *d, const rt_gguf *g, int n, char *err)
 {
-    char err[RT_ERR_LEN] = "", path[400];
+    char path[400];
     rt_gguf_writer *w = rt_gguf_writer_new((uint32_t)g->alignment);
     assert_non_null(w);
     for (uint64_t i = 0; i < g->n_kv; i++) {
@@ -504,14 +504,17 @@ static void refuse_rope_freqs(const rt_model_desc *d, const rt_gguf *g)
         const rt_gguf_tensor *t = &g->tensors[i];
         char name[256];
         snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
-        rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+        if (strcmp(name, "rope_freqs.weight"))
+            rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
     }
-    static const float factors[32] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                      2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8};
-    const int64_t ne[4] = {32, 1, 1, 1};
-    rt_gguf_w_tensor(w, "rope_freqs.weight", FMT_F32, 1, ne, factors, sizeof(factors));
+    float factors[64];
+    for (int i = 0; i < n && i < 64; i++)
+        factors[i] = i < n / 2 ? 1.0f : i < 5 * n / 8 ? 2.0f : i < 3 * n / 4 ? 4.0f : 8.0f;
+    const int64_t ne[4] = {n, 1, 1, 1};
+    rt_gguf_w_tensor(w, "rope_freqs.weight", FMT_F32, 1, ne, factors, sizeof(float) * (size_t)n);
     snprintf(path, sizeof(path), "%s/test-oracle-rope-freqs.gguf", build_dir());
-    assert_int_equal(rt_gguf_writer_save(w, path, err), 0);
+    if (rt_gguf_writer_save(w, path, err))
+        fail_msg("%s", err);
     rt_gguf_writer_free(w);
     rt_gguf *f = NULL;
     assert_int_equal(rt_gguf_open(path, &f, err), 0);
@@ -520,10 +523,54 @@ static void refuse_rope_freqs(const rt_model_desc *d, const rt_gguf *g)
     rt_gguf_close(f);
     remove(path);
     printf("%s\n", err);
-    assert_int_not_equal(rc, 0);
+    return rc;
+}
+
+/* The same file plus a Llama 3.1 `rope_freqs.weight` (RoPE frequency factors, which this
+ * description does not read): refused at load naming that tensor, instead of running into other
+ * logits. */
+static void refuse_rope_freqs(const rt_model_desc *d, const rt_gguf *g)
+{
+    char err[RT_ERR_LEN] = "";
+    assert_int_not_equal(check_with_factors(d, g, 32, err), 0);
     if (!strstr(err, "tensor 'rope_freqs.weight' (RoPE frequency factors: Llama 3.1 / 3.2's rope scaling) is in the "
                      "file and models/llama-kq-mix-tiny.yaml does not read it"))
         fail_msg("unexpected message: %s", err);
+}
+
+/* A description that reads the factors (rope.freq_factors, tests/data/ropef/llama-ropef-tiny.yaml)
+ * takes its case's file, and refuses one whose rope_freqs.weight has another length than
+ * rope.dims / 2 (31 or 33 for 32 pairs), naming the tensor, both shapes and what it is. */
+static void test_rope_freqs_length(void **state)
+{
+    (void)state;
+    oracle_case *c = NULL;
+    for (int i = 0; i < n_cases; i++)
+        c = !strcmp(cases[i].name, "llama-ropef-tiny") ? &cases[i] : c;
+    if (!c) { /* TERNION_ORACLE_DIR names another folder (tools/oracle/full_size.sh) */
+        printf("skip: no case llama-ropef-tiny under %s/\n", oracle_dir());
+        skip();
+    }
+    if (!c->parsed && read_manifest(c, (char[600]){0}, 600))
+        fail_msg("the case llama-ropef-tiny is unreadable");
+    ensure_gguf(c);
+    char err[RT_ERR_LEN] = "";
+    const built_desc *bd = desc_of(c->yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    rt_gguf *g = NULL;
+    assert_int_equal(rt_gguf_open(c->gguf, &g, err), 0);
+    assert_int_equal(check_with_factors(&bd->d.desc, g, 32, err), 0); /* the right length */
+    static const int bad[] = {31, 33};
+    for (int i = 0; i < 2; i++) {
+        char want[160];
+        snprintf(want, sizeof want, "tensor 'rope_freqs.weight': expected F32 [32, 1], found F32 [%d, 1] (the RoPE "
+                 "frequency factors", bad[i]);
+        assert_int_not_equal(check_with_factors(&bd->d.desc, g, bad[i], err), 0);
+        if (!strstr(err, want))
+            fail_msg("unexpected message: %s", err);
+    }
+    rt_gguf_close(g);
 }
 
 /* A type set (tests/data/kqmix/llama-kq-mix-tiny.yaml: attn_v, ffn_down [q4_k, q6_k]) takes the
@@ -604,7 +651,7 @@ static int free_all(void **state)
 int main(void)
 {
     find_cases();
-    static struct CMUnitTest tests[2 + 2 * MAX_CASES];
+    static struct CMUnitTest tests[3 + 2 * MAX_CASES];
     static char names[2 * MAX_CASES][96];
     int nt = 0;
     const char *only = getenv("TERNION_ORACLE_ONLY"); /* runs the tests whose name holds it ("x/cpu") */
@@ -619,5 +666,7 @@ int main(void)
         }
     if (!only || !*only || strstr("type_set_refusal", only))
         tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_type_set_refusal);
+    if (!only || !*only || strstr("rope_freqs_length", only))
+        tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_rope_freqs_length);
     return _cmocka_run_group_tests("test_oracle", tests, (size_t)nt, NULL, free_all);
 }

@@ -122,27 +122,37 @@ static void test_rope(void **state)
     /* head_dim 4, base 10000: theta_0 = pos, theta_1 = pos / 100. */
     const float e0[4] = {1, 0, 0, 0}, e1[4] = {0, 1, 0, 0};
     float y[8];
-    ref_rope(e0, 1, 4, 4, 1, 10000.0f, 1, y); /* neox pairs (0,2), (1,3) */
+    ref_rope(e0, 1, 4, 4, 1, 10000.0f, 1, NULL, y); /* neox pairs (0,2), (1,3) */
     NEAR(y[0], cos(1.0), 1e-6);
     NEAR(y[2], sin(1.0), 1e-6);
-    ref_rope(e1, 1, 4, 4, 3, 10000.0f, 1, y);
+    ref_rope(e1, 1, 4, 4, 3, 10000.0f, 1, NULL, y);
     NEAR(y[1], cos(0.03), 1e-6);
     NEAR(y[3], sin(0.03), 1e-6);
-    ref_rope(e1, 1, 4, 4, 1, 10000.0f, 0, y); /* interleaved pairs (0,1), (2,3) */
+    ref_rope(e1, 1, 4, 4, 1, 10000.0f, 0, NULL, y); /* interleaved pairs (0,1), (2,3) */
     NEAR(y[0], -sin(1.0), 1e-6);
     NEAR(y[1], cos(1.0), 1e-6);
     /* Partial rotation: dims beyond rope_dims are copied; two heads rotate alike. */
     const float x[8] = {1, 2, 3, 4, 1, 2, 3, 4};
-    ref_rope(x, 2, 4, 2, 2, 10000.0f, 1, y);
+    ref_rope(x, 2, 4, 2, 2, 10000.0f, 1, NULL, y);
     NEAR(y[0], cos(2.0) - 2 * sin(2.0), 1e-6);
     NEAR(y[1], sin(2.0) + 2 * cos(2.0), 1e-6);
     assert_true(y[2] == 3 && y[3] == 4);
     float y2[8];
-    ref_rope(x, 2, 4, 2, 2, 10000.0f, 1, y2);
+    ref_rope(x, 2, 4, 2, 2, 10000.0f, 1, NULL, y2);
     assert_memory_equal(y2, y2 + 4, 4 * sizeof(float));
     /* Position 0 is the identity. */
-    ref_rope(x, 2, 4, 4, 0, 10000.0f, 1, y2);
+    ref_rope(x, 2, 4, 4, 0, 10000.0f, 1, NULL, y2);
     assert_memory_equal(y2, x, sizeof(x));
+    /* Frequency factors divide each pair's angle (ggml's freq_factors): factors 2 at position 2
+     * give position 1's angles exactly (2 * s / 2 == s in float), factors 1 change nothing. */
+    const float two[2] = {2, 2}, one[2] = {1, 1};
+    float y3[8];
+    ref_rope(x, 2, 4, 4, 2, 10000.0f, 0, two, y2);
+    ref_rope(x, 2, 4, 4, 1, 10000.0f, 0, NULL, y3);
+    assert_memory_equal(y2, y3, sizeof(y3));
+    ref_rope(x, 2, 4, 4, 5, 10000.0f, 0, one, y2);
+    ref_rope(x, 2, 4, 4, 5, 10000.0f, 0, NULL, y3);
+    assert_memory_equal(y2, y3, sizeof(y3));
 }
 
 static void test_attention(void **state)

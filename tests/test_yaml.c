@@ -393,6 +393,11 @@ static const bad_case k_bad[] = {
     {"", "...\n--- [\n", "t.yaml:47:1: a second YAML document: a model description is exactly one document (remove the '---')"},
     {"", "deep: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
      "t.yaml:46:38: nested more than 32 levels deep"},
+    /* rope.freq_factors: a tensor of the table, F32 [rope.dims / 2], one for every layer */
+    {"dims: 64}", "dims: 64, freq_factors: nope}", "t.yaml:10:62: rope.freq_factors: no tensor 'nope' in the tensors table"},
+    {"dims: 64}", "dims: 64, freq_factors: onorm}",
+     "t.yaml:10:62: rope.freq_factors: tensor 'onorm' must be one tensor for all layers (no {L}), type f32, shape "
+     "[rope_pairs] (32: rope.dims / 2, one divisor per rotated pair)"},
 };
 
 /* k_base with the first occurrence of c->find replaced (an empty find appends). */

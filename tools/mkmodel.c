@@ -1,7 +1,7 @@
 /* mkmodel.c - writes a random-weight GGUF for any models/NAME.yaml, in the official layout.
  *
  *   mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] [--seed S] [--arch NAME]
- *           [--pre NAME] [--tok spm|bert] [--pooling N] [--q2-twin]
+ *           [--pre NAME] [--tok spm|bert] [--pooling N] [--q2-twin] [--rope-scaling F,LOW,HIGH,ORIG]
  *
  * Owns: the tensor statistics of the fixtures (tools/fixtures/make_bitnet_fixture.py):
  * embeddings N(0,1)*emb_std (emb_std = 6.8/sqrt(dim), the fixtures' 0.3 at 512 and 0.134 at
@@ -25,6 +25,11 @@
  * <arch>.pooling_type (llama.cpp's enum: --pooling N, default 1 mean), and a YAML with a
  * token_types.weight tensor tokenizer.ggml.token_type_count (its rows), as llama.cpp's
  * converter writes a BertModel.
+ * The tensor a YAML's rope.freq_factors names (Llama 3.1's rope_freqs.weight) holds the "llama3"
+ * RoPE scaling factors as llama.cpp's converter computes them (conversion/llama.py,
+ * LlamaModel.generate_extra_tensors: float32 freqs = 1 / base^(2i/dims), wavelen = 2 pi / freq;
+ * 1 below ORIG/HIGH, F above ORIG/LOW, 1 / ((1 - s) / F + s) between, s = (ORIG / wavelen - LOW) /
+ * (HIGH - LOW)) with --rope-scaling F,LOW,HIGH,ORIG, by default Llama 3.1's 8,1,4,8192.
  * --pre NAME writes tokenizer.ggml.pre NAME (none by default), as a converter does for a family.
  * --tok spm writes a SentencePiece vocabulary in the Llama 2 layout instead (tokenizer.ggml.model
  * `llama`: <unk> 0, <s> 1 (BOS), </s> 2 (EOS), the 256 byte-fallback tokens <0x00>..<0xFF>,
@@ -441,10 +446,41 @@ static bool is_bias(const gen_model *m, int ti)
     return false;
 }
 
+/* The llama3 RoPE factors of n = dims / 2 pairs (see the header; sc = {F, LOW, HIGH, ORIG}). */
+static void llama3_factors(float base, int dims, const double sc[4], float *out)
+{
+    const double lo_wl = sc[3] / sc[1], hi_wl = sc[3] / sc[2];
+    for (int i = 0; i < dims / 2; i++) {
+        const float freq = 1.0f / powf(base, (float)(2 * i) / (float)dims);
+        const double wl = 2 * M_PI / (double)freq;
+        double f = 1;
+        if (wl > lo_wl)
+            f = sc[0];
+        else if (wl >= hi_wl) {
+            const double sm = (sc[3] / wl - sc[1]) / (sc[2] - sc[1]);
+            f = 1 / ((1 - sm) / sc[0] + sm);
+        }
+        out[i] = (float)f;
+    }
+}
+
+/* --rope-scaling F,LOW,HIGH,ORIG into sc; non-zero (with a message) when malformed. */
+static int parse_rope_scaling(const char *val, double sc[4])
+{
+    char tail;
+    if (sscanf(val, "%lf,%lf,%lf,%lf%c", &sc[0], &sc[1], &sc[2], &sc[3], &tail) != 4 || !(sc[0] > 0) ||
+        !(sc[1] > 0) || !(sc[2] > sc[1]) || !(sc[3] > 0)) {
+        fprintf(stderr, "mkmodel: --rope-scaling: want F,LOW,HIGH,ORIG (positive, HIGH > LOW), got '%s'\n", val);
+        return -1;
+    }
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: mkmodel models/X.yaml -o out.gguf [--layers N] [--vocab V] [--ctx C] "
-                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm|bert] [--pooling 0..4]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
+                    "[--seed S] [--arch NAME] [--pre NAME] [--tok spm|bert] [--pooling 0..4] "
+                    "[--rope-scaling F,LOW,HIGH,ORIG]\n  defaults: bitnet-b1.58-2b: 30 layers, vocab 128256, ctx 4096; "
                     "other models: 2 layers, vocab 512, ctx 256; seed 1\n");
     return 2;
 }
@@ -509,12 +545,55 @@ static void write_checks(rt_gguf_writer *w, const gen_model *m, const char *arch
 #undef ARCH_KEY
 }
 
+typedef struct {
+    long layers, n_vocab;
+    unsigned long long seed;
+    int q2_twin;
+} tensor_args;
+
+/* Every tensor of the table into w, in its order, each layer's own (streams st: one per tensor
+ * and layer); the one rope.freq_factors names (F32 [rope_dims / 2], gen_model checks) holds ff.
+ * Returns the tensors written (their bytes added to *total), -1 with a message. */
+static int add_tensors(rt_gguf_writer *w, const gen_model *m, stream *st, const float *ff, const tensor_args *a,
+                       uint64_t *total)
+{
+    char err[RT_ERR_LEN];
+    int ns = 0;
+    for (int ti = 0; ti < m->n_tensors; ti++) {
+        const gen_tensor *t = &m->tensors[ti];
+        if (m->hp.rope_ff_key[0] && ti == m->hp.rope_ff) {
+            const int64_t ne[4] = {m->hp.rope_dims / 2, 1, 1, 1};
+            rt_gguf_w_tensor(w, t->gguf, FMT_F32, 1, ne, ff, sizeof(float) * (size_t)ne[0]);
+            *total += sizeof(float) * (uint64_t)ne[0];
+            ns++;
+            continue;
+        }
+        for (long L = 0; L < (t->per_layer ? a->layers : 1); L++) {
+            stream *s = &st[ns++];
+            char name[160];
+            gen_tensor_name(t, (int)L, name, sizeof(name));
+            int64_t ne[4] = {1, 1, 1, 1};
+            for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? a->n_vocab : t->ne[d];
+            s->twin = a->q2_twin && t->type == FMT_Q2_0_G128;
+            if (stream_init(s, m, ti, ne, name, a->seed))
+                return -1;
+            const uint32_t type = s->twin ? FMT_Q2_0 : t->type;
+            uint64_t nb = fmt_nbytes(type, ne, err);
+            if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return -1; }
+            *total += nb;
+            rt_gguf_w_tensor_cb(w, name, type, (uint32_t)t->n_dims, ne, nb, fill, s);
+        }
+    }
+    return ns;
+}
+
 int main(int argc, char **argv)
 {
     const char *yaml = NULL, *out = NULL, *arch_opt = NULL, *pre = NULL, *tok = NULL;
     int q2_twin = 0; /* --q2-twin: Q2_0 with blocks of 128 written as mainline's blocks of 64 (the same values) */
     long layers = 0, n_vocab = 0, ctx = 0, pooling = -1; /* -1: mean (1) for an encoder */
     unsigned long long seed = 1;
+    double rscale[4] = {8, 1, 4, 8192}; /* --rope-scaling: Llama 3.1's rope_scaling */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -523,6 +602,12 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--pre") && val) { pre = val; i++; continue; }
         if (!strcmp(a, "--tok") && val) { tok = val; i++; continue; }
         if (!strcmp(a, "--q2-twin")) { q2_twin = 1; continue; }
+        if (!strcmp(a, "--rope-scaling") && val) {
+            if (parse_rope_scaling(val, rscale))
+                return 2;
+            i++;
+            continue;
+        }
         long *dst = !strcmp(a, "--layers") ? &layers : !strcmp(a, "--vocab") ? &n_vocab
                   : !strcmp(a, "--ctx") ? &ctx : !strcmp(a, "--pooling") ? &pooling : NULL;
         if (dst && val) {
@@ -594,33 +679,20 @@ int main(int argc, char **argv)
     else write_tokenizer(w, &v, v.n_merges, pre);
 
     stream *st = calloc((size_t)m.n_tensors * (size_t)layers, sizeof(stream));
-    if (!st) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
-    int ns = 0;
+    float *ff = calloc((size_t)m.hp.rope_dims / 2 + 1, sizeof(float)); /* the writer reads it at save */
+    if (!st || !ff) { fprintf(stderr, "mkmodel: out of memory\n"); return 1; }
+    llama3_factors(m.hp.rope_base, m.hp.rope_dims, rscale, ff);
     uint64_t total = 0;
-    for (int ti = 0; ti < m.n_tensors; ti++) {
-        const gen_tensor *t = &m.tensors[ti];
-        for (long L = 0; L < (t->per_layer ? layers : 1); L++) {
-            stream *s = &st[ns++];
-            char name[160];
-            gen_tensor_name(t, (int)L, name, sizeof(name));
-            int64_t ne[4] = {1, 1, 1, 1};
-            for (int d = 0; d < t->n_dims; d++) ne[d] = t->ne[d] == GEN_DIM_VOCAB ? n_vocab : t->ne[d];
-            s->twin = q2_twin && t->type == FMT_Q2_0_G128;
-            if (stream_init(s, &m, ti, ne, name, seed))
-                return 1;
-            const uint32_t type = s->twin ? FMT_Q2_0 : t->type;
-            uint64_t nb = fmt_nbytes(type, ne, err);
-            if (!nb) { fprintf(stderr, "mkmodel: tensor %s: %s\n", name, err); return 1; }
-            total += nb;
-            rt_gguf_w_tensor_cb(w, name, type, (uint32_t)t->n_dims, ne, nb, fill, s);
-        }
-    }
+    const int ns = add_tensors(w, &m, st, ff, &(tensor_args){layers, n_vocab, seed, q2_twin}, &total);
+    if (ns < 0)
+        return 1;
     int rc = rt_gguf_writer_save(w, out, err);
     if (rc) fprintf(stderr, "mkmodel: %s\n", err);
     else
         fprintf(stderr, "mkmodel: wrote %s (%s, %ld layers, vocab %ld, ctx %ld, %d tensors, %.1f MB of data)\n",
                 out, arch, layers, n_vocab, ctx, ns, total / 1e6);
     rt_gguf_writer_free(w);
+    free(ff);
     free(st);
     free_vocab(&v);
     return rc ? 1 : 0;

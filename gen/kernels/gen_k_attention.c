@@ -176,6 +176,7 @@ typedef struct {
     bool f16, merge, kvw, last;
     uint32_t columns;                      /* workgroups along axis 0 */
     dsl_expr q, kc, vc, kc4, y, yout, sync, kin, vin;
+    dsl_expr ff;                           /* the RoPE frequency factors (NULL: none) */
     gen_last_bufs lb;
     gen_kernel_out *out;                   /* the dispatch (params: the layer of a windowed model) */
     dsl_expr HD, QROW, KVROW, qsh, sc, mkey, w0, lid, kvh, kvoff;
@@ -202,7 +203,8 @@ static int att_name(const att_ctx *c, char *name, size_t n, char *err)
     if (c->S)
         snprintf(name + strlen(name), n - strlen(name), "_split%d_g%d%s%s", c->S, c->G,
                  kop->part >= 0 ? "_merged" : "", !kop->kv_fold ? "" : kop->kv_rope ? "_ropekv" : "_kvwrite");
-    snprintf(name + strlen(name), n - strlen(name), "%s%s", gen_last_suffix(kop), kop->noncausal ? "_nc" : "");
+    snprintf(name + strlen(name), n - strlen(name), "%s%s%s", gen_last_suffix(kop), kop->noncausal ? "_nc" : "",
+             (kop->rope || kop->kv_rope) && c->hp->rope_ff_key[0] ? "_ff" : "");
     if (c->hp->sliding_window > 0)
         snprintf(name + strlen(name), n - strlen(name), "_swa%d_p%d", c->hp->sliding_window, c->hp->swa_pattern);
     if (c->hp->sliding_window > 0 && kop->noncausal) {
@@ -251,6 +253,7 @@ static void att_bind(att_ctx *c, const gen_graph *g, gen_kernel_out *out)
     }
     if (c->last) /* the next norm's weight and Q8 row (merge bound the counters) */
         c->lb = gen_last_bind(k, g, kop, out, c->sync);
+    c->ff = kop->rope || (c->kvw && kop->kv_rope) ? gen_rope_ff_bind(k, out, c->hp) : NULL;
 }
 
 /* Shared arrays, the workgroup's KV head, its tokens / rows and query heads. */
@@ -322,7 +325,7 @@ static void att_load_q(att_ctx *c)
     dsl_expr lid = c->lid;
     for (int tt = 0; tt < T; tt++) {
         if (c->kop->rope)
-            c->rot = gen_rope_angle(k, c->hp, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt])));
+            c->rot = gen_rope_angle(k, c->hp, c->ff, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt])));
         for (int hh = 0; hh < G; hh++) {
             dsl_expr e = dsl_add(k, dsl_mul(k, c->head[hh], c->HD), lid), qv;
             dsl_expr qb = dsl_mul(k, c->tok[tt], c->QROW);
@@ -406,7 +409,7 @@ static void att_range(att_ctx *c)
     /* k sits at pos too (decode: one token): the q rotation's angle when q was rotated here */
     dsl_expr kr = !kop->kv_rope ? dsl_load(k, c->kin, e)
                   : kop->rope   ? gen_rope_apply(k, c->hp, &c->rot, c->kin, U(0), e)
-                                : gen_rope_elem(k, c->hp, c->kin, U(0), e, c->pos);
+                                : gen_rope_elem(k, c->hp, c->ff, c->kin, U(0), e, c->pos);
     dsl_expr vr = dsl_let(k, "vr", dsl_load(k, c->vin, e));
     const bool first_only = c->G == 1 && c->group > 1;
     DSL_IF_ON(k, first_only, dsl_eq(k, dsl_mod(k, c->w0, dsl_const_u32(k, "GROUP", c->group)), U(0))) {

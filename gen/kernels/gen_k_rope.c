@@ -3,7 +3,9 @@
  *
  * One invocation per output element. Angles follow ggml exactly: for pair i,
  * theta = pos * ts^i accumulated by repeated float multiplication with
- * ts = powf(base, -2 / rope_dims) (baked here: ROPE_THETA_STEP), then reduced modulo
+ * ts = powf(base, -2 / rope_dims) (baked here: ROPE_THETA_STEP), divided by the pair's
+ * frequency factor when the model has them (rope.freq_factors, the tensor bound as rope_ff:
+ * ggml's rope cache computes theta / freq_factors[i]), then reduced modulo
  * 2*pi (Cody-Waite: k = roundEven(theta * INV_TWO_PI), theta - k * TWO_PI_HI -
  * k * TWO_PI_LO; TWO_PI_HI has 8 significant bits, so k * TWO_PI_HI is exact for
  * k < 2^16) before cos/sin so that GPU cos/sin stay accurate at large positions. NEOX
@@ -19,7 +21,14 @@
 
 #define WG 256
 
-gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr d, dsl_expr pos)
+dsl_expr gen_rope_ff_bind(dsl_kernel *k, gen_kernel_out *out, const gen_hparams *hp)
+{
+    if (!hp->rope_ff_key[0])
+        return NULL;
+    return gen_bind(k, out, "rope_ff", DSL_F32, DSL_READONLY, RT_ARG_WEIGHT, hp->rope_ff);
+}
+
+gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr d, dsl_expr pos)
 {
     const int rd = hp->rope_dims, half = rd / 2;
     const bool neox = hp->rope_style == GEN_ROPE_NEOX;
@@ -42,6 +51,8 @@ gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr d, ds
     (void)j;
     dsl_assign_op(k, theta, DSL_OP_MUL, STEP);
     dsl_end(k);
+    if (ff) /* ggml: theta / freq_factors[i] */
+        dsl_assign_op(k, theta, DSL_OP_DIV, dsl_load(k, ff, i));
     dsl_expr kq = dsl_let(k, "kq", dsl_round_even(k, dsl_mul(k, theta, INV_2PI)));
     dsl_expr red = dsl_let(k, "th", dsl_sub(k, dsl_sub(k, theta, dsl_mul(k, kq, PI2_HI)), dsl_mul(k, kq, PI2_LO)));
     dsl_assign(k, r.cs, dsl_cos(k, red));
@@ -67,10 +78,10 @@ dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot
     return out;
 }
 
-dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e,
-                          dsl_expr pos)
+dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr x, dsl_expr base, dsl_expr e,
+                       dsl_expr pos)
 {
-    gen_rope_rot r = gen_rope_angle(k, hp, dsl_mod(k, e, dsl_const_u32(k, "HD", hp->head_dim)), pos);
+    gen_rope_rot r = gen_rope_angle(k, hp, ff, dsl_mod(k, e, dsl_const_u32(k, "HD", hp->head_dim)), pos);
     return gen_rope_apply(k, hp, &r, x, base, e);
 }
 
@@ -91,8 +102,8 @@ int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     const int width = g->vals[kop->in[0]].width;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     char name[96];
-    snprintf(name, sizeof(name), "%s_n%d%s%s", gen_kop_name(kop->kind), width, to_cache ? (f16 ? "_f16" : "_f32") : "",
-             kop->swa_only ? "_swa" : "");
+    snprintf(name, sizeof(name), "%s_n%d%s%s%s", gen_kop_name(kop->kind), width, to_cache ? (f16 ? "_f16" : "_f32") : "",
+             kop->swa_only ? "_swa" : "", rope && hp->rope_ff_key[0] ? "_ff" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -114,12 +125,13 @@ int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     }
     /* layers: swa: the rotation on the sliding-window layers only, a copy on the others */
     dsl_expr on = kop->swa_only ? gen_swa_on(k, hp, out) : NULL;
+    dsl_expr ff = rope ? gen_rope_ff_bind(k, out, hp) : NULL;
     dsl_expr N = dsl_const_u32(k, "N", width);
     dsl_expr e = dsl_gid(k, 0), t = dsl_wgid(k, 1);
     dsl_return_if(k, dsl_ge(k, e, N));
     dsl_expr base = dsl_let(k, "base", dsl_mul(k, t, N));
     dsl_expr pos = dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t));
-    dsl_expr val = rope ? gen_rope_elem(k, hp, x, base, e, pos) : dsl_load(k, x, dsl_add(k, base, e));
+    dsl_expr val = rope ? gen_rope_elem(k, hp, ff, x, base, e, pos) : dsl_load(k, x, dsl_add(k, base, e));
     if (on)
         val = dsl_select(k, on, val, dsl_load(k, x, dsl_add(k, base, e)));
     if (to_cache) {

@@ -9,10 +9,16 @@
 #include "gen_kernels.h"
 #include "gen_model.h"
 
+/* The model's RoPE frequency factors (hparams rope.freq_factors: llama.cpp's freq_factors, one
+ * divisor per rotated pair) bound as a weight of kernel k, or NULL when the model has none.
+ * Every angle helper below takes the result (ff) and divides pair i's angle by ff[i]. */
+dsl_expr gen_rope_ff_bind(dsl_kernel *k, gen_kernel_out *out, const gen_hparams *hp);
+
 /* Rotated (or copied, past rope_dims) element e (within a row) of vector x (a
  * buffer or shared array) at row base `base`, for position pos (u32): reads x[base+e]
  * and its pair partner; angles as ggml (see gen_k_rope.c). */
-dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr x, dsl_expr base, dsl_expr e, dsl_expr pos);
+dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr x, dsl_expr base, dsl_expr e,
+                       dsl_expr pos);
 
 /* The same in two steps, for kernels that rotate several heads' element d (the same
  * dim within a head) at one position: the angle once (gen_rope_angle: cos, sin of
@@ -22,7 +28,7 @@ typedef struct {
     dsl_expr d, first; /* dim within the head; first of its pair */
     dsl_expr cs, sn;   /* variables: cos / sin of the angle */
 } gen_rope_rot;
-gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr d, dsl_expr pos);
+gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr d, dsl_expr pos);
 dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot *r, dsl_expr x, dsl_expr base,
                         dsl_expr e);
 

@@ -178,9 +178,10 @@ static void rope_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
                 memcpy(OUT(e, so) + t * WIDTH(e, so->op->out), IN0(e, so) + t * wi, sizeof(float) * (size_t)wi);
         return;
     }
+    const float *ff = c->rope_has_ff ? e->vec[(size_t)c->rope_ff * e->n_layers] : NULL; /* one for all layers */
     for (int64_t t = lo; t < hi; t++)
         cpu_rope(IN0(e, so) + t * wi, wi / (int)c->head_dim, (int)c->head_dim, (int)c->rope_dims, r->s->pos[t],
-                 c->rope_base, c->rope_neox, OUT(e, so) + t * WIDTH(e, so->op->out));
+                 c->rope_base, c->rope_neox, ff, OUT(e, so) + t * WIDTH(e, so->op->out));
 }
 
 /* The K (which 0) or V (1) cache rows of sequence s, layer L. */

@@ -75,15 +75,17 @@ void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y) { r
 
 #define MAX_ROPE_PAIRS 512
 
-void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base, bool neox, float *y)
+void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base, bool neox,
+              const float *ff, float *y)
 {
     const float theta_scale = powf(base, -2.0f / (float)rope_dims);
     const int half = rope_dims / 2 < MAX_ROPE_PAIRS ? rope_dims / 2 : MAX_ROPE_PAIRS;
     float cs[MAX_ROPE_PAIRS], sn_[MAX_ROPE_PAIRS]; /* the angles of this position, shared by every head */
     float theta = (float)pos;
     for (int i = 0; i < half; i++) {
-        cs[i] = cosf(theta);
-        sn_[i] = sinf(theta);
+        const float th = ff ? theta / ff[i] : theta; /* ggml: theta / freq_factors[i] */
+        cs[i] = cosf(th);
+        sn_[i] = sinf(th);
         theta *= theta_scale;
     }
     for (int h = 0; h < n_heads; h++) {

@@ -32,8 +32,10 @@ void cpu_norm_row(const cpu_norm *n, const float *x, const float *w, const float
 /* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x: the rmsnorm row. */
 void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
 /* RoPE of one token's n_heads heads of head_dim at position pos (rope_dims rotate; neox:
- * pairs (i, i + rope_dims / 2), else (2i, 2i + 1)); y may alias x. */
-void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base, bool neox, float *y);
+ * pairs (i, i + rope_dims / 2), else (2i, 2i + 1)); ff: NULL, or rope_dims / 2 frequency
+ * factors, pair i's angle divided by ff[i] (ggml's freq_factors); y may alias x. */
+void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base, bool neox,
+              const float *ff, float *y);
 
 /* The KV cache of one layer and sequence as attention reads it: rows = positions. */
 typedef struct {

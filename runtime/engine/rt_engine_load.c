@@ -16,7 +16,8 @@ static const char *type_name(uint8_t t) { return fmt_type_name((rt_type)t); }
 
 /* A tensor of the file that changes the arithmetic when the description does not read it is
  * refused, not run into wrong logits: Llama 3.1 / 3.2's `rope_freqs.weight` (llama.cpp divides
- * each RoPE frequency by it: the llama3 scaling), which no op here applies. */
+ * each RoPE frequency by it: the llama3 scaling), which a description reads as its
+ * rope.freq_factors. */
 static int unread_factors(const rt_model_desc *d, const rt_gguf *g, char *err)
 {
     static const char *const k_names[] = {"rope_freqs.weight"};
@@ -26,8 +27,9 @@ static int unread_factors(const rt_model_desc *d, const rt_gguf *g, char *err)
             read |= strcmp(d->tensors[t].gguf, k_names[i]) == 0;
         if (!read && rt_gguf_tensor_find(g, k_names[i])) {
             snprintf(err, RT_ERR_LEN, "%s: tensor '%s' (RoPE frequency factors: Llama 3.1 / 3.2's rope scaling) is in "
-                     "the file and models/%s.yaml does not read it; without it the logits would be wrong, and no op "
-                     "applies it yet", g->path, k_names[i], d->name);
+                     "the file and models/%s.yaml does not read it; without it the logits would be wrong (a description "
+                     "reads it as hparams rope.freq_factors, as models/llama-3.1-8b-instruct-q4_k_m.yaml does)",
+                     g->path, k_names[i], d->name);
             return -1;
         }
     }
@@ -170,10 +172,13 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             }
             if (!rt_eng_type_ok(d, t, (uint8_t)gt->type) || gt->ne[0] != w0 || gt->ne[1] != w1) {
                 const fmt_codec *fc = fmt_codec_find(gt->type); /* Q2_0_G128: a file's type 42, told by size */
-                snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]%s%s%s", path,
+                const bool ff = d->cpu.rope_has_ff && t == d->cpu.rope_ff;
+                snprintf(err, RT_ERR_LEN, "%s: tensor '%s': expected %s [%lld, %lld], found %s [%lld, %lld]%s%s%s%s", path,
                          name, type_name(td->type), (long long)w0, (long long)w1, fmt_type_name(gt->type),
                          (long long)gt->ne[0], (long long)gt->ne[1], fc && fc->file_type ? " (the YAML type `" : "",
-                         fc && fc->file_type ? fc->yaml : "", fc && fc->file_type ? "` runs it)" : "");
+                         fc && fc->file_type ? fc->yaml : "", fc && fc->file_type ? "` runs it)" : "",
+                         ff ? " (the RoPE frequency factors, rope.freq_factors: one F32 per rotated pair, rope.dims / 2)"
+                            : "");
                 return -1;
             }
         }

@@ -353,16 +353,24 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
         break;
     case GEN_OP_BITLINEAR:
         return bitlinear(e, op, L, w, in0, wi, wo, out);
-    case GEN_OP_ROPE:
+    case GEN_OP_ROPE: {
         if (op->param.v[0] != 0.0f && !gen_swa_layer(hp, L)) { /* layers: swa on a global layer: a copy */
             for (int t = 0; t < n; t++)
                 memmove(out + (size_t)t * wo, in0 + (size_t)t * wi, sizeof(float) * (size_t)wi);
             break;
         }
+        /* the frequency factors: one F32 tensor for all layers (gen_model checks the table) */
+        const rt_gguf_tensor *fw = hp->rope_ff_key[0] ? r->w[hp->rope_ff * r->n_layers] : NULL;
+        if (fw && fw->type != FMT_F32) {
+            snprintf(e->err, RT_ERR_LEN, "rope.freq_factors: the file's tensor is not F32");
+            return -1;
+        }
         for (int t = 0; t < n; t++)
-            ref_rope(in0 + (size_t)t * wi, wi / hp->head_dim, hp->head_dim, hp->rope_dims,
-                     e->pos + t, hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, out + (size_t)t * wo);
+            ref_rope(in0 + (size_t)t * wi, wi / hp->head_dim, hp->head_dim, hp->rope_dims, e->pos + t,
+                     hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, fw ? (const float *)fw->data : NULL,
+                     out + (size_t)t * wo);
         break;
+    }
     case GEN_OP_KV_WRITE:
         for (int t = 0; t < n; t++)
             for (int i = 0; i < r->kv_width; i++) {

@@ -177,7 +177,7 @@ void ref_bitlinear(const fmt_codec *c, const uint8_t *blob, int K, int M, const 
 }
 
 void ref_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base,
-              int neox, float *y)
+              int neox, const float *ff, float *y)
 {
     const float theta_scale = powf(base, -2.0f / (float)rope_dims);
     const int half = rope_dims / 2;
@@ -186,7 +186,8 @@ void ref_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos,
         float *yh = y + (size_t)h * head_dim;
         float theta = (float)pos;
         for (int i = 0; i < half; i++) {
-            const float c = cosf(theta), sn = sinf(theta);
+            const float th = ff ? theta / ff[i] : theta;
+            const float c = cosf(th), sn = sinf(th);
             const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
             const float x0 = xh[i0], x1 = xh[i1];
             yh[i0] = x0 * c - x1 * sn;

@@ -64,9 +64,10 @@ void ref_act_quant_rows(const float *x, int n, int K, int8_t *q, float *s);
  * rope_dims dims of each head rotate, the rest copy. theta_i = pos * base^(-2i/rope_dims),
  * evaluated as ggml does (float theta, multiplied by powf(base, -2/rope_dims) per pair).
  * neox != 0: pairs (i, i + rope_dims/2) (NeoX split-half); else (2i, 2i+1) (interleaved).
- * y may alias x. */
+ * ff: NULL, or rope_dims/2 frequency factors: pair i's angle is theta_i / ff[i] (ggml's
+ * freq_factors, Llama 3.1's rope_freqs). y may alias x. */
 void ref_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos, float base,
-              int neox, float *y);
+              int neox, const float *ff, float *y);
 
 /* Attention options (bit flags). K and V are used as given (a cache rounds them on write). */
 #define REF_ATT_Q_F16 1u /* round q to f16 before Q.K (the oracle always does) */

@@ -38,6 +38,7 @@ bonsai-1.7b-28l    models/ternary-bonsai-1.7b.yaml 28 151936 1 llama TWIN=1 PRE=
 bonsai-4b-36l      models/ternary-bonsai-4b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
 bonsai-8b-36l      models/ternary-bonsai-8b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
 llama3-8b-q4km-4l  models/llama-3-8b-q4_k_m.yaml   4  128256 1 llama
+llama3.2-1b-q4km-16l models/llama-3.2-1b-instruct-q4_k_m.yaml 16 128256 1 llama
 olmoe-q8-4l        models/olmoe-1b-7b.yaml         4  50304  1 llama
 olmoe-q4km-4l      models/olmoe-1b-7b-q4_k_m.yaml  4  50304  1 llama
 qwen3moe-q8-2l     models/qwen3-30b-a3b.yaml       2  151936 1 llama PRE=qwen2
