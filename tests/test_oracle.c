@@ -541,22 +541,30 @@ static void refuse_rope_freqs(const rt_model_desc *d, const rt_gguf *g)
         fail_msg("unexpected message: %s", err);
 }
 
+/* The case called `name`, read and its file made; skipped where TERNION_ORACLE_DIR names
+ * another folder (tools/oracle/full_size.sh), whose cases are others. */
+static oracle_case *named_case(const char *name)
+{
+    oracle_case *c = NULL;
+    for (int i = 0; i < n_cases; i++)
+        c = !strcmp(cases[i].name, name) ? &cases[i] : c;
+    if (!c) {
+        printf("skip: no case %s under %s/\n", name, oracle_dir());
+        skip();
+    }
+    if (!c->parsed && read_manifest(c, (char[600]){0}, 600))
+        fail_msg("the case %s is unreadable", name);
+    ensure_gguf(c);
+    return c;
+}
+
 /* A description that reads the factors (rope.freq_factors, tests/data/ropef/llama-ropef-tiny.yaml)
  * takes its case's file, and refuses one whose rope_freqs.weight has another length than
  * rope.dims / 2 (31 or 33 for 32 pairs), naming the tensor, both shapes and what it is. */
 static void test_rope_freqs_length(void **state)
 {
     (void)state;
-    oracle_case *c = NULL;
-    for (int i = 0; i < n_cases; i++)
-        c = !strcmp(cases[i].name, "llama-ropef-tiny") ? &cases[i] : c;
-    if (!c) { /* TERNION_ORACLE_DIR names another folder (tools/oracle/full_size.sh) */
-        printf("skip: no case llama-ropef-tiny under %s/\n", oracle_dir());
-        skip();
-    }
-    if (!c->parsed && read_manifest(c, (char[600]){0}, 600))
-        fail_msg("the case llama-ropef-tiny is unreadable");
-    ensure_gguf(c);
+    oracle_case *c = named_case("llama-ropef-tiny");
     char err[RT_ERR_LEN] = "";
     const built_desc *bd = desc_of(c->yaml, true, err);
     if (!bd)
@@ -584,16 +592,7 @@ static void test_rope_freqs_length(void **state)
 static void test_type_set_refusal(void **state)
 {
     (void)state;
-    oracle_case *c = NULL;
-    for (int i = 0; i < n_cases; i++)
-        c = !strcmp(cases[i].name, "llama-kq-mix-tiny") ? &cases[i] : c;
-    if (!c) { /* TERNION_ORACLE_DIR names another folder (tools/oracle/full_size.sh) */
-        printf("skip: no case llama-kq-mix-tiny under %s/\n", oracle_dir());
-        skip();
-    }
-    if (!c->parsed && read_manifest(c, (char[600]){0}, 600))
-        fail_msg("the case llama-kq-mix-tiny is unreadable");
-    ensure_gguf(c);
+    oracle_case *c = named_case("llama-kq-mix-tiny");
     char err[RT_ERR_LEN] = "";
     const built_desc *bd = desc_of(c->yaml, true, err);
     if (!bd)
