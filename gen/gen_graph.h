@@ -27,6 +27,9 @@
                                       * width: its f32 row + the 1 KB reduction array stay in
                                       * Vulkan's guaranteed 16 KB of shared memory */
 #define GEN_HEAD_GROUPS 512 /* LM head: workgroups (they stride over the vocabulary) */
+#define GEN_BATCH_GROUPS 65535 /* prompt-step LM head and linear: at most this many workgroups (Vulkan's
+                                * least maxComputeWorkGroupCount[0]), else one per block of rows: a
+                                * workgroup makes one pass, not vocab / (512 x 8) (gen_k_head.c) */
 #define GEN_KOP_MAX_PARTS 3 /* BITLINEAR_MULTI: q, qs + 3 weights + 3 outputs = 8 addresses */
 #define GEN_SYNC_LAST_NORM 1023 /* the SYNC counter (< RT_SYNC_WORDS) of the kernels whose
                                  * last workgroup runs the next norm (kop->last_out); the

@@ -473,7 +473,23 @@ static void test_linear_graph(void **state)
  * and the LM head build kernels named by the format, the head has no --lm-head q8 variant (the
  * Q8_0 copy is made from F16 / F32 tables only); and a table or matrix format that the YAML
  * reader accepts but no kernel reads (a row registered here, no kernel-side row) is refused by
- * the generator, naming it, instead of being read as floats. */
+ * the generator, naming it, instead of being read as floats. The prompt step's LM head and
+ * linears launch a workgroup per block of 8 rows, so that each makes one pass over its rows
+ * (gen_k_head.c): at OLMoE's vocabulary (50304) and at 262144 rows, and for each matrix. With
+ * 512 workgroups striding over 50304 rows, each made 13 passes of the K-quant row walk (about
+ * 6400 loop iterations each at 24 tokens, width 2048), and lavapipe ends an invocation's loops
+ * after 65535 in all: rows 40960 on of the olmoe-q4km-4l oracle case's logits were wrong there. */
+static void kq_batch_one_pass(const gen_kop *kop, const gen_kernel_out *ko)
+{
+    const uint32_t vocabs[2] = {50304, 262144};
+    for (int i = 0; i < 2; i++) {
+        const uint32_t rows = kop->kind == GEN_K_LM_HEAD ? vocabs[i] : (uint32_t)model.tensors[kop->w[0]].ne[1];
+        const uint32_t groups = rt_groups_count(&ko->groups[0], 24, vocabs[i], 0, 0, 0, 0);
+        if (groups != (rows + 7) / 8)
+            fail_msg("%s: %u workgroups over %u rows: not one pass each over 8 rows", kop->label, groups, rows);
+    }
+}
+
 static void test_kq_kernels(void **state)
 {
     (void)state;
@@ -482,18 +498,23 @@ static void test_kq_kernels(void **state)
     assert_int_equal(gen_graph_build_sched(&model, true, false, &graph, err), 0);
     const char *want[] = {"embed_q4_k_n256", "linear_q4_k_k256_m256", "linear_q6_k_k256_m64", "linear_q6_k_k768_m256",
                           "lm_head_q6_k_n256"};
-    int found[5] = {0};
+    int found[5] = {0}, one_pass = 0;
     for (int i = 0; i < graph.n_kops; i++) {
         gen_kernel_out ko;
         if (gen_kernel_build(&graph, &graph.kops[i], false, &ko, err))
             fail_msg("%s", err);
         for (int w = 0; w < 5; w++)
             found[w] += !strncmp(dsl_kernel_name(ko.k), want[w], strlen(want[w]));
+        if (graph.kops[i].kind == GEN_K_LM_HEAD || graph.kops[i].kind == GEN_K_LINEAR) {
+            kq_batch_one_pass(&graph.kops[i], &ko);
+            one_pass++;
+        }
         gen_kernel_out_free(&ko);
     }
     for (int w = 0; w < 5; w++)
         if (!found[w])
             fail_msg("no kernel %s", want[w]);
+    assert_true(one_pass >= 5); /* the head and the 4 distinct matrices at least */
     const gen_desc *d = shared_desc("tests/data/llama-kq-tiny.yaml", true, NULL);
     assert_null(d->desc.decode.post_q8);
     assert_null(d->desc.prefill.post_q8);

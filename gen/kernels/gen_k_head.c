@@ -5,9 +5,18 @@
  * LM head: rows dyn.out_start .. dyn.n_tokens-1 of x produce logits rows 0.. (the
  * last position only, unless all logits were asked for). Each subgroup owns one
  * vocabulary row at a time; workgroups stride over the vocabulary (its size is a
- * run-time value: HEAD_GROUPS workgroups at most, and the runtime launches no more
- * than one per block of ROWS rows (decode: ROWS << GEMV_WIDE), so a small vocabulary
- * starts no idle ones).
+ * run-time value: HEAD_GROUPS workgroups at most in decode, and the runtime launches no
+ * more than one per block of ROWS rows (decode: ROWS << GEMV_WIDE), so a small vocabulary
+ * starts no idle ones). A prompt step (batch) launches one workgroup per block of ROWS rows
+ * (GEN_BATCH_GROUPS at most), and so does `linear`'s: one pass over the rows each, not
+ * rows / (HEAD_GROUPS x ROWS). lavapipe (llvmpipe's gallivm) ends every loop of an invocation
+ * once 65535 loop iterations have run in it, all loops together (LP_MAX_TGSI_LOOP_ITERATIONS),
+ * and a prompt step's K-quant row walk runs about tiles x blocks x 268 of them per row (each
+ * token's Q8_K scale of each block: 256 / subgroup size iterations): with 512 striding
+ * workgroups the rows of the later passes of a 50304-row Q6_K head of width 2048 were never
+ * finished there (24 tokens: rows 40960 on wrong, docs/oracles.md, olmoe-q4km-4l). One row's
+ * walk alone still exceeds that count on lavapipe past about 30 tiles of 8 tokens at 8 blocks
+ * (width 2048), or 4 tiles of a 14336-wide matrix: such prompt steps are not right there yet.
  * F16 weights are read as pairs, each lane taking 4 consecutive words (8 halves; Q8_0: 16 codes) per step: in
  * decode one uvec4 load when the runtime sets GEMV_VEC, else 4 u32 loads, the same
  * sums in the same order (batch too, so batched and decoded logits are the same bits);
@@ -389,7 +398,7 @@ int gen_k_lm_head(const gen_graph *g, const gen_kop *kop, bool decode, gen_kerne
     dsl_end(k);     /* vb */
     if (amax)
         head_argmax(k, part, sync, res, best, bidx);
-    gen_out_groups_vocab(out, HEAD_GROUPS, ROWS);
+    gen_out_groups_vocab(out, decode ? HEAD_GROUPS : GEN_BATCH_GROUPS, ROWS);
     out->bytes = (uint64_t)dim * 4; /* the normed input */
     /* a table row (Q8_0: codes + f16 scales) + its logit */
     out->bytes_per_vocab = (q8 ? fmt_q8_copy_bytes(dim, 1) : (uint64_t)dim / fc->blk * fc->blk_bytes) + 4;
@@ -472,7 +481,8 @@ int gen_k_linear(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel
     dsl_end(k); /* vb */
     const uint32_t groups = (uint32_t)((M + ROWS - 1) / ROWS);
     gen_out_groups_one(out);
-    gen_out_groups(out, 0, 0, groups < HEAD_GROUPS ? groups : HEAD_GROUPS, 1);
+    const uint32_t cap = decode ? HEAD_GROUPS : GEN_BATCH_GROUPS; /* a prompt step: one pass (header) */
+    gen_out_groups(out, 0, 0, groups < cap ? groups : cap, 1);
     /* per token: the matrix (read once per token here; a prompt's tiles share it) + x + y */
     out->bytes = (uint64_t)K / fc->blk * fc->blk_bytes * (uint64_t)M + ((uint64_t)K + (uint64_t)M * (bias ? 2 : 1)) * 4;
     return gen_out_kernel(out, k, err);

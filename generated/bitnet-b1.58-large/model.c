@@ -172,7 +172,7 @@ static const rt_dispatch prefill_post_q8[] = {
     /* lm_head token_embd (q8)      lm_head_q8_n1536_batch   (xn, q8_0(token_embd.weight), logits)  [barrier: xn] */
     {.kernel = K_lm_head_q8_n1536_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
+     .groups = {{0, 65535, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 6144ull, .bytes_vocab = 1636ull, .bytes_kv = 0ull, .label = "lm_head token_embd (q8)"},
 };
 
@@ -243,7 +243,7 @@ static const rt_dispatch prefill[] = {
     /* lm_head token_embd           lm_head_f16_n1536_batch  (xn, token_embd.weight, logits)  [barrier: xn] */
     {.kernel = K_lm_head_f16_n1536_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
+     .groups = {{0, 65535, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 6144ull, .bytes_vocab = 3076ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 

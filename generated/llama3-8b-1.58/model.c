@@ -184,7 +184,7 @@ static const rt_dispatch prefill_post_q8[] = {
     /* lm_head output (q8)          lm_head_q8_n4096_batch   (xn, q8_0(output.weight), logits)  [barrier: xn] */
     {.kernel = K_lm_head_q8_n4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT_Q8, 2}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
+     .groups = {{0, 65535, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 16384ull, .bytes_vocab = 4356ull, .bytes_kv = 0ull, .label = "lm_head output (q8)"},
 };
 
@@ -255,7 +255,7 @@ static const rt_dispatch prefill[] = {
     /* lm_head output               lm_head_f16_n4096_batch  (xn, output.weight, logits)  [barrier: xn] */
     {.kernel = K_lm_head_f16_n4096_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
+     .groups = {{0, 65535, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 16384ull, .bytes_vocab = 8196ull, .bytes_kv = 0ull, .label = "lm_head output"},
 };
 
