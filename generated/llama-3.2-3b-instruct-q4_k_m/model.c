@@ -256,12 +256,12 @@ static const rt_dispatch prefill[] = {
     /* linear ffn_gate              linear_q4_k_k3072_m8192_batch (g, blk.{L}.ffn_gate.weight, gate)  [barrier: g] */
     {.kernel = K_linear_q4_k_k3072_m8192_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 9}, {RT_ARG_ACT, 2}},
      .n_params = 0, .params = {},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
+     .groups = {{0, 1024, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 14200832ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_gate"},
     /* linear ffn_up                linear_q4_k_k3072_m8192_batch (g, blk.{L}.ffn_up.weight, up) */
     {.kernel = K_linear_q4_k_k3072_m8192_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 10}, {RT_ARG_ACT, 3}},
      .n_params = 0, .params = {},
-     .groups = {{0, 512, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
+     .groups = {{0, 1024, 1}, {0, 1, 1}, {0, 1, 1}}, .barrier = 0,
      .bytes = 14200832ull, .bytes_vocab = 0ull, .bytes_kv = 0ull, .label = "linear ffn_up"},
     /* silu_mul f                   silu_mul_n8192           (gate, up, f)  [barrier: f gate up] */
     {.kernel = K_silu_mul_n8192, .n_args = 3, .args = {{RT_ARG_ACT, 2}, {RT_ARG_ACT, 3}, {RT_ARG_ACT, 1}},
@@ -287,7 +287,7 @@ static const rt_dispatch prefill[] = {
     /* lm_head token_embd           lm_head_q6_k_n3072_batch (xn, token_embd.weight, logits)  [barrier: xn] */
     {.kernel = K_lm_head_q6_k_n3072_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 0}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
+     .groups = {{0, 65535, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 12288ull, .bytes_vocab = 2524ull, .bytes_kv = 0ull, .label = "lm_head token_embd"},
 };
 

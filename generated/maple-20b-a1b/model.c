@@ -306,7 +306,7 @@ static const rt_dispatch prefill[] = {
     /* lm_head output               lm_head_bf16_n2048_batch (xn, output.weight, logits)  [barrier: xn] */
     {.kernel = K_lm_head_bf16_n2048_batch, .n_args = 3, .args = {{RT_ARG_ACT, 1}, {RT_ARG_WEIGHT, 2}, {RT_ARG_LOGITS, 0}},
      .n_params = 1, .params = {{RT_P_VOCAB, 0u}},
-     .groups = {{0, 512, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
+     .groups = {{0, 65535, 1, .vocab_div = 8}, {0, 1, 1}, {0, 1, 1}}, .barrier = RT_BAR_ACT(A_act1),
      .bytes = 8192ull, .bytes_vocab = 4100ull, .bytes_kv = 0ull, .label = "lm_head output"},
 };
 
