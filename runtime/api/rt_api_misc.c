@@ -24,7 +24,7 @@ const char *ternion_commit(void) { return rt_git_commit; }
 
 /* ---- errors ---- */
 
-static _Thread_local char last_error[RT_ERR_LEN * 2];
+static _Thread_local char last_error[RT_ERR_LEN * 8]; /* a load error names every built-in model */
 
 const char *ternion_last_error(void) { return last_error; }
 

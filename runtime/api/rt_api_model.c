@@ -66,7 +66,7 @@ static void general_name(const rt_gguf *g, char *out, size_t n)
 /* Picks the model for g (see the header comment). 0 ok, else a status (error set). */
 static int choose(ternion_model *m, const char *want)
 {
-    char err[RT_ERR_LEN], names[RT_ERR_LEN];
+    char err[RT_ERR_LEN], names[RT_ERR_LEN * 4]; /* every built-in model's name (over 30) */
     builtin_list(names, sizeof(names));
     if (want) {
         const rt_model_desc *d = find_builtin(want);
