@@ -311,10 +311,14 @@ test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 	@sh tests/check_fuzz_deps.sh
 	@B=$(B) SAN="$(SAN)" sh tests/check_install.sh
 	@B=$(B) sh tests/run_subgroups.sh $(B)/sweep
-	@B=$(B) TERNION_BUILD=$(B) sh tests/run_tests.sh $(TEST_RUN) $$(cat $(B)/sweep/list)
+	@rm -rf $(B)/spv-cache && mkdir -p $(B)/spv-cache
+	@B=$(B) TERNION_BUILD=$(B) TERNION_SPV_CACHE=$(abspath $(B))/spv-cache sh tests/run_tests.sh $(TEST_RUN) $$(cat $(B)/sweep/list)
 
 # (TERNION_BUILD tells the suites that run binaries, e.g. test_cli, which build to run: the
-# test rule sets it to $(B), so `make asan` runs build-asan/'s binaries, not build/'s.)
+# test rule sets it to $(B), so `make asan` runs build-asan/'s binaries, not build/'s.
+# TERNION_SPV_CACHE: the suites build the same test models' kernels in separate processes
+# (the kernel suites, their subgroup sweep, the end-to-end suites); one folder, emptied at the
+# start of each run, keeps each source's SPIR-V for the others: dsl/dsl_disk_cache.c.)
 asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

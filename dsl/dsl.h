@@ -545,6 +545,15 @@ int dsl_compile_glsl_native_dot(const char *name, const char *src, uint32_t **ou
 /* dsl_compile_glsl with DSL_COOPMAT defined (see dsl_compile_coopmat). */
 int dsl_compile_glsl_coopmat(const char *name, const char *src, uint32_t **out_spv, size_t *out_bytes,
                              char **out_err);
+/* Compiles are remembered: in the process (every source compiled before, up to 256 MB), and
+ * where $TERNION_SPV_CACHE names an existing folder, there too, for other processes: one file
+ * per build macro and source, "<16 hex digits of their hash>.spv" holding "ternion-spv 1\n",
+ * three little-endian uint32 (the macro's, the source's and the SPIR-V's byte counts), then
+ * the macro, the source and the SPIR-V. A file is used only for exactly its macro and source
+ * and only when whole; otherwise the source is compiled (and the file written again). `make
+ * test` points every suite at one such folder. dsl_compile_forget drops the in-process
+ * memory of compiles (the folder is left as it is). */
+void dsl_compile_forget(void);
 
 /* ------------------------------------------------------------------------------------
  * *_at implementations (call through the macros above)

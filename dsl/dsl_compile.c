@@ -96,6 +96,23 @@ static void cache_put(uint64_t h, const char *macro, const char *src, const uint
     }
 }
 
+void dsl_compile_forget(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    cache_entry *e = cache_head;
+    cache_head = NULL;
+    cache_bytes = 0;
+    pthread_mutex_unlock(&cache_lock);
+    while (e) {
+        cache_entry *next = e->next;
+        free(e->macro);
+        free(e->src);
+        free(e->spv);
+        free(e);
+        e = next;
+    }
+}
+
 static char *numbered_error(const char *name, const char *msg, const char *src)
 {
     dsl_sb b = {0};
@@ -124,6 +141,10 @@ static int compile_glsl(const char *name, const char *src, const char *macro, ui
     const uint64_t h = cache_hash(macro, src);
     if (cache_get(h, macro, src, out_spv, out_bytes))
         return 0;
+    if (dsl_disk_cache_get(h, macro, src, out_spv, out_bytes)) { /* another process compiled it */
+        cache_put(h, macro, src, *out_spv, *out_bytes);
+        return 0;
+    }
     shaderc_compiler_t c = shaderc_compiler_initialize();
     shaderc_compile_options_t o = shaderc_compile_options_initialize();
     if (!c || !o) {
@@ -155,6 +176,7 @@ static int compile_glsl(const char *name, const char *src, const char *macro, ui
             memcpy(*out_spv, shaderc_result_get_bytes(r), n);
             *out_bytes = n;
             cache_put(h, macro, src, *out_spv, n);
+            dsl_disk_cache_put(h, macro, src, *out_spv, n);
         }
     }
     shaderc_result_release(r);

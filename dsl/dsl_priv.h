@@ -5,7 +5,9 @@
 #define DSL_PRIV_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dsl.h"
 
@@ -19,6 +21,12 @@ void *dsl_arena_alloc(dsl_arena *a, size_t n); /* zeroed, max-aligned; NULL when
 char *dsl_arena_strdup(dsl_arena *a, const char *s);
 void dsl_arena_reset(dsl_arena *a); /* keep the blocks, forget their contents */
 void dsl_arena_free(dsl_arena *a);
+
+/* ---- compiled kernels on disk (dsl_disk_cache.c; $TERNION_SPV_CACHE) ---- */
+/* The SPIR-V stored for exactly (macro, src) under hash, malloc'd into *out_spv; false: none. */
+bool dsl_disk_cache_get(uint64_t hash, const char *macro, const char *src, uint32_t **out_spv, size_t *out_bytes);
+/* Store a compile (best effort: nothing happens when the folder is unset or unwritable). */
+void dsl_disk_cache_put(uint64_t hash, const char *macro, const char *src, const uint32_t *spv, size_t bytes);
 
 /* ---- growable string (dsl_sb.c) ---- */
 typedef struct {

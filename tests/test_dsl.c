@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -747,6 +748,122 @@ static void test_golden_reduce_subgroup(void **st) { (void)st; golden(tk_reduce_
 static void test_golden_f16_unpack(void **st) { (void)st; golden(tk_f16_unpack()); }
 static void test_golden_int8_dot(void **st) { (void)st; golden(tk_int8_dot()); }
 
+/* ---- compiles kept on disk ($TERNION_SPV_CACHE, dsl_disk_cache.c; the layout: dsl.h) ---- */
+
+static const char *k_src_fmt = "#version 450\nlayout(local_size_x = 1) in;\n"
+                               "layout(std430, binding = 0) buffer B { uint v[]; } b;\n"
+                               "void main() { b.v[0] = %uu; }\n";
+
+/* The folder's one file (its path into out), or fail. */
+static void only_file(const char *dir, char *out, size_t cap)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c . | grep -qx 1", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "ls -d %s/*.spv", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(out, (int)cap, p));
+    out[strcspn(out, "\n")] = 0;
+    pclose(p);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t *b = malloc(1 << 16);
+    *len = fread(b, 1, 1 << 16, f);
+    fclose(f);
+    return b;
+}
+
+static void spill(const char *path, const uint8_t *b, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+}
+
+static void compile_src(const char *src, uint32_t **spv, size_t *n)
+{
+    char *err = NULL;
+    if (dsl_compile_glsl("cachetest", src, spv, n, &err))
+        fail_msg("%s", err ? err : "compile failed");
+}
+
+/* A compile is stored whole under the folder; another process's file (after forget) is used for
+ * exactly its source, and a file that does not hold the source or is cut short is not: the
+ * source is compiled again and the file rewritten. No folder: nothing stored, the compile works. */
+static void test_disk_cache(void **st)
+{
+    (void)st;
+    char dir[] = "/tmp/ternion-spv-XXXXXX", path[700], srcA[400], srcB[400];
+    assert_non_null(mkdtemp(dir));
+    const unsigned salt = (unsigned)getpid(); /* sources no earlier compile in this process had */
+    snprintf(srcA, sizeof srcA, k_src_fmt, salt * 2u + 1u);
+    snprintf(srcB, sizeof srcB, k_src_fmt, salt * 2u + 2u);
+    setenv("TERNION_SPV_CACHE", dir, 1);
+    uint32_t *a = NULL, *b = NULL, *c = NULL;
+    size_t na = 0, nb = 0, nc = 0, len = 0;
+    compile_src(srcA, &a, &na);
+    only_file(dir, path, sizeof path);
+    uint8_t *f = slurp(path, &len);
+    const size_t hdr = 14 + 12, sl = strlen(srcA); /* "ternion-spv 1\n", three counts, no macro */
+    assert_memory_equal(f, "ternion-spv 1\n", 14);
+    assert_int_equal(len, hdr + sl + na);
+    assert_memory_equal(f + hdr, srcA, sl);
+    assert_memory_equal(f + hdr + sl, a, na);
+    /* another process's file: srcA's entry holding srcB's SPIR-V is what srcA now compiles to */
+    dsl_compile_forget();
+    compile_src(srcB, &b, &nb);
+    assert_true(nb != na || memcmp(a, b, na));
+    uint8_t *g = malloc(hdr + sl + nb);
+    memcpy(g, f, hdr + sl);
+    g[22] = (uint8_t)nb, g[23] = (uint8_t)(nb >> 8), g[24] = (uint8_t)(nb >> 16), g[25] = 0;
+    memcpy(g + hdr + sl, b, nb);
+    spill(path, g, hdr + sl + nb);
+    dsl_compile_forget();
+    compile_src(srcA, &c, &nc);
+    assert_int_equal(nc, nb);
+    assert_memory_equal(c, b, nb);
+    free(c);
+    /* the same name holding another source (one byte), then a file cut short: compiled again */
+    for (int bad = 0; bad < 2; bad++) {
+        memcpy(g, f, len);
+        if (bad == 0)
+            g[hdr + sl - 4] ^= 1;
+        spill(path, g, bad == 0 ? len : len - 5);
+        dsl_compile_forget();
+        compile_src(srcA, &c, &nc);
+        assert_int_equal(nc, na);
+        assert_memory_equal(c, a, na);
+        free(c);
+        size_t l2 = 0;
+        uint8_t *h = slurp(path, &l2); /* rewritten whole */
+        assert_int_equal(l2, len);
+        assert_memory_equal(h, f, len);
+        free(h);
+    }
+    /* a folder that does not exist: compiles as before, nothing made */
+    char gone[760];
+    snprintf(gone, sizeof gone, "%s/none", dir);
+    setenv("TERNION_SPV_CACHE", gone, 1);
+    dsl_compile_forget();
+    compile_src(srcA, &c, &nc);
+    assert_memory_equal(c, a, na);
+    free(c);
+    unsetenv("TERNION_SPV_CACHE");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.spv && rmdir %s", dir, dir); /* srcA's and srcB's files */
+    assert_int_equal(system(cmd), 0);
+    free(g);
+    free(f);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -772,6 +889,7 @@ int main(void)
         cmocka_unit_test(test_golden_reduce_subgroup),
         cmocka_unit_test(test_golden_f16_unpack),
         cmocka_unit_test(test_golden_int8_dot),
+        cmocka_unit_test(test_disk_cache),
     };
     if (getenv("TEST_FILTER")) /* e.g. "test_construct*" */
         cmocka_set_test_filter(getenv("TEST_FILTER"));
