@@ -255,7 +255,9 @@ static uint8_t *random_tensor(uint32_t type, int K, int rows, int n, unsigned *s
 /* The CPU kernel's cases: expert formats (gate, up, down), router, widths (dim, expert width).
  * Awkward widths: dim 320 = 5 blocks of Q2_0's 64, expert width 192; the K-quants' 256-blocks:
  * llama.cpp's Q4_K_M mix (gate and up Q4_K, down Q6_K) at dim 512, width 768 (3 blocks), all Q6_K
- * at dim 768, width 256; BF16 (any even width) at 320 / 192, and BF16 beside Q4_K. */
+ * at dim 768, width 256; BF16 (any even width) at 320 / 192, and BF16 beside Q4_K; the ternary
+ * TQ2_0 / TQ1_0 (Maple's published experts, Q8_K inputs) at dim 512, width 256 and 256 / 512, one
+ * beside Q4_K. */
 static const struct {
     uint32_t gate, up, down, router;
     int D, F;
@@ -265,6 +267,7 @@ static const struct {
     {FMT_Q2_0, FMT_Q2_0, FMT_Q2_0, FMT_F32, 320, 192},   {FMT_Q8_0, FMT_F16, FMT_Q8_0, FMT_F16, 320, 192},
     {FMT_BF16, FMT_BF16, FMT_BF16, FMT_F32, 320, 192},   {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K, FMT_F16, 512, 768},
     {FMT_Q6_K, FMT_Q6_K, FMT_Q6_K, FMT_F32, 768, 256},   {FMT_Q4_K, FMT_BF16, FMT_Q4_K, FMT_F16, 512, 256},
+    {FMT_TQ2_0, FMT_TQ2_0, FMT_TQ1_0, FMT_F32, 512, 256}, {FMT_TQ1_0, FMT_Q4_K, FMT_TQ2_0, FMT_F16, 256, 512},
 };
 
 /* The CPU kernel against the reference: each case of k_cpu_cases, 6 experts, top 3, 5 tokens,
@@ -273,7 +276,8 @@ static const struct {
  * (random scores have no near ties) and each output within bound = 2^-10 x max |y_ref| where an
  * input is rounded to fewer bits (Q8_0 / Q8_K codes for the block formats, bf16 for BF16: where
  * gate/up round differently by an ulp, a down input's code may flip by one step, 1/127 of a
- * block's amax or 2^-8 of the value, times a row of N(0, 1/K) weights), 2^-18 for F32 / F16
+ * block's amax or 2^-8 of the value, times a row of N(0, 1/K) weights; ternary weights of block
+ * scale d ~ 3 / sqrt(K) move the same way), 2^-18 for F32 / F16
  * experts, whose inputs round the same. Outputs poisoned with NaN first. */
 static void test_kernel_vs_ref(void **state)
 {
@@ -488,14 +492,16 @@ static void gpu_case(const gen_model *m, const gen_graph *g, bool decode, uint32
 }
 
 /* Variants of the test model at awkward sizes, every expert format the reference reads (F32,
- * F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K), both routers and gatings: the model's own (8 experts,
+ * F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K, TQ1_0, TQ2_0), both routers and gatings: the model's own (8 experts,
  * top 2, width 160, softmax normalized); 13 experts, top 3, width 96 (3 Q4_0 blocks), an F16
  * router, sigmoid not normalized; 6 experts all used, width 192 (3 Q2_0 blocks), softmax not
  * normalized; llama.cpp's Q4_K_M mix (gate and up Q4_K, down Q6_K) at dim 768 (3 blocks of 256),
  * width 512, 5 experts, an F16 router; BF16 gate and up, Q6_K down, width 256, 7 experts, top 3,
- * sigmoid. A prompt of 5, 13, 3, 4 or 6 tokens and a one-token step each; the K-quant rows are
- * gen_k_linear's walk (gen_kq_row_dot: Q8_K inputs, f32 sums of exact products), so the same
- * 1e-4 rules hold. */
+ * sigmoid; Maple's clamped SwiGLU over ternary experts (TQ2_0 gate and down, TQ1_0 up) at dim
+ * 512, width 256, 11 experts, top 3. A prompt of 5, 13, 3, 4, 6 or 7 tokens and a one-token step
+ * each; the K-quant and
+ * ternary rows are gen_k_linear's walk (gen_kq_row_dot: Q8_K inputs, f32 sums of exact
+ * products), so the same 1e-4 rules hold. */
 static void test_gpu_kernels(void **state)
 {
     vkh_seed(4242);
@@ -530,9 +536,17 @@ static void test_gpu_kernels(void **state)
                                      "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: bf16",
                                      "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q6_k",
                                      "gating: softmax, norm_topk: true", "gating: sigmoid, norm_topk: false", NULL};
-    /* Maple's experts: the clamped SwiGLU (limit 0.25: these products pass it both ways) */
-    static const char *const v5[] = {"expert_ffn_dim: 160", "expert_ffn_dim: 96\n  swiglu_limit: 0.25",
-                                     "act: silu,", "act: silu_clamp,", "n_expert_used: 2", "n_expert_used: 3", NULL};
+    /* Maple's experts: the clamped SwiGLU (limit 0.25: these products pass it both ways) over ternary
+     * weights as its published files hold them (gate TQ2_0, up TQ1_0, down TQ2_0: Q8_K inputs) at
+     * dim 512, width 256, 11 experts, top 3, softmax not normalized */
+    static const char *const v5[] = {"\n  dim: 320", "\n  dim: 512", "n_expert: 8", "n_expert: 11",
+                                     "n_expert_used: 2", "n_expert_used: 3",
+                                     "expert_ffn_dim: 160", "expert_ffn_dim: 256\n  swiglu_limit: 0.25",
+                                     "act: silu,", "act: silu_clamp,",
+                                     "ffn_gate_exps.weight\", type: q8_0", "ffn_gate_exps.weight\", type: tq2_0",
+                                     "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: tq1_0",
+                                     "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: tq2_0",
+                                     "norm_topk: true", "norm_topk: false", NULL};
     const char *const *variants[] = {v0, v1, v2, v3, v4, v5};
     const uint32_t tokens[] = {5, 13, 3, 4, 6, 7};
     static gen_graph g;
