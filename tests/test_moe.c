@@ -1,8 +1,9 @@
 /* test_moe.c - the `moe` op (gen/gen_moe.h): its YAML rules, the C reference's selection against
  * hand-computed values, the CPU kernel (runtime/cpu/cpu_moe.c) and the three Vulkan kernels
  * (gen/kernels/gen_k_moe.c, through the kernel suites' harness tests/vk_harness.h) against the
- * reference on random data. Whole models against llama.cpp: the oracle case
- * tests/data/oracle/qwen3moe-kq-tiny (CPU backend and Vulkan); the CPU backend's against the C
+ * reference on random data. Whole models against llama.cpp: the oracle cases
+ * tests/data/oracle/qwen3moe-kq-tiny (K-quant experts) and qwen3moe-tq-tiny (TQ2_0 / TQ1_0
+ * experts), CPU backend and Vulkan; the CPU backend's against the C
  * reference: test_moe_vs_reference in tests/test_e2e.c.
  *
  * Owns: the moe op's unit checks.
@@ -78,12 +79,16 @@ static void test_yaml_good(void **state)
         const char *path;
         int n_expert, k;
         float norm;
-        uint32_t exps[3]; /* the experts' types: llama-quantize Q8_0's, or Q4_K_M's (the -q4_k_m variants) */
-    } real[] = {{"models/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
-                {"models/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
-                {"models/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}},
-                {"models/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}}};
-    for (int i = 0; i < 4; i++) {
+        uint32_t exps[3]; /* the experts' types: llama-quantize Q8_0's, Q4_K_M's (the -q4_k_m variants), or
+                           * the ternary ones of Maple's published files */
+        bool alt;         /* ffn_down_exps a type set (Q4_K_M's [q6_k, q4_k]) */
+    } real[] = {{"models/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}, false},
+                {"models/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}, false},
+                {"models/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}, true},
+                {"models/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}, true},
+                {"models/maple-20b-a1b-tq2_0.yaml", 256, 8, 1.0f, {FMT_TQ2_0, FMT_TQ2_0, FMT_TQ2_0}, false},
+                {"models/maple-20b-a1b-tq1_0.yaml", 256, 8, 1.0f, {FMT_TQ1_0, FMT_TQ1_0, FMT_TQ1_0}, false}};
+    for (int i = 0; i < 6; i++) {
         rc = gen_model_load(real[i].path, &g_m, err);
         if (rc)
             print_error("%s\n", err);
@@ -99,7 +104,8 @@ static void test_yaml_good(void **state)
                 n_moe++;
             }
         assert_int_equal(n_moe, 1);
-        /* the Vulkan kernels of its moe op generate at these widths (Q4_K / Q6_K rows of 2048, 768, 1024) */
+        /* the Vulkan kernels of its moe op generate at these widths (Q4_K / Q6_K rows of 2048, 768, 1024;
+         * Maple's TQ rows of 2048 and 512, 256 experts) */
         static gen_graph g;
         if (gen_graph_build(&g_m, true, &g, err))
             fail_msg("%s: %s", real[i].path, err);
@@ -118,8 +124,8 @@ static void test_yaml_good(void **state)
         /* the -q4_k_m ones: ffn_down_exps takes [q6_k, q4_k] (a plain Q4_K_M file's layers); its
          * down kernel generates for Q4_K rows of 768 / 1024 too (gen_desc.c builds it so) */
         const int dn = gen_model_find_tensor(&g_m, "ffn_down_exps");
-        assert_int_equal(g_m.tensors[dn].n_alt, i >= 2);
-        if (i < 2)
+        assert_int_equal(g_m.tensors[dn].n_alt, real[i].alt);
+        if (!real[i].alt)
             continue;
         assert_int_equal(g_m.tensors[dn].alt[0], FMT_Q4_K);
         g_m.tensors[dn].type = FMT_Q4_K;
