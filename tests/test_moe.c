@@ -157,6 +157,11 @@ static const struct {
     {"ffn_down_exps],", "ffn_down_exps, attn_q],", "'experts' must list 3 tensors"},
     {"ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: q4_k",
      "tensor 'ffn_up_exps': q4_k input width ne0 = 320 is not a multiple of 256"},
+    {"ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: tq2_0",
+     "tensor 'ffn_up_exps': tq2_0 input width ne0 = 320 is not a multiple of 256"},
+    {"ffn_up_exps.weight\",   type: f16,  shape: [dim,", "ffn_up_exps.weight\",   type: i2_s,  shape: [256,",
+     "expert up tensor 'ffn_up_exps' must be 3-D [in, out, n_expert] of a format linear reads (f16, f32, q8_0, ...) "
+     "or tq1_0 / tq2_0, got 3-D i2_s"},
     {"act: silu", "act: swish", "activation 'swish' has parameters"},
     {"act: silu", "act: nope", "unknown activation 'nope'"},
     {"style: neox", "style: norm", "files of architecture 'qwen3moe' need style: neox"},
