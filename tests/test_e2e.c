@@ -1460,7 +1460,8 @@ static void host_moe_check(const built_desc *bd, const rt_gguf *g)
     const int D = m->hp.dim, K = m->hp.n_expert_used;
     const gen_act *act = gen_act_at(op->act);
     const ref_moe_op ro = {.router_type = t[0]->type, .router = t[0]->data,
-                           .exp_type = {t[1]->type, t[2]->type, t[3]->type}, .exp = {t[1]->data, t[2]->data, t[3]->data},
+                           .exp_type = {t[1]->type, t[2]->type, t[3]->type},
+                           .exp = {t[1]->data, t[2]->data, t[3]->data},
                            .dim = D, .eff = m->hp.expert_ffn_dim, .n_expert = m->hp.n_expert, .k = K,
                            .sigmoid = op->param.v[0] != 0.0f, .norm = op->param.v[1] != 0.0f, .act = act,
                            .act_p = gen_params_default(act->params, &m->hp)};

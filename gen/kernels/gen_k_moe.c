@@ -106,8 +106,8 @@ static int bind_rows(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, int 
     if ((!d->pc && !d->qc && !d->kq && wt->type != FMT_F32) || (d->pc && d->K % 2) || (d->qc && d->K % 32) ||
         (d->kq && d->K % GEN_CODEC_BLOCK)) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: moe: no kernel reads %s '%s' of width %u (F32, F16, BF16 of an even "
-                 "width; Q8_0, Q4_0, Q2_0 of a multiple of 32; Q4_K, Q6_K, TQ1_0, TQ2_0 of a multiple of 256)", g->m->path,
-                 kop->loc.line, kop->loc.col, gen_ttype_name(wt->type), wt->key, d->K);
+                 "width; Q8_0, Q4_0, Q2_0 of a multiple of 32; Q4_K, Q6_K, TQ1_0, TQ2_0 of a multiple of 256)",
+                 g->m->path, kop->loc.line, kop->loc.col, gen_ttype_name(wt->type), wt->key, d->K);
         return -1;
     }
     d->W = dsl_buffer(k, name, d->pc || d->qc || d->kq ? DSL_U32 : DSL_F32, DSL_READONLY);

@@ -99,8 +99,7 @@ static void gemv(cpu_isa isa, const cpu_weight *w, int64_t r0, int rows, const f
     else if (tern(w->type)) {
         const cpu_qact a = {.K = (int)w->ne0, .n = 1, .q = s->q, .qp = s->q, .bs = s->qd};
         cpu_codec_find(w->type)->matmul(isa, &sub, 0, rows, &a, y, rows, s->codec);
-    }
-    else
+    } else
         cpu_table_dot(isa, cpu_codec_find(w->type), &sub, 0, rows, xp, 1, y, rows, s->codec);
 }
 

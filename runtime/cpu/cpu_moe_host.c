@@ -31,8 +31,9 @@ struct cpu_moe_host {
 static cpu_moe moe_of(const cpu_moe_host *h, int L)
 {
     const cpu_weight *w = &h->w[(size_t)L * 4];
-    return (cpu_moe){.router = &w[0], .exp = {&w[1], &w[2], &w[3]}, .act = h->act, .act_p = {h->act_p}, .dim = h->dim, .eff = h->eff,
-                     .n_expert = h->n_expert, .k = h->k, .sigmoid = h->sigmoid, .norm = h->norm};
+    return (cpu_moe){.router = &w[0], .exp = {&w[1], &w[2], &w[3]}, .act = h->act, .act_p = {h->act_p},
+                     .dim = h->dim, .eff = h->eff, .n_expert = h->n_expert, .k = h->k, .sigmoid = h->sigmoid,
+                     .norm = h->norm};
 }
 
 /* Tensor t of layer L from the mapping, 3-D as its stacked rows. */
