@@ -470,10 +470,7 @@ static int apply_variant_types(gen_yaml *v, yaml_node_t *n, gen_model *m)
         snprintf(what, sizeof what, "types: tensor '%s'", key);
         if (parse_type_set(v, ty, what, t))
             return -1;
-        const fmt_codec *codec = fmt_codec_find(t->type); /* a set holds no ternary type */
-        if ((codec->uses & FMT_USE_TERNARY) && t->n_dims != 2)
-            return gen_yaml_fail(v, ty, "%s: %s tensors must be 2-D", what, codec->yaml);
-        if (check_type_shape(v, ty, what, t))
+        if (check_type_shape(v, ty, what, t)) /* a ternary type: 2-D, or 3-D (experts) */
             return -1;
     }
     return 0;

@@ -19,6 +19,11 @@ const char *const gen_moe_keys[] = {"experts", "act", NULL};
 
 static const char *const k_roles[3] = {"gate", "up", "down"};
 
+bool gen_moe_expert_fmt(const fmt_codec *f)
+{
+    return f && ((f->uses & FMT_USE_MATRIX) || fmt_block_scaled(f)); /* block-scaled ternary: TQ1_0, TQ2_0 */
+}
+
 int gen_moe_parse(gen_yaml *y, yaml_node_t *opn, const gen_model *m, gen_op *op, const char *label)
 {
     yaml_node_t *e = gen_yaml_get(y, opn, "experts"), *a = gen_yaml_get(y, opn, "act");
@@ -43,12 +48,12 @@ int gen_moe_parse(gen_yaml *y, yaml_node_t *opn, const gen_model *m, gen_op *op,
             return gen_yaml_fail(y, n, "%s: experts '%s' is not in tensors", label, name);
         const gen_tensor *t = &m->tensors[op->experts[i]];
         const fmt_codec *f = fmt_codec_find(t->type);
-        for (int j = 0; j < t->n_alt && f && (f->uses & FMT_USE_MATRIX); j++)
+        for (int j = 0; j < t->n_alt && gen_moe_expert_fmt(f); j++)
             f = fmt_codec_find(t->alt[j]); /* a type set: each of its types */
-        if (t->n_dims != 3 || !f || !(f->uses & FMT_USE_MATRIX))
+        if (t->n_dims != 3 || !gen_moe_expert_fmt(f))
             return gen_yaml_fail(y, n, "%s: expert %s tensor '%s' must be 3-D [in, out, n_expert] of a format linear "
-                                 "reads (f16, f32, q8_0, ...), got %d-D %s", label, k_roles[i], name, t->n_dims,
-                                 gen_ttype_name(f ? f->type : t->type));
+                                 "reads (f16, f32, q8_0, ...) or tq1_0 / tq2_0, got %d-D %s", label, k_roles[i], name,
+                                 t->n_dims, gen_ttype_name(f ? f->type : t->type));
     }
     char act[GEN_MAX_NAME] = "silu";
     if (a && gen_yaml_str(y, a, "act", act, sizeof act))

@@ -13,7 +13,9 @@
  * `norm_topk: true` (Qwen3-MoE) or as they are (false, the default: OLMoE); out = sum over the
  * selected experts, in that order, of weight x down_e(act(gate_e g) * up_e g). The expert
  * tensors are llama.cpp's stacked 3-D ones: gate and up [dim, expert_ffn_dim, n_expert], down
- * [expert_ffn_dim, dim, n_expert], of a format `linear` reads (FMT_USE_MATRIX). Shared experts
+ * [expert_ffn_dim, dim, n_expert], of a format `linear` reads (FMT_USE_MATRIX) or a block-scaled
+ * ternary one (TQ1_0, TQ2_0: llama.cpp multiplies them by the input quantized per block of 256 as
+ * Q8_K, F16 d per block, as `bitlinear ... act_quant: q8_k`). Shared experts
  * (ffn_*_shexp) are an ordinary FFN the YAML writes next to it, added to its output.
  * Hyperparameters n_expert, n_expert_used and expert_ffn_dim (gguf_checks: expert_count,
  * expert_used_count, expert_feed_forward_length).
@@ -32,6 +34,9 @@ extern const gen_param gen_moe_params[];
 
 /* The extra YAML keys a moe op may have (NULL-ended). */
 extern const char *const gen_moe_keys[];
+
+/* 1 when f is a format of an expert tensor: FMT_USE_MATRIX, or TQ1_0 / TQ2_0 (fmt_block_scaled). */
+bool gen_moe_expert_fmt(const fmt_codec *f);
 
 /* Reads the op's `experts` and `act` (after its weight; label: the message prefix). */
 int gen_moe_parse(gen_yaml *y, yaml_node_t *opn, const gen_model *m, gen_op *op, const char *label);

@@ -32,6 +32,9 @@
 #include "schema/rt_schedule.h"
 #include "vk/rt_vk.h"
 #include "ref/ref_forward.h"
+#include "ref/ref_moe.h"
+#include "cpu/cpu_moe_host.h"
+#include "gen_act.h"
 
 typedef struct {
     const char *name;     /* fixture name */
@@ -1434,6 +1437,61 @@ static void maple_long(const built_desc *bd, const rt_gguf *g, const char *gguf)
     free(got);
 }
 
+/* --cpu-moe's experts (runtime/cpu/cpu_moe_host.c) on maple-tiny's file, layer 0, one token:
+ * the reference's moe (ref_moe) picks the experts and weights, handed to the host as the device
+ * hands them over; the outputs within 2^-10 x max |y| (test_moe's rule for Q8_0-input experts:
+ * a code may flip by one step). The clamp's limit must reach the host: left unset (0), every
+ * clamped expert gives 0, max |d| = max |y|. */
+static void host_moe_check(const built_desc *bd, const rt_gguf *g)
+{
+    const gen_model *m = &bd->m;
+    const gen_op *op = NULL;
+    for (int i = 0; i < m->n_layer; i++)
+        op = m->layer[i].kind == GEN_OP_MOE ? &m->layer[i] : op;
+    assert_non_null(op);
+    const rt_gguf_tensor *t[4];
+    const int ix[4] = {op->weight, op->experts[0], op->experts[1], op->experts[2]};
+    for (int i = 0; i < 4; i++) {
+        char name[GEN_MAX_NAME + 8];
+        const char *f = m->tensors[ix[i]].gguf, *at = strstr(f, "{L}");
+        snprintf(name, sizeof name, "%.*s0%s", (int)(at - f), f, at + 3);
+        assert_non_null(t[i] = rt_gguf_tensor_find(g, name));
+    }
+    const int D = m->hp.dim, K = m->hp.n_expert_used;
+    const gen_act *act = gen_act_at(op->act);
+    const ref_moe_op ro = {.router_type = t[0]->type, .router = t[0]->data,
+                           .exp_type = {t[1]->type, t[2]->type, t[3]->type},
+                           .exp = {t[1]->data, t[2]->data, t[3]->data},
+                           .dim = D, .eff = m->hp.expert_ffn_dim, .n_expert = m->hp.n_expert, .k = K,
+                           .sigmoid = op->param.v[0] != 0.0f, .norm = op->param.v[1] != 0.0f, .act = act,
+                           .act_p = gen_params_default(act->params, &m->hp)};
+    float *x = malloc(sizeof(float) * 3 * (size_t)D), *y = x + D, *y_ref = y + D, w[16];
+    uint32_t route[32];
+    int sel[16];
+    assert_true(x && K <= 16);
+    for (int i = 0; i < D; i++)
+        x[i] = sinf(0.7f * (float)i) * 2.0f;
+    assert_int_equal(ref_moe(&ro, x, 1, y_ref, sel, w), 0);
+    for (int j = 0; j < K; j++) {
+        route[j] = (uint32_t)sel[j];
+        memcpy(&route[K + j], &w[j], 4);
+    }
+    cpu_moe_host *h = NULL;
+    char err[RT_ERR_LEN] = "";
+    if (cpu_moe_host_open(&bd->d.desc, g, 1, 1, 1, &h, err) || cpu_moe_host_run(h, 0, 1, x, route, y, err))
+        fail_msg("%s", err);
+    cpu_moe_host_close(h);
+    double dmax = 0, ymax = 0;
+    for (int i = 0; i < D; i++) {
+        dmax = fmax(dmax, fabs(y[i] - y_ref[i]));
+        ymax = fmax(ymax, fabs(y_ref[i]));
+    }
+    printf("maple-tiny: --cpu-moe experts (layer 0, one token) vs C reference: max |d| %.3g (bound %.3g)\n", dmax,
+           ldexp(ymax, -10));
+    assert_true(ymax > 0 && dmax <= ldexp(ymax, -10));
+    free(x);
+}
+
 static void test_maple_vs_reference(void **st)
 {
     (void)st;
@@ -1477,6 +1535,7 @@ static void test_maple_vs_reference(void **st)
     printf("%s: reference without the window: max |d| %.4g on rows 7..19; without the clamp: %.4g (bound %.4g)\n",
            yaml, dw, dc, s_spread_bound);
     assert_true(dw > s_spread_bound && dc > s_spread_bound);
+    host_moe_check(bd, g);
     maple_long(bd, g, gguf);
     /* Bad input: a file whose window pattern contradicts the description (written from a copy
      * with swa_pattern 3: layer 1 windowed where maple-tiny's is global) is refused at load,

@@ -1,8 +1,9 @@
 /* test_moe.c - the `moe` op (gen/gen_moe.h): its YAML rules, the C reference's selection against
  * hand-computed values, the CPU kernel (runtime/cpu/cpu_moe.c) and the three Vulkan kernels
  * (gen/kernels/gen_k_moe.c, through the kernel suites' harness tests/vk_harness.h) against the
- * reference on random data. Whole models against llama.cpp: the oracle case
- * tests/data/oracle/qwen3moe-kq-tiny (CPU backend and Vulkan); the CPU backend's against the C
+ * reference on random data. Whole models against llama.cpp: the oracle cases
+ * tests/data/oracle/qwen3moe-kq-tiny (K-quant experts) and qwen3moe-tq-tiny (TQ2_0 / TQ1_0
+ * experts), CPU backend and Vulkan; the CPU backend's against the C
  * reference: test_moe_vs_reference in tests/test_e2e.c.
  *
  * Owns: the moe op's unit checks.
@@ -78,12 +79,16 @@ static void test_yaml_good(void **state)
         const char *path;
         int n_expert, k;
         float norm;
-        uint32_t exps[3]; /* the experts' types: llama-quantize Q8_0's, or Q4_K_M's (the -q4_k_m variants) */
-    } real[] = {{"models/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
-                {"models/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}},
-                {"models/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}},
-                {"models/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}}};
-    for (int i = 0; i < 4; i++) {
+        uint32_t exps[3]; /* the experts' types: llama-quantize Q8_0's, Q4_K_M's (the -q4_k_m variants), or
+                           * the ternary ones of Maple's published files */
+        bool alt;         /* ffn_down_exps a type set (Q4_K_M's [q6_k, q4_k]) */
+    } real[] = {{"models/qwen3-30b-a3b.yaml", 128, 8, 1.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}, false},
+                {"models/olmoe-1b-7b.yaml", 64, 8, 0.0f, {FMT_Q8_0, FMT_Q8_0, FMT_Q8_0}, false},
+                {"models/qwen3-30b-a3b-q4_k_m.yaml", 128, 8, 1.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}, true},
+                {"models/olmoe-1b-7b-q4_k_m.yaml", 64, 8, 0.0f, {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K}, true},
+                {"models/maple-20b-a1b-tq2_0.yaml", 256, 8, 1.0f, {FMT_TQ2_0, FMT_TQ2_0, FMT_TQ2_0}, false},
+                {"models/maple-20b-a1b-tq1_0.yaml", 256, 8, 1.0f, {FMT_TQ1_0, FMT_TQ1_0, FMT_TQ1_0}, false}};
+    for (int i = 0; i < 6; i++) {
         rc = gen_model_load(real[i].path, &g_m, err);
         if (rc)
             print_error("%s\n", err);
@@ -99,7 +104,8 @@ static void test_yaml_good(void **state)
                 n_moe++;
             }
         assert_int_equal(n_moe, 1);
-        /* the Vulkan kernels of its moe op generate at these widths (Q4_K / Q6_K rows of 2048, 768, 1024) */
+        /* the Vulkan kernels of its moe op generate at these widths (Q4_K / Q6_K rows of 2048, 768, 1024;
+         * Maple's TQ rows of 2048 and 512, 256 experts) */
         static gen_graph g;
         if (gen_graph_build(&g_m, true, &g, err))
             fail_msg("%s: %s", real[i].path, err);
@@ -118,8 +124,8 @@ static void test_yaml_good(void **state)
         /* the -q4_k_m ones: ffn_down_exps takes [q6_k, q4_k] (a plain Q4_K_M file's layers); its
          * down kernel generates for Q4_K rows of 768 / 1024 too (gen_desc.c builds it so) */
         const int dn = gen_model_find_tensor(&g_m, "ffn_down_exps");
-        assert_int_equal(g_m.tensors[dn].n_alt, i >= 2);
-        if (i < 2)
+        assert_int_equal(g_m.tensors[dn].n_alt, real[i].alt);
+        if (!real[i].alt)
             continue;
         assert_int_equal(g_m.tensors[dn].alt[0], FMT_Q4_K);
         g_m.tensors[dn].type = FMT_Q4_K;
@@ -151,6 +157,11 @@ static const struct {
     {"ffn_down_exps],", "ffn_down_exps, attn_q],", "'experts' must list 3 tensors"},
     {"ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: q4_k",
      "tensor 'ffn_up_exps': q4_k input width ne0 = 320 is not a multiple of 256"},
+    {"ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: tq2_0",
+     "tensor 'ffn_up_exps': tq2_0 input width ne0 = 320 is not a multiple of 256"},
+    {"ffn_up_exps.weight\",   type: f16,  shape: [dim,", "ffn_up_exps.weight\",   type: i2_s,  shape: [256,",
+     "expert up tensor 'ffn_up_exps' must be 3-D [in, out, n_expert] of a format linear reads (f16, f32, q8_0, ...) "
+     "or tq1_0 / tq2_0, got 3-D i2_s"},
     {"act: silu", "act: swish", "activation 'swish' has parameters"},
     {"act: silu", "act: nope", "unknown activation 'nope'"},
     {"style: neox", "style: norm", "files of architecture 'qwen3moe' need style: neox"},
@@ -255,7 +266,9 @@ static uint8_t *random_tensor(uint32_t type, int K, int rows, int n, unsigned *s
 /* The CPU kernel's cases: expert formats (gate, up, down), router, widths (dim, expert width).
  * Awkward widths: dim 320 = 5 blocks of Q2_0's 64, expert width 192; the K-quants' 256-blocks:
  * llama.cpp's Q4_K_M mix (gate and up Q4_K, down Q6_K) at dim 512, width 768 (3 blocks), all Q6_K
- * at dim 768, width 256; BF16 (any even width) at 320 / 192, and BF16 beside Q4_K. */
+ * at dim 768, width 256; BF16 (any even width) at 320 / 192, and BF16 beside Q4_K; the ternary
+ * TQ2_0 / TQ1_0 (Maple's published experts, Q8_K inputs) at dim 512, width 256 and 256 / 512, one
+ * beside Q4_K. */
 static const struct {
     uint32_t gate, up, down, router;
     int D, F;
@@ -265,6 +278,7 @@ static const struct {
     {FMT_Q2_0, FMT_Q2_0, FMT_Q2_0, FMT_F32, 320, 192},   {FMT_Q8_0, FMT_F16, FMT_Q8_0, FMT_F16, 320, 192},
     {FMT_BF16, FMT_BF16, FMT_BF16, FMT_F32, 320, 192},   {FMT_Q4_K, FMT_Q4_K, FMT_Q6_K, FMT_F16, 512, 768},
     {FMT_Q6_K, FMT_Q6_K, FMT_Q6_K, FMT_F32, 768, 256},   {FMT_Q4_K, FMT_BF16, FMT_Q4_K, FMT_F16, 512, 256},
+    {FMT_TQ2_0, FMT_TQ2_0, FMT_TQ1_0, FMT_F32, 512, 256}, {FMT_TQ1_0, FMT_Q4_K, FMT_TQ2_0, FMT_F16, 256, 512},
 };
 
 /* The CPU kernel against the reference: each case of k_cpu_cases, 6 experts, top 3, 5 tokens,
@@ -273,7 +287,8 @@ static const struct {
  * (random scores have no near ties) and each output within bound = 2^-10 x max |y_ref| where an
  * input is rounded to fewer bits (Q8_0 / Q8_K codes for the block formats, bf16 for BF16: where
  * gate/up round differently by an ulp, a down input's code may flip by one step, 1/127 of a
- * block's amax or 2^-8 of the value, times a row of N(0, 1/K) weights), 2^-18 for F32 / F16
+ * block's amax or 2^-8 of the value, times a row of N(0, 1/K) weights; ternary weights of block
+ * scale d ~ 3 / sqrt(K) move the same way), 2^-18 for F32 / F16
  * experts, whose inputs round the same. Outputs poisoned with NaN first. */
 static void test_kernel_vs_ref(void **state)
 {
@@ -488,14 +503,16 @@ static void gpu_case(const gen_model *m, const gen_graph *g, bool decode, uint32
 }
 
 /* Variants of the test model at awkward sizes, every expert format the reference reads (F32,
- * F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K), both routers and gatings: the model's own (8 experts,
+ * F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K, TQ1_0, TQ2_0), both routers and gatings: the model's own (8 experts,
  * top 2, width 160, softmax normalized); 13 experts, top 3, width 96 (3 Q4_0 blocks), an F16
  * router, sigmoid not normalized; 6 experts all used, width 192 (3 Q2_0 blocks), softmax not
  * normalized; llama.cpp's Q4_K_M mix (gate and up Q4_K, down Q6_K) at dim 768 (3 blocks of 256),
  * width 512, 5 experts, an F16 router; BF16 gate and up, Q6_K down, width 256, 7 experts, top 3,
- * sigmoid. A prompt of 5, 13, 3, 4 or 6 tokens and a one-token step each; the K-quant rows are
- * gen_k_linear's walk (gen_kq_row_dot: Q8_K inputs, f32 sums of exact products), so the same
- * 1e-4 rules hold. */
+ * sigmoid; Maple's clamped SwiGLU over ternary experts (TQ2_0 gate and down, TQ1_0 up) at dim
+ * 512, width 256, 11 experts, top 3. A prompt of 5, 13, 3, 4, 6 or 7 tokens and a one-token step
+ * each; the K-quant and
+ * ternary rows are gen_k_linear's walk (gen_kq_row_dot: Q8_K inputs, f32 sums of exact
+ * products), so the same 1e-4 rules hold. */
 static void test_gpu_kernels(void **state)
 {
     vkh_seed(4242);
@@ -530,9 +547,17 @@ static void test_gpu_kernels(void **state)
                                      "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: bf16",
                                      "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q6_k",
                                      "gating: softmax, norm_topk: true", "gating: sigmoid, norm_topk: false", NULL};
-    /* Maple's experts: the clamped SwiGLU (limit 0.25: these products pass it both ways) */
-    static const char *const v5[] = {"expert_ffn_dim: 160", "expert_ffn_dim: 96\n  swiglu_limit: 0.25",
-                                     "act: silu,", "act: silu_clamp,", "n_expert_used: 2", "n_expert_used: 3", NULL};
+    /* Maple's experts: the clamped SwiGLU (limit 0.25: these products pass it both ways) over ternary
+     * weights as its published files hold them (gate TQ2_0, up TQ1_0, down TQ2_0: Q8_K inputs) at
+     * dim 512, width 256, 11 experts, top 3, softmax not normalized */
+    static const char *const v5[] = {"\n  dim: 320", "\n  dim: 512", "n_expert: 8", "n_expert: 11",
+                                     "n_expert_used: 2", "n_expert_used: 3",
+                                     "expert_ffn_dim: 160", "expert_ffn_dim: 256\n  swiglu_limit: 0.25",
+                                     "act: silu,", "act: silu_clamp,",
+                                     "ffn_gate_exps.weight\", type: q8_0", "ffn_gate_exps.weight\", type: tq2_0",
+                                     "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: tq1_0",
+                                     "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: tq2_0",
+                                     "norm_topk: true", "norm_topk: false", NULL};
     const char *const *variants[] = {v0, v1, v2, v3, v4, v5};
     const uint32_t tokens[] = {5, 13, 3, 4, 6, 7};
     static gen_graph g;

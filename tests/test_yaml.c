@@ -716,7 +716,7 @@ static void test_variant_errors(void **state)
         {"retype.yaml", "variant_of: base.yaml\nname: v\ntypes: {nope: f16}\n",
          "retype.yaml:3:9: types: the base has no tensor 'nope'"},
         {"flat.yaml", "variant_of: base.yaml\nname: v\ntypes: {onorm: tq2_0}\n",
-         "flat.yaml:3:16: types: tensor 'onorm': tq2_0 tensors must be 2-D"},
+         "flat.yaml:3:16: types: tensor 'onorm': tq2_0 tensors must be 2-D (or 3-D: experts)"},
         {"unread.yaml", "variant_of: base.yaml\nname: v\ntypes: {anorm: q4_0}\n",
          "base.yaml:28:36: rmsnorm 'anorm': weight has type q4_0, rmsnorm needs f32 or f16"},
         {"missing.yaml", "variant_of: nope.yaml\nname: v\n",

@@ -3,7 +3,9 @@
  * by the inputs through Q8_K, as llama.cpp multiplies Q4_K / Q6_K (its vec_dot_type): per block
  * of 256 inputs the subgroup finds ggml's scale (q8k_scale), each input becomes code * d in f32,
  * the products are summed in f32 per lane, then across the subgroup; or rows stored as floats
- * (embedding rows). Blocks are walked in order, a block's units handed to the lanes.
+ * (embedding rows). Blocks are walked in order, a block's units handed to the lanes. The rows of
+ * a block-scaled ternary format (TQ1_0, TQ2_0: the moe op's experts) walk the same way, a unit
+ * being 4 elements through the codec's block_codes times its block_scale.
  */
 #include "gen_k_kquant.h"
 
@@ -13,6 +15,27 @@ const gen_codec *gen_kq_codec(uint32_t type)
 {
     const gen_codec *c = gen_codec_find(type);
     return c && c->unit_decode ? c : NULL;
+}
+
+const gen_codec *gen_kq_tern_codec(uint32_t type)
+{
+    const gen_codec *c = gen_codec_find(type);
+    return c && c->block_codes && c->block_scale ? c : NULL;
+}
+
+#define TERN_UNITS (GEN_CODEC_BLOCK / 4) /* a ternary block's units: 4 elements each */
+
+/* Unit u of the ternary block at byte offset boff: elements 4 u .. 4 u + 3 as (code - 1) * d. */
+static int tern_unit(dsl_kernel *k, const gen_codec *c, dsl_expr W, dsl_expr boff, dsl_expr u, dsl_expr wv[4],
+                     dsl_expr eoff[4])
+{
+    eoff[0] = dsl_let(k, "keo", dsl_shl(k, u, U(2)));
+    dsl_expr w = dsl_let(k, "ktc", c->block_codes(k, W, boff, eoff[0])), e[4];
+    for (int b = 0; b < 4; b++)
+        e[b] = dsl_cast(k, dsl_unpack8(k, w, U((uint32_t)b), false), DSL_F32);
+    dsl_expr d = dsl_let(k, "ktd", c->block_scale(k, W, boff));
+    wv[0] = dsl_let(k, "kwv", dsl_mul(k, dsl_sub(k, dsl_vec4(k, e[0], e[1], e[2], e[3]), F(1.0)), d));
+    return 1;
 }
 
 /* Token tt's Q8_K block scale of the block at element xb of its input (ggml's
@@ -70,10 +93,10 @@ void gen_kq_row_dot(dsl_kernel *k, const gen_codec *c, dsl_expr W, dsl_expr roff
         base[tt] = xrow ? dsl_let(k, "kxr", dsl_add(k, xrow[tt], xb)) : xb;
         sc[tt] = q8k_scale(k, x, base[tt], lane, sgs);
     }
-    dsl_expr u = dsl_for(k, "kun", lane, U(c->units), sgs);
+    dsl_expr u = dsl_for(k, "kun", lane, U(c->unit_decode ? c->units : TERN_UNITS), sgs);
     dsl_expr boff = dsl_let(k, "kbo", dsl_add(k, roff, dsl_mul(k, b, U(bb))));
     dsl_expr wv[4], eoff[4];
-    const int n = c->unit_decode(k, W, boff, u, wv, eoff);
+    const int n = c->unit_decode ? c->unit_decode(k, W, boff, u, wv, eoff) : tern_unit(k, c, W, boff, u, wv, eoff);
     for (int tt = 0; tt < TT; tt++)
         for (int q = 0; q < n; q++)
             dsl_add_to(k, acc[tt], dsl_dot(k, wv[q], xq_vec4(k, x, dsl_add(k, base[tt], eoff[q]), &sc[tt])));

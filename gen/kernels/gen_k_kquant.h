@@ -10,6 +10,11 @@
 /* The format's kernel-side row if it is a float block format, else NULL. */
 const gen_codec *gen_kq_codec(uint32_t type);
 
+/* The format's kernel-side row if it is a block-scaled ternary format (TQ1_0, TQ2_0: block_codes
+ * and block_scale), else NULL: gen_kq_row_dot walks its rows too (llama.cpp multiplies them by
+ * Q8_K inputs as well), a block's 64 units of 4 elements each (code - 1) * d. */
+const gen_codec *gen_kq_tern_codec(uint32_t type);
+
 /* acc[tt] += (row at byte offset roff of W) . (input tt through Q8_K: ggml's quantize_row_q8_K_ref,
  * llama.cpp's activations for K-quants) for tt < TT, over the row's nb blocks in order, each block's
  * units handed to lanes lane, lane + sgs, ...; input tt is x[xrow[tt] + e] (x an f32 buffer),

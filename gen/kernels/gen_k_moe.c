@@ -16,8 +16,9 @@
  * pair rounded to f16, BF16 the pair rounded to bf16: the codec's act_round, as `linear`),
  * block-quantized (Q8_0, Q4_0, Q2_0: the input quantized to Q8_0 blocks of 32 as ggml-cpu's
  * quantize_row_q8_0, an exact integer sum per block times d_w d_x, as gen_k_linear's head_qunit),
- * or a float block format (Q4_K, Q6_K: `linear`'s row walk, gen_kq_row_dot: the codec's
- * unit_decode times the input through Q8_K).
+ * or a format of 256-blocks (Q4_K, Q6_K: `linear`'s row walk, gen_kq_row_dot: the codec's
+ * unit_decode times the input through Q8_K; the ternary TQ1_0, TQ2_0 the same walk over their
+ * codec's block_codes and block_scale, as llama.cpp multiplies them by Q8_K).
  * Simple and correct first: no token tiles, no expert grouping (a weight row is read once per
  * (token, slot) that picks it). A one-token step is a step of one token: the decode and prompt
  * schedules share each kernel (one name, one GLSL: the description interns it once).
@@ -35,7 +36,7 @@
 typedef struct {
     const fmt_codec *fc;
     const gen_codec *pc, *qc; /* pair format (F16, BF16), block-quantized (Q8_0, ..), else F32 */
-    const gen_codec *kq;      /* a float block format (Q4_K, Q6_K), else NULL */
+    const gen_codec *kq;      /* a format of 256-blocks (Q4_K, Q6_K, TQ1_0, TQ2_0), else NULL */
     dsl_expr W, x;            /* the weights (u32 words, or f32), the input buffer (f32) */
     uint32_t K;               /* the row's width */
 } row_dot;
@@ -100,13 +101,13 @@ static int bind_rows(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, int 
     const gen_codec *c = gen_codec_find(wt->type);
     d->pc = c && c->table_pair && c->act_round ? c : NULL; /* F16, BF16 */
     d->qc = c && c->quad ? c : NULL;
-    d->kq = gen_kq_codec(wt->type);
+    d->kq = gen_kq_codec(wt->type) ? gen_kq_codec(wt->type) : gen_kq_tern_codec(wt->type);
     d->K = (uint32_t)wt->ne[0];
     if ((!d->pc && !d->qc && !d->kq && wt->type != FMT_F32) || (d->pc && d->K % 2) || (d->qc && d->K % 32) ||
         (d->kq && d->K % GEN_CODEC_BLOCK)) {
         snprintf(err, GEN_ERR_LEN, "%s:%d:%d: moe: no kernel reads %s '%s' of width %u (F32, F16, BF16 of an even "
-                 "width; Q8_0, Q4_0, Q2_0 of a multiple of 32; Q4_K, Q6_K of a multiple of 256)", g->m->path,
-                 kop->loc.line, kop->loc.col, gen_ttype_name(wt->type), wt->key, d->K);
+                 "width; Q8_0, Q4_0, Q2_0 of a multiple of 32; Q4_K, Q6_K, TQ1_0, TQ2_0 of a multiple of 256)",
+                 g->m->path, kop->loc.line, kop->loc.col, gen_ttype_name(wt->type), wt->key, d->K);
         return -1;
     }
     d->W = dsl_buffer(k, name, d->pc || d->qc || d->kq ? DSL_U32 : DSL_F32, DSL_READONLY);

@@ -346,7 +346,7 @@ static const rt_cpu_op cpu_ops[] = {
 
 static const char manifest[] =
     "model maple-20b-a1b\n"
-    "source models/maple-20b-a1b.yaml fnv64:bcd4ee80ec0bce6f\n"
+    "source models/maple-20b-a1b.yaml fnv64:fcb5fec76ecd1367\n"
     "fusion on\n"
     "kernels 21\n"
     "kernel embed_bf16_n2048 glsl-fnv64:fa819979a6e2a95f\n"

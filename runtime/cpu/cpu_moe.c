@@ -9,10 +9,17 @@
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_vec.h"
 
-/* the expert formats: `linear`'s numerics for each (cpu_forward.c linear) */
+/* TQ1_0, TQ2_0: the codec row's ternary matmul over Q8_K activations (bitlinear's act_quant q8_k) */
+static bool tern(uint32_t t)
+{
+    const cpu_codec *c = cpu_codec_find(t);
+    return c && c->matmul && fmt_block_scaled(fmt_codec_find(t));
+}
+
+/* the expert formats: `linear`'s numerics for each (cpu_forward.c linear), or a ternary one */
 static bool readable(uint32_t t)
 {
-    return t == FMT_F32 || t == FMT_F16 || t == FMT_BF16 || cpu_qdot_has(t) || cpu_kq_has(t);
+    return t == FMT_F32 || t == FMT_F16 || t == FMT_BF16 || cpu_qdot_has(t) || cpu_kq_has(t) || tern(t);
 }
 
 const char *cpu_moe_check(const cpu_moe *m)
@@ -21,7 +28,7 @@ const char *cpu_moe_check(const cpu_moe *m)
         return "the router must be F32 or F16";
     for (int i = 0; i < 3; i++)
         if (!readable(m->exp[i]->type))
-            return "the CPU reads experts in F32, F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K and Q6_K only";
+            return "the CPU reads experts in F32, F16, BF16, Q8_0, Q4_0, Q2_0, Q4_K, Q6_K, TQ1_0 and TQ2_0 only";
     if (m->k < 1 || m->k > m->n_expert || m->n_expert > 4096)
         return "n_expert_used must be in [1, n_expert]";
     return NULL;
@@ -61,10 +68,11 @@ static parts split(const cpu_moe *m, void *scratch)
 }
 
 /* The input as weights of type t multiply it: rounded to f16 (F16), Q8_0 blocks (qdot formats),
- * Q8_K codes and block scales (Q4_K, Q6_K); BF16 rows round it themselves (cpu_bf16_dot_rows). */
+ * Q8_K codes and block scales (Q4_K, Q6_K, TQ1_0, TQ2_0); BF16 rows round it themselves
+ * (cpu_bf16_dot_rows). */
 static const float *prep(cpu_isa isa, uint32_t t, const float *x, int K, parts *s)
 {
-    if (cpu_kq_has(t)) {
+    if (cpu_kq_has(t) || tern(t)) {
         cpu_act_quant_q8k(x, K, s->q, s->qd);
         return x;
     }
@@ -88,7 +96,10 @@ static void gemv(cpu_isa isa, const cpu_weight *w, int64_t r0, int rows, const f
         cpu_qdot_rows(isa, &sub, 0, rows, s->q, s->qd, 1, y, rows);
     else if (cpu_kq_has(w->type))
         cpu_kq_dot(isa, w->type, sub.data, w->ne0, 0, rows, s->q, s->qd, 1, y, rows);
-    else
+    else if (tern(w->type)) {
+        const cpu_qact a = {.K = (int)w->ne0, .n = 1, .q = s->q, .qp = s->q, .bs = s->qd};
+        cpu_codec_find(w->type)->matmul(isa, &sub, 0, rows, &a, y, rows, s->codec);
+    } else
         cpu_table_dot(isa, cpu_codec_find(w->type), &sub, 0, rows, xp, 1, y, rows, s->codec);
 }
 

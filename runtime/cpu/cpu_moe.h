@@ -5,7 +5,8 @@
  * first with a tie to the lower index, weights normalized or not), one expert's FFN for one
  * token (gate and up products, the activation, the down product, each over that expert's rows
  * of the stacked 3-D tensors, inputs as linear rounds them: f16 for F16 weights, bf16 for BF16,
- * Q8_0 blocks for Q8_0 / Q4_0 / Q2_0, Q8_K codes for Q4_K / Q6_K, as they are for F32), and the
+ * Q8_0 blocks for Q8_0 / Q4_0 / Q2_0, Q8_K codes for Q4_K / Q6_K and for the ternary TQ1_0 /
+ * TQ2_0 (their codec row's matmul, llama.cpp's ggml_vec_dot_tq*_q8_K), as they are for F32), and the
  * weighted sum in selection order.
  * Steps are split so a caller can run the (token, expert) pairs on threads and sum after:
  * 1 and N threads give the same bits.

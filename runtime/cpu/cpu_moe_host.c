@@ -13,6 +13,7 @@ struct cpu_moe_host {
     int n_cpu, n_batch, dim, eff, n_expert, k;
     bool sigmoid, norm;
     const cpu_act *act;
+    float act_p;          /* the activation's parameter (rt_cpu_schedule.moe_act_param: silu_clamp's limit) */
     cpu_isa isa;
     cpu_weight *w;        /* [n_cpu][4]: router, gate, up, down (3-D as their stacked rows) */
     cpu_pool *pool;
@@ -30,8 +31,9 @@ struct cpu_moe_host {
 static cpu_moe moe_of(const cpu_moe_host *h, int L)
 {
     const cpu_weight *w = &h->w[(size_t)L * 4];
-    return (cpu_moe){.router = &w[0], .exp = {&w[1], &w[2], &w[3]}, .act = h->act, .dim = h->dim, .eff = h->eff,
-                     .n_expert = h->n_expert, .k = h->k, .sigmoid = h->sigmoid, .norm = h->norm};
+    return (cpu_moe){.router = &w[0], .exp = {&w[1], &w[2], &w[3]}, .act = h->act, .act_p = {h->act_p},
+                     .dim = h->dim, .eff = h->eff, .n_expert = h->n_expert, .k = h->k, .sigmoid = h->sigmoid,
+                     .norm = h->norm};
 }
 
 /* Tensor t of layer L from the mapping, 3-D as its stacked rows. */
@@ -77,7 +79,7 @@ int cpu_moe_host_open(const rt_model_desc *d, const rt_gguf *g, int n_cpu, int n
     if (!h)
         return fail(h, err, "its state");
     h->n_cpu = n_cpu, h->n_batch = n_batch, h->n_expert = (int)cs->n_expert, h->k = (int)cs->n_expert_used;
-    h->sigmoid = op->param[0] == 1.0f, h->norm = op->param[1] != 0.0f;
+    h->sigmoid = op->param[0] == 1.0f, h->norm = op->param[1] != 0.0f, h->act_p = cs->moe_act_param;
     h->isa = cpu_isa_detect(NULL);
     if (!(h->act = cpu_act_find(op->row ? op->row : ""))) {
         snprintf(err, RT_ERR_LEN, "%s: activation %s has no CPU row", op->label, op->row ? op->row : "(none)");

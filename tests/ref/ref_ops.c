@@ -313,6 +313,21 @@ static int linear_kq(uint32_t type, const uint8_t *w, int K, int M, const float 
     return rc;
 }
 
+/* TQ1_0 / TQ2_0 (llama.cpp's vec_dot_type Q8_K): x[t] through ref_act_quant_q8k, then
+ * ref_bitlinear_tq_q8k (exact integer sums per block of 256 times both scales, summed in double). */
+static int linear_tq(uint32_t type, const uint8_t *w, int K, int M, const float *x, int n, float *y)
+{
+    int8_t *q = malloc((size_t)K * (size_t)n);
+    float *d = malloc(sizeof(float) * (size_t)(K / 256 + 1) * (size_t)n);
+    int rc = q && d && K % 256 == 0 ? 0 : -1;
+    for (int t = 0; !rc && t < n; t++)
+        ref_act_quant_q8k(x + (size_t)t * K, K, q + (size_t)t * K, d + (size_t)t * (K / 256));
+    if (!rc)
+        ref_bitlinear_tq_q8k((int)type, w, K, M, q, d, n, y, NULL);
+    free(q), free(d);
+    return rc;
+}
+
 /* BF16 (ggml-cpu.c type_traits_cpu[GGML_TYPE_BF16]): x rounded to bf16 (GGML_FP32_TO_BF16), the
  * products of the widened values (exact) summed in double. */
 static int linear_bf16(const uint16_t *w, int K, int M, const float *x, int n, float *y)
@@ -335,6 +350,7 @@ int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n
 {
     if (type == FMT_BF16) return linear_bf16(w, K, M, x, n, y);
     if (type == FMT_Q4_K || type == FMT_Q6_K) return linear_kq(type, w, K, M, x, n, y);
+    if (type == FMT_TQ1_0 || type == FMT_TQ2_0) return linear_tq(type, w, K, M, x, n, y);
     if (type != FMT_F16 && type != FMT_F32) return ref_linear_q(type, w, K, M, x, n, y);
     for (int t = 0; t < n; t++)
         lm_head(w, type == FMT_F16, K, M, x + (size_t)t * K, type == FMT_F16, y + (size_t)t * M);

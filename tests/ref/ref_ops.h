@@ -107,7 +107,8 @@ void ref_quantize_q8_0(const float *x, int n, int8_t *q, float *out_d);
 /* linear (llama.cpp's CPU numerics): y[t] = W x[t] for n tokens x [n][K], W [M][K] F16 (x rounded to
  * f16 first: ggml-cpu's vec_dot_type of F16), BF16 (x rounded to bf16 first, fmt_f32_to_bf16: ggml's
  * GGML_FP32_TO_BF16, the vec_dot_type of BF16; the head of a BF16 table too), Q4_K / Q6_K (the rows' reference decode times x through
- * Q8_K, ggml-cpu's vec_dot_type of the K-quants: ref_act_quant_q8k) or F32 (x as it is); sums in
+ * Q8_K, ggml-cpu's vec_dot_type of the K-quants: ref_act_quant_q8k), TQ1_0 / TQ2_0 (x through
+ * Q8_K too, then ref_bitlinear_tq_q8k: the moe op's ternary experts) or F32 (x as it is); sums in
  * double. -1 for another type. */
 int ref_linear(uint32_t type, const void *w, int K, int M, const float *x, int n, float *y);
 /* ref_qdot.c: ggml-cpu's x86 quantize_row_q8_0 of the activations (n % 32 == 0): per block of 32,
