@@ -32,6 +32,7 @@ static const struct {
     {"ffn_dim", offsetof(gen_hparams, ffn_dim), false},
     {"norm_eps", offsetof(gen_hparams, norm_eps), true},
     {"rope.base", offsetof(gen_hparams, rope_base), true},
+    {"rope.base_swa", offsetof(gen_hparams, rope_base_swa), true},
     {"rope.dims", offsetof(gen_hparams, rope_dims), false},
     {"n_expert", offsetof(gen_hparams, n_expert), false},
     {"n_expert_used", offsetof(gen_hparams, n_expert_used), false},
@@ -101,9 +102,10 @@ static int pos_float(gen_yaml *y, yaml_node_t *n, const char *key, const char *w
 
 static int parse_rope(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp)
 {
-    static const char *const keys[] = {"style", "base", "dims", "freq_factors", NULL};
+    static const char *const keys[] = {"style", "base", "base_swa", "dims", "freq_factors", NULL};
     if (gen_yaml_check_map(y, n, "hparams.rope", keys) ||
         pos_float(y, n, "base", "hparams.rope", keep, &hp->rope_base) ||
+        pos_float(y, n, "base_swa", "hparams.rope", true, &hp->rope_base_swa) || /* optional, 0 without */
         pos_int(y, n, "dims", "hparams.rope", keep, &hp->rope_dims))
         return -1;
     if (!keep)
@@ -179,6 +181,9 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp
     yaml_node_t *rope = field(y, n, "rope", w, keep, &absent);
     if (!absent && (!rope || parse_rope(y, rope, keep, hp)))
         return -1;
+    if (hp->rope_base_swa > 0 && !hp->sliding_window)
+        return gen_yaml_fail(y, rope && gen_yaml_get(y, rope, "base_swa") ? gen_yaml_get(y, rope, "base_swa") : n,
+                             "rope.base_swa needs hparams sliding_window (the layers it turns)");
     if (absent && hp->rope_dims > hp->head_dim) /* a variant's head_dim below its base's rope.dims */
         return gen_yaml_fail(y, n, "rope.dims (%d) exceeds head_dim (%d): give the variant's rope.dims",
                              hp->rope_dims, hp->head_dim);

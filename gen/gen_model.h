@@ -81,6 +81,9 @@ typedef struct {
     int ffn_dim;    /* feed-forward hidden width */
     float norm_eps; /* the norms' epsilon: the default of each norm op's `eps` */
     float rope_base;
+    float rope_base_swa; /* `rope.base_swa`: the base of the sliding-window layers (gen_swa_layer),
+                          * llama.cpp's rope.freq_base_swa (Gemma 3: 10000 beside a global 1e6);
+                          * 0: every layer turns by rope_base */
     int rope_dims;  /* rotated dims per head (== head_dim for BitNet) */
     gen_rope_style rope_style;
     char rope_ff_key[GEN_MAX_NAME]; /* `rope.freq_factors`: the tensor (F32, rope_dims / 2 values, one

@@ -399,6 +399,8 @@ typedef struct {
                                           * limit: the hparam swiglu_limit); 0 for most rows */
     uint32_t sliding_window, swa_pattern; /* sliding-window attention (hparams; rt_swa_layer): the
                                            * window (0: none) and the layer pattern */
+    float rope_base_swa;                 /* the sliding-window layers' RoPE base (YAML rope.base_swa,
+                                          * llama.cpp's rope.freq_base_swa); 0: rope_base on every layer */
 } rt_cpu_schedule;
 
 /* Whether layer il attends through a sliding window of `window` keys (a key at position p seen

@@ -315,6 +315,9 @@ static const bad_case k_bad[] = {
     /* Maple's rows: a rope of the sliding-window layers, a window pattern, the clamped SwiGLU */
     {"rope, in: q, out: qr}", "rope, in: q, out: qr, layers: swa}", "t.yaml:32:42: rope: layers: swa needs hparams sliding_window"},
     {"  ffn_dim: 384\n", "  ffn_dim: 384\n  swa_pattern: 4\n", "t.yaml:9:16: swa_pattern needs a sliding_window"},
+    /* Gemma 3's: a RoPE base of the sliding-window layers, an embedding scale */
+    {"base: 10000.0,", "base: 10000.0, base_swa: 10000.0,", "t.yaml:10:48: rope.base_swa needs hparams sliding_window (the layers it turns)"},
+    {"table: emb, out: x}", "table: emb, out: x, scale: 0}", "t.yaml:26:46: embed 'emb': 'scale' must be in [1e-06, 1e+06], got 0"},
     {"op: silu_mul, in: [gate, up], out: f}", "op: silu_clamp_mul, in: [gate, up], out: f}", 
      "t.yaml:40:7: silu_clamp_mul: 'limit' is not given and its default (hparams) is 0, outside [1e-06, 1e+06]"},
     {"op: silu_mul, in: [gate, up], out: f}", "op: silu_clamp_mul, in: [gate, up], out: f, limit: -1}", 

@@ -37,19 +37,35 @@ static int unread_factors(const rt_model_desc *d, const rt_gguf *g, char *err)
 }
 
 /* A check whose key holds a per-layer array (kv; NULL or a scalar: only a pattern check comes
- * here so, and fails) (llama.cpp writes Maple's swiglu_clamp_exp and
- * sliding_window_pattern so): every element against the YAML's value, a pattern check each
- * layer's flag against rt_swa_layer. 0 ok, -1 with err. */
+ * here so) (llama.cpp writes Maple's swiglu_clamp_exp and sliding_window_pattern so): every
+ * element against the YAML's value, a pattern check each layer's flag against rt_swa_layer; a
+ * pattern as one integer (gemma3's: llama.cpp's loader reads it so) equal to the YAML's; a
+ * missing pattern fails. 0 ok, -1 with err. */
 static int check_array(const rt_model_desc *d, const rt_gguf *g, const rt_hparam_check *c, const rt_gguf_kv *kv,
                        char *err)
 {
-    if (!kv || kv->type != RT_GGUF_ARRAY) { /* a pattern needs the per-layer array */
+    uint32_t u = 0;
+    char kerr[RT_ERR_LEN];
+    if (kv && kv->type != RT_GGUF_ARRAY && c->kind == RT_CHECK_SWA_PATTERN) { /* one integer (gemma3's) */
+        char key[160];
+        snprintf(key, sizeof(key), "%%s.%s", c->name);
+        if (rt_gguf_get_u32(g, key, &u, kerr)) {
+            snprintf(err, RT_ERR_LEN, "%s", kerr);
+            return -1;
+        }
+        if (u != (uint32_t)c->value) {
+            snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %u, but models/%s.yaml says %.9g (swa_pattern)", g->path,
+                     g->arch, c->name, u, d->name, c->value);
+            return -1;
+        }
+        return 0;
+    }
+    if (!kv || kv->type != RT_GGUF_ARRAY) { /* else a pattern needs the per-layer array */
         snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %s, not a per-layer array (models/%s.yaml: swa_pattern)",
                  g->path, g->arch, c->name, kv ? rt_gguf_vtype_name(kv->type) : "missing", d->name);
         return -1;
     }
     uint32_t nl = 0;
-    char kerr[RT_ERR_LEN];
     if (rt_gguf_get_u32(g, "%s.block_count", &nl, kerr) || kv->arr_len != nl) {
         snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' has %llu elements, not one per layer (block_count %u)", g->path,
                  g->arch, c->name, (unsigned long long)kv->arr_len, nl);
