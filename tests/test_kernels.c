@@ -1568,8 +1568,8 @@ static void test_sliding_window(void **state)
 
 /* Gemma 3's rows (tests/data/gemma3/gemma3-tiny.yaml, out of the walk: its oracle case runs it
  * whole): the ROPE kernels of a model with rope.base_swa (base 10000 on the sliding-window
- * layers, 1e6 on the global ones: the kernel reads its layer), at layer 0 (windowed) and layer 2
- * (global, pattern 3), prompt and decode, and the embedding with a scale (sqrt(dim)), against
+ * layers, 1e6 on the global ones: the kernel reads its layer), at layer 0 (windowed) and layer 1
+ * (global, pattern 2), prompt and decode, and the embedding with a scale (sqrt(dim)), against
  * the reference; the rope and embed rules above. */
 static void test_gemma3_rows(void **state)
 {
