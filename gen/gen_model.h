@@ -110,6 +110,8 @@ typedef struct {
     char gguf_key[GEN_MAX_NAME]; /* without the "<arch>." prefix */
     double value;
     bool is_float;
+    bool may_miss; /* `{key: K, missing: V}`: the file may lack the key, whose value the reference
+                    * engine then takes as V (== value, checked when the YAML is read) */
     gen_loc loc;
 } gen_key_check;
 

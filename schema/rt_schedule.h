@@ -331,11 +331,15 @@ typedef struct {
                                * RT_CHECK_SWA_PATTERN: value is a sliding-window layer pattern
                                * (rt_swa_layer) and the key the file's per-layer array (bool or
                                * integer, 1: a sliding-window layer), each element checked.
-                               * A key holding a per-layer array is checked element by element */
+                               * A key holding a per-layer array is checked element by element.
+                               * With RT_CHECK_MAY_MISS set: a file without the key loads (the
+                               * reference engine's default for it is value: YAML
+                               * `{key: K, missing: V}`) */
 } rt_hparam_check;
 #define RT_CHECK_INT 0
 #define RT_CHECK_FLOAT 1
 #define RT_CHECK_SWA_PATTERN 2
+#define RT_CHECK_MAY_MISS 0x80 /* a flag of kind (the kind is kind & ~RT_CHECK_MAY_MISS) */
 
 typedef struct {
     const char *name;

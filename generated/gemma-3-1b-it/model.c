@@ -53,6 +53,8 @@ static const rt_hparam_check checks[] = {
     {"attention.layer_norm_rms_epsilon", 9.99999997e-07, 1},
     {"rope.freq_base", 1000000, 1},
     {"attention.sliding_window", 512, 0},
+    {"rope.freq_base_swa", 10000, 129},
+    {"attention.sliding_window_pattern", 6, 130},
 };
 
 static const rt_tensor_desc tensors[] = {
@@ -382,36 +384,36 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qn", "kn"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/gemma-3-1b-it.yaml:73: embed token_embd", {33.941124f}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/gemma-3-1b-it.yaml:75: embed token_embd", {33.941124f}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:75: rmsnorm attn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/gemma-3-1b-it.yaml:76: linear attn_q", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/gemma-3-1b-it.yaml:77: linear attn_k", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/gemma-3-1b-it.yaml:78: linear attn_v", {0}},
-    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:79: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:80: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/gemma-3-1b-it.yaml:81: rope", {0}},
-    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/gemma-3-1b-it.yaml:82: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/gemma-3-1b-it.yaml:83: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/gemma-3-1b-it.yaml:84: attention", {0}},
-    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/gemma-3-1b-it.yaml:85: linear attn_output", {0}},
-    {RT_CPU_NORM, {V_o, -1}, V_on, T_post_attn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:86: rmsnorm post_attn_norm", {9.99999997e-07f}},
-    {RT_CPU_ADD, {V_x, V_on}, V_x, -1, -1, NULL, "models/gemma-3-1b-it.yaml:87: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:88: rmsnorm ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/gemma-3-1b-it.yaml:89: linear ffn_gate", {0}},
-    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/gemma-3-1b-it.yaml:90: linear ffn_up", {0}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "gelu_f16", "models/gemma-3-1b-it.yaml:91: gelu_f16_mul", {0}},
-    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/gemma-3-1b-it.yaml:92: linear ffn_down", {0}},
-    {RT_CPU_NORM, {V_d, -1}, V_dn, T_post_ffn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:93: rmsnorm post_ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_ADD, {V_x, V_dn}, V_x, -1, -1, NULL, "models/gemma-3-1b-it.yaml:94: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:77: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/gemma-3-1b-it.yaml:78: linear attn_q", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/gemma-3-1b-it.yaml:79: linear attn_k", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/gemma-3-1b-it.yaml:80: linear attn_v", {0}},
+    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:81: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:82: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/gemma-3-1b-it.yaml:83: rope", {0}},
+    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/gemma-3-1b-it.yaml:84: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/gemma-3-1b-it.yaml:85: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/gemma-3-1b-it.yaml:86: attention", {0}},
+    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/gemma-3-1b-it.yaml:87: linear attn_output", {0}},
+    {RT_CPU_NORM, {V_o, -1}, V_on, T_post_attn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:88: rmsnorm post_attn_norm", {9.99999997e-07f}},
+    {RT_CPU_ADD, {V_x, V_on}, V_x, -1, -1, NULL, "models/gemma-3-1b-it.yaml:89: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:90: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/gemma-3-1b-it.yaml:91: linear ffn_gate", {0}},
+    {RT_CPU_LINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/gemma-3-1b-it.yaml:92: linear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "gelu_f16", "models/gemma-3-1b-it.yaml:93: gelu_f16_mul", {0}},
+    {RT_CPU_LINEAR, {V_f, -1}, V_d, T_ffn_down, -1, NULL, "models/gemma-3-1b-it.yaml:94: linear ffn_down", {0}},
+    {RT_CPU_NORM, {V_d, -1}, V_dn, T_post_ffn_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:95: rmsnorm post_ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_ADD, {V_x, V_dn}, V_x, -1, -1, NULL, "models/gemma-3-1b-it.yaml:96: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:96: rmsnorm output_norm", {9.99999997e-07f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/gemma-3-1b-it.yaml:97: lm_head token_embd", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/gemma-3-1b-it.yaml:98: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/gemma-3-1b-it.yaml:99: lm_head token_embd", {0}},
 };
 
 static const char manifest[] =
     "model gemma-3-1b-it\n"
-    "source models/gemma-3-1b-it.yaml fnv64:768b63ac7aca3b5a\n"
+    "source models/gemma-3-1b-it.yaml fnv64:33812e97e5ed1bdc\n"
     "fusion on\n"
     "kernels 27\n"
     "kernel embed_f16_n1152_scale4207c3b6 glsl-fnv64:c9b71a98fa45b9f2\n"
@@ -445,7 +447,7 @@ static const char manifest[] =
 
 const rt_model_desc rt_model_gemma_3_1b_it = {
     .name = "gemma-3-1b-it", .archs = archs, .n_archs = 1,
-    .checks = checks, .n_checks = 9,
+    .checks = checks, .n_checks = 11,
     .tensors = tensors, .n_tensors = 15, .vocab_tensor = 0,
     .acts = acts, .n_acts = 6,
     .kv_dim = 256, .kv_elem_bytes = 2,
