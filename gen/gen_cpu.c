@@ -59,6 +59,8 @@ static int build_list(const gen_model *m, const gen_op *ops, int n, rt_cpu_op *o
             op->kind == GEN_OP_ROPE) /* bitlinear: its act_quant, add_rows: its row, rope: its
                                       * layers (gen_param.h) */
             memcpy(out[i].param, op->param.v, sizeof out[i].param);
+        if (op->kind == GEN_OP_EMBED && op->param.own) /* its scale when given (gen_embed_params); 0: none */
+            memcpy(out[i].param, op->param.v, sizeof out[i].param);
         if (op->kind == GEN_OP_ATTENTION) /* param[0] 1: causal: false (gen_attention_params) */
             out[i].param[0] = op->param.v[0] == 0.0f ? 1.0f : 0.0f;
     }
@@ -89,6 +91,7 @@ int gen_cpu_build(const gen_model *m, gen_cpu_sched *st, rt_cpu_schedule *out, c
         .rope_ff = (uint16_t)(m->hp.rope_ff_key[0] ? m->hp.rope_ff : 0),
         .n_expert = (uint32_t)m->hp.n_expert, .n_expert_used = (uint32_t)m->hp.n_expert_used,
         .sliding_window = (uint32_t)m->hp.sliding_window, .swa_pattern = (uint32_t)m->hp.swa_pattern,
+        .rope_base_swa = m->hp.rope_base_swa,
     };
     for (int i = 0; i < m->n_layer; i++) /* the moe op (gen_moe.h: one per layer) */
         if (m->layer[i].kind == GEN_OP_MOE) {

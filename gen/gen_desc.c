@@ -402,6 +402,8 @@ int gen_desc_build_opts(const gen_model *m, bool fuse, const gen_desc_opts *o, g
                                          .kind = !strcmp(m->checks[i].hparam, "swa_pattern") ? RT_CHECK_SWA_PATTERN
                                                  : m->checks[i].is_float                        ? RT_CHECK_FLOAT
                                                                                                 : RT_CHECK_INT};
+    for (int i = 0; i < m->n_checks; i++) /* `{key: K, missing: V}` (gen_model.c) */
+        d->checks[i].kind |= m->checks[i].may_miss ? RT_CHECK_MAY_MISS : 0;
     md->checks = d->checks;
     md->n_checks = (uint32_t)m->n_checks;
     for (int i = 0; i < m->n_tensors; i++) {

@@ -410,6 +410,8 @@ static const gen_param *op_params(const rt_cpu_op *op)
         return gen_moe_params;
     if (op->kind == RT_CPU_ADD_ROWS)
         return gen_add_rows_params;
+    if (op->kind == RT_CPU_EMBED) /* a scale only; an embedding without one reads as before */
+        return op->param[0] != 0.0f ? gen_embed_params : NULL;
     if (op->kind == RT_CPU_ROPE) /* layers: swa only; a rope of every layer reads as before */
         return op->param[0] != 0.0f ? gen_rope_params : NULL;
     if (op->kind == RT_CPU_ATTENTION) /* param[0] 1: not causal; a causal one reads as before */
@@ -551,6 +553,8 @@ static void write_cpu_desc(FILE *f, const rt_model_desc *md)
         fprintf(f, ",\n            .moe_act_param = %sf", float_lit(c->moe_act_param, b1));
     if (c->sliding_window) /* only then: a model without a window reads as before */
         fprintf(f, ",\n            .sliding_window = %u, .swa_pattern = %u", c->sliding_window, c->swa_pattern);
+    if (c->rope_base_swa > 0) /* only then (Gemma 3's two bases) */
+        fprintf(f, ",\n            .rope_base_swa = %sf", float_lit(c->rope_base_swa, b1));
     fprintf(f, "},\n");
 }
 

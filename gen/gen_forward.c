@@ -187,6 +187,7 @@ static const gen_param *param_decl(const gen_op *op)
                                          : op->kind == GEN_OP_MOE       ? gen_moe_params
                                          : op->kind == GEN_OP_ADD_ROWS  ? gen_add_rows_params
                                          : op->kind == GEN_OP_ROPE      ? gen_rope_params
+                                         : op->kind == GEN_OP_EMBED     ? gen_embed_params
                                                                         : NULL;
 }
 

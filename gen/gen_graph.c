@@ -404,7 +404,10 @@ static int lower_rope(lower_ctx *c, const sect *s, int i, sect_state *st)
     const gen_model *m = c->m;
     const gen_op *op = &s->ops[i];
     const bool swa_only = op->param.v[0] != 0.0f; /* gen_rope_params: a kernel of its own */
-    int u = c->fuse && !swa_only ? next_use(s, i, op->out) : -1;
+    /* a base of the sliding-window layers (rope.base_swa): a kernel of its own too, which reads
+     * its layer; the folded forms (ROPE_KV, the attention's) turn by one base */
+    const bool own = swa_only || m->hp.rope_base_swa > 0;
+    int u = c->fuse && !own ? next_use(s, i, op->out) : -1;
     bool single = u >= 0 && s->ops[u].in[0] == op->out && count_uses(m, op->out) == 1 &&
                   !written_between(s, i, u, op->in[0]);
     if (single && s->ops[u].kind == GEN_OP_KV_WRITE) {
@@ -447,6 +450,8 @@ static int lower_direct(lower_ctx *c, const sect *s, int i, const sect_state *st
         k->noncausal = op->param.v[0] == 0.0f; /* gen_attention_params */
     if (op->kind == GEN_OP_ADD_ROWS)
         k->row = (int)op->param.v[0]; /* gen_add_rows_params */
+    if (op->kind == GEN_OP_EMBED)
+        k->act_param = op->param; /* gen_embed_params: scale */
     if (st->rope_q_src[i] >= 0) {
         k->in[0] = f32_val(c, s->ops[st->rope_q_src[i]].in[0]);
         k->rope = true;

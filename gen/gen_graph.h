@@ -122,7 +122,8 @@ typedef struct {
     int part_out[GEN_KOP_MAX_PARTS]; /* BITLINEAR_MULTI: output gval of each part ([0] == out) */
     int act;        /* BITLINEAR_GLU, ACT_MUL, ACT, MOE_GLU: the activation's row in gen_act.h, else -1 */
     gen_params act_param; /* with act: the op's values of the row's parameters; MOE_ROUTE: the
-                           * moe op's (gen_moe_params: gating, norm_topk) */
+                           * moe op's (gen_moe_params: gating, norm_topk); EMBED: the embed op's
+                           * (gen_embed_params: scale) */
     bool rope;      /* ATTENTION: in[0] is q before RoPE; the kernel rotates it */
     int splits;     /* ATTENTION (decode): the cache rows are cut into this many ranges,
                      * one workgroup each per head, writing partials (out) that the

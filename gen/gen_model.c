@@ -32,6 +32,7 @@ static const struct {
     {"ffn_dim", offsetof(gen_hparams, ffn_dim), false},
     {"norm_eps", offsetof(gen_hparams, norm_eps), true},
     {"rope.base", offsetof(gen_hparams, rope_base), true},
+    {"rope.base_swa", offsetof(gen_hparams, rope_base_swa), true},
     {"rope.dims", offsetof(gen_hparams, rope_dims), false},
     {"n_expert", offsetof(gen_hparams, n_expert), false},
     {"n_expert_used", offsetof(gen_hparams, n_expert_used), false},
@@ -101,9 +102,10 @@ static int pos_float(gen_yaml *y, yaml_node_t *n, const char *key, const char *w
 
 static int parse_rope(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp)
 {
-    static const char *const keys[] = {"style", "base", "dims", "freq_factors", NULL};
+    static const char *const keys[] = {"style", "base", "base_swa", "dims", "freq_factors", NULL};
     if (gen_yaml_check_map(y, n, "hparams.rope", keys) ||
         pos_float(y, n, "base", "hparams.rope", keep, &hp->rope_base) ||
+        pos_float(y, n, "base_swa", "hparams.rope", true, &hp->rope_base_swa) || /* optional, 0 without */
         pos_int(y, n, "dims", "hparams.rope", keep, &hp->rope_dims))
         return -1;
     if (!keep)
@@ -179,6 +181,9 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp
     yaml_node_t *rope = field(y, n, "rope", w, keep, &absent);
     if (!absent && (!rope || parse_rope(y, rope, keep, hp)))
         return -1;
+    if (hp->rope_base_swa > 0 && !hp->sliding_window)
+        return gen_yaml_fail(y, rope && gen_yaml_get(y, rope, "base_swa") ? gen_yaml_get(y, rope, "base_swa") : n,
+                             "rope.base_swa needs hparams sliding_window (the layers it turns)");
     if (absent && hp->rope_dims > hp->head_dim) /* a variant's head_dim below its base's rope.dims */
         return gen_yaml_fail(y, n, "rope.dims (%d) exceeds head_dim (%d): give the variant's rope.dims",
                              hp->rope_dims, hp->head_dim);
@@ -196,7 +201,9 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp
 
 /* gguf_checks: `hparam: key`, or `hparam: [key, key]` for a value a converter writes under
  * several keys (Qwen3's head_dim: attention.key_length and attention.value_length); one check
- * per key. */
+ * per key; or `hparam: {key: K, missing: V}` for a key the common files lack and whose value the
+ * reference engine then takes as V (llama.cpp's gemma3: rope.freq_base_swa 10000,
+ * sliding_window_pattern 6): V must be the hparam's value, and a file without the key loads. */
 static int parse_checks(gen_yaml *y, yaml_node_t *n, gen_model *m)
 {
     const int cap = (int)(sizeof(m->checks) / sizeof(m->checks[0]));
@@ -208,7 +215,19 @@ static int parse_checks(gen_yaml *y, yaml_node_t *n, gen_model *m)
         int h = find_hparam(gen_yaml_text(k));
         if (h < 0)
             return gen_yaml_fail(y, k, "unknown hparam '%s' in gguf_checks", gen_yaml_text(k));
-        const bool list = v->type == YAML_SEQUENCE_NODE;
+        const bool list = v->type == YAML_SEQUENCE_NODE, map = v->type == YAML_MAPPING_NODE;
+        static const char *const mkeys[] = {"key", "missing", NULL};
+        yaml_node_t *mv = map ? gen_yaml_get(y, v, "missing") : NULL;
+        double miss = 0;
+        if (map && (gen_yaml_check_map(y, v, "gguf_checks entry", mkeys) ||
+                    !(mv = gen_yaml_need(y, v, "missing", "gguf_checks entry")) ||
+                    gen_yaml_float(y, mv, "missing", &miss) || !gen_yaml_need(y, v, "key", "gguf_checks entry")))
+            return -1;
+        if (map && miss != hparam_value(&m->hp, h))
+            return gen_yaml_fail(y, mv, "gguf_checks: %s: a file without the key runs with %g, but hparams say %g",
+                                 k_hparams[h].name, miss, hparam_value(&m->hp, h));
+        if (map)
+            v = gen_yaml_get(y, v, "key");
         const int nk = list ? gen_yaml_seq_len(v) : 1;
         if (list && nk < 1)
             return gen_yaml_fail(y, v, "gguf_checks: %s: an empty list of keys", k_hparams[h].name);
@@ -221,6 +240,7 @@ static int parse_checks(gen_yaml *y, yaml_node_t *n, gen_model *m)
                 return -1;
             c->value = hparam_value(&m->hp, h);
             c->is_float = k_hparams[h].is_float;
+            c->may_miss = map;
             c->loc = gen_yaml_loc(k);
             m->n_checks++;
         }

@@ -81,6 +81,9 @@ typedef struct {
     int ffn_dim;    /* feed-forward hidden width */
     float norm_eps; /* the norms' epsilon: the default of each norm op's `eps` */
     float rope_base;
+    float rope_base_swa; /* `rope.base_swa`: the base of the sliding-window layers (gen_swa_layer),
+                          * llama.cpp's rope.freq_base_swa (Gemma 3: 10000 beside a global 1e6);
+                          * 0: every layer turns by rope_base */
     int rope_dims;  /* rotated dims per head (== head_dim for BitNet) */
     gen_rope_style rope_style;
     char rope_ff_key[GEN_MAX_NAME]; /* `rope.freq_factors`: the tensor (F32, rope_dims / 2 values, one
@@ -107,6 +110,8 @@ typedef struct {
     char gguf_key[GEN_MAX_NAME]; /* without the "<arch>." prefix */
     double value;
     bool is_float;
+    bool may_miss; /* `{key: K, missing: V}`: the file may lack the key, whose value the reference
+                    * engine then takes as V (== value, checked when the YAML is read) */
     gen_loc loc;
 } gen_key_check;
 

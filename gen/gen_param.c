@@ -27,6 +27,12 @@ const gen_param gen_attention_params[] = {
     {NULL, 0, 0, 0, 0, NULL},
 };
 
+/* scale: a positive factor of the row's magnitude range */
+const gen_param gen_embed_params[] = {
+    {"scale", GEN_PARAM_CONST, 1, 1e-6f, 1e6f, NULL},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
 /* row: up to 2^24, every integer of which a float holds exactly */
 const gen_param gen_add_rows_params[] = {
     {"row", GEN_PARAM_CONST, GEN_ROW_BY_POS, GEN_ROW_BY_POS, 16777216.0f, NULL},

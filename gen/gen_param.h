@@ -52,6 +52,11 @@ extern const gen_param gen_rope_params[];
  * pattern - 1 (the last of each group of pattern layers global); 0 without a window. */
 int gen_swa_layer(const gen_hparams *hp, int il);
 
+/* The embed op's parameters: [0] `scale`: each looked-up row multiplied by it, in f32 after the
+ * row's decode (1, the default: none; Gemma's sqrt(dim), llama.cpp's ggml_scale of the gathered
+ * rows in its gemma graphs). */
+extern const gen_param gen_embed_params[];
+
 /* The add_rows op's parameters: [0] `row`: the table row added to every token, or -1 (the
  * default: each token's own position's row, learned absolute position embeddings; a fixed
  * row is BERT's token-type embedding of type 0, what llama.cpp adds to every token). */

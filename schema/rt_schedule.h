@@ -331,11 +331,15 @@ typedef struct {
                                * RT_CHECK_SWA_PATTERN: value is a sliding-window layer pattern
                                * (rt_swa_layer) and the key the file's per-layer array (bool or
                                * integer, 1: a sliding-window layer), each element checked.
-                               * A key holding a per-layer array is checked element by element */
+                               * A key holding a per-layer array is checked element by element.
+                               * With RT_CHECK_MAY_MISS set: a file without the key loads (the
+                               * reference engine's default for it is value: YAML
+                               * `{key: K, missing: V}`) */
 } rt_hparam_check;
 #define RT_CHECK_INT 0
 #define RT_CHECK_FLOAT 1
 #define RT_CHECK_SWA_PATTERN 2
+#define RT_CHECK_MAY_MISS 0x80 /* a flag of kind (the kind is kind & ~RT_CHECK_MAY_MISS) */
 
 typedef struct {
     const char *name;
@@ -399,6 +403,8 @@ typedef struct {
                                           * limit: the hparam swiglu_limit); 0 for most rows */
     uint32_t sliding_window, swa_pattern; /* sliding-window attention (hparams; rt_swa_layer): the
                                            * window (0: none) and the layer pattern */
+    float rope_base_swa;                 /* the sliding-window layers' RoPE base (YAML rope.base_swa,
+                                          * llama.cpp's rope.freq_base_swa); 0: rope_base on every layer */
 } rt_cpu_schedule;
 
 /* Whether layer il attends through a sliding window of `window` keys (a key at position p seen

@@ -433,9 +433,12 @@ static void check_embed(const gen_graph *g, const gen_kop *kop, bool decode)
         kern_run(&kn, args, n, 0, 0);
         float *y = vkh_fetch(&b[2], 4 * NMAX * dim), *ref = vkh_xmalloc(4 * (size_t)n * dim);
         ref_get_rows(tab, dim, tok, (int)n, ref);
+        for (size_t i = 0; kop->act_param.own && i < (size_t)n * dim; i++) /* the op's scale (gen_embed_params) */
+            ref[i] *= kop->act_param.v[0];
         /* rule: a row copy (F16 rows widened exactly; Q4_K / Q6_K rows decoded by the same f32
          * operations in the same order as the C decode, (d * sc) * q - dmin * m; Q rows:
-         * (code - offset) * d, one f32 product on both sides): bit for bit */
+         * (code - offset) * d, one f32 product on both sides; a scale: one more f32 product on
+         * both sides): bit for bit */
         expect(kop, "rows", decode, n, 0, vkh_max_rel(y, ref, (size_t)n * dim, VKH_ELEM), 0);
         assert_true(vkh_all_poison((uint32_t *)y + (size_t)n * dim, (NMAX - n) * (size_t)dim));
         free(y);
@@ -696,9 +699,11 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
 
 static void rope_rows(const gen_hparams *hp, const float *x, int width, uint32_t n, uint32_t pos, float *out)
 {
+    /* rope.base_swa: the sliding-window layers' own base (run_layer's) */
+    const float base = hp->rope_base_swa > 0 && gen_swa_layer(hp, (int)run_layer) ? hp->rope_base_swa : hp->rope_base;
     for (uint32_t t = 0; t < n; t++)
-        ref_rope(x + (size_t)t * width, width / hp->head_dim, hp->head_dim, hp->rope_dims, (int)(pos + t),
-                 hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, NULL, out + (size_t)t * width);
+        ref_rope(x + (size_t)t * width, width / hp->head_dim, hp->head_dim, hp->rope_dims, (int)(pos + t), base,
+                 hp->rope_style == GEN_ROPE_NEOX, NULL, out + (size_t)t * width);
 }
 
 static const uint32_t rope_pos[] = {0, 5, 70, 1000};
@@ -1561,6 +1566,46 @@ static void test_sliding_window(void **state)
     assert_true(n_att >= 6 && n_split >= 2 && n_rope >= 4);
 }
 
+/* Gemma 3's rows (tests/data/gemma3/gemma3-tiny.yaml, out of the walk: its oracle case runs it
+ * whole): the ROPE kernels of a model with rope.base_swa (base 10000 on the sliding-window
+ * layers, 1e6 on the global ones: the kernel reads its layer), at layer 0 (windowed) and layer 1
+ * (global, pattern 2), prompt and decode, and the embedding with a scale (sqrt(dim)), against
+ * the reference; the rope and embed rules above. */
+static void test_gemma3_rows(void **state)
+{
+    (void)state;
+    vkh_need_device();
+    if (getenv("TEST_MODELS") && *getenv("TEST_MODELS")) { /* the subgroup sweep: these kernels use no subgroup */
+        printf("skip: gemma3 rows (no subgroup operations)\n");
+        skip();
+    }
+    static gen_model m;
+    static gen_graph g;
+    if (gen_model_load("tests/data/gemma3/gemma3-tiny.yaml", &m, vkh_err) || gen_graph_build(&m, true, &g, vkh_err))
+        fail_msg("%s", vkh_err);
+    int n_rope = 0, n_embed = 0;
+    const uint32_t layers[2] = {0, (uint32_t)m.hp.swa_pattern - 1};
+    assert_true(gen_swa_layer(&m.hp, (int)layers[0]) && !gen_swa_layer(&m.hp, (int)layers[1]));
+    for (int li = 0; li < 2; li++) {
+        run_layer = layers[li];
+        for (int i = 0; i < g.n_kops; i++)
+            for (int d = 0; d < 2; d++) { /* prompt and decode */
+                const gen_kop *kop = &g.kops[i];
+                if (kop->kind == GEN_K_ROPE) {
+                    check_rope(&g, kop, d == 1);
+                    n_rope++;
+                } else if (kop->kind == GEN_K_EMBED && li == 0 && kop->last_out < 0) {
+                    assert_true(kop->act_param.own && kop->act_param.v[0] > 17.0f); /* sqrt(320) */
+                    check_embed(&g, kop, d == 1);
+                    n_embed++;
+                }
+            }
+    }
+    run_layer = 0;
+    printf("gemma3: %d rope runs (q and k, layers 0 and %u), %d scaled embedding runs\n", n_rope, layers[1], n_embed);
+    assert_true(n_rope == 8 && n_embed == 2);
+}
+
 static void test_embed(void **state)
 {
     (void)state;
@@ -1775,6 +1820,7 @@ int main(void)
         cmocka_unit_test(test_all_kinds_covered),
         cmocka_unit_test(test_embed),
         cmocka_unit_test(test_sliding_window),
+        cmocka_unit_test(test_gemma3_rows),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_bitlinear),
         cmocka_unit_test(test_rope),

@@ -482,6 +482,61 @@ static bool have_mkmodel(void)
     return false;
 }
 
+/* The reference against llama.cpp on Gemma 3's rows (sliding window, the windowed layers' RoPE
+ * base, the scaled embedding): oracle case gemma3-tiny's file, its prompt in one call against
+ * the case's logits.f32, under the case's rule (max |d| <= max_abs_factor x self_max: the
+ * reference engine's own spread; tests/data/oracle/README.md). */
+static void test_ref_gemma3_oracle(void **state)
+{
+    (void)state;
+    if (!have_mkmodel()) skip();
+    const char *dir = "tests/data/oracle/gemma3-tiny";
+    char err[RT_ERR_LEN], out[256], path[300], line[1024];
+    snprintf(out, sizeof(out), "/tmp/ternion-test-ref-gemma3-%d.gguf", (int)getpid());
+    assert_int_equal(run_mkmodel("tests/data/gemma3/gemma3-tiny.yaml", out,
+                                 "--layers 2 --vocab 512 --seed 1 --ctx 256 --tok spm"), 0); /* case.txt's */
+    int32_t prompt[64];
+    int n = 0;
+    double self_max = 0, factor = 0;
+    snprintf(path, sizeof(path), "%s/case.txt", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f)) {
+        if (!strncmp(line, "prompt = ", 9))
+            for (char *p = line + 9, *e; n < 64 && (prompt[n] = (int32_t)strtol(p, &e, 10), e != p); p = e)
+                n++;
+        sscanf(line, "self_max = %lf", &self_max);
+        sscanf(line, "max_abs_factor = %lf", &factor);
+    }
+    fclose(f);
+    assert_true(n == 24 && self_max > 0 && factor > 0);
+    const int V = 512;
+    float *want = malloc(sizeof(float) * (size_t)n * V), *lg = malloc(sizeof(float) * (size_t)n * V);
+    assert_true(want && lg);
+    snprintf(path, sizeof(path), "%s/logits.f32", dir);
+    f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(want, sizeof(float), (size_t)n * V, f), (size_t)n * V);
+    fclose(f);
+    gen_model *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    rt_gguf *g;
+    if (gen_model_load("tests/data/gemma3/gemma3-tiny.yaml", m, err) || rt_gguf_open(out, &g, err)) fail_msg("%s", err);
+    ref_model *r = ref_open(m, g, 64, REF_NUM_ORACLE, err);
+    if (!r || ref_eval(r, prompt, n, 0, lg, err)) fail_msg("%s", err);
+    double mx = 0;
+    for (size_t i = 0; i < (size_t)n * V; i++) mx = fmax(mx, fabs((double)lg[i] - want[i]));
+    print_message("gemma3-tiny: the C reference's prompt logits vs llama.cpp's: max |d| %.4g (bound %.4g)\n", mx,
+                  factor * self_max);
+    assert_true(mx <= factor * self_max);
+    ref_close(r);
+    rt_gguf_close(g);
+    free(m);
+    free(want);
+    free(lg);
+    unlink(out);
+}
+
 static void test_mkmodel_tiny(void **state)
 {
     if (!have_mkmodel()) skip();
@@ -552,7 +607,9 @@ int main(void)
         cmocka_unit_test(test_norm_known_values),
         cmocka_unit_test(test_lm_head_argmax), cmocka_unit_test(test_q8_0), cmocka_unit_test(test_mkmodel_tiny),
         cmocka_unit_test(test_mkmodel_2b),    cmocka_unit_test(test_mkmodel_llama),
-        cmocka_unit_test(test_mkmodel_deterministic),
+        cmocka_unit_test(test_mkmodel_deterministic), cmocka_unit_test(test_ref_gemma3_oracle),
     };
+    if (getenv("TEST_FILTER")) /* e.g. "test_ref_gemma3_oracle" */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -315,6 +315,12 @@ static const bad_case k_bad[] = {
     /* Maple's rows: a rope of the sliding-window layers, a window pattern, the clamped SwiGLU */
     {"rope, in: q, out: qr}", "rope, in: q, out: qr, layers: swa}", "t.yaml:32:42: rope: layers: swa needs hparams sliding_window"},
     {"  ffn_dim: 384\n", "  ffn_dim: 384\n  swa_pattern: 4\n", "t.yaml:9:16: swa_pattern needs a sliding_window"},
+    /* Gemma 3's: a RoPE base of the sliding-window layers, an embedding scale */
+    {"base: 10000.0,", "base: 10000.0, base_swa: 10000.0,", "t.yaml:10:48: rope.base_swa needs hparams sliding_window (the layers it turns)"},
+    {"dim: embedding_length", "dim: {key: embedding_length, missing: 512}",
+     "t.yaml:12:41: gguf_checks: dim: a file without the key runs with 512, but hparams say 256"},
+    {"dim: embedding_length", "dim: {key: embedding_length}", "t.yaml:12:8: missing field 'missing' in gguf_checks entry"},
+    {"table: emb, out: x}", "table: emb, out: x, scale: 0}", "t.yaml:26:46: embed 'emb': 'scale' must be in [1e-06, 1e+06], got 0"},
     {"op: silu_mul, in: [gate, up], out: f}", "op: silu_clamp_mul, in: [gate, up], out: f}", 
      "t.yaml:40:7: silu_clamp_mul: 'limit' is not given and its default (hparams) is 0, outside [1e-06, 1e+06]"},
     {"op: silu_mul, in: [gate, up], out: f}", "op: silu_clamp_mul, in: [gate, up], out: f, limit: -1}", 
@@ -607,6 +613,26 @@ static void test_add_rows(void **state)
     }
 }
 
+/* `{key: K, missing: V}` in gguf_checks: Gemma 3 1B's two keys the common files lack may be
+ * missing at load (the flag reaches the description as RT_CHECK_MAY_MISS); every other key
+ * must be there. */
+static void test_may_miss_checks(void **state)
+{
+    (void)state;
+    char err[GEN_ERR_LEN] = "";
+    gen_model *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    if (gen_model_load("models/gemma-3-1b-it.yaml", m, err)) fail_msg("%s", err);
+    int n = 0;
+    for (int i = 0; i < m->n_checks; i++) {
+        const bool want = !strcmp(m->checks[i].hparam, "rope.base_swa") || !strcmp(m->checks[i].hparam, "swa_pattern");
+        assert_int_equal(m->checks[i].may_miss, want);
+        n += want;
+    }
+    assert_int_equal(n, 2);
+    free(m);
+}
+
 static void test_bad_cases(void **state)
 {
     int n = (int)(sizeof(k_bad) / sizeof(k_bad[0])), failed = 0;
@@ -821,6 +847,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bitnet_2b),  cmocka_unit_test(test_bitnet_tiny), cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_api),        cmocka_unit_test(test_base_valid),  cmocka_unit_test(test_bad_cases),
+        cmocka_unit_test(test_may_miss_checks),
         cmocka_unit_test(test_layernorm_op),
         cmocka_unit_test(test_linear_op),
         cmocka_unit_test(test_linear_bias),

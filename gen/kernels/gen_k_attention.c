@@ -325,7 +325,8 @@ static void att_load_q(att_ctx *c)
     dsl_expr lid = c->lid;
     for (int tt = 0; tt < T; tt++) {
         if (c->kop->rope)
-            c->rot = gen_rope_angle(k, c->hp, c->ff, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt])));
+            c->rot = gen_rope_angle(k, c->hp, c->ff, lid, dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), c->tok[tt])),
+                                    NULL); /* one base: gen_graph.c folds no rope of a model with two */
         for (int hh = 0; hh < G; hh++) {
             dsl_expr e = dsl_add(k, dsl_mul(k, c->head[hh], c->HD), lid), qv;
             dsl_expr qb = dsl_mul(k, c->tok[tt], c->QROW);
@@ -409,7 +410,7 @@ static void att_range(att_ctx *c)
     /* k sits at pos too (decode: one token): the q rotation's angle when q was rotated here */
     dsl_expr kr = !kop->kv_rope ? dsl_load(k, c->kin, e)
                   : kop->rope   ? gen_rope_apply(k, c->hp, &c->rot, c->kin, U(0), e)
-                                : gen_rope_elem(k, c->hp, c->ff, c->kin, U(0), e, c->pos);
+                                : gen_rope_elem(k, c->hp, c->ff, c->kin, U(0), e, c->pos, NULL);
     dsl_expr vr = dsl_let(k, "vr", dsl_load(k, c->vin, e));
     const bool first_only = c->G == 1 && c->group > 1;
     DSL_IF_ON(k, first_only, dsl_eq(k, dsl_mod(k, c->w0, dsl_const_u32(k, "GROUP", c->group)), U(0))) {

@@ -11,6 +11,7 @@
 #include "gen_k_common.h"
 #include "gen_k_kquant.h"
 #include "gen_k_norm.h"
+#include "gen_param.h"
 
 #define WG 256
 
@@ -30,8 +31,9 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
         snprintf(err, GEN_ERR_LEN, "%s: no kernel reads a %s table", kop->label, gen_ttype_name(tab->type));
         return -1;
     }
-    char name[64];
-    snprintf(name, sizeof(name), "embed_%s_n%d%s", fc->yaml, dim, gen_last_suffix(kop));
+    char name[96], ptag[48];
+    snprintf(name, sizeof(name), "embed_%s_n%d%s%s", fc->yaml, dim,
+             gen_params_tag(gen_embed_params, &kop->act_param, ptag, sizeof ptag), gen_last_suffix(kop));
     if (last && (!decode || kop->last_next)) {
         snprintf(err, GEN_ERR_LEN, "%s: the embedding runs a next norm in decode only", kop->label);
         return -1;
@@ -62,8 +64,12 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
     /* ids are validated by the runtime; clamp anyway so a bad id cannot read outside */
     dsl_expr tok = dsl_let(k, "tok", dsl_min(k, dsl_load(k, tokens, t), dsl_sub(k, vocab, U(1))));
     dsl_expr yb = dsl_let(k, "yb", dsl_mul(k, t, D));
+    /* the op's scale when given (gen_embed_params): each value times it, one f32 product after
+     * the decode, as llama.cpp's ggml_scale of the gathered rows */
+    dsl_expr sc = kop->act_param.own ? dsl_const_f32(k, "EMBED_SCALE", kop->act_param.v[0]) : NULL;
+#define SCALED(v) (sc ? dsl_mul(k, (v), sc) : (v))
     if (kq) {
-        gen_kq_row_store(k, kq, table, tok, (uint32_t)dim, i, y, yb);
+        gen_kq_row_store(k, kq, table, tok, (uint32_t)dim, i, y, yb, sc);
     } else if (qc) { /* quad i: values 4 i .. 4 i + 3, block i / (blk / 4) of the token's row */
         const uint32_t qpb = fc->blk / 4;
         dsl_expr boff = dsl_let(k, "boff", dsl_add(k, dsl_mul(k, tok, U((uint32_t)(dim / fc->blk) * fc->blk_bytes)),
@@ -72,15 +78,16 @@ int gen_k_embed(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_
         dsl_expr d = dsl_let(k, "d", qc->quad_scale(k, table, boff));
         for (int j = 0; j < 4; j++)
             dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(4)), U((uint32_t)j))),
-                      dsl_mul(k, dsl_comp(k, p, j), d));
+                      SCALED(dsl_mul(k, dsl_comp(k, p, j), d)));
     } else if (f16) {
         dsl_expr p = dsl_let(k, "p", pc->table_pair(
                                          k, dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, U(per)), i))));
-        dsl_store(k, y, dsl_add(k, yb, dsl_mul(k, i, U(2))), dsl_comp(k, p, 0));
-        dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(2)), U(1))), dsl_comp(k, p, 1));
+        dsl_store(k, y, dsl_add(k, yb, dsl_mul(k, i, U(2))), SCALED(dsl_comp(k, p, 0)));
+        dsl_store(k, y, dsl_add(k, yb, dsl_add(k, dsl_mul(k, i, U(2)), U(1))), SCALED(dsl_comp(k, p, 1)));
     } else {
-        dsl_store(k, y, dsl_add(k, yb, i), dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, D), i)));
+        dsl_store(k, y, dsl_add(k, yb, i), SCALED(dsl_load(k, table, dsl_add(k, dsl_mul(k, tok, D), i))));
     }
+#undef SCALED
     out->bytes = (uint64_t)dim / fc->blk * fc->blk_bytes + (uint64_t)dim * 4 + 4;
     if (last) {
         dsl_end(k);

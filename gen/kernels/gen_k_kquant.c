@@ -105,7 +105,7 @@ void gen_kq_row_dot(dsl_kernel *k, const gen_codec *c, dsl_expr W, dsl_expr roff
 }
 
 void gen_kq_row_store(dsl_kernel *k, const gen_codec *c, dsl_expr W, dsl_expr row, uint32_t dim, dsl_expr i,
-                      dsl_expr y, dsl_expr yb)
+                      dsl_expr y, dsl_expr yb, dsl_expr scale)
 {
     const uint32_t bb = fmt_codec_find(c->type)->blk_bytes, nb = dim / GEN_CODEC_BLOCK;
     dsl_expr b = dsl_let(k, "kb", dsl_div(k, i, U(c->units)));
@@ -116,5 +116,6 @@ void gen_kq_row_store(dsl_kernel *k, const gen_codec *c, dsl_expr W, dsl_expr ro
     dsl_expr xb = dsl_let(k, "kxb", dsl_add(k, yb, dsl_mul(k, b, U(GEN_CODEC_BLOCK))));
     for (int q = 0; q < n; q++)
         for (int e = 0; e < 4; e++)
-            dsl_store(k, y, dsl_add(k, xb, dsl_add(k, eoff[q], U(e))), dsl_comp(k, wv[q], e));
+            dsl_store(k, y, dsl_add(k, xb, dsl_add(k, eoff[q], U(e))),
+                      scale ? dsl_mul(k, dsl_comp(k, wv[q], e), scale) : dsl_comp(k, wv[q], e));
 }

@@ -24,8 +24,8 @@ void gen_kq_row_dot(dsl_kernel *k, const gen_codec *c, dsl_expr W, dsl_expr roff
                     dsl_expr sgs, int TT, const dsl_expr *acc, const dsl_expr *xrow, dsl_expr x);
 
 /* Row `row` of a [.][dim] table into y[yb + e], e < dim, one unit per invocation i (< nb *
- * units; the caller launches that many). */
+ * units; the caller launches that many); scale: NULL, or an f32 each value is multiplied by. */
 void gen_kq_row_store(dsl_kernel *k, const gen_codec *c, dsl_expr W, dsl_expr row, uint32_t dim, dsl_expr i,
-                      dsl_expr y, dsl_expr yb);
+                      dsl_expr y, dsl_expr yb, dsl_expr scale);
 
 #endif

@@ -12,7 +12,10 @@
  * pairs (i, i + dims/2); NORM pairs (2i, 2i + 1). Dims past rope_dims (ROPE_DIMS) are
  * copied. The kernels name these numbers as GLSL constants (compile-time: the same
  * arithmetic as literals). A rope with layers: swa (kop->swa_only) reads its layer (a
- * param) and copies its input on the layers that are not sliding-window ones.
+ * param) and copies its input on the layers that are not sliding-window ones. A model with
+ * rope.base_swa (Gemma 3) reads its layer the same way and turns its sliding-window layers by
+ * that base (ROPE_THETA_STEP_SWA), the others by rope.base; only the ROPE kernel does (the
+ * graph does not fold such a rope into a kv write or an attention).
  */
 #include <math.h>
 
@@ -28,7 +31,7 @@ dsl_expr gen_rope_ff_bind(dsl_kernel *k, gen_kernel_out *out, const gen_hparams 
     return gen_bind(k, out, "rope_ff", DSL_F32, DSL_READONLY, RT_ARG_WEIGHT, hp->rope_ff);
 }
 
-gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr d, dsl_expr pos)
+gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr d, dsl_expr pos, dsl_expr swa)
 {
     const int rd = hp->rope_dims, half = rd / 2;
     const bool neox = hp->rope_style == GEN_ROPE_NEOX;
@@ -36,6 +39,9 @@ gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, d
     dsl_expr RD = dsl_const_u32(k, "ROPE_DIMS", rd);
     dsl_expr HALF = neox ? dsl_const_u32(k, "ROPE_HALF", half) : NULL;
     dsl_expr STEP = dsl_const_f32(k, "ROPE_THETA_STEP", powf(hp->rope_base, -2.0f / (float)rd));
+    if (swa && hp->rope_base_swa > 0) /* the sliding-window layers' base (rope.base_swa) */
+        STEP = dsl_let(k, "step", dsl_select(k, swa, dsl_const_f32(k, "ROPE_THETA_STEP_SWA",
+                                                                  powf(hp->rope_base_swa, -2.0f / (float)rd)), STEP));
     dsl_expr INV_2PI = dsl_const_f32(k, "INV_TWO_PI", (float)0.15915494309189535);
     dsl_expr PI2_HI = dsl_const_f32(k, "TWO_PI_HI", 6.28125f);                       /* 2*pi to 8 bits */
     dsl_expr PI2_LO = dsl_const_f32(k, "TWO_PI_LO", (float)0.0019353071795864769); /* 2*pi - TWO_PI_HI */
@@ -79,9 +85,9 @@ dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot
 }
 
 dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr x, dsl_expr base, dsl_expr e,
-                       dsl_expr pos)
+                       dsl_expr pos, dsl_expr swa)
 {
-    gen_rope_rot r = gen_rope_angle(k, hp, ff, dsl_mod(k, e, dsl_const_u32(k, "HD", hp->head_dim)), pos);
+    gen_rope_rot r = gen_rope_angle(k, hp, ff, dsl_mod(k, e, dsl_const_u32(k, "HD", hp->head_dim)), pos, swa);
     return gen_rope_apply(k, hp, &r, x, base, e);
 }
 
@@ -102,8 +108,13 @@ int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
     const int width = g->vals[kop->in[0]].width;
     const bool f16 = strcmp(hp->kv_type, "f32") != 0;
     char name[96];
-    snprintf(name, sizeof(name), "%s_n%d%s%s%s", gen_kop_name(kop->kind), width, to_cache ? (f16 ? "_f16" : "_f32") : "",
-             kop->swa_only ? "_swa" : "", rope && hp->rope_ff_key[0] ? "_ff" : "");
+    const bool base_swa = rope && hp->rope_base_swa > 0; /* two bases: the layer picks */
+    if (base_swa && kop->kind != GEN_K_ROPE) { /* gen_graph.c lowers such a rope to a kernel of its own */
+        snprintf(err, GEN_ERR_LEN, "%s: rope.base_swa is read by the ROPE kernel only", kop->label);
+        return -1;
+    }
+    snprintf(name, sizeof(name), "%s_n%d%s%s%s%s", gen_kop_name(kop->kind), width, to_cache ? (f16 ? "_f16" : "_f32") : "",
+             kop->swa_only ? "_swa" : "", base_swa ? "_bswa" : "", rope && hp->rope_ff_key[0] ? "_ff" : "");
     dsl_kernel *k = dsl_kernel_new(name, WG, 1, 1);
     if (!k)
         return gen_out_kernel(out, NULL, err);
@@ -124,15 +135,15 @@ int gen_k_rope(const gen_graph *g, const gen_kop *kop, bool decode, gen_kernel_o
         gen_out_val(out, g, kop->out);
     }
     /* layers: swa: the rotation on the sliding-window layers only, a copy on the others */
-    dsl_expr on = kop->swa_only ? gen_swa_on(k, hp, out) : NULL;
+    dsl_expr on = kop->swa_only || base_swa ? gen_swa_on(k, hp, out) : NULL;
     dsl_expr ff = rope ? gen_rope_ff_bind(k, out, hp) : NULL;
     dsl_expr N = dsl_const_u32(k, "N", width);
     dsl_expr e = dsl_gid(k, 0), t = dsl_wgid(k, 1);
     dsl_return_if(k, dsl_ge(k, e, N));
     dsl_expr base = dsl_let(k, "base", dsl_mul(k, t, N));
     dsl_expr pos = dsl_let(k, "pos", dsl_add(k, dsl_dyn(k, DSL_DYN_POS), t));
-    dsl_expr val = rope ? gen_rope_elem(k, hp, ff, x, base, e, pos) : dsl_load(k, x, dsl_add(k, base, e));
-    if (on)
+    dsl_expr val = rope ? gen_rope_elem(k, hp, ff, x, base, e, pos, on) : dsl_load(k, x, dsl_add(k, base, e));
+    if (on && kop->swa_only)
         val = dsl_select(k, on, val, dsl_load(k, x, dsl_add(k, base, e)));
     if (to_cache) {
         dsl_expr ci = dsl_let(k, "ci", dsl_add(k, dsl_mul(k, pos, N), e));

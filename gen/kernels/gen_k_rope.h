@@ -16,9 +16,10 @@ dsl_expr gen_rope_ff_bind(dsl_kernel *k, gen_kernel_out *out, const gen_hparams 
 
 /* Rotated (or copied, past rope_dims) element e (within a row) of vector x (a
  * buffer or shared array) at row base `base`, for position pos (u32): reads x[base+e]
- * and its pair partner; angles as ggml (see gen_k_rope.c). */
+ * and its pair partner; angles as ggml (see gen_k_rope.c). swa: NULL, or a bool of this
+ * dispatch's layer (gen_swa_on): with rope.base_swa, true turns by that base. */
 dsl_expr gen_rope_elem(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr x, dsl_expr base, dsl_expr e,
-                       dsl_expr pos);
+                       dsl_expr pos, dsl_expr swa);
 
 /* The same in two steps, for kernels that rotate several heads' element d (the same
  * dim within a head) at one position: the angle once (gen_rope_angle: cos, sin of
@@ -28,7 +29,7 @@ typedef struct {
     dsl_expr d, first; /* dim within the head; first of its pair */
     dsl_expr cs, sn;   /* variables: cos / sin of the angle */
 } gen_rope_rot;
-gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr d, dsl_expr pos);
+gen_rope_rot gen_rope_angle(dsl_kernel *k, const gen_hparams *hp, dsl_expr ff, dsl_expr d, dsl_expr pos, dsl_expr swa);
 dsl_expr gen_rope_apply(dsl_kernel *k, const gen_hparams *hp, const gen_rope_rot *r, dsl_expr x, dsl_expr base,
                         dsl_expr e);
 

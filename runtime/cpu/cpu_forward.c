@@ -81,8 +81,13 @@ static void embed_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int6
     cpu_engine *e = r->e;
     const cpu_weight *w = cpu_w(e, so->tensor, 0);
     const int wo = WIDTH(e, so->op->out);
-    for (int64_t t = lo; t < hi; t++)
-        so->codec->row(e->isa, w, r->s->tok[t], OUT(e, so) + t * wo);
+    const float s = so->op->param[0]; /* the embed op's scale (gen_embed_params), 0: none */
+    for (int64_t t = lo; t < hi; t++) {
+        float *y = OUT(e, so) + t * wo;
+        so->codec->row(e->isa, w, r->s->tok[t], y);
+        for (int i = 0; s != 0.0f && i < wo; i++) /* llama.cpp's ggml_scale after the rows' gather */
+            y[i] *= s;
+    }
 }
 
 /* y[t] = x[t] + table[row]: the op's fixed row, or (param[0] < 0) the token's position's,
@@ -179,9 +184,12 @@ static void rope_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
         return;
     }
     const float *ff = c->rope_has_ff ? e->vec[(size_t)c->rope_ff * e->n_layers] : NULL; /* one for all layers */
+    /* rope.base_swa: the sliding-window layers' own base (llama.cpp's get_rope_freq_base) */
+    const float base = c->rope_base_swa > 0 && rt_swa_layer(c->sliding_window, c->swa_pattern, r->layer)
+                           ? c->rope_base_swa : c->rope_base;
     for (int64_t t = lo; t < hi; t++)
         cpu_rope(IN0(e, so) + t * wi, wi / (int)c->head_dim, (int)c->head_dim, (int)c->rope_dims, r->s->pos[t],
-                 c->rope_base, c->rope_neox, ff, OUT(e, so) + t * WIDTH(e, so->op->out));
+                 base, c->rope_neox, ff, OUT(e, so) + t * WIDTH(e, so->op->out));
 }
 
 /* The K (which 0) or V (1) cache rows of sequence s, layer L. */

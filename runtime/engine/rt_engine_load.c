@@ -36,33 +36,52 @@ static int unread_factors(const rt_model_desc *d, const rt_gguf *g, char *err)
     return 0;
 }
 
+/* A check's kind without its RT_CHECK_MAY_MISS flag. */
+static int check_kind(const rt_hparam_check *c) { return c->kind & ~RT_CHECK_MAY_MISS; }
+
 /* A check whose key holds a per-layer array (kv; NULL or a scalar: only a pattern check comes
- * here so, and fails) (llama.cpp writes Maple's swiglu_clamp_exp and
- * sliding_window_pattern so): every element against the YAML's value, a pattern check each
- * layer's flag against rt_swa_layer. 0 ok, -1 with err. */
+ * here so) (llama.cpp writes Maple's swiglu_clamp_exp and sliding_window_pattern so): every
+ * element against the YAML's value, a pattern check each layer's flag against rt_swa_layer; a
+ * pattern as one integer (gemma3's: llama.cpp's loader reads it so) equal to the YAML's; a
+ * missing pattern fails. 0 ok, -1 with err. */
 static int check_array(const rt_model_desc *d, const rt_gguf *g, const rt_hparam_check *c, const rt_gguf_kv *kv,
                        char *err)
 {
-    if (!kv || kv->type != RT_GGUF_ARRAY) { /* a pattern needs the per-layer array */
+    uint32_t u = 0;
+    char kerr[RT_ERR_LEN];
+    if (kv && kv->type != RT_GGUF_ARRAY && check_kind(c) == RT_CHECK_SWA_PATTERN) { /* one integer (gemma3's) */
+        char key[160];
+        snprintf(key, sizeof(key), "%%s.%s", c->name);
+        if (rt_gguf_get_u32(g, key, &u, kerr)) {
+            snprintf(err, RT_ERR_LEN, "%s", kerr);
+            return -1;
+        }
+        if (u != (uint32_t)c->value) {
+            snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %u, but models/%s.yaml says %.9g (swa_pattern)", g->path,
+                     g->arch, c->name, u, d->name, c->value);
+            return -1;
+        }
+        return 0;
+    }
+    if (!kv || kv->type != RT_GGUF_ARRAY) { /* else a pattern needs the per-layer array */
         snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %s, not a per-layer array (models/%s.yaml: swa_pattern)",
                  g->path, g->arch, c->name, kv ? rt_gguf_vtype_name(kv->type) : "missing", d->name);
         return -1;
     }
     uint32_t nl = 0;
-    char kerr[RT_ERR_LEN];
     if (rt_gguf_get_u32(g, "%s.block_count", &nl, kerr) || kv->arr_len != nl) {
         snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' has %llu elements, not one per layer (block_count %u)", g->path,
                  g->arch, c->name, (unsigned long long)kv->arr_len, nl);
         return -1;
     }
     for (uint32_t il = 0; il < nl; il++) {
-        const double got = (c->kind == RT_CHECK_SWA_PATTERN) ? (double)(rt_gguf_arr_int(kv, il) != 0) : rt_gguf_arr_float(kv, il);
-        const double want = (c->kind == RT_CHECK_SWA_PATTERN) ? (double)rt_swa_layer(1, (uint32_t)c->value, (int)il) : c->value;
-        const bool same = c->kind == RT_CHECK_FLOAT ? fabs(got - want) <= 1e-6 * fabs(want) : got == want;
+        const double got = (check_kind(c) == RT_CHECK_SWA_PATTERN) ? (double)(rt_gguf_arr_int(kv, il) != 0) : rt_gguf_arr_float(kv, il);
+        const double want = (check_kind(c) == RT_CHECK_SWA_PATTERN) ? (double)rt_swa_layer(1, (uint32_t)c->value, (int)il) : c->value;
+        const bool same = check_kind(c) == RT_CHECK_FLOAT ? fabs(got - want) <= 1e-6 * fabs(want) : got == want;
         if (!same) {
             snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %.9g at layer %u, but models/%s.yaml says %.9g%s", g->path,
                      g->arch, c->name, got, il, d->name, want,
-                     (c->kind == RT_CHECK_SWA_PATTERN) ? " (swa_pattern: 1 = a sliding-window layer)" : "");
+                     (check_kind(c) == RT_CHECK_SWA_PATTERN) ? " (swa_pattern: 1 = a sliding-window layer)" : "");
             return -1;
         }
     }
@@ -84,14 +103,14 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
     for (uint32_t i = 0; i < d->n_checks; i++) {
         snprintf(key, sizeof(key), "%%s.%s", d->checks[i].name);
         const rt_gguf_kv *arr = rt_gguf_find(g, key);
-        if ((arr && arr->type == RT_GGUF_ARRAY) || d->checks[i].kind == RT_CHECK_SWA_PATTERN) {
-            if (check_array(d, g, &d->checks[i], arr, err))
-                return -1;
+        if (!arr && (d->checks[i].kind & RT_CHECK_MAY_MISS)) /* the reference engine's default: the value */
+            continue;
+        if ((arr && arr->type == RT_GGUF_ARRAY) || check_kind(&d->checks[i]) == RT_CHECK_SWA_PATTERN) {
+            if (check_array(d, g, &d->checks[i], arr, err)) return -1;
             continue;
         }
-        double got = 0;
-        int rc;
-        if (d->checks[i].kind == RT_CHECK_FLOAT) {
+        double got = 0; int rc;
+        if (check_kind(&d->checks[i]) == RT_CHECK_FLOAT) {
             float f = 0;
             rc = rt_gguf_get_f32(g, key, &f, kerr);
             got = f;
@@ -112,7 +131,7 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
         double want = d->checks[i].value;
         /* floats: relative 1e-6 (both sides are f32 values; an absolute bound would accept any
          * epsilon of 1e-6 or less for an eps of 1e-6) */
-        bool same = d->checks[i].kind == RT_CHECK_FLOAT ? fabs(got - want) <= 1e-6 * fabs(want) : got == want;
+        bool same = check_kind(&d->checks[i]) == RT_CHECK_FLOAT ? fabs(got - want) <= 1e-6 * fabs(want) : got == want;
         if (!same) {
             snprintf(err, RT_ERR_LEN, "%s: key '%s.%s' is %.9g, but models/%s.yaml says %.9g", path, g->arch,
                      d->checks[i].name, got, d->name, want);

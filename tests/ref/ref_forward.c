@@ -339,6 +339,8 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
                 return -1;
             }
             fmt_decode_row(fmt_codec_find(w->type), w->data, wo, w->ne[1], e->tokens[t], out + (size_t)t * wo);
+            for (int i = 0; op->param.own && i < wo; i++) /* the op's scale when given (gen_embed_params) */
+                out[(size_t)t * wo + i] *= op->param.v[0];
         }
         break;
     case GEN_OP_NORM:
@@ -365,9 +367,11 @@ static int run_op(eval_ctx *e, const gen_op *op, int L)
             snprintf(e->err, RT_ERR_LEN, "rope.freq_factors: the file's tensor is not F32");
             return -1;
         }
+        /* rope.base_swa: the sliding-window layers turn by their own base */
+        const float base = hp->rope_base_swa > 0 && gen_swa_layer(hp, L) ? hp->rope_base_swa : hp->rope_base;
         for (int t = 0; t < n; t++)
             ref_rope(in0 + (size_t)t * wi, wi / hp->head_dim, hp->head_dim, hp->rope_dims, e->pos + t,
-                     hp->rope_base, hp->rope_style == GEN_ROPE_NEOX, fw ? (const float *)fw->data : NULL,
+                     base, hp->rope_style == GEN_ROPE_NEOX, fw ? (const float *)fw->data : NULL,
                      out + (size_t)t * wo);
         break;
     }
