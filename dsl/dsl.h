@@ -547,12 +547,13 @@ int dsl_compile_glsl_coopmat(const char *name, const char *src, uint32_t **out_s
                              char **out_err);
 /* Compiles are remembered: in the process (every source compiled before, up to 256 MB), and
  * where $TERNION_SPV_CACHE names an existing folder, there too, for other processes: one file
- * per build macro and source, "<16 hex digits of their hash>.spv" holding "ternion-spv 1\n",
- * three little-endian uint32 (the macro's, the source's and the SPIR-V's byte counts), then
- * the macro, the source and the SPIR-V. A file is used only for exactly its macro and source
- * and only when whole; otherwise the source is compiled (and the file written again). `make
- * test` points every suite at one such folder. dsl_compile_forget drops the in-process
- * memory of compiles (the folder is left as it is). */
+ * per build macro and source, "<16 hex digits of their hash>.spv", holding a first line
+ * "ternion-spv 2 <target, options, the compiler's SPIR-V version>\n", three little-endian
+ * uint32 (the macro's, the source's and the SPIR-V's byte counts), then the macro, the source
+ * and the SPIR-V. A file is used only for exactly its macro and source, from this compiler
+ * with these options, and only when whole; otherwise the source is compiled (and the file
+ * written again). `make test` points every suite at one such folder. dsl_compile_forget drops
+ * the in-process memory of compiles (the folder is left as it is). */
 void dsl_compile_forget(void);
 
 /* ------------------------------------------------------------------------------------

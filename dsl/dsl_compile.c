@@ -131,6 +131,22 @@ static char *numbered_error(const char *name, const char *msg, const char *src)
     return b.s;
 }
 
+static char identity[96];
+static void make_identity(void)
+{
+    unsigned int version = 0, revision = 0;
+    shaderc_get_spv_version(&version, &revision);
+    snprintf(identity, sizeof identity, "vulkan1.2 spv1.5 performance shaderc-spv %u.%u", version, revision);
+}
+
+/* The target and options below and the compiler's SPIR-V version: keep it in step with them. */
+static const char *compile_identity(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_identity);
+    return identity;
+}
+
 /* macro: NULL, or a name defined to 1 for the build (DSL_NATIVE_DOT, DSL_COOPMAT). */
 static int compile_glsl(const char *name, const char *src, const char *macro, uint32_t **out_spv, size_t *out_bytes,
                         char **out_err)
@@ -141,7 +157,7 @@ static int compile_glsl(const char *name, const char *src, const char *macro, ui
     const uint64_t h = cache_hash(macro, src);
     if (cache_get(h, macro, src, out_spv, out_bytes))
         return 0;
-    if (dsl_disk_cache_get(h, macro, src, out_spv, out_bytes)) { /* another process compiled it */
+    if (dsl_disk_cache_get(compile_identity(), h, macro, src, out_spv, out_bytes)) { /* another process compiled it */
         cache_put(h, macro, src, *out_spv, *out_bytes);
         return 0;
     }
@@ -176,7 +192,7 @@ static int compile_glsl(const char *name, const char *src, const char *macro, ui
             memcpy(*out_spv, shaderc_result_get_bytes(r), n);
             *out_bytes = n;
             cache_put(h, macro, src, *out_spv, n);
-            dsl_disk_cache_put(h, macro, src, *out_spv, n);
+            dsl_disk_cache_put(compile_identity(), h, macro, src, *out_spv, n);
         }
     }
     shaderc_result_release(r);

@@ -23,10 +23,14 @@ void dsl_arena_reset(dsl_arena *a); /* keep the blocks, forget their contents */
 void dsl_arena_free(dsl_arena *a);
 
 /* ---- compiled kernels on disk (dsl_disk_cache.c; $TERNION_SPV_CACHE) ---- */
+/* compiler: what besides the source decides the SPIR-V ("vulkan1.2 spv1.5 performance
+ * shaderc-spv V.R", dsl_compile.c), written as the files' first line and required of a hit. */
 /* The SPIR-V stored for exactly (macro, src) under hash, malloc'd into *out_spv; false: none. */
-bool dsl_disk_cache_get(uint64_t hash, const char *macro, const char *src, uint32_t **out_spv, size_t *out_bytes);
+bool dsl_disk_cache_get(const char *compiler, uint64_t hash, const char *macro, const char *src, uint32_t **out_spv,
+                        size_t *out_bytes);
 /* Store a compile (best effort: nothing happens when the folder is unset or unwritable). */
-void dsl_disk_cache_put(uint64_t hash, const char *macro, const char *src, const uint32_t *spv, size_t bytes);
+void dsl_disk_cache_put(const char *compiler, uint64_t hash, const char *macro, const char *src, const uint32_t *spv,
+                        size_t bytes);
 
 /* ---- growable string (dsl_sb.c) ---- */
 typedef struct {

@@ -223,11 +223,11 @@ static int parse_checks(gen_yaml *y, yaml_node_t *n, gen_model *m)
                     !(mv = gen_yaml_need(y, v, "missing", "gguf_checks entry")) ||
                     gen_yaml_float(y, mv, "missing", &miss) || !gen_yaml_need(y, v, "key", "gguf_checks entry")))
             return -1;
-        if (map && miss != hparam_value(&m->hp, h))
+        if (map && (float)miss != (float)hparam_value(&m->hp, h)) /* hparams hold floats */
             return gen_yaml_fail(y, mv, "gguf_checks: %s: a file without the key runs with %g, but hparams say %g",
                                  k_hparams[h].name, miss, hparam_value(&m->hp, h));
-        if (map)
-            v = gen_yaml_get(y, v, "key");
+        if (map && (v = gen_yaml_get(y, v, "key"))->type != YAML_SCALAR_NODE)
+            return gen_yaml_fail(y, v, "gguf_checks: %s: {key: K, missing: V} takes one key", k_hparams[h].name);
         const int nk = list ? gen_yaml_seq_len(v) : 1;
         if (list && nk < 1)
             return gen_yaml_fail(y, v, "gguf_checks: %s: an empty list of keys", k_hparams[h].name);

@@ -20,7 +20,7 @@ if [ -z "${MESA_SHADER_CACHE_DIR:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ];
     export MESA_SHADER_CACHE_DIR
 fi
 SLOW_FIRST=${SLOW_FIRST:-"test_kernels test_e2e test_oracle sg16-test_kernels test_kernels_tq test_e2e_tq
-    test_tune test_gen test_stream test_sparse test_examples sg16-test_kernels_fused sg4-test_kernels_fused
+    test_tune test_gen test_stream test_sparse test_examples test_kernels_fused sg16-test_kernels_fused sg4-test_kernels_fused
     sg16-test_tune_chained.sh sg4-test_tune_chained.sh"}
 t_all=$(date +%s)
 tmp=$(mktemp -d) || exit 1

@@ -799,7 +799,8 @@ static void compile_src(const char *src, uint32_t **spv, size_t *n)
 static void test_disk_cache(void **st)
 {
     (void)st;
-    char dir[] = "/tmp/ternion-spv-XXXXXX", path[700], srcA[400], srcB[400];
+    char dir[] = "/tmp/ternion-spv-XXXXXX", path[700], srcA[400], srcB[400], *was = getenv("TERNION_SPV_CACHE");
+    was = was ? strdup(was) : NULL; /* make test's folder, put back at the end */
     assert_non_null(mkdtemp(dir));
     const unsigned salt = (unsigned)getpid(); /* sources no earlier compile in this process had */
     snprintf(srcA, sizeof srcA, k_src_fmt, salt * 2u + 1u);
@@ -810,8 +811,10 @@ static void test_disk_cache(void **st)
     compile_src(srcA, &a, &na);
     only_file(dir, path, sizeof path);
     uint8_t *f = slurp(path, &len);
-    const size_t hdr = 14 + 12, sl = strlen(srcA); /* "ternion-spv 1\n", three counts, no macro */
-    assert_memory_equal(f, "ternion-spv 1\n", 14);
+    const uint8_t *nl = memchr(f, '\n', len); /* "ternion-spv 2 <compiler>\n", three counts, no macro */
+    assert_non_null(nl);
+    const size_t hdr = (size_t)(nl + 1 - f) + 12, sl = strlen(srcA), c0 = hdr - 4; /* the SPIR-V's count */
+    assert_memory_equal(f, "ternion-spv 2 vulkan1.2 spv1.5 performance shaderc-spv ", 55);
     assert_int_equal(len, hdr + sl + na);
     assert_memory_equal(f + hdr, srcA, sl);
     assert_memory_equal(f + hdr + sl, a, na);
@@ -819,9 +822,9 @@ static void test_disk_cache(void **st)
     dsl_compile_forget();
     compile_src(srcB, &b, &nb);
     assert_true(nb != na || memcmp(a, b, na));
-    uint8_t *g = malloc(hdr + sl + nb);
+    uint8_t *g = malloc(hdr + sl + (na > nb ? na : nb));
     memcpy(g, f, hdr + sl);
-    g[22] = (uint8_t)nb, g[23] = (uint8_t)(nb >> 8), g[24] = (uint8_t)(nb >> 16), g[25] = 0;
+    g[c0] = (uint8_t)nb, g[c0 + 1] = (uint8_t)(nb >> 8), g[c0 + 2] = (uint8_t)(nb >> 16), g[c0 + 3] = 0;
     memcpy(g + hdr + sl, b, nb);
     spill(path, g, hdr + sl + nb);
     dsl_compile_forget();
@@ -829,12 +832,15 @@ static void test_disk_cache(void **st)
     assert_int_equal(nc, nb);
     assert_memory_equal(c, b, nb);
     free(c);
-    /* the same name holding another source (one byte), then a file cut short: compiled again */
-    for (int bad = 0; bad < 2; bad++) {
+    /* the same name holding another source (one byte), a file cut short, one from another
+     * compiler (its first line): compiled again */
+    for (int bad = 0; bad < 3; bad++) {
         memcpy(g, f, len);
         if (bad == 0)
             g[hdr + sl - 4] ^= 1;
-        spill(path, g, bad == 0 ? len : len - 5);
+        if (bad == 2)
+            g[nl - 1 - f] ^= 1; /* the first line's last digit: the compiler's SPIR-V revision */
+        spill(path, g, bad == 1 ? len - 5 : len);
         dsl_compile_forget();
         compile_src(srcA, &c, &nc);
         assert_int_equal(nc, na);
@@ -854,7 +860,12 @@ static void test_disk_cache(void **st)
     compile_src(srcA, &c, &nc);
     assert_memory_equal(c, a, na);
     free(c);
-    unsetenv("TERNION_SPV_CACHE");
+    assert_int_not_equal(access(gone, F_OK), 0);
+    if (was)
+        setenv("TERNION_SPV_CACHE", was, 1);
+    else
+        unsetenv("TERNION_SPV_CACHE");
+    free(was);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -f %s/*.spv && rmdir %s", dir, dir); /* srcA's and srcB's files */
     assert_int_equal(system(cmd), 0);

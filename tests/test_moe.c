@@ -466,6 +466,21 @@ static void gpu_case(const gen_model *m, const gen_graph *g, bool decode, uint32
             route_ref[t * 2 * K + K + j] = wt[t * K + j];
             assert_int_equal(ref_moe_hidden(&ro, x + (size_t)t * D, sel[t * K + j], h_ref + ((size_t)t * K + j) * F), 0);
         }
+    if (strstr(ro.act->op, "clamp")) { /* a clamped GLU (silu_clamp): the limit must change some of h */
+        ref_moe_op wide = ro;
+        wide.act_p.v[0] = 1e30f;
+        float *h_wide = vkh_xmalloc(sizeof(float) * F);
+        int moved = 0;
+        for (uint32_t t = 0; t < n; t++)
+            for (int j = 0; j < K; j++) {
+                assert_int_equal(ref_moe_hidden(&wide, x + (size_t)t * D, sel[t * K + j], h_wide), 0);
+                for (int i = 0; i < F; i++)
+                    moved += h_wide[i] != h_ref[((size_t)t * K + j) * F + i];
+            }
+        printf("moe kernels: the clamp at %g changes %d of %u hidden values\n", ro.act_p.v[0], moved, n * K * F);
+        assert_true(moved > 0);
+        free(h_wide);
+    }
     rt_buf xb = vkh_buf(sizeof(float) * NT * D, x), rin = vkh_buf(sizeof(float) * NT * 2 * K, route_ref);
     rt_buf hin = vkh_buf(sizeof(float) * NT * K * F, h_ref);
     rt_buf out[3] = {vkh_buf(sizeof(float) * NT * 2 * K, NULL), vkh_buf(sizeof(float) * NT * K * F, NULL),
@@ -547,7 +562,7 @@ static void test_gpu_kernels(void **state)
                                      "ffn_up_exps.weight\",   type: f16", "ffn_up_exps.weight\",   type: bf16",
                                      "ffn_down_exps.weight\", type: q8_0", "ffn_down_exps.weight\", type: q6_k",
                                      "gating: softmax, norm_topk: true", "gating: sigmoid, norm_topk: false", NULL};
-    /* Maple's experts: the clamped SwiGLU (limit 0.25: these products pass it both ways) over ternary
+    /* Maple's experts: the clamped SwiGLU (limit 0.25: it changes some hidden values, checked) over ternary
      * weights as its published files hold them (gate TQ2_0, up TQ1_0, down TQ2_0: Q8_K inputs) at
      * dim 512, width 256, 11 experts, top 3, softmax not normalized */
     static const char *const v5[] = {"\n  dim: 320", "\n  dim: 512", "n_expert: 8", "n_expert: 11",

@@ -5,6 +5,7 @@
  * `name:LINE:COL: message`.
  * Run from the repository root (as `make test` does).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -320,6 +321,8 @@ static const bad_case k_bad[] = {
     {"dim: embedding_length", "dim: {key: embedding_length, missing: 512}",
      "t.yaml:12:41: gguf_checks: dim: a file without the key runs with 512, but hparams say 256"},
     {"dim: embedding_length", "dim: {key: embedding_length}", "t.yaml:12:8: missing field 'missing' in gguf_checks entry"},
+    {"dim: embedding_length", "dim: {key: [embedding_length, x], missing: 256}",
+     "t.yaml:12:14: gguf_checks: dim: {key: K, missing: V} takes one key"},
     {"table: emb, out: x}", "table: emb, out: x, scale: 0}", "t.yaml:26:46: embed 'emb': 'scale' must be in [1e-06, 1e+06], got 0"},
     {"op: silu_mul, in: [gate, up], out: f}", "op: silu_clamp_mul, in: [gate, up], out: f}", 
      "t.yaml:40:7: silu_clamp_mul: 'limit' is not given and its default (hparams) is 0, outside [1e-06, 1e+06]"},
@@ -630,7 +633,16 @@ static void test_may_miss_checks(void **state)
         n += want;
     }
     assert_int_equal(n, 2);
+    /* the embedding's scale is sqrt(dim) (llama.cpp's gemma3: ggml_scale by sqrtf(n_embd)) */
+    assert_true(m->pre[0].kind == GEN_OP_EMBED && m->pre[0].param.v[0] == sqrtf((float)m->hp.dim));
     free(m);
+    /* a float hparam's `missing` is compared as the float the hparam holds (1e-5 is no double) */
+    const bad_case eps = {"dim: embedding_length",
+                          "dim: embedding_length\n  norm_eps: {key: attention.layer_norm_rms_epsilon, missing: 1.0e-5}", ""};
+    char *s = mutate(&eps);
+    if (gen_model_parse(s, strlen(s), "t.yaml", &g_m, err))
+        fail_msg("%s", err);
+    free(s);
 }
 
 static void test_bad_cases(void **state)

@@ -217,6 +217,10 @@ static int att_name(const att_ctx *c, char *name, size_t n, char *err)
                  c->last ? "next norm" : "kv write", c->last ? " and a head_dim dividing 256" : "");
         return -1;
     }
+    if ((kop->rope || kop->kv_rope) && c->hp->rope_base_swa > 0) { /* gen_graph.c folds no such rope */
+        snprintf(err, GEN_ERR_LEN, "%s: a rope with rope.base_swa is not folded into attention", kop->label);
+        return -1;
+    }
     if (c->hd % 8) { /* gen_model refuses such a head_dim */
         snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 8", kop->label, c->hd);
         return -1;

@@ -332,7 +332,7 @@ static const rt_cpu_op cpu_ops[] = {
 static const char manifest[] =
     "model ternary-bonsai-1.7b\n"
     "source models/ternary-bonsai-1.7b.yaml fnv64:8cb55576ff3852fa\n"
-    "base models/ternary-bonsai-4b.yaml fnv64:f592a490f3b8f4dd\n"
+    "base models/ternary-bonsai-4b.yaml fnv64:d141a7c9afb7c055\n"
     "fusion on\n"
     "kernels 21\n"
     "kernel embed_q2_0_g128_n2048 glsl-fnv64:109e0019f697c19d\n"

@@ -335,7 +335,7 @@ static const rt_cpu_op cpu_ops[] = {
 
 static const char manifest[] =
     "model ternary-bonsai-4b\n"
-    "source models/ternary-bonsai-4b.yaml fnv64:f592a490f3b8f4dd\n"
+    "source models/ternary-bonsai-4b.yaml fnv64:d141a7c9afb7c055\n"
     "fusion on\n"
     "kernels 23\n"
     "kernel embed_q2_0_g128_n2560 glsl-fnv64:90d4ee1c26ea7a5c\n"

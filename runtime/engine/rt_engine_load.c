@@ -88,17 +88,11 @@ static int check_array(const rt_model_desc *d, const rt_gguf *g, const rt_hparam
     return 0;
 }
 
-int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_layers, int *out_vocab, char *err)
+/* The description's gguf_checks against the file's metadata: each key present (but for a
+ * may-miss one) with the YAML's value; 0, or -1 with err naming the key. */
+static int check_keys(const rt_model_desc *d, const rt_gguf *g, char *err)
 {
     const char *path = g->path;
-    bool arch_ok = false;
-    for (uint32_t i = 0; i < d->n_archs; i++)
-        arch_ok |= strcmp(g->arch, d->archs[i]) == 0;
-    if (!arch_ok) {
-        snprintf(err, RT_ERR_LEN, "%s: general.architecture is '%s', but models/%s.yaml accepts '%s'%s", path,
-                 g->arch, d->name, d->n_archs ? d->archs[0] : "", d->n_archs > 1 ? " (and others)" : "");
-        return -1;
-    }
     char key[160], kerr[RT_ERR_LEN];
     for (uint32_t i = 0; i < d->n_checks; i++) {
         snprintf(key, sizeof(key), "%%s.%s", d->checks[i].name);
@@ -106,10 +100,12 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
         if (!arr && (d->checks[i].kind & RT_CHECK_MAY_MISS)) /* the reference engine's default: the value */
             continue;
         if ((arr && arr->type == RT_GGUF_ARRAY) || check_kind(&d->checks[i]) == RT_CHECK_SWA_PATTERN) {
-            if (check_array(d, g, &d->checks[i], arr, err)) return -1;
+            if (check_array(d, g, &d->checks[i], arr, err))
+                return -1;
             continue;
         }
-        double got = 0; int rc;
+        double got = 0;
+        int rc;
         if (check_kind(&d->checks[i]) == RT_CHECK_FLOAT) {
             float f = 0;
             rc = rt_gguf_get_f32(g, key, &f, kerr);
@@ -138,6 +134,23 @@ int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_lay
             return -1;
         }
     }
+    return 0;
+}
+
+int rt_engine_check_model(const rt_model_desc *d, const rt_gguf *g, int *out_layers, int *out_vocab, char *err)
+{
+    const char *path = g->path;
+    bool arch_ok = false;
+    for (uint32_t i = 0; i < d->n_archs; i++)
+        arch_ok |= strcmp(g->arch, d->archs[i]) == 0;
+    if (!arch_ok) {
+        snprintf(err, RT_ERR_LEN, "%s: general.architecture is '%s', but models/%s.yaml accepts '%s'%s", path,
+                 g->arch, d->name, d->n_archs ? d->archs[0] : "", d->n_archs > 1 ? " (and others)" : "");
+        return -1;
+    }
+    if (check_keys(d, g, err))
+        return -1;
+    char key[160], kerr[RT_ERR_LEN];
     uint32_t nl = 0;
     snprintf(key, sizeof(key), "%%s.block_count");
     if (rt_gguf_get_u32(g, key, &nl, kerr) || nl == 0 || nl > 4096) {
