@@ -574,19 +574,28 @@ static oracle_case *named_case(const char *name)
     return c;
 }
 
+/* The case `name`'s description (fused, as its runs build it) and its file, opened into *g. */
+static const built_desc *case_desc(const char *name, rt_gguf **g)
+{
+    oracle_case *c = named_case(name);
+    char err[RT_ERR_LEN > GEN_ERR_LEN ? RT_ERR_LEN : GEN_ERR_LEN] = "";
+    const built_desc *bd = desc_of(c->yaml, true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    if (rt_gguf_open(c->gguf, g, err))
+        fail_msg("%s", err);
+    return bd;
+}
+
 /* A description that reads the factors (rope.freq_factors, tests/data/ropef/llama-ropef-tiny.yaml)
  * takes its case's file, and refuses one whose rope_freqs.weight has another length than
  * rope.dims / 2 (31 or 33 for 32 pairs), naming the tensor, both shapes and what it is. */
 static void test_rope_freqs_length(void **state)
 {
     (void)state;
-    oracle_case *c = named_case("llama-ropef-tiny");
     char err[RT_ERR_LEN] = "";
-    const built_desc *bd = desc_of(c->yaml, true, err);
-    if (!bd)
-        fail_msg("%s", err);
     rt_gguf *g = NULL;
-    assert_int_equal(rt_gguf_open(c->gguf, &g, err), 0);
+    const built_desc *bd = case_desc("llama-ropef-tiny", &g);
     assert_int_equal(rewrite_check(&bd->d.desc, g, NULL, 0, 32, err), 0); /* the right length */
     static const int bad[] = {31, 33};
     for (int i = 0; i < 2; i++) {
@@ -608,13 +617,9 @@ static void test_rope_freqs_length(void **state)
 static void test_gemma3_missing_keys(void **state)
 {
     (void)state;
-    oracle_case *c = named_case("gemma3-tiny");
     char err[RT_ERR_LEN] = "";
-    const built_desc *bd = desc_of(c->yaml, true, err);
-    if (!bd)
-        fail_msg("%s", err);
     rt_gguf *g = NULL;
-    assert_int_equal(rt_gguf_open(c->gguf, &g, err), 0);
+    const built_desc *bd = case_desc("gemma3-tiny", &g);
     const kv_edit gone = {"gemma3.rope.freq_base_swa", KV_DROP, 0};
     if (rewrite_check(&bd->d.desc, g, &gone, 1, 0, err))
         fail_msg("without rope.freq_base_swa: %s", err);
@@ -643,13 +648,9 @@ static void test_gemma3_missing_keys(void **state)
 static void test_type_set_refusal(void **state)
 {
     (void)state;
-    oracle_case *c = named_case("llama-kq-mix-tiny");
     char err[RT_ERR_LEN] = "";
-    const built_desc *bd = desc_of(c->yaml, true, err);
-    if (!bd)
-        fail_msg("%s", err);
     rt_gguf *g = NULL;
-    assert_int_equal(rt_gguf_open(c->gguf, &g, err), 0);
+    const built_desc *bd = case_desc("llama-kq-mix-tiny", &g);
     int nl = 0, nv = 0;
     assert_int_equal(rt_engine_check_model(&bd->d.desc, g, &nl, &nv, err), 0); /* the sets as written */
     assert_int_equal(nl, 3);
