@@ -10,6 +10,7 @@ static const gen_arch ARCHS[] = {
     {"llama", "llama", GEN_ROPE_NORM, "llama.cpp's llama graph rotates adjacent pairs: LLAMA_ROPE_TYPE_NORM"},
     {"llama-ternary", "llama", GEN_ROPE_NEOX, "models/llama-ternary-tiny.yaml's layout: NeoX RoPE"},
     {"qwen3", "qwen3", GEN_ROPE_NEOX, "llama.cpp's qwen3 graph: QK-norm, LLAMA_ROPE_TYPE_NEOX"},
+    {"gemma3", "gemma3", GEN_ROPE_NEOX, "llama.cpp's gemma3 graph: LLAMA_ROPE_TYPE_NEOX"},
     /* encoders: learned positions (add_rows), no RoPE; drafted by gen_draft_bert.c */
     {"bert", "bert", GEN_ROPE_NORM,
      "llama.cpp's bert graph: learned absolute positions, no RoPE (LLAMA_ROPE_TYPE_NONE; style norm, unused)"},

@@ -7,6 +7,7 @@
  * the tensors' shapes, and writing the YAML with a `# UNSUPPORTED:` comment at each line the
  * draft cannot express. The draft is parsed with gen_model_parse before it is returned.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,19 +22,24 @@
 
 /* ---- the tables ---- */
 
-enum { L_BITNET158, L_BITNET, L_LLAMA, L_QWEN3, L_COUNT };
+enum { L_BITNET158, L_BITNET, L_LLAMA, L_QWEN3, L_GEMMA3, L_COUNT };
 static const struct {
     const char *name;
     const char *act;    /* the FFN's gated activation (a row of gen_act.c): "<act>_mul" */
     bool sub_norms;     /* an RMSNorm before attn_output and before ffn_down */
     bool qk_norm;       /* an RMSNorm per head on q and k before RoPE (`per: head`) */
     const char *what;
+    bool post_norms;    /* an RMSNorm on each branch's output before its residual add */
+    bool gemma;         /* the embedding row scaled by sqrt(dim); a sliding window (the swa keys) */
 } k_layouts[L_COUNT] = {
     [L_BITNET158] = {"bitnet-b1.58", "relu2", true, false,
                      "BitNet b1.58 (models/bitnet-b1.58-2b.yaml): sub-norms, ReLU^2-gated FFN"},
     [L_BITNET] = {"bitnet", "silu", true, false, "BitNet (llama.cpp's bitnet graph): sub-norms, SiLU-gated FFN"},
     [L_LLAMA] = {"llama", "silu", false, false, "Llama: SiLU-gated FFN, no sub-norms"},
     [L_QWEN3] = {"qwen3", "silu", false, true, "Qwen3 (llama.cpp's qwen3 graph): QK-norm per head, SiLU-gated FFN"},
+    [L_GEMMA3] = {"gemma3", "gelu_f16", false, true,
+                  "Gemma 3 (llama.cpp's gemma3 graph): embedding scaled by sqrt(dim), QK-norm, post-attention and "
+                  "post-FFN norms, GELU-gated FFN, sliding window", true, true},
 };
 
 /* The layout row named name (gen_arch.h's rows name theirs), -1 if none. */
@@ -46,46 +52,57 @@ static int layout_named(const char *name)
 }
 
 /* hparams <-> `<arch>.<key>`; an absent optional key takes its fallback: from * (1 / div) of
- * other hparams (earlier rows), or def. */
-enum { H_DIM, H_HEADS, H_KV_HEADS, H_HEAD_DIM, H_FFN, H_EPS, H_ROPE_BASE, H_ROPE_DIMS, H_COUNT };
+ * other hparams (earlier rows), or def. gemma: read by the gemma layout only, whose def is the
+ * value llama.cpp's gemma3 loader takes without the key (src/llama-model.cpp), so the check is
+ * `{key: K, missing: def}` when the file has def or nothing. */
+enum { H_DIM, H_HEADS, H_KV_HEADS, H_HEAD_DIM, H_FFN, H_EPS, H_ROPE_BASE, H_ROPE_DIMS, H_SWA, H_SWA_PATTERN,
+       H_ROPE_BASE_SWA, H_COUNT };
 static const struct {
     const char *hparam, *key;
     bool is_float, required;
     int from, div; /* fallback = hp[from] / hp[div] (div -1: hp[from]); from -1: def */
     double def;
     const char *fallback; /* the fallback in words (a comment of the draft) */
+    bool gemma;
 } k_keys[H_COUNT] = {
-    [H_DIM] = {"dim", "embedding_length", false, true, -1, -1, 0, NULL},
-    [H_HEADS] = {"n_heads", "attention.head_count", false, true, -1, -1, 0, NULL},
-    [H_KV_HEADS] = {"n_kv_heads", "attention.head_count_kv", false, false, H_HEADS, -1, 0, "n_heads"},
-    [H_HEAD_DIM] = {"head_dim", "attention.key_length", false, false, H_DIM, H_HEADS, 0, "dim / n_heads"},
-    [H_FFN] = {"ffn_dim", "feed_forward_length", false, true, -1, -1, 0, NULL},
-    [H_EPS] = {"norm_eps", "attention.layer_norm_rms_epsilon", true, true, -1, -1, 0, NULL},
-    [H_ROPE_BASE] = {"rope.base", "rope.freq_base", true, false, -1, -1, 10000.0, "llama.cpp's default 10000"},
-    [H_ROPE_DIMS] = {"rope.dims", "rope.dimension_count", false, false, H_HEAD_DIM, -1, 0, "head_dim"},
+    [H_DIM] = {"dim", "embedding_length", false, true, -1, -1, 0, NULL, false},
+    [H_HEADS] = {"n_heads", "attention.head_count", false, true, -1, -1, 0, NULL, false},
+    [H_KV_HEADS] = {"n_kv_heads", "attention.head_count_kv", false, false, H_HEADS, -1, 0, "n_heads", false},
+    [H_HEAD_DIM] = {"head_dim", "attention.key_length", false, false, H_DIM, H_HEADS, 0, "dim / n_heads", false},
+    [H_FFN] = {"ffn_dim", "feed_forward_length", false, true, -1, -1, 0, NULL, false},
+    [H_EPS] = {"norm_eps", "attention.layer_norm_rms_epsilon", true, true, -1, -1, 0, NULL, false},
+    [H_ROPE_BASE] = {"rope.base", "rope.freq_base", true, false, -1, -1, 10000.0, "llama.cpp's default 10000",
+                     false},
+    [H_ROPE_DIMS] = {"rope.dims", "rope.dimension_count", false, false, H_HEAD_DIM, -1, 0, "head_dim", false},
+    [H_SWA] = {"sliding_window", "attention.sliding_window", false, true, -1, -1, 0, NULL, true},
+    [H_SWA_PATTERN] = {"swa_pattern", "attention.sliding_window_pattern", false, false, -1, -1, 6,
+                       "llama.cpp's gemma3 default 6", true},
+    [H_ROPE_BASE_SWA] = {"rope.base_swa", "rope.freq_base_swa", true, false, -1, -1, 10000.0,
+                         "llama.cpp's default 10000", true},
 };
 
 /* `<arch>.<key>` that change the arithmetic in a way no op of the layouts computes: a problem
  * when present with a value other than none / 0 / false. */
 static const struct {
     const char *key, *what;
+    bool gemma; /* the gemma layout reads it */
 } k_unsupported[] = {
-    {"rope.scaling.type", "RoPE scaling"},
-    {"attention.sliding_window", "sliding-window attention"},
-    {"attention.layer_norm_epsilon", "LayerNorm (the layouts use RMSNorm)"},
-    {"attention.scale", "an attention scale other than 1/sqrt(head_dim)"},
-    {"attn_logit_softcapping", "attention logit soft-capping"},
-    {"final_logit_softcapping", "final logit soft-capping"},
-    {"embedding_scale", "an embedding scale"},
-    {"residual_scale", "a residual scale"},
-    {"logit_scale", "a logit scale"},
-    {"expert_count", "mixture of experts"},
+    {"rope.scaling.type", "RoPE scaling", false},
+    {"attention.sliding_window", "sliding-window attention", true},
+    {"attention.layer_norm_epsilon", "LayerNorm (the layouts use RMSNorm)", false},
+    {"attention.scale", "an attention scale other than 1/sqrt(head_dim)", false},
+    {"attn_logit_softcapping", "attention logit soft-capping", false},
+    {"final_logit_softcapping", "final logit soft-capping", false},
+    {"embedding_scale", "an embedding scale", false},
+    {"residual_scale", "a residual scale", false},
+    {"logit_scale", "a logit scale", false},
+    {"expert_count", "mixture of experts", false},
 };
 
 /* The layouts' tensors. shape symbols: dim, q_dim, kv_dim, ffn_dim, head_dim, vocab, rope_pairs
  * (NULL ne1: 1-D). NEED_FF: the file's RoPE frequency factors (Llama 3.1 / 3.2's rope_freqs,
  * read by rope.freq_factors) when it has them. */
-enum { NEED_ALL, NEED_SUB, NEED_UNTIED, NEED_QK, NEED_FF };
+enum { NEED_ALL, NEED_SUB, NEED_UNTIED, NEED_QK, NEED_FF, NEED_POST };
 static const struct {
     const char *key, *gguf, *ne0, *ne1;
     unsigned use; /* FMT_USE_* the op reading it needs */
@@ -103,41 +120,45 @@ static const struct {
     {"attn_k_norm", "blk.{L}.attn_k_norm.weight", "head_dim", NULL, FMT_USE_VECTOR, NEED_QK},
     {"attn_sub_norm", "blk.{L}.attn_sub_norm.weight", "q_dim", NULL, FMT_USE_VECTOR, NEED_SUB},
     {"attn_output", "blk.{L}.attn_output.weight", "q_dim", "dim", FMT_USE_TERNARY, NEED_ALL},
+    {"post_attn_norm", "blk.{L}.post_attention_norm.weight", "dim", NULL, FMT_USE_VECTOR, NEED_POST},
     {"ffn_norm", "blk.{L}.ffn_norm.weight", "dim", NULL, FMT_USE_VECTOR, NEED_ALL},
     {"ffn_gate", "blk.{L}.ffn_gate.weight", "dim", "ffn_dim", FMT_USE_TERNARY, NEED_ALL},
     {"ffn_up", "blk.{L}.ffn_up.weight", "dim", "ffn_dim", FMT_USE_TERNARY, NEED_ALL},
     {"ffn_sub_norm", "blk.{L}.ffn_sub_norm.weight", "ffn_dim", NULL, FMT_USE_VECTOR, NEED_SUB},
     {"ffn_down", "blk.{L}.ffn_down.weight", "ffn_dim", "dim", FMT_USE_TERNARY, NEED_ALL},
+    {"post_ffn_norm", "blk.{L}.post_ffw_norm.weight", "dim", NULL, FMT_USE_VECTOR, NEED_POST},
 };
 #define N_TENSORS ((int)(sizeof(k_tensors) / sizeof(k_tensors[0])))
 
 /* The layer's ops; "<act>" is the layout's activation; in_sub: the input with sub-norms, in_qk:
- * with QK-norm; per: the norm's `per` (gen_norm.h). */
+ * with QK-norm, in_post: with post-norms; per: the norm's `per` (gen_norm.h). */
 static const struct {
     const char *op, *in, *in_sub, *weight, *out;
     int need;
-    const char *per, *in_qk;
+    const char *per, *in_qk, *in_post;
 } k_layer_ops[] = {
-    {"rmsnorm", "x", NULL, "attn_norm", "h", NEED_ALL, NULL, NULL},
-    {"bitlinear", "h", NULL, "attn_q", "q", NEED_ALL, NULL, NULL},
-    {"bitlinear", "h", NULL, "attn_k", "k", NEED_ALL, NULL, NULL},
-    {"bitlinear", "h", NULL, "attn_v", "v", NEED_ALL, NULL, NULL},
-    {"rmsnorm", "q", NULL, "attn_q_norm", "qn", NEED_QK, "head", NULL},
-    {"rmsnorm", "k", NULL, "attn_k_norm", "kn", NEED_QK, "head", NULL},
-    {"rope", "q", NULL, NULL, "qr", NEED_ALL, NULL, "qn"},
-    {"rope", "k", NULL, NULL, "kr", NEED_ALL, NULL, "kn"},
-    {"kv_write", "[kr, v]", NULL, NULL, NULL, NEED_ALL, NULL, NULL},
-    {"attention", "qr", NULL, NULL, "a", NEED_ALL, NULL, NULL},
-    {"rmsnorm", "a", NULL, "attn_sub_norm", "an", NEED_SUB, NULL, NULL},
-    {"bitlinear", "a", "an", "attn_output", "o", NEED_ALL, NULL, NULL},
-    {"add", "[x, o]", NULL, NULL, "x", NEED_ALL, NULL, NULL},
-    {"rmsnorm", "x", NULL, "ffn_norm", "g", NEED_ALL, NULL, NULL},
-    {"bitlinear", "g", NULL, "ffn_gate", "gate", NEED_ALL, NULL, NULL},
-    {"bitlinear", "g", NULL, "ffn_up", "up", NEED_ALL, NULL, NULL},
-    {"<act>", "[gate, up]", NULL, NULL, "f", NEED_ALL, NULL, NULL},
-    {"rmsnorm", "f", NULL, "ffn_sub_norm", "fn", NEED_SUB, NULL, NULL},
-    {"bitlinear", "f", "fn", "ffn_down", "d", NEED_ALL, NULL, NULL},
-    {"add", "[x, d]", NULL, NULL, "x", NEED_ALL, NULL, NULL},
+    {"rmsnorm", "x", NULL, "attn_norm", "h", NEED_ALL, NULL, NULL, NULL},
+    {"bitlinear", "h", NULL, "attn_q", "q", NEED_ALL, NULL, NULL, NULL},
+    {"bitlinear", "h", NULL, "attn_k", "k", NEED_ALL, NULL, NULL, NULL},
+    {"bitlinear", "h", NULL, "attn_v", "v", NEED_ALL, NULL, NULL, NULL},
+    {"rmsnorm", "q", NULL, "attn_q_norm", "qn", NEED_QK, "head", NULL, NULL},
+    {"rmsnorm", "k", NULL, "attn_k_norm", "kn", NEED_QK, "head", NULL, NULL},
+    {"rope", "q", NULL, NULL, "qr", NEED_ALL, NULL, "qn", NULL},
+    {"rope", "k", NULL, NULL, "kr", NEED_ALL, NULL, "kn", NULL},
+    {"kv_write", "[kr, v]", NULL, NULL, NULL, NEED_ALL, NULL, NULL, NULL},
+    {"attention", "qr", NULL, NULL, "a", NEED_ALL, NULL, NULL, NULL},
+    {"rmsnorm", "a", NULL, "attn_sub_norm", "an", NEED_SUB, NULL, NULL, NULL},
+    {"bitlinear", "a", "an", "attn_output", "o", NEED_ALL, NULL, NULL, NULL},
+    {"rmsnorm", "o", NULL, "post_attn_norm", "on", NEED_POST, NULL, NULL, NULL},
+    {"add", "[x, o]", NULL, NULL, "x", NEED_ALL, NULL, NULL, "[x, on]"},
+    {"rmsnorm", "x", NULL, "ffn_norm", "g", NEED_ALL, NULL, NULL, NULL},
+    {"bitlinear", "g", NULL, "ffn_gate", "gate", NEED_ALL, NULL, NULL, NULL},
+    {"bitlinear", "g", NULL, "ffn_up", "up", NEED_ALL, NULL, NULL, NULL},
+    {"<act>", "[gate, up]", NULL, NULL, "f", NEED_ALL, NULL, NULL, NULL},
+    {"rmsnorm", "f", NULL, "ffn_sub_norm", "fn", NEED_SUB, NULL, NULL, NULL},
+    {"bitlinear", "f", "fn", "ffn_down", "d", NEED_ALL, NULL, NULL, NULL},
+    {"rmsnorm", "d", NULL, "post_ffn_norm", "dn", NEED_POST, NULL, NULL, NULL},
+    {"add", "[x, d]", NULL, NULL, "x", NEED_ALL, NULL, NULL, "[x, dn]"},
 };
 
 /* ---- the drafter ---- */
@@ -212,33 +233,12 @@ static void line(drafter *d, const char *comment, const char *fmt, ...)
         put(d, "%s\n", text);
 }
 
-/* The shortest decimal that reads back as the same float, spelled as a YAML float. */
-static const char *float_str(double v, char *buf, size_t cap)
-{
-    for (int p = 1; p <= 9; p++) {
-        snprintf(buf, cap, "%.*g", p, v);
-        if ((float)strtod(buf, NULL) == (float)v)
-            break;
-    }
-    char *e = strchr(buf, 'e');
-    if (e && v == (double)(int64_t)v && v < 1e15) /* 5e+05 -> 500000.0 */
-        snprintf(buf, cap, "%.1f", v);
-    else if (e) { /* 1e-05 -> 1.0e-5 */
-        char mant[32];
-        snprintf(mant, sizeof(mant), "%.*s%s", (int)(e - buf), buf, memchr(buf, '.', (size_t)(e - buf)) ? "" : ".0");
-        const long x = strtol(e + 1, NULL, 10);
-        snprintf(buf, cap, "%se%ld", mant, x);
-    } else if (!strchr(buf, '.')) {
-        snprintf(buf + strlen(buf), cap - strlen(buf), ".0");
-    }
-    return buf;
-}
-
-
 static int read_hparams(drafter *d)
 {
     for (int h = 0; h < H_COUNT; h++) {
         double v = 0;
+        if (k_keys[h].gemma && !k_layouts[d->layout].gemma)
+            continue;
         int rc = gen_draft_kv_number(d->g, k_keys[h].key, &v);
         if (rc < 0)
             return fail(d, "key '%s.%s' is not a number", d->arch, k_keys[h].key);
@@ -269,7 +269,7 @@ static bool row_used(const drafter *d, int need)
 {
     return need == NEED_ALL || (need == NEED_SUB && k_layouts[d->layout].sub_norms) ||
            (need == NEED_UNTIED && d->untied) || (need == NEED_QK && k_layouts[d->layout].qk_norm) ||
-           (need == NEED_FF && d->has_ff);
+           (need == NEED_FF && d->has_ff) || (need == NEED_POST && k_layouts[d->layout].post_norms);
 }
 
 static int64_t sym(const drafter *d, const char *s)
@@ -475,8 +475,9 @@ static void write_hparams(drafter *d)
 {
     char num[32], msg[256], src[160];
     line(d, NULL, "\nhparams:");
+    const bool gemma = k_layouts[d->layout].gemma;
     for (int h = 0; h < H_COUNT; h++) {
-        if (h == H_ROPE_BASE || h == H_ROPE_DIMS)
+        if (h == H_ROPE_BASE || h == H_ROPE_DIMS || h == H_ROPE_BASE_SWA || (k_keys[h].gemma && !gemma))
             continue;
         if (d->from_file[h])
             snprintf(src, sizeof(src), "%s.%s", d->arch, k_keys[h].key);
@@ -487,14 +488,21 @@ static void write_hparams(drafter *d)
             snprintf(src, sizeof(src), "UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s.attention.value_length "
                      "(%g) differs from head_dim (%g)", d->arch, vl, d->hp[h]));
         if (k_keys[h].is_float)
-            line(d, src, "  %s: %s", k_keys[h].hparam, float_str(d->hp[h], num, sizeof(num)));
+            line(d, src, "  %s: %s", k_keys[h].hparam, gen_draft_float(d->hp[h], num, sizeof(num)));
         else
             line(d, src, "  %s: %lld", k_keys[h].hparam, (long long)d->hp[h]);
     }
     const char *rope_src = d->arch_row ? d->arch_row->source : "UNSUPPORTED: style unknown (above)";
-    line(d, rope_src, "  rope: {style: %s, base: %s, dims: %lld%s}", d->rope == GEN_ROPE_NORM ? "norm" : "neox",
-         float_str(d->hp[H_ROPE_BASE], num, sizeof(num)), (long long)d->hp[H_ROPE_DIMS],
+    char swa[48] = "", base_swa[32]; /* the sliding-window layers' base */
+    if (gemma)
+        snprintf(swa, sizeof(swa), ", base_swa: %s",
+                 gen_draft_float(d->hp[H_ROPE_BASE_SWA], base_swa, sizeof(base_swa)));
+    line(d, rope_src, "  rope: {style: %s, base: %s%s, dims: %lld%s}", d->rope == GEN_ROPE_NORM ? "norm" : "neox",
+         gen_draft_float(d->hp[H_ROPE_BASE], num, sizeof(num)), swa, (long long)d->hp[H_ROPE_DIMS],
          d->has_ff ? ", freq_factors: rope_freqs" : "");
+    if (gemma && d->n_layers == 62 && d->hp[H_DIM] / d->hp[H_HEADS] != d->hp[H_HEAD_DIM]) /* LLM_TYPE_27B */
+        line(d, NULL, "  # UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s with 62 layers is Gemma 3 27B, whose "
+             "attention scale llama.cpp takes as 1/sqrt(dim / n_heads), not 1/sqrt(head_dim)", d->arch));
     line(d, NULL, "  kv_cache: f16");
     for (size_t i = 0; i < sizeof(k_unsupported) / sizeof(k_unsupported[0]); i++) {
         char key[160];
@@ -504,7 +512,7 @@ static void write_hparams(drafter *d)
         const bool none = kv && kv->type == RT_GGUF_STRING && kv->v.s.len == 4 && !memcmp(kv->v.s.ptr, "none", 4);
         const bool zero = kv && kv->type != RT_GGUF_STRING && (kv->type == RT_GGUF_BOOL ? !kv->v.b
                                                                : !gen_draft_kv_number(d->g, k_unsupported[i].key, &v) && v == 0);
-        if (kv && !none && !zero)
+        if (kv && !none && !zero && !(gemma && k_unsupported[i].gemma))
             line(d, NULL, "  # UNSUPPORTED: %s", problem(d, msg, sizeof(msg), "%s.%s: %s", d->arch,
                                                         k_unsupported[i].key, k_unsupported[i].what));
     }
@@ -515,8 +523,14 @@ static void write_checks(drafter *d)
     line(d, NULL, "\ngguf_checks:                          # hparam: GGUF key (\"%s.\" prepended), compared at load",
          d->arch);
     double vl = 0;
+    char num[32];
     for (int h = 0; h < H_COUNT; h++)
-        if (d->from_file[h] && h == H_HEAD_DIM && !gen_draft_kv_number(d->g, "attention.value_length", &vl))
+        if (k_keys[h].gemma && !k_layouts[d->layout].gemma)
+            continue;
+        else if (k_keys[h].gemma && !k_keys[h].required && d->hp[h] == k_keys[h].def) /* as the file may lack */
+            line(d, NULL, "  %s: {key: %s, missing: %s}", k_keys[h].hparam, k_keys[h].key, k_keys[h].is_float
+                 ? gen_draft_float(k_keys[h].def, num, sizeof(num)) : gen_draft_int(k_keys[h].def, num, sizeof(num)));
+        else if (d->from_file[h] && h == H_HEAD_DIM && !gen_draft_kv_number(d->g, "attention.value_length", &vl))
             line(d, NULL, "  %s: [%s, attention.value_length]", k_keys[h].hparam, k_keys[h].key); /* as Qwen3's */
         else if (d->from_file[h])
             line(d, NULL, "  %s: %s", k_keys[h].hparam, k_keys[h].key);
@@ -625,7 +639,14 @@ static void write_forward(drafter *d)
 {
     const char *act = k_layouts[d->layout].act;
     const bool sub = k_layouts[d->layout].sub_norms;
-    line(d, NULL, "\nforward:\n  input:\n    - {op: embed, table: token_embd, out: x}");
+    const bool gemma = k_layouts[d->layout].gemma;
+    const double s = sqrt(d->hp[H_DIM]);
+    char scale[32] = "0", embed[48] = ""; /* sqrt(dim): the shortest decimal that reads back as it */
+    for (int p = 1; gemma && p <= 17 && strtod(scale, NULL) != s; p++)
+        snprintf(scale, sizeof(scale), "%.*g", p, s);
+    if (gemma)
+        snprintf(embed, sizeof(embed), ", scale: %s", scale);
+    line(d, NULL, "\nforward:\n  input:\n    - {op: embed, table: token_embd, out: x%s}", embed);
     line(d, NULL, "  layer:                              # repeated %s.block_count times", d->arch);
     for (size_t i = 0; i < sizeof(k_layer_ops) / sizeof(k_layer_ops[0]); i++) {
         if (!row_used(d, k_layer_ops[i].need))
@@ -635,9 +656,10 @@ static void write_forward(drafter *d)
             snprintf(op, sizeof(op), "%s_mul,", act);
         else
             snprintf(op, sizeof(op), "%s,", layer_op(d, (int)i));
-        const char *in = sub && k_layer_ops[i].in_sub                             ? k_layer_ops[i].in_sub
-                         : k_layouts[d->layout].qk_norm && k_layer_ops[i].in_qk ? k_layer_ops[i].in_qk
-                                                                                 : k_layer_ops[i].in;
+        const char *in = sub && k_layer_ops[i].in_sub                                ? k_layer_ops[i].in_sub
+                         : k_layouts[d->layout].qk_norm && k_layer_ops[i].in_qk    ? k_layer_ops[i].in_qk
+                         : k_layouts[d->layout].post_norms && k_layer_ops[i].in_post ? k_layer_ops[i].in_post
+                                                                                    : k_layer_ops[i].in;
         int n = snprintf(f, sizeof(f), "    - {op: %-10s in: %s", op, in);
         if (k_layer_ops[i].weight)
             n += snprintf(f + n, sizeof(f) - (size_t)n, ", weight: %s", k_layer_ops[i].weight);

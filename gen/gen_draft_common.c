@@ -1,5 +1,6 @@
 /* gen_draft_common.c - what both YAML drafters use.
- * Owns: the growable text buffer's append, a metadata number (gen_draft_common.h). */
+ * Owns: the growable text buffer's append, a metadata number, numbers spelled for YAML (gen_draft_common.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,4 +47,31 @@ int gen_draft_kv_number(const rt_gguf *g, const char *key, double *out)
     case RT_GGUF_F32: case RT_GGUF_F64: *out = kv->v.f; return 0;
     default: return -1;
     }
+}
+
+const char *gen_draft_int(double v, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%lld", (long long)v);
+    return buf;
+}
+
+const char *gen_draft_float(double v, char *buf, size_t cap)
+{
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, cap, "%.*g", p, v);
+        if ((float)strtod(buf, NULL) == (float)v)
+            break;
+    }
+    char *e = strchr(buf, 'e');
+    if (e && v == (double)(int64_t)v && v < 1e15) /* 5e+05 -> 500000.0 */
+        snprintf(buf, cap, "%.1f", v);
+    else if (e) { /* 1e-05 -> 1.0e-5 */
+        char mant[32];
+        snprintf(mant, sizeof(mant), "%.*s%s", (int)(e - buf), buf, memchr(buf, '.', (size_t)(e - buf)) ? "" : ".0");
+        const long x = strtol(e + 1, NULL, 10);
+        snprintf(buf, cap, "%se%ld", mant, x);
+    } else if (!strchr(buf, '.')) {
+        snprintf(buf + strlen(buf), cap - strlen(buf), ".0");
+    }
+    return buf;
 }

@@ -17,7 +17,10 @@
  * models/all-minilm-l6-v2.yaml (`bert`) drafts in the bert layout back to that description, and
  * the draft gives the generated model's hidden rows bit for bit on the CPU backend; a hand-made
  * `bert` file's unread tensor is a problem at its line, a missing tensor or a contradicting
- * width one error.
+ * width one error. A random file of tests/data/gemma3/gemma3-tiny.yaml (`gemma3`) drafts back to
+ * that description, window, pattern and both RoPE bases included, and runs to its CPU-backend
+ * logits bit for bit; without the keys the common Gemma 3 files lack, the draft takes llama.cpp's
+ * values and checks them as keys that may be missing.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -767,6 +770,131 @@ static void test_rope_freqs(void **st)
     gen_draft_free(&dr);
 }
 
+/* llama.cpp's `gemma3` (Gemma 3 1B's layout, as convert_hf_to_gguf.py writes it with --outtype
+ * f16): a random file of tests/data/gemma3/gemma3-tiny.yaml drafts back to that description op
+ * by op (the embed op's scale sqrt(dim), QK-norm, the post-norms, gelu_f16_mul), with its window,
+ * pattern and both RoPE bases from the metadata, rope.freq_base_swa checked as a key the common
+ * files lack; both descriptions, built in-process without SPIR-V, give the same CPU-backend
+ * logits bit for bit (the same op lists, so the same CPU schedule). */
+static void test_gemma3_tiny(void **st)
+{
+    (void)st;
+    const char *yaml = "tests/data/gemma3/gemma3-tiny.yaml";
+    char gguf[512], err[GEN_ERR_LEN] = "";
+    mkmodel(yaml, "gemma3", gguf, sizeof(gguf));
+    gen_draft dr;
+    gen_model *want = malloc(sizeof(*want)), *got = malloc(sizeof(*got));
+    assert_true(want && got);
+    draft_parsed(gguf, &dr, got);
+    printf("%s\n", dr.summary);
+    assert_string_equal(dr.layout, "gemma3");
+    assert_non_null(strstr(dr.yaml, "rope.base_swa: {key: rope.freq_base_swa, missing: 10000.0}"));
+    if (gen_model_load(yaml, want, err))
+        fail_msg("%s", err);
+    assert_same_model(want, got);
+    assert_int_equal(got->hp.sliding_window, want->hp.sliding_window);
+    assert_int_equal(got->hp.swa_pattern, want->hp.swa_pattern);
+    assert_true(got->hp.rope_base_swa == want->hp.rope_base_swa);
+    assert_int_equal(got->n_checks, want->n_checks);
+    for (int i = 0; i < want->n_checks; i++) { /* the same keys, in any order */
+        int j = 0;
+        while (j < got->n_checks && (strcmp(want->checks[i].hparam, got->checks[j].hparam) ||
+                                     strcmp(want->checks[i].gguf_key, got->checks[j].gguf_key)))
+            j++;
+        if (j == got->n_checks)
+            fail_msg("the draft does not check %s against %s", want->checks[i].hparam, want->checks[i].gguf_key);
+        assert_true(want->checks[i].value == got->checks[j].value);
+        assert_int_equal(want->checks[i].may_miss, got->checks[j].may_miss);
+    }
+    static gen_desc ga, gb;
+    const gen_desc_opts o = {.text_only = true}; /* the CPU backend runs no kernel */
+    if (gen_desc_build_opts(want, true, &o, &ga, err) || gen_desc_build_opts(got, true, &o, &gb, err))
+        fail_msg("%s", err);
+    int va = 0, vb = 0;
+    float *a = cpu_logits(&ga.desc, gguf, &va), *b = cpu_logits(&gb.desc, gguf, &vb);
+    assert_int_equal(va, vb);
+    const size_t n = (size_t)2 * 20 * va;
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    printf("gemma3: drafted vs shipped description on the CPU backend: %zu of %zu logits differ\n", differ, n);
+    assert_int_equal(differ, 0);
+    free(a);
+    free(b);
+    gen_desc_free(&ga);
+    gen_desc_free(&gb);
+    free(want);
+    free(got);
+    gen_draft_free(&dr);
+}
+
+/* The file at src without the metadata keys drop[0..n) -> dst. */
+static void drop_keys(const char *src, const char *dst, const char *const *drop, int n)
+{
+    char err[RT_ERR_LEN] = "";
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(src, &g, err))
+        fail_msg("%s", err);
+    rt_gguf_writer *w = rt_gguf_writer_new((uint32_t)g->alignment);
+    assert_non_null(w);
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        char key[256];
+        const uint8_t *p;
+        uint64_t len;
+        snprintf(key, sizeof(key), "%.*s", (int)g->kv[i].key.len, g->kv[i].key.ptr);
+        bool gone = !strcmp(key, "general.alignment");
+        for (int k = 0; k < n; k++)
+            gone |= !strcmp(key, drop[k]);
+        rt_gguf_kv_payload(&g->kv[i], &p, &len);
+        if (!gone)
+            rt_gguf_w_raw(w, key, g->kv[i].type, p, len);
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const rt_gguf_tensor *t = &g->tensors[i];
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+        rt_gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+    }
+    if (rt_gguf_writer_save(w, dst, err))
+        fail_msg("%s", err);
+    rt_gguf_writer_free(w);
+    rt_gguf_close(g);
+}
+
+/* A Gemma 3 file as the converter writes it, without rope.freq_base_swa and
+ * sliding_window_pattern: the draft takes llama.cpp's gemma3 values (10000, 6) and checks both
+ * keys as `{key: K, missing: V}`, as models/gemma-3-1b-it.yaml does; without
+ * attention.sliding_window there is no draft and one error naming the key. */
+static void test_gemma3_common_file(void **st)
+{
+    (void)st;
+    char gguf[512], path[512], err[GEN_ERR_LEN] = "";
+    mkmodel("tests/data/gemma3/gemma3-tiny.yaml", "gemma3", gguf, sizeof(gguf));
+    hand_path("gemma3-common", path, sizeof(path));
+    static const char *const keys[] = {"gemma3.rope.freq_base_swa", "gemma3.attention.sliding_window_pattern",
+                                       "gemma3.attention.sliding_window"};
+    drop_keys(gguf, path, keys, 2);
+    gen_draft dr;
+    gen_model *m = malloc(sizeof(*m));
+    assert_non_null(m);
+    draft_parsed(path, &dr, m);
+    assert_non_null(strstr(dr.yaml, "swa_pattern: {key: attention.sliding_window_pattern, missing: 6}"));
+    assert_non_null(strstr(dr.yaml, "rope.base_swa: {key: rope.freq_base_swa, missing: 10000.0}"));
+    assert_int_equal(m->hp.swa_pattern, 6);
+    assert_true(m->hp.rope_base_swa == 10000.0f);
+    assert_int_equal(m->hp.sliding_window, 8);
+    int may_miss = 0;
+    for (int i = 0; i < m->n_checks; i++)
+        may_miss += m->checks[i].may_miss;
+    assert_int_equal(may_miss, 2);
+    free(m);
+    gen_draft_free(&dr);
+    drop_keys(gguf, path, keys, 3);
+    assert_int_equal(gen_draft_gguf(path, &dr, err), -1);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "key 'gemma3.attention.sliding_window' is missing"));
+}
+
 static void test_unknown_arch(void **st)
 {
     (void)st;
@@ -930,6 +1058,7 @@ int main(void)
         cmocka_unit_test(test_plain_llama_linear),
         cmocka_unit_test(test_type_sets),
         cmocka_unit_test(test_rope_freqs),
+        cmocka_unit_test(test_gemma3_common_file),
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_problems_at_their_lines),
         cmocka_unit_test(test_contradicting_metadata),
@@ -941,10 +1070,13 @@ int main(void)
         cmocka_unit_test(test_llama_draft_runs),
         cmocka_unit_test(test_llama_ternary_tiny),
         cmocka_unit_test(test_qwen3_tiny),
+        cmocka_unit_test(test_gemma3_tiny),
         cmocka_unit_test(test_bert_minilm),
         cmocka_unit_test(test_bert_hand),
         cmocka_unit_test(test_bitnet_tiny),
         cmocka_unit_test(test_bitnet_large),
     };
+    if (getenv("TEST_FILTER")) /* e.g. "test_gemma3*" */
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
