@@ -1218,7 +1218,13 @@ static void test_moe_vs_reference(void **st)
  * (printed). And what the placement promises: no expert tensor of a placed layer on the device
  * (the bytes saved = those tensors' bytes in the file), a hand-over per placed layer and step,
  * (2 dim + 2 k) x 4 bytes per token and placed layer. Bad input: N above the layers, both flags,
- * --vram-budget with it: one clear error each. */
+ * --vram-budget with it: one clear error each. Then --cpu-moe against the all-device run (the
+ * same rule and figures; the prompt in one call and the greedy steps) on
+ * tests/data/moe/qwen3moe-tq-tiny.yaml at 2 layers: ternary experts (gate / up TQ2_0, down TQ1_0)
+ * whose inputs the host quantizes to Q8_K as the device does. Not run there (nothing in them
+ * depends on the experts' type; suite time): --n-cpu-moe 1, the prompt again one token per call,
+ * the multi-row steps; nor the CPU backend, whose attention's other numerics flip Q8_K codes of
+ * the experts' inputs (max |d| about 0.04 against --cpu-moe on this file, over linear_rule's). */
 enum { PL_PROMPT = 20, PL_GREEDY = 8 };
 
 typedef struct {
@@ -1229,6 +1235,7 @@ typedef struct {
                                     checked), MOE_GLU rows */
     float *rows, *single;     /* [2][vocab]: multi_rows */
     bool exact;               /* rows_bit_exact */
+    bool full;                /* in: the prompt again one token per call, and multi_rows */
 } pl_out;
 
 /* One engine's runs (see above); 0, or -1 with err (a missing device: the caller skips). */
@@ -1248,7 +1255,10 @@ static int pl_run(const built_desc *bd, const char *gguf, int backend, bool all,
         if (rt_engine_argmax(e, &out->greedy[i], err) ||
             rt_engine_eval(e, &out->greedy[i], 1, PL_PROMPT + i, NULL, err))
             goto fail;
-    for (int i = 0; i < PL_PROMPT; i++)
+    int32_t next; /* the last greedy step is submitted when something reads from it: not full, this */
+    if (!out->full && rt_engine_argmax(e, &next, err))
+        goto fail;
+    for (int i = 0; out->full && i < PL_PROMPT; i++)
         if (rt_engine_eval(e, &ids[i], 1, i, out->each + (size_t)i * vocab, err))
             goto fail;
     rt_engine_get_stats(e, &out->st);
@@ -1263,11 +1273,14 @@ static int pl_run(const built_desc *bd, const char *gguf, int backend, bool all,
         if (strncmp(rows[i].name, "cpu_moe_handover", 16))
             continue;
         out->handover_rows++;
-        assert_int_equal(rows[i].bytes, (uint64_t)(2 * 320 + 2 * 2) * 4); /* (2 dim + 2 k) x 4, dim 320 */
+        /* (2 dim + 2 k) x 4 */
+        assert_int_equal(rows[i].bytes, (uint64_t)(2 * bd->m.hp.dim + 2 * bd->m.hp.n_expert_used) * 4);
         assert_true(rows[i].ns > 0);
     }
-    multi_rows(e, vocab, out->rows, out->single);
-    out->exact = rows_bit_exact(e);
+    if (out->full) {
+        multi_rows(e, vocab, out->rows, out->single);
+        out->exact = rows_bit_exact(e);
+    }
     rt_engine_close(e);
     return 0;
 fail:
@@ -1275,17 +1288,45 @@ fail:
     return -1;
 }
 
-static void test_moe_cpu_placement(void **st)
+/* yaml's model at 2 layers, vocab 512, seed 31 into <build>/file (made once) as gguf */
+static void moe_gguf(const char *yaml, const char *file, char gguf[300])
 {
-    (void)st;
-    const char *yaml = "tests/data/moe/qwen3moe-f32-tiny.yaml";
     const char *bd_env = getenv("TERNION_BUILD"), *bdir = bd_env && *bd_env ? bd_env : "build";
-    char cmd[800], gguf[300], err[RT_ERR_LEN] = "";
-    snprintf(gguf, sizeof gguf, "%s/test-e2e-moe-xc.gguf", bdir); /* test_moe_expert_cache's file */
+    char cmd[800];
+    snprintf(gguf, 300, "%s/%s", bdir, file);
     snprintf(cmd, sizeof cmd, "%s/tools/mkmodel %s -o %s --layers 2 --vocab 512 --seed 31 >/dev/null", bdir, yaml,
              gguf);
     if (!exists(gguf) && system(cmd) != 0)
         fail_msg("%s failed", cmd);
+}
+
+/* bad placement options on gguf: one clear error each */
+static void placement_bad_input(const built_desc *bd, const char *gguf)
+{
+    static const struct { bool all; int n, budget; const char *want; } bad[] = {
+        {false, 3, 0, "--n-cpu-moe 3: out of range (0 .. 2, the model's layers)"},
+        {true, 1, 0, "--cpu-moe and --n-cpu-moe 1: give one"},
+        {true, 0, 64, "--cpu-moe / --n-cpu-moe with --vram-budget: not combined"},
+    };
+    char err[RT_ERR_LEN] = "";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rt_engine_opts o = {.model_path = gguf, .device_index = -1, .backend = RT_BACKEND_VULKAN,
+                            .cpu_moe = bad[i].all, .n_cpu_moe = bad[i].n, .vram_budget_mib = bad[i].budget};
+        rt_engine *e = NULL;
+        const int rc = rt_engine_open(&bd->d.desc, &o, &e, err);
+        printf("bad input %zu: %s\n", i, rc ? err : "opened");
+        rt_engine_close(e);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(err, bad[i].want));
+    }
+}
+
+/* One model's placement runs and checks (above); full: the CPU backend's and --n-cpu-moe 1's runs
+ * too, and the bad input. 0, or -1 when there is no Vulkan device (the caller skips). */
+static int placement_case(const char *yaml, const char *file, bool full)
+{
+    char gguf[300], err[RT_ERR_LEN] = "";
+    moe_gguf(yaml, file, gguf);
     const built_desc *bd = desc_of(yaml, true, err);
     if (!bd)
         fail_msg("%s", err);
@@ -1294,27 +1335,31 @@ static void test_moe_cpu_placement(void **st)
     static const char *const name[RUNS] = {"CPU backend", "Vulkan, all on the device", "Vulkan --cpu-moe",
                                            "Vulkan --n-cpu-moe 1"};
     pl_out r[RUNS];
-    for (int i = 0; i < RUNS; i++) {
+    const int first = full ? CPU : DEV, last = full ? ONE : ALL;
+    printf("%s:\n", yaml);
+    for (int i = first; i <= last; i++) {
         r[i].one = malloc(sizeof(float) * PL_PROMPT * vocab);
         r[i].each = malloc(sizeof(float) * PL_PROMPT * vocab);
         r[i].rows = malloc(sizeof(float) * 2 * vocab);
         r[i].single = malloc(sizeof(float) * 2 * vocab);
+        r[i].full = full;
         const int rc = pl_run(bd, gguf, i == CPU ? RT_BACKEND_CPU : RT_BACKEND_VULKAN, i == ALL, i == ONE,
                               vocab, &r[i], err);
         if (rc && i == DEV && strstr(err, "no Vulkan device")) {
             printf("skip: %s\n", err);
-            skip();
+            return -1;
         }
         if (rc)
             fail_msg("%s: %s", name[i], err);
     }
     char what[200];
-    for (int i = ALL; i <= ONE; i++)
-        for (int ref = CPU; ref <= DEV; ref++) {
+    for (int i = ALL; i <= last; i++)
+        for (int ref = first; ref <= DEV; ref++) {
             snprintf(what, sizeof what, "%s, prompt in one call, against the %s", name[i], name[ref]);
             linear_rule(what, r[i].one, r[ref].one, vocab);
             snprintf(what, sizeof what, "%s, one token per call, against the %s", name[i], name[ref]);
-            linear_rule(what, r[i].each, r[ref].each, vocab);
+            if (full)
+                linear_rule(what, r[i].each, r[ref].each, vocab);
             assert_memory_equal(r[i].greedy, r[ref].greedy, sizeof r[i].greedy);
         }
     /* the placement's figures */
@@ -1330,9 +1375,10 @@ static void test_moe_cpu_placement(void **st)
     }
     const uint64_t dim = (uint64_t)rt_gguf_tensor_find(g, "blk.0.ffn_gate_inp.weight")->ne[0], k = 2;
     rt_gguf_close(g);
-    /* tokens: the prompt in one step, 8 greedy, 20 one at a time; calls: a step's placed layers */
-    const uint64_t tokens = PL_PROMPT + PL_GREEDY + PL_PROMPT, steps = 1 + PL_GREEDY + PL_PROMPT;
-    for (int i = ALL; i <= ONE; i++) {
+    /* tokens: the prompt in one step, 8 greedy, (full) 20 one at a time; calls: a step's placed layers */
+    const uint64_t n_each = full ? PL_PROMPT : 0, tokens = PL_PROMPT + PL_GREEDY + n_each,
+                   steps = 1 + PL_GREEDY + n_each;
+    for (int i = ALL; i <= last; i++) {
         const rt_engine_stats *s = &r[i].st;
         const int layers = i == ALL ? 2 : 1;
         printf("%s: %d layers placed, %.2f MiB of experts not uploaded; %llu hand-overs, %.0f bytes and %.3f ms "
@@ -1349,42 +1395,37 @@ static void test_moe_cpu_placement(void **st)
     }
     assert_int_equal(r[DEV].handover_rows, 0);
     assert_int_equal(r[DEV].glu_rows, 2);
-    assert_int_equal(dim, 320);
+    assert_int_equal(dim, bd->m.hp.dim);
     /* multi-row steps (a placed layer's hand-over carries both rows): every row against a
      * one-token step of its sequence (multi_rows_rule: bit for bit on the CPU backend and
      * lavapipe, else linear_rule's max |d|), and the placed runs' rows against the all-device
      * run's under linear_rule's max |d| and top-1 */
-    for (int i = 0; i < RUNS; i++)
+    for (int i = first; full && i <= last; i++)
         multi_rows_rule(name[i], r[i].exact, r[i].rows, r[i].single, vocab, 3e-2);
-    for (int i = ALL; i < RUNS; i++) {
+    for (int i = ALL; full && i <= last; i++) {
         const cmp_stats m = compare(r[i].rows, r[DEV].rows, 2, vocab);
         printf("%s: multi-row step against the all-device one: top-1 %d/2, max |d| %.4g\n", name[i], m.top1_agree,
                m.max_abs);
         assert_int_equal(m.top1_agree, 2);
         assert_true(m.max_abs <= 3e-2);
     }
-    for (int i = 0; i < RUNS; i++) {
+    for (int i = first; i <= last; i++) {
         free(r[i].one);
         free(r[i].each);
         free(r[i].rows);
         free(r[i].single);
     }
-    /* bad input */
-    static const struct { bool all; int n, budget; const char *want; } bad[] = {
-        {false, 3, 0, "--n-cpu-moe 3: out of range (0 .. 2, the model's layers)"},
-        {true, 1, 0, "--cpu-moe and --n-cpu-moe 1: give one"},
-        {true, 0, 64, "--cpu-moe / --n-cpu-moe with --vram-budget: not combined"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rt_engine_opts o = {.model_path = gguf, .device_index = -1, .backend = RT_BACKEND_VULKAN,
-                            .cpu_moe = bad[i].all, .n_cpu_moe = bad[i].n, .vram_budget_mib = bad[i].budget};
-        rt_engine *e = NULL;
-        const int rc = rt_engine_open(&bd->d.desc, &o, &e, err);
-        printf("bad input %zu: %s\n", i, rc ? err : "opened");
-        rt_engine_close(e);
-        assert_int_not_equal(rc, 0);
-        assert_non_null(strstr(err, bad[i].want));
-    }
+    if (full)
+        placement_bad_input(bd, gguf);
+    return 0;
+}
+
+static void test_moe_cpu_placement(void **st)
+{
+    (void)st;
+    if (placement_case("tests/data/moe/qwen3moe-f32-tiny.yaml", "test-e2e-moe-xc.gguf", true) ||
+        placement_case("tests/data/moe/qwen3moe-tq-tiny.yaml", "test-e2e-moe-tq.gguf", false))
+        skip();
 }
 
 /* tests/data/moe/maple-tiny.yaml: Maple's layout (2 layers: layer 0 a sliding-window layer with
@@ -1437,12 +1478,12 @@ static void maple_long(const built_desc *bd, const rt_gguf *g, const char *gguf)
     free(got);
 }
 
-/* --cpu-moe's experts (runtime/cpu/cpu_moe_host.c) on maple-tiny's file, layer 0, one token:
- * the reference's moe (ref_moe) picks the experts and weights, handed to the host as the device
- * hands them over; the outputs within 2^-10 x max |y| (test_moe's rule for Q8_0-input experts:
- * a code may flip by one step). The clamp's limit must reach the host: left unset (0), every
- * clamped expert gives 0, max |d| = max |y|. */
-static void host_moe_check(const built_desc *bd, const rt_gguf *g)
+/* --cpu-moe's experts (runtime/cpu/cpu_moe_host.c) on maple-tiny's file (and xc_tq_check's),
+ * layer 0, one token: the reference's moe (ref_moe) picks the experts and weights, handed to the
+ * host as the device hands them over; the outputs within 2^-10 x max |y| (test_moe's rule for
+ * Q8_0-input experts: a code may flip by one step). The clamp's limit must reach the host: left
+ * unset (0), every clamped expert gives 0, max |d| = max |y|. */
+static void host_moe_check(const char *what, const built_desc *bd, const rt_gguf *g)
 {
     const gen_model *m = &bd->m;
     const gen_op *op = NULL;
@@ -1486,7 +1527,7 @@ static void host_moe_check(const built_desc *bd, const rt_gguf *g)
         dmax = fmax(dmax, fabs(y[i] - y_ref[i]));
         ymax = fmax(ymax, fabs(y_ref[i]));
     }
-    printf("maple-tiny: --cpu-moe experts (layer 0, one token) vs C reference: max |d| %.3g (bound %.3g)\n", dmax,
+    printf("%s: --cpu-moe experts (layer 0, one token) vs C reference: max |d| %.3g (bound %.3g)\n", what, dmax,
            ldexp(ymax, -10));
     assert_true(ymax > 0 && dmax <= ldexp(ymax, -10));
     free(x);
@@ -1535,7 +1576,7 @@ static void test_maple_vs_reference(void **st)
     printf("%s: reference without the window: max |d| %.4g on rows 7..19; without the clamp: %.4g (bound %.4g)\n",
            yaml, dw, dc, s_spread_bound);
     assert_true(dw > s_spread_bound && dc > s_spread_bound);
-    host_moe_check(bd, g);
+    host_moe_check(yaml, bd, g);
     maple_long(bd, g, gguf);
     /* Bad input: a file whose window pattern contradicts the description (written from a copy
      * with swa_pattern 3: layer 1 windowed where maple-tiny's is global) is refused at load,
@@ -1591,7 +1632,7 @@ static int xc_run(const built_desc *bd, const char *gguf, int budget, int thread
             return -1;
         }
         rt_engine_get_stats(e, &st1);
-        if (budget) /* 3 slots, 4 experts a token: at least one read every step */
+        if (budget && st1.xc_slots < 4) /* 3 slots, 4 experts a token: at least one read every step */
             assert_true(st1.xc_misses > st0.xc_misses && st1.xc_bytes_read > st0.xc_bytes_read);
     }
     if (keep)
@@ -1599,6 +1640,41 @@ static int xc_run(const built_desc *bd, const char *gguf, int budget, int thread
     else
         rt_engine_close(e);
     return 0;
+}
+
+/* The cache with ternary experts: tests/data/moe/qwen3moe-tq-tiny.yaml at 2 layers (gate / up
+ * TQ2_0, down TQ1_0: 93 KiB an expert, 1.45 MiB in all), xc_run at 1 MiB = 11 slots of the 16
+ * experts, 2 threads, the default prefetch: bit for bit the unbounded run (the same kernels read
+ * the same blocks from a slot); more misses than slots, so experts were evicted. And the file's
+ * --cpu-moe host experts against ref_moe (host_moe_check: Q8_K inputs, a code may flip a step). */
+static void xc_tq_check(void)
+{
+    const char *yaml = "tests/data/moe/qwen3moe-tq-tiny.yaml";
+    char gguf[300], err[RT_ERR_LEN] = "";
+    moe_gguf(yaml, "test-e2e-moe-tq.gguf", gguf);
+    const built_desc *bd = desc_of(yaml, true, err);
+    const size_t sz = (size_t)(XC_PROMPT + XC_STEPS) * 512 * sizeof(float);
+    float *want = malloc(sz), *got = malloc(sz);
+    rt_engine *e = NULL;
+    if (!bd || !want || !got || xc_run(bd, gguf, 0, 1, want, 512, NULL, err) ||
+        xc_run(bd, gguf, 1, 2, got, 512, &e, err))
+        fail_msg("%s: %s", yaml, err);
+    assert_memory_equal(got, want, sz);
+    rt_engine_stats xs;
+    rt_engine_get_stats(e, &xs);
+    rt_engine_close(e);
+    printf("%s, expert cache 1 MiB: %d slots (%.2f of %.2f MiB), %llu hits, %llu misses\n", yaml, xs.xc_slots,
+           xs.xc_budget_bytes / 1048576.0, xs.xc_expert_bytes / 1048576.0, (unsigned long long)xs.xc_hits,
+           (unsigned long long)xs.xc_misses);
+    assert_int_equal(xs.xc_slots, 11);
+    assert_true(xs.xc_budget_bytes < xs.xc_expert_bytes && xs.xc_misses > (uint64_t)xs.xc_slots);
+    rt_gguf *g = NULL;
+    if (rt_gguf_open(gguf, &g, err))
+        fail_msg("%s", err);
+    host_moe_check(yaml, bd, g);
+    rt_gguf_close(g);
+    free(want);
+    free(got);
 }
 
 static void test_moe_expert_cache(void **st)
@@ -1703,6 +1779,7 @@ static void test_moe_expert_cache(void **st)
     unlink(cut);
     free(want);
     free(got);
+    xc_tq_check();
 }
 
 /* Not part of make test (skips): XCACHE_BENCH_YAML=<MoE yaml> XCACHE_BENCH_GGUF=<its mkmodel file>
