@@ -10,7 +10,7 @@
 # subgroup sweep's runs, tests/run_subgroups.sh) are started first, so the longest do not start
 # last; a sweep's run of a suite after the suite itself, so it finds the kernels that suite
 # compiled in $TERNION_SPV_CACHE (the Makefile's test rule sets it) instead of compiling them at
-# the same time.
+# the same time, and test_e2e after test_kernels and test_oracle, whose test models it builds too.
 JOBS=${JOBS:-2}
 # Mesa's compiled-shader cache stays where it was even for suites that point XDG_CACHE_HOME
 # at a scratch folder (to test Ternion's own pipeline cache): otherwise each of those would
@@ -19,7 +19,7 @@ if [ -z "${MESA_SHADER_CACHE_DIR:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ];
     MESA_SHADER_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}" # Mesa adds mesa_shader_cache/
     export MESA_SHADER_CACHE_DIR
 fi
-SLOW_FIRST=${SLOW_FIRST:-"test_kernels test_e2e test_oracle sg16-test_kernels test_kernels_tq test_e2e_tq
+SLOW_FIRST=${SLOW_FIRST:-"test_kernels test_oracle test_e2e sg16-test_kernels test_kernels_tq test_e2e_tq
     test_tune test_gen test_stream test_sparse test_examples test_kernels_fused sg16-test_kernels_fused sg4-test_kernels_fused
     sg16-test_tune_chained.sh sg4-test_tune_chained.sh"}
 t_all=$(date +%s)
