@@ -43,6 +43,8 @@ olmoe-q8-4l        models/olmoe-1b-7b.yaml         4  50304  1 llama
 olmoe-q4km-4l      models/olmoe-1b-7b-q4_k_m.yaml  4  50304  1 llama
 qwen3moe-q8-2l     models/qwen3-30b-a3b.yaml       2  151936 1 llama PRE=qwen2
 qwen3moe-q4km-2l   models/qwen3-30b-a3b-q4_k_m.yaml 2 151936 1 llama PRE=qwen2
+gemma3-1b-1l       models/gemma-3-1b-it.yaml      1  512    1 llama TOK=spm
+gemma3-1b-26l      models/gemma-3-1b-it.yaml      26 262144 1 llama TOK=spm
 '
 
 want=" $* "
