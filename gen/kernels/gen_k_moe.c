@@ -101,7 +101,8 @@ static int bind_rows(dsl_kernel *k, const gen_graph *g, const gen_kop *kop, int 
     const gen_codec *c = gen_codec_find(wt->type);
     d->pc = c && c->table_pair && c->act_round ? c : NULL; /* F16, BF16 */
     d->qc = c && c->quad ? c : NULL;
-    d->kq = gen_kq_codec(wt->type) ? gen_kq_codec(wt->type) : gen_kq_tern_codec(wt->type);
+    const gen_codec *kq = gen_kq_codec(wt->type); /* Q4_K, Q6_K; else TQ1_0, TQ2_0 (their codes and scales) */
+    d->kq = kq ? kq : gen_kq_tern_codec(wt->type);
     d->K = (uint32_t)wt->ne[0];
     if ((!d->pc && !d->qc && !d->kq && wt->type != FMT_F32) || (d->pc && d->K % 2) || (d->qc && d->K % 32) ||
         (d->kq && d->K % GEN_CODEC_BLOCK)) {
